@@ -1,0 +1,77 @@
+/* Precision advice from a stats record: does the tensor fit FP16 as is, with a
+ * power-of-two loss scale (and which), BF16, FP8 with per-tensor scaling, or
+ * must it stay FP32?
+ *
+ * Scaling by 2^k shifts every binade by k, so counts at a scale follow from the
+ * exponent histogram exactly, except in the one binade that straddles a format
+ * boundary; figures that depend on such a binade are flagged `estimate`. */
+#ifndef MPPROF_ANALYSIS_ADVICE_H
+#define MPPROF_ANALYSIS_ADVICE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "stats.h"
+
+typedef struct mp_advice_params {
+  double underflow_max;     /* fraction of finite non-zero values allowed to flush to zero (fp16/bf16); default 0.001 */
+  double fp8_underflow_max; /* same for fp8 with per-tensor scaling; default 0.01 */
+  int scale_log2_min;       /* loss-scale search range, default -32 */
+  int scale_log2_max;       /* default 32 */
+  bool prefer_fp8;          /* let `recommended` be an fp8 format when it fits; default false */
+} mp_advice_params;
+
+#define MP_ADVICE_DEFAULT_UNDERFLOW_MAX 0.001
+#define MP_ADVICE_DEFAULT_FP8_UNDERFLOW_MAX 0.01
+
+typedef enum mp_fp16_verdict { MP_FP16_SAFE = 0, MP_FP16_LOSS_SCALE, MP_FP16_UNSAFE } mp_fp16_verdict;
+
+typedef enum mp_recommendation {
+  MP_REC_FP16 = 0,
+  MP_REC_FP16_LOSS_SCALE,
+  MP_REC_BF16,
+  MP_REC_FP32,
+  MP_REC_FP8_E4M3,
+  MP_REC_FP8_E5M2,
+  MP_REC_COUNT
+} mp_recommendation;
+
+/* Outcome counts of casting s's values, multiplied by 2^scale_log2, into target.
+ * [lo, hi] bounds each count; lo == hi unless the boundary binade makes it an estimate. */
+typedef struct mp_scaled_casts {
+  uint64_t lo[MP_CAST_OUTCOMES];
+  uint64_t hi[MP_CAST_OUTCOMES];
+  bool estimate;
+} mp_scaled_casts;
+
+typedef struct mp_fp8_advice {
+  bool fits;                 /* no overflow and underflow_fraction <= fp8_underflow_max */
+  int scale_log2;            /* power-of-two per-tensor scale: largest with absmax * 2^s not overflowing */
+  double underflow_fraction; /* flushed to zero at that scale */
+  bool estimate;
+} mp_fp8_advice;
+
+typedef struct mp_advice {
+  mp_fp16_verdict fp16;
+  double fp16_overflow_fraction;  /* at scale 1 (exact: from the record's cast counts) */
+  double fp16_underflow_fraction; /* at scale 1 (exact) */
+  bool has_window;                /* some loss scale 2^k, k in [window_lo, window_hi], fits fp16 */
+  int window_lo;
+  int window_hi;
+  bool window_estimate;
+  bool bf16_ok; /* no bf16 overflow, bf16 underflow within underflow_max */
+  mp_fp8_advice fp8_e4m3;
+  mp_fp8_advice fp8_e5m2;
+  mp_recommendation recommended;
+  bool nonfinite_input; /* the source already holds NaN/inf */
+} mp_advice;
+
+void mp_advice_params_default(mp_advice_params *p);
+void mp_scaled_casts_compute(const mp_stats *s, mp_target target, int scale_log2,
+                             mp_scaled_casts *ret);
+void mp_advise(const mp_stats *s, const mp_advice_params *p, mp_advice *ret);
+
+const char *mp_recommendation_name(mp_recommendation r); /* "fp16", "fp16_loss_scale", "bf16", ... */
+const char *mp_fp16_verdict_name(mp_fp16_verdict v);     /* "safe", "loss_scale", "unsafe" */
+
+#endif

@@ -1,0 +1,38 @@
+/* The host scanner: one pass over a buffer in host memory into a stats record.
+ *
+ * Layout is column-major as cuBLAS stores matrices: `rows` contiguous elements
+ * per column, `ld` elements between column starts (ld >= rows; only the rows
+ * logical elements of each column are counted), `batch` matrices
+ * `batch_stride` elements apart. A contiguous vector is rows = n, cols = 1. */
+#ifndef MPPROF_ANALYSIS_SCAN_H
+#define MPPROF_ANALYSIS_SCAN_H
+
+#include <stdint.h>
+
+#include "stats.h"
+
+typedef struct mp_view {
+  mp_dtype dtype;
+  const void *data;
+  uint64_t rows;
+  uint64_t cols;
+  uint64_t ld;
+  uint64_t batch;       /* 0 is treated as 1 */
+  int64_t batch_stride; /* elements, may be 0 (broadcast) */
+} mp_view;
+
+typedef enum mp_scan_impl {
+  MP_SCAN_AUTO = 0, /* fastest path the CPU supports */
+  MP_SCAN_PORTABLE, /* plain C, the reference the fast paths must match bit for bit */
+} mp_scan_impl;
+
+/* Accumulate the view's elements into s (s->dtype must equal v->dtype, or s was
+ * initialised for it). Returns 0, or -EINVAL for an unscannable dtype or bad geometry. */
+int mp_scan(mp_stats *s, const mp_view *v);
+int mp_scan_with(mp_stats *s, const mp_view *v, mp_scan_impl impl);
+/* Shorthand for a contiguous buffer of n elements of s->dtype. */
+int mp_scan_contiguous(mp_stats *s, const void *data, uint64_t n);
+/* Name of the implementation MP_SCAN_AUTO picks on this CPU ("avx2", "sse2", "portable"). */
+const char *mp_scan_auto_name(void);
+
+#endif

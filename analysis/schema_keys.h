@@ -1,0 +1,32 @@
+/* JSON key names and schema ids shared by every writer and reader of mpprof
+ * files (libmpprof.so's streaming writer, the CLI's cJSON code, the report). */
+#ifndef MPPROF_ANALYSIS_SCHEMA_KEYS_H
+#define MPPROF_ANALYSIS_SCHEMA_KEYS_H
+
+#define MP_SCHEMA_TENSOR "mpprof.tensor/1"
+#define MP_SCHEMA_RAW "mpprof.raw/1"
+#define MP_SCHEMA_REPORT "mpprof.report/1"
+
+/* The stats object (mpprof.tensor/1, and every "tensors" entry). */
+#define MP_K_DTYPE "dtype"
+#define MP_K_COUNT "count"
+#define MP_K_ZEROS "zeros"
+#define MP_K_NANS "nans"
+#define MP_K_POS_INFS "pos_infs"
+#define MP_K_NEG_INFS "neg_infs"
+#define MP_K_NEGATIVES "negatives"
+#define MP_K_MIN "min"
+#define MP_K_MAX "max"
+#define MP_K_ABSMAX "absmax"
+#define MP_K_MIN_ABS_NONZERO "min_abs_nonzero"
+#define MP_K_EXP_HIST "exp_hist"
+#define MP_K_HIST_LO "lo"
+#define MP_K_HIST_HI "hi"
+#define MP_K_HIST_COUNTS "counts"
+#define MP_K_CASTS "casts"
+#define MP_K_ADVICE "advice"
+
+/* Cast outcome names, indexed by mp_cast_outcome. */
+#define MP_CAST_OUTCOME_NAMES {"overflow", "underflow", "subnormal", "normal"}
+
+#endif

@@ -1,0 +1,66 @@
+/* The stats record: what one pass over a tensor learns about its values.
+ *
+ * The same record is produced by the host scanner, the device scan kernel and
+ * (merged) by the profiler and the report. Merge is associative and
+ * commutative, so partials from threads, blocks and calls combine to the same
+ * result in any order. */
+#ifndef MPPROF_ANALYSIS_STATS_H
+#define MPPROF_ANALYSIS_STATS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "formats.h"
+
+/* Exponent histogram bins: floor(log2|x|) for finite non-zero x, over the
+ * widest source range (fp64: -1074 .. 1023). A record only reports the bins of
+ * its own source format's range [hist_lo, hist_hi]. */
+#define MP_HIST_MIN (-1074)
+#define MP_HIST_MAX 1023
+#define MP_HIST_BINS (MP_HIST_MAX - MP_HIST_MIN + 1)
+
+typedef enum mp_cast_outcome {
+  MP_CAST_OVERFLOW = 0, /* |RNE(x)| > max finite */
+  MP_CAST_UNDERFLOW,    /* RNE(x) == 0: flushed to zero */
+  MP_CAST_SUBNORMAL,
+  MP_CAST_NORMAL,
+  MP_CAST_OUTCOMES
+} mp_cast_outcome;
+
+typedef struct mp_stats {
+  mp_dtype dtype;   /* source dtype; MP_DTYPE_INVALID after merging different dtypes */
+  int hist_lo;      /* reported bin range: the source format's [emin_sub, emax] (union after merge) */
+  int hist_hi;
+  uint64_t count;   /* all elements, NaN and inf included */
+  uint64_t zeros;   /* +0 and -0 */
+  uint64_t nans;
+  uint64_t pos_infs;
+  uint64_t neg_infs;
+  uint64_t negatives; /* x < 0, -inf included, -0 excluded */
+  /* Over finite values only; NaN (and +inf for min_abs_nonzero) when there is none. */
+  double min;
+  double max;
+  double absmax;          /* max |x| over finite x */
+  double min_abs_nonzero; /* min |x| over finite non-zero x */
+  uint64_t casts[MP_TARGET_COUNT][MP_CAST_OUTCOMES]; /* finite non-zero x only */
+  uint64_t exp_hist[MP_HIST_BINS];                   /* index: floor(log2|x|) - MP_HIST_MIN */
+} mp_stats;
+
+/* Empty record for a source dtype (min/max/absmax/min_abs_nonzero set to their "none" values). */
+void mp_stats_init(mp_stats *s, mp_dtype dtype);
+/* dst += src. Associative and commutative, bit for bit. */
+void mp_stats_merge(mp_stats *dst, const mp_stats *src);
+/* Finite non-zero elements: the base of every fraction. */
+uint64_t mp_stats_nonzero_finite(const mp_stats *s);
+bool mp_stats_has_finite(const mp_stats *s);
+uint64_t mp_stats_hist_bin(const mp_stats *s, int e); /* 0 outside the bin range */
+
+/* Exact RNE cast outcome of a finite non-zero value into a target format. */
+mp_cast_outcome mp_cast_classify(double x, mp_target target);
+/* floor(log2|x|) of a finite non-zero double (subnormals included), exact. */
+int mp_exponent_of(double x);
+
+/* Reference path: add one value. Deliberately simple; the scanners must agree with it. */
+void mp_stats_add(mp_stats *s, double x);
+
+#endif

@@ -1,0 +1,44 @@
+/* mpprof: the command line. Dispatches to a subcommand; a first argument that
+ * is not a subcommand or an option is a program to run under the profiler. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+static void usage(FILE *out) {
+  fputs("usage: mpprof [run] [options] [--] PROGRAM ARGS...   profile a program\n"
+        "       mpprof report OUT_DIR                         rebuild the report from OUT_DIR/raw\n"
+        "       mpprof merge DIR... -o OUT_DIR                merge runs profiled separately\n"
+        "       mpprof inspect [--json] [--dtype D --shape S] FILE...\n"
+        "                                                     numerics of saved tensors\n"
+        "       mpprof --version | --help\n"
+        "run `mpprof SUBCOMMAND --help` for a subcommand's options\n",
+        out);
+}
+
+int main(int argc, char **argv) {
+  static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+  } cmds[] = {
+      {"run", mpprof_cmd_run},         {"report", mpprof_cmd_report},
+      {"merge", mpprof_cmd_merge},     {"inspect", mpprof_cmd_inspect},
+      {"version", mpprof_cmd_version},
+  };
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    usage(stdout);
+    return 0;
+  }
+  if (!strcmp(argv[1], "--version"))
+    return mpprof_cmd_version(argc - 1, argv + 1);
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+    if (!strcmp(argv[1], cmds[i].name))
+      return cmds[i].fn(argc - 1, argv + 1);
+  /* `mpprof [options] PROGRAM ...` means run: pass everything through. */
+  argv[0] = "run";
+  return mpprof_cmd_run(argc, argv);
+}
