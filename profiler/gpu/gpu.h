@@ -1,0 +1,45 @@
+/* The GPU side of libmpprof.so: CUDA driver access, CUPTI activity and device
+ * scans. All of it is reached through dlopen ("libcuda.so.1", libcupti) and
+ * tolerates a missing driver or CUPTI: functions then say "unavailable" and
+ * the rest of the profiler carries on (numerics of host memory, dtypes, layers).
+ *
+ * Threading: every function may be called from any application thread; sinks
+ * are called from mpprof's background thread or from mpp_*_flush/drain. */
+#ifndef MPPROF_PROFILER_GPU_H
+#define MPPROF_PROFILER_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/scan.h"
+
+/* --- driver (cuda_driver.c) --- */
+typedef enum mpp_mem_kind { MPP_MEM_UNKNOWN = 0, MPP_MEM_HOST, MPP_MEM_DEVICE, MPP_MEM_MANAGED } mpp_mem_kind;
+
+bool mpp_cuda_available(void);                      /* libcuda.so.1 loaded and cuInit succeeded */
+mpp_mem_kind mpp_cuda_pointer_kind(const void *p);  /* host memory also for plain malloc'd pointers */
+bool mpp_cuda_stream_capturing(void *stream);       /* CUstream being captured into a graph */
+int mpp_cuda_device_info(char *ret_name, size_t n, int *ret_cc_major, int *ret_cc_minor);
+
+/* --- CUPTI activity (cupti.c) --- */
+/* Kernel activity tied, through external correlation, to the op id mpprof pushed. */
+typedef void (*mpp_kernel_sink)(uint64_t op_id, const char *mangled_name, uint64_t start_ns,
+                                uint64_t end_ns, uint32_t stream_id);
+void mpp_cupti_set_sink(mpp_kernel_sink sink);
+void mpp_cupti_start(void);          /* idempotent; from InitializeInjection or the first hooked call */
+void mpp_cupti_push(uint64_t op_id); /* around every hooked real call (CUSTOM2 external id) */
+void mpp_cupti_pop(void);
+void mpp_cupti_flush(void);          /* at exit / checkpoint: flush and drain every buffer into the sink */
+const char *mpp_cupti_status(void);  /* ok | disabled | unavailable | held_by_other_subscriber | error */
+uint64_t mpp_cupti_dropped(void);
+
+/* --- device scans (devscan.c, kernels/scan.cu) --- */
+typedef void (*mpp_scan_sink)(void *cookie, const mp_stats *result);
+/* Enqueue a scan of a device tensor on the op's stream; `sink` gets the result
+ * once the GPU is done. 0 on success, -ENOSYS when the device scanner is
+ * unavailable, -EBUSY when the result ring is full (the caller counts the drop). */
+int mpp_devscan_enqueue(void *stream, const mp_view *view, mpp_scan_sink sink, void *cookie);
+void mpp_devscan_drain(void); /* at exit: wait for outstanding scans (bounded) and deliver them */
+
+#endif
