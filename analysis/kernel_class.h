@@ -1,0 +1,33 @@
+/* Tensor Core truth from a kernel's name: rules from a data table
+ * (analysis/kernel_rules.def) of name patterns, the instruction class they
+ * imply (hmma, gmma, imma, qgmma, dmma, or none: simt/ffma/gemv/...) and the
+ * operand dtypes the name encodes. Names may be mangled or demangled. */
+#ifndef MPPROF_ANALYSIS_KERNEL_CLASS_H
+#define MPPROF_ANALYSIS_KERNEL_CLASS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "formats.h"
+
+typedef enum mp_tc_verdict { MP_TC_UNKNOWN = -1, MP_TC_NO = 0, MP_TC_YES = 1 } mp_tc_verdict;
+
+typedef enum mp_tc_source { MP_TC_SRC_UNKNOWN = 0, MP_TC_SRC_NAME, MP_TC_SRC_COUNTERS } mp_tc_source;
+
+typedef struct mp_kernel_class {
+  mp_tc_verdict tc;
+  mp_tc_source source; /* MP_TC_SRC_NAME when a rule matched, else UNKNOWN */
+  const char *rule;    /* id of the rule that decided, NULL when none */
+  const char *instr;   /* "hmma", "gmma", "imma", "qgmma", "dmma", "ffma", ... or NULL */
+  mp_dtype a_dtype;    /* operand dtype the name encodes, MP_DTYPE_INVALID when it doesn't */
+  mp_dtype acc_dtype;  /* accumulator dtype the name encodes, or MP_DTYPE_INVALID */
+} mp_kernel_class;
+
+/* Classify a kernel by name. Always fills *ret (tc = MP_TC_UNKNOWN when no rule matches). */
+void mp_kernel_classify(const char *name, mp_kernel_class *ret);
+/* Itanium-demangle the function name part when `name` is mangled (best effort, no
+ * allocation beyond `n`); copies `name` unchanged otherwise. Returns ret_buf. */
+char *mp_kernel_demangle(const char *name, char *ret_buf, size_t n);
+const char *mp_tc_source_name(mp_tc_source s); /* "unknown" | "name" | "counters" */
+
+#endif
