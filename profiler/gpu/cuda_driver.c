@@ -1,0 +1,147 @@
+/* CUDA driver access for libmpprof.so: dlopen("libcuda.so.1"), resolve every
+ * entry point through cuGetProcAddress (the driver's own versioned lookup, so
+ * we get the ABI of the cuda.h we were built with), cuInit, and the small
+ * queries the hooks need (pointer kind, graph capture, device name and CC).
+ *
+ * Nothing here may hurt the application: a missing or old driver, a failing
+ * cuInit or a fork child all make mpp_cuda_available() false and every query
+ * answer "unknown"; no I/O, no aborts, no device synchronisation. */
+#include "profiler/gpu/cuda_driver.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "profiler/gpu/gpu.h"
+
+typedef CUresult(CUDAAPI *get_proc_v2_fn)(const char *, void **, int, cuuint64_t,
+                                          CUdriverProcAddressQueryResult *);
+typedef CUresult(CUDAAPI *get_proc_v1_fn)(const char *, void **, int, cuuint64_t);
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static mpp_cu_api g_api;
+static bool g_ok;     /* cuInit succeeded in this process */
+static bool g_forked; /* we are a fork child: never touch the parent's CUDA state */
+static int g_drv_version;
+
+static void on_fork_child(void) {
+  g_forked = true;
+}
+
+/* One symbol: the driver's lookup first (it knows the _v2/_ptsz variants),
+ * dlsym of the plain name as a fallback (stand-ins, very old drivers). */
+static void *resolve(void *lib, get_proc_v2_fn gp2, get_proc_v1_fn gp1, const char *name) {
+  void *fn = NULL;
+  if (gp2) {
+    CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    if (gp2(name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &st) == CUDA_SUCCESS &&
+        st == CU_GET_PROC_ADDRESS_SUCCESS && fn)
+      return fn;
+    fn = NULL;
+  } else if (gp1) {
+    if (gp1(name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_LEGACY_STREAM) == CUDA_SUCCESS && fn)
+      return fn;
+    fn = NULL;
+  }
+  return dlsym(lib, name);
+}
+
+static void driver_init(void) {
+  pthread_atfork(NULL, NULL, on_fork_child);
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return;
+  get_proc_v2_fn gp2 = (get_proc_v2_fn)dlsym(lib, "cuGetProcAddress_v2");
+  get_proc_v1_fn gp1 = gp2 ? NULL : (get_proc_v1_fn)dlsym(lib, "cuGetProcAddress");
+#define MPP_CU_RESOLVE(sym, member, ret, params)                                                   \
+  *(void **)&g_api.member = resolve(lib, gp2, gp1, #sym);
+  MPP_CU_FUNCS(MPP_CU_RESOLVE)
+#undef MPP_CU_RESOLVE
+  /* The library stays loaded for the life of the process (the app uses it too). */
+  if (!g_api.init || g_api.init(0) != CUDA_SUCCESS) return;
+  if (g_api.driver_version) g_api.driver_version(&g_drv_version);
+  g_ok = true;
+}
+
+const mpp_cu_api *mpp_cu(void) {
+  if (g_forked) return NULL;
+  pthread_once(&g_once, driver_init);
+  return g_ok && !g_forked ? &g_api : NULL;
+}
+
+int mpp_cuda_driver_version(void) {
+  return mpp_cu() ? g_drv_version : 0;
+}
+
+bool mpp_cuda_available(void) {
+  return mpp_cu() != NULL;
+}
+
+mpp_mem_kind mpp_cuda_pointer_kind(const void *p) {
+  const mpp_cu_api *cu = mpp_cu();
+  if (!p) return MPP_MEM_UNKNOWN;
+  if (!cu) return MPP_MEM_HOST; /* no driver: nothing can be device memory */
+  unsigned memtype = 0, managed = 0;
+  if (cu->ptr_attrs) {
+    /* Unlike cuPointerGetAttribute, the plural form does not fail on plain
+     * malloc'd memory: it leaves memory type 0. */
+    CUpointer_attribute attrs[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                    CU_POINTER_ATTRIBUTE_IS_MANAGED};
+    void *data[2] = {&memtype, &managed};
+    if (cu->ptr_attrs(2, attrs, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
+      return MPP_MEM_UNKNOWN;
+  } else if (cu->ptr_attr) {
+    if (cu->ptr_attr(&memtype, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p) !=
+        CUDA_SUCCESS)
+      return MPP_MEM_HOST; /* not known to the driver: ordinary host memory */
+    cu->ptr_attr(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, (CUdeviceptr)(uintptr_t)p);
+  } else {
+    return MPP_MEM_UNKNOWN;
+  }
+  if (managed) return MPP_MEM_MANAGED;
+  switch (memtype) {
+  case CU_MEMORYTYPE_DEVICE:
+    return MPP_MEM_DEVICE;
+  case CU_MEMORYTYPE_HOST: /* pinned / registered host memory */
+  case 0:                  /* unknown to the driver: pageable host memory */
+    return MPP_MEM_HOST;
+  default:
+    return MPP_MEM_UNKNOWN;
+  }
+}
+
+bool mpp_cuda_stream_capturing(void *stream) {
+  const mpp_cu_api *cu = mpp_cu();
+  if (!cu || !cu->stream_is_capturing) return false; /* no driver: no graphs either */
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUresult r = cu->stream_is_capturing((CUstream)stream, &st);
+  /* An error here (e.g. the legacy stream queried while another stream
+   * captures in global mode) means enqueuing would break the capture: say yes. */
+  if (r != CUDA_SUCCESS) return true;
+  return st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+int mpp_cuda_device_info(char *ret_name, size_t n, int *ret_cc_major, int *ret_cc_minor) {
+  const mpp_cu_api *cu = mpp_cu();
+  if (!cu || !cu->device_get || !cu->device_attr) return -ENOSYS;
+  CUdevice dev = 0;
+  if (!cu->ctx_device || cu->ctx_device(&dev) != CUDA_SUCCESS) {
+    if (cu->device_get(&dev, 0) != CUDA_SUCCESS) return -ENODEV;
+  }
+  int major = 0, minor = 0;
+  if (cu->device_attr(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
+      cu->device_attr(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS)
+    return -EIO;
+  if (ret_name && n > 0) {
+    ret_name[0] = '\0';
+    if (cu->device_name && n <= (size_t)INT32_MAX &&
+        cu->device_name(ret_name, (int)n, dev) == CUDA_SUCCESS)
+      ret_name[n - 1] = '\0';
+    else
+      ret_name[0] = '\0';
+  }
+  if (ret_cc_major) *ret_cc_major = major;
+  if (ret_cc_minor) *ret_cc_minor = minor;
+  return 0;
+}
