@@ -26,6 +26,21 @@
 #define MP_K_CASTS "casts"
 #define MP_K_ADVICE "advice"
 
+/* mpprof.tensor/1 (`mpprof inspect --json`): the stats object plus these. */
+#define MP_K_SCHEMA "schema"
+#define MP_K_FILE "file"
+#define MP_K_SHAPE "shape"
+
+/* The advice object (analysis/advice.h as JSON). */
+#define MP_K_ADV_FP16 "fp16"                       /* "safe" | "loss_scale" | "unsafe" */
+#define MP_K_ADV_LOSS_SCALE_LOG2 "loss_scale_log2" /* [a, b] or null */
+#define MP_K_ADV_FP8_E4M3 "fp8_e4m3"
+#define MP_K_ADV_FP8_E5M2 "fp8_e5m2"
+#define MP_K_ADV_FITS "fits"
+#define MP_K_ADV_SCALE_LOG2 "scale_log2"
+#define MP_K_ADV_UNDERFLOW_FRACTION "underflow_fraction"
+#define MP_K_ADV_RECOMMENDED "recommended"
+
 /* Cast outcome names, indexed by mp_cast_outcome. */
 #define MP_CAST_OUTCOME_NAMES {"overflow", "underflow", "subnormal", "normal"}
 

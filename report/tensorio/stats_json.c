@@ -1,0 +1,340 @@
+/* Stats record <-> cJSON. Numbers are written as raw JSON text rather than
+ * through cJSON_CreateNumber: cJSON prints integers above INT_MAX with %g and
+ * decides that %.15g "round-trips" with a tolerance, so neither counts above
+ * 2^31 nor doubles one ulp apart would survive. Readers therefore accept both
+ * cJSON_Number (parsed files) and cJSON_Raw (trees built in memory). */
+#include "stats_json.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/formats.h"
+#include "analysis/schema_keys.h"
+
+static const char *const outcome_names[MP_CAST_OUTCOMES] = MP_CAST_OUTCOME_NAMES;
+
+cJSON *mpprof_json_double(double d) {
+  if (!isfinite(d)) return cJSON_CreateNull();
+  char buf[40];
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(buf, sizeof buf, "%.*g", prec, d);
+    if (strtod(buf, NULL) == d) break; /* exact comparison; 17 digits always round-trip */
+  }
+  /* %g of -0.0 is "-0", which strtod reads back as -0.0: the sign survives. */
+  return cJSON_CreateRaw(buf);
+}
+
+cJSON *mpprof_json_u64(uint64_t v) {
+  char buf[24];
+  snprintf(buf, sizeof buf, "%" PRIu64, v);
+  return cJSON_CreateRaw(buf);
+}
+
+int mpprof_json_get_double(const cJSON *item, double *ret) {
+  if (cJSON_IsNumber(item)) {
+    *ret = item->valuedouble;
+    return 0;
+  }
+  if (cJSON_IsRaw(item) && item->valuestring) {
+    char *end;
+    errno = 0;
+    double d = strtod(item->valuestring, &end);
+    if (end == item->valuestring || *end || errno == ERANGE) return -1;
+    *ret = d;
+    return 0;
+  }
+  return -1;
+}
+
+/* 0, or -1 when item is not a non-negative integer below 2^64. */
+static int get_u64(const cJSON *item, uint64_t *ret) {
+  if (cJSON_IsRaw(item) && item->valuestring && item->valuestring[0] >= '0' &&
+      item->valuestring[0] <= '9') {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(item->valuestring, &end, 10);
+    if (*end == '\0' && errno == 0) {
+      *ret = v;
+      return 0;
+    }
+  }
+  double d;
+  if (mpprof_json_get_double(item, &d) < 0) return -1;
+  if (!(d >= 0 && d < 18446744073709551616.0) || d != floor(d)) return -1;
+  *ret = (uint64_t)d;
+  return 0;
+}
+
+static int get_int(const cJSON *item, int *ret) {
+  double d;
+  if (mpprof_json_get_double(item, &d) < 0) return -1;
+  if (!(d >= INT32_MIN && d <= INT32_MAX) || d != floor(d)) return -1;
+  *ret = (int)d;
+  return 0;
+}
+
+/* cJSON_Add*ToObject returns NULL on failure; collect that in one flag. */
+static void add(cJSON *obj, const char *key, cJSON *item, int *failed) {
+  if (!item || !cJSON_AddItemToObject(obj, key, item)) {
+    cJSON_Delete(item);
+    *failed = 1;
+  }
+}
+
+static cJSON *fp8_advice_to_json(const mp_fp8_advice *f, int *failed) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) {
+    *failed = 1;
+    return NULL;
+  }
+  add(o, MP_K_ADV_FITS, cJSON_CreateBool(f->fits), failed);
+  add(o, MP_K_ADV_SCALE_LOG2, cJSON_CreateNumber(f->scale_log2), failed);
+  add(o, MP_K_ADV_UNDERFLOW_FRACTION, mpprof_json_double(f->underflow_fraction), failed);
+  return o;
+}
+
+cJSON *mpprof_advice_to_json(const mp_advice *a) {
+  int failed = 0;
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  add(o, MP_K_ADV_FP16, cJSON_CreateString(mp_fp16_verdict_name(a->fp16)), &failed);
+  if (a->has_window) {
+    const int w[2] = {a->window_lo, a->window_hi};
+    add(o, MP_K_ADV_LOSS_SCALE_LOG2, cJSON_CreateIntArray(w, 2), &failed);
+  } else {
+    add(o, MP_K_ADV_LOSS_SCALE_LOG2, cJSON_CreateNull(), &failed);
+  }
+  add(o, MP_K_ADV_FP8_E4M3, fp8_advice_to_json(&a->fp8_e4m3, &failed), &failed);
+  add(o, MP_K_ADV_FP8_E5M2, fp8_advice_to_json(&a->fp8_e5m2, &failed), &failed);
+  add(o, MP_K_ADV_RECOMMENDED, cJSON_CreateString(mp_recommendation_name(a->recommended)), &failed);
+  if (failed) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  return o;
+}
+
+static cJSON *hist_to_json(const mp_stats *s, int *failed) {
+  cJSON *h = cJSON_CreateObject();
+  cJSON *counts = cJSON_CreateArray();
+  if (!h || !counts) {
+    cJSON_Delete(h);
+    cJSON_Delete(counts);
+    *failed = 1;
+    return NULL;
+  }
+  add(h, MP_K_HIST_LO, cJSON_CreateNumber(s->hist_lo), failed);
+  add(h, MP_K_HIST_HI, cJSON_CreateNumber(s->hist_hi), failed);
+  for (int e = s->hist_lo; e <= s->hist_hi; e++) {
+    cJSON *c = mpprof_json_u64(mp_stats_hist_bin(s, e));
+    if (!c || !cJSON_AddItemToArray(counts, c)) {
+      cJSON_Delete(c);
+      *failed = 1;
+      break;
+    }
+  }
+  add(h, MP_K_HIST_COUNTS, counts, failed);
+  return h;
+}
+
+static cJSON *casts_to_json(const mp_stats *s, int *failed) {
+  cJSON *casts = cJSON_CreateObject();
+  if (!casts) {
+    *failed = 1;
+    return NULL;
+  }
+  for (int t = 0; t < MP_TARGET_COUNT; t++) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) {
+      *failed = 1;
+      break;
+    }
+    for (int k = 0; k < MP_CAST_OUTCOMES; k++)
+      add(o, outcome_names[k], mpprof_json_u64(s->casts[t][k]), failed);
+    add(casts, mp_target_name((mp_target)t), o, failed);
+  }
+  return casts;
+}
+
+cJSON *mpprof_stats_to_json(const mp_stats *s, const mp_advice *advice) {
+  int failed = 0;
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  add(o, MP_K_DTYPE,
+      s->dtype == MP_DTYPE_INVALID ? cJSON_CreateNull()
+                                   : cJSON_CreateString(mp_dtype_name(s->dtype)),
+      &failed);
+  add(o, MP_K_COUNT, mpprof_json_u64(s->count), &failed);
+  add(o, MP_K_ZEROS, mpprof_json_u64(s->zeros), &failed);
+  add(o, MP_K_NANS, mpprof_json_u64(s->nans), &failed);
+  add(o, MP_K_POS_INFS, mpprof_json_u64(s->pos_infs), &failed);
+  add(o, MP_K_NEG_INFS, mpprof_json_u64(s->neg_infs), &failed);
+  add(o, MP_K_NEGATIVES, mpprof_json_u64(s->negatives), &failed);
+  add(o, MP_K_MIN, mpprof_json_double(s->min), &failed);
+  add(o, MP_K_MAX, mpprof_json_double(s->max), &failed);
+  add(o, MP_K_ABSMAX, mpprof_json_double(s->absmax), &failed);
+  add(o, MP_K_MIN_ABS_NONZERO, mpprof_json_double(s->min_abs_nonzero), &failed);
+  add(o, MP_K_EXP_HIST, hist_to_json(s, &failed), &failed);
+  add(o, MP_K_CASTS, casts_to_json(s, &failed), &failed);
+  if (advice) add(o, MP_K_ADVICE, mpprof_advice_to_json(advice), &failed);
+  if (failed) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  return o;
+}
+
+/* ---- reading ---- */
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) {
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
+
+static int read_count(const cJSON *obj, const char *where, const char *key, uint64_t *ret,
+                      char *err, size_t errlen) {
+  const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (!item) return fail(err, errlen, "%s%s: missing", where, key);
+  if (get_u64(item, ret) < 0)
+    return fail(err, errlen, "%s%s: not a non-negative integer", where, key);
+  return 0;
+}
+
+/* A finite number, or null meaning "none" (then *ret is left as initialised). */
+static int read_extreme(const cJSON *obj, const char *key, double *ret, char *err, size_t errlen) {
+  const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (!item) return fail(err, errlen, "%s: missing", key);
+  if (cJSON_IsNull(item)) return 0;
+  double d;
+  if (mpprof_json_get_double(item, &d) < 0 || !isfinite(d))
+    return fail(err, errlen, "%s: not a number or null", key);
+  *ret = d;
+  return 0;
+}
+
+static int read_hist(const cJSON *obj, mp_stats *s, char *err, size_t errlen) {
+  const cJSON *h = cJSON_GetObjectItemCaseSensitive(obj, MP_K_EXP_HIST);
+  if (!cJSON_IsObject(h)) return fail(err, errlen, MP_K_EXP_HIST ": missing or not an object");
+  int lo, hi;
+  if (get_int(cJSON_GetObjectItemCaseSensitive(h, MP_K_HIST_LO), &lo) < 0 ||
+      get_int(cJSON_GetObjectItemCaseSensitive(h, MP_K_HIST_HI), &hi) < 0)
+    return fail(err, errlen, MP_K_EXP_HIST ": lo/hi missing or not integers");
+  if (lo < MP_HIST_MIN || hi > MP_HIST_MAX || lo > hi)
+    return fail(err, errlen, MP_K_EXP_HIST ": range [%d, %d] not within [%d, %d]", lo, hi,
+                MP_HIST_MIN, MP_HIST_MAX);
+  const cJSON *counts = cJSON_GetObjectItemCaseSensitive(h, MP_K_HIST_COUNTS);
+  if (!cJSON_IsArray(counts))
+    return fail(err, errlen, MP_K_EXP_HIST "." MP_K_HIST_COUNTS ": missing or not an array");
+  int n = cJSON_GetArraySize(counts);
+  if (n != hi - lo + 1)
+    return fail(err, errlen,
+                MP_K_EXP_HIST "." MP_K_HIST_COUNTS ": %d entries, expected %d (lo %d, hi %d)", n,
+                hi - lo + 1, lo, hi);
+  s->hist_lo = lo;
+  s->hist_hi = hi;
+  int e = lo;
+  const cJSON *c;
+  cJSON_ArrayForEach(c, counts) {
+    if (get_u64(c, &s->exp_hist[e - MP_HIST_MIN]) < 0)
+      return fail(err, errlen,
+                  MP_K_EXP_HIST "." MP_K_HIST_COUNTS "[%d]: not a non-negative integer", e - lo);
+    e++;
+  }
+  return 0;
+}
+
+static int read_casts(const cJSON *obj, mp_stats *s, char *err, size_t errlen) {
+  const cJSON *casts = cJSON_GetObjectItemCaseSensitive(obj, MP_K_CASTS);
+  if (!cJSON_IsObject(casts)) return fail(err, errlen, MP_K_CASTS ": missing or not an object");
+  for (int t = 0; t < MP_TARGET_COUNT; t++) {
+    const char *name = mp_target_name((mp_target)t);
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(casts, name);
+    if (!cJSON_IsObject(o))
+      return fail(err, errlen, MP_K_CASTS ".%s: missing or not an object", name);
+    char where[48];
+    snprintf(where, sizeof where, MP_K_CASTS ".%s.", name);
+    for (int k = 0; k < MP_CAST_OUTCOMES; k++)
+      if (read_count(o, where, outcome_names[k], &s->casts[t][k], err, errlen) < 0) return -1;
+  }
+  return 0;
+}
+
+/* Sum with overflow detection; returns -1 when the sum exceeds 2^64 - 1. */
+static int add_u64(uint64_t *acc, uint64_t v) {
+  if (*acc > UINT64_MAX - v) return -1;
+  *acc += v;
+  return 0;
+}
+
+static int check_sums(const mp_stats *s, char *err, size_t errlen) {
+  uint64_t special = 0;
+  if (add_u64(&special, s->zeros) || add_u64(&special, s->nans) || add_u64(&special, s->pos_infs) ||
+      add_u64(&special, s->neg_infs) || special > s->count)
+    return fail(err, errlen, "zeros + nans + infs exceed count %" PRIu64, s->count);
+  if (s->negatives > s->count)
+    return fail(err, errlen, "negatives %" PRIu64 " exceed count %" PRIu64, s->negatives, s->count);
+  const uint64_t finite_nonzero = s->count - special;
+  for (int t = 0; t < MP_TARGET_COUNT; t++) {
+    uint64_t sum = 0;
+    for (int k = 0; k < MP_CAST_OUTCOMES; k++)
+      if (add_u64(&sum, s->casts[t][k])) sum = UINT64_MAX;
+    if (sum != finite_nonzero)
+      return fail(err, errlen,
+                  MP_K_CASTS ".%s: outcomes sum to %" PRIu64 ", expected %" PRIu64
+                             " finite non-zero values",
+                  mp_target_name((mp_target)t), sum, finite_nonzero);
+  }
+  uint64_t hsum = 0;
+  for (int e = s->hist_lo; e <= s->hist_hi; e++)
+    if (add_u64(&hsum, s->exp_hist[e - MP_HIST_MIN])) hsum = UINT64_MAX;
+  if (hsum != finite_nonzero)
+    return fail(err, errlen,
+                MP_K_EXP_HIST ": counts sum to %" PRIu64 ", expected %" PRIu64
+                              " finite non-zero values",
+                hsum, finite_nonzero);
+  return 0;
+}
+
+int mpprof_stats_from_json(const cJSON *obj, mp_stats *ret, char *err, size_t errlen) {
+  if (!cJSON_IsObject(obj)) return fail(err, errlen, "stats: not an object");
+  const cJSON *dt = cJSON_GetObjectItemCaseSensitive(obj, MP_K_DTYPE);
+  mp_dtype dtype;
+  if (cJSON_IsNull(dt)) {
+    dtype = MP_DTYPE_INVALID; /* a merge of different source dtypes */
+  } else if (cJSON_IsString(dt)) {
+    dtype = mp_dtype_from_name(dt->valuestring);
+    if (!mp_dtype_scannable(dtype))
+      return fail(err, errlen, MP_K_DTYPE ": '%s' is not a source dtype", dt->valuestring);
+  } else {
+    return fail(err, errlen, MP_K_DTYPE ": missing or not a string");
+  }
+  /* The "none" values of min/max/... are whatever mp_stats_init uses, so a
+   * record with no finite value reads back identical to a fresh one. */
+  memset(ret, 0, sizeof *ret);
+  mp_stats_init(ret, dtype == MP_DTYPE_INVALID ? MP_FP64 : dtype);
+  ret->dtype = dtype;
+  memset(ret->exp_hist, 0, sizeof ret->exp_hist);
+  if (read_count(obj, "", MP_K_COUNT, &ret->count, err, errlen) ||
+      read_count(obj, "", MP_K_ZEROS, &ret->zeros, err, errlen) ||
+      read_count(obj, "", MP_K_NANS, &ret->nans, err, errlen) ||
+      read_count(obj, "", MP_K_POS_INFS, &ret->pos_infs, err, errlen) ||
+      read_count(obj, "", MP_K_NEG_INFS, &ret->neg_infs, err, errlen) ||
+      read_count(obj, "", MP_K_NEGATIVES, &ret->negatives, err, errlen) ||
+      read_extreme(obj, MP_K_MIN, &ret->min, err, errlen) ||
+      read_extreme(obj, MP_K_MAX, &ret->max, err, errlen) ||
+      read_extreme(obj, MP_K_ABSMAX, &ret->absmax, err, errlen) ||
+      read_extreme(obj, MP_K_MIN_ABS_NONZERO, &ret->min_abs_nonzero, err, errlen) ||
+      read_hist(obj, ret, err, errlen) || read_casts(obj, ret, err, errlen))
+    return -1;
+  return check_sums(ret, err, errlen);
+}
