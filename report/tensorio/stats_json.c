@@ -189,6 +189,45 @@ cJSON *mpprof_stats_to_json(const mp_stats *s, const mp_advice *advice) {
   return o;
 }
 
+cJSON *mpprof_tensor_to_json(const char *file, const uint64_t *shape, int ndim, const mp_stats *s,
+                             const mp_advice *advice) {
+  int failed = 0;
+  cJSON *stats = mpprof_stats_to_json(s, advice);
+  cJSON *o = cJSON_CreateObject();
+  cJSON *dims = cJSON_CreateArray();
+  if (!stats || !o || !dims) {
+    cJSON_Delete(stats);
+    cJSON_Delete(o);
+    cJSON_Delete(dims);
+    return NULL;
+  }
+  for (int i = 0; i < ndim; i++) {
+    cJSON *d = mpprof_json_u64(shape[i]);
+    if (!d || !cJSON_AddItemToArray(dims, d)) {
+      cJSON_Delete(d);
+      failed = 1;
+    }
+  }
+  add(o, MP_K_SCHEMA, cJSON_CreateString(MP_SCHEMA_TENSOR), &failed);
+  add(o, MP_K_FILE, cJSON_CreateString(file), &failed);
+  /* Key order as documented: dtype before shape, the other stats after. */
+  add(o, MP_K_DTYPE, cJSON_DetachItemFromObjectCaseSensitive(stats, MP_K_DTYPE), &failed);
+  add(o, MP_K_SHAPE, dims, &failed);
+  while (stats->child) {
+    cJSON *item = cJSON_DetachItemViaPointer(stats, stats->child);
+    if (!cJSON_AddItemToArray(o, item)) { /* keeps item's key */
+      cJSON_Delete(item);
+      failed = 1;
+    }
+  }
+  cJSON_Delete(stats);
+  if (failed) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  return o;
+}
+
 /* ---- reading ---- */
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) {

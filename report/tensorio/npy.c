@@ -1,0 +1,488 @@
+/* .npy and raw tensor files: header parsing (a small parser for the Python
+ * dict literal NumPy writes, not a Python evaluator), size checks against the
+ * file, memory mapping, and the scan with byte-swapping when needed.
+ *
+ * Every check that can fail on a hostile file fails with a message; nothing is
+ * read outside the buffer (the fuzz target in tests/fuzz holds us to it). */
+#include "npy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "analysis/formats.h"
+
+static const unsigned char npy_magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define HOST_BIG_ENDIAN 1
+#else
+#define HOST_BIG_ENDIAN 0
+#endif
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) {
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
+
+void mpprof_tensor_spec_init(mpprof_tensor_spec *spec) {
+  memset(spec, 0, sizeof *spec);
+  spec->dtype = MP_DTYPE_INVALID;
+}
+
+void mpprof_shape_format(const uint64_t *shape, int ndim, char *buf, size_t len) {
+  size_t n = 0;
+  if (!len) return;
+  buf[0] = '\0';
+#define PUT(...)                                                                                   \
+  do {                                                                                             \
+    if (n < len) n += (size_t)snprintf(buf + n, len - n, __VA_ARGS__);                             \
+  } while (0)
+  PUT("(");
+  for (int i = 0; i < ndim; i++)
+    PUT(i ? ", %" PRIu64 : "%" PRIu64, shape[i]);
+  PUT(ndim == 1 ? ",)" : ")");
+#undef PUT
+}
+
+/* count = product of shape, bytes = count * size; -1 on overflow of either. */
+static int shape_size(const uint64_t *shape, int ndim, unsigned size, uint64_t *ret_count,
+                      uint64_t *ret_bytes) {
+  uint64_t count = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] && count > UINT64_MAX / shape[i]) return -1;
+    count *= shape[i];
+  }
+  if (count > UINT64_MAX / size || count * size > SIZE_MAX) return -1;
+  *ret_count = count;
+  *ret_bytes = count * size;
+  return 0;
+}
+
+int mpprof_tensor_spec_shape(mpprof_tensor_spec *spec, const char *text, char *err, size_t errlen) {
+  const char *p = text;
+  int ndim = 0;
+  while (*p == ' ' || *p == '(' || *p == '[')
+    p++;
+  while (*p && *p != ')' && *p != ']') {
+    if (*p < '0' || *p > '9')
+      return fail(err, errlen, "shape '%s': expected a dimension at '%s'", text, p);
+    if (ndim == MPPROF_TENSOR_MAX_DIMS)
+      return fail(err, errlen, "shape '%s': more than %d dimensions", text, MPPROF_TENSOR_MAX_DIMS);
+    uint64_t d = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+      if (d > (UINT64_MAX - 9) / 10)
+        return fail(err, errlen, "shape '%s': dimension too large", text);
+      d = d * 10 + (uint64_t)(*p - '0');
+    }
+    spec->shape[ndim++] = d;
+    while (*p == ' ')
+      p++;
+    if (*p == 'x' || *p == 'X' || *p == ',') {
+      p++;
+      while (*p == ' ')
+        p++;
+    } else if (*p && *p != ')' && *p != ']') {
+      return fail(err, errlen, "shape '%s': unexpected '%c'", text, *p);
+    }
+  }
+  if (*p) p++;
+  while (*p == ' ')
+    p++;
+  if (*p) return fail(err, errlen, "shape '%s': trailing text '%s'", text, p);
+  uint64_t count, bytes;
+  if (shape_size(spec->shape, ndim, 8, &count, &bytes) < 0)
+    return fail(err, errlen, "shape '%s': product of dimensions overflows", text);
+  spec->ndim = ndim;
+  spec->raw = true;
+  return 0;
+}
+
+/* ---- the header dict ---- */
+
+typedef struct cursor {
+  const char *p, *end;
+} cursor;
+
+static void skip_ws(cursor *c) {
+  while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
+    c->p++;
+}
+
+static bool eat(cursor *c, char ch) {
+  skip_ws(c);
+  if (c->p < c->end && *c->p == ch) {
+    c->p++;
+    return true;
+  }
+  return false;
+}
+
+/* A Python string literal without escapes (NumPy never writes any). */
+static int parse_str(cursor *c, char *buf, size_t len) {
+  skip_ws(c);
+  if (c->p >= c->end || (*c->p != '\'' && *c->p != '"')) return -1;
+  char q = *c->p++;
+  size_t n = 0;
+  while (c->p < c->end && *c->p != q) {
+    if (*c->p == '\\' || n + 1 >= len) return -1;
+    buf[n++] = *c->p++;
+  }
+  if (c->p >= c->end) return -1;
+  c->p++;
+  buf[n] = '\0';
+  return 0;
+}
+
+static bool starts_with(cursor *c, const char *word) {
+  size_t n = strlen(word);
+  if ((size_t)(c->end - c->p) >= n && !memcmp(c->p, word, n)) {
+    c->p += n;
+    return true;
+  }
+  return false;
+}
+
+/* A tuple (or list) of non-negative integers; Python 2 NumPy wrote "3L". */
+static int parse_shape(cursor *c, mpprof_tensor *t, char *err, size_t errlen) {
+  char close;
+  if (eat(c, '('))
+    close = ')';
+  else if (eat(c, '['))
+    close = ']';
+  else
+    return fail(err, errlen, "malformed header: 'shape' is not a tuple");
+  t->ndim = 0;
+  for (;;) {
+    if (eat(c, close)) return 0;
+    skip_ws(c);
+    if (c->p >= c->end || *c->p < '0' || *c->p > '9')
+      return fail(err, errlen, "malformed header: 'shape' holds a non-integer");
+    if (t->ndim == MPPROF_TENSOR_MAX_DIMS)
+      return fail(err, errlen, "unsupported shape: more than %d dimensions",
+                  MPPROF_TENSOR_MAX_DIMS);
+    uint64_t d = 0;
+    for (; c->p < c->end && *c->p >= '0' && *c->p <= '9'; c->p++) {
+      if (d > (UINT64_MAX - 9) / 10)
+        return fail(err, errlen, "shape overflows: a dimension exceeds 2^64");
+      d = d * 10 + (uint64_t)(*c->p - '0');
+    }
+    if (c->p < c->end && *c->p == 'L') c->p++;
+    t->shape[t->ndim++] = d;
+    if (!eat(c, ',')) {
+      if (eat(c, close)) return 0;
+      return fail(err, errlen, "malformed header: 'shape' tuple not closed");
+    }
+  }
+}
+
+/* descr "<f4" etc. into dtype / byte order, honouring an explicit dtype. */
+static int decode_descr(const char *descr, mp_dtype want, mpprof_tensor *t, char *err,
+                        size_t errlen) {
+  const char order = descr[0], kind = order ? descr[1] : '\0';
+  char *end = NULL;
+  errno = 0;
+  long size =
+      (order && kind && descr[2] >= '0' && descr[2] <= '9') ? strtol(descr + 2, &end, 10) : -1;
+  if (size <= 0 || *end || errno || !strchr("<>|=", order))
+    return fail(err, errlen, "unsupported dtype '%s'", descr);
+  if (order == '|' && size != 1)
+    return fail(err, errlen, "unsupported dtype '%s': no byte order for a %ld-byte type", descr,
+                size);
+  const bool big = order == '>' || (order == '=' && HOST_BIG_ENDIAN);
+  t->byteswap = size > 1 && big != HOST_BIG_ENDIAN;
+  if (kind == 'f') {
+    mp_dtype d = size == 8 ? MP_FP64 : size == 4 ? MP_FP32 : size == 2 ? MP_FP16 : MP_DTYPE_INVALID;
+    if (d == MP_DTYPE_INVALID)
+      return fail(err, errlen, "unsupported dtype '%s' (float%ld)", descr, size * 8);
+    if (want != MP_DTYPE_INVALID && want != d)
+      return fail(err, errlen, "dtype '%s' is %s, not %s (raw bits need integer storage '%cu%u')",
+                  descr, mp_dtype_name(d), mp_dtype_name(want), order == '|' ? '<' : order,
+                  mp_dtype_size(want));
+    t->dtype = d;
+    return 0;
+  }
+  if (kind == 'u' || kind == 'i') {
+    if (want == MP_DTYPE_INVALID)
+      return fail(err, errlen,
+                  "unsupported dtype '%s' (integers; for raw float bits give --dtype "
+                  "bf16|fp8_e4m3|fp8_e5m2|fp16|fp32|fp64 of the same width)",
+                  descr);
+    if ((long)mp_dtype_size(want) != size)
+      return fail(err, errlen, "dtype '%s' has %ld-byte elements, %s needs %u", descr, size,
+                  mp_dtype_name(want), mp_dtype_size(want));
+    t->dtype = want;
+    return 0;
+  }
+  return fail(err, errlen, "unsupported dtype '%s'", descr);
+}
+
+static int parse_header(const char *text, size_t len, mp_dtype want, mpprof_tensor *t, char *err,
+                        size_t errlen) {
+  cursor c = {text, text + len};
+  bool have_descr = false, have_order = false, have_shape = false;
+  char descr[sizeof t->descr];
+  if (!eat(&c, '{')) return fail(err, errlen, "malformed header: not a dict");
+  for (;;) {
+    if (eat(&c, '}')) break;
+    char key[32];
+    if (parse_str(&c, key, sizeof key) < 0)
+      return fail(err, errlen, "malformed header: expected a quoted key or '}'");
+    if (!eat(&c, ':')) return fail(err, errlen, "malformed header: expected ':' after '%s'", key);
+    if (!strcmp(key, "descr") && !have_descr) {
+      skip_ws(&c);
+      if (c.p < c.end && *c.p == '[')
+        return fail(err, errlen, "unsupported dtype: structured (record) array");
+      if (parse_str(&c, descr, sizeof descr) < 0)
+        return fail(err, errlen, "malformed header: 'descr' is not a dtype string");
+      have_descr = true;
+    } else if (!strcmp(key, "fortran_order") && !have_order) {
+      skip_ws(&c);
+      if (starts_with(&c, "True"))
+        t->fortran_order = true;
+      else if (starts_with(&c, "False"))
+        t->fortran_order = false;
+      else
+        return fail(err, errlen, "malformed header: 'fortran_order' is not True or False");
+      have_order = true;
+    } else if (!strcmp(key, "shape") && !have_shape) {
+      if (parse_shape(&c, t, err, errlen) < 0) return -1;
+      have_shape = true;
+    } else {
+      return fail(err, errlen, "malformed header: unexpected or repeated key '%s'", key);
+    }
+    if (!eat(&c, ',')) {
+      if (eat(&c, '}')) break;
+      return fail(err, errlen, "malformed header: expected ',' or '}'");
+    }
+  }
+  skip_ws(&c);
+  if (c.p != c.end) return fail(err, errlen, "malformed header: text after the dict");
+  if (!have_descr || !have_order || !have_shape)
+    return fail(err, errlen, "malformed header: missing key '%s'",
+                !have_descr   ? "descr"
+                : !have_order ? "fortran_order"
+                              : "shape");
+  memcpy(t->descr, descr, sizeof descr);
+  return decode_descr(descr, want, t, err, errlen);
+}
+
+/* Check that exactly count * size bytes of data follow the header. */
+static int check_data(mpprof_tensor *t, size_t avail, char *err, size_t errlen) {
+  uint64_t bytes;
+  char shape[64];
+  mpprof_shape_format(t->shape, t->ndim, shape, sizeof shape);
+  if (shape_size(t->shape, t->ndim, mp_dtype_size(t->dtype), &t->count, &bytes) < 0)
+    return fail(err, errlen, "shape %s overflows: its product exceeds 2^64 bytes", shape);
+  if (bytes > avail)
+    return fail(err, errlen, "truncated data: shape %s of %s needs %" PRIu64 " bytes, %zu present",
+                shape, mp_dtype_name(t->dtype), bytes, avail);
+  if (bytes < avail)
+    return fail(err, errlen,
+                "%" PRIu64 " bytes after the data: shape %s of %s needs %" PRIu64
+                " (shape or header size wrong?)",
+                (uint64_t)avail - bytes, shape, mp_dtype_name(t->dtype), bytes);
+  return 0;
+}
+
+int mpprof_npy_parse(const void *buf, size_t len, mp_dtype dtype, mpprof_tensor *ret, char *err,
+                     size_t errlen) {
+  const unsigned char *b = buf;
+  memset(ret, 0, sizeof *ret);
+  ret->dtype = MP_DTYPE_INVALID;
+  if (len < sizeof npy_magic || memcmp(b, npy_magic, sizeof npy_magic))
+    return fail(err, errlen, "bad magic: not a .npy file (raw data needs --dtype and --shape)");
+  if (len < 10) return fail(err, errlen, "truncated header: %zu bytes", len);
+  const int major = b[6], minor = b[7];
+  if (major < 1 || major > 3 || minor != 0)
+    return fail(err, errlen, "unsupported .npy format version %d.%d", major, minor);
+  size_t hstart, hlen;
+  if (major == 1) {
+    hstart = 10;
+    hlen = (size_t)b[8] | (size_t)b[9] << 8;
+  } else {
+    if (len < 12) return fail(err, errlen, "truncated header: %zu bytes", len);
+    hstart = 12;
+    hlen = (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24;
+  }
+  if (hlen > len - hstart)
+    return fail(err, errlen, "header length %zu exceeds the file's %zu bytes after the preamble",
+                hlen, len - hstart);
+  ret->npy_version = major;
+  if (parse_header((const char *)b + hstart, hlen, dtype, ret, err, errlen) < 0) return -1;
+  ret->data = b + hstart + hlen;
+  return check_data(ret, len - hstart - hlen, err, errlen);
+}
+
+/* ---- files ---- */
+
+static int open_fail(mpprof_tensor *t, const char *path, char *err, size_t errlen, int saved) {
+  /* The parse step wrote "problem" into err: make it "PATH: problem". */
+  if (err && errlen) {
+    char *msg = strdup(err);
+    snprintf(err, errlen, "%s: %s", path, msg ? msg : strerror(saved));
+    free(msg);
+  }
+  mpprof_tensor_close(t);
+  return -1;
+}
+
+int mpprof_tensor_open(const char *path, const mpprof_tensor_spec *spec, mpprof_tensor *ret,
+                       char *err, size_t errlen) {
+  memset(ret, 0, sizeof *ret);
+  ret->dtype = MP_DTYPE_INVALID;
+  if (spec->raw && !mp_dtype_scannable(spec->dtype))
+    return fail(err, errlen, "%s: raw data needs a source dtype (--dtype)", path);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) < 0) {
+    int e = errno;
+    close(fd);
+    return fail(err, errlen, "%s: cannot stat: %s", path, strerror(e));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    close(fd);
+    return fail(err, errlen, "%s: is a directory", path);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return fail(err, errlen, "%s: not a regular file", path);
+  }
+  const size_t size = (size_t)st.st_size;
+  if (size) {
+    void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) {
+      int e = errno;
+      close(fd);
+      return fail(err, errlen, "%s: cannot map: %s", path, strerror(e));
+    }
+    madvise(map, size, MADV_SEQUENTIAL);
+    ret->map_ = map;
+    ret->map_len_ = size;
+  }
+  close(fd);
+  if (!spec->raw) {
+    if (!size) return fail(err, errlen, "%s: empty file, not a .npy file", path);
+    void *map = ret->map_;
+    const int rc = mpprof_npy_parse(map, size, spec->dtype, ret, err, errlen);
+    ret->map_ = map; /* parse zeroed the tensor */
+    ret->map_len_ = size;
+    return rc < 0 ? open_fail(ret, path, err, errlen, EINVAL) : 0;
+  }
+  ret->dtype = spec->dtype;
+  ret->ndim = spec->ndim;
+  memcpy(ret->shape, spec->shape, sizeof ret->shape);
+  ret->data = ret->map_;
+  if (check_data(ret, size, err, errlen) < 0) return open_fail(ret, path, err, errlen, EINVAL);
+  return 0;
+}
+
+void mpprof_tensor_close(mpprof_tensor *t) {
+  if (t->map_) munmap(t->map_, t->map_len_);
+  t->map_ = NULL;
+  t->map_len_ = 0;
+  t->data = NULL;
+}
+
+int mpprof_tensor_view(const mpprof_tensor *t, mp_view *ret) {
+  const unsigned size = mp_dtype_size(t->dtype);
+  if (t->byteswap || !size || (uintptr_t)t->data % size) return -1;
+  memset(ret, 0, sizeof *ret);
+  ret->dtype = t->dtype;
+  ret->data = t->data;
+  ret->batch = 1;
+  if (t->fortran_order && t->ndim >= 2 && t->shape[0]) {
+    ret->rows = t->shape[0];
+    ret->cols = t->count / t->shape[0];
+  } else {
+    ret->rows = t->count;
+    ret->cols = 1;
+  }
+  ret->ld = ret->rows ? ret->rows : 1;
+  return 0;
+}
+
+static void swap_bytes(unsigned char *p, size_t n, unsigned size) {
+  for (size_t i = 0; i < n; i++, p += size)
+    for (unsigned a = 0, b = size - 1; a < b; a++, b--) {
+      unsigned char tmp = p[a];
+      p[a] = p[b];
+      p[b] = tmp;
+    }
+}
+
+int mpprof_tensor_scan(const mpprof_tensor *t, mp_stats *ret) {
+  if (!mp_dtype_scannable(t->dtype)) return -EINVAL;
+  mp_stats_init(ret, t->dtype);
+  if (!t->count) return 0;
+  mp_view v;
+  if (mpprof_tensor_view(t, &v) == 0) return mp_scan(ret, &v);
+  /* Copy through an aligned buffer, swapping if needed. Chunks accumulate
+   * into the same record; the result equals one pass over the whole tensor. */
+  enum { CHUNK_BYTES = 1 << 20 };
+  const unsigned size = mp_dtype_size(t->dtype);
+  const size_t per_chunk = CHUNK_BYTES / size;
+  unsigned char *buf = aligned_alloc(64, CHUNK_BYTES);
+  if (!buf) return -ENOMEM;
+  int rc = 0;
+  for (uint64_t done = 0; done < t->count && rc == 0;) {
+    size_t n = t->count - done < per_chunk ? (size_t)(t->count - done) : per_chunk;
+    memcpy(buf, t->data + done * size, n * size);
+    if (t->byteswap) swap_bytes(buf, n, size);
+    rc = mp_scan_contiguous(ret, buf, n);
+    done += n;
+  }
+  free(buf);
+  return rc;
+}
+
+int mpprof_npy_write(const char *path, int version, const char *descr, bool fortran_order, int ndim,
+                     const uint64_t *shape, const void *data, size_t nbytes, char *err,
+                     size_t errlen) {
+  if (version < 1 || version > 3) return fail(err, errlen, "%s: no .npy version %d", path, version);
+  char shape_text[MPPROF_TENSOR_MAX_DIMS * 22 + 4];
+  mpprof_shape_format(shape, ndim, shape_text, sizeof shape_text);
+  char dict[sizeof shape_text + 128];
+  int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }", descr,
+                   fortran_order ? "True" : "False", shape_text);
+  const size_t pre = version == 1 ? 10 : 12;
+  size_t total = pre + (size_t)n + 1; /* + '\n' */
+  total = (total + 63) / 64 * 64;
+  const size_t hlen = total - pre;
+  if (version == 1 && hlen > 0xffff) return fail(err, errlen, "%s: header too long for v1", path);
+  unsigned char *hdr = malloc(total);
+  if (!hdr) return fail(err, errlen, "%s: out of memory", path);
+  memcpy(hdr, npy_magic, sizeof npy_magic);
+  hdr[6] = (unsigned char)version;
+  hdr[7] = 0;
+  for (size_t i = 0; i < pre - 8; i++)
+    hdr[8 + i] = (unsigned char)(hlen >> (8 * i));
+  memcpy(hdr + pre, dict, (size_t)n);
+  memset(hdr + pre + n, ' ', total - pre - (size_t)n - 1);
+  hdr[total - 1] = '\n';
+  FILE *f = fopen(path, "wb");
+  int rc = 0;
+  if (!f) {
+    rc = fail(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+  } else {
+    if (fwrite(hdr, 1, total, f) != total || (nbytes && fwrite(data, 1, nbytes, f) != nbytes))
+      rc = fail(err, errlen, "%s: write failed: %s", path, strerror(errno));
+    if (fclose(f) != 0 && rc == 0)
+      rc = fail(err, errlen, "%s: write failed: %s", path, strerror(errno));
+  }
+  free(hdr);
+  return rc;
+}

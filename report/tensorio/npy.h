@@ -1,0 +1,85 @@
+/* Tensors saved to files: NumPy .npy (format versions 1-3) and headerless raw
+ * binary, memory-mapped, ready for the host scanner.
+ *
+ * .npy dtypes: '<f8' '<f4' '<f2' (and their '>' big-endian forms) as fp64,
+ * fp32, fp16; with an explicit dtype (bf16, fp8_e4m3, fp8_e5m2, or any source
+ * dtype), integer storage of the same width ('<u2', '|u1', '<i2', ...) holds the
+ * raw bits, as written by `t.view(torch.int16).numpy()` or ml_dtypes users.
+ * Raw binary is little-endian, C order, dtype and shape given by the caller.
+ *
+ * Stats do not depend on element order, so C and Fortran order are both
+ * scanned as one flat buffer; big-endian data is byte-swapped chunk by chunk.
+ * Errors come back as one line, "FILE: problem", in the caller's buffer. */
+#ifndef MPPROF_REPORT_TENSORIO_NPY_H
+#define MPPROF_REPORT_TENSORIO_NPY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/scan.h"
+#include "analysis/stats.h"
+
+#define MPPROF_TENSOR_MAX_DIMS 64 /* NumPy's NPY_MAXDIMS */
+
+/* How to read a file. Zero-initialise, then set what the user gave. */
+typedef struct mpprof_tensor_spec {
+  mp_dtype dtype; /* MP_DTYPE_INVALID (set it!): take it from the .npy header */
+  bool raw;       /* headerless file: dtype and shape must be given */
+  int ndim;
+  uint64_t shape[MPPROF_TENSOR_MAX_DIMS];
+} mpprof_tensor_spec;
+
+typedef struct mpprof_tensor {
+  mp_dtype dtype;
+  int ndim; /* 0 for a scalar */
+  uint64_t shape[MPPROF_TENSOR_MAX_DIMS];
+  uint64_t count;
+  bool fortran_order;
+  bool byteswap;             /* stored in the other byte order than the host's */
+  int npy_version;           /* 1, 2, 3; 0 for raw */
+  char descr[16];            /* the .npy descr as found ("<f4"); "" for raw */
+  const unsigned char *data; /* count * mp_dtype_size(dtype) bytes */
+  void *map_;                /* private: the mapping (NULL when parsed from memory) */
+  size_t map_len_;
+} mpprof_tensor;
+
+/* A spec that reads .npy files with the header's dtype. */
+void mpprof_tensor_spec_init(mpprof_tensor_spec *spec);
+
+/* Parse "1024x768", "1024,768", "(1024, 768)" or "" / "()" (a scalar) into
+ * spec->shape and set spec->raw. 0, or -1 with a reason in err. */
+int mpprof_tensor_spec_shape(mpprof_tensor_spec *spec, const char *text, char *err, size_t errlen);
+
+/* Parse a .npy image in memory (the fuzz target's entry point). The tensor
+ * points into buf. dtype as in the spec. 0, or -1 with the problem in err. */
+int mpprof_npy_parse(const void *buf, size_t len, mp_dtype dtype, mpprof_tensor *ret, char *err,
+                     size_t errlen);
+
+/* Map a file and parse it per spec. 0, or -1 with "PATH: problem" in err.
+ * On success the tensor holds the mapping until mpprof_tensor_close(). */
+int mpprof_tensor_open(const char *path, const mpprof_tensor_spec *spec, mpprof_tensor *ret,
+                       char *err, size_t errlen);
+void mpprof_tensor_close(mpprof_tensor *t); /* accepts a closed/zeroed tensor */
+
+/* The scanner's view of the data, when it can be scanned in place (host byte
+ * order, element-aligned): Fortran order as a column-major matrix of shape[0]
+ * rows, otherwise one contiguous column. -1 when it must go through
+ * mpprof_tensor_scan's copying path. */
+int mpprof_tensor_view(const mpprof_tensor *t, mp_view *ret);
+
+/* Initialise *ret for t's dtype and scan every element (byte-swapping or
+ * realigning in chunks when needed). 0, or a negative errno. */
+int mpprof_tensor_scan(const mpprof_tensor *t, mp_stats *ret);
+
+/* "(3, 4)", "(5,)", "()" into buf, as NumPy prints shapes. */
+void mpprof_shape_format(const uint64_t *shape, int ndim, char *buf, size_t len);
+
+/* Write a .npy file (format version 1, 2 or 3; header padded to 64 bytes).
+ * descr e.g. "<f4"; data is written as is, in the descr's byte order.
+ * 0, or -1 with "PATH: problem" in err. For tests and the demo generator. */
+int mpprof_npy_write(const char *path, int version, const char *descr, bool fortran_order, int ndim,
+                     const uint64_t *shape, const void *data, size_t nbytes, char *err,
+                     size_t errlen);
+
+#endif
