@@ -1,1 +1,181 @@
-/* placeholder: to be written */
+/* Precision advice from a stats record.
+ *
+ * Multiplying by 2^k moves every value k binades up, so the cast outcomes at
+ * scale 2^k follow from the exponent histogram: a binade whose scaled range
+ * lies inside one outcome contributes exactly; a binade that straddles a
+ * threshold contributes a range [0, count] to each outcome it may reach, and
+ * the result is flagged `estimate`. absmax and min_abs_nonzero narrow the
+ * extreme binades, which makes the fp8 scale (chosen from absmax) exact and
+ * often the underflow too. At scale 1 the record's own cast counts are exact. */
+#include "analysis/advice.h"
+
+#include <math.h>
+#include <string.h>
+
+void mp_advice_params_default(mp_advice_params *p) {
+  p->underflow_max = MP_ADVICE_DEFAULT_UNDERFLOW_MAX;
+  p->fp8_underflow_max = MP_ADVICE_DEFAULT_FP8_UNDERFLOW_MAX;
+  p->scale_log2_min = -32;
+  p->scale_log2_max = 32;
+  p->prefer_fp8 = false;
+}
+
+/* Outcomes in order of magnitude, and back. */
+static const mp_cast_outcome by_rank[MP_CAST_OUTCOMES] = {MP_CAST_UNDERFLOW, MP_CAST_SUBNORMAL,
+                                                          MP_CAST_NORMAL, MP_CAST_OVERFLOW};
+
+static int rank_of(mp_cast_outcome o) {
+  for (int r = 0; r < MP_CAST_OUTCOMES; r++)
+    if (by_rank[r] == o) return r;
+  return 0;
+}
+
+/* Outcome of x * 2^k for finite non-zero x. Scaling is exact in double except
+ * far below 2^-1022, where every target flushes anyway. */
+static mp_cast_outcome classify_scaled(double x, int k, mp_target t) {
+  double y = ldexp(x, k);
+  if (isinf(y)) return MP_CAST_OVERFLOW;
+  if (y == 0) return MP_CAST_UNDERFLOW;
+  return mp_cast_classify(y, t);
+}
+
+void mp_scaled_casts_compute(const mp_stats *s, mp_target target, int scale_log2,
+                             mp_scaled_casts *ret) {
+  memset(ret, 0, sizeof *ret);
+  if (scale_log2 == 0) {
+    for (int o = 0; o < MP_CAST_OUTCOMES; o++)
+      ret->lo[o] = ret->hi[o] = s->casts[target][o];
+    return;
+  }
+  const mp_format *src = mp_format_of(s->dtype);
+  int lo = s->hist_lo < MP_HIST_MIN ? MP_HIST_MIN : s->hist_lo;
+  int hi = s->hist_hi > MP_HIST_MAX ? MP_HIST_MAX : s->hist_hi;
+  for (int e = lo; e <= hi; e++) {
+    uint64_t c = s->exp_hist[e - MP_HIST_MIN];
+    if (!c) continue;
+    /* The binade's values lie in [bottom, top]; without a known source
+     * format (merged records), top is the largest double below 2^(e+1). */
+    double bottom = ldexp(1.0, e);
+    double top = src && src->is_float && e >= src->emin_sub && e <= src->emax
+                     ? mp_format_binade_top(src, e)
+                     : nextafter(ldexp(1.0, e + 1), 0.0);
+    if (s->min_abs_nonzero > bottom && s->min_abs_nonzero <= top) bottom = s->min_abs_nonzero;
+    if (s->absmax >= bottom && s->absmax < top) top = s->absmax;
+    int r0 = rank_of(classify_scaled(bottom, scale_log2, target));
+    int r1 = rank_of(classify_scaled(top, scale_log2, target));
+    if (r0 == r1) {
+      ret->lo[by_rank[r0]] += c;
+      ret->hi[by_rank[r0]] += c;
+      continue;
+    }
+    ret->estimate = true;
+    for (int r = r0; r <= r1; r++)
+      ret->hi[by_rank[r]] += c;
+  }
+}
+
+static double fraction(uint64_t part, uint64_t whole) {
+  return whole ? (double)part / (double)whole : 0.0;
+}
+
+/* Loss-scale window: every k in the search range at which fp16 certainly
+ * fits (upper bounds of overflow and underflow within limits). Overflow grows
+ * and underflow shrinks with k, so the k that fit form one interval. */
+static void fp16_window(const mp_stats *s, const mp_advice_params *p, uint64_t n, mp_advice *ret) {
+  ret->has_window = false;
+  ret->window_estimate = false;
+  for (int k = p->scale_log2_min; k <= p->scale_log2_max; k++) {
+    mp_scaled_casts sc;
+    mp_scaled_casts_compute(s, MP_TGT_FP16, k, &sc);
+    bool fits_surely =
+        sc.hi[MP_CAST_OVERFLOW] == 0 && fraction(sc.hi[MP_CAST_UNDERFLOW], n) <= p->underflow_max;
+    bool fits_maybe =
+        sc.lo[MP_CAST_OVERFLOW] == 0 && fraction(sc.lo[MP_CAST_UNDERFLOW], n) <= p->underflow_max;
+    if (fits_maybe != fits_surely) ret->window_estimate = true;
+    if (!fits_surely) continue;
+    if (!ret->has_window) ret->window_lo = k;
+    ret->window_hi = k;
+    ret->has_window = true;
+  }
+  if (!ret->has_window) ret->window_lo = ret->window_hi = 0;
+}
+
+/* Per-tensor power-of-two scale: the largest s with absmax * 2^s not
+ * overflowing (exact, from absmax), then the underflow at that scale. */
+static void fp8_advice(const mp_stats *s, const mp_advice_params *p, uint64_t n, mp_target t,
+                       mp_fp8_advice *ret) {
+  memset(ret, 0, sizeof *ret);
+  if (n == 0) {
+    ret->fits = true;
+    return;
+  }
+  const mp_format *f = mp_format_of(mp_target_dtype(t));
+  int sc = f->emax - ilogb(s->absmax);
+  while (classify_scaled(s->absmax, sc, t) == MP_CAST_OVERFLOW)
+    sc--;
+  while (classify_scaled(s->absmax, sc + 1, t) != MP_CAST_OVERFLOW)
+    sc++;
+  mp_scaled_casts cs;
+  mp_scaled_casts_compute(s, t, sc, &cs);
+  ret->scale_log2 = sc;
+  ret->underflow_fraction = fraction(cs.hi[MP_CAST_UNDERFLOW], n);
+  ret->estimate = cs.lo[MP_CAST_UNDERFLOW] != cs.hi[MP_CAST_UNDERFLOW];
+  ret->fits = cs.hi[MP_CAST_OVERFLOW] == 0 && ret->underflow_fraction <= p->fp8_underflow_max;
+}
+
+/* A source that is already 16- or 8-bit and holds NaN/inf produced them in
+ * that format (an overflowed fp16 gradient, say): the advice about its finite
+ * values still stands. A wider source holding NaN/inf cannot be shown safe in
+ * a narrower format: keep fp32. */
+static bool narrow_source(mp_dtype d) {
+  return d == MP_FP16 || d == MP_BF16 || d == MP_FP8_E4M3 || d == MP_FP8_E5M2;
+}
+
+void mp_advise(const mp_stats *s, const mp_advice_params *p, mp_advice *ret) {
+  mp_advice_params defaults;
+  if (!p) {
+    mp_advice_params_default(&defaults);
+    p = &defaults;
+  }
+  memset(ret, 0, sizeof *ret);
+  uint64_t n = mp_stats_nonzero_finite(s);
+  ret->fp16_overflow_fraction = fraction(s->casts[MP_TGT_FP16][MP_CAST_OVERFLOW], n);
+  ret->fp16_underflow_fraction = fraction(s->casts[MP_TGT_FP16][MP_CAST_UNDERFLOW], n);
+  bool fp16_safe = s->casts[MP_TGT_FP16][MP_CAST_OVERFLOW] == 0 &&
+                   ret->fp16_underflow_fraction <= p->underflow_max;
+  fp16_window(s, p, n, ret);
+  ret->fp16 = fp16_safe ? MP_FP16_SAFE : ret->has_window ? MP_FP16_LOSS_SCALE : MP_FP16_UNSAFE;
+  ret->bf16_ok = s->casts[MP_TGT_BF16][MP_CAST_OVERFLOW] == 0 &&
+                 fraction(s->casts[MP_TGT_BF16][MP_CAST_UNDERFLOW], n) <= p->underflow_max;
+  fp8_advice(s, p, n, MP_TGT_FP8_E4M3, &ret->fp8_e4m3);
+  fp8_advice(s, p, n, MP_TGT_FP8_E5M2, &ret->fp8_e5m2);
+  ret->nonfinite_input = s->nans + s->pos_infs + s->neg_infs > 0;
+
+  if (ret->nonfinite_input && !narrow_source(s->dtype))
+    ret->recommended = MP_REC_FP32;
+  else if (p->prefer_fp8 && ret->fp8_e4m3.fits)
+    ret->recommended = MP_REC_FP8_E4M3;
+  else if (p->prefer_fp8 && ret->fp8_e5m2.fits)
+    ret->recommended = MP_REC_FP8_E5M2;
+  else if (fp16_safe)
+    ret->recommended = MP_REC_FP16;
+  else if (ret->has_window)
+    ret->recommended = MP_REC_FP16_LOSS_SCALE;
+  else if (ret->bf16_ok)
+    ret->recommended = MP_REC_BF16;
+  else
+    ret->recommended = MP_REC_FP32;
+}
+
+const char *mp_recommendation_name(mp_recommendation r) {
+  static const char *const names[MP_REC_COUNT] = {"fp16", "fp16_loss_scale", "bf16",
+                                                  "fp32", "fp8_e4m3",        "fp8_e5m2"};
+  if (r < 0 || r >= MP_REC_COUNT) return "invalid";
+  return names[r];
+}
+
+const char *mp_fp16_verdict_name(mp_fp16_verdict v) {
+  static const char *const names[] = {"safe", "loss_scale", "unsafe"};
+  if (v < 0 || v > MP_FP16_UNSAFE) return "invalid";
+  return names[v];
+}

@@ -38,13 +38,13 @@ typedef struct mp_format {
   unsigned man_bits; /* explicit mantissa bits */
   bool is_float;
   bool has_inf;
-  int emax;               /* exponent of the largest finite binade */
-  int emin;               /* min normal = 2^emin */
-  int emin_sub;           /* min subnormal = 2^emin_sub; also the lowest histogram bin */
-  double max_finite;      /* largest finite value */
-  double overflow_at;     /* RNE with unbounded exponent exceeds max_finite when |x| >= overflow_at */
-  bool overflow_strict;   /* ... or when |x| > overflow_at (tie rounds down to an even max_finite) */
-  double flush_at;        /* RNE gives zero when |x| <= flush_at (= 2^(emin_sub-1)) */
+  int emax;             /* exponent of the largest finite binade */
+  int emin;             /* min normal = 2^emin */
+  int emin_sub;         /* min subnormal = 2^emin_sub; also the lowest histogram bin */
+  double max_finite;    /* largest finite value */
+  double overflow_at;   /* RNE with unbounded exponent exceeds max_finite when |x| >= overflow_at */
+  bool overflow_strict; /* ... or when |x| > overflow_at (tie rounds down to an even max_finite) */
+  double flush_at;      /* RNE gives zero when |x| <= flush_at (= 2^(emin_sub-1)) */
   double subnormal_below; /* RNE gives a subnormal when flush_at < |x| < subnormal_below */
 } mp_format;
 
@@ -58,5 +58,8 @@ const char *mp_target_name(mp_target target); /* same spelling as the dtype */
 bool mp_dtype_scannable(mp_dtype dtype);
 /* Bytes per element of a dtype's storage (tf32 = 4). */
 unsigned mp_dtype_size(mp_dtype dtype);
+/* Largest value of float format f in binade e (the binade [2^e, 2^(e+1))),
+ * e in [emin_sub, emax]: (2 - ulp(e)/2^e) * 2^e, ulp of a subnormal binade 2^emin_sub. */
+double mp_format_binade_top(const mp_format *f, int e);
 
 #endif

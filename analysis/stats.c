@@ -1,1 +1,129 @@
-/* placeholder: to be written */
+/* The stats record: initialisation, merge, exact cast classification and the
+ * deliberately simple one-value reference that every scanner must agree with.
+ *
+ * Merge must be associative and commutative bit for bit. Counts add; for the
+ * extrema a total order is used in which -0 < +0, so min(-0, +0) does not
+ * depend on the order partials arrive in. */
+#include "analysis/stats.h"
+
+#include <math.h>
+#include <string.h>
+
+static const double none_min_abs = INFINITY;
+
+void mp_stats_init(mp_stats *s, mp_dtype dtype) {
+  memset(s, 0, sizeof *s);
+  s->dtype = dtype;
+  const mp_format *f = mp_format_of(dtype);
+  if (f) {
+    s->hist_lo = f->emin_sub;
+    s->hist_hi = f->emax;
+  } else {
+    /* No source format: an empty range that any merge widens. */
+    s->hist_lo = MP_HIST_MAX + 1;
+    s->hist_hi = MP_HIST_MIN - 1;
+  }
+  s->min = NAN;
+  s->max = NAN;
+  s->absmax = NAN;
+  s->min_abs_nonzero = none_min_abs;
+}
+
+/* a < b in the order -inf < ... < -0 < +0 < ... < +inf (neither NaN). */
+static bool total_less(double a, double b) {
+  if (a < b) return true;
+  return a == b && signbit(a) && !signbit(b);
+}
+
+/* NaN means "none". */
+static double pick_min(double a, double b) {
+  if (isnan(a)) return b;
+  if (isnan(b)) return a;
+  return total_less(b, a) ? b : a;
+}
+
+static double pick_max(double a, double b) {
+  if (isnan(a)) return b;
+  if (isnan(b)) return a;
+  return total_less(a, b) ? b : a;
+}
+
+void mp_stats_merge(mp_stats *dst, const mp_stats *src) {
+  if (dst->dtype != src->dtype) dst->dtype = MP_DTYPE_INVALID;
+  if (src->hist_lo < dst->hist_lo) dst->hist_lo = src->hist_lo;
+  if (src->hist_hi > dst->hist_hi) dst->hist_hi = src->hist_hi;
+  dst->count += src->count;
+  dst->zeros += src->zeros;
+  dst->nans += src->nans;
+  dst->pos_infs += src->pos_infs;
+  dst->neg_infs += src->neg_infs;
+  dst->negatives += src->negatives;
+  dst->min = pick_min(dst->min, src->min);
+  dst->max = pick_max(dst->max, src->max);
+  dst->absmax = pick_max(dst->absmax, src->absmax);
+  if (src->min_abs_nonzero < dst->min_abs_nonzero) dst->min_abs_nonzero = src->min_abs_nonzero;
+  for (int t = 0; t < MP_TARGET_COUNT; t++)
+    for (int o = 0; o < MP_CAST_OUTCOMES; o++)
+      dst->casts[t][o] += src->casts[t][o];
+  /* Only the bins inside the (merged) range can be non-zero. */
+  int lo = dst->hist_lo < MP_HIST_MIN ? MP_HIST_MIN : dst->hist_lo;
+  int hi = dst->hist_hi > MP_HIST_MAX ? MP_HIST_MAX : dst->hist_hi;
+  for (int e = lo; e <= hi; e++)
+    dst->exp_hist[e - MP_HIST_MIN] += src->exp_hist[e - MP_HIST_MIN];
+}
+
+uint64_t mp_stats_nonzero_finite(const mp_stats *s) {
+  return s->count - s->zeros - s->nans - s->pos_infs - s->neg_infs;
+}
+
+bool mp_stats_has_finite(const mp_stats *s) {
+  return s->count - s->nans - s->pos_infs - s->neg_infs > 0;
+}
+
+uint64_t mp_stats_hist_bin(const mp_stats *s, int e) {
+  if (e < s->hist_lo || e > s->hist_hi || e < MP_HIST_MIN || e > MP_HIST_MAX) return 0;
+  return s->exp_hist[e - MP_HIST_MIN];
+}
+
+mp_cast_outcome mp_cast_classify(double x, mp_target target) {
+  const mp_format *f = mp_format_of(mp_target_dtype(target));
+  double a = fabs(x);
+  if (f->overflow_strict ? a > f->overflow_at : a >= f->overflow_at) return MP_CAST_OVERFLOW;
+  if (a <= f->flush_at) return MP_CAST_UNDERFLOW;
+  if (a < f->subnormal_below) return MP_CAST_SUBNORMAL;
+  return MP_CAST_NORMAL;
+}
+
+int mp_exponent_of(double x) {
+  return ilogb(x);
+}
+
+void mp_stats_add(mp_stats *s, double x) {
+  s->count++;
+  if (isnan(x)) {
+    s->nans++;
+    return;
+  }
+  if (isinf(x)) {
+    if (x > 0) {
+      s->pos_infs++;
+    } else {
+      s->neg_infs++;
+      s->negatives++;
+    }
+    return;
+  }
+  if (x < 0) s->negatives++;
+  s->min = pick_min(s->min, x);
+  s->max = pick_max(s->max, x);
+  s->absmax = pick_max(s->absmax, fabs(x));
+  if (x == 0) {
+    s->zeros++;
+    return;
+  }
+  if (fabs(x) < s->min_abs_nonzero) s->min_abs_nonzero = fabs(x);
+  int e = mp_exponent_of(x);
+  s->exp_hist[e - MP_HIST_MIN]++;
+  for (int t = 0; t < MP_TARGET_COUNT; t++)
+    s->casts[t][mp_cast_classify(x, (mp_target)t)]++;
+}
