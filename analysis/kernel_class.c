@@ -1,1 +1,501 @@
-/* placeholder: to be written */
+/* Tensor Core truth from a kernel's name. The rows of analysis/kernel_rules.def
+ * are tried in order on the lower-cased name; the first whose token occurs
+ * decides, and family decoders (nvjet, xmma, CUTLASS 3.x, legacy instruction
+ * tokens) read the dtype field the name encodes. Also a small Itanium
+ * demangler for the function-name part of CUPTI's mangled names. */
+#include "kernel_class.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum kdec { KDEC_NONE, KDEC_NVJET, KDEC_XMMA, KDEC_CUTLASS3X, KDEC_LEGACY } kdec;
+
+typedef struct krule {
+  const char *id;
+  const char *token; /* lower-cased at compare time */
+  mp_tc_verdict tc;
+  const char *instr;
+  mp_dtype a, acc;
+  kdec decoder;
+} krule;
+
+static const krule k_rules[] = {
+#define MP_KRULE(id, token, tc, instr, a, acc, dec) {id, token, tc, instr, a, acc, dec},
+#include "kernel_rules.def"
+#undef MP_KRULE
+};
+
+#define NAME_MAX_LEN 1024
+
+/* Case-insensitive substring search; `hay` is already lower case. */
+static const char *find_token(const char *hay, const char *token) {
+  char low[64];
+  size_t n = strlen(token);
+  if (n >= sizeof low) return NULL;
+  for (size_t i = 0; i <= n; i++)
+    low[i] = (char)tolower((unsigned char)token[i]);
+  return strstr(hay, low);
+}
+
+/* One dtype spelling of the xmma / CUTLASS families at *p; advances *p. */
+static mp_dtype eat_dtype(const char **p) {
+  static const struct {
+    const char *s;
+    mp_dtype d;
+  } k[] = {{"bf16", MP_BF16}, {"tf32", MP_TF32},     {"f16", MP_FP16},      {"f32", MP_FP32},
+           {"f64", MP_FP64},  {"e4m3", MP_FP8_E4M3}, {"e5m2", MP_FP8_E5M2}, {"i8", MP_INT8},
+           {"i32", MP_INT32}, {"s8", MP_INT8},       {"s32", MP_INT32}};
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+    size_t n = strlen(k[i].s);
+    if (strncmp(*p, k[i].s, n) == 0) {
+      *p += n;
+      return k[i].d;
+    }
+  }
+  return MP_DTYPE_INVALID;
+}
+
+/* A '_'-delimited token made only of 1-2 dtype spellings ("f16f32", "bf16").
+ * Returns how many were read (0 when the token is something else). */
+static int parse_dtype_token(const char *tok, size_t len, mp_dtype ret[2]) {
+  const char *p = tok, *end = tok + len;
+  int n = 0;
+  while (p < end && n < 2) {
+    mp_dtype d = eat_dtype(&p);
+    if (d == MP_DTYPE_INVALID || p > end) return 0;
+    ret[n++] = d;
+  }
+  return p == end ? n : 0;
+}
+
+static size_t token_len(const char *p) {
+  size_t n = 0;
+  while (p[n] && (isalnum((unsigned char)p[n])))
+    n++;
+  return n;
+}
+
+/* "sm90_" / "sm100_" right before `at` (or at the start of the nvjet field). */
+static int arch_before(const char *name, const char *at) {
+  const char *p = at;
+  while (p > name && isdigit((unsigned char)p[-1]))
+    p--;
+  if (p == at || p - name < 2 || p[-2] != 's' || p[-1] != 'm') return 0;
+  return atoi(p);
+}
+
+static bool is_wgmma(const char *low) {
+  return strstr(low, "warpgroupsize") || strstr(low, "gmma");
+}
+
+static bool has_mma_shape_token(const char *low) {
+  for (const char *p = strstr(low, "tensor"); p; p = strstr(p + 1, "tensor"))
+    if (isdigit((unsigned char)p[6])) return true; /* tensor16x8x16, tensor64x128x32 */
+  return false;
+}
+
+static const char *instr_for(mp_dtype a, int arch, bool wgmma) {
+  if (arch >= 100 && arch < 120) return "tcgen05"; /* sm_120 keeps warp-level mma */
+  switch (a) {
+  case MP_INT8:
+    return wgmma ? "igmma" : "imma";
+  case MP_FP8_E4M3:
+  case MP_FP8_E5M2:
+    return wgmma ? "qgmma" : "qmma";
+  case MP_FP64:
+    return "dmma";
+  default:
+    return wgmma ? "gmma" : "hmma";
+  }
+}
+
+/* nvjet_[smNN_]<letters>[_tf32]_...: A letter then the compute/accumulate
+ * letter; a leading "qq" means fp8 A and B (e4m3 in every observed trace). */
+static void decode_nvjet(const char *low, const char *at, mp_kernel_class *k) {
+  const char *p = at + strlen("nvjet_");
+  int arch = 0;
+  if (p[0] == 's' && p[1] == 'm' && isdigit((unsigned char)p[2])) {
+    arch = atoi(p + 2);
+    p = strchr(p, '_');
+    if (!p) return;
+    p++;
+  }
+  size_t n = token_len(p);
+  mp_dtype a = MP_DTYPE_INVALID, acc = MP_DTYPE_INVALID;
+  const char *l = p;
+  if (n >= 2 && l[0] == 'q' && l[1] == 'q') {
+    a = MP_FP8_E4M3;
+    l += 2;
+    n -= 2;
+    if (n >= 2) acc = l[1] == 's' ? MP_FP32 : l[1] == 'h' ? MP_FP16 : MP_DTYPE_INVALID;
+  } else if (n == 3 && strncmp(l, "biu", 3) == 0) {
+    a = MP_INT8;
+    acc = MP_INT32;
+  } else if (n >= 2) {
+    static const char letters[] = "htsd";
+    static const mp_dtype dts[] = {MP_FP16, MP_BF16, MP_FP32, MP_FP64};
+    const char *ia = strchr(letters, l[0]), *ic = strchr(letters, l[1]);
+    if (ia) a = dts[ia - letters];
+    if (ic) acc = dts[ic - letters];
+  }
+  k->tc = MP_TC_YES;
+  if (a == MP_FP32) {
+    /* No fp32 nvjet without a tf32 token has been seen: don't guess. */
+    if (strncmp(p + n, "_tf32", 5) == 0)
+      a = MP_TF32;
+    else
+      k->tc = MP_TC_UNKNOWN;
+  }
+  k->a_dtype = a;
+  k->acc_dtype = acc;
+  (void)low;
+  if (arch == 90 || (arch >= 100 && arch < 120))
+    k->instr = instr_for(a, arch, true);
+  else if (arch >= 120)
+    k->instr = instr_for(a, arch, false);
+  else
+    k->instr = "mma"; /* untagged names run on Hopper and Blackwell alike */
+}
+
+/* smXX_xmma_<op>_..._<A><C>_<compute-in><acc>_<out>_...: the compute-in type
+ * decides; f32 there (no tf32) is the SIMT family even when `ffma` was cut. */
+static void decode_xmma(const char *low, const char *at, mp_kernel_class *k) {
+  int arch = arch_before(low, at > low ? at - 1 : at);
+  mp_dtype g1[2] = {MP_DTYPE_INVALID, MP_DTYPE_INVALID},
+           g2[2] = {MP_DTYPE_INVALID, MP_DTYPE_INVALID};
+  int n1 = 0, n2 = 0;
+  for (const char *p = at + strlen("xmma_"); *p;) {
+    size_t len = 0;
+    while (p[len] && p[len] != '_' && isalnum((unsigned char)p[len]))
+      len++;
+    if (len > 0) {
+      if (!n1) {
+        n1 = parse_dtype_token(p, len, g1);
+      } else {
+        n2 = parse_dtype_token(p, len, g2);
+        break;
+      }
+    }
+    if (!p[len] || !(p[len] == '_')) break;
+    p += len + 1;
+  }
+  mp_dtype math = n2 ? g2[0] : n1 ? g1[0] : MP_DTYPE_INVALID;
+  mp_dtype acc = n2 == 2 ? g2[1] : MP_DTYPE_INVALID;
+  /* Hopper has fp8 only as wgmma, so a cut name still tells. */
+  bool wg = is_wgmma(low) || (arch == 90 && (math == MP_FP8_E4M3 || math == MP_FP8_E5M2));
+  k->a_dtype = math;
+  k->acc_dtype = acc;
+  switch (math) {
+  case MP_FP32:
+    k->tc = MP_TC_NO;
+    k->instr = "ffma";
+    return;
+  case MP_FP16:
+  case MP_BF16:
+  case MP_TF32:
+  case MP_FP8_E4M3:
+  case MP_FP8_E5M2:
+  case MP_INT8:
+    k->tc = MP_TC_YES;
+    break;
+  case MP_FP64:
+    k->tc = has_mma_shape_token(low) || strstr(low, "dmma") ? MP_TC_YES : MP_TC_UNKNOWN;
+    break;
+  default:
+    k->tc = wg || has_mma_shape_token(low) ? MP_TC_YES : MP_TC_UNKNOWN;
+    break;
+  }
+  if (k->tc == MP_TC_YES) k->instr = instr_for(math, arch, wg);
+}
+
+/* cutlass3x_smXX_<kind>_<shape>gemm_<A>_<B>_<acc>_...: CUTLASS 3.x library names. */
+static void decode_cutlass3x(const char *low, mp_kernel_class *k) {
+  const char *c = strstr(low, "cutlass3x_");
+  int arch = 0;
+  if (c && strncmp(c + 10, "sm", 2) == 0) arch = atoi(c + 12);
+  const char *g = NULL;
+  static const char *const ops[] = {"gemm_", "fprop_", "dgrad_", "wgrad_"};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+    const char *f = strstr(c ? c : low, ops[i]);
+    if (f && (!g || f < g)) g = f;
+  }
+  mp_dtype t[3] = {MP_DTYPE_INVALID, MP_DTYPE_INVALID, MP_DTYPE_INVALID};
+  if (g) {
+    const char *p = strchr(g, '_') + 1;
+    /* "implicit_gemm_fprop_bf16_...": skip operation words up to the first dtype. */
+    for (mp_dtype d[2]; *p;) {
+      size_t len = 0;
+      while (p[len] && p[len] != '_' && isalnum((unsigned char)p[len]))
+        len++;
+      if (parse_dtype_token(p, len, d) == 1 || p[len] != '_' || len == 0) break;
+      p += len + 1;
+    }
+    for (int i = 0; i < 3 && *p; i++) {
+      size_t len = 0;
+      while (p[len] && p[len] != '_' && isalnum((unsigned char)p[len]))
+        len++;
+      mp_dtype d[2];
+      if (parse_dtype_token(p, len, d) != 1) break;
+      t[i] = d[0];
+      if (p[len] != '_') break;
+      p += len + 1;
+    }
+  }
+  if (t[0] != MP_DTYPE_INVALID) k->a_dtype = t[0];
+  if (t[2] != MP_DTYPE_INVALID) k->acc_dtype = t[2];
+  if (strstr(low, "tensorop")) k->tc = MP_TC_YES;
+  if (k->tc == MP_TC_YES && !k->instr) k->instr = instr_for(k->a_dtype, arch, arch == 90);
+}
+
+/* Whole-word dtype tokens next to a legacy instruction token. */
+static void decode_legacy(const char *low, const krule *r, mp_kernel_class *k) {
+  static const struct {
+    const char *s;
+    mp_dtype d;
+  } words[] = {{"bf16", MP_BF16},     {"fp16", MP_FP16},    {"f16", MP_FP16}, {"half", MP_FP16},
+               {"tf32", MP_TF32},     {"s8", MP_INT8},      {"i8", MP_INT8},  {"f64", MP_FP64},
+               {"e4m3", MP_FP8_E4M3}, {"e5m2", MP_FP8_E5M2}};
+  for (const char *p = low; *p;) {
+    while (*p && !isalnum((unsigned char)*p))
+      p++;
+    size_t len = token_len(p);
+    for (size_t i = 0; i < sizeof words / sizeof words[0] && len; i++)
+      if (strlen(words[i].s) == len && strncmp(p, words[i].s, len) == 0) {
+        k->a_dtype = words[i].d;
+        return;
+      }
+    p += len;
+  }
+  if (k->a_dtype != MP_DTYPE_INVALID) return;
+  /* No dtype word: the instruction shape tells (m16n8k8 with fp32 data is TF32). */
+  if (strcmp(r->token, "s1688") == 0) k->a_dtype = MP_TF32;
+  if (strcmp(r->token, "s884") == 0) k->a_dtype = MP_FP16;
+}
+
+void mp_kernel_classify(const char *name, mp_kernel_class *ret) {
+  *ret = (mp_kernel_class){MP_TC_UNKNOWN, MP_TC_SRC_UNKNOWN, NULL,
+                           NULL,          MP_DTYPE_INVALID,  MP_DTYPE_INVALID};
+  if (!name || !*name) return;
+  char dem[NAME_MAX_LEN], low[NAME_MAX_LEN];
+  mp_kernel_demangle(name, dem, sizeof dem);
+  size_t i = 0;
+  for (; dem[i] && i + 1 < sizeof low; i++)
+    low[i] = (char)tolower((unsigned char)dem[i]);
+  low[i] = '\0';
+
+  for (size_t r = 0; r < sizeof k_rules / sizeof k_rules[0]; r++) {
+    const krule *rule = &k_rules[r];
+    const char *at = find_token(low, rule->token);
+    if (!at) continue;
+    ret->tc = rule->tc;
+    ret->instr = rule->instr;
+    ret->a_dtype = rule->a;
+    ret->acc_dtype = rule->acc;
+    switch (rule->decoder) {
+    case KDEC_NVJET:
+      decode_nvjet(low, at, ret);
+      break;
+    case KDEC_XMMA:
+      decode_xmma(low, at, ret);
+      break;
+    case KDEC_CUTLASS3X:
+      decode_cutlass3x(low, ret);
+      break;
+    case KDEC_LEGACY:
+      decode_legacy(low, rule, ret);
+      break;
+    case KDEC_NONE:
+      break;
+    }
+    ret->rule = rule->id;
+    ret->source = MP_TC_SRC_NAME;
+    return;
+  }
+}
+
+const char *mp_tc_source_name(mp_tc_source s) {
+  switch (s) {
+  case MP_TC_SRC_NAME:
+    return "name";
+  case MP_TC_SRC_COUNTERS:
+    return "counters";
+  default:
+    return "unknown";
+  }
+}
+
+/* ---- Itanium demangling of the name part (best effort, bounded) ---- */
+
+typedef struct dm {
+  const char *p;
+  char *out;
+  size_t n, len;
+  bool bad;
+  const char *subs[32]; /* substitution candidates: start of rendered text */
+  size_t sub_len[32];
+  int nsubs;
+} dm;
+
+static void dm_put(dm *d, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (d->len + 1 >= d->n) {
+      d->bad = true;
+      return;
+    }
+    d->out[d->len++] = s[i];
+  }
+  d->out[d->len] = '\0';
+}
+
+static void dm_puts(dm *d, const char *s) {
+  dm_put(d, s, strlen(s));
+}
+
+static void dm_add_sub(dm *d, size_t start) {
+  if (d->nsubs < 32) {
+    d->subs[d->nsubs] = d->out + start;
+    d->sub_len[d->nsubs++] = d->len - start;
+  }
+}
+
+static bool dm_type(dm *d);
+
+static bool dm_source_name(dm *d) {
+  if (!isdigit((unsigned char)*d->p)) return false;
+  char *end;
+  unsigned long n = strtoul(d->p, &end, 10);
+  if (n == 0 || strnlen(end, n) < n) return false;
+  d->p = end;
+  dm_put(d, d->p, n);
+  d->p += n;
+  return true;
+}
+
+static bool dm_template_args(dm *d) {
+  if (*d->p != 'I') return true;
+  d->p++;
+  dm_puts(d, "<");
+  for (bool first = true; *d->p && *d->p != 'E'; first = false) {
+    if (!first) dm_puts(d, ", ");
+    if (*d->p == 'L') { /* literal: L <type> <value> E */
+      d->p++;
+      char t = *d->p++;
+      bool neg = *d->p == 'n';
+      if (neg) d->p++;
+      const char *v = d->p;
+      while (*d->p && *d->p != 'E')
+        d->p++;
+      if (!*d->p) return false;
+      if (t == 'b') {
+        dm_puts(d, *v == '1' ? "true" : "false");
+      } else {
+        if (neg) dm_puts(d, "-");
+        dm_put(d, v, (size_t)(d->p - v));
+      }
+      d->p++;
+    } else if (!dm_type(d)) {
+      return false;
+    }
+  }
+  if (*d->p != 'E') return false;
+  d->p++;
+  dm_puts(d, ">");
+  return true;
+}
+
+static bool dm_name(dm *d) {
+  if (*d->p == 'N') {
+    d->p++;
+    size_t start = d->len;
+    for (bool first = true; *d->p && *d->p != 'E'; first = false) {
+      if (*d->p == 'I') {
+        if (!dm_template_args(d)) return false;
+        continue;
+      }
+      if (!first) dm_puts(d, "::");
+      if (*d->p == 'S') { /* substitution inside a nested name */
+        if (!dm_type(d)) return false;
+        continue;
+      }
+      if (!dm_source_name(d)) return false;
+      dm_add_sub(d, start);
+    }
+    if (*d->p != 'E') return false;
+    d->p++;
+    return true;
+  }
+  size_t start = d->len;
+  if (!dm_source_name(d)) return false;
+  dm_add_sub(d, start);
+  return dm_template_args(d);
+}
+
+static bool dm_type(dm *d) {
+  static const char *const builtin[26] = {['a' - 'a'] = "signed char",
+                                          ['b' - 'a'] = "bool",
+                                          ['c' - 'a'] = "char",
+                                          ['d' - 'a'] = "double",
+                                          ['f' - 'a'] = "float",
+                                          ['h' - 'a'] = "unsigned char",
+                                          ['i' - 'a'] = "int",
+                                          ['j' - 'a'] = "unsigned int",
+                                          ['l' - 'a'] = "long",
+                                          ['m' - 'a'] = "unsigned long",
+                                          ['s' - 'a'] = "short",
+                                          ['t' - 'a'] = "unsigned short",
+                                          ['v' - 'a'] = "void",
+                                          ['x' - 'a'] = "long long",
+                                          ['y' - 'a'] = "unsigned long long"};
+  char c = *d->p;
+  if (c >= 'a' && c <= 'z' && builtin[c - 'a']) {
+    d->p++;
+    dm_puts(d, builtin[c - 'a']);
+    return true;
+  }
+  if (c == 'P' || c == 'K' || c == 'R') {
+    d->p++;
+    if (c == 'K') dm_puts(d, "const ");
+    if (!dm_type(d)) return false;
+    if (c == 'P') dm_puts(d, "*");
+    if (c == 'R') dm_puts(d, "&");
+    return true;
+  }
+  if (c == 'S') { /* S_ = first substitution, S<n>_ = n+2nd */
+    d->p++;
+    int idx = 0;
+    if (*d->p == '_') {
+      d->p++;
+    } else {
+      char *end;
+      long v = strtol(d->p, &end, 36);
+      if (*end != '_') return false;
+      idx = (int)v + 1;
+      d->p = end + 1;
+    }
+    if (idx >= d->nsubs) return false;
+    char tmp[256];
+    size_t n = d->sub_len[idx] < sizeof tmp ? d->sub_len[idx] : sizeof tmp - 1;
+    memcpy(tmp, d->subs[idx], n);
+    dm_put(d, tmp, n);
+    return true;
+  }
+  return dm_name(d);
+}
+
+char *mp_kernel_demangle(const char *name, char *ret_buf, size_t n) {
+  if (!ret_buf || n == 0) return ret_buf;
+  ret_buf[0] = '\0';
+  if (!name) return ret_buf;
+  if (strncmp(name, "_Z", 2) != 0) {
+    snprintf(ret_buf, n, "%s", name);
+    return ret_buf;
+  }
+  dm d = {.p = name + 2, .out = ret_buf, .n = n};
+  if (!dm_name(&d) || d.bad) {
+    snprintf(ret_buf, n, "%s", name); /* unreadable: keep the mangled form */
+    return ret_buf;
+  }
+  return ret_buf;
+}

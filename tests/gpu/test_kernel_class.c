@@ -1,0 +1,205 @@
+/* Kernel-name classification: every real name of tests/gpu/kernel_names.tsv
+ * gets its expected Tensor Core verdict and dtypes, plus the traps of
+ * ../shared/kernel-names.md spelled out one behaviour per test. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "analysis/kernel_class.h"
+
+static const char *g_table;
+
+static const char *verdict_name(mp_tc_verdict v) {
+  return v == MP_TC_YES ? "yes" : v == MP_TC_NO ? "no" : "unknown";
+}
+
+static void every_listed_kernel_gets_its_expected_verdict_and_dtypes(void **state) {
+  (void)state;
+  FILE *f = fopen(g_table, "r");
+  if (!f) fail_msg("%s: cannot open", g_table);
+  char line[4096];
+  int rows = 0, bad = 0;
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = '\0';
+    if (line[0] == '#' || line[0] == '\0') continue;
+    char *cols[4];
+    char *p = line;
+    for (int i = 0; i < 4; i++) {
+      cols[i] = p;
+      p = i < 3 ? strchr(p, '\t') : NULL;
+      if (i < 3 && !p) fail_msg("%s: row %d has fewer than 4 columns", g_table, rows + 1);
+      if (p) *p++ = '\0';
+    }
+    mp_kernel_class k;
+    mp_kernel_classify(cols[3], &k);
+    rows++;
+    if (strcmp(verdict_name(k.tc), cols[0]) || strcmp(mp_dtype_name(k.a_dtype), cols[1]) ||
+        strcmp(mp_dtype_name(k.acc_dtype), cols[2])) {
+      print_error("%s: got %s %s %s, want %s %s %s\n", cols[3], verdict_name(k.tc),
+                  mp_dtype_name(k.a_dtype), mp_dtype_name(k.acc_dtype), cols[0], cols[1], cols[2]);
+      bad++;
+    }
+    if (k.tc != MP_TC_UNKNOWN && (k.source != MP_TC_SRC_NAME || !k.rule)) {
+      print_error("%s: decided without naming its rule\n", cols[3]);
+      bad++;
+    }
+  }
+  fclose(f);
+  assert_true(rows >= 160);
+  assert_int_equal(bad, 0);
+}
+
+static void expect(const char *name, mp_tc_verdict tc, mp_dtype a) {
+  mp_kernel_class k;
+  mp_kernel_classify(name, &k);
+  if (k.tc != tc || k.a_dtype != a)
+    fail_msg("%s: got %s/%s", name, verdict_name(k.tc), mp_dtype_name(k.a_dtype));
+}
+
+static void fp32_sgemm_in_xmma_clothes_is_not_tensor_core(void **state) {
+  (void)state;
+  expect("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize256x64x8_stage3_warpsize2x2x1_ffma_aligna4_"
+         "alignc4_execute_kernel__5x_cublas",
+         MP_TC_NO, MP_FP32);
+}
+
+static void xmma_f32_field_cut_before_ffma_is_still_not_tensor_core(void **state) {
+  (void)state;
+  expect("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n...", MP_TC_NO, MP_FP32);
+}
+
+static void tf32_xmma_field_is_tensor_core_tf32(void **state) {
+  (void)state;
+  expect("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1", MP_TC_YES,
+         MP_TF32);
+}
+
+static void simt_beats_a_modern_prefix(void **state) {
+  (void)state;
+  expect("cutlass3x_sm100_simt_sgemm_f32_f32_f32_f32_f32_64x32x16_1x1x1_3_nnn_align1", MP_TC_NO,
+         MP_FP32);
+}
+
+static void split_k_reduce_and_gemv_helpers_are_not_tensor_core(void **state) {
+  (void)state;
+  expect("void splitKreduce_kernel<__half, __half, __half, __half>(cublasSplitKParams<__half>)",
+         MP_TC_NO, MP_DTYPE_INVALID);
+  expect("internal::gemvx::kernel<int, int, __nv_bfloat16, float>", MP_TC_NO, MP_DTYPE_INVALID);
+}
+
+static void xmma_pooling_is_not_a_gemm(void **state) {
+  (void)state;
+  expect("sm50_xmma_pooling_coalescedC_NHWC_kMAX_3_False_execute_kernel_trt", MP_TC_NO,
+         MP_DTYPE_INVALID);
+}
+
+static void nvjet_letters_give_dtypes(void **state) {
+  (void)state;
+  mp_kernel_class k;
+  mp_kernel_classify("nvjet_sm90_hsh_320x128_64x3_1x2_h_bz_coopB_TNT", &k);
+  assert_int_equal(k.tc, MP_TC_YES);
+  assert_int_equal(k.a_dtype, MP_FP16);
+  assert_int_equal(k.acc_dtype, MP_FP32);
+  assert_string_equal(k.instr, "gmma");
+  expect("nvjet_tst_64x8_64x16_4x1_v_bz_TNT", MP_TC_YES, MP_BF16);
+  expect("nvjet_sm90_qqtst_128x128_128x6_1x2_h_bz_ovscale_TNT", MP_TC_YES, MP_FP8_E4M3);
+  expect("nvjet_sss_tf32_128x256_TNT", MP_TC_YES, MP_TF32);
+}
+
+static void fp32_nvjet_without_tf32_token_is_not_guessed(void **state) {
+  (void)state;
+  expect("nvjet_sss_128x256_TNT", MP_TC_UNKNOWN, MP_FP32);
+}
+
+static void hopper_fp64_dgemm_is_dmma_not_wgmma(void **state) {
+  (void)state;
+  mp_kernel_class k;
+  mp_kernel_classify("sm90_xmma_gemm_f64f64_f64f64_f64_tn_n_tilesize64x128x16_stage3_warpsize2x2x1_"
+                     "tensor16x8x8_execute_kernel",
+                     &k);
+  assert_int_equal(k.tc, MP_TC_YES);
+  assert_int_equal(k.a_dtype, MP_FP64);
+  assert_string_equal(k.instr, "dmma");
+}
+
+static void s1688_without_dtype_word_is_tf32(void **state) {
+  (void)state;
+  expect("cutlass_80_tensorop_s1688gemm_256x64_nn_align4", MP_TC_YES, MP_TF32);
+  expect("turing_fp16_s1688gemm_fp16_128x64_sliced1x2_ldg8_f2f_tn", MP_TC_YES, MP_FP16);
+}
+
+static void mangled_cutlass3x_name_is_demangled_and_classified(void **state) {
+  (void)state;
+  const char *m = "_ZN7cutlass13device_kernelI128cutlass3x_sm90_tensorop_s64x128x16gemm_bf16_bf16_"
+                  "f32_bf16_bf16_256x128x64_1x2x1_0_nnn_align8_warpspecialized_pingpong_epi_"
+                  "nosmemEEvNT_6ParamsE";
+  char buf[512];
+  mp_kernel_demangle(m, buf, sizeof buf);
+  assert_string_equal(buf, "cutlass::device_kernel<cutlass3x_sm90_tensorop_s64x128x16gemm_bf16_"
+                           "bf16_f32_bf16_bf16_256x128x64_1x2x1_0_nnn_align8_warpspecialized_"
+                           "pingpong_epi_nosmem>");
+  expect(m, MP_TC_YES, MP_BF16);
+}
+
+static void demangler_renders_builtin_and_literal_template_args(void **state) {
+  (void)state;
+  char buf[256];
+  mp_kernel_demangle("_Z17gemv2T_kernel_valIiifffLi128ELb1EEvT_", buf, sizeof buf);
+  assert_string_equal(buf, "gemv2T_kernel_val<int, int, float, float, float, 128, true>");
+}
+
+static void demangler_keeps_plain_and_unreadable_names(void **state) {
+  (void)state;
+  char buf[64];
+  assert_string_equal(mp_kernel_demangle("ampere_sgemm_128x64_tn", buf, sizeof buf),
+                      "ampere_sgemm_128x64_tn");
+  assert_string_equal(mp_kernel_demangle("_Z99x", buf, sizeof buf), "_Z99x");
+  char tiny[8];
+  assert_string_equal(mp_kernel_demangle("_ZN7cutlass13device_kernelEv", tiny, sizeof tiny),
+                      "_ZN7cut");
+}
+
+static void unknown_kernels_stay_unknown_with_no_rule(void **state) {
+  (void)state;
+  mp_kernel_class k;
+  mp_kernel_classify("void at::native::reduce_kernel<512, 1>(float*)", &k);
+  assert_int_equal(k.tc, MP_TC_UNKNOWN);
+  assert_int_equal(k.source, MP_TC_SRC_UNKNOWN);
+  assert_null(k.rule);
+  mp_kernel_classify(NULL, &k);
+  assert_int_equal(k.tc, MP_TC_UNKNOWN);
+  assert_string_equal(mp_tc_source_name(MP_TC_SRC_NAME), "name");
+  assert_string_equal(mp_tc_source_name(MP_TC_SRC_COUNTERS), "counters");
+  assert_string_equal(mp_tc_source_name(MP_TC_SRC_UNKNOWN), "unknown");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s kernel_names.tsv\n", argv[0]);
+    return 2;
+  }
+  g_table = argv[1];
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(every_listed_kernel_gets_its_expected_verdict_and_dtypes),
+      cmocka_unit_test(fp32_sgemm_in_xmma_clothes_is_not_tensor_core),
+      cmocka_unit_test(xmma_f32_field_cut_before_ffma_is_still_not_tensor_core),
+      cmocka_unit_test(tf32_xmma_field_is_tensor_core_tf32),
+      cmocka_unit_test(simt_beats_a_modern_prefix),
+      cmocka_unit_test(split_k_reduce_and_gemv_helpers_are_not_tensor_core),
+      cmocka_unit_test(xmma_pooling_is_not_a_gemm),
+      cmocka_unit_test(nvjet_letters_give_dtypes),
+      cmocka_unit_test(fp32_nvjet_without_tf32_token_is_not_guessed),
+      cmocka_unit_test(hopper_fp64_dgemm_is_dmma_not_wgmma),
+      cmocka_unit_test(s1688_without_dtype_word_is_tf32),
+      cmocka_unit_test(mangled_cutlass3x_name_is_demangled_and_classified),
+      cmocka_unit_test(demangler_renders_builtin_and_literal_template_args),
+      cmocka_unit_test(demangler_keeps_plain_and_unreadable_names),
+      cmocka_unit_test(unknown_kernels_stay_unknown_with_no_rule),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
