@@ -1,0 +1,180 @@
+/* What the device scan kernel (kernels/scan.cu) and its host side
+ * (profiler/gpu/scan_plan.c, devscan.c, tests/gpu) share: the launch
+ * parameters, the raw result record the kernel accumulates with atomics, and
+ * the per-element logic, written once for both nvcc and the C compiler so the
+ * host can run exactly what the GPU runs (tests/gpu does, without a GPU).
+ *
+ * The kernel works on bit patterns only. Cast outcomes are monotone in |x|, so
+ * for each target the host finds, with the reference mp_cast_classify, the
+ * smallest |x| bit pattern reaching "subnormal", "normal" and "overflow"; the
+ * kernel counts elements at or above each threshold within the threshold's
+ * own binade, and the host adds the binades above from the histogram. */
+#ifndef MPPROF_KERNELS_SCAN_ABI_H
+#define MPPROF_KERNELS_SCAN_ABI_H
+
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define MPP_HD __host__ __device__ __forceinline__
+#else
+#define MPP_HD static inline
+#endif
+
+#define MPP_SCAN_TARGETS 4     /* = MP_TARGET_COUNT */
+#define MPP_SCAN_LEVELS 3      /* thresholds: >= subnormal, >= normal, overflow */
+#define MPP_SCAN_MAX_BINS 2098 /* fp64: -1074 .. 1023 */
+#define MPP_SCAN_NO_BIN (-1)
+
+/* Source encodings the kernel knows; the order of mpp_scan_kernel_names[]. */
+typedef enum mpp_src {
+  MPP_SRC_FP64 = 0,
+  MPP_SRC_FP32,
+  MPP_SRC_FP16,
+  MPP_SRC_BF16,
+  MPP_SRC_E4M3,
+  MPP_SRC_E5M2,
+  MPP_SRC_COUNT
+} mpp_src;
+
+typedef struct mpp_scan_fmt {
+  unsigned width, exp_bits, man_bits;
+  int bias;
+  int has_inf; /* e4m3 (OCP fn) has no infinities; its only NaN is S.1111.111 */
+  int hist_lo; /* lowest binade: 1 - bias - man_bits */
+  int nbins;   /* hist_hi - hist_lo + 1 */
+} mpp_scan_fmt;
+
+/* Launch parameters (passed by value). Layout: column-major `rows` x `cols`
+ * with leading dimension `ld`, `batch` matrices `batch_stride` elements apart. */
+typedef struct mpp_scan_params {
+  const void *data;
+  uint64_t rows, cols, ld, batch;
+  int64_t batch_stride;
+  uint64_t n;                                      /* rows * cols * batch */
+  int flat;                                        /* elements are contiguous: index = i */
+  int src;                                         /* mpp_src */
+  void *result;                                    /* device pointer to a zeroed mpp_scan_result */
+  uint64_t thr[MPP_SCAN_TARGETS][MPP_SCAN_LEVELS]; /* |x| bits; UINT64_MAX = never reached */
+  int thr_bin[MPP_SCAN_TARGETS][MPP_SCAN_LEVELS];  /* binade index (e - hist_lo) or NO_BIN */
+} mpp_scan_params;
+
+/* Zero-initialised record (cuMemsetD8Async): maxima of keys, so "none" is 0. */
+typedef struct mpp_scan_result {
+  unsigned long long zeros, nans, pos_infs, neg_infs, negatives, finite;
+  unsigned long long max_key;     /* ordered key of the largest finite value */
+  unsigned long long min_key_inv; /* key_mask ^ key of the smallest finite value */
+  unsigned long long absmax;      /* largest |x| bits over finite x */
+  unsigned long long minabs_inv;  /* abs_mask ^ smallest non-zero finite |x| bits */
+  unsigned long long within[MPP_SCAN_TARGETS][MPP_SCAN_LEVELS];
+  unsigned long long hist[MPP_SCAN_MAX_BINS];
+} mpp_scan_result;
+
+MPP_HD mpp_scan_fmt mpp_scan_fmt_of(int src) {
+  mpp_scan_fmt f;
+  switch (src) {
+  case MPP_SRC_FP64:
+    f.width = 64;
+    f.exp_bits = 11;
+    f.man_bits = 52;
+    f.bias = 1023;
+    f.has_inf = 1;
+    break;
+  case MPP_SRC_FP16:
+    f.width = 16;
+    f.exp_bits = 5;
+    f.man_bits = 10;
+    f.bias = 15;
+    f.has_inf = 1;
+    break;
+  case MPP_SRC_BF16:
+    f.width = 16;
+    f.exp_bits = 8;
+    f.man_bits = 7;
+    f.bias = 127;
+    f.has_inf = 1;
+    break;
+  case MPP_SRC_E4M3:
+    f.width = 8;
+    f.exp_bits = 4;
+    f.man_bits = 3;
+    f.bias = 7;
+    f.has_inf = 0;
+    break;
+  case MPP_SRC_E5M2:
+    f.width = 8;
+    f.exp_bits = 5;
+    f.man_bits = 2;
+    f.bias = 15;
+    f.has_inf = 1;
+    break;
+  default:
+    f.width = 32;
+    f.exp_bits = 8;
+    f.man_bits = 23;
+    f.bias = 127;
+    f.has_inf = 1;
+    break;
+  }
+  f.hist_lo = 1 - f.bias - (int)f.man_bits;
+  /* highest binade: emax = (2^E - 2) - bias, e4m3 also uses the all-ones exponent */
+  int emax = (int)((1u << f.exp_bits) - (f.has_inf ? 2 : 1)) - f.bias;
+  f.nbins = emax - f.hist_lo + 1;
+  return f;
+}
+
+MPP_HD int mpp_msb64(uint64_t v) {
+#ifdef __CUDA_ARCH__
+  return 63 - __clzll((long long)v);
+#else
+  return 63 - __builtin_clzll(v);
+#endif
+}
+
+/* Element classes. */
+enum { MPP_EL_ZERO = 0, MPP_EL_FINITE, MPP_EL_NAN, MPP_EL_PINF, MPP_EL_NINF };
+
+/* Classify one element's bits; for finite non-zero ones also its binade
+ * index (e - hist_lo). */
+MPP_HD int mpp_scan_classify(const mpp_scan_fmt *f, uint64_t bits, uint64_t *ret_abs,
+                             int *ret_bin) {
+  uint64_t sign = 1ull << (f->width - 1);
+  uint64_t abs = bits & (sign - 1);
+  uint64_t man_mask = (1ull << f->man_bits) - 1;
+  uint64_t e = abs >> f->man_bits;
+  uint64_t emask = (1ull << f->exp_bits) - 1;
+  *ret_abs = abs;
+  *ret_bin = MPP_SCAN_NO_BIN;
+  if (f->has_inf) {
+    if (e == emask) {
+      if (abs & man_mask) return MPP_EL_NAN;
+      return (bits & sign) ? MPP_EL_NINF : MPP_EL_PINF;
+    }
+  } else if (abs == (sign - 1)) { /* e4m3: S.1111.111 */
+    return MPP_EL_NAN;
+  }
+  if (abs == 0) return MPP_EL_ZERO;
+  if (e != 0)
+    *ret_bin = (int)e - f->bias - f->hist_lo;
+  else
+    *ret_bin = (1 - f->bias - (int)f->man_bits) + mpp_msb64(abs) - f->hist_lo;
+  return MPP_EL_FINITE;
+}
+
+/* Total-order key: -max < ... < -0 < +0 < ... < +max (finite only). */
+MPP_HD uint64_t mpp_scan_key(const mpp_scan_fmt *f, uint64_t bits) {
+  uint64_t sign = 1ull << (f->width - 1);
+  uint64_t mask = f->width == 64 ? ~0ull : (sign << 1) - 1;
+  return (bits & sign) ? (~bits & mask) : (bits | sign);
+}
+
+MPP_HD uint64_t mpp_scan_key_mask(const mpp_scan_fmt *f) {
+  return f->width == 64 ? ~0ull : (1ull << f->width) - 1;
+}
+
+MPP_HD uint64_t mpp_scan_key_to_bits(const mpp_scan_fmt *f, uint64_t key) {
+  uint64_t sign = 1ull << (f->width - 1);
+  uint64_t mask = mpp_scan_key_mask(f);
+  return (key & sign) ? (key & ~sign) : (~key & mask);
+}
+
+#endif

@@ -1,0 +1,210 @@
+/* Host side of the device scan: thresholds, result decoding, CPU emulation.
+ *
+ * Thresholds come from the reference classifier (mp_cast_classify) by binary
+ * search over the positive bit patterns of the source format, so the device
+ * never spells a format limit and agrees with the host scanner by
+ * construction. */
+#include "profiler/gpu/scan_plan.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "analysis/convert.h"
+
+static const char *const k_names[MPP_SRC_COUNT] = {
+    [MPP_SRC_FP64] = "mpp_scan_fp64", [MPP_SRC_FP32] = "mpp_scan_fp32",
+    [MPP_SRC_FP16] = "mpp_scan_fp16", [MPP_SRC_BF16] = "mpp_scan_bf16",
+    [MPP_SRC_E4M3] = "mpp_scan_e4m3", [MPP_SRC_E5M2] = "mpp_scan_e5m2",
+};
+
+const char *mpp_scan_kernel_name(int src) {
+  return src >= 0 && src < MPP_SRC_COUNT ? k_names[src] : NULL;
+}
+
+static int src_of(mp_dtype d) {
+  switch (d) {
+  case MP_FP64:
+    return MPP_SRC_FP64;
+  case MP_FP32:
+    return MPP_SRC_FP32;
+  case MP_FP16:
+    return MPP_SRC_FP16;
+  case MP_BF16:
+    return MPP_SRC_BF16;
+  case MP_FP8_E4M3:
+    return MPP_SRC_E4M3;
+  case MP_FP8_E5M2:
+    return MPP_SRC_E5M2;
+  default:
+    return -1;
+  }
+}
+
+static mp_dtype dtype_of(int src) {
+  static const mp_dtype d[MPP_SRC_COUNT] = {MP_FP64, MP_FP32,     MP_FP16,
+                                            MP_BF16, MP_FP8_E4M3, MP_FP8_E5M2};
+  return d[src];
+}
+
+/* Value of a positive bit pattern of the source format (exact). */
+static double value_of(int src, uint64_t bits) {
+  uint8_t buf[8];
+  memcpy(buf, &bits, sizeof buf); /* little-endian: low bytes first */
+  return mp_load(dtype_of(src), buf, 0);
+}
+
+static int rank_of(mp_cast_outcome o) {
+  switch (o) {
+  case MP_CAST_UNDERFLOW:
+    return 0;
+  case MP_CAST_SUBNORMAL:
+    return 1;
+  case MP_CAST_NORMAL:
+    return 2;
+  default:
+    return 3;
+  }
+}
+
+int mpp_scan_plan(const mp_view *v, mpp_scan_params *p) {
+  memset(p, 0, sizeof *p);
+  int src = v ? src_of(v->dtype) : -1;
+  if (src < 0 || !v->data) return -EINVAL;
+  uint64_t batch = v->batch ? v->batch : 1;
+  if (v->ld < v->rows && v->cols > 1) return -EINVAL;
+  p->data = v->data;
+  p->rows = v->rows;
+  p->cols = v->cols;
+  p->ld = v->ld < v->rows ? v->rows : v->ld;
+  p->batch = batch;
+  p->batch_stride = v->batch_stride;
+  p->n = v->rows * v->cols * batch;
+  p->flat = (p->ld == p->rows || p->cols <= 1) &&
+            (batch == 1 || v->batch_stride == (int64_t)(p->rows * p->cols));
+  p->src = src;
+  mpp_scan_fmt f = mpp_scan_fmt_of(src);
+  /* Largest finite positive pattern. */
+  uint64_t max_bits =
+      f.has_inf ? (((1ull << f.exp_bits) - 1) << f.man_bits) - 1 : (1ull << (f.width - 1)) - 2;
+  for (int t = 0; t < MPP_SCAN_TARGETS; t++) {
+    for (int k = 1; k <= MPP_SCAN_LEVELS; k++) {
+      uint64_t *thr = &p->thr[t][k - 1];
+      int *bin = &p->thr_bin[t][k - 1];
+      if (rank_of(mp_cast_classify(value_of(src, max_bits), (mp_target)t)) < k) {
+        *thr = UINT64_MAX;
+        *bin = MPP_SCAN_NO_BIN;
+        continue;
+      }
+      uint64_t lo = 1, hi = max_bits; /* smallest bits with rank >= k lies in [lo, hi] */
+      while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (rank_of(mp_cast_classify(value_of(src, mid), (mp_target)t)) >= k)
+          hi = mid;
+        else
+          lo = mid + 1;
+      }
+      *thr = lo;
+      uint64_t abs;
+      mpp_scan_classify(&f, lo, &abs, bin);
+    }
+  }
+  return 0;
+}
+
+void mpp_scan_finish(const mpp_scan_params *p, const mpp_scan_result *r, mp_stats *s) {
+  mpp_scan_fmt f = mpp_scan_fmt_of(p->src);
+  mp_stats part;
+  mp_stats_init(&part, dtype_of(p->src));
+  part.count = p->n;
+  part.zeros = r->zeros;
+  part.nans = r->nans;
+  part.pos_infs = r->pos_infs;
+  part.neg_infs = r->neg_infs;
+  part.negatives = r->negatives;
+  if (r->finite) {
+    uint64_t mask = mpp_scan_key_mask(&f);
+    part.max = value_of(p->src, mpp_scan_key_to_bits(&f, r->max_key));
+    part.min = value_of(p->src, mpp_scan_key_to_bits(&f, mask ^ r->min_key_inv));
+    part.absmax = value_of(p->src, r->absmax);
+  }
+  uint64_t abs_mask = (1ull << (f.width - 1)) - 1;
+  if (r->minabs_inv) part.min_abs_nonzero = value_of(p->src, abs_mask ^ r->minabs_inv);
+  uint64_t nonzero = 0;
+  for (int b = 0; b < f.nbins; b++) {
+    part.exp_hist[f.hist_lo + b - MP_HIST_MIN] = r->hist[b];
+    nonzero += r->hist[b];
+  }
+  for (int t = 0; t < MPP_SCAN_TARGETS; t++) {
+    uint64_t ge[MPP_SCAN_LEVELS + 1];
+    ge[0] = nonzero;
+    for (int k = 0; k < MPP_SCAN_LEVELS; k++) {
+      int bin = p->thr_bin[t][k];
+      if (bin == MPP_SCAN_NO_BIN) {
+        ge[k + 1] = 0;
+        continue;
+      }
+      uint64_t above = r->within[t][k];
+      for (int b = bin + 1; b < f.nbins; b++)
+        above += r->hist[b];
+      ge[k + 1] = above;
+    }
+    part.casts[t][MP_CAST_UNDERFLOW] = ge[0] - ge[1];
+    part.casts[t][MP_CAST_SUBNORMAL] = ge[1] - ge[2];
+    part.casts[t][MP_CAST_NORMAL] = ge[2] - ge[3];
+    part.casts[t][MP_CAST_OVERFLOW] = ge[3];
+  }
+  mp_stats_merge(s, &part);
+}
+
+static uint64_t load_bits(const mpp_scan_fmt *f, const void *data, uint64_t i) {
+  const uint8_t *b = (const uint8_t *)data + i * (f->width / 8);
+  uint64_t v = 0;
+  memcpy(&v, b, f->width / 8);
+  return v;
+}
+
+void mpp_scan_emulate(const mpp_scan_params *p, mpp_scan_result *r) {
+  mpp_scan_fmt f = mpp_scan_fmt_of(p->src);
+  uint64_t mask = mpp_scan_key_mask(&f);
+  uint64_t abs_mask = (1ull << (f.width - 1)) - 1;
+  for (uint64_t i = 0; i < p->n; i++) {
+    uint64_t off = i;
+    if (!p->flat) {
+      uint64_t per = p->rows * p->cols, b = i / per, rc = i % per;
+      off = (uint64_t)((int64_t)b * p->batch_stride) + (rc / p->rows) * p->ld + rc % p->rows;
+    }
+    uint64_t bits = load_bits(&f, p->data, off), abs;
+    int bin;
+    int cls = mpp_scan_classify(&f, bits, &abs, &bin);
+    uint64_t sign = bits >> (f.width - 1);
+    switch (cls) {
+    case MPP_EL_NAN:
+      r->nans++;
+      continue;
+    case MPP_EL_PINF:
+      r->pos_infs++;
+      continue;
+    case MPP_EL_NINF:
+      r->neg_infs++;
+      r->negatives++;
+      continue;
+    case MPP_EL_ZERO:
+      r->zeros++;
+      break;
+    default:
+      r->negatives += sign;
+      break;
+    }
+    r->finite++;
+    uint64_t key = mpp_scan_key(&f, bits);
+    if (key > r->max_key) r->max_key = key;
+    if ((mask ^ key) > r->min_key_inv) r->min_key_inv = mask ^ key;
+    if (abs > r->absmax) r->absmax = abs;
+    if (cls != MPP_EL_FINITE) continue;
+    if ((abs_mask ^ abs) > r->minabs_inv) r->minabs_inv = abs_mask ^ abs;
+    r->hist[bin]++;
+    for (int t = 0; t < MPP_SCAN_TARGETS; t++)
+      for (int k = 0; k < MPP_SCAN_LEVELS; k++)
+        r->within[t][k] += (bin == p->thr_bin[t][k] && abs >= p->thr[t][k]);
+  }
+}

@@ -1,0 +1,20 @@
+/* Host side of the device scan (private to profiler/gpu and tests/gpu): fill
+ * the kernel's parameters from an mp_view (thresholds derived from the
+ * reference mp_cast_classify), turn the kernel's raw record into an mp_stats,
+ * and run the kernel's exact per-element logic on the CPU (for tests). */
+#ifndef MPPROF_PROFILER_GPU_SCAN_PLAN_H
+#define MPPROF_PROFILER_GPU_SCAN_PLAN_H
+
+#include "analysis/scan.h"
+#include "kernels/scan_abi.h"
+
+/* -EINVAL for an unscannable dtype or bad geometry (same rules as mp_scan). */
+int mpp_scan_plan(const mp_view *v, mpp_scan_params *ret);
+/* Accumulate a finished device record into s (s initialised for v's dtype). */
+void mpp_scan_finish(const mpp_scan_params *p, const mpp_scan_result *r, mp_stats *s);
+/* The kernel's algorithm on the CPU, element by element, into r (zeroed by the caller). */
+void mpp_scan_emulate(const mpp_scan_params *p, mpp_scan_result *r);
+/* Kernel symbol for a source ("mpp_scan_fp32", ...). */
+const char *mpp_scan_kernel_name(int src);
+
+#endif

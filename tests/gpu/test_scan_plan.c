@@ -1,0 +1,103 @@
+/* The device scan's algorithm (kernels/scan_abi.h per-element logic, run on
+ * the CPU by mpp_scan_emulate) plus its host decoding (mpp_scan_finish) gives
+ * the host scanner's record bit for bit: random and boundary data, every
+ * source dtype, contiguous and strided. What only a GPU adds (atomics, warps,
+ * vector loads) is checked by tests/gpu/devscan_check.c on a GPU. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "analysis/convert.h"
+#include "analysis/scan.h"
+#include "profiler/gpu/scan_plan.h"
+#include "tests/gpu/scan_data.h"
+
+static void same_as_host(const mp_view *v) {
+  mp_stats *want = malloc(sizeof *want), *got = malloc(sizeof *got);
+  mpp_scan_result *r = calloc(1, sizeof *r);
+  mpp_scan_params p;
+  mp_stats_init(want, v->dtype);
+  mp_stats_init(got, v->dtype);
+  assert_int_equal(mp_scan_with(want, v, MP_SCAN_PORTABLE), 0);
+  assert_int_equal(mpp_scan_plan(v, &p), 0);
+  mpp_scan_emulate(&p, r);
+  mpp_scan_finish(&p, r, got);
+  const char *diff = mpp_stats_diff(want, got);
+  if (diff) fail_msg("%s: %s differs from the host scanner", mp_dtype_name(v->dtype), diff);
+  free(want);
+  free(got);
+  free(r);
+}
+
+static const mp_dtype k_dtypes[] = {MP_FP64, MP_FP32, MP_FP16, MP_BF16, MP_FP8_E4M3, MP_FP8_E5M2};
+
+static void random_and_boundary_data_match_host_scanner_for_every_dtype(void **state) {
+  (void)state;
+  for (size_t d = 0; d < sizeof k_dtypes / sizeof k_dtypes[0]; d++) {
+    uint64_t n = 20000;
+    void *buf = mpp_scan_test_data(k_dtypes[d], n, 1234 + d);
+    mp_view v = {k_dtypes[d], buf, n, 1, n, 1, 0};
+    same_as_host(&v);
+    free(buf);
+  }
+}
+
+static void every_8_and_16_bit_pattern_matches_host_scanner(void **state) {
+  (void)state;
+  for (size_t d = 2; d < sizeof k_dtypes / sizeof k_dtypes[0]; d++) {
+    unsigned w = mp_dtype_size(k_dtypes[d]);
+    uint64_t n = 1ull << (8 * w);
+    uint8_t *buf = malloc(n * w);
+    for (uint64_t i = 0; i < n; i++)
+      memcpy(buf + i * w, &i, w);
+    mp_view v = {k_dtypes[d], buf, n, 1, n, 1, 0};
+    same_as_host(&v);
+    free(buf);
+  }
+}
+
+static void strided_batched_views_match_host_scanner(void **state) {
+  (void)state;
+  for (size_t d = 0; d < sizeof k_dtypes / sizeof k_dtypes[0]; d++) {
+    uint64_t rows = 37, cols = 11, ld = 40, batch = 3, stride = 40 * 11 + 5;
+    void *buf = mpp_scan_test_data(k_dtypes[d], stride * batch, 99 + d);
+    mp_view v = {k_dtypes[d], buf, rows, cols, ld, batch, (int64_t)stride};
+    same_as_host(&v);
+    mp_view bc = {k_dtypes[d], buf, rows, cols, ld, batch, 0}; /* broadcast batch */
+    same_as_host(&bc);
+    free(buf);
+  }
+}
+
+static void empty_and_all_special_tensors_match_host_scanner(void **state) {
+  (void)state;
+  float f[4] = {NAN, INFINITY, -INFINITY, -0.0f};
+  mp_view v = {MP_FP32, f, 4, 1, 4, 1, 0};
+  same_as_host(&v);
+  mp_view e = {MP_FP32, f, 0, 1, 0, 1, 0};
+  same_as_host(&e);
+}
+
+static void unscannable_dtype_is_refused(void **state) {
+  (void)state;
+  int x = 0;
+  mp_view v = {MP_INT32, &x, 1, 1, 1, 1, 0};
+  mpp_scan_params p;
+  assert_int_equal(mpp_scan_plan(&v, &p), -EINVAL);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(random_and_boundary_data_match_host_scanner_for_every_dtype),
+      cmocka_unit_test(every_8_and_16_bit_pattern_matches_host_scanner),
+      cmocka_unit_test(strided_batched_views_match_host_scanner),
+      cmocka_unit_test(empty_and_all_special_tensors_match_host_scanner),
+      cmocka_unit_test(unscannable_dtype_is_refused),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
