@@ -1,9 +1,335 @@
-/* placeholder until the inspect subcommand lands */
+/* `mpprof inspect`: the numerics of tensors saved to files, no GPU needed.
+ *
+ * For each file: map it (report/tensorio), scan it (analysis/scan.h), advise
+ * (analysis/advice.h) and print either a summary a person can act on or, with
+ * --json, one mpprof.tensor/1 object per line (JSON Lines). A bad file costs
+ * one line on stderr; the others are still processed and the exit status is 1
+ * at the end. Usage errors exit 2. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/advice.h"
+#include "analysis/formats.h"
+#include "analysis/stats.h"
 #include "commands.h"
+#include "report/tensorio/npy.h"
+#include "report/tensorio/stats_json.h"
+
+typedef struct inspect_opts {
+  bool json;
+  mpprof_tensor_spec spec;
+  mp_advice_params params;
+} inspect_opts;
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: mpprof inspect [options] FILE...\n"
+          "Numerics of saved tensors: special values, range, exponent span, what a cast to\n"
+          "fp16/bf16/fp8 does to them, and the precision (and loss scale) they fit.\n"
+          "\n"
+          "FILE is a NumPy .npy file (versions 1-3, f8/f4/f2, either byte order, C or\n"
+          "Fortran order), or headerless little-endian data with --shape.\n"
+          "\n"
+          "  --json                 one mpprof.tensor/1 JSON object per file, one per line\n"
+          "  --dtype D              element type: fp64 fp32 fp16 bf16 fp8_e4m3 fp8_e5m2;\n"
+          "                         for .npy, reads integer storage of the same width\n"
+          "                         (u2 for bf16, u1 for fp8) as the raw bits of D\n"
+          "  --shape S              headerless raw file of this shape (e.g. 1024x768);\n"
+          "                         needs --dtype\n"
+          "  --underflow-max F      fraction allowed to flush to zero in fp16/bf16 (default %g)\n"
+          "  --fp8-underflow-max F  same for fp8 with per-tensor scaling (default %g)\n"
+          "  --prefer-fp8           recommend an fp8 format when one fits\n"
+          "  -h, --help             this text\n"
+          "\n"
+          "Exit status: 0 when every file was read, 1 when some file could not be, 2 on a\n"
+          "usage error.\n",
+          MP_ADVICE_DEFAULT_UNDERFLOW_MAX, MP_ADVICE_DEFAULT_FP8_UNDERFLOW_MAX);
+}
+
+static int parse_fraction(const char *opt, const char *text, double *ret) {
+  char *end;
+  errno = 0;
+  double f = strtod(text, &end);
+  if (end == text || *end || errno || !(f >= 0 && f <= 1)) {
+    fprintf(stderr, "mpprof: inspect: %s '%s': expected a fraction between 0 and 1\n", opt, text);
+    return -1;
+  }
+  *ret = f;
+  return 0;
+}
+
+/* 0 and *ret_first_file, or the exit status of a usage error / --help (as -code). */
+static int parse_args(int argc, char **argv, inspect_opts *o, int *ret_first_file) {
+  enum { OPT_DTYPE = 256, OPT_SHAPE, OPT_UFLOW, OPT_FP8_UFLOW, OPT_PREFER_FP8 };
+  static const struct option longopts[] = {
+      {"json", no_argument, NULL, 'j'},
+      {"dtype", required_argument, NULL, OPT_DTYPE},
+      {"shape", required_argument, NULL, OPT_SHAPE},
+      {"underflow-max", required_argument, NULL, OPT_UFLOW},
+      {"fp8-underflow-max", required_argument, NULL, OPT_FP8_UFLOW},
+      {"prefer-fp8", no_argument, NULL, OPT_PREFER_FP8},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  const char *shape = NULL;
+  char err[256];
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "hj", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'j':
+      o->json = true;
+      break;
+    case OPT_DTYPE:
+      o->spec.dtype = mp_dtype_from_name(optarg);
+      if (!mp_dtype_scannable(o->spec.dtype)) {
+        fprintf(stderr,
+                "mpprof: inspect: --dtype '%s': expected fp64, fp32, fp16, bf16, fp8_e4m3 or "
+                "fp8_e5m2\n",
+                optarg);
+        return -2;
+      }
+      break;
+    case OPT_SHAPE:
+      shape = optarg;
+      break;
+    case OPT_UFLOW:
+      if (parse_fraction("--underflow-max", optarg, &o->params.underflow_max) < 0) return -2;
+      break;
+    case OPT_FP8_UFLOW:
+      if (parse_fraction("--fp8-underflow-max", optarg, &o->params.fp8_underflow_max) < 0)
+        return -2;
+      break;
+    case OPT_PREFER_FP8:
+      o->params.prefer_fp8 = true;
+      break;
+    case 'h':
+      usage(stdout);
+      return -0x100; /* exit 0 */
+    default:
+      fprintf(stderr, "mpprof: inspect: unknown or incomplete option '%s'\n", argv[optind - 1]);
+      usage(stderr);
+      return -2;
+    }
+  }
+  if (shape) {
+    if (o->spec.dtype == MP_DTYPE_INVALID) {
+      fputs("mpprof: inspect: --shape needs --dtype (raw data has no header)\n", stderr);
+      return -2;
+    }
+    if (mpprof_tensor_spec_shape(&o->spec, shape, err, sizeof err) < 0) {
+      fprintf(stderr, "mpprof: inspect: --%s\n", err);
+      return -2;
+    }
+  }
+  if (optind >= argc) {
+    fputs("mpprof: inspect: no FILE given\n", stderr);
+    usage(stderr);
+    return -2;
+  }
+  *ret_first_file = optind;
+  return 0;
+}
+
+/* ---- the human summary ---- */
+
+/* "0", "<0.001%", "12.3%": exact zero stays visibly distinct from "tiny". */
+static const char *pct(uint64_t n, uint64_t of, char *buf, size_t len) {
+  if (n == 0 || of == 0) {
+    snprintf(buf, len, "0");
+  } else {
+    double p = 100.0 * (double)n / (double)of;
+    if (p < 0.001)
+      snprintf(buf, len, "<0.001%%");
+    else
+      snprintf(buf, len, "%.3g%%", p);
+  }
+  return buf;
+}
+
+static const char *num(double d, char *buf, size_t len) {
+  if (isfinite(d))
+    snprintf(buf, len, "%.6g", d);
+  else
+    snprintf(buf, len, "none");
+  return buf;
+}
+
+static void print_range(const mp_stats *s) {
+  char a[32], b[32], c[32], d[32];
+  printf("  range       min %s  max %s  |x| from %s to %s\n", num(s->min, a, sizeof a),
+         num(s->max, b, sizeof b), num(s->min_abs_nonzero, c, sizeof c),
+         num(s->absmax, d, sizeof d));
+  int lo = INT32_MAX, hi = INT32_MIN;
+  for (int e = s->hist_lo; e <= s->hist_hi; e++)
+    if (mp_stats_hist_bin(s, e)) {
+      if (e < lo) lo = e;
+      hi = e;
+    }
+  if (lo <= hi)
+    printf("  binades     2^%d .. 2^%d (%d binades hold the finite non-zero values)\n", lo, hi,
+           hi - lo + 1);
+  else
+    printf("  binades     none (no finite non-zero value)\n");
+}
+
+static void print_casts(const mp_stats *s) {
+  const uint64_t base = mp_stats_nonzero_finite(s);
+  char o[16], u[16], sub[16];
+  printf("  cast to     %-10s %-12s %-10s (of %" PRIu64 " finite non-zero values)\n", "overflow",
+         "flush-to-0", "subnormal", base);
+  for (int t = 0; t < MP_TARGET_COUNT; t++)
+    printf("    %-9s %-10s %-12s %-10s\n", mp_target_name((mp_target)t),
+           pct(s->casts[t][MP_CAST_OVERFLOW], base, o, sizeof o),
+           pct(s->casts[t][MP_CAST_UNDERFLOW], base, u, sizeof u),
+           pct(s->casts[t][MP_CAST_SUBNORMAL], base, sub, sizeof sub));
+}
+
+static const char *frac(double f, char *buf, size_t len) {
+  if (!isfinite(f) || f == 0)
+    snprintf(buf, len, "0");
+  else if (f < 1e-5)
+    snprintf(buf, len, "<0.001%%");
+  else
+    snprintf(buf, len, "%.3g%%", 100 * f);
+  return buf;
+}
+
+static void print_verdict(const mp_advice *a) {
+  char ov[16], uf[16];
+  const char *est = a->window_estimate ? " (estimate: a boundary binade decides an end)" : "";
+  switch (a->fp16) {
+  case MP_FP16_SAFE:
+    printf("  fp16        safe as is");
+    break;
+  case MP_FP16_LOSS_SCALE:
+    printf("  fp16        needs a loss scale: as is, %s overflow and %s flush to zero",
+           frac(a->fp16_overflow_fraction, ov, sizeof ov),
+           frac(a->fp16_underflow_fraction, uf, sizeof uf));
+    break;
+  default:
+    printf(
+        "  fp16        unsafe at any power-of-two scale: as is, %s overflow and %s flush to zero",
+        frac(a->fp16_overflow_fraction, ov, sizeof ov),
+        frac(a->fp16_underflow_fraction, uf, sizeof uf));
+    break;
+  }
+  putchar('\n');
+  if (a->has_window)
+    printf("  loss scale  2^%d .. 2^%d fits fp16%s\n", a->window_lo, a->window_hi, est);
+  printf("  bf16        %s\n", a->bf16_ok ? "fits" : "does not fit (overflow or too much flushed)");
+  const mp_fp8_advice *f8[2] = {&a->fp8_e4m3, &a->fp8_e5m2};
+  const char *names[2] = {"fp8_e4m3", "fp8_e5m2"};
+  for (int i = 0; i < 2; i++)
+    printf("  %-10s  %s at per-tensor scale 2^%d, %s flush to zero%s\n", names[i],
+           f8[i]->fits ? "fits" : "does not fit", f8[i]->scale_log2,
+           frac(f8[i]->underflow_fraction, uf, sizeof uf), f8[i]->estimate ? " (estimate)" : "");
+}
+
+static void print_todo(const mp_advice *a) {
+  printf("  recommended %s\n", mp_recommendation_name(a->recommended));
+  printf("  what to do  ");
+  if (a->nonfinite_input) printf("the tensor already holds NaN/Inf: find where they come from; ");
+  switch (a->recommended) {
+  case MP_REC_FP16:
+    puts("cast to fp16 as is; no loss scale needed.");
+    break;
+  case MP_REC_FP16_LOSS_SCALE:
+    printf("use fp16 with a loss scale in [2^%d, 2^%d], e.g. 2^%d (a dynamic scaler must stay in "
+           "that window).\n",
+           a->window_lo, a->window_hi, a->window_lo + (a->window_hi - a->window_lo) / 2);
+    break;
+  case MP_REC_BF16:
+    puts("use bf16: no power-of-two scale fits fp16, bf16's range holds the values.");
+    break;
+  case MP_REC_FP32:
+    puts("keep fp32: the values do not fit bf16 either.");
+    break;
+  case MP_REC_FP8_E4M3:
+    printf("fp8_e4m3 with a per-tensor scale of 2^%d (amax scaling).\n", a->fp8_e4m3.scale_log2);
+    break;
+  case MP_REC_FP8_E5M2:
+    printf("fp8_e5m2 with a per-tensor scale of 2^%d (amax scaling).\n", a->fp8_e5m2.scale_log2);
+    break;
+  default:
+    putchar('\n');
+  }
+}
+
+static void print_summary(const char *path, const mpprof_tensor *t, const mp_stats *s,
+                          const mp_advice *a) {
+  char shape[128], z[16], n[16];
+  mpprof_shape_format(t->shape, t->ndim, shape, sizeof shape);
+  printf("%s: %s %s%s, %" PRIu64 " values\n", path, mp_dtype_name(t->dtype), shape,
+         t->fortran_order && t->ndim > 1 ? " (Fortran order)" : "", s->count);
+  printf("  special     zeros %" PRIu64 " (%s)  NaN %" PRIu64 "  +Inf %" PRIu64 "  -Inf %" PRIu64
+         "  negative %" PRIu64 " (%s)\n",
+         s->zeros, pct(s->zeros, s->count, z, sizeof z), s->nans, s->pos_infs, s->neg_infs,
+         s->negatives, pct(s->negatives, s->count, n, sizeof n));
+  print_range(s);
+  print_casts(s);
+  print_verdict(a);
+  print_todo(a);
+}
+
+/* ---- one file ---- */
+
+static int inspect_file(const char *path, const inspect_opts *o) {
+  char err[512];
+  mpprof_tensor t;
+  if (mpprof_tensor_open(path, &o->spec, &t, err, sizeof err) < 0) {
+    fprintf(stderr, "mpprof: inspect: %s\n", err);
+    return -1;
+  }
+  mp_stats *s = malloc(sizeof *s); /* ~17 KiB of histogram: keep it off the stack */
+  int rc = s ? mpprof_tensor_scan(&t, s) : -ENOMEM;
+  if (rc < 0) {
+    fprintf(stderr, "mpprof: inspect: %s: scan failed: %s\n", path, strerror(-rc));
+    free(s);
+    mpprof_tensor_close(&t);
+    return -1;
+  }
+  mp_advice a;
+  mp_advise(s, &o->params, &a);
+  if (o->json) {
+    cJSON *j = mpprof_tensor_to_json(path, t.shape, t.ndim, s, &a);
+    char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+    if (text) {
+      puts(text);
+    } else {
+      fprintf(stderr, "mpprof: inspect: %s: out of memory\n", path);
+      rc = -1;
+    }
+    free(text);
+    cJSON_Delete(j);
+  } else {
+    print_summary(path, &t, s, &a);
+  }
+  free(s);
+  mpprof_tensor_close(&t);
+  fflush(stdout);
+  return rc;
+}
+
 int mpprof_cmd_inspect(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fputs("mpprof: inspect: not built yet\n", stderr);
-  return 2;
+  inspect_opts o = {0};
+  mpprof_tensor_spec_init(&o.spec);
+  mp_advice_params_default(&o.params);
+  int first;
+  int rc = parse_args(argc, argv, &o, &first);
+  if (rc == -0x100) return 0;
+  if (rc < 0) return -rc;
+  int failed = 0;
+  for (int i = first; i < argc; i++) {
+    if (!o.json && i > first) putchar('\n');
+    if (inspect_file(argv[i], &o) < 0) failed++;
+  }
+  return failed ? 1 : 0;
 }

@@ -1,0 +1,309 @@
+/* `mpprof inspect` end to end: runs the built executable (argv[1]) on files
+ * generated here and by gen_tensors (argv[2]), and checks what a user or a
+ * script relies on: the JSON keys, the figures, the verdicts of the demo
+ * tensors, one stderr line per bad file, and the exit status. */
+#include <fcntl.h>
+#include <math.h>
+#include <setjmp.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "analysis/scan.h"
+#include "helpers.h"
+#include "report/tensorio/stats_json.h"
+
+extern char **environ;
+
+static const char *mpprof_path, *gen_path;
+
+typedef struct run_result {
+  int status; /* exit status, or -1 when killed */
+  char *out, *err;
+} run_result;
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc((size_t)n + 1);
+  assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+  b[n] = '\0';
+  fclose(f);
+  return b;
+}
+
+/* Run argv (NULL-terminated) with stdout/stderr captured. */
+static run_result run(char *const argv[]) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  char out_path[512], err_path[512];
+  snprintf(out_path, sizeof out_path, "%s", tmp_path("stdout"));
+  snprintf(err_path, sizeof err_path, "%s", tmp_path("stderr"));
+  posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  assert_int_equal(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  int ws;
+  assert_int_equal(waitpid(pid, &ws, 0), pid);
+  run_result r = {WIFEXITED(ws) ? WEXITSTATUS(ws) : -1, slurp(out_path), slurp(err_path)};
+  return r;
+}
+
+static void run_free(run_result *r) {
+  free(r->out);
+  free(r->err);
+}
+
+static int count_lines(const char *s) {
+  int n = 0;
+  for (; *s; s++)
+    n += *s == '\n';
+  return n;
+}
+
+/* The demo tensors, generated once for the whole group. */
+static int setup(void **state) {
+  if (make_tmp_dir(state)) return -1;
+  char *argv[] = {(char *)gen_path, tmp_dir, NULL};
+  pid_t pid;
+  int ws;
+  if (posix_spawn(&pid, gen_path, NULL, NULL, argv, environ) || waitpid(pid, &ws, 0) != pid ||
+      !WIFEXITED(ws) || WEXITSTATUS(ws))
+    return -1;
+  return 0;
+}
+
+static void write_small_npy(const char *name, const float *v, size_t n) {
+  char dict[128];
+  snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%zu,), }", n);
+  write_npy(tmp_path(name), 1, dict, v, n * sizeof *v);
+}
+
+static const float small[6] = {1.0f, -2.0f, 0.0f, 70000.0f, 1e-9f, NAN};
+
+static void json_object_has_exactly_the_tensor_schema_keys_in_order(void **st) {
+  (void)st;
+  write_small_npy("small.npy", small, 6);
+  char *argv[] = {(char *)mpprof_path, "inspect", "--json", (char *)tmp_path("small.npy"), NULL};
+  run_result r = run(argv);
+  assert_int_equal(r.status, 0);
+  assert_int_equal(count_lines(r.out), 1);
+  cJSON *j = cJSON_Parse(r.out);
+  assert_non_null(j);
+  const char *keys[] = {"schema", "file",  "dtype",    "shape",           "count",
+                        "zeros",  "nans",  "pos_infs", "neg_infs",        "negatives",
+                        "min",    "max",   "absmax",   "min_abs_nonzero", "exp_hist",
+                        "casts",  "advice"};
+  const size_t nkeys = sizeof keys / sizeof keys[0];
+  assert_int_equal(cJSON_GetArraySize(j), nkeys);
+  size_t i = 0;
+  const cJSON *item;
+  cJSON_ArrayForEach(item, j) assert_string_equal(item->string, keys[i++]);
+  assert_string_equal(cJSON_GetObjectItem(j, "schema")->valuestring, "mpprof.tensor/1");
+  assert_string_equal(cJSON_GetObjectItem(j, "file")->valuestring, tmp_path("small.npy"));
+  assert_string_equal(cJSON_GetObjectItem(j, "dtype")->valuestring, "fp32");
+  const cJSON *shape = cJSON_GetObjectItem(j, "shape");
+  assert_int_equal(cJSON_GetArraySize(shape), 1);
+  assert_int_equal(cJSON_GetArrayItem(shape, 0)->valueint, 6);
+  const char *adv_keys[] = {"fp16", "loss_scale_log2", "fp8_e4m3", "fp8_e5m2", "recommended"};
+  const cJSON *adv = cJSON_GetObjectItem(j, "advice");
+  assert_int_equal(cJSON_GetArraySize(adv), 5);
+  i = 0;
+  cJSON_ArrayForEach(item, adv) assert_string_equal(item->string, adv_keys[i++]);
+  cJSON_Delete(j);
+  run_free(&r);
+}
+
+static void json_stats_equal_a_direct_scan(void **st) {
+  (void)st;
+  write_small_npy("small2.npy", small, 6);
+  char *argv[] = {(char *)mpprof_path, "inspect", "--json", (char *)tmp_path("small2.npy"), NULL};
+  run_result r = run(argv);
+  assert_int_equal(r.status, 0);
+  cJSON *j = cJSON_Parse(r.out);
+  mp_stats got, want;
+  char err[256];
+  assert_int_equal(mpprof_stats_from_json(j, &got, err, sizeof err), 0);
+  mp_stats_init(&want, MP_FP32);
+  assert_int_equal(mp_scan_contiguous(&want, small, 6), 0);
+  assert_true(stats_identical(&got, &want));
+  assert_int_equal(got.casts[MP_TGT_FP16][MP_CAST_OVERFLOW], 1);  /* 70000 */
+  assert_int_equal(got.casts[MP_TGT_FP16][MP_CAST_UNDERFLOW], 1); /* 1e-9 */
+  cJSON_Delete(j);
+  run_free(&r);
+}
+
+/* recommended / fp16 verdict of one demo tensor. */
+static void expect_demo_verdict(const char *name, const char *fp16, const char *recommended) {
+  char *argv[] = {(char *)mpprof_path, "inspect", "--json", (char *)tmp_path(name), NULL};
+  run_result r = run(argv);
+  assert_int_equal(r.status, 0);
+  cJSON *j = cJSON_Parse(r.out);
+  assert_non_null(j);
+  const cJSON *adv = cJSON_GetObjectItem(j, "advice");
+  assert_string_equal(cJSON_GetObjectItem(adv, "fp16")->valuestring, fp16);
+  assert_string_equal(cJSON_GetObjectItem(adv, "recommended")->valuestring, recommended);
+  const cJSON *window = cJSON_GetObjectItem(adv, "loss_scale_log2");
+  if (!strcmp(fp16, "loss_scale")) {
+    /* |g| in 2^-30 .. 2^-12 (18 binades, 5.6% each). 2^4 would flush the
+     * lowest binade; 2^5 moves it to [2^-25, 2^-24), above the flush point.
+     * 2^27 puts the top binade in [2^14, 2^15); 2^28 only fits if absmax
+     * stays below 65520 * 2^-28, 2^29 overflows. */
+    assert_int_equal(cJSON_GetArraySize(window), 2);
+    int lo = cJSON_GetArrayItem(window, 0)->valueint, hi = cJSON_GetArrayItem(window, 1)->valueint;
+    assert_int_equal(lo, 5);
+    assert_true(hi == 27 || hi == 28);
+  }
+  if (!strcmp(fp16, "unsafe")) assert_true(cJSON_IsNull(window));
+  cJSON_Delete(j);
+  run_free(&r);
+}
+
+static void demo_activation_fits_fp16_as_is(void **st) {
+  (void)st;
+  expect_demo_verdict("activation.npy", "safe", "fp16");
+}
+static void demo_gradient_needs_a_loss_scale(void **st) {
+  (void)st;
+  expect_demo_verdict("grad_underflow.npy", "loss_scale", "fp16_loss_scale");
+}
+static void demo_overflowing_tensor_needs_bf16(void **st) {
+  (void)st;
+  expect_demo_verdict("overflow.npy", "unsafe", "bf16");
+}
+
+static void bad_file_among_good_ones_is_one_stderr_line_and_exit_1(void **st) {
+  (void)st;
+  write_small_npy("good.npy", small, 6);
+  write_bytes(tmp_path("bad.npy"), "not a numpy file", 16);
+  char *argv[] = {(char *)mpprof_path,
+                  "inspect",
+                  "--json",
+                  (char *)tmp_path("good.npy"),
+                  (char *)tmp_path("bad.npy"),
+                  (char *)tmp_path("missing.npy"),
+                  (char *)tmp_path("good.npy"),
+                  NULL};
+  run_result r = run(argv);
+  assert_int_equal(r.status, 1);
+  assert_int_equal(count_lines(r.out), 2); /* both good files still printed */
+  assert_int_equal(count_lines(r.err), 2);
+  char *second = strchr(r.err, '\n') + 1;
+  assert_non_null(strstr(r.err, tmp_path("bad.npy")));
+  assert_true(strstr(r.err, "bad magic") < second);
+  assert_non_null(strstr(second, tmp_path("missing.npy")));
+  assert_non_null(strstr(second, "No such file"));
+  run_free(&r);
+}
+
+static void summary_names_verdict_and_what_to_do(void **st) {
+  (void)st;
+  char *argv[] = {(char *)mpprof_path, "inspect", (char *)tmp_path("grad_underflow.npy"), NULL};
+  run_result r = run(argv);
+  assert_int_equal(r.status, 0);
+  assert_non_null(strstr(r.out, "fp32 (256, 1024), 262144 values"));
+  assert_non_null(strstr(r.out, "loss scale"));
+  assert_non_null(strstr(r.out, "recommended fp16_loss_scale"));
+  assert_non_null(strstr(r.out, "what to do"));
+  assert_string_equal(r.err, "");
+  run_free(&r);
+}
+
+static void raw_file_is_read_with_dtype_and_shape(void **st) {
+  (void)st;
+  write_bytes(tmp_path("raw.bin"), small, sizeof small);
+  char *argv[] = {
+      (char *)mpprof_path,         "inspect", "--json", "--dtype", "fp32", "--shape", "2x3",
+      (char *)tmp_path("raw.bin"), NULL};
+  run_result r = run(argv);
+  assert_int_equal(r.status, 0);
+  cJSON *j = cJSON_Parse(r.out);
+  const cJSON *shape = cJSON_GetObjectItem(j, "shape");
+  assert_int_equal(cJSON_GetArraySize(shape), 2);
+  assert_int_equal(cJSON_GetArrayItem(shape, 1)->valueint, 3);
+  assert_int_equal(cJSON_GetObjectItem(j, "nans")->valueint, 1);
+  cJSON_Delete(j);
+  run_free(&r);
+}
+
+static void underflow_threshold_option_changes_the_verdict(void **st) {
+  (void)st;
+  /* With 90% flushed allowed (28% flush), the demo gradient is "safe" in fp16 as is. */
+  char *argv[] = {(char *)mpprof_path,
+                  "inspect",
+                  "--json",
+                  "--underflow-max",
+                  "0.9",
+                  (char *)tmp_path("grad_underflow.npy"),
+                  NULL};
+  run_result r = run(argv);
+  assert_int_equal(r.status, 0);
+  cJSON *j = cJSON_Parse(r.out);
+  assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "advice"), "fp16")->valuestring,
+                      "safe");
+  cJSON_Delete(j);
+  run_free(&r);
+}
+
+static void expect_usage_error(char *const argv[]) {
+  run_result r = run(argv);
+  assert_int_equal(r.status, 2);
+  assert_string_equal(r.out, "");
+  assert_true(count_lines(r.err) >= 1);
+  run_free(&r);
+}
+
+static void usage_errors_exit_2(void **st) {
+  (void)st;
+  char *no_file[] = {(char *)mpprof_path, "inspect", "--json", NULL};
+  expect_usage_error(no_file);
+  char *unknown[] = {(char *)mpprof_path, "inspect", "--frobnicate", "x.npy", NULL};
+  expect_usage_error(unknown);
+  char *shape_only[] = {(char *)mpprof_path, "inspect", "--shape", "4", "x.bin", NULL};
+  expect_usage_error(shape_only);
+  char *bad_dtype[] = {(char *)mpprof_path, "inspect", "--dtype", "int8", "x.npy", NULL};
+  expect_usage_error(bad_dtype);
+  char *bad_frac[] = {(char *)mpprof_path, "inspect", "--underflow-max", "2", "x.npy", NULL};
+  expect_usage_error(bad_frac);
+}
+
+static void help_exits_0_on_stdout(void **st) {
+  (void)st;
+  char *argv[] = {(char *)mpprof_path, "inspect", "--help", NULL};
+  run_result r = run(argv);
+  assert_int_equal(r.status, 0);
+  assert_non_null(strstr(r.out, "usage: mpprof inspect"));
+  run_free(&r);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s MPPROF GEN_TENSORS\n", argv[0]);
+    return 2;
+  }
+  mpprof_path = argv[1];
+  gen_path = argv[2];
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(json_object_has_exactly_the_tensor_schema_keys_in_order),
+      cmocka_unit_test(json_stats_equal_a_direct_scan),
+      cmocka_unit_test(demo_activation_fits_fp16_as_is),
+      cmocka_unit_test(demo_gradient_needs_a_loss_scale),
+      cmocka_unit_test(demo_overflowing_tensor_needs_bf16),
+      cmocka_unit_test(bad_file_among_good_ones_is_one_stderr_line_and_exit_1),
+      cmocka_unit_test(summary_names_verdict_and_what_to_do),
+      cmocka_unit_test(raw_file_is_read_with_dtype_and_shape),
+      cmocka_unit_test(underflow_threshold_option_changes_the_verdict),
+      cmocka_unit_test(usage_errors_exit_2),
+      cmocka_unit_test(help_exits_0_on_stdout),
+  };
+  return cmocka_run_group_tests(tests, setup, remove_tmp_dir);
+}
