@@ -1,0 +1,315 @@
+/* Advice: scaled cast counts against brute force on the values themselves,
+ * loss-scale window edges, the estimate flag, fp8 scales and the
+ * recommendation chain. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/advice.h"
+#include "analysis/scan.h"
+#include "ref.h"
+
+static void record_of(mp_stats *s, const float *v, uint64_t n) {
+  mp_stats_init(s, MP_FP32);
+  assert_int_equal(mp_scan_contiguous(s, v, n), 0);
+}
+
+/* True outcome counts of v * 2^k. */
+static void brute_force(const float *v, uint64_t n, mp_target t, int k,
+                        uint64_t out[MP_CAST_OUTCOMES]) {
+  memset(out, 0, MP_CAST_OUTCOMES * sizeof out[0]);
+  for (uint64_t i = 0; i < n; i++)
+    if (v[i] != 0 && isfinite(v[i])) out[ref_classify(ldexp(v[i], k), t)]++;
+}
+
+static bool fits_fp16(const uint64_t c[MP_CAST_OUTCOMES], uint64_t n) {
+  return c[MP_CAST_OVERFLOW] == 0 && (double)c[MP_CAST_UNDERFLOW] / (double)n <= 0.001;
+}
+
+/* For several value sets: bounds contain the truth at every k, are exact
+ * without `estimate`, and the window is the true one (or inside it when
+ * flagged as an estimate). */
+static void scaled_casts_bound_the_truth_and_window_matches_brute_force(void **state) {
+  (void)state;
+  enum { N = 4000 };
+  float *v = malloc(N * sizeof *v);
+  assert_non_null(v);
+  mp_stats s;
+  for (uint64_t seed = 1; seed <= 12; seed++) {
+    uint64_t rng = seed;
+    int lo_exp = (int)(ref_rand(&rng) % 60) - 50, span = 1 + (int)(ref_rand(&rng) % 30);
+    for (int i = 0; i < N; i++) {
+      uint64_t r = ref_rand(&rng);
+      double m = seed % 3 == 0 ? 1.0 + (double)(r % 4) / 4 : 1.0 + (double)(r >> 40) / 16777216.0;
+      v[i] = (float)ldexp((r & 1) ? -m : m, lo_exp + (int)((r >> 8) % (uint64_t)span));
+    }
+    record_of(&s, v, N);
+    int true_lo = 1, true_hi = 0;
+    for (int k = -32; k <= 32; k++) {
+      for (int t = 0; t < MP_TARGET_COUNT; t++) {
+        uint64_t truth[MP_CAST_OUTCOMES];
+        mp_scaled_casts sc;
+        brute_force(v, N, (mp_target)t, k, truth);
+        mp_scaled_casts_compute(&s, (mp_target)t, k, &sc);
+        for (int o = 0; o < MP_CAST_OUTCOMES; o++) {
+          assert_true(sc.lo[o] <= truth[o] && truth[o] <= sc.hi[o]);
+          if (!sc.estimate) assert_int_equal(sc.lo[o], sc.hi[o]);
+        }
+        if (t == MP_TGT_FP16 && fits_fp16(truth, N)) {
+          if (true_lo > true_hi) true_lo = k;
+          true_hi = k;
+        }
+      }
+    }
+    mp_advice a;
+    mp_advise(&s, NULL, &a);
+    if (!a.window_estimate) {
+      assert_int_equal(a.has_window, true_lo <= true_hi);
+      if (a.has_window) {
+        assert_int_equal(a.window_lo, true_lo);
+        assert_int_equal(a.window_hi, true_hi);
+      }
+    } else if (a.has_window) {
+      assert_true(true_lo <= a.window_lo && a.window_hi <= true_hi);
+    }
+  }
+  free(v);
+}
+
+static void scale_one_uses_the_exact_record_counts(void **state) {
+  (void)state;
+  float v[3] = {0x1p-25f, 0x1.8p-25f, 65520.0f};
+  mp_stats s;
+  record_of(&s, v, 3);
+  mp_scaled_casts sc;
+  mp_scaled_casts_compute(&s, MP_TGT_FP16, 0, &sc);
+  assert_false(sc.estimate);
+  assert_int_equal(sc.lo[MP_CAST_UNDERFLOW], 1);
+  assert_int_equal(sc.lo[MP_CAST_SUBNORMAL], 1);
+  assert_int_equal(sc.lo[MP_CAST_OVERFLOW], 1);
+}
+
+/* Gradients in 2^-30 .. 2^-28: flushed at scale 1; 2^5 lifts the smallest
+ * (1.5 * 2^-30, which min_abs_nonzero pins exactly) above 2^-25; 2^44 is the
+ * last scale at which absmax (1.5 * 2^-29) stays below 65520 (searched up to
+ * 2^64 here; the default search stops at 2^32). */
+static void loss_scale_window_edges_come_from_min_abs_and_absmax(void **state) {
+  (void)state;
+  float v[200];
+  for (int i = 0; i < 200; i++)
+    v[i] = i % 2 ? 0x1.8p-30f : 0x1.8p-29f;
+  mp_stats s;
+  record_of(&s, v, 200);
+  mp_advice a;
+  mp_advice_params p;
+  mp_advice_params_default(&p);
+  p.scale_log2_max = 64;
+  mp_advise(&s, &p, &a);
+  assert_int_equal(a.fp16, MP_FP16_LOSS_SCALE);
+  assert_true(a.fp16_underflow_fraction == 1.0);
+  assert_true(a.has_window);
+  assert_int_equal(a.window_lo, 5);
+  assert_int_equal(a.window_hi, 44);
+  assert_false(a.window_estimate);
+  assert_int_equal(a.recommended, MP_REC_FP16_LOSS_SCALE);
+  assert_string_equal(mp_fp16_verdict_name(a.fp16), "loss_scale");
+  mp_advise(&s, NULL, &a);
+  assert_int_equal(a.window_hi, 32);
+}
+
+/* One value in 2^-31 and many spread over 2^-30's binade: at 2^5 the big
+ * binade lands on [2^-25, 2^-24), where only an exact 2^-25 flushes; the
+ * histogram cannot tell, so k = 5 is uncertain and the window starts at 6. */
+static void window_is_an_estimate_when_a_boundary_binade_decides(void **state) {
+  (void)state;
+  float v[2001];
+  v[0] = 0x1.8p-31f;
+  for (int i = 1; i < 2001; i++)
+    v[i] = i % 2 ? 0x1.4p-30f : 0x1.cp-30f;
+  mp_stats s;
+  record_of(&s, v, 2001);
+  mp_scaled_casts sc;
+  mp_scaled_casts_compute(&s, MP_TGT_FP16, 5, &sc);
+  assert_true(sc.estimate);
+  assert_int_equal(sc.lo[MP_CAST_UNDERFLOW], 1);
+  assert_int_equal(sc.hi[MP_CAST_UNDERFLOW], 2001);
+  assert_int_equal(sc.lo[MP_CAST_SUBNORMAL], 0);
+  assert_int_equal(sc.hi[MP_CAST_SUBNORMAL], 2000);
+  mp_advice a;
+  mp_advise(&s, NULL, &a);
+  assert_true(a.has_window);
+  assert_int_equal(a.window_lo, 6);
+  assert_true(a.window_estimate);
+}
+
+static void well_behaved_activations_are_fp16_safe(void **state) {
+  (void)state;
+  float v[1000];
+  uint64_t rng = 3;
+  for (int i = 0; i < 1000; i++)
+    v[i] =
+        (float)ldexp(1.0 + (double)(ref_rand(&rng) % 1000) / 1000, (int)(ref_rand(&rng) % 20) - 10);
+  mp_stats s;
+  record_of(&s, v, 1000);
+  mp_advice a;
+  mp_advise(&s, NULL, &a);
+  assert_int_equal(a.fp16, MP_FP16_SAFE);
+  assert_true(a.has_window && a.window_lo <= 0 && a.window_hi >= 0);
+  assert_true(a.bf16_ok);
+  assert_int_equal(a.recommended, MP_REC_FP16);
+  assert_string_equal(mp_recommendation_name(a.recommended), "fp16");
+  assert_string_equal(mp_fp16_verdict_name(a.fp16), "safe");
+}
+
+/* 2^100 and 2^-100 together: no single fp16 scale holds both, bf16 does. */
+static void too_wide_for_fp16_recommends_bf16(void **state) {
+  (void)state;
+  float v[4] = {0x1p100f, 0x1p-100f, -1.0f, 0x1p50f};
+  mp_stats s;
+  record_of(&s, v, 4);
+  mp_advice a;
+  mp_advise(&s, NULL, &a);
+  assert_int_equal(a.fp16, MP_FP16_UNSAFE);
+  assert_false(a.has_window);
+  assert_true(a.bf16_ok);
+  assert_int_equal(a.recommended, MP_REC_BF16);
+}
+
+static void values_below_bf16_range_keep_fp32(void **state) {
+  (void)state;
+  float v[4] = {0x1p120f, 0x1p-140f, 0x1p-140f, 1.0f};
+  mp_stats s;
+  record_of(&s, v, 4);
+  mp_advice a;
+  mp_advise(&s, NULL, &a);
+  assert_false(a.bf16_ok);
+  assert_false(a.has_window);
+  assert_int_equal(a.recommended, MP_REC_FP32);
+  assert_string_equal(mp_recommendation_name(a.recommended), "fp32");
+}
+
+/* absmax 3: e4m3 takes 3 * 2^7 = 384 (2^8 would give 768 > 464); e5m2 takes
+ * 3 * 2^14 = 49152 (2^15 gives 98304 >= 61440). */
+static void fp8_scale_is_the_largest_power_of_two_without_overflow(void **state) {
+  (void)state;
+  float v[100];
+  for (int i = 0; i < 100; i++)
+    v[i] = (float)(i + 1) * 0.03f;
+  mp_stats s;
+  record_of(&s, v, 100);
+  mp_advice a;
+  mp_advise(&s, NULL, &a);
+  assert_int_equal(a.fp8_e4m3.scale_log2, 7);
+  assert_int_equal(a.fp8_e5m2.scale_log2, 14);
+  assert_true(a.fp8_e4m3.fits && a.fp8_e5m2.fits);
+  assert_true(a.fp8_e4m3.underflow_fraction == 0.0);
+  assert_int_equal(a.recommended, MP_REC_FP16);
+  mp_advice_params p;
+  mp_advice_params_default(&p);
+  p.prefer_fp8 = true;
+  mp_advise(&s, &p, &a);
+  assert_int_equal(a.recommended, MP_REC_FP8_E4M3);
+}
+
+/* e4m3 covers 2^-9 .. 448 (about 2^18): values spread over 2^30 flush. */
+static void fp8_reports_the_flushed_fraction_at_its_scale(void **state) {
+  (void)state;
+  float v[100];
+  for (int i = 0; i < 100; i++)
+    v[i] = i < 90 ? 1.0f : 0x1p-30f;
+  mp_stats s;
+  record_of(&s, v, 100);
+  mp_advice a;
+  mp_advise(&s, NULL, &a);
+  assert_int_equal(a.fp8_e4m3.scale_log2, 8);
+  assert_true(a.fp8_e4m3.underflow_fraction == 0.1);
+  assert_false(a.fp8_e4m3.fits);
+  assert_false(a.fp8_e4m3.estimate);
+  mp_advice_params p;
+  mp_advice_params_default(&p);
+  p.prefer_fp8 = true;
+  p.fp8_underflow_max = 0.2;
+  mp_advise(&s, &p, &a);
+  assert_true(a.fp8_e4m3.fits);
+  assert_int_equal(a.recommended, MP_REC_FP8_E4M3);
+}
+
+static void nan_in_fp32_source_keeps_fp32(void **state) {
+  (void)state;
+  float v[3] = {1.0f, NAN, 2.0f};
+  mp_stats s;
+  record_of(&s, v, 3);
+  mp_advice a;
+  mp_advise(&s, NULL, &a);
+  assert_true(a.nonfinite_input);
+  assert_int_equal(a.fp16, MP_FP16_SAFE); /* the finite values alone fit */
+  assert_int_equal(a.recommended, MP_REC_FP32);
+}
+
+static void inf_in_fp16_source_keeps_the_advice_on_finite_values(void **state) {
+  (void)state;
+  uint16_t v[3] = {0x3c00, 0x7c00, 0x4000}; /* 1, inf, 2 */
+  mp_stats s;
+  mp_stats_init(&s, MP_FP16);
+  assert_int_equal(mp_scan_contiguous(&s, v, 3), 0);
+  mp_advice a;
+  mp_advise(&s, NULL, &a);
+  assert_true(a.nonfinite_input);
+  assert_int_equal(a.recommended, MP_REC_FP16);
+}
+
+static void all_zero_tensor_is_fp16_safe(void **state) {
+  (void)state;
+  float v[8] = {0};
+  mp_stats s;
+  record_of(&s, v, 8);
+  mp_advice a;
+  mp_advise(&s, NULL, &a);
+  assert_int_equal(a.fp16, MP_FP16_SAFE);
+  assert_true(a.fp8_e4m3.fits);
+  assert_int_equal(a.recommended, MP_REC_FP16);
+}
+
+static void underflow_threshold_is_a_parameter(void **state) {
+  (void)state;
+  /* 1 of 500 values flushes in fp16: 0.2% > 0.1% default. */
+  float v[500];
+  for (int i = 0; i < 500; i++)
+    v[i] = i ? 1.0f : 0x1p-30f;
+  mp_stats s;
+  record_of(&s, v, 500);
+  mp_advice a;
+  mp_advice_params p;
+  mp_advice_params_default(&p);
+  assert_true(p.underflow_max == MP_ADVICE_DEFAULT_UNDERFLOW_MAX);
+  p.scale_log2_min = 0;
+  p.scale_log2_max = 0;
+  mp_advise(&s, &p, &a);
+  assert_int_equal(a.fp16, MP_FP16_UNSAFE);
+  p.underflow_max = 0.01;
+  mp_advise(&s, &p, &a);
+  assert_int_equal(a.fp16, MP_FP16_SAFE);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(scaled_casts_bound_the_truth_and_window_matches_brute_force),
+      cmocka_unit_test(scale_one_uses_the_exact_record_counts),
+      cmocka_unit_test(loss_scale_window_edges_come_from_min_abs_and_absmax),
+      cmocka_unit_test(window_is_an_estimate_when_a_boundary_binade_decides),
+      cmocka_unit_test(well_behaved_activations_are_fp16_safe),
+      cmocka_unit_test(too_wide_for_fp16_recommends_bf16),
+      cmocka_unit_test(values_below_bf16_range_keep_fp32),
+      cmocka_unit_test(fp8_scale_is_the_largest_power_of_two_without_overflow),
+      cmocka_unit_test(fp8_reports_the_flushed_fraction_at_its_scale),
+      cmocka_unit_test(nan_in_fp32_source_keeps_fp32),
+      cmocka_unit_test(inf_in_fp16_source_keeps_the_advice_on_finite_values),
+      cmocka_unit_test(all_zero_tensor_is_fp16_safe),
+      cmocka_unit_test(underflow_threshold_is_a_parameter),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

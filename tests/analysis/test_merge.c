@@ -1,0 +1,143 @@
+/* Merge: partials combine to the same record, bit for bit, in any order and
+ * any grouping, and equal one scan of the whole. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/scan.h"
+#include "ref.h"
+
+enum { PARTS = 24, PER_PART = 500 };
+
+static float values[PARTS * PER_PART];
+
+static void make_values(void) {
+  uint64_t rng = 4242;
+  for (int i = 0; i < PARTS * PER_PART; i++) {
+    uint64_t r = ref_rand(&rng);
+    double m = 1.0 + (double)(r >> 44) / 1048576.0;
+    values[i] = (float)(((r & 1) ? -m : m) * ldexp(1.0, (int)((r >> 8) % 60) - 40));
+  }
+  /* Both zeros, in different partials, make min/max order-sensitive unless
+   * the merge orders -0 below +0. */
+  for (int p = 0; p < PARTS; p++) {
+    values[p * PER_PART] = (p % 2) ? -0.0f : 0.0f;
+    values[p * PER_PART + 1] = (p % 5 == 0) ? NAN : (p % 7 == 0) ? -INFINITY : 1.0f;
+  }
+}
+
+static void shuffle(int *order, int n, uint64_t *rng) {
+  for (int i = n - 1; i > 0; i--) {
+    int j = (int)(ref_rand(rng) % (uint64_t)(i + 1));
+    int t = order[i];
+    order[i] = order[j];
+    order[j] = t;
+  }
+}
+
+static void merge_is_order_and_grouping_independent(void **state) {
+  (void)state;
+  make_values();
+  mp_stats *parts = malloc(PARTS * sizeof *parts);
+  mp_stats *whole = malloc(sizeof *whole), *acc = malloc(sizeof *acc), *tmp = malloc(sizeof *tmp);
+  assert_true(parts && whole && acc && tmp);
+  for (int p = 0; p < PARTS; p++) {
+    mp_stats_init(&parts[p], MP_FP32);
+    assert_int_equal(mp_scan_contiguous(&parts[p], values + p * PER_PART, PER_PART), 0);
+  }
+  mp_stats_init(whole, MP_FP32);
+  assert_int_equal(mp_scan_contiguous(whole, values, PARTS * PER_PART), 0);
+  int order[PARTS];
+  for (int i = 0; i < PARTS; i++)
+    order[i] = i;
+  uint64_t rng = 99;
+  for (int trial = 0; trial < 50; trial++) {
+    shuffle(order, PARTS, &rng);
+    /* Left fold in a shuffled order... */
+    mp_stats_init(acc, MP_FP32);
+    for (int i = 0; i < PARTS; i++)
+      mp_stats_merge(acc, &parts[order[i]]);
+    assert_true(ref_stats_equal(acc, whole));
+    /* ...and a random grouping: pairs merged first, then folded from the right. */
+    mp_stats_init(acc, MP_FP32);
+    for (int i = PARTS - 2; i >= 0; i -= 2) {
+      *tmp = parts[order[i]];
+      mp_stats_merge(tmp, &parts[order[i + 1]]);
+      mp_stats_merge(tmp, acc);
+      *acc = *tmp;
+    }
+    assert_true(ref_stats_equal(acc, whole));
+  }
+  free(parts);
+  free(whole);
+  free(acc);
+  free(tmp);
+}
+
+static void merging_an_empty_record_changes_nothing(void **state) {
+  (void)state;
+  float v[5] = {-0.0f, 0.0f, 3.0f, -1e-8f, 2e5f};
+  mp_stats s, e, copy;
+  mp_stats_init(&s, MP_FP32);
+  mp_stats_init(&e, MP_FP32);
+  assert_int_equal(mp_scan_contiguous(&s, v, 5), 0);
+  copy = s;
+  mp_stats_merge(&s, &e);
+  assert_true(ref_stats_equal(&s, &copy));
+  mp_stats_merge(&e, &copy);
+  assert_true(ref_stats_equal(&e, &copy));
+  assert_true(s.min == (double)-1e-8f);
+}
+
+static void zeros_of_both_signs_order_minus_zero_first(void **state) {
+  (void)state;
+  float pz = 0.0f, nz = -0.0f;
+  mp_stats a, b, ab, ba;
+  mp_stats_init(&a, MP_FP32);
+  mp_stats_init(&b, MP_FP32);
+  mp_scan_contiguous(&a, &pz, 1);
+  mp_scan_contiguous(&b, &nz, 1);
+  ab = a;
+  mp_stats_merge(&ab, &b);
+  ba = b;
+  mp_stats_merge(&ba, &a);
+  assert_true(ref_stats_equal(&ab, &ba));
+  assert_true(signbit(ab.min) && !signbit(ab.max));
+  assert_int_equal(ab.negatives, 0); /* -0 is not negative */
+  assert_true(isinf(ab.min_abs_nonzero));
+}
+
+static void merging_different_source_dtypes_widens_the_bin_range(void **state) {
+  (void)state;
+  mp_stats h, f;
+  mp_stats_init(&h, MP_FP16);
+  mp_stats_init(&f, MP_FP32);
+  uint16_t one = 0x3c00;
+  float big = 1e20f;
+  mp_scan_contiguous(&h, &one, 1);
+  mp_scan_contiguous(&f, &big, 1);
+  mp_stats hf = h, fh = f;
+  mp_stats_merge(&hf, &f);
+  mp_stats_merge(&fh, &h);
+  assert_true(ref_stats_equal(&hf, &fh));
+  assert_int_equal(hf.dtype, MP_DTYPE_INVALID);
+  assert_int_equal(hf.hist_lo, -149);
+  assert_int_equal(hf.hist_hi, 127);
+  assert_int_equal(mp_stats_hist_bin(&hf, 0), 1);
+  assert_int_equal(mp_stats_hist_bin(&hf, 66), 1);
+  assert_int_equal(hf.count, 2);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(merge_is_order_and_grouping_independent),
+      cmocka_unit_test(merging_an_empty_record_changes_nothing),
+      cmocka_unit_test(zeros_of_both_signs_order_minus_zero_first),
+      cmocka_unit_test(merging_different_source_dtypes_widens_the_bin_range),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

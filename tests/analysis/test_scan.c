@@ -1,0 +1,291 @@
+/* The host scanner: agreement with the simple reference (mp_stats_add) on
+ * random data, fast path == portable path bit for bit for every source dtype,
+ * and views (leading dimension, batches, strides) counting only logical elements. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/convert.h"
+#include "analysis/scan.h"
+#include "ref.h"
+
+/* A mix that exercises every branch: realistic magnitudes, values near every
+ * format limit, zeros of both signs, subnormals, inf, NaN, raw random bits. */
+static double random_value(uint64_t *rng) {
+  static const double limits[] = {65504,    65520,    0x1p-24, 0x1p-25, 0x1p-14, 448,
+                                  464,      57344,    61440,   0x1p-10, 0x1p-17, 0x1.ffp127,
+                                  0x1p-134, 0x1p-126, 0x1p-6,  0x1p-9,  1.0};
+  uint64_t r = ref_rand(rng);
+  double sign = (r & 1) ? -1.0 : 1.0;
+  switch ((r >> 1) % 16) {
+  case 0:
+    return (r >> 8) % 4 == 0 ? NAN : sign * ((r >> 8) % 4 == 1 ? INFINITY : 0.0);
+  case 1: {
+    uint32_t u = (uint32_t)(r >> 32);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+  }
+  case 2:
+  case 3: {
+    float f = (float)limits[(r >> 8) % (sizeof limits / sizeof limits[0])];
+    int steps = (int)((r >> 16) % 5) - 2;
+    for (; steps > 0; steps--)
+      f = nextafterf(f, INFINITY);
+    for (; steps < 0; steps++)
+      f = nextafterf(f, 0);
+    return sign * f;
+  }
+  default: {
+    /* Normal-ish values spread over 2^-40 .. 2^24. */
+    double m = 1.0 + (double)(r >> 40) / 16777216.0;
+    return sign * (float)ldexp(m, (int)((r >> 8) % 64) - 40);
+  }
+  }
+}
+
+static void fill(mp_dtype d, void *buf, uint64_t n, uint64_t seed) {
+  uint64_t rng = seed;
+  for (uint64_t i = 0; i < n; i++)
+    mp_store(d, buf, i, random_value(&rng));
+}
+
+static void random_fp32_matches_the_simple_reference(void **state) {
+  (void)state;
+  const uint64_t seeds[] = {1, 2, 20261130};
+  const uint64_t n = 200003;
+  float *buf = malloc(n * sizeof *buf);
+  mp_stats *ref = malloc(sizeof *ref), *got = malloc(sizeof *got);
+  assert_true(buf && ref && got);
+  for (int k = 0; k < 3; k++) {
+    fill(MP_FP32, buf, n, seeds[k]);
+    mp_stats_init(ref, MP_FP32);
+    for (uint64_t i = 0; i < n; i++)
+      mp_stats_add(ref, buf[i]);
+    const mp_scan_impl impls[] = {MP_SCAN_PORTABLE, MP_SCAN_AUTO};
+    for (int i = 0; i < 2; i++) {
+      mp_stats_init(got, MP_FP32);
+      mp_view v = {.dtype = MP_FP32, .data = buf, .rows = n, .cols = 1, .batch = 1};
+      assert_int_equal(mp_scan_with(got, &v, impls[i]), 0);
+      assert_true(ref_stats_equal(got, ref));
+    }
+    mp_stats_init(got, MP_FP32);
+    assert_int_equal(mp_scan_contiguous(got, buf, n), 0);
+    assert_true(ref_stats_equal(got, ref));
+  }
+  free(buf);
+  free(ref);
+  free(got);
+}
+
+/* Fast and portable paths over many sizes and misaligned starts. */
+static void fast_path_equals_portable_path_bit_for_bit(void **state) {
+  (void)state;
+  const mp_dtype ds[] = {MP_FP64, MP_FP32, MP_FP16, MP_BF16, MP_FP8_E4M3, MP_FP8_E5M2};
+  const uint64_t sizes[] = {1, 7, 8, 9, 31, 64, 1000, (1u << 18) + 13};
+  mp_stats *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+  assert_true(a && b);
+  for (size_t di = 0; di < sizeof ds / sizeof ds[0]; di++) {
+    unsigned sz = mp_dtype_size(ds[di]);
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+      uint64_t n = sizes[si];
+      unsigned char *raw = malloc(n * sz + 8);
+      assert_non_null(raw);
+      for (unsigned off = 0; off < 2; off++) {
+        void *buf = raw + off * sz; /* element-aligned, not vector-aligned */
+        fill(ds[di], buf, n, 77 + si + off);
+        mp_view v = {.dtype = ds[di], .data = buf, .rows = n, .cols = 1, .batch = 1};
+        mp_stats_init(a, ds[di]);
+        mp_stats_init(b, ds[di]);
+        assert_int_equal(mp_scan_with(a, &v, MP_SCAN_PORTABLE), 0);
+        assert_int_equal(mp_scan_with(b, &v, MP_SCAN_AUTO), 0);
+        assert_true(ref_stats_equal(a, b));
+        assert_int_equal(a->count, n);
+      }
+      free(raw);
+    }
+  }
+  free(a);
+  free(b);
+}
+
+/* A long run of fp32 values that all take the vector path (no specials). */
+static void fast_path_equals_portable_on_ordinary_fp32(void **state) {
+  (void)state;
+  const uint64_t n = 100000;
+  float *buf = malloc(n * sizeof *buf);
+  assert_non_null(buf);
+  uint64_t rng = 5;
+  for (uint64_t i = 0; i < n; i++)
+    buf[i] = (float)ldexp(((ref_rand(&rng) & 1) ? -1.0 : 1.0) * 1.25, (int)(ref_rand(&rng) % 20));
+  mp_stats a, b;
+  mp_stats_init(&a, MP_FP32);
+  mp_stats_init(&b, MP_FP32);
+  mp_view v = {.dtype = MP_FP32, .data = buf, .rows = n, .cols = 1, .batch = 1};
+  assert_int_equal(mp_scan_with(&a, &v, MP_SCAN_PORTABLE), 0);
+  assert_int_equal(mp_scan_with(&b, &v, MP_SCAN_AUTO), 0);
+  assert_true(ref_stats_equal(&a, &b));
+  free(buf);
+}
+
+/* A column-major matrix with ld > rows inside a batch: the padding holds NaN
+ * and huge values that must never be counted. */
+static void leading_dimension_and_batch_stride_count_only_logical_elements(void **state) {
+  (void)state;
+  const mp_dtype ds[] = {MP_FP64, MP_FP32, MP_FP16, MP_BF16, MP_FP8_E4M3, MP_FP8_E5M2};
+  enum { ROWS = 5, COLS = 7, LD = 9, BATCH = 3, STRIDE = 70 };
+  for (size_t di = 0; di < sizeof ds / sizeof ds[0]; di++) {
+    mp_dtype d = ds[di];
+    unsigned sz = mp_dtype_size(d);
+    unsigned char full[STRIDE * BATCH * 8], packed[ROWS * COLS * BATCH * 8];
+    uint64_t rng = 9, k = 0;
+    for (int i = 0; i < STRIDE * BATCH; i++)
+      mp_store(d, full, (uint64_t)i, i % 2 ? NAN : 1e30);
+    for (int b = 0; b < BATCH; b++)
+      for (int c = 0; c < COLS; c++)
+        for (int r = 0; r < ROWS; r++) {
+          double x = ldexp(1.0 + (double)(ref_rand(&rng) % 8) / 8, (int)(ref_rand(&rng) % 10) - 5);
+          mp_store(d, full, (uint64_t)(b * STRIDE + c * LD + r), x);
+          mp_store(d, packed, k++, x);
+        }
+    mp_stats want, got;
+    mp_stats_init(&want, d);
+    assert_int_equal(mp_scan_contiguous(&want, packed, ROWS * COLS * BATCH), 0);
+    assert_int_equal(want.nans, 0);
+    const mp_scan_impl impls[] = {MP_SCAN_PORTABLE, MP_SCAN_AUTO};
+    for (int i = 0; i < 2; i++) {
+      mp_view v = {.dtype = d,
+                   .data = full,
+                   .rows = ROWS,
+                   .cols = COLS,
+                   .ld = LD,
+                   .batch = BATCH,
+                   .batch_stride = STRIDE};
+      mp_stats_init(&got, d);
+      assert_int_equal(mp_scan_with(&got, &v, impls[i]), 0);
+      assert_true(ref_stats_equal(&got, &want));
+      /* The same batch walked backwards from the last matrix. */
+      v.data = full + (size_t)(BATCH - 1) * STRIDE * sz;
+      v.batch_stride = -STRIDE;
+      mp_stats_init(&got, d);
+      assert_int_equal(mp_scan_with(&got, &v, impls[i]), 0);
+      assert_true(ref_stats_equal(&got, &want));
+    }
+  }
+}
+
+static void zero_batch_stride_counts_the_broadcast_matrix_each_time(void **state) {
+  (void)state;
+  float m[12];
+  for (int i = 0; i < 12; i++)
+    m[i] = (float)(i - 4);
+  mp_stats once, four;
+  mp_stats_init(&once, MP_FP32);
+  mp_stats_init(&four, MP_FP32);
+  mp_view v = {.dtype = MP_FP32, .data = m, .rows = 3, .cols = 4, .ld = 3, .batch = 1};
+  assert_int_equal(mp_scan(&once, &v), 0);
+  v.batch = 4;
+  v.batch_stride = 0;
+  assert_int_equal(mp_scan(&four, &v), 0);
+  assert_int_equal(four.count, 48);
+  assert_int_equal(four.zeros, 4);
+  assert_int_equal(four.negatives, 16);
+  mp_stats merged;
+  mp_stats_init(&merged, MP_FP32);
+  for (int i = 0; i < 4; i++)
+    mp_stats_merge(&merged, &once);
+  assert_true(ref_stats_equal(&merged, &four));
+}
+
+static void batch_zero_means_one_and_empty_views_add_nothing(void **state) {
+  (void)state;
+  float m[4] = {1, 2, 3, 4};
+  mp_stats s, empty;
+  mp_stats_init(&s, MP_FP32);
+  mp_stats_init(&empty, MP_FP32);
+  assert_int_equal(
+      mp_scan(&s,
+              &(mp_view){.dtype = MP_FP32, .data = m, .rows = 2, .cols = 2, .ld = 2, .batch = 0}),
+      0);
+  assert_int_equal(s.count, 4);
+  mp_stats_init(&s, MP_FP32);
+  assert_int_equal(mp_scan(&s, &(mp_view){.dtype = MP_FP32, .data = NULL, .rows = 0, .cols = 3}),
+                   0);
+  assert_true(ref_stats_equal(&s, &empty));
+}
+
+static void bad_views_are_rejected(void **state) {
+  (void)state;
+  float m[16] = {0};
+  mp_stats s;
+  mp_stats_init(&s, MP_FP32);
+  /* ld < rows with several columns would overlap columns. */
+  assert_int_equal(
+      mp_scan(&s,
+              &(mp_view){.dtype = MP_FP32, .data = m, .rows = 4, .cols = 2, .ld = 3, .batch = 1}),
+      -EINVAL);
+  /* Source dtype differs from the record's. */
+  assert_int_equal(mp_scan(&s, &(mp_view){.dtype = MP_FP16, .data = m, .rows = 4, .cols = 1}),
+                   -EINVAL);
+  /* Not a scannable source. */
+  mp_stats t;
+  mp_stats_init(&t, MP_TF32);
+  assert_int_equal(mp_scan(&t, &(mp_view){.dtype = MP_TF32, .data = m, .rows = 4, .cols = 1}),
+                   -EINVAL);
+  mp_stats_init(&t, MP_INT8);
+  assert_int_equal(mp_scan(&t, &(mp_view){.dtype = MP_INT8, .data = m, .rows = 4, .cols = 1}),
+                   -EINVAL);
+  /* No data for a non-empty view; an element count beyond 64 bits. */
+  assert_int_equal(mp_scan(&s, &(mp_view){.dtype = MP_FP32, .data = NULL, .rows = 4, .cols = 1}),
+                   -EINVAL);
+  assert_int_equal(mp_scan(&s, &(mp_view){.dtype = MP_FP32,
+                                          .data = m,
+                                          .rows = 1ull << 40,
+                                          .cols = 1ull << 30,
+                                          .ld = 1ull << 40}),
+                   -EINVAL);
+  assert_int_equal(mp_scan(NULL, &(mp_view){.dtype = MP_FP32, .data = m, .rows = 1, .cols = 1}),
+                   -EINVAL);
+  assert_int_equal(s.count, 0);
+}
+
+static void scan_accumulates_into_an_existing_record(void **state) {
+  (void)state;
+  float a[3] = {1, -2, 0}, b[2] = {1e-30f, 7e4f};
+  mp_stats s;
+  mp_stats_init(&s, MP_FP32);
+  assert_int_equal(mp_scan_contiguous(&s, a, 3), 0);
+  assert_int_equal(mp_scan_contiguous(&s, b, 2), 0);
+  assert_int_equal(s.count, 5);
+  assert_true(s.min == -2.0 && s.max == 7e4f && s.absmax == 7e4f);
+  assert_true(s.min_abs_nonzero == 1e-30f);
+  assert_int_equal(s.casts[MP_TGT_FP16][MP_CAST_OVERFLOW], 1);
+  assert_int_equal(s.casts[MP_TGT_FP16][MP_CAST_UNDERFLOW], 1);
+  assert_int_equal(s.casts[MP_TGT_FP16][MP_CAST_NORMAL], 2);
+}
+
+static void auto_implementation_has_a_name(void **state) {
+  (void)state;
+  const char *name = mp_scan_auto_name();
+  assert_true(strcmp(name, "avx2") == 0 || strcmp(name, "portable") == 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(random_fp32_matches_the_simple_reference),
+      cmocka_unit_test(fast_path_equals_portable_path_bit_for_bit),
+      cmocka_unit_test(fast_path_equals_portable_on_ordinary_fp32),
+      cmocka_unit_test(leading_dimension_and_batch_stride_count_only_logical_elements),
+      cmocka_unit_test(zero_batch_stride_counts_the_broadcast_matrix_each_time),
+      cmocka_unit_test(batch_zero_means_one_and_empty_views_add_nothing),
+      cmocka_unit_test(bad_views_are_rejected),
+      cmocka_unit_test(scan_accumulates_into_an_existing_record),
+      cmocka_unit_test(auto_implementation_has_a_name),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
