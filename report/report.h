@@ -1,4 +1,4 @@
-/* Building the report of a profiled run: read OUT/raw/*.json, merge processes,
+/* Building the report of a profiled run: read the raw files in OUT/raw/, merge processes,
  * write OUT/report.json, report.html, layers.csv, trace.json. */
 #ifndef MPPROF_REPORT_REPORT_H
 #define MPPROF_REPORT_REPORT_H
@@ -6,9 +6,9 @@
 #include <stdio.h>
 
 typedef struct mpprof_report_options {
-  const char *out_dir;     /* reads out_dir/raw, writes out_dir/report.* */
-  const char *program;     /* shown as the program; NULL: taken from the raw files' argv */
-  FILE *summary;           /* short human summary (processes, ops, sites, top findings, paths); NULL: none */
+  const char *out_dir; /* reads out_dir/raw, writes out_dir/report.* */
+  const char *program; /* shown as the program; NULL: taken from the raw files' argv */
+  FILE *summary; /* short human summary (processes, ops, sites, top findings, paths); NULL: none */
 } mpprof_report_options;
 
 /* 0 on success (also for an empty run: the report says so); -1 with a one-line

@@ -1,15 +1,176 @@
-/* placeholder until the report subcommand lands */
+/* `mpprof report OUT_DIR`: rebuild OUT_DIR's report from OUT_DIR/raw.
+ * `mpprof merge DIR... -o OUT_DIR`: put the raw files of several runs (ranks
+ * or nodes profiled separately) into OUT_DIR/raw, then build its report.
+ * Files are hard-linked when possible and copied otherwise; a name already
+ * taken by a different file gets a numbered prefix instead of replacing it. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "commands.h"
-int mpprof_cmd_report(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fputs("mpprof: report: not built yet\n", stderr);
-  return 2;
+#include "report/report.h"
+
+static void report_usage(FILE *out) {
+  fputs("usage: mpprof report OUT_DIR\n"
+        "  reads OUT_DIR/raw/*.json and writes OUT_DIR/report.json, report.html,\n"
+        "  layers.csv and trace.json\n",
+        out);
 }
+
+static void merge_usage(FILE *out) {
+  fputs("usage: mpprof merge DIR... -o OUT_DIR\n"
+        "  DIR is a run's output directory (with raw/) or a raw/ directory itself;\n"
+        "  their raw files go to OUT_DIR/raw, then the report is built there\n",
+        out);
+}
+
+int mpprof_cmd_report(int argc, char **argv) {
+  if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+    report_usage(stdout);
+    return 0;
+  }
+  if (argc != 2 || argv[1][0] == '-') {
+    report_usage(stderr);
+    return 2;
+  }
+  mpprof_report_options o = {.out_dir = argv[1], .program = NULL, .summary = stdout};
+  return mpprof_report_generate(&o) ? 1 : 0;
+}
+
+static int copy_file(const char *src, const char *dst) {
+  int in = open(src, O_RDONLY | O_CLOEXEC);
+  if (in < 0) return -1;
+  char *tmp = NULL;
+  if (asprintf(&tmp, "%s.tmp.%ld", dst, (long)getpid()) < 0) {
+    close(in);
+    return -1;
+  }
+  int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int rc = out < 0 ? -1 : 0;
+  char buf[1 << 16];
+  ssize_t n;
+  while (rc == 0 && (n = read(in, buf, sizeof buf)) != 0) {
+    if (n < 0 || write(out, buf, (size_t)n) != n) rc = -1;
+  }
+  if (out >= 0 && close(out) != 0) rc = -1;
+  close(in);
+  if (rc == 0 && rename(tmp, dst) != 0) rc = -1;
+  if (rc) unlink(tmp);
+  free(tmp);
+  return rc;
+}
+
+static bool same_file(const char *a, const char *b) {
+  struct stat x, y;
+  return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* Link or copy src into out_raw under its name, or a numbered variant when the
+ * name is taken by another file. */
+static int bring(const char *src, const char *name, const char *out_raw) {
+  for (int i = 0; i < 1000; i++) {
+    char *dst = NULL;
+    if ((i ? asprintf(&dst, "%s/%d-%s", out_raw, i, name)
+           : asprintf(&dst, "%s/%s", out_raw, name)) < 0)
+      return -1;
+    if (same_file(src, dst)) {
+      free(dst);
+      return 0; /* already there (merging into one of the inputs) */
+    }
+    if (access(dst, F_OK) == 0) {
+      free(dst);
+      continue;
+    }
+    int rc = link(src, dst) == 0 ? 0 : copy_file(src, dst);
+    if (rc) fprintf(stderr, "mpprof: merge: cannot copy %s to %s: %s\n", src, dst, strerror(errno));
+    free(dst);
+    return rc;
+  }
+  fprintf(stderr, "mpprof: merge: too many files named %s\n", name);
+  return -1;
+}
+
+static int bring_dir(const char *dir, const char *out_raw) {
+  char *raw = NULL;
+  struct stat st;
+  if (asprintf(&raw, "%s/raw", dir) < 0) return -1;
+  if (stat(raw, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    free(raw);
+    raw = strdup(dir); /* DIR may be a raw/ directory itself */
+    if (!raw) return -1;
+  }
+  DIR *d = opendir(raw);
+  if (!d) {
+    fprintf(stderr, "mpprof: merge: %s: %s\n", dir, strerror(errno));
+    free(raw);
+    return -1;
+  }
+  int rc = 0, n = 0;
+  struct dirent *e;
+  while (rc == 0 && (e = readdir(d))) {
+    size_t len = strlen(e->d_name);
+    if (e->d_name[0] == '.' || len < 6 || strcmp(e->d_name + len - 5, ".json")) continue;
+    char *src = NULL;
+    if (asprintf(&src, "%s/%s", raw, e->d_name) < 0) {
+      rc = -1;
+      break;
+    }
+    rc = bring(src, e->d_name, out_raw);
+    free(src);
+    n++;
+  }
+  closedir(d);
+  if (rc == 0 && n == 0) fprintf(stderr, "mpprof: merge: %s: no raw files (*.json)\n", raw);
+  free(raw);
+  return rc;
+}
+
 int mpprof_cmd_merge(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fputs("mpprof: merge: not built yet\n", stderr);
-  return 2;
+  const char *out = NULL;
+  int ndirs = 0;
+  char **dirs = calloc((size_t)argc, sizeof *dirs);
+  if (!dirs) return 1;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      merge_usage(stdout);
+      free(dirs);
+      return 0;
+    }
+    if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+      out = argv[++i];
+    } else if (!strncmp(argv[i], "-o", 2) && argv[i][2]) {
+      out = argv[i] + 2;
+    } else if (argv[i][0] == '-') {
+      fprintf(stderr, "mpprof: merge: unknown option %s\n", argv[i]);
+      free(dirs);
+      return 2;
+    } else {
+      dirs[ndirs++] = argv[i];
+    }
+  }
+  if (!out || ndirs == 0) {
+    merge_usage(stderr);
+    free(dirs);
+    return 2;
+  }
+  char *out_raw = NULL;
+  int rc = asprintf(&out_raw, "%s/raw", out) < 0 ? -1 : 0;
+  if (rc == 0 && mkdir(out, 0755) != 0 && errno != EEXIST) rc = -1;
+  if (rc == 0 && mkdir(out_raw, 0755) != 0 && errno != EEXIST) rc = -1;
+  if (rc)
+    fprintf(stderr, "mpprof: merge: cannot create %s: %s\n", out_raw ? out_raw : out,
+            strerror(errno));
+  for (int i = 0; rc == 0 && i < ndirs; i++)
+    rc = bring_dir(dirs[i], out_raw);
+  free(out_raw);
+  free(dirs);
+  if (rc) return 1;
+  mpprof_report_options o = {.out_dir = out, .program = NULL, .summary = stdout};
+  return mpprof_report_generate(&o) ? 1 : 0;
 }

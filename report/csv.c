@@ -1,0 +1,107 @@
+/* OUT/layers.csv: one row per layer, the columns of the HTML table. RFC 4180:
+ * CRLF line ends, a field with a comma, quote, CR or LF is quoted, and quotes
+ * inside are doubled. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/report_internal.h"
+
+static void field(FILE *f, const char *s, bool last) {
+  if (strpbrk(s, ",\"\r\n")) {
+    fputc('"', f);
+    for (; *s; s++) {
+      if (*s == '"') fputc('"', f);
+      fputc(*s, f);
+    }
+    fputc('"', f);
+  } else {
+    fputs(s, f);
+  }
+  fputs(last ? "\r\n" : ",", f);
+}
+
+static const char *tri(int v) {
+  return v < 0 ? "" : v ? "yes" : "no";
+}
+
+static const char *const columns[] = {
+    "layer",
+    "phase",
+    "sites",
+    "calls",
+    "gpu_ns",
+    "dtypes",
+    "recommended",
+    "loss_scale_log2_lo",
+    "loss_scale_log2_hi",
+    "fp16_overflow_pct",
+    "fp16_underflow_pct",
+    "bf16_overflow_pct",
+    "bf16_underflow_pct",
+    "fp8_e4m3_fits",
+    "fp8_e5m2_fits",
+    "tc_eligible",
+    "tc_used",
+    "tc_source",
+};
+
+static int write_rows(const mpprof_model *m, FILE *f) {
+  size_t nc = sizeof columns / sizeof *columns;
+  for (size_t i = 0; i < nc; i++)
+    field(f, columns[i], i + 1 == nc);
+  for (size_t i = 0; i < m->n_layers; i++) {
+    const mpprof_layer *l = &m->layers[i];
+    const mpprof_layer_advice *a = &l->adv;
+    char *dt = mpprof_layer_dtypes(m, l);
+    if (!dt) return -1;
+    char num[12][32];
+    int nph = 0, ph = 0;
+    for (int p = 0; p < MPPROF_PHASE_COUNT; p++)
+      if (l->phase_mask & (1u << p)) nph++, ph = p;
+    snprintf(num[0], 32, "%zu", l->n_sites);
+    snprintf(num[1], 32, "%" PRIu64, l->calls);
+    if (l->has_gpu_ns)
+      snprintf(num[2], 32, "%" PRIu64, l->gpu_ns);
+    else
+      num[2][0] = 0;
+    if (a->has_window) {
+      snprintf(num[3], 32, "%d", a->window_lo);
+      snprintf(num[4], 32, "%d", a->window_hi);
+    } else {
+      num[3][0] = num[4][0] = 0;
+    }
+    snprintf(num[5], 32, "%.6g", l->fp16_overflow_pct);
+    snprintf(num[6], 32, "%.6g", l->fp16_underflow_pct);
+    snprintf(num[7], 32, "%.6g", l->bf16_overflow_pct);
+    snprintf(num[8], 32, "%.6g", l->bf16_underflow_pct);
+    field(f, l->name, false);
+    field(f, mpprof_phase_name(nph == 1 ? (mpprof_phase)ph : MPPROF_PHASE_MIXED), false);
+    field(f, num[0], false);
+    field(f, num[1], false);
+    field(f, num[2], false);
+    field(f, dt, false);
+    field(f, a->known ? mp_recommendation_name(a->rec) : "", false);
+    for (int k = 3; k <= 8; k++)
+      field(f, num[k], false);
+    field(f, tri(a->fp8_e4m3_fits), false);
+    field(f, tri(a->fp8_e5m2_fits), false);
+    field(f, tri(l->tc_eligible), false);
+    field(f, tri(l->tc_used), false);
+    field(f, mp_tc_source_name(l->tc_source), true);
+    free(dt);
+  }
+  return 0;
+}
+
+int mpprof_write_layers_csv(const mpprof_model *m, const char *path) {
+  mpprof_afile a;
+  if (mpprof_afile_open(&a, path)) return -1;
+  if (write_rows(m, a.f)) {
+    mpprof_afile_close(&a, false);
+    errno = ENOMEM;
+    return -1;
+  }
+  return mpprof_afile_close(&a, true);
+}

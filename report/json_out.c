@@ -1,0 +1,423 @@
+/* OUT/report.json (schema mpprof.report/1, every key in docs/report-schema.md).
+ *
+ * Written piece by piece: the small top-level parts are cJSON objects, and
+ * each layer and each site is built, printed on its own line and released, so
+ * that 100k sites never sit in one cJSON tree. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/schema_keys.h"
+#include "report/report_internal.h"
+#include "report/tensorio/stats_json.h"
+
+static cJSON *tri_bool(int v) {
+  return v < 0 ? cJSON_CreateNull() : cJSON_CreateBool(v);
+}
+
+static cJSON *u64_or_null(bool has, uint64_t v) {
+  return has ? mpprof_json_u64(v) : cJSON_CreateNull();
+}
+
+static cJSON *str_or_null(const char *s) {
+  return s ? cJSON_CreateString(s) : cJSON_CreateNull();
+}
+
+/* Writes `"key": <v>` and releases v. Returns -1 when v is NULL (ENOMEM). */
+static int put(FILE *f, const char *key, cJSON *v, bool formatted, bool comma) {
+  if (!v) return -1;
+  char *s = formatted ? cJSON_Print(v) : cJSON_PrintUnformatted(v);
+  cJSON_Delete(v);
+  if (!s) return -1;
+  fprintf(f, "%s\"%s\": %s", comma ? ",\n" : "", key, s);
+  free(s);
+  return 0;
+}
+
+static cJSON *counts_obj(const mpprof_count *c, size_t n) {
+  cJSON *o = cJSON_CreateObject();
+  for (size_t i = 0; o && i < n; i++)
+    cJSON_AddItemToObject(o, c[i].name, mpprof_json_u64(c[i].n));
+  return o;
+}
+
+static cJSON *process_json(const mpprof_process *p) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddStringToObject(o, "file", p->file);
+  cJSON_AddStringToObject(o, "host", p->host);
+  cJSON_AddItemToObject(o, "pid", mpprof_json_u64((uint64_t)p->pid));
+  cJSON_AddItemToObject(o, "ppid", mpprof_json_u64((uint64_t)p->ppid));
+  cJSON_AddItemToObject(o, "rank",
+                        p->has_rank ? cJSON_CreateNumber((double)p->rank) : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, "argv", p->argv ? cJSON_Duplicate(p->argv, true) : cJSON_CreateArray());
+  cJSON_AddBoolToObject(o, "final", p->final);
+  cJSON_AddBoolToObject(o, "incomplete", p->incomplete);
+  cJSON_AddItemToObject(o, "incomplete_reasons", cJSON_Duplicate(p->incomplete_reasons, true));
+  cJSON_AddItemToObject(o, "start_ns", cJSON_CreateNumber((double)p->start_ns));
+  cJSON_AddItemToObject(o, "end_ns", cJSON_CreateNumber((double)p->end_ns));
+  cJSON_AddStringToObject(o, "scan", p->scan);
+  cJSON_AddItemToObject(o, "sample", cJSON_CreateNumber((double)p->sample));
+  if (p->device_name) {
+    cJSON *d = cJSON_AddObjectToObject(o, "device");
+    cJSON_AddStringToObject(d, "name", p->device_name);
+    char cc[32];
+    snprintf(cc, sizeof cc, "%d.%d", p->cc_major, p->cc_minor);
+    cJSON_AddStringToObject(d, "cc", cc);
+  } else {
+    cJSON_AddNullToObject(o, "device");
+  }
+  cJSON *c = cJSON_AddObjectToObject(o, "cupti");
+  cJSON_AddStringToObject(c, "status", p->cupti_status);
+  cJSON_AddItemToObject(c, "dropped_records", cJSON_CreateNumber((double)p->cupti_dropped));
+  cJSON_AddItemToObject(o, "sites", mpprof_json_u64(p->n_sites));
+  cJSON_AddItemToObject(o, "events", mpprof_json_u64(p->n_events));
+  cJSON_AddItemToObject(o, "calls", mpprof_json_u64(p->calls));
+  return o;
+}
+
+static cJSON *kernel_json(const mpprof_kernel *k) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddStringToObject(o, "name", k->name);
+  char dm[512];
+  mp_kernel_demangle(k->name, dm, sizeof dm);
+  if (strcmp(dm, k->name)) cJSON_AddStringToObject(o, "demangled", dm);
+  cJSON_AddItemToObject(o, "count", mpprof_json_u64(k->count));
+  cJSON_AddItemToObject(o, "gpu_ns", mpprof_json_u64(k->gpu_ns));
+  cJSON_AddItemToObject(o, "tc",
+                        tri_bool(k->cls.tc == MP_TC_UNKNOWN ? -1 : k->cls.tc == MP_TC_YES));
+  cJSON_AddStringToObject(o, "tc_source", mp_tc_source_name(k->cls.source));
+  cJSON_AddItemToObject(o, "rule", str_or_null(k->cls.rule));
+  cJSON_AddItemToObject(o, "instr", str_or_null(k->cls.instr));
+  return o;
+}
+
+static cJSON *site_json(const mpprof_site *s, mp_stats *scratch) {
+  cJSON *o = cJSON_CreateObject(), *id = cJSON_Parse(s->key);
+  if (!o || !id) {
+    cJSON_Delete(o);
+    cJSON_Delete(id);
+    return NULL;
+  }
+  cJSON_AddItemToObject(o, "id", mpprof_json_u64(s->id));
+  while (id->child) {
+    cJSON *c = cJSON_DetachItemViaPointer(id, id->child);
+    cJSON_AddItemToObject(o, c->string, c);
+  }
+  cJSON_Delete(id);
+  cJSON_AddStringToObject(o, "layer_name", s->layer_name);
+  cJSON_AddStringToObject(o, "phase", mpprof_phase_name(s->phase));
+  cJSON_AddItemToObject(o, "calls", mpprof_json_u64(s->calls));
+  cJSON_AddItemToObject(o, "scanned_calls", mpprof_json_u64(s->scanned_calls));
+  cJSON_AddItemToObject(o, "not_scanned", counts_obj(s->not_scanned, s->n_not_scanned));
+  cJSON *t = cJSON_AddObjectToObject(o, "tensors");
+  for (size_t i = 0; t && i < s->n_tensors; i++)
+    cJSON_AddItemToObject(t, s->tensors[i].role,
+                          mpprof_cstats_to_json(&s->tensors[i].st, NULL, scratch));
+  cJSON_AddItemToObject(o, "gpu_ns", u64_or_null(s->has_gpu_ns, s->gpu_ns));
+  cJSON *ks = cJSON_AddArrayToObject(o, "kernels");
+  for (size_t i = 0; ks && i < s->n_kernels; i++)
+    cJSON_AddItemToArray(ks, kernel_json(&s->kernels[i]));
+  cJSON_AddItemToObject(o, "ptr_align",
+                        s->ptr_align ? cJSON_CreateNumber(s->ptr_align) : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, "ranks", counts_obj(s->ranks, s->n_ranks));
+  cJSON_AddItemToObject(o, "tc_eligible", tri_bool(s->elig_known ? s->elig.eligible : -1));
+  cJSON_AddItemToObject(o, "tc_efficient", tri_bool(s->elig_known ? s->elig.efficient : -1));
+  cJSON_AddStringToObject(o, "tc_reason", s->elig.reason);
+  cJSON_AddItemToObject(o, "tc_used", tri_bool(s->tc_used));
+  cJSON_AddStringToObject(o, "tc_source", mp_tc_source_name(s->tc_source));
+  return o;
+}
+
+static cJSON *window_json(bool has, int lo, int hi) {
+  if (!has) return cJSON_CreateNull();
+  cJSON *a = cJSON_CreateArray();
+  cJSON_AddItemToArray(a, cJSON_CreateNumber(lo));
+  cJSON_AddItemToArray(a, cJSON_CreateNumber(hi));
+  return a;
+}
+
+static cJSON *fp8_json(const mpprof_layer *l, int fits, mpprof_tclass cls, bool e5m2) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddItemToObject(o, "fits", tri_bool(fits));
+  cJSON *ts = cJSON_AddObjectToObject(o, "tensors");
+  for (size_t i = 0; ts && i < l->n_tensors; i++) {
+    const mpprof_layer_tensor *t = &l->tensors[i];
+    if (t->cls != cls || !t->has_values) continue;
+    const mp_fp8_advice *f = e5m2 ? &t->adv.fp8_e5m2 : &t->adv.fp8_e4m3;
+    cJSON *e = cJSON_AddObjectToObject(ts, t->name);
+    cJSON_AddBoolToObject(e, "fits", f->fits);
+    cJSON_AddNumberToObject(e, "scale_log2", f->scale_log2);
+    cJSON_AddItemToObject(e, "underflow_fraction", mpprof_json_double(f->underflow_fraction));
+    cJSON_AddBoolToObject(e, "estimate", f->estimate);
+  }
+  return o;
+}
+
+static void add_distinct(cJSON *arr, const char *s) {
+  if (!s) return;
+  const cJSON *c;
+  cJSON_ArrayForEach(c, arr) if (!strcmp(c->valuestring, s)) return;
+  cJSON_AddItemToArray(arr, cJSON_CreateString(s));
+}
+
+static cJSON *layer_json(const mpprof_model *m, const mpprof_layer *l, mp_stats *scratch) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddStringToObject(o, "name", l->name);
+  int nph = 0, last = 0;
+  cJSON *phases = cJSON_CreateArray();
+  for (int p = 0; p < MPPROF_PHASE_COUNT; p++)
+    if (l->phase_mask & (1u << p)) {
+      nph++, last = p;
+      cJSON_AddItemToArray(phases, cJSON_CreateString(mpprof_phase_name((mpprof_phase)p)));
+    }
+  cJSON_AddStringToObject(o, "phase",
+                          mpprof_phase_name(nph == 1 ? (mpprof_phase)last : MPPROF_PHASE_MIXED));
+  cJSON_AddItemToObject(o, "phases", phases);
+  cJSON *ids = cJSON_AddArrayToObject(o, "sites");
+  cJSON *dt = cJSON_CreateObject(), *ct = cJSON_CreateArray(), *mm = cJSON_CreateArray(),
+        *apis = cJSON_CreateArray();
+  for (size_t i = 0; i < l->n_sites; i++) {
+    const mpprof_site *s = &m->sites[l->first_site + i];
+    cJSON_AddItemToArray(ids, mpprof_json_u64(s->id));
+    for (int t = 0; t < s->n_types; t++) {
+      cJSON *arr = cJSON_GetObjectItemCaseSensitive(dt, s->types[t].role);
+      if (!arr) arr = cJSON_AddArrayToObject(dt, s->types[t].role);
+      add_distinct(arr, mp_dtype_name(s->types[t].dtype));
+    }
+    add_distinct(ct, s->compute_type);
+    add_distinct(mm, s->math_mode);
+    add_distinct(apis, s->api);
+  }
+  cJSON_AddItemToObject(o, "calls", mpprof_json_u64(l->calls));
+  cJSON_AddItemToObject(o, "gpu_ns", u64_or_null(l->has_gpu_ns, l->gpu_ns));
+  cJSON_AddItemToObject(o, "elements", mpprof_json_u64(l->elements));
+  cJSON_AddItemToObject(o, "apis", apis);
+  cJSON_AddItemToObject(o, "dtypes", dt);
+  cJSON_AddItemToObject(o, "compute_types", ct);
+  cJSON_AddItemToObject(o, "math_modes", mm);
+  cJSON *ts = cJSON_AddObjectToObject(o, "tensors");
+  for (size_t i = 0; ts && i < l->n_tensors; i++) {
+    const mpprof_layer_tensor *t = &l->tensors[i];
+    cJSON *js = mpprof_cstats_to_json(&t->st, &t->adv, scratch);
+    if (js) cJSON_AddStringToObject(js, "class", mpprof_tclass_name(t->cls));
+    cJSON_AddItemToObject(ts, t->name, js);
+  }
+  cJSON *pct = cJSON_AddObjectToObject(o, "percent");
+  cJSON_AddItemToObject(pct, "fp16_overflow", mpprof_json_double(l->fp16_overflow_pct));
+  cJSON_AddItemToObject(pct, "fp16_underflow", mpprof_json_double(l->fp16_underflow_pct));
+  cJSON_AddItemToObject(pct, "bf16_overflow", mpprof_json_double(l->bf16_overflow_pct));
+  cJSON_AddItemToObject(pct, "bf16_underflow", mpprof_json_double(l->bf16_underflow_pct));
+  cJSON_AddItemToObject(pct, "fp8_e4m3_underflow", mpprof_json_double(l->e4m3_underflow_pct));
+  cJSON_AddItemToObject(pct, "fp8_e5m2_underflow", mpprof_json_double(l->e5m2_underflow_pct));
+  const mpprof_layer_advice *a = &l->adv;
+  cJSON *adv = cJSON_AddObjectToObject(o, "advice");
+  cJSON_AddItemToObject(adv, "recommended",
+                        a->known ? cJSON_CreateString(mp_recommendation_name(a->rec))
+                                 : cJSON_CreateNull());
+  cJSON_AddBoolToObject(adv, "has_gradients", a->has_gradients);
+  cJSON_AddItemToObject(adv, "loss_scale_log2",
+                        window_json(a->has_window, a->window_lo, a->window_hi));
+  cJSON_AddBoolToObject(adv, "loss_scale_estimate", a->window_estimate);
+  cJSON_AddItemToObject(adv, "fp8_e4m3", fp8_json(l, a->fp8_e4m3_fits, MPPROF_TC_FORWARD, false));
+  cJSON_AddItemToObject(adv, "fp8_e5m2", fp8_json(l, a->fp8_e5m2_fits, MPPROF_TC_GRADIENT, true));
+  cJSON_AddItemToObject(adv, "reasons",
+                        a->reasons ? cJSON_Duplicate(a->reasons, true) : cJSON_CreateArray());
+  cJSON_AddItemToObject(o, "tc_eligible", tri_bool(l->tc_eligible));
+  cJSON_AddItemToObject(o, "tc_used", tri_bool(l->tc_used));
+  cJSON_AddStringToObject(o, "tc_source", mp_tc_source_name(l->tc_source));
+  cJSON_AddItemToObject(o, "kernel_ns", mpprof_json_u64(l->kernel_ns));
+  cJSON_AddItemToObject(o, "tc_ns", mpprof_json_u64(l->tc_ns));
+  return o;
+}
+
+static cJSON *summary_json(const mpprof_model *m) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddItemToObject(o, "processes", mpprof_json_u64(m->n_procs));
+  cJSON_AddItemToObject(o, "skipped_files", mpprof_json_u64(m->n_skipped));
+  cJSON_AddItemToObject(o, "sites", mpprof_json_u64(m->n_sites));
+  cJSON_AddItemToObject(o, "layers", mpprof_json_u64(m->n_layers));
+  cJSON_AddItemToObject(o, "calls", mpprof_json_u64(m->total_calls));
+  cJSON_AddItemToObject(o, "events", mpprof_json_u64(m->n_events));
+  cJSON_AddItemToObject(o, "gpu_ns", u64_or_null(m->has_gpu_ns, m->total_gpu_ns));
+  cJSON_AddBoolToObject(o, "no_cuda_ops", m->total_calls == 0);
+  char *msg;
+  if (m->n_procs == 0)
+    msg = strdup("no raw profile files were read: nothing was profiled");
+  else if (m->total_calls == 0)
+    msg = strdup("no CUDA matrix ops (cuBLAS, cuBLASLt, cuDNN) were called by the profiled "
+                 "program");
+  else
+    msg = mpprof_asprintf("%" PRIu64 " calls in %zu sites, %zu layers, %zu processes",
+                          m->total_calls, m->n_sites, m->n_layers, m->n_procs);
+  cJSON_AddItemToObject(o, "message", cJSON_CreateString(msg ? msg : ""));
+  free(msg);
+  size_t recs[MP_REC_COUNT] = {0}, unknown = 0;
+  for (size_t i = 0; i < m->n_layers; i++) {
+    if (m->layers[i].adv.known)
+      recs[m->layers[i].adv.rec]++;
+    else
+      unknown++;
+  }
+  cJSON *r = cJSON_AddObjectToObject(o, "layers_by_recommendation");
+  for (int i = 0; i < MP_REC_COUNT; i++)
+    if (recs[i])
+      cJSON_AddItemToObject(r, mp_recommendation_name((mp_recommendation)i),
+                            mpprof_json_u64(recs[i]));
+  if (unknown) cJSON_AddItemToObject(r, "unknown", mpprof_json_u64(unknown));
+  return o;
+}
+
+static cJSON *loss_scale_json(const mpprof_loss_scale *g) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddBoolToObject(o, "applicable", g->applicable);
+  cJSON_AddItemToObject(o, "recommended_log2",
+                        g->has_window ? cJSON_CreateNumber(g->recommended_log2)
+                                      : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, "window_log2", window_json(g->has_window, g->window_lo, g->window_hi));
+  cJSON_AddBoolToObject(o, "needed", g->needed);
+  cJSON_AddItemToObject(o, "limited_by",
+                        g->limited_by ? cJSON_Duplicate(g->limited_by, true) : cJSON_CreateArray());
+  return o;
+}
+
+cJSON *mpprof_tc_summary_json(const mpprof_model *m) {
+  const mpprof_tc_summary *t = &m->tc;
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddBoolToObject(o, "kernel_data", t->kernel_data);
+  cJSON_AddItemToObject(o, "gemm_conv_gpu_ns", mpprof_json_u64(t->gemm_conv_kernel_ns));
+  cJSON_AddItemToObject(o, "tensor_core_gpu_ns", mpprof_json_u64(t->tc_ns));
+  cJSON_AddItemToObject(o, "unknown_gpu_ns", mpprof_json_u64(t->unknown_ns));
+  cJSON_AddItemToObject(o, "tensor_core_share",
+                        t->gemm_conv_kernel_ns
+                            ? mpprof_json_double((double)t->tc_ns / (double)t->gemm_conv_kernel_ns)
+                            : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, "sites_eligible", mpprof_json_u64(t->sites_eligible));
+  cJSON_AddItemToObject(o, "sites_on_tensor_cores", mpprof_json_u64(t->sites_on_tc));
+  cJSON *nu = cJSON_AddArrayToObject(o, "eligible_not_used");
+  for (size_t i = 0; nu && i < m->n_sites; i++) {
+    const mpprof_site *s = &m->sites[i];
+    if (!(s->elig.eligible && s->tc_used == 0)) continue;
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddItemToObject(e, "site", mpprof_json_u64(s->id));
+    cJSON_AddStringToObject(e, "layer", s->layer_name);
+    cJSON_AddStringToObject(e, "api", s->api);
+    cJSON_AddItemToObject(e, "gpu_ns", mpprof_json_u64(s->kernel_ns));
+    char *why = mpprof_asprintf(
+        "%s%s%s", s->elig.efficient ? "" : s->elig.reason, s->elig.efficient ? "" : "; ",
+        s->n_kernels ? "its kernels are not Tensor Core kernels" : "no kernels");
+    cJSON_AddStringToObject(e, "reason", why ? why : "");
+    free(why);
+    cJSON *kn = cJSON_AddArrayToObject(e, "kernels");
+    for (size_t k = 0; k < s->n_kernels; k++)
+      cJSON_AddItemToArray(kn, cJSON_CreateString(s->kernels[k].name));
+    cJSON_AddItemToArray(nu, e);
+  }
+  cJSON_AddItemToObject(
+      o, "notes", t->cupti_notes ? cJSON_Duplicate(t->cupti_notes, true) : cJSON_CreateArray());
+  return o;
+}
+
+static cJSON *finding_json(const mpprof_finding *f) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddStringToObject(o, "kind", f->kind);
+  cJSON_AddStringToObject(o, "severity", f->severity);
+  cJSON_AddItemToObject(o, "layer", str_or_null(f->layer));
+  cJSON_AddStringToObject(o, "message", f->message);
+  cJSON_AddStringToObject(o, "action", f->action);
+  cJSON_AddItemToObject(o, "evidence",
+                        f->evidence ? cJSON_Duplicate(f->evidence, true) : cJSON_CreateObject());
+  cJSON *imp = cJSON_AddObjectToObject(o, "impact");
+  cJSON_AddItemToObject(imp, "gpu_ns", mpprof_json_u64(f->impact_gpu_ns));
+  cJSON_AddItemToObject(imp, "elements", mpprof_json_u64(f->impact_elements));
+  return o;
+}
+
+static cJSON *program_argv(const mpprof_model *m) {
+  for (size_t i = 0; i < m->n_procs; i++)
+    if (m->procs[i].argv) return cJSON_Duplicate(m->procs[i].argv, true);
+  return cJSON_CreateArray();
+}
+
+static int write_all(const mpprof_model *m, FILE *f, mp_stats *scratch) {
+  fputs("{\n", f);
+  if (put(f, "schema", cJSON_CreateString(MP_SCHEMA_REPORT), false, false) ||
+      put(f, "program", cJSON_CreateString(m->program ? m->program : ""), false, true) ||
+      put(f, "argv", program_argv(m), false, true) ||
+      put(f, "summary", summary_json(m), true, true))
+    return -1;
+  cJSON *inc = cJSON_CreateBool(m->incomplete);
+  if (put(f, "incomplete", inc, false, true)) return -1;
+  cJSON *procs = cJSON_CreateArray();
+  for (size_t i = 0; procs && i < m->n_procs; i++)
+    cJSON_AddItemToArray(procs, process_json(&m->procs[i]));
+  cJSON *sk = cJSON_CreateArray();
+  for (size_t i = 0; sk && i < m->n_skipped; i++) {
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "file", m->skipped[i].file);
+    cJSON_AddStringToObject(e, "reason", m->skipped[i].reason);
+    cJSON_AddItemToArray(sk, e);
+  }
+  cJSON *cfg = cJSON_CreateObject();
+  if (cfg) {
+    cJSON *ph = cJSON_AddObjectToObject(cfg, "phase_markers");
+    for (int p = MPPROF_PHASE_FORWARD; p <= MPPROF_PHASE_OPTIMIZER; p++)
+      cJSON_AddStringToObject(ph, mpprof_phase_name((mpprof_phase)p), m->phases.words[p]);
+    cJSON_AddItemToObject(cfg, "underflow_max", mpprof_json_double(m->params.underflow_max));
+    cJSON_AddItemToObject(cfg, "fp8_underflow_max",
+                          mpprof_json_double(m->params.fp8_underflow_max));
+    cJSON_AddNumberToObject(cfg, "scale_log2_min", m->params.scale_log2_min);
+    cJSON_AddNumberToObject(cfg, "scale_log2_max", m->params.scale_log2_max);
+  }
+  cJSON *fs = cJSON_CreateArray();
+  for (size_t i = 0; fs && i < m->n_findings; i++)
+    cJSON_AddItemToArray(fs, finding_json(&m->findings[i]));
+  if (put(f, "processes", procs, true, true) || put(f, "skipped_files", sk, true, true) ||
+      put(f, "settings", cfg, true, true) ||
+      put(f, "loss_scale", loss_scale_json(&m->loss_scale), true, true) ||
+      put(f, "tensor_cores", mpprof_tc_summary_json(m), true, true) ||
+      put(f, "findings", fs, true, true))
+    return -1;
+  fputs(",\n\"layers\": [", f);
+  for (size_t i = 0; i < m->n_layers; i++) {
+    cJSON *l = layer_json(m, &m->layers[i], scratch);
+    char *s = l ? cJSON_PrintUnformatted(l) : NULL;
+    cJSON_Delete(l);
+    if (!s) return -1;
+    fprintf(f, "%s\n%s", i ? "," : "", s);
+    free(s);
+  }
+  fputs("],\n\"sites\": [", f);
+  for (size_t i = 0; i < m->n_sites; i++) {
+    cJSON *o = site_json(&m->sites[i], scratch);
+    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (!s) return -1;
+    fprintf(f, "%s\n%s", i ? "," : "", s);
+    free(s);
+  }
+  fputs("]\n}\n", f);
+  return 0;
+}
+
+int mpprof_write_report_json(const mpprof_model *m, const char *path) {
+  mpprof_afile a;
+  if (mpprof_afile_open(&a, path)) return -1;
+  mp_stats *scratch = malloc(sizeof *scratch);
+  int rc = scratch ? write_all(m, a.f, scratch) : -1;
+  free(scratch);
+  if (rc) {
+    mpprof_afile_close(&a, false);
+    errno = ENOMEM;
+    return -1;
+  }
+  return mpprof_afile_close(&a, true);
+}

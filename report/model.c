@@ -1,0 +1,320 @@
+/* The merged model: sites with the same identity (every field that is not a
+ * per-call total) combine across processes and ranks; after all files are
+ * read, sites are sorted by layer so that each layer is a contiguous range,
+ * and events are renumbered to the final site ids. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/report_internal.h"
+
+void mpprof_model_init(mpprof_model *m) {
+  memset(m, 0, sizeof *m);
+  mpprof_phase_rules_default(&m->phases);
+  mp_advice_params_default(&m->params);
+}
+
+void mpprof_site_free(mpprof_site *s) {
+  if (!s) return;
+  free(s->key);
+  free(s->layer);
+  free(s->layer_name);
+  free(s->api);
+  free(s->op);
+  free(s->compute_type);
+  free(s->math_mode);
+  free(s->scale_type);
+  free(s->epilogue);
+  for (size_t i = 0; i < s->n_not_scanned; i++)
+    free(s->not_scanned[i].name);
+  free(s->not_scanned);
+  for (size_t i = 0; i < s->n_ranks; i++)
+    free(s->ranks[i].name);
+  free(s->ranks);
+  for (size_t i = 0; i < s->n_tensors; i++) {
+    free(s->tensors[i].role);
+    mpprof_cstats_free(&s->tensors[i].st);
+  }
+  free(s->tensors);
+  for (size_t i = 0; i < s->n_kernels; i++)
+    free(s->kernels[i].name);
+  free(s->kernels);
+  memset(s, 0, sizeof *s);
+}
+
+static void process_free(mpprof_process *p) {
+  free(p->file);
+  free(p->host);
+  cJSON_Delete(p->incomplete_reasons);
+  cJSON_Delete(p->argv);
+  free(p->scan);
+  free(p->device_name);
+  free(p->cupti_status);
+}
+
+static void layer_free(mpprof_layer *l) {
+  free(l->name);
+  for (size_t i = 0; i < l->n_tensors; i++) {
+    free(l->tensors[i].name);
+    mpprof_cstats_free(&l->tensors[i].st);
+  }
+  free(l->tensors);
+  cJSON_Delete(l->adv.reasons);
+}
+
+void mpprof_model_free(mpprof_model *m) {
+  for (size_t i = 0; i < m->n_procs; i++)
+    process_free(&m->procs[i]);
+  free(m->procs);
+  for (size_t i = 0; i < m->n_skipped; i++) {
+    free(m->skipped[i].file);
+    free(m->skipped[i].reason);
+  }
+  free(m->skipped);
+  for (size_t i = 0; i < m->n_sites; i++)
+    mpprof_site_free(&m->sites[i]);
+  free(m->sites);
+  free(m->events);
+  for (size_t i = 0; i < m->n_layers; i++)
+    layer_free(&m->layers[i]);
+  free(m->layers);
+  for (size_t i = 0; i < m->n_findings; i++) {
+    mpprof_finding *f = &m->findings[i];
+    free(f->kind);
+    free(f->severity);
+    free(f->layer);
+    free(f->message);
+    free(f->action);
+    cJSON_Delete(f->evidence);
+  }
+  free(m->findings);
+  cJSON_Delete(m->loss_scale.limited_by);
+  cJSON_Delete(m->tc.cupti_notes);
+  free(m->program);
+  free(m->hash);
+  mpprof_phase_rules_free(&m->phases);
+  memset(m, 0, sizeof *m);
+}
+
+int mpprof_model_add_skipped(mpprof_model *m, const char *file, const char *reason) {
+  if (mpprof_grow((void **)&m->skipped, &m->cap_skipped, m->n_skipped + 1, sizeof *m->skipped))
+    return -1;
+  mpprof_skipped *s = &m->skipped[m->n_skipped];
+  s->file = strdup(file);
+  s->reason = strdup(reason);
+  if (!s->file || !s->reason) {
+    free(s->file);
+    free(s->reason);
+    return -1;
+  }
+  m->n_skipped++;
+  return 0;
+}
+
+/* ---- key hash ---- */
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static int hash_rebuild(mpprof_model *m, size_t cap) {
+  size_t *h = calloc(cap, sizeof *h);
+  if (!h) return -1;
+  for (size_t i = 0; i < m->n_sites; i++) {
+    size_t j = hash_str(m->sites[i].key) & (cap - 1);
+    while (h[j])
+      j = (j + 1) & (cap - 1);
+    h[j] = i + 1;
+  }
+  free(m->hash);
+  m->hash = h;
+  m->hash_cap = cap;
+  return 0;
+}
+
+/* Slot of key: either holding it or empty. */
+static size_t hash_slot(const mpprof_model *m, const char *key) {
+  size_t j = hash_str(key) & (m->hash_cap - 1);
+  while (m->hash[j] && strcmp(m->sites[m->hash[j] - 1].key, key))
+    j = (j + 1) & (m->hash_cap - 1);
+  return j;
+}
+
+/* ---- merging ---- */
+
+static int merge_counts(mpprof_count **arr, size_t *n, const mpprof_count *src, size_t nsrc) {
+  for (size_t i = 0; i < nsrc; i++) {
+    size_t j = 0;
+    while (j < *n && strcmp((*arr)[j].name, src[i].name))
+      j++;
+    if (j == *n) {
+      mpprof_count *na = realloc(*arr, (*n + 1) * sizeof *na);
+      if (!na) return -1;
+      *arr = na;
+      na[j].name = strdup(src[i].name);
+      if (!na[j].name) return -1;
+      na[j].n = 0;
+      (*n)++;
+    }
+    (*arr)[j].n += src[i].n;
+  }
+  return 0;
+}
+
+static int merge_into(mpprof_site *d, mpprof_site *s, mp_stats scratch[2]) {
+  d->calls += s->calls;
+  d->scanned_calls += s->scanned_calls;
+  if (merge_counts(&d->not_scanned, &d->n_not_scanned, s->not_scanned, s->n_not_scanned) ||
+      merge_counts(&d->ranks, &d->n_ranks, s->ranks, s->n_ranks))
+    return -1;
+  for (size_t i = 0; i < s->n_tensors; i++) {
+    size_t j = 0;
+    while (j < d->n_tensors && strcmp(d->tensors[j].role, s->tensors[i].role))
+      j++;
+    if (j == d->n_tensors) {
+      mpprof_role_stats *nt = realloc(d->tensors, (d->n_tensors + 1) * sizeof *nt);
+      if (!nt) return -1;
+      d->tensors = nt;
+      nt[j] = s->tensors[i]; /* take over */
+      memset(&s->tensors[i], 0, sizeof s->tensors[i]);
+      d->n_tensors++;
+    } else if (mpprof_cstats_merge(&d->tensors[j].st, &s->tensors[i].st, scratch)) {
+      return -1;
+    }
+  }
+  if (s->has_gpu_ns) {
+    d->gpu_ns += s->gpu_ns;
+    d->has_gpu_ns = true;
+  }
+  for (size_t i = 0; i < s->n_kernels; i++) {
+    size_t j = 0;
+    while (j < d->n_kernels && strcmp(d->kernels[j].name, s->kernels[i].name))
+      j++;
+    if (j == d->n_kernels) {
+      mpprof_kernel *nk = realloc(d->kernels, (d->n_kernels + 1) * sizeof *nk);
+      if (!nk) return -1;
+      d->kernels = nk;
+      nk[j] = s->kernels[i];
+      s->kernels[i].name = NULL;
+      d->n_kernels++;
+    } else {
+      mpprof_kernel *k = &d->kernels[j];
+      k->count += s->kernels[i].count;
+      k->gpu_ns += s->kernels[i].gpu_ns;
+      if (s->kernels[i].counters_tc > k->counters_tc) k->counters_tc = s->kernels[i].counters_tc;
+    }
+  }
+  if (s->ptr_align && (!d->ptr_align || s->ptr_align < d->ptr_align)) d->ptr_align = s->ptr_align;
+  /* Mixed architectures: eligibility follows the oldest one. */
+  if (s->cc_major &&
+      (!d->cc_major || s->cc_major * 10 + s->cc_minor < d->cc_major * 10 + d->cc_minor)) {
+    d->cc_major = s->cc_major;
+    d->cc_minor = s->cc_minor;
+  }
+  return 0;
+}
+
+int mpprof_model_add_site(mpprof_model *m, mpprof_site *s, mp_stats scratch[2], size_t *ret_idx) {
+  if (m->n_sites + 1 > m->hash_cap / 2 && hash_rebuild(m, m->hash_cap ? m->hash_cap * 2 : 1024))
+    return -1;
+  size_t slot = hash_slot(m, s->key);
+  if (m->hash[slot]) {
+    size_t idx = m->hash[slot] - 1;
+    int rc = merge_into(&m->sites[idx], s, scratch);
+    mpprof_site_free(s);
+    *ret_idx = idx;
+    return rc;
+  }
+  if (mpprof_grow((void **)&m->sites, &m->cap_sites, m->n_sites + 1, sizeof *m->sites)) return -1;
+  m->sites[m->n_sites] = *s;
+  memset(s, 0, sizeof *s);
+  m->hash[slot] = m->n_sites + 1;
+  *ret_idx = m->n_sites++;
+  return 0;
+}
+
+/* ---- finishing: sort by layer, build layers ---- */
+
+static int site_cmp(const void *a, const void *b) {
+  const mpprof_site *x = a, *y = b;
+  int c = strcmp(x->layer_name, y->layer_name);
+  return c ? c : strcmp(x->key, y->key);
+}
+
+typedef struct {
+  mpprof_site s;
+  size_t old;
+} site_perm;
+
+static int perm_cmp(const void *a, const void *b) {
+  return site_cmp(&((const site_perm *)a)->s, &((const site_perm *)b)->s);
+}
+
+int mpprof_model_finish(mpprof_model *m) {
+  for (size_t i = 0; i < m->n_sites; i++) {
+    mpprof_site *s = &m->sites[i];
+    s->phase = mpprof_phase_of(&m->phases, s->layer, &s->layer_name);
+    if (!s->layer_name) return -1;
+    s->elements = 0;
+    for (size_t t = 0; t < s->n_tensors; t++)
+      s->elements += s->tensors[t].st.count;
+  }
+  /* Sort with the old index carried along, to renumber events. */
+  site_perm *p = malloc((m->n_sites ? m->n_sites : 1) * sizeof *p);
+  size_t *newid = malloc((m->n_sites ? m->n_sites : 1) * sizeof *newid);
+  if (!p || !newid) {
+    free(p);
+    free(newid);
+    return -1;
+  }
+  for (size_t i = 0; i < m->n_sites; i++)
+    p[i] = (site_perm){m->sites[i], i};
+  qsort(p, m->n_sites, sizeof *p, perm_cmp);
+  for (size_t i = 0; i < m->n_sites; i++) {
+    m->sites[i] = p[i].s;
+    m->sites[i].id = i;
+    newid[p[i].old] = i;
+  }
+  free(p);
+  for (size_t i = 0; i < m->n_events; i++)
+    m->events[i].site = (uint32_t)newid[m->events[i].site];
+  free(newid);
+  free(m->hash); /* keys are no longer looked up */
+  m->hash = NULL;
+  m->hash_cap = 0;
+
+  /* Layers: runs of equal layer_name. */
+  size_t nl = 0;
+  for (size_t i = 0; i < m->n_sites; i++)
+    if (i == 0 || strcmp(m->sites[i].layer_name, m->sites[i - 1].layer_name)) nl++;
+  m->layers = calloc(nl ? nl : 1, sizeof *m->layers);
+  if (!m->layers) return -1;
+  m->n_layers = 0;
+  for (size_t i = 0; i < m->n_sites; i++) {
+    mpprof_site *s = &m->sites[i];
+    if (i == 0 || strcmp(s->layer_name, m->sites[i - 1].layer_name)) {
+      mpprof_layer *l = &m->layers[m->n_layers++];
+      l->name = strdup(s->layer_name);
+      if (!l->name) return -1;
+      l->first_site = i;
+      l->tc_eligible = l->tc_used = -1;
+    }
+    mpprof_layer *l = &m->layers[m->n_layers - 1];
+    s->layer_idx = m->n_layers - 1;
+    l->n_sites++;
+    l->phase_mask |= 1u << s->phase;
+    l->calls += s->calls;
+    l->elements += s->elements;
+    if (s->has_gpu_ns) {
+      l->gpu_ns += s->gpu_ns;
+      l->has_gpu_ns = true;
+      m->total_gpu_ns += s->gpu_ns;
+      m->has_gpu_ns = true;
+    }
+    m->total_calls += s->calls;
+  }
+  return 0;
+}

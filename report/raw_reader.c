@@ -1,0 +1,709 @@
+/* Reading the raw files OUT/raw/<host>-<pid>.json (docs/raw-format.md) into the model.
+ *
+ * A raw file can hold 100k sites with full histograms: parsed as one cJSON
+ * tree that would take gigabytes. So the file is mapped and walked at the top
+ * level by a small structural scanner; each element of "sites" and "events",
+ * and each other top-level value, is parsed by cJSON on its own and released.
+ * A file is validated completely before anything of it enters the model: a
+ * truncated, corrupt, foreign or other-version file is skipped whole, named in
+ * a one-line warning and listed in the report. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "analysis/schema_keys.h"
+#include "report/report_internal.h"
+#include "report/tensorio/stats_json.h"
+
+typedef struct span {
+  size_t off, len;
+} span;
+
+typedef struct spans {
+  span *v;
+  size_t n, cap;
+} spans;
+
+typedef struct walk {
+  const char *base, *p, *end;
+  char err[200];
+  cJSON *header; /* every top-level key but sites/events */
+  spans sites, events;
+  bool has_sites;
+} walk;
+
+/* ---- structural scanner ---- */
+
+static void skip_ws(walk *w) {
+  while (w->p < w->end && (*w->p == ' ' || *w->p == '\n' || *w->p == '\r' || *w->p == '\t'))
+    w->p++;
+}
+
+static int fail(walk *w, const char *what) {
+  if (w->p >= w->end)
+    snprintf(w->err, sizeof w->err, "truncated: file ends %s", what);
+  else
+    snprintf(w->err, sizeof w->err, "not valid JSON at byte %zu (%s)", (size_t)(w->p - w->base),
+             what);
+  return -1;
+}
+
+/* p at '"': pointer after the closing quote, or NULL at end of data. */
+static const char *skip_string(const char *p, const char *end) {
+  for (p++; p < end; p++) {
+    if (*p == '\\') {
+      p++;
+      continue;
+    }
+    if (*p == '"') return p + 1;
+  }
+  return NULL;
+}
+
+/* End of the value starting at p (no leading whitespace), NULL if the data ends first. */
+static const char *skip_value(const char *p, const char *end) {
+  if (p >= end) return NULL;
+  if (*p == '"') return skip_string(p, end);
+  if (*p == '{' || *p == '[') {
+    long depth = 0;
+    while (p < end) {
+      char c = *p;
+      if (c == '"') {
+        p = skip_string(p, end);
+        if (!p) return NULL;
+        continue;
+      }
+      if (c == '{' || c == '[') depth++;
+      if (c == '}' || c == ']') {
+        if (--depth == 0) return p + 1;
+      }
+      p++;
+    }
+    return NULL;
+  }
+  const char *s = p;
+  while (p < end && !strchr(",]} \t\r\n", *p))
+    p++;
+  if (p == end) return NULL; /* a top-level scalar never ends a raw file */
+  return p > s ? p : NULL;
+}
+
+static int push_span(spans *s, size_t off, size_t len) {
+  if (mpprof_grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v)) return -1;
+  s->v[s->n++] = (span){off, len};
+  return 0;
+}
+
+static int walk_array(walk *w, spans *out, const char *key) {
+  char what[64];
+  snprintf(what, sizeof what, "inside the %s array", key);
+  if (*w->p != '[') return fail(w, "expected an array");
+  w->p++;
+  skip_ws(w);
+  if (w->p < w->end && *w->p == ']') {
+    w->p++;
+    return 0;
+  }
+  while (true) {
+    skip_ws(w);
+    const char *e = skip_value(w->p, w->end);
+    if (!e) return fail(w, what);
+    if (push_span(out, (size_t)(w->p - w->base), (size_t)(e - w->p))) {
+      snprintf(w->err, sizeof w->err, "out of memory");
+      return -1;
+    }
+    w->p = e;
+    skip_ws(w);
+    if (w->p >= w->end) return fail(w, what);
+    if (*w->p == ',') {
+      w->p++;
+      continue;
+    }
+    if (*w->p == ']') {
+      w->p++;
+      return 0;
+    }
+    return fail(w, what);
+  }
+}
+
+static int walk_top(walk *w) {
+  skip_ws(w);
+  if (w->p >= w->end) return fail(w, "before any JSON");
+  if (*w->p != '{') return fail(w, "expected a JSON object");
+  w->p++;
+  w->header = cJSON_CreateObject();
+  if (!w->header) return -1;
+  skip_ws(w);
+  if (w->p < w->end && *w->p == '}') {
+    w->p++;
+    goto end;
+  }
+  while (true) {
+    skip_ws(w);
+    if (w->p >= w->end || *w->p != '"') return fail(w, "expected a key");
+    const char *ks = w->p + 1, *ke = skip_string(w->p, w->end);
+    if (!ke) return fail(w, "inside a key");
+    size_t klen = (size_t)(ke - 1 - ks);
+    char key[64];
+    snprintf(key, sizeof key, "%.*s", (int)(klen < 63 ? klen : 63), ks);
+    w->p = ke;
+    skip_ws(w);
+    if (w->p >= w->end || *w->p != ':') return fail(w, "expected ':'");
+    w->p++;
+    skip_ws(w);
+    if (!strcmp(key, "sites")) {
+      if (walk_array(w, &w->sites, "sites")) return -1;
+      w->has_sites = true;
+    } else if (!strcmp(key, "events")) {
+      if (walk_array(w, &w->events, "events")) return -1;
+    } else {
+      const char *e = skip_value(w->p, w->end);
+      if (!e) return fail(w, "inside a top-level value");
+      cJSON *v = cJSON_ParseWithLength(w->p, (size_t)(e - w->p));
+      if (!v) return fail(w, key);
+      cJSON_AddItemToObject(w->header, key, v);
+      w->p = e;
+    }
+    skip_ws(w);
+    if (w->p >= w->end) return fail(w, "before the closing '}'");
+    if (*w->p == ',') {
+      w->p++;
+      continue;
+    }
+    if (*w->p == '}') {
+      w->p++;
+      break;
+    }
+    return fail(w, "expected ',' or '}'");
+  }
+end:
+  skip_ws(w);
+  if (w->p != w->end) return fail(w, "data after the top-level object");
+  return 0;
+}
+
+/* ---- field helpers ---- */
+
+static bool get_u64(const cJSON *o, const char *key, uint64_t *ret) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  double d;
+  if (!v || !cJSON_IsNumber(v) || mpprof_json_get_double(v, &d) || !(d >= 0) || d > 1.8e19)
+    return false;
+  *ret = (uint64_t)d;
+  return true;
+}
+
+static bool get_i64(const cJSON *o, const char *key, int64_t *ret) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  double d;
+  if (!v || !cJSON_IsNumber(v) || mpprof_json_get_double(v, &d) || !isfinite(d)) return false;
+  *ret = (int64_t)d;
+  return true;
+}
+
+static const char *get_str(const cJSON *o, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* ---- sites ---- */
+
+static const char *const merged_keys[] = {"id",      "calls",   "scanned_calls", "not_scanned",
+                                          "tensors", "gpu_ns",  "kernels",       "ptr_align",
+                                          "ranks",   "tc_used", "tc_eligible",   "tc_source"};
+
+static bool is_merged_key(const char *k) {
+  for (size_t i = 0; i < sizeof merged_keys / sizeof *merged_keys; i++)
+    if (!strcmp(k, merged_keys[i])) return true;
+  return false;
+}
+
+static int key_cmp(const void *a, const void *b) {
+  return strcmp((*(cJSON *const *)a)->string, (*(cJSON *const *)b)->string);
+}
+
+/* The identity of a site: its non-merged fields, keys sorted, as compact JSON.
+ * Detaches those fields from o. */
+static char *identity_of(cJSON *o) {
+  size_t n = 0;
+  for (cJSON *c = o->child; c; c = c->next)
+    n++;
+  cJSON **v = malloc((n ? n : 1) * sizeof *v);
+  if (!v) return NULL;
+  size_t k = 0;
+  for (cJSON *c = o->child; c; c = c->next)
+    if (!is_merged_key(c->string)) v[k++] = c;
+  qsort(v, k, sizeof *v, key_cmp);
+  cJSON *id = cJSON_CreateObject();
+  char *ret = NULL;
+  if (id) {
+    for (size_t i = 0; i < k; i++) {
+      cJSON_DetachItemViaPointer(o, v[i]);
+      cJSON_AddItemToObject(id, v[i]->string, v[i]); /* key string is copied again: fine */
+    }
+    ret = cJSON_PrintUnformatted(id);
+    cJSON_Delete(id);
+  }
+  free(v);
+  return ret;
+}
+
+static int parse_counts(const cJSON *o, mpprof_count **ret, size_t *ret_n, const char *what,
+                        char *err, size_t errlen) {
+  if (!o || cJSON_IsNull(o)) return 0;
+  if (!cJSON_IsObject(o)) {
+    snprintf(err, errlen, "%s: not an object", what);
+    return -1;
+  }
+  for (const cJSON *c = o->child; c; c = c->next) {
+    double d;
+    if (!cJSON_IsNumber(c) || mpprof_json_get_double(c, &d) || !(d >= 0)) {
+      snprintf(err, errlen, "%s.%s: not a count", what, c->string);
+      return -1;
+    }
+    if (d == 0) continue;
+    mpprof_count *na = realloc(*ret, (*ret_n + 1) * sizeof *na);
+    if (!na) return -1;
+    *ret = na;
+    na[*ret_n].name = strdup(c->string);
+    na[*ret_n].n = (uint64_t)d;
+    if (!na[*ret_n].name) return -1;
+    (*ret_n)++;
+  }
+  return 0;
+}
+
+static int parse_kernels(const cJSON *a, mpprof_site *s, char *err, size_t errlen) {
+  if (!a || cJSON_IsNull(a)) return 0;
+  if (!cJSON_IsArray(a)) {
+    snprintf(err, errlen, "kernels: not an array");
+    return -1;
+  }
+  int n = cJSON_GetArraySize(a);
+  s->kernels = calloc(n ? (size_t)n : 1, sizeof *s->kernels);
+  if (!s->kernels) return -1;
+  int i = 0;
+  for (const cJSON *k = a->child; k; k = k->next, i++) {
+    const char *name = get_str(k, "name");
+    mpprof_kernel *kk = &s->kernels[s->n_kernels];
+    if (!name || !get_u64(k, "count", &kk->count)) {
+      snprintf(err, errlen, "kernels[%d]: needs a name and a count", i);
+      return -1;
+    }
+    get_u64(k, "gpu_ns", &kk->gpu_ns);
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(k, "tc");
+    kk->counters_tc = cJSON_IsBool(tc) ? cJSON_IsTrue(tc) : -1;
+    kk->name = strdup(name);
+    if (!kk->name) return -1;
+    s->n_kernels++;
+  }
+  return 0;
+}
+
+static int parse_tensors(const cJSON *o, mpprof_site *s, mp_stats *scratch, char *err,
+                         size_t errlen) {
+  if (!o || cJSON_IsNull(o)) return 0;
+  if (!cJSON_IsObject(o)) {
+    snprintf(err, errlen, "tensors: not an object");
+    return -1;
+  }
+  int n = cJSON_GetArraySize(o);
+  s->tensors = calloc(n ? (size_t)n : 1, sizeof *s->tensors);
+  if (!s->tensors) return -1;
+  for (const cJSON *c = o->child; c; c = c->next) {
+    char e[160];
+    if (mpprof_stats_from_json(c, scratch, e, sizeof e)) {
+      snprintf(err, errlen, "tensors.%s: %s", c->string, e);
+      return -1;
+    }
+    mpprof_role_stats *r = &s->tensors[s->n_tensors];
+    r->st.nz_lo = 1;
+    r->role = strdup(c->string);
+    if (!r->role || mpprof_cstats_pack(scratch, &r->st)) return -1;
+    s->n_tensors++;
+  }
+  return 0;
+}
+
+static void parse_types(const cJSON *o, mpprof_site *s) {
+  if (!cJSON_IsObject(o)) return;
+  for (const cJSON *c = o->child; c && s->n_types < 6; c = c->next) {
+    snprintf(s->types[s->n_types].role, sizeof s->types[0].role, "%s", c->string);
+    s->types[s->n_types].dtype =
+        cJSON_IsString(c) ? mp_dtype_from_name(c->valuestring) : MP_DTYPE_INVALID;
+    s->n_types++;
+  }
+}
+
+static void parse_conv(const cJSON *o, mpprof_site *s) {
+  if (!cJSON_IsObject(o)) return;
+  static const char *const keys[] = {"n", "c", "h", "w", "k", "r", "s"};
+  s->has_conv = true;
+  for (int i = 0; i < 7; i++)
+    if (!get_i64(o, keys[i], &s->conv[i])) s->conv[i] = 0;
+  static const char *const pk[] = {"pad", "stride", "dilation"};
+  int64_t *dst[] = {s->pad, s->stride, s->dil};
+  for (int i = 0; i < 3; i++) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, pk[i]);
+    for (int j = 0; j < 2; j++) {
+      const cJSON *v = cJSON_GetArrayItem(a, j);
+      dst[i][j] = cJSON_IsNumber(v) ? (int64_t)v->valuedouble : (i == 0 ? 0 : 1);
+    }
+  }
+}
+
+static char *dup_str_or_null(const cJSON *o, const char *key) {
+  const char *v = get_str(o, key);
+  return v ? strdup(v) : NULL;
+}
+
+/* Parse one SITE of process p into *s. 0, or -1 with err set ("" for ENOMEM). */
+static int site_from_json(cJSON *o, const mpprof_process *p, mp_stats *scratch, mpprof_site *s,
+                          int64_t *ret_id, char *err, size_t errlen) {
+  memset(s, 0, sizeof *s);
+  err[0] = 0;
+  if (!cJSON_IsObject(o)) {
+    snprintf(err, errlen, "not an object");
+    return -1;
+  }
+  const char *api = get_str(o, "api"), *op = get_str(o, "op"), *layer = get_str(o, "layer");
+  if (!get_i64(o, "id", ret_id) || !api || !op || !layer || !get_u64(o, "calls", &s->calls)) {
+    snprintf(err, errlen, "needs id, api, op, layer and calls");
+    return -1;
+  }
+  s->api = strdup(api);
+  s->op = strdup(op);
+  s->layer = strdup(layer);
+  s->compute_type = dup_str_or_null(o, "compute_type");
+  s->math_mode = dup_str_or_null(o, "math_mode");
+  s->scale_type = dup_str_or_null(o, "scale_type");
+  s->epilogue = dup_str_or_null(o, "epilogue");
+  if (!s->api || !s->op || !s->layer) return -1;
+  if (!get_u64(o, "scanned_calls", &s->scanned_calls)) s->scanned_calls = 0;
+  get_u64(o, "m", &s->m);
+  get_u64(o, "n", &s->n);
+  get_u64(o, "k", &s->k);
+  if (!get_u64(o, "batch", &s->batch)) s->batch = 1;
+  get_u64(o, "lda", &s->lda);
+  get_u64(o, "ldb", &s->ldb);
+  get_u64(o, "ldc", &s->ldc);
+  parse_types(cJSON_GetObjectItemCaseSensitive(o, "types"), s);
+  parse_conv(cJSON_GetObjectItemCaseSensitive(o, "conv"), s);
+  uint64_t align = 0;
+  if (get_u64(o, "ptr_align", &align)) s->ptr_align = align > 4096 ? 4096 : (unsigned)align;
+  s->has_gpu_ns = get_u64(o, "gpu_ns", &s->gpu_ns);
+  s->cc_major = p->cc_major;
+  s->cc_minor = p->cc_minor;
+  if (parse_counts(cJSON_GetObjectItemCaseSensitive(o, "not_scanned"), &s->not_scanned,
+                   &s->n_not_scanned, "not_scanned", err, errlen) ||
+      parse_kernels(cJSON_GetObjectItemCaseSensitive(o, "kernels"), s, err, errlen) ||
+      parse_tensors(cJSON_GetObjectItemCaseSensitive(o, "tensors"), s, scratch, err, errlen))
+    return -1;
+  /* Per-rank calls: a merged file may carry them already. */
+  const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(o, "ranks");
+  if (cJSON_IsObject(ranks)) {
+    if (parse_counts(ranks, &s->ranks, &s->n_ranks, "ranks", err, errlen)) return -1;
+  } else {
+    s->ranks = calloc(1, sizeof *s->ranks);
+    if (!s->ranks) return -1;
+    s->ranks[0].name = p->has_rank ? mpprof_asprintf("%" PRId64, p->rank)
+                                   : mpprof_asprintf("%s:%" PRId64, p->host, p->pid);
+    s->ranks[0].n = s->calls;
+    if (!s->ranks[0].name) return -1;
+    s->n_ranks = 1;
+  }
+  s->key = identity_of(o);
+  return s->key ? 0 : -1;
+}
+
+/* ---- the process header ---- */
+
+static int process_from_header(const cJSON *h, const char *file, mpprof_process *p, char *err,
+                               size_t errlen) {
+  memset(p, 0, sizeof *p);
+  const char *schema = get_str(h, "schema");
+  if (!schema) {
+    snprintf(err, errlen, "not an mpprof raw file (no \"schema\" key)");
+    return -1;
+  }
+  if (strcmp(schema, MP_SCHEMA_RAW)) {
+    if (!strncmp(schema, "mpprof.raw/", 11))
+      snprintf(err, errlen, "schema \"%.40s\" is not supported by this mpprof (reads %s)", schema,
+               MP_SCHEMA_RAW);
+    else
+      snprintf(err, errlen, "not an mpprof raw file (schema \"%.40s\")", schema);
+    return -1;
+  }
+  if (!get_i64(h, "pid", &p->pid)) {
+    snprintf(err, errlen, "\"pid\" missing or not a number");
+    return -1;
+  }
+  const cJSON *fin = cJSON_GetObjectItemCaseSensitive(h, "final");
+  if (fin && !cJSON_IsBool(fin)) {
+    snprintf(err, errlen, "\"final\" is not a boolean");
+    return -1;
+  }
+  p->final = !fin || cJSON_IsTrue(fin);
+  p->incomplete = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, "incomplete"));
+  get_i64(h, "ppid", &p->ppid);
+  const cJSON *rank = cJSON_GetObjectItemCaseSensitive(h, "rank");
+  p->has_rank = cJSON_IsNumber(rank);
+  if (p->has_rank) p->rank = (int64_t)rank->valuedouble;
+  get_i64(h, "start_ns", &p->start_ns);
+  get_i64(h, "end_ns", &p->end_ns);
+  if (!get_i64(h, "sample", &p->sample)) p->sample = 1;
+  const char *host = get_str(h, "host");
+  p->host = strdup(host ? host : "unknown");
+  p->file = strdup(file);
+  p->scan = strdup(get_str(h, "scan") ? get_str(h, "scan") : "unknown");
+  const cJSON *reasons = cJSON_GetObjectItemCaseSensitive(h, "incomplete_reasons");
+  p->incomplete_reasons =
+      cJSON_IsArray(reasons) ? cJSON_Duplicate(reasons, true) : cJSON_CreateArray();
+  const cJSON *argv = cJSON_GetObjectItemCaseSensitive(h, "argv");
+  if (cJSON_IsArray(argv)) p->argv = cJSON_Duplicate(argv, true);
+  const cJSON *dev = cJSON_GetObjectItemCaseSensitive(h, "device");
+  if (cJSON_IsObject(dev)) {
+    const char *name = get_str(dev, "name"), *cc = get_str(dev, "cc");
+    p->device_name = strdup(name ? name : "unknown");
+    if (cc) sscanf(cc, "%d.%d", &p->cc_major, &p->cc_minor);
+  }
+  const cJSON *cupti = cJSON_GetObjectItemCaseSensitive(h, "cupti");
+  const char *st = cJSON_IsObject(cupti) ? get_str(cupti, "status") : NULL;
+  p->cupti_status = strdup(st ? st : "missing");
+  if (cJSON_IsObject(cupti)) get_i64(cupti, "dropped_records", &p->cupti_dropped);
+  if (!p->host || !p->file || !p->scan || !p->incomplete_reasons || !p->cupti_status) return -1;
+  return 0;
+}
+
+/* ---- one file ---- */
+
+typedef struct id_map {
+  int64_t raw;
+  size_t idx;
+} id_map;
+
+static int id_cmp(const void *a, const void *b) {
+  int64_t x = ((const id_map *)a)->raw, y = ((const id_map *)b)->raw;
+  return (x > y) - (x < y);
+}
+
+static const char *base_name(const char *path) {
+  const char *s = strrchr(path, '/');
+  return s ? s + 1 : path;
+}
+
+static int skip_file(mpprof_model *m, const char *path, const char *reason, FILE *warn) {
+  if (warn) fprintf(warn, "mpprof: skipping %s: %s\n", path, reason);
+  return mpprof_model_add_skipped(m, base_name(path), reason) ? -1 : 1;
+}
+
+static bool same_process(const mpprof_process *a, const mpprof_process *b) {
+  return a->pid == b->pid && a->start_ns == b->start_ns && !strcmp(a->host, b->host);
+}
+
+static void free_proc(mpprof_process *p) {
+  free(p->file);
+  free(p->host);
+  cJSON_Delete(p->incomplete_reasons);
+  cJSON_Delete(p->argv);
+  free(p->scan);
+  free(p->device_name);
+  free(p->cupti_status);
+  memset(p, 0, sizeof *p);
+}
+
+/* Parse the mapped file into temporaries; 0 ok, 1 invalid (reason in err), -1 ENOMEM. */
+static int parse_file(walk *w, const char *path, mpprof_process *p, mpprof_site **ret_sites,
+                      id_map **ret_ids, mpprof_event **ret_ev, mp_stats *scratch, char *err,
+                      size_t errlen) {
+  if (walk_top(w)) {
+    if (!w->err[0]) return -1;
+    snprintf(err, errlen, "%s", w->err);
+    return 1;
+  }
+  if (process_from_header(w->header, base_name(path), p, err, errlen)) return err[0] ? 1 : -1;
+  if (!w->has_sites) {
+    snprintf(err, errlen, "no \"sites\" array");
+    return 1;
+  }
+  size_t ns = w->sites.n;
+  mpprof_site *sites = calloc(ns ? ns : 1, sizeof *sites);
+  id_map *ids = calloc(ns ? ns : 1, sizeof *ids);
+  mpprof_event *ev = calloc(w->events.n ? w->events.n : 1, sizeof *ev);
+  *ret_sites = sites;
+  *ret_ids = ids;
+  *ret_ev = ev;
+  if (!sites || !ids || !ev) return -1;
+  for (size_t i = 0; i < ns; i++) {
+    cJSON *o = cJSON_ParseWithLength(w->base + w->sites.v[i].off, w->sites.v[i].len);
+    char e[200] = "";
+    int64_t rid = 0;
+    int rc = o ? site_from_json(o, p, scratch, &sites[i], &rid, e, sizeof e) : -1;
+    cJSON_Delete(o);
+    if (rc) {
+      if (o && !e[0]) return -1;
+      snprintf(err, errlen, "sites[%zu]: %s", i, o ? e : "not valid JSON");
+      return 1;
+    }
+    p->calls += sites[i].calls;
+    ids[i] = (id_map){rid, i};
+  }
+  qsort(ids, ns, sizeof *ids, id_cmp);
+  for (size_t i = 1; i < ns; i++)
+    if (ids[i].raw == ids[i - 1].raw) {
+      snprintf(err, errlen, "two sites with id %" PRId64, ids[i].raw);
+      return 1;
+    }
+  for (size_t i = 0; i < w->events.n; i++) {
+    cJSON *o = cJSON_ParseWithLength(w->base + w->events.v[i].off, w->events.v[i].len);
+    int64_t sid, t = 0, dur = 0, thread = 0;
+    bool ok = o && get_i64(o, "site", &sid) && get_i64(o, "t_ns", &t);
+    if (ok) {
+      get_i64(o, "dur_ns", &dur);
+      get_i64(o, "thread", &thread);
+      const char *stream = get_str(o, "stream");
+      ev[i].stream = stream ? strtoull(stream, NULL, 0) : 0;
+    }
+    cJSON_Delete(o);
+    id_map key = {ok ? sid : 0, 0}, *hit = ok ? bsearch(&key, ids, ns, sizeof *ids, id_cmp) : NULL;
+    if (!hit) {
+      snprintf(err, errlen, "events[%zu]: %s", i,
+               ok ? "refers to a site that is not in the file" : "needs site and t_ns");
+      return 1;
+    }
+    ev[i].site = (uint32_t)hit->idx;
+    ev[i].t_ns = t;
+    ev[i].dur_ns = dur < 0 ? 0 : dur;
+    ev[i].thread = (uint64_t)thread;
+  }
+  p->n_sites = ns;
+  p->n_events = w->events.n;
+  return 0;
+}
+
+int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
+  char err[256] = "";
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    snprintf(err, sizeof err, "cannot read: %s", strerror(errno));
+    if (fd >= 0) close(fd);
+    return skip_file(m, path, err, warn);
+  }
+  if (st.st_size == 0) {
+    close(fd);
+    return skip_file(m, path, "empty file", warn);
+  }
+  void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED) {
+    snprintf(err, sizeof err, "cannot map: %s", strerror(errno));
+    return skip_file(m, path, err, warn);
+  }
+  walk w = {.base = map, .p = map, .end = (const char *)map + st.st_size};
+  mp_stats *scratch = malloc(2 * sizeof *scratch);
+  mpprof_process p = {0};
+  mpprof_site *sites = NULL;
+  id_map *ids = NULL;
+  mpprof_event *ev = NULL;
+  int rc = scratch ? parse_file(&w, path, &p, &sites, &ids, &ev, scratch, err, sizeof err) : -1;
+  size_t ns = w.sites.n;
+  if (rc == 0)
+    for (size_t i = 0; i < m->n_procs; i++)
+      if (same_process(&m->procs[i], &p)) {
+        snprintf(err, sizeof err,
+                 "same process as %s (host %s, pid %" PRId64 "): not counted twice",
+                 m->procs[i].file, p.host, p.pid);
+        rc = 1;
+      }
+  if (rc == 0) {
+    /* Commit: nothing above touched the model. */
+    if (mpprof_grow((void **)&m->procs, &m->cap_procs, m->n_procs + 1, sizeof *m->procs) ||
+        mpprof_grow((void **)&m->events, &m->cap_events, m->n_events + w.events.n,
+                    sizeof *m->events)) {
+      rc = -1;
+    } else {
+      uint32_t proc = (uint32_t)m->n_procs;
+      m->procs[m->n_procs++] = p;
+      memset(&p, 0, sizeof p);
+      size_t *idx = malloc((ns ? ns : 1) * sizeof *idx);
+      if (!idx) rc = -1;
+      for (size_t i = 0; rc == 0 && i < ns; i++)
+        if (mpprof_model_add_site(m, &sites[i], scratch, &idx[i])) rc = -1;
+      for (size_t i = 0; rc == 0 && i < w.events.n; i++) {
+        ev[i].site = (uint32_t)idx[ev[i].site];
+        ev[i].proc = proc;
+        m->events[m->n_events++] = ev[i];
+      }
+      free(idx);
+      mpprof_process *pp = &m->procs[proc];
+      if (!pp->final || pp->incomplete) m->incomplete = true;
+      if (!pp->final && warn)
+        fprintf(warn,
+                "mpprof: %s is a checkpoint (\"final\": false): process %" PRId64
+                " did not finish; its data is incomplete\n",
+                path, pp->pid);
+    }
+  }
+  if (rc == 1) rc = skip_file(m, path, err, warn);
+  for (size_t i = 0; sites && i < ns; i++)
+    mpprof_site_free(&sites[i]);
+  free(sites);
+  free(ids);
+  free(ev);
+  free_proc(&p);
+  free(scratch);
+  cJSON_Delete(w.header);
+  free(w.sites.v);
+  free(w.events.v);
+  munmap(map, (size_t)st.st_size);
+  return rc;
+}
+
+static int name_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int mpprof_read_raw_dir(mpprof_model *m, const char *out_dir, FILE *warn) {
+  char *dir = mpprof_asprintf("%s/raw", out_dir);
+  if (!dir) return -1;
+  DIR *d = opendir(dir);
+  if (!d) {
+    if (warn) fprintf(warn, "mpprof: %s: %s\n", dir, strerror(errno));
+    free(dir);
+    return -1;
+  }
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  int rc = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t len = strlen(e->d_name);
+    if (e->d_name[0] == '.' || len < 6 || strcmp(e->d_name + len - 5, ".json")) continue;
+    if (mpprof_grow((void **)&names, &cap, n + 1, sizeof *names) ||
+        !(names[n++] = strdup(e->d_name))) {
+      rc = -1;
+      break;
+    }
+  }
+  closedir(d);
+  if (rc == 0) qsort(names, n, sizeof *names, name_cmp); /* deterministic order */
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    char *path = mpprof_asprintf("%s/%s", dir, names[i]);
+    if (!path || mpprof_read_raw_file(m, path, warn) < 0) rc = -1;
+    free(path);
+  }
+  for (size_t i = 0; i < n; i++)
+    free(names[i]);
+  free(names);
+  free(dir);
+  return rc;
+}

@@ -1,0 +1,111 @@
+/* mpprof_report_generate: read OUT/raw, merge, advise, and write every output
+ * of the report (report.json, layers.csv, trace.json, report.html), each via a
+ * temporary file and rename. Prints a short human summary when asked. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/report.h"
+#include "report/report_internal.h"
+
+static char *join_argv(const cJSON *argv) {
+  size_t len = 1;
+  const cJSON *a;
+  cJSON_ArrayForEach(a, argv) if (cJSON_IsString(a)) len += strlen(a->valuestring) + 1;
+  char *s = malloc(len);
+  if (!s) return NULL;
+  s[0] = 0;
+  cJSON_ArrayForEach(a, argv) if (cJSON_IsString(a)) {
+    if (s[0]) strcat(s, " ");
+    strcat(s, a->valuestring);
+  }
+  return s;
+}
+
+/* The program: the argv of the root process (whose parent is not profiled). */
+static char *program_of(const mpprof_model *m) {
+  const mpprof_process *root = NULL;
+  for (size_t i = 0; i < m->n_procs && !root; i++) {
+    bool child = false;
+    for (size_t j = 0; j < m->n_procs; j++)
+      if (m->procs[j].pid == m->procs[i].ppid && !strcmp(m->procs[j].host, m->procs[i].host))
+        child = true;
+    if (!child && m->procs[i].argv) root = &m->procs[i];
+  }
+  if (!root && m->n_procs && m->procs[0].argv) root = &m->procs[0];
+  return root ? join_argv(root->argv) : strdup("");
+}
+
+static void print_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
+  if (!f) return;
+  if (m->n_procs == 0)
+    fprintf(f, "mpprof: no raw profile files in %s/raw: nothing was profiled\n", out_dir);
+  else if (m->total_calls == 0)
+    fprintf(f, "mpprof: %zu process%s, no CUDA matrix ops (cuBLAS/cuBLASLt/cuDNN) were called\n",
+            m->n_procs, m->n_procs == 1 ? "" : "es");
+  else {
+    fprintf(f, "mpprof: %zu process%s, %" PRIu64 " calls in %zu sites, %zu layers", m->n_procs,
+            m->n_procs == 1 ? "" : "es", m->total_calls, m->n_sites, m->n_layers);
+    if (m->has_gpu_ns) fprintf(f, ", %.3f ms GPU", (double)m->total_gpu_ns / 1e6);
+    fputc('\n', f);
+    size_t recs[MP_REC_COUNT] = {0};
+    for (size_t i = 0; i < m->n_layers; i++)
+      if (m->layers[i].adv.known) recs[m->layers[i].adv.rec]++;
+    fputs("  layers:", f);
+    for (int r = 0; r < MP_REC_COUNT; r++)
+      if (recs[r]) fprintf(f, " %s %zu", mp_recommendation_name((mp_recommendation)r), recs[r]);
+    fputc('\n', f);
+    const mpprof_loss_scale *g = &m->loss_scale;
+    if (g->applicable && g->has_window)
+      fprintf(f, "  loss scale: 2^%d (window [2^%d, 2^%d]%s)\n", g->recommended_log2, g->window_lo,
+              g->window_hi, g->needed ? "" : ", not needed");
+    else if (g->applicable)
+      fputs("  loss scale: no single scale fits every fp16 layer (see findings)\n", f);
+    if (m->tc.kernel_data && m->tc.gemm_conv_kernel_ns)
+      fprintf(f, "  Tensor Cores: %.1f%% of GEMM/conv GPU time\n",
+              100.0 * (double)m->tc.tc_ns / (double)m->tc.gemm_conv_kernel_ns);
+    for (size_t i = 0; i < m->n_findings && i < 3; i++)
+      fprintf(f, "  [%s] %s\n", m->findings[i].severity, m->findings[i].message);
+  }
+  if (m->n_skipped) fprintf(f, "  %zu raw file(s) skipped (listed in the report)\n", m->n_skipped);
+  fprintf(f, "  report: %s/report.html (also report.json, layers.csv, trace.json)\n", out_dir);
+}
+
+static int write_one(const mpprof_model *m, const char *dir, const char *name,
+                     int (*fn)(const mpprof_model *, const char *)) {
+  char *path = mpprof_asprintf("%s/%s", dir, name);
+  if (!path) return -1;
+  int rc = fn(m, path);
+  if (rc) fprintf(stderr, "mpprof: cannot write %s: %s\n", path, strerror(errno));
+  free(path);
+  return rc;
+}
+
+int mpprof_report_generate(const mpprof_report_options *opts) {
+  if (!opts || !opts->out_dir) {
+    fputs("mpprof: report: no output directory\n", stderr);
+    return -1;
+  }
+  mpprof_model m;
+  mpprof_model_init(&m);
+  int rc = mpprof_read_raw_dir(&m, opts->out_dir, stderr);
+  if (rc == 0) {
+    rc = mpprof_model_finish(&m);
+    if (rc == 0) rc = mpprof_advise_layers(&m);
+    if (rc == 0) mpprof_tensor_cores(&m);
+    if (rc == 0) {
+      m.program = opts->program ? strdup(opts->program) : program_of(&m);
+      if (!m.program) rc = -1;
+    }
+    if (rc == 0) rc = mpprof_build_findings(&m);
+    if (rc) fprintf(stderr, "mpprof: report: out of memory\n");
+  }
+  if (rc == 0)
+    rc = write_one(&m, opts->out_dir, "report.json", mpprof_write_report_json) ||
+         write_one(&m, opts->out_dir, "layers.csv", mpprof_write_layers_csv) ||
+         write_one(&m, opts->out_dir, "trace.json", mpprof_write_trace_json);
+  if (rc == 0) print_summary(&m, opts->out_dir, opts->summary);
+  mpprof_model_free(&m);
+  return rc ? -1 : 0;
+}

@@ -1,0 +1,315 @@
+/* The report's in-memory model, shared by the files of report/: processes read
+ * from raw files, merged sites, layers with their advice, Tensor Core facts
+ * and findings. Not a public interface (report.h is).
+ *
+ * Memory is linear in sites: a site keeps its stats in compact form (the
+ * exponent histogram only over its non-zero span) and expands them into a
+ * scratch mp_stats only while merging or advising. */
+#ifndef MPPROF_REPORT_REPORT_INTERNAL_H
+#define MPPROF_REPORT_REPORT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "analysis/advice.h"
+#include "analysis/kernel_class.h"
+#include "analysis/stats.h"
+#include "analysis/tc_eligibility.h"
+
+/* ---- compact stats ---- */
+
+typedef struct mpprof_cstats {
+  mp_dtype dtype;
+  int hist_lo, hist_hi;
+  uint64_t count, zeros, nans, pos_infs, neg_infs, negatives;
+  double min, max, absmax, min_abs_nonzero;
+  uint64_t casts[MP_TARGET_COUNT][MP_CAST_OUTCOMES];
+  int nz_lo, nz_hi; /* non-zero histogram span; nz_lo > nz_hi when empty */
+  uint64_t *bins;   /* nz_hi - nz_lo + 1 counts */
+} mpprof_cstats;
+
+int mpprof_cstats_pack(const mp_stats *s, mpprof_cstats *ret); /* 0 or -1 (ENOMEM) */
+void mpprof_cstats_unpack(const mpprof_cstats *c, mp_stats *ret);
+void mpprof_cstats_free(mpprof_cstats *c);
+/* dst += src, both compact; scratch holds two mp_stats. 0 or -1. */
+int mpprof_cstats_merge(mpprof_cstats *dst, const mpprof_cstats *src, mp_stats scratch[2]);
+
+/* ---- phases ---- */
+
+typedef enum mpprof_phase {
+  MPPROF_PHASE_UNKNOWN = 0,
+  MPPROF_PHASE_FORWARD,
+  MPPROF_PHASE_BACKWARD,
+  MPPROF_PHASE_OPTIMIZER,
+  MPPROF_PHASE_MIXED, /* layers only: sites of several phases */
+  MPPROF_PHASE_COUNT
+} mpprof_phase;
+
+const char *mpprof_phase_name(mpprof_phase p); /* "unknown", "forward", ... */
+
+/* Phase marker words, per phase: comma-separated, matched per NVTX path
+ * component (see docs/report.md). */
+typedef struct mpprof_phase_rules {
+  char *words[MPPROF_PHASE_COUNT]; /* indexed by phase; [UNKNOWN] and [MIXED] unused */
+} mpprof_phase_rules;
+
+void mpprof_phase_rules_default(mpprof_phase_rules *r); /* reads MPPROF_PHASE_* env */
+void mpprof_phase_rules_free(mpprof_phase_rules *r);
+/* Phase of an NVTX path (innermost marker wins) and the layer name with the
+ * marker components removed. ret_layer is malloc'd. */
+mpprof_phase mpprof_phase_of(const mpprof_phase_rules *r, const char *path, char **ret_layer);
+
+/* ---- raw data ---- */
+
+typedef struct mpprof_process {
+  char *file; /* base name under raw/ */
+  char *host;
+  int64_t pid, ppid;
+  bool has_rank;
+  int64_t rank;
+  bool final, incomplete;
+  cJSON *incomplete_reasons; /* array of strings (owned) */
+  cJSON *argv;               /* array of strings (owned), may be NULL */
+  int64_t start_ns, end_ns;
+  char *scan;
+  int64_t sample;
+  char *device_name; /* NULL when no device */
+  int cc_major, cc_minor;
+  char *cupti_status; /* "ok", "disabled", ... or "missing" */
+  int64_t cupti_dropped;
+  size_t n_sites, n_events;
+  uint64_t calls;
+} mpprof_process;
+
+typedef struct mpprof_kernel {
+  char *name;
+  uint64_t count;
+  uint64_t gpu_ns;
+  int counters_tc;     /* -1: not measured; 0/1 from --tc-counters */
+  mp_kernel_class cls; /* filled by the Tensor Core pass */
+} mpprof_kernel;
+
+typedef struct mpprof_role_stats {
+  char *role; /* "A", "D", "x", ... */
+  mpprof_cstats st;
+} mpprof_role_stats;
+
+typedef struct mpprof_count {
+  char *name;
+  uint64_t n;
+} mpprof_count;
+
+typedef struct mpprof_site {
+  char *key;        /* identity: the site's non-merged fields as a key-sorted JSON object */
+  char *layer;      /* raw NVTX path */
+  char *layer_name; /* the layer it belongs to: path without phase markers (set by finish) */
+  char *api, *op;
+  char *compute_type, *math_mode, *scale_type, *epilogue;
+  struct {
+    char role[8];
+    mp_dtype dtype;
+  } types[6];
+  int n_types;
+  uint64_t m, n, k, batch, lda, ldb, ldc;
+  bool has_conv;
+  int64_t conv[7]; /* n c h w k r s */
+  int64_t pad[2], stride[2], dil[2];
+
+  /* merged */
+  uint64_t calls, scanned_calls;
+  mpprof_count *not_scanned;
+  size_t n_not_scanned;
+  mpprof_count *ranks;
+  size_t n_ranks;
+  mpprof_role_stats *tensors;
+  size_t n_tensors;
+  bool has_gpu_ns;
+  uint64_t gpu_ns;
+  mpprof_kernel *kernels;
+  size_t n_kernels;
+  unsigned ptr_align; /* 0: unknown */
+  int cc_major, cc_minor;
+
+  /* derived */
+  size_t id;        /* report-wide id (index in model.sites after sorting) */
+  size_t layer_idx; /* index in model.layers */
+  mpprof_phase phase;
+  mp_tc_eligibility elig;
+  bool elig_known; /* a GEMM/conv with decodable dtypes */
+  int tc_used;     /* -1 unknown, 0, 1 */
+  mp_tc_source tc_source;
+  uint64_t kernel_ns, tc_ns, unknown_ns; /* kernel GPU time split by verdict */
+  uint64_t elements; /* elements scanned over all roles (impact without GPU time) */
+} mpprof_site;
+
+typedef struct mpprof_event {
+  uint32_t proc;
+  uint32_t site; /* report-wide site id */
+  int64_t t_ns, dur_ns;
+  uint64_t thread;
+  uint64_t stream;
+} mpprof_event;
+
+/* Tensor classes used by the advice. */
+typedef enum mpprof_tclass {
+  MPPROF_TC_FORWARD = 0, /* must fit at scale 1: activations, weights */
+  MPPROF_TC_GRADIENT,    /* scaled by the loss scale */
+  MPPROF_TC_AMBIGUOUS,   /* backward GEMM inputs: gradient or activation, unknowable */
+  MPPROF_TC_OPTIMIZER,   /* optimizer-phase tensors: reported, not advised */
+  MPPROF_TCLASS_COUNT
+} mpprof_tclass;
+const char *mpprof_tclass_name(mpprof_tclass c);
+
+typedef struct mpprof_layer_tensor {
+  char *name; /* "<phase>.<role>", e.g. "backward.D" */
+  mpprof_tclass cls;
+  mpprof_cstats st;
+  mp_advice adv;
+  bool has_values; /* finite non-zero values present */
+} mpprof_layer_tensor;
+
+typedef struct mpprof_layer_advice {
+  bool known; /* some forward/gradient tensor had values */
+  mp_recommendation rec;
+  bool has_window; /* gradients present and their windows intersect */
+  int window_lo, window_hi;
+  bool window_estimate;
+  bool has_gradients;
+  int fp8_e4m3_fits; /* -1: no forward tensors */
+  int fp8_e5m2_fits; /* -1: no gradients */
+  cJSON *reasons;    /* array of strings */
+} mpprof_layer_advice;
+
+typedef struct mpprof_layer {
+  char *name;
+  unsigned phase_mask;        /* 1 << mpprof_phase */
+  size_t first_site, n_sites; /* sites are sorted by layer: a contiguous range */
+  uint64_t calls, gpu_ns, kernel_ns, tc_ns, elements;
+  bool has_gpu_ns;
+  mpprof_layer_tensor *tensors;
+  size_t n_tensors;
+  mpprof_layer_advice adv;
+  int tc_eligible; /* -1 unknown, 0, 1 (any site eligible) */
+  int tc_used;     /* -1 unknown, 0, 1 (any site on Tensor Cores) */
+  mp_tc_source tc_source;
+  double fp16_overflow_pct, fp16_underflow_pct, bf16_overflow_pct, bf16_underflow_pct;
+  double e4m3_underflow_pct, e5m2_underflow_pct; /* at per-tensor scale, worst tensor */
+} mpprof_layer;
+
+typedef struct mpprof_skipped {
+  char *file;
+  char *reason;
+} mpprof_skipped;
+
+typedef struct mpprof_finding {
+  char *kind;     /* "fp16_overflow", "gradient_underflow", "fp32_without_tf32", ... */
+  char *severity; /* "high" | "medium" | "low" | "info" */
+  char *layer;    /* NULL when not about one layer */
+  char *message;
+  char *action;
+  cJSON *evidence; /* object (owned) */
+  uint64_t impact_gpu_ns, impact_elements;
+} mpprof_finding;
+
+typedef struct mpprof_loss_scale {
+  bool applicable; /* some fp16/fp16_loss_scale layer has gradients */
+  bool has_window;
+  int window_lo, window_hi;
+  int recommended_log2;
+  bool needed;       /* 0 is not in the window */
+  cJSON *limited_by; /* array of layer names */
+} mpprof_loss_scale;
+
+typedef struct mpprof_tc_summary {
+  bool kernel_data; /* some site has kernel records */
+  uint64_t gemm_conv_kernel_ns, tc_ns, unknown_ns;
+  size_t sites_eligible, sites_on_tc, sites_eligible_not_used;
+  cJSON *cupti_notes; /* array of strings: per-process CUPTI problems */
+} mpprof_tc_summary;
+
+typedef struct mpprof_model {
+  mpprof_process *procs;
+  size_t n_procs, cap_procs;
+  mpprof_skipped *skipped;
+  size_t n_skipped, cap_skipped;
+  mpprof_site *sites;
+  size_t n_sites, cap_sites;
+  mpprof_event *events;
+  size_t n_events, cap_events;
+  mpprof_layer *layers;
+  size_t n_layers;
+  mpprof_finding *findings;
+  size_t n_findings, cap_findings;
+  mpprof_loss_scale loss_scale;
+  mpprof_tc_summary tc;
+  bool incomplete;
+  char *program;
+  uint64_t total_calls, total_gpu_ns;
+  bool has_gpu_ns;
+  /* site key -> index hash */
+  size_t *hash;
+  size_t hash_cap;
+  mpprof_phase_rules phases;
+  mp_advice_params params;
+} mpprof_model;
+
+/* model.c */
+void mpprof_model_init(mpprof_model *m);
+void mpprof_model_free(mpprof_model *m);
+void mpprof_site_free(mpprof_site *s);
+/* Merge a parsed site (taken over: *s is emptied) into the model. 0 or -1. */
+int mpprof_model_add_site(mpprof_model *m, mpprof_site *s, mp_stats scratch[2], size_t *ret_idx);
+int mpprof_model_add_skipped(mpprof_model *m, const char *file, const char *reason);
+/* Sort sites, renumber events, build layers. 0 or -1. */
+int mpprof_model_finish(mpprof_model *m);
+
+/* raw_reader.c: read every .json file in dir/raw into the model; warnings on warn. */
+int mpprof_read_raw_dir(mpprof_model *m, const char *out_dir, FILE *warn);
+/* One file; 0 on success, 1 when skipped (reason recorded), -1 out of memory. */
+int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn);
+
+/* advise.c */
+int mpprof_advise_layers(mpprof_model *m);
+/* tensor_cores.c */
+void mpprof_tensor_cores(mpprof_model *m);
+/* findings.c */
+int mpprof_build_findings(mpprof_model *m);
+
+/* writers */
+int mpprof_write_report_json(const mpprof_model *m, const char *path);
+cJSON *mpprof_tc_summary_json(const mpprof_model *m); /* the "tensor_cores" object */
+int mpprof_write_layers_csv(const mpprof_model *m, const char *path);
+int mpprof_write_trace_json(const mpprof_model *m, const char *path);
+int mpprof_write_report_html(const mpprof_model *m, const char *path);
+
+/* PNG chart of a layer's exponent histograms; malloc'd PNG bytes. 0 or -1. */
+int mpprof_layer_chart_png(const mpprof_model *m, const mpprof_layer *l, unsigned char **ret,
+                           size_t *ret_len);
+
+/* atomic_file.c: write path via a temporary file in the same directory. */
+typedef struct mpprof_afile {
+  FILE *f;
+  char *path, *tmp;
+} mpprof_afile;
+int mpprof_afile_open(mpprof_afile *a, const char *path);
+/* Closes, and renames on success; removes the temporary file on failure or
+ * when ok is false. 0 or -1 (errno set). */
+int mpprof_afile_close(mpprof_afile *a, bool ok);
+
+/* util */
+char *mpprof_strdup(const char *s); /* NULL-safe */
+char *mpprof_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int mpprof_grow(void **p, size_t *cap, size_t need, size_t elem);
+/* Percent of a count over a base, 0 when base is 0. */
+double mpprof_pct(uint64_t num, uint64_t den);
+void mpprof_fput_json_string(FILE *f, const char *s);
+/* "A=fp16 B=fp16 D=fp32": the layer's operand dtypes per role (malloc'd). */
+char *mpprof_layer_dtypes(const mpprof_model *m, const mpprof_layer *l);
+/* Output of the stats of a layer tensor as cJSON (with advice). */
+cJSON *mpprof_cstats_to_json(const mpprof_cstats *c, const mp_advice *adv, mp_stats *scratch);
+
+#endif

@@ -1,0 +1,139 @@
+/* Tensor Core truth per site and layer: which kernels ran on Tensor Cores
+ * (hardware counters when the raw file has them, else the kernel-name rules
+ * of analysis/kernel_class.h) against what the call was eligible for
+ * (analysis/tc_eligibility.h). Decided here rather than in libmpprof.so so
+ * that newer rules apply to old raw files. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/report_internal.h"
+
+static mp_dtype type_of(const mpprof_site *s, const char *role) {
+  for (int i = 0; i < s->n_types; i++)
+    if (!strcmp(s->types[i].role, role)) return s->types[i].dtype;
+  return MP_DTYPE_INVALID;
+}
+
+static void eligibility(mpprof_site *s) {
+  mp_tc_query q = {
+      .a = MP_DTYPE_INVALID, .b = MP_DTYPE_INVALID, .c = MP_DTYPE_INVALID, .d = MP_DTYPE_INVALID};
+  q.compute_type = s->compute_type;
+  q.math_mode = s->math_mode;
+  q.cc_major = s->cc_major;
+  q.cc_minor = s->cc_minor;
+  q.ptr_align = s->ptr_align;
+  if (!strcmp(s->op, "conv_bwd_data")) {
+    q.a = type_of(s, "dy"), q.b = type_of(s, "w"), q.d = type_of(s, "dx");
+  } else if (!strcmp(s->op, "conv_bwd_filter")) {
+    q.a = type_of(s, "x"), q.b = type_of(s, "dy"), q.d = type_of(s, "dw");
+  } else if (type_of(s, "A") != MP_DTYPE_INVALID) {
+    q.a = type_of(s, "A"), q.b = type_of(s, "B"), q.c = type_of(s, "C"), q.d = type_of(s, "D");
+  } else {
+    q.a = type_of(s, "x"), q.b = type_of(s, "w"), q.d = type_of(s, "y");
+  }
+  if (q.c == MP_DTYPE_INVALID) q.c = q.d;
+  if (s->has_conv) {
+    /* The implicit GEMM of the convolution. */
+    int64_t n = s->conv[0], c = s->conv[1], h = s->conv[2], w = s->conv[3], k = s->conv[4],
+            r = s->conv[5], sx = s->conv[6];
+    int64_t p = s->stride[0] ? (h + 2 * s->pad[0] - s->dil[0] * (r - 1) - 1) / s->stride[0] + 1 : 0;
+    int64_t qq =
+        s->stride[1] ? (w + 2 * s->pad[1] - s->dil[1] * (sx - 1) - 1) / s->stride[1] + 1 : 0;
+    uint64_t npq = (uint64_t)(n * p * qq), crs = (uint64_t)(c * r * sx);
+    if (!strcmp(s->op, "conv_bwd_data"))
+      q.m = (uint64_t)(n * h * w), q.n = (uint64_t)c, q.k = (uint64_t)(k * r * sx);
+    else if (!strcmp(s->op, "conv_bwd_filter"))
+      q.m = (uint64_t)k, q.n = crs, q.k = npq;
+    else
+      q.m = npq, q.n = (uint64_t)k, q.k = crs;
+  } else {
+    q.m = s->m, q.n = s->n, q.k = s->k;
+    q.lda = s->lda, q.ldb = s->ldb, q.ldc = s->ldc;
+  }
+  s->elig_known = q.a != MP_DTYPE_INVALID;
+  memset(&s->elig, 0, sizeof s->elig);
+  if (s->elig_known)
+    mp_tc_eligible(&q, &s->elig);
+  else
+    snprintf(s->elig.reason, sizeof s->elig.reason, "operand dtypes unknown");
+}
+
+static void classify_kernels(mpprof_site *s) {
+  s->kernel_ns = s->tc_ns = s->unknown_ns = 0;
+  s->tc_used = -1;
+  s->tc_source = MP_TC_SRC_UNKNOWN;
+  bool yes = false, all_no = s->n_kernels > 0;
+  for (size_t i = 0; i < s->n_kernels; i++) {
+    mpprof_kernel *k = &s->kernels[i];
+    if (k->counters_tc >= 0) {
+      memset(&k->cls, 0, sizeof k->cls);
+      k->cls.tc = k->counters_tc ? MP_TC_YES : MP_TC_NO;
+      k->cls.source = MP_TC_SRC_COUNTERS;
+      k->cls.a_dtype = k->cls.acc_dtype = MP_DTYPE_INVALID;
+    } else {
+      mp_kernel_classify(k->name, &k->cls);
+    }
+    s->kernel_ns += k->gpu_ns;
+    if (k->cls.tc == MP_TC_YES) s->tc_ns += k->gpu_ns, yes = true;
+    if (k->cls.tc == MP_TC_UNKNOWN) s->unknown_ns += k->gpu_ns;
+    if (k->cls.tc != MP_TC_NO) all_no = false;
+    /* The best source of any deciding kernel: counters over names. */
+    if (k->cls.tc != MP_TC_UNKNOWN && k->cls.source > s->tc_source) s->tc_source = k->cls.source;
+  }
+  s->tc_used = yes ? 1 : all_no ? 0 : -1;
+}
+
+void mpprof_tensor_cores(mpprof_model *m) {
+  mpprof_tc_summary *t = &m->tc;
+  t->cupti_notes = cJSON_CreateArray();
+  for (size_t i = 0; i < m->n_procs; i++) {
+    const mpprof_process *p = &m->procs[i];
+    const char *why = NULL;
+    if (!strcmp(p->cupti_status, "held_by_other_subscriber"))
+      why = "CUPTI was held by another tool (one subscriber per process): no kernel data";
+    else if (!strcmp(p->cupti_status, "unavailable"))
+      why = "CUPTI was not available: no kernel data";
+    else if (!strcmp(p->cupti_status, "disabled"))
+      why = "kernel collection was disabled";
+    else if (!strcmp(p->cupti_status, "error"))
+      why = "CUPTI failed: no kernel data";
+    else if (!strcmp(p->cupti_status, "missing"))
+      why = "the raw file has no CUPTI status";
+    char *note = NULL;
+    if (why)
+      note = mpprof_asprintf("%s (pid %" PRId64 "): %s", p->file, p->pid, why);
+    else if (p->cupti_dropped > 0)
+      note = mpprof_asprintf("%s (pid %" PRId64 "): %" PRId64 " CUPTI records dropped", p->file,
+                             p->pid, p->cupti_dropped);
+    if (note && t->cupti_notes) cJSON_AddItemToArray(t->cupti_notes, cJSON_CreateString(note));
+    free(note);
+  }
+  for (size_t i = 0; i < m->n_sites; i++) {
+    mpprof_site *s = &m->sites[i];
+    eligibility(s);
+    classify_kernels(s);
+    if (s->n_kernels) t->kernel_data = true;
+    t->gemm_conv_kernel_ns += s->kernel_ns;
+    t->tc_ns += s->tc_ns;
+    t->unknown_ns += s->unknown_ns;
+    if (s->elig.eligible) t->sites_eligible++;
+    if (s->tc_used == 1) t->sites_on_tc++;
+    if (s->elig.eligible && s->tc_used == 0) t->sites_eligible_not_used++;
+
+    mpprof_layer *l = &m->layers[s->layer_idx];
+    if (s->elig_known) {
+      if (s->elig.eligible)
+        l->tc_eligible = 1;
+      else if (l->tc_eligible < 0)
+        l->tc_eligible = 0;
+    }
+    if (s->tc_used == 1)
+      l->tc_used = 1;
+    else if (s->tc_used == 0 && l->tc_used < 0)
+      l->tc_used = 0;
+    if (s->tc_source > l->tc_source) l->tc_source = s->tc_source;
+    l->kernel_ns += s->kernel_ns;
+    l->tc_ns += s->tc_ns;
+  }
+}

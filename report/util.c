@@ -1,0 +1,222 @@
+/* Small helpers of report/: strings, growing arrays, compact stats records,
+ * and writing an output file atomically (temporary file + rename, so a reader
+ * never sees half a report). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "report/report_internal.h"
+#include "report/tensorio/stats_json.h"
+
+char *mpprof_strdup(const char *s) {
+  return s ? strdup(s) : NULL;
+}
+
+char *mpprof_asprintf(const char *fmt, ...) {
+  va_list ap;
+  char *ret = NULL;
+  va_start(ap, fmt);
+  if (vasprintf(&ret, fmt, ap) < 0) ret = NULL;
+  va_end(ap);
+  return ret;
+}
+
+int mpprof_grow(void **p, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return 0;
+  size_t ncap = *cap ? *cap : 16;
+  while (ncap < need)
+    ncap *= 2;
+  void *np = realloc(*p, ncap * elem);
+  if (!np) return -1;
+  memset((char *)np + *cap * elem, 0, (ncap - *cap) * elem);
+  *p = np;
+  *cap = ncap;
+  return 0;
+}
+
+double mpprof_pct(uint64_t num, uint64_t den) {
+  return den ? 100.0 * (double)num / (double)den : 0.0;
+}
+
+/* ---- compact stats ---- */
+
+int mpprof_cstats_pack(const mp_stats *s, mpprof_cstats *ret) {
+  mpprof_cstats c = {
+      .dtype = s->dtype,
+      .hist_lo = s->hist_lo,
+      .hist_hi = s->hist_hi,
+      .count = s->count,
+      .zeros = s->zeros,
+      .nans = s->nans,
+      .pos_infs = s->pos_infs,
+      .neg_infs = s->neg_infs,
+      .negatives = s->negatives,
+      .min = s->min,
+      .max = s->max,
+      .absmax = s->absmax,
+      .min_abs_nonzero = s->min_abs_nonzero,
+      .nz_lo = 1,
+      .nz_hi = 0,
+  };
+  memcpy(c.casts, s->casts, sizeof c.casts);
+  int lo = s->hist_lo < MP_HIST_MIN ? MP_HIST_MIN : s->hist_lo;
+  int hi = s->hist_hi > MP_HIST_MAX ? MP_HIST_MAX : s->hist_hi;
+  for (int e = lo; e <= hi; e++)
+    if (s->exp_hist[e - MP_HIST_MIN]) {
+      if (c.nz_lo > c.nz_hi) c.nz_lo = e;
+      c.nz_hi = e;
+    }
+  if (c.nz_lo <= c.nz_hi) {
+    size_t n = (size_t)(c.nz_hi - c.nz_lo + 1);
+    c.bins = malloc(n * sizeof *c.bins);
+    if (!c.bins) return -1;
+    memcpy(c.bins, &s->exp_hist[c.nz_lo - MP_HIST_MIN], n * sizeof *c.bins);
+  }
+  mpprof_cstats_free(ret);
+  *ret = c;
+  return 0;
+}
+
+void mpprof_cstats_unpack(const mpprof_cstats *c, mp_stats *s) {
+  memset(s, 0, sizeof *s);
+  s->dtype = c->dtype;
+  s->hist_lo = c->hist_lo;
+  s->hist_hi = c->hist_hi;
+  s->count = c->count;
+  s->zeros = c->zeros;
+  s->nans = c->nans;
+  s->pos_infs = c->pos_infs;
+  s->neg_infs = c->neg_infs;
+  s->negatives = c->negatives;
+  s->min = c->min;
+  s->max = c->max;
+  s->absmax = c->absmax;
+  s->min_abs_nonzero = c->min_abs_nonzero;
+  memcpy(s->casts, c->casts, sizeof s->casts);
+  if (c->nz_lo <= c->nz_hi)
+    memcpy(&s->exp_hist[c->nz_lo - MP_HIST_MIN], c->bins,
+           (size_t)(c->nz_hi - c->nz_lo + 1) * sizeof *c->bins);
+}
+
+void mpprof_cstats_free(mpprof_cstats *c) {
+  if (!c) return;
+  free(c->bins);
+  c->bins = NULL;
+  c->nz_lo = 1;
+  c->nz_hi = 0;
+}
+
+int mpprof_cstats_merge(mpprof_cstats *dst, const mpprof_cstats *src, mp_stats scratch[2]) {
+  mpprof_cstats_unpack(dst, &scratch[0]);
+  mpprof_cstats_unpack(src, &scratch[1]);
+  mp_stats_merge(&scratch[0], &scratch[1]);
+  return mpprof_cstats_pack(&scratch[0], dst);
+}
+
+cJSON *mpprof_cstats_to_json(const mpprof_cstats *c, const mp_advice *adv, mp_stats *scratch) {
+  mpprof_cstats_unpack(c, scratch);
+  return mpprof_stats_to_json(scratch, adv);
+}
+
+/* ---- atomic output files ---- */
+
+int mpprof_afile_open(mpprof_afile *a, const char *path) {
+  memset(a, 0, sizeof *a);
+  a->path = strdup(path);
+  a->tmp = mpprof_asprintf("%s.tmp.%ld", path, (long)getpid());
+  if (!a->path || !a->tmp) goto fail;
+  a->f = fopen(a->tmp, "w");
+  if (!a->f) goto fail;
+  return 0;
+fail:;
+  int e = errno ? errno : ENOMEM;
+  free(a->path);
+  free(a->tmp);
+  memset(a, 0, sizeof *a);
+  errno = e;
+  return -1;
+}
+
+int mpprof_afile_close(mpprof_afile *a, bool ok) {
+  int rc = 0, e = 0;
+  if (!a->f) return -1;
+  if (ferror(a->f)) ok = false, e = EIO;
+  if (fclose(a->f) != 0 && ok) ok = false, e = errno;
+  if (ok && rename(a->tmp, a->path) != 0) ok = false, e = errno;
+  if (!ok) {
+    unlink(a->tmp);
+    rc = -1;
+  }
+  free(a->path);
+  free(a->tmp);
+  memset(a, 0, sizeof *a);
+  if (rc) errno = e ? e : EIO;
+  return rc;
+}
+
+/* ---- text output helpers ---- */
+
+void mpprof_fput_json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      fprintf(f, "\\%c", *p);
+    else if (*p < 0x20)
+      fprintf(f, "\\u%04x", *p);
+    else
+      fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+char *mpprof_layer_dtypes(const mpprof_model *m, const mpprof_layer *l) {
+  /* "A=fp16 B=fp16 D=fp32|fp16": per role, the distinct dtypes of its sites. */
+  char roles[16][8];
+  char vals[16][64];
+  int nr = 0;
+  for (size_t i = 0; i < l->n_sites; i++) {
+    const mpprof_site *s = &m->sites[l->first_site + i];
+    for (int t = 0; t < s->n_types; t++) {
+      int r = 0;
+      while (r < nr && strcmp(roles[r], s->types[t].role))
+        r++;
+      if (r == nr) {
+        if (nr == 16) continue;
+        snprintf(roles[nr], sizeof roles[nr], "%s", s->types[t].role);
+        vals[nr][0] = 0;
+        nr++;
+      }
+      const char *dn = mp_dtype_name(s->types[t].dtype);
+      /* distinct, '|'-separated */
+      bool seen = false;
+      const char *v = vals[r];
+      size_t dl = strlen(dn);
+      while (*v) {
+        const char *bar = strchr(v, '|');
+        size_t vl = bar ? (size_t)(bar - v) : strlen(v);
+        if (vl == dl && !strncmp(v, dn, dl)) seen = true;
+        v += vl + (bar ? 1 : 0);
+      }
+      if (!seen && strlen(vals[r]) + dl + 2 < sizeof vals[r]) {
+        if (vals[r][0]) strcat(vals[r], "|");
+        strcat(vals[r], dn);
+      }
+    }
+  }
+  size_t len = 1;
+  for (int r = 0; r < nr; r++)
+    len += strlen(roles[r]) + strlen(vals[r]) + 2;
+  char *out = malloc(len);
+  if (!out) return NULL;
+  out[0] = 0;
+  for (int r = 0; r < nr; r++) {
+    if (r) strcat(out, " ");
+    strcat(out, roles[r]);
+    strcat(out, "=");
+    strcat(out, vals[r]);
+  }
+  return out;
+}
