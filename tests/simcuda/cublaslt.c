@@ -1,0 +1,890 @@
+/* simcuda's libcublasLt.so.13: cuBLASLt handles, descriptors, preferences,
+ * heuristics and cublasLtMatmul on the CPU. Every simcuda GEMM ends here
+ * (libcublas.so.13 calls cublasLtMatmul through the PLT, as the real one
+ * does), so this file holds the one GEMM implementation:
+ *   D = epilogue(alpha * sA * sB * op(A) op(B) + beta * sC * C + bias) [* sD]
+ * with inputs decoded exactly (analysis/convert.h), TF32 / fp16 / bf16 input
+ * rounding where the compute type asks for it, fp32 accumulation (fp64 for
+ * COMPUTE_64F, int32 for COMPUTE_32I), and one RNE rounding to D's type.
+ * Type combinations follow the cuBLASLt documentation's cublasLtMatmul
+ * tables (CUDA 13.0 "cublasLtMatmul() regular / FP8 data types"); anything
+ * else is refused with CUBLAS_STATUS_NOT_SUPPORTED. Each matmul is one
+ * simcuda kernel with the name kernel_names.def gives it. */
+#include <math.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublasLt.h>
+
+#include "analysis/convert.h"
+#include "simcuda_internal.h"
+#include "cublas_status.h"
+
+#define SIM_API __attribute__((visibility("default")))
+
+enum { LT_HANDLE_MAGIC = 0x4c544844, LT_LAYOUT_MAGIC = 0x4c544c59, LT_DESC_MAGIC = 0x4c544453 };
+enum { LT_PREF_MAGIC = 0x4c545046 };
+
+struct cublasLtContext {
+  uint32_t magic;
+};
+
+typedef struct lt_layout {
+  uint32_t magic;
+  uint32_t type;
+  int32_t order;
+  int32_t batch_count;
+  uint64_t rows, cols;
+  int64_t ld;
+  int64_t stride;
+  int64_t plane_offset;
+  uint32_t batch_mode;
+} lt_layout;
+_Static_assert(sizeof(lt_layout) <= sizeof(cublasLtMatrixLayoutOpaque_t), "layout fits");
+
+typedef struct lt_desc {
+  uint32_t magic;
+  int32_t compute, scale_type, pointer_mode, transa, transb, transc, fill_mode;
+  uint32_t epilogue;
+  int32_t sm_count, aux_type, bias_type;
+  int32_t a_scale_mode, b_scale_mode, c_scale_mode, d_scale_mode, aux_scale_mode, d_out_scale_mode;
+  int8_t fast_accum;
+  const void *bias;
+  int64_t bias_stride;
+  void *aux;
+  int64_t aux_ld, aux_stride, alpha_vec_stride;
+  const void *a_scale, *b_scale, *c_scale, *d_scale;
+  void *amax_d, *aux_scale, *aux_amax, *d_out_scale;
+  void *emulation;
+} lt_desc;
+_Static_assert(sizeof(lt_desc) <= sizeof(cublasLtMatmulDescOpaque_t), "desc fits");
+
+typedef struct lt_pref {
+  uint32_t magic;
+  uint32_t search_mode, reduction_mask, align_a, align_b, align_c, align_d;
+  float max_waves;
+  uint64_t max_workspace, impl_mask;
+} lt_pref;
+_Static_assert(sizeof(lt_pref) <= sizeof(cublasLtMatmulPreferenceOpaque_t), "pref fits");
+
+/* ---- attribute tables: one place for each attribute's field and size ---- */
+
+typedef struct attr_slot {
+  int attr;
+  size_t offset, size;
+} attr_slot;
+
+#define SLOT(a, type, field)                                                                       \
+  { a, offsetof(type, field), sizeof(((type *)0)->field) }
+static const attr_slot layout_slots[] = {
+    SLOT(CUBLASLT_MATRIX_LAYOUT_TYPE, lt_layout, type),
+    SLOT(CUBLASLT_MATRIX_LAYOUT_ORDER, lt_layout, order),
+    SLOT(CUBLASLT_MATRIX_LAYOUT_ROWS, lt_layout, rows),
+    SLOT(CUBLASLT_MATRIX_LAYOUT_COLS, lt_layout, cols),
+    SLOT(CUBLASLT_MATRIX_LAYOUT_LD, lt_layout, ld),
+    SLOT(CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, lt_layout, batch_count),
+    SLOT(CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, lt_layout, stride),
+    SLOT(CUBLASLT_MATRIX_LAYOUT_PLANE_OFFSET, lt_layout, plane_offset),
+    SLOT(CUBLASLT_MATRIX_LAYOUT_BATCH_MODE, lt_layout, batch_mode),
+};
+static const attr_slot desc_slots[] = {
+    SLOT(CUBLASLT_MATMUL_DESC_COMPUTE_TYPE, lt_desc, compute),
+    SLOT(CUBLASLT_MATMUL_DESC_SCALE_TYPE, lt_desc, scale_type),
+    SLOT(CUBLASLT_MATMUL_DESC_POINTER_MODE, lt_desc, pointer_mode),
+    SLOT(CUBLASLT_MATMUL_DESC_TRANSA, lt_desc, transa),
+    SLOT(CUBLASLT_MATMUL_DESC_TRANSB, lt_desc, transb),
+    SLOT(CUBLASLT_MATMUL_DESC_TRANSC, lt_desc, transc),
+    SLOT(CUBLASLT_MATMUL_DESC_FILL_MODE, lt_desc, fill_mode),
+    SLOT(CUBLASLT_MATMUL_DESC_EPILOGUE, lt_desc, epilogue),
+    SLOT(CUBLASLT_MATMUL_DESC_BIAS_POINTER, lt_desc, bias),
+    SLOT(CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, lt_desc, bias_stride),
+    SLOT(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, lt_desc, aux),
+    SLOT(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, lt_desc, aux_ld),
+    SLOT(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, lt_desc, aux_stride),
+    SLOT(CUBLASLT_MATMUL_DESC_ALPHA_VECTOR_BATCH_STRIDE, lt_desc, alpha_vec_stride),
+    SLOT(CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, lt_desc, sm_count),
+    SLOT(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, lt_desc, a_scale),
+    SLOT(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, lt_desc, b_scale),
+    SLOT(CUBLASLT_MATMUL_DESC_C_SCALE_POINTER, lt_desc, c_scale),
+    SLOT(CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, lt_desc, d_scale),
+    SLOT(CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, lt_desc, amax_d),
+    SLOT(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, lt_desc, aux_type),
+    SLOT(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_SCALE_POINTER, lt_desc, aux_scale),
+    SLOT(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_AMAX_POINTER, lt_desc, aux_amax),
+    SLOT(CUBLASLT_MATMUL_DESC_FAST_ACCUM, lt_desc, fast_accum),
+    SLOT(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, lt_desc, bias_type),
+    SLOT(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, lt_desc, a_scale_mode),
+    SLOT(CUBLASLT_MATMUL_DESC_B_SCALE_MODE, lt_desc, b_scale_mode),
+    SLOT(CUBLASLT_MATMUL_DESC_C_SCALE_MODE, lt_desc, c_scale_mode),
+    SLOT(CUBLASLT_MATMUL_DESC_D_SCALE_MODE, lt_desc, d_scale_mode),
+    SLOT(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_SCALE_MODE, lt_desc, aux_scale_mode),
+    SLOT(CUBLASLT_MATMUL_DESC_D_OUT_SCALE_POINTER, lt_desc, d_out_scale),
+    SLOT(CUBLASLT_MATMUL_DESC_D_OUT_SCALE_MODE, lt_desc, d_out_scale_mode),
+    SLOT(CUBLASLT_MATMUL_DESC_EMULATION_DESCRIPTOR, lt_desc, emulation),
+};
+static const attr_slot pref_slots[] = {
+    SLOT(CUBLASLT_MATMUL_PREF_SEARCH_MODE, lt_pref, search_mode),
+    SLOT(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, lt_pref, max_workspace),
+    SLOT(CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, lt_pref, reduction_mask),
+    SLOT(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, lt_pref, align_a),
+    SLOT(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, lt_pref, align_b),
+    SLOT(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, lt_pref, align_c),
+    SLOT(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, lt_pref, align_d),
+    SLOT(CUBLASLT_MATMUL_PREF_MAX_WAVES_COUNT, lt_pref, max_waves),
+    SLOT(CUBLASLT_MATMUL_PREF_IMPL_MASK, lt_pref, impl_mask),
+};
+#undef SLOT
+
+static const attr_slot *find_slot(const attr_slot *slots, size_t n, int attr) {
+  for (size_t i = 0; i < n; i++)
+    if (slots[i].attr == attr) return &slots[i];
+  return NULL;
+}
+
+/* Setters take exactly the attribute's size (cuBLASLt: INVALID_VALUE when
+ * buf is NULL or sizeInBytes does not match). */
+static cublasStatus_t set_attr(void *obj, const attr_slot *slots, size_t n, int attr,
+                               const void *buf, size_t size) {
+  const attr_slot *s = find_slot(slots, n, attr);
+  if (s == NULL || buf == NULL || size != s->size) return CUBLAS_STATUS_INVALID_VALUE;
+  memcpy((char *)obj + s->offset, buf, size);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+/* Getters: sizeInBytes == 0 with sizeWritten asks for the size; otherwise
+ * buf must be non-NULL and sizeInBytes must match; sizeWritten (optional)
+ * receives the bytes written. */
+static cublasStatus_t get_attr(const void *obj, const attr_slot *slots, size_t n, int attr,
+                               void *buf, size_t size, size_t *written) {
+  const attr_slot *s = find_slot(slots, n, attr);
+  if (s == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  if (size == 0) {
+    if (written == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+    *written = s->size;
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  if (buf == NULL || size != s->size) return CUBLAS_STATUS_INVALID_VALUE;
+  memcpy(buf, (const char *)obj + s->offset, s->size);
+  if (written != NULL) *written = s->size;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+#define NSLOTS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- handle ---- */
+
+SIM_API cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle) {
+  if (handle == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  struct cublasLtContext *h = calloc(1, sizeof(*h));
+  if (h == NULL) return CUBLAS_STATUS_ALLOC_FAILED;
+  cuInit(0); /* the real library initialises the driver here */
+  h->magic = LT_HANDLE_MAGIC;
+  *handle = h;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+SIM_API cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
+  if (handle == NULL || handle->magic != LT_HANDLE_MAGIC) return CUBLAS_STATUS_NOT_INITIALIZED;
+  handle->magic = 0;
+  free(handle);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+SIM_API size_t cublasLtGetVersion(void) {
+  return CUBLAS_VERSION; /* cuBLASLt ships with and reports cuBLAS's version */
+}
+
+SIM_API size_t cublasLtGetCudartVersion(void) {
+  return CUDART_VERSION;
+}
+
+SIM_API cublasStatus_t cublasLtGetProperty(libraryPropertyType type, int *value) {
+  if (value == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  switch (type) {
+  case MAJOR_VERSION:
+    *value = CUBLAS_VER_MAJOR;
+    break;
+  case MINOR_VERSION:
+    *value = CUBLAS_VER_MINOR;
+    break;
+  case PATCH_LEVEL:
+    *value = CUBLAS_VER_PATCH;
+    break;
+  default:
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+SIM_API const char *cublasLtGetStatusName(cublasStatus_t status) {
+  return simcuda_cublas_status_name(status);
+}
+
+SIM_API const char *cublasLtGetStatusString(cublasStatus_t status) {
+  return simcuda_cublas_status_string(status);
+}
+
+/* ---- matrix layout ---- */
+
+static void layout_init(lt_layout *l, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld) {
+  memset(l, 0, sizeof(*l));
+  l->magic = LT_LAYOUT_MAGIC;
+  l->type = (uint32_t)type;
+  l->order = CUBLASLT_ORDER_COL;
+  l->batch_count = 1;
+  l->rows = rows;
+  l->cols = cols;
+  l->ld = ld;
+}
+
+SIM_API cublasStatus_t cublasLtMatrixLayoutInit_internal(cublasLtMatrixLayout_t layout, size_t size,
+                                                         cudaDataType type, uint64_t rows,
+                                                         uint64_t cols, int64_t ld) {
+  if (layout == NULL || size < sizeof(lt_layout)) return CUBLAS_STATUS_INVALID_VALUE;
+  layout_init((lt_layout *)layout, type, rows, cols, ld);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+SIM_API cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout, cudaDataType type,
+                                                  uint64_t rows, uint64_t cols, int64_t ld) {
+  if (layout == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  lt_layout *l = calloc(1, sizeof(cublasLtMatrixLayoutOpaque_t));
+  if (l == NULL) return CUBLAS_STATUS_ALLOC_FAILED;
+  layout_init(l, type, rows, cols, ld);
+  *layout = (cublasLtMatrixLayout_t)l;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+static lt_layout *as_layout(cublasLtMatrixLayout_t p) {
+  lt_layout *l = (lt_layout *)p;
+  return l != NULL && l->magic == LT_LAYOUT_MAGIC ? l : NULL;
+}
+
+SIM_API cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
+  if (layout == NULL) return CUBLAS_STATUS_SUCCESS;
+  lt_layout *l = as_layout(layout);
+  if (l == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  l->magic = 0;
+  free(l);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+SIM_API cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
+                                                        cublasLtMatrixLayoutAttribute_t attr,
+                                                        const void *buf, size_t size) {
+  lt_layout *l = as_layout(layout);
+  if (l == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  return set_attr(l, layout_slots, NSLOTS(layout_slots), attr, buf, size);
+}
+
+SIM_API cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_t layout,
+                                                        cublasLtMatrixLayoutAttribute_t attr,
+                                                        void *buf, size_t size, size_t *written) {
+  lt_layout *l = as_layout(layout);
+  if (l == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  return get_attr(l, layout_slots, NSLOTS(layout_slots), attr, buf, size, written);
+}
+
+/* ---- matmul descriptor ---- */
+
+static void desc_init(lt_desc *d, cublasComputeType_t compute, cudaDataType_t scale) {
+  memset(d, 0, sizeof(*d));
+  d->magic = LT_DESC_MAGIC;
+  d->compute = compute;
+  d->scale_type = scale;
+  d->pointer_mode = CUBLASLT_POINTER_MODE_HOST;
+  d->transa = d->transb = d->transc = CUBLAS_OP_N;
+  d->fill_mode = CUBLAS_FILL_MODE_FULL;
+  d->epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  d->aux_type = -1;
+  d->bias_type = -1;
+}
+
+SIM_API cublasStatus_t cublasLtMatmulDescInit_internal(cublasLtMatmulDesc_t desc, size_t size,
+                                                       cublasComputeType_t compute,
+                                                       cudaDataType_t scale) {
+  if (desc == NULL || size < sizeof(lt_desc)) return CUBLAS_STATUS_INVALID_VALUE;
+  desc_init((lt_desc *)desc, compute, scale);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+SIM_API cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc,
+                                                cublasComputeType_t compute, cudaDataType_t scale) {
+  if (desc == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  lt_desc *d = calloc(1, sizeof(cublasLtMatmulDescOpaque_t));
+  if (d == NULL) return CUBLAS_STATUS_ALLOC_FAILED;
+  desc_init(d, compute, scale);
+  *desc = (cublasLtMatmulDesc_t)d;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+static lt_desc *as_desc(cublasLtMatmulDesc_t p) {
+  lt_desc *d = (lt_desc *)p;
+  return d != NULL && d->magic == LT_DESC_MAGIC ? d : NULL;
+}
+
+SIM_API cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
+  if (desc == NULL) return CUBLAS_STATUS_SUCCESS;
+  lt_desc *d = as_desc(desc);
+  if (d == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  d->magic = 0;
+  free(d);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+SIM_API cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
+                                                      cublasLtMatmulDescAttributes_t attr,
+                                                      const void *buf, size_t size) {
+  lt_desc *d = as_desc(desc);
+  if (d == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  return set_attr(d, desc_slots, NSLOTS(desc_slots), attr, buf, size);
+}
+
+SIM_API cublasStatus_t cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t desc,
+                                                      cublasLtMatmulDescAttributes_t attr,
+                                                      void *buf, size_t size, size_t *written) {
+  lt_desc *d = as_desc(desc);
+  if (d == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  return get_attr(d, desc_slots, NSLOTS(desc_slots), attr, buf, size, written);
+}
+
+/* ---- preference ---- */
+
+static void pref_init(lt_pref *p) {
+  memset(p, 0, sizeof(*p));
+  p->magic = LT_PREF_MAGIC;
+  p->search_mode = CUBLASLT_SEARCH_BEST_FIT;
+  p->reduction_mask = CUBLASLT_REDUCTION_SCHEME_MASK;
+  p->align_a = p->align_b = p->align_c = p->align_d = 256;
+  p->impl_mask = UINT64_MAX;
+}
+
+SIM_API cublasStatus_t cublasLtMatmulPreferenceInit_internal(cublasLtMatmulPreference_t pref,
+                                                             size_t size) {
+  if (pref == NULL || size < sizeof(lt_pref)) return CUBLAS_STATUS_INVALID_VALUE;
+  pref_init((lt_pref *)pref);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+SIM_API cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *pref) {
+  if (pref == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  lt_pref *p = calloc(1, sizeof(cublasLtMatmulPreferenceOpaque_t));
+  if (p == NULL) return CUBLAS_STATUS_ALLOC_FAILED;
+  pref_init(p);
+  *pref = (cublasLtMatmulPreference_t)p;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+static lt_pref *as_pref(cublasLtMatmulPreference_t p) {
+  lt_pref *q = (lt_pref *)p;
+  return q != NULL && q->magic == LT_PREF_MAGIC ? q : NULL;
+}
+
+SIM_API cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
+  if (pref == NULL) return CUBLAS_STATUS_SUCCESS;
+  lt_pref *p = as_pref(pref);
+  if (p == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  p->magic = 0;
+  free(p);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+SIM_API cublasStatus_t cublasLtMatmulPreferenceSetAttribute(
+    cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, const void *buf,
+    size_t size) {
+  lt_pref *p = as_pref(pref);
+  if (p == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  return set_attr(p, pref_slots, NSLOTS(pref_slots), attr, buf, size);
+}
+
+SIM_API cublasStatus_t cublasLtMatmulPreferenceGetAttribute(
+    cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, void *buf,
+    size_t size, size_t *written) {
+  lt_pref *p = as_pref(pref);
+  if (p == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  return get_attr(p, pref_slots, NSLOTS(pref_slots), attr, buf, size, written);
+}
+
+/* ---- the matmul ---- */
+
+static mp_dtype mp_of(int t) {
+  switch (t) {
+  case CUDA_R_64F:
+    return MP_FP64;
+  case CUDA_R_32F:
+    return MP_FP32;
+  case CUDA_R_16F:
+    return MP_FP16;
+  case CUDA_R_16BF:
+    return MP_BF16;
+  case CUDA_R_8F_E4M3:
+    return MP_FP8_E4M3;
+  case CUDA_R_8F_E5M2:
+    return MP_FP8_E5M2;
+  case CUDA_R_8I:
+    return MP_INT8;
+  case CUDA_R_32I:
+    return MP_INT32;
+  default:
+    return MP_DTYPE_INVALID;
+  }
+}
+
+static size_t elem_size(int t) {
+  mp_dtype d = mp_of(t);
+  return d == MP_DTYPE_INVALID ? 0 : mp_dtype_size(d);
+}
+
+static int is_fp8(int t) {
+  return t == CUDA_R_8F_E4M3 || t == CUDA_R_8F_E5M2;
+}
+
+static int is_16(int t) {
+  return t == CUDA_R_16F || t == CUDA_R_16BF;
+}
+
+typedef enum acc_kind { ACC_F32, ACC_F64, ACC_I32 } acc_kind;
+typedef enum in_round { IN_EXACT, IN_TF32, IN_FP16, IN_BF16 } in_round;
+
+/* Everything cublasLtMatmul and the heuristic need to know, checked once. */
+typedef struct lt_plan {
+  const lt_desc *desc;
+  const lt_layout *a, *b, *c, *d;
+  uint64_t m, n, k;
+  int32_t batch;
+  acc_kind acc;
+  in_round round;
+  int bias_type;
+  int relu, gelu, bias;
+} lt_plan;
+
+static int compute_base(int compute) {
+  switch (compute) {
+  case CUBLAS_COMPUTE_16F_PEDANTIC:
+    return CUBLAS_COMPUTE_16F;
+  case CUBLAS_COMPUTE_32F_PEDANTIC:
+    return CUBLAS_COMPUTE_32F;
+  case CUBLAS_COMPUTE_64F_PEDANTIC:
+    return CUBLAS_COMPUTE_64F;
+  case CUBLAS_COMPUTE_32I_PEDANTIC:
+    return CUBLAS_COMPUTE_32I;
+  default:
+    return compute;
+  }
+}
+
+/* cuBLASLt docs, cublasLtMatmul type tables (CUDA 13.0). Returns SUCCESS or
+ * NOT_SUPPORTED and fills acc / round. */
+static cublasStatus_t check_types(lt_plan *p) {
+  int at = (int)p->a->type, bt = (int)p->b->type, ct = (int)p->c->type, dt = (int)p->d->type;
+  int compute = compute_base(p->desc->compute), scale = p->desc->scale_type;
+  p->round = IN_EXACT;
+  if (is_fp8(at) || is_fp8(bt)) {
+    /* FP8 table: e4m3/e5m2 in any pairing but e5m2 x e5m2; fp32 compute and
+     * scale; C is bf16/fp16/fp32; D is C's type, or fp8 when C is 16-bit.
+     * On sm_90 only the TN layout (A transposed, B not) is implemented. */
+    if (!is_fp8(at) || !is_fp8(bt) || (at == CUDA_R_8F_E5M2 && bt == CUDA_R_8F_E5M2))
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (compute != CUBLAS_COMPUTE_32F || scale != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (ct == CUDA_R_32F) {
+      if (dt != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+    } else if (is_16(ct)) {
+      int d_fp8_ok = dt == CUDA_R_8F_E4M3 ||
+                     (dt == CUDA_R_8F_E5M2 && (at == CUDA_R_8F_E5M2 || bt == CUDA_R_8F_E5M2));
+      if (dt != ct && !d_fp8_ok) return CUBLAS_STATUS_NOT_SUPPORTED;
+    } else {
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    if (p->desc->transa != CUBLAS_OP_T || p->desc->transb != CUBLAS_OP_N)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    p->acc = ACC_F32;
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  if (at != bt || ct != dt) return CUBLAS_STATUS_NOT_SUPPORTED;
+  switch (compute) {
+  case CUBLAS_COMPUTE_16F:
+    if (scale != CUDA_R_16F || at != CUDA_R_16F || ct != CUDA_R_16F)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    p->acc = ACC_F32; /* simcuda accumulates fp16-compute GEMMs in fp32 (docs/simcuda.md) */
+    return CUBLAS_STATUS_SUCCESS;
+  case CUBLAS_COMPUTE_32I:
+    if (scale != CUDA_R_32I || at != CUDA_R_8I || ct != CUDA_R_32I)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    p->acc = ACC_I32;
+    return CUBLAS_STATUS_SUCCESS;
+  case CUBLAS_COMPUTE_64F:
+    if (scale != CUDA_R_64F || at != CUDA_R_64F || ct != CUDA_R_64F)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    p->acc = ACC_F64;
+    return CUBLAS_STATUS_SUCCESS;
+  case CUBLAS_COMPUTE_32F:
+    if (scale != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (at == CUDA_R_32F && ct == CUDA_R_32F) break;
+    if (is_16(at) && (ct == at || ct == CUDA_R_32F)) break;
+    if (at == CUDA_R_8I && ct == CUDA_R_32F) break; /* cublasSgemmEx / GemmEx int8 -> fp32 */
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  case CUBLAS_COMPUTE_32F_FAST_TF32:
+  case CUBLAS_COMPUTE_32F_FAST_16F:
+  case CUBLAS_COMPUTE_32F_FAST_16BF:
+    if (scale != CUDA_R_32F || at != CUDA_R_32F || ct != CUDA_R_32F)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    p->round = compute == CUBLAS_COMPUTE_32F_FAST_TF32  ? IN_TF32
+               : compute == CUBLAS_COMPUTE_32F_FAST_16F ? IN_FP16
+                                                        : IN_BF16;
+    break;
+  default:
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  p->acc = ACC_F32;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+static int layout_ok(const lt_layout *l, uint64_t rows, uint64_t cols) {
+  if (l->rows != rows || l->cols != cols) return 0;
+  uint64_t need = l->order == CUBLASLT_ORDER_COL ? rows : cols;
+  return l->ld >= 1 && (uint64_t)l->ld >= need;
+}
+
+static cublasStatus_t plan_matmul(lt_plan *p, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t ad,
+                                  cublasLtMatrixLayout_t bd, cublasLtMatrixLayout_t cd,
+                                  cublasLtMatrixLayout_t dd) {
+  memset(p, 0, sizeof(*p));
+  p->desc = as_desc(desc);
+  p->a = as_layout(ad);
+  p->b = as_layout(bd);
+  p->c = as_layout(cd);
+  p->d = as_layout(dd);
+  if (p->desc == NULL || p->a == NULL || p->b == NULL || p->c == NULL || p->d == NULL)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  const lt_desc *d = p->desc;
+  const lt_layout *ls[4] = {p->a, p->b, p->c, p->d};
+  for (int i = 0; i < 4; i++) {
+    if (ls[i]->order != CUBLASLT_ORDER_COL && ls[i]->order != CUBLASLT_ORDER_ROW)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (ls[i]->plane_offset != 0) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (ls[i]->batch_mode != CUBLASLT_BATCH_MODE_STRIDED &&
+        ls[i]->batch_mode != CUBLASLT_BATCH_MODE_POINTER_ARRAY)
+      return CUBLAS_STATUS_INVALID_VALUE;
+    if (ls[i]->batch_count < 1 || ls[i]->batch_count != p->d->batch_count)
+      return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  int ops[2] = {d->transa, d->transb};
+  for (int i = 0; i < 2; i++)
+    if (ops[i] != CUBLAS_OP_N && ops[i] != CUBLAS_OP_T && ops[i] != CUBLAS_OP_C)
+      return CUBLAS_STATUS_INVALID_VALUE;
+  if (d->transc != CUBLAS_OP_N || d->fill_mode != CUBLAS_FILL_MODE_FULL)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  p->m = p->d->rows;
+  p->n = p->d->cols;
+  p->k = d->transa == CUBLAS_OP_N ? p->a->cols : p->a->rows;
+  p->batch = p->d->batch_count;
+  uint64_t a_rows = d->transa == CUBLAS_OP_N ? p->m : p->k;
+  uint64_t a_cols = d->transa == CUBLAS_OP_N ? p->k : p->m;
+  uint64_t b_rows = d->transb == CUBLAS_OP_N ? p->k : p->n;
+  uint64_t b_cols = d->transb == CUBLAS_OP_N ? p->n : p->k;
+  if (!layout_ok(p->a, a_rows, a_cols) || !layout_ok(p->b, b_rows, b_cols) ||
+      !layout_ok(p->c, p->m, p->n) || !layout_ok(p->d, p->m, p->n))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  cublasStatus_t st = check_types(p);
+  if (st != CUBLAS_STATUS_SUCCESS) return st;
+  /* Block scaling (MX / NVFP4) is Blackwell-only; an sm_90 device refuses it. */
+  if (d->a_scale_mode || d->b_scale_mode || d->c_scale_mode || d->d_scale_mode ||
+      d->d_out_scale_mode || d->d_out_scale != NULL)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (d->pointer_mode != CUBLASLT_POINTER_MODE_HOST &&
+      d->pointer_mode != CUBLASLT_POINTER_MODE_DEVICE)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  switch (d->epilogue) {
+  case CUBLASLT_EPILOGUE_DEFAULT:
+    break;
+  case CUBLASLT_EPILOGUE_RELU:
+    p->relu = 1;
+    break;
+  case CUBLASLT_EPILOGUE_BIAS:
+    p->bias = 1;
+    break;
+  case CUBLASLT_EPILOGUE_RELU_BIAS:
+    p->relu = p->bias = 1;
+    break;
+  case CUBLASLT_EPILOGUE_GELU:
+    p->gelu = 1;
+    break;
+  case CUBLASLT_EPILOGUE_GELU_BIAS:
+    p->gelu = p->bias = 1;
+    break;
+  default:
+    return CUBLAS_STATUS_NOT_SUPPORTED; /* aux outputs and gradients: not simulated */
+  }
+  if (p->bias) {
+    if (p->acc != ACC_F32) return CUBLAS_STATUS_NOT_SUPPORTED;
+    int dt = (int)p->d->type;
+    int def = is_fp8(dt) ? (int)p->c->type : dt;
+    p->bias_type = d->bias_type == -1 ? def : d->bias_type;
+    if (p->bias_type != CUDA_R_32F && p->bias_type != CUDA_R_16F && p->bias_type != CUDA_R_16BF)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+  } else if ((p->relu || p->gelu) && p->acc != ACC_F32) {
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+/* Address of matrix `batch` of an operand, for either batch mode. */
+static const void *batch_base(const lt_layout *l, const void *ptr, int32_t batch) {
+  if (l->batch_mode == CUBLASLT_BATCH_MODE_POINTER_ARRAY) return ((const void *const *)ptr)[batch];
+  return (const char *)ptr + (int64_t)batch * l->stride * (int64_t)elem_size((int)l->type);
+}
+
+static uint64_t elem_index(const lt_layout *l, uint64_t row, uint64_t col) {
+  return l->order == CUBLASLT_ORDER_COL ? row + col * (uint64_t)l->ld : row * (uint64_t)l->ld + col;
+}
+
+static double round_input(double v, in_round r) {
+  switch (r) {
+  case IN_TF32:
+    return mp_float_to_tf32((float)v);
+  case IN_FP16:
+    return mp_fp16_to_float(mp_float_to_fp16((float)v));
+  case IN_BF16:
+    return mp_bf16_to_float(mp_float_to_bf16((float)v));
+  default:
+    return v;
+  }
+}
+
+static double read_scalar(int type, const void *p) {
+  switch (type) {
+  case CUDA_R_16F:
+    return mp_fp16_to_float(*(const uint16_t *)p);
+  case CUDA_R_32F:
+    return *(const float *)p;
+  case CUDA_R_64F:
+    return *(const double *)p;
+  case CUDA_R_32I:
+    return *(const int32_t *)p;
+  default:
+    return NAN;
+  }
+}
+
+static float gelu_tanh(float x) {
+  /* cuBLASLt's GELU is the tanh approximation. */
+  const float c = 0.7978845608028654f; /* sqrt(2/pi) */
+  return 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x)));
+}
+
+static void store_out(int type, void *base, uint64_t idx, double v) {
+  switch (type) {
+  /* fp8 outputs saturate to the largest finite value (the hardware's
+   * cvt.rn.satfinite), as cuBLASLt's fp8 epilogue does. */
+  case CUDA_R_8F_E4M3:
+    ((uint8_t *)base)[idx] = mp_float_to_e4m3((float)v, true);
+    break;
+  case CUDA_R_8F_E5M2:
+    ((uint8_t *)base)[idx] = mp_float_to_e5m2((float)v, true);
+    break;
+  case CUDA_R_32I: {
+    double c = v > 2147483647.0 ? 2147483647.0 : v < -2147483648.0 ? -2147483648.0 : v;
+    ((int32_t *)base)[idx] = (int32_t)c;
+    break;
+  }
+  default:
+    mp_store(mp_of(type), base, idx, v);
+    break;
+  }
+}
+
+typedef struct lt_args {
+  double alpha, beta; /* already multiplied by the A*B and C scales */
+  double d_scale;
+  const void *A, *B, *C;
+  void *D;
+} lt_args;
+
+/* One matrix of the batch. Operands are gathered into op() order first so
+ * the inner product runs over contiguous memory. */
+static cublasStatus_t run_one(const lt_plan *p, const lt_args *x, int32_t bi, float *amax) {
+  const lt_desc *d = p->desc;
+  uint64_t m = p->m, n = p->n, k = p->k;
+  const void *A = batch_base(p->a, x->A, bi), *B = batch_base(p->b, x->B, bi);
+  const void *C = x->beta != 0 ? batch_base(p->c, x->C, bi) : NULL;
+  void *D = (void *)batch_base(p->d, x->D, bi);
+  mp_dtype at = mp_of((int)p->a->type), bt = mp_of((int)p->b->type), ct = mp_of((int)p->c->type);
+  int dt = (int)p->d->type;
+  size_t wsz = p->acc == ACC_F64 ? sizeof(double) : sizeof(float);
+  size_t an = m * k > 0 ? m * k : 1, bn = n * k > 0 ? n * k : 1;
+  void *ao = malloc(an * wsz), *bo = malloc(bn * wsz);
+  if (ao == NULL || bo == NULL) {
+    free(ao);
+    free(bo);
+    return CUBLAS_STATUS_ALLOC_FAILED;
+  }
+  for (uint64_t i = 0; i < m; i++)
+    for (uint64_t q = 0; q < k; q++) {
+      uint64_t idx = d->transa == CUBLAS_OP_N ? elem_index(p->a, i, q) : elem_index(p->a, q, i);
+      double v = round_input(mp_load(at, A, idx), p->round);
+      if (p->acc == ACC_F64)
+        ((double *)ao)[i * k + q] = v;
+      else
+        ((float *)ao)[i * k + q] = (float)v;
+    }
+  for (uint64_t j = 0; j < n; j++)
+    for (uint64_t q = 0; q < k; q++) {
+      uint64_t idx = d->transb == CUBLAS_OP_N ? elem_index(p->b, q, j) : elem_index(p->b, j, q);
+      double v = round_input(mp_load(bt, B, idx), p->round);
+      if (p->acc == ACC_F64)
+        ((double *)bo)[j * k + q] = v;
+      else
+        ((float *)bo)[j * k + q] = (float)v;
+    }
+  const void *bias = NULL;
+  if (p->bias)
+    bias = (const char *)d->bias + (int64_t)bi * d->bias_stride * (int64_t)elem_size(p->bias_type);
+  for (uint64_t j = 0; j < n; j++)
+    for (uint64_t i = 0; i < m; i++) {
+      double out;
+      if (p->acc == ACC_F64) {
+        const double *ar = (const double *)ao + i * k, *br = (const double *)bo + j * k;
+        double acc = 0;
+        for (uint64_t q = 0; q < k; q++)
+          acc += ar[q] * br[q];
+        out = x->alpha * acc;
+        if (C != NULL) out += x->beta * mp_load(ct, C, elem_index(p->c, i, j));
+      } else if (p->acc == ACC_I32) {
+        const float *ar = (const float *)ao + i * k, *br = (const float *)bo + j * k;
+        int64_t acc = 0;
+        for (uint64_t q = 0; q < k; q++)
+          acc += (int64_t)ar[q] * (int64_t)br[q];
+        out = x->alpha * (double)(int32_t)acc;
+        if (C != NULL) out += x->beta * (double)((const int32_t *)C)[elem_index(p->c, i, j)];
+      } else {
+        const float *ar = (const float *)ao + i * k, *br = (const float *)bo + j * k;
+        float acc = 0;
+        for (uint64_t q = 0; q < k; q++)
+          acc += ar[q] * br[q];
+        float t = (float)x->alpha * acc;
+        if (C != NULL) t += (float)x->beta * (float)mp_load(ct, C, elem_index(p->c, i, j));
+        if (bias != NULL) t += (float)mp_load(mp_of(p->bias_type), bias, i);
+        if (p->relu) t = t > 0 ? t : 0;
+        if (p->gelu) t = gelu_tanh(t);
+        if (fabsf(t) > *amax) *amax = fabsf(t); /* NaN compares false: ignored, as fmaxf */
+        if (is_fp8(dt)) t *= (float)x->d_scale;
+        out = t;
+      }
+      store_out(dt, D, elem_index(p->d, i, j), out);
+    }
+  free(ao);
+  free(bo);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+static int aligned16(const lt_layout *l, const void *ptr) {
+  size_t es = elem_size((int)l->type);
+  if (l->batch_mode == CUBLASLT_BATCH_MODE_POINTER_ARRAY) {
+    const void *const *arr = ptr;
+    for (int32_t i = 0; i < l->batch_count; i++)
+      if ((uintptr_t)arr[i] % 16 != 0) return 0;
+  } else {
+    if ((uintptr_t)ptr % 16 != 0) return 0;
+    if (l->batch_count > 1 && ((uint64_t)l->stride * es) % 16 != 0) return 0;
+  }
+  return ((uint64_t)l->ld * es) % 16 == 0;
+}
+
+static char op_letter(int op) {
+  return op == CUBLAS_OP_N ? 'N' : op == CUBLAS_OP_T ? 'T' : 'C';
+}
+
+static void fill_shape(const lt_plan *p, simcuda_gemm_shape *g, int aligned) {
+  memset(g, 0, sizeof(*g));
+  g->a_type = (int)p->a->type;
+  g->b_type = (int)p->b->type;
+  g->c_type = (int)p->c->type;
+  g->d_type = (int)p->d->type;
+  g->compute = compute_base(p->desc->compute);
+  g->op_a = op_letter(p->desc->transa);
+  g->op_b = op_letter(p->desc->transb);
+  g->m = p->m;
+  g->n = p->n;
+  g->k = p->k;
+  g->batch = (uint64_t)p->batch;
+  g->aligned = aligned;
+  g->epilogue_bias = p->bias;
+}
+
+static double scale_or_one(const void *p) {
+  return p == NULL ? 1.0 : (double)*(const float *)p;
+}
+
+SIM_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                                      const void *alpha, const void *A, cublasLtMatrixLayout_t ad,
+                                      const void *B, cublasLtMatrixLayout_t bd, const void *beta,
+                                      const void *C, cublasLtMatrixLayout_t cd, void *D,
+                                      cublasLtMatrixLayout_t dd, const cublasLtMatmulAlgo_t *algo,
+                                      void *workspace, size_t workspace_size, cudaStream_t stream) {
+  (void)algo;
+  (void)workspace;
+  (void)workspace_size;
+  if (handle == NULL || handle->magic != LT_HANDLE_MAGIC) return CUBLAS_STATUS_NOT_INITIALIZED;
+  lt_plan p;
+  cublasStatus_t st = plan_matmul(&p, desc, ad, bd, cd, dd);
+  if (st != CUBLAS_STATUS_SUCCESS) return st;
+  if (alpha == NULL || beta == NULL || !simcuda_stream_valid((CUstream)stream))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (p.m == 0 || p.n == 0) return CUBLAS_STATUS_SUCCESS;
+  lt_args x;
+  int scale = p.desc->scale_type;
+  x.alpha = read_scalar(scale, alpha);
+  x.beta = read_scalar(scale, beta);
+  if ((p.k > 0 && (A == NULL || B == NULL)) || D == NULL || (x.beta != 0 && C == NULL))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (p.bias && p.desc->bias == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  if (is_fp8((int)p.a->type)) {
+    x.alpha *= scale_or_one(p.desc->a_scale) * scale_or_one(p.desc->b_scale);
+    x.beta *= scale_or_one(p.desc->c_scale);
+  }
+  x.d_scale = scale_or_one(p.desc->d_scale);
+  x.A = A;
+  x.B = B;
+  x.C = C;
+  x.D = D;
+
+  int aligned = aligned16(p.a, A) && aligned16(p.b, B) && aligned16(p.d, D) &&
+                (C == NULL || aligned16(p.c, C));
+  simcuda_gemm_shape g;
+  fill_shape(&p, &g, aligned);
+  simcuda_kernel k = {.stream = (CUstream)stream};
+  k.name = simcuda_gemm_kernel_name(&g, k.grid, k.block);
+  uint64_t token = simcuda_kernel_start(&k);
+  float amax = 0;
+  for (int32_t bi = 0; bi < p.batch && st == CUBLAS_STATUS_SUCCESS; bi++)
+    st = run_one(&p, &x, bi, &amax);
+  if (st == CUBLAS_STATUS_SUCCESS && p.desc->amax_d != NULL) *(float *)p.desc->amax_d = amax;
+  simcuda_kernel_finish(&k, token);
+  return st;
+}
+
+SIM_API cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
+    cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t ad,
+    cublasLtMatrixLayout_t bd, cublasLtMatrixLayout_t cd, cublasLtMatrixLayout_t dd,
+    cublasLtMatmulPreference_t pref, int requested, cublasLtMatmulHeuristicResult_t results[],
+    int *returned) {
+  if (handle == NULL || handle->magic != LT_HANDLE_MAGIC) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (requested <= 0 || results == NULL || returned == NULL || as_pref(pref) == NULL)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  *returned = 0;
+  lt_plan p;
+  cublasStatus_t st = plan_matmul(&p, desc, ad, bd, cd, dd);
+  if (st != CUBLAS_STATUS_SUCCESS) return st;
+  memset(&results[0], 0, sizeof(results[0]));
+  /* One algorithm: the host loop. The id word is there so an application
+   * that prints or caches it sees something stable. */
+  results[0].algo.data[0] = 0x53494d43u; /* "SIMC" */
+  results[0].workspaceSize = 0;
+  results[0].state = CUBLAS_STATUS_SUCCESS;
+  results[0].wavesCount = 1.0f;
+  *returned = 1;
+  return CUBLAS_STATUS_SUCCESS;
+}

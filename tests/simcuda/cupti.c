@@ -1,0 +1,488 @@
+/* simcuda's libcupti.so.13: the activity API for the kernels simcuda runs.
+ * It attaches a sink to libcuda's kernel hub; for every finished kernel it
+ * writes, into buffers the client hands out through bufferRequested, the
+ * driver launch API record (cbid cuLaunchKernel), one external correlation
+ * record per external-id kind pushed on the launching thread, and the
+ * CUpti_ActivityKernel10 record, all with one correlation id. As in CUPTI,
+ * external correlation records come only with API records. Full buffers are
+ * queued and delivered through bufferCompleted at flush (CUPTI does so from
+ * its own thread, later; never from inside the launch), so a client's
+ * completion handler never runs inside its own cuBLAS call.
+ * One subscriber per process; SIMCUDA_CUPTI_BUSY=1 makes subscribing and
+ * enabling activity fail as if another tool held CUPTI. */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cupti.h>
+
+#include "simcuda_internal.h"
+
+#define SIM_API __attribute__((visibility("default")))
+
+enum { SIM_CONTEXT_ID = 1, SIM_DEVICE_ID = 0, SIM_MAX_CBID = 1024, SIM_EXT_DEPTH = 128 };
+
+typedef struct full_buffer {
+  uint8_t *buf;
+  size_t size, valid;
+  struct full_buffer *next;
+} full_buffer;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  CUpti_BuffersCallbackRequestFunc requested;
+  CUpti_BuffersCallbackCompleteFunc completed;
+  bool kind[CUPTI_ACTIVITY_KIND_COUNT];
+  uint8_t driver_cbid[SIM_MAX_CBID];
+  uint8_t *cur;
+  size_t cur_size, cur_used, cur_records, cur_max_records;
+  full_buffer *full_head, *full_tail;
+  size_t dropped;
+  uint32_t next_correlation;
+  int64_t next_grid;
+  bool subscribed;
+} st = {.next_correlation = 1, .next_grid = 1};
+
+/* Per thread, per external kind: the pushed ids. */
+static _Thread_local uint64_t ext_stack[CUPTI_EXTERNAL_CORRELATION_KIND_SIZE][SIM_EXT_DEPTH];
+static _Thread_local int ext_depth[CUPTI_EXTERNAL_CORRELATION_KIND_SIZE];
+
+static bool busy(void) {
+  const char *v = getenv("SIMCUDA_CUPTI_BUSY");
+  return v != NULL && strcmp(v, "1") == 0;
+}
+
+static size_t align8(size_t v) {
+  return (v + 7) & ~(size_t)7;
+}
+
+static size_t record_size(CUpti_ActivityKind kind) {
+  switch (kind) {
+  case CUPTI_ACTIVITY_KIND_KERNEL:
+  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+    return sizeof(CUpti_ActivityKernel10);
+  case CUPTI_ACTIVITY_KIND_DRIVER:
+  case CUPTI_ACTIVITY_KIND_RUNTIME:
+    return sizeof(CUpti_ActivityAPI);
+  case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+    return sizeof(CUpti_ActivityExternalCorrelation);
+  default:
+    return 0;
+  }
+}
+
+/* Kernel names must outlive the records; keep one copy of each. */
+typedef struct name_node {
+  struct name_node *next;
+  char name[];
+} name_node;
+static name_node *names;
+
+static const char *intern(const char *s) {
+  for (name_node *n = names; n != NULL; n = n->next)
+    if (strcmp(n->name, s) == 0) return n->name;
+  size_t len = strlen(s);
+  name_node *n = malloc(sizeof(*n) + len + 1);
+  if (n == NULL) return s;
+  memcpy(n->name, s, len + 1);
+  n->next = names;
+  names = n;
+  return n->name;
+}
+
+/* Retire the current buffer to the delivery queue (lock held). */
+static void retire_current(void) {
+  if (st.cur == NULL) return;
+  full_buffer *f = malloc(sizeof(*f));
+  if (f != NULL) {
+    *f = (full_buffer){st.cur, st.cur_size, st.cur_used, NULL};
+    if (st.full_tail != NULL)
+      st.full_tail->next = f;
+    else
+      st.full_head = f;
+    st.full_tail = f;
+  }
+  st.cur = NULL;
+}
+
+/* Room for one record of `size` bytes, asking the client for a buffer when
+ * needed (lock held). NULL = dropped. */
+static void *reserve(size_t size) {
+  size_t need = align8(size);
+  if (st.cur != NULL && (st.cur_used + need > st.cur_size ||
+                         (st.cur_max_records != 0 && st.cur_records >= st.cur_max_records)))
+    retire_current();
+  if (st.cur == NULL) {
+    if (st.requested == NULL) goto drop;
+    uint8_t *buf = NULL;
+    size_t bsize = 0, max_records = 0;
+    st.requested(&buf, &bsize, &max_records);
+    if (buf == NULL || bsize < need) goto drop;
+    st.cur = buf;
+    st.cur_size = bsize;
+    st.cur_used = 0;
+    st.cur_records = 0;
+    st.cur_max_records = max_records;
+  }
+  void *p = st.cur + st.cur_used;
+  memset(p, 0, need);
+  st.cur_used += need;
+  st.cur_records++;
+  return p;
+drop:
+  st.dropped++;
+  return NULL;
+}
+
+static bool api_record_wanted(void) {
+  return st.kind[CUPTI_ACTIVITY_KIND_DRIVER] ||
+         st.driver_cbid[CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel];
+}
+
+static void on_kernel(const simcuda_kernel_event *ev) {
+  pthread_mutex_lock(&lock);
+  bool kernel_on =
+      st.kind[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] || st.kind[CUPTI_ACTIVITY_KIND_KERNEL];
+  bool api_on = api_record_wanted();
+  if (!kernel_on && !api_on) {
+    pthread_mutex_unlock(&lock);
+    return;
+  }
+  uint32_t corr = st.next_correlation++;
+  if (api_on) {
+    if (st.kind[CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION]) {
+      for (int kind = 0; kind < CUPTI_EXTERNAL_CORRELATION_KIND_SIZE; kind++) {
+        if (ext_depth[kind] == 0) continue;
+        CUpti_ActivityExternalCorrelation *x = reserve(sizeof(*x));
+        if (x == NULL) continue;
+        x->kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+        x->externalKind = (CUpti_ExternalCorrelationKind)kind;
+        x->externalId = ext_stack[kind][ext_depth[kind] - 1];
+        x->correlationId = corr;
+      }
+    }
+    CUpti_ActivityAPI *a = reserve(sizeof(*a));
+    if (a != NULL) {
+      a->kind = CUPTI_ACTIVITY_KIND_DRIVER;
+      a->cbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
+      a->start = ev->api_start;
+      a->end = ev->api_end;
+      a->processId = (uint32_t)getpid();
+      a->threadId = (uint32_t)syscall(SYS_gettid);
+      a->correlationId = corr;
+      a->returnValue = CUDA_SUCCESS;
+    }
+  }
+  if (kernel_on) {
+    CUpti_ActivityKernel10 *r = reserve(sizeof(*r));
+    if (r != NULL) {
+      const simcuda_kernel *k = ev->kernel;
+      r->kind = st.kind[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]
+                    ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+                    : CUPTI_ACTIVITY_KIND_KERNEL;
+      r->start = ev->start;
+      r->end = ev->end;
+      r->completed = ev->end;
+      r->deviceId = SIM_DEVICE_ID;
+      r->contextId = SIM_CONTEXT_ID;
+      r->streamId = ev->stream_id;
+      r->gridX = (int32_t)k->grid[0];
+      r->gridY = (int32_t)k->grid[1];
+      r->gridZ = (int32_t)k->grid[2];
+      r->blockX = (int32_t)k->block[0];
+      r->blockY = (int32_t)k->block[1];
+      r->blockZ = (int32_t)k->block[2];
+      r->registersPerThread = 128;
+      r->correlationId = corr;
+      r->gridId = st.next_grid++;
+      r->name = intern(k->name != NULL ? k->name : "<unnamed>");
+    }
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+__attribute__((constructor)) static void attach(void) {
+  simcuda_cupti_attach(on_kernel);
+}
+
+__attribute__((destructor)) static void detach(void) {
+  simcuda_cupti_attach(NULL);
+}
+
+/* ---- activity API ---- */
+
+SIM_API CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requested,
+                                                   CUpti_BuffersCallbackCompleteFunc completed) {
+  if (requested == NULL || completed == NULL) return CUPTI_ERROR_INVALID_PARAMETER;
+  pthread_mutex_lock(&lock);
+  st.requested = requested;
+  st.completed = completed;
+  pthread_mutex_unlock(&lock);
+  return CUPTI_SUCCESS;
+}
+
+static bool kind_supported(CUpti_ActivityKind kind) {
+  return kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL ||
+         kind == CUPTI_ACTIVITY_KIND_DRIVER || kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+}
+
+static CUptiResult set_kind(CUpti_ActivityKind kind, bool on) {
+  if ((int)kind <= CUPTI_ACTIVITY_KIND_INVALID || (int)kind >= CUPTI_ACTIVITY_KIND_COUNT)
+    return CUPTI_ERROR_INVALID_KIND;
+  /* Records simcuda never produces (memcpy, runtime API, ...) are refused
+   * rather than silently missing. */
+  if (!kind_supported(kind)) return CUPTI_ERROR_NOT_SUPPORTED;
+  pthread_mutex_lock(&lock);
+  st.kind[kind] = on;
+  pthread_mutex_unlock(&lock);
+  return CUPTI_SUCCESS;
+}
+
+SIM_API CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
+  if (busy()) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  return set_kind(kind, true);
+}
+
+SIM_API CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
+  return set_kind(kind, false);
+}
+
+SIM_API CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
+  if (busy()) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  if (cbid == 0 || cbid >= SIM_MAX_CBID) return CUPTI_ERROR_INVALID_PARAMETER;
+  pthread_mutex_lock(&lock);
+  st.driver_cbid[cbid] = enable != 0;
+  pthread_mutex_unlock(&lock);
+  return CUPTI_SUCCESS;
+}
+
+/* Deliver every queued buffer, and the current one: simcuda's records are
+ * complete the moment they are written. Callbacks run without the lock, so
+ * they may call back into CUPTI. */
+static CUptiResult flush_all(void) {
+  pthread_mutex_lock(&lock);
+  retire_current();
+  full_buffer *list = st.full_head;
+  st.full_head = st.full_tail = NULL;
+  CUpti_BuffersCallbackCompleteFunc completed = st.completed;
+  pthread_mutex_unlock(&lock);
+  while (list != NULL) {
+    full_buffer *next = list->next;
+    if (completed != NULL) completed(NULL, 0, list->buf, list->size, list->valid);
+    free(list);
+    list = next;
+  }
+  return CUPTI_SUCCESS;
+}
+
+SIM_API CUptiResult cuptiActivityFlushAll(uint32_t flag) {
+  (void)flag;
+  return flush_all();
+}
+
+SIM_API CUptiResult cuptiActivityFlush(CUcontext context, uint32_t stream_id, uint32_t flag) {
+  (void)context;
+  (void)stream_id;
+  (void)flag;
+  return flush_all();
+}
+
+SIM_API CUptiResult cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid,
+                                               CUpti_Activity **record) {
+  if (buffer == NULL || record == NULL) return CUPTI_ERROR_INVALID_PARAMETER;
+  uint8_t *next;
+  if (*record == NULL) {
+    next = buffer;
+  } else {
+    size_t size = record_size((*record)->kind);
+    if (size == 0) return CUPTI_ERROR_INVALID_KIND;
+    next = (uint8_t *)*record + align8(size);
+  }
+  if (next < buffer || (size_t)(next - buffer) + sizeof(CUpti_ActivityKind) > valid) {
+    *record = NULL;
+    return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  }
+  size_t size = record_size(((CUpti_Activity *)next)->kind);
+  if (size == 0 || (size_t)(next - buffer) + size > valid) {
+    *record = NULL;
+    return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  }
+  *record = (CUpti_Activity *)next;
+  return CUPTI_SUCCESS;
+}
+
+SIM_API CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext context, uint32_t stream_id,
+                                                      size_t *dropped) {
+  (void)context;
+  (void)stream_id;
+  if (dropped == NULL) return CUPTI_ERROR_INVALID_PARAMETER;
+  pthread_mutex_lock(&lock);
+  *dropped = st.dropped;
+  pthread_mutex_unlock(&lock);
+  return CUPTI_SUCCESS;
+}
+
+SIM_API CUptiResult cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                                           uint64_t id) {
+  if ((int)kind <= CUPTI_EXTERNAL_CORRELATION_KIND_INVALID ||
+      (int)kind >= CUPTI_EXTERNAL_CORRELATION_KIND_SIZE)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  if (ext_depth[kind] >= SIM_EXT_DEPTH) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  ext_stack[kind][ext_depth[kind]++] = id;
+  return CUPTI_SUCCESS;
+}
+
+SIM_API CUptiResult cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                                          uint64_t *last_id) {
+  if ((int)kind <= CUPTI_EXTERNAL_CORRELATION_KIND_INVALID ||
+      (int)kind >= CUPTI_EXTERNAL_CORRELATION_KIND_SIZE)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  if (ext_depth[kind] == 0) return CUPTI_ERROR_QUEUE_EMPTY;
+  uint64_t id = ext_stack[kind][--ext_depth[kind]];
+  if (last_id != NULL) *last_id = id;
+  return CUPTI_SUCCESS;
+}
+
+SIM_API CUptiResult cuptiGetTimestamp(uint64_t *timestamp) {
+  if (timestamp == NULL) return CUPTI_ERROR_INVALID_PARAMETER;
+  *timestamp = simcuda_now_ns();
+  return CUPTI_SUCCESS;
+}
+
+SIM_API CUptiResult cuptiGetVersion(uint32_t *version) {
+  if (version == NULL) return CUPTI_ERROR_INVALID_PARAMETER;
+  *version = CUPTI_API_VERSION;
+  return CUPTI_SUCCESS;
+}
+
+SIM_API CUptiResult cuptiGetContextId(CUcontext context, uint32_t *id) {
+  if (context == NULL || id == NULL) return CUPTI_ERROR_INVALID_PARAMETER;
+  *id = SIM_CONTEXT_ID;
+  return CUPTI_SUCCESS;
+}
+
+SIM_API CUptiResult cuptiGetDeviceId(CUcontext context, uint32_t *id) {
+  (void)context;
+  if (id == NULL) return CUPTI_ERROR_INVALID_PARAMETER;
+  *id = SIM_DEVICE_ID;
+  return CUPTI_SUCCESS;
+}
+
+SIM_API CUptiResult cuptiGetStreamIdEx(CUcontext context, CUstream stream, uint8_t per_thread,
+                                       uint32_t *id) {
+  (void)context;
+  (void)per_thread;
+  if (id == NULL || !simcuda_stream_valid(stream)) return CUPTI_ERROR_INVALID_PARAMETER;
+  *id = simcuda_stream_id(stream);
+  return CUPTI_SUCCESS;
+}
+
+/* Drop every setting; queued buffers go back to the client first. */
+SIM_API CUptiResult cuptiFinalize(void) {
+  flush_all();
+  pthread_mutex_lock(&lock);
+  memset(st.kind, 0, sizeof(st.kind));
+  memset(st.driver_cbid, 0, sizeof(st.driver_cbid));
+  st.requested = NULL;
+  st.completed = NULL;
+  pthread_mutex_unlock(&lock);
+  return CUPTI_SUCCESS;
+}
+
+/* ---- callback API: subscription only (simcuda issues no callbacks) ---- */
+
+static struct CUpti_Subscriber_st {
+  CUpti_CallbackFunc callback;
+  void *userdata;
+} subscriber;
+
+SIM_API CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *handle, CUpti_CallbackFunc callback,
+                                   void *userdata) {
+  if (handle == NULL) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (busy()) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  pthread_mutex_lock(&lock);
+  bool taken = st.subscribed;
+  if (!taken) {
+    st.subscribed = true;
+    subscriber.callback = callback;
+    subscriber.userdata = userdata;
+  }
+  pthread_mutex_unlock(&lock);
+  if (taken) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  *handle = &subscriber;
+  return CUPTI_SUCCESS;
+}
+
+SIM_API CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle handle) {
+  if (handle != &subscriber) return CUPTI_ERROR_INVALID_PARAMETER;
+  pthread_mutex_lock(&lock);
+  bool was = st.subscribed;
+  st.subscribed = false;
+  pthread_mutex_unlock(&lock);
+  return was ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
+}
+
+SIM_API CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle handle,
+                                        CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  (void)enable;
+  (void)handle;
+  (void)domain;
+  (void)cbid;
+  return CUPTI_ERROR_NOT_SUPPORTED;
+}
+
+SIM_API CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle handle,
+                                      CUpti_CallbackDomain domain) {
+  (void)enable;
+  (void)handle;
+  (void)domain;
+  return CUPTI_ERROR_NOT_SUPPORTED;
+}
+
+/* ---- result strings ---- */
+
+static const struct {
+  CUptiResult code;
+  const char *name;
+} results[] = {
+#define R(x)                                                                                       \
+  { x, #x }
+    R(CUPTI_SUCCESS),
+    R(CUPTI_ERROR_INVALID_PARAMETER),
+    R(CUPTI_ERROR_INVALID_DEVICE),
+    R(CUPTI_ERROR_INVALID_CONTEXT),
+    R(CUPTI_ERROR_INVALID_OPERATION),
+    R(CUPTI_ERROR_OUT_OF_MEMORY),
+    R(CUPTI_ERROR_MAX_LIMIT_REACHED),
+    R(CUPTI_ERROR_NOT_READY),
+    R(CUPTI_ERROR_NOT_INITIALIZED),
+    R(CUPTI_ERROR_QUEUE_EMPTY),
+    R(CUPTI_ERROR_INVALID_HANDLE),
+    R(CUPTI_ERROR_INVALID_STREAM),
+    R(CUPTI_ERROR_INVALID_KIND),
+    R(CUPTI_ERROR_DISABLED),
+    R(CUPTI_ERROR_NOT_SUPPORTED),
+    R(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES),
+    R(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED),
+    R(CUPTI_ERROR_UNKNOWN),
+#undef R
+};
+
+SIM_API CUptiResult cuptiGetResultString(CUptiResult result, const char **str) {
+  if (str == NULL) return CUPTI_ERROR_INVALID_PARAMETER;
+  for (size_t i = 0; i < sizeof(results) / sizeof(results[0]); i++)
+    if (results[i].code == result) {
+      *str = results[i].name;
+      return CUPTI_SUCCESS;
+    }
+  *str = "CUPTI_ERROR_UNKNOWN";
+  return CUPTI_ERROR_INVALID_PARAMETER;
+}
+
+SIM_API CUptiResult cuptiGetErrorMessage(CUptiResult result, const char **str) {
+  return cuptiGetResultString(result, str);
+}

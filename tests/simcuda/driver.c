@@ -1,0 +1,492 @@
+/* simcuda's libcuda.so.1: the CUDA driver API subset mpprof and the samples
+ * use, on the CPU. One device ("simcuda (CPU)", compute capability 9.0), one
+ * primary context, streams as handles (work runs synchronously when it is
+ * issued, so synchronisation is a no-op), every pointer is host memory.
+ * It is also the hub between the library stand-ins and simcuda's CUPTI:
+ * simcuda_kernel_start/finish time a "kernel" and hand it to the sink
+ * libcupti.so.13 attached. Anything else is refused: not exported, or
+ * CUDA_ERROR_NOT_SUPPORTED / CUDA_ERROR_NOT_FOUND through cuGetProcAddress. */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda.h>
+
+#include "simcuda_internal.h"
+
+#define SIM_API __attribute__((visibility("default")))
+
+/* CUDA 13.0, the toolkit whose headers simcuda is compiled against. */
+enum { SIM_DRIVER_VERSION = 13000, SIM_DEFAULT_STREAM_ID = 7, SIM_FIRST_STREAM_ID = 13 };
+
+struct CUctx_st {
+  uint32_t magic;
+};
+static struct CUctx_st sim_primary_ctx = {0x43545853u};
+
+enum { SIM_STREAM_MAGIC = 0x5354524du };
+struct CUstream_st {
+  uint32_t magic;
+  uint32_t id;
+  unsigned flags;
+  int priority;
+};
+
+static atomic_int sim_initialized;
+static atomic_uint sim_next_stream_id = SIM_FIRST_STREAM_ID;
+static _Thread_local CUcontext sim_current_ctx; /* NULL until cuCtxSetCurrent / a retain */
+
+static int sim_is_default_stream(CUstream s) {
+  return s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
+}
+
+SIM_API uint64_t simcuda_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+SIM_API int simcuda_stream_valid(CUstream s) {
+  return sim_is_default_stream(s) || s->magic == SIM_STREAM_MAGIC;
+}
+
+SIM_API uint32_t simcuda_stream_id(CUstream s) {
+  if (sim_is_default_stream(s)) return SIM_DEFAULT_STREAM_ID;
+  return s->magic == SIM_STREAM_MAGIC ? s->id : 0;
+}
+
+/* ---- CUPTI hub ---- */
+
+static void (*_Atomic sim_cupti_sink)(const simcuda_kernel_event *ev);
+
+SIM_API void simcuda_cupti_attach(void (*sink)(const simcuda_kernel_event *ev)) {
+  atomic_store(&sim_cupti_sink, sink);
+}
+
+SIM_API uint64_t simcuda_kernel_start(const simcuda_kernel *k) {
+  (void)k;
+  return simcuda_now_ns();
+}
+
+SIM_API void simcuda_kernel_finish(const simcuda_kernel *k, uint64_t token) {
+  void (*sink)(const simcuda_kernel_event *) = atomic_load(&sim_cupti_sink);
+  if (sink == NULL || k == NULL) return;
+  uint64_t end = simcuda_now_ns();
+  /* The launch call returns before the kernel starts on a real GPU; keep
+   * that order (API start < API end <= kernel start < kernel end). */
+  simcuda_kernel_event ev = {
+      .kernel = k,
+      .stream_id = simcuda_stream_id(k->stream),
+      .api_start = token,
+      .api_end = token + 1,
+      .start = token + 1,
+      .end = end > token + 1 ? end : token + 2,
+  };
+  sink(&ev);
+}
+
+/* ---- Initialisation, version, device ---- */
+
+#define SIM_REQUIRE_INIT()                                                                         \
+  do {                                                                                             \
+    if (!atomic_load(&sim_initialized)) return CUDA_ERROR_NOT_INITIALIZED;                         \
+  } while (0)
+
+SIM_API CUresult cuInit(unsigned int flags) {
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  atomic_store(&sim_initialized, 1);
+  return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuDriverGetVersion(int *version) {
+  if (version == NULL) return CUDA_ERROR_INVALID_VALUE;
+  *version = SIM_DRIVER_VERSION;
+  return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuDeviceGetCount(int *count) {
+  SIM_REQUIRE_INIT();
+  if (count == NULL) return CUDA_ERROR_INVALID_VALUE;
+  *count = 1;
+  return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+  SIM_REQUIRE_INIT();
+  if (device == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
+  SIM_REQUIRE_INIT();
+  if (name == NULL || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  const char *n = "simcuda (CPU)";
+  size_t cap = (size_t)len - 1;
+  size_t l = strlen(n) < cap ? strlen(n) : cap;
+  memcpy(name, n, l);
+  name[l] = '\0';
+  return CUDA_SUCCESS;
+}
+
+/* Attributes of an H100-like part where a program could reasonably branch on
+ * them; anything not listed is refused rather than invented. */
+SIM_API CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) {
+  SIM_REQUIRE_INIT();
+  if (pi == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  switch (attrib) {
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+    *pi = 9;
+    break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+    *pi = 0;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+    *pi = 132;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+    *pi = 1024;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
+    *pi = 1024;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z:
+    *pi = 64;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
+    *pi = 2147483647;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z:
+    *pi = 65535;
+    break;
+  case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+    *pi = 32;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
+    *pi = 49152;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+    *pi = 232448;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
+    *pi = 2048;
+    break;
+  case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
+    *pi = 1980000;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE:
+    *pi = 2619000;
+    break;
+  case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
+    *pi = 5120;
+    break;
+  case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
+    *pi = 52428800;
+    break;
+  case CU_DEVICE_ATTRIBUTE_INTEGRATED:
+    *pi = 0;
+    break;
+  case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS:
+    *pi = 1;
+    break;
+  case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
+    *pi = 1;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
+    *pi = 0;
+    break;
+  case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
+    *pi = 1;
+    break;
+  case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
+  case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
+  case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
+    *pi = 0;
+    break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE:
+    *pi = CU_COMPUTEMODE_DEFAULT;
+    break;
+  case CU_DEVICE_ATTRIBUTE_ECC_ENABLED:
+    *pi = 0;
+    break;
+  default:
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev) {
+  SIM_REQUIRE_INIT();
+  if (bytes == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *bytes = (size_t)80 << 30;
+  return CUDA_SUCCESS;
+}
+
+/* ---- Context ---- */
+
+SIM_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
+  SIM_REQUIRE_INIT();
+  if (pctx == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *pctx = &sim_primary_ctx;
+  return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
+  SIM_REQUIRE_INIT();
+  return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+SIM_API CUresult cuCtxSetCurrent(CUcontext ctx) {
+  SIM_REQUIRE_INIT();
+  if (ctx != NULL && ctx != &sim_primary_ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  sim_current_ctx = ctx;
+  return CUDA_SUCCESS;
+}
+
+/* A program that only used the runtime has its primary context current on
+ * a real system too (cudart makes it current on first use); simcuda's
+ * cudart is synchronous and contextless, so report the primary context
+ * whenever the driver is initialised. */
+SIM_API CUresult cuCtxGetCurrent(CUcontext *pctx) {
+  SIM_REQUIRE_INIT();
+  if (pctx == NULL) return CUDA_ERROR_INVALID_VALUE;
+  *pctx = &sim_primary_ctx;
+  return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuCtxGetDevice(CUdevice *device) {
+  SIM_REQUIRE_INIT();
+  if (device == NULL) return CUDA_ERROR_INVALID_VALUE;
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuCtxSynchronize(void) {
+  SIM_REQUIRE_INIT();
+  return CUDA_SUCCESS;
+}
+
+/* ---- Pointers: everything is host memory ---- */
+
+static CUresult sim_pointer_attribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  switch (attribute) {
+  case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+    *(CUmemorytype *)data = CU_MEMORYTYPE_HOST;
+    break;
+  case CU_POINTER_ATTRIBUTE_CONTEXT:
+    *(CUcontext *)data = &sim_primary_ctx;
+    break;
+  case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+    *(CUdeviceptr *)data = ptr;
+    break;
+  case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+    *(void **)data = (void *)(uintptr_t)ptr;
+    break;
+  case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    *(unsigned int *)data = 0;
+    break;
+  case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+    *(int *)data = 0;
+    break;
+  default:
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  SIM_REQUIRE_INIT();
+  if (data == NULL) return CUDA_ERROR_INVALID_VALUE;
+  return sim_pointer_attribute(data, attribute, ptr);
+}
+
+SIM_API CUresult cuPointerGetAttributes(unsigned int num, CUpointer_attribute *attributes,
+                                        void **data, CUdeviceptr ptr) {
+  SIM_REQUIRE_INIT();
+  if (attributes == NULL || data == NULL) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < num; i++) {
+    if (data[i] == NULL) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = sim_pointer_attribute(data[i], attributes[i], ptr);
+    if (r != CUDA_SUCCESS) return r;
+  }
+  return CUDA_SUCCESS;
+}
+
+/* ---- Streams ---- */
+
+SIM_API CUresult cuStreamCreateWithPriority(CUstream *ph, unsigned int flags, int priority) {
+  SIM_REQUIRE_INIT();
+  if (ph == NULL || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING) != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  struct CUstream_st *s = calloc(1, sizeof(*s));
+  if (s == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  s->magic = SIM_STREAM_MAGIC;
+  s->id = atomic_fetch_add(&sim_next_stream_id, 1);
+  s->flags = flags;
+  s->priority = priority;
+  *ph = s;
+  return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuStreamCreate(CUstream *ph, unsigned int flags) {
+  return cuStreamCreateWithPriority(ph, flags, 0);
+}
+
+SIM_API CUresult cuStreamDestroy(CUstream s) {
+  SIM_REQUIRE_INIT();
+  if (sim_is_default_stream(s) || s->magic != SIM_STREAM_MAGIC) return CUDA_ERROR_INVALID_HANDLE;
+  s->magic = 0;
+  free(s);
+  return CUDA_SUCCESS;
+}
+
+#define SIM_CHECK_STREAM(s)                                                                        \
+  do {                                                                                             \
+    SIM_REQUIRE_INIT();                                                                            \
+    if (!simcuda_stream_valid(s)) return CUDA_ERROR_INVALID_HANDLE;                                \
+  } while (0)
+
+SIM_API CUresult cuStreamSynchronize(CUstream s) {
+  SIM_CHECK_STREAM(s);
+  return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuStreamQuery(CUstream s) {
+  SIM_CHECK_STREAM(s);
+  return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuStreamGetCtx(CUstream s, CUcontext *pctx) {
+  SIM_CHECK_STREAM(s);
+  if (pctx == NULL) return CUDA_ERROR_INVALID_VALUE;
+  *pctx = &sim_primary_ctx;
+  return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuStreamGetCtx_v2(CUstream s, CUcontext *pctx, CUgreenCtx *pgreen) {
+  SIM_CHECK_STREAM(s);
+  if (pctx == NULL || pgreen == NULL) return CUDA_ERROR_INVALID_VALUE;
+  *pctx = &sim_primary_ctx;
+  *pgreen = NULL;
+  return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuStreamGetId(CUstream s, unsigned long long *id) {
+  SIM_CHECK_STREAM(s);
+  if (id == NULL) return CUDA_ERROR_INVALID_VALUE;
+  *id = simcuda_stream_id(s);
+  return CUDA_SUCCESS;
+}
+
+/* simcuda has no graphs, so a stream is never capturing. */
+SIM_API CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status) {
+  SIM_CHECK_STREAM(s);
+  if (status == NULL) return CUDA_ERROR_INVALID_VALUE;
+  *status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+
+/* ---- Error strings ---- */
+
+static const struct {
+  CUresult code;
+  const char *name;
+  const char *text;
+} sim_errors[] = {
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+};
+
+SIM_API CUresult cuGetErrorName(CUresult error, const char **str) {
+  if (str == NULL) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < sizeof(sim_errors) / sizeof(sim_errors[0]); i++)
+    if (sim_errors[i].code == error) {
+      *str = sim_errors[i].name;
+      return CUDA_SUCCESS;
+    }
+  *str = NULL;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+SIM_API CUresult cuGetErrorString(CUresult error, const char **str) {
+  if (str == NULL) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < sizeof(sim_errors) / sizeof(sim_errors[0]); i++)
+    if (sim_errors[i].code == error) {
+      *str = sim_errors[i].text;
+      return CUDA_SUCCESS;
+    }
+  *str = NULL;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---- Driver entry points by name ---- */
+
+/* The base names cuGetProcAddress is asked for (the header's _v2 macros are
+ * expanded in the definitions above, so the pointers are the right ABI). */
+static const struct {
+  const char *name;
+  void *fn;
+} sim_procs[] = {
+#define SIM_PROC(n, f)                                                                             \
+  { n, (void *)(f) }
+    SIM_PROC("cuInit", cuInit),
+    SIM_PROC("cuDriverGetVersion", cuDriverGetVersion),
+    SIM_PROC("cuGetProcAddress", cuGetProcAddress_v2),
+    SIM_PROC("cuDeviceGetCount", cuDeviceGetCount),
+    SIM_PROC("cuDeviceGet", cuDeviceGet),
+    SIM_PROC("cuDeviceGetName", cuDeviceGetName),
+    SIM_PROC("cuDeviceGetAttribute", cuDeviceGetAttribute),
+    SIM_PROC("cuDeviceTotalMem", cuDeviceTotalMem),
+    SIM_PROC("cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain),
+    SIM_PROC("cuDevicePrimaryCtxRelease", cuDevicePrimaryCtxRelease),
+    SIM_PROC("cuCtxSetCurrent", cuCtxSetCurrent),
+    SIM_PROC("cuCtxGetCurrent", cuCtxGetCurrent),
+    SIM_PROC("cuCtxGetDevice", cuCtxGetDevice),
+    SIM_PROC("cuCtxSynchronize", cuCtxSynchronize),
+    SIM_PROC("cuPointerGetAttribute", cuPointerGetAttribute),
+    SIM_PROC("cuPointerGetAttributes", cuPointerGetAttributes),
+    SIM_PROC("cuStreamCreate", cuStreamCreate),
+    SIM_PROC("cuStreamCreateWithPriority", cuStreamCreateWithPriority),
+    SIM_PROC("cuStreamDestroy", cuStreamDestroy),
+    SIM_PROC("cuStreamSynchronize", cuStreamSynchronize),
+    SIM_PROC("cuStreamQuery", cuStreamQuery),
+    SIM_PROC("cuStreamGetCtx", cuStreamGetCtx),
+    SIM_PROC("cuStreamGetId", cuStreamGetId),
+    SIM_PROC("cuStreamIsCapturing", cuStreamIsCapturing),
+    SIM_PROC("cuGetErrorName", cuGetErrorName),
+    SIM_PROC("cuGetErrorString", cuGetErrorString),
+#undef SIM_PROC
+};
+
+SIM_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cuda_version,
+                                  cuuint64_t flags, CUdriverProcAddressQueryResult *status) {
+  (void)flags; /* per-thread default stream variants are the same functions here */
+  if (symbol == NULL || pfn == NULL) return CUDA_ERROR_INVALID_VALUE;
+  *pfn = NULL;
+  /* cuStreamGetCtx_v2 only exists from 12.5 on; older callers get v1 by base name. */
+  if (strcmp(symbol, "cuStreamGetCtx") == 0 && cuda_version >= 12050) {
+    *pfn = (void *)cuStreamGetCtx_v2;
+  } else {
+    for (size_t i = 0; i < sizeof(sim_procs) / sizeof(sim_procs[0]); i++)
+      if (strcmp(sim_procs[i].name, symbol) == 0) *pfn = sim_procs[i].fn;
+  }
+  if (status != NULL)
+    *status = *pfn != NULL ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return *pfn != NULL ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}

@@ -1,0 +1,440 @@
+/* simcuda's libcudart.so.13: the CUDA runtime subset the samples use, over
+ * simcuda's driver. "Device" allocations are host memory (256-byte aligned,
+ * behind a small header so cudaFree can refuse a pointer it did not hand
+ * out), copies and memsets run at once on the calling thread, streams are
+ * the driver's handles, events hold the host clock of their last record.
+ * Errors are sticky per thread until cudaGetLastError, as in the real one. */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "simcuda_internal.h"
+
+#define SIM_API __attribute__((visibility("default")))
+
+enum { SIM_ALIGN = 256, SIM_DEV_MAGIC = 0x44455630, SIM_HOST_MAGIC = 0x484f5354 };
+
+static _Thread_local cudaError_t sim_last_error = cudaSuccess;
+static _Thread_local int sim_device = 0;
+
+static cudaError_t sim_ret(cudaError_t e) {
+  if (e != cudaSuccess) sim_last_error = e;
+  return e;
+}
+
+/* Lazily bring up the driver, as cudart does on its first call. */
+static void sim_init_driver(void) {
+  static atomic_int done;
+  if (!atomic_load(&done)) {
+    cuInit(0);
+    atomic_store(&done, 1);
+  }
+}
+
+static cudaError_t sim_from_cu(CUresult r) {
+  switch (r) {
+  case CUDA_SUCCESS:
+    return cudaSuccess;
+  case CUDA_ERROR_INVALID_VALUE:
+    return cudaErrorInvalidValue;
+  case CUDA_ERROR_OUT_OF_MEMORY:
+    return cudaErrorMemoryAllocation;
+  case CUDA_ERROR_INVALID_HANDLE:
+    return cudaErrorInvalidResourceHandle;
+  case CUDA_ERROR_INVALID_DEVICE:
+    return cudaErrorInvalidDevice;
+  case CUDA_ERROR_NOT_SUPPORTED:
+    return cudaErrorNotSupported;
+  default:
+    return cudaErrorUnknown;
+  }
+}
+
+/* ---- Memory ---- */
+
+typedef struct sim_block {
+  uint32_t magic;
+  uint32_t pad;
+  size_t size;
+} sim_block;
+
+static void *sim_alloc(size_t size, uint32_t magic) {
+  /* A zero-byte request still gets a unique pointer, like cudaMalloc. */
+  size_t total = SIM_ALIGN + (size == 0 ? 1 : size);
+  total = (total + SIM_ALIGN - 1) / SIM_ALIGN * SIM_ALIGN;
+  unsigned char *base = aligned_alloc(SIM_ALIGN, total);
+  if (base == NULL) return NULL;
+  sim_block *b = (sim_block *)base;
+  b->magic = magic;
+  b->size = size;
+  return base + SIM_ALIGN;
+}
+
+static cudaError_t sim_free(void *p, uint32_t magic) {
+  if (p == NULL) return cudaSuccess;
+  if ((uintptr_t)p % SIM_ALIGN != 0) return cudaErrorInvalidValue;
+  sim_block *b = (sim_block *)((unsigned char *)p - SIM_ALIGN);
+  if (b->magic != magic) return cudaErrorInvalidValue;
+  b->magic = 0;
+  free(b);
+  return cudaSuccess;
+}
+
+SIM_API cudaError_t cudaMalloc(void **ptr, size_t size) {
+  sim_init_driver();
+  if (ptr == NULL) return sim_ret(cudaErrorInvalidValue);
+  *ptr = sim_alloc(size, SIM_DEV_MAGIC);
+  return *ptr != NULL ? cudaSuccess : sim_ret(cudaErrorMemoryAllocation);
+}
+
+SIM_API cudaError_t cudaFree(void *ptr) {
+  sim_init_driver();
+  return sim_ret(sim_free(ptr, SIM_DEV_MAGIC));
+}
+
+SIM_API cudaError_t cudaMallocAsync(void **ptr, size_t size, cudaStream_t stream) {
+  if (!simcuda_stream_valid((CUstream)stream)) return sim_ret(cudaErrorInvalidResourceHandle);
+  return cudaMalloc(ptr, size);
+}
+
+SIM_API cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream) {
+  if (!simcuda_stream_valid((CUstream)stream)) return sim_ret(cudaErrorInvalidResourceHandle);
+  return cudaFree(ptr);
+}
+
+SIM_API cudaError_t cudaMallocHost(void **ptr, size_t size) {
+  sim_init_driver();
+  if (ptr == NULL) return sim_ret(cudaErrorInvalidValue);
+  *ptr = sim_alloc(size, SIM_HOST_MAGIC);
+  return *ptr != NULL ? cudaSuccess : sim_ret(cudaErrorMemoryAllocation);
+}
+
+SIM_API cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flags) {
+  (void)flags; /* portable / mapped / write-combined make no difference on the host */
+  return cudaMallocHost(ptr, size);
+}
+
+SIM_API cudaError_t cudaFreeHost(void *ptr) {
+  sim_init_driver();
+  return sim_ret(sim_free(ptr, SIM_HOST_MAGIC));
+}
+
+static cudaError_t sim_check_kind(enum cudaMemcpyKind kind) {
+  return (unsigned)kind <= (unsigned)cudaMemcpyDefault ? cudaSuccess
+                                                       : cudaErrorInvalidMemcpyDirection;
+}
+
+SIM_API cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+  sim_init_driver();
+  cudaError_t e = sim_check_kind(kind);
+  if (e != cudaSuccess) return sim_ret(e);
+  if (count == 0) return cudaSuccess;
+  if (dst == NULL || src == NULL) return sim_ret(cudaErrorInvalidValue);
+  memmove(dst, src, count);
+  return cudaSuccess;
+}
+
+SIM_API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
+                                    enum cudaMemcpyKind kind, cudaStream_t stream) {
+  if (!simcuda_stream_valid((CUstream)stream)) return sim_ret(cudaErrorInvalidResourceHandle);
+  return cudaMemcpy(dst, src, count, kind);
+}
+
+SIM_API cudaError_t cudaMemset(void *ptr, int value, size_t count) {
+  sim_init_driver();
+  if (count == 0) return cudaSuccess;
+  if (ptr == NULL) return sim_ret(cudaErrorInvalidValue);
+  memset(ptr, value, count);
+  return cudaSuccess;
+}
+
+SIM_API cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count, cudaStream_t stream) {
+  if (!simcuda_stream_valid((CUstream)stream)) return sim_ret(cudaErrorInvalidResourceHandle);
+  return cudaMemset(ptr, value, count);
+}
+
+SIM_API cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
+  if (free_bytes == NULL || total == NULL) return sim_ret(cudaErrorInvalidValue);
+  *total = (size_t)80 << 30;
+  *free_bytes = *total;
+  return cudaSuccess;
+}
+
+SIM_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *ptr) {
+  if (attr == NULL) return sim_ret(cudaErrorInvalidValue);
+  memset(attr, 0, sizeof(*attr));
+  attr->type = cudaMemoryTypeHost;
+  attr->device = 0;
+  attr->devicePointer = (void *)ptr;
+  attr->hostPointer = (void *)ptr;
+  return cudaSuccess;
+}
+
+/* ---- Device ---- */
+
+SIM_API cudaError_t cudaGetDeviceCount(int *count) {
+  sim_init_driver();
+  if (count == NULL) return sim_ret(cudaErrorInvalidValue);
+  *count = 1;
+  return cudaSuccess;
+}
+
+SIM_API cudaError_t cudaSetDevice(int device) {
+  sim_init_driver();
+  if (device != 0) return sim_ret(cudaErrorInvalidDevice);
+  sim_device = device;
+  return cudaSuccess;
+}
+
+SIM_API cudaError_t cudaGetDevice(int *device) {
+  sim_init_driver();
+  if (device == NULL) return sim_ret(cudaErrorInvalidValue);
+  *device = sim_device;
+  return cudaSuccess;
+}
+
+SIM_API cudaError_t cudaGetDeviceFlags(unsigned int *flags) {
+  if (flags == NULL) return sim_ret(cudaErrorInvalidValue);
+  *flags = 0;
+  return cudaSuccess;
+}
+
+SIM_API cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device) {
+  sim_init_driver();
+  if (value == NULL) return sim_ret(cudaErrorInvalidValue);
+  /* cudaDeviceAttr values equal CUdevice_attribute values by design. */
+  return sim_ret(sim_from_cu(cuDeviceGetAttribute(value, (CUdevice_attribute)attr, device)));
+}
+
+static int sim_attr(CUdevice_attribute a) {
+  int v = 0;
+  cuDeviceGetAttribute(&v, a, 0);
+  return v;
+}
+
+SIM_API cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
+  sim_init_driver();
+  if (prop == NULL) return sim_ret(cudaErrorInvalidValue);
+  if (device != 0) return sim_ret(cudaErrorInvalidDevice);
+  memset(prop, 0, sizeof(*prop));
+  cuDeviceGetName(prop->name, sizeof(prop->name), 0);
+  prop->totalGlobalMem = (size_t)80 << 30;
+  prop->sharedMemPerBlock = (size_t)sim_attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+  prop->sharedMemPerBlockOptin =
+      (size_t)sim_attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  prop->regsPerBlock = 65536;
+  prop->warpSize = sim_attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+  prop->maxThreadsPerBlock = sim_attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  prop->maxThreadsDim[0] = sim_attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X);
+  prop->maxThreadsDim[1] = sim_attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y);
+  prop->maxThreadsDim[2] = sim_attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z);
+  prop->maxGridSize[0] = sim_attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X);
+  prop->maxGridSize[1] = sim_attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y);
+  prop->maxGridSize[2] = sim_attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z);
+  prop->major = sim_attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  prop->minor = sim_attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  prop->multiProcessorCount = sim_attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  prop->maxThreadsPerMultiProcessor = sim_attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+  prop->memoryBusWidth = sim_attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+  prop->l2CacheSize = sim_attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+  prop->concurrentKernels = 1;
+  prop->unifiedAddressing = 1;
+  prop->canMapHostMemory = 1;
+  return cudaSuccess;
+}
+
+SIM_API cudaError_t cudaDeviceSynchronize(void) {
+  sim_init_driver();
+  return cudaSuccess;
+}
+
+SIM_API cudaError_t cudaDeviceReset(void) {
+  sim_init_driver();
+  return cudaSuccess;
+}
+
+SIM_API cudaError_t cudaDriverGetVersion(int *version) {
+  if (version == NULL) return sim_ret(cudaErrorInvalidValue);
+  return sim_ret(sim_from_cu(cuDriverGetVersion(version)));
+}
+
+SIM_API cudaError_t cudaRuntimeGetVersion(int *version) {
+  if (version == NULL) return sim_ret(cudaErrorInvalidValue);
+  *version = CUDART_VERSION;
+  return cudaSuccess;
+}
+
+/* ---- Streams ---- */
+
+SIM_API cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned int flags,
+                                                 int priority) {
+  sim_init_driver();
+  if (s == NULL) return sim_ret(cudaErrorInvalidValue);
+  CUstream cs;
+  cudaError_t e = sim_from_cu(cuStreamCreateWithPriority(&cs, flags, priority));
+  if (e == cudaSuccess) *s = (cudaStream_t)cs;
+  return sim_ret(e);
+}
+
+SIM_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags) {
+  return cudaStreamCreateWithPriority(s, flags, 0);
+}
+
+SIM_API cudaError_t cudaStreamCreate(cudaStream_t *s) {
+  return cudaStreamCreateWithPriority(s, cudaStreamDefault, 0);
+}
+
+SIM_API cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  sim_init_driver();
+  return sim_ret(sim_from_cu(cuStreamDestroy((CUstream)s)));
+}
+
+SIM_API cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  sim_init_driver();
+  return sim_ret(sim_from_cu(cuStreamSynchronize((CUstream)s)));
+}
+
+SIM_API cudaError_t cudaStreamQuery(cudaStream_t s) {
+  sim_init_driver();
+  return sim_ret(sim_from_cu(cuStreamQuery((CUstream)s)));
+}
+
+SIM_API cudaError_t cudaStreamGetId(cudaStream_t s, unsigned long long *id) {
+  sim_init_driver();
+  return sim_ret(sim_from_cu(cuStreamGetId((CUstream)s, id)));
+}
+
+SIM_API cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *status) {
+  sim_init_driver();
+  if (status == NULL) return sim_ret(cudaErrorInvalidValue);
+  if (!simcuda_stream_valid((CUstream)s)) return sim_ret(cudaErrorInvalidResourceHandle);
+  *status = cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+
+/* ---- Events ---- */
+
+enum { SIM_EVENT_MAGIC = 0x45564e54 };
+struct CUevent_st {
+  uint32_t magic;
+  unsigned flags;
+  int recorded;
+  uint64_t at_ns; /* CLOCK_MONOTONIC of the last record */
+};
+
+static uint64_t sim_monotonic_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int sim_event_ok(cudaEvent_t e) {
+  return e != NULL && ((struct CUevent_st *)e)->magic == SIM_EVENT_MAGIC;
+}
+
+SIM_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
+  sim_init_driver();
+  if (event == NULL) return sim_ret(cudaErrorInvalidValue);
+  struct CUevent_st *e = calloc(1, sizeof(*e));
+  if (e == NULL) return sim_ret(cudaErrorMemoryAllocation);
+  e->magic = SIM_EVENT_MAGIC;
+  e->flags = flags;
+  *event = (cudaEvent_t)e;
+  return cudaSuccess;
+}
+
+SIM_API cudaError_t cudaEventCreate(cudaEvent_t *event) {
+  return cudaEventCreateWithFlags(event, cudaEventDefault);
+}
+
+SIM_API cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  if (!sim_event_ok(event)) return sim_ret(cudaErrorInvalidResourceHandle);
+  ((struct CUevent_st *)event)->magic = 0;
+  free(event);
+  return cudaSuccess;
+}
+
+/* Work before the record has already run (simcuda is synchronous), so the
+ * event completes at the moment it is recorded. */
+SIM_API cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  if (!sim_event_ok(event)) return sim_ret(cudaErrorInvalidResourceHandle);
+  if (!simcuda_stream_valid((CUstream)stream)) return sim_ret(cudaErrorInvalidResourceHandle);
+  struct CUevent_st *e = (struct CUevent_st *)event;
+  e->at_ns = sim_monotonic_ns();
+  e->recorded = 1;
+  return cudaSuccess;
+}
+
+SIM_API cudaError_t cudaEventQuery(cudaEvent_t event) {
+  if (!sim_event_ok(event)) return sim_ret(cudaErrorInvalidResourceHandle);
+  return cudaSuccess;
+}
+
+SIM_API cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  if (!sim_event_ok(event)) return sim_ret(cudaErrorInvalidResourceHandle);
+  return cudaSuccess;
+}
+
+SIM_API cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t event, unsigned int flags) {
+  (void)flags;
+  if (!sim_event_ok(event) || !simcuda_stream_valid((CUstream)s))
+    return sim_ret(cudaErrorInvalidResourceHandle);
+  return cudaSuccess;
+}
+
+SIM_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
+  if (ms == NULL) return sim_ret(cudaErrorInvalidValue);
+  if (!sim_event_ok(start) || !sim_event_ok(end)) return sim_ret(cudaErrorInvalidResourceHandle);
+  struct CUevent_st *a = (struct CUevent_st *)start, *b = (struct CUevent_st *)end;
+  if ((a->flags & cudaEventDisableTiming) || (b->flags & cudaEventDisableTiming))
+    return sim_ret(cudaErrorInvalidResourceHandle);
+  if (!a->recorded || !b->recorded) return sim_ret(cudaErrorInvalidResourceHandle);
+  *ms = (float)(((double)b->at_ns - (double)a->at_ns) / 1e6);
+  return cudaSuccess;
+}
+
+/* ---- Errors ---- */
+
+SIM_API cudaError_t cudaGetLastError(void) {
+  cudaError_t e = sim_last_error;
+  sim_last_error = cudaSuccess;
+  return e;
+}
+
+SIM_API cudaError_t cudaPeekAtLastError(void) {
+  return sim_last_error;
+}
+
+static const struct {
+  cudaError_t code;
+  const char *name;
+  const char *text;
+} sim_errors[] = {
+    {cudaSuccess, "cudaSuccess", "no error"},
+    {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
+    {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
+    {cudaErrorInitializationError, "cudaErrorInitializationError", "initialization error"},
+    {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
+    {cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection",
+     "invalid copy direction for memcpy"},
+    {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
+    {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+    {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
+};
+
+SIM_API const char *cudaGetErrorName(cudaError_t error) {
+  for (size_t i = 0; i < sizeof(sim_errors) / sizeof(sim_errors[0]); i++)
+    if (sim_errors[i].code == error) return sim_errors[i].name;
+  return "cudaErrorUnknown";
+}
+
+SIM_API const char *cudaGetErrorString(cudaError_t error) {
+  for (size_t i = 0; i < sizeof(sim_errors) / sizeof(sim_errors[0]); i++)
+    if (sim_errors[i].code == error) return sim_errors[i].text;
+  return "unrecognized error code";
+}
