@@ -1,0 +1,246 @@
+/* One hooked call, after its hook module decoded it into an mpp_op: find the
+ * site, decide whether this call is scanned (MPPROF_SCAN, MPPROF_SAMPLE, graph
+ * capture), scan inputs before the real call and outputs after it, push the
+ * op id to CUPTI around the real call, and record the call in its site.
+ *
+ * Host-visible memory is scanned here, synchronously, with the analysis/ host
+ * scanner into per-thread scratch records that are merged into the site at the
+ * end (so a failed call leaves no trace). Device memory goes to the device
+ * scanner on the op's stream; its results arrive later through a sink. */
+#include "mpp.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profiler/gpu/gpu.h"
+
+/* --- op description helpers --- */
+
+const char *mpp_op_kind_name(mpp_op_kind kind) {
+  static const char *const names[] = {"gemm", "conv_fwd", "conv_bwd_data", "conv_bwd_filter",
+                                      "matmul"};
+  return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "gemm";
+}
+
+const char *mpp_ns_reason_name(mpp_ns_reason r) {
+  static const char *const names[MPP_NS_COUNT] = {
+      "sampled_out",       "graph_capture",      "device_scanner_unavailable", "scan_ring_full",
+      "dtype_unscannable", "layout_unsupported", "pointer_unreadable",
+  };
+  return (unsigned)r < MPP_NS_COUNT ? names[r] : "unknown";
+}
+
+void mpp_op_init(mpp_op *op, const char *api, mpp_op_kind kind) {
+  memset(op, 0, sizeof *op);
+  op->api = api;
+  op->kind = kind;
+  op->batch = 1;
+  op->lda = op->ldb = op->ldc = op->ldd = -1;
+  op->math_mode = -1;
+}
+
+mpp_role *mpp_op_role(mpp_op *op, const char *name, bool input) {
+  if (op->nroles == MPP_MAX_ROLES) return NULL;
+  mpp_role *r = &op->roles[op->nroles++];
+  memset(r, 0, sizeof *r);
+  r->name = name;
+  r->present = true;
+  r->input = input;
+  r->view.dtype = MP_DTYPE_INVALID;
+  r->unscannable = MPP_NS_COUNT;
+  return r;
+}
+
+void mpp_op_type(mpp_op *op, const char *key, const char *dtype_name) {
+  if (op->ntypes == 4) return;
+  op->type_keys[op->ntypes] = key;
+  op->type_names[op->ntypes] = dtype_name;
+  op->ntypes++;
+}
+
+void mpp_op_note_ptr(mpp_op *op, const void *p) {
+  if (!p) return;
+  uint64_t a = (uint64_t)(uintptr_t)p;
+  a &= -a; /* lowest set bit: the largest power of two dividing p */
+  if (a > 256) a = 256;
+  if (!op->ptr_align || a < op->ptr_align) op->ptr_align = a;
+}
+
+/* --- per-thread scratch stats --- */
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static __thread mp_stats *scratch[MPP_MAX_ROLES];
+
+static void scratch_free(void *p) {
+  mp_stats **s = p;
+  for (int i = 0; i < MPP_MAX_ROLES; i++) {
+    free(s[i]);
+    s[i] = NULL;
+  }
+}
+
+static void scratch_key_init(void) {
+  pthread_key_create(&scratch_key, scratch_free);
+}
+
+static mp_stats *scratch_get(int role) {
+  if (!scratch[role]) {
+    pthread_once(&scratch_once, scratch_key_init);
+    scratch[role] = malloc(sizeof(mp_stats));
+    pthread_setspecific(scratch_key, scratch);
+  }
+  return scratch[role];
+}
+
+/* --- sinks --- */
+
+/* op ids: site + 1 in the high half, the call's index in its site below. */
+static uint64_t make_op_id(int site, uint64_t index) {
+  return ((uint64_t)(site + 1) << 32) | (index & 0xffffffffu);
+}
+
+void mpp_kernel_sink_fn(uint64_t op_id, const char *mangled_name, uint64_t start_ns,
+                        uint64_t end_ns, uint32_t stream_id) {
+  (void)stream_id;
+  if (op_id >> 32 == 0) return;
+  mpp_site_kernel((int)((op_id >> 32) - 1), mangled_name,
+                  end_ns > start_ns ? end_ns - start_ns : 0);
+}
+
+static void devscan_sink(void *cookie, const mp_stats *result) {
+  uintptr_t v = (uintptr_t)cookie - 1;
+  if (result) mpp_site_merge_stats((int)(v >> 3), (int)(v & 7), result);
+}
+
+/* --- scanning --- */
+
+static bool would_scan(const mpp_role *r) {
+  return r->present && (mpp_cfg.scan == MPP_SCAN_ALL || !r->input);
+}
+
+static void host_scan(mpp_call *c, int ri, const mp_view *v) {
+  mp_stats *s = scratch_get(ri);
+  if (!s) {
+    c->ns_counts[MPP_NS_UNKNOWN]++;
+    return;
+  }
+  if (!c->tmp_used[ri]) {
+    mp_stats_init(s, v->dtype);
+    c->tmp[ri] = s;
+    c->tmp_used[ri] = true;
+  }
+  if (mp_scan(s, v) < 0) c->ns_counts[MPP_NS_LAYOUT]++;
+}
+
+static mpp_mem_kind mem_kind(const void *p) {
+  mpp_mem_kind k = mpp_cuda_pointer_kind(p);
+  /* Without a driver there is no device memory: the pointer is the host's. */
+  if (k == MPP_MEM_UNKNOWN && !mpp_cuda_available()) k = MPP_MEM_HOST;
+  return k;
+}
+
+static void device_scan(mpp_call *c, const mpp_op *op, int ri, const mp_view *v) {
+  void *cookie = (void *)(uintptr_t)((((uintptr_t)c->site << 3) | (uintptr_t)ri) + 1);
+  int rc = mpp_devscan_enqueue(op->stream, v, devscan_sink, cookie);
+  if (rc == -EBUSY)
+    c->ns_counts[MPP_NS_RING_FULL]++;
+  else if (rc < 0)
+    c->ns_counts[MPP_NS_DEVICE_UNAVAILABLE]++;
+}
+
+static void scan_role(mpp_call *c, const mpp_op *op, int ri) {
+  const mpp_role *r = &op->roles[ri];
+  if (r->unscannable != MPP_NS_COUNT) {
+    c->ns_counts[r->unscannable]++;
+    return;
+  }
+  if (!mp_dtype_scannable(r->view.dtype)) {
+    c->ns_counts[MPP_NS_DTYPE]++;
+    return;
+  }
+  if (r->ptr_array) {
+    /* A batch of matrices by pointer: the array itself must be readable here. */
+    if (mem_kind(r->ptr_array) != MPP_MEM_HOST) {
+      c->ns_counts[MPP_NS_DEVICE_UNAVAILABLE]++;
+      return;
+    }
+    uint64_t nb = r->view.batch ? r->view.batch : 1;
+    if (nb > MPP_MAX_PTRS) nb = MPP_MAX_PTRS;
+    for (uint64_t b = 0; b < nb; b++) {
+      mp_view v = r->view;
+      v.data = r->ptr_array[b];
+      v.batch = 1;
+      v.batch_stride = 0;
+      if (!v.data || mem_kind(v.data) != MPP_MEM_HOST) {
+        c->ns_counts[v.data ? MPP_NS_DEVICE_UNAVAILABLE : MPP_NS_UNKNOWN]++;
+        return;
+      }
+      host_scan(c, ri, &v);
+    }
+    return;
+  }
+  if (!r->view.data) {
+    c->ns_counts[MPP_NS_UNKNOWN]++;
+    return;
+  }
+  if (mem_kind(r->view.data) == MPP_MEM_HOST)
+    host_scan(c, ri, &r->view);
+  else
+    device_scan(c, op, ri, &r->view);
+}
+
+static void scan_roles(mpp_call *c, const mpp_op *op, bool inputs) {
+  for (int i = 0; i < op->nroles; i++)
+    if (would_scan(&op->roles[i]) && op->roles[i].input == inputs) scan_role(c, op, i);
+}
+
+/* --- the call --- */
+
+void mpp_call_begin(mpp_call *c, mpp_op *op) {
+  static atomic_bool device_noted;
+  if (!atomic_load_explicit(&device_noted, memory_order_relaxed) &&
+      !atomic_exchange(&device_noted, true))
+    mpp_process_note_device(); /* the app's first op: its CUDA context exists */
+  memset(c, 0, sizeof *c);
+  uint64_t lh, index = 0;
+  const char *layer = mpp_nvtx_layer(&lh);
+  c->site = mpp_site_find(op, layer, lh, &index);
+  if (c->site >= 0) {
+    c->op_id = make_op_id(c->site, index);
+    bool any = false;
+    for (int i = 0; i < op->nroles; i++)
+      any |= would_scan(&op->roles[i]);
+    if (any && mpp_cfg.scan != MPP_SCAN_NONE) {
+      mpp_ns_reason skip = MPP_NS_COUNT;
+      if (index % mpp_cfg.sample != 0)
+        skip = MPP_NS_SAMPLED_OUT;
+      else if (op->stream && mpp_cuda_stream_capturing(op->stream))
+        skip = MPP_NS_GRAPH_CAPTURE; /* the op does not run now: nothing to read */
+      if (skip == MPP_NS_COUNT) {
+        c->scan = true;
+        scan_roles(c, op, true);
+      } else {
+        for (int i = 0; i < op->nroles; i++)
+          if (would_scan(&op->roles[i])) c->ns_counts[skip]++;
+      }
+    }
+    mpp_cupti_push(c->op_id);
+  }
+  c->t0_ns = mpp_now_ns();
+}
+
+void mpp_call_end(mpp_call *c, mpp_op *op, bool ok) {
+  uint64_t t1 = mpp_now_ns();
+  if (c->site < 0) return;
+  mpp_cupti_pop();
+  if (!ok) {
+    mpp_note_failed_call();
+    return;
+  }
+  if (c->scan) scan_roles(c, op, false);
+  mpp_site_record(c->site, op, c, t1 > c->t0_ns ? t1 - c->t0_ns : 0);
+}

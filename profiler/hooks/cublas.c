@@ -1,0 +1,654 @@
+/* cuBLAS hooks (libcublas.so.13): every GEMM entry point with its _64 twin,
+ * and the handle state a GEMM's precision depends on. TF32 for fp32 GEMMs is
+ * only visible in the handle's math mode, so cublasSetMathMode (and handle
+ * creation/destruction) is tracked per handle. The plain cublasSgemm /
+ * cublasDgemm exports are the legacy handle-less API with another signature
+ * and are deliberately not defined here.
+ *
+ * libcublas calls cublasLtMatmul through its PLT: the depth guard taken by
+ * these wrappers makes that inner call pass through, so one GEMM is one op. */
+#include <cublas_api.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "cuda_types.h"
+#include "gemm_decode.h"
+#include "hook.h"
+#include "profiler/gpu/gpu.h"
+
+/* cuda_fp16.h declares __half only for C++; the ABI is a pointer either way. */
+typedef struct mpp_half {
+  unsigned short x;
+} mpp_half;
+
+#define HGEMM_PROTOS(I, suffix)                                                                    \
+  cublasStatus_t cublasHgemm##suffix(cublasHandle_t, cublasOperation_t, cublasOperation_t, I, I,   \
+                                     I, const mpp_half *, const mpp_half *, I, const mpp_half *,   \
+                                     I, const mpp_half *, mpp_half *, I);                          \
+  cublasStatus_t cublasHgemmBatched##suffix(cublasHandle_t, cublasOperation_t, cublasOperation_t,  \
+                                            I, I, I, const mpp_half *, const mpp_half *const[], I, \
+                                            const mpp_half *const[], I, const mpp_half *,          \
+                                            mpp_half *const[], I, I);                              \
+  cublasStatus_t cublasHgemmStridedBatched##suffix(                                                \
+      cublasHandle_t, cublasOperation_t, cublasOperation_t, I, I, I, const mpp_half *,             \
+      const mpp_half *, I, long long int, const mpp_half *, I, long long int, const mpp_half *,    \
+      mpp_half *, I, long long int, I);
+HGEMM_PROTOS(int, )
+HGEMM_PROTOS(int64_t, _64)
+
+#define MPP_MODULE_SONAME "libcublas.so.13"
+#define TWINS(X, name) X(name) X(name##_64)
+#define MPP_MODULE_SYMS(X)                                                                         \
+  TWINS(X, cublasSgemm_v2)                                                                         \
+  TWINS(X, cublasDgemm_v2)                                                                         \
+  TWINS(X, cublasHgemm)                                                                            \
+  TWINS(X, cublasSgemmEx)                                                                          \
+  TWINS(X, cublasGemmEx)                                                                           \
+  TWINS(X, cublasSgemmBatched)                                                                     \
+  TWINS(X, cublasDgemmBatched)                                                                     \
+  TWINS(X, cublasHgemmBatched)                                                                     \
+  TWINS(X, cublasSgemmStridedBatched)                                                              \
+  TWINS(X, cublasDgemmStridedBatched)                                                              \
+  TWINS(X, cublasHgemmStridedBatched)                                                              \
+  TWINS(X, cublasGemmBatchedEx)                                                                    \
+  TWINS(X, cublasGemmStridedBatchedEx)                                                             \
+  TWINS(X, cublasSgemmGroupedBatched)                                                              \
+  TWINS(X, cublasDgemmGroupedBatched)                                                              \
+  TWINS(X, cublasGemmGroupedBatchedEx)                                                             \
+  X(cublasCreate_v2)                                                                               \
+  X(cublasDestroy_v2)                                                                              \
+  X(cublasSetMathMode)                                                                             \
+  X(cublasGetMathMode)                                                                             \
+  X(cublasGetStream_v2)                                                                            \
+  X(cublasGetPointerMode_v2)
+MPP_MODULE_TABLE(syms)
+
+#define FAIL CUBLAS_STATUS_NOT_INITIALIZED
+#define OK (ret == CUBLAS_STATUS_SUCCESS)
+
+/* --- handle -> math mode --- */
+
+#define HANDLES 1024 /* open addressing; beyond this, modes are queried per call */
+static pthread_mutex_t handles_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  cublasHandle_t h; /* NULL empty, TOMBSTONE deleted */
+  int mode;
+} handles[HANDLES];
+#define TOMBSTONE ((cublasHandle_t)(uintptr_t)1)
+
+static unsigned slot_of(cublasHandle_t h) {
+  uintptr_t v = (uintptr_t)h;
+  return (unsigned)((v >> 4) ^ (v >> 16)) & (HANDLES - 1);
+}
+
+static void handle_set(cublasHandle_t h, int mode) {
+  pthread_mutex_lock(&handles_mu);
+  unsigned j = slot_of(h), free_slot = HANDLES;
+  for (unsigned n = 0; n < HANDLES; n++, j = (j + 1) & (HANDLES - 1)) {
+    if (handles[j].h == h) {
+      handles[j].mode = mode;
+      pthread_mutex_unlock(&handles_mu);
+      return;
+    }
+    if (handles[j].h == TOMBSTONE && free_slot == HANDLES) free_slot = j;
+    if (!handles[j].h) {
+      if (free_slot == HANDLES) free_slot = j;
+      break;
+    }
+  }
+  if (free_slot < HANDLES) {
+    handles[free_slot].h = h;
+    handles[free_slot].mode = mode;
+  }
+  pthread_mutex_unlock(&handles_mu);
+}
+
+static bool handle_get(cublasHandle_t h, int *ret_mode) {
+  bool found = false;
+  pthread_mutex_lock(&handles_mu);
+  unsigned j = slot_of(h);
+  for (unsigned n = 0; n < HANDLES && handles[j].h; n++, j = (j + 1) & (HANDLES - 1))
+    if (handles[j].h == h) {
+      *ret_mode = handles[j].mode;
+      found = true;
+      break;
+    }
+  pthread_mutex_unlock(&handles_mu);
+  return found;
+}
+
+static void handle_forget(cublasHandle_t h) {
+  pthread_mutex_lock(&handles_mu);
+  unsigned j = slot_of(h);
+  for (unsigned n = 0; n < HANDLES && handles[j].h; n++, j = (j + 1) & (HANDLES - 1))
+    if (handles[j].h == h) {
+      handles[j].h = TOMBSTONE;
+      break;
+    }
+  pthread_mutex_unlock(&handles_mu);
+}
+
+static int query_math_mode(cublasHandle_t h) {
+  cublasMath_t mode;
+  __typeof__(&cublasGetMathMode) get = MPP_REAL(syms, cublasGetMathMode);
+  if (get && get(h, &mode) == CUBLAS_STATUS_SUCCESS) return (int)mode;
+  return -1;
+}
+
+static int math_mode_of(cublasHandle_t h) {
+  int mode;
+  if (handle_get(h, &mode)) return mode;
+  /* A handle created before mpprof was loaded, or by a library we do not see. */
+  mode = query_math_mode(h);
+  if (mode >= 0) handle_set(h, mode);
+  return mode;
+}
+
+static bool host_visible(const void *p) {
+  mpp_mem_kind k = mpp_cuda_pointer_kind(p);
+  return k == MPP_MEM_HOST || (k == MPP_MEM_UNKNOWN && !mpp_cuda_available());
+}
+
+/* The wrappers' decode step: handle state, then the pure decoding. */
+static bool decode(mpp_op *op, cublasHandle_t h, const mpp_gemm_call *g) {
+  mpp_gemm_ctx ctx = {
+      .math_mode = math_mode_of(h), .pointer_mode = 0, .host_visible = host_visible};
+  cudaStream_t stream = NULL;
+  cublasPointerMode_t pm = CUBLAS_POINTER_MODE_HOST;
+  __typeof__(&cublasGetStream_v2) get_stream = MPP_REAL(syms, cublasGetStream_v2);
+  __typeof__(&cublasGetPointerMode_v2) get_pm = MPP_REAL(syms, cublasGetPointerMode_v2);
+  if (get_stream && get_stream(h, &stream) == CUBLAS_STATUS_SUCCESS) ctx.stream = stream;
+  if (get_pm && get_pm(h, &pm) == CUBLAS_STATUS_SUCCESS) ctx.pointer_mode = (int)pm;
+  mpp_gemm_decode(op, g, &ctx);
+  return true;
+}
+
+/* --- GEMM wrappers, one macro per family, each defining the twin pair --- */
+
+#define GEMM_PARAMS(T, I)                                                                          \
+  (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m, I n, I k,       \
+   const T *alpha, const T *A, I lda, const T *B, I ldb, const T *beta, T *C, I ldc)
+#define GEMM_ARGS (handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
+#define TYPED_GEMM(name, T, I, dt, ct)                                                             \
+  MPP_OP_HOOK(syms, cublasStatus_t, name, GEMM_PARAMS(T, I), GEMM_ARGS, FAIL, OK,                  \
+              decode(op_, handle,                                                                  \
+                     &(mpp_gemm_call){.api = #name,                                                \
+                                      .transa = transa,                                            \
+                                      .transb = transb,                                            \
+                                      .m = m,                                                      \
+                                      .n = n,                                                      \
+                                      .k = k,                                                      \
+                                      .lda = lda,                                                  \
+                                      .ldb = ldb,                                                  \
+                                      .ldc = ldc,                                                  \
+                                      .alpha = alpha,                                              \
+                                      .beta = beta,                                                \
+                                      .A = A,                                                      \
+                                      .B = B,                                                      \
+                                      .C = C,                                                      \
+                                      .batch = 1,                                                  \
+                                      .Atype = dt,                                                 \
+                                      .Btype = dt,                                                 \
+                                      .Ctype = dt,                                                 \
+                                      .compute = ct,                                               \
+                                      .scale_type = dt}))
+TYPED_GEMM(cublasSgemm_v2, float, int, CUDA_R_32F, CUBLAS_COMPUTE_32F)
+TYPED_GEMM(cublasSgemm_v2_64, float, int64_t, CUDA_R_32F, CUBLAS_COMPUTE_32F)
+TYPED_GEMM(cublasDgemm_v2, double, int, CUDA_R_64F, CUBLAS_COMPUTE_64F)
+TYPED_GEMM(cublasDgemm_v2_64, double, int64_t, CUDA_R_64F, CUBLAS_COMPUTE_64F)
+TYPED_GEMM(cublasHgemm, mpp_half, int, CUDA_R_16F, CUBLAS_COMPUTE_16F)
+TYPED_GEMM(cublasHgemm_64, mpp_half, int64_t, CUDA_R_16F, CUBLAS_COMPUTE_16F)
+
+#define SGEMMEX(name, I)                                                                           \
+  MPP_OP_HOOK(                                                                                     \
+      syms, cublasStatus_t, name,                                                                  \
+      (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m, I n, I k,   \
+       const float *alpha, const void *A, cudaDataType Atype, I lda, const void *B,                \
+       cudaDataType Btype, I ldb, const float *beta, void *C, cudaDataType Ctype, I ldc),          \
+      (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc), \
+      FAIL, OK,                                                                                    \
+      decode(op_, handle,                                                                          \
+             &(mpp_gemm_call){.api = #name,                                                        \
+                              .transa = transa,                                                    \
+                              .transb = transb,                                                    \
+                              .m = m,                                                              \
+                              .n = n,                                                              \
+                              .k = k,                                                              \
+                              .lda = lda,                                                          \
+                              .ldb = ldb,                                                          \
+                              .ldc = ldc,                                                          \
+                              .alpha = alpha,                                                      \
+                              .beta = beta,                                                        \
+                              .A = A,                                                              \
+                              .B = B,                                                              \
+                              .C = C,                                                              \
+                              .batch = 1,                                                          \
+                              .Atype = Atype,                                                      \
+                              .Btype = Btype,                                                      \
+                              .Ctype = Ctype,                                                      \
+                              .compute = CUBLAS_COMPUTE_32F,                                       \
+                              .scale_type = CUDA_R_32F}))
+SGEMMEX(cublasSgemmEx, int)
+SGEMMEX(cublasSgemmEx_64, int64_t)
+
+#define GEMMEX(name, I)                                                                            \
+  MPP_OP_HOOK(syms, cublasStatus_t, name,                                                          \
+              (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m,     \
+               I n, I k, const void *alpha, const void *A, cudaDataType Atype, I lda,              \
+               const void *B, cudaDataType Btype, I ldb, const void *beta, void *C,                \
+               cudaDataType Ctype, I ldc, cublasComputeType_t computeType, cublasGemmAlgo_t algo), \
+              (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C,      \
+               Ctype, ldc, computeType, algo),                                                     \
+              FAIL, OK,                                                                            \
+              decode(op_, handle,                                                                  \
+                     &(mpp_gemm_call){.api = #name,                                                \
+                                      .transa = transa,                                            \
+                                      .transb = transb,                                            \
+                                      .m = m,                                                      \
+                                      .n = n,                                                      \
+                                      .k = k,                                                      \
+                                      .lda = lda,                                                  \
+                                      .ldb = ldb,                                                  \
+                                      .ldc = ldc,                                                  \
+                                      .alpha = alpha,                                              \
+                                      .beta = beta,                                                \
+                                      .A = A,                                                      \
+                                      .B = B,                                                      \
+                                      .C = C,                                                      \
+                                      .batch = 1,                                                  \
+                                      .Atype = Atype,                                              \
+                                      .Btype = Btype,                                              \
+                                      .Ctype = Ctype,                                              \
+                                      .compute = computeType,                                      \
+                                      .scale_type = mpp_cublas_compute_scale_type(computeType)}))
+GEMMEX(cublasGemmEx, int)
+GEMMEX(cublasGemmEx_64, int64_t)
+
+#define TYPED_BATCHED(name, T, I, dt, ct)                                                          \
+  MPP_OP_HOOK(syms, cublasStatus_t, name,                                                          \
+              (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m,     \
+               I n, I k, const T *alpha, const T *const Aarray[], I lda, const T *const Barray[],  \
+               I ldb, const T *beta, T *const Carray[], I ldc, I batchCount),                      \
+              (handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray,     \
+               ldc, batchCount),                                                                   \
+              FAIL, OK,                                                                            \
+              decode(op_, handle,                                                                  \
+                     &(mpp_gemm_call){.api = #name,                                                \
+                                      .transa = transa,                                            \
+                                      .transb = transb,                                            \
+                                      .m = m,                                                      \
+                                      .n = n,                                                      \
+                                      .k = k,                                                      \
+                                      .lda = lda,                                                  \
+                                      .ldb = ldb,                                                  \
+                                      .ldc = ldc,                                                  \
+                                      .alpha = alpha,                                              \
+                                      .beta = beta,                                                \
+                                      .Aarr = (const void *const *)Aarray,                         \
+                                      .Barr = (const void *const *)Barray,                         \
+                                      .Carr = (const void *const *)Carray,                         \
+                                      .batch = batchCount,                                         \
+                                      .Atype = dt,                                                 \
+                                      .Btype = dt,                                                 \
+                                      .Ctype = dt,                                                 \
+                                      .compute = ct,                                               \
+                                      .scale_type = dt}))
+TYPED_BATCHED(cublasSgemmBatched, float, int, CUDA_R_32F, CUBLAS_COMPUTE_32F)
+TYPED_BATCHED(cublasSgemmBatched_64, float, int64_t, CUDA_R_32F, CUBLAS_COMPUTE_32F)
+TYPED_BATCHED(cublasDgemmBatched, double, int, CUDA_R_64F, CUBLAS_COMPUTE_64F)
+TYPED_BATCHED(cublasDgemmBatched_64, double, int64_t, CUDA_R_64F, CUBLAS_COMPUTE_64F)
+TYPED_BATCHED(cublasHgemmBatched, mpp_half, int, CUDA_R_16F, CUBLAS_COMPUTE_16F)
+TYPED_BATCHED(cublasHgemmBatched_64, mpp_half, int64_t, CUDA_R_16F, CUBLAS_COMPUTE_16F)
+
+#define TYPED_STRIDED(name, T, I, dt, ct)                                                          \
+  MPP_OP_HOOK(syms, cublasStatus_t, name,                                                          \
+              (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m,     \
+               I n, I k, const T *alpha, const T *A, I lda, long long int strideA, const T *B,     \
+               I ldb, long long int strideB, const T *beta, T *C, I ldc, long long int strideC,    \
+               I batchCount),                                                                      \
+              (handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C,  \
+               ldc, strideC, batchCount),                                                          \
+              FAIL, OK,                                                                            \
+              decode(op_, handle,                                                                  \
+                     &(mpp_gemm_call){.api = #name,                                                \
+                                      .transa = transa,                                            \
+                                      .transb = transb,                                            \
+                                      .m = m,                                                      \
+                                      .n = n,                                                      \
+                                      .k = k,                                                      \
+                                      .lda = lda,                                                  \
+                                      .ldb = ldb,                                                  \
+                                      .ldc = ldc,                                                  \
+                                      .alpha = alpha,                                              \
+                                      .beta = beta,                                                \
+                                      .A = A,                                                      \
+                                      .B = B,                                                      \
+                                      .C = C,                                                      \
+                                      .strideA = strideA,                                          \
+                                      .strideB = strideB,                                          \
+                                      .strideC = strideC,                                          \
+                                      .batch = batchCount,                                         \
+                                      .Atype = dt,                                                 \
+                                      .Btype = dt,                                                 \
+                                      .Ctype = dt,                                                 \
+                                      .compute = ct,                                               \
+                                      .scale_type = dt}))
+TYPED_STRIDED(cublasSgemmStridedBatched, float, int, CUDA_R_32F, CUBLAS_COMPUTE_32F)
+TYPED_STRIDED(cublasSgemmStridedBatched_64, float, int64_t, CUDA_R_32F, CUBLAS_COMPUTE_32F)
+TYPED_STRIDED(cublasDgemmStridedBatched, double, int, CUDA_R_64F, CUBLAS_COMPUTE_64F)
+TYPED_STRIDED(cublasDgemmStridedBatched_64, double, int64_t, CUDA_R_64F, CUBLAS_COMPUTE_64F)
+TYPED_STRIDED(cublasHgemmStridedBatched, mpp_half, int, CUDA_R_16F, CUBLAS_COMPUTE_16F)
+TYPED_STRIDED(cublasHgemmStridedBatched_64, mpp_half, int64_t, CUDA_R_16F, CUBLAS_COMPUTE_16F)
+
+#define BATCHEDEX(name, I)                                                                         \
+  MPP_OP_HOOK(syms, cublasStatus_t, name,                                                          \
+              (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m,     \
+               I n, I k, const void *alpha, const void *const Aarray[], cudaDataType Atype, I lda, \
+               const void *const Barray[], cudaDataType Btype, I ldb, const void *beta,            \
+               void *const Carray[], cudaDataType Ctype, I ldc, I batchCount,                      \
+               cublasComputeType_t computeType, cublasGemmAlgo_t algo),                            \
+              (handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb,     \
+               beta, Carray, Ctype, ldc, batchCount, computeType, algo),                           \
+              FAIL, OK,                                                                            \
+              decode(op_, handle,                                                                  \
+                     &(mpp_gemm_call){.api = #name,                                                \
+                                      .transa = transa,                                            \
+                                      .transb = transb,                                            \
+                                      .m = m,                                                      \
+                                      .n = n,                                                      \
+                                      .k = k,                                                      \
+                                      .lda = lda,                                                  \
+                                      .ldb = ldb,                                                  \
+                                      .ldc = ldc,                                                  \
+                                      .alpha = alpha,                                              \
+                                      .beta = beta,                                                \
+                                      .Aarr = Aarray,                                              \
+                                      .Barr = Barray,                                              \
+                                      .Carr = (const void *const *)Carray,                         \
+                                      .batch = batchCount,                                         \
+                                      .Atype = Atype,                                              \
+                                      .Btype = Btype,                                              \
+                                      .Ctype = Ctype,                                              \
+                                      .compute = computeType,                                      \
+                                      .scale_type = mpp_cublas_compute_scale_type(computeType)}))
+BATCHEDEX(cublasGemmBatchedEx, int)
+BATCHEDEX(cublasGemmBatchedEx_64, int64_t)
+
+#define STRIDEDEX(name, I)                                                                         \
+  MPP_OP_HOOK(syms, cublasStatus_t, name,                                                          \
+              (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m,     \
+               I n, I k, const void *alpha, const void *A, cudaDataType Atype, I lda,              \
+               long long int strideA, const void *B, cudaDataType Btype, I ldb,                    \
+               long long int strideB, const void *beta, void *C, cudaDataType Ctype, I ldc,        \
+               long long int strideC, I batchCount, cublasComputeType_t computeType,               \
+               cublasGemmAlgo_t algo),                                                             \
+              (handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb,      \
+               strideB, beta, C, Ctype, ldc, strideC, batchCount, computeType, algo),              \
+              FAIL, OK,                                                                            \
+              decode(op_, handle,                                                                  \
+                     &(mpp_gemm_call){.api = #name,                                                \
+                                      .transa = transa,                                            \
+                                      .transb = transb,                                            \
+                                      .m = m,                                                      \
+                                      .n = n,                                                      \
+                                      .k = k,                                                      \
+                                      .lda = lda,                                                  \
+                                      .ldb = ldb,                                                  \
+                                      .ldc = ldc,                                                  \
+                                      .alpha = alpha,                                              \
+                                      .beta = beta,                                                \
+                                      .A = A,                                                      \
+                                      .B = B,                                                      \
+                                      .C = C,                                                      \
+                                      .strideA = strideA,                                          \
+                                      .strideB = strideB,                                          \
+                                      .strideC = strideC,                                          \
+                                      .batch = batchCount,                                         \
+                                      .Atype = Atype,                                              \
+                                      .Btype = Btype,                                              \
+                                      .Ctype = Ctype,                                              \
+                                      .compute = computeType,                                      \
+                                      .scale_type = mpp_cublas_compute_scale_type(computeType)}))
+STRIDEDEX(cublasGemmStridedBatchedEx, int)
+STRIDEDEX(cublasGemmStridedBatchedEx_64, int64_t)
+
+/* --- grouped batched: one op per group (groups have their own shapes) --- */
+
+typedef struct grouped {
+  const char *api;
+  int64_t groups;
+  const cublasOperation_t *ta, *tb;
+  const void *m, *n, *k, *lda, *ldb, *ldc, *size; /* int or int64_t arrays */
+  bool i64;
+  const void *alpha, *beta; /* arrays, element size by scale type */
+  const void *const *A, *const *B, *const *C;
+  int Atype, Btype, Ctype, compute, scale_type;
+} grouped;
+
+static int64_t at(const void *arr, bool i64, int64_t i) {
+  return i64 ? ((const int64_t *)arr)[i] : ((const int *)arr)[i];
+}
+
+static size_t scale_size(int t) {
+  return t == CUDA_R_64F ? 8 : t == CUDA_R_16F ? 2 : 4;
+}
+
+#define MAX_GROUPS 64 /* ops recorded per grouped call; more groups are left out */
+
+static cublasStatus_t run_grouped(cublasHandle_t h, const grouped *g,
+                                  cublasStatus_t (*call)(const void *), const void *argp) {
+  int64_t n = g->groups < MAX_GROUPS ? g->groups : MAX_GROUPS;
+  if (n <= 0 || !g->ta || !g->tb || !g->m || !g->size) return call(argp);
+  mpp_op ops[MAX_GROUPS];
+  mpp_call calls[MAX_GROUPS];
+  int64_t first = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t size = at(g->size, g->i64, i);
+    decode(&ops[i], h,
+           &(mpp_gemm_call){.api = g->api,
+                            .transa = g->ta[i],
+                            .transb = g->tb[i],
+                            .m = at(g->m, g->i64, i),
+                            .n = at(g->n, g->i64, i),
+                            .k = at(g->k, g->i64, i),
+                            .lda = at(g->lda, g->i64, i),
+                            .ldb = at(g->ldb, g->i64, i),
+                            .ldc = at(g->ldc, g->i64, i),
+                            .beta = (const char *)g->beta + i * scale_size(g->scale_type),
+                            .Aarr = g->A + first,
+                            .Barr = g->B + first,
+                            .Carr = g->C + first,
+                            .batch = size,
+                            .Atype = g->Atype,
+                            .Btype = g->Btype,
+                            .Ctype = g->Ctype,
+                            .compute = g->compute,
+                            .scale_type = g->scale_type});
+    first += size;
+    mpp_call_begin(&calls[i], &ops[i]);
+  }
+  cublasStatus_t ret = call(argp);
+  for (int64_t i = n; i-- > 0;)
+    mpp_call_end(&calls[i], &ops[i], OK);
+  if (g->groups > MAX_GROUPS)
+    mpp_note_incomplete("max_groups",
+                        "grouped GEMM calls with more than %d groups: later groups not recorded",
+                        MAX_GROUPS);
+  return ret;
+}
+
+/* The real call is made through a thunk so one loop serves all six variants. */
+#define GROUPED(name, T, I, EXTRA_PARAMS, EXTRA_ARGS, ALPHA_T)                                     \
+  typedef struct name##_args {                                                                     \
+    __typeof__(&name) real;                                                                        \
+    cublasHandle_t handle;                                                                         \
+    const cublasOperation_t *transa_array, *transb_array;                                          \
+    const I *m_array, *n_array, *k_array;                                                          \
+    ALPHA_T alpha_array;                                                                           \
+    const T *const *Aarray;                                                                        \
+    const I *lda_array;                                                                            \
+    const T *const *Barray;                                                                        \
+    const I *ldb_array;                                                                            \
+    ALPHA_T beta_array;                                                                            \
+    T *const *Carray;                                                                              \
+    const I *ldc_array;                                                                            \
+    I group_count;                                                                                 \
+    const I *group_size;                                                                           \
+    EXTRA_PARAMS                                                                                   \
+  } name##_args;                                                                                   \
+  static cublasStatus_t name##_thunk(const void *p) {                                              \
+    const name##_args *a = p;                                                                      \
+    return a->real EXTRA_ARGS;                                                                     \
+  }
+
+#define GROUPED_CALL_ARGS_TYPED                                                                    \
+  (a->handle, a->transa_array, a->transb_array, a->m_array, a->n_array, a->k_array,                \
+   a->alpha_array, a->Aarray, a->lda_array, a->Barray, a->ldb_array, a->beta_array, a->Carray,     \
+   a->ldc_array, a->group_count, a->group_size)
+#define GROUPED_CALL_ARGS_EX                                                                       \
+  (a->handle, a->transa_array, a->transb_array, a->m_array, a->n_array, a->k_array,                \
+   a->alpha_array, a->Aarray, a->Atype, a->lda_array, a->Barray, a->Btype, a->ldb_array,           \
+   a->beta_array, a->Carray, a->Ctype, a->ldc_array, a->group_count, a->group_size,                \
+   a->computeType)
+
+GROUPED(cublasSgemmGroupedBatched, float, int, , GROUPED_CALL_ARGS_TYPED, const float *)
+GROUPED(cublasSgemmGroupedBatched_64, float, int64_t, , GROUPED_CALL_ARGS_TYPED, const float *)
+GROUPED(cublasDgemmGroupedBatched, double, int, , GROUPED_CALL_ARGS_TYPED, const double *)
+GROUPED(cublasDgemmGroupedBatched_64, double, int64_t, , GROUPED_CALL_ARGS_TYPED, const double *)
+#define EX_FIELDS                                                                                  \
+  cudaDataType_t Atype, Btype, Ctype;                                                              \
+  cublasComputeType_t computeType;
+GROUPED(cublasGemmGroupedBatchedEx, void, int, EX_FIELDS, GROUPED_CALL_ARGS_EX, const void *)
+GROUPED(cublasGemmGroupedBatchedEx_64, void, int64_t, EX_FIELDS, GROUPED_CALL_ARGS_EX, const void *)
+
+#define TYPED_GROUPED_HOOK(name, T, I, dt, ct)                                                     \
+  MPP_EXPORT cublasStatus_t name(                                                                  \
+      cublasHandle_t handle, const cublasOperation_t transa_array[],                               \
+      const cublasOperation_t transb_array[], const I m_array[], const I n_array[],                \
+      const I k_array[], const T alpha_array[], const T *const Aarray[], const I lda_array[],      \
+      const T *const Barray[], const I ldb_array[], const T beta_array[], T *const Carray[],       \
+      const I ldc_array[], I group_count, const I group_size[]) {                                  \
+    name##_args a = {MPP_REAL(syms, name),                                                         \
+                     handle,                                                                       \
+                     transa_array,                                                                 \
+                     transb_array,                                                                 \
+                     m_array,                                                                      \
+                     n_array,                                                                      \
+                     k_array,                                                                      \
+                     alpha_array,                                                                  \
+                     Aarray,                                                                       \
+                     lda_array,                                                                    \
+                     Barray,                                                                       \
+                     ldb_array,                                                                    \
+                     beta_array,                                                                   \
+                     Carray,                                                                       \
+                     ldc_array,                                                                    \
+                     group_count,                                                                  \
+                     group_size};                                                                  \
+    if (!a.real) return FAIL;                                                                      \
+    if (!mpp_enter()) return name##_thunk(&a);                                                     \
+    grouped g = {#name,                                                                            \
+                 group_count,                                                                      \
+                 transa_array,                                                                     \
+                 transb_array,                                                                     \
+                 m_array,                                                                          \
+                 n_array,                                                                          \
+                 k_array,                                                                          \
+                 lda_array,                                                                        \
+                 ldb_array,                                                                        \
+                 ldc_array,                                                                        \
+                 group_size,                                                                       \
+                 sizeof(I) == 8,                                                                   \
+                 alpha_array,                                                                      \
+                 beta_array,                                                                       \
+                 (const void *const *)Aarray,                                                      \
+                 (const void *const *)Barray,                                                      \
+                 (const void *const *)Carray,                                                      \
+                 dt,                                                                               \
+                 dt,                                                                               \
+                 dt,                                                                               \
+                 ct,                                                                               \
+                 dt};                                                                              \
+    cublasStatus_t ret = run_grouped(handle, &g, name##_thunk, &a);                                \
+    mpp_leave();                                                                                   \
+    return ret;                                                                                    \
+  }
+TYPED_GROUPED_HOOK(cublasSgemmGroupedBatched, float, int, CUDA_R_32F, CUBLAS_COMPUTE_32F)
+TYPED_GROUPED_HOOK(cublasSgemmGroupedBatched_64, float, int64_t, CUDA_R_32F, CUBLAS_COMPUTE_32F)
+TYPED_GROUPED_HOOK(cublasDgemmGroupedBatched, double, int, CUDA_R_64F, CUBLAS_COMPUTE_64F)
+TYPED_GROUPED_HOOK(cublasDgemmGroupedBatched_64, double, int64_t, CUDA_R_64F, CUBLAS_COMPUTE_64F)
+
+#define EX_GROUPED_HOOK(name, I)                                                                   \
+  MPP_EXPORT cublasStatus_t name(                                                                  \
+      cublasHandle_t handle, const cublasOperation_t transa_array[],                               \
+      const cublasOperation_t transb_array[], const I m_array[], const I n_array[],                \
+      const I k_array[], const void *alpha_array, const void *const Aarray[],                      \
+      cudaDataType_t Atype, const I lda_array[], const void *const Barray[], cudaDataType_t Btype, \
+      const I ldb_array[], const void *beta_array, void *const Carray[], cudaDataType_t Ctype,     \
+      const I ldc_array[], I group_count, const I group_size[], cublasComputeType_t computeType) { \
+    name##_args a = {MPP_REAL(syms, name),                                                         \
+                     handle,                                                                       \
+                     transa_array,                                                                 \
+                     transb_array,                                                                 \
+                     m_array,                                                                      \
+                     n_array,                                                                      \
+                     k_array,                                                                      \
+                     alpha_array,                                                                  \
+                     Aarray,                                                                       \
+                     lda_array,                                                                    \
+                     Barray,                                                                       \
+                     ldb_array,                                                                    \
+                     beta_array,                                                                   \
+                     Carray,                                                                       \
+                     ldc_array,                                                                    \
+                     group_count,                                                                  \
+                     group_size,                                                                   \
+                     Atype,                                                                        \
+                     Btype,                                                                        \
+                     Ctype,                                                                        \
+                     computeType};                                                                 \
+    if (!a.real) return FAIL;                                                                      \
+    if (!mpp_enter()) return name##_thunk(&a);                                                     \
+    grouped g = {#name,                                                                            \
+                 group_count,                                                                      \
+                 transa_array,                                                                     \
+                 transb_array,                                                                     \
+                 m_array,                                                                          \
+                 n_array,                                                                          \
+                 k_array,                                                                          \
+                 lda_array,                                                                        \
+                 ldb_array,                                                                        \
+                 ldc_array,                                                                        \
+                 group_size,                                                                       \
+                 sizeof(I) == 8,                                                                   \
+                 alpha_array,                                                                      \
+                 beta_array,                                                                       \
+                 Aarray,                                                                           \
+                 Barray,                                                                           \
+                 (const void *const *)Carray,                                                      \
+                 Atype,                                                                            \
+                 Btype,                                                                            \
+                 Ctype,                                                                            \
+                 computeType,                                                                      \
+                 mpp_cublas_compute_scale_type(computeType)};                                      \
+    cublasStatus_t ret = run_grouped(handle, &g, name##_thunk, &a);                                \
+    mpp_leave();                                                                                   \
+    return ret;                                                                                    \
+  }
+EX_GROUPED_HOOK(cublasGemmGroupedBatchedEx, int)
+EX_GROUPED_HOOK(cublasGemmGroupedBatchedEx_64, int64_t)
+
+/* --- handle state --- */
+
+MPP_STATE_HOOK(
+    syms, cublasStatus_t, cublasCreate_v2, (cublasHandle_t * handle), (handle), FAIL,
+    if (OK && handle) {
+      int mode = query_math_mode(*handle);
+      handle_set(*handle, mode >= 0 ? mode : CUBLAS_DEFAULT_MATH);
+    })
+
+MPP_STATE_HOOK(syms, cublasStatus_t, cublasDestroy_v2, (cublasHandle_t handle), (handle), FAIL,
+               if (OK) handle_forget(handle);)
+
+MPP_STATE_HOOK(syms, cublasStatus_t, cublasSetMathMode, (cublasHandle_t handle, cublasMath_t mode),
+               (handle, mode), FAIL, if (OK) handle_set(handle, (int)mode);)

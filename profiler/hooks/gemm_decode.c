@@ -1,0 +1,87 @@
+/* cuBLAS GEMM arguments -> mpp_op (see gemm_decode.h). Column-major: op(A) is
+ * m x k, op(B) k x n, C and D m x n; A as stored is m x k when TRANSA is N and
+ * k x m otherwise. C is an input role only when beta != 0 (cuBLAS does not
+ * read C otherwise); D is the output written over C. */
+#include "gemm_decode.h"
+
+#include "cuda_types.h"
+
+char mpp_cublas_op_char(int op) {
+  switch (op) {
+  case 0:
+    return 'N';
+  case 1:
+    return 'T';
+  case 2:
+    return 'C';
+  default:
+    return '?';
+  }
+}
+
+static void set_view(mpp_role *r, int cuda_type, const void *p, const void *const *arr,
+                     int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride) {
+  r->view.dtype = mpp_cuda_dtype(cuda_type);
+  r->view.data = p;
+  r->ptr_array = arr;
+  r->view.rows = rows > 0 ? (uint64_t)rows : 0;
+  r->view.cols = cols > 0 ? (uint64_t)cols : 0;
+  r->view.ld = ld > 0 ? (uint64_t)ld : 0;
+  r->view.batch = batch > 0 ? (uint64_t)batch : 1;
+  r->view.batch_stride = arr ? 0 : stride;
+  if (r->view.dtype == MP_DTYPE_INVALID)
+    r->unscannable = MPP_NS_DTYPE;
+  else if (rows <= 0 || cols <= 0)
+    r->present = false; /* empty operand: nothing to read */
+}
+
+/* Is C read? beta == 0 means no (C may even hold garbage). Unknown (a device
+ * scalar we cannot read) counts as not read: scanning garbage would mislead. */
+static bool beta_nonzero(const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
+  if (!g->beta) return false;
+  if (ctx->pointer_mode != 0 && !(ctx->host_visible && ctx->host_visible(g->beta))) return false;
+  return mpp_scalar_nonzero(g->beta, g->scale_type) == 1;
+}
+
+void mpp_gemm_decode(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
+  mpp_op_init(op, g->api, MPP_OP_GEMM);
+  op->m = g->m;
+  op->n = g->n;
+  op->k = g->k;
+  op->batch = g->batch > 0 ? g->batch : 1;
+  op->lda = g->lda;
+  op->ldb = g->ldb;
+  op->ldc = g->ldc;
+  op->transa = mpp_cublas_op_char(g->transa);
+  op->transb = mpp_cublas_op_char(g->transb);
+  mpp_op_type(op, "A", mpp_cuda_dtype_name(g->Atype));
+  mpp_op_type(op, "B", mpp_cuda_dtype_name(g->Btype));
+  mpp_op_type(op, "C", mpp_cuda_dtype_name(g->Ctype));
+  mpp_op_type(op, "D", mpp_cuda_dtype_name(g->Ctype));
+  op->compute_type = mpp_cublas_compute_name(g->compute);
+  op->scale_type = mpp_cuda_dtype_name(g->scale_type);
+  op->math_mode = ctx->math_mode;
+  op->stream = ctx->stream;
+
+  bool an = g->transa == 0, bn = g->transb == 0;
+  mpp_role *a = mpp_op_role(op, "A", true);
+  set_view(a, g->Atype, g->A, g->Aarr, an ? g->m : g->k, an ? g->k : g->m, g->lda, op->batch,
+           g->strideA);
+  mpp_role *b = mpp_op_role(op, "B", true);
+  set_view(b, g->Btype, g->B, g->Barr, bn ? g->k : g->n, bn ? g->n : g->k, g->ldb, op->batch,
+           g->strideB);
+  mpp_role *c = mpp_op_role(op, "C", true);
+  set_view(c, g->Ctype, g->C, g->Carr, g->m, g->n, g->ldc, op->batch, g->strideC);
+  if (!beta_nonzero(g, ctx)) c->present = false;
+  mpp_role *d = mpp_op_role(op, "D", false);
+  set_view(d, g->Ctype, g->C, g->Carr, g->m, g->n, g->ldc, op->batch, g->strideC);
+  /* Strided batches with a zero stride share one matrix: count it once. */
+  for (int i = 0; i < op->nroles; i++) {
+    mpp_role *r = &op->roles[i];
+    if (!r->ptr_array && r->view.batch_stride == 0) r->view.batch = 1;
+  }
+
+  mpp_op_note_ptr(op, g->A);
+  mpp_op_note_ptr(op, g->B);
+  mpp_op_note_ptr(op, g->C);
+}

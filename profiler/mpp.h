@@ -1,0 +1,247 @@
+/* Internals of libmpprof.so shared by the runtime, the NVTX layer tracker, the
+ * site table, the raw writer and the hook modules. Nothing here is exported:
+ * the library is built with -fvisibility=hidden and a version script, and only
+ * MPP_EXPORT definitions (hooks and injection entry points) are visible.
+ *
+ * The data path of one hooked call: a hook module decodes its arguments into
+ * an mpp_op (what was asked: API, shapes, dtypes, tensor roles), then
+ * mpp_call_begin/mpp_call_end (call.c) find the op's site, scan inputs, push
+ * the CUPTI op id around the real call, scan outputs and record the call. */
+#ifndef MPPROF_PROFILER_MPP_H
+#define MPPROF_PROFILER_MPP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/scan.h"
+#include "analysis/stats.h"
+
+#define MPP_EXPORT __attribute__((visibility("default")))
+
+/* --- configuration (runtime.c), read once from the environment --- */
+typedef enum mpp_scan_mode { MPP_SCAN_ALL = 0, MPP_SCAN_OUTPUTS, MPP_SCAN_NONE } mpp_scan_mode;
+
+typedef struct mpp_config {
+  bool disabled;       /* MPPROF_DISABLE=1 */
+  mpp_scan_mode scan;  /* MPPROF_SCAN */
+  uint64_t sample;     /* MPPROF_SAMPLE: scan every Nth call of a site */
+  uint32_t max_sites;  /* MPPROF_MAX_SITES */
+  uint64_t max_events; /* MPPROF_MAX_EVENTS */
+  double checkpoint_s; /* MPPROF_CHECKPOINT_S; 0 disables */
+  int log;             /* MPPROF_LOG: 0 quiet, 1 problems, 2 debug */
+  char out_dir[4096];  /* MPPROF_OUT: raw files go to out_dir/raw/ */
+} mpp_config;
+
+extern mpp_config mpp_cfg;
+
+const char *mpp_scan_mode_name(mpp_scan_mode mode);
+int mpp_parse_scan_mode(const char *s, mpp_scan_mode *ret_mode); /* 0 or -EINVAL */
+
+/* --- runtime (runtime.c) --- */
+void mpp_init(void); /* idempotent, pthread_once; also run from the constructor */
+void mpp_activate(
+    void); /* idempotent: the process uses CUDA (first hooked call or cuInit injection) */
+bool mpp_enter(
+    void); /* start of a hooked call: true when it is to be recorded (then call mpp_leave) */
+void mpp_leave(void);
+/* Depth guard around calls mpprof makes itself into hooked libraries. */
+void mpp_guard_push(void);
+void mpp_guard_pop(void);
+uint32_t mpp_thread_id(void);
+uint64_t mpp_now_ns(void); /* CLOCK_REALTIME */
+bool mpp_in_forked_child(void);
+/* Log a problem once per call site (MPPROF_LOG >= 1), `mpprof[pid]: ...` on stderr. */
+void mpp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Real symbols: resolved early by mpp_init (RTLD_NEXT), lazily again when a
+ * library was loaded later (dlopen'ed by the app), falling back to the
+ * already loaded library by soname when RTLD_NEXT does not see it. */
+typedef struct mpp_sym {
+  const char *name;
+  const char *soname;
+  void *fn; /* atomic */
+} mpp_sym;
+void *mpp_sym_get(mpp_sym *s);
+void mpp_sym_resolve_all(mpp_sym *tab, size_t n);
+void mpp_register_syms(mpp_sym *tab, size_t n); /* called by each hook module's constructor */
+
+/* --- ops and calls (call.c) --- */
+#define MPP_MAX_ROLES 4
+#define MPP_MAX_PTRS 65536 /* pointer-array batches scanned per role and call */
+
+typedef enum mpp_op_kind {
+  MPP_OP_GEMM = 0,
+  MPP_OP_CONV_FWD,
+  MPP_OP_CONV_BWD_DATA,
+  MPP_OP_CONV_BWD_FILTER,
+  MPP_OP_MATMUL,
+} mpp_op_kind;
+const char *mpp_op_kind_name(mpp_op_kind kind);
+
+/* Why a tensor role of a call was not scanned; names are raw-file keys. */
+typedef enum mpp_ns_reason {
+  MPP_NS_SAMPLED_OUT = 0,
+  MPP_NS_GRAPH_CAPTURE,
+  MPP_NS_DEVICE_UNAVAILABLE,
+  MPP_NS_RING_FULL,
+  MPP_NS_DTYPE,   /* dtype the scanner does not read (int8, fp4, complex, ...) */
+  MPP_NS_LAYOUT,  /* layout the scanner does not read (padded strides, tiled orders) */
+  MPP_NS_UNKNOWN, /* pointer not readable: no data pointer, virtual tensor, unknown memory */
+  MPP_NS_COUNT
+} mpp_ns_reason;
+const char *mpp_ns_reason_name(mpp_ns_reason r);
+
+typedef struct mpp_conv {
+  int64_t n, c, h, w, k, r, s;
+  int64_t pad[2], stride[2], dilation[2];
+} mpp_conv;
+
+typedef struct mpp_role {
+  const char *name;             /* "A", "x", ... */
+  bool present;                 /* participates in this call (C only when beta != 0) */
+  bool input;                   /* read by the op: scanned before the call, else after */
+  mp_view view;                 /* view.data: the tensor (NULL with ptr_array set) */
+  const void *const *ptr_array; /* pointer-array batch: view.batch pointers */
+  mpp_ns_reason unscannable;    /* MPP_NS_COUNT when scannable */
+} mpp_role;
+
+typedef struct mpp_op {
+  /* The site key (with the caller's layer). */
+  const char *api; /* static string */
+  mpp_op_kind kind;
+  int64_t m, n, k, batch;
+  int64_t lda, ldb, ldc, ldd; /* -1: absent */
+  char transa, transb;        /* 0 for non-GEMMs */
+  bool has_conv;
+  mpp_conv conv;
+  int ntypes;
+  const char *type_keys[4];  /* "A".."D" or "x","w","y" */
+  const char *type_names[4]; /* static: dtype names */
+  const char *compute_type;  /* static or NULL */
+  const char *scale_type;    /* static or NULL */
+  int math_mode;             /* -1: null */
+  const char *epilogue;      /* static or NULL */
+  uint8_t fp8_scales;        /* MPP_FP8_* bits */
+  /* Per call, not part of the key. */
+  void *stream;
+  uint64_t ptr_align; /* 0: no pointer seen */
+  int nroles;
+  mpp_role roles[MPP_MAX_ROLES];
+} mpp_op;
+
+#define MPP_FP8_A 1u
+#define MPP_FP8_B 2u
+#define MPP_FP8_C 4u
+#define MPP_FP8_D 8u
+#define MPP_FP8_AMAX_D 16u
+
+void mpp_op_init(mpp_op *op, const char *api, mpp_op_kind kind);
+/* Adds a role; returns it for the caller to fill its view. */
+mpp_role *mpp_op_role(mpp_op *op, const char *name, bool input);
+void mpp_op_type(mpp_op *op, const char *key, const char *dtype_name);
+void mpp_op_note_ptr(mpp_op *op, const void *p); /* ptr_align */
+
+typedef struct mpp_call {
+  int site;       /* -1: not attributed (site cap) */
+  uint64_t op_id; /* pushed to CUPTI */
+  uint64_t t0_ns; /* CLOCK_REALTIME */
+  bool scan;      /* this call's roles are scanned */
+  bool capturing;
+  mp_stats *tmp[MPP_MAX_ROLES]; /* host-scan results, merged at the end */
+  bool tmp_used[MPP_MAX_ROLES];
+  uint32_t ns_counts[MPP_NS_COUNT];
+} mpp_call;
+
+void mpp_call_begin(mpp_call *c, mpp_op *op);
+/* CUPTI kernel sink (mpp_kernel_sink): kernels and gpu_ns per site. */
+void mpp_kernel_sink_fn(uint64_t op_id, const char *mangled_name, uint64_t start_ns,
+                        uint64_t end_ns, uint32_t stream_id);
+void mpp_call_end(mpp_call *c, mpp_op *op, bool ok);
+
+/* --- sites (sites.c) --- */
+typedef struct mpp_site_kernel_t {
+  char *name;
+  uint64_t count;
+  uint64_t gpu_ns;
+} mpp_site_kernel_t;
+
+#define MPP_SITE_MAX_KERNELS 32
+
+typedef struct mpp_site {
+  uint64_t hash;
+  char *layer;
+  mpp_op key;       /* roles[].view and per-call fields cleared */
+  uint64_t started; /* calls begun: the sampling index */
+  uint64_t calls;   /* calls that returned success */
+  uint64_t scanned_calls;
+  uint64_t autotune_calls;
+  uint64_t not_scanned[MPP_NS_COUNT];
+  mp_stats *stats[MPP_MAX_ROLES]; /* lazily allocated, by role index */
+  uint64_t gpu_ns;
+  uint64_t kernel_launches;
+  int nkernels;
+  mpp_site_kernel_t kernels[MPP_SITE_MAX_KERNELS];
+  uint64_t kernels_other; /* launches of names beyond MPP_SITE_MAX_KERNELS */
+  uint64_t ptr_align;     /* 0: none yet */
+} mpp_site;
+
+typedef struct mpp_event {
+  uint32_t site;
+  uint32_t thread;
+  uint64_t t_ns;
+  uint64_t dur_ns;
+  uintptr_t stream;
+} mpp_event;
+
+/* All tables are protected by one mutex (sites.c); the accessors below take it. */
+void mpp_sites_lock(void);
+void mpp_sites_unlock(void);
+void mpp_sites_reset(void); /* fork child and tests: drop everything */
+/* Site id for the op and the calling thread's layer; -1 when the site cap is
+ * hit (the op is counted as not attributed). */
+int mpp_site_find(const mpp_op *op, const char *layer, uint64_t layer_hash,
+                  uint64_t *ret_call_index);
+void mpp_site_record_autotune(int site); /* a cuDNN autotuning execution: counted apart */
+/* Record a finished call: counts, not-scanned reasons, host-scan stats, event. */
+void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur_ns);
+void mpp_site_merge_stats(int site, int role, const mp_stats *s); /* device-scan sink */
+void mpp_site_kernel(int site, const char *name, uint64_t gpu_ns);
+void mpp_note_failed_call(void);
+void mpp_note_incomplete(const char *reason_key, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Read-only view for the writer; call with the lock held. */
+typedef struct mpp_tables {
+  mpp_site *sites;
+  uint32_t nsites;
+  const mpp_event *events;
+  uint64_t nevents;
+  uint64_t events_dropped;
+  uint64_t ops_unattributed;
+  uint64_t failed_calls;
+  uint64_t total_calls;
+  uint32_t nreasons;
+  const char *const *reasons; /* incomplete_reasons, formatted */
+} mpp_tables;
+void mpp_tables_get(mpp_tables *ret);
+
+/* --- NVTX layers (nvtx.c) --- */
+/* The calling thread's range stack joined with "/" ("" without ranges). */
+const char *mpp_nvtx_layer(uint64_t *ret_hash);
+/* Direct access for tests and hooks: push/pop on the calling thread. */
+int mpp_nvtx_push(const void *domain, const char *name);
+int mpp_nvtx_pop(const void *domain);
+void mpp_nvtx_thread_reset(void);
+
+/* --- raw file (rawwrite.c) --- */
+/* Write OUT/raw/<host>-<pid>.json (temp + rename). 0 or -errno. */
+int mpp_raw_write(bool final);
+/* Serialise the raw document into a malloc'd buffer (tests). */
+char *mpp_raw_render(bool final, size_t *ret_len);
+void mpp_process_info_reset(void);
+void mpp_process_note_device(void);
+    /* once CUDA is up: device name and compute capability */ /* start time, pid: at init and in a
+                                                                 fork child */
+
+#endif

@@ -1,0 +1,315 @@
+/* NVTX injection: the layer of an op is the NVTX range stack of the thread
+ * that called it, joined with "/".
+ *
+ * Every library that carries its own NVTX copy calls InitializeInjectionNvtx2
+ * with its own export table, so the entry point fills whatever table it is
+ * given, every time. Stacks are per thread (PyTorch runs backward on autograd
+ * threads); ranges of all domains share one stack in push order, and a
+ * domain's pop removes that domain's innermost range. Start/end ranges and
+ * marks are not nested, so they never define a layer; they are counted. */
+#include "mpp.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+#include <nvtx3/nvToolsExt.h>
+
+#define MAX_DEPTH 64
+#define MAX_PATH 1024
+#define MAX_STRINGS 65536
+#define MAX_DOMAINS 4096
+
+typedef struct nvtx_thread {
+  uint32_t overflow; /* pushes beyond MAX_DEPTH, popped first */
+  uint32_t n;
+  struct {
+    uint32_t start; /* offset of this range's segment ("/" + name, or name at 0) */
+    const void *domain;
+  } e[MAX_DEPTH];
+  uint32_t len;
+  uint64_t hash;
+  char path[MAX_PATH];
+} nvtx_thread;
+
+static __thread nvtx_thread *tls;
+static pthread_key_t tls_key;
+static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
+static atomic_uint_fast64_t range_ids;
+static atomic_uint_fast64_t marks, start_end_ranges;
+static atomic_uint_fast32_t nstrings, ndomains;
+
+static void tls_free(void *p) {
+  free(p);
+}
+
+static void tls_key_init(void) {
+  pthread_key_create(&tls_key, tls_free);
+}
+
+static nvtx_thread *thread_state(void) {
+  if (!tls) {
+    pthread_once(&tls_once, tls_key_init);
+    tls = calloc(1, sizeof *tls);
+    if (tls) pthread_setspecific(tls_key, tls);
+  }
+  return tls;
+}
+
+static uint64_t path_hash(const char *s, uint32_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint32_t i = 0; i < n; i++)
+    h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+  return h;
+}
+
+static void rehash(nvtx_thread *t) {
+  t->path[t->len] = '\0';
+  t->hash = path_hash(t->path, t->len);
+}
+
+const char *mpp_nvtx_layer(uint64_t *ret_hash) {
+  nvtx_thread *t = tls;
+  if (!t || t->len == 0) {
+    *ret_hash = path_hash("", 0);
+    return "";
+  }
+  *ret_hash = t->hash;
+  return t->path;
+}
+
+int mpp_nvtx_push(const void *domain, const char *name) {
+  nvtx_thread *t = thread_state();
+  if (!t) return -1;
+  int level = (int)(t->n + t->overflow);
+  if (t->n == MAX_DEPTH) {
+    t->overflow++;
+    return level;
+  }
+  if (!name || !*name) name = "(unnamed)";
+  uint32_t start = t->len;
+  if (t->n > 0 && t->len < MAX_PATH - 1) t->path[t->len++] = '/';
+  size_t room = MAX_PATH - 1 - t->len;
+  size_t nl = strlen(name);
+  if (nl > room) nl = room; /* a layer path is cut at MAX_PATH - 1 bytes */
+  memcpy(t->path + t->len, name, nl);
+  t->len += (uint32_t)nl;
+  t->e[t->n].start = start;
+  t->e[t->n].domain = domain;
+  t->n++;
+  rehash(t);
+  return level;
+}
+
+/* Remove the segment of entry i (not necessarily the innermost). */
+static void remove_entry(nvtx_thread *t, uint32_t i) {
+  uint32_t rs = t->e[i].start;
+  uint32_t re = i + 1 < t->n ? t->e[i + 1].start : t->len;
+  if (i == 0 && t->n > 1 && re < t->len)
+    re++; /* the next segment's "/" would become the first character */
+  uint32_t cut = re - rs;
+  memmove(t->path + rs, t->path + re, t->len - re);
+  t->len -= cut;
+  for (uint32_t j = i + 1; j < t->n; j++) {
+    t->e[j - 1] = t->e[j];
+    t->e[j - 1].start = t->e[j].start >= re ? t->e[j].start - cut : rs;
+  }
+  t->n--;
+  rehash(t);
+}
+
+int mpp_nvtx_pop(const void *domain) {
+  nvtx_thread *t = tls;
+  if (!t || (t->n == 0 && t->overflow == 0)) return -1;
+  int level = (int)(t->n + t->overflow) - 1;
+  if (t->overflow) {
+    t->overflow--;
+    return level;
+  }
+  for (uint32_t i = t->n; i-- > 0;)
+    if (t->e[i].domain == domain) {
+      remove_entry(t, i);
+      return level;
+    }
+  return -1; /* no open range of this domain on this thread */
+}
+
+void mpp_nvtx_thread_reset(void) {
+  if (tls) {
+    tls->n = tls->overflow = tls->len = 0;
+    rehash(tls);
+  }
+}
+
+/* --- registered strings and domains: the handle points at our own copy --- */
+
+typedef struct mpp_nvtx_string {
+  char *s;
+} mpp_nvtx_string;
+
+static char *narrow(const wchar_t *w) {
+  size_t n = 0;
+  while (w[n] && n < MAX_PATH)
+    n++;
+  char *s = malloc(n + 1);
+  if (!s) return NULL;
+  for (size_t i = 0; i < n; i++)
+    s[i] = (w[i] > 0 && w[i] < 0x80) ? (char)w[i] : '?';
+  s[n] = '\0';
+  return s;
+}
+
+static nvtxStringHandle_t register_string(char *copy) {
+  if (!copy) return NULL;
+  if (atomic_fetch_add(&nstrings, 1) >= MAX_STRINGS) {
+    free(copy);
+    return NULL;
+  }
+  mpp_nvtx_string *h = malloc(sizeof *h);
+  if (!h) {
+    free(copy);
+    return NULL;
+  }
+  h->s = copy;
+  return (nvtxStringHandle_t)h;
+}
+
+/* Name of a range from its attributes; `buf` holds converted wide strings. */
+static const char *message_of(const nvtxEventAttributes_t *a, char *buf, size_t n) {
+  if (!a || a->size < offsetof(nvtxEventAttributes_t, message) + sizeof(a->message)) return NULL;
+  switch (a->messageType) {
+  case NVTX_MESSAGE_TYPE_ASCII:
+    return a->message.ascii;
+  case NVTX_MESSAGE_TYPE_UNICODE:
+    if (!a->message.unicode) return NULL;
+    for (size_t i = 0; i + 1 < n; i++) {
+      wchar_t c = a->message.unicode[i];
+      buf[i] = (c > 0 && c < 0x80) ? (char)c : '?';
+      if (!c) {
+        buf[i] = '\0';
+        return buf;
+      }
+    }
+    buf[n - 1] = '\0';
+    return buf;
+  case NVTX_MESSAGE_TYPE_REGISTERED:
+    return a->message.registered ? ((const mpp_nvtx_string *)a->message.registered)->s : NULL;
+  default:
+    return NULL;
+  }
+}
+
+/* --- CORE --- */
+
+static int NVTX_API core_push_a(const char *message) {
+  return mpp_nvtx_push(NULL, message);
+}
+
+static int NVTX_API core_push_ex(const nvtxEventAttributes_t *a) {
+  char buf[256];
+  return mpp_nvtx_push(NULL, message_of(a, buf, sizeof buf));
+}
+
+static int NVTX_API core_pop(void) {
+  return mpp_nvtx_pop(NULL);
+}
+
+static nvtxRangeId_t NVTX_API core_start_ex(const nvtxEventAttributes_t *a) {
+  (void)a;
+  atomic_fetch_add(&start_end_ranges, 1);
+  return (nvtxRangeId_t)atomic_fetch_add(&range_ids, 1) + 1;
+}
+
+static void NVTX_API core_end(nvtxRangeId_t id) {
+  (void)id;
+}
+
+static void NVTX_API core_mark_a(const char *message) {
+  (void)message;
+  atomic_fetch_add(&marks, 1);
+}
+
+/* --- CORE2 --- */
+
+static nvtxDomainHandle_t NVTX_API core2_domain_create_a(const char *name) {
+  if (atomic_fetch_add(&ndomains, 1) >= MAX_DOMAINS) return NULL;
+  /* The handle is opaque to the application; ours holds the name. */
+  char *copy = strdup(name ? name : "");
+  return (nvtxDomainHandle_t)copy;
+}
+
+static void NVTX_API core2_domain_destroy(nvtxDomainHandle_t d) {
+  (void)d; /* ranges of the domain may still be open on some thread */
+}
+
+static nvtxStringHandle_t NVTX_API core2_register_string_a(nvtxDomainHandle_t d, const char *s) {
+  (void)d;
+  return register_string(strdup(s ? s : ""));
+}
+
+static nvtxStringHandle_t NVTX_API core2_register_string_w(nvtxDomainHandle_t d, const wchar_t *s) {
+  (void)d;
+  return register_string(s ? narrow(s) : strdup(""));
+}
+
+static int NVTX_API core2_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
+  char buf[256];
+  return mpp_nvtx_push(d, message_of(a, buf, sizeof buf));
+}
+
+static int NVTX_API core2_pop(nvtxDomainHandle_t d) {
+  return mpp_nvtx_pop(d);
+}
+
+static void NVTX_API core2_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
+  (void)d;
+  (void)a;
+  atomic_fetch_add(&marks, 1);
+}
+
+uint64_t mpp_nvtx_marks(void) {
+  return atomic_load(&marks);
+}
+
+uint64_t mpp_nvtx_start_end_ranges(void) {
+  return atomic_load(&start_end_ranges);
+}
+
+/* --- injection entry point --- */
+
+static void fill(NvtxFunctionTable table, unsigned size, unsigned id, NvtxFunctionPointer fn) {
+  if (id < size && table[id]) *table[id] = fn;
+}
+
+#define FN(f) ((NvtxFunctionPointer)(void (*)(void))(f))
+
+MPP_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table) {
+  mpp_init();
+  if (mpp_cfg.disabled || !get_export_table) return 0;
+  const NvtxExportTableCallbacks *cb = get_export_table(NVTX_ETID_CALLBACKS);
+  if (!cb || !cb->GetModuleFunctionTable) return 0;
+  NvtxFunctionTable t = NULL;
+  unsigned size = 0;
+  if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &t, &size) && t) {
+    fill(t, size, NVTX_CBID_CORE_RangePushA, FN(core_push_a));
+    fill(t, size, NVTX_CBID_CORE_RangePushEx, FN(core_push_ex));
+    fill(t, size, NVTX_CBID_CORE_RangePop, FN(core_pop));
+    fill(t, size, NVTX_CBID_CORE_RangeStartEx, FN(core_start_ex));
+    fill(t, size, NVTX_CBID_CORE_RangeEnd, FN(core_end));
+    fill(t, size, NVTX_CBID_CORE_MarkA, FN(core_mark_a));
+  }
+  t = NULL;
+  size = 0;
+  if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &t, &size) && t) {
+    fill(t, size, NVTX_CBID_CORE2_DomainCreateA, FN(core2_domain_create_a));
+    fill(t, size, NVTX_CBID_CORE2_DomainDestroy, FN(core2_domain_destroy));
+    fill(t, size, NVTX_CBID_CORE2_DomainRegisterStringA, FN(core2_register_string_a));
+    fill(t, size, NVTX_CBID_CORE2_DomainRegisterStringW, FN(core2_register_string_w));
+    fill(t, size, NVTX_CBID_CORE2_DomainRangePushEx, FN(core2_push_ex));
+    fill(t, size, NVTX_CBID_CORE2_DomainRangePop, FN(core2_pop));
+    fill(t, size, NVTX_CBID_CORE2_DomainMarkEx, FN(core2_mark_ex));
+  }
+  return 1;
+}

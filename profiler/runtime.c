@@ -1,0 +1,337 @@
+/* The runtime of libmpprof.so: configuration from the environment, init once,
+ * the per-thread depth guard, real-symbol resolution, and the process
+ * lifecycle — activation at the first hooked call (exit handler registered
+ * after CUDA started, checkpoint thread, CUPTI), fork (the child starts empty
+ * and writes its own raw file) and exit (flush CUPTI and scans, final raw
+ * file). Everything that can fail here logs once and carries on: mpprof must
+ * never change what the application does. */
+#include "mpp.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "profiler/gpu/gpu.h"
+
+mpp_config mpp_cfg;
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static atomic_bool initialised;
+static atomic_bool activated;
+static atomic_bool finishing; /* exit handler running: hooks pass through */
+static atomic_bool forked_child;
+static pthread_mutex_t activate_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool exit_handler_registered;
+
+static __thread int depth;
+static __thread uint32_t tid_cache;
+
+/* --- configuration --- */
+
+const char *mpp_scan_mode_name(mpp_scan_mode mode) {
+  switch (mode) {
+  case MPP_SCAN_ALL:
+    return "all";
+  case MPP_SCAN_OUTPUTS:
+    return "outputs";
+  case MPP_SCAN_NONE:
+    return "none";
+  }
+  return "all";
+}
+
+int mpp_parse_scan_mode(const char *s, mpp_scan_mode *ret_mode) {
+  static const mpp_scan_mode modes[] = {MPP_SCAN_ALL, MPP_SCAN_OUTPUTS, MPP_SCAN_NONE};
+  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+    if (s && !strcmp(s, mpp_scan_mode_name(modes[i]))) {
+      *ret_mode = modes[i];
+      return 0;
+    }
+  return -EINVAL;
+}
+
+static uint64_t env_u64(const char *name, uint64_t dflt, uint64_t lo, uint64_t hi) {
+  const char *v = getenv(name);
+  if (!v || !*v) return dflt;
+  char *end;
+  errno = 0;
+  unsigned long long x = strtoull(v, &end, 10);
+  if (errno || *end || x < lo || x > hi) {
+    mpp_log(1, "ignoring %s=%s (expected an integer in [%llu, %llu])", name, v,
+            (unsigned long long)lo, (unsigned long long)hi);
+    return dflt;
+  }
+  return x;
+}
+
+static void read_config(void) {
+  const char *v;
+  memset(&mpp_cfg, 0, sizeof mpp_cfg);
+  v = getenv("MPPROF_LOG");
+  mpp_cfg.log = v ? atoi(v) : 0;
+  v = getenv("MPPROF_DISABLE");
+  mpp_cfg.disabled = v && *v && strcmp(v, "0") != 0;
+  v = getenv("MPPROF_SCAN");
+  if (v && *v && mpp_parse_scan_mode(v, &mpp_cfg.scan) < 0) {
+    mpp_log(1, "ignoring MPPROF_SCAN=%s (all | outputs | none)", v);
+    mpp_cfg.scan = MPP_SCAN_ALL;
+  }
+  mpp_cfg.sample = env_u64("MPPROF_SAMPLE", 1, 1, UINT32_MAX);
+  mpp_cfg.max_sites = (uint32_t)env_u64("MPPROF_MAX_SITES", 1024, 1, 1u << 20);
+  mpp_cfg.max_events = env_u64("MPPROF_MAX_EVENTS", 100000, 0, 1ull << 32);
+  mpp_cfg.checkpoint_s = 10.0;
+  v = getenv("MPPROF_CHECKPOINT_S");
+  if (v && *v) {
+    char *end;
+    double s = strtod(v, &end);
+    if (*end || !(s >= 0) || s > 1e6)
+      mpp_log(1, "ignoring MPPROF_CHECKPOINT_S=%s (seconds, 0 disables)", v);
+    else
+      mpp_cfg.checkpoint_s = s;
+  }
+  v = getenv("MPPROF_OUT");
+  snprintf(mpp_cfg.out_dir, sizeof mpp_cfg.out_dir, "%s", v && *v ? v : "mpprof-out");
+}
+
+/* --- logging --- */
+
+void mpp_log(int level, const char *fmt, ...) {
+  if (mpp_cfg.log < level) return;
+  char line[1024];
+  int n = snprintf(line, sizeof line, "mpprof[%d/%u]: ", (int)getpid(), mpp_thread_id());
+  va_list ap;
+  va_start(ap, fmt);
+  if (n > 0 && (size_t)n < sizeof line) vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+  va_end(ap);
+  size_t len = strlen(line);
+  line[len++] = '\n';
+  /* One write: lines of different threads do not interleave. */
+  ssize_t ignored = write(STDERR_FILENO, line, len);
+  (void)ignored;
+}
+
+/* --- per-thread state --- */
+
+uint32_t mpp_thread_id(void) {
+  if (!tid_cache) tid_cache = (uint32_t)syscall(SYS_gettid);
+  return tid_cache;
+}
+
+uint64_t mpp_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void mpp_guard_push(void) {
+  depth++;
+}
+
+void mpp_guard_pop(void) {
+  depth--;
+}
+
+bool mpp_in_forked_child(void) {
+  return atomic_load_explicit(&forked_child, memory_order_relaxed);
+}
+
+bool mpp_enter(void) {
+  /* Inner calls (cuBLAS -> cuBLASLt) and mpprof's own calls pass through. */
+  if (depth > 0) return false;
+  if (!atomic_load_explicit(&initialised, memory_order_acquire)) mpp_init();
+  if (mpp_cfg.disabled || atomic_load_explicit(&finishing, memory_order_relaxed)) return false;
+  depth++;
+  if (!atomic_load_explicit(&activated, memory_order_acquire)) mpp_activate();
+  return true;
+}
+
+void mpp_leave(void) {
+  depth--;
+}
+
+/* --- real symbols --- */
+
+#define MPP_MAX_SYM_TABLES 16
+static struct {
+  mpp_sym *tab;
+  size_t n;
+} sym_tables[MPP_MAX_SYM_TABLES];
+static size_t nsym_tables;
+
+void *mpp_sym_get(mpp_sym *s) {
+  void *fn = __atomic_load_n(&s->fn, __ATOMIC_ACQUIRE);
+  if (fn) return fn;
+  fn = dlsym(RTLD_NEXT, s->name);
+  if (!fn && s->soname) {
+    /* Loaded RTLD_LOCAL by the app (Python extensions): look inside it. The
+     * handle keeps a reference, which is what we want for a live library. */
+    void *h = dlopen(s->soname, RTLD_LAZY | RTLD_NOLOAD);
+    if (h) fn = dlsym(h, s->name);
+  }
+  if (fn) __atomic_store_n(&s->fn, fn, __ATOMIC_RELEASE);
+  return fn;
+}
+
+void mpp_sym_resolve_all(mpp_sym *tab, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    mpp_sym_get(&tab[i]);
+}
+
+void mpp_register_syms(mpp_sym *tab, size_t n) {
+  /* Constructors of the hook modules run before mpp_init's constructor or
+   * after; either way the table is resolved once init has run. */
+  if (nsym_tables < MPP_MAX_SYM_TABLES) {
+    sym_tables[nsym_tables].tab = tab;
+    sym_tables[nsym_tables].n = n;
+    nsym_tables++;
+  }
+  if (atomic_load(&initialised)) mpp_sym_resolve_all(tab, n);
+}
+
+/* --- lifecycle --- */
+
+static pthread_t checkpoint_thread;
+static bool checkpoint_running;
+static pthread_mutex_t checkpoint_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t checkpoint_cv = PTHREAD_COND_INITIALIZER;
+
+static void *checkpoint_main(void *arg) {
+  (void)arg;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals belong to the application */
+  depth = 1;                              /* anything this thread calls is mpprof's own */
+  for (;;) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    double s = mpp_cfg.checkpoint_s;
+    ts.tv_sec += (time_t)s;
+    ts.tv_nsec += (long)((s - (double)(time_t)s) * 1e9);
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&checkpoint_mu);
+    int rc = 0;
+    while (rc != ETIMEDOUT && !atomic_load(&finishing))
+      rc = pthread_cond_timedwait(&checkpoint_cv, &checkpoint_mu, &ts);
+    pthread_mutex_unlock(&checkpoint_mu);
+    if (atomic_load(&finishing)) return NULL;
+    if (!mpp_in_forked_child()) mpp_cupti_flush();
+    int err = mpp_raw_write(false);
+    if (err < 0) mpp_log(1, "checkpoint not written: %s", strerror(-err));
+  }
+  return NULL;
+}
+
+static void on_exit_handler(void) {
+  if (atomic_exchange(&finishing, true)) return;
+  pthread_mutex_lock(&checkpoint_mu);
+  pthread_cond_broadcast(&checkpoint_cv);
+  pthread_mutex_unlock(&checkpoint_mu);
+  depth++;
+  /* A forked child never touches the parent's CUDA state. */
+  if (!mpp_in_forked_child()) {
+    mpp_cupti_flush();
+    mpp_devscan_drain();
+  }
+  int err = mpp_raw_write(true);
+  if (err < 0) mpp_log(1, "raw file not written: %s", strerror(-err));
+  depth--;
+}
+
+void mpp_activate(void) {
+  pthread_mutex_lock(&activate_mu);
+  if (atomic_load(&activated)) {
+    pthread_mutex_unlock(&activate_mu);
+    return;
+  }
+  depth++;
+  /* Registered now, after the application started CUDA, so it runs before
+   * the CUDA runtime's own exit teardown. Inherited by fork children. */
+  if (!exit_handler_registered) {
+    exit_handler_registered = true;
+    atexit(on_exit_handler);
+  }
+  if (!mpp_in_forked_child()) {
+    mpp_cupti_set_sink(mpp_kernel_sink_fn);
+    mpp_cupti_start();
+  }
+  if (mpp_cfg.checkpoint_s > 0 && !checkpoint_running) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&checkpoint_thread, &attr, checkpoint_main, NULL) == 0)
+      checkpoint_running = true;
+    else
+      mpp_log(1, "no checkpoint thread");
+    pthread_attr_destroy(&attr);
+  }
+  depth--;
+  atomic_store_explicit(&activated, true, memory_order_release);
+  pthread_mutex_unlock(&activate_mu);
+}
+
+static void atfork_prepare(void) {
+  pthread_mutex_lock(&activate_mu);
+  mpp_sites_lock();
+}
+
+static void atfork_parent(void) {
+  mpp_sites_unlock();
+  pthread_mutex_unlock(&activate_mu);
+}
+
+static void atfork_child(void) {
+  /* Only the forking thread survives: locks are re-created, tables emptied,
+   * and the child activates itself again at its first hooked call. */
+  pthread_mutex_init(&activate_mu, NULL);
+  pthread_mutex_init(&checkpoint_mu, NULL);
+  pthread_cond_init(&checkpoint_cv, NULL);
+  mpp_sites_reset(); /* also re-creates the sites mutex */
+  checkpoint_running = false;
+  atomic_store(&forked_child, true);
+  atomic_store(&activated, false);
+  mpp_process_info_reset();
+}
+
+static void init_once_fn(void) {
+  read_config();
+  mpp_process_info_reset();
+  if (!mpp_cfg.disabled) {
+    depth++;
+    for (size_t i = 0; i < nsym_tables; i++)
+      mpp_sym_resolve_all(sym_tables[i].tab, sym_tables[i].n);
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    depth--;
+  }
+  atomic_store_explicit(&initialised, true, memory_order_release);
+}
+
+void mpp_init(void) {
+  pthread_once(&init_once, init_once_fn);
+}
+
+__attribute__((constructor(200))) static void mpp_constructor(void) {
+  mpp_init();
+}
+
+/* CUDA injection (CUDA_INJECTION64_PATH): the driver calls this at cuInit. */
+MPP_EXPORT int InitializeInjection(void) {
+  mpp_init();
+  if (!mpp_cfg.disabled && depth == 0) {
+    depth++;
+    mpp_activate();
+    depth--;
+  }
+  return 1;
+}

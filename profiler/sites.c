@@ -1,0 +1,373 @@
+/* The site table: ops aggregated by (layer, API, dtypes, compute type, math
+ * mode, shape, transposes, epilogue), with per-site call counts, per-role
+ * stats records (allocated on first use: one mp_stats is ~17 KB), kernels seen
+ * through CUPTI, and the capped per-call event list for the timeline.
+ *
+ * Memory is bounded by MPPROF_MAX_SITES sites (each at most 4 stats records
+ * and 32 kernel names) plus MPPROF_MAX_EVENTS events; a cap that is hit makes
+ * the raw file say "incomplete" and why. One mutex protects everything: the
+ * critical sections are short (a hash probe, a few counters, a stats merge). */
+#include "mpp.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+static mpp_site *sites;
+static uint32_t nsites, sites_cap;
+static uint32_t *index_; /* open addressing: site id + 1, 0 = empty */
+static uint32_t index_cap;
+
+static mpp_event *events;
+static uint64_t nevents, events_cap, events_dropped;
+static uint64_t ops_unattributed, failed_calls, total_calls;
+
+#define MAX_REASONS 16
+static struct {
+  const char *key; /* static: one entry per kind of cap */
+  char text[160];
+} reasons[MAX_REASONS];
+static uint32_t nreasons;
+static const char *reason_ptrs[MAX_REASONS];
+
+void mpp_sites_lock(void) {
+  pthread_mutex_lock(&mu);
+}
+
+void mpp_sites_unlock(void) {
+  pthread_mutex_unlock(&mu);
+}
+
+static void free_site(mpp_site *s) {
+  free(s->layer);
+  for (int r = 0; r < MPP_MAX_ROLES; r++)
+    free(s->stats[r]);
+  for (int i = 0; i < s->nkernels; i++)
+    free(s->kernels[i].name);
+}
+
+void mpp_sites_reset(void) {
+  pthread_mutex_init(&mu, NULL);
+  for (uint32_t i = 0; i < nsites; i++)
+    free_site(&sites[i]);
+  free(sites);
+  free(index_);
+  free(events);
+  sites = NULL;
+  index_ = NULL;
+  events = NULL;
+  nsites = sites_cap = index_cap = 0;
+  nevents = events_cap = events_dropped = 0;
+  ops_unattributed = failed_calls = total_calls = 0;
+  nreasons = 0;
+}
+
+/* Keep the first message per kind; later ones only update its counts. */
+static void note_reason_locked(const char *key, const char *fmt, va_list ap) {
+  uint32_t i;
+  for (i = 0; i < nreasons; i++)
+    if (!strcmp(reasons[i].key, key)) break;
+  if (i == nreasons) {
+    if (nreasons == MAX_REASONS) return;
+    nreasons++;
+    reasons[i].key = key;
+  }
+  vsnprintf(reasons[i].text, sizeof reasons[i].text, fmt, ap);
+}
+
+static void note_reason(const char *key, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  note_reason_locked(key, fmt, ap);
+  va_end(ap);
+}
+
+void mpp_note_incomplete(const char *key, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  mpp_sites_lock();
+  note_reason_locked(key, fmt, ap);
+  mpp_sites_unlock();
+  va_end(ap);
+}
+
+void mpp_note_failed_call(void) {
+  mpp_sites_lock();
+  failed_calls++;
+  mpp_sites_unlock();
+}
+
+/* --- keys --- */
+
+static uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t mix_str(uint64_t h, const char *s) {
+  /* Static strings: the same name is the same pointer, except across hook
+   * modules, so hash the characters. */
+  uint64_t x = 1469598103934665603ull;
+  if (s)
+    for (; *s; s++)
+      x = (x ^ (unsigned char)*s) * 1099511628211ull;
+  return mix(h, x);
+}
+
+static uint64_t op_hash(const mpp_op *op, uint64_t layer_hash) {
+  uint64_t h = mix(0, layer_hash);
+  h = mix_str(h, op->api);
+  h = mix(h, (uint64_t)op->kind);
+  h = mix(h, (uint64_t)op->m);
+  h = mix(h, (uint64_t)op->n);
+  h = mix(h, (uint64_t)op->k);
+  h = mix(h, (uint64_t)op->batch);
+  h = mix(h, (uint64_t)op->lda);
+  h = mix(h, (uint64_t)op->ldb);
+  h = mix(h, (uint64_t)op->ldc);
+  h = mix(h, (uint64_t)op->ldd);
+  h = mix(h, (uint64_t)op->transa << 8 | (uint64_t)op->transb);
+  for (int i = 0; i < op->ntypes; i++)
+    h = mix_str(h, op->type_names[i]);
+  h = mix_str(h, op->compute_type);
+  h = mix_str(h, op->scale_type);
+  h = mix(h, (uint64_t)(int64_t)op->math_mode);
+  h = mix_str(h, op->epilogue);
+  h = mix(h, op->fp8_scales);
+  if (op->has_conv) {
+    const mpp_conv *c = &op->conv;
+    const int64_t v[] = {c->n,         c->c,           c->h,          c->w,      c->k,
+                         c->r,         c->s,           c->pad[0],     c->pad[1], c->stride[0],
+                         c->stride[1], c->dilation[0], c->dilation[1]};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+      h = mix(h, (uint64_t)v[i]);
+  }
+  for (int i = 0; i < op->nroles; i++)
+    h = mix_str(h, op->roles[i].name);
+  return h;
+}
+
+static bool str_eq(const char *a, const char *b) {
+  return a == b || (a && b && !strcmp(a, b));
+}
+
+static bool op_key_eq(const mpp_site *s, const mpp_op *op, const char *layer) {
+  const mpp_op *k = &s->key;
+  if (!str_eq(k->api, op->api) || k->kind != op->kind || k->m != op->m || k->n != op->n ||
+      k->k != op->k || k->batch != op->batch || k->lda != op->lda || k->ldb != op->ldb ||
+      k->ldc != op->ldc || k->ldd != op->ldd || k->transa != op->transa ||
+      k->transb != op->transb || k->ntypes != op->ntypes || k->nroles != op->nroles ||
+      !str_eq(k->compute_type, op->compute_type) || !str_eq(k->scale_type, op->scale_type) ||
+      k->math_mode != op->math_mode || !str_eq(k->epilogue, op->epilogue) ||
+      k->fp8_scales != op->fp8_scales || k->has_conv != op->has_conv)
+    return false;
+  if (op->has_conv && memcmp(&k->conv, &op->conv, sizeof op->conv)) return false;
+  for (int i = 0; i < op->ntypes; i++)
+    if (!str_eq(k->type_keys[i], op->type_keys[i]) || !str_eq(k->type_names[i], op->type_names[i]))
+      return false;
+  for (int i = 0; i < op->nroles; i++)
+    if (!str_eq(k->roles[i].name, op->roles[i].name)) return false;
+  return !strcmp(s->layer, layer);
+}
+
+static bool grow_index(void) {
+  uint32_t cap = index_cap ? index_cap * 2 : 64;
+  uint32_t *ni = calloc(cap, sizeof *ni);
+  if (!ni) return false;
+  for (uint32_t i = 0; i < nsites; i++) {
+    uint32_t j = (uint32_t)sites[i].hash & (cap - 1);
+    while (ni[j])
+      j = (j + 1) & (cap - 1);
+    ni[j] = i + 1;
+  }
+  free(index_);
+  index_ = ni;
+  index_cap = cap;
+  return true;
+}
+
+static int add_site_locked(const mpp_op *op, const char *layer, uint64_t h) {
+  if (nsites >= mpp_cfg.max_sites) {
+    ops_unattributed++;
+    note_reason("max_sites", "max_sites (%u) reached: %llu ops not attributed", mpp_cfg.max_sites,
+                (unsigned long long)ops_unattributed);
+    return -1;
+  }
+  if ((nsites + 1) * 2 > index_cap && !grow_index()) goto oom;
+  if (nsites == sites_cap) {
+    uint32_t cap = sites_cap ? sites_cap * 2 : 64;
+    if (cap > mpp_cfg.max_sites) cap = mpp_cfg.max_sites;
+    mpp_site *ns = realloc(sites, cap * sizeof *ns);
+    if (!ns) goto oom;
+    sites = ns;
+    sites_cap = cap;
+  }
+  char *l = strdup(layer);
+  if (!l) goto oom;
+  mpp_site *s = &sites[nsites];
+  memset(s, 0, sizeof *s);
+  s->hash = h;
+  s->layer = l;
+  s->key = *op;
+  s->key.stream = NULL;
+  s->key.ptr_align = 0;
+  for (int i = 0; i < MPP_MAX_ROLES; i++) {
+    memset(&s->key.roles[i].view, 0, sizeof s->key.roles[i].view);
+    s->key.roles[i].view.dtype = op->roles[i].view.dtype;
+    s->key.roles[i].ptr_array = NULL;
+  }
+  uint32_t j = (uint32_t)h & (index_cap - 1);
+  while (index_[j])
+    j = (j + 1) & (index_cap - 1);
+  index_[j] = nsites + 1;
+  return (int)nsites++;
+oom:
+  ops_unattributed++;
+  note_reason("oom", "out of memory: %llu ops not attributed",
+              (unsigned long long)ops_unattributed);
+  return -1;
+}
+
+int mpp_site_find(const mpp_op *op, const char *layer, uint64_t layer_hash,
+                  uint64_t *ret_call_index) {
+  uint64_t h = op_hash(op, layer_hash);
+  int id = -1;
+  mpp_sites_lock();
+  total_calls++;
+  if (index_cap) {
+    for (uint32_t j = (uint32_t)h & (index_cap - 1); index_[j]; j = (j + 1) & (index_cap - 1)) {
+      mpp_site *s = &sites[index_[j] - 1];
+      if (s->hash == h && op_key_eq(s, op, layer)) {
+        id = (int)(index_[j] - 1);
+        break;
+      }
+    }
+  }
+  if (id < 0) id = add_site_locked(op, layer, h);
+  if (id >= 0) *ret_call_index = sites[id].started++;
+  mpp_sites_unlock();
+  return id;
+}
+
+void mpp_site_record_autotune(int site) {
+  mpp_sites_lock();
+  sites[site].autotune_calls++;
+  mpp_sites_unlock();
+}
+
+static mp_stats *role_stats_locked(mpp_site *s, int role, mp_dtype dtype) {
+  if (!s->stats[role]) {
+    s->stats[role] = malloc(sizeof(mp_stats));
+    if (!s->stats[role]) {
+      note_reason("oom_stats", "out of memory: some tensor stats dropped");
+      return NULL;
+    }
+    mp_stats_init(s->stats[role], dtype);
+  }
+  return s->stats[role];
+}
+
+static void add_event_locked(int site, const mpp_op *op, const mpp_call *c, uint64_t dur_ns) {
+  if (nevents == events_cap) {
+    if (events_cap >= mpp_cfg.max_events) {
+      events_dropped++;
+      note_reason("max_events", "max_events (%llu) reached: %llu events dropped",
+                  (unsigned long long)mpp_cfg.max_events, (unsigned long long)events_dropped);
+      return;
+    }
+    uint64_t cap = events_cap ? events_cap * 2 : 1024;
+    if (cap > mpp_cfg.max_events) cap = mpp_cfg.max_events;
+    mpp_event *ne = realloc(events, cap * sizeof *ne);
+    if (!ne) {
+      events_dropped++;
+      note_reason("max_events", "out of memory for events: %llu events dropped",
+                  (unsigned long long)events_dropped);
+      return;
+    }
+    events = ne;
+    events_cap = cap;
+  }
+  mpp_event *e = &events[nevents++];
+  e->site = (uint32_t)site;
+  e->thread = mpp_thread_id();
+  e->t_ns = c->t0_ns;
+  e->dur_ns = dur_ns;
+  e->stream = (uintptr_t)op->stream;
+}
+
+void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur_ns) {
+  mpp_sites_lock();
+  mpp_site *s = &sites[site];
+  s->calls++;
+  if (c->scan) s->scanned_calls++;
+  for (int r = 0; r < MPP_NS_COUNT; r++)
+    s->not_scanned[r] += c->ns_counts[r];
+  for (int r = 0; r < op->nroles; r++) {
+    if (!c->tmp_used[r]) continue;
+    mp_stats *dst = role_stats_locked(s, r, c->tmp[r]->dtype);
+    if (dst) mp_stats_merge(dst, c->tmp[r]);
+  }
+  if (op->ptr_align && (!s->ptr_align || op->ptr_align < s->ptr_align))
+    s->ptr_align = op->ptr_align;
+  add_event_locked(site, op, c, dur_ns);
+  mpp_sites_unlock();
+}
+
+void mpp_site_merge_stats(int site, int role, const mp_stats *st) {
+  mpp_sites_lock();
+  if (site >= 0 && (uint32_t)site < nsites && role >= 0 && role < MPP_MAX_ROLES) {
+    mp_stats *dst = role_stats_locked(&sites[site], role, st->dtype);
+    if (dst) mp_stats_merge(dst, st);
+  }
+  mpp_sites_unlock();
+}
+
+void mpp_site_kernel(int site, const char *name, uint64_t gpu_ns) {
+  mpp_sites_lock();
+  if (site < 0 || (uint32_t)site >= nsites) {
+    mpp_sites_unlock();
+    return;
+  }
+  mpp_site *s = &sites[site];
+  s->gpu_ns += gpu_ns;
+  s->kernel_launches++;
+  int i;
+  for (i = 0; i < s->nkernels; i++)
+    if (!strcmp(s->kernels[i].name, name ? name : "?")) break;
+  if (i == s->nkernels) {
+    char *copy = NULL;
+    if (s->nkernels < MPP_SITE_MAX_KERNELS) copy = strdup(name ? name : "?");
+    if (!copy) {
+      s->kernels_other++;
+      note_reason("max_kernels",
+                  "more than %d kernel names in a site: launches counted in gpu_ns only",
+                  MPP_SITE_MAX_KERNELS);
+      mpp_sites_unlock();
+      return;
+    }
+    s->kernels[i].name = copy;
+    s->nkernels++;
+  }
+  s->kernels[i].count++;
+  s->kernels[i].gpu_ns += gpu_ns;
+  mpp_sites_unlock();
+}
+
+void mpp_tables_get(mpp_tables *t) {
+  t->sites = sites;
+  t->nsites = nsites;
+  t->events = events;
+  t->nevents = nevents;
+  t->events_dropped = events_dropped;
+  t->ops_unattributed = ops_unattributed;
+  t->failed_calls = failed_calls;
+  t->total_calls = total_calls;
+  for (uint32_t i = 0; i < nreasons; i++)
+    reason_ptrs[i] = reasons[i].text;
+  t->nreasons = nreasons;
+  t->reasons = reason_ptrs;
+}
