@@ -85,3 +85,92 @@ void mpp_gemm_decode(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx
   mpp_op_note_ptr(op, g->B);
   mpp_op_note_ptr(op, g->C);
 }
+
+/* --- cublasLtMatmul --- */
+
+const char *mpp_lt_epilogue_name(uint32_t e) {
+  static const struct {
+    uint32_t v;
+    const char *name;
+  } names[] = {
+      {1, "DEFAULT"},    {2, "RELU"},          {130, "RELU_AUX"},
+      {4, "BIAS"},       {6, "RELU_BIAS"},     {134, "RELU_AUX_BIAS"},
+      {136, "DRELU"},    {152, "DRELU_BGRAD"}, {32, "GELU"},
+      {160, "GELU_AUX"}, {36, "GELU_BIAS"},    {164, "GELU_AUX_BIAS"},
+      {192, "DGELU"},    {208, "DGELU_BGRAD"}, {256, "BGRADA"},
+      {512, "BGRADB"},
+  };
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (names[i].v == e) return names[i].name;
+  return "UNKNOWN";
+}
+
+static void lt_view(mpp_role *r, const mpp_lt_layout *l, const void *p) {
+  r->view.dtype = mpp_cuda_dtype(l->type);
+  r->view.data = p;
+  /* A row-major matrix is the column-major view of its transpose: same elements. */
+  bool row = l->order == 1;
+  r->view.rows = row ? l->cols : l->rows;
+  r->view.cols = row ? l->rows : l->cols;
+  r->view.ld = l->ld > 0 ? (uint64_t)l->ld : 0;
+  r->view.batch = l->batch > 1 ? (uint64_t)l->batch : 1;
+  r->view.batch_stride = l->batch_stride;
+  if (r->view.batch > 1 && l->batch_stride == 0) r->view.batch = 1; /* broadcast: one matrix */
+  if (r->view.dtype == MP_DTYPE_INVALID)
+    r->unscannable = MPP_NS_DTYPE;
+  else if (l->order != 0 && l->order != 1)
+    r->unscannable = MPP_NS_LAYOUT;
+  if (l->rows == 0 || l->cols == 0) r->present = false;
+}
+
+static bool lt_beta_nonzero(const mpp_lt_call *g, bool (*host_visible)(const void *)) {
+  switch (g->pointer_mode) {
+  case 0: /* HOST */
+  case 4: /* ALPHA_DEVICE_VECTOR_BETA_HOST */
+    break;
+  case 3: /* ALPHA_DEVICE_VECTOR_BETA_ZERO */
+    return false;
+  default:
+    if (!host_visible || !g->beta || !host_visible(g->beta)) return false;
+  }
+  return g->beta && mpp_scalar_nonzero(g->beta, g->scale_type) == 1;
+}
+
+void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
+                   bool (*host_visible)(const void *p)) {
+  mpp_op_init(op, "cublasLtMatmul", MPP_OP_GEMM);
+  op->m = (int64_t)g->d.rows;
+  op->n = (int64_t)g->d.cols;
+  op->k = (int64_t)(g->transa == 0 ? g->a.cols : g->a.rows);
+  op->batch = g->d.batch > 1 ? g->d.batch : 1;
+  op->lda = g->a.ld;
+  op->ldb = g->b.ld;
+  op->ldc = g->c.ld;
+  op->ldd = g->d.ld;
+  op->transa = mpp_cublas_op_char(g->transa);
+  op->transb = mpp_cublas_op_char(g->transb);
+  mpp_op_type(op, "A", mpp_cuda_dtype_name(g->a.type));
+  mpp_op_type(op, "B", mpp_cuda_dtype_name(g->b.type));
+  mpp_op_type(op, "C", mpp_cuda_dtype_name(g->c.type));
+  mpp_op_type(op, "D", mpp_cuda_dtype_name(g->d.type));
+  op->compute_type = mpp_cublas_compute_name(g->compute);
+  op->scale_type = mpp_cuda_dtype_name(g->scale_type);
+  op->epilogue = mpp_lt_epilogue_name(g->epilogue);
+  static const uint8_t bits[4] = {MPP_FP8_A, MPP_FP8_B, MPP_FP8_C, MPP_FP8_D};
+  for (int i = 0; i < 4; i++)
+    if (g->scale_ptr[i]) op->fp8_scales |= bits[i];
+  if (g->amax_d) op->fp8_scales |= MPP_FP8_AMAX_D;
+  op->stream = stream;
+
+  lt_view(mpp_op_role(op, "A", true), &g->a, g->A);
+  lt_view(mpp_op_role(op, "B", true), &g->b, g->B);
+  mpp_role *c = mpp_op_role(op, "C", true);
+  lt_view(c, &g->c, g->C);
+  if (!g->C || !lt_beta_nonzero(g, host_visible)) c->present = false;
+  lt_view(mpp_op_role(op, "D", false), &g->d, g->D);
+
+  mpp_op_note_ptr(op, g->A);
+  mpp_op_note_ptr(op, g->B);
+  mpp_op_note_ptr(op, g->C);
+  mpp_op_note_ptr(op, g->D);
+}

@@ -34,3 +34,32 @@ char mpp_cublas_op_char(int op); /* 'N', 'T', 'C', '?' */
 void mpp_gemm_decode(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx);
 
 #endif
+
+/* cublasLtMatmul, from attributes already read out of its descriptors (the
+ * wrapper reads them with cublasLtMatmulDescGetAttribute and
+ * cublasLtMatrixLayoutGetAttribute; both are host-only calls). */
+typedef struct mpp_lt_layout {
+  int type;  /* cudaDataType */
+  int order; /* cublasLtOrder_t: 0 COL, 1 ROW, others tiled */
+  uint64_t rows, cols;
+  int64_t ld;
+  int32_t batch;
+  int64_t batch_stride; /* elements */
+} mpp_lt_layout;
+
+typedef struct mpp_lt_call {
+  int compute;      /* cublasComputeType_t */
+  int scale_type;   /* cudaDataType */
+  int pointer_mode; /* cublasLtPointerMode_t */
+  int transa, transb;
+  uint32_t epilogue;
+  const void *scale_ptr[4]; /* A, B, C, D scale pointers (NULL = 1) */
+  const void *amax_d;
+  mpp_lt_layout a, b, c, d;
+  const void *alpha, *beta;
+  const void *A, *B, *C, *D;
+} mpp_lt_call;
+
+const char *mpp_lt_epilogue_name(uint32_t epilogue);
+void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
+                   bool (*host_visible)(const void *p));

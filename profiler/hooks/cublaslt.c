@@ -1,0 +1,103 @@
+/* cuBLASLt hook (libcublasLt.so.13): cublasLtMatmul. Everything that decides
+ * its precision lives in opaque descriptors, read back here through the
+ * host-only getters (dtypes, compute and scale type, transposes, epilogue,
+ * FP8 scale and amax pointers, layouts). When libcublas calls this from
+ * inside a hooked cuBLAS GEMM, the depth guard lets it pass unrecorded. */
+#include <cublasLt.h>
+
+#include "gemm_decode.h"
+#include "hook.h"
+#include "profiler/gpu/gpu.h"
+
+#define MPP_MODULE_SONAME "libcublasLt.so.13"
+#define MPP_MODULE_SYMS(X)                                                                         \
+  X(cublasLtMatmul)                                                                                \
+  X(cublasLtMatmulDescGetAttribute)                                                                \
+  X(cublasLtMatrixLayoutGetAttribute)
+MPP_MODULE_TABLE(syms)
+
+static bool desc_get(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, void *buf,
+                     size_t n) {
+  __typeof__(&cublasLtMatmulDescGetAttribute) get = MPP_REAL(syms, cublasLtMatmulDescGetAttribute);
+  size_t written = 0;
+  return get && get(d, a, buf, n, &written) == CUBLAS_STATUS_SUCCESS;
+}
+
+static bool layout_get(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t a, void *buf,
+                       size_t n) {
+  __typeof__(&cublasLtMatrixLayoutGetAttribute) get =
+      MPP_REAL(syms, cublasLtMatrixLayoutGetAttribute);
+  size_t written = 0;
+  return get && get(l, a, buf, n, &written) == CUBLAS_STATUS_SUCCESS;
+}
+
+static bool read_layout(cublasLtMatrixLayout_t l, mpp_lt_layout *ret) {
+  uint32_t type = 0;
+  int32_t order = CUBLASLT_ORDER_COL, batch = 1;
+  int64_t stride = 0;
+  if (!l || !layout_get(l, CUBLASLT_MATRIX_LAYOUT_TYPE, &type, sizeof type) ||
+      !layout_get(l, CUBLASLT_MATRIX_LAYOUT_ROWS, &ret->rows, sizeof ret->rows) ||
+      !layout_get(l, CUBLASLT_MATRIX_LAYOUT_COLS, &ret->cols, sizeof ret->cols) ||
+      !layout_get(l, CUBLASLT_MATRIX_LAYOUT_LD, &ret->ld, sizeof ret->ld))
+    return false;
+  /* Optional attributes keep their defaults when a stand-in lacks them. */
+  layout_get(l, CUBLASLT_MATRIX_LAYOUT_ORDER, &order, sizeof order);
+  layout_get(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch);
+  layout_get(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride);
+  ret->type = (int)type;
+  ret->order = order;
+  ret->batch = batch;
+  ret->batch_stride = stride;
+  return true;
+}
+
+static bool host_visible(const void *p) {
+  mpp_mem_kind k = mpp_cuda_pointer_kind(p);
+  return k == MPP_MEM_HOST || (k == MPP_MEM_UNKNOWN && !mpp_cuda_available());
+}
+
+static bool decode(mpp_op *op, cublasLtMatmulDesc_t desc, const void *alpha, const void *A,
+                   cublasLtMatrixLayout_t Adesc, const void *B, cublasLtMatrixLayout_t Bdesc,
+                   const void *beta, const void *C, cublasLtMatrixLayout_t Cdesc, void *D,
+                   cublasLtMatrixLayout_t Ddesc, cudaStream_t stream) {
+  mpp_lt_call g = {.alpha = alpha, .beta = beta, .A = A, .B = B, .C = C, .D = D};
+  int32_t compute = 0, scale = 0, pm = 0, ta = 0, tb = 0;
+  uint32_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+  if (!desc || !desc_get(desc, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE, &compute, sizeof compute) ||
+      !desc_get(desc, CUBLASLT_MATMUL_DESC_SCALE_TYPE, &scale, sizeof scale))
+    return false;
+  desc_get(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm, sizeof pm);
+  desc_get(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
+  desc_get(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+  desc_get(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+  static const cublasLtMatmulDescAttributes_t scale_attrs[4] = {
+      CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+      CUBLASLT_MATMUL_DESC_C_SCALE_POINTER, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER};
+  for (int i = 0; i < 4; i++)
+    desc_get(desc, scale_attrs[i], &g.scale_ptr[i], sizeof g.scale_ptr[i]);
+  desc_get(desc, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &g.amax_d, sizeof g.amax_d);
+  g.compute = compute;
+  g.scale_type = scale;
+  g.pointer_mode = pm;
+  g.transa = ta;
+  g.transb = tb;
+  g.epilogue = epi;
+  if (!read_layout(Adesc, &g.a) || !read_layout(Bdesc, &g.b) || !read_layout(Ddesc, &g.d))
+    return false;
+  if (!Cdesc || !read_layout(Cdesc, &g.c))
+    g.c = g.d; /* C described like D when its layout is not given */
+  mpp_lt_decode(op, &g, stream, host_visible);
+  return true;
+}
+
+MPP_OP_HOOK(syms, cublasStatus_t, cublasLtMatmul,
+            (cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc, const void *alpha,
+             const void *A, cublasLtMatrixLayout_t Adesc, const void *B,
+             cublasLtMatrixLayout_t Bdesc, const void *beta, const void *C,
+             cublasLtMatrixLayout_t Cdesc, void *D, cublasLtMatrixLayout_t Ddesc,
+             const cublasLtMatmulAlgo_t *algo, void *workspace, size_t workspaceSizeInBytes,
+             cudaStream_t stream),
+            (lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo,
+             workspace, workspaceSizeInBytes, stream),
+            CUBLAS_STATUS_NOT_INITIALIZED, ret == CUBLAS_STATUS_SUCCESS,
+            decode(op_, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, stream))
