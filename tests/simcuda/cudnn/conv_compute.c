@@ -447,9 +447,8 @@ cudnnStatus_t simcudnn_matmul_run(cudnnHandle_t h, const simcudnn_matmul_problem
   const simcudnn_kernel_name *kn = simcudnn_matmul_kernel(p->a.dtype, p->math);
   if (!kn) return CUDNN_STATUS_NOT_SUPPORTED;
   mat3 a, b, c;
-  mat3_of(&p->a, &a);
-  mat3_of(&p->b, &b);
-  mat3_of(&p->c, &c);
+  if (!mat3_of(&p->a, &a) || !mat3_of(&p->b, &b) || !mat3_of(&p->c, &c))
+    return CUDNN_STATUS_NOT_SUPPORTED_SHAPE;
   cudnnDataType_t dt = p->a.dtype;
   bool tf32 = p->math == SIMCUDNN_MATH_TC && dt == CUDNN_DATA_FLOAT;
   simcuda_kernel k = {.name = kn->name,

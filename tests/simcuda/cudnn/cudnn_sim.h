@@ -10,7 +10,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The public cuDNN API is what libcudnn.so.9 exports; simcuda builds with
+ * -fvisibility=hidden, so the declarations are made default-visible here. */
+#pragma GCC visibility push(default)
 #include <cudnn.h>
+#pragma GCC visibility pop
 
 #define SIMCUDNN_MAX_SPATIAL 3 /* 1-D, 2-D and 3-D convolutions */
 
