@@ -186,7 +186,7 @@ static void print_casts(const mp_stats *s) {
   printf("  cast to     %-10s %-12s %-10s (of %" PRIu64 " finite non-zero values)\n", "overflow",
          "flush-to-0", "subnormal", base);
   for (int t = 0; t < MP_TARGET_COUNT; t++)
-    printf("    %-9s %-10s %-12s %-10s\n", mp_target_name((mp_target)t),
+    printf("    %-9s %-10s %-12s %s\n", mp_target_name((mp_target)t),
            pct(s->casts[t][MP_CAST_OVERFLOW], base, o, sizeof o),
            pct(s->casts[t][MP_CAST_UNDERFLOW], base, u, sizeof u),
            pct(s->casts[t][MP_CAST_SUBNORMAL], base, sub, sizeof sub));
