@@ -1,23 +1,342 @@
-/* CUPTI activity for libmpprof.so (first cut): reports "unavailable" until the
- * dlopen-based implementation lands; the sink is kept so callers can wire it. */
-#include <stddef.h>
+/* CUPTI activity for libmpprof.so: which kernels each hooked op launched.
+ *
+ * CUPTI is dlopen'ed (MPPROF_CUPTI names the library, or "off"; else the
+ * already loaded or usual libcupti.so.13). Enabled: CONCURRENT_KERNEL, the
+ * driver launch API records (external correlation records come only with API
+ * records; cheapest is per cbid) and EXTERNAL_CORRELATION. Around every
+ * hooked call the profiler pushes its op id as CUSTOM2 (PyTorch's profiler
+ * uses CUSTOM0/1). Completed buffers are only queued by CUPTI's callback; a
+ * background thread (or mpp_cupti_flush) parses them: external correlation
+ * records fill a correlation id -> op id table, kernel records are matched
+ * through it and handed to the sink. Kernels whose external record has not
+ * arrived yet wait in a bounded list. mpprof's own scan kernels (mpp_scan_*)
+ * are skipped. Everything lost on the way is counted in mpp_cupti_dropped(). */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cupti.h>
 
 #include "profiler/gpu/gpu.h"
 
+#define BUF_SIZE (4u << 20)
+#define MAX_QUEUED 256   /* completed buffers waiting to be parsed */
+#define CORR_SLOTS 65536 /* correlation id -> op id, direct mapped */
+#define MAX_WAITING 4096 /* kernels seen before their external record */
+#define OWN_PREFIX "mpp_scan_"
+
+/* X(symbol, member, parameters) */
+#define CUPTI_FUNCS(X)                                                                             \
+  X(cuptiActivityRegisterCallbacks, register_callbacks,                                            \
+    (CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc))                         \
+  X(cuptiActivityEnable, enable, (CUpti_ActivityKind))                                             \
+  X(cuptiActivityEnableDriverApi, enable_driver_api, (CUpti_CallbackId, uint8_t))                  \
+  X(cuptiActivityFlushAll, flush_all, (uint32_t))                                                  \
+  X(cuptiActivityGetNextRecord, next_record, (uint8_t *, size_t, CUpti_Activity **))               \
+  X(cuptiActivityGetNumDroppedRecords, num_dropped, (CUcontext, uint32_t, size_t *))               \
+  X(cuptiActivityPushExternalCorrelationId, push_ext, (CUpti_ExternalCorrelationKind, uint64_t))   \
+  X(cuptiActivityPopExternalCorrelationId, pop_ext, (CUpti_ExternalCorrelationKind, uint64_t *))
+
+static struct {
+#define CUPTI_MEMBER(sym, member, params) CUptiResult(*member) params;
+  CUPTI_FUNCS(CUPTI_MEMBER)
+#undef CUPTI_MEMBER
+} api;
+
+typedef struct queued_buf {
+  uint8_t *buf;
+  size_t valid;
+} queued_buf;
+
+typedef struct waiting_kernel {
+  uint32_t corr;
+  char *name;
+  uint64_t start, end;
+  uint32_t stream;
+} waiting_kernel;
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static const char *g_status = "unavailable";
+static atomic_bool g_active; /* push/pop are live */
 static mpp_kernel_sink g_sink;
+static atomic_uint_fast64_t g_dropped_own; /* lost by mpprof itself */
+
+static pthread_mutex_t g_qmu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_qcv = PTHREAD_COND_INITIALIZER;
+static queued_buf g_queue[MAX_QUEUED];
+static int g_qhead, g_qlen;
+static int g_inflight; /* taken from the queue, not yet parsed */
+
+/* Parsing state: used by one parser at a time. */
+static pthread_mutex_t g_pmu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  uint32_t corr;
+  uint64_t op;
+} g_corr[CORR_SLOTS];
+static waiting_kernel g_wait[MAX_WAITING];
+static int g_nwait;
+
+static void on_fork_child(void) {
+  atomic_store(&g_active, false); /* the child never touches the parent's CUPTI */
+}
+
+static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_records) {
+  *buf = aligned_alloc(8, BUF_SIZE);
+  *size = *buf ? BUF_SIZE : 0;
+  *max_records = 0;
+}
+
+/* CUPTI's thread (or the flushing one): queue only, parse elsewhere. */
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
+                                      size_t valid) {
+  (void)ctx;
+  (void)stream;
+  (void)size;
+  if (!buf) return;
+  if (valid == 0) {
+    free(buf);
+    return;
+  }
+  pthread_mutex_lock(&g_qmu);
+  if (g_qlen == MAX_QUEUED) {
+    pthread_mutex_unlock(&g_qmu);
+    atomic_fetch_add(&g_dropped_own,
+                     1); /* a whole buffer; its records are not counted one by one */
+    free(buf);
+    return;
+  }
+  g_queue[(g_qhead + g_qlen++) % MAX_QUEUED] = (queued_buf){buf, valid};
+  pthread_cond_broadcast(&g_qcv); /* the parser, and a flush waiting for it, share the cv */
+  pthread_mutex_unlock(&g_qmu);
+}
+
+static bool take_buffer(queued_buf *ret, bool wait) {
+  pthread_mutex_lock(&g_qmu);
+  while (wait && g_qlen == 0)
+    pthread_cond_wait(&g_qcv, &g_qmu);
+  bool got = g_qlen > 0;
+  if (got) {
+    *ret = g_queue[g_qhead];
+    g_qhead = (g_qhead + 1) % MAX_QUEUED;
+    g_qlen--;
+    g_inflight++;
+  }
+  pthread_mutex_unlock(&g_qmu);
+  return got;
+}
+
+static void buffer_done(void) {
+  pthread_mutex_lock(&g_qmu);
+  g_inflight--;
+  pthread_cond_broadcast(&g_qcv);
+  pthread_mutex_unlock(&g_qmu);
+}
+
+static bool lookup(uint32_t corr, uint64_t *ret_op) {
+  unsigned i = corr % CORR_SLOTS;
+  if (g_corr[i].corr != corr || corr == 0) return false;
+  *ret_op = g_corr[i].op;
+  return true;
+}
+
+static void emit(uint64_t op, const char *name, uint64_t start, uint64_t end, uint32_t stream) {
+  if (g_sink) g_sink(op, name, start, end, stream);
+}
+
+/* Kernels that waited for their external record: deliver the matched ones
+ * (or all, at flush, with op id 0 = not attributed). g_pmu held. */
+static void settle_waiting(bool all) {
+  int kept = 0;
+  for (int i = 0; i < g_nwait; i++) {
+    waiting_kernel *w = &g_wait[i];
+    uint64_t op = 0;
+    if (lookup(w->corr, &op) || all) {
+      emit(op, w->name, w->start, w->end, w->stream);
+      free(w->name);
+    } else {
+      g_wait[kept++] = *w;
+    }
+  }
+  g_nwait = kept;
+}
+
+static void on_kernel(const CUpti_ActivityKernel10 *k) {
+  const char *name = k->name ? k->name : "";
+  if (strncmp(name, OWN_PREFIX, sizeof OWN_PREFIX - 1) == 0) return;
+  uint64_t op = 0;
+  if (lookup(k->correlationId, &op)) {
+    emit(op, name, k->start, k->end, k->streamId);
+    return;
+  }
+  if (g_nwait == MAX_WAITING) {
+    atomic_fetch_add(&g_dropped_own, 1);
+    return;
+  }
+  char *copy = strdup(name); /* the buffer is freed before the record may be matched */
+  if (!copy) {
+    atomic_fetch_add(&g_dropped_own, 1);
+    return;
+  }
+  g_wait[g_nwait++] = (waiting_kernel){k->correlationId, copy, k->start, k->end, k->streamId};
+}
+
+static void parse(const queued_buf *q) {
+  CUpti_Activity *rec = NULL;
+  pthread_mutex_lock(&g_pmu);
+  while (api.next_record(q->buf, q->valid, &rec) == CUPTI_SUCCESS) {
+    if (rec->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
+      const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)rec;
+      if (x->externalKind != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2) continue;
+      unsigned i = x->correlationId % CORR_SLOTS;
+      g_corr[i].corr = x->correlationId;
+      g_corr[i].op = x->externalId;
+    } else if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
+               rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+      on_kernel((const CUpti_ActivityKernel10 *)rec);
+    }
+  }
+  if (g_nwait) settle_waiting(false);
+  pthread_mutex_unlock(&g_pmu);
+  free(q->buf);
+  buffer_done();
+}
+
+static void *parser_main(void *arg) {
+  (void)arg;
+  queued_buf q;
+  for (;;)
+    if (take_buffer(&q, true)) parse(&q);
+  return NULL;
+}
+
+static void *open_cupti(void) {
+  const char *env = getenv("MPPROF_CUPTI");
+  if (env && *env) return dlopen(env, RTLD_NOW | RTLD_LOCAL);
+  static const char *const names[] = {
+      "libcupti.so.13",
+      "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
+      "/usr/local/cuda/lib64/libcupti.so.13",
+      "/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13",
+  };
+  /* One already in the process (the app's) first: two copies must not fight. */
+  void *h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+  for (size_t i = 0; !h && i < sizeof names / sizeof names[0]; i++)
+    h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  const char *home = getenv("CUDA_HOME");
+  if (!h && home) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/extras/CUPTI/lib64/libcupti.so.13", home);
+    h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  }
+  return h;
+}
+
+static const char *status_of(CUptiResult r) {
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) return "held_by_other_subscriber";
+  return "error";
+}
+
+static void start_once(void) {
+  pthread_atfork(NULL, NULL, on_fork_child);
+  const char *env = getenv("MPPROF_CUPTI");
+  if (env && (!strcmp(env, "off") || !strcmp(env, "0"))) {
+    g_status = "disabled";
+    return;
+  }
+  void *h = open_cupti();
+  if (!h) return; /* "unavailable" */
+#define CUPTI_RESOLVE(sym, member, params) *(void **)&api.member = dlsym(h, #sym);
+  CUPTI_FUNCS(CUPTI_RESOLVE)
+#undef CUPTI_RESOLVE
+  if (!api.register_callbacks || !api.enable || !api.flush_all || !api.next_record ||
+      !api.push_ext || !api.pop_ext)
+    return;
+  CUptiResult r = api.register_callbacks(buffer_requested, buffer_completed);
+  if (r == CUPTI_SUCCESS) r = api.enable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  if (r == CUPTI_SUCCESS) {
+    static const CUpti_CallbackId launches[] = {
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+    };
+    for (size_t i = 0; i < sizeof launches / sizeof launches[0] && r == CUPTI_SUCCESS; i++)
+      r = api.enable_driver_api ? api.enable_driver_api(launches[i], 1) : CUPTI_ERROR_NOT_SUPPORTED;
+    /* Without per-cbid control: all driver API records (more, but correct). */
+    if (r == CUPTI_ERROR_NOT_SUPPORTED || r == CUPTI_ERROR_INVALID_PARAMETER)
+      r = api.enable(CUPTI_ACTIVITY_KIND_DRIVER);
+  }
+  if (r == CUPTI_SUCCESS) r = api.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (r != CUPTI_SUCCESS) {
+    g_status = status_of(r);
+    return;
+  }
+  pthread_attr_t attr;
+  pthread_t t;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  bool started = pthread_create(&t, &attr, parser_main, NULL) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&attr);
+  /* Without the thread, buffers are parsed at flush only: still correct. */
+  (void)started;
+  g_status = "ok";
+  atomic_store(&g_active, true);
+}
 
 void mpp_cupti_set_sink(mpp_kernel_sink sink) {
+  pthread_mutex_lock(&g_pmu);
   g_sink = sink;
+  pthread_mutex_unlock(&g_pmu);
 }
-void mpp_cupti_start(void) {}
+
+void mpp_cupti_start(void) {
+  pthread_once(&g_once, start_once);
+}
+
 void mpp_cupti_push(uint64_t op_id) {
-  (void)op_id;
+  if (atomic_load_explicit(&g_active, memory_order_relaxed))
+    api.push_ext(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, op_id);
 }
-void mpp_cupti_pop(void) {}
-void mpp_cupti_flush(void) {}
+
+void mpp_cupti_pop(void) {
+  uint64_t id;
+  if (atomic_load_explicit(&g_active, memory_order_relaxed))
+    api.pop_ext(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, &id);
+}
+
+void mpp_cupti_flush(void) {
+  if (!atomic_load(&g_active)) return;
+  api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  queued_buf q;
+  while (take_buffer(&q, false))
+    parse(&q);
+  /* The background parser may hold a buffer taken before the flush: wait for it. */
+  pthread_mutex_lock(&g_qmu);
+  while (g_inflight > 0)
+    pthread_cond_wait(&g_qcv, &g_qmu);
+  pthread_mutex_unlock(&g_qmu);
+  pthread_mutex_lock(&g_pmu);
+  settle_waiting(true);
+  pthread_mutex_unlock(&g_pmu);
+}
+
 const char *mpp_cupti_status(void) {
-  return "unavailable";
+  return g_status;
 }
+
 uint64_t mpp_cupti_dropped(void) {
-  return 0;
+  size_t n = 0;
+  if (atomic_load(&g_active) && api.num_dropped && api.num_dropped(NULL, 0, &n) != CUPTI_SUCCESS)
+    n = 0;
+  return (uint64_t)n + atomic_load(&g_dropped_own);
 }

@@ -1,0 +1,168 @@
+/* profiler/gpu/cupti.c under simcuda's libcupti.so.13: op ids pushed around
+ * cuBLAS GEMMs come back with the kernels those GEMMs launched, the kernel
+ * names classify as Tensor Core or not as the GEMM's precision implies,
+ * mpprof's own scan kernels are left out, and a CUPTI held by another tool or
+ * switched off is reported as such. Run with LD_LIBRARY_PATH=<simcuda dir>;
+ * argv[1] selects the scenario: "ok", "busy" (SIMCUDA_CUPTI_BUSY=1), "off"
+ * (MPPROF_CUPTI=off). */
+#include <dlfcn.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <cublas_v2.h>
+
+#include "analysis/kernel_class.h"
+#include "profiler/gpu/gpu.h"
+#include "tests/simcuda/simcuda_internal.h"
+
+#define MAXK 64
+static struct {
+  uint64_t op;
+  char name[256];
+  uint64_t start, end;
+} g_k[MAXK];
+static int g_nk;
+
+static void sink(uint64_t op, const char *name, uint64_t start, uint64_t end, uint32_t stream) {
+  (void)stream;
+  if (g_nk == MAXK) return;
+  g_k[g_nk].op = op;
+  snprintf(g_k[g_nk].name, sizeof g_k[g_nk].name, "%s", name);
+  g_k[g_nk].start = start;
+  g_k[g_nk].end = end;
+  g_nk++;
+}
+
+typedef cublasStatus_t (*create_fn)(cublasHandle_t *);
+typedef cublasStatus_t (*sgemm_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                   int, const float *, const float *, int, const float *, int,
+                                   const float *, float *, int);
+typedef cublasStatus_t (*gemmex_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                    int, const void *, const void *, cudaDataType, int,
+                                    const void *, cudaDataType, int, const void *, void *,
+                                    cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+
+static void *sym(void *lib, const char *name) {
+  void *p = dlsym(lib, name);
+  if (!p) fail_msg("simcuda lacks %s", name);
+  return p;
+}
+
+/* One fp32 SGEMM under op 101 and one fp16 GemmEx under op 202, 64^3. */
+static void run_gemms(void) {
+  void *lib = dlopen("libcublas.so.13", RTLD_NOW);
+  if (!lib) fail_msg("libcublas.so.13 (simcuda) not found: %s", dlerror());
+  cublasHandle_t h;
+  assert_int_equal(((create_fn)sym(lib, "cublasCreate_v2"))(&h), CUBLAS_STATUS_SUCCESS);
+  enum { N = 64 };
+  static float a[N * N], b[N * N], c[N * N];
+  static uint16_t ha[N * N], hb[N * N];
+  for (int i = 0; i < N * N; i++) {
+    a[i] = b[i] = 0.5f;
+    ha[i] = hb[i] = 0x3800; /* 0.5 in fp16 */
+  }
+  float one = 1, zero = 0;
+  mpp_cupti_push(101);
+  assert_int_equal(((sgemm_fn)sym(lib, "cublasSgemm_v2"))(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N,
+                                                          &one, a, N, b, N, &zero, c, N),
+                   CUBLAS_STATUS_SUCCESS);
+  mpp_cupti_pop();
+  mpp_cupti_push(202);
+  assert_int_equal(
+      ((gemmex_fn)sym(lib, "cublasGemmEx"))(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, ha,
+                                            CUDA_R_16F, N, hb, CUDA_R_16F, N, &zero, c, CUDA_R_32F,
+                                            N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP),
+      CUBLAS_STATUS_SUCCESS);
+  mpp_cupti_pop();
+}
+
+/* A "kernel" named like mpprof's own device scan. */
+static void run_own_scan_kernel(void) {
+  void *drv = dlopen("libcuda.so.1", RTLD_NOW);
+  assert_non_null(drv);
+  uint64_t (*start)(const simcuda_kernel *) = sym(drv, "simcuda_kernel_start");
+  void (*finish)(const simcuda_kernel *, uint64_t) = sym(drv, "simcuda_kernel_finish");
+  simcuda_kernel k = {"mpp_scan_fp32", NULL, {1, 1, 1}, {256, 1, 1}};
+  mpp_cupti_push(303);
+  finish(&k, start(&k));
+  mpp_cupti_pop();
+}
+
+static int kernels_of(uint64_t op, mp_tc_verdict *ret_tc, mp_dtype *ret_a) {
+  int n = 0;
+  for (int i = 0; i < g_nk; i++) {
+    if (g_k[i].op != op) continue;
+    mp_kernel_class kc;
+    mp_kernel_classify(g_k[i].name, &kc);
+    /* The GEMM kernel decides; helpers (split-K reduce) would say no. */
+    if (n == 0 || kc.tc == MP_TC_YES) {
+      *ret_tc = kc.tc;
+      *ret_a = kc.a_dtype;
+    }
+    n++;
+  }
+  return n;
+}
+
+static void ops_get_their_kernels_back_through_external_correlation(void **state) {
+  (void)state;
+  mpp_cupti_set_sink(sink);
+  mpp_cupti_start();
+  assert_string_equal(mpp_cupti_status(), "ok");
+  run_gemms();
+  run_own_scan_kernel();
+  mpp_cupti_flush();
+  for (int i = 0; i < g_nk; i++)
+    print_message("op %llu: %s\n", (unsigned long long)g_k[i].op, g_k[i].name);
+  mp_tc_verdict tc = MP_TC_UNKNOWN;
+  mp_dtype a = MP_DTYPE_INVALID;
+  assert_true(kernels_of(101, &tc, &a) >= 1);
+  assert_int_equal(tc, MP_TC_NO); /* fp32 SGEMM on an sm_90: the ffma xmma kernel */
+  assert_true(kernels_of(202, &tc, &a) >= 1);
+  assert_int_equal(tc, MP_TC_YES);
+  assert_int_equal(a, MP_FP16);
+  for (int i = 0; i < g_nk; i++) {
+    assert_true(g_k[i].op == 101 || g_k[i].op == 202); /* nothing unattributed */
+    assert_true(g_k[i].end >= g_k[i].start);
+  }
+  assert_int_equal(kernels_of(303, &tc, &a), 0); /* mpprof's own kernel is not the app's */
+  assert_int_equal(mpp_cupti_dropped(), 0);
+}
+
+static void cupti_held_by_another_subscriber_is_reported_and_harmless(void **state) {
+  (void)state;
+  mpp_cupti_set_sink(sink);
+  mpp_cupti_start();
+  assert_string_equal(mpp_cupti_status(), "held_by_other_subscriber");
+  run_gemms(); /* push/pop are no-ops: the GEMMs still run */
+  mpp_cupti_flush();
+  assert_int_equal(g_nk, 0);
+}
+
+static void cupti_switched_off_is_reported_as_disabled(void **state) {
+  (void)state;
+  mpp_cupti_set_sink(sink);
+  mpp_cupti_start();
+  assert_string_equal(mpp_cupti_status(), "disabled");
+  run_gemms();
+  mpp_cupti_flush();
+  assert_int_equal(g_nk, 0);
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "ok";
+  const struct CMUnitTest ok[] = {
+      cmocka_unit_test(ops_get_their_kernels_back_through_external_correlation)};
+  const struct CMUnitTest busy[] = {
+      cmocka_unit_test(cupti_held_by_another_subscriber_is_reported_and_harmless)};
+  const struct CMUnitTest off[] = {cmocka_unit_test(cupti_switched_off_is_reported_as_disabled)};
+  if (!strcmp(mode, "busy")) return cmocka_run_group_tests(busy, NULL, NULL);
+  if (!strcmp(mode, "off")) return cmocka_run_group_tests(off, NULL, NULL);
+  return cmocka_run_group_tests(ok, NULL, NULL);
+}
