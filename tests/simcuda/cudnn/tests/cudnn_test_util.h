@@ -172,9 +172,11 @@ static inline double rne_dtype(double x, int cudnn_dtype) {
 
 static int sink_count;
 static char sink_name[512];
+static uint32_t sink_stream_id;
 static inline void sink(const simcuda_kernel_event *ev) {
   sink_count++;
   strncpy(sink_name, ev->kernel->name, sizeof sink_name - 1);
+  sink_stream_id = ev->stream_id;
 }
 static inline void sink_reset(void) {
   simcuda_cupti_attach(sink);

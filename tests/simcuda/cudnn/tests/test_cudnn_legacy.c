@@ -601,6 +601,29 @@ static void unimplemented_types_are_not_supported(void **state) {
   cudnnDestroyTensorDescriptor(t);
 }
 
+static void kernels_run_on_the_handle_stream(void **state) {
+  (void)state;
+  CUstream stream;
+  assert_int_equal(cuInit(0), CUDA_SUCCESS);
+  assert_int_equal(cuStreamCreate(&stream, 0), CUDA_SUCCESS);
+  conv_setup s;
+  setup_conv(&s, &odd, CUDNN_DATA_FLOAT, CUDNN_DEFAULT_MATH);
+  assert_int_equal(cudnnSetStream(s.h, (cudaStream_t)stream), CUDNN_STATUS_SUCCESS);
+  float *x = calloc(ref_x_count(&odd), sizeof *x), *w = calloc(ref_w_count(&odd), sizeof *w);
+  float *y = calloc(ref_y_count(&odd), sizeof *y), one = 1.0f, zero = 0.0f;
+  sink_reset();
+  assert_int_equal(cudnnConvolutionBackwardFilter(s.h, &one, s.xd, x, s.yd, y, s.cd,
+                                                  CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, NULL, 0,
+                                                  &zero, s.wd, w),
+                   CUDNN_STATUS_SUCCESS);
+  assert_int_equal(sink_count, 1);
+  assert_int_not_equal(simcuda_stream_id(stream), 0);
+  assert_int_equal(sink_stream_id, simcuda_stream_id(stream));
+  free(x), free(w), free(y);
+  teardown_conv(&s);
+  assert_int_equal(cuStreamDestroy(stream), CUDA_SUCCESS);
+}
+
 static void version_and_error_strings_are_cudnn_9s(void **state) {
   (void)state;
   assert_int_equal(cudnnGetVersion(), CUDNN_VERSION);
@@ -640,6 +663,7 @@ int main(void) {
       cmocka_unit_test(queries_give_zero_workspace_and_one_implicit_gemm_algorithm),
       cmocka_unit_test(inconsistent_descriptors_are_bad_param),
       cmocka_unit_test(unimplemented_types_are_not_supported),
+      cmocka_unit_test(kernels_run_on_the_handle_stream),
       cmocka_unit_test(version_and_error_strings_are_cudnn_9s),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
