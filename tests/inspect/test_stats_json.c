@@ -88,6 +88,19 @@ static void empty_record_roundtrips_with_its_none_values(void **st) {
   expect_roundtrip(&s);
 }
 
+static void merge_of_different_dtypes_roundtrips_with_null_dtype(void **st) {
+  (void)st;
+  mp_stats *a = random_record(MP_FP32, 300), *b = random_record(MP_FP16, 300);
+  mp_stats_merge(a, b);
+  assert_int_equal(a->dtype, MP_DTYPE_INVALID);
+  cJSON *j = mpprof_stats_to_json(a, NULL);
+  assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, MP_K_DTYPE)));
+  cJSON_Delete(j);
+  expect_roundtrip(a);
+  free(a);
+  free(b);
+}
+
 static void negative_zero_minimum_keeps_its_sign(void **st) {
   (void)st;
   mp_stats s;
@@ -285,6 +298,7 @@ int main(void) {
       cmocka_unit_test(random_fp32_record_roundtrips_bit_for_bit),
       cmocka_unit_test(random_records_of_every_source_dtype_roundtrip),
       cmocka_unit_test(empty_record_roundtrips_with_its_none_values),
+      cmocka_unit_test(merge_of_different_dtypes_roundtrips_with_null_dtype),
       cmocka_unit_test(negative_zero_minimum_keeps_its_sign),
       cmocka_unit_test(doubles_one_ulp_apart_stay_apart),
       cmocka_unit_test(counts_beyond_32_bits_are_exact),
