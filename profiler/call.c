@@ -244,3 +244,10 @@ void mpp_call_end(mpp_call *c, mpp_op *op, bool ok) {
   if (c->scan) scan_roles(c, op, false);
   mpp_site_record(c->site, op, c, t1 > c->t0_ns ? t1 - c->t0_ns : 0);
 }
+
+void mpp_call_autotune(const mpp_op *op) {
+  uint64_t lh, index;
+  const char *layer = mpp_nvtx_layer(&lh);
+  int site = mpp_site_find(op, layer, lh, &index);
+  if (site >= 0) mpp_site_record_autotune(site);
+}

@@ -158,6 +158,8 @@ void mpp_call_begin(mpp_call *c, mpp_op *op);
 void mpp_kernel_sink_fn(uint64_t op_id, const char *mangled_name, uint64_t start_ns,
                         uint64_t end_ns, uint32_t stream_id);
 void mpp_call_end(mpp_call *c, mpp_op *op, bool ok);
+/* A cuDNN autotuning execution of the op: counted apart, never scanned. */
+void mpp_call_autotune(const mpp_op *op);
 
 /* --- sites (sites.c) --- */
 typedef struct mpp_site_kernel_t {
@@ -241,7 +243,7 @@ int mpp_raw_write(bool final);
 char *mpp_raw_render(bool final, size_t *ret_len);
 void mpp_process_info_reset(void);
 void mpp_process_note_device(void);
-    /* once CUDA is up: device name and compute capability */ /* start time, pid: at init and in a
-                                                                 fork child */
+/* once CUDA is up: device name and compute capability */ /* start time, pid: at init and in a
+                                                             fork child */
 
 #endif

@@ -1,0 +1,117 @@
+/* Convolution ops (see conv_decode.h). The implicit-GEMM shape follows the
+ * usual mapping: forward m = N*P*Q, n = K, k = C*R*S; backward data
+ * m = N*H*W, n = C, k = K*R*S; backward filter m = K, n = C*R*S, k = N*P*Q. */
+#include "conv_decode.h"
+
+#include "cuda_types.h"
+
+static int64_t dim(const mpp_tensor_desc *t, int i) {
+  return i < t->nd ? t->dims[i] : 1;
+}
+
+static int64_t spatial(const mpp_tensor_desc *t) {
+  int64_t n = 1;
+  for (int i = 2; i < t->nd; i++)
+    n *= t->dims[i];
+  return n;
+}
+
+static int64_t count(const mpp_tensor_desc *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->nd; i++)
+    n *= t->dims[i];
+  return n;
+}
+
+/* Packed in some order: sorted by stride, each stride is the product of the
+ * dims below it. A filter (no strides) is packed by definition. */
+static bool packed(const mpp_tensor_desc *t) {
+  bool any = false;
+  for (int i = 0; i < t->nd; i++)
+    any |= t->strides[i] != 0;
+  if (!any) return true;
+  bool used[MPP_CONV_MAX_DIMS] = {false};
+  int64_t expect = 1;
+  for (int n = 0; n < t->nd; n++) {
+    int best = -1;
+    for (int i = 0; i < t->nd; i++)
+      if (!used[i] && (best < 0 || t->strides[i] < t->strides[best] ||
+                       (t->strides[i] == t->strides[best] && t->dims[i] < t->dims[best])))
+        best = i;
+    used[best] = true;
+    if (t->dims[best] == 1) continue;
+    if (t->strides[best] != expect) return false;
+    expect *= t->dims[best];
+  }
+  return true;
+}
+
+void mpp_conv_tensor_view(mpp_role *r, const mpp_tensor_desc *t, const void *p) {
+  r->view.dtype = mpp_cudnn_dtype(t->dtype);
+  r->view.data = p;
+  int64_t n = count(t);
+  r->view.rows = n > 0 ? (uint64_t)n : 0;
+  r->view.cols = 1;
+  r->view.ld = r->view.rows;
+  r->view.batch = 1;
+  if (r->view.dtype == MP_DTYPE_INVALID)
+    r->unscannable = MPP_NS_DTYPE;
+  else if (!packed(t))
+    r->unscannable = MPP_NS_LAYOUT;
+  if (n <= 0) r->present = false;
+}
+
+void mpp_conv_decode(mpp_op *op, const char *api, mpp_op_kind kind, const mpp_tensor_desc *t0,
+                     const mpp_tensor_desc *t1, const mpp_tensor_desc *t2, const mpp_conv_desc *c,
+                     const void *p0, const void *p1, const void *p2) {
+  static const char *const roles[3][3] = {{"x", "w", "y"}, {"dy", "w", "dx"}, {"x", "dy", "dw"}};
+  int ri = kind == MPP_OP_CONV_BWD_DATA ? 1 : kind == MPP_OP_CONV_BWD_FILTER ? 2 : 0;
+  /* The activation tensor x, the filter w and the output-side tensor y. */
+  const mpp_tensor_desc *x = ri == 1 ? t2 : t0;
+  const mpp_tensor_desc *w = ri == 2 ? t2 : t1;
+  const mpp_tensor_desc *y = ri == 0 ? t2 : ri == 1 ? t0 : t1;
+
+  mpp_op_init(op, api, kind);
+  op->has_conv = true;
+  mpp_conv *g = &op->conv;
+  g->n = dim(x, 0);
+  g->c = dim(x, 1);
+  g->h = dim(x, 2);
+  g->w = dim(x, 3);
+  g->k = dim(w, 0);
+  g->r = dim(w, 2);
+  g->s = dim(w, 3);
+  for (int i = 0; i < 2; i++) {
+    g->pad[i] = c->pad[i];
+    g->stride[i] = c->stride[i];
+    g->dilation[i] = c->dilation[i];
+  }
+  int64_t npq = dim(y, 0) * spatial(y), crs = g->c * spatial(w), krs = g->k * spatial(w);
+  switch (kind) {
+  case MPP_OP_CONV_BWD_DATA:
+    op->m = g->n * spatial(x);
+    op->n = g->c;
+    op->k = krs;
+    break;
+  case MPP_OP_CONV_BWD_FILTER:
+    op->m = g->k;
+    op->n = crs;
+    op->k = npq;
+    break;
+  default:
+    op->m = npq;
+    op->n = g->k;
+    op->k = crs;
+  }
+  mpp_op_type(op, "x", mpp_cudnn_dtype_name(x->dtype));
+  mpp_op_type(op, "w", mpp_cudnn_dtype_name(w->dtype));
+  mpp_op_type(op, "y", mpp_cudnn_dtype_name(y->dtype));
+  op->compute_type = mpp_cudnn_dtype_name(c->comp_type);
+
+  mpp_conv_tensor_view(mpp_op_role(op, roles[ri][0], true), t0, p0);
+  mpp_conv_tensor_view(mpp_op_role(op, roles[ri][1], true), t1, p1);
+  mpp_conv_tensor_view(mpp_op_role(op, roles[ri][2], false), t2, p2);
+  mpp_op_note_ptr(op, p0);
+  mpp_op_note_ptr(op, p1);
+  mpp_op_note_ptr(op, p2);
+}

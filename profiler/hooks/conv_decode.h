@@ -1,0 +1,34 @@
+/* Convolutions as ops, shared by the legacy cuDNN hooks and the backend-API
+ * shadowing: geometry, the implicit-GEMM shape (m, n, k) that Tensor Core
+ * eligibility is judged on, dtypes keyed x/w/y, and tensor roles. */
+#ifndef MPPROF_PROFILER_HOOKS_CONV_DECODE_H
+#define MPPROF_PROFILER_HOOKS_CONV_DECODE_H
+
+#include <stdint.h>
+
+#include "profiler/mpp.h"
+
+#define MPP_CONV_MAX_DIMS 8
+
+typedef struct mpp_tensor_desc {
+  int dtype; /* cudnnDataType_t */
+  int nd;
+  int64_t dims[MPP_CONV_MAX_DIMS];    /* logical N, C, spatial... (filters: K, C, R, S) */
+  int64_t strides[MPP_CONV_MAX_DIMS]; /* elements; all 0 for a packed filter */
+} mpp_tensor_desc;
+
+typedef struct mpp_conv_desc {
+  int comp_type; /* cudnnDataType_t */
+  int nsp;       /* spatial dims */
+  int64_t pad[2], stride[2], dilation[2];
+} mpp_conv_desc;
+
+/* Tensors in role order: forward x, w, y; backward data dy, w, dx; backward
+ * filter x, dy, dw (the input, the other operand, the output). */
+void mpp_conv_decode(mpp_op *op, const char *api, mpp_op_kind kind, const mpp_tensor_desc *x,
+                     const mpp_tensor_desc *w, const mpp_tensor_desc *y, const mpp_conv_desc *c,
+                     const void *px, const void *pw, const void *py);
+/* A view of a tensor: scannable when packed in some dimension order. */
+void mpp_conv_tensor_view(mpp_role *r, const mpp_tensor_desc *t, const void *p);
+
+#endif

@@ -1,0 +1,155 @@
+/* Legacy cuDNN convolution hooks (libcudnn.so.9): forward, fused
+ * bias-activation forward, backward data, backward filter. Their descriptors
+ * can be queried, so decoding reads tensor, filter and convolution
+ * descriptors back through the getters. (The backend API, which PyTorch uses
+ * by default, is shadowed in cudnn_backend.c; legacy convolution does not go
+ * through cudnnBackendExecute, so the two never count one op twice.) */
+#include <cudnn.h>
+
+#include "conv_decode.h"
+#include "hook.h"
+
+#define MPP_MODULE_SONAME "libcudnn.so.9"
+#define MPP_MODULE_SYMS(X)                                                                         \
+  X(cudnnConvolutionForward)                                                                       \
+  X(cudnnConvolutionBiasActivationForward)                                                         \
+  X(cudnnConvolutionBackwardData)                                                                  \
+  X(cudnnConvolutionBackwardFilter)                                                                \
+  X(cudnnGetTensorNdDescriptor)                                                                    \
+  X(cudnnGetFilterNdDescriptor)                                                                    \
+  X(cudnnGetConvolutionNdDescriptor)                                                               \
+  X(cudnnGetStream)
+MPP_MODULE_TABLE(syms)
+
+static bool tensor_desc(cudnnTensorDescriptor_t d, mpp_tensor_desc *t) {
+  __typeof__(&cudnnGetTensorNdDescriptor) get = MPP_REAL(syms, cudnnGetTensorNdDescriptor);
+  cudnnDataType_t dt;
+  int nd = 0, dims[MPP_CONV_MAX_DIMS], strides[MPP_CONV_MAX_DIMS];
+  if (!get || !d || get(d, MPP_CONV_MAX_DIMS, &dt, &nd, dims, strides) != CUDNN_STATUS_SUCCESS ||
+      nd < 1 || nd > MPP_CONV_MAX_DIMS)
+    return false;
+  t->dtype = (int)dt;
+  t->nd = nd;
+  for (int i = 0; i < nd; i++) {
+    t->dims[i] = dims[i];
+    t->strides[i] = strides[i];
+  }
+  return true;
+}
+
+static bool filter_desc(cudnnFilterDescriptor_t d, mpp_tensor_desc *t) {
+  __typeof__(&cudnnGetFilterNdDescriptor) get = MPP_REAL(syms, cudnnGetFilterNdDescriptor);
+  cudnnDataType_t dt;
+  cudnnTensorFormat_t fmt;
+  int nd = 0, dims[MPP_CONV_MAX_DIMS];
+  if (!get || !d || get(d, MPP_CONV_MAX_DIMS, &dt, &fmt, &nd, dims) != CUDNN_STATUS_SUCCESS ||
+      nd < 1 || nd > MPP_CONV_MAX_DIMS)
+    return false;
+  t->dtype = (int)dt;
+  t->nd = nd;
+  for (int i = 0; i < nd; i++) {
+    t->dims[i] = dims[i]; /* logical K, C, R, S whatever the format */
+    t->strides[i] = 0;    /* filters are packed */
+  }
+  return true;
+}
+
+static bool conv_desc(cudnnConvolutionDescriptor_t d, mpp_conv_desc *c) {
+  __typeof__(&cudnnGetConvolutionNdDescriptor) get =
+      MPP_REAL(syms, cudnnGetConvolutionNdDescriptor);
+  int n = 0, pad[MPP_CONV_MAX_DIMS], stride[MPP_CONV_MAX_DIMS], dil[MPP_CONV_MAX_DIMS];
+  cudnnConvolutionMode_t mode;
+  cudnnDataType_t comp;
+  if (!get || !d ||
+      get(d, MPP_CONV_MAX_DIMS - 2, &n, pad, stride, dil, &mode, &comp) != CUDNN_STATUS_SUCCESS)
+    return false;
+  c->comp_type = (int)comp;
+  c->nsp = n;
+  for (int i = 0; i < 2; i++) {
+    c->pad[i] = i < n ? pad[i] : 0;
+    c->stride[i] = i < n ? stride[i] : 1;
+    c->dilation[i] = i < n ? dil[i] : 1;
+  }
+  return true;
+}
+
+/* The handle's stream: where a device scan of this op's tensors must run. */
+static void *stream_of(cudnnHandle_t h) {
+  __typeof__(&cudnnGetStream) get = MPP_REAL(syms, cudnnGetStream);
+  cudaStream_t s = NULL;
+  if (get && h && get(h, &s) == CUDNN_STATUS_SUCCESS) return s;
+  return NULL;
+}
+
+/* Descriptors in role order (see mpp_conv_decode); is_filter marks which one is w. */
+static bool decode(mpp_op *op, const char *api, mpp_op_kind kind, cudnnHandle_t h, const void *d0,
+                   const void *d1, const void *d2, int filter_index,
+                   cudnnConvolutionDescriptor_t cd, const void *p0, const void *p1,
+                   const void *p2) {
+  mpp_tensor_desc t[3];
+  const void *d[3] = {d0, d1, d2};
+  mpp_conv_desc c;
+  for (int i = 0; i < 3; i++) {
+    bool ok = i == filter_index ? filter_desc((cudnnFilterDescriptor_t)d[i], &t[i])
+                                : tensor_desc((cudnnTensorDescriptor_t)d[i], &t[i]);
+    if (!ok) return false;
+  }
+  if (!conv_desc(cd, &c)) return false;
+  mpp_conv_decode(op, api, kind, &t[0], &t[1], &t[2], &c, p0, p1, p2);
+  op->stream = stream_of(h);
+  return true;
+}
+
+#define OK (ret == CUDNN_STATUS_SUCCESS)
+#define FAIL CUDNN_STATUS_NOT_INITIALIZED
+
+MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionForward,
+            (cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc,
+             const void *x, const cudnnFilterDescriptor_t wDesc, const void *w,
+             const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo,
+             void *workSpace, size_t workSpaceSizeInBytes, const void *beta,
+             const cudnnTensorDescriptor_t yDesc, void *y),
+            (handle, alpha, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes,
+             beta, yDesc, y),
+            FAIL, OK,
+            decode(op_, "cudnnConvolutionForward", MPP_OP_CONV_FWD, handle, xDesc, wDesc, yDesc, 1,
+                   convDesc, x, w, y))
+
+MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBiasActivationForward,
+            (cudnnHandle_t handle, const void *alpha1, const cudnnTensorDescriptor_t xDesc,
+             const void *x, const cudnnFilterDescriptor_t wDesc, const void *w,
+             const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo,
+             void *workSpace, size_t workSpaceSizeInBytes, const void *alpha2,
+             const cudnnTensorDescriptor_t zDesc, const void *z,
+             const cudnnTensorDescriptor_t biasDesc, const void *bias,
+             const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t yDesc,
+             void *y),
+            (handle, alpha1, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes,
+             alpha2, zDesc, z, biasDesc, bias, activationDesc, yDesc, y),
+            FAIL, OK,
+            decode(op_, "cudnnConvolutionBiasActivationForward", MPP_OP_CONV_FWD, handle, xDesc,
+                   wDesc, yDesc, 1, convDesc, x, w, y))
+
+MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBackwardData,
+            (cudnnHandle_t handle, const void *alpha, const cudnnFilterDescriptor_t wDesc,
+             const void *w, const cudnnTensorDescriptor_t dyDesc, const void *dy,
+             const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdDataAlgo_t algo,
+             void *workSpace, size_t workSpaceSizeInBytes, const void *beta,
+             const cudnnTensorDescriptor_t dxDesc, void *dx),
+            (handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes,
+             beta, dxDesc, dx),
+            FAIL, OK,
+            decode(op_, "cudnnConvolutionBackwardData", MPP_OP_CONV_BWD_DATA, handle, dyDesc, wDesc,
+                   dxDesc, 1, convDesc, dy, w, dx))
+
+MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBackwardFilter,
+            (cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc,
+             const void *x, const cudnnTensorDescriptor_t dyDesc, const void *dy,
+             const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdFilterAlgo_t algo,
+             void *workSpace, size_t workSpaceSizeInBytes, const void *beta,
+             const cudnnFilterDescriptor_t dwDesc, void *dw),
+            (handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes,
+             beta, dwDesc, dw),
+            FAIL, OK,
+            decode(op_, "cudnnConvolutionBackwardFilter", MPP_OP_CONV_BWD_FILTER, handle, xDesc,
+                   dyDesc, dwDesc, 2, convDesc, x, dy, dw))

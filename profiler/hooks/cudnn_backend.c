@@ -1,0 +1,541 @@
+/* cuDNN backend API hooks (libcudnn.so.9): the path PyTorch takes by default.
+ *
+ * Finalized backend descriptors cannot be read back (variant packs and graph
+ * ops answer NOT_SUPPORTED), so mpprof keeps a shadow of every descriptor it
+ * cares about, built from the attributes as they are set: tensors (uid,
+ * dtype, dims, strides, virtual), convolutions, operations (copies of their
+ * operand tensors, since frontends destroy tensor descriptors once the graph
+ * is built), and the chain graph -> engine / heuristics -> engine config ->
+ * plan as a shared, reference-counted graph summary. A variant pack shadow
+ * maps uids to data pointers. cudnnBackendExecute then finds the plan's graph
+ * and records each convolution / matmul in it as an op.
+ *
+ * Autotuning (cudnn.benchmark) executes every candidate plan of a graph:
+ * once a graph has run with one plan, the first execution of each further
+ * plan is counted as "autotune_calls" of its site and neither scanned nor
+ * counted as a call. (The very first candidate is indistinguishable from a
+ * real call and is recorded as one.) */
+#include <cudnn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv_decode.h"
+#include "cuda_types.h"
+#include "hook.h"
+
+#define MPP_MODULE_SONAME "libcudnn.so.9"
+#define MPP_MODULE_SYMS(X)                                                                         \
+  X(cudnnBackendCreateDescriptor)                                                                  \
+  X(cudnnBackendDestroyDescriptor)                                                                 \
+  X(cudnnBackendSetAttribute)                                                                      \
+  X(cudnnBackendGetAttribute)                                                                      \
+  X(cudnnBackendFinalize)                                                                          \
+  X(cudnnBackendExecute)                                                                           \
+  X(cudnnGetStream)
+MPP_MODULE_TABLE(syms)
+
+#define MAX_SHADOWS 65536
+#define MAX_GRAPH_OPS 16
+#define MAX_PLANS 16
+#define MAX_VP 64
+
+typedef struct be_tensor {
+  bool set;
+  int64_t uid;
+  bool is_virtual;
+  mpp_tensor_desc d;
+} be_tensor;
+
+enum { OPND_X = 0, OPND_W, OPND_Y, OPND_COUNT }; /* matmul: A, B, C */
+
+typedef struct be_op {
+  int type; /* cudnnBackendDescriptorType_t */
+  be_tensor t[OPND_COUNT];
+  mpp_conv_desc conv;
+  bool has_conv;
+} be_op;
+
+/* Immutable once built; shared by engines, configs and plans of one graph. */
+typedef struct be_graph {
+  int refs; /* under shadows_mu */
+  int nops;
+  be_op ops[MAX_GRAPH_OPS];
+  /* Plans executed with this graph, for the autotuning filter. */
+  int nplans;
+  void *plans[MAX_PLANS];
+} be_graph;
+
+typedef struct be_shadow {
+  void *desc;
+  int type;
+  union {
+    be_tensor tensor;
+    mpp_conv_desc conv;
+    be_op op;
+    struct {
+      int n;
+      int64_t uids[MAX_VP];
+      void *ptrs[MAX_VP];
+    } vp;
+  } u;
+  be_graph *graph; /* graph, engine, heuristics, engine config, plan */
+} be_shadow;
+
+static pthread_mutex_t shadows_mu = PTHREAD_MUTEX_INITIALIZER;
+static be_shadow **shadows; /* open addressing by descriptor */
+static uint32_t shadows_cap, nshadows;
+static be_shadow *const TOMB = (be_shadow *)(uintptr_t)1;
+
+static uint32_t slot(void *d) {
+  uintptr_t v = (uintptr_t)d;
+  v ^= v >> 17;
+  v *= 0xed5ad4bbu;
+  return (uint32_t)(v ^ (v >> 11));
+}
+
+static be_shadow *find_locked(void *d) {
+  if (!shadows_cap || !d) return NULL;
+  for (uint32_t j = slot(d) & (shadows_cap - 1), n = 0; shadows[j] && n < shadows_cap;
+       j = (j + 1) & (shadows_cap - 1), n++)
+    if (shadows[j] != TOMB && shadows[j]->desc == d) return shadows[j];
+  return NULL;
+}
+
+static bool grow_locked(void) {
+  uint32_t cap = shadows_cap ? shadows_cap * 2 : 1024;
+  be_shadow **t = calloc(cap, sizeof *t);
+  if (!t) return false;
+  for (uint32_t i = 0; i < shadows_cap; i++)
+    if (shadows[i] && shadows[i] != TOMB) {
+      uint32_t j = slot(shadows[i]->desc) & (cap - 1);
+      while (t[j])
+        j = (j + 1) & (cap - 1);
+      t[j] = shadows[i];
+    }
+  free(shadows);
+  shadows = t;
+  shadows_cap = cap;
+  return true;
+}
+
+static void graph_unref_locked(be_graph *g) {
+  if (g && --g->refs == 0) free(g);
+}
+
+static void graph_set_locked(be_shadow *s, be_graph *g) {
+  if (g) g->refs++;
+  graph_unref_locked(s->graph);
+  s->graph = g;
+}
+
+static bool shadowed_type(int t) {
+  switch (t) {
+  case CUDNN_BACKEND_TENSOR_DESCRIPTOR:
+  case CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR:
+  case CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR:
+  case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR:
+  case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR:
+  case CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR:
+  case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR:
+  case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
+  case CUDNN_BACKEND_ENGINE_DESCRIPTOR:
+  case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR:
+  case CUDNN_BACKEND_ENGINECFG_DESCRIPTOR:
+  case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
+  case CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR:
+    return true;
+  default:
+    return false;
+  }
+}
+
+static void on_create(int type, void *desc) {
+  if (!shadowed_type(type) || !desc) return;
+  be_shadow *s = calloc(1, sizeof *s);
+  if (!s) return;
+  s->desc = desc;
+  s->type = type;
+  pthread_mutex_lock(&shadows_mu);
+  if (nshadows >= MAX_SHADOWS || ((nshadows + 1) * 2 > shadows_cap && !grow_locked())) {
+    pthread_mutex_unlock(&shadows_mu);
+    free(s);
+    mpp_note_incomplete("cudnn_shadows",
+                        "more than %d live cuDNN backend descriptors: later ones not followed",
+                        MAX_SHADOWS);
+    return;
+  }
+  uint32_t j = slot(desc) & (shadows_cap - 1);
+  while (shadows[j] && shadows[j] != TOMB)
+    j = (j + 1) & (shadows_cap - 1);
+  shadows[j] = s;
+  nshadows++;
+  pthread_mutex_unlock(&shadows_mu);
+}
+
+static void on_destroy(void *desc) {
+  pthread_mutex_lock(&shadows_mu);
+  if (shadows_cap && desc)
+    for (uint32_t j = slot(desc) & (shadows_cap - 1), n = 0; shadows[j] && n < shadows_cap;
+         j = (j + 1) & (shadows_cap - 1), n++)
+      if (shadows[j] != TOMB && shadows[j]->desc == desc) {
+        graph_unref_locked(shadows[j]->graph);
+        free(shadows[j]);
+        shadows[j] = TOMB;
+        nshadows--;
+        break;
+      }
+  pthread_mutex_unlock(&shadows_mu);
+}
+
+/* --- attributes --- */
+
+static void copy_i64(int64_t *dst, const void *src, int64_t n, int max) {
+  memcpy(dst, src, (size_t)(n < max ? n : max) * sizeof(int64_t));
+}
+
+static void set_tensor_attr(be_tensor *t, int name, int64_t n, const void *v) {
+  switch (name) {
+  case CUDNN_ATTR_TENSOR_DATA_TYPE:
+    t->d.dtype = *(const int *)v;
+    break;
+  case CUDNN_ATTR_TENSOR_DIMENSIONS:
+    t->d.nd = (int)(n < MPP_CONV_MAX_DIMS ? n : MPP_CONV_MAX_DIMS);
+    copy_i64(t->d.dims, v, n, MPP_CONV_MAX_DIMS);
+    break;
+  case CUDNN_ATTR_TENSOR_STRIDES:
+    copy_i64(t->d.strides, v, n, MPP_CONV_MAX_DIMS);
+    break;
+  case CUDNN_ATTR_TENSOR_UNIQUE_ID:
+    t->uid = *(const int64_t *)v;
+    break;
+  case CUDNN_ATTR_TENSOR_IS_VIRTUAL:
+    t->is_virtual = *(const bool *)v;
+    break;
+  default:
+    return;
+  }
+  t->set = true;
+}
+
+static void set_conv_attr(mpp_conv_desc *c, int name, int64_t n, const void *v) {
+  int64_t tmp[MPP_CONV_MAX_DIMS] = {0};
+  int64_t k = n < 2 ? n : 2;
+  switch (name) {
+  case CUDNN_ATTR_CONVOLUTION_COMP_TYPE:
+    c->comp_type = *(const int *)v;
+    break;
+  case CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS:
+    c->nsp = (int)*(const int64_t *)v;
+    break;
+  case CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS:
+    copy_i64(tmp, v, n, MPP_CONV_MAX_DIMS);
+    memcpy(c->pad, tmp, (size_t)k * sizeof(int64_t));
+    break;
+  case CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES:
+    copy_i64(tmp, v, n, MPP_CONV_MAX_DIMS);
+    memcpy(c->stride, tmp, (size_t)k * sizeof(int64_t));
+    break;
+  case CUDNN_ATTR_CONVOLUTION_DILATIONS:
+    copy_i64(tmp, v, n, MPP_CONV_MAX_DIMS);
+    memcpy(c->dilation, tmp, (size_t)k * sizeof(int64_t));
+    break;
+  default:
+    break;
+  }
+}
+
+/* Which operand an operation attribute names, or -1. */
+static int operand_of(int type, int name) {
+  switch (name) {
+  case CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X:
+  case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY:
+  case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X:
+  case CUDNN_ATTR_OPERATION_MATMUL_ADESC:
+  case CUDNN_ATTR_OPERATION_POINTWISE_XDESC:
+    return OPND_X;
+  case CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W:
+  case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W:
+  case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY:
+  case CUDNN_ATTR_OPERATION_MATMUL_BDESC:
+  case CUDNN_ATTR_OPERATION_POINTWISE_BDESC:
+    return OPND_W;
+  case CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y:
+  case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX:
+  case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW:
+  case CUDNN_ATTR_OPERATION_MATMUL_CDESC:
+  case CUDNN_ATTR_OPERATION_POINTWISE_YDESC:
+    return OPND_Y;
+  default:
+    (void)type;
+    return -1;
+  }
+}
+
+static bool is_conv_desc_attr(int name) {
+  return name == CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC ||
+         name == CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC ||
+         name == CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC;
+}
+
+static void set_op_attr_locked(be_op *op, int name, int atype, int64_t n, const void *v) {
+  if (atype != CUDNN_TYPE_BACKEND_DESCRIPTOR || n < 1) return;
+  be_shadow *ref = find_locked(*(void *const *)v);
+  if (!ref) return;
+  int o = operand_of(op->type, name);
+  if (o >= 0 && ref->type == CUDNN_BACKEND_TENSOR_DESCRIPTOR)
+    op->t[o] = ref->u.tensor; /* a copy: the tensor descriptor may be destroyed */
+  else if (is_conv_desc_attr(name) && ref->type == CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR) {
+    op->conv = ref->u.conv;
+    op->has_conv = true;
+  }
+}
+
+static void set_graph_ops_locked(be_shadow *s, int64_t n, const void *v) {
+  be_graph *g = calloc(1, sizeof *g);
+  if (!g) return;
+  void *const *ops = v;
+  for (int64_t i = 0; i < n && g->nops < MAX_GRAPH_OPS; i++) {
+    be_shadow *o = find_locked(ops[i]);
+    if (o && o->type != CUDNN_BACKEND_TENSOR_DESCRIPTOR &&
+        o->type != CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR)
+      g->ops[g->nops++] = o->u.op;
+  }
+  graph_set_locked(s, g);
+}
+
+/* Links whose target carries the graph summary along. */
+static bool is_graph_link(int type, int name) {
+  return (type == CUDNN_BACKEND_ENGINE_DESCRIPTOR && name == CUDNN_ATTR_ENGINE_OPERATION_GRAPH) ||
+         (type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR &&
+          name == CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH) ||
+         (type == CUDNN_BACKEND_ENGINECFG_DESCRIPTOR && name == CUDNN_ATTR_ENGINECFG_ENGINE) ||
+         (type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR &&
+          name == CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG);
+}
+
+static void on_set(void *desc, int name, int atype, int64_t n, const void *v) {
+  if (!v || n < 0) return;
+  pthread_mutex_lock(&shadows_mu);
+  be_shadow *s = find_locked(desc);
+  if (s) {
+    switch (s->type) {
+    case CUDNN_BACKEND_TENSOR_DESCRIPTOR:
+      set_tensor_attr(&s->u.tensor, name, n, v);
+      break;
+    case CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR:
+      set_conv_attr(&s->u.conv, name, n, v);
+      break;
+    case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
+      if (name == CUDNN_ATTR_OPERATIONGRAPH_OPS && atype == CUDNN_TYPE_BACKEND_DESCRIPTOR)
+        set_graph_ops_locked(s, n, v);
+      break;
+    case CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR:
+      if (name == CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS) {
+        s->u.vp.n = (int)(n < MAX_VP ? n : MAX_VP);
+        memcpy(s->u.vp.uids, v, (size_t)s->u.vp.n * sizeof(int64_t));
+      } else if (name == CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS) {
+        memcpy(s->u.vp.ptrs, v, (size_t)(n < MAX_VP ? n : MAX_VP) * sizeof(void *));
+      }
+      break;
+    default:
+      if (is_graph_link(s->type, name) && atype == CUDNN_TYPE_BACKEND_DESCRIPTOR && n >= 1) {
+        be_shadow *ref = find_locked(*(void *const *)v);
+        if (ref) graph_set_locked(s, ref->graph);
+      } else if (s->type != CUDNN_BACKEND_ENGINE_DESCRIPTOR &&
+                 s->type != CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR &&
+                 s->type != CUDNN_BACKEND_ENGINECFG_DESCRIPTOR &&
+                 s->type != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) {
+        s->u.op.type = s->type;
+        set_op_attr_locked(&s->u.op, name, atype, n, v);
+      }
+    }
+  }
+  pthread_mutex_unlock(&shadows_mu);
+}
+
+/* Engine configs handed out by heuristics belong to the heuristics' graph. */
+static void on_get(void *desc, int name, int64_t n, void *elements) {
+  if (name != CUDNN_ATTR_ENGINEHEUR_RESULTS || !elements || n <= 0) return;
+  pthread_mutex_lock(&shadows_mu);
+  be_shadow *h = find_locked(desc);
+  if (h && h->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR && h->graph) {
+    void **cfgs = elements;
+    for (int64_t i = 0; i < n; i++) {
+      be_shadow *c = find_locked(cfgs[i]);
+      if (c && c->type == CUDNN_BACKEND_ENGINECFG_DESCRIPTOR) graph_set_locked(c, h->graph);
+    }
+  }
+  pthread_mutex_unlock(&shadows_mu);
+}
+
+/* --- execute --- */
+
+static mpp_op_kind kind_of(int type) {
+  switch (type) {
+  case CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR:
+    return MPP_OP_CONV_FWD;
+  case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR:
+    return MPP_OP_CONV_BWD_DATA;
+  case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR:
+    return MPP_OP_CONV_BWD_FILTER;
+  default:
+    return MPP_OP_MATMUL;
+  }
+}
+
+static void *ptr_of(const be_shadow *vp, const be_tensor *t) {
+  if (!vp || !t->set || t->is_virtual) return NULL;
+  for (int i = 0; i < vp->u.vp.n; i++)
+    if (vp->u.vp.uids[i] == t->uid) return vp->u.vp.ptrs[i];
+  return NULL;
+}
+
+/* A virtual output feeds pointwise ops (bias, activation): follow them to the
+ * tensor that is materialised, which is what the graph writes. */
+static const be_tensor *materialised(const be_graph *g, const be_tensor *t) {
+  for (int hops = 0; t->is_virtual && hops < MAX_GRAPH_OPS; hops++) {
+    const be_tensor *next = NULL;
+    for (int i = 0; i < g->nops && !next; i++)
+      if (g->ops[i].type == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR &&
+          g->ops[i].t[OPND_X].set && g->ops[i].t[OPND_X].uid == t->uid && g->ops[i].t[OPND_Y].set)
+        next = &g->ops[i].t[OPND_Y];
+    if (!next) break;
+    t = next;
+  }
+  return t;
+}
+
+static void decode_matmul(mpp_op *op, const be_op *o, void *pa, void *pb, void *pc) {
+  const mpp_tensor_desc *a = &o->t[OPND_X].d, *b = &o->t[OPND_W].d, *c = &o->t[OPND_Y].d;
+  mpp_op_init(op, "cudnnBackendExecute", MPP_OP_MATMUL);
+  /* [batch..., M, K] x [batch..., K, N] -> [batch..., M, N] */
+  int na = a->nd, nc = c->nd;
+  op->m = na >= 2 ? a->dims[na - 2] : 1;
+  op->k = na >= 1 ? a->dims[na - 1] : 1;
+  op->n = nc >= 1 ? c->dims[nc - 1] : 1;
+  op->batch = 1;
+  for (int i = 0; i + 2 < nc; i++)
+    op->batch *= c->dims[i];
+  mpp_op_type(op, "A", mpp_cudnn_dtype_name(a->dtype));
+  mpp_op_type(op, "B", mpp_cudnn_dtype_name(b->dtype));
+  mpp_op_type(op, "C", mpp_cudnn_dtype_name(c->dtype));
+  mpp_conv_tensor_view(mpp_op_role(op, "A", true), a, pa);
+  mpp_conv_tensor_view(mpp_op_role(op, "B", true), b, pb);
+  mpp_conv_tensor_view(mpp_op_role(op, "C", false), c, pc);
+  mpp_op_note_ptr(op, pa);
+  mpp_op_note_ptr(op, pb);
+  mpp_op_note_ptr(op, pc);
+}
+
+/* Ops of the plan's graph, decoded; the autotune verdict for this execution. */
+static int decode_execute(void *plan, void *varpack, mpp_op *ops, bool *ret_autotune) {
+  int n = 0;
+  *ret_autotune = false;
+  pthread_mutex_lock(&shadows_mu);
+  be_shadow *p = find_locked(plan), *vp = find_locked(varpack);
+  be_graph *g = p ? p->graph : NULL;
+  if (g) {
+    int i;
+    for (i = 0; i < g->nplans; i++)
+      if (g->plans[i] == plan) break;
+    if (i == g->nplans) {
+      *ret_autotune = g->nplans > 0;
+      if (g->nplans < MAX_PLANS) g->plans[g->nplans++] = plan;
+    }
+    for (int k = 0; k < g->nops && n < MAX_GRAPH_OPS; k++) {
+      const be_op *o = &g->ops[k];
+      if (o->type == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR || !o->t[OPND_X].set) continue;
+      const be_tensor *out = materialised(g, &o->t[OPND_Y]);
+      void *p0 = ptr_of(vp, &o->t[OPND_X]), *p1 = ptr_of(vp, &o->t[OPND_W]), *p2 = ptr_of(vp, out);
+      if (o->type == CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR) {
+        decode_matmul(&ops[n], o, p0, p1, p2);
+      } else {
+        mpp_conv_desc c = o->conv;
+        if (!o->has_conv) memset(&c, 0, sizeof c);
+        mpp_conv_decode(&ops[n], "cudnnBackendExecute", kind_of(o->type), &o->t[OPND_X].d,
+                        &o->t[OPND_W].d, &out->d, &c, p0, p1, p2);
+      }
+      /* Virtual operands (inside a fused graph) have no memory to read. */
+      const be_tensor *ts[3] = {&o->t[OPND_X], &o->t[OPND_W], out};
+      for (int r = 0; r < 3; r++)
+        if (ts[r]->is_virtual || !ptr_of(vp, ts[r])) ops[n].roles[r].unscannable = MPP_NS_UNKNOWN;
+      n++;
+    }
+  }
+  pthread_mutex_unlock(&shadows_mu);
+  return n;
+}
+
+static void *stream_of(cudnnHandle_t h) {
+  __typeof__(&cudnnGetStream) get = MPP_REAL(syms, cudnnGetStream);
+  cudaStream_t s = NULL;
+  if (get && h && get(h, &s) == CUDNN_STATUS_SUCCESS) return s;
+  return NULL;
+}
+
+MPP_EXPORT cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle,
+                                             cudnnBackendDescriptor_t executionPlan,
+                                             cudnnBackendDescriptor_t variantPack) {
+  __typeof__(&cudnnBackendExecute) real = MPP_REAL(syms, cudnnBackendExecute);
+  if (!real) return CUDNN_STATUS_NOT_INITIALIZED;
+  if (!mpp_enter()) return real(handle, executionPlan, variantPack);
+  mpp_op ops[MAX_GRAPH_OPS];
+  mpp_call calls[MAX_GRAPH_OPS];
+  bool autotune;
+  int n = decode_execute(executionPlan, variantPack, ops, &autotune);
+  void *stream = stream_of(handle);
+  cudnnStatus_t ret;
+  if (autotune) {
+    ret = real(handle, executionPlan, variantPack);
+    if (ret == CUDNN_STATUS_SUCCESS)
+      for (int i = 0; i < n; i++)
+        mpp_call_autotune(&ops[i]);
+  } else {
+    for (int i = 0; i < n; i++) {
+      ops[i].stream = stream;
+      mpp_call_begin(&calls[i], &ops[i]);
+    }
+    ret = real(handle, executionPlan, variantPack);
+    for (int i = n; i-- > 0;)
+      mpp_call_end(&calls[i], &ops[i], ret == CUDNN_STATUS_SUCCESS);
+  }
+  mpp_leave();
+  return ret;
+}
+
+/* --- descriptor lifecycle: shadowed after the real call succeeded --- */
+
+#define OK (ret == CUDNN_STATUS_SUCCESS)
+#define FAIL CUDNN_STATUS_NOT_INITIALIZED
+
+MPP_STATE_HOOK(syms, cudnnStatus_t, cudnnBackendCreateDescriptor,
+               (cudnnBackendDescriptorType_t descriptorType, cudnnBackendDescriptor_t *descriptor),
+               (descriptorType, descriptor), FAIL,
+               if (OK && descriptor) on_create((int)descriptorType, *descriptor);)
+
+MPP_STATE_HOOK(syms, cudnnStatus_t, cudnnBackendDestroyDescriptor,
+               (cudnnBackendDescriptor_t descriptor), (descriptor), FAIL,
+               if (OK) on_destroy(descriptor);)
+
+MPP_STATE_HOOK(syms, cudnnStatus_t, cudnnBackendSetAttribute,
+               (cudnnBackendDescriptor_t descriptor, cudnnBackendAttributeName_t attributeName,
+                cudnnBackendAttributeType_t attributeType, int64_t elementCount,
+                const void *arrayOfElements),
+               (descriptor, attributeName, attributeType, elementCount, arrayOfElements), FAIL,
+               if (OK) on_set(descriptor, (int)attributeName, (int)attributeType, elementCount,
+                              arrayOfElements);)
+
+MPP_STATE_HOOK(syms, cudnnStatus_t, cudnnBackendGetAttribute,
+               (cudnnBackendDescriptor_t const descriptor,
+                cudnnBackendAttributeName_t attributeName,
+                cudnnBackendAttributeType_t attributeType, int64_t requestedElementCount,
+                int64_t *elementCount, void *arrayOfElements),
+               (descriptor, attributeName, attributeType, requestedElementCount, elementCount,
+                arrayOfElements),
+               FAIL,
+               if (OK && arrayOfElements && elementCount)
+                   on_get(descriptor, (int)attributeName,
+                          *elementCount < requestedElementCount ? *elementCount
+                                                                : requestedElementCount,
+                          arrayOfElements);)

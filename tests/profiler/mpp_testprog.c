@@ -1,0 +1,393 @@
+/* mpp_testprog: small purpose-built programs for the profiler's end-to-end
+ * tests, one per mode (each a situation the injected library must survive
+ * without changing what the program does):
+ *   gemmex N      N cublasGemmEx fp16 x fp16 -> fp32 calls in NVTX range "t/gemmex"
+ *   lt            one cublasLtMatmul call (fp16, BIAS epilogue) in range "t/lt"
+ *   variants      every cuBLAS GEMM entry point (and its _64 twin) once
+ *   mathmode      cublasSgemm_v2 with the default and then the TF32 math mode
+ *   threads T     T threads, each with its own handle and NVTX range "t<i>"
+ *   fork          GEMM, fork; the child does 2 GEMMs and exits 0; the parent waits, 1 GEMM
+ *   exit3         one GEMM, then exit(3)
+ *   wait          three GEMMs, prints "ready", then sleeps until killed
+ * Every mode prints a checksum of its results on stdout. Linked against the
+ * CUDA libraries by soname; run with LD_LIBRARY_PATH=<simcuda>. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
+
+/* Declared for C++ only in cublas_api.h; the ABI passes pointers. */
+typedef uint16_t half_t;
+cublasStatus_t cublasHgemm(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                           const half_t *, const half_t *, int, const half_t *, int, const half_t *,
+                           half_t *, int);
+cublasStatus_t cublasHgemm_64(cublasHandle_t, cublasOperation_t, cublasOperation_t, int64_t,
+                              int64_t, int64_t, const half_t *, const half_t *, int64_t,
+                              const half_t *, int64_t, const half_t *, half_t *, int64_t);
+cublasStatus_t cublasHgemmBatched(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                  int, const half_t *, const half_t *const[], int,
+                                  const half_t *const[], int, const half_t *, half_t *const[], int,
+                                  int);
+cublasStatus_t cublasHgemmBatched_64(cublasHandle_t, cublasOperation_t, cublasOperation_t, int64_t,
+                                     int64_t, int64_t, const half_t *, const half_t *const[],
+                                     int64_t, const half_t *const[], int64_t, const half_t *,
+                                     half_t *const[], int64_t, int64_t);
+cublasStatus_t cublasHgemmStridedBatched(cublasHandle_t, cublasOperation_t, cublasOperation_t, int,
+                                         int, int, const half_t *, const half_t *, int, long long,
+                                         const half_t *, int, long long, const half_t *, half_t *,
+                                         int, long long, int);
+cublasStatus_t cublasHgemmStridedBatched_64(cublasHandle_t, cublasOperation_t, cublasOperation_t,
+                                            int64_t, int64_t, int64_t, const half_t *,
+                                            const half_t *, int64_t, long long, const half_t *,
+                                            int64_t, long long, const half_t *, half_t *, int64_t,
+                                            long long, int64_t);
+
+#define N 16 /* every matrix is N x N */
+
+static void die(const char *what, int code) {
+  fprintf(stderr, "mpp_testprog: %s failed (%d)\n", what, code);
+  exit(70);
+}
+#define CK(call)                                                                                   \
+  do {                                                                                             \
+    int rc_ = (int)(call);                                                                         \
+    if (rc_ != 0) die(#call, rc_);                                                                 \
+  } while (0)
+
+static uint16_t f2h(float f) { /* exact for the small integers used here */
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  int e = (int)((x >> 23) & 0xff) - 127 + 15;
+  if ((x & 0x7fffffffu) == 0) return (uint16_t)sign;
+  return (uint16_t)(sign | (uint32_t)e << 10 | ((x >> 13) & 0x3ffu));
+}
+
+static void *dev_upload(const void *host, size_t bytes) {
+  void *d;
+  CK(cudaMalloc(&d, bytes));
+  CK(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice));
+  return d;
+}
+
+typedef struct mats {
+  void *a16, *b16; /* fp16 N x N */
+  void *a32, *b32; /* fp32 */
+  void *a64, *b64; /* fp64 */
+  void *c32, *c64, *c16;
+} mats;
+
+static void mats_init(mats *m, int seed) {
+  float a[N * N], b[N * N];
+  double ad[N * N], bd[N * N];
+  uint16_t ah[N * N], bh[N * N];
+  for (int i = 0; i < N * N; i++) {
+    a[i] = (float)((i * 7 + seed) % 5 - 2);
+    b[i] = (float)((i * 3 + seed) % 7 - 3);
+    ad[i] = a[i];
+    bd[i] = b[i];
+    ah[i] = f2h(a[i]);
+    bh[i] = f2h(b[i]);
+  }
+  m->a16 = dev_upload(ah, sizeof ah);
+  m->b16 = dev_upload(bh, sizeof bh);
+  m->a32 = dev_upload(a, sizeof a);
+  m->b32 = dev_upload(b, sizeof b);
+  m->a64 = dev_upload(ad, sizeof ad);
+  m->b64 = dev_upload(bd, sizeof bd);
+  CK(cudaMalloc(&m->c32, 4 * N * N * sizeof(float)));
+  CK(cudaMalloc(&m->c64, 4 * N * N * sizeof(double)));
+  CK(cudaMalloc(&m->c16, 4 * N * N * sizeof(uint16_t)));
+}
+
+static double sum32(const void *dev, int n) {
+  float h[4 * N * N];
+  CK(cudaMemcpy(h, dev, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost));
+  double s = 0;
+  for (int i = 0; i < n; i++)
+    s += h[i] * (double)(i % 13 + 1);
+  return s;
+}
+
+static double gemmex(cublasHandle_t h, const mats *m) {
+  const float one = 1, zero = 0;
+  CK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_T, N, N, N, &one, m->a16, CUDA_R_16F, N, m->b16,
+                  CUDA_R_16F, N, &zero, m->c32, CUDA_R_32F, N, CUBLAS_COMPUTE_32F,
+                  CUBLAS_GEMM_DEFAULT));
+  return sum32(m->c32, N * N);
+}
+
+static int mode_gemmex(int n) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 1);
+  double s = 0;
+  nvtxRangePushA("t");
+  nvtxRangePushA("gemmex");
+  for (int i = 0; i < n; i++)
+    s += gemmex(h, &m);
+  nvtxRangePop();
+  nvtxRangePop();
+  printf("gemmex %d checksum %.17g\n", n, s);
+  CK(cublasDestroy(h));
+  return 0;
+}
+
+static int mode_lt(void) {
+  cublasLtHandle_t lt;
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, lc;
+  mats m;
+  mats_init(&m, 2);
+  float bias_h[N];
+  for (int i = 0; i < N; i++)
+    bias_h[i] = (float)i;
+  void *bias = dev_upload(bias_h, sizeof bias_h);
+  CK(cublasLtCreate(&lt));
+  CK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+  cublasOperation_t t = CUBLAS_OP_T;
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &t, sizeof t));
+  CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16F, N, N, N));
+  CK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16F, N, N, N));
+  CK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, N, N, N));
+  const float one = 1, zero = 0;
+  nvtxRangePushA("t");
+  nvtxRangePushA("lt");
+  CK(cublasLtMatmul(lt, desc, &one, m.a16, la, m.b16, lb, &zero, m.c32, lc, m.c32, lc, NULL, NULL,
+                    0, 0));
+  nvtxRangePop();
+  nvtxRangePop();
+  printf("lt checksum %.17g\n", sum32(m.c32, N * N));
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatrixLayoutDestroy(lc);
+  cublasLtMatmulDescDestroy(desc);
+  cublasLtDestroy(lt);
+  return 0;
+}
+
+/* Every GEMM entry point once: 15 pairs (entry point, _64 twin). */
+static int mode_variants(void) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 3);
+  const float one = 1, zero = 0;
+  const double oned = 1, zerod = 0;
+  const uint16_t oneh = 0x3c00, zeroh = 0;
+  const cublasOperation_t n_ = CUBLAS_OP_N;
+  double s = 0;
+  CK(cublasSgemm_v2(h, n_, n_, N, N, N, &one, m.a32, N, m.b32, N, &zero, m.c32, N));
+  CK(cublasSgemm_v2_64(h, n_, n_, N, N, N, &one, m.a32, N, m.b32, N, &zero, m.c32, N));
+  CK(cublasDgemm_v2(h, n_, n_, N, N, N, &oned, m.a64, N, m.b64, N, &zerod, m.c64, N));
+  CK(cublasDgemm_v2_64(h, n_, n_, N, N, N, &oned, m.a64, N, m.b64, N, &zerod, m.c64, N));
+  CK(cublasHgemm(h, n_, n_, N, N, N, &oneh, m.a16, N, m.b16, N, &zeroh, m.c16, N));
+  CK(cublasHgemm_64(h, n_, n_, N, N, N, &oneh, m.a16, N, m.b16, N, &zeroh, m.c16, N));
+  CK(cublasSgemmEx(h, n_, n_, N, N, N, &one, m.a16, CUDA_R_16F, N, m.b16, CUDA_R_16F, N, &zero,
+                   m.c32, CUDA_R_32F, N));
+  CK(cublasSgemmEx_64(h, n_, n_, N, N, N, &one, m.a16, CUDA_R_16F, N, m.b16, CUDA_R_16F, N, &zero,
+                      m.c32, CUDA_R_32F, N));
+  CK(cublasGemmEx(h, n_, n_, N, N, N, &one, m.a16, CUDA_R_16F, N, m.b16, CUDA_R_16F, N, &zero,
+                  m.c32, CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  CK(cublasGemmEx_64(h, n_, n_, N, N, N, &one, m.a16, CUDA_R_16F, N, m.b16, CUDA_R_16F, N, &zero,
+                     m.c32, CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  s += sum32(m.c32, N * N);
+
+  /* Batched by pointer arrays (arrays in device memory, as cuBLAS requires). */
+  const float *A32[2] = {m.a32, m.a32}, *B32[2] = {m.b32, m.b32};
+  float *C32[2] = {m.c32, (float *)m.c32 + N * N};
+  const double *A64[2] = {m.a64, m.a64}, *B64[2] = {m.b64, m.b64};
+  double *C64[2] = {m.c64, (double *)m.c64 + N * N};
+  const half_t *A16[2] = {m.a16, m.a16}, *B16[2] = {m.b16, m.b16};
+  half_t *C16[2] = {m.c16, (half_t *)m.c16 + N * N};
+  void *dA32 = dev_upload(A32, sizeof A32), *dB32 = dev_upload(B32, sizeof B32),
+       *dC32 = dev_upload(C32, sizeof C32);
+  void *dA64 = dev_upload(A64, sizeof A64), *dB64 = dev_upload(B64, sizeof B64),
+       *dC64 = dev_upload(C64, sizeof C64);
+  void *dA16 = dev_upload(A16, sizeof A16), *dB16 = dev_upload(B16, sizeof B16),
+       *dC16 = dev_upload(C16, sizeof C16);
+  CK(cublasSgemmBatched(h, n_, n_, N, N, N, &one, dA32, N, dB32, N, &zero, dC32, N, 2));
+  CK(cublasSgemmBatched_64(h, n_, n_, N, N, N, &one, dA32, N, dB32, N, &zero, dC32, N, 2));
+  CK(cublasDgemmBatched(h, n_, n_, N, N, N, &oned, dA64, N, dB64, N, &zerod, dC64, N, 2));
+  CK(cublasDgemmBatched_64(h, n_, n_, N, N, N, &oned, dA64, N, dB64, N, &zerod, dC64, N, 2));
+  CK(cublasHgemmBatched(h, n_, n_, N, N, N, &oneh, dA16, N, dB16, N, &zeroh, dC16, N, 2));
+  CK(cublasHgemmBatched_64(h, n_, n_, N, N, N, &oneh, dA16, N, dB16, N, &zeroh, dC16, N, 2));
+  CK(cublasGemmBatchedEx(h, n_, n_, N, N, N, &one, dA32, CUDA_R_32F, N, dB32, CUDA_R_32F, N, &zero,
+                         dC32, CUDA_R_32F, N, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  CK(cublasGemmBatchedEx_64(h, n_, n_, N, N, N, &one, dA32, CUDA_R_32F, N, dB32, CUDA_R_32F, N,
+                            &zero, dC32, CUDA_R_32F, N, 2, CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT));
+  s += sum32(m.c32, 2 * N * N);
+
+  /* Strided batches: A and B broadcast (stride 0), C strided. */
+  CK(cublasSgemmStridedBatched(h, n_, n_, N, N, N, &one, m.a32, N, 0, m.b32, N, 0, &zero, m.c32, N,
+                               N * N, 2));
+  CK(cublasSgemmStridedBatched_64(h, n_, n_, N, N, N, &one, m.a32, N, 0, m.b32, N, 0, &zero, m.c32,
+                                  N, N * N, 2));
+  CK(cublasDgemmStridedBatched(h, n_, n_, N, N, N, &oned, m.a64, N, 0, m.b64, N, 0, &zerod, m.c64,
+                               N, N * N, 2));
+  CK(cublasDgemmStridedBatched_64(h, n_, n_, N, N, N, &oned, m.a64, N, 0, m.b64, N, 0, &zerod,
+                                  m.c64, N, N * N, 2));
+  CK(cublasHgemmStridedBatched(h, n_, n_, N, N, N, &oneh, m.a16, N, 0, m.b16, N, 0, &zeroh, m.c16,
+                               N, N * N, 2));
+  CK(cublasHgemmStridedBatched_64(h, n_, n_, N, N, N, &oneh, m.a16, N, 0, m.b16, N, 0, &zeroh,
+                                  m.c16, N, N * N, 2));
+  CK(cublasGemmStridedBatchedEx(h, n_, n_, N, N, N, &one, m.a16, CUDA_R_16F, N, 0, m.b16,
+                                CUDA_R_16F, N, 0, &zero, m.c32, CUDA_R_32F, N, N * N, 2,
+                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  CK(cublasGemmStridedBatchedEx_64(h, n_, n_, N, N, N, &one, m.a16, CUDA_R_16F, N, 0, m.b16,
+                                   CUDA_R_16F, N, 0, &zero, m.c32, CUDA_R_32F, N, N * N, 2,
+                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  s += sum32(m.c32, 2 * N * N);
+
+  /* Grouped: one group of 2 GEMMs; alpha/beta and shapes are host arrays. */
+  const cublasOperation_t ta[1] = {CUBLAS_OP_N}, tb[1] = {CUBLAS_OP_N};
+  const int dims[1] = {N}, size[1] = {2};
+  const int64_t dims64[1] = {N}, size64[1] = {2};
+  const float al[1] = {1}, be[1] = {0};
+  const double ald[1] = {1}, bed[1] = {0};
+  CK(cublasSgemmGroupedBatched(h, ta, tb, dims, dims, dims, al, dA32, dims, dB32, dims, be, dC32,
+                               dims, 1, size));
+  CK(cublasSgemmGroupedBatched_64(h, ta, tb, dims64, dims64, dims64, al, dA32, dims64, dB32, dims64,
+                                  be, dC32, dims64, 1, size64));
+  CK(cublasDgemmGroupedBatched(h, ta, tb, dims, dims, dims, ald, dA64, dims, dB64, dims, bed, dC64,
+                               dims, 1, size));
+  CK(cublasDgemmGroupedBatched_64(h, ta, tb, dims64, dims64, dims64, ald, dA64, dims64, dB64,
+                                  dims64, bed, dC64, dims64, 1, size64));
+  CK(cublasGemmGroupedBatchedEx(h, ta, tb, dims, dims, dims, al, dA32, CUDA_R_32F, dims, dB32,
+                                CUDA_R_32F, dims, be, dC32, CUDA_R_32F, dims, 1, size,
+                                CUBLAS_COMPUTE_32F));
+  CK(cublasGemmGroupedBatchedEx_64(h, ta, tb, dims64, dims64, dims64, al, dA32, CUDA_R_32F, dims64,
+                                   dB32, CUDA_R_32F, dims64, be, dC32, CUDA_R_32F, dims64, 1,
+                                   size64, CUBLAS_COMPUTE_32F));
+  s += sum32(m.c32, 2 * N * N);
+  printf("variants checksum %.17g\n", s);
+  CK(cublasDestroy(h));
+  return 0;
+}
+
+static int mode_mathmode(void) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 4);
+  const float one = 1, zero = 0;
+  CK(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, m.a32, N, m.b32, N, &zero, m.c32,
+                    N));
+  CK(cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH));
+  CK(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, m.a32, N, m.b32, N, &zero, m.c32,
+                    N));
+  printf("mathmode checksum %.17g\n", sum32(m.c32, N * N));
+  CK(cublasDestroy(h));
+  return 0;
+}
+
+typedef struct thread_arg {
+  int index;
+  double sum;
+} thread_arg;
+
+static void *thread_main(void *p) {
+  thread_arg *a = p;
+  cublasHandle_t h;
+  mats m;
+  char name[16];
+  CK(cublasCreate(&h));
+  mats_init(&m, a->index);
+  snprintf(name, sizeof name, "t%d", a->index);
+  nvtxRangePushA(name);
+  for (int i = 0; i < 5; i++)
+    a->sum += gemmex(h, &m);
+  nvtxRangePop();
+  CK(cublasDestroy(h));
+  return NULL;
+}
+
+static int mode_threads(int n) {
+  pthread_t t[64];
+  thread_arg a[64];
+  if (n < 1 || n > 64) return 2;
+  for (int i = 0; i < n; i++) {
+    a[i] = (thread_arg){.index = i};
+    CK(pthread_create(&t[i], NULL, thread_main, &a[i]));
+  }
+  double s = 0;
+  for (int i = 0; i < n; i++) {
+    pthread_join(t[i], NULL);
+    s += a[i].sum;
+  }
+  printf("threads %d checksum %.17g\n", n, s);
+  return 0;
+}
+
+static int mode_fork(void) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 5);
+  double s = gemmex(h, &m);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) die("fork", -1);
+  if (pid == 0) {
+    double c = gemmex(h, &m) + gemmex(h, &m);
+    printf("child checksum %.17g\n", c);
+    exit(0);
+  }
+  int st;
+  waitpid(pid, &st, 0);
+  s += gemmex(h, &m);
+  printf("parent checksum %.17g child status %d\n", s, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+  CK(cublasDestroy(h));
+  return 0;
+}
+
+static _Noreturn void mode_exit3(void) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 6);
+  printf("exit3 checksum %.17g\n", gemmex(h, &m));
+  fflush(stdout);
+  exit(3);
+}
+
+static _Noreturn void mode_wait(void) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 7);
+  double s = gemmex(h, &m) + gemmex(h, &m) + gemmex(h, &m);
+  printf("ready checksum %.17g\n", s);
+  fflush(stdout);
+  for (;;)
+    pause();
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "";
+  int arg = argc > 2 ? atoi(argv[2]) : 1;
+  if (!strcmp(mode, "gemmex")) return mode_gemmex(arg);
+  if (!strcmp(mode, "lt")) return mode_lt();
+  if (!strcmp(mode, "variants")) return mode_variants();
+  if (!strcmp(mode, "mathmode")) return mode_mathmode();
+  if (!strcmp(mode, "threads")) return mode_threads(arg);
+  if (!strcmp(mode, "fork")) return mode_fork();
+  if (!strcmp(mode, "exit3")) mode_exit3();
+  if (!strcmp(mode, "wait")) mode_wait();
+  fprintf(stderr, "usage: mpp_testprog gemmex N | lt | variants | mathmode | threads T | fork | "
+                  "exit3 | wait\n");
+  return 2;
+}
