@@ -1,0 +1,221 @@
+/* simcuda libcuda.so.1 and libcudart.so.13: what they report (device,
+ * versions, host memory, no capture), what they do (copies, memsets,
+ * streams, events), and what they refuse (unknown attributes, symbols they
+ * do not implement, foreign pointers). */
+#include <dlfcn.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "simcuda_internal.h"
+
+static void driver_reports_one_simcuda_device_of_compute_capability_9_0(void **state) {
+  (void)state;
+  int count = -1, version = 0, major = 0, minor = -1;
+  char name[64];
+  CUdevice dev = -1;
+  assert_int_equal(cuInit(0), CUDA_SUCCESS);
+  assert_int_equal(cuDriverGetVersion(&version), CUDA_SUCCESS);
+  assert_int_equal(version, 13000);
+  assert_int_equal(cuDeviceGetCount(&count), CUDA_SUCCESS);
+  assert_int_equal(count, 1);
+  assert_int_equal(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
+  assert_int_equal(cuDeviceGet(&dev, 1), CUDA_ERROR_INVALID_DEVICE);
+  assert_int_equal(cuDeviceGetName(name, sizeof(name), dev), CUDA_SUCCESS);
+  assert_string_equal(name, "simcuda (CPU)");
+  assert_int_equal(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+                   CUDA_SUCCESS);
+  assert_int_equal(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+                   CUDA_SUCCESS);
+  assert_int_equal(major, 9);
+  assert_int_equal(minor, 0);
+  int v;
+  assert_int_equal(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT, dev),
+                   CUDA_ERROR_NOT_SUPPORTED);
+  /* A name shorter than the buffer still comes back terminated. */
+  assert_int_equal(cuDeviceGetName(name, 4, dev), CUDA_SUCCESS);
+  assert_string_equal(name, "sim");
+}
+
+static void every_pointer_is_host_memory_in_the_primary_context(void **state) {
+  (void)state;
+  cuInit(0);
+  CUcontext ctx = NULL, sctx = NULL;
+  assert_int_equal(cuCtxGetCurrent(&ctx), CUDA_SUCCESS);
+  assert_non_null(ctx);
+  int x = 0;
+  CUmemorytype type = 0;
+  assert_int_equal(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)&x),
+                   CUDA_SUCCESS);
+  assert_int_equal(type, CU_MEMORYTYPE_HOST);
+  CUpointer_attribute attrs[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_CONTEXT};
+  CUcontext pctx = NULL;
+  void *data[2] = {&type, &pctx};
+  type = 0;
+  assert_int_equal(cuPointerGetAttributes(2, attrs, data, (CUdeviceptr)&x), CUDA_SUCCESS);
+  assert_int_equal(type, CU_MEMORYTYPE_HOST);
+  assert_ptr_equal(pctx, ctx);
+  CUstream s;
+  assert_int_equal(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  assert_int_equal(cuStreamGetCtx(s, &sctx), CUDA_SUCCESS);
+  assert_ptr_equal(sctx, ctx);
+  CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  assert_int_equal(cuStreamIsCapturing(s, &cap), CUDA_SUCCESS);
+  assert_int_equal(cap, CU_STREAM_CAPTURE_STATUS_NONE);
+  assert_int_equal(cuStreamSynchronize(s), CUDA_SUCCESS);
+  assert_int_equal(cuStreamSynchronize(NULL), CUDA_SUCCESS);
+  assert_int_equal(cuStreamDestroy(s), CUDA_SUCCESS);
+  int garbage[4] = {0};
+  assert_int_equal(cuStreamSynchronize((CUstream)garbage), CUDA_ERROR_INVALID_HANDLE);
+}
+
+typedef CUresult (*get_count_fn)(int *);
+typedef CUresult (*stream_sync_fn)(CUstream);
+
+static void get_proc_address_finds_implemented_entry_points_only(void **state) {
+  (void)state;
+  void *fn = NULL;
+  CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+  assert_int_equal(
+      cuGetProcAddress("cuDeviceGetCount", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &q),
+      CUDA_SUCCESS);
+  assert_int_equal(q, CU_GET_PROC_ADDRESS_SUCCESS);
+  int count = 0;
+  assert_int_equal(((get_count_fn)fn)(&count), CUDA_SUCCESS);
+  assert_int_equal(count, 1);
+  assert_int_equal(cuGetProcAddress("cuStreamSynchronize", &fn, 13000,
+                                    CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &q),
+                   CUDA_SUCCESS);
+  assert_int_equal(((stream_sync_fn)fn)(NULL), CUDA_SUCCESS);
+  assert_int_equal(cuGetProcAddress("cuLaunchKernel", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &q),
+                   CUDA_ERROR_NOT_FOUND);
+  assert_null(fn);
+  assert_int_equal(q, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+}
+
+/* What simcuda cannot do (run device code, allocate through the driver) is
+ * simply not there, so a program fails at the call instead of computing
+ * nothing. */
+static void unimplemented_driver_entry_points_are_not_exported(void **state) {
+  (void)state;
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  assert_non_null(lib);
+  assert_non_null(dlsym(lib, "cuInit"));
+  assert_null(dlsym(lib, "cuLaunchKernel"));
+  assert_null(dlsym(lib, "cuModuleLoadData"));
+  assert_null(dlsym(lib, "cuMemAlloc_v2"));
+  dlclose(lib);
+}
+
+static void runtime_copies_and_sets_memory_on_the_host(void **state) {
+  (void)state;
+  unsigned char *d = NULL, *h = NULL;
+  assert_int_equal(cudaMalloc((void **)&d, 64), cudaSuccess);
+  assert_int_equal((uintptr_t)d % 256, 0);
+  assert_int_equal(cudaMallocHost((void **)&h, 64), cudaSuccess);
+  for (int i = 0; i < 64; i++)
+    h[i] = (unsigned char)i;
+  assert_int_equal(cudaMemcpy(d, h, 64, cudaMemcpyHostToDevice), cudaSuccess);
+  assert_int_equal(cudaMemsetAsync(d + 8, 0xab, 8, NULL), cudaSuccess);
+  memset(h, 0, 64);
+  assert_int_equal(cudaMemcpyAsync(h, d, 64, cudaMemcpyDeviceToHost, NULL), cudaSuccess);
+  assert_int_equal(cudaStreamSynchronize(NULL), cudaSuccess);
+  for (int i = 0; i < 64; i++)
+    assert_int_equal(h[i], i >= 8 && i < 16 ? 0xab : i);
+  assert_int_equal(cudaMemcpy(h, d, 4, (enum cudaMemcpyKind)42), cudaErrorInvalidMemcpyDirection);
+  assert_int_equal(cudaFree(d), cudaSuccess);
+  assert_int_equal(cudaFreeHost(h), cudaSuccess);
+  assert_int_equal(cudaGetLastError(), cudaErrorInvalidMemcpyDirection);
+  assert_int_equal(cudaGetLastError(), cudaSuccess);
+}
+
+static void runtime_refuses_pointers_it_did_not_allocate(void **state) {
+  (void)state;
+  void *h = NULL;
+  assert_int_equal(cudaMallocHost(&h, 16), cudaSuccess);
+  assert_int_equal(cudaFree(h), cudaErrorInvalidValue); /* pinned host, not device */
+  assert_int_equal(cudaPeekAtLastError(), cudaErrorInvalidValue);
+  assert_int_equal(cudaGetLastError(), cudaErrorInvalidValue);
+  assert_int_equal(cudaFreeHost(h), cudaSuccess);
+  assert_int_equal(cudaFree(NULL), cudaSuccess);
+}
+
+static void runtime_reports_the_device_and_versions(void **state) {
+  (void)state;
+  struct cudaDeviceProp p;
+  int count = 0, dev = -1, rt = 0, drv = 0;
+  assert_int_equal(cudaGetDeviceCount(&count), cudaSuccess);
+  assert_int_equal(count, 1);
+  assert_int_equal(cudaSetDevice(0), cudaSuccess);
+  assert_int_equal(cudaSetDevice(1), cudaErrorInvalidDevice);
+  assert_int_equal(cudaGetDevice(&dev), cudaSuccess);
+  assert_int_equal(dev, 0);
+  assert_int_equal(cudaGetDeviceProperties(&p, 0), cudaSuccess);
+  assert_string_equal(p.name, "simcuda (CPU)");
+  assert_int_equal(p.major, 9);
+  assert_int_equal(p.minor, 0);
+  assert_true(p.multiProcessorCount > 0);
+  assert_int_equal(cudaRuntimeGetVersion(&rt), cudaSuccess);
+  assert_int_equal(cudaDriverGetVersion(&drv), cudaSuccess);
+  assert_int_equal(rt, 13000);
+  assert_int_equal(drv, 13000);
+  assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+  assert_string_equal(cudaGetErrorName(cudaErrorInvalidValue), "cudaErrorInvalidValue");
+  assert_string_equal(cudaGetErrorString(cudaSuccess), "no error");
+  cudaGetLastError();
+}
+
+static void streams_have_distinct_ids_and_events_measure_host_time(void **state) {
+  (void)state;
+  cudaStream_t a, b;
+  unsigned long long ia = 0, ib = 0, idef = 0;
+  assert_int_equal(cudaStreamCreate(&a), cudaSuccess);
+  assert_int_equal(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);
+  assert_int_equal(cudaStreamGetId(a, &ia), cudaSuccess);
+  assert_int_equal(cudaStreamGetId(b, &ib), cudaSuccess);
+  assert_int_equal(cudaStreamGetId(NULL, &idef), cudaSuccess);
+  assert_int_not_equal(ia, ib);
+  assert_int_equal(idef, 7);
+  assert_int_equal(simcuda_stream_id((CUstream)a), ia);
+  cudaEvent_t e0, e1, quiet;
+  assert_int_equal(cudaEventCreate(&e0), cudaSuccess);
+  assert_int_equal(cudaEventCreate(&e1), cudaSuccess);
+  assert_int_equal(cudaEventCreateWithFlags(&quiet, cudaEventDisableTiming), cudaSuccess);
+  float ms = -1;
+  assert_int_equal(cudaEventElapsedTime(&ms, e0, e1),
+                   cudaErrorInvalidResourceHandle); /* unrecorded */
+  assert_int_equal(cudaEventRecord(e0, a), cudaSuccess);
+  assert_int_equal(cudaEventRecord(e1, b), cudaSuccess);
+  assert_int_equal(cudaEventRecord(quiet, b), cudaSuccess);
+  assert_int_equal(cudaEventSynchronize(e1), cudaSuccess);
+  assert_int_equal(cudaEventQuery(e1), cudaSuccess);
+  assert_int_equal(cudaEventElapsedTime(&ms, e0, e1), cudaSuccess);
+  assert_true(ms >= 0);
+  assert_int_equal(cudaEventElapsedTime(&ms, e0, quiet), cudaErrorInvalidResourceHandle);
+  assert_int_equal(cudaStreamWaitEvent(b, e0, 0), cudaSuccess);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaEventDestroy(quiet);
+  assert_int_equal(cudaStreamDestroy(a), cudaSuccess);
+  assert_int_equal(cudaStreamDestroy(b), cudaSuccess);
+  cudaGetLastError();
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(driver_reports_one_simcuda_device_of_compute_capability_9_0),
+      cmocka_unit_test(every_pointer_is_host_memory_in_the_primary_context),
+      cmocka_unit_test(get_proc_address_finds_implemented_entry_points_only),
+      cmocka_unit_test(unimplemented_driver_entry_points_are_not_exported),
+      cmocka_unit_test(runtime_copies_and_sets_memory_on_the_host),
+      cmocka_unit_test(runtime_refuses_pointers_it_did_not_allocate),
+      cmocka_unit_test(runtime_reports_the_device_and_versions),
+      cmocka_unit_test(streams_have_distinct_ids_and_events_measure_host_time),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
