@@ -31,7 +31,7 @@ enum { N = 4, C0 = 8, C1 = 16, C2 = 16, HW = 16, R = 3, PAD = 1 };
 enum { OP_FWD, OP_BWD_DATA, OP_BWD_FILTER, OP_KINDS };
 static const char *const op_names[] = {"forward", "backward data", "backward filter"};
 
-#define LEARNING_RATE 0.05
+#define LEARNING_RATE 2.0
 
 typedef enum api { API_LEGACY, API_BACKEND } api;
 typedef enum precision { PREC_FP32, PREC_FP16 } precision;
@@ -536,9 +536,9 @@ static void step(run *r) {
   for (size_t i = 0; i < n2; i++) {
     double e = (double)r->y2[i] - r->t[i];
     sum += e * e;
-    r->dy2[i] = (float)(2.0 * e / N);
+    r->dy2[i] = (float)(2.0 * e / (double)n2);
   }
-  r->loss = sum / N; /* per sample, matching the gradient 2e/N */
+  r->loss = sum / (double)n2;
   range_pop();
 
   range_push("conv2");
