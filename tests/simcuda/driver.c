@@ -6,6 +6,7 @@
  * simcuda_kernel_start/finish time a "kernel" and hand it to the sink
  * libcupti.so.13 attached. Anything else is refused: not exported, or
  * CUDA_ERROR_NOT_SUPPORTED / CUDA_ERROR_NOT_FOUND through cuGetProcAddress. */
+#include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -94,9 +95,24 @@ SIM_API void simcuda_kernel_finish(const simcuda_kernel *k, uint64_t token) {
     if (!atomic_load(&sim_initialized)) return CUDA_ERROR_NOT_INITIALIZED;                         \
   } while (0)
 
+/* The driver loads the library named by CUDA_INJECTION64_PATH during the
+ * first cuInit and calls its InitializeInjection (how mpprof attaches
+ * without LD_PRELOAD). The flag is set first, so an injection that calls
+ * back into the driver (cuInit, CUPTI) sees an initialised driver. A library
+ * that cannot be loaded, or lacks the entry point, is skipped. */
+static void sim_load_injection(void) {
+  const char *path = getenv("CUDA_INJECTION64_PATH");
+  if (path == NULL || path[0] == '\0') return;
+  void *lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  if (lib == NULL) return;
+  int (*init)(void) = (int (*)(void))dlsym(lib, "InitializeInjection");
+  if (init != NULL) init();
+}
+
 SIM_API CUresult cuInit(unsigned int flags) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  atomic_store(&sim_initialized, 1);
+  int expected = 0;
+  if (atomic_compare_exchange_strong(&sim_initialized, &expected, 1)) sim_load_injection();
   return CUDA_SUCCESS;
 }
 
