@@ -46,7 +46,13 @@
   X(cuEventRecord, event_record, CUresult, (CUevent, CUstream))                                    \
   X(cuEventQuery, event_query, CUresult, (CUevent))                                                \
   X(cuEventSynchronize, event_sync, CUresult, (CUevent))                                           \
-  X(cuEventDestroy, event_destroy, CUresult, (CUevent))
+  X(cuEventDestroy, event_destroy, CUresult, (CUevent))                                            \
+  X(cuEventElapsedTime, event_elapsed, CUresult, (float *, CUevent, CUevent))                      \
+  /* used by the standalone checks (tests/gpu/devscan_check.c), not by hooks */                    \
+  X(cuDevicePrimaryCtxRetain, primary_ctx_retain, CUresult, (CUcontext *, CUdevice))               \
+  X(cuMemcpyHtoD, memcpy_htod, CUresult, (CUdeviceptr, const void *, size_t))                      \
+  X(cuMemcpyDtoDAsync, memcpy_dtod_async, CUresult, (CUdeviceptr, CUdeviceptr, size_t, CUstream))  \
+  X(cuCtxSynchronize, ctx_sync, CUresult, (void))
 
 typedef struct mpp_cu_api {
 #define MPP_CU_MEMBER(sym, member, ret, params) ret(CUDAAPI *member) params;
