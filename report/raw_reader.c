@@ -37,6 +37,7 @@ typedef struct walk {
   cJSON *header; /* every top-level key but sites/events */
   spans sites, events;
   bool has_sites;
+  bool ended; /* a value ran into the end of the data */
 } walk;
 
 /* ---- structural scanner ---- */
@@ -47,7 +48,7 @@ static void skip_ws(walk *w) {
 }
 
 static int fail(walk *w, const char *what) {
-  if (w->p >= w->end)
+  if (w->p >= w->end || w->ended)
     snprintf(w->err, sizeof w->err, "truncated: file ends %s", what);
   else
     snprintf(w->err, sizeof w->err, "not valid JSON at byte %zu (%s)", (size_t)(w->p - w->base),
@@ -67,8 +68,21 @@ static const char *skip_string(const char *p, const char *end) {
   return NULL;
 }
 
-/* End of the value starting at p (no leading whitespace), NULL if the data ends first. */
-static const char *skip_value(const char *p, const char *end) {
+static const char *skip_value_raw(const char *p, const char *end);
+
+/* End of the value starting at p (no leading whitespace), NULL if the data ends
+ * first (*ret_ended set) or no value starts at p. */
+static const char *skip_value(const char *p, const char *end, bool *ret_ended) {
+  const char *e = skip_value_raw(p, end);
+  if (!e) {
+    const char *q = p;
+    if (q < end && !strchr(",]}:", *q))
+      *ret_ended = true; /* a value started: only the end stops it */
+  }
+  return e;
+}
+
+static const char *skip_value_raw(const char *p, const char *end) {
   if (p >= end) return NULL;
   if (*p == '"') return skip_string(p, end);
   if (*p == '{' || *p == '[') {
@@ -113,7 +127,7 @@ static int walk_array(walk *w, spans *out, const char *key) {
   }
   while (true) {
     skip_ws(w);
-    const char *e = skip_value(w->p, w->end);
+    const char *e = skip_value(w->p, w->end, &w->ended);
     if (!e) return fail(w, what);
     if (push_span(out, (size_t)(w->p - w->base), (size_t)(e - w->p))) {
       snprintf(w->err, sizeof w->err, "out of memory");
@@ -150,7 +164,10 @@ static int walk_top(walk *w) {
     skip_ws(w);
     if (w->p >= w->end || *w->p != '"') return fail(w, "expected a key");
     const char *ks = w->p + 1, *ke = skip_string(w->p, w->end);
-    if (!ke) return fail(w, "inside a key");
+    if (!ke) {
+      w->ended = true;
+      return fail(w, "inside a key");
+    }
     size_t klen = (size_t)(ke - 1 - ks);
     char key[64];
     snprintf(key, sizeof key, "%.*s", (int)(klen < 63 ? klen : 63), ks);
@@ -165,7 +182,7 @@ static int walk_top(walk *w) {
     } else if (!strcmp(key, "events")) {
       if (walk_array(w, &w->events, "events")) return -1;
     } else {
-      const char *e = skip_value(w->p, w->end);
+      const char *e = skip_value(w->p, w->end, &w->ended);
       if (!e) return fail(w, "inside a top-level value");
       cJSON *v = cJSON_ParseWithLength(w->p, (size_t)(e - w->p));
       if (!v) return fail(w, key);
@@ -502,6 +519,7 @@ static const char *base_name(const char *path) {
 
 static int skip_file(mpprof_model *m, const char *path, const char *reason, FILE *warn) {
   if (warn) fprintf(warn, "mpprof: skipping %s: %s\n", path, reason);
+  m->incomplete = true; /* the report covers less than the run */
   return mpprof_model_add_skipped(m, base_name(path), reason) ? -1 : 1;
 }
 

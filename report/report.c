@@ -52,10 +52,17 @@ static void print_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
     size_t recs[MP_REC_COUNT] = {0};
     for (size_t i = 0; i < m->n_layers; i++)
       if (m->layers[i].adv.known) recs[m->layers[i].adv.rec]++;
-    fputs("  layers:", f);
+    for (int r = 0, first = 1; r < MP_REC_COUNT; r++)
+      if (recs[r]) {
+        fprintf(f, "%s %s %zu", first ? "  layers:" : ",",
+                mp_recommendation_name((mp_recommendation)r), recs[r]);
+        first = 0;
+      }
     for (int r = 0; r < MP_REC_COUNT; r++)
-      if (recs[r]) fprintf(f, " %s %zu", mp_recommendation_name((mp_recommendation)r), recs[r]);
-    fputc('\n', f);
+      if (recs[r]) {
+        fputc('\n', f);
+        break;
+      }
     const mpprof_loss_scale *g = &m->loss_scale;
     if (g->applicable && g->has_window)
       fprintf(f, "  loss scale: 2^%d (window [2^%d, 2^%d]%s)\n", g->recommended_log2, g->window_lo,
@@ -104,7 +111,8 @@ int mpprof_report_generate(const mpprof_report_options *opts) {
   if (rc == 0)
     rc = write_one(&m, opts->out_dir, "report.json", mpprof_write_report_json) ||
          write_one(&m, opts->out_dir, "layers.csv", mpprof_write_layers_csv) ||
-         write_one(&m, opts->out_dir, "trace.json", mpprof_write_trace_json);
+         write_one(&m, opts->out_dir, "trace.json", mpprof_write_trace_json) ||
+         write_one(&m, opts->out_dir, "report.html", mpprof_write_report_html);
   if (rc == 0) print_summary(&m, opts->out_dir, opts->summary);
   mpprof_model_free(&m);
   return rc ? -1 : 0;

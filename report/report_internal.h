@@ -287,6 +287,8 @@ int mpprof_write_trace_json(const mpprof_model *m, const char *path);
 int mpprof_write_report_html(const mpprof_model *m, const char *path);
 
 /* PNG chart of a layer's exponent histograms; malloc'd PNG bytes. 0 or -1. */
+/* The loss scale (log2) whose fp16 range a layer's chart marks. */
+int mpprof_chart_scale(const mpprof_model *m, const mpprof_layer *l);
 int mpprof_layer_chart_png(const mpprof_model *m, const mpprof_layer *l, unsigned char **ret,
                            size_t *ret_len);
 

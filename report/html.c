@@ -1,0 +1,463 @@
+/* OUT/report.html: one self-contained page read top to bottom: summary,
+ * Tensor Cores, findings, the per-layer table (sorts and filters in the page,
+ * small inline script), per-layer exponent-histogram charts (PNG as
+ * data:image/png), processes and skipped files.
+ *
+ * Nothing is loaded from anywhere: no external script, style, font or image,
+ * and a Content-Security-Policy that forbids it. Every string that comes from
+ * the profiled program or the raw files (NVTX names, kernel names, argv, file
+ * names, reasons) goes through html() before it reaches the page. Large runs
+ * are capped (table rows, charts) with a note; layers.csv has every row. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/report_internal.h"
+
+#define MAX_TABLE_ROWS 5000
+#define MAX_CHARTS 200
+
+static void html(FILE *f, const char *s) {
+  for (; s && *s; s++) {
+    switch (*s) {
+    case '&':
+      fputs("&amp;", f);
+      break;
+    case '<':
+      fputs("&lt;", f);
+      break;
+    case '>':
+      fputs("&gt;", f);
+      break;
+    case '"':
+      fputs("&quot;", f);
+      break;
+    case '\'':
+      fputs("&#39;", f);
+      break;
+    default:
+      fputc(*s, f);
+    }
+  }
+}
+
+static void base64(FILE *f, const unsigned char *p, size_t n) {
+  static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  for (size_t i = 0; i < n; i += 3) {
+    unsigned v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0) |
+                 (i + 2 < n ? p[i + 2] : 0);
+    fputc(t[v >> 18 & 63], f);
+    fputc(t[v >> 12 & 63], f);
+    fputc(i + 1 < n ? t[v >> 6 & 63] : '=', f);
+    fputc(i + 2 < n ? t[v & 63] : '=', f);
+  }
+}
+
+static const char *layer_label(const mpprof_layer *l) {
+  return l->name[0] ? l->name : "(no NVTX range)";
+}
+
+static const char *tri(int v) {
+  return v < 0 ? "?" : v ? "yes" : "no";
+}
+
+static const char *phase_of(const mpprof_layer *l) {
+  int n = 0, last = 0;
+  for (int p = 0; p < MPPROF_PHASE_COUNT; p++)
+    if (l->phase_mask & (1u << p)) n++, last = p;
+  return mpprof_phase_name(n == 1 ? (mpprof_phase)last : MPPROF_PHASE_MIXED);
+}
+
+static const char *rec_name(const mpprof_layer *l) {
+  return l->adv.known ? mp_recommendation_name(l->adv.rec) : "unknown";
+}
+
+static const char css[] =
+    "body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1200px;color:#222;"
+    "padding:0 16px}h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid "
+    "#ddd}h3{font-size:15px;margin:20px 0 4px}table{border-collapse:collapse;font-size:13px}"
+    "th,td{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}"
+    "th{background:#f4f4f4;cursor:pointer;user-select:none}td.n{text-align:right;"
+    "font-variant-numeric:tabular-nums}.sev{display:inline-block;min-width:56px;font-weight:600}"
+    ".high{color:#b00}.medium{color:#b60}.low{color:#555}.info{color:#357}.rec{font-weight:600}"
+    ".fp16{color:#282}.fp16_loss_scale{color:#662}.bf16{color:#246}.fp32{color:#a22}"
+    ".sw{display:inline-block;width:12px;height:10px;margin:0 4px 0 12px;vertical-align:middle}"
+    "pre{background:#f8f8f8;padding:6px;overflow:auto;font-size:12px}code{font-size:12px}"
+    ".big{font-size:17px;font-weight:600}img{max-width:100%;border:1px solid #eee}"
+    "li{margin:4px 0}.muted{color:#777}";
+
+static const char early_js[] =
+    "window.addEventListener('error',function(e){document.documentElement.setAttribute("
+    "'data-js-error',String(e.message));});";
+
+static const char table_js[] =
+    "(function(){var t=document.getElementById('layer-table');if(!t){document.body."
+    "setAttribute('data-js','ok');return;}var tb=t.tBodies[0],rows=Array.prototype.slice.call("
+    "tb.rows),ths=t.tHead.rows[0].cells,dir={};function key(r,i){var c=r.cells[i],v=c."
+    "getAttribute('data-v');return v!==null?parseFloat(v):c.textContent.toLowerCase();}"
+    "function sortBy(i){dir[i]=!dir[i];var d=dir[i]?1:-1;rows.sort(function(a,b){var x=key(a,i),"
+    "y=key(b,i);return(x<y?-1:x>y?1:0)*d;});rows.forEach(function(r){tb.appendChild(r);});"
+    "for(var j=0;j<ths.length;j++)ths[j].setAttribute('aria-sort',j===i?(d>0?'ascending':"
+    "'descending'):'none');}for(var i=0;i<ths.length;i++)(function(i){ths[i].addEventListener("
+    "'click',function(){sortBy(i);});})(i);var q=document.getElementById('filter'),rec=document."
+    "getElementById('rec'),shown=document.getElementById('shown');function filter(){var s=q."
+    "value.toLowerCase(),r=rec.value,n=0;rows.forEach(function(row){var ok=(!s||row.cells[0]."
+    "textContent.toLowerCase().indexOf(s)>=0)&&(!r||row.getAttribute('data-rec')===r);row."
+    "style.display=ok?'':'none';if(ok)n++;});shown.textContent=String(n);}q.addEventListener("
+    "'input',filter);rec.addEventListener('change',filter);filter();document.body.setAttribute("
+    "'data-js','ok');})();";
+
+static void summary(const mpprof_model *m, FILE *f) {
+  fputs("<section id=\"summary\"><h2>Summary</h2>\n", f);
+  fputs("<p><b>Program:</b> <code>", f);
+  html(f, m->program && m->program[0] ? m->program : "(unknown)");
+  fputs("</code></p>\n", f);
+  if (m->n_procs == 0) {
+    fputs("<p class=\"big\">No raw profile files were read: nothing was profiled.</p>\n", f);
+  } else if (m->total_calls == 0) {
+    fprintf(f,
+            "<p class=\"big\">The profiled program made no CUDA matrix calls (cuBLAS, cuBLASLt, "
+            "cuDNN): there is nothing to advise on.</p><p>%zu process%s profiled.</p>\n",
+            m->n_procs, m->n_procs == 1 ? "" : "es");
+  } else {
+    fprintf(f, "<p>%zu process%s, %" PRIu64 " calls in %zu sites, %zu layers", m->n_procs,
+            m->n_procs == 1 ? "" : "es", m->total_calls, m->n_sites, m->n_layers);
+    if (m->has_gpu_ns) fprintf(f, ", %.3f ms GPU time", (double)m->total_gpu_ns / 1e6);
+    fputs(".</p>\n<p class=\"big\">", f);
+    size_t recs[MP_REC_COUNT] = {0}, unknown = 0;
+    for (size_t i = 0; i < m->n_layers; i++) {
+      if (m->layers[i].adv.known)
+        recs[m->layers[i].adv.rec]++;
+      else
+        unknown++;
+    }
+    static const char *const words[MP_REC_COUNT] = {
+        "fp16 as is", "fp16 with a loss scale", "bf16", "fp32", "fp8_e4m3", "fp8_e5m2"};
+    bool first = true;
+    for (int r = 0; r < MP_REC_COUNT; r++)
+      if (recs[r]) {
+        fprintf(f, "%s%zu layer%s: %s", first ? "" : "; ", recs[r], recs[r] == 1 ? "" : "s",
+                words[r]);
+        first = false;
+      }
+    if (unknown) fprintf(f, "%s%zu without scanned values", first ? "" : "; ", unknown);
+    fputs("</p>\n", f);
+    const mpprof_loss_scale *g = &m->loss_scale;
+    if (g->applicable && g->has_window)
+      fprintf(f,
+              "<p class=\"big\">Loss scale: 2<sup>%d</sup> (every scale in [2<sup>%d</sup>, "
+              "2<sup>%d</sup>] fits all fp16 layers' gradients%s)</p>\n",
+              g->recommended_log2, g->window_lo, g->window_hi,
+              g->needed ? "" : "; gradients fit fp16 even without one");
+    else if (g->applicable)
+      fputs("<p class=\"big\">Loss scale: no single scale fits every fp16 layer's gradients "
+            "(see findings).</p>\n",
+            f);
+  }
+  if (m->incomplete)
+    fputs("<p class=\"high\">Incomplete data: some process did not finish, hit a profiler "
+          "limit, or a raw file was skipped (see below).</p>\n",
+          f);
+  fputs("</section>\n", f);
+}
+
+static void tensor_cores(const mpprof_model *m, FILE *f) {
+  const mpprof_tc_summary *t = &m->tc;
+  fputs("<section id=\"tensor-cores\"><h2>Tensor Cores</h2>\n", f);
+  if (!t->kernel_data) {
+    fputs("<p>No GPU kernel records: Tensor Core use is unknown. The numerics below are "
+          "complete.</p>\n",
+          f);
+  } else {
+    fprintf(f,
+            "<p class=\"big\">%.1f%% of GEMM/conv GPU time ran on Tensor Cores</p>"
+            "<p>%.3f ms of %.3f ms (%.3f ms in kernels of unknown kind); %zu sites eligible, "
+            "%zu on Tensor Cores, %zu eligible but not on them.</p>\n",
+            t->gemm_conv_kernel_ns ? 100.0 * (double)t->tc_ns / (double)t->gemm_conv_kernel_ns : 0,
+            (double)t->tc_ns / 1e6, (double)t->gemm_conv_kernel_ns / 1e6,
+            (double)t->unknown_ns / 1e6, t->sites_eligible, t->sites_on_tc,
+            t->sites_eligible_not_used);
+  }
+  if (t->sites_eligible_not_used) {
+    fputs("<h3>Eligible but not on Tensor Cores</h3><ul>\n", f);
+    size_t shown = 0;
+    for (size_t i = 0; i < m->n_sites && shown < 50; i++) {
+      const mpprof_site *s = &m->sites[i];
+      if (!(s->elig.eligible && s->tc_used == 0)) continue;
+      shown++;
+      fputs("<li><code>", f);
+      html(f, s->layer_name[0] ? s->layer_name : "(no NVTX range)");
+      fputs("</code> ", f);
+      html(f, s->api);
+      fprintf(f, " site %zu, m=%" PRIu64 " n=%" PRIu64 " k=%" PRIu64 ": kernels ", s->id, s->m,
+              s->n, s->k);
+      for (size_t k = 0; k < s->n_kernels; k++) {
+        fputs(k ? ", <code>" : "<code>", f);
+        html(f, s->kernels[k].name);
+        fputs("</code>", f);
+      }
+      if (!s->elig.efficient) {
+        fputs(" &mdash; ", f);
+        html(f, s->elig.reason);
+      }
+      fputs("</li>\n", f);
+    }
+    fputs("</ul>\n", f);
+  }
+  const cJSON *n;
+  cJSON_ArrayForEach(n, t->cupti_notes) {
+    fputs("<p class=\"muted\">", f);
+    html(f, n->valuestring);
+    fputs("</p>\n", f);
+  }
+  fputs("</section>\n", f);
+}
+
+static void findings(const mpprof_model *m, FILE *f) {
+  fputs("<section id=\"findings\"><h2>Findings</h2>\n", f);
+  if (!m->n_findings)
+    fputs("<p>Nothing to report.</p>\n", f);
+  else
+    fputs("<ol>\n", f);
+  for (size_t i = 0; i < m->n_findings; i++) {
+    const mpprof_finding *x = &m->findings[i];
+    fprintf(f, "<li class=\"finding\"><span class=\"sev %s\">%s</span> ", x->severity, x->severity);
+    html(f, x->message);
+    fputs("<br><b>Action:</b> ", f);
+    html(f, x->action);
+    char *ev = x->evidence ? cJSON_Print(x->evidence) : NULL;
+    if (ev && strcmp(ev, "{\n}") && strcmp(ev, "{}")) {
+      fputs("<details><summary>evidence</summary><pre>", f);
+      html(f, ev);
+      fputs("</pre></details>", f);
+    }
+    free(ev);
+    fputs("</li>\n", f);
+  }
+  if (m->n_findings) fputs("</ol>\n", f);
+  fputs("</section>\n", f);
+}
+
+/* Layers by impact: GPU time, then values. */
+static const mpprof_model *g_m;
+static int impact_cmp(const void *a, const void *b) {
+  const mpprof_layer *x = &g_m->layers[*(const size_t *)a], *y = &g_m->layers[*(const size_t *)b];
+  uint64_t gx = x->has_gpu_ns ? x->gpu_ns : x->kernel_ns,
+           gy = y->has_gpu_ns ? y->gpu_ns : y->kernel_ns;
+  if (gx != gy) return gx > gy ? -1 : 1;
+  if (x->elements != y->elements) return x->elements > y->elements ? -1 : 1;
+  return x < y ? -1 : x > y;
+}
+
+static void num_cell(FILE *f, double v, const char *fmt) {
+  fprintf(f, "<td class=\"n\" data-v=\"%.17g\">", v);
+  fprintf(f, fmt, v);
+  fputs("</td>", f);
+}
+
+static void layer_table(const mpprof_model *m, const size_t *order, const bool *charted, FILE *f) {
+  fputs("<section id=\"layers\"><h2>Layers</h2>\n", f);
+  if (!m->n_layers) {
+    fputs("<p>No layers.</p></section>\n", f);
+    return;
+  }
+  size_t rows = m->n_layers < MAX_TABLE_ROWS ? m->n_layers : MAX_TABLE_ROWS;
+  fputs("<p><label>Filter by name <input id=\"filter\" type=\"search\"></label> <label>"
+        "Recommended <select id=\"rec\"><option value=\"\">any</option>",
+        f);
+  for (int r = 0; r < MP_REC_COUNT; r++)
+    fprintf(f, "<option>%s</option>", mp_recommendation_name((mp_recommendation)r));
+  fprintf(f,
+          "<option>unknown</option></select></label> <span id=\"shown\">%zu</span> of %zu "
+          "rows shown%s. Click a column header to sort.</p>\n",
+          rows, rows,
+          rows < m->n_layers ? " (the layers with the most GPU time; layers.csv has all)" : "");
+  fputs("<table id=\"layer-table\"><thead><tr><th>Layer</th><th>Phase</th><th>Calls</th>"
+        "<th>GPU ms</th><th>Dtypes</th><th>Recommended</th><th>Loss scale (log2)</th>"
+        "<th>fp16 overflow %</th><th>fp16 underflow %</th><th>bf16 overflow %</th>"
+        "<th>bf16 underflow %</th><th>fp8 e4m3 fwd</th><th>fp8 e5m2 grad</th>"
+        "<th>TC eligible</th><th>TC used</th></tr></thead><tbody>\n",
+        f);
+  for (size_t r = 0; r < rows; r++) {
+    size_t i = order[r];
+    const mpprof_layer *l = &m->layers[i];
+    const mpprof_layer_advice *a = &l->adv;
+    fprintf(f, "<tr data-rec=\"%s\"><td>", rec_name(l));
+    if (charted[i]) fprintf(f, "<a href=\"#layer-%zu\">", i);
+    html(f, layer_label(l));
+    if (charted[i]) fputs("</a>", f);
+    fprintf(f, "</td><td>%s</td>", phase_of(l));
+    num_cell(f, (double)l->calls, "%.0f");
+    if (l->has_gpu_ns)
+      num_cell(f, (double)l->gpu_ns / 1e6, "%.3f");
+    else
+      fputs("<td class=\"n\" data-v=\"-1\"></td>", f);
+    char *dt = mpprof_layer_dtypes(m, l);
+    fputs("<td>", f);
+    html(f, dt);
+    free(dt);
+    fprintf(f, "</td><td class=\"rec %s\">%s</td>", rec_name(l), rec_name(l));
+    if (a->has_window)
+      fprintf(f, "<td data-v=\"%d\">[%d, %d]</td>", a->window_lo, a->window_lo, a->window_hi);
+    else
+      fputs("<td data-v=\"-1000\"></td>", f);
+    num_cell(f, l->fp16_overflow_pct, "%.3g");
+    num_cell(f, l->fp16_underflow_pct, "%.3g");
+    num_cell(f, l->bf16_overflow_pct, "%.3g");
+    num_cell(f, l->bf16_underflow_pct, "%.3g");
+    fprintf(f, "<td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", tri(a->fp8_e4m3_fits),
+            tri(a->fp8_e5m2_fits), tri(l->tc_eligible), tri(l->tc_used));
+  }
+  fputs("</tbody></table></section>\n", f);
+}
+
+static int charts(const mpprof_model *m, const size_t *order, const bool *charted, FILE *f) {
+  fputs("<section id=\"charts\"><h2>Exponent histograms</h2>\n", f);
+  size_t n = 0;
+  for (size_t i = 0; i < m->n_layers; i++)
+    n += charted[i];
+  if (!n) {
+    fputs("<p>No scanned values.</p></section>\n", f);
+    return 0;
+  }
+  fprintf(f,
+          "<p>Per layer: values per binade floor(log2|x|), log scale; "
+          "<span class=\"sw\" style=\"background:#1f77b4\"></span>forward tensors "
+          "<span class=\"sw\" style=\"background:#d62728\"></span>gradients. Shaded: the fp16 "
+          "range (darker: normal, lighter: subnormal). Strips under the axis, top to bottom: "
+          "<span class=\"sw\" style=\"background:#50aa50\"></span>fp16 "
+          "<span class=\"sw\" style=\"background:#5a78c8\"></span>bf16 "
+          "<span class=\"sw\" style=\"background:#f09628\"></span>fp8 e4m3 "
+          "<span class=\"sw\" style=\"background:#965abe\"></span>fp8 e5m2 (unscaled). "
+          "<span class=\"sw\" style=\"background:#eb7878\"></span>band above: the gradient "
+          "binades fp16 holds at the layer's loss scale.%s</p>\n",
+          n < m->n_layers ? " Charts for the layers with the most GPU time or values only." : "");
+  for (size_t r = 0; r < m->n_layers; r++) {
+    size_t i = order[r];
+    if (!charted[i]) continue;
+    const mpprof_layer *l = &m->layers[i];
+    unsigned char *png = NULL;
+    size_t len = 0;
+    if (mpprof_layer_chart_png(m, l, &png, &len)) return -1;
+    fprintf(f, "<div class=\"layer\" id=\"layer-%zu\"><h3>", i);
+    html(f, layer_label(l));
+    fprintf(f, " &mdash; <span class=\"rec %s\">%s</span>", rec_name(l), rec_name(l));
+    if (l->adv.has_window)
+      fprintf(f, ", loss scale window [2<sup>%d</sup>, 2<sup>%d</sup>], band at 2<sup>%d</sup>",
+              l->adv.window_lo, l->adv.window_hi, mpprof_chart_scale(m, l));
+    fputs("</h3>\n<img width=\"720\" height=\"230\" alt=\"exponent histogram of ", f);
+    html(f, layer_label(l));
+    fputs("\" src=\"data:image/png;base64,", f);
+    base64(f, png, len);
+    free(png);
+    fputs("\">\n<ul>", f);
+    const cJSON *rs;
+    cJSON_ArrayForEach(rs, l->adv.reasons) {
+      fputs("<li>", f);
+      html(f, rs->valuestring);
+      fputs("</li>", f);
+    }
+    fputs("</ul></div>\n", f);
+  }
+  fputs("</section>\n", f);
+  return 0;
+}
+
+static void processes(const mpprof_model *m, FILE *f) {
+  fputs("<section id=\"processes\"><h2>Processes</h2>\n", f);
+  if (m->n_procs) {
+    fputs("<table><thead><tr><th>File</th><th>Host</th><th>PID</th><th>Rank</th><th>Device</th>"
+          "<th>CUPTI</th><th>Calls</th><th>Final</th><th>Command</th></tr></thead><tbody>\n",
+          f);
+    for (size_t i = 0; i < m->n_procs; i++) {
+      const mpprof_process *p = &m->procs[i];
+      fputs("<tr><td>", f);
+      html(f, p->file);
+      fputs("</td><td>", f);
+      html(f, p->host);
+      fprintf(f, "</td><td>%" PRId64 "</td><td>", p->pid);
+      if (p->has_rank) fprintf(f, "%" PRId64, p->rank);
+      fputs("</td><td>", f);
+      html(f, p->device_name ? p->device_name : "none");
+      fputs("</td><td>", f);
+      html(f, p->cupti_status);
+      fprintf(f, "</td><td class=\"n\">%" PRIu64 "</td><td>%s</td><td><code>", p->calls,
+              p->final ? "yes" : "no (checkpoint)");
+      const cJSON *a;
+      bool first = true;
+      cJSON_ArrayForEach(a, p->argv) if (cJSON_IsString(a)) {
+        if (!first) fputc(' ', f);
+        html(f, a->valuestring);
+        first = false;
+      }
+      fputs("</code></td></tr>\n", f);
+    }
+    fputs("</tbody></table>\n", f);
+  } else {
+    fputs("<p>None.</p>\n", f);
+  }
+  if (m->n_skipped) {
+    fputs("<h3>Skipped raw files</h3><ul>\n", f);
+    for (size_t i = 0; i < m->n_skipped; i++) {
+      fputs("<li><code>", f);
+      html(f, m->skipped[i].file);
+      fputs("</code>: ", f);
+      html(f, m->skipped[i].reason);
+      fputs("</li>\n", f);
+    }
+    fputs("</ul>\n", f);
+  }
+  fputs("</section>\n", f);
+}
+
+static int write_page(const mpprof_model *m, FILE *f) {
+  size_t n = m->n_layers;
+  size_t *order = malloc((n ? n : 1) * sizeof *order);
+  bool *charted = calloc(n ? n : 1, sizeof *charted);
+  if (!order || !charted) {
+    free(order);
+    free(charted);
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++)
+    order[i] = i;
+  g_m = m;
+  qsort(order, n, sizeof *order, impact_cmp);
+  for (size_t r = 0, c = 0; r < n && c < MAX_CHARTS; r++) {
+    const mpprof_layer *l = &m->layers[order[r]];
+    bool values = false;
+    for (size_t t = 0; t < l->n_tensors; t++)
+      values |= l->tensors[t].has_values;
+    if (values) charted[order[r]] = true, c++;
+  }
+  fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src "
+        "data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        "<title>mpprof report</title>\n<script>",
+        f);
+  fputs(early_js, f);
+  fprintf(f, "</script>\n<style>%s</style></head><body>\n<h1>mpprof report</h1>\n", css);
+  summary(m, f);
+  tensor_cores(m, f);
+  findings(m, f);
+  layer_table(m, order, charted, f);
+  int rc = charts(m, order, charted, f);
+  processes(m, f);
+  fprintf(f, "<script>%s</script>\n</body></html>\n", table_js);
+  free(order);
+  free(charted);
+  return rc;
+}
+
+int mpprof_write_report_html(const mpprof_model *m, const char *path) {
+  mpprof_afile a;
+  if (mpprof_afile_open(&a, path)) return -1;
+  if (write_page(m, a.f)) {
+    mpprof_afile_close(&a, false);
+    errno = ENOMEM;
+    return -1;
+  }
+  return mpprof_afile_close(&a, true);
+}

@@ -1,0 +1,566 @@
+/* The report from hand-made raw files: merging across processes and ranks,
+ * layer phases and verdicts, the global loss scale, Tensor Core facts, bad
+ * input files, empty runs, CSV quoting and the Chrome trace. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rawgen.h"
+#include "report/report.h"
+#include "report/report_internal.h"
+
+static const rg_proc P0 = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
+static const rg_proc P1 = {"node02", 200, 1, 1, true, "ok", "9.0", "./train"};
+
+static cJSON *report_of(const char *dir) {
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+  cJSON *r = rg_read_json(dir, "report.json");
+  assert_non_null(r);
+  return r;
+}
+
+static cJSON *get(const cJSON *o, const char *path) {
+  /* "a.b.c" */
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", path);
+  const cJSON *cur = o;
+  for (char *save = NULL, *k = strtok_r(buf, ".", &save); k && cur; k = strtok_r(NULL, ".", &save))
+    cur = cJSON_GetObjectItemCaseSensitive(cur, k);
+  return (cJSON *)cur;
+}
+
+static cJSON *layer(const cJSON *rep, const char *name) {
+  const cJSON *l;
+  cJSON_ArrayForEach(l, get(rep, "layers")) {
+    if (!strcmp(get(l, "name")->valuestring, name)) return (cJSON *)l;
+  }
+  fail_msg("no layer %s", name);
+  return NULL;
+}
+
+static const char *recommended(const cJSON *rep, const char *name) {
+  const cJSON *r = get(layer(rep, name), "advice.recommended");
+  return cJSON_IsString(r) ? r->valuestring : "null";
+}
+
+static bool has_finding(const cJSON *rep, const char *kind, const char *layer_name) {
+  const cJSON *f;
+  cJSON_ArrayForEach(f, get(rep, "findings")) {
+    const cJSON *l = get(f, "layer");
+    if (!strcmp(get(f, "kind")->valuestring, kind) &&
+        (!layer_name || (cJSON_IsString(l) && !strcmp(l->valuestring, layer_name))))
+      return true;
+  }
+  return false;
+}
+
+/* A forward GEMM with fp16 inputs in [2^-8, 2^4] and output magnitudes [2^lo, 2^hi]. */
+static cJSON *fwd_site(int id, const char *layer_path, double lo, double hi) {
+  cJSON *s = rg_gemm(id, "cublasGemmEx", layer_path, "A=fp16,B=fp16,C=fp32,D=fp32", "32F",
+                     "DEFAULT", 64, 64, 64, 10);
+  rg_tensor(s, "A", MP_FP16, -8, 4, 200);
+  rg_tensor(s, "B", MP_FP16, -8, 4, 200);
+  rg_tensor(s, "D", MP_FP32, lo, hi, 400);
+  return s;
+}
+
+/* A backward GEMM whose output (a gradient) spans [2^lo, 2^hi]. */
+static cJSON *bwd_site(int id, const char *layer_path, double lo, double hi) {
+  cJSON *s = rg_gemm(id, "cublasGemmEx", layer_path, "A=fp16,B=fp16,C=fp32,D=fp32", "32F",
+                     "DEFAULT", 64, 64, 64, 10);
+  rg_tensor(s, "A", MP_FP16, -8, 4, 100);
+  rg_tensor(s, "D", MP_FP32, lo, hi, 400);
+  return s;
+}
+
+/* ---- merging ---- */
+
+static void sites_with_the_same_key_merge_across_ranks(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("merge");
+  rg_file r;
+  for (int p = 0; p < 2; p++) {
+    assert_int_equal(rg_begin(&r, dir, p ? "node02-200.json" : "node01-100.json", p ? &P1 : &P0),
+                     0);
+    rg_site_end(&r, fwd_site(7, "net/fc1/fwd", -4, 4 + p)); /* same key, different values */
+    if (p) rg_site_end(&r, fwd_site(8, "net/fc2/fwd", -4, 4));
+    assert_int_equal(rg_end(&r), 0);
+  }
+  cJSON *rep = report_of(dir);
+  assert_int_equal(cJSON_GetArraySize(get(rep, "sites")), 2);
+  assert_int_equal(cJSON_GetArraySize(get(rep, "processes")), 2);
+  const cJSON *s = cJSON_GetArrayItem(get(rep, "sites"), 0);
+  assert_string_equal(get(s, "layer")->valuestring, "net/fc1/fwd");
+  assert_int_equal(get(s, "calls")->valuedouble, 20);
+  assert_int_equal(get(s, "ranks.0")->valuedouble, 10);
+  assert_int_equal(get(s, "ranks.1")->valuedouble, 10);
+  assert_int_equal(get(s, "tensors.D.count")->valuedouble, 800);
+  assert_true(get(s, "tensors.D.absmax")->valuedouble == 32.0); /* max over ranks: 2^5 */
+  const cJSON *s2 = cJSON_GetArrayItem(get(rep, "sites"), 1);
+  assert_int_equal(get(s2, "calls")->valuedouble, 10);
+  assert_null(get(s2, "ranks.0"));
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+static void sites_that_differ_in_dtype_stay_apart(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("dtype");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &P0);
+  rg_site_end(&r, rg_gemm(0, "cublasGemmEx", "l/fwd", "A=fp16,B=fp16,D=fp32", "32F", "DEFAULT", 8,
+                          8, 8, 1));
+  rg_site_end(&r, rg_gemm(1, "cublasGemmEx", "l/fwd", "A=bf16,B=bf16,D=fp32", "32F", "DEFAULT", 8,
+                          8, 8, 1));
+  rg_end(&r);
+  cJSON *rep = report_of(dir);
+  assert_int_equal(cJSON_GetArraySize(get(rep, "sites")), 2);
+  assert_int_equal(cJSON_GetArraySize(get(rep, "layers")), 1);
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+static void the_same_process_read_twice_is_counted_once(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("dup");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &P0);
+  rg_site_end(&r, fwd_site(0, "l/fwd", -4, 4));
+  rg_end(&r);
+  rg_begin(&r, dir, "b.json", &P0);
+  rg_site_end(&r, fwd_site(0, "l/fwd", -4, 4));
+  rg_end(&r);
+  cJSON *rep = report_of(dir);
+  assert_int_equal(get(rep, "summary.calls")->valuedouble, 10);
+  assert_int_equal(cJSON_GetArraySize(get(rep, "skipped_files")), 1);
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+/* ---- phases and layers ---- */
+
+static void phase_markers_split_nvtx_paths(void **state) {
+  (void)state;
+  mpprof_phase_rules r;
+  mpprof_phase_rules_default(&r);
+  struct {
+    const char *path, *layer;
+    mpprof_phase phase;
+  } cases[] = {
+      {"mlp/fc1/fwd", "mlp/fc1", MPPROF_PHASE_FORWARD},
+      {"mlp/fc1/bwd", "mlp/fc1", MPPROF_PHASE_BACKWARD},
+      {"forward/encoder/attn", "encoder/attn", MPPROF_PHASE_FORWARD},
+      {"step/AddmmBackward0", "step/AddmmBackward0", MPPROF_PHASE_BACKWARD},
+      {"fc2_backward", "fc2", MPPROF_PHASE_BACKWARD},
+      {"optimizer_step", "step", MPPROF_PHASE_OPTIMIZER},
+      {"train/steps/fc1", "train/steps/fc1", MPPROF_PHASE_UNKNOWN},
+      {"forwarder/x", "forwarder/x", MPPROF_PHASE_UNKNOWN},
+      {"", "", MPPROF_PHASE_UNKNOWN},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char *layer_name = NULL;
+    mpprof_phase p = mpprof_phase_of(&r, cases[i].path, &layer_name);
+    assert_string_equal(layer_name, cases[i].layer);
+    assert_int_equal(p, cases[i].phase);
+    free(layer_name);
+  }
+  mpprof_phase_rules_free(&r);
+}
+
+static void phase_markers_come_from_the_environment(void **state) {
+  (void)state;
+  setenv("MPPROF_PHASE_BACKWARD", "grad_pass", 1);
+  mpprof_phase_rules r;
+  mpprof_phase_rules_default(&r);
+  unsetenv("MPPROF_PHASE_BACKWARD");
+  char *l = NULL;
+  assert_int_equal(mpprof_phase_of(&r, "fc1/grad_pass", &l), MPPROF_PHASE_BACKWARD);
+  assert_string_equal(l, "fc1");
+  free(l);
+  assert_int_equal(mpprof_phase_of(&r, "fc1/bwd", &l), MPPROF_PHASE_UNKNOWN);
+  free(l);
+  mpprof_phase_rules_free(&r);
+}
+
+/* ---- verdicts ---- */
+
+/* fc1: safe forward, gradients below fp16 (need a loss scale); fc2: forward
+ * output beyond fp16 max; fc3: everything fits; fc4: beyond bf16. */
+static char *mlp_like_run(void) {
+  char *dir = rg_tmpdir("verdict");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_site_end(&r, fwd_site(0, "mlp/fc1/fwd", -6, 6));
+  rg_site_end(&r, bwd_site(1, "mlp/fc1/bwd", -34, -20));
+  rg_site_end(&r, fwd_site(2, "mlp/fc2/fwd", 8, 18));
+  rg_site_end(&r, bwd_site(3, "mlp/fc2/bwd", -10, -2));
+  rg_site_end(&r, fwd_site(4, "mlp/fc3/fwd", -6, 6));
+  rg_site_end(&r, bwd_site(5, "mlp/fc3/bwd", -12, 0));
+  cJSON *s = rg_gemm(6, "cublasSgemm_v2", "mlp/fc4/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
+                     "DEFAULT", 64, 64, 64, 4);
+  rg_tensor(s, "A", MP_FP32, -4, 4, 100);
+  /* bf16 overflows from 3.3961e38 (halfway above its max 3.3895e38); fp32 holds up to 3.4028e38 */
+  const double huge[] = {3.4e38, -3.4e38, 1.0, 2.0, 1e30, -1e30};
+  rg_tensor_values(s, "D", MP_FP32, huge, 6);
+  rg_site_end(&r, s);
+  rg_end(&r);
+  return dir;
+}
+
+static void forward_overflow_keeps_a_layer_out_of_fp16(void **state) {
+  (void)state;
+  char *dir = mlp_like_run();
+  cJSON *rep = report_of(dir);
+  assert_string_equal(recommended(rep, "mlp/fc2"), "bf16");
+  assert_true(has_finding(rep, "fp16_overflow", "mlp/fc2"));
+  assert_true(get(layer(rep, "mlp/fc2"), "percent.fp16_overflow")->valuedouble > 0);
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+static void underflowing_gradients_get_a_loss_scale_window(void **state) {
+  (void)state;
+  char *dir = mlp_like_run();
+  cJSON *rep = report_of(dir);
+  const cJSON *l = layer(rep, "mlp/fc1");
+  assert_string_equal(recommended(rep, "mlp/fc1"), "fp16_loss_scale");
+  const cJSON *w = get(l, "advice.loss_scale_log2");
+  assert_int_equal(cJSON_GetArraySize(w), 2);
+  int lo = (int)cJSON_GetArrayItem(w, 0)->valuedouble,
+      hi = (int)cJSON_GetArrayItem(w, 1)->valuedouble;
+  /* smallest gradient 2^-34 must reach fp16's subnormal range (>= 2^-24): scale >= 2^10;
+   * largest 2^-20 must stay below 65520 (~2^16): scale <= 2^35, capped at 2^32 */
+  assert_true(lo >= 9 && lo <= 11);
+  assert_true(hi >= 32);
+  assert_true(has_finding(rep, "gradient_underflow", "mlp/fc1"));
+  assert_string_equal(get(l, "phase")->valuestring, "mixed");
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+static void values_inside_fp16_give_fp16(void **state) {
+  (void)state;
+  char *dir = mlp_like_run();
+  cJSON *rep = report_of(dir);
+  assert_string_equal(recommended(rep, "mlp/fc3"), "fp16");
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+static void values_beyond_bf16_keep_fp32(void **state) {
+  (void)state;
+  char *dir = mlp_like_run();
+  cJSON *rep = report_of(dir);
+  assert_string_equal(recommended(rep, "mlp/fc4"), "fp32");
+  assert_true(has_finding(rep, "bf16_unsafe", "mlp/fc4"));
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+static void tiny_forward_values_are_not_rescued_by_a_loss_scale(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("fwdunder");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &P0);
+  rg_site_end(&r, fwd_site(0, "tiny/fwd", -40, -30));
+  rg_end(&r);
+  cJSON *rep = report_of(dir);
+  assert_string_equal(recommended(rep, "tiny"), "bf16");
+  assert_true(has_finding(rep, "fp16_forward_underflow", "tiny"));
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+static void global_loss_scale_is_the_intersection_of_layer_windows(void **state) {
+  (void)state;
+  char *dir = mlp_like_run();
+  cJSON *rep = report_of(dir);
+  const cJSON *g = get(rep, "loss_scale");
+  const cJSON *w = get(g, "window_log2");
+  const cJSON *l1 = get(layer(rep, "mlp/fc1"), "advice.loss_scale_log2");
+  const cJSON *l3 = get(layer(rep, "mlp/fc3"), "advice.loss_scale_log2");
+  double lo = fmax(cJSON_GetArrayItem(l1, 0)->valuedouble, cJSON_GetArrayItem(l3, 0)->valuedouble);
+  double hi = fmin(cJSON_GetArrayItem(l1, 1)->valuedouble, cJSON_GetArrayItem(l3, 1)->valuedouble);
+  assert_true(cJSON_GetArrayItem(w, 0)->valuedouble == lo);
+  assert_true(cJSON_GetArrayItem(w, 1)->valuedouble == hi);
+  double rec = get(g, "recommended_log2")->valuedouble;
+  assert_true(rec >= lo && rec <= hi);
+  assert_true(cJSON_IsTrue(get(g, "needed")));
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+static void conflicting_windows_name_the_layers_that_empty_the_intersection(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("conflict");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &P0);
+  rg_site_end(&r, fwd_site(0, "small/fwd", -4, 4));
+  rg_site_end(&r, bwd_site(1, "small/bwd", -36, -30)); /* needs scale >= 2^12 */
+  rg_site_end(&r, fwd_site(2, "large/fwd", -4, 4));
+  rg_site_end(&r, bwd_site(3, "large/bwd", -12, 12)); /* scale <= 2^3 */
+  rg_site_end(&r, fwd_site(4, "mid/fwd", -4, 4));
+  rg_site_end(&r, bwd_site(5, "mid/bwd", -10, -2));
+  rg_end(&r);
+  cJSON *rep = report_of(dir);
+  const cJSON *g = get(rep, "loss_scale");
+  assert_true(cJSON_IsNull(get(g, "window_log2")));
+  assert_true(cJSON_IsNull(get(g, "recommended_log2")));
+  char *lim = cJSON_PrintUnformatted(get(g, "limited_by"));
+  assert_non_null(strstr(lim, "\"small\""));
+  assert_non_null(strstr(lim, "\"large\""));
+  assert_null(strstr(lim, "\"mid\""));
+  free(lim);
+  assert_true(has_finding(rep, "loss_scale_conflict", NULL));
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+static void fp8_fit_is_reported_per_direction(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("fp8");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &P0);
+  rg_site_end(&r, fwd_site(0, "narrow/fwd", -2, 3)); /* a few binades: e4m3 fits */
+  rg_site_end(&r, bwd_site(1, "narrow/bwd", -12, -6));
+  rg_site_end(&r, fwd_site(2, "wide/fwd", -30, 10)); /* 40 binades: e4m3 (18) cannot */
+  rg_end(&r);
+  cJSON *rep = report_of(dir);
+  assert_true(cJSON_IsTrue(get(layer(rep, "narrow"), "advice.fp8_e4m3.fits")));
+  assert_true(cJSON_IsTrue(get(layer(rep, "narrow"), "advice.fp8_e5m2.fits")));
+  assert_true(cJSON_IsFalse(get(layer(rep, "wide"), "advice.fp8_e4m3.fits")));
+  assert_true(cJSON_IsNull(get(layer(rep, "wide"), "advice.fp8_e5m2.fits")));
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+/* ---- Tensor Cores ---- */
+
+static void kernels_decide_tensor_core_use_and_eligible_misses_are_findings(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("tc");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &P0);
+  cJSON *s = fwd_site(0, "on/fwd", -4, 4);
+  rg_kernel(s, "nvjet_hsh_128x64_64x4_1x2_h_bz_coopA_NNT", 10, 3000);
+  rg_site_end(&r, s);
+  s = fwd_site(1, "off/fwd", -4, 4);
+  rg_kernel(s,
+            "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_"
+            "ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+            10, 1000);
+  rg_site_end(&r, s);
+  rg_end(&r);
+  cJSON *rep = report_of(dir);
+  const cJSON *tc = get(rep, "tensor_cores");
+  assert_true(cJSON_IsTrue(get(tc, "kernel_data")));
+  assert_true(get(tc, "tensor_core_share")->valuedouble == 0.75);
+  assert_true(cJSON_IsTrue(get(layer(rep, "on"), "tc_used")));
+  assert_true(cJSON_IsFalse(get(layer(rep, "off"), "tc_used")));
+  assert_string_equal(get(layer(rep, "on"), "tc_source")->valuestring, "name");
+  assert_int_equal(cJSON_GetArraySize(get(tc, "eligible_not_used")), 1);
+  assert_true(has_finding(rep, "tensor_cores_not_used", "off"));
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+static void without_kernel_data_numerics_are_still_reported(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("nocupti");
+  rg_proc p = P0;
+  p.cupti = "held_by_other_subscriber";
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &p);
+  rg_site_end(&r, fwd_site(0, "x/fwd", -4, 4));
+  rg_end(&r);
+  cJSON *rep = report_of(dir);
+  assert_true(cJSON_IsFalse(get(rep, "tensor_cores.kernel_data")));
+  assert_true(cJSON_IsNull(get(layer(rep, "x"), "tc_used")));
+  assert_string_equal(recommended(rep, "x"), "fp16");
+  assert_true(has_finding(rep, "no_kernel_data", NULL));
+  char *notes = cJSON_PrintUnformatted(get(rep, "tensor_cores.notes"));
+  assert_non_null(strstr(notes, "another tool"));
+  free(notes);
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+static void fp32_gemms_without_tf32_are_a_finding(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("tf32");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &P0);
+  rg_site_end(&r, rg_gemm(0, "cublasSgemm_v2", "a/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
+                          "DEFAULT", 64, 64, 64, 3));
+  rg_site_end(&r, rg_gemm(1, "cublasSgemm_v2", "b/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
+                          "TF32_TENSOR_OP", 64, 64, 64, 3));
+  rg_end(&r);
+  cJSON *rep = report_of(dir);
+  assert_true(has_finding(rep, "fp32_without_tf32", NULL));
+  const cJSON *f;
+  cJSON_ArrayForEach(f, get(rep, "findings")) {
+    if (strcmp(get(f, "kind")->valuestring, "fp32_without_tf32")) continue;
+    assert_int_equal(cJSON_GetArraySize(get(f, "evidence.sites")), 1);
+  }
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+/* ---- bad input ---- */
+
+static void bad_raw_files_are_skipped_and_listed(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("bad");
+  rg_file r;
+  rg_begin(&r, dir, "good.json", &P0);
+  rg_site_end(&r, fwd_site(0, "ok/fwd", -4, 4));
+  rg_end(&r);
+  size_t len = 0;
+  char *raw = rg_read_text(dir, "raw/good.json", &len);
+  rg_write_text(dir, "truncated.json", raw, len / 2);
+  char *corrupt = strdup(raw);
+  corrupt[len / 3] = '#';
+  rg_write_text(dir, "corrupt.json", corrupt, len);
+  const char *foreign = "{\"traceEvents\": []}";
+  rg_write_text(dir, "foreign.json", foreign, strlen(foreign));
+  char *v2 = strdup(raw);
+  memcpy(strstr(v2, "mpprof.raw/1"), "mpprof.raw/2", 12);
+  rg_write_text(dir, "newer.json", v2, len);
+  rg_write_text(dir, "empty.json", "", 0);
+  const char bin[] = "\x89PNG\r\n\x1a\n\0\0";
+  rg_write_text(dir, "binary.json", bin, sizeof bin - 1);
+  char *badstats = strdup(raw);
+  char *cnt = strstr(badstats, "\"count\":400");
+  assert_non_null(cnt);
+  memcpy(cnt, "\"count\":401", 11); /* histogram no longer sums to count */
+  rg_write_text(dir, "badstats.json", badstats, len);
+  cJSON *rep = report_of(dir);
+  const cJSON *sk = get(rep, "skipped_files");
+  assert_int_equal(cJSON_GetArraySize(sk), 7);
+  const char *expect[][2] = {{"badstats.json", "sites[0]"},
+                             {"binary.json", "not valid JSON"},
+                             {"corrupt.json", "JSON"},
+                             {"empty.json", "empty"},
+                             {"foreign.json", "not an mpprof raw file"},
+                             {"newer.json", "mpprof.raw/2"},
+                             {"truncated.json", "truncated"}};
+  for (int i = 0; i < 7; i++) {
+    const cJSON *e = cJSON_GetArrayItem(sk, i);
+    assert_string_equal(get(e, "file")->valuestring, expect[i][0]);
+    assert_non_null(strstr(get(e, "reason")->valuestring, expect[i][1]));
+  }
+  assert_int_equal(cJSON_GetArraySize(get(rep, "processes")), 1);
+  assert_string_equal(recommended(rep, "ok"), "fp16");
+  assert_true(cJSON_IsTrue(get(rep, "incomplete")));
+  assert_true(has_finding(rep, "skipped_files", NULL));
+  cJSON_Delete(rep);
+  free(raw);
+  free(corrupt);
+  free(v2);
+  free(badstats);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+static void a_checkpoint_file_marks_the_report_incomplete(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("ckpt");
+  rg_proc p = P0;
+  p.final = false;
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &p);
+  rg_site_end(&r, fwd_site(0, "x/fwd", -4, 4));
+  rg_end(&r);
+  cJSON *rep = report_of(dir);
+  assert_true(cJSON_IsTrue(get(rep, "incomplete")));
+  assert_true(cJSON_IsFalse(get(cJSON_GetArrayItem(get(rep, "processes"), 0), "final")));
+  assert_true(has_finding(rep, "incomplete_process", NULL));
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+static void a_run_without_cuda_ops_says_so(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("empty");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &P0);
+  rg_end(&r);
+  cJSON *rep = report_of(dir);
+  assert_true(cJSON_IsTrue(get(rep, "summary.no_cuda_ops")));
+  assert_non_null(strstr(get(rep, "summary.message")->valuestring, "no CUDA"));
+  assert_int_equal(cJSON_GetArraySize(get(rep, "layers")), 0);
+  assert_true(has_finding(rep, "no_cuda_ops", NULL));
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(strstr(html, "no CUDA matrix calls"));
+  free(html);
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+static void an_empty_raw_directory_gives_an_empty_report(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("noraw");
+  cJSON *rep = report_of(dir);
+  assert_int_equal(get(rep, "summary.processes")->valuedouble, 0);
+  assert_non_null(strstr(get(rep, "summary.message")->valuestring, "nothing was profiled"));
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+static void a_missing_raw_directory_is_an_error(void **state) {
+  (void)state;
+  mpprof_report_options o = {
+      .out_dir = "/nonexistent/mpprof-out", .program = NULL, .summary = NULL};
+  assert_int_equal(mpprof_report_generate(&o), -1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(sites_with_the_same_key_merge_across_ranks),
+      cmocka_unit_test(sites_that_differ_in_dtype_stay_apart),
+      cmocka_unit_test(the_same_process_read_twice_is_counted_once),
+      cmocka_unit_test(phase_markers_split_nvtx_paths),
+      cmocka_unit_test(phase_markers_come_from_the_environment),
+      cmocka_unit_test(forward_overflow_keeps_a_layer_out_of_fp16),
+      cmocka_unit_test(underflowing_gradients_get_a_loss_scale_window),
+      cmocka_unit_test(values_inside_fp16_give_fp16),
+      cmocka_unit_test(values_beyond_bf16_keep_fp32),
+      cmocka_unit_test(tiny_forward_values_are_not_rescued_by_a_loss_scale),
+      cmocka_unit_test(global_loss_scale_is_the_intersection_of_layer_windows),
+      cmocka_unit_test(conflicting_windows_name_the_layers_that_empty_the_intersection),
+      cmocka_unit_test(fp8_fit_is_reported_per_direction),
+      cmocka_unit_test(kernels_decide_tensor_core_use_and_eligible_misses_are_findings),
+      cmocka_unit_test(without_kernel_data_numerics_are_still_reported),
+      cmocka_unit_test(fp32_gemms_without_tf32_are_a_finding),
+      cmocka_unit_test(bad_raw_files_are_skipped_and_listed),
+      cmocka_unit_test(a_checkpoint_file_marks_the_report_incomplete),
+      cmocka_unit_test(a_run_without_cuda_ops_says_so),
+      cmocka_unit_test(an_empty_raw_directory_gives_an_empty_report),
+      cmocka_unit_test(a_missing_raw_directory_is_an_error),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
