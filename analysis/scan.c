@@ -40,7 +40,6 @@ typedef struct src_info {
   /* outcome[t][e - lo]: the cast outcome shared by the whole binade, or
    * OUTCOME_BOUNDARY when the binade straddles one of t's thresholds. */
   uint8_t outcome[MP_TARGET_COUNT][SRC_MAX_BINS];
-  uint8_t boundary[SRC_MAX_BINS]; /* boundary binade for some target */
 } src_info;
 
 static src_info infos[MP_DTYPE_COUNT];
@@ -61,7 +60,6 @@ static void build_infos(void) {
         mp_cast_outcome a = mp_cast_classify(bottom, (mp_target)t);
         mp_cast_outcome b = mp_cast_classify(top, (mp_target)t);
         I->outcome[t][i] = a == b ? (uint8_t)a : OUTCOME_BOUNDARY;
-        if (a != b) I->boundary[i] = 1;
       }
     }
   }
@@ -113,13 +111,6 @@ static inline void acc_value(mp_stats *s, const src_info *I, double x, uint64_t 
     if (o == OUTCOME_BOUNDARY) o = (uint8_t)mp_cast_classify(x, (mp_target)t);
     s->casts[t][o] += c;
   }
-}
-
-/* Counts of values known to lie in ordinary binade e (index i = e - lo). */
-static void acc_binade(mp_stats *s, const src_info *I, int i, uint64_t c) {
-  s->exp_hist[i + I->lo - MP_HIST_MIN] += c;
-  for (int t = 0; t < MP_TARGET_COUNT; t++)
-    s->casts[t][I->outcome[t][i]] += c;
 }
 
 static void portable_run(mp_stats *s, const src_info *I, mp_dtype d, const void *p, uint64_t n) {
@@ -242,34 +233,62 @@ static void pattern_run(mp_stats *s, const src_info *I, mp_dtype d, pattern_coun
 /* ---- fp32, AVX2 ---------------------------------------------------------- */
 
 #ifdef MP_HAVE_X86
-/* Private accumulators of the fp32 fast path, folded into the record at the end. */
+/* For normal and zero fp32 values every cast outcome follows from a few
+ * integer compares of |x|'s bits with the targets' thresholds: the count above
+ * overflow_at, above flush_at and at or above subnormal_below. bf16's flush
+ * and subnormal limits lie below fp32's normal range, so those two are
+ * implied; ten compares remain. Subnormal, inf and NaN inputs are rare and
+ * take acc_value() with their whole vector. */
+enum {
+  TH_FP16_OVF,
+  TH_FP16_FLUSH,
+  TH_FP16_SUB,
+  TH_BF16_OVF,
+  TH_E4M3_OVF,
+  TH_E4M3_FLUSH,
+  TH_E4M3_SUB,
+  TH_E5M2_OVF,
+  TH_E5M2_FLUSH,
+  TH_E5M2_SUB,
+  TH_COUNT
+};
+
+/* Per target: index of its overflow, flush and subnormal thresholds (-1: implied). */
+static const int th_of[MP_TARGET_COUNT][3] = {
+    [MP_TGT_FP16] = {TH_FP16_OVF, TH_FP16_FLUSH, TH_FP16_SUB},
+    [MP_TGT_BF16] = {TH_BF16_OVF, -1, -1},
+    [MP_TGT_FP8_E4M3] = {TH_E4M3_OVF, TH_E4M3_FLUSH, TH_E4M3_SUB},
+    [MP_TGT_FP8_E5M2] = {TH_E5M2_OVF, TH_E5M2_FLUSH, TH_E5M2_SUB},
+};
+
+/* Indicator counts the vector loop keeps: the ten thresholds, then zeros and
+ * negatives, packed four to a vector of byte counters. */
+enum { IND_ZEROS = TH_COUNT, IND_NEGATIVES, IND_COUNT };
+
+#define F32_LANES 16 /* AVX-512; the AVX2 loop uses the first 8 */
+
 typedef struct f32_fast {
-  uint32_t sub[8][256]; /* per lane, indexed by the biased exponent */
-  uint64_t pending;     /* values counted in sub since the last fold */
-  uint64_t negatives;
-  int32_t key_min, key_max;  /* order-preserving integer keys of the values */
-  uint32_t abs_max, abs_min; /* |x| bits */
-  uint32_t slow_bitmap[8];   /* biased exponents handled by acc_value */
+  uint32_t sub[F32_LANES][256]; /* exponent counts per lane, indexed by the biased exponent */
+  uint32_t ind_lanes[IND_COUNT][F32_LANES]; /* AVX-512 indicator counts, per lane */
+  int32_t th_bits[TH_COUNT];
+  uint64_t vectors; /* vector lanes' worth of values in sub/ind_lanes since the last fold */
+  uint64_t values;  /* values that took the vector path */
+  uint64_t ind[IND_COUNT];
+  int32_t key_min[F32_LANES], key_max[F32_LANES]; /* order-preserving integer keys of x */
+  uint32_t abs_min_m1[F32_LANES]; /* |x| bits - 1: zeros wrap to the top and drop out */
+  int lanes;                      /* 8 (AVX2) or 16 (AVX-512) */
+  bool ok;
 } f32_fast;
 
-static void f32_fast_init(f32_fast *F, const src_info *I) {
-  memset(F, 0, sizeof *F);
-  F->key_min = INT32_MAX;
-  F->key_max = INT32_MIN;
-  F->abs_max = 0;
-  F->abs_min = UINT32_MAX;
-  /* Zeros and subnormals (0), inf and NaN (255), and boundary binades. */
-  F->slow_bitmap[0] |= 1u;
-  F->slow_bitmap[7] |= 1u << 31;
-  for (int E = 1; E <= 254; E++)
-    if (I->boundary[E - 127 - I->lo]) F->slow_bitmap[E >> 5] |= 1u << (E & 31);
-}
+/* Sub-histogram lanes take one count per vector; fold long before 2^32. */
+#define F32_FOLD_EVERY (1ull << 30)
+/* Byte counters take one count per vector. */
+#define F32_BLOCK_VECTORS 255
 
-static float key_to_float(int32_t k) {
-  uint32_t u = (uint32_t)(k < 0 ? k ^ 0x7fffffff : k);
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
+static uint32_t float_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
 }
 
 static float bits_to_float(uint32_t u) {
@@ -278,108 +297,280 @@ static float bits_to_float(uint32_t u) {
   return f;
 }
 
-static void f32_fast_fold(mp_stats *s, const src_info *I, f32_fast *F) {
+/* Bits b with "|x| > limit" <=> bits(|x|) > b for every fp32 |x|: the largest
+ * float <= limit (limits are exact floats here, but do not rely on it). */
+static int32_t gt_bits(double limit) {
+  float f = (float)limit;
+  if ((double)f > limit) f = nextafterf(f, 0.0f);
+  return (int32_t)float_bits(f);
+}
+
+static void f32_fast_init(f32_fast *F, int lanes) {
+  memset(F, 0, sizeof *F);
+  F->lanes = lanes;
+  for (int l = 0; l < F32_LANES; l++) {
+    F->key_min[l] = INT32_MAX;
+    F->key_max[l] = INT32_MIN;
+    F->abs_min_m1[l] = UINT32_MAX;
+  }
+  F->ok = true;
+  for (int t = 0; t < MP_TARGET_COUNT; t++) {
+    const mp_format *f = mp_format_of(mp_target_dtype((mp_target)t));
+    /* overflow: |x| >= overflow_at (or >): count |x| > the float just below. */
+    double ovf = f->overflow_strict ? f->overflow_at : nextafter(f->overflow_at, 0.0);
+    F->th_bits[th_of[t][0]] = gt_bits(ovf);
+    if (th_of[t][1] >= 0) {
+      F->th_bits[th_of[t][1]] = gt_bits(f->flush_at);
+      F->th_bits[th_of[t][2]] = gt_bits(nextafter(f->subnormal_below, 0.0));
+    } else if (f->subnormal_below > 0x1p-126) {
+      F->ok = false; /* an implied limit is not implied: not this path */
+    }
+  }
+}
+
+static void f32_fast_fold(mp_stats *s, f32_fast *F) {
   for (int E = 1; E <= 254; E++) {
     uint64_t c = 0;
-    for (int l = 0; l < 8; l++) {
+    for (int l = 0; l < F32_LANES; l++) {
       c += F->sub[l][E];
       F->sub[l][E] = 0;
     }
-    if (c) acc_binade(s, I, E - 127 - I->lo, c);
+    s->exp_hist[E - 127 - MP_HIST_MIN] += c;
   }
-  s->count += F->pending;
-  F->pending = 0;
+  for (int k = 0; k < IND_COUNT; k++)
+    for (int l = 0; l < F32_LANES; l++) {
+      F->ind[k] += F->ind_lanes[k][l];
+      F->ind_lanes[k][l] = 0;
+    }
+  F->values += F->vectors * (uint64_t)F->lanes;
+  F->vectors = 0;
 }
 
-static void f32_fast_finish(mp_stats *s, const src_info *I, f32_fast *F) {
-  f32_fast_fold(s, I, F);
-  s->negatives += F->negatives;
-  if (F->abs_min == UINT32_MAX) return; /* no value took the fast path */
-  double mn = key_to_float(F->key_min), mx = key_to_float(F->key_max);
-  /* Fast values are non-zero, so plain compares give the total order here. */
-  if (isnan(s->min) || mn < s->min) s->min = mn;
-  if (isnan(s->max) || mx > s->max) s->max = mx;
-  double amax = bits_to_float(F->abs_max), amin = bits_to_float(F->abs_min);
+static void f32_fast_finish(mp_stats *s, f32_fast *F) {
+  f32_fast_fold(s, F);
+  if (F->values == 0) return;
+  uint64_t zeros = F->ind[IND_ZEROS], nonzero = F->values - zeros;
+  s->count += F->values;
+  s->zeros += zeros;
+  s->negatives += F->ind[IND_NEGATIVES];
+  for (int t = 0; t < MP_TARGET_COUNT; t++) {
+    uint64_t over = F->ind[th_of[t][0]];
+    uint64_t above_flush = th_of[t][1] >= 0 ? F->ind[th_of[t][1]] : nonzero;
+    uint64_t normal_or_over = th_of[t][2] >= 0 ? F->ind[th_of[t][2]] : nonzero;
+    s->casts[t][MP_CAST_OVERFLOW] += over;
+    s->casts[t][MP_CAST_UNDERFLOW] += nonzero - above_flush;
+    s->casts[t][MP_CAST_SUBNORMAL] += above_flush - normal_or_over;
+    s->casts[t][MP_CAST_NORMAL] += normal_or_over - over;
+  }
+  /* Keys: negative values have their magnitude bits flipped; -0 is key -1,
+   * below +0's key 0, which is the total order the record uses. */
+  int32_t kmin = INT32_MAX, kmax = INT32_MIN;
+  uint32_t aminm1 = UINT32_MAX;
+  for (int l = 0; l < F32_LANES; l++) {
+    if (F->key_min[l] < kmin) kmin = F->key_min[l];
+    if (F->key_max[l] > kmax) kmax = F->key_max[l];
+    if (F->abs_min_m1[l] < aminm1) aminm1 = F->abs_min_m1[l];
+  }
+  double mn = bits_to_float((uint32_t)(kmin < 0 ? kmin ^ 0x7fffffff : kmin));
+  double mx = bits_to_float((uint32_t)(kmax < 0 ? kmax ^ 0x7fffffff : kmax));
+  if (isnan(s->min) || total_less(mn, s->min)) s->min = mn;
+  if (isnan(s->max) || total_less(s->max, mx)) s->max = mx;
+  double amax = fabs(mn) > fabs(mx) ? fabs(mn) : fabs(mx); /* the extremes hold |x|'s max */
   if (isnan(s->absmax) || amax > s->absmax) s->absmax = amax;
-  if (amin < s->min_abs_nonzero) s->min_abs_nonzero = amin;
+  if (aminm1 != UINT32_MAX) {
+    double amin = bits_to_float(aminm1 + 1);
+    if (amin < s->min_abs_nonzero) s->min_abs_nonzero = amin;
+  }
 }
 
-__attribute__((target("avx2,popcnt"))) static void
-f32_run_avx2(mp_stats *s, const src_info *I, f32_fast *F, const float *p, uint64_t n) {
+/* Exponent counts of n (8 or 16) values the vector code has just loaded:
+ * scalar 64-bit loads (two values each, hot in L1) spread over eight
+ * sub-histograms, so that repeated exponents do not form a chain of
+ * dependent increments. Scalar extraction beats storing the vector of
+ * exponents and reloading it lane by lane. */
+static inline __attribute__((always_inline)) void hist_exponents8(uint32_t (*sub)[256],
+                                                                  const float *p) {
+  uint64_t x0, x1, x2, x3;
+  memcpy(&x0, p, 8);
+  memcpy(&x1, p + 2, 8);
+  memcpy(&x2, p + 4, 8);
+  memcpy(&x3, p + 6, 8);
+  sub[0][(x0 >> 23) & 0xff]++;
+  sub[4][(x0 >> 55) & 0xff]++;
+  sub[1][(x1 >> 23) & 0xff]++;
+  sub[5][(x1 >> 55) & 0xff]++;
+  sub[2][(x2 >> 23) & 0xff]++;
+  sub[6][(x2 >> 55) & 0xff]++;
+  sub[3][(x3 >> 23) & 0xff]++;
+  sub[7][(x3 >> 55) & 0xff]++;
+}
+
+#define LOADV(p) _mm256_loadu_si256((const __m256i *)(p))
+#define STOREV(p, v) _mm256_storeu_si256((__m256i *)(p), v)
+
+/* Four vectors of 32-bit 0/-1 flags into one vector of byte flags. Within
+ * each 128-bit half, bytes 4j..4j+3 come from argument j. */
+__attribute__((target("avx2"))) static inline __m256i pack4(__m256i c0, __m256i c1, __m256i c2,
+                                                            __m256i c3) {
+  return _mm256_packs_epi16(_mm256_packs_epi32(c0, c1), _mm256_packs_epi32(c2, c3));
+}
+
+/* Adds the byte counters of group g (indicators 4g..4g+3) to the totals. */
+static void add_byte_counts(f32_fast *F, int g, const uint8_t bytes[32]) {
+  for (int j = 0; j < 4; j++) {
+    int k = 4 * g + j;
+    if (k >= IND_COUNT) break;
+    uint64_t c = 0;
+    for (int b = 0; b < 4; b++)
+      c += (uint64_t)bytes[4 * j + b] + bytes[16 + 4 * j + b];
+    F->ind[k] += c;
+  }
+}
+
+__attribute__((target("avx2"))) static void f32_run_avx2(mp_stats *s, const src_info *I,
+                                                         f32_fast *F, const float *p, uint64_t n) {
   const __m256i absmask = _mm256_set1_epi32(0x7fffffff);
-  const __m256i low5 = _mm256_set1_epi32(31);
-  const __m256i one = _mm256_set1_epi32(1);
-  const __m256i bitmap = _mm256_loadu_si256((const __m256i *)F->slow_bitmap);
-  __m256i kmin = _mm256_set1_epi32(F->key_min), kmax = _mm256_set1_epi32(F->key_max);
-  __m256i amax = _mm256_set1_epi32((int)F->abs_max), amin = _mm256_set1_epi32((int)F->abs_min);
-  uint64_t negatives = 0;
+  const __m256i max_normal = _mm256_set1_epi32(0x7f7fffff);
+  const __m256i min_normal = _mm256_set1_epi32(0x00800000);
+  const __m256i minus_one = _mm256_set1_epi32(-1);
+  const __m256i zero = _mm256_setzero_si256();
+  __m256i th[TH_COUNT];
+  for (int k = 0; k < TH_COUNT; k++)
+    th[k] = _mm256_set1_epi32(F->th_bits[k]);
+  __m256i kmin = LOADV(F->key_min), kmax = LOADV(F->key_max), aminm1 = LOADV(F->abs_min_m1);
   uint64_t i = 0;
   while (i + 8 <= n) {
-    /* Fold before any 32-bit lane counter could wrap. */
-    uint64_t block_end = n - (n - i) % 8;
-    uint64_t room = (uint64_t)(PATTERN_FOLD_EVERY - F->pending);
-    if (block_end - i > room) block_end = i + (room & ~(uint64_t)7);
-    uint64_t fast_here = 0;
-    for (; i < block_end; i += 8) {
-      __m256i v = _mm256_loadu_si256((const __m256i *)(p + i));
+    uint64_t nvec = (n - i) / 8;
+    if (nvec > F32_BLOCK_VECTORS) nvec = F32_BLOCK_VECTORS;
+    __m256i acc0 = zero, acc1 = zero, acc2 = zero;
+    uint64_t fast = 0;
+    for (uint64_t end = i + nvec * 8; i < end; i += 8) {
+      __m256i v = LOADV(p + i);
       __m256i a = _mm256_and_si256(v, absmask);
-      __m256i E = _mm256_srli_epi32(a, 23);
-      __m256i word = _mm256_permutevar8x32_epi32(bitmap, _mm256_srli_epi32(E, 5));
-      __m256i slow = _mm256_and_si256(_mm256_srlv_epi32(word, _mm256_and_si256(E, low5)), one);
+      __m256i is_zero = _mm256_cmpeq_epi32(a, zero);
+      /* inf/NaN, or subnormal (below min normal but not zero). */
+      __m256i slow =
+          _mm256_or_si256(_mm256_cmpgt_epi32(a, max_normal),
+                          _mm256_andnot_si256(is_zero, _mm256_cmpgt_epi32(min_normal, a)));
       if (!_mm256_testz_si256(slow, slow)) {
         for (int l = 0; l < 8; l++)
           acc_value(s, I, p[i + l], 1);
         continue;
       }
-      negatives +=
-          (uint64_t)__builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(v)));
-      /* Flipping the magnitude bits of negative values makes signed integer
-       * order match float order. */
       __m256i key = _mm256_xor_si256(v, _mm256_and_si256(_mm256_srai_epi32(v, 31), absmask));
       kmin = _mm256_min_epi32(kmin, key);
       kmax = _mm256_max_epi32(kmax, key);
-      amax = _mm256_max_epu32(amax, a);
-      amin = _mm256_min_epu32(amin, a);
-      uint32_t e[8];
-      _mm256_storeu_si256((__m256i *)e, E);
-      F->sub[0][e[0]]++;
-      F->sub[1][e[1]]++;
-      F->sub[2][e[2]]++;
-      F->sub[3][e[3]]++;
-      F->sub[4][e[4]]++;
-      F->sub[5][e[5]]++;
-      F->sub[6][e[6]]++;
-      F->sub[7][e[7]]++;
-      fast_here += 8;
+      aminm1 = _mm256_min_epu32(aminm1, _mm256_add_epi32(a, minus_one));
+      __m256i neg = _mm256_cmpgt_epi32(minus_one, key); /* x < 0, not -0 */
+      acc0 =
+          _mm256_sub_epi8(acc0, pack4(_mm256_cmpgt_epi32(a, th[0]), _mm256_cmpgt_epi32(a, th[1]),
+                                      _mm256_cmpgt_epi32(a, th[2]), _mm256_cmpgt_epi32(a, th[3])));
+      acc1 =
+          _mm256_sub_epi8(acc1, pack4(_mm256_cmpgt_epi32(a, th[4]), _mm256_cmpgt_epi32(a, th[5]),
+                                      _mm256_cmpgt_epi32(a, th[6]), _mm256_cmpgt_epi32(a, th[7])));
+      acc2 = _mm256_sub_epi8(
+          acc2, pack4(_mm256_cmpgt_epi32(a, th[8]), _mm256_cmpgt_epi32(a, th[9]), is_zero, neg));
+      hist_exponents8(F->sub, p + i);
+      fast++;
     }
-    F->pending += fast_here;
-    if (F->pending + 8 > PATTERN_FOLD_EVERY) f32_fast_fold(s, I, F);
+    uint8_t bytes[32];
+    STOREV(bytes, acc0);
+    add_byte_counts(F, 0, bytes);
+    STOREV(bytes, acc1);
+    add_byte_counts(F, 1, bytes);
+    STOREV(bytes, acc2);
+    add_byte_counts(F, 2, bytes);
+    F->vectors += fast;
+    if (F->vectors >= F32_FOLD_EVERY) f32_fast_fold(s, F);
   }
+  STOREV(F->key_min, kmin);
+  STOREV(F->key_max, kmax);
+  STOREV(F->abs_min_m1, aminm1);
   for (; i < n; i++)
     acc_value(s, I, p[i], 1);
-  /* Horizontal reductions of the vector accumulators. */
-  int32_t k[8];
-  uint32_t u[8];
-  _mm256_storeu_si256((__m256i *)k, kmin);
-  for (int l = 0; l < 8; l++)
-    if (k[l] < F->key_min) F->key_min = k[l];
-  _mm256_storeu_si256((__m256i *)k, kmax);
-  for (int l = 0; l < 8; l++)
-    if (k[l] > F->key_max) F->key_max = k[l];
-  _mm256_storeu_si256((__m256i *)u, amax);
-  for (int l = 0; l < 8; l++)
-    if (u[l] > F->abs_max) F->abs_max = u[l];
-  _mm256_storeu_si256((__m256i *)u, amin);
-  for (int l = 0; l < 8; l++)
-    if (u[l] < F->abs_min) F->abs_min = u[l];
-  F->negatives += negatives;
+}
+
+/* The same computation sixteen values at a time: compares into mask
+ * registers, counts in 32-bit lanes (32 vector registers hold them all). */
+__attribute__((target("avx512f"))) static void
+f32_run_avx512(mp_stats *s, const src_info *I, f32_fast *F, const float *p, uint64_t n) {
+  const __m512i absmask = _mm512_set1_epi32(0x7fffffff);
+  const __m512i max_normal = _mm512_set1_epi32(0x7f7fffff);
+  const __m512i min_normal = _mm512_set1_epi32(0x00800000);
+  const __m512i minus_one = _mm512_set1_epi32(-1);
+  /* Named registers, not arrays: the compiler keeps these out of memory. */
+#define TH_REG(k) const __m512i t##k = _mm512_set1_epi32(F->th_bits[k]);
+#define CNT_LOAD(k) __m512i c##k = _mm512_loadu_si512(F->ind_lanes[k]);
+#define CNT_STORE(k) _mm512_storeu_si512(F->ind_lanes[k], c##k);
+#define CNT_ZERO(k) c##k = _mm512_setzero_si512();
+#define CNT_BUMP(k)                                                                                \
+  c##k = _mm512_mask_sub_epi32(c##k, _mm512_cmpgt_epi32_mask(a, t##k), c##k, minus_one);
+#define FOR_TH(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9)
+#define FOR_IND(X) FOR_TH(X) X(10) X(11)
+  _Static_assert(TH_COUNT == 10 && IND_ZEROS == 10 && IND_NEGATIVES == 11, "unrolled below");
+  FOR_TH(TH_REG)
+  FOR_IND(CNT_LOAD)
+  __m512i kmin = _mm512_loadu_si512(F->key_min), kmax = _mm512_loadu_si512(F->key_max);
+  __m512i aminm1 = _mm512_loadu_si512(F->abs_min_m1);
+  uint32_t(*sub)[256] = F->sub;
+  uint64_t i = 0, vectors = F->vectors;
+  for (; i + 16 <= n; i += 16) {
+    __m512i v = _mm512_loadu_si512(p + i);
+    __m512i a = _mm512_and_si512(v, absmask);
+    __mmask16 nonzero = _mm512_test_epi32_mask(a, a);
+    __mmask16 slow =
+        _mm512_cmpgt_epu32_mask(a, max_normal) | (_mm512_cmplt_epu32_mask(a, min_normal) & nonzero);
+    if (slow) {
+      for (int l = 0; l < 16; l++)
+        acc_value(s, I, p[i + l], 1);
+      continue;
+    }
+    /* key = v ^ ((v >> 31) & absmask) */
+    __m512i key = _mm512_ternarylogic_epi32(v, _mm512_srai_epi32(v, 31), absmask, 0x78);
+    kmin = _mm512_min_epi32(kmin, key);
+    kmax = _mm512_max_epi32(kmax, key);
+    aminm1 = _mm512_min_epu32(aminm1, _mm512_add_epi32(a, minus_one));
+    c10 = _mm512_mask_sub_epi32(c10, (__mmask16)~nonzero, c10, minus_one);
+    c11 = _mm512_mask_sub_epi32(c11, _mm512_cmplt_epi32_mask(key, minus_one), c11, minus_one);
+    FOR_TH(CNT_BUMP)
+    hist_exponents8(sub, p + i);
+    hist_exponents8(sub, p + i + 8);
+    if (++vectors == F32_FOLD_EVERY) {
+      FOR_IND(CNT_STORE)
+      F->vectors = vectors;
+      f32_fast_fold(s, F);
+      vectors = 0;
+      FOR_IND(CNT_ZERO)
+    }
+  }
+  FOR_IND(CNT_STORE)
+#undef TH_REG
+#undef CNT_LOAD
+#undef CNT_STORE
+#undef CNT_ZERO
+#undef CNT_BUMP
+#undef FOR_TH
+#undef FOR_IND
+  _mm512_storeu_si512(F->key_min, kmin);
+  _mm512_storeu_si512(F->key_max, kmax);
+  _mm512_storeu_si512(F->abs_min_m1, aminm1);
+  F->vectors = vectors;
+  for (; i < n; i++)
+    acc_value(s, I, p[i], 1);
+}
+
+static bool cpu_has_avx512(void) {
+  return __builtin_cpu_supports("avx512f");
 }
 
 static bool cpu_has_avx2(void) {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+  return __builtin_cpu_supports("avx2");
 }
 #else
 static bool cpu_has_avx2(void) {
+  return false;
+}
+static bool cpu_has_avx512(void) {
   return false;
 }
 #endif
@@ -387,7 +578,7 @@ static bool cpu_has_avx2(void) {
 /* ---- views --------------------------------------------------------------- */
 
 const char *mp_scan_auto_name(void) {
-  return cpu_has_avx2() ? "avx2" : "portable";
+  return cpu_has_avx512() ? "avx512" : cpu_has_avx2() ? "avx2" : "portable";
 }
 
 static int check_view(const mp_stats *s, const mp_view *v) {
@@ -401,7 +592,7 @@ static int check_view(const mp_stats *s, const mp_view *v) {
   return 0;
 }
 
-typedef enum run_kind { RUN_PORTABLE, RUN_F32_AVX2, RUN_PATTERNS } run_kind;
+typedef enum run_kind { RUN_PORTABLE, RUN_F32_AVX2, RUN_F32_AVX512, RUN_PATTERNS } run_kind;
 
 typedef struct scanner {
   mp_stats *s;
@@ -419,6 +610,9 @@ static void scan_run(scanner *S, const void *p, uint64_t n) {
 #ifdef MP_HAVE_X86
   case RUN_F32_AVX2:
     f32_run_avx2(S->s, S->I, S->f32, p, n);
+    break;
+  case RUN_F32_AVX512:
+    f32_run_avx512(S->s, S->I, S->f32, p, n);
     break;
 #endif
   case RUN_PATTERNS:
@@ -439,11 +633,17 @@ static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
   switch (S->dtype) {
   case MP_FP32:
 #ifdef MP_HAVE_X86
-    if (cpu_has_avx2() && total >= 8) {
-      S->f32 = aligned_alloc(64, sizeof(f32_fast));
+    if ((cpu_has_avx2() || cpu_has_avx512()) && total >= 8) {
+      S->f32 = malloc(sizeof(f32_fast));
       if (S->f32) {
-        f32_fast_init(S->f32, S->I);
-        S->kind = RUN_F32_AVX2;
+        bool wide = cpu_has_avx512() && impl != MP_SCAN_AVX2;
+        f32_fast_init(S->f32, wide ? 16 : 8);
+        if (S->f32->ok) {
+          S->kind = wide ? RUN_F32_AVX512 : RUN_F32_AVX2;
+        } else {
+          free(S->f32);
+          S->f32 = NULL;
+        }
       }
     }
 #endif
@@ -471,7 +671,8 @@ static void finish(scanner *S) {
   switch (S->kind) {
 #ifdef MP_HAVE_X86
   case RUN_F32_AVX2:
-    f32_fast_finish(S->s, S->I, S->f32);
+  case RUN_F32_AVX512:
+    f32_fast_finish(S->s, S->f32);
     free(S->f32);
     break;
 #endif

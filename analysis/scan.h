@@ -24,6 +24,7 @@ typedef struct mp_view {
 typedef enum mp_scan_impl {
   MP_SCAN_AUTO = 0, /* fastest path the CPU supports */
   MP_SCAN_PORTABLE, /* plain C, the reference the fast paths must match bit for bit */
+  MP_SCAN_AVX2, /* AUTO without AVX-512 (for tests and benchmarks; AUTO where AVX2 is missing) */
 } mp_scan_impl;
 
 /* Accumulate the view's elements into s (s->dtype must equal v->dtype, or s was
@@ -32,7 +33,7 @@ int mp_scan(mp_stats *s, const mp_view *v);
 int mp_scan_with(mp_stats *s, const mp_view *v, mp_scan_impl impl);
 /* Shorthand for a contiguous buffer of n elements of s->dtype. */
 int mp_scan_contiguous(mp_stats *s, const void *data, uint64_t n);
-/* Name of the implementation MP_SCAN_AUTO picks on this CPU ("avx2", "sse2", "portable"). */
+/* Name of the implementation MP_SCAN_AUTO picks on this CPU ("avx512", "avx2", "portable"). */
 const char *mp_scan_auto_name(void);
 
 #endif

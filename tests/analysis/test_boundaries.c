@@ -31,8 +31,8 @@ static void expect(float x, mp_target t, mp_cast_outcome want) {
   buf[3] = x;
   buf[20] = -x;
   buf[36] = x;
-  const mp_scan_impl impls[] = {MP_SCAN_PORTABLE, MP_SCAN_AUTO};
-  for (int i = 0; i < 2; i++) {
+  const mp_scan_impl impls[] = {MP_SCAN_PORTABLE, MP_SCAN_AVX2, MP_SCAN_AUTO};
+  for (int i = 0; i < 3; i++) {
     mp_stats s;
     mp_stats_init(&s, MP_FP32);
     assert_int_equal(

@@ -99,8 +99,8 @@ static void check_all_patterns(mp_dtype d, double (*decode)(uint32_t), unsigned 
     }
   for (uint32_t v = 0; v < n; v++)
     expect_one(x, decode(v), reps);
-  const mp_scan_impl impls[] = {MP_SCAN_PORTABLE, MP_SCAN_AUTO};
-  for (int i = 0; i < 2; i++) {
+  const mp_scan_impl impls[] = {MP_SCAN_PORTABLE, MP_SCAN_AVX2, MP_SCAN_AUTO};
+  for (int i = 0; i < 3; i++) {
     mp_stats *s = malloc(sizeof *s);
     assert_non_null(s);
     mp_stats_init(s, d);

@@ -67,8 +67,8 @@ static void random_fp32_matches_the_simple_reference(void **state) {
     mp_stats_init(ref, MP_FP32);
     for (uint64_t i = 0; i < n; i++)
       mp_stats_add(ref, buf[i]);
-    const mp_scan_impl impls[] = {MP_SCAN_PORTABLE, MP_SCAN_AUTO};
-    for (int i = 0; i < 2; i++) {
+    const mp_scan_impl impls[] = {MP_SCAN_PORTABLE, MP_SCAN_AVX2, MP_SCAN_AUTO};
+    for (int i = 0; i < 3; i++) {
       mp_stats_init(got, MP_FP32);
       mp_view v = {.dtype = MP_FP32, .data = buf, .rows = n, .cols = 1, .batch = 1};
       assert_int_equal(mp_scan_with(got, &v, impls[i]), 0);
@@ -101,11 +101,14 @@ static void fast_path_equals_portable_path_bit_for_bit(void **state) {
         fill(ds[di], buf, n, 77 + si + off);
         mp_view v = {.dtype = ds[di], .data = buf, .rows = n, .cols = 1, .batch = 1};
         mp_stats_init(a, ds[di]);
-        mp_stats_init(b, ds[di]);
         assert_int_equal(mp_scan_with(a, &v, MP_SCAN_PORTABLE), 0);
-        assert_int_equal(mp_scan_with(b, &v, MP_SCAN_AUTO), 0);
-        assert_true(ref_stats_equal(a, b));
         assert_int_equal(a->count, n);
+        const mp_scan_impl fast[] = {MP_SCAN_AVX2, MP_SCAN_AUTO};
+        for (int f = 0; f < 2; f++) {
+          mp_stats_init(b, ds[di]);
+          assert_int_equal(mp_scan_with(b, &v, fast[f]), 0);
+          assert_true(ref_stats_equal(a, b));
+        }
       }
       free(raw);
     }
@@ -114,22 +117,30 @@ static void fast_path_equals_portable_path_bit_for_bit(void **state) {
   free(b);
 }
 
-/* A long run of fp32 values that all take the vector path (no specials). */
+/* A long run of fp32 values that all take the vector paths: normal values of
+ * every magnitude near the format limits, and zeros of both signs (ReLU-like). */
 static void fast_path_equals_portable_on_ordinary_fp32(void **state) {
   (void)state;
   const uint64_t n = 100000;
   float *buf = malloc(n * sizeof *buf);
   assert_non_null(buf);
   uint64_t rng = 5;
-  for (uint64_t i = 0; i < n; i++)
-    buf[i] = (float)ldexp(((ref_rand(&rng) & 1) ? -1.0 : 1.0) * 1.25, (int)(ref_rand(&rng) % 20));
-  mp_stats a, b;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t r = ref_rand(&rng);
+    double m = 1.0 + (double)(r >> 41) / 8388608.0;
+    buf[i] = (float)ldexp((r & 1) ? -m : m, (int)((r >> 8) % 254) - 126);
+    if (r % 3 == 0) buf[i] = (r & 2) ? -0.0f : 0.0f;
+  }
+  mp_stats a, b, c;
   mp_stats_init(&a, MP_FP32);
   mp_stats_init(&b, MP_FP32);
+  mp_stats_init(&c, MP_FP32);
   mp_view v = {.dtype = MP_FP32, .data = buf, .rows = n, .cols = 1, .batch = 1};
   assert_int_equal(mp_scan_with(&a, &v, MP_SCAN_PORTABLE), 0);
-  assert_int_equal(mp_scan_with(&b, &v, MP_SCAN_AUTO), 0);
+  assert_int_equal(mp_scan_with(&b, &v, MP_SCAN_AVX2), 0);
+  assert_int_equal(mp_scan_with(&c, &v, MP_SCAN_AUTO), 0);
   assert_true(ref_stats_equal(&a, &b));
+  assert_true(ref_stats_equal(&a, &c));
   free(buf);
 }
 
@@ -157,8 +168,8 @@ static void leading_dimension_and_batch_stride_count_only_logical_elements(void 
     mp_stats_init(&want, d);
     assert_int_equal(mp_scan_contiguous(&want, packed, ROWS * COLS * BATCH), 0);
     assert_int_equal(want.nans, 0);
-    const mp_scan_impl impls[] = {MP_SCAN_PORTABLE, MP_SCAN_AUTO};
-    for (int i = 0; i < 2; i++) {
+    const mp_scan_impl impls[] = {MP_SCAN_PORTABLE, MP_SCAN_AVX2, MP_SCAN_AUTO};
+    for (int i = 0; i < 3; i++) {
       mp_view v = {.dtype = d,
                    .data = full,
                    .rows = ROWS,
@@ -272,7 +283,8 @@ static void scan_accumulates_into_an_existing_record(void **state) {
 static void auto_implementation_has_a_name(void **state) {
   (void)state;
   const char *name = mp_scan_auto_name();
-  assert_true(strcmp(name, "avx2") == 0 || strcmp(name, "portable") == 0);
+  assert_true(strcmp(name, "avx512") == 0 || strcmp(name, "avx2") == 0 ||
+              strcmp(name, "portable") == 0);
 }
 
 int main(void) {
