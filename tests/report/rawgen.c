@@ -51,10 +51,14 @@ int rg_begin(rg_file *r, const char *dir, const char *name, const rg_proc *p) {
     fprintf(r->f, "\"rank\":%d,", p->rank);
   else
     fputs("\"rank\":null,", r->f);
+  cJSON *argv0 = cJSON_CreateString(p->argv0 ? p->argv0 : "./train");
+  char *a0 = cJSON_PrintUnformatted(argv0);
   fprintf(r->f,
-          "\"argv\":[\"%s\",\"--steps\",\"2\"],\"start_ns\":1000,\"end_ns\":2000000,"
+          "\"argv\":[%s,\"--steps\",\"2\"],\"start_ns\":1000,\"end_ns\":2000000,"
           "\"incomplete\":false,\"incomplete_reasons\":[],\"scan\":\"all\",\"sample\":1,",
-          p->argv0 ? p->argv0 : "./train");
+          a0);
+  free(a0);
+  cJSON_Delete(argv0);
   if (p->device_cc)
     fprintf(r->f, "\"device\":{\"name\":\"NVIDIA H200\",\"cc\":\"%s\"},", p->device_cc);
   else

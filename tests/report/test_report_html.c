@@ -1,0 +1,208 @@
+/* report.html without a browser: program-derived strings are escaped, nothing
+ * is loaded from outside the file, and every embedded image decodes as PNG.
+ * Also the text outputs: layers.csv quoting (RFC 4180) and trace.json. */
+#include <png.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rawgen.h"
+#include "report/report.h"
+
+static const char HOSTILE[] = "<script>alert(1)</script>";
+
+/* A run whose NVTX names, kernel name and argv are hostile. */
+static char *hostile_run(void) {
+  char *dir = rg_tmpdir("html");
+  rg_proc p = {"node01", 100, 1, 0, true, "ok", "9.0", "./train\"><img src=x onerror=alert(2)>"};
+  rg_file r;
+  assert_int_equal(rg_begin(&r, dir, "a.json", &p), 0);
+  const char *layers[] = {"<script>alert(1)</script>/fwd", "<script>alert(1)</script>/bwd",
+                          "a,\"b\"/fwd", "safe/fwd"};
+  for (int i = 0; i < 4; i++) {
+    cJSON *s = rg_gemm(i, "cublasGemmEx", layers[i], "A=fp16,B=fp16,D=fp32", "32F", "DEFAULT", 64,
+                       64, 64, 5);
+    rg_tensor(s, "A", MP_FP16, -8, 4, 100);
+    rg_tensor(s, "D", MP_FP32, i == 1 ? -30 : -4, i == 1 ? -20 : 4 + 6 * (i == 2), 200);
+    rg_kernel(s, i == 3 ? "<b>kernel</b>&amp;_gemv2T_kernel" : "nvjet_hsh_128x64_64x4_1x2_h_bz_coopA_NNT", 5,
+              1000 * (i + 1));
+    rg_site_end(&r, s);
+  }
+  for (int i = 0; i < 8; i++) rg_event(&r, i % 4, 1000 * i, 400, 42);
+  assert_int_equal(rg_end(&r), 0);
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+  return dir;
+}
+
+static void hostile_nvtx_names_are_escaped(void **state) {
+  (void)state;
+  char *dir = hostile_run();
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  assert_null(strstr(html, HOSTILE));
+  assert_non_null(strstr(html, "&lt;script&gt;alert(1)&lt;/script&gt;"));
+  assert_null(strstr(html, "<img src=x"));
+  assert_null(strstr(html, "<b>kernel</b>"));
+  assert_non_null(strstr(html, "&lt;b&gt;kernel&lt;/b&gt;&amp;amp;"));
+  /* exactly the page's own two inline scripts */
+  size_t scripts = 0;
+  for (const char *p = html; (p = strstr(p, "<script")); p++) scripts++;
+  assert_int_equal(scripts, 2);
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+static void the_page_loads_nothing_from_outside(void **state) {
+  (void)state;
+  char *dir = hostile_run();
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  /* every src is an embedded PNG, every href a fragment, no CSS url()/@import */
+  for (const char *p = html; (p = strstr(p, " src=\"")); p++)
+    assert_int_equal(strncmp(p + 6, "data:image/png;base64,", 22), 0);
+  for (const char *p = html; (p = strstr(p, " href=\"")); p++) assert_int_equal(p[7], '#');
+  assert_null(strstr(html, "url("));
+  assert_null(strstr(html, "@import"));
+  assert_null(strstr(html, "<link"));
+  assert_null(strstr(html, "<iframe"));
+  assert_non_null(strstr(html, "Content-Security-Policy"));
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+static int b64(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+static unsigned char *unbase64(const char *s, size_t n, size_t *ret_len) {
+  unsigned char *out = malloc(n / 4 * 3 + 3);
+  size_t o = 0;
+  assert_int_equal(n % 4, 0);
+  for (size_t i = 0; i < n; i += 4) {
+    int v[4];
+    for (int j = 0; j < 4; j++) v[j] = s[i + j] == '=' ? 0 : b64(s[i + j]);
+    for (int j = 0; j < 4; j++) assert_true(v[j] >= 0);
+    unsigned w = (unsigned)v[0] << 18 | (unsigned)v[1] << 12 | (unsigned)v[2] << 6 | (unsigned)v[3];
+    out[o++] = (unsigned char)(w >> 16);
+    if (s[i + 2] != '=') out[o++] = (unsigned char)(w >> 8);
+    if (s[i + 3] != '=') out[o++] = (unsigned char)w;
+  }
+  *ret_len = o;
+  return out;
+}
+
+static void every_embedded_image_decodes_as_png(void **state) {
+  (void)state;
+  char *dir = hostile_run();
+  char *html = rg_read_text(dir, "report.html", NULL);
+  int images = 0;
+  const char *tag = "src=\"data:image/png;base64,";
+  for (const char *p = html; (p = strstr(p, tag)); images++) {
+    p += strlen(tag);
+    const char *end = strchr(p, '"');
+    assert_non_null(end);
+    size_t len = 0;
+    unsigned char *png = unbase64(p, (size_t)(end - p), &len);
+    png_image img;
+    memset(&img, 0, sizeof img);
+    img.version = PNG_IMAGE_VERSION;
+    assert_int_not_equal(png_image_begin_read_from_memory(&img, png, len), 0);
+    img.format = PNG_FORMAT_RGB;
+    unsigned char *px = malloc(PNG_IMAGE_SIZE(img));
+    assert_int_not_equal(png_image_finish_read(&img, NULL, px, 0, NULL), 0);
+    assert_int_equal(img.width, 720);
+    assert_int_equal(img.height, 230);
+    /* not blank: some bar pixels in the forward colour */
+    size_t blue = 0;
+    for (size_t i = 0; i < (size_t)img.width * img.height; i++)
+      blue += px[3 * i] == 31 && px[3 * i + 1] == 119 && px[3 * i + 2] == 180;
+    assert_true(blue > 0);
+    free(px);
+    free(png);
+    p = end;
+  }
+  assert_int_equal(images, 3); /* layers "<script>...", "a,\"b\"", "safe" */
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+static void csv_quotes_fields_per_rfc4180(void **state) {
+  (void)state;
+  char *dir = hostile_run();
+  char *csv = rg_read_text(dir, "layers.csv", NULL);
+  assert_non_null(csv);
+  assert_non_null(strstr(csv, "\r\n\"a,\"\"b\"\"\",forward,1,5,"));
+  assert_int_equal(strncmp(csv, "layer,phase,sites,calls,gpu_ns,dtypes,recommended,", 50), 0);
+  /* every record ends in CRLF, no bare LF */
+  for (const char *p = csv; *p; p++)
+    if (*p == '\n') assert_int_equal(p[-1], '\r');
+  free(csv);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+static void trace_nests_ops_inside_layer_slices(void **state) {
+  (void)state;
+  char *dir = hostile_run();
+  cJSON *t = rg_read_json(dir, "trace.json");
+  assert_non_null(t);
+  const cJSON *evs = cJSON_GetObjectItem(t, "traceEvents"), *e;
+  int ops = 0, layers = 0;
+  cJSON_ArrayForEach(e, evs) {
+    const char *ph = cJSON_GetObjectItem(e, "ph")->valuestring;
+    const cJSON *cat = cJSON_GetObjectItem(e, "cat");
+    if (strcmp(ph, "X")) continue;
+    assert_int_equal(cJSON_GetObjectItem(e, "tid")->valuedouble, 42);
+    if (!strcmp(cat->valuestring, "op")) {
+      ops++;
+      /* its layer's innermost slice encloses it */
+      double ts = cJSON_GetObjectItem(e, "ts")->valuedouble;
+      double end = ts + cJSON_GetObjectItem(e, "dur")->valuedouble;
+      const char *path = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "args"), "layer")->valuestring;
+      const char *leaf = strrchr(path, '/') + 1;
+      bool enclosed = false;
+      const cJSON *l;
+      cJSON_ArrayForEach(l, evs) {
+        const cJSON *lc = cJSON_GetObjectItem(l, "cat");
+        if (!lc || strcmp(lc->valuestring, "layer")) continue;
+        double lts = cJSON_GetObjectItem(l, "ts")->valuedouble;
+        double lend = lts + cJSON_GetObjectItem(l, "dur")->valuedouble;
+        if (!strcmp(cJSON_GetObjectItem(l, "name")->valuestring, leaf) && lts <= ts && end <= lend)
+          enclosed = true;
+      }
+      assert_true(enclosed);
+    } else {
+      layers++;
+    }
+  }
+  assert_int_equal(ops, 8);
+  assert_true(layers >= 8); /* each op's path has two components, none shared by neighbours */
+  cJSON_Delete(t);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(hostile_nvtx_names_are_escaped),
+      cmocka_unit_test(the_page_loads_nothing_from_outside),
+      cmocka_unit_test(every_embedded_image_decodes_as_png),
+      cmocka_unit_test(csv_quotes_fields_per_rfc4180),
+      cmocka_unit_test(trace_nests_ops_inside_layer_slices),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
