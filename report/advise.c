@@ -219,6 +219,8 @@ static int judge(const mp_advice_params *prm, mpprof_layer *l) {
     r = strdup("fp32: values do not fit bf16 (see above)");
   }
   if (add_reason(a, r)) return -1;
+  /* A loss scale only matters to layers that run in fp16. */
+  if (a->rec != MP_REC_FP16 && a->rec != MP_REC_FP16_LOSS_SCALE) a->has_window = false;
   if (a->fp8_e4m3_fits >= 0 &&
       add_reason(a, mpprof_asprintf("fp8_e4m3 for forward tensors with per-tensor scaling: %s "
                                     "(worst flush to zero %.3g%%, allowed %.3g%%)",

@@ -125,20 +125,27 @@ static int layer_findings(mpprof_model *m, const mpprof_layer *l) {
   const mpprof_layer_tensor *gu = worst(l, MPPROF_TC_GRADIENT, false);
   if (gu && gu->adv.fp16 != MP_FP16_SAFE) {
     mpprof_finding *f;
-    if (a->has_window) {
-      f = add(m, "gradient_underflow", "medium", l->name,
+    /* The layer's window when it runs in fp16, else what the gradients alone allow. */
+    bool win = a->has_window || gu->adv.has_window;
+    int wlo = a->has_window ? a->window_lo : gu->adv.window_lo;
+    int whi = a->has_window ? a->window_hi : gu->adv.window_hi;
+    if (win) {
+      bool scaled = a->rec == MP_REC_FP16_LOSS_SCALE;
+      f = add(m, "gradient_underflow", scaled ? "medium" : "low", l->name,
               mpprof_asprintf("gradients of %s (%s) flush to zero in fp16 for %.3g%% of values at "
-                              "scale 1; every loss scale in [2^%d, 2^%d] fits",
-                              name, gu->name, 100 * gu->adv.fp16_underflow_fraction, a->window_lo,
-                              a->window_hi),
-              mpprof_asprintf("train this layer in fp16 with a loss scale in [2^%d, 2^%d] (e.g. "
-                              "2^%d), or use bf16",
-                              a->window_lo, a->window_hi,
-                              a->window_lo + (a->window_hi - a->window_lo) / 2));
+                              "scale 1; every loss scale in [2^%d, 2^%d] fits%s",
+                              name, gu->name, 100 * gu->adv.fp16_underflow_fraction, wlo, whi,
+                              whi == m->params.scale_log2_max ? " (the search stops there)" : ""),
+              scaled ? mpprof_asprintf("train this layer in fp16 with a loss scale in [2^%d, 2^%d] "
+                                       "(e.g. 2^%d), or use bf16",
+                                       wlo, whi, wlo + (whi - wlo) / 2)
+                     : mpprof_asprintf("nothing for the gradients alone: the layer is advised %s "
+                                       "for its other tensors",
+                                       mp_recommendation_name(a->rec)));
       if (f) {
         cJSON *w = cJSON_AddArrayToObject(f->evidence, "window_log2");
-        cJSON_AddItemToArray(w, cJSON_CreateNumber(a->window_lo));
-        cJSON_AddItemToArray(w, cJSON_CreateNumber(a->window_hi));
+        cJSON_AddItemToArray(w, cJSON_CreateNumber(wlo));
+        cJSON_AddItemToArray(w, cJSON_CreateNumber(whi));
       }
     } else {
       f = add(m, "gradient_range", "high", l->name,
@@ -354,6 +361,9 @@ static int sev_rank(const char *s) {
 
 static int finding_cmp(const void *a, const void *b) {
   const mpprof_finding *x = a, *y = b;
+  /* Problems first, each group by impact; "info" (options, notes) after. */
+  bool ix = !strcmp(x->severity, "info"), iy = !strcmp(y->severity, "info");
+  if (ix != iy) return ix ? 1 : -1;
   if (x->impact_gpu_ns != y->impact_gpu_ns) return x->impact_gpu_ns > y->impact_gpu_ns ? -1 : 1;
   if (x->impact_elements != y->impact_elements)
     return x->impact_elements > y->impact_elements ? -1 : 1;

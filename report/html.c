@@ -105,8 +105,19 @@ static const char table_js[] =
     "value.toLowerCase(),r=rec.value,n=0;rows.forEach(function(row){var ok=(!s||row.cells[0]."
     "textContent.toLowerCase().indexOf(s)>=0)&&(!r||row.getAttribute('data-rec')===r);row."
     "style.display=ok?'':'none';if(ok)n++;});shown.textContent=String(n);}q.addEventListener("
-    "'input',filter);rec.addEventListener('change',filter);filter();document.body.setAttribute("
-    "'data-js','ok');})();";
+    "'input',filter);rec.addEventListener('change',filter);filter();"
+    /* #selftest (used by the browser test): sort both ways, filter, report on <body>. */
+    "if(location.hash==='#selftest'){var res='ok';try{var col=2,i,v;sortBy(col);v=Array."
+    "prototype.map.call(tb.rows,function(r){return key(r,col);});for(i=1;i<v.length;i++)if(v[i-"
+    "1]>v[i])res='ascending sort wrong';sortBy(col);v=Array.prototype.map.call(tb.rows,function(r)"
+    "{return key(r,col);});for(i=1;i<v.length;i++)if(v[i-1]<v[i])res='descending sort wrong';var "
+    "name=rows[0].cells[0].textContent;q.value=name;filter();if(!(parseInt(shown.textContent,10)>"
+    "=1))res='name filter shows nothing';rows.forEach(function(r){if(r.style.display!=='none'&&r."
+    "cells[0].textContent.indexOf(name)<0)res='name filter wrong';});q.value='';rec.value=rows[0]."
+    "getAttribute('data-rec');filter();rows.forEach(function(r){if(r.style.display!=='none'&&r."
+    "getAttribute('data-rec')!==rec.value)res='recommended filter wrong';});rec.value='';filter();"
+    "}catch(e){res='exception '+e.message;}document.body.setAttribute('data-selftest',res);}"
+    "document.body.setAttribute('data-js','ok');})();";
 
 static void summary(const mpprof_model *m, FILE *f) {
   fputs("<section id=\"summary\"><h2>Summary</h2>\n", f);

@@ -29,11 +29,13 @@ static char *hostile_run(void) {
                        64, 64, 5);
     rg_tensor(s, "A", MP_FP16, -8, 4, 100);
     rg_tensor(s, "D", MP_FP32, i == 1 ? -30 : -4, i == 1 ? -20 : 4 + 6 * (i == 2), 200);
-    rg_kernel(s, i == 3 ? "<b>kernel</b>&amp;_gemv2T_kernel" : "nvjet_hsh_128x64_64x4_1x2_h_bz_coopA_NNT", 5,
-              1000 * (i + 1));
+    rg_kernel(
+        s, i == 3 ? "<b>kernel</b>&amp;_gemv2T_kernel" : "nvjet_hsh_128x64_64x4_1x2_h_bz_coopA_NNT",
+        5, 1000 * (i + 1));
     rg_site_end(&r, s);
   }
-  for (int i = 0; i < 8; i++) rg_event(&r, i % 4, 1000 * i, 400, 42);
+  for (int i = 0; i < 8; i++)
+    rg_event(&r, i % 4, 1000 * i, 400, 42);
   assert_int_equal(rg_end(&r), 0);
   mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
   assert_int_equal(mpprof_report_generate(&o), 0);
@@ -52,7 +54,8 @@ static void hostile_nvtx_names_are_escaped(void **state) {
   assert_non_null(strstr(html, "&lt;b&gt;kernel&lt;/b&gt;&amp;amp;"));
   /* exactly the page's own two inline scripts */
   size_t scripts = 0;
-  for (const char *p = html; (p = strstr(p, "<script")); p++) scripts++;
+  for (const char *p = html; (p = strstr(p, "<script")); p++)
+    scripts++;
   assert_int_equal(scripts, 2);
   free(html);
   rg_rmdir(dir);
@@ -67,7 +70,8 @@ static void the_page_loads_nothing_from_outside(void **state) {
   /* every src is an embedded PNG, every href a fragment, no CSS url()/@import */
   for (const char *p = html; (p = strstr(p, " src=\"")); p++)
     assert_int_equal(strncmp(p + 6, "data:image/png;base64,", 22), 0);
-  for (const char *p = html; (p = strstr(p, " href=\"")); p++) assert_int_equal(p[7], '#');
+  for (const char *p = html; (p = strstr(p, " href=\"")); p++)
+    assert_int_equal(p[7], '#');
   assert_null(strstr(html, "url("));
   assert_null(strstr(html, "@import"));
   assert_null(strstr(html, "<link"));
@@ -93,8 +97,10 @@ static unsigned char *unbase64(const char *s, size_t n, size_t *ret_len) {
   assert_int_equal(n % 4, 0);
   for (size_t i = 0; i < n; i += 4) {
     int v[4];
-    for (int j = 0; j < 4; j++) v[j] = s[i + j] == '=' ? 0 : b64(s[i + j]);
-    for (int j = 0; j < 4; j++) assert_true(v[j] >= 0);
+    for (int j = 0; j < 4; j++)
+      v[j] = s[i + j] == '=' ? 0 : b64(s[i + j]);
+    for (int j = 0; j < 4; j++)
+      assert_true(v[j] >= 0);
     unsigned w = (unsigned)v[0] << 18 | (unsigned)v[1] << 12 | (unsigned)v[2] << 6 | (unsigned)v[3];
     out[o++] = (unsigned char)(w >> 16);
     if (s[i + 2] != '=') out[o++] = (unsigned char)(w >> 8);
