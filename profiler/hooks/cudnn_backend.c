@@ -69,6 +69,7 @@ typedef struct be_graph {
 typedef struct be_shadow {
   void *desc;
   int type;
+  bool finalized;
   union {
     be_tensor tensor;
     mpp_conv_desc conv;
@@ -354,6 +355,13 @@ static void on_set(void *desc, int name, int atype, int64_t n, const void *v) {
   pthread_mutex_unlock(&shadows_mu);
 }
 
+static void on_finalize(void *desc) {
+  pthread_mutex_lock(&shadows_mu);
+  be_shadow *s = find_locked(desc);
+  if (s) s->finalized = true;
+  pthread_mutex_unlock(&shadows_mu);
+}
+
 /* Engine configs handed out by heuristics belong to the heuristics' graph. */
 static void on_get(void *desc, int name, int64_t n, void *elements) {
   if (name != CUDNN_ATTR_ENGINEHEUR_RESULTS || !elements || n <= 0) return;
@@ -434,7 +442,7 @@ static int decode_execute(void *plan, void *varpack, mpp_op *ops, bool *ret_auto
   *ret_autotune = false;
   pthread_mutex_lock(&shadows_mu);
   be_shadow *p = find_locked(plan), *vp = find_locked(varpack);
-  be_graph *g = p ? p->graph : NULL;
+  be_graph *g = p && p->finalized ? p->graph : NULL; /* an unfinalized plan cannot run */
   if (g) {
     int i;
     for (i = 0; i < g->nplans; i++)
@@ -517,6 +525,9 @@ MPP_STATE_HOOK(syms, cudnnStatus_t, cudnnBackendCreateDescriptor,
 MPP_STATE_HOOK(syms, cudnnStatus_t, cudnnBackendDestroyDescriptor,
                (cudnnBackendDescriptor_t descriptor), (descriptor), FAIL,
                if (OK) on_destroy(descriptor);)
+
+MPP_STATE_HOOK(syms, cudnnStatus_t, cudnnBackendFinalize, (cudnnBackendDescriptor_t descriptor),
+               (descriptor), FAIL, if (OK) on_finalize(descriptor);)
 
 MPP_STATE_HOOK(syms, cudnnStatus_t, cudnnBackendSetAttribute,
                (cudnnBackendDescriptor_t descriptor, cudnnBackendAttributeName_t attributeName,

@@ -1,0 +1,627 @@
+/* End-to-end tests of `mpprof run` with libmpprof.so under simcuda: the
+ * samples (mlp_train, conv_train with both cuDNN APIs) and the purpose-built
+ * mpp_testprog modes run with and without mpprof; the raw files must record
+ * every op with the right API, layer, dtypes, shape and scans, and the
+ * program's output and exit status must be the same as without mpprof.
+ *
+ * Paths come from the environment (set by meson): MPP_MPPROF, MPP_TESTPROG,
+ * MPP_MLP_TRAIN, MPP_CONV_TRAIN, MPP_SIMCUDA (the stand-in libraries),
+ * MPP_WORKDIR (a scratch directory owned by this test). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+static const char *mpprof, *testprog, *mlp_train, *conv_train, *simcuda, *workdir;
+
+/* --- running programs --- */
+
+typedef struct result {
+  int status; /* exit status, 128 + signal */
+  char *out;  /* stdout */
+} result;
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return strdup("");
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = malloc((size_t)n + 1);
+  size_t got = fread(s, 1, (size_t)n, f);
+  s[got] = '\0';
+  fclose(f);
+  return s;
+}
+
+/* Start argv with LD_LIBRARY_PATH=simcuda plus `env` (NAME=VALUE, NULL-ended). */
+static pid_t spawn(char *const argv[], const char *const env[], const char *out_path) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    setenv("LD_LIBRARY_PATH", simcuda, 1);
+    unsetenv("LD_PRELOAD"); /* the test itself may run under a sanitizer preload */
+    for (int i = 0; env && env[i]; i++)
+      putenv((char *)env[i]);
+    int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    close(fd);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  return pid;
+}
+
+static int wait_status(pid_t pid) {
+  int st;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+    ;
+  return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+}
+
+static result run(char *const argv[], const char *const env[]) {
+  char out[4200];
+  snprintf(out, sizeof out, "%s/stdout.txt", workdir);
+  result r;
+  r.status = wait_status(spawn(argv, env, out));
+  r.out = slurp(out);
+  return r;
+}
+
+/* A fresh, empty output directory for one mpprof run. */
+static const char *outdir(const char *name) {
+  static char path[4200];
+  snprintf(path, sizeof path, "%s/%s", workdir, name);
+  char cmd[4300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+  assert_int_equal(system(cmd), 0);
+  return path;
+}
+
+/* Runs PROG ARGS plain and under `mpprof -o dir`; both must print the same and
+ * exit the same. Returns the (identical) exit status. */
+static int run_both(const char *dir, char *const prog_argv[], const char *const mpprof_opts[]) {
+  result plain = run(prog_argv, NULL);
+  char *argv[64];
+  int n = 0;
+  argv[n++] = (char *)mpprof;
+  argv[n++] = "-o";
+  argv[n++] = (char *)dir;
+  for (int i = 0; mpprof_opts && mpprof_opts[i]; i++)
+    argv[n++] = (char *)mpprof_opts[i];
+  argv[n++] = "--";
+  for (int i = 0; prog_argv[i]; i++)
+    argv[n++] = prog_argv[i];
+  argv[n] = NULL;
+  result prof = run(argv, NULL);
+  assert_string_equal(prof.out, plain.out);
+  assert_int_equal(prof.status, plain.status);
+  free(plain.out);
+  free(prof.out);
+  return prof.status;
+}
+
+/* --- raw files --- */
+
+typedef struct raws {
+  int n;
+  cJSON *doc[16];
+} raws;
+
+static raws load_raws(const char *dir) {
+  raws r = {0};
+  char raw[4300];
+  snprintf(raw, sizeof raw, "%s/raw", dir);
+  DIR *d = opendir(raw);
+  if (!d) return r;
+  struct dirent *e;
+  while ((e = readdir(d)) && r.n < 16) {
+    size_t len = strlen(e->d_name);
+    if (e->d_name[0] == '.' || len < 5 || strcmp(e->d_name + len - 5, ".json")) continue;
+    char p[4600];
+    snprintf(p, sizeof p, "%s/%s", raw, e->d_name);
+    char *s = slurp(p);
+    r.doc[r.n] = cJSON_Parse(s);
+    free(s);
+    assert_non_null(r.doc[r.n]);
+    r.n++;
+  }
+  closedir(d);
+  return r;
+}
+
+static void free_raws(raws *r) {
+  for (int i = 0; i < r->n; i++)
+    cJSON_Delete(r->doc[i]);
+}
+
+static cJSON *get(cJSON *o, const char *path) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *k = strtok(buf, "."); k && o; k = strtok(NULL, "."))
+    o = cJSON_IsArray(o) ? cJSON_GetArrayItem(o, atoi(k)) : cJSON_GetObjectItem(o, k);
+  return o;
+}
+
+static double num(cJSON *o, const char *path) {
+  cJSON *v = get(o, path);
+  if (!v) fprintf(stderr, "missing %s\n", path);
+  assert_non_null(v);
+  return cJSON_GetNumberValue(v);
+}
+
+static const char *str(cJSON *o, const char *path) {
+  cJSON *v = get(o, path);
+  return v ? cJSON_GetStringValue(v) : NULL;
+}
+
+static bool str_is(cJSON *o, const char *path, const char *want) {
+  const char *s = str(o, path);
+  return s && !strcmp(s, want);
+}
+
+/* The site with this api, layer and op kind (NULL: any); fails when absent. */
+static cJSON *site(cJSON *doc, const char *api, const char *layer, const char *op) {
+  cJSON *s;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItem(doc, "sites")) {
+    if ((!api || str_is(s, "api", api)) && (!layer || str_is(s, "layer", layer)) &&
+        (!op || str_is(s, "op", op)))
+      return s;
+  }
+  fprintf(stderr, "no site api=%s layer=%s op=%s\n", api ? api : "*", layer ? layer : "*",
+          op ? op : "*");
+  fail();
+  return NULL;
+}
+
+static int nsites(cJSON *doc) {
+  return cJSON_GetArraySize(cJSON_GetObjectItem(doc, "sites"));
+}
+
+/* Every tensor role was scanned on every call: counts add up to calls x size. */
+static void assert_role_scanned(cJSON *s, const char *role, double elements_per_call) {
+  char path[64];
+  snprintf(path, sizeof path, "tensors.%s.count", role);
+  assert_true(num(s, path) == elements_per_call * num(s, "calls"));
+}
+
+/* --- mlp_train --- */
+
+static void check_mlp_sites(cJSON *doc, int calls_per_site) {
+  /* fc1: grouped linear, 4 heads of [32 x 16] x [16 x 128]. */
+  cJSON *s = site(doc, "cublasGemmStridedBatchedEx", "step/mlp/fc1/fwd", "gemm");
+  assert_int_equal(num(s, "m"), 32);
+  assert_int_equal(num(s, "n"), 128);
+  assert_int_equal(num(s, "k"), 16);
+  assert_int_equal(num(s, "batch"), 4);
+  assert_true(str_is(s, "types.A", "fp16") && str_is(s, "types.B", "fp16"));
+  assert_true(str_is(s, "types.D", "fp32"));
+  assert_true(str_is(s, "compute_type", "32F"));
+  assert_int_equal(num(s, "calls"), calls_per_site);
+  assert_int_equal(num(s, "scanned_calls"), calls_per_site);
+  assert_role_scanned(s, "A", 32 * 16 * 4);
+  assert_role_scanned(s, "B", 16 * 128 * 4);
+  assert_role_scanned(s, "D", 32 * 128 * 4);
+  /* fc2: cuBLASLt with a bias epilogue. */
+  s = site(doc, "cublasLtMatmul", "step/mlp/fc2/fwd", "gemm");
+  assert_true(str_is(s, "epilogue", "BIAS"));
+  assert_int_equal(num(s, "m"), 64);
+  assert_int_equal(num(s, "n"), 128);
+  assert_int_equal(num(s, "k"), 128);
+  assert_role_scanned(s, "A", 64 * 128);
+  assert_role_scanned(s, "D", 64 * 128);
+  /* fc3 forward and every backward GEMM: cublasGemmEx. */
+  s = site(doc, "cublasGemmEx", "step/mlp/fc3/fwd", "gemm");
+  assert_int_equal(num(s, "m"), 16);
+  assert_role_scanned(s, "B", 64 * 128);
+  site(doc, "cublasGemmEx", "step/mlp/fc3/bwd", "gemm");
+  site(doc, "cublasGemmEx", "step/mlp/fc2/bwd", "gemm");
+  site(doc, "cublasGemmStridedBatchedEx", "step/mlp/fc1/bwd", "gemm");
+  /* cuBLAS's inner cublasLtMatmul calls are not sites of their own. */
+  cJSON *x;
+  cJSON_ArrayForEach(x, cJSON_GetObjectItem(doc, "sites")) {
+    if (str_is(x, "api", "cublasLtMatmul")) assert_true(str_is(x, "layer", "step/mlp/fc2/fwd"));
+    assert_int_equal(num(x, "calls"), calls_per_site);
+    assert_non_null(get(x, "tensors.D"));
+  }
+}
+
+static void mlp_train_records_every_gemm_with_layer_dtypes_and_scans(void **state) {
+  (void)state;
+  const char *dir = outdir("mlp");
+  char *argv[] = {(char *)mlp_train, "--precision", "fp16", "--steps", "3", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 1);
+  assert_true(cJSON_IsTrue(get(r.doc[0], "final")));
+  assert_true(cJSON_IsFalse(get(r.doc[0], "incomplete")));
+  check_mlp_sites(r.doc[0], 3);
+  free_raws(&r);
+}
+
+static void mlp_train_with_8_threads_is_unchanged_and_fully_recorded(void **state) {
+  (void)state;
+  const char *dir = outdir("mlp8");
+  char *argv[] = {(char *)mlp_train, "--precision", "fp16", "--steps", "2", "--threads", "8", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 1);
+  check_mlp_sites(r.doc[0], 8 * 2);
+  free_raws(&r);
+}
+
+static void mlp_train_tf32_is_visible_as_math_mode_and_compute_type(void **state) {
+  (void)state;
+  const char *dir = outdir("mlptf32");
+  char *argv[] = {(char *)mlp_train, "--precision", "tf32", "--steps", "1", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  cJSON *s = site(r.doc[0], "cublasGemmEx", "step/mlp/fc3/fwd", NULL);
+  assert_true(str_is(s, "types.A", "fp32"));
+  const char *mm = str(s, "math_mode");
+  assert_non_null(mm);
+  assert_non_null(strstr(mm, "TF32_TENSOR_OP"));
+  s = site(r.doc[0], "cublasLtMatmul", NULL, NULL);
+  assert_true(str_is(s, "compute_type", "32F_FAST_TF32"));
+  free_raws(&r);
+}
+
+/* --- conv_train, both cuDNN APIs --- */
+
+/* apis: forward, backward data, backward filter entry points. */
+static void check_conv_sites(cJSON *doc, const char *const apis[3]) {
+  assert_int_equal(nsites(doc), 5);
+  cJSON *s = site(doc, apis[0], "step/cnn/conv1/fwd", "conv_fwd");
+  assert_int_equal(num(s, "conv.c"), 8);
+  assert_int_equal(num(s, "conv.k"), 16);
+  assert_int_equal(num(s, "conv.r"), 3);
+  assert_int_equal(num(s, "conv.pad.0"), 1);
+  assert_true(str_is(s, "types.x", "fp16") && str_is(s, "types.w", "fp16"));
+  assert_true(str_is(s, "compute_type", "fp32"));
+  assert_role_scanned(s, "x", 4 * 8 * 16 * 16);
+  assert_role_scanned(s, "w", 16 * 8 * 3 * 3);
+  assert_role_scanned(s, "y", 4 * 16 * 16 * 16);
+  s = site(doc, apis[1], "step/cnn/conv2/bwd", "conv_bwd_data");
+  assert_role_scanned(s, "dy", 4 * 16 * 16 * 16);
+  assert_role_scanned(s, "dx", 4 * 16 * 16 * 16);
+  s = site(doc, apis[2], "step/cnn/conv1/bwd", "conv_bwd_filter");
+  assert_role_scanned(s, "dw", 16 * 8 * 3 * 3);
+  site(doc, apis[0], "step/cnn/conv2/fwd", "conv_fwd");
+  site(doc, apis[2], "step/cnn/conv2/bwd", "conv_bwd_filter");
+}
+
+static void conv_train_legacy_api_records_every_convolution(void **state) {
+  (void)state;
+  const char *dir = outdir("convlegacy");
+  char *argv[] = {(char *)conv_train, "--api", "legacy", "--precision", "fp16",
+                  "--steps",          "1",     NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  static const char *const apis[3] = {"cudnnConvolutionForward", "cudnnConvolutionBackwardData",
+                                      "cudnnConvolutionBackwardFilter"};
+  check_conv_sites(r.doc[0], apis);
+  free_raws(&r);
+}
+
+static void conv_train_backend_api_records_every_convolution(void **state) {
+  (void)state;
+  const char *dir = outdir("convbackend");
+  char *argv[] = {(char *)conv_train, "--api", "backend", "--precision", "fp16",
+                  "--steps",          "1",     NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  static const char *const apis[3] = {"cudnnBackendExecute", "cudnnBackendExecute",
+                                      "cudnnBackendExecute"};
+  check_conv_sites(r.doc[0], apis);
+  free_raws(&r);
+}
+
+/* --- purpose-built programs --- */
+
+static void inner_cublasLt_call_under_cublasGemmEx_is_recorded_once(void **state) {
+  (void)state;
+  const char *dir = outdir("inner");
+  char *argv[] = {(char *)testprog, "gemmex", "4", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(nsites(r.doc[0]), 1);
+  cJSON *s = site(r.doc[0], "cublasGemmEx", "t/gemmex", NULL);
+  assert_int_equal(num(s, "calls"), 4);
+  assert_int_equal(num(r.doc[0], "calls"), 4);
+  free_raws(&r);
+}
+
+static void direct_cublasLt_call_is_recorded_with_its_descriptor(void **state) {
+  (void)state;
+  const char *dir = outdir("lt");
+  char *argv[] = {(char *)testprog, "lt", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  cJSON *s = site(r.doc[0], "cublasLtMatmul", "t/lt", NULL);
+  assert_true(str_is(s, "epilogue", "BIAS"));
+  assert_true(str_is(s, "transb", "T"));
+  assert_true(str_is(s, "types.A", "fp16") && str_is(s, "types.D", "fp32"));
+  assert_true(str_is(s, "scale_type", "fp32"));
+  free_raws(&r);
+}
+
+static void every_cublas_gemm_entry_point_is_recorded(void **state) {
+  (void)state;
+  static const char *const apis[] = {"cublasSgemm_v2",
+                                     "cublasDgemm_v2",
+                                     "cublasHgemm",
+                                     "cublasSgemmEx",
+                                     "cublasGemmEx",
+                                     "cublasSgemmBatched",
+                                     "cublasDgemmBatched",
+                                     "cublasHgemmBatched",
+                                     "cublasGemmBatchedEx",
+                                     "cublasSgemmStridedBatched",
+                                     "cublasDgemmStridedBatched",
+                                     "cublasHgemmStridedBatched",
+                                     "cublasGemmStridedBatchedEx",
+                                     "cublasSgemmGroupedBatched",
+                                     "cublasDgemmGroupedBatched",
+                                     "cublasGemmGroupedBatchedEx"};
+  const char *dir = outdir("variants");
+  char *argv[] = {(char *)testprog, "variants", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(nsites(r.doc[0]), 32);
+  for (size_t i = 0; i < sizeof apis / sizeof apis[0]; i++) {
+    char twin[64];
+    snprintf(twin, sizeof twin, "%s_64", apis[i]);
+    cJSON *a = site(r.doc[0], apis[i], NULL, NULL), *b = site(r.doc[0], twin, NULL, NULL);
+    assert_int_equal(num(a, "calls"), 1);
+    assert_int_equal(num(b, "calls"), 1);
+    assert_true(str_is(a, "types.A", str(b, "types.A")));
+    assert_int_equal(num(a, "batch"), num(b, "batch"));
+    assert_non_null(get(a, "tensors.D"));
+  }
+  assert_true(str_is(site(r.doc[0], "cublasHgemm", NULL, NULL), "compute_type", "16F"));
+  assert_true(str_is(site(r.doc[0], "cublasDgemm_v2", NULL, NULL), "types.A", "fp64"));
+  assert_int_equal(num(site(r.doc[0], "cublasSgemmBatched", NULL, NULL), "tensors.A.count"),
+                   2 * 16 * 16);
+  free_raws(&r);
+}
+
+static void math_mode_set_on_the_handle_is_recorded(void **state) {
+  (void)state;
+  const char *dir = outdir("mathmode");
+  char *argv[] = {(char *)testprog, "mathmode", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(nsites(r.doc[0]), 2);
+  bool seen_default = false, seen_tf32 = false;
+  cJSON *s;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItem(r.doc[0], "sites")) {
+    seen_default |= str_is(s, "math_mode", "DEFAULT");
+    seen_tf32 |= str_is(s, "math_mode", "TF32_TENSOR_OP");
+  }
+  assert_true(seen_default && seen_tf32);
+  free_raws(&r);
+}
+
+static void each_thread_has_its_own_layer_stack(void **state) {
+  (void)state;
+  const char *dir = outdir("threads");
+  char *argv[] = {(char *)testprog, "threads", "8", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(nsites(r.doc[0]), 8);
+  for (int i = 0; i < 8; i++) {
+    char l[8];
+    snprintf(l, sizeof l, "t%d", i);
+    assert_int_equal(num(site(r.doc[0], "cublasGemmEx", l, NULL), "calls"), 5);
+  }
+  free_raws(&r);
+}
+
+static cJSON *doc_where(raws *r, bool forked) {
+  for (int i = 0; i < r->n; i++)
+    if (cJSON_IsTrue(get(r->doc[i], "forked")) == forked) return r->doc[i];
+  fail();
+  return NULL;
+}
+
+static void a_forked_child_writes_its_own_raw_file(void **state) {
+  (void)state;
+  const char *dir = outdir("fork");
+  char *argv[] = {(char *)testprog, "fork", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 2);
+  cJSON *parent = doc_where(&r, false), *child = doc_where(&r, true);
+  assert_int_equal(num(child, "ppid"), num(parent, "pid"));
+  assert_int_equal(num(site(parent, "cublasGemmEx", NULL, NULL), "calls"), 2);
+  assert_int_equal(num(site(child, "cublasGemmEx", NULL, NULL), "calls"), 2);
+  free_raws(&r);
+}
+
+static void exit_status_3_is_passed_through_with_a_final_raw_file(void **state) {
+  (void)state;
+  const char *dir = outdir("exit3");
+  char *argv[] = {(char *)testprog, "exit3", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 3);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 1);
+  assert_true(cJSON_IsTrue(get(r.doc[0], "final")));
+  assert_int_equal(num(site(r.doc[0], "cublasGemmEx", NULL, NULL), "calls"), 1);
+  free_raws(&r);
+}
+
+static bool checkpoint_with_calls(const char *dir, int calls) {
+  raws r = load_raws(dir);
+  bool ok = r.n == 1 && num(r.doc[0], "calls") == calls;
+  free_raws(&r);
+  return ok;
+}
+
+static void killed_by_sigterm_midway_keeps_the_last_checkpoint(void **state) {
+  (void)state;
+  const char *dir = outdir("sigterm");
+  char out[4200];
+  snprintf(out, sizeof out, "%s/sigterm.txt", workdir);
+  char *argv[] = {(char *)mpprof,   "-o",   (char *)dir, "--checkpoint", "0.1",
+                  (char *)testprog, "wait", NULL};
+  pid_t pid = spawn(argv, NULL, out);
+  /* The program blocks after its GEMMs; wait (bounded) for a checkpoint. */
+  bool seen = false;
+  for (int i = 0; i < 600 && !seen; i++) {
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    seen = checkpoint_with_calls(dir, 3);
+  }
+  assert_true(seen);
+  kill(pid, SIGTERM); /* to mpprof, which forwards it to the program */
+  assert_int_equal(wait_status(pid), 128 + SIGTERM);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 1);
+  assert_true(cJSON_IsFalse(get(r.doc[0], "final")));
+  assert_int_equal(num(site(r.doc[0], "cublasGemmEx", NULL, NULL), "calls"), 3);
+  free_raws(&r);
+  char *s = slurp(out);
+  assert_non_null(strstr(s, "ready checksum"));
+  free(s);
+}
+
+static void scan_none_records_calls_without_tensor_stats(void **state) {
+  (void)state;
+  const char *dir = outdir("scannone");
+  char *argv[] = {(char *)testprog, "gemmex", "2", NULL};
+  const char *opts[] = {"--scan", "none", NULL};
+  assert_int_equal(run_both(dir, argv, opts), 0);
+  raws r = load_raws(dir);
+  cJSON *s = site(r.doc[0], "cublasGemmEx", NULL, NULL);
+  assert_int_equal(num(s, "calls"), 2);
+  assert_int_equal(num(s, "scanned_calls"), 0);
+  assert_int_equal(cJSON_GetArraySize(get(s, "tensors")), 0);
+  assert_true(str_is(r.doc[0], "scan", "none"));
+  free_raws(&r);
+}
+
+static void sample_2_scans_every_second_call(void **state) {
+  (void)state;
+  const char *dir = outdir("sample");
+  char *argv[] = {(char *)testprog, "gemmex", "4", NULL};
+  const char *opts[] = {"--sample", "2", NULL};
+  assert_int_equal(run_both(dir, argv, opts), 0);
+  raws r = load_raws(dir);
+  cJSON *s = site(r.doc[0], "cublasGemmEx", NULL, NULL);
+  assert_int_equal(num(s, "scanned_calls"), 2);
+  assert_int_equal(num(s, "not_scanned.sampled_out"), 2 * 3);
+  assert_int_equal(num(s, "tensors.A.count"), 2 * 16 * 16);
+  free_raws(&r);
+}
+
+static void mpprof_disable_writes_nothing(void **state) {
+  (void)state;
+  const char *dir = outdir("disabled");
+  char *argv[] = {(char *)mpprof, "-o", (char *)dir, (char *)testprog, "gemmex", "1", NULL};
+  const char *env[] = {"MPPROF_DISABLE=1", NULL};
+  result r = run(argv, env);
+  assert_int_equal(r.status, 0);
+  free(r.out);
+  raws raw = load_raws(dir);
+  assert_int_equal(raw.n, 0);
+}
+
+/* --- the launcher --- */
+
+static void a_non_empty_output_directory_is_refused_without_force(void **state) {
+  (void)state;
+  const char *dir = outdir("nonempty");
+  mkdir(dir, 0777);
+  char keep[4300];
+  snprintf(keep, sizeof keep, "%s/keep.txt", dir);
+  FILE *f = fopen(keep, "w");
+  fputs("x", f);
+  fclose(f);
+  char *argv[] = {(char *)mpprof, "-o", (char *)dir, (char *)testprog, "gemmex", "1", NULL};
+  result r = run(argv, NULL);
+  assert_int_equal(r.status, 2);
+  assert_string_equal(r.out, ""); /* the program did not run */
+  free(r.out);
+  char *argv2[] = {(char *)mpprof,   "--force", "-o", (char *)dir,
+                   (char *)testprog, "gemmex",  "1",  NULL};
+  r = run(argv2, NULL);
+  assert_int_equal(r.status, 0);
+  free(r.out);
+  assert_int_equal(access(keep, F_OK), 0);
+  raws raw = load_raws(dir);
+  assert_int_equal(raw.n, 1);
+  free_raws(&raw);
+}
+
+static void a_program_that_cannot_start_exits_127(void **state) {
+  (void)state;
+  const char *dir = outdir("missing");
+  char *argv[] = {(char *)mpprof, "-o", (char *)dir, "/nonexistent/program", NULL};
+  result r = run(argv, NULL);
+  assert_int_equal(r.status, 127);
+  free(r.out);
+}
+
+static void an_unknown_scan_mode_is_a_usage_error(void **state) {
+  (void)state;
+  char *argv[] = {(char *)mpprof, "--scan", "some", (char *)testprog, "gemmex", "1", NULL};
+  result r = run(argv, NULL);
+  assert_int_equal(r.status, 2);
+  free(r.out);
+}
+
+static const char *need(const char *name) {
+  const char *v = getenv(name);
+  if (!v || !*v) {
+    fprintf(stderr, "test_profiler_e2e: %s is not set\n", name);
+    exit(2);
+  }
+  return v;
+}
+
+int main(void) {
+  mpprof = need("MPP_MPPROF");
+  testprog = need("MPP_TESTPROG");
+  mlp_train = need("MPP_MLP_TRAIN");
+  conv_train = need("MPP_CONV_TRAIN");
+  simcuda = need("MPP_SIMCUDA");
+  workdir = need("MPP_WORKDIR");
+  mkdir(workdir, 0777);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(mlp_train_records_every_gemm_with_layer_dtypes_and_scans),
+      cmocka_unit_test(mlp_train_with_8_threads_is_unchanged_and_fully_recorded),
+      cmocka_unit_test(mlp_train_tf32_is_visible_as_math_mode_and_compute_type),
+      cmocka_unit_test(conv_train_legacy_api_records_every_convolution),
+      cmocka_unit_test(conv_train_backend_api_records_every_convolution),
+      cmocka_unit_test(inner_cublasLt_call_under_cublasGemmEx_is_recorded_once),
+      cmocka_unit_test(direct_cublasLt_call_is_recorded_with_its_descriptor),
+      cmocka_unit_test(every_cublas_gemm_entry_point_is_recorded),
+      cmocka_unit_test(math_mode_set_on_the_handle_is_recorded),
+      cmocka_unit_test(each_thread_has_its_own_layer_stack),
+      cmocka_unit_test(a_forked_child_writes_its_own_raw_file),
+      cmocka_unit_test(exit_status_3_is_passed_through_with_a_final_raw_file),
+      cmocka_unit_test(killed_by_sigterm_midway_keeps_the_last_checkpoint),
+      cmocka_unit_test(scan_none_records_calls_without_tensor_stats),
+      cmocka_unit_test(sample_2_scans_every_second_call),
+      cmocka_unit_test(mpprof_disable_writes_nothing),
+      cmocka_unit_test(a_non_empty_output_directory_is_refused_without_force),
+      cmocka_unit_test(a_program_that_cannot_start_exits_127),
+      cmocka_unit_test(an_unknown_scan_mode_is_a_usage_error),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

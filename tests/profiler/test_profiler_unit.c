@@ -1,0 +1,697 @@
+/* Unit tests of libmpprof.so's internals (linked statically from the core
+ * library, no CUDA library needed): NVTX layer stacks and the injection
+ * entry point, decoding of cuBLAS / cuBLASLt / convolution calls, the site
+ * table with its caps, sampling and scan modes, and the raw document. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include "profiler/hooks/conv_decode.h"
+#include "profiler/hooks/gemm_decode.h"
+#include "profiler/jsonw.h"
+#include "profiler/mpp.h"
+
+int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get);
+
+static const char *layer(void) {
+  uint64_t h;
+  return mpp_nvtx_layer(&h);
+}
+
+static int reset_all(void **state) {
+  (void)state;
+  mpp_nvtx_thread_reset();
+  mpp_sites_reset();
+  mpp_cfg.scan = MPP_SCAN_ALL;
+  mpp_cfg.sample = 1;
+  mpp_cfg.max_sites = 1024;
+  mpp_cfg.max_events = 1000;
+  return 0;
+}
+
+/* --- NVTX stacks --- */
+
+static void layer_is_empty_without_ranges(void **state) {
+  (void)state;
+  assert_string_equal(layer(), "");
+}
+
+static void nested_ranges_join_with_slash(void **state) {
+  (void)state;
+  assert_int_equal(mpp_nvtx_push(NULL, "step"), 0);
+  assert_int_equal(mpp_nvtx_push(NULL, "mlp"), 1);
+  mpp_nvtx_push(NULL, "fc1");
+  assert_string_equal(layer(), "step/mlp/fc1");
+}
+
+static void pop_restores_the_parent_layer(void **state) {
+  (void)state;
+  mpp_nvtx_push(NULL, "a");
+  mpp_nvtx_push(NULL, "b");
+  assert_int_equal(mpp_nvtx_pop(NULL), 1);
+  assert_string_equal(layer(), "a");
+  uint64_t h1, h2;
+  mpp_nvtx_layer(&h1);
+  mpp_nvtx_push(NULL, "b");
+  mpp_nvtx_pop(NULL);
+  mpp_nvtx_layer(&h2);
+  assert_true(h1 == h2);
+}
+
+static void pop_without_an_open_range_returns_negative(void **state) {
+  (void)state;
+  assert_true(mpp_nvtx_pop(NULL) < 0);
+  assert_string_equal(layer(), "");
+}
+
+static void domain_pop_removes_that_domains_innermost_range(void **state) {
+  (void)state;
+  static int d;
+  mpp_nvtx_push(NULL, "a");
+  mpp_nvtx_push(&d, "b");
+  mpp_nvtx_push(NULL, "c");
+  assert_true(mpp_nvtx_pop(&d) >= 0);
+  assert_string_equal(layer(), "a/c");
+}
+
+static void removing_the_outermost_range_keeps_the_inner_ones(void **state) {
+  (void)state;
+  static int d;
+  mpp_nvtx_push(&d, "outer");
+  mpp_nvtx_push(NULL, "x");
+  mpp_nvtx_push(NULL, "y");
+  mpp_nvtx_pop(&d);
+  assert_string_equal(layer(), "x/y");
+  mpp_nvtx_pop(NULL);
+  assert_string_equal(layer(), "x");
+}
+
+static void ranges_beyond_64_levels_pop_back_to_the_same_layer(void **state) {
+  (void)state;
+  mpp_nvtx_push(NULL, "root");
+  for (int i = 0; i < 100; i++)
+    mpp_nvtx_push(NULL, "deep");
+  for (int i = 0; i < 100; i++)
+    mpp_nvtx_pop(NULL);
+  assert_string_equal(layer(), "root");
+}
+
+static void *other_thread(void *p) {
+  char *out = p;
+  strcpy(out, layer());
+  mpp_nvtx_push(NULL, "other");
+  strcat(out, "|");
+  strcat(out, layer());
+  return NULL;
+}
+
+static void ranges_are_per_thread(void **state) {
+  (void)state;
+  char seen[64] = "";
+  mpp_nvtx_push(NULL, "main");
+  pthread_t t;
+  pthread_create(&t, NULL, other_thread, seen);
+  pthread_join(t, NULL);
+  assert_string_equal(seen, "|other");
+  assert_string_equal(layer(), "main");
+}
+
+/* A stand-in for the export table an NVTX copy hands to the injection. */
+static NvtxFunctionPointer core_slots[NVTX_CBID_CORE_SIZE], core2_slots[NVTX_CBID_CORE2_SIZE];
+static NvtxFunctionPointer *core_table[NVTX_CBID_CORE_SIZE], *core2_table[NVTX_CBID_CORE2_SIZE];
+
+static int NVTX_API get_module(NvtxCallbackModule m, NvtxFunctionTable *out, unsigned *size) {
+  if (m == NVTX_CB_MODULE_CORE) {
+    for (int i = 0; i < NVTX_CBID_CORE_SIZE; i++)
+      core_table[i] = &core_slots[i];
+    *out = core_table;
+    *size = NVTX_CBID_CORE_SIZE;
+    return 1;
+  }
+  if (m == NVTX_CB_MODULE_CORE2) {
+    for (int i = 0; i < NVTX_CBID_CORE2_SIZE; i++)
+      core2_table[i] = &core2_slots[i];
+    *out = core2_table;
+    *size = NVTX_CBID_CORE2_SIZE;
+    return 1;
+  }
+  return 0;
+}
+
+static const NvtxExportTableCallbacks callbacks = {sizeof callbacks, get_module};
+
+static const void *NVTX_API get_export_table(uint32_t id) {
+  return id == NVTX_ETID_CALLBACKS ? &callbacks : NULL;
+}
+
+static void injection_fills_core_and_core2_callbacks(void **state) {
+  (void)state;
+  memset(core_slots, 0, sizeof core_slots);
+  memset(core2_slots, 0, sizeof core2_slots);
+  assert_int_equal(InitializeInjectionNvtx2(get_export_table), 1);
+  nvtxRangePushA_impl_fntype push_a =
+      (nvtxRangePushA_impl_fntype)core_slots[NVTX_CBID_CORE_RangePushA];
+  nvtxRangePop_impl_fntype pop = (nvtxRangePop_impl_fntype)core_slots[NVTX_CBID_CORE_RangePop];
+  nvtxDomainCreateA_impl_fntype create =
+      (nvtxDomainCreateA_impl_fntype)core2_slots[NVTX_CBID_CORE2_DomainCreateA];
+  nvtxDomainRegisterStringA_impl_fntype reg =
+      (nvtxDomainRegisterStringA_impl_fntype)core2_slots[NVTX_CBID_CORE2_DomainRegisterStringA];
+  nvtxDomainRangePushEx_impl_fntype dpush =
+      (nvtxDomainRangePushEx_impl_fntype)core2_slots[NVTX_CBID_CORE2_DomainRangePushEx];
+  nvtxDomainRangePop_impl_fntype dpop =
+      (nvtxDomainRangePop_impl_fntype)core2_slots[NVTX_CBID_CORE2_DomainRangePop];
+  assert_non_null(push_a);
+  assert_non_null(pop);
+  assert_non_null(core_slots[NVTX_CBID_CORE_RangePushEx]);
+  assert_non_null(core_slots[NVTX_CBID_CORE_RangeStartEx]);
+  assert_non_null(core_slots[NVTX_CBID_CORE_RangeEnd]);
+  assert_non_null(core_slots[NVTX_CBID_CORE_MarkA]);
+  assert_non_null(create);
+  assert_non_null(reg);
+  assert_non_null(dpush);
+  assert_non_null(dpop);
+
+  push_a("fwd");
+  nvtxDomainHandle_t d = create("mydomain");
+  nvtxEventAttributes_t a = {0};
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  a.message.registered = reg(d, "attention");
+  dpush(d, &a);
+  assert_string_equal(layer(), "fwd/attention");
+  dpop(d);
+  assert_int_equal(pop(), 0);
+  assert_string_equal(layer(), "");
+}
+
+static void injection_fills_every_nvtx_copy_that_asks(void **state) {
+  (void)state;
+  assert_int_equal(InitializeInjectionNvtx2(get_export_table), 1);
+  memset(core_slots, 0, sizeof core_slots);
+  assert_int_equal(InitializeInjectionNvtx2(get_export_table), 1);
+  assert_non_null(core_slots[NVTX_CBID_CORE_RangePushA]);
+}
+
+/* --- cuBLAS decoding --- */
+
+static const mpp_gemm_ctx host_ctx = {.math_mode = 0, .pointer_mode = 0};
+
+static mpp_gemm_call gemm16(void) {
+  static float a[64], b[64], c[64];
+  static const float zero = 0;
+  return (mpp_gemm_call){.api = "cublasGemmEx",
+                         .transa = 0,
+                         .transb = 0,
+                         .m = 4,
+                         .n = 2,
+                         .k = 3,
+                         .lda = 4,
+                         .ldb = 3,
+                         .ldc = 4,
+                         .beta = &zero,
+                         .A = a,
+                         .B = b,
+                         .C = c,
+                         .batch = 1,
+                         .Atype = 2,
+                         .Btype = 2,
+                         .Ctype = 0,
+                         .compute = 68,
+                         .scale_type = 0};
+}
+
+static void transposed_a_is_viewed_as_stored_k_by_m(void **state) {
+  (void)state;
+  mpp_gemm_call g = gemm16();
+  g.transa = 1;
+  g.lda = 3;
+  mpp_op op;
+  mpp_gemm_decode(&op, &g, &host_ctx);
+  assert_int_equal(op.transa, 'T');
+  assert_int_equal(op.roles[0].view.rows, 3);
+  assert_int_equal(op.roles[0].view.cols, 4);
+  assert_int_equal(op.roles[0].view.dtype, MP_FP16);
+  assert_int_equal(op.roles[1].view.rows, 3); /* B: k x n */
+  assert_int_equal(op.roles[1].view.cols, 2);
+}
+
+static void c_is_an_input_role_only_when_beta_is_nonzero(void **state) {
+  (void)state;
+  mpp_gemm_call g = gemm16();
+  mpp_op op;
+  mpp_gemm_decode(&op, &g, &host_ctx);
+  assert_string_equal(op.roles[2].name, "C");
+  assert_false(op.roles[2].present);
+  const float beta = 0.5f;
+  g.beta = &beta;
+  mpp_gemm_decode(&op, &g, &host_ctx);
+  assert_true(op.roles[2].present);
+  assert_true(op.roles[2].input);
+  assert_false(op.roles[3].input); /* D */
+}
+
+static void device_beta_that_cannot_be_read_drops_c(void **state) {
+  (void)state;
+  mpp_gemm_call g = gemm16();
+  const float beta = 1;
+  g.beta = &beta;
+  mpp_gemm_ctx ctx = {.pointer_mode = 1};
+  mpp_op op;
+  mpp_gemm_decode(&op, &g, &ctx);
+  assert_false(op.roles[2].present);
+}
+
+static void legacy_cuda_r_32f_compute_type_reads_as_32F(void **state) {
+  (void)state;
+  mpp_gemm_call g = gemm16();
+  g.compute = 0; /* CUDA_R_32F passed as a compute type */
+  mpp_op op;
+  mpp_gemm_decode(&op, &g, &host_ctx);
+  assert_string_equal(op.compute_type, "32F");
+  g.compute = 77;
+  mpp_gemm_decode(&op, &g, &host_ctx);
+  assert_string_equal(op.compute_type, "32F_FAST_TF32");
+}
+
+static void dtypes_of_all_four_operands_are_named(void **state) {
+  (void)state;
+  mpp_gemm_call g = gemm16();
+  g.Atype = 28;
+  g.Btype = 29;
+  g.Ctype = 14;
+  mpp_op op;
+  mpp_gemm_decode(&op, &g, &host_ctx);
+  assert_int_equal(op.ntypes, 4);
+  assert_string_equal(op.type_names[0], "fp8_e4m3");
+  assert_string_equal(op.type_names[1], "fp8_e5m2");
+  assert_string_equal(op.type_names[2], "bf16");
+  assert_string_equal(op.type_names[3], "bf16");
+}
+
+static void complex_operands_are_marked_unscannable(void **state) {
+  (void)state;
+  mpp_gemm_call g = gemm16();
+  g.Atype = 4; /* CUDA_C_32F */
+  mpp_op op;
+  mpp_gemm_decode(&op, &g, &host_ctx);
+  assert_string_equal(op.type_names[0], "complex_fp32");
+  assert_int_equal(op.roles[0].unscannable, MPP_NS_DTYPE);
+}
+
+static void strided_batch_with_zero_stride_is_one_matrix(void **state) {
+  (void)state;
+  mpp_gemm_call g = gemm16();
+  g.batch = 8;
+  g.strideA = 0;
+  g.strideB = 6;
+  g.strideC = 8;
+  mpp_op op;
+  mpp_gemm_decode(&op, &g, &host_ctx);
+  assert_int_equal(op.batch, 8);
+  assert_int_equal(op.roles[0].view.batch, 1);
+  assert_int_equal(op.roles[1].view.batch, 8);
+  assert_int_equal(op.roles[1].view.batch_stride, 6);
+}
+
+static void pointer_alignment_is_the_largest_power_of_two_up_to_256(void **state) {
+  (void)state;
+  mpp_op op;
+  mpp_op_init(&op, "x", MPP_OP_GEMM);
+  mpp_op_note_ptr(&op, (void *)(uintptr_t)0x10000);
+  assert_int_equal(op.ptr_align, 256);
+  mpp_op_note_ptr(&op, (void *)(uintptr_t)0x10030);
+  assert_int_equal(op.ptr_align, 16);
+}
+
+/* --- cuBLASLt decoding --- */
+
+static mpp_lt_call lt16(void) {
+  mpp_lt_layout a = {.type = 2, .order = 0, .rows = 8, .cols = 5, .ld = 8, .batch = 1};
+  mpp_lt_layout b = {.type = 2, .order = 0, .rows = 5, .cols = 3, .ld = 5, .batch = 1};
+  mpp_lt_layout d = {.type = 0, .order = 0, .rows = 8, .cols = 3, .ld = 8, .batch = 1};
+  static char buf[1024];
+  return (mpp_lt_call){.compute = 68,
+                       .scale_type = 0,
+                       .transa = 0,
+                       .transb = 0,
+                       .epilogue = 1,
+                       .a = a,
+                       .b = b,
+                       .c = d,
+                       .d = d,
+                       .A = buf,
+                       .B = buf,
+                       .C = buf,
+                       .D = buf};
+}
+
+static void lt_m_n_come_from_d_and_k_from_a_and_transa(void **state) {
+  (void)state;
+  mpp_lt_call g = lt16();
+  mpp_op op;
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_int_equal(op.m, 8);
+  assert_int_equal(op.n, 3);
+  assert_int_equal(op.k, 5);
+  g.transa = 1;
+  g.a.rows = 5;
+  g.a.cols = 8;
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_int_equal(op.k, 5);
+  assert_string_equal(op.epilogue, "DEFAULT");
+  assert_string_equal(op.api, "cublasLtMatmul");
+}
+
+static void lt_row_major_layout_is_viewed_transposed(void **state) {
+  (void)state;
+  mpp_lt_call g = lt16();
+  g.a.order = 1;
+  g.a.ld = 5;
+  mpp_op op;
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_int_equal(op.roles[0].view.rows, 5);
+  assert_int_equal(op.roles[0].view.cols, 8);
+  assert_int_equal(op.roles[0].unscannable, MPP_NS_COUNT);
+  g.a.order = 2; /* COL32: tiled */
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_int_equal(op.roles[0].unscannable, MPP_NS_LAYOUT);
+}
+
+static void lt_fp8_scale_and_amax_pointers_are_flagged(void **state) {
+  (void)state;
+  mpp_lt_call g = lt16();
+  static float sa, amax;
+  g.a.type = g.b.type = 28;
+  g.scale_ptr[0] = &sa;
+  g.amax_d = &amax;
+  g.epilogue = 36;
+  mpp_op op;
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_int_equal(op.fp8_scales, MPP_FP8_A | MPP_FP8_AMAX_D);
+  assert_string_equal(op.epilogue, "GELU_BIAS");
+  assert_string_equal(op.type_names[0], "fp8_e4m3");
+}
+
+static void lt_beta_zero_pointer_mode_drops_c(void **state) {
+  (void)state;
+  mpp_lt_call g = lt16();
+  const float beta = 1;
+  g.beta = &beta;
+  mpp_op op;
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_true(op.roles[2].present);
+  g.pointer_mode = 3; /* ALPHA_DEVICE_VECTOR_BETA_ZERO */
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_false(op.roles[2].present);
+}
+
+/* --- convolutions --- */
+
+static mpp_tensor_desc nchw(int dt, int64_t n, int64_t c, int64_t h, int64_t w) {
+  return (mpp_tensor_desc){
+      .dtype = dt, .nd = 4, .dims = {n, c, h, w}, .strides = {c * h * w, h * w, w, 1}};
+}
+
+static void conv_forward_has_its_implicit_gemm_shape(void **state) {
+  (void)state;
+  mpp_tensor_desc x = nchw(2, 4, 8, 16, 16), y = nchw(2, 4, 32, 16, 16);
+  mpp_tensor_desc w = {.dtype = 2, .nd = 4, .dims = {32, 8, 3, 3}};
+  mpp_conv_desc c = {.comp_type = 0, .nsp = 2, .pad = {1, 1}, .stride = {1, 1}, .dilation = {1, 1}};
+  static char buf[64];
+  mpp_op op;
+  mpp_conv_decode(&op, "cudnnConvolutionForward", MPP_OP_CONV_FWD, &x, &w, &y, &c, buf, buf, buf);
+  assert_int_equal(op.m, 4 * 16 * 16);
+  assert_int_equal(op.n, 32);
+  assert_int_equal(op.k, 8 * 9);
+  assert_int_equal(op.conv.k, 32);
+  assert_int_equal(op.conv.r, 3);
+  assert_string_equal(op.compute_type, "fp32");
+  assert_string_equal(op.type_keys[0], "x");
+  assert_string_equal(op.type_names[0], "fp16");
+  assert_int_equal(op.roles[2].view.rows, 4 * 32 * 16 * 16);
+}
+
+static void conv_backward_roles_are_named_after_their_tensors(void **state) {
+  (void)state;
+  mpp_tensor_desc x = nchw(0, 2, 3, 8, 8), y = nchw(0, 2, 4, 8, 8);
+  mpp_tensor_desc w = {.dtype = 0, .nd = 4, .dims = {4, 3, 3, 3}};
+  mpp_conv_desc c = {.pad = {1, 1}, .stride = {1, 1}, .dilation = {1, 1}};
+  static char buf[64];
+  mpp_op op;
+  mpp_conv_decode(&op, "b", MPP_OP_CONV_BWD_DATA, &y, &w, &x, &c, buf, buf, buf);
+  assert_string_equal(op.roles[0].name, "dy");
+  assert_string_equal(op.roles[2].name, "dx");
+  assert_false(op.roles[2].input);
+  assert_int_equal(op.conv.c, 3); /* x is dx here */
+  mpp_conv_decode(&op, "b", MPP_OP_CONV_BWD_FILTER, &x, &y, &w, &c, buf, buf, buf);
+  assert_string_equal(op.roles[1].name, "dy");
+  assert_string_equal(op.roles[2].name, "dw");
+  assert_int_equal(op.m, 4);
+  assert_int_equal(op.n, 27);
+  assert_int_equal(op.k, 2 * 64);
+}
+
+static void packed_nhwc_tensor_is_scannable_and_padded_one_is_not(void **state) {
+  (void)state;
+  mpp_tensor_desc t = {.dtype = 0, .nd = 4, .dims = {2, 3, 4, 5}, .strides = {60, 1, 15, 3}};
+  mpp_role r = {.unscannable = MPP_NS_COUNT, .present = true};
+  mpp_conv_tensor_view(&r, &t, &r);
+  assert_int_equal(r.unscannable, MPP_NS_COUNT);
+  assert_int_equal(r.view.rows, 120);
+  t.strides[0] = 64; /* padded batch stride */
+  r.unscannable = MPP_NS_COUNT;
+  mpp_conv_tensor_view(&r, &t, &r);
+  assert_int_equal(r.unscannable, MPP_NS_LAYOUT);
+}
+
+/* --- sites, scans, caps, raw document --- */
+
+static float host_a[16], host_b[16], host_d[16];
+
+static void make_op(mpp_op *op, const char *api) {
+  mpp_gemm_call g = {.api = api,
+                     .m = 4,
+                     .n = 4,
+                     .k = 4,
+                     .lda = 4,
+                     .ldb = 4,
+                     .ldc = 4,
+                     .A = host_a,
+                     .B = host_b,
+                     .C = host_d,
+                     .batch = 1,
+                     .Atype = 0,
+                     .Btype = 0,
+                     .Ctype = 0,
+                     .compute = 68,
+                     .scale_type = 0};
+  mpp_gemm_decode(op, &g, &host_ctx);
+}
+
+static void run_op(const char *api, bool ok) {
+  mpp_op op;
+  mpp_call c;
+  make_op(&op, api);
+  mpp_call_begin(&c, &op);
+  for (int i = 0; i < 16; i++)
+    host_d[i] = (float)i;
+  mpp_call_end(&c, &op, ok);
+}
+
+static cJSON *render(void) {
+  size_t len;
+  char *s = mpp_raw_render(true, &len);
+  assert_non_null(s);
+  cJSON *doc = cJSON_Parse(s);
+  free(s);
+  assert_non_null(doc);
+  return doc;
+}
+
+static cJSON *site0(cJSON *doc) {
+  return cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "sites"), 0);
+}
+
+static double num(cJSON *o, const char *path) {
+  char buf[128];
+  strcpy(buf, path);
+  for (char *k = strtok(buf, "."); k; k = strtok(NULL, "."))
+    o = cJSON_GetObjectItem(o, k);
+  assert_non_null(o);
+  return cJSON_GetNumberValue(o);
+}
+
+static void same_op_in_the_same_layer_is_one_site(void **state) {
+  (void)state;
+  for (int i = 0; i < 16; i++)
+    host_a[i] = host_b[i] = 1;
+  run_op("api", true);
+  run_op("api", true);
+  cJSON *doc = render();
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "sites")), 1);
+  cJSON *s = site0(doc);
+  assert_int_equal(num(s, "calls"), 2);
+  assert_int_equal(num(s, "scanned_calls"), 2);
+  assert_int_equal(num(s, "tensors.A.count"), 32);
+  assert_int_equal(num(s, "tensors.D.zeros"), 2);
+  assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(s, "tensors"), "C"));
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "events")), 2);
+  cJSON_Delete(doc);
+}
+
+static void ops_in_different_layers_are_different_sites(void **state) {
+  (void)state;
+  run_op("api", true);
+  mpp_nvtx_push(NULL, "layer2");
+  run_op("api", true);
+  cJSON *doc = render();
+  cJSON *sites = cJSON_GetObjectItem(doc, "sites");
+  assert_int_equal(cJSON_GetArraySize(sites), 2);
+  assert_string_equal(
+      cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(sites, 1), "layer")), "layer2");
+  cJSON_Delete(doc);
+}
+
+static void site_cap_makes_the_raw_file_incomplete(void **state) {
+  (void)state;
+  mpp_cfg.max_sites = 1;
+  run_op("one", true);
+  run_op("two", true);
+  run_op("two", true);
+  cJSON *doc = render();
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItem(doc, "incomplete")));
+  const char *why =
+      cJSON_GetStringValue(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "incomplete_reasons"), 0));
+  assert_non_null(strstr(why, "max_sites (1) reached: 2 ops not attributed"));
+  cJSON_Delete(doc);
+}
+
+static void event_cap_makes_the_raw_file_incomplete(void **state) {
+  (void)state;
+  mpp_cfg.max_events = 2;
+  for (int i = 0; i < 3; i++)
+    run_op("api", true);
+  cJSON *doc = render();
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "events")), 2);
+  assert_int_equal(num(site0(doc), "calls"), 3);
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItem(doc, "incomplete")));
+  cJSON_Delete(doc);
+}
+
+static void sampling_scans_every_nth_call_of_a_site(void **state) {
+  (void)state;
+  mpp_cfg.sample = 2;
+  for (int i = 0; i < 4; i++)
+    run_op("api", true);
+  cJSON *doc = render();
+  cJSON *s = site0(doc);
+  assert_int_equal(num(s, "calls"), 4);
+  assert_int_equal(num(s, "scanned_calls"), 2);
+  assert_int_equal(num(s, "not_scanned.sampled_out"), 2 * 3); /* A, B, D of two calls */
+  assert_int_equal(num(s, "tensors.A.count"), 32);
+  cJSON_Delete(doc);
+}
+
+static void scan_outputs_mode_scans_only_the_output(void **state) {
+  (void)state;
+  mpp_cfg.scan = MPP_SCAN_OUTPUTS;
+  run_op("api", true);
+  cJSON *doc = render();
+  cJSON *t = cJSON_GetObjectItem(site0(doc), "tensors");
+  assert_null(cJSON_GetObjectItem(t, "A"));
+  assert_non_null(cJSON_GetObjectItem(t, "D"));
+  assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(doc, "scan")), "outputs");
+  cJSON_Delete(doc);
+}
+
+static void a_failed_call_is_counted_but_not_recorded(void **state) {
+  (void)state;
+  run_op("api", false);
+  cJSON *doc = render();
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "sites")), 0);
+  assert_int_equal(num(doc, "failed_calls"), 1);
+  cJSON_Delete(doc);
+}
+
+static void raw_document_carries_schema_and_full_stats(void **state) {
+  (void)state;
+  run_op("cublasSgemm_v2", true);
+  cJSON *doc = render();
+  assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(doc, "schema")), "mpprof.raw/1");
+  cJSON *d = cJSON_GetObjectItem(cJSON_GetObjectItem(site0(doc), "tensors"), "D");
+  assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(d, "dtype")), "fp32");
+  assert_int_equal(num(d, "exp_hist.lo"), -149);
+  assert_int_equal(num(d, "exp_hist.hi"), 127);
+  assert_int_equal(
+      cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "exp_hist"), "counts")), 277);
+  assert_int_equal(num(d, "max"), 15);
+  assert_int_equal(num(d, "casts.fp16.normal"), 15);
+  assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(site0(doc), "transa")), "N");
+  cJSON_Delete(doc);
+}
+
+static void json_writer_escapes_strings_and_writes_nan_as_null(void **state) {
+  (void)state;
+  mpp_jw w;
+  mpp_jw_init(&w);
+  mpp_jw_obj(&w);
+  mpp_jw_key(&w, "s");
+  mpp_jw_str(&w, "a\"b\\c\n\x01");
+  mpp_jw_key(&w, "x");
+  mpp_jw_double(&w, 0.0 / 0.0);
+  mpp_jw_key(&w, "y");
+  mpp_jw_double(&w, 0.1);
+  mpp_jw_obj_end(&w);
+  assert_string_equal(w.buf,
+                      "{\"s\":\"a\\\"b\\\\c\\n\\u0001\",\"x\":null,\"y\":0.10000000000000001}");
+  mpp_jw_free(&w);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(layer_is_empty_without_ranges, reset_all),
+      cmocka_unit_test_setup(nested_ranges_join_with_slash, reset_all),
+      cmocka_unit_test_setup(pop_restores_the_parent_layer, reset_all),
+      cmocka_unit_test_setup(pop_without_an_open_range_returns_negative, reset_all),
+      cmocka_unit_test_setup(domain_pop_removes_that_domains_innermost_range, reset_all),
+      cmocka_unit_test_setup(removing_the_outermost_range_keeps_the_inner_ones, reset_all),
+      cmocka_unit_test_setup(ranges_beyond_64_levels_pop_back_to_the_same_layer, reset_all),
+      cmocka_unit_test_setup(ranges_are_per_thread, reset_all),
+      cmocka_unit_test_setup(injection_fills_core_and_core2_callbacks, reset_all),
+      cmocka_unit_test_setup(injection_fills_every_nvtx_copy_that_asks, reset_all),
+      cmocka_unit_test(transposed_a_is_viewed_as_stored_k_by_m),
+      cmocka_unit_test(c_is_an_input_role_only_when_beta_is_nonzero),
+      cmocka_unit_test(device_beta_that_cannot_be_read_drops_c),
+      cmocka_unit_test(legacy_cuda_r_32f_compute_type_reads_as_32F),
+      cmocka_unit_test(dtypes_of_all_four_operands_are_named),
+      cmocka_unit_test(complex_operands_are_marked_unscannable),
+      cmocka_unit_test(strided_batch_with_zero_stride_is_one_matrix),
+      cmocka_unit_test(pointer_alignment_is_the_largest_power_of_two_up_to_256),
+      cmocka_unit_test(lt_m_n_come_from_d_and_k_from_a_and_transa),
+      cmocka_unit_test(lt_row_major_layout_is_viewed_transposed),
+      cmocka_unit_test(lt_fp8_scale_and_amax_pointers_are_flagged),
+      cmocka_unit_test(lt_beta_zero_pointer_mode_drops_c),
+      cmocka_unit_test(conv_forward_has_its_implicit_gemm_shape),
+      cmocka_unit_test(conv_backward_roles_are_named_after_their_tensors),
+      cmocka_unit_test(packed_nhwc_tensor_is_scannable_and_padded_one_is_not),
+      cmocka_unit_test_setup(same_op_in_the_same_layer_is_one_site, reset_all),
+      cmocka_unit_test_setup(ops_in_different_layers_are_different_sites, reset_all),
+      cmocka_unit_test_setup(site_cap_makes_the_raw_file_incomplete, reset_all),
+      cmocka_unit_test_setup(event_cap_makes_the_raw_file_incomplete, reset_all),
+      cmocka_unit_test_setup(sampling_scans_every_nth_call_of_a_site, reset_all),
+      cmocka_unit_test_setup(scan_outputs_mode_scans_only_the_output, reset_all),
+      cmocka_unit_test_setup(a_failed_call_is_counted_but_not_recorded, reset_all),
+      cmocka_unit_test_setup(raw_document_carries_schema_and_full_stats, reset_all),
+      cmocka_unit_test(json_writer_escapes_strings_and_writes_nan_as_null),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
