@@ -250,7 +250,10 @@ static void print_todo(const mp_advice *a) {
     puts("use bf16: no power-of-two scale fits fp16, bf16's range holds the values.");
     break;
   case MP_REC_FP32:
-    puts("keep fp32: the values do not fit bf16 either.");
+    if (a->nonfinite_input)
+      puts("keep fp32 until then: the verdicts above judge only the finite values.");
+    else
+      puts("keep fp32: the values do not fit bf16 either.");
     break;
   case MP_REC_FP8_E4M3:
     printf("fp8_e4m3 with a per-tensor scale of 2^%d (amax scaling).\n", a->fp8_e4m3.scale_log2);
@@ -267,8 +270,9 @@ static void print_summary(const char *path, const mpprof_tensor *t, const mp_sta
                           const mp_advice *a) {
   char shape[128], z[16], n[16];
   mpprof_shape_format(t->shape, t->ndim, shape, sizeof shape);
-  printf("%s: %s %s%s, %" PRIu64 " values\n", path, mp_dtype_name(t->dtype), shape,
-         t->fortran_order && t->ndim > 1 ? " (Fortran order)" : "", s->count);
+  printf("%s: %s %s%s, %" PRIu64 " %s\n", path, mp_dtype_name(t->dtype), shape,
+         t->fortran_order && t->ndim > 1 ? " (Fortran order)" : "", s->count,
+         s->count == 1 ? "value" : "values");
   printf("  special     zeros %" PRIu64 " (%s)  NaN %" PRIu64 "  +Inf %" PRIu64 "  -Inf %" PRIu64
          "  negative %" PRIu64 " (%s)\n",
          s->zeros, pct(s->zeros, s->count, z, sizeof z), s->nans, s->pos_infs, s->neg_infs,
@@ -281,7 +285,8 @@ static void print_summary(const char *path, const mpprof_tensor *t, const mp_sta
 
 /* ---- one file ---- */
 
-static int inspect_file(const char *path, const inspect_opts *o) {
+/* printed: summaries printed so far (they are separated by a blank line). */
+static int inspect_file(const char *path, const inspect_opts *o, int *printed) {
   char err[512];
   mpprof_tensor t;
   if (mpprof_tensor_open(path, &o->spec, &t, err, sizeof err) < 0) {
@@ -310,6 +315,7 @@ static int inspect_file(const char *path, const inspect_opts *o) {
     free(text);
     cJSON_Delete(j);
   } else {
+    if ((*printed)++) putchar('\n');
     print_summary(path, &t, s, &a);
   }
   free(s);
@@ -326,10 +332,8 @@ int mpprof_cmd_inspect(int argc, char **argv) {
   int rc = parse_args(argc, argv, &o, &first);
   if (rc == -0x100) return 0;
   if (rc < 0) return -rc;
-  int failed = 0;
-  for (int i = first; i < argc; i++) {
-    if (!o.json && i > first) putchar('\n');
-    if (inspect_file(argv[i], &o) < 0) failed++;
-  }
+  int failed = 0, printed = 0;
+  for (int i = first; i < argc; i++)
+    if (inspect_file(argv[i], &o, &printed) < 0) failed++;
   return failed ? 1 : 0;
 }
