@@ -455,38 +455,42 @@ SIM_API CUresult cuGetErrorString(CUresult error, const char **str) {
 
 /* The base names cuGetProcAddress is asked for (the header's _v2 macros are
  * expanded in the definitions above, so the pointers are the right ABI). */
+/* since: the CUDA version (1000 * major + 10 * minor) whose ABI of that name
+ * the pointer has (cudaTypedefs.h: PFN_<name>_v<since>); older requests get
+ * CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT. */
 static const struct {
   const char *name;
   void *fn;
+  int since;
 } sim_procs[] = {
-#define SIM_PROC(n, f)                                                                             \
-  { n, (void *)(f) }
-    SIM_PROC("cuInit", cuInit),
-    SIM_PROC("cuDriverGetVersion", cuDriverGetVersion),
-    SIM_PROC("cuGetProcAddress", cuGetProcAddress_v2),
-    SIM_PROC("cuDeviceGetCount", cuDeviceGetCount),
-    SIM_PROC("cuDeviceGet", cuDeviceGet),
-    SIM_PROC("cuDeviceGetName", cuDeviceGetName),
-    SIM_PROC("cuDeviceGetAttribute", cuDeviceGetAttribute),
-    SIM_PROC("cuDeviceTotalMem", cuDeviceTotalMem),
-    SIM_PROC("cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain),
-    SIM_PROC("cuDevicePrimaryCtxRelease", cuDevicePrimaryCtxRelease),
-    SIM_PROC("cuCtxSetCurrent", cuCtxSetCurrent),
-    SIM_PROC("cuCtxGetCurrent", cuCtxGetCurrent),
-    SIM_PROC("cuCtxGetDevice", cuCtxGetDevice),
-    SIM_PROC("cuCtxSynchronize", cuCtxSynchronize),
-    SIM_PROC("cuPointerGetAttribute", cuPointerGetAttribute),
-    SIM_PROC("cuPointerGetAttributes", cuPointerGetAttributes),
-    SIM_PROC("cuStreamCreate", cuStreamCreate),
-    SIM_PROC("cuStreamCreateWithPriority", cuStreamCreateWithPriority),
-    SIM_PROC("cuStreamDestroy", cuStreamDestroy),
-    SIM_PROC("cuStreamSynchronize", cuStreamSynchronize),
-    SIM_PROC("cuStreamQuery", cuStreamQuery),
-    SIM_PROC("cuStreamGetCtx", cuStreamGetCtx),
-    SIM_PROC("cuStreamGetId", cuStreamGetId),
-    SIM_PROC("cuStreamIsCapturing", cuStreamIsCapturing),
-    SIM_PROC("cuGetErrorName", cuGetErrorName),
-    SIM_PROC("cuGetErrorString", cuGetErrorString),
+#define SIM_PROC(n, f, v)                                                                          \
+  { n, (void *)(f), v }
+    SIM_PROC("cuInit", cuInit, 2000),
+    SIM_PROC("cuDriverGetVersion", cuDriverGetVersion, 2020),
+    SIM_PROC("cuGetProcAddress", cuGetProcAddress_v2, 12000),
+    SIM_PROC("cuDeviceGetCount", cuDeviceGetCount, 2000),
+    SIM_PROC("cuDeviceGet", cuDeviceGet, 2000),
+    SIM_PROC("cuDeviceGetName", cuDeviceGetName, 2000),
+    SIM_PROC("cuDeviceGetAttribute", cuDeviceGetAttribute, 2000),
+    SIM_PROC("cuDeviceTotalMem", cuDeviceTotalMem, 3020),
+    SIM_PROC("cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain, 7000),
+    SIM_PROC("cuDevicePrimaryCtxRelease", cuDevicePrimaryCtxRelease, 11000),
+    SIM_PROC("cuCtxSetCurrent", cuCtxSetCurrent, 4000),
+    SIM_PROC("cuCtxGetCurrent", cuCtxGetCurrent, 4000),
+    SIM_PROC("cuCtxGetDevice", cuCtxGetDevice, 2000),
+    SIM_PROC("cuCtxSynchronize", cuCtxSynchronize, 2000),
+    SIM_PROC("cuPointerGetAttribute", cuPointerGetAttribute, 4000),
+    SIM_PROC("cuPointerGetAttributes", cuPointerGetAttributes, 7000),
+    SIM_PROC("cuStreamCreate", cuStreamCreate, 2000),
+    SIM_PROC("cuStreamCreateWithPriority", cuStreamCreateWithPriority, 5050),
+    SIM_PROC("cuStreamDestroy", cuStreamDestroy, 4000),
+    SIM_PROC("cuStreamSynchronize", cuStreamSynchronize, 2000),
+    SIM_PROC("cuStreamQuery", cuStreamQuery, 2000),
+    SIM_PROC("cuStreamGetCtx", cuStreamGetCtx, 9020),
+    SIM_PROC("cuStreamGetId", cuStreamGetId, 12000),
+    SIM_PROC("cuStreamIsCapturing", cuStreamIsCapturing, 10000),
+    SIM_PROC("cuGetErrorName", cuGetErrorName, 6000),
+    SIM_PROC("cuGetErrorString", cuGetErrorString, 6000),
 #undef SIM_PROC
 };
 
@@ -495,14 +499,23 @@ SIM_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cuda_versi
   (void)flags; /* per-thread default stream variants are the same functions here */
   if (symbol == NULL || pfn == NULL) return CUDA_ERROR_INVALID_VALUE;
   *pfn = NULL;
-  /* cuStreamGetCtx_v2 only exists from 12.5 on; older callers get v1 by base name. */
+  CUdriverProcAddressQueryResult result = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  /* From 12.5 on, the name cuStreamGetCtx means the three-argument
+   * cuStreamGetCtx_v2 (PFN_cuStreamGetCtx_v12050), as in the real driver. */
   if (strcmp(symbol, "cuStreamGetCtx") == 0 && cuda_version >= 12050) {
     *pfn = (void *)cuStreamGetCtx_v2;
+    result = CU_GET_PROC_ADDRESS_SUCCESS;
   } else {
-    for (size_t i = 0; i < sizeof(sim_procs) / sizeof(sim_procs[0]); i++)
-      if (strcmp(sim_procs[i].name, symbol) == 0) *pfn = sim_procs[i].fn;
+    for (size_t i = 0; i < sizeof(sim_procs) / sizeof(sim_procs[0]); i++) {
+      if (strcmp(sim_procs[i].name, symbol) != 0) continue;
+      if (cuda_version >= sim_procs[i].since) {
+        *pfn = sim_procs[i].fn;
+        result = CU_GET_PROC_ADDRESS_SUCCESS;
+      } else {
+        result = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+      }
+    }
   }
-  if (status != NULL)
-    *status = *pfn != NULL ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  if (status != NULL) *status = result;
   return *pfn != NULL ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }

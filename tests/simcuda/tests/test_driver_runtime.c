@@ -96,6 +96,31 @@ static void get_proc_address_finds_implemented_entry_points_only(void **state) {
                    CUDA_ERROR_NOT_FOUND);
   assert_null(fn);
   assert_int_equal(q, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+  /* cuStreamGetId exists from CUDA 12.0 on. */
+  assert_int_equal(cuGetProcAddress("cuStreamGetId", &fn, 11080, CU_GET_PROC_ADDRESS_DEFAULT, &q),
+                   CUDA_ERROR_NOT_FOUND);
+  assert_int_equal(q, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+}
+
+typedef CUresult (*stream_ctx_v2_fn)(CUstream, CUcontext *, CUgreenCtx *);
+
+/* From 12.5 on the name cuStreamGetCtx resolves to the three-argument form
+ * (PFN_cuStreamGetCtx_v12050); older versions get the two-argument one. */
+static void get_proc_address_versions_cuStreamGetCtx_like_the_driver(void **state) {
+  (void)state;
+  void *fn = NULL;
+  CUcontext ctx = NULL;
+  CUgreenCtx green = (CUgreenCtx)&fn;
+  assert_int_equal(
+      cuGetProcAddress("cuStreamGetCtx", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, NULL),
+      CUDA_SUCCESS);
+  assert_int_equal(((stream_ctx_v2_fn)fn)(NULL, &ctx, &green), CUDA_SUCCESS);
+  assert_non_null(ctx);
+  assert_null(green);
+  assert_int_equal(
+      cuGetProcAddress("cuStreamGetCtx", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, NULL),
+      CUDA_SUCCESS);
+  assert_ptr_equal(fn, (void *)cuStreamGetCtx);
 }
 
 /* What simcuda cannot do (run device code, allocate through the driver) is
@@ -211,6 +236,7 @@ int main(void) {
       cmocka_unit_test(driver_reports_one_simcuda_device_of_compute_capability_9_0),
       cmocka_unit_test(every_pointer_is_host_memory_in_the_primary_context),
       cmocka_unit_test(get_proc_address_finds_implemented_entry_points_only),
+      cmocka_unit_test(get_proc_address_versions_cuStreamGetCtx_like_the_driver),
       cmocka_unit_test(unimplemented_driver_entry_points_are_not_exported),
       cmocka_unit_test(runtime_copies_and_sets_memory_on_the_host),
       cmocka_unit_test(runtime_refuses_pointers_it_did_not_allocate),
