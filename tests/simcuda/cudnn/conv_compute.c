@@ -71,6 +71,25 @@ static inline void store(cudnnDataType_t dt, void *base, int64_t i, float v) {
   }
 }
 
+float simcudnn_load(cudnnDataType_t dt, const void *base, int64_t i) {
+  return load(dt, base, i);
+}
+
+void simcudnn_store(cudnnDataType_t dt, void *base, int64_t i, float v) {
+  store(dt, base, i, v);
+}
+
+float simcudnn_round_to(cudnnDataType_t dt, float v) {
+  switch (dt) {
+  case CUDNN_DATA_HALF:
+    return mp_fp16_to_float(mp_float_to_fp16(v));
+  case CUDNN_DATA_BFLOAT16:
+    return mp_bf16_to_float(mp_float_to_bf16(v));
+  default:
+    return v;
+  }
+}
+
 /* An operand as the MMA unit sees it: TF32 kernels drop fp32 inputs to TF32. */
 static inline float operand(cudnnDataType_t dt, const void *base, int64_t i, bool tf32) {
   float v = load(dt, base, i);
@@ -145,15 +164,26 @@ cudnnStatus_t simcudnn_conv_check_shapes(simcudnn_conv_problem *p, cudnnStatus_t
   return CUDNN_STATUS_SUCCESS;
 }
 
+cudnnDataType_t simcudnn_conv_input_dtype(const simcudnn_conv_problem *p) {
+  return p->kind == SIMCUDNN_DGRAD ? p->y.dtype : p->x.dtype;
+}
+
+static const simcudnn_tensor *conv_output(const simcudnn_conv_problem *p) {
+  return p->kind == SIMCUDNN_FPROP ? &p->y : p->kind == SIMCUDNN_DGRAD ? &p->x : &p->w;
+}
+
 cudnnStatus_t simcudnn_conv_check_types(const simcudnn_conv_problem *p) {
-  cudnnDataType_t dt = p->x.dtype;
-  if (p->w.dtype != dt || p->y.dtype != dt) {
+  const simcudnn_tensor *out = conv_output(p);
+  const simcudnn_tensor *in_a = p->kind == SIMCUDNN_DGRAD ? &p->y : &p->x;
+  const simcudnn_tensor *in_b = p->kind == SIMCUDNN_WGRAD ? &p->y : &p->w;
+  if (in_a->dtype != in_b->dtype || (out->dtype != in_a->dtype && !p->output_any)) {
     simcudnn_set_error("simcuda cuDNN: mixed x/w/y data types (%d/%d/%d)", p->x.dtype, p->w.dtype,
                        p->y.dtype);
     return CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE;
   }
-  if (simcudnn_dtype_size(dt) == 0) {
-    simcudnn_set_error("simcuda cuDNN: data type %d not implemented (float, half, bfloat16)", dt);
+  if (simcudnn_dtype_size(in_a->dtype) == 0 || simcudnn_dtype_size(out->dtype) == 0) {
+    simcudnn_set_error("simcuda cuDNN: data type %d not implemented (float, half, bfloat16)",
+                       simcudnn_dtype_size(in_a->dtype) == 0 ? in_a->dtype : out->dtype);
     return CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE;
   }
   if (p->geom.compute != CUDNN_DATA_FLOAT) {
@@ -166,7 +196,8 @@ cudnnStatus_t simcudnn_conv_check_types(const simcudnn_conv_problem *p) {
 
 simcudnn_math simcudnn_conv_math(cudnnMathType_t requested, const simcudnn_conv_problem *p) {
   if (requested == CUDNN_FMA_MATH) return SIMCUDNN_MATH_FMA;
-  if (p->x.dtype == CUDNN_DATA_FLOAT && !simcudnn_tf32_allowed()) return SIMCUDNN_MATH_FMA;
+  if (simcudnn_conv_input_dtype(p) == CUDNN_DATA_FLOAT && !simcudnn_tf32_allowed())
+    return SIMCUDNN_MATH_FMA;
   if (p->x.dims[1] % 8 != 0 || p->w.dims[0] % 8 != 0 || p->geom.groups > 1)
     return SIMCUDNN_MATH_FMA;
   return SIMCUDNN_MATH_TC;
@@ -232,7 +263,7 @@ static float epilogue(const simcudnn_conv_problem *p, int64_t n, int64_t k, cons
 }
 
 static void fprop(const simcudnn_conv_problem *p, const geo3 *g, bool tf32) {
-  cudnnDataType_t dt = p->x.dtype;
+  cudnnDataType_t xt = p->x.dtype, wt = p->w.dtype, yt = p->y.dtype;
   int64_t q[3], r[3];
   for (int64_t n = 0; n < g->n; n++)
     for (int64_t k = 0; k < g->k; k++)
@@ -254,21 +285,21 @@ static void fprop(const simcudnn_conv_problem *p, const geo3 *g, bool tf32) {
                       xo += at * g->xs[2 + i];
                     }
                     if (!inside) continue;
-                    acc += operand(dt, p->x_ptr, xo, tf32) *
-                           operand(dt, p->w_ptr, w_off(g, k, cg, r), tf32);
+                    acc += operand(xt, p->x_ptr, xo, tf32) *
+                           operand(wt, p->w_ptr, w_off(g, k, cg, r), tf32);
                   }
             }
             int64_t yo = n * g->ys[0] + k * g->ys[1];
             for (int i = 0; i < 3; i++)
               yo += q[i] * g->ys[2 + i];
-            float v = blend(p->alpha, acc, p->beta, dt, p->y_ptr, yo);
+            float v = blend(p->alpha, acc, p->beta, yt, p->y_ptr, yo);
             if (p->epilogue) v = epilogue(p, n, k, q, v);
-            store(dt, p->y_ptr, yo, v);
+            store(yt, p->y_ptr, yo, v);
           }
 }
 
 static void dgrad(const simcudnn_conv_problem *p, const geo3 *g, bool tf32) {
-  cudnnDataType_t dt = p->x.dtype;
+  cudnnDataType_t xt = p->x.dtype, wt = p->w.dtype, yt = p->y.dtype;
   int64_t at[3], r[3], q[3];
   for (int64_t n = 0; n < g->n; n++)
     for (int64_t c = 0; c < g->c; c++)
@@ -291,19 +322,19 @@ static void dgrad(const simcudnn_conv_problem *p, const geo3 *g, bool tf32) {
                       yo += q[i] * g->ys[2 + i];
                     }
                     if (!hit) continue;
-                    acc += operand(dt, p->y_ptr, yo, tf32) *
-                           operand(dt, p->w_ptr, w_off(g, k, cg, r), tf32);
+                    acc += operand(yt, p->y_ptr, yo, tf32) *
+                           operand(wt, p->w_ptr, w_off(g, k, cg, r), tf32);
                   }
             }
             int64_t xo = n * g->xs[0] + c * g->xs[1];
             for (int i = 0; i < 3; i++)
               xo += at[i] * g->xs[2 + i];
-            store(dt, p->x_ptr, xo, blend(p->alpha, acc, p->beta, dt, p->x_ptr, xo));
+            store(xt, p->x_ptr, xo, blend(p->alpha, acc, p->beta, xt, p->x_ptr, xo));
           }
 }
 
 static void wgrad(const simcudnn_conv_problem *p, const geo3 *g, bool tf32) {
-  cudnnDataType_t dt = p->x.dtype;
+  cudnnDataType_t xt = p->x.dtype, wt = p->w.dtype, yt = p->y.dtype;
   int64_t r[3], q[3];
   for (int64_t k = 0; k < g->k; k++)
     for (int64_t cg = 0; cg < g->cg; cg++)
@@ -326,10 +357,10 @@ static void wgrad(const simcudnn_conv_problem *p, const geo3 *g, bool tf32) {
                       yo += q[i] * g->ys[2 + i];
                     }
                     if (!inside) continue;
-                    acc += operand(dt, p->x_ptr, xo, tf32) * operand(dt, p->y_ptr, yo, tf32);
+                    acc += operand(xt, p->x_ptr, xo, tf32) * operand(yt, p->y_ptr, yo, tf32);
                   }
             int64_t wo = w_off(g, k, cg, r);
-            store(dt, p->w_ptr, wo, blend(p->alpha, acc, p->beta, dt, p->w_ptr, wo));
+            store(wt, p->w_ptr, wo, blend(p->alpha, acc, p->beta, wt, p->w_ptr, wo));
           }
 }
 
@@ -362,23 +393,26 @@ static void implicit_gemm(const simcudnn_conv_problem *p, uint64_t *ret_m, uint6
   }
 }
 
-cudnnStatus_t simcudnn_conv_run(cudnnHandle_t h, const simcudnn_conv_problem *p) {
-  geo3 g;
-  geo3_init(p, &g);
+void simcudnn_conv_kernel(cudnnHandle_t h, const simcudnn_conv_problem *p, simcuda_kernel *ret) {
   bool tc = p->math == SIMCUDNN_MATH_TC;
   /* The caller chose the math with simcudnn_conv_math, so the table's own
    * Tensor Core rule agrees with it; FMA is forced with CUDNN_FMA_MATH (3). */
   simcuda_conv_shape shape = {.op = (simcuda_conv_op)p->kind,
-                              .data_type = p->x.dtype,
+                              .data_type = simcudnn_conv_input_dtype(p),
                               .compute_type = p->geom.compute,
                               .math_type = tc ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH,
                               .groups = p->geom.groups,
                               .channels_aligned = tc};
   implicit_gemm(p, &shape.gemm_m, &shape.gemm_n);
-  simcuda_kernel k = {.stream = (CUstream)h->stream};
-  k.name = simcuda_conv_kernel_name(&shape, k.grid, k.block);
-  bool tf32 = p->math == SIMCUDNN_MATH_TC && p->x.dtype == CUDNN_DATA_FLOAT;
-  uint64_t token = simcuda_kernel_start(&k);
+  memset(ret, 0, sizeof *ret);
+  ret->stream = (CUstream)h->stream;
+  ret->name = simcuda_conv_kernel_name(&shape, ret->grid, ret->block);
+}
+
+void simcudnn_conv_compute(const simcudnn_conv_problem *p) {
+  geo3 g;
+  geo3_init(p, &g);
+  bool tf32 = p->math == SIMCUDNN_MATH_TC && simcudnn_conv_input_dtype(p) == CUDNN_DATA_FLOAT;
   switch (p->kind) {
   case SIMCUDNN_FPROP:
     fprop(p, &g, tf32);
@@ -390,6 +424,13 @@ cudnnStatus_t simcudnn_conv_run(cudnnHandle_t h, const simcudnn_conv_problem *p)
     wgrad(p, &g, tf32);
     break;
   }
+}
+
+cudnnStatus_t simcudnn_conv_run(cudnnHandle_t h, const simcudnn_conv_problem *p) {
+  simcuda_kernel k;
+  simcudnn_conv_kernel(h, p, &k);
+  uint64_t token = simcuda_kernel_start(&k);
+  simcudnn_conv_compute(p);
   simcuda_kernel_finish(&k, token);
   return CUDNN_STATUS_SUCCESS;
 }
@@ -425,7 +466,8 @@ cudnnStatus_t simcudnn_matmul_check(const simcudnn_matmul_problem *p) {
     return CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH;
   }
   cudnnDataType_t dt = p->a.dtype;
-  if (p->b.dtype != dt || p->c.dtype != dt || simcudnn_dtype_size(dt) == 0) {
+  if (p->b.dtype != dt || (p->c.dtype != dt && !p->output_any) || simcudnn_dtype_size(dt) == 0 ||
+      simcudnn_dtype_size(p->c.dtype) == 0) {
     simcudnn_set_error("simcuda cuDNN: matmul data types %d/%d/%d (one of float, half, bfloat16 "
                        "for all three)",
                        p->a.dtype, p->b.dtype, p->c.dtype);
@@ -443,19 +485,23 @@ cudnnStatus_t simcudnn_matmul_check(const simcudnn_matmul_problem *p) {
   return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t simcudnn_matmul_run(cudnnHandle_t h, const simcudnn_matmul_problem *p) {
+bool simcudnn_matmul_kernel_of(cudnnHandle_t h, const simcudnn_matmul_problem *p,
+                               simcuda_kernel *ret) {
   const simcudnn_kernel_name *kn = simcudnn_matmul_kernel(p->a.dtype, p->math);
-  if (!kn) return CUDNN_STATUS_NOT_SUPPORTED;
+  mat3 c;
+  if (!kn || !mat3_of(&p->c, &c)) return false;
+  *ret = (simcuda_kernel){.name = kn->name,
+                          .stream = (CUstream)h->stream,
+                          .grid = {grid_of(c.r, 128u), grid_of(c.c, 128u), (unsigned)c.b},
+                          .block = {kn->block, 1, 1}};
+  return true;
+}
+
+void simcudnn_matmul_compute(const simcudnn_matmul_problem *p) {
   mat3 a, b, c;
-  if (!mat3_of(&p->a, &a) || !mat3_of(&p->b, &b) || !mat3_of(&p->c, &c))
-    return CUDNN_STATUS_NOT_SUPPORTED_SHAPE;
-  cudnnDataType_t dt = p->a.dtype;
+  if (!mat3_of(&p->a, &a) || !mat3_of(&p->b, &b) || !mat3_of(&p->c, &c)) return;
+  cudnnDataType_t dt = p->a.dtype, ct = p->c.dtype;
   bool tf32 = p->math == SIMCUDNN_MATH_TC && dt == CUDNN_DATA_FLOAT;
-  simcuda_kernel k = {.name = kn->name,
-                      .stream = (CUstream)h->stream,
-                      .grid = {grid_of(c.r, 128u), grid_of(c.c, 128u), (unsigned)c.b},
-                      .block = {kn->block, 1, 1}};
-  uint64_t token = simcuda_kernel_start(&k);
   for (int64_t bi = 0; bi < c.b; bi++) {
     int64_t ab = a.b == 1 ? 0 : bi * a.sb, bb = b.b == 1 ? 0 : bi * b.sb;
     for (int64_t i = 0; i < c.r; i++)
@@ -464,9 +510,16 @@ cudnnStatus_t simcudnn_matmul_run(cudnnHandle_t h, const simcudnn_matmul_problem
         for (int64_t l = 0; l < a.c; l++)
           acc += operand(dt, p->a_ptr, ab + i * a.sr + l * a.sc, tf32) *
                  operand(dt, p->b_ptr, bb + l * b.sr + j * b.sc, tf32);
-        store(dt, p->c_ptr, bi * c.sb + i * c.sr + j * c.sc, acc);
+        store(ct, p->c_ptr, bi * c.sb + i * c.sr + j * c.sc, acc);
       }
   }
+}
+
+cudnnStatus_t simcudnn_matmul_run(cudnnHandle_t h, const simcudnn_matmul_problem *p) {
+  simcuda_kernel k;
+  if (!simcudnn_matmul_kernel_of(h, p, &k)) return CUDNN_STATUS_NOT_SUPPORTED;
+  uint64_t token = simcuda_kernel_start(&k);
+  simcudnn_matmul_compute(p);
   simcuda_kernel_finish(&k, token);
   return CUDNN_STATUS_SUCCESS;
 }

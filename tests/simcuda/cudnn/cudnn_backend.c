@@ -1,8 +1,10 @@
 /* The cuDNN backend (graph) API of simcuda's libcudnn.so.9: descriptors for
- * tensors, convolutions, matmuls, single-op operation graphs, engines, engine
- * configs, heuristics, execution plans and variant packs, and
+ * tensors, convolutions, matmuls, pointwise ops, operation graphs, engines,
+ * engine configs, heuristics, execution plans and variant packs, and
  * cudnnBackendExecute running one convolution (forward, backward data,
- * backward filter) or matmul as a simulated kernel.
+ * backward filter) or matmul, optionally followed by a chain of pointwise
+ * operations on its (virtual) output -- the bias / activation fusions
+ * frontends build -- as one simulated kernel.
  *
  * Descriptors hold values, never pointers to other descriptors: setting an
  * operand copies the finalized descriptor's content, so callers may destroy
@@ -19,6 +21,7 @@
  * tensor operands come back as internal copies (conv operands padded to 5-D)
  * with UNIQUE_ID -1. Only a tensor descriptor's own attributes read back
  * faithfully, which is why mpprof shadows descriptors as they are set. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +36,7 @@
 
 enum { T_DTYPE = 1, T_DIMS = 2, T_STRIDES = 4, T_UID = 8, T_ALIGN = 16 };
 enum { C_COMP = 1, C_MODE = 2, C_SPATIAL = 4, C_DIL = 8, C_STR = 16, C_PRE = 32, C_POST = 64 };
+enum { P_MODE = 1 };
 
 typedef struct bk_tensor {
   simcudnn_tensor t;
@@ -51,20 +55,32 @@ typedef struct bk_conv {
   unsigned have;
 } bk_conv;
 
-/* One operation; operands by forward role (x, w, y). Matmul: a = x, b = w, c = y. */
+typedef struct bk_pw {
+  cudnnPointwiseMode_t mode;
+  cudnnDataType_t prec;
+  double lower, upper, slope; /* RELU_FWD clipping */
+  unsigned have;
+} bk_pw;
+
+/* One operation; operands by forward role (x, w, y). Matmul: a = x, b = w,
+ * c = y. Pointwise: x, b, y; alpha = ALPHA1, beta = ALPHA2. */
 typedef struct bk_op {
   cudnnBackendDescriptorType_t type;
-  bk_tensor x, w, y;
-  bool have_x, have_w, have_y, have_conv, have_mm;
+  bk_tensor x, w, y, b;
+  bool have_x, have_w, have_y, have_b, have_conv, have_mm, have_pw;
   bk_conv conv;
   cudnnDataType_t mm_comp;
+  bk_pw pw;
   double alpha, beta;
 } bk_op;
 
+/* After finalize: ops[main] is the convolution or matmul, chain[] the
+ * pointwise ops applied to its output, in order. */
 typedef struct bk_graph {
   cudnnHandle_t handle;
-  int n_ops;
+  int n_ops, main, n_chain;
   bk_op ops[BK_MAX_OPS];
+  int chain[BK_MAX_OPS];
 } bk_graph;
 
 typedef struct bk_engine {
@@ -106,6 +122,7 @@ typedef struct bk_desc {
   union {
     bk_tensor tensor;
     bk_conv conv;
+    bk_pw pw;
     bk_op op;
     cudnnDataType_t mm_comp; /* MATMUL_DESCRIPTOR */
     bk_graph graph;
@@ -128,8 +145,12 @@ static bool is_conv_op(cudnnBackendDescriptorType_t t) {
          t == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR;
 }
 
-static bool is_op(cudnnBackendDescriptorType_t t) {
+static bool is_main_op(cudnnBackendDescriptorType_t t) {
   return is_conv_op(t) || t == CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR;
+}
+
+static bool is_op(cudnnBackendDescriptorType_t t) {
+  return is_main_op(t) || t == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR;
 }
 
 /* ---- create / destroy ---- */
@@ -151,6 +172,8 @@ cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t type,
   case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR:
   case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
   case CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR:
+  case CUDNN_BACKEND_POINTWISE_DESCRIPTOR:
+  case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR:
     break;
   default:
     simcudnn_set_error("simcuda cuDNN: backend descriptor type %d not implemented", type);
@@ -163,7 +186,11 @@ cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t type,
   if (is_op(type)) {
     d->u.op.type = type;
     d->u.op.alpha = 1.0;
-    d->u.op.beta = 0.0;
+    d->u.op.beta = type == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR ? 1.0 : 0.0;
+  }
+  if (type == CUDNN_BACKEND_POINTWISE_DESCRIPTOR) {
+    d->u.pw.prec = CUDNN_DATA_FLOAT;
+    d->u.pw.upper = HUGE_VAL;
   }
   if (type == CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR) d->u.conv.mode = CUDNN_CROSS_CORRELATION;
   if (type == CUDNN_BACKEND_TENSOR_DESCRIPTOR) d->u.tensor.t.dtype = CUDNN_DATA_FLOAT;
@@ -217,6 +244,10 @@ static bool belongs(cudnnBackendDescriptorType_t t, cudnnBackendAttributeName_t 
     return a >= 1500 && a < 1520;
   case CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR:
     return a >= 1520 && a < 1550;
+  case CUDNN_BACKEND_POINTWISE_DESCRIPTOR:
+    return a < 100;
+  case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR:
+    return a >= 750 && a <= 758;
   default:
     return false;
   }
@@ -348,18 +379,24 @@ static cudnnStatus_t set_conv(bk_conv *c, cudnnBackendAttributeName_t a,
   }
 }
 
-typedef enum role { R_NONE, R_ALPHA, R_BETA, R_CONV, R_X, R_W, R_Y, R_MM } role;
+typedef enum role { R_NONE, R_ALPHA, R_BETA, R_CONV, R_X, R_W, R_Y, R_B, R_MM, R_PW } role;
 
 static role op_role(cudnnBackendAttributeName_t a) {
   switch (a) {
   case CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA:
   case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA:
   case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA:
+  case CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1:
     return R_ALPHA;
   case CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA:
   case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA:
   case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA:
+  case CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2:
     return R_BETA;
+  case CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR:
+    return R_PW;
+  case CUDNN_ATTR_OPERATION_POINTWISE_BDESC:
+    return R_B;
   case CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC:
   case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC:
   case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC:
@@ -368,6 +405,7 @@ static role op_role(cudnnBackendAttributeName_t a) {
   case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX:
   case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X:
   case CUDNN_ATTR_OPERATION_MATMUL_ADESC:
+  case CUDNN_ATTR_OPERATION_POINTWISE_XDESC:
     return R_X;
   case CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W:
   case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W:
@@ -378,6 +416,7 @@ static role op_role(cudnnBackendAttributeName_t a) {
   case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY:
   case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY:
   case CUDNN_ATTR_OPERATION_MATMUL_CDESC:
+  case CUDNN_ATTR_OPERATION_POINTWISE_YDESC:
     return R_Y;
   case CUDNN_ATTR_OPERATION_MATMUL_DESC:
     return R_MM;
@@ -394,6 +433,9 @@ static bk_tensor *op_tensor(bk_op *op, role r, bool **ret_have) {
   case R_W:
     *ret_have = &op->have_w;
     return &op->w;
+  case R_B:
+    *ret_have = &op->have_b;
+    return &op->b;
   default:
     *ret_have = &op->have_y;
     return &op->y;
@@ -425,14 +467,53 @@ static cudnnStatus_t set_op(bk_op *op, cudnnBackendAttributeName_t a,
     op->mm_comp = arg->u.mm_comp;
     op->have_mm = true;
     return CUDNN_STATUS_SUCCESS;
+  case R_PW:
+    if ((st = want(type, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, 1, 1))) return st;
+    if ((st = finalized_arg(v, 0, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &arg))) return st;
+    op->pw = arg->u.pw;
+    op->have_pw = true;
+    return CUDNN_STATUS_SUCCESS;
   case R_X:
   case R_W:
-  case R_Y: {
+  case R_Y:
+  case R_B: {
     if ((st = want(type, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, 1, 1))) return st;
     if ((st = finalized_arg(v, 0, CUDNN_BACKEND_TENSOR_DESCRIPTOR, &arg))) return st;
     bool *have;
     *op_tensor(op, r, &have) = arg->u.tensor;
     *have = true;
+    return CUDNN_STATUS_SUCCESS;
+  }
+  default:
+    return unimplemented(a);
+  }
+}
+
+static cudnnStatus_t set_pw(bk_pw *p, cudnnBackendAttributeName_t a,
+                            cudnnBackendAttributeType_t type, int64_t n, const void *v) {
+  cudnnStatus_t st;
+  switch (a) {
+  case CUDNN_ATTR_POINTWISE_MODE:
+    if ((st = want(type, CUDNN_TYPE_POINTWISE_MODE, n, 1, 1))) return st;
+    p->mode = *(const cudnnPointwiseMode_t *)v;
+    p->have |= P_MODE;
+    return CUDNN_STATUS_SUCCESS;
+  case CUDNN_ATTR_POINTWISE_MATH_PREC:
+    if ((st = want(type, CUDNN_TYPE_DATA_TYPE, n, 1, 1))) return st;
+    p->prec = *(const cudnnDataType_t *)v;
+    return CUDNN_STATUS_SUCCESS;
+  case CUDNN_ATTR_POINTWISE_NAN_PROPAGATION: /* deprecated; NaN always propagates here */
+    return want(type, CUDNN_TYPE_NAN_PROPOGATION, n, 1, 1);
+  case CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP:
+  case CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP:
+  case CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE: {
+    if (type != CUDNN_TYPE_FLOAT && type != CUDNN_TYPE_DOUBLE)
+      return CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE;
+    if (n != 1) return CUDNN_STATUS_BAD_PARAM;
+    double x = scalar_of(type, v);
+    *(a == CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP   ? &p->lower
+      : a == CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP ? &p->upper
+                                                  : &p->slope) = x;
     return CUDNN_STATUS_SUCCESS;
   }
   default:
@@ -598,6 +679,8 @@ cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t descriptor,
     return set_tensor(&d->u.tensor, name, type, elementCount, v);
   case CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR:
     return set_conv(&d->u.conv, name, type, elementCount, v);
+  case CUDNN_BACKEND_POINTWISE_DESCRIPTOR:
+    return set_pw(&d->u.pw, name, type, elementCount, v);
   case CUDNN_BACKEND_MATMUL_DESCRIPTOR: {
     if (name != CUDNN_ATTR_MATMUL_COMP_TYPE) return unimplemented(name);
     cudnnStatus_t st = want(type, CUDNN_TYPE_DATA_TYPE, elementCount, 1, 1);
@@ -636,6 +719,24 @@ static void to_geom(const bk_conv *c, simcudnn_conv_geom *g) {
   }
 }
 
+/* The tensor an operation writes. */
+static const bk_tensor *op_output(const bk_op *op) {
+  switch (op->type) {
+  case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR:
+    return &op->x;
+  case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR:
+    return &op->w;
+  default:
+    return &op->y;
+  }
+}
+
+/* A virtual output lives in an fp32 scratch buffer, packed. */
+static void make_internal(simcudnn_tensor *t) {
+  t->dtype = CUDNN_DATA_FLOAT;
+  simcudnn_packed_strides(t->nb_dims, t->dims, t->strides);
+}
+
 static void conv_problem(const bk_op *op, simcudnn_math math, simcudnn_conv_problem *p) {
   memset(p, 0, sizeof *p);
   p->kind = op->type == CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR ? SIMCUDNN_FPROP
@@ -649,6 +750,10 @@ static void conv_problem(const bk_op *op, simcudnn_math math, simcudnn_conv_prob
   p->math = math;
   p->alpha = (float)op->alpha;
   p->beta = (float)op->beta;
+  if (op_output(op)->is_virtual) {
+    make_internal(p->kind == SIMCUDNN_FPROP ? &p->y : p->kind == SIMCUDNN_DGRAD ? &p->x : &p->w);
+    p->output_any = true;
+  }
 }
 
 static void matmul_problem(const bk_op *op, simcudnn_math math, simcudnn_matmul_problem *p) {
@@ -658,18 +763,34 @@ static void matmul_problem(const bk_op *op, simcudnn_math math, simcudnn_matmul_
   p->c = op->y.t;
   p->compute = op->mm_comp;
   p->math = math;
+  if (op->y.is_virtual) {
+    make_internal(&p->c);
+    p->output_any = true;
+  }
 }
 
 static simcudnn_math engine_math(int64_t index) {
   return index == BK_ENGINE_TC ? SIMCUDNN_MATH_TC : SIMCUDNN_MATH_FMA;
 }
 
-/* Whether engine `index` has a kernel for the (single-op) graph. */
+/* Whether engine `index` has a kernel for the graph (its convolution or
+ * matmul; the pointwise chain runs in the kernel's epilogue). */
 static cudnnStatus_t engine_applies(const bk_graph *g, int64_t index) {
-  const bk_op *op = &g->ops[0];
-  if (index == BK_ENGINE_TC && op->x.t.dtype == CUDNN_DATA_FLOAT && !simcudnn_tf32_allowed()) {
+  const bk_op *op = &g->ops[g->main];
+  cudnnDataType_t in_dt = op->type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR
+                              ? op->y.t.dtype
+                              : op->x.t.dtype;
+  if (index == BK_ENGINE_TC && in_dt == CUDNN_DATA_FLOAT && !simcudnn_tf32_allowed()) {
     simcudnn_set_error("simcuda cuDNN: NVIDIA_TF32_OVERRIDE=0 disables the TF32 engine");
     return CUDNN_STATUS_NOT_SUPPORTED;
+  }
+  for (int i = 0; i < g->n_chain; i++) {
+    const bk_op *pw = &g->ops[g->chain[i]];
+    if (simcudnn_dtype_size(pw->y.t.dtype) == 0 ||
+        (pw->have_b && simcudnn_dtype_size(pw->b.t.dtype) == 0)) {
+      simcudnn_set_error("simcuda cuDNN: pointwise data types (float, half, bfloat16)");
+      return CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE;
+    }
   }
   if (is_conv_op(op->type)) {
     simcudnn_conv_problem p;
@@ -686,6 +807,48 @@ static cudnnStatus_t engine_applies(const bk_graph *g, int64_t index) {
   simcudnn_matmul_problem p;
   matmul_problem(op, engine_math(index), &p);
   return simcudnn_matmul_check(&p);
+}
+
+static bool pw_binary(cudnnPointwiseMode_t m) {
+  return m == CUDNN_POINTWISE_ADD || m == CUDNN_POINTWISE_SUB || m == CUDNN_POINTWISE_MUL ||
+         m == CUDNN_POINTWISE_MAX || m == CUDNN_POINTWISE_MIN;
+}
+
+/* y = op(alpha1 * x, alpha2 * b); NaN propagates through every mode. */
+static float pw_apply(const bk_pw *pw, float a, float b) {
+  switch (pw->mode) {
+  case CUDNN_POINTWISE_ADD:
+    return a + b;
+  case CUDNN_POINTWISE_SUB:
+    return a - b;
+  case CUDNN_POINTWISE_MUL:
+    return a * b;
+  case CUDNN_POINTWISE_MAX:
+    return a != a || b != b ? a + b : a > b ? a : b;
+  case CUDNN_POINTWISE_MIN:
+    return a != a || b != b ? a + b : a < b ? a : b;
+  case CUDNN_POINTWISE_RELU_FWD:
+    if (a < pw->lower) return (float)pw->lower;
+    if (a > pw->upper) return (float)pw->upper;
+    return a;
+  default: /* IDENTITY */
+    return a;
+  }
+}
+
+static bool same_dims(const simcudnn_tensor *a, const simcudnn_tensor *b) {
+  if (a->nb_dims != b->nb_dims) return false;
+  for (int i = 0; i < a->nb_dims; i++)
+    if (a->dims[i] != b->dims[i]) return false;
+  return true;
+}
+
+/* b broadcasts to y: same rank, each dim equal or 1. */
+static bool broadcasts_to(const simcudnn_tensor *b, const simcudnn_tensor *y) {
+  if (b->nb_dims != y->nb_dims) return false;
+  for (int i = 0; i < b->nb_dims; i++)
+    if (b->dims[i] != y->dims[i] && b->dims[i] != 1) return false;
+  return true;
 }
 
 /* ---- finalize ---- */
@@ -718,7 +881,32 @@ static cudnnStatus_t finalize_conv(const bk_conv *c) {
   return CUDNN_STATUS_SUCCESS;
 }
 
+static cudnnStatus_t finalize_pw(const bk_pw *pw) {
+  if (!(pw->have & P_MODE)) return CUDNN_STATUS_BAD_PARAM;
+  if (!pw_binary(pw->mode) && pw->mode != CUDNN_POINTWISE_RELU_FWD &&
+      pw->mode != CUDNN_POINTWISE_IDENTITY) {
+    simcudnn_set_error("simcuda cuDNN: pointwise mode %d not implemented (ADD, SUB, MUL, MAX, MIN, "
+                       "RELU_FWD, IDENTITY)",
+                       pw->mode);
+    return CUDNN_STATUS_NOT_SUPPORTED;
+  }
+  if (pw->prec != CUDNN_DATA_FLOAT || pw->slope != 0.0) {
+    simcudnn_set_error("simcuda cuDNN: pointwise math precision must be float, ReLU slope 0");
+    return CUDNN_STATUS_NOT_SUPPORTED;
+  }
+  return CUDNN_STATUS_SUCCESS;
+}
+
+static cudnnStatus_t finalize_pw_op(const bk_op *op) {
+  if (!op->have_x || !op->have_y || !op->have_pw) return CUDNN_STATUS_BAD_PARAM;
+  if (pw_binary(op->pw.mode) && !op->have_b) return CUDNN_STATUS_BAD_PARAM;
+  if (!same_dims(&op->x.t, &op->y.t) || (op->have_b && !broadcasts_to(&op->b.t, &op->y.t)))
+    return CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH;
+  return CUDNN_STATUS_SUCCESS;
+}
+
 static cudnnStatus_t finalize_op(const bk_op *op) {
+  if (op->type == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR) return finalize_pw_op(op);
   if (!op->have_x || !op->have_w || !op->have_y) return CUDNN_STATUS_BAD_PARAM;
   cudnnStatus_t st;
   if (is_conv_op(op->type)) {
@@ -736,19 +924,49 @@ static cudnnStatus_t finalize_op(const bk_op *op) {
   return CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM ? st : CUDNN_STATUS_SUCCESS;
 }
 
-static cudnnStatus_t finalize_graph(const bk_graph *g) {
+static cudnnStatus_t pattern(const char *why) {
+  simcudnn_set_error("simcuda cuDNN: graph pattern not implemented: %s", why);
+  return CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN;
+}
+
+/* One convolution or matmul; if its output is virtual, a chain of pointwise
+ * operations leads from it to a non-virtual tensor (bias, activation...). */
+static cudnnStatus_t finalize_graph(bk_graph *g) {
   if (g->n_ops < 1) return CUDNN_STATUS_BAD_PARAM;
-  if (g->n_ops > 1) {
-    simcudnn_set_error("simcuda cuDNN: graphs of %d operations (one supported)", g->n_ops);
-    return CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN;
-  }
-  const bk_op *op = &g->ops[0];
-  if (op->x.is_virtual || op->w.is_virtual || op->y.is_virtual) {
-    simcudnn_set_error("simcuda cuDNN: a single-operation graph cannot have virtual operands");
-    return CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN;
-  }
-  if (op->x.uid == op->w.uid || op->x.uid == op->y.uid || op->w.uid == op->y.uid)
+  int main = -1;
+  for (int i = 0; i < g->n_ops; i++)
+    if (is_main_op(g->ops[i].type)) {
+      if (main >= 0) return pattern("more than one convolution / matmul");
+      main = i;
+    }
+  if (main < 0) return pattern("no convolution or matmul");
+  const bk_op *m = &g->ops[main];
+  const bk_tensor *out = op_output(m), *ts[3] = {&m->x, &m->w, &m->y};
+  for (int i = 0; i < 3; i++)
+    if (ts[i] != out && ts[i]->is_virtual) return pattern("virtual input");
+  if (m->x.uid == m->w.uid || m->x.uid == m->y.uid || m->w.uid == m->y.uid)
     return CUDNN_STATUS_BAD_PARAM_DUPLICATED_ENTRIES;
+  if (out->is_virtual && is_conv_op(m->type) && m->beta != 0.0)
+    return pattern("beta blending into a virtual output");
+  bool used[BK_MAX_OPS] = {false};
+  int n_chain = 0;
+  for (const bk_tensor *cur = out; cur->is_virtual;) {
+    int next = -1;
+    for (int i = 0; i < g->n_ops && next < 0; i++)
+      if (!used[i] && g->ops[i].type == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR &&
+          g->ops[i].x.uid == cur->uid)
+        next = i;
+    if (next < 0) return pattern("virtual tensor not consumed as a pointwise X");
+    const bk_op *pw = &g->ops[next];
+    if (!same_dims(&pw->x.t, &cur->t)) return CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH;
+    if (pw->have_b && pw->b.is_virtual) return pattern("virtual pointwise B");
+    used[next] = true;
+    g->chain[n_chain++] = next;
+    cur = &pw->y;
+  }
+  if (n_chain != g->n_ops - 1) return pattern("operations outside one chain");
+  g->main = main;
+  g->n_chain = n_chain;
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -793,6 +1011,9 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor) {
     break;
   case CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR:
     st = finalize_conv(&d->u.conv);
+    break;
+  case CUDNN_BACKEND_POINTWISE_DESCRIPTOR:
+    st = finalize_pw(&d->u.pw);
     break;
   case CUDNN_BACKEND_MATMUL_DESCRIPTOR:
     break;
@@ -948,13 +1169,40 @@ static cudnnStatus_t get_op(const bk_op *op, cudnnBackendAttributeName_t a,
   case R_MM:
     return fill_one(type, requested, count, out, CUDNN_BACKEND_MATMUL_DESCRIPTOR, &op->mm_comp,
                     sizeof op->mm_comp);
+  case R_PW:
+    return fill_one(type, requested, count, out, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &op->pw,
+                    sizeof op->pw);
   case R_X:
   case R_W:
-  case R_Y: {
+  case R_Y:
+  case R_B: {
     bool *have;
     bk_tensor copy = internal_copy(op, op_tensor((bk_op *)op, r, &have));
     return fill_one(type, requested, count, out, CUDNN_BACKEND_TENSOR_DESCRIPTOR, &copy,
                     sizeof copy);
+  }
+  default:
+    return unimplemented(a);
+  }
+}
+
+static cudnnStatus_t get_pw(const bk_pw *p, cudnnBackendAttributeName_t a,
+                            cudnnBackendAttributeType_t type, int64_t requested, int64_t *count,
+                            void *out) {
+  switch (a) {
+  case CUDNN_ATTR_POINTWISE_MODE:
+    return PUT(CUDNN_TYPE_POINTWISE_MODE, &p->mode, 1);
+  case CUDNN_ATTR_POINTWISE_MATH_PREC:
+    return PUT(CUDNN_TYPE_DATA_TYPE, &p->prec, 1);
+  case CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP:
+  case CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP:
+  case CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE: {
+    double v = a == CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP   ? p->lower
+               : a == CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP ? p->upper
+                                                           : p->slope;
+    if (type == CUDNN_TYPE_DOUBLE) return PUT(CUDNN_TYPE_DOUBLE, &v, 1);
+    float f = (float)v;
+    return PUT(CUDNN_TYPE_FLOAT, &f, 1);
   }
   default:
     return unimplemented(a);
@@ -1018,6 +1266,8 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor
     return get_tensor(&d->u.tensor, a, type, requested, count, out);
   case CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR:
     return get_conv(&d->u.conv, a, type, requested, count, out);
+  case CUDNN_BACKEND_POINTWISE_DESCRIPTOR:
+    return get_pw(&d->u.pw, a, type, requested, count, out);
   case CUDNN_BACKEND_MATMUL_DESCRIPTOR:
     if (a != CUDNN_ATTR_MATMUL_COMP_TYPE) return unimplemented(a);
     return PUT(CUDNN_TYPE_DATA_TYPE, &d->u.mm_comp, 1);
@@ -1108,6 +1358,45 @@ static cudnnStatus_t pointer_of(const bk_vpack *vp, const bk_tensor *t, void **r
   return CUDNN_STATUS_BAD_PARAM;
 }
 
+/* Pointer of a non-virtual operand; NULL stays NULL for virtual ones. */
+static cudnnStatus_t operand_ptr(const bk_vpack *vp, const bk_tensor *t, void **ret) {
+  *ret = NULL;
+  return t->is_virtual ? CUDNN_STATUS_SUCCESS : pointer_of(vp, t, ret);
+}
+
+/* The epilogue of a fused graph: every element of the main op's fp32 result
+ * goes through the pointwise chain (virtual intermediates rounded to their
+ * declared type) into the final non-virtual tensor. */
+static void run_chain(const bk_graph *g, const bk_tensor *out, const float *acc,
+                      void *const *b_ptrs, void *final_ptr) {
+  const bk_tensor *final = &g->ops[g->chain[g->n_chain - 1]].y;
+  int nd = out->t.nb_dims;
+  int64_t idx[CUDNN_DIM_MAX] = {0}, total = 1;
+  for (int d = 0; d < nd; d++)
+    total *= out->t.dims[d];
+  for (int64_t i = 0; i < total; i++) {
+    float v = simcudnn_round_to(out->t.dtype, acc[i]);
+    for (int c = 0; c < g->n_chain; c++) {
+      const bk_op *pw = &g->ops[g->chain[c]];
+      float b = 0.0f;
+      if (pw->have_b) {
+        int64_t off = 0;
+        for (int d = 0; d < nd; d++)
+          off += (pw->b.t.dims[d] == 1 ? 0 : idx[d]) * pw->b.t.strides[d];
+        b = simcudnn_load(pw->b.t.dtype, b_ptrs[c], off);
+      }
+      v = pw_apply(&pw->pw, (float)pw->alpha * v, (float)pw->beta * b);
+      if (pw->y.is_virtual) v = simcudnn_round_to(pw->y.t.dtype, v);
+    }
+    int64_t off = 0;
+    for (int d = 0; d < nd; d++)
+      off += idx[d] * final->t.strides[d];
+    simcudnn_store(final->t.dtype, final_ptr, off, v);
+    for (int d = nd - 1; d >= 0 && ++idx[d] == out->t.dims[d]; d--)
+      idx[d] = 0;
+  }
+}
+
 cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan,
                                   cudnnBackendDescriptor_t variantPack) {
   const bk_desc *plan = as_desc(executionPlan), *vpd = as_desc(variantPack);
@@ -1117,28 +1406,62 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t
     return CUDNN_STATUS_BAD_PARAM_DESCRIPTOR_TYPE;
   if (!plan->finalized || !vpd->finalized) return CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED;
   const bk_engine *e = &plan->u.plan.cfg.engine;
-  const bk_op *op = &e->graph.ops[0];
+  const bk_graph *g = &e->graph;
+  const bk_op *op = &g->ops[g->main];
   const bk_vpack *vp = &vpd->u.vp;
-  void *x, *w, *y;
+  void *x, *w, *y, *b_ptrs[BK_MAX_OPS] = {NULL}, *final_ptr = NULL;
   cudnnStatus_t st;
-  if ((st = pointer_of(vp, &op->x, &x)) || (st = pointer_of(vp, &op->w, &w)) ||
-      (st = pointer_of(vp, &op->y, &y)))
+  if ((st = operand_ptr(vp, &op->x, &x)) || (st = operand_ptr(vp, &op->w, &w)) ||
+      (st = operand_ptr(vp, &op->y, &y)))
     return st;
-  if (is_conv_op(op->type)) {
-    simcudnn_conv_problem p;
-    conv_problem(op, engine_math(e->index), &p);
-    if ((st = simcudnn_conv_check_shapes(&p, CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH))) return st;
-    p.x_ptr = x;
-    p.w_ptr = w;
-    p.y_ptr = y;
-    return simcudnn_conv_run(handle, &p);
+  for (int c = 0; c < g->n_chain; c++) {
+    const bk_op *pw = &g->ops[g->chain[c]];
+    if (pw->have_b && (st = pointer_of(vp, &pw->b, &b_ptrs[c]))) return st;
+    if (c == g->n_chain - 1 && (st = pointer_of(vp, &pw->y, &final_ptr))) return st;
   }
-  simcudnn_matmul_problem p;
-  matmul_problem(op, engine_math(e->index), &p);
-  p.a_ptr = x;
-  p.b_ptr = w;
-  p.c_ptr = y;
-  return simcudnn_matmul_run(handle, &p);
+  const bk_tensor *out = op_output(op);
+  float *acc = NULL;
+  if (g->n_chain > 0) {
+    int64_t total = 1;
+    for (int d = 0; d < out->t.nb_dims; d++)
+      total *= out->t.dims[d];
+    acc = malloc((size_t)total * sizeof *acc);
+    if (!acc) return CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED;
+    *(out == &op->x ? &x : out == &op->w ? &w : &y) = acc;
+  }
+  simcuda_kernel k;
+  simcudnn_conv_problem cp;
+  simcudnn_matmul_problem mp;
+  if (is_conv_op(op->type)) {
+    conv_problem(op, engine_math(e->index), &cp);
+    if ((st = simcudnn_conv_check_shapes(&cp, CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH))) {
+      free(acc);
+      return st;
+    }
+    cp.x_ptr = x;
+    cp.w_ptr = w;
+    cp.y_ptr = y;
+    simcudnn_conv_kernel(handle, &cp, &k);
+  } else {
+    matmul_problem(op, engine_math(e->index), &mp);
+    mp.a_ptr = x;
+    mp.b_ptr = w;
+    mp.c_ptr = y;
+    if (!simcudnn_matmul_kernel_of(handle, &mp, &k)) {
+      free(acc);
+      return CUDNN_STATUS_NOT_SUPPORTED;
+    }
+  }
+  /* One kernel: the convolution / matmul with the pointwise chain as its epilogue. */
+  uint64_t token = simcuda_kernel_start(&k);
+  if (is_conv_op(op->type))
+    simcudnn_conv_compute(&cp);
+  else
+    simcudnn_matmul_compute(&mp);
+  if (g->n_chain > 0) run_chain(g, out, acc, b_ptrs, final_ptr);
+  simcuda_kernel_finish(&k, token);
+  free(acc);
+  return CUDNN_STATUS_SUCCESS;
 }
 
 cudnnStatus_t cudnnBackendPopulateCudaGraph(cudnnHandle_t handle,

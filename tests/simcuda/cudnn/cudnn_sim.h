@@ -16,6 +16,8 @@
 #include <cudnn.h>
 #pragma GCC visibility pop
 
+#include "simcuda_internal.h"
+
 #define SIMCUDNN_MAX_SPATIAL 3 /* 1-D, 2-D and 3-D convolutions */
 
 struct cudnnContext {
@@ -43,6 +45,12 @@ void simcudnn_packed_strides(int nb_dims, const int64_t *dims, int64_t *ret_stri
 unsigned simcudnn_dtype_size(cudnnDataType_t dtype);
 /* Number of elements / span in bytes (largest offset + 1 element). */
 int64_t simcudnn_tensor_span_bytes(const simcudnn_tensor *t);
+
+/* Element i of a float/half/bfloat16 buffer as float (exact), and the store
+ * with round-to-nearest-even; simcudnn_round_to rounds a value to the type. */
+float simcudnn_load(cudnnDataType_t dt, const void *base, int64_t i);
+void simcudnn_store(cudnnDataType_t dt, void *base, int64_t i, float v);
+float simcudnn_round_to(cudnnDataType_t dt, float v);
 
 /* Which arithmetic a kernel performs. TC: Tensor Core MMA (fp16/bf16 inputs;
  * fp32 inputs are rounded to TF32); FMA: CUDA-core fp32 FMA on exact inputs. */
@@ -77,6 +85,9 @@ typedef struct simcudnn_conv_problem {
   simcudnn_math math;
   void *x_ptr, *w_ptr, *y_ptr;
   float alpha, beta;
+  /* The output is an internal (virtual) tensor of a fused graph: its data
+   * type may differ from the inputs'. */
+  bool output_any;
   /* Fused epilogue (cudnnConvolutionBiasActivationForward only):
    * y = act(alpha * conv + alpha2 * z + bias). */
   bool epilogue;
@@ -96,8 +107,14 @@ int64_t simcudnn_conv_out_dim(int64_t in, int64_t filter, int64_t pre, int64_t p
                               int64_t dilation);
 /* Data/compute types and math the loops implement; NOT_SUPPORTED* otherwise. */
 cudnnStatus_t simcudnn_conv_check_types(const simcudnn_conv_problem *p);
+/* The data type of the two inputs (x and w; dy and w for DGRAD). */
+cudnnDataType_t simcudnn_conv_input_dtype(const simcudnn_conv_problem *p);
 /* Run one convolution as one simulated kernel on the handle's stream. */
 cudnnStatus_t simcudnn_conv_run(cudnnHandle_t h, const simcudnn_conv_problem *p);
+/* The two halves of simcudnn_conv_run, for fused graphs that add an epilogue
+ * inside the same kernel: the kernel's name and geometry, and the loops. */
+void simcudnn_conv_kernel(cudnnHandle_t h, const simcudnn_conv_problem *p, simcuda_kernel *ret);
+void simcudnn_conv_compute(const simcudnn_conv_problem *p);
 
 /* C[b] = A[b] x B[b]; A: [B, M, K], B: [B, K, N], C: [B, M, N] (2-D means B = 1).
  * A batch of 1 broadcasts. fp32 accumulation, C rounded to its type with RNE. */
@@ -107,10 +124,14 @@ typedef struct simcudnn_matmul_problem {
   simcudnn_math math;
   const void *a_ptr, *b_ptr;
   void *c_ptr;
+  bool output_any; /* as for convolutions */
 } simcudnn_matmul_problem;
 
 cudnnStatus_t simcudnn_matmul_check(const simcudnn_matmul_problem *p);
 cudnnStatus_t simcudnn_matmul_run(cudnnHandle_t h, const simcudnn_matmul_problem *p);
+bool simcudnn_matmul_kernel_of(cudnnHandle_t h, const simcudnn_matmul_problem *p,
+                               simcuda_kernel *ret);
+void simcudnn_matmul_compute(const simcudnn_matmul_problem *p);
 
 /* Which arithmetic a convolution runs with, as real cuDNN 9 on sm_90 picks
  * it: Tensor Cores unless CUDNN_FMA_MATH, fp32 with TF32 forbidden

@@ -328,7 +328,7 @@ static void tf32_engine_rounds_inputs_and_names_a_tf32_kernel(void **state) {
   cudnnHandle_t h;
   assert_int_equal(cudnnCreate(&h), CUDNN_STATUS_SUCCESS);
   cudnnBackendDescriptor_t graph = conv_graph(h, FPROP, &g, CUDNN_DATA_FLOAT, 1.0f, 0.0);
-  float x[8], w[64], y[8];
+  _Alignas(16) float x[8], w[64], y[8];
   for (int i = 0; i < 8; i++)
     x[i] = 1.0f + 0x1p-11f;
   for (int i = 0; i < 64; i++)
@@ -659,7 +659,7 @@ static void execute_refuses_missing_or_misaligned_pointers(void **state) {
 static void unimplemented_graphs_and_descriptors_are_not_supported(void **state) {
   (void)state;
   cudnnBackendDescriptor_t d = NULL;
-  assert_int_equal(cudnnBackendCreateDescriptor(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &d),
+  assert_int_equal(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, &d),
                    CUDNN_STATUS_NOT_SUPPORTED);
   assert_int_equal(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR, &d),
                    CUDNN_STATUS_NOT_SUPPORTED);
@@ -829,6 +829,205 @@ static void three_d_convolutions_match_reference(void **state) {
   cudnnDestroy(h);
 }
 
+/* ---- fused graphs: convolution / matmul -> pointwise chain ---- */
+
+static cudnnBackendDescriptor_t virtual_tensor(cudnnDataType_t dt, int nb, const int64_t *dims,
+                                               int64_t uid) {
+  cudnnBackendDescriptor_t t = tensor_unfinalized(dt, nb, dims, uid);
+  bool yes = true;
+  set(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &yes);
+  finalize(t);
+  return t;
+}
+
+static cudnnBackendDescriptor_t pointwise_op(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
+                                             cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t y,
+                                             float alpha2) {
+  cudnnBackendDescriptor_t pw = create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+  cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+  set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+  set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+  finalize(pw);
+  cudnnBackendDescriptor_t op = create(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  set(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, D, 1, &pw);
+  set(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, D, 1, &x);
+  if (b) set(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, D, 1, &b);
+  set(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, D, 1, &y);
+  set(op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, 1, &alpha2);
+  finalize(op);
+  cudnnBackendDestroyDescriptor(pw);
+  return op;
+}
+
+static cudnnBackendDescriptor_t graph_of(cudnnHandle_t h, int n, cudnnBackendDescriptor_t *ops) {
+  cudnnBackendDescriptor_t g = create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  set(g, CUDNN_ATTR_OPERATIONGRAPH_OPS, D, n, ops);
+  set(g, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
+  return g;
+}
+
+enum { UID_B = 'b', UID_V1 = 1001, UID_V2 = 1002 };
+
+/* y = relu(conv(x, w) + 0.5 * bias[k]) in one kernel; the conv output and the
+ * sum are virtual. The operations are listed out of order: the chain is
+ * found through the unique ids. */
+static void fused_conv_bias_relu_graph_matches_reference(void **state) {
+  (void)state;
+  const ref_conv *g = &odd;
+  cudnnHandle_t h;
+  assert_int_equal(cudnnCreate(&h), CUDNN_STATUS_SUCCESS);
+  int64_t xd[4] = {g->n, g->c, g->h, g->w}, wd[4] = {g->k, g->c, g->r, g->s},
+          yd[4] = {g->n, g->k, ref_out_h(g), ref_out_w(g)}, bd[4] = {1, g->k, 1, 1};
+  cudnnDataType_t f16 = CUDNN_DATA_HALF, f32 = CUDNN_DATA_FLOAT;
+  cudnnBackendDescriptor_t x = tensor(f16, 4, xd, UID_X), w = tensor(f16, 4, wd, UID_W),
+                           y = tensor(f16, 4, yd, UID_Y), b = tensor(f16, 4, bd, UID_B),
+                           v1 = virtual_tensor(f32, 4, yd, UID_V1),
+                           v2 = virtual_tensor(f32, 4, yd, UID_V2), c = conv_desc(g);
+  cudnnBackendDescriptor_t conv = create(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+  set(conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, D, 1, &x);
+  set(conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, D, 1, &w);
+  set(conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, D, 1, &v1);
+  set(conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, D, 1, &c);
+  finalize(conv);
+  cudnnBackendDescriptor_t add = pointwise_op(CUDNN_POINTWISE_ADD, v1, b, v2, 0.5f);
+  cudnnBackendDescriptor_t relu = pointwise_op(CUDNN_POINTWISE_RELU_FWD, v2, NULL, y, 1.0f);
+  cudnnBackendDescriptor_t ops[3] = {relu, conv, add};
+  cudnnBackendDescriptor_t graph = graph_of(h, 3, ops);
+  finalize(graph);
+  int64_t idx[2];
+  assert_int_equal(heuristics(graph, CUDNN_HEUR_MODE_A, idx), 2);
+  cudnnBackendDescriptor_t plan;
+  assert_int_equal(try_plan(h, graph, idx[0], &plan), CUDNN_STATUS_SUCCESS);
+  size_t nx = ref_x_count(g), nw = ref_w_count(g), ny = ref_y_count(g);
+  double *xv = random_ints(nx, 51, -20, 20), *wv = random_ints(nw, 52, -20, 20),
+         *bv = random_ints((size_t)g->k, 53, -400, 400);
+  void *xb = to_dtype(xv, nx, f16), *wb = to_dtype(wv, nw, f16), *bb = to_dtype(bv, g->k, f16);
+  uint16_t *yb = calloc(ny, sizeof *yb);
+  int64_t uids[4] = {UID_X, UID_W, UID_B, UID_Y};
+  void *ptrs[4] = {xb, wb, bb, yb};
+  cudnnBackendDescriptor_t vp = variant_pack(4, uids, ptrs);
+  sink_reset();
+  assert_int_equal(cudnnBackendExecute(h, plan, vp), CUDNN_STATUS_SUCCESS);
+  assert_int_equal(sink_count, 1);
+  assert_non_null(strstr(sink_name, "fprop"));
+  double *ref = ref_fprop(g, xv, wv);
+  size_t per_k = ny / (size_t)(g->n * g->k);
+  int zeros = 0;
+  for (size_t i = 0; i < ny; i++) {
+    double v = ref[i] + 0.5 * bv[(i / per_k) % (size_t)g->k];
+    double want = rne_fp16(v < 0 ? 0 : v), have = fp16_decode(yb[i]);
+    zeros += want == 0;
+    if (have != want) fail_msg("element %zu: got %g want %g", i, have, want);
+  }
+  assert_true(zeros > 0 && zeros < (int)ny);
+  /* The final output reads back as an internal copy; the pointwise mode faithfully. */
+  cudnnBackendDescriptor_t back = create(CUDNN_BACKEND_TENSOR_DESCRIPTOR),
+                           pw = create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+  int64_t n = 0, uid = 0;
+  assert_int_equal(
+      cudnnBackendGetAttribute(relu, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, D, 1, &n, &back),
+      CUDNN_STATUS_SUCCESS);
+  assert_int_equal(
+      cudnnBackendGetAttribute(back, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &n, &uid),
+      CUDNN_STATUS_SUCCESS);
+  assert_int_equal(uid, -1);
+  assert_int_equal(
+      cudnnBackendGetAttribute(relu, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, D, 1, &n, &pw),
+      CUDNN_STATUS_SUCCESS);
+  cudnnPointwiseMode_t mode = CUDNN_POINTWISE_ADD;
+  assert_int_equal(cudnnBackendGetAttribute(pw, CUDNN_ATTR_POINTWISE_MODE,
+                                            CUDNN_TYPE_POINTWISE_MODE, 1, &n, &mode),
+                   CUDNN_STATUS_SUCCESS);
+  assert_int_equal(mode, CUDNN_POINTWISE_RELU_FWD);
+  cudnnBackendDescriptor_t all[] = {back, pw, vp, plan, graph, relu, add, conv,
+                                    c,    v2, v1, b,    y,     w,    x};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    cudnnBackendDestroyDescriptor(all[i]);
+  free(xv), free(wv), free(bv), free(xb), free(wb), free(bb), free(yb), free(ref);
+  cudnnDestroy(h);
+}
+
+/* A virtual tensor declared HALF holds fp16 values: the matmul result is
+ * rounded to fp16 before the next operation, even with fp32 in and out. */
+static void virtual_intermediates_round_to_their_declared_type(void **state) {
+  (void)state;
+  cudnnHandle_t h;
+  assert_int_equal(cudnnCreate(&h), CUDNN_STATUS_SUCCESS);
+  int64_t ad[3] = {1, 2, 1}, bd[3] = {1, 1, 2}, cd[3] = {1, 2, 2};
+  cudnnDataType_t f32 = CUDNN_DATA_FLOAT, f16 = CUDNN_DATA_HALF;
+  cudnnBackendDescriptor_t a = tensor(f32, 3, ad, 1), b = tensor(f32, 3, bd, 2),
+                           v = virtual_tensor(f16, 3, cd, 3), c = tensor(f32, 3, cd, 4);
+  cudnnBackendDescriptor_t mm = create(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
+  set(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32);
+  finalize(mm);
+  cudnnBackendDescriptor_t op = create(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
+  set(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, D, 1, &a);
+  set(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, D, 1, &b);
+  set(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, D, 1, &v);
+  set(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, D, 1, &mm);
+  finalize(op);
+  cudnnBackendDescriptor_t id = pointwise_op(CUDNN_POINTWISE_IDENTITY, v, NULL, c, 1.0f);
+  cudnnBackendDescriptor_t ops[2] = {op, id}, graph = graph_of(h, 2, ops), plan;
+  finalize(graph);
+  assert_int_equal(try_plan(h, graph, 1, &plan), CUDNN_STATUS_SUCCESS);
+  /* 2049 and 1 + 2^-11 are not fp16 values: they round (to even) to 2048 and 1. */
+  _Alignas(16) float av[2] = {2049.0f, 1.0f + 0x1p-11f};
+  _Alignas(16) float bv[2] = {1.0f, -1.0f};
+  _Alignas(16) float cv[4];
+  int64_t uids[3] = {1, 2, 4};
+  void *ptrs[3] = {av, bv, cv};
+  cudnnBackendDescriptor_t vp = variant_pack(3, uids, ptrs);
+  assert_int_equal(cudnnBackendExecute(h, plan, vp), CUDNN_STATUS_SUCCESS);
+  assert_true(cv[0] == 2048.0f && cv[1] == -2048.0f && cv[2] == 1.0f && cv[3] == -1.0f);
+  cudnnBackendDescriptor_t all[] = {vp, plan, graph, id, op, mm, a, b, v, c};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    cudnnBackendDestroyDescriptor(all[i]);
+  cudnnDestroy(h);
+}
+
+static void unimplemented_fusions_are_refused(void **state) {
+  (void)state;
+  cudnnHandle_t h;
+  assert_int_equal(cudnnCreate(&h), CUDNN_STATUS_SUCCESS);
+  /* A pointwise mode outside ADD/SUB/MUL/MAX/MIN/RELU_FWD/IDENTITY. */
+  cudnnBackendDescriptor_t pw = create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+  cudnnPointwiseMode_t tanh_mode = CUDNN_POINTWISE_TANH_FWD;
+  set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &tanh_mode);
+  assert_int_equal(cudnnBackendFinalize(pw), CUDNN_STATUS_NOT_SUPPORTED);
+  cudnnBackendDestroyDescriptor(pw);
+  /* beta blending into a virtual convolution output; a virtual B operand. */
+  int64_t xd[4] = {1, 8, 4, 4}, wd[4] = {8, 8, 1, 1};
+  ref_conv g = {.r = 1, .s = 1, .str_h = 1, .str_w = 1, .dil_h = 1, .dil_w = 1};
+  cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
+  cudnnBackendDescriptor_t x = tensor(f32, 4, xd, 1), w = tensor(f32, 4, wd, 2),
+                           v = virtual_tensor(f32, 4, xd, 3), vb = virtual_tensor(f32, 4, xd, 4),
+                           y = tensor(f32, 4, xd, 5), c = conv_desc(&g);
+  cudnnBackendDescriptor_t conv = create(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+  double beta = 1.0;
+  set(conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, D, 1, &x);
+  set(conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, D, 1, &w);
+  set(conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, D, 1, &v);
+  set(conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, D, 1, &c);
+  set(conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_DOUBLE, 1, &beta);
+  finalize(conv);
+  cudnnBackendDescriptor_t relu = pointwise_op(CUDNN_POINTWISE_RELU_FWD, v, NULL, y, 1.0f);
+  cudnnBackendDescriptor_t ops[2] = {conv, relu}, graph = graph_of(h, 2, ops);
+  assert_int_equal(cudnnBackendFinalize(graph), CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN);
+  cudnnBackendDestroyDescriptor(graph);
+  cudnnBackendDescriptor_t add = pointwise_op(CUDNN_POINTWISE_ADD, v, vb, y, 1.0f);
+  ops[1] = add;
+  graph = graph_of(h, 2, ops);
+  assert_int_equal(cudnnBackendFinalize(graph), CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN);
+  /* A pointwise op alone is no graph simcuda runs. */
+  cudnnBackendDestroyDescriptor(graph);
+  graph = graph_of(h, 1, &relu);
+  assert_int_equal(cudnnBackendFinalize(graph), CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN);
+  cudnnBackendDescriptor_t all[] = {graph, add, relu, conv, c, y, vb, v, w, x};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    cudnnBackendDestroyDescriptor(all[i]);
+  cudnnDestroy(h);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(forward_graph_matches_reference),
@@ -846,6 +1045,9 @@ int main(void) {
       cmocka_unit_test(execute_refuses_missing_or_misaligned_pointers),
       cmocka_unit_test(unimplemented_graphs_and_descriptors_are_not_supported),
       cmocka_unit_test(three_d_convolutions_match_reference),
+      cmocka_unit_test(fused_conv_bias_relu_graph_matches_reference),
+      cmocka_unit_test(virtual_intermediates_round_to_their_declared_type),
+      cmocka_unit_test(unimplemented_fusions_are_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
