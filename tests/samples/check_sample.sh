@@ -11,6 +11,10 @@
 #                                           given scale; the dW2 error drops from
 #                                           >1% (scale 1) to <0.1%
 #   check_sample.sh rejects    EXE ARGS...  exit status 1 and a one-line message
+#   check_sample.sh catches    EXE SHIM FUNC ARGS...
+#                                           with SHIM preloaded corrupting FUNC's
+#                                           result: exit status 1, "verification
+#                                           failed" on stderr
 # Every run must say it ran on simcuda, so a test never passes on the real
 # libraries by accident.
 set -u
@@ -71,6 +75,15 @@ rejects)
   status=$?
   [[ $status -eq 1 ]] || fail "'$*' exited with $status, want 1"
   grep -q . "$tmp/err" || fail "'$*' printed no message"
+  ;;
+catches)
+  shim=$1
+  func=$2
+  shift 2
+  LD_PRELOAD=$shim SAMPLES_CORRUPT=$func "$exe" "$@" >"$tmp/out" 2>"$tmp/err"
+  status=$?
+  [[ $status -eq 1 ]] || fail "'$*' with $func corrupted exited with $status, want 1"
+  grep -q 'verification failed' "$tmp/err" || fail "'$*' with $func corrupted: no verification failure"
   ;;
 *)
   echo "check_sample.sh: unknown mode '$mode'" >&2
