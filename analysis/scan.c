@@ -163,7 +163,7 @@ static void portable_run(mp_stats *s, const src_info *I, mp_dtype d, const void 
 #define PATTERN_FOLD_EVERY (1u << 31)
 
 typedef struct pattern_counts {
-  uint32_t *cnt; /* 2^bits counters, two banks for 16-bit sources */
+  uint32_t *cnt; /* 2^bits counters per bank: two banks for 16-bit sources, eight for 8-bit */
   unsigned bits;
   unsigned banks;
   uint64_t pending;
@@ -200,34 +200,197 @@ static void pattern_run(mp_stats *s, const src_info *I, mp_dtype d, pattern_coun
   while (n > 0) {
     uint64_t room = PATTERN_FOLD_EVERY - P->pending;
     uint64_t m = n < room ? n : room;
+    /* 64-bit loads, patterns taken out with shifts: fewer loads, and the
+     * counter stores cannot be mistaken for writes to the source. */
+    const unsigned char *q = p;
+    uint64_t i = 0;
     if (P->bits == 16) {
-      const uint16_t *q = p;
       uint32_t *c0 = P->cnt, *c1 = P->cnt + 65536;
-      uint64_t i = 0;
-      for (; i + 2 <= m; i += 2) {
-        c0[q[i]]++;
-        c1[q[i + 1]]++;
-      }
-      if (i < m) c0[q[i]]++;
-      p = q + m;
-    } else {
-      const uint8_t *q = p;
-      uint32_t *c0 = P->cnt, *c1 = P->cnt + 256, *c2 = P->cnt + 512, *c3 = P->cnt + 768;
-      uint64_t i = 0;
       for (; i + 4 <= m; i += 4) {
-        c0[q[i]]++;
-        c1[q[i + 1]]++;
-        c2[q[i + 2]]++;
-        c3[q[i + 3]]++;
+        uint64_t w;
+        memcpy(&w, q + 2 * i, 8);
+        c0[w & 0xffff]++;
+        c1[(w >> 16) & 0xffff]++;
+        c0[(w >> 32) & 0xffff]++;
+        c1[w >> 48]++;
+      }
+      for (; i < m; i++) {
+        uint16_t h;
+        memcpy(&h, q + 2 * i, 2);
+        c0[h]++;
+      }
+      p = q + 2 * m;
+    } else {
+      uint32_t *c = P->cnt;
+      for (; i + 8 <= m; i += 8) {
+        uint64_t w;
+        memcpy(&w, q + i, 8);
+        c[w & 0xff]++;
+        c[256 + ((w >> 8) & 0xff)]++;
+        c[512 + ((w >> 16) & 0xff)]++;
+        c[768 + ((w >> 24) & 0xff)]++;
+        c[1024 + ((w >> 32) & 0xff)]++;
+        c[1280 + ((w >> 40) & 0xff)]++;
+        c[1536 + ((w >> 48) & 0xff)]++;
+        c[1792 + (w >> 56)]++;
       }
       for (; i < m; i++)
-        c0[q[i]]++;
+        c[q[i]]++;
       p = q + m;
     }
     P->pending += m;
     n -= m;
     if (P->pending == PATTERN_FOLD_EVERY) pattern_fold(s, I, d, P);
   }
+}
+
+/* ---- fp64, scalar --------------------------------------------------------- */
+
+/* fp64 values are binned by their biased exponent into two sub-histograms;
+ * cast outcomes come from the per-binade table, except in the few boundary
+ * binades, whose values are classified one by one. Zeros are handled inline;
+ * subnormal, inf and NaN inputs take acc_value(). */
+typedef struct f64_fast {
+  uint32_t sub[2][2048];
+  uint8_t boundary[2048]; /* by biased exponent */
+  /* Per target, |x| bits above which a value is at least subnormal, normal,
+   * overflowing; bcasts counts boundary values by that level (0..3). */
+  uint64_t level_bits[MP_TARGET_COUNT][3];
+  uint64_t bcasts[MP_TARGET_COUNT][4];
+  uint64_t pending; /* values in sub since the last fold */
+  uint64_t values, zeros, negatives;
+  int64_t key_min, key_max;
+  uint64_t abs_min_m1;
+} f64_fast;
+
+#define F64_FOLD_EVERY (1ull << 31)
+/* Building the boundary table costs a few microseconds. */
+#define F64_FAST_MIN_ELEMENTS 4096
+
+static uint64_t double_bits(double d) {
+  uint64_t u;
+  memcpy(&u, &d, sizeof u);
+  return u;
+}
+
+static void f64_fast_init(f64_fast *F, const src_info *I) {
+  memset(F, 0, sizeof *F);
+  for (int t = 0; t < MP_TARGET_COUNT; t++) {
+    const mp_format *f = mp_format_of(mp_target_dtype((mp_target)t));
+    F->level_bits[t][0] = double_bits(f->flush_at);
+    F->level_bits[t][1] = double_bits(nextafter(f->subnormal_below, 0.0));
+    F->level_bits[t][2] =
+        double_bits(f->overflow_strict ? f->overflow_at : nextafter(f->overflow_at, 0.0));
+  }
+  F->key_min = INT64_MAX;
+  F->key_max = INT64_MIN;
+  F->abs_min_m1 = UINT64_MAX;
+  for (int E = 1; E <= 2046; E++)
+    for (int t = 0; t < MP_TARGET_COUNT; t++)
+      if (I->outcome[t][E - 1023 - I->lo] == OUTCOME_BOUNDARY) F->boundary[E] = 1;
+}
+
+static void f64_fast_fold(mp_stats *s, const src_info *I, f64_fast *F) {
+  for (int E = 1; E <= 2046; E++) {
+    uint64_t c = (uint64_t)F->sub[0][E] + F->sub[1][E];
+    if (!c) continue;
+    F->sub[0][E] = F->sub[1][E] = 0;
+    int i = E - 1023 - I->lo;
+    s->exp_hist[E - 1023 - MP_HIST_MIN] += c;
+    if (F->boundary[E]) continue; /* classified one by one into bcasts */
+    for (int t = 0; t < MP_TARGET_COUNT; t++)
+      s->casts[t][I->outcome[t][i]] += c;
+  }
+  F->pending = 0;
+}
+
+static double key64_to_double(int64_t k) {
+  uint64_t u = (uint64_t)(k < 0 ? k ^ INT64_MAX : k);
+  double d;
+  memcpy(&d, &u, sizeof d);
+  return d;
+}
+
+static void f64_fast_finish(mp_stats *s, const src_info *I, f64_fast *F) {
+  static const mp_cast_outcome of_level[4] = {MP_CAST_UNDERFLOW, MP_CAST_SUBNORMAL, MP_CAST_NORMAL,
+                                              MP_CAST_OVERFLOW};
+  f64_fast_fold(s, I, F);
+  for (int t = 0; t < MP_TARGET_COUNT; t++)
+    for (int l = 0; l < 4; l++)
+      s->casts[t][of_level[l]] += F->bcasts[t][l];
+  if (F->values == 0) return;
+  s->count += F->values;
+  s->zeros += F->zeros;
+  s->negatives += F->negatives;
+  double mn = key64_to_double(F->key_min), mx = key64_to_double(F->key_max);
+  if (isnan(s->min) || total_less(mn, s->min)) s->min = mn;
+  if (isnan(s->max) || total_less(s->max, mx)) s->max = mx;
+  double amax = fabs(mn) > fabs(mx) ? fabs(mn) : fabs(mx);
+  if (isnan(s->absmax) || amax > s->absmax) s->absmax = amax;
+  if (F->abs_min_m1 != UINT64_MAX) {
+    uint64_t u = F->abs_min_m1 + 1;
+    double amin;
+    memcpy(&amin, &u, sizeof amin);
+    if (amin < s->min_abs_nonzero) s->min_abs_nonzero = amin;
+  }
+}
+
+/* Boundary values of a block are first collected (a branch-free append),
+ * then classified in a second, short loop: an unpredictable branch per value
+ * would cost more than the work. */
+#define F64_BLOCK 1024
+
+static void f64_classify_boundary(f64_fast *F, const double *p, const uint16_t *idx, unsigned nb) {
+  for (unsigned j = 0; j < nb; j++) {
+    uint64_t a = double_bits(p[idx[j]]) & 0x7fffffffffffffffull;
+    for (int t = 0; t < MP_TARGET_COUNT; t++)
+      F->bcasts[t][(a > F->level_bits[t][0]) + (a > F->level_bits[t][1]) +
+                   (a > F->level_bits[t][2])]++;
+  }
+}
+
+static void f64_run_fast(mp_stats *s, const src_info *I, f64_fast *F, const double *p, uint64_t n) {
+  const uint64_t absmask = 0x7fffffffffffffffull;
+  int64_t kmin = F->key_min, kmax = F->key_max;
+  uint64_t aminm1 = F->abs_min_m1, values = 0, zeros = 0, negatives = 0;
+  uint32_t *sub0 = F->sub[0], *sub1 = F->sub[1];
+  uint16_t idx[F64_BLOCK];
+  for (uint64_t start = 0; start < n; start += F64_BLOCK) {
+    unsigned len = n - start < F64_BLOCK ? (unsigned)(n - start) : F64_BLOCK, nb = 0;
+    const double *q = p + start;
+    for (unsigned i = 0; i < len; i++) {
+      uint64_t u;
+      memcpy(&u, q + i, sizeof u);
+      uint64_t a = u & absmask;
+      unsigned E = (unsigned)(a >> 52);
+      int64_t key = (int64_t)(u ^ ((uint64_t)((int64_t)u >> 63) & absmask));
+      if (E - 1u >= 2046u) { /* zero, subnormal, inf or NaN */
+        if (a != 0) {
+          acc_value(s, I, q[i], 1);
+          continue;
+        }
+        zeros++;
+      } else {
+        (i & 1 ? sub1 : sub0)[E]++;
+        idx[nb] = (uint16_t)i;
+        nb += F->boundary[E];
+        negatives += u >> 63;
+        aminm1 = a - 1 < aminm1 ? a - 1 : aminm1;
+      }
+      kmin = key < kmin ? key : kmin;
+      kmax = key > kmax ? key : kmax;
+      values++;
+    }
+    f64_classify_boundary(F, q, idx, nb);
+    F->pending += len;
+    if (F->pending >= F64_FOLD_EVERY) f64_fast_fold(s, I, F);
+  }
+  F->key_min = kmin;
+  F->key_max = kmax;
+  F->abs_min_m1 = aminm1;
+  F->values += values;
+  F->zeros += zeros;
+  F->negatives += negatives;
 }
 
 /* ---- fp32, AVX2 ---------------------------------------------------------- */
@@ -592,7 +755,13 @@ static int check_view(const mp_stats *s, const mp_view *v) {
   return 0;
 }
 
-typedef enum run_kind { RUN_PORTABLE, RUN_F32_AVX2, RUN_F32_AVX512, RUN_PATTERNS } run_kind;
+typedef enum run_kind {
+  RUN_PORTABLE,
+  RUN_F64_FAST,
+  RUN_F32_AVX2,
+  RUN_F32_AVX512,
+  RUN_PATTERNS
+} run_kind;
 
 typedef struct scanner {
   mp_stats *s;
@@ -600,6 +769,7 @@ typedef struct scanner {
   mp_dtype dtype;
   run_kind kind;
   pattern_counts patterns;
+  f64_fast *f64;
 #ifdef MP_HAVE_X86
   f32_fast *f32;
 #endif
@@ -618,6 +788,9 @@ static void scan_run(scanner *S, const void *p, uint64_t n) {
   case RUN_PATTERNS:
     pattern_run(S->s, S->I, S->dtype, &S->patterns, p, n);
     break;
+  case RUN_F64_FAST:
+    f64_run_fast(S->s, S->I, S->f64, p, n);
+    break;
   default:
     portable_run(S->s, S->I, S->dtype, p, n);
     break;
@@ -631,6 +804,13 @@ static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
   S->kind = RUN_PORTABLE;
   if (impl == MP_SCAN_PORTABLE) return;
   switch (S->dtype) {
+  case MP_FP64:
+    if (total < F64_FAST_MIN_ELEMENTS) break;
+    S->f64 = malloc(sizeof(f64_fast));
+    if (!S->f64) break;
+    f64_fast_init(S->f64, S->I);
+    S->kind = RUN_F64_FAST;
+    break;
   case MP_FP32:
 #ifdef MP_HAVE_X86
     if ((cpu_has_avx2() || cpu_has_avx512()) && total >= 8) {
@@ -654,7 +834,7 @@ static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
   case MP_FP8_E5M2: {
     unsigned bits = mp_dtype_size(S->dtype) * 8;
     if (bits == 16 && total < PATTERN16_MIN_ELEMENTS) break;
-    unsigned banks = bits == 16 ? 2 : 4;
+    unsigned banks = bits == 16 ? 2 : 8;
     S->patterns.cnt = calloc((size_t)banks << bits, sizeof(uint32_t));
     if (!S->patterns.cnt) break; /* the portable path needs no memory */
     S->patterns.bits = bits;
@@ -679,6 +859,10 @@ static void finish(scanner *S) {
   case RUN_PATTERNS:
     pattern_fold(S->s, S->I, S->dtype, &S->patterns);
     free(S->patterns.cnt);
+    break;
+  case RUN_F64_FAST:
+    f64_fast_finish(S->s, S->I, S->f64);
+    free(S->f64);
     break;
   default:
     break;

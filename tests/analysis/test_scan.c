@@ -144,6 +144,46 @@ static void fast_path_equals_portable_on_ordinary_fp32(void **state) {
   free(buf);
 }
 
+/* fp64 sources: every target limit and its one-ulp double neighbours, in a
+ * buffer long enough for the fast path, against the simple reference. */
+static void fp64_limits_and_double_neighbours_match_the_reference(void **state) {
+  (void)state;
+  enum { N = 8192 };
+  double *buf = malloc(N * sizeof *buf);
+  mp_stats *ref = malloc(sizeof *ref), *got = malloc(sizeof *got);
+  assert_true(buf && ref && got);
+  int k = 0;
+  for (int t = 0; t < MP_TARGET_COUNT; t++) {
+    const mp_format *f = mp_format_of(mp_target_dtype((mp_target)t));
+    const double lims[] = {f->overflow_at, f->flush_at,         f->subnormal_below,
+                           f->max_finite,  ldexp(1.0, f->emin), ldexp(1.0, f->emin_sub)};
+    for (size_t j = 0; j < sizeof lims / sizeof lims[0]; j++) {
+      double x = lims[j];
+      const double v[] = {x, nextafter(x, 0), nextafter(x, INFINITY), -x, -nextafter(x, 0)};
+      for (int m = 0; m < 5; m++)
+        buf[k++] = v[m];
+    }
+  }
+  uint64_t rng = 31;
+  while (k < N) {
+    uint64_t r = ref_rand(&rng);
+    buf[k++] = ldexp((r & 1) ? -1.0 - (double)(r >> 12) * 0x1p-52 : 1.0, (int)(r % 200) - 150);
+  }
+  mp_stats_init(ref, MP_FP64);
+  for (int i = 0; i < N; i++)
+    mp_stats_add(ref, buf[i]);
+  const mp_scan_impl impls[] = {MP_SCAN_PORTABLE, MP_SCAN_AVX2, MP_SCAN_AUTO};
+  for (int i = 0; i < 3; i++) {
+    mp_stats_init(got, MP_FP64);
+    mp_view v = {.dtype = MP_FP64, .data = buf, .rows = N, .cols = 1, .batch = 1};
+    assert_int_equal(mp_scan_with(got, &v, impls[i]), 0);
+    assert_true(ref_stats_equal(got, ref));
+  }
+  free(buf);
+  free(ref);
+  free(got);
+}
+
 /* A column-major matrix with ld > rows inside a batch: the padding holds NaN
  * and huge values that must never be counted. */
 static void leading_dimension_and_batch_stride_count_only_logical_elements(void **state) {
@@ -292,6 +332,7 @@ int main(void) {
       cmocka_unit_test(random_fp32_matches_the_simple_reference),
       cmocka_unit_test(fast_path_equals_portable_path_bit_for_bit),
       cmocka_unit_test(fast_path_equals_portable_on_ordinary_fp32),
+      cmocka_unit_test(fp64_limits_and_double_neighbours_match_the_reference),
       cmocka_unit_test(leading_dimension_and_batch_stride_count_only_logical_elements),
       cmocka_unit_test(zero_batch_stride_counts_the_broadcast_matrix_each_time),
       cmocka_unit_test(batch_zero_means_one_and_empty_views_add_nothing),
