@@ -208,6 +208,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "devscan_check: no CUDA driver or GPU: skipped\n");
     return 77;
   }
+  if (!cu->mem_alloc || !cu->mem_free || !cu->memcpy_htod || !cu->memcpy_dtod_async ||
+      !cu->ctx_sync || !cu->event_create || !cu->event_record || !cu->event_sync ||
+      !cu->event_elapsed) {
+    fprintf(stderr, "devscan_check: the driver lacks the memory/event API (a CPU stand-in?): "
+                    "skipped\n");
+    return 77;
+  }
   char name[128];
   int maj = 0, min = 0;
   mpp_cuda_device_info(name, sizeof name, &maj, &min);

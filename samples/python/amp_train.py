@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""amp_train.py: a small PyTorch mixed-precision training loop for mpprof's GPU
+checks. Three Linear layers (fc1, fc2, fc3) in fp16 autocast with a
+GradScaler, each forward wrapped in an NVTX range named after the layer, so
+mpprof can attribute the GEMMs to layers. TF32 is off, so only the autocast
+GEMMs are eligible for Tensor Cores. Dimensions are multiples of 8 (16 bytes
+of fp16), so every GEMM is also efficient.
+
+    python3 amp_train.py [--steps N] [--batch B] [--hidden H]
+"""
+import argparse
+import sys
+
+import torch
+import torch.nn as nn
+
+
+class MLP(nn.Module):
+    def __init__(self, d_in, hidden, d_out):
+        super().__init__()
+        self.fc1 = nn.Linear(d_in, hidden)
+        self.fc2 = nn.Linear(hidden, hidden)
+        self.fc3 = nn.Linear(hidden, d_out)
+
+    def forward(self, x):
+        for name, layer, act in (("fc1", self.fc1, True), ("fc2", self.fc2, True),
+                                 ("fc3", self.fc3, False)):
+            torch.cuda.nvtx.range_push(name)
+            x = layer(x)
+            if act:
+                x = torch.relu(x)
+            torch.cuda.nvtx.range_pop()
+        return x
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--hidden", type=int, default=1024)
+    o = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("amp_train: no CUDA device", file=sys.stderr)
+        return 77
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(0)
+    dev = torch.device("cuda")
+    model = MLP(512, o.hidden, 16).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+    scaler = torch.amp.GradScaler("cuda")
+    x = torch.randn(o.batch, 512, device=dev)
+    y = torch.randn(o.batch, 16, device=dev)
+    for step in range(o.steps):
+        torch.cuda.nvtx.range_push(f"step")
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast(device_type="cuda", dtype=torch.float16):
+            out = model(x)
+            loss = nn.functional.mse_loss(out.float(), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+    print(f"amp_train: {o.steps} steps, loss {loss.item():.4f}, scale {scaler.get_scale():g}, "
+          f"device {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

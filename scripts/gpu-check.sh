@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# scripts/gpu-check.sh: mpprof's checks on a machine with a real NVIDIA GPU.
+#
+#   scripts/gpu-check.sh [-B BUILD_DIR] [-o OUT_DIR] [--quick]
+#
+# Needs: an NVIDIA GPU + driver, nvcc (CUDA 13 toolkit at $CUDA_HOME or
+# /usr/local/cuda), gcc, python3; optionally meson + ninja, PyTorch. No network.
+# Aims at under 5 minutes on an H200.
+#
+# Build, first that works:
+#   1. -B BUILD_DIR: a build carried from a dev machine (configured with
+#      -Ddevice_code=enabled); missing targets are rebuilt with ninja if possible.
+#   2. meson + ninja here (needs cJSON, libpng like any full build).
+#   3. No meson deps: only the CUDA-side parts with gcc/nvcc directly
+#      (libmpprof.so with the embedded fatbin, devscan_check, tc_audit,
+#      mlp_train); runs then use LD_PRELOAD without the mpprof launcher and
+#      are judged from the raw files (no HTML report).
+# Checks:
+#   - device scan vs host scanner, bit-identical (every dtype, random and
+#     boundary data, all 8/16-bit patterns, misaligned and strided views), and
+#     its bandwidth against a device-to-device copy in the same run (aim 0.85)
+#   - samples/mlp_train in fp32 (TF32 off), tf32, fp16, bf16 under mpprof:
+#     Tensor Core use reported exactly for the modes that use it
+#   - samples/python/amp_train.py (PyTorch AMP) under mpprof: the Linear
+#     layers' GEMMs found with fp16 dtypes on Tensor Cores
+# Exit 0 when every check passed, 1 otherwise. Output and logs: OUT_DIR
+# (default ./gpu-check-out). GPU_CHECK_MANUAL=1 forces build way 3.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CUDA=${CUDA_HOME:-/usr/local/cuda}
+OUT=$PWD/gpu-check-out
+BUILD=""
+QUICK=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    -B) BUILD=$(cd "$2" && pwd); shift 2 ;;
+    -o) OUT=$2; shift 2 ;;
+    --quick) QUICK=1; shift ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+LOG=$OUT/logs
+mkdir -p "$LOG"
+T0=$(date +%s)
+FAILS=0
+ROWS=()
+row() { ROWS+=("$(printf '| %-40s | %-5s | %s' "$1" "$2" "$3")"); [ "$2" = FAIL ] && FAILS=$((FAILS + 1)); return 0; }
+say() { echo "[gpu-check $(($(date +%s) - T0))s] $*"; }
+
+# ---------- environment ----------
+GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
+NVCC=$CUDA/bin/nvcc
+[ -x "$NVCC" ] || NVCC=$(command -v nvcc || true)
+TORCH=$(python3 -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)' 2>/dev/null || echo "not importable")
+say "GPU: ${GPU:-unknown (nvidia-smi missing)}; nvcc: ${NVCC:-missing}; torch: $TORCH"
+
+# ---------- build ----------
+B=""        # build dir in use
+MODE=""     # carried | meson | manual
+TARGETS="mpprof profiler/libmpprof.so tests/gpu/devscan_check tests/gpu/tc_audit samples/mlp_train"
+have_all() { for t in $TARGETS; do [ -e "$1/$t" ] || return 1; done; }
+if [ -n "$BUILD" ]; then
+  B=$BUILD; MODE=carried
+  if ! have_all "$B" && command -v ninja >/dev/null; then
+    ninja -C "$B" $TARGETS >"$LOG/build.log" 2>&1 || true
+  fi
+elif [ "${GPU_CHECK_MANUAL:-0}" != 1 ] && command -v meson >/dev/null && command -v ninja >/dev/null; then
+  B=$OUT/build; MODE=meson
+  if { [ -f "$B/build.ninja" ] || meson setup "$B" "$ROOT" -Ddevice_code=enabled \
+         -Dtoolkit_root="$CUDA" --buildtype=release >"$LOG/setup.log" 2>&1; } &&
+     ninja -C "$B" $TARGETS >"$LOG/build.log" 2>&1; then :; else
+    say "meson build not possible here (see $LOG/setup.log, build.log): building the CUDA parts directly"
+    B=""
+  fi
+fi
+if [ -z "$B" ] || ! { [ -e "$B/profiler/libmpprof.so" ] && [ -e "$B/tests/gpu/devscan_check" ]; }; then
+  MODE=manual; B=$OUT/manual
+  mkdir -p "$B/profiler" "$B/tests/gpu" "$B/samples" "$B/kernels"
+  CF="-std=gnu11 -O2 -D_GNU_SOURCE -I$ROOT -I$CUDA/include"
+  ARCHS="-gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86 -gencode arch=compute_89,code=sm_89 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_100,code=sm_100 -gencode arch=compute_100,code=compute_100"
+  {
+    "$NVCC" -fatbin -O3 --threads 0 -Xfatbin=-compress-all $ARCHS -I "$ROOT/kernels" \
+      -o "$B/kernels/mpprof_scan.fatbin" "$ROOT/kernels/scan.cu" &&
+    python3 "$ROOT/kernels/embed_fatbin.py" "$B/kernels/mpprof_scan.fatbin" "$B/kernels/mpprof_scan_fatbin.c" &&
+    gcc $CF -shared -fPIC -fvisibility=hidden -o "$B/profiler/libmpprof.so" \
+      "$ROOT"/profiler/*.c "$ROOT"/profiler/hooks/*.c "$ROOT"/profiler/gpu/*.c "$ROOT"/analysis/*.c \
+      "$B/kernels/mpprof_scan_fatbin.c" -Wl,--version-script="$ROOT/profiler/libmpprof.map" \
+      -ldl -lpthread -lm &&
+    gcc $CF -o "$B/tests/gpu/devscan_check" "$ROOT/tests/gpu/devscan_check.c" \
+      "$ROOT/tests/gpu/scan_data.c" "$ROOT"/profiler/gpu/{cuda_driver,devscan,scan_plan}.c \
+      "$ROOT"/analysis/*.c "$B/kernels/mpprof_scan_fatbin.c" -ldl -lpthread -lm &&
+    gcc $CF -o "$B/tests/gpu/tc_audit" "$ROOT/tests/gpu/tc_audit.c" "$ROOT"/analysis/*.c -lm &&
+    gcc $CF -o "$B/samples/mlp_train" "$ROOT/samples/mlp_train.c" "$ROOT/samples/sample_util.c" \
+      -L"$CUDA/lib64" -Wl,-rpath,"$CUDA/lib64" -lcudart -lcublas -lcublasLt -ldl -lpthread -lm
+  } >"$LOG/build.log" 2>&1 || { say "manual build failed:"; tail -20 "$LOG/build.log"; }
+fi
+LIB=$B/profiler/libmpprof.so
+MPPROF=$B/mpprof
+USE_CLI=0
+[ -x "$MPPROF" ] && "$MPPROF" --version >"$LOG/version.txt" 2>&1 && USE_CLI=1
+if [ -e "$LIB" ]; then
+  row "build ($MODE)" PASS "$B"
+else
+  row "build ($MODE)" FAIL "no libmpprof.so: see $LOG/build.log"
+fi
+if [ $USE_CLI = 1 ]; then
+  row "mpprof --version" PASS "$(grep 'device code' "$LOG/version.txt" | cut -c1-80)"
+fi
+say "build: $MODE in $B ($(($(date +%s) - T0)) s)"
+
+# Run a program under mpprof: the launcher when it runs here, else the same
+# environment it would set (raw files only). PENV: extra environment.
+PENV=()
+profile() { # OUTDIR CMD...
+  local dir=$1; shift
+  rm -rf "$dir"
+  if [ $USE_CLI = 1 ]; then
+    env "${PENV[@]}" timeout 240 "$MPPROF" -o "$dir" "$@"
+  else
+    mkdir -p "$dir/raw"
+    env "${PENV[@]}" LD_PRELOAD="$LIB${LD_PRELOAD:+:$LD_PRELOAD}" NVTX_INJECTION64_PATH="$LIB" \
+      CUDA_INJECTION64_PATH="$LIB" MPPROF_OUT="$dir" timeout 240 "$@"
+  fi
+}
+
+# ---------- device scan: bit-identical + bandwidth ----------
+DEVSCAN_TABLE=""
+if [ -x "$B/tests/gpu/devscan_check" ]; then
+  say "device scan check"
+  args=(); [ $QUICK = 1 ] && args=(--quick)
+  timeout 180 "$B/tests/gpu/devscan_check" "${args[@]}" >"$LOG/devscan_check.txt" 2>&1
+  rc=$?
+  DEVSCAN_TABLE=$(cat "$LOG/devscan_check.txt")
+  case $rc in
+    0) row "device scan == host scanner" PASS "$(grep -c bit-identical "$LOG/devscan_check.txt") layouts bit-identical" ;;
+    77) row "device scan == host scanner" SKIP "no GPU visible to the driver" ;;
+    *) row "device scan == host scanner" FAIL "rc $rc, see $LOG/devscan_check.txt" ;;
+  esac
+  if [ $QUICK = 0 ] && [ $rc -ne 77 ]; then
+    worst=$(awk -F'|' '/ met | BELOW /{gsub(/ /,"",$6); print $6}' "$LOG/devscan_check.txt" | sort -n | head -1)
+    fp32=$(awk -F'|' '$2 ~ /fp32/ && / met | BELOW /{gsub(/ /,"",$6); print $6}' "$LOG/devscan_check.txt")
+    if [ -n "$fp32" ]; then
+      row "scan bandwidth / copy (aim 0.85)" "$(awk -v r="$fp32" 'BEGIN{print (r >= 0.85) ? "PASS" : "BELOW"}')" \
+        "fp32 $fp32, worst dtype $worst (informative: not a pass/fail of the tool)"
+    fi
+  fi
+else
+  row "device scan == host scanner" FAIL "devscan_check not built"
+fi
+
+# ---------- mlp_train: Tensor Core use exactly where eligible ----------
+AUDIT=$B/tests/gpu/tc_audit
+if [ -x "$B/samples/mlp_train" ] && [ -x "$AUDIT" ] && [ -e "$LIB" ]; then
+  for p in fp32 tf32 fp16 bf16; do
+    say "mlp_train --precision $p"
+    PENV=(); [ $p = fp32 ] && PENV=(NVIDIA_TF32_OVERRIDE=0) # TF32 really off
+    if profile "$OUT/mlp_$p" "$B/samples/mlp_train" --precision $p --steps 5 \
+         >"$LOG/mlp_$p.txt" 2>&1; then
+      if python3 "$ROOT/tests/gpu/tc_check.py" --raw "$OUT/mlp_$p/raw" --audit "$AUDIT" \
+           --expect $p --label "mlp_train $p" >"$LOG/mlp_${p}_tc.txt" 2>&1; then
+        row "mlp_train $p: TC exactly as eligible" PASS "see Tensor Core table"
+      else
+        row "mlp_train $p: TC exactly as eligible" FAIL "$(sed -n 2p "$LOG/mlp_${p}_tc.txt" | cut -c1-90)"
+      fi
+    else
+      row "mlp_train $p: TC exactly as eligible" FAIL "run failed, see $LOG/mlp_$p.txt"
+    fi
+  done
+else
+  row "mlp_train" FAIL "mlp_train, tc_audit or libmpprof.so not built"
+fi
+
+# ---------- PyTorch AMP ----------
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  say "samples/python/amp_train.py"
+  PENV=()
+  if profile "$OUT/amp" python3 "$ROOT/samples/python/amp_train.py" --steps 10 >"$LOG/amp.txt" 2>&1; then
+    if python3 "$ROOT/tests/gpu/tc_check.py" --raw "$OUT/amp/raw" --audit "$AUDIT" --expect amp \
+         --label "amp_train" >"$LOG/amp_tc.txt" 2>&1; then
+      row "PyTorch AMP: Linear GEMMs fp16 on TC" PASS "see Tensor Core table"
+    else
+      row "PyTorch AMP: Linear GEMMs fp16 on TC" FAIL "$(sed -n 2p "$LOG/amp_tc.txt" | cut -c1-90)"
+    fi
+  else
+    row "PyTorch AMP: Linear GEMMs fp16 on TC" FAIL "run failed, see $LOG/amp.txt"
+  fi
+else
+  row "PyTorch AMP" SKIP "torch with CUDA not importable ($TORCH)"
+fi
+
+# ---------- table ----------
+echo
+echo "mpprof gpu-check: ${GPU:-unknown GPU}; torch $TORCH; build $MODE; $(($(date +%s) - T0)) s"
+printf '| %-40s | %-5s | %s\n' check result detail
+printf '|%s|%s|%s\n' "$(printf -- '-%.0s' {1..42})" "-------" "--------"
+printf '%s\n' "${ROWS[@]}"
+if [ -n "$DEVSCAN_TABLE" ]; then echo; echo "$DEVSCAN_TABLE" | sed -n '/^| dtype/,$p'; fi
+echo
+printf '| %-14s | sites | on TC | TC dtypes  | result\n' "run (GEMM sites with kernels)"
+for p in fp32 tf32 fp16 bf16; do f=$LOG/mlp_${p}_tc.txt; [ -f "$f" ] && cat "$f"; done
+[ -f "$LOG/amp_tc.txt" ] && cat "$LOG/amp_tc.txt"
+echo "logs: $LOG"
+exit $((FAILS > 0))
