@@ -231,6 +231,9 @@ int mpp_devscan_enqueue(void *stream, const mp_view *view, mpp_scan_sink sink, v
   if (!cu || !view || !sink) return -ENOSYS;
   mpp_scan_params p;
   if (mpp_scan_plan(view, &p) < 0) return -EINVAL;
+  /* The kernel loads whole elements: a pointer not aligned to its element
+   * size (no CUDA library produces one) would fault on the GPU. */
+  if ((uintptr_t)view->data % mp_dtype_size(view->dtype) != 0) return -EINVAL;
   if (p.n == 0) {
     /* Nothing to read: deliver the empty record without touching the GPU. */
     mp_stats empty;
