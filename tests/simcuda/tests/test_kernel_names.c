@@ -172,7 +172,11 @@ static void conv_names_follow_math_type_and_channel_alignment(void **state) {
   assert_true(has(conv(SIMCUDA_CONV_FPROP, 2, 0, 1, 0), "implicit_convolveNd_hhgemm"));
   assert_true(has(conv(SIMCUDA_CONV_FPROP, 2, 0, 4, 1), "conv2d_grouped_direct_kernel"));
   assert_true(has(conv(SIMCUDA_CONV_WGRAD, 2, 3, 1, 1), "wgrad_alg1_engine_NHWC<__half"));
-  assert_true(has(conv(SIMCUDA_CONV_DGRAD, 0, 3, 1, 1), "dgrad2d_alg1_1"));
+  assert_true(has(conv(SIMCUDA_CONV_DGRAD, 0, 3, 1, 1), "dgrad2d_alg1_1<float"));
+  /* CUDA-core names carry the data type of the convolution. */
+  assert_true(has(conv(SIMCUDA_CONV_FPROP, 9, 3, 1, 1), "implicit_convolve_sgemm<__nv_bfloat16"));
+  assert_true(has(conv(SIMCUDA_CONV_DGRAD, 2, 3, 1, 1), "dgrad2d_alg1_1<__half"));
+  assert_true(has(conv(SIMCUDA_CONV_WGRAD, 1, 0, 1, 1), "wgrad_alg1_engine<double"));
   for (int op = 0; op < 3; op++)
     for (int d = 0; d < 10; d += (d == 2 ? 7 : 1))
       for (int math = 0; math < 4; math += 3)
