@@ -22,8 +22,8 @@
 #include "profiler/gpu/scan_plan.h"
 
 /* Generated from kernels/scan.cu when device code is built (weak: absent otherwise). */
-extern const unsigned char mpp_scan_fatbin[] __attribute__((weak));
-extern const size_t mpp_scan_fatbin_size __attribute__((weak));
+extern const unsigned char mpp_scan_fatbin[] __attribute__((weak, visibility("hidden")));
+extern const size_t mpp_scan_fatbin_size __attribute__((weak, visibility("hidden")));
 
 #define MAX_CTX 8
 #define RING 64
