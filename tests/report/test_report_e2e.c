@@ -1,0 +1,188 @@
+/* End to end under simcuda: `mpprof -o OUT mlp_train` gives the verdicts the
+ * sample was built to show (fc1 overflows fp16, fc2's gradients need a loss
+ * scale and the sample's working scale 2^16 is in the window, fc3 is
+ * fp16-safe); `mpprof report OUT` rebuilds the same report.json; `mpprof
+ * merge A B -o C` combines two runs' processes and sums their sites.
+ *
+ * Paths from the environment (set by meson): MPP_MPPROF, MPP_MLP_TRAIN,
+ * MPP_SIMCUDA, MPP_WORKDIR. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "rawgen.h"
+
+static const char *mpprof, *mlp_train, *simcuda, *workdir;
+
+/* argv run with simcuda's libraries, stdout/stderr to workdir/log.txt; exit status. */
+static int run(char *const argv[]) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    setenv("LD_LIBRARY_PATH", simcuda, 1);
+    unsetenv("LD_PRELOAD");
+    char log[4200];
+    snprintf(log, sizeof log, "%s/log.txt", workdir);
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  int st;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+    ;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static char *out_dir(const char *name) {
+  char *d = NULL;
+  assert_true(asprintf(&d, "%s/%s", workdir, name) > 0);
+  char *cmd = NULL;
+  assert_true(asprintf(&cmd, "rm -rf '%s'", d) > 0);
+  assert_int_equal(system(cmd), 0);
+  free(cmd);
+  return d;
+}
+
+static char *profile_mlp(const char *name) {
+  char *d = out_dir(name);
+  char *argv[] = {(char *)mpprof, "-o", d, (char *)mlp_train, "--steps", "6", NULL};
+  assert_int_equal(run(argv), 0);
+  return d;
+}
+
+static const cJSON *layer(const cJSON *rep, const char *name) {
+  const cJSON *l;
+  cJSON_ArrayForEach(l, cJSON_GetObjectItem(rep, "layers")) {
+    if (!strcmp(cJSON_GetObjectItem(l, "name")->valuestring, name)) return l;
+  }
+  fail_msg("no layer %s", name);
+  return NULL;
+}
+
+static const char *rec(const cJSON *l) {
+  const cJSON *r = cJSON_GetObjectItem(cJSON_GetObjectItem(l, "advice"), "recommended");
+  return cJSON_IsString(r) ? r->valuestring : "null";
+}
+
+static bool window_contains(const cJSON *w, int k) {
+  return cJSON_GetArraySize(w) == 2 && cJSON_GetArrayItem(w, 0)->valuedouble <= k &&
+         k <= cJSON_GetArrayItem(w, 1)->valuedouble;
+}
+
+static void mlp_train_gets_the_verdicts_it_was_built_to_show(void **state) {
+  (void)state;
+  char *d = profile_mlp("mlp");
+  cJSON *rep = rg_read_json(d, "report.json");
+  assert_non_null(rep);
+  const cJSON *fc1 = layer(rep, "step/mlp/fc1"), *fc2 = layer(rep, "step/mlp/fc2"),
+              *fc3 = layer(rep, "step/mlp/fc3");
+  /* the overflow layer: not fp16-safe */
+  assert_string_not_equal(rec(fc1), "fp16");
+  assert_string_not_equal(rec(fc1), "fp16_loss_scale");
+  assert_true(
+      cJSON_GetObjectItem(cJSON_GetObjectItem(fc1, "percent"), "fp16_overflow")->valuedouble > 1);
+  /* the underflow layer: a loss scale, and the sample's working 2^16 fits */
+  assert_string_equal(rec(fc2), "fp16_loss_scale");
+  assert_true(window_contains(
+      cJSON_GetObjectItem(cJSON_GetObjectItem(fc2, "advice"), "loss_scale_log2"), 16));
+  /* the safe layer */
+  assert_string_equal(rec(fc3), "fp16");
+  /* one loss scale for the fp16 layers, containing 2^16 */
+  assert_true(window_contains(
+      cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "loss_scale"), "window_log2"), 16));
+  /* simcuda's CUPTI gives kernels: fp32 SGEMM kernels, not on Tensor Cores */
+  const cJSON *tc = cJSON_GetObjectItem(rep, "tensor_cores");
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItem(tc, "kernel_data")));
+  char *html = rg_read_text(d, "report.html", NULL);
+  assert_non_null(html);
+  assert_non_null(strstr(html, "step/mlp/fc2"));
+  free(html);
+  cJSON_Delete(rep);
+  free(d);
+}
+
+static void mpprof_report_rebuilds_the_same_report(void **state) {
+  (void)state;
+  char *d = profile_mlp("rebuild");
+  cJSON *first = rg_read_json(d, "report.json");
+  char *argv[] = {(char *)mpprof, "report", d, NULL};
+  assert_int_equal(run(argv), 0);
+  cJSON *second = rg_read_json(d, "report.json");
+  assert_non_null(first);
+  assert_non_null(second);
+  /* The launcher may name the program differently (it passes its own
+   * mpprof_report_options.program); everything else is the same. */
+  cJSON_DeleteItemFromObject(first, "program");
+  cJSON_DeleteItemFromObject(second, "program");
+  assert_true(cJSON_Compare(first, second, true));
+  cJSON_Delete(first);
+  cJSON_Delete(second);
+  char *bad[] = {(char *)mpprof, "report", "/nonexistent/mpprof-dir", NULL};
+  assert_int_not_equal(run(bad), 0);
+  free(d);
+}
+
+static void mpprof_merge_combines_runs(void **state) {
+  (void)state;
+  char *a = profile_mlp("merge-a"), *b = profile_mlp("merge-b"), *c = out_dir("merge-c");
+  char *argv[] = {(char *)mpprof, "merge", a, b, "-o", c, NULL};
+  assert_int_equal(run(argv), 0);
+  cJSON *ra = rg_read_json(a, "report.json"), *rc = rg_read_json(c, "report.json");
+  assert_non_null(ra);
+  assert_non_null(rc);
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(rc, "processes")), 2);
+  /* same program twice: the same sites, each with twice the calls and two ranks */
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(rc, "sites")),
+                   cJSON_GetArraySize(cJSON_GetObjectItem(ra, "sites")));
+  const cJSON *sa = cJSON_GetArrayItem(cJSON_GetObjectItem(ra, "sites"), 0);
+  const cJSON *sc = cJSON_GetArrayItem(cJSON_GetObjectItem(rc, "sites"), 0);
+  assert_int_equal(cJSON_GetObjectItem(sc, "calls")->valuedouble,
+                   2 * cJSON_GetObjectItem(sa, "calls")->valuedouble);
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(sc, "ranks")), 2);
+  assert_string_equal(rec(layer(rc, "step/mlp/fc2")), "fp16_loss_scale");
+  cJSON_Delete(ra);
+  cJSON_Delete(rc);
+  /* merging into an existing output again does not duplicate its files */
+  assert_int_equal(run(argv), 0);
+  rc = rg_read_json(c, "report.json");
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(rc, "processes")), 2);
+  cJSON_Delete(rc);
+  char *usage[] = {(char *)mpprof, "merge", a, NULL};
+  assert_int_equal(run(usage), 2);
+  free(a);
+  free(b);
+  free(c);
+}
+
+int main(void) {
+  mpprof = getenv("MPP_MPPROF");
+  mlp_train = getenv("MPP_MLP_TRAIN");
+  simcuda = getenv("MPP_SIMCUDA");
+  workdir = getenv("MPP_WORKDIR");
+  if (!mpprof || !mlp_train || !simcuda || !workdir) {
+    fputs("test_report_e2e: set MPP_MPPROF, MPP_MLP_TRAIN, MPP_SIMCUDA, MPP_WORKDIR\n", stderr);
+    return 1;
+  }
+  mkdir(workdir, 0755);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(mlp_train_gets_the_verdicts_it_was_built_to_show),
+      cmocka_unit_test(mpprof_report_rebuilds_the_same_report),
+      cmocka_unit_test(mpprof_merge_combines_runs),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
