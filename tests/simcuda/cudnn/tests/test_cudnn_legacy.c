@@ -134,11 +134,13 @@ static void fprop_fp32_matches_reference_with_pad_stride_dilation(void **state) 
   check_conv(FPROP, &odd, CUDNN_DATA_FLOAT, CUDNN_FMA_MATH, -3, 3, 1.0f, 0.0f);
 }
 
-static void fprop_convolution_mode_applies_the_filter_flipped(void **state) {
+static void convolution_mode_applies_the_filter_flipped_in_all_directions(void **state) {
   (void)state;
   ref_conv g = odd;
   g.flip = 1;
   check_conv(FPROP, &g, CUDNN_DATA_FLOAT, CUDNN_FMA_MATH, -3, 3, 1.0f, 0.0f);
+  check_conv(DGRAD, &g, CUDNN_DATA_FLOAT, CUDNN_FMA_MATH, -3, 3, 1.0f, 0.0f);
+  check_conv(WGRAD, &g, CUDNN_DATA_FLOAT, CUDNN_FMA_MATH, -3, 3, 1.0f, 0.0f);
 }
 
 static void fprop_blends_alpha_times_result_with_beta_times_old_output(void **state) {
@@ -642,7 +644,7 @@ static void version_and_error_strings_are_cudnn_9s(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(fprop_fp32_matches_reference_with_pad_stride_dilation),
-      cmocka_unit_test(fprop_convolution_mode_applies_the_filter_flipped),
+      cmocka_unit_test(convolution_mode_applies_the_filter_flipped_in_all_directions),
       cmocka_unit_test(fprop_blends_alpha_times_result_with_beta_times_old_output),
       cmocka_unit_test(dgrad_fp32_matches_reference_with_pad_stride_dilation),
       cmocka_unit_test(wgrad_fp32_matches_reference_with_pad_stride_dilation),
