@@ -446,8 +446,18 @@ SIM_API cublasStatus_t cublasSgemmEx(GEMM_HEAD, int m, int n, int k, const float
                           beta, C, Ctype, ldc);
 }
 
-static cublasStatus_t ex_gemm(gemm_call g, int compute) {
+/* Every algo value in cublasGemmAlgo_t is accepted and, as documented for
+ * sm_80 and newer, ignored; any other value is "not supported". */
+static int algo_known(cublasGemmAlgo_t algo) {
+  int a = (int)algo;
+  return (a >= CUBLAS_GEMM_DEFAULT && a <= CUBLAS_GEMM_ALGO23) ||
+         (a >= CUBLAS_GEMM_DEFAULT_TENSOR_OP && a <= CUBLAS_GEMM_ALGO15_TENSOR_OP) ||
+         a == CUBLAS_GEMM_AUTOTUNE;
+}
+
+static cublasStatus_t ex_gemm(gemm_call g, int compute, cublasGemmAlgo_t algo) {
   cublasStatus_t st = check_args(&g);
+  if (st == CUBLAS_STATUS_SUCCESS && !algo_known(algo)) st = CUBLAS_STATUS_NOT_SUPPORTED;
   if (st == CUBLAS_STATUS_SUCCESS) st = ex_types(&g, compute);
   return st == CUBLAS_STATUS_SUCCESS ? run_gemm(&g) : st;
 }
@@ -457,11 +467,10 @@ SIM_API cublasStatus_t cublasGemmEx_64(GEMM_HEAD, int64_t m, int64_t n, int64_t 
                                        int64_t lda, const void *B, cudaDataType Btype, int64_t ldb,
                                        const void *beta, void *C, cudaDataType Ctype, int64_t ldc,
                                        cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
-  (void)algo; /* ignored on sm_80 and newer, as documented */
   return ex_gemm((gemm_call){GEMM_INIT(m, n, k), .alpha = alpha, .beta = beta, .A = A, .B = B,
                              .C = C, .at = Atype, .bt = Btype, .ct = Ctype, .lda = lda, .ldb = ldb,
                              .ldc = ldc},
-                 computeType);
+                 computeType, algo);
 }
 
 SIM_API cublasStatus_t cublasGemmEx(GEMM_HEAD, int m, int n, int k, const void *alpha,
@@ -478,13 +487,12 @@ SIM_API cublasStatus_t cublasGemmStridedBatchedEx_64(
     cudaDataType Atype, int64_t lda, long long sa, const void *B, cudaDataType Btype, int64_t ldb,
     long long sb, const void *beta, void *C, cudaDataType Ctype, int64_t ldc, long long sc,
     int64_t batch, cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
-  (void)algo;
   gemm_call g = {
       GEMM_INIT(m, n, k), .alpha = alpha, .beta = beta, .A = A,     .B = B,     .C = C,
       .at = Atype,        .bt = Btype,    .ct = Ctype,  .lda = lda, .ldb = ldb, .ldc = ldc,
       .sa = sa,           .sb = sb,       .sc = sc};
   g.batch = batch;
-  return ex_gemm(g, computeType);
+  return ex_gemm(g, computeType, algo);
 }
 
 SIM_API cublasStatus_t cublasGemmStridedBatchedEx(GEMM_HEAD, int m, int n, int k, const void *alpha,
@@ -504,12 +512,11 @@ SIM_API cublasStatus_t cublasGemmBatchedEx_64(
     cudaDataType Atype, int64_t lda, const void *const B[], cudaDataType Btype, int64_t ldb,
     const void *beta, void *const C[], cudaDataType Ctype, int64_t ldc, int64_t batch,
     cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
-  (void)algo;
   gemm_call g = {GEMM_INIT(m, n, k), .alpha = alpha, .beta = beta,      .A = A,      .B = B,
                  .C = (void *)C,     .at = Atype,    .bt = Btype,       .ct = Ctype, .lda = lda,
                  .ldb = ldb,         .ldc = ldc,     .pointer_array = 1};
   g.batch = batch;
-  return ex_gemm(g, computeType);
+  return ex_gemm(g, computeType, algo);
 }
 
 SIM_API cublasStatus_t cublasGemmBatchedEx(GEMM_HEAD, int m, int n, int k, const void *alpha,

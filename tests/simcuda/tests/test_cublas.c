@@ -207,6 +207,15 @@ static void gemmex_refuses_fp8_and_combinations_outside_the_table(void **state) 
   };
   char buf[256] = {0};
   double alpha = 1, beta = 0;
+  /* An algo outside cublasGemmAlgo_t is "not supported"; listed ones are ignored. */
+  assert_int_equal(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, 2, 2, 2, &alpha, buf, CUDA_R_32F, 2,
+                                buf, CUDA_R_32F, 2, &beta, buf + 128, CUDA_R_32F, 2,
+                                CUBLAS_COMPUTE_32F, (cublasGemmAlgo_t)50),
+                   CUBLAS_STATUS_NOT_SUPPORTED);
+  assert_int_equal(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, 2, 2, 2, &alpha, buf, CUDA_R_32F, 2,
+                                buf, CUDA_R_32F, 2, &beta, buf + 128, CUDA_R_32F, 2,
+                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_ALGO5_TENSOR_OP),
+                   CUBLAS_STATUS_SUCCESS);
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
     assert_int_equal(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, 2, 2, 2, &alpha, buf, bad[i].at, 2,
                                   buf, bad[i].at, 2, &beta, buf + 128, bad[i].ct, 2,
