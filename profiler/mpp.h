@@ -18,6 +18,10 @@
 #include "analysis/stats.h"
 
 #define MPP_EXPORT __attribute__((visibility("default")))
+/* Per-thread state is a few words: initial-exec TLS avoids __tls_get_addr on
+ * every hooked call, and fits the static TLS surplus glibc keeps for
+ * libraries loaded with dlopen (NVTX/CUDA injection without LD_PRELOAD). */
+#define MPP_TLS __attribute__((tls_model("initial-exec")))
 
 /* --- configuration (runtime.c), read once from the environment --- */
 typedef enum mpp_scan_mode { MPP_SCAN_ALL = 0, MPP_SCAN_OUTPUTS, MPP_SCAN_NONE } mpp_scan_mode;
@@ -148,6 +152,7 @@ typedef struct mpp_call {
   uint64_t t0_ns; /* CLOCK_REALTIME */
   bool scan;      /* this call's roles are scanned */
   bool capturing;
+  bool timed;                   /* t0_ns taken: an event will be recorded */
   mp_stats *tmp[MPP_MAX_ROLES]; /* host-scan results, merged at the end */
   bool tmp_used[MPP_MAX_ROLES];
   uint32_t ns_counts[MPP_NS_COUNT];
@@ -207,6 +212,7 @@ int mpp_site_find(const mpp_op *op, const char *layer, uint64_t layer_hash,
 void mpp_site_record_autotune(int site); /* a cuDNN autotuning execution: counted apart */
 /* Record a finished call: counts, not-scanned reasons, host-scan stats, event. */
 void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur_ns);
+bool mpp_events_wanted(void); /* false once MPPROF_MAX_EVENTS events are stored */
 void mpp_site_merge_stats(int site, int role, const mp_stats *s); /* device-scan sink */
 void mpp_site_kernel(int site, const char *name, uint64_t gpu_ns);
 void mpp_note_failed_call(void);

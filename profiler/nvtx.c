@@ -34,7 +34,7 @@ typedef struct nvtx_thread {
   char path[MAX_PATH];
 } nvtx_thread;
 
-static __thread nvtx_thread *tls;
+static __thread MPP_TLS nvtx_thread *tls;
 static pthread_key_t tls_key;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
 static atomic_uint_fast64_t range_ids;

@@ -32,8 +32,8 @@ static atomic_bool forked_child;
 static pthread_mutex_t activate_mu = PTHREAD_MUTEX_INITIALIZER;
 static bool exit_handler_registered;
 
-static __thread int depth;
-static __thread uint32_t tid_cache;
+static __thread MPP_TLS int depth;
+static __thread MPP_TLS uint32_t tid_cache;
 
 /* --- configuration --- */
 

@@ -10,6 +10,7 @@
 #include "mpp.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@ static uint32_t *index_; /* open addressing: site id + 1, 0 = empty */
 static uint32_t index_cap;
 
 static mpp_event *events;
+static atomic_bool events_full;
 static uint64_t nevents, events_cap, events_dropped;
 static uint64_t ops_unattributed, failed_calls, total_calls;
 
@@ -62,6 +64,7 @@ void mpp_sites_reset(void) {
   events = NULL;
   nsites = sites_cap = index_cap = 0;
   nevents = events_cap = events_dropped = 0;
+  atomic_store(&events_full, false);
   ops_unattributed = failed_calls = total_calls = 0;
   nreasons = 0;
 }
@@ -103,19 +106,22 @@ void mpp_note_failed_call(void) {
 
 /* --- keys --- */
 
+/* One multiply per field: the key has ~25 fields and is hashed on every call. */
 static uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  return h * 0xff51afd7ed558ccdull;
+  return (h ^ v) * 0x100000001b3ull + (h >> 29);
 }
 
+static uint64_t finish_hash(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  return h ^ (h >> 33);
+}
+
+/* Key strings are static (hook modules and the dtype tables define each
+ * spelling once), so their addresses hash them; equality still compares the
+ * characters. A spelling defined twice would only split a site in two. */
 static uint64_t mix_str(uint64_t h, const char *s) {
-  /* Static strings: the same name is the same pointer, except across hook
-   * modules, so hash the characters. */
-  uint64_t x = 1469598103934665603ull;
-  if (s)
-    for (; *s; s++)
-      x = (x ^ (unsigned char)*s) * 1099511628211ull;
-  return mix(h, x);
+  return mix(h, (uint64_t)(uintptr_t)s);
 }
 
 static uint64_t op_hash(const mpp_op *op, uint64_t layer_hash) {
@@ -148,7 +154,7 @@ static uint64_t op_hash(const mpp_op *op, uint64_t layer_hash) {
   }
   for (int i = 0; i < op->nroles; i++)
     h = mix_str(h, op->roles[i].name);
-  return h;
+  return finish_hash(h);
 }
 
 static bool str_eq(const char *a, const char *b) {
@@ -192,9 +198,8 @@ static bool grow_index(void) {
 
 static int add_site_locked(const mpp_op *op, const char *layer, uint64_t h) {
   if (nsites >= mpp_cfg.max_sites) {
-    ops_unattributed++;
-    note_reason("max_sites", "max_sites (%u) reached: %llu ops not attributed", mpp_cfg.max_sites,
-                (unsigned long long)ops_unattributed);
+    if (ops_unattributed++ == 0)
+      note_reason("max_sites", "max_sites (%u) reached", mpp_cfg.max_sites);
     return -1;
   }
   if ((nsites + 1) * 2 > index_cap && !grow_index()) goto oom;
@@ -226,9 +231,7 @@ static int add_site_locked(const mpp_op *op, const char *layer, uint64_t h) {
   index_[j] = nsites + 1;
   return (int)nsites++;
 oom:
-  ops_unattributed++;
-  note_reason("oom", "out of memory: %llu ops not attributed",
-              (unsigned long long)ops_unattributed);
+  if (ops_unattributed++ == 0) note_reason("max_sites", "out of memory for sites");
   return -1;
 }
 
@@ -271,21 +274,29 @@ static mp_stats *role_stats_locked(mpp_site *s, int role, mp_dtype dtype) {
   return s->stats[role];
 }
 
+bool mpp_events_wanted(void) {
+  return !atomic_load_explicit(&events_full, memory_order_relaxed);
+}
+
 static void add_event_locked(int site, const mpp_op *op, const mpp_call *c, uint64_t dur_ns) {
+  if (!c->timed) {
+    events_dropped++;
+    return;
+  }
   if (nevents == events_cap) {
     if (events_cap >= mpp_cfg.max_events) {
-      events_dropped++;
-      note_reason("max_events", "max_events (%llu) reached: %llu events dropped",
-                  (unsigned long long)mpp_cfg.max_events, (unsigned long long)events_dropped);
+      /* The hot path of a long run: count only, the text is made when read. */
+      if (events_dropped++ == 0)
+        note_reason("max_events", "max_events (%llu) reached",
+                    (unsigned long long)mpp_cfg.max_events);
+      atomic_store_explicit(&events_full, true, memory_order_relaxed);
       return;
     }
     uint64_t cap = events_cap ? events_cap * 2 : 1024;
     if (cap > mpp_cfg.max_events) cap = mpp_cfg.max_events;
     mpp_event *ne = realloc(events, cap * sizeof *ne);
     if (!ne) {
-      events_dropped++;
-      note_reason("max_events", "out of memory for events: %llu events dropped",
-                  (unsigned long long)events_dropped);
+      if (events_dropped++ == 0) note_reason("max_events", "out of memory for events");
       return;
     }
     events = ne;
@@ -342,10 +353,10 @@ void mpp_site_kernel(int site, const char *name, uint64_t gpu_ns) {
     char *copy = NULL;
     if (s->nkernels < MPP_SITE_MAX_KERNELS) copy = strdup(name ? name : "?");
     if (!copy) {
-      s->kernels_other++;
-      note_reason("max_kernels",
-                  "more than %d kernel names in a site: launches counted in gpu_ns only",
-                  MPP_SITE_MAX_KERNELS);
+      if (s->kernels_other++ == 0)
+        note_reason("max_kernels",
+                    "more than %d kernel names in a site: launches counted in gpu_ns only",
+                    MPP_SITE_MAX_KERNELS);
       mpp_sites_unlock();
       return;
     }
@@ -357,7 +368,29 @@ void mpp_site_kernel(int site, const char *name, uint64_t gpu_ns) {
   mpp_sites_unlock();
 }
 
+/* Reason texts with the counts as of now: "<first message>: N ops not attributed". */
+static void finish_reasons_locked(void) {
+  for (uint32_t i = 0; i < nreasons; i++) {
+    uint64_t n = 0;
+    const char *what = NULL;
+    if (!strcmp(reasons[i].key, "max_sites")) {
+      n = ops_unattributed;
+      what = "ops not attributed";
+    } else if (!strcmp(reasons[i].key, "max_events")) {
+      n = events_dropped;
+      what = "events dropped";
+    }
+    if (!what) continue;
+    char *colon = strstr(reasons[i].text, ": ");
+    if (colon) *colon = '\0';
+    size_t len = strlen(reasons[i].text);
+    snprintf(reasons[i].text + len, sizeof reasons[i].text - len, ": %llu %s",
+             (unsigned long long)n, what);
+  }
+}
+
 void mpp_tables_get(mpp_tables *t) {
+  finish_reasons_locked();
   t->sites = sites;
   t->nsites = nsites;
   t->events = events;

@@ -158,7 +158,9 @@ static bool decode(mpp_op *op, cublasHandle_t h, const mpp_gemm_call *g) {
   __typeof__(&cublasGetStream_v2) get_stream = MPP_REAL(syms, cublasGetStream_v2);
   __typeof__(&cublasGetPointerMode_v2) get_pm = MPP_REAL(syms, cublasGetPointerMode_v2);
   if (get_stream && get_stream(h, &stream) == CUBLAS_STATUS_SUCCESS) ctx.stream = stream;
-  if (get_pm && get_pm(h, &pm) == CUBLAS_STATUS_SUCCESS) ctx.pointer_mode = (int)pm;
+  /* Pointer mode only decides whether beta can be read, i.e. whether C is scanned. */
+  if (mpp_cfg.scan == MPP_SCAN_ALL && get_pm && get_pm(h, &pm) == CUBLAS_STATUS_SUCCESS)
+    ctx.pointer_mode = (int)pm;
   mpp_gemm_decode(op, g, &ctx);
   return true;
 }

@@ -48,10 +48,10 @@ static const type_row cudnn_types[] = {
     NAMED(21, "complex_fp64"),
 };
 
+/* Tables are listed in value order (checked once), so a value is its index. */
 static const type_row *find(const type_row *t, size_t n, int v) {
-  for (size_t i = 0; i < n; i++)
-    if (t[i].value == v) return &t[i];
-  return NULL;
+  if (v < 0 || (size_t)v >= n) return NULL;
+  return t[v].value == v ? &t[v] : NULL;
 }
 
 static const char *row_name(const type_row *r) {
@@ -59,21 +59,24 @@ static const char *row_name(const type_row *r) {
   return r->fmt != MP_DTYPE_INVALID ? mp_dtype_name(r->fmt) : r->name;
 }
 
+#define CUDA_ROWS (sizeof cuda_types / sizeof cuda_types[0])
+#define CUDNN_ROWS (sizeof cudnn_types / sizeof cudnn_types[0])
+
 const char *mpp_cuda_dtype_name(int v) {
-  return row_name(find(cuda_types, sizeof cuda_types / sizeof cuda_types[0], v));
+  return row_name(find(cuda_types, CUDA_ROWS, v));
 }
 
 mp_dtype mpp_cuda_dtype(int v) {
-  const type_row *r = find(cuda_types, sizeof cuda_types / sizeof cuda_types[0], v);
+  const type_row *r = find(cuda_types, CUDA_ROWS, v);
   return r ? r->fmt : MP_DTYPE_INVALID;
 }
 
 const char *mpp_cudnn_dtype_name(int v) {
-  return row_name(find(cudnn_types, sizeof cudnn_types / sizeof cudnn_types[0], v));
+  return row_name(find(cudnn_types, CUDNN_ROWS, v));
 }
 
 mp_dtype mpp_cudnn_dtype(int v) {
-  const type_row *r = find(cudnn_types, sizeof cudnn_types / sizeof cudnn_types[0], v);
+  const type_row *r = find(cudnn_types, CUDNN_ROWS, v);
   return r ? r->fmt : MP_DTYPE_INVALID;
 }
 
