@@ -465,6 +465,21 @@ static void exit_status_3_is_passed_through_with_a_final_raw_file(void **state) 
   free_raws(&r);
 }
 
+static void a_shell_spawning_two_programs_gives_one_raw_file_per_cuda_process(void **state) {
+  (void)state;
+  const char *dir = outdir("shell");
+  char script[8400];
+  snprintf(script, sizeof script, "'%s' gemmex 1 && '%s' gemmex 2; exit 4", testprog, testprog);
+  char *argv[] = {"/bin/sh", "-c", script, NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 4);
+  raws r = load_raws(dir); /* the shell itself never touched CUDA: no file */
+  assert_int_equal(r.n, 2);
+  double calls = num(r.doc[0], "calls") + num(r.doc[1], "calls");
+  assert_true(calls == 3);
+  assert_true(num(r.doc[0], "pid") != num(r.doc[1], "pid"));
+  free_raws(&r);
+}
+
 static bool checkpoint_with_calls(const char *dir, int calls) {
   raws r = load_raws(dir);
   bool ok = r.n == 1 && num(r.doc[0], "calls") == calls;
@@ -616,6 +631,7 @@ int main(void) {
       cmocka_unit_test(a_forked_child_writes_its_own_raw_file),
       cmocka_unit_test(exit_status_3_is_passed_through_with_a_final_raw_file),
       cmocka_unit_test(killed_by_sigterm_midway_keeps_the_last_checkpoint),
+      cmocka_unit_test(a_shell_spawning_two_programs_gives_one_raw_file_per_cuda_process),
       cmocka_unit_test(scan_none_records_calls_without_tensor_stats),
       cmocka_unit_test(sample_2_scans_every_second_call),
       cmocka_unit_test(mpprof_disable_writes_nothing),
