@@ -703,6 +703,75 @@ typedef struct lt_args {
   void *D;
 } lt_args;
 
+/* Dot products of row i of op(A) with columns j0 .. j0+jn-1 of op(B), each
+ * accumulated in k order in the accumulator type; four columns at a time so
+ * the four independent chains overlap (same results as one at a time). */
+static void dot_block(acc_kind kind, const void *ao, const void *bo, uint64_t i, uint64_t j0,
+                      uint64_t jn, uint64_t k, double acc[4]) {
+  if (kind == ACC_F32) {
+    const float *ar = (const float *)ao + i * k, *b = (const float *)bo + j0 * k;
+    float s[4] = {0, 0, 0, 0};
+    if (jn == 4) {
+      for (uint64_t q = 0; q < k; q++) {
+        float a = ar[q];
+        s[0] += a * b[q];
+        s[1] += a * b[k + q];
+        s[2] += a * b[2 * k + q];
+        s[3] += a * b[3 * k + q];
+      }
+    } else {
+      for (uint64_t t = 0; t < jn; t++)
+        for (uint64_t q = 0; q < k; q++)
+          s[t] += ar[q] * b[t * k + q];
+    }
+    for (uint64_t t = 0; t < jn; t++)
+      acc[t] = s[t];
+  } else if (kind == ACC_F64) {
+    const double *ar = (const double *)ao + i * k, *b = (const double *)bo + j0 * k;
+    double s[4] = {0, 0, 0, 0};
+    for (uint64_t q = 0; q < k; q++)
+      for (uint64_t t = 0; t < jn; t++)
+        s[t] += ar[q] * b[t * k + q];
+    for (uint64_t t = 0; t < jn; t++)
+      acc[t] = s[t];
+  } else {
+    /* int8 operands were gathered as exact floats; int32 accumulation wraps. */
+    const float *ar = (const float *)ao + i * k, *b = (const float *)bo + j0 * k;
+    for (uint64_t t = 0; t < jn; t++) {
+      uint32_t s = 0;
+      for (uint64_t q = 0; q < k; q++)
+        s += (uint32_t)((int32_t)ar[q] * (int32_t)b[t * k + q]);
+      acc[t] = (int32_t)s;
+    }
+  }
+}
+
+/* alpha, beta * C, the epilogue, amax, the D scale and the one rounding into
+ * D for element (i, j) of one batch member. */
+static void finish_one(const lt_plan *p, const lt_args *x, const void *C, void *D, const void *bias,
+                       uint64_t i, uint64_t j, double acc, float *amax) {
+  int dt = (int)p->d->type;
+  mp_dtype ct = mp_of((int)p->c->type);
+  double out;
+  if (p->acc == ACC_F64) {
+    out = x->alpha * acc;
+    if (C != NULL) out += x->beta * mp_load(ct, C, elem_index(p->c, i, j));
+  } else if (p->acc == ACC_I32) {
+    out = x->alpha * acc;
+    if (C != NULL) out += x->beta * (double)((const int32_t *)C)[elem_index(p->c, i, j)];
+  } else {
+    float t = (float)x->alpha * (float)acc;
+    if (C != NULL) t += (float)x->beta * (float)mp_load(ct, C, elem_index(p->c, i, j));
+    if (bias != NULL) t += (float)mp_load(mp_of(p->bias_type), bias, i);
+    if (p->relu) t = t > 0 ? t : 0;
+    if (p->gelu) t = gelu_tanh(t);
+    if (fabsf(t) > *amax) *amax = fabsf(t); /* NaN compares false: ignored, as fmaxf */
+    if (is_fp8(dt)) t *= (float)x->d_scale;
+    out = t;
+  }
+  store_out(dt, D, elem_index(p->d, i, j), out);
+}
+
 /* One matrix of the batch. Operands are gathered into op() order first so
  * the inner product runs over contiguous memory. */
 static cublasStatus_t run_one(const lt_plan *p, const lt_args *x, int32_t bi, float *amax) {
@@ -711,8 +780,7 @@ static cublasStatus_t run_one(const lt_plan *p, const lt_args *x, int32_t bi, fl
   const void *A = batch_base(p->a, x->A, bi), *B = batch_base(p->b, x->B, bi);
   const void *C = x->beta != 0 ? batch_base(p->c, x->C, bi) : NULL;
   void *D = (void *)batch_base(p->d, x->D, bi);
-  mp_dtype at = mp_of((int)p->a->type), bt = mp_of((int)p->b->type), ct = mp_of((int)p->c->type);
-  int dt = (int)p->d->type;
+  mp_dtype at = mp_of((int)p->a->type), bt = mp_of((int)p->b->type);
   size_t wsz = p->acc == ACC_F64 ? sizeof(double) : sizeof(float);
   size_t an = m * k > 0 ? m * k : 1, bn = n * k > 0 ? n * k : 1;
   void *ao = malloc(an * wsz), *bo = malloc(bn * wsz);
@@ -742,39 +810,15 @@ static cublasStatus_t run_one(const lt_plan *p, const lt_args *x, int32_t bi, fl
   const void *bias = NULL;
   if (p->bias)
     bias = (const char *)d->bias + (int64_t)bi * d->bias_stride * (int64_t)elem_size(p->bias_type);
-  for (uint64_t j = 0; j < n; j++)
+  for (uint64_t j0 = 0; j0 < n; j0 += 4) {
+    uint64_t jn = n - j0 < 4 ? n - j0 : 4;
     for (uint64_t i = 0; i < m; i++) {
-      double out;
-      if (p->acc == ACC_F64) {
-        const double *ar = (const double *)ao + i * k, *br = (const double *)bo + j * k;
-        double acc = 0;
-        for (uint64_t q = 0; q < k; q++)
-          acc += ar[q] * br[q];
-        out = x->alpha * acc;
-        if (C != NULL) out += x->beta * mp_load(ct, C, elem_index(p->c, i, j));
-      } else if (p->acc == ACC_I32) {
-        const float *ar = (const float *)ao + i * k, *br = (const float *)bo + j * k;
-        int64_t acc = 0;
-        for (uint64_t q = 0; q < k; q++)
-          acc += (int64_t)ar[q] * (int64_t)br[q];
-        out = x->alpha * (double)(int32_t)acc;
-        if (C != NULL) out += x->beta * (double)((const int32_t *)C)[elem_index(p->c, i, j)];
-      } else {
-        const float *ar = (const float *)ao + i * k, *br = (const float *)bo + j * k;
-        float acc = 0;
-        for (uint64_t q = 0; q < k; q++)
-          acc += ar[q] * br[q];
-        float t = (float)x->alpha * acc;
-        if (C != NULL) t += (float)x->beta * (float)mp_load(ct, C, elem_index(p->c, i, j));
-        if (bias != NULL) t += (float)mp_load(mp_of(p->bias_type), bias, i);
-        if (p->relu) t = t > 0 ? t : 0;
-        if (p->gelu) t = gelu_tanh(t);
-        if (fabsf(t) > *amax) *amax = fabsf(t); /* NaN compares false: ignored, as fmaxf */
-        if (is_fp8(dt)) t *= (float)x->d_scale;
-        out = t;
-      }
-      store_out(dt, D, elem_index(p->d, i, j), out);
+      double acc[4];
+      dot_block(p->acc, ao, bo, i, j0, jn, k, acc);
+      for (uint64_t t = 0; t < jn; t++)
+        finish_one(p, x, C, D, bias, i, j0 + t, acc[t], amax);
     }
+  }
   free(ao);
   free(bo);
   return CUBLAS_STATUS_SUCCESS;
