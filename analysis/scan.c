@@ -1,20 +1,22 @@
 /* The host scanner: one pass over a (possibly strided, batched) buffer into a
  * stats record.
  *
- * Cast outcomes are a function of the binade except in the few binades that
- * straddle a target's threshold (overflow_at, flush_at, subnormal_below). A
- * per-source table, built once, says for every binade whether it is such a
- * boundary binade and, if not, the outcome for each target. Values in ordinary
- * binades are only counted in the histogram-like tally; values in boundary
- * binades are classified with explicit compares. That keeps the per-element
- * work down to "find the binade, bump a counter", which the fast paths exploit:
- * - fp32: AVX2, eight values at a time; vectors holding a zero, subnormal,
- *   inf, NaN or boundary-binade value go through the portable per-value code;
- *   the rest bump eight private sub-histograms (no store-forwarding chains).
+ * The portable path decodes each value and hands it to acc_value(): binade
+ * from ilogb(), cast outcomes from a per-source table that gives the outcome
+ * of every binade for every target, with explicit compares only in the few
+ * binades that straddle a threshold (overflow_at, flush_at, subnormal_below).
+ * The fast paths reach the same counts with less work per value:
+ * - fp32 (AVX-512, or AVX2): for normal and zero values every cast outcome
+ *   follows from ten integer compares of |x|'s bits with the targets'
+ *   thresholds, counted in vector lanes; exponents go to eight scalar
+ *   sub-histograms; min/max through order-preserving integer keys. Vectors
+ *   holding a subnormal, inf or NaN go to acc_value().
+ * - fp64 (scalar): binned by exponent; values in boundary binades are
+ *   collected and classified in a second loop.
  * - 16-bit and 8-bit sources: count bit patterns (2^16 / 2^8 counters), then
  *   fold each pattern seen into the record once, with its multiplicity.
- * The portable path handles every value with acc_value(); every fast path ends
- * in the same counts, so the records are bit-identical. */
+ * Every count is exact and min/max use the same total order (-0 < +0), so the
+ * records are bit-identical whichever path ran (tests/analysis checks it). */
 #include "analysis/scan.h"
 
 #include <errno.h>
@@ -653,15 +655,71 @@ __attribute__((target("avx2"))) static void f32_run_avx2(mp_stats *s, const src_
     acc_value(s, I, p[i], 1);
 }
 
+/* Exponent counts of sixteen values from a vector of their fp32 exponents
+ * narrowed to bytes: two 64-bit extracts, then shifts. */
+__attribute__((target("avx512f"))) static inline void hist_exponent_bytes(uint32_t (*sub)[256],
+                                                                          __m512i a) {
+  __m128i eb = _mm512_cvtepi32_epi8(_mm512_srli_epi32(a, 23));
+  uint64_t lo = (uint64_t)_mm_cvtsi128_si64(eb),
+           hi = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(eb, eb));
+  for (int k = 0; k < 8; k++) {
+    sub[k][(lo >> (8 * k)) & 0xff]++;
+    sub[k][(hi >> (8 * k)) & 0xff]++;
+  }
+}
+
 /* The same computation sixteen values at a time: compares into mask
- * registers, counts in 32-bit lanes (32 vector registers hold them all). */
-__attribute__((target("avx512f"))) static void
-f32_run_avx512(mp_stats *s, const src_info *I, f32_fast *F, const float *p, uint64_t n) {
-  const __m512i absmask = _mm512_set1_epi32(0x7fffffff);
-  const __m512i max_normal = _mm512_set1_epi32(0x7f7fffff);
-  const __m512i min_normal = _mm512_set1_epi32(0x00800000);
-  const __m512i minus_one = _mm512_set1_epi32(-1);
-  /* Named registers, not arrays: the compiler keeps these out of memory. */
+ * registers, counts in 32-bit lanes (32 vector registers hold them all).
+ * fp16 and bf16 sources are widened to fp32 first (exactly: vcvtph2ps, or a
+ * shift), which makes their subnormals ordinary fp32 normals. */
+#define F32_AVX512_BODY(T, LOAD_BITS, DECODE, HIST)                                                \
+  const __m512i absmask = _mm512_set1_epi32(0x7fffffff);                                           \
+  const __m512i max_normal = _mm512_set1_epi32(0x7f7fffff);                                        \
+  const __m512i min_normal = _mm512_set1_epi32(0x00800000);                                        \
+  const __m512i minus_one = _mm512_set1_epi32(-1);                                                 \
+  /* Named registers, not arrays: the compiler keeps these out of memory. */                       \
+  FOR_TH(TH_REG)                                                                                   \
+  FOR_IND(CNT_LOAD)                                                                                \
+  __m512i kmin = _mm512_loadu_si512(F->key_min), kmax = _mm512_loadu_si512(F->key_max);            \
+  __m512i aminm1 = _mm512_loadu_si512(F->abs_min_m1);                                              \
+  uint32_t(*sub)[256] = F->sub;                                                                    \
+  uint64_t i = 0, vectors = F->vectors;                                                            \
+  for (; i + 16 <= n; i += 16) {                                                                   \
+    __m512i v = LOAD_BITS(p + i);                                                                  \
+    __m512i a = _mm512_and_si512(v, absmask);                                                      \
+    __mmask16 nonzero = _mm512_test_epi32_mask(a, a);                                              \
+    __mmask16 slow = _mm512_cmpgt_epu32_mask(a, max_normal) |                                      \
+                     (_mm512_cmplt_epu32_mask(a, min_normal) & nonzero);                           \
+    if (slow) {                                                                                    \
+      for (int l = 0; l < 16; l++)                                                                 \
+        acc_value(s, I, DECODE(p[i + l]), 1);                                                      \
+      continue;                                                                                    \
+    }                                                                                              \
+    /* key = v ^ ((v >> 31) & absmask) */                                                          \
+    __m512i key = _mm512_ternarylogic_epi32(v, _mm512_srai_epi32(v, 31), absmask, 0x78);           \
+    kmin = _mm512_min_epi32(kmin, key);                                                            \
+    kmax = _mm512_max_epi32(kmax, key);                                                            \
+    aminm1 = _mm512_min_epu32(aminm1, _mm512_add_epi32(a, minus_one));                             \
+    c10 = _mm512_mask_sub_epi32(c10, (__mmask16)~nonzero, c10, minus_one);                         \
+    c11 = _mm512_mask_sub_epi32(c11, _mm512_cmplt_epi32_mask(key, minus_one), c11, minus_one);     \
+    FOR_TH(CNT_BUMP)                                                                               \
+    HIST;                                                                                          \
+    if (++vectors == F32_FOLD_EVERY) {                                                             \
+      FOR_IND(CNT_STORE)                                                                           \
+      F->vectors = vectors;                                                                        \
+      f32_fast_fold(s, F);                                                                         \
+      vectors = 0;                                                                                 \
+      FOR_IND(CNT_ZERO)                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+  FOR_IND(CNT_STORE)                                                                               \
+  _mm512_storeu_si512(F->key_min, kmin);                                                           \
+  _mm512_storeu_si512(F->key_max, kmax);                                                           \
+  _mm512_storeu_si512(F->abs_min_m1, aminm1);                                                      \
+  F->vectors = vectors;                                                                            \
+  for (; i < n; i++)                                                                               \
+    acc_value(s, I, DECODE(p[i]), 1);
+
 #define TH_REG(k) const __m512i t##k = _mm512_set1_epi32(F->th_bits[k]);
 #define CNT_LOAD(k) __m512i c##k = _mm512_loadu_si512(F->ind_lanes[k]);
 #define CNT_STORE(k) _mm512_storeu_si512(F->ind_lanes[k], c##k);
@@ -670,43 +728,30 @@ f32_run_avx512(mp_stats *s, const src_info *I, f32_fast *F, const float *p, uint
   c##k = _mm512_mask_sub_epi32(c##k, _mm512_cmpgt_epi32_mask(a, t##k), c##k, minus_one);
 #define FOR_TH(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9)
 #define FOR_IND(X) FOR_TH(X) X(10) X(11)
-  _Static_assert(TH_COUNT == 10 && IND_ZEROS == 10 && IND_NEGATIVES == 11, "unrolled below");
-  FOR_TH(TH_REG)
-  FOR_IND(CNT_LOAD)
-  __m512i kmin = _mm512_loadu_si512(F->key_min), kmax = _mm512_loadu_si512(F->key_max);
-  __m512i aminm1 = _mm512_loadu_si512(F->abs_min_m1);
-  uint32_t(*sub)[256] = F->sub;
-  uint64_t i = 0, vectors = F->vectors;
-  for (; i + 16 <= n; i += 16) {
-    __m512i v = _mm512_loadu_si512(p + i);
-    __m512i a = _mm512_and_si512(v, absmask);
-    __mmask16 nonzero = _mm512_test_epi32_mask(a, a);
-    __mmask16 slow =
-        _mm512_cmpgt_epu32_mask(a, max_normal) | (_mm512_cmplt_epu32_mask(a, min_normal) & nonzero);
-    if (slow) {
-      for (int l = 0; l < 16; l++)
-        acc_value(s, I, p[i + l], 1);
-      continue;
-    }
-    /* key = v ^ ((v >> 31) & absmask) */
-    __m512i key = _mm512_ternarylogic_epi32(v, _mm512_srai_epi32(v, 31), absmask, 0x78);
-    kmin = _mm512_min_epi32(kmin, key);
-    kmax = _mm512_max_epi32(kmax, key);
-    aminm1 = _mm512_min_epu32(aminm1, _mm512_add_epi32(a, minus_one));
-    c10 = _mm512_mask_sub_epi32(c10, (__mmask16)~nonzero, c10, minus_one);
-    c11 = _mm512_mask_sub_epi32(c11, _mm512_cmplt_epi32_mask(key, minus_one), c11, minus_one);
-    FOR_TH(CNT_BUMP)
-    hist_exponents8(sub, p + i);
-    hist_exponents8(sub, p + i + 8);
-    if (++vectors == F32_FOLD_EVERY) {
-      FOR_IND(CNT_STORE)
-      F->vectors = vectors;
-      f32_fast_fold(s, F);
-      vectors = 0;
-      FOR_IND(CNT_ZERO)
-    }
-  }
-  FOR_IND(CNT_STORE)
+_Static_assert(TH_COUNT == 10 && IND_ZEROS == 10 && IND_NEGATIVES == 11, "unrolled above");
+
+#define LOAD_F32(q) _mm512_loadu_si512(q)
+#define LOAD_F16(q) _mm512_castps_si512(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(q))))
+#define LOAD_BF16(q)                                                                               \
+  _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(q))), 16)
+#define AS_IS(x) (x)
+
+__attribute__((target("avx512f"))) static void
+f32_run_avx512(mp_stats *s, const src_info *I, f32_fast *F, const float *p, uint64_t n) {
+  F32_AVX512_BODY(float, LOAD_F32, AS_IS, hist_exponents8(sub, p + i);
+                  hist_exponents8(sub, p + i + 8))
+}
+
+__attribute__((target("avx512f"))) static void
+f16_run_avx512(mp_stats *s, const src_info *I, f32_fast *F, const uint16_t *p, uint64_t n) {
+  F32_AVX512_BODY(uint16_t, LOAD_F16, mp_fp16_to_float, hist_exponent_bytes(sub, a))
+}
+
+__attribute__((target("avx512f"))) static void
+bf16_run_avx512(mp_stats *s, const src_info *I, f32_fast *F, const uint16_t *p, uint64_t n) {
+  F32_AVX512_BODY(uint16_t, LOAD_BF16, mp_bf16_to_float, hist_exponent_bytes(sub, a))
+}
+
 #undef TH_REG
 #undef CNT_LOAD
 #undef CNT_STORE
@@ -714,13 +759,6 @@ f32_run_avx512(mp_stats *s, const src_info *I, f32_fast *F, const float *p, uint
 #undef CNT_BUMP
 #undef FOR_TH
 #undef FOR_IND
-  _mm512_storeu_si512(F->key_min, kmin);
-  _mm512_storeu_si512(F->key_max, kmax);
-  _mm512_storeu_si512(F->abs_min_m1, aminm1);
-  F->vectors = vectors;
-  for (; i < n; i++)
-    acc_value(s, I, p[i], 1);
-}
 
 static bool cpu_has_avx512(void) {
   return __builtin_cpu_supports("avx512f");
@@ -782,7 +820,12 @@ static void scan_run(scanner *S, const void *p, uint64_t n) {
     f32_run_avx2(S->s, S->I, S->f32, p, n);
     break;
   case RUN_F32_AVX512:
-    f32_run_avx512(S->s, S->I, S->f32, p, n);
+    if (S->dtype == MP_FP16)
+      f16_run_avx512(S->s, S->I, S->f32, p, n);
+    else if (S->dtype == MP_BF16)
+      bf16_run_avx512(S->s, S->I, S->f32, p, n);
+    else
+      f32_run_avx512(S->s, S->I, S->f32, p, n);
     break;
 #endif
   case RUN_PATTERNS:
@@ -800,6 +843,20 @@ static void scan_run(scanner *S, const void *p, uint64_t n) {
 /* Pattern counting pays 2^16 counters per call: only worth it on big views. */
 #define PATTERN16_MIN_ELEMENTS (1u << 18)
 
+#ifdef MP_HAVE_X86
+static void start_f32_fast(scanner *S, bool wide) {
+  S->f32 = malloc(sizeof(f32_fast));
+  if (!S->f32) return;
+  f32_fast_init(S->f32, wide ? 16 : 8);
+  if (!S->f32->ok) {
+    free(S->f32);
+    S->f32 = NULL;
+    return;
+  }
+  S->kind = wide ? RUN_F32_AVX512 : RUN_F32_AVX2;
+}
+#endif
+
 static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
   S->kind = RUN_PORTABLE;
   if (impl == MP_SCAN_PORTABLE) return;
@@ -814,22 +871,21 @@ static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
   case MP_FP32:
 #ifdef MP_HAVE_X86
     if ((cpu_has_avx2() || cpu_has_avx512()) && total >= 8) {
-      S->f32 = malloc(sizeof(f32_fast));
-      if (S->f32) {
-        bool wide = cpu_has_avx512() && impl != MP_SCAN_AVX2;
-        f32_fast_init(S->f32, wide ? 16 : 8);
-        if (S->f32->ok) {
-          S->kind = wide ? RUN_F32_AVX512 : RUN_F32_AVX2;
-        } else {
-          free(S->f32);
-          S->f32 = NULL;
-        }
-      }
+      bool wide = cpu_has_avx512() && impl != MP_SCAN_AVX2;
+      start_f32_fast(S, wide);
     }
 #endif
     break;
   case MP_FP16:
   case MP_BF16:
+#ifdef MP_HAVE_X86
+    /* With AVX-512, 16-bit sources are widened to fp32 in registers. */
+    if (cpu_has_avx512() && impl != MP_SCAN_AVX2 && total >= 16) {
+      start_f32_fast(S, true);
+      if (S->kind != RUN_PORTABLE) break;
+    }
+#endif
+    /* fall through */
   case MP_FP8_E4M3:
   case MP_FP8_E5M2: {
     unsigned bits = mp_dtype_size(S->dtype) * 8;
