@@ -394,6 +394,6 @@ int mpprof_build_findings(mpprof_model *m) {
     f->impact_gpu_ns = m->total_gpu_ns;
   }
   /* Problems rank by impact; notes about the data (impact 0) go last. */
-  qsort(m->findings, m->n_findings, sizeof *m->findings, finding_cmp);
+  if (m->n_findings) qsort(m->findings, m->n_findings, sizeof *m->findings, finding_cmp);
   return data_notes(m);
 }

@@ -713,7 +713,7 @@ int mpprof_read_raw_dir(mpprof_model *m, const char *out_dir, FILE *warn) {
     }
   }
   closedir(d);
-  if (rc == 0) qsort(names, n, sizeof *names, name_cmp); /* deterministic order */
+  if (rc == 0 && n) qsort(names, n, sizeof *names, name_cmp); /* deterministic order */
   for (size_t i = 0; rc == 0 && i < n; i++) {
     char *path = mpprof_asprintf("%s/%s", dir, names[i]);
     if (!path || mpprof_read_raw_file(m, path, warn) < 0) rc = -1;

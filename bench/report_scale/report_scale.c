@@ -62,10 +62,10 @@ int main(int argc, char **argv) {
   }
   int max = argc > 1 ? atoi(argv[1]) : 100000;
   int sizes[] = {1000, 10000, 100000};
-  double secs[3] = {0};
+  double secs[3] = {0}, cpu[3] = {0};
   long rss[3] = {0};
-  printf("%10s %10s %12s %12s %14s %12s\n", "sites", "seconds", "us/site", "peak MiB",
-         "time growth", "mem growth");
+  printf("%8s %9s %9s %12s %9s %12s %12s %11s\n", "sites", "wall s", "cpu s", "cpu us/site",
+         "peak MiB", "cpu growth", "wall growth", "mem growth");
   for (int i = 0; i < 3 && sizes[i] <= max; i++) {
     char *dir = rg_tmpdir("bench");
     if (!dir) return 1;
@@ -84,17 +84,21 @@ int main(int argc, char **argv) {
       return 1;
     }
     secs[i] = now() - t0;
+    cpu[i] = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+             ru.ru_stime.tv_usec * 1e-6;
     rss[i] = ru.ru_maxrss; /* KiB */
-    printf("%10d %10.3f %12.2f %12.1f", sizes[i], secs[i], secs[i] / sizes[i] * 1e6,
+    printf("%8d %9.3f %9.3f %12.1f %9.1f", sizes[i], secs[i], cpu[i], cpu[i] / sizes[i] * 1e6,
            rss[i] / 1024.0);
-    if (i)
-      printf(" %14.2f %12.2f\n", (secs[i] / secs[i - 1]) / ((double)sizes[i] / sizes[i - 1]),
+    if (i) {
+      double f = (double)sizes[i] / sizes[i - 1];
+      printf(" %12.2f %12.2f %11.2f\n", cpu[i] / cpu[i - 1] / f, secs[i] / secs[i - 1] / f,
              (double)rss[i] / rss[i - 1]);
-    else
-      printf(" %14s %12s\n", "-", "-");
+    } else {
+      printf(" %12s %12s %11s\n", "-", "-", "-");
+    }
     rg_rmdir(dir);
     free(dir);
   }
-  puts("time growth: (t(N) / t(N/10)) / 10, 1.0 = linear; mem growth: peak RSS ratio");
+  puts("growth: (t(N) / t(N/10)) / 10, 1.0 = linear; mem growth: peak RSS ratio (10 = linear)");
   return 0;
 }
