@@ -121,10 +121,18 @@ static void *reserve(size_t size) {
     uint8_t *buf = NULL;
     size_t bsize = 0, max_records = 0;
     st.requested(&buf, &bsize, &max_records);
-    if (buf == NULL || bsize < need) goto drop;
+    if (buf == NULL) goto drop;
     st.cur = buf;
     st.cur_size = bsize;
-    st.cur_used = 0;
+    /* Records are 8-byte aligned (ACTIVITY_RECORD_ALIGNMENT) even when the
+     * client's buffer is not; GetNextRecord starts at the same place. */
+    st.cur_used = align8((uintptr_t)buf) - (uintptr_t)buf;
+    if (st.cur_used + need > bsize) {
+      /* Too small for one record: hand it back empty at the next flush. */
+      st.cur_used = 0;
+      retire_current();
+      goto drop;
+    }
     st.cur_records = 0;
     st.cur_max_records = max_records;
   }
@@ -296,7 +304,7 @@ SIM_API CUptiResult cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid,
   if (buffer == NULL || record == NULL) return CUPTI_ERROR_INVALID_PARAMETER;
   uint8_t *next;
   if (*record == NULL) {
-    next = buffer;
+    next = buffer + (align8((uintptr_t)buffer) - (uintptr_t)buffer);
   } else {
     size_t size = record_size((*record)->kind);
     if (size == 0) return CUPTI_ERROR_INVALID_KIND;

@@ -25,13 +25,22 @@ static struct {
   CUpti_ActivityExternalCorrelation ext[MAX_SEEN];
   int buffers_completed;
   int refuse_buffers;
+  int misaligned_buffers;
+  size_t last_valid;
 } seen;
+
+static _Alignas(8) uint8_t static_buf[4096];
 
 static void CUPTIAPI requested(uint8_t **buf, size_t *size, size_t *max_records) {
   *max_records = 0;
   if (seen.refuse_buffers) {
     *buf = NULL;
     *size = 0;
+    return;
+  }
+  if (seen.misaligned_buffers) {
+    *buf = static_buf + 3;
+    *size = sizeof(static_buf) - 3;
     return;
   }
   *buf = aligned_alloc(8, BUF_SIZE);
@@ -45,6 +54,7 @@ static void CUPTIAPI completed(CUcontext ctx, uint32_t stream, uint8_t *buf, siz
   (void)size;
   CUpti_Activity *r = NULL;
   seen.buffers_completed++;
+  seen.last_valid = valid;
   while (cuptiActivityGetNextRecord(buf, valid, &r) == CUPTI_SUCCESS) {
     switch (r->kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
@@ -60,8 +70,9 @@ static void CUPTIAPI completed(CUcontext ctx, uint32_t stream, uint8_t *buf, siz
     default:
       break;
     }
+    assert_int_equal((uintptr_t)r % 8, 0);
   }
-  free(buf);
+  if (buf < static_buf || buf >= static_buf + sizeof(static_buf)) free(buf);
 }
 
 static void reset_seen(void) {
@@ -223,6 +234,22 @@ static void records_without_a_buffer_are_counted_as_dropped(void **state) {
   seen.refuse_buffers = 0;
 }
 
+static void misaligned_client_buffers_still_hold_aligned_records(void **state) {
+  (void)state;
+  seen.misaligned_buffers = 1;
+  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
+  run_sgemm(NULL, 4, 4, 4);
+  run_sgemm(NULL, 4, 4, 4);
+  cuptiActivityFlushAll(0);
+  seen.misaligned_buffers = 0;
+  assert_int_equal(seen.kernels, 2);
+  assert_int_equal(seen.apis, 2);
+  assert_int_equal(seen.kernel[0].correlationId, seen.api[0].correlationId);
+  assert_int_equal(seen.kernel[1].correlationId, seen.api[1].correlationId);
+  assert_int_not_equal(seen.kernel[0].correlationId, seen.kernel[1].correlationId);
+}
+
 static void one_subscriber_at_a_time(void **state) {
   (void)state;
   CUpti_SubscriberHandle a, b;
@@ -269,6 +296,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(each_pushed_kind_gives_its_top_id, setup, teardown),
       cmocka_unit_test_setup_teardown(external_ids_are_per_thread, setup, teardown),
       cmocka_unit_test_setup_teardown(records_without_a_buffer_are_counted_as_dropped, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(misaligned_client_buffers_still_hold_aligned_records, setup,
                                       teardown),
       cmocka_unit_test(one_subscriber_at_a_time),
       cmocka_unit_test_setup_teardown(busy_switch_makes_cupti_look_taken, setup, teardown),
