@@ -145,9 +145,20 @@ void mpp_nvtx_thread_reset(void) {
 
 /* --- registered strings and domains: the handle points at our own copy --- */
 
+/* Handles stay valid for the process's life (the application keeps them);
+ * all of them hang off one list so they stay reachable. */
 typedef struct mpp_nvtx_string {
   char *s;
+  struct mpp_nvtx_string *next;
 } mpp_nvtx_string;
+
+static _Atomic(mpp_nvtx_string *) handles;
+
+static void keep_handle(mpp_nvtx_string *h) {
+  h->next = atomic_load(&handles);
+  while (!atomic_compare_exchange_weak(&handles, &h->next, h))
+    ;
+}
 
 static char *narrow(const wchar_t *w) {
   size_t n = 0;
@@ -173,6 +184,7 @@ static nvtxStringHandle_t register_string(char *copy) {
     return NULL;
   }
   h->s = copy;
+  keep_handle(h);
   return (nvtxStringHandle_t)h;
 }
 
@@ -236,8 +248,11 @@ static void NVTX_API core_mark_a(const char *message) {
 static nvtxDomainHandle_t NVTX_API core2_domain_create_a(const char *name) {
   if (atomic_fetch_add(&ndomains, 1) >= MAX_DOMAINS) return NULL;
   /* The handle is opaque to the application; ours holds the name. */
-  char *copy = strdup(name ? name : "");
-  return (nvtxDomainHandle_t)copy;
+  mpp_nvtx_string *h = malloc(sizeof *h);
+  if (!h) return NULL;
+  h->s = strdup(name ? name : "");
+  keep_handle(h);
+  return (nvtxDomainHandle_t)h;
 }
 
 static void NVTX_API core2_domain_destroy(nvtxDomainHandle_t d) {

@@ -244,8 +244,11 @@ static void on_exit_handler(void) {
     mpp_cupti_flush();
     mpp_devscan_drain();
   }
-  int err = mpp_raw_write(true);
-  if (err < 0) mpp_log(1, "raw file not written: %s", strerror(-err));
+  /* A fork child that never used CUDA inherited this handler: nothing to say. */
+  if (atomic_load(&activated)) {
+    int err = mpp_raw_write(true);
+    if (err < 0) mpp_log(1, "raw file not written: %s", strerror(-err));
+  }
   depth--;
 }
 

@@ -7,6 +7,7 @@
  *   mathmode      cublasSgemm_v2 with the default and then the TF32 math mode
  *   threads T     T threads, each with its own handle and NVTX range "t<i>"
  *   fork          GEMM, fork; the child does 2 GEMMs and exits 0; the parent waits, 1 GEMM
+ *   forkidle      GEMM, fork; the child only prints and exits 0 (a data-loader worker)
  *   exit3         one GEMM, then exit(3)
  *   wait          three GEMMs, prints "ready", then sleeps until killed
  * Every mode prints a checksum of its results on stdout. Linked against the
@@ -354,6 +355,26 @@ static int mode_fork(void) {
   return 0;
 }
 
+static int mode_forkidle(void) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 8);
+  double s = gemmex(h, &m);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) die("fork", -1);
+  if (pid == 0) {
+    printf("worker done\n");
+    exit(0);
+  }
+  int st;
+  waitpid(pid, &st, 0);
+  printf("forkidle checksum %.17g\n", s);
+  CK(cublasDestroy(h));
+  return 0;
+}
+
 static _Noreturn void mode_exit3(void) {
   cublasHandle_t h;
   mats m;
@@ -385,9 +406,11 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "mathmode")) return mode_mathmode();
   if (!strcmp(mode, "threads")) return mode_threads(arg);
   if (!strcmp(mode, "fork")) return mode_fork();
+  if (!strcmp(mode, "forkidle")) return mode_forkidle();
   if (!strcmp(mode, "exit3")) mode_exit3();
   if (!strcmp(mode, "wait")) mode_wait();
-  fprintf(stderr, "usage: mpp_testprog gemmex N | lt | variants | mathmode | threads T | fork | "
-                  "exit3 | wait\n");
+  fprintf(stderr,
+          "usage: mpp_testprog gemmex N | lt | variants | mathmode | threads T | fork | forkidle | "
+          "exit3 | wait\n");
   return 2;
 }

@@ -453,6 +453,17 @@ static void a_forked_child_writes_its_own_raw_file(void **state) {
   free_raws(&r);
 }
 
+static void a_forked_child_that_never_uses_cuda_writes_no_raw_file(void **state) {
+  (void)state;
+  const char *dir = outdir("forkidle");
+  char *argv[] = {(char *)testprog, "forkidle", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 1);
+  assert_true(cJSON_IsFalse(get(r.doc[0], "forked")));
+  free_raws(&r);
+}
+
 static void exit_status_3_is_passed_through_with_a_final_raw_file(void **state) {
   (void)state;
   const char *dir = outdir("exit3");
@@ -629,6 +640,7 @@ int main(void) {
       cmocka_unit_test(math_mode_set_on_the_handle_is_recorded),
       cmocka_unit_test(each_thread_has_its_own_layer_stack),
       cmocka_unit_test(a_forked_child_writes_its_own_raw_file),
+      cmocka_unit_test(a_forked_child_that_never_uses_cuda_writes_no_raw_file),
       cmocka_unit_test(exit_status_3_is_passed_through_with_a_final_raw_file),
       cmocka_unit_test(killed_by_sigterm_midway_keeps_the_last_checkpoint),
       cmocka_unit_test(a_shell_spawning_two_programs_gives_one_raw_file_per_cuda_process),
