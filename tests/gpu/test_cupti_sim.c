@@ -40,6 +40,7 @@ static void sink(uint64_t op, const char *name, uint64_t start, uint64_t end, ui
 }
 
 typedef cublasStatus_t (*create_fn)(cublasHandle_t *);
+typedef cublasStatus_t (*destroy_fn)(cublasHandle_t);
 typedef cublasStatus_t (*sgemm_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
                                    int, const float *, const float *, int, const float *, int,
                                    const float *, float *, int);
@@ -80,6 +81,7 @@ static void run_gemms(void) {
                                             N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP),
       CUBLAS_STATUS_SUCCESS);
   mpp_cupti_pop();
+  assert_int_equal(((destroy_fn)sym(lib, "cublasDestroy_v2"))(h), CUBLAS_STATUS_SUCCESS);
 }
 
 /* A "kernel" named like mpprof's own device scan. */
