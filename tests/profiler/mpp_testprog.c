@@ -8,6 +8,8 @@
  *   threads T     T threads, each with its own handle and NVTX range "t<i>"
  *   fork          GEMM, fork; the child does 2 GEMMs and exits 0; the parent waits, 1 GEMM
  *   forkidle      GEMM, fork; the child only prints and exits 0 (a data-loader worker)
+ *   autotune      cuDNN backend forward conv: plans A, B (autotuning), then A three times;
+ *                 tensor descriptors destroyed once the graph is built, as frontends do
  *   exit3         one GEMM, then exit(3)
  *   wait          three GEMMs, prints "ready", then sleeps until killed
  * Every mode prints a checksum of its results on stdout. Linked against the
@@ -23,6 +25,7 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <cudnn.h>
 #include <nvtx3/nvToolsExt.h>
 
 /* Declared for C++ only in cublas_api.h; the ABI passes pointers. */
@@ -390,6 +393,135 @@ static int mode_forkidle(void) {
   return 0;
 }
 
+static cudnnBackendDescriptor_t be_new(cudnnBackendDescriptorType_t t) {
+  cudnnBackendDescriptor_t d;
+  CK(cudnnBackendCreateDescriptor(t, &d));
+  return d;
+}
+
+static cudnnBackendDescriptor_t be_tensor(int64_t uid, const int64_t dims[4]) {
+  int64_t strides[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1}, align = 16;
+  cudnnDataType_t dt = CUDNN_DATA_FLOAT;
+  cudnnBackendDescriptor_t t = be_new(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt));
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims));
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides));
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align));
+  CK(cudnnBackendFinalize(t));
+  return t;
+}
+
+static int mode_autotune(void) {
+  enum { B = 1, C = 4, K = 4, HW = 8, R = 3 };
+  const cudnnBackendAttributeType_t D = CUDNN_TYPE_BACKEND_DESCRIPTOR;
+  cudnnHandle_t h;
+  CK(cudnnCreate(&h));
+  int64_t xd[4] = {B, C, HW, HW}, yd[4] = {B, K, HW, HW}, wd[4] = {K, C, R, R};
+  cudnnBackendDescriptor_t x = be_tensor('x', xd), y = be_tensor('y', yd), w = be_tensor('w', wd);
+  cudnnBackendDescriptor_t conv = be_new(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+  cudnnConvolutionMode_t cmode = CUDNN_CROSS_CORRELATION;
+  int64_t nsp = 2, ones[2] = {1, 1}, pads[2] = {1, 1};
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1,
+                              &comp));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE,
+                              1, &cmode));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1,
+                              &nsp));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, ones));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2,
+                              ones));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2,
+                              pads));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2,
+                              pads));
+  CK(cudnnBackendFinalize(conv));
+  float alpha = 1, beta = 0;
+  cudnnBackendDescriptor_t op = be_new(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, D, 1, &x));
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, D, 1, &w));
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, D, 1, &y));
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, D, 1, &conv));
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT,
+                              1, &alpha));
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT,
+                              1, &beta));
+  CK(cudnnBackendFinalize(op));
+  cudnnBackendDescriptor_t graph = be_new(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, D, 1, &op));
+  CK(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
+  CK(cudnnBackendFinalize(graph));
+  /* Frontends drop the tensor descriptors once the graph exists. */
+  CK(cudnnBackendDestroyDescriptor(x));
+  CK(cudnnBackendDestroyDescriptor(y));
+  CK(cudnnBackendDestroyDescriptor(w));
+
+  cudnnBackendHeurMode_t hm = CUDNN_HEUR_MODE_A;
+  cudnnBackendDescriptor_t heur = be_new(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, D, 1, &graph));
+  CK(cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &hm));
+  CK(cudnnBackendFinalize(heur));
+  cudnnBackendDescriptor_t cfg[8];
+  int64_t count = 0;
+  CK(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, D, 0, &count, NULL));
+  if (count > 8) count = 8;
+  for (int64_t i = 0; i < count; i++)
+    cfg[i] = be_new(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+  CK(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, D, count, &count, cfg));
+  /* Two plans (the first two configs that finalize, or the first one twice). */
+  cudnnBackendDescriptor_t plans[2];
+  int nplans = 0;
+  for (int round = 0; round < 2 && nplans < 2; round++)
+    for (int64_t i = 0; i < count && nplans < 2; i++) {
+      cudnnBackendDescriptor_t p = be_new(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+      CK(cudnnBackendSetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
+      CK(cudnnBackendSetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, D, 1, &cfg[i]));
+      if (cudnnBackendFinalize(p) == CUDNN_STATUS_SUCCESS)
+        plans[nplans++] = p;
+      else
+        cudnnBackendDestroyDescriptor(p);
+    }
+  if (nplans < 2) die("two execution plans", nplans);
+
+  float xh[B * C * HW * HW], wh[K * C * R * R];
+  for (int i = 0; i < B * C * HW * HW; i++)
+    xh[i] = (float)(i % 7) - 3;
+  for (int i = 0; i < K * C * R * R; i++)
+    wh[i] = (float)(i % 5) - 2;
+  void *px = dev_upload(xh, sizeof xh), *pw = dev_upload(wh, sizeof wh);
+  void *py = dev_alloc(sizeof(float) * B * K * HW * HW), *ws = dev_alloc(1 << 20);
+  int64_t uids[3] = {'x', 'w', 'y'};
+  void *ptrs[3] = {px, pw, py};
+  const int order[5] = {0, 1, 0, 0, 0};
+  double s = 0;
+  nvtxRangePushA("conv");
+  for (int i = 0; i < 5; i++) {
+    cudnnBackendDescriptor_t vp = be_new(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    CK(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids));
+    CK(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3,
+                                ptrs));
+    CK(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1,
+                                &ws));
+    CK(cudnnBackendFinalize(vp));
+    CK(cudnnBackendExecute(h, plans[order[i]], vp));
+    CK(cudnnBackendDestroyDescriptor(vp));
+    s += sum32(py, B * K * HW * HW < 4 * N * N ? B * K * HW * HW : 4 * N * N);
+  }
+  nvtxRangePop();
+  printf("autotune checksum %.17g\n", s);
+  cudnnBackendDestroyDescriptor(plans[0]);
+  cudnnBackendDestroyDescriptor(plans[1]);
+  for (int64_t i = 0; i < count; i++)
+    cudnnBackendDestroyDescriptor(cfg[i]);
+  cudnnBackendDestroyDescriptor(heur);
+  cudnnBackendDestroyDescriptor(graph);
+  cudnnBackendDestroyDescriptor(op);
+  cudnnBackendDestroyDescriptor(conv);
+  CK(cudnnDestroy(h));
+  return 0;
+}
+
 static _Noreturn void mode_exit3(void) {
   cublasHandle_t h;
   mats m;
@@ -421,6 +553,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "mathmode")) return mode_mathmode();
   if (!strcmp(mode, "threads")) return mode_threads(arg);
   if (!strcmp(mode, "fork")) return mode_fork();
+  if (!strcmp(mode, "autotune")) return mode_autotune();
   if (!strcmp(mode, "forkidle")) return mode_forkidle();
   if (!strcmp(mode, "exit3")) mode_exit3();
   if (!strcmp(mode, "wait")) mode_wait();

@@ -333,6 +333,24 @@ static void conv_train_backend_api_records_every_convolution(void **state) {
 
 /* --- purpose-built programs --- */
 
+static void cudnn_autotuning_executions_are_counted_apart(void **state) {
+  (void)state;
+  const char *dir = outdir("autotune");
+  char *argv[] = {(char *)testprog, "autotune", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(nsites(r.doc[0]), 1);
+  cJSON *s = site(r.doc[0], "cudnnBackendExecute", "conv", "conv_fwd");
+  assert_int_equal(num(s, "calls"), 4); /* plan A once, B (tuning), then A three times */
+  assert_int_equal(num(s, "autotune_calls"), 1);
+  assert_int_equal(num(s, "scanned_calls"), 4);
+  assert_int_equal(num(s, "conv.c"), 4);
+  assert_true(str_is(s, "types.x", "fp32"));
+  assert_role_scanned(s, "x", 4 * 8 * 8);
+  assert_role_scanned(s, "y", 4 * 8 * 8);
+  free_raws(&r);
+}
+
 static void inner_cublasLt_call_under_cublasGemmEx_is_recorded_once(void **state) {
   (void)state;
   const char *dir = outdir("inner");
@@ -634,6 +652,7 @@ int main(void) {
       cmocka_unit_test(mlp_train_tf32_is_visible_as_math_mode_and_compute_type),
       cmocka_unit_test(conv_train_legacy_api_records_every_convolution),
       cmocka_unit_test(conv_train_backend_api_records_every_convolution),
+      cmocka_unit_test(cudnn_autotuning_executions_are_counted_apart),
       cmocka_unit_test(inner_cublasLt_call_under_cublasGemmEx_is_recorded_once),
       cmocka_unit_test(direct_cublasLt_call_is_recorded_with_its_descriptor),
       cmocka_unit_test(every_cublas_gemm_entry_point_is_recorded),
