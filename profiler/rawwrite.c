@@ -278,7 +278,16 @@ static void write_site(mpp_jw *w, uint32_t id, const mpp_site *s) {
   mpp_jw_obj_end(w);
 }
 
-static void write_doc(mpp_jw *w, bool final, const mpp_tables *t) {
+/* What comes from outside the site tables, read before their lock is taken
+ * (CUPTI may call back into the kernel sink, which takes it). */
+typedef struct outside {
+  const char *cupti_status;
+  uint64_t cupti_dropped;
+  uint64_t marks, start_end_ranges;
+  uint64_t end_ns;
+} outside;
+
+static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const outside *o) {
   mpp_jw_obj(w);
   mpp_jw_key(w, "schema");
   mpp_jw_str(w, MP_SCHEMA_RAW);
@@ -299,7 +308,7 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t) {
   mpp_jw_key(w, "start_ns");
   mpp_jw_uint(w, proc.start_ns);
   mpp_jw_key(w, "end_ns");
-  mpp_jw_uint(w, mpp_now_ns());
+  mpp_jw_uint(w, o->end_ns);
   mpp_jw_key(w, "incomplete");
   mpp_jw_bool(w, t->nreasons > 0);
   mpp_jw_key(w, "incomplete_reasons");
@@ -320,9 +329,9 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t) {
   mpp_jw_key(w, "nvtx");
   mpp_jw_obj(w);
   mpp_jw_key(w, "marks");
-  mpp_jw_uint(w, mpp_nvtx_marks());
+  mpp_jw_uint(w, o->marks);
   mpp_jw_key(w, "start_end_ranges");
-  mpp_jw_uint(w, mpp_nvtx_start_end_ranges());
+  mpp_jw_uint(w, o->start_end_ranges);
   mpp_jw_obj_end(w);
   mpp_jw_key(w, "device");
   if (proc.device_known) {
@@ -340,9 +349,9 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t) {
   mpp_jw_key(w, "cupti");
   mpp_jw_obj(w);
   mpp_jw_key(w, "status");
-  mpp_jw_str(w, mpp_in_forked_child() ? "disabled" : mpp_cupti_status());
+  mpp_jw_str(w, o->cupti_status);
   mpp_jw_key(w, "dropped_records");
-  mpp_jw_uint(w, mpp_in_forked_child() ? 0 : mpp_cupti_dropped());
+  mpp_jw_uint(w, o->cupti_dropped);
   mpp_jw_obj_end(w);
   mpp_jw_key(w, "sites");
   mpp_jw_arr(w);
@@ -377,10 +386,16 @@ char *mpp_raw_render(bool final, size_t *ret_len) {
   locale_t old = c_loc ? uselocale(c_loc) : (locale_t)0;
   mpp_jw w;
   mpp_jw_init(&w);
+  bool child = mpp_in_forked_child();
+  outside o = {.cupti_status = child ? "disabled" : mpp_cupti_status(),
+               .cupti_dropped = child ? 0 : mpp_cupti_dropped(),
+               .marks = mpp_nvtx_marks(),
+               .start_end_ranges = mpp_nvtx_start_end_ranges(),
+               .end_ns = mpp_now_ns()};
   mpp_tables t;
   mpp_sites_lock();
   mpp_tables_get(&t);
-  write_doc(&w, final, &t);
+  write_doc(&w, final, &t, &o);
   mpp_sites_unlock();
   if (c_loc) {
     uselocale(old);
