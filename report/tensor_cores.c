@@ -23,10 +23,16 @@ static void eligibility(mpprof_site *s) {
   q.cc_major = s->cc_major;
   q.cc_minor = s->cc_minor;
   q.ptr_align = s->ptr_align;
+  /* Convolutions carry the descriptors' dtypes as x/w/y whatever the
+   * direction (dy has y's dtype, dx x's, dw w's); role names are accepted too. */
   if (!strcmp(s->op, "conv_bwd_data")) {
     q.a = type_of(s, "dy"), q.b = type_of(s, "w"), q.d = type_of(s, "dx");
+    if (q.a == MP_DTYPE_INVALID) q.a = type_of(s, "y");
+    if (q.d == MP_DTYPE_INVALID) q.d = type_of(s, "x");
   } else if (!strcmp(s->op, "conv_bwd_filter")) {
     q.a = type_of(s, "x"), q.b = type_of(s, "dy"), q.d = type_of(s, "dw");
+    if (q.b == MP_DTYPE_INVALID) q.b = type_of(s, "y");
+    if (q.d == MP_DTYPE_INVALID) q.d = type_of(s, "w");
   } else if (type_of(s, "A") != MP_DTYPE_INVALID) {
     q.a = type_of(s, "A"), q.b = type_of(s, "B"), q.c = type_of(s, "C"), q.d = type_of(s, "D");
   } else {

@@ -427,6 +427,53 @@ static void fp32_gemms_without_tf32_are_a_finding(void **state) {
   free(dir);
 }
 
+static cJSON *conv_site(int id, const char *op, const char *layer_path) {
+  cJSON *s = rg_gemm(id, "cudnnConvolutionBackwardData", layer_path, "x=fp16,w=fp16,y=fp16", "fp32",
+                     NULL, 0, 0, 0, 3);
+  cJSON_ReplaceItemInObject(s, "op", cJSON_CreateString(op));
+  cJSON *c = cJSON_AddObjectToObject(s, "conv");
+  const char *k[] = {"n", "c", "h", "w", "k", "r", "s"};
+  const int v[] = {8, 16, 32, 32, 32, 3, 3};
+  for (int i = 0; i < 7; i++)
+    cJSON_AddNumberToObject(c, k[i], v[i]);
+  const int one[2] = {1, 1};
+  cJSON_AddItemToObject(c, "pad", cJSON_CreateIntArray(one, 2));
+  cJSON_AddItemToObject(c, "stride", cJSON_CreateIntArray(one, 2));
+  cJSON_AddItemToObject(c, "dilation", cJSON_CreateIntArray(one, 2));
+  return s;
+}
+
+static void conv_sites_take_dtypes_from_their_descriptors(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("conv");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &P0);
+  cJSON *s = conv_site(0, "conv_bwd_data", "cnn/conv2/bwd");
+  rg_tensor(s, "dy", MP_FP16, -20, -10, 100);
+  rg_tensor(s, "w", MP_FP16, -6, 0, 100);
+  rg_tensor(s, "dx", MP_FP16, -22, -12, 100);
+  rg_site_end(&r, s);
+  s = conv_site(1, "conv_fwd", "cnn/conv2/fwd");
+  rg_tensor(s, "x", MP_FP16, -4, 4, 100);
+  rg_tensor(s, "y", MP_FP16, -4, 6, 100);
+  rg_site_end(&r, s);
+  rg_end(&r);
+  cJSON *rep = report_of(dir);
+  const cJSON *site;
+  cJSON_ArrayForEach(site, get(rep, "sites")) {
+    assert_true(cJSON_IsTrue(get(site, "tc_eligible")));
+  }
+  const cJSON *l = layer(rep, "cnn/conv2");
+  const cJSON *t = get(l, "tensors");
+  assert_string_equal(get(cJSON_GetObjectItem(t, "backward.dx"), "class")->valuestring, "gradient");
+  assert_string_equal(get(cJSON_GetObjectItem(t, "backward.dy"), "class")->valuestring, "gradient");
+  assert_string_equal(get(cJSON_GetObjectItem(t, "backward.w"), "class")->valuestring, "forward");
+  assert_string_equal(recommended(rep, "cnn/conv2"), "fp16");
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* ---- bad input ---- */
 
 static void bad_raw_files_are_skipped_and_listed(void **state) {
@@ -556,6 +603,7 @@ int main(void) {
       cmocka_unit_test(kernels_decide_tensor_core_use_and_eligible_misses_are_findings),
       cmocka_unit_test(without_kernel_data_numerics_are_still_reported),
       cmocka_unit_test(fp32_gemms_without_tf32_are_a_finding),
+      cmocka_unit_test(conv_sites_take_dtypes_from_their_descriptors),
       cmocka_unit_test(bad_raw_files_are_skipped_and_listed),
       cmocka_unit_test(a_checkpoint_file_marks_the_report_incomplete),
       cmocka_unit_test(a_run_without_cuda_ops_says_so),
