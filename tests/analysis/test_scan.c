@@ -230,6 +230,54 @@ static void leading_dimension_and_batch_stride_count_only_logical_elements(void 
   }
 }
 
+/* Columns long enough for the vector loops, ld > rows, three batches walked
+ * backwards: every path equals the portable scan of the packed elements. */
+static void strided_views_take_the_fast_paths_and_match_portable(void **state) {
+  (void)state;
+  const mp_dtype ds[] = {MP_FP64, MP_FP32, MP_FP16, MP_BF16, MP_FP8_E4M3, MP_FP8_E5M2};
+  enum { ROWS = 200, COLS = 40, LD = 213, BATCH = 3, STRIDE = LD * COLS + 7 };
+  unsigned char *full = malloc((size_t)STRIDE * BATCH * 8);
+  unsigned char *packed = malloc((size_t)ROWS * COLS * BATCH * 8);
+  mp_stats *want = malloc(sizeof *want), *got = malloc(sizeof *got);
+  assert_true(full && packed && want && got);
+  for (size_t di = 0; di < sizeof ds / sizeof ds[0]; di++) {
+    mp_dtype d = ds[di];
+    unsigned sz = mp_dtype_size(d);
+    uint64_t rng = 17 + di, k = 0;
+    for (int i = 0; i < STRIDE * BATCH; i++)
+      mp_store(d, full, (uint64_t)i, i % 2 ? NAN : -1e30);
+    for (int b = BATCH - 1; b >= 0; b--)
+      for (int c = 0; c < COLS; c++)
+        for (int r = 0; r < ROWS; r++) {
+          uint64_t x = ref_rand(&rng);
+          double v = (x % 7 == 0) ? 0.0 : ldexp((x & 1) ? -1.5 : 1.25, (int)((x >> 8) % 28) - 20);
+          mp_store(d, full, (uint64_t)(b * STRIDE + c * LD + r), v);
+          mp_store(d, packed, k++, v);
+        }
+    mp_stats_init(want, d);
+    mp_view pv = {.dtype = d, .data = packed, .rows = ROWS * COLS * BATCH, .cols = 1, .batch = 1};
+    assert_int_equal(mp_scan_with(want, &pv, MP_SCAN_PORTABLE), 0);
+    const mp_scan_impl impls[] = {MP_SCAN_PORTABLE, MP_SCAN_AVX2, MP_SCAN_AUTO};
+    for (int i = 0; i < 3; i++) {
+      mp_view v = {.dtype = d,
+                   .data = full + (size_t)(BATCH - 1) * STRIDE * sz,
+                   .rows = ROWS,
+                   .cols = COLS,
+                   .ld = LD,
+                   .batch = BATCH,
+                   .batch_stride = -STRIDE};
+      mp_stats_init(got, d);
+      assert_int_equal(mp_scan_with(got, &v, impls[i]), 0);
+      assert_true(ref_stats_equal(got, want));
+      assert_int_equal(got->nans, 0);
+    }
+  }
+  free(full);
+  free(packed);
+  free(want);
+  free(got);
+}
+
 static void zero_batch_stride_counts_the_broadcast_matrix_each_time(void **state) {
   (void)state;
   float m[12];
@@ -334,6 +382,7 @@ int main(void) {
       cmocka_unit_test(fast_path_equals_portable_on_ordinary_fp32),
       cmocka_unit_test(fp64_limits_and_double_neighbours_match_the_reference),
       cmocka_unit_test(leading_dimension_and_batch_stride_count_only_logical_elements),
+      cmocka_unit_test(strided_views_take_the_fast_paths_and_match_portable),
       cmocka_unit_test(zero_batch_stride_counts_the_broadcast_matrix_each_time),
       cmocka_unit_test(batch_zero_means_one_and_empty_views_add_nothing),
       cmocka_unit_test(bad_views_are_rejected),
