@@ -171,5 +171,6 @@ int main(int argc, char **argv) {
   }
   free(s);
   free(buf);
+  (void)sink;
   return 0;
 }

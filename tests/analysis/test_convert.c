@@ -12,6 +12,7 @@
 #include "ref.h"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -222,7 +223,9 @@ static void check_f16c(float x, void *p) {
 static void fp16_encoder_agrees_with_the_cpu_f16c_conversion(void **state) {
   (void)state;
 #if defined(__x86_64__)
-  if (!__builtin_cpu_supports("f16c")) skip();
+  unsigned a, b, c, d;
+  /* CPUID.1:ECX bit 29 (clang 14 has no "f16c" for __builtin_cpu_supports). */
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 29))) skip();
   for_sample_floats(check_f16c, NULL);
 #else
   skip();
