@@ -639,6 +639,21 @@ static void raw_document_carries_schema_and_full_stats(void **state) {
   cJSON_Delete(doc);
 }
 
+static void rank_comes_from_the_first_launcher_variable_set(void **state) {
+  (void)state;
+  unsetenv("RANK");
+  setenv("SLURM_PROCID", "5", 1);
+  setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+  cJSON *doc = render();
+  assert_int_equal(num(doc, "rank"), 3);
+  cJSON_Delete(doc);
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  unsetenv("SLURM_PROCID");
+  doc = render();
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(doc, "rank")));
+  cJSON_Delete(doc);
+}
+
 static void json_writer_escapes_strings_and_writes_nan_as_null(void **state) {
   (void)state;
   mpp_jw w;
@@ -691,6 +706,7 @@ int main(void) {
       cmocka_unit_test_setup(scan_outputs_mode_scans_only_the_output, reset_all),
       cmocka_unit_test_setup(a_failed_call_is_counted_but_not_recorded, reset_all),
       cmocka_unit_test_setup(raw_document_carries_schema_and_full_stats, reset_all),
+      cmocka_unit_test_setup(rank_comes_from_the_first_launcher_variable_set, reset_all),
       cmocka_unit_test(json_writer_escapes_strings_and_writes_nan_as_null),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
