@@ -440,7 +440,10 @@ static size_t scale_size(int t) {
 static cublasStatus_t run_grouped(cublasHandle_t h, const grouped *g,
                                   cublasStatus_t (*call)(const void *), const void *argp) {
   int64_t n = g->groups < MAX_GROUPS ? g->groups : MAX_GROUPS;
-  if (n <= 0 || !g->ta || !g->tb || !g->m || !g->size) return call(argp);
+  /* Malformed calls go straight to cuBLAS, which reports them. */
+  if (n <= 0 || !g->ta || !g->tb || !g->m || !g->n || !g->k || !g->lda || !g->ldb || !g->ldc ||
+      !g->size || !g->beta || !g->A || !g->B || !g->C)
+    return call(argp);
   mpp_op ops[MAX_GROUPS];
   mpp_call calls[MAX_GROUPS];
   int64_t first = 0;
