@@ -18,43 +18,70 @@
 #define MPP_BLOCK 256
 #define MPP_WARPS (MPP_BLOCK / 32)
 #define MPP_FULL 0xffffffffu
-#define MPP_NCNT 10 /* zeros nans pinf ninf neg finite | max_key min_inv absmax minabs_inv */
+#define MPP_NCNT 8 /* nans pinf ninf neg | max_key min_inv absmax minabs_inv */
+#define MPP_NSUM 4
+
+/* The word the per-element logic works in: 32-bit integer ops for sources up
+ * to 32 bits (half the instructions of 64-bit ones), 64-bit for fp64. */
+template <typename T> struct word_of { typedef unsigned int type; };
+template <> struct word_of<unsigned long long> { typedef unsigned long long type; };
+
+__device__ __forceinline__ int classify(const mpp_scan_fmt *f, unsigned int b, unsigned int *abs,
+                                        int *bin) {
+  return mpp_scan_classify32(f, b, abs, bin);
+}
+__device__ __forceinline__ int classify(const mpp_scan_fmt *f, unsigned long long b,
+                                        unsigned long long *abs, int *bin) {
+  uint64_t a;
+  int c = mpp_scan_classify64(f, b, &a, bin);
+  *abs = a;
+  return c;
+}
+__device__ __forceinline__ unsigned int key_of(const mpp_scan_fmt *f, unsigned int b) {
+  return mpp_scan_key32(f, b);
+}
+__device__ __forceinline__ unsigned long long key_of(const mpp_scan_fmt *f, unsigned long long b) {
+  return mpp_scan_key64(f, b);
+}
 
 template <typename T> struct block_state {
   unsigned int hist[MPP_SCAN_MAX_BINS];
   unsigned char thr_flag[MPP_SCAN_MAX_BINS];
   unsigned long long within[MPP_SCAN_TARGETS * MPP_SCAN_LEVELS];
+  unsigned long long thr[MPP_SCAN_TARGETS * MPP_SCAN_LEVELS]; /* copies of the params' */
+  int thr_bin[MPP_SCAN_TARGETS * MPP_SCAN_LEVELS];
   unsigned long long warp_part[MPP_WARPS][MPP_NCNT];
 };
 
-struct thread_acc {
-  unsigned long long zeros, nans, pinf, ninf, neg, finite;
-  unsigned long long max_key, min_inv, absmax, minabs_inv;
+/* Per-thread: counts fit 32 bits (a thread sees far fewer than 2^32 elements). */
+template <typename W> struct thread_acc {
+  unsigned int nans, pinf, ninf, neg;
+  W max_key, min_inv, absmax, minabs_inv;
 };
 
-/* The few binades holding a cast threshold: rare, kept out of line. */
-__device__ __noinline__ void count_within(const mpp_scan_params &p, unsigned long long *within,
-                                          int bin, uint64_t abs) {
-  for (int t = 0; t < MPP_SCAN_TARGETS; t++)
-    for (int k = 0; k < MPP_SCAN_LEVELS; k++)
-      if (bin == p.thr_bin[t][k] && abs >= p.thr[t][k])
-        atomicAdd(&within[t * MPP_SCAN_LEVELS + k], 1ull);
+/* The few binades holding a cast threshold: rare, kept out of line. The
+ * thresholds are read from shared memory (taking the address of the kernel
+ * parameters would copy them to local memory in every thread). */
+__device__ __noinline__ void count_within(const unsigned long long *thr, const int *thr_bin,
+                                          unsigned long long *within, int bin, uint64_t abs) {
+  for (int i = 0; i < MPP_SCAN_TARGETS * MPP_SCAN_LEVELS; i++)
+    if (bin == thr_bin[i] && abs >= thr[i]) atomicAdd(&within[i], 1ull);
 }
 
 template <int SRC, typename T>
 __device__ __forceinline__ void scan_element(const mpp_scan_params &p, block_state<T> &sh,
-                                             thread_acc &a, T raw, bool valid, unsigned lane) {
+                                             thread_acc<typename word_of<T>::type> &a, T raw,
+                                             bool valid, unsigned lane) {
+  typedef typename word_of<T>::type W;
   const mpp_scan_fmt f = mpp_scan_fmt_of(SRC);
-  const uint64_t key_mask = mpp_scan_key_mask(&f);
-  const uint64_t abs_mask = (1ull << (f.width - 1)) - 1;
-  uint64_t bits = (uint64_t)raw, abs = 0;
+  const W key_mask = (W)(~(W)0 >> (sizeof(W) * 8 - f.width));
+  const W abs_mask = key_mask >> 1;
+  W bits = (W)raw, abs = 0;
   int bin = MPP_SCAN_NO_BIN;
-  int cls = valid ? mpp_scan_classify(&f, bits, &abs, &bin) : -1;
+  int cls = valid ? classify(&f, bits, &abs, &bin) : -1;
   if (cls == MPP_EL_FINITE || cls == MPP_EL_ZERO) {
-    a.finite++;
-    a.zeros += cls == MPP_EL_ZERO;
     a.neg += (cls == MPP_EL_FINITE) & (unsigned)(bits >> (f.width - 1));
-    uint64_t key = mpp_scan_key(&f, bits);
+    W key = key_of(&f, bits);
     a.max_key = key > a.max_key ? key : a.max_key;
     a.min_inv = (key_mask ^ key) > a.min_inv ? (key_mask ^ key) : a.min_inv;
     a.absmax = abs > a.absmax ? abs : a.absmax;
@@ -69,12 +96,13 @@ __device__ __forceinline__ void scan_element(const mpp_scan_params &p, block_sta
   unsigned peers = __match_any_sync(MPP_FULL, bin);
   if (bin != MPP_SCAN_NO_BIN) {
     if (lane == (unsigned)(__ffs(peers) - 1)) atomicAdd(&sh.hist[bin], (unsigned)__popc(peers));
-    if (sh.thr_flag[bin]) count_within(p, sh.within, bin, abs);
+    if (sh.thr_flag[bin]) count_within(sh.thr, sh.thr_bin, sh.within, bin, abs);
   }
 }
 
 __device__ __forceinline__ unsigned long long warp_sum(unsigned long long v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(MPP_FULL, v, o);
+  for (int o = 16; o > 0; o >>= 1)
+    v += __shfl_down_sync(MPP_FULL, v, o);
   return v;
 }
 
@@ -94,15 +122,17 @@ template <int SRC, typename T> __device__ void scan_impl(const mpp_scan_params &
     sh.hist[b] = 0;
     sh.thr_flag[b] = 0;
   }
-  if (tid < MPP_SCAN_TARGETS * MPP_SCAN_LEVELS) sh.within[tid] = 0;
-  __syncthreads();
   if (tid < MPP_SCAN_TARGETS * MPP_SCAN_LEVELS) {
-    int b = p.thr_bin[tid / MPP_SCAN_LEVELS][tid % MPP_SCAN_LEVELS];
-    if (b != MPP_SCAN_NO_BIN) sh.thr_flag[b] = 1;
+    sh.within[tid] = 0;
+    sh.thr[tid] = p.thr[tid / MPP_SCAN_LEVELS][tid % MPP_SCAN_LEVELS];
+    sh.thr_bin[tid] = p.thr_bin[tid / MPP_SCAN_LEVELS][tid % MPP_SCAN_LEVELS];
   }
   __syncthreads();
+  if (tid < MPP_SCAN_TARGETS * MPP_SCAN_LEVELS && sh.thr_bin[tid] != MPP_SCAN_NO_BIN)
+    sh.thr_flag[sh.thr_bin[tid]] = 1;
+  __syncthreads();
 
-  thread_acc a = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  thread_acc<typename word_of<T>::type> a = {0, 0, 0, 0, 0, 0, 0, 0};
   const T *data = (const T *)p.data;
   const uint64_t grid = (uint64_t)gridDim.x * MPP_BLOCK;
   if (p.flat) {
@@ -114,16 +144,22 @@ template <int SRC, typename T> __device__ void scan_impl(const mpp_scan_params &
     uint64_t nvec = (p.n - head) / VEC;
     uint64_t tail0 = head + nvec * VEC, nscalar = head + (p.n - tail0);
     const uint4 *vdata = (const uint4 *)(data + head);
-    for (uint64_t base = (uint64_t)blockIdx.x * MPP_BLOCK; base < nvec; base += grid) {
-      uint64_t vi = base + tid;
-      bool valid = vi < nvec;
+    /* Two 16-byte loads in flight per thread before any is consumed. */
+    for (uint64_t base = (uint64_t)blockIdx.x * MPP_BLOCK; base < nvec; base += 2 * grid) {
+      uint64_t vi0 = base + tid, vi1 = vi0 + grid;
+      bool valid0 = vi0 < nvec, valid1 = vi1 < nvec;
       union {
         uint4 v;
         T e[VEC];
-      } u;
-      u.v = valid ? __ldg(vdata + vi) : make_uint4(0, 0, 0, 0);
+      } u0, u1;
+      u0.v = valid0 ? __ldg(vdata + vi0) : make_uint4(0, 0, 0, 0);
+      u1.v = valid1 ? __ldg(vdata + vi1) : make_uint4(0, 0, 0, 0);
 #pragma unroll
-      for (int j = 0; j < VEC; j++) scan_element<SRC, T>(p, sh, a, u.e[j], valid, lane);
+      for (int j = 0; j < VEC; j++)
+        scan_element<SRC, T>(p, sh, a, u0.e[j], valid0, lane);
+#pragma unroll
+      for (int j = 0; j < VEC; j++)
+        scan_element<SRC, T>(p, sh, a, u1.e[j], valid1, lane);
     }
     if (blockIdx.x == gridDim.x - 1) {
       for (uint64_t base = 0; base < nscalar; base += MPP_BLOCK) {
@@ -148,25 +184,26 @@ template <int SRC, typename T> __device__ void scan_impl(const mpp_scan_params &
   }
 
   /* Per-warp reduction of the register counters, then one merge per block. */
-  unsigned long long v[MPP_NCNT] = {a.zeros, a.nans, a.pinf, a.ninf, a.neg, a.finite,
+  unsigned long long v[MPP_NCNT] = {a.nans,    a.pinf,    a.ninf,   a.neg,
                                     a.max_key, a.min_inv, a.absmax, a.minabs_inv};
 #pragma unroll
-  for (int c = 0; c < MPP_NCNT; c++) v[c] = c < 6 ? warp_sum(v[c]) : warp_max(v[c]);
+  for (int c = 0; c < MPP_NCNT; c++)
+    v[c] = c < MPP_NSUM ? warp_sum(v[c]) : warp_max(v[c]);
   if (lane == 0)
-    for (int c = 0; c < MPP_NCNT; c++) sh.warp_part[warp][c] = v[c];
+    for (int c = 0; c < MPP_NCNT; c++)
+      sh.warp_part[warp][c] = v[c];
   __syncthreads();
   mpp_scan_result *out = (mpp_scan_result *)p.result;
   if (tid < MPP_NCNT) {
     unsigned long long s = 0;
     for (int w = 0; w < MPP_WARPS; w++) {
       unsigned long long x = sh.warp_part[w][tid];
-      s = tid < 6 ? s + x : (x > s ? x : s);
+      s = tid < MPP_NSUM ? s + x : (x > s ? x : s);
     }
-    unsigned long long *dst[MPP_NCNT] = {&out->zeros,   &out->nans,        &out->pos_infs,
-                                         &out->neg_infs, &out->negatives,  &out->finite,
-                                         &out->max_key, &out->min_key_inv, &out->absmax,
-                                         &out->minabs_inv};
-    if (tid < 6) {
+    unsigned long long *dst[MPP_NCNT] = {&out->nans,      &out->pos_infs,  &out->neg_infs,
+                                         &out->negatives, &out->max_key,   &out->min_key_inv,
+                                         &out->absmax,    &out->minabs_inv};
+    if (tid < MPP_NSUM) {
       if (s) atomicAdd(dst[tid], s);
     } else if (s) {
       atomicMax(dst[tid], s);

@@ -59,8 +59,10 @@ typedef struct mpp_scan_params {
 } mpp_scan_params;
 
 /* Zero-initialised record (cuMemsetD8Async): maxima of keys, so "none" is 0. */
+/* Zeros and finite counts are derived on the host: finite = n - NaN - inf,
+ * zeros = finite - sum(hist). */
 typedef struct mpp_scan_result {
-  unsigned long long zeros, nans, pos_infs, neg_infs, negatives, finite;
+  unsigned long long nans, pos_infs, neg_infs, negatives;
   unsigned long long max_key;     /* ordered key of the largest finite value */
   unsigned long long min_key_inv; /* key_mask ^ key of the smallest finite value */
   unsigned long long absmax;      /* largest |x| bits over finite x */
@@ -122,50 +124,31 @@ MPP_HD mpp_scan_fmt mpp_scan_fmt_of(int src) {
   return f;
 }
 
-MPP_HD int mpp_msb64(uint64_t v) {
-#ifdef __CUDA_ARCH__
-  return 63 - __clzll((long long)v);
-#else
-  return 63 - __builtin_clzll(v);
-#endif
-}
-
 /* Element classes. */
 enum { MPP_EL_ZERO = 0, MPP_EL_FINITE, MPP_EL_NAN, MPP_EL_PINF, MPP_EL_NINF };
 
-/* Classify one element's bits; for finite non-zero ones also its binade
- * index (e - hist_lo). */
-MPP_HD int mpp_scan_classify(const mpp_scan_fmt *f, uint64_t bits, uint64_t *ret_abs,
-                             int *ret_bin) {
-  uint64_t sign = 1ull << (f->width - 1);
-  uint64_t abs = bits & (sign - 1);
-  uint64_t man_mask = (1ull << f->man_bits) - 1;
-  uint64_t e = abs >> f->man_bits;
-  uint64_t emask = (1ull << f->exp_bits) - 1;
-  *ret_abs = abs;
-  *ret_bin = MPP_SCAN_NO_BIN;
-  if (f->has_inf) {
-    if (e == emask) {
-      if (abs & man_mask) return MPP_EL_NAN;
-      return (bits & sign) ? MPP_EL_NINF : MPP_EL_PINF;
-    }
-  } else if (abs == (sign - 1)) { /* e4m3: S.1111.111 */
-    return MPP_EL_NAN;
-  }
-  if (abs == 0) return MPP_EL_ZERO;
-  if (e != 0)
-    *ret_bin = (int)e - f->bias - f->hist_lo;
-  else
-    *ret_bin = (1 - f->bias - (int)f->man_bits) + mpp_msb64(abs) - f->hist_lo;
-  return MPP_EL_FINITE;
-}
+#ifdef __CUDA_ARCH__
+#define MPP_CLZ32(v) __clz((int)(v))
+#define MPP_CLZ64(v) __clzll((long long)(v))
+#else
+#define MPP_CLZ32(v) __builtin_clz(v)
+#define MPP_CLZ64(v) __builtin_clzll(v)
+#endif
 
-/* Total-order key: -max < ... < -0 < +0 < ... < +max (finite only). */
-MPP_HD uint64_t mpp_scan_key(const mpp_scan_fmt *f, uint64_t bits) {
-  uint64_t sign = 1ull << (f->width - 1);
-  uint64_t mask = f->width == 64 ? ~0ull : (sign << 1) - 1;
-  return (bits & sign) ? (~bits & mask) : (bits | sign);
-}
+#define MPP_UT uint32_t
+#define MPP_SUF 32
+#define MPP_CLZ MPP_CLZ32
+#include "scan_elem.inc"
+#undef MPP_UT
+#undef MPP_SUF
+#undef MPP_CLZ
+#define MPP_UT uint64_t
+#define MPP_SUF 64
+#define MPP_CLZ MPP_CLZ64
+#include "scan_elem.inc"
+#undef MPP_UT
+#undef MPP_SUF
+#undef MPP_CLZ
 
 MPP_HD uint64_t mpp_scan_key_mask(const mpp_scan_fmt *f) {
   return f->width == 64 ? ~0ull : (1ull << f->width) - 1;

@@ -105,7 +105,7 @@ int mpp_scan_plan(const mp_view *v, mpp_scan_params *p) {
       }
       *thr = lo;
       uint64_t abs;
-      mpp_scan_classify(&f, lo, &abs, bin);
+      mpp_scan_classify64(&f, lo, &abs, bin);
     }
   }
   return 0;
@@ -115,13 +115,17 @@ void mpp_scan_finish(const mpp_scan_params *p, const mpp_scan_result *r, mp_stat
   mpp_scan_fmt f = mpp_scan_fmt_of(p->src);
   mp_stats part;
   mp_stats_init(&part, dtype_of(p->src));
+  uint64_t nonzero = 0;
+  for (int b = 0; b < f.nbins; b++)
+    nonzero += r->hist[b];
+  uint64_t finite = p->n - r->nans - r->pos_infs - r->neg_infs;
   part.count = p->n;
-  part.zeros = r->zeros;
+  part.zeros = finite - nonzero;
   part.nans = r->nans;
   part.pos_infs = r->pos_infs;
   part.neg_infs = r->neg_infs;
   part.negatives = r->negatives;
-  if (r->finite) {
+  if (finite) {
     uint64_t mask = mpp_scan_key_mask(&f);
     part.max = value_of(p->src, mpp_scan_key_to_bits(&f, r->max_key));
     part.min = value_of(p->src, mpp_scan_key_to_bits(&f, mask ^ r->min_key_inv));
@@ -129,11 +133,8 @@ void mpp_scan_finish(const mpp_scan_params *p, const mpp_scan_result *r, mp_stat
   }
   uint64_t abs_mask = (1ull << (f.width - 1)) - 1;
   if (r->minabs_inv) part.min_abs_nonzero = value_of(p->src, abs_mask ^ r->minabs_inv);
-  uint64_t nonzero = 0;
-  for (int b = 0; b < f.nbins; b++) {
+  for (int b = 0; b < f.nbins; b++)
     part.exp_hist[f.hist_lo + b - MP_HIST_MIN] = r->hist[b];
-    nonzero += r->hist[b];
-  }
   for (int t = 0; t < MPP_SCAN_TARGETS; t++) {
     uint64_t ge[MPP_SCAN_LEVELS + 1];
     ge[0] = nonzero;
@@ -163,48 +164,58 @@ static uint64_t load_bits(const mpp_scan_fmt *f, const void *data, uint64_t i) {
   return v;
 }
 
+/* One element, exactly as kernels/scan.cu does it (same word width). */
+static void emulate_element(const mpp_scan_params *p, const mpp_scan_fmt *f, uint64_t bits,
+                            mpp_scan_result *r) {
+  uint64_t abs, key;
+  int bin, cls;
+  if (f->width <= 32) {
+    uint32_t a32;
+    cls = mpp_scan_classify32(f, (uint32_t)bits, &a32, &bin);
+    abs = a32;
+    key = mpp_scan_key32(f, (uint32_t)bits);
+  } else {
+    cls = mpp_scan_classify64(f, bits, &abs, &bin);
+    key = mpp_scan_key64(f, bits);
+  }
+  uint64_t mask = mpp_scan_key_mask(f);
+  uint64_t abs_mask = (1ull << (f->width - 1)) - 1;
+  switch (cls) {
+  case MPP_EL_NAN:
+    r->nans++;
+    return;
+  case MPP_EL_PINF:
+    r->pos_infs++;
+    return;
+  case MPP_EL_NINF:
+    r->neg_infs++;
+    r->negatives++;
+    return;
+  case MPP_EL_FINITE:
+    r->negatives += bits >> (f->width - 1);
+    break;
+  default:
+    break;
+  }
+  if (key > r->max_key) r->max_key = key;
+  if ((mask ^ key) > r->min_key_inv) r->min_key_inv = mask ^ key;
+  if (abs > r->absmax) r->absmax = abs;
+  if (cls != MPP_EL_FINITE) return;
+  if ((abs_mask ^ abs) > r->minabs_inv) r->minabs_inv = abs_mask ^ abs;
+  r->hist[bin]++;
+  for (int t = 0; t < MPP_SCAN_TARGETS; t++)
+    for (int k = 0; k < MPP_SCAN_LEVELS; k++)
+      r->within[t][k] += (bin == p->thr_bin[t][k] && abs >= p->thr[t][k]);
+}
+
 void mpp_scan_emulate(const mpp_scan_params *p, mpp_scan_result *r) {
   mpp_scan_fmt f = mpp_scan_fmt_of(p->src);
-  uint64_t mask = mpp_scan_key_mask(&f);
-  uint64_t abs_mask = (1ull << (f.width - 1)) - 1;
   for (uint64_t i = 0; i < p->n; i++) {
     uint64_t off = i;
     if (!p->flat) {
       uint64_t per = p->rows * p->cols, b = i / per, rc = i % per;
       off = (uint64_t)((int64_t)b * p->batch_stride) + (rc / p->rows) * p->ld + rc % p->rows;
     }
-    uint64_t bits = load_bits(&f, p->data, off), abs;
-    int bin;
-    int cls = mpp_scan_classify(&f, bits, &abs, &bin);
-    uint64_t sign = bits >> (f.width - 1);
-    switch (cls) {
-    case MPP_EL_NAN:
-      r->nans++;
-      continue;
-    case MPP_EL_PINF:
-      r->pos_infs++;
-      continue;
-    case MPP_EL_NINF:
-      r->neg_infs++;
-      r->negatives++;
-      continue;
-    case MPP_EL_ZERO:
-      r->zeros++;
-      break;
-    default:
-      r->negatives += sign;
-      break;
-    }
-    r->finite++;
-    uint64_t key = mpp_scan_key(&f, bits);
-    if (key > r->max_key) r->max_key = key;
-    if ((mask ^ key) > r->min_key_inv) r->min_key_inv = mask ^ key;
-    if (abs > r->absmax) r->absmax = abs;
-    if (cls != MPP_EL_FINITE) continue;
-    if ((abs_mask ^ abs) > r->minabs_inv) r->minabs_inv = abs_mask ^ abs;
-    r->hist[bin]++;
-    for (int t = 0; t < MPP_SCAN_TARGETS; t++)
-      for (int k = 0; k < MPP_SCAN_LEVELS; k++)
-        r->within[t][k] += (bin == p->thr_bin[t][k] && abs >= p->thr[t][k]);
+    emulate_element(p, &f, load_bits(&f, p->data, off), r);
   }
 }
