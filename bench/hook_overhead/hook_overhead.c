@@ -107,6 +107,9 @@ int main(int argc, char **argv) {
   static const config configs[] = {
       {"bare call (no mpprof)", {NULL}, 0},
       {"mpprof, scan none, CUPTI off", {"MPPROF_SCAN=none", "MPPROF_CUPTI=off", NULL}, 1},
+      {"  same, timeline events capped (no clock reads)",
+       {"MPPROF_SCAN=none", "MPPROF_CUPTI=off", "MPPROF_MAX_EVENTS=0", NULL},
+       1},
       {"mpprof, scan none, CUPTI on", {"MPPROF_SCAN=none", NULL}, 1},
       {"mpprof, scan all (host scanner), CUPTI off",
        {"MPPROF_SCAN=all", "MPPROF_CUPTI=off", NULL},
