@@ -8,8 +8,10 @@ and checks the expectation for the run:
   tf32 / fp16 / bf16  at least one site on Tensor Cores with that math dtype
   amp   the forward GEMMs of the Linear layers fc1..fc3 found, fp16 A/B, on
         fp16 Tensor Cores
-and, for every mode, used == eligible on every site that has kernels
-("exactly for the modes that use it"). Prints one table row; exit 0/1.
+and, for every mode, no site on Tensor Cores that was not eligible ("exactly
+for the modes that use it"); eligible sites not on Tensor Cores are printed as
+notes (the report's "eligible but not used" finding). Prints one table row
+(plus problem and note lines); exit 0/1.
 """
 import argparse
 import glob
@@ -58,15 +60,19 @@ def main():
         out = subprocess.run([o.audit], input="\n".join(site_line(s, cc) for s in sites) + "\n",
                              capture_output=True, text=True, check=True).stdout.splitlines()
         res = [r.split("\t") for r in out]
-    tc_sites = []
+    tc_sites, notes = [], []
     for s, r in zip(sites, res):
         eligible, used, used_dt = r[0] == "1", r[2], r[3]
         if used == "yes":
             tc_sites.append((s, used_dt))
         if (used == "yes") != eligible:
             ks = ",".join(k["name"][:40] for k in s["kernels"])
-            problems.append(f"site {s.get('layer')}/{s.get('api')} types {s.get('types')} "
-                            f"eligible={eligible} used={used} ({r[4]}) kernels {ks}")
+            msg = (f"site {s.get('layer')}/{s.get('api')} types {s.get('types')} "
+                   f"eligible={eligible} used={used} ({r[4]}) kernels {ks}")
+            # On Tensor Cores without being eligible contradicts the rules: a
+            # failure. Eligible but not used (a GEMV or small-N kernel chosen by
+            # the library) is the report's headline finding, not a tool error.
+            (problems if used == "yes" else notes).append(msg)
     want = o.expect
     if want == "fp32":
         if tc_sites:
@@ -86,6 +92,8 @@ def main():
           f"{'PASS' if not problems else 'FAIL'}")
     for p in problems[:12]:
         print(f"|   {p}")
+    for n in notes[:6]:
+        print(f"|   note: eligible but not on Tensor Cores: {n}")
     return 0 if not problems else 1
 
 
