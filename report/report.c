@@ -63,6 +63,16 @@ static void print_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
         fputc('\n', f);
         break;
       }
+    if (m->n_layers <= 12) /* small models: every layer's verdict */
+      for (size_t i = 0; i < m->n_layers; i++) {
+        const mpprof_layer *l = &m->layers[i];
+        if (!l->adv.known) continue;
+        fprintf(f, "    %-32s %s", l->name[0] ? l->name : "(no NVTX range)",
+                mp_recommendation_name(l->adv.rec));
+        if (l->adv.has_window && l->adv.rec == MP_REC_FP16_LOSS_SCALE)
+          fprintf(f, " [2^%d, 2^%d]", l->adv.window_lo, l->adv.window_hi);
+        fputc('\n', f);
+      }
     const mpprof_loss_scale *g = &m->loss_scale;
     if (g->applicable && g->has_window)
       fprintf(f, "  loss scale: 2^%d (window [2^%d, 2^%d]%s)\n", g->recommended_log2, g->window_lo,
@@ -72,8 +82,12 @@ static void print_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
     if (m->tc.kernel_data && m->tc.gemm_conv_kernel_ns)
       fprintf(f, "  Tensor Cores: %.1f%% of GEMM/conv GPU time\n",
               100.0 * (double)m->tc.tc_ns / (double)m->tc.gemm_conv_kernel_ns);
-    for (size_t i = 0; i < m->n_findings && i < 3; i++)
-      fprintf(f, "  [%s] %s\n", m->findings[i].severity, m->findings[i].message);
+    /* The three with most impact, and any further high-severity one (up to 6 lines). */
+    for (size_t i = 0, shown = 0; i < m->n_findings && shown < 6; i++)
+      if (i < 3 || !strcmp(m->findings[i].severity, "high")) {
+        fprintf(f, "  [%s] %s\n", m->findings[i].severity, m->findings[i].message);
+        shown++;
+      }
   }
   if (m->n_skipped) fprintf(f, "  %zu raw file(s) skipped (listed in the report)\n", m->n_skipped);
   fprintf(f, "  report: %s/report.html (also report.json, layers.csv, trace.json)\n", out_dir);
