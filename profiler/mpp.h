@@ -126,6 +126,7 @@ typedef struct mpp_op {
   const char *scale_type;    /* static or NULL */
   int math_mode;             /* -1: null */
   const char *epilogue;      /* static or NULL */
+  const char *conv_math;     /* legacy cuDNN cudnnMathType_t name, static or NULL */
   uint8_t fp8_scales;        /* MPP_FP8_* bits */
   /* Per call, not part of the key. */
   void *stream;

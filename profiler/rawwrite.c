@@ -220,6 +220,10 @@ static void write_site(mpp_jw *w, uint32_t id, const mpp_site *s) {
     mpp_jw_key(w, "epilogue");
     mpp_jw_str(w, k->epilogue);
   }
+  if (k->conv_math) {
+    mpp_jw_key(w, "conv_math_type");
+    mpp_jw_str(w, k->conv_math);
+  }
   if (k->fp8_scales) {
     const char *fk[] = {"A", "B", "C", "D", "amax_D"};
     mpp_jw_key(w, "fp8_scales");

@@ -143,6 +143,7 @@ static uint64_t op_hash(const mpp_op *op, uint64_t layer_hash) {
   h = mix_str(h, op->scale_type);
   h = mix(h, (uint64_t)(int64_t)op->math_mode);
   h = mix_str(h, op->epilogue);
+  h = mix_str(h, op->conv_math);
   h = mix(h, op->fp8_scales);
   if (op->has_conv) {
     const mpp_conv *c = &op->conv;
@@ -169,7 +170,8 @@ static bool op_key_eq(const mpp_site *s, const mpp_op *op, const char *layer) {
       k->transb != op->transb || k->ntypes != op->ntypes || k->nroles != op->nroles ||
       !str_eq(k->compute_type, op->compute_type) || !str_eq(k->scale_type, op->scale_type) ||
       k->math_mode != op->math_mode || !str_eq(k->epilogue, op->epilogue) ||
-      k->fp8_scales != op->fp8_scales || k->has_conv != op->has_conv)
+      !str_eq(k->conv_math, op->conv_math) || k->fp8_scales != op->fp8_scales ||
+      k->has_conv != op->has_conv)
     return false;
   if (op->has_conv && memcmp(&k->conv, &op->conv, sizeof op->conv)) return false;
   for (int i = 0; i < op->ntypes; i++)

@@ -18,6 +18,7 @@
   X(cudnnGetTensorNdDescriptor)                                                                    \
   X(cudnnGetFilterNdDescriptor)                                                                    \
   X(cudnnGetConvolutionNdDescriptor)                                                               \
+  X(cudnnGetConvolutionMathType)                                                                   \
   X(cudnnGetStream)
 MPP_MODULE_TABLE(syms)
 
@@ -73,6 +74,17 @@ static bool conv_desc(cudnnConvolutionDescriptor_t d, mpp_conv_desc *c) {
   return true;
 }
 
+/* The descriptor's math type decides whether Tensor Cores (and down-conversion
+ * to them) are allowed: FMA_MATH forbids them. */
+static const char *math_type_of(cudnnConvolutionDescriptor_t d) {
+  static const char *const names[] = {"DEFAULT_MATH", "TENSOR_OP_MATH",
+                                      "TENSOR_OP_MATH_ALLOW_CONVERSION", "FMA_MATH"};
+  __typeof__(&cudnnGetConvolutionMathType) get = MPP_REAL(syms, cudnnGetConvolutionMathType);
+  cudnnMathType_t t;
+  if (!get || get(d, &t) != CUDNN_STATUS_SUCCESS || (unsigned)t >= 4) return NULL;
+  return names[t];
+}
+
 /* The handle's stream: where a device scan of this op's tensors must run. */
 static void *stream_of(cudnnHandle_t h) {
   __typeof__(&cudnnGetStream) get = MPP_REAL(syms, cudnnGetStream);
@@ -96,6 +108,7 @@ static bool decode(mpp_op *op, const char *api, mpp_op_kind kind, cudnnHandle_t 
   }
   if (!conv_desc(cd, &c)) return false;
   mpp_conv_decode(op, api, kind, &t[0], &t[1], &t[2], &c, p0, p1, p2);
+  op->conv_math = math_type_of(cd);
   op->stream = stream_of(h);
   return true;
 }

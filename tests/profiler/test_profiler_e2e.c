@@ -315,6 +315,10 @@ static void conv_train_legacy_api_records_every_convolution(void **state) {
   static const char *const apis[3] = {"cudnnConvolutionForward", "cudnnConvolutionBackwardData",
                                       "cudnnConvolutionBackwardFilter"};
   check_conv_sites(r.doc[0], apis);
+  /* conv_train asks for Tensor Core math on its legacy descriptors. */
+  const char *mt = str(site(r.doc[0], apis[0], "step/cnn/conv1/fwd", NULL), "conv_math_type");
+  assert_non_null(mt);
+  assert_non_null(strstr(mt, "TENSOR_OP_MATH"));
   free_raws(&r);
 }
 
