@@ -76,6 +76,22 @@ void mpp_jw_arr_end(mpp_jw *w) {
   close_(w, "]");
 }
 
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 when it is not one. */
+static int utf8_len(const unsigned char *p) {
+  int n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
+  if (p[0] < 0x80) return 1;
+  if (n == 0 || p[0] >= 0xf5) return 0;
+  for (int i = 1; i < n; i++)
+    if ((p[i] & 0xc0) != 0x80) return 0;
+  /* Overlong 3/4-byte forms, surrogates and code points above U+10FFFF. */
+  if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
+      (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
+    return 0;
+  return n;
+}
+
+/* Names come from the application (NVTX ranges, argv): bytes that are not
+ * UTF-8 become '?', so every reader can parse the file. */
 static void put_string(mpp_jw *w, const char *s) {
   put(w, "\"", 1);
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -101,7 +117,13 @@ static void put_string(mpp_jw *w, const char *s) {
         snprintf(esc, sizeof esc, "\\u%04x", *p);
         puts_(w, esc);
       } else {
-        put(w, (const char *)p, 1);
+        int n = utf8_len(p);
+        if (n == 0) {
+          put(w, "?", 1);
+        } else {
+          put(w, (const char *)p, (size_t)n);
+          p += n - 1;
+        }
       }
     }
   }

@@ -671,6 +671,33 @@ static void json_writer_escapes_strings_and_writes_nan_as_null(void **state) {
   mpp_jw_free(&w);
 }
 
+static void json_writer_replaces_bytes_that_are_not_utf8(void **state) {
+  (void)state;
+  mpp_jw w;
+  mpp_jw_init(&w);
+  /* é, a stray byte, a cut sequence, €, an encoded surrogate */
+  mpp_jw_str(&w, "a"
+                 "\xc3\xa9"
+                 "b"
+                 "\xff"
+                 "\xc3"
+                 "("
+                 "\xe2\x82\xac"
+                 "\xed\xa0\x80");
+  assert_string_equal(w.buf, "\"a"
+                             "\xc3\xa9"
+                             "b"
+                             "?"
+                             "?"
+                             "("
+                             "\xe2\x82\xac"
+                             "?"
+                             "?"
+                             "?"
+                             "\"");
+  mpp_jw_free(&w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(layer_is_empty_without_ranges, reset_all),
@@ -708,6 +735,7 @@ int main(void) {
       cmocka_unit_test_setup(raw_document_carries_schema_and_full_stats, reset_all),
       cmocka_unit_test_setup(rank_comes_from_the_first_launcher_variable_set, reset_all),
       cmocka_unit_test(json_writer_escapes_strings_and_writes_nan_as_null),
+      cmocka_unit_test(json_writer_replaces_bytes_that_are_not_utf8),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
