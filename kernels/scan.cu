@@ -114,7 +114,63 @@ __device__ __forceinline__ unsigned long long warp_max(unsigned long long v) {
   return v;
 }
 
-template <int SRC, typename T> __device__ void scan_impl(const mpp_scan_params &p) {
+/* 8-bit sources: only 256 bit patterns exist, so each warp counts raw bytes
+ * into its own 256-bin slice of shared memory (one shared atomic per element,
+ * no classification) and the host derives the whole record from the pattern
+ * counts (profiler/gpu/scan_plan.c). */
+__device__ __forceinline__ void count_word(unsigned int *wh, unsigned int w) {
+#pragma unroll
+  for (int k = 0; k < 4; k++)
+    atomicAdd(&wh[(w >> (8 * k)) & 0xffu], 1u);
+}
+
+__device__ void scan_patterns(const mpp_scan_params &p, unsigned int *hist_base) {
+  const unsigned tid = threadIdx.x, warp = tid >> 5;
+  unsigned int *wh = hist_base + warp * 256;
+  const unsigned char *data = (const unsigned char *)p.data;
+  const uint64_t grid = (uint64_t)gridDim.x * MPP_BLOCK;
+  if (p.flat) {
+    uint64_t mis = (uintptr_t)data & 15;
+    uint64_t head = mis ? 16 - mis : 0;
+    if (head > p.n) head = p.n;
+    uint64_t nvec = (p.n - head) / 16, tail0 = head + nvec * 16, nscalar = head + (p.n - tail0);
+    const uint4 *vdata = (const uint4 *)(data + head);
+    for (uint64_t vi = (uint64_t)blockIdx.x * MPP_BLOCK + tid; vi < nvec; vi += 2 * grid) {
+      uint4 u0 = __ldg(vdata + vi);
+      bool has1 = vi + grid < nvec;
+      uint4 u1 = has1 ? __ldg(vdata + vi + grid) : make_uint4(0, 0, 0, 0);
+      count_word(wh, u0.x);
+      count_word(wh, u0.y);
+      count_word(wh, u0.z);
+      count_word(wh, u0.w);
+      if (has1) {
+        count_word(wh, u1.x);
+        count_word(wh, u1.y);
+        count_word(wh, u1.z);
+        count_word(wh, u1.w);
+      }
+    }
+    if (blockIdx.x == gridDim.x - 1)
+      for (uint64_t s = tid; s < nscalar; s += MPP_BLOCK)
+        atomicAdd(&wh[data[s < head ? s : tail0 + (s - head)]], 1u);
+  } else {
+    const uint64_t per = p.rows * p.cols;
+    for (uint64_t i = (uint64_t)blockIdx.x * MPP_BLOCK + tid; i < p.n; i += grid) {
+      uint64_t b = i / per, rc = i - b * per, c = rc / p.rows, r = rc - c * p.rows;
+      atomicAdd(&wh[data[(int64_t)b * p.batch_stride + (int64_t)(c * p.ld + r)]], 1u);
+    }
+  }
+  __syncthreads();
+  mpp_scan_result *out = (mpp_scan_result *)p.result;
+  for (unsigned b = tid; b < 256; b += MPP_BLOCK) {
+    unsigned long long sum = 0;
+    for (int w = 0; w < MPP_WARPS; w++)
+      sum += hist_base[w * 256 + b];
+    if (sum) atomicAdd(&out->hist[b], sum);
+  }
+}
+
+template <int SRC, typename T> __device__ void scan_general(const mpp_scan_params &p) {
   __shared__ block_state<T> sh;
   const mpp_scan_fmt f = mpp_scan_fmt_of(SRC);
   const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -213,6 +269,18 @@ template <int SRC, typename T> __device__ void scan_impl(const mpp_scan_params &
     atomicAdd(&out->within[tid / MPP_SCAN_LEVELS][tid % MPP_SCAN_LEVELS], sh.within[tid]);
   for (int b = tid; b < f.nbins; b += MPP_BLOCK)
     if (sh.hist[b]) atomicAdd(&out->hist[b], (unsigned long long)sh.hist[b]);
+}
+
+template <int SRC, typename T> __device__ void scan_impl(const mpp_scan_params &p) {
+  if constexpr (sizeof(T) == 1) {
+    __shared__ unsigned int hist[MPP_WARPS * 256]; /* one 256-pattern slice per warp */
+    for (int b = threadIdx.x; b < MPP_WARPS * 256; b += MPP_BLOCK)
+      hist[b] = 0;
+    __syncthreads();
+    scan_patterns(p, hist);
+  } else {
+    scan_general<SRC, T>(p);
+  }
 }
 
 #define MPP_SCAN_KERNEL(name, SRC, T)                                                              \

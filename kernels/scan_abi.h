@@ -50,10 +50,12 @@ typedef struct mpp_scan_params {
   const void *data;
   uint64_t rows, cols, ld, batch;
   int64_t batch_stride;
-  uint64_t n;                                      /* rows * cols * batch */
-  int flat;                                        /* elements are contiguous: index = i */
-  int src;                                         /* mpp_src */
-  void *result;                                    /* device pointer to a zeroed mpp_scan_result */
+  uint64_t n;   /* rows * cols * batch */
+  int flat;     /* elements are contiguous: index = i */
+  int src;      /* mpp_src */
+  int patterns; /* 8-bit sources: the kernel only counts raw bit patterns into
+                 * result->hist[0..255]; the host derives everything from them */
+  void *result; /* device pointer to a zeroed mpp_scan_result */
   uint64_t thr[MPP_SCAN_TARGETS][MPP_SCAN_LEVELS]; /* |x| bits; UINT64_MAX = never reached */
   int thr_bin[MPP_SCAN_TARGETS][MPP_SCAN_LEVELS];  /* binade index (e - hist_lo) or NO_BIN */
 } mpp_scan_params;

@@ -265,7 +265,8 @@ int mpp_devscan_enqueue(void *stream, const mp_view *view, mpp_scan_sink sink, v
   s->params = p;
   /* Copy back only what the source format can fill. */
   mpp_scan_fmt f = mpp_scan_fmt_of(p.src);
-  size_t bytes = offsetof(mpp_scan_result, hist) + sizeof(s->host->hist[0]) * (size_t)f.nbins;
+  size_t bins = p.patterns ? 256 : (size_t)f.nbins;
+  size_t bytes = offsetof(mpp_scan_result, hist) + sizeof(s->host->hist[0]) * bins;
   void *args[] = {&s->params};
   CUcontext cur = NULL;
   bool switched = cu->ctx_current && cu->ctx_current(&cur) == CUDA_SUCCESS && cur != ctx &&

@@ -7,6 +7,7 @@
 #include "profiler/gpu/scan_plan.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analysis/convert.h"
@@ -83,6 +84,7 @@ int mpp_scan_plan(const mp_view *v, mpp_scan_params *p) {
             (batch == 1 || v->batch_stride == (int64_t)(p->rows * p->cols));
   p->src = src;
   mpp_scan_fmt f = mpp_scan_fmt_of(src);
+  p->patterns = f.width == 8;
   /* Largest finite positive pattern. */
   uint64_t max_bits =
       f.has_inf ? (((1ull << f.exp_bits) - 1) << f.man_bits) - 1 : (1ull << (f.width - 1)) - 2;
@@ -111,7 +113,67 @@ int mpp_scan_plan(const mp_view *v, mpp_scan_params *p) {
   return 0;
 }
 
+/* One element (c times), exactly as kernels/scan.cu does it (same word width). */
+static void emulate_element(const mpp_scan_params *p, const mpp_scan_fmt *f, uint64_t bits,
+                            uint64_t c, mpp_scan_result *r) {
+  uint64_t abs, key;
+  int bin, cls;
+  if (f->width <= 32) {
+    uint32_t a32;
+    cls = mpp_scan_classify32(f, (uint32_t)bits, &a32, &bin);
+    abs = a32;
+    key = mpp_scan_key32(f, (uint32_t)bits);
+  } else {
+    cls = mpp_scan_classify64(f, bits, &abs, &bin);
+    key = mpp_scan_key64(f, bits);
+  }
+  uint64_t mask = mpp_scan_key_mask(f);
+  uint64_t abs_mask = (1ull << (f->width - 1)) - 1;
+  switch (cls) {
+  case MPP_EL_NAN:
+    r->nans += c;
+    return;
+  case MPP_EL_PINF:
+    r->pos_infs += c;
+    return;
+  case MPP_EL_NINF:
+    r->neg_infs += c;
+    r->negatives += c;
+    return;
+  case MPP_EL_FINITE:
+    r->negatives += c * (bits >> (f->width - 1));
+    break;
+  default:
+    break;
+  }
+  if (key > r->max_key) r->max_key = key;
+  if ((mask ^ key) > r->min_key_inv) r->min_key_inv = mask ^ key;
+  if (abs > r->absmax) r->absmax = abs;
+  if (cls != MPP_EL_FINITE) return;
+  if ((abs_mask ^ abs) > r->minabs_inv) r->minabs_inv = abs_mask ^ abs;
+  r->hist[bin] += c;
+  for (int t = 0; t < MPP_SCAN_TARGETS; t++)
+    for (int k = 0; k < MPP_SCAN_LEVELS; k++)
+      r->within[t][k] += c * (bin == p->thr_bin[t][k] && abs >= p->thr[t][k]);
+}
+
+static mpp_scan_result *from_patterns(const mpp_scan_params *p, const mpp_scan_result *r) {
+  mpp_scan_fmt f = mpp_scan_fmt_of(p->src);
+  mpp_scan_result *full = calloc(1, sizeof *full);
+  if (!full) return NULL;
+  for (uint64_t pat = 0; pat < 256; pat++)
+    if (r->hist[pat]) emulate_element(p, &f, pat, r->hist[pat], full);
+  return full;
+}
+
 void mpp_scan_finish(const mpp_scan_params *p, const mpp_scan_result *r, mp_stats *s) {
+  mpp_scan_result *full = NULL;
+  if (p->patterns) {
+    /* 8-bit sources: the device counted bit patterns; expand them here. */
+    full = from_patterns(p, r);
+    if (!full) return;
+    r = full;
+  }
   mpp_scan_fmt f = mpp_scan_fmt_of(p->src);
   mp_stats part;
   mp_stats_init(&part, dtype_of(p->src));
@@ -155,6 +217,7 @@ void mpp_scan_finish(const mpp_scan_params *p, const mpp_scan_result *r, mp_stat
     part.casts[t][MP_CAST_OVERFLOW] = ge[3];
   }
   mp_stats_merge(s, &part);
+  free(full);
 }
 
 static uint64_t load_bits(const mpp_scan_fmt *f, const void *data, uint64_t i) {
@@ -162,50 +225,6 @@ static uint64_t load_bits(const mpp_scan_fmt *f, const void *data, uint64_t i) {
   uint64_t v = 0;
   memcpy(&v, b, f->width / 8);
   return v;
-}
-
-/* One element, exactly as kernels/scan.cu does it (same word width). */
-static void emulate_element(const mpp_scan_params *p, const mpp_scan_fmt *f, uint64_t bits,
-                            mpp_scan_result *r) {
-  uint64_t abs, key;
-  int bin, cls;
-  if (f->width <= 32) {
-    uint32_t a32;
-    cls = mpp_scan_classify32(f, (uint32_t)bits, &a32, &bin);
-    abs = a32;
-    key = mpp_scan_key32(f, (uint32_t)bits);
-  } else {
-    cls = mpp_scan_classify64(f, bits, &abs, &bin);
-    key = mpp_scan_key64(f, bits);
-  }
-  uint64_t mask = mpp_scan_key_mask(f);
-  uint64_t abs_mask = (1ull << (f->width - 1)) - 1;
-  switch (cls) {
-  case MPP_EL_NAN:
-    r->nans++;
-    return;
-  case MPP_EL_PINF:
-    r->pos_infs++;
-    return;
-  case MPP_EL_NINF:
-    r->neg_infs++;
-    r->negatives++;
-    return;
-  case MPP_EL_FINITE:
-    r->negatives += bits >> (f->width - 1);
-    break;
-  default:
-    break;
-  }
-  if (key > r->max_key) r->max_key = key;
-  if ((mask ^ key) > r->min_key_inv) r->min_key_inv = mask ^ key;
-  if (abs > r->absmax) r->absmax = abs;
-  if (cls != MPP_EL_FINITE) return;
-  if ((abs_mask ^ abs) > r->minabs_inv) r->minabs_inv = abs_mask ^ abs;
-  r->hist[bin]++;
-  for (int t = 0; t < MPP_SCAN_TARGETS; t++)
-    for (int k = 0; k < MPP_SCAN_LEVELS; k++)
-      r->within[t][k] += (bin == p->thr_bin[t][k] && abs >= p->thr[t][k]);
 }
 
 void mpp_scan_emulate(const mpp_scan_params *p, mpp_scan_result *r) {
@@ -216,6 +235,10 @@ void mpp_scan_emulate(const mpp_scan_params *p, mpp_scan_result *r) {
       uint64_t per = p->rows * p->cols, b = i / per, rc = i % per;
       off = (uint64_t)((int64_t)b * p->batch_stride) + (rc / p->rows) * p->ld + rc % p->rows;
     }
-    emulate_element(p, &f, load_bits(&f, p->data, off), r);
+    uint64_t bits = load_bits(&f, p->data, off);
+    if (p->patterns)
+      r->hist[bits]++; /* what the kernel does for 8-bit sources */
+    else
+      emulate_element(p, &f, bits, 1, r);
   }
 }
