@@ -164,6 +164,33 @@ static void add_distinct(cJSON *arr, const char *s) {
   cJSON_AddItemToArray(arr, cJSON_CreateString(s));
 }
 
+/* The layer's kernels merged by name over its sites (same fields as a site's). */
+static cJSON *layer_kernels(const mpprof_model *m, const mpprof_layer *l) {
+  cJSON *arr = cJSON_CreateArray();
+  if (!arr) return NULL;
+  for (size_t i = 0; i < l->n_sites; i++) {
+    const mpprof_site *s = &m->sites[l->first_site + i];
+    for (size_t k = 0; k < s->n_kernels; k++) {
+      const mpprof_kernel *kn = &s->kernels[k];
+      cJSON *e = NULL, *c;
+      cJSON_ArrayForEach(c, arr) {
+        if (!strcmp(cJSON_GetObjectItem(c, "name")->valuestring, kn->name)) e = c;
+      }
+      if (!e) {
+        cJSON_AddItemToArray(arr, kernel_json(kn));
+        continue;
+      }
+      /* counts are cJSON raw numbers: re-create them summed */
+      double cnt = 0, ns = 0;
+      mpprof_json_get_double(cJSON_GetObjectItem(e, "count"), &cnt);
+      mpprof_json_get_double(cJSON_GetObjectItem(e, "gpu_ns"), &ns);
+      cJSON_ReplaceItemInObject(e, "count", mpprof_json_u64((uint64_t)cnt + kn->count));
+      cJSON_ReplaceItemInObject(e, "gpu_ns", mpprof_json_u64((uint64_t)ns + kn->gpu_ns));
+    }
+  }
+  return arr;
+}
+
 static cJSON *layer_json(const mpprof_model *m, const mpprof_layer *l, mp_stats *scratch) {
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
@@ -232,6 +259,7 @@ static cJSON *layer_json(const mpprof_model *m, const mpprof_layer *l, mp_stats 
   cJSON_AddStringToObject(o, "tc_source", mp_tc_source_name(l->tc_source));
   cJSON_AddItemToObject(o, "kernel_ns", mpprof_json_u64(l->kernel_ns));
   cJSON_AddItemToObject(o, "tc_ns", mpprof_json_u64(l->tc_ns));
+  cJSON_AddItemToObject(o, "kernels", layer_kernels(m, l));
   return o;
 }
 

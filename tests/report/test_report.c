@@ -376,6 +376,10 @@ static void kernels_decide_tensor_core_use_and_eligible_misses_are_findings(void
   assert_true(cJSON_IsTrue(get(layer(rep, "on"), "tc_used")));
   assert_true(cJSON_IsFalse(get(layer(rep, "off"), "tc_used")));
   assert_string_equal(get(layer(rep, "on"), "tc_source")->valuestring, "name");
+  const cJSON *lk = get(layer(rep, "on"), "kernels");
+  assert_int_equal(cJSON_GetArraySize(lk), 1);
+  assert_true(cJSON_IsTrue(get(cJSON_GetArrayItem(lk, 0), "tc")));
+  assert_int_equal(get(cJSON_GetArrayItem(lk, 0), "gpu_ns")->valuedouble, 3000);
   assert_int_equal(cJSON_GetArraySize(get(tc, "eligible_not_used")), 1);
   assert_true(has_finding(rep, "tensor_cores_not_used", "off"));
   cJSON_Delete(rep);
