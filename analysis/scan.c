@@ -671,94 +671,108 @@ __attribute__((target("avx512f"))) static inline void hist_exponent_bytes(uint32
 /* The same computation sixteen values at a time: compares into mask
  * registers, counts in 32-bit lanes (32 vector registers hold them all).
  * fp16 and bf16 sources are widened to fp32 first (exactly: vcvtph2ps, or a
- * shift), which makes their subnormals ordinary fp32 normals. */
-#define F32_AVX512_BODY(T, LOAD_BITS, DECODE, HIST)                                                \
-  const __m512i absmask = _mm512_set1_epi32(0x7fffffff);                                           \
-  const __m512i max_normal = _mm512_set1_epi32(0x7f7fffff);                                        \
-  const __m512i min_normal = _mm512_set1_epi32(0x00800000);                                        \
-  const __m512i minus_one = _mm512_set1_epi32(-1);                                                 \
-  /* Named registers, not arrays: the compiler keeps these out of memory. */                       \
-  FOR_TH(TH_REG)                                                                                   \
-  FOR_IND(CNT_LOAD)                                                                                \
-  __m512i kmin = _mm512_loadu_si512(F->key_min), kmax = _mm512_loadu_si512(F->key_max);            \
-  __m512i aminm1 = _mm512_loadu_si512(F->abs_min_m1);                                              \
-  uint32_t(*sub)[256] = F->sub;                                                                    \
-  uint64_t i = 0, vectors = F->vectors;                                                            \
-  for (; i + 16 <= n; i += 16) {                                                                   \
-    __m512i v = LOAD_BITS(p + i);                                                                  \
-    __m512i a = _mm512_and_si512(v, absmask);                                                      \
-    __mmask16 nonzero = _mm512_test_epi32_mask(a, a);                                              \
-    __mmask16 slow = _mm512_cmpgt_epu32_mask(a, max_normal) |                                      \
-                     (_mm512_cmplt_epu32_mask(a, min_normal) & nonzero);                           \
-    if (slow) {                                                                                    \
-      for (int l = 0; l < 16; l++)                                                                 \
-        acc_value(s, I, DECODE(p[i + l]), 1);                                                      \
-      continue;                                                                                    \
-    }                                                                                              \
-    /* key = v ^ ((v >> 31) & absmask) */                                                          \
-    __m512i key = _mm512_ternarylogic_epi32(v, _mm512_srai_epi32(v, 31), absmask, 0x78);           \
-    kmin = _mm512_min_epi32(kmin, key);                                                            \
-    kmax = _mm512_max_epi32(kmax, key);                                                            \
-    aminm1 = _mm512_min_epu32(aminm1, _mm512_add_epi32(a, minus_one));                             \
-    c10 = _mm512_mask_sub_epi32(c10, (__mmask16)~nonzero, c10, minus_one);                         \
-    c11 = _mm512_mask_sub_epi32(c11, _mm512_cmplt_epi32_mask(key, minus_one), c11, minus_one);     \
-    FOR_TH(CNT_BUMP)                                                                               \
-    HIST;                                                                                          \
-    if (++vectors == F32_FOLD_EVERY) {                                                             \
-      FOR_IND(CNT_STORE)                                                                           \
-      F->vectors = vectors;                                                                        \
-      f32_fast_fold(s, F);                                                                         \
-      vectors = 0;                                                                                 \
-      FOR_IND(CNT_ZERO)                                                                            \
-    }                                                                                              \
-  }                                                                                                \
-  FOR_IND(CNT_STORE)                                                                               \
-  _mm512_storeu_si512(F->key_min, kmin);                                                           \
-  _mm512_storeu_si512(F->key_max, kmax);                                                           \
-  _mm512_storeu_si512(F->abs_min_m1, aminm1);                                                      \
-  F->vectors = vectors;                                                                            \
-  for (; i < n; i++)                                                                               \
-    acc_value(s, I, DECODE(p[i]), 1);
+ * shift), which makes their subnormals ordinary fp32 normals.
+ *
+ * The loop is a function of its own (f32_kernel and friends) with no call
+ * inside: with the per-value fallback or the fold called from the loop body,
+ * the compiler kept every accumulator in memory and the loop ran at the pace
+ * of store-to-load forwarding. The kernel stops before a vector that needs
+ * the per-value path (or after KERNEL_VECTORS vectors); its caller handles
+ * that vector and the folds, and calls it again. */
+#define KERNEL_VECTORS 4096
 
 #define TH_REG(k) const __m512i t##k = _mm512_set1_epi32(F->th_bits[k]);
 #define CNT_LOAD(k) __m512i c##k = _mm512_loadu_si512(F->ind_lanes[k]);
 #define CNT_STORE(k) _mm512_storeu_si512(F->ind_lanes[k], c##k);
-#define CNT_ZERO(k) c##k = _mm512_setzero_si512();
 #define CNT_BUMP(k)                                                                                \
   c##k = _mm512_mask_sub_epi32(c##k, _mm512_cmpgt_epi32_mask(a, t##k), c##k, minus_one);
 #define FOR_TH(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9)
 #define FOR_IND(X) FOR_TH(X) X(10) X(11)
 _Static_assert(TH_COUNT == 10 && IND_ZEROS == 10 && IND_NEGATIVES == 11, "unrolled above");
 
+/* Runs vectors from p + i while i + 16 <= n (at most KERNEL_VECTORS of
+ * them) and returns where it stopped: before a vector holding a subnormal,
+ * inf or NaN, or at the end. */
+#define F32_KERNEL(NAME, T, LOAD_BITS, HIST)                                                       \
+  __attribute__((target("avx512f"), noinline)) static uint64_t NAME(f32_fast *F, const T *p,       \
+                                                                    uint64_t i, uint64_t n) {      \
+    const __m512i absmask = _mm512_set1_epi32(0x7fffffff);                                         \
+    const __m512i max_normal = _mm512_set1_epi32(0x7f7fffff);                                      \
+    const __m512i min_normal = _mm512_set1_epi32(0x00800000);                                      \
+    const __m512i minus_one = _mm512_set1_epi32(-1);                                               \
+    /* Named registers, not arrays: the compiler keeps these out of memory. */                     \
+    FOR_TH(TH_REG)                                                                                 \
+    FOR_IND(CNT_LOAD)                                                                              \
+    __m512i kmin = _mm512_loadu_si512(F->key_min), kmax = _mm512_loadu_si512(F->key_max);          \
+    __m512i aminm1 = _mm512_loadu_si512(F->abs_min_m1);                                            \
+    uint32_t(*sub)[256] = F->sub;                                                                  \
+    uint64_t start = i;                                                                            \
+    uint64_t end = n - i > 16 * (uint64_t)KERNEL_VECTORS ? i + 16 * (uint64_t)KERNEL_VECTORS : n;  \
+    for (; i + 16 <= end; i += 16) {                                                               \
+      __m512i v = LOAD_BITS(p + i);                                                                \
+      __m512i a = _mm512_and_si512(v, absmask);                                                    \
+      __mmask16 nonzero = _mm512_test_epi32_mask(a, a);                                            \
+      __mmask16 slow = _mm512_cmpgt_epu32_mask(a, max_normal) |                                    \
+                       (_mm512_cmplt_epu32_mask(a, min_normal) & nonzero);                         \
+      if (slow) break;                                                                             \
+      /* key = v ^ ((v >> 31) & absmask) */                                                        \
+      __m512i key = _mm512_ternarylogic_epi32(v, _mm512_srai_epi32(v, 31), absmask, 0x78);         \
+      kmin = _mm512_min_epi32(kmin, key);                                                          \
+      kmax = _mm512_max_epi32(kmax, key);                                                          \
+      aminm1 = _mm512_min_epu32(aminm1, _mm512_add_epi32(a, minus_one));                           \
+      c10 = _mm512_mask_sub_epi32(c10, (__mmask16)~nonzero, c10, minus_one);                       \
+      c11 = _mm512_mask_sub_epi32(c11, _mm512_cmplt_epi32_mask(key, minus_one), c11, minus_one);   \
+      FOR_TH(CNT_BUMP)                                                                             \
+      HIST;                                                                                        \
+    }                                                                                              \
+    FOR_IND(CNT_STORE)                                                                             \
+    _mm512_storeu_si512(F->key_min, kmin);                                                         \
+    _mm512_storeu_si512(F->key_max, kmax);                                                         \
+    _mm512_storeu_si512(F->abs_min_m1, aminm1);                                                    \
+    F->vectors += (i - start) / 16;                                                                \
+    return i;                                                                                      \
+  }
+
 #define LOAD_F32(q) _mm512_loadu_si512(q)
 #define LOAD_F16(q) _mm512_castps_si512(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(q))))
 #define LOAD_BF16(q)                                                                               \
   _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(q))), 16)
-#define AS_IS(x) (x)
 
-__attribute__((target("avx512f"))) static void
-f32_run_avx512(mp_stats *s, const src_info *I, f32_fast *F, const float *p, uint64_t n) {
-  F32_AVX512_BODY(float, LOAD_F32, AS_IS, hist_exponents8(sub, p + i);
-                  hist_exponents8(sub, p + i + 8))
-}
-
-__attribute__((target("avx512f"))) static void
-f16_run_avx512(mp_stats *s, const src_info *I, f32_fast *F, const uint16_t *p, uint64_t n) {
-  F32_AVX512_BODY(uint16_t, LOAD_F16, mp_fp16_to_float, hist_exponent_bytes(sub, a))
-}
-
-__attribute__((target("avx512f"))) static void
-bf16_run_avx512(mp_stats *s, const src_info *I, f32_fast *F, const uint16_t *p, uint64_t n) {
-  F32_AVX512_BODY(uint16_t, LOAD_BF16, mp_bf16_to_float, hist_exponent_bytes(sub, a))
-}
+F32_KERNEL(f32_kernel, float, LOAD_F32, hist_exponents8(sub, p + i);
+           hist_exponents8(sub, p + i + 8))
+F32_KERNEL(f16_kernel, uint16_t, LOAD_F16, hist_exponent_bytes(sub, a))
+F32_KERNEL(bf16_kernel, uint16_t, LOAD_BF16, hist_exponent_bytes(sub, a))
 
 #undef TH_REG
 #undef CNT_LOAD
 #undef CNT_STORE
-#undef CNT_ZERO
 #undef CNT_BUMP
 #undef FOR_TH
 #undef FOR_IND
+
+/* Kernel calls; vectors with a subnormal, inf or NaN and the tail go value
+ * by value through acc_value(), and the lane counters are folded in time. */
+#define F32_DRIVER(NAME, KERNEL, T, DECODE)                                                        \
+  static void NAME(mp_stats *s, const src_info *I, f32_fast *F, const T *p, uint64_t n) {          \
+    uint64_t i = 0;                                                                                \
+    while (i + 16 <= n) {                                                                          \
+      uint64_t j = KERNEL(F, p, i, n);                                                             \
+      if (F->vectors >= F32_FOLD_EVERY - KERNEL_VECTORS) f32_fast_fold(s, F);                      \
+      if (j == i) {                                                                                \
+        for (int l = 0; l < 16; l++)                                                               \
+          acc_value(s, I, DECODE(p[i + l]), 1);                                                    \
+        j = i + 16;                                                                                \
+      }                                                                                            \
+      i = j;                                                                                       \
+    }                                                                                              \
+    for (; i < n; i++)                                                                             \
+      acc_value(s, I, DECODE(p[i]), 1);                                                            \
+  }
+
+#define AS_IS(x) (x)
+F32_DRIVER(f32_run_avx512, f32_kernel, float, AS_IS)
+F32_DRIVER(f16_run_avx512, f16_kernel, uint16_t, mp_fp16_to_float)
+F32_DRIVER(bf16_run_avx512, bf16_kernel, uint16_t, mp_bf16_to_float)
 
 static bool cpu_has_avx512(void) {
   return __builtin_cpu_supports("avx512f");

@@ -5,7 +5,8 @@
  * then time (best of several passes) a plain one-pass read that sums the
  * buffer as 64-bit words and the full scan (MP_SCAN_AUTO), interleaved so both
  * see the same machine; the portable scan is timed once, for reference.
- * Prints GB/s and the ratio scan/read. Usage: scan_host [MiB] [reps] */
+ * Prints GB/s and the ratio scan/read. Usage: scan_host [MiB] [reps] [dtype]
+ * (a dtype name limits the run to that source, for quick iterations). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -112,8 +113,9 @@ static void keep_min(double *best, double t) {
 int main(int argc, char **argv) {
   size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 256;
   int reps = argc > 2 ? atoi(argv[2]) : 3;
+  const char *only = argc > 3 ? argv[3] : NULL;
   if (mib == 0 || reps <= 0) {
-    fprintf(stderr, "scan_host: usage: scan_host [MiB > 0] [reps > 0]\n");
+    fprintf(stderr, "scan_host: usage: scan_host [MiB > 0] [reps > 0] [dtype]\n");
     return 2;
   }
   size_t bytes = mib << 20;
@@ -132,6 +134,7 @@ int main(int argc, char **argv) {
   if (!s) return 1;
   for (size_t k = 0; k < sizeof ds / sizeof ds[0]; k++) {
     mp_dtype d = ds[k];
+    if (only && strcmp(only, mp_dtype_name(d)) != 0) continue;
     uint64_t n = bytes / mp_dtype_size(d);
     fill(d, buf, n);
     mp_view v = {.dtype = d, .data = buf, .rows = n, .cols = 1, .ld = n, .batch = 1};
