@@ -322,10 +322,9 @@ static int data_notes(mpprof_model *m) {
   }
   if (m->n_skipped) {
     f = add(m, "skipped_files", "info", NULL,
-            mpprof_asprintf("%zu raw file%s could not be read and %s left out (see "
-                            "skipped_files)",
-                            m->n_skipped, m->n_skipped == 1 ? "" : "s",
-                            m->n_skipped == 1 ? "is" : "are"),
+            mpprof_asprintf("%zu raw file%s skipped (unreadable, or a duplicate of a process "
+                            "already read; see skipped_files)",
+                            m->n_skipped, m->n_skipped == 1 ? " was" : "s were"),
             strdup("the report covers the remaining processes only"));
     if (!f) return -1;
   }

@@ -634,9 +634,11 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
   mpprof_event *ev = NULL;
   int rc = scratch ? parse_file(&w, path, &p, &sites, &ids, &ev, scratch, err, sizeof err) : -1;
   size_t ns = w.sites.n;
+  bool dup = false;
   if (rc == 0)
-    for (size_t i = 0; i < m->n_procs; i++)
+    for (size_t i = 0; i < m->n_procs && !dup; i++)
       if (same_process(&m->procs[i], &p)) {
+        dup = true;
         snprintf(err, sizeof err,
                  "same process as %s (host %s, pid %" PRId64 "): not counted twice",
                  m->procs[i].file, p.host, p.pid);
@@ -671,7 +673,11 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
                 path, pp->pid);
     }
   }
-  if (rc == 1) rc = skip_file(m, path, err, warn);
+  if (rc == 1) {
+    bool was_incomplete = m->incomplete;
+    rc = skip_file(m, path, err, warn);
+    if (dup) m->incomplete = was_incomplete; /* nothing is missing: it was counted once */
+  }
   for (size_t i = 0; sites && i < ns; i++)
     mpprof_site_free(&sites[i]);
   free(sites);

@@ -142,6 +142,7 @@ static void the_same_process_read_twice_is_counted_once(void **state) {
   cJSON *rep = report_of(dir);
   assert_int_equal(get(rep, "summary.calls")->valuedouble, 10);
   assert_int_equal(cJSON_GetArraySize(get(rep, "skipped_files")), 1);
+  assert_true(cJSON_IsFalse(get(rep, "incomplete"))); /* nothing is missing */
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
