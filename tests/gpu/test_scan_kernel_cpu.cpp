@@ -18,55 +18,7 @@ extern "C" {
 #include "tests/gpu/scan_data.h"
 }
 
-thread_local uint3 threadIdx;
-uint3 blockIdx, gridDim, blockDim;
-pthread_barrier_t simt::block_bar;
-simt::warp_ex simt::warps[simt::MAX_WARPS];
-
-typedef void (*kernel_fn)(mpp_scan_params);
-static kernel_fn kernel_of(int src) {
-  static const kernel_fn k[MPP_SRC_COUNT] = {mpp_scan_fp64, mpp_scan_fp32, mpp_scan_fp16,
-                                             mpp_scan_bf16, mpp_scan_e4m3, mpp_scan_e5m2};
-  return k[src];
-}
-
-struct thread_arg {
-  kernel_fn fn;
-  const mpp_scan_params *p;
-  unsigned tid;
-};
-
-static void *thread_main(void *a) {
-  thread_arg *t = (thread_arg *)a;
-  threadIdx = uint3{t->tid, 0, 0};
-  t->fn(*t->p);
-  return NULL;
-}
-
-static void launch(kernel_fn fn, const mpp_scan_params *p, unsigned grid) {
-  gridDim = uint3{grid, 1, 1};
-  blockDim = uint3{MPP_BLOCK, 1, 1};
-  pthread_barrier_init(&simt::block_bar, NULL, MPP_BLOCK);
-  for (int w = 0; w < MPP_WARPS; w++)
-    pthread_barrier_init(&simt::warps[w].bar, NULL, 32);
-  for (unsigned b = 0; b < grid; b++) {
-    blockIdx = uint3{b, 0, 0};
-    pthread_t th[MPP_BLOCK];
-    thread_arg args[MPP_BLOCK];
-    for (unsigned t = 0; t < MPP_BLOCK; t++) {
-      args[t] = thread_arg{fn, p, t};
-      if (pthread_create(&th[t], NULL, thread_main, &args[t]) != 0) {
-        fprintf(stderr, "test_scan_kernel_cpu: cannot start threads\n");
-        exit(2);
-      }
-    }
-    for (unsigned t = 0; t < MPP_BLOCK; t++)
-      pthread_join(th[t], NULL);
-  }
-  pthread_barrier_destroy(&simt::block_bar);
-  for (int w = 0; w < MPP_WARPS; w++)
-    pthread_barrier_destroy(&simt::warps[w].bar);
-}
+#include "tests/gpu/simt_launch.h"
 
 static int check(const char *what, const mp_view *v, unsigned grid) {
   mpp_scan_params p;

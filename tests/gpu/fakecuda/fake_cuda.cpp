@@ -1,0 +1,191 @@
+// A fake libcuda.so.1 for testing profiler/gpu/devscan.c without a GPU: the
+// "device" is host memory, a library loaded from mpprof's fatbin (checked
+// for the fatbin magic) yields the six scan kernels, and cuLaunchKernel runs
+// the real kernels/scan.cu on the CPU (tests/gpu/simt_shim.h). Work runs at
+// enqueue; events complete at once unless fakecuda_hold(1) holds them (to
+// fill the result ring). Entry points are found through cuGetProcAddress_v2,
+// as the real driver's are.
+#include "tests/gpu/simt_shim.h"
+
+#include "kernels/scan.cu"
+
+#include "tests/gpu/simt_launch.h"
+
+#include <atomic>
+#include <string.h>
+
+#include <cuda.h>
+
+extern "C" {
+#include "profiler/gpu/scan_plan.h"
+}
+
+#define API extern "C" __attribute__((visibility("default")))
+
+static std::atomic<int> g_hold;
+static std::atomic<int> g_launches;
+static int g_ctx_token;
+static CUcontext const g_ctx = (CUcontext)&g_ctx_token;
+
+struct fake_event {
+  bool recorded;
+};
+
+API void fakecuda_hold(int on) {
+  g_hold = on;
+}
+API int fakecuda_launches(void) {
+  return g_launches;
+}
+
+static CUresult CUDAAPI f_init(unsigned) {
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_driver_version(int *v) {
+  *v = CUDA_VERSION;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_device_get(CUdevice *d, int i) {
+  if (i != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_device_name(char *n, int len, CUdevice) {
+  snprintf(n, (size_t)len, "fakecuda (CPU)");
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_device_attr(int *v, CUdevice_attribute a, CUdevice) {
+  switch (a) {
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+    *v = 9;
+    break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+    *v = 0;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+    *v = 1;
+    break; /* grids of <= 8 blocks */
+  default:
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_ctx_current(CUcontext *c) {
+  *c = g_ctx;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_ctx_device(CUdevice *d) {
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_stream_ctx(CUstream, CUcontext *c) {
+  *c = g_ctx;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_stream_is_capturing(CUstream, CUstreamCaptureStatus *s) {
+  *s = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_library_load(CUlibrary *lib, const void *code, CUjit_option *, void **,
+                                       unsigned, CUlibraryOption *, void **, unsigned) {
+  uint32_t magic;
+  memcpy(&magic, code, 4);
+  if (magic != 0xBA55ED50u) return CUDA_ERROR_INVALID_IMAGE;
+  *lib = (CUlibrary)&g_ctx_token;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_library_kernel(CUkernel *k, CUlibrary, const char *name) {
+  for (int s = 0; s < MPP_SRC_COUNT; s++)
+    if (!strcmp(name, mpp_scan_kernel_name(s))) {
+      *k = (CUkernel)(uintptr_t)(s + 1);
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
+}
+static CUresult CUDAAPI f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                 unsigned by, unsigned bz, unsigned smem, CUstream, void **args,
+                                 void **extra) {
+  int src = (int)(uintptr_t)f - 1;
+  if (src < 0 || src >= MPP_SRC_COUNT || gy != 1 || gz != 1 || bx != MPP_BLOCK || by != 1 ||
+      bz != 1 || smem != 0 || extra || !args)
+    return CUDA_ERROR_INVALID_VALUE;
+  launch(kernel_of(src), (const mpp_scan_params *)args[0], gx);
+  g_launches++;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_alloc_host(void **p, size_t n) {
+  *p = calloc(1, n);
+  return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult CUDAAPI f_free_host(void *p) {
+  free(p);
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_alloc(CUdeviceptr *p, size_t n) {
+  void *h = calloc(1, n);
+  *p = (CUdeviceptr)(uintptr_t)h;
+  return h ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult CUDAAPI f_free(CUdeviceptr p) {
+  free((void *)(uintptr_t)p);
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_memset(CUdeviceptr p, unsigned char v, size_t n, CUstream) {
+  memset((void *)(uintptr_t)p, v, n);
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream) {
+  memcpy(dst, (const void *)(uintptr_t)src, n);
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_event_create(CUevent *e, unsigned) {
+  *e = (CUevent) new fake_event{false};
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_event_record(CUevent e, CUstream) {
+  ((fake_event *)e)->recorded = true;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_event_query(CUevent) {
+  return g_hold ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+
+static const struct {
+  const char *name;
+  void *fn;
+} k_api[] = {
+    {"cuInit", (void *)f_init},
+    {"cuDriverGetVersion", (void *)f_driver_version},
+    {"cuDeviceGet", (void *)f_device_get},
+    {"cuDeviceGetName", (void *)f_device_name},
+    {"cuDeviceGetAttribute", (void *)f_device_attr},
+    {"cuCtxGetCurrent", (void *)f_ctx_current},
+    {"cuCtxGetDevice", (void *)f_ctx_device},
+    {"cuStreamGetCtx", (void *)f_stream_ctx},
+    {"cuStreamIsCapturing", (void *)f_stream_is_capturing},
+    {"cuLibraryLoadData", (void *)f_library_load},
+    {"cuLibraryGetKernel", (void *)f_library_kernel},
+    {"cuLaunchKernel", (void *)f_launch},
+    {"cuMemAllocHost", (void *)f_alloc_host},
+    {"cuMemFreeHost", (void *)f_free_host},
+    {"cuMemAlloc", (void *)f_alloc},
+    {"cuMemFree", (void *)f_free},
+    {"cuMemsetD8Async", (void *)f_memset},
+    {"cuMemcpyDtoHAsync", (void *)f_dtoh},
+    {"cuEventCreate", (void *)f_event_create},
+    {"cuEventRecord", (void *)f_event_record},
+    {"cuEventQuery", (void *)f_event_query},
+};
+
+API CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int, cuuint64_t,
+                                         CUdriverProcAddressQueryResult *status) {
+  for (const auto &a : k_api)
+    if (!strcmp(a.name, symbol)) {
+      *pfn = a.fn;
+      if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+      return CUDA_SUCCESS;
+    }
+  *pfn = NULL;
+  if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return CUDA_ERROR_NOT_FOUND;
+}
