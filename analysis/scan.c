@@ -432,6 +432,26 @@ enum { IND_ZEROS = TH_COUNT, IND_NEGATIVES, IND_COUNT };
 
 #define F32_LANES 16 /* AVX-512; the AVX2 loop uses the first 8 */
 
+/* Kernel calls end after at most this many vectors (bounds the escape buffer
+ * and the 16-bit bank counters between folds). */
+#define PAIR_KERNEL_VECTORS 1024
+#define PAIR_BANKS 4
+typedef uint16_t pair_count;
+#define PAIR_PER_BANK (8 / PAIR_BANKS)
+/* Bank counters are uint16: fold before any could pass 65535. */
+#define PAIR_FOLD_VECTORS ((65535 / PAIR_PER_BANK) - PAIR_KERNEL_VECTORS)
+#define WINDOW_CODES 63 /* binades in the window; code 63 is "none" */
+#define WINDOW_BASE_START (127 - 45)
+#define WINDOW_BASE_MAX (254 - WINDOW_CODES + 1)
+
+typedef struct pair_state {
+  pair_count bank[PAIR_BANKS][64 * 64];
+  uint32_t escapes[PAIR_KERNEL_VECTORS * 16 + 16]; /* biased exponents outside the window */
+  uint64_t exp[256];                               /* folded exponent counts, by biased exponent */
+  uint64_t pending;                                /* vectors in the banks since the last fold */
+  int base;                                        /* biased exponent of code 0 */
+} pair_state;
+
 typedef struct f32_fast {
   uint32_t sub[F32_LANES][256]; /* exponent counts per lane, indexed by the biased exponent */
   uint32_t ind_lanes[IND_COUNT][F32_LANES]; /* AVX-512 indicator counts, per lane */
@@ -442,6 +462,8 @@ typedef struct f32_fast {
   int32_t key_min[F32_LANES], key_max[F32_LANES]; /* order-preserving integer keys of x */
   uint32_t abs_min_m1[F32_LANES]; /* |x| bits - 1: zeros wrap to the top and drop out */
   int lanes;                      /* 8 (AVX2) or 16 (AVX-512) */
+  pair_state *pairs;              /* AVX-512 exponent pairs (NULL for AVX2) */
+  uint64_t recent_escapes;        /* values outside the window in the last kernel call */
   bool ok;
 } f32_fast;
 
@@ -493,7 +515,77 @@ static void f32_fast_init(f32_fast *F, int lanes) {
   }
 }
 
+/* Biased exponent of the largest |x| the lanes' keys have seen (0 if none). */
+static int top_exponent(const f32_fast *F) {
+  uint32_t amax = 0;
+  for (int l = 0; l < F32_LANES; l++) {
+    int32_t k0 = F->key_min[l], k1 = F->key_max[l];
+    uint32_t a0 = k0 < 0 ? (uint32_t)~k0 & 0x7fffffff : (k0 == INT32_MAX ? 0 : (uint32_t)k0);
+    uint32_t a1 = k1 < 0 ? (k1 == INT32_MIN ? 0 : (uint32_t)~k1 & 0x7fffffff) : (uint32_t)k1;
+    if (a0 > amax) amax = a0;
+    if (a1 > amax) amax = a1;
+  }
+  return (int)(amax >> 23);
+}
+
+/* Biased exponent of the smallest non-zero |x| the lanes have seen (255 if none). */
+static int bottom_exponent(const f32_fast *F) {
+  uint32_t aminm1 = UINT32_MAX;
+  for (int l = 0; l < F32_LANES; l++)
+    if (F->abs_min_m1[l] < aminm1) aminm1 = F->abs_min_m1[l];
+  return aminm1 == UINT32_MAX ? 255 : (int)((aminm1 + 1) >> 23);
+}
+
+/* Bank counts into exponent counts: a pair (lo, hi) counts once for each of
+ * its two codes. Only codes of exponents the lanes have seen can be non-zero
+ * (plus "none"), so small scans fold a small corner of the banks. */
+static void pair_fold(f32_fast *F) {
+  pair_state *P = F->pairs;
+  if (P->pending == 0) return;
+  int first = bottom_exponent(F) - P->base, last = top_exponent(F) - P->base;
+  if (first < 0) first = 0;
+  if (last > WINDOW_CODES - 1) last = WINDOW_CODES - 1;
+  int codes[64], nc = 0;
+  for (int k = first; k <= last; k++)
+    codes[nc++] = k;
+  codes[nc++] = WINDOW_CODES;
+  uint64_t row[64] = {0}, col[64] = {0};
+  for (int x = 0; x < nc; x++) {
+    int hi = codes[x];
+    for (int y = 0; y < nc; y++) {
+      int lo = codes[y];
+      uint32_t c = 0;
+      for (int b = 0; b < PAIR_BANKS; b++) {
+        c += P->bank[b][hi * 64 + lo];
+        P->bank[b][hi * 64 + lo] = 0;
+      }
+      row[hi] += c;
+      col[lo] += c;
+    }
+  }
+  for (int k = 0; k < WINDOW_CODES; k++)
+    P->exp[P->base + k] += row[k] + col[k];
+  P->pending = 0;
+}
+
+static void pair_rebase(f32_fast *F, int top) {
+  pair_state *P = F->pairs;
+  int base = top - (WINDOW_CODES - 2); /* one binade of headroom above the top */
+  if (base < 1) base = 1;              /* zeros (exponent 0) must stay outside */
+  if (base > WINDOW_BASE_MAX) base = WINDOW_BASE_MAX;
+  if (base == P->base) return;
+  pair_fold(F);
+  P->base = base;
+}
+
 static void f32_fast_fold(mp_stats *s, f32_fast *F) {
+  if (F->pairs) {
+    pair_fold(F);
+    for (int E = 1; E <= 254; E++) {
+      s->exp_hist[E - 127 - MP_HIST_MIN] += F->pairs->exp[E];
+      F->pairs->exp[E] = 0;
+    }
+  }
   for (int E = 1; E <= 254; E++) {
     uint64_t c = 0;
     for (int l = 0; l < F32_LANES; l++) {
@@ -679,7 +771,7 @@ __attribute__((target("avx512f"))) static inline void hist_exponent_bytes(uint32
  * of store-to-load forwarding. The kernel stops before a vector that needs
  * the per-value path (or after KERNEL_VECTORS vectors); its caller handles
  * that vector and the folds, and calls it again. */
-#define KERNEL_VECTORS 4096
+#define KERNEL_VECTORS PAIR_KERNEL_VECTORS
 
 #define TH_REG(k) const __m512i t##k = _mm512_set1_epi32(F->th_bits[k]);
 #define CNT_LOAD(k) __m512i c##k = _mm512_loadu_si512(F->ind_lanes[k]);
@@ -693,9 +785,9 @@ _Static_assert(TH_COUNT == 10 && IND_ZEROS == 10 && IND_NEGATIVES == 11, "unroll
 /* Runs vectors from p + i while i + 16 <= n (at most KERNEL_VECTORS of
  * them) and returns where it stopped: before a vector holding a subnormal,
  * inf or NaN, or at the end. */
-#define F32_KERNEL(NAME, T, LOAD_BITS, HIST)                                                       \
-  __attribute__((target("avx512f"), noinline)) static uint64_t NAME(f32_fast *F, const T *p,       \
-                                                                    uint64_t i, uint64_t n) {      \
+#define F32_KERNEL(NAME, T, LOAD_BITS, PAIRS)                                                      \
+  __attribute__((target("avx512f"), noinline)) static uint64_t NAME(                               \
+      f32_fast *F, pair_state *P, const T *p, uint64_t i, uint64_t n) {                            \
     const __m512i absmask = _mm512_set1_epi32(0x7fffffff);                                         \
     const __m512i max_normal = _mm512_set1_epi32(0x7f7fffff);                                      \
     const __m512i min_normal = _mm512_set1_epi32(0x00800000);                                      \
@@ -705,7 +797,14 @@ _Static_assert(TH_COUNT == 10 && IND_ZEROS == 10 && IND_NEGATIVES == 11, "unroll
     FOR_IND(CNT_LOAD)                                                                              \
     __m512i kmin = _mm512_loadu_si512(F->key_min), kmax = _mm512_loadu_si512(F->key_max);          \
     __m512i aminm1 = _mm512_loadu_si512(F->abs_min_m1);                                            \
+    const __m512i none = _mm512_set1_epi32(WINDOW_CODES);                                          \
+    const __m512i base = _mm512_set1_epi32(PAIRS ? P->base : 0);                                   \
+    pair_count *b0 = PAIRS ? P->bank[0] : NULL, *b1 = PAIRS ? P->bank[1 % PAIR_BANKS] : NULL,      \
+               *b2 = PAIRS ? P->bank[2 % PAIR_BANKS] : NULL,                                       \
+               *b3 = PAIRS ? P->bank[3 % PAIR_BANKS] : NULL;                                       \
+    uint32_t *esc = PAIRS ? P->escapes : NULL;                                                     \
     uint32_t(*sub)[256] = F->sub;                                                                  \
+    uint64_t nesc = 0;                                                                             \
     uint64_t start = i;                                                                            \
     uint64_t end = n - i > 16 * (uint64_t)KERNEL_VECTORS ? i + 16 * (uint64_t)KERNEL_VECTORS : n;  \
     for (; i + 16 <= end; i += 16) {                                                               \
@@ -723,13 +822,43 @@ _Static_assert(TH_COUNT == 10 && IND_ZEROS == 10 && IND_NEGATIVES == 11, "unroll
       c10 = _mm512_mask_sub_epi32(c10, (__mmask16)~nonzero, c10, minus_one);                       \
       c11 = _mm512_mask_sub_epi32(c11, _mm512_cmplt_epi32_mask(key, minus_one), c11, minus_one);   \
       FOR_TH(CNT_BUMP)                                                                             \
-      HIST;                                                                                        \
+      if (!PAIRS) {                                                                                \
+        hist_exponents8(sub, (const float *)(const void *)(p + i));                                \
+        hist_exponents8(sub, (const float *)(const void *)(p + i + 8));                            \
+        continue;                                                                                  \
+      }                                                                                            \
+      /* Exponent codes; zeros (exponent 0 < base) land outside the window. */                     \
+      __m512i e = _mm512_srli_epi32(a, 23);                                                        \
+      __m512i rel = _mm512_sub_epi32(e, base);                                                     \
+      __mmask16 in = _mm512_cmplt_epu32_mask(rel, none);                                           \
+      __m512i code = _mm512_mask_mov_epi32(none, in, rel);                                         \
+      __mmask16 out = (__mmask16)(nonzero & ~in);                                                  \
+      _mm512_storeu_si512(esc + nesc, _mm512_maskz_compress_epi32(out, e));                        \
+      nesc += (unsigned)__builtin_popcount(out);                                                   \
+      /* 64-bit lane = code(even) | code(odd) << 32 -> code(even) | code(odd) << 6 */              \
+      __m128i idx = _mm512_cvtepi64_epi16(_mm512_or_si512(code, _mm512_srli_epi64(code, 26)));     \
+      uint64_t lo = (uint64_t)_mm_cvtsi128_si64(idx),                                              \
+               hi = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(idx, idx));                     \
+      b0[lo & 0xffff]++;                                                                           \
+      b1[(lo >> 16) & 0xffff]++;                                                                   \
+      b2[(lo >> 32) & 0xffff]++;                                                                   \
+      b3[lo >> 48]++;                                                                              \
+      b0[hi & 0xffff]++;                                                                           \
+      b1[(hi >> 16) & 0xffff]++;                                                                   \
+      b2[(hi >> 32) & 0xffff]++;                                                                   \
+      b3[hi >> 48]++;                                                                              \
     }                                                                                              \
     FOR_IND(CNT_STORE)                                                                             \
     _mm512_storeu_si512(F->key_min, kmin);                                                         \
     _mm512_storeu_si512(F->key_max, kmax);                                                         \
     _mm512_storeu_si512(F->abs_min_m1, aminm1);                                                    \
     F->vectors += (i - start) / 16;                                                                \
+    if (PAIRS) {                                                                                   \
+      P->pending += (i - start) / 16;                                                              \
+      for (uint64_t k = 0; k < nesc; k++)                                                          \
+        P->exp[esc[k]]++;                                                                          \
+      F->recent_escapes = nesc;                                                                    \
+    }                                                                                              \
     return i;                                                                                      \
   }
 
@@ -738,10 +867,9 @@ _Static_assert(TH_COUNT == 10 && IND_ZEROS == 10 && IND_NEGATIVES == 11, "unroll
 #define LOAD_BF16(q)                                                                               \
   _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(q))), 16)
 
-F32_KERNEL(f32_kernel, float, LOAD_F32, hist_exponents8(sub, p + i);
-           hist_exponents8(sub, p + i + 8))
-F32_KERNEL(f16_kernel, uint16_t, LOAD_F16, hist_exponent_bytes(sub, a))
-F32_KERNEL(bf16_kernel, uint16_t, LOAD_BF16, hist_exponent_bytes(sub, a))
+F32_KERNEL(f32_kernel, float, LOAD_F32, 0)
+F32_KERNEL(f16_kernel, uint16_t, LOAD_F16, 1)
+F32_KERNEL(bf16_kernel, uint16_t, LOAD_BF16, 1)
 
 #undef TH_REG
 #undef CNT_LOAD
@@ -754,9 +882,12 @@ F32_KERNEL(bf16_kernel, uint16_t, LOAD_BF16, hist_exponent_bytes(sub, a))
  * by value through acc_value(), and the lane counters are folded in time. */
 #define F32_DRIVER(NAME, KERNEL, T, DECODE)                                                        \
   static void NAME(mp_stats *s, const src_info *I, f32_fast *F, const T *p, uint64_t n) {          \
+    pair_state *P = F->pairs;                                                                      \
     uint64_t i = 0;                                                                                \
     while (i + 16 <= n) {                                                                          \
-      uint64_t j = KERNEL(F, p, i, n);                                                             \
+      uint64_t j = KERNEL(F, P, p, i, n);                                                          \
+      if (P && F->recent_escapes * 16 > j - i) pair_rebase(F, top_exponent(F));                    \
+      if (P && P->pending >= PAIR_FOLD_VECTORS) pair_fold(F);                                      \
       if (F->vectors >= F32_FOLD_EVERY - KERNEL_VECTORS) f32_fast_fold(s, F);                      \
       if (j == i) {                                                                                \
         for (int l = 0; l < 16; l++)                                                               \
@@ -858,11 +989,22 @@ static void scan_run(scanner *S, const void *p, uint64_t n) {
 #define PATTERN16_MIN_ELEMENTS (1u << 18)
 
 #ifdef MP_HAVE_X86
-static void start_f32_fast(scanner *S, bool wide) {
+static void start_f32_fast(scanner *S, bool wide, bool pairs) {
   S->f32 = malloc(sizeof(f32_fast));
   if (!S->f32) return;
   f32_fast_init(S->f32, wide ? 16 : 8);
-  if (!S->f32->ok) {
+  if (pairs && S->f32->ok) {
+    /* The escape buffer needs no clearing; banks and counts do. */
+    pair_state *P = malloc(sizeof *P);
+    if (P) {
+      memset(P->bank, 0, sizeof P->bank);
+      memset(P->exp, 0, sizeof P->exp);
+      P->pending = 0;
+      P->base = WINDOW_BASE_START;
+    }
+    S->f32->pairs = P;
+  }
+  if (!S->f32->ok || (pairs && !S->f32->pairs)) {
     free(S->f32);
     S->f32 = NULL;
     return;
@@ -886,7 +1028,7 @@ static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
 #ifdef MP_HAVE_X86
     if ((cpu_has_avx2() || cpu_has_avx512()) && total >= 8) {
       bool wide = cpu_has_avx512() && impl != MP_SCAN_AVX2;
-      start_f32_fast(S, wide);
+      start_f32_fast(S, wide, false);
     }
 #endif
     break;
@@ -895,7 +1037,7 @@ static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
 #ifdef MP_HAVE_X86
     /* With AVX-512, 16-bit sources are widened to fp32 in registers. */
     if (cpu_has_avx512() && impl != MP_SCAN_AVX2 && total >= 16) {
-      start_f32_fast(S, true);
+      start_f32_fast(S, true, true);
       if (S->kind != RUN_PORTABLE) break;
     }
 #endif
@@ -923,6 +1065,7 @@ static void finish(scanner *S) {
   case RUN_F32_AVX2:
   case RUN_F32_AVX512:
     f32_fast_finish(S->s, S->f32);
+    free(S->f32->pairs);
     free(S->f32);
     break;
 #endif
