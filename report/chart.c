@@ -6,8 +6,9 @@
  * half of each bin (blue), gradients in the right half (red). Behind the bars
  * the fp16 range is shaded (normal darker, subnormal lighter); under the axis,
  * one strip per format shows its representable binades (fp16, bf16,
- * fp8_e4m3, fp8_e5m2). Above the plot, a red band marks the gradient binades
- * that fp16 holds at the layer's loss scale. */
+ * fp8_e4m3, fp8_e5m2). Above the plot, the loss-scale window: a light red band
+ * over the gradient binades fp16 holds at some scale of the window, a dark one
+ * over those it holds at the chosen scale. */
 #include <math.h>
 #include <png.h>
 #include <setjmp.h>
@@ -40,7 +41,8 @@ typedef struct canvas {
 static const rgb WHITE = {255, 255, 255}, AXIS = {60, 60, 60}, FWD = {31, 119, 180},
                  GRAD = {214, 39, 40}, FP16_N = {205, 235, 205}, FP16_S = {228, 245, 228},
                  C_FP16 = {80, 170, 80}, C_BF16 = {90, 120, 200}, C_E4M3 = {240, 150, 40},
-                 C_E5M2 = {150, 90, 190}, BAND = {235, 120, 120}, GRID = {225, 225, 225};
+                 C_E5M2 = {150, 90, 190}, BAND = {235, 120, 120}, BAND_W = {248, 205, 205},
+                 GRID = {225, 225, 225};
 
 static void fill(canvas *c, int x0, int y0, int x1, int y1, rgb col) {
   if (x0 < 0) x0 = 0;
@@ -202,7 +204,10 @@ int mpprof_layer_chart_png(const mpprof_model *m, const mpprof_layer *l, unsigne
     if (e >= lo) fill(&c, xpos(&xm, e), TOP, xpos(&xm, e) + 1, AXIS_Y, GRID);
   if (l->adv.has_window) {
     int k = mpprof_chart_scale(m, l);
-    span(&c, &xm, f16->emin_sub - k, f16->emax - k, 2, TOP - 4, BAND);
+    /* light: binades fp16 holds at some scale of the window; dark: at the chosen one */
+    span(&c, &xm, f16->emin_sub - l->adv.window_hi, f16->emax - l->adv.window_lo, 2, TOP - 4,
+         BAND_W);
+    span(&c, &xm, f16->emin_sub - k, f16->emax - k, 4, TOP - 6, BAND);
   }
   double denom = log10(1 + maxc);
   for (int i = 0; i < nb; i++) {

@@ -342,7 +342,9 @@ static int charts(const mpprof_model *m, const size_t *order, const bool *charte
           "<span class=\"sw\" style=\"background:#f09628\"></span>fp8 e4m3 "
           "<span class=\"sw\" style=\"background:#965abe\"></span>fp8 e5m2 (unscaled). "
           "<span class=\"sw\" style=\"background:#eb7878\"></span>band above: the gradient "
-          "binades fp16 holds at the layer's loss scale.%s</p>\n",
+          "binades fp16 holds at the layer's loss scale "
+          "(<span class=\"sw\" style=\"background:#f8cdcd\"></span>lighter: at some scale of "
+          "its window).%s</p>\n",
           n < m->n_layers ? " Charts for the layers with the most GPU time or values only." : "");
   for (size_t r = 0; r < m->n_layers; r++) {
     size_t i = order[r];
