@@ -221,7 +221,9 @@ static bool get_u64(const cJSON *o, const char *key, uint64_t *ret) {
 static bool get_i64(const cJSON *o, const char *key, int64_t *ret) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   double d;
-  if (!v || !cJSON_IsNumber(v) || mpprof_json_get_double(v, &d) || !isfinite(d)) return false;
+  /* +-2^61: any time, id or size a raw file can hold; sums of two stay in range */
+  if (!v || !cJSON_IsNumber(v) || mpprof_json_get_double(v, &d) || !(fabs(d) <= 0x1p61))
+    return false;
   *ret = (int64_t)d;
   return true;
 }
@@ -364,15 +366,18 @@ static void parse_conv(const cJSON *o, mpprof_site *s) {
   if (!cJSON_IsObject(o)) return;
   static const char *const keys[] = {"n", "c", "h", "w", "k", "r", "s"};
   s->has_conv = true;
+  /* Implausible dimensions (negative, >= 2^24) count as unknown (0). */
   for (int i = 0; i < 7; i++)
-    if (!get_i64(o, keys[i], &s->conv[i])) s->conv[i] = 0;
+    if (!get_i64(o, keys[i], &s->conv[i]) || s->conv[i] < 0 || s->conv[i] >= (1 << 24))
+      s->conv[i] = 0;
   static const char *const pk[] = {"pad", "stride", "dilation"};
   int64_t *dst[] = {s->pad, s->stride, s->dil};
   for (int i = 0; i < 3; i++) {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, pk[i]);
     for (int j = 0; j < 2; j++) {
       const cJSON *v = cJSON_GetArrayItem(a, j);
-      dst[i][j] = cJSON_IsNumber(v) ? (int64_t)v->valuedouble : (i == 0 ? 0 : 1);
+      double d = cJSON_IsNumber(v) ? v->valuedouble : -1;
+      dst[i][j] = d >= 0 && d < (1 << 24) ? (int64_t)d : (i == 0 ? 0 : 1);
     }
   }
 }
@@ -472,8 +477,7 @@ static int process_from_header(const cJSON *h, const char *file, mpprof_process 
   p->incomplete = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, "incomplete"));
   get_i64(h, "ppid", &p->ppid);
   const cJSON *rank = cJSON_GetObjectItemCaseSensitive(h, "rank");
-  p->has_rank = cJSON_IsNumber(rank);
-  if (p->has_rank) p->rank = (int64_t)rank->valuedouble;
+  p->has_rank = cJSON_IsNumber(rank) && get_i64(h, "rank", &p->rank);
   get_i64(h, "start_ns", &p->start_ns);
   get_i64(h, "end_ns", &p->end_ns);
   if (!get_i64(h, "sample", &p->sample)) p->sample = 1;

@@ -41,18 +41,26 @@ static void eligibility(mpprof_site *s) {
   if (q.c == MP_DTYPE_INVALID) q.c = q.d;
   if (s->has_conv) {
     /* The implicit GEMM of the convolution. */
-    int64_t n = s->conv[0], c = s->conv[1], h = s->conv[2], w = s->conv[3], k = s->conv[4],
-            r = s->conv[5], sx = s->conv[6];
-    int64_t p = s->stride[0] ? (h + 2 * s->pad[0] - s->dil[0] * (r - 1) - 1) / s->stride[0] + 1 : 0;
-    int64_t qq =
-        s->stride[1] ? (w + 2 * s->pad[1] - s->dil[1] * (sx - 1) - 1) / s->stride[1] + 1 : 0;
-    uint64_t npq = (uint64_t)(n * p * qq), crs = (uint64_t)(c * r * sx);
+    /* Unsigned: dimensions come from a file; a product that wraps is nonsense, not UB. */
+    uint64_t n = (uint64_t)s->conv[0], c = (uint64_t)s->conv[1], h = (uint64_t)s->conv[2],
+             w = (uint64_t)s->conv[3], k = (uint64_t)s->conv[4], r = (uint64_t)s->conv[5],
+             sx = (uint64_t)s->conv[6];
+    int64_t pe =
+        s->stride[0]
+            ? (s->conv[2] + 2 * s->pad[0] - s->dil[0] * (s->conv[5] - 1) - 1) / s->stride[0] + 1
+            : 0;
+    int64_t qe =
+        s->stride[1]
+            ? (s->conv[3] + 2 * s->pad[1] - s->dil[1] * (s->conv[6] - 1) - 1) / s->stride[1] + 1
+            : 0;
+    uint64_t p = pe > 0 ? (uint64_t)pe : 0, qq = qe > 0 ? (uint64_t)qe : 0;
+    uint64_t npq = n * p * qq, crs = c * r * sx;
     if (!strcmp(s->op, "conv_bwd_data"))
-      q.m = (uint64_t)(n * h * w), q.n = (uint64_t)c, q.k = (uint64_t)(k * r * sx);
+      q.m = n * h * w, q.n = c, q.k = k * r * sx;
     else if (!strcmp(s->op, "conv_bwd_filter"))
-      q.m = (uint64_t)k, q.n = crs, q.k = npq;
+      q.m = k, q.n = crs, q.k = npq;
     else
-      q.m = npq, q.n = (uint64_t)k, q.k = crs;
+      q.m = npq, q.n = k, q.k = crs;
   } else {
     q.m = s->m, q.n = s->n, q.k = s->k;
     q.lda = s->lda, q.ldb = s->ldb, q.ldc = s->ldc;
