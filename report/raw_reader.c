@@ -284,7 +284,7 @@ static int parse_counts(const cJSON *o, mpprof_count **ret, size_t *ret_n, const
   }
   for (const cJSON *c = o->child; c; c = c->next) {
     double d;
-    if (!cJSON_IsNumber(c) || mpprof_json_get_double(c, &d) || !(d >= 0)) {
+    if (!cJSON_IsNumber(c) || mpprof_json_get_double(c, &d) || !(d >= 0 && d <= 1.8e19)) {
       snprintf(err, errlen, "%s.%s: not a count", what, c->string);
       return -1;
     }
