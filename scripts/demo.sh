@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The demo (interim, until the profiler runs programs): installs what is
-# missing, builds build/, writes three generated tensors -- a well-behaved
-# activation, a gradient that underflows FP16 but fits with a loss scale, and a
-# tensor that overflows FP16 -- and runs `mpprof inspect` on them, printing the
-# summary and verdict of each. Set MPPROF_DEMO_DIR to keep the tensors somewhere.
+# The demo: the product's main job as it stands. Installs what is missing,
+# builds build/, then profiles samples/mlp_train with mpprof -- on the GPU
+# when one is present, otherwise on simcuda (the CPU stand-in of the CUDA
+# libraries), saying which -- and ends with where the HTML report is.
+# MPPROF_DEMO_DIR=DIR keeps the output somewhere else than a fresh temp dir.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 source scripts/setup.sh
@@ -11,20 +11,24 @@ source scripts/setup.sh
 mpprof_install_packages "${MPPROF_PACKAGES[@]}" || exit 1
 mpprof_build build || exit 1
 
-out=${MPPROF_DEMO_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/mpprof-demo-XXXXXX")}
-mkdir -p "$out" || exit 1
-build/tests/inspect/gen_tensors "$out" >/dev/null || exit 1
-tensors=("$out/activation.npy" "$out/grad_underflow.npy" "$out/overflow.npy")
+out=${MPPROF_DEMO_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/mpprof-demo-XXXXXX")/out}
 
-echo "== mpprof inspect on generated tensors (in $out)"
-echo
-build/mpprof inspect "${tensors[@]}" || exit 1
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  echo "== running on the GPU: $(nvidia-smi -L | head -n 1)"
+else
+  echo "== no GPU here: running on simcuda, the CPU stand-in of the CUDA libraries (build/tests/simcuda)"
+  export LD_LIBRARY_PATH="$PWD/build/tests/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 
+echo "== mpprof -o $out build/samples/mlp_train"
 echo
-echo "== verdicts"
-for t in "${tensors[@]}"; do
-  rec=$(build/mpprof inspect "$t" | sed -n 's/^  recommended *//p')
-  printf '  %-20s %s\n' "$(basename "$t")" "$rec"
-done
+build/mpprof -o "$out" --force build/samples/mlp_train
+rc=$?
 echo
-echo "Machine-readable: build/mpprof inspect --json FILE (one mpprof.tensor/1 object per line)."
+if ((rc != 0)) || [[ ! -f $out/report.html ]]; then
+  echo "demo: mpprof exited with status $rc" >&2
+  exit 1
+fi
+echo "== tensors saved to disk work without a GPU too: build/mpprof inspect FILE.npy"
+echo "== the HTML report: $out/report.html"
+echo "   (also $out/report.json, layers.csv, trace.json; raw files in $out/raw/)"
