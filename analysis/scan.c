@@ -830,7 +830,7 @@ _Static_assert(TH_COUNT == 10 && IND_ZEROS == 10 && IND_NEGATIVES == 11, "unroll
       FOR_TH(CNT_BUMP)                                                                             \
       if (!PAIRS) {                                                                                \
         hist_exponents8(sub, (const float *)(const void *)(p + i));                                \
-        hist_exponents8(sub, (const float *)(const void *)(p + i + 8));                            \
+        hist_exponents8(sub + 8, (const float *)(const void *)(p + i + 8));                        \
         continue;                                                                                  \
       }                                                                                            \
       /* Exponent codes; zeros (exponent 0 < base) land outside the window. */                     \
