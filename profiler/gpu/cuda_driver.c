@@ -32,20 +32,21 @@ static void on_fork_child(void) {
 
 /* One symbol: the driver's lookup first (it knows the _v2/_ptsz variants),
  * dlsym of the plain name as a fallback (stand-ins, very old drivers). */
-static void *resolve(void *lib, get_proc_v2_fn gp2, get_proc_v1_fn gp1, const char *name) {
+static void *resolve(void *lib, get_proc_v2_fn gp2, get_proc_v1_fn gp1, const char *name,
+                     int version) {
   void *fn = NULL;
   if (gp2) {
     CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-    if (gp2(name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &st) == CUDA_SUCCESS &&
-        st == CU_GET_PROC_ADDRESS_SUCCESS && fn)
+    if (gp2(name, &fn, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &st) == CUDA_SUCCESS &&
+        st == CU_GET_PROC_ADDRESS_SUCCESS)
       return fn;
-    fn = NULL;
-  } else if (gp1) {
-    if (gp1(name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_LEGACY_STREAM) == CUDA_SUCCESS && fn)
-      return fn;
-    fn = NULL;
+    return NULL; /* never dlsym then: the plain name may be an older ABI */
   }
-  return dlsym(lib, name);
+  if (gp1) {
+    if (gp1(name, &fn, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM) == CUDA_SUCCESS) return fn;
+    return NULL;
+  }
+  return dlsym(lib, name); /* stand-ins without cuGetProcAddress */
 }
 
 static void driver_init(void) {
@@ -54,8 +55,8 @@ static void driver_init(void) {
   if (!lib) return;
   get_proc_v2_fn gp2 = (get_proc_v2_fn)dlsym(lib, "cuGetProcAddress_v2");
   get_proc_v1_fn gp1 = gp2 ? NULL : (get_proc_v1_fn)dlsym(lib, "cuGetProcAddress");
-#define MPP_CU_RESOLVE(sym, member, ret, params)                                                   \
-  *(void **)&g_api.member = resolve(lib, gp2, gp1, #sym);
+#define MPP_CU_RESOLVE(sym, member, version, ret, params)                                          \
+  *(void **)&g_api.member = resolve(lib, gp2, gp1, #sym, version);
   MPP_CU_FUNCS(MPP_CU_RESOLVE)
 #undef MPP_CU_RESOLVE
   /* The library stays loaded for the life of the process (the app uses it too). */

@@ -9,53 +9,60 @@
 
 #include <cuda.h>
 
-/* X(name used with cuGetProcAddress, member, return, parameters) */
+/* X(name used with cuGetProcAddress, member, ABI version, return, parameters).
+ * The version is the one whose signature the parameters spell: asking
+ * cuGetProcAddress for CUDA_VERSION would hand out newer ABIs with other
+ * parameters (CUDA 13: cuCtxGetDevice and cuCtxSynchronize take a context,
+ * cuStreamGetCtx since 12.5 a green context). See cudaTypedefs.h PFN_*_vNNNN. */
 #define MPP_CU_FUNCS(X)                                                                            \
-  X(cuInit, init, CUresult, (unsigned))                                                            \
-  X(cuDriverGetVersion, driver_version, CUresult, (int *))                                         \
-  X(cuGetErrorName, error_name, CUresult, (CUresult, const char **))                               \
-  X(cuDeviceGet, device_get, CUresult, (CUdevice *, int))                                          \
-  X(cuDeviceGetName, device_name, CUresult, (char *, int, CUdevice))                               \
-  X(cuDeviceGetAttribute, device_attr, CUresult, (int *, CUdevice_attribute, CUdevice))            \
-  X(cuCtxGetCurrent, ctx_current, CUresult, (CUcontext *))                                         \
-  X(cuCtxSetCurrent, ctx_set_current, CUresult, (CUcontext))                                       \
-  X(cuCtxGetDevice, ctx_device, CUresult, (CUdevice *))                                            \
-  X(cuCtxPushCurrent, ctx_push, CUresult, (CUcontext))                                             \
-  X(cuCtxPopCurrent, ctx_pop, CUresult, (CUcontext *))                                             \
-  X(cuPointerGetAttribute, ptr_attr, CUresult, (void *, CUpointer_attribute, CUdeviceptr))         \
-  X(cuPointerGetAttributes, ptr_attrs, CUresult,                                                   \
+  X(cuInit, init, 2000, CUresult, (unsigned))                                                      \
+  X(cuDriverGetVersion, driver_version, 2020, CUresult, (int *))                                   \
+  X(cuGetErrorName, error_name, 6000, CUresult, (CUresult, const char **))                         \
+  X(cuDeviceGet, device_get, 2000, CUresult, (CUdevice *, int))                                    \
+  X(cuDeviceGetName, device_name, 2000, CUresult, (char *, int, CUdevice))                         \
+  X(cuDeviceGetAttribute, device_attr, 2000, CUresult, (int *, CUdevice_attribute, CUdevice))      \
+  X(cuCtxGetCurrent, ctx_current, 4000, CUresult, (CUcontext *))                                   \
+  X(cuCtxSetCurrent, ctx_set_current, 4000, CUresult, (CUcontext))                                 \
+  X(cuCtxGetDevice, ctx_device, 2000, CUresult, (CUdevice *))                                      \
+  X(cuCtxPushCurrent, ctx_push, 4000, CUresult, (CUcontext))                                       \
+  X(cuCtxPopCurrent, ctx_pop, 4000, CUresult, (CUcontext *))                                       \
+  X(cuPointerGetAttribute, ptr_attr, 4000, CUresult, (void *, CUpointer_attribute, CUdeviceptr))   \
+  X(cuPointerGetAttributes, ptr_attrs, 7000, CUresult,                                             \
     (unsigned, CUpointer_attribute *, void **, CUdeviceptr))                                       \
-  X(cuStreamIsCapturing, stream_is_capturing, CUresult, (CUstream, CUstreamCaptureStatus *))       \
-  X(cuStreamGetCtx, stream_ctx, CUresult, (CUstream, CUcontext *))                                 \
-  X(cuLibraryLoadData, library_load, CUresult,                                                     \
+  X(cuStreamIsCapturing, stream_is_capturing, 10000, CUresult,                                     \
+    (CUstream, CUstreamCaptureStatus *))                                                           \
+  X(cuStreamGetCtx, stream_ctx, 9020, CUresult, (CUstream, CUcontext *))                           \
+  X(cuLibraryLoadData, library_load, 12000, CUresult,                                              \
     (CUlibrary *, const void *, CUjit_option *, void **, unsigned, CUlibraryOption *, void **,     \
      unsigned))                                                                                    \
-  X(cuLibraryGetKernel, library_kernel, CUresult, (CUkernel *, CUlibrary, const char *))           \
-  X(cuModuleLoadData, module_load, CUresult, (CUmodule *, const void *))                           \
-  X(cuModuleGetFunction, module_function, CUresult, (CUfunction *, CUmodule, const char *))        \
-  X(cuLaunchKernel, launch, CUresult,                                                              \
+  X(cuLibraryGetKernel, library_kernel, 12000, CUresult, (CUkernel *, CUlibrary, const char *))    \
+  X(cuModuleLoadData, module_load, 2000, CUresult, (CUmodule *, const void *))                     \
+  X(cuModuleGetFunction, module_function, 2000, CUresult, (CUfunction *, CUmodule, const char *))  \
+  X(cuLaunchKernel, launch, 4000, CUresult,                                                        \
     (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,   \
      void **, void **))                                                                            \
-  X(cuMemAllocHost, mem_alloc_host, CUresult, (void **, size_t))                                   \
-  X(cuMemFreeHost, mem_free_host, CUresult, (void *))                                              \
-  X(cuMemAlloc, mem_alloc, CUresult, (CUdeviceptr *, size_t))                                      \
-  X(cuMemFree, mem_free, CUresult, (CUdeviceptr))                                                  \
-  X(cuMemsetD8Async, memset_d8_async, CUresult, (CUdeviceptr, unsigned char, size_t, CUstream))    \
-  X(cuMemcpyDtoHAsync, memcpy_dtoh_async, CUresult, (void *, CUdeviceptr, size_t, CUstream))       \
-  X(cuEventCreate, event_create, CUresult, (CUevent *, unsigned))                                  \
-  X(cuEventRecord, event_record, CUresult, (CUevent, CUstream))                                    \
-  X(cuEventQuery, event_query, CUresult, (CUevent))                                                \
-  X(cuEventSynchronize, event_sync, CUresult, (CUevent))                                           \
-  X(cuEventDestroy, event_destroy, CUresult, (CUevent))                                            \
-  X(cuEventElapsedTime, event_elapsed, CUresult, (float *, CUevent, CUevent))                      \
+  X(cuMemAllocHost, mem_alloc_host, 3020, CUresult, (void **, size_t))                             \
+  X(cuMemFreeHost, mem_free_host, 2000, CUresult, (void *))                                        \
+  X(cuMemAlloc, mem_alloc, 3020, CUresult, (CUdeviceptr *, size_t))                                \
+  X(cuMemFree, mem_free, 3020, CUresult, (CUdeviceptr))                                            \
+  X(cuMemsetD8Async, memset_d8_async, 3020, CUresult,                                              \
+    (CUdeviceptr, unsigned char, size_t, CUstream))                                                \
+  X(cuMemcpyDtoHAsync, memcpy_dtoh_async, 3020, CUresult, (void *, CUdeviceptr, size_t, CUstream)) \
+  X(cuEventCreate, event_create, 2000, CUresult, (CUevent *, unsigned))                            \
+  X(cuEventRecord, event_record, 2000, CUresult, (CUevent, CUstream))                              \
+  X(cuEventQuery, event_query, 2000, CUresult, (CUevent))                                          \
+  X(cuEventSynchronize, event_sync, 2000, CUresult, (CUevent))                                     \
+  X(cuEventDestroy, event_destroy, 4000, CUresult, (CUevent))                                      \
+  X(cuEventElapsedTime, event_elapsed, 2000, CUresult, (float *, CUevent, CUevent))                \
   /* used by the standalone checks (tests/gpu/devscan_check.c), not by hooks */                    \
-  X(cuDevicePrimaryCtxRetain, primary_ctx_retain, CUresult, (CUcontext *, CUdevice))               \
-  X(cuMemcpyHtoD, memcpy_htod, CUresult, (CUdeviceptr, const void *, size_t))                      \
-  X(cuMemcpyDtoDAsync, memcpy_dtod_async, CUresult, (CUdeviceptr, CUdeviceptr, size_t, CUstream))  \
-  X(cuCtxSynchronize, ctx_sync, CUresult, (void))
+  X(cuDevicePrimaryCtxRetain, primary_ctx_retain, 7000, CUresult, (CUcontext *, CUdevice))         \
+  X(cuMemcpyHtoD, memcpy_htod, 3020, CUresult, (CUdeviceptr, const void *, size_t))                \
+  X(cuMemcpyDtoDAsync, memcpy_dtod_async, 3020, CUresult,                                          \
+    (CUdeviceptr, CUdeviceptr, size_t, CUstream))                                                  \
+  X(cuCtxSynchronize, ctx_sync, 2000, CUresult, (void))
 
 typedef struct mpp_cu_api {
-#define MPP_CU_MEMBER(sym, member, ret, params) ret(CUDAAPI *member) params;
+#define MPP_CU_MEMBER(sym, member, version, ret, params) ret(CUDAAPI *member) params;
   MPP_CU_FUNCS(MPP_CU_MEMBER)
 #undef MPP_CU_MEMBER
 } mpp_cu_api;

@@ -105,6 +105,13 @@ static void full_ring_says_ebusy_and_recovers(void **state) {
   free(c);
 }
 
+static void driver_entry_points_are_asked_for_the_abi_they_are_called_with(void **state) {
+  (void)state;
+  assert_true(mpp_cuda_available());
+  int (*abi_errors)(void) = (int (*)(void))fake("fakecuda_abi_errors");
+  assert_int_equal(abi_errors(), 0);
+}
+
 static void bad_views_are_refused(void **state) {
   (void)state;
   uint16_t h[4] = {0};
@@ -121,6 +128,7 @@ int main(void) {
       cmocka_unit_test(poller_delivers_without_a_drain),
       cmocka_unit_test(full_ring_says_ebusy_and_recovers),
       cmocka_unit_test(bad_views_are_refused),
+      cmocka_unit_test(driver_entry_points_are_asked_for_the_abi_they_are_called_with),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -177,8 +177,21 @@ static const struct {
     {"cuEventQuery", (void *)f_event_query},
 };
 
-API CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int, cuuint64_t,
+/* Entry points whose signature changed: asking for the new ABI while calling
+ * with the old parameters is a bug in the caller (counted for the test). */
+static std::atomic<int> g_abi_errors;
+API int fakecuda_abi_errors(void) {
+  return g_abi_errors;
+}
+
+API CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t,
                                          CUdriverProcAddressQueryResult *status) {
+  static const struct {
+    const char *name;
+    int changed_in;
+  } changed[] = {{"cuCtxGetDevice", 13000}, {"cuCtxSynchronize", 13000}, {"cuStreamGetCtx", 12050}};
+  for (const auto &c : changed)
+    if (!strcmp(c.name, symbol) && version >= c.changed_in) g_abi_errors++;
   for (const auto &a : k_api)
     if (!strcmp(a.name, symbol)) {
       *pfn = a.fn;
