@@ -360,14 +360,14 @@ static int sev_rank(const char *s) {
 
 static int finding_cmp(const void *a, const void *b) {
   const mpprof_finding *x = a, *y = b;
-  /* Problems first, each group by impact; "info" (options, notes) after. */
-  bool ix = !strcmp(x->severity, "info"), iy = !strcmp(y->severity, "info");
-  if (ix != iy) return ix ? 1 : -1;
+  /* Severity first (a value that overflows fp16 breaks training; a missed
+   * Tensor Core only slows it), then impact within a severity; "info"
+   * (options, notes) last. */
+  int c = sev_rank(x->severity) - sev_rank(y->severity);
+  if (c) return c;
   if (x->impact_gpu_ns != y->impact_gpu_ns) return x->impact_gpu_ns > y->impact_gpu_ns ? -1 : 1;
   if (x->impact_elements != y->impact_elements)
     return x->impact_elements > y->impact_elements ? -1 : 1;
-  int c = sev_rank(x->severity) - sev_rank(y->severity);
-  if (c) return c;
   c = strcmp(x->layer ? x->layer : "", y->layer ? y->layer : "");
   return c ? c : strcmp(x->kind, y->kind);
 }

@@ -361,7 +361,7 @@ int mpprof_cmd_run(int argc, char **argv) {
   int status = run_child(&o, lib, out_abs, &started);
   if (!started) return status;
 
-  mpprof_report_options ro = {.out_dir = out_abs, .program = o.argv[0], .summary = stderr};
+  mpprof_report_options ro = {.out_dir = out_abs, .program = NULL, .summary = stderr};
   if (mpprof_report_generate(&ro) != 0)
     fprintf(stderr, "mpprof: the report of %s was not written; raw files are in %s/raw\n",
             o.argv[0], out_abs);
