@@ -5,7 +5,10 @@
  * It is also the hub between the library stand-ins and simcuda's CUPTI:
  * simcuda_kernel_start/finish time a "kernel" and hand it to the sink
  * libcupti.so.13 attached. Anything else is refused: not exported, or
- * CUDA_ERROR_NOT_SUPPORTED / CUDA_ERROR_NOT_FOUND through cuGetProcAddress. */
+ * CUDA_ERROR_NOT_SUPPORTED / CUDA_ERROR_NOT_FOUND through cuGetProcAddress.
+ * Stream capture is state only: a capturing stream reports ACTIVE, but its
+ * work still runs when issued, and the graph EndCapture returns cannot be
+ * instantiated or launched (CUDA_ERROR_NOT_SUPPORTED). */
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -33,11 +36,28 @@ struct CUstream_st {
   uint32_t id;
   unsigned flags;
   int priority;
+  /* Capture state. status is atomic because a profiler may ask from another
+   * thread; the rest is only touched by Begin/End on the capturing side. */
+  _Atomic int capture_status; /* CUstreamCaptureStatus */
+  CUstreamCaptureMode capture_mode;
+  const void *capture_thread; /* &sim_thread_token of the thread that began it */
+  struct CUgraph_st *capture_graph;
+};
+
+/* A graph is only a record of one capture sequence: simcuda ran the work
+ * when it was issued, so there are no nodes to replay. */
+enum { SIM_GRAPH_MAGIC = 0x47524150u };
+struct CUgraph_st {
+  uint32_t magic;
+  int capturing; /* still attached to its stream's capture */
+  cuuint64_t capture_id;
 };
 
 static atomic_int sim_initialized;
 static atomic_uint sim_next_stream_id = SIM_FIRST_STREAM_ID;
 static _Thread_local CUcontext sim_current_ctx; /* NULL until cuCtxSetCurrent / a retain */
+static _Thread_local char sim_thread_token;     /* its address names the calling thread */
+static atomic_ullong sim_next_capture_id = 1;
 
 static int sim_is_default_stream(CUstream s) {
   return s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
@@ -361,6 +381,7 @@ SIM_API CUresult cuStreamDestroy(CUstream s) {
   SIM_REQUIRE_INIT();
   if (sim_is_default_stream(s) || s->magic != SIM_STREAM_MAGIC) return CUDA_ERROR_INVALID_HANDLE;
   s->magic = 0;
+  free(s->capture_graph); /* a capture that was never ended: its graph is gone too */
   free(s);
   return CUDA_SUCCESS;
 }
@@ -403,12 +424,140 @@ SIM_API CUresult cuStreamGetId(CUstream s, unsigned long long *id) {
   return CUDA_SUCCESS;
 }
 
-/* simcuda has no graphs, so a stream is never capturing. */
+/* ---- Stream capture (state only; see the top of the file) ---- */
+
+/* The default stream aliases have no state of their own here; capturing
+ * the legacy stream is refused by CUDA too. */
+SIM_API CUresult cuStreamBeginCapture(CUstream s, CUstreamCaptureMode mode) {
+  SIM_CHECK_STREAM(s);
+  if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+      mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (sim_is_default_stream(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (atomic_load(&s->capture_status) != CU_STREAM_CAPTURE_STATUS_NONE)
+    return CUDA_ERROR_ILLEGAL_STATE;
+  struct CUgraph_st *g = calloc(1, sizeof(*g));
+  if (g == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  g->magic = SIM_GRAPH_MAGIC;
+  g->capturing = 1;
+  g->capture_id = atomic_fetch_add(&sim_next_capture_id, 1);
+  s->capture_graph = g;
+  s->capture_mode = mode;
+  s->capture_thread = &sim_thread_token;
+  atomic_store(&s->capture_status, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuStreamEndCapture(CUstream s, CUgraph *phGraph) {
+  SIM_CHECK_STREAM(s);
+  if (phGraph == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (sim_is_default_stream(s) || atomic_load(&s->capture_status) == CU_STREAM_CAPTURE_STATUS_NONE)
+    return CUDA_ERROR_ILLEGAL_STATE;
+  if (s->capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED && s->capture_thread != &sim_thread_token)
+    return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+  struct CUgraph_st *g = s->capture_graph;
+  g->capturing = 0;
+  s->capture_graph = NULL;
+  atomic_store(&s->capture_status, CU_STREAM_CAPTURE_STATUS_NONE);
+  *phGraph = g;
+  return CUDA_SUCCESS;
+}
+
 SIM_API CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status) {
   SIM_CHECK_STREAM(s);
   if (status == NULL) return CUDA_ERROR_INVALID_VALUE;
-  *status = CU_STREAM_CAPTURE_STATUS_NONE;
+  *status = sim_is_default_stream(s) ? CU_STREAM_CAPTURE_STATUS_NONE
+                                     : (CUstreamCaptureStatus)atomic_load(&s->capture_status);
   return CUDA_SUCCESS;
+}
+
+/* All three ABIs of cuStreamGetCaptureInfo. The graph under construction is
+ * reported, with no dependency nodes (simcuda records none). */
+SIM_API CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus *status,
+                                           cuuint64_t *id, CUgraph *graph, const CUgraphNode **deps,
+                                           const CUgraphEdgeData **edges, size_t *ndeps) {
+  CUresult r = cuStreamIsCapturing(s, status);
+  if (r != CUDA_SUCCESS) return r;
+  int active = *status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  if (id != NULL && active) *id = s->capture_graph->capture_id;
+  if (graph != NULL) *graph = active ? s->capture_graph : NULL;
+  if (deps != NULL) *deps = NULL;
+  if (edges != NULL) *edges = NULL;
+  if (ndeps != NULL) *ndeps = 0;
+  return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuStreamGetCaptureInfo_v2(CUstream s, CUstreamCaptureStatus *status,
+                                           cuuint64_t *id, CUgraph *graph, const CUgraphNode **deps,
+                                           size_t *ndeps) {
+  return cuStreamGetCaptureInfo_v3(s, status, id, graph, deps, NULL, ndeps);
+}
+
+/* Graphs hold no work, so there is nothing to instantiate or launch. */
+SIM_API CUresult cuGraphInstantiateWithFlags(CUgraphExec *phExec, CUgraph g,
+                                             unsigned long long flags) {
+  (void)flags;
+  SIM_REQUIRE_INIT();
+  if (phExec == NULL || g == NULL || g->magic != SIM_GRAPH_MAGIC) return CUDA_ERROR_INVALID_VALUE;
+  *phExec = NULL;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+SIM_API CUresult cuGraphInstantiateWithParams(CUgraphExec *phExec, CUgraph g,
+                                              CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
+  if (params == NULL) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = cuGraphInstantiateWithFlags(phExec, g, params->flags);
+  params->result_out = CUDA_GRAPH_INSTANTIATE_ERROR;
+  return r;
+}
+
+SIM_API CUresult cuGraphLaunch(CUgraphExec exec, CUstream s) {
+  (void)exec;
+  SIM_CHECK_STREAM(s);
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* No executable graph is ever created, so no handle is valid. */
+SIM_API CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  (void)exec;
+  SIM_REQUIRE_INIT();
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+SIM_API CUresult cuGraphDestroy(CUgraph g) {
+  SIM_REQUIRE_INIT();
+  if (g == NULL || g->magic != SIM_GRAPH_MAGIC || g->capturing) return CUDA_ERROR_INVALID_VALUE;
+  g->magic = 0;
+  free(g);
+  return CUDA_SUCCESS;
+}
+
+/* The pre-CUDA-10.1 ABIs, exported under their plain names as the real
+ * driver does (cuda.h maps those names to the newer entry points). */
+#undef cuStreamBeginCapture
+#undef cuStreamGetCaptureInfo
+#undef cuGraphInstantiate
+SIM_API CUresult cuStreamBeginCapture(CUstream s);
+SIM_API CUresult cuStreamBeginCapture(CUstream s) {
+  return cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+SIM_API CUresult cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id);
+SIM_API CUresult cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id) {
+  return cuStreamGetCaptureInfo_v3(s, status, id, NULL, NULL, NULL, NULL);
+}
+SIM_API CUresult cuGraphInstantiate(CUgraphExec *phExec, CUgraph g, CUgraphNode *errNode, char *log,
+                                    size_t logSize);
+SIM_API CUresult cuGraphInstantiate(CUgraphExec *phExec, CUgraph g, CUgraphNode *errNode, char *log,
+                                    size_t logSize) {
+  if (errNode != NULL) *errNode = NULL;
+  if (log != NULL && logSize > 0) log[0] = '\0';
+  return cuGraphInstantiateWithFlags(phExec, g, 0);
+}
+SIM_API CUresult cuGraphInstantiate_v2(CUgraphExec *phExec, CUgraph g, CUgraphNode *errNode,
+                                       char *log, size_t logSize);
+SIM_API CUresult cuGraphInstantiate_v2(CUgraphExec *phExec, CUgraph g, CUgraphNode *errNode,
+                                       char *log, size_t logSize) {
+  return cuGraphInstantiate(phExec, g, errNode, log, logSize);
 }
 
 /* ---- Error strings ---- */
@@ -427,6 +576,12 @@ static const struct {
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE",
+     "the operation cannot be performed in the present state"},
+    {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+     "operation not permitted when stream is capturing"},
+    {CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD",
+     "attempt to terminate a thread-local capture sequence from another thread"},
 };
 
 SIM_API CUresult cuGetErrorName(CUresult error, const char **str) {
@@ -489,10 +644,43 @@ static const struct {
     SIM_PROC("cuStreamGetCtx", cuStreamGetCtx, 9020),
     SIM_PROC("cuStreamGetId", cuStreamGetId, 12000),
     SIM_PROC("cuStreamIsCapturing", cuStreamIsCapturing, 10000),
+    SIM_PROC("cuStreamEndCapture", cuStreamEndCapture, 10000),
+    SIM_PROC("cuGraphInstantiateWithFlags", cuGraphInstantiateWithFlags, 11040),
+    SIM_PROC("cuGraphInstantiateWithParams", cuGraphInstantiateWithParams, 12000),
+    SIM_PROC("cuGraphLaunch", cuGraphLaunch, 10000),
+    SIM_PROC("cuGraphExecDestroy", cuGraphExecDestroy, 10000),
+    SIM_PROC("cuGraphDestroy", cuGraphDestroy, 10000),
     SIM_PROC("cuGetErrorName", cuGetErrorName, 6000),
     SIM_PROC("cuGetErrorString", cuGetErrorString, 6000),
 #undef SIM_PROC
 };
+
+/* Names whose ABI changed between versions: the newest ABI the caller's
+ * version knows (cudaTypedefs.h: PFN_cuStreamBeginCapture_v10000/_v10010,
+ * PFN_cuStreamGetCaptureInfo_v10010/_v11030/_v12030, PFN_cuGraphInstantiate
+ * _v10000/_v11000, then cuGraphInstantiateWithFlags from 12.0). */
+static void *sim_versioned_proc(const char *symbol, int v) {
+  if (strcmp(symbol, "cuStreamBeginCapture") == 0)
+    return v >= 10010   ? (void *)cuStreamBeginCapture_v2
+           : v >= 10000 ? (void *)cuStreamBeginCapture
+                        : NULL;
+  if (strcmp(symbol, "cuStreamGetCaptureInfo") == 0)
+    return v >= 12030   ? (void *)cuStreamGetCaptureInfo_v3
+           : v >= 11030 ? (void *)cuStreamGetCaptureInfo_v2
+           : v >= 10010 ? (void *)cuStreamGetCaptureInfo
+                        : NULL;
+  if (strcmp(symbol, "cuGraphInstantiate") == 0)
+    return v >= 12000   ? (void *)cuGraphInstantiateWithFlags
+           : v >= 11000 ? (void *)cuGraphInstantiate_v2
+           : v >= 10000 ? (void *)cuGraphInstantiate
+                        : NULL;
+  return NULL;
+}
+
+static int sim_is_versioned(const char *symbol) {
+  return strcmp(symbol, "cuStreamBeginCapture") == 0 ||
+         strcmp(symbol, "cuStreamGetCaptureInfo") == 0 || strcmp(symbol, "cuGraphInstantiate") == 0;
+}
 
 SIM_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cuda_version,
                                   cuuint64_t flags, CUdriverProcAddressQueryResult *status) {
@@ -505,6 +693,10 @@ SIM_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cuda_versi
   if (strcmp(symbol, "cuStreamGetCtx") == 0 && cuda_version >= 12050) {
     *pfn = (void *)cuStreamGetCtx_v2;
     result = CU_GET_PROC_ADDRESS_SUCCESS;
+  } else if (sim_is_versioned(symbol)) {
+    *pfn = sim_versioned_proc(symbol, cuda_version);
+    result =
+        *pfn != NULL ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
   } else {
     for (size_t i = 0; i < sizeof(sim_procs) / sizeof(sim_procs[0]); i++) {
       if (strcmp(sim_procs[i].name, symbol) != 0) continue;

@@ -3,7 +3,9 @@
  * behind a small header so cudaFree can refuse a pointer it did not hand
  * out), copies and memsets run at once on the calling thread, streams are
  * the driver's handles, events hold the host clock of their last record.
- * Errors are sticky per thread until cudaGetLastError, as in the real one. */
+ * Errors are sticky per thread until cudaGetLastError, as in the real one.
+ * Stream capture is the driver's state only: captured work still runs at
+ * once, and the graph cannot be instantiated (cudaErrorNotSupported). */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -50,6 +52,12 @@ static cudaError_t sim_from_cu(CUresult r) {
     return cudaErrorInvalidDevice;
   case CUDA_ERROR_NOT_SUPPORTED:
     return cudaErrorNotSupported;
+  case CUDA_ERROR_ILLEGAL_STATE:
+    return cudaErrorIllegalState;
+  case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
+    return cudaErrorStreamCaptureUnsupported;
+  case CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD:
+    return cudaErrorStreamCaptureWrongThread;
   default:
     return cudaErrorUnknown;
   }
@@ -312,9 +320,66 @@ SIM_API cudaError_t cudaStreamGetId(cudaStream_t s, unsigned long long *id) {
 SIM_API cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *status) {
   sim_init_driver();
   if (status == NULL) return sim_ret(cudaErrorInvalidValue);
-  if (!simcuda_stream_valid((CUstream)s)) return sim_ret(cudaErrorInvalidResourceHandle);
-  *status = cudaStreamCaptureStatusNone;
+  CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+  cudaError_t e = sim_from_cu(cuStreamIsCapturing((CUstream)s, &cs));
+  if (e == cudaSuccess) *status = (enum cudaStreamCaptureStatus)cs; /* same values */
+  return sim_ret(e);
+}
+
+/* ---- Stream capture and graphs (the driver's, which hold no work) ---- */
+
+SIM_API cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode) {
+  sim_init_driver();
+  return sim_ret(sim_from_cu(cuStreamBeginCapture((CUstream)s, (CUstreamCaptureMode)mode)));
+}
+
+SIM_API cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *graph) {
+  sim_init_driver();
+  return sim_ret(sim_from_cu(cuStreamEndCapture((CUstream)s, (CUgraph *)graph)));
+}
+
+SIM_API cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, enum cudaStreamCaptureStatus *status,
+                                             unsigned long long *id, cudaGraph_t *graph,
+                                             const cudaGraphNode_t **deps,
+                                             const cudaGraphEdgeData **edges, size_t *ndeps) {
+  sim_init_driver();
+  if (status == NULL) return sim_ret(cudaErrorInvalidValue);
+  CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t cid = 0;
+  /* cudaGraphEdgeData and CUgraphEdgeData have the same layout. */
+  cudaError_t e = sim_from_cu(cuStreamGetCaptureInfo((CUstream)s, &cs, &cid, (CUgraph *)graph,
+                                                     (const CUgraphNode **)deps,
+                                                     (const CUgraphEdgeData **)edges, ndeps));
+  if (e != cudaSuccess) return sim_ret(e);
+  *status = (enum cudaStreamCaptureStatus)cs;
+  if (id != NULL && cs == CU_STREAM_CAPTURE_STATUS_ACTIVE) *id = cid;
   return cudaSuccess;
+}
+
+SIM_API cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *exec, cudaGraph_t graph,
+                                                  unsigned long long flags) {
+  sim_init_driver();
+  return sim_ret(sim_from_cu(cuGraphInstantiateWithFlags((CUgraphExec *)exec, graph, flags)));
+}
+
+SIM_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
+                                         unsigned long long flags) {
+  return cudaGraphInstantiateWithFlags(exec, graph, flags);
+}
+
+SIM_API cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
+  sim_init_driver();
+  return sim_ret(sim_from_cu(cuGraphLaunch((CUgraphExec)exec, (CUstream)s)));
+}
+
+SIM_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  sim_init_driver();
+  return sim_ret(sim_from_cu(cuGraphExecDestroy((CUgraphExec)exec)));
+}
+
+SIM_API cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  sim_init_driver();
+  return sim_ret(sim_from_cu(cuGraphDestroy(graph)));
 }
 
 /* ---- Events ---- */
@@ -424,6 +489,12 @@ static const struct {
      "invalid copy direction for memcpy"},
     {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
     {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+    {cudaErrorIllegalState, "cudaErrorIllegalState",
+     "the operation cannot be performed in the present state"},
+    {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
+     "operation not permitted when stream is capturing"},
+    {cudaErrorStreamCaptureWrongThread, "cudaErrorStreamCaptureWrongThread",
+     "attempt to terminate a thread-local capture sequence from another thread"},
     {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
 };
 

@@ -1,0 +1,244 @@
+/* simcuda stream capture: Begin/End mark a stream as capturing (what a
+ * profiler reads with cuStreamIsCapturing before enqueuing its own work),
+ * work issued meanwhile still runs at once, and the graph EndCapture hands
+ * back is refused by instantiate and launch (simcuda cannot replay work).
+ * Also the cuGetProcAddress ABI versions of the capture entry points. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+static void begin_capture_marks_only_that_stream_active_until_end_capture(void **state) {
+  (void)state;
+  assert_int_equal(cuInit(0), CUDA_SUCCESS);
+  CUstream s, other;
+  assert_int_equal(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  assert_int_equal(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  assert_int_equal(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  assert_int_equal(cuStreamIsCapturing(s, &st), CUDA_SUCCESS);
+  assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  assert_int_equal(cuStreamIsCapturing(other, &st), CUDA_SUCCESS);
+  assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_NONE);
+  assert_int_equal(cuStreamIsCapturing(NULL, &st), CUDA_SUCCESS);
+  assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_NONE);
+
+  cuuint64_t id = 0;
+  CUgraph during = NULL, graph = NULL;
+  const CUgraphNode *deps = (const CUgraphNode *)&id;
+  size_t ndeps = 99;
+  assert_int_equal(cuStreamGetCaptureInfo(s, &st, &id, &during, &deps, NULL, &ndeps), CUDA_SUCCESS);
+  assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  assert_true(id != 0);
+  assert_non_null(during);
+  assert_null(deps);
+  assert_int_equal(ndeps, 0);
+  /* A second capture on the same stream is refused. */
+  assert_int_equal(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED),
+                   CUDA_ERROR_ILLEGAL_STATE);
+
+  assert_int_equal(cuStreamEndCapture(s, &graph), CUDA_SUCCESS);
+  assert_ptr_equal(graph, during);
+  assert_int_equal(cuStreamIsCapturing(s, &st), CUDA_SUCCESS);
+  assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_NONE);
+  assert_int_equal(cuStreamEndCapture(s, &graph), CUDA_ERROR_ILLEGAL_STATE);
+  assert_int_equal(cuGraphDestroy(graph), CUDA_SUCCESS);
+
+  /* The next capture is a new sequence with its own id. */
+  cuuint64_t id2 = 0;
+  assert_int_equal(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_SUCCESS);
+  assert_int_equal(cuStreamGetCaptureInfo(s, &st, &id2, NULL, NULL, NULL, NULL), CUDA_SUCCESS);
+  assert_true(id2 != id);
+  /* Destroying a stream mid-capture releases its graph (the leak checker sees it). */
+  assert_int_equal(cuStreamDestroy(s), CUDA_SUCCESS);
+  assert_int_equal(cuStreamDestroy(other), CUDA_SUCCESS);
+}
+
+static void capture_of_the_default_stream_or_with_an_unknown_mode_is_refused(void **state) {
+  (void)state;
+  cuInit(0);
+  CUstream s;
+  assert_int_equal(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+  assert_int_equal(cuStreamBeginCapture(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL),
+                   CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  assert_int_equal(cuStreamBeginCapture(CU_STREAM_LEGACY, CU_STREAM_CAPTURE_MODE_GLOBAL),
+                   CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  assert_int_equal(cuStreamBeginCapture(s, (CUstreamCaptureMode)3), CUDA_ERROR_INVALID_VALUE);
+  CUgraph g = NULL;
+  assert_int_equal(cuStreamEndCapture(NULL, &g), CUDA_ERROR_ILLEGAL_STATE);
+  assert_int_equal(cuStreamEndCapture(s, NULL), CUDA_ERROR_INVALID_VALUE);
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  assert_int_equal(cuStreamIsCapturing(s, &st), CUDA_SUCCESS);
+  assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_NONE);
+  assert_int_equal(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+typedef struct end_arg {
+  CUstream s;
+  CUresult r;
+  CUgraph g;
+} end_arg;
+
+static void *end_elsewhere(void *p) {
+  end_arg *a = p;
+  a->r = cuStreamEndCapture(a->s, &a->g);
+  return NULL;
+}
+
+static CUresult end_on_another_thread(CUstream s, CUgraph *g) {
+  end_arg a = {.s = s};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, end_elsewhere, &a), 0);
+  pthread_join(t, NULL);
+  *g = a.g;
+  return a.r;
+}
+
+static void only_relaxed_capture_may_end_on_another_thread(void **state) {
+  (void)state;
+  cuInit(0);
+  CUstream s;
+  CUgraph g = NULL;
+  assert_int_equal(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+  assert_int_equal(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  assert_int_equal(end_on_another_thread(s, &g), CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD);
+  assert_int_equal(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+  assert_int_equal(cuGraphDestroy(g), CUDA_SUCCESS);
+  assert_int_equal(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+  g = NULL;
+  assert_int_equal(end_on_another_thread(s, &g), CUDA_SUCCESS);
+  assert_non_null(g);
+  assert_int_equal(cuGraphDestroy(g), CUDA_SUCCESS);
+  assert_int_equal(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+static void runtime_capture_reports_active_and_work_still_runs_at_once(void **state) {
+  (void)state;
+  cudaStream_t s;
+  assert_int_equal(cudaStreamCreate(&s), cudaSuccess);
+  assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+  enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  assert_int_equal(cudaStreamIsCapturing(s, &st), cudaSuccess);
+  assert_int_equal(st, cudaStreamCaptureStatusActive);
+  unsigned long long id = 0;
+  cudaGraph_t during = NULL;
+  assert_int_equal(cudaStreamGetCaptureInfo(s, &st, &id, &during, NULL, NULL, NULL), cudaSuccess);
+  assert_int_equal(st, cudaStreamCaptureStatusActive);
+  assert_true(id != 0);
+  /* simcuda cannot defer host work: the copy has happened when it returns. */
+  unsigned char src[8] = {1, 2, 3, 4, 5, 6, 7, 8}, dst[8] = {0};
+  assert_int_equal(cudaMemcpyAsync(dst, src, sizeof dst, cudaMemcpyDefault, s), cudaSuccess);
+  assert_memory_equal(dst, src, sizeof dst);
+  cudaGraph_t g = NULL;
+  assert_int_equal(cudaStreamEndCapture(s, &g), cudaSuccess);
+  assert_ptr_equal(g, during);
+  assert_int_equal(cudaStreamIsCapturing(s, &st), cudaSuccess);
+  assert_int_equal(st, cudaStreamCaptureStatusNone);
+  assert_int_equal(cudaStreamEndCapture(s, &g), cudaErrorIllegalState);
+  assert_int_equal(cudaGetLastError(), cudaErrorIllegalState);
+  assert_int_equal(cudaStreamBeginCapture(NULL, cudaStreamCaptureModeGlobal),
+                   cudaErrorStreamCaptureUnsupported);
+  assert_int_equal(cudaGetLastError(), cudaErrorStreamCaptureUnsupported);
+  assert_int_equal(cudaGraphDestroy(g), cudaSuccess);
+  assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
+}
+
+static void a_captured_graph_cannot_be_instantiated_or_launched(void **state) {
+  (void)state;
+  cudaStream_t s;
+  cudaGraph_t g = NULL;
+  cudaGraphExec_t exec = (cudaGraphExec_t)&g;
+  assert_int_equal(cudaStreamCreate(&s), cudaSuccess);
+  assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed), cudaSuccess);
+  assert_int_equal(cudaStreamEndCapture(s, &g), cudaSuccess);
+  assert_int_equal(cudaGraphInstantiate(&exec, g, 0), cudaErrorNotSupported);
+  assert_null(exec);
+  assert_int_equal(cudaGraphInstantiateWithFlags(&exec, g, 0), cudaErrorNotSupported);
+  assert_int_equal(cudaGraphLaunch(exec, s), cudaErrorNotSupported);
+  CUgraphExec cexec = NULL;
+  char log[16] = "x";
+  assert_int_equal(cuGraphInstantiate(&cexec, g, 0), CUDA_ERROR_NOT_SUPPORTED);
+  assert_int_equal(cuGraphLaunch(cexec, (CUstream)s), CUDA_ERROR_NOT_SUPPORTED);
+  /* The pre-12.0 ABI clears the log it was given. */
+  typedef CUresult (*inst_v2_fn)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t);
+  inst_v2_fn v2 = (inst_v2_fn)dlsym(RTLD_DEFAULT, "cuGraphInstantiate_v2");
+  assert_non_null(v2);
+  assert_int_equal(v2(&cexec, g, NULL, log, sizeof log), CUDA_ERROR_NOT_SUPPORTED);
+  assert_string_equal(log, "");
+  assert_int_equal(cudaGetLastError(), cudaErrorNotSupported);
+  assert_int_equal(cudaGraphDestroy(g), cudaSuccess);
+  assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
+}
+
+/* What cuGetProcAddress returns for `name` at `version` (NULL when refused). */
+static void *proc(const char *name, int version, CUdriverProcAddressQueryResult *q) {
+  void *fn = NULL;
+  cuGetProcAddress(name, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, q);
+  return fn;
+}
+
+static void get_proc_address_gives_the_capture_abi_of_the_version_asked(void **state) {
+  (void)state;
+  CUdriverProcAddressQueryResult q;
+  /* cuStreamBeginCapture took no mode before 10.1. */
+  assert_ptr_equal(proc("cuStreamBeginCapture", 13000, &q),
+                   dlsym(RTLD_DEFAULT, "cuStreamBeginCapture_v2"));
+  assert_int_equal(q, CU_GET_PROC_ADDRESS_SUCCESS);
+  assert_ptr_equal(proc("cuStreamBeginCapture", 10000, &q),
+                   dlsym(RTLD_DEFAULT, "cuStreamBeginCapture"));
+  assert_null(proc("cuStreamBeginCapture", 9020, &q));
+  assert_int_equal(q, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+  /* cuStreamGetCaptureInfo: 3 arguments (10.1), 6 (11.3), 7 with edge data (12.3). */
+  assert_ptr_equal(proc("cuStreamGetCaptureInfo", 13000, &q),
+                   dlsym(RTLD_DEFAULT, "cuStreamGetCaptureInfo_v3"));
+  assert_ptr_equal(proc("cuStreamGetCaptureInfo", 12020, &q),
+                   dlsym(RTLD_DEFAULT, "cuStreamGetCaptureInfo_v2"));
+  assert_ptr_equal(proc("cuStreamGetCaptureInfo", 10010, &q),
+                   dlsym(RTLD_DEFAULT, "cuStreamGetCaptureInfo"));
+  assert_null(proc("cuStreamGetCaptureInfo", 10000, &q));
+  /* cuGraphInstantiate is cuGraphInstantiateWithFlags from 12.0 on. */
+  assert_ptr_equal(proc("cuGraphInstantiate", 12000, &q),
+                   dlsym(RTLD_DEFAULT, "cuGraphInstantiateWithFlags"));
+  assert_ptr_equal(proc("cuGraphInstantiate", 11000, &q),
+                   dlsym(RTLD_DEFAULT, "cuGraphInstantiate_v2"));
+  assert_ptr_equal(proc("cuStreamEndCapture", 13000, &q),
+                   dlsym(RTLD_DEFAULT, "cuStreamEndCapture"));
+  assert_ptr_equal(proc("cuGraphLaunch", 13000, &q), dlsym(RTLD_DEFAULT, "cuGraphLaunch"));
+  assert_ptr_equal(proc("cuGraphDestroy", 13000, &q), dlsym(RTLD_DEFAULT, "cuGraphDestroy"));
+
+  /* The 13.0 pointers work: a mode argument reaches the stream. */
+  typedef CUresult (*begin_fn)(CUstream, CUstreamCaptureMode);
+  typedef CUresult (*info_fn)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
+                              const CUgraphNode **, const CUgraphEdgeData **, size_t *);
+  CUstream s;
+  CUgraph g;
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  assert_int_equal(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+  begin_fn begin = (begin_fn)proc("cuStreamBeginCapture", 13000, &q);
+  info_fn info = (info_fn)proc("cuStreamGetCaptureInfo", 13000, &q);
+  assert_int_equal(begin(s, (CUstreamCaptureMode)7), CUDA_ERROR_INVALID_VALUE);
+  assert_int_equal(begin(s, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+  assert_int_equal(info(s, &st, NULL, NULL, NULL, NULL, NULL), CUDA_SUCCESS);
+  assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  assert_int_equal(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+  assert_int_equal(cuGraphDestroy(g), CUDA_SUCCESS);
+  assert_int_equal(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(begin_capture_marks_only_that_stream_active_until_end_capture),
+      cmocka_unit_test(capture_of_the_default_stream_or_with_an_unknown_mode_is_refused),
+      cmocka_unit_test(only_relaxed_capture_may_end_on_another_thread),
+      cmocka_unit_test(runtime_capture_reports_active_and_work_still_runs_at_once),
+      cmocka_unit_test(a_captured_graph_cannot_be_instantiated_or_launched),
+      cmocka_unit_test(get_proc_address_gives_the_capture_abi_of_the_version_asked),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
