@@ -12,6 +12,10 @@
  *                 tensor descriptors destroyed once the graph is built, as frontends do
  *   exit3         one GEMM, then exit(3)
  *   wait          three GEMMs, prints "ready", then sleeps until killed
+ *   capture       on a stream being captured into a CUDA graph: two cublasGemmEx calls
+ *                 (handle's stream) and one cublasLtMatmul (stream argument); then, after
+ *                 EndCapture, the same three calls again outside capture. simcuda runs
+ *                 captured work at once and refuses to instantiate the graph (printed)
  * Every mode prints a checksum of its results on stdout. Linked against the
  * CUDA libraries by soname; run with LD_LIBRARY_PATH=<simcuda>. */
 #include <pthread.h>
@@ -522,6 +526,72 @@ static int mode_autotune(void) {
   return 0;
 }
 
+/* One cublasLtMatmul of the 16 x 16 fp16 matrices into c32 on `stream`. */
+static void lt_matmul(cublasLtHandle_t lt, const mats *m, cudaStream_t stream) {
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lc;
+  CK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16F, N, N, N));
+  CK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, N, N, N));
+  const float one = 1, zero = 0;
+  CK(cublasLtMatmul(lt, desc, &one, m->a16, la, m->b16, la, &zero, m->c32, lc, m->c32, lc, NULL,
+                    NULL, 0, stream));
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatrixLayoutDestroy(lc);
+  cublasLtMatmulDescDestroy(desc);
+}
+
+/* Nothing inside the capture may synchronise or copy on the legacy stream
+ * (that would invalidate a real capture), so results are read afterwards. */
+static int mode_capture(void) {
+  cublasHandle_t h;
+  cublasLtHandle_t lt;
+  cudaStream_t s;
+  mats m;
+  CK(cublasCreate(&h));
+  CK(cublasLtCreate(&lt));
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CK(cublasSetStream(h, s));
+  mats_init(&m, 9);
+  const float one = 1, zero = 0;
+  nvtxRangePushA("t");
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  CK(cudaStreamIsCapturing(s, &st));
+  printf("capturing %d\n", st == cudaStreamCaptureStatusActive);
+  for (int i = 0; i < 2; i++)
+    CK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_T, N, N, N, &one, m.a16, CUDA_R_16F, N, m.b16,
+                    CUDA_R_16F, N, &zero, m.c32, CUDA_R_32F, N, CUBLAS_COMPUTE_32F,
+                    CUBLAS_GEMM_DEFAULT));
+  lt_matmul(lt, &m, s);
+  cudaGraph_t graph = NULL;
+  CK(cudaStreamEndCapture(s, &graph));
+  cudaGraphExec_t exec = NULL;
+  cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+  printf("instantiate %s\n", cudaGetErrorName(inst));
+  if (inst == cudaSuccess) {
+    CK(cudaGraphLaunch(exec, s));
+    CK(cudaGraphExecDestroy(exec));
+  }
+  (void)cudaGetLastError(); /* simcuda's refusal is sticky; the next CK must not see it */
+  CK(cudaGraphDestroy(graph));
+  CK(cudaStreamSynchronize(s));
+  double captured = sum32(m.c32, N * N);
+  /* The same calls outside capture. */
+  for (int i = 0; i < 2; i++)
+    CK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_T, N, N, N, &one, m.a16, CUDA_R_16F, N, m.b16,
+                    CUDA_R_16F, N, &zero, m.c32, CUDA_R_32F, N, CUBLAS_COMPUTE_32F,
+                    CUBLAS_GEMM_DEFAULT));
+  lt_matmul(lt, &m, s);
+  CK(cudaStreamSynchronize(s));
+  nvtxRangePop();
+  printf("capture checksum %.17g eager checksum %.17g\n", captured, sum32(m.c32, N * N));
+  CK(cudaStreamDestroy(s));
+  cublasLtDestroy(lt);
+  CK(cublasDestroy(h));
+  return 0;
+}
+
 static _Noreturn void mode_exit3(void) {
   cublasHandle_t h;
   mats m;
@@ -555,10 +625,11 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "fork")) return mode_fork();
   if (!strcmp(mode, "autotune")) return mode_autotune();
   if (!strcmp(mode, "forkidle")) return mode_forkidle();
+  if (!strcmp(mode, "capture")) return mode_capture();
   if (!strcmp(mode, "exit3")) mode_exit3();
   if (!strcmp(mode, "wait")) mode_wait();
   fprintf(stderr,
           "usage: mpp_testprog gemmex N | lt | variants | mathmode | threads T | fork | forkidle | "
-          "exit3 | wait\n");
+          "capture | exit3 | wait\n");
   return 2;
 }

@@ -577,6 +577,46 @@ static void sample_2_scans_every_second_call(void **state) {
   free_raws(&r);
 }
 
+/* Calls issued while their stream is captured into a CUDA graph count as
+ * calls but are not scanned (a real capture runs nothing now, and mpprof
+ * must not enqueue into it): each skipped role counts once under
+ * not_scanned.graph_capture. The same calls after EndCapture are scanned. */
+static void calls_during_graph_capture_are_counted_but_not_scanned(void **state) {
+  (void)state;
+  const char *dir = outdir("capture");
+  char *argv[] = {(char *)testprog, "capture", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 1);
+  assert_int_equal(nsites(r.doc[0]), 2);
+  /* cuBLAS, stream from the handle: 2 captured + 2 eager calls, roles A, B, D. */
+  cJSON *s = site(r.doc[0], "cublasGemmEx", "t", "gemm");
+  assert_int_equal(num(s, "calls"), 4);
+  assert_int_equal(num(s, "scanned_calls"), 2);
+  assert_int_equal(num(s, "not_scanned.graph_capture"), 2 * 3);
+  assert_null(get(s, "tensors.C"));
+  assert_int_equal(num(s, "tensors.A.count"), 2 * 16 * 16);
+  assert_int_equal(num(s, "tensors.B.count"), 2 * 16 * 16);
+  assert_int_equal(num(s, "tensors.D.count"), 2 * 16 * 16);
+  /* cuBLASLt, stream as an argument: 1 captured + 1 eager call. */
+  s = site(r.doc[0], "cublasLtMatmul", "t", "gemm");
+  assert_int_equal(num(s, "calls"), 2);
+  assert_int_equal(num(s, "scanned_calls"), 1);
+  assert_int_equal(num(s, "not_scanned.graph_capture"), 1 * 3);
+  assert_int_equal(num(s, "tensors.A.count"), 16 * 16);
+  assert_int_equal(num(s, "tensors.D.count"), 16 * 16);
+  /* Graph capture is the only reason anything went unscanned. */
+  cJSON *x;
+  cJSON_ArrayForEach(x, cJSON_GetObjectItem(r.doc[0], "sites")) {
+    cJSON *reason;
+    cJSON_ArrayForEach(reason, cJSON_GetObjectItem(x, "not_scanned")) {
+      if (strcmp(reason->string, "graph_capture") != 0)
+        assert_int_equal(cJSON_GetNumberValue(reason), 0);
+    }
+  }
+  free_raws(&r);
+}
+
 static void mpprof_disable_writes_nothing(void **state) {
   (void)state;
   const char *dir = outdir("disabled");
@@ -669,6 +709,7 @@ int main(void) {
       cmocka_unit_test(a_shell_spawning_two_programs_gives_one_raw_file_per_cuda_process),
       cmocka_unit_test(scan_none_records_calls_without_tensor_stats),
       cmocka_unit_test(sample_2_scans_every_second_call),
+      cmocka_unit_test(calls_during_graph_capture_are_counted_but_not_scanned),
       cmocka_unit_test(mpprof_disable_writes_nothing),
       cmocka_unit_test(a_non_empty_output_directory_is_refused_without_force),
       cmocka_unit_test(a_program_that_cannot_start_exits_127),
