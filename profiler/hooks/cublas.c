@@ -167,33 +167,21 @@ static bool decode(mpp_op *op, cublasHandle_t h, const mpp_gemm_call *g) {
 
 /* --- GEMM wrappers, one macro per family, each defining the twin pair --- */
 
+/* The fields every GEMM entry point passes under the same names. */
+#define GEMM_COMMON(name)                                                                          \
+  .api = #name, .transa = transa, .transb = transb, .m = m, .n = n, .k = k, .lda = lda,            \
+  .ldb = ldb, .ldc = ldc, .alpha = alpha, .beta = beta
+
 #define GEMM_PARAMS(T, I)                                                                          \
   (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m, I n, I k,       \
    const T *alpha, const T *A, I lda, const T *B, I ldb, const T *beta, T *C, I ldc)
 #define GEMM_ARGS (handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
 #define TYPED_GEMM(name, T, I, dt, ct)                                                             \
-  MPP_OP_HOOK(syms, cublasStatus_t, name, GEMM_PARAMS(T, I), GEMM_ARGS, FAIL, OK,                  \
-              decode(op_, handle,                                                                  \
-                     &(mpp_gemm_call){.api = #name,                                                \
-                                      .transa = transa,                                            \
-                                      .transb = transb,                                            \
-                                      .m = m,                                                      \
-                                      .n = n,                                                      \
-                                      .k = k,                                                      \
-                                      .lda = lda,                                                  \
-                                      .ldb = ldb,                                                  \
-                                      .ldc = ldc,                                                  \
-                                      .alpha = alpha,                                              \
-                                      .beta = beta,                                                \
-                                      .A = A,                                                      \
-                                      .B = B,                                                      \
-                                      .C = C,                                                      \
-                                      .batch = 1,                                                  \
-                                      .Atype = dt,                                                 \
-                                      .Btype = dt,                                                 \
-                                      .Ctype = dt,                                                 \
-                                      .compute = ct,                                               \
-                                      .scale_type = dt}))
+  MPP_OP_HOOK(                                                                                     \
+      syms, cublasStatus_t, name, GEMM_PARAMS(T, I), GEMM_ARGS, FAIL, OK,                          \
+      decode(op_, handle,                                                                          \
+             &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C, .batch = 1, .Atype = dt,  \
+                              .Btype = dt, .Ctype = dt, .compute = ct, .scale_type = dt}))
 TYPED_GEMM(cublasSgemm_v2, float, int, CUDA_R_32F, CUBLAS_COMPUTE_32F)
 TYPED_GEMM(cublasSgemm_v2_64, float, int64_t, CUDA_R_32F, CUBLAS_COMPUTE_32F)
 TYPED_GEMM(cublasDgemm_v2, double, int, CUDA_R_64F, CUBLAS_COMPUTE_64F)
@@ -210,26 +198,9 @@ TYPED_GEMM(cublasHgemm_64, mpp_half, int64_t, CUDA_R_16F, CUBLAS_COMPUTE_16F)
       (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc), \
       FAIL, OK,                                                                                    \
       decode(op_, handle,                                                                          \
-             &(mpp_gemm_call){.api = #name,                                                        \
-                              .transa = transa,                                                    \
-                              .transb = transb,                                                    \
-                              .m = m,                                                              \
-                              .n = n,                                                              \
-                              .k = k,                                                              \
-                              .lda = lda,                                                          \
-                              .ldb = ldb,                                                          \
-                              .ldc = ldc,                                                          \
-                              .alpha = alpha,                                                      \
-                              .beta = beta,                                                        \
-                              .A = A,                                                              \
-                              .B = B,                                                              \
-                              .C = C,                                                              \
-                              .batch = 1,                                                          \
-                              .Atype = Atype,                                                      \
-                              .Btype = Btype,                                                      \
-                              .Ctype = Ctype,                                                      \
-                              .compute = CUBLAS_COMPUTE_32F,                                       \
-                              .scale_type = CUDA_R_32F}))
+             &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C, .batch = 1,               \
+                              .Atype = Atype, .Btype = Btype, .Ctype = Ctype,                      \
+                              .compute = CUBLAS_COMPUTE_32F, .scale_type = CUDA_R_32F}))
 SGEMMEX(cublasSgemmEx, int)
 SGEMMEX(cublasSgemmEx_64, int64_t)
 
@@ -243,24 +214,8 @@ SGEMMEX(cublasSgemmEx_64, int64_t)
                Ctype, ldc, computeType, algo),                                                     \
               FAIL, OK,                                                                            \
               decode(op_, handle,                                                                  \
-                     &(mpp_gemm_call){.api = #name,                                                \
-                                      .transa = transa,                                            \
-                                      .transb = transb,                                            \
-                                      .m = m,                                                      \
-                                      .n = n,                                                      \
-                                      .k = k,                                                      \
-                                      .lda = lda,                                                  \
-                                      .ldb = ldb,                                                  \
-                                      .ldc = ldc,                                                  \
-                                      .alpha = alpha,                                              \
-                                      .beta = beta,                                                \
-                                      .A = A,                                                      \
-                                      .B = B,                                                      \
-                                      .C = C,                                                      \
-                                      .batch = 1,                                                  \
-                                      .Atype = Atype,                                              \
-                                      .Btype = Btype,                                              \
-                                      .Ctype = Ctype,                                              \
+                     &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C, .batch = 1,       \
+                                      .Atype = Atype, .Btype = Btype, .Ctype = Ctype,              \
                                       .compute = computeType,                                      \
                                       .scale_type = mpp_cublas_compute_scale_type(computeType)}))
 GEMMEX(cublasGemmEx, int)
@@ -275,25 +230,10 @@ GEMMEX(cublasGemmEx_64, int64_t)
                ldc, batchCount),                                                                   \
               FAIL, OK,                                                                            \
               decode(op_, handle,                                                                  \
-                     &(mpp_gemm_call){.api = #name,                                                \
-                                      .transa = transa,                                            \
-                                      .transb = transb,                                            \
-                                      .m = m,                                                      \
-                                      .n = n,                                                      \
-                                      .k = k,                                                      \
-                                      .lda = lda,                                                  \
-                                      .ldb = ldb,                                                  \
-                                      .ldc = ldc,                                                  \
-                                      .alpha = alpha,                                              \
-                                      .beta = beta,                                                \
-                                      .Aarr = (const void *const *)Aarray,                         \
+                     &(mpp_gemm_call){GEMM_COMMON(name), .Aarr = (const void *const *)Aarray,      \
                                       .Barr = (const void *const *)Barray,                         \
-                                      .Carr = (const void *const *)Carray,                         \
-                                      .batch = batchCount,                                         \
-                                      .Atype = dt,                                                 \
-                                      .Btype = dt,                                                 \
-                                      .Ctype = dt,                                                 \
-                                      .compute = ct,                                               \
+                                      .Carr = (const void *const *)Carray, .batch = batchCount,    \
+                                      .Atype = dt, .Btype = dt, .Ctype = dt, .compute = ct,        \
                                       .scale_type = dt}))
 TYPED_BATCHED(cublasSgemmBatched, float, int, CUDA_R_32F, CUBLAS_COMPUTE_32F)
 TYPED_BATCHED(cublasSgemmBatched_64, float, int64_t, CUDA_R_32F, CUBLAS_COMPUTE_32F)
@@ -312,29 +252,10 @@ TYPED_BATCHED(cublasHgemmBatched_64, mpp_half, int64_t, CUDA_R_16F, CUBLAS_COMPU
                ldc, strideC, batchCount),                                                          \
               FAIL, OK,                                                                            \
               decode(op_, handle,                                                                  \
-                     &(mpp_gemm_call){.api = #name,                                                \
-                                      .transa = transa,                                            \
-                                      .transb = transb,                                            \
-                                      .m = m,                                                      \
-                                      .n = n,                                                      \
-                                      .k = k,                                                      \
-                                      .lda = lda,                                                  \
-                                      .ldb = ldb,                                                  \
-                                      .ldc = ldc,                                                  \
-                                      .alpha = alpha,                                              \
-                                      .beta = beta,                                                \
-                                      .A = A,                                                      \
-                                      .B = B,                                                      \
-                                      .C = C,                                                      \
-                                      .strideA = strideA,                                          \
-                                      .strideB = strideB,                                          \
-                                      .strideC = strideC,                                          \
-                                      .batch = batchCount,                                         \
-                                      .Atype = dt,                                                 \
-                                      .Btype = dt,                                                 \
-                                      .Ctype = dt,                                                 \
-                                      .compute = ct,                                               \
-                                      .scale_type = dt}))
+                     &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C,                   \
+                                      .strideA = strideA, .strideB = strideB, .strideC = strideC,  \
+                                      .batch = batchCount, .Atype = dt, .Btype = dt, .Ctype = dt,  \
+                                      .compute = ct, .scale_type = dt}))
 TYPED_STRIDED(cublasSgemmStridedBatched, float, int, CUDA_R_32F, CUBLAS_COMPUTE_32F)
 TYPED_STRIDED(cublasSgemmStridedBatched_64, float, int64_t, CUDA_R_32F, CUBLAS_COMPUTE_32F)
 TYPED_STRIDED(cublasDgemmStridedBatched, double, int, CUDA_R_64F, CUBLAS_COMPUTE_64F)
@@ -353,24 +274,9 @@ TYPED_STRIDED(cublasHgemmStridedBatched_64, mpp_half, int64_t, CUDA_R_16F, CUBLA
                beta, Carray, Ctype, ldc, batchCount, computeType, algo),                           \
               FAIL, OK,                                                                            \
               decode(op_, handle,                                                                  \
-                     &(mpp_gemm_call){.api = #name,                                                \
-                                      .transa = transa,                                            \
-                                      .transb = transb,                                            \
-                                      .m = m,                                                      \
-                                      .n = n,                                                      \
-                                      .k = k,                                                      \
-                                      .lda = lda,                                                  \
-                                      .ldb = ldb,                                                  \
-                                      .ldc = ldc,                                                  \
-                                      .alpha = alpha,                                              \
-                                      .beta = beta,                                                \
-                                      .Aarr = Aarray,                                              \
-                                      .Barr = Barray,                                              \
-                                      .Carr = (const void *const *)Carray,                         \
-                                      .batch = batchCount,                                         \
-                                      .Atype = Atype,                                              \
-                                      .Btype = Btype,                                              \
-                                      .Ctype = Ctype,                                              \
+                     &(mpp_gemm_call){GEMM_COMMON(name), .Aarr = Aarray, .Barr = Barray,           \
+                                      .Carr = (const void *const *)Carray, .batch = batchCount,    \
+                                      .Atype = Atype, .Btype = Btype, .Ctype = Ctype,              \
                                       .compute = computeType,                                      \
                                       .scale_type = mpp_cublas_compute_scale_type(computeType)}))
 BATCHEDEX(cublasGemmBatchedEx, int)
@@ -388,28 +294,10 @@ BATCHEDEX(cublasGemmBatchedEx_64, int64_t)
                strideB, beta, C, Ctype, ldc, strideC, batchCount, computeType, algo),              \
               FAIL, OK,                                                                            \
               decode(op_, handle,                                                                  \
-                     &(mpp_gemm_call){.api = #name,                                                \
-                                      .transa = transa,                                            \
-                                      .transb = transb,                                            \
-                                      .m = m,                                                      \
-                                      .n = n,                                                      \
-                                      .k = k,                                                      \
-                                      .lda = lda,                                                  \
-                                      .ldb = ldb,                                                  \
-                                      .ldc = ldc,                                                  \
-                                      .alpha = alpha,                                              \
-                                      .beta = beta,                                                \
-                                      .A = A,                                                      \
-                                      .B = B,                                                      \
-                                      .C = C,                                                      \
-                                      .strideA = strideA,                                          \
-                                      .strideB = strideB,                                          \
-                                      .strideC = strideC,                                          \
-                                      .batch = batchCount,                                         \
-                                      .Atype = Atype,                                              \
-                                      .Btype = Btype,                                              \
-                                      .Ctype = Ctype,                                              \
-                                      .compute = computeType,                                      \
+                     &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C,                   \
+                                      .strideA = strideA, .strideB = strideB, .strideC = strideC,  \
+                                      .batch = batchCount, .Atype = Atype, .Btype = Btype,         \
+                                      .Ctype = Ctype, .compute = computeType,                      \
                                       .scale_type = mpp_cublas_compute_scale_type(computeType)}))
 STRIDEDEX(cublasGemmStridedBatchedEx, int)
 STRIDEDEX(cublasGemmStridedBatchedEx_64, int64_t)
