@@ -25,6 +25,10 @@
 #     layers' GEMMs found with fp16 dtypes on Tensor Cores
 # Exit 0 when every check passed, 1 otherwise. Output and logs: OUT_DIR
 # (default ./gpu-check-out). GPU_CHECK_MANUAL=1 forces build way 3.
+# Time: every step runs under `timeout`, bounded by what is left of
+# GPU_CHECK_BUDGET_S (default 270 s) so one hang cannot eat the machine's
+# time; a step with no time left is reported as FAIL "no time left".
+# Not `set -e`: a failing step must still produce its row and the table.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,8 +38,12 @@ BUILD=""
 QUICK=0
 while [ $# -gt 0 ]; do
   case $1 in
-    -B) BUILD=$(cd "$2" && pwd); shift 2 ;;
-    -o) OUT=$2; shift 2 ;;
+    -B) if [ $# -lt 2 ] || [ ! -d "$2" ]; then
+          echo "gpu-check: -B needs an existing build dir (got '${2:-}')" >&2; exit 2
+        fi
+        BUILD=$(cd "$2" && pwd); shift 2 ;;
+    -o) [ $# -ge 2 ] || { echo "gpu-check: -o needs a directory" >&2; exit 2; }
+        OUT=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
     -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -48,15 +56,29 @@ mkdir -p "$LOG"
 T0=$(date +%s)
 FAILS=0
 ROWS=()
-row() { ROWS+=("$(printf '| %-40s | %-5s | %s' "$1" "$2" "$3")"); [ "$2" = FAIL ] && FAILS=$((FAILS + 1)); return 0; }
+row() { ROWS+=("$(printf '| %-40s | %-6s | %s' "$1" "$2" "$3")"); [ "$2" = FAIL ] && FAILS=$((FAILS + 1)); return 0; }
 say() { echo "[gpu-check $(($(date +%s) - T0))s] $*"; }
+BUDGET=${GPU_CHECK_BUDGET_S:-270}
+# Seconds a step may take: its own cap, or what is left of the budget (>= 0).
+left() { # CAP
+  local rest=$((BUDGET - ($(date +%s) - T0)))
+  [ $rest -lt 0 ] && rest=0
+  echo $(($1 < rest ? $1 : rest))
+}
+# timeout with a KILL 5 s after the TERM; rc 124/137 = timed out.
+tmo() { # SECONDS CMD...
+  local s=$1; shift
+  [ "$s" -gt 0 ] || return 124
+  timeout -k 5 "$s" "$@"
+}
 
 # ---------- environment ----------
-GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
+GPU=$(tmo 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
+GPU_CC=$(tmo 20 nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' ')
 NVCC=$CUDA/bin/nvcc
 [ -x "$NVCC" ] || NVCC=$(command -v nvcc || true)
-TORCH=$(python3 -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)' 2>/dev/null || echo "not importable")
-say "GPU: ${GPU:-unknown (nvidia-smi missing)}; nvcc: ${NVCC:-missing}; torch: $TORCH"
+TORCH=$(tmo 60 python3 -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())' 2>/dev/null || echo "not importable")
+say "GPU: ${GPU:-unknown (nvidia-smi missing)} (cc ${GPU_CC:-?}); nvcc: ${NVCC:-missing}; torch: $TORCH"
 
 # ---------- build ----------
 B=""        # build dir in use
@@ -66,13 +88,14 @@ have_all() { for t in $TARGETS; do [ -e "$1/$t" ] || return 1; done; }
 if [ -n "$BUILD" ]; then
   B=$BUILD; MODE=carried
   if ! have_all "$B" && command -v ninja >/dev/null; then
-    ninja -C "$B" $TARGETS >"$LOG/build.log" 2>&1 || true
+    tmo "$(left 120)" ninja -C "$B" $TARGETS >"$LOG/build.log" 2>&1 || true
   fi
 elif [ "${GPU_CHECK_MANUAL:-0}" != 1 ] && command -v meson >/dev/null && command -v ninja >/dev/null; then
   B=$OUT/build; MODE=meson
-  if { [ -f "$B/build.ninja" ] || meson setup "$B" "$ROOT" -Ddevice_code=enabled \
+  [ -f "$B/build.ninja" ] || rm -rf "$B" # a configure that failed before: start clean
+  if { [ -f "$B/build.ninja" ] || tmo "$(left 60)" meson setup "$B" "$ROOT" -Ddevice_code=enabled \
          -Dtoolkit_root="$CUDA" --buildtype=release >"$LOG/setup.log" 2>&1; } &&
-     ninja -C "$B" $TARGETS >"$LOG/build.log" 2>&1; then :; else
+     tmo "$(left 150)" ninja -C "$B" $TARGETS >"$LOG/build.log" 2>&1; then :; else
     say "meson build not possible here (see $LOG/setup.log, build.log): building the CUDA parts directly"
     B=""
   fi
@@ -81,20 +104,27 @@ if [ -z "$B" ] || ! { [ -e "$B/profiler/libmpprof.so" ] && [ -e "$B/tests/gpu/de
   MODE=manual; B=$OUT/manual
   mkdir -p "$B/profiler" "$B/tests/gpu" "$B/samples" "$B/kernels"
   CF="-std=gnu11 -O2 -D_GNU_SOURCE -I$ROOT -I$CUDA/include"
-  ARCHS="-gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86 -gencode arch=compute_89,code=sm_89 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_100,code=sm_100 -gencode arch=compute_100,code=compute_100"
+  # Only this GPU's architecture (+ its PTX): quick, and works with an nvcc
+  # too old for sm_100. All of them when the driver does not say.
+  if [[ $GPU_CC =~ ^[0-9]+\.[0-9]+$ ]]; then
+    sm=${GPU_CC/./}
+    ARCHS="-gencode arch=compute_$sm,code=sm_$sm -gencode arch=compute_$sm,code=compute_$sm"
+  else
+    ARCHS="-gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86 -gencode arch=compute_89,code=sm_89 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_100,code=sm_100 -gencode arch=compute_100,code=compute_100"
+  fi
   {
-    "$NVCC" -fatbin -O3 --threads 0 -Xfatbin=-compress-all $ARCHS -I "$ROOT/kernels" \
+    tmo "$(left 150)" "$NVCC" -fatbin -O3 --threads 0 -Xfatbin=-compress-all $ARCHS -I "$ROOT/kernels" \
       -o "$B/kernels/mpprof_scan.fatbin" "$ROOT/kernels/scan.cu" &&
     python3 "$ROOT/kernels/embed_fatbin.py" "$B/kernels/mpprof_scan.fatbin" "$B/kernels/mpprof_scan_fatbin.c" &&
-    gcc $CF -shared -fPIC -fvisibility=hidden -o "$B/profiler/libmpprof.so" \
+    tmo "$(left 90)" gcc $CF -shared -fPIC -fvisibility=hidden -o "$B/profiler/libmpprof.so" \
       "$ROOT"/profiler/*.c "$ROOT"/profiler/hooks/*.c "$ROOT"/profiler/gpu/*.c "$ROOT"/analysis/*.c \
       "$B/kernels/mpprof_scan_fatbin.c" -Wl,--version-script="$ROOT/profiler/libmpprof.map" \
       -ldl -lpthread -lm &&
-    gcc $CF -o "$B/tests/gpu/devscan_check" "$ROOT/tests/gpu/devscan_check.c" \
+    tmo "$(left 60)" gcc $CF -o "$B/tests/gpu/devscan_check" "$ROOT/tests/gpu/devscan_check.c" \
       "$ROOT/tests/gpu/scan_data.c" "$ROOT"/profiler/gpu/{cuda_driver,devscan,scan_plan}.c \
       "$ROOT"/analysis/*.c "$B/kernels/mpprof_scan_fatbin.c" -ldl -lpthread -lm &&
-    gcc $CF -o "$B/tests/gpu/tc_audit" "$ROOT/tests/gpu/tc_audit.c" "$ROOT"/analysis/*.c -lm &&
-    gcc $CF -o "$B/samples/mlp_train" "$ROOT/samples/mlp_train.c" "$ROOT/samples/sample_util.c" \
+    tmo "$(left 60)" gcc $CF -o "$B/tests/gpu/tc_audit" "$ROOT/tests/gpu/tc_audit.c" "$ROOT"/analysis/*.c -lm &&
+    tmo "$(left 60)" gcc $CF -o "$B/samples/mlp_train" "$ROOT/samples/mlp_train.c" "$ROOT/samples/sample_util.c" \
       -L"$CUDA/lib64" -Wl,-rpath,"$CUDA/lib64" -lcudart -lcublas -lcublasLt -ldl -lpthread -lm
   } >"$LOG/build.log" 2>&1 || { say "manual build failed:"; tail -20 "$LOG/build.log"; }
 fi
@@ -115,15 +145,15 @@ say "build: $MODE in $B ($(($(date +%s) - T0)) s)"
 # Run a program under mpprof: the launcher when it runs here, else the same
 # environment it would set (raw files only). PENV: extra environment.
 PENV=()
-profile() { # OUTDIR CMD...
-  local dir=$1; shift
+profile() { # SECONDS OUTDIR CMD...
+  local secs=$1 dir=$2; shift 2
   rm -rf "$dir"
   if [ $USE_CLI = 1 ]; then
-    env "${PENV[@]}" timeout 240 "$MPPROF" -o "$dir" "$@"
+    env ${PENV[@]+"${PENV[@]}"} timeout -k 5 "$secs" "$MPPROF" -o "$dir" "$@"
   else
     mkdir -p "$dir/raw"
-    env "${PENV[@]}" LD_PRELOAD="$LIB${LD_PRELOAD:+:$LD_PRELOAD}" NVTX_INJECTION64_PATH="$LIB" \
-      CUDA_INJECTION64_PATH="$LIB" MPPROF_OUT="$dir" timeout 240 "$@"
+    env ${PENV[@]+"${PENV[@]}"} LD_PRELOAD="$LIB${LD_PRELOAD:+:$LD_PRELOAD}" NVTX_INJECTION64_PATH="$LIB" \
+      CUDA_INJECTION64_PATH="$LIB" MPPROF_OUT="$dir" timeout -k 5 "$secs" "$@"
   fi
 }
 
@@ -132,20 +162,24 @@ DEVSCAN_TABLE=""
 if [ -x "$B/tests/gpu/devscan_check" ]; then
   say "device scan check"
   args=(); [ $QUICK = 1 ] && args=(--quick)
-  timeout 180 "$B/tests/gpu/devscan_check" "${args[@]}" >"$LOG/devscan_check.txt" 2>&1
+  tmo "$(left 120)" "$B/tests/gpu/devscan_check" ${args[@]+"${args[@]}"} >"$LOG/devscan_check.txt" 2>&1
   rc=$?
   DEVSCAN_TABLE=$(cat "$LOG/devscan_check.txt")
   case $rc in
     0) row "device scan == host scanner" PASS "$(grep -c bit-identical "$LOG/devscan_check.txt") layouts bit-identical" ;;
     77) row "device scan == host scanner" SKIP "$(tail -1 "$LOG/devscan_check.txt" | cut -c1-70)" ;;
+    124|137) row "device scan == host scanner" FAIL "timed out (or no time left), see $LOG/devscan_check.txt" ;;
     *) row "device scan == host scanner" FAIL "rc $rc, see $LOG/devscan_check.txt" ;;
   esac
   if [ $QUICK = 0 ] && [ $rc -ne 77 ]; then
-    worst=$(awk -F'|' '/ met | BELOW /{gsub(/ /,"",$6); print $6}' "$LOG/devscan_check.txt" | sort -n | head -1)
-    fp32=$(awk -F'|' '$2 ~ /fp32/ && / met | BELOW /{gsub(/ /,"",$6); print $6}' "$LOG/devscan_check.txt")
+    # Bandwidth rows end in "| met" or "| BELOW"; field 6 is scan / copy.
+    worst=$(awk -F'|' '/\| (met|BELOW)$/{gsub(/ /,"",$6); print $6}' "$LOG/devscan_check.txt" | sort -n | head -1)
+    fp32=$(awk -F'|' '$2 ~ /fp32/ && /\| (met|BELOW)$/{gsub(/ /,"",$6); print $6}' "$LOG/devscan_check.txt")
     if [ -n "$fp32" ]; then
       row "scan bandwidth / copy (aim 0.85)" "$(awk -v r="$fp32" 'BEGIN{print (r >= 0.85) ? "PASS" : "BELOW"}')" \
         "fp32 $fp32, worst dtype $worst (informative: not a pass/fail of the tool)"
+    else
+      row "scan bandwidth / copy (aim 0.85)" FAIL "no bandwidth table, see $LOG/devscan_check.txt"
     fi
   fi
 else
@@ -158,16 +192,18 @@ if [ -x "$B/samples/mlp_train" ] && [ -x "$AUDIT" ] && [ -e "$LIB" ]; then
   for p in fp32 tf32 fp16 bf16; do
     say "mlp_train --precision $p"
     PENV=(); [ $p = fp32 ] && PENV=(NVIDIA_TF32_OVERRIDE=0) # TF32 really off
-    if profile "$OUT/mlp_$p" "$B/samples/mlp_train" --precision $p --steps 5 \
+    # $CUDA/lib64 after anything already there (simcuda first when testing).
+    PENV+=(LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$CUDA/lib64")
+    if profile "$(left 45)" "$OUT/mlp_$p" "$B/samples/mlp_train" --precision $p --steps 5 \
          >"$LOG/mlp_$p.txt" 2>&1; then
-      if python3 "$ROOT/tests/gpu/tc_check.py" --raw "$OUT/mlp_$p/raw" --audit "$AUDIT" \
+      if tmo 30 python3 "$ROOT/tests/gpu/tc_check.py" --raw "$OUT/mlp_$p/raw" --audit "$AUDIT" \
            --expect $p --label "mlp_train $p" >"$LOG/mlp_${p}_tc.txt" 2>&1; then
         row "mlp_train $p: TC exactly as eligible" PASS "see Tensor Core table"
       else
         row "mlp_train $p: TC exactly as eligible" FAIL "$(sed -n 2p "$LOG/mlp_${p}_tc.txt" | cut -c1-90)"
       fi
     else
-      row "mlp_train $p: TC exactly as eligible" FAIL "run failed, see $LOG/mlp_$p.txt"
+      row "mlp_train $p: TC exactly as eligible" FAIL "run failed (rc $?), see $LOG/mlp_$p.txt"
     fi
   done
 else
@@ -175,18 +211,18 @@ else
 fi
 
 # ---------- PyTorch AMP ----------
-if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+if [[ $TORCH == *"gpu True"* ]]; then
   say "samples/python/amp_train.py"
   PENV=()
-  if profile "$OUT/amp" python3 "$ROOT/samples/python/amp_train.py" --steps 10 >"$LOG/amp.txt" 2>&1; then
-    if python3 "$ROOT/tests/gpu/tc_check.py" --raw "$OUT/amp/raw" --audit "$AUDIT" --expect amp \
+  if profile "$(left 120)" "$OUT/amp" python3 "$ROOT/samples/python/amp_train.py" --steps 10 >"$LOG/amp.txt" 2>&1; then
+    if tmo 30 python3 "$ROOT/tests/gpu/tc_check.py" --raw "$OUT/amp/raw" --audit "$AUDIT" --expect amp \
          --label "amp_train" >"$LOG/amp_tc.txt" 2>&1; then
       row "PyTorch AMP: Linear GEMMs fp16 on TC" PASS "see Tensor Core table"
     else
       row "PyTorch AMP: Linear GEMMs fp16 on TC" FAIL "$(sed -n 2p "$LOG/amp_tc.txt" | cut -c1-90)"
     fi
   else
-    row "PyTorch AMP: Linear GEMMs fp16 on TC" FAIL "run failed, see $LOG/amp.txt"
+    row "PyTorch AMP: Linear GEMMs fp16 on TC" FAIL "run failed (rc $?), see $LOG/amp.txt"
   fi
 else
   row "PyTorch AMP" SKIP "torch with CUDA not importable ($TORCH)"
@@ -195,10 +231,11 @@ fi
 # ---------- table ----------
 echo
 echo "mpprof gpu-check: ${GPU:-unknown GPU}; torch $TORCH; build $MODE; $(($(date +%s) - T0)) s"
-printf '| %-40s | %-5s | %s\n' check result detail
-printf '|%s|%s|%s\n' "$(printf -- '-%.0s' {1..42})" "-------" "--------"
+printf '| %-40s | %-6s | %s\n' check result detail
+printf '|%s|%s|%s\n' "$(printf -- '-%.0s' {1..42})" "--------" "--------"
 printf '%s\n' "${ROWS[@]}"
-if [ -n "$DEVSCAN_TABLE" ]; then echo; echo "$DEVSCAN_TABLE" | sed -n '/^| dtype/,$p'; fi
+# The device scan's bandwidth table and verdict line (its per-layout rows are in the log).
+if [ -n "$DEVSCAN_TABLE" ]; then echo; echo "$DEVSCAN_TABLE" | sed -n -e '/^| dtype    | GiB/,$p' -e '/^devscan_check on/p'; fi
 echo
 printf '| %-14s | sites | on TC | TC dtypes  | result\n' "run (GEMM sites with kernels)"
 for p in fp32 tf32 fp16 bf16; do f=$LOG/mlp_${p}_tc.txt; [ -f "$f" ] && cat "$f"; done
