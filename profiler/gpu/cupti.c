@@ -2,8 +2,8 @@
  *
  * CUPTI is dlopen'ed (MPPROF_CUPTI names the library, or "off"; else the
  * already loaded or usual libcupti.so.13). Enabled: CONCURRENT_KERNEL, the
- * driver launch API records (external correlation records come only with API
- * records; cheapest is per cbid) and EXTERNAL_CORRELATION. Around every
+ * driver and runtime launch API records (external correlation records come
+ * only with API records; cheapest is per cbid) and EXTERNAL_CORRELATION. Around every
  * hooked call the profiler pushes its op id as CUSTOM2 (PyTorch's profiler
  * uses CUSTOM0/1). Completed buffers are only queued by CUPTI's callback; a
  * background thread (or mpp_cupti_flush) parses them: external correlation
@@ -35,6 +35,7 @@
     (CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc))                         \
   X(cuptiActivityEnable, enable, (CUpti_ActivityKind))                                             \
   X(cuptiActivityEnableDriverApi, enable_driver_api, (CUpti_CallbackId, uint8_t))                  \
+  X(cuptiActivityEnableRuntimeApi, enable_runtime_api, (CUpti_CallbackId, uint8_t))                \
   X(cuptiActivityFlushAll, flush_all, (uint32_t))                                                  \
   X(cuptiActivityGetNextRecord, next_record, (uint8_t *, size_t, CUpti_Activity **))               \
   X(cuptiActivityGetNumDroppedRecords, num_dropped, (CUcontext, uint32_t, size_t *))               \
@@ -264,13 +265,35 @@ static void start_once(void) {
         CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
         CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
         CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
         CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
     };
     for (size_t i = 0; i < sizeof launches / sizeof launches[0] && r == CUPTI_SUCCESS; i++)
       r = api.enable_driver_api ? api.enable_driver_api(launches[i], 1) : CUPTI_ERROR_NOT_SUPPORTED;
     /* Without per-cbid control: all driver API records (more, but correct). */
     if (r == CUPTI_ERROR_NOT_SUPPORTED || r == CUPTI_ERROR_INVALID_PARAMETER)
       r = api.enable(CUPTI_ACTIVITY_KIND_DRIVER);
+    /* Launches through a CUDA runtime (cuBLAS/cuDNN carry a static one; Kineto
+     * traces e.g. cuBLAS's addmm kernels under cudaLaunchKernelExC) are runtime
+     * API records: their kernels carry the runtime call's correlation id, and
+     * only with these records enabled does CUPTI emit the external
+     * correlation that ties them to the op. Optional: without per-cbid
+     * runtime control only driver launches are attributed. */
+    static const CUpti_CallbackId rt_launches[] = {
+        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+    };
+    for (size_t i = 0; r == CUPTI_SUCCESS && api.enable_runtime_api &&
+                       i < sizeof rt_launches / sizeof rt_launches[0];
+         i++)
+      if (api.enable_runtime_api(rt_launches[i], 1) != CUPTI_SUCCESS) break;
   }
   if (r == CUPTI_SUCCESS) r = api.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (r != CUPTI_SUCCESS) {
