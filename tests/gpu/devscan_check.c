@@ -162,7 +162,7 @@ static void bandwidth(size_t bytes) {
     mp_dtype dt = dts[i];
     unsigned w = mp_dtype_size(dt);
     /* Realistic values: fill 64 MiB on the host, replicate on the device. */
-    size_t chunk = 64u << 20;
+    size_t chunk = bytes < (64u << 20) ? bytes : 64u << 20; /* --bytes may be smaller */
     void *h = mpp_scan_test_data(dt, chunk / w, 11 + i);
     cu->memcpy_htod(src, h, chunk);
     free(h);
@@ -194,6 +194,10 @@ int main(int argc, char **argv) {
       quick = 1;
     } else if (!strcmp(argv[i], "--bytes") && i + 1 < argc) {
       bytes = strtoull(argv[++i], NULL, 0);
+      if (bytes < 4096 || bytes % 16) {
+        fprintf(stderr, "devscan_check: --bytes must be a multiple of 16, at least 4096\n");
+        return 2;
+      }
     } else {
       fprintf(stderr, "usage: %s [--quick] [--bytes N]\n", argv[0]);
       return 2;
