@@ -206,6 +206,7 @@ typedef struct mpp_event {
 void mpp_sites_lock(void);
 void mpp_sites_unlock(void);
 void mpp_sites_reset(void); /* fork child and tests: drop everything */
+bool mpp_sites_locked_by_caller(void); /* the calling thread holds the site lock */
 /* Site id for the op and the calling thread's layer; -1 when the site cap is
  * hit (the op is counted as not attributed). */
 int mpp_site_find(const mpp_op *op, const char *layer, uint64_t layer_hash,

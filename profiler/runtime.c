@@ -238,6 +238,14 @@ static void on_exit_handler(void) {
   pthread_mutex_lock(&checkpoint_mu);
   pthread_cond_broadcast(&checkpoint_cv);
   pthread_mutex_unlock(&checkpoint_mu);
+  /* exit() from a signal handler that interrupted this thread inside the site
+   * lock: rendering would wait for that lock forever. The last checkpoint
+   * stays; the exit goes on. */
+  if (mpp_sites_locked_by_caller()) {
+    mpp_log(1, "exit() inside mpprof's site lock (from a signal handler?): final raw file not "
+               "written, the last checkpoint stays");
+    return;
+  }
   depth++;
   /* A forked child never touches the parent's CUDA state. */
   if (!mpp_in_forked_child()) {

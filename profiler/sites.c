@@ -17,6 +17,10 @@
 #include <string.h>
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+/* How many times the calling thread holds `mu` (0 or 1): the exit handler must
+ * not wait for a lock its own thread holds (exit() from a signal handler that
+ * interrupted a hook inside the lock would otherwise hang forever). */
+static __thread MPP_TLS int held_here;
 
 static mpp_site *sites;
 static uint32_t nsites, sites_cap;
@@ -38,10 +42,16 @@ static const char *reason_ptrs[MAX_REASONS];
 
 void mpp_sites_lock(void) {
   pthread_mutex_lock(&mu);
+  held_here++;
 }
 
 void mpp_sites_unlock(void) {
+  held_here--;
   pthread_mutex_unlock(&mu);
+}
+
+bool mpp_sites_locked_by_caller(void) {
+  return held_here > 0;
 }
 
 static void free_site(mpp_site *s) {
@@ -54,6 +64,7 @@ static void free_site(mpp_site *s) {
 
 void mpp_sites_reset(void) {
   pthread_mutex_init(&mu, NULL);
+  held_here = 0; /* a fork child: the prepare handler took the lock on this thread */
   for (uint32_t i = 0; i < nsites; i++)
     free_site(&sites[i]);
   free(sites);

@@ -1,0 +1,69 @@
+/* Robustness of libmpprof.so's internals in the situations an injected
+ * library meets in someone else's process: exit() from a signal handler that
+ * interrupted a hook, fork() while another thread holds a module lock, a
+ * thread's late destructors using NVTX after mpprof's own cleanup, and GEMM
+ * calls whose operands cuBLAS never reads. Each test fails (or hangs, bounded
+ * by an alarm in a child process) without the fix it guards. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "profiler/hooks/gemm_decode.h"
+#include "profiler/mpp.h"
+
+/* Exit status of a child process, 128 + signal when killed. */
+static int child_status(pid_t pid) {
+  int st;
+  assert_true(waitpid(pid, &st, 0) == pid);
+  return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+}
+
+static void exit_7(int sig) {
+  (void)sig;
+  exit(7);
+}
+
+/* A program whose SIGINT handler calls exit() may be interrupted while a hook
+ * holds the site lock; mpprof's exit handler then runs on that same thread.
+ * It must let the exit finish (keeping the last checkpoint), not wait for a
+ * lock its own thread holds. */
+static void exit_from_a_signal_handler_inside_the_site_lock_finishes(void **state) {
+  (void)state;
+  char dir[] = "/tmp/mpp_robust_XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    alarm(20); /* a hang is the failure: SIGALRM ends it */
+    snprintf(mpp_cfg.out_dir, sizeof mpp_cfg.out_dir, "%s", dir);
+    mpp_cfg.checkpoint_s = 0;
+    mpp_activate(); /* registers the exit handler */
+    signal(SIGUSR1, exit_7);
+    mpp_sites_lock(); /* inside a hook's critical section ... */
+    raise(SIGUSR1);   /* ... the application's handler calls exit(7) */
+    _exit(99);
+  }
+  assert_int_equal(child_status(pid), 7);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(exit_from_a_signal_handler_inside_the_site_lock_finishes),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
