@@ -10,6 +10,7 @@
 #ifndef MPPROF_PROFILER_MPP_H
 #define MPPROF_PROFILER_MPP_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -207,6 +208,10 @@ void mpp_sites_lock(void);
 void mpp_sites_unlock(void);
 void mpp_sites_reset(void); /* fork child and tests: drop everything */
 bool mpp_sites_locked_by_caller(void); /* the calling thread holds the site lock */
+/* A module's mutex that application threads take inside hooks: held across
+ * fork() by the prepare handler and re-created in the child, so a child never
+ * inherits it locked by a thread that does not exist there. At most 8. */
+void mpp_fork_protect(pthread_mutex_t *mu);
 /* Site id for the op and the calling thread's layer; -1 when the site cap is
  * hit (the op is counted as not attributed). */
 int mpp_site_find(const mpp_op *op, const char *layer, uint64_t layer_hash,

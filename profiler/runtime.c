@@ -292,13 +292,28 @@ void mpp_activate(void) {
   pthread_mutex_unlock(&activate_mu);
 }
 
+/* Module mutexes (cuBLAS handle table, cuDNN shadows): leaf locks, never held
+ * while another mpprof lock is taken, so any order between them is safe. */
+#define MPP_MAX_FORK_LOCKS 8
+static pthread_mutex_t *fork_locks[MPP_MAX_FORK_LOCKS];
+static int nfork_locks;
+
+void mpp_fork_protect(pthread_mutex_t *mu) {
+  /* Called from constructors, which the loader runs one at a time. */
+  if (nfork_locks < MPP_MAX_FORK_LOCKS) fork_locks[nfork_locks++] = mu;
+}
+
 static void atfork_prepare(void) {
   pthread_mutex_lock(&activate_mu);
+  for (int i = 0; i < nfork_locks; i++)
+    pthread_mutex_lock(fork_locks[i]);
   mpp_sites_lock();
 }
 
 static void atfork_parent(void) {
   mpp_sites_unlock();
+  for (int i = nfork_locks; i-- > 0;)
+    pthread_mutex_unlock(fork_locks[i]);
   pthread_mutex_unlock(&activate_mu);
 }
 
@@ -308,6 +323,8 @@ static void atfork_child(void) {
   pthread_mutex_init(&activate_mu, NULL);
   pthread_mutex_init(&checkpoint_mu, NULL);
   pthread_cond_init(&checkpoint_cv, NULL);
+  for (int i = 0; i < nfork_locks; i++)
+    pthread_mutex_init(fork_locks[i], NULL);
   mpp_sites_reset(); /* also re-creates the sites mutex */
   checkpoint_running = false;
   atomic_store(&forked_child, true);

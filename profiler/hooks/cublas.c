@@ -76,6 +76,10 @@ static struct {
 } handles[HANDLES];
 #define TOMBSTONE ((cublasHandle_t)(uintptr_t)1)
 
+__attribute__((constructor)) static void handles_fork_protect(void) {
+  mpp_fork_protect(&handles_mu);
+}
+
 static unsigned slot_of(cublasHandle_t h) {
   uintptr_t v = (uintptr_t)h;
   return (unsigned)((v >> 4) ^ (v >> 16)) & (HANDLES - 1);

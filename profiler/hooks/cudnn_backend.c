@@ -88,6 +88,10 @@ static be_shadow **shadows; /* open addressing by descriptor */
 static uint32_t shadows_cap, nshadows;
 static be_shadow *const TOMB = (be_shadow *)(uintptr_t)1;
 
+__attribute__((constructor)) static void shadows_fork_protect(void) {
+  mpp_fork_protect(&shadows_mu);
+}
+
 static uint32_t slot(void *d) {
   uintptr_t v = (uintptr_t)d;
   v ^= v >> 17;

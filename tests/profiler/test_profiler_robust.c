@@ -61,9 +61,43 @@ static void exit_from_a_signal_handler_inside_the_site_lock_finishes(void **stat
   assert_int_equal(system(cmd), 0);
 }
 
+static pthread_mutex_t module_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool module_mu_taken;
+
+static void *hold_module_lock(void *p) {
+  (void)p;
+  pthread_mutex_lock(&module_mu);
+  atomic_store(&module_mu_taken, true);
+  struct timespec ts = {0, 300 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  pthread_mutex_unlock(&module_mu);
+  return NULL;
+}
+
+/* A thread inside a hook holds a module's table lock when another thread
+ * forks. The child has only the forking thread: an inherited locked mutex
+ * would hang its first hooked call. */
+static void fork_while_another_thread_holds_a_module_lock_leaves_it_free_in_the_child(
+    void **state) {
+  (void)state;
+  mpp_init();
+  mpp_fork_protect(&module_mu);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, hold_module_lock, NULL), 0);
+  while (!atomic_load(&module_mu_taken))
+    sched_yield();
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) _exit(pthread_mutex_trylock(&module_mu) == 0 ? 0 : 1);
+  assert_int_equal(child_status(pid), 0);
+  pthread_join(t, NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(exit_from_a_signal_handler_inside_the_site_lock_finishes),
+      cmocka_unit_test(
+          fork_while_another_thread_holds_a_module_lock_leaves_it_free_in_the_child),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
