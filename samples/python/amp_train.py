@@ -4,7 +4,11 @@ checks. Three Linear layers (fc1, fc2, fc3) in fp16 autocast with a
 GradScaler, each forward wrapped in an NVTX range named after the layer, so
 mpprof can attribute the GEMMs to layers. TF32 is off, so only the autocast
 GEMMs are eligible for Tensor Cores. Dimensions are multiples of 8 (16 bytes
-of fp16), so every GEMM is also efficient.
+of fp16), so every GEMM is also efficient; the output layer is 128 wide (not a
+handful of classes) so that cuBLAS has no reason to pick a non-Tensor-Core
+GEMV-like kernel for it. With bias, nn.Linear's forward is addmm, which
+PyTorch sends to cublasLtMatmul (bias epilogue) or, depending on version and
+DISABLE_ADDMM_CUDA_LT, cublasGemmEx: the checker accepts either API.
 
     python3 amp_train.py [--steps N] [--batch B] [--hidden H]
 """
@@ -46,13 +50,17 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(0)
     dev = torch.device("cuda")
-    model = MLP(512, o.hidden, 16).to(dev)
+    model = MLP(512, o.hidden, 128).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=1e-2)
-    scaler = torch.amp.GradScaler("cuda")
+    # torch.amp.GradScaler("cuda") since 2.3; torch.cuda.amp.GradScaler before.
+    if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
+        scaler = torch.amp.GradScaler("cuda")
+    else:
+        scaler = torch.cuda.amp.GradScaler()
     x = torch.randn(o.batch, 512, device=dev)
-    y = torch.randn(o.batch, 16, device=dev)
+    y = torch.randn(o.batch, 128, device=dev)
     for step in range(o.steps):
-        torch.cuda.nvtx.range_push(f"step")
+        torch.cuda.nvtx.range_push("step")
         opt.zero_grad(set_to_none=True)
         with torch.autocast(device_type="cuda", dtype=torch.float16):
             out = model(x)
