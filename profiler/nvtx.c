@@ -41,7 +41,11 @@ static atomic_uint_fast64_t range_ids;
 static atomic_uint_fast64_t marks, start_end_ranges;
 static atomic_uint_fast32_t nstrings, ndomains;
 
+/* Runs on the exiting thread. Later destructors of that thread (another
+ * library's thread-local cleanup) may still push or pop a range: they must
+ * get a fresh state, not the freed one. */
 static void tls_free(void *p) {
+  if (tls == p) tls = NULL;
   free(p);
 }
 

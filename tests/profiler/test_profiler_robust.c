@@ -93,11 +93,43 @@ static void fork_while_another_thread_holds_a_module_lock_leaves_it_free_in_the_
   pthread_join(t, NULL);
 }
 
+static pthread_key_t late_key;
+static int late_level = -100;
+
+static void late_destructor(void *p) {
+  (void)p;
+  late_level = mpp_nvtx_push(NULL, "late");
+  mpp_nvtx_pop(NULL);
+}
+
+static void *thread_with_open_range(void *p) {
+  (void)p;
+  mpp_nvtx_push(NULL, "never popped"); /* creates mpprof's NVTX key first */
+  pthread_setspecific(late_key, (void *)1);
+  return NULL;
+}
+
+/* Thread-exit destructors run in key order: one created after mpprof's NVTX
+ * state (another library's per-thread cleanup) may still push a range. It
+ * starts from an empty stack, never from the state mpprof already freed. */
+static void nvtx_push_from_a_later_thread_destructor_gets_a_fresh_stack(void **state) {
+  (void)state;
+  pthread_t t;
+  mpp_nvtx_push(NULL, "main"); /* the NVTX key exists before late_key */
+  mpp_nvtx_pop(NULL);
+  assert_int_equal(pthread_key_create(&late_key, late_destructor), 0);
+  assert_int_equal(pthread_create(&t, NULL, thread_with_open_range, NULL), 0);
+  pthread_join(t, NULL);
+  assert_int_equal(late_level, 0);
+  pthread_key_delete(late_key);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(exit_from_a_signal_handler_inside_the_site_lock_finishes),
       cmocka_unit_test(
           fork_while_another_thread_holds_a_module_lock_leaves_it_free_in_the_child),
+      cmocka_unit_test(nvtx_push_from_a_later_thread_destructor_gets_a_fresh_stack),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
