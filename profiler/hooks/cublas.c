@@ -336,6 +336,10 @@ static cublasStatus_t run_grouped(cublasHandle_t h, const grouped *g,
   if (n <= 0 || !g->ta || !g->tb || !g->m || !g->n || !g->k || !g->lda || !g->ldb || !g->ldc ||
       !g->size || !g->beta || !g->A || !g->B || !g->C)
     return call(argp);
+  /* A negative group size (rejected by cuBLAS) would offset the later groups'
+   * pointer arrays before their start. */
+  for (int64_t i = 0; i < n; i++)
+    if (at(g->size, g->i64, i) < 0) return call(argp);
   mpp_op ops[MAX_GROUPS];
   mpp_call calls[MAX_GROUPS];
   int64_t first = 0;

@@ -79,6 +79,9 @@ void mpp_gemm_decode(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx
   for (int i = 0; i < op->nroles; i++) {
     mpp_role *r = &op->roles[i];
     if (!r->ptr_array && r->view.batch_stride == 0) r->view.batch = 1;
+    /* batchCount 0: cuBLAS returns at once and reads nothing (a pointer
+     * array may be empty); negative: it rejects the call. Read nothing. */
+    if (g->batch <= 0) r->present = false;
   }
 
   mpp_op_note_ptr(op, g->A);

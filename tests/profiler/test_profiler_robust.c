@@ -124,12 +124,50 @@ static void nvtx_push_from_a_later_thread_destructor_gets_a_fresh_stack(void **s
   pthread_key_delete(late_key);
 }
 
+/* batchCount 0: cuBLAS returns without reading anything, and its pointer
+ * arrays may be empty. mpprof must read nothing either. Here the arrays point
+ * at an inaccessible page, so a scan would crash. */
+static void gemm_with_batch_count_zero_reads_no_operand(void **state) {
+  (void)state;
+  long page = sysconf(_SC_PAGESIZE);
+  void *none = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(none != MAP_FAILED);
+  const float beta = 1;
+  for (int64_t batch = -1; batch <= 0; batch++) {
+    mpp_gemm_call g = {.api = "cublasSgemmBatched",
+                       .m = 4,
+                       .n = 4,
+                       .k = 4,
+                       .lda = 4,
+                       .ldb = 4,
+                       .ldc = 4,
+                       .beta = &beta,
+                       .Aarr = none,
+                       .Barr = none,
+                       .Carr = none,
+                       .batch = batch,
+                       .Atype = 0, /* CUDA_R_32F */
+                       .Btype = 0,
+                       .Ctype = 0,
+                       .compute = 68, /* CUBLAS_COMPUTE_32F */
+                       .scale_type = 0};
+    mpp_gemm_ctx ctx = {.math_mode = 0, .pointer_mode = 0};
+    mpp_op op;
+    mpp_gemm_decode(&op, &g, &ctx);
+    assert_int_equal(op.nroles, 4);
+    for (int i = 0; i < op.nroles; i++)
+      assert_false(op.roles[i].present);
+  }
+  munmap(none, (size_t)page);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(exit_from_a_signal_handler_inside_the_site_lock_finishes),
       cmocka_unit_test(
           fork_while_another_thread_holds_a_module_lock_leaves_it_free_in_the_child),
       cmocka_unit_test(nvtx_push_from_a_later_thread_destructor_gets_a_fresh_stack),
+      cmocka_unit_test(gemm_with_batch_count_zero_reads_no_operand),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
