@@ -155,15 +155,21 @@ static bool host_visible(const void *p) {
 
 /* The wrappers' decode step: handle state, then the pure decoding. */
 static bool decode(mpp_op *op, cublasHandle_t h, const mpp_gemm_call *g) {
+  /* Pointer mode unknown until asked: beta may be a device pointer, and only
+   * a host-visible one may be read. */
   mpp_gemm_ctx ctx = {
-      .math_mode = math_mode_of(h), .pointer_mode = 0, .host_visible = host_visible};
+      .math_mode = math_mode_of(h), .pointer_mode = 1, .host_visible = host_visible};
   cudaStream_t stream = NULL;
   cublasPointerMode_t pm = CUBLAS_POINTER_MODE_HOST;
   __typeof__(&cublasGetStream_v2) get_stream = MPP_REAL(syms, cublasGetStream_v2);
   __typeof__(&cublasGetPointerMode_v2) get_pm = MPP_REAL(syms, cublasGetPointerMode_v2);
   if (get_stream && get_stream(h, &stream) == CUBLAS_STATUS_SUCCESS) ctx.stream = stream;
-  /* Pointer mode only decides whether beta can be read, i.e. whether C is scanned. */
-  if (mpp_cfg.scan == MPP_SCAN_ALL && get_pm && get_pm(h, &pm) == CUBLAS_STATUS_SUCCESS)
+  /* Pointer mode only decides whether beta can be read, i.e. whether C is
+   * scanned. Without --scan all C is never scanned, so beta is never read:
+   * with the device pointer mode it is device memory. */
+  if (mpp_cfg.scan != MPP_SCAN_ALL)
+    ctx.host_visible = NULL;
+  else if (get_pm && get_pm(h, &pm) == CUBLAS_STATUS_SUCCESS)
     ctx.pointer_mode = (int)pm;
   mpp_gemm_decode(op, g, &ctx);
   return true;
