@@ -38,6 +38,8 @@
   X(cuLibraryGetKernel, library_kernel, 12000, CUresult, (CUkernel *, CUlibrary, const char *))    \
   X(cuModuleLoadData, module_load, 2000, CUresult, (CUmodule *, const void *))                     \
   X(cuModuleGetFunction, module_function, 2000, CUresult, (CUfunction *, CUmodule, const char *))  \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor, occupancy, 6050, CUresult,                        \
+    (int *, CUfunction, int, size_t))                                                              \
   X(cuLaunchKernel, launch, 4000, CUresult,                                                        \
     (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,   \
      void **, void **))                                                                            \

@@ -28,6 +28,7 @@ extern const size_t mpp_scan_fatbin_size __attribute__((weak, visibility("hidden
 #define MAX_CTX 8
 #define RING 64
 #define BLOCK 256
+#define MAX_PER_SM 8 /* 8 x 256 threads fill an SM */
 #define DRAIN_TIMEOUT_NS 5000000000ull
 
 /* FREE -> FILLING (enqueue in progress, invisible to pollers) -> PENDING
@@ -51,6 +52,7 @@ typedef struct ctx_state {
   CUfunction fn[MPP_SRC_COUNT];
   CUmodule module;
   int sms;
+  int per_sm[MPP_SRC_COUNT]; /* resident blocks per SM for each kernel (<= MAX_PER_SM) */
   slot slots[RING];
 } ctx_state;
 
@@ -103,6 +105,16 @@ static bool init_ctx(const mpp_cu_api *cu, ctx_state *cs) {
   if (cu->ctx_device && cu->ctx_device(&dev) == CUDA_SUCCESS && cu->device_attr)
     cu->device_attr(&cs->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
   if (cs->sms <= 0) cs->sms = 16;
+  /* One wave of resident blocks: a grid larger than what fits (registers
+   * limit the kernels to ~5 blocks per SM on sm_90) leaves a partial second
+   * wave that costs bandwidth. A CUkernel is accepted here as a CUfunction,
+   * computed for the current context. */
+  for (int s = 0; s < MPP_SRC_COUNT; s++) {
+    int n = 0;
+    if (!cu->occupancy || cu->occupancy(&n, cs->fn[s], BLOCK, 0) != CUDA_SUCCESS || n <= 0)
+      n = MAX_PER_SM;
+    cs->per_sm[s] = n < MAX_PER_SM ? n : MAX_PER_SM;
+  }
   CUdeviceptr dbase = 0;
   void *hbase = NULL;
   size_t bytes = sizeof(mpp_scan_result) * RING;
@@ -220,7 +232,7 @@ static unsigned grid_for(const ctx_state *cs, const mpp_scan_params *p) {
   mpp_scan_fmt f = mpp_scan_fmt_of(p->src);
   uint64_t work = p->flat ? p->n / (16 / (f.width / 8)) + 1 : p->n;
   uint64_t blocks = (work + BLOCK - 1) / BLOCK;
-  uint64_t cap = (uint64_t)cs->sms * 8; /* 8 x 256 threads fill an SM */
+  uint64_t cap = (uint64_t)cs->sms * (uint64_t)cs->per_sm[p->src];
   if (blocks > cap) blocks = cap;
   return blocks ? (unsigned)blocks : 1;
 }
