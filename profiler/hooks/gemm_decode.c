@@ -75,6 +75,10 @@ void mpp_gemm_decode(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx
   if (!beta_nonzero(g, ctx)) c->present = false;
   mpp_role *d = mpp_op_role(op, "D", false);
   set_view(d, g->Ctype, g->C, g->Carr, g->m, g->n, g->ldc, op->batch, g->strideC);
+  /* An operation code cuBLAS rejects (it then reads nothing): the operand's
+   * geometry is unknown, and the input scan runs before the call. */
+  if (op->transa == '?') a->unscannable = MPP_NS_LAYOUT;
+  if (op->transb == '?') b->unscannable = MPP_NS_LAYOUT;
   /* Strided batches with a zero stride share one matrix: count it once. */
   for (int i = 0; i < op->nroles; i++) {
     mpp_role *r = &op->roles[i];

@@ -161,6 +161,42 @@ static void gemm_with_batch_count_zero_reads_no_operand(void **state) {
   munmap(none, (size_t)page);
 }
 
+/* An invalid operation code: cuBLAS rejects the call without reading, but
+ * the input scan runs before the call, with a geometry that would be a guess
+ * (the transposed extent can pass the end of the buffer). */
+static void gemm_with_an_invalid_transpose_code_does_not_scan_that_operand(void **state) {
+  (void)state;
+  float a[16] = {0}, b[16] = {0}, c[16] = {0};
+  const float beta = 0;
+  mpp_gemm_call g = {.api = "cublasSgemm_v2",
+                     .transa = 7,
+                     .transb = 0,
+                     .m = 4,
+                     .n = 4,
+                     .k = 4,
+                     .lda = 4,
+                     .ldb = 4,
+                     .ldc = 4,
+                     .beta = &beta,
+                     .A = a,
+                     .B = b,
+                     .C = c,
+                     .batch = 1,
+                     .compute = 68,
+                     .scale_type = 0};
+  mpp_gemm_ctx ctx = {.math_mode = 0, .pointer_mode = 0};
+  mpp_op op;
+  mpp_gemm_decode(&op, &g, &ctx);
+  assert_int_equal(op.transa, '?');
+  assert_int_equal(op.roles[0].unscannable, MPP_NS_LAYOUT);
+  assert_int_equal(op.roles[1].unscannable, MPP_NS_COUNT);
+  g.transa = 0;
+  g.transb = -1;
+  mpp_gemm_decode(&op, &g, &ctx);
+  assert_int_equal(op.roles[0].unscannable, MPP_NS_COUNT);
+  assert_int_equal(op.roles[1].unscannable, MPP_NS_LAYOUT);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(exit_from_a_signal_handler_inside_the_site_lock_finishes),
@@ -168,6 +204,7 @@ int main(void) {
           fork_while_another_thread_holds_a_module_lock_leaves_it_free_in_the_child),
       cmocka_unit_test(nvtx_push_from_a_later_thread_destructor_gets_a_fresh_stack),
       cmocka_unit_test(gemm_with_batch_count_zero_reads_no_operand),
+      cmocka_unit_test(gemm_with_an_invalid_transpose_code_does_not_scan_that_operand),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
