@@ -47,10 +47,21 @@ void mpp_process_info_reset(void) {
 }
 
 void mpp_process_note_device(void) {
-  if (proc.device_known || !mpp_cuda_available()) return;
-  if (mpp_cuda_device_info(proc.device_name, sizeof proc.device_name, &proc.cc_major,
-                           &proc.cc_minor) == 0)
+  if (!mpp_cuda_available()) return;
+  /* Asked outside any lock (driver calls), published under the site lock,
+   * which the writer holds while it reads proc.device_*: a checkpoint never
+   * sees a half-written name. */
+  char name[sizeof proc.device_name];
+  int major = 0, minor = 0;
+  if (mpp_cuda_device_info(name, sizeof name, &major, &minor) != 0) return;
+  mpp_sites_lock();
+  if (!proc.device_known) {
+    memcpy(proc.device_name, name, sizeof name);
+    proc.cc_major = major;
+    proc.cc_minor = minor;
     proc.device_known = true;
+  }
+  mpp_sites_unlock();
 }
 
 /* --- argv from /proc/self/cmdline (the app's main() arguments are not ours) --- */
