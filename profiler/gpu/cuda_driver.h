@@ -32,6 +32,8 @@
   X(cuStreamIsCapturing, stream_is_capturing, 10000, CUresult,                                     \
     (CUstream, CUstreamCaptureStatus *))                                                           \
   X(cuStreamGetCtx, stream_ctx, 9020, CUresult, (CUstream, CUcontext *))                           \
+  X(cuThreadExchangeStreamCaptureMode, capture_mode_exchange, 10010, CUresult,                     \
+    (CUstreamCaptureMode *))                                                                       \
   X(cuLibraryLoadData, library_load, 12000, CUresult,                                              \
     (CUlibrary *, const void *, CUjit_option *, void **, unsigned, CUlibraryOption *, void **,     \
      unsigned))                                                                                    \

@@ -153,6 +153,24 @@ static ctx_state *ctx_for(const mpp_cu_api *cu, CUstream stream, CUcontext *ret_
   return cs->ready ? cs : NULL;
 }
 
+/* While another thread captures a CUDA graph in the default (global) mode,
+ * "potentially unsafe" calls from any thread in global mode (cuEventQuery,
+ * cuMemAlloc, ...) fail and invalidate that capture: the application's graph
+ * would break. mpprof's calls never touch a capturing stream (the hooks check
+ * the op's stream first), so they run in relaxed mode, thread-locally,
+ * restoring the caller's mode afterwards. */
+static CUstreamCaptureMode relax(const mpp_cu_api *cu) {
+  CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+  if (!cu->capture_mode_exchange || cu->capture_mode_exchange(&m) != CUDA_SUCCESS)
+    return CU_STREAM_CAPTURE_MODE_RELAXED; /* nothing to restore */
+  return m;
+}
+
+static void restore(const mpp_cu_api *cu, CUstreamCaptureMode m) {
+  if (m != CU_STREAM_CAPTURE_MODE_RELAXED && cu->capture_mode_exchange)
+    cu->capture_mode_exchange(&m);
+}
+
 /* Decode a claimed slot's record into the sink, then free the slot. */
 static void deliver(slot *s, bool ok) {
   pthread_mutex_lock(&g_deliver_mu);
@@ -200,6 +218,7 @@ static void *poll_main(void *arg) {
   (void)arg;
   const mpp_cu_api *cu = mpp_cu();
   if (!cu) return NULL;
+  relax(cu); /* our own thread: relaxed for good */
   for (;;) {
     pthread_mutex_lock(&g_mu);
     while (g_pending == 0)
@@ -253,11 +272,13 @@ int mpp_devscan_enqueue(void *stream, const mp_view *view, mpp_scan_sink sink, v
     sink(cookie, &empty);
     return 0;
   }
+  CUstreamCaptureMode mode = relax(cu);
   pthread_mutex_lock(&g_mu);
   CUcontext ctx = NULL;
   ctx_state *cs = ctx_for(cu, (CUstream)stream, &ctx);
   if (!cs) {
     pthread_mutex_unlock(&g_mu);
+    restore(cu, mode);
     return -ENOSYS;
   }
   slot *s = NULL;
@@ -265,6 +286,7 @@ int mpp_devscan_enqueue(void *stream, const mp_view *view, mpp_scan_sink sink, v
     if (cs->slots[i].state == SLOT_FREE) s = &cs->slots[i];
   if (!s) {
     pthread_mutex_unlock(&g_mu);
+    restore(cu, mode);
     return -EBUSY;
   }
   s->state = SLOT_FILLING;
@@ -301,6 +323,7 @@ int mpp_devscan_enqueue(void *stream, const mp_view *view, mpp_scan_sink sink, v
   start_thread_locked();
   pthread_cond_signal(&g_cv);
   pthread_mutex_unlock(&g_mu);
+  restore(cu, mode);
   return ok ? 0 : -EIO;
 }
 
@@ -309,17 +332,19 @@ void mpp_devscan_drain(void) {
   if (!cu || !have_fatbin()) return;
   struct timespec t0, now;
   clock_gettime(CLOCK_MONOTONIC, &t0);
+  CUstreamCaptureMode mode = relax(cu);
   for (;;) {
     pthread_mutex_lock(&g_mu);
     int pending = g_pending;
     pthread_mutex_unlock(&g_mu);
-    if (pending == 0) return;
+    if (pending == 0) break;
     if (poll_once(cu, true) > 0) continue;
     clock_gettime(CLOCK_MONOTONIC, &now);
     uint64_t el = (uint64_t)(now.tv_sec - t0.tv_sec) * 1000000000ull + (uint64_t)now.tv_nsec -
                   (uint64_t)t0.tv_nsec;
-    if (el > DRAIN_TIMEOUT_NS) return; /* a hung GPU must not hang the app's exit */
+    if (el > DRAIN_TIMEOUT_NS) break; /* a hung GPU must not hang the app's exit */
     struct timespec ts = {0, 200000};
     nanosleep(&ts, NULL);
   }
+  restore(cu, mode);
 }

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include <cmocka.h>
+#include <cuda.h>
 
 #include "analysis/scan.h"
 #include "profiler/gpu/gpu.h"
@@ -112,6 +113,25 @@ static void driver_entry_points_are_asked_for_the_abi_they_are_called_with(void 
   assert_int_equal(abi_errors(), 0);
 }
 
+/* Another thread may be capturing a CUDA graph in global mode: the scans'
+ * driver calls (allocation, launch, event queries on the poller thread) run
+ * in relaxed mode, and the caller's own mode is what it was. */
+static void scans_run_in_relaxed_capture_mode_and_restore_the_callers(void **state) {
+  (void)state;
+  int (*unsafe)(void) = (int (*)(void))fake("fakecuda_unsafe_calls");
+  int (*mode)(void) = (int (*)(void))fake("fakecuda_capture_mode");
+  uint32_t x[64] = {0};
+  mp_view v = {MP_FP32, x, 64, 1, 64, 1, 0};
+  collect *c = calloc(1, sizeof *c);
+  mp_stats_init(&c->stats, MP_FP32);
+  assert_int_equal(mpp_devscan_enqueue(NULL, &v, sink, c), 0);
+  mpp_devscan_drain();
+  assert_int_equal(c->calls, 1);
+  assert_int_equal(unsafe(), 0);
+  assert_int_equal(mode(), CU_STREAM_CAPTURE_MODE_GLOBAL);
+  free(c);
+}
+
 static void bad_views_are_refused(void **state) {
   (void)state;
   uint16_t h[4] = {0};
@@ -128,6 +148,7 @@ int main(void) {
       cmocka_unit_test(poller_delivers_without_a_drain),
       cmocka_unit_test(full_ring_says_ebusy_and_recovers),
       cmocka_unit_test(bad_views_are_refused),
+      cmocka_unit_test(scans_run_in_relaxed_capture_mode_and_restore_the_callers),
       cmocka_unit_test(driver_entry_points_are_asked_for_the_abi_they_are_called_with),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,6 +38,28 @@ API int fakecuda_launches(void) {
   return g_launches;
 }
 
+/* Stream capture interaction mode, per thread as in the real driver. A call
+ * that the real driver counts as "potentially unsafe" during another thread's
+ * global-mode capture, made in a mode other than relaxed, is counted: mpprof
+ * must never make one (it would invalidate the application's capture). */
+static thread_local CUstreamCaptureMode t_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+static std::atomic<int> g_unsafe;
+static void unsafe_call(void) {
+  if (t_mode != CU_STREAM_CAPTURE_MODE_RELAXED) g_unsafe++;
+}
+API int fakecuda_unsafe_calls(void) {
+  return g_unsafe;
+}
+API int fakecuda_capture_mode(void) {
+  return (int)t_mode;
+}
+static CUresult CUDAAPI f_capture_mode_exchange(CUstreamCaptureMode *m) {
+  CUstreamCaptureMode old = t_mode;
+  t_mode = *m;
+  *m = old;
+  return CUDA_SUCCESS;
+}
+
 static CUresult CUDAAPI f_init(unsigned) {
   return CUDA_SUCCESS;
 }
@@ -109,11 +131,13 @@ static CUresult CUDAAPI f_launch(CUfunction f, unsigned gx, unsigned gy, unsigne
   if (src < 0 || src >= MPP_SRC_COUNT || gy != 1 || gz != 1 || bx != MPP_BLOCK || by != 1 ||
       bz != 1 || smem != 0 || extra || !args)
     return CUDA_ERROR_INVALID_VALUE;
+  unsafe_call();
   launch(kernel_of(src), (const mpp_scan_params *)args[0], gx);
   g_launches++;
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_alloc_host(void **p, size_t n) {
+  unsafe_call();
   *p = calloc(1, n);
   return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
@@ -122,6 +146,7 @@ static CUresult CUDAAPI f_free_host(void *p) {
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_alloc(CUdeviceptr *p, size_t n) {
+  unsafe_call();
   void *h = calloc(1, n);
   *p = (CUdeviceptr)(uintptr_t)h;
   return h ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
@@ -139,6 +164,7 @@ static CUresult CUDAAPI f_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream) {
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_event_create(CUevent *e, unsigned) {
+  unsafe_call();
   *e = (CUevent) new fake_event{false};
   return CUDA_SUCCESS;
 }
@@ -147,6 +173,7 @@ static CUresult CUDAAPI f_event_record(CUevent e, CUstream) {
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_event_query(CUevent) {
+  unsafe_call();
   return g_hold ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
@@ -175,6 +202,7 @@ static const struct {
     {"cuEventCreate", (void *)f_event_create},
     {"cuEventRecord", (void *)f_event_record},
     {"cuEventQuery", (void *)f_event_query},
+    {"cuThreadExchangeStreamCaptureMode", (void *)f_capture_mode_exchange},
 };
 
 /* Entry points whose signature changed: asking for the new ABI while calling
