@@ -100,6 +100,20 @@ elif [ "${GPU_CHECK_MANUAL:-0}" != 1 ] && command -v meson >/dev/null && command
     B=""
   fi
 fi
+# A build made on another machine may not run here (older glibc, another
+# architecture): probe it, and build the CUDA parts here instead if it fails.
+runs_here() { # BUILD_DIR
+  local err
+  err=$( { "$1/tests/gpu/tc_audit" </dev/null >/dev/null &&
+           LD_PRELOAD="$1/profiler/libmpprof.so" MPPROF_DISABLE=1 /bin/true; } 2>&1) || return 1
+  [[ $err != *"cannot be preloaded"* && $err != *"GLIBC"* ]]
+}
+if [ -n "$B" ] && [ -e "$B/profiler/libmpprof.so" ] && ! runs_here "$B"; then
+  say "the build in $B does not run here (see $LOG/probe.log): building the CUDA parts directly"
+  { echo "probe of $B:"; "$B/tests/gpu/tc_audit" </dev/null; LD_PRELOAD="$B/profiler/libmpprof.so" /bin/true; } \
+    >"$LOG/probe.log" 2>&1
+  B=""
+fi
 if [ -z "$B" ] || ! { [ -e "$B/profiler/libmpprof.so" ] && [ -e "$B/tests/gpu/devscan_check" ]; }; then
   MODE=manual; B=$OUT/manual
   mkdir -p "$B/profiler" "$B/tests/gpu" "$B/samples" "$B/kernels"
