@@ -154,8 +154,15 @@ bool mpp_enter(void) {
   return true;
 }
 
+/* Set at activation: the exit handler is registered once more when the first
+ * hooked call returns (see mpp_activate). */
+static atomic_bool exit_handler_renew;
+static bool exit_handler_renewed; /* under activate_mu */
+static void renew_exit_handler(void);
+
 void mpp_leave(void) {
-  depth--;
+  if (--depth == 0 && atomic_load_explicit(&exit_handler_renew, memory_order_relaxed))
+    renew_exit_handler();
 }
 
 /* --- real symbols --- */
@@ -268,11 +275,16 @@ void mpp_activate(void) {
   }
   depth++;
   /* Registered now, after the application started CUDA, so it runs before
-   * the CUDA runtime's own exit teardown. Inherited by fork children. */
+   * the CUDA runtime's own exit teardown. Inherited by fork children. The
+   * first hooked call may itself start a runtime that registers its teardown
+   * (cuBLAS and cuDNN carry their own static CUDA runtime, initialised in
+   * their first call): the handler is registered once more when that call
+   * returns, so it runs before that teardown too (it runs once: `finishing`). */
   if (!exit_handler_registered) {
     exit_handler_registered = true;
     atexit(on_exit_handler);
   }
+  if (!exit_handler_renewed) atomic_store(&exit_handler_renew, true);
   if (!mpp_in_forked_child()) {
     mpp_cupti_set_sink(mpp_kernel_sink_fn);
     mpp_cupti_start();
@@ -301,6 +313,16 @@ static int nfork_locks;
 void mpp_fork_protect(pthread_mutex_t *mu) {
   /* Called from constructors, which the loader runs one at a time. */
   if (nfork_locks < MPP_MAX_FORK_LOCKS) fork_locks[nfork_locks++] = mu;
+}
+
+static void renew_exit_handler(void) {
+  pthread_mutex_lock(&activate_mu);
+  if (!exit_handler_renewed) {
+    exit_handler_renewed = true;
+    atexit(on_exit_handler);
+  }
+  atomic_store(&exit_handler_renew, false);
+  pthread_mutex_unlock(&activate_mu);
 }
 
 static void atfork_prepare(void) {

@@ -61,6 +61,41 @@ static void exit_from_a_signal_handler_inside_the_site_lock_finishes(void **stat
   assert_int_equal(system(cmd), 0);
 }
 
+static char teardown_dir[64];
+
+/* Stands for a CUDA runtime's exit teardown, registered inside the first
+ * hooked call: mpprof's final raw file must already exist when it runs. */
+static void runtime_teardown(void) {
+  char cmd[160];
+  snprintf(cmd, sizeof cmd, "ls '%s'/raw/*.json >/dev/null 2>&1", teardown_dir);
+  _exit(system(cmd) == 0 ? 0 : 1);
+}
+
+/* cuBLAS and cuDNN carry their own static CUDA runtime, started by their
+ * first call, which registers its teardown then. mpprof activates before that
+ * real call, so its exit handler must be registered again once the call
+ * returns to run first (atexit handlers run last registered first). */
+static void exit_handler_runs_before_a_teardown_registered_inside_the_first_call(void **state) {
+  (void)state;
+  snprintf(teardown_dir, sizeof teardown_dir, "/tmp/mpp_robust_XXXXXX");
+  assert_non_null(mkdtemp(teardown_dir));
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    alarm(20);
+    snprintf(mpp_cfg.out_dir, sizeof mpp_cfg.out_dir, "%s", teardown_dir);
+    mpp_cfg.checkpoint_s = 0;
+    assert_true(mpp_enter()); /* a hooked call: activates */
+    atexit(runtime_teardown); /* the real function starts its runtime */
+    mpp_leave();
+    exit(0);
+  }
+  assert_int_equal(child_status(pid), 0);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", teardown_dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 static pthread_mutex_t module_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_bool module_mu_taken;
 
@@ -200,6 +235,7 @@ static void gemm_with_an_invalid_transpose_code_does_not_scan_that_operand(void 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(exit_from_a_signal_handler_inside_the_site_lock_finishes),
+      cmocka_unit_test(exit_handler_runs_before_a_teardown_registered_inside_the_first_call),
       cmocka_unit_test(
           fork_while_another_thread_holds_a_module_lock_leaves_it_free_in_the_child),
       cmocka_unit_test(nvtx_push_from_a_later_thread_destructor_gets_a_fresh_stack),
