@@ -210,6 +210,10 @@ static pthread_t checkpoint_thread;
 static bool checkpoint_running;
 static pthread_mutex_t checkpoint_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t checkpoint_cv = PTHREAD_COND_INITIALIZER;
+/* Held by the checkpoint thread for one pass (CUPTI flush + write), and by the
+ * exit handler: a pass that began before exit() ends before the exit handler
+ * returns, so no CUPTI flush runs during CUDA's own teardown. */
+static pthread_mutex_t pass_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void *checkpoint_main(void *arg) {
   (void)arg;
@@ -232,9 +236,14 @@ static void *checkpoint_main(void *arg) {
     while (rc != ETIMEDOUT && !atomic_load(&finishing))
       rc = pthread_cond_timedwait(&checkpoint_cv, &checkpoint_mu, &ts);
     pthread_mutex_unlock(&checkpoint_mu);
-    if (atomic_load(&finishing)) return NULL;
+    pthread_mutex_lock(&pass_mu);
+    if (atomic_load(&finishing)) {
+      pthread_mutex_unlock(&pass_mu);
+      return NULL;
+    }
     if (!mpp_in_forked_child()) mpp_cupti_flush();
     int err = mpp_raw_write(false);
+    pthread_mutex_unlock(&pass_mu);
     if (err < 0) mpp_log(1, "checkpoint not written: %s", strerror(-err));
   }
   return NULL;
@@ -253,6 +262,7 @@ static void on_exit_handler(void) {
                "written, the last checkpoint stays");
     return;
   }
+  pthread_mutex_lock(&pass_mu); /* a checkpoint pass in progress ends first */
   depth++;
   /* A forked child never touches the parent's CUDA state. */
   if (!mpp_in_forked_child()) {
@@ -265,6 +275,7 @@ static void on_exit_handler(void) {
     if (err < 0) mpp_log(1, "raw file not written: %s", strerror(-err));
   }
   depth--;
+  pthread_mutex_unlock(&pass_mu);
 }
 
 void mpp_activate(void) {
@@ -345,6 +356,7 @@ static void atfork_child(void) {
   pthread_mutex_init(&activate_mu, NULL);
   pthread_mutex_init(&checkpoint_mu, NULL);
   pthread_cond_init(&checkpoint_cv, NULL);
+  pthread_mutex_init(&pass_mu, NULL);
   for (int i = 0; i < nfork_locks; i++)
     pthread_mutex_init(fork_locks[i], NULL);
   mpp_sites_reset(); /* also re-creates the sites mutex */
