@@ -217,10 +217,8 @@ static pthread_mutex_t pass_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void *checkpoint_main(void *arg) {
   (void)arg;
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals belong to the application */
-  depth = 1;                              /* anything this thread calls is mpprof's own */
+  /* Signals stay blocked (created so): they belong to the application. */
+  depth = 1; /* anything this thread calls is mpprof's own */
   for (;;) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -304,10 +302,16 @@ void mpp_activate(void) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    /* Created with every signal blocked (the thread inherits the mask): a
+     * process signal must not reach it before its first instruction. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     if (pthread_create(&checkpoint_thread, &attr, checkpoint_main, NULL) == 0)
       checkpoint_running = true;
     else
       mpp_log(1, "no checkpoint thread");
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
   }
   depth--;
