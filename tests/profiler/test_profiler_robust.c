@@ -112,8 +112,8 @@ static void *hold_module_lock(void *p) {
 /* A thread inside a hook holds a module's table lock when another thread
  * forks. The child has only the forking thread: an inherited locked mutex
  * would hang its first hooked call. */
-static void fork_while_another_thread_holds_a_module_lock_leaves_it_free_in_the_child(
-    void **state) {
+static void
+fork_while_another_thread_holds_a_module_lock_leaves_it_free_in_the_child(void **state) {
   (void)state;
   mpp_init();
   mpp_fork_protect(&module_mu);
@@ -236,8 +236,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(exit_from_a_signal_handler_inside_the_site_lock_finishes),
       cmocka_unit_test(exit_handler_runs_before_a_teardown_registered_inside_the_first_call),
-      cmocka_unit_test(
-          fork_while_another_thread_holds_a_module_lock_leaves_it_free_in_the_child),
+      cmocka_unit_test(fork_while_another_thread_holds_a_module_lock_leaves_it_free_in_the_child),
       cmocka_unit_test(nvtx_push_from_a_later_thread_destructor_gets_a_fresh_stack),
       cmocka_unit_test(gemm_with_batch_count_zero_reads_no_operand),
       cmocka_unit_test(gemm_with_an_invalid_transpose_code_does_not_scan_that_operand),
