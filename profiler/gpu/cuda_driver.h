@@ -10,7 +10,9 @@
 #include <cuda.h>
 
 /* X(name used with cuGetProcAddress, member, ABI version, return, parameters).
- * The version is the one whose signature the parameters spell: asking
+ * The version is the newest whose signature the parameters spell (the driver
+ * hands out the newest it has at or below it: cuEventElapsedTime_v2 of 12.8
+ * has the old parameters, so 12080 is asked for): asking
  * cuGetProcAddress for CUDA_VERSION would hand out newer ABIs with other
  * parameters (CUDA 13: cuCtxGetDevice and cuCtxSynchronize take a context,
  * cuStreamGetCtx since 12.5 a green context). See cudaTypedefs.h PFN_*_vNNNN. */
@@ -57,7 +59,7 @@
   X(cuEventQuery, event_query, 2000, CUresult, (CUevent))                                          \
   X(cuEventSynchronize, event_sync, 2000, CUresult, (CUevent))                                     \
   X(cuEventDestroy, event_destroy, 4000, CUresult, (CUevent))                                      \
-  X(cuEventElapsedTime, event_elapsed, 2000, CUresult, (float *, CUevent, CUevent))                \
+  X(cuEventElapsedTime, event_elapsed, 12080, CUresult, (float *, CUevent, CUevent))               \
   /* used by the standalone checks (tests/gpu/devscan_check.c), not by hooks */                    \
   X(cuDevicePrimaryCtxRetain, primary_ctx_retain, 7000, CUresult, (CUcontext *, CUdevice))         \
   X(cuMemcpyHtoD, memcpy_htod, 3020, CUresult, (CUdeviceptr, const void *, size_t))                \
