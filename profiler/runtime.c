@@ -99,7 +99,19 @@ static void read_config(void) {
       mpp_cfg.checkpoint_s = s;
   }
   v = getenv("MPPROF_OUT");
-  snprintf(mpp_cfg.out_dir, sizeof mpp_cfg.out_dir, "%s", v && *v ? v : "mpprof-out");
+  if (!v || !*v) v = "mpprof-out";
+  /* Relative to the directory the process starts in: an application that
+   * changes directory later (Hydra does) must not scatter its raw files. */
+  char cwd[4096];
+  size_t lv = strlen(v), lc;
+  if (v[0] != '/' && getcwd(cwd, sizeof cwd) &&
+      (lc = strlen(cwd)) + 1 + lv < sizeof mpp_cfg.out_dir) {
+    memcpy(mpp_cfg.out_dir, cwd, lc);
+    mpp_cfg.out_dir[lc] = '/';
+    memcpy(mpp_cfg.out_dir + lc + 1, v, lv + 1);
+  } else {
+    snprintf(mpp_cfg.out_dir, sizeof mpp_cfg.out_dir, "%s", v);
+  }
 }
 
 /* --- logging --- */

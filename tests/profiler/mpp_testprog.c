@@ -11,6 +11,7 @@
  *   autotune      cuDNN backend forward conv: plans A, B (autotuning), then A three times;
  *                 tensor descriptors destroyed once the graph is built, as frontends do
  *   exit3         one GEMM, then exit(3)
+ *   chdir DIR     one GEMM, chdir(DIR), one more GEMM
  *   wait          three GEMMs, prints "ready", then sleeps until killed
  *   capture       on a stream being captured into a CUDA graph: two cublasGemmEx calls
  *                 (handle's stream) and one cublasLtMatmul (stream argument); then, after
@@ -592,6 +593,19 @@ static int mode_capture(void) {
   return 0;
 }
 
+static int mode_chdir(const char *dir) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 10);
+  double s = gemmex(h, &m);
+  if (!dir || chdir(dir) != 0) die("chdir", -1);
+  s += gemmex(h, &m);
+  printf("chdir checksum %.17g\n", s);
+  CK(cublasDestroy(h));
+  return 0;
+}
+
 static _Noreturn void mode_exit3(void) {
   cublasHandle_t h;
   mats m;
@@ -626,10 +640,11 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "autotune")) return mode_autotune();
   if (!strcmp(mode, "forkidle")) return mode_forkidle();
   if (!strcmp(mode, "capture")) return mode_capture();
+  if (!strcmp(mode, "chdir")) return mode_chdir(argc > 2 ? argv[2] : NULL);
   if (!strcmp(mode, "exit3")) mode_exit3();
   if (!strcmp(mode, "wait")) mode_wait();
   fprintf(stderr,
           "usage: mpp_testprog gemmex N | lt | variants | mathmode | threads T | fork | forkidle | "
-          "capture | exit3 | wait\n");
+          "capture | chdir DIR | exit3 | wait\n");
   return 2;
 }

@@ -498,6 +498,49 @@ static void exit_status_3_is_passed_through_with_a_final_raw_file(void **state) 
   free_raws(&r);
 }
 
+/* With LD_PRELOAD used directly and a relative MPPROF_OUT, the raw file goes
+ * where the process started, even after the program changes directory. */
+static void a_relative_mpprof_out_is_kept_when_the_program_changes_directory(void **state) {
+  (void)state;
+  char lib[4200], elsewhere[4200], preload[4300];
+  snprintf(lib, sizeof lib, "%s", mpprof);
+  char *slash = strrchr(lib, '/');
+  assert_non_null(slash);
+  snprintf(slash, sizeof lib - (size_t)(slash - lib), "/profiler/libmpprof.so");
+  snprintf(preload, sizeof preload, "LD_PRELOAD=%s", lib);
+  outdir("relout");
+  snprintf(elsewhere, sizeof elsewhere, "%s", outdir("elsewhere"));
+  assert_int_equal(mkdir(elsewhere, 0777), 0);
+  char out[4200];
+  snprintf(out, sizeof out, "%s/chdir.txt", workdir);
+  char *argv[] = {(char *)testprog, "chdir", elsewhere, NULL};
+  const char *env[] = {preload, "MPPROF_OUT=relout", "MPPROF_CHECKPOINT_S=0", NULL};
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    if (chdir(workdir) != 0) _exit(126);
+    setenv("LD_LIBRARY_PATH", simcuda, 1);
+    for (int i = 0; env[i]; i++)
+      putenv((char *)env[i]);
+    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    close(fd);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  assert_int_equal(wait_status(pid), 0);
+  char rel[4300];
+  snprintf(rel, sizeof rel, "%s/relout", workdir);
+  raws r = load_raws(rel);
+  assert_int_equal(r.n, 1);
+  assert_true(cJSON_IsTrue(get(r.doc[0], "final")));
+  assert_int_equal(num(site(r.doc[0], "cublasGemmEx", NULL, NULL), "calls"), 2);
+  free_raws(&r);
+  snprintf(rel, sizeof rel, "%s/relout", elsewhere);
+  raws moved = load_raws(rel);
+  assert_int_equal(moved.n, 0);
+}
+
 static void a_shell_spawning_two_programs_gives_one_raw_file_per_cuda_process(void **state) {
   (void)state;
   const char *dir = outdir("shell");
@@ -706,6 +749,7 @@ int main(void) {
       cmocka_unit_test(a_forked_child_that_never_uses_cuda_writes_no_raw_file),
       cmocka_unit_test(exit_status_3_is_passed_through_with_a_final_raw_file),
       cmocka_unit_test(killed_by_sigterm_midway_keeps_the_last_checkpoint),
+      cmocka_unit_test(a_relative_mpprof_out_is_kept_when_the_program_changes_directory),
       cmocka_unit_test(a_shell_spawning_two_programs_gives_one_raw_file_per_cuda_process),
       cmocka_unit_test(scan_none_records_calls_without_tensor_stats),
       cmocka_unit_test(sample_2_scans_every_second_call),
