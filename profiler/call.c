@@ -14,6 +14,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "profiler/gpu/gpu.h"
 
@@ -136,11 +138,29 @@ static void host_scan(mpp_call *c, int ri, const mp_view *v) {
   if (mp_scan(s, v) < 0) c->ns_counts[MPP_NS_LAYOUT]++;
 }
 
+/* Can this process read the byte at p? The kernel copies it for us and says
+ * EFAULT where a load would fault; nothing is touched. */
+static bool readable_here(const void *p) {
+  char b;
+  struct iovec local = {&b, 1}, remote = {(void *)(uintptr_t)p, 1};
+  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 1;
+}
+
 static mpp_mem_kind mem_kind(const void *p) {
   mpp_mem_kind k = mpp_cuda_pointer_kind(p);
+  bool driver = mpp_cuda_available();
   /* Without a driver there is no device memory: the pointer is the host's. */
-  if (k == MPP_MEM_UNKNOWN && !mpp_cuda_available()) k = MPP_MEM_HOST;
+  if (k == MPP_MEM_UNKNOWN && !driver) k = MPP_MEM_HOST;
+  /* Except in a fork child, where mpprof leaves the parent's CUDA state alone:
+   * a pointer may be one of the parent's device allocations, not mapped
+   * readable here (cuBLAS would just fail; a host scan would crash). */
+  if (k == MPP_MEM_HOST && !driver && p && mpp_in_forked_child() && !readable_here(p))
+    k = MPP_MEM_DEVICE;
   return k;
+}
+
+bool mpp_host_readable(const void *p) {
+  return p && mem_kind(p) == MPP_MEM_HOST;
 }
 
 static void device_scan(mpp_call *c, const mpp_op *op, int ri, const mp_view *v) {

@@ -147,6 +147,9 @@ void mpp_op_init(mpp_op *op, const char *api, mpp_op_kind kind);
 mpp_role *mpp_op_role(mpp_op *op, const char *name, bool input);
 void mpp_op_type(mpp_op *op, const char *key, const char *dtype_name);
 void mpp_op_note_ptr(mpp_op *op, const void *p); /* ptr_align */
+/* May mpprof read this memory on the host (host memory, or no driver)? In a
+ * fork child without a driver the byte at p is probed first. */
+bool mpp_host_readable(const void *p);
 
 typedef struct mpp_call {
   int site;       /* -1: not attributed (site cap) */

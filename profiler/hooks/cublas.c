@@ -149,8 +149,7 @@ static int math_mode_of(cublasHandle_t h) {
 }
 
 static bool host_visible(const void *p) {
-  mpp_mem_kind k = mpp_cuda_pointer_kind(p);
-  return k == MPP_MEM_HOST || (k == MPP_MEM_UNKNOWN && !mpp_cuda_available());
+  return mpp_host_readable(p);
 }
 
 /* The wrappers' decode step: handle state, then the pure decoding. */

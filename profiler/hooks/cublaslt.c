@@ -52,8 +52,7 @@ static bool read_layout(cublasLtMatrixLayout_t l, mpp_lt_layout *ret) {
 }
 
 static bool host_visible(const void *p) {
-  mpp_mem_kind k = mpp_cuda_pointer_kind(p);
-  return k == MPP_MEM_HOST || (k == MPP_MEM_UNKNOWN && !mpp_cuda_available());
+  return mpp_host_readable(p);
 }
 
 static bool decode(mpp_op *op, cublasLtMatmulDesc_t desc, const void *alpha, const void *A,

@@ -232,6 +232,53 @@ static void gemm_with_an_invalid_transpose_code_does_not_scan_that_operand(void 
   assert_int_equal(op.roles[1].unscannable, MPP_NS_LAYOUT);
 }
 
+/* A fork child of a CUDA process cannot use the parent's CUDA state, and
+ * mpprof does not ask the driver there; a GEMM it issues may still carry the
+ * parent's device pointers, which are not readable in the child (cuBLAS
+ * fails the call). mpprof must not crash the child by scanning them or by
+ * reading a device-mode beta. An inaccessible page stands for them here. */
+static void fork_child_gemm_on_unreadable_pointers_is_not_scanned(void **state) {
+  (void)state;
+  long page = sysconf(_SC_PAGESIZE);
+  void *none = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(none != MAP_FAILED);
+  static float b[16], c[16];
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    alarm(20);
+    mpp_sites_reset();
+    mpp_cfg.scan = MPP_SCAN_ALL;
+    mpp_cfg.sample = 1;
+    mpp_cfg.max_sites = 16;
+    mpp_cfg.max_events = 16;
+    mpp_gemm_call g = {.api = "cublasSgemm_v2",
+                       .m = 4,
+                       .n = 4,
+                       .k = 4,
+                       .lda = 4,
+                       .ldb = 4,
+                       .ldc = 4,
+                       .beta = none, /* device pointer mode */
+                       .A = none,
+                       .B = b,
+                       .C = c,
+                       .batch = 1,
+                       .compute = 68,
+                       .scale_type = 0};
+    mpp_gemm_ctx ctx = {.math_mode = 0, .pointer_mode = 1, .host_visible = mpp_host_readable};
+    mpp_op op;
+    mpp_call call;
+    mpp_gemm_decode(&op, &g, &ctx);
+    mpp_call_begin(&call, &op);
+    mpp_call_end(&call, &op, true);
+    /* A and C: not readable here; B and D: scanned. */
+    _exit(op.roles[2].present || call.ns_counts[MPP_NS_DEVICE_UNAVAILABLE] != 1 ? 1 : 0);
+  }
+  assert_int_equal(child_status(pid), 0);
+  munmap(none, (size_t)page);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(exit_from_a_signal_handler_inside_the_site_lock_finishes),
@@ -239,6 +286,7 @@ int main(void) {
       cmocka_unit_test(fork_while_another_thread_holds_a_module_lock_leaves_it_free_in_the_child),
       cmocka_unit_test(nvtx_push_from_a_later_thread_destructor_gets_a_fresh_stack),
       cmocka_unit_test(gemm_with_batch_count_zero_reads_no_operand),
+      cmocka_unit_test(fork_child_gemm_on_unreadable_pointers_is_not_scanned),
       cmocka_unit_test(gemm_with_an_invalid_transpose_code_does_not_scan_that_operand),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
