@@ -65,6 +65,8 @@ left() { # CAP
   [ $rest -lt 0 ] && rest=0
   echo $(($1 < rest ? $1 : rest))
 }
+# Why a run failed, from its exit status.
+why() { case $1 in 124|137) echo "timed out or no time left" ;; *) echo "rc $1" ;; esac; }
 # timeout with a KILL 5 s after the TERM; rc 124/137 = timed out.
 tmo() { # SECONDS CMD...
   local s=$1; shift
@@ -145,7 +147,7 @@ fi
 LIB=$B/profiler/libmpprof.so
 MPPROF=$B/mpprof
 USE_CLI=0
-[ -x "$MPPROF" ] && "$MPPROF" --version >"$LOG/version.txt" 2>&1 && USE_CLI=1
+[ -x "$MPPROF" ] && tmo 20 "$MPPROF" --version >"$LOG/version.txt" 2>&1 && USE_CLI=1
 if [ -e "$LIB" ]; then
   row "build ($MODE)" PASS "$B"
 else
@@ -162,6 +164,7 @@ PENV=()
 profile() { # SECONDS OUTDIR CMD...
   local secs=$1 dir=$2; shift 2
   rm -rf "$dir"
+  [ "$secs" -gt 0 ] || return 124 # `timeout 0` would mean no limit at all
   if [ $USE_CLI = 1 ]; then
     env ${PENV[@]+"${PENV[@]}"} timeout -k 5 "$secs" "$MPPROF" -o "$dir" "$@"
   else
@@ -219,7 +222,7 @@ if [ -x "$B/samples/mlp_train" ] && [ -x "$AUDIT" ] && [ -e "$LIB" ]; then
         row "mlp_train $p: TC exactly as eligible" FAIL "$(sed -n 2p "$LOG/mlp_${p}_tc.txt" | cut -c1-90)"
       fi
     else
-      row "mlp_train $p: TC exactly as eligible" FAIL "run failed (rc $?), see $LOG/mlp_$p.txt"
+      row "mlp_train $p: TC exactly as eligible" FAIL "run failed ($(why $?)), see $LOG/mlp_$p.txt"
     fi
   done
 else
@@ -238,7 +241,7 @@ if [[ $TORCH == *"gpu True"* ]]; then
       row "PyTorch AMP: Linear GEMMs fp16 on TC" FAIL "$(sed -n 2p "$LOG/amp_tc.txt" | cut -c1-90)"
     fi
   else
-    row "PyTorch AMP: Linear GEMMs fp16 on TC" FAIL "run failed (rc $?), see $LOG/amp.txt"
+    row "PyTorch AMP: Linear GEMMs fp16 on TC" FAIL "run failed ($(why $?)), see $LOG/amp.txt"
   fi
 else
   row "PyTorch AMP" SKIP "torch with CUDA not importable ($TORCH)"
