@@ -273,9 +273,13 @@ static void on_exit_handler(void) {
     return;
   }
   pthread_mutex_lock(&pass_mu); /* a checkpoint pass in progress ends first */
+  /* exit() from inside a hooked call on this thread (a signal handler that
+   * interrupted it): the thread may be inside the driver or hold the device
+   * scanner's lock, so no CUDA work; the tables are still written. */
+  bool inside_hook = depth > 0;
   depth++;
   /* A forked child never touches the parent's CUDA state. */
-  if (!mpp_in_forked_child()) {
+  if (!mpp_in_forked_child() && !inside_hook) {
     mpp_cupti_flush();
     mpp_devscan_drain();
   }
