@@ -446,6 +446,11 @@ static int decode_execute(void *plan, void *varpack, mpp_op *ops, bool *ret_auto
   *ret_autotune = false;
   pthread_mutex_lock(&shadows_mu);
   be_shadow *p = find_locked(plan), *vp = find_locked(varpack);
+  /* Descriptors of another type (an application bug cuDNN refuses): their
+   * shadows must not be read as a plan or a variant pack, whose uid/pointer
+   * table would then be other fields, taken for pointers to scan. */
+  if (p && p->type != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) p = NULL;
+  if (vp && vp->type != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR) p = NULL;
   be_graph *g = p && p->finalized ? p->graph : NULL; /* an unfinalized plan cannot run */
   if (g) {
     int i;

@@ -355,6 +355,22 @@ static void cudnn_autotuning_executions_are_counted_apart(void **state) {
   free_raws(&r);
 }
 
+/* The application passes an operation descriptor where the variant pack
+ * belongs: cuDNN refuses the call and reads nothing. mpprof's shadow of that
+ * descriptor must not be read as a variant pack (its fields would become
+ * pointers to scan). The program's output is the same; the refused call is
+ * counted as failed, the autotune executions are recorded as usual. */
+static void a_wrong_descriptor_type_as_variant_pack_is_refused_not_scanned(void **state) {
+  (void)state;
+  const char *dir = outdir("wrongpack");
+  char *argv[] = {(char *)testprog, "wrongpack", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 1);
+  assert_int_equal(num(site(r.doc[0], "cudnnBackendExecute", "conv", NULL), "calls"), 4);
+  free_raws(&r);
+}
+
 static void inner_cublasLt_call_under_cublasGemmEx_is_recorded_once(void **state) {
   (void)state;
   const char *dir = outdir("inner");
@@ -740,6 +756,7 @@ int main(void) {
       cmocka_unit_test(conv_train_legacy_api_records_every_convolution),
       cmocka_unit_test(conv_train_backend_api_records_every_convolution),
       cmocka_unit_test(cudnn_autotuning_executions_are_counted_apart),
+      cmocka_unit_test(a_wrong_descriptor_type_as_variant_pack_is_refused_not_scanned),
       cmocka_unit_test(inner_cublasLt_call_under_cublasGemmEx_is_recorded_once),
       cmocka_unit_test(direct_cublasLt_call_is_recorded_with_its_descriptor),
       cmocka_unit_test(every_cublas_gemm_entry_point_is_recorded),
