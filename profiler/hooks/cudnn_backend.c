@@ -448,9 +448,11 @@ static int decode_execute(void *plan, void *varpack, mpp_op *ops, bool *ret_auto
   be_shadow *p = find_locked(plan), *vp = find_locked(varpack);
   /* Descriptors of another type (an application bug cuDNN refuses): their
    * shadows must not be read as a plan or a variant pack, whose uid/pointer
-   * table would then be other fields, taken for pointers to scan. */
+   * table would then be other fields, taken for pointers to scan. Nor a
+   * variant pack never finalized: cuDNN refuses it, its pointers may not be
+   * set yet. */
   if (p && p->type != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) p = NULL;
-  if (vp && vp->type != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR) p = NULL;
+  if (vp && (vp->type != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR || !vp->finalized)) p = NULL;
   be_graph *g = p && p->finalized ? p->graph : NULL; /* an unfinalized plan cannot run */
   if (g) {
     int i;

@@ -11,8 +11,8 @@
  *   autotune      cuDNN backend forward conv: plans A, B (autotuning), then A three times;
  *                 tensor descriptors destroyed once the graph is built, as frontends do
  *   wrongpack     the autotune setup, then cudnnBackendExecute given the operation
- *                 descriptor where the variant pack belongs (cuDNN refuses it), then
- *                 the autotune executions
+ *                 descriptor where the variant pack belongs, and a variant pack never
+ *                 finalized (cuDNN refuses both), then the autotune executions
  *   exit3         one GEMM, then exit(3)
  *   chdir DIR     one GEMM, chdir(DIR), one more GEMM
  *   wait          three GEMMs, prints "ready", then sleeps until killed
@@ -505,8 +505,17 @@ static int mode_autotune(bool wrong_pack) {
   const int order[5] = {0, 1, 0, 0, 0};
   double s = 0;
   nvtxRangePushA("conv");
-  if (wrong_pack) /* an application bug cuDNN reports; it must not become a crash */
+  if (wrong_pack) { /* application bugs cuDNN reports; they must not become crashes */
     printf("wrong pack status %d\n", (int)cudnnBackendExecute(h, plans[0], op));
+    /* A variant pack never finalized, its pointers not valid yet. */
+    void *bad[3] = {(void *)8, (void *)8, (void *)8};
+    cudnnBackendDescriptor_t vp = be_new(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    CK(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids));
+    CK(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3,
+                                bad));
+    printf("unfinalized pack status %d\n", (int)cudnnBackendExecute(h, plans[0], vp));
+    CK(cudnnBackendDestroyDescriptor(vp));
+  }
   for (int i = 0; i < 5; i++) {
     cudnnBackendDescriptor_t vp = be_new(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
     CK(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids));

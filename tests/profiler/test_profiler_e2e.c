@@ -356,10 +356,11 @@ static void cudnn_autotuning_executions_are_counted_apart(void **state) {
 }
 
 /* The application passes an operation descriptor where the variant pack
- * belongs: cuDNN refuses the call and reads nothing. mpprof's shadow of that
- * descriptor must not be read as a variant pack (its fields would become
- * pointers to scan). The program's output is the same; the refused call is
- * counted as failed, the autotune executions are recorded as usual. */
+ * belongs, then a variant pack it never finalized (pointers not valid yet):
+ * cuDNN refuses both calls and reads nothing. mpprof must not read that
+ * shadow as a variant pack (its fields would become pointers to scan) nor
+ * scan the unfinalized pack's pointers. The program's output is the same;
+ * the autotune executions are recorded as usual. */
 static void a_wrong_descriptor_type_as_variant_pack_is_refused_not_scanned(void **state) {
   (void)state;
   const char *dir = outdir("wrongpack");
