@@ -3,8 +3,9 @@
  * names classify as Tensor Core or not as the GEMM's precision implies,
  * mpprof's own scan kernels are left out, and a CUPTI held by another tool or
  * switched off is reported as such. Run with LD_LIBRARY_PATH=<simcuda dir>;
- * argv[1] selects the scenario: "ok", "busy" (SIMCUDA_CUPTI_BUSY=1), "off"
- * (MPPROF_CUPTI=off). */
+ * argv[1] selects the scenario: "ok", "runtime" (SIMCUDA_LAUNCH_API=runtime:
+ * launches leave runtime API records only, as cuBLAS's static runtime does on a
+ * GPU), "busy" (SIMCUDA_CUPTI_BUSY=1), "off" (MPPROF_CUPTI=off). */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -137,6 +138,15 @@ static void ops_get_their_kernels_back_through_external_correlation(void **state
   assert_int_equal(mpp_cupti_dropped(), 0);
 }
 
+/* simcuda then writes no driver launch record at all: the op ids can only
+ * come back if cupti.c enabled the runtime launch API records. */
+static void ops_get_their_kernels_back_through_runtime_launch_records(void **state) {
+  const char *api = getenv("SIMCUDA_LAUNCH_API");
+  assert_non_null(api);
+  assert_string_equal(api, "runtime");
+  ops_get_their_kernels_back_through_external_correlation(state);
+}
+
 static void cupti_held_by_another_subscriber_is_reported_and_harmless(void **state) {
   (void)state;
   mpp_cupti_set_sink(sink);
@@ -161,9 +171,12 @@ int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "ok";
   const struct CMUnitTest ok[] = {
       cmocka_unit_test(ops_get_their_kernels_back_through_external_correlation)};
+  const struct CMUnitTest runtime[] = {
+      cmocka_unit_test(ops_get_their_kernels_back_through_runtime_launch_records)};
   const struct CMUnitTest busy[] = {
       cmocka_unit_test(cupti_held_by_another_subscriber_is_reported_and_harmless)};
   const struct CMUnitTest off[] = {cmocka_unit_test(cupti_switched_off_is_reported_as_disabled)};
+  if (!strcmp(mode, "runtime")) return cmocka_run_group_tests(runtime, NULL, NULL);
   if (!strcmp(mode, "busy")) return cmocka_run_group_tests(busy, NULL, NULL);
   if (!strcmp(mode, "off")) return cmocka_run_group_tests(off, NULL, NULL);
   return cmocka_run_group_tests(ok, NULL, NULL);

@@ -1,7 +1,9 @@
 /* simcuda's libcupti.so.13: the activity API for the kernels simcuda runs.
  * It attaches a sink to libcuda's kernel hub; for every finished kernel it
  * writes, into buffers the client hands out through bufferRequested, the
- * driver launch API record (cbid cuLaunchKernel), one external correlation
+ * launch API record (driver cuLaunchKernel; with SIMCUDA_LAUNCH_API=runtime
+ * the runtime cudaLaunchKernel_v7000 instead, as for a library launching
+ * through its static CUDA runtime), one external correlation
  * record per external-id kind pushed on the launching thread, and the
  * CUpti_ActivityKernel10 record, all with one correlation id. As in CUPTI,
  * external correlation records come only with API records. Full buffers are
@@ -38,6 +40,7 @@ static struct {
   CUpti_BuffersCallbackCompleteFunc completed;
   bool kind[CUPTI_ACTIVITY_KIND_COUNT];
   uint8_t driver_cbid[SIM_MAX_CBID];
+  uint8_t runtime_cbid[SIM_MAX_CBID];
   uint8_t *cur;
   size_t cur_size, cur_used, cur_records, cur_max_records;
   full_buffer *full_head, *full_tail;
@@ -146,16 +149,29 @@ drop:
   return NULL;
 }
 
-static bool api_record_wanted(void) {
+/* Which API a kernel's launch went through. Read per launch so a test can
+ * switch it; anything but "runtime" is the driver (simcuda's default). */
+static bool launch_via_runtime(void) {
+  const char *v = getenv("SIMCUDA_LAUNCH_API");
+  return v != NULL && strcmp(v, "runtime") == 0;
+}
+
+/* As in CUPTI, the launch's API record exists only when its kind or its
+ * cbid is enabled; without it there is no external correlation either. */
+static bool api_record_wanted(bool runtime) {
+  if (runtime)
+    return st.kind[CUPTI_ACTIVITY_KIND_RUNTIME] ||
+           st.runtime_cbid[CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000];
   return st.kind[CUPTI_ACTIVITY_KIND_DRIVER] ||
          st.driver_cbid[CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel];
 }
 
 static void on_kernel(const simcuda_kernel_event *ev) {
+  bool runtime = launch_via_runtime();
   pthread_mutex_lock(&lock);
   bool kernel_on =
       st.kind[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] || st.kind[CUPTI_ACTIVITY_KIND_KERNEL];
-  bool api_on = api_record_wanted();
+  bool api_on = api_record_wanted(runtime);
   if (!kernel_on && !api_on) {
     pthread_mutex_unlock(&lock);
     return;
@@ -175,14 +191,15 @@ static void on_kernel(const simcuda_kernel_event *ev) {
     }
     CUpti_ActivityAPI *a = reserve(sizeof(*a));
     if (a != NULL) {
-      a->kind = CUPTI_ACTIVITY_KIND_DRIVER;
-      a->cbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
+      a->kind = runtime ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER;
+      a->cbid = runtime ? (CUpti_CallbackId)CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000
+                        : (CUpti_CallbackId)CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
       a->start = ev->api_start;
       a->end = ev->api_end;
       a->processId = (uint32_t)getpid();
       a->threadId = (uint32_t)syscall(SYS_gettid);
       a->correlationId = corr;
-      a->returnValue = CUDA_SUCCESS;
+      a->returnValue = CUDA_SUCCESS; /* == cudaSuccess for a runtime record */
     }
   }
   if (kernel_on) {
@@ -235,13 +252,14 @@ SIM_API CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestF
 
 static bool kind_supported(CUpti_ActivityKind kind) {
   return kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL ||
-         kind == CUPTI_ACTIVITY_KIND_DRIVER || kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+         kind == CUPTI_ACTIVITY_KIND_DRIVER || kind == CUPTI_ACTIVITY_KIND_RUNTIME ||
+         kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
 }
 
 static CUptiResult set_kind(CUpti_ActivityKind kind, bool on) {
   if ((int)kind <= CUPTI_ACTIVITY_KIND_INVALID || (int)kind >= CUPTI_ACTIVITY_KIND_COUNT)
     return CUPTI_ERROR_INVALID_KIND;
-  /* Records simcuda never produces (memcpy, runtime API, ...) are refused
+  /* Records simcuda never produces (memcpy, memset, ...) are refused
    * rather than silently missing. */
   if (!kind_supported(kind)) return CUPTI_ERROR_NOT_SUPPORTED;
   pthread_mutex_lock(&lock);
@@ -264,6 +282,15 @@ SIM_API CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t 
   if (cbid == 0 || cbid >= SIM_MAX_CBID) return CUPTI_ERROR_INVALID_PARAMETER;
   pthread_mutex_lock(&lock);
   st.driver_cbid[cbid] = enable != 0;
+  pthread_mutex_unlock(&lock);
+  return CUPTI_SUCCESS;
+}
+
+SIM_API CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
+  if (busy()) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  if (cbid == 0 || cbid >= SIM_MAX_CBID) return CUPTI_ERROR_INVALID_PARAMETER;
+  pthread_mutex_lock(&lock);
+  st.runtime_cbid[cbid] = enable != 0;
   pthread_mutex_unlock(&lock);
   return CUPTI_SUCCESS;
 }
@@ -395,6 +422,7 @@ SIM_API CUptiResult cuptiFinalize(void) {
   pthread_mutex_lock(&lock);
   memset(st.kind, 0, sizeof(st.kind));
   memset(st.driver_cbid, 0, sizeof(st.driver_cbid));
+  memset(st.runtime_cbid, 0, sizeof(st.runtime_cbid));
   st.requested = NULL;
   st.completed = NULL;
   pthread_mutex_unlock(&lock);

@@ -1,7 +1,8 @@
 /* simcuda libcupti.so.13: a GEMM on a created stream yields, after a flush,
  * one CUpti_ActivityKernel10 (realistic name, stream id, grid, timestamps),
  * the cuLaunchKernel driver API record with the same correlation id, and
- * the external correlation record of the id pushed on that thread; plus
+ * the external correlation record of the id pushed on that thread; with
+ * SIMCUDA_LAUNCH_API=runtime the launch record is a runtime one instead; plus
  * per-thread / per-kind push-pop, dropped records, single subscriber, the
  * SIMCUDA_CUPTI_BUSY switch and result strings. */
 #include <pthread.h>
@@ -61,6 +62,7 @@ static void CUPTIAPI completed(CUcontext ctx, uint32_t stream, uint8_t *buf, siz
       if (seen.kernels < MAX_SEEN) seen.kernel[seen.kernels++] = *(CUpti_ActivityKernel10 *)r;
       break;
     case CUPTI_ACTIVITY_KIND_DRIVER:
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
       if (seen.apis < MAX_SEEN) seen.api[seen.apis++] = *(CUpti_ActivityAPI *)r;
       break;
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
@@ -108,6 +110,9 @@ static int teardown(void **state) {
   cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
   cuptiActivityEnableDriverApi(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0);
+  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+  cuptiActivityEnableRuntimeApi(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0);
+  unsetenv("SIMCUDA_LAUNCH_API");
   return 0;
 }
 
@@ -170,6 +175,35 @@ static void external_records_need_an_api_record(void **state) {
   assert_int_equal(seen.apis, 0);
   assert_int_equal(seen.externals, 0);
   assert_int_equal(seen.kernel[0].streamId, 7); /* the default stream */
+}
+
+/* A launch through the runtime has only a runtime API record: driver
+ * records enabled give nothing for it (nor an external record), the
+ * cudaLaunchKernel cbid enabled gives the record and the correlation. */
+static void runtime_launches_need_the_runtime_api_record(void **state) {
+  (void)state;
+  setenv("SIMCUDA_LAUNCH_API", "runtime", 1);
+  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  assert_int_equal(cuptiActivityEnableDriverApi(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1),
+                   CUPTI_SUCCESS);
+  cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, 5);
+  run_sgemm(NULL, 8, 8, 8);
+  assert_int_equal(
+      cuptiActivityEnableRuntimeApi(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1),
+      CUPTI_SUCCESS);
+  run_sgemm(NULL, 8, 8, 8);
+  cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, NULL);
+  cuptiActivityFlushAll(0);
+  assert_int_equal(seen.kernels, 2);
+  assert_int_equal(seen.apis, 1);
+  assert_int_equal(seen.externals, 1);
+  assert_int_equal(seen.api[0].kind, CUPTI_ACTIVITY_KIND_RUNTIME);
+  assert_int_equal(seen.api[0].cbid, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
+  assert_int_equal(seen.api[0].correlationId, seen.kernel[1].correlationId);
+  assert_int_equal(seen.ext[0].correlationId, seen.kernel[1].correlationId);
+  assert_int_equal(seen.ext[0].externalId, 5);
+  assert_int_equal(cuptiActivityEnableRuntimeApi(0, 1), CUPTI_ERROR_INVALID_PARAMETER);
 }
 
 static void each_pushed_kind_gives_its_top_id(void **state) {
@@ -274,7 +308,7 @@ static void busy_switch_makes_cupti_look_taken(void **state) {
 static void kinds_simcuda_never_produces_are_refused(void **state) {
   (void)state;
   assert_int_equal(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), CUPTI_ERROR_NOT_SUPPORTED);
-  assert_int_equal(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME), CUPTI_ERROR_NOT_SUPPORTED);
+  assert_int_equal(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), CUPTI_ERROR_NOT_SUPPORTED);
   assert_int_equal(cuptiActivityEnable((CUpti_ActivityKind)100000), CUPTI_ERROR_INVALID_KIND);
 }
 
@@ -293,6 +327,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(kernel_api_and_external_records_share_one_correlation_id,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(external_records_need_an_api_record, setup, teardown),
+      cmocka_unit_test_setup_teardown(runtime_launches_need_the_runtime_api_record, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(each_pushed_kind_gives_its_top_id, setup, teardown),
       cmocka_unit_test_setup_teardown(external_ids_are_per_thread, setup, teardown),
       cmocka_unit_test_setup_teardown(records_without_a_buffer_are_counted_as_dropped, setup,
