@@ -427,6 +427,11 @@ GROUPED(cublasDgemmGroupedBatched_64, double, int64_t, , GROUPED_CALL_ARGS_TYPED
 GROUPED(cublasGemmGroupedBatchedEx, void, int, EX_FIELDS, GROUPED_CALL_ARGS_EX, const void *)
 GROUPED(cublasGemmGroupedBatchedEx_64, void, int64_t, EX_FIELDS, GROUPED_CALL_ARGS_EX, const void *)
 
+/* The leading fields of `grouped` that every grouped entry point passes alike. */
+#define GROUPED_SHAPE(name, I)                                                                     \
+#name, group_count, transa_array, transb_array, m_array, n_array, k_array, lda_array, ldb_array, \
+      ldc_array, group_size, sizeof(I) == 8, alpha_array, beta_array
+
 #define TYPED_GROUPED_HOOK(name, T, I, dt, ct)                                                     \
   MPP_EXPORT cublasStatus_t name(                                                                  \
       cublasHandle_t handle, const cublasOperation_t transa_array[],                               \
@@ -453,20 +458,7 @@ GROUPED(cublasGemmGroupedBatchedEx_64, void, int64_t, EX_FIELDS, GROUPED_CALL_AR
                      group_size};                                                                  \
     if (!a.real) return FAIL;                                                                      \
     if (!mpp_enter()) return name##_thunk(&a);                                                     \
-    grouped g = {#name,                                                                            \
-                 group_count,                                                                      \
-                 transa_array,                                                                     \
-                 transb_array,                                                                     \
-                 m_array,                                                                          \
-                 n_array,                                                                          \
-                 k_array,                                                                          \
-                 lda_array,                                                                        \
-                 ldb_array,                                                                        \
-                 ldc_array,                                                                        \
-                 group_size,                                                                       \
-                 sizeof(I) == 8,                                                                   \
-                 alpha_array,                                                                      \
-                 beta_array,                                                                       \
+    grouped g = {GROUPED_SHAPE(name, I),                                                           \
                  (const void *const *)Aarray,                                                      \
                  (const void *const *)Barray,                                                      \
                  (const void *const *)Carray,                                                      \
@@ -515,20 +507,7 @@ TYPED_GROUPED_HOOK(cublasDgemmGroupedBatched_64, double, int64_t, CUDA_R_64F, CU
                      computeType};                                                                 \
     if (!a.real) return FAIL;                                                                      \
     if (!mpp_enter()) return name##_thunk(&a);                                                     \
-    grouped g = {#name,                                                                            \
-                 group_count,                                                                      \
-                 transa_array,                                                                     \
-                 transb_array,                                                                     \
-                 m_array,                                                                          \
-                 n_array,                                                                          \
-                 k_array,                                                                          \
-                 lda_array,                                                                        \
-                 ldb_array,                                                                        \
-                 ldc_array,                                                                        \
-                 group_size,                                                                       \
-                 sizeof(I) == 8,                                                                   \
-                 alpha_array,                                                                      \
-                 beta_array,                                                                       \
+    grouped g = {GROUPED_SHAPE(name, I),                                                           \
                  Aarray,                                                                           \
                  Barray,                                                                           \
                  (const void *const *)Carray,                                                      \
