@@ -37,7 +37,6 @@ typedef struct nvtx_thread {
 static __thread MPP_TLS nvtx_thread *tls;
 static pthread_key_t tls_key;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
-static atomic_uint_fast64_t range_ids;
 static atomic_uint_fast64_t marks, start_end_ranges;
 static atomic_uint_fast32_t nstrings, ndomains;
 
@@ -219,23 +218,29 @@ static const char *message_of(const nvtxEventAttributes_t *a, char *buf, size_t 
 
 /* --- CORE --- */
 
+/* What the program gets back is what NVTX returns with no tool attached:
+ * push/pop NVTX_NO_PUSH_POP_TRACKING, range start id 0. Returning the nesting
+ * level (as some tools do) would change what the observed program sees. */
 static int NVTX_API core_push_a(const char *message) {
-  return mpp_nvtx_push(NULL, message);
+  mpp_nvtx_push(NULL, message);
+  return NVTX_NO_PUSH_POP_TRACKING;
 }
 
 static int NVTX_API core_push_ex(const nvtxEventAttributes_t *a) {
   char buf[256];
-  return mpp_nvtx_push(NULL, message_of(a, buf, sizeof buf));
+  mpp_nvtx_push(NULL, message_of(a, buf, sizeof buf));
+  return NVTX_NO_PUSH_POP_TRACKING;
 }
 
 static int NVTX_API core_pop(void) {
-  return mpp_nvtx_pop(NULL);
+  mpp_nvtx_pop(NULL);
+  return NVTX_NO_PUSH_POP_TRACKING;
 }
 
 static nvtxRangeId_t NVTX_API core_start_ex(const nvtxEventAttributes_t *a) {
   (void)a;
   atomic_fetch_add(&start_end_ranges, 1);
-  return (nvtxRangeId_t)atomic_fetch_add(&range_ids, 1) + 1;
+  return 0;
 }
 
 static void NVTX_API core_end(nvtxRangeId_t id) {
@@ -275,11 +280,13 @@ static nvtxStringHandle_t NVTX_API core2_register_string_w(nvtxDomainHandle_t d,
 
 static int NVTX_API core2_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
   char buf[256];
-  return mpp_nvtx_push(d, message_of(a, buf, sizeof buf));
+  mpp_nvtx_push(d, message_of(a, buf, sizeof buf));
+  return NVTX_NO_PUSH_POP_TRACKING;
 }
 
 static int NVTX_API core2_pop(nvtxDomainHandle_t d) {
-  return mpp_nvtx_pop(d);
+  mpp_nvtx_pop(d);
+  return NVTX_NO_PUSH_POP_TRACKING;
 }
 
 static void NVTX_API core2_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
