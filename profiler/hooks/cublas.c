@@ -9,6 +9,7 @@
  * these wrappers makes that inner call pass through, so one GEMM is one op. */
 #include <cublas_api.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_types.h"
@@ -345,8 +346,17 @@ static cublasStatus_t run_grouped(cublasHandle_t h, const grouped *g,
    * pointer arrays before their start. */
   for (int64_t i = 0; i < n; i++)
     if (at(g->size, g->i64, i) < 0) return call(argp);
-  mpp_op ops[MAX_GROUPS];
-  mpp_call calls[MAX_GROUPS];
+  /* On the heap: 64 groups' records are ~50 KB, too much for the stack of a
+   * thread the program created small. Without memory the call goes through
+   * unrecorded. */
+  mpp_op *ops = calloc((size_t)n, sizeof *ops);
+  mpp_call *calls = calloc((size_t)n, sizeof *calls);
+  if (!ops || !calls) {
+    free(ops);
+    free(calls);
+    mpp_note_incomplete("no_memory", "out of memory: a grouped GEMM call was not recorded");
+    return call(argp);
+  }
   int64_t first = 0;
   for (int64_t i = 0; i < n; i++) {
     int64_t size = at(g->size, g->i64, i);
@@ -376,6 +386,8 @@ static cublasStatus_t run_grouped(cublasHandle_t h, const grouped *g,
   cublasStatus_t ret = call(argp);
   for (int64_t i = n; i-- > 0;)
     mpp_call_end(&calls[i], &ops[i], OK);
+  free(ops);
+  free(calls);
   if (g->groups > MAX_GROUPS)
     mpp_note_incomplete("max_groups",
                         "grouped GEMM calls with more than %d groups: later groups not recorded",

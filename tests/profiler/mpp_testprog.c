@@ -13,6 +13,8 @@
  *   wrongpack     the autotune setup, then cudnnBackendExecute given the operation
  *                 descriptor where the variant pack belongs, and a variant pack never
  *                 finalized (cuDNN refuses both), then the autotune executions
+ *   groups64      on a thread with a 48 KiB stack, one cublasSgemmGroupedBatched call
+ *                 of 64 groups of one GEMM each, in NVTX range "t/groups"
  *   exit3         one GEMM, then exit(3)
  *   chdir DIR     one GEMM, chdir(DIR), one more GEMM
  *   wait          three GEMMs, prints "ready", then sleeps until killed
@@ -362,6 +364,68 @@ static int mode_threads(int n) {
   return 0;
 }
 
+/* Threads that frameworks create for work often get small stacks; the hooks
+ * must not need much of it, whatever the call. */
+#define GROUPS 64
+/* 48 KiB: enough for the program and simcuda, not for hooks that keep the
+ * 64 groups' records (~50 KB) on the stack. Sanitizers' redzones need more. */
+#ifdef __SANITIZE_ADDRESS__
+#define SMALL_STACK (4 * 48 * 1024)
+#else
+#define SMALL_STACK (48 * 1024)
+#endif
+
+static void *groups_main(void *arg) {
+  double *sum = arg;
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 5);
+  const float *A[GROUPS], *B[GROUPS];
+  float *C[GROUPS];
+  cublasOperation_t ta[GROUPS], tb[GROUPS];
+  int dims[GROUPS], size[GROUPS];
+  float al[GROUPS], be[GROUPS];
+  float *c = dev_alloc(GROUPS * N * N * sizeof(float));
+  for (int g = 0; g < GROUPS; g++) {
+    A[g] = m.a32;
+    B[g] = m.b32;
+    C[g] = c + g * N * N;
+    ta[g] = tb[g] = CUBLAS_OP_N;
+    dims[g] = N;
+    size[g] = 1;
+    al[g] = (float)(g % 3 + 1);
+    be[g] = 0;
+  }
+  const float **dA = dev_upload(A, sizeof A), **dB = dev_upload(B, sizeof B);
+  float **dC = dev_upload(C, sizeof C);
+  nvtxRangePushA("t");
+  nvtxRangePushA("groups");
+  CK(cublasSgemmGroupedBatched(h, ta, tb, dims, dims, dims, al, (const float *const *)dA, dims,
+                               (const float *const *)dB, dims, be, dC, dims, GROUPS, size));
+  nvtxRangePop();
+  nvtxRangePop();
+  static float host[GROUPS * N * N];
+  CK(cudaMemcpy(host, c, sizeof host, cudaMemcpyDeviceToHost));
+  for (int i = 0; i < GROUPS * N * N; i++)
+    *sum += host[i] * (double)(i % 13 + 1);
+  CK(cublasDestroy(h));
+  return NULL;
+}
+
+static int mode_groups64(void) {
+  pthread_attr_t at;
+  pthread_t t;
+  double s = 0;
+  CK(pthread_attr_init(&at));
+  CK(pthread_attr_setstacksize(&at, SMALL_STACK));
+  CK(pthread_create(&t, &at, groups_main, &s));
+  pthread_join(t, NULL);
+  pthread_attr_destroy(&at);
+  printf("groups64 checksum %.17g\n", s);
+  return 0;
+}
+
 static int mode_fork(void) {
   cublasHandle_t h;
   mats m;
@@ -659,6 +723,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "forkidle")) return mode_forkidle();
   if (!strcmp(mode, "capture")) return mode_capture();
   if (!strcmp(mode, "chdir")) return mode_chdir(argc > 2 ? argv[2] : NULL);
+  if (!strcmp(mode, "groups64")) return mode_groups64();
   if (!strcmp(mode, "exit3")) mode_exit3();
   if (!strcmp(mode, "wait")) mode_wait();
   fprintf(stderr,

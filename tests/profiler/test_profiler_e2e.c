@@ -385,6 +385,18 @@ static void inner_cublasLt_call_under_cublasGemmEx_is_recorded_once(void **state
   free_raws(&r);
 }
 
+static void a_64_group_gemm_on_a_small_thread_stack_is_recorded_per_group(void **state) {
+  (void)state;
+  const char *dir = outdir("groups64");
+  char *argv[] = {(char *)testprog, "groups64", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 1);
+  cJSON *s = site(r.doc[0], "cublasSgemmGroupedBatched", "t/groups", NULL);
+  assert_int_equal(num(s, "calls"), 64);
+  free_raws(&r);
+}
+
 static void direct_cublasLt_call_is_recorded_with_its_descriptor(void **state) {
   (void)state;
   const char *dir = outdir("lt");
@@ -759,6 +771,7 @@ int main(void) {
       cmocka_unit_test(cudnn_autotuning_executions_are_counted_apart),
       cmocka_unit_test(a_wrong_descriptor_type_as_variant_pack_is_refused_not_scanned),
       cmocka_unit_test(inner_cublasLt_call_under_cublasGemmEx_is_recorded_once),
+      cmocka_unit_test(a_64_group_gemm_on_a_small_thread_stack_is_recorded_per_group),
       cmocka_unit_test(direct_cublasLt_call_is_recorded_with_its_descriptor),
       cmocka_unit_test(every_cublas_gemm_entry_point_is_recorded),
       cmocka_unit_test(math_mode_set_on_the_handle_is_recorded),
