@@ -111,6 +111,13 @@ void mpp_kernel_sink_fn(uint64_t op_id, const char *mangled_name, uint64_t start
   if (op_id >> 32 == 0) return;
   mpp_site_kernel((int)((op_id >> 32) - 1), mangled_name,
                   end_ns > start_ns ? end_ns - start_ns : 0);
+  mpp_tc_kernel(op_id, mangled_name, start_ns); /* after: the kernel's entry exists */
+}
+
+void mpp_tc_verdict_sink_fn(uint64_t op_id, const char *mangled_name, bool tc, const double *values,
+                            int nvalues) {
+  if (op_id >> 32 == 0) return;
+  mpp_site_kernel_tc((int)((op_id >> 32) - 1), mangled_name, tc, values, nvalues);
 }
 
 static void devscan_sink(void *cookie, const mp_stats *result) {
@@ -249,6 +256,8 @@ void mpp_call_begin(mpp_call *c, mpp_op *op) {
       }
     }
     mpp_cupti_push(c->op_id);
+    /* Last before the real call: the range profiler's window holds only its kernels. */
+    c->tc_counting = mpp_tc_begin(c->op_id, index, op->stream);
   }
   /* Timestamps only feed timeline events: once those are capped, the two
    * clock reads per call (not free in a VM) are skipped. */
@@ -259,6 +268,8 @@ void mpp_call_begin(mpp_call *c, mpp_op *op) {
 void mpp_call_end(mpp_call *c, mpp_op *op, bool ok) {
   uint64_t t1 = c->timed ? mpp_now_ns() : 0;
   if (c->site < 0) return;
+  /* First after the real call, before output scans enqueue mpprof's own kernels. */
+  if (c->tc_counting) mpp_tc_end(c->op_id);
   mpp_cupti_pop();
   if (!ok) {
     mpp_note_failed_call();

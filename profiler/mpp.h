@@ -158,6 +158,7 @@ typedef struct mpp_call {
   bool scan;      /* this call's roles are scanned */
   bool capturing;
   bool timed;                   /* t0_ns taken: an event will be recorded */
+  bool tc_counting;             /* --tc-counters profiles this call's kernels (tc_counters.c) */
   mp_stats *tmp[MPP_MAX_ROLES]; /* host-scan results, merged at the end */
   bool tmp_used[MPP_MAX_ROLES];
   uint32_t ns_counts[MPP_NS_COUNT];
@@ -172,10 +173,14 @@ void mpp_call_end(mpp_call *c, mpp_op *op, bool ok);
 void mpp_call_autotune(const mpp_op *op);
 
 /* --- sites (sites.c) --- */
+#define MPP_SITE_TC_VALUES 3 /* == MPP_TC_MAX_METRICS (profiler/gpu/gpu.h) */
 typedef struct mpp_site_kernel_t {
   char *name;
   uint64_t count;
   uint64_t gpu_ns;
+  int8_t tc;                            /* --tc-counters: -1 not measured, 0 no, 1 Tensor Cores */
+  uint32_t tc_profiled;                 /* launches measured */
+  double tc_values[MPP_SITE_TC_VALUES]; /* summed over them, metrics as in the raw tc_counters */
 } mpp_site_kernel_t;
 
 #define MPP_SITE_MAX_KERNELS 32
@@ -209,7 +214,7 @@ typedef struct mpp_event {
 /* All tables are protected by one mutex (sites.c); the accessors below take it. */
 void mpp_sites_lock(void);
 void mpp_sites_unlock(void);
-void mpp_sites_reset(void); /* fork child and tests: drop everything */
+void mpp_sites_reset(void);            /* fork child and tests: drop everything */
 bool mpp_sites_locked_by_caller(void); /* the calling thread holds the site lock */
 /* A module's mutex that application threads take inside hooks: held across
  * fork() by the prepare handler and re-created in the child, so a child never
@@ -225,6 +230,11 @@ void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur
 bool mpp_events_wanted(void); /* false once MPPROF_MAX_EVENTS events are stored */
 void mpp_site_merge_stats(int site, int role, const mp_stats *s); /* device-scan sink */
 void mpp_site_kernel(int site, const char *name, uint64_t gpu_ns);
+/* A counter verdict for one measured launch of a kernel already in the site. */
+void mpp_site_kernel_tc(int site, const char *name, bool tc, const double *values, int nvalues);
+/* tc_counters.c verdict sink (mpp_tc_verdict_fn): op id -> site. */
+void mpp_tc_verdict_sink_fn(uint64_t op_id, const char *mangled_name, bool tc, const double *values,
+                            int nvalues);
 void mpp_note_failed_call(void);
 void mpp_note_incomplete(const char *reason_key, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

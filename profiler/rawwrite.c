@@ -186,6 +186,9 @@ static void write_conv(mpp_jw *w, const mpp_conv *c) {
   mpp_jw_obj_end(w);
 }
 
+/* Metrics of the tc_values arrays (rendering runs one at a time: pass_mu). */
+static int tc_nmetrics;
+
 static void write_site(mpp_jw *w, uint32_t id, const mpp_site *s) {
   const mpp_op *k = &s->key;
   char buf[96];
@@ -282,6 +285,19 @@ static void write_site(mpp_jw *w, uint32_t id, const mpp_site *s) {
       mpp_jw_uint(w, s->kernels[i].count);
       mpp_jw_key(w, "gpu_ns");
       mpp_jw_uint(w, s->kernels[i].gpu_ns);
+      if (s->kernels[i].tc >= 0) { /* --tc-counters measured it */
+        mpp_jw_key(w, "tc");
+        mpp_jw_bool(w, s->kernels[i].tc == 1);
+        mpp_jw_key(w, "tc_source");
+        mpp_jw_str(w, "counters");
+        mpp_jw_key(w, "tc_profiled");
+        mpp_jw_uint(w, s->kernels[i].tc_profiled);
+        mpp_jw_key(w, "tc_values");
+        mpp_jw_arr(w);
+        for (int m = 0; m < tc_nmetrics && m < MPP_SITE_TC_VALUES; m++)
+          mpp_jw_double(w, s->kernels[i].tc_values[m]);
+        mpp_jw_arr_end(w);
+      }
       mpp_jw_obj_end(w);
     }
     mpp_jw_arr_end(w);
@@ -293,9 +309,43 @@ static void write_site(mpp_jw *w, uint32_t id, const mpp_site *s) {
   mpp_jw_obj_end(w);
 }
 
+/* "tc_counters": what --tc-counters did; written only when it was requested. */
+static void write_tc_counters(mpp_jw *w, const mpp_tc_info *t) {
+  mpp_jw_key(w, "tc_counters");
+  mpp_jw_obj(w);
+  mpp_jw_key(w, "status");
+  mpp_jw_str(w, t->status);
+  mpp_jw_key(w, "reason");
+  mpp_jw_str(w, t->reason[0] ? t->reason : NULL);
+  mpp_jw_key(w, "sample");
+  if (t->every == 0)
+    mpp_jw_str(w, "first");
+  else
+    mpp_jw_uint(w, (uint64_t)t->every);
+  mpp_jw_key(w, "chip");
+  mpp_jw_str(w, t->chip[0] ? t->chip : NULL);
+  mpp_jw_key(w, "metrics");
+  mpp_jw_arr(w);
+  for (int i = 0; i < t->nmetrics; i++)
+    mpp_jw_str(w, t->metrics[i]);
+  mpp_jw_arr_end(w);
+  mpp_jw_key(w, "passes");
+  mpp_jw_uint(w, t->passes);
+  mpp_jw_key(w, "ops_profiled");
+  mpp_jw_uint(w, t->ops_profiled);
+  mpp_jw_key(w, "kernels_profiled");
+  mpp_jw_uint(w, t->kernels_profiled);
+  mpp_jw_key(w, "ops_unmatched");
+  mpp_jw_uint(w, t->ops_unmatched);
+  mpp_jw_key(w, "ops_skipped");
+  mpp_jw_uint(w, t->ops_skipped);
+  mpp_jw_obj_end(w);
+}
+
 /* What comes from outside the site tables, read before their lock is taken
  * (CUPTI may call back into the kernel sink, which takes it). */
 typedef struct outside {
+  mpp_tc_info tc; /* --tc-counters */
   const char *cupti_status;
   uint64_t cupti_dropped;
   uint64_t marks, start_end_ranges;
@@ -368,6 +418,7 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const outside 
   mpp_jw_key(w, "dropped_records");
   mpp_jw_uint(w, o->cupti_dropped);
   mpp_jw_obj_end(w);
+  if (o->tc.status) write_tc_counters(w, &o->tc);
   mpp_jw_key(w, "sites");
   mpp_jw_arr(w);
   /* Sites whose every call failed (or is still running) carry nothing. */
@@ -407,6 +458,9 @@ char *mpp_raw_render(bool final, size_t *ret_len) {
                .marks = mpp_nvtx_marks(),
                .start_end_ranges = mpp_nvtx_start_end_ranges(),
                .end_ns = mpp_now_ns()};
+  mpp_tc_info_get(&o.tc);
+  if (child) o.tc.status = NULL; /* the parent's counters are not the child's */
+  tc_nmetrics = o.tc.nmetrics;
   mpp_tables t;
   mpp_sites_lock();
   mpp_tables_get(&t);

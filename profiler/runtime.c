@@ -312,6 +312,7 @@ void mpp_activate(void) {
   if (!exit_handler_renewed) atomic_store(&exit_handler_renew, true);
   if (!mpp_in_forked_child()) {
     mpp_cupti_set_sink(mpp_kernel_sink_fn);
+    mpp_tc_set_verdict_sink(mpp_tc_verdict_sink_fn);
     mpp_cupti_start();
   }
   if (mpp_cfg.checkpoint_s > 0 && !checkpoint_running) {

@@ -373,11 +373,29 @@ void mpp_site_kernel(int site, const char *name, uint64_t gpu_ns) {
       mpp_sites_unlock();
       return;
     }
-    s->kernels[i].name = copy;
+    s->kernels[i] = (mpp_site_kernel_t){.name = copy, .tc = -1};
     s->nkernels++;
   }
   s->kernels[i].count++;
   s->kernels[i].gpu_ns += gpu_ns;
+  mpp_sites_unlock();
+}
+
+void mpp_site_kernel_tc(int site, const char *name, bool tc, const double *values, int nvalues) {
+  mpp_sites_lock();
+  if (site >= 0 && (uint32_t)site < nsites) {
+    mpp_site *s = &sites[site];
+    for (int i = 0; i < s->nkernels; i++) {
+      mpp_site_kernel_t *k = &s->kernels[i];
+      if (strcmp(k->name, name ? name : "?")) continue;
+      /* Any measured launch on the tensor pipe makes the kernel a Tensor Core one. */
+      if (k->tc < (tc ? 1 : 0)) k->tc = tc ? 1 : 0;
+      k->tc_profiled++;
+      for (int m = 0; m < nvalues && m < MPP_SITE_TC_VALUES; m++)
+        k->tc_values[m] += values[m];
+      break;
+    }
+  }
   mpp_sites_unlock();
 }
 

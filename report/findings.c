@@ -351,6 +351,17 @@ static int data_notes(mpprof_model *m) {
     if (!f) return -1;
     cJSON_AddItemToObject(f->evidence, "notes", cJSON_Duplicate(m->tc.cupti_notes, true));
   }
+  if (m->tc.counters_requested && cJSON_GetArraySize(m->tc.counters_notes) > 0) {
+    f = add(m, "tc_counters_unavailable", "info", NULL,
+            mpprof_asprintf("--tc-counters was requested but hardware counters did not decide "
+                            "(%s); kernel-name rules decided Tensor Core use",
+                            cJSON_GetArrayItem(m->tc.counters_notes, 0)->valuestring),
+            strdup("allow GPU performance counters (root, or the driver option "
+                   "NVreg_RestrictProfilingToAdminUsers=0), run without other profilers, on a "
+                   "CUPTI with the range profiler (CUDA 12.6 update 2 or newer)"));
+    if (!f) return -1;
+    cJSON_AddItemToObject(f->evidence, "notes", cJSON_Duplicate(m->tc.counters_notes, true));
+  }
   return 0;
 }
 

@@ -216,8 +216,18 @@ static void tensor_cores(const mpprof_model *m, FILE *f) {
     }
     fputs("</ul>\n", f);
   }
+  if (t->kernel_data && (t->counters_requested || t->kernels_by_counters))
+    fprintf(f,
+            "<p>Tensor Core verdicts: %zu kernels from hardware counters, %zu from kernel-name "
+            "rules.</p>\n",
+            t->kernels_by_counters, t->kernels_by_name);
   const cJSON *n;
   cJSON_ArrayForEach(n, t->cupti_notes) {
+    fputs("<p class=\"muted\">", f);
+    html(f, n->valuestring);
+    fputs("</p>\n", f);
+  }
+  cJSON_ArrayForEach(n, t->counters_notes) {
     fputs("<p class=\"muted\">", f);
     html(f, n->valuestring);
     fputs("</p>\n", f);

@@ -71,6 +71,14 @@ static cJSON *process_json(const mpprof_process *p) {
   cJSON *c = cJSON_AddObjectToObject(o, "cupti");
   cJSON_AddStringToObject(c, "status", p->cupti_status);
   cJSON_AddItemToObject(c, "dropped_records", cJSON_CreateNumber((double)p->cupti_dropped));
+  if (p->tc_counters_status) { /* --tc-counters was requested */
+    cJSON *tc = cJSON_AddObjectToObject(o, "tc_counters");
+    cJSON_AddStringToObject(tc, "status", p->tc_counters_status);
+    cJSON_AddItemToObject(tc, "reason", str_or_null(p->tc_counters_reason));
+    cJSON_AddItemToObject(tc, "chip", str_or_null(p->tc_counters_chip));
+    cJSON_AddItemToObject(tc, "kernels_profiled",
+                          cJSON_CreateNumber((double)p->tc_counters_kernels));
+  }
   cJSON_AddItemToObject(o, "sites", mpprof_json_u64(p->n_sites));
   cJSON_AddItemToObject(o, "events", mpprof_json_u64(p->n_events));
   cJSON_AddItemToObject(o, "calls", mpprof_json_u64(p->calls));
@@ -329,6 +337,12 @@ cJSON *mpprof_tc_summary_json(const mpprof_model *m) {
                             : cJSON_CreateNull());
   cJSON_AddItemToObject(o, "sites_eligible", mpprof_json_u64(t->sites_eligible));
   cJSON_AddItemToObject(o, "sites_on_tensor_cores", mpprof_json_u64(t->sites_on_tc));
+  cJSON_AddItemToObject(o, "kernels_by_counters", mpprof_json_u64(t->kernels_by_counters));
+  cJSON_AddItemToObject(o, "kernels_by_name", mpprof_json_u64(t->kernels_by_name));
+  cJSON_AddBoolToObject(o, "counters_requested", t->counters_requested);
+  cJSON_AddItemToObject(o, "counters_notes",
+                        t->counters_notes ? cJSON_Duplicate(t->counters_notes, true)
+                                          : cJSON_CreateArray());
   cJSON *nu = cJSON_AddArrayToObject(o, "eligible_not_used");
   for (size_t i = 0; nu && i < m->n_sites; i++) {
     const mpprof_site *s = &m->sites[i];

@@ -50,6 +50,9 @@ static void process_free(mpprof_process *p) {
   free(p->scan);
   free(p->device_name);
   free(p->cupti_status);
+  free(p->tc_counters_status);
+  free(p->tc_counters_reason);
+  free(p->tc_counters_chip);
 }
 
 static void layer_free(mpprof_layer *l) {
@@ -90,6 +93,7 @@ void mpprof_model_free(mpprof_model *m) {
   free(m->findings);
   cJSON_Delete(m->loss_scale.limited_by);
   cJSON_Delete(m->tc.cupti_notes);
+  cJSON_Delete(m->tc.counters_notes);
   free(m->program);
   free(m->hash);
   mpprof_phase_rules_free(&m->phases);

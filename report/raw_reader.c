@@ -500,6 +500,16 @@ static int process_from_header(const cJSON *h, const char *file, mpprof_process 
   const char *st = cJSON_IsObject(cupti) ? get_str(cupti, "status") : NULL;
   p->cupti_status = strdup(st ? st : "missing");
   if (cJSON_IsObject(cupti)) get_i64(cupti, "dropped_records", &p->cupti_dropped);
+  const cJSON *tcc = cJSON_GetObjectItemCaseSensitive(h, "tc_counters");
+  if (cJSON_IsObject(tcc)) { /* only with --tc-counters */
+    const char *ts = get_str(tcc, "status"), *why = get_str(tcc, "reason"),
+               *chip = get_str(tcc, "chip");
+    p->tc_counters_status = strdup(ts ? ts : "missing");
+    if (why) p->tc_counters_reason = strdup(why);
+    if (chip) p->tc_counters_chip = strdup(chip);
+    get_i64(tcc, "kernels_profiled", &p->tc_counters_kernels);
+    if (!p->tc_counters_status) return -1;
+  }
   if (!p->host || !p->file || !p->scan || !p->incomplete_reasons || !p->cupti_status) return -1;
   return 0;
 }
@@ -539,6 +549,9 @@ static void free_proc(mpprof_process *p) {
   free(p->scan);
   free(p->device_name);
   free(p->cupti_status);
+  free(p->tc_counters_status);
+  free(p->tc_counters_reason);
+  free(p->tc_counters_chip);
   memset(p, 0, sizeof *p);
 }
 

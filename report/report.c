@@ -80,8 +80,9 @@ static void print_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
     else if (g->applicable)
       fputs("  loss scale: no single scale fits every fp16 layer (see findings)\n", f);
     if (m->tc.kernel_data && m->tc.gemm_conv_kernel_ns)
-      fprintf(f, "  Tensor Cores: %.1f%% of GEMM/conv GPU time\n",
-              100.0 * (double)m->tc.tc_ns / (double)m->tc.gemm_conv_kernel_ns);
+      fprintf(f, "  Tensor Cores: %.1f%% of GEMM/conv GPU time%s\n",
+              100.0 * (double)m->tc.tc_ns / (double)m->tc.gemm_conv_kernel_ns,
+              m->tc.kernels_by_counters ? " (hardware counters decided some kernels)" : "");
     /* The three with most impact, and any further high-severity one (up to 6 lines). */
     for (size_t i = 0, shown = 0; i < m->n_findings && shown < 6; i++)
       if (i < 3 || !strcmp(m->findings[i].severity, "high")) {

@@ -81,6 +81,10 @@ typedef struct mpprof_process {
   int cc_major, cc_minor;
   char *cupti_status; /* "ok", "disabled", ... or "missing" */
   int64_t cupti_dropped;
+  char *tc_counters_status; /* --tc-counters: "ok", "unavailable", "not_started"; NULL: not asked */
+  char *tc_counters_reason; /* why unavailable, or NULL */
+  char *tc_counters_chip;   /* or NULL */
+  int64_t tc_counters_kernels; /* kernels profiled */
   size_t n_sites, n_events;
   uint64_t calls;
 } mpprof_process;
@@ -228,7 +232,10 @@ typedef struct mpprof_tc_summary {
   bool kernel_data; /* some site has kernel records */
   uint64_t gemm_conv_kernel_ns, tc_ns, unknown_ns;
   size_t sites_eligible, sites_on_tc, sites_eligible_not_used;
-  cJSON *cupti_notes; /* array of strings: per-process CUPTI problems */
+  cJSON *cupti_notes;                          /* array of strings: per-process CUPTI problems */
+  size_t kernels_by_counters, kernels_by_name; /* kernel entries whose verdict came from each */
+  bool counters_requested;                     /* some process ran with --tc-counters */
+  cJSON *counters_notes; /* array of strings: per process, why counters were unavailable */
 } mpprof_tc_summary;
 
 typedef struct mpprof_model {

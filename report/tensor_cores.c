@@ -101,8 +101,21 @@ static void classify_kernels(mpprof_site *s) {
 void mpprof_tensor_cores(mpprof_model *m) {
   mpprof_tc_summary *t = &m->tc;
   t->cupti_notes = cJSON_CreateArray();
+  t->counters_notes = cJSON_CreateArray();
   for (size_t i = 0; i < m->n_procs; i++) {
     const mpprof_process *p = &m->procs[i];
+    if (p->tc_counters_status) {
+      t->counters_requested = true;
+      char *cn = NULL;
+      if (!strcmp(p->tc_counters_status, "unavailable"))
+        cn = mpprof_asprintf("%s (pid %" PRId64 "): hardware counters unavailable: %s", p->file,
+                             p->pid, p->tc_counters_reason ? p->tc_counters_reason : "no reason");
+      else if (strcmp(p->tc_counters_status, "ok"))
+        cn = mpprof_asprintf("%s (pid %" PRId64 "): hardware counters never ran (%s)", p->file,
+                             p->pid, p->tc_counters_status);
+      if (cn && t->counters_notes) cJSON_AddItemToArray(t->counters_notes, cJSON_CreateString(cn));
+      free(cn);
+    }
     const char *why = NULL;
     if (!strcmp(p->cupti_status, "held_by_other_subscriber"))
       why = "CUPTI was held by another tool (one subscriber per process): no kernel data";
@@ -127,6 +140,11 @@ void mpprof_tensor_cores(mpprof_model *m) {
     mpprof_site *s = &m->sites[i];
     eligibility(s);
     classify_kernels(s);
+    for (size_t k = 0; k < s->n_kernels; k++)
+      if (s->kernels[k].cls.source == MP_TC_SRC_COUNTERS)
+        t->kernels_by_counters++;
+      else if (s->kernels[k].cls.tc != MP_TC_UNKNOWN)
+        t->kernels_by_name++;
     if (s->n_kernels) t->kernel_data = true;
     t->gemm_conv_kernel_ns += s->kernel_ns;
     t->tc_ns += s->tc_ns;

@@ -35,19 +35,24 @@ typedef struct run_opts {
   const char *scan;
   const char *sample;
   const char *checkpoint;
-  char **argv; /* program and its arguments */
+  const char *tc_counters; /* "first" or N: MPPROF_TC_COUNTERS */
+  char **argv;             /* program and its arguments */
 } run_opts;
 
 static void usage(FILE *f) {
   fputs("usage: mpprof [run] [-o DIR] [--force] [--scan all|outputs|none] [--sample N]\n"
-        "                    [--checkpoint SECONDS] [--] PROGRAM ARGS...\n"
+        "                    [--checkpoint SECONDS] [--tc-counters[=N]] [--] PROGRAM ARGS...\n"
         "  -o, --output DIR   where raw files and the report go\n"
         "                     (default: mpprof-<program>-<date> in the current directory)\n"
         "  --force            use DIR even when it is not empty (its old raw files are removed)\n"
         "  --scan MODE        which tensors are scanned: all (default), outputs, none\n"
         "  --sample N         scan every Nth call of each op site (default 1)\n"
         "  --checkpoint S     write the raw files every S seconds while running (default 10,\n"
-        "                     0: only at exit)\n",
+        "                     0: only at exit)\n"
+        "  --tc-counters[=N]  decide Tensor Core use from hardware counters (CUPTI range\n"
+        "                     profiler, kernel replay: serialises and replays the profiled\n"
+        "                     calls' kernels) for the first call of each op site, or with =N\n"
+        "                     for every Nth call of each site\n",
         f);
 }
 
@@ -116,6 +121,14 @@ static int parse(int argc, char **argv, run_opts *o) {
       if (!valid_seconds(o->checkpoint)) {
         fprintf(stderr, "mpprof: run: --checkpoint must be seconds >= 0, not '%s'\n",
                 o->checkpoint);
+        return 2;
+      }
+    } else if (is_opt(a, "--tc-counters")) {
+      /* The value only with '=': "--tc-counters prog" runs prog. */
+      o->tc_counters = a[strlen("--tc-counters")] == '=' ? a + strlen("--tc-counters=") : "first";
+      if (strcmp(o->tc_counters, "first") && !valid_uint(o->tc_counters, 1)) {
+        fprintf(stderr, "mpprof: run: --tc-counters=N needs a positive integer, not '%s'\n",
+                o->tc_counters);
         return 2;
       }
     } else {
@@ -257,6 +270,7 @@ static void set_child_env(const run_opts *o, const char *lib, const char *out) {
   if (o->scan) setenv("MPPROF_SCAN", o->scan, 1);
   if (o->sample) setenv("MPPROF_SAMPLE", o->sample, 1);
   if (o->checkpoint) setenv("MPPROF_CHECKPOINT_S", o->checkpoint, 1);
+  if (o->tc_counters) setenv("MPPROF_TC_COUNTERS", o->tc_counters, 1);
 }
 
 static void warn_other_injection(const char *var, const char *lib) {

@@ -61,6 +61,7 @@ typedef struct waiting_kernel {
 } waiting_kernel;
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static void *g_handle; /* shared with tc_counters.c (range profiler, same library) */
 static const char *g_status = "unavailable";
 static atomic_bool g_active; /* push/pop are live */
 static mpp_kernel_sink g_sink;
@@ -250,6 +251,7 @@ static void start_once(void) {
   }
   void *h = open_cupti();
   if (!h) return; /* "unavailable" */
+  g_handle = h;
 #define CUPTI_RESOLVE(sym, member, params) *(void **)&api.member = dlsym(h, #sym);
   CUPTI_FUNCS(CUPTI_RESOLVE)
 #undef CUPTI_RESOLVE
@@ -337,8 +339,14 @@ void mpp_cupti_pop(void) {
     api.pop_ext(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, &id);
 }
 
+/* tc_counters.c is part of libmpprof.so; tests that link cupti.c alone lack it. */
+#pragma weak mpp_tc_flush_mark
+#pragma weak mpp_tc_settle
+
 void mpp_cupti_flush(void) {
   if (!atomic_load(&g_active)) return;
+  /* Counter-profiled calls that ended before this flush get all their kernels from it. */
+  uint64_t tc_mark = mpp_tc_flush_mark ? mpp_tc_flush_mark() : 0;
   api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   queued_buf q;
   while (take_buffer(&q, false))
@@ -351,6 +359,11 @@ void mpp_cupti_flush(void) {
   pthread_mutex_lock(&g_pmu);
   settle_waiting(true);
   pthread_mutex_unlock(&g_pmu);
+  if (mpp_tc_settle) mpp_tc_settle(tc_mark);
+}
+
+void *mpp_cupti_handle(void) {
+  return g_status && !strcmp(g_status, "ok") ? g_handle : NULL;
 }
 
 const char *mpp_cupti_status(void) {

@@ -33,6 +33,39 @@ void mpp_cupti_pop(void);
 void mpp_cupti_flush(void);          /* at exit / checkpoint: flush and drain every buffer into the sink */
 const char *mpp_cupti_status(void);  /* ok | disabled | unavailable | held_by_other_subscriber | error */
 uint64_t mpp_cupti_dropped(void);
+void *mpp_cupti_handle(void);        /* the dlopen'ed libcupti (NULL when none): tc_counters.c */
+
+/* --- Tensor Core hardware counters (tc_counters.c, MPPROF_TC_COUNTERS) --- */
+#define MPP_TC_MAX_METRICS 3
+/* -1: not requested; 0: the first call of each site; N: every Nth call of each site. */
+int mpp_tc_every(void);
+bool mpp_tc_requested(void);
+/* Before a hooked call's real call (inputs scanned, op id pushed): profile its
+ * kernels? call_index is the call's index in its site. True: counters run,
+ * call mpp_tc_end(op_id) right after the real call, on the same thread. */
+bool mpp_tc_begin(uint64_t op_id, uint64_t call_index, void *stream);
+void mpp_tc_end(uint64_t op_id);
+/* A kernel verdict: tc = any tensor metric > 0; values in the order of mpp_tc_info.metrics. */
+typedef void (*mpp_tc_verdict_fn)(uint64_t op_id, const char *mangled_name, bool tc,
+                                  const double *values, int nvalues);
+void mpp_tc_set_verdict_sink(mpp_tc_verdict_fn fn);
+/* From the kernel sink, for every attributed kernel (cheap when not requested). */
+void mpp_tc_kernel(uint64_t op_id, const char *mangled_name, uint64_t start_ns);
+/* mpp_cupti_flush: mark before flushing, settle after (calls whose kernels did
+ * not all arrive are given up and counted). */
+uint64_t mpp_tc_flush_mark(void);
+void mpp_tc_settle(uint64_t mark);
+typedef struct mpp_tc_info {
+  int every;          /* as mpp_tc_every() */
+  const char *status; /* ok | unavailable | not_started (NULL when not requested) */
+  char reason[256];   /* why unavailable, else "" */
+  char chip[64];      /* cuptiDeviceGetChipName, "" before init */
+  int nmetrics;
+  const char *metrics[MPP_TC_MAX_METRICS];
+  size_t passes;
+  uint64_t ops_profiled, kernels_profiled, ops_unmatched, ops_skipped;
+} mpp_tc_info;
+void mpp_tc_info_get(mpp_tc_info *ret);
 
 /* --- device scans (devscan.c, kernels/scan.cu) --- */
 typedef void (*mpp_scan_sink)(void *cookie, const mp_stats *result);

@@ -11,7 +11,8 @@
  * its own thread, later; never from inside the launch), so a client's
  * completion handler never runs inside its own cuBLAS call.
  * One subscriber per process; SIMCUDA_CUPTI_BUSY=1 makes subscribing and
- * enabling activity fail as if another tool held CUPTI. */
+ * enabling activity fail as if another tool held CUPTI. The range profiler
+ * and profiler host API are in cupti_profiler.cpp. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -22,7 +23,10 @@
 
 #include <cupti.h>
 
+#include "cupti_sim.h"
 #include "simcuda_internal.h"
+
+#pragma weak simcuda_rp_kernel /* cupti_profiler.cpp, when C++ was available */
 
 #define SIM_API __attribute__((visibility("default")))
 
@@ -167,6 +171,7 @@ static bool api_record_wanted(bool runtime) {
 }
 
 static void on_kernel(const simcuda_kernel_event *ev) {
+  if (simcuda_rp_kernel) simcuda_rp_kernel(ev); /* an auto range when a session runs */
   bool runtime = launch_via_runtime();
   pthread_mutex_lock(&lock);
   bool kernel_on =

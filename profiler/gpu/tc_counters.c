@@ -1,0 +1,681 @@
+/* Tensor Core use from hardware counters (mpprof --tc-counters, env
+ * MPPROF_TC_COUNTERS): for sampled hooked calls, CUPTI's range profiler in
+ * auto-range / kernel-replay mode measures every kernel the call launches,
+ * and the profiler host API evaluates the chip's tensor-pipe metrics for each
+ * of them. A kernel whose tensor metrics are all zero did not use Tensor Cores.
+ *
+ * Everything goes through the libcupti handle cupti.c opened (dlsym; the host
+ * API's structs are mirrored in cupti_host_abi.h because its header is C++).
+ * Sequence (NVIDIA's range_profiling sample, CUPTI docs section 2.9), once, on
+ * the first sampled call's thread: cuptiProfilerInitialize,
+ * cuptiDeviceGetChipName, cuptiProfilerGetCounterAvailability,
+ * cuptiProfilerHostInitialize, cuptiProfilerHostConfigAddMetrics (one metric
+ * at a time: a name the chip does not know is dropped, not fatal),
+ * GetConfigImageSize/GetConfigImage/GetNumOfPasses, cuptiRangeProfilerEnable,
+ * cuptiRangeProfilerGetCounterDataSize. Per sampled call: before the real call
+ * cuptiRangeProfilerCounterDataImageInitialize (a fresh image),
+ * cuptiRangeProfilerSetConfig (CUPTI_AutoRange, CUPTI_KernelReplay) and
+ * cuptiRangeProfilerStart; after it cuptiRangeProfilerStop,
+ * cuptiRangeProfilerDecodeData (synchronises the context),
+ * cuptiRangeProfilerGetCounterDataInfo and cuptiProfilerHostEvaluateToGpuValues
+ * per range. Any failure makes counters unavailable for the rest of the run,
+ * with the reason; the name rules then decide alone.
+ *
+ * Auto ranges are numbered, not named: range i is the call's i-th kernel
+ * launch. The kernels themselves arrive later through CUPTI activity with the
+ * call's op id; once as many have arrived as there were ranges, they are put
+ * in launch order (kernel replay serialises them, so start times order them)
+ * and range i's verdict goes to the i-th. A count that does not match (another
+ * thread launched into the same context during the window, a range dropped)
+ * discards the call's verdicts: they are counted, never guessed.
+ *
+ * Concurrency: one profiled call at a time per process (an atomic flag, never
+ * waited on: a call that finds it taken is simply not profiled), so no lock is
+ * held across the application's call. The table of calls awaiting their
+ * kernels has its own mutex, never held while calling CUPTI or the sites. The
+ * calls run inside hooks, on the calling thread, at hook depth > 0, so
+ * nothing CUPTI or the driver does here is recorded as the app's. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
+
+#include "profiler/gpu/cuda_driver.h"
+#include "profiler/gpu/cupti_host_abi.h"
+#include "profiler/gpu/gpu.h"
+#include "profiler/mpp.h"
+
+#define MAX_RANGES 64  /* kernels of one profiled call */
+#define MAX_PENDING 64 /* profiled calls waiting for their kernel records */
+
+/* X(symbol, member, parameter type); all take one params struct. */
+#define TC_FUNCS(X)                                                                                \
+  X(cuptiProfilerInitialize, init, CUpti_Profiler_Initialize_Params)                               \
+  X(cuptiDeviceGetChipName, chip_name, CUpti_Device_GetChipName_Params)                            \
+  X(cuptiProfilerGetCounterAvailability, availability,                                             \
+    CUpti_Profiler_GetCounterAvailability_Params)                                                  \
+  X(cuptiProfilerHostInitialize, host_init, mpp_host_initialize_params)                            \
+  X(cuptiProfilerHostConfigAddMetrics, host_add, mpp_host_config_add_metrics_params)               \
+  X(cuptiProfilerHostGetConfigImageSize, host_config_size, mpp_host_get_config_image_size_params)  \
+  X(cuptiProfilerHostGetConfigImage, host_config, mpp_host_get_config_image_params)                \
+  X(cuptiProfilerHostGetNumOfPasses, host_passes, mpp_host_get_num_of_passes_params)               \
+  X(cuptiProfilerHostEvaluateToGpuValues, host_eval, mpp_host_evaluate_params)                     \
+  X(cuptiRangeProfilerEnable, rp_enable, CUpti_RangeProfiler_Enable_Params)                        \
+  X(cuptiRangeProfilerGetCounterDataSize, rp_data_size,                                            \
+    CUpti_RangeProfiler_GetCounterDataSize_Params)                                                 \
+  X(cuptiRangeProfilerCounterDataImageInitialize, rp_data_init,                                    \
+    CUpti_RangeProfiler_CounterDataImage_Initialize_Params)                                        \
+  X(cuptiRangeProfilerSetConfig, rp_set_config, CUpti_RangeProfiler_SetConfig_Params)              \
+  X(cuptiRangeProfilerStart, rp_start, CUpti_RangeProfiler_Start_Params)                           \
+  X(cuptiRangeProfilerStop, rp_stop, CUpti_RangeProfiler_Stop_Params)                              \
+  X(cuptiRangeProfilerDecodeData, rp_decode, CUpti_RangeProfiler_DecodeData_Params)                \
+  X(cuptiRangeProfilerGetCounterDataInfo, rp_data_info,                                            \
+    CUpti_RangeProfiler_GetCounterDataInfo_Params)
+
+static struct {
+#define TC_MEMBER(sym, member, ptype) CUptiResult (*member)(ptype *);
+  TC_FUNCS(TC_MEMBER)
+#undef TC_MEMBER
+  CUptiResult (*result_string)(CUptiResult, const char **);
+} api;
+
+/* Tensor-pipe metrics per chip (cuptiDeviceGetChipName), from DESIGN.md /
+ * cuda-facts.md. Instruction counts first; cycle counts catch a pipe that
+ * issues no counted instruction class. A kernel used Tensor Cores when any
+ * accepted metric is > 0. Names a chip does not know are dropped one by one. */
+typedef struct chip_metrics {
+  const char *prefix; /* chip name or prefix (GA10 = GA102..GA107) */
+  const char *metrics[MPP_TC_MAX_METRICS];
+} chip_metrics;
+
+static const chip_metrics chips[] = {
+    {"GA100",
+     {"sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__pipe_tensor_op_hmma_cycles_active.sum",
+      NULL}},
+    {"GA10",
+     {"sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__pipe_tensor_op_hmma_cycles_active.sum",
+      NULL}},
+    {"GH100",
+     {"sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_gmma.sum",
+      "sm__pipe_tensor_op_hmma_cycles_active.sum"}},
+    {"AD10",
+     {"sm__inst_executed_pipe_tensor_op_hmma_v2.sum",
+      "sm__pipe_tensor_op_hmma_cycles_active_v2.sum", NULL}},
+    {"GB10",
+     {"sm__inst_executed_pipe_tensor_subpipe_hmma.sum",
+      "sm__pipe_tensor_subpipe_hmma_cycles_active.sum", NULL}},
+};
+
+/* A profiled call waiting for its kernels' activity records. */
+typedef struct pending {
+  uint64_t op_id; /* 0: free slot */
+  int nranges;    /* -1: the call is still running */
+  uint64_t end_seq;
+  uint8_t tc[MAX_RANGES];
+  double values[MAX_RANGES][MPP_TC_MAX_METRICS];
+  int nk;
+  struct {
+    char *name;
+    uint64_t start;
+  } k[MAX_RANGES];
+} pending;
+
+enum { ST_UNTRIED = 0, ST_READY, ST_UNAVAILABLE };
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* pending table, stats, status text */
+static pending g_pending[MAX_PENDING];
+static atomic_int g_state;
+static atomic_flag g_busy = ATOMIC_FLAG_INIT; /* one profiled call at a time */
+static atomic_uint_fast64_t g_end_seq;
+static char g_reason[256];
+static char g_chip[64];
+static const char *g_metrics[MPP_TC_MAX_METRICS];
+static int g_nmetrics;
+static size_t g_passes;
+static CUcontext g_ctx;
+static CUpti_RangeProfiler_Object *g_obj;
+static mpp_host_object *g_host;
+static uint8_t *g_config;
+static size_t g_config_size;
+static uint8_t *g_data;
+static size_t g_data_size;
+static struct { uint64_t ops_profiled, kernels_profiled, ops_unmatched, ops_skipped; } g_stats;
+
+/* MPPROF_TC_COUNTERS: unset/""/"0"/"off" = not requested; "first" = the
+ * first call of each site; N >= 1 = every Nth call of each site. */
+static int g_every = -1; /* -1 not requested, 0 first call, N */
+static pthread_once_t g_cfg_once = PTHREAD_ONCE_INIT;
+
+static void on_fork_child(void);
+
+static void read_config(void) {
+  pthread_atfork(NULL, NULL, on_fork_child);
+  const char *v = getenv("MPPROF_TC_COUNTERS");
+  if (!v || !*v || !strcmp(v, "0") || !strcmp(v, "off")) return;
+  if (!strcmp(v, "first") || !strcmp(v, "1st")) {
+    g_every = 0;
+    return;
+  }
+  char *end;
+  unsigned long n = strtoul(v, &end, 10);
+  if (*end || !n || v[0] == '-') {
+    g_every = 0; /* an unreadable value still asks for counters: the cheapest sampling */
+    return;
+  }
+  g_every = n > 0x7fffffff ? 0x7fffffff : (int)n;
+}
+
+int mpp_tc_every(void) {
+  pthread_once(&g_cfg_once, read_config);
+  return g_every;
+}
+
+bool mpp_tc_requested(void) {
+  return mpp_tc_every() >= 0;
+}
+
+static const char *result_name(CUptiResult r) {
+  switch (r) {
+  case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+    return "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (GPU performance counters are restricted to "
+           "admin users: run as root or load the driver with "
+           "NVreg_RestrictProfilingToAdminUsers=0)";
+  case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
+    return "CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES (profiling not enabled for this "
+           "vGPU)";
+  case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+    return "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (another profiler holds the counters)";
+  case CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED:
+    return "CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED (another tool uses the older profiler API)";
+  case CUPTI_ERROR_NOT_SUPPORTED:
+    return "CUPTI_ERROR_NOT_SUPPORTED";
+  case CUPTI_ERROR_INVALID_PARAMETER:
+    return "CUPTI_ERROR_INVALID_PARAMETER";
+  case CUPTI_ERROR_NOT_INITIALIZED:
+    return "CUPTI_ERROR_NOT_INITIALIZED";
+  case CUPTI_ERROR_INVALID_OPERATION:
+    return "CUPTI_ERROR_INVALID_OPERATION";
+  case CUPTI_ERROR_INVALID_CHIP_NAME:
+    return "CUPTI_ERROR_INVALID_CHIP_NAME";
+  case CUPTI_ERROR_INVALID_METRIC_NAME:
+    return "CUPTI_ERROR_INVALID_METRIC_NAME";
+  default:
+    break;
+  }
+  const char *s = NULL;
+  if (api.result_string && api.result_string(r, &s) == CUPTI_SUCCESS && s) return s;
+  return "CUPTI error";
+}
+
+/* First failure wins; g_mu held by the caller or not needed (init). */
+static void set_unavailable_locked(const char *fmt, const char *what, CUptiResult r) {
+  if (atomic_load(&g_state) == ST_UNAVAILABLE) return;
+  if (r == CUPTI_SUCCESS)
+    snprintf(g_reason, sizeof g_reason, fmt, what);
+  else
+    snprintf(g_reason, sizeof g_reason, "%s failed: %s (%d)", what, result_name(r), (int)r);
+  atomic_store(&g_state, ST_UNAVAILABLE);
+}
+
+static void set_unavailable(const char *fmt, const char *what, CUptiResult r) {
+  pthread_mutex_lock(&g_mu);
+  set_unavailable_locked(fmt, what, r);
+  pthread_mutex_unlock(&g_mu);
+  mpp_log(1, "--tc-counters: counters unavailable: %s", g_reason);
+}
+
+#define CALL(member, p)                                                                            \
+  do {                                                                                             \
+    CUptiResult r_ = api.member(&(p));                                                             \
+    if (r_ != CUPTI_SUCCESS) {                                                                     \
+      set_unavailable(NULL, tc_sym_##member, r_);                                                  \
+      return false;                                                                                \
+    }                                                                                              \
+  } while (0)
+
+#define TC_NAME(sym, member, ptype)                                                                \
+  __attribute__((unused)) static const char tc_sym_##member[] = #sym;
+TC_FUNCS(TC_NAME)
+#undef TC_NAME
+
+static const chip_metrics *metrics_for(const char *chip) {
+  for (size_t i = 0; i < sizeof chips / sizeof chips[0]; i++)
+    if (!strncmp(chip, chips[i].prefix, strlen(chips[i].prefix))) return &chips[i];
+  return NULL;
+}
+
+/* The one-time setup; runs on the first sampled call's thread with g_busy held. */
+static bool init(void) {
+  if (strcmp(mpp_cupti_status(), "ok")) {
+    char why[128];
+    snprintf(why, sizeof why, "CUPTI activity is '%s': kernels cannot be tied to calls",
+             mpp_cupti_status());
+    set_unavailable("%s", why, CUPTI_SUCCESS);
+    return false;
+  }
+  void *h = mpp_cupti_handle();
+  if (!h) {
+    set_unavailable("%s", "CUPTI not loaded", CUPTI_SUCCESS);
+    return false;
+  }
+#define TC_RESOLVE(sym, member, ptype) *(void **)&api.member = dlsym(h, #sym);
+  TC_FUNCS(TC_RESOLVE)
+#undef TC_RESOLVE
+  *(void **)&api.result_string = dlsym(h, "cuptiGetResultString");
+#define TC_CHECK(sym, member, ptype)                                                               \
+  if (!api.member && strcmp(#member, "availability")) {                                            \
+    set_unavailable("%s not in this CUPTI (the range profiler needs CUDA 12.6 update 2 or newer)", \
+                    #sym, CUPTI_SUCCESS);                                                          \
+    return false;                                                                                  \
+  }
+  TC_FUNCS(TC_CHECK)
+#undef TC_CHECK
+  const mpp_cu_api *cu = mpp_cu();
+  CUcontext ctx = NULL;
+  CUdevice dev = 0;
+  if (!cu || !cu->ctx_current || !cu->ctx_device || cu->ctx_current(&ctx) != CUDA_SUCCESS || !ctx ||
+      cu->ctx_device(&dev) != CUDA_SUCCESS) {
+    set_unavailable("%s", "no current CUDA context at the first profiled call", CUPTI_SUCCESS);
+    return false;
+  }
+
+  CUpti_Profiler_Initialize_Params pi = {.structSize =
+                                             CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
+  CALL(init, pi);
+  CUpti_Device_GetChipName_Params cn = {.structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE};
+  cn.deviceIndex = (size_t)dev;
+  CALL(chip_name, cn);
+  snprintf(g_chip, sizeof g_chip, "%s", cn.pChipName ? cn.pChipName : "?");
+  const chip_metrics *cm = metrics_for(g_chip);
+  if (!cm) {
+    char why[160];
+    snprintf(why, sizeof why, "no Tensor Core metric known for chip %s", g_chip);
+    set_unavailable("%s", why, CUPTI_SUCCESS);
+    return false;
+  }
+
+  /* Counter availability (optional: "required for future chip support"). */
+  uint8_t *avail = NULL;
+  if (api.availability) {
+    CUpti_Profiler_GetCounterAvailability_Params ga = {
+        .structSize = CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
+    ga.ctx = ctx;
+    CUptiResult r = api.availability(&ga);
+    if (r == CUPTI_SUCCESS && ga.counterAvailabilityImageSize &&
+        (avail = malloc(ga.counterAvailabilityImageSize))) {
+      ga.pCounterAvailabilityImage = avail;
+      r = api.availability(&ga);
+    }
+    if (r != CUPTI_SUCCESS) {
+      free(avail);
+      set_unavailable(NULL, "cuptiProfilerGetCounterAvailability", r);
+      return false;
+    }
+  }
+
+  mpp_host_initialize_params hi = {.structSize = MPP_HOST_INITIALIZE_PARAMS_SIZE};
+  hi.profilerType = MPP_HOST_PROFILER_TYPE_RANGE;
+  hi.pChipName = g_chip;
+  hi.pCounterAvailabilityImage = avail;
+  CUptiResult r = api.host_init(&hi);
+  free(avail); /* consumed by the host object's initialisation */
+  if (r != CUPTI_SUCCESS) {
+    set_unavailable(NULL, tc_sym_host_init, r);
+    return false;
+  }
+  g_host = hi.pHostObject;
+
+  for (int i = 0; i < MPP_TC_MAX_METRICS && cm->metrics[i]; i++) {
+    mpp_host_config_add_metrics_params am = {.structSize = MPP_HOST_CONFIG_ADD_METRICS_PARAMS_SIZE};
+    am.pHostObject = g_host;
+    const char *one[1] = {cm->metrics[i]};
+    am.ppMetricNames = one;
+    am.numMetrics = 1;
+    if (api.host_add(&am) == CUPTI_SUCCESS)
+      g_metrics[g_nmetrics++] = cm->metrics[i];
+    else
+      mpp_log(1, "--tc-counters: chip %s does not know %s: not used", g_chip, cm->metrics[i]);
+  }
+  if (!g_nmetrics) {
+    char why[160];
+    snprintf(why, sizeof why, "chip %s accepted none of its Tensor Core metrics", g_chip);
+    set_unavailable("%s", why, CUPTI_SUCCESS);
+    return false;
+  }
+  mpp_host_get_config_image_size_params cs = {.structSize =
+                                                  MPP_HOST_GET_CONFIG_IMAGE_SIZE_PARAMS_SIZE};
+  cs.pHostObject = g_host;
+  CALL(host_config_size, cs);
+  g_config_size = cs.configImageSize;
+  g_config = malloc(g_config_size ? g_config_size : 1);
+  if (!g_config) {
+    set_unavailable("%s", "out of memory for the config image", CUPTI_SUCCESS);
+    return false;
+  }
+  mpp_host_get_config_image_params gc = {.structSize = MPP_HOST_GET_CONFIG_IMAGE_PARAMS_SIZE};
+  gc.pHostObject = g_host;
+  gc.configImageSize = g_config_size;
+  gc.pConfigImage = g_config;
+  CALL(host_config, gc);
+  mpp_host_get_num_of_passes_params np = {.structSize = MPP_HOST_GET_NUM_OF_PASSES_PARAMS_SIZE};
+  np.configImageSize = g_config_size;
+  np.pConfigImage = g_config;
+  CALL(host_passes, np);
+  g_passes = np.numOfPasses;
+
+  CUpti_RangeProfiler_Enable_Params en = {.structSize =
+                                              CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
+  en.ctx = ctx;
+  CALL(rp_enable, en);
+  g_obj = en.pRangeProfilerObject;
+  g_ctx = ctx;
+
+  CUpti_RangeProfiler_GetCounterDataSize_Params ds = {
+      .structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
+  ds.pRangeProfilerObject = g_obj;
+  ds.pMetricNames = g_metrics;
+  ds.numMetrics = (size_t)g_nmetrics;
+  ds.maxNumOfRanges = MAX_RANGES;
+  ds.maxNumRangeTreeNodes = MAX_RANGES;
+  CALL(rp_data_size, ds);
+  g_data_size = ds.counterDataSize;
+  g_data = malloc(g_data_size ? g_data_size : 1);
+  if (!g_data) {
+    set_unavailable("%s", "out of memory for the counter data image", CUPTI_SUCCESS);
+    return false;
+  }
+  atomic_store(&g_state, ST_READY);
+  return true;
+}
+
+/* Per call: a fresh counter data image, the configuration, start. */
+static bool start_session(void) {
+  CUpti_RangeProfiler_CounterDataImage_Initialize_Params di = {
+      .structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+  di.pRangeProfilerObject = g_obj;
+  di.counterDataSize = g_data_size;
+  di.pCounterData = g_data;
+  CALL(rp_data_init, di);
+  CUpti_RangeProfiler_SetConfig_Params sc = {.structSize =
+                                                 CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
+  sc.pRangeProfilerObject = g_obj;
+  sc.configSize = g_config_size;
+  sc.pConfig = g_config;
+  sc.counterDataImageSize = g_data_size;
+  sc.pCounterDataImage = g_data;
+  sc.range = CUPTI_AutoRange;
+  sc.replayMode = CUPTI_KernelReplay;
+  sc.maxRangesPerPass = MAX_RANGES;
+  sc.numNestingLevels = 1;
+  sc.minNestingLevel = 1;
+  sc.passIndex = 0;
+  sc.targetNestingLevel = 1;
+  CALL(rp_set_config, sc);
+  CUpti_RangeProfiler_Start_Params st = {.structSize =
+                                             CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+  st.pRangeProfilerObject = g_obj;
+  CALL(rp_start, st);
+  return true;
+}
+
+static pending *find_locked(uint64_t op_id) {
+  for (int i = 0; i < MAX_PENDING; i++)
+    if (g_pending[i].op_id == op_id) return &g_pending[i];
+  return NULL;
+}
+
+static void drop_locked(pending *p) {
+  for (int i = 0; i < p->nk; i++)
+    free(p->k[i].name);
+  p->op_id = 0;
+  p->nk = 0;
+}
+
+bool mpp_tc_begin(uint64_t op_id, uint64_t call_index, void *stream) {
+  int every = mpp_tc_every();
+  if (every < 0 || op_id == 0) return false;
+  if (every == 0 ? call_index != 0 : call_index % (uint64_t)every != 0) return false;
+  if (atomic_load(&g_state) == ST_UNAVAILABLE) return false;
+  /* Kernel replay cannot run work that is only being recorded into a graph. */
+  if (mpp_cuda_stream_capturing(stream) || atomic_flag_test_and_set(&g_busy)) {
+    pthread_mutex_lock(&g_mu);
+    g_stats.ops_skipped++;
+    pthread_mutex_unlock(&g_mu);
+    return false;
+  }
+  if (atomic_load(&g_state) == ST_UNTRIED && !init()) {
+    atomic_flag_clear(&g_busy);
+    return false;
+  }
+  if (atomic_load(&g_state) != ST_READY) {
+    atomic_flag_clear(&g_busy);
+    return false;
+  }
+  const mpp_cu_api *cu = mpp_cu();
+  CUcontext ctx = NULL;
+  bool same_ctx = cu && cu->ctx_current && cu->ctx_current(&ctx) == CUDA_SUCCESS && ctx == g_ctx;
+  pthread_mutex_lock(&g_mu);
+  pending *p = same_ctx ? find_locked(0) : NULL;
+  if (p) {
+    p->op_id = op_id;
+    p->nranges = -1;
+    p->nk = 0;
+  } else {
+    g_stats.ops_skipped++; /* another context, or too many calls still waiting */
+  }
+  pthread_mutex_unlock(&g_mu);
+  if (!p) {
+    atomic_flag_clear(&g_busy);
+    return false;
+  }
+  if (!start_session()) {
+    pthread_mutex_lock(&g_mu);
+    drop_locked(p);
+    pthread_mutex_unlock(&g_mu);
+    atomic_flag_clear(&g_busy);
+    return false;
+  }
+  return true;
+}
+
+/* Verdicts ready to go to the sites, handed out without g_mu. */
+typedef struct verdict {
+  char *name;
+  bool tc;
+  double values[MPP_TC_MAX_METRICS];
+} verdict;
+
+static int by_start(const void *a, const void *b) {
+  const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* All kernels of p are in: pair them with the ranges in launch order. */
+static int settle_locked(pending *p, verdict *out) {
+  if (p->nranges < 0 || p->nk < p->nranges) return 0;
+  if (p->nk > p->nranges) {
+    g_stats.ops_unmatched++;
+    drop_locked(p);
+    return 0;
+  }
+  /* Insertion sort by start time, stable (k[] begins with the start field). */
+  for (int i = 1; i < p->nk; i++)
+    for (int j = i; j > 0 && by_start(&p->k[j].start, &p->k[j - 1].start) < 0; j--) {
+      __typeof__(p->k[0]) t = p->k[j];
+      p->k[j] = p->k[j - 1];
+      p->k[j - 1] = t;
+    }
+  for (int i = 0; i < p->nk; i++) {
+    out[i].name = p->k[i].name;
+    out[i].tc = p->tc[i];
+    memcpy(out[i].values, p->values[i], sizeof out[i].values);
+    p->k[i].name = NULL;
+  }
+  int n = p->nk;
+  g_stats.kernels_profiled += (uint64_t)n;
+  p->nk = 0;
+  drop_locked(p);
+  return n;
+}
+
+static void hand_out(uint64_t op_id, verdict *v, int n, mpp_tc_verdict_fn fn) {
+  for (int i = 0; i < n; i++) {
+    if (fn) fn(op_id, v[i].name, v[i].tc, v[i].values, g_nmetrics);
+    free(v[i].name);
+  }
+}
+
+static mpp_tc_verdict_fn g_fn;
+
+void mpp_tc_set_verdict_sink(mpp_tc_verdict_fn fn) {
+  pthread_mutex_lock(&g_mu);
+  g_fn = fn;
+  pthread_mutex_unlock(&g_mu);
+}
+
+void mpp_tc_end(uint64_t op_id) {
+  int n = -1;
+  uint8_t tc[MAX_RANGES];
+  double values[MAX_RANGES][MPP_TC_MAX_METRICS];
+  bool ok = true;
+  CUpti_RangeProfiler_Stop_Params sp = {.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+  sp.pRangeProfilerObject = g_obj;
+  CUptiResult r = api.rp_stop(&sp);
+  if (r != CUPTI_SUCCESS) set_unavailable(NULL, tc_sym_rp_stop, r), ok = false;
+  CUpti_RangeProfiler_DecodeData_Params dd = {
+      .structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
+  dd.pRangeProfilerObject = g_obj;
+  if (ok && (r = api.rp_decode(&dd)) != CUPTI_SUCCESS)
+    set_unavailable(NULL, tc_sym_rp_decode, r), ok = false;
+  CUpti_RangeProfiler_GetCounterDataInfo_Params ci = {
+      .structSize = CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
+  ci.pCounterDataImage = g_data;
+  ci.counterDataImageSize = g_data_size;
+  if (ok && (r = api.rp_data_info(&ci)) != CUPTI_SUCCESS)
+    set_unavailable(NULL, tc_sym_rp_data_info, r), ok = false;
+  /* Dropped ranges or more kernels than the image holds: no pairing possible. */
+  if (ok && !dd.numOfRangeDropped && ci.numTotalRanges <= MAX_RANGES) {
+    n = (int)ci.numTotalRanges;
+    for (int i = 0; i < n && ok; i++) {
+      mpp_host_evaluate_params ev = {.structSize = MPP_HOST_EVALUATE_PARAMS_SIZE};
+      ev.pHostObject = g_host;
+      ev.pCounterDataImage = g_data;
+      ev.counterDataImageSize = g_data_size;
+      ev.rangeIndex = (size_t)i;
+      ev.ppMetricNames = g_metrics;
+      ev.numMetrics = (size_t)g_nmetrics;
+      ev.pMetricValues = values[i];
+      if ((r = api.host_eval(&ev)) != CUPTI_SUCCESS) {
+        set_unavailable(NULL, tc_sym_host_eval, r), ok = false;
+        break;
+      }
+      tc[i] = 0;
+      for (int m = 0; m < g_nmetrics; m++)
+        if (values[i][m] > 0) tc[i] = 1;
+    }
+  }
+  verdict v[MAX_RANGES];
+  int nv = 0;
+  mpp_tc_verdict_fn fn;
+  pthread_mutex_lock(&g_mu);
+  fn = g_fn;
+  pending *p = find_locked(op_id);
+  if (p) {
+    if (!ok || n < 0) {
+      if (ok) g_stats.ops_unmatched++;
+      drop_locked(p);
+    } else {
+      g_stats.ops_profiled++;
+      p->nranges = n;
+      memcpy(p->tc, tc, (size_t)n);
+      memcpy(p->values, values, (size_t)n * sizeof values[0]);
+      p->end_seq = atomic_fetch_add(&g_end_seq, 1) + 1;
+      nv = settle_locked(p, v);
+    }
+  }
+  pthread_mutex_unlock(&g_mu);
+  atomic_flag_clear(&g_busy);
+  hand_out(op_id, v, nv, fn);
+}
+
+void mpp_tc_kernel(uint64_t op_id, const char *name, uint64_t start_ns) {
+  if (op_id == 0 || mpp_tc_every() < 0) return;
+  verdict v[MAX_RANGES];
+  int nv = 0;
+  mpp_tc_verdict_fn fn;
+  pthread_mutex_lock(&g_mu);
+  fn = g_fn;
+  pending *p = find_locked(op_id);
+  if (p) {
+    if (p->nk == MAX_RANGES || (p->nranges >= 0 && p->nk >= p->nranges)) {
+      g_stats.ops_unmatched++; /* more kernels than ranges */
+      drop_locked(p);
+    } else {
+      char *copy = strdup(name ? name : "?");
+      if (!copy) {
+        g_stats.ops_unmatched++;
+        drop_locked(p);
+      } else {
+        p->k[p->nk].name = copy;
+        p->k[p->nk].start = start_ns;
+        p->nk++;
+        nv = settle_locked(p, v);
+      }
+    }
+  }
+  pthread_mutex_unlock(&g_mu);
+  hand_out(op_id, v, nv, fn);
+}
+
+uint64_t mpp_tc_flush_mark(void) {
+  return atomic_load(&g_end_seq);
+}
+
+void mpp_tc_settle(uint64_t mark) {
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < MAX_PENDING; i++) {
+    pending *p = &g_pending[i];
+    /* Ended before the flush began: every kernel record it will get is in. */
+    if (p->op_id && p->nranges >= 0 && p->end_seq <= mark) {
+      g_stats.ops_unmatched++;
+      drop_locked(p);
+    }
+  }
+  pthread_mutex_unlock(&g_mu);
+}
+
+void mpp_tc_info_get(mpp_tc_info *ret) {
+  memset(ret, 0, sizeof *ret);
+  ret->every = mpp_tc_every();
+  if (ret->every < 0) return;
+  pthread_mutex_lock(&g_mu);
+  int st = atomic_load(&g_state);
+  ret->status = st == ST_READY ? "ok" : st == ST_UNAVAILABLE ? "unavailable" : "not_started";
+  snprintf(ret->reason, sizeof ret->reason, "%s", st == ST_UNAVAILABLE ? g_reason : "");
+  snprintf(ret->chip, sizeof ret->chip, "%s", g_chip);
+  ret->nmetrics = g_nmetrics;
+  for (int i = 0; i < g_nmetrics; i++)
+    ret->metrics[i] = g_metrics[i];
+  ret->passes = g_passes;
+  ret->ops_profiled = g_stats.ops_profiled;
+  ret->kernels_profiled = g_stats.kernels_profiled;
+  ret->ops_unmatched = g_stats.ops_unmatched;
+  ret->ops_skipped = g_stats.ops_skipped;
+  pthread_mutex_unlock(&g_mu);
+}
+
+static void on_fork_child(void) {
+  /* The child never touches the parent's CUPTI: no more profiling there. */
+  pthread_mutex_init(&g_mu, NULL);
+  for (int i = 0; i < MAX_PENDING; i++)
+    g_pending[i].op_id = 0, g_pending[i].nk = 0;
+  snprintf(g_reason, sizeof g_reason, "fork child: counters are the parent's");
+  atomic_store(&g_state, ST_UNAVAILABLE);
+  atomic_flag_clear(&g_busy);
+}
