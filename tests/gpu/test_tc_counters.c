@@ -1,0 +1,406 @@
+/* mpprof --tc-counters end to end under simcuda: the range profiler and
+ * profiler host stand-ins in simcuda's libcupti.so.13 measure each kernel the
+ * profiled calls launch (simulated tensor-pipe counters derived from
+ * simcuda's kernel table), libmpprof.so pairs ranges with CUPTI's kernel
+ * records, the raw file carries "tc" per kernel and the report says the
+ * counters decided. Failures (no permission, unknown chip, CUPTI held by
+ * another tool) leave a complete report where the name rules decide and the
+ * reason is reported. The program's output is the same with and without.
+ *
+ * Paths from the environment (meson): MPP_MPPROF, MPP_MLP_TRAIN, MPP_SIMCUDA,
+ * MPP_WORKDIR (scratch directory owned by this test). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+static const char *mpprof, *mlp_train, *simcuda, *workdir;
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return strdup("");
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = malloc((size_t)n + 1);
+  size_t got = fread(s, 1, (size_t)n, f);
+  s[got] = '\0';
+  fclose(f);
+  return s;
+}
+
+typedef struct result {
+  int status;
+  char *out; /* stdout */
+} result;
+
+/* argv with LD_LIBRARY_PATH=simcuda and `env` (NAME=VALUE, NULL-ended). */
+static result run(char *const argv[], const char *const env[]) {
+  char out[4200];
+  snprintf(out, sizeof out, "%s/stdout.txt", workdir);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    setenv("LD_LIBRARY_PATH", simcuda, 1);
+    unsetenv("LD_PRELOAD"); /* the test itself may run under a sanitizer preload */
+    for (int i = 0; env && env[i]; i++)
+      putenv((char *)env[i]);
+    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    close(fd);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  int st;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+    ;
+  result r = {WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st), slurp(out)};
+  return r;
+}
+
+static const char *outdir(const char *name) {
+  static char path[4200];
+  snprintf(path, sizeof path, "%s/%s", workdir, name);
+  char cmd[4300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+  assert_int_equal(system(cmd), 0);
+  return path;
+}
+
+/* mlp_train PRECISION STEPS plain and under `mpprof -o dir OPT`: the program
+ * prints the same (losses, checksums of every weight) and exits 0 both times. */
+static void run_mlp(const char *dir, const char *precision, const char *steps, const char *opt,
+                    const char *const env[]) {
+  char *plain_argv[] = {(char *)mlp_train, "--precision", (char *)precision,
+                        "--steps",         (char *)steps, NULL};
+  result plain = run(plain_argv, env);
+  char *argv[] = {(char *)mpprof,
+                  "-o",
+                  (char *)dir,
+                  (char *)opt,
+                  "--",
+                  (char *)mlp_train,
+                  "--precision",
+                  (char *)precision,
+                  "--steps",
+                  (char *)steps,
+                  NULL};
+  if (!opt) /* no option: shift the rest left */
+    memmove(&argv[3], &argv[4], 7 * sizeof argv[0]);
+  result prof = run(argv, env);
+  assert_int_equal(plain.status, 0);
+  assert_int_equal(prof.status, 0);
+  assert_string_equal(prof.out, plain.out);
+  free(plain.out);
+  free(prof.out);
+}
+
+static cJSON *load(const char *path) {
+  char *s = slurp(path);
+  cJSON *doc = cJSON_Parse(s);
+  free(s);
+  if (!doc) fprintf(stderr, "cannot parse %s\n", path);
+  assert_non_null(doc);
+  return doc;
+}
+
+static cJSON *load_report(const char *dir) {
+  char p[4300];
+  snprintf(p, sizeof p, "%s/report.json", dir);
+  return load(p);
+}
+
+/* The one raw file of a single-process run. */
+static cJSON *load_raw(const char *dir) {
+  char raw[4300];
+  snprintf(raw, sizeof raw, "%s/raw", dir);
+  DIR *d = opendir(raw);
+  assert_non_null(d);
+  cJSON *doc = NULL;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t len = strlen(e->d_name);
+    if (e->d_name[0] == '.' || len < 5 || strcmp(e->d_name + len - 5, ".json")) continue;
+    assert_null(doc);
+    char p[4600];
+    snprintf(p, sizeof p, "%s/%s", raw, e->d_name);
+    doc = load(p);
+  }
+  closedir(d);
+  assert_non_null(doc);
+  return doc;
+}
+
+static cJSON *get(cJSON *o, const char *path) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *k = strtok(buf, "."); k && o; k = strtok(NULL, "."))
+    o = cJSON_IsArray(o) ? cJSON_GetArrayItem(o, atoi(k)) : cJSON_GetObjectItem(o, k);
+  return o;
+}
+
+static double num(cJSON *o, const char *path) {
+  cJSON *v = get(o, path);
+  if (!v) fprintf(stderr, "missing %s\n", path);
+  assert_true(cJSON_IsNumber(v));
+  return cJSON_GetNumberValue(v);
+}
+
+static const char *str(cJSON *o, const char *path) {
+  cJSON *v = get(o, path);
+  return cJSON_IsString(v) ? v->valuestring : "(not a string)";
+}
+
+/* Every kernel of every site of report.json: verdict and its source. */
+static int check_report_kernels(cJSON *report, int want_tc, const char *want_source) {
+  int n = 0;
+  cJSON *s, *k;
+  cJSON_ArrayForEach(s, get(report, "sites")) {
+    assert_true(cJSON_GetArraySize(get(s, "kernels")) > 0);
+    cJSON_ArrayForEach(k, get(s, "kernels")) {
+      if (strcmp(str(k, "tc_source"), want_source) || cJSON_IsTrue(get(k, "tc")) != (want_tc == 1))
+        fprintf(stderr, "kernel %s: tc %s source %s\n", str(k, "name"),
+                cJSON_IsTrue(get(k, "tc")) ? "true" : "false", str(k, "tc_source"));
+      assert_string_equal(str(k, "tc_source"), want_source);
+      assert_int_equal(cJSON_IsTrue(get(k, "tc")), want_tc);
+      n++;
+    }
+    assert_string_equal(str(s, "tc_source"), want_source);
+  }
+  assert_true(n > 0);
+  return n;
+}
+
+/* Raw file: every kernel measured `profiled` times, verdict want_tc. */
+static void check_raw_kernels(cJSON *raw, int want_tc, int profiled) {
+  int nmetrics = cJSON_GetArraySize(get(raw, "tc_counters.metrics"));
+  assert_true(nmetrics > 0);
+  cJSON *s, *k;
+  cJSON_ArrayForEach(s, get(raw, "sites")) {
+    cJSON_ArrayForEach(k, get(s, "kernels")) {
+      assert_true(cJSON_IsBool(get(k, "tc")));
+      assert_int_equal(cJSON_IsTrue(get(k, "tc")), want_tc);
+      assert_string_equal(str(k, "tc_source"), "counters");
+      assert_int_equal(num(k, "tc_profiled"), profiled);
+      cJSON *vals = get(k, "tc_values");
+      assert_int_equal(cJSON_GetArraySize(vals), nmetrics);
+      double sum = 0;
+      cJSON *v;
+      cJSON_ArrayForEach(v, vals) sum += cJSON_GetNumberValue(v);
+      assert_true(want_tc ? sum > 0 : sum == 0);
+    }
+  }
+}
+
+static void mlp_precision_decided_by_counters(const char *name, const char *precision, int want_tc,
+                                              const char *const env[]) {
+  const char *dir = outdir(name);
+  run_mlp(dir, precision, "2", "--tc-counters", env);
+  cJSON *raw = load_raw(dir);
+  assert_string_equal(str(raw, "tc_counters.status"), "ok");
+  assert_string_equal(str(raw, "tc_counters.chip"), "GH100");
+  assert_string_equal(str(raw, "tc_counters.sample"), "first");
+  int nsites = cJSON_GetArraySize(get(raw, "sites"));
+  /* The first call of every site, one kernel each. */
+  assert_int_equal(num(raw, "tc_counters.ops_profiled"), nsites);
+  assert_int_equal(num(raw, "tc_counters.kernels_profiled"), nsites);
+  assert_int_equal(num(raw, "tc_counters.ops_unmatched"), 0);
+  check_raw_kernels(raw, want_tc, 1);
+  cJSON *report = load_report(dir);
+  int nk = check_report_kernels(report, want_tc, "counters");
+  assert_int_equal(num(report, "tensor_cores.kernels_by_counters"), nk);
+  assert_int_equal(num(report, "tensor_cores.kernels_by_name"), 0);
+  assert_true(cJSON_IsTrue(get(report, "tensor_cores.counters_requested")));
+  assert_int_equal(cJSON_GetArraySize(get(report, "tensor_cores.counters_notes")), 0);
+  cJSON_Delete(raw);
+  cJSON_Delete(report);
+}
+
+static void fp16_gemms_are_on_tensor_cores_by_counters(void **state) {
+  (void)state;
+  mlp_precision_decided_by_counters("fp16", "fp16", 1, NULL);
+}
+
+static void tf32_gemms_are_on_tensor_cores_by_counters(void **state) {
+  (void)state;
+  mlp_precision_decided_by_counters("tf32", "tf32", 1, NULL);
+}
+
+static void fp32_gemms_are_off_tensor_cores_by_counters(void **state) {
+  (void)state;
+  mlp_precision_decided_by_counters("fp32", "fp32", 0, NULL);
+}
+
+/* Ampere's metric set (no gmma) decides the same way. */
+static void ga100_metrics_decide_fp16_gemms_too(void **state) {
+  (void)state;
+  const char *env[] = {"SIMCUDA_CHIP=GA100", NULL};
+  const char *dir = outdir("ga100");
+  run_mlp(dir, "fp16", "2", "--tc-counters", env);
+  cJSON *raw = load_raw(dir);
+  assert_string_equal(str(raw, "tc_counters.status"), "ok");
+  assert_string_equal(str(raw, "tc_counters.chip"), "GA100");
+  assert_string_equal(str(raw, "tc_counters.metrics.0"),
+                      "sm__inst_executed_pipe_tensor_op_hmma.sum");
+  check_raw_kernels(raw, 1, 1);
+  cJSON_Delete(raw);
+}
+
+/* The fp32 SGEMM is named ..._ffma_... (name rules: CUDA cores). When the
+ * (simulated) counters say its tensor pipe was busy, the counters win. */
+static void counters_override_a_misleading_kernel_name(void **state) {
+  (void)state;
+  const char *env[] = {"SIMCUDA_TC_TRUTH=_ffma_=1", NULL};
+  const char *dir = outdir("override");
+  run_mlp(dir, "fp32", "2", "--tc-counters", env);
+  cJSON *report = load_report(dir);
+  check_report_kernels(report, 1, "counters");
+  cJSON_Delete(report);
+  /* Without --tc-counters the same kernels are CUDA-core kernels by name. */
+  dir = outdir("override_names");
+  run_mlp(dir, "fp32", "2", NULL, env);
+  report = load_report(dir);
+  check_report_kernels(report, 0, "name");
+  assert_false(cJSON_IsTrue(get(report, "tensor_cores.counters_requested")));
+  assert_int_equal(num(report, "tensor_cores.kernels_by_counters"), 0);
+  cJSON_Delete(report);
+  cJSON *raw = load_raw(dir);
+  assert_null(get(raw, "tc_counters")); /* not requested: not written */
+  assert_null(get(raw, "sites.0.kernels.0.tc"));
+  cJSON_Delete(raw);
+}
+
+/* A reason that names the cause; the report is otherwise complete. */
+static void check_unavailable(const char *dir, const char *reason_part) {
+  cJSON *raw = load_raw(dir);
+  assert_string_equal(str(raw, "tc_counters.status"), "unavailable");
+  if (!strstr(str(raw, "tc_counters.reason"), reason_part))
+    fprintf(stderr, "reason: %s\n", str(raw, "tc_counters.reason"));
+  assert_non_null(strstr(str(raw, "tc_counters.reason"), reason_part));
+  assert_int_equal(num(raw, "tc_counters.ops_profiled"), 0);
+  cJSON *s;
+  cJSON_ArrayForEach(s, get(raw, "sites")) {
+    assert_non_null(get(s, "tensors.D")); /* numerics are all there */
+    assert_null(get(s, "kernels.0.tc"));
+  }
+  cJSON_Delete(raw);
+  cJSON *report = load_report(dir);
+  assert_true(cJSON_IsTrue(get(report, "tensor_cores.counters_requested")));
+  assert_int_equal(cJSON_GetArraySize(get(report, "tensor_cores.counters_notes")), 1);
+  assert_non_null(strstr(str(report, "tensor_cores.counters_notes.0"), reason_part));
+  bool found = false;
+  cJSON *f;
+  cJSON_ArrayForEach(f, get(report, "findings")) {
+    if (!strcmp(str(f, "kind"), "tc_counters_unavailable")) {
+      found = true;
+      assert_non_null(strstr(str(f, "message"), reason_part));
+    }
+  }
+  assert_true(found);
+  assert_true(cJSON_GetArraySize(get(report, "layers")) > 0);
+  cJSON_Delete(report);
+}
+
+static void insufficient_privileges_leave_a_complete_report_decided_by_names(void **state) {
+  (void)state;
+  const char *env[] = {"SIMCUDA_PROFILER_DENIED=1", NULL};
+  const char *dir = outdir("denied");
+  run_mlp(dir, "fp16", "2", "--tc-counters", env);
+  check_unavailable(dir, "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES");
+  cJSON *report = load_report(dir);
+  check_report_kernels(report, 1, "name");
+  cJSON_Delete(report);
+}
+
+static void a_chip_without_known_tensor_metrics_is_named_as_the_reason(void **state) {
+  (void)state;
+  const char *env[] = {"SIMCUDA_CHIP=TU102", NULL};
+  const char *dir = outdir("tu102");
+  run_mlp(dir, "fp16", "2", "--tc-counters", env);
+  check_unavailable(dir, "no Tensor Core metric known for chip TU102");
+}
+
+static void cupti_held_by_another_tool_makes_counters_unavailable(void **state) {
+  (void)state;
+  const char *env[] = {"SIMCUDA_CUPTI_BUSY=1", NULL};
+  const char *dir = outdir("busy");
+  run_mlp(dir, "fp16", "2", "--tc-counters", env);
+  check_unavailable(dir, "held_by_other_subscriber");
+}
+
+/* --tc-counters=2: calls 0 and 2 of each site's 3 (indices divisible by 2). */
+static void every_second_call_of_each_site_is_profiled_with_2(void **state) {
+  (void)state;
+  const char *dir = outdir("every2");
+  run_mlp(dir, "fp16", "3", "--tc-counters=2", NULL);
+  cJSON *raw = load_raw(dir);
+  assert_int_equal(num(raw, "tc_counters.sample"), 2);
+  int nsites = cJSON_GetArraySize(get(raw, "sites"));
+  cJSON *s;
+  cJSON_ArrayForEach(s, get(raw, "sites")) assert_int_equal(num(s, "calls"), 3);
+  assert_int_equal(num(raw, "tc_counters.ops_profiled"), 2 * nsites);
+  check_raw_kernels(raw, 1, 2);
+  cJSON_Delete(raw);
+  /* The default: the first call only, whatever the number of steps. */
+  dir = outdir("first3");
+  run_mlp(dir, "fp16", "3", "--tc-counters", NULL);
+  raw = load_raw(dir);
+  assert_int_equal(num(raw, "tc_counters.ops_profiled"), nsites);
+  check_raw_kernels(raw, 1, 1);
+  cJSON_Delete(raw);
+}
+
+static void a_bad_tc_counters_value_is_a_usage_error(void **state) {
+  (void)state;
+  const char *bad[] = {"--tc-counters=0", "--tc-counters=x", "--tc-counters=-3"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char *argv[] = {(char *)mpprof,    "-o", (char *)outdir("bad"), (char *)bad[i],
+                    (char *)mlp_train, NULL};
+    result r = run(argv, NULL);
+    assert_int_equal(r.status, 2);
+    free(r.out);
+  }
+}
+
+static const char *need(const char *name) {
+  const char *v = getenv(name);
+  if (!v || !*v) {
+    fprintf(stderr, "test_tc_counters: %s is not set\n", name);
+    exit(1);
+  }
+  return v;
+}
+
+int main(void) {
+  mpprof = need("MPP_MPPROF");
+  mlp_train = need("MPP_MLP_TRAIN");
+  simcuda = need("MPP_SIMCUDA");
+  workdir = need("MPP_WORKDIR");
+  mkdir(workdir, 0777);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(fp16_gemms_are_on_tensor_cores_by_counters),
+      cmocka_unit_test(tf32_gemms_are_on_tensor_cores_by_counters),
+      cmocka_unit_test(fp32_gemms_are_off_tensor_cores_by_counters),
+      cmocka_unit_test(ga100_metrics_decide_fp16_gemms_too),
+      cmocka_unit_test(counters_override_a_misleading_kernel_name),
+      cmocka_unit_test(insufficient_privileges_leave_a_complete_report_decided_by_names),
+      cmocka_unit_test(a_chip_without_known_tensor_metrics_is_named_as_the_reason),
+      cmocka_unit_test(cupti_held_by_another_tool_makes_counters_unavailable),
+      cmocka_unit_test(every_second_call_of_each_site_is_profiled_with_2),
+      cmocka_unit_test(a_bad_tc_counters_value_is_a_usage_error),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
