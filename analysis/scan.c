@@ -471,6 +471,16 @@ typedef struct pair_state {
   int base;                                        /* biased exponent of code 0 */
 } pair_state;
 
+/* Tables of the bit-plane kernel (see "fp32, AVX-512 bit planes" below). */
+#define PLANE_SLOTS 16
+#define PLANE_DIRECT 2
+typedef struct plane_tables {
+  int32_t th[PLANE_SLOTS];        /* by (E >> 2) mod 16: threshold bits, or INT32_MAX */
+  int th_index[PLANE_SLOTS];      /* the TH_ threshold in the slot, or -1 */
+  int32_t direct[PLANE_DIRECT];   /* thresholds counted with their own compare */
+  int direct_index[PLANE_DIRECT]; /* their TH_ index */
+} plane_tables;
+
 typedef struct f32_fast {
   uint32_t sub[F32_LANES][256]; /* exponent counts per lane, indexed by the biased exponent */
   uint32_t ind_lanes[IND_COUNT][F32_LANES]; /* AVX-512 indicator counts, per lane */
@@ -484,6 +494,10 @@ typedef struct f32_fast {
   pair_state *pairs;              /* AVX-512 exponent pairs (NULL for AVX2) */
   uint64_t recent_escapes;        /* values outside the window in the last kernel call */
   bool ok;
+  bool use_planes; /* fp32 through f32_plane_kernel() */
+  plane_tables plane_tab;
+  unsigned plane_skip;  /* blocks the plane kernel sits out */
+  unsigned plane_fails; /* consecutive blocks that failed its check */
 } f32_fast;
 
 /* Sub-histogram lanes take one count per vector; fold long before 2^32. */
@@ -911,14 +925,335 @@ F32_DRIVER(f32_run_avx512, f32_kernel, float, AS_IS)
 F32_DRIVER(f16_run_avx512, f16_kernel, uint16_t, mp_fp16_to_float)
 F32_DRIVER(bf16_run_avx512, bf16_kernel, uint16_t, mp_bf16_to_float)
 
+/* ---- fp32, AVX-512 bit planes ---------------------------------------------
+ *
+ * The kernel above spends about half its time on the exponent histogram
+ * (sixteen scalar increments per vector) and ten compares with their
+ * counters. This one counts both through bit planes, with no scalar work per
+ * vector, on CPUs with AVX-512 VBMI, BITALG and GFNI (Ice Lake, Zen 4 and
+ * later):
+ *
+ * - Exponents: plane 0 has, in each lane, bit (E mod 32) set for a non-zero
+ *   value of biased exponent E (one rotate); plane 1 the same bit only where
+ *   bit 5 of E is set. Their bit counts per position give the counts of E mod
+ *   64, which are the exponent counts as long as the block's non-zero
+ *   exponents span fewer than 64 binades.
+ * - Thresholds: every cast outcome is constant within a binade except in the
+ *   binade of a threshold, so count(|x| > T) is the count of the binades above
+ *   T's plus the count above T within T's binade. For the latter, one table
+ *   lookup (vpermd on bits 2..5 of E) gives each value the threshold of its
+ *   slot, one compare says whether |x| is above it, and plane 2 records that
+ *   flag at bit ((E >> 2) mod 32). A slot position also collects values of
+ *   other binades; those binades are wholly above or wholly below T, and the
+ *   exponent counts say how many to take off. Eight thresholds have slots of
+ *   their own; the two that share a binade with another (e5m2's overflow and
+ *   subnormal limits share fp16's binades) are counted with a compare each.
+ * - The planes are summed per bit position with a carry-save tree (Harley and
+ *   Seal: vpternlogd sum and majority, 7 per 8 planes), and the planes of
+ *   weight 8 are counted by a byte transpose (vpermb), an 8x8 bit transpose
+ *   per qword (gf2p8affineqb) and byte popcounts, into byte counters.
+ * - min and max come from vrangeps (which orders -0 below +0), min |x| != 0
+ *   and max |x| from integer min/max of |x|'s bits.
+ *
+ * No vector is checked for subnormal, inf or NaN values on the way. A block
+ * is checked once at its end: its largest |x| must be finite, its smallest
+ * non-zero |x| normal, and the two exponents less than 64 apart. A block that
+ * fails is counted again by the kernel above (whose per-vector checks send
+ * such vectors to acc_value()); nothing of the failed attempt is kept. After
+ * a failed block the plane kernel sits out a growing number of blocks, so
+ * that data which keeps failing costs little more than before. */
+#define PLANE_ISA "avx512f,avx512bw,avx512dq,avx512vbmi,avx512bitalg,gfni"
+#define PLANE_INLINE __attribute__((target(PLANE_ISA), always_inline)) static inline
+#define PLANE_BLOCK_VECTORS 4096 /* per kernel call: 16-bit counters hold its counts */
+#define PLANE_CHUNK_VECTORS 128  /* byte counters: 16 counts of at most 8 between widenings */
+
+/* What one kernel call leaves for plane_commit(). */
+typedef struct plane_out {
+  float vmin[16], vmax[16];
+  uint32_t amin[16], amax[16]; /* |x| bits; amin over non-zero values (UINT32_MAX: none) */
+  uint32_t neg[16];
+  uint32_t direct[16];    /* count above direct[0] | count above direct[1] << 16 */
+  uint16_t eights[3][32]; /* per plane and bit position: count of weight 8 */
+  uint16_t rest[3][32];   /* the same, weight 1 (what the tree held at the end) */
+} plane_out;
+
+/* Sets up the tables; false if the thresholds do not fit them. */
+static bool plane_tables_init(plane_tables *T, const int32_t th_bits[TH_COUNT]) {
+  int nd = 0;
+  for (int j = 0; j < PLANE_SLOTS; j++) {
+    T->th[j] = INT32_MAX;
+    T->th_index[j] = -1;
+  }
+  for (int k = 0; k < TH_COUNT; k++) {
+    int E = th_bits[k] >> 23;
+    if (E < 1 || E > 254) return false;
+    int j = (E >> 2) % PLANE_SLOTS;
+    if (T->th_index[j] < 0) {
+      T->th[j] = th_bits[k];
+      T->th_index[j] = k;
+    } else {
+      if (nd == PLANE_DIRECT) return false;
+      T->direct[nd] = th_bits[k];
+      T->direct_index[nd++] = k;
+    }
+  }
+  for (; nd < PLANE_DIRECT; nd++) {
+    T->direct[nd] = INT32_MAX;
+    T->direct_index[nd] = -1;
+  }
+  return true;
+}
+
+/* Per bit position of x's 32-bit lanes, how many lanes have it set: bytes
+ * 0..31 for lanes 0..7, bytes 32..63 for lanes 8..15, byte 8j + m for bit
+ * 8j + m. gather puts byte j of eight lanes into one qword, gf2p8affineqb
+ * with x as the matrix transposes each qword's 8x8 bits, popcount counts. */
+PLANE_INLINE __m512i plane_counts(__m512i x, __m512i gather, __m512i columns) {
+  __m512i t = _mm512_permutexvar_epi8(gather, x);
+  t = _mm512_gf2p8affine_epi64_epi8(columns, t, 0);
+  return _mm512_popcnt_epi8(t);
+}
+
+/* Adds byte counts (layout of plane_counts) to 32 16-bit counters. */
+PLANE_INLINE void plane_add_words(uint16_t *w, __m512i bytes) {
+  __m512i lo = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(bytes));
+  __m512i hi = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(bytes, 1));
+  _mm512_storeu_si512(w, _mm512_add_epi16(_mm512_loadu_si512(w), _mm512_add_epi16(lo, hi)));
+}
+
+/* Carry-save adder: (hi, lo) = a + b + c, bit by bit. */
+#define PLANE_CSA(hi, lo, a, b, c)                                                                 \
+  do {                                                                                             \
+    __m512i a_ = (a), b_ = (b), c_ = (c);                                                          \
+    lo = _mm512_ternarylogic_epi32(a_, b_, c_, 0x96);                                              \
+    hi = _mm512_ternarylogic_epi32(a_, b_, c_, 0xe8);                                              \
+  } while (0)
+
+/* One vector: the statistics kept per lane, and its three planes. */
+#define PLANE_ONE(q, X0, X1, X2)                                                                   \
+  do {                                                                                             \
+    __m512i v = _mm512_loadu_si512(q);                                                             \
+    __m512i a = _mm512_and_si512(v, absmask);                                                      \
+    vmin = _mm512_range_ps(vmin, _mm512_castsi512_ps(v), 0x04);                                    \
+    vmax = _mm512_range_ps(vmax, _mm512_castsi512_ps(v), 0x05);                                    \
+    __mmask16 nz = _mm512_test_epi32_mask(a, a);                                                   \
+    amin = _mm512_mask_min_epu32(amin, nz, amin, a);                                               \
+    amax = _mm512_max_epu32(amax, a);                                                              \
+    neg = _mm512_mask_add_epi32(neg, _mm512_mask_cmplt_epi32_mask(nz, v, zero), neg, one);         \
+    dir = _mm512_mask_add_epi32(dir, _mm512_cmpgt_epi32_mask(a, d0), dir, one);                    \
+    dir = _mm512_mask_add_epi32(dir, _mm512_cmpgt_epi32_mask(a, d1), dir, one16);                  \
+    __m512i e = _mm512_srli_epi32(v, 23);                                                          \
+    X0 = _mm512_maskz_rolv_epi32(nz, one, e);                                                      \
+    X1 = _mm512_maskz_rolv_epi32(_mm512_test_epi32_mask(v, bit28), one, e);                        \
+    __m512i slot = _mm512_srli_epi32(v, 25);                                                       \
+    __m512i th = _mm512_permutexvar_epi32(slot, table);                                            \
+    X2 = _mm512_maskz_rolv_epi32(_mm512_cmpgt_epi32_mask(a, th), one, slot);                       \
+  } while (0)
+
+/* Two vectors, and their planes into the ones (first level of the tree). */
+#define PLANE_PAIR(q, C0, C1, C2)                                                                  \
+  do {                                                                                             \
+    __m512i x0, x1, x2, y0, y1, y2;                                                                \
+    PLANE_ONE(q, x0, x1, x2);                                                                      \
+    PLANE_ONE((q) + 16, y0, y1, y2);                                                               \
+    PLANE_CSA(C0, ones0, ones0, x0, y0);                                                           \
+    PLANE_CSA(C1, ones1, ones1, x1, y1);                                                           \
+    PLANE_CSA(C2, ones2, ones2, x2, y2);                                                           \
+  } while (0)
+
+/* nvec vectors from p (a multiple of 8, at most PLANE_BLOCK_VECTORS) into o. */
+__attribute__((target(PLANE_ISA), noinline)) static void
+f32_plane_kernel(plane_out *o, const plane_tables *T, const float *p, uint64_t nvec) {
+  const __m512i absmask = _mm512_set1_epi32(0x7fffffff), one = _mm512_set1_epi32(1);
+  const __m512i one16 = _mm512_set1_epi32(1 << 16), zero = _mm512_setzero_si512();
+  const __m512i bit28 = _mm512_set1_epi32(1 << 28);
+  const __m512i table = _mm512_loadu_si512(T->th);
+  const __m512i d0 = _mm512_set1_epi32(T->direct[0]), d1 = _mm512_set1_epi32(T->direct[1]);
+  uint8_t gather_idx[64], column_sel[64];
+  for (int q = 0; q < 8; q++)
+    for (int k = 0; k < 8; k++) {
+      gather_idx[8 * q + k] = (uint8_t)(4 * (8 * (q / 4) + k) + q % 4);
+      column_sel[8 * q + k] = (uint8_t)(1u << k);
+    }
+  const __m512i gather = _mm512_loadu_si512(gather_idx), columns = _mm512_loadu_si512(column_sel);
+  __m512 vmin = _mm512_set1_ps(INFINITY), vmax = _mm512_set1_ps(-INFINITY);
+  __m512i amin = _mm512_set1_epi32(-1), amax = zero, neg = zero, dir = zero;
+  __m512i ones0 = zero, ones1 = zero, ones2 = zero, twos0 = zero, twos1 = zero, twos2 = zero;
+  __m512i fours0 = zero, fours1 = zero, fours2 = zero;
+  memset(o->eights, 0, sizeof o->eights);
+  for (uint64_t chunk = 0; chunk < nvec; chunk += PLANE_CHUNK_VECTORS) {
+    uint64_t end = nvec - chunk < PLANE_CHUNK_VECTORS ? nvec : chunk + PLANE_CHUNK_VECTORS;
+    __m512i b0 = zero, b1 = zero, b2 = zero;
+    for (uint64_t i = chunk; i < end; i += 8) {
+      const float *q = p + 16 * i;
+      __m512i ca0, ca1, ca2, cb0, cb1, cb2, fa0, fa1, fa2, ga0, ga1, ga2, e8;
+      PLANE_PAIR(q, ca0, ca1, ca2);
+      PLANE_PAIR(q + 32, cb0, cb1, cb2);
+      PLANE_CSA(fa0, twos0, twos0, ca0, cb0);
+      PLANE_CSA(fa1, twos1, twos1, ca1, cb1);
+      PLANE_CSA(fa2, twos2, twos2, ca2, cb2);
+      PLANE_PAIR(q + 64, ca0, ca1, ca2);
+      PLANE_PAIR(q + 96, cb0, cb1, cb2);
+      PLANE_CSA(ga0, twos0, twos0, ca0, cb0);
+      PLANE_CSA(ga1, twos1, twos1, ca1, cb1);
+      PLANE_CSA(ga2, twos2, twos2, ca2, cb2);
+      PLANE_CSA(e8, fours0, fours0, fa0, ga0);
+      b0 = _mm512_add_epi8(b0, plane_counts(e8, gather, columns));
+      PLANE_CSA(e8, fours1, fours1, fa1, ga1);
+      b1 = _mm512_add_epi8(b1, plane_counts(e8, gather, columns));
+      PLANE_CSA(e8, fours2, fours2, fa2, ga2);
+      b2 = _mm512_add_epi8(b2, plane_counts(e8, gather, columns));
+    }
+    plane_add_words(o->eights[0], b0);
+    plane_add_words(o->eights[1], b1);
+    plane_add_words(o->eights[2], b2);
+  }
+  /* What the tree holds: 4 * fours + 2 * twos + ones, at most 56 a byte. */
+#define PLANE_REST(k)                                                                              \
+  do {                                                                                             \
+    __m512i c = plane_counts(fours##k, gather, columns);                                           \
+    c = _mm512_add_epi8(_mm512_add_epi8(c, c), plane_counts(twos##k, gather, columns));            \
+    c = _mm512_add_epi8(_mm512_add_epi8(c, c), plane_counts(ones##k, gather, columns));            \
+    memset(o->rest[k], 0, sizeof o->rest[k]);                                                      \
+    plane_add_words(o->rest[k], c);                                                                \
+  } while (0)
+  PLANE_REST(0);
+  PLANE_REST(1);
+  PLANE_REST(2);
+#undef PLANE_REST
+  _mm512_storeu_ps(o->vmin, vmin);
+  _mm512_storeu_ps(o->vmax, vmax);
+  _mm512_storeu_si512(o->amin, amin);
+  _mm512_storeu_si512(o->amax, amax);
+  _mm512_storeu_si512(o->neg, neg);
+  _mm512_storeu_si512(o->direct, dir);
+}
+
+static int32_t float_key(float f) {
+  uint32_t u = float_bits(f);
+  return (int32_t)(u ^ ((uint32_t)((int32_t)u >> 31) & 0x7fffffffu));
+}
+
+/* Checks the block the kernel counted into o and, if it passes, adds it to s
+ * and F. Returns false (and changes nothing) if it does not. */
+static bool plane_commit(mp_stats *s, f32_fast *F, const plane_out *o, uint64_t nvec) {
+  uint32_t amin = UINT32_MAX, amax = 0;
+  for (int l = 0; l < 16; l++) {
+    if (o->amin[l] < amin) amin = o->amin[l];
+    if (o->amax[l] > amax) amax = o->amax[l];
+  }
+  if (amax >= 0x7f800000u) return false; /* inf or NaN */
+  uint64_t hist[256] = {0};
+  int lo = 1, hi = 0; /* exponents of the non-zero values */
+  uint64_t nonzero = 0;
+  if (amin != UINT32_MAX) {
+    if (amin < 0x00800000u) return false; /* subnormal */
+    lo = (int)(amin >> 23);
+    hi = (int)(amax >> 23);
+    if (hi - lo >= 64) return false; /* exponents mod 64 would collide */
+    uint32_t c0[32], c1[32];
+    for (int b = 0; b < 32; b++) {
+      c0[b] = 8u * o->eights[0][b] + o->rest[0][b];
+      c1[b] = 8u * o->eights[1][b] + o->rest[1][b];
+    }
+    for (int E = lo; E <= hi; E++) {
+      int r = E & 31;
+      hist[E] = E & 32 ? c1[r] : c0[r] - c1[r];
+      nonzero += hist[E];
+    }
+  }
+  /* above_binade[E]: non-zero values in the binades above E (E in lo .. hi). */
+  uint64_t above_binade[256], acc = 0;
+  for (int E = hi; E >= lo; E--) {
+    above_binade[E] = acc;
+    acc += hist[E];
+  }
+  const plane_tables *T = &F->plane_tab;
+  uint64_t above[TH_COUNT] = {0};
+  for (int j = 0; j < PLANE_SLOTS; j++) {
+    int k = T->th_index[j];
+    if (k < 0) continue;
+    int Ek = T->th[j] >> 23;
+    int pos = (Ek >> 2) & 31;
+    uint64_t in = 8u * o->eights[2][pos] + o->rest[2][pos];
+    /* The binades sharing the bit position: wholly above or below T. */
+    for (int E = 4 * pos; E < 256; E += 128)
+      for (int d = 0; d < 4; d++)
+        if (E + d > Ek && E + d >= lo && E + d <= hi) in -= hist[E + d];
+    above[k] = in + (Ek < lo ? nonzero : Ek > hi ? 0 : above_binade[Ek]);
+  }
+  uint64_t neg = 0;
+  for (int l = 0; l < 16; l++) {
+    neg += o->neg[l];
+    if (T->direct_index[0] >= 0) above[T->direct_index[0]] += o->direct[l] & 0xffff;
+    if (T->direct_index[1] >= 0) above[T->direct_index[1]] += o->direct[l] >> 16;
+  }
+  for (int k = 0; k < TH_COUNT; k++)
+    F->ind[k] += above[k];
+  F->ind[IND_ZEROS] += 16 * nvec - nonzero;
+  F->ind[IND_NEGATIVES] += neg;
+  F->values += 16 * nvec;
+  for (int E = lo; E <= hi; E++)
+    s->exp_hist[E - 127 - MP_HIST_MIN] += hist[E];
+  int32_t kmin = INT32_MAX, kmax = INT32_MIN;
+  for (int l = 0; l < 16; l++) {
+    int32_t k0 = float_key(o->vmin[l]), k1 = float_key(o->vmax[l]);
+    if (k0 < kmin) kmin = k0;
+    if (k1 > kmax) kmax = k1;
+  }
+  if (kmin < F->key_min[0]) F->key_min[0] = kmin;
+  if (kmax > F->key_max[0]) F->key_max[0] = kmax;
+  if (amin != UINT32_MAX && amin - 1 < F->abs_min_m1[0]) F->abs_min_m1[0] = amin - 1;
+  return true;
+}
+
+/* fp32 in blocks through the plane kernel; blocks that fail its check, the
+ * ends, and blocks while the kernel sits out go to f32_run_avx512(). */
+static void f32_run_planes(mp_stats *s, const src_info *I, f32_fast *F, const float *p,
+                           uint64_t n) {
+  plane_out o;
+  uint64_t i = 0;
+  while ((n - i) / 16 >= 8) {
+    uint64_t nvec = (n - i) / 16;
+    if (nvec > PLANE_BLOCK_VECTORS) nvec = PLANE_BLOCK_VECTORS;
+    nvec &= ~(uint64_t)7;
+    bool done = false;
+    if (F->plane_skip > 0) {
+      F->plane_skip--;
+    } else {
+      f32_plane_kernel(&o, &F->plane_tab, p + i, nvec);
+      done = plane_commit(s, F, &o, nvec);
+      if (done) {
+        F->plane_fails = 0;
+      } else {
+        /* 1, 2, 4, ... blocks off after consecutive failures. */
+        F->plane_skip = 1u << (F->plane_fails < 6 ? F->plane_fails : 6);
+        F->plane_fails++;
+      }
+    }
+    if (!done) f32_run_avx512(s, I, F, p + i, 16 * nvec);
+    i += 16 * nvec;
+  }
+  f32_run_avx512(s, I, F, p + i, n - i);
+}
+
 static bool cpu_has_avx512(void) {
   return __builtin_cpu_supports("avx512f");
+}
+
+static bool cpu_has_planes(void) {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vbmi") &&
+         __builtin_cpu_supports("avx512bitalg") && __builtin_cpu_supports("gfni");
 }
 
 static bool cpu_has_avx2(void) {
   return __builtin_cpu_supports("avx2");
 }
 #else
+static bool cpu_has_planes(void) {
+  return false;
+}
 static bool cpu_has_avx2(void) {
   return false;
 }
@@ -975,6 +1310,8 @@ static void scan_run(scanner *S, const void *p, uint64_t n) {
       f16_run_avx512(S->s, S->I, S->f32, p, n);
     else if (S->dtype == MP_BF16)
       bf16_run_avx512(S->s, S->I, S->f32, p, n);
+    else if (S->f32->use_planes)
+      f32_run_planes(S->s, S->I, S->f32, p, n);
     else
       f32_run_avx512(S->s, S->I, S->f32, p, n);
     break;
@@ -995,10 +1332,12 @@ static void scan_run(scanner *S, const void *p, uint64_t n) {
 #define PATTERN16_MIN_ELEMENTS (1u << 18)
 
 #ifdef MP_HAVE_X86
-static void start_f32_fast(scanner *S, bool wide, bool pairs) {
+static void start_f32_fast(scanner *S, bool wide, bool pairs, bool planes) {
   S->f32 = malloc(sizeof(f32_fast));
   if (!S->f32) return;
   f32_fast_init(S->f32, wide ? 16 : 8);
+  if (wide && planes && cpu_has_planes())
+    S->f32->use_planes = plane_tables_init(&S->f32->plane_tab, S->f32->th_bits);
   if (pairs && S->f32->ok) {
     /* The escape buffer needs no clearing; banks and counts do. */
     pair_state *P = malloc(sizeof *P);
@@ -1034,7 +1373,7 @@ static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
 #ifdef MP_HAVE_X86
     if ((cpu_has_avx2() || cpu_has_avx512()) && total >= 8) {
       bool wide = cpu_has_avx512() && impl != MP_SCAN_AVX2;
-      start_f32_fast(S, wide, false);
+      start_f32_fast(S, wide, false, impl != MP_SCAN_AVX512_NO_PLANES);
     }
 #endif
     break;
@@ -1043,7 +1382,7 @@ static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
 #ifdef MP_HAVE_X86
     /* With AVX-512, 16-bit sources are widened to fp32 in registers. */
     if (cpu_has_avx512() && impl != MP_SCAN_AVX2 && total >= 16) {
-      start_f32_fast(S, true, true);
+      start_f32_fast(S, true, true, false);
       if (S->kind != RUN_PORTABLE) break;
     }
 #endif
