@@ -21,6 +21,10 @@
 #     its bandwidth against a device-to-device copy in the same run (aim 0.85)
 #   - samples/mlp_train in fp32 (TF32 off), tf32, fp16, bf16 under mpprof:
 #     Tensor Core use reported exactly for the modes that use it
+#   - samples/mlp_train fp16 and fp32 (TF32 off) with --tc-counters: the CUPTI
+#     range profiler measures the first call of each site; fp16 kernels on
+#     Tensor Cores, fp32 ones not, by counters (SKIP when counters are not
+#     permitted here, with CUPTI's reason); name-rule disagreements as notes
 #   - samples/python/amp_train.py (PyTorch AMP) under mpprof: the Linear
 #     layers' GEMMs found with fp16 dtypes on Tensor Cores
 # Exit 0 when every check passed, 1 otherwise. Output and logs: OUT_DIR
@@ -45,7 +49,7 @@ while [ $# -gt 0 ]; do
     -o) [ $# -ge 2 ] || { echo "gpu-check: -o needs a directory" >&2; exit 2; }
         OUT=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -229,6 +233,32 @@ else
   row "mlp_train" FAIL "mlp_train, tc_audit or libmpprof.so not built"
 fi
 
+# ---------- mlp_train --tc-counters: hardware counters decide ----------
+# The first call of each GEMM site measured with CUPTI's range profiler (kernel
+# replay). Counters unavailable here (no admin rights on GPU counters, another
+# profiler): SKIP with the reason; mpprof itself must still have run cleanly.
+if [ -x "$B/samples/mlp_train" ] && [ -x "$AUDIT" ] && [ -e "$LIB" ]; then
+  for p in fp16 fp32; do
+    say "mlp_train --precision $p --tc-counters"
+    PENV=(MPPROF_TC_COUNTERS=first) # what --tc-counters sets; used as is without the launcher
+    [ $p = fp32 ] && PENV+=(NVIDIA_TF32_OVERRIDE=0)
+    PENV+=(LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$CUDA/lib64")
+    if profile "$(left 45)" "$OUT/mlp_${p}_counters" "$B/samples/mlp_train" --precision $p --steps 2 \
+         >"$LOG/mlp_${p}_counters.txt" 2>&1; then
+      tmo 30 python3 "$ROOT/tests/gpu/tc_counters_check.py" --raw "$OUT/mlp_${p}_counters/raw" \
+        --audit "$AUDIT" --expect $p --label "mlp_train $p counters" >"$LOG/mlp_${p}_counters_tc.txt" 2>&1
+      rc=$?
+      case $rc in
+        0) row "mlp_train $p: counters decide TC" PASS "see counters table" ;;
+        77) row "mlp_train $p: counters decide TC" SKIP "$(head -1 "$LOG/mlp_${p}_counters_tc.txt" | cut -c36-150)" ;;
+        *) row "mlp_train $p: counters decide TC" FAIL "$(grep -m1 problem "$LOG/mlp_${p}_counters_tc.txt" | cut -c1-90)" ;;
+      esac
+    else
+      row "mlp_train $p: counters decide TC" FAIL "run failed ($(why $?)), see $LOG/mlp_${p}_counters.txt"
+    fi
+  done
+fi
+
 # ---------- PyTorch AMP ----------
 if [[ $TORCH == *"gpu True"* ]]; then
   say "samples/python/amp_train.py"
@@ -259,5 +289,10 @@ echo
 printf '| %-14s | sites | on TC | TC dtypes  | result\n' "run (GEMM sites with kernels)"
 for p in fp32 tf32 fp16 bf16; do f=$LOG/mlp_${p}_tc.txt; [ -f "$f" ] && cat "$f"; done
 [ -f "$LOG/amp_tc.txt" ] && cat "$LOG/amp_tc.txt"
+if ls "$LOG"/mlp_*_counters_tc.txt >/dev/null 2>&1; then
+  echo
+  printf '| %-30s | sites | measured | TC yes/no | names agree | chip | result\n' "run (hardware counters)"
+  for p in fp16 fp32; do f=$LOG/mlp_${p}_counters_tc.txt; [ -f "$f" ] && cat "$f"; done
+fi
 echo "logs: $LOG"
 exit $((FAILS > 0))
