@@ -142,6 +142,7 @@ static CUcontext g_ctx;
 static CUpti_RangeProfiler_Object *g_obj;
 static mpp_host_object *g_host;
 static uint8_t *g_config;
+static uint8_t *g_avail; /* counter availability image, owned by the host object's lifetime */
 static size_t g_config_size;
 static uint8_t *g_data;
 static size_t g_data_size;
@@ -324,7 +325,9 @@ static bool init(void) {
   hi.pChipName = g_chip;
   hi.pCounterAvailabilityImage = avail;
   CUptiResult r = api.host_init(&hi);
-  free(avail); /* consumed by the host object's initialisation */
+  /* Kept for the life of the host object (NVIDIA's sample keeps it alive too:
+   * the header does not say the object copies it). */
+  g_avail = avail;
   if (r != CUPTI_SUCCESS) {
     set_unavailable(NULL, tc_sym_host_init, r);
     return false;
@@ -457,7 +460,7 @@ static void drop_locked(pending *p) {
 
 bool mpp_tc_begin(uint64_t op_id, uint64_t call_index, void *stream) {
   int every = mpp_tc_every();
-  if (every < 0 || op_id == 0) return false;
+  if (every < 0 || op_id == 0 || mpp_in_forked_child()) return false;
   if (every == 0 ? call_index != 0 : call_index % (uint64_t)every != 0) return false;
   if (atomic_load(&g_state) == ST_UNAVAILABLE) return false;
   /* Kernel replay cannot run work that is only being recorded into a graph. */
