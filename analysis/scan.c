@@ -952,8 +952,9 @@ F32_DRIVER(bf16_run_avx512, bf16_kernel, uint16_t, mp_bf16_to_float)
  *   Seal: vpternlogd sum and majority, 7 per 8 planes), and the planes of
  *   weight 8 are counted by a byte transpose (vpermb), an 8x8 bit transpose
  *   per qword (gf2p8affineqb) and byte popcounts, into byte counters.
- * - min and max come from vrangeps (which orders -0 below +0), min |x| != 0
- *   and max |x| from integer min/max of |x|'s bits.
+ * - min and max: the signed and the unsigned integer max of x's bits are
+ *   the largest positive and the most negative x (when there are such), and
+ *   with min |x| != 0 and the zero count they give min, max and max |x|.
  *
  * No vector is checked for subnormal, inf or NaN values on the way. A block
  * is checked once at its end: its largest |x| must be finite, its smallest
@@ -969,8 +970,9 @@ F32_DRIVER(bf16_run_avx512, bf16_kernel, uint16_t, mp_bf16_to_float)
 
 /* What one kernel call leaves for plane_commit(). */
 typedef struct plane_out {
-  float vmin[16], vmax[16];
-  uint32_t amin[16], amax[16]; /* |x| bits; amin over non-zero values (UINT32_MAX: none) */
+  int32_t smax[16];  /* signed max of x's bits: the largest x if any x has its sign clear */
+  uint32_t umax[16]; /* unsigned max: the smallest x if any x has its sign set */
+  uint32_t amin[16]; /* min of |x|'s bits over non-zero values (UINT32_MAX: none) */
   uint32_t neg[16];
   uint32_t direct[16];    /* count above direct[0] | count above direct[1] << 16 */
   uint16_t eights[3][32]; /* per plane and bit position: count of weight 8 */
@@ -1034,14 +1036,13 @@ PLANE_INLINE void plane_add_words(uint16_t *w, __m512i bytes) {
   do {                                                                                             \
     __m512i v = _mm512_loadu_si512(q);                                                             \
     __m512i a = _mm512_and_si512(v, absmask);                                                      \
-    vmin = _mm512_range_ps(vmin, _mm512_castsi512_ps(v), 0x04);                                    \
-    vmax = _mm512_range_ps(vmax, _mm512_castsi512_ps(v), 0x05);                                    \
+    smax = _mm512_max_epi32(smax, v);                                                              \
+    umax = _mm512_max_epu32(umax, v);                                                              \
     __mmask16 nz = _mm512_test_epi32_mask(a, a);                                                   \
     amin = _mm512_mask_min_epu32(amin, nz, amin, a);                                               \
-    amax = _mm512_max_epu32(amax, a);                                                              \
-    neg = _mm512_mask_add_epi32(neg, _mm512_mask_cmplt_epi32_mask(nz, v, zero), neg, one);         \
-    dir = _mm512_mask_add_epi32(dir, _mm512_cmpgt_epi32_mask(a, d0), dir, one);                    \
-    dir = _mm512_mask_add_epi32(dir, _mm512_cmpgt_epi32_mask(a, d1), dir, one16);                  \
+    neg = _mm512_mask_sub_epi32(neg, _mm512_mask_cmplt_epi32_mask(nz, v, zero), neg, minus_one);   \
+    dir = _mm512_mask_sub_epi32(dir, _mm512_cmpgt_epi32_mask(a, d0), dir, minus_one);              \
+    dir = _mm512_mask_sub_epi32(dir, _mm512_cmpgt_epi32_mask(a, d1), dir, minus_one16);            \
     __m512i e = _mm512_srli_epi32(v, 23);                                                          \
     X0 = _mm512_maskz_rolv_epi32(nz, one, e);                                                      \
     X1 = _mm512_maskz_rolv_epi32(_mm512_test_epi32_mask(v, bit28), one, e);                        \
@@ -1065,7 +1066,8 @@ PLANE_INLINE void plane_add_words(uint16_t *w, __m512i bytes) {
 __attribute__((target(PLANE_ISA), noinline)) static void
 f32_plane_kernel(plane_out *o, const plane_tables *T, const float *p, uint64_t nvec) {
   const __m512i absmask = _mm512_set1_epi32(0x7fffffff), one = _mm512_set1_epi32(1);
-  const __m512i one16 = _mm512_set1_epi32(1 << 16), zero = _mm512_setzero_si512();
+  const __m512i minus_one16 = _mm512_set1_epi32(-(1 << 16)), zero = _mm512_setzero_si512();
+  const __m512i minus_one = _mm512_set1_epi32(-1);
   const __m512i bit28 = _mm512_set1_epi32(1 << 28);
   const __m512i table = _mm512_loadu_si512(T->th);
   const __m512i d0 = _mm512_set1_epi32(T->direct[0]), d1 = _mm512_set1_epi32(T->direct[1]);
@@ -1076,8 +1078,8 @@ f32_plane_kernel(plane_out *o, const plane_tables *T, const float *p, uint64_t n
       column_sel[8 * q + k] = (uint8_t)(1u << k);
     }
   const __m512i gather = _mm512_loadu_si512(gather_idx), columns = _mm512_loadu_si512(column_sel);
-  __m512 vmin = _mm512_set1_ps(INFINITY), vmax = _mm512_set1_ps(-INFINITY);
-  __m512i amin = _mm512_set1_epi32(-1), amax = zero, neg = zero, dir = zero;
+  __m512i smax = _mm512_set1_epi32(INT32_MIN), umax = zero;
+  __m512i amin = _mm512_set1_epi32(-1), neg = zero, dir = zero;
   __m512i ones0 = zero, ones1 = zero, ones2 = zero, twos0 = zero, twos1 = zero, twos2 = zero;
   __m512i fours0 = zero, fours1 = zero, fours2 = zero;
   memset(o->eights, 0, sizeof o->eights);
@@ -1121,27 +1123,34 @@ f32_plane_kernel(plane_out *o, const plane_tables *T, const float *p, uint64_t n
   PLANE_REST(1);
   PLANE_REST(2);
 #undef PLANE_REST
-  _mm512_storeu_ps(o->vmin, vmin);
-  _mm512_storeu_ps(o->vmax, vmax);
+  _mm512_storeu_si512(o->smax, smax);
+  _mm512_storeu_si512(o->umax, umax);
   _mm512_storeu_si512(o->amin, amin);
-  _mm512_storeu_si512(o->amax, amax);
   _mm512_storeu_si512(o->neg, neg);
   _mm512_storeu_si512(o->direct, dir);
 }
 
-static int32_t float_key(float f) {
-  uint32_t u = float_bits(f);
+/* The order-preserving integer key of the float with bits u (as key_min). */
+static int32_t bits_key(uint32_t u) {
   return (int32_t)(u ^ ((uint32_t)((int32_t)u >> 31) & 0x7fffffffu));
 }
 
 /* Checks the block the kernel counted into o and, if it passes, adds it to s
  * and F. Returns false (and changes nothing) if it does not. */
 static bool plane_commit(mp_stats *s, f32_fast *F, const plane_out *o, uint64_t nvec) {
-  uint32_t amin = UINT32_MAX, amax = 0;
+  uint32_t amin = UINT32_MAX, umax = 0;
+  int32_t smax = INT32_MIN;
   for (int l = 0; l < 16; l++) {
     if (o->amin[l] < amin) amin = o->amin[l];
-    if (o->amax[l] > amax) amax = o->amax[l];
+    if (o->umax[l] > umax) umax = o->umax[l];
+    if (o->smax[l] > smax) smax = o->smax[l];
   }
+  /* umax is the negative x of largest |x| if there is a negative (or -0),
+   * smax the positive x of largest |x| if there is a positive (or +0); both
+   * are one or the other, so max |x| is the larger of their magnitudes. */
+  bool has_neg = umax >> 31, has_pos = smax >= 0;
+  uint32_t amax = umax & 0x7fffffffu;
+  if (((uint32_t)smax & 0x7fffffffu) > amax) amax = (uint32_t)smax & 0x7fffffffu;
   if (amax >= 0x7f800000u) return false; /* inf or NaN */
   uint64_t hist[256] = {0};
   int lo = 1, hi = 0; /* exponents of the non-zero values */
@@ -1162,6 +1171,7 @@ static bool plane_commit(mp_stats *s, f32_fast *F, const plane_out *o, uint64_t 
       nonzero += hist[E];
     }
   }
+  uint64_t zeros = 16 * nvec - nonzero;
   /* above_binade[E]: non-zero values in the binades above E (E in lo .. hi). */
   uint64_t above_binade[256], acc = 0;
   for (int E = hi; E >= lo; E--) {
@@ -1190,17 +1200,16 @@ static bool plane_commit(mp_stats *s, f32_fast *F, const plane_out *o, uint64_t 
   }
   for (int k = 0; k < TH_COUNT; k++)
     F->ind[k] += above[k];
-  F->ind[IND_ZEROS] += 16 * nvec - nonzero;
+  F->ind[IND_ZEROS] += zeros;
   F->ind[IND_NEGATIVES] += neg;
   F->values += 16 * nvec;
   for (int E = lo; E <= hi; E++)
     s->exp_hist[E - 127 - MP_HIST_MIN] += hist[E];
-  int32_t kmin = INT32_MAX, kmax = INT32_MIN;
-  for (int l = 0; l < 16; l++) {
-    int32_t k0 = float_key(o->vmin[l]), k1 = float_key(o->vmax[l]);
-    if (k0 < kmin) kmin = k0;
-    if (k1 > kmax) kmax = k1;
-  }
+  /* Without a negative, the smallest x is +0 if there is a zero, else the
+   * smallest |x|; without a positive, the largest is -0 or -(smallest |x|). */
+  uint32_t mn = has_neg ? umax : zeros ? 0 : amin;
+  uint32_t mx = has_pos ? (uint32_t)smax : zeros ? 0x80000000u : amin | 0x80000000u;
+  int32_t kmin = bits_key(mn), kmax = bits_key(mx);
   if (kmin < F->key_min[0]) F->key_min[0] = kmin;
   if (kmax > F->key_max[0]) F->key_max[0] = kmax;
   if (amin != UINT32_MAX && amin - 1 < F->abs_min_m1[0]) F->abs_min_m1[0] = amin - 1;
