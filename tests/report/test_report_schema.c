@@ -146,6 +146,36 @@ static cJSON *site(int id, const char *layer, double lo, double hi) {
   return s;
 }
 
+/* As written with --tc-counters: 5 counters unavailable (a reason), 6 counters
+ * measured the first kernel of site 0. */
+static void with_tc_counters(const char *dir, bool ok) {
+  char *t = rg_read_text(dir, "raw/a.json", NULL);
+  cJSON *raw = t ? cJSON_Parse(t) : NULL;
+  free(t);
+  assert_non_null(raw);
+  cJSON *tc = cJSON_AddObjectToObject(raw, "tc_counters");
+  cJSON_AddStringToObject(tc, "status", ok ? "ok" : "unavailable");
+  if (ok)
+    cJSON_AddNullToObject(tc, "reason");
+  else
+    cJSON_AddStringToObject(tc, "reason",
+                            "cuptiRangeProfilerEnable failed: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES");
+  cJSON_AddStringToObject(tc, "chip", "GH100");
+  cJSON_AddNumberToObject(tc, "kernels_profiled", ok ? 1 : 0);
+  if (ok) {
+    cJSON *k = cJSON_GetArrayItem(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(raw, "sites"), 0), "kernels"),
+        0);
+    assert_non_null(k);
+    cJSON_AddBoolToObject(k, "tc", true);
+    cJSON_AddStringToObject(k, "tc_source", "counters");
+  }
+  char *out = cJSON_PrintUnformatted(raw);
+  assert_int_equal(rg_write_text(dir, "a.json", out, strlen(out)), 0);
+  free(out);
+  cJSON_Delete(raw);
+}
+
 static cJSON *run(int kind) {
   char *dir = rg_tmpdir("schema");
   rg_proc p = {"node01",
@@ -178,6 +208,7 @@ static cJSON *run(int kind) {
   }
   assert_int_equal(rg_end(&r), 0);
   if (kind == 2) rg_write_text(dir, "broken.json", "{\"schema\":", 10);
+  if (kind >= 5) with_tc_counters(dir, kind == 6);
   mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
   assert_int_equal(mpprof_report_generate(&o), 0);
   cJSON *rep = rg_read_json(dir, "report.json");
@@ -189,8 +220,9 @@ static cJSON *run(int kind) {
 
 static void reports_of_every_kind_of_run_match_the_schema(void **state) {
   (void)state;
-  /* 0 full, 1 no CUDA ops, 2 no rank + a skipped file, 3 checkpoint, 4 no device/CUPTI */
-  for (int kind = 0; kind <= 4; kind++) {
+  /* 0 full, 1 no CUDA ops, 2 no rank + a skipped file, 3 checkpoint, 4 no device/CUPTI,
+   * 5 --tc-counters unavailable, 6 --tc-counters measured a kernel */
+  for (int kind = 0; kind <= 6; kind++) {
     cJSON *rep = run(kind);
     assert_valid(rep);
     cJSON_Delete(rep);
