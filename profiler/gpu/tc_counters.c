@@ -142,7 +142,9 @@ static CUcontext g_ctx;
 static CUpti_RangeProfiler_Object *g_obj;
 static mpp_host_object *g_host;
 static uint8_t *g_config;
-static uint8_t *g_avail; /* counter availability image, owned by the host object's lifetime */
+/* The counter availability image, alive as long as the host object (volatile:
+ * only written, a store the compiler would otherwise drop, leaking it). */
+static uint8_t *volatile g_avail;
 static size_t g_config_size;
 static uint8_t *g_data;
 static size_t g_data_size;
