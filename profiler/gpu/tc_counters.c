@@ -617,12 +617,14 @@ void mpp_tc_end(uint64_t op_id) {
   pthread_mutex_lock(&g_mu);
   fn = g_fn;
   pending *p = find_locked(op_id);
+  /* Measured: counted whether or not it can be paired (ops_unmatched is a part of it;
+   * p may already be gone: more kernels than ranges, counted as unmatched then). */
+  if (ok) g_stats.ops_profiled++;
   if (p) {
     if (!ok || n < 0) {
       if (ok) g_stats.ops_unmatched++;
       drop_locked(p);
     } else {
-      g_stats.ops_profiled++;
       p->nranges = n;
       memcpy(p->tc, tc, (size_t)n);
       memcpy(p->values, values, (size_t)n * sizeof values[0]);

@@ -363,6 +363,51 @@ static void every_second_call_of_each_site_is_profiled_with_2(void **state) {
   cJSON_Delete(raw);
 }
 
+/* 8 threads share the context: a profiled call's window may hold another
+ * thread's kernels (more ranges than the call's kernels: discarded as
+ * unmatched) or find another call being profiled (skipped), but a verdict is
+ * never given to the wrong kernel. The bias kernel of fc2 is made a CUDA-core
+ * kernel for the counters, so a mix-up would show on some kernel name. */
+static void concurrent_threads_never_get_another_kernels_verdict(void **state) {
+  (void)state;
+  const char *env[] = {"SIMCUDA_TC_TRUTH=_bias_=0", NULL};
+  const char *dir = outdir("threads");
+  char *plain_argv[] = {(char *)mlp_train, "--precision", "fp16", "--steps", "3",
+                        "--threads",       "8",           NULL};
+  result plain = run(plain_argv, env);
+  char *argv[] = {(char *)mpprof,    "-o",          (char *)dir, "--tc-counters=1", "--",
+                  (char *)mlp_train, "--precision", "fp16",      "--steps",         "3",
+                  "--threads",       "8",           NULL};
+  result prof = run(argv, env);
+  assert_int_equal(prof.status, 0);
+  assert_string_equal(prof.out, plain.out);
+  free(plain.out);
+  free(prof.out);
+  cJSON *raw = load_raw(dir);
+  double calls = 0, with_verdict = 0;
+  cJSON *s, *k;
+  cJSON_ArrayForEach(s, get(raw, "sites")) {
+    calls += num(s, "calls");
+    cJSON_ArrayForEach(k, get(s, "kernels")) {
+      if (!cJSON_IsBool(get(k, "tc"))) continue;
+      with_verdict += num(k, "tc_profiled");
+      bool want = strstr(str(k, "name"), "_bias_") == NULL;
+      if (cJSON_IsTrue(get(k, "tc")) != want)
+        fprintf(stderr, "wrong verdict: %s\n", str(k, "name"));
+      assert_int_equal(cJSON_IsTrue(get(k, "tc")), want);
+    }
+  }
+  /* Every call was sampled (=1): measured or skipped; one kernel per call. */
+  double profiled = num(raw, "tc_counters.ops_profiled"),
+         skipped = num(raw, "tc_counters.ops_skipped"),
+         unmatched = num(raw, "tc_counters.ops_unmatched");
+  assert_true(profiled + skipped == calls);
+  assert_true(num(raw, "tc_counters.kernels_profiled") == profiled - unmatched);
+  assert_true(with_verdict == profiled - unmatched);
+  assert_true(with_verdict > 0);
+  cJSON_Delete(raw);
+}
+
 static void a_bad_tc_counters_value_is_a_usage_error(void **state) {
   (void)state;
   const char *bad[] = {"--tc-counters=0", "--tc-counters=x", "--tc-counters=-3"};
@@ -400,6 +445,7 @@ int main(void) {
       cmocka_unit_test(a_chip_without_known_tensor_metrics_is_named_as_the_reason),
       cmocka_unit_test(cupti_held_by_another_tool_makes_counters_unavailable),
       cmocka_unit_test(every_second_call_of_each_site_is_profiled_with_2),
+      cmocka_unit_test(concurrent_threads_never_get_another_kernels_verdict),
       cmocka_unit_test(a_bad_tc_counters_value_is_a_usage_error),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
