@@ -473,12 +473,11 @@ typedef struct pair_state {
 
 /* Tables of the bit-plane kernel (see "fp32, AVX-512 bit planes" below). */
 #define PLANE_SLOTS 16
-#define PLANE_DIRECT 2
 typedef struct plane_tables {
-  int32_t th[PLANE_SLOTS];        /* by (E >> 2) mod 16: threshold bits, or INT32_MAX */
-  int th_index[PLANE_SLOTS];      /* the TH_ threshold in the slot, or -1 */
-  int32_t direct[PLANE_DIRECT];   /* thresholds counted with their own compare */
-  int direct_index[PLANE_DIRECT]; /* their TH_ index */
+  /* By (E >> 2) mod 16: threshold bits (INT32_MAX: none), and a second,
+   * higher threshold in the same binade. */
+  int32_t th[PLANE_SLOTS], th2[PLANE_SLOTS];
+  int th_index[PLANE_SLOTS], th2_index[PLANE_SLOTS]; /* TH_ index, or -1 */
 } plane_tables;
 
 typedef struct f32_fast {
@@ -945,9 +944,11 @@ F32_DRIVER(bf16_run_avx512, bf16_kernel, uint16_t, mp_bf16_to_float)
  *   slot, one compare says whether |x| is above it, and plane 2 records that
  *   flag at bit ((E >> 2) mod 32). A slot position also collects values of
  *   other binades; those binades are wholly above or wholly below T, and the
- *   exponent counts say how many to take off. Eight thresholds have slots of
- *   their own; the two that share a binade with another (e5m2's overflow and
- *   subnormal limits share fp16's binades) are counted with a compare each.
+ *   exponent counts say how many to take off. Two binades hold two
+ *   thresholds each (fp16's and e5m2's overflow limits, and their subnormal
+ *   limits): a second table gives the higher one, and a value above it
+ *   rotates two bits, the second 16 positions on (where, again, the other
+ *   binades sharing that position are wholly above or below).
  * - The planes are summed per bit position with a carry-save tree (Harley and
  *   Seal: vpternlogd sum and majority, 7 per 8 planes), and the planes of
  *   weight 8 are counted by a byte transpose (vpermb), an 8x8 bit transpose
@@ -974,17 +975,15 @@ typedef struct plane_out {
   uint32_t umax[16]; /* unsigned max: the smallest x if any x has its sign set */
   uint32_t amin[16]; /* min of |x|'s bits over non-zero values (UINT32_MAX: none) */
   uint32_t neg[16];
-  uint32_t direct[16];    /* count above direct[0] | count above direct[1] << 16 */
   uint16_t eights[3][32]; /* per plane and bit position: count of weight 8 */
   uint16_t rest[3][32];   /* the same, weight 1 (what the tree held at the end) */
 } plane_out;
 
 /* Sets up the tables; false if the thresholds do not fit them. */
 static bool plane_tables_init(plane_tables *T, const int32_t th_bits[TH_COUNT]) {
-  int nd = 0;
   for (int j = 0; j < PLANE_SLOTS; j++) {
-    T->th[j] = INT32_MAX;
-    T->th_index[j] = -1;
+    T->th[j] = T->th2[j] = INT32_MAX;
+    T->th_index[j] = T->th2_index[j] = -1;
   }
   for (int k = 0; k < TH_COUNT; k++) {
     int E = th_bits[k] >> 23;
@@ -993,15 +992,20 @@ static bool plane_tables_init(plane_tables *T, const int32_t th_bits[TH_COUNT]) 
     if (T->th_index[j] < 0) {
       T->th[j] = th_bits[k];
       T->th_index[j] = k;
-    } else {
-      if (nd == PLANE_DIRECT) return false;
-      T->direct[nd] = th_bits[k];
-      T->direct_index[nd++] = k;
+      continue;
     }
-  }
-  for (; nd < PLANE_DIRECT; nd++) {
-    T->direct[nd] = INT32_MAX;
-    T->direct_index[nd] = -1;
+    /* A second threshold only in the same binade, and only one. */
+    if (T->th2_index[j] >= 0 || T->th[j] >> 23 != E || T->th[j] == th_bits[k]) return false;
+    T->th2[j] = th_bits[k];
+    T->th2_index[j] = k;
+    if (T->th2[j] < T->th[j]) { /* th2 is the higher one */
+      int32_t t = T->th[j];
+      int i = T->th_index[j];
+      T->th[j] = T->th2[j];
+      T->th_index[j] = T->th2_index[j];
+      T->th2[j] = t;
+      T->th2_index[j] = i;
+    }
   }
   return true;
 }
@@ -1041,14 +1045,14 @@ PLANE_INLINE void plane_add_words(uint16_t *w, __m512i bytes) {
     __mmask16 nz = _mm512_test_epi32_mask(a, a);                                                   \
     amin = _mm512_mask_min_epu32(amin, nz, amin, a);                                               \
     neg = _mm512_mask_sub_epi32(neg, _mm512_mask_cmplt_epi32_mask(nz, v, zero), neg, minus_one);   \
-    dir = _mm512_mask_sub_epi32(dir, _mm512_cmpgt_epi32_mask(a, d0), dir, minus_one);              \
-    dir = _mm512_mask_sub_epi32(dir, _mm512_cmpgt_epi32_mask(a, d1), dir, minus_one16);            \
     __m512i e = _mm512_srli_epi32(v, 23);                                                          \
     X0 = _mm512_maskz_rolv_epi32(nz, one, e);                                                      \
     X1 = _mm512_maskz_rolv_epi32(_mm512_test_epi32_mask(v, bit28), one, e);                        \
     __m512i slot = _mm512_srli_epi32(v, 25);                                                       \
     __m512i th = _mm512_permutexvar_epi32(slot, table);                                            \
-    X2 = _mm512_maskz_rolv_epi32(_mm512_cmpgt_epi32_mask(a, th), one, slot);                       \
+    __m512i th2 = _mm512_permutexvar_epi32(slot, table2);                                          \
+    __m512i src = _mm512_mask_mov_epi32(one, _mm512_cmpgt_epi32_mask(a, th2), both);               \
+    X2 = _mm512_maskz_rolv_epi32(_mm512_cmpgt_epi32_mask(a, th), src, slot);                       \
   } while (0)
 
 /* Two vectors, and their planes into the ones (first level of the tree). */
@@ -1066,11 +1070,11 @@ PLANE_INLINE void plane_add_words(uint16_t *w, __m512i bytes) {
 __attribute__((target(PLANE_ISA), noinline)) static void
 f32_plane_kernel(plane_out *o, const plane_tables *T, const float *p, uint64_t nvec) {
   const __m512i absmask = _mm512_set1_epi32(0x7fffffff), one = _mm512_set1_epi32(1);
-  const __m512i minus_one16 = _mm512_set1_epi32(-(1 << 16)), zero = _mm512_setzero_si512();
+  const __m512i zero = _mm512_setzero_si512();
   const __m512i minus_one = _mm512_set1_epi32(-1);
   const __m512i bit28 = _mm512_set1_epi32(1 << 28);
   const __m512i table = _mm512_loadu_si512(T->th);
-  const __m512i d0 = _mm512_set1_epi32(T->direct[0]), d1 = _mm512_set1_epi32(T->direct[1]);
+  const __m512i table2 = _mm512_loadu_si512(T->th2), both = _mm512_set1_epi32(0x10001);
   uint8_t gather_idx[64], column_sel[64];
   for (int q = 0; q < 8; q++)
     for (int k = 0; k < 8; k++) {
@@ -1079,7 +1083,7 @@ f32_plane_kernel(plane_out *o, const plane_tables *T, const float *p, uint64_t n
     }
   const __m512i gather = _mm512_loadu_si512(gather_idx), columns = _mm512_loadu_si512(column_sel);
   __m512i smax = _mm512_set1_epi32(INT32_MIN), umax = zero;
-  __m512i amin = _mm512_set1_epi32(-1), neg = zero, dir = zero;
+  __m512i amin = _mm512_set1_epi32(-1), neg = zero;
   __m512i ones0 = zero, ones1 = zero, ones2 = zero, twos0 = zero, twos1 = zero, twos2 = zero;
   __m512i fours0 = zero, fours1 = zero, fours2 = zero;
   memset(o->eights, 0, sizeof o->eights);
@@ -1127,7 +1131,6 @@ f32_plane_kernel(plane_out *o, const plane_tables *T, const float *p, uint64_t n
   _mm512_storeu_si512(o->umax, umax);
   _mm512_storeu_si512(o->amin, amin);
   _mm512_storeu_si512(o->neg, neg);
-  _mm512_storeu_si512(o->direct, dir);
 }
 
 /* The order-preserving integer key of the float with bits u (as key_min). */
@@ -1184,19 +1187,28 @@ static bool plane_commit(mp_stats *s, f32_fast *F, const plane_out *o, uint64_t 
     int k = T->th_index[j];
     if (k < 0) continue;
     int Ek = T->th[j] >> 23;
-    int pos = (Ek >> 2) & 31;
-    uint64_t in = 8u * o->eights[2][pos] + o->rest[2][pos];
-    /* The binades sharing the bit position: wholly above or below T. */
-    for (int E = 4 * pos; E < 256; E += 128)
+    int pos = (Ek >> 2) & 31, pos2 = pos ^ 16;
+    /* The other binades of the slot are wholly above T (and T2) or wholly
+     * below: those above add one at bit pos or pos2, and with a T2 one at
+     * the other bit too. */
+    uint64_t above_same = 0, above_other = 0;
+    for (int E = 4 * j; E < 256; E += 64)
       for (int d = 0; d < 4; d++)
-        if (E + d > Ek && E + d >= lo && E + d <= hi) in -= hist[E + d];
-    above[k] = in + (Ek < lo ? nonzero : Ek > hi ? 0 : above_binade[Ek]);
+        if (E + d > Ek && E + d >= lo && E + d <= hi)
+          *(((E + d) >> 2 & 31) == pos ? &above_same : &above_other) += hist[E + d];
+    uint64_t binades = Ek < lo ? nonzero : Ek > hi ? 0 : above_binade[Ek];
+    uint64_t in = 8u * o->eights[2][pos] + o->rest[2][pos] - above_same;
+    int k2 = T->th2_index[j];
+    if (k2 < 0) {
+      above[k] = in + binades;
+      continue;
+    }
+    above[k] = in - above_other + binades;
+    above[k2] = 8u * o->eights[2][pos2] + o->rest[2][pos2] - above_other - above_same + binades;
   }
   uint64_t neg = 0;
   for (int l = 0; l < 16; l++) {
     neg += o->neg[l];
-    if (T->direct_index[0] >= 0) above[T->direct_index[0]] += o->direct[l] & 0xffff;
-    if (T->direct_index[1] >= 0) above[T->direct_index[1]] += o->direct[l] >> 16;
   }
   for (int k = 0; k < TH_COUNT; k++)
     F->ind[k] += above[k];
