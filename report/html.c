@@ -327,8 +327,9 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
     num_cell(f, l->fp16_underflow_pct, "%.3g");
     num_cell(f, l->bf16_overflow_pct, "%.3g");
     num_cell(f, l->bf16_underflow_pct, "%.3g");
-    fprintf(f, "<td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", tri(a->fp8_e4m3_fits),
-            tri(a->fp8_e5m2_fits), tri(l->tc_eligible), tri(l->tc_used));
+    fprintf(f, "<td>%s</td><td>%s</td><td>%s</td><td>%s%s</td></tr>\n", tri(a->fp8_e4m3_fits),
+            tri(a->fp8_e5m2_fits), tri(l->tc_eligible), tri(l->tc_used),
+            l->tc_used >= 0 && l->tc_source == MP_TC_SRC_COUNTERS ? " (counters)" : "");
   }
   fputs("</tbody></table></section>\n", f);
 }
