@@ -8,7 +8,8 @@
  * reason is reported. The program's output is the same with and without.
  *
  * Paths from the environment (meson): MPP_MPPROF, MPP_MLP_TRAIN, MPP_SIMCUDA,
- * MPP_WORKDIR (scratch directory owned by this test). */
+ * MPP_WORKDIR (scratch directory owned by this test), MPP_OLD_CUPTI (simcuda's
+ * CUPTI activity side without the range profiler). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +28,7 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-static const char *mpprof, *mlp_train, *simcuda, *workdir;
+static const char *mpprof, *mlp_train, *simcuda, *workdir, *old_cupti;
 
 static char *slurp(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -333,6 +334,20 @@ static void a_chip_without_known_tensor_metrics_is_named_as_the_reason(void **st
   check_unavailable(dir, "no Tensor Core metric known for chip TU102");
 }
 
+/* MPP_OLD_CUPTI: simcuda's activity API without the range profiler. */
+static void a_cupti_without_the_range_profiler_is_named_as_the_reason(void **state) {
+  (void)state;
+  char env0[4200];
+  snprintf(env0, sizeof env0, "MPPROF_CUPTI=%s", old_cupti);
+  const char *env[] = {env0, NULL};
+  const char *dir = outdir("old_cupti");
+  run_mlp(dir, "fp16", "2", "--tc-counters", env);
+  check_unavailable(dir, "cuptiProfilerInitialize not in this CUPTI");
+  cJSON *report = load_report(dir);
+  check_report_kernels(report, 1, "name"); /* activity still works: names decide */
+  cJSON_Delete(report);
+}
+
 static void cupti_held_by_another_tool_makes_counters_unavailable(void **state) {
   (void)state;
   const char *env[] = {"SIMCUDA_CUPTI_BUSY=1", NULL};
@@ -434,6 +449,7 @@ int main(void) {
   mlp_train = need("MPP_MLP_TRAIN");
   simcuda = need("MPP_SIMCUDA");
   workdir = need("MPP_WORKDIR");
+  old_cupti = need("MPP_OLD_CUPTI");
   mkdir(workdir, 0777);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(fp16_gemms_are_on_tensor_cores_by_counters),
@@ -444,6 +460,7 @@ int main(void) {
       cmocka_unit_test(insufficient_privileges_leave_a_complete_report_decided_by_names),
       cmocka_unit_test(a_chip_without_known_tensor_metrics_is_named_as_the_reason),
       cmocka_unit_test(cupti_held_by_another_tool_makes_counters_unavailable),
+      cmocka_unit_test(a_cupti_without_the_range_profiler_is_named_as_the_reason),
       cmocka_unit_test(every_second_call_of_each_site_is_profiled_with_2),
       cmocka_unit_test(concurrent_threads_never_get_another_kernels_verdict),
       cmocka_unit_test(a_bad_tc_counters_value_is_a_usage_error),
