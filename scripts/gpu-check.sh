@@ -251,7 +251,8 @@ if [ -x "$B/samples/mlp_train" ] && [ -x "$AUDIT" ] && [ -e "$LIB" ]; then
       case $rc in
         0) row "mlp_train $p: counters decide TC" PASS "see counters table" ;;
         77) row "mlp_train $p: counters decide TC" SKIP "$(head -1 "$LOG/mlp_${p}_counters_tc.txt" | cut -c36-150)" ;;
-        *) row "mlp_train $p: counters decide TC" FAIL "$(grep -m1 problem "$LOG/mlp_${p}_counters_tc.txt" | cut -c1-90)" ;;
+        *) row "mlp_train $p: counters decide TC" FAIL "$({ grep -m1 problem "$LOG/mlp_${p}_counters_tc.txt" ||
+             tail -1 "$LOG/mlp_${p}_counters_tc.txt"; } | cut -c1-90)" ;;
       esac
     else
       row "mlp_train $p: counters decide TC" FAIL "run failed ($(why $?)), see $LOG/mlp_${p}_counters.txt"
