@@ -67,6 +67,7 @@
   X(cuptiProfilerHostGetNumOfPasses, host_passes, mpp_host_get_num_of_passes_params)               \
   X(cuptiProfilerHostEvaluateToGpuValues, host_eval, mpp_host_evaluate_params)                     \
   X(cuptiRangeProfilerEnable, rp_enable, CUpti_RangeProfiler_Enable_Params)                        \
+  X(cuptiRangeProfilerDisable, rp_disable, CUpti_RangeProfiler_Disable_Params)                     \
   X(cuptiRangeProfilerGetCounterDataSize, rp_data_size,                                            \
     CUpti_RangeProfiler_GetCounterDataSize_Params)                                                 \
   X(cuptiRangeProfilerCounterDataImageInitialize, rp_data_init,                                    \
@@ -253,6 +254,34 @@ static const chip_metrics *metrics_for(const char *chip) {
   return NULL;
 }
 
+/* A range profiler object for ctx and a counter data image sized for it. */
+static bool enable_object(CUcontext ctx) {
+  CUpti_RangeProfiler_Enable_Params en = {.structSize =
+                                              CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
+  en.ctx = ctx;
+  CALL(rp_enable, en);
+  g_obj = en.pRangeProfilerObject;
+  g_ctx = ctx;
+  CUpti_RangeProfiler_GetCounterDataSize_Params ds = {
+      .structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
+  ds.pRangeProfilerObject = g_obj;
+  ds.pMetricNames = g_metrics;
+  ds.numMetrics = (size_t)g_nmetrics;
+  ds.maxNumOfRanges = MAX_RANGES;
+  ds.maxNumRangeTreeNodes = MAX_RANGES;
+  CALL(rp_data_size, ds);
+  if (!g_data || ds.counterDataSize != g_data_size) {
+    free(g_data);
+    g_data_size = ds.counterDataSize;
+    g_data = malloc(g_data_size ? g_data_size : 1);
+  }
+  if (!g_data) {
+    set_unavailable("%s", "out of memory for the counter data image", CUPTI_SUCCESS);
+    return false;
+  }
+  return true;
+}
+
 /* The one-time setup; runs on the first sampled call's thread with g_busy held. */
 static bool init(void) {
   if (strcmp(mpp_cupti_status(), "ok")) {
@@ -374,39 +403,21 @@ static bool init(void) {
   CALL(host_passes, np);
   g_passes = np.numOfPasses;
 
-  CUpti_RangeProfiler_Enable_Params en = {.structSize =
-                                              CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
-  en.ctx = ctx;
-  CALL(rp_enable, en);
-  g_obj = en.pRangeProfilerObject;
-  g_ctx = ctx;
-
-  CUpti_RangeProfiler_GetCounterDataSize_Params ds = {
-      .structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
-  ds.pRangeProfilerObject = g_obj;
-  ds.pMetricNames = g_metrics;
-  ds.numMetrics = (size_t)g_nmetrics;
-  ds.maxNumOfRanges = MAX_RANGES;
-  ds.maxNumRangeTreeNodes = MAX_RANGES;
-  CALL(rp_data_size, ds);
-  g_data_size = ds.counterDataSize;
-  g_data = malloc(g_data_size ? g_data_size : 1);
-  if (!g_data) {
-    set_unavailable("%s", "out of memory for the counter data image", CUPTI_SUCCESS);
-    return false;
-  }
+  if (!enable_object(ctx)) return false;
   atomic_store(&g_state, ST_READY);
   return true;
 }
 
-/* Per call: a fresh counter data image, the configuration, start. */
-static bool start_session(void) {
+/* Per call: a fresh counter data image, the configuration, start. On
+ * failure *ret_what names the call. */
+static CUptiResult try_start(const char **ret_what) {
   CUpti_RangeProfiler_CounterDataImage_Initialize_Params di = {
       .structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
   di.pRangeProfilerObject = g_obj;
   di.counterDataSize = g_data_size;
   di.pCounterData = g_data;
-  CALL(rp_data_init, di);
+  CUptiResult r = api.rp_data_init(&di);
+  if (r != CUPTI_SUCCESS) return *ret_what = tc_sym_rp_data_init, r;
   CUpti_RangeProfiler_SetConfig_Params sc = {.structSize =
                                                  CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
   sc.pRangeProfilerObject = g_obj;
@@ -421,11 +432,46 @@ static bool start_session(void) {
   sc.minNestingLevel = 1;
   sc.passIndex = 0;
   sc.targetNestingLevel = 1;
-  CALL(rp_set_config, sc);
+  r = api.rp_set_config(&sc);
+  if (r != CUPTI_SUCCESS) return *ret_what = tc_sym_rp_set_config, r;
   CUpti_RangeProfiler_Start_Params st = {.structSize =
                                              CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
   st.pRangeProfilerObject = g_obj;
-  CALL(rp_start, st);
+  r = api.rp_start(&st);
+  if (r != CUPTI_SUCCESS) return *ret_what = tc_sym_rp_start, r;
+  return CUPTI_SUCCESS;
+}
+
+static uint64_t g_sessions; /* sessions started on g_obj (g_busy held) */
+
+/* NVIDIA's sample configures once and starts once; the docs allow resetting
+ * the image. Should a CUPTI refuse a second configuration of the same object,
+ * the object is disabled and enabled afresh (what tools that profile one
+ * measurement at a time do) and the session tried once more. */
+static bool start_session(void) {
+  const char *what = NULL;
+  CUptiResult r = try_start(&what);
+  if (r != CUPTI_SUCCESS && g_sessions > 0) {
+    mpp_log(1, "--tc-counters: %s refused a new session (%d): enabling the range profiler again",
+            what, (int)r);
+    CUpti_RangeProfiler_Disable_Params dp = {.structSize =
+                                                 CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
+    dp.pRangeProfilerObject = g_obj;
+    CUptiResult rd = api.rp_disable(&dp);
+    g_obj = NULL;
+    g_sessions = 0;
+    if (rd != CUPTI_SUCCESS) {
+      set_unavailable(NULL, tc_sym_rp_disable, rd);
+      return false;
+    }
+    if (!enable_object(g_ctx)) return false;
+    r = try_start(&what);
+  }
+  if (r != CUPTI_SUCCESS) {
+    set_unavailable(NULL, what, r);
+    return false;
+  }
+  g_sessions++;
   return true;
 }
 

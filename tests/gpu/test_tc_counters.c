@@ -284,6 +284,23 @@ static void counters_override_a_misleading_kernel_name(void **state) {
   cJSON_Delete(raw);
 }
 
+/* A CUPTI that configures a range profiler object only once: mpprof disables
+ * and enables it again before the next profiled call, and every site is still
+ * measured. */
+static void a_cupti_that_configures_an_object_once_gets_a_fresh_object_per_call(void **state) {
+  (void)state;
+  const char *env[] = {"SIMCUDA_RP_ONE_SESSION=1", NULL};
+  const char *dir = outdir("one_session");
+  run_mlp(dir, "fp16", "2", "--tc-counters", env);
+  cJSON *raw = load_raw(dir);
+  assert_string_equal(str(raw, "tc_counters.status"), "ok");
+  int nsites = cJSON_GetArraySize(get(raw, "sites"));
+  assert_int_equal(num(raw, "tc_counters.ops_profiled"), nsites);
+  assert_int_equal(num(raw, "tc_counters.kernels_profiled"), nsites);
+  check_raw_kernels(raw, 1, 1);
+  cJSON_Delete(raw);
+}
+
 /* A reason that names the cause; the report is otherwise complete. */
 static void check_unavailable(const char *dir, const char *reason_part) {
   cJSON *raw = load_raw(dir);
@@ -457,6 +474,7 @@ int main(void) {
       cmocka_unit_test(fp32_gemms_are_off_tensor_cores_by_counters),
       cmocka_unit_test(ga100_metrics_decide_fp16_gemms_too),
       cmocka_unit_test(counters_override_a_misleading_kernel_name),
+      cmocka_unit_test(a_cupti_that_configures_an_object_once_gets_a_fresh_object_per_call),
       cmocka_unit_test(insufficient_privileges_leave_a_complete_report_decided_by_names),
       cmocka_unit_test(a_chip_without_known_tensor_metrics_is_named_as_the_reason),
       cmocka_unit_test(cupti_held_by_another_tool_makes_counters_unavailable),

@@ -33,7 +33,10 @@
  * GH100), SIMCUDA_PROFILER_DENIED=1 (cuptiRangeProfilerEnable answers
  * CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, as without admin rights on counters),
  * SIMCUDA_TC_TRUTH=substring=0|1[,...] (kernels whose name contains the
- * substring get that truth: lets a test give a kernel a misleading name). */
+ * substring get that truth: lets a test give a kernel a misleading name),
+ * SIMCUDA_RP_ONE_SESSION=1 (SetConfig on an object that already ran a session
+ * answers CUPTI_ERROR_INVALID_OPERATION: a CUPTI that wants a fresh
+ * cuptiRangeProfilerEnable per measurement). */
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -129,6 +132,7 @@ struct rp_object {
   size_t max_per_pass = 0;
   std::vector<range> pending;
   size_t dropped = 0;
+  size_t sessions = 0;          /* Start calls */
   size_t layout_max_ranges = 0; /* from GetCounterDataSize */
   std::vector<std::string> layout_metrics;
 };
@@ -453,6 +457,8 @@ SIM_API CUptiResult cuptiRangeProfilerSetConfig(CUpti_RangeProfiler_SetConfig_Pa
   rp_object *r = object_of(p->pRangeProfilerObject);
   if (!r) return CUPTI_ERROR_INVALID_PARAMETER;
   if (r->state == rp_state::started) return CUPTI_ERROR_INVALID_OPERATION;
+  const char *once = getenv("SIMCUDA_RP_ONE_SESSION");
+  if (once && !strcmp(once, "1") && r->sessions > 0) return CUPTI_ERROR_INVALID_OPERATION;
   /* simcuda implements what mpprof uses: auto range with kernel replay. */
   if (p->replayMode != CUPTI_KernelReplay) return CUPTI_ERROR_NOT_SUPPORTED;
   r->data = p->pCounterDataImage;
@@ -473,6 +479,7 @@ SIM_API CUptiResult cuptiRangeProfilerStart(CUpti_RangeProfiler_Start_Params *p)
   if (!r->data) return CUPTI_ERROR_INVALID_OPERATION;
   r->pending.clear();
   r->dropped = 0;
+  r->sessions++;
   r->state = rp_state::started;
   return CUPTI_SUCCESS;
 }
