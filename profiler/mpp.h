@@ -173,7 +173,7 @@ void mpp_call_end(mpp_call *c, mpp_op *op, bool ok);
 void mpp_call_autotune(const mpp_op *op);
 
 /* --- sites (sites.c) --- */
-#define MPP_SITE_TC_VALUES 3 /* == MPP_TC_MAX_METRICS (profiler/gpu/gpu.h) */
+#define MPP_SITE_TC_VALUES 4 /* == MPP_TC_MAX_METRICS (profiler/gpu/gpu.h) */
 typedef struct mpp_site_kernel_t {
   char *name;
   uint64_t count;

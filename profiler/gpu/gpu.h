@@ -34,9 +34,15 @@ void mpp_cupti_flush(void);          /* at exit / checkpoint: flush and drain ev
 const char *mpp_cupti_status(void);  /* ok | disabled | unavailable | held_by_other_subscriber | error */
 uint64_t mpp_cupti_dropped(void);
 void *mpp_cupti_handle(void);        /* the dlopen'ed libcupti (NULL when none): tc_counters.c */
+/* runtime.c's atfork handlers: the parse lock held across fork (no parse, which
+ * allocates, in progress in another thread), released in the parent, re-created
+ * in the child. Callable before mpp_cupti_start. */
+void mpp_cupti_fork_prepare(void);
+void mpp_cupti_fork_parent(void);
+void mpp_cupti_fork_child(void);
 
 /* --- Tensor Core hardware counters (tc_counters.c, MPPROF_TC_COUNTERS) --- */
-#define MPP_TC_MAX_METRICS 3
+#define MPP_TC_MAX_METRICS 4
 /* -1: not requested; 0: the first call of each site; N: every Nth call of each site. */
 int mpp_tc_every(void);
 bool mpp_tc_requested(void);

@@ -97,20 +97,22 @@ typedef struct chip_metrics {
 
 static const chip_metrics chips[] = {
     {"GA100",
-     {"sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__pipe_tensor_op_hmma_cycles_active.sum",
-      NULL}},
+     {"sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_imma.sum",
+      "sm__inst_executed_pipe_tensor_op_dmma.sum", "sm__pipe_tensor_cycles_active.sum"}},
     {"GA10",
-     {"sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__pipe_tensor_op_hmma_cycles_active.sum",
-      NULL}},
+     {"sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_imma.sum",
+      "sm__inst_executed_pipe_tensor_op_dmma.sum", "sm__pipe_tensor_cycles_active.sum"}},
     {"GH100",
      {"sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_gmma.sum",
-      "sm__pipe_tensor_op_hmma_cycles_active.sum"}},
+      "sm__inst_executed_pipe_tensor_op_dmma.sum", "sm__pipe_tensor_cycles_active.sum"}},
     {"AD10",
      {"sm__inst_executed_pipe_tensor_op_hmma_v2.sum",
-      "sm__pipe_tensor_op_hmma_cycles_active_v2.sum", NULL}},
+      "sm__pipe_tensor_op_hmma_cycles_active_v2.sum", "sm__pipe_tensor_op_hmma_cycles_active.sum",
+      "sm__pipe_tensor_cycles_active_v2.sum"}},
     {"GB10",
      {"sm__inst_executed_pipe_tensor_subpipe_hmma.sum",
-      "sm__pipe_tensor_subpipe_hmma_cycles_active.sum", NULL}},
+      "sm__inst_executed_pipe_tensor_subpipe_imma.sum", "sm__pipe_tensor_cycles_active.sum",
+      "sm__pipe_tensor_subpipe_hmma_cycles_active.sum"}},
 };
 
 /* A profiled call waiting for its kernels' activity records. */

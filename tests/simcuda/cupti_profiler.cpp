@@ -62,19 +62,24 @@ struct chip_info {
 const std::vector<chip_info> &chips() {
   static const std::vector<chip_info> c = {
       {"GA100",
-       {"sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__pipe_tensor_op_hmma_cycles_active.sum",
+       {"sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_imma.sum",
+        "sm__inst_executed_pipe_tensor_op_dmma.sum", "sm__pipe_tensor_op_hmma_cycles_active.sum",
         "sm__pipe_tensor_cycles_active.sum"}},
       {"GA102",
-       {"sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__pipe_tensor_op_hmma_cycles_active.sum",
+       {"sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_imma.sum",
+        "sm__inst_executed_pipe_tensor_op_dmma.sum", "sm__pipe_tensor_op_hmma_cycles_active.sum",
         "sm__pipe_tensor_cycles_active.sum"}},
       {"GH100",
        {"sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_gmma.sum",
-        "sm__pipe_tensor_op_hmma_cycles_active.sum", "sm__pipe_tensor_cycles_active.sum"}},
+        "sm__inst_executed_pipe_tensor_op_dmma.sum", "sm__pipe_tensor_op_hmma_cycles_active.sum",
+        "sm__pipe_tensor_cycles_active.sum"}},
       {"AD102",
        {"sm__inst_executed_pipe_tensor_op_hmma_v2.sum",
-        "sm__pipe_tensor_op_hmma_cycles_active_v2.sum", "sm__pipe_tensor_cycles_active_v2.sum"}},
+        "sm__pipe_tensor_op_hmma_cycles_active_v2.sum", "sm__pipe_tensor_op_hmma_cycles_active.sum",
+        "sm__pipe_tensor_cycles_active_v2.sum"}},
       {"GB100",
        {"sm__inst_executed_pipe_tensor_subpipe_hmma.sum",
+        "sm__inst_executed_pipe_tensor_subpipe_imma.sum", "sm__pipe_tensor_cycles_active.sum",
         "sm__pipe_tensor_subpipe_hmma_cycles_active.sum"}},
       {"TU102", {"sm__pipe_tensor_cycles_active.sum"}},
   };
@@ -93,9 +98,11 @@ const char *sim_chip() {
   return v && *v ? v : "GH100";
 }
 
+enum class mma { hmma, wgmma, imma, dmma };
+
 struct range {
   bool tc;
-  bool wgmma;
+  mma kind; /* which instruction class a Tensor Core kernel issues */
   double warps;
 };
 
@@ -193,13 +200,19 @@ bool valid_data(const uint8_t *data, size_t size) {
   return h->magic == DATA_MAGIC && size == data_size(h->max_ranges, h->nmetrics);
 }
 
+/* Instruction counts by class (GH100: wgmma kernels under _gmma; other chips
+ * count every 16-bit / tf32 / fp8 MMA under _hmma), cycle counts for any class. */
 double metric_value(const std::string &metric, const range &r) {
   if (!r.tc) return 0;
-  bool inst = metric.find("inst_executed") != std::string::npos;
-  if (metric.find("_gmma") != std::string::npos) return r.wgmma ? 16 * r.warps : 0;
-  if (metric.find("_hmma") != std::string::npos && inst && !strcmp(sim_chip(), "GH100"))
-    return r.wgmma ? 0 : 16 * r.warps;
-  return inst ? 16 * r.warps : 64 * r.warps;
+  if (metric.find("inst_executed") == std::string::npos) return 64 * r.warps;
+  bool gh100 = !strcmp(sim_chip(), "GH100");
+  mma k = r.kind == mma::wgmma && !gh100 ? mma::hmma : r.kind;
+  bool counted = metric.find("_gmma") != std::string::npos   ? k == mma::wgmma
+                 : metric.find("_dmma") != std::string::npos ? k == mma::dmma
+                 : metric.find("_imma") != std::string::npos ? k == mma::imma
+                 : metric.find("_hmma") != std::string::npos ? k == mma::hmma
+                                                             : false;
+  return counted ? 16 * r.warps : 0;
 }
 
 } // namespace
@@ -212,8 +225,11 @@ extern "C" void simcuda_rp_kernel(const simcuda_kernel_event *ev) {
   const char *name = k->name ? k->name : "";
   double blocks = (double)k->grid[0] * k->grid[1] * k->grid[2];
   double warps = blocks * ((k->block[0] * k->block[1] * k->block[2] + 31) / 32);
-  range r{uses_tensor_pipe(name), strstr(name, "sm90") != nullptr || !strncmp(name, "nvjet", 5),
-          warps};
+  mma kind = strstr(name, "f64")                                  ? mma::dmma
+             : strstr(name, "i8i32") || strstr(name, "_i8_")      ? mma::imma
+             : strstr(name, "sm90") || !strncmp(name, "nvjet", 5) ? mma::wgmma
+                                                                  : mma::hmma;
+  range r{uses_tensor_pipe(name), kind, warps};
   if (active->pending.size() >= active->max_per_pass)
     active->dropped++;
   else
