@@ -493,7 +493,7 @@ typedef struct f32_fast {
   pair_state *pairs;              /* AVX-512 exponent pairs (NULL for AVX2) */
   uint64_t recent_escapes;        /* values outside the window in the last kernel call */
   bool ok;
-  bool use_planes; /* fp32 through f32_plane_kernel() */
+  bool use_planes; /* fp32, fp16, bf16 through plane_kernel() */
   plane_tables plane_tab;
   unsigned plane_skip;  /* blocks the plane kernel sits out */
   unsigned plane_fails; /* consecutive blocks that failed its check */
@@ -1041,7 +1041,7 @@ PLANE_INLINE void plane_add_words(uint16_t *w, __m512i bytes) {
 /* One vector: the statistics kept per lane, and its three planes. */
 #define PLANE_ONE(q, X0, X1, X2)                                                                   \
   do {                                                                                             \
-    __m512i v = _mm512_loadu_si512(q);                                                             \
+    __m512i v = plane_load(p, q, kind);                                                            \
     __m512i a = _mm512_and_si512(v, absmask);                                                      \
     smax = _mm512_max_epi32(smax, v);                                                              \
     umax = _mm512_max_epu32(umax, v);                                                              \
@@ -1069,9 +1069,19 @@ PLANE_INLINE void plane_add_words(uint16_t *w, __m512i bytes) {
     PLANE_CSA(C2, ones2, ones2, x2, y2);                                                           \
   } while (0)
 
-/* nvec vectors from p (a multiple of 8, at most PLANE_BLOCK_VECTORS) into o. */
-__attribute__((target(PLANE_ISA), noinline)) static void
-f32_plane_kernel(plane_out *o, const plane_tables *T, const float *p, uint64_t nvec) {
+/* Sixteen elements from element i of p as fp32 bits: fp32 (kind 0), fp16
+ * (1) or bf16 (2) widened exactly. */
+PLANE_INLINE __m512i plane_load(const void *p, uint64_t i, int kind) {
+  if (kind == 0) return _mm512_loadu_si512((const float *)p + i);
+  __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i));
+  if (kind == 1) return _mm512_castps_si512(_mm512_cvtph_ps(h));
+  return _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
+}
+
+/* nvec vectors from p (a multiple of 8, at most PLANE_BLOCK_VECTORS) into
+ * o; kind as for plane_load(), a constant in each caller below. */
+PLANE_INLINE void plane_kernel(plane_out *o, const plane_tables *T, const void *p, uint64_t nvec,
+                               int kind) {
   const __m512i absmask = _mm512_set1_epi32(0x7fffffff), one = _mm512_set1_epi32(1);
   const __m512i zero = _mm512_setzero_si512();
   const __m512i minus_one = _mm512_set1_epi32(-1);
@@ -1094,7 +1104,7 @@ f32_plane_kernel(plane_out *o, const plane_tables *T, const float *p, uint64_t n
     uint64_t end = nvec - chunk < PLANE_CHUNK_VECTORS ? nvec : chunk + PLANE_CHUNK_VECTORS;
     __m512i b0 = zero, b1 = zero, b2 = zero;
     for (uint64_t i = chunk; i < end; i += 8) {
-      const float *q = p + 16 * i;
+      uint64_t q = 16 * i;
       __m512i ca0, ca1, ca2, cb0, cb1, cb2, fa0, fa1, fa2, ga0, ga1, ga2, e8;
       PLANE_PAIR(q, ca0, ca1, ca2);
       PLANE_PAIR(q + 32, cb0, cb1, cb2);
@@ -1134,6 +1144,21 @@ f32_plane_kernel(plane_out *o, const plane_tables *T, const float *p, uint64_t n
   _mm512_storeu_si512(o->umax, umax);
   _mm512_storeu_si512(o->aminm1, aminm1);
   _mm512_storeu_si512(o->neg, neg);
+}
+
+__attribute__((target(PLANE_ISA), noinline)) static void
+f32_plane_kernel(plane_out *o, const plane_tables *T, const void *p, uint64_t nvec) {
+  plane_kernel(o, T, p, nvec, 0);
+}
+
+__attribute__((target(PLANE_ISA), noinline)) static void
+f16_plane_kernel(plane_out *o, const plane_tables *T, const void *p, uint64_t nvec) {
+  plane_kernel(o, T, p, nvec, 1);
+}
+
+__attribute__((target(PLANE_ISA), noinline)) static void
+bf16_plane_kernel(plane_out *o, const plane_tables *T, const void *p, uint64_t nvec) {
+  plane_kernel(o, T, p, nvec, 2);
 }
 
 /* The order-preserving integer key of the float with bits u (as key_min). */
@@ -1233,21 +1258,32 @@ static bool plane_commit(mp_stats *s, f32_fast *F, const plane_out *o, uint64_t 
   return true;
 }
 
-/* fp32 in blocks through the plane kernel; blocks that fail its check, the
- * ends, and blocks while the kernel sits out go to f32_run_avx512(). */
-static void f32_run_planes(mp_stats *s, const src_info *I, f32_fast *F, const float *p,
-                           uint64_t n) {
+/* fp32, fp16 or bf16 (kind as for plane_load()) in blocks through the plane
+ * kernel; blocks that fail its check, the ends, and blocks while the kernel
+ * sits out go to the kernel before it (f32_run_avx512() and friends). */
+static void plane_run(mp_stats *s, const src_info *I, f32_fast *F, const void *p, uint64_t n,
+                      int kind) {
   plane_out o;
+  size_t size = kind == 0 ? 4 : 2;
   uint64_t i = 0;
-  while ((n - i) / 16 >= 8) {
+  for (;;) {
     uint64_t nvec = (n - i) / 16;
     if (nvec > PLANE_BLOCK_VECTORS) nvec = PLANE_BLOCK_VECTORS;
     nvec &= ~(uint64_t)7;
+    uint64_t m = nvec ? 16 * nvec : n - i; /* the rest when no block is left */
+    const void *q = (const char *)p + i * size;
     bool done = false;
-    if (F->plane_skip > 0) {
+    if (nvec == 0) {
+      /* the tail goes below */
+    } else if (F->plane_skip > 0) {
       F->plane_skip--;
     } else {
-      f32_plane_kernel(&o, &F->plane_tab, p + i, nvec);
+      if (kind == 0)
+        f32_plane_kernel(&o, &F->plane_tab, q, nvec);
+      else if (kind == 1)
+        f16_plane_kernel(&o, &F->plane_tab, q, nvec);
+      else
+        bf16_plane_kernel(&o, &F->plane_tab, q, nvec);
       done = plane_commit(s, F, &o, nvec);
       if (done) {
         F->plane_fails = 0;
@@ -1257,10 +1293,17 @@ static void f32_run_planes(mp_stats *s, const src_info *I, f32_fast *F, const fl
         F->plane_fails++;
       }
     }
-    if (!done) f32_run_avx512(s, I, F, p + i, 16 * nvec);
-    i += 16 * nvec;
+    if (!done && m > 0) {
+      if (kind == 0)
+        f32_run_avx512(s, I, F, q, m);
+      else if (kind == 1)
+        f16_run_avx512(s, I, F, q, m);
+      else
+        bf16_run_avx512(s, I, F, q, m);
+    }
+    i += m;
+    if (nvec == 0) break;
   }
-  f32_run_avx512(s, I, F, p + i, n - i);
 }
 
 static bool cpu_has_avx512(void) {
@@ -1332,12 +1375,12 @@ static void scan_run(scanner *S, const void *p, uint64_t n) {
     f32_run_avx2(S->s, S->I, S->f32, p, n);
     break;
   case RUN_F32_AVX512:
-    if (S->dtype == MP_FP16)
+    if (S->f32->use_planes)
+      plane_run(S->s, S->I, S->f32, p, n, S->dtype == MP_FP32 ? 0 : S->dtype == MP_FP16 ? 1 : 2);
+    else if (S->dtype == MP_FP16)
       f16_run_avx512(S->s, S->I, S->f32, p, n);
     else if (S->dtype == MP_BF16)
       bf16_run_avx512(S->s, S->I, S->f32, p, n);
-    else if (S->f32->use_planes)
-      f32_run_planes(S->s, S->I, S->f32, p, n);
     else
       f32_run_avx512(S->s, S->I, S->f32, p, n);
     break;
@@ -1408,7 +1451,7 @@ static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
 #ifdef MP_HAVE_X86
     /* With AVX-512, 16-bit sources are widened to fp32 in registers. */
     if (cpu_has_avx512() && impl != MP_SCAN_AVX2 && total >= 16) {
-      start_f32_fast(S, true, true, false);
+      start_f32_fast(S, true, true, impl != MP_SCAN_AVX512_NO_PLANES);
       if (S->kind != RUN_PORTABLE) break;
     }
 #endif
