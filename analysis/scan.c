@@ -6,6 +6,10 @@
  * of every binade for every target, with explicit compares only in the few
  * binades that straddle a threshold (overflow_at, flush_at, subnormal_below).
  * The fast paths reach the same counts with less work per value:
+ * - fp32, fp16, bf16 with AVX-512 VBMI/BITALG/GFNI: the bit-plane kernel
+ *   ("fp32, AVX-512 bit planes" below): exponent counts and threshold counts
+ *   from positional popcounts of one-hot planes, blocks checked once at
+ *   their end; blocks that fail go to the kernels of the next two items.
  * - fp32 (AVX-512, or AVX2): for normal and zero values every cast outcome
  *   follows from ten integer compares of |x|'s bits with the targets'
  *   thresholds, counted in vector lanes; exponents go to eight scalar
