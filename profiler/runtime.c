@@ -220,6 +220,7 @@ void mpp_register_syms(mpp_sym *tab, size_t n) {
 
 static pthread_t checkpoint_thread;
 static bool checkpoint_running;
+static bool checkpoint_entered; /* under checkpoint_mu: the thread runs checkpoint_main */
 static pthread_mutex_t checkpoint_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t checkpoint_cv = PTHREAD_COND_INITIALIZER;
 /* Held by the checkpoint thread for one pass (CUPTI flush + write), and by the
@@ -231,6 +232,10 @@ static void *checkpoint_main(void *arg) {
   (void)arg;
   /* Signals stay blocked (created so): they belong to the application. */
   depth = 1; /* anything this thread calls is mpprof's own */
+  pthread_mutex_lock(&checkpoint_mu);
+  checkpoint_entered = true; /* its start-up is over: see wait_entered */
+  pthread_cond_broadcast(&checkpoint_cv);
+  pthread_mutex_unlock(&checkpoint_mu);
   for (;;) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -253,8 +258,9 @@ static void *checkpoint_main(void *arg) {
     }
     if (!mpp_in_forked_child()) mpp_cupti_flush();
     int err = mpp_raw_write(false);
-    pthread_mutex_unlock(&pass_mu);
+    /* Logged inside the pass: all of it is excluded from a fork (atfork_prepare). */
     if (err < 0) mpp_log(1, "checkpoint not written: %s", strerror(-err));
+    pthread_mutex_unlock(&pass_mu);
   }
   return NULL;
 }
@@ -290,6 +296,26 @@ static void on_exit_handler(void) {
   }
   depth--;
   pthread_mutex_unlock(&pass_mu);
+}
+
+/* Waits until a just created thread runs its own start routine (*flag set
+ * under mu, cv broadcast). Until then the thread is inside the C library's
+ * and a sanitizer's thread start-up, which may hold their internal locks
+ * (gcc 12's ASan: its allocator's and thread registry's, and it has no fork
+ * handlers): a fork at that moment gives a child that inherits them locked
+ * and hangs in its first malloc or in LeakSanitizer's check at exit. The
+ * application forks after the hooked call that activated mpprof returns (a
+ * data-loader worker), or waits in atfork_prepare for activate_mu, held here:
+ * either way, after the start-up. */
+static void wait_entered(pthread_mutex_t *mu, pthread_cond_t *cv, const bool *flag) {
+  int cancel;
+  /* A cancellation point on an application thread holding activate_mu. */
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+  pthread_mutex_lock(mu);
+  while (!*flag)
+    pthread_cond_wait(cv, mu);
+  pthread_mutex_unlock(mu);
+  pthread_setcancelstate(cancel, NULL);
 }
 
 void mpp_activate(void) {
@@ -330,6 +356,7 @@ void mpp_activate(void) {
       mpp_log(1, "no checkpoint thread");
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
+    if (checkpoint_running) wait_entered(&checkpoint_mu, &checkpoint_cv, &checkpoint_entered);
   }
   depth--;
   atomic_store_explicit(&activated, true, memory_order_release);
@@ -357,18 +384,28 @@ static void renew_exit_handler(void) {
   pthread_mutex_unlock(&activate_mu);
 }
 
+/* Held across fork, in this order (the order the threads take them in: a
+ * checkpoint pass holds pass_mu, then CUPTI's parse lock, then the site lock):
+ * no mpprof thread is then inside a checkpoint pass, a CUPTI parse or a hook's
+ * table update. Those allocate; under gcc 12's ASan, whose allocator has no
+ * fork handlers, a child forked mid-allocation would inherit the allocator's
+ * lock held and hang in malloc or in LeakSanitizer's check at exit. */
 static void atfork_prepare(void) {
+  pthread_mutex_lock(&pass_mu);
   pthread_mutex_lock(&activate_mu);
   for (int i = 0; i < nfork_locks; i++)
     pthread_mutex_lock(fork_locks[i]);
+  mpp_cupti_fork_prepare();
   mpp_sites_lock();
 }
 
 static void atfork_parent(void) {
   mpp_sites_unlock();
+  mpp_cupti_fork_parent();
   for (int i = nfork_locks; i-- > 0;)
     pthread_mutex_unlock(fork_locks[i]);
   pthread_mutex_unlock(&activate_mu);
+  pthread_mutex_unlock(&pass_mu);
 }
 
 static void atfork_child(void) {
@@ -380,8 +417,10 @@ static void atfork_child(void) {
   pthread_mutex_init(&pass_mu, NULL);
   for (int i = 0; i < nfork_locks; i++)
     pthread_mutex_init(fork_locks[i], NULL);
+  mpp_cupti_fork_child();
   mpp_sites_reset(); /* also re-creates the sites mutex */
   checkpoint_running = false;
+  checkpoint_entered = false;
   atomic_store(&forked_child, true);
   atomic_store(&activated, false);
   mpp_process_info_reset();

@@ -71,7 +71,8 @@ static pthread_mutex_t g_qmu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_qcv = PTHREAD_COND_INITIALIZER;
 static queued_buf g_queue[MAX_QUEUED];
 static int g_qhead, g_qlen;
-static int g_inflight; /* taken from the queue, not yet parsed */
+static int g_inflight;        /* taken from the queue, not yet parsed */
+static bool g_parser_entered; /* the parser runs parser_main (under g_qmu) */
 
 /* Parsing state: used by one parser at a time. */
 static pthread_mutex_t g_pmu = PTHREAD_MUTEX_INITIALIZER;
@@ -202,14 +203,18 @@ static void parse(const queued_buf *q) {
     }
   }
   if (g_nwait) settle_waiting(false);
+  free(q->buf); /* still under g_pmu: a fork waits for every allocator call of a parse */
   pthread_mutex_unlock(&g_pmu);
-  free(q->buf);
   buffer_done();
 }
 
 static void *parser_main(void *arg) {
   (void)arg;
   queued_buf q;
+  pthread_mutex_lock(&g_qmu);
+  g_parser_entered = true; /* its start-up is over: see start_once */
+  pthread_cond_broadcast(&g_qcv);
+  pthread_mutex_unlock(&g_qmu);
   for (;;)
     if (take_buffer(&q, true)) parse(&q);
   return NULL;
@@ -312,8 +317,21 @@ static void start_once(void) {
   bool started = pthread_create(&t, &attr, parser_main, NULL) == 0;
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&attr);
-  /* Without the thread, buffers are parsed at flush only: still correct. */
-  (void)started;
+  /* Without the thread, buffers are parsed at flush only: still correct.
+   * With it: returns once the thread runs parser_main. Before, it is inside
+   * the C library's and a sanitizer's thread start-up, which may hold their
+   * internal locks (gcc 12's ASan: allocator, thread registry; no fork
+   * handlers): a fork then, right after the hooked call that started CUPTI,
+   * gives a child that hangs in malloc or in LeakSanitizer's exit check. */
+  if (started) {
+    int cancel;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+    pthread_mutex_lock(&g_qmu);
+    while (!g_parser_entered)
+      pthread_cond_wait(&g_qcv, &g_qmu);
+    pthread_mutex_unlock(&g_qmu);
+    pthread_setcancelstate(cancel, NULL);
+  }
   g_status = "ok";
   atomic_store(&g_active, true);
 }
@@ -326,6 +344,21 @@ void mpp_cupti_set_sink(mpp_kernel_sink sink) {
 
 void mpp_cupti_start(void) {
   pthread_once(&g_once, start_once);
+}
+
+/* The parse lock is held across fork (runtime.c's atfork handlers, in their
+ * lock order): no parse, which allocates, is in progress in another thread
+ * when the child's copy of memory is taken. */
+void mpp_cupti_fork_prepare(void) {
+  pthread_mutex_lock(&g_pmu);
+}
+
+void mpp_cupti_fork_parent(void) {
+  pthread_mutex_unlock(&g_pmu);
+}
+
+void mpp_cupti_fork_child(void) {
+  pthread_mutex_init(&g_pmu, NULL); /* the child never parses: it never uses CUPTI */
 }
 
 void mpp_cupti_push(uint64_t op_id) {

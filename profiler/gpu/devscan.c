@@ -64,7 +64,8 @@ static CUlibrary g_library;
 static bool g_library_tried;
 static int g_pending;
 static bool g_thread_started;
-static mp_stats g_scratch; /* decoding buffer, used under g_deliver_mu */
+static bool g_thread_entered; /* the poller runs poll_main (under g_mu) */
+static mp_stats g_scratch;    /* decoding buffer, used under g_deliver_mu */
 static pthread_mutex_t g_deliver_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static bool have_fatbin(void) {
@@ -216,6 +217,10 @@ static int poll_once(const mpp_cu_api *cu, bool drop_errors) {
 
 static void *poll_main(void *arg) {
   (void)arg;
+  pthread_mutex_lock(&g_mu);
+  g_thread_entered = true; /* its start-up is over: see start_thread_locked */
+  pthread_cond_broadcast(&g_cv);
+  pthread_mutex_unlock(&g_mu);
   const mpp_cu_api *cu = mpp_cu();
   if (!cu) return NULL;
   relax(cu); /* our own thread: relaxed for good */
@@ -245,6 +250,16 @@ static void start_thread_locked(void) {
   g_thread_started = pthread_create(&t, &attr, poll_main, NULL) == 0;
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&attr);
+  /* Returns once the poller runs poll_main. Before, it is inside the C
+   * library's and a sanitizer's thread start-up, which may hold their
+   * internal locks (gcc 12's ASan: allocator, thread registry; no fork
+   * handlers): a fork right after the hooked call would give a child that
+   * hangs in malloc or in LeakSanitizer's exit check. */
+  int cancel;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+  while (g_thread_started && !g_thread_entered)
+    pthread_cond_wait(&g_cv, &g_mu);
+  pthread_setcancelstate(cancel, NULL);
 }
 
 static unsigned grid_for(const ctx_state *cs, const mpp_scan_params *p) {
