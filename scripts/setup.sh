@@ -3,7 +3,7 @@
 # otherwise prints the exact apt-get line and stops), then configures and
 # builds a meson build directory.
 
-MPPROF_PACKAGES=(meson ninja-build pkg-config gcc clang libcjson-dev libpng-dev libcmocka-dev)
+MPPROF_PACKAGES=(meson ninja-build pkg-config gcc g++ clang python3 libcjson-dev libpng-dev libcmocka-dev)
 
 mpprof_install_packages() {
   local missing=() p
