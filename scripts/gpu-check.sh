@@ -16,6 +16,8 @@
 #      mlp_train); runs then use LD_PRELOAD without the mpprof launcher and
 #      are judged from the raw files (no HTML report).
 # Checks:
+#   - cuobjdump (when installed) lists exactly the architectures that
+#     `mpprof --version` reads from the embedded fatbin
 #   - device scan vs host scanner, bit-identical (every dtype, random and
 #     boundary data, all 8/16-bit patterns, misaligned and strided views), and
 #     its bandwidth against a device-to-device copy in the same run (aim 0.85)
@@ -49,7 +51,7 @@ while [ $# -gt 0 ]; do
     -o) [ $# -ge 2 ] || { echo "gpu-check: -o needs a directory" >&2; exit 2; }
         OUT=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -159,6 +161,21 @@ else
 fi
 if [ $USE_CLI = 1 ]; then
   row "mpprof --version" PASS "$(grep 'device code' "$LOG/version.txt" | cut -c1-80)"
+  # NVIDIA's own tool (not in every toolkit install) must list exactly the
+  # architectures mpprof's fatbin reader reports.
+  CUOBJDUMP=$CUDA/bin/cuobjdump
+  [ -x "$CUOBJDUMP" ] || CUOBJDUMP=$(command -v cuobjdump || true)
+  want=$(sed -n 's/^device code: \(.*\) (embedded in .*/\1/p' "$LOG/version.txt")
+  if [ -n "$CUOBJDUMP" ] && [ -n "$want" ]; then
+    if tmo "$(left 30)" sh "$ROOT/tests/gpu/cuobjdump_archs.sh" "$CUOBJDUMP" "$LIB" "$want" \
+         >"$LOG/cuobjdump.txt" 2>&1; then
+      row "cuobjdump lists the embedded archs" PASS "$want"
+    else
+      row "cuobjdump lists the embedded archs" FAIL "$(tail -2 "$LOG/cuobjdump.txt" | tr '\n' ' ' | cut -c1-90)"
+    fi
+  else
+    row "cuobjdump lists the embedded archs" SKIP "${CUOBJDUMP:+no device code in this build}${CUOBJDUMP:-cuobjdump not installed}"
+  fi
 fi
 say "build: $MODE in $B ($(($(date +%s) - T0)) s)"
 
