@@ -85,7 +85,11 @@ typedef struct be_shadow {
 
 static pthread_mutex_t shadows_mu = PTHREAD_MUTEX_INITIALIZER;
 static be_shadow **shadows; /* open addressing by descriptor */
-static uint32_t shadows_cap, nshadows;
+/* nused counts live shadows and tombstones: a lookup of an absent descriptor
+ * probes until an empty slot, so tombstones must not use up the empty slots
+ * (a program creating and destroying a variant pack per execution would
+ * otherwise make every miss scan the whole table). */
+static uint32_t shadows_cap, nshadows, nused;
 static be_shadow *const TOMB = (be_shadow *)(uintptr_t)1;
 
 __attribute__((constructor)) static void shadows_fork_protect(void) {
@@ -107,8 +111,12 @@ static be_shadow *find_locked(void *d) {
   return NULL;
 }
 
-static bool grow_locked(void) {
-  uint32_t cap = shadows_cap ? shadows_cap * 2 : 1024;
+/* Rebuilds the table without tombstones, doubling it when live shadows
+ * would fill more than a quarter of it: at least a quarter of the slots are
+ * then free for inserts before the next rebuild (amortised O(1)). */
+static bool rebuild_locked(void) {
+  uint32_t cap = shadows_cap ? shadows_cap : 1024;
+  if ((nshadows + 1) * 4 > cap) cap *= 2;
   be_shadow **t = calloc(cap, sizeof *t);
   if (!t) return false;
   for (uint32_t i = 0; i < shadows_cap; i++)
@@ -121,6 +129,7 @@ static bool grow_locked(void) {
   free(shadows);
   shadows = t;
   shadows_cap = cap;
+  nused = nshadows;
   return true;
 }
 
@@ -162,7 +171,7 @@ static void on_create(int type, void *desc) {
   s->desc = desc;
   s->type = type;
   pthread_mutex_lock(&shadows_mu);
-  if (nshadows >= MAX_SHADOWS || ((nshadows + 1) * 2 > shadows_cap && !grow_locked())) {
+  if (nshadows >= MAX_SHADOWS || ((nused + 1) * 2 > shadows_cap && !rebuild_locked())) {
     pthread_mutex_unlock(&shadows_mu);
     free(s);
     mpp_note_incomplete("cudnn_shadows",
@@ -173,6 +182,7 @@ static void on_create(int type, void *desc) {
   uint32_t j = slot(desc) & (shadows_cap - 1);
   while (shadows[j] && shadows[j] != TOMB)
     j = (j + 1) & (shadows_cap - 1);
+  if (!shadows[j]) nused++; /* a reused tombstone was counted already */
   shadows[j] = s;
   nshadows++;
   pthread_mutex_unlock(&shadows_mu);

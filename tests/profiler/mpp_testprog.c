@@ -10,6 +10,8 @@
  *   forkidle      GEMM, fork; the child only prints and exits 0 (a data-loader worker)
  *   autotune      cuDNN backend forward conv: plans A, B (autotuning), then A three times;
  *                 tensor descriptors destroyed once the graph is built, as frontends do
+ *   churn D       autotune, with D backend descriptors created and destroyed (512 live at
+ *                 most) before each of the five executions
  *   wrongpack     the autotune setup, then cudnnBackendExecute given the operation
  *                 descriptor where the variant pack belongs, and a variant pack never
  *                 finalized (cuDNN refuses both), then the autotune executions
@@ -487,7 +489,7 @@ static cudnnBackendDescriptor_t be_tensor(int64_t uid, const int64_t dims[4]) {
   return t;
 }
 
-static int mode_autotune(bool wrong_pack) {
+static int mode_autotune(bool wrong_pack, int churn) {
   enum { B = 1, C = 4, K = 4, HW = 8, R = 3 };
   const cudnnBackendAttributeType_t D = CUDNN_TYPE_BACKEND_DESCRIPTOR;
   cudnnHandle_t h;
@@ -583,6 +585,18 @@ static int mode_autotune(bool wrong_pack) {
     CK(cudnnBackendDestroyDescriptor(vp));
   }
   for (int i = 0; i < 5; i++) {
+    /* Descriptors created and destroyed in bulk between executions (a
+     * frontend that builds graphs per call): the profiler's table of them is
+     * rebuilt several times while the plans must stay followed. */
+    for (int done = 0; done < churn;) {
+      cudnnBackendDescriptor_t t[512];
+      int n = churn - done < 512 ? churn - done : 512;
+      for (int j = 0; j < n; j++)
+        t[j] = be_new(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+      for (int j = 0; j < n; j++)
+        CK(cudnnBackendDestroyDescriptor(t[j]));
+      done += n;
+    }
     cudnnBackendDescriptor_t vp = be_new(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
     CK(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids));
     CK(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3,
@@ -718,8 +732,9 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "mathmode")) return mode_mathmode();
   if (!strcmp(mode, "threads")) return mode_threads(arg);
   if (!strcmp(mode, "fork")) return mode_fork();
-  if (!strcmp(mode, "autotune")) return mode_autotune(false);
-  if (!strcmp(mode, "wrongpack")) return mode_autotune(true);
+  if (!strcmp(mode, "autotune")) return mode_autotune(false, 0);
+  if (!strcmp(mode, "wrongpack")) return mode_autotune(true, 0);
+  if (!strcmp(mode, "churn")) return mode_autotune(false, arg);
   if (!strcmp(mode, "forkidle")) return mode_forkidle();
   if (!strcmp(mode, "capture")) return mode_capture();
   if (!strcmp(mode, "chdir")) return mode_chdir(argc > 2 ? argv[2] : NULL);

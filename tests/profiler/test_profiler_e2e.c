@@ -355,6 +355,24 @@ static void cudnn_autotuning_executions_are_counted_apart(void **state) {
   free_raws(&r);
 }
 
+/* 4 x 3000 descriptors created and destroyed around the executions: the
+ * shadow table is rebuilt (tombstones dropped, grown) many times, and the
+ * plans, graph and variant packs are still followed exactly. */
+static void descriptor_churn_keeps_the_backend_plans_followed(void **state) {
+  (void)state;
+  const char *dir = outdir("churn");
+  char *argv[] = {(char *)testprog, "churn", "3000", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(nsites(r.doc[0]), 1);
+  cJSON *s = site(r.doc[0], "cudnnBackendExecute", "conv", "conv_fwd");
+  assert_int_equal(num(s, "calls"), 4);
+  assert_int_equal(num(s, "autotune_calls"), 1);
+  assert_int_equal(num(s, "conv.c"), 4);
+  assert_false(cJSON_IsTrue(cJSON_GetObjectItem(r.doc[0], "incomplete")));
+  free_raws(&r);
+}
+
 /* The application passes an operation descriptor where the variant pack
  * belongs, then a variant pack it never finalized (pointers not valid yet):
  * cuDNN refuses both calls and reads nothing. mpprof must not read that
@@ -772,6 +790,7 @@ int main(void) {
       cmocka_unit_test(a_wrong_descriptor_type_as_variant_pack_is_refused_not_scanned),
       cmocka_unit_test(inner_cublasLt_call_under_cublasGemmEx_is_recorded_once),
       cmocka_unit_test(a_64_group_gemm_on_a_small_thread_stack_is_recorded_per_group),
+      cmocka_unit_test(descriptor_churn_keeps_the_backend_plans_followed),
       cmocka_unit_test(direct_cublasLt_call_is_recorded_with_its_descriptor),
       cmocka_unit_test(every_cublas_gemm_entry_point_is_recorded),
       cmocka_unit_test(math_mode_set_on_the_handle_is_recorded),
