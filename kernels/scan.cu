@@ -10,7 +10,9 @@
  * rarely taken path for the few binades holding a cast threshold, register
  * counters and extrema reduced per warp, and one global atomic merge per
  * block. Min/max are ordered-integer keys (-0 < +0), NaNs are counted and
- * never compared. Kernels are extern "C" so CUPTI shows "mpp_scan_<src>". */
+ * never compared. Kernels are extern "C" so CUPTI shows "mpp_scan_<src>".
+ * Batched GEMMs by pointer array take the general (non-flat) path, each
+ * element's matrix base read from the device-resident array. */
 #include <stdint.h>
 
 #include "scan_abi.h"
@@ -157,7 +159,9 @@ __device__ void scan_patterns(const mpp_scan_params &p, unsigned int *hist_base)
     const uint64_t per = p.rows * p.cols;
     for (uint64_t i = (uint64_t)blockIdx.x * MPP_BLOCK + tid; i < p.n; i += grid) {
       uint64_t b = i / per, rc = i - b * per, c = rc / p.rows, r = rc - c * p.rows;
-      atomicAdd(&wh[data[(int64_t)b * p.batch_stride + (int64_t)(c * p.ld + r)]], 1u);
+      const unsigned char *m =
+          p.ptrs ? (const unsigned char *)p.ptrs[b] : data + (int64_t)b * p.batch_stride;
+      atomicAdd(&wh[m[c * p.ld + r]], 1u);
     }
   }
   __syncthreads();
@@ -233,7 +237,10 @@ template <int SRC, typename T> __device__ void scan_general(const mpp_scan_param
       T raw = 0;
       if (valid) {
         uint64_t b = i / per, rc = i - b * per, c = rc / p.rows, r = rc - c * p.rows;
-        raw = data[(int64_t)b * p.batch_stride + (int64_t)(c * p.ld + r)];
+        /* Pointer array: neighbouring threads share b, so the base pointer
+         * load hits the same cached line; the branch is uniform. */
+        const T *m = p.ptrs ? (const T *)p.ptrs[b] : data + (int64_t)b * p.batch_stride;
+        raw = m[c * p.ld + r];
       }
       scan_element<SRC, T>(p, sh, a, raw, valid, lane);
     }

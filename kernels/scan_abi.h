@@ -45,7 +45,10 @@ typedef struct mpp_scan_fmt {
 } mpp_scan_fmt;
 
 /* Launch parameters (passed by value). Layout: column-major `rows` x `cols`
- * with leading dimension `ld`, `batch` matrices `batch_stride` elements apart. */
+ * with leading dimension `ld`, `batch` matrices `batch_stride` elements apart,
+ * or (ptrs set) `batch` matrices at the addresses held in the pointer array
+ * `ptrs` (cublas*Batched): matrix b starts at ptrs[b], read by the kernel
+ * itself from device memory so the host never waits for the array. */
 typedef struct mpp_scan_params {
   const void *data;
   uint64_t rows, cols, ld, batch;
@@ -58,6 +61,9 @@ typedef struct mpp_scan_params {
   void *result; /* device pointer to a zeroed mpp_scan_result */
   uint64_t thr[MPP_SCAN_TARGETS][MPP_SCAN_LEVELS]; /* |x| bits; UINT64_MAX = never reached */
   int thr_bin[MPP_SCAN_TARGETS][MPP_SCAN_LEVELS];  /* binade index (e - hist_lo) or NO_BIN */
+  /* Appended: device pointer to `batch` matrix base pointers, or NULL (then
+   * matrix b is data + b * batch_stride). Set: data is NULL, flat is 0. */
+  const void *const *ptrs;
 } mpp_scan_params;
 
 /* Zero-initialised record (cuMemsetD8Async): maxima of keys, so "none" is 0. */

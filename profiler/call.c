@@ -170,9 +170,13 @@ bool mpp_host_readable(const void *p) {
   return p && mem_kind(p) == MPP_MEM_HOST;
 }
 
-static void device_scan(mpp_call *c, const mpp_op *op, int ri, const mp_view *v) {
+/* ptrs: a batch by pointer array in device memory (v gives the matrices'
+ * shape and count), scanned whole by the kernel reading the array itself. */
+static void device_scan(mpp_call *c, const mpp_op *op, int ri, const mp_view *v,
+                        const void *const *ptrs) {
   void *cookie = (void *)(uintptr_t)((((uintptr_t)c->site << 3) | (uintptr_t)ri) + 1);
-  int rc = mpp_devscan_enqueue(op->stream, v, devscan_sink, cookie);
+  int rc = ptrs ? mpp_devscan_enqueue_ptrs(op->stream, v, ptrs, devscan_sink, cookie)
+                : mpp_devscan_enqueue(op->stream, v, devscan_sink, cookie);
   if (rc == -EBUSY)
     c->ns_counts[MPP_NS_RING_FULL]++;
   else if (rc < 0)
@@ -190,8 +194,16 @@ static void scan_role(mpp_call *c, const mpp_op *op, int ri) {
     return;
   }
   if (r->ptr_array) {
-    /* A batch of matrices by pointer: the array itself must be readable here. */
-    if (mem_kind(r->ptr_array) != MPP_MEM_HOST) {
+    /* A batch of matrices by pointer. In device memory (what cuBLAS requires
+     * on a GPU): the device scanner reads the array on the GPU, the whole
+     * batch in one scan. Readable here (simcuda): the host scanner follows
+     * it. Anything else (managed, unknown) is not followed. */
+    mpp_mem_kind k = mem_kind(r->ptr_array);
+    if (k == MPP_MEM_DEVICE) {
+      device_scan(c, op, ri, &r->view, r->ptr_array);
+      return;
+    }
+    if (k != MPP_MEM_HOST) {
       c->ns_counts[MPP_NS_DEVICE_UNAVAILABLE]++;
       return;
     }
@@ -217,7 +229,7 @@ static void scan_role(mpp_call *c, const mpp_op *op, int ri) {
   if (mem_kind(r->view.data) == MPP_MEM_HOST)
     host_scan(c, ri, &r->view);
   else
-    device_scan(c, op, ri, &r->view);
+    device_scan(c, op, ri, &r->view, NULL);
 }
 
 static void scan_roles(mpp_call *c, const mpp_op *op, bool inputs) {

@@ -6,9 +6,11 @@
  * the driver predates libraries), a ring of result slots (device record +
  * pinned host copy + event). Enqueue = memset the device record, launch,
  * copy back, record the event: five asynchronous driver calls, no sync, no
- * I/O. A background thread polls the events in order and hands each decoded
- * record to the sink. A full ring drops the scan (-EBUSY) instead of waiting
- * for the GPU; the caller counts it. */
+ * I/O. Batches by pointer array (cublas*Batched) are one launch for the whole
+ * batch, the kernel reading each matrix's address from the device-resident
+ * array: no copy of it to the host, no wait. A background thread polls the events in order and
+ * hands each decoded record to the sink. A full ring drops the scan (-EBUSY) instead of waiting for
+ * the GPU; the caller counts it. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -271,15 +273,9 @@ static unsigned grid_for(const ctx_state *cs, const mpp_scan_params *p) {
   return blocks ? (unsigned)blocks : 1;
 }
 
-int mpp_devscan_enqueue(void *stream, const mp_view *view, mpp_scan_sink sink, void *cookie) {
-  if (!have_fatbin()) return -ENOSYS;
-  const mpp_cu_api *cu = mpp_cu();
-  if (!cu || !view || !sink) return -ENOSYS;
-  mpp_scan_params p;
-  if (mpp_scan_plan(view, &p) < 0) return -EINVAL;
-  /* The kernel loads whole elements: a pointer not aligned to its element
-   * size (no CUDA library produces one) would fault on the GPU. */
-  if ((uintptr_t)view->data % mp_dtype_size(view->dtype) != 0) return -EINVAL;
+/* Both entry points: a planned scan into a ring slot on the stream. */
+static int enqueue_planned(const mpp_cu_api *cu, void *stream, const mp_view *view,
+                           mpp_scan_params p, mpp_scan_sink sink, void *cookie) {
   if (p.n == 0) {
     /* Nothing to read: deliver the empty record without touching the GPU. */
     mp_stats empty;
@@ -340,6 +336,32 @@ int mpp_devscan_enqueue(void *stream, const mp_view *view, mpp_scan_sink sink, v
   pthread_mutex_unlock(&g_mu);
   restore(cu, mode);
   return ok ? 0 : -EIO;
+}
+
+int mpp_devscan_enqueue(void *stream, const mp_view *view, mpp_scan_sink sink, void *cookie) {
+  if (!have_fatbin()) return -ENOSYS;
+  const mpp_cu_api *cu = mpp_cu();
+  if (!cu || !view || !sink) return -ENOSYS;
+  mpp_scan_params p;
+  if (mpp_scan_plan(view, &p) < 0) return -EINVAL;
+  /* The kernel loads whole elements: a pointer not aligned to its element
+   * size (no CUDA library produces one) would fault on the GPU. */
+  if ((uintptr_t)view->data % mp_dtype_size(view->dtype) != 0) return -EINVAL;
+  return enqueue_planned(cu, stream, view, p, sink, cookie);
+}
+
+int mpp_devscan_enqueue_ptrs(void *stream, const mp_view *view, const void *const *dev_ptrs,
+                             mpp_scan_sink sink, void *cookie) {
+  if (!have_fatbin()) return -ENOSYS;
+  const mpp_cu_api *cu = mpp_cu();
+  if (!cu || !view || !sink) return -ENOSYS;
+  mpp_scan_params p;
+  if (mpp_scan_plan_ptrs(view, dev_ptrs, &p) < 0) return -EINVAL;
+  /* The array is read as pointers by the kernel. The matrices' own alignment
+   * lives in device memory and is not checked here: cuBLAS requires every one
+   * aligned (and reads them all), so a bad one faults its own kernels too. */
+  if ((uintptr_t)dev_ptrs % sizeof(void *) != 0) return -EINVAL;
+  return enqueue_planned(cu, stream, view, p, sink, cookie);
 }
 
 void mpp_devscan_drain(void) {

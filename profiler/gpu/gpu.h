@@ -79,6 +79,15 @@ typedef void (*mpp_scan_sink)(void *cookie, const mp_stats *result);
  * once the GPU is done. 0 on success, -ENOSYS when the device scanner is
  * unavailable, -EBUSY when the result ring is full (the caller counts the drop). */
 int mpp_devscan_enqueue(void *stream, const mp_view *view, mpp_scan_sink sink, void *cookie);
+/* The same for a batch by pointer array in device memory (cublas*Batched):
+ * `view` gives each matrix's dtype, rows, cols, ld and, in batch, their count
+ * (data and batch_stride are ignored); `dev_ptrs` is the device array of
+ * `batch` matrix base pointers, read by the scan kernel itself (no host
+ * synchronisation). The whole batch is one scan, merged into one record; no
+ * cap on the batch count. Same return codes (-EINVAL also for a NULL or
+ * misaligned array). */
+int mpp_devscan_enqueue_ptrs(void *stream, const mp_view *view, const void *const *dev_ptrs,
+                             mpp_scan_sink sink, void *cookie);
 void mpp_devscan_drain(void); /* at exit: wait for outstanding scans (bounded) and deliver them */
 
 #endif

@@ -113,6 +113,23 @@ int mpp_scan_plan(const mp_view *v, mpp_scan_params *p) {
   return 0;
 }
 
+int mpp_scan_plan_ptrs(const mp_view *v, const void *const *ptrs, mpp_scan_params *p) {
+  if (!v || !ptrs) {
+    memset(p, 0, sizeof *p);
+    return -EINVAL;
+  }
+  mp_view shape = *v;
+  shape.data = (const void *)ptrs; /* any non-NULL: the plan only checks it is set */
+  shape.batch_stride = 0;
+  int rc = mpp_scan_plan(&shape, p);
+  if (rc < 0) return rc;
+  p->data = NULL;
+  p->ptrs = ptrs;
+  p->batch_stride = 0;
+  p->flat = 0; /* the matrices lie anywhere */
+  return 0;
+}
+
 /* One element (c times), exactly as kernels/scan.cu does it (same word width). */
 static void emulate_element(const mpp_scan_params *p, const mpp_scan_fmt *f, uint64_t bits,
                             uint64_t c, mpp_scan_result *r) {
@@ -231,11 +248,16 @@ void mpp_scan_emulate(const mpp_scan_params *p, mpp_scan_result *r) {
   mpp_scan_fmt f = mpp_scan_fmt_of(p->src);
   for (uint64_t i = 0; i < p->n; i++) {
     uint64_t off = i;
+    const void *base = p->data;
     if (!p->flat) {
       uint64_t per = p->rows * p->cols, b = i / per, rc = i % per;
-      off = (uint64_t)((int64_t)b * p->batch_stride) + (rc / p->rows) * p->ld + rc % p->rows;
+      off = (rc / p->rows) * p->ld + rc % p->rows;
+      if (p->ptrs)
+        base = p->ptrs[b];
+      else
+        off += (uint64_t)((int64_t)b * p->batch_stride);
     }
-    uint64_t bits = load_bits(&f, p->data, off);
+    uint64_t bits = load_bits(&f, base, off);
     if (p->patterns)
       r->hist[bits]++; /* what the kernel does for 8-bit sources */
     else

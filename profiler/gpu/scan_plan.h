@@ -10,6 +10,11 @@
 
 /* -EINVAL for an unscannable dtype or bad geometry (same rules as mp_scan). */
 int mpp_scan_plan(const mp_view *v, mpp_scan_params *ret);
+/* The same for a batch by pointer array: v gives each matrix's dtype, rows,
+ * cols, ld and (batch) their count; v->data and v->batch_stride are ignored.
+ * Matrix b starts at ptrs[b] (a device pointer for the kernel, a host one
+ * for mpp_scan_emulate). Never flat. -EINVAL as above or when ptrs is NULL. */
+int mpp_scan_plan_ptrs(const mp_view *v, const void *const *ptrs, mpp_scan_params *ret);
 /* Accumulate a finished device record into s (s initialised for v's dtype). */
 void mpp_scan_finish(const mpp_scan_params *p, const mpp_scan_result *r, mp_stats *s);
 /* The kernel's algorithm on the CPU, element by element, into r (zeroed by the caller). */

@@ -43,6 +43,8 @@ static void device_scan_without_loadable_kernels_says_enosys(void **state) {
   mp_view v = {MP_FP32, x, 4, 1, 4, 1, 0};
   /* simcuda has no module loader; a build without nvcc has no fatbin. */
   assert_int_equal(mpp_devscan_enqueue(NULL, &v, sink, NULL), -ENOSYS);
+  const void *ptrs[1] = {x};
+  assert_int_equal(mpp_devscan_enqueue_ptrs(NULL, &v, ptrs, sink, NULL), -ENOSYS);
   mpp_devscan_drain();
 }
 
@@ -68,6 +70,8 @@ static void no_driver_means_unavailable_everywhere(void **state) {
   assert_false(mpp_cuda_stream_capturing(NULL));
   mp_view v = {MP_FP32, &x, 1, 1, 1, 1, 0};
   assert_int_equal(mpp_devscan_enqueue(NULL, &v, sink, NULL), -ENOSYS);
+  const void *ptrs[1] = {&x};
+  assert_int_equal(mpp_devscan_enqueue_ptrs(NULL, &v, ptrs, sink, NULL), -ENOSYS);
   mpp_devscan_drain();
 }
 

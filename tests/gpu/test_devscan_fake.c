@@ -1,6 +1,7 @@
 /* profiler/gpu/devscan.c end to end on a fake libcuda.so.1 that runs the real
  * scan kernel on the CPU (tests/gpu/fakecuda): the embedded fatbin is loaded,
  * results come back through the ring and the sink equal to the host scanner,
+ * also for a batch by pointer array (one record for the whole batch),
  * the poller delivers without a drain, a full ring says -EBUSY and recovers,
  * bad views are refused. Run with LD_LIBRARY_PATH=<fakecuda dir>. */
 #include <dlfcn.h>
@@ -62,6 +63,58 @@ static void device_scan_equals_host_scan_for_every_dtype(void **state) {
     free(got);
     free(want);
   }
+}
+
+/* cublas*Batched: one enqueue for the whole batch, the kernel following the
+ * pointer array (fake device memory is host memory), == host scans merged. */
+static void pointer_array_batch_equals_host_scans_merged(void **state) {
+  (void)state;
+  static const mp_dtype dts[] = {MP_FP64, MP_FP32, MP_FP16, MP_BF16, MP_FP8_E4M3, MP_FP8_E5M2};
+  enum { NB = 3 };
+  uint64_t rows = 61, cols = 17, ld = 64;
+  for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++) {
+    unsigned w = mp_dtype_size(dts[i]);
+    void *mats[NB];
+    const void **ptrs = malloc(NB * sizeof *ptrs); /* the "device" array */
+    collect *got = malloc(sizeof *got);
+    mp_stats *want = malloc(sizeof *want);
+    mp_stats_init(&got->stats, dts[i]);
+    got->calls = 0;
+    mp_stats_init(want, dts[i]);
+    for (int b = NB - 1; b >= 0; b--) {
+      mats[b] = mpp_scan_test_data(dts[i], ld * cols + 1, 80 + 10 * i + b);
+      ptrs[b] = (const uint8_t *)mats[b] + (b == 0 ? w : 0);
+    }
+    for (int b = 0; b < NB; b++) {
+      mp_view one = {dts[i], ptrs[b], rows, cols, ld, 1, 0};
+      assert_int_equal(mp_scan_with(want, &one, MP_SCAN_PORTABLE), 0);
+    }
+    mp_view shape = {dts[i], NULL, rows, cols, ld, NB, 0};
+    assert_int_equal(mpp_devscan_enqueue_ptrs(NULL, &shape, ptrs, sink, got), 0);
+    mpp_devscan_drain();
+    assert_int_equal(got->calls, 1); /* the whole batch: one record */
+    const char *diff = mpp_stats_diff(want, &got->stats);
+    if (diff) fail_msg("%s: %s differs", mp_dtype_name(dts[i]), diff);
+    for (int b = 0; b < NB; b++)
+      free(mats[b]);
+    free(ptrs);
+    free(got);
+    free(want);
+  }
+}
+
+static void bad_pointer_arrays_are_refused(void **state) {
+  (void)state;
+  float x[4] = {0};
+  const void *ptrs[2] = {x, x};
+  collect c;
+  mp_view shape = {MP_FP32, NULL, 4, 1, 4, 2, 0};
+  assert_int_equal(mpp_devscan_enqueue_ptrs(NULL, &shape, NULL, sink, &c), -EINVAL);
+  assert_int_equal(mpp_devscan_enqueue_ptrs(
+                       NULL, &shape, (const void *const *)((const char *)ptrs + 1), sink, &c),
+                   -EINVAL);
+  mp_view i32 = {MP_INT32, NULL, 4, 1, 4, 2, 0};
+  assert_int_equal(mpp_devscan_enqueue_ptrs(NULL, &i32, ptrs, sink, &c), -EINVAL);
 }
 
 static void poller_delivers_without_a_drain(void **state) {
@@ -145,6 +198,8 @@ static void bad_views_are_refused(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(device_scan_equals_host_scan_for_every_dtype),
+      cmocka_unit_test(pointer_array_batch_equals_host_scans_merged),
+      cmocka_unit_test(bad_pointer_arrays_are_refused),
       cmocka_unit_test(poller_delivers_without_a_drain),
       cmocka_unit_test(full_ring_says_ebusy_and_recovers),
       cmocka_unit_test(bad_views_are_refused),

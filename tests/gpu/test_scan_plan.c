@@ -1,7 +1,7 @@
 /* The device scan's algorithm (kernels/scan_abi.h per-element logic, run on
  * the CPU by mpp_scan_emulate) plus its host decoding (mpp_scan_finish) gives
  * the host scanner's record bit for bit: random and boundary data, every
- * source dtype, contiguous and strided. What only a GPU adds (atomics, warps,
+ * source dtype, contiguous, strided and by pointer array. What only a GPU adds (atomics, warps,
  * vector loads) is checked by tests/gpu/devscan_check.c on a GPU. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -74,6 +74,62 @@ static void strided_batched_views_match_host_scanner(void **state) {
   }
 }
 
+/* cublas*Batched: matrices at unrelated addresses, found through an array. */
+static void pointer_array_batches_match_host_scanner(void **state) {
+  (void)state;
+  for (size_t d = 0; d < sizeof k_dtypes / sizeof k_dtypes[0]; d++) {
+    enum { NB = 3 };
+    uint64_t rows = 37, cols = 11, ld = 40;
+    unsigned w = mp_dtype_size(k_dtypes[d]);
+    void *mats[NB];
+    const void *ptrs[NB];
+    mp_stats *want = malloc(sizeof *want), *got = malloc(sizeof *got);
+    mp_stats_init(want, k_dtypes[d]);
+    mp_stats_init(got, k_dtypes[d]);
+    for (int b = NB - 1; b >= 0; b--) {
+      mats[b] = mpp_scan_test_data(k_dtypes[d], ld * cols + 2, 300 + 10 * d + b);
+      ptrs[b] = (const uint8_t *)mats[b] + (b == 1 ? 2 * w : 0);
+    }
+    for (int b = 0; b < NB; b++) {
+      mp_view one = {k_dtypes[d], ptrs[b], rows, cols, ld, 1, 0};
+      assert_int_equal(mp_scan_with(want, &one, MP_SCAN_PORTABLE), 0);
+    }
+    /* data and batch_stride are ignored on this path. */
+    mp_view shape = {k_dtypes[d], NULL, rows, cols, ld, NB, 12345};
+    mpp_scan_params p;
+    assert_int_equal(mpp_scan_plan_ptrs(&shape, ptrs, &p), 0);
+    assert_false(p.flat);
+    assert_null(p.data);
+    assert_ptr_equal(p.ptrs, ptrs);
+    assert_int_equal(p.n, rows * cols * NB);
+    mpp_scan_result *r = calloc(1, sizeof *r);
+    mpp_scan_emulate(&p, r);
+    mpp_scan_finish(&p, r, got);
+    const char *diff = mpp_stats_diff(want, got);
+    if (diff) fail_msg("%s: %s differs from the host scanner", mp_dtype_name(k_dtypes[d]), diff);
+    for (int b = 0; b < NB; b++)
+      free(mats[b]);
+    free(r);
+    free(want);
+    free(got);
+  }
+}
+
+static void pointer_array_plan_is_never_flat(void **state) {
+  (void)state;
+  float a[4] = {1, 2, 3, 4}, b[4] = {-1, -2, -3, -4};
+  const void *ptrs[2] = {a, b};
+  mp_view shape = {MP_FP32, NULL, 4, 1, 4, 2, 4}; /* would be flat as a strided view */
+  mpp_scan_params p;
+  assert_int_equal(mpp_scan_plan_ptrs(&shape, ptrs, &p), 0);
+  assert_false(p.flat);
+  assert_int_equal(mpp_scan_plan_ptrs(&shape, NULL, &p), -EINVAL);
+  mp_view i32 = {MP_INT32, NULL, 4, 1, 4, 2, 0};
+  assert_int_equal(mpp_scan_plan_ptrs(&i32, ptrs, &p), -EINVAL);
+  mp_view badld = {MP_FP32, NULL, 4, 2, 3, 2, 0};
+  assert_int_equal(mpp_scan_plan_ptrs(&badld, ptrs, &p), -EINVAL);
+}
+
 static void empty_and_all_special_tensors_match_host_scanner(void **state) {
   (void)state;
   float f[4] = {NAN, INFINITY, -INFINITY, -0.0f};
@@ -96,6 +152,8 @@ int main(void) {
       cmocka_unit_test(random_and_boundary_data_match_host_scanner_for_every_dtype),
       cmocka_unit_test(every_8_and_16_bit_pattern_matches_host_scanner),
       cmocka_unit_test(strided_batched_views_match_host_scanner),
+      cmocka_unit_test(pointer_array_batches_match_host_scanner),
+      cmocka_unit_test(pointer_array_plan_is_never_flat),
       cmocka_unit_test(empty_and_all_special_tensors_match_host_scanner),
       cmocka_unit_test(unscannable_dtype_is_refused),
   };

@@ -3,8 +3,9 @@
 // for the fatbin magic) yields the six scan kernels, and cuLaunchKernel runs
 // the real kernels/scan.cu on the CPU (tests/gpu/simt_shim.h). Work runs at
 // enqueue; events complete at once unless fakecuda_hold(1) holds them (to
-// fill the result ring). Entry points are found through cuGetProcAddress_v2,
-// as the real driver's are.
+// fill the result ring). cuMemAlloc'd ranges read as device memory in
+// cuPointerGetAttributes (for the profiler's routing). Entry points are found through
+// cuGetProcAddress_v2, as the real driver's are.
 #include "tests/gpu/simt_shim.h"
 
 #include "kernels/scan.cu"
@@ -12,6 +13,8 @@
 #include "tests/gpu/simt_launch.h"
 
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <string.h>
 
 #include <cuda.h>
@@ -145,14 +148,44 @@ static CUresult CUDAAPI f_free_host(void *p) {
   free(p);
   return CUDA_SUCCESS;
 }
+/* Live cuMemAlloc ranges: cuPointerGetAttributes says "device" inside them
+ * (host memory otherwise), so mpprof routes them to the device scanner. */
+static std::mutex g_alloc_mu;
+static std::map<uintptr_t, size_t> g_allocs;
 static CUresult CUDAAPI f_alloc(CUdeviceptr *p, size_t n) {
   unsafe_call();
   void *h = calloc(1, n);
   *p = (CUdeviceptr)(uintptr_t)h;
+  if (h) {
+    std::lock_guard<std::mutex> l(g_alloc_mu);
+    g_allocs[(uintptr_t)h] = n;
+  }
   return h ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 static CUresult CUDAAPI f_free(CUdeviceptr p) {
+  {
+    std::lock_guard<std::mutex> l(g_alloc_mu);
+    g_allocs.erase((uintptr_t)p);
+  }
   free((void *)(uintptr_t)p);
+  return CUDA_SUCCESS;
+}
+static bool is_device(CUdeviceptr p) {
+  std::lock_guard<std::mutex> l(g_alloc_mu);
+  auto it = g_allocs.upper_bound((uintptr_t)p);
+  if (it == g_allocs.begin()) return false;
+  --it;
+  return (uintptr_t)p < it->first + it->second;
+}
+/* Like the real driver's plural form: memory unknown to it reads as type 0. */
+static CUresult CUDAAPI f_ptr_attrs(unsigned n, CUpointer_attribute *attrs, void **data,
+                                    CUdeviceptr p) {
+  for (unsigned i = 0; i < n; i++) {
+    if (attrs[i] == CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
+      *(unsigned *)data[i] = is_device(p) ? CU_MEMORYTYPE_DEVICE : 0;
+    else if (attrs[i] == CU_POINTER_ATTRIBUTE_IS_MANAGED)
+      *(unsigned *)data[i] = 0;
+  }
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_memset(CUdeviceptr p, unsigned char v, size_t n, CUstream) {
@@ -197,6 +230,7 @@ static const struct {
     {"cuMemFreeHost", (void *)f_free_host},
     {"cuMemAlloc", (void *)f_alloc},
     {"cuMemFree", (void *)f_free},
+    {"cuPointerGetAttributes", (void *)f_ptr_attrs},
     {"cuMemsetD8Async", (void *)f_memset},
     {"cuMemcpyDtoHAsync", (void *)f_dtoh},
     {"cuEventCreate", (void *)f_event_create},

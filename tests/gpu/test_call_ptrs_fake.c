@@ -1,0 +1,162 @@
+/* profiler/call.c's routing of batched GEMMs by pointer array, on the fake
+ * libcuda.so.1 of tests/gpu/fakecuda (cuMemAlloc'd memory reads as device
+ * memory there, and the real scan kernel runs on the CPU): an array in device
+ * memory goes to the device scanner whole (the kernel follows the array), an
+ * array in host memory to the host scanner; both give the host scanner's
+ * record of the same matrices. Run with LD_LIBRARY_PATH=<fakecuda dir>. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "analysis/scan.h"
+#include "profiler/gpu/cuda_driver.h"
+#include "profiler/gpu/gpu.h"
+#include "profiler/hooks/gemm_decode.h"
+#include "profiler/mpp.h"
+#include "tests/gpu/scan_data.h"
+
+enum { NB = 3, M = 37, N = 13, K = 11, LDA = 40, LDB = 16, LDC = 40 };
+
+static int reset_all(void **state) {
+  (void)state;
+  mpp_sites_reset();
+  mpp_cfg.scan = MPP_SCAN_ALL;
+  mpp_cfg.sample = 1;
+  mpp_cfg.max_sites = 16;
+  mpp_cfg.max_events = 16;
+  return 0;
+}
+
+static void *dev_alloc(size_t bytes) {
+  CUdeviceptr d = 0;
+  assert_int_equal(mpp_cu()->mem_alloc(&d, bytes), CUDA_SUCCESS);
+  return (void *)(uintptr_t)d;
+}
+
+/* One cublasSgemmBatched-like call (beta 0: C is not read) on matrices and
+ * pointer arrays in device (fake) or host memory; the site's records of A, B
+ * and D must equal the host scans of the same matrices merged. */
+static void run_batched(bool device) {
+  assert_true(mpp_cuda_available());
+  size_t ea = (size_t)LDA * K, eb = (size_t)LDB * N, ec = (size_t)LDC * N;
+  const void *a[NB], *b[NB], *c[NB];
+  mp_stats *want[3];
+  for (int r = 0; r < 3; r++) {
+    want[r] = malloc(sizeof *want[r]);
+    mp_stats_init(want[r], MP_FP32);
+  }
+  for (int i = 0; i < NB; i++) {
+    float *ha = mpp_scan_test_data(MP_FP32, ea, 10 + i),
+          *hb = mpp_scan_test_data(MP_FP32, eb, 20 + i),
+          *hc = mpp_scan_test_data(MP_FP32, ec, 30 + i);
+    a[i] = device ? memcpy(dev_alloc(ea * 4), ha, ea * 4) : ha;
+    b[i] = device ? memcpy(dev_alloc(eb * 4), hb, eb * 4) : hb;
+    c[i] = device ? memcpy(dev_alloc(ec * 4), hc, ec * 4) : hc;
+    if (device) {
+      free(ha);
+      free(hb);
+      free(hc);
+    }
+    mp_view va = {MP_FP32, a[i], M, K, LDA, 1, 0}, vb = {MP_FP32, b[i], K, N, LDB, 1, 0},
+            vc = {MP_FP32, c[i], M, N, LDC, 1, 0};
+    mp_scan_with(want[0], &va, MP_SCAN_PORTABLE);
+    mp_scan_with(want[1], &vb, MP_SCAN_PORTABLE);
+    /* D is scanned after the call; the "GEMM" here writes nothing: D == C. */
+    mp_scan_with(want[2], &vc, MP_SCAN_PORTABLE);
+  }
+  const void **aa = device ? dev_alloc(sizeof a) : malloc(sizeof a);
+  const void **ba = device ? dev_alloc(sizeof b) : malloc(sizeof b);
+  const void **ca = device ? dev_alloc(sizeof c) : malloc(sizeof c);
+  memcpy(aa, a, sizeof a);
+  memcpy(ba, b, sizeof b);
+  memcpy(ca, c, sizeof c);
+  assert_int_equal(mpp_cuda_pointer_kind(aa), device ? MPP_MEM_DEVICE : MPP_MEM_HOST);
+
+  static const float zero = 0, one = 1;
+  mpp_gemm_call g = {.api = "cublasSgemmBatched",
+                     .m = M,
+                     .n = N,
+                     .k = K,
+                     .lda = LDA,
+                     .ldb = LDB,
+                     .ldc = LDC,
+                     .alpha = &one,
+                     .beta = &zero,
+                     .Aarr = aa,
+                     .Barr = ba,
+                     .Carr = ca,
+                     .batch = NB,
+                     .compute = 68,
+                     .scale_type = 0};
+  mpp_gemm_ctx ctx = {.math_mode = 0, .pointer_mode = 0, .host_visible = mpp_host_readable};
+  mpp_op op;
+  mpp_call call;
+  mpp_gemm_decode(&op, &g, &ctx);
+  mpp_call_begin(&call, &op);
+  mpp_call_end(&call, &op, true);
+  mpp_devscan_drain();
+
+  mpp_sites_lock();
+  mpp_tables t;
+  mpp_tables_get(&t);
+  assert_int_equal(t.nsites, 1);
+  const mpp_site *s = &t.sites[0];
+  for (int r = 0; r < MPP_NS_COUNT; r++)
+    if (s->not_scanned[r])
+      fail_msg("not scanned: %s x%llu", mpp_ns_reason_name((mpp_ns_reason)r),
+               (unsigned long long)s->not_scanned[r]);
+  static const int role[3] = {0, 1, 3}; /* A, B, D (C: beta 0, not read) */
+  for (int r = 0; r < 3; r++) {
+    assert_non_null(s->stats[role[r]]);
+    const char *diff = mpp_stats_diff(want[r], s->stats[role[r]]);
+    if (diff) fail_msg("role %d: %s differs from the host scans", role[r], diff);
+  }
+  assert_null(s->stats[2]);
+  mpp_sites_unlock();
+
+  for (int i = 0; i < NB; i++) {
+    if (device) {
+      mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)a[i]);
+      mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)b[i]);
+      mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)c[i]);
+    } else {
+      free((void *)a[i]);
+      free((void *)b[i]);
+      free((void *)c[i]);
+    }
+  }
+  if (device) {
+    mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)aa);
+    mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)ba);
+    mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)ca);
+  } else {
+    free(aa);
+    free(ba);
+    free(ca);
+  }
+  for (int r = 0; r < 3; r++)
+    free(want[r]);
+}
+
+static void device_pointer_array_is_scanned_on_the_device_whole(void **state) {
+  (void)state;
+  run_batched(true);
+}
+
+static void host_pointer_array_is_scanned_on_the_host(void **state) {
+  (void)state;
+  run_batched(false);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(device_pointer_array_is_scanned_on_the_device_whole, reset_all),
+      cmocka_unit_test_setup(host_pointer_array_is_scanned_on_the_host, reset_all),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
