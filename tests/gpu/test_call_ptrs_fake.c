@@ -3,13 +3,17 @@
  * memory there, and the real scan kernel runs on the CPU): an array in device
  * memory goes to the device scanner whole (the kernel follows the array), an
  * array in host memory to the host scanner; both give the host scanner's
- * record of the same matrices. Run with LD_LIBRARY_PATH=<fakecuda dir>. */
+ * record of the same matrices; a fork child launches nothing. Run with LD_LIBRARY_PATH=<fakecuda
+ * dir>. */
+#include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -148,6 +152,56 @@ static void device_pointer_array_is_scanned_on_the_device_whole(void **state) {
   run_batched(true);
 }
 
+/* mpprof never touches CUDA in a fork child: the same call there launches no
+ * scan kernel (the fake "device" memory is readable, so the host scans it). */
+static void fork_child_launches_no_scan_for_a_device_pointer_array(void **state) {
+  (void)state;
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  assert_non_null(lib);
+  int (*launches)(void) = (int (*)(void))dlsym(lib, "fakecuda_launches");
+  assert_non_null(launches);
+  float *m = dev_alloc(4 * sizeof *m);
+  const void **arr = dev_alloc(sizeof *arr);
+  arr[0] = m;
+  for (int i = 0; i < 4; i++)
+    m[i] = (float)i;
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    alarm(60);
+    reset_all(NULL);
+    int before = launches();
+    static const float zero = 0, one = 1;
+    mpp_gemm_call g = {.api = "cublasSgemmBatched",
+                       .m = 2,
+                       .n = 2,
+                       .k = 2,
+                       .lda = 2,
+                       .ldb = 2,
+                       .ldc = 2,
+                       .alpha = &one,
+                       .beta = &zero,
+                       .Aarr = arr,
+                       .Barr = arr,
+                       .Carr = arr,
+                       .batch = 1,
+                       .compute = 68,
+                       .scale_type = 0};
+    mpp_gemm_ctx ctx = {.math_mode = 0, .pointer_mode = 0, .host_visible = mpp_host_readable};
+    mpp_op op;
+    mpp_call call;
+    mpp_gemm_decode(&op, &g, &ctx);
+    mpp_call_begin(&call, &op);
+    mpp_call_end(&call, &op, true);
+    _exit(launches() == before && !mpp_cuda_available() ? 0 : 1);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)arr);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)m);
+}
+
 static void host_pointer_array_is_scanned_on_the_host(void **state) {
   (void)state;
   run_batched(false);
@@ -157,6 +211,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(device_pointer_array_is_scanned_on_the_device_whole, reset_all),
       cmocka_unit_test_setup(host_pointer_array_is_scanned_on_the_host, reset_all),
+      cmocka_unit_test_setup(fork_child_launches_no_scan_for_a_device_pointer_array, reset_all),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
