@@ -260,6 +260,37 @@ static void c_is_an_input_role_only_when_beta_is_nonzero(void **state) {
   assert_false(op.roles[3].input); /* D */
 }
 
+/* alpha == 0: BLAS does not reference A and B, so a pointer array may hold
+ * NULL for them; the device scan (which reads the array on the GPU) must not
+ * follow it. Plain pointers and a non-zero or unreadable alpha are scanned. */
+static void zero_alpha_drops_pointer_array_a_and_b(void **state) {
+  (void)state;
+  static const void *arr[2] = {NULL, NULL};
+  const float zero = 0, one = 1;
+  mpp_gemm_call g = gemm16();
+  g.A = g.B = NULL;
+  g.Aarr = g.Barr = arr;
+  g.batch = 2;
+  g.alpha = &zero;
+  mpp_op op;
+  mpp_gemm_decode(&op, &g, &host_ctx);
+  assert_false(op.roles[0].present);
+  assert_false(op.roles[1].present);
+  assert_true(op.roles[3].present); /* D is written whatever alpha is */
+  g.alpha = &one;
+  mpp_gemm_decode(&op, &g, &host_ctx);
+  assert_true(op.roles[0].present);
+  assert_true(op.roles[1].present);
+  mpp_gemm_ctx dev = {.pointer_mode = 1}; /* alpha on the device: unknown */
+  g.alpha = &zero;
+  mpp_gemm_decode(&op, &g, &dev);
+  assert_true(op.roles[0].present);
+  g = gemm16(); /* plain pointers: alpha does not matter */
+  g.alpha = &zero;
+  mpp_gemm_decode(&op, &g, &host_ctx);
+  assert_true(op.roles[0].present);
+}
+
 static void device_beta_that_cannot_be_read_drops_c(void **state) {
   (void)state;
   mpp_gemm_call g = gemm16();
@@ -714,6 +745,7 @@ int main(void) {
       cmocka_unit_test(transposed_a_is_viewed_as_stored_k_by_m),
       cmocka_unit_test(c_is_an_input_role_only_when_beta_is_nonzero),
       cmocka_unit_test(device_beta_that_cannot_be_read_drops_c),
+      cmocka_unit_test(zero_alpha_drops_pointer_array_a_and_b),
       cmocka_unit_test(legacy_cuda_r_32f_compute_type_reads_as_32F),
       cmocka_unit_test(dtypes_of_all_four_operands_are_named),
       cmocka_unit_test(complex_operands_are_marked_unscannable),
