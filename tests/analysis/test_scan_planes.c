@@ -28,13 +28,6 @@
 
 #define BLOCK_VALUES (4096 * 16) /* values per kernel call */
 
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 static float from_bits(uint32_t u) {
   float f;
   memcpy(&f, &u, sizeof f);
@@ -112,7 +105,7 @@ static void every_threshold_and_its_neighbours_match_portable(void **state) {
   for (int top = 0; top < 2; top++) {
     uint64_t s = 5 + (uint64_t)top, m = 0;
     for (uint64_t i = 0; i < n; i++) {
-      uint64_t r = rng_next(&s);
+      uint64_t r = ref_rand(&s);
       float x = edges[r % (uint64_t)ne];
       bool high = fabsf(x) > 0x1p100f;
       if (high != (top == 1)) x = with_exponent(top ? 200 : 120, r);
@@ -174,11 +167,11 @@ static void blocks_whose_exponents_move_match_portable(void **state) {
     } else if (b == 2) {
       lo = 100, span = 1;
     } else {
-      span = 1 + (int)(rng_next(&s) % 63);
-      lo = 1 + (int)(rng_next(&s) % (uint64_t)(255 - span));
+      span = 1 + (int)(ref_rand(&s) % 63);
+      lo = 1 + (int)(ref_rand(&s) % (uint64_t)(255 - span));
     }
     for (uint64_t i = 0; i < BLOCK_VALUES; i++) {
-      uint64_t r = rng_next(&s);
+      uint64_t r = ref_rand(&s);
       buf[(uint64_t)b * BLOCK_VALUES + i] = with_exponent(lo + (int)(r >> 50) % span, r);
     }
   }
@@ -197,7 +190,7 @@ static void exponent_spans_of_63_and_64_binades_match_portable(void **state) {
   for (int gap = 62; gap <= 65; gap++) {
     uint64_t s = (uint64_t)gap;
     for (uint64_t i = 0; i < n; i++) {
-      uint64_t r = rng_next(&s);
+      uint64_t r = ref_rand(&s);
       int E = (r >> 60) & 1 ? 96 : 96 + gap;
       buf[i] = (r >> 61) == 0 ? 0.0f : with_exponent(E, r);
     }
@@ -217,7 +210,7 @@ static void zeros_of_both_signs_and_all_negative_blocks_match_portable(void **st
   for (int c = 0; c < 7; c++) {
     uint64_t s = 7 + (uint64_t)c;
     for (uint64_t i = 0; i < n; i++) {
-      uint64_t r = rng_next(&s);
+      uint64_t r = ref_rand(&s);
       switch (c) {
       case 0:
         buf[i] = 0.0f;
@@ -264,7 +257,7 @@ static void special_values_anywhere_in_a_block_match_portable(void **state) {
     uint64_t s = 31 + k;
     int lo = k < 6 ? 100 : k < 12 ? 214 : 1;
     for (uint64_t i = 0; i < n; i++)
-      buf[i] = with_exponent(lo + (int)(rng_next(&s) % 40), rng_next(&s));
+      buf[i] = with_exponent(lo + (int)(ref_rand(&s) % 40), ref_rand(&s));
     for (size_t w = 0; w < sizeof where / sizeof where[0]; w++)
       buf[where[w]] = specials[k % 6];
     assert_paths_agree(buf, n);
@@ -287,7 +280,7 @@ static void short_and_unaligned_buffers_match_portable(void **state) {
   assert_non_null(buf);
   uint64_t s = 3;
   for (uint64_t i = 0; i < BLOCK_VALUES + 200; i++) {
-    uint64_t r = rng_next(&s);
+    uint64_t r = ref_rand(&s);
     buf[i] = (r & 15) == 0 ? 0.0f : with_exponent(100 + (int)(r >> 58), r);
   }
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
@@ -311,7 +304,7 @@ static void fp16_and_bf16_blocks_match_portable(void **state) {
   for (uint64_t i = 0; i < n; i++) {
     uint16_t h;
     do {
-      h = (uint16_t)rng_next(&s);
+      h = (uint16_t)ref_rand(&s);
     } while ((h & 0x7c00) == 0x7c00);
     buf[i] = h;
   }
@@ -321,7 +314,7 @@ static void fp16_and_bf16_blocks_match_portable(void **state) {
   assert_dtype_paths_agree(MP_FP16, buf, n);
   for (int c = 0; c < 4; c++) {
     for (uint64_t i = 0; i < n; i++) {
-      uint64_t r = rng_next(&s);
+      uint64_t r = ref_rand(&s);
       uint64_t b = i / BLOCK_VALUES;
       int span = c == 3 ? 70 : 1 + (int)((b * 13 + (uint64_t)c * 7) % 63);
       int lo = 1 + (int)((b * 37 + (uint64_t)c * 11) % (uint64_t)(255 - (span < 254 ? span : 253)));

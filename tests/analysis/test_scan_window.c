@@ -22,13 +22,6 @@
 #include "analysis/scan.h"
 #include "ref.h"
 
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 /* Scans buf (n elements of d) with every implementation; all must agree. */
 static void assert_paths_agree(mp_dtype d, const void *buf, uint64_t n) {
   mp_stats *a = malloc(sizeof *a), *b = malloc(sizeof *b);
@@ -60,18 +53,18 @@ static void bf16_over_every_binade_matches_portable(void **state) {
   uint64_t s = 11;
   /* Random order: about two thirds of the values fall outside any window. */
   for (uint64_t i = 0; i < n; i++) {
-    uint64_t r = rng_next(&s);
+    uint64_t r = ref_rand(&s);
     buf[i] = bf16_of_exponent((int)(r % 254) - 126, r >> 16);
   }
   assert_paths_agree(MP_BF16, buf, n);
   /* Ascending exponents: the largest exponent grows all along, the window
    * follows it and every move folds the pair counts first. */
   for (uint64_t i = 0; i < n; i++)
-    buf[i] = bf16_of_exponent((int)(i * 254 / n) - 126, rng_next(&s));
+    buf[i] = bf16_of_exponent((int)(i * 254 / n) - 126, ref_rand(&s));
   assert_paths_agree(MP_BF16, buf, n);
   /* Descending: values fall out of the bottom of a window set by the top. */
   for (uint64_t i = 0; i < n; i++)
-    buf[i] = bf16_of_exponent(127 - (int)(i * 254 / n), rng_next(&s));
+    buf[i] = bf16_of_exponent(127 - (int)(i * 254 / n), ref_rand(&s));
   assert_paths_agree(MP_BF16, buf, n);
   free(buf);
 }
@@ -89,11 +82,11 @@ static void bf16_exponents_at_the_window_edges_match_portable(void **state) {
   assert_non_null(buf);
   uint64_t s = 5;
   for (uint64_t i = 0; i < block; i++)
-    buf[i] = bf16_of_exponent(first[i % 7], rng_next(&s));
+    buf[i] = bf16_of_exponent(first[i % 7], ref_rand(&s));
   for (uint64_t i = block; i < 2 * block; i++)
-    buf[i] = bf16_of_exponent(100, rng_next(&s));
+    buf[i] = bf16_of_exponent(100, ref_rand(&s));
   for (uint64_t i = 2 * block; i < n; i++) {
-    uint64_t r = rng_next(&s);
+    uint64_t r = ref_rand(&s);
     buf[i] = (r & 15) == 0 ? (uint16_t)((r >> 4) & 0x8000) /* +-0 */
                            : bf16_of_exponent(moved[(r >> 8) % 8], r >> 16);
   }
@@ -115,7 +108,7 @@ static void only_special_values_match_portable(void **state) {
                           0x7f800000, 0xff800000, 0x7fc00000, 0xffa00001};
   for (int d = 0; d < 3; d++) {
     for (uint64_t i = 0; i < n; i++) {
-      uint64_t r = rng_next(&s) % 9;
+      uint64_t r = ref_rand(&s) % 9;
       /* Runs of plain zeros too, so that some vectors are all-zero. */
       if ((i / 64) % 3 == 0) r = i & 1;
       h[i] = d == 0 ? f16[r] : b16[r];
@@ -168,7 +161,7 @@ static void special_values_at_kernel_call_boundaries_match_portable(void **state
   assert_true(f && h);
   uint64_t s = 3;
   for (uint64_t i = 0; i < n; i++) {
-    uint64_t r = rng_next(&s);
+    uint64_t r = ref_rand(&s);
     double m = 1.0 + (double)(r >> 41) / 8388608.0;
     double v = ldexp((r & 2) ? -m : m, (int)((r >> 16) % 41) - 30);
     f[i] = (float)v;
