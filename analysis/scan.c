@@ -1324,9 +1324,6 @@ static bool cpu_has_avx2(void) {
   return __builtin_cpu_supports("avx2");
 }
 #else
-static bool cpu_has_planes(void) {
-  return false;
-}
 static bool cpu_has_avx2(void) {
   return false;
 }
