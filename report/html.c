@@ -173,6 +173,16 @@ static void summary(const mpprof_model *m, FILE *f) {
   fputs("</section>\n", f);
 }
 
+/* One muted paragraph per string of `notes` (CUPTI and counters problems). */
+static void muted_notes(FILE *f, const cJSON *notes) {
+  const cJSON *n;
+  cJSON_ArrayForEach(n, notes) {
+    fputs("<p class=\"muted\">", f);
+    html(f, n->valuestring);
+    fputs("</p>\n", f);
+  }
+}
+
 static void tensor_cores(const mpprof_model *m, FILE *f) {
   const mpprof_tc_summary *t = &m->tc;
   fputs("<section id=\"tensor-cores\"><h2>Tensor Cores</h2>\n", f);
@@ -221,17 +231,8 @@ static void tensor_cores(const mpprof_model *m, FILE *f) {
             "<p>Tensor Core verdicts: %zu kernels from hardware counters, %zu from kernel-name "
             "rules.</p>\n",
             t->kernels_by_counters, t->kernels_by_name);
-  const cJSON *n;
-  cJSON_ArrayForEach(n, t->cupti_notes) {
-    fputs("<p class=\"muted\">", f);
-    html(f, n->valuestring);
-    fputs("</p>\n", f);
-  }
-  cJSON_ArrayForEach(n, t->counters_notes) {
-    fputs("<p class=\"muted\">", f);
-    html(f, n->valuestring);
-    fputs("</p>\n", f);
-  }
+  muted_notes(f, t->cupti_notes);
+  muted_notes(f, t->counters_notes);
   fputs("</section>\n", f);
 }
 
