@@ -476,8 +476,7 @@ static int process_from_header(const cJSON *h, const char *file, mpprof_process 
   p->final = !fin || cJSON_IsTrue(fin);
   p->incomplete = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, "incomplete"));
   get_i64(h, "ppid", &p->ppid);
-  const cJSON *rank = cJSON_GetObjectItemCaseSensitive(h, "rank");
-  p->has_rank = cJSON_IsNumber(rank) && get_i64(h, "rank", &p->rank);
+  p->has_rank = get_i64(h, "rank", &p->rank);
   get_i64(h, "start_ns", &p->start_ns);
   get_i64(h, "end_ns", &p->end_ns);
   if (!get_i64(h, "sample", &p->sample)) p->sample = 1;
