@@ -182,7 +182,10 @@ static cJSON *layer_kernels(const mpprof_model *m, const mpprof_layer *l) {
       const mpprof_kernel *kn = &s->kernels[k];
       cJSON *e = NULL, *c;
       cJSON_ArrayForEach(c, arr) {
-        if (!strcmp(cJSON_GetObjectItem(c, "name")->valuestring, kn->name)) e = c;
+        if (!strcmp(cJSON_GetObjectItem(c, "name")->valuestring, kn->name)) {
+          e = c; /* names are distinct in arr */
+          break;
+        }
       }
       if (!e) {
         cJSON_AddItemToArray(arr, kernel_json(kn));
