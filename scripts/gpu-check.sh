@@ -174,7 +174,8 @@ if [ $USE_CLI = 1 ]; then
       row "cuobjdump lists the embedded archs" FAIL "$(tail -2 "$LOG/cuobjdump.txt" | tr '\n' ' ' | cut -c1-90)"
     fi
   else
-    row "cuobjdump lists the embedded archs" SKIP "${CUOBJDUMP:+no device code in this build}${CUOBJDUMP:-cuobjdump not installed}"
+    row "cuobjdump lists the embedded archs" SKIP \
+      "$([ -n "$CUOBJDUMP" ] && echo "no device code in this build" || echo "cuobjdump not installed")"
   fi
 fi
 say "build: $MODE in $B ($(($(date +%s) - T0)) s)"
@@ -304,7 +305,9 @@ printf '%s\n' "${ROWS[@]}"
 # The device scan's bandwidth table and verdict line (its per-layout rows are in the log).
 if [ -n "$DEVSCAN_TABLE" ]; then echo; echo "$DEVSCAN_TABLE" | sed -n -e '/^| dtype    | GiB/,$p' -e '/^devscan_check on/p'; fi
 echo
-printf '| %-14s | sites | on TC | TC dtypes  | result\n' "run (GEMM sites with kernels)"
+# tc_check.py pads the run label to 14 columns; the header matches it.
+echo "GEMM sites with kernels, per run:"
+printf '| %-14s | sites | on TC | TC dtypes  | result\n' run
 for p in fp32 tf32 fp16 bf16; do f=$LOG/mlp_${p}_tc.txt; [ -f "$f" ] && cat "$f"; done
 [ -f "$LOG/amp_tc.txt" ] && cat "$LOG/amp_tc.txt"
 if ls "$LOG"/mlp_*_counters_tc.txt >/dev/null 2>&1; then
