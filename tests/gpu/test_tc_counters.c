@@ -28,58 +28,9 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-static const char *mpprof, *mlp_train, *simcuda, *workdir, *old_cupti;
+#include "../profiler/sim_run.h" /* run, outdir, slurp; main sets simcuda, workdir */
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return strdup("");
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  size_t got = fread(s, 1, (size_t)n, f);
-  s[got] = '\0';
-  fclose(f);
-  return s;
-}
-
-typedef struct result {
-  int status;
-  char *out; /* stdout */
-} result;
-
-/* argv with LD_LIBRARY_PATH=simcuda and `env` (NAME=VALUE, NULL-ended). */
-static result run(char *const argv[], const char *const env[]) {
-  char out[4200];
-  snprintf(out, sizeof out, "%s/stdout.txt", workdir);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    setenv("LD_LIBRARY_PATH", simcuda, 1);
-    unsetenv("LD_PRELOAD"); /* the test itself may run under a sanitizer preload */
-    for (int i = 0; env && env[i]; i++)
-      putenv((char *)env[i]);
-    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    close(fd);
-    execv(argv[0], argv);
-    _exit(127);
-  }
-  int st;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-    ;
-  result r = {WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st), slurp(out)};
-  return r;
-}
-
-static const char *outdir(const char *name) {
-  static char path[4200];
-  snprintf(path, sizeof path, "%s/%s", workdir, name);
-  char cmd[4300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
-  assert_int_equal(system(cmd), 0);
-  return path;
-}
+static const char *mpprof, *mlp_train, *old_cupti;
 
 /* mlp_train PRECISION STEPS plain and under `mpprof -o dir OPT`: the program
  * prints the same (losses, checksums of every weight) and exits 0 both times. */

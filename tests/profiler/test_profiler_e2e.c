@@ -27,71 +27,11 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-static const char *mpprof, *testprog, *mlp_train, *conv_train, *simcuda, *workdir;
+#include "sim_run.h"
 
-/* --- running programs --- */
+static const char *mpprof, *testprog, *mlp_train, *conv_train;
 
-typedef struct result {
-  int status; /* exit status, 128 + signal */
-  char *out;  /* stdout */
-} result;
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return strdup("");
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  size_t got = fread(s, 1, (size_t)n, f);
-  s[got] = '\0';
-  fclose(f);
-  return s;
-}
-
-/* Start argv with LD_LIBRARY_PATH=simcuda plus `env` (NAME=VALUE, NULL-ended). */
-static pid_t spawn(char *const argv[], const char *const env[], const char *out_path) {
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    setenv("LD_LIBRARY_PATH", simcuda, 1);
-    unsetenv("LD_PRELOAD"); /* the test itself may run under a sanitizer preload */
-    for (int i = 0; env && env[i]; i++)
-      putenv((char *)env[i]);
-    int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    close(fd);
-    execv(argv[0], argv);
-    _exit(127);
-  }
-  return pid;
-}
-
-static int wait_status(pid_t pid) {
-  int st;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-    ;
-  return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
-}
-
-static result run(char *const argv[], const char *const env[]) {
-  char out[4200];
-  snprintf(out, sizeof out, "%s/stdout.txt", workdir);
-  result r;
-  r.status = wait_status(spawn(argv, env, out));
-  r.out = slurp(out);
-  return r;
-}
-
-/* A fresh, empty output directory for one mpprof run. */
-static const char *outdir(const char *name) {
-  static char path[4200];
-  snprintf(path, sizeof path, "%s/%s", workdir, name);
-  char cmd[4300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
-  assert_int_equal(system(cmd), 0);
-  return path;
-}
+/* --- running programs (slurp, spawn, wait_status, run, outdir: sim_run.h) --- */
 
 /* Runs PROG ARGS plain and under `mpprof -o dir`; both must print the same and
  * exit the same. Returns the (identical) exit status. */
