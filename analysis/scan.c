@@ -1092,13 +1092,12 @@ PLANE_INLINE void plane_kernel(plane_out *o, const plane_tables *T, const void *
   const __m512i bit28 = _mm512_set1_epi32(1 << 28);
   const __m512i table = _mm512_loadu_si512(T->th);
   const __m512i table2 = _mm512_loadu_si512(T->th2), both = _mm512_set1_epi32(0x10001);
-  uint8_t gather_idx[64], column_sel[64];
-  for (int q = 0; q < 8; q++)
-    for (int k = 0; k < 8; k++) {
-      gather_idx[8 * q + k] = (uint8_t)(4 * (8 * (q / 4) + k) + q % 4);
-      column_sel[8 * q + k] = (uint8_t)(1u << k);
-    }
-  const __m512i gather = _mm512_loadu_si512(gather_idx), columns = _mm512_loadu_si512(column_sel);
+  /* Byte k of qword q is 4 * (8 * (q / 4) + k) + q % 4: byte q % 4 of lane
+   * 8 * (q / 4) + k. Constants, not a table filled per call. */
+  const __m512i gather = _mm512_set_epi64(
+      0x3f3b37332f2b2723ll, 0x3e3a36322e2a2622ll, 0x3d3935312d292521ll, 0x3c3834302c282420ll,
+      0x1f1b17130f0b0703ll, 0x1e1a16120e0a0602ll, 0x1d1915110d090501ll, 0x1c1814100c080400ll);
+  const __m512i columns = _mm512_set1_epi64(0x8040201008040201ll); /* byte k: 1 << k */
   __m512i smax = _mm512_set1_epi32(INT32_MIN), umax = zero;
   __m512i aminm1 = _mm512_set1_epi32(-1), neg = zero;
   __m512i ones0 = zero, ones1 = zero, ones2 = zero, twos0 = zero, twos1 = zero, twos2 = zero;
