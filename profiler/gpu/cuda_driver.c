@@ -75,6 +75,18 @@ int mpp_cuda_driver_version(void) {
   return mpp_cu() ? g_drv_version : 0;
 }
 
+CUstreamCaptureMode mpp_cu_capture_relax(const mpp_cu_api *cu) {
+  CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+  if (!cu || !cu->capture_mode_exchange || cu->capture_mode_exchange(&m) != CUDA_SUCCESS)
+    return CU_STREAM_CAPTURE_MODE_RELAXED; /* nothing to restore */
+  return m;
+}
+
+void mpp_cu_capture_restore(const mpp_cu_api *cu, CUstreamCaptureMode m) {
+  if (m != CU_STREAM_CAPTURE_MODE_RELAXED && cu && cu->capture_mode_exchange)
+    cu->capture_mode_exchange(&m);
+}
+
 bool mpp_cuda_available(void) {
   return mpp_cu() != NULL;
 }

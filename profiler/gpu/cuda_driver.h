@@ -79,4 +79,13 @@ const mpp_cu_api *mpp_cu(void);
 /* Driver version (e.g. 13000) or 0 when no driver. */
 int mpp_cuda_driver_version(void);
 
+/* While another thread captures a CUDA graph in the default (global) mode,
+ * "potentially unsafe" calls from any thread in global mode (cuEventQuery,
+ * cuMemAlloc, ...) fail and invalidate that capture: the application's graph
+ * would break. mpprof's own calls never touch a capturing stream, so they run
+ * in relaxed mode, thread-locally: relax returns the caller's mode (RELAXED
+ * when there is nothing to restore), restore puts it back. cu may be NULL. */
+CUstreamCaptureMode mpp_cu_capture_relax(const mpp_cu_api *cu);
+void mpp_cu_capture_restore(const mpp_cu_api *cu, CUstreamCaptureMode m);
+
 #endif

@@ -156,24 +156,6 @@ static ctx_state *ctx_for(const mpp_cu_api *cu, CUstream stream, CUcontext *ret_
   return cs->ready ? cs : NULL;
 }
 
-/* While another thread captures a CUDA graph in the default (global) mode,
- * "potentially unsafe" calls from any thread in global mode (cuEventQuery,
- * cuMemAlloc, ...) fail and invalidate that capture: the application's graph
- * would break. mpprof's calls never touch a capturing stream (the hooks check
- * the op's stream first), so they run in relaxed mode, thread-locally,
- * restoring the caller's mode afterwards. */
-static CUstreamCaptureMode relax(const mpp_cu_api *cu) {
-  CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
-  if (!cu->capture_mode_exchange || cu->capture_mode_exchange(&m) != CUDA_SUCCESS)
-    return CU_STREAM_CAPTURE_MODE_RELAXED; /* nothing to restore */
-  return m;
-}
-
-static void restore(const mpp_cu_api *cu, CUstreamCaptureMode m) {
-  if (m != CU_STREAM_CAPTURE_MODE_RELAXED && cu->capture_mode_exchange)
-    cu->capture_mode_exchange(&m);
-}
-
 /* Decode a claimed slot's record into the sink, then free the slot. */
 static void deliver(slot *s, bool ok) {
   pthread_mutex_lock(&g_deliver_mu);
@@ -225,7 +207,7 @@ static void *poll_main(void *arg) {
   pthread_mutex_unlock(&g_mu);
   const mpp_cu_api *cu = mpp_cu();
   if (!cu) return NULL;
-  relax(cu); /* our own thread: relaxed for good */
+  mpp_cu_capture_relax(cu); /* our own thread: relaxed for good */
   for (;;) {
     pthread_mutex_lock(&g_mu);
     while (g_pending == 0)
@@ -283,13 +265,13 @@ static int enqueue_planned(const mpp_cu_api *cu, void *stream, const mp_view *vi
     sink(cookie, &empty);
     return 0;
   }
-  CUstreamCaptureMode mode = relax(cu);
+  CUstreamCaptureMode mode = mpp_cu_capture_relax(cu);
   pthread_mutex_lock(&g_mu);
   CUcontext ctx = NULL;
   ctx_state *cs = ctx_for(cu, (CUstream)stream, &ctx);
   if (!cs) {
     pthread_mutex_unlock(&g_mu);
-    restore(cu, mode);
+    mpp_cu_capture_restore(cu, mode);
     return -ENOSYS;
   }
   slot *s = NULL;
@@ -297,7 +279,7 @@ static int enqueue_planned(const mpp_cu_api *cu, void *stream, const mp_view *vi
     if (cs->slots[i].state == SLOT_FREE) s = &cs->slots[i];
   if (!s) {
     pthread_mutex_unlock(&g_mu);
-    restore(cu, mode);
+    mpp_cu_capture_restore(cu, mode);
     return -EBUSY;
   }
   s->state = SLOT_FILLING;
@@ -334,7 +316,7 @@ static int enqueue_planned(const mpp_cu_api *cu, void *stream, const mp_view *vi
   start_thread_locked();
   pthread_cond_signal(&g_cv);
   pthread_mutex_unlock(&g_mu);
-  restore(cu, mode);
+  mpp_cu_capture_restore(cu, mode);
   return ok ? 0 : -EIO;
 }
 
@@ -369,7 +351,7 @@ void mpp_devscan_drain(void) {
   if (!cu || !have_fatbin()) return;
   struct timespec t0, now;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  CUstreamCaptureMode mode = relax(cu);
+  CUstreamCaptureMode mode = mpp_cu_capture_relax(cu);
   for (;;) {
     pthread_mutex_lock(&g_mu);
     int pending = g_pending;
@@ -383,5 +365,5 @@ void mpp_devscan_drain(void) {
     struct timespec ts = {0, 200000};
     nanosleep(&ts, NULL);
   }
-  restore(cu, mode);
+  mpp_cu_capture_restore(cu, mode);
 }

@@ -477,24 +477,6 @@ static bool start_session(void) {
   return true;
 }
 
-/* The CUPTI calls synchronise the context (auto range, decode): in the
- * default global capture mode that would invalidate a graph another thread is
- * capturing. Relaxed around mpprof's own calls only (as devscan.c does), the
- * caller's mode restored; never across the application's call. */
-static CUstreamCaptureMode relax(void) {
-  const mpp_cu_api *cu = mpp_cu();
-  CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
-  if (!cu || !cu->capture_mode_exchange || cu->capture_mode_exchange(&m) != CUDA_SUCCESS)
-    return CU_STREAM_CAPTURE_MODE_RELAXED; /* nothing to restore */
-  return m;
-}
-
-static void restore(CUstreamCaptureMode m) {
-  const mpp_cu_api *cu = mpp_cu();
-  if (m != CU_STREAM_CAPTURE_MODE_RELAXED && cu && cu->capture_mode_exchange)
-    cu->capture_mode_exchange(&m);
-}
-
 static pending *find_locked(uint64_t op_id) {
   for (int i = 0; i < MAX_PENDING; i++)
     if (g_pending[i].op_id == op_id) return &g_pending[i];
@@ -508,6 +490,8 @@ static void drop_locked(pending *p) {
   p->nk = 0;
 }
 
+/* The CUPTI calls synchronise the context (auto range, decode): they run in
+ * relaxed capture mode (mpp_cu_capture_relax), never across the app's call. */
 bool mpp_tc_begin(uint64_t op_id, uint64_t call_index, void *stream) {
   int every = mpp_tc_every();
   if (every < 0 || op_id == 0 || mpp_in_forked_child()) return false;
@@ -520,9 +504,9 @@ bool mpp_tc_begin(uint64_t op_id, uint64_t call_index, void *stream) {
     pthread_mutex_unlock(&g_mu);
     return false;
   }
-  CUstreamCaptureMode mode = relax();
+  CUstreamCaptureMode mode = mpp_cu_capture_relax(mpp_cu());
   bool ready = atomic_load(&g_state) != ST_UNTRIED || init();
-  restore(mode);
+  mpp_cu_capture_restore(mpp_cu(), mode);
   if (!ready) {
     atomic_flag_clear(&g_busy);
     return false;
@@ -548,9 +532,9 @@ bool mpp_tc_begin(uint64_t op_id, uint64_t call_index, void *stream) {
     atomic_flag_clear(&g_busy);
     return false;
   }
-  mode = relax();
+  mode = mpp_cu_capture_relax(mpp_cu());
   bool started = start_session();
-  restore(mode);
+  mpp_cu_capture_restore(mpp_cu(), mode);
   if (!started) {
     pthread_mutex_lock(&g_mu);
     drop_locked(p);
@@ -621,7 +605,7 @@ void mpp_tc_end(uint64_t op_id) {
   uint8_t tc[MAX_RANGES];
   double values[MAX_RANGES][MPP_TC_MAX_METRICS];
   bool ok = true;
-  CUstreamCaptureMode mode = relax();
+  CUstreamCaptureMode mode = mpp_cu_capture_relax(mpp_cu());
   CUpti_RangeProfiler_Stop_Params sp = {.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
   sp.pRangeProfilerObject = g_obj;
   CUptiResult r = api.rp_stop(&sp);
@@ -658,7 +642,7 @@ void mpp_tc_end(uint64_t op_id) {
         if (values[i][m] > 0) tc[i] = 1;
     }
   }
-  restore(mode);
+  mpp_cu_capture_restore(mpp_cu(), mode);
   verdict v[MAX_RANGES];
   int nv = 0;
   mpp_tc_verdict_fn fn;
