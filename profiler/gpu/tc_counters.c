@@ -507,11 +507,8 @@ bool mpp_tc_begin(uint64_t op_id, uint64_t call_index, void *stream) {
   CUstreamCaptureMode mode = mpp_cu_capture_relax(mpp_cu());
   bool ready = atomic_load(&g_state) != ST_UNTRIED || init();
   mpp_cu_capture_restore(mpp_cu(), mode);
-  if (!ready) {
-    atomic_flag_clear(&g_busy);
-    return false;
-  }
-  if (atomic_load(&g_state) != ST_READY) {
+  /* Not ready: init failed, or an earlier holder of g_busy found it unavailable. */
+  if (!ready || atomic_load(&g_state) != ST_READY) {
     atomic_flag_clear(&g_busy);
     return false;
   }
@@ -552,11 +549,6 @@ typedef struct verdict {
   double values[MPP_TC_MAX_METRICS];
 } verdict;
 
-static int by_start(const void *a, const void *b) {
-  const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* All kernels of p are in: pair them with the ranges in launch order. */
 static int settle_locked(pending *p, verdict *out) {
   if (p->nranges < 0 || p->nk < p->nranges) return 0;
@@ -565,9 +557,9 @@ static int settle_locked(pending *p, verdict *out) {
     drop_locked(p);
     return 0;
   }
-  /* Insertion sort by start time, stable (k[] begins with the start field). */
+  /* Insertion sort by start time, stable. */
   for (int i = 1; i < p->nk; i++)
-    for (int j = i; j > 0 && by_start(&p->k[j].start, &p->k[j - 1].start) < 0; j--) {
+    for (int j = i; j > 0 && p->k[j].start < p->k[j - 1].start; j--) {
       __typeof__(p->k[0]) t = p->k[j];
       p->k[j] = p->k[j - 1];
       p->k[j - 1] = t;
@@ -580,8 +572,7 @@ static int settle_locked(pending *p, verdict *out) {
   }
   int n = p->nk;
   g_stats.kernels_profiled += (uint64_t)n;
-  p->nk = 0;
-  drop_locked(p);
+  drop_locked(p); /* names handed out: NULL here */
   return n;
 }
 
