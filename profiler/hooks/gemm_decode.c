@@ -43,14 +43,15 @@ static bool beta_nonzero(const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
   return mpp_scalar_nonzero(g->beta, g->scale_type) == 1;
 }
 
-/* Is alpha known to be zero? Then BLAS does not reference A and B, and a
- * program may leave NULL in a pointer array: the device scan, which reads
- * the array's entries on the GPU where the host cannot check them, must not
- * follow them. Unknown (a device scalar) is not zero. */
-static bool alpha_zero(const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
+/* Is alpha known to be non-zero? With alpha == 0 BLAS does not reference A
+ * and B, and a program may leave NULL in a pointer array: the device scan,
+ * which reads the array's entries on the GPU where the host cannot check
+ * them, must follow them only when cuBLAS itself will. Unknown (a device
+ * scalar) counts as possibly zero, as for beta. */
+static bool alpha_nonzero(const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
   if (!g->alpha) return false;
   if (ctx->pointer_mode != 0 && !(ctx->host_visible && ctx->host_visible(g->alpha))) return false;
-  return mpp_scalar_nonzero(g->alpha, g->scale_type) == 0;
+  return mpp_scalar_nonzero(g->alpha, g->scale_type) == 1;
 }
 
 void mpp_gemm_decode(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
@@ -83,7 +84,7 @@ void mpp_gemm_decode(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx
   mpp_role *c = mpp_op_role(op, "C", true);
   set_view(c, g->Ctype, g->C, g->Carr, g->m, g->n, g->ldc, op->batch, g->strideC);
   if (!beta_nonzero(g, ctx)) c->present = false;
-  if (alpha_zero(g, ctx)) {
+  if (!alpha_nonzero(g, ctx)) {
     if (g->Aarr) a->present = false;
     if (g->Barr) b->present = false;
   }
