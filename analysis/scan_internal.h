@@ -1,0 +1,289 @@
+/* Internals of the host scanner, shared by its paths: the per-source tables,
+ * the per-value reference step (acc_value), and the state of the fp32-family
+ * fast paths. analysis/scan.c picks a path per view; each path lives in its
+ * own file:
+ *   scan_portable.c  plain C per value, and bit-pattern counting (8/16-bit)
+ *   scan_fp64.c      fp64, scalar, binned by exponent
+ *   scan_f32.c       state of the fp32/fp16/bf16 vector paths (init, folds, finish)
+ *   scan_avx2.c      fp32 with AVX2
+ *   scan_avx512.c    fp32, fp16, bf16 with AVX-512 (exponent pairs for 16-bit)
+ *   scan_planes.c    fp32, fp16, bf16 with AVX-512 bit planes
+ * Every path produces bit-identical records (tests/analysis checks it). */
+#ifndef MPPROF_ANALYSIS_SCAN_INTERNAL_H
+#define MPPROF_ANALYSIS_SCAN_INTERNAL_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "analysis/scan.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define MP_HAVE_X86 1
+#include <immintrin.h>
+#endif
+
+/* fp64 has the widest range: emax - emin_sub + 1 bins. */
+#define SRC_MAX_BINS (1023 + 1074 + 1)
+#define OUTCOME_BOUNDARY 0xff
+
+typedef struct src_info {
+  int lo, hi; /* histogram range of the source */
+  /* outcome[t][e - lo]: the cast outcome shared by the whole binade, or
+   * OUTCOME_BOUNDARY when the binade straddles one of t's thresholds. */
+  uint8_t outcome[MP_TARGET_COUNT][SRC_MAX_BINS];
+} src_info;
+
+/* The tables of source dtype d (built once). */
+const src_info *mp_scan_info_of(mp_dtype d);
+
+/* ---- the portable per-value path ---------------------------------------- */
+
+static inline bool total_less(double a, double b) {
+  if (a < b) return true;
+  return a == b && signbit(a) && !signbit(b);
+}
+
+/* c copies of the value x into s (c > 1 when folding pattern counts). */
+static inline void acc_value(mp_stats *s, const src_info *I, double x, uint64_t c) {
+  s->count += c;
+  if (isnan(x)) {
+    s->nans += c;
+    return;
+  }
+  if (isinf(x)) {
+    if (x > 0) {
+      s->pos_infs += c;
+    } else {
+      s->neg_infs += c;
+      s->negatives += c;
+    }
+    return;
+  }
+  if (x < 0) s->negatives += c;
+  if (isnan(s->min) || total_less(x, s->min)) s->min = x;
+  if (isnan(s->max) || total_less(s->max, x)) s->max = x;
+  double a = fabs(x);
+  if (isnan(s->absmax) || a > s->absmax) s->absmax = a;
+  if (x == 0) {
+    s->zeros += c;
+    return;
+  }
+  if (a < s->min_abs_nonzero) s->min_abs_nonzero = a;
+  int e = ilogb(x);
+  s->exp_hist[e - MP_HIST_MIN] += c;
+  int i = e - I->lo;
+  for (int t = 0; t < MP_TARGET_COUNT; t++) {
+    uint8_t o = I->outcome[t][i];
+    if (o == OUTCOME_BOUNDARY) o = (uint8_t)mp_cast_classify(x, (mp_target)t);
+    s->casts[t][o] += c;
+  }
+}
+
+void mp_scan_portable_run(mp_stats *s, const src_info *I, mp_dtype d, const void *p, uint64_t n);
+
+/* ---- pattern counting for 8- and 16-bit sources (scan_portable.c) ------- */
+
+typedef struct pattern_counts {
+  uint32_t *cnt; /* 2^bits counters per bank: two banks for 16-bit sources, eight for 8-bit */
+  unsigned bits;
+  unsigned banks;
+  uint64_t pending;
+} pattern_counts;
+
+void mp_scan_pattern_run(mp_stats *s, const src_info *I, mp_dtype d, pattern_counts *P,
+                         const void *p, uint64_t n);
+void mp_scan_pattern_fold(mp_stats *s, const src_info *I, mp_dtype d, pattern_counts *P);
+
+/* ---- fp64, scalar (scan_fp64.c) ------------------------------------------ */
+
+/* fp64 values are binned by their biased exponent into two sub-histograms;
+ * cast outcomes come from the per-binade table, except in the few boundary
+ * binades, whose values are classified one by one. Zeros are handled inline;
+ * subnormal, inf and NaN inputs take acc_value(). */
+typedef struct f64_fast {
+  uint32_t sub[2][2048];
+  uint8_t boundary[2048]; /* by biased exponent */
+  /* Per target, |x| bits above which a value is at least subnormal, normal,
+   * overflowing; bcasts counts boundary values by that level (0..3). */
+  uint64_t level_bits[MP_TARGET_COUNT][3];
+  uint64_t bcasts[MP_TARGET_COUNT][4];
+  uint64_t pending; /* values in sub since the last fold */
+  uint64_t values, zeros, negatives;
+  int64_t key_min, key_max;
+  uint64_t abs_min_m1;
+} f64_fast;
+
+#define F64_FOLD_EVERY (1ull << 31)
+/* Building the boundary table costs a few microseconds. */
+#define F64_FAST_MIN_ELEMENTS 4096
+
+void mp_scan_f64_init(f64_fast *F, const src_info *I);
+void mp_scan_f64_run(mp_stats *s, const src_info *I, f64_fast *F, const double *p, uint64_t n);
+void mp_scan_f64_finish(mp_stats *s, const src_info *I, f64_fast *F);
+
+/* ---- fp32 family, vector paths (x86) -------------------------------------- */
+
+#ifdef MP_HAVE_X86
+/* For normal and zero fp32 values every cast outcome follows from a few
+ * integer compares of |x|'s bits with the targets' thresholds: the count above
+ * overflow_at, above flush_at and at or above subnormal_below. bf16's flush
+ * and subnormal limits lie below fp32's normal range, so those two are
+ * implied; ten compares remain. Subnormal, inf and NaN inputs are rare and
+ * take acc_value() with their whole vector. */
+enum {
+  TH_FP16_OVF,
+  TH_FP16_FLUSH,
+  TH_FP16_SUB,
+  TH_BF16_OVF,
+  TH_E4M3_OVF,
+  TH_E4M3_FLUSH,
+  TH_E4M3_SUB,
+  TH_E5M2_OVF,
+  TH_E5M2_FLUSH,
+  TH_E5M2_SUB,
+  TH_COUNT
+};
+
+/* Indicator counts the vector loop keeps: the ten thresholds, then zeros and
+ * negatives, packed four to a vector of byte counters. */
+enum { IND_ZEROS = TH_COUNT, IND_NEGATIVES, IND_COUNT };
+
+#define F32_LANES 16 /* AVX-512; the AVX2 loop uses the first 8 */
+
+/* Exponents of fp16 and bf16 sources (AVX-512): a histogram over *pairs* of
+ * neighbouring values. Each value's biased fp32 exponent becomes a 6-bit code
+ * relative to a window of 63 binades (base .. base + 62); code 63 means "no
+ * exponent here" (zero, or outside the window). Two codes form a 12-bit index
+ * into 16-bit counters, in several banks so that repeated indices do not form
+ * a chain of dependent increments: one increment per two values, where
+ * extracting sixteen exponent bytes from the vector and counting them one by
+ * one cost about a quarter more. A bank bin takes at most PAIR_PER_BANK counts
+ * per vector, so the banks are folded into exponent counts (row and column
+ * sums) before a counter can wrap. Non-zero values outside the window are
+ * appended (vector compress) to a buffer and counted one by one after the
+ * kernel call. The window starts at 2^-45 .. 2^17 and moves when a kernel call
+ * sees many values outside it: its top then follows the largest exponent seen
+ * so far. Where the window sits changes the speed, never a count.
+ * (For fp32 the same scheme was slower than scalar exponent counts read
+ * straight from the source, hist_exponents8: no vector-to-scalar moves.)
+ *
+ * Kernel calls end after at most this many vectors (bounds the escape buffer
+ * and the 16-bit bank counters between folds). */
+#define PAIR_KERNEL_VECTORS 1024
+#define PAIR_BANKS 4
+typedef uint16_t pair_count;
+#define PAIR_PER_BANK (8 / PAIR_BANKS)
+/* Bank counters are uint16: fold before any could pass 65535. */
+#define PAIR_FOLD_VECTORS ((65535 / PAIR_PER_BANK) - PAIR_KERNEL_VECTORS)
+#define WINDOW_CODES 63 /* binades in the window; code 63 is "none" */
+#define WINDOW_BASE_START (127 - 45)
+#define WINDOW_BASE_MAX (254 - WINDOW_CODES + 1)
+
+typedef struct pair_state {
+  pair_count bank[PAIR_BANKS][64 * 64];
+  uint32_t escapes[PAIR_KERNEL_VECTORS * 16 + 16]; /* biased exponents outside the window */
+  uint64_t exp[256];                               /* folded exponent counts, by biased exponent */
+  uint64_t pending;                                /* vectors in the banks since the last fold */
+  int base;                                        /* biased exponent of code 0 */
+} pair_state;
+
+/* Tables of the bit-plane kernel (scan_planes.c). */
+#define PLANE_SLOTS 16
+typedef struct plane_tables {
+  /* By (E >> 2) mod 16: threshold bits (INT32_MAX: none), and a second,
+   * higher threshold in the same binade. */
+  int32_t th[PLANE_SLOTS], th2[PLANE_SLOTS];
+  int th_index[PLANE_SLOTS], th2_index[PLANE_SLOTS]; /* TH_ index, or -1 */
+} plane_tables;
+
+typedef struct f32_fast {
+  uint32_t sub[F32_LANES][256]; /* exponent counts per lane, indexed by the biased exponent */
+  uint32_t ind_lanes[IND_COUNT][F32_LANES]; /* AVX-512 indicator counts, per lane */
+  int32_t th_bits[TH_COUNT];
+  uint64_t vectors; /* vector lanes' worth of values in sub/ind_lanes since the last fold */
+  uint64_t values;  /* values that took the vector path */
+  uint64_t ind[IND_COUNT];
+  int32_t key_min[F32_LANES], key_max[F32_LANES]; /* order-preserving integer keys of x */
+  uint32_t abs_min_m1[F32_LANES]; /* |x| bits - 1: zeros wrap to the top and drop out */
+  int lanes;                      /* 8 (AVX2) or 16 (AVX-512) */
+  pair_state *pairs;              /* AVX-512 exponent pairs (NULL for AVX2) */
+  uint64_t recent_escapes;        /* values outside the window in the last kernel call */
+  bool ok;
+  bool use_planes; /* fp32, fp16, bf16 through plane_kernel() */
+  plane_tables plane_tab;
+  unsigned plane_skip;  /* blocks the plane kernel sits out */
+  unsigned plane_fails; /* consecutive blocks that failed its check */
+} f32_fast;
+
+/* Sub-histogram lanes take one count per vector; fold long before 2^32. */
+#define F32_FOLD_EVERY (1ull << 30)
+/* Byte counters take one count per vector. */
+#define F32_BLOCK_VECTORS 255
+
+static inline uint32_t float_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static inline float bits_to_float(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* Exponent counts of n (8 or 16) values the vector code has just loaded:
+ * scalar 64-bit loads (two values each, hot in L1) spread over eight
+ * sub-histograms, so that repeated exponents do not form a chain of
+ * dependent increments. Scalar extraction beats storing the vector of
+ * exponents and reloading it lane by lane. */
+static inline __attribute__((always_inline)) void hist_exponents8(uint32_t (*sub)[256],
+                                                                  const float *p) {
+  uint64_t x0, x1, x2, x3;
+  memcpy(&x0, p, 8);
+  memcpy(&x1, p + 2, 8);
+  memcpy(&x2, p + 4, 8);
+  memcpy(&x3, p + 6, 8);
+  sub[0][(x0 >> 23) & 0xff]++;
+  sub[4][(x0 >> 55) & 0xff]++;
+  sub[1][(x1 >> 23) & 0xff]++;
+  sub[5][(x1 >> 55) & 0xff]++;
+  sub[2][(x2 >> 23) & 0xff]++;
+  sub[6][(x2 >> 55) & 0xff]++;
+  sub[3][(x3 >> 23) & 0xff]++;
+  sub[7][(x3 >> 55) & 0xff]++;
+}
+
+/* scan_f32.c: state shared by the vector paths. */
+void mp_scan_f32_init(f32_fast *F, int lanes);
+void mp_scan_f32_fold(mp_stats *s, f32_fast *F);
+void mp_scan_f32_finish(mp_stats *s, f32_fast *F);
+/* Biased exponent of the largest |x| the lanes' keys have seen (0 if none). */
+int mp_scan_top_exponent(const f32_fast *F);
+void mp_scan_pair_fold(f32_fast *F);
+void mp_scan_pair_rebase(f32_fast *F, int top);
+
+/* scan_avx2.c */
+void mp_scan_f32_run_avx2(mp_stats *s, const src_info *I, f32_fast *F, const float *p, uint64_t n);
+
+/* scan_avx512.c */
+void mp_scan_f32_run_avx512(mp_stats *s, const src_info *I, f32_fast *F, const float *p,
+                            uint64_t n);
+void mp_scan_f16_run_avx512(mp_stats *s, const src_info *I, f32_fast *F, const uint16_t *p,
+                            uint64_t n);
+void mp_scan_bf16_run_avx512(mp_stats *s, const src_info *I, f32_fast *F, const uint16_t *p,
+                             uint64_t n);
+
+/* scan_planes.c */
+/* Sets up the tables; false if the thresholds do not fit them. */
+bool mp_scan_plane_tables_init(plane_tables *T, const int32_t th_bits[TH_COUNT]);
+/* fp32, fp16 or bf16 (kind 0, 1, 2) in blocks through the plane kernel. */
+void mp_scan_plane_run(mp_stats *s, const src_info *I, f32_fast *F, const void *p, uint64_t n,
+                       int kind);
+/* The CPU has what the plane kernel needs. */
+bool mp_scan_cpu_has_planes(void);
+#endif
+
+#endif
