@@ -89,6 +89,12 @@ static void scratch_key_init(void) {
   pthread_key_create(&scratch_key, scratch_free);
 }
 
+/* Calls of this thread begun and not yet ended. A hook that opens several at
+ * once (one per group of a grouped GEMM, one per operation of a cuDNN graph)
+ * would have them all scan into the same scratch record: every call but the
+ * first gets records of its own (freed by mpp_call_end). */
+static __thread MPP_TLS int open_calls;
+
 static mp_stats *scratch_get(int role) {
   if (!scratch[role]) {
     pthread_once(&scratch_once, scratch_key_init);
@@ -132,7 +138,7 @@ static bool would_scan(const mpp_role *r) {
 }
 
 static void host_scan(mpp_call *c, int ri, const mp_view *v) {
-  mp_stats *s = scratch_get(ri);
+  mp_stats *s = c->tmp_used[ri] ? c->tmp[ri] : c->tmp_owned ? malloc(sizeof *s) : scratch_get(ri);
   if (!s) {
     c->ns_counts[MPP_NS_UNKNOWN]++;
     return;
@@ -245,6 +251,7 @@ void mpp_call_begin(mpp_call *c, mpp_op *op) {
       !atomic_exchange(&device_noted, true))
     mpp_process_note_device(); /* the app's first op: its CUDA context exists */
   memset(c, 0, sizeof *c);
+  c->tmp_owned = open_calls++ > 0;
   uint64_t lh, index = 0;
   const char *layer = mpp_nvtx_layer(&lh);
   c->site = mpp_site_find(op, layer, lh, &index);
@@ -277,18 +284,30 @@ void mpp_call_begin(mpp_call *c, mpp_op *op) {
   if (c->timed) c->t0_ns = mpp_now_ns();
 }
 
+static void call_close(mpp_call *c) {
+  open_calls--;
+  if (!c->tmp_owned) return;
+  for (int i = 0; i < MPP_MAX_ROLES; i++)
+    if (c->tmp_used[i]) free(c->tmp[i]);
+}
+
 void mpp_call_end(mpp_call *c, mpp_op *op, bool ok) {
   uint64_t t1 = c->timed ? mpp_now_ns() : 0;
-  if (c->site < 0) return;
+  if (c->site < 0) {
+    call_close(c);
+    return;
+  }
   /* First after the real call, before output scans enqueue mpprof's own kernels. */
   if (c->tc_counting) mpp_tc_end(c->op_id);
   mpp_cupti_pop();
   if (!ok) {
     mpp_note_failed_call();
+    call_close(c);
     return;
   }
   if (c->scan) scan_roles(c, op, false);
   mpp_site_record(c->site, op, c, t1 > c->t0_ns ? t1 - c->t0_ns : 0);
+  call_close(c);
 }
 
 void mpp_call_autotune(const mpp_op *op) {

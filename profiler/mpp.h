@@ -161,9 +161,12 @@ typedef struct mpp_call {
   bool tc_counting;             /* --tc-counters profiles this call's kernels (tc_counters.c) */
   mp_stats *tmp[MPP_MAX_ROLES]; /* host-scan results, merged at the end */
   bool tmp_used[MPP_MAX_ROLES];
+  bool tmp_owned; /* tmp[] malloc'd: another call of this thread is open (call.c) */
   uint32_t ns_counts[MPP_NS_COUNT];
 } mpp_call;
 
+/* Every begun call must be ended (calls of one thread may nest: grouped GEMMs
+ * and cuDNN graphs open one per op around a single real call). */
 void mpp_call_begin(mpp_call *c, mpp_op *op);
 /* CUPTI kernel sink (mpp_kernel_sink): kernels and gpu_ns per site. */
 void mpp_kernel_sink_fn(uint64_t op_id, const char *mangled_name, uint64_t start_ns,

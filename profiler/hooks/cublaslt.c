@@ -35,6 +35,7 @@ static bool read_layout(cublasLtMatrixLayout_t l, mpp_lt_layout *ret) {
   uint32_t type = 0;
   int32_t order = CUBLASLT_ORDER_COL, batch = 1;
   int64_t stride = 0;
+  uint32_t mode = CUBLASLT_BATCH_MODE_STRIDED;
   if (!l || !layout_get(l, CUBLASLT_MATRIX_LAYOUT_TYPE, &type, sizeof type) ||
       !layout_get(l, CUBLASLT_MATRIX_LAYOUT_ROWS, &ret->rows, sizeof ret->rows) ||
       !layout_get(l, CUBLASLT_MATRIX_LAYOUT_COLS, &ret->cols, sizeof ret->cols) ||
@@ -44,6 +45,8 @@ static bool read_layout(cublasLtMatrixLayout_t l, mpp_lt_layout *ret) {
   layout_get(l, CUBLASLT_MATRIX_LAYOUT_ORDER, &order, sizeof order);
   layout_get(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch);
   layout_get(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride);
+  layout_get(l, CUBLASLT_MATRIX_LAYOUT_BATCH_MODE, &mode, sizeof mode);
+  ret->batch_mode = mode;
   ret->type = (int)type;
   ret->order = order;
   ret->batch = batch;

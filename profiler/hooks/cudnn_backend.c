@@ -54,6 +54,7 @@ typedef struct be_op {
   be_tensor t[OPND_COUNT];
   mpp_conv_desc conv;
   bool has_conv;
+  int comp_type; /* cudnnDataType_t of the matmul / pointwise / reduction descriptor, -1 unset */
 } be_op;
 
 /* Immutable once built; shared by engines, configs and plans of one graph. */
@@ -73,6 +74,7 @@ typedef struct be_shadow {
   union {
     be_tensor tensor;
     mpp_conv_desc conv;
+    int comp_type; /* MATMUL_COMP_TYPE, POINTWISE_MATH_PREC, REDUCTION_COMP_TYPE; -1 unset */
     be_op op;
     struct {
       int n;
@@ -147,6 +149,10 @@ static bool shadowed_type(int t) {
   switch (t) {
   case CUDNN_BACKEND_TENSOR_DESCRIPTOR:
   case CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR:
+  case CUDNN_BACKEND_MATMUL_DESCRIPTOR:
+  case CUDNN_BACKEND_POINTWISE_DESCRIPTOR:
+  case CUDNN_BACKEND_REDUCTION_DESCRIPTOR:
+  case CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR:
   case CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR:
   case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR:
   case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR:
@@ -164,12 +170,31 @@ static bool shadowed_type(int t) {
   }
 }
 
+/* Descriptors that only carry a compute type for an operation. */
+static bool is_comp_desc(int t) {
+  return t == CUDNN_BACKEND_MATMUL_DESCRIPTOR || t == CUDNN_BACKEND_POINTWISE_DESCRIPTOR ||
+         t == CUDNN_BACKEND_REDUCTION_DESCRIPTOR;
+}
+
+/* The graph -> plan chain. */
+static bool is_chain_desc(int t) {
+  return t == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR || t == CUDNN_BACKEND_ENGINE_DESCRIPTOR ||
+         t == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR || t == CUDNN_BACKEND_ENGINECFG_DESCRIPTOR ||
+         t == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR;
+}
+
 static void on_create(int type, void *desc) {
   if (!shadowed_type(type) || !desc) return;
   be_shadow *s = calloc(1, sizeof *s);
   if (!s) return;
   s->desc = desc;
   s->type = type;
+  if (is_comp_desc(type))
+    s->u.comp_type = -1;
+  else if (!is_chain_desc(type) && type != CUDNN_BACKEND_TENSOR_DESCRIPTOR &&
+           type != CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR &&
+           type != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)
+    s->u.op.comp_type = -1;
   pthread_mutex_lock(&shadows_mu);
   if (nshadows >= MAX_SHADOWS || ((nused + 1) * 2 > shadows_cap && !rebuild_locked())) {
     pthread_mutex_unlock(&shadows_mu);
@@ -268,6 +293,7 @@ static int operand_of(int type, int name) {
   case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X:
   case CUDNN_ATTR_OPERATION_MATMUL_ADESC:
   case CUDNN_ATTR_OPERATION_POINTWISE_XDESC:
+  case CUDNN_ATTR_OPERATION_REDUCTION_XDESC:
     return OPND_X;
   case CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W:
   case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W:
@@ -280,6 +306,7 @@ static int operand_of(int type, int name) {
   case CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW:
   case CUDNN_ATTR_OPERATION_MATMUL_CDESC:
   case CUDNN_ATTR_OPERATION_POINTWISE_YDESC:
+  case CUDNN_ATTR_OPERATION_REDUCTION_YDESC:
     return OPND_Y;
   default:
     (void)type;
@@ -293,6 +320,20 @@ static bool is_conv_desc_attr(int name) {
          name == CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC;
 }
 
+/* The operation attribute that names its compute-type descriptor. */
+static bool is_comp_desc_attr(int name) {
+  return name == CUDNN_ATTR_OPERATION_MATMUL_DESC ||
+         name == CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR ||
+         name == CUDNN_ATTR_OPERATION_REDUCTION_DESC;
+}
+
+static void set_comp_attr(int *comp_type, int name, int atype, int64_t n, const void *v) {
+  if ((name == CUDNN_ATTR_MATMUL_COMP_TYPE || name == CUDNN_ATTR_POINTWISE_MATH_PREC ||
+       name == CUDNN_ATTR_REDUCTION_COMP_TYPE) &&
+      atype == CUDNN_TYPE_DATA_TYPE && n >= 1)
+    *comp_type = *(const int *)v;
+}
+
 static void set_op_attr_locked(be_op *op, int name, int atype, int64_t n, const void *v) {
   if (atype != CUDNN_TYPE_BACKEND_DESCRIPTOR || n < 1) return;
   be_shadow *ref = find_locked(*(void *const *)v);
@@ -303,6 +344,8 @@ static void set_op_attr_locked(be_op *op, int name, int atype, int64_t n, const 
   else if (is_conv_desc_attr(name) && ref->type == CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR) {
     op->conv = ref->u.conv;
     op->has_conv = true;
+  } else if (is_comp_desc_attr(name) && is_comp_desc(ref->type)) {
+    op->comp_type = ref->u.comp_type; /* a copy, like the tensors */
   }
 }
 
@@ -340,6 +383,11 @@ static void on_set(void *desc, int name, int atype, int64_t n, const void *v) {
       break;
     case CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR:
       set_conv_attr(&s->u.conv, name, n, v);
+      break;
+    case CUDNN_BACKEND_MATMUL_DESCRIPTOR:
+    case CUDNN_BACKEND_POINTWISE_DESCRIPTOR:
+    case CUDNN_BACKEND_REDUCTION_DESCRIPTOR:
+      set_comp_attr(&s->u.comp_type, name, atype, n, v);
       break;
     case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
       if (name == CUDNN_ATTR_OPERATIONGRAPH_OPS && atype == CUDNN_TYPE_BACKEND_DESCRIPTOR)
@@ -442,6 +490,7 @@ static void decode_matmul(mpp_op *op, const be_op *o, void *pa, void *pb, void *
   mpp_op_type(op, "A", mpp_cudnn_dtype_name(a->dtype));
   mpp_op_type(op, "B", mpp_cudnn_dtype_name(b->dtype));
   mpp_op_type(op, "C", mpp_cudnn_dtype_name(c->dtype));
+  if (o->comp_type >= 0) op->compute_type = mpp_cudnn_dtype_name(o->comp_type);
   mpp_conv_tensor_view(mpp_op_role(op, "A", true), a, pa);
   mpp_conv_tensor_view(mpp_op_role(op, "B", true), b, pb);
   mpp_conv_tensor_view(mpp_op_role(op, "C", false), c, pc);
@@ -474,7 +523,10 @@ static int decode_execute(void *plan, void *varpack, mpp_op *ops, bool *ret_auto
     }
     for (int k = 0; k < g->nops && n < MAX_GRAPH_OPS; k++) {
       const be_op *o = &g->ops[k];
-      if (o->type == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR || !o->t[OPND_X].set) continue;
+      /* Pointwise and reduction ops are the fused graph's epilogue, not ops of their own. */
+      if (o->type == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR ||
+          o->type == CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR || !o->t[OPND_X].set)
+        continue;
       const be_tensor *out = materialised(g, &o->t[OPND_Y]);
       void *p0 = ptr_of(vp, &o->t[OPND_X]), *p1 = ptr_of(vp, &o->t[OPND_W]), *p2 = ptr_of(vp, out);
       if (o->type == CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR) {

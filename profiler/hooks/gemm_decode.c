@@ -127,21 +127,33 @@ const char *mpp_lt_epilogue_name(uint32_t e) {
   return "UNKNOWN";
 }
 
+#define LT_BATCH_MODE_POINTER_ARRAY 1u /* cublasLtBatchMode_t */
+
 static void lt_view(mpp_role *r, const mpp_lt_layout *l, const void *p) {
   r->view.dtype = mpp_cuda_dtype(l->type);
-  r->view.data = p;
   /* A row-major matrix is the column-major view of its transpose: same elements. */
   bool row = l->order == 1;
   r->view.rows = row ? l->cols : l->rows;
   r->view.cols = row ? l->rows : l->cols;
   r->view.ld = l->ld > 0 ? (uint64_t)l->ld : 0;
   r->view.batch = l->batch > 1 ? (uint64_t)l->batch : 1;
-  r->view.batch_stride = l->batch_stride;
-  if (r->view.batch > 1 && l->batch_stride == 0) r->view.batch = 1; /* broadcast: one matrix */
+  if (l->batch_mode == LT_BATCH_MODE_POINTER_ARRAY) {
+    /* p is an array of batch matrix pointers (one per batch member, even a
+     * batch of one), each matrix described by the layout. */
+    r->ptr_array = p;
+    r->view.data = NULL;
+    r->view.batch_stride = 0;
+  } else {
+    r->view.data = p;
+    r->view.batch_stride = l->batch_stride;
+    if (r->view.batch > 1 && l->batch_stride == 0) r->view.batch = 1; /* broadcast: one matrix */
+  }
   if (r->view.dtype == MP_DTYPE_INVALID)
     r->unscannable = MPP_NS_DTYPE;
   else if (l->order != 0 && l->order != 1)
     r->unscannable = MPP_NS_LAYOUT;
+  else if (l->batch_mode > LT_BATCH_MODE_POINTER_ARRAY)
+    r->unscannable = MPP_NS_LAYOUT; /* a batch mode this decoder does not know */
   if (l->rows == 0 || l->cols == 0) r->present = false;
 }
 
@@ -156,6 +168,15 @@ static bool lt_beta_nonzero(const mpp_lt_call *g, bool (*host_visible)(const voi
     if (!host_visible || !g->beta || !host_visible(g->beta)) return false;
   }
   return g->beta && mpp_scalar_nonzero(g->beta, g->scale_type) == 1;
+}
+
+/* Is alpha known to be non-zero (see alpha_nonzero above)? Device vectors of
+ * alpha are never read here. */
+static bool lt_alpha_nonzero(const mpp_lt_call *g, bool (*host_visible)(const void *)) {
+  if (!g->alpha) return false;
+  if (g->pointer_mode != 0 && !(g->pointer_mode == 1 && host_visible && host_visible(g->alpha)))
+    return false;
+  return mpp_scalar_nonzero(g->alpha, g->scale_type) == 1;
 }
 
 void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
@@ -184,15 +205,20 @@ void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
   if (g->amax_d) op->fp8_scales |= MPP_FP8_AMAX_D;
   op->stream = stream;
 
-  lt_view(mpp_op_role(op, "A", true), &g->a, g->A);
-  lt_view(mpp_op_role(op, "B", true), &g->b, g->B);
+  mpp_role *a = mpp_op_role(op, "A", true);
+  lt_view(a, &g->a, g->A);
+  mpp_role *b = mpp_op_role(op, "B", true);
+  lt_view(b, &g->b, g->B);
   mpp_role *c = mpp_op_role(op, "C", true);
   lt_view(c, &g->c, g->C);
   if (!g->C || !lt_beta_nonzero(g, host_visible)) c->present = false;
+  /* With alpha == 0 A and B are not read: pointer arrays may hold NULLs. */
+  if (!lt_alpha_nonzero(g, host_visible)) {
+    if (a->ptr_array) a->present = false;
+    if (b->ptr_array) b->present = false;
+  }
   lt_view(mpp_op_role(op, "D", false), &g->d, g->D);
 
-  mpp_op_note_ptr(op, g->A);
-  mpp_op_note_ptr(op, g->B);
-  mpp_op_note_ptr(op, g->C);
-  mpp_op_note_ptr(op, g->D);
+  for (int i = 0; i < op->nroles; i++)
+    if (!op->roles[i].ptr_array) mpp_op_note_ptr(op, op->roles[i].view.data);
 }

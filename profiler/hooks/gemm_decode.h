@@ -45,6 +45,7 @@ typedef struct mpp_lt_layout {
   int64_t ld;
   int32_t batch;
   int64_t batch_stride; /* elements */
+  uint32_t batch_mode;  /* cublasLtBatchMode_t: 1 = the matrix pointer is an array of pointers */
 } mpp_lt_layout;
 
 typedef struct mpp_lt_call {

@@ -1,0 +1,227 @@
+/* mpp_fidelity_prog: calls whose recording needs more than the arguments
+ * (API fidelity, issue 17), one per mode, each in NVTX range "t/<mode>":
+ *   grouped2   cublasSgemmGroupedBatched, 2 groups: group 0 is 2 GEMMs of
+ *              2x2x2 with A holding 1..8 (B 1..8), group 1 one GEMM of 3x3x3
+ *              with A holding 1..9 (B 1..9)
+ *   ltptr      cublasLtMatmul, fp16, BATCH_MODE = POINTER_ARRAY, batch 2 of
+ *              4x4x4: A matrices hold 0..31 across the batch, B 32..63
+ *   cudnnmm    cuDNN backend matmul graph, fp16 [1,4,8] x [1,8,4] -> fp16, with
+ *              CUDNN_ATTR_MATMUL_COMP_TYPE = CUDNN_DATA_FLOAT
+ * Every mode prints a checksum of its results on stdout. Linked against the
+ * CUDA libraries by soname; run with LD_LIBRARY_PATH=<simcuda>. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#include <nvtx3/nvToolsExt.h>
+
+static void die(const char *what, int code) {
+  fprintf(stderr, "mpp_fidelity_prog: %s failed (%d)\n", what, code);
+  exit(70);
+}
+#define CK(call)                                                                                   \
+  do {                                                                                             \
+    int rc_ = (int)(call);                                                                         \
+    if (rc_ != 0) die(#call, rc_);                                                                 \
+  } while (0)
+
+static uint16_t f2h(float f) { /* exact for the small integers used here */
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  int e = (int)((x >> 23) & 0xff) - 127 + 15;
+  if ((x & 0x7fffffffu) == 0) return (uint16_t)sign;
+  return (uint16_t)(sign | (uint32_t)e << 10 | ((x >> 13) & 0x3ffu));
+}
+
+static float h2f(uint16_t h) { /* normal fp16 values only */
+  if (!(h & 0x7fffu)) return 0;
+  uint32_t x = (uint32_t)(h & 0x8000u) << 16 | (uint32_t)(((h >> 10) & 0x1f) - 15 + 127) << 23 |
+               (uint32_t)(h & 0x3ffu) << 13;
+  float f;
+  memcpy(&f, &x, 4);
+  return f;
+}
+
+static void *upload(const void *host, size_t bytes) {
+  void *d;
+  CK(cudaMalloc(&d, bytes));
+  CK(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice));
+  return d;
+}
+
+static void range(const char *mode) {
+  nvtxRangePushA("t");
+  nvtxRangePushA(mode);
+}
+
+static void range_end(void) {
+  nvtxRangePop();
+  nvtxRangePop();
+}
+
+static int mode_grouped2(void) {
+  cublasHandle_t h;
+  CK(cublasCreate(&h));
+  float a0[8], a1[9], c[8 + 9] = {0};
+  for (int i = 0; i < 8; i++)
+    a0[i] = (float)(i + 1);
+  for (int i = 0; i < 9; i++)
+    a1[i] = (float)(i + 1);
+  float *d0 = upload(a0, sizeof a0), *d1 = upload(a1, sizeof a1), *dc = upload(c, sizeof c);
+  /* Group 0: A = B = the two 2x2 matrices of d0; group 1: A = B = d1. */
+  const float *A[3] = {d0, d0 + 4, d1};
+  float *C[3] = {dc, dc + 4, dc + 8};
+  const float **dA = upload(A, sizeof A);
+  float **dC = upload(C, sizeof C);
+  cublasOperation_t t[2] = {CUBLAS_OP_N, CUBLAS_OP_N};
+  int dims[2] = {2, 3}, size[2] = {2, 1};
+  float al[2] = {1, 1}, be[2] = {0, 0};
+  range("grouped2");
+  CK(cublasSgemmGroupedBatched(h, t, t, dims, dims, dims, al, (const float *const *)dA, dims,
+                               (const float *const *)dA, dims, be, dC, dims, 2, size));
+  range_end();
+  CK(cudaMemcpy(c, dc, sizeof c, cudaMemcpyDeviceToHost));
+  double s = 0;
+  for (int i = 0; i < 17; i++)
+    s += c[i] * (i + 1);
+  printf("grouped2 checksum %.17g\n", s);
+  CK(cublasDestroy(h));
+  return 0;
+}
+
+static int mode_ltptr(void) {
+  enum { M = 4, BATCH = 2 };
+  uint16_t a[BATCH * M * M], b[BATCH * M * M];
+  for (int i = 0; i < BATCH * M * M; i++) {
+    a[i] = f2h((float)i);
+    b[i] = f2h((float)(32 + i) / 64);
+  }
+  uint16_t *da = upload(a, sizeof a), *db = upload(b, sizeof b);
+  uint16_t d[BATCH * M * M] = {0};
+  uint16_t *dd = upload(d, sizeof d);
+  const void *pa[BATCH] = {da, da + M * M}, *pb[BATCH] = {db, db + M * M};
+  void *pd[BATCH] = {dd, dd + M * M};
+  void *dpa = upload(pa, sizeof pa), *dpb = upload(pb, sizeof pb), *dpd = upload(pd, sizeof pd);
+  cublasLtHandle_t lt;
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t l16;
+  CK(cublasLtCreate(&lt));
+  CK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  CK(cublasLtMatrixLayoutCreate(&l16, CUDA_R_16F, M, M, M));
+  int32_t batch = BATCH;
+  uint32_t mode = CUBLASLT_BATCH_MODE_POINTER_ARRAY;
+  CK(cublasLtMatrixLayoutSetAttribute(l16, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
+                                      sizeof batch));
+  CK(cublasLtMatrixLayoutSetAttribute(l16, CUBLASLT_MATRIX_LAYOUT_BATCH_MODE, &mode, sizeof mode));
+  const float one = 1, zero = 0;
+  range("ltptr");
+  CK(cublasLtMatmul(lt, desc, &one, dpa, l16, dpb, l16, &zero, dpd, l16, dpd, l16, NULL, NULL, 0,
+                    0));
+  range_end();
+  CK(cudaMemcpy(d, dd, sizeof d, cudaMemcpyDeviceToHost));
+  double s = 0;
+  for (int i = 0; i < BATCH * M * M; i++)
+    s += h2f(d[i]) * (i + 1);
+  printf("ltptr checksum %.17g\n", s);
+  cublasLtMatrixLayoutDestroy(l16);
+  cublasLtMatmulDescDestroy(desc);
+  cublasLtDestroy(lt);
+  return 0;
+}
+
+static cudnnBackendDescriptor_t be_new(cudnnBackendDescriptorType_t t) {
+  cudnnBackendDescriptor_t d;
+  CK(cudnnBackendCreateDescriptor(t, &d));
+  return d;
+}
+
+#define BE_D CUDNN_TYPE_BACKEND_DESCRIPTOR
+
+static cudnnBackendDescriptor_t be_tensor3(int64_t uid, int64_t r, int64_t c) {
+  cudnnBackendDescriptor_t t = be_new(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  cudnnDataType_t dt = CUDNN_DATA_HALF;
+  int64_t dims[3] = {1, r, c}, strides[3] = {r * c, c, 1}, align = 16;
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt));
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 3, dims));
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 3, strides));
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align));
+  CK(cudnnBackendFinalize(t));
+  return t;
+}
+
+static int mode_cudnnmm(void) {
+  enum { M = 4, K = 8, N = 4 };
+  cudnnHandle_t h;
+  CK(cudnnCreate(&h));
+  cudnnBackendDescriptor_t a = be_tensor3(1, M, K), b = be_tensor3(2, K, N),
+                           c = be_tensor3(3, M, N);
+  cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+  cudnnBackendDescriptor_t mm = be_new(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp));
+  CK(cudnnBackendFinalize(mm));
+  cudnnBackendDescriptor_t op = be_new(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, BE_D, 1, &a));
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, BE_D, 1, &b));
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, BE_D, 1, &c));
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, BE_D, 1, &mm));
+  CK(cudnnBackendFinalize(op));
+  cudnnBackendDescriptor_t graph = be_new(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, BE_D, 1, &op));
+  CK(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
+  CK(cudnnBackendFinalize(graph));
+  cudnnBackendDescriptor_t engine = be_new(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  int64_t index = 0;
+  CK(cudnnBackendSetAttribute(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, BE_D, 1, &graph));
+  CK(cudnnBackendSetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &index));
+  CK(cudnnBackendFinalize(engine));
+  cudnnBackendDescriptor_t cfg = be_new(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, BE_D, 1, &engine));
+  CK(cudnnBackendFinalize(cfg));
+  cudnnBackendDescriptor_t plan = be_new(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
+  CK(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, BE_D, 1, &cfg));
+  CK(cudnnBackendFinalize(plan));
+  uint16_t ha[M * K], hb[K * N], hc[M * N] = {0};
+  for (int i = 0; i < M * K; i++)
+    ha[i] = f2h((float)(i % 5));
+  for (int i = 0; i < K * N; i++)
+    hb[i] = f2h((float)(i % 3));
+  void *da = upload(ha, sizeof ha), *db = upload(hb, sizeof hb), *dc = upload(hc, sizeof hc);
+  int64_t uids[3] = {1, 2, 3};
+  void *ptrs[3] = {da, db, dc}, *ws = NULL;
+  cudnnBackendDescriptor_t vp = be_new(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids));
+  CK(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3,
+                              ptrs));
+  CK(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws));
+  CK(cudnnBackendFinalize(vp));
+  range("cudnnmm");
+  CK(cudnnBackendExecute(h, plan, vp));
+  range_end();
+  CK(cudaMemcpy(hc, dc, sizeof hc, cudaMemcpyDeviceToHost));
+  double s = 0;
+  for (int i = 0; i < M * N; i++)
+    s += h2f(hc[i]) * (i + 1);
+  printf("cudnnmm checksum %.17g\n", s);
+  cudnnBackendDescriptor_t all[] = {vp, plan, cfg, engine, graph, op, mm, a, b, c};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    cudnnBackendDestroyDescriptor(all[i]);
+  cudnnDestroy(h);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "";
+  if (!strcmp(mode, "grouped2")) return mode_grouped2();
+  if (!strcmp(mode, "ltptr")) return mode_ltptr();
+  if (!strcmp(mode, "cudnnmm")) return mode_cudnnmm();
+  fprintf(stderr, "usage: mpp_fidelity_prog MODE\n");
+  return 2;
+}

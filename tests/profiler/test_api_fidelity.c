@@ -1,0 +1,160 @@
+/* End-to-end tests of calls whose faithful recording needs more than the
+ * call's arguments (issue 17): grouped GEMMs (one site per group, with that
+ * group's values), cuBLASLt pointer-array batches, ... Each runs
+ * mpp_fidelity_prog plain and under `mpprof run` on simcuda: same output and
+ * exit status, then checks the raw file.
+ *
+ * Paths come from the environment (set by meson): MPP_MPPROF, MPP_FIDELITY_PROG,
+ * MPP_SIMCUDA (the stand-in libraries), MPP_WORKDIR (scratch). */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "sim_run.h"
+
+static const char *mpprof, *prog;
+
+/* Runs `prog MODE` plain and under `mpprof -o dir [opts]`; both must print the
+ * same and exit 0. Returns the raw document (one process, one raw file). */
+static cJSON *run_mode(const char *dir, const char *mode, const char *const opts[]) {
+  char *plain_argv[] = {(char *)prog, (char *)mode, NULL};
+  result plain = run(plain_argv, NULL);
+  char *argv[32];
+  int n = 0;
+  argv[n++] = (char *)mpprof;
+  argv[n++] = "-o";
+  argv[n++] = (char *)dir;
+  for (int i = 0; opts && opts[i]; i++)
+    argv[n++] = (char *)opts[i];
+  argv[n++] = "--";
+  argv[n++] = (char *)prog;
+  argv[n++] = (char *)mode;
+  argv[n] = NULL;
+  result prof = run(argv, NULL);
+  assert_int_equal(plain.status, 0);
+  assert_int_equal(prof.status, 0);
+  assert_string_equal(prof.out, plain.out);
+  free(plain.out);
+  free(prof.out);
+  char raw[4300];
+  snprintf(raw, sizeof raw, "%s/raw", dir);
+  DIR *d = opendir(raw);
+  assert_non_null(d);
+  cJSON *doc = NULL;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t len = strlen(e->d_name);
+    if (e->d_name[0] == '.' || len < 5 || strcmp(e->d_name + len - 5, ".json")) continue;
+    assert_null(doc); /* one process: one raw file */
+    char p[4600];
+    snprintf(p, sizeof p, "%s/%s", raw, e->d_name);
+    char *s = slurp(p);
+    doc = cJSON_Parse(s);
+    free(s);
+    assert_non_null(doc);
+  }
+  closedir(d);
+  assert_non_null(doc);
+  return doc;
+}
+
+static cJSON *get(cJSON *o, const char *path) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *k = strtok(buf, "."); k && o; k = strtok(NULL, "."))
+    o = cJSON_IsArray(o) ? cJSON_GetArrayItem(o, atoi(k)) : cJSON_GetObjectItem(o, k);
+  return o;
+}
+
+static double num(cJSON *o, const char *path) {
+  cJSON *v = get(o, path);
+  if (!v) fprintf(stderr, "missing %s\n", path);
+  assert_non_null(v);
+  return cJSON_GetNumberValue(v);
+}
+
+static bool str_is(cJSON *o, const char *path, const char *want) {
+  cJSON *v = get(o, path);
+  return v && cJSON_GetStringValue(v) && !strcmp(cJSON_GetStringValue(v), want);
+}
+
+/* The site with this api and m (-1: any); fails when absent. */
+static cJSON *site(cJSON *doc, const char *api, int64_t m) {
+  cJSON *s;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItem(doc, "sites")) {
+    if (str_is(s, "api", api) && (m < 0 || num(s, "m") == (double)m)) return s;
+  }
+  fprintf(stderr, "no site api=%s m=%lld\n", api, (long long)m);
+  fail();
+  return NULL;
+}
+
+static void each_group_of_a_grouped_gemm_has_its_own_operand_values(void **state) {
+  (void)state;
+  cJSON *doc = run_mode(outdir("grouped2"), "grouped2", NULL);
+  cJSON *g0 = site(doc, "cublasSgemmGroupedBatched", 2),
+        *g1 = site(doc, "cublasSgemmGroupedBatched", 3);
+  assert_int_equal(num(g0, "batch"), 2);
+  assert_int_equal(num(g0, "tensors.A.count"), 8); /* 1..8 */
+  assert_int_equal(num(g0, "tensors.A.min"), 1);
+  assert_int_equal(num(g0, "tensors.A.max"), 8);
+  assert_int_equal(num(g0, "tensors.B.max"), 8);
+  assert_int_equal(num(g1, "tensors.A.count"), 9); /* 1..9 */
+  assert_int_equal(num(g1, "tensors.A.max"), 9);
+  assert_int_equal(num(g1, "tensors.B.max"), 9);
+  cJSON_Delete(doc);
+}
+
+static void a_pointer_array_lt_batch_is_scanned_matrix_by_matrix(void **state) {
+  (void)state;
+  cJSON *doc = run_mode(outdir("ltptr"), "ltptr", NULL);
+  cJSON *s = site(doc, "cublasLtMatmul", 4);
+  assert_int_equal(num(s, "batch"), 2);
+  assert_int_equal(num(s, "tensors.A.count"), 32); /* 0..31 over both matrices */
+  assert_int_equal(num(s, "tensors.A.min"), 0);
+  assert_int_equal(num(s, "tensors.A.max"), 31);
+  assert_int_equal(num(s, "tensors.A.zeros"), 1);
+  assert_int_equal(num(s, "tensors.B.count"), 32);
+  assert_true(num(s, "tensors.B.min") == 0.5 && num(s, "tensors.B.max") == 63.0 / 64);
+  assert_int_equal(num(s, "tensors.D.count"), 32);
+  assert_true(num(s, "tensors.D.min") > 0); /* a sum of positive products, not pointer bytes */
+  cJSON_Delete(doc);
+}
+
+static void cudnn_backend_matmul_records_its_compute_type(void **state) {
+  (void)state;
+  cJSON *doc = run_mode(outdir("cudnnmm"), "cudnnmm", NULL);
+  cJSON *s = site(doc, "cudnnBackendExecute", 4);
+  assert_true(str_is(s, "op", "matmul"));
+  assert_true(str_is(s, "types.A", "fp16"));
+  assert_true(str_is(s, "compute_type", "fp32"));
+  cJSON_Delete(doc);
+}
+
+int main(void) {
+  mpprof = getenv("MPP_MPPROF");
+  prog = getenv("MPP_FIDELITY_PROG");
+  simcuda = getenv("MPP_SIMCUDA");
+  workdir = getenv("MPP_WORKDIR");
+  if (!mpprof || !prog || !simcuda || !workdir) {
+    fprintf(stderr, "MPP_MPPROF, MPP_FIDELITY_PROG, MPP_SIMCUDA and MPP_WORKDIR must be set\n");
+    return 1;
+  }
+  mkdir(workdir, 0777);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(each_group_of_a_grouped_gemm_has_its_own_operand_values),
+      cmocka_unit_test(a_pointer_array_lt_batch_is_scanned_matrix_by_matrix),
+      cmocka_unit_test(cudnn_backend_matmul_records_its_compute_type),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
