@@ -1,10 +1,11 @@
 /* JSON key names and schema ids shared by every writer and reader of mpprof
- * files (libmpprof.so's streaming writer, the CLI's cJSON code, the report). */
+ * files (libmpprof.so's streaming writer, the CLI's cJSON code, the report):
+ * the stats and advice objects. The raw file's own keys and its schema id are
+ * in analysis/raw_format.h. */
 #ifndef MPPROF_ANALYSIS_SCHEMA_KEYS_H
 #define MPPROF_ANALYSIS_SCHEMA_KEYS_H
 
 #define MP_SCHEMA_TENSOR "mpprof.tensor/1"
-#define MP_SCHEMA_RAW "mpprof.raw/1"
 #define MP_SCHEMA_REPORT "mpprof.report/1"
 
 /* The stats object (mpprof.tensor/1, and every "tensors" entry). */

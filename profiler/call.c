@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "profiler/gpu/gpu.h"
+#include "profiler/rawwrite.h"
 
 /* --- op description helpers --- */
 
@@ -28,10 +29,9 @@ const char *mpp_op_kind_name(mpp_op_kind kind) {
 }
 
 const char *mpp_ns_reason_name(mpp_ns_reason r) {
-  static const char *const names[MPP_NS_COUNT] = {
-      "sampled_out",       "graph_capture",      "device_scanner_unavailable", "scan_ring_full",
-      "dtype_unscannable", "layout_unsupported", "pointer_unreadable",
-  };
+#define X(id, json, doc) json,
+  static const char *const names[MPP_NS_COUNT] = {MP_RAW_NOT_SCANNED(X)};
+#undef X
   return (unsigned)r < MPP_NS_COUNT ? names[r] : "unknown";
 }
 

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/raw_format.h"
 #include "analysis/scan.h"
 #include "analysis/stats.h"
 
@@ -84,16 +85,13 @@ typedef enum mpp_op_kind {
 } mpp_op_kind;
 const char *mpp_op_kind_name(mpp_op_kind kind);
 
-/* Why a tensor role of a call was not scanned; names are raw-file keys. */
+/* Why a tensor role of a call was not scanned: MP_RAW_NOT_SCANNED
+ * (analysis/raw_format.h) names them as raw-file keys. */
 typedef enum mpp_ns_reason {
-  MPP_NS_SAMPLED_OUT = 0,
-  MPP_NS_GRAPH_CAPTURE,
-  MPP_NS_DEVICE_UNAVAILABLE,
-  MPP_NS_RING_FULL,
-  MPP_NS_DTYPE,   /* dtype the scanner does not read (int8, fp4, complex, ...) */
-  MPP_NS_LAYOUT,  /* layout the scanner does not read (padded strides, tiled orders) */
-  MPP_NS_UNKNOWN, /* pointer not readable: no data pointer, virtual tensor, unknown memory */
-  MPP_NS_COUNT
+#define X(id, json, doc) MPP_NS_##id,
+  MP_RAW_NOT_SCANNED(X)
+#undef X
+      MPP_NS_COUNT
 } mpp_ns_reason;
 const char *mpp_ns_reason_name(mpp_ns_reason r);
 
@@ -265,14 +263,6 @@ int mpp_nvtx_push(const void *domain, const char *name);
 int mpp_nvtx_pop(const void *domain);
 void mpp_nvtx_thread_reset(void);
 
-/* --- raw file (rawwrite.c) --- */
-/* Write OUT/raw/<host>-<pid>.json (temp + rename). 0 or -errno. */
-int mpp_raw_write(bool final);
-/* Serialise the raw document into a malloc'd buffer (tests). */
-char *mpp_raw_render(bool final, size_t *ret_len);
-void mpp_process_info_reset(void);
-void mpp_process_note_device(void);
-/* once CUDA is up: device name and compute capability */ /* start time, pid: at init and in a
-                                                             fork child */
+/* --- raw file: rawwrite.h --- */
 
 #endif

@@ -16,9 +16,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/raw_format.h"
 #include "analysis/schema_keys.h"
 #include "jsonw.h"
 #include "profiler/gpu/gpu.h"
+#include "profiler/rawwrite.h"
 
 uint64_t mpp_nvtx_marks(void);
 uint64_t mpp_nvtx_start_end_ranges(void);
@@ -164,17 +166,29 @@ static void key_i64(mpp_jw *w, const char *k, int64_t v) {
   mpp_jw_int(w, v);
 }
 
-static void write_conv(mpp_jw *w, const mpp_conv *c) {
-  mpp_jw_key(w, "conv");
+static void key_u64(mpp_jw *w, const char *k, uint64_t v) {
+  mpp_jw_key(w, k);
+  mpp_jw_uint(w, v);
+}
+
+static void key_str(mpp_jw *w, const char *k, const char *v) {
+  mpp_jw_key(w, k);
+  mpp_jw_str(w, v);
+}
+
+static void write_conv(mpp_jw *w, const char *key, const mpp_op *op) {
+  if (!op->has_conv) return;
+  const mpp_conv *c = &op->conv;
+  mpp_jw_key(w, key);
   mpp_jw_obj(w);
-  key_i64(w, "n", c->n);
-  key_i64(w, "c", c->c);
-  key_i64(w, "h", c->h);
-  key_i64(w, "w", c->w);
-  key_i64(w, "k", c->k);
-  key_i64(w, "r", c->r);
-  key_i64(w, "s", c->s);
-  const char *names[] = {"pad", "stride", "dilation"};
+  key_i64(w, MP_RK_CONV.n, c->n);
+  key_i64(w, MP_RK_CONV.c, c->c);
+  key_i64(w, MP_RK_CONV.h, c->h);
+  key_i64(w, MP_RK_CONV.w, c->w);
+  key_i64(w, MP_RK_CONV.k, c->k);
+  key_i64(w, MP_RK_CONV.r, c->r);
+  key_i64(w, MP_RK_CONV.s, c->s);
+  const char *names[] = {MP_RK_CONV.pad, MP_RK_CONV.stride, MP_RK_CONV.dilation};
   const int64_t *vals[] = {c->pad, c->stride, c->dilation};
   for (int i = 0; i < 3; i++) {
     mpp_jw_key(w, names[i]);
@@ -186,85 +200,98 @@ static void write_conv(mpp_jw *w, const mpp_conv *c) {
   mpp_jw_obj_end(w);
 }
 
+static void write_types(mpp_jw *w, const char *key, const mpp_op *op) {
+  mpp_jw_key(w, key);
+  mpp_jw_obj(w);
+  for (int i = 0; i < op->ntypes; i++)
+    key_str(w, op->type_keys[i], op->type_names[i]);
+  mpp_jw_obj_end(w);
+}
+
+static void write_fp8_scales(mpp_jw *w, const char *key, unsigned bits) {
+  if (!bits) return;
+#define X(f, json, doc) json,
+  static const char *const names[] = {MP_RAW_FP8_SCALES(X)};
+#undef X
+  mpp_jw_key(w, key);
+  mpp_jw_obj(w);
+  for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++) {
+    mpp_jw_key(w, names[i]);
+    mpp_jw_bool(w, (bits >> i) & 1);
+  }
+  mpp_jw_obj_end(w);
+}
+
+static void write_trans(mpp_jw *w, const char *key, char t) {
+  if (!t) return;
+  char v[2] = {t, 0};
+  key_str(w, key, v);
+}
+
+static void write_math_mode(mpp_jw *w, const char *key, int mode) {
+  char buf[96];
+  key_str(w, key, mode >= 0 ? math_mode_name(mode, buf, sizeof buf) : NULL);
+}
+
+/* The site key, one step per row of MP_RAW_SITE_KEY (analysis/raw_format.h). */
+#define W_STR(f, key) key_str(w, key, k->f)
+#define W_STR_OPT(f, key)                                                                          \
+  if (k->f) key_str(w, key, k->f)
+#define W_OPKIND(f, key) key_str(w, key, mpp_op_kind_name(k->f))
+#define W_LAYER(f, key) key_str(w, key, s->layer)
+#define W_I64(f, key) key_i64(w, key, k->f)
+#define W_I64_OPT(f, key)                                                                          \
+  if (k->f >= 0) key_i64(w, key, k->f)
+#define W_TRANS(f, key) write_trans(w, key, k->f)
+#define W_TYPES(f, key) write_types(w, key, k)
+#define W_CONV(f, key) write_conv(w, key, k)
+#define W_MATH(f, key) write_math_mode(w, key, k->f)
+#define W_FP8(f, key) write_fp8_scales(w, key, k->f)
+#define W_ROLES(f, key) /* the keys of "tensors" */
+
+static void write_site_key(mpp_jw *w, const mpp_site *s) {
+  const mpp_op *k = &s->key;
+#define X(f, json, kind, doc) W_##kind(f, json);
+  MP_RAW_SITE_KEY(X)
+#undef X
+}
+
 /* Metrics of the tc_values arrays (rendering runs one at a time: pass_mu). */
 static int tc_nmetrics;
 
+static void write_kernel(mpp_jw *w, const mpp_site_kernel_t *kn) {
+  mpp_jw_obj(w);
+  key_str(w, MP_RK_KERNEL.name, kn->name);
+  key_u64(w, MP_RK_KERNEL.count, kn->count);
+  key_u64(w, MP_RK_KERNEL.gpu_ns, kn->gpu_ns);
+  if (kn->tc >= 0) { /* --tc-counters measured it */
+    mpp_jw_key(w, MP_RK_KERNEL.tc);
+    mpp_jw_bool(w, kn->tc == 1);
+    key_str(w, MP_RK_KERNEL.tc_source, "counters");
+    key_u64(w, MP_RK_KERNEL.tc_profiled, kn->tc_profiled);
+    mpp_jw_key(w, MP_RK_KERNEL.tc_values);
+    mpp_jw_arr(w);
+    for (int m = 0; m < tc_nmetrics && m < MPP_SITE_TC_VALUES; m++)
+      mpp_jw_double(w, kn->tc_values[m]);
+    mpp_jw_arr_end(w);
+  }
+  mpp_jw_obj_end(w);
+}
+
 static void write_site(mpp_jw *w, uint32_t id, const mpp_site *s) {
   const mpp_op *k = &s->key;
-  char buf[96];
   mpp_jw_obj(w);
-  key_i64(w, "id", id);
-  mpp_jw_key(w, "api");
-  mpp_jw_str(w, k->api);
-  mpp_jw_key(w, "op");
-  mpp_jw_str(w, mpp_op_kind_name(k->kind));
-  mpp_jw_key(w, "layer");
-  mpp_jw_str(w, s->layer);
-  key_i64(w, "m", k->m);
-  key_i64(w, "n", k->n);
-  key_i64(w, "k", k->k);
-  key_i64(w, "batch", k->batch);
-  if (k->transa) {
-    char t[2] = {k->transa, 0};
-    mpp_jw_key(w, "transa");
-    mpp_jw_str(w, t);
-    t[0] = k->transb;
-    mpp_jw_key(w, "transb");
-    mpp_jw_str(w, t);
-  }
-  const char *ldn[] = {"lda", "ldb", "ldc", "ldd"};
-  const int64_t ldv[] = {k->lda, k->ldb, k->ldc, k->ldd};
-  for (int i = 0; i < 4; i++)
-    if (ldv[i] >= 0) key_i64(w, ldn[i], ldv[i]);
-  if (k->has_conv) write_conv(w, &k->conv);
-  mpp_jw_key(w, "types");
-  mpp_jw_obj(w);
-  for (int i = 0; i < k->ntypes; i++) {
-    mpp_jw_key(w, k->type_keys[i]);
-    mpp_jw_str(w, k->type_names[i]);
-  }
-  mpp_jw_obj_end(w);
-  mpp_jw_key(w, "compute_type");
-  mpp_jw_str(w, k->compute_type);
-  mpp_jw_key(w, "scale_type");
-  mpp_jw_str(w, k->scale_type);
-  mpp_jw_key(w, "math_mode");
-  mpp_jw_str(w, k->math_mode >= 0 ? math_mode_name(k->math_mode, buf, sizeof buf) : NULL);
-  if (k->epilogue) {
-    mpp_jw_key(w, "epilogue");
-    mpp_jw_str(w, k->epilogue);
-  }
-  if (k->conv_math) {
-    mpp_jw_key(w, "conv_math_type");
-    mpp_jw_str(w, k->conv_math);
-  }
-  if (k->fp8_scales) {
-    const char *fk[] = {"A", "B", "C", "D", "amax_D"};
-    mpp_jw_key(w, "fp8_scales");
-    mpp_jw_obj(w);
-    for (int i = 0; i < 5; i++) {
-      mpp_jw_key(w, fk[i]);
-      mpp_jw_bool(w, (k->fp8_scales >> i) & 1);
-    }
-    mpp_jw_obj_end(w);
-  }
-  mpp_jw_key(w, "calls");
-  mpp_jw_uint(w, s->calls);
-  mpp_jw_key(w, "scanned_calls");
-  mpp_jw_uint(w, s->scanned_calls);
-  if (s->autotune_calls) {
-    mpp_jw_key(w, "autotune_calls");
-    mpp_jw_uint(w, s->autotune_calls);
-  }
-  mpp_jw_key(w, "not_scanned");
+  key_i64(w, MP_RK_SITE.id, id);
+  write_site_key(w, s);
+  key_u64(w, MP_RK_SITE.calls, s->calls);
+  key_u64(w, MP_RK_SITE.scanned_calls, s->scanned_calls);
+  if (s->autotune_calls) key_u64(w, MP_RK_SITE.autotune_calls, s->autotune_calls);
+  mpp_jw_key(w, MP_RK_SITE.not_scanned);
   mpp_jw_obj(w);
   for (int r = 0; r < MPP_NS_COUNT; r++)
-    if (s->not_scanned[r]) {
-      mpp_jw_key(w, mpp_ns_reason_name((mpp_ns_reason)r));
-      mpp_jw_uint(w, s->not_scanned[r]);
-    }
+    if (s->not_scanned[r]) key_u64(w, mpp_ns_reason_name((mpp_ns_reason)r), s->not_scanned[r]);
   mpp_jw_obj_end(w);
-  mpp_jw_key(w, "tensors");
+  mpp_jw_key(w, MP_RK_SITE.tensors);
   mpp_jw_obj(w);
   for (int r = 0; r < k->nroles; r++)
     if (s->stats[r]) {
@@ -273,172 +300,136 @@ static void write_site(mpp_jw *w, uint32_t id, const mpp_site *s) {
     }
   mpp_jw_obj_end(w);
   if (s->kernel_launches) {
-    mpp_jw_key(w, "gpu_ns");
-    mpp_jw_uint(w, s->gpu_ns);
-    mpp_jw_key(w, "kernels");
+    key_u64(w, MP_RK_SITE.gpu_ns, s->gpu_ns);
+    mpp_jw_key(w, MP_RK_SITE.kernels);
     mpp_jw_arr(w);
-    for (int i = 0; i < s->nkernels; i++) {
-      mpp_jw_obj(w);
-      mpp_jw_key(w, "name");
-      mpp_jw_str(w, s->kernels[i].name);
-      mpp_jw_key(w, "count");
-      mpp_jw_uint(w, s->kernels[i].count);
-      mpp_jw_key(w, "gpu_ns");
-      mpp_jw_uint(w, s->kernels[i].gpu_ns);
-      if (s->kernels[i].tc >= 0) { /* --tc-counters measured it */
-        mpp_jw_key(w, "tc");
-        mpp_jw_bool(w, s->kernels[i].tc == 1);
-        mpp_jw_key(w, "tc_source");
-        mpp_jw_str(w, "counters");
-        mpp_jw_key(w, "tc_profiled");
-        mpp_jw_uint(w, s->kernels[i].tc_profiled);
-        mpp_jw_key(w, "tc_values");
-        mpp_jw_arr(w);
-        for (int m = 0; m < tc_nmetrics && m < MPP_SITE_TC_VALUES; m++)
-          mpp_jw_double(w, s->kernels[i].tc_values[m]);
-        mpp_jw_arr_end(w);
-      }
-      mpp_jw_obj_end(w);
-    }
+    for (int i = 0; i < s->nkernels; i++)
+      write_kernel(w, &s->kernels[i]);
     mpp_jw_arr_end(w);
   }
-  if (s->ptr_align) {
-    mpp_jw_key(w, "ptr_align");
-    mpp_jw_uint(w, s->ptr_align);
-  }
+  if (s->ptr_align) key_u64(w, MP_RK_SITE.ptr_align, s->ptr_align);
   mpp_jw_obj_end(w);
 }
 
 /* "tc_counters": what --tc-counters did; written only when it was requested. */
 static void write_tc_counters(mpp_jw *w, const mpp_tc_info *t) {
-  mpp_jw_key(w, "tc_counters");
+  mpp_jw_key(w, MP_RK_TOP.tc_counters);
   mpp_jw_obj(w);
-  mpp_jw_key(w, "status");
+  mpp_jw_key(w, MP_RK_TC_COUNTERS.status);
   mpp_jw_str(w, t->status);
-  mpp_jw_key(w, "reason");
+  mpp_jw_key(w, MP_RK_TC_COUNTERS.reason);
   mpp_jw_str(w, t->reason[0] ? t->reason : NULL);
-  mpp_jw_key(w, "sample");
+  mpp_jw_key(w, MP_RK_TC_COUNTERS.sample);
   if (t->every == 0)
     mpp_jw_str(w, "first");
   else
     mpp_jw_uint(w, (uint64_t)t->every);
-  mpp_jw_key(w, "chip");
+  mpp_jw_key(w, MP_RK_TC_COUNTERS.chip);
   mpp_jw_str(w, t->chip[0] ? t->chip : NULL);
-  mpp_jw_key(w, "metrics");
+  mpp_jw_key(w, MP_RK_TC_COUNTERS.metrics);
   mpp_jw_arr(w);
   for (int i = 0; i < t->nmetrics; i++)
     mpp_jw_str(w, t->metrics[i]);
   mpp_jw_arr_end(w);
-  mpp_jw_key(w, "passes");
+  mpp_jw_key(w, MP_RK_TC_COUNTERS.passes);
   mpp_jw_uint(w, t->passes);
-  mpp_jw_key(w, "ops_profiled");
+  mpp_jw_key(w, MP_RK_TC_COUNTERS.ops_profiled);
   mpp_jw_uint(w, t->ops_profiled);
-  mpp_jw_key(w, "kernels_profiled");
+  mpp_jw_key(w, MP_RK_TC_COUNTERS.kernels_profiled);
   mpp_jw_uint(w, t->kernels_profiled);
-  mpp_jw_key(w, "ops_unmatched");
+  mpp_jw_key(w, MP_RK_TC_COUNTERS.ops_unmatched);
   mpp_jw_uint(w, t->ops_unmatched);
-  mpp_jw_key(w, "ops_skipped");
+  mpp_jw_key(w, MP_RK_TC_COUNTERS.ops_skipped);
   mpp_jw_uint(w, t->ops_skipped);
   mpp_jw_obj_end(w);
 }
 
-/* What comes from outside the site tables, read before their lock is taken
- * (CUPTI may call back into the kernel sink, which takes it). */
-typedef struct outside {
-  mpp_tc_info tc; /* --tc-counters */
-  const char *cupti_status;
-  uint64_t cupti_dropped;
-  uint64_t marks, start_end_ranges;
-  uint64_t end_ns;
-} outside;
-
-static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const outside *o) {
+static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_facts *o) {
   mpp_jw_obj(w);
-  mpp_jw_key(w, "schema");
+  mpp_jw_key(w, MP_RK_TOP.schema);
   mpp_jw_str(w, MP_SCHEMA_RAW);
-  mpp_jw_key(w, "final");
+  mpp_jw_key(w, MP_RK_TOP.final);
   mpp_jw_bool(w, final);
-  key_i64(w, "pid", proc.pid);
-  key_i64(w, "ppid", proc.ppid);
-  mpp_jw_key(w, "host");
+  key_i64(w, MP_RK_TOP.pid, proc.pid);
+  key_i64(w, MP_RK_TOP.ppid, proc.ppid);
+  mpp_jw_key(w, MP_RK_TOP.host);
   mpp_jw_str(w, proc.host);
-  int rank = rank_from_env();
-  mpp_jw_key(w, "rank");
-  if (rank >= 0)
-    mpp_jw_int(w, rank);
+  mpp_jw_key(w, MP_RK_TOP.rank);
+  if (o->rank >= 0)
+    mpp_jw_int(w, o->rank);
   else
     mpp_jw_null(w);
-  mpp_jw_key(w, "argv");
+  mpp_jw_key(w, MP_RK_TOP.argv);
   write_argv(w);
-  mpp_jw_key(w, "start_ns");
+  mpp_jw_key(w, MP_RK_TOP.start_ns);
   mpp_jw_uint(w, proc.start_ns);
-  mpp_jw_key(w, "end_ns");
+  mpp_jw_key(w, MP_RK_TOP.end_ns);
   mpp_jw_uint(w, o->end_ns);
-  mpp_jw_key(w, "incomplete");
+  mpp_jw_key(w, MP_RK_TOP.incomplete);
   mpp_jw_bool(w, t->nreasons > 0);
-  mpp_jw_key(w, "incomplete_reasons");
+  mpp_jw_key(w, MP_RK_TOP.incomplete_reasons);
   mpp_jw_arr(w);
   for (uint32_t i = 0; i < t->nreasons; i++)
     mpp_jw_str(w, t->reasons[i]);
   mpp_jw_arr_end(w);
-  mpp_jw_key(w, "scan");
+  mpp_jw_key(w, MP_RK_TOP.scan);
   mpp_jw_str(w, mpp_scan_mode_name(mpp_cfg.scan));
-  mpp_jw_key(w, "sample");
+  mpp_jw_key(w, MP_RK_TOP.sample);
   mpp_jw_uint(w, mpp_cfg.sample);
-  mpp_jw_key(w, "forked");
-  mpp_jw_bool(w, mpp_in_forked_child());
-  mpp_jw_key(w, "calls");
+  mpp_jw_key(w, MP_RK_TOP.forked);
+  mpp_jw_bool(w, o->forked);
+  mpp_jw_key(w, MP_RK_TOP.calls);
   mpp_jw_uint(w, t->total_calls);
-  mpp_jw_key(w, "failed_calls");
+  mpp_jw_key(w, MP_RK_TOP.failed_calls);
   mpp_jw_uint(w, t->failed_calls);
-  mpp_jw_key(w, "nvtx");
+  mpp_jw_key(w, MP_RK_TOP.nvtx);
   mpp_jw_obj(w);
-  mpp_jw_key(w, "marks");
+  mpp_jw_key(w, MP_RK_NVTX.marks);
   mpp_jw_uint(w, o->marks);
-  mpp_jw_key(w, "start_end_ranges");
+  mpp_jw_key(w, MP_RK_NVTX.start_end_ranges);
   mpp_jw_uint(w, o->start_end_ranges);
   mpp_jw_obj_end(w);
-  mpp_jw_key(w, "device");
-  if (proc.device_known) {
+  mpp_jw_key(w, MP_RK_TOP.device);
+  if (o->device_known) {
     char cc[32];
-    snprintf(cc, sizeof cc, "%d.%d", proc.cc_major, proc.cc_minor);
+    snprintf(cc, sizeof cc, "%d.%d", o->cc_major, o->cc_minor);
     mpp_jw_obj(w);
-    mpp_jw_key(w, "name");
-    mpp_jw_str(w, proc.device_name);
-    mpp_jw_key(w, "cc");
+    mpp_jw_key(w, MP_RK_DEVICE.name);
+    mpp_jw_str(w, o->device_name);
+    mpp_jw_key(w, MP_RK_DEVICE.cc);
     mpp_jw_str(w, cc);
     mpp_jw_obj_end(w);
   } else {
     mpp_jw_null(w);
   }
-  mpp_jw_key(w, "cupti");
+  mpp_jw_key(w, MP_RK_TOP.cupti);
   mpp_jw_obj(w);
-  mpp_jw_key(w, "status");
+  mpp_jw_key(w, MP_RK_CUPTI.status);
   mpp_jw_str(w, o->cupti_status);
-  mpp_jw_key(w, "dropped_records");
+  mpp_jw_key(w, MP_RK_CUPTI.dropped_records);
   mpp_jw_uint(w, o->cupti_dropped);
   mpp_jw_obj_end(w);
   if (o->tc.status) write_tc_counters(w, &o->tc);
-  mpp_jw_key(w, "sites");
+  mpp_jw_key(w, MP_RK_TOP.sites);
   mpp_jw_arr(w);
   /* Sites whose every call failed (or is still running) carry nothing. */
   for (uint32_t i = 0; i < t->nsites; i++)
     if (t->sites[i].calls || t->sites[i].autotune_calls) write_site(w, i, &t->sites[i]);
   mpp_jw_arr_end(w);
-  mpp_jw_key(w, "events");
+  mpp_jw_key(w, MP_RK_TOP.events);
   mpp_jw_arr(w);
   for (uint64_t i = 0; i < t->nevents; i++) {
     const mpp_event *e = &t->events[i];
     char stream[32];
     snprintf(stream, sizeof stream, "0x%lx", (unsigned long)e->stream);
     mpp_jw_obj(w);
-    key_i64(w, "site", e->site);
-    mpp_jw_key(w, "t_ns");
+    key_i64(w, MP_RK_EVENT.site, e->site);
+    mpp_jw_key(w, MP_RK_EVENT.t_ns);
     mpp_jw_uint(w, e->t_ns);
-    mpp_jw_key(w, "dur_ns");
+    mpp_jw_key(w, MP_RK_EVENT.dur_ns);
     mpp_jw_uint(w, e->dur_ns);
-    key_i64(w, "thread", e->thread);
-    mpp_jw_key(w, "stream");
+    key_i64(w, MP_RK_EVENT.thread, e->thread);
+    mpp_jw_key(w, MP_RK_EVENT.stream);
     mpp_jw_str(w, stream);
     mpp_jw_obj_end(w);
   }
@@ -446,25 +437,17 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const outside 
   mpp_jw_obj_end(w);
 }
 
-char *mpp_raw_render(bool final, size_t *ret_len) {
+char *mpp_raw_render_facts(bool final, const mpp_raw_facts *f, size_t *ret_len) {
   /* Numbers in the C locale whatever the application set (decimal point). */
   locale_t c_loc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
   locale_t old = c_loc ? uselocale(c_loc) : (locale_t)0;
   mpp_jw w;
   mpp_jw_init(&w);
-  bool child = mpp_in_forked_child();
-  outside o = {.cupti_status = child ? "disabled" : mpp_cupti_status(),
-               .cupti_dropped = child ? 0 : mpp_cupti_dropped(),
-               .marks = mpp_nvtx_marks(),
-               .start_end_ranges = mpp_nvtx_start_end_ranges(),
-               .end_ns = mpp_now_ns()};
-  mpp_tc_info_get(&o.tc);
-  if (child) o.tc.status = NULL; /* the parent's counters are not the child's */
-  tc_nmetrics = o.tc.nmetrics;
+  tc_nmetrics = f->tc.nmetrics;
   mpp_tables t;
   mpp_sites_lock();
   mpp_tables_get(&t);
-  write_doc(&w, final, &t, &o);
+  write_doc(&w, final, &t, f);
   mpp_sites_unlock();
   if (c_loc) {
     uselocale(old);
@@ -476,6 +459,28 @@ char *mpp_raw_render(bool final, size_t *ret_len) {
   }
   *ret_len = w.len;
   return w.buf;
+}
+
+char *mpp_raw_render(bool final, size_t *ret_len) {
+  bool child = mpp_in_forked_child();
+  /* Read before the site lock is taken: CUPTI may call back into the kernel
+   * sink, which takes it. */
+  mpp_raw_facts f = {.rank = rank_from_env(),
+                     .forked = child,
+                     .cupti_status = child ? "disabled" : mpp_cupti_status(),
+                     .cupti_dropped = child ? 0 : mpp_cupti_dropped(),
+                     .marks = mpp_nvtx_marks(),
+                     .start_end_ranges = mpp_nvtx_start_end_ranges(),
+                     .end_ns = mpp_now_ns()};
+  mpp_tc_info_get(&f.tc);
+  if (child) f.tc.status = NULL; /* the parent's counters are not the child's */
+  mpp_sites_lock();              /* proc.device_* are published under it */
+  f.device_known = proc.device_known;
+  memcpy(f.device_name, proc.device_name, sizeof f.device_name);
+  f.cc_major = proc.cc_major;
+  f.cc_minor = proc.cc_minor;
+  mpp_sites_unlock();
+  return mpp_raw_render_facts(final, &f, ret_len);
 }
 
 static int mkdir_p(const char *path) {

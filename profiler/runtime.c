@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "profiler/gpu/gpu.h"
+#include "profiler/rawwrite.h"
 
 mpp_config mpp_cfg;
 

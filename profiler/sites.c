@@ -1,5 +1,5 @@
-/* The site table: ops aggregated by (layer, API, dtypes, compute type, math
- * mode, shape, transposes, epilogue), with per-site call counts, per-role
+/* The site table: ops aggregated by their site key (MP_RAW_SITE_KEY in
+ * analysis/raw_format.h: layer, API, dtypes, shape, ...), with per-site call counts, per-role
  * stats records (allocated on first use: one mp_stats is ~17 KB), kernels seen
  * through CUPTI, and the capped per-call event list for the timeline.
  *
@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "analysis/raw_format.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 /* How many times the calling thread holds `mu` (0 or 1): the exit handler must
@@ -135,37 +137,50 @@ static uint64_t mix_str(uint64_t h, const char *s) {
   return mix(h, (uint64_t)(uintptr_t)s);
 }
 
-static uint64_t op_hash(const mpp_op *op, uint64_t layer_hash) {
-  uint64_t h = mix(0, layer_hash);
-  h = mix_str(h, op->api);
-  h = mix(h, (uint64_t)op->kind);
-  h = mix(h, (uint64_t)op->m);
-  h = mix(h, (uint64_t)op->n);
-  h = mix(h, (uint64_t)op->k);
-  h = mix(h, (uint64_t)op->batch);
-  h = mix(h, (uint64_t)op->lda);
-  h = mix(h, (uint64_t)op->ldb);
-  h = mix(h, (uint64_t)op->ldc);
-  h = mix(h, (uint64_t)op->ldd);
-  h = mix(h, (uint64_t)op->transa << 8 | (uint64_t)op->transb);
+static uint64_t mix_conv(uint64_t h, const mpp_op *op) {
+  if (!op->has_conv) return mix(h, 0);
+  const mpp_conv *c = &op->conv;
+  const int64_t v[] = {c->n,         c->c,           c->h,          c->w,      c->k,
+                       c->r,         c->s,           c->pad[0],     c->pad[1], c->stride[0],
+                       c->stride[1], c->dilation[0], c->dilation[1]};
+  h = mix(h, 1);
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    h = mix(h, (uint64_t)v[i]);
+  return h;
+}
+
+static uint64_t mix_types(uint64_t h, const mpp_op *op) {
   for (int i = 0; i < op->ntypes; i++)
     h = mix_str(h, op->type_names[i]);
-  h = mix_str(h, op->compute_type);
-  h = mix_str(h, op->scale_type);
-  h = mix(h, (uint64_t)(int64_t)op->math_mode);
-  h = mix_str(h, op->epilogue);
-  h = mix_str(h, op->conv_math);
-  h = mix(h, op->fp8_scales);
-  if (op->has_conv) {
-    const mpp_conv *c = &op->conv;
-    const int64_t v[] = {c->n,         c->c,           c->h,          c->w,      c->k,
-                         c->r,         c->s,           c->pad[0],     c->pad[1], c->stride[0],
-                         c->stride[1], c->dilation[0], c->dilation[1]};
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-      h = mix(h, (uint64_t)v[i]);
-  }
+  return h;
+}
+
+static uint64_t mix_roles(uint64_t h, const mpp_op *op) {
   for (int i = 0; i < op->nroles; i++)
     h = mix_str(h, op->roles[i].name);
+  return h;
+}
+
+/* Hash and equality of the site key, one step per row of MP_RAW_SITE_KEY
+ * (analysis/raw_format.h); the kind of a row names the step. */
+#define HASH_STR(f) h = mix_str(h, op->f)
+#define HASH_STR_OPT(f) h = mix_str(h, op->f)
+#define HASH_OPKIND(f) h = mix(h, (uint64_t)op->f)
+#define HASH_LAYER(f) h = mix(h, layer_hash)
+#define HASH_I64(f) h = mix(h, (uint64_t)op->f)
+#define HASH_I64_OPT(f) h = mix(h, (uint64_t)op->f)
+#define HASH_TRANS(f) h = mix(h, (uint64_t)(unsigned char)op->f)
+#define HASH_TYPES(f) h = mix_types(h, op)
+#define HASH_CONV(f) h = mix_conv(h, op)
+#define HASH_MATH(f) h = mix(h, (uint64_t)(int64_t)op->f)
+#define HASH_FP8(f) h = mix(h, op->f)
+#define HASH_ROLES(f) h = mix_roles(h, op)
+
+static uint64_t op_hash(const mpp_op *op, uint64_t layer_hash) {
+  uint64_t h = 0;
+#define X(f, json, kind, doc) HASH_##kind(f);
+  MP_RAW_SITE_KEY(X)
+#undef X
   return finish_hash(h);
 }
 
@@ -173,24 +188,44 @@ static bool str_eq(const char *a, const char *b) {
   return a == b || (a && b && !strcmp(a, b));
 }
 
+static bool types_eq(const mpp_op *a, const mpp_op *b) {
+  if (a->ntypes != b->ntypes) return false;
+  for (int i = 0; i < a->ntypes; i++)
+    if (!str_eq(a->type_keys[i], b->type_keys[i]) || !str_eq(a->type_names[i], b->type_names[i]))
+      return false;
+  return true;
+}
+
+static bool conv_eq(const mpp_op *a, const mpp_op *b) {
+  return a->has_conv == b->has_conv &&
+         (!a->has_conv || !memcmp(&a->conv, &b->conv, sizeof a->conv));
+}
+
+static bool roles_eq(const mpp_op *a, const mpp_op *b) {
+  if (a->nroles != b->nroles) return false;
+  for (int i = 0; i < a->nroles; i++)
+    if (!str_eq(a->roles[i].name, b->roles[i].name)) return false;
+  return true;
+}
+
+#define EQ_STR(f) str_eq(k->f, op->f)
+#define EQ_STR_OPT(f) str_eq(k->f, op->f)
+#define EQ_OPKIND(f) (k->f == op->f)
+#define EQ_LAYER(f) true /* compared last: the longest */
+#define EQ_I64(f) (k->f == op->f)
+#define EQ_I64_OPT(f) (k->f == op->f)
+#define EQ_TRANS(f) (k->f == op->f)
+#define EQ_TYPES(f) types_eq(k, op)
+#define EQ_CONV(f) conv_eq(k, op)
+#define EQ_MATH(f) (k->f == op->f)
+#define EQ_FP8(f) (k->f == op->f)
+#define EQ_ROLES(f) roles_eq(k, op)
+
 static bool op_key_eq(const mpp_site *s, const mpp_op *op, const char *layer) {
   const mpp_op *k = &s->key;
-  if (!str_eq(k->api, op->api) || k->kind != op->kind || k->m != op->m || k->n != op->n ||
-      k->k != op->k || k->batch != op->batch || k->lda != op->lda || k->ldb != op->ldb ||
-      k->ldc != op->ldc || k->ldd != op->ldd || k->transa != op->transa ||
-      k->transb != op->transb || k->ntypes != op->ntypes || k->nroles != op->nroles ||
-      !str_eq(k->compute_type, op->compute_type) || !str_eq(k->scale_type, op->scale_type) ||
-      k->math_mode != op->math_mode || !str_eq(k->epilogue, op->epilogue) ||
-      !str_eq(k->conv_math, op->conv_math) || k->fp8_scales != op->fp8_scales ||
-      k->has_conv != op->has_conv)
-    return false;
-  if (op->has_conv && memcmp(&k->conv, &op->conv, sizeof op->conv)) return false;
-  for (int i = 0; i < op->ntypes; i++)
-    if (!str_eq(k->type_keys[i], op->type_keys[i]) || !str_eq(k->type_names[i], op->type_names[i]))
-      return false;
-  for (int i = 0; i < op->nroles; i++)
-    if (!str_eq(k->roles[i].name, op->roles[i].name)) return false;
-  return !strcmp(s->layer, layer);
+#define X(f, json, kind, doc) &&EQ_##kind(f)
+  return true MP_RAW_SITE_KEY(X) && !strcmp(s->layer, layer);
+#undef X
 }
 
 static bool grow_index(void) {

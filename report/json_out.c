@@ -119,6 +119,8 @@ static cJSON *site_json(const mpprof_site *s, mp_stats *scratch) {
   cJSON_AddStringToObject(o, "phase", mpprof_phase_name(s->phase));
   cJSON_AddItemToObject(o, "calls", mpprof_json_u64(s->calls));
   cJSON_AddItemToObject(o, "scanned_calls", mpprof_json_u64(s->scanned_calls));
+  if (s->autotune_calls)
+    cJSON_AddItemToObject(o, "autotune_calls", mpprof_json_u64(s->autotune_calls));
   cJSON_AddItemToObject(o, "not_scanned", counts_obj(s->not_scanned, s->n_not_scanned));
   cJSON *t = cJSON_AddObjectToObject(o, "tensors");
   for (size_t i = 0; t && i < s->n_tensors; i++)

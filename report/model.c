@@ -25,6 +25,7 @@ void mpprof_site_free(mpprof_site *s) {
   free(s->math_mode);
   free(s->scale_type);
   free(s->epilogue);
+  free(s->conv_math_type);
   for (size_t i = 0; i < s->n_not_scanned; i++)
     free(s->not_scanned[i].name);
   free(s->not_scanned);
@@ -53,6 +54,8 @@ static void process_free(mpprof_process *p) {
   free(p->tc_counters_status);
   free(p->tc_counters_reason);
   free(p->tc_counters_chip);
+  free(p->tc_counters_sample);
+  cJSON_Delete(p->tc_counters_metrics);
 }
 
 static void layer_free(mpprof_layer *l) {
@@ -171,6 +174,7 @@ static int merge_counts(mpprof_count **arr, size_t *n, const mpprof_count *src, 
 static int merge_into(mpprof_site *d, mpprof_site *s, mp_stats scratch[2]) {
   d->calls += s->calls;
   d->scanned_calls += s->scanned_calls;
+  d->autotune_calls += s->autotune_calls;
   if (merge_counts(&d->not_scanned, &d->n_not_scanned, s->not_scanned, s->n_not_scanned) ||
       merge_counts(&d->ranks, &d->n_ranks, s->ranks, s->n_ranks))
     return -1;
@@ -209,6 +213,12 @@ static int merge_into(mpprof_site *d, mpprof_site *s, mp_stats scratch[2]) {
       k->count += s->kernels[i].count;
       k->gpu_ns += s->kernels[i].gpu_ns;
       if (s->kernels[i].counters_tc > k->counters_tc) k->counters_tc = s->kernels[i].counters_tc;
+      k->tc_profiled += s->kernels[i].tc_profiled;
+      if (k->n_tc_values == s->kernels[i].n_tc_values)
+        for (int v = 0; v < k->n_tc_values; v++)
+          k->tc_values[v] += s->kernels[i].tc_values[v];
+      else
+        k->n_tc_values = 0; /* different metric lists: no sum means anything */
     }
   }
   if (s->ptr_align && (!d->ptr_align || s->ptr_align < d->ptr_align)) d->ptr_align = s->ptr_align;

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/raw_format.h"
 #include "analysis/schema_keys.h"
 #include "report/report_internal.h"
 #include "report/tensorio/stats_json.h"
@@ -176,11 +177,11 @@ static int walk_top(walk *w) {
     if (w->p >= w->end || *w->p != ':') return fail(w, "expected ':'");
     w->p++;
     skip_ws(w);
-    if (!strcmp(key, "sites")) {
-      if (walk_array(w, &w->sites, "sites")) return -1;
+    if (!strcmp(key, MP_RK_TOP.sites)) {
+      if (walk_array(w, &w->sites, MP_RK_TOP.sites)) return -1;
       w->has_sites = true;
-    } else if (!strcmp(key, "events")) {
-      if (walk_array(w, &w->events, "events")) return -1;
+    } else if (!strcmp(key, MP_RK_TOP.events)) {
+      if (walk_array(w, &w->events, MP_RK_TOP.events)) return -1;
     } else {
       const char *e = skip_value(w->p, w->end, &w->ended);
       if (!e) return fail(w, "inside a top-level value");
@@ -235,13 +236,9 @@ static const char *get_str(const cJSON *o, const char *key) {
 
 /* ---- sites ---- */
 
-static const char *const merged_keys[] = {"id",      "calls",   "scanned_calls", "not_scanned",
-                                          "tensors", "gpu_ns",  "kernels",       "ptr_align",
-                                          "ranks",   "tc_used", "tc_eligible",   "tc_source"};
-
-static bool is_merged_key(const char *k) {
-  for (size_t i = 0; i < sizeof merged_keys / sizeof *merged_keys; i++)
-    if (!strcmp(k, merged_keys[i])) return true;
+static bool is_identity_key(const char *k) {
+  for (const char *const *i = mp_raw_identity_keys; *i; i++)
+    if (**i && !strcmp(k, *i)) return true;
   return false;
 }
 
@@ -249,8 +246,9 @@ static int key_cmp(const void *a, const void *b) {
   return strcmp((*(cJSON *const *)a)->string, (*(cJSON *const *)b)->string);
 }
 
-/* The identity of a site: its non-merged fields, keys sorted, as compact JSON.
- * Detaches those fields from o. */
+/* The identity of a site: its site-key fields (MP_RAW_SITE_KEY, an allowlist),
+ * keys sorted, as compact JSON. Everything else merges. Detaches those fields
+ * from o. */
 static char *identity_of(cJSON *o) {
   size_t n = 0;
   for (cJSON *c = o->child; c; c = c->next)
@@ -259,7 +257,7 @@ static char *identity_of(cJSON *o) {
   if (!v) return NULL;
   size_t k = 0;
   for (cJSON *c = o->child; c; c = c->next)
-    if (!is_merged_key(c->string)) v[k++] = c;
+    if (is_identity_key(c->string)) v[k++] = c;
   qsort(v, k, sizeof *v, key_cmp);
   cJSON *id = cJSON_CreateObject();
   char *ret = NULL;
@@ -311,15 +309,25 @@ static int parse_kernels(const cJSON *a, mpprof_site *s, char *err, size_t errle
   if (!s->kernels) return -1;
   int i = 0;
   for (const cJSON *k = a->child; k; k = k->next, i++) {
-    const char *name = get_str(k, "name");
+    const char *name = get_str(k, MP_RK_KERNEL.name);
     mpprof_kernel *kk = &s->kernels[s->n_kernels];
-    if (!name || !get_u64(k, "count", &kk->count)) {
+    if (!name || !get_u64(k, MP_RK_KERNEL.count, &kk->count)) {
       snprintf(err, errlen, "kernels[%d]: needs a name and a count", i);
       return -1;
     }
-    get_u64(k, "gpu_ns", &kk->gpu_ns);
-    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(k, "tc");
-    kk->counters_tc = cJSON_IsBool(tc) ? cJSON_IsTrue(tc) : -1;
+    get_u64(k, MP_RK_KERNEL.gpu_ns, &kk->gpu_ns);
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(k, MP_RK_KERNEL.tc);
+    const char *src = get_str(k, MP_RK_KERNEL.tc_source);
+    /* A verdict from counters only ("counters" is the one source a raw file has). */
+    kk->counters_tc =
+        cJSON_IsBool(tc) && (!src || !strcmp(src, "counters")) ? cJSON_IsTrue(tc) : -1;
+    get_u64(k, MP_RK_KERNEL.tc_profiled, &kk->tc_profiled);
+    const cJSON *vals = cJSON_GetObjectItemCaseSensitive(k, MP_RK_KERNEL.tc_values), *v;
+    if (!cJSON_IsArray(vals)) vals = NULL;
+    cJSON_ArrayForEach(v, vals) {
+      if (kk->n_tc_values == (int)(sizeof kk->tc_values / sizeof kk->tc_values[0])) break;
+      kk->tc_values[kk->n_tc_values++] = cJSON_IsNumber(v) ? v->valuedouble : 0;
+    }
     kk->name = strdup(name);
     if (!kk->name) return -1;
     s->n_kernels++;
@@ -364,13 +372,14 @@ static void parse_types(const cJSON *o, mpprof_site *s) {
 
 static void parse_conv(const cJSON *o, mpprof_site *s) {
   if (!cJSON_IsObject(o)) return;
-  static const char *const keys[] = {"n", "c", "h", "w", "k", "r", "s"};
+  const char *const keys[] = {MP_RK_CONV.n, MP_RK_CONV.c, MP_RK_CONV.h, MP_RK_CONV.w,
+                              MP_RK_CONV.k, MP_RK_CONV.r, MP_RK_CONV.s};
   s->has_conv = true;
   /* Implausible dimensions (negative, >= 2^24) count as unknown (0). */
   for (int i = 0; i < 7; i++)
     if (!get_i64(o, keys[i], &s->conv[i]) || s->conv[i] < 0 || s->conv[i] >= (1 << 24))
       s->conv[i] = 0;
-  static const char *const pk[] = {"pad", "stride", "dilation"};
+  const char *const pk[] = {MP_RK_CONV.pad, MP_RK_CONV.stride, MP_RK_CONV.dilation};
   int64_t *dst[] = {s->pad, s->stride, s->dil};
   for (int i = 0; i < 3; i++) {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, pk[i]);
@@ -380,6 +389,21 @@ static void parse_conv(const cJSON *o, mpprof_site *s) {
       dst[i][j] = d >= 0 && d < (1 << 24) ? (int64_t)d : (i == 0 ? 0 : 1);
     }
   }
+}
+
+static char trans_of(const cJSON *o, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsString(v) && strlen(v->valuestring) == 1 ? v->valuestring[0] : 0;
+}
+
+static unsigned fp8_scales_of(const cJSON *o) {
+#define X(f, json, doc) json,
+  static const char *const names[] = {MP_RAW_FP8_SCALES(X)};
+#undef X
+  unsigned bits = 0;
+  for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, names[i]))) bits |= 1u << i;
+  return bits;
 }
 
 static char *dup_str_or_null(const cJSON *o, const char *key) {
@@ -396,43 +420,53 @@ static int site_from_json(cJSON *o, const mpprof_process *p, mp_stats *scratch, 
     snprintf(err, errlen, "not an object");
     return -1;
   }
-  const char *api = get_str(o, "api"), *op = get_str(o, "op"), *layer = get_str(o, "layer");
-  if (!get_i64(o, "id", ret_id) || !api || !op || !layer || !get_u64(o, "calls", &s->calls)) {
+  const char *api = get_str(o, MP_RK_SITE.api), *op = get_str(o, MP_RK_SITE.kind),
+             *layer = get_str(o, MP_RK_SITE.layer);
+  if (!get_i64(o, MP_RK_SITE.id, ret_id) || !api || !op || !layer ||
+      !get_u64(o, MP_RK_SITE.calls, &s->calls)) {
     snprintf(err, errlen, "needs id, api, op, layer and calls");
     return -1;
   }
   s->api = strdup(api);
   s->op = strdup(op);
   s->layer = strdup(layer);
-  s->compute_type = dup_str_or_null(o, "compute_type");
-  s->math_mode = dup_str_or_null(o, "math_mode");
-  s->scale_type = dup_str_or_null(o, "scale_type");
-  s->epilogue = dup_str_or_null(o, "epilogue");
+  s->compute_type = dup_str_or_null(o, MP_RK_SITE.compute_type);
+  s->math_mode = dup_str_or_null(o, MP_RK_SITE.math_mode);
+  s->scale_type = dup_str_or_null(o, MP_RK_SITE.scale_type);
+  s->epilogue = dup_str_or_null(o, MP_RK_SITE.epilogue);
+  s->conv_math_type = dup_str_or_null(o, MP_RK_SITE.conv_math);
   if (!s->api || !s->op || !s->layer) return -1;
-  if (!get_u64(o, "scanned_calls", &s->scanned_calls)) s->scanned_calls = 0;
-  get_u64(o, "m", &s->m);
-  get_u64(o, "n", &s->n);
-  get_u64(o, "k", &s->k);
-  if (!get_u64(o, "batch", &s->batch)) s->batch = 1;
-  get_u64(o, "lda", &s->lda);
-  get_u64(o, "ldb", &s->ldb);
-  get_u64(o, "ldc", &s->ldc);
-  parse_types(cJSON_GetObjectItemCaseSensitive(o, "types"), s);
-  parse_conv(cJSON_GetObjectItemCaseSensitive(o, "conv"), s);
+  if (!get_u64(o, MP_RK_SITE.scanned_calls, &s->scanned_calls)) s->scanned_calls = 0;
+  get_u64(o, MP_RK_SITE.autotune_calls, &s->autotune_calls);
+  get_u64(o, MP_RK_SITE.m, &s->m);
+  get_u64(o, MP_RK_SITE.n, &s->n);
+  get_u64(o, MP_RK_SITE.k, &s->k);
+  if (!get_u64(o, MP_RK_SITE.batch, &s->batch)) s->batch = 1;
+  get_u64(o, MP_RK_SITE.lda, &s->lda);
+  get_u64(o, MP_RK_SITE.ldb, &s->ldb);
+  get_u64(o, MP_RK_SITE.ldc, &s->ldc);
+  get_u64(o, MP_RK_SITE.ldd, &s->ldd);
+  s->transa = trans_of(o, MP_RK_SITE.transa);
+  s->transb = trans_of(o, MP_RK_SITE.transb);
+  s->fp8_scales = fp8_scales_of(cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.fp8_scales));
+  parse_types(cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.types), s);
+  parse_conv(cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.conv), s);
   uint64_t align = 0;
-  if (get_u64(o, "ptr_align", &align)) s->ptr_align = align > 4096 ? 4096 : (unsigned)align;
-  s->has_gpu_ns = get_u64(o, "gpu_ns", &s->gpu_ns);
+  if (get_u64(o, MP_RK_SITE.ptr_align, &align))
+    s->ptr_align = align > 4096 ? 4096 : (unsigned)align;
+  s->has_gpu_ns = get_u64(o, MP_RK_SITE.gpu_ns, &s->gpu_ns);
   s->cc_major = p->cc_major;
   s->cc_minor = p->cc_minor;
-  if (parse_counts(cJSON_GetObjectItemCaseSensitive(o, "not_scanned"), &s->not_scanned,
-                   &s->n_not_scanned, "not_scanned", err, errlen) ||
-      parse_kernels(cJSON_GetObjectItemCaseSensitive(o, "kernels"), s, err, errlen) ||
-      parse_tensors(cJSON_GetObjectItemCaseSensitive(o, "tensors"), s, scratch, err, errlen))
+  if (parse_counts(cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.not_scanned), &s->not_scanned,
+                   &s->n_not_scanned, MP_RK_SITE.not_scanned, err, errlen) ||
+      parse_kernels(cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.kernels), s, err, errlen) ||
+      parse_tensors(cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.tensors), s, scratch, err,
+                    errlen))
     return -1;
   /* Per-rank calls: a merged file may carry them already. */
-  const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(o, "ranks");
+  const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.ranks);
   if (cJSON_IsObject(ranks)) {
-    if (parse_counts(ranks, &s->ranks, &s->n_ranks, "ranks", err, errlen)) return -1;
+    if (parse_counts(ranks, &s->ranks, &s->n_ranks, MP_RK_SITE.ranks, err, errlen)) return -1;
   } else {
     s->ranks = calloc(1, sizeof *s->ranks);
     if (!s->ranks) return -1;
@@ -451,64 +485,81 @@ static int site_from_json(cJSON *o, const mpprof_process *p, mp_stats *scratch, 
 static int process_from_header(const cJSON *h, const char *file, mpprof_process *p, char *err,
                                size_t errlen) {
   memset(p, 0, sizeof *p);
-  const char *schema = get_str(h, "schema");
+  const char *schema = get_str(h, MP_RK_TOP.schema);
   if (!schema) {
     snprintf(err, errlen, "not an mpprof raw file (no \"schema\" key)");
     return -1;
   }
   if (strcmp(schema, MP_SCHEMA_RAW)) {
-    if (!strncmp(schema, "mpprof.raw/", 11))
+    if (!strncmp(schema, MP_RAW_SCHEMA_PREFIX, strlen(MP_RAW_SCHEMA_PREFIX)))
       snprintf(err, errlen, "schema \"%.40s\" is not supported by this mpprof (reads %s)", schema,
                MP_SCHEMA_RAW);
     else
       snprintf(err, errlen, "not an mpprof raw file (schema \"%.40s\")", schema);
     return -1;
   }
-  if (!get_i64(h, "pid", &p->pid)) {
+  if (!get_i64(h, MP_RK_TOP.pid, &p->pid)) {
     snprintf(err, errlen, "\"pid\" missing or not a number");
     return -1;
   }
-  const cJSON *fin = cJSON_GetObjectItemCaseSensitive(h, "final");
+  const cJSON *fin = cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.final);
   if (fin && !cJSON_IsBool(fin)) {
     snprintf(err, errlen, "\"final\" is not a boolean");
     return -1;
   }
   p->final = !fin || cJSON_IsTrue(fin);
-  p->incomplete = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, "incomplete"));
-  get_i64(h, "ppid", &p->ppid);
-  p->has_rank = get_i64(h, "rank", &p->rank);
-  get_i64(h, "start_ns", &p->start_ns);
-  get_i64(h, "end_ns", &p->end_ns);
-  if (!get_i64(h, "sample", &p->sample)) p->sample = 1;
-  const char *host = get_str(h, "host");
+  p->incomplete = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.incomplete));
+  get_i64(h, MP_RK_TOP.ppid, &p->ppid);
+  p->has_rank = get_i64(h, MP_RK_TOP.rank, &p->rank);
+  get_i64(h, MP_RK_TOP.start_ns, &p->start_ns);
+  get_i64(h, MP_RK_TOP.end_ns, &p->end_ns);
+  if (!get_i64(h, MP_RK_TOP.sample, &p->sample)) p->sample = 1;
+  const char *host = get_str(h, MP_RK_TOP.host);
   p->host = strdup(host ? host : "unknown");
   p->file = strdup(file);
-  p->scan = strdup(get_str(h, "scan") ? get_str(h, "scan") : "unknown");
-  const cJSON *reasons = cJSON_GetObjectItemCaseSensitive(h, "incomplete_reasons");
+  p->scan = strdup(get_str(h, MP_RK_TOP.scan) ? get_str(h, MP_RK_TOP.scan) : "unknown");
+  const cJSON *reasons = cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.incomplete_reasons);
   p->incomplete_reasons =
       cJSON_IsArray(reasons) ? cJSON_Duplicate(reasons, true) : cJSON_CreateArray();
-  const cJSON *argv = cJSON_GetObjectItemCaseSensitive(h, "argv");
+  const cJSON *argv = cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.argv);
   if (cJSON_IsArray(argv)) p->argv = cJSON_Duplicate(argv, true);
-  const cJSON *dev = cJSON_GetObjectItemCaseSensitive(h, "device");
+  const cJSON *dev = cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.device);
   if (cJSON_IsObject(dev)) {
-    const char *name = get_str(dev, "name"), *cc = get_str(dev, "cc");
+    const char *name = get_str(dev, MP_RK_DEVICE.name), *cc = get_str(dev, MP_RK_DEVICE.cc);
     p->device_name = strdup(name ? name : "unknown");
     if (cc) sscanf(cc, "%d.%d", &p->cc_major, &p->cc_minor);
   }
-  const cJSON *cupti = cJSON_GetObjectItemCaseSensitive(h, "cupti");
-  const char *st = cJSON_IsObject(cupti) ? get_str(cupti, "status") : NULL;
+  const cJSON *cupti = cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.cupti);
+  const char *st = cJSON_IsObject(cupti) ? get_str(cupti, MP_RK_CUPTI.status) : NULL;
   p->cupti_status = strdup(st ? st : "missing");
-  if (cJSON_IsObject(cupti)) get_i64(cupti, "dropped_records", &p->cupti_dropped);
-  const cJSON *tcc = cJSON_GetObjectItemCaseSensitive(h, "tc_counters");
+  if (cJSON_IsObject(cupti)) get_i64(cupti, MP_RK_CUPTI.dropped_records, &p->cupti_dropped);
+  const cJSON *tcc = cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.tc_counters);
   if (cJSON_IsObject(tcc)) { /* only with --tc-counters */
-    const char *ts = get_str(tcc, "status"), *why = get_str(tcc, "reason"),
-               *chip = get_str(tcc, "chip");
+    const char *ts = get_str(tcc, MP_RK_TC_COUNTERS.status),
+               *why = get_str(tcc, MP_RK_TC_COUNTERS.reason),
+               *chip = get_str(tcc, MP_RK_TC_COUNTERS.chip);
     p->tc_counters_status = strdup(ts ? ts : "missing");
     if (why) p->tc_counters_reason = strdup(why);
     if (chip) p->tc_counters_chip = strdup(chip);
-    get_i64(tcc, "kernels_profiled", &p->tc_counters_kernels);
+    get_i64(tcc, MP_RK_TC_COUNTERS.kernels_profiled, &p->tc_counters_kernels);
+    const cJSON *sample = cJSON_GetObjectItemCaseSensitive(tcc, MP_RK_TC_COUNTERS.sample);
+    if (cJSON_IsString(sample)) p->tc_counters_sample = strdup(sample->valuestring);
+    if (cJSON_IsNumber(sample))
+      p->tc_counters_sample = mpprof_asprintf("%.0f", sample->valuedouble);
+    const cJSON *metrics = cJSON_GetObjectItemCaseSensitive(tcc, MP_RK_TC_COUNTERS.metrics);
+    if (cJSON_IsArray(metrics)) p->tc_counters_metrics = cJSON_Duplicate(metrics, true);
+    get_i64(tcc, MP_RK_TC_COUNTERS.passes, &p->tc_counters_passes);
+    get_i64(tcc, MP_RK_TC_COUNTERS.ops_profiled, &p->tc_counters_ops_profiled);
+    get_i64(tcc, MP_RK_TC_COUNTERS.ops_unmatched, &p->tc_counters_ops_unmatched);
+    get_i64(tcc, MP_RK_TC_COUNTERS.ops_skipped, &p->tc_counters_ops_skipped);
     if (!p->tc_counters_status) return -1;
   }
+  p->forked = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.forked));
+  get_i64(h, MP_RK_TOP.calls, &p->raw_calls);
+  get_i64(h, MP_RK_TOP.failed_calls, &p->failed_calls);
+  const cJSON *nvtx = cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.nvtx);
+  get_i64(nvtx, MP_RK_NVTX.marks, &p->nvtx_marks);
+  get_i64(nvtx, MP_RK_NVTX.start_end_ranges, &p->nvtx_start_end_ranges);
   if (!p->host || !p->file || !p->scan || !p->incomplete_reasons || !p->cupti_status) return -1;
   return 0;
 }
@@ -551,6 +602,8 @@ static void free_proc(mpprof_process *p) {
   free(p->tc_counters_status);
   free(p->tc_counters_reason);
   free(p->tc_counters_chip);
+  free(p->tc_counters_sample);
+  cJSON_Delete(p->tc_counters_metrics);
   memset(p, 0, sizeof *p);
 }
 
@@ -599,11 +652,11 @@ static int parse_file(walk *w, const char *path, mpprof_process *p, mpprof_site 
   for (size_t i = 0; i < w->events.n; i++) {
     cJSON *o = cJSON_ParseWithLength(w->base + w->events.v[i].off, w->events.v[i].len);
     int64_t sid, t = 0, dur = 0, thread = 0;
-    bool ok = o && get_i64(o, "site", &sid) && get_i64(o, "t_ns", &t);
+    bool ok = o && get_i64(o, MP_RK_EVENT.site, &sid) && get_i64(o, MP_RK_EVENT.t_ns, &t);
     if (ok) {
-      get_i64(o, "dur_ns", &dur);
-      get_i64(o, "thread", &thread);
-      const char *stream = get_str(o, "stream");
+      get_i64(o, MP_RK_EVENT.dur_ns, &dur);
+      get_i64(o, MP_RK_EVENT.thread, &thread);
+      const char *stream = get_str(o, MP_RK_EVENT.stream);
       ev[i].stream = stream ? strtoull(stream, NULL, 0) : 0;
     }
     cJSON_Delete(o);

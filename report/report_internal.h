@@ -85,15 +85,26 @@ typedef struct mpprof_process {
   char *tc_counters_reason; /* why unavailable, or NULL */
   char *tc_counters_chip;   /* or NULL */
   int64_t tc_counters_kernels; /* kernels profiled */
+  char *tc_counters_sample;    /* "first" or N as text; NULL: not asked */
+  cJSON *tc_counters_metrics;  /* array of strings (owned), may be NULL */
+  int64_t tc_counters_passes, tc_counters_ops_profiled, tc_counters_ops_unmatched,
+      tc_counters_ops_skipped;
+  bool forked;       /* written by a fork child */
+  int64_t raw_calls; /* the file's "calls": hooked calls seen, failed ones included */
+  int64_t failed_calls;
+  int64_t nvtx_marks, nvtx_start_end_ranges;
   size_t n_sites, n_events;
-  uint64_t calls;
+  uint64_t calls; /* summed over the file's sites */
 } mpprof_process;
 
 typedef struct mpprof_kernel {
   char *name;
   uint64_t count;
   uint64_t gpu_ns;
-  int counters_tc;     /* -1: not measured; 0/1 from --tc-counters */
+  int counters_tc;      /* -1: not measured; 0/1 from --tc-counters */
+  uint64_t tc_profiled; /* --tc-counters: launches measured */
+  int n_tc_values;      /* summed metric values, in the process's tc_counters.metrics order */
+  double tc_values[4];
   mp_kernel_class cls; /* filled by the Tensor Core pass */
 } mpprof_kernel;
 
@@ -118,13 +129,16 @@ typedef struct mpprof_site {
     mp_dtype dtype;
   } types[6];
   int n_types;
-  uint64_t m, n, k, batch, lda, ldb, ldc;
+  uint64_t m, n, k, batch, lda, ldb, ldc, ldd;
+  char transa, transb; /* 0: not a GEMM */
+  char *conv_math_type;
+  unsigned fp8_scales; /* bit i: row i of MP_RAW_FP8_SCALES */
   bool has_conv;
   int64_t conv[7]; /* n c h w k r s */
   int64_t pad[2], stride[2], dil[2];
 
   /* merged */
-  uint64_t calls, scanned_calls;
+  uint64_t calls, scanned_calls, autotune_calls;
   mpprof_count *not_scanned;
   size_t n_not_scanned;
   mpprof_count *ranks;

@@ -18,6 +18,7 @@
 #include "profiler/hooks/gemm_decode.h"
 #include "profiler/jsonw.h"
 #include "profiler/mpp.h"
+#include "profiler/rawwrite.h"
 
 int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get);
 

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/raw_format.h"
 #include "analysis/schema_keys.h"
 #include "analysis/stats.h"
 #include "report/tensorio/stats_json.h"

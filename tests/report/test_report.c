@@ -129,6 +129,30 @@ static void sites_that_differ_in_dtype_stay_apart(void **state) {
   free(dir);
 }
 
+/* autotune_calls is a counter, not identity (MP_RAW_SITE_COUNTERS): two ranks
+ * that autotune a different number of times still merge. */
+static void sites_that_differ_only_in_autotune_calls_merge(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("autotune");
+  rg_file r;
+  for (int p = 0; p < 2; p++) {
+    assert_int_equal(rg_begin(&r, dir, p ? "node02-200.json" : "node01-100.json", p ? &P1 : &P0),
+                     0);
+    cJSON *s = fwd_site(3, "net/conv1/fwd", -4, 4);
+    if (p) cJSON_AddNumberToObject(s, "autotune_calls", 3);
+    rg_site_end(&r, s);
+    assert_int_equal(rg_end(&r), 0);
+  }
+  cJSON *rep = report_of(dir);
+  assert_int_equal(cJSON_GetArraySize(get(rep, "sites")), 1);
+  const cJSON *s = cJSON_GetArrayItem(get(rep, "sites"), 0);
+  assert_int_equal(get(s, "calls")->valuedouble, 20);
+  assert_int_equal(get(s, "autotune_calls")->valuedouble, 3);
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static void the_same_process_read_twice_is_counted_once(void **state) {
   (void)state;
   char *dir = rg_tmpdir("dup");
@@ -593,6 +617,7 @@ static void a_missing_raw_directory_is_an_error(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(sites_with_the_same_key_merge_across_ranks),
+      cmocka_unit_test(sites_that_differ_only_in_autotune_calls_merge),
       cmocka_unit_test(sites_that_differ_in_dtype_stay_apart),
       cmocka_unit_test(the_same_process_read_twice_is_counted_once),
       cmocka_unit_test(phase_markers_split_nvtx_paths),

@@ -1,0 +1,215 @@
+/* The raw profile format, OUT/raw/<host>-<pid>.json: every key that
+ * libmpprof.so writes (profiler/rawwrite.c) and report/ reads
+ * (report/raw_reader.c), defined once, as X-macro tables. docs/raw-format.md
+ * describes the values; its key index is checked against these tables by the
+ * raw_format_doc test.
+ *
+ * From MP_RAW_SITE_KEY (the site key) the runtime generates the site hash and
+ * equality (profiler/sites.c) and the writer of those keys (rawwrite.c); the
+ * report takes a site's identity from exactly these keys (an allowlist), so
+ * that everything else in a SITE (counters, stats, kernels) merges.
+ *
+ * HOW TO ADD A FIELD (one place, then the compiler and the tests lead):
+ *  - A field that makes two ops different sites: add the member to mpp_op
+ *    (profiler/mpp.h) and a row to MP_RAW_SITE_KEY with the member's name, its
+ *    JSON key and a kind (below). Hash, equality, writer and the report's
+ *    identity follow. A new kind needs a hash/eq/write macro in sites.c and
+ *    rawwrite.c (the build fails until it has them).
+ *  - A counter, value or object that is not identity: add a row to the table
+ *    of its object (MP_RAW_SITE_COUNTERS, MP_RAW_TOP, ...), write it in
+ *    rawwrite.c with MP_RK_<OBJECT>.<name> and read it in raw_reader.c with the
+ *    same constant; say in the row how sites merge it.
+ *  - Add the row's key to the key index of docs/raw-format.md (the
+ *    raw_format_doc test prints the expected index when it differs), and set
+ *    the field in the round-trip test (profiler_raw_roundtrip), which fails
+ *    for a key the writer emits that is not in these tables or not read back.
+ *
+ * Version rule: MP_RAW_VERSION is bumped when a key is removed or changes
+ * meaning, not when one is added. A reader reads files of its own version
+ * only and skips others with one line naming both versions; it ignores keys
+ * it does not know (an older reader merges sites that differ only in a newer
+ * key, as if the key did not exist). */
+#ifndef MPPROF_ANALYSIS_RAW_FORMAT_H
+#define MPPROF_ANALYSIS_RAW_FORMAT_H
+
+#define MP_RAW_VERSION 1
+#define MP_RAW_SCHEMA_PREFIX "mpprof.raw/"
+#define MP_RAW_STR_(x) #x
+#define MP_RAW_STR(x) MP_RAW_STR_(x)
+#define MP_SCHEMA_RAW MP_RAW_SCHEMA_PREFIX MP_RAW_STR(MP_RAW_VERSION)
+
+/* The site key: X(member of mpp_op, "json key", kind, "what it is").
+ * Kinds (how the runtime hashes, compares and writes the member):
+ *   STR       static string, written always (null when NULL)
+ *   STR_OPT   static string or NULL, written only when set
+ *   OPKIND    mpp_op_kind, written as its name
+ *   LAYER     the caller's NVTX path (kept by the site, not the op)
+ *   I64       int64, written always
+ *   I64_OPT   int64, -1 absent: written only when >= 0
+ *   TRANS     'N'/'T'/'C', 0 absent: written only when set
+ *   TYPES     ntypes/type_keys/type_names: the "types" object
+ *   CONV      has_conv/conv: the "conv" object (MP_RAW_CONV)
+ *   MATH      cuBLAS math mode, -1 null: written as its name
+ *   FP8       MPP_FP8_* bits: the "fp8_scales" object when any is set
+ *   ROLES     nroles/roles[].name: runtime only, no key of its own (the roles
+ *             are the keys of "tensors"; stats are kept by role index, so a
+ *             call with C and one without are two sites there, and the
+ *             report merges them) */
+#define MP_RAW_SITE_KEY(X)                                                                         \
+  X(api, "api", STR, "the hooked entry point")                                                     \
+  X(kind, "op", OPKIND, "gemm | conv_fwd | conv_bwd_data | conv_bwd_filter | matmul")              \
+  X(layer, "layer", LAYER, "NVTX range stack of the calling thread joined with /")                 \
+  X(m, "m", I64, "GEMM m (convs: implicit-GEMM shape)")                                            \
+  X(n, "n", I64, "GEMM n")                                                                         \
+  X(k, "k", I64, "GEMM k")                                                                         \
+  X(batch, "batch", I64, "batch count")                                                            \
+  X(transa, "transa", TRANS, "GEMMs only")                                                         \
+  X(transb, "transb", TRANS, "GEMMs only")                                                         \
+  X(lda, "lda", I64_OPT, "leading dimension of A")                                                 \
+  X(ldb, "ldb", I64_OPT, "leading dimension of B")                                                 \
+  X(ldc, "ldc", I64_OPT, "leading dimension of C")                                                 \
+  X(ldd, "ldd", I64_OPT, "leading dimension of D (cublasLt only)")                                 \
+  X(conv, "conv", CONV, "convolution geometry (convs only)")                                       \
+  X(types, "types", TYPES, "dtype per operand role")                                               \
+  X(compute_type, "compute_type", STR, "compute type")                                             \
+  X(scale_type, "scale_type", STR, "dtype of alpha/beta")                                          \
+  X(math_mode, "math_mode", MATH, "cuBLAS handle math mode")                                       \
+  X(epilogue, "epilogue", STR_OPT, "cublasLt epilogue")                                            \
+  X(conv_math, "conv_math_type", STR_OPT, "legacy cuDNN cudnnMathType_t")                          \
+  X(fp8_scales, "fp8_scales", FP8, "cublasLt FP8 scale pointers set")                              \
+  X(roles, "", ROLES, "tensor roles of the call (runtime only)")
+
+/* The rest of a SITE: X(name, "json key", "how sites with the same key merge").
+ * None of these is identity. */
+#define MP_RAW_SITE_COUNTERS(X)                                                                    \
+  X(id, "id", "unique within one raw file; events refer to it")                                    \
+  X(calls, "calls", "summed: calls that returned success")                                         \
+  X(scanned_calls, "scanned_calls", "summed")                                                      \
+  X(autotune_calls, "autotune_calls", "summed: cuDNN autotuning executions, not in calls")         \
+  X(not_scanned, "not_scanned", "summed per reason (MP_RAW_NOT_SCANNED)")                          \
+  X(tensors, "tensors", "stats merged per role")                                                   \
+  X(gpu_ns, "gpu_ns", "summed")                                                                    \
+  X(kernels, "kernels", "merged per kernel name (MP_RAW_KERNEL)")                                  \
+  X(ptr_align, "ptr_align", "minimum")                                                             \
+  X(ranks, "ranks", "report only: calls per rank, summed")
+
+/* X(name, "json key", "what it is") for the objects inside a SITE. */
+#define MP_RAW_CONV(X)                                                                             \
+  X(n, "n", "batch")                                                                               \
+  X(c, "c", "input channels")                                                                      \
+  X(h, "h", "input height")                                                                        \
+  X(w, "w", "input width")                                                                         \
+  X(k, "k", "output channels")                                                                     \
+  X(r, "r", "filter height")                                                                       \
+  X(s, "s", "filter width")                                                                        \
+  X(pad, "pad", "[h, w]")                                                                          \
+  X(stride, "stride", "[h, w]")                                                                    \
+  X(dilation, "dilation", "[h, w]")
+
+/* Bit i of mpp_op.fp8_scales is row i. */
+#define MP_RAW_FP8_SCALES(X)                                                                       \
+  X(A, "A", "scale pointer of A set")                                                              \
+  X(B, "B", "scale pointer of B set")                                                              \
+  X(C, "C", "scale pointer of C set")                                                              \
+  X(D, "D", "scale pointer of D set")                                                              \
+  X(amax_D, "amax_D", "AMAX_D_POINTER set")
+
+/* Why a tensor role of a call was not scanned: mpp_ns_reason is generated
+ * from this table (profiler/mpp.h), in this order. */
+#define MP_RAW_NOT_SCANNED(X)                                                                      \
+  X(SAMPLED_OUT, "sampled_out", "MPPROF_SAMPLE skipped the call")                                  \
+  X(GRAPH_CAPTURE, "graph_capture", "stream being captured into a CUDA graph")                     \
+  X(DEVICE_UNAVAILABLE, "device_scanner_unavailable", "device scanner not loaded")                 \
+  X(RING_FULL, "scan_ring_full", "result ring full")                                               \
+  X(DTYPE, "dtype_unscannable", "int8, fp4, complex, ...")                                         \
+  X(LAYOUT, "layout_unsupported", "padded or tiled layouts")                                       \
+  X(UNKNOWN, "pointer_unreadable", "no data pointer, virtual tensor, unknown memory")
+
+#define MP_RAW_KERNEL(X)                                                                           \
+  X(name, "name", "raw kernel name from CUPTI")                                                    \
+  X(count, "count", "launches, summed")                                                            \
+  X(gpu_ns, "gpu_ns", "summed")                                                                    \
+  X(tc, "tc", "--tc-counters verdict (only for measured kernels)")                                 \
+  X(tc_source, "tc_source", "\"counters\" (only for measured kernels)")                            \
+  X(tc_profiled, "tc_profiled", "launches measured")                                               \
+  X(tc_values, "tc_values", "metric values summed over them, in tc_counters.metrics order")
+
+/* The top level of the file. */
+#define MP_RAW_TOP(X)                                                                              \
+  X(schema, "schema", "mpprof.raw/<MP_RAW_VERSION>")                                               \
+  X(final, "final", "false for a periodic checkpoint")                                             \
+  X(pid, "pid", "process id")                                                                      \
+  X(ppid, "ppid", "parent process id")                                                             \
+  X(host, "host", "host name")                                                                     \
+  X(rank, "rank", "from RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID; null if none")         \
+  X(argv, "argv", "/proc/self/cmdline")                                                            \
+  X(start_ns, "start_ns", "CLOCK_REALTIME at init")                                                \
+  X(end_ns, "end_ns", "CLOCK_REALTIME at the write")                                               \
+  X(incomplete, "incomplete", "a cap was hit")                                                     \
+  X(incomplete_reasons, "incomplete_reasons", "why, one string each")                              \
+  X(scan, "scan", "MPPROF_SCAN")                                                                   \
+  X(sample, "sample", "MPPROF_SAMPLE")                                                             \
+  X(forked, "forked", "written by a fork child")                                                   \
+  X(calls, "calls", "hooked op calls seen")                                                        \
+  X(failed_calls, "failed_calls", "calls whose real function returned an error")                   \
+  X(nvtx, "nvtx", "MP_RAW_NVTX")                                                                   \
+  X(device, "device", "MP_RAW_DEVICE, or null")                                                    \
+  X(cupti, "cupti", "MP_RAW_CUPTI")                                                                \
+  X(tc_counters, "tc_counters", "MP_RAW_TC_COUNTERS, only with --tc-counters")                     \
+  X(sites, "sites", "SITE objects")                                                                \
+  X(events, "events", "MP_RAW_EVENT objects")
+
+#define MP_RAW_NVTX(X)                                                                             \
+  X(marks, "marks", "NVTX marks seen")                                                             \
+  X(start_end_ranges, "start_end_ranges", "start/end ranges seen (not layers)")
+
+#define MP_RAW_DEVICE(X)                                                                           \
+  X(name, "name", "device name")                                                                   \
+  X(cc, "cc", "compute capability \"major.minor\"")
+
+#define MP_RAW_CUPTI(X)                                                                            \
+  X(status, "status", "ok | disabled | unavailable | held_by_other_subscriber | error")            \
+  X(dropped_records, "dropped_records", "activity records CUPTI dropped")
+
+#define MP_RAW_TC_COUNTERS(X)                                                                      \
+  X(status, "status", "ok | unavailable | not_started")                                            \
+  X(reason, "reason", "why unavailable, or null")                                                  \
+  X(sample, "sample", "\"first\" or N")                                                            \
+  X(chip, "chip", "chip name, or null")                                                            \
+  X(metrics, "metrics", "metrics the chip accepted")                                               \
+  X(passes, "passes", "replay passes")                                                             \
+  X(ops_profiled, "ops_profiled", "calls measured")                                                \
+  X(kernels_profiled, "kernels_profiled", "kernel launches given a verdict")                       \
+  X(ops_unmatched, "ops_unmatched", "measured calls whose records did not match")                  \
+  X(ops_skipped, "ops_skipped", "sampled calls not measured")
+
+#define MP_RAW_EVENT(X)                                                                            \
+  X(site, "site", "SITE id")                                                                       \
+  X(t_ns, "t_ns", "CLOCK_REALTIME at the call's start")                                            \
+  X(dur_ns, "dur_ns", "CPU wall time of the call")                                                 \
+  X(thread, "thread", "Linux tid")                                                                 \
+  X(stream, "stream", "the op's stream handle, \"0x...\"")
+
+/* Every table as a struct of key strings: MP_RK_SITE.calls is "calls". */
+#define MP_RAW_KEY_MEMBER_(name, json, ...) const char *name;
+#define MP_RAW_KEY_INIT_(name, json, ...) .name = json,
+#define MP_RAW_KEYS_(type, var, table)                                                             \
+  static const struct type { table(MP_RAW_KEY_MEMBER_) } var = {table(MP_RAW_KEY_INIT_)}
+
+#define MP_RAW_SITE_ALL_(X) MP_RAW_SITE_KEY(X) MP_RAW_SITE_COUNTERS(X)
+MP_RAW_KEYS_(mp_rk_site, MP_RK_SITE, MP_RAW_SITE_ALL_);
+MP_RAW_KEYS_(mp_rk_conv, MP_RK_CONV, MP_RAW_CONV);
+MP_RAW_KEYS_(mp_rk_kernel, MP_RK_KERNEL, MP_RAW_KERNEL);
+MP_RAW_KEYS_(mp_rk_top, MP_RK_TOP, MP_RAW_TOP);
+MP_RAW_KEYS_(mp_rk_nvtx, MP_RK_NVTX, MP_RAW_NVTX);
+MP_RAW_KEYS_(mp_rk_device, MP_RK_DEVICE, MP_RAW_DEVICE);
+MP_RAW_KEYS_(mp_rk_cupti, MP_RK_CUPTI, MP_RAW_CUPTI);
+MP_RAW_KEYS_(mp_rk_tc_counters, MP_RK_TC_COUNTERS, MP_RAW_TC_COUNTERS);
+MP_RAW_KEYS_(mp_rk_event, MP_RK_EVENT, MP_RAW_EVENT);
+
+/* The JSON keys of the site key in table order, NULL-terminated: the
+ * report's identity of a site (ROLES, "", has no key of its own). */
+#define MP_RAW_IDENTITY_KEY_(name, json, kind, doc) json,
+static const char *const mp_raw_identity_keys[] = {MP_RAW_SITE_KEY(MP_RAW_IDENTITY_KEY_) 0};
+
+#endif

@@ -1,0 +1,35 @@
+/* The raw file of one process (rawwrite.c): OUT/raw/<host>-<pid>.json, keys
+ * from analysis/raw_format.h. */
+#ifndef MPPROF_PROFILER_RAWWRITE_H
+#define MPPROF_PROFILER_RAWWRITE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profiler/gpu/gpu.h"
+
+/* Write OUT/raw/<host>-<pid>.json (temp + rename). 0 or -errno. */
+int mpp_raw_write(bool final);
+/* Serialise the raw document into a malloc'd buffer (tests). */
+char *mpp_raw_render(bool final, size_t *ret_len);
+void mpp_process_info_reset(void);  /* start time, pid: at init and in a fork child */
+void mpp_process_note_device(void); /* once CUDA is up: device name and compute capability */
+
+/* Everything in the raw document besides the site tables and the process
+ * identity (pid, host, start): mpp_raw_render gathers it; tests give their own. */
+typedef struct mpp_raw_facts {
+  int rank; /* -1: none */
+  bool forked;
+  bool device_known;
+  char device_name[256];
+  int cc_major, cc_minor;
+  mpp_tc_info tc; /* tc.status NULL: --tc-counters not requested */
+  const char *cupti_status;
+  uint64_t cupti_dropped;
+  uint64_t marks, start_end_ranges; /* NVTX */
+  uint64_t end_ns;
+} mpp_raw_facts;
+char *mpp_raw_render_facts(bool final, const mpp_raw_facts *f, size_t *ret_len);
+
+#endif

@@ -1,0 +1,433 @@
+/* The raw format end to end, without CUDA: libmpprof.so's writer renders a
+ * raw document with every field set, and report/'s reader reads it back.
+ *
+ * - every key the writer emits is declared in analysis/raw_format.h (in the
+ *   table of the object it appears in), and every declared key is emitted
+ *   (the fixture sets every field: a new row fails here until it does);
+ * - every emitted key is read back: the site key through the report's
+ *   identity (compared value by value with the document), every other key
+ *   through a check of its value in the model (a new row without a check
+ *   fails here). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "analysis/raw_format.h"
+#include "profiler/mpp.h"
+#include "profiler/rawwrite.h"
+#include "report/report_internal.h"
+
+static float a_vals[16], d_vals[16];
+
+/* An op with every field of the site key set (not a realistic call: each
+ * field only has to reach the file). */
+static void full_op(mpp_op *op) {
+  mpp_op_init(op, "cublasLtMatmul", MPP_OP_CONV_FWD);
+  op->m = 4;
+  op->n = 4;
+  op->k = 4;
+  op->batch = 2;
+  op->lda = 5;
+  op->ldb = 6;
+  op->ldc = 7;
+  op->ldd = 8;
+  op->transa = 'T';
+  op->transb = 'N';
+  op->has_conv = true;
+  op->conv = (mpp_conv){.n = 1,
+                        .c = 2,
+                        .h = 3,
+                        .w = 4,
+                        .k = 5,
+                        .r = 3,
+                        .s = 3,
+                        .pad = {1, 2},
+                        .stride = {2, 1},
+                        .dilation = {1, 3}};
+  mpp_op_type(op, "A", "fp16");
+  mpp_op_type(op, "B", "bf16");
+  mpp_op_type(op, "C", "fp32");
+  mpp_op_type(op, "D", "fp32");
+  op->compute_type = "32F";
+  op->scale_type = "fp32";
+  op->math_mode = 3 | 16;
+  op->epilogue = "BIAS";
+  op->conv_math = "TENSOR_OP_MATH";
+  op->fp8_scales = MPP_FP8_A | MPP_FP8_B | MPP_FP8_C | MPP_FP8_D | MPP_FP8_AMAX_D;
+  mpp_op_note_ptr(op, a_vals);
+  mpp_op_note_ptr(op, d_vals);
+  mpp_role *a = mpp_op_role(op, "A", true);
+  a->view = (mp_view){.dtype = MP_FP32, .data = a_vals, .rows = 16, .cols = 1, .ld = 16};
+  mpp_role *d = mpp_op_role(op, "D", false);
+  d->view = (mp_view){.dtype = MP_FP32, .data = d_vals, .rows = 16, .cols = 1, .ld = 16};
+}
+
+static const double tc_values[2] = {12.5, 3.0};
+
+/* Sites, kernels, events and the facts around them; returns the rendered document. */
+static char *render_everything(int *ret_site) {
+  mpp_sites_reset();
+  mpp_cfg.scan = MPP_SCAN_ALL;
+  mpp_cfg.sample = 2; /* the second call is sampled out: "not_scanned" */
+  mpp_cfg.max_sites = 16;
+  mpp_cfg.max_events = 16;
+  for (int i = 0; i < 16; i++) {
+    a_vals[i] = (float)(i + 1) / 4;
+    d_vals[i] = (float)(i - 3);
+  }
+  mpp_op op;
+  for (int i = 0; i < 2; i++) {
+    full_op(&op);
+    mpp_call c;
+    mpp_call_begin(&c, &op);
+    *ret_site = c.site;
+    mpp_call_end(&c, &op, true);
+  }
+  full_op(&op);
+  mpp_call_autotune(&op);
+  mpp_site_kernel(*ret_site, "sm90_xmma_gemm_f16f16_f32f32", 1000);
+  mpp_site_kernel(*ret_site, "sm90_xmma_gemm_f16f16_f32f32", 500);
+  mpp_site_kernel_tc(*ret_site, "sm90_xmma_gemm_f16f16_f32f32", true, tc_values, 2);
+  mpp_note_incomplete("test", "a reason for the test");
+
+  mpp_raw_facts f = {.rank = 7,
+                     .forked = true,
+                     .device_known = true,
+                     .device_name = "NVIDIA H200",
+                     .cc_major = 9,
+                     .cc_minor = 0,
+                     .tc = {.every = 3,
+                            .status = "ok",
+                            .reason = "why not",
+                            .chip = "GH100",
+                            .nmetrics = 2,
+                            .metrics = {"sm__inst_executed_pipe_tensor_op_hmma.sum",
+                                        "sm__pipe_tensor_cycles_active.sum"},
+                            .passes = 2,
+                            .ops_profiled = 11,
+                            .kernels_profiled = 12,
+                            .ops_unmatched = 13,
+                            .ops_skipped = 14},
+                     .cupti_status = "ok",
+                     .cupti_dropped = 15,
+                     .marks = 16,
+                     .start_end_ranges = 17,
+                     .end_ns = 123456789};
+  size_t len = 0;
+  char *doc = mpp_raw_render_facts(true, &f, &len);
+  assert_non_null(doc);
+  return doc;
+}
+
+/* ---- every emitted key is declared, every declared key emitted ---- */
+
+typedef struct keyset {
+  const char *const *keys;
+  size_t n;
+} keyset;
+
+#define KEY_JSON(name, json, ...) json,
+static const char *const top_keys[] = {MP_RAW_TOP(KEY_JSON)};
+static const char *const site_keys[] = {MP_RAW_SITE_KEY(KEY_JSON) MP_RAW_SITE_COUNTERS(KEY_JSON)};
+static const char *const kernel_keys[] = {MP_RAW_KERNEL(KEY_JSON)};
+static const char *const event_keys[] = {MP_RAW_EVENT(KEY_JSON)};
+static const char *const conv_keys[] = {MP_RAW_CONV(KEY_JSON)};
+static const char *const fp8_keys[] = {MP_RAW_FP8_SCALES(KEY_JSON)};
+static const char *const ns_keys[] = {MP_RAW_NOT_SCANNED(KEY_JSON)};
+static const char *const nvtx_keys[] = {MP_RAW_NVTX(KEY_JSON)};
+static const char *const device_keys[] = {MP_RAW_DEVICE(KEY_JSON)};
+static const char *const cupti_keys[] = {MP_RAW_CUPTI(KEY_JSON)};
+static const char *const tcc_keys[] = {MP_RAW_TC_COUNTERS(KEY_JSON)};
+#define SET(a) ((keyset){a, sizeof a / sizeof a[0]})
+
+static bool in_set(keyset s, const char *k) {
+  for (size_t i = 0; i < s.n; i++)
+    if (!strcmp(s.keys[i], k)) return true;
+  return false;
+}
+
+/* Keys of o must all be declared; declared ones (but `optional`) must all be present. */
+static void check_object(const cJSON *o, keyset s, const char *what, const char *const *optional) {
+  assert_true(cJSON_IsObject(o));
+  for (const cJSON *c = o->child; c; c = c->next)
+    if (!in_set(s, c->string))
+      fail_msg("the writer emits %s key \"%s\", which analysis/raw_format.h does not declare", what,
+               c->string);
+  for (size_t i = 0; i < s.n; i++) {
+    bool opt = !s.keys[i][0];
+    for (const char *const *p = optional; p && *p; p++)
+      opt |= !strcmp(*p, s.keys[i]);
+    if (!opt && !cJSON_GetObjectItemCaseSensitive(o, s.keys[i]))
+      fail_msg("%s key \"%s\" is declared but the fixture does not make the writer emit it", what,
+               s.keys[i]);
+  }
+}
+
+static void every_emitted_key_is_declared_and_every_declared_key_emitted(void **state) {
+  (void)state;
+  int site;
+  char *text = render_everything(&site);
+  cJSON *doc = cJSON_Parse(text);
+  free(text);
+  assert_non_null(doc);
+  check_object(doc, SET(top_keys), "top-level", NULL);
+  const cJSON *s = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, MP_RK_TOP.sites), 0);
+  static const char *const report_only[] = {"ranks", NULL};
+  check_object(s, SET(site_keys), "SITE", report_only);
+  check_object(cJSON_GetArrayItem(cJSON_GetObjectItem(s, MP_RK_SITE.kernels), 0), SET(kernel_keys),
+               "kernel", NULL);
+  check_object(cJSON_GetObjectItem(s, MP_RK_SITE.conv), SET(conv_keys), "conv", NULL);
+  check_object(cJSON_GetObjectItem(s, MP_RK_SITE.fp8_scales), SET(fp8_keys), "fp8_scales", NULL);
+  const cJSON *ns = cJSON_GetObjectItem(s, MP_RK_SITE.not_scanned);
+  for (const cJSON *c = ns->child; c; c = c->next)
+    assert_true(in_set(SET(ns_keys), c->string));
+  assert_non_null(ns->child);
+  check_object(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, MP_RK_TOP.events), 0), SET(event_keys),
+               "event", NULL);
+  check_object(cJSON_GetObjectItem(doc, MP_RK_TOP.nvtx), SET(nvtx_keys), "nvtx", NULL);
+  check_object(cJSON_GetObjectItem(doc, MP_RK_TOP.device), SET(device_keys), "device", NULL);
+  check_object(cJSON_GetObjectItem(doc, MP_RK_TOP.cupti), SET(cupti_keys), "cupti", NULL);
+  check_object(cJSON_GetObjectItem(doc, MP_RK_TOP.tc_counters), SET(tcc_keys), "tc_counters", NULL);
+  cJSON_Delete(doc);
+}
+
+/* ---- every emitted key is read back ---- */
+
+static char *tmp_raw_dir(void) {
+  const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  char *dir = NULL;
+  assert_true(asprintf(&dir, "%s/mpprof-roundtrip-XXXXXX", base) > 0);
+  assert_non_null(mkdtemp(dir));
+  return dir;
+}
+
+static double num(const cJSON *o, const char *k) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+  assert_true(cJSON_IsNumber(v));
+  return v->valuedouble;
+}
+
+static const char *str(const cJSON *o, const char *k) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+  assert_true(cJSON_IsString(v));
+  return v->valuestring;
+}
+
+static bool same_json(const cJSON *a, const cJSON *b) {
+  return cJSON_Compare(a, b, true);
+}
+
+/* One check per top-level key: the model holds what the document says. */
+static void check_top(const char *k, const cJSON *doc, const mpprof_model *m) {
+  const mpprof_process *p = &m->procs[0];
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, k);
+  if (!strcmp(k, MP_RK_TOP.schema)) {
+    assert_string_equal(v->valuestring, MP_SCHEMA_RAW); /* the reader took it */
+  } else if (!strcmp(k, MP_RK_TOP.final)) {
+    assert_int_equal(p->final, cJSON_IsTrue(v));
+  } else if (!strcmp(k, MP_RK_TOP.pid)) {
+    assert_int_equal(p->pid, num(doc, k));
+  } else if (!strcmp(k, MP_RK_TOP.ppid)) {
+    assert_int_equal(p->ppid, num(doc, k));
+  } else if (!strcmp(k, MP_RK_TOP.host)) {
+    assert_string_equal(p->host, str(doc, k));
+  } else if (!strcmp(k, MP_RK_TOP.rank)) {
+    assert_true(p->has_rank);
+    assert_int_equal(p->rank, 7);
+  } else if (!strcmp(k, MP_RK_TOP.argv)) {
+    assert_true(same_json(p->argv, v));
+  } else if (!strcmp(k, MP_RK_TOP.start_ns)) {
+    assert_int_equal(p->start_ns, num(doc, k));
+  } else if (!strcmp(k, MP_RK_TOP.end_ns)) {
+    assert_int_equal(p->end_ns, 123456789);
+  } else if (!strcmp(k, MP_RK_TOP.incomplete)) {
+    assert_true(cJSON_IsTrue(v));
+    assert_true(p->incomplete);
+  } else if (!strcmp(k, MP_RK_TOP.incomplete_reasons)) {
+    assert_true(same_json(p->incomplete_reasons, v));
+  } else if (!strcmp(k, MP_RK_TOP.scan)) {
+    assert_string_equal(p->scan, "all");
+  } else if (!strcmp(k, MP_RK_TOP.sample)) {
+    assert_int_equal(p->sample, 2);
+  } else if (!strcmp(k, MP_RK_TOP.forked)) {
+    assert_true(p->forked);
+  } else if (!strcmp(k, MP_RK_TOP.calls)) {
+    assert_int_equal(p->raw_calls, num(doc, k));
+    assert_true(p->raw_calls >= 2);
+  } else if (!strcmp(k, MP_RK_TOP.failed_calls)) {
+    assert_int_equal(p->failed_calls, num(doc, k));
+  } else if (!strcmp(k, MP_RK_TOP.nvtx)) {
+    assert_int_equal(p->nvtx_marks, 16);
+    assert_int_equal(p->nvtx_start_end_ranges, 17);
+  } else if (!strcmp(k, MP_RK_TOP.device)) {
+    assert_string_equal(p->device_name, "NVIDIA H200");
+    assert_int_equal(p->cc_major, 9);
+    assert_int_equal(p->cc_minor, 0);
+  } else if (!strcmp(k, MP_RK_TOP.cupti)) {
+    assert_string_equal(p->cupti_status, "ok");
+    assert_int_equal(p->cupti_dropped, 15);
+  } else if (!strcmp(k, MP_RK_TOP.tc_counters)) {
+    assert_string_equal(p->tc_counters_status, "ok");
+    assert_string_equal(p->tc_counters_reason, "why not");
+    assert_string_equal(p->tc_counters_sample, "3");
+    assert_string_equal(p->tc_counters_chip, "GH100");
+    assert_true(
+        same_json(p->tc_counters_metrics, cJSON_GetObjectItem(v, MP_RK_TC_COUNTERS.metrics)));
+    assert_int_equal(p->tc_counters_passes, 2);
+    assert_int_equal(p->tc_counters_ops_profiled, 11);
+    assert_int_equal(p->tc_counters_kernels, 12);
+    assert_int_equal(p->tc_counters_ops_unmatched, 13);
+    assert_int_equal(p->tc_counters_ops_skipped, 14);
+  } else if (!strcmp(k, MP_RK_TOP.sites)) {
+    assert_int_equal(m->n_sites, cJSON_GetArraySize(v));
+  } else if (!strcmp(k, MP_RK_TOP.events)) {
+    assert_int_equal(m->n_events, cJSON_GetArraySize(v));
+    const cJSON *e = cJSON_GetArrayItem(v, 0);
+    check_object(e, SET(event_keys), "event", NULL);
+    assert_int_equal(m->events[0].site, 0);
+    assert_int_equal(m->events[0].t_ns, num(e, MP_RK_EVENT.t_ns));
+    assert_int_equal(m->events[0].dur_ns, num(e, MP_RK_EVENT.dur_ns));
+    assert_int_equal(m->events[0].thread, num(e, MP_RK_EVENT.thread));
+    assert_int_equal(m->events[0].stream, strtoull(str(e, MP_RK_EVENT.stream), NULL, 0));
+  } else {
+    fail_msg("top-level key \"%s\": no read-back check (add one, and read it in raw_reader.c)", k);
+  }
+}
+
+/* One check per site key that is not identity. */
+static void check_site_counter(const char *k, const cJSON *site, const mpprof_site *s) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(site, k);
+  if (!strcmp(k, MP_RK_SITE.id)) {
+    assert_int_equal(num(site, k), 0); /* events refer to it: checked with them */
+  } else if (!strcmp(k, MP_RK_SITE.calls)) {
+    assert_int_equal(s->calls, 2);
+  } else if (!strcmp(k, MP_RK_SITE.scanned_calls)) {
+    assert_int_equal(s->scanned_calls, 1);
+  } else if (!strcmp(k, MP_RK_SITE.autotune_calls)) {
+    assert_int_equal(s->autotune_calls, 1);
+  } else if (!strcmp(k, MP_RK_SITE.not_scanned)) {
+    assert_int_equal(s->n_not_scanned, 1);
+    assert_string_equal(s->not_scanned[0].name, "sampled_out");
+    assert_int_equal(s->not_scanned[0].n, num(v, "sampled_out"));
+  } else if (!strcmp(k, MP_RK_SITE.tensors)) {
+    assert_int_equal(s->n_tensors, 2);
+    assert_string_equal(s->tensors[0].role, "A");
+    assert_int_equal(s->tensors[0].st.count, 16);
+    assert_int_equal(s->tensors[1].st.zeros, 1);
+  } else if (!strcmp(k, MP_RK_SITE.gpu_ns)) {
+    assert_true(s->has_gpu_ns);
+    assert_int_equal(s->gpu_ns, 1500);
+  } else if (!strcmp(k, MP_RK_SITE.kernels)) {
+    assert_int_equal(s->n_kernels, 1);
+    const mpprof_kernel *kn = &s->kernels[0];
+    const cJSON *kj = cJSON_GetArrayItem(v, 0);
+    assert_string_equal(kn->name, str(kj, MP_RK_KERNEL.name));
+    assert_int_equal(kn->count, 2);
+    assert_int_equal(kn->gpu_ns, 1500);
+    assert_int_equal(kn->counters_tc, 1);                             /* tc, tc_source */
+    assert_string_equal(str(kj, MP_RK_KERNEL.tc_source), "counters"); /* the only source */
+    assert_int_equal(kn->tc_profiled, 1);
+    assert_int_equal(kn->n_tc_values, 2);
+    assert_true(kn->tc_values[0] == 12.5 && kn->tc_values[1] == 3.0);
+  } else if (!strcmp(k, MP_RK_SITE.ptr_align)) {
+    assert_int_equal(s->ptr_align, num(site, k));
+  } else if (!strcmp(k, MP_RK_SITE.ranks)) {
+    assert_int_equal(s->n_ranks, 1); /* report only: made from the process's rank */
+    assert_string_equal(s->ranks[0].name, "7");
+  } else {
+    fail_msg("SITE key \"%s\": no read-back check (add one, and read it in raw_reader.c)", k);
+  }
+}
+
+static void every_emitted_key_is_read_back(void **state) {
+  (void)state;
+  int site;
+  char *text = render_everything(&site);
+  char *dir = tmp_raw_dir(), *path = NULL;
+  assert_true(asprintf(&path, "%s/node-1.json", dir) > 0);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+  cJSON *doc = cJSON_Parse(text);
+  free(text);
+  assert_non_null(doc);
+
+  mpprof_model m;
+  mpprof_model_init(&m);
+  assert_int_equal(mpprof_read_raw_file(&m, path, stderr), 0);
+  assert_int_equal(m.n_procs, 1);
+  assert_int_equal(m.n_sites, 1);
+
+#define X(name, json, ...) check_top(json, doc, &m);
+  MP_RAW_TOP(X)
+#undef X
+
+  const cJSON *sj = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, MP_RK_TOP.sites), 0);
+  const mpprof_site *s = &m.sites[0];
+  /* The site key: through the report's identity, value by value. */
+  cJSON *id = cJSON_Parse(s->key);
+  assert_non_null(id);
+  for (const char *const *k = mp_raw_identity_keys; *k; k++) {
+    if (!**k) continue;
+    const cJSON *want = cJSON_GetObjectItemCaseSensitive(sj, *k);
+    assert_non_null(want);
+    if (!same_json(cJSON_GetObjectItemCaseSensitive(id, *k), want))
+      fail_msg("site key \"%s\" is not read back into the site's identity", *k);
+  }
+  int n_identity = 0;
+  for (const char *const *k = mp_raw_identity_keys; *k; k++)
+    n_identity += **k != 0;
+  assert_int_equal(cJSON_GetArraySize(id), n_identity); /* nothing else is identity */
+  cJSON_Delete(id);
+  /* ... and the fields the report computes with. */
+  assert_string_equal(s->api, "cublasLtMatmul");
+  assert_string_equal(s->op, "conv_fwd");
+  assert_string_equal(s->layer, "");
+  assert_int_equal(s->m, 4);
+  assert_int_equal(s->batch, 2);
+  assert_int_equal(s->lda, 5);
+  assert_int_equal(s->ldb, 6);
+  assert_int_equal(s->ldc, 7);
+  assert_int_equal(s->ldd, 8);
+  assert_int_equal(s->transa, 'T');
+  assert_int_equal(s->transb, 'N');
+  assert_true(s->has_conv);
+  assert_int_equal(s->conv[4], 5);
+  assert_int_equal(s->dil[1], 3);
+  assert_int_equal(s->n_types, 4);
+  assert_int_equal(s->types[1].dtype, MP_BF16);
+  assert_string_equal(s->compute_type, "32F");
+  assert_string_equal(s->scale_type, "fp32");
+  assert_string_equal(s->math_mode, "TF32_TENSOR_OP+DISALLOW_REDUCED_PRECISION_REDUCTION");
+  assert_string_equal(s->epilogue, "BIAS");
+  assert_string_equal(s->conv_math_type, "TENSOR_OP_MATH");
+  assert_int_equal(s->fp8_scales, 31);
+#define X(name, json, ...) check_site_counter(json, sj, s);
+  MP_RAW_SITE_COUNTERS(X)
+#undef X
+
+  mpprof_model_free(&m);
+  cJSON_Delete(doc);
+  unlink(path);
+  rmdir(dir);
+  free(path);
+  free(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(every_emitted_key_is_declared_and_every_declared_key_emitted),
+      cmocka_unit_test(every_emitted_key_is_read_back),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
