@@ -118,12 +118,26 @@ static bool check_dim(const char *what, uint64_t v, mp_dtype d, char *why, size_
   return false;
 }
 
+/* fp32 operands refused only for want of TF32: not pedantic, not asking for
+ * a 16-bit or fp64 compute, on sm_80+ (or an unknown arch). */
+static bool tf32_would_apply(const mp_tc_query *q) {
+  if (q->a != MP_FP32 || (q->b != MP_FP32 && q->b != MP_DTYPE_INVALID)) return false;
+  const char *ct = q->compute_type ? q->compute_type : "";
+  if (strstr(ct, "PEDANTIC") || strstr(ct, "16") || strstr(ct, "64")) return false;
+  if (q->math_mode && strstr(q->math_mode, "PEDANTIC")) return false;
+  int cc = q->cc_major * 10 + q->cc_minor;
+  return cc == 0 || cc >= k_path[PATH_TF32].cc;
+}
+
 void mp_tc_eligible(const mp_tc_query *q, mp_tc_eligibility *ret) {
   memset(ret, 0, sizeof *ret);
   char *why = ret->reason;
   size_t n = sizeof ret->reason;
   tc_path p = path_of(q, why, n);
-  if (p == PATH_NONE) return;
+  if (p == PATH_NONE) {
+    ret->eligible_with_tf32 = tf32_would_apply(q);
+    return;
+  }
   if (p == PATH_FP8 && !is_fp8(q->b) && q->b != MP_DTYPE_INVALID && q->b != MP_FP16 &&
       q->b != MP_BF16) {
     snprintf(why, n, "fp8 A with %s B: no fp8 Tensor Core path", mp_dtype_name(q->b));
@@ -132,6 +146,7 @@ void mp_tc_eligible(const mp_tc_query *q, mp_tc_eligibility *ret) {
   int cc = q->cc_major * 10 + q->cc_minor;
   if (!arch_ok(p, cc, why, n)) return;
   ret->eligible = true;
+  ret->tf32 = p == PATH_TF32;
 
   /* Storage dtypes give the byte sizes; tf32 is stored as fp32. */
   mp_dtype da = q->a == MP_DTYPE_INVALID ? MP_FP32 : q->a;

@@ -22,6 +22,11 @@ typedef struct mp_tc_query {
 typedef struct mp_tc_eligibility {
   bool eligible;  /* some Tensor Core path exists for this call on this arch */
   bool efficient; /* dims / leading dims / pointers aligned to 16 bytes */
+  bool tf32;      /* the Tensor Core path is TF32 (by compute type, math mode or cuDNN default) */
+  /* Not eligible as called, but fp32 operands that TF32 (compute type
+   * 32F_FAST_TF32 or math mode TF32_TENSOR_OP) would put on Tensor Cores on
+   * this arch: "eligible with TF32". */
+  bool eligible_with_tf32;
   char reason[160];
 } mp_tc_eligibility;
 

@@ -218,19 +218,9 @@ static int layer_findings(mpprof_model *m, const mpprof_layer *l) {
   return 0;
 }
 
+/* The same predicate as the Tensor Core section's "eligible with TF32". */
 static bool is_fp32_gemm_without_tf32(const mpprof_site *s) {
-  if (strcmp(s->op, "gemm") && strcmp(s->op, "matmul")) return false;
-  bool a32 = false, b32 = false;
-  for (int t = 0; t < s->n_types; t++) {
-    if (!strcmp(s->types[t].role, "A")) a32 = s->types[t].dtype == MP_FP32;
-    if (!strcmp(s->types[t].role, "B")) b32 = s->types[t].dtype == MP_FP32;
-  }
-  if (!a32 || !b32) return false;
-  if (s->compute_type && strstr(s->compute_type, "TF32")) return false;
-  if (s->compute_type && (strstr(s->compute_type, "16") || strstr(s->compute_type, "64")))
-    return false;
-  if (s->math_mode && strstr(s->math_mode, "TF32")) return false;
-  return !s->cc_major || s->cc_major >= 8; /* TF32 exists from sm_80 */
+  return s->elig.eligible_with_tf32;
 }
 
 static int tc_findings(mpprof_model *m) {
@@ -249,8 +239,9 @@ static int tc_findings(mpprof_model *m) {
   if (n) {
     mpprof_finding *f = add(
         m, "fp32_without_tf32", "medium", NULL,
-        mpprof_asprintf("%zu fp32 GEMM site%s (%" PRIu64 " calls) run without TF32: compute type "
-                        "32F and math mode without TF32 keep them off Tensor Cores",
+        mpprof_asprintf("%zu fp32 GEMM/conv site%s (%" PRIu64 " calls) run without TF32: "
+                        "eligible for Tensor Cores with TF32, but their compute type and math "
+                        "mode keep them off",
                         n, n == 1 ? "" : "s", calls),
         strdup("enable TF32 (torch.backends.cuda.matmul.allow_tf32 = True, "
                "cublasSetMathMode(CUBLAS_TF32_TENSOR_OP_MATH) or CUBLAS_COMPUTE_32F_FAST_TF32) "

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "report/report_internal.h"
+#include "report/tensorio/stats_json.h"
 
 #define MAX_TABLE_ROWS 5000
 #define MAX_CHARTS 200
@@ -74,7 +75,7 @@ static const char *rec_name(const mpprof_layer *l) {
 }
 
 static const char css[] =
-    "body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1200px;color:#222;"
+    "body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1500px;color:#222;"
     "padding:0 16px}h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid "
     "#ddd}h3{font-size:15px;margin:20px 0 4px}table{border-collapse:collapse;font-size:13px}"
     "th,td{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}"
@@ -85,39 +86,56 @@ static const char css[] =
     ".sw{display:inline-block;width:12px;height:10px;margin:0 4px 0 12px;vertical-align:middle}"
     "pre{background:#f8f8f8;padding:6px;overflow:auto;font-size:12px}code{font-size:12px}"
     ".big{font-size:17px;font-weight:600}img{max-width:100%;border:1px solid #eee}"
-    "li{margin:4px 0}.muted{color:#777}";
+    "li{margin:4px 0}.muted{color:#777}.scroll{overflow-x:auto;max-width:100%}"
+    "tr:target{background:#fff3b0}li,p{overflow-wrap:anywhere}li code,p code{word-break:break-all}#ops-table td{white-space:nowrap}#ops-table td.wrap{"
+    "white-space:normal;min-width:28em}.chart{display:grid;grid-template-columns:auto 1fr;"
+    "align-items:center;max-width:100%}.ytitle{writing-mode:vertical-rl;transform:rotate(180deg)"
+    ";font-size:12px;color:#444;text-align:center}.xtitle{font-size:12px;color:#444;"
+    "text-align:center}";
 
 static const char early_js[] =
     "window.addEventListener('error',function(e){document.documentElement.setAttribute("
     "'data-js-error',String(e.message));});";
 
+/* Every <table class="sortable">: a header click sorts (numbers by data-v),
+ * the search box named by data-q filters on column data-fcol (-1: the whole
+ * row), the select named by data-sel keeps rows whose data-sel equals it, and
+ * data-shown names the "rows shown" counter. #selftest (used by the browser
+ * test) sorts both ways and filters each table, and reports on <body>. */
 static const char table_js[] =
-    "(function(){var t=document.getElementById('layer-table');if(!t){document.body."
-    "setAttribute('data-js','ok');return;}var tb=t.tBodies[0],rows=Array.prototype.slice.call("
-    "tb.rows),ths=t.tHead.rows[0].cells,dir={};function key(r,i){var c=r.cells[i],v=c."
-    "getAttribute('data-v');return v!==null?parseFloat(v):c.textContent.toLowerCase();}"
-    "function sortBy(i){dir[i]=!dir[i];var d=dir[i]?1:-1;rows.sort(function(a,b){var x=key(a,i),"
-    "y=key(b,i);return(x<y?-1:x>y?1:0)*d;});rows.forEach(function(r){tb.appendChild(r);});"
-    "for(var j=0;j<ths.length;j++)ths[j].setAttribute('aria-sort',j===i?(d>0?'ascending':"
-    "'descending'):'none');}for(var i=0;i<ths.length;i++)(function(i){ths[i].addEventListener("
-    "'click',function(){sortBy(i);});})(i);var q=document.getElementById('filter'),rec=document."
-    "getElementById('rec'),shown=document.getElementById('shown');function filter(){var s=q."
-    "value.toLowerCase(),r=rec.value,n=0;rows.forEach(function(row){var ok=(!s||row.cells[0]."
-    "textContent.toLowerCase().indexOf(s)>=0)&&(!r||row.getAttribute('data-rec')===r);row."
-    "style.display=ok?'':'none';if(ok)n++;});shown.textContent=String(n);}q.addEventListener("
-    "'input',filter);rec.addEventListener('change',filter);filter();"
-    /* #selftest (used by the browser test): sort both ways, filter, report on <body>. */
-    "if(location.hash==='#selftest'){var res='ok';try{var col=2,i,v;sortBy(col);v=Array."
-    "prototype.map.call(tb.rows,function(r){return key(r,col);});for(i=1;i<v.length;i++)if(v[i-"
-    "1]>v[i])res='ascending sort wrong';sortBy(col);v=Array.prototype.map.call(tb.rows,function(r)"
-    "{return key(r,col);});for(i=1;i<v.length;i++)if(v[i-1]<v[i])res='descending sort wrong';var "
-    "name=rows[0].cells[0].textContent;q.value=name;filter();if(!(parseInt(shown.textContent,10)>"
-    "=1))res='name filter shows nothing';rows.forEach(function(r){if(r.style.display!=='none'&&r."
-    "cells[0].textContent.indexOf(name)<0)res='name filter wrong';});q.value='';rec.value=rows[0]."
-    "getAttribute('data-rec');filter();rows.forEach(function(r){if(r.style.display!=='none'&&r."
-    "getAttribute('data-rec')!==rec.value)res='recommended filter wrong';});rec.value='';filter();"
-    "}catch(e){res='exception '+e.message;}document.body.setAttribute('data-selftest',res);}"
-    "document.body.setAttribute('data-js','ok');})();";
+    "(function(){var res='ok';function setup(t){var tb=t.tBodies[0],rows=Array.prototype.slice."
+    "call(tb.rows),ths=t.tHead.rows[0].cells,dir={},fc=parseInt(t.getAttribute('data-fcol')||"
+    "'0',10),q=document.getElementById(t.getAttribute('data-q')),sel=document.getElementById("
+    "t.getAttribute('data-sel')),shown=document.getElementById(t.getAttribute('data-shown'));"
+    "function key(r,i){var c=r.cells[i],v=c.getAttribute('data-v');return v!==null?parseFloat(v)"
+    ":c.textContent.toLowerCase();}function text(r){return(fc<0?r.textContent:r.cells[fc]."
+    "textContent).toLowerCase();}function sortBy(i){dir[i]=!dir[i];var d=dir[i]?1:-1;rows.sort("
+    "function(a,b){var x=key(a,i),y=key(b,i);return(x<y?-1:x>y?1:0)*d;});rows.forEach(function"
+    "(r){tb.appendChild(r);});for(var j=0;j<ths.length;j++)ths[j].setAttribute('aria-sort',j"
+    "===i?(d>0?'ascending':'descending'):'none');}for(var i=0;i<ths.length;i++)(function(i){"
+    "ths[i].addEventListener('click',function(){sortBy(i);});})(i);function filter(){var s=q?q."
+    "value.toLowerCase():'',r=sel?sel.value:'',n=0;rows.forEach(function(row){var ok=(!s||text("
+    "row).indexOf(s)>=0)&&(!r||row.getAttribute('data-sel')===r);row.style.display=ok?'':"
+    "'none';if(ok)n++;});if(shown)shown.textContent=String(n);}if(q)q.addEventListener('input',"
+    "filter);if(sel)sel.addEventListener('change',filter);filter();"
+    "if(location.hash==='#selftest'&&rows.length){try{var col=parseInt(t.getAttribute("
+    "'data-numcol')||'2',10),i,v;sortBy(col);v=Array.prototype.map.call(tb.rows,function(r){"
+    "return key(r,col);});for(i=1;i<v.length;i++)if(v[i-1]>v[i])res=t.id+': ascending sort "
+    "wrong';sortBy(col);v=Array.prototype.map.call(tb.rows,function(r){return key(r,col);});"
+    "for(i=1;i<v.length;i++)if(v[i-1]<v[i])res=t.id+': descending sort wrong';if(q){var name="
+    "text(rows[0]).slice(0,40);q.value=name;filter();if(!(parseInt(shown.textContent,10)>=1))"
+    "res=t.id+': filter shows nothing';rows.forEach(function(r){if(r.style.display!=='none'&&"
+    "text(r).indexOf(name)<0)res=t.id+': filter wrong';});q.value='';}if(sel){sel.value=rows[0]"
+    ".getAttribute('data-sel');filter();rows.forEach(function(r){if(r.style.display!=='none'&&r"
+    ".getAttribute('data-sel')!==sel.value)res=t.id+': select filter wrong';});sel.value='';}"
+    "filter();}catch(e){res='exception '+e.message;}}}var ts=document.querySelectorAll("
+    "'table.sortable');for(var i=0;i<ts.length;i++)setup(ts[i]);if(location.hash==="
+    "'#selftest'){var as=document.querySelectorAll('a[href^=\"#\"]');for(i=0;i<as.length;i++"
+    ")if(!document.getElementById(as[i].getAttribute('href').slice(1)))res='link to nothing: '"
+    "+as[i].getAttribute('href');if(document.documentElement.scrollWidth>window.innerWidth+1)"
+    "res='the page is wider than the window ('+document.documentElement.scrollWidth+' > '+"
+    "window.innerWidth+')';document.body.setAttribute('data-selftest',res);}document.body.setAttribute("
+    "'data-js','ok');})();";
 
 static void summary(const mpprof_model *m, FILE *f) {
   fputs("<section id=\"summary\"><h2>Summary</h2>\n", f);
@@ -200,6 +218,12 @@ static void tensor_cores(const mpprof_model *m, FILE *f) {
             (double)t->unknown_ns / 1e6, t->sites_eligible, t->sites_on_tc,
             t->sites_eligible_not_used);
   }
+  if (t->sites_eligible_with_tf32)
+    fprintf(f,
+            "<p>%zu fp32 site%s eligible with TF32: TF32 (compute type 32F_FAST_TF32 or math "
+            "mode TF32_TENSOR_OP) would put %s on Tensor Cores (see findings).</p>\n",
+            t->sites_eligible_with_tf32, t->sites_eligible_with_tf32 == 1 ? " is" : "s are",
+            t->sites_eligible_with_tf32 == 1 ? "it" : "them");
   if (t->sites_eligible_not_used) {
     fputs("<h3>Eligible but not on Tensor Cores</h3><ul>\n", f);
     size_t shown = 0;
@@ -211,7 +235,7 @@ static void tensor_cores(const mpprof_model *m, FILE *f) {
       html(f, s->layer_name[0] ? s->layer_name : "(no NVTX range)");
       fputs("</code> ", f);
       html(f, s->api);
-      fprintf(f, " site %zu, m=%" PRIu64 " n=%" PRIu64 " k=%" PRIu64 ": kernels ", s->id, s->m,
+      fprintf(f, " <a href=\"#op-%zu\">site %zu</a>, m=%" PRIu64 " n=%" PRIu64 " k=%" PRIu64 ": kernels ", s->id, s->id, s->m,
               s->n, s->k);
       for (size_t k = 0; k < s->n_kernels; k++) {
         fputs(k ? ", <code>" : "<code>", f);
@@ -236,6 +260,81 @@ static void tensor_cores(const mpprof_model *m, FILE *f) {
   fputs("</section>\n", f);
 }
 
+/* The layer named `name` (layers are sorted by name), or -1. */
+static long layer_index(const mpprof_model *m, const char *name) {
+  size_t lo = 0, hi = m->n_layers;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(m->layers[mid].name, name);
+    if (!c) return (long)mid;
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return -1;
+}
+
+static void site_link(FILE *f, size_t id, bool *first) {
+  fprintf(f, "%s<a href=\"#op-%zu\">site %zu</a>", *first ? "" : ", ", id, id);
+  *first = false;
+}
+
+typedef struct layer_set {
+  size_t idx[16];
+  size_t n;
+} layer_set;
+
+static void layer_set_add(layer_set *ls, size_t i) {
+  for (size_t j = 0; j < ls->n; j++)
+    if (ls->idx[j] == i) return;
+  if (ls->n < 16) ls->idx[ls->n++] = i;
+}
+
+/* A site id of the evidence (written as a raw integer, or read back as a number). */
+static bool valid_site(const mpprof_model *m, const cJSON *v, size_t *ret) {
+  double d;
+  if (!v || mpprof_json_get_double(v, &d) || !(d >= 0 && d < (double)m->n_sites)) return false;
+  *ret = (size_t)d;
+  return true;
+}
+
+/* "Ops: site 3, site 5 · Layer: fc1": links to the ops table rows and the
+ * layer table rows a finding's evidence names (its "site"/"sites", else the
+ * sites of its layer). */
+static void finding_links(const mpprof_model *m, const mpprof_finding *x, FILE *f) {
+  bool first = true;
+  const cJSON *one = cJSON_GetObjectItemCaseSensitive(x->evidence, "site");
+  const cJSON *many = cJSON_GetObjectItemCaseSensitive(x->evidence, "sites"), *e;
+  layer_set ls = {.n = 0};
+  long li = x->layer ? layer_index(m, x->layer) : -1;
+  if (li >= 0) layer_set_add(&ls, (size_t)li);
+  size_t id;
+  if (valid_site(m, one, &id) || cJSON_GetArraySize(many) > 0) {
+    fputs("<br><span class=\"muted\">Ops:</span> ", f);
+    if (valid_site(m, one, &id)) {
+      site_link(f, id, &first);
+      layer_set_add(&ls, m->sites[id].layer_idx);
+    }
+    cJSON_ArrayForEach(e, many) if (valid_site(m, e, &id)) {
+      site_link(f, id, &first);
+      layer_set_add(&ls, m->sites[id].layer_idx);
+    }
+  } else if (li >= 0) {
+    fputs("<br><span class=\"muted\">Ops:</span> ", f);
+    const mpprof_layer *l = &m->layers[li];
+    for (size_t i = 0; i < l->n_sites && i < 20; i++)
+      site_link(f, m->sites[l->first_site + i].id, &first);
+    if (l->n_sites > 20) fputs(", &hellip;", f);
+  }
+  for (size_t j = 0; j < ls.n; j++) {
+    fprintf(f, "%s<a href=\"#lrow-%zu\">", j ? ", " : " <span class=\"muted\">Layer:</span> ",
+            ls.idx[j]);
+    html(f, layer_label(&m->layers[ls.idx[j]]));
+    fputs("</a>", f);
+  }
+}
+
 static void findings(const mpprof_model *m, FILE *f) {
   fputs("<section id=\"findings\"><h2>Findings</h2>\n", f);
   if (!m->n_findings)
@@ -248,6 +347,7 @@ static void findings(const mpprof_model *m, FILE *f) {
     html(f, x->message);
     fputs("<br><b>Action:</b> ", f);
     html(f, x->action);
+    finding_links(m, x, f);
     char *ev = x->evidence ? cJSON_Print(x->evidence) : NULL;
     if (ev && strcmp(ev, "{\n}") && strcmp(ev, "{}")) {
       fputs("<details><summary>evidence</summary><pre>", f);
@@ -270,6 +370,20 @@ static int impact_cmp(const void *a, const void *b) {
   if (gx != gy) return gx > gy ? -1 : 1;
   if (x->elements != y->elements) return x->elements > y->elements ? -1 : 1;
   return x < y ? -1 : x > y;
+}
+
+static bool layer_tf32(const mpprof_model *m, const mpprof_layer *l) {
+  for (size_t i = 0; i < l->n_sites; i++)
+    if (mpprof_site_is_tf32(&m->sites[l->first_site + i])) return true;
+  return false;
+}
+
+/* "with TF32" when no site is eligible as called but TF32 would make some. */
+static const char *layer_eligible(const mpprof_model *m, const mpprof_layer *l) {
+  if (l->tc_eligible == 1) return "yes";
+  for (size_t i = 0; i < l->n_sites; i++)
+    if (m->sites[l->first_site + i].elig.eligible_with_tf32) return "with TF32";
+  return tri(l->tc_eligible);
 }
 
 static void num_cell(FILE *f, double v, const char *fmt) {
@@ -295,7 +409,8 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
           "rows shown%s. Click a column header to sort.</p>\n",
           rows, rows,
           rows < m->n_layers ? " (the layers with the most GPU time; layers.csv has all)" : "");
-  fputs("<table id=\"layer-table\"><thead><tr><th>Layer</th><th>Phase</th><th>Calls</th>"
+  fputs("<div class=\"scroll\"><table id=\"layer-table\" class=\"sortable\" data-q=\"filter\" data-sel=\"rec\" "
+        "data-shown=\"shown\" data-fcol=\"0\" data-numcol=\"2\"><thead><tr><th>Layer</th><th>Phase</th><th>Calls</th>"
         "<th>GPU ms</th><th>Dtypes</th><th>Recommended</th><th>Loss scale (log2)</th>"
         "<th>fp16 overflow %</th><th>fp16 underflow %</th><th>bf16 overflow %</th>"
         "<th>bf16 underflow %</th><th>fp8 e4m3 fwd</th><th>fp8 e5m2 grad</th>"
@@ -305,7 +420,7 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
     size_t i = order[r];
     const mpprof_layer *l = &m->layers[i];
     const mpprof_layer_advice *a = &l->adv;
-    fprintf(f, "<tr data-rec=\"%s\"><td>", rec_name(l));
+    fprintf(f, "<tr id=\"lrow-%zu\" data-sel=\"%s\"><td>", i, rec_name(l));
     if (charted[i]) fprintf(f, "<a href=\"#layer-%zu\">", i);
     html(f, layer_label(l));
     if (charted[i]) fputs("</a>", f);
@@ -319,6 +434,7 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
     fputs("<td>", f);
     html(f, dt);
     free(dt);
+    if (layer_tf32(m, l)) fputs(" <b>TF32</b>", f);
     fprintf(f, "</td><td class=\"rec %s\">%s</td>", rec_name(l), rec_name(l));
     if (a->has_window)
       fprintf(f, "<td data-v=\"%d\">[%d, %d]</td>", a->window_lo, a->window_lo, a->window_hi);
@@ -329,10 +445,145 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
     num_cell(f, l->bf16_overflow_pct, "%.3g");
     num_cell(f, l->bf16_underflow_pct, "%.3g");
     fprintf(f, "<td>%s</td><td>%s</td><td>%s</td><td>%s%s</td></tr>\n", tri(a->fp8_e4m3_fits),
-            tri(a->fp8_e5m2_fits), tri(l->tc_eligible), tri(l->tc_used),
+            tri(a->fp8_e5m2_fits), layer_eligible(m, l), tri(l->tc_used),
             l->tc_used >= 0 && l->tc_source == MP_TC_SRC_COUNTERS ? " (counters)" : "");
   }
-  fputs("</tbody></table></section>\n", f);
+  fputs("</tbody></table></div></section>\n", f);
+}
+
+/* Sites by impact: GPU time, then values, then id. */
+static int site_impact_cmp(const void *a, const void *b) {
+  const mpprof_site *x = &g_m->sites[*(const size_t *)a], *y = &g_m->sites[*(const size_t *)b];
+  uint64_t gx = mpprof_site_gpu_ns(x, NULL), gy = mpprof_site_gpu_ns(y, NULL);
+  if (gx != gy) return gx > gy ? -1 : 1;
+  if (x->elements != y->elements) return x->elements > y->elements ? -1 : 1;
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static const char *site_tc_eligible(const mpprof_site *s) {
+  if (!s->elig_known) return "?";
+  return s->elig.eligible ? "yes" : s->elig.eligible_with_tf32 ? "with TF32" : "no";
+}
+
+/* A kernel name cut to `max` characters, the full name on hover. */
+static void kernel_name(FILE *f, const char *name, size_t max) {
+  fputs("<code title=\"", f);
+  html(f, name);
+  fputs("\">", f);
+  if (strlen(name) <= max) {
+    html(f, name);
+  } else {
+    char cut[128];
+    snprintf(cut, sizeof cut, "%.*s", (int)(max - 1 < sizeof cut - 1 ? max - 1 : sizeof cut - 1),
+             name);
+    html(f, cut);
+    fputs("&hellip;", f);
+  }
+  fputs("</code>", f);
+}
+
+static int ops_table(const mpprof_model *m, FILE *f) {
+  fputs("<section id=\"ops\"><h2>Ops</h2>\n", f);
+  if (!m->n_sites) {
+    fputs("<p>No ops.</p></section>\n", f);
+    return 0;
+  }
+  size_t n = m->n_sites, rows = n < MAX_TABLE_ROWS ? n : MAX_TABLE_ROWS;
+  size_t *order = malloc(n * sizeof *order);
+  if (!order) return -1;
+  for (size_t i = 0; i < n; i++)
+    order[i] = i;
+  g_m = m;
+  qsort(order, n, sizeof *order, site_impact_cmp);
+  bool real = mpprof_times_real(m);
+  fprintf(f,
+          "<p>One row per op site (same layer, API, dtypes, compute type and shape). GPU time: "
+          "the site's kernels; share: of the run's GPU time; TFLOP/s: 2&middot;m&middot;n&middot;"
+          "k&middot;batch per call over the GPU time%s. Compute says <b>TF32</b> whenever TF32 "
+          "applies (compute type, math mode, cuDNN default or TF32 kernels). TC eligible "
+          "&ldquo;with TF32&rdquo;: an fp32 op that TF32 would put on Tensor Cores.</p>\n"
+          "<p><label>Filter <input id=\"ops-filter\" type=\"search\"></label> <label>TC used "
+          "<select id=\"ops-tc\"><option value=\"\">any</option><option>yes</option><option>"
+          "no</option><option>?</option></select></label> <span id=\"ops-shown\">%zu</span> of "
+          "%zu rows shown%s. Click a column header to sort.</p>\n",
+          real ? "" : " (not shown: these times are not from a real GPU)", rows, rows,
+          rows < n ? " (the sites with the most GPU time; ops.csv has all)" : "");
+  fputs("<div class=\"scroll\"><table id=\"ops-table\" class=\"sortable\" data-q=\"ops-filter\" "
+        "data-sel=\"ops-tc\" data-shown=\"ops-shown\" data-fcol=\"-1\" data-numcol=\"0\"><thead>"
+        "<tr><th>Site</th><th>Layer</th><th>Phase</th><th>API</th><th>m&times;n&times;k&times;"
+        "batch</th><th>Trans</th><th>Dtypes</th><th>Compute</th><th>Epilogue</th><th>FP8 "
+        "scales</th><th>Calls</th><th>GPU ms</th><th>Share %</th><th>TFLOP/s</th><th>Kernels"
+        "</th><th>TC used</th><th>TC eligible</th><th>Reason</th><th>Source</th></tr></thead>"
+        "<tbody>\n",
+        f);
+  for (size_t r = 0; r < rows; r++) {
+    const mpprof_site *s = &m->sites[order[r]];
+    mpprof_site_extra x;
+    mpprof_site_extra_of(s, &x);
+    char buf[192];
+    fprintf(f, "<tr id=\"op-%zu\" data-sel=\"%s\">", s->id, tri(s->tc_used));
+    num_cell(f, (double)s->id, "%.0f");
+    fputs("<td>", f);
+    const mpprof_layer *l = &m->layers[s->layer_idx];
+    fprintf(f, "<a href=\"#lrow-%zu\">", s->layer_idx);
+    html(f, layer_label(l));
+    fprintf(f, "</a></td><td>%s</td><td>", mpprof_phase_name(s->phase));
+    html(f, s->api);
+    fputs("</td><td>", f);
+    mpprof_site_shape(s, buf, sizeof buf);
+    html(f, buf);
+    fputs("</td><td>", f);
+    if (x.transa[0]) {
+      html(f, x.transa);
+      fputc('/', f);
+      html(f, x.transb);
+    }
+    fputs("</td><td>", f);
+    mpprof_site_dtypes(s, buf, sizeof buf);
+    html(f, buf);
+    fputs("</td><td>", f);
+    mpprof_site_compute_label(s, buf, sizeof buf);
+    if (!strncmp(buf, "TF32", 4)) {
+      fputs("<b>TF32</b>", f);
+      html(f, buf + 4);
+    } else {
+      html(f, buf);
+    }
+    fputs("</td><td>", f);
+    html(f, s->epilogue ? s->epilogue : "");
+    fputs("</td><td>", f);
+    html(f, x.fp8_scales);
+    fputs("</td>", f);
+    num_cell(f, (double)s->calls, "%.0f");
+    bool known;
+    uint64_t ns = mpprof_site_gpu_ns(s, &known);
+    if (known)
+      num_cell(f, (double)ns / 1e6, "%.3f");
+    else
+      fputs("<td class=\"n\" data-v=\"-1\"></td>", f);
+    double sh = mpprof_site_gpu_share_pct(m, s), tf = mpprof_site_tflops(m, s);
+    if (sh >= 0)
+      num_cell(f, sh, "%.1f");
+    else
+      fputs("<td class=\"n\" data-v=\"-1\"></td>", f);
+    if (tf >= 0)
+      num_cell(f, tf, "%.2f");
+    else
+      fputs("<td class=\"n\" data-v=\"-1\"></td>", f);
+    fputs("<td>", f);
+    for (size_t k = 0; k < s->n_kernels && k < 8; k++) {
+      if (k) fputs("<br>", f);
+      kernel_name(f, s->kernels[k].name, 40);
+    }
+    if (s->n_kernels > 8) fprintf(f, "<br>(%zu more)", s->n_kernels - 8);
+    fprintf(f, "</td><td>%s</td><td>%s</td><td class=\"wrap\">", tri(s->tc_used),
+            site_tc_eligible(s));
+    html(f, s->elig.reason);
+    fprintf(f, "</td><td>%s</td></tr>\n", mp_tc_source_name(s->tc_source));
+  }
+  fputs("</tbody></table></div></section>\n", f);
+  free(order);
+  return 0;
 }
 
 static int charts(const mpprof_model *m, const size_t *order, const bool *charted, FILE *f) {
@@ -371,12 +622,14 @@ static int charts(const mpprof_model *m, const size_t *order, const bool *charte
     if (l->adv.has_window)
       fprintf(f, ", loss scale window [2<sup>%d</sup>, 2<sup>%d</sup>], band at 2<sup>%d</sup>",
               l->adv.window_lo, l->adv.window_hi, mpprof_chart_scale(m, l));
-    fputs("</h3>\n<img width=\"720\" height=\"230\" alt=\"exponent histogram of ", f);
+    fputs("</h3>\n<div class=\"chart\"><div class=\"ytitle\">values per binade (log scale)"
+          "</div><img width=\"720\" height=\"230\" alt=\"exponent histogram of ",
+          f);
     html(f, layer_label(l));
     fputs("\" src=\"data:image/png;base64,", f);
     base64(f, png, len);
     free(png);
-    fputs("\">\n<ul>", f);
+    fputs("\"><div></div><div class=\"xtitle\">binade: floor(log2 |x|)</div></div>\n<ul>", f);
     const cJSON *rs;
     cJSON_ArrayForEach(rs, l->adv.reasons) {
       fputs("<li>", f);
@@ -468,7 +721,8 @@ static int write_page(const mpprof_model *m, FILE *f) {
   tensor_cores(m, f);
   findings(m, f);
   layer_table(m, order, charted, f);
-  int rc = charts(m, order, charted, f);
+  int rc = ops_table(m, f);
+  if (rc == 0) rc = charts(m, order, charted, f);
   processes(m, f);
   fprintf(f, "<script>%s</script>\n</body></html>\n", table_js);
   free(order);

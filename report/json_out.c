@@ -102,7 +102,7 @@ static cJSON *kernel_json(const mpprof_kernel *k) {
   return o;
 }
 
-static cJSON *site_json(const mpprof_site *s, mp_stats *scratch) {
+static cJSON *site_json(const mpprof_model *m, const mpprof_site *s, mp_stats *scratch) {
   cJSON *o = cJSON_CreateObject(), *id = cJSON_Parse(s->key);
   if (!o || !id) {
     cJSON_Delete(o);
@@ -136,6 +136,15 @@ static cJSON *site_json(const mpprof_site *s, mp_stats *scratch) {
   cJSON_AddItemToObject(o, "tc_eligible", tri_bool(s->elig_known ? s->elig.eligible : -1));
   cJSON_AddItemToObject(o, "tc_efficient", tri_bool(s->elig_known ? s->elig.efficient : -1));
   cJSON_AddStringToObject(o, "tc_reason", s->elig.reason);
+  cJSON_AddBoolToObject(o, "tc_eligible_with_tf32", s->elig.eligible_with_tf32);
+  char comp[160];
+  mpprof_site_compute_label(s, comp, sizeof comp);
+  cJSON_AddStringToObject(o, "compute", comp);
+  cJSON_AddBoolToObject(o, "tf32", mpprof_site_is_tf32(s));
+  cJSON_AddItemToObject(o, "flop_per_call",
+                        s->flop_per_call ? mpprof_json_u64(s->flop_per_call) : cJSON_CreateNull());
+  double tf = mpprof_site_tflops(m, s);
+  cJSON_AddItemToObject(o, "tflops", tf >= 0 ? mpprof_json_double(tf) : cJSON_CreateNull());
   cJSON_AddItemToObject(o, "tc_used", tri_bool(s->tc_used));
   cJSON_AddStringToObject(o, "tc_source", mp_tc_source_name(s->tc_source));
   return o;
@@ -341,6 +350,7 @@ cJSON *mpprof_tc_summary_json(const mpprof_model *m) {
                             ? mpprof_json_double((double)t->tc_ns / (double)t->gemm_conv_kernel_ns)
                             : cJSON_CreateNull());
   cJSON_AddItemToObject(o, "sites_eligible", mpprof_json_u64(t->sites_eligible));
+  cJSON_AddItemToObject(o, "sites_eligible_with_tf32", mpprof_json_u64(t->sites_eligible_with_tf32));
   cJSON_AddItemToObject(o, "sites_on_tensor_cores", mpprof_json_u64(t->sites_on_tc));
   cJSON_AddItemToObject(o, "kernels_by_counters", mpprof_json_u64(t->kernels_by_counters));
   cJSON_AddItemToObject(o, "kernels_by_name", mpprof_json_u64(t->kernels_by_name));
@@ -444,7 +454,7 @@ static int write_all(const mpprof_model *m, FILE *f, mp_stats *scratch) {
   }
   fputs("],\n\"sites\": [", f);
   for (size_t i = 0; i < m->n_sites; i++) {
-    cJSON *o = site_json(&m->sites[i], scratch);
+    cJSON *o = site_json(m, &m->sites[i], scratch);
     char *s = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     if (!s) return -1;

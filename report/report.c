@@ -91,7 +91,7 @@ static void print_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
       }
   }
   if (m->n_skipped) fprintf(f, "  %zu raw file(s) skipped (listed in the report)\n", m->n_skipped);
-  fprintf(f, "  report: %s/report.html (also report.json, layers.csv, trace.json)\n", out_dir);
+  fprintf(f, "  report: %s/report.html (also report.json, layers.csv, ops.csv, trace.json)\n", out_dir);
 }
 
 static int write_one(const mpprof_model *m, const char *dir, const char *name,
@@ -126,6 +126,7 @@ int mpprof_report_generate(const mpprof_report_options *opts) {
   if (rc == 0)
     rc = write_one(&m, opts->out_dir, "report.json", mpprof_write_report_json) ||
          write_one(&m, opts->out_dir, "layers.csv", mpprof_write_layers_csv) ||
+         write_one(&m, opts->out_dir, "ops.csv", mpprof_write_ops_csv) ||
          write_one(&m, opts->out_dir, "trace.json", mpprof_write_trace_json) ||
          write_one(&m, opts->out_dir, "report.html", mpprof_write_report_html);
   if (rc == 0) print_summary(&m, opts->out_dir, opts->summary);

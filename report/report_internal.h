@@ -162,6 +162,7 @@ typedef struct mpprof_site {
   mp_tc_source tc_source;
   uint64_t kernel_ns, tc_ns, unknown_ns; /* kernel GPU time split by verdict */
   uint64_t elements; /* elements scanned over all roles (impact without GPU time) */
+  uint64_t flop_per_call; /* 2*m*n*k*batch (convs: of the implicit GEMM); 0 unknown */
 } mpprof_site;
 
 typedef struct mpprof_event {
@@ -246,6 +247,7 @@ typedef struct mpprof_tc_summary {
   bool kernel_data; /* some site has kernel records */
   uint64_t gemm_conv_kernel_ns, tc_ns, unknown_ns;
   size_t sites_eligible, sites_on_tc, sites_eligible_not_used;
+  size_t sites_eligible_with_tf32; /* fp32 sites that TF32 would put on Tensor Cores */
   cJSON *cupti_notes;                          /* array of strings: per-process CUPTI problems */
   size_t kernels_by_counters, kernels_by_name; /* kernel entries whose verdict came from each */
   bool counters_requested;                     /* some process ran with --tc-counters */
@@ -306,6 +308,28 @@ cJSON *mpprof_tc_summary_json(const mpprof_model *m); /* the "tensor_cores" obje
 int mpprof_write_layers_csv(const mpprof_model *m, const char *path);
 int mpprof_write_trace_json(const mpprof_model *m, const char *path);
 int mpprof_write_report_html(const mpprof_model *m, const char *path);
+
+/* ops.c: per-site facts shown by the ops table and ops.csv (one definition each). */
+int mpprof_write_ops_csv(const mpprof_model *m, const char *path);
+/* GPU times are measured on a real GPU (no process ran on simcuda). */
+bool mpprof_times_real(const mpprof_model *m);
+/* The site's GPU time: its own gpu_ns, else its kernels' time; *ret_known says if any. */
+uint64_t mpprof_site_gpu_ns(const mpprof_site *s, bool *ret_known);
+/* Percent of the run's GPU time (of GEMM/conv kernel time without gpu_ns); -1 unknown. */
+double mpprof_site_gpu_share_pct(const mpprof_model *m, const mpprof_site *s);
+/* Achieved TFLOP/s: flop_per_call * calls / GPU time; -1 unless times are real. */
+double mpprof_site_tflops(const mpprof_model *m, const mpprof_site *s);
+/* TF32 applies: by compute type, math mode, cuDNN's default, or its kernels' names. */
+bool mpprof_site_is_tf32(const mpprof_site *s);
+/* "TF32 (compute 32F, math mode TF32_TENSOR_OP)", "32F", "16F, math mode X". */
+void mpprof_site_compute_label(const mpprof_site *s, char *buf, size_t n);
+typedef struct mpprof_site_extra {
+  char transa[4], transb[4];
+  char fp8_scales[48]; /* "A B D amax_D": the FP8 scale pointers set */
+} mpprof_site_extra;
+void mpprof_site_extra_of(const mpprof_site *s, mpprof_site_extra *ret);
+void mpprof_site_shape(const mpprof_site *s, char *buf, size_t n); /* "MxNxKxBATCH" or conv dims */
+void mpprof_site_dtypes(const mpprof_site *s, char *buf, size_t n); /* "A=fp16 B=fp16 D=fp32" */
 
 /* PNG chart of a layer's exponent histograms; malloc'd PNG bytes. 0 or -1. */
 /* The loss scale (log2) whose fp16 range a layer's chart marks. */

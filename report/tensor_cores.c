@@ -65,6 +65,7 @@ static void eligibility(mpprof_site *s) {
     q.m = s->m, q.n = s->n, q.k = s->k;
     q.lda = s->lda, q.ldb = s->ldb, q.ldc = s->ldc;
   }
+  s->flop_per_call = 2 * q.m * q.n * q.k * (s->has_conv || !s->batch ? 1 : s->batch);
   s->elig_known = q.a != MP_DTYPE_INVALID;
   memset(&s->elig, 0, sizeof s->elig);
   if (s->elig_known)
@@ -152,6 +153,7 @@ void mpprof_tensor_cores(mpprof_model *m) {
     if (s->elig.eligible) t->sites_eligible++;
     if (s->tc_used == 1) t->sites_on_tc++;
     if (s->elig.eligible && s->tc_used == 0) t->sites_eligible_not_used++;
+    if (s->elig.eligible_with_tf32) t->sites_eligible_with_tf32++;
 
     mpprof_layer *l = &m->layers[s->layer_idx];
     if (s->elig_known) {

@@ -63,6 +63,27 @@ static void fp32_with_tf32_math_mode_or_fast_tf32_compute_is_eligible_on_sm80(vo
   assert_false(check(q).eligible);
 }
 
+static void fp32_without_tf32_is_eligible_with_tf32_on_sm80_only(void **state) {
+  (void)state;
+  mp_tc_eligibility e = check(base(MP_FP32, "32F", "DEFAULT"));
+  assert_true(e.eligible_with_tf32);
+  assert_false(e.tf32);
+  mp_tc_query q = base(MP_FP32, "32F", "DEFAULT");
+  q.cc_major = 7;
+  assert_false(check(q).eligible_with_tf32);
+  assert_false(check(base(MP_FP32, "32F_PEDANTIC", "DEFAULT")).eligible_with_tf32);
+  assert_false(check(base(MP_FP32, "64F", "DEFAULT")).eligible_with_tf32);
+  assert_false(check(base(MP_FP64, "64F", "DEFAULT")).eligible_with_tf32);
+}
+
+static void the_tf32_path_says_so_and_fp16_does_not(void **state) {
+  (void)state;
+  assert_true(check(base(MP_FP32, "32F", "TF32_TENSOR_OP")).tf32);
+  assert_true(check(base(MP_FP32, "32F_FAST_TF32", "DEFAULT")).tf32);
+  assert_false(check(base(MP_FP32, "32F_FAST_TF32", "DEFAULT")).eligible_with_tf32);
+  assert_false(check(base(MP_FP16, "32F", "DEFAULT")).tf32);
+}
+
 static void fp32_pedantic_is_not_eligible(void **state) {
   (void)state;
   assert_false(check(base(MP_FP32, "32F_PEDANTIC", "TF32_TENSOR_OP")).eligible);
@@ -173,6 +194,8 @@ int main(void) {
       cmocka_unit_test(fp16_operands_are_eligible_from_sm70),
       cmocka_unit_test(bf16_needs_sm80),
       cmocka_unit_test(fp32_default_math_is_not_eligible_and_says_how_to_get_tf32),
+      cmocka_unit_test(fp32_without_tf32_is_eligible_with_tf32_on_sm80_only),
+      cmocka_unit_test(the_tf32_path_says_so_and_fp16_does_not),
       cmocka_unit_test(fp32_with_tf32_math_mode_or_fast_tf32_compute_is_eligible_on_sm80),
       cmocka_unit_test(fp32_pedantic_is_not_eligible),
       cmocka_unit_test(fp32_fast_16f_compute_uses_fp16_tensor_cores),

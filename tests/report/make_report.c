@@ -1,5 +1,5 @@
 /* Writes a varied run (fp16-safe, loss-scaled, overflowing, fp32 layers,
- * Tensor Core and CUDA-core kernels, a hostile NVTX name) into DIR/raw and
+ * Tensor Core and CUDA-core kernels, a TF32 site, a hostile NVTX name) into DIR/raw and
  * builds its report: the input of the headless-browser test. usage: make_report DIR */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,8 +40,16 @@ int main(int argc, char **argv) {
   rg_site_end(&r, site(4, "mlp/fc3/fwd", -6, 6, tc, 2000));
   rg_site_end(&r, site(5, "mlp/fc3/bwd", -12, 0, tc, 2500));
   rg_site_end(&r, site(6, "<script>alert(1)</script>/fwd", -3, 3, tc, 100));
+  /* fp32 with the TF32 math mode: the ops table must say TF32. */
+  cJSON *t = rg_gemm(7, "cublasGemmEx", "mlp/fc4/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
+                     "TF32_TENSOR_OP", 128, 64, 64, 10);
+  rg_tensor(t, "A", MP_FP32, -8, 4, 200);
+  rg_tensor(t, "D", MP_FP32, -6, 6, 400);
+  rg_kernel(t, "sm90_xmma_gemm_f32f32_tf32f32_f32_nt_n_tilesize128x128x32_warpgroupsize1x1x1_"
+               "execute_segment_k_off_kernel__5x_cublas", 10, 1500);
+  rg_site_end(&r, t);
   for (int i = 0; i < 40; i++)
-    rg_event(&r, i % 7, 1000L * i, 600, 7);
+    rg_event(&r, i % 8, 1000L * i, 600, 7);
   if (rg_end(&r)) return 1;
   mpprof_report_options o = {.out_dir = argv[1], .program = NULL, .summary = stdout};
   return mpprof_report_generate(&o) ? 1 : 0;

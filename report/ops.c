@@ -1,0 +1,220 @@
+/* The per-op (per-site) facts that the ops table of report.html and OUT/ops.csv
+ * show, each defined once here: the compute label with TF32 written out, the
+ * site's GPU time and share, achieved TFLOP/s (only when times are real), the
+ * transposes and FP8 scale modes (from the site's identity), and ops.csv
+ * itself. RFC 4180 CSV like layers.csv. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/report_internal.h"
+
+bool mpprof_times_real(const mpprof_model *m) {
+  if (!m->has_gpu_ns && !m->tc.kernel_data) return false;
+  for (size_t i = 0; i < m->n_procs; i++)
+    if (m->procs[i].device_name && !strncmp(m->procs[i].device_name, "simcuda", 7)) return false;
+  return true;
+}
+
+uint64_t mpprof_site_gpu_ns(const mpprof_site *s, bool *ret_known) {
+  if (ret_known) *ret_known = s->has_gpu_ns || s->n_kernels > 0;
+  return s->has_gpu_ns ? s->gpu_ns : s->kernel_ns;
+}
+
+double mpprof_site_gpu_share_pct(const mpprof_model *m, const mpprof_site *s) {
+  bool known;
+  uint64_t ns = mpprof_site_gpu_ns(s, &known);
+  uint64_t total = m->has_gpu_ns ? m->total_gpu_ns : m->tc.gemm_conv_kernel_ns;
+  return known && total ? 100.0 * (double)ns / (double)total : -1;
+}
+
+double mpprof_site_tflops(const mpprof_model *m, const mpprof_site *s) {
+  bool known;
+  uint64_t ns = mpprof_site_gpu_ns(s, &known);
+  if (!known || !ns || !s->flop_per_call || !mpprof_times_real(m)) return -1;
+  return (double)s->flop_per_call * (double)s->calls / ((double)ns * 1e3);
+}
+
+bool mpprof_site_is_tf32(const mpprof_site *s) {
+  if (s->elig.tf32) return true;
+  for (size_t k = 0; k < s->n_kernels; k++)
+    if (s->kernels[k].cls.a_dtype == MP_TF32) return true;
+  return false;
+}
+
+void mpprof_site_compute_label(const mpprof_site *s, char *buf, size_t n) {
+  const char *ct = s->compute_type ? s->compute_type : "?";
+  const char *mm = s->math_mode;
+  bool plain_mm = !mm || !strcmp(mm, "DEFAULT");
+  if (mpprof_site_is_tf32(s)) {
+    if (strstr(ct, "TF32"))
+      snprintf(buf, n, "TF32 (compute %s)", ct);
+    else if (mm && strstr(mm, "TF32"))
+      snprintf(buf, n, "TF32 (compute %s, math mode %s)", ct, mm);
+    else if (s->elig.tf32)
+      snprintf(buf, n, "TF32 (compute %s, cuDNN default math)", ct);
+    else
+      snprintf(buf, n, "TF32 (compute %s; its kernels are TF32)", ct);
+  } else if (plain_mm) {
+    snprintf(buf, n, "%s", ct);
+  } else {
+    snprintf(buf, n, "%s, math mode %s", ct, mm);
+  }
+}
+
+void mpprof_site_extra_of(const mpprof_site *s, mpprof_site_extra *ret) {
+  memset(ret, 0, sizeof *ret);
+  cJSON *id = s->key ? cJSON_Parse(s->key) : NULL;
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(id, "transa");
+  if (cJSON_IsString(v)) snprintf(ret->transa, sizeof ret->transa, "%s", v->valuestring);
+  v = cJSON_GetObjectItemCaseSensitive(id, "transb");
+  if (cJSON_IsString(v)) snprintf(ret->transb, sizeof ret->transb, "%s", v->valuestring);
+  const cJSON *sc = cJSON_GetObjectItemCaseSensitive(id, "fp8_scales"), *c;
+  cJSON_ArrayForEach(c, sc) if (cJSON_IsTrue(c) && c->string) {
+    size_t used = strlen(ret->fp8_scales);
+    snprintf(ret->fp8_scales + used, sizeof ret->fp8_scales - used, "%s%s", used ? " " : "",
+             c->string);
+  }
+  cJSON_Delete(id);
+}
+
+void mpprof_site_shape(const mpprof_site *s, char *buf, size_t n) {
+  if (s->has_conv)
+    snprintf(buf, n,
+             "conv n=%" PRId64 " c=%" PRId64 " %" PRId64 "x%" PRId64 " k=%" PRId64 " %" PRId64
+             "x%" PRId64,
+             s->conv[0], s->conv[1], s->conv[2], s->conv[3], s->conv[4], s->conv[5], s->conv[6]);
+  else
+    snprintf(buf, n, "%" PRIu64 "x%" PRIu64 "x%" PRIu64 "x%" PRIu64, s->m, s->n, s->k,
+             s->batch ? s->batch : 1);
+}
+
+void mpprof_site_dtypes(const mpprof_site *s, char *buf, size_t n) {
+  buf[0] = 0;
+  for (int t = 0; t < s->n_types; t++) {
+    size_t used = strlen(buf);
+    snprintf(buf + used, n - used, "%s%s=%s", t ? " " : "", s->types[t].role,
+             mp_dtype_name(s->types[t].dtype));
+  }
+}
+
+/* ---- ops.csv ---- */
+
+static void field(FILE *f, const char *s, bool last) {
+  if (strpbrk(s, ",\"\r\n")) {
+    fputc('"', f);
+    for (; *s; s++) {
+      if (*s == '"') fputc('"', f);
+      fputc(*s, f);
+    }
+    fputc('"', f);
+  } else {
+    fputs(s, f);
+  }
+  fputs(last ? "\r\n" : ",", f);
+}
+
+static const char *tri(int v) {
+  return v < 0 ? "" : v ? "yes" : "no";
+}
+
+/* The columns, in order; docs/report.md describes each. */
+static const char *const columns[] = {
+    "site",        "layer",       "nvtx_path", "phase",    "api",         "op",
+    "shape",       "m",           "n",         "k",        "batch",       "transa",
+    "transb",      "dtypes",      "compute",   "tf32",     "compute_type", "math_mode",
+    "epilogue",    "fp8_scales",  "calls",     "gpu_ns",   "gpu_share_pct", "tflops",
+    "kernels",     "tc_used",     "tc_eligible", "tc_eligible_with_tf32", "tc_reason",
+    "tc_source",
+};
+
+static int write_rows(const mpprof_model *m, FILE *f) {
+  size_t nc = sizeof columns / sizeof *columns;
+  for (size_t i = 0; i < nc; i++)
+    field(f, columns[i], i + 1 == nc);
+  for (size_t i = 0; i < m->n_sites; i++) {
+    const mpprof_site *s = &m->sites[i];
+    mpprof_site_extra x;
+    mpprof_site_extra_of(s, &x);
+    char id[24], shape[160], mm[24], nn[24], kk[24], bb[24], dt[128], comp[160], calls[24],
+        gpu[24], share[32], tfl[32];
+    snprintf(id, sizeof id, "%zu", s->id);
+    mpprof_site_shape(s, shape, sizeof shape);
+    snprintf(mm, sizeof mm, "%" PRIu64, s->m);
+    snprintf(nn, sizeof nn, "%" PRIu64, s->n);
+    snprintf(kk, sizeof kk, "%" PRIu64, s->k);
+    snprintf(bb, sizeof bb, "%" PRIu64, s->batch ? s->batch : 1);
+    mpprof_site_dtypes(s, dt, sizeof dt);
+    mpprof_site_compute_label(s, comp, sizeof comp);
+    snprintf(calls, sizeof calls, "%" PRIu64, s->calls);
+    bool known;
+    uint64_t ns = mpprof_site_gpu_ns(s, &known);
+    if (known)
+      snprintf(gpu, sizeof gpu, "%" PRIu64, ns);
+    else
+      gpu[0] = 0;
+    double sh = mpprof_site_gpu_share_pct(m, s), tf = mpprof_site_tflops(m, s);
+    if (sh >= 0)
+      snprintf(share, sizeof share, "%.6g", sh);
+    else
+      share[0] = 0;
+    if (tf >= 0)
+      snprintf(tfl, sizeof tfl, "%.6g", tf);
+    else
+      tfl[0] = 0;
+    size_t klen = 1;
+    for (size_t k = 0; k < s->n_kernels; k++)
+      klen += strlen(s->kernels[k].name) + 1;
+    char *kn = malloc(klen);
+    if (!kn) return -1;
+    kn[0] = 0;
+    for (size_t k = 0; k < s->n_kernels; k++) {
+      if (k) strcat(kn, ";");
+      strcat(kn, s->kernels[k].name);
+    }
+    field(f, id, false);
+    field(f, s->layer_name, false);
+    field(f, s->layer, false);
+    field(f, mpprof_phase_name(s->phase), false);
+    field(f, s->api, false);
+    field(f, s->op, false);
+    field(f, shape, false);
+    field(f, s->has_conv ? "" : mm, false);
+    field(f, s->has_conv ? "" : nn, false);
+    field(f, s->has_conv ? "" : kk, false);
+    field(f, s->has_conv ? "" : bb, false);
+    field(f, x.transa, false);
+    field(f, x.transb, false);
+    field(f, dt, false);
+    field(f, comp, false);
+    field(f, mpprof_site_is_tf32(s) ? "yes" : "no", false);
+    field(f, s->compute_type ? s->compute_type : "", false);
+    field(f, s->math_mode ? s->math_mode : "", false);
+    field(f, s->epilogue ? s->epilogue : "", false);
+    field(f, x.fp8_scales, false);
+    field(f, calls, false);
+    field(f, gpu, false);
+    field(f, share, false);
+    field(f, tfl, false);
+    field(f, kn, false);
+    free(kn);
+    field(f, tri(s->tc_used), false);
+    field(f, s->elig_known ? (s->elig.eligible ? "yes" : "no") : "", false);
+    field(f, s->elig.eligible_with_tf32 ? "yes" : "no", false);
+    field(f, s->elig.reason, false);
+    field(f, mp_tc_source_name(s->tc_source), true);
+  }
+  return 0;
+}
+
+int mpprof_write_ops_csv(const mpprof_model *m, const char *path) {
+  mpprof_afile a;
+  if (mpprof_afile_open(&a, path)) return -1;
+  if (write_rows(m, a.f)) {
+    mpprof_afile_close(&a, false);
+    errno = ENOMEM;
+    return -1;
+  }
+  return mpprof_afile_close(&a, true);
+}
