@@ -161,6 +161,92 @@ static void csv_quotes_fields_per_rfc4180(void **state) {
   free(dir);
 }
 
+/* The CSV field `col` (0-based) of the first data row whose text contains `needle`. */
+static char *csv_field(const char *csv, const char *needle, int col) {
+  const char *row = strstr(csv, needle);
+  if (!row) return NULL;
+  while (row > csv && row[-1] != '\n')
+    row--;
+  static char buf[256];
+  int c = 0;
+  size_t n = 0;
+  bool q = false;
+  for (const char *p = row; *p && *p != '\r'; p++) {
+    if (*p == '"') {
+      if (q && p[1] == '"') {
+        if (c == col && n < sizeof buf - 1) buf[n++] = '"';
+        p++;
+      } else {
+        q = !q;
+      }
+    } else if (*p == ',' && !q) {
+      if (c == col) break;
+      c++;
+    } else if (c == col && n < sizeof buf - 1) {
+      buf[n++] = *p;
+    }
+  }
+  buf[n] = 0;
+  return buf;
+}
+
+/* ops.csv: TF32 written out for the TF32 math mode, "eligible with TF32" for a
+ * plain fp32 GEMM (and counted once in report.json), TFLOP/s from 2mnk per call
+ * on a real GPU. */
+static void ops_csv_writes_tf32_out_and_tflops(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("ops");
+  rg_proc p = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
+  rg_file r;
+  assert_int_equal(rg_begin(&r, dir, "a.json", &p), 0);
+  cJSON *s = rg_gemm(0, "cublasGemmEx", "tf/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
+                     "TF32_TENSOR_OP", 128, 64, 32, 10);
+  rg_tensor(s, "D", MP_FP32, -4, 4, 100);
+  rg_kernel(s, "sm90_xmma_gemm_f32f32_tf32f32_f32_nt_n_tilesize128x128x32_warpgroupsize1x1x1_"
+               "execute_segment_k_off_kernel__5x_cublas",
+            10, 1000000);
+  rg_site_end(&r, s);
+  s = rg_gemm(1, "cublasGemmEx", "plain/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F", "DEFAULT", 64,
+              64, 64, 5);
+  rg_tensor(s, "D", MP_FP32, -4, 4, 100);
+  rg_kernel(s,
+            "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_"
+            "aligna4_alignc4_execute_kernel__5x_cublas",
+            5, 2000);
+  rg_site_end(&r, s);
+  assert_int_equal(rg_end(&r), 0);
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+  char *csv = rg_read_text(dir, "ops.csv", NULL);
+  assert_non_null(csv);
+  assert_int_equal(strncmp(csv, "site,layer,nvtx_path,phase,api,op,shape,", 40), 0);
+  assert_string_equal(csv_field(csv, "tf/fwd", 14), "TF32 (compute 32F, math mode TF32_TENSOR_OP)");
+  assert_string_equal(csv_field(csv, "tf/fwd", 15), "yes");
+  /* 2*128*64*32 flop * 10 calls in 1 ms = 0.0052 TFLOP/s */
+  assert_string_equal(csv_field(csv, "tf/fwd", 23), "0.00524288");
+  assert_string_equal(csv_field(csv, "plain/fwd", 14), "32F");
+  assert_string_equal(csv_field(csv, "plain/fwd", 26), "no");  /* tc_eligible */
+  assert_string_equal(csv_field(csv, "plain/fwd", 27), "yes"); /* tc_eligible_with_tf32 */
+  free(csv);
+  char *json = rg_read_text(dir, "report.json", NULL);
+  cJSON *rep = cJSON_Parse(json);
+  free(json);
+  const cJSON *tc = cJSON_GetObjectItem(rep, "tensor_cores");
+  assert_int_equal(cJSON_GetObjectItem(tc, "sites_eligible_with_tf32")->valuedouble, 1);
+  int tf32_findings = 0;
+  const cJSON *f;
+  cJSON_ArrayForEach(f, cJSON_GetObjectItem(rep, "findings")) if (
+      !strcmp(cJSON_GetObjectItem(f, "kind")->valuestring, "fp32_without_tf32")) {
+    tf32_findings++;
+    assert_int_equal(
+        cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(f, "evidence"), "sites")), 1);
+  }
+  assert_int_equal(tf32_findings, 1);
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static void trace_nests_ops_inside_layer_slices(void **state) {
   (void)state;
   char *dir = hostile_run();
@@ -208,6 +294,7 @@ int main(void) {
       cmocka_unit_test(the_page_loads_nothing_from_outside),
       cmocka_unit_test(every_embedded_image_decodes_as_png),
       cmocka_unit_test(csv_quotes_fields_per_rfc4180),
+      cmocka_unit_test(ops_csv_writes_tf32_out_and_tflops),
       cmocka_unit_test(trace_nests_ops_inside_layer_slices),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
