@@ -12,9 +12,14 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "report/report_internal.h"
 #include "report/tensorio/stats_json.h"
+
+#ifndef MPPROF_VERSION_STRING
+#define MPPROF_VERSION_STRING "unknown"
+#endif
 
 #define MAX_TABLE_ROWS 5000
 #define MAX_CHARTS 200
@@ -137,11 +142,81 @@ static const char table_js[] =
     "window.innerWidth+')';document.body.setAttribute('data-selftest',res);}document.body.setAttribute("
     "'data-js','ok');})();";
 
+/* The plan first: one configuration, its PyTorch code, plan.json. */
+static void plan_section(const mpprof_model *m, FILE *f) {
+  if (!m->plan.known) return;
+  fputs("<section id=\"plan\"><h2>Plan</h2>\n<p class=\"big\">", f);
+  html(f, m->plan.headline);
+  fputs("</p>\n<p>Chosen from the layer verdicts below: a layer runs in the autocast dtype when "
+        "it fits it (bf16: no overflow and flush within the allowed fraction; fp16: verdict "
+        "fp16, or fp16 with a loss scale inside the global window); the others are kept in "
+        "bf16 or fp32. The plan that keeps the fewest layers out wins; on a tie, bf16 (no "
+        "scaler to tune).</p>\n",
+        f);
+  if (m->plan_alt.known) {
+    fputs("<p class=\"muted\">Alternative: ", f);
+    html(f, m->plan_alt.headline);
+    fputs("</p>\n", f);
+  }
+  char *code = NULL;
+  size_t len = 0;
+  FILE *mf = open_memstream(&code, &len);
+  if (mf) {
+    mpprof_plan_snippet(m, &m->plan, mf);
+    fclose(mf);
+    fputs("<details open><summary>PyTorch</summary><pre>", f);
+    html(f, code);
+    fputs("</pre></details>\n", f);
+  }
+  free(code);
+  fputs("<p><code>plan.json</code> has the same plan for scripts: layer &rarr; dtype, the loss "
+        "scale.</p></section>\n",
+        f);
+}
+
+/* Device(s), mpprof's version, when the run started (UTC). */
+static void provenance(const mpprof_model *m, FILE *f) {
+  fputs("<p class=\"muted\">", f);
+  const char *shown[8];
+  size_t ns = 0;
+  bool sim = false;
+  for (size_t i = 0; i < m->n_procs; i++) {
+    const char *d = m->procs[i].device_name ? m->procs[i].device_name : "no GPU";
+    bool dup = false;
+    for (size_t j = 0; j < ns; j++)
+      dup |= !strcmp(shown[j], d);
+    if (dup || ns == 8) continue;
+    shown[ns++] = d;
+    sim |= !strncmp(d, "simcuda", 7);
+  }
+  fputs("<b>Device:</b> ", f);
+  for (size_t j = 0; j < ns; j++) {
+    if (j) fputs(", ", f);
+    html(f, shown[j]);
+  }
+  if (!ns) fputs("none", f);
+  if (sim) fputs(" (the CPU stand-in: GPU times are not meaningful)", f);
+  fputs(" &middot; <b>mpprof</b> " MPPROF_VERSION_STRING, f);
+  int64_t start = 0;
+  for (size_t i = 0; i < m->n_procs; i++)
+    if (m->procs[i].start_ns > 0 && (!start || m->procs[i].start_ns < start))
+      start = m->procs[i].start_ns;
+  if (start) {
+    time_t t = (time_t)(start / 1000000000);
+    struct tm tm;
+    char date[40];
+    if (gmtime_r(&t, &tm) && strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", &tm))
+      fprintf(f, " &middot; <b>run started</b> %s", date);
+  }
+  fputs("</p>\n", f);
+}
+
 static void summary(const mpprof_model *m, FILE *f) {
   fputs("<section id=\"summary\"><h2>Summary</h2>\n", f);
   fputs("<p><b>Program:</b> <code>", f);
   html(f, m->program && m->program[0] ? m->program : "(unknown)");
   fputs("</code></p>\n", f);
+  provenance(m, f);
   if (m->n_procs == 0) {
     fputs("<p class=\"big\">No raw profile files were read: nothing was profiled.</p>\n", f);
   } else if (m->total_calls == 0) {
@@ -717,6 +792,7 @@ static int write_page(const mpprof_model *m, FILE *f) {
         f);
   fputs(early_js, f);
   fprintf(f, "</script>\n<style>%s</style></head><body>\n<h1>mpprof report</h1>\n", css);
+  plan_section(m, f);
   summary(m, f);
   tensor_cores(m, f);
   findings(m, f);

@@ -69,6 +69,7 @@ static void layer_free(mpprof_layer *l) {
 }
 
 void mpprof_model_free(mpprof_model *m) {
+  mpprof_plan_free(m);
   for (size_t i = 0; i < m->n_procs; i++)
     process_free(&m->procs[i]);
   free(m->procs);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/raw_format.h"
 #include "report/report_internal.h"
 
 bool mpprof_times_real(const mpprof_model *m) {
@@ -65,18 +66,17 @@ void mpprof_site_compute_label(const mpprof_site *s, char *buf, size_t n) {
 
 void mpprof_site_extra_of(const mpprof_site *s, mpprof_site_extra *ret) {
   memset(ret, 0, sizeof *ret);
-  cJSON *id = s->key ? cJSON_Parse(s->key) : NULL;
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(id, "transa");
-  if (cJSON_IsString(v)) snprintf(ret->transa, sizeof ret->transa, "%s", v->valuestring);
-  v = cJSON_GetObjectItemCaseSensitive(id, "transb");
-  if (cJSON_IsString(v)) snprintf(ret->transb, sizeof ret->transb, "%s", v->valuestring);
-  const cJSON *sc = cJSON_GetObjectItemCaseSensitive(id, "fp8_scales"), *c;
-  cJSON_ArrayForEach(c, sc) if (cJSON_IsTrue(c) && c->string) {
-    size_t used = strlen(ret->fp8_scales);
-    snprintf(ret->fp8_scales + used, sizeof ret->fp8_scales - used, "%s%s", used ? " " : "",
-             c->string);
-  }
-  cJSON_Delete(id);
+  if (s->transa) ret->transa[0] = s->transa;
+  if (s->transb) ret->transb[0] = s->transb;
+#define X(f, json, doc) json,
+  static const char *const names[] = {MP_RAW_FP8_SCALES(X)};
+#undef X
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (s->fp8_scales >> i & 1) {
+      size_t used = strlen(ret->fp8_scales);
+      snprintf(ret->fp8_scales + used, sizeof ret->fp8_scales - used, "%s%s", used ? " " : "",
+               names[i]);
+    }
 }
 
 void mpprof_site_shape(const mpprof_site *s, char *buf, size_t n) {

@@ -6,6 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifndef MPPROF_VERSION_STRING
+#define MPPROF_VERSION_STRING "unknown"
+#endif
+
 #include "report/report.h"
 #include "report/report_internal.h"
 
@@ -73,6 +77,7 @@ static void print_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
           fprintf(f, " [2^%d, 2^%d]", l->adv.window_lo, l->adv.window_hi);
         fputc('\n', f);
       }
+    if (m->plan.known) fprintf(f, "  plan: %s\n", m->plan.headline);
     const mpprof_loss_scale *g = &m->loss_scale;
     if (g->applicable && g->has_window)
       fprintf(f, "  loss scale: 2^%d (window [2^%d, 2^%d]%s)\n", g->recommended_log2, g->window_lo,
@@ -91,7 +96,15 @@ static void print_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
       }
   }
   if (m->n_skipped) fprintf(f, "  %zu raw file(s) skipped (listed in the report)\n", m->n_skipped);
-  fprintf(f, "  report: %s/report.html (also report.json, layers.csv, ops.csv, trace.json)\n", out_dir);
+  if (m->n_procs) {
+    const char *dev = NULL;
+    for (size_t i = 0; i < m->n_procs && !dev; i++)
+      dev = m->procs[i].device_name;
+    fprintf(f, "  device: %s%s; mpprof %s\n", dev ? dev : "none",
+            dev && !strncmp(dev, "simcuda", 7) ? " (GPU times not meaningful)" : "",
+            MPPROF_VERSION_STRING);
+  }
+  fprintf(f, "  report: %s/report.html (also report.json, plan.json, layers.csv, ops.csv, trace.json)\n", out_dir);
 }
 
 static int write_one(const mpprof_model *m, const char *dir, const char *name,
@@ -121,12 +134,14 @@ int mpprof_report_generate(const mpprof_report_options *opts) {
       if (!m.program) rc = -1;
     }
     if (rc == 0) rc = mpprof_build_findings(&m);
+    if (rc == 0) rc = mpprof_build_plan(&m);
     if (rc) fprintf(stderr, "mpprof: report: out of memory\n");
   }
   if (rc == 0)
     rc = write_one(&m, opts->out_dir, "report.json", mpprof_write_report_json) ||
          write_one(&m, opts->out_dir, "layers.csv", mpprof_write_layers_csv) ||
          write_one(&m, opts->out_dir, "ops.csv", mpprof_write_ops_csv) ||
+         write_one(&m, opts->out_dir, "plan.json", mpprof_write_plan_json) ||
          write_one(&m, opts->out_dir, "trace.json", mpprof_write_trace_json) ||
          write_one(&m, opts->out_dir, "report.html", mpprof_write_report_html);
   if (rc == 0) print_summary(&m, opts->out_dir, opts->summary);

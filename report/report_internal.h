@@ -254,6 +254,24 @@ typedef struct mpprof_tc_summary {
   cJSON *counters_notes; /* array of strings: per process, why counters were unavailable */
 } mpprof_tc_summary;
 
+/* plan.c: one recommended configuration for the whole program. */
+typedef struct mpprof_plan_keep {
+  size_t layer;   /* index in model.layers */
+  mp_dtype dtype; /* MP_BF16 or MP_FP32: kept out of the autocast dtype */
+} mpprof_plan_keep;
+
+typedef struct mpprof_plan {
+  bool known;       /* some layer had scanned values */
+  mp_dtype autocast; /* MP_BF16 or MP_FP16 */
+  bool scaler;      /* fp16 needs a loss scaler: GradScaler(init_scale=2^scale_log2) */
+  int scale_log2, window_lo, window_hi;
+  size_t n_known, n_fit; /* layers with values; of which run in the autocast dtype */
+  mpprof_plan_keep *keep; /* layers kept out, in layer order */
+  size_t n_keep;
+  double max_overflow_pct, max_flush_pct; /* over the layers in the autocast dtype */
+  char *headline;
+} mpprof_plan;
+
 typedef struct mpprof_model {
   mpprof_process *procs;
   size_t n_procs, cap_procs;
@@ -268,6 +286,7 @@ typedef struct mpprof_model {
   mpprof_finding *findings;
   size_t n_findings, cap_findings;
   mpprof_loss_scale loss_scale;
+  mpprof_plan plan, plan_alt; /* recommended, and the other autocast dtype (or unknown) */
   mpprof_tc_summary tc;
   bool incomplete;
   char *program;
@@ -308,6 +327,13 @@ cJSON *mpprof_tc_summary_json(const mpprof_model *m); /* the "tensor_cores" obje
 int mpprof_write_layers_csv(const mpprof_model *m, const char *path);
 int mpprof_write_trace_json(const mpprof_model *m, const char *path);
 int mpprof_write_report_html(const mpprof_model *m, const char *path);
+
+/* plan.c */
+int mpprof_build_plan(mpprof_model *m); /* after advice and the loss scale; 0 or -1 */
+void mpprof_plan_free(mpprof_model *m);
+/* The PyTorch code of a plan (autocast, per-module exclusions, GradScaler). */
+void mpprof_plan_snippet(const mpprof_model *m, const mpprof_plan *p, FILE *f);
+int mpprof_write_plan_json(const mpprof_model *m, const char *path);
 
 /* ops.c: per-site facts shown by the ops table and ops.csv (one definition each). */
 int mpprof_write_ops_csv(const mpprof_model *m, const char *path);

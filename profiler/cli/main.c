@@ -9,10 +9,11 @@ static void usage(FILE *out) {
   fputs("usage: mpprof [run] [options] [--] PROGRAM ARGS...   profile a program\n"
         "       mpprof report OUT_DIR                         rebuild the report from OUT_DIR/raw\n"
         "       mpprof merge DIR... -o OUT_DIR                merge runs profiled separately\n"
+        "       mpprof diff A B [-o OUT_DIR]                  compare two runs layer by layer\n"
         "       mpprof inspect [--json] [--dtype D --shape S] FILE...\n"
         "                                                     numerics of saved tensors\n"
-        "       mpprof --version | --help\n"
-        "run `mpprof SUBCOMMAND --help` for a subcommand's options\n",
+        "       mpprof help [SUBCOMMAND]                      this text, or a subcommand's options\n"
+        "       mpprof --version | --help\n",
         out);
 }
 
@@ -22,7 +23,8 @@ int main(int argc, char **argv) {
     int (*fn)(int, char **);
   } cmds[] = {
       {"run", mpprof_cmd_run},         {"report", mpprof_cmd_report},
-      {"merge", mpprof_cmd_merge},     {"inspect", mpprof_cmd_inspect},
+      {"merge", mpprof_cmd_merge},     {"diff", mpprof_cmd_diff},
+      {"inspect", mpprof_cmd_inspect},
       {"version", mpprof_cmd_version},
   };
   if (argc < 2) {
@@ -32,6 +34,19 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(stdout);
     return 0;
+  }
+  if (!strcmp(argv[1], "help")) {
+    if (argc < 3) {
+      usage(stdout);
+      return 0;
+    }
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+      if (!strcmp(argv[2], cmds[i].name)) {
+        char *hargv[] = {argv[2], "--help", NULL};
+        return cmds[i].fn(2, hargv);
+      }
+    fprintf(stderr, "mpprof: help: no subcommand '%s' (see 'mpprof help')\n", argv[2]);
+    return 2;
   }
   if (!strcmp(argv[1], "--version"))
     return mpprof_cmd_version(argc - 1, argv + 1);

@@ -11,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "commands.h"
+#include "report/diff.h"
 #include "report/report.h"
 
 static void report_usage(FILE *out) {
@@ -131,6 +133,38 @@ static int bring_dir(const char *dir, const char *out_raw) {
   return rc;
 }
 
+/* Runs of different programs would blend unrelated layers: say so (ranks of
+ * one job share their command line; a run's own child processes are kept
+ * together, so two runs match when they share any command line). */
+static void warn_different_programs(char **dirs, int ndirs) {
+  char *first = ndirs ? mpprof_run_programs(dirs[0]) : NULL;
+  for (int i = 1; first && first[0] && i < ndirs; i++) {
+    char *p = mpprof_run_programs(dirs[i]);
+    bool shared = false;
+    for (const char *line = p; p && *line && !shared;) {
+      const char *nl = strchr(line, '\n');
+      size_t len = nl ? (size_t)(nl - line) : strlen(line);
+      for (const char *q = first; *q && !shared;) {
+        const char *qn = strchr(q, '\n');
+        size_t ql = qn ? (size_t)(qn - q) : strlen(q);
+        shared = ql == len && !strncmp(q, line, len);
+        q += ql + (qn ? 1 : 0);
+      }
+      line += len + (nl ? 1 : 0);
+    }
+    if (p && p[0] && !shared) {
+      char *nl1 = strchr(first, '\n'), *nl2 = strchr(p, '\n');
+      fprintf(stderr,
+              "mpprof: merge: warning: %s profiled another program than %s ('%.*s' vs '%.*s'); "
+              "their layers are merged by name all the same\n",
+              dirs[i], dirs[0], (int)(nl2 ? nl2 - p : (long)strlen(p)), p,
+              (int)(nl1 ? nl1 - first : (long)strlen(first)), first);
+    }
+    free(p);
+  }
+  free(first);
+}
+
 int mpprof_cmd_merge(int argc, char **argv) {
   const char *out = NULL;
   int ndirs = 0;
@@ -166,6 +200,7 @@ int mpprof_cmd_merge(int argc, char **argv) {
   if (rc)
     fprintf(stderr, "mpprof: merge: cannot create %s: %s\n", out_raw ? out_raw : out,
             strerror(errno));
+  warn_different_programs(dirs, ndirs);
   for (int i = 0; rc == 0 && i < ndirs; i++)
     rc = bring_dir(dirs[i], out_raw);
   free(out_raw);
@@ -173,4 +208,70 @@ int mpprof_cmd_merge(int argc, char **argv) {
   if (rc) return 1;
   mpprof_report_options o = {.out_dir = out, .program = NULL, .summary = stdout};
   return mpprof_report_generate(&o) ? 1 : 0;
+}
+
+static void diff_usage(FILE *out) {
+  fputs("usage: mpprof diff A B [-o OUT_DIR]\n"
+        "  compares two runs' reports (A/report.json, B/report.json) layer by layer:\n"
+        "  dtypes, compute type, Tensor Core share, GPU time, fp16 overflow/flush,\n"
+        "  verdict, and the op sites found in one run only; writes OUT_DIR/diff.html\n"
+        "  and diff.json (default OUT_DIR: mpprof-diff-<date>; it must be empty)\n",
+        out);
+}
+
+int mpprof_cmd_diff(int argc, char **argv) {
+  const char *out = NULL, *ab[2] = {NULL, NULL};
+  int n = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      diff_usage(stdout);
+      return 0;
+    }
+    if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+      out = argv[++i];
+    } else if (!strncmp(argv[i], "-o", 2) && argv[i][2]) {
+      out = argv[i] + 2;
+    } else if (argv[i][0] == '-') {
+      fprintf(stderr, "mpprof: diff: unknown option '%s' (see 'mpprof help diff')\n", argv[i]);
+      return 2;
+    } else if (n < 2) {
+      ab[n++] = argv[i];
+    } else {
+      fputs("mpprof: diff: two run directories, not more (see 'mpprof help diff')\n", stderr);
+      return 2;
+    }
+  }
+  if (n != 2) {
+    fputs("mpprof: diff: needs two run directories A and B (see 'mpprof help diff')\n", stderr);
+    return 2;
+  }
+  char def[64];
+  if (!out) {
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    strftime(def, sizeof def, "mpprof-diff-%Y%m%d-%H%M%S", &tm);
+    out = def;
+  }
+  struct stat st;
+  bool existed = stat(out, &st) == 0;
+  if (existed) {
+    DIR *d = S_ISDIR(st.st_mode) ? opendir(out) : NULL;
+    bool empty = d != NULL;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+      if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) empty = false;
+    if (d) closedir(d);
+    if (!empty) {
+      fprintf(stderr, "mpprof: diff: %s %s\n", out,
+              S_ISDIR(st.st_mode) ? "is not empty" : "exists and is not a directory");
+      return 2;
+    }
+  } else if (mkdir(out, 0777) != 0) {
+    fprintf(stderr, "mpprof: diff: cannot create %s: %s\n", out, strerror(errno));
+    return 1;
+  }
+  int rc = mpprof_diff_generate(ab[0], ab[1], out, stdout);
+  if (rc && !existed) rmdir(out);
+  return rc ? 1 : 0;
 }

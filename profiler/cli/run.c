@@ -132,14 +132,12 @@ static int parse(int argc, char **argv, run_opts *o) {
         return 2;
       }
     } else {
-      fprintf(stderr, "mpprof: run: unknown option '%s'\n", a);
-      usage(stderr);
+      fprintf(stderr, "mpprof: run: unknown option '%s' (see 'mpprof help run')\n", a);
       return 2;
     }
   }
   if (i >= argc) {
-    fputs("mpprof: run: no program to run\n", stderr);
-    usage(stderr);
+    fputs("mpprof: run: no program to run (see 'mpprof help run')\n", stderr);
     return 2;
   }
   o->argv = argv + i;
@@ -349,7 +347,8 @@ int mpprof_cmd_run(int argc, char **argv) {
     o.out = outbuf;
   }
   struct stat stt;
-  if (stat(o.out, &stt) == 0) {
+  bool existed = stat(o.out, &stt) == 0;
+  if (existed) {
     if (!S_ISDIR(stt.st_mode)) {
       fprintf(stderr, "mpprof: %s exists and is not a directory\n", o.out);
       return 2;
@@ -373,7 +372,22 @@ int mpprof_cmd_run(int argc, char **argv) {
   warn_other_injection("CUDA_INJECTION64_PATH", lib);
   bool started;
   int status = run_child(&o, lib, out_abs, &started);
-  if (!started) return status;
+  /* Nothing to keep from a program that never started: the directory goes
+   * again when this run made it (rmdir: only if still empty). */
+  if (!started) {
+    if (!existed) rmdir(out_abs);
+    return status;
+  }
+  char raw[PATH_MAX + 8];
+  snprintf(raw, sizeof raw, "%s/raw", out_abs);
+  if (stat(raw, &stt) != 0) {
+    fprintf(stderr,
+            "mpprof: %s: no CUDA matrix ops were seen (no process loaded the CUDA libraries "
+            "mpprof hooks, so nothing was recorded)\n",
+            o.argv[0]);
+    if (!existed) rmdir(out_abs);
+    return status;
+  }
 
   mpprof_report_options ro = {.out_dir = out_abs, .program = NULL, .summary = stderr};
   if (mpprof_report_generate(&ro) != 0)

@@ -169,6 +169,156 @@ static void mpprof_merge_combines_runs(void **state) {
   free(c);
 }
 
+/* The plan heads the page and plan.json: for the default (fp32) run every layer
+ * fits bf16, so bf16 autocast without a scaler, no layer kept out; the fp16
+ * alternative keeps fc1 (it overflows fp16) in bf16 and needs a scaler whose
+ * init scale is the global recommendation. */
+static void the_plan_is_bf16_autocast_and_plan_json_says_so(void **state) {
+  (void)state;
+  char *d = profile_mlp("plan");
+  cJSON *plan = rg_read_json(d, "plan.json");
+  cJSON *rep = rg_read_json(d, "report.json");
+  assert_non_null(plan);
+  const cJSON *r = cJSON_GetObjectItem(plan, "recommended");
+  assert_string_equal(cJSON_GetObjectItem(r, "autocast")->valuestring, "bf16");
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(r, "loss_scale")));
+  const cJSON *ls = cJSON_GetObjectItem(r, "layers");
+  assert_int_equal(cJSON_GetArraySize(ls), 3);
+  const cJSON *e;
+  cJSON_ArrayForEach(e, ls) assert_string_equal(cJSON_GetObjectItem(e, "dtype")->valuestring,
+                                                "bf16");
+  assert_non_null(strstr(cJSON_GetObjectItem(r, "summary")->valuestring,
+                         "bf16 autocast, no loss scaler: all 3 layers fit"));
+  const cJSON *alt = cJSON_GetObjectItem(plan, "alternative");
+  assert_string_equal(cJSON_GetObjectItem(alt, "autocast")->valuestring, "fp16");
+  const cJSON *fc1 = cJSON_GetObjectItem(cJSON_GetObjectItem(alt, "layers"), "step/mlp/fc1");
+  assert_string_equal(cJSON_GetObjectItem(fc1, "dtype")->valuestring, "bf16");
+  assert_false(cJSON_IsTrue(cJSON_GetObjectItem(fc1, "autocast")));
+  assert_int_equal(
+      cJSON_GetObjectItem(cJSON_GetObjectItem(alt, "loss_scale"), "init_scale_log2")->valuedouble,
+      cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "loss_scale"), "recommended_log2")
+          ->valuedouble);
+  assert_non_null(strstr(cJSON_GetObjectItem(plan, "pytorch")->valuestring,
+                         "torch.autocast(\"cuda\", dtype=torch.bfloat16)"));
+  /* the page: the plan comes before the summary */
+  char *html = rg_read_text(d, "report.html", NULL);
+  assert_non_null(html);
+  char *p = strstr(html, "<section id=\"plan\">"), *sm = strstr(html, "<section id=\"summary\">");
+  assert_non_null(p);
+  assert_non_null(sm);
+  assert_true(p < sm);
+  assert_non_null(strstr(html, "simcuda (CPU)"));
+  free(html);
+  cJSON_Delete(plan);
+  cJSON_Delete(rep);
+  free(d);
+}
+
+/* mpprof diff on the fp32 and fp16 runs of mlp_train: every layer in both,
+ * dtypes fp32 before and fp16 after, TC share 0 before and 1 after, nothing
+ * only in one run; the output directory is refused when not empty. */
+static void mpprof_diff_compares_fp32_and_fp16_runs(void **state) {
+  (void)state;
+  char *a = out_dir("diff-fp32"), *b = out_dir("diff-fp16"), *c = out_dir("diff-out");
+  char *ra[] = {(char *)mpprof, "-o", a, (char *)mlp_train, "--steps", "3", "--precision",
+                "fp32", NULL};
+  char *rb[] = {(char *)mpprof, "-o", b, (char *)mlp_train, "--steps", "3", "--precision",
+                "fp16", "--loss-scale", "65536", NULL};
+  assert_int_equal(run(ra), 0);
+  assert_int_equal(run(rb), 0);
+  char *argv[] = {(char *)mpprof, "diff", a, b, "-o", c, NULL};
+  assert_int_equal(run(argv), 0);
+  cJSON *d = rg_read_json(c, "diff.json");
+  assert_non_null(d);
+  assert_string_equal(cJSON_GetObjectItem(d, "schema")->valuestring, "mpprof.diff/1");
+  const cJSON *layers = cJSON_GetObjectItem(d, "layers"), *row;
+  assert_int_equal(cJSON_GetArraySize(layers), 3);
+  cJSON_ArrayForEach(row, layers) {
+    const cJSON *x = cJSON_GetObjectItem(row, "a"), *y = cJSON_GetObjectItem(row, "b");
+    assert_non_null(strstr(cJSON_GetObjectItem(x, "dtypes")->valuestring, "A=fp32"));
+    assert_non_null(strstr(cJSON_GetObjectItem(y, "dtypes")->valuestring, "A=fp16"));
+    assert_true(cJSON_GetObjectItem(x, "tc_share")->valuedouble == 0);
+    assert_true(cJSON_GetObjectItem(y, "tc_share")->valuedouble == 1);
+  }
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(d, "sites_only_in_a")), 0);
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(d, "sites_only_in_b")), 0);
+  assert_false(cJSON_IsTrue(cJSON_GetObjectItem(d, "same_program")));
+  cJSON_Delete(d);
+  char *html = rg_read_text(c, "diff.html", NULL);
+  assert_non_null(html);
+  assert_non_null(strstr(html, "step/mlp/fc2"));
+  free(html);
+  assert_int_equal(run(argv), 2); /* not empty now */
+  char *missing[] = {(char *)mpprof, "diff", a, "/nonexistent/run", "-o", c, NULL};
+  assert_int_not_equal(run(missing), 0);
+  free(a);
+  free(b);
+  free(c);
+}
+
+/* The launcher's rough edges: help works, an unknown option is one line, a
+ * program that cannot start or never uses CUDA leaves no empty directory and
+ * says what happened. */
+static void the_launcher_explains_itself(void **state) {
+  (void)state;
+  char *help[] = {(char *)mpprof, "help", NULL};
+  char *help_run[] = {(char *)mpprof, "help", "run", NULL};
+  assert_int_equal(run(help), 0);
+  assert_int_equal(run(help_run), 0);
+  char *d = out_dir("nostart");
+  char *bad[] = {(char *)mpprof, "-o", d, "/nonexistent/program", NULL};
+  assert_int_equal(run(bad), 127);
+  struct stat st;
+  assert_int_not_equal(stat(d, &st), 0);
+  char *nocuda[] = {(char *)mpprof, "-o", d, "/bin/true", NULL};
+  char log[4200];
+  snprintf(log, sizeof log, "%s/log.txt", workdir);
+  unlink(log);
+  assert_int_equal(run(nocuda), 0);
+  assert_int_not_equal(stat(d, &st), 0);
+  char *text = rg_read_text(workdir, "log.txt", NULL);
+  assert_non_null(text);
+  assert_non_null(strstr(text, "no CUDA matrix ops were seen"));
+  assert_null(strstr(text, "/raw"));
+  free(text);
+  unlink(log);
+  char *unknown[] = {(char *)mpprof, "--no-such-option", "/bin/true", NULL};
+  assert_int_equal(run(unknown), 2);
+  text = rg_read_text(workdir, "log.txt", NULL);
+  assert_non_null(text);
+  assert_non_null(strstr(text, "unknown option '--no-such-option' (see 'mpprof help run')"));
+  assert_null(strstr(text, "usage:"));
+  free(text);
+  free(d);
+}
+
+/* merge of runs of different programs warns. */
+static void merge_of_different_programs_warns(void **state) {
+  (void)state;
+  char *a = out_dir("mw-a"), *b = out_dir("mw-b"), *c = out_dir("mw-c");
+  char *ra[] = {(char *)mpprof, "-o", a, (char *)mlp_train, "--steps", "2", NULL};
+  char *rb[] = {(char *)mpprof, "-o", b, (char *)mlp_train, "--steps", "3", NULL};
+  assert_int_equal(run(ra), 0);
+  assert_int_equal(run(rb), 0);
+  char log[4200];
+  snprintf(log, sizeof log, "%s/log.txt", workdir);
+  unlink(log);
+  char *same[] = {(char *)mpprof, "merge", a, a, "-o", c, NULL};
+  assert_int_equal(run(same), 0);
+  char *text = rg_read_text(workdir, "log.txt", NULL);
+  assert_null(strstr(text, "another program"));
+  free(text);
+  char *argv[] = {(char *)mpprof, "merge", a, b, "-o", c, NULL};
+  assert_int_equal(run(argv), 0);
+  text = rg_read_text(workdir, "log.txt", NULL);
+  assert_non_null(strstr(text, "warning"));
+  assert_non_null(strstr(text, "another program"));
+  free(text);
+  free(a);
+  free(b);
+  free(c);
+}
+
 int main(void) {
   mpprof = getenv("MPP_MPPROF");
   mlp_train = getenv("MPP_MLP_TRAIN");
@@ -183,6 +333,10 @@ int main(void) {
       cmocka_unit_test(mlp_train_gets_the_verdicts_it_was_built_to_show),
       cmocka_unit_test(mpprof_report_rebuilds_the_same_report),
       cmocka_unit_test(mpprof_merge_combines_runs),
+      cmocka_unit_test(the_plan_is_bf16_autocast_and_plan_json_says_so),
+      cmocka_unit_test(mpprof_diff_compares_fp32_and_fp16_runs),
+      cmocka_unit_test(the_launcher_explains_itself),
+      cmocka_unit_test(merge_of_different_programs_warns),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -176,6 +176,30 @@ static void with_tc_counters(const char *dir, bool ok) {
   cJSON_Delete(raw);
 }
 
+/* plan.json against docs/plan.schema.json (next to the report schema). */
+static void assert_valid_plan(const char *dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s", schema_path);
+  char *slash = strrchr(path, '/');
+  snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0),
+           "plan.schema.json");
+  char *text = rg_read_text(".", path, NULL);
+  if (!text) text = rg_read_text("", path, NULL);
+  cJSON *ps = text ? cJSON_Parse(text) : NULL;
+  free(text);
+  assert_non_null(ps);
+  cJSON *plan = rg_read_json(dir, "plan.json");
+  assert_non_null(plan);
+  cJSON *saved = schema; /* $ref resolves against the global schema */
+  schema = ps;
+  char err[512];
+  int rc = validate(plan, ps, "plan", err, sizeof err);
+  schema = saved;
+  cJSON_Delete(plan);
+  cJSON_Delete(ps);
+  if (rc) fail_msg("%s", err);
+}
+
 static cJSON *run(int kind) {
   char *dir = rg_tmpdir("schema");
   rg_proc p = {"node01",
@@ -213,11 +237,13 @@ static cJSON *run(int kind) {
   assert_int_equal(mpprof_report_generate(&o), 0);
   cJSON *rep = rg_read_json(dir, "report.json");
   assert_non_null(rep);
+  assert_valid_plan(dir);
   rg_rmdir(dir);
   free(dir);
   return rep;
 }
 
+/* (each run's plan.json is checked against docs/plan.schema.json too) */
 static void reports_of_every_kind_of_run_match_the_schema(void **state) {
   (void)state;
   /* 0 full, 1 no CUDA ops, 2 no rank + a skipped file, 3 checkpoint, 4 no device/CUPTI,

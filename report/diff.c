@@ -1,0 +1,500 @@
+/* `mpprof diff A B`: two runs' reports side by side (e.g. the fp32 and the AMP
+ * run of one program). Reads A/report.json and B/report.json (built by
+ * `mpprof run` / `mpprof report`), matches layers by name and op sites by
+ * (NVTX path, op, shape) — not by dtype, which is what changes between the
+ * runs — and writes OUT/diff.json (schema mpprof.diff/1) and OUT/diff.html.
+ *
+ * Per layer, before and after: dtypes, compute types, TC share (Tensor Core
+ * kernel time over kernel time), GPU time, fp16 overflow/flush percent,
+ * verdict. Sites present in one run only are listed. */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis/schema_keys.h"
+#include "report/diff.h"
+#include "report/report_internal.h"
+#include "report/tensorio/stats_json.h"
+
+static cJSON *load_report(const char *dir) {
+  char *path = mpprof_asprintf("%s/report.json", dir);
+  if (!path) return NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "mpprof: diff: %s: %s (run 'mpprof report %s' first?)\n", path,
+            strerror(errno), dir);
+    free(path);
+    return NULL;
+  }
+  char *text = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (len + 65536 + 1 > cap) {
+      cap = cap ? cap * 2 : 1 << 20;
+      char *n = realloc(text, cap);
+      if (!n) break;
+      text = n;
+    }
+    size_t r = fread(text + len, 1, cap - len - 1, f);
+    len += r;
+    if (r == 0) break;
+  }
+  fclose(f);
+  cJSON *j = NULL;
+  if (text) {
+    text[len] = 0;
+    j = cJSON_ParseWithLength(text, len);
+  }
+  free(text);
+  const cJSON *schema = cJSON_GetObjectItemCaseSensitive(j, "schema");
+  if (!j || !cJSON_IsString(schema) || strcmp(schema->valuestring, MP_SCHEMA_REPORT) ||
+      !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "layers")) ||
+      !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "sites"))) {
+    fprintf(stderr, "mpprof: diff: %s: not an mpprof report (%s)\n", path,
+            j ? "schema or layers/sites missing" : "not JSON");
+    cJSON_Delete(j);
+    j = NULL;
+  }
+  free(path);
+  return j;
+}
+
+static const cJSON *get(const cJSON *o, const char *k) {
+  return cJSON_GetObjectItemCaseSensitive(o, k);
+}
+
+static double num(const cJSON *o, const char *k, double dflt) {
+  double d;
+  return mpprof_json_get_double(get(o, k), &d) ? dflt : d;
+}
+
+static const cJSON *find_layer(const cJSON *rep, const char *name) {
+  const cJSON *l;
+  cJSON_ArrayForEach(l, get(rep, "layers")) {
+    const cJSON *n = get(l, "name");
+    if (cJSON_IsString(n) && !strcmp(n->valuestring, name)) return l;
+  }
+  return NULL;
+}
+
+/* "A=fp16 B=fp16 D=fp32": a layer's dtypes object flattened. */
+static char *dtypes_str(const cJSON *l) {
+  char buf[256] = "";
+  const cJSON *role, *d;
+  cJSON_ArrayForEach(role, get(l, "dtypes")) {
+    size_t used = strlen(buf);
+    snprintf(buf + used, sizeof buf - used, "%s%s=", used ? " " : "", role->string);
+    bool first = true;
+    cJSON_ArrayForEach(d, role) if (cJSON_IsString(d)) {
+      used = strlen(buf);
+      snprintf(buf + used, sizeof buf - used, "%s%s", first ? "" : "|", d->valuestring);
+      first = false;
+    }
+  }
+  return strdup(buf);
+}
+
+static char *strings_str(const cJSON *arr) {
+  char buf[256] = "";
+  const cJSON *d;
+  cJSON_ArrayForEach(d, arr) if (cJSON_IsString(d)) {
+    size_t used = strlen(buf);
+    snprintf(buf + used, sizeof buf - used, "%s%s", used ? " " : "", d->valuestring);
+  }
+  return strdup(buf);
+}
+
+/* TF32 when some site of the layer runs TF32 (report.json sites[].tf32). */
+static bool layer_tf32(const cJSON *rep, const cJSON *l) {
+  const cJSON *id, *sites = get(rep, "sites");
+  cJSON_ArrayForEach(id, get(l, "sites")) {
+    double d;
+    if (mpprof_json_get_double(id, &d)) continue;
+    const cJSON *s = cJSON_GetArrayItem(sites, (int)d);
+    if (cJSON_IsTrue(get(s, "tf32"))) return true;
+  }
+  return false;
+}
+
+/* One side of a layer row. */
+static cJSON *side_json(const cJSON *rep, const cJSON *l) {
+  if (!l) return cJSON_CreateNull();
+  cJSON *o = cJSON_CreateObject();
+  char *dt = dtypes_str(l), *ct = strings_str(get(l, "compute_types"));
+  cJSON_AddStringToObject(o, "dtypes", dt ? dt : "");
+  cJSON_AddStringToObject(o, "compute_types", ct ? ct : "");
+  free(dt);
+  free(ct);
+  cJSON_AddBoolToObject(o, "tf32", layer_tf32(rep, l));
+  double kns = num(l, "kernel_ns", 0), tns = num(l, "tc_ns", 0);
+  cJSON_AddItemToObject(o, "tc_share",
+                        kns > 0 ? mpprof_json_double(tns / kns) : cJSON_CreateNull());
+  const cJSON *g = get(l, "gpu_ns");
+  cJSON_AddItemToObject(o, "gpu_ns", g && !cJSON_IsNull(g) ? cJSON_Duplicate(g, true)
+                                                            : cJSON_CreateNull());
+  const cJSON *pc = get(l, "percent");
+  cJSON_AddItemToObject(o, "fp16_overflow_pct",
+                        mpprof_json_double(num(pc, "fp16_overflow", 0)));
+  cJSON_AddItemToObject(o, "fp16_underflow_pct",
+                        mpprof_json_double(num(pc, "fp16_underflow", 0)));
+  const cJSON *rec = get(get(l, "advice"), "recommended");
+  cJSON_AddItemToObject(o, "verdict", cJSON_IsString(rec) ? cJSON_CreateString(rec->valuestring)
+                                                          : cJSON_CreateNull());
+  return o;
+}
+
+/* A site's identity across runs: NVTX path, op and shape, not its dtypes. */
+static char *site_match_key(const cJSON *s) {
+  const cJSON *l = get(s, "layer"), *op = get(s, "op");
+  return mpprof_asprintf("%s|%s|%.0f|%.0f|%.0f|%.0f", cJSON_IsString(l) ? l->valuestring : "",
+                         cJSON_IsString(op) ? op->valuestring : "", num(s, "m", 0),
+                         num(s, "n", 0), num(s, "k", 0), num(s, "batch", 1));
+}
+
+static bool has_site(const cJSON *rep, const char *key) {
+  const cJSON *s;
+  cJSON_ArrayForEach(s, get(rep, "sites")) {
+    char *k = site_match_key(s);
+    bool eq = k && !strcmp(k, key);
+    free(k);
+    if (eq) return true;
+  }
+  return false;
+}
+
+static cJSON *only_in(const cJSON *rep, const cJSON *other) {
+  cJSON *arr = cJSON_CreateArray();
+  const cJSON *s;
+  cJSON_ArrayForEach(s, get(rep, "sites")) {
+    char *k = site_match_key(s);
+    if (k && !has_site(other, k)) {
+      cJSON *e = cJSON_CreateObject();
+      cJSON_AddItemToObject(e, "site", cJSON_Duplicate(get(s, "id"), true));
+      const cJSON *v;
+      if (cJSON_IsString(v = get(s, "layer_name"))) cJSON_AddStringToObject(e, "layer", v->valuestring);
+      if (cJSON_IsString(v = get(s, "api"))) cJSON_AddStringToObject(e, "api", v->valuestring);
+      if (cJSON_IsString(v = get(s, "op"))) cJSON_AddStringToObject(e, "op", v->valuestring);
+      cJSON_AddStringToObject(e, "match_key", k);
+      cJSON_AddItemToArray(arr, e);
+    }
+    free(k);
+  }
+  return arr;
+}
+
+static cJSON *run_json(const char *dir, const cJSON *rep) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "dir", dir);
+  const cJSON *p = get(rep, "program");
+  cJSON_AddStringToObject(o, "program", cJSON_IsString(p) ? p->valuestring : "");
+  const cJSON *sum = get(rep, "summary");
+  const cJSON *g = get(sum, "gpu_ns");
+  cJSON_AddItemToObject(o, "gpu_ns", g && !cJSON_IsNull(g) ? cJSON_Duplicate(g, true)
+                                                            : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, "calls", cJSON_Duplicate(get(sum, "calls"), true));
+  const cJSON *tc = get(get(rep, "tensor_cores"), "tensor_core_share");
+  cJSON_AddItemToObject(o, "tc_share", tc && !cJSON_IsNull(tc) ? cJSON_Duplicate(tc, true)
+                                                               : cJSON_CreateNull());
+  return o;
+}
+
+static cJSON *build_diff(const char *da, const cJSON *a, const char *db, const cJSON *b) {
+  cJSON *d = cJSON_CreateObject();
+  cJSON_AddStringToObject(d, "schema", "mpprof.diff/1");
+  cJSON_AddItemToObject(d, "a", run_json(da, a));
+  cJSON_AddItemToObject(d, "b", run_json(db, b));
+  const cJSON *pa = get(a, "program"), *pb = get(b, "program");
+  cJSON_AddBoolToObject(d, "same_program",
+                        cJSON_IsString(pa) && cJSON_IsString(pb) &&
+                            !strcmp(pa->valuestring, pb->valuestring));
+  cJSON *layers = cJSON_AddArrayToObject(d, "layers");
+  const cJSON *l;
+  /* A's layers in A's order, then those only in B. */
+  for (int pass = 0; pass < 2; pass++) {
+    cJSON_ArrayForEach(l, get(pass ? b : a, "layers")) {
+      const cJSON *n = get(l, "name");
+      if (!cJSON_IsString(n)) continue;
+      const cJSON *other = find_layer(pass ? a : b, n->valuestring);
+      if (pass && other) continue;
+      cJSON *row = cJSON_CreateObject();
+      cJSON_AddStringToObject(row, "layer", n->valuestring);
+      cJSON_AddItemToObject(row, "a", side_json(a, pass ? NULL : l));
+      cJSON_AddItemToObject(row, "b", side_json(b, pass ? l : other));
+      cJSON_AddItemToArray(layers, row);
+    }
+  }
+  cJSON_AddItemToObject(d, "sites_only_in_a", only_in(a, b));
+  cJSON_AddItemToObject(d, "sites_only_in_b", only_in(b, a));
+  return d;
+}
+
+/* ---- HTML ---- */
+
+static void html(FILE *f, const char *s) {
+  for (; s && *s; s++) {
+    switch (*s) {
+    case '&': fputs("&amp;", f); break;
+    case '<': fputs("&lt;", f); break;
+    case '>': fputs("&gt;", f); break;
+    case '"': fputs("&quot;", f); break;
+    case '\'': fputs("&#39;", f); break;
+    default: fputc(*s, f);
+    }
+  }
+}
+
+static void cell_str(FILE *f, const cJSON *side, const char *k) {
+  const cJSON *v = get(side, k);
+  fputs("<td>", f);
+  if (cJSON_IsString(v)) html(f, v->valuestring);
+  fputs("</td>", f);
+}
+
+static void cell_num(FILE *f, const cJSON *side, const char *k, double scale, const char *fmt) {
+  double d;
+  fputs("<td class=\"n\">", f);
+  if (!mpprof_json_get_double(get(side, k), &d)) fprintf(f, fmt, d * scale);
+  fputs("</td>", f);
+}
+
+static const char css[] =
+    "body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1500px;color:#222;"
+    "padding:0 16px}h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid "
+    "#ddd}table{border-collapse:collapse;font-size:13px}th,td{border:1px solid #ddd;padding:3px "
+    "6px;text-align:left;vertical-align:top}th{background:#f4f4f4}td.n{text-align:right;"
+    "font-variant-numeric:tabular-nums}.chg{background:#fff3b0}.scroll{overflow-x:auto}"
+    ".warn{color:#b00}code{font-size:12px;word-break:break-all}";
+
+static void write_html(const cJSON *d, FILE *f) {
+  fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        "style-src 'unsafe-inline'\">\n<meta name=\"viewport\" content=\"width=device-width, "
+        "initial-scale=1\">\n<title>mpprof diff</title>\n",
+        f);
+  fprintf(f, "<style>%s</style></head><body>\n<h1>mpprof diff</h1>\n", css);
+  const char *side[2] = {"a", "b"};
+  fputs("<section id=\"runs\"><table><thead><tr><th></th><th>Run</th><th>Program</th><th>Calls"
+        "</th><th>GPU ms</th><th>TC share %</th></tr></thead><tbody>\n",
+        f);
+  for (int i = 0; i < 2; i++) {
+    const cJSON *r = get(d, side[i]);
+    fprintf(f, "<tr><td>%s</td>", i ? "B (after)" : "A (before)");
+    cell_str(f, r, "dir");
+    fputs("<td><code>", f);
+    html(f, get(r, "program")->valuestring);
+    fputs("</code></td>", f);
+    cell_num(f, r, "calls", 1, "%.0f");
+    cell_num(f, r, "gpu_ns", 1e-6, "%.3f");
+    cell_num(f, r, "tc_share", 100, "%.1f");
+    fputs("</tr>\n", f);
+  }
+  fputs("</tbody></table>\n", f);
+  if (!cJSON_IsTrue(get(d, "same_program")))
+    fputs("<p class=\"warn\">The two runs profiled different programs (command lines differ): "
+          "layers are matched by name all the same.</p>\n",
+          f);
+  fputs("</section>\n<section id=\"layers\"><h2>Layers</h2><p>Per layer, A then B; changed "
+        "cells are highlighted. TC share: Tensor Core kernel time over the layer's kernel time. "
+        "fp16 overflow/flush: percent of values, worst tensor (report.json "
+        "<code>percent</code>).</p>\n<div class=\"scroll\"><table><thead><tr><th>Layer</th>"
+        "<th>Run</th><th>Dtypes</th><th>Compute</th><th>TC share %</th><th>GPU ms</th><th>fp16 "
+        "overflow %</th><th>fp16 flush %</th><th>Verdict</th></tr></thead><tbody>\n",
+        f);
+  const cJSON *row;
+  cJSON_ArrayForEach(row, get(d, "layers")) {
+    const cJSON *a = get(row, "a"), *b = get(row, "b");
+    for (int i = 0; i < 2; i++) {
+      const cJSON *s = i ? b : a, *o = i ? a : b;
+      fputs("<tr>", f);
+      if (!i) {
+        fputs("<td rowspan=\"2\">", f);
+        html(f, get(row, "layer")->valuestring);
+        fputs("</td>", f);
+      }
+      fprintf(f, "<td>%s</td>", i ? "B" : "A");
+      if (cJSON_IsNull(s)) {
+        fputs("<td colspan=\"7\">(not in this run)</td></tr>\n", f);
+        continue;
+      }
+      static const char *const keys[] = {"dtypes", "compute_types", "tc_share", "gpu_ns",
+                                         "fp16_overflow_pct", "fp16_underflow_pct", "verdict"};
+      for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+        const cJSON *v = get(s, keys[k]), *w = get(o, keys[k]);
+        bool chg = i && !cJSON_IsNull(o) && k != 3 && !cJSON_Compare(v, w, true);
+        fprintf(f, "<td%s%s>", chg ? " class=\"chg\"" : "",
+                cJSON_IsNumber(v) || cJSON_IsRaw(v) ? " style=\"text-align:right\"" : "");
+        double x;
+        if (cJSON_IsString(v)) {
+          html(f, v->valuestring);
+          if (k == 1 && cJSON_IsTrue(get(s, "tf32"))) fputs(" (TF32)", f);
+        } else if (!mpprof_json_get_double(v, &x)) {
+          fprintf(f, k == 2 ? "%.1f" : k == 3 ? "%.3f" : "%.3g",
+                  k == 2 ? x * 100 : k == 3 ? x / 1e6 : x);
+        }
+        fputs("</td>", f);
+      }
+      fputs("</tr>\n", f);
+    }
+  }
+  fputs("</tbody></table></div></section>\n", f);
+  for (int i = 0; i < 2; i++) {
+    const cJSON *arr = get(d, i ? "sites_only_in_b" : "sites_only_in_a"), *e;
+    fprintf(f, "<section id=\"only-%s\"><h2>Op sites only in %s</h2>\n", side[i],
+            i ? "B" : "A");
+    if (!cJSON_GetArraySize(arr)) fputs("<p>None: every site (NVTX path, op, shape) is in both runs.</p>\n", f);
+    else fputs("<ul>\n", f);
+    cJSON_ArrayForEach(e, arr) {
+      fputs("<li><code>", f);
+      html(f, get(e, "match_key")->valuestring);
+      fputs("</code> (", f);
+      const cJSON *api = get(e, "api");
+      if (cJSON_IsString(api)) html(f, api->valuestring);
+      fputs(")</li>\n", f);
+    }
+    if (cJSON_GetArraySize(arr)) fputs("</ul>\n", f);
+    fputs("</section>\n", f);
+  }
+  fputs("</body></html>\n", f);
+}
+
+static int write_text(const char *path, const char *text) {
+  mpprof_afile af;
+  if (mpprof_afile_open(&af, path)) return -1;
+  fputs(text, af.f);
+  return mpprof_afile_close(&af, true);
+}
+
+int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_dir,
+                         FILE *summary) {
+  cJSON *a = load_report(dir_a);
+  cJSON *b = a ? load_report(dir_b) : NULL;
+  if (!a || !b) {
+    cJSON_Delete(a);
+    return -1;
+  }
+  cJSON *d = build_diff(dir_a, a, dir_b, b);
+  cJSON_Delete(a);
+  cJSON_Delete(b);
+  char *json = d ? cJSON_Print(d) : NULL;
+  char *html_text = NULL;
+  size_t len = 0;
+  FILE *mf = d ? open_memstream(&html_text, &len) : NULL;
+  if (mf) {
+    write_html(d, mf);
+    fclose(mf);
+  }
+  int rc = -1;
+  char *pj = mpprof_asprintf("%s/diff.json", out_dir), *ph = mpprof_asprintf("%s/diff.html", out_dir);
+  if (json && html_text && pj && ph) {
+    rc = write_text(pj, json);
+    if (rc) fprintf(stderr, "mpprof: diff: cannot write %s: %s\n", pj, strerror(errno));
+    if (!rc) {
+      rc = write_text(ph, html_text);
+      if (rc) fprintf(stderr, "mpprof: diff: cannot write %s: %s\n", ph, strerror(errno));
+    }
+  } else {
+    fputs("mpprof: diff: out of memory\n", stderr);
+  }
+  if (!rc && summary) {
+    size_t changed = 0;
+    const cJSON *row;
+    cJSON_ArrayForEach(row, get(d, "layers")) {
+      const cJSON *va = get(get(row, "a"), "verdict"), *vb = get(get(row, "b"), "verdict");
+      const cJSON *ta = get(get(row, "a"), "dtypes"), *tb = get(get(row, "b"), "dtypes");
+      if (!cJSON_Compare(va, vb, true) || !cJSON_Compare(ta, tb, true)) changed++;
+    }
+    fprintf(summary, "mpprof diff: %d layers, %zu with other dtypes or verdicts; %d op sites only in A, %d only in B\n",
+            cJSON_GetArraySize(get(d, "layers")), changed,
+            cJSON_GetArraySize(get(d, "sites_only_in_a")),
+            cJSON_GetArraySize(get(d, "sites_only_in_b")));
+    if (!cJSON_IsTrue(get(d, "same_program")))
+      fputs("mpprof diff: warning: the two runs profiled different programs\n", summary);
+    fprintf(summary, "  diff: %s (also diff.json)\n", ph);
+  }
+  free(pj);
+  free(ph);
+  free(json);
+  free(html_text);
+  cJSON_Delete(d);
+  return rc;
+}
+
+/* ---- the programs of a run directory ---- */
+
+static int str_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* argv of one raw file: the header comes before "sites", so the first 64 KiB hold it. */
+static char *argv_of_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *buf = malloc(65537);
+  size_t n = buf ? fread(buf, 1, 65536, f) : 0;
+  fclose(f);
+  if (!buf) return NULL;
+  buf[n] = 0;
+  char *out = NULL;
+  const char *k = strstr(buf, "\"argv\":");
+  cJSON *arr = k ? cJSON_ParseWithOpts(k + 7, NULL, false) : NULL;
+  if (cJSON_IsArray(arr)) {
+    size_t len = 1;
+    const cJSON *a;
+    cJSON_ArrayForEach(a, arr) if (cJSON_IsString(a)) len += strlen(a->valuestring) + 1;
+    out = malloc(len);
+    if (out) {
+      out[0] = 0;
+      cJSON_ArrayForEach(a, arr) if (cJSON_IsString(a)) {
+        if (out[0]) strcat(out, " ");
+        strcat(out, a->valuestring);
+      }
+    }
+  }
+  cJSON_Delete(arr);
+  free(buf);
+  return out;
+}
+
+char *mpprof_run_programs(const char *dir) {
+  char *raw = mpprof_asprintf("%s/raw", dir);
+  if (!raw) return NULL;
+  DIR *d = opendir(raw);
+  if (!d) d = opendir(dir);
+  const char *base = d && access(raw, F_OK) == 0 ? raw : dir;
+  char **progs = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    size_t len = strlen(e->d_name);
+    if (e->d_name[0] == '.' || len < 6 || strcmp(e->d_name + len - 5, ".json")) continue;
+    char *p = mpprof_asprintf("%s/%s", base, e->d_name);
+    char *a = p ? argv_of_file(p) : NULL;
+    free(p);
+    if (a && !mpprof_grow((void **)&progs, &cap, n + 1, sizeof *progs))
+      progs[n++] = a;
+    else
+      free(a);
+  }
+  if (d) closedir(d);
+  free(raw);
+  if (n) qsort(progs, n, sizeof *progs, str_cmp);
+  size_t len = 1;
+  for (size_t i = 0; i < n; i++)
+    len += strlen(progs[i]) + 1;
+  char *out = malloc(len);
+  if (out) {
+    out[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (i && !strcmp(progs[i], progs[i - 1])) continue;
+      strcat(out, progs[i]);
+      strcat(out, "\n");
+    }
+  }
+  for (size_t i = 0; i < n; i++)
+    free(progs[i]);
+  free(progs);
+  return out;
+}

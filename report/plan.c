@@ -1,0 +1,298 @@
+/* The plan: one recommended mixed-precision configuration for the whole
+ * program, chosen from the layer verdicts, with the PyTorch code for it and
+ * OUT/plan.json (layer -> dtype, loss scale) for scripts.
+ *
+ * For an autocast dtype D (bf16 or fp16), a layer runs in D when it fits:
+ *   bf16: no bf16 overflow and bf16 flush within underflow_max;
+ *   fp16: its verdict is fp16, or fp16_loss_scale with the global loss scale
+ *         (the intersection of the fp16 layers' windows) existing.
+ * A layer that does not fit is kept in bf16 (fp16 plans, when bf16 fits it and
+ * the GPU has bf16) or fp32. fp16 needs a GradScaler when the global loss scale
+ * is needed (2^0 outside the window), at init_scale 2^recommended_log2.
+ * The recommended plan keeps the fewest layers out of autocast; on a tie,
+ * bf16 (no scaler to tune). bf16 is offered only when every process's GPU
+ * has it (sm_80+, or unknown). */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/report_internal.h"
+#include "report/tensorio/stats_json.h"
+
+static const char *layer_label(const mpprof_layer *l) {
+  return l->name[0] ? l->name : "(no NVTX range)";
+}
+
+static bool fits_bf16(const mpprof_model *m, const mpprof_layer *l) {
+  return l->bf16_overflow_pct == 0 && l->bf16_underflow_pct <= 100.0 * m->params.underflow_max;
+}
+
+static bool fits_fp16(const mpprof_model *m, const mpprof_layer *l) {
+  switch (l->adv.rec) {
+  case MP_REC_FP16:
+    return true;
+  case MP_REC_FP16_LOSS_SCALE:
+    return m->loss_scale.has_window;
+  case MP_REC_FP8_E4M3:
+  case MP_REC_FP8_E5M2:
+    return l->fp16_overflow_pct == 0;
+  default:
+    return false;
+  }
+}
+
+static bool bf16_supported(const mpprof_model *m) {
+  for (size_t i = 0; i < m->n_procs; i++)
+    if (m->procs[i].device_name && m->procs[i].cc_major && m->procs[i].cc_major < 8) return false;
+  return true;
+}
+
+static void plan_free(mpprof_plan *p) {
+  free(p->keep);
+  free(p->headline);
+  memset(p, 0, sizeof *p);
+}
+
+static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_plan *p) {
+  memset(p, 0, sizeof *p);
+  p->autocast = dt;
+  p->keep = calloc(m->n_layers ? m->n_layers : 1, sizeof *p->keep);
+  if (!p->keep) return -1;
+  for (size_t i = 0; i < m->n_layers; i++) {
+    const mpprof_layer *l = &m->layers[i];
+    if (!l->adv.known) continue;
+    p->n_known++;
+    bool fits = dt == MP_BF16 ? fits_bf16(m, l) : fits_fp16(m, l);
+    if (fits) {
+      p->n_fit++;
+      double ov = dt == MP_BF16 ? l->bf16_overflow_pct : l->fp16_overflow_pct;
+      double fl = dt == MP_BF16 ? l->bf16_underflow_pct : l->fp16_underflow_pct;
+      if (ov > p->max_overflow_pct) p->max_overflow_pct = ov;
+      if (fl > p->max_flush_pct) p->max_flush_pct = fl;
+      continue;
+    }
+    p->keep[p->n_keep].layer = i;
+    p->keep[p->n_keep].dtype = dt == MP_FP16 && bf16_ok && fits_bf16(m, l) ? MP_BF16 : MP_FP32;
+    p->n_keep++;
+  }
+  const mpprof_loss_scale *g = &m->loss_scale;
+  if (dt == MP_FP16 && g->applicable && g->has_window && g->needed) {
+    p->scaler = true;
+    p->scale_log2 = g->recommended_log2;
+    p->window_lo = g->window_lo;
+    p->window_hi = g->window_hi;
+  }
+  /* The headline. */
+  char what[160], keep[512] = "";
+  if (dt == MP_BF16)
+    snprintf(what, sizeof what, "bf16 autocast, no loss scaler");
+  else if (p->scaler)
+    snprintf(what, sizeof what, "fp16 autocast with GradScaler(init_scale=2^%d)", p->scale_log2);
+  else
+    snprintf(what, sizeof what, "fp16 autocast, no loss scaler");
+  for (size_t k = 0; k < p->n_keep && k < 4; k++) {
+    size_t used = strlen(keep);
+    snprintf(keep + used, sizeof keep - used, "%s%s in %s", k ? ", " : "; keep ",
+             layer_label(&m->layers[p->keep[k].layer]), mp_dtype_name(p->keep[k].dtype));
+  }
+  if (p->n_keep > 4) {
+    size_t used = strlen(keep);
+    snprintf(keep + used, sizeof keep - used, " and %zu more layers", p->n_keep - 4);
+  }
+  char fit[128];
+  if (p->n_fit == p->n_known)
+    snprintf(fit, sizeof fit, "%s %zu layer%s fit%s", p->n_fit == 1 ? "the" : "all", p->n_fit,
+             p->n_fit == 1 ? "" : "s", p->n_fit == 1 ? "s" : "");
+  else
+    snprintf(fit, sizeof fit, "%zu of %zu layers fit %s", p->n_fit, p->n_known,
+             mp_dtype_name(dt));
+  if (dt == MP_FP16 && p->scaler)
+    p->headline = mpprof_asprintf("%s%s: %s (0%% overflow; gradients fit at every scale in "
+                                  "[2^%d, 2^%d])",
+                                  what, keep, fit, p->window_lo, p->window_hi);
+  else
+    p->headline = mpprof_asprintf("%s%s: %s (%.3g%% overflow, %.3g%% flush)", what, keep, fit,
+                                  p->max_overflow_pct, p->max_flush_pct);
+  p->known = true;
+  return p->headline ? 0 : -1;
+}
+
+int mpprof_build_plan(mpprof_model *m) {
+  mpprof_plan_free(m);
+  size_t known = 0;
+  for (size_t i = 0; i < m->n_layers; i++)
+    known += m->layers[i].adv.known;
+  if (!known) return 0;
+  bool bf16_ok = bf16_supported(m);
+  mpprof_plan b, h;
+  if (plan_for(m, MP_FP16, bf16_ok, &h)) {
+    plan_free(&h);
+    return -1;
+  }
+  if (!bf16_ok) {
+    m->plan = h;
+    return 0;
+  }
+  if (plan_for(m, MP_BF16, bf16_ok, &b)) {
+    plan_free(&b);
+    plan_free(&h);
+    return -1;
+  }
+  if (h.n_keep < b.n_keep) {
+    m->plan = h;
+    m->plan_alt = b;
+  } else {
+    m->plan = b;
+    m->plan_alt = h;
+  }
+  return 0;
+}
+
+void mpprof_plan_free(mpprof_model *m) {
+  plan_free(&m->plan);
+  plan_free(&m->plan_alt);
+}
+
+/* The module name a user would look up: the last NVTX path component. */
+static const char *module_of(const char *layer) {
+  const char *slash = strrchr(layer, '/');
+  return slash ? slash + 1 : layer;
+}
+
+static const char *torch_dtype(mp_dtype d) {
+  return d == MP_BF16 ? "torch.bfloat16" : d == MP_FP16 ? "torch.float16" : "torch.float32";
+}
+
+/* Python string literal contents: NVTX names come from the program. */
+static void py_str(FILE *f, const char *s) {
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '\\' || c == '"')
+      fprintf(f, "\\%c", c);
+    else if (c < 0x20 || c == 0x7f)
+      fprintf(f, "\\x%02x", c);
+    else
+      fputc(c, f);
+  }
+}
+
+/* Comments must not end early: a newline in a name would. */
+static void py_comment(FILE *f, const char *s) {
+  for (; *s; s++)
+    fputc((unsigned char)*s < 0x20 ? ' ' : *s, f);
+}
+
+void mpprof_plan_snippet(const mpprof_model *m, const mpprof_plan *p, FILE *f) {
+  const char *ad = torch_dtype(p->autocast);
+  fputs("import torch\n\n# mpprof plan: ", f);
+  py_comment(f, p->headline);
+  fputs("\n", f);
+  if (p->n_keep) {
+    fprintf(f,
+            "def keep_in(module, dtype):\n"
+            "    \"\"\"Run one module in `dtype` inside the autocast region.\"\"\"\n"
+            "    forward = module.forward\n"
+            "    def wrapped(*args, **kwargs):\n"
+            "        cast = lambda t: t.to(dtype) if torch.is_tensor(t) and "
+            "t.is_floating_point() else t\n"
+            "        region = (torch.autocast(\"cuda\", enabled=False) if dtype is torch.float32\n"
+            "                  else torch.autocast(\"cuda\", dtype=dtype))\n"
+            "        with region:\n"
+            "            return forward(*map(cast, args), **kwargs)\n"
+            "    module.forward = wrapped\n\n");
+    for (size_t k = 0; k < p->n_keep && k < 50; k++) {
+      const mpprof_layer *l = &m->layers[p->keep[k].layer];
+      fputs("keep_in(model.get_submodule(\"", f);
+      py_str(f, module_of(layer_label(l)));
+      fprintf(f, "\"), %s)  # layer ", torch_dtype(p->keep[k].dtype));
+      py_comment(f, layer_label(l));
+      fputs("\n", f);
+    }
+    if (p->n_keep > 50) fprintf(f, "# ... %zu more layers: see plan.json\n", p->n_keep - 50);
+    fputs("\n", f);
+  }
+  if (p->scaler)
+    fprintf(f, "scaler = torch.amp.GradScaler(\"cuda\", init_scale=2.0**%d)\n", p->scale_log2);
+  fputs("for inputs, targets in loader:\n    optimizer.zero_grad()\n", f);
+  fprintf(f, "    with torch.autocast(\"cuda\", dtype=%s):\n", ad);
+  fputs("        loss = loss_fn(model(inputs), targets)\n", f);
+  if (p->scaler)
+    fputs("    scaler.scale(loss).backward()\n    scaler.step(optimizer)\n    scaler.update()\n",
+          f);
+  else
+    fputs("    loss.backward()\n    optimizer.step()\n", f);
+}
+
+static cJSON *plan_json(const mpprof_model *m, const mpprof_plan *p) {
+  if (!p->known) return cJSON_CreateNull();
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "autocast", mp_dtype_name(p->autocast));
+  if (p->scaler) {
+    cJSON *ls = cJSON_AddObjectToObject(o, "loss_scale");
+    cJSON_AddNumberToObject(ls, "init_scale_log2", p->scale_log2);
+    cJSON_AddNumberToObject(ls, "init_scale", ldexp(1.0, p->scale_log2));
+    cJSON *w = cJSON_AddArrayToObject(ls, "window_log2");
+    cJSON_AddItemToArray(w, cJSON_CreateNumber(p->window_lo));
+    cJSON_AddItemToArray(w, cJSON_CreateNumber(p->window_hi));
+  } else {
+    cJSON_AddNullToObject(o, "loss_scale");
+  }
+  cJSON_AddStringToObject(o, "summary", p->headline);
+  cJSON_AddItemToObject(o, "layers_fit", mpprof_json_u64(p->n_fit));
+  cJSON_AddItemToObject(o, "layers_known", mpprof_json_u64(p->n_known));
+  cJSON_AddItemToObject(o, "max_overflow_pct", mpprof_json_double(p->max_overflow_pct));
+  cJSON_AddItemToObject(o, "max_flush_pct", mpprof_json_double(p->max_flush_pct));
+  cJSON *layers = cJSON_AddObjectToObject(o, "layers");
+  size_t k = 0;
+  for (size_t i = 0; i < m->n_layers; i++) {
+    const mpprof_layer *l = &m->layers[i];
+    if (!l->adv.known) continue;
+    bool kept = k < p->n_keep && p->keep[k].layer == i;
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "dtype", mp_dtype_name(kept ? p->keep[k].dtype : p->autocast));
+    cJSON_AddBoolToObject(e, "autocast", !kept);
+    cJSON_AddStringToObject(e, "verdict", mp_recommendation_name(l->adv.rec));
+    cJSON_AddStringToObject(e, "module", module_of(layer_label(l)));
+    cJSON_AddItemToObject(layers, layer_label(l), e);
+    if (kept) k++;
+  }
+  return o;
+}
+
+int mpprof_write_plan_json(const mpprof_model *m, const char *path) {
+  cJSON *root = cJSON_CreateObject();
+  if (!root) return -1;
+  cJSON_AddStringToObject(root, "schema", "mpprof.plan/1");
+  cJSON_AddItemToObject(root, "recommended", plan_json(m, &m->plan));
+  cJSON_AddItemToObject(root, "alternative", plan_json(m, &m->plan_alt));
+  if (m->plan.known) {
+    char *code = NULL;
+    size_t len = 0;
+    FILE *mf = open_memstream(&code, &len);
+    if (mf) {
+      mpprof_plan_snippet(m, &m->plan, mf);
+      fclose(mf);
+      cJSON_AddStringToObject(root, "pytorch", code ? code : "");
+      free(code);
+    }
+  } else {
+    cJSON_AddNullToObject(root, "pytorch");
+  }
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  if (!text) {
+    errno = ENOMEM;
+    return -1;
+  }
+  mpprof_afile a;
+  if (mpprof_afile_open(&a, path)) {
+    free(text);
+    return -1;
+  }
+  fputs(text, a.f);
+  fputc('\n', a.f);
+  free(text);
+  return mpprof_afile_close(&a, true);
+}
