@@ -1,27 +1,15 @@
 /* Precision advice per layer and the global loss scale.
  *
  * A layer's tensors are the merged stats of its sites' tensors, per phase and
- * role ("forward.D", "backward.dw"). Forward tensors (activations, weights)
- * are never scaled, so they must fit fp16 at scale 1; gradients (backward
- * outputs, dy) are scaled by the loss scale, so they need a window of scales
- * 2^k in which they fit. The verdict uses analysis/advice.h (mp_advise, the
- * function `mpprof inspect` uses) on each tensor and combines:
- *   fp16            every forward tensor and every gradient fits at scale 1
- *   fp16_loss_scale forward tensors fit at scale 1, gradients' windows intersect
- *   bf16            every tensor fits bf16
- *   fp32            otherwise
- * Backward GEMM inputs A/B (one is a gradient, the other an activation or a
- * weight: the call does not say which) are reported but take no part. */
+ * role ("forward.D", "backward.dw"), each advised by analysis/advice.h
+ * (mp_advise, the function `mpprof inspect` uses) and classed here (forward,
+ * gradient, ambiguous, optimizer). The verdict is analysis/verdict.h's
+ * (mp_layer_verdict_of); this file turns its reason codes into sentences. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "report/report_internal.h"
-
-const char *mpprof_tclass_name(mpprof_tclass c) {
-  static const char *const names[] = {"forward", "gradient", "ambiguous", "optimizer"};
-  return (unsigned)c < MPPROF_TCLASS_COUNT ? names[c] : "unknown";
-}
 
 static bool role_is(const char *role, const char *const *set) {
   for (; *set; set++)
@@ -29,28 +17,19 @@ static bool role_is(const char *role, const char *const *set) {
   return false;
 }
 
-static mpprof_tclass class_of(mpprof_phase phase, const char *role) {
+static mp_tclass class_of(mpprof_phase phase, const char *role) {
   static const char *const grads[] = {"D", "C", "y", "dx", "dw", "dy", NULL};
   static const char *const fwd[] = {"x", "w", NULL};
   switch (phase) {
   case MPPROF_PHASE_BACKWARD:
-    if (role_is(role, grads)) return MPPROF_TC_GRADIENT;
-    if (role_is(role, fwd)) return MPPROF_TC_FORWARD;
-    return MPPROF_TC_AMBIGUOUS;
+    if (role_is(role, grads)) return MP_TCLASS_GRADIENT;
+    if (role_is(role, fwd)) return MP_TCLASS_FORWARD;
+    return MP_TCLASS_AMBIGUOUS;
   case MPPROF_PHASE_OPTIMIZER:
-    return MPPROF_TC_OPTIMIZER;
+    return MP_TCLASS_OPTIMIZER;
   default:
-    return MPPROF_TC_FORWARD;
+    return MP_TCLASS_FORWARD;
   }
-}
-
-static int add_reason(mpprof_layer_advice *a, char *s) {
-  if (!s) return -1;
-  cJSON *str = cJSON_CreateString(s);
-  free(s);
-  if (!str) return -1;
-  cJSON_AddItemToArray(a->reasons, str);
-  return 0;
 }
 
 /* Merge the layer's site tensors into per phase.role tensors. */
@@ -90,150 +69,133 @@ static double frac(uint64_t n, uint64_t d) {
   return d ? (double)n / (double)d : 0.0;
 }
 
-/* The reasons and the verdict of one layer. */
+/* The sentence of one reason code (analysis/verdict.h) of layer l. */
+static char *reason_text(const mp_reason *r, const mpprof_layer *l, const mp_layer_verdict *v,
+                         const mp_advice_params *prm) {
+  const mpprof_layer_tensor *t = r->tensor >= 0 ? &l->tensors[r->tensor] : NULL;
+  const mp_advice *d = t ? &t->adv : NULL;
+  uint64_t tnz = t ? t->st.count - t->st.zeros - t->st.nans - t->st.pos_infs - t->st.neg_infs : 0;
+  switch (r->code) {
+  case MP_REASON_NONFINITE_INPUT:
+    return mpprof_asprintf("%s already holds non-finite values (%llu NaN, %llu inf)", t->name,
+                           (unsigned long long)t->st.nans,
+                           (unsigned long long)(t->st.pos_infs + t->st.neg_infs));
+  case MP_REASON_BF16_UNFIT:
+    return mpprof_asprintf("%s does not fit bf16: %.3g%% overflow, %.3g%% flush to "
+                           "zero (absmax %.4g, smallest |x| %.4g)",
+                           t->name, 100 * frac(t->st.casts[MP_TGT_BF16][MP_CAST_OVERFLOW], tnz),
+                           100 * frac(t->st.casts[MP_TGT_BF16][MP_CAST_UNDERFLOW], tnz),
+                           t->st.absmax, t->st.min_abs_nonzero);
+  case MP_REASON_FWD_FP16_OVERFLOW:
+    return mpprof_asprintf("%s overflows fp16 in %.3g%% of values (absmax %.4g > fp16 max "
+                           "%.6g); forward tensors are not loss-scaled",
+                           t->name, 100 * d->fp16_overflow_fraction, t->st.absmax,
+                           mp_format_of(MP_FP16)->max_finite);
+  case MP_REASON_FWD_FP16_UNDERFLOW:
+    return mpprof_asprintf("%s flushes to zero in fp16 for %.3g%% of values at scale 1 "
+                           "(smallest |x| %.4g; allowed %.3g%%); forward tensors are not "
+                           "loss-scaled",
+                           t->name, 100 * d->fp16_underflow_fraction, t->st.min_abs_nonzero,
+                           100 * prm->underflow_max);
+  case MP_REASON_GRAD_NO_WINDOW:
+    return mpprof_asprintf("%s: no loss scale in [2^%d, 2^%d] fits fp16 (%.3g%% "
+                           "overflow, %.3g%% flush to zero at scale 1; |x| from "
+                           "%.4g to %.4g)",
+                           t->name, prm->scale_log2_min, prm->scale_log2_max,
+                           100 * d->fp16_overflow_fraction, 100 * d->fp16_underflow_fraction,
+                           t->st.min_abs_nonzero, t->st.absmax);
+  case MP_REASON_GRAD_WINDOW:
+    return mpprof_asprintf("%s: %.3g%% of gradients flush to zero and %.3g%% "
+                           "overflow in fp16 at scale 1; loss scales 2^%d..2^%d fit",
+                           t->name, 100 * d->fp16_underflow_fraction,
+                           100 * d->fp16_overflow_fraction, d->window_lo, d->window_hi);
+  case MP_REASON_NO_VALUES:
+    return strdup("no scanned values in forward or backward tensors: no verdict");
+  case MP_REASON_WINDOWS_DISJOINT:
+    return strdup("the loss-scale windows of this layer's gradients do not intersect");
+  case MP_REASON_REC_FP16:
+    return mpprof_asprintf("fp16: every forward tensor%s fits fp16 at scale 1 (%.3g%% overflow, "
+                           "%.3g%% flush to zero)",
+                           v->has_gradients ? " and gradient" : "", 100 * v->fp16_overflow,
+                           100 * v->fp16_underflow);
+  case MP_REASON_REC_FP16_LOSS_SCALE:
+    return mpprof_asprintf("fp16_loss_scale: forward tensors fit fp16 at scale 1; gradients fit "
+                           "with any loss scale in [2^%d, 2^%d]%s",
+                           v->window_lo, v->window_hi,
+                           v->window_estimate ? " (boundary estimate)" : "");
+  case MP_REASON_REC_BF16:
+    return mpprof_asprintf("bf16: not fp16-safe (see above) but every tensor fits bf16 (%.3g%% "
+                           "overflow, %.3g%% flush to zero)",
+                           100 * v->bf16_overflow, 100 * v->bf16_underflow);
+  case MP_REASON_REC_FP32:
+    return strdup("fp32: values do not fit bf16 (see above)");
+  case MP_REASON_FP8_E4M3:
+    return mpprof_asprintf("fp8_e4m3 for forward tensors with per-tensor scaling: %s "
+                           "(worst flush to zero %.3g%%, allowed %.3g%%)",
+                           v->fp8_e4m3_fits ? "fits" : "does not fit", 100 * v->fp8_e4m3_underflow,
+                           100 * prm->fp8_underflow_max);
+  case MP_REASON_FP8_E5M2:
+    return mpprof_asprintf("fp8_e5m2 for gradients with per-tensor scaling: %s (worst "
+                           "flush to zero %.3g%%, allowed %.3g%%)",
+                           v->fp8_e5m2_fits ? "fits" : "does not fit", 100 * v->fp8_e5m2_underflow,
+                           100 * prm->fp8_underflow_max);
+  case MP_REASON_COUNT:
+    break;
+  }
+  return mpprof_asprintf("%s", mp_reason_code_name(r->code));
+}
+
+/* The verdict of one layer (analysis/verdict.h) and its reasons as sentences. */
 static int judge(const mp_advice_params *prm, mpprof_layer *l) {
   mpprof_layer_advice *a = &l->adv;
   a->reasons = cJSON_CreateArray();
-  if (!a->reasons) return -1;
-  bool any = false, fwd16 = true, grad1 = true, gwin = true, bf16 = true;
-  int lo = prm->scale_log2_min, hi = prm->scale_log2_max;
-  a->fp8_e4m3_fits = a->fp8_e5m2_fits = -1;
-  uint64_t nz = 0, ovf16 = 0, unf16 = 0, ovfb = 0, unfb = 0;
-  double e4 = 0, e5 = 0;
+  mp_verdict_tensor *in = calloc(l->n_tensors ? l->n_tensors : 1, sizeof *in);
+  if (!a->reasons || !in) {
+    free(in);
+    return -1;
+  }
   for (size_t i = 0; i < l->n_tensors; i++) {
-    mpprof_layer_tensor *t = &l->tensors[i];
-    const mp_advice *d = &t->adv;
-    if (!t->has_values || (t->cls != MPPROF_TC_FORWARD && t->cls != MPPROF_TC_GRADIENT)) continue;
-    any = true;
-    uint64_t tnz = t->st.count - t->st.zeros - t->st.nans - t->st.pos_infs - t->st.neg_infs;
-    nz += tnz;
-    ovf16 += t->st.casts[MP_TGT_FP16][MP_CAST_OVERFLOW];
-    unf16 += t->st.casts[MP_TGT_FP16][MP_CAST_UNDERFLOW];
-    ovfb += t->st.casts[MP_TGT_BF16][MP_CAST_OVERFLOW];
-    unfb += t->st.casts[MP_TGT_BF16][MP_CAST_UNDERFLOW];
-    if (d->nonfinite_input &&
-        add_reason(a, mpprof_asprintf("%s already holds non-finite values (%llu NaN, %llu inf)",
-                                      t->name, (unsigned long long)t->st.nans,
-                                      (unsigned long long)(t->st.pos_infs + t->st.neg_infs))))
-      return -1;
-    if (!d->bf16_ok) {
-      bf16 = false;
-      if (add_reason(a, mpprof_asprintf(
-                            "%s does not fit bf16: %.3g%% overflow, %.3g%% flush to "
-                            "zero (absmax %.4g, smallest |x| %.4g)",
-                            t->name, 100 * frac(t->st.casts[MP_TGT_BF16][MP_CAST_OVERFLOW], tnz),
-                            100 * frac(t->st.casts[MP_TGT_BF16][MP_CAST_UNDERFLOW], tnz),
-                            t->st.absmax, t->st.min_abs_nonzero)))
-        return -1;
-    }
-    if (t->cls == MPPROF_TC_FORWARD) {
-      if (a->fp8_e4m3_fits < 0) a->fp8_e4m3_fits = 1;
-      if (!d->fp8_e4m3.fits) a->fp8_e4m3_fits = 0;
-      if (d->fp8_e4m3.underflow_fraction > e4) e4 = d->fp8_e4m3.underflow_fraction;
-      if (d->fp16 != MP_FP16_SAFE) {
-        fwd16 = false;
-        char *r;
-        if (d->fp16_overflow_fraction > 0)
-          r = mpprof_asprintf("%s overflows fp16 in %.3g%% of values (absmax %.4g > fp16 max "
-                              "65504); forward tensors are not loss-scaled",
-                              t->name, 100 * d->fp16_overflow_fraction, t->st.absmax);
-        else
-          r = mpprof_asprintf("%s flushes to zero in fp16 for %.3g%% of values at scale 1 "
-                              "(smallest |x| %.4g; allowed %.3g%%); forward tensors are not "
-                              "loss-scaled",
-                              t->name, 100 * d->fp16_underflow_fraction, t->st.min_abs_nonzero,
-                              100 * prm->underflow_max);
-        if (add_reason(a, r)) return -1;
-      }
-    } else {
-      a->has_gradients = true;
-      if (a->fp8_e5m2_fits < 0) a->fp8_e5m2_fits = 1;
-      if (!d->fp8_e5m2.fits) a->fp8_e5m2_fits = 0;
-      if (d->fp8_e5m2.underflow_fraction > e5) e5 = d->fp8_e5m2.underflow_fraction;
-      if (d->fp16 != MP_FP16_SAFE) grad1 = false;
-      if (!d->has_window) {
-        gwin = false;
-        if (add_reason(a, mpprof_asprintf("%s: no loss scale in [2^%d, 2^%d] fits fp16 (%.3g%% "
-                                          "overflow, %.3g%% flush to zero at scale 1; |x| from "
-                                          "%.4g to %.4g)",
-                                          t->name, prm->scale_log2_min, prm->scale_log2_max,
-                                          100 * d->fp16_overflow_fraction,
-                                          100 * d->fp16_underflow_fraction, t->st.min_abs_nonzero,
-                                          t->st.absmax)))
-          return -1;
-        continue;
-      }
-      if (d->window_lo > lo) lo = d->window_lo;
-      if (d->window_hi < hi) hi = d->window_hi;
-      if (d->window_estimate) a->window_estimate = true;
-      if (d->fp16 != MP_FP16_SAFE &&
-          add_reason(a,
-                     mpprof_asprintf("%s: %.3g%% of gradients flush to zero and %.3g%% "
-                                     "overflow in fp16 at scale 1; loss scales 2^%d..2^%d fit",
-                                     t->name, 100 * d->fp16_underflow_fraction,
-                                     100 * d->fp16_overflow_fraction, d->window_lo, d->window_hi)))
-        return -1;
-    }
+    const mpprof_layer_tensor *t = &l->tensors[i];
+    in[i] = (mp_verdict_tensor){.cls = t->cls,
+                                .has_values = t->has_values,
+                                .adv = &t->adv,
+                                .nonzero = t->st.count - t->st.zeros - t->st.nans - t->st.pos_infs -
+                                           t->st.neg_infs,
+                                .fp16_overflow = t->st.casts[MP_TGT_FP16][MP_CAST_OVERFLOW],
+                                .fp16_underflow = t->st.casts[MP_TGT_FP16][MP_CAST_UNDERFLOW],
+                                .bf16_overflow = t->st.casts[MP_TGT_BF16][MP_CAST_OVERFLOW],
+                                .bf16_underflow = t->st.casts[MP_TGT_BF16][MP_CAST_UNDERFLOW]};
   }
-  l->fp16_overflow_pct = 100 * frac(ovf16, nz);
-  l->fp16_underflow_pct = 100 * frac(unf16, nz);
-  l->bf16_overflow_pct = 100 * frac(ovfb, nz);
-  l->bf16_underflow_pct = 100 * frac(unfb, nz);
-  l->e4m3_underflow_pct = 100 * e4;
-  l->e5m2_underflow_pct = 100 * e5;
-  a->known = any;
-  if (!any)
-    return add_reason(a, strdup("no scanned values in forward or backward tensors: no verdict"));
-  if (a->has_gradients && gwin) {
-    if (lo <= hi) {
-      a->has_window = true;
-      a->window_lo = lo;
-      a->window_hi = hi;
-    } else {
-      gwin = false;
-      if (add_reason(a, strdup("the loss-scale windows of this layer's gradients do not "
-                               "intersect")))
-        return -1;
-    }
+  mp_layer_verdict v;
+  int rc = mp_layer_verdict_of(in, l->n_tensors, prm, &v);
+  free(in);
+  if (rc) return -1;
+  a->known = v.known;
+  a->rec = v.rec;
+  a->has_gradients = v.has_gradients;
+  a->has_window = v.has_window;
+  a->window_lo = v.window_lo;
+  a->window_hi = v.window_hi;
+  a->window_estimate = v.window_estimate;
+  a->fp8_e4m3_fits = v.fp8_e4m3_fits;
+  a->fp8_e5m2_fits = v.fp8_e5m2_fits;
+  l->fp16_overflow_pct = 100 * v.fp16_overflow;
+  l->fp16_underflow_pct = 100 * v.fp16_underflow;
+  l->bf16_overflow_pct = 100 * v.bf16_overflow;
+  l->bf16_underflow_pct = 100 * v.bf16_underflow;
+  l->e4m3_underflow_pct = 100 * v.fp8_e4m3_underflow;
+  l->e5m2_underflow_pct = 100 * v.fp8_e5m2_underflow;
+  for (size_t i = 0; rc == 0 && i < v.n_reasons; i++) {
+    char *s = reason_text(&v.reasons[i], l, &v, prm);
+    cJSON *str = s ? cJSON_CreateString(s) : NULL;
+    free(s);
+    if (!str)
+      rc = -1;
+    else
+      cJSON_AddItemToArray(a->reasons, str);
   }
-  char *r;
-  if (fwd16 && (!a->has_gradients || grad1)) {
-    a->rec = MP_REC_FP16;
-    r = mpprof_asprintf("fp16: every forward tensor%s fits fp16 at scale 1 (%.3g%% overflow, "
-                        "%.3g%% flush to zero)",
-                        a->has_gradients ? " and gradient" : "", l->fp16_overflow_pct,
-                        l->fp16_underflow_pct);
-  } else if (fwd16 && gwin) {
-    a->rec = MP_REC_FP16_LOSS_SCALE;
-    r = mpprof_asprintf("fp16_loss_scale: forward tensors fit fp16 at scale 1; gradients fit "
-                        "with any loss scale in [2^%d, 2^%d]%s",
-                        a->window_lo, a->window_hi,
-                        a->window_estimate ? " (boundary estimate)" : "");
-  } else if (bf16) {
-    a->rec = MP_REC_BF16;
-    r = mpprof_asprintf("bf16: not fp16-safe (see above) but every tensor fits bf16 (%.3g%% "
-                        "overflow, %.3g%% flush to zero)",
-                        l->bf16_overflow_pct, l->bf16_underflow_pct);
-  } else {
-    a->rec = MP_REC_FP32;
-    r = strdup("fp32: values do not fit bf16 (see above)");
-  }
-  if (add_reason(a, r)) return -1;
-  /* A loss scale only matters to layers that run in fp16. */
-  if (a->rec != MP_REC_FP16 && a->rec != MP_REC_FP16_LOSS_SCALE) a->has_window = false;
-  if (a->fp8_e4m3_fits >= 0 &&
-      add_reason(a, mpprof_asprintf("fp8_e4m3 for forward tensors with per-tensor scaling: %s "
-                                    "(worst flush to zero %.3g%%, allowed %.3g%%)",
-                                    a->fp8_e4m3_fits ? "fits" : "does not fit", 100 * e4,
-                                    100 * prm->fp8_underflow_max)))
-    return -1;
-  if (a->fp8_e5m2_fits >= 0 &&
-      add_reason(a, mpprof_asprintf("fp8_e5m2 for gradients with per-tensor scaling: %s (worst "
-                                    "flush to zero %.3g%%, allowed %.3g%%)",
-                                    a->fp8_e5m2_fits ? "fits" : "does not fit", 100 * e5,
-                                    100 * prm->fp8_underflow_max)))
-    return -1;
-  return 0;
+  mp_layer_verdict_free(&v);
+  return rc;
 }
 
 static int global_loss_scale(mpprof_model *m) {

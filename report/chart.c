@@ -189,8 +189,8 @@ int mpprof_layer_chart_png(const mpprof_model *m, const mpprof_layer *l, unsigne
   }
   for (size_t i = 0; i < l->n_tensors; i++) {
     const mpprof_layer_tensor *t = &l->tensors[i];
-    if (t->cls == MPPROF_TC_FORWARD) add_hist(&t->st, fwd, lo, hi);
-    if (t->cls == MPPROF_TC_GRADIENT) add_hist(&t->st, grad, lo, hi);
+    if (t->cls == MP_TCLASS_FORWARD) add_hist(&t->st, fwd, lo, hi);
+    if (t->cls == MP_TCLASS_GRADIENT) add_hist(&t->st, grad, lo, hi);
   }
   double maxc = 0;
   for (int i = 0; i < nb; i++)

@@ -158,7 +158,7 @@ static cJSON *window_json(bool has, int lo, int hi) {
   return a;
 }
 
-static cJSON *fp8_json(const mpprof_layer *l, int fits, mpprof_tclass cls, bool e5m2) {
+static cJSON *fp8_json(const mpprof_layer *l, int fits, mp_tclass cls, bool e5m2) {
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
   cJSON_AddItemToObject(o, "fits", tri_bool(fits));
@@ -253,7 +253,7 @@ static cJSON *layer_json(const mpprof_model *m, const mpprof_layer *l, mp_stats 
   for (size_t i = 0; ts && i < l->n_tensors; i++) {
     const mpprof_layer_tensor *t = &l->tensors[i];
     cJSON *js = mpprof_cstats_to_json(&t->st, &t->adv, scratch);
-    if (js) cJSON_AddStringToObject(js, "class", mpprof_tclass_name(t->cls));
+    if (js) cJSON_AddStringToObject(js, "class", mp_tclass_name(t->cls));
     cJSON_AddItemToObject(ts, t->name, js);
   }
   cJSON *pct = cJSON_AddObjectToObject(o, "percent");
@@ -272,8 +272,8 @@ static cJSON *layer_json(const mpprof_model *m, const mpprof_layer *l, mp_stats 
   cJSON_AddItemToObject(adv, "loss_scale_log2",
                         window_json(a->has_window, a->window_lo, a->window_hi));
   cJSON_AddBoolToObject(adv, "loss_scale_estimate", a->window_estimate);
-  cJSON_AddItemToObject(adv, "fp8_e4m3", fp8_json(l, a->fp8_e4m3_fits, MPPROF_TC_FORWARD, false));
-  cJSON_AddItemToObject(adv, "fp8_e5m2", fp8_json(l, a->fp8_e5m2_fits, MPPROF_TC_GRADIENT, true));
+  cJSON_AddItemToObject(adv, "fp8_e4m3", fp8_json(l, a->fp8_e4m3_fits, MP_TCLASS_FORWARD, false));
+  cJSON_AddItemToObject(adv, "fp8_e5m2", fp8_json(l, a->fp8_e5m2_fits, MP_TCLASS_GRADIENT, true));
   cJSON_AddItemToObject(adv, "reasons",
                         a->reasons ? cJSON_Duplicate(a->reasons, true) : cJSON_CreateArray());
   cJSON_AddItemToObject(o, "tc_eligible", tri_bool(l->tc_eligible));

@@ -19,6 +19,7 @@
 #include "analysis/kernel_class.h"
 #include "analysis/stats.h"
 #include "analysis/tc_eligibility.h"
+#include "analysis/verdict.h"
 
 /* ---- compact stats ---- */
 
@@ -173,19 +174,10 @@ typedef struct mpprof_event {
   uint64_t stream;
 } mpprof_event;
 
-/* Tensor classes used by the advice. */
-typedef enum mpprof_tclass {
-  MPPROF_TC_FORWARD = 0, /* must fit at scale 1: activations, weights */
-  MPPROF_TC_GRADIENT,    /* scaled by the loss scale */
-  MPPROF_TC_AMBIGUOUS,   /* backward GEMM inputs: gradient or activation, unknowable */
-  MPPROF_TC_OPTIMIZER,   /* optimizer-phase tensors: reported, not advised */
-  MPPROF_TCLASS_COUNT
-} mpprof_tclass;
-const char *mpprof_tclass_name(mpprof_tclass c);
-
+/* Tensor classes: mp_tclass (analysis/verdict.h). */
 typedef struct mpprof_layer_tensor {
   char *name; /* "<phase>.<role>", e.g. "backward.D" */
-  mpprof_tclass cls;
+  mp_tclass cls;
   mpprof_cstats st;
   mp_advice adv;
   bool has_values; /* finite non-zero values present */
@@ -318,8 +310,18 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn);
 int mpprof_advise_layers(mpprof_model *m);
 /* tensor_cores.c */
 void mpprof_tensor_cores(mpprof_model *m);
-/* findings.c */
+/* findings.c: one rule per finding kind (see the table there). */
 int mpprof_build_findings(mpprof_model *m);
+typedef struct mpprof_finding_rule {
+  const char *kind;
+  int (*layer)(mpprof_model *m, const mpprof_layer *l); /* per layer with a verdict, or NULL */
+  int (*model)(mpprof_model *m);                        /* once per report, or NULL */
+  bool note; /* about the data: listed after the ranked problems */
+} mpprof_finding_rule;
+extern const mpprof_finding_rule mpprof_finding_rules[];
+extern const size_t mpprof_n_finding_rules;
+/* Run one rule on the model (tests): its findings are appended, unranked. 0 or -1. */
+int mpprof_finding_rule_run(mpprof_model *m, const mpprof_finding_rule *r);
 
 /* writers */
 int mpprof_write_report_json(const mpprof_model *m, const char *path);

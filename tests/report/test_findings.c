@@ -1,0 +1,388 @@
+/* Each finding rule of report/findings.c on its own, on a hand-made model:
+ * one test per kind, with a case that gives the finding and one that does
+ * not. A rule in the table without a test here fails every_rule_has_a_test. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "analysis/formats.h"
+#include "report/report_internal.h"
+
+static const char *const tested[] = {
+    "nonfinite_values",
+    "fp16_overflow",
+    "fp16_forward_underflow",
+    "gradient_underflow",
+    "gradient_range",
+    "bf16_unsafe",
+    "lower_precision_possible",
+    "fp8_candidate",
+    "fp32_without_tf32",
+    "tensor_cores_not_used",
+    "tensor_cores_inefficient",
+    "loss_scale_conflict",
+    "no_cuda_ops",
+    "skipped_files",
+    "incomplete_process",
+    "no_kernel_data",
+    "tc_counters_unavailable",
+};
+
+static const mpprof_finding_rule *rule(const char *kind) {
+  for (size_t i = 0; i < mpprof_n_finding_rules; i++)
+    if (!strcmp(mpprof_finding_rules[i].kind, kind)) return &mpprof_finding_rules[i];
+  fail_msg("no finding rule %s", kind);
+  return NULL;
+}
+
+/* Findings the rule of kind adds when run once on m. */
+static size_t run(mpprof_model *m, const char *kind) {
+  size_t before = m->n_findings;
+  assert_int_equal(mpprof_finding_rule_run(m, rule(kind)), 0);
+  for (size_t i = before; i < m->n_findings; i++)
+    assert_string_equal(m->findings[i].kind, kind); /* a rule makes only its own kind */
+  return m->n_findings - before;
+}
+
+static mpprof_layer *layer(mpprof_model *m, mp_recommendation rec) {
+  mpprof_model_init(m);
+  m->layers = calloc(1, sizeof *m->layers);
+  assert_non_null(m->layers);
+  m->n_layers = 1;
+  mpprof_layer *l = &m->layers[0];
+  l->name = strdup("net/fc1");
+  l->adv.known = true;
+  l->adv.rec = rec;
+  l->adv.fp8_e4m3_fits = l->adv.fp8_e5m2_fits = -1;
+  return l;
+}
+
+static mpprof_layer_tensor *tensor(mpprof_layer *l, const char *name, mp_tclass cls) {
+  l->tensors = realloc(l->tensors, (l->n_tensors + 1) * sizeof *l->tensors);
+  assert_non_null(l->tensors);
+  mpprof_layer_tensor *t = &l->tensors[l->n_tensors++];
+  memset(t, 0, sizeof *t);
+  t->name = strdup(name);
+  t->cls = cls;
+  t->has_values = true;
+  t->st.nz_lo = 1; /* empty histogram */
+  t->st.count = 100;
+  t->st.absmax = 10;
+  t->st.min_abs_nonzero = 0.5;
+  return t;
+}
+
+static mpprof_site *site(mpprof_model *m, const char *a_dtype) {
+  m->sites = realloc(m->sites, (m->n_sites + 1) * sizeof *m->sites);
+  assert_non_null(m->sites);
+  mpprof_site *s = &m->sites[m->n_sites];
+  memset(s, 0, sizeof *s);
+  s->id = m->n_sites++;
+  s->api = strdup("cublasGemmEx");
+  s->op = strdup("gemm");
+  s->layer_name = strdup("net/fc1");
+  s->compute_type = strdup("32F");
+  s->math_mode = strdup("DEFAULT");
+  s->n_types = 2;
+  strcpy(s->types[0].role, "A");
+  strcpy(s->types[1].role, "B");
+  s->types[0].dtype = s->types[1].dtype = mp_dtype_from_name(a_dtype);
+  s->cc_major = 9;
+  s->tc_used = -1;
+  s->calls = 10;
+  return s;
+}
+
+static void nonfinite_values(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_FP16);
+  tensor(l, "forward.D", MP_TCLASS_FORWARD);
+  assert_int_equal(run(&m, "nonfinite_values"), 0);
+  l->tensors[0].adv.nonfinite_input = true;
+  l->tensors[0].st.nans = 3;
+  assert_int_equal(run(&m, "nonfinite_values"), 1);
+  assert_string_equal(m.findings[0].severity, "high");
+  assert_non_null(strstr(m.findings[0].message, "3 NaN"));
+  mpprof_model_free(&m);
+}
+
+static void fp16_overflow(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_BF16);
+  mpprof_layer_tensor *g = tensor(l, "backward.D", MP_TCLASS_GRADIENT);
+  g->adv.fp16_overflow_fraction = 0.1; /* gradients are loss-scaled: not this rule's */
+  assert_int_equal(run(&m, "fp16_overflow"), 0);
+  mpprof_layer_tensor *t = tensor(l, "forward.D", MP_TCLASS_FORWARD);
+  t->adv.fp16_overflow_fraction = 0.1;
+  t->st.absmax = 1e5;
+  assert_int_equal(run(&m, "fp16_overflow"), 1);
+  assert_non_null(strstr(m.findings[0].message, "fp16 max 65504"));
+  const cJSON *max = cJSON_GetObjectItem(m.findings[0].evidence, "fp16_max");
+  assert_true(strtod(max->valuestring, NULL) == mp_format_of(MP_FP16)->max_finite); /* raw */
+  mpprof_model_free(&m);
+}
+
+static void fp16_forward_underflow(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_BF16);
+  mpprof_layer_tensor *t = tensor(l, "forward.D", MP_TCLASS_FORWARD);
+  t->adv.fp16 = MP_FP16_UNSAFE;
+  t->adv.fp16_underflow_fraction = m.params.underflow_max / 2; /* within the allowance */
+  assert_int_equal(run(&m, "fp16_forward_underflow"), 0);
+  t->adv.fp16_underflow_fraction = 0.25;
+  assert_int_equal(run(&m, "fp16_forward_underflow"), 1);
+  assert_string_equal(m.findings[0].action, "run this layer in bf16");
+  mpprof_model_free(&m);
+}
+
+static void gradient_underflow(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_FP16_LOSS_SCALE);
+  mpprof_layer_tensor *g = tensor(l, "backward.D", MP_TCLASS_GRADIENT);
+  g->adv.fp16 = MP_FP16_SAFE;
+  assert_int_equal(run(&m, "gradient_underflow"), 0);
+  g->adv.fp16 = MP_FP16_LOSS_SCALE;
+  g->adv.fp16_underflow_fraction = 0.3;
+  l->adv.has_window = true;
+  l->adv.window_lo = 4;
+  l->adv.window_hi = 10;
+  assert_int_equal(run(&m, "gradient_underflow"), 1);
+  assert_string_equal(m.findings[0].severity, "medium");
+  const cJSON *w = cJSON_GetObjectItem(m.findings[0].evidence, "window_log2");
+  assert_int_equal(cJSON_GetArrayItem(w, 0)->valueint, 4);
+  assert_int_equal(cJSON_GetArrayItem(w, 1)->valueint, 10);
+  assert_int_equal(run(&m, "gradient_range"), 0); /* a window exists: not out of range */
+  mpprof_model_free(&m);
+}
+
+static void gradient_range(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_BF16);
+  mpprof_layer_tensor *g = tensor(l, "backward.D", MP_TCLASS_GRADIENT);
+  g->adv.fp16 = MP_FP16_UNSAFE;
+  g->adv.fp16_underflow_fraction = 0.3;
+  g->adv.has_window = true; /* some scale fits: gradient_underflow's case */
+  assert_int_equal(run(&m, "gradient_range"), 0);
+  g->adv.has_window = false;
+  assert_int_equal(run(&m, "gradient_range"), 1);
+  assert_string_equal(m.findings[0].severity, "high");
+  assert_string_equal(m.findings[0].action, "use bf16 for this layer");
+  mpprof_model_free(&m);
+}
+
+static void bf16_unsafe(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_BF16);
+  assert_int_equal(run(&m, "bf16_unsafe"), 0);
+  l->adv.rec = MP_REC_FP32;
+  assert_int_equal(run(&m, "bf16_unsafe"), 1);
+  mpprof_model_free(&m);
+}
+
+static void lower_precision_possible(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_FP32);
+  site(&m, "fp32");
+  l->n_sites = 1;
+  assert_int_equal(run(&m, "lower_precision_possible"), 0); /* fp32 values need fp32 */
+  l->adv.rec = MP_REC_BF16;
+  assert_int_equal(run(&m, "lower_precision_possible"), 1);
+  assert_non_null(strstr(m.findings[0].message, "fit bf16"));
+  mpprof_model_free(&m);
+}
+
+static void lower_precision_needs_fp32_inputs(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_BF16);
+  site(&m, "bf16");
+  l->n_sites = 1;
+  assert_int_equal(run(&m, "lower_precision_possible"), 0);
+  mpprof_model_free(&m);
+}
+
+static void fp8_candidate(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_FP16);
+  l->adv.fp8_e4m3_fits = 0;
+  assert_int_equal(run(&m, "fp8_candidate"), 0);
+  l->adv.fp8_e4m3_fits = 1;
+  assert_int_equal(run(&m, "fp8_candidate"), 1);
+  assert_string_equal(m.findings[0].severity, "info");
+  mpprof_model_free(&m);
+}
+
+static void fp32_without_tf32(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  mpprof_site *s = site(&m, "fp32");
+  assert_int_equal(run(&m, "fp32_without_tf32"), 0);
+  s->elig.eligible_with_tf32 = true; /* analysis/tc_eligibility decides it */
+  assert_int_equal(run(&m, "fp32_without_tf32"), 1);
+  assert_non_null(strstr(m.findings[0].message, "1 fp32 GEMM/conv site (10 calls)"));
+  mpprof_model_free(&m);
+}
+
+static void tensor_cores_not_used(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  mpprof_site *s = site(&m, "fp16");
+  s->elig.eligible = s->elig.efficient = true;
+  s->tc_used = 1;
+  assert_int_equal(run(&m, "tensor_cores_not_used"), 0);
+  s->tc_used = 0;
+  assert_int_equal(run(&m, "tensor_cores_not_used"), 1);
+  assert_string_equal(m.findings[0].severity, "high");
+  mpprof_model_free(&m);
+}
+
+static void tensor_cores_inefficient(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  mpprof_site *s = site(&m, "fp16");
+  s->elig.eligible = s->elig.efficient = true;
+  s->tc_used = 1;
+  assert_int_equal(run(&m, "tensor_cores_inefficient"), 0);
+  s->elig.efficient = false;
+  strcpy(s->elig.reason, "k=7 is not a multiple of 8");
+  assert_int_equal(run(&m, "tensor_cores_inefficient"), 1);
+  assert_non_null(strstr(m.findings[0].message, "k=7 is not a multiple of 8"));
+  mpprof_model_free(&m);
+}
+
+static void loss_scale_conflict(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  m.loss_scale.applicable = true;
+  m.loss_scale.has_window = true;
+  m.loss_scale.limited_by = cJSON_CreateStringArray((const char *[]){"a", "b"}, 2);
+  assert_int_equal(run(&m, "loss_scale_conflict"), 0);
+  m.loss_scale.has_window = false;
+  assert_int_equal(run(&m, "loss_scale_conflict"), 1);
+  assert_non_null(strstr(m.findings[0].message, "[\"a\",\"b\"]"));
+  mpprof_model_free(&m);
+}
+
+static void no_cuda_ops(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  m.n_procs = 1; /* counted only: procs stays NULL, nothing to free */
+  m.total_calls = 5;
+  assert_int_equal(run(&m, "no_cuda_ops"), 0);
+  m.total_calls = 0;
+  assert_int_equal(run(&m, "no_cuda_ops"), 1);
+  m.n_procs = 0;
+  mpprof_model_free(&m);
+}
+
+static void skipped_files(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  assert_int_equal(run(&m, "skipped_files"), 0);
+  assert_int_equal(mpprof_model_add_skipped(&m, "a.json", "empty file"), 0);
+  assert_int_equal(mpprof_model_add_skipped(&m, "b.json", "empty file"), 0);
+  assert_int_equal(run(&m, "skipped_files"), 1);
+  assert_non_null(strstr(m.findings[0].message, "2 raw files were skipped"));
+  mpprof_model_free(&m);
+}
+
+static void incomplete_process(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  m.procs = calloc(1, sizeof *m.procs);
+  m.n_procs = 1;
+  m.procs[0].file = strdup("node-1.json");
+  m.procs[0].final = true;
+  m.procs[0].incomplete_reasons = cJSON_CreateArray();
+  assert_int_equal(run(&m, "incomplete_process"), 0);
+  m.procs[0].final = false;
+  assert_int_equal(run(&m, "incomplete_process"), 1);
+  assert_non_null(strstr(m.findings[0].message, "checkpoint only"));
+  mpprof_model_free(&m);
+}
+
+static void no_kernel_data(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  m.total_calls = 4;
+  m.tc.kernel_data = true;
+  m.tc.cupti_notes = cJSON_CreateArray();
+  assert_int_equal(run(&m, "no_kernel_data"), 0);
+  m.tc.kernel_data = false;
+  assert_int_equal(run(&m, "no_kernel_data"), 1);
+  mpprof_model_free(&m);
+}
+
+static void tc_counters_unavailable(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  m.tc.counters_requested = true;
+  m.tc.counters_notes = cJSON_CreateArray();
+  assert_int_equal(run(&m, "tc_counters_unavailable"), 0);
+  cJSON_AddItemToArray(m.tc.counters_notes, cJSON_CreateString("insufficient privileges"));
+  assert_int_equal(run(&m, "tc_counters_unavailable"), 1);
+  assert_non_null(strstr(m.findings[0].message, "(insufficient privileges)"));
+  mpprof_model_free(&m);
+}
+
+static void every_rule_has_a_test(void **state) {
+  (void)state;
+  for (size_t i = 0; i < mpprof_n_finding_rules; i++) {
+    const mpprof_finding_rule *r = &mpprof_finding_rules[i];
+    bool found = false;
+    for (size_t j = 0; j < sizeof tested / sizeof tested[0]; j++)
+      found |= !strcmp(tested[j], r->kind);
+    if (!found) fail_msg("finding rule %s has no test in tests/report/test_findings.c", r->kind);
+    assert_true((r->layer != NULL) != (r->model != NULL)); /* one kind of rule */
+    assert_true(!r->note || r->model);
+    for (size_t j = 0; j < i; j++)
+      assert_string_not_equal(mpprof_finding_rules[j].kind, r->kind);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(nonfinite_values),
+      cmocka_unit_test(fp16_overflow),
+      cmocka_unit_test(fp16_forward_underflow),
+      cmocka_unit_test(gradient_underflow),
+      cmocka_unit_test(gradient_range),
+      cmocka_unit_test(bf16_unsafe),
+      cmocka_unit_test(lower_precision_possible),
+      cmocka_unit_test(lower_precision_needs_fp32_inputs),
+      cmocka_unit_test(fp8_candidate),
+      cmocka_unit_test(fp32_without_tf32),
+      cmocka_unit_test(tensor_cores_not_used),
+      cmocka_unit_test(tensor_cores_inefficient),
+      cmocka_unit_test(loss_scale_conflict),
+      cmocka_unit_test(no_cuda_ops),
+      cmocka_unit_test(skipped_files),
+      cmocka_unit_test(incomplete_process),
+      cmocka_unit_test(no_kernel_data),
+      cmocka_unit_test(tc_counters_unavailable),
+      cmocka_unit_test(every_rule_has_a_test),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
