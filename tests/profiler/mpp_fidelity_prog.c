@@ -48,9 +48,23 @@ static float h2f(uint16_t h) { /* normal fp16 values only */
   return f;
 }
 
+/* Every upload is freed at exit: the sanitized suite runs this program under
+ * LeakSanitizer, and a leak of its own would fail the test it serves. */
+enum { MAX_UPLOADS = 32 };
+static void *g_uploads[MAX_UPLOADS];
+static int g_n_uploads;
+
+static void free_uploads(void) {
+  while (g_n_uploads > 0)
+    cudaFree(g_uploads[--g_n_uploads]);
+}
+
 static void *upload(const void *host, size_t bytes) {
   void *d;
+  if (g_n_uploads == MAX_UPLOADS) die("upload (too many)", 0);
   CK(cudaMalloc(&d, bytes));
+  if (g_n_uploads == 0) atexit(free_uploads);
+  g_uploads[g_n_uploads++] = d;
   CK(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice));
   return d;
 }
