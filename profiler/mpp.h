@@ -66,7 +66,8 @@ void mpp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 typedef struct mpp_sym {
   const char *name;
   const char *soname;
-  void *fn; /* atomic */
+  void *fn;          /* atomic */
+  uint64_t missed_at; /* atomic: 1 + loader generation of the last failed lookup (0: none) */
 } mpp_sym;
 void *mpp_sym_get(mpp_sym *s);
 void mpp_sym_resolve_all(mpp_sym *tab, size_t n);

@@ -8,6 +8,7 @@
 #include "mpp.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -187,9 +188,28 @@ static struct {
 } sym_tables[MPP_MAX_SYM_TABLES];
 static size_t nsym_tables;
 
+/* The loader's count of objects added so far: a symbol missing now can only
+ * appear once it grows. dl_iterate_phdr takes the loader's list lock for one
+ * callback, far less than dlsym's search and dlopen's name walk. */
+static int loader_adds_cb(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  *(uint64_t *)data = (uint64_t)info->dlpi_adds;
+  return 1;
+}
+
+static uint64_t loader_adds(void) {
+  uint64_t adds = 0;
+  dl_iterate_phdr(loader_adds_cb, &adds);
+  return adds;
+}
+
 void *mpp_sym_get(mpp_sym *s) {
   void *fn = __atomic_load_n(&s->fn, __ATOMIC_ACQUIRE);
   if (fn) return fn;
+  /* A failed lookup is remembered with the loader generation it saw: until a
+   * library is loaded, the answer stays "missing" without dlsym + dlopen. */
+  uint64_t gen = loader_adds() + 1;
+  if (__atomic_load_n(&s->missed_at, __ATOMIC_ACQUIRE) == gen) return NULL;
   fn = dlsym(RTLD_NEXT, s->name);
   if (!fn && s->soname) {
     /* Loaded RTLD_LOCAL by the app (Python extensions): look inside it. The
@@ -197,7 +217,10 @@ void *mpp_sym_get(mpp_sym *s) {
     void *h = dlopen(s->soname, RTLD_LAZY | RTLD_NOLOAD);
     if (h) fn = dlsym(h, s->name);
   }
-  if (fn) __atomic_store_n(&s->fn, fn, __ATOMIC_RELEASE);
+  if (fn)
+    __atomic_store_n(&s->fn, fn, __ATOMIC_RELEASE);
+  else
+    __atomic_store_n(&s->missed_at, gen, __ATOMIC_RELEASE);
   return fn;
 }
 

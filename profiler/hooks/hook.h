@@ -16,7 +16,7 @@
 #include "profiler/mpp.h"
 
 #define MPP_SYM_ENUM_(name) MPP_SYM_##name,
-#define MPP_SYM_ROW_(name) {#name, MPP_MODULE_SONAME, NULL},
+#define MPP_SYM_ROW_(sym) {.name = #sym, .soname = MPP_MODULE_SONAME},
 
 /* In a module: #define MPP_MODULE_SONAME "libcublas.so.13" and
  * #define MPP_MODULE_SYMS(X) X(cublasSgemm_v2) X(...), then MPP_MODULE_TABLE(tab). */
