@@ -110,14 +110,19 @@ void mp_scan_pair_rebase(f32_fast *F, int top) {
 }
 
 void mp_scan_f32_fold(mp_stats *s, f32_fast *F) {
+  /* Exponent counts are only where the lanes' extremes say values were:
+   * small scans fold a few binades, not all 254. */
+  int lo = bottom_exponent(F), hi = mp_scan_top_exponent(F);
+  if (lo < 1) lo = 1;
+  if (hi > 254) hi = 254;
   if (F->pairs) {
     mp_scan_pair_fold(F);
-    for (int E = 1; E <= 254; E++) {
+    for (int E = lo; E <= hi; E++) {
       s->exp_hist[E - 127 - MP_HIST_MIN] += F->pairs->exp[E];
       F->pairs->exp[E] = 0;
     }
   }
-  for (int E = 1; E <= 254; E++) {
+  for (int E = lo; E <= hi; E++) {
     uint64_t c = 0;
     for (int l = 0; l < F32_LANES; l++) {
       c += F->sub[l][E];

@@ -71,7 +71,12 @@ static inline void acc_value(mp_stats *s, const src_info *I, double x, uint64_t 
     return;
   }
   if (a < s->min_abs_nonzero) s->min_abs_nonzero = a;
-  int e = ilogb(x);
+  /* floor(log2|x|): the biased exponent for normal doubles (every value of
+   * the narrower sources is one), ilogb() for fp64 subnormals. */
+  uint64_t bits;
+  memcpy(&bits, &x, sizeof bits);
+  int e = (int)((bits >> 52) & 0x7ff) - 1023;
+  if (e == -1023) e = ilogb(x);
   s->exp_hist[e - MP_HIST_MIN] += c;
   int i = e - I->lo;
   for (int t = 0; t < MP_TARGET_COUNT; t++) {

@@ -7,12 +7,14 @@
 #include "analysis/stats.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 static const double none_min_abs = INFINITY;
 
-void mp_stats_init(mp_stats *s, mp_dtype dtype) {
-  memset(s, 0, sizeof *s);
+/* Everything before the histogram, as mp_stats_init leaves it. */
+static void init_head(mp_stats *s, mp_dtype dtype) {
+  memset(s, 0, offsetof(mp_stats, exp_hist));
   s->dtype = dtype;
   const mp_format *f = mp_format_of(dtype);
   if (f) {
@@ -27,6 +29,32 @@ void mp_stats_init(mp_stats *s, mp_dtype dtype) {
   s->max = NAN;
   s->absmax = NAN;
   s->min_abs_nonzero = none_min_abs;
+}
+
+void mp_stats_init(mp_stats *s, mp_dtype dtype) {
+  memset(s->exp_hist, 0, sizeof s->exp_hist);
+  init_head(s, dtype);
+}
+
+/* The bins a record built by this library can have non-zero: the binades
+ * from its smallest to its largest finite non-zero |x| (clamped to the
+ * histogram; lo > hi when it has no such value). */
+static void value_bins(const mp_stats *s, int *ret_lo, int *ret_hi) {
+  int lo = 1, hi = 0;
+  if (s->min_abs_nonzero < INFINITY && s->absmax > 0) {
+    lo = mp_exponent_of(s->min_abs_nonzero);
+    hi = mp_exponent_of(s->absmax);
+  }
+  *ret_lo = lo < MP_HIST_MIN ? MP_HIST_MIN : lo;
+  *ret_hi = hi > MP_HIST_MAX ? MP_HIST_MAX : hi;
+}
+
+void mp_stats_reinit_scanned(mp_stats *s, mp_dtype dtype) {
+  int lo, hi;
+  value_bins(s, &lo, &hi);
+  if (lo <= hi)
+    memset(&s->exp_hist[lo - MP_HIST_MIN], 0, (size_t)(hi - lo + 1) * sizeof s->exp_hist[0]);
+  init_head(s, dtype);
 }
 
 /* a < b in the order -inf < ... < -0 < +0 < ... < +inf (neither NaN). */
@@ -48,7 +76,8 @@ static double pick_max(double a, double b) {
   return total_less(a, b) ? b : a;
 }
 
-void mp_stats_merge(mp_stats *dst, const mp_stats *src) {
+/* Everything but the histogram. */
+static void merge_head(mp_stats *dst, const mp_stats *src) {
   if (dst->dtype != src->dtype) dst->dtype = MP_DTYPE_INVALID;
   if (src->hist_lo < dst->hist_lo) dst->hist_lo = src->hist_lo;
   if (src->hist_hi > dst->hist_hi) dst->hist_hi = src->hist_hi;
@@ -65,9 +94,21 @@ void mp_stats_merge(mp_stats *dst, const mp_stats *src) {
   for (int t = 0; t < MP_TARGET_COUNT; t++)
     for (int o = 0; o < MP_CAST_OUTCOMES; o++)
       dst->casts[t][o] += src->casts[t][o];
+}
+
+void mp_stats_merge(mp_stats *dst, const mp_stats *src) {
+  merge_head(dst, src);
   /* Only the bins inside the (merged) range can be non-zero. */
   int lo = dst->hist_lo < MP_HIST_MIN ? MP_HIST_MIN : dst->hist_lo;
   int hi = dst->hist_hi > MP_HIST_MAX ? MP_HIST_MAX : dst->hist_hi;
+  for (int e = lo; e <= hi; e++)
+    dst->exp_hist[e - MP_HIST_MIN] += src->exp_hist[e - MP_HIST_MIN];
+}
+
+void mp_stats_merge_scanned(mp_stats *dst, const mp_stats *src) {
+  int lo, hi;
+  value_bins(src, &lo, &hi);
+  merge_head(dst, src);
   for (int e = lo; e <= hi; e++)
     dst->exp_hist[e - MP_HIST_MIN] += src->exp_hist[e - MP_HIST_MIN];
 }

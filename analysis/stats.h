@@ -50,6 +50,13 @@ typedef struct mp_stats {
 void mp_stats_init(mp_stats *s, mp_dtype dtype);
 /* dst += src. Associative and commutative, bit for bit. */
 void mp_stats_merge(mp_stats *dst, const mp_stats *src);
+/* For records built in this process by mp_stats_init, the scanners and
+ * merges of such records (not read from elsewhere): their non-zero bins lie
+ * in the binades of min_abs_nonzero .. absmax, so these touch only those
+ * (a tensor spanning a few binades costs a few bins, not the 17 KB record).
+ * Same results as mp_stats_merge and mp_stats_init. */
+void mp_stats_merge_scanned(mp_stats *dst, const mp_stats *src);
+void mp_stats_reinit_scanned(mp_stats *s, mp_dtype dtype);
 /* Finite non-zero elements: the base of every fraction. */
 uint64_t mp_stats_nonzero_finite(const mp_stats *s);
 bool mp_stats_has_finite(const mp_stats *s);

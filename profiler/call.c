@@ -99,6 +99,10 @@ static mp_stats *scratch_get(int role) {
   if (!scratch[role]) {
     pthread_once(&scratch_once, scratch_key_init);
     scratch[role] = malloc(sizeof(mp_stats));
+    if (!scratch[role]) return NULL;
+    /* Initialised once in full; each use re-initialises only what the
+     * previous one touched (mp_stats_reinit_scanned). */
+    mp_stats_init(scratch[role], MP_DTYPE_INVALID);
     pthread_setspecific(scratch_key, scratch);
   }
   return scratch[role];
@@ -144,7 +148,7 @@ static void host_scan(mpp_call *c, int ri, const mp_view *v) {
     return;
   }
   if (!c->tmp_used[ri]) {
-    mp_stats_init(s, v->dtype);
+    mp_stats_reinit_scanned(s, v->dtype);
     c->tmp[ri] = s;
     c->tmp_used[ri] = true;
   }

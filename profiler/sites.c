@@ -368,7 +368,7 @@ void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur
   for (int r = 0; r < op->nroles; r++) {
     if (!c->tmp_used[r]) continue;
     mp_stats *dst = role_stats_locked(s, r, c->tmp[r]->dtype);
-    if (dst) mp_stats_merge(dst, c->tmp[r]);
+    if (dst) mp_stats_merge_scanned(dst, c->tmp[r]); /* a host scan's record */
   }
   if (op->ptr_align && (!s->ptr_align || op->ptr_align < s->ptr_align))
     s->ptr_align = op->ptr_align;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/convert.h"
 #include "analysis/scan.h"
 #include "ref.h"
 
@@ -132,12 +133,84 @@ static void merging_different_source_dtypes_widens_the_bin_range(void **state) {
   assert_int_equal(hf.count, 2);
 }
 
+/* Records of scans of one dtype: magnitudes over `span` binades from 2^lo,
+ * some zeros, and (per part) NaN, inf or subnormal values. */
+static void scan_part(mp_stats *s, mp_dtype d, int part, int lo, int span, uint64_t *rng) {
+  static unsigned char buf[8 * 300];
+  int n = 1 + part * 37 % 300;
+  for (int i = 0; i < n; i++) {
+    uint64_t r = ref_rand(rng);
+    double m = 1.0 + (double)(r >> 44) / 1048576.0;
+    double x = ((r & 1) ? -m : m) * ldexp(1.0, lo + (int)((r >> 8) % (uint64_t)span));
+    if (i % 11 == 3) x = (i & 1) ? -0.0 : 0.0;
+    if (i == 5 && part % 4 == 1) x = NAN;
+    if (i == 6 && part % 4 == 2) x = -INFINITY;
+    if (i == 7 && part % 4 == 3) x = ldexp(1.0, -140); /* subnormal in fp32, flushed below */
+    mp_store(d, buf, (uint64_t)i, x);
+  }
+  mp_stats_init(s, d);
+  assert_int_equal(mp_scan_contiguous(s, buf, (uint64_t)n), 0);
+}
+
+static const mp_dtype scannable[] = {MP_FP64, MP_FP32, MP_FP16, MP_BF16, MP_FP8_E4M3, MP_FP8_E5M2};
+
+/* The profiler merges its host scans with mp_stats_merge_scanned, which adds
+ * only the bins between the record's smallest and largest |x|: it must give
+ * mp_stats_merge's record, byte for byte, whatever the parts hold. */
+static void merging_only_the_touched_bins_gives_the_full_merge(void **state) {
+  (void)state;
+  mp_stats *part = malloc(sizeof *part), *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+  assert_true(part && a && b);
+  uint64_t rng = 7;
+  for (size_t k = 0; k < sizeof scannable / sizeof scannable[0]; k++) {
+    mp_dtype d = scannable[k];
+    mp_stats_init(a, d);
+    mp_stats_init(b, d);
+    for (int p = 0; p < 40; p++) {
+      /* Parts of one binade, a few, and wide ones; all-zero parts too. */
+      int span = p % 5 == 0 ? 1 : p % 5 == 1 ? 3 : 40;
+      scan_part(part, d, p, -30 + 3 * (p % 13), span, &rng);
+      if (p % 9 == 8) {
+        mp_stats_init(part, d);
+        assert_int_equal(mp_scan_contiguous(part, (const double[]){0.0}, 0), 0);
+      }
+      mp_stats_merge(a, part);
+      mp_stats_merge_scanned(b, part);
+      assert_memory_equal(a, b, sizeof *a);
+    }
+  }
+  free(part);
+  free(a);
+  free(b);
+}
+
+/* A used scratch record re-initialised for any dtype equals a fresh one. */
+static void reinit_of_a_scanned_record_equals_a_fresh_init(void **state) {
+  (void)state;
+  mp_stats *s = malloc(sizeof *s), *fresh = malloc(sizeof *fresh);
+  assert_true(s && fresh);
+  uint64_t rng = 11;
+  size_t nd = sizeof scannable / sizeof scannable[0];
+  for (size_t k = 0; k < nd; k++)
+    for (int p = 0; p < 12; p++) {
+      scan_part(s, scannable[k], p, -20 + 5 * p, p % 3 == 0 ? 1 : 30, &rng);
+      mp_dtype next = scannable[(k + (size_t)p) % nd];
+      mp_stats_reinit_scanned(s, next);
+      mp_stats_init(fresh, next);
+      assert_memory_equal(s, fresh, sizeof *s);
+    }
+  free(s);
+  free(fresh);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(merge_is_order_and_grouping_independent),
       cmocka_unit_test(merging_an_empty_record_changes_nothing),
       cmocka_unit_test(zeros_of_both_signs_order_minus_zero_first),
       cmocka_unit_test(merging_different_source_dtypes_widens_the_bin_range),
+      cmocka_unit_test(merging_only_the_touched_bins_gives_the_full_merge),
+      cmocka_unit_test(reinit_of_a_scanned_record_equals_a_fresh_init),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
