@@ -141,7 +141,7 @@
   X(pid, "pid", "process id")                                                                      \
   X(ppid, "ppid", "parent process id")                                                             \
   X(host, "host", "host name")                                                                     \
-  X(rank, "rank", "from RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID; null if none")         \
+  X(rank, "rank", "RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID at 1st hooked call")       \
   X(argv, "argv", "/proc/self/cmdline")                                                            \
   X(start_ns, "start_ns", "CLOCK_REALTIME at init")                                                \
   X(end_ns, "end_ns", "CLOCK_REALTIME at the write")                                               \

@@ -37,11 +37,17 @@ typedef struct mpp_config {
   double checkpoint_s; /* MPPROF_CHECKPOINT_S; 0 disables */
   int log;             /* MPPROF_LOG: 0 quiet, 1 problems, 2 debug */
   char out_dir[4096];  /* MPPROF_OUT: raw files go to out_dir/raw/ */
+  /* RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID, -1 when none: read
+   * at activation (the process's, or a fork child's, first hooked call), on
+   * the application's thread, never by mpprof's own threads afterwards
+   * (getenv there would race with the application's setenv). */
+  int rank;
 } mpp_config;
 
 extern mpp_config mpp_cfg;
 
 const char *mpp_scan_mode_name(mpp_scan_mode mode);
+int mpp_rank_from_env(void); /* the first launcher variable set, -1 when none */
 int mpp_parse_scan_mode(const char *s, mpp_scan_mode *ret_mode); /* 0 or -EINVAL */
 
 /* --- runtime (runtime.c) --- */
@@ -51,13 +57,11 @@ void mpp_activate(
 bool mpp_enter(
     void); /* start of a hooked call: true when it is to be recorded (then call mpp_leave) */
 void mpp_leave(void);
-/* Depth guard around calls mpprof makes itself into hooked libraries. */
-void mpp_guard_push(void);
-void mpp_guard_pop(void);
 uint32_t mpp_thread_id(void);
 uint64_t mpp_now_ns(void); /* CLOCK_REALTIME */
 bool mpp_in_forked_child(void);
-/* Log a problem once per call site (MPPROF_LOG >= 1), `mpprof[pid]: ...` on stderr. */
+/* Log a line when MPPROF_LOG >= level, `mpprof[pid/tid]: ...` on stderr in one
+ * write; callers log a problem once (their own flag), never per call. */
 void mpp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Real symbols: resolved early by mpp_init (RTLD_NEXT), lazily again when a

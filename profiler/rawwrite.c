@@ -84,19 +84,6 @@ static void write_argv(mpp_jw *w) {
   mpp_jw_arr_end(w);
 }
 
-static int rank_from_env(void) {
-  static const char *const vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
-  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-    const char *v = getenv(vars[i]);
-    char *end;
-    if (v && *v) {
-      long r = strtol(v, &end, 10);
-      if (!*end && r >= 0 && r <= INT_MAX) return (int)r;
-    }
-  }
-  return -1;
-}
-
 /* --- stats (the mpprof.tensor/1 stats object) --- */
 
 static void write_stats(mpp_jw *w, const mp_stats *s) {
@@ -465,7 +452,7 @@ char *mpp_raw_render(bool final, size_t *ret_len) {
   bool child = mpp_in_forked_child();
   /* Read before the site lock is taken: CUPTI may call back into the kernel
    * sink, which takes it. */
-  mpp_raw_facts f = {.rank = rank_from_env(),
+  mpp_raw_facts f = {.rank = mpp_cfg.rank,
                      .forked = child,
                      .cupti_status = child ? "disabled" : mpp_cupti_status(),
                      .cupti_dropped = child ? 0 : mpp_cupti_dropped(),

@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -78,6 +79,7 @@ static uint64_t env_u64(const char *name, uint64_t dflt, uint64_t lo, uint64_t h
 static void read_config(void) {
   const char *v;
   memset(&mpp_cfg, 0, sizeof mpp_cfg);
+  mpp_cfg.rank = -1; /* read at activation */
   v = getenv("MPPROF_LOG");
   mpp_cfg.log = v ? atoi(v) : 0;
   v = getenv("MPPROF_DISABLE");
@@ -116,6 +118,19 @@ static void read_config(void) {
   }
 }
 
+int mpp_rank_from_env(void) {
+  static const char *const vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *v = getenv(vars[i]);
+    char *end;
+    if (v && *v) {
+      long r = strtol(v, &end, 10);
+      if (!*end && r >= 0 && r <= INT_MAX) return (int)r;
+    }
+  }
+  return -1;
+}
+
 /* --- logging --- */
 
 void mpp_log(int level, const char *fmt, ...) {
@@ -144,14 +159,6 @@ uint64_t mpp_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-void mpp_guard_push(void) {
-  depth++;
-}
-
-void mpp_guard_pop(void) {
-  depth--;
 }
 
 bool mpp_in_forked_child(void) {
@@ -360,6 +367,7 @@ void mpp_activate(void) {
     atexit(on_exit_handler);
   }
   if (!exit_handler_renewed) atomic_store(&exit_handler_renew, true);
+  mpp_cfg.rank = mpp_rank_from_env(); /* before the checkpoint thread reads it */
   if (!mpp_in_forked_child()) {
     mpp_cupti_set_sink(mpp_kernel_sink_fn);
     mpp_tc_set_verdict_sink(mpp_tc_verdict_sink_fn);

@@ -365,7 +365,7 @@ int mpprof_chart_scale(const mpprof_model *m, const mpprof_layer *l);
 int mpprof_layer_chart_png(const mpprof_model *m, const mpprof_layer *l, unsigned char **ret,
                            size_t *ret_len);
 
-/* atomic_file.c: write path via a temporary file in the same directory. */
+/* util.c: write path via a temporary file in the same directory. */
 typedef struct mpprof_afile {
   FILE *f;
   char *path, *tmp;
@@ -379,8 +379,6 @@ int mpprof_afile_close(mpprof_afile *a, bool ok);
 char *mpprof_strdup(const char *s); /* NULL-safe */
 char *mpprof_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int mpprof_grow(void **p, size_t *cap, size_t need, size_t elem);
-/* Percent of a count over a base, 0 when base is 0. */
-double mpprof_pct(uint64_t num, uint64_t den);
 void mpprof_fput_json_string(FILE *f, const char *s);
 /* "A=fp16 B=fp16 D=fp32": the layer's operand dtypes per role (malloc'd). */
 char *mpprof_layer_dtypes(const mpprof_model *m, const mpprof_layer *l);

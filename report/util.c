@@ -37,10 +37,6 @@ int mpprof_grow(void **p, size_t *cap, size_t need, size_t elem) {
   return 0;
 }
 
-double mpprof_pct(uint64_t num, uint64_t den) {
-  return den ? 100.0 * (double)num / (double)den : 0.0;
-}
-
 /* ---- compact stats ---- */
 
 int mpprof_cstats_pack(const mp_stats *s, mpprof_cstats *ret) {

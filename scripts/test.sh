@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command. On a fresh machine: installs what is missing, configures
-# build/ (and build-asan/ with -fsanitize=address,undefined), compiles, and
-# runs the whole meson test suite in both. Exit status is the suites'.
+# build/ (warnings are errors), build-nocuda/ (no CUDA toolkit: the report side
+# only) and build-asan/ (-fsanitize=address,undefined), compiles, and runs the
+# meson test suites. Exit status is the suites'.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 source scripts/setup.sh
@@ -9,16 +10,26 @@ source scripts/setup.sh
 # chromium: the HTML report is loaded in a real headless browser when present.
 mpprof_install_packages "${MPPROF_PACKAGES[@]}" chromium || exit 1
 
-mpprof_build build || exit 1
+mpprof_build build -Dwerror=true || exit 1
 meson test -C build --print-errorlogs --num-processes 2
 rc=$?
+
+# Without the CUDA toolkit (a laptop reading a cluster's results): analysis/,
+# report/ and mpprof report/merge/inspect build and pass their tests.
+no_toolkit=$(mktemp -d)
+mpprof_build build-nocuda -Dwerror=true -Dtoolkit_root="$no_toolkit" || exit 1
+meson test -C build-nocuda --print-errorlogs --num-processes 2 --suite analysis --suite inspect
+rc_nocuda=$?
+meson test -C build-nocuda --print-errorlogs --num-processes 2 report report_findings report_schema \
+  report_cli || rc_nocuda=1
+rmdir "$no_toolkit"
 
 mpprof_build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Ddevice_code=disabled || exit 1
 meson test -C build-asan --setup=sanitize --print-errorlogs --num-processes 2
 rc_asan=$?
 
-if ((rc != 0 || rc_asan != 0)); then
-  echo "mpprof: tests FAILED (plain: $rc, sanitized: $rc_asan)" >&2
+if ((rc != 0 || rc_nocuda != 0 || rc_asan != 0)); then
+  echo "mpprof: tests FAILED (plain: $rc, without CUDA: $rc_nocuda, sanitized: $rc_asan)" >&2
   exit 1
 fi
 echo "mpprof: all tests passed (plain and sanitized)"

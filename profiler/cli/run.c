@@ -217,6 +217,14 @@ static int find_library(char *ret, size_t n) {
     }
     return 0;
   }
+#ifdef MPPROF_NO_PROFILER
+  fputs("mpprof: this mpprof was built without the CUDA toolkit, so without libmpprof.so: "
+        "`mpprof run` needs it (rebuild with -Dtoolkit_root=..., or set MPPROF_LIB); "
+        "report, merge and inspect work\n",
+        stderr);
+  (void)n;
+  return -1;
+#endif
   char exe[PATH_MAX];
   ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (len <= 0) {

@@ -45,7 +45,6 @@ void mpp_cupti_fork_child(void);
 #define MPP_TC_MAX_METRICS 4
 /* -1: not requested; 0: the first call of each site; N: every Nth call of each site. */
 int mpp_tc_every(void);
-bool mpp_tc_requested(void);
 /* Before a hooked call's real call (inputs scanned, op id pushed): profile its
  * kernels? call_index is the call's index in its site. True: counters run,
  * call mpp_tc_end(op_id) right after the real call, on the same thread. */

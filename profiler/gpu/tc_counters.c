@@ -182,10 +182,6 @@ int mpp_tc_every(void) {
   return g_every;
 }
 
-bool mpp_tc_requested(void) {
-  return mpp_tc_every() >= 0;
-}
-
 static const char *result_name(CUptiResult r) {
   switch (r) {
   case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:

@@ -561,8 +561,19 @@ MPP_EXPORT cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle,
   __typeof__(&cudnnBackendExecute) real = MPP_REAL(syms, cudnnBackendExecute);
   if (!real) return CUDNN_STATUS_NOT_INITIALIZED;
   if (!mpp_enter()) return real(handle, executionPlan, variantPack);
-  mpp_op ops[MAX_GRAPH_OPS];
-  mpp_call calls[MAX_GRAPH_OPS];
+  /* The graph's ops and calls (~13 KB) on the heap, not on the application's
+   * stack: framework threads may have small ones. No memory: not recorded. */
+  struct {
+    mpp_op ops[MAX_GRAPH_OPS];
+    mpp_call calls[MAX_GRAPH_OPS];
+  } *rec = malloc(sizeof *rec);
+  if (!rec) {
+    cudnnStatus_t r = real(handle, executionPlan, variantPack);
+    mpp_leave();
+    return r;
+  }
+  mpp_op *ops = rec->ops;
+  mpp_call *calls = rec->calls;
   bool autotune;
   int n = decode_execute(executionPlan, variantPack, ops, &autotune);
   void *stream = stream_of(handle);
@@ -581,6 +592,7 @@ MPP_EXPORT cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle,
     for (int i = n; i-- > 0;)
       mpp_call_end(&calls[i], &ops[i], ret == CUDNN_STATUS_SUCCESS);
   }
+  free(rec);
   mpp_leave();
   return ret;
 }

@@ -33,8 +33,6 @@ typedef struct mpp_gemm_ctx {
 char mpp_cublas_op_char(int op); /* 'N', 'T', 'C', '?' */
 void mpp_gemm_decode(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx);
 
-#endif
-
 /* cublasLtMatmul, from attributes already read out of its descriptors (the
  * wrapper reads them with cublasLtMatmulDescGetAttribute and
  * cublasLtMatrixLayoutGetAttribute; both are host-only calls). */
@@ -64,3 +62,5 @@ typedef struct mpp_lt_call {
 const char *mpp_lt_epilogue_name(uint32_t epilogue);
 void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
                    bool (*host_visible)(const void *p));
+
+#endif

@@ -17,6 +17,7 @@
  *                 finalized (cuDNN refuses both), then the autotune executions
  *   groups64      on a thread with a 48 KiB stack, one cublasSgemmGroupedBatched call
  *                 of 64 groups of one GEMM each, in NVTX range "t/groups"
+ *   autotune_small [KiB]  autotune on a thread with a small stack (default 28 KiB)
  *   exit3         one GEMM, then exit(3)
  *   chdir DIR     one GEMM, chdir(DIR), one more GEMM
  *   wait          three GEMMs, prints "ready", then sleeps until killed
@@ -639,6 +640,32 @@ static void lt_matmul(cublasLtHandle_t lt, const mats *m, cudaStream_t stream) {
 
 /* Nothing inside the capture may synchronise or copy on the legacy stream
  * (that would invalidate a real capture), so results are read afterwards. */
+/* The autotune program on a thread with a small stack (KiB from the command
+ * line, default 28): cudnnBackendExecute keeps its graph's op records (16 ops,
+ * ~13 KB) off the application's stack. Measured with simcuda: the program
+ * needs about 20 KiB; with the records on the stack 28 KiB crashes. */
+#ifdef __SANITIZE_ADDRESS__
+#define AUTOTUNE_STACK (4 * 28 * 1024)
+#else
+#define AUTOTUNE_STACK (28 * 1024)
+#endif
+static void *autotune_main(void *arg) {
+  *(int *)arg = mode_autotune(false, 0);
+  return NULL;
+}
+
+static int mode_autotune_small(int kib) {
+  pthread_attr_t at;
+  pthread_t t;
+  int rc = 1;
+  CK(pthread_attr_init(&at));
+  CK(pthread_attr_setstacksize(&at, kib > 0 ? (size_t)kib * 1024 : AUTOTUNE_STACK));
+  CK(pthread_create(&t, &at, autotune_main, &rc));
+  pthread_join(t, NULL);
+  pthread_attr_destroy(&at);
+  return rc;
+}
+
 static int mode_capture(void) {
   cublasHandle_t h;
   cublasLtHandle_t lt;
@@ -739,10 +766,11 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "capture")) return mode_capture();
   if (!strcmp(mode, "chdir")) return mode_chdir(argc > 2 ? argv[2] : NULL);
   if (!strcmp(mode, "groups64")) return mode_groups64();
+  if (!strcmp(mode, "autotune_small")) return mode_autotune_small(argc > 2 ? arg : 0);
   if (!strcmp(mode, "exit3")) mode_exit3();
   if (!strcmp(mode, "wait")) mode_wait();
   fprintf(stderr,
           "usage: mpp_testprog gemmex N | lt | variants | mathmode | threads T | fork | forkidle | "
-          "capture | wrongpack | chdir DIR | exit3 | wait\n");
+          "capture | wrongpack | autotune_small | groups64 | chdir DIR | exit3 | wait\n");
   return 2;
 }

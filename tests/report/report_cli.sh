@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# `mpprof report` and `mpprof merge` on hand-made raw files: what a machine
+# without a GPU or the CUDA toolkit does with a cluster's results. Without the
+# toolkit (NO_PROFILER=1), `mpprof run` must say in one line that it needs it.
+#   report_cli.sh MPPROF MAKE_REPORT WORKDIR NO_PROFILER
+set -u
+mpprof=$1 make_report=$2 work=$3 no_profiler=$4
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+rm -rf "$work" && mkdir -p "$work" || exit 1
+"$make_report" "$work/a" >/dev/null || fail "make_report"
+rm -f "$work/a/report.json"
+"$mpprof" report "$work/a" >"$work/report.out" 2>&1 || fail "mpprof report: $(cat "$work/report.out")"
+grep -q '"schema": "mpprof.report/1"' "$work/a/report.json" || fail "mpprof report wrote no report.json"
+grep -q '^mpprof: 1 process, 101 calls in 8 sites' "$work/report.out" || fail "summary: $(head -1 "$work/report.out")"
+
+# The same run twice: merged, the copy is the same process and counted once.
+cp -r "$work/a" "$work/b"
+"$mpprof" merge "$work/a" "$work/b" -o "$work/c" >"$work/merge.out" 2>&1 || fail "mpprof merge: $(cat "$work/merge.out")"
+[[ $(ls "$work/c/raw" | wc -l) -eq 2 ]] || fail "merge did not copy both raw files"
+grep -q 'not counted twice' "$work/merge.out" || fail "merge did not name the duplicate process"
+grep -q '^mpprof: 1 process, 101 calls' "$work/merge.out" || fail "merged summary: $(cat "$work/merge.out")"
+
+if [[ $no_profiler == 1 ]]; then
+  "$mpprof" run true 2>"$work/run.err" && fail "mpprof run succeeded without libmpprof.so"
+  [[ $(wc -l <"$work/run.err") -eq 1 ]] && grep -q 'built without the CUDA toolkit' "$work/run.err" ||
+    fail "mpprof run: $(cat "$work/run.err")"
+fi
+echo ok
