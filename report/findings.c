@@ -451,7 +451,9 @@ static int rule_tc_counters_unmatched(mpprof_model *m) {
 }
 
 static int rule_tc_counters_unavailable(mpprof_model *m) {
-  if (!m->tc.counters_requested || m->tc.counters_unavailable_note < 0) return 0;
+  if (!m->tc.counters_requested || m->tc.counters_unavailable_note < 0 ||
+      m->tc.counters_unavailable_note >= cJSON_GetArraySize(m->tc.counters_notes))
+    return 0;
   mpprof_finding *f = add(
       m, "tc_counters_unavailable", "info", NULL,
       mpprof_asprintf(
