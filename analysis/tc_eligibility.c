@@ -147,6 +147,7 @@ void mp_tc_eligible(const mp_tc_query *q, mp_tc_eligibility *ret) {
   if (!arch_ok(p, cc, why, n)) return;
   ret->eligible = true;
   ret->tf32 = p == PATH_TF32;
+  ret->path = k_path[p].name;
 
   /* Storage dtypes give the byte sizes; tf32 is stored as fp32. */
   mp_dtype da = q->a == MP_DTYPE_INVALID ? MP_FP32 : q->a;
@@ -161,5 +162,5 @@ void mp_tc_eligible(const mp_tc_query *q, mp_tc_eligibility *ret) {
     return;
   }
   ret->efficient = true;
-  snprintf(why, n, "%s path%s", k_path[p].name, cc == 0 ? " (GPU architecture unknown)" : "");
+  if (cc == 0) snprintf(why, n, "GPU architecture unknown: judged on the call alone");
 }

@@ -10,13 +10,14 @@
 #include "formats.h"
 
 typedef struct mp_tc_query {
-  mp_dtype a, b, c, d;      /* operand storage dtypes (MP_DTYPE_INVALID when unknown) */
-  const char *compute_type; /* raw-file spelling: "32F", "32F_FAST_TF32", "16F", "64F", "32I", ... */
-  const char *math_mode;    /* raw-file spelling: "DEFAULT", "TF32_TENSOR_OP", ... or NULL (cuDNN) */
-  int cc_major, cc_minor;   /* 0.0 when unknown */
-  uint64_t m, n, k;         /* GEMM dims (for convs: the implicit GEMM dims) */
-  uint64_t lda, ldb, ldc;   /* 0 when not applicable */
-  unsigned ptr_align;       /* largest power of two dividing every operand pointer (bytes), 0 unknown */
+  mp_dtype a, b, c, d; /* operand storage dtypes (MP_DTYPE_INVALID when unknown) */
+  const char
+      *compute_type;      /* raw-file spelling: "32F", "32F_FAST_TF32", "16F", "64F", "32I", ... */
+  const char *math_mode;  /* raw-file spelling: "DEFAULT", "TF32_TENSOR_OP", ... or NULL (cuDNN) */
+  int cc_major, cc_minor; /* 0.0 when unknown */
+  uint64_t m, n, k;       /* GEMM dims (for convs: the implicit GEMM dims) */
+  uint64_t lda, ldb, ldc; /* 0 when not applicable */
+  unsigned ptr_align; /* largest power of two dividing every operand pointer (bytes), 0 unknown */
 } mp_tc_query;
 
 typedef struct mp_tc_eligibility {
@@ -27,7 +28,10 @@ typedef struct mp_tc_eligibility {
    * 32F_FAST_TF32 or math mode TF32_TENSOR_OP) would put on Tensor Cores on
    * this arch: "eligible with TF32". */
   bool eligible_with_tf32;
+  /* Why not eligible or not efficient; empty when efficient, except that it
+   * says so when the GPU architecture was unknown (judged on the call alone). */
   char reason[160];
+  const char *path; /* static: the Tensor Core path when eligible ("fp16 HMMA", ...), else NULL */
 } mp_tc_eligibility;
 
 void mp_tc_eligible(const mp_tc_query *q, mp_tc_eligibility *ret);

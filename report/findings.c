@@ -328,7 +328,8 @@ static int rule_tensor_cores_not_used(mpprof_model *m) {
                          "elements) and align pointers to 16 bytes"));
     if (!f) return -1;
     cJSON_AddItemToObject(f->evidence, "site", mpprof_json_u64(s->id));
-    cJSON_AddStringToObject(f->evidence, "eligibility", s->elig.reason);
+    cJSON_AddStringToObject(f->evidence, "eligibility",
+                            s->elig.efficient && s->elig.path ? s->elig.path : s->elig.reason);
     cJSON *kn = cJSON_AddArrayToObject(f->evidence, "kernels");
     for (size_t k = 0; k < s->n_kernels; k++)
       cJSON_AddItemToArray(kn, cJSON_CreateString(s->kernels[k].name));
@@ -430,16 +431,38 @@ static int rule_no_kernel_data(mpprof_model *m) {
   return 0;
 }
 
+static int rule_tc_counters_unmatched(mpprof_model *m) {
+  if (!m->tc.counters_requested || m->tc.counters_unmatched <= 0) return 0;
+  mpprof_finding *f = add(
+      m, "tc_counters_unmatched", "info", NULL,
+      mpprof_asprintf("--tc-counters measured %" PRId64 " calls but decided nothing for %" PRId64
+                      " of them: their kernels could not be paired with the counter ranges; "
+                      "kernel-name rules decided those",
+                      m->tc.counters_ops, m->tc.counters_unmatched),
+      strdup("counters pair a call with the kernels it launches under its own id: calls "
+             "that launch kernels for several ops at once (grouped GEMMs, fused cuDNN "
+             "graphs) or threads launching kernels concurrently cannot be measured; "
+             "profile such calls in a single-threaded run, or rely on the kernel names"));
+  if (!f) return -1;
+  ev_num(f->evidence, "ops_profiled", (double)m->tc.counters_ops);
+  ev_num(f->evidence, "ops_unmatched", (double)m->tc.counters_unmatched);
+  cJSON_AddItemToObject(f->evidence, "notes", cJSON_Duplicate(m->tc.counters_notes, true));
+  return 0;
+}
+
 static int rule_tc_counters_unavailable(mpprof_model *m) {
-  if (!m->tc.counters_requested || cJSON_GetArraySize(m->tc.counters_notes) <= 0) return 0;
-  mpprof_finding *f =
-      add(m, "tc_counters_unavailable", "info", NULL,
-          mpprof_asprintf("--tc-counters was requested but hardware counters did not decide "
-                          "(%s); kernel-name rules decided Tensor Core use",
-                          cJSON_GetArrayItem(m->tc.counters_notes, 0)->valuestring),
-          strdup("allow GPU performance counters (root, or the driver option "
-                 "NVreg_RestrictProfilingToAdminUsers=0), run without other profilers, on a "
-                 "CUPTI with the range profiler (CUDA 12.6 update 2 or newer)"));
+  if (!m->tc.counters_requested || m->tc.counters_unavailable_note < 0 ||
+      m->tc.counters_unavailable_note >= cJSON_GetArraySize(m->tc.counters_notes))
+    return 0;
+  mpprof_finding *f = add(
+      m, "tc_counters_unavailable", "info", NULL,
+      mpprof_asprintf(
+          "--tc-counters was requested but hardware counters did not decide "
+          "(%s); kernel-name rules decided Tensor Core use",
+          cJSON_GetArrayItem(m->tc.counters_notes, m->tc.counters_unavailable_note)->valuestring),
+      strdup("allow GPU performance counters (root, or the driver option "
+             "NVreg_RestrictProfilingToAdminUsers=0), run without other profilers, on a "
+             "CUPTI with the range profiler (CUDA 12.6 update 2 or newer)"));
   if (!f) return -1;
   cJSON_AddItemToObject(f->evidence, "notes", cJSON_Duplicate(m->tc.counters_notes, true));
   return 0;
@@ -464,6 +487,7 @@ const mpprof_finding_rule mpprof_finding_rules[] = {
     {"incomplete_process", NULL, rule_incomplete_process, true},
     {"no_kernel_data", NULL, rule_no_kernel_data, true},
     {"tc_counters_unavailable", NULL, rule_tc_counters_unavailable, true},
+    {"tc_counters_unmatched", NULL, rule_tc_counters_unmatched, true},
 };
 const size_t mpprof_n_finding_rules = sizeof mpprof_finding_rules / sizeof mpprof_finding_rules[0];
 

@@ -78,6 +78,10 @@ static cJSON *process_json(const mpprof_process *p) {
     cJSON_AddItemToObject(tc, "chip", str_or_null(p->tc_counters_chip));
     cJSON_AddItemToObject(tc, "kernels_profiled",
                           cJSON_CreateNumber((double)p->tc_counters_kernels));
+    cJSON_AddItemToObject(tc, "ops_profiled",
+                          cJSON_CreateNumber((double)p->tc_counters_ops_profiled));
+    cJSON_AddItemToObject(tc, "ops_unmatched",
+                          cJSON_CreateNumber((double)p->tc_counters_ops_unmatched));
   }
   cJSON_AddItemToObject(o, "sites", mpprof_json_u64(p->n_sites));
   cJSON_AddItemToObject(o, "events", mpprof_json_u64(p->n_events));

@@ -10,6 +10,7 @@
 
 void mpprof_model_init(mpprof_model *m) {
   memset(m, 0, sizeof *m);
+  m->tc.counters_unavailable_note = -1;
   mpprof_phase_rules_default(&m->phases);
   mp_advice_params_default(&m->params);
 }

@@ -243,7 +243,10 @@ typedef struct mpprof_tc_summary {
   cJSON *cupti_notes;                          /* array of strings: per-process CUPTI problems */
   size_t kernels_by_counters, kernels_by_name; /* kernel entries whose verdict came from each */
   bool counters_requested;                     /* some process ran with --tc-counters */
-  cJSON *counters_notes; /* array of strings: per process, why counters were unavailable */
+  cJSON *counters_notes;         /* array of strings: per process, why counters did not decide */
+  int counters_unavailable_note; /* index in counters_notes of the first process whose counters
+                                    were unavailable or never ran; -1 none */
+  int64_t counters_ops, counters_unmatched; /* calls profiled / without a verdict, all processes */
 } mpprof_tc_summary;
 
 /* plan.c: one recommended configuration for the whole program. */

@@ -103,6 +103,7 @@ void mpprof_tensor_cores(mpprof_model *m) {
   mpprof_tc_summary *t = &m->tc;
   t->cupti_notes = cJSON_CreateArray();
   t->counters_notes = cJSON_CreateArray();
+  t->counters_unavailable_note = -1;
   for (size_t i = 0; i < m->n_procs; i++) {
     const mpprof_process *p = &m->procs[i];
     if (p->tc_counters_status) {
@@ -114,6 +115,22 @@ void mpprof_tensor_cores(mpprof_model *m) {
       else if (strcmp(p->tc_counters_status, "ok"))
         cn = mpprof_asprintf("%s (pid %" PRId64 "): hardware counters never ran (%s)", p->file,
                              p->pid, p->tc_counters_status);
+      if (cn && t->counters_unavailable_note < 0 && t->counters_notes)
+        t->counters_unavailable_note = cJSON_GetArraySize(t->counters_notes);
+      if (!cn && p->tc_counters_ops_unmatched > 0) {
+        /* Counters ran, but some measured calls got no verdict (tc_counters.c pairs
+         * a call's ranges with its own kernels only when the counts agree). */
+        t->counters_ops += p->tc_counters_ops_profiled;
+        t->counters_unmatched += p->tc_counters_ops_unmatched;
+        cn = mpprof_asprintf(
+            "%s (pid %" PRId64 "): hardware counters decided nothing for %" PRId64 " of %" PRId64
+            " profiled calls: their kernel records could not be paired with the counter ranges "
+            "(kernels launched under another call's id, as grouped GEMMs and fused cuDNN graphs "
+            "do, or by another thread during the call, or ranges dropped)",
+            p->file, p->pid, p->tc_counters_ops_unmatched, p->tc_counters_ops_profiled);
+      } else if (!cn) {
+        t->counters_ops += p->tc_counters_ops_profiled;
+      }
       if (cn && t->counters_notes) cJSON_AddItemToArray(t->counters_notes, cJSON_CreateString(cn));
       free(cn);
     }

@@ -6,6 +6,17 @@
 
 #include "cuda_types.h"
 
+/* ptr_align of a pointer-array batch: its matrices' pointers, when the array
+ * is host-readable (in device memory it is read only by the device scan; the
+ * alignment then stays unknown). At most MPP_MAX_PTRS entries, like the scan. */
+void mpp_op_note_ptr_array(mpp_op *op, const void *const *arr, int64_t n,
+                           bool (*host_visible)(const void *p)) {
+  if (!arr || n <= 0 || !host_visible || !host_visible(arr)) return;
+  if (n > MPP_MAX_PTRS) n = MPP_MAX_PTRS;
+  for (int64_t i = 0; i < n; i++)
+    mpp_op_note_ptr(op, arr[i]);
+}
+
 char mpp_cublas_op_char(int op) {
   switch (op) {
   case 0:
@@ -106,6 +117,11 @@ void mpp_gemm_decode(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx
   mpp_op_note_ptr(op, g->A);
   mpp_op_note_ptr(op, g->B);
   mpp_op_note_ptr(op, g->C);
+  /* Entries are read only where cuBLAS reads them (a NULL-filled array with
+   * alpha = 0 is legal, and NULL is skipped anyway). */
+  for (int i = 0; i < op->nroles; i++)
+    if (op->roles[i].ptr_array && op->roles[i].present)
+      mpp_op_note_ptr_array(op, op->roles[i].ptr_array, g->batch, mpp_host_readable);
 }
 
 /* --- cublasLtMatmul --- */
@@ -219,6 +235,11 @@ void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
   }
   lt_view(mpp_op_role(op, "D", false), &g->d, g->D);
 
-  for (int i = 0; i < op->nroles; i++)
-    if (!op->roles[i].ptr_array) mpp_op_note_ptr(op, op->roles[i].view.data);
+  for (int i = 0; i < op->nroles; i++) {
+    const mpp_role *r = &op->roles[i];
+    if (!r->ptr_array)
+      mpp_op_note_ptr(op, r->view.data);
+    else if (r->present)
+      mpp_op_note_ptr_array(op, r->ptr_array, (int64_t)r->view.batch, host_visible);
+  }
 }

@@ -31,6 +31,8 @@ typedef struct mpp_gemm_ctx {
 } mpp_gemm_ctx;
 
 char mpp_cublas_op_char(int op); /* 'N', 'T', 'C', '?' */
+void mpp_op_note_ptr_array(mpp_op *op, const void *const *arr, int64_t n,
+                           bool (*host_visible)(const void *p));
 void mpp_gemm_decode(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx);
 
 /* cublasLtMatmul, from attributes already read out of its descriptors (the

@@ -174,6 +174,20 @@ static void unknown_arch_is_judged_on_dtypes_and_says_so(void **state) {
   assert_non_null(strstr(e.reason, "unknown"));
 }
 
+static void an_eligible_efficient_call_has_no_reason_and_names_its_path(void **state) {
+  (void)state;
+  mp_tc_eligibility e = check(base(MP_FP64, "64F", "DEFAULT"));
+  assert_true(e.eligible && e.efficient);
+  assert_string_equal(e.reason, "");
+  assert_non_null(e.path);
+  assert_non_null(strstr(e.path, "DMMA"));
+  mp_tc_query q = base(MP_FP8_E4M3, "32F", "DEFAULT");
+  q.d = MP_BF16;
+  e = check(q);
+  assert_true(e.eligible && e.efficient);
+  assert_string_equal(e.reason, "");
+}
+
 static void cudnn_fp32_convolution_may_use_tf32(void **state) {
   (void)state;
   mp_tc_query q = base(MP_FP32, "fp32", NULL);
@@ -207,6 +221,7 @@ int main(void) {
       cmocka_unit_test(fp8_dims_need_multiples_of_16_elements),
       cmocka_unit_test(pointers_aligned_to_8_bytes_are_inefficient),
       cmocka_unit_test(unknown_arch_is_judged_on_dtypes_and_says_so),
+      cmocka_unit_test(an_eligible_efficient_call_has_no_reason_and_names_its_path),
       cmocka_unit_test(cudnn_fp32_convolution_may_use_tf32),
       cmocka_unit_test(unknown_dtype_is_not_eligible),
   };

@@ -112,6 +112,8 @@ static void each_group_of_a_grouped_gemm_has_its_own_operand_values(void **state
   assert_int_equal(num(g1, "tensors.A.count"), 9); /* 1..9 */
   assert_int_equal(num(g1, "tensors.A.max"), 9);
   assert_int_equal(num(g1, "tensors.B.max"), 9);
+  /* The matrices of a pointer array give the alignment: d0 + 4 floats. */
+  assert_int_equal(num(g0, "ptr_align"), 16);
   cJSON_Delete(doc);
 }
 
@@ -127,7 +129,8 @@ static void a_pointer_array_lt_batch_is_scanned_matrix_by_matrix(void **state) {
   assert_int_equal(num(s, "tensors.B.count"), 32);
   assert_true(num(s, "tensors.B.min") == 0.5 && num(s, "tensors.B.max") == 63.0 / 64);
   assert_int_equal(num(s, "tensors.D.count"), 32);
-  assert_true(num(s, "tensors.D.min") > 0); /* a sum of positive products, not pointer bytes */
+  assert_true(num(s, "tensors.D.min") > 0);  /* a sum of positive products, not pointer bytes */
+  assert_int_equal(num(s, "ptr_align"), 32); /* the second matrices: 16 fp16 past the first */
   cJSON_Delete(doc);
 }
 
@@ -139,6 +142,48 @@ static void cudnn_backend_matmul_records_its_compute_type(void **state) {
   assert_true(str_is(s, "types.A", "fp16"));
   assert_true(str_is(s, "compute_type", "fp32"));
   cJSON_Delete(doc);
+}
+
+static cJSON *load_json(const char *dir, const char *name) {
+  char p[4300];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  char *text = slurp(p);
+  cJSON *doc = cJSON_Parse(text);
+  free(text);
+  assert_non_null(doc);
+  return doc;
+}
+
+static bool has_finding(cJSON *report, const char *kind) {
+  cJSON *f;
+  cJSON_ArrayForEach(f, cJSON_GetObjectItem(report, "findings")) {
+    if (str_is(f, "kind", kind)) return true;
+  }
+  return false;
+}
+
+/* A grouped GEMM's kernels all carry the last group's op id, so the group
+ * --tc-counters measured gets no kernels of its own: no verdict, reported. */
+static void tc_counters_say_when_they_decided_nothing(void **state) {
+  (void)state;
+  const char *dir = outdir("tcgrouped");
+  const char *const opts[] = {"--tc-counters", NULL};
+  cJSON *raw = run_mode(dir, "grouped2", opts);
+  if (!str_is(raw, "tc_counters.status", "ok")) { /* simcuda built without the range profiler */
+    cJSON_Delete(raw);
+    skip();
+  }
+  assert_true(num(raw, "tc_counters.ops_unmatched") > 0);
+  cJSON *rep = load_json(dir, "report.json");
+  assert_int_equal(num(rep, "processes.0.tc_counters.ops_unmatched"),
+                   num(raw, "tc_counters.ops_unmatched"));
+  cJSON *notes = get(rep, "tensor_cores.counters_notes");
+  assert_int_equal(cJSON_GetArraySize(notes), 1);
+  assert_non_null(strstr(cJSON_GetArrayItem(notes, 0)->valuestring, "decided nothing for 1 of 1"));
+  assert_true(has_finding(rep, "tc_counters_unmatched"));
+  assert_false(has_finding(rep, "tc_counters_unavailable"));
+  cJSON_Delete(rep);
+  cJSON_Delete(raw);
 }
 
 int main(void) {
@@ -155,6 +200,7 @@ int main(void) {
       cmocka_unit_test(each_group_of_a_grouped_gemm_has_its_own_operand_values),
       cmocka_unit_test(a_pointer_array_lt_batch_is_scanned_matrix_by_matrix),
       cmocka_unit_test(cudnn_backend_matmul_records_its_compute_type),
+      cmocka_unit_test(tc_counters_say_when_they_decided_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

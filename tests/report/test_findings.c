@@ -31,6 +31,7 @@ static const char *const tested[] = {
     "incomplete_process",
     "no_kernel_data",
     "tc_counters_unavailable",
+    "tc_counters_unmatched",
 };
 
 static const mpprof_finding_rule *rule(const char *kind) {
@@ -341,9 +342,29 @@ static void tc_counters_unavailable(void **state) {
   m.tc.counters_requested = true;
   m.tc.counters_notes = cJSON_CreateArray();
   assert_int_equal(run(&m, "tc_counters_unavailable"), 0);
+  /* A note of counters that ran but left calls unpaired is not this finding's. */
+  cJSON_AddItemToArray(m.tc.counters_notes, cJSON_CreateString("decided nothing for 1 of 1"));
+  assert_int_equal(run(&m, "tc_counters_unavailable"), 0);
   cJSON_AddItemToArray(m.tc.counters_notes, cJSON_CreateString("insufficient privileges"));
+  m.tc.counters_unavailable_note = 1;
   assert_int_equal(run(&m, "tc_counters_unavailable"), 1);
   assert_non_null(strstr(m.findings[0].message, "(insufficient privileges)"));
+  mpprof_model_free(&m);
+}
+
+static void tc_counters_unmatched(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  m.tc.counters_requested = true;
+  m.tc.counters_notes = cJSON_CreateArray();
+  m.tc.counters_ops = 3;
+  assert_int_equal(run(&m, "tc_counters_unmatched"), 0); /* every measured call decided */
+  m.tc.counters_unmatched = 2;
+  assert_int_equal(run(&m, "tc_counters_unmatched"), 1);
+  assert_non_null(strstr(m.findings[0].message, "decided nothing for 2"));
+  assert_non_null(strstr(m.findings[0].message, "measured 3 calls"));
+  assert_non_null(cJSON_GetObjectItem(m.findings[0].evidence, "ops_unmatched"));
   mpprof_model_free(&m);
 }
 
@@ -382,6 +403,7 @@ int main(void) {
       cmocka_unit_test(incomplete_process),
       cmocka_unit_test(no_kernel_data),
       cmocka_unit_test(tc_counters_unavailable),
+      cmocka_unit_test(tc_counters_unmatched),
       cmocka_unit_test(every_rule_has_a_test),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
