@@ -141,8 +141,16 @@ static bool would_scan(const mpp_role *r) {
   return r->present && (mpp_cfg.scan == MPP_SCAN_ALL || !r->input);
 }
 
+/* A record of a call's own (several calls open at once): initialised in full
+ * here, since mp_stats_reinit_scanned clears only what a previous use touched. */
+static mp_stats *owned_stats(void) {
+  mp_stats *s = malloc(sizeof *s);
+  if (s) mp_stats_init(s, MP_DTYPE_INVALID);
+  return s;
+}
+
 static void host_scan(mpp_call *c, int ri, const mp_view *v) {
-  mp_stats *s = c->tmp_used[ri] ? c->tmp[ri] : c->tmp_owned ? malloc(sizeof *s) : scratch_get(ri);
+  mp_stats *s = c->tmp_used[ri] ? c->tmp[ri] : c->tmp_owned ? owned_stats() : scratch_get(ri);
   if (!s) {
     c->ns_counts[MPP_NS_UNKNOWN]++;
     return;
