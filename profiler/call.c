@@ -247,6 +247,19 @@ static void scan_roles(mpp_call *c, const mpp_op *op, bool inputs) {
     if (would_scan(&op->roles[i]) && op->roles[i].input == inputs) scan_role(c, op, i);
 }
 
+/* --- sampling --- */
+
+bool mpp_sample_scans(uint64_t sample, uint64_t index) {
+  if (sample != MPP_SAMPLE_AUTO) return index % sample == 0;
+  /* Phase k (interval 2^k) starts at call 64 (2^k - 1) and scans 64 calls. */
+  uint64_t start = 0, interval = 1;
+  while (interval < MPP_SAMPLE_AUTO_CAP && index - start >= MPP_SAMPLE_AUTO_FIRST * interval) {
+    start += MPP_SAMPLE_AUTO_FIRST * interval;
+    interval *= 2;
+  }
+  return (index - start) % interval == 0;
+}
+
 /* --- the call --- */
 
 void mpp_call_begin(mpp_call *c, mpp_op *op) {
@@ -266,7 +279,7 @@ void mpp_call_begin(mpp_call *c, mpp_op *op) {
       any |= would_scan(&op->roles[i]);
     if (any && mpp_cfg.scan != MPP_SCAN_NONE) {
       mpp_ns_reason skip = MPP_NS_COUNT;
-      if (index % mpp_cfg.sample != 0)
+      if (!mpp_sample_scans(mpp_cfg.sample, index))
         skip = MPP_NS_SAMPLED_OUT;
       else if (op->stream && mpp_cuda_stream_capturing(op->stream))
         skip = MPP_NS_GRAPH_CAPTURE; /* the op does not run now: nothing to read */

@@ -31,7 +31,7 @@ typedef enum mpp_scan_mode { MPP_SCAN_ALL = 0, MPP_SCAN_OUTPUTS, MPP_SCAN_NONE }
 typedef struct mpp_config {
   bool disabled;       /* MPPROF_DISABLE=1 */
   mpp_scan_mode scan;  /* MPPROF_SCAN */
-  uint64_t sample;     /* MPPROF_SAMPLE: scan every Nth call of a site */
+  uint64_t sample;     /* MPPROF_SAMPLE: scan every Nth call of a site; MPP_SAMPLE_AUTO */
   uint32_t max_sites;  /* MPPROF_MAX_SITES */
   uint64_t max_events; /* MPPROF_MAX_EVENTS */
   double checkpoint_s; /* MPPROF_CHECKPOINT_S; 0 disables */
@@ -74,6 +74,18 @@ typedef struct mpp_sym {
   uint64_t missed_at; /* atomic: 1 + loader generation of the last failed lookup (0: none) */
 } mpp_sym;
 void *mpp_sym_get(mpp_sym *s);
+
+/* --- sampling (call.c) ---
+ * MPPROF_SAMPLE=auto (the default): every call of a site is scanned for its
+ * first MPP_SAMPLE_AUTO_FIRST calls; after that each further
+ * MPP_SAMPLE_AUTO_FIRST scanned calls are twice as far apart as the ones
+ * before, up to 1 in MPP_SAMPLE_AUTO_CAP; a long run costs what its start
+ * costs. MPPROF_SAMPLE=N scans calls 0, N, 2N, ... of each site. */
+#define MPP_SAMPLE_AUTO 0
+#define MPP_SAMPLE_AUTO_FIRST 64
+#define MPP_SAMPLE_AUTO_CAP 64
+/* Is call `index` (0-based, per site) scanned under `sample` (N or MPP_SAMPLE_AUTO)? */
+bool mpp_sample_scans(uint64_t sample, uint64_t index);
 void mpp_sym_resolve_all(mpp_sym *tab, size_t n);
 void mpp_register_syms(mpp_sym *tab, size_t n); /* called by each hook module's constructor */
 

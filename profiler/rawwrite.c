@@ -362,7 +362,10 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_
   mpp_jw_key(w, MP_RK_TOP.scan);
   mpp_jw_str(w, mpp_scan_mode_name(mpp_cfg.scan));
   mpp_jw_key(w, MP_RK_TOP.sample);
-  mpp_jw_uint(w, mpp_cfg.sample);
+  if (mpp_cfg.sample == MPP_SAMPLE_AUTO)
+    mpp_jw_str(w, "auto");
+  else
+    mpp_jw_uint(w, mpp_cfg.sample);
   mpp_jw_key(w, MP_RK_TOP.forked);
   mpp_jw_bool(w, o->forked);
   mpp_jw_key(w, MP_RK_TOP.calls);

@@ -89,7 +89,10 @@ static void read_config(void) {
     mpp_log(1, "ignoring MPPROF_SCAN=%s (all | outputs | none)", v);
     mpp_cfg.scan = MPP_SCAN_ALL;
   }
-  mpp_cfg.sample = env_u64("MPPROF_SAMPLE", 1, 1, UINT32_MAX);
+  v = getenv("MPPROF_SAMPLE");
+  mpp_cfg.sample = v && !strcmp(v, "auto")
+                       ? MPP_SAMPLE_AUTO
+                       : env_u64("MPPROF_SAMPLE", MPP_SAMPLE_AUTO, 1, UINT32_MAX);
   mpp_cfg.max_sites = (uint32_t)env_u64("MPPROF_MAX_SITES", 1024, 1, 1u << 20);
   mpp_cfg.max_events = env_u64("MPPROF_MAX_EVENTS", 100000, 0, 1ull << 32);
   mpp_cfg.checkpoint_s = 10.0;

@@ -58,7 +58,10 @@ static cJSON *process_json(const mpprof_process *p) {
   cJSON_AddItemToObject(o, "start_ns", cJSON_CreateNumber((double)p->start_ns));
   cJSON_AddItemToObject(o, "end_ns", cJSON_CreateNumber((double)p->end_ns));
   cJSON_AddStringToObject(o, "scan", p->scan);
-  cJSON_AddItemToObject(o, "sample", cJSON_CreateNumber((double)p->sample));
+  if (p->sample == 0)
+    cJSON_AddStringToObject(o, "sample", "auto");
+  else
+    cJSON_AddItemToObject(o, "sample", cJSON_CreateNumber((double)p->sample));
   if (p->device_name) {
     cJSON *d = cJSON_AddObjectToObject(o, "device");
     cJSON_AddStringToObject(d, "name", p->device_name);

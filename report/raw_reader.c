@@ -513,7 +513,11 @@ static int process_from_header(const cJSON *h, const char *file, mpprof_process 
   p->has_rank = get_i64(h, MP_RK_TOP.rank, &p->rank);
   get_i64(h, MP_RK_TOP.start_ns, &p->start_ns);
   get_i64(h, MP_RK_TOP.end_ns, &p->end_ns);
-  if (!get_i64(h, MP_RK_TOP.sample, &p->sample)) p->sample = 1;
+  const char *sample_mode = get_str(h, MP_RK_TOP.sample);
+  if (sample_mode && !strcmp(sample_mode, "auto"))
+    p->sample = 0;
+  else if (!get_i64(h, MP_RK_TOP.sample, &p->sample))
+    p->sample = 1;
   const char *host = get_str(h, MP_RK_TOP.host);
   p->host = strdup(host ? host : "unknown");
   p->file = strdup(file);

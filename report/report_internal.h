@@ -77,7 +77,7 @@ typedef struct mpprof_process {
   cJSON *argv;               /* array of strings (owned), may be NULL */
   int64_t start_ns, end_ns;
   char *scan;
-  int64_t sample;
+  int64_t sample; /* MPPROF_SAMPLE: N, or 0 for "auto" */
   char *device_name; /* NULL when no device */
   int cc_major, cc_minor;
   char *cupti_status; /* "ok", "disabled", ... or "missing" */

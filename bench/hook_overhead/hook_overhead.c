@@ -5,7 +5,9 @@
  * configurations, all in one run. The figure is ns per call; the overhead is
  * the difference to the bare call, measured in the same run, and the ratio
  * puts it against the bare call (which under simcuda includes the stand-in's
- * CPU GEMM and its kernel bookkeeping).
+ * CPU GEMM and its kernel bookkeeping). A second column gives the child's CPU
+ * time per call (CLOCK_PROCESS_CPUTIME_ID, all its threads): on a shared,
+ * loaded machine it is not inflated by time spent waiting for a core.
  *
  * usage: hook_overhead PATH/libmpprof.so [CALLS]   (LD_LIBRARY_PATH=<simcuda>) */
 #include <stdio.h>
@@ -20,9 +22,9 @@
 
 #define DIM 4
 
-static double now_ns(void) {
+static double now_ns(clockid_t clock) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
@@ -41,11 +43,11 @@ static int child(long calls) {
   const float one = 1, zero = 0;
   for (long i = 0; i < calls / 10 + 100; i++) /* warm up: sites, caches, lazy init */
     cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, DIM, DIM, DIM, &one, a, DIM, b, DIM, &zero, c, DIM);
-  double t0 = now_ns();
+  double t0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
   for (long i = 0; i < calls; i++)
     cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, DIM, DIM, DIM, &one, a, DIM, b, DIM, &zero, c, DIM);
-  double t1 = now_ns();
-  printf("%.1f\n", (t1 - t0) / (double)calls);
+  double t1 = now_ns(CLOCK_MONOTONIC), c1 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+  printf("%.1f %.1f\n", (t1 - t0) / (double)calls, (c1 - c0) / (double)calls);
   cublasDestroy(h);
   return 0;
 }
@@ -56,8 +58,9 @@ typedef struct config {
   int preload;
 } config;
 
-static double run_child(const char *self, const char *lib, const char *out, long calls,
-                        const config *cfg) {
+/* Wall and CPU ns per call into ret[0], ret[1]; -1 if the child failed. */
+static int run_child(const char *self, const char *lib, const char *out, long calls,
+                     const config *cfg, double ret[2]) {
   int fd[2];
   if (pipe(fd) != 0) return -1;
   pid_t pid = fork();
@@ -83,7 +86,8 @@ static double run_child(const char *self, const char *lib, const char *out, long
   int st;
   waitpid(pid, &st, 0);
   if (got <= 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) return -1;
-  return atof(buf);
+  buf[got] = '\0';
+  return sscanf(buf, "%lf %lf", &ret[0], &ret[1]) == 2 ? 0 : -1;
 }
 
 int main(int argc, char **argv) {
@@ -112,40 +116,46 @@ int main(int argc, char **argv) {
        1},
       {"mpprof, scan none, CUPTI on", {"MPPROF_SCAN=none", NULL}, 1},
       {"mpprof, scan all (host scanner), CUPTI off",
-       {"MPPROF_SCAN=all", "MPPROF_CUPTI=off", NULL},
+       {"MPPROF_SCAN=all", "MPPROF_SAMPLE=1", "MPPROF_CUPTI=off", NULL},
        1},
+      {"mpprof default (scan all, sample auto, CUPTI on)", {NULL}, 1},
       {"mpprof disabled (MPPROF_DISABLE=1)", {"MPPROF_DISABLE=1", NULL}, 1},
   };
   size_t nc = sizeof configs / sizeof configs[0];
-  double ns[8];
+  double ns[8], cpu[8];
   /* The machine may be shared: rounds interleave the configurations and each
    * keeps its fastest round, which is the least disturbed one. */
   enum { ROUNDS = 5 };
   printf("hook_overhead: %ld calls of cublasSgemm_v2 %dx%dx%d under simcuda\n", calls, DIM, DIM,
          DIM);
-  printf("%-44s %10s %12s %8s\n", "configuration", "ns/call", "overhead ns", "ratio");
+  printf("%-48s %10s %12s %8s %10s %12s %8s\n", "configuration", "ns/call", "overhead ns",
+         "ratio", "cpu ns", "cpu overhead", "ratio");
   int rc = 0;
   for (size_t i = 0; i < nc; i++)
-    ns[i] = 1e300;
+    ns[i] = cpu[i] = 1e300;
   for (int round = 0; round < ROUNDS; round++)
     for (size_t i = 0; i < nc; i++) {
-      double t = run_child(self, lib, out, calls, &configs[i]);
-      if (t < 0 || ns[i] < 0)
+      double t[2];
+      if (run_child(self, lib, out, calls, &configs[i], t) < 0 || ns[i] < 0) {
         ns[i] = -1;
-      else if (t < ns[i])
-        ns[i] = t;
+        continue;
+      }
+      if (t[0] < ns[i]) ns[i] = t[0];
+      if (t[1] < cpu[i]) cpu[i] = t[1];
     }
   printf("(fastest of %d interleaved rounds)\n", ROUNDS);
   for (size_t i = 0; i < nc; i++) {
     if (ns[i] < 0) {
-      printf("%-44s failed\n", configs[i].name);
+      printf("%-48s failed\n", configs[i].name);
       rc = 1;
       continue;
     }
     if (i == 0)
-      printf("%-44s %10.1f %12s %8s\n", configs[i].name, ns[i], "-", "1.00");
+      printf("%-48s %10.1f %12s %8s %10.1f %12s %8s\n", configs[i].name, ns[i], "-", "1.00",
+             cpu[i], "-", "1.00");
     else
-      printf("%-44s %10.1f %12.1f %8.2f\n", configs[i].name, ns[i], ns[i] - ns[0], ns[i] / ns[0]);
+      printf("%-48s %10.1f %12.1f %8.2f %10.1f %12.1f %8.2f\n", configs[i].name, ns[i],
+             ns[i] - ns[0], ns[i] / ns[0], cpu[i], cpu[i] - cpu[0], cpu[i] / cpu[0]);
   }
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", out);

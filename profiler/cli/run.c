@@ -40,14 +40,14 @@ typedef struct run_opts {
 } run_opts;
 
 static void usage(FILE *f) {
-  fputs("usage: mpprof [run] [-o DIR] [--force] [--scan all|outputs|none] [--sample N]\n"
+  fputs("usage: mpprof [run] [-o DIR] [--force] [--scan all|outputs|none] [--sample N|auto]\n"
         "                    [--checkpoint SECONDS] [--tc-counters[=N]] [--] PROGRAM ARGS...\n"
         "  -o, --output DIR   where raw files and the report go\n"
         "                     (default: mpprof-<program>-<date> in the current directory)\n"
         "  --force            use DIR even when it is not empty (its old raw files are removed)\n"
         "  --scan MODE        which tensors are scanned: all (default), outputs, none\n"
-        "  --sample N         scan every Nth call of each op site (default 1)\n"
-        "  --checkpoint S     write the raw files every S seconds while running (default 10,\n"
+        "  --sample N|auto    scan every Nth call of each op site; auto (default): every call\n"
+        "                     for a site's first 64, then 1 in 2, 4, ... up to 1 in 64\n"        "  --checkpoint S     write the raw files every S seconds while running (default 10,\n"
         "                     0: only at exit)\n"
         "  --tc-counters[=N]  decide Tensor Core use from hardware counters (CUPTI range\n"
         "                     profiler, kernel replay: serialises and replays the profiled\n"
@@ -112,8 +112,9 @@ static int parse(int argc, char **argv, run_opts *o) {
       }
     } else if (is_opt(a, "--sample")) {
       if (!(o->sample = opt_value(argc, argv, &i, "--sample"))) return 2;
-      if (!valid_uint(o->sample, 1)) {
-        fprintf(stderr, "mpprof: run: --sample must be a positive integer, not '%s'\n", o->sample);
+      if (strcmp(o->sample, "auto") && !valid_uint(o->sample, 1)) {
+        fprintf(stderr, "mpprof: run: --sample must be auto or a positive integer, not '%s'\n",
+                o->sample);
         return 2;
       }
     } else if (is_opt(a, "--checkpoint")) {
