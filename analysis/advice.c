@@ -9,7 +9,9 @@
  * often the underflow too. At scale 1 the record's own cast counts are exact. */
 #include "analysis/advice.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 void mp_advice_params_default(mp_advice_params *p) {
@@ -165,6 +167,36 @@ void mp_advise(const mp_stats *s, const mp_advice_params *p, mp_advice *ret) {
     ret->recommended = MP_REC_BF16;
   else
     ret->recommended = MP_REC_FP32;
+}
+
+int mp_parse_loss_scale(const char *s, double *ret_scale) {
+  if (!s || !*s) return -EINVAL;
+  char *end;
+  double v;
+  if (s[0] == '2' && s[1] == '^') {
+    errno = 0;
+    long k = strtol(s + 2, &end, 10);
+    if (end == s + 2 || *end || errno || k < -1074 || k > 1023) return -EINVAL;
+    v = ldexp(1.0, (int)k);
+  } else {
+    errno = 0;
+    v = strtod(s, &end);
+    if (end == s || *end || errno) return -EINVAL;
+  }
+  if (!(v > 0) || !isfinite(v)) return -EINVAL;
+  *ret_scale = v;
+  return 0;
+}
+
+bool mp_scale_log2(double scale, int *ret_log2) {
+  int e;
+  double m = frexp(scale, &e); /* scale = m * 2^e, m in [0.5, 1) */
+  if (m == 0.5) {
+    *ret_log2 = e - 1;
+    return true;
+  }
+  *ret_log2 = (int)lround(log2(scale));
+  return false;
 }
 
 const char *mp_recommendation_name(mp_recommendation r) {

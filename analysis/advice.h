@@ -71,6 +71,13 @@ void mp_scaled_casts_compute(const mp_stats *s, mp_target target, int scale_log2
                              mp_scaled_casts *ret);
 void mp_advise(const mp_stats *s, const mp_advice_params *p, mp_advice *ret);
 
+/* A loss scale as written on a command line or in MPPROF_LOSS_SCALE: a
+ * positive finite number ("65536", "0x1p16", "1e3") or "2^k". 0 or -EINVAL. */
+int mp_parse_loss_scale(const char *s, double *ret_scale);
+/* log2 of a positive scale: exact (true) for a power of two, else the nearest
+ * integer (false). */
+bool mp_scale_log2(double scale, int *ret_log2);
+
 const char *mp_recommendation_name(mp_recommendation r); /* "fp16", "fp16_loss_scale", "bf16", ... */
 const char *mp_fp16_verdict_name(mp_fp16_verdict v);     /* "safe", "loss_scale", "unsafe" */
 

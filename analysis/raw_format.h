@@ -51,6 +51,7 @@
  *   CONV      has_conv/conv: the "conv" object (MP_RAW_CONV)
  *   MATH      cuBLAS math mode, -1 null: written as its name
  *   FP8       MPP_FP8_* bits: the "fp8_scales" object when any is set
+ *   SCALE     double, 0 none: written as a number, or null when 0
  *   ROLES     nroles/roles[].name: runtime only, no key of its own (the roles
  *             are the keys of "tensors"; stats are kept by role index, so a
  *             call with C and one without are two sites there, and the
@@ -77,6 +78,7 @@
   X(epilogue, "epilogue", STR_OPT, "cublasLt epilogue")                                            \
   X(conv_math, "conv_math_type", STR_OPT, "legacy cuDNN cudnnMathType_t")                          \
   X(fp8_scales, "fp8_scales", FP8, "cublasLt FP8 scale pointers set")                              \
+  X(loss_scale, "loss_scale", SCALE, "declared loss scale in force for the calls; null: none")      \
   X(roles, "", ROLES, "tensor roles of the call (runtime only)")
 
 /* The rest of a SITE: X(name, "json key", "how sites with the same key merge").
@@ -156,6 +158,7 @@
   X(device, "device", "MP_RAW_DEVICE, or null")                                                    \
   X(cupti, "cupti", "MP_RAW_CUPTI")                                                                \
   X(tc_counters, "tc_counters", "MP_RAW_TC_COUNTERS, only with --tc-counters")                     \
+  X(training, "training", "MP_RAW_TRAINING: what the program declared (profiler/train.c)")          \
   X(sites, "sites", "SITE objects")                                                                \
   X(events, "events", "MP_RAW_EVENT objects")
 
@@ -183,6 +186,53 @@
   X(ops_unmatched, "ops_unmatched", "measured calls whose records did not match")                  \
   X(ops_skipped, "ops_skipped", "sampled calls not measured")
 
+/* The training state the program declared (NVTX domain "mpprof", mpprof.h,
+ * --loss-scale): written by profiler/train.c, read by the report. */
+#define MP_RAW_TRAINING(X)                                                                         \
+  X(loss_scale_source, "loss_scale_source", "marks | option | null (none declared)")               \
+  X(loss_scale, "loss_scale", "in force when the file was written; null: none")                    \
+  X(scale_changes, "scale_changes", "MP_RAW_SCALE_CHANGE objects, every declaration (first 4096)") \
+  X(scale_changes_dropped, "scale_changes_dropped", "declarations beyond 4096")                    \
+  X(steps, "steps", "MP_RAW_STEPS, or null without step marks")                                    \
+  X(step_scales, "step_scales", "MP_RAW_STEP_SCALE runs (first 4096)")                             \
+  X(step_scales_dropped, "step_scales_dropped", "runs beyond 4096")                                \
+  X(skipped_steps, "skipped_steps", "MP_RAW_SKIPPED")                                              \
+  X(invalid_marks, "invalid_marks", "marks with a payload that is not a valid scale or step")       \
+  X(first_nonfinite, "first_nonfinite", "MP_RAW_NONFINITE, or null")
+
+#define MP_RAW_SCALE_CHANGE(X)                                                                     \
+  X(scale, "scale", "the declared scale")                                                          \
+  X(step, "step", "the step in force then, or null")                                               \
+  X(t_ns, "t_ns", "CLOCK_REALTIME of the declaration")
+
+#define MP_RAW_STEPS(X)                                                                            \
+  X(marked, "marked", "step marks")                                                                \
+  X(first, "first", "first marked step")                                                           \
+  X(last, "last", "last marked step")
+
+#define MP_RAW_STEP_SCALE(X)                                                                       \
+  X(first, "first", "first step of the run")                                                       \
+  X(last, "last", "last step of the run")                                                          \
+  X(scale, "scale", "scale in force at their step marks; null: none")
+
+#define MP_RAW_SKIPPED(X)                                                                          \
+  X(count, "count", "step_skipped marks")                                                          \
+  X(steps, "steps", "the first 1024 skipped steps")
+
+#define MP_RAW_NONFINITE(X)                                                                        \
+  X(site, "site", "SITE id")                                                                       \
+  X(call_index, "call_index", "the call's index in its site, from 0")                              \
+  X(t_ns, "t_ns", "CLOCK_REALTIME at the call's start")                                            \
+  X(thread, "thread", "Linux tid")                                                                 \
+  X(step, "step", "step in force, or null")                                                        \
+  X(loss_scale, "loss_scale", "declared scale in force, or null")                                  \
+  X(role, "role", "the output role that held Inf/NaN")                                             \
+  X(inputs_scanned, "inputs_scanned", "some input was scanned (all were finite)")                  \
+  X(count, "count", "values of that output in that call")                                          \
+  X(nans, "nans", "NaN among them")                                                                \
+  X(pos_infs, "pos_infs", "+Inf among them")                                                       \
+  X(neg_infs, "neg_infs", "-Inf among them")
+
 #define MP_RAW_EVENT(X)                                                                            \
   X(site, "site", "SITE id")                                                                       \
   X(t_ns, "t_ns", "CLOCK_REALTIME at the call's start")                                            \
@@ -206,6 +256,12 @@ MP_RAW_KEYS_(mp_rk_device, MP_RK_DEVICE, MP_RAW_DEVICE);
 MP_RAW_KEYS_(mp_rk_cupti, MP_RK_CUPTI, MP_RAW_CUPTI);
 MP_RAW_KEYS_(mp_rk_tc_counters, MP_RK_TC_COUNTERS, MP_RAW_TC_COUNTERS);
 MP_RAW_KEYS_(mp_rk_event, MP_RK_EVENT, MP_RAW_EVENT);
+MP_RAW_KEYS_(mp_rk_training, MP_RK_TRAINING, MP_RAW_TRAINING);
+MP_RAW_KEYS_(mp_rk_scale_change, MP_RK_SCALE_CHANGE, MP_RAW_SCALE_CHANGE);
+MP_RAW_KEYS_(mp_rk_steps, MP_RK_STEPS, MP_RAW_STEPS);
+MP_RAW_KEYS_(mp_rk_step_scale, MP_RK_STEP_SCALE, MP_RAW_STEP_SCALE);
+MP_RAW_KEYS_(mp_rk_skipped, MP_RK_SKIPPED, MP_RAW_SKIPPED);
+MP_RAW_KEYS_(mp_rk_nonfinite, MP_RK_NONFINITE, MP_RAW_NONFINITE);
 
 /* The JSON keys of the site key in table order, NULL-terminated: the
  * report's identity of a site (ROLES, "", has no key of its own). */

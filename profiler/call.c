@@ -279,7 +279,12 @@ void mpp_call_begin(mpp_call *c, mpp_op *op) {
   c->tmp_owned = open_calls++ > 0;
   uint64_t lh, index = 0;
   const char *layer = mpp_nvtx_layer(&lh);
+  /* Gradients computed now carry the scale in force: sites are split by it so
+   * the report can unscale each one exactly. */
+  op->loss_scale = mpp_train_scale();
+  c->has_step = mpp_train_step(&c->step);
   c->site = mpp_site_find(op, layer, lh, &index);
+  c->index = index;
   if (c->site >= 0) {
     c->op_id = make_op_id(c->site, index);
     bool any = false;
@@ -316,6 +321,41 @@ static void call_close(mpp_call *c) {
     if (c->tmp_used[i]) free(c->tmp[i]);
 }
 
+/* The call as a first-non-finite candidate: every input scanned here was
+ * finite and an output scanned here holds Inf/NaN. (Device scans report
+ * later, per tensor: they do not take part.) */
+static bool nonfinite_output(const mpp_call *c, const mpp_op *op, mpp_nonfinite *ret) {
+  int bad = -1;
+  bool inputs = false;
+  for (int i = 0; i < op->nroles; i++) {
+    if (!c->tmp_used[i]) continue;
+    const mp_stats *s = c->tmp[i];
+    bool nonfinite = s->nans + s->pos_infs + s->neg_infs > 0;
+    if (op->roles[i].input) {
+      if (nonfinite) return false;
+      inputs = true;
+    } else if (nonfinite && bad < 0) {
+      bad = i;
+    }
+  }
+  if (bad < 0) return false;
+  const mp_stats *s = c->tmp[bad];
+  *ret = (mpp_nonfinite){.site = (uint32_t)c->site,
+                         .thread = mpp_thread_id(),
+                         .call_index = c->index,
+                         .t_ns = c->timed ? c->t0_ns : mpp_now_ns(),
+                         .has_step = c->has_step,
+                         .inputs_scanned = inputs,
+                         .step = c->step,
+                         .scale = op->loss_scale,
+                         .role = op->roles[bad].name,
+                         .count = s->count,
+                         .nans = s->nans,
+                         .pos_infs = s->pos_infs,
+                         .neg_infs = s->neg_infs};
+  return true;
+}
+
 void mpp_call_end(mpp_call *c, mpp_op *op, bool ok) {
   uint64_t t1 = c->timed ? mpp_now_ns() : 0;
   if (c->site < 0) {
@@ -331,12 +371,20 @@ void mpp_call_end(mpp_call *c, mpp_op *op, bool ok) {
     return;
   }
   if (c->scan) scan_roles(c, op, false);
+  mpp_nonfinite nf;
+  bool nonfinite = c->scan && nonfinite_output(c, op, &nf);
   mpp_site_record(c->site, op, c, t1 > c->t0_ns ? t1 - c->t0_ns : 0);
+  if (nonfinite) {
+    mpp_sites_lock();
+    mpp_train_note_nonfinite_locked(&nf);
+    mpp_sites_unlock();
+  }
   call_close(c);
 }
 
-void mpp_call_autotune(const mpp_op *op) {
+void mpp_call_autotune(mpp_op *op) {
   uint64_t lh, index;
+  op->loss_scale = mpp_train_scale();
   const char *layer = mpp_nvtx_layer(&lh);
   int site = mpp_site_find(op, layer, lh, &index);
   if (site >= 0) mpp_site_record_autotune(site);

@@ -144,6 +144,7 @@ typedef struct mpp_op {
   const char *epilogue;      /* static or NULL */
   const char *conv_math;     /* legacy cuDNN cudnnMathType_t name, static or NULL */
   uint8_t fp8_scales;        /* MPP_FP8_* bits */
+  double loss_scale;         /* declared loss scale in force at the call; 0: none (call.c) */
   /* Per call, not part of the key. */
   void *stream;
   uint64_t ptr_align; /* 0: no pointer seen */
@@ -178,6 +179,9 @@ typedef struct mpp_call {
   bool tmp_used[MPP_MAX_ROLES];
   bool tmp_owned; /* tmp[] malloc'd: another call of this thread is open (call.c) */
   uint32_t ns_counts[MPP_NS_COUNT];
+  uint64_t index; /* the call's index in its site */
+  bool has_step;  /* a step was marked: the step in force when the call began */
+  uint64_t step;
 } mpp_call;
 
 /* Every begun call must be ended (calls of one thread may nest: grouped GEMMs
@@ -188,7 +192,7 @@ void mpp_kernel_sink_fn(uint64_t op_id, const char *mangled_name, uint64_t start
                         uint64_t end_ns, uint32_t stream_id);
 void mpp_call_end(mpp_call *c, mpp_op *op, bool ok);
 /* A cuDNN autotuning execution of the op: counted apart, never scanned. */
-void mpp_call_autotune(const mpp_op *op);
+void mpp_call_autotune(mpp_op *op);
 
 /* --- sites (sites.c) --- */
 #define MPP_SITE_TC_VALUES 4 /* == MPP_TC_MAX_METRICS (profiler/gpu/gpu.h) */
@@ -279,6 +283,30 @@ const char *mpp_nvtx_layer(uint64_t *ret_hash);
 int mpp_nvtx_push(const void *domain, const char *name);
 int mpp_nvtx_pop(const void *domain);
 void mpp_nvtx_thread_reset(void);
+
+/* --- training state (train.c): loss scale, steps, first non-finite op --- */
+double mpp_train_scale(void);            /* in force now; 0 when none declared */
+bool mpp_train_step(uint64_t *ret_step); /* the step in force; false when none marked */
+void mpp_train_init(void);               /* MPPROF_LOSS_SCALE (mpprof run --loss-scale) */
+void mpp_train_reset_child(void);        /* fork child: the log restarts, the state stays */
+void mpp_train_reset(void);              /* tests: nothing declared */
+void mpp_train_loss_scale(double s);     /* the "loss_scale" mark */
+void mpp_train_mark_step(uint64_t n);    /* the "step" mark */
+void mpp_train_mark_skipped(uint64_t n); /* the "step_skipped" mark */
+/* The earliest op (by start time) whose scanned inputs were finite and whose
+ * output held Inf/NaN. */
+typedef struct mpp_nonfinite {
+  uint32_t site, thread;
+  uint64_t call_index, t_ns;
+  bool has_step, inputs_scanned;
+  uint64_t step;
+  double scale; /* 0: none declared */
+  const char *role;
+  uint64_t count, nans, pos_infs, neg_infs;
+} mpp_nonfinite;
+void mpp_train_note_nonfinite_locked(const mpp_nonfinite *nf); /* site lock held */
+struct mpp_jw;
+void mpp_train_write_locked(struct mpp_jw *w); /* the raw "training" object; site lock held */
 
 /* --- raw file: rawwrite.h --- */
 

@@ -6,9 +6,14 @@
  * given, every time. Stacks are per thread (PyTorch runs backward on autograd
  * threads); ranges of all domains share one stack in push order, and a
  * domain's pop removes that domain's innermost range. Start/end ranges and
- * marks are not nested, so they never define a layer; they are counted. */
+ * marks are not nested, so they never define a layer; they are counted.
+ *
+ * Marks in the domain named "mpprof" declare the training state (train.c):
+ * "loss_scale" with a double payload, "step" and "step_skipped" with an
+ * unsigned 64-bit payload (README.md). Other messages there are ignored. */
 #include "mpp.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -289,10 +294,69 @@ static int NVTX_API core2_pop(nvtxDomainHandle_t d) {
   return NVTX_NO_PUSH_POP_TRACKING;
 }
 
+/* A numeric payload as double / as an unsigned integer; false when the
+ * attributes carry none (or a negative integer for a step). */
+static bool payload_double(const nvtxEventAttributes_t *a, double *ret) {
+  switch (a->payloadType) {
+  case NVTX_PAYLOAD_TYPE_DOUBLE:
+    *ret = a->payload.dValue;
+    return true;
+  case NVTX_PAYLOAD_TYPE_FLOAT:
+    *ret = a->payload.fValue;
+    return true;
+  case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64:
+    *ret = (double)a->payload.ullValue;
+    return true;
+  case NVTX_PAYLOAD_TYPE_INT64:
+    *ret = (double)a->payload.llValue;
+    return true;
+  default:
+    return false;
+  }
+}
+
+static bool payload_u64(const nvtxEventAttributes_t *a, uint64_t *ret) {
+  switch (a->payloadType) {
+  case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64:
+    *ret = a->payload.ullValue;
+    return true;
+  case NVTX_PAYLOAD_TYPE_INT64:
+    *ret = (uint64_t)a->payload.llValue;
+    return a->payload.llValue >= 0;
+  case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32:
+    *ret = a->payload.uiValue;
+    return true;
+  case NVTX_PAYLOAD_TYPE_INT32:
+    *ret = (uint64_t)a->payload.iValue;
+    return a->payload.iValue >= 0;
+  default:
+    return false;
+  }
+}
+
+static bool is_mpprof_domain(nvtxDomainHandle_t d) {
+  const mpp_nvtx_string *h = (const mpp_nvtx_string *)d;
+  return h && h->s && !strcmp(h->s, "mpprof");
+}
+
+/* The training-state marks of the "mpprof" domain (see the top of the file). */
+static void training_mark(const nvtxEventAttributes_t *a) {
+  char buf[32];
+  const char *msg = message_of(a, buf, sizeof buf);
+  if (!msg || a->size < offsetof(nvtxEventAttributes_t, payload) + sizeof(a->payload)) return;
+  double d;
+  uint64_t n;
+  if (!strcmp(msg, "loss_scale"))
+    mpp_train_loss_scale(payload_double(a, &d) ? d : NAN); /* NaN: counted invalid */
+  else if (!strcmp(msg, "step") && payload_u64(a, &n))
+    mpp_train_mark_step(n);
+  else if (!strcmp(msg, "step_skipped") && payload_u64(a, &n))
+    mpp_train_mark_skipped(n);
+}
+
 static void NVTX_API core2_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
-  (void)d;
-  (void)a;
   atomic_fetch_add(&marks, 1);
+  if (a && is_mpprof_domain(d)) training_mark(a);
 }
 
 uint64_t mpp_nvtx_marks(void) {

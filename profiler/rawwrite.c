@@ -215,6 +215,14 @@ static void write_trans(mpp_jw *w, const char *key, char t) {
   key_str(w, key, v);
 }
 
+static void write_scale(mpp_jw *w, const char *key, double s) {
+  mpp_jw_key(w, key);
+  if (s > 0)
+    mpp_jw_double(w, s);
+  else
+    mpp_jw_null(w);
+}
+
 static void write_math_mode(mpp_jw *w, const char *key, int mode) {
   char buf[96];
   key_str(w, key, mode >= 0 ? math_mode_name(mode, buf, sizeof buf) : NULL);
@@ -234,6 +242,7 @@ static void write_math_mode(mpp_jw *w, const char *key, int mode) {
 #define W_CONV(f, key) write_conv(w, key, k)
 #define W_MATH(f, key) write_math_mode(w, key, k->f)
 #define W_FP8(f, key) write_fp8_scales(w, key, k->f)
+#define W_SCALE(f, key) write_scale(w, key, k->f)
 #define W_ROLES(f, key) /* the keys of "tensors" */
 
 static void write_site_key(mpp_jw *w, const mpp_site *s) {
@@ -400,6 +409,8 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_
   mpp_jw_uint(w, o->cupti_dropped);
   mpp_jw_obj_end(w);
   if (o->tc.status) write_tc_counters(w, &o->tc);
+  mpp_jw_key(w, MP_RK_TOP.training);
+  mpp_train_write_locked(w);
   mpp_jw_key(w, MP_RK_TOP.sites);
   mpp_jw_arr(w);
   /* Sites whose every call failed (or is still running) carry nothing. */

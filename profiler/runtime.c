@@ -454,6 +454,7 @@ static void atfork_child(void) {
     pthread_mutex_init(fork_locks[i], NULL);
   mpp_cupti_fork_child();
   mpp_sites_reset(); /* also re-creates the sites mutex */
+  mpp_train_reset_child();
   checkpoint_running = false;
   checkpoint_entered = false;
   atomic_store(&forked_child, true);
@@ -465,6 +466,7 @@ static void init_once_fn(void) {
   read_config();
   mpp_process_info_reset();
   if (!mpp_cfg.disabled) {
+    mpp_train_init();
     depth++;
     for (size_t i = 0; i < nsym_tables; i++)
       mpp_sym_resolve_all(sym_tables[i].tab, sym_tables[i].n);

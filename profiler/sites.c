@@ -137,6 +137,12 @@ static uint64_t mix_str(uint64_t h, const char *s) {
   return mix(h, (uint64_t)(uintptr_t)s);
 }
 
+static uint64_t double_bits(double d) {
+  uint64_t b;
+  memcpy(&b, &d, sizeof b);
+  return b;
+}
+
 static uint64_t mix_conv(uint64_t h, const mpp_op *op) {
   if (!op->has_conv) return mix(h, 0);
   const mpp_conv *c = &op->conv;
@@ -174,6 +180,7 @@ static uint64_t mix_roles(uint64_t h, const mpp_op *op) {
 #define HASH_CONV(f) h = mix_conv(h, op)
 #define HASH_MATH(f) h = mix(h, (uint64_t)(int64_t)op->f)
 #define HASH_FP8(f) h = mix(h, op->f)
+#define HASH_SCALE(f) h = mix(h, double_bits(op->f))
 #define HASH_ROLES(f) h = mix_roles(h, op)
 
 static uint64_t op_hash(const mpp_op *op, uint64_t layer_hash) {
@@ -219,6 +226,7 @@ static bool roles_eq(const mpp_op *a, const mpp_op *b) {
 #define EQ_CONV(f) conv_eq(k, op)
 #define EQ_MATH(f) (k->f == op->f)
 #define EQ_FP8(f) (k->f == op->f)
+#define EQ_SCALE(f) (k->f == op->f)
 #define EQ_ROLES(f) roles_eq(k, op)
 
 static bool op_key_eq(const mpp_site *s, const mpp_op *op, const char *layer) {

@@ -49,6 +49,7 @@ static void process_free(mpprof_process *p) {
   free(p->host);
   cJSON_Delete(p->incomplete_reasons);
   cJSON_Delete(p->argv);
+  cJSON_Delete(p->training);
   free(p->scan);
   free(p->device_name);
   free(p->cupti_status);

@@ -558,6 +558,14 @@ static int process_from_header(const cJSON *h, const char *file, mpprof_process 
     get_i64(tcc, MP_RK_TC_COUNTERS.ops_skipped, &p->tc_counters_ops_skipped);
     if (!p->tc_counters_status) return -1;
   }
+  const cJSON *tr = cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.training);
+  if (tr && !cJSON_IsNull(tr)) {
+    if (!cJSON_IsObject(tr)) {
+      snprintf(err, errlen, "\"%s\" is not an object", MP_RK_TOP.training);
+      return -1;
+    }
+    if (!(p->training = cJSON_Duplicate(tr, true))) return -1;
+  }
   p->forked = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.forked));
   get_i64(h, MP_RK_TOP.calls, &p->raw_calls);
   get_i64(h, MP_RK_TOP.failed_calls, &p->failed_calls);
@@ -600,6 +608,7 @@ static void free_proc(mpprof_process *p) {
   free(p->host);
   cJSON_Delete(p->incomplete_reasons);
   cJSON_Delete(p->argv);
+  cJSON_Delete(p->training);
   free(p->scan);
   free(p->device_name);
   free(p->cupti_status);

@@ -90,6 +90,7 @@ typedef struct mpprof_process {
   cJSON *tc_counters_metrics;  /* array of strings (owned), may be NULL */
   int64_t tc_counters_passes, tc_counters_ops_profiled, tc_counters_ops_unmatched,
       tc_counters_ops_skipped;
+  cJSON *training;   /* the raw "training" object (owned; MP_RAW_TRAINING), NULL when absent */
   bool forked;       /* written by a fork child */
   int64_t raw_calls; /* the file's "calls": hooked calls seen, failed ones included */
   int64_t failed_calls;

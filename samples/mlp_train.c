@@ -20,6 +20,9 @@
  * CUBLAS_TF32_TENSOR_OP_MATH (and CUBLAS_COMPUTE_32F_FAST_TF32 for cuBLASLt).
  *
  * NVTX: step / mlp / fcN / {fwd,bwd}, step / mlp / loss, step / optimizer.
+ * The training state goes to mpprof through the NVTX domain "mpprof": the loss
+ * scale once before training, and model 0's steps and skipped steps (marks
+ * "loss_scale", "step", "step_skipped"; README.md).
  * --threads T trains models 0..T-1 (model i seeded with seed + i) on T host
  * threads, each with its own cuBLAS and cuBLASLt handles and stream, so model
  * i's result does not depend on T. The first step of every model checks each
@@ -113,6 +116,7 @@ typedef struct model {
   dbuf d_z1, d_z2, d_y, d_da2, d_dw3, d_da1, d_dw2, d_dw1;
   bool verify; /* first step: check every GEMM against the host */
   int skipped_steps;
+  unsigned long long step; /* the step running */
   double loss;
   gradient_probe probe;
 } model;
@@ -381,6 +385,25 @@ static void next_batch(model *m) {
       m->t[o + b * OUT] = (float)(0.25 + 0.5 * sin(m->x[o + b * IN] / 64.0));
 }
 
+/* ---------- the mpprof protocol: NVTX marks, free without a tool ---------- */
+
+static nvtxDomainHandle_t mpprof_domain;
+
+static void mpprof_mark(const char *message, int payload_type, double d, unsigned long long n) {
+  nvtxEventAttributes_t a;
+  memset(&a, 0, sizeof a);
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  a.message.ascii = message;
+  a.payloadType = payload_type;
+  if (payload_type == NVTX_PAYLOAD_TYPE_DOUBLE)
+    a.payload.dValue = d;
+  else
+    a.payload.ullValue = n;
+  nvtxDomainMarkEx(mpprof_domain, &a);
+}
+
 static void range_push(const char *name) {
   nvtxRangePushA(name);
 }
@@ -541,6 +564,7 @@ static void optimizer(model *m) {
   if (!all_finite(m->dw1, N_W1) || !all_finite(m->dw2, N_W2) || !all_finite(m->db2, H2) ||
       !all_finite(m->dw3, N_W3)) {
     m->skipped_steps++;
+    if (m->index == 0) mpprof_mark("step_skipped", NVTX_PAYLOAD_TYPE_UNSIGNED_INT64, 0, m->step);
   } else {
     sgd(m->w1, m->dw1, N_W1, inv);
     sgd(m->w2, m->dw2, N_W2, inv);
@@ -554,6 +578,8 @@ static void *train(void *arg) {
   model *m = arg;
   for (int step = 0; step < m->opt->steps; step++) {
     m->verify = step == 0;
+    m->step = (unsigned long long)step;
+    if (m->index == 0) mpprof_mark("step", NVTX_PAYLOAD_TYPE_UNSIGNED_INT64, 0, m->step);
     next_batch(m);
     range_push("step");
     range_push("mlp");
@@ -637,6 +663,9 @@ int main(int argc, char **argv) {
   SU_CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   printf("mlp_train: precision %s, loss scale %g, steps %d, threads %d, seed %llu, device %s\n",
          precision_names[opt.prec], opt.loss_scale, opt.steps, opt.threads, opt.seed, prop.name);
+
+  mpprof_domain = nvtxDomainCreateA("mpprof");
+  mpprof_mark("loss_scale", NVTX_PAYLOAD_TYPE_DOUBLE, opt.loss_scale, 0);
 
   model *models = calloc((size_t)opt.threads, sizeof *models);
   pthread_t *tids = calloc((size_t)opt.threads, sizeof *tids);

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis/advice.h"
 #include "commands.h"
 #include "report/report.h"
 
@@ -36,12 +37,14 @@ typedef struct run_opts {
   const char *sample;
   const char *checkpoint;
   const char *tc_counters; /* "first" or N: MPPROF_TC_COUNTERS */
+  const char *loss_scale;  /* MPPROF_LOSS_SCALE */
   char **argv;             /* program and its arguments */
 } run_opts;
 
 static void usage(FILE *f) {
   fputs("usage: mpprof [run] [-o DIR] [--force] [--scan all|outputs|none] [--sample N|auto]\n"
-        "                    [--checkpoint SECONDS] [--tc-counters[=N]] [--] PROGRAM ARGS...\n"
+        "                    [--checkpoint SECONDS] [--tc-counters[=N]] [--loss-scale S]\n"
+        "                    [--] PROGRAM ARGS...\n"
         "  -o, --output DIR   where raw files and the report go\n"
         "                     (default: mpprof-<program>-<date> in the current directory)\n"
         "  --force            use DIR even when it is not empty (its old raw files are removed)\n"
@@ -52,7 +55,10 @@ static void usage(FILE *f) {
         "  --tc-counters[=N]  decide Tensor Core use from hardware counters (CUPTI range\n"
         "                     profiler, kernel replay: serialises and replays the profiled\n"
         "                     calls' kernels) for the first call of each op site, or with =N\n"
-        "                     for every Nth call of each site\n",
+        "                     for every Nth call of each site\n"
+        "  --loss-scale S     the program multiplies its loss (so its gradients) by S\n"
+        "                     (65536, 2^16, 1e3); for a fixed scale the program does not\n"
+        "                     declare through the NVTX domain \"mpprof\" (its marks win)\n",
         f);
 }
 
@@ -122,6 +128,14 @@ static int parse(int argc, char **argv, run_opts *o) {
       if (!valid_seconds(o->checkpoint)) {
         fprintf(stderr, "mpprof: run: --checkpoint must be seconds >= 0, not '%s'\n",
                 o->checkpoint);
+        return 2;
+      }
+    } else if (is_opt(a, "--loss-scale")) {
+      if (!(o->loss_scale = opt_value(argc, argv, &i, "--loss-scale"))) return 2;
+      double s;
+      if (mp_parse_loss_scale(o->loss_scale, &s) < 0) {
+        fprintf(stderr, "mpprof: run: --loss-scale must be a positive finite number or 2^k, not '%s'\n",
+                o->loss_scale);
         return 2;
       }
     } else if (is_opt(a, "--tc-counters")) {
@@ -278,6 +292,7 @@ static void set_child_env(const run_opts *o, const char *lib, const char *out) {
   if (o->sample) setenv("MPPROF_SAMPLE", o->sample, 1);
   if (o->checkpoint) setenv("MPPROF_CHECKPOINT_S", o->checkpoint, 1);
   if (o->tc_counters) setenv("MPPROF_TC_COUNTERS", o->tc_counters, 1);
+  if (o->loss_scale) setenv("MPPROF_LOSS_SCALE", o->loss_scale, 1);
 }
 
 static void warn_other_injection(const char *var, const char *lib) {

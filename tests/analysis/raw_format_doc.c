@@ -80,6 +80,24 @@ static buf index_text(void) {
 #define T(name, json, doc) ROW("events[]", json, doc)
   MP_RAW_EVENT(T)
 #undef T
+#define T(name, json, doc) ROW("training", json, doc)
+  MP_RAW_TRAINING(T)
+#undef T
+#define T(name, json, doc) ROW("training.scale_changes[]", json, doc)
+  MP_RAW_SCALE_CHANGE(T)
+#undef T
+#define T(name, json, doc) ROW("training.steps", json, doc)
+  MP_RAW_STEPS(T)
+#undef T
+#define T(name, json, doc) ROW("training.step_scales[]", json, doc)
+  MP_RAW_STEP_SCALE(T)
+#undef T
+#define T(name, json, doc) ROW("training.skipped_steps", json, doc)
+  MP_RAW_SKIPPED(T)
+#undef T
+#define T(name, json, doc) ROW("training.first_nonfinite", json, doc)
+  MP_RAW_NONFINITE(T)
+#undef T
   b.p = realloc(b.p, b.n + sizeof END);
   if (!b.p) exit(2);
   memcpy(b.p + b.n, END, sizeof END);

@@ -25,6 +25,12 @@
  *                 (handle's stream) and one cublasLtMatmul (stream argument); then, after
  *                 EndCapture, the same three calls again outside capture. simcuda runs
  *                 captured work at once and refuses to instantiate the graph (printed)
+ *   lossscale     the mpprof protocol: a second thread marks loss_scale 1024 and step 7, then
+ *                 one GEMM in "t/main"; fork: the child marks loss_scale 2^20, step 8 and
+ *                 step_skipped 8, one GEMM in "t/child"; the parent waits, one more GEMM
+ *   overflow      steps 0..4 (step marks), each three fp16 -> fp16 GEMMs in "l0", "l1",
+ *                 "l2", l2 reading l1's output; in step 3 l1's A is 2^14 times larger and
+ *                 its output overflows fp16 (the first op that produces Inf), which l2 reads
  * Every mode prints a checksum of its results on stdout. Linked against the
  * CUDA libraries by soname; run with LD_LIBRARY_PATH=<simcuda>. */
 #include <pthread.h>
@@ -451,6 +457,107 @@ static int mode_fork(void) {
   return 0;
 }
 
+/* --- the mpprof protocol (NVTX domain "mpprof") --- */
+
+static nvtxDomainHandle_t mpprof_domain;
+
+static void mark(const char *message, bool is_double, double d, uint64_t n) {
+  nvtxEventAttributes_t a;
+  memset(&a, 0, sizeof a);
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  a.message.ascii = message;
+  a.payloadType = is_double ? NVTX_PAYLOAD_TYPE_DOUBLE : NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+  if (is_double)
+    a.payload.dValue = d;
+  else
+    a.payload.ullValue = n;
+  nvtxDomainMarkEx(mpprof_domain, &a);
+}
+
+static void *mark_from_thread(void *arg) {
+  (void)arg;
+  mark("loss_scale", true, 1024, 0);
+  mark("step", false, 0, 7);
+  return NULL;
+}
+
+static int mode_lossscale(void) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 8);
+  mpprof_domain = nvtxDomainCreateA("mpprof");
+  pthread_t t;
+  if (pthread_create(&t, NULL, mark_from_thread, NULL)) die("pthread_create", -1);
+  pthread_join(t, NULL);
+  nvtxRangePushA("t");
+  nvtxRangePushA("main");
+  double s = gemmex(h, &m);
+  nvtxRangePop();
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) die("fork", -1);
+  if (pid == 0) {
+    mark("loss_scale", true, 0x1p20, 0);
+    mark("step", false, 0, 8);
+    mark("step_skipped", false, 0, 8);
+    nvtxRangePushA("child");
+    printf("child checksum %.17g\n", gemmex(h, &m));
+    exit(0);
+  }
+  int st;
+  waitpid(pid, &st, 0);
+  nvtxRangePushA("main");
+  s += gemmex(h, &m);
+  printf("parent checksum %.17g child status %d\n", s, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+  CK(cublasDestroy(h));
+  return 0;
+}
+
+/* D (fp16) = A B for fp16 A, B; returns a checksum of D. */
+static double gemm16(cublasHandle_t h, const void *a, const void *b, void *d) {
+  const float one = 1, zero = 0;
+  CK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, a, CUDA_R_16F, N, b, CUDA_R_16F, N,
+                  &zero, d, CUDA_R_16F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  uint16_t out[N * N];
+  CK(cudaMemcpy(out, d, sizeof out, cudaMemcpyDeviceToHost));
+  double sum = 0;
+  for (int i = 0; i < N * N; i++)
+    sum += out[i] * (double)(i % 13 + 1); /* the bits: Inf and NaN count too */
+  return sum;
+}
+
+static int mode_overflow(void) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 9);
+  uint16_t big[N * N];
+  for (int i = 0; i < N * N; i++)
+    big[i] = f2h((float)((i * 7 + 9) % 5 - 2) * 0x1p14f);
+  void *a_big = dev_upload(big, sizeof big);
+  void *d1 = dev_alloc(N * N * sizeof(uint16_t)), *d2 = dev_alloc(N * N * sizeof(uint16_t));
+  mpprof_domain = nvtxDomainCreateA("mpprof");
+  double s = 0;
+  for (uint64_t step = 0; step < 5; step++) {
+    mark("step", false, 0, step);
+    nvtxRangePushA("l0");
+    s += gemm16(h, m.a16, m.b16, m.c16);
+    nvtxRangePop();
+    nvtxRangePushA("l1");
+    s += gemm16(h, step == 3 ? a_big : m.a16, m.b16, d1);
+    nvtxRangePop();
+    nvtxRangePushA("l2");
+    s += gemm16(h, d1, m.b16, d2);
+    nvtxRangePop();
+  }
+  printf("overflow checksum %.17g\n", s);
+  CK(cublasDestroy(h));
+  return 0;
+}
+
 static int mode_forkidle(void) {
   cublasHandle_t h;
   mats m;
@@ -767,10 +874,13 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "chdir")) return mode_chdir(argc > 2 ? argv[2] : NULL);
   if (!strcmp(mode, "groups64")) return mode_groups64();
   if (!strcmp(mode, "autotune_small")) return mode_autotune_small(argc > 2 ? arg : 0);
+  if (!strcmp(mode, "lossscale")) return mode_lossscale();
+  if (!strcmp(mode, "overflow")) return mode_overflow();
   if (!strcmp(mode, "exit3")) mode_exit3();
   if (!strcmp(mode, "wait")) mode_wait();
   fprintf(stderr,
           "usage: mpp_testprog gemmex N | lt | variants | mathmode | threads T | fork | forkidle | "
-          "capture | wrongpack | autotune_small | groups64 | chdir DIR | exit3 | wait\n");
+          "capture | wrongpack | autotune_small | groups64 | chdir DIR | exit3 | wait | lossscale | "
+          "overflow\n");
   return 2;
 }

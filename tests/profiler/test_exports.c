@@ -48,6 +48,9 @@ static const char *const expected[] = {
     "cudnnBackendGetAttribute",
     "cudnnBackendFinalize",
     "cudnnBackendExecute",
+    "mpprof_loss_scale",
+    "mpprof_step",
+    "mpprof_step_skipped",
 };
 #define NEXPECTED (sizeof expected / sizeof expected[0])
 

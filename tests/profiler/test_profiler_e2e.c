@@ -476,6 +476,88 @@ static void a_forked_child_writes_its_own_raw_file(void **state) {
   free_raws(&r);
 }
 
+/* --- the training-state protocol (NVTX domain "mpprof") --- */
+
+static bool is_null(cJSON *o, const char *path) {
+  cJSON *v = get(o, path);
+  return v && cJSON_IsNull(v);
+}
+
+static void loss_scale_marks_work_from_a_second_thread_and_in_a_forked_child(void **state) {
+  (void)state;
+  const char *dir = outdir("lossscale");
+  char *argv[] = {(char *)testprog, "lossscale", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 2);
+  cJSON *parent = doc_where(&r, false), *child = doc_where(&r, true);
+  /* Marked on another thread, before the main thread's GEMMs. */
+  cJSON *s = site(parent, "cublasGemmEx", "t/main", NULL);
+  assert_true(num(s, "loss_scale") == 1024);
+  assert_int_equal(num(s, "calls"), 2);
+  assert_int_equal(num(parent, "training.steps.first"), 7);
+  assert_int_equal(num(parent, "training.skipped_steps.count"), 0);
+  assert_true(str_is(parent, "training.loss_scale_source", "marks"));
+  /* The child's own marks, in its own raw file; the parent's stay its own. */
+  assert_true(num(site(child, "cublasGemmEx", "t/child", NULL), "loss_scale") == 0x1p20);
+  assert_int_equal(num(child, "training.steps.first"), 8);
+  assert_int_equal(num(child, "training.skipped_steps.count"), 1);
+  assert_int_equal(num(child, "training.skipped_steps.steps.0"), 8);
+  assert_true(num(parent, "training.loss_scale") == 1024);
+  free_raws(&r);
+}
+
+static void loss_scale_option_declares_the_scale_of_a_program_without_marks(void **state) {
+  (void)state;
+  const char *dir = outdir("lossopt");
+  char *argv[] = {(char *)testprog, "gemmex", "2", NULL};
+  const char *opts[] = {"--loss-scale", "2^10", NULL};
+  assert_int_equal(run_both(dir, argv, opts), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 1);
+  assert_true(num(site(r.doc[0], "cublasGemmEx", "t/gemmex", NULL), "loss_scale") == 1024);
+  assert_true(str_is(r.doc[0], "training.loss_scale_source", "option"));
+  assert_true(is_null(r.doc[0], "training.steps"));
+  free_raws(&r);
+}
+
+static void a_loss_scale_that_is_not_a_positive_number_is_a_usage_error(void **state) {
+  (void)state;
+  const char *bad[] = {"0", "-2", "2^", "inf", "x"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char *argv[] = {(char *)mpprof, "--loss-scale", (char *)bad[i], (char *)testprog, "gemmex",
+                    "1", NULL};
+    result r = run(argv, NULL);
+    assert_int_equal(r.status, 2);
+    free(r.out);
+  }
+}
+
+static void first_nonfinite_is_the_gemm_that_overflowed_fp16(void **state) {
+  (void)state;
+  const char *dir = outdir("overflow");
+  char *argv[] = {(char *)testprog, "overflow", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 1);
+  cJSON *nf = get(r.doc[0], "training.first_nonfinite");
+  assert_non_null(nf);
+  cJSON *s, *producer = NULL;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItem(r.doc[0], "sites")) {
+    if (num(s, "id") == num(nf, "site")) producer = s;
+  }
+  assert_non_null(producer);
+  assert_true(str_is(producer, "layer", "l1"));
+  assert_int_equal(num(nf, "step"), 3);
+  assert_int_equal(num(nf, "call_index"), 3);
+  assert_true(str_is(nf, "role", "D"));
+  assert_true(cJSON_IsTrue(get(nf, "inputs_scanned")));
+  assert_true(num(nf, "pos_infs") + num(nf, "neg_infs") > 0);
+  /* l2 read the Inf (and made NaN): not a producer. */
+  assert_true(num(site(r.doc[0], NULL, "l2", NULL), "tensors.A.pos_infs") > 0);
+  free_raws(&r);
+}
+
 static void a_forked_child_that_never_uses_cuda_writes_no_raw_file(void **state) {
   (void)state;
   const char *dir = outdir("forkidle");
@@ -752,6 +834,10 @@ int main(void) {
       cmocka_unit_test(each_thread_has_its_own_layer_stack),
       cmocka_unit_test(a_forked_child_writes_its_own_raw_file),
       cmocka_unit_test(a_forked_child_that_never_uses_cuda_writes_no_raw_file),
+      cmocka_unit_test(loss_scale_marks_work_from_a_second_thread_and_in_a_forked_child),
+      cmocka_unit_test(loss_scale_option_declares_the_scale_of_a_program_without_marks),
+      cmocka_unit_test(a_loss_scale_that_is_not_a_positive_number_is_a_usage_error),
+      cmocka_unit_test(first_nonfinite_is_the_gemm_that_overflowed_fp16),
       cmocka_unit_test(exit_status_3_is_passed_through_with_a_final_raw_file),
       cmocka_unit_test(killed_by_sigterm_midway_keeps_the_last_checkpoint),
       cmocka_unit_test(a_relative_mpprof_out_is_kept_when_the_program_changes_directory),

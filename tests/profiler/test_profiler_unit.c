@@ -2,6 +2,7 @@
  * library, no CUDA library needed): NVTX layer stacks and the injection
  * entry point, decoding of cuBLAS / cuBLASLt / convolution calls, the site
  * table with its caps, sampling and scan modes, and the raw document. */
+#include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 #include "profiler/hooks/gemm_decode.h"
 #include "profiler/hooks/gemm_decode.h" /* twice: the include guard covers all of it */
 #include "profiler/jsonw.h"
+#include "profiler/include/mpprof.h"
 #include "profiler/mpp.h"
 #include "profiler/rawwrite.h"
 
@@ -32,6 +34,7 @@ static int reset_all(void **state) {
   (void)state;
   mpp_nvtx_thread_reset();
   mpp_sites_reset();
+  mpp_train_reset();
   mpp_cfg.scan = MPP_SCAN_ALL;
   mpp_cfg.sample = 1;
   mpp_cfg.max_sites = 1024;
@@ -747,6 +750,152 @@ static void json_writer_replaces_bytes_that_are_not_utf8(void **state) {
   mpp_jw_free(&w);
 }
 
+/* --- the training-state protocol (NVTX domain "mpprof", mpprof.h) --- */
+
+static nvtxDomainMarkEx_impl_fntype domain_mark(void) {
+  memset(core2_slots, 0, sizeof core2_slots);
+  assert_int_equal(InitializeInjectionNvtx2(get_export_table), 1);
+  assert_non_null(core2_slots[NVTX_CBID_CORE2_DomainMarkEx]);
+  return (nvtxDomainMarkEx_impl_fntype)core2_slots[NVTX_CBID_CORE2_DomainMarkEx];
+}
+
+static nvtxDomainHandle_t domain(const char *name) {
+  return ((nvtxDomainCreateA_impl_fntype)core2_slots[NVTX_CBID_CORE2_DomainCreateA])(name);
+}
+
+static nvtxEventAttributes_t mark_attr(const char *msg, int payload_type) {
+  nvtxEventAttributes_t a;
+  memset(&a, 0, sizeof a);
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  a.message.ascii = msg;
+  a.payloadType = payload_type;
+  return a;
+}
+
+static void mark_scale(nvtxDomainHandle_t d, double s) {
+  nvtxEventAttributes_t a = mark_attr("loss_scale", NVTX_PAYLOAD_TYPE_DOUBLE);
+  a.payload.dValue = s;
+  domain_mark()(d, &a);
+}
+
+static void mark_u64(nvtxDomainHandle_t d, const char *msg, uint64_t n) {
+  nvtxEventAttributes_t a = mark_attr(msg, NVTX_PAYLOAD_TYPE_UNSIGNED_INT64);
+  a.payload.ullValue = n;
+  domain_mark()(d, &a);
+}
+
+static void *mark_scale_1024(void *d) {
+  mark_scale(d, 1024);
+  return NULL;
+}
+
+static double site_scale(cJSON *doc, int i) {
+  cJSON *v = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "sites"), i),
+                                 "loss_scale");
+  assert_non_null(v);
+  return cJSON_IsNull(v) ? 0 : cJSON_GetNumberValue(v);
+}
+
+static void loss_scale_mark_from_another_thread_applies_to_later_calls(void **state) {
+  (void)state;
+  domain_mark();
+  nvtxDomainHandle_t d = domain("mpprof");
+  run_op("api", true); /* before any mark: no scale declared */
+  pthread_t t;
+  pthread_create(&t, NULL, mark_scale_1024, d);
+  pthread_join(t, NULL);
+  run_op("api", true);
+  cJSON *doc = render();
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "sites")), 2);
+  assert_true(site_scale(doc, 0) == 0);
+  assert_true(site_scale(doc, 1) == 1024);
+  assert_true(num(doc, "training.loss_scale") == 1024);
+  assert_string_equal(
+      cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "training"),
+                                               "loss_scale_source")),
+      "marks");
+  cJSON_Delete(doc);
+}
+
+static void marks_of_other_domains_and_messages_change_nothing(void **state) {
+  (void)state;
+  domain_mark();
+  mark_scale(domain("other"), 8);
+  mark_scale(NULL, 8);
+  nvtxDomainHandle_t d = domain("mpprof");
+  nvtxEventAttributes_t a = mark_attr("lossscale", NVTX_PAYLOAD_TYPE_DOUBLE);
+  a.payload.dValue = 8;
+  domain_mark()(d, &a);
+  assert_true(mpp_train_scale() == 0);
+  mark_scale(d, -1); /* invalid: counted, ignored */
+  mark_scale(d, 0);
+  assert_true(mpp_train_scale() == 0);
+  cJSON *doc = render();
+  assert_int_equal(num(doc, "training.invalid_marks"), 2);
+  cJSON_Delete(doc);
+}
+
+static void step_marks_give_per_step_scales_and_skipped_steps(void **state) {
+  (void)state;
+  domain_mark();
+  nvtxDomainHandle_t d = domain("mpprof");
+  mpprof_loss_scale(65536); /* the exported twin of the mark */
+  for (uint64_t n = 10; n < 13; n++)
+    mark_u64(d, "step", n);
+  mark_u64(d, "step_skipped", 12);
+  mark_scale(d, 32768);
+  mpprof_step(13);
+  uint64_t step;
+  assert_true(mpp_train_step(&step));
+  assert_int_equal(step, 13);
+  cJSON *doc = render();
+  assert_int_equal(num(doc, "training.steps.marked"), 4);
+  assert_int_equal(num(doc, "training.steps.first"), 10);
+  assert_int_equal(num(doc, "training.skipped_steps.count"), 1);
+  cJSON *seg = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "training"), "step_scales");
+  assert_int_equal(cJSON_GetArraySize(seg), 2);
+  assert_int_equal(num(cJSON_GetArrayItem(seg, 0), "last"), 12);
+  assert_true(num(cJSON_GetArrayItem(seg, 0), "scale") == 65536);
+  assert_int_equal(num(cJSON_GetArrayItem(seg, 1), "first"), 13);
+  assert_true(num(cJSON_GetArrayItem(seg, 1), "scale") == 32768);
+  cJSON_Delete(doc);
+}
+
+static void run_op_writing(float d0) {
+  mpp_op op;
+  mpp_call c;
+  make_op(&op, "api");
+  mpp_call_begin(&c, &op);
+  for (int i = 0; i < 16; i++)
+    host_d[i] = i ? (float)i : d0;
+  mpp_call_end(&c, &op, true);
+}
+
+static void first_nonfinite_is_the_first_call_with_finite_inputs_and_nonfinite_output(
+    void **state) {
+  (void)state;
+  for (int i = 0; i < 16; i++)
+    host_a[i] = host_b[i] = 1;
+  mpprof_step(4);
+  run_op_writing(0);
+  mpprof_step(5);
+  run_op_writing(INFINITY); /* the first: finite inputs, +Inf out */
+  host_a[3] = NAN;
+  run_op_writing(NAN); /* NaN in, NaN out: not a producer */
+  host_a[3] = 1;
+  run_op_writing(-INFINITY); /* later */
+  cJSON *doc = render();
+  cJSON *nf = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "training"), "first_nonfinite");
+  assert_int_equal(num(nf, "call_index"), 1);
+  assert_int_equal(num(nf, "step"), 5);
+  assert_int_equal(num(nf, "pos_infs"), 1);
+  assert_int_equal(num(nf, "neg_infs"), 0);
+  assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(nf, "role")), "D");
+  cJSON_Delete(doc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(layer_is_empty_without_ranges, reset_all),
@@ -785,6 +934,11 @@ int main(void) {
       cmocka_unit_test_setup(raw_document_carries_schema_and_full_stats, reset_all),
       cmocka_unit_test_setup(rank_comes_from_the_first_launcher_variable_set, reset_all),
       cmocka_unit_test_setup(the_raw_file_carries_the_rank_read_at_activation, reset_all),
+      cmocka_unit_test_setup(loss_scale_mark_from_another_thread_applies_to_later_calls, reset_all),
+      cmocka_unit_test_setup(marks_of_other_domains_and_messages_change_nothing, reset_all),
+      cmocka_unit_test_setup(step_marks_give_per_step_scales_and_skipped_steps, reset_all),
+      cmocka_unit_test_setup(
+          first_nonfinite_is_the_first_call_with_finite_inputs_and_nonfinite_output, reset_all),
       cmocka_unit_test(json_writer_escapes_strings_and_writes_nan_as_null),
       cmocka_unit_test(json_writer_replaces_bytes_that_are_not_utf8),
   };

@@ -98,6 +98,10 @@ static char *render_everything(int *ret_site) {
   mpp_site_kernel(*ret_site, "sm90_xmma_gemm_f16f16_f32f32", 500);
   mpp_site_kernel_tc(*ret_site, "sm90_xmma_gemm_f16f16_f32f32", true, tc_values, 2);
   mpp_note_incomplete("test", "a reason for the test");
+  mpp_train_reset();
+  mpp_train_loss_scale(1024);
+  mpp_train_mark_step(3);
+  mpp_train_mark_skipped(3);
 
   mpp_raw_facts f = {.rank = 7,
                      .forked = true,
@@ -147,6 +151,11 @@ static const char *const nvtx_keys[] = {MP_RAW_NVTX(KEY_JSON)};
 static const char *const device_keys[] = {MP_RAW_DEVICE(KEY_JSON)};
 static const char *const cupti_keys[] = {MP_RAW_CUPTI(KEY_JSON)};
 static const char *const tcc_keys[] = {MP_RAW_TC_COUNTERS(KEY_JSON)};
+static const char *const training_keys[] = {MP_RAW_TRAINING(KEY_JSON)};
+static const char *const scale_change_keys[] = {MP_RAW_SCALE_CHANGE(KEY_JSON)};
+static const char *const steps_keys[] = {MP_RAW_STEPS(KEY_JSON)};
+static const char *const step_scale_keys[] = {MP_RAW_STEP_SCALE(KEY_JSON)};
+static const char *const skipped_keys[] = {MP_RAW_SKIPPED(KEY_JSON)};
 #define SET(a) ((keyset){a, sizeof a / sizeof a[0]})
 
 static bool in_set(keyset s, const char *k) {
@@ -197,6 +206,15 @@ static void every_emitted_key_is_declared_and_every_declared_key_emitted(void **
   check_object(cJSON_GetObjectItem(doc, MP_RK_TOP.device), SET(device_keys), "device", NULL);
   check_object(cJSON_GetObjectItem(doc, MP_RK_TOP.cupti), SET(cupti_keys), "cupti", NULL);
   check_object(cJSON_GetObjectItem(doc, MP_RK_TOP.tc_counters), SET(tcc_keys), "tc_counters", NULL);
+  const cJSON *tr = cJSON_GetObjectItem(doc, MP_RK_TOP.training);
+  check_object(tr, SET(training_keys), "training", NULL);
+  check_object(cJSON_GetArrayItem(cJSON_GetObjectItem(tr, MP_RK_TRAINING.scale_changes), 0),
+               SET(scale_change_keys), "scale_changes[]", NULL);
+  check_object(cJSON_GetObjectItem(tr, MP_RK_TRAINING.steps), SET(steps_keys), "steps", NULL);
+  check_object(cJSON_GetArrayItem(cJSON_GetObjectItem(tr, MP_RK_TRAINING.step_scales), 0),
+               SET(step_scale_keys), "step_scales[]", NULL);
+  check_object(cJSON_GetObjectItem(tr, MP_RK_TRAINING.skipped_steps), SET(skipped_keys),
+               "skipped_steps", NULL);
   cJSON_Delete(doc);
 }
 
@@ -287,6 +305,9 @@ static void check_top(const char *k, const cJSON *doc, const mpprof_model *m) {
     assert_int_equal(p->tc_counters_kernels, 12);
     assert_int_equal(p->tc_counters_ops_unmatched, 13);
     assert_int_equal(p->tc_counters_ops_skipped, 14);
+  } else if (!strcmp(k, MP_RK_TOP.training)) {
+    assert_true(same_json(p->training, v)); /* kept whole: the report reads it (advise.c) */
+    assert_true(num(v, MP_RK_TRAINING.loss_scale) == 1024);
   } else if (!strcmp(k, MP_RK_TOP.sites)) {
     assert_int_equal(m->n_sites, cJSON_GetArraySize(v));
   } else if (!strcmp(k, MP_RK_TOP.events)) {
