@@ -141,6 +141,7 @@ void mp_advise(const mp_stats *s, const mp_advice_params *p, mp_advice *ret) {
   }
   memset(ret, 0, sizeof *ret);
   uint64_t n = mp_stats_nonzero_finite(s);
+  ret->judged = n > 0;
   ret->fp16_overflow_fraction = fraction(s->casts[MP_TGT_FP16][MP_CAST_OVERFLOW], n);
   ret->fp16_underflow_fraction = fraction(s->casts[MP_TGT_FP16][MP_CAST_UNDERFLOW], n);
   bool fp16_safe = s->casts[MP_TGT_FP16][MP_CAST_OVERFLOW] == 0 &&
@@ -197,6 +198,65 @@ bool mp_scale_log2(double scale, int *ret_log2) {
   }
   *ret_log2 = (int)lround(log2(scale));
   return false;
+}
+
+/* Cast outcomes of the finite non-zero values of s from its histogram. */
+static bool casts_from_hist(mp_stats *s, const mp_format *src, int shift) {
+  bool exact = true;
+  memset(s->casts, 0, sizeof s->casts);
+  for (int e = MP_HIST_MIN; e <= MP_HIST_MAX; e++) {
+    uint64_t c = s->exp_hist[e - MP_HIST_MIN];
+    if (!c) continue;
+    /* The binade's values: the source binade e + shift, moved down. */
+    int se = e + shift;
+    double bottom = ldexp(1.0, e);
+    double top = src && src->is_float && se >= src->emin_sub && se <= src->emax
+                     ? ldexp(mp_format_binade_top(src, se), -shift)
+                     : nextafter(ldexp(1.0, e + 1), 0.0);
+    if (s->min_abs_nonzero > bottom && s->min_abs_nonzero <= top) bottom = s->min_abs_nonzero;
+    if (s->absmax >= bottom && s->absmax < top) top = s->absmax;
+    for (int t = 0; t < MP_TARGET_COUNT; t++) {
+      mp_cast_outcome o0 = classify_scaled(bottom, 0, (mp_target)t);
+      mp_cast_outcome o1 = classify_scaled(top, 0, (mp_target)t);
+      if (o0 != o1) {
+        if (t == MP_TGT_FP16 || t == MP_TGT_BF16) exact = false;
+        o0 = classify_scaled(bottom + (top - bottom) / 2, 0, (mp_target)t);
+      }
+      s->casts[t][o0] += c;
+    }
+  }
+  return exact;
+}
+
+bool mp_stats_unscale(const mp_stats *in, double scale, mp_stats *ret, bool *ret_casts_estimate) {
+  *ret = *in;
+  int k;
+  bool exact = mp_scale_log2(scale, &k);
+  if (ret_casts_estimate) *ret_casts_estimate = false;
+  if (exact && k == 0) return true;
+  memset(ret->exp_hist, 0, sizeof ret->exp_hist);
+  for (int e = MP_HIST_MIN; e <= MP_HIST_MAX; e++) {
+    uint64_t c = in->exp_hist[e - MP_HIST_MIN];
+    if (!c) continue;
+    int d = e - k;
+    if (d < MP_HIST_MIN || d > MP_HIST_MAX) { /* beyond double: unreachable for real scales */
+      exact = false;
+      d = d < MP_HIST_MIN ? MP_HIST_MIN : MP_HIST_MAX;
+    }
+    ret->exp_hist[d - MP_HIST_MIN] += c;
+  }
+  int lo = in->hist_lo - k, hi = in->hist_hi - k;
+  ret->hist_lo = lo < MP_HIST_MIN ? MP_HIST_MIN : lo > MP_HIST_MAX ? MP_HIST_MAX : lo;
+  ret->hist_hi = hi < MP_HIST_MIN ? MP_HIST_MIN : hi > MP_HIST_MAX ? MP_HIST_MAX : hi;
+  if (mp_stats_has_finite(in)) {
+    ret->min = in->min / scale;
+    ret->max = in->max / scale;
+    ret->absmax = in->absmax / scale;
+    if (isfinite(in->min_abs_nonzero)) ret->min_abs_nonzero = in->min_abs_nonzero / scale;
+  }
+  bool casts_exact = casts_from_hist(ret, mp_format_of(in->dtype), k);
+  if (ret_casts_estimate) *ret_casts_estimate = !exact || !casts_exact;
+  return exact;
 }
 
 const char *mp_recommendation_name(mp_recommendation r) {

@@ -64,6 +64,8 @@ typedef struct mp_advice {
   mp_fp8_advice fp8_e5m2;
   mp_recommendation recommended;
   bool nonfinite_input; /* the source already holds NaN/inf */
+  bool judged;          /* some finite non-zero value: without one there is nothing to judge
+                           and no field above is a verdict (recommended is shown as null) */
 } mp_advice;
 
 void mp_advice_params_default(mp_advice_params *p);
@@ -77,6 +79,20 @@ int mp_parse_loss_scale(const char *s, double *ret_scale);
 /* log2 of a positive scale: exact (true) for a power of two, else the nearest
  * integer (false). */
 bool mp_scale_log2(double scale, int *ret_log2);
+
+/* The record of the values x / scale from the record `in` of values x taken
+ * at a loss scale (the gradients the program computed carry the factor
+ * scale): the exponent histogram moves down by log2(scale) binades, the
+ * extremes are divided, NaN/Inf counts stay. For a power of two the histogram
+ * shift is exact; another scale moves it by the nearest integer (estimate).
+ * Cast outcomes are re-derived from the shifted histogram (extremes narrow
+ * the end binades); a binade that straddles a format threshold counts where
+ * its midpoint goes. ret must not be in. Returns true when the histogram and
+ * the extremes are exact (a power of two). *ret_casts_estimate (may be NULL)
+ * says whether an fp16 or bf16 cast count (what verdicts and shares use)
+ * came from such a straddling binade; fp8 cast counts are always taken from
+ * the histogram the same way (fp8 advice uses per-tensor scales instead). */
+bool mp_stats_unscale(const mp_stats *in, double scale, mp_stats *ret, bool *ret_casts_estimate);
 
 const char *mp_recommendation_name(mp_recommendation r); /* "fp16", "fp16_loss_scale", "bf16", ... */
 const char *mp_fp16_verdict_name(mp_fp16_verdict v);     /* "safe", "loss_scale", "unsafe" */

@@ -13,7 +13,8 @@ const char *mp_reason_code_name(mp_reason_code c) {
       "nonfinite_input",   "bf16_unfit",
       "fwd_fp16_overflow", "fwd_fp16_underflow",
       "grad_no_window",    "grad_window",
-      "no_values",         "windows_disjoint",
+      "no_values",         "grad_never_seen",
+      "windows_disjoint",
       "rec_fp16",          "rec_fp16_loss_scale",
       "rec_bf16",          "rec_fp32",
       "fp8_e4m3",          "fp8_e5m2",
@@ -87,6 +88,22 @@ int mp_layer_verdict_of(const mp_verdict_tensor *t, size_t n, const mp_advice_pa
   v->fp16_underflow = frac(unf16, nz);
   v->bf16_overflow = frac(ovfb, nz);
   v->bf16_underflow = frac(unfb, nz);
+  /* Gradients scanned but never seen finite and non-zero support no verdict. */
+  bool grads_scanned = false, grads_seen = false;
+  int never = -1;
+  for (size_t i = 0; i < n; i++) {
+    if (t[i].cls != MP_TCLASS_GRADIENT || t[i].count == 0) continue;
+    grads_scanned = true;
+    if (t[i].has_values)
+      grads_seen = true;
+    else
+      never = (int)i;
+  }
+  if (grads_scanned && !grads_seen) {
+    v->known = false;
+    note(v, MP_REASON_GRAD_NEVER_SEEN, never);
+    return 0;
+  }
   if (!v->known) {
     note(v, MP_REASON_NO_VALUES, -1);
     return 0;

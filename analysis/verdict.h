@@ -11,7 +11,11 @@
  * fp16 at scale 1; gradients are scaled by the loss scale, so they need a
  * window of scales 2^k in which they fit. Ambiguous tensors (backward GEMM
  * inputs: gradient or activation, the call does not say) and optimizer
- * tensors take no part. Thresholds are those of mp_advice_params. */
+ * tensors take no part. Thresholds are those of mp_advice_params.
+ *
+ * A layer whose gradients were scanned but never held a finite non-zero
+ * value (all zeros: dead, or flushed before anyone saw them; all Inf/NaN)
+ * gets no verdict: such gradients say nothing about a format. */
 #ifndef MPPROF_ANALYSIS_VERDICT_H
 #define MPPROF_ANALYSIS_VERDICT_H
 
@@ -35,6 +39,7 @@ typedef struct mp_verdict_tensor {
   mp_tclass cls;
   bool has_values; /* finite non-zero values present */
   const mp_advice *adv;
+  uint64_t count;   /* values scanned (0: none) */
   uint64_t nonzero; /* finite non-zero values */
   uint64_t fp16_overflow, fp16_underflow, bf16_overflow, bf16_underflow; /* cast outcome counts */
 } mp_verdict_tensor;
@@ -48,6 +53,7 @@ typedef enum mp_reason_code {
   MP_REASON_GRAD_NO_WINDOW,      /* gradient: no loss scale in the search range fits */
   MP_REASON_GRAD_WINDOW,         /* gradient not fp16-safe at scale 1; its window fits */
   MP_REASON_NO_VALUES,           /* no forward or gradient tensor with values: no verdict */
+  MP_REASON_GRAD_NEVER_SEEN,     /* gradients scanned, none ever finite and non-zero: no verdict */
   MP_REASON_WINDOWS_DISJOINT,    /* the gradients' windows do not intersect */
   MP_REASON_REC_FP16,            /* the verdict, one of these four */
   MP_REASON_REC_FP16_LOSS_SCALE,

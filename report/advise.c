@@ -4,11 +4,17 @@
  * role ("forward.D", "backward.dw"), each advised by analysis/advice.h
  * (mp_advise, the function `mpprof inspect` uses) and classed here (forward,
  * gradient, ambiguous, optimizer). The verdict is analysis/verdict.h's
- * (mp_layer_verdict_of); this file turns its reason codes into sentences. */
+ * (mp_layer_verdict_of); this file turns its reason codes into sentences. *
+ * Gradients are judged in unscaled terms: a site's stats were all taken under
+ * one declared loss scale (the raw site's loss_scale), so each gradient
+ * tensor is divided by it (mp_stats_unscale: exact for a power of two) before
+ * it is merged; the record as taken stays beside it (at_scale) for the
+ * "at the applied scale" shares. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/raw_format.h"
 #include "report/report_internal.h"
 
 static bool role_is(const char *role, const char *const *set) {
@@ -32,38 +38,136 @@ static mp_tclass class_of(mpprof_phase phase, const char *role) {
   }
 }
 
+static bool is_output_role(const char *role) {
+  static const char *const outs[] = {"D", "y", "dx", "dw", NULL};
+  return role_is(role, outs);
+}
+
+/* dst = src when first, else dst += src. */
+static int add_stats(mpprof_cstats *dst, bool first, const mpprof_cstats *src,
+                     mp_stats scratch[2]) {
+  if (!first) return mpprof_cstats_merge(dst, src, scratch);
+  mpprof_cstats_unpack(src, &scratch[0]);
+  return mpprof_cstats_pack(&scratch[0], dst);
+}
+
+/* The site tensor in true (unscaled) values: the recorded stats divided by
+ * the declared scale of the site. ret_exact: false for an estimate. */
+static int unscaled(const mpprof_site *s, const mpprof_cstats *src, mpprof_cstats *ret,
+                    bool *ret_exact, bool *ret_casts_estimate, mp_stats scratch[2]) {
+  mpprof_cstats_unpack(src, &scratch[0]);
+  *ret_exact = mp_stats_unscale(&scratch[0], s->loss_scale, &scratch[1], ret_casts_estimate);
+  ret->nz_lo = 1;
+  return mpprof_cstats_pack(&scratch[1], ret);
+}
+
+static mpprof_layer_tensor *layer_tensor(mpprof_layer *l, const mpprof_site *s, const char *role,
+                                         bool *ret_new) {
+  char *name = mpprof_asprintf("%s.%s", mpprof_phase_name(s->phase), role);
+  if (!name) return NULL;
+  *ret_new = false;
+  for (size_t j = 0; j < l->n_tensors; j++)
+    if (!strcmp(l->tensors[j].name, name)) {
+      free(name);
+      return &l->tensors[j];
+    }
+  mpprof_layer_tensor *nt = realloc(l->tensors, (l->n_tensors + 1) * sizeof *nt);
+  if (!nt) {
+    free(name);
+    return NULL;
+  }
+  l->tensors = nt;
+  mpprof_layer_tensor *t = &nt[l->n_tensors++];
+  memset(t, 0, sizeof *t);
+  t->name = name;
+  t->cls = class_of(s->phase, role);
+  t->output = is_output_role(role);
+  t->st.nz_lo = t->at_scale.nz_lo = 1;
+  *ret_new = true;
+  return t;
+}
+
 /* Merge the layer's site tensors into per phase.role tensors. */
 static int collect_tensors(mpprof_model *m, mpprof_layer *l, mp_stats scratch[2]) {
   for (size_t i = 0; i < l->n_sites; i++) {
     const mpprof_site *s = &m->sites[l->first_site + i];
-    for (size_t t = 0; t < s->n_tensors; t++) {
-      char *name = mpprof_asprintf("%s.%s", mpprof_phase_name(s->phase), s->tensors[t].role);
-      if (!name) return -1;
-      size_t j = 0;
-      while (j < l->n_tensors && strcmp(l->tensors[j].name, name))
-        j++;
-      if (j < l->n_tensors) {
-        free(name);
-        if (mpprof_cstats_merge(&l->tensors[j].st, &s->tensors[t].st, scratch)) return -1;
+    for (size_t r = 0; r < s->n_tensors; r++) {
+      bool first;
+      mpprof_layer_tensor *t = layer_tensor(l, s, s->tensors[r].role, &first);
+      if (!t) return -1;
+      const mpprof_cstats *src = &s->tensors[r].st;
+      t->scanned_calls += s->scanned_calls;
+      if (s->loss_scale > 0) { /* the scale backward tensors were taken at */
+        if (t->scale_min == 0 || s->loss_scale < t->scale_min) t->scale_min = s->loss_scale;
+        if (s->loss_scale > t->scale_max) t->scale_max = s->loss_scale;
+      } else {
+        t->scale_undeclared = true;
+      }
+      if (t->cls != MP_TCLASS_GRADIENT) {
+        if (add_stats(&t->st, first, src, scratch)) return -1;
         continue;
       }
-      mpprof_layer_tensor *nt = realloc(l->tensors, (l->n_tensors + 1) * sizeof *nt);
-      if (!nt) {
-        free(name);
-        return -1;
+      if (add_stats(&t->at_scale, first, src, scratch)) return -1;
+      if (s->loss_scale <= 0 || s->loss_scale == 1) {
+        if (add_stats(&t->st, first, src, scratch)) return -1;
+        continue;
       }
-      l->tensors = nt;
-      memset(&nt[j], 0, sizeof nt[j]);
-      nt[j].name = name;
-      nt[j].cls = class_of(s->phase, s->tensors[t].role);
-      nt[j].st.nz_lo = 1;
-      mpprof_cstats_unpack(&s->tensors[t].st, &scratch[0]);
-      if (mpprof_cstats_pack(&scratch[0], &nt[j].st)) return -1;
-      l->n_tensors++;
+      mpprof_cstats u = {.nz_lo = 1};
+      bool exact, casts_estimate;
+      int rc = unscaled(s, src, &u, &exact, &casts_estimate, scratch);
+      if (!rc) rc = add_stats(&t->st, first, &u, scratch);
+      mpprof_cstats_free(&u);
+      if (rc) return -1;
+      if (!exact) t->unscale_estimate = true;
+      if (casts_estimate) t->casts_estimate = true;
     }
   }
   return 0;
 }
+
+/* The worst of the layer's forward and gradient tensors (or gradients only)
+ * by a share: the layer table's columns and the findings both use it. */
+static mpprof_share worst_share(const mpprof_layer *l, mp_target tgt, mp_cast_outcome o,
+                                bool gradients_at_scale) {
+  mpprof_share w = {0};
+  for (size_t i = 0; i < l->n_tensors; i++) {
+    const mpprof_layer_tensor *t = &l->tensors[i];
+    if (!t->has_values) continue;
+    if (gradients_at_scale ? t->cls != MP_TCLASS_GRADIENT
+                           : t->cls != MP_TCLASS_FORWARD && t->cls != MP_TCLASS_GRADIENT)
+      continue;
+    mpprof_share s = mpprof_share_of(t, tgt, o, gradients_at_scale);
+    if (!w.tensor || s.pct > w.pct) w = s;
+  }
+  return w;
+}
+
+static mpprof_share worst_fp8(const mpprof_layer *l, mp_tclass cls, bool e5m2) {
+  mpprof_share w = {0};
+  for (size_t i = 0; i < l->n_tensors; i++) {
+    const mpprof_layer_tensor *t = &l->tensors[i];
+    if (!t->has_values || t->cls != cls) continue;
+    const mp_fp8_advice *f = e5m2 ? &t->adv.fp8_e5m2 : &t->adv.fp8_e4m3;
+    mpprof_share s = mpprof_share_of(t, MP_TGT_FP16, MP_CAST_UNDERFLOW, false);
+    s.num = (uint64_t)(f->underflow_fraction * (double)s.den + 0.5);
+    s.pct = 100 * f->underflow_fraction;
+    s.estimate = s.estimate || f->estimate;
+    if (!w.tensor || s.pct > w.pct) w = s;
+  }
+  return w;
+}
+
+static void layer_shares(mpprof_layer *l) {
+  l->fp16_overflow = worst_share(l, MP_TGT_FP16, MP_CAST_OVERFLOW, false);
+  l->fp16_underflow = worst_share(l, MP_TGT_FP16, MP_CAST_UNDERFLOW, false);
+  l->bf16_overflow = worst_share(l, MP_TGT_BF16, MP_CAST_OVERFLOW, false);
+  l->bf16_underflow = worst_share(l, MP_TGT_BF16, MP_CAST_UNDERFLOW, false);
+  l->e4m3_underflow = worst_fp8(l, MP_TCLASS_FORWARD, false);
+  l->e5m2_underflow = worst_fp8(l, MP_TCLASS_GRADIENT, true);
+  l->applied_fp16_overflow = worst_share(l, MP_TGT_FP16, MP_CAST_OVERFLOW, true);
+  l->applied_fp16_underflow = worst_share(l, MP_TGT_FP16, MP_CAST_UNDERFLOW, true);
+}
+
 
 static double frac(uint64_t n, uint64_t d) {
   return d ? (double)n / (double)d : 0.0;
@@ -109,24 +213,33 @@ static char *reason_text(const mp_reason *r, const mpprof_layer *l, const mp_lay
                            "overflow in fp16 at scale 1; loss scales 2^%d..2^%d fit",
                            t->name, 100 * d->fp16_underflow_fraction,
                            100 * d->fp16_overflow_fraction, d->window_lo, d->window_hi);
+  case MP_REASON_GRAD_NEVER_SEEN: {
+    bool zeros = t && t->st.zeros == t->st.count;
+    return mpprof_asprintf("%s (gradient) is %s in all %llu scanned calls: gradients never seen "
+                           "finite and non-zero support no verdict",
+                           t ? t->name : "the gradient", zeros ? "zero" : "zero or Inf/NaN",
+                           (unsigned long long)(t ? t->scanned_calls : 0));
+  }
   case MP_REASON_NO_VALUES:
     return strdup("no scanned values in forward or backward tensors: no verdict");
   case MP_REASON_WINDOWS_DISJOINT:
     return strdup("the loss-scale windows of this layer's gradients do not intersect");
   case MP_REASON_REC_FP16:
-    return mpprof_asprintf("fp16: every forward tensor%s fits fp16 at scale 1 (%.3g%% overflow, "
-                           "%.3g%% flush to zero)",
-                           v->has_gradients ? " and gradient" : "", 100 * v->fp16_overflow,
-                           100 * v->fp16_underflow);
+    return mpprof_asprintf("fp16: every forward tensor%s fits fp16 at scale 1 (worst: %.3g%% "
+                           "overflow in %s, %.3g%% flush to zero in %s)",
+                           v->has_gradients ? " and gradient" : "", l->fp16_overflow.pct,
+                           l->fp16_overflow.tensor, l->fp16_underflow.pct,
+                           l->fp16_underflow.tensor);
   case MP_REASON_REC_FP16_LOSS_SCALE:
     return mpprof_asprintf("fp16_loss_scale: forward tensors fit fp16 at scale 1; gradients fit "
                            "with any loss scale in [2^%d, 2^%d]%s",
                            v->window_lo, v->window_hi,
                            v->window_estimate ? " (boundary estimate)" : "");
   case MP_REASON_REC_BF16:
-    return mpprof_asprintf("bf16: not fp16-safe (see above) but every tensor fits bf16 (%.3g%% "
-                           "overflow, %.3g%% flush to zero)",
-                           100 * v->bf16_overflow, 100 * v->bf16_underflow);
+    return mpprof_asprintf("bf16: not fp16-safe (see above) but every tensor fits bf16 (worst: "
+                           "%.3g%% overflow in %s, %.3g%% flush to zero in %s)",
+                           l->bf16_overflow.pct, l->bf16_overflow.tensor, l->bf16_underflow.pct,
+                           l->bf16_underflow.tensor);
   case MP_REASON_REC_FP32:
     return strdup("fp32: values do not fit bf16 (see above)");
   case MP_REASON_FP8_E4M3:
@@ -158,6 +271,7 @@ static int judge(const mp_advice_params *prm, mpprof_layer *l) {
     const mpprof_layer_tensor *t = &l->tensors[i];
     in[i] = (mp_verdict_tensor){.cls = t->cls,
                                 .has_values = t->has_values,
+                                .count = t->st.count,
                                 .adv = &t->adv,
                                 .nonzero = t->st.count - t->st.zeros - t->st.nans - t->st.pos_infs -
                                            t->st.neg_infs,
@@ -179,12 +293,12 @@ static int judge(const mp_advice_params *prm, mpprof_layer *l) {
   a->window_estimate = v.window_estimate;
   a->fp8_e4m3_fits = v.fp8_e4m3_fits;
   a->fp8_e5m2_fits = v.fp8_e5m2_fits;
-  l->fp16_overflow_pct = 100 * v.fp16_overflow;
-  l->fp16_underflow_pct = 100 * v.fp16_underflow;
-  l->bf16_overflow_pct = 100 * v.bf16_overflow;
-  l->bf16_underflow_pct = 100 * v.bf16_underflow;
-  l->e4m3_underflow_pct = 100 * v.fp8_e4m3_underflow;
-  l->e5m2_underflow_pct = 100 * v.fp8_e5m2_underflow;
+  a->dead_gradients = !v.known && v.n_reasons && v.reasons[0].code == MP_REASON_GRAD_NEVER_SEEN;
+  for (size_t i = 0; i < l->n_tensors; i++) /* a scale that is not a power of two */
+    if (l->tensors[i].cls == MP_TCLASS_GRADIENT && l->tensors[i].unscale_estimate &&
+        l->tensors[i].has_values)
+      a->window_estimate = true;
+  layer_shares(l);
   for (size_t i = 0; rc == 0 && i < v.n_reasons; i++) {
     char *s = reason_text(&v.reasons[i], l, &v, prm);
     cJSON *str = s ? cJSON_CreateString(s) : NULL;
@@ -230,6 +344,102 @@ static int global_loss_scale(mpprof_model *m) {
   return 0;
 }
 
+static double jnum(const cJSON *o, const char *k, double dflt) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+  return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+/* The scale the program applied: from the sites' declared scales (what the
+ * stats were taken at) and the processes' "training" logs (first, last, per
+ * step, skipped steps). */
+static int applied_scale(mpprof_model *m) {
+  mpprof_loss_scale *g = &m->loss_scale;
+  g->per_step = cJSON_CreateArray();
+  if (!g->per_step) return -1;
+  for (size_t i = 0; i < m->n_sites; i++) {
+    double sc = m->sites[i].loss_scale;
+    if (!(sc > 0)) continue;
+    if (!g->declared || sc < g->min) g->min = sc;
+    if (!g->declared || sc > g->max) g->max = sc;
+    g->declared = true;
+  }
+  const mpprof_process *first = NULL, *last = NULL;
+  for (size_t i = 0; i < m->n_procs; i++) {
+    const mpprof_process *p = &m->procs[i];
+    const cJSON *t = p->training;
+    if (!t) continue;
+    const char *src = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, MP_RK_TRAINING.loss_scale_source));
+    if (src && (!g->source || !strcmp(src, "marks"))) g->source = !strcmp(src, "marks") ? "marks" : "option";
+    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(t, MP_RK_TRAINING.steps);
+    g->steps_marked += (uint64_t)jnum(steps, MP_RK_STEPS.marked, 0);
+    g->skipped_steps +=
+        (uint64_t)jnum(cJSON_GetObjectItemCaseSensitive(t, MP_RK_TRAINING.skipped_steps), MP_RK_SKIPPED.count, 0);
+    const cJSON *seg;
+    cJSON_ArrayForEach(seg, cJSON_GetObjectItemCaseSensitive(t, MP_RK_TRAINING.step_scales)) {
+      cJSON *e = cJSON_Duplicate(seg, true);
+      if (!e) return -1;
+      cJSON_AddStringToObject(e, "process", p->file);
+      cJSON_AddItemToArray(g->per_step, e);
+    }
+    if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t, MP_RK_TRAINING.scale_changes)) == 0) continue;
+    if (!first || p->start_ns < first->start_ns) first = p;
+    if (!last || p->end_ns > last->end_ns) last = p;
+  }
+  if (first) {
+    const cJSON *ch = cJSON_GetObjectItemCaseSensitive(first->training, MP_RK_TRAINING.scale_changes);
+    g->first = jnum(cJSON_GetArrayItem(ch, 0), MP_RK_SCALE_CHANGE.scale, 0);
+    g->last = jnum(last->training, MP_RK_TRAINING.loss_scale, 0);
+  } else if (g->declared) {
+    g->first = g->last = g->min;
+  }
+  for (size_t i = 0; i < m->n_layers; i++) {
+    const mpprof_layer *l = &m->layers[i];
+    for (size_t t = 0; t < l->n_tensors; t++) {
+      const mpprof_layer_tensor *lt = &l->tensors[t];
+      if (lt->cls != MP_TCLASS_GRADIENT || !lt->scale_undeclared) continue;
+      if (lt->st.count == 0) continue;
+      g->undeclared_gradients = true;
+      bool nonfinite = lt->st.nans + lt->st.pos_infs + lt->st.neg_infs > 0;
+      if (nonfinite || (lt->has_values && lt->adv.fp16 != MP_FP16_SAFE)) g->unknown = true;
+    }
+  }
+  if (g->declared) g->unknown = false; /* the program said which scale it used */
+  return 0;
+}
+
+/* The earliest first_nonfinite over the processes. */
+static void first_nonfinite(mpprof_model *m) {
+  mpprof_nonfinite *r = &m->first_nonfinite;
+  for (size_t i = 0; i < m->n_procs; i++) {
+    const mpprof_process *p = &m->procs[i];
+    const cJSON *nf = cJSON_GetObjectItemCaseSensitive(p->training, MP_RK_TRAINING.first_nonfinite);
+    if (!cJSON_IsObject(nf) || !p->nonfinite_site_key) continue;
+    uint64_t t = (uint64_t)jnum(nf, MP_RK_NONFINITE.t_ns, 0);
+    if (r->found && t >= r->t_ns) continue;
+    size_t site = m->n_sites;
+    for (size_t j = 0; j < m->n_sites; j++)
+      if (!strcmp(m->sites[j].key, p->nonfinite_site_key)) site = j;
+    if (site == m->n_sites) continue;
+    r->found = true;
+    r->site = site;
+    r->proc = p;
+    r->t_ns = t;
+    r->call_index = (uint64_t)jnum(nf, MP_RK_NONFINITE.call_index, 0);
+    r->thread = (uint64_t)jnum(nf, MP_RK_NONFINITE.thread, 0);
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(nf, MP_RK_NONFINITE.step);
+    r->has_step = cJSON_IsNumber(st);
+    r->step = r->has_step ? (uint64_t)st->valuedouble : 0;
+    r->inputs_scanned = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(nf, MP_RK_NONFINITE.inputs_scanned));
+    r->scale = jnum(nf, MP_RK_NONFINITE.loss_scale, 0);
+    const char *role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(nf, MP_RK_NONFINITE.role));
+    snprintf(r->role, sizeof r->role, "%s", role ? role : "?");
+    r->count = (uint64_t)jnum(nf, MP_RK_NONFINITE.count, 0);
+    r->nans = (uint64_t)jnum(nf, MP_RK_NONFINITE.nans, 0);
+    r->pos_infs = (uint64_t)jnum(nf, MP_RK_NONFINITE.pos_infs, 0);
+    r->neg_infs = (uint64_t)jnum(nf, MP_RK_NONFINITE.neg_infs, 0);
+  }
+}
+
 int mpprof_advise_layers(mpprof_model *m) {
   mp_stats *scratch = malloc(2 * sizeof *scratch);
   if (!scratch) return -1;
@@ -249,5 +459,7 @@ int mpprof_advise_layers(mpprof_model *m) {
     rc = judge(&m->params, l);
   }
   free(scratch);
-  return rc ? rc : global_loss_scale(m);
+  if (rc || global_loss_scale(m) || applied_scale(m)) return -1;
+  first_nonfinite(m);
+  return 0;
 }

@@ -40,6 +40,8 @@ static const char *const columns[] = {
     "fp16_underflow_pct",
     "bf16_overflow_pct",
     "bf16_underflow_pct",
+    "fp16_overflow_tensor",
+    "fp16_underflow_tensor",
     "fp8_e4m3_fits",
     "fp8_e5m2_fits",
     "tc_eligible",
@@ -72,10 +74,10 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     } else {
       num[3][0] = num[4][0] = 0;
     }
-    snprintf(num[5], 32, "%.6g", l->fp16_overflow_pct);
-    snprintf(num[6], 32, "%.6g", l->fp16_underflow_pct);
-    snprintf(num[7], 32, "%.6g", l->bf16_overflow_pct);
-    snprintf(num[8], 32, "%.6g", l->bf16_underflow_pct);
+    snprintf(num[5], 32, "%.6g", l->fp16_overflow.pct);
+    snprintf(num[6], 32, "%.6g", l->fp16_underflow.pct);
+    snprintf(num[7], 32, "%.6g", l->bf16_overflow.pct);
+    snprintf(num[8], 32, "%.6g", l->bf16_underflow.pct);
     field(f, l->name, false);
     field(f, mpprof_phase_name(nph == 1 ? (mpprof_phase)ph : MPPROF_PHASE_MIXED), false);
     field(f, num[0], false);
@@ -85,6 +87,8 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     field(f, a->known ? mp_recommendation_name(a->rec) : "", false);
     for (int k = 3; k <= 8; k++)
       field(f, num[k], false);
+    field(f, l->fp16_overflow.tensor ? l->fp16_overflow.tensor : "", false);
+    field(f, l->fp16_underflow.tensor ? l->fp16_underflow.tensor : "", false);
     field(f, tri(a->fp8_e4m3_fits), false);
     field(f, tri(a->fp8_e5m2_fits), false);
     field(f, tri(l->tc_eligible), false);

@@ -9,6 +9,7 @@
  * checkpoints, missing kernel data) follow in table order. Adding a kind is a
  * rule function, a row in `rules` and a test in tests/report/test_findings.c. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,29 +72,218 @@ static const mpprof_layer_tensor *worst(const mpprof_layer *l, mp_tclass cls, bo
   return w;
 }
 
-/* ---- layer rules: called only for layers with a verdict (adv.known) ---- */
+/* Thresholds of the flushed-gradient rule (docs/report.md): a 16-bit or fp8
+ * backward output with at least this share of zeros, and that many times the
+ * share of zeros in the layer's forward outputs. */
+#define FLUSHED_ZERO_SHARE_MIN 0.10
+#define FLUSHED_ZERO_RATIO_MIN 2.0
+/* A dynamic loss scaler normally skips at most one step in this many. */
+#define SKIPPED_STEPS_NORMAL_PER 1000
 
-static int rule_nonfinite_values(mpprof_model *m, const mpprof_layer *l) {
+static double zero_share(const mpprof_cstats *c) {
+  return c->count ? (double)c->zeros / (double)c->count : 0;
+}
+
+static bool narrow_dtype(mp_dtype d) {
+  return d == MP_FP16 || d == MP_BF16 || d == MP_FP8_E4M3 || d == MP_FP8_E5M2;
+}
+
+static void ev_share(cJSON *e, const char *k, const mpprof_share *s) {
+  cJSON_AddItemToObject(e, k, mpprof_share_json(s));
+}
+
+/* "the window is [2^a, 2^b]" text of the report-wide window, else the layer's. */
+static char *window_text(const mpprof_model *m, const mpprof_layer *l) {
+  const mpprof_loss_scale *g = &m->loss_scale;
+  if (g->has_window) return mpprof_asprintf("the window is [2^%d, 2^%d]", g->window_lo, g->window_hi);
+  if (l && l->adv.has_window)
+    return mpprof_asprintf("this layer's window is [2^%d, 2^%d]", l->adv.window_lo,
+                           l->adv.window_hi);
+  return strdup("no loss-scale window is known");
+}
+
+static char *skipped_text(const mpprof_model *m) {
+  const mpprof_loss_scale *g = &m->loss_scale;
+  if (!g->steps_marked) return strdup("");
+  bool normal = g->skipped_steps * SKIPPED_STEPS_NORMAL_PER <= g->steps_marked;
+  return mpprof_asprintf("; %" PRIu64 " of %" PRIu64 " marked steps were skipped (%s: a dynamic "
+                         "loss scaler skipping at most 1 step in %d is normal)",
+                         g->skipped_steps, g->steps_marked, normal ? "normal" : "too many",
+                         SKIPPED_STEPS_NORMAL_PER);
+}
+
+static int nonfinite_finding(mpprof_model *m, const mpprof_layer *l,
+                             const mpprof_layer_tensor *t) {
+  const char *name = layer_label(l);
+  uint64_t bad = t->st.nans + t->st.pos_infs + t->st.neg_infs;
+  bool scaled = t->cls != MP_TCLASS_FORWARD && t->scale_max > 1;
+  char sc[32];
+  char *msg, *act;
+  if (scaled) {
+    char *win = window_text(m, l), *skip = skipped_text(m);
+    msg = mpprof_asprintf("loss scale %s overflows fp16 in %s's gradients: %s holds Inf/NaN in "
+                          "%.3g%% of all its values (%" PRIu64 " NaN, %" PRIu64 " +Inf, %" PRIu64
+                          " -Inf of %" PRIu64 "); %s%s",
+                          mpprof_scale_str(t->scale_max, sc), name, t->name,
+                          mpprof_pct(bad, t->st.count), t->st.nans, t->st.pos_infs,
+                          t->st.neg_infs, t->st.count, win ? win : "", skip ? skip : "");
+    act = m->loss_scale.has_window
+              ? mpprof_asprintf("lower the loss scale into [2^%d, 2^%d] (e.g. 2^%d), or let a "
+                                "dynamic scaler (GradScaler) back off",
+                                m->loss_scale.window_lo, m->loss_scale.window_hi,
+                                m->loss_scale.recommended_log2)
+              : strdup("lower the loss scale, or let a dynamic scaler (GradScaler) back off");
+    free(win);
+    free(skip);
+  } else {
+    msg = mpprof_asprintf("%s: %s already holds NaN or Inf (%" PRIu64 " NaN, %" PRIu64
+                          " +Inf, %" PRIu64 " -Inf of %" PRIu64 " values)",
+                          name, t->name, t->st.nans, t->st.pos_infs, t->st.neg_infs, t->st.count);
+    act = strdup("find where the non-finite values first appear (first_nonfinite; an overflow "
+                 "upstream, a division by zero, a too-large learning rate) before lowering "
+                 "precision");
+  }
+  mpprof_finding *f = add(m, scaled ? "loss_scale_overflow" : "nonfinite_values", "high", l->name,
+                          msg, act);
+  if (!f) return -1;
+  cJSON_AddStringToObject(f->evidence, "tensor", t->name);
+  ev_num(f->evidence, "nans", (double)t->st.nans);
+  ev_num(f->evidence, "infs", (double)(t->st.pos_infs + t->st.neg_infs));
+  ev_num(f->evidence, "count", (double)t->st.count);
+  if (scaled) {
+    ev_num(f->evidence, "loss_scale", t->scale_max);
+    ev_num(f->evidence, "skipped_steps", (double)m->loss_scale.skipped_steps);
+    ev_num(f->evidence, "steps_marked", (double)m->loss_scale.steps_marked);
+  }
+  f->impact_gpu_ns = layer_gpu(l);
+  f->impact_elements = t->st.count;
+  return 0;
+}
+
+/* Outputs zero in every scanned call: dead gradients (grad) or dead forward outputs. */
+static int dead_findings(mpprof_model *m, const mpprof_layer *l, bool grad) {
   for (size_t i = 0; i < l->n_tensors; i++) {
     const mpprof_layer_tensor *t = &l->tensors[i];
-    if (!t->has_values || !t->adv.nonfinite_input) continue;
+    if (!t->output || t->st.count == 0 || t->st.zeros != t->st.count) continue;
+    if ((t->cls == MP_TCLASS_GRADIENT) != grad) continue;
     mpprof_finding *f = add(
-        m, "nonfinite_values", "high", l->name,
-        mpprof_asprintf("%s: %s already holds NaN or Inf (%" PRIu64 " NaN, %" PRIu64
-                        " +Inf, %" PRIu64 " -Inf of %" PRIu64 " values)",
-                        layer_label(l), t->name, t->st.nans, t->st.pos_infs, t->st.neg_infs,
-                        t->st.count),
-        strdup("find where the non-finite values first appear (an overflow upstream, a division "
-               "by zero, a too-large learning rate) before lowering precision"));
+        m, grad ? "dead_gradient" : "dead_output", "high", l->name,
+        mpprof_asprintf("%s: %s (%s) is zero in all %" PRIu64 " scanned calls: %s", layer_label(l),
+                        t->name, grad ? "gradient" : "output", t->scanned_calls,
+                        grad ? "this layer does not learn" : "this layer passes nothing on"),
+        strdup(grad ? "check the loss scale (fp16 gradients flush to zero below 2^-24; see the "
+                      "flushed-gradient findings), the layer's activation (dead ReLU, saturated "
+                      "tanh) and that it is connected to the loss"
+                    : "check the layer's inputs and activation (dead ReLU) and its weights"));
     if (!f) return -1;
     cJSON_AddStringToObject(f->evidence, "tensor", t->name);
-    ev_num(f->evidence, "nans", (double)t->st.nans);
-    ev_num(f->evidence, "infs", (double)(t->st.pos_infs + t->st.neg_infs));
+    ev_num(f->evidence, "scanned_calls", (double)t->scanned_calls);
+    ev_num(f->evidence, "values", (double)t->st.count);
     f->impact_gpu_ns = layer_gpu(l);
     f->impact_elements = t->st.count;
   }
   return 0;
 }
+
+/* Zeros in 16-bit/fp8 gradients far above the forward outputs' zeros, at an
+ * applied scale of 1 or unknown: flushed before mpprof saw them. */
+static int flushed_findings(mpprof_model *m, const mpprof_layer *l) {
+  double fwd = 0;
+  for (size_t i = 0; i < l->n_tensors; i++) {
+    const mpprof_layer_tensor *t = &l->tensors[i];
+    if (t->output && t->cls == MP_TCLASS_FORWARD && zero_share(&t->st) > fwd)
+      fwd = zero_share(&t->st);
+  }
+  for (size_t i = 0; i < l->n_tensors; i++) {
+    const mpprof_layer_tensor *t = &l->tensors[i];
+    if (!t->output || t->cls != MP_TCLASS_GRADIENT || !narrow_dtype(t->st.dtype)) continue;
+    if (t->scale_max > 1 || t->st.zeros == t->st.count) continue; /* scaled, or dead (above) */
+    double z = zero_share(&t->st);
+    if (z < FLUSHED_ZERO_SHARE_MIN || z < FLUSHED_ZERO_RATIO_MIN * fwd) continue;
+    char *win = window_text(m, l);
+    mpprof_finding *f = add(
+        m, "gradients_flushed", "medium", l->name,
+        mpprof_asprintf("gradients of %s probably flushed to zero before mpprof saw them: %s (%s) "
+                        "is %.3g%% zeros (of all its values) against at most %.3g%% in the "
+                        "layer's forward outputs, at a loss scale of %s",
+                        layer_label(l), t->name, mp_dtype_name(t->st.dtype), 100 * z, 100 * fwd,
+                        t->scale_undeclared ? "1 or undeclared" : "1"),
+        mpprof_asprintf("raise the loss scale (%s)", win ? win : ""));
+    free(win);
+    if (!f) return -1;
+    cJSON_AddStringToObject(f->evidence, "tensor", t->name);
+    ev_num(f->evidence, "zero_fraction", z);
+    ev_num(f->evidence, "forward_zero_fraction", fwd);
+    f->impact_gpu_ns = layer_gpu(l);
+    f->impact_elements = t->st.zeros;
+  }
+  return 0;
+}
+
+
+/* The layer rules below run for every layer, with a verdict or not: a dead or
+ * overflowed gradient is what takes a layer's verdict away. */
+static int each_layer(mpprof_model *m, int (*fn)(mpprof_model *, const mpprof_layer *)) {
+  for (size_t i = 0; i < m->n_layers; i++)
+    if (fn(m, &m->layers[i])) return -1;
+  return 0;
+}
+
+/* The layer's tensor with the most Inf/NaN, when it ran under a loss scale
+ * > 1 (scaled) or not: one finding per layer. */
+static const mpprof_layer_tensor *most_nonfinite(const mpprof_layer *l) {
+  const mpprof_layer_tensor *nf = NULL;
+  for (size_t i = 0; i < l->n_tensors; i++) {
+    const mpprof_layer_tensor *t = &l->tensors[i];
+    uint64_t bad = t->st.nans + t->st.pos_infs + t->st.neg_infs;
+    if (bad && (!nf || bad > nf->st.nans + nf->st.pos_infs + nf->st.neg_infs)) nf = t;
+  }
+  return nf;
+}
+
+static bool scaled_tensor(const mpprof_layer_tensor *t) {
+  return t->cls != MP_TCLASS_FORWARD && t->scale_max > 1;
+}
+
+static int nonfinite_layer(mpprof_model *m, const mpprof_layer *l) {
+  const mpprof_layer_tensor *t = most_nonfinite(l);
+  return t && !scaled_tensor(t) ? nonfinite_finding(m, l, t) : 0;
+}
+
+static int loss_scale_overflow_layer(mpprof_model *m, const mpprof_layer *l) {
+  const mpprof_layer_tensor *t = most_nonfinite(l);
+  return t && scaled_tensor(t) ? nonfinite_finding(m, l, t) : 0;
+}
+
+static int dead_gradient_layer(mpprof_model *m, const mpprof_layer *l) {
+  return dead_findings(m, l, true);
+}
+
+static int dead_output_layer(mpprof_model *m, const mpprof_layer *l) {
+  return dead_findings(m, l, false);
+}
+
+static int rule_nonfinite_values(mpprof_model *m) {
+  return each_layer(m, nonfinite_layer);
+}
+
+static int rule_loss_scale_overflow(mpprof_model *m) {
+  return each_layer(m, loss_scale_overflow_layer);
+}
+
+static int rule_dead_gradient(mpprof_model *m) {
+  return each_layer(m, dead_gradient_layer);
+}
+
+static int rule_dead_output(mpprof_model *m) {
+  return each_layer(m, dead_output_layer);
+}
+
+static int rule_gradients_flushed(mpprof_model *m) {
+  return each_layer(m, flushed_findings);
+}
+
+/* ---- layer rules: called only for layers with a verdict (adv.known) ---- */
 
 static int rule_fp16_overflow(mpprof_model *m, const mpprof_layer *l) {
   const mpprof_layer_tensor *ov = worst(l, MP_TCLASS_FORWARD, true);
@@ -202,11 +392,14 @@ static int rule_bf16_unsafe(mpprof_model *m, const mpprof_layer *l) {
   if (l->adv.rec != MP_REC_FP32) return 0;
   mpprof_finding *f =
       add(m, "bf16_unsafe", "high", l->name,
-          mpprof_asprintf("%s: values exceed bf16 (%.3g%% overflow, %.3g%% flush "
-                          "to zero)",
-                          layer_label(l), l->bf16_overflow_pct, l->bf16_underflow_pct),
+          mpprof_asprintf("%s: values exceed bf16 (%.3g%% overflow in %s, %.3g%% flush to zero "
+                          "in %s)",
+                          layer_label(l), l->bf16_overflow.pct, l->bf16_overflow.tensor,
+                          l->bf16_underflow.pct, l->bf16_underflow.tensor),
           strdup("keep this layer in fp32"));
   if (!f) return -1;
+  ev_share(f->evidence, "bf16_overflow", &l->bf16_overflow);
+  ev_share(f->evidence, "bf16_underflow", &l->bf16_underflow);
   f->impact_gpu_ns = layer_gpu(l);
   f->impact_elements = l->elements;
   return 0;
@@ -237,26 +430,177 @@ static int rule_lower_precision_possible(mpprof_model *m, const mpprof_layer *l)
                           a->rec == MP_REC_BF16 ? "bf16" : "fp16"));
   if (!f) return -1;
   cJSON_AddStringToObject(f->evidence, "recommended", mp_recommendation_name(a->rec));
-  ev_num(f->evidence, "fp16_overflow_pct", l->fp16_overflow_pct);
-  ev_num(f->evidence, "fp16_underflow_pct", l->fp16_underflow_pct);
+  ev_share(f->evidence, "fp16_overflow", &l->fp16_overflow);
+  ev_share(f->evidence, "fp16_underflow", &l->fp16_underflow);
   f->impact_gpu_ns = layer_gpu(l);
   f->impact_elements = l->elements;
   return 0;
 }
 
-static int rule_fp8_candidate(mpprof_model *m, const mpprof_layer *l) {
+
+/* The same predicate as the Tensor Core section's "eligible with TF32". */
+/* fp8 is an option only for layers advised a 16-bit format: one finding for
+ * all of them (a layer another finding keeps in bf16/fp32 is not listed). */
+static bool fp8_candidate(const mpprof_layer *l) {
   const mpprof_layer_advice *a = &l->adv;
-  if (a->fp8_e4m3_fits != 1 || a->fp8_e5m2_fits == 0) return 0;
-  mpprof_finding *f = add(m, "fp8_candidate", "info", l->name,
-                          mpprof_asprintf("%s fits fp8 with per-tensor scaling (e4m3 forward "
-                                          "%.3g%% flush to zero%s)",
-                                          layer_label(l), l->e4m3_underflow_pct,
-                                          a->fp8_e5m2_fits == 1 ? ", e5m2 gradients fit too" : ""),
-                          strdup("consider FP8 (e4m3 forward, e5m2 gradients) with per-tensor "
-                                 "amax scaling, e.g. Transformer Engine"));
-  if (!f) return -1;
-  f->impact_gpu_ns = layer_gpu(l);
+  return a->known && (a->rec == MP_REC_FP16 || a->rec == MP_REC_FP16_LOSS_SCALE) &&
+         a->fp8_e4m3_fits == 1 && a->fp8_e5m2_fits != 0;
+}
+
+static int rule_fp8_candidate(mpprof_model *m) {
+  cJSON *names = cJSON_CreateArray();
+  if (!names) return -1;
+  uint64_t gpu = 0;
+  double worst = 0;
+  for (size_t i = 0; i < m->n_layers; i++) {
+    const mpprof_layer *l = &m->layers[i];
+    if (!fp8_candidate(l)) continue;
+    cJSON_AddItemToArray(names, cJSON_CreateString(layer_label(l)));
+    gpu += layer_gpu(l);
+    if (l->e4m3_underflow.pct > worst) worst = l->e4m3_underflow.pct;
+  }
+  int n = cJSON_GetArraySize(names);
+  if (!n) {
+    cJSON_Delete(names);
+    return 0;
+  }
+  char *list = cJSON_PrintUnformatted(names);
+  mpprof_finding *f =
+      add(m, "fp8_candidate", "info", NULL,
+          mpprof_asprintf("%d layer%s advised a 16-bit format also fit%s fp8 with per-tensor "
+                          "scaling (e4m3 forward, e5m2 gradients; worst e4m3 flush to zero "
+                          "%.3g%%): %s",
+                          n, n == 1 ? "" : "s", n == 1 ? "s" : "", worst, list ? list : ""),
+          strdup("consider FP8 (e4m3 forward, e5m2 gradients) with per-tensor amax scaling, e.g. "
+                 "Transformer Engine"));
+  free(list);
+  if (!f) {
+    cJSON_Delete(names);
+    return -1;
+  }
+  cJSON_AddItemToObject(f->evidence, "layers", names);
+  f->impact_gpu_ns = gpu;
   f->impact_elements = 0; /* an option, not a problem: ranks after problems of equal time */
+  return 0;
+}
+
+/* The applied loss scale against the window: too low, too high, fine; or unknown. */
+/* Some backward op reads or writes fp16: the loss scale acts on fp16 values. */
+static bool fp16_backward(const mpprof_model *m) {
+  for (size_t i = 0; i < m->n_sites; i++) {
+    const mpprof_site *s = &m->sites[i];
+    if (s->phase != MPPROF_PHASE_BACKWARD) continue;
+    for (int t = 0; t < s->n_types; t++)
+      if (s->types[t].dtype == MP_FP16) return true;
+  }
+  return false;
+}
+
+/* No declaration, and gradients that need a scale: say that the figures assume 1. */
+static int rule_loss_scale_unknown(mpprof_model *m) {
+  if (!m->loss_scale.unknown) return 0;
+  mpprof_finding *f =
+      add(m, "loss_scale_unknown", "medium", NULL,
+          strdup("applied loss scale unknown; figures assume 1 (gradients hold Inf/NaN or do "
+                 "not fit fp16 at scale 1, and the program declared no loss scale)"),
+          strdup("declare the loss scale (NVTX domain \"mpprof\", mark \"loss_scale\"; see "
+                 "README) or run with mpprof run --loss-scale S"));
+  return f ? 0 : -1;
+}
+
+static int rule_loss_scale_applied(mpprof_model *m) {
+  const mpprof_loss_scale *g = &m->loss_scale;
+  mpprof_finding *f;
+  if (!g->declared || !g->has_window) return 0;
+  double lo = ldexp(1.0, g->window_lo), hi = ldexp(1.0, g->window_hi);
+  const char *verdict = g->max > hi ? "too_high" : g->min < lo ? "too_low" : "fine";
+  /* The layer whose gradients lose most at the applied scale. */
+  const mpprof_layer *wl = NULL;
+  mpprof_share ws = {0};
+  bool over = !strcmp(verdict, "too_high");
+  for (size_t i = 0; i < m->n_layers; i++) {
+    const mpprof_layer *l = &m->layers[i];
+    const mpprof_share *s = over ? &l->applied_fp16_overflow : &l->applied_fp16_underflow;
+    if (s->tensor && (!wl || s->pct > ws.pct)) wl = l, ws = *s;
+  }
+  char sa[32], sb[32], scales[72];
+  if (g->min == g->max)
+    snprintf(scales, sizeof scales, "%s", mpprof_scale_str(g->max, sa));
+  else
+    snprintf(scales, sizeof scales, "%s..%s", mpprof_scale_str(g->min, sa),
+             mpprof_scale_str(g->max, sb));
+  char *detail = wl ? mpprof_asprintf("; at it %s's %s %s in fp16 for %.3g%% of its finite "
+                                      "non-zero values",
+                                      layer_label(wl), ws.tensor, over ? "overflows" : "flushes to zero",
+                                      ws.pct)
+                    : strdup("");
+  char *msg;
+  bool fp16 = fp16_backward(m);
+  if (!fp16 && strcmp(verdict, "fine")) {
+    /* An fp32 or bf16 run: nothing flushes now; advice for a switch to fp16. */
+    msg = mpprof_asprintf("no backward op runs in fp16, so the applied loss scale %s does no harm "
+                          "now; for fp16 it is %s the window [2^%d, 2^%d]%s",
+                          scales, over ? "above" : "below", g->window_lo, g->window_hi,
+                          detail ? detail : "");
+    free(detail);
+    f = add(m, "loss_scale_applied", "info", NULL, msg,
+            mpprof_asprintf("when switching to fp16, use a loss scale in [2^%d, 2^%d], e.g. 2^%d",
+                            g->window_lo, g->window_hi, g->recommended_log2));
+    if (!f) return -1;
+    cJSON_AddStringToObject(f->evidence, "verdict", verdict);
+    ev_num(f->evidence, "applied_min", g->min);
+    ev_num(f->evidence, "applied_max", g->max);
+    return 0;
+  }
+  if (!strcmp(verdict, "fine"))
+    msg = mpprof_asprintf("the applied loss scale %s is inside the window [2^%d, 2^%d]: fine%s",
+                          scales, g->window_lo, g->window_hi, detail ? detail : "");
+  else
+    msg = mpprof_asprintf("the applied loss scale %s is %s the window [2^%d, 2^%d] (%s)%s", scales,
+                          over ? "above" : "below", g->window_lo, g->window_hi,
+                          over ? "too high: gradients overflow" : "too low: gradients flush",
+                          detail ? detail : "");
+  free(detail);
+  f = add(m, "loss_scale_applied", over ? "high" : strcmp(verdict, "fine") ? "medium" : "info", NULL,
+          msg,
+          strcmp(verdict, "fine")
+              ? mpprof_asprintf("use a loss scale in [2^%d, 2^%d], e.g. 2^%d", g->window_lo,
+                                g->window_hi, g->recommended_log2)
+              : strdup("nothing to change"));
+  if (!f) return -1;
+  cJSON_AddStringToObject(f->evidence, "verdict", verdict);
+  ev_num(f->evidence, "applied_min", g->min);
+  ev_num(f->evidence, "applied_max", g->max);
+  if (wl) {
+    cJSON_AddStringToObject(f->evidence, "layer", wl->name);
+    ev_share(f->evidence, over ? "fp16_overflow_at_applied" : "fp16_underflow_at_applied", &ws);
+  }
+  f->impact_gpu_ns = strcmp(verdict, "fine") ? m->total_gpu_ns : 0;
+  return 0;
+}
+
+static int rule_first_nonfinite(mpprof_model *m) {
+  const mpprof_nonfinite *r = &m->first_nonfinite;
+  if (!r->found) return 0;
+  const mpprof_site *s = &m->sites[r->site];
+  char step[48] = "", sc[32];
+  if (r->has_step) snprintf(step, sizeof step, ", step %" PRIu64, r->step);
+  mpprof_finding *f = add(
+      m, "first_nonfinite", "high", s->layer_name,
+      mpprof_asprintf("first Inf/NaN: %s, %s (site %zu), call %" PRIu64 "%s: output %s held %" PRIu64
+                      " +Inf, %" PRIu64 " -Inf, %" PRIu64 " NaN of %" PRIu64 " values while its "
+                      "inputs were %s%s%s",
+                      s->layer_name[0] ? s->layer_name : "(no NVTX range)", s->api, s->id,
+                      r->call_index, step, r->role, r->pos_infs, r->neg_infs, r->nans, r->count,
+                      r->inputs_scanned ? "finite" : "not scanned", r->scale > 0 ? "; loss scale " : "",
+                      r->scale > 0 ? mpprof_scale_str(r->scale, sc) : ""),
+      strdup("start here: this op produced the first non-finite values (an fp16 overflow of its "
+             "output, a loss scale too high, or a division by zero), later ones may only "
+             "propagate them"));
+  if (!f) return -1;
+  cJSON_AddItemToObject(f->evidence, "site", mpprof_json_u64(s->id));
+  f->impact_gpu_ns = m->total_gpu_ns;
+  f->impact_elements = r->count;
   return 0;
 }
 
@@ -470,14 +814,21 @@ static int rule_tc_counters_unavailable(mpprof_model *m) {
 
 /* Every kind, in the order the rules run (layer rules layer by layer). */
 const mpprof_finding_rule mpprof_finding_rules[] = {
-    {"nonfinite_values", rule_nonfinite_values, NULL, false},
     {"fp16_overflow", rule_fp16_overflow, NULL, false},
     {"fp16_forward_underflow", rule_fp16_forward_underflow, NULL, false},
     {"gradient_underflow", rule_gradient_underflow, NULL, false},
     {"gradient_range", rule_gradient_range, NULL, false},
     {"bf16_unsafe", rule_bf16_unsafe, NULL, false},
     {"lower_precision_possible", rule_lower_precision_possible, NULL, false},
-    {"fp8_candidate", rule_fp8_candidate, NULL, false},
+    {"nonfinite_values", NULL, rule_nonfinite_values, false},
+    {"loss_scale_overflow", NULL, rule_loss_scale_overflow, false},
+    {"dead_gradient", NULL, rule_dead_gradient, false},
+    {"dead_output", NULL, rule_dead_output, false},
+    {"gradients_flushed", NULL, rule_gradients_flushed, false},
+    {"fp8_candidate", NULL, rule_fp8_candidate, false},
+    {"loss_scale_applied", NULL, rule_loss_scale_applied, false},
+    {"loss_scale_unknown", NULL, rule_loss_scale_unknown, false},
+    {"first_nonfinite", NULL, rule_first_nonfinite, false},
     {"fp32_without_tf32", NULL, rule_fp32_without_tf32, false},
     {"tensor_cores_not_used", NULL, rule_tensor_cores_not_used, false},
     {"tensor_cores_inefficient", NULL, rule_tensor_cores_inefficient, false},

@@ -258,6 +258,14 @@ static void summary(const mpprof_model *m, FILE *f) {
       fputs("<p class=\"big\">Loss scale: no single scale fits every fp16 layer's gradients "
             "(see findings).</p>\n",
             f);
+    char a[32], b[32];
+    if (g->declared)
+      fprintf(f, "<p>Applied loss scale: %s", mpprof_scale_str(g->min, a));
+    if (g->declared && g->max != g->min) fprintf(f, " to %s", mpprof_scale_str(g->max, b));
+    if (g->declared)
+      fputs(" (gradients are shown divided by it: windows and shares are absolute).</p>\n", f);
+    if (g->unknown)
+      fputs("<p class=\"high\">Applied loss scale unknown; figures assume 1.</p>\n", f);
   }
   if (m->incomplete)
     fputs("<p class=\"high\">Incomplete data: some process did not finish, hit a profiler "
@@ -467,6 +475,15 @@ static void num_cell(FILE *f, double v, const char *fmt) {
   fputs("</td>", f);
 }
 
+/* A share's cell: the percentage, and which tensor it is of. */
+static void share_cell(FILE *f, const mpprof_share *s) {
+  fprintf(f, "<td class=\"n\" data-v=\"%.17g\" title=\"%s\">", s->pct,
+          s->tensor ? s->tensor : "");
+  fprintf(f, "%.3g%s", s->pct, s->estimate ? "~" : "");
+  if (s->tensor) fprintf(f, " <small>%s</small>", s->tensor);
+  fputs("</td>", f);
+}
+
 static void layer_table(const mpprof_model *m, const size_t *order, const bool *charted, FILE *f) {
   fputs("<section id=\"layers\"><h2>Layers</h2>\n", f);
   if (!m->n_layers) {
@@ -515,15 +532,19 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
       fprintf(f, "<td data-v=\"%d\">[%d, %d]</td>", a->window_lo, a->window_lo, a->window_hi);
     else
       fputs("<td data-v=\"-1000\"></td>", f);
-    num_cell(f, l->fp16_overflow_pct, "%.3g");
-    num_cell(f, l->fp16_underflow_pct, "%.3g");
-    num_cell(f, l->bf16_overflow_pct, "%.3g");
-    num_cell(f, l->bf16_underflow_pct, "%.3g");
+    share_cell(f, &l->fp16_overflow);
+    share_cell(f, &l->fp16_underflow);
+    share_cell(f, &l->bf16_overflow);
+    share_cell(f, &l->bf16_underflow);
     fprintf(f, "<td>%s</td><td>%s</td><td>%s</td><td>%s%s</td></tr>\n", tri(a->fp8_e4m3_fits),
             tri(a->fp8_e5m2_fits), layer_eligible(m, l), tri(l->tc_used),
             l->tc_used >= 0 && l->tc_source == MP_TC_SRC_COUNTERS ? " (counters)" : "");
   }
-  fputs("</tbody></table></div></section>\n", f);
+  fputs("</tbody></table></div>\n<p>Each overflow / underflow % is of the finite non-zero values "
+        "of the layer's worst forward or gradient tensor (named in the cell) over all scanned "
+        "calls; gradients divided by the applied loss scale, cast at scale 1; ~: estimate. "
+        "Definitions: docs/report.md, Shares.</p></section>\n",
+        f);
 }
 
 /* Sites by impact: GPU time, then values, then id. */

@@ -260,16 +260,44 @@ static cJSON *layer_json(const mpprof_model *m, const mpprof_layer *l, mp_stats 
   for (size_t i = 0; ts && i < l->n_tensors; i++) {
     const mpprof_layer_tensor *t = &l->tensors[i];
     cJSON *js = mpprof_cstats_to_json(&t->st, &t->adv, scratch);
-    if (js) cJSON_AddStringToObject(js, "class", mp_tclass_name(t->cls));
+    if (js) {
+      cJSON_AddStringToObject(js, "class", mp_tclass_name(t->cls));
+      cJSON_AddItemToObject(js, "scanned_calls", mpprof_json_u64(t->scanned_calls));
+      if (t->cls != MP_TCLASS_FORWARD && t->cls != MP_TCLASS_OPTIMIZER) {
+        /* The scale its values were taken at; gradients are shown divided by it. */
+        cJSON *ls = cJSON_AddObjectToObject(js, "loss_scale");
+        cJSON_AddItemToObject(ls, "applied_min",
+                              t->scale_min > 0 ? mpprof_json_double(t->scale_min) : cJSON_CreateNull());
+        cJSON_AddItemToObject(ls, "applied_max",
+                              t->scale_max > 0 ? mpprof_json_double(t->scale_max) : cJSON_CreateNull());
+        cJSON_AddBoolToObject(ls, "undeclared", t->scale_undeclared);
+        cJSON_AddStringToObject(ls, "values",
+                                t->cls != MP_TCLASS_GRADIENT ? "as_recorded"
+                                : t->unscale_estimate        ? "unscaled_estimate"
+                                                             : "unscaled");
+      }
+    }
     cJSON_AddItemToObject(ts, t->name, js);
   }
   cJSON *pct = cJSON_AddObjectToObject(o, "percent");
-  cJSON_AddItemToObject(pct, "fp16_overflow", mpprof_json_double(l->fp16_overflow_pct));
-  cJSON_AddItemToObject(pct, "fp16_underflow", mpprof_json_double(l->fp16_underflow_pct));
-  cJSON_AddItemToObject(pct, "bf16_overflow", mpprof_json_double(l->bf16_overflow_pct));
-  cJSON_AddItemToObject(pct, "bf16_underflow", mpprof_json_double(l->bf16_underflow_pct));
-  cJSON_AddItemToObject(pct, "fp8_e4m3_underflow", mpprof_json_double(l->e4m3_underflow_pct));
-  cJSON_AddItemToObject(pct, "fp8_e5m2_underflow", mpprof_json_double(l->e5m2_underflow_pct));
+  cJSON_AddItemToObject(pct, "fp16_overflow", mpprof_json_double(l->fp16_overflow.pct));
+  cJSON_AddItemToObject(pct, "fp16_underflow", mpprof_json_double(l->fp16_underflow.pct));
+  cJSON_AddItemToObject(pct, "bf16_overflow", mpprof_json_double(l->bf16_overflow.pct));
+  cJSON_AddItemToObject(pct, "bf16_underflow", mpprof_json_double(l->bf16_underflow.pct));
+  cJSON_AddItemToObject(pct, "fp8_e4m3_underflow", mpprof_json_double(l->e4m3_underflow.pct));
+  cJSON_AddItemToObject(pct, "fp8_e5m2_underflow", mpprof_json_double(l->e5m2_underflow.pct));
+  /* The same shares with their tensor and denominator (docs/report.md "Shares"). */
+  cJSON *sh = cJSON_AddObjectToObject(o, "shares");
+  cJSON_AddItemToObject(sh, "fp16_overflow", mpprof_share_json(&l->fp16_overflow));
+  cJSON_AddItemToObject(sh, "fp16_underflow", mpprof_share_json(&l->fp16_underflow));
+  cJSON_AddItemToObject(sh, "bf16_overflow", mpprof_share_json(&l->bf16_overflow));
+  cJSON_AddItemToObject(sh, "bf16_underflow", mpprof_share_json(&l->bf16_underflow));
+  cJSON_AddItemToObject(sh, "fp8_e4m3_underflow", mpprof_share_json(&l->e4m3_underflow));
+  cJSON_AddItemToObject(sh, "fp8_e5m2_underflow", mpprof_share_json(&l->e5m2_underflow));
+  cJSON_AddItemToObject(sh, "fp16_overflow_at_applied_scale",
+                        mpprof_share_json(&l->applied_fp16_overflow));
+  cJSON_AddItemToObject(sh, "fp16_underflow_at_applied_scale",
+                        mpprof_share_json(&l->applied_fp16_underflow));
   const mpprof_layer_advice *a = &l->adv;
   cJSON *adv = cJSON_AddObjectToObject(o, "advice");
   cJSON_AddItemToObject(adv, "recommended",
@@ -327,6 +355,10 @@ static cJSON *summary_json(const mpprof_model *m) {
       cJSON_AddItemToObject(r, mp_recommendation_name((mp_recommendation)i),
                             mpprof_json_u64(recs[i]));
   if (unknown) cJSON_AddItemToObject(r, "unknown", mpprof_json_u64(unknown));
+  cJSON_AddItemToObject(o, "loss_scale_note",
+                        m->loss_scale.unknown
+                            ? cJSON_CreateString("applied loss scale unknown; figures assume 1")
+                            : cJSON_CreateNull());
   return o;
 }
 
@@ -341,6 +373,45 @@ static cJSON *loss_scale_json(const mpprof_loss_scale *g) {
   cJSON_AddBoolToObject(o, "needed", g->needed);
   cJSON_AddItemToObject(o, "limited_by",
                         g->limited_by ? cJSON_Duplicate(g->limited_by, true) : cJSON_CreateArray());
+  cJSON *ap = cJSON_AddObjectToObject(o, "applied");
+  cJSON_AddBoolToObject(ap, "known", g->declared);
+  cJSON_AddItemToObject(ap, "source", str_or_null(g->source));
+  cJSON_AddItemToObject(ap, "first", g->declared ? mpprof_json_double(g->first) : cJSON_CreateNull());
+  cJSON_AddItemToObject(ap, "last", g->declared ? mpprof_json_double(g->last) : cJSON_CreateNull());
+  cJSON_AddItemToObject(ap, "min", g->declared ? mpprof_json_double(g->min) : cJSON_CreateNull());
+  cJSON_AddItemToObject(ap, "max", g->declared ? mpprof_json_double(g->max) : cJSON_CreateNull());
+  cJSON_AddItemToObject(ap, "per_step",
+                        g->per_step ? cJSON_Duplicate(g->per_step, true) : cJSON_CreateArray());
+  cJSON_AddItemToObject(ap, "steps_marked", mpprof_json_u64(g->steps_marked));
+  cJSON_AddItemToObject(ap, "skipped_steps", mpprof_json_u64(g->skipped_steps));
+  cJSON_AddItemToObject(ap, "note",
+                        g->unknown ? cJSON_CreateString("applied loss scale unknown; figures assume 1")
+                                   : cJSON_CreateNull());
+  return o;
+}
+
+static cJSON *first_nonfinite_json(const mpprof_model *m) {
+  const mpprof_nonfinite *r = &m->first_nonfinite;
+  if (!r->found) return cJSON_CreateNull();
+  const mpprof_site *s = &m->sites[r->site];
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddItemToObject(o, "site", mpprof_json_u64(s->id));
+  cJSON_AddStringToObject(o, "layer", s->layer_name);
+  cJSON_AddStringToObject(o, "nvtx_path", s->layer);
+  cJSON_AddStringToObject(o, "api", s->api);
+  cJSON_AddStringToObject(o, "process", r->proc->file);
+  cJSON_AddItemToObject(o, "thread", mpprof_json_u64(r->thread));
+  cJSON_AddItemToObject(o, "t_ns", mpprof_json_u64(r->t_ns));
+  cJSON_AddItemToObject(o, "call_index", mpprof_json_u64(r->call_index));
+  cJSON_AddItemToObject(o, "step", r->has_step ? mpprof_json_u64(r->step) : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, "loss_scale", r->scale > 0 ? mpprof_json_double(r->scale) : cJSON_CreateNull());
+  cJSON_AddStringToObject(o, "output", r->role);
+  cJSON_AddBoolToObject(o, "inputs_scanned", r->inputs_scanned);
+  cJSON_AddItemToObject(o, "count", mpprof_json_u64(r->count));
+  cJSON_AddItemToObject(o, "nans", mpprof_json_u64(r->nans));
+  cJSON_AddItemToObject(o, "pos_infs", mpprof_json_u64(r->pos_infs));
+  cJSON_AddItemToObject(o, "neg_infs", mpprof_json_u64(r->neg_infs));
   return o;
 }
 
@@ -447,6 +518,7 @@ static int write_all(const mpprof_model *m, FILE *f, mp_stats *scratch) {
   if (put(f, "processes", procs, true, true) || put(f, "skipped_files", sk, true, true) ||
       put(f, "settings", cfg, true, true) ||
       put(f, "loss_scale", loss_scale_json(&m->loss_scale), true, true) ||
+      put(f, "first_nonfinite", first_nonfinite_json(m), true, true) ||
       put(f, "tensor_cores", mpprof_tc_summary_json(m), true, true) ||
       put(f, "findings", fs, true, true))
     return -1;

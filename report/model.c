@@ -50,6 +50,7 @@ static void process_free(mpprof_process *p) {
   cJSON_Delete(p->incomplete_reasons);
   cJSON_Delete(p->argv);
   cJSON_Delete(p->training);
+  free(p->nonfinite_site_key);
   free(p->scan);
   free(p->device_name);
   free(p->cupti_status);
@@ -65,6 +66,7 @@ static void layer_free(mpprof_layer *l) {
   for (size_t i = 0; i < l->n_tensors; i++) {
     free(l->tensors[i].name);
     mpprof_cstats_free(&l->tensors[i].st);
+    mpprof_cstats_free(&l->tensors[i].at_scale);
   }
   free(l->tensors);
   cJSON_Delete(l->adv.reasons);
@@ -98,6 +100,7 @@ void mpprof_model_free(mpprof_model *m) {
   }
   free(m->findings);
   cJSON_Delete(m->loss_scale.limited_by);
+  cJSON_Delete(m->loss_scale.per_step);
   cJSON_Delete(m->tc.cupti_notes);
   cJSON_Delete(m->tc.counters_notes);
   free(m->program);

@@ -26,7 +26,7 @@ static const char *layer_label(const mpprof_layer *l) {
 }
 
 static bool fits_bf16(const mpprof_model *m, const mpprof_layer *l) {
-  return l->bf16_overflow_pct == 0 && l->bf16_underflow_pct <= 100.0 * m->params.underflow_max;
+  return l->bf16_overflow.pct == 0 && l->bf16_underflow.pct <= 100.0 * m->params.underflow_max;
 }
 
 static bool fits_fp16(const mpprof_model *m, const mpprof_layer *l) {
@@ -37,7 +37,7 @@ static bool fits_fp16(const mpprof_model *m, const mpprof_layer *l) {
     return m->loss_scale.has_window;
   case MP_REC_FP8_E4M3:
   case MP_REC_FP8_E5M2:
-    return l->fp16_overflow_pct == 0;
+    return l->fp16_overflow.pct == 0;
   default:
     return false;
   }
@@ -67,8 +67,8 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
     bool fits = dt == MP_BF16 ? fits_bf16(m, l) : fits_fp16(m, l);
     if (fits) {
       p->n_fit++;
-      double ov = dt == MP_BF16 ? l->bf16_overflow_pct : l->fp16_overflow_pct;
-      double fl = dt == MP_BF16 ? l->bf16_underflow_pct : l->fp16_underflow_pct;
+      double ov = dt == MP_BF16 ? l->bf16_overflow.pct : l->fp16_overflow.pct;
+      double fl = dt == MP_BF16 ? l->bf16_underflow.pct : l->fp16_underflow.pct;
       if (ov > p->max_overflow_pct) p->max_overflow_pct = ov;
       if (fl > p->max_flush_pct) p->max_flush_pct = fl;
       continue;

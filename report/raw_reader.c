@@ -436,6 +436,15 @@ static int site_from_json(cJSON *o, const mpprof_process *p, mp_stats *scratch, 
   s->epilogue = dup_str_or_null(o, MP_RK_SITE.epilogue);
   s->conv_math_type = dup_str_or_null(o, MP_RK_SITE.conv_math);
   if (!s->api || !s->op || !s->layer) return -1;
+  const cJSON *ls = cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.loss_scale);
+  if (ls && !cJSON_IsNull(ls)) {
+    double v = cJSON_IsNumber(ls) ? ls->valuedouble : -1;
+    if (!(v > 0) || !isfinite(v)) {
+      snprintf(err, errlen, "%s: not a positive number", MP_RK_SITE.loss_scale);
+      return -1;
+    }
+    s->loss_scale = v;
+  }
   if (!get_u64(o, MP_RK_SITE.scanned_calls, &s->scanned_calls)) s->scanned_calls = 0;
   get_u64(o, MP_RK_SITE.autotune_calls, &s->autotune_calls);
   get_u64(o, MP_RK_SITE.m, &s->m);
@@ -609,6 +618,7 @@ static void free_proc(mpprof_process *p) {
   cJSON_Delete(p->incomplete_reasons);
   cJSON_Delete(p->argv);
   cJSON_Delete(p->training);
+  free(p->nonfinite_site_key);
   free(p->scan);
   free(p->device_name);
   free(p->cupti_status);
@@ -662,6 +672,20 @@ static int parse_file(walk *w, const char *path, mpprof_process *p, mpprof_site 
       snprintf(err, errlen, "two sites with id %" PRId64, ids[i].raw);
       return 1;
     }
+  const cJSON *nf = cJSON_GetObjectItemCaseSensitive(p->training, MP_RK_TRAINING.first_nonfinite);
+  if (cJSON_IsObject(nf)) {
+    int64_t sid;
+    id_map key = {0, 0}, *hit = NULL;
+    if (get_i64(nf, MP_RK_NONFINITE.site, &sid)) {
+      key.raw = sid;
+      hit = bsearch(&key, ids, ns, sizeof *ids, id_cmp);
+    }
+    if (!hit) {
+      snprintf(err, errlen, "training.first_nonfinite: refers to a site that is not in the file");
+      return 1;
+    }
+    if (!(p->nonfinite_site_key = strdup(sites[hit->idx].key))) return -1;
+  }
   for (size_t i = 0; i < w->events.n; i++) {
     cJSON *o = cJSON_ParseWithLength(w->base + w->events.v[i].off, w->events.v[i].len);
     int64_t sid, t = 0, dur = 0, thread = 0;

@@ -70,9 +70,8 @@ static void print_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
     if (m->n_layers <= 12) /* small models: every layer's verdict */
       for (size_t i = 0; i < m->n_layers; i++) {
         const mpprof_layer *l = &m->layers[i];
-        if (!l->adv.known) continue;
         fprintf(f, "    %-32s %s", l->name[0] ? l->name : "(no NVTX range)",
-                mp_recommendation_name(l->adv.rec));
+                l->adv.known ? mp_recommendation_name(l->adv.rec) : "no verdict");
         if (l->adv.has_window && l->adv.rec == MP_REC_FP16_LOSS_SCALE)
           fprintf(f, " [2^%d, 2^%d]", l->adv.window_lo, l->adv.window_hi);
         fputc('\n', f);
@@ -84,6 +83,12 @@ static void print_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
               g->window_hi, g->needed ? "" : ", not needed");
     else if (g->applicable)
       fputs("  loss scale: no single scale fits every fp16 layer (see findings)\n", f);
+    char sa[32], sb[32];
+    if (g->declared)
+      fprintf(f, "  applied loss scale: %s%s%s%s\n", mpprof_scale_str(g->min, sa),
+              g->max != g->min ? " to " : "", g->max != g->min ? mpprof_scale_str(g->max, sb) : "",
+              g->source && !strcmp(g->source, "option") ? " (--loss-scale)" : "");
+    if (g->unknown) fputs("  applied loss scale unknown; figures assume 1\n", f);
     if (m->tc.kernel_data && m->tc.gemm_conv_kernel_ns)
       fprintf(f, "  Tensor Cores: %.1f%% of GEMM/conv GPU time%s\n",
               100.0 * (double)m->tc.tc_ns / (double)m->tc.gemm_conv_kernel_ns,

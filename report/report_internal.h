@@ -95,6 +95,7 @@ typedef struct mpprof_process {
   int64_t raw_calls; /* the file's "calls": hooked calls seen, failed ones included */
   int64_t failed_calls;
   int64_t nvtx_marks, nvtx_start_end_ranges;
+  char *nonfinite_site_key;   /* key of the site of training.first_nonfinite, or NULL */
   size_t n_sites, n_events;
   uint64_t calls; /* summed over the file's sites */
 } mpprof_process;
@@ -131,6 +132,7 @@ typedef struct mpprof_site {
     mp_dtype dtype;
   } types[6];
   int n_types;
+  double loss_scale; /* declared loss scale in force for its calls; 0: none declared */
   uint64_t m, n, k, batch, lda, ldb, ldc, ldd;
   char transa, transb; /* 0: not a GEMM */
   char *conv_math_type;
@@ -175,13 +177,30 @@ typedef struct mpprof_event {
   uint64_t stream;
 } mpprof_event;
 
+/* A share: num of den values of one tensor, in percent. Every share the
+ * report prints is one of these, made by mpprof_share_of (util.c) with the
+ * denominator "finite non-zero values of <tensor> over all scanned calls". */
+typedef struct mpprof_share {
+  const char *tensor; /* layer tensor name ("backward.D"); NULL: no such tensor */
+  uint64_t num, den;
+  double pct;
+  bool estimate; /* from an unscaled histogram with a straddling binade */
+} mpprof_share;
+
 /* Tensor classes: mp_tclass (analysis/verdict.h). */
 typedef struct mpprof_layer_tensor {
   char *name; /* "<phase>.<role>", e.g. "backward.D" */
   mp_tclass cls;
-  mpprof_cstats st;
+  bool output;         /* written by the op (D, y, dx, dw) */
+  mpprof_cstats st;    /* gradients: unscaled (true values); others as recorded */
+  mpprof_cstats at_scale; /* gradients: as recorded, at the applied scale; else empty */
   mp_advice adv;
-  bool has_values; /* finite non-zero values present */
+  bool has_values;     /* finite non-zero values present */
+  uint64_t scanned_calls; /* scanned calls of the sites it merges */
+  double scale_min, scale_max; /* declared scales of its sites (0: none declared) */
+  bool scale_undeclared;       /* some site ran with no declared scale */
+  bool unscale_estimate;       /* unscaled histogram not exact: a scale not a power of two */
+  bool casts_estimate;         /* unscaled cast counts: a binade across a threshold decided some */
 } mpprof_layer_tensor;
 
 typedef struct mpprof_layer_advice {
@@ -193,6 +212,7 @@ typedef struct mpprof_layer_advice {
   bool has_gradients;
   int fp8_e4m3_fits; /* -1: no forward tensors */
   int fp8_e5m2_fits; /* -1: no gradients */
+  bool dead_gradients; /* gradients scanned but never non-zero: no verdict (known false) */
   cJSON *reasons;    /* array of strings */
 } mpprof_layer_advice;
 
@@ -208,8 +228,12 @@ typedef struct mpprof_layer {
   int tc_eligible; /* -1 unknown, 0, 1 (any site eligible) */
   int tc_used;     /* -1 unknown, 0, 1 (any site on Tensor Cores) */
   mp_tc_source tc_source;
-  double fp16_overflow_pct, fp16_underflow_pct, bf16_overflow_pct, bf16_underflow_pct;
-  double e4m3_underflow_pct, e5m2_underflow_pct; /* at per-tensor scale, worst tensor */
+  /* Shares (docs/report.md, mpprof_share): each the worst forward or gradient
+   * tensor's, named by *_tensor (NULL: none); gradients unscaled, at scale 1. */
+  mpprof_share fp16_overflow, fp16_underflow, bf16_overflow, bf16_underflow;
+  mpprof_share e4m3_underflow, e5m2_underflow; /* at per-tensor scale */
+  /* The same for gradients at the loss scale the program applied. */
+  mpprof_share applied_fp16_overflow, applied_fp16_underflow;
 } mpprof_layer;
 
 typedef struct mpprof_skipped {
@@ -234,7 +258,27 @@ typedef struct mpprof_loss_scale {
   int recommended_log2;
   bool needed;       /* 0 is not in the window */
   cJSON *limited_by; /* array of layer names */
+  /* What the program applied (raw "training" objects and site scales). */
+  bool declared;            /* some site ran under a declared scale */
+  bool undeclared_gradients; /* gradient tensors with values ran with no declared scale */
+  bool unknown;             /* undeclared, and some such gradient holds Inf/NaN or is not fp16-safe at 1 */
+  double first, last, min, max; /* over declared scales (0 when none) */
+  const char *source;       /* "marks", "option", NULL */
+  uint64_t steps_marked, skipped_steps;
+  cJSON *per_step;          /* array of {first, last, scale} (owned), from step marks */
 } mpprof_loss_scale;
+
+typedef struct mpprof_nonfinite {
+  bool found;
+  size_t site; /* report site id */
+  const mpprof_process *proc;
+  uint64_t call_index, thread, t_ns;
+  bool has_step, inputs_scanned;
+  uint64_t step;
+  double scale;
+  char role[16];
+  uint64_t count, nans, pos_infs, neg_infs;
+} mpprof_nonfinite;
 
 typedef struct mpprof_tc_summary {
   bool kernel_data; /* some site has kernel records */
@@ -283,6 +327,7 @@ typedef struct mpprof_model {
   size_t n_findings, cap_findings;
   mpprof_loss_scale loss_scale;
   mpprof_plan plan, plan_alt; /* recommended, and the other autocast dtype (or unknown) */
+  mpprof_nonfinite first_nonfinite;
   mpprof_tc_summary tc;
   bool incomplete;
   char *program;
@@ -391,6 +436,17 @@ int mpprof_afile_close(mpprof_afile *a, bool ok);
 char *mpprof_strdup(const char *s); /* NULL-safe */
 char *mpprof_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int mpprof_grow(void **p, size_t *cap, size_t need, size_t elem);
+/* Percent of a count over a base, 0 when base is 0. */
+double mpprof_pct(uint64_t num, uint64_t den);
+/* The share of a layer tensor's finite non-zero values with cast outcome o
+ * in target t (docs/report.md "Shares"); at_scale: the gradient as recorded
+ * at the applied scale instead of unscaled. */
+mpprof_share mpprof_share_of(const mpprof_layer_tensor *lt, mp_target t, mp_cast_outcome o,
+                             bool at_scale);
+/* JSON of a share: {"pct", "of", "tensor", "count", "estimate"}. */
+cJSON *mpprof_share_json(const mpprof_share *s);
+/* "2^16" for powers of two, else "%g" (buf of 32). */
+const char *mpprof_scale_str(double s, char *buf);
 void mpprof_fput_json_string(FILE *f, const char *s);
 /* "A=fp16 B=fp16 D=fp32": the layer's operand dtypes per role (malloc'd). */
 char *mpprof_layer_dtypes(const mpprof_model *m, const mpprof_layer *l);

@@ -37,6 +37,51 @@ int mpprof_grow(void **p, size_t *cap, size_t need, size_t elem) {
   return 0;
 }
 
+double mpprof_pct(uint64_t num, uint64_t den) {
+  return den ? 100.0 * (double)num / (double)den : 0.0;
+}
+
+/* ---- shares: the one definition of every percentage the report prints ---- */
+
+static uint64_t finite_nonzero(const mpprof_cstats *c) {
+  uint64_t bad = c->zeros + c->nans + c->pos_infs + c->neg_infs;
+  return c->count > bad ? c->count - bad : 0;
+}
+
+mpprof_share mpprof_share_of(const mpprof_layer_tensor *lt, mp_target t, mp_cast_outcome o,
+                             bool at_scale) {
+  mpprof_share s = {0};
+  if (!lt) return s;
+  const mpprof_cstats *c = at_scale && lt->cls == MP_TCLASS_GRADIENT ? &lt->at_scale : &lt->st;
+  s.tensor = lt->name;
+  s.num = c->casts[t][o];
+  s.den = finite_nonzero(c);
+  s.pct = mpprof_pct(s.num, s.den);
+  s.estimate = !at_scale && (lt->unscale_estimate || lt->casts_estimate);
+  return s;
+}
+
+cJSON *mpprof_share_json(const mpprof_share *s) {
+  if (!s->tensor) return cJSON_CreateNull();
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddItemToObject(o, "pct", mpprof_json_double(s->pct));
+  cJSON_AddItemToObject(o, "count", mpprof_json_u64(s->num));
+  cJSON_AddItemToObject(o, "of", mpprof_json_u64(s->den));
+  cJSON_AddStringToObject(o, "tensor", s->tensor);
+  cJSON_AddBoolToObject(o, "estimate", s->estimate);
+  return o;
+}
+
+const char *mpprof_scale_str(double s, char *buf) {
+  int k;
+  if (s > 0 && mp_scale_log2(s, &k))
+    snprintf(buf, 32, "2^%d", k);
+  else
+    snprintf(buf, 32, "%g", s);
+  return buf;
+}
+
 /* ---- compact stats ---- */
 
 int mpprof_cstats_pack(const mp_stats *s, mpprof_cstats *ret) {

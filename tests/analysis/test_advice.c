@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,16 +263,114 @@ static void inf_in_fp16_source_keeps_the_advice_on_finite_values(void **state) {
   assert_int_equal(a.recommended, MP_REC_FP16);
 }
 
-static void all_zero_tensor_is_fp16_safe(void **state) {
+static void all_zero_tensor_has_nothing_to_judge(void **state) {
   (void)state;
   float v[8] = {0};
   mp_stats s;
   record_of(&s, v, 8);
   mp_advice a;
   mp_advise(&s, NULL, &a);
-  assert_int_equal(a.fp16, MP_FP16_SAFE);
-  assert_true(a.fp8_e4m3.fits);
+  assert_false(a.judged); /* no finite non-zero value: no verdict, whatever the fields say */
+  v[3] = 1;
+  record_of(&s, v, 8);
+  mp_advise(&s, NULL, &a);
+  assert_true(a.judged);
   assert_int_equal(a.recommended, MP_REC_FP16);
+}
+
+/* --- unscaling gradients taken at a loss scale --- */
+
+static void scaled_values(float *v, int n, double scale, uint64_t seed) {
+  uint64_t rng = seed;
+  for (int i = 0; i < n; i++) {
+    uint64_t r = ref_rand(&rng);
+    /* |x| in [2^-30, 2^-3): clear of fp16's straddling binades (-25 and 15) after unscaling */
+    double m = 1.0 + (double)(r >> 40) / 16777216.0;
+    int e = -24 + (int)((r >> 8) % 21);
+    v[i] = (float)(ldexp((r & 1) ? -m : m, e) * scale);
+  }
+}
+
+static void unscaling_by_a_power_of_two_shifts_the_histogram_exactly(void **state) {
+  (void)state;
+  enum { N = 3000 };
+  static float at_scale[N], truth[N];
+  scaled_values(at_scale, N, 65536, 7);
+  scaled_values(truth, N, 1, 7);
+  mp_stats s, t, u;
+  record_of(&s, at_scale, N);
+  record_of(&t, truth, N);
+  bool casts_estimate;
+  assert_true(mp_stats_unscale(&s, 65536, &u, &casts_estimate));
+  assert_memory_equal(u.exp_hist, t.exp_hist, sizeof t.exp_hist);
+  /* No value near fp16's flush or overflow threshold: those counts are exact. */
+  assert_int_equal(u.casts[MP_TGT_FP16][MP_CAST_UNDERFLOW], t.casts[MP_TGT_FP16][MP_CAST_UNDERFLOW]);
+  assert_int_equal(u.casts[MP_TGT_FP16][MP_CAST_OVERFLOW], 0);
+  assert_int_equal(u.casts[MP_TGT_BF16][MP_CAST_UNDERFLOW], t.casts[MP_TGT_BF16][MP_CAST_UNDERFLOW]);
+  assert_true(u.absmax == t.absmax && u.min_abs_nonzero == t.min_abs_nonzero);
+  assert_true(u.min == t.min && u.max == t.max);
+  assert_int_equal(u.count, t.count);
+  /* The advice on the unscaled record is the advice on the true values. */
+  mp_advice au, at;
+  mp_advise(&u, NULL, &au);
+  mp_advise(&t, NULL, &at);
+  assert_int_equal(au.window_lo, at.window_lo);
+  assert_int_equal(au.window_hi, at.window_hi);
+}
+
+static void unscaling_by_one_is_the_record_itself(void **state) {
+  (void)state;
+  float v[64];
+  scaled_values(v, 64, 1, 3);
+  mp_stats s, u;
+  record_of(&s, v, 64);
+  assert_true(mp_stats_unscale(&s, 1, &u, NULL));
+  assert_memory_equal(&s, &u, sizeof s);
+}
+
+static void unscaling_by_another_scale_is_an_estimate(void **state) {
+  (void)state;
+  float v[64];
+  scaled_values(v, 64, 1000, 5);
+  mp_stats s, u;
+  record_of(&s, v, 64);
+  bool casts_estimate;
+  assert_false(mp_stats_unscale(&s, 1000, &u, &casts_estimate));
+  assert_true(casts_estimate);
+  int k;
+  assert_false(mp_scale_log2(1000, &k));
+  assert_int_equal(k, 10); /* moved by the nearest whole number of binades */
+  assert_int_equal(u.count, s.count);
+  assert_true(fabs(u.absmax - s.absmax / 1000) == 0);
+}
+
+static void a_binade_across_the_fp16_flush_threshold_makes_the_cast_counts_an_estimate(void **state) {
+  (void)state;
+  /* 2^-25 flushes to zero in fp16, 1.5 * 2^-25 does not: one binade, two outcomes. */
+  float v[2] = {(float)ldexp(1.0, -25 + 16), (float)ldexp(1.5, -25 + 16)};
+  mp_stats s, u;
+  record_of(&s, v, 2);
+  bool casts_estimate;
+  assert_true(mp_stats_unscale(&s, 65536, &u, &casts_estimate)); /* the histogram is exact */
+  assert_true(casts_estimate);                                    /* the flush count is not */
+  assert_int_equal(u.exp_hist[-25 - MP_HIST_MIN], 2);
+}
+
+static void loss_scales_parse_as_numbers_or_powers_of_two(void **state) {
+  (void)state;
+  double s;
+  assert_int_equal(mp_parse_loss_scale("65536", &s), 0);
+  assert_true(s == 65536);
+  assert_int_equal(mp_parse_loss_scale("2^-3", &s), 0);
+  assert_true(s == 0.125);
+  assert_int_equal(mp_parse_loss_scale("0x1p30", &s), 0);
+  assert_true(s == 0x1p30);
+  const char *bad[] = {"", "0", "-1", "inf", "nan", "2^", "2^x", "2^2000", "1e999", "3x"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    assert_int_equal(mp_parse_loss_scale(bad[i], &s), -EINVAL);
+  int k;
+  assert_true(mp_scale_log2(0x1p-20, &k));
+  assert_int_equal(k, -20);
 }
 
 static void underflow_threshold_is_a_parameter(void **state) {
@@ -308,7 +407,12 @@ int main(void) {
       cmocka_unit_test(fp8_reports_the_flushed_fraction_at_its_scale),
       cmocka_unit_test(nan_in_fp32_source_keeps_fp32),
       cmocka_unit_test(inf_in_fp16_source_keeps_the_advice_on_finite_values),
-      cmocka_unit_test(all_zero_tensor_is_fp16_safe),
+      cmocka_unit_test(all_zero_tensor_has_nothing_to_judge),
+      cmocka_unit_test(unscaling_by_a_power_of_two_shifts_the_histogram_exactly),
+      cmocka_unit_test(unscaling_by_one_is_the_record_itself),
+      cmocka_unit_test(unscaling_by_another_scale_is_an_estimate),
+      cmocka_unit_test(a_binade_across_the_fp16_flush_threshold_makes_the_cast_counts_an_estimate),
+      cmocka_unit_test(loss_scales_parse_as_numbers_or_powers_of_two),
       cmocka_unit_test(underflow_threshold_is_a_parameter),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -218,6 +218,26 @@ static void summary_names_verdict_and_what_to_do(void **st) {
   run_free(&r);
 }
 
+static void an_all_zero_tensor_has_nothing_to_judge(void **st) {
+  (void)st;
+  static const float zeros[64];
+  write_small_npy("zeros.npy", zeros, 64);
+  char *argv[] = {(char *)mpprof_path, "inspect", (char *)tmp_path("zeros.npy"), NULL};
+  run_result r = run(argv);
+  assert_int_equal(r.status, 0);
+  assert_non_null(strstr(r.out, "nothing to judge"));
+  assert_null(strstr(r.out, "recommended fp16"));
+  run_free(&r);
+  char *jargv[] = {(char *)mpprof_path, "inspect", "--json", (char *)tmp_path("zeros.npy"), NULL};
+  r = run(jargv);
+  assert_int_equal(r.status, 0);
+  cJSON *j = cJSON_Parse(r.out);
+  assert_non_null(j);
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "advice"), "recommended")));
+  cJSON_Delete(j);
+  run_free(&r);
+}
+
 static void raw_file_is_read_with_dtype_and_shape(void **st) {
   (void)st;
   write_bytes(tmp_path("raw.bin"), small, sizeof small);
@@ -301,6 +321,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(bad_file_among_good_ones_is_one_stderr_line_and_exit_1),
       cmocka_unit_test(summary_names_verdict_and_what_to_do),
       cmocka_unit_test(raw_file_is_read_with_dtype_and_shape),
+      cmocka_unit_test(an_all_zero_tensor_has_nothing_to_judge),
       cmocka_unit_test(underflow_threshold_option_changes_the_verdict),
       cmocka_unit_test(usage_errors_exit_2),
       cmocka_unit_test(help_exits_0_on_stdout),

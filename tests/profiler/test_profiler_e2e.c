@@ -556,6 +556,27 @@ static void first_nonfinite_is_the_gemm_that_overflowed_fp16(void **state) {
   /* l2 read the Inf (and made NaN): not a producer. */
   assert_true(num(site(r.doc[0], NULL, "l2", NULL), "tensors.A.pos_infs") > 0);
   free_raws(&r);
+  /* The report names the same op, once, and as a finding. */
+  char path[4300];
+  snprintf(path, sizeof path, "%s/report.json", dir);
+  char *text = slurp(path);
+  cJSON *rep = cJSON_Parse(text);
+  free(text);
+  assert_non_null(rep);
+  assert_true(str_is(rep, "first_nonfinite.layer", "l1"));
+  assert_int_equal(num(rep, "first_nonfinite.step"), 3);
+  assert_int_equal(num(rep, "first_nonfinite.call_index"), 3);
+  assert_true(str_is(rep, "first_nonfinite.output", "D"));
+  int n = 0;
+  cJSON *f;
+  cJSON_ArrayForEach(f, cJSON_GetObjectItem(rep, "findings")) {
+    if (str_is(f, "kind", "first_nonfinite")) {
+      n++;
+      assert_true(str_is(f, "layer", "l1"));
+    }
+  }
+  assert_int_equal(n, 1);
+  cJSON_Delete(rep);
 }
 
 static void a_forked_child_that_never_uses_cuda_writes_no_raw_file(void **state) {

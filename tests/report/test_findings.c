@@ -32,6 +32,13 @@ static const char *const tested[] = {
     "no_kernel_data",
     "tc_counters_unavailable",
     "tc_counters_unmatched",
+    "loss_scale_overflow",
+    "dead_gradient",
+    "dead_output",
+    "gradients_flushed",
+    "loss_scale_applied",
+    "loss_scale_unknown",
+    "first_nonfinite",
 };
 
 static const mpprof_finding_rule *rule(const char *kind) {
@@ -110,6 +117,106 @@ static void nonfinite_values(void **state) {
   assert_int_equal(run(&m, "nonfinite_values"), 1);
   assert_string_equal(m.findings[0].severity, "high");
   assert_non_null(strstr(m.findings[0].message, "3 NaN"));
+  mpprof_model_free(&m);
+}
+
+static void loss_scale_overflow(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_FP16);
+  mpprof_layer_tensor *g = tensor(l, "backward.D", MP_TCLASS_GRADIENT);
+  g->st.nans = 5;
+  g->scale_max = 0x1p30;
+  assert_int_equal(run(&m, "nonfinite_values"), 0); /* under a scale: the other kind */
+  assert_int_equal(run(&m, "loss_scale_overflow"), 1);
+  assert_string_equal(m.findings[0].severity, "high");
+  assert_true(strstr(m.findings[0].message, "loss scale 2^30") == m.findings[0].message);
+  mpprof_model_free(&m);
+}
+
+static void dead_gradient_and_dead_output(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_FP16);
+  l->adv.known = false; /* dead gradients take the verdict away: the rule still runs */
+  mpprof_layer_tensor *g = tensor(l, "backward.D", MP_TCLASS_GRADIENT);
+  g->output = true;
+  g->st.zeros = g->st.count;
+  g->scanned_calls = 20;
+  assert_int_equal(run(&m, "dead_output"), 0);
+  assert_int_equal(run(&m, "dead_gradient"), 1);
+  assert_non_null(strstr(m.findings[0].message, "zero in all 20 scanned calls"));
+  mpprof_layer_tensor *y = tensor(l, "forward.D", MP_TCLASS_FORWARD);
+  y->output = true;
+  y->st.zeros = y->st.count;
+  assert_int_equal(run(&m, "dead_output"), 1);
+  mpprof_model_free(&m);
+}
+
+static void gradients_flushed(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_FP16);
+  mpprof_layer_tensor *y = tensor(l, "forward.D", MP_TCLASS_FORWARD);
+  y->output = true;
+  y->st.zeros = 5; /* 5% zeros forward */
+  mpprof_layer_tensor *g = tensor(l, "backward.D", MP_TCLASS_GRADIENT);
+  g->output = true;
+  g->st.dtype = MP_FP32; /* fp32 gradients do not flush */
+  g->st.zeros = 60;
+  assert_int_equal(run(&m, "gradients_flushed"), 0);
+  g->st.dtype = MP_FP16;
+  g->scale_max = 1024; /* a scale was applied: not this rule */
+  assert_int_equal(run(&m, "gradients_flushed"), 0);
+  g->scale_max = 1;
+  assert_int_equal(run(&m, "gradients_flushed"), 1);
+  g->st.zeros = 8; /* 8% zeros: below the 10% floor */
+  assert_int_equal(run(&m, "gradients_flushed"), 0);
+  mpprof_model_free(&m);
+}
+
+static void loss_scale_applied_and_unknown(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_FP16_LOSS_SCALE);
+  (void)l;
+  site(&m, "fp16")->phase = MPPROF_PHASE_BACKWARD;
+  mpprof_loss_scale *g = &m.loss_scale;
+  g->has_window = true;
+  g->window_lo = 14;
+  g->window_hi = 18;
+  g->recommended_log2 = 16;
+  assert_int_equal(run(&m, "loss_scale_applied"), 0); /* nothing declared */
+  g->declared = true;
+  g->min = g->max = 1;
+  assert_int_equal(run(&m, "loss_scale_applied"), 1);
+  assert_non_null(strstr(m.findings[m.n_findings - 1].message, "below the window"));
+  g->min = g->max = 0x1p30;
+  assert_int_equal(run(&m, "loss_scale_applied"), 1);
+  assert_string_equal(m.findings[m.n_findings - 1].severity, "high");
+  g->min = g->max = 0x1p16;
+  assert_int_equal(run(&m, "loss_scale_applied"), 1);
+  assert_string_equal(m.findings[m.n_findings - 1].severity, "info");
+  assert_int_equal(run(&m, "loss_scale_unknown"), 0);
+  g->unknown = true;
+  assert_int_equal(run(&m, "loss_scale_unknown"), 1);
+  assert_non_null(
+      strstr(m.findings[m.n_findings - 1].message, "applied loss scale unknown; figures assume 1"));
+  mpprof_model_free(&m);
+}
+
+static void first_nonfinite(void **state) {
+  (void)state;
+  mpprof_model m;
+  layer(&m, MP_REC_FP16);
+  mpprof_site *s = site(&m, "fp16");
+  s->layer = strdup("net/fc1/fwd");
+  assert_int_equal(run(&m, "first_nonfinite"), 0);
+  m.first_nonfinite = (mpprof_nonfinite){.found = true, .site = 0, .call_index = 3, .has_step = true,
+                                         .step = 7, .count = 4, .pos_infs = 2, .inputs_scanned = true};
+  strcpy(m.first_nonfinite.role, "D");
+  assert_int_equal(run(&m, "first_nonfinite"), 1);
+  assert_non_null(strstr(m.findings[0].message, "call 3, step 7"));
   mpprof_model_free(&m);
 }
 
@@ -386,6 +493,11 @@ static void every_rule_has_a_test(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(nonfinite_values),
+      cmocka_unit_test(loss_scale_overflow),
+      cmocka_unit_test(dead_gradient_and_dead_output),
+      cmocka_unit_test(gradients_flushed),
+      cmocka_unit_test(loss_scale_applied_and_unknown),
+      cmocka_unit_test(first_nonfinite),
       cmocka_unit_test(fp16_overflow),
       cmocka_unit_test(fp16_forward_underflow),
       cmocka_unit_test(gradient_underflow),

@@ -60,8 +60,8 @@ threads)
   ;;
 loss-scale)
   run demo "$@"
-  line=$(grep '^fc2 grad underflow at scale 1: ' "$tmp/demo.out") || fail "no underflow line"
-  read -r at1 atS < <(sed -E 's/.*scale 1: ([0-9.]+)%, at scale [0-9.e+]+: ([0-9.]+)%.*/\1 \2/' <<<"$line")
+  line=$(grep '^fc2 backward.D (dX, dW) fp16 flush to zero, of [0-9]* finite non-zero values: at scale 1: ' "$tmp/demo.out") || fail "no underflow line"
+  read -r at1 atS < <(sed -E 's/.*at scale 1: ([0-9.e+-]+)%, at scale [0-9.e+]+: ([0-9.e+-]+)%.*/\1 \2/' <<<"$line")
   awk -v a="$at1" -v b="$atS" 'BEGIN { exit !(a > 50 && b < 0.1) }' ||
     fail "underflow at scale 1 = $at1%, at the loss scale = $atS% (want >50% and <0.1%)"
   run unscaled "$@" --loss-scale 1
