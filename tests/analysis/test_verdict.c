@@ -161,6 +161,25 @@ static void ambiguous_and_optimizer_tensors_take_no_part(void **state) {
   mp_layer_verdict_free(&v);
 }
 
+static void gradients_scanned_but_never_finite_and_non_zero_give_no_verdict(void **state) {
+  (void)state;
+  mp_advice f = fits_all(), g = fits_all();
+  mp_verdict_tensor t[] = {in(MP_TCLASS_FORWARD, &f), in(MP_TCLASS_GRADIENT, &g)};
+  t[1].has_values = false; /* all zeros (or Inf/NaN) in every scanned call */
+  t[1].count = 640;
+  t[1].nonzero = 0;
+  mp_layer_verdict v;
+  assert_int_equal(mp_layer_verdict_of(t, 2, &prm, &v), 0);
+  assert_false(v.known); /* not fp16 on the forward tensors' word alone */
+  assert_true(has_reason(&v, MP_REASON_GRAD_NEVER_SEEN, 1));
+  mp_layer_verdict_free(&v);
+  t[1].count = 0; /* never scanned: the forward tensors decide */
+  assert_int_equal(mp_layer_verdict_of(t, 2, &prm, &v), 0);
+  assert_true(v.known);
+  assert_int_equal(v.rec, MP_REC_FP16);
+  mp_layer_verdict_free(&v);
+}
+
 static void non_finite_inputs_are_a_reason_of_their_own(void **state) {
   (void)state;
   mp_advice f = fits_all();
@@ -199,6 +218,7 @@ int main(void) {
       cmocka_unit_test_setup(values_beyond_bf16_keep_fp32, setup),
       cmocka_unit_test_setup(a_gradient_without_any_window_prevents_fp16, setup),
       cmocka_unit_test_setup(ambiguous_and_optimizer_tensors_take_no_part, setup),
+      cmocka_unit_test_setup(gradients_scanned_but_never_finite_and_non_zero_give_no_verdict, setup),
       cmocka_unit_test_setup(non_finite_inputs_are_a_reason_of_their_own, setup),
       cmocka_unit_test_setup(fp8_fit_is_the_worst_tensor_per_direction, setup),
   };
