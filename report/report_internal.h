@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "analysis/advice.h"
+#include "common/safefile.h"
 #include "analysis/kernel_class.h"
 #include "analysis/stats.h"
 #include "analysis/tc_eligibility.h"
@@ -376,14 +377,19 @@ int mpprof_layer_chart_png(const mpprof_model *m, const mpprof_layer *l, int lo,
                            unsigned char **ret,
                            size_t *ret_len);
 
-/* util.c: write path via a temporary file in the same directory. */
+/* util.c: an output file made the one safe way (common/safefile.h): an
+ * unpredictable temporary created O_EXCL|O_NOFOLLOW in the file's directory,
+ * renamed over the name when complete. The directory part of path is the
+ * user's (OUT); the file name is one component. */
 typedef struct mpprof_afile {
   FILE *f;
-  char *path, *tmp;
+  int dir;
+  int err; /* first write error (errno), reported by close */
+  mpp_sfile sf;
 } mpprof_afile;
 int mpprof_afile_open(mpprof_afile *a, const char *path);
 /* Closes, and renames on success; removes the temporary file on failure or
- * when ok is false. 0 or -1 (errno set). */
+ * when ok is false. 0 or -1 (errno set: the first write error, e.g. ENOSPC). */
 int mpprof_afile_close(mpprof_afile *a, bool ok);
 
 /* util */
