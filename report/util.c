@@ -119,6 +119,32 @@ cJSON *mpprof_cstats_to_json(const mpprof_cstats *c, const mp_advice *adv, mp_st
   return mpprof_stats_to_json(scratch, adv);
 }
 
+/* ---- names -> entries ---- */
+
+int mpprof_name_index_init(mpprof_name_index *ix, size_t max_entries) {
+  ix->cap = 16;
+  while (ix->cap < 2 * max_entries)
+    ix->cap *= 2;
+  ix->slot = calloc(ix->cap, sizeof *ix->slot);
+  return ix->slot ? 0 : -1;
+}
+
+size_t *mpprof_name_index_slot(const mpprof_name_index *ix, const char *name,
+                               const char *const *names) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (const char *p = name; *p; p++)
+    h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  size_t i = (size_t)h & (ix->cap - 1);
+  while (ix->slot[i] && strcmp(names[ix->slot[i] - 1], name))
+    i = (i + 1) & (ix->cap - 1);
+  return &ix->slot[i];
+}
+
+void mpprof_name_index_free(mpprof_name_index *ix) {
+  free(ix->slot);
+  ix->slot = NULL;
+}
+
 /* ---- safe output files ---- */
 
 /* The FILE writes through these: the first failing write's errno is kept
@@ -180,6 +206,28 @@ int mpprof_afile_close(mpprof_afile *a, bool ok) {
 }
 
 /* ---- text output helpers ---- */
+
+void mpprof_fput_term(FILE *f, const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if ((*p < 0x20 && *p != '\n') || *p == 0x7f)
+      fprintf(f, "\\x%02x", *p); /* ESC, BEL, CR...: nothing reaches the terminal raw */
+    else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) /* C1 controls (U+0080..U+009F) */
+      fprintf(f, "\\u%04x", *++p);
+    else
+      fputc(*p, f);
+  }
+}
+
+void mpprof_fprint_term(FILE *f, const char *fmt, ...) {
+  va_list ap;
+  char *text = NULL;
+  va_start(ap, fmt);
+  int n = vasprintf(&text, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  mpprof_fput_term(f, text);
+  free(text);
+}
 
 void mpprof_fput_json_string(FILE *f, const char *s) {
   fputc('"', f);

@@ -180,6 +180,27 @@ second_run_on_out_is_refused)
   [ $rc = 2 ] || fail "second run: exit $rc, expected 2"
   grep -q "in use by another mpprof run" "$W/err2" || fail "message: $(cat "$W/err2")"
   ;;
+fifo_is_skipped_not_waited_for)
+  # A FIFO among the raw files and one given to inspect: skipped, no hang.
+  mkdir -p "$W/out/raw"
+  MPPROF_OUT="$W/out" sim "$MPP_TESTPROG" gemmex >/dev/null || fail "program failed"
+  mkfifo "$W/out/raw/x.json"
+  timeout 60 "$M" report "$W/out" >/dev/null 2>"$W/err"
+  rc=$?
+  [ $rc = 0 ] || fail "report: exit $rc (124: it hung): $(cat "$W/err")"
+  grep -q "x.json: not a regular file" "$W/err" || fail "no line naming the FIFO: $(cat "$W/err")"
+  mkfifo "$W/fifo.npy"
+  python3 -c "import struct,sys
+h=b\"{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }\"
+h+=b' '*(63-(10+len(h))%64)+b'\n'
+open(sys.argv[1],'wb').write(b'\x93NUMPY\x01\x00'+struct.pack('<H',len(h))+h+struct.pack('<4f',1,2,3,4))" \
+    "$W/good.npy" || skip "no python3 to write a .npy file"
+  timeout 60 "$M" inspect "$W/fifo.npy" "$W/good.npy" >"$W/stdout" 2>"$W/err2"
+  rc=$?
+  [ $rc = 1 ] || fail "inspect: exit $rc, expected 1 (124: it hung)"
+  grep -q "fifo.npy: not a regular file" "$W/err2" || fail "inspect: $(cat "$W/err2")"
+  grep -q "good.npy" "$W/stdout" || fail "the other file was not inspected: $(cat "$W/stdout")"
+  ;;
 *)
   fail "unknown case"
   ;;
