@@ -1,6 +1,8 @@
 /* Streaming JSON writer (see jsonw.h). Output is compact, one document. */
 #include "jsonw.h"
 
+#include "common/utf8.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -76,22 +78,9 @@ void mpp_jw_arr_end(mpp_jw *w) {
   close_(w, "]");
 }
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 when it is not one. */
-static int utf8_len(const unsigned char *p) {
-  int n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
-  if (p[0] < 0x80) return 1;
-  if (n == 0 || p[0] >= 0xf5) return 0;
-  for (int i = 1; i < n; i++)
-    if ((p[i] & 0xc0) != 0x80) return 0;
-  /* Overlong 3/4-byte forms, surrogates and code points above U+10FFFF. */
-  if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
-      (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
-    return 0;
-  return n;
-}
-
-/* Names come from the application (NVTX ranges, argv): bytes that are not
- * UTF-8 become '?', so every reader can parse the file. */
+/* Names come from the application (NVTX ranges, argv, kernel names): bytes
+ * that are not UTF-8 become MPP_UTF8_REPLACEMENT (common/utf8.h, the one
+ * definition the reader shares), so every reader can parse the file. */
 static void put_string(mpp_jw *w, const char *s) {
   put(w, "\"", 1);
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -117,11 +106,13 @@ static void put_string(mpp_jw *w, const char *s) {
         snprintf(esc, sizeof esc, "\\u%04x", *p);
         puts_(w, esc);
       } else {
-        int n = utf8_len(p);
+        /* 4: the string's NUL ends a sequence before any byte past it is read. */
+        size_t n = mpp_utf8_seq_len(p, 4);
         if (n == 0) {
-          put(w, "?", 1);
+          const char r = MPP_UTF8_REPLACEMENT;
+          put(w, &r, 1);
         } else {
-          put(w, (const char *)p, (size_t)n);
+          put(w, (const char *)p, n);
           p += n - 1;
         }
       }

@@ -18,6 +18,7 @@
 
 #include "analysis/raw_format.h"
 #include "analysis/schema_keys.h"
+#include "common/safefile.h"
 #include "jsonw.h"
 #include "profiler/gpu/gpu.h"
 #include "profiler/rawwrite.h"
@@ -484,30 +485,21 @@ char *mpp_raw_render(bool final, size_t *ret_len) {
   return mpp_raw_render_facts(final, &f, ret_len);
 }
 
-static int mkdir_p(const char *path) {
-  char tmp[4608];
-  snprintf(tmp, sizeof tmp, "%s", path);
-  for (char *p = tmp + 1; *p; p++)
-    if (*p == '/') {
-      *p = '\0';
-      if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -errno;
-      *p = '/';
-    }
-  if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -errno;
-  return 0;
+/* OUT/raw opened for this write: OUT as the user named it, raw/ below it never
+ * through a link (common/safefile.h). */
+static int open_raw_dir(void) {
+  int out = mpp_sf_open_dir(AT_FDCWD, mpp_cfg.out_dir, MPP_SF_CREATE | MPP_SF_USER_PATH);
+  if (out < 0) return out;
+  int raw = mpp_sf_open_dir(out, "raw", MPP_SF_CREATE);
+  close(out);
+  return raw;
 }
 
-static int write_all(int fd, const char *p, size_t n) {
-  while (n) {
-    ssize_t k = write(fd, p, n);
-    if (k < 0) {
-      if (errno == EINTR) continue;
-      return -errno;
-    }
-    p += k;
-    n -= (size_t)k;
-  }
-  return 0;
+/* <host>-<pid>.json, the host name made safe as one file name component. */
+static void raw_file_name(char *buf, size_t n) {
+  snprintf(buf, n, "%s-%d.json", proc.host, proc.pid);
+  for (char *p = buf; *p; p++)
+    if (*p == '/' || (p == buf && *p == '.')) *p = '_';
 }
 
 int mpp_raw_write(bool final) {
@@ -523,22 +515,17 @@ int mpp_raw_write(bool final) {
     pthread_mutex_unlock(&write_mu);
     return -ENOMEM;
   }
-  char dir[4200], path[4600], tmp[4700];
-  snprintf(dir, sizeof dir, "%s/raw", mpp_cfg.out_dir);
-  snprintf(path, sizeof path, "%s/%s-%d.json", dir, proc.host, proc.pid);
-  snprintf(tmp, sizeof tmp, "%s/.%s-%d.json.tmp", dir, proc.host, proc.pid);
-  err = mkdir_p(dir);
-  if (!err) {
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) {
-      err = -errno;
-    } else {
-      err = write_all(fd, doc, len);
-      if (!err) err = write_all(fd, "\n", 1);
-      if (close(fd) != 0 && !err) err = -errno;
-      if (!err && rename(tmp, path) != 0) err = -errno;
-      if (err) unlink(tmp);
-    }
+  doc[len] = '\n'; /* the writer keeps a byte spare for the NUL */
+  char name[sizeof proc.host + 32];
+  raw_file_name(name, sizeof name);
+  int raw = open_raw_dir();
+  if (raw < 0) {
+    err = raw;
+  } else {
+    mpp_sfile f;
+    err = mpp_sf_create(&f, raw, name, 0666);
+    if (!err) err = mpp_sf_commit(&f, mpp_sf_write_all(f.fd, doc, len + 1));
+    close(raw);
   }
   free(doc);
   if (final && !err) final_written = true;

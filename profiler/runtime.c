@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -84,6 +85,14 @@ static void read_config(void) {
   mpp_cfg.log = v ? atoi(v) : 0;
   v = getenv("MPPROF_DISABLE");
   mpp_cfg.disabled = v && *v && strcmp(v, "0") != 0;
+  /* Secure-execution mode (setuid/setgid or capabilities gained at exec): the
+   * environment that names OUT belongs to a less privileged user, so nothing
+   * is recorded or written (docs/profiler.md, Security). */
+  if (getauxval(AT_SECURE)) {
+    if (!mpp_cfg.disabled)
+      mpp_log(1, "secure-execution mode (setuid/setgid program): not profiling, nothing written");
+    mpp_cfg.disabled = true;
+  }
   v = getenv("MPPROF_SCAN");
   if (v && *v && mpp_parse_scan_mode(v, &mpp_cfg.scan) < 0) {
     mpp_log(1, "ignoring MPPROF_SCAN=%s (all | outputs | none)", v);

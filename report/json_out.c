@@ -190,25 +190,37 @@ static void add_distinct(cJSON *arr, const char *s) {
   cJSON_AddItemToArray(arr, cJSON_CreateString(s));
 }
 
-/* The layer's kernels merged by name over its sites (same fields as a site's). */
+/* The layer's kernels merged by name over its sites (same fields as a site's);
+ * by name through mpprof_name_index: linear in the kernels. */
 static cJSON *layer_kernels(const mpprof_model *m, const mpprof_layer *l) {
+  size_t total = 0;
+  for (size_t i = 0; i < l->n_sites; i++)
+    total += m->sites[l->first_site + i].n_kernels;
   cJSON *arr = cJSON_CreateArray();
-  if (!arr) return NULL;
+  const char **names = malloc((total ? total : 1) * sizeof *names);
+  cJSON **items = malloc((total ? total : 1) * sizeof *items);
+  mpprof_name_index ix = {0};
+  if (!arr || !names || !items || mpprof_name_index_init(&ix, total)) {
+    cJSON_Delete(arr);
+    free(names);
+    free(items);
+    return NULL;
+  }
+  size_t n = 0;
   for (size_t i = 0; i < l->n_sites; i++) {
     const mpprof_site *s = &m->sites[l->first_site + i];
     for (size_t k = 0; k < s->n_kernels; k++) {
       const mpprof_kernel *kn = &s->kernels[k];
-      cJSON *e = NULL, *c;
-      cJSON_ArrayForEach(c, arr) {
-        if (!strcmp(cJSON_GetObjectItem(c, "name")->valuestring, kn->name)) {
-          e = c; /* names are distinct in arr */
-          break;
-        }
-      }
-      if (!e) {
-        cJSON_AddItemToArray(arr, kernel_json(kn));
+      size_t *sl = mpprof_name_index_slot(&ix, kn->name, names);
+      if (!*sl) {
+        cJSON *e = kernel_json(kn);
+        cJSON_AddItemToArray(arr, e);
+        names[n] = kn->name;
+        items[n] = e;
+        *sl = ++n;
         continue;
       }
+      cJSON *e = items[*sl - 1];
       /* counts are cJSON raw numbers: re-create them summed */
       double cnt = 0, ns = 0;
       mpprof_json_get_double(cJSON_GetObjectItem(e, "count"), &cnt);
@@ -217,6 +229,9 @@ static cJSON *layer_kernels(const mpprof_model *m, const mpprof_layer *l) {
       cJSON_ReplaceItemInObject(e, "gpu_ns", mpprof_json_u64((uint64_t)ns + kn->gpu_ns));
     }
   }
+  mpprof_name_index_free(&ix);
+  free(names);
+  free(items);
   return arr;
 }
 

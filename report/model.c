@@ -177,6 +177,54 @@ static int merge_counts(mpprof_count **arr, size_t *n, const mpprof_count *src, 
   return 0;
 }
 
+static void merge_kernel(mpprof_kernel *k, const mpprof_kernel *src) {
+  k->count += src->count;
+  k->gpu_ns += src->gpu_ns;
+  if (src->counters_tc > k->counters_tc) k->counters_tc = src->counters_tc;
+  k->tc_profiled += src->tc_profiled;
+  if (k->n_tc_values == src->n_tc_values)
+    for (int v = 0; v < k->n_tc_values; v++)
+      k->tc_values[v] += src->tc_values[v];
+  else
+    k->n_tc_values = 0; /* different metric lists: no sum means anything */
+}
+
+/* d's kernel entries by name (mpprof_name_index, built for this merge): a
+ * site with 100k kernels merges in linear time (a list scan was quadratic). */
+static int merge_kernels(mpprof_site *d, mpprof_site *s) {
+  if (!s->n_kernels) return 0;
+  size_t nd = d->n_kernels, total = nd + s->n_kernels;
+  mpprof_kernel *nk = realloc(d->kernels, total * sizeof *nk);
+  if (!nk) return -1;
+  d->kernels = nk;
+  const char **names = malloc(total * sizeof *names);
+  mpprof_name_index ix = {0};
+  if (!names || mpprof_name_index_init(&ix, total)) {
+    free(names);
+    return -1;
+  }
+  for (size_t i = 0; i < nd; i++) {
+    names[i] = d->kernels[i].name;
+    size_t *sl = mpprof_name_index_slot(&ix, names[i], names);
+    if (!*sl) *sl = i + 1; /* a repeated name keeps its first entry */
+  }
+  for (size_t i = 0; i < s->n_kernels; i++) {
+    size_t *sl = mpprof_name_index_slot(&ix, s->kernels[i].name, names);
+    if (*sl) {
+      merge_kernel(&d->kernels[*sl - 1], &s->kernels[i]);
+    } else {
+      d->kernels[nd] = s->kernels[i];
+      names[nd] = d->kernels[nd].name;
+      s->kernels[i].name = NULL; /* taken over */
+      *sl = ++nd;
+    }
+  }
+  d->n_kernels = nd;
+  mpprof_name_index_free(&ix);
+  free(names);
+  return 0;
+}
+
 static int merge_into(mpprof_site *d, mpprof_site *s, mp_stats scratch[2]) {
   d->calls += s->calls;
   d->scanned_calls += s->scanned_calls;
@@ -203,30 +251,7 @@ static int merge_into(mpprof_site *d, mpprof_site *s, mp_stats scratch[2]) {
     d->gpu_ns += s->gpu_ns;
     d->has_gpu_ns = true;
   }
-  for (size_t i = 0; i < s->n_kernels; i++) {
-    size_t j = 0;
-    while (j < d->n_kernels && strcmp(d->kernels[j].name, s->kernels[i].name))
-      j++;
-    if (j == d->n_kernels) {
-      mpprof_kernel *nk = realloc(d->kernels, (d->n_kernels + 1) * sizeof *nk);
-      if (!nk) return -1;
-      d->kernels = nk;
-      nk[j] = s->kernels[i];
-      s->kernels[i].name = NULL;
-      d->n_kernels++;
-    } else {
-      mpprof_kernel *k = &d->kernels[j];
-      k->count += s->kernels[i].count;
-      k->gpu_ns += s->kernels[i].gpu_ns;
-      if (s->kernels[i].counters_tc > k->counters_tc) k->counters_tc = s->kernels[i].counters_tc;
-      k->tc_profiled += s->kernels[i].tc_profiled;
-      if (k->n_tc_values == s->kernels[i].n_tc_values)
-        for (int v = 0; v < k->n_tc_values; v++)
-          k->tc_values[v] += s->kernels[i].tc_values[v];
-      else
-        k->n_tc_values = 0; /* different metric lists: no sum means anything */
-    }
-  }
+  if (merge_kernels(d, s)) return -1;
   if (s->ptr_align && (!d->ptr_align || s->ptr_align < d->ptr_align)) d->ptr_align = s->ptr_align;
   /* Mixed architectures: eligibility follows the oldest one. */
   if (s->cc_major &&

@@ -168,11 +168,14 @@ static int write_rows(const mpprof_model *m, FILE *f) {
       klen += strlen(s->kernels[k].name) + 1;
     char *kn = malloc(klen);
     if (!kn) return -1;
-    kn[0] = 0;
+    char *end = kn; /* appended at the end: strcat would rescan (quadratic) */
     for (size_t k = 0; k < s->n_kernels; k++) {
-      if (k) strcat(kn, ";");
-      strcat(kn, s->kernels[k].name);
+      if (k) *end++ = ';';
+      size_t len = strlen(s->kernels[k].name);
+      memcpy(end, s->kernels[k].name, len);
+      end += len;
     }
+    *end = '\0';
     field(f, id, false);
     field(f, s->layer_name, false);
     field(f, s->layer, false);

@@ -1,7 +1,8 @@
 /* Reading the raw files OUT/raw/<host>-<pid>.json (docs/raw-format.md) into the model.
  *
  * A raw file can hold 100k sites with full histograms: parsed as one cJSON
- * tree that would take gigabytes. So the file is mapped and walked at the top
+ * tree that would take gigabytes. So the file is read into memory (not mapped:
+ * a file that shrinks meanwhile is a short read, not a SIGBUS) and walked at the top
  * level by a small structural scanner; each element of "sites" and "events",
  * and each other top-level value, is parsed by cJSON on its own and released.
  * A file is validated completely before anything of it enters the model: a
@@ -14,12 +15,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "analysis/raw_format.h"
 #include "analysis/schema_keys.h"
+#include "common/utf8.h"
 #include "report/report_internal.h"
 #include "report/tensorio/stats_json.h"
 
@@ -603,7 +604,7 @@ static const char *base_name(const char *path) {
 }
 
 static int skip_file(mpprof_model *m, const char *path, const char *reason, FILE *warn) {
-  if (warn) fprintf(warn, "mpprof: skipping %s: %s\n", path, reason);
+  if (warn) mpprof_fprint_term(warn, "mpprof: skipping %s: %s\n", path, reason);
   m->incomplete = true; /* the report covers less than the run */
   return mpprof_model_add_skipped(m, base_name(path), reason) ? -1 : 1;
 }
@@ -713,26 +714,68 @@ static int parse_file(walk *w, const char *path, mpprof_process *p, mpprof_site 
   return 0;
 }
 
-int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
-  char err[256] = "";
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+/* The whole file in memory (read, not mapped: a file truncated while it is
+ * read is a short read, not a SIGBUS). Regular files only, opened without
+ * blocking (a FIFO must not hang the report). Every byte that is not UTF-8
+ * becomes MPP_UTF8_REPLACEMENT (common/utf8.h): strings from a raw file are
+ * valid UTF-8 in every output. 0, 1 (err says why to skip it), -1 (memory). */
+static int read_whole_file(const char *path, char **ret, size_t *ret_size, char *err,
+                           size_t errlen) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0) {
-    snprintf(err, sizeof err, "cannot read: %s", strerror(errno));
+    snprintf(err, errlen, "cannot read: %s", strerror(errno));
     if (fd >= 0) close(fd);
-    return skip_file(m, path, err, warn);
+    return 1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, "not a regular file");
+    close(fd);
+    return 1;
   }
   if (st.st_size == 0) {
     close(fd);
-    return skip_file(m, path, "empty file", warn);
+    snprintf(err, errlen, "empty file");
+    return 1;
   }
-  void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  size_t size = (size_t)st.st_size, got = 0;
+  char *buf = malloc(size + 1);
+  if (!buf) {
+    close(fd);
+    return -1;
+  }
+  while (got < size) {
+    ssize_t n = read(fd, buf + got, size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      snprintf(err, errlen, "cannot read: %s", strerror(errno));
+      break;
+    }
+    if (n == 0) {
+      snprintf(err, errlen, "changed while being read (%zu of %zu bytes left)", got, size);
+      break;
+    }
+    got += (size_t)n;
+  }
   close(fd);
-  if (map == MAP_FAILED) {
-    snprintf(err, sizeof err, "cannot map: %s", strerror(errno));
-    return skip_file(m, path, err, warn);
+  if (got < size) {
+    free(buf);
+    return 1;
   }
-  walk w = {.base = map, .p = map, .end = (const char *)map + st.st_size};
+  buf[size] = '\0';
+  mpp_utf8_sanitize(buf, size);
+  *ret = buf;
+  *ret_size = size;
+  return 0;
+}
+
+int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
+  char err[256] = "";
+  size_t size = 0;
+  char *map = NULL;
+  int rc0 = read_whole_file(path, &map, &size, err, sizeof err);
+  if (rc0) return rc0 < 0 ? -1 : skip_file(m, path, err, warn);
+  walk w = {.base = map, .p = map, .end = map + size};
   mp_stats *scratch = malloc(2 * sizeof *scratch);
   mpprof_process p = {0};
   mpprof_site *sites = NULL;
@@ -773,7 +816,7 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
       mpprof_process *pp = &m->procs[proc];
       if (!pp->final || pp->incomplete) m->incomplete = true;
       if (!pp->final && warn)
-        fprintf(warn,
+        mpprof_fprint_term(warn,
                 "mpprof: %s is a checkpoint (\"final\": false): process %" PRId64
                 " did not finish; its data is incomplete\n",
                 path, pp->pid);
@@ -794,7 +837,7 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
   cJSON_Delete(w.header);
   free(w.sites.v);
   free(w.events.v);
-  munmap(map, (size_t)st.st_size);
+  free(map);
   return rc;
 }
 

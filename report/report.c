@@ -41,8 +41,7 @@ static char *program_of(const mpprof_model *m) {
   return root ? join_argv(root->argv) : strdup("");
 }
 
-static void print_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
-  if (!f) return;
+static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
   if (m->n_procs == 0)
     fprintf(f, "mpprof: no raw profile files in %s/raw: nothing was profiled\n", out_dir);
   else if (m->total_calls == 0)
@@ -110,6 +109,20 @@ static void print_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
             MPPROF_VERSION_STRING);
   }
   fprintf(f, "  report: %s/report.html (also report.json, plan.json, layers.csv, ops.csv, trace.json)\n", out_dir);
+}
+
+/* The summary goes to a terminal: written to memory first, then printed with
+ * control characters escaped (layer names and findings quote the program's
+ * NVTX names). */
+static void print_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
+  if (!f) return;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  if (!mem) return;
+  write_summary(m, out_dir, mem);
+  if (fclose(mem) == 0 && text) mpprof_fput_term(f, text);
+  free(text);
 }
 
 static int write_one(const mpprof_model *m, const char *dir, const char *name,

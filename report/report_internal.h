@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "analysis/advice.h"
+#include "common/safefile.h"
 #include "analysis/kernel_class.h"
 #include "analysis/stats.h"
 #include "analysis/tc_eligibility.h"
@@ -422,17 +423,39 @@ int mpprof_layer_chart_png(const mpprof_model *m, const mpprof_layer *l, int lo,
                            unsigned char **ret,
                            size_t *ret_len);
 
-/* util.c: write path via a temporary file in the same directory. */
+/* util.c: an output file made the one safe way (common/safefile.h): an
+ * unpredictable temporary created O_EXCL|O_NOFOLLOW in the file's directory,
+ * renamed over the name when complete. The directory part of path is the
+ * user's (OUT); the file name is one component. */
 typedef struct mpprof_afile {
   FILE *f;
-  char *path, *tmp;
+  int dir;
+  int err; /* first write error (errno), reported by close */
+  mpp_sfile sf;
 } mpprof_afile;
 int mpprof_afile_open(mpprof_afile *a, const char *path);
 /* Closes, and renames on success; removes the temporary file on failure or
- * when ok is false. 0 or -1 (errno set). */
+ * when ok is false. 0 or -1 (errno set: the first write error, e.g. ENOSPC). */
 int mpprof_afile_close(mpprof_afile *a, bool ok);
 
+/* util.c: names -> entries of the caller's array, by hash (open addressing,
+ * load at most one half): merging kernel entries by name stays linear. The
+ * slot of a name holds 0 (absent) or the entry's index + 1. */
+typedef struct mpprof_name_index {
+  size_t *slot;
+  size_t cap;
+} mpprof_name_index;
+int mpprof_name_index_init(mpprof_name_index *ix, size_t max_entries); /* 0 or -1 */
+size_t *mpprof_name_index_slot(const mpprof_name_index *ix, const char *name,
+                               const char *const *names);
+void mpprof_name_index_free(mpprof_name_index *ix);
+
 /* util */
+/* Text for a terminal: control characters (C0 but newline, DEL, C1) escaped
+ * as \\xNN / \\u00NN, so names from a profiled program (NVTX ranges, argv,
+ * file names) cannot send escape sequences. */
+void mpprof_fput_term(FILE *f, const char *s);
+void mpprof_fprint_term(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 char *mpprof_strdup(const char *s); /* NULL-safe */
 char *mpprof_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int mpprof_grow(void **p, size_t *cap, size_t need, size_t elem);

@@ -1,13 +1,15 @@
 /* Small helpers of report/: strings, growing arrays, compact stats records,
- * and writing an output file atomically (temporary file + rename, so a reader
- * never sees half a report). */
+ * and writing an output file safely and atomically (common/safefile.h: a
+ * reader never sees half a report, nothing is written through a link). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/safefile.h"
 #include "report/report_internal.h"
 #include "report/tensorio/stats_json.h"
 
@@ -162,43 +164,115 @@ cJSON *mpprof_cstats_to_json(const mpprof_cstats *c, const mp_advice *adv, mp_st
   return mpprof_stats_to_json(scratch, adv);
 }
 
-/* ---- atomic output files ---- */
+/* ---- names -> entries ---- */
+
+int mpprof_name_index_init(mpprof_name_index *ix, size_t max_entries) {
+  ix->cap = 16;
+  while (ix->cap < 2 * max_entries)
+    ix->cap *= 2;
+  ix->slot = calloc(ix->cap, sizeof *ix->slot);
+  return ix->slot ? 0 : -1;
+}
+
+size_t *mpprof_name_index_slot(const mpprof_name_index *ix, const char *name,
+                               const char *const *names) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (const char *p = name; *p; p++)
+    h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  size_t i = (size_t)h & (ix->cap - 1);
+  while (ix->slot[i] && strcmp(names[ix->slot[i] - 1], name))
+    i = (i + 1) & (ix->cap - 1);
+  return &ix->slot[i];
+}
+
+void mpprof_name_index_free(mpprof_name_index *ix) {
+  free(ix->slot);
+  ix->slot = NULL;
+}
+
+/* ---- safe output files ---- */
+
+/* The FILE writes through these: the first failing write's errno is kept
+ * (stdio would report a full disk as a bare EIO at close). */
+static ssize_t afile_write(void *cookie, const char *buf, size_t n) {
+  mpprof_afile *a = cookie;
+  if (a->err) {
+    errno = a->err;
+    return -1;
+  }
+  int rc = mpp_sf_write_all(a->sf.fd, buf, n);
+  if (rc) {
+    a->err = -rc;
+    errno = -rc;
+    return -1;
+  }
+  return (ssize_t)n;
+}
 
 int mpprof_afile_open(mpprof_afile *a, const char *path) {
   memset(a, 0, sizeof *a);
-  a->path = strdup(path);
-  a->tmp = mpprof_asprintf("%s.tmp.%ld", path, (long)getpid());
-  if (!a->path || !a->tmp) goto fail;
-  a->f = fopen(a->tmp, "w");
-  if (!a->f) goto fail;
-  return 0;
-fail:;
-  int e = errno ? errno : ENOMEM;
-  free(a->path);
-  free(a->tmp);
+  a->dir = -1;
+  a->sf.fd = -1;
+  const char *slash = strrchr(path, '/');
+  char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
+  int rc = dir ? 0 : -ENOMEM;
+  if (rc == 0) {
+    a->dir = mpp_sf_open_dir(AT_FDCWD, dir, MPP_SF_USER_PATH);
+    if (a->dir < 0) rc = a->dir;
+  }
+  free(dir);
+  if (rc == 0) rc = mpp_sf_create(&a->sf, a->dir, slash ? slash + 1 : path, 0666);
+  if (rc == 0) {
+    cookie_io_functions_t io = {.write = afile_write};
+    a->f = fopencookie(a, "w", io);
+    if (!a->f) rc = -(errno ? errno : ENOMEM);
+  }
+  if (rc == 0) return 0;
+  if (a->sf.tmp[0]) mpp_sf_commit(&a->sf, rc);
+  if (a->dir >= 0) close(a->dir);
   memset(a, 0, sizeof *a);
-  errno = e;
+  errno = -rc;
   return -1;
 }
 
 int mpprof_afile_close(mpprof_afile *a, bool ok) {
-  int rc = 0, e = 0;
   if (!a->f) return -1;
-  if (ferror(a->f)) ok = false, e = EIO;
-  if (fclose(a->f) != 0 && ok) ok = false, e = errno;
-  if (ok && rename(a->tmp, a->path) != 0) ok = false, e = errno;
-  if (!ok) {
-    unlink(a->tmp);
-    rc = -1;
-  }
-  free(a->path);
-  free(a->tmp);
+  int e = 0;
+  if (fclose(a->f) != 0 || a->err) e = a->err ? a->err : errno ? errno : EIO;
+  if (!ok && !e) e = ECANCELED;
+  int rc = mpp_sf_commit(&a->sf, e ? -e : 0);
+  close(a->dir);
   memset(a, 0, sizeof *a);
-  if (rc) errno = e ? e : EIO;
-  return rc;
+  if (rc) {
+    errno = -rc;
+    return -1;
+  }
+  return 0;
 }
 
 /* ---- text output helpers ---- */
+
+void mpprof_fput_term(FILE *f, const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if ((*p < 0x20 && *p != '\n') || *p == 0x7f)
+      fprintf(f, "\\x%02x", *p); /* ESC, BEL, CR...: nothing reaches the terminal raw */
+    else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) /* C1 controls (U+0080..U+009F) */
+      fprintf(f, "\\u%04x", *++p);
+    else
+      fputc(*p, f);
+  }
+}
+
+void mpprof_fprint_term(FILE *f, const char *fmt, ...) {
+  va_list ap;
+  char *text = NULL;
+  va_start(ap, fmt);
+  int n = vasprintf(&text, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  mpprof_fput_term(f, text);
+  free(text);
+}
 
 void mpprof_fput_json_string(FILE *f, const char *s) {
   fputc('"', f);

@@ -304,7 +304,10 @@ static int inspect_file(const char *path, const inspect_opts *o, int *printed) {
   mp_stats *s = malloc(sizeof *s); /* ~17 KiB of histogram: keep it off the stack */
   int rc = s ? mpprof_tensor_scan(&t, s) : -ENOMEM;
   if (rc < 0) {
-    fprintf(stderr, "mpprof: inspect: %s: scan failed: %s\n", path, strerror(-rc));
+    if (rc == -ESTALE)
+      fprintf(stderr, "mpprof: inspect: %s: %s\n", path, MPPROF_TENSOR_CHANGED_MSG);
+    else
+      fprintf(stderr, "mpprof: inspect: %s: scan failed: %s\n", path, strerror(-rc));
     free(s);
     mpprof_tensor_close(&t);
     return -1;

@@ -16,6 +16,7 @@
 
 #include "commands.h"
 #include "report/diff.h"
+#include "common/safefile.h"
 #include "report/report.h"
 
 static void report_usage(FILE *out) {
@@ -45,60 +46,58 @@ int mpprof_cmd_report(int argc, char **argv) {
   return mpprof_report_generate(&o) ? 1 : 0;
 }
 
-static int copy_file(const char *src, const char *dst) {
-  int in = open(src, O_RDONLY | O_CLOEXEC);
-  if (in < 0) return -1;
-  char *tmp = NULL;
-  if (asprintf(&tmp, "%s.tmp.%ld", dst, (long)getpid()) < 0) {
-    close(in);
+/* Copies src to name in out_raw, the one safe way (common/safefile.h). */
+static int copy_file(const char *src, int out_raw, const char *name) {
+  int in = open(src, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (in < 0 || fstat(in, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (in >= 0) {
+      close(in);
+      errno = EINVAL; /* not a regular file */
+    }
     return -1;
   }
-  int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  int rc = out < 0 ? -1 : 0;
+  mpp_sfile f;
+  int rc = mpp_sf_create(&f, out_raw, name, 0644);
   char buf[1 << 16];
   ssize_t n;
-  while (rc == 0 && (n = read(in, buf, sizeof buf)) != 0) {
-    if (n < 0 || write(out, buf, (size_t)n) != n) rc = -1;
-  }
-  if (out >= 0 && close(out) != 0) rc = -1;
+  while (rc == 0 && (n = read(in, buf, sizeof buf)) != 0)
+    rc = n < 0 ? -errno : mpp_sf_write_all(f.fd, buf, (size_t)n);
   close(in);
-  if (rc == 0 && rename(tmp, dst) != 0) rc = -1;
-  if (rc) unlink(tmp);
-  free(tmp);
-  return rc;
+  if (f.tmp[0]) rc = mpp_sf_commit(&f, rc);
+  if (rc) errno = -rc;
+  return rc ? -1 : 0;
 }
 
-static bool same_file(const char *a, const char *b) {
+static bool same_file(const char *a, int dir, const char *name) {
   struct stat x, y;
-  return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+  return stat(a, &x) == 0 && fstatat(dir, name, &y, AT_SYMLINK_NOFOLLOW) == 0 &&
+         x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
 /* Link or copy src into out_raw under its name, or a numbered variant when the
  * name is taken by another file. */
-static int bring(const char *src, const char *name, const char *out_raw) {
+static int bring(const char *src, const char *name, int out_raw, const char *out_raw_name) {
   for (int i = 0; i < 1000; i++) {
-    char *dst = NULL;
-    if ((i ? asprintf(&dst, "%s/%d-%s", out_raw, i, name)
-           : asprintf(&dst, "%s/%s", out_raw, name)) < 0)
-      return -1;
-    if (same_file(src, dst)) {
-      free(dst);
-      return 0; /* already there (merging into one of the inputs) */
-    }
-    if (access(dst, F_OK) == 0) {
-      free(dst);
-      continue;
-    }
-    int rc = link(src, dst) == 0 ? 0 : copy_file(src, dst);
-    if (rc) fprintf(stderr, "mpprof: merge: cannot copy %s to %s: %s\n", src, dst, strerror(errno));
-    free(dst);
+    char dst[300];
+    if (i)
+      snprintf(dst, sizeof dst, "%d-%s", i, name);
+    else
+      snprintf(dst, sizeof dst, "%s", name);
+    if (same_file(src, out_raw, dst)) return 0; /* already there (merging into one of the inputs) */
+    struct stat st;
+    if (fstatat(out_raw, dst, &st, AT_SYMLINK_NOFOLLOW) == 0) continue;
+    int rc = linkat(AT_FDCWD, src, out_raw, dst, 0) == 0 ? 0 : copy_file(src, out_raw, dst);
+    if (rc)
+      fprintf(stderr, "mpprof: merge: cannot copy %s to %s/%s: %s\n", src, out_raw_name, dst,
+              strerror(errno));
     return rc;
   }
   fprintf(stderr, "mpprof: merge: too many files named %s\n", name);
   return -1;
 }
 
-static int bring_dir(const char *dir, const char *out_raw) {
+static int bring_dir(const char *dir, int out_raw, const char *out_raw_name) {
   char *raw = NULL;
   struct stat st;
   if (asprintf(&raw, "%s/raw", dir) < 0) return -1;
@@ -123,7 +122,7 @@ static int bring_dir(const char *dir, const char *out_raw) {
       rc = -1;
       break;
     }
-    rc = bring(src, e->d_name, out_raw);
+    rc = bring(src, e->d_name, out_raw, out_raw_name);
     free(src);
     n++;
   }
@@ -195,14 +194,22 @@ int mpprof_cmd_merge(int argc, char **argv) {
   }
   char *out_raw = NULL;
   int rc = asprintf(&out_raw, "%s/raw", out) < 0 ? -1 : 0;
-  if (rc == 0 && mkdir(out, 0755) != 0 && errno != EEXIST) rc = -1;
-  if (rc == 0 && mkdir(out_raw, 0755) != 0 && errno != EEXIST) rc = -1;
-  if (rc)
-    fprintf(stderr, "mpprof: merge: cannot create %s: %s\n", out_raw ? out_raw : out,
-            strerror(errno));
+  int out_fd = -1, raw_fd = -1;
+  if (rc == 0) {
+    out_fd = mpp_sf_open_dir(AT_FDCWD, out, MPP_SF_CREATE | MPP_SF_USER_PATH);
+    /* OUT/raw is never a link: nothing is written outside OUT. */
+    raw_fd = out_fd < 0 ? out_fd : mpp_sf_open_dir(out_fd, "raw", MPP_SF_CREATE);
+    if (raw_fd < 0) {
+      fprintf(stderr, "mpprof: merge: cannot create %s: %s\n", out_fd < 0 ? out : out_raw,
+              strerror(-raw_fd));
+      rc = -1;
+    }
+  }
   warn_different_programs(dirs, ndirs);
   for (int i = 0; rc == 0 && i < ndirs; i++)
-    rc = bring_dir(dirs[i], out_raw);
+    rc = bring_dir(dirs[i], raw_fd, out_raw);
+  if (raw_fd >= 0) close(raw_fd);
+  if (out_fd >= 0) close(out_fd);
   free(out_raw);
   free(dirs);
   if (rc) return 1;

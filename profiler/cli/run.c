@@ -3,10 +3,9 @@
  *
  * The child gets LD_PRELOAD (prepended), NVTX_INJECTION64_PATH,
  * CUDA_INJECTION64_PATH and the MPPROF_* settings; mpprof's own environment
- * is untouched. SIGINT/SIGTERM/SIGHUP sent to mpprof are forwarded to the
- * child (a terminal's signal already reaches the whole foreground group, so
- * those are not sent twice). The exit status is the child's, 128 + signal
- * when it was killed. */
+ * is untouched. The child runs in its own process group; SIGINT/SIGTERM/SIGHUP
+ * sent to mpprof are forwarded to it once (see "the child and signals"). The
+ * exit status is the child's, 128 + signal when it was killed. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -24,6 +25,7 @@
 
 #include "analysis/advice.h"
 #include "commands.h"
+#include "common/safefile.h"
 #include "report/report.h"
 
 #ifndef MPPROF_LIBDIR
@@ -161,9 +163,17 @@ static int parse(int argc, char **argv, run_opts *o) {
 
 /* --- the output directory --- */
 
-static bool dir_is_empty(const char *path) {
-  DIR *d = opendir(path);
-  if (!d) return true;
+/* Below this much free space on OUT's filesystem a warning is printed before
+ * the program starts (raw files of a long run with many sites take tens of MB). */
+#define MPPROF_LOW_FREE_BYTES (256ull << 20)
+
+static bool dir_is_empty(int dir) {
+  int fd = dup(dir);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d) {
+    if (fd >= 0) close(fd);
+    return true;
+  }
   struct dirent *e;
   bool empty = true;
   while ((e = readdir(d)))
@@ -175,35 +185,82 @@ static bool dir_is_empty(const char *path) {
   return empty;
 }
 
-/* --force: raw files of an earlier run would be merged into this report. */
-static void remove_old_raw_files(const char *out) {
-  char raw[PATH_MAX + 8];
-  snprintf(raw, sizeof raw, "%s/raw", out);
-  DIR *d = opendir(raw);
-  if (!d) return;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    size_t n = strlen(e->d_name);
-    if ((n > 5 && !strcmp(e->d_name + n - 5, ".json")) || strstr(e->d_name, ".json.tmp")) {
-      char p[PATH_MAX + 272];
-      snprintf(p, sizeof p, "%s/%s", raw, e->d_name);
-      unlink(p);
-    }
-  }
-  closedir(d);
+/* A raw file name libmpprof writes (<host>-<pid>.json) or one of its
+ * temporaries: the only files --force removes. */
+static bool is_raw_file_name(const char *name) {
+  size_t n = strlen(name);
+  return mpp_sf_is_temp_name(name) || (name[0] != '.' && n > 5 && !strcmp(name + n - 5, ".json"));
 }
 
-static int mkdir_p(const char *path) {
-  char tmp[PATH_MAX];
-  if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) return -ENAMETOOLONG;
-  for (char *p = tmp + 1; *p; p++)
-    if (*p == '/') {
-      *p = '\0';
-      if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -errno;
-      *p = '/';
-    }
-  if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -errno;
+/* --force: raw files of an earlier run would be merged into this report. Only
+ * regular files with raw-file names inside the real OUT/raw are removed; a
+ * raw/ that is a link is refused. 0 or -1 (message printed). */
+static int remove_old_raw_files(int out, const char *out_name) {
+  int raw = mpp_sf_open_dir(out, "raw", 0);
+  if (raw == -ENOENT) return 0;
+  if (raw < 0) {
+    fprintf(stderr, "mpprof: %s/raw: %s (not a directory, or a symbolic link): not used\n",
+            out_name, strerror(-raw));
+    return -1;
+  }
+  DIR *d = fdopendir(raw);
+  if (!d) {
+    close(raw);
+    return 0;
+  }
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (is_raw_file_name(e->d_name)) mpp_sf_remove_regular(raw, e->d_name);
+  closedir(d);
   return 0;
+}
+
+/* The checks before the program starts: OUT/raw can be created, a file can be
+ * created in it (a probe, removed again), and free space. 0 or -1 (message
+ * printed: the program is not started). */
+static int check_out_writable(int out, const char *out_name) {
+  int raw = mpp_sf_open_dir(out, "raw", MPP_SF_CREATE);
+  if (raw < 0) {
+    fprintf(stderr, "mpprof: cannot create %s/raw: %s\n", out_name, strerror(-raw));
+    return -1;
+  }
+  mpp_sfile probe;
+  int err = mpp_sf_create(&probe, raw, "mpprof-probe", 0600);
+  if (!err) err = mpp_sf_write_all(probe.fd, "probe\n", 6);
+  if (probe.tmp[0]) mpp_sf_commit(&probe, -ECANCELED); /* removes it */
+  if (err) {
+    fprintf(stderr, "mpprof: cannot write in %s/raw: %s\n", out_name, strerror(-err));
+    close(raw);
+    return -1;
+  }
+  struct statvfs vfs;
+  if (fstatvfs(raw, &vfs) == 0) {
+    unsigned long long avail = (unsigned long long)vfs.f_bavail * vfs.f_frsize;
+    if (avail < MPPROF_LOW_FREE_BYTES)
+      fprintf(stderr, "mpprof: warning: only %llu MiB free on the filesystem of %s\n",
+              avail >> 20, out_name);
+  }
+  close(raw);
+  return 0;
+}
+
+/* OUT made by this run and nothing recorded: raw/ (the probe's) and OUT go
+ * again, each only if empty. */
+static void remove_if_empty(int out, const char *out_abs) {
+  unlinkat(out, "raw", AT_REMOVEDIR);
+  rmdir(out_abs);
+}
+
+/* One run per OUT: an advisory lock on the directory, held until mpprof
+ * exits (not inherited by the program: O_CLOEXEC). */
+static int lock_out(int out, const char *out_name) {
+  if (flock(out, LOCK_EX | LOCK_NB) == 0) return 0;
+  if (errno == EWOULDBLOCK)
+    fprintf(stderr, "mpprof: %s is in use by another mpprof run (locked); use another -o DIR\n",
+            out_name);
+  else
+    fprintf(stderr, "mpprof: cannot lock %s: %s\n", out_name, strerror(errno));
+  return -1;
 }
 
 static void default_out(char *buf, size_t n, const char *program) {
@@ -263,14 +320,124 @@ static int find_library(char *ret, size_t n) {
   return -1;
 }
 
-/* --- the child --- */
+/* --- secure execution --- */
+
+/* The program file as execvp would find it: 0 and its stat, or -1. */
+static int stat_program(const char *prog, struct stat *ret) {
+  if (strchr(prog, '/')) return stat(prog, ret);
+  const char *path = getenv("PATH");
+  if (!path || !*path) path = "/bin:/usr/bin";
+  while (*path) {
+    const char *colon = strchr(path, ':');
+    size_t len = colon ? (size_t)(colon - path) : strlen(path);
+    char p[PATH_MAX];
+    if (snprintf(p, sizeof p, "%.*s/%s", (int)len, len ? path : ".", prog) < (int)sizeof p &&
+        access(p, X_OK) == 0 && stat(p, ret) == 0 && S_ISREG(ret->st_mode))
+      return 0;
+    path += len + (colon ? 1 : 0);
+  }
+  return -1;
+}
+
+/* A setuid/setgid program runs in secure-execution mode (AT_SECURE): the
+ * loader drops LD_PRELOAD and libmpprof.so, loaded by CUDA injection, stays
+ * passive. Said before the run rather than a report that shows no calls. */
+static void warn_secure_execution(const char *prog) {
+  struct stat st;
+  if (stat_program(prog, &st) != 0) return;
+  if (((st.st_mode & S_ISUID) && st.st_uid != getuid()) ||
+      ((st.st_mode & S_ISGID) && st.st_gid != getgid()))
+    fprintf(stderr,
+            "mpprof: warning: %s is setuid/setgid: it runs in secure-execution mode, where "
+            "libmpprof.so records and writes nothing; setuid/setgid programs are not profiled\n",
+            prog);
+}
+
+/* --- the child and signals (docs/profiler.md, Signals) ---
+ *
+ * The program runs in its own process group, which gets the terminal when
+ * mpprof has it: a terminal's Ctrl-C or Ctrl-Z reaches the program's group
+ * directly, and a signal sent to mpprof, or to mpprof's process group
+ * (timeout(1), kill -- -PGID), reaches mpprof only and is forwarded once to
+ * the program's group. The forwarded signals are blocked from before fork
+ * until the program's pid is known, so one that arrives meanwhile is held
+ * pending by the kernel and forwarded then, not lost. A sender that signals
+ * mpprof itself and then its group (timeout(1) does) is forwarded once: the
+ * same signal from the same sender within MPPROF_SIGNAL_DEDUP_NS is one. After
+ * the program has exited, the default actions are back: the report phase can
+ * be interrupted. */
+
+#define MPPROF_SIGNAL_DEDUP_NS 200000000ll /* 0.2 s */
+
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP};
+#define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
 
 static volatile pid_t child_pid;
+static struct {
+  pid_t sender;
+  long long t_ns;
+} last_forward[NFORWARDED];
+
+static long long now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
 
 static void forward_signal(int sig, siginfo_t *info, void *ctx) {
   (void)ctx;
-  /* SI_KERNEL: the terminal sent it to the whole foreground group already. */
-  if (child_pid > 0 && info->si_code != SI_KERNEL) kill(child_pid, sig);
+  int saved = errno;
+  pid_t pid = child_pid;
+  size_t i = 0;
+  while (i < NFORWARDED && forwarded[i] != sig)
+    i++;
+  if (pid > 0 && i < NFORWARDED) {
+    long long t = now_ns();
+    bool user = info->si_code == SI_USER || info->si_code == SI_QUEUE;
+    bool dup = user && last_forward[i].t_ns && last_forward[i].sender == info->si_pid &&
+               t - last_forward[i].t_ns < MPPROF_SIGNAL_DEDUP_NS;
+    if (!dup) {
+      last_forward[i].sender = user ? info->si_pid : 0;
+      last_forward[i].t_ns = t;
+      /* The program's group (its workers too); the program itself if it
+       * left that group. */
+      if (kill(-pid, sig) != 0) kill(pid, sig);
+    }
+  }
+  errno = saved;
+}
+
+/* The terminal mpprof runs in the foreground of, or -1. */
+static int foreground_tty(void) {
+  for (int fd = 0; fd <= 2; fd++)
+    if (isatty(fd) && tcgetpgrp(fd) == getpgrp()) return fd;
+  return -1;
+}
+
+/* tcsetpgrp from a background group: SIGTTOU blocked, as shells do. */
+static void give_terminal(int tty, pid_t pgrp) {
+  if (tty < 0) return;
+  sigset_t ttou, old;
+  sigemptyset(&ttou);
+  sigaddset(&ttou, SIGTTOU);
+  sigprocmask(SIG_BLOCK, &ttou, &old);
+  tcsetpgrp(tty, pgrp);
+  sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+static void set_handlers(void (*fn)(int, siginfo_t *, void *)) {
+  struct sigaction sa = {0};
+  if (fn) {
+    sa.sa_sigaction = fn;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  } else {
+    sa.sa_handler = SIG_DFL;
+  }
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < NFORWARDED; i++)
+    sigaddset(&sa.sa_mask, forwarded[i]);
+  for (size_t i = 0; i < NFORWARDED; i++)
+    sigaction(forwarded[i], &sa, NULL);
 }
 
 static void set_child_env(const run_opts *o, const char *lib, const char *out) {
@@ -301,6 +468,22 @@ static void warn_other_injection(const char *var, const char *lib) {
     fprintf(stderr, "mpprof: %s was %s; replaced by libmpprof.so for this run\n", var, v);
 }
 
+/* Waits for the program; with the terminal handed over, a stop of the program
+ * (Ctrl-Z) stops mpprof too, and `fg` continues both. */
+static int wait_child(pid_t pid, int tty) {
+  int st = 0;
+  for (;;) {
+    pid_t r = waitpid(pid, &st, tty >= 0 ? WUNTRACED : 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return 0;
+    if (!WIFSTOPPED(st)) return st;
+    give_terminal(tty, getpgrp());
+    raise(SIGTSTP); /* mpprof stops here until continued */
+    give_terminal(tty, pid);
+    kill(-pid, SIGCONT);
+  }
+}
+
 /* Runs the program; returns its exit status (128 + signal), or 127 when it
  * could not be started (then *ret_started is false). */
 static int run_child(const run_opts *o, const char *lib, const char *out, bool *ret_started) {
@@ -310,25 +493,27 @@ static int run_child(const run_opts *o, const char *lib, const char *out, bool *
     fprintf(stderr, "mpprof: pipe: %s\n", strerror(errno));
     return 127;
   }
-  struct sigaction sa = {0};
-  sa.sa_sigaction = forward_signal;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-    sigaction(sigs[i], &sa, NULL);
+  sigset_t fwd, old_mask;
+  sigemptyset(&fwd);
+  for (size_t i = 0; i < NFORWARDED; i++)
+    sigaddset(&fwd, forwarded[i]);
+  sigprocmask(SIG_BLOCK, &fwd, &old_mask); /* before the handlers: none is lost */
+  set_handlers(forward_signal);
+  int tty = foreground_tty();
 
   pid_t pid = fork();
   if (pid < 0) {
     fprintf(stderr, "mpprof: fork: %s\n", strerror(errno));
+    set_handlers(NULL);
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     return 127;
   }
   if (pid == 0) {
     close(pipefd[0]);
-    struct sigaction dfl = {0};
-    dfl.sa_handler = SIG_DFL;
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-      sigaction(sigs[i], &dfl, NULL);
+    setpgid(0, 0);
+    give_terminal(tty, getpid());
+    set_handlers(NULL);
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     set_child_env(o, lib, out);
     execvp(o->argv[0], o->argv);
     int err = errno;
@@ -336,7 +521,10 @@ static int run_child(const run_opts *o, const char *lib, const char *out, bool *
     (void)ignored;
     _exit(127);
   }
+  setpgid(pid, pid); /* both sides: whichever runs first */
+  give_terminal(tty, pid);
   child_pid = pid;
+  sigprocmask(SIG_SETMASK, &old_mask, NULL); /* held signals are forwarded now */
   close(pipefd[1]);
   int err = 0;
   ssize_t n;
@@ -344,10 +532,10 @@ static int run_child(const run_opts *o, const char *lib, const char *out, bool *
     ;
   close(pipefd[0]);
 
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-    ;
+  int st = wait_child(pid, tty);
+  set_handlers(NULL); /* the report phase can be interrupted */
   child_pid = 0;
+  give_terminal(tty, getpgrp());
   if (n == (ssize_t)sizeof err) {
     fprintf(stderr, "mpprof: cannot run %s: %s\n", o->argv[0], strerror(err));
     return 127;
@@ -372,25 +560,28 @@ int mpprof_cmd_run(int argc, char **argv) {
   }
   struct stat stt;
   bool existed = stat(o.out, &stt) == 0;
-  if (existed) {
-    if (!S_ISDIR(stt.st_mode)) {
-      fprintf(stderr, "mpprof: %s exists and is not a directory\n", o.out);
-      return 2;
-    }
-    if (!dir_is_empty(o.out)) {
-      if (!o.force) {
-        fprintf(stderr, "mpprof: %s is not empty (use --force to reuse it)\n", o.out);
-        return 2;
-      }
-      remove_old_raw_files(o.out);
-    }
-  }
-  int err = mkdir_p(o.out);
-  char out_abs[PATH_MAX];
-  if (err < 0 || !realpath(o.out, out_abs)) {
-    fprintf(stderr, "mpprof: cannot create %s: %s\n", o.out, strerror(err < 0 ? -err : errno));
+  if (existed && !S_ISDIR(stt.st_mode)) {
+    fprintf(stderr, "mpprof: %s exists and is not a directory\n", o.out);
     return 2;
   }
+  int out = mpp_sf_open_dir(AT_FDCWD, o.out, MPP_SF_CREATE | MPP_SF_USER_PATH);
+  char out_abs[PATH_MAX];
+  if (out < 0 || !realpath(o.out, out_abs)) {
+    fprintf(stderr, "mpprof: cannot create %s: %s\n", o.out, strerror(out < 0 ? -out : errno));
+    if (out >= 0) close(out);
+    return 2;
+  }
+  /* out stays open (and locked) until mpprof exits. */
+  if (lock_out(out, o.out)) return 2;
+  if (existed && !dir_is_empty(out)) {
+    if (!o.force) {
+      fprintf(stderr, "mpprof: %s is not empty (use --force to reuse it)\n", o.out);
+      return 2;
+    }
+    if (remove_old_raw_files(out, o.out)) return 2;
+  }
+  if (check_out_writable(out, o.out)) return 2;
+  warn_secure_execution(o.argv[0]);
 
   warn_other_injection("NVTX_INJECTION64_PATH", lib);
   warn_other_injection("CUDA_INJECTION64_PATH", lib);
@@ -399,17 +590,18 @@ int mpprof_cmd_run(int argc, char **argv) {
   /* Nothing to keep from a program that never started: the directory goes
    * again when this run made it (rmdir: only if still empty). */
   if (!started) {
-    if (!existed) rmdir(out_abs);
+    if (!existed) remove_if_empty(out, out_abs);
     return status;
   }
-  char raw[PATH_MAX + 8];
-  snprintf(raw, sizeof raw, "%s/raw", out_abs);
-  if (stat(raw, &stt) != 0) {
+  int raw = mpp_sf_open_dir(out, "raw", 0);
+  bool recorded = raw >= 0 && !dir_is_empty(raw);
+  if (raw >= 0) close(raw);
+  if (!recorded) {
     fprintf(stderr,
             "mpprof: %s: no CUDA matrix ops were seen (no process loaded the CUDA libraries "
             "mpprof hooks, so nothing was recorded)\n",
             o.argv[0]);
-    if (!existed) rmdir(out_abs);
+    if (!existed) remove_if_empty(out, out_abs);
     return status;
   }
 

@@ -7,6 +7,8 @@
 #include "npy.h"
 
 #include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -328,6 +330,56 @@ int mpprof_npy_parse(const void *buf, size_t len, mp_dtype dtype, mpprof_tensor 
 
 /* ---- files ---- */
 
+/* ---- a mapped file that shrinks under the reader ----
+ *
+ * Reading a page of a mapping beyond the file's current end raises SIGBUS
+ * (np.save over the same name truncates the file first). Around the reads of
+ * a map, SIGBUS at an address inside it jumps back here and the read fails
+ * with -ESTALE (MPPROF_TENSOR_CHANGED_MSG); any other SIGBUS keeps its
+ * default action. The reads run on the calling thread only. */
+static __thread sigjmp_buf *bus_env;
+static __thread const char *bus_lo, *bus_hi;
+
+static void on_sigbus(int sig, siginfo_t *si, void *ctx) {
+  (void)ctx;
+  const char *a = si->si_addr;
+  if (bus_env && a >= bus_lo && a < bus_hi) siglongjmp(*bus_env, 1);
+  signal(sig, SIG_DFL); /* not ours: the fault repeats with the default action */
+}
+
+static int with_bus_guard(const void *map, size_t len, int (*fn)(void *), void *arg) {
+  struct sigaction sa = {0}, old;
+  sa.sa_sigaction = on_sigbus;
+  sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGBUS, &sa, &old) != 0) return fn(arg);
+  sigjmp_buf env;
+  volatile int rc = -ESTALE;
+  bus_lo = map;
+  bus_hi = (const char *)map + len;
+  if (sigsetjmp(env, 1) == 0) {
+    bus_env = &env;
+    rc = fn(arg);
+  }
+  bus_env = NULL;
+  sigaction(SIGBUS, &old, NULL);
+  return rc;
+}
+
+typedef struct parse_args {
+  const void *map;
+  size_t size;
+  mp_dtype dtype;
+  mpprof_tensor *t;
+  char *err;
+  size_t errlen;
+} parse_args;
+
+static int guarded_parse(void *arg) {
+  parse_args *p = arg;
+  return mpprof_npy_parse(p->map, p->size, p->dtype, p->t, p->err, p->errlen);
+}
+
 static int open_fail(mpprof_tensor *t, const char *path, char *err, size_t errlen, int saved) {
   /* The parse step wrote "problem" into err: make it "PATH: problem". */
   if (err && errlen) {
@@ -345,7 +397,8 @@ int mpprof_tensor_open(const char *path, const mpprof_tensor_spec *spec, mpprof_
   ret->dtype = MP_DTYPE_INVALID;
   if (spec->raw && !mp_dtype_scannable(spec->dtype))
     return fail(err, errlen, "%s: raw data needs a source dtype (--dtype)", path);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO must not hang the open; fstat below refuses it. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
   struct stat st;
   if (fstat(fd, &st) < 0) {
@@ -377,7 +430,13 @@ int mpprof_tensor_open(const char *path, const mpprof_tensor_spec *spec, mpprof_
   if (!spec->raw) {
     if (!size) return fail(err, errlen, "%s: empty file, not a .npy file", path);
     void *map = ret->map_;
-    const int rc = mpprof_npy_parse(map, size, spec->dtype, ret, err, errlen);
+    parse_args pa = {map, size, spec->dtype, ret, err, errlen};
+    int rc = with_bus_guard(map, size, guarded_parse, &pa);
+    if (rc == -ESTALE) {
+      ret->map_ = map;
+      ret->map_len_ = size;
+      snprintf(err, errlen, "%s", MPPROF_TENSOR_CHANGED_MSG);
+    }
     ret->map_ = map; /* parse zeroed the tensor */
     ret->map_len_ = size;
     return rc < 0 ? open_fail(ret, path, err, errlen, EINVAL) : 0;
@@ -424,28 +483,43 @@ static void swap_bytes(unsigned char *p, size_t n, unsigned size) {
     }
 }
 
+typedef struct scan_args {
+  const mpprof_tensor *t;
+  mp_stats *ret;
+  unsigned char *buf; /* CHUNK_BYTES, for tensors that need realigning */
+} scan_args;
+
+enum { CHUNK_BYTES = 1 << 20 };
+
+static int scan_body(void *arg) {
+  const scan_args *a = arg;
+  const mpprof_tensor *t = a->t;
+  mp_view v;
+  if (mpprof_tensor_view(t, &v) == 0) return mp_scan(a->ret, &v);
+  /* Copy through an aligned buffer, swapping if needed. Chunks accumulate
+   * into the same record; the result equals one pass over the whole tensor. */
+  const unsigned size = mp_dtype_size(t->dtype);
+  const size_t per_chunk = CHUNK_BYTES / size;
+  int rc = 0;
+  for (uint64_t done = 0; done < t->count && rc == 0;) {
+    size_t n = t->count - done < per_chunk ? (size_t)(t->count - done) : per_chunk;
+    memcpy(a->buf, t->data + done * size, n * size);
+    if (t->byteswap) swap_bytes(a->buf, n, size);
+    rc = mp_scan_contiguous(a->ret, a->buf, n);
+    done += n;
+  }
+  return rc;
+}
+
 int mpprof_tensor_scan(const mpprof_tensor *t, mp_stats *ret) {
   if (!mp_dtype_scannable(t->dtype)) return -EINVAL;
   mp_stats_init(ret, t->dtype);
   if (!t->count) return 0;
   mp_view v;
-  if (mpprof_tensor_view(t, &v) == 0) return mp_scan(ret, &v);
-  /* Copy through an aligned buffer, swapping if needed. Chunks accumulate
-   * into the same record; the result equals one pass over the whole tensor. */
-  enum { CHUNK_BYTES = 1 << 20 };
-  const unsigned size = mp_dtype_size(t->dtype);
-  const size_t per_chunk = CHUNK_BYTES / size;
-  unsigned char *buf = aligned_alloc(64, CHUNK_BYTES);
-  if (!buf) return -ENOMEM;
-  int rc = 0;
-  for (uint64_t done = 0; done < t->count && rc == 0;) {
-    size_t n = t->count - done < per_chunk ? (size_t)(t->count - done) : per_chunk;
-    memcpy(buf, t->data + done * size, n * size);
-    if (t->byteswap) swap_bytes(buf, n, size);
-    rc = mp_scan_contiguous(ret, buf, n);
-    done += n;
-  }
-  free(buf);
+  scan_args a = {t, ret, NULL};
+  if (mpprof_tensor_view(t, &v) != 0 && !(a.buf = aligned_alloc(64, CHUNK_BYTES))) return -ENOMEM;
+  int rc = t->map_ ? with_bus_guard(t->map_, t->map_len_, scan_body, &a) : scan_body(&a);
+  free(a.buf);
   return rc;
 }
 

@@ -22,6 +22,9 @@
 
 #define MPPROF_TENSOR_MAX_DIMS 64 /* NumPy's NPY_MAXDIMS */
 
+/* Why a read of a mapped file failed with -ESTALE (it shrank while read). */
+#define MPPROF_TENSOR_CHANGED_MSG "changed while being read"
+
 /* How to read a file. Zero-initialise, then set what the user gave. */
 typedef struct mpprof_tensor_spec {
   mp_dtype dtype; /* MP_DTYPE_INVALID (set it!): take it from the .npy header */
@@ -69,7 +72,8 @@ void mpprof_tensor_close(mpprof_tensor *t); /* accepts a closed/zeroed tensor */
 int mpprof_tensor_view(const mpprof_tensor *t, mp_view *ret);
 
 /* Initialise *ret for t's dtype and scan every element (byte-swapping or
- * realigning in chunks when needed). 0, or a negative errno. */
+ * realigning in chunks when needed). 0, or a negative errno: -ESTALE when the
+ * file shrank while it was read (MPPROF_TENSOR_CHANGED_MSG). */
 int mpprof_tensor_scan(const mpprof_tensor *t, mp_stats *ret);
 
 /* "(3, 4)", "(5,)", "()" into buf, as NumPy prints shapes. */

@@ -1,0 +1,171 @@
+/* Safe creation of output files (see safefile.h). */
+#include "common/safefile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TEMP_SUFFIX_LEN 8
+
+static int mkdir_p(const char *path) {
+  char tmp[4096];
+  size_t n = strlen(path);
+  if (n >= sizeof tmp) return -ENAMETOOLONG;
+  memcpy(tmp, path, n + 1);
+  for (char *p = tmp + 1; *p; p++)
+    if (*p == '/') {
+      *p = '\0';
+      if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -errno;
+      *p = '/';
+    }
+  if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -errno;
+  return 0;
+}
+
+int mpp_sf_open_dir(int at, const char *path, int flags) {
+  if (!path || !*path) return -EINVAL;
+  if (flags & MPP_SF_USER_PATH) {
+    if (flags & MPP_SF_CREATE) {
+      int err = at == AT_FDCWD || path[0] == '/' ? mkdir_p(path) : -EINVAL;
+      if (err) return err;
+    }
+    int fd = openat(at, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+  }
+  /* Component by component, none of them a link. */
+  int cur = at;
+  const char *p = path;
+  if (*p == '/') return -EINVAL; /* only below a directory already opened */
+  while (*p) {
+    const char *slash = strchr(p, '/');
+    size_t len = slash ? (size_t)(slash - p) : strlen(p);
+    char comp[256];
+    if (len >= sizeof comp) {
+      if (cur != at) close(cur);
+      return -ENAMETOOLONG;
+    }
+    memcpy(comp, p, len);
+    comp[len] = '\0';
+    p += len + (slash ? 1 : 0);
+    if (len == 0 || !strcmp(comp, ".")) continue;
+    if (!strcmp(comp, "..")) {
+      if (cur != at) close(cur);
+      return -EINVAL;
+    }
+    if ((flags & MPP_SF_CREATE) && mkdirat(cur, comp, 0777) != 0 && errno != EEXIST) {
+      int e = errno;
+      if (cur != at) close(cur);
+      return -e;
+    }
+    int fd = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    if (cur != at) close(cur);
+    if (fd < 0) return -e;
+    cur = fd;
+  }
+  return cur == at ? openat(at, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : cur;
+}
+
+/* Unpredictable characters: the kernel's generator, or (no entropy yet, or
+ * an old kernel) the clock mixed with the pid and a counter; O_EXCL keeps even
+ * a guessed name from being used through a planted file. */
+static void random_suffix(char *out, size_t n) {
+  static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  unsigned char rnd[32];
+  static unsigned counter;
+  if (n > sizeof rnd) n = sizeof rnd;
+  if (getrandom(rnd, n, GRND_NONBLOCK) != (ssize_t)n) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 16) ^
+                 __atomic_add_fetch(&counter, 0x9e3779b9u, __ATOMIC_RELAXED);
+    for (size_t i = 0; i < n; i++) {
+      x ^= x >> 33;
+      x *= 0xff51afd7ed558ccdull;
+      x ^= x >> 29;
+      rnd[i] = (unsigned char)x;
+    }
+  }
+  for (size_t i = 0; i < n; i++)
+    out[i] = alphabet[rnd[i] % (sizeof alphabet - 1)];
+}
+
+int mpp_sf_create(mpp_sfile *f, int dir, const char *name, mode_t mode) {
+  memset(f, 0, sizeof *f);
+  f->fd = -1;
+  f->dir = dir;
+  size_t len = strlen(name);
+  if (len == 0 || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..")) return -EINVAL;
+  if (len + TEMP_SUFFIX_LEN + 3 > sizeof f->tmp) return -ENAMETOOLONG;
+  memcpy(f->name, name, len + 1);
+  for (int attempt = 0; attempt < 100; attempt++) {
+    char suffix[TEMP_SUFFIX_LEN + 1];
+    random_suffix(suffix, TEMP_SUFFIX_LEN);
+    suffix[TEMP_SUFFIX_LEN] = '\0';
+    snprintf(f->tmp, sizeof f->tmp, ".%s.%s", name, suffix);
+    int fd = openat(dir, f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd >= 0) {
+      f->fd = fd;
+      return 0;
+    }
+    if (errno != EEXIST) {
+      int e = errno;
+      f->tmp[0] = '\0';
+      return -e;
+    }
+  }
+  f->tmp[0] = '\0';
+  return -EEXIST;
+}
+
+int mpp_sf_commit(mpp_sfile *f, int err) {
+  if (f->fd >= 0) {
+    if (close(f->fd) != 0 && !err) err = -errno;
+    f->fd = -1;
+  }
+  if (!f->tmp[0]) return err ? err : -EBADF;
+  if (!err && renameat(f->dir, f->tmp, f->dir, f->name) != 0) err = -errno;
+  if (err) unlinkat(f->dir, f->tmp, 0);
+  f->tmp[0] = '\0';
+  return err;
+}
+
+int mpp_sf_write_all(int fd, const void *buf, size_t n) {
+  const char *p = buf;
+  while (n) {
+    ssize_t k = write(fd, p, n);
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    if (k == 0) return -EIO;
+    p += k;
+    n -= (size_t)k;
+  }
+  return 0;
+}
+
+bool mpp_sf_is_temp_name(const char *name) {
+  size_t len = strlen(name);
+  if (len < TEMP_SUFFIX_LEN + 3 || name[0] != '.' || name[len - TEMP_SUFFIX_LEN - 1] != '.')
+    return false;
+  for (size_t i = len - TEMP_SUFFIX_LEN; i < len; i++)
+    if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+          (name[i] >= '0' && name[i] <= '9')))
+      return false;
+  return true;
+}
+
+int mpp_sf_remove_regular(int dir, const char *name) {
+  struct stat st;
+  if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return -errno;
+  if (!S_ISREG(st.st_mode)) return -EPERM;
+  /* unlinkat never follows a link: a swap after the check removes the link. */
+  return unlinkat(dir, name, 0) == 0 ? 0 : -errno;
+}

@@ -1,0 +1,70 @@
+/* Creating mpprof's output files safely: the one way every file mpprof writes
+ * is made (libmpprof.so's raw files and checkpoints; the report's
+ * report.json, report.html, layers.csv, trace.json; merge copies; any new
+ * output file). libc only: it is linked into the injected library too.
+ *
+ * What it guarantees:
+ *   - A symbolic link planted under OUT is never followed: OUT itself is
+ *     opened once (the user's path, links in it followed as the user wrote
+ *     it), every directory below it with O_DIRECTORY|O_NOFOLLOW through
+ *     openat(), and every file through *at() calls on those descriptors.
+ *   - A file is written to an unpredictable temporary ".NAME.XXXXXXXX" made
+ *     with O_CREAT|O_EXCL|O_NOFOLLOW in the target directory and renamed over
+ *     NAME when complete: readers see the old complete file or the new one,
+ *     and a link or file planted at NAME is replaced, never written through.
+ *
+ * How to use it (errors are negative errno values):
+ *
+ *   int out = mpp_sf_open_dir(AT_FDCWD, out_path, MPP_SF_CREATE | MPP_SF_USER_PATH);
+ *   int raw = mpp_sf_open_dir(out, "raw", MPP_SF_CREATE);    // below OUT: no link followed
+ *   mpp_sfile f;
+ *   int err = mpp_sf_create(&f, raw, "host-42.json", 0644);
+ *   if (!err) {
+ *     err = mpp_sf_write_all(f.fd, buf, len);   // or fdopen(f.fd) and set f.fd = -1
+ *     err = mpp_sf_commit(&f, err);             // err == 0: rename; else remove the temp
+ *   }
+ *   close(raw); close(out);
+ *
+ * report/ wraps it in mpprof_afile (a FILE *); libmpprof's raw writer uses it
+ * directly. mpp_sf_is_temp_name() recognises the temporaries (for --force). */
+#ifndef MPPROF_COMMON_SAFEFILE_H
+#define MPPROF_COMMON_SAFEFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+enum {
+  MPP_SF_CREATE = 1,    /* create missing directories (mode 0777 & ~umask) */
+  MPP_SF_USER_PATH = 2, /* the path the user gave (OUT): links in it are followed */
+};
+
+/* Opens directory `path` relative to `at` (AT_FDCWD or a directory fd) and
+ * returns its descriptor (O_CLOEXEC). Without MPP_SF_USER_PATH each
+ * component is opened with O_NOFOLLOW: a link gives -ELOOP or -ENOTDIR. */
+int mpp_sf_open_dir(int at, const char *path, int flags);
+
+typedef struct mpp_sfile {
+  int dir; /* not owned */
+  int fd;  /* the temporary, open for writing; -1 once the caller closed it */
+  char tmp[256];
+  char name[256];
+} mpp_sfile;
+
+/* Creates the temporary for `name` (one component) in `dir`. */
+int mpp_sf_create(mpp_sfile *f, int dir, const char *name, mode_t mode);
+
+/* err == 0: closes the temporary (unless f->fd is -1) and renames it to its
+ * name; otherwise, or when that fails, removes it. Returns the first error. */
+int mpp_sf_commit(mpp_sfile *f, int err);
+
+int mpp_sf_write_all(int fd, const void *buf, size_t n);
+
+/* Whether `name` is one of mpp_sf_create's temporaries. */
+bool mpp_sf_is_temp_name(const char *name);
+
+/* Removes `name` from `dir` only when it is a regular file (never a link's
+ * target, never a directory). 0, -ENOENT, -EPERM for anything else. */
+int mpp_sf_remove_regular(int dir, const char *name);
+
+#endif

@@ -1,0 +1,35 @@
+/* UTF-8 validity and repair (see utf8.h). */
+#include "common/utf8.h"
+
+size_t mpp_utf8_seq_len(const unsigned char *p, size_t avail) {
+  if (avail == 0) return 0;
+  if (p[0] < 0x80) return 1;
+  size_t n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 && p[0] < 0xf0 ? 3 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : 0;
+  if (n == 0 || n > avail) return 0;
+  for (size_t i = 1; i < n; i++)
+    if ((p[i] & 0xc0) != 0x80) return 0;
+  /* Overlong 3/4-byte forms, surrogates and code points above U+10FFFF. */
+  if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
+      (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
+    return 0;
+  return n;
+}
+
+size_t mpp_utf8_sanitize(char *s, size_t n) {
+  size_t replaced = 0;
+  unsigned char *p = (unsigned char *)s;
+  for (size_t i = 0; i < n;) {
+    if (p[i] < 0x80) { /* the common case, byte by byte */
+      i++;
+      continue;
+    }
+    size_t k = mpp_utf8_seq_len(p + i, n - i);
+    if (k == 0) {
+      p[i++] = MPP_UTF8_REPLACEMENT;
+      replaced++;
+    } else {
+      i += k;
+    }
+  }
+  return replaced;
+}

@@ -1,0 +1,208 @@
+#!/bin/bash
+# Safety tests (issue 14): planted links, secure execution, signals, OUT
+# checks, hostile input files. One case per meson test: safety.sh CASE.
+# Environment (from meson): MPP_MPPROF, MPP_LIB, MPP_PROG (safety_prog),
+# MPP_TESTPROG (mpp_testprog, CUDA calls under simcuda), MPP_SIMCUDA, MPP_WORK.
+set -u
+case_name=$1
+W=$MPP_WORK/$case_name
+rm -rf "$W" && mkdir -p "$W" || exit 1
+M=$MPP_MPPROF
+HOST=$(hostname)
+
+fail() { echo "FAIL ($case_name): $*" >&2; exit 1; }
+skip() { echo "SKIP ($case_name): $*" >&2; exit 77; }
+
+# A CUDA program (mpp_testprog) with libmpprof.so preloaded, under simcuda.
+sim() { env LD_LIBRARY_PATH="$MPP_SIMCUDA" LD_PRELOAD="$MPP_LIB" "$@"; }
+
+case $case_name in
+raw_writer_follows_no_link)
+  # raw/ a link to another directory: nothing may land there.
+  mkdir -p "$W/out" "$W/elsewhere"
+  ln -s "$W/elsewhere" "$W/out/raw"
+  MPPROF_OUT="$W/out" sim "$MPP_TESTPROG" gemmex >/dev/null || fail "program failed"
+  [ -z "$(ls -A "$W/elsewhere")" ] || fail "raw file written through the raw/ link: $(ls -A "$W/elsewhere")"
+  # The temporary's old, predictable name planted as a link to a victim file.
+  rm "$W/out/raw" && mkdir "$W/out/raw"
+  echo secret >"$W/victim"
+  MPPROF_OUT="$W/out" W="$W" HOST="$HOST" sim sh -c \
+    'ln -s "$W/victim" "$W/out/raw/.$HOST-$$.json.tmp"; ln -s "$W/victim" "$W/out/raw/$HOST-$$.json"; exec "$0" gemmex' \
+    "$MPP_TESTPROG" >/dev/null || fail "program failed"
+  [ "$(cat "$W/victim")" = secret ] || fail "victim overwritten through a planted link"
+  n=$(find "$W/out/raw" -maxdepth 1 -type f -name "$HOST-*.json" | wc -l)
+  [ "$n" = 1 ] || fail "expected one raw file (replacing the planted link), found $n"
+  ;;
+checkpoint_follows_no_link)
+  mkdir -p "$W/out/raw"
+  echo secret >"$W/victim"
+  env LD_LIBRARY_PATH="$MPP_SIMCUDA" LD_PRELOAD="$MPP_LIB" MPPROF_OUT="$W/out" \
+    MPPROF_CHECKPOINT_S=0.05 W="$W" HOST="$HOST" sh -c \
+    'ln -s "$W/victim" "$W/out/raw/.$HOST-$$.json.tmp"; exec "$0" wait' "$MPP_TESTPROG" >"$W/stdout" &
+  pid=$!
+  for _ in $(seq 100); do [ -n "$(ls "$W/out/raw"/*.json 2>/dev/null)" ] && break; sleep 0.05; done
+  sleep 0.2
+  kill -KILL $pid; wait $pid 2>/dev/null
+  [ "$(cat "$W/victim")" = secret ] || fail "victim overwritten by a checkpoint"
+  grep -q '"final":false' "$W/out/raw/$HOST-$pid.json" || fail "no checkpoint written"
+  ;;
+report_files_follow_no_link)
+  mkdir -p "$W/out/raw"
+  MPPROF_OUT="$W/out" sim "$MPP_TESTPROG" gemmex >/dev/null || fail "program failed"
+  echo secret >"$W/victim"
+  for f in report.json layers.csv trace.json report.html; do ln -s "$W/victim" "$W/out/$f"; done
+  W="$W" sh -c 'for f in report.json layers.csv trace.json report.html; do
+      ln -s "$W/victim" "$W/out/$f.tmp.$$"; done; exec "$0" report "$W/out"' "$M" >/dev/null 2>"$W/err" ||
+    fail "report failed: $(cat "$W/err")"
+  [ "$(cat "$W/victim")" = secret ] || fail "victim overwritten by the report"
+  for f in report.json layers.csv trace.json report.html; do
+    [ -f "$W/out/$f" ] && [ ! -L "$W/out/$f" ] || fail "$f is not a regular file"
+  done
+  ;;
+merge_writes_no_link)
+  mkdir -p "$W/a/raw" "$W/out" "$W/elsewhere"
+  MPPROF_OUT="$W/a" sim "$MPP_TESTPROG" gemmex >/dev/null || fail "program failed"
+  ln -s "$W/elsewhere" "$W/out/raw"
+  "$M" merge "$W/a" -o "$W/out" >/dev/null 2>"$W/err"
+  rc=$?
+  [ -z "$(ls -A "$W/elsewhere")" ] || fail "merge wrote through the raw/ link"
+  [ $rc != 0 ] || fail "merge into a linked raw/ succeeded"
+  ;;
+force_deletes_only_inside_out)
+  mkdir -p "$W/out" "$W/other"
+  echo keep >"$W/other/precious.json"
+  ln -s "$W/other" "$W/out/raw"
+  "$M" -o "$W/out" --force "$MPP_PROG" sleep 0 2>"$W/err"
+  rc=$?
+  [ -f "$W/other/precious.json" ] || fail "--force deleted a file outside OUT"
+  [ "$(ls -A "$W/other")" = precious.json ] || fail "files written outside OUT: $(ls -A "$W/other")"
+  [ $rc = 2 ] || fail "exit $rc, expected 2 (raw/ is a link)"
+  grep -q "raw" "$W/err" || fail "no message naming raw/: $(cat "$W/err")"
+  # In the real OUT/raw: only regular raw files go, a directory or link named *.json stays.
+  rm "$W/out/raw" && mkdir -p "$W/out/raw/dir.json"
+  echo old >"$W/out/raw/old-1.json"
+  ln -s "$W/other/precious.json" "$W/out/raw/link.json"
+  echo mine >"$W/out/raw/notes.txt"
+  "$M" -o "$W/out" --force "$MPP_PROG" sleep 0 2>"$W/err" || fail "--force run failed: $(cat "$W/err")"
+  [ ! -e "$W/out/raw/old-1.json" ] || fail "old raw file not removed"
+  [ -d "$W/out/raw/dir.json" ] && [ -f "$W/out/raw/notes.txt" ] || fail "--force removed what is not a raw file"
+  [ -f "$W/other/precious.json" ] || fail "a link's target was removed"
+  ;;
+secure_execution_is_passive)
+  [ "$(id -u)" = 0 ] || skip "needs root (a setuid-root copy run by another user)"
+  command -v setpriv >/dev/null || skip "needs setpriv"
+  # The copy, the library and OUT where user nobody can reach them.
+  d=$(mktemp -d /tmp/mpprof-secure.XXXXXX) && chmod 755 "$d"
+  trap 'rm -rf "$d"' EXIT
+  cp "$MPP_PROG" "$d/prog" && cp "$MPP_LIB" "$d/libmpprof.so" && chmod 755 "$d/libmpprof.so"
+  chown root:root "$d/prog" && chmod 4755 "$d/prog"
+  mkdir "$d/out" && chown nobody "$d/out"
+  as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+  as_nobody env CUDA_INJECTION64_PATH="$d/libmpprof.so" MPPROF_OUT="$d/out" MPPROF_LOG=1 \
+    "$d/prog" inject 2>"$W/err" || fail "setuid program failed: $(cat "$W/err")"
+  [ -z "$(find "$d/out" -mindepth 1)" ] || fail "files written in secure-execution mode: $(find "$d/out" -mindepth 1)"
+  grep -q "secure-execution" "$W/err" || fail "no secure-execution line with MPPROF_LOG: $(cat "$W/err")"
+  # Without MPPROF_LOG: silent.
+  as_nobody env CUDA_INJECTION64_PATH="$d/libmpprof.so" MPPROF_OUT="$d/out" "$d/prog" inject 2>"$W/err2"
+  [ ! -s "$W/err2" ] || fail "output without MPPROF_LOG: $(cat "$W/err2")"
+  # The launcher says so before the run.
+  cp "$MPP_MPPROF" "$d/mpprof" && chmod 755 "$d/mpprof"
+  as_nobody env MPPROF_LIB="$d/libmpprof.so" "$d/mpprof" -o "$d/out/run" "$d/prog" inject 2>"$W/err3"
+  grep -q "setuid/setgid programs are not profiled" "$W/err3" || fail "launcher did not warn: $(cat "$W/err3")"
+  [ -z "$(find "$d/out/run/raw" -type f)" ] || fail "raw file written for a setuid program"
+  ;;
+early_signal_is_not_lost)
+  # SIGTERM at random moments of the launch, 200 times: always 143.
+  for i in $(seq 200); do
+    "$M" -o "$W/o$i" "$MPP_PROG" sleep 3 2>/dev/null &
+    pid=$!
+    sleep "0.00$((RANDOM % 10))"
+    kill -TERM $pid 2>/dev/null
+    wait $pid
+    rc=$?
+    [ $rc = 143 ] || fail "try $i: exit $rc, expected 143 (signal lost)"
+    rm -rf "$W/o$i"
+  done
+  ;;
+group_signal_arrives_once)
+  command -v timeout >/dev/null || skip "needs timeout(1)"
+  # timeout signals mpprof, then its whole process group.
+  timeout -s INT 1 "$M" -o "$W/out" "$MPP_PROG" sigcount 2.5 >"$W/stdout" 2>/dev/null
+  grep -q "^signals 1$" "$W/stdout" || fail "the program counted: $(cat "$W/stdout")"
+  # A signal to mpprof alone is forwarded once too.
+  "$M" -o "$W/out2" "$MPP_PROG" sigcount 2 >"$W/stdout2" 2>/dev/null &
+  pid=$!
+  sleep 0.7
+  kill -INT $pid
+  wait $pid
+  grep -q "^signals 1$" "$W/stdout2" || fail "kill -INT: the program counted: $(cat "$W/stdout2")"
+  ;;
+report_phase_can_be_interrupted)
+  # The program fills mpprof's stderr (a pipe nobody reads): the report phase
+  # then blocks writing its summary. SIGTERM must end it.
+  mkfifo "$W/pipe"
+  exec 3<>"$W/pipe"
+  "$M" -o "$W/out" "$MPP_PROG" fillstderr 2>"$W/pipe" &
+  pid=$!
+  blocked=
+  for _ in $(seq 200); do
+    case "$(cat /proc/$pid/wchan 2>/dev/null)" in *pipe_write*) w=1 ;; *) w= ;; esac
+    if [ -n "$w" ] && ! pgrep -P $pid >/dev/null; then
+      blocked=1; break
+    fi
+    sleep 0.05
+  done
+  [ -n "$blocked" ] || { kill -KILL $pid; skip "mpprof never blocked on its stderr (no wchan?)"; }
+  kill -TERM $pid
+  for _ in $(seq 50); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+  if kill -0 $pid 2>/dev/null; then kill -KILL $pid; wait $pid; fail "SIGTERM ignored in the report phase"; fi
+  wait $pid
+  rc=$?
+  [ $rc = 143 ] || fail "exit $rc, expected 143"
+  ;;
+unwritable_out_refused_before_start)
+  mkdir -p "$W/out"
+  echo "not a directory" >"$W/out/raw"
+  "$M" -o "$W/out" --force sh -c "touch '$W/ran'" 2>"$W/err"
+  rc=$?
+  [ $rc = 2 ] || fail "exit $rc, expected 2"
+  [ ! -e "$W/ran" ] || fail "the program ran although OUT/raw cannot be written"
+  grep -q "$W/out/raw" "$W/err" || fail "message does not name OUT/raw: $(cat "$W/err")"
+  ;;
+second_run_on_out_is_refused)
+  "$M" -o "$W/out" "$MPP_PROG" sleep 3 2>"$W/err1" &
+  pid=$!
+  for _ in $(seq 100); do [ -d "$W/out/raw" ] && break; sleep 0.05; done
+  sleep 0.2
+  "$M" -o "$W/out" --force "$MPP_PROG" sleep 0 2>"$W/err2"
+  rc=$?
+  wait $pid || fail "first run failed: $(cat "$W/err1")"
+  [ $rc = 2 ] || fail "second run: exit $rc, expected 2"
+  grep -q "in use by another mpprof run" "$W/err2" || fail "message: $(cat "$W/err2")"
+  ;;
+fifo_is_skipped_not_waited_for)
+  # A FIFO among the raw files and one given to inspect: skipped, no hang.
+  mkdir -p "$W/out/raw"
+  MPPROF_OUT="$W/out" sim "$MPP_TESTPROG" gemmex >/dev/null || fail "program failed"
+  mkfifo "$W/out/raw/x.json"
+  timeout 60 "$M" report "$W/out" >/dev/null 2>"$W/err"
+  rc=$?
+  [ $rc = 0 ] || fail "report: exit $rc (124: it hung): $(cat "$W/err")"
+  grep -q "x.json: not a regular file" "$W/err" || fail "no line naming the FIFO: $(cat "$W/err")"
+  mkfifo "$W/fifo.npy"
+  python3 -c "import struct,sys
+h=b\"{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }\"
+h+=b' '*(63-(10+len(h))%64)+b'\n'
+open(sys.argv[1],'wb').write(b'\x93NUMPY\x01\x00'+struct.pack('<H',len(h))+h+struct.pack('<4f',1,2,3,4))" \
+    "$W/good.npy" || skip "no python3 to write a .npy file"
+  timeout 60 "$M" inspect "$W/fifo.npy" "$W/good.npy" >"$W/stdout" 2>"$W/err2"
+  rc=$?
+  [ $rc = 1 ] || fail "inspect: exit $rc, expected 1 (124: it hung)"
+  grep -q "fifo.npy: not a regular file" "$W/err2" || fail "inspect: $(cat "$W/err2")"
+  grep -q "good.npy" "$W/stdout" || fail "the other file was not inspected: $(cat "$W/stdout")"
+  ;;
+*)
+  fail "unknown case"
+  ;;
+esac
+exit 0

@@ -1,0 +1,73 @@
+/* The program the safety tests run (no CUDA):
+ *   inject            what the CUDA driver does with CUDA_INJECTION64_PATH:
+ *                     dlopen it and call InitializeInjection, then exit 0
+ *   sigcount SECONDS  count SIGINT/SIGTERM/SIGHUP for SECONDS, print "signals N"
+ *   sleep SECONDS     sleep (default signal actions)
+ *   fillstderr        fill stderr (a pipe nobody reads) and exit 0 */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t nsignals;
+
+static void count(int sig) {
+  (void)sig;
+  nsignals++;
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "";
+  double secs = argc > 2 ? atof(argv[2]) : 1.0;
+  if (!strcmp(mode, "inject")) {
+    const char *lib = getenv("CUDA_INJECTION64_PATH");
+    void *h = lib ? dlopen(lib, RTLD_NOW) : NULL;
+    int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
+    if (!init) {
+      fprintf(stderr, "safety_prog: cannot load %s\n", lib ? lib : "(unset)");
+      return 2;
+    }
+    init();
+    return 0;
+  }
+  if (!strcmp(mode, "sigcount")) {
+    struct sigaction sa = {0};
+    sa.sa_handler = count;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    for (double end = now() + secs; now() < end;)
+      usleep(1000);
+    printf("signals %d\n", (int)nsignals);
+    return 0;
+  }
+  if (!strcmp(mode, "sleep")) {
+    usleep((useconds_t)(secs * 1e6));
+    return 0;
+  }
+  if (!strcmp(mode, "fillstderr")) {
+    int fl = fcntl(2, F_GETFL);
+    fcntl(2, F_SETFL, fl | O_NONBLOCK);
+    char buf[4096];
+    memset(buf, 'x', sizeof buf);
+    while (write(2, buf, sizeof buf) > 0 || errno == EINTR)
+      ;
+    while (write(2, buf, 1) > 0) /* the last bytes of a full pipe */
+      ;
+    fcntl(2, F_SETFL, fl); /* shared with mpprof: blocking again */
+    return 0;
+  }
+  fprintf(stderr, "usage: safety_prog inject | sigcount S | sleep S | fillstderr\n");
+  return 2;
+}

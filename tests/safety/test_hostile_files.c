@@ -1,0 +1,296 @@
+/* Input files that change, lie or attack (issue 14): a raw file or a .npy
+ * file that shrinks while it is read, invalid UTF-8 and terminal escape
+ * sequences in a raw file, a full disk while the report is written, and a
+ * site with 100k kernels (meson registers two tests: the 100k-kernel case,
+ * argument 'kernels', has its own generous timeout). */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/utf8.h"
+#include "report/report.h"
+#include "report/report_internal.h"
+#include "report/tensorio/npy.h"
+#include "tests/report/rawgen.h"
+
+/* --- a file that shrinks between fstat and the read (linked --wrap=fstat64) --- */
+
+static const char *shrink_path; /* truncated to shrink_to bytes right after its fstat */
+static off_t shrink_to;
+int __real_fstat64(int fd, struct stat *st);
+int __wrap_fstat64(int fd, struct stat *st) {
+  int rc = __real_fstat64(fd, st);
+  char link[64], target[4096];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(link, target, sizeof target - 1);
+  if (rc == 0 && shrink_path && n > 0) {
+    target[n] = '\0';
+    if (!strcmp(target, shrink_path)) {
+      assert_int_equal(truncate(shrink_path, shrink_to), 0);
+      shrink_path = NULL;
+    }
+  }
+  return rc;
+}
+
+static const rg_proc P0 = {"node01", 100, 1, 0, true, "ok", "9.0", "train"};
+static const rg_proc P1 = {"node01", 101, 1, 1, true, "ok", "9.0", "train"};
+
+static void write_sites(const char *dir, const char *name, const rg_proc *p, int nsites) {
+  rg_file r;
+  assert_int_equal(rg_begin(&r, dir, name, p), 0);
+  for (int i = 0; i < nsites; i++) {
+    char layer[64];
+    snprintf(layer, sizeof layer, "net/l%d/fwd", i);
+    cJSON *s = rg_gemm(i, "cublasGemmEx", layer, "A=fp16,B=fp16,D=fp32", "32F", "DEFAULT", 64, 64,
+                       64, 3);
+    rg_tensor(s, "A", MP_FP16, -4, 4, 64);
+    rg_site_end(&r, s);
+  }
+  assert_int_equal(rg_end(&r), 0);
+}
+
+static void raw_file_shrinking_while_read_is_skipped_and_the_others_read(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("shrink");
+  write_sites(dir, "node01-100.json", &P0, 200);
+  write_sites(dir, "node01-101.json", &P1, 2);
+  static char path[4200];
+  snprintf(path, sizeof path, "%s/raw/node01-100.json", dir);
+  shrink_path = path;
+  shrink_to = 1000;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  FILE *warn = tmpfile();
+  assert_int_equal(mpprof_read_raw_dir(&m, dir, warn), 0);
+  assert_null(shrink_path); /* it did shrink */
+  assert_int_equal(m.n_procs, 1);
+  assert_int_equal(m.procs[0].pid, 101);
+  assert_int_equal(m.n_skipped, 1);
+  assert_non_null(strstr(m.skipped[0].reason, "changed while being read"));
+  mpprof_model_free(&m);
+  fclose(warn);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+static void npy_file_shrinking_while_scanned_fails_with_changed(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("npy");
+  char path[4200];
+  snprintf(path, sizeof path, "%s/t.npy", dir);
+  enum { N = 1 << 20 };
+  float *v = malloc(N * sizeof *v);
+  for (int i = 0; i < N; i++)
+    v[i] = (float)i;
+  uint64_t shape[1] = {N};
+  char err[512];
+  assert_int_equal(mpprof_npy_write(path, 1, "<f4", false, 1, shape, v, N * sizeof *v, err,
+                                    sizeof err),
+                   0);
+  free(v);
+  mpprof_tensor_spec spec;
+  mpprof_tensor_spec_init(&spec);
+  mpprof_tensor t;
+  assert_int_equal(mpprof_tensor_open(path, &spec, &t, err, sizeof err), 0);
+  assert_int_equal(truncate(path, 1000), 0); /* np.save over the same name does this */
+  mp_stats *s = malloc(sizeof *s);
+  assert_int_equal(mpprof_tensor_scan(&t, s), -ESTALE);
+  free(s);
+  mpprof_tensor_close(&t);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+static char *slurp(const char *path, size_t *ret_len) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  char *buf = NULL;
+  size_t len = 0, cap = 0, n;
+  char chunk[65536];
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+    if (len + n + 1 > cap) {
+      cap = (len + n + 1) * 2;
+      buf = realloc(buf, cap);
+    }
+    memcpy(buf + len, chunk, n);
+    len += n;
+  }
+  fclose(f);
+  if (!buf) buf = calloc(1, 1);
+  buf[len] = '\0';
+  *ret_len = len;
+  return buf;
+}
+
+static bool valid_utf8(const char *s, size_t n) {
+  for (size_t i = 0; i < n;) {
+    size_t k = mpp_utf8_seq_len((const unsigned char *)s + i, n - i);
+    if (!k) return false;
+    i += k;
+  }
+  return true;
+}
+
+static void invalid_utf8_in_a_raw_file_gives_valid_reports(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("utf8");
+  rg_proc p = P0;
+  p.host = "\xff\xfe<script>";
+  p.argv0 = "tr\xc3\x28in";
+  rg_file r;
+  assert_int_equal(rg_begin(&r, dir, "h-100.json", &p), 0);
+  cJSON *s = rg_gemm(0, "cublasGemmEx", "net/\xed\xa0\x80/fwd", "A=fp16,B=fp16,D=fp32", "32F",
+                     "DEFAULT", 8, 8, 8, 1);
+  rg_kernel(s, "sm90_\xc0\xafkernel", 1, 100);
+  rg_site_end(&r, s);
+  rg_event(&r, 0, 1000, 10, 1);
+  assert_int_equal(rg_end(&r), 0);
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+  const char *outs[] = {"report.json", "trace.json", "layers.csv", "report.html"};
+  for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
+    char path[4300];
+    snprintf(path, sizeof path, "%s/%s", dir, outs[i]);
+    size_t len;
+    char *text = slurp(path, &len);
+    if (!valid_utf8(text, len)) fail_msg("%s is not valid UTF-8", outs[i]);
+    free(text);
+  }
+  cJSON *rep = rg_read_json(dir, "report.json");
+  assert_non_null(rep); /* parses: valid JSON */
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+static void terminal_escape_sequences_in_names_are_escaped_in_the_summary(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("escape");
+  rg_file r;
+  assert_int_equal(rg_begin(&r, dir, "h-100.json", &P0), 0);
+  cJSON *s = rg_gemm(0, "cublasGemmEx", "\x1b]0;TITLE\x07/fwd", "A=fp16,B=fp16,D=fp32", "32F",
+                     "DEFAULT", 8, 8, 8, 1);
+  rg_tensor(s, "A", MP_FP16, -4, 4, 64);
+  rg_site_end(&r, s);
+  assert_int_equal(rg_end(&r), 0);
+  FILE *sum = tmpfile();
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = sum};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+  fflush(sum);
+  rewind(sum);
+  char buf[8192];
+  size_t n = fread(buf, 1, sizeof buf - 1, sum);
+  buf[n] = '\0';
+  fclose(sum);
+  assert_null(memchr(buf, 0x1b, n));
+  assert_null(memchr(buf, 0x07, n));
+  assert_non_null(strstr(buf, "\\x1b]0;TITLE\\x07"));
+  rg_rmdir(dir);
+  free(dir);
+}
+
+/* report.html over RLIMIT_FSIZE: the write fails with EFBIG, as a full disk
+ * fails with ENOSPC; the message names that error, not a bare I/O error. */
+static void a_failing_report_write_names_the_real_error(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("efbig");
+  write_sites(dir, "node01-100.json", &P0, 20);
+  char errpath[4300];
+  snprintf(errpath, sizeof errpath, "%s/stderr.txt", dir);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit rl;
+    getrlimit(RLIMIT_FSIZE, &rl);
+    rl.rlim_cur = 4096;
+    setrlimit(RLIMIT_FSIZE, &rl);
+    int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 2);
+    mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
+    _exit(mpprof_report_generate(&o) == 0 ? 0 : 1);
+  }
+  int st;
+  waitpid(pid, &st, 0);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 1);
+  size_t len;
+  char *err = slurp(errpath, &len);
+  if (!strstr(err, strerror(EFBIG)) || strstr(err, strerror(EIO)))
+    fail_msg("message: %s", err);
+  free(err);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+/* Two processes with the same site, 100k kernels each (same names): merged
+ * by name into 100k entries with summed counts. The figure printed is the
+ * time of the whole report (no threshold: the bound is meson's timeout). */
+static void kernels_100k_in_one_site_merge_by_name(void **state) {
+  (void)state;
+  enum { NK = 100000 };
+  char *dir = rg_tmpdir("kernels");
+  const rg_proc *procs[2] = {&P0, &P1};
+  for (int p = 0; p < 2; p++) {
+    rg_file r;
+    char name[64];
+    snprintf(name, sizeof name, "node01-%d.json", procs[p]->pid);
+    assert_int_equal(rg_begin(&r, dir, name, procs[p]), 0);
+    cJSON *s = rg_gemm(0, "cublasGemmEx", "net/fc/fwd", "A=fp16,B=fp16,D=fp32", "32F", "DEFAULT",
+                       64, 64, 64, 1);
+    for (int k = 0; k < NK; k++) {
+      char kn[64];
+      snprintf(kn, sizeof kn, "sm90_xmma_gemm_f16f16_f32_%d", k);
+      rg_kernel(s, kn, 1, 10);
+    }
+    rg_site_end(&r, s);
+    assert_int_equal(rg_end(&r), 0);
+  }
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  printf("report of 2 x %d kernels in one site: %.2f s\n", NK,
+         (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+  cJSON *rep = rg_read_json(dir, "report.json");
+  assert_non_null(rep);
+  cJSON *site = cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "sites"), 0);
+  cJSON *ks = cJSON_GetObjectItem(site, "kernels");
+  assert_int_equal(cJSON_GetArraySize(ks), NK);
+  cJSON *k0 = cJSON_GetArrayItem(ks, 0);
+  assert_int_equal(cJSON_GetObjectItem(k0, "count")->valuedouble, 2);
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+int main(int argc, char **argv) {
+  const struct CMUnitTest files[] = {
+      cmocka_unit_test(raw_file_shrinking_while_read_is_skipped_and_the_others_read),
+      cmocka_unit_test(npy_file_shrinking_while_scanned_fails_with_changed),
+      cmocka_unit_test(invalid_utf8_in_a_raw_file_gives_valid_reports),
+      cmocka_unit_test(terminal_escape_sequences_in_names_are_escaped_in_the_summary),
+      cmocka_unit_test(a_failing_report_write_names_the_real_error),
+  };
+  const struct CMUnitTest kernels[] = {
+      cmocka_unit_test(kernels_100k_in_one_site_merge_by_name),
+  };
+  if (argc > 1 && !strcmp(argv[1], "kernels")) return cmocka_run_group_tests(kernels, NULL, NULL);
+  return cmocka_run_group_tests(files, NULL, NULL);
+}
