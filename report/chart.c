@@ -1,14 +1,17 @@
 /* Per-layer exponent-histogram charts as PNG (libpng), drawn pixel by pixel
- * into an RGB buffer: no plotting library, no fonts beyond a 3x5 digit font
- * for the axis.
+ * into an RGB buffer at twice the size they are shown (sharp on high-density
+ * screens): no plotting library, a 5x7 bitmap font for the labels.
  *
- * x: binade floor(log2|x|); y: log10(1 + count), forward tensors in the left
- * half of each bin (blue), gradients in the right half (red). Behind the bars
- * the fp16 range is shaded (normal darker, subnormal lighter); under the axis,
- * one strip per format shows its representable binades (fp16, bf16,
- * fp8_e4m3, fp8_e5m2). Above the plot, the loss-scale window: a light red band
+ * x: binade floor(log2|x|), one range shared by every chart of the page
+ * (mpprof_chart_range) so layers compare at a glance. Two aligned panels, the
+ * forward tensors on top (blue) and the gradients below (red), y =
+ * log10(1 + count) on one scale for both, with labelled ticks at powers of
+ * ten. Behind the bars: the fp16 range (normal darker, subnormal lighter),
+ * the binades fp16 overflows (red tint) and those it flushes to zero (grey
+ * tint). Above the gradient panel, the loss-scale window: a light red band
  * over the gradient binades fp16 holds at some scale of the window, a dark one
- * over those it holds at the chosen scale. */
+ * over those it holds at the chosen scale. Under the axis, one labelled strip
+ * per format with its representable binades (fp16, bf16, e4m3, e5m2). */
 #include <math.h>
 #include <png.h>
 #include <setjmp.h>
@@ -18,17 +21,23 @@
 #include "analysis/formats.h"
 #include "report/report_internal.h"
 
-#define W 720
-#define H 230
-#define LEFT 10
-#define RIGHT 10
-#define TOP 16 /* loss-scale band */
-#define PLOT_H 140
-#define AXIS_Y (TOP + PLOT_H)
-#define LABEL_Y (AXIS_Y + 4)
-#define STRIP_Y (AXIS_Y + 14)
-#define STRIP_H 6
-#define STRIP_GAP 3
+#define SC 2 /* device pixels per CSS pixel */
+#define W (MPPROF_CHART_W * SC)
+#define H (MPPROF_CHART_H * SC)
+/* Layout in CSS pixels. */
+#define LEFT 64
+#define RIGHT 12
+#define FWD_Y0 8
+#define PANEL_H 100
+#define BAND_Y0 (FWD_Y0 + PANEL_H + 8)
+#define BAND_H 10
+#define GRAD_Y0 (BAND_Y0 + BAND_H + 4)
+#define AXIS_Y (GRAD_Y0 + PANEL_H)
+#define LABEL_Y (AXIS_Y + 5)
+#define STRIP_Y (AXIS_Y + 20)
+#define STRIP_H 8
+#define STRIP_GAP 6
+#define FONT 3 /* device pixels per font pixel */
 
 typedef struct rgb {
   unsigned char r, g, b;
@@ -40,50 +49,90 @@ typedef struct canvas {
 
 static const rgb WHITE = {255, 255, 255}, AXIS = {60, 60, 60}, FWD = {31, 119, 180},
                  GRAD = {214, 39, 40}, FP16_N = {205, 235, 205}, FP16_S = {228, 245, 228},
-                 C_FP16 = {80, 170, 80}, C_BF16 = {90, 120, 200}, C_E4M3 = {240, 150, 40},
-                 C_E5M2 = {150, 90, 190}, BAND = {235, 120, 120}, BAND_W = {248, 205, 205},
-                 GRID = {225, 225, 225};
+                 OVER = {250, 222, 222}, FLUSH = {226, 226, 232}, C_FP16 = {80, 170, 80},
+                 C_BF16 = {90, 120, 200}, C_E4M3 = {240, 150, 40}, C_E5M2 = {150, 90, 190},
+                 BAND = {235, 120, 120}, BAND_W = {248, 205, 205}, GRID = {215, 215, 215},
+                 TEXT = {40, 40, 40};
 
-static void fill(canvas *c, int x0, int y0, int x1, int y1, rgb col) {
+/* Device-pixel rectangle. */
+static void fill_dev(canvas *c, int x0, int y0, int x1, int y1, rgb col) {
   if (x0 < 0) x0 = 0;
   if (y0 < 0) y0 = 0;
   if (x1 > W) x1 = W;
   if (y1 > H) y1 = H;
   for (int y = y0; y < y1; y++)
     for (int x = x0; x < x1; x++) {
-      unsigned char *p = &c->px[(y * W + x) * 3];
+      unsigned char *p = &c->px[((size_t)y * W + x) * 3];
       p[0] = col.r, p[1] = col.g, p[2] = col.b;
     }
 }
 
-/* 3x5 glyphs for '0'..'9' and '-', rows top to bottom, 3 bits each. */
-static const unsigned char glyphs[11][5] = {
-    {7, 5, 5, 5, 7}, {2, 6, 2, 2, 7}, {7, 1, 7, 4, 7}, {7, 1, 7, 1, 7},
-    {5, 5, 7, 1, 1}, {7, 4, 7, 1, 7}, {7, 4, 7, 5, 7}, {7, 1, 1, 1, 1},
-    {7, 5, 7, 5, 7}, {7, 5, 7, 1, 7}, {0, 0, 7, 0, 0},
+/* CSS-pixel rectangle (x may be fractional: device precision). */
+static void fill(canvas *c, double x0, double y0, double x1, double y1, rgb col) {
+  fill_dev(c, (int)lround(x0 * SC), (int)lround(y0 * SC), (int)lround(x1 * SC),
+           (int)lround(y1 * SC), col);
+}
+
+/* 5x7 glyphs, rows top to bottom, bit 4 = leftmost column. */
+static const struct {
+  char ch;
+  unsigned char row[7];
+} glyphs[] = {
+    {'0', {14, 17, 19, 21, 25, 17, 14}}, {'1', {4, 12, 4, 4, 4, 4, 14}},
+    {'2', {14, 17, 1, 2, 4, 8, 31}},     {'3', {31, 2, 4, 2, 1, 17, 14}},
+    {'4', {2, 6, 10, 18, 31, 2, 2}},     {'5', {31, 16, 30, 1, 1, 17, 14}},
+    {'6', {6, 8, 16, 30, 17, 17, 14}},   {'7', {31, 1, 2, 4, 8, 8, 8}},
+    {'8', {14, 17, 17, 14, 17, 17, 14}}, {'9', {14, 17, 17, 15, 1, 2, 12}},
+    {'-', {0, 0, 0, 31, 0, 0, 0}},       {'a', {0, 0, 14, 1, 15, 17, 15}},
+    {'b', {16, 16, 22, 25, 17, 17, 30}}, {'d', {1, 1, 13, 19, 17, 17, 15}},
+    {'e', {0, 0, 14, 17, 31, 16, 14}},   {'f', {6, 9, 8, 28, 8, 8, 8}},
+    {'g', {0, 15, 17, 17, 15, 1, 14}},   {'i', {4, 0, 12, 4, 4, 4, 14}},
+    {'k', {16, 16, 18, 20, 24, 20, 18}}, {'l', {12, 4, 4, 4, 4, 4, 14}},
+    {'m', {0, 0, 26, 21, 21, 17, 17}},   {'n', {0, 0, 22, 25, 17, 17, 17}},
+    {'o', {0, 0, 14, 17, 17, 17, 14}},   {'p', {0, 0, 30, 17, 30, 16, 16}},
+    {'r', {0, 0, 22, 25, 16, 16, 16}},   {'s', {0, 0, 14, 16, 14, 1, 30}},
+    {'t', {8, 8, 28, 8, 8, 9, 6}},       {'u', {0, 0, 17, 17, 17, 19, 13}},
+    {'w', {0, 0, 17, 17, 21, 21, 10}},   {'M', {17, 27, 21, 21, 17, 17, 17}},
+    {'G', {14, 17, 16, 23, 17, 17, 15}}, {'T', {31, 4, 4, 4, 4, 4, 4}},
 };
 
-static void text(canvas *c, int x, int y, const char *s, rgb col) {
-  for (; *s; s++, x += 4) {
-    int g = *s == '-' ? 10 : *s - '0';
-    if (g < 0 || g > 10) continue;
-    for (int r = 0; r < 5; r++)
-      for (int b = 0; b < 3; b++)
-        if (glyphs[g][r] & (4 >> b)) fill(c, x + b, y + r, x + b + 1, y + r + 1, col);
+#define GLYPH_ADV (6 * FONT) /* device pixels per character */
+
+static int text_width(const char *s) {
+  return (int)strlen(s) * GLYPH_ADV - FONT;
+}
+
+/* Text with its top-left at CSS (x, y). */
+static void text(canvas *c, double x, double y, const char *s, rgb col) {
+  int dx = (int)lround(x * SC), dy = (int)lround(y * SC);
+  for (; *s; s++, dx += GLYPH_ADV) {
+    const unsigned char *rows = NULL;
+    for (size_t g = 0; g < sizeof glyphs / sizeof *glyphs; g++)
+      if (glyphs[g].ch == *s) rows = glyphs[g].row;
+    if (!rows) continue;
+    for (int r = 0; r < 7; r++)
+      for (int b = 0; b < 5; b++)
+        if (rows[r] & (16 >> b))
+          fill_dev(c, dx + b * FONT, dy + r * FONT, dx + (b + 1) * FONT, dy + (r + 1) * FONT, col);
   }
+}
+
+/* Right-aligned at CSS x. */
+static void text_right(canvas *c, double x, double y, const char *s, rgb col) {
+  text(c, x - (double)text_width(s) / SC, y, s, col);
 }
 
 typedef struct xmap {
   int lo, hi; /* binade range shown */
-  double bw;  /* pixels per binade */
+  double bw;  /* CSS pixels per binade */
 } xmap;
 
-static int xpos(const xmap *m, double e) {
-  return LEFT + (int)lround((e - m->lo) * m->bw);
+static double xpos(const xmap *m, double e) {
+  return LEFT + (e - m->lo) * m->bw;
 }
 
 /* Shade binades [a, b] between rows y0..y1 (clipped to the range shown). */
-static void span(canvas *c, const xmap *m, int a, int b, int y0, int y1, rgb col) {
+static void span(canvas *c, const xmap *m, int a, int b, double y0, double y1, rgb col) {
   if (a < m->lo) a = m->lo;
   if (b > m->hi) b = m->hi;
   if (a > b) return;
@@ -165,78 +214,121 @@ int mpprof_chart_scale(const mpprof_model *m, const mpprof_layer *l) {
   return (int)floor((a->window_lo + (double)a->window_hi) / 2);
 }
 
-int mpprof_layer_chart_png(const mpprof_model *m, const mpprof_layer *l, unsigned char **ret,
-                           size_t *ret_len) {
+void mpprof_chart_range(const mpprof_model *m, const bool *charted, int *ret_lo, int *ret_hi) {
+  const mp_format *f16 = mp_format_of(MP_FP16);
+  /* The fp16 range and every charted layer's values, one binade of margin. */
+  int lo = f16->emin_sub - 2, hi = f16->emax + 2;
+  for (size_t i = 0; i < m->n_layers; i++) {
+    if (!charted[i]) continue;
+    const mpprof_layer *l = &m->layers[i];
+    for (size_t t = 0; t < l->n_tensors; t++) {
+      const mpprof_cstats *s = &l->tensors[t].st;
+      if (s->nz_lo > s->nz_hi) continue;
+      if (s->nz_lo - 1 < lo) lo = s->nz_lo - 1;
+      if (s->nz_hi + 1 > hi) hi = s->nz_hi + 1;
+    }
+  }
+  *ret_lo = lo;
+  *ret_hi = hi;
+}
+
+void mpprof_layer_hist(const mpprof_layer *l, int lo, int hi, double *fwd, double *grad) {
+  memset(fwd, 0, (size_t)(hi - lo + 1) * sizeof *fwd);
+  memset(grad, 0, (size_t)(hi - lo + 1) * sizeof *grad);
+  for (size_t i = 0; i < l->n_tensors; i++) {
+    const mpprof_layer_tensor *t = &l->tensors[i];
+    if (t->cls == MP_TCLASS_FORWARD) add_hist(&t->st, fwd, lo, hi);
+    if (t->cls == MP_TCLASS_GRADIENT) add_hist(&t->st, grad, lo, hi);
+  }
+}
+
+/* "1", "10", "100", "1k", ... "1T": the label of 10^p. */
+static void decade_label(int p, char *buf, size_t n) {
+  static const char *const unit[] = {"", "k", "M", "G", "T"};
+  int u = p / 3 < 4 ? p / 3 : 4;
+  int z = p - 3 * u;
+  snprintf(buf, n, "1%s%s", z == 0 ? "" : z == 1 ? "0" : "00", unit[u]);
+}
+
+/* One panel: background marks, grid, y ticks, bars, its title. */
+static void panel(canvas *c, const xmap *xm, double y0, const double *bins, double denom,
+                  rgb bar, const char *title) {
+  const mp_format *f16 = mp_format_of(MP_FP16);
+  double y1 = y0 + PANEL_H;
+  /* flushed by fp16 (|x| <= 2^(emin_sub-1): binades below emin_sub - 1 entirely) and overflowing */
+  span(c, xm, xm->lo, f16->emin_sub - 2, y0, y1, FLUSH);
+  span(c, xm, f16->emax + 1, xm->hi, y0, y1, OVER);
+  span(c, xm, f16->emin_sub, f16->emin - 1, y0, y1, FP16_S);
+  span(c, xm, f16->emin, f16->emax, y0, y1, FP16_N);
+  for (int e = (int)floor(xm->lo / 10.0) * 10; e <= xm->hi; e += 10)
+    if (e >= xm->lo) fill(c, xpos(xm, e), y0, xpos(xm, e) + 0.5, y1, GRID);
+  /* y ticks at powers of ten of the count: height = log10(1 + count) / denom */
+  for (int p = 0; denom > 0 && p <= (int)denom; p++) {
+    double y = y1 - PANEL_H * log10(1 + pow(10, p)) / denom;
+    if (p > 0 && y < y0 + 4) break;
+    fill(c, LEFT - 4, y, LEFT, y + 0.5, AXIS);
+    fill(c, LEFT, y, xpos(xm, xm->hi + 1), y + 0.5, GRID);
+    char lab[16];
+    decade_label(p, lab, sizeof lab);
+    text_right(c, LEFT - 6, y - 5.25 / SC * FONT, lab, TEXT);
+  }
+  for (int i = 0; i <= xm->hi - xm->lo; i++) {
+    if (bins[i] <= 0) continue;
+    double h = fmax(1, PANEL_H * log10(1 + bins[i]) / denom);
+    double x0 = xpos(xm, xm->lo + i), x1 = xpos(xm, xm->lo + i + 1);
+    fill(c, x0 + (x1 - x0 > 3 ? 0.5 : 0), y1 - h, x1, y1, bar);
+  }
+  fill(c, LEFT - 0.5, y0, LEFT, y1, AXIS);
+  fill(c, LEFT, y1 - 0.5, xpos(xm, xm->hi + 1), y1, AXIS);
+  text(c, LEFT + 6, y0 + 3, title, bar);
+}
+
+int mpprof_layer_chart_png(const mpprof_model *m, const mpprof_layer *l, int lo, int hi,
+                           unsigned char **ret, size_t *ret_len) {
   const mp_format *f16 = mp_format_of(MP_FP16), *bf16 = mp_format_of(MP_BF16),
                   *e4 = mp_format_of(MP_FP8_E4M3), *e5 = mp_format_of(MP_FP8_E5M2);
-  if (!f16 || !bf16 || !e4 || !e5) return -1;
-  /* Range: the data plus the fp16 range, two binades of margin. */
-  int lo = f16->emin_sub - 2, hi = f16->emax + 2;
-  for (size_t i = 0; i < l->n_tensors; i++) {
-    const mpprof_cstats *s = &l->tensors[i].st;
-    if (s->nz_lo > s->nz_hi) continue;
-    if (s->nz_lo - 2 < lo) lo = s->nz_lo - 2;
-    if (s->nz_hi + 2 > hi) hi = s->nz_hi + 2;
-  }
+  if (!f16 || !bf16 || !e4 || !e5 || hi < lo) return -1;
   int nb = hi - lo + 1;
   double *fwd = calloc((size_t)nb, sizeof *fwd), *grad = calloc((size_t)nb, sizeof *grad);
-  canvas c = {malloc(W * H * 3)};
+  canvas c = {malloc((size_t)W * H * 3)};
   if (!fwd || !grad || !c.px) {
     free(fwd);
     free(grad);
     free(c.px);
     return -1;
   }
-  for (size_t i = 0; i < l->n_tensors; i++) {
-    const mpprof_layer_tensor *t = &l->tensors[i];
-    if (t->cls == MP_TCLASS_FORWARD) add_hist(&t->st, fwd, lo, hi);
-    if (t->cls == MP_TCLASS_GRADIENT) add_hist(&t->st, grad, lo, hi);
-  }
+  mpprof_layer_hist(l, lo, hi, fwd, grad);
   double maxc = 0;
   for (int i = 0; i < nb; i++)
     maxc = fmax(maxc, fmax(fwd[i], grad[i]));
-  xmap xm = {lo, hi, (double)(W - LEFT - RIGHT) / nb};
+  xmap xm = {lo, hi, (double)(MPPROF_CHART_W - LEFT - RIGHT) / nb};
+  double denom = maxc > 0 ? log10(1 + maxc) : 1;
 
-  fill(&c, 0, 0, W, H, WHITE);
-  span(&c, &xm, f16->emin_sub, f16->emin - 1, TOP, AXIS_Y, FP16_S);
-  span(&c, &xm, f16->emin, f16->emax, TOP, AXIS_Y, FP16_N);
-  for (int e = (lo / 10) * 10; e <= hi; e += 10)
-    if (e >= lo) fill(&c, xpos(&xm, e), TOP, xpos(&xm, e) + 1, AXIS_Y, GRID);
+  fill_dev(&c, 0, 0, W, H, WHITE);
+  panel(&c, &xm, FWD_Y0, fwd, denom, FWD, "forward");
+  panel(&c, &xm, GRAD_Y0, grad, denom, GRAD, "gradients");
   if (l->adv.has_window) {
     int k = mpprof_chart_scale(m, l);
     /* light: binades fp16 holds at some scale of the window; dark: at the chosen one */
-    span(&c, &xm, f16->emin_sub - l->adv.window_hi, f16->emax - l->adv.window_lo, 2, TOP - 4,
-         BAND_W);
-    span(&c, &xm, f16->emin_sub - k, f16->emax - k, 4, TOP - 6, BAND);
+    span(&c, &xm, f16->emin_sub - l->adv.window_hi, f16->emax - l->adv.window_lo, BAND_Y0,
+         BAND_Y0 + BAND_H, BAND_W);
+    span(&c, &xm, f16->emin_sub - k, f16->emax - k, BAND_Y0 + 2, BAND_Y0 + BAND_H - 2, BAND);
   }
-  double denom = log10(1 + maxc);
-  for (int i = 0; i < nb; i++) {
-    int x0 = xpos(&xm, lo + i), x1 = xpos(&xm, lo + i + 1), mid = (x0 + x1 + 1) / 2;
-    int hf = fwd[i] > 0 ? (int)fmax(1, lround(PLOT_H * log10(1 + fwd[i]) / denom)) : 0;
-    int hg = grad[i] > 0 ? (int)fmax(1, lround(PLOT_H * log10(1 + grad[i]) / denom)) : 0;
-    if (x1 - x0 >= 2) {
-      fill(&c, x0, AXIS_Y - hf, mid, AXIS_Y, FWD);
-      fill(&c, mid, AXIS_Y - hg, x1, AXIS_Y, GRAD);
-    } else { /* too narrow to split: the shorter bar drawn over the taller */
-      bool fwd_first = hf >= hg;
-      fill(&c, x0, AXIS_Y - (fwd_first ? hf : hg), x1, AXIS_Y, fwd_first ? FWD : GRAD);
-      fill(&c, x0, AXIS_Y - (fwd_first ? hg : hf), x1, AXIS_Y, fwd_first ? GRAD : FWD);
-    }
-  }
-  fill(&c, LEFT, AXIS_Y, W - RIGHT, AXIS_Y + 1, AXIS);
-  for (int e = (lo / 10) * 10; e <= hi; e += 10) {
+  for (int e = (int)floor(lo / 10.0) * 10; e <= hi; e += 10) {
     if (e < lo) continue;
-    int x = xpos(&xm, e);
-    fill(&c, x, AXIS_Y, x + 1, AXIS_Y + (e == 0 ? 4 : 3), AXIS);
+    double x = xpos(&xm, e);
+    fill(&c, x, AXIS_Y, x + 0.5, AXIS_Y + 4, AXIS);
     char num[16];
     snprintf(num, sizeof num, "%d", e);
-    text(&c, x - (int)strlen(num) * 2, LABEL_Y + 1, num, AXIS);
+    text(&c, x - (double)text_width(num) / SC / 2, LABEL_Y, num, TEXT);
   }
   const mp_format *fm[4] = {f16, bf16, e4, e5};
+  static const char *const names[4] = {"fp16", "bf16", "e4m3", "e5m2"};
   rgb col[4] = {C_FP16, C_BF16, C_E4M3, C_E5M2};
   for (int i = 0; i < 4; i++) {
-    int y = STRIP_Y + i * (STRIP_H + STRIP_GAP);
+    double y = STRIP_Y + i * (STRIP_H + STRIP_GAP);
     span(&c, &xm, fm[i]->emin_sub, fm[i]->emax, y, y + STRIP_H, col[i]);
+    text_right(&c, LEFT - 6, y + STRIP_H / 2.0 - 3.5 * FONT / SC, names[i], col[i]);
   }
   free(fwd);
   free(grad);

@@ -201,7 +201,7 @@ static void provenance(const mpprof_model *m, FILE *f) {
   for (size_t i = 0; i < m->n_procs; i++)
     if (m->procs[i].start_ns > 0 && (!start || m->procs[i].start_ns < start))
       start = m->procs[i].start_ns;
-  if (start) {
+  if (start > 946684800LL * 1000000000LL) { /* a wall-clock time (after 2000) */
     time_t t = (time_t)(start / 1000000000);
     struct tm tm;
     char date[40];
@@ -661,6 +661,33 @@ static int ops_table(const mpprof_model *m, FILE *f) {
   return 0;
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* The chart's numbers: one row per binade with values, and what fp16 does there. */
+static void hist_table(const mpprof_layer *l, int lo, int hi, double *fwd, double *grad, FILE *f) {
+  const mp_format *f16 = mp_format_of(MP_FP16);
+  mpprof_layer_hist(l, lo, hi, fwd, grad);
+  fputs("<details><summary>numbers</summary><table class=\"hist\"><thead><tr><th>binade</th>"
+        "<th>range</th><th>forward values</th><th>gradient values</th><th>fp16 at scale 1</th>"
+        "</tr></thead><tbody>\n",
+        f);
+  for (int e = lo; e <= hi; e++) {
+    double a = fwd[e - lo], b = grad[e - lo];
+    if (a <= 0 && b <= 0) continue;
+    const char *what = e > f16->emax            ? "overflow"
+                       : e < f16->emin_sub - 1  ? "flush to zero"
+                       : e == f16->emin_sub - 1 ? "flush or subnormal (rounding)"
+                       : e < f16->emin          ? "subnormal"
+                                                : "normal";
+    fprintf(f,
+            "<tr><td class=\"n\">%d</td><td>[2<sup>%d</sup>, 2<sup>%d</sup>)</td><td class=\"n\">"
+            "%.0f</td><td class=\"n\">%.0f</td><td>%s</td></tr>\n",
+            e, e, e + 1, a, b, what);
+  }
+  fputs("</tbody></table></details>\n", f);
+}
+
 static int charts(const mpprof_model *m, const size_t *order, const bool *charted, FILE *f) {
   fputs("<section id=\"charts\"><h2>Exponent histograms</h2>\n", f);
   size_t n = 0;
@@ -671,26 +698,44 @@ static int charts(const mpprof_model *m, const size_t *order, const bool *charte
     return 0;
   }
   fprintf(f,
-          "<p>Per layer: values per binade floor(log2|x|), log scale; "
-          "<span class=\"sw\" style=\"background:#1f77b4\"></span>forward tensors "
-          "<span class=\"sw\" style=\"background:#d62728\"></span>gradients. Shaded: the fp16 "
-          "range (darker: normal, lighter: subnormal). Strips under the axis, top to bottom: "
+          "<p>Per layer, on one binade range for all layers: values per binade floor(log2|x|), "
+          "count on a log scale, two aligned panels: "
+          "<span class=\"sw\" style=\"background:#1f77b4\"></span>forward tensors (top) and "
+          "<span class=\"sw\" style=\"background:#d62728\"></span>gradients (bottom). Shaded: "
+          "the fp16 range (darker: normal, lighter: subnormal), "
+          "<span class=\"sw\" style=\"background:#fadede\"></span>binades fp16 overflows, "
+          "<span class=\"sw\" style=\"background:#e2e2e8\"></span>binades fp16 flushes to "
+          "zero. Labelled strips under the axis, top to bottom: "
           "<span class=\"sw\" style=\"background:#50aa50\"></span>fp16 "
           "<span class=\"sw\" style=\"background:#5a78c8\"></span>bf16 "
           "<span class=\"sw\" style=\"background:#f09628\"></span>fp8 e4m3 "
           "<span class=\"sw\" style=\"background:#965abe\"></span>fp8 e5m2 (unscaled). "
-          "<span class=\"sw\" style=\"background:#eb7878\"></span>band above: the gradient "
+          "<span class=\"sw\" style=\"background:#eb7878\"></span>band above the gradients: "
+          "the gradient "
           "binades fp16 holds at the layer's loss scale "
           "(<span class=\"sw\" style=\"background:#f8cdcd\"></span>lighter: at some scale of "
           "its window).%s</p>\n",
           n < m->n_layers ? " Charts for the layers with the most GPU time or values only." : "");
+  int lo, hi;
+  mpprof_chart_range(m, charted, &lo, &hi);
+  double *fwd = malloc((size_t)(hi - lo + 1) * sizeof *fwd),
+         *grad = malloc((size_t)(hi - lo + 1) * sizeof *grad);
+  if (!fwd || !grad) {
+    free(fwd);
+    free(grad);
+    return -1;
+  }
   for (size_t r = 0; r < m->n_layers; r++) {
     size_t i = order[r];
     if (!charted[i]) continue;
     const mpprof_layer *l = &m->layers[i];
     unsigned char *png = NULL;
     size_t len = 0;
-    if (mpprof_layer_chart_png(m, l, &png, &len)) return -1;
+    if (mpprof_layer_chart_png(m, l, lo, hi, &png, &len)) {
+      free(fwd);
+      free(grad);
+      return -1;
+    }
     fprintf(f, "<div class=\"layer\" id=\"layer-%zu\"><h3>", i);
     html(f, layer_label(l));
     fprintf(f, " &mdash; <span class=\"rec %s\">%s</span>", rec_name(l), rec_name(l));
@@ -698,13 +743,16 @@ static int charts(const mpprof_model *m, const size_t *order, const bool *charte
       fprintf(f, ", loss scale window [2<sup>%d</sup>, 2<sup>%d</sup>], band at 2<sup>%d</sup>",
               l->adv.window_lo, l->adv.window_hi, mpprof_chart_scale(m, l));
     fputs("</h3>\n<div class=\"chart\"><div class=\"ytitle\">values per binade (log scale)"
-          "</div><img width=\"720\" height=\"230\" alt=\"exponent histogram of ",
+          "</div><img width=\"" STR(MPPROF_CHART_W) "\" height=\"" STR(MPPROF_CHART_H)
+          "\" alt=\"exponent histogram of ",
           f);
     html(f, layer_label(l));
     fputs("\" src=\"data:image/png;base64,", f);
     base64(f, png, len);
     free(png);
-    fputs("\"><div></div><div class=\"xtitle\">binade: floor(log2 |x|)</div></div>\n<ul>", f);
+    fputs("\"><div></div><div class=\"xtitle\">binade: floor(log2 |x|)</div></div>\n", f);
+    hist_table(l, lo, hi, fwd, grad, f);
+    fputs("<ul>", f);
     const cJSON *rs;
     cJSON_ArrayForEach(rs, l->adv.reasons) {
       fputs("<li>", f);
@@ -713,6 +761,8 @@ static int charts(const mpprof_model *m, const size_t *order, const bool *charte
     }
     fputs("</ul></div>\n", f);
   }
+  free(fwd);
+  free(grad);
   fputs("</section>\n", f);
   return 0;
 }

@@ -362,7 +362,15 @@ void mpprof_site_dtypes(const mpprof_site *s, char *buf, size_t n); /* "A=fp16 B
 /* PNG chart of a layer's exponent histograms; malloc'd PNG bytes. 0 or -1. */
 /* The loss scale (log2) whose fp16 range a layer's chart marks. */
 int mpprof_chart_scale(const mpprof_model *m, const mpprof_layer *l);
-int mpprof_layer_chart_png(const mpprof_model *m, const mpprof_layer *l, unsigned char **ret,
+/* Charts are MPPROF_CHART_W x MPPROF_CHART_H CSS pixels, drawn at twice that. */
+#define MPPROF_CHART_W 1000
+#define MPPROF_CHART_H 312
+/* The binade range shared by the charts of the layers marked in charted[]. */
+void mpprof_chart_range(const mpprof_model *m, const bool *charted, int *ret_lo, int *ret_hi);
+/* A layer's forward and gradient counts per binade lo..hi (hi - lo + 1 doubles each). */
+void mpprof_layer_hist(const mpprof_layer *l, int lo, int hi, double *fwd, double *grad);
+int mpprof_layer_chart_png(const mpprof_model *m, const mpprof_layer *l, int lo, int hi,
+                           unsigned char **ret,
                            size_t *ret_len);
 
 /* util.c: write path via a temporary file in the same directory. */

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include <cuda.h>
+#include <cudaProfiler.h>
 
 #include "simcuda_internal.h"
 
@@ -307,6 +308,17 @@ SIM_API CUresult cuCtxGetDevice(CUdevice *device) {
 }
 
 SIM_API CUresult cuCtxSynchronize(void) {
+  SIM_REQUIRE_INIT();
+  return CUDA_SUCCESS;
+}
+
+/* Capture-range markers (cudaProfiler.h): accepted, nothing to start. */
+SIM_API CUresult cuProfilerStart(void) {
+  SIM_REQUIRE_INIT();
+  return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuProfilerStop(void) {
   SIM_REQUIRE_INIT();
   return CUDA_SUCCESS;
 }
@@ -634,6 +646,8 @@ static const struct {
     SIM_PROC("cuCtxGetCurrent", cuCtxGetCurrent, 4000),
     SIM_PROC("cuCtxGetDevice", cuCtxGetDevice, 2000),
     SIM_PROC("cuCtxSynchronize", cuCtxSynchronize, 2000),
+    SIM_PROC("cuProfilerStart", cuProfilerStart, 4000),
+    SIM_PROC("cuProfilerStop", cuProfilerStop, 4000),
     SIM_PROC("cuPointerGetAttribute", cuPointerGetAttribute, 4000),
     SIM_PROC("cuPointerGetAttributes", cuPointerGetAttributes, 7000),
     SIM_PROC("cuStreamCreate", cuStreamCreate, 2000),

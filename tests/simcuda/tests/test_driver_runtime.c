@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 #include <cuda.h>
+#include <cudaProfiler.h>
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #include "simcuda_internal.h"
@@ -126,6 +128,25 @@ static void get_proc_address_versions_cuStreamGetCtx_like_the_driver(void **stat
 /* What simcuda cannot do (run device code, allocate through the driver) is
  * simply not there, so a program fails at the call instead of computing
  * nothing. */
+typedef CUresult (*void_fn)(void);
+
+/* A program bracketing steps with cudaProfilerStart/Stop (nsys's capture
+ * range) links and runs on simcuda: both pairs exist and succeed, and the
+ * driver pair is found by cuGetProcAddress as well. */
+static void profiler_start_and_stop_exist_in_runtime_and_driver(void **state) {
+  (void)state;
+  assert_int_equal(cudaProfilerStart(), cudaSuccess);
+  assert_int_equal(cudaProfilerStop(), cudaSuccess);
+  assert_int_equal(cuInit(0), CUDA_SUCCESS);
+  assert_int_equal(cuProfilerStart(), CUDA_SUCCESS);
+  assert_int_equal(cuProfilerStop(), CUDA_SUCCESS);
+  void *fn = NULL;
+  CUdriverProcAddressQueryResult q;
+  assert_int_equal(cuGetProcAddress("cuProfilerStop", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &q),
+                   CUDA_SUCCESS);
+  assert_int_equal(((void_fn)fn)(), CUDA_SUCCESS);
+}
+
 static void unimplemented_driver_entry_points_are_not_exported(void **state) {
   (void)state;
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -237,6 +258,7 @@ int main(void) {
       cmocka_unit_test(every_pointer_is_host_memory_in_the_primary_context),
       cmocka_unit_test(get_proc_address_finds_implemented_entry_points_only),
       cmocka_unit_test(get_proc_address_versions_cuStreamGetCtx_like_the_driver),
+      cmocka_unit_test(profiler_start_and_stop_exist_in_runtime_and_driver),
       cmocka_unit_test(unimplemented_driver_entry_points_are_not_exported),
       cmocka_unit_test(runtime_copies_and_sets_memory_on_the_host),
       cmocka_unit_test(runtime_refuses_pointers_it_did_not_allocate),
