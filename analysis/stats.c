@@ -117,6 +117,10 @@ uint64_t mp_stats_nonzero_finite(const mp_stats *s) {
   return s->count - s->zeros - s->nans - s->pos_infs - s->neg_infs;
 }
 
+bool mp_stats_has_finite(const mp_stats *s) {
+  return s->count - s->nans - s->pos_infs - s->neg_infs > 0;
+}
+
 uint64_t mp_stats_hist_bin(const mp_stats *s, int e) {
   if (e < s->hist_lo || e > s->hist_hi || e < MP_HIST_MIN || e > MP_HIST_MAX) return 0;
   return s->exp_hist[e - MP_HIST_MIN];

@@ -59,6 +59,7 @@ void mp_stats_merge_scanned(mp_stats *dst, const mp_stats *src);
 void mp_stats_reinit_scanned(mp_stats *s, mp_dtype dtype);
 /* Finite non-zero elements: the base of every fraction. */
 uint64_t mp_stats_nonzero_finite(const mp_stats *s);
+bool mp_stats_has_finite(const mp_stats *s);
 uint64_t mp_stats_hist_bin(const mp_stats *s, int e); /* 0 outside the bin range */
 
 /* Exact RNE cast outcome of a finite non-zero value into a target format. */
