@@ -483,43 +483,45 @@ static void swap_bytes(unsigned char *p, size_t n, unsigned size) {
     }
 }
 
-typedef struct scan_args {
-  const mpprof_tensor *t;
-  mp_stats *ret;
-  unsigned char *buf; /* CHUNK_BYTES, for tensors that need realigning */
-} scan_args;
-
 enum { CHUNK_BYTES = 1 << 20 };
 
-static int scan_body(void *arg) {
-  const scan_args *a = arg;
-  const mpprof_tensor *t = a->t;
-  mp_view v;
-  if (mpprof_tensor_view(t, &v) == 0) return mp_scan(a->ret, &v);
-  /* Copy through an aligned buffer, swapping if needed. Chunks accumulate
-   * into the same record; the result equals one pass over the whole tensor. */
-  const unsigned size = mp_dtype_size(t->dtype);
-  const size_t per_chunk = CHUNK_BYTES / size;
-  int rc = 0;
-  for (uint64_t done = 0; done < t->count && rc == 0;) {
-    size_t n = t->count - done < per_chunk ? (size_t)(t->count - done) : per_chunk;
-    memcpy(a->buf, t->data + done * size, n * size);
-    if (t->byteswap) swap_bytes(a->buf, n, size);
-    rc = mp_scan_contiguous(a->ret, a->buf, n);
-    done += n;
-  }
-  return rc;
+typedef struct copy_args {
+  void *dst;
+  const void *src;
+  size_t n;
+} copy_args;
+
+static int copy_body(void *arg) {
+  const copy_args *c = arg;
+  memcpy(c->dst, c->src, c->n);
+  return 0;
 }
 
+/* A mapped tensor is copied in 1 MiB chunks under the SIGBUS guard and each
+ * chunk scanned outside it: a longjmp never leaves the scanner (it would leak
+ * its work buffer). Chunks accumulate into one record; the result equals one
+ * pass over the whole tensor. */
 int mpprof_tensor_scan(const mpprof_tensor *t, mp_stats *ret) {
   if (!mp_dtype_scannable(t->dtype)) return -EINVAL;
   mp_stats_init(ret, t->dtype);
   if (!t->count) return 0;
   mp_view v;
-  scan_args a = {t, ret, NULL};
-  if (mpprof_tensor_view(t, &v) != 0 && !(a.buf = aligned_alloc(64, CHUNK_BYTES))) return -ENOMEM;
-  int rc = t->map_ ? with_bus_guard(t->map_, t->map_len_, scan_body, &a) : scan_body(&a);
-  free(a.buf);
+  if (!t->map_ && mpprof_tensor_view(t, &v) == 0) return mp_scan(ret, &v);
+  const unsigned size = mp_dtype_size(t->dtype);
+  const size_t per_chunk = CHUNK_BYTES / size;
+  unsigned char *buf = aligned_alloc(64, CHUNK_BYTES);
+  if (!buf) return -ENOMEM;
+  int rc = 0;
+  for (uint64_t done = 0; done < t->count && rc == 0;) {
+    size_t n = t->count - done < per_chunk ? (size_t)(t->count - done) : per_chunk;
+    copy_args c = {buf, t->data + done * size, n * size};
+    rc = t->map_ ? with_bus_guard(t->map_, t->map_len_, copy_body, &c) : copy_body(&c);
+    if (rc) break;
+    if (t->byteswap) swap_bytes(buf, n, size);
+    rc = mp_scan_contiguous(ret, buf, n);
+    done += n;
+  }
+  free(buf);
   return rc;
 }
 
