@@ -8,7 +8,8 @@
 
 #include "report/report_internal.h"
 
-static void field(FILE *f, const char *s, bool last) {
+/* One CSV field (RFC 4180 quoting), then "," or the CRLF that ends the row. */
+void mpprof_csv_field(FILE *f, const char *s, bool last) {
   if (strpbrk(s, ",\"\r\n")) {
     fputc('"', f);
     for (; *s; s++) {
@@ -22,7 +23,8 @@ static void field(FILE *f, const char *s, bool last) {
   fputs(last ? "\r\n" : ",", f);
 }
 
-static const char *tri(int v) {
+/* yes / no / "" (unknown) for a tri-state flag. */
+const char *mpprof_csv_tri(int v) {
   return v < 0 ? "" : v ? "yes" : "no";
 }
 
@@ -52,7 +54,7 @@ static const char *const columns[] = {
 static int write_rows(const mpprof_model *m, FILE *f) {
   size_t nc = sizeof columns / sizeof *columns;
   for (size_t i = 0; i < nc; i++)
-    field(f, columns[i], i + 1 == nc);
+    mpprof_csv_field(f, columns[i], i + 1 == nc);
   for (size_t i = 0; i < m->n_layers; i++) {
     const mpprof_layer *l = &m->layers[i];
     const mpprof_layer_advice *a = &l->adv;
@@ -78,22 +80,22 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     snprintf(num[6], 32, "%.6g", l->fp16_underflow.pct);
     snprintf(num[7], 32, "%.6g", l->bf16_overflow.pct);
     snprintf(num[8], 32, "%.6g", l->bf16_underflow.pct);
-    field(f, l->name, false);
-    field(f, mpprof_phase_name(nph == 1 ? (mpprof_phase)ph : MPPROF_PHASE_MIXED), false);
-    field(f, num[0], false);
-    field(f, num[1], false);
-    field(f, num[2], false);
-    field(f, dt, false);
-    field(f, a->known ? mp_recommendation_name(a->rec) : "", false);
+    mpprof_csv_field(f, l->name, false);
+    mpprof_csv_field(f, mpprof_phase_name(nph == 1 ? (mpprof_phase)ph : MPPROF_PHASE_MIXED), false);
+    mpprof_csv_field(f, num[0], false);
+    mpprof_csv_field(f, num[1], false);
+    mpprof_csv_field(f, num[2], false);
+    mpprof_csv_field(f, dt, false);
+    mpprof_csv_field(f, a->known ? mp_recommendation_name(a->rec) : "", false);
     for (int k = 3; k <= 8; k++)
-      field(f, num[k], false);
-    field(f, l->fp16_overflow.tensor ? l->fp16_overflow.tensor : "", false);
-    field(f, l->fp16_underflow.tensor ? l->fp16_underflow.tensor : "", false);
-    field(f, tri(a->fp8_e4m3_fits), false);
-    field(f, tri(a->fp8_e5m2_fits), false);
-    field(f, tri(l->tc_eligible), false);
-    field(f, tri(l->tc_used), false);
-    field(f, mp_tc_source_name(l->tc_source), true);
+      mpprof_csv_field(f, num[k], false);
+    mpprof_csv_field(f, l->fp16_overflow.tensor ? l->fp16_overflow.tensor : "", false);
+    mpprof_csv_field(f, l->fp16_underflow.tensor ? l->fp16_underflow.tensor : "", false);
+    mpprof_csv_field(f, mpprof_csv_tri(a->fp8_e4m3_fits), false);
+    mpprof_csv_field(f, mpprof_csv_tri(a->fp8_e5m2_fits), false);
+    mpprof_csv_field(f, mpprof_csv_tri(l->tc_eligible), false);
+    mpprof_csv_field(f, mpprof_csv_tri(l->tc_used), false);
+    mpprof_csv_field(f, mp_tc_source_name(l->tc_source), true);
     free(dt);
   }
   return 0;

@@ -101,23 +101,6 @@ void mpprof_site_dtypes(const mpprof_site *s, char *buf, size_t n) {
 
 /* ---- ops.csv ---- */
 
-static void field(FILE *f, const char *s, bool last) {
-  if (strpbrk(s, ",\"\r\n")) {
-    fputc('"', f);
-    for (; *s; s++) {
-      if (*s == '"') fputc('"', f);
-      fputc(*s, f);
-    }
-    fputc('"', f);
-  } else {
-    fputs(s, f);
-  }
-  fputs(last ? "\r\n" : ",", f);
-}
-
-static const char *tri(int v) {
-  return v < 0 ? "" : v ? "yes" : "no";
-}
 
 /* The columns, in order; docs/report.md describes each. */
 static const char *const columns[] = {
@@ -132,7 +115,7 @@ static const char *const columns[] = {
 static int write_rows(const mpprof_model *m, FILE *f) {
   size_t nc = sizeof columns / sizeof *columns;
   for (size_t i = 0; i < nc; i++)
-    field(f, columns[i], i + 1 == nc);
+    mpprof_csv_field(f, columns[i], i + 1 == nc);
   for (size_t i = 0; i < m->n_sites; i++) {
     const mpprof_site *s = &m->sites[i];
     mpprof_site_extra x;
@@ -176,37 +159,37 @@ static int write_rows(const mpprof_model *m, FILE *f) {
       end += len;
     }
     *end = '\0';
-    field(f, id, false);
-    field(f, s->layer_name, false);
-    field(f, s->layer, false);
-    field(f, mpprof_phase_name(s->phase), false);
-    field(f, s->api, false);
-    field(f, s->op, false);
-    field(f, shape, false);
-    field(f, s->has_conv ? "" : mm, false);
-    field(f, s->has_conv ? "" : nn, false);
-    field(f, s->has_conv ? "" : kk, false);
-    field(f, s->has_conv ? "" : bb, false);
-    field(f, x.transa, false);
-    field(f, x.transb, false);
-    field(f, dt, false);
-    field(f, comp, false);
-    field(f, mpprof_site_is_tf32(s) ? "yes" : "no", false);
-    field(f, s->compute_type ? s->compute_type : "", false);
-    field(f, s->math_mode ? s->math_mode : "", false);
-    field(f, s->epilogue ? s->epilogue : "", false);
-    field(f, x.fp8_scales, false);
-    field(f, calls, false);
-    field(f, gpu, false);
-    field(f, share, false);
-    field(f, tfl, false);
-    field(f, kn, false);
+    mpprof_csv_field(f, id, false);
+    mpprof_csv_field(f, s->layer_name, false);
+    mpprof_csv_field(f, s->layer, false);
+    mpprof_csv_field(f, mpprof_phase_name(s->phase), false);
+    mpprof_csv_field(f, s->api, false);
+    mpprof_csv_field(f, s->op, false);
+    mpprof_csv_field(f, shape, false);
+    mpprof_csv_field(f, s->has_conv ? "" : mm, false);
+    mpprof_csv_field(f, s->has_conv ? "" : nn, false);
+    mpprof_csv_field(f, s->has_conv ? "" : kk, false);
+    mpprof_csv_field(f, s->has_conv ? "" : bb, false);
+    mpprof_csv_field(f, x.transa, false);
+    mpprof_csv_field(f, x.transb, false);
+    mpprof_csv_field(f, dt, false);
+    mpprof_csv_field(f, comp, false);
+    mpprof_csv_field(f, mpprof_site_is_tf32(s) ? "yes" : "no", false);
+    mpprof_csv_field(f, s->compute_type ? s->compute_type : "", false);
+    mpprof_csv_field(f, s->math_mode ? s->math_mode : "", false);
+    mpprof_csv_field(f, s->epilogue ? s->epilogue : "", false);
+    mpprof_csv_field(f, x.fp8_scales, false);
+    mpprof_csv_field(f, calls, false);
+    mpprof_csv_field(f, gpu, false);
+    mpprof_csv_field(f, share, false);
+    mpprof_csv_field(f, tfl, false);
+    mpprof_csv_field(f, kn, false);
     free(kn);
-    field(f, tri(s->tc_used), false);
-    field(f, s->elig_known ? (s->elig.eligible ? "yes" : "no") : "", false);
-    field(f, s->elig.eligible_with_tf32 ? "yes" : "no", false);
-    field(f, s->elig.reason, false);
-    field(f, mp_tc_source_name(s->tc_source), true);
+    mpprof_csv_field(f, mpprof_csv_tri(s->tc_used), false);
+    mpprof_csv_field(f, s->elig_known ? (s->elig.eligible ? "yes" : "no") : "", false);
+    mpprof_csv_field(f, s->elig.eligible_with_tf32 ? "yes" : "no", false);
+    mpprof_csv_field(f, s->elig.reason, false);
+    mpprof_csv_field(f, mp_tc_source_name(s->tc_source), true);
   }
   return 0;
 }

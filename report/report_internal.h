@@ -476,4 +476,8 @@ char *mpprof_layer_dtypes(const mpprof_model *m, const mpprof_layer *l);
 /* Output of the stats of a layer tensor as cJSON (with advice). */
 cJSON *mpprof_cstats_to_json(const mpprof_cstats *c, const mp_advice *adv, mp_stats *scratch);
 
+/* csv.c: the CSV writing rules shared by layers.csv and ops.csv. */
+void mpprof_csv_field(FILE *f, const char *s, bool last);
+const char *mpprof_csv_tri(int v);
+
 #endif
