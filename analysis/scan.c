@@ -65,6 +65,10 @@ const src_info *mp_scan_info_of(mp_dtype d) {
   return &infos[d];
 }
 
+void mp_scan_prepare(void) {
+  pthread_once(&infos_once, build_infos);
+}
+
 #ifdef MP_HAVE_X86
 static bool cpu_has_avx512(void) {
   return __builtin_cpu_supports("avx512f");

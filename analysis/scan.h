@@ -36,5 +36,8 @@ int mp_scan_with(mp_stats *s, const mp_view *v, mp_scan_impl impl);
 int mp_scan_contiguous(mp_stats *s, const void *data, uint64_t n);
 /* Name of the implementation MP_SCAN_AUTO picks on this CPU ("avx512", "avx2", "portable"). */
 const char *mp_scan_auto_name(void);
+/* Builds the per-format tables every scan uses (done by the first scan
+ * otherwise: about a millisecond). Idempotent, thread-safe. */
+void mp_scan_prepare(void);
 
 #endif

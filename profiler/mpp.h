@@ -88,6 +88,12 @@ void *mpp_sym_get(mpp_sym *s);
 bool mpp_sample_scans(uint64_t sample, uint64_t index);
 void mpp_sym_resolve_all(mpp_sym *tab, size_t n);
 void mpp_register_syms(mpp_sym *tab, size_t n); /* called by each hook module's constructor */
+/* dlsym.c: a program looked `name` up on a CUDA library's own handle and got
+ * `real`; the hook forwards there unless its real symbol is known already.
+ * False when mpprof has no entry of that name. */
+bool mpp_sym_adopt(const char *name, void *real);
+/* The C library's dlsym (dlsym.c, in libmpprof.so only: weak elsewhere). */
+void *mpp_dlsym_real(void *handle, const char *name) __attribute__((weak));
 
 /* --- ops and calls (call.c) --- */
 #define MPP_MAX_ROLES 4

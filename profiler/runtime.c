@@ -234,13 +234,26 @@ void *mpp_sym_get(mpp_sym *s) {
     /* Loaded RTLD_LOCAL by the app (Python extensions): look inside it. The
      * handle keeps a reference, which is what we want for a live library. */
     void *h = dlopen(s->soname, RTLD_LAZY | RTLD_NOLOAD);
-    if (h) fn = dlsym(h, s->name);
+    /* The C library's dlsym: libmpprof's own (dlsym.c) would answer with the hook. */
+    if (h) fn = mpp_dlsym_real ? mpp_dlsym_real(h, s->name) : dlsym(h, s->name);
   }
   if (fn)
     __atomic_store_n(&s->fn, fn, __ATOMIC_RELEASE);
   else
     __atomic_store_n(&s->missed_at, gen, __ATOMIC_RELEASE);
   return fn;
+}
+
+bool mpp_sym_adopt(const char *name, void *real) {
+  for (size_t t = 0; t < nsym_tables; t++)
+    for (size_t i = 0; i < sym_tables[t].n; i++) {
+      mpp_sym *s = &sym_tables[t].tab[i];
+      if (strcmp(s->name, name) != 0) continue;
+      void *none = NULL;
+      __atomic_compare_exchange_n(&s->fn, &none, real, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+      return true;
+    }
+  return false;
 }
 
 void mpp_sym_resolve_all(mpp_sym *tab, size_t n) {
@@ -380,6 +393,10 @@ void mpp_activate(void) {
   }
   if (!exit_handler_renewed) atomic_store(&exit_handler_renew, true);
   mpp_cfg.rank = mpp_rank_from_env(); /* before the checkpoint thread reads it */
+  /* The scanner's tables, built here rather than inside the first scanned
+   * call (the first hooked call is usually cublasCreate / a descriptor call,
+   * not a GEMM a program may be timing). */
+  if (mpp_cfg.scan != MPP_SCAN_NONE) mp_scan_prepare();
   if (!mpp_in_forked_child()) {
     mpp_cupti_set_sink(mpp_kernel_sink_fn);
     mpp_tc_set_verdict_sink(mpp_tc_verdict_sink_fn);

@@ -22,7 +22,7 @@
 
 #include "sim_run.h"
 
-static const char *mpprof, *prog;
+static const char *mpprof, *prog, *dlopen_prog;
 
 /* Runs `prog MODE` plain and under `mpprof -o dir [opts]`; both must print the
  * same and exit 0. Returns the raw document (one process, one raw file). */
@@ -186,12 +186,38 @@ static void tc_counters_say_when_they_decided_nothing(void **state) {
   cJSON_Delete(raw);
 }
 
+/* cuBLAS loaded with dlopen and called through dlsym on its handle is recorded
+ * as the entry point the program called (not as the _64 twin that cuBLAS
+ * calls inside, which a -Bsymbolic library binds internally). */
+static void dlopened_cublas(const char *name, const char *arg) {
+  const char *saved = prog;
+  prog = dlopen_prog;
+  cJSON *doc = run_mode(outdir(name), arg, NULL);
+  prog = saved;
+  cJSON *s = site(doc, "cublasSgemm_v2", 8);
+  assert_int_equal(num(s, "calls"), 2);
+  assert_int_equal(num(s, "tensors.A.count"), 2 * 64);
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "sites")), 1); /* no _64 twin */
+  cJSON_Delete(doc);
+}
+
+static void cublas_through_dlsym_on_its_handle_is_recorded(void **state) {
+  (void)state;
+  dlopened_cublas("dlopen", "local");
+}
+
+static void cublas_through_dlsym_on_a_deepbind_handle_is_recorded(void **state) {
+  (void)state;
+  dlopened_cublas("dlopen-deep", "deep");
+}
+
 int main(void) {
   mpprof = getenv("MPP_MPPROF");
   prog = getenv("MPP_FIDELITY_PROG");
+  dlopen_prog = getenv("MPP_DLOPEN_PROG");
   simcuda = getenv("MPP_SIMCUDA");
   workdir = getenv("MPP_WORKDIR");
-  if (!mpprof || !prog || !simcuda || !workdir) {
+  if (!mpprof || !prog || !dlopen_prog || !simcuda || !workdir) {
     fprintf(stderr, "MPP_MPPROF, MPP_FIDELITY_PROG, MPP_SIMCUDA and MPP_WORKDIR must be set\n");
     return 1;
   }
@@ -201,6 +227,8 @@ int main(void) {
       cmocka_unit_test(a_pointer_array_lt_batch_is_scanned_matrix_by_matrix),
       cmocka_unit_test(cudnn_backend_matmul_records_its_compute_type),
       cmocka_unit_test(tc_counters_say_when_they_decided_nothing),
+      cmocka_unit_test(cublas_through_dlsym_on_its_handle_is_recorded),
+      cmocka_unit_test(cublas_through_dlsym_on_a_deepbind_handle_is_recorded),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -508,6 +508,10 @@ static const struct {
      "operation not permitted when stream is capturing"},
     {cudaErrorStreamCaptureWrongThread, "cudaErrorStreamCaptureWrongThread",
      "attempt to terminate a thread-local capture sequence from another thread"},
+    {cudaErrorNoKernelImageForDevice, "cudaErrorNoKernelImageForDevice",
+     "no kernel image is available for execution on the device"},
+    {cudaErrorMissingConfiguration, "cudaErrorMissingConfiguration",
+     "__global__ function call is not configured"},
     {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
 };
 
@@ -521,4 +525,117 @@ SIM_API const char *cudaGetErrorString(cudaError_t error) {
   for (size_t i = 0; i < sizeof(sim_errors) / sizeof(sim_errors[0]); i++)
     if (sim_errors[i].code == error) return sim_errors[i].text;
   return "unrecognized error code";
+}
+
+/* --- what nvcc-built programs call: module registration and <<<>>> launches ---
+ *
+ * Every program nvcc builds registers its fatbin, kernels and device variables
+ * at load time (before main) and unregisters them at exit; a <<<...>>> launch
+ * pushes its configuration, pops it in the host stub and launches through
+ * __cudaGetKernel / __cudaLaunchKernel (CUDA 13) or cudaLaunchKernel.
+ * simcuda accepts the registrations (a program that only calls libraries
+ * runs) and cannot run device code: every launch fails with
+ * cudaErrorNoKernelImageForDevice, sticky like any runtime error, as a GPU
+ * without a kernel image for its architecture would answer. Managed
+ * variables get host memory of their size. */
+
+SIM_API void **__cudaRegisterFatBinary(void *fatCubin) {
+  void **h = calloc(1, sizeof *h);
+  if (h) *h = fatCubin;
+  return h;
+}
+
+SIM_API void __cudaRegisterFatBinaryEnd(void **fatCubinHandle) {
+  (void)fatCubinHandle;
+}
+
+SIM_API void __cudaUnregisterFatBinary(void **fatCubinHandle) {
+  free(fatCubinHandle);
+}
+
+SIM_API char __cudaInitModule(void **fatCubinHandle) {
+  return fatCubinHandle != NULL;
+}
+
+SIM_API void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
+                                    const char *deviceName, int thread_limit, uint3 *tid,
+                                    uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize) {
+  (void)fatCubinHandle, (void)hostFun, (void)deviceFun, (void)deviceName, (void)thread_limit;
+  (void)tid, (void)bid, (void)bDim, (void)gDim, (void)wSize;
+}
+
+SIM_API void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
+                               const char *deviceName, int ext, size_t size, int constant,
+                               int global) {
+  (void)fatCubinHandle, (void)hostVar, (void)deviceAddress, (void)deviceName, (void)ext;
+  (void)size, (void)constant, (void)global;
+}
+
+SIM_API void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress,
+                                      char *deviceAddress, const char *deviceName, int ext,
+                                      size_t size, int constant, int global) {
+  (void)fatCubinHandle, (void)deviceAddress, (void)deviceName, (void)ext, (void)constant;
+  (void)global;
+  if (hostVarPtrAddress && !*hostVarPtrAddress) *hostVarPtrAddress = calloc(1, size ? size : 1);
+}
+
+/* The <<<grid, block, shared, stream>>> configuration, pushed by the caller
+ * and popped by the kernel's host stub on the same thread. */
+enum { SIM_LAUNCH_DEPTH = 16 };
+static _Thread_local struct {
+  dim3 grid, block;
+  size_t shared;
+  void *stream;
+} sim_launch_cfg[SIM_LAUNCH_DEPTH];
+static _Thread_local int sim_launch_n;
+
+SIM_API unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
+                                             struct CUstream_st *stream) {
+  if (sim_launch_n == SIM_LAUNCH_DEPTH) return 1;
+  sim_launch_cfg[sim_launch_n].grid = gridDim;
+  sim_launch_cfg[sim_launch_n].block = blockDim;
+  sim_launch_cfg[sim_launch_n].shared = sharedMem;
+  sim_launch_cfg[sim_launch_n].stream = stream;
+  sim_launch_n++;
+  return 0;
+}
+
+SIM_API cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
+                                               void *stream) {
+  if (sim_launch_n == 0) return sim_ret(cudaErrorMissingConfiguration);
+  sim_launch_n--;
+  if (gridDim) *gridDim = sim_launch_cfg[sim_launch_n].grid;
+  if (blockDim) *blockDim = sim_launch_cfg[sim_launch_n].block;
+  if (sharedMem) *sharedMem = sim_launch_cfg[sim_launch_n].shared;
+  if (stream) *(void **)stream = sim_launch_cfg[sim_launch_n].stream;
+  return cudaSuccess;
+}
+
+SIM_API cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun) {
+  if (!kernel) return sim_ret(cudaErrorInvalidValue);
+  *kernel = (cudaKernel_t)(uintptr_t)hostFun;
+  return cudaSuccess;
+}
+
+static cudaError_t sim_launch(void) {
+  sim_init_driver();
+  return sim_ret(cudaErrorNoKernelImageForDevice);
+}
+
+SIM_API cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+                                       void **args, size_t sharedMem, cudaStream_t stream) {
+  (void)kernel, (void)gridDim, (void)blockDim, (void)args, (void)sharedMem, (void)stream;
+  return sim_launch();
+}
+
+SIM_API cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+                                            void **args, size_t sharedMem, cudaStream_t stream) {
+  (void)kernel, (void)gridDim, (void)blockDim, (void)args, (void)sharedMem, (void)stream;
+  return sim_launch();
+}
+
+SIM_API cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+                                     size_t sharedMem, cudaStream_t stream) {
+  (void)func, (void)gridDim, (void)blockDim, (void)args, (void)sharedMem, (void)stream;
+  return sim_launch();
 }

@@ -1257,7 +1257,9 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor
   const bk_desc *d = as_desc(descriptor);
   static const int64_t zero = 0, engines = BK_ENGINE_COUNT;
   if (!d || requested < 0) return CUDNN_STATUS_BAD_PARAM;
-  if (requested > 0 && !out) return CUDNN_STATUS_BAD_PARAM_NULL_POINTER;
+  /* A NULL array is a count query whatever the requested count (cudnn-frontend
+   * asks that way); without somewhere to put the count it is an error. */
+  if (!out) requested = 0;
   if (!count && requested == 0) return CUDNN_STATUS_BAD_PARAM_NULL_POINTER;
   if (!belongs(d->type, a)) return CUDNN_STATUS_BAD_PARAM;
   if (!d->finalized) return CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED;

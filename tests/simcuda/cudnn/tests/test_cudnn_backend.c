@@ -128,6 +128,22 @@ static cudnnBackendDescriptor_t conv_graph(cudnnHandle_t h, enum which op, const
 }
 
 /* Engine global indices the heuristics offer, in order. */
+/* cudnn-frontend asks for a count with a NULL array and a non-zero requested count. */
+static void a_null_array_is_a_count_query(void **state) {
+  (void)state;
+  int64_t dims[4] = {2, 3, 4, 5};
+  cudnnBackendDescriptor_t t = tensor(CUDNN_DATA_FLOAT, 4, dims, 7);
+  int64_t count = -1;
+  assert_int_equal(
+      cudnnBackendGetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 8, &count, NULL),
+      CUDNN_STATUS_SUCCESS);
+  assert_int_equal(count, 4);
+  assert_int_equal(
+      cudnnBackendGetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 8, NULL, NULL),
+      CUDNN_STATUS_BAD_PARAM_NULL_POINTER);
+  cudnnBackendDestroyDescriptor(t);
+}
+
 static int heuristics(cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t mode,
                       int64_t ret_index[2]) {
   cudnnBackendDescriptor_t heur = create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
@@ -1030,6 +1046,7 @@ static void unimplemented_fusions_are_refused(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(a_null_array_is_a_count_query),
       cmocka_unit_test(forward_graph_matches_reference),
       cmocka_unit_test(backward_data_graph_matches_reference),
       cmocka_unit_test(backward_filter_graph_matches_reference),

@@ -1,0 +1,232 @@
+/* dlsym / dlvsym interposition. Programs that dlopen the CUDA libraries and
+ * look their entry points up on the library's own handle (TensorFlow,
+ * XLA/JAX, cudnn-frontend built with dynamic loading), with or without
+ * RTLD_DEEPBIND, never reach a preloaded definition: the lookup searches that
+ * library's scope only. libmpprof therefore exports dlsym and dlvsym. A
+ * lookup on a handle of libcublas, libcublasLt or libcudnn of a name mpprof
+ * hooks returns the hook, and the hook forwards to that handle's symbol
+ * (mpp_sym_adopt). Every other lookup is the C library's.
+ *
+ * RTLD_NEXT and RTLD_DEFAULT lookups depend on the caller's address, so they
+ * reach the C library's function by a tail jump that keeps the caller's
+ * return address (x86-64 assembly below; elsewhere nothing is interposed).
+ * The C library's functions are found in its own symbol table
+ * (dl_iterate_phdr + GNU hash), never through dlsym, which is this file. */
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "mpp.h"
+
+#if defined(__x86_64__) && defined(__linux__)
+
+typedef void *(*dlsym_fn)(void *, const char *);
+typedef void *(*dlvsym_fn)(void *, const char *, const char *);
+
+/* Read by the trampolines; set once (the same value by any racing thread). */
+__attribute__((visibility("hidden"))) dlsym_fn mpp_real_dlsym_ptr;
+__attribute__((visibility("hidden"))) dlvsym_fn mpp_real_dlvsym_ptr;
+
+static uint32_t gnu_hash(const char *s) {
+  uint32_t h = 5381;
+  for (; *s; s++)
+    h = h * 33 + (unsigned char)*s;
+  return h;
+}
+
+typedef struct elf_lookup {
+  const char *want;
+  void *found;
+} elf_lookup;
+
+/* A pointer from the dynamic section: glibc relocates most in place; an
+ * unrelocated one is below the load address. */
+static uintptr_t dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) p) {
+  return p < info->dlpi_addr ? info->dlpi_addr + p : p;
+}
+
+static void *lookup_in(const struct dl_phdr_info *info, const char *name) {
+  const ElfW(Dyn) *dyn = NULL;
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+      dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+  if (!dyn) return NULL;
+  const ElfW(Sym) *symtab = NULL;
+  const char *strtab = NULL;
+  const uint32_t *gh = NULL;
+  for (; dyn->d_tag != DT_NULL; dyn++) {
+    if (dyn->d_tag == DT_SYMTAB) symtab = (const ElfW(Sym) *)dyn_ptr(info, dyn->d_un.d_ptr);
+    if (dyn->d_tag == DT_STRTAB) strtab = (const char *)dyn_ptr(info, dyn->d_un.d_ptr);
+    if (dyn->d_tag == DT_GNU_HASH) gh = (const uint32_t *)dyn_ptr(info, dyn->d_un.d_ptr);
+  }
+  if (!symtab || !strtab || !gh) return NULL;
+  uint32_t nbuckets = gh[0], symoffset = gh[1], bloom_size = gh[2];
+  if (nbuckets == 0) return NULL;
+  const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(gh + 4) + bloom_size);
+  const uint32_t *chain = buckets + nbuckets;
+  uint32_t h = gnu_hash(name);
+  uint32_t i = buckets[h % nbuckets];
+  if (i < symoffset) return NULL;
+  for (;; i++) {
+    uint32_t ch = chain[i - symoffset];
+    const ElfW(Sym) *s = &symtab[i];
+    if ((ch | 1) == (h | 1) && s->st_shndx != SHN_UNDEF && s->st_value != 0 &&
+        ELF64_ST_TYPE(s->st_info) == STT_FUNC && strcmp(strtab + s->st_name, name) == 0)
+      return (void *)(info->dlpi_addr + s->st_value);
+    if (ch & 1) return NULL;
+  }
+}
+
+static bool ends_with(const char *s, const char *tail) {
+  size_t n = strlen(s), m = strlen(tail);
+  return n >= m && strcmp(s + n - m, tail) == 0;
+}
+
+/* libc.so.6 defines dlsym since glibc 2.34; libdl.so.2 before. */
+static int find_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  elf_lookup *l = arg;
+  if (!info->dlpi_name ||
+      (!ends_with(info->dlpi_name, "/libc.so.6") && !ends_with(info->dlpi_name, "/libdl.so.2")))
+    return 0;
+  l->found = lookup_in(info, l->want);
+  return l->found != NULL;
+}
+
+static void *find_libc(const char *name) {
+  elf_lookup l = {name, NULL};
+  dl_iterate_phdr(find_cb, &l);
+  return l.found;
+}
+
+static void *no_dlsym(void *h, const char *n) {
+  (void)h, (void)n;
+  return NULL;
+}
+
+static void *no_dlvsym(void *h, const char *n, const char *v) {
+  (void)h, (void)n, (void)v;
+  return NULL;
+}
+
+/* Called by the trampolines before the first forward (also from a
+ * constructor that runs before mpprof's). Never fails: without the C
+ * library's functions every lookup answers NULL, as dlsym does on error. */
+__attribute__((visibility("hidden"))) void mpp_dlsym_resolve(void) {
+  dlsym_fn s = (dlsym_fn)find_libc("dlsym");
+  dlvsym_fn v = (dlvsym_fn)find_libc("dlvsym");
+  __atomic_store_n(&mpp_real_dlvsym_ptr, v ? v : no_dlvsym, __ATOMIC_RELEASE);
+  __atomic_store_n(&mpp_real_dlsym_ptr, s ? s : no_dlsym, __ATOMIC_RELEASE);
+}
+
+__attribute__((constructor(101))) static void dlsym_init(void) {
+  if (!mpp_real_dlsym_ptr) mpp_dlsym_resolve();
+}
+
+void *mpp_dlsym_real(void *handle, const char *name) {
+  if (!__atomic_load_n(&mpp_real_dlsym_ptr, __ATOMIC_ACQUIRE)) mpp_dlsym_resolve();
+  return mpp_real_dlsym_ptr(handle, name);
+}
+
+/* Is this handle one of the libraries whose entry points mpprof hooks? */
+static bool hooked_library(void *handle) {
+  struct link_map *lm = NULL;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm || !lm->l_name) return false;
+  const char *base = strrchr(lm->l_name, '/');
+  base = base ? base + 1 : lm->l_name;
+  return !strncmp(base, "libcublas.so", 12) || !strncmp(base, "libcublasLt.so", 14) ||
+         !strncmp(base, "libcudnn.so", 11);
+}
+
+/* mpprof's own definition of a hooked name (libmpprof's handle, found once). */
+static void *own_definition(const char *name) {
+  static void *self;
+  void *h = __atomic_load_n(&self, __ATOMIC_ACQUIRE);
+  if (!h) {
+    Dl_info di;
+    if (!dladdr((void *)&own_definition, &di) || !di.dli_fname) return NULL;
+    h = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) return NULL;
+    __atomic_store_n(&self, h, __ATOMIC_RELEASE); /* a racing thread's reference is harmless */
+  }
+  return mpp_real_dlsym_ptr(h, name);
+}
+
+/* A lookup on an explicit handle; `real` is what the C library answered. */
+static void *redirect(void *handle, const char *name, void *real) {
+  if (!real || !name || mpp_cfg.disabled) return real;
+  if (strncmp(name, "cublas", 6) && strncmp(name, "cudnn", 5)) return real;
+  if (!hooked_library(handle) || !mpp_sym_adopt(name, real)) return real;
+  void *hook = own_definition(name);
+  return hook ? hook : real;
+}
+
+__attribute__((visibility("hidden"))) void *mpp_dlsym_handle(void *handle, const char *name) {
+  return redirect(handle, name, mpp_real_dlsym_ptr(handle, name));
+}
+
+__attribute__((visibility("hidden"))) void *mpp_dlvsym_handle(void *handle, const char *name,
+                                                              const char *version) {
+  return redirect(handle, name, mpp_real_dlvsym_ptr(handle, name, version));
+}
+
+/* dlsym(handle, name): RTLD_DEFAULT (0) and RTLD_NEXT (-1) jump to the C
+ * library's dlsym with the caller's return address in place; other handles
+ * go to mpp_dlsym_handle, which returns to the caller itself. The same for
+ * dlvsym with its third argument. The resolver call keeps rdi/rsi/rdx and a
+ * 16-byte aligned stack. */
+__asm__(".text\n"
+        ".globl dlsym\n"
+        ".type dlsym, @function\n"
+        "dlsym:\n"
+        "  cmpq $0, mpp_real_dlsym_ptr(%rip)\n"
+        "  jne 1f\n"
+        "  pushq %rdi\n"
+        "  pushq %rsi\n"
+        "  subq $8, %rsp\n"
+        "  call mpp_dlsym_resolve\n"
+        "  addq $8, %rsp\n"
+        "  popq %rsi\n"
+        "  popq %rdi\n"
+        "1:\n"
+        "  testq %rdi, %rdi\n"
+        "  je 2f\n"
+        "  cmpq $-1, %rdi\n"
+        "  je 2f\n"
+        "  jmp mpp_dlsym_handle\n"
+        "2:\n"
+        "  jmp *mpp_real_dlsym_ptr(%rip)\n"
+        ".size dlsym, .-dlsym\n"
+        ".globl dlvsym\n"
+        ".type dlvsym, @function\n"
+        "dlvsym:\n"
+        "  cmpq $0, mpp_real_dlvsym_ptr(%rip)\n"
+        "  jne 1f\n"
+        "  pushq %rdi\n"
+        "  pushq %rsi\n"
+        "  pushq %rdx\n"
+        "  call mpp_dlsym_resolve\n"
+        "  popq %rdx\n"
+        "  popq %rsi\n"
+        "  popq %rdi\n"
+        "1:\n"
+        "  testq %rdi, %rdi\n"
+        "  je 2f\n"
+        "  cmpq $-1, %rdi\n"
+        "  je 2f\n"
+        "  jmp mpp_dlvsym_handle\n"
+        "2:\n"
+        "  jmp *mpp_real_dlvsym_ptr(%rip)\n"
+        ".size dlvsym, .-dlvsym\n");
+
+#else
+
+void *mpp_dlsym_real(void *handle, const char *name) {
+  return dlsym(handle, name);
+}
+
+#endif
