@@ -43,7 +43,10 @@
  *   STR       static string, written always (null when NULL)
  *   STR_OPT   static string or NULL, written only when set
  *   OPKIND    mpp_op_kind, written as its name
- *   LAYER     the caller's NVTX path (kept by the site, not the op)
+ *   LAYER     the caller's layer: a scope's (profiler/include/mpprof.h) or its
+ *             NVTX path (kept by the site, not the op, as are the next two)
+ *   PHASE     the scope's phase, written as its name only inside a scope
+ *   CLASS     the scope's module class, written only when set
  *   I64       int64, written always
  *   I64_OPT   int64, -1 absent: written only when >= 0
  *   TRANS     'N'/'T'/'C', 0 absent: written only when set
@@ -59,7 +62,9 @@
 #define MP_RAW_SITE_KEY(X)                                                                         \
   X(api, "api", STR, "the hooked entry point")                                                     \
   X(kind, "op", OPKIND, "gemm | conv_fwd | conv_bwd_data | conv_bwd_filter | matmul")              \
-  X(layer, "layer", LAYER, "NVTX range stack of the calling thread joined with /")                 \
+  X(layer, "layer", LAYER, "NVTX range stack of the calling thread joined with /, or a scope's")   \
+  X(phase, "phase", PHASE, "a scope's phase: forward | backward | optimizer | recompute")          \
+  X(module_class, "module_class", CLASS, "a scope's module class (PyTorch: Linear, ...)")         \
   X(m, "m", I64, "GEMM m (convs: implicit-GEMM shape)")                                            \
   X(n, "n", I64, "GEMM n")                                                                         \
   X(k, "k", I64, "GEMM k")                                                                         \

@@ -277,13 +277,14 @@ void mpp_call_begin(mpp_call *c, mpp_op *op) {
     mpp_process_note_device(); /* the app's first op: its CUDA context exists */
   memset(c, 0, sizeof *c);
   c->tmp_owned = open_calls++ > 0;
-  uint64_t lh, index = 0;
-  const char *layer = mpp_nvtx_layer(&lh);
+  uint64_t index = 0;
+  mpp_layer layer;
+  mpp_layer_current(&layer);
   /* Gradients computed now carry the scale in force: sites are split by it so
    * the report can unscale each one exactly. */
   op->loss_scale = mpp_train_scale();
   c->has_step = mpp_train_step(&c->step);
-  c->site = mpp_site_find(op, layer, lh, &index);
+  c->site = mpp_site_find(op, &layer, &index);
   c->index = index;
   if (c->site >= 0) {
     c->op_id = make_op_id(c->site, index);
@@ -383,9 +384,10 @@ void mpp_call_end(mpp_call *c, mpp_op *op, bool ok) {
 }
 
 void mpp_call_autotune(mpp_op *op) {
-  uint64_t lh, index;
+  uint64_t index;
+  mpp_layer layer;
+  mpp_layer_current(&layer);
   op->loss_scale = mpp_train_scale();
-  const char *layer = mpp_nvtx_layer(&lh);
-  int site = mpp_site_find(op, layer, lh, &index);
+  int site = mpp_site_find(op, &layer, &index);
   if (site >= 0) mpp_site_record_autotune(site);
 }

@@ -200,6 +200,16 @@ void mpp_call_end(mpp_call *c, mpp_op *op, bool ok);
 /* A cuDNN autotuning execution of the op: counted apart, never scanned. */
 void mpp_call_autotune(mpp_op *op);
 
+/* --- the layer of an op (scope.c): a framework scope, else the NVTX path --- */
+typedef struct mpp_layer {
+  const char *path;         /* module name or NVTX range path ("" without either) */
+  uint64_t hash;            /* of path */
+  const char *module_class; /* interned; NULL outside a module scope */
+  uint8_t phase;            /* MPPROF_SCOPE_* (profiler/include/mpprof.h); 0: none */
+} mpp_layer;
+void mpp_layer_current(mpp_layer *ret);
+const char *mpp_scope_phase_name(int phase); /* raw-file spelling; NULL for none */
+
 /* --- sites (sites.c) --- */
 #define MPP_SITE_TC_VALUES 4 /* == MPP_TC_MAX_METRICS (profiler/gpu/gpu.h) */
 typedef struct mpp_site_kernel_t {
@@ -216,6 +226,10 @@ typedef struct mpp_site_kernel_t {
 typedef struct mpp_site {
   uint64_t hash;
   char *layer;
+  /* The scope's module class (interned by scope.c, never freed; NULL
+   * without) and phase (MPPROF_SCOPE_*, 0 without a scope phase). */
+  const char *module_class;
+  uint8_t phase;
   mpp_op key;       /* roles[].view and per-call fields cleared */
   uint64_t started; /* calls begun: the sampling index */
   uint64_t calls;   /* calls that returned success */
@@ -250,8 +264,7 @@ bool mpp_sites_locked_by_caller(void); /* the calling thread holds the site lock
 void mpp_fork_protect(pthread_mutex_t *mu);
 /* Site id for the op and the calling thread's layer; -1 when the site cap is
  * hit (the op is counted as not attributed). */
-int mpp_site_find(const mpp_op *op, const char *layer, uint64_t layer_hash,
-                  uint64_t *ret_call_index);
+int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_index);
 void mpp_site_record_autotune(int site); /* a cuDNN autotuning execution: counted apart */
 /* Record a finished call: counts, not-scanned reasons, host-scan stats, event. */
 void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur_ns);

@@ -235,6 +235,10 @@ static void write_math_mode(mpp_jw *w, const char *key, int mode) {
   if (k->f) key_str(w, key, k->f)
 #define W_OPKIND(f, key) key_str(w, key, mpp_op_kind_name(k->f))
 #define W_LAYER(f, key) key_str(w, key, s->layer)
+#define W_PHASE(f, key)                                                                            \
+  if (mpp_scope_phase_name(s->f)) key_str(w, key, mpp_scope_phase_name(s->f))
+#define W_CLASS(f, key)                                                                            \
+  if (s->f) key_str(w, key, s->f)
 #define W_I64(f, key) key_i64(w, key, k->f)
 #define W_I64_OPT(f, key)                                                                          \
   if (k->f >= 0) key_i64(w, key, k->f)

@@ -172,7 +172,9 @@ static uint64_t mix_roles(uint64_t h, const mpp_op *op) {
 #define HASH_STR(f) h = mix_str(h, op->f)
 #define HASH_STR_OPT(f) h = mix_str(h, op->f)
 #define HASH_OPKIND(f) h = mix(h, (uint64_t)op->f)
-#define HASH_LAYER(f) h = mix(h, layer_hash)
+#define HASH_LAYER(f) h = mix(h, layer->hash)
+#define HASH_PHASE(f) h = mix(h, layer->phase)
+#define HASH_CLASS(f) h = mix_str(h, layer->module_class) /* interned by scope.c */
 #define HASH_I64(f) h = mix(h, (uint64_t)op->f)
 #define HASH_I64_OPT(f) h = mix(h, (uint64_t)op->f)
 #define HASH_TRANS(f) h = mix(h, (uint64_t)(unsigned char)op->f)
@@ -183,7 +185,7 @@ static uint64_t mix_roles(uint64_t h, const mpp_op *op) {
 #define HASH_SCALE(f) h = mix(h, double_bits(op->f))
 #define HASH_ROLES(f) h = mix_roles(h, op)
 
-static uint64_t op_hash(const mpp_op *op, uint64_t layer_hash) {
+static uint64_t op_hash(const mpp_op *op, const mpp_layer *layer) {
   uint64_t h = 0;
 #define X(f, json, kind, doc) HASH_##kind(f);
   MP_RAW_SITE_KEY(X)
@@ -219,6 +221,8 @@ static bool roles_eq(const mpp_op *a, const mpp_op *b) {
 #define EQ_STR_OPT(f) str_eq(k->f, op->f)
 #define EQ_OPKIND(f) (k->f == op->f)
 #define EQ_LAYER(f) true /* compared last: the longest */
+#define EQ_PHASE(f) (s->phase == layer->phase)
+#define EQ_CLASS(f) str_eq(s->module_class, layer->module_class)
 #define EQ_I64(f) (k->f == op->f)
 #define EQ_I64_OPT(f) (k->f == op->f)
 #define EQ_TRANS(f) (k->f == op->f)
@@ -229,10 +233,10 @@ static bool roles_eq(const mpp_op *a, const mpp_op *b) {
 #define EQ_SCALE(f) (k->f == op->f)
 #define EQ_ROLES(f) roles_eq(k, op)
 
-static bool op_key_eq(const mpp_site *s, const mpp_op *op, const char *layer) {
+static bool op_key_eq(const mpp_site *s, const mpp_op *op, const mpp_layer *layer) {
   const mpp_op *k = &s->key;
 #define X(f, json, kind, doc) &&EQ_##kind(f)
-  return true MP_RAW_SITE_KEY(X) && !strcmp(s->layer, layer);
+  return true MP_RAW_SITE_KEY(X) && !strcmp(s->layer, layer->path);
 #undef X
 }
 
@@ -252,7 +256,7 @@ static bool grow_index(void) {
   return true;
 }
 
-static int add_site_locked(const mpp_op *op, const char *layer, uint64_t h) {
+static int add_site_locked(const mpp_op *op, const mpp_layer *layer, uint64_t h) {
   if (nsites >= mpp_cfg.max_sites) {
     if (ops_unattributed++ == 0)
       note_reason("max_sites", "max_sites (%u) reached", mpp_cfg.max_sites);
@@ -267,12 +271,14 @@ static int add_site_locked(const mpp_op *op, const char *layer, uint64_t h) {
     sites = ns;
     sites_cap = cap;
   }
-  char *l = strdup(layer);
+  char *l = strdup(layer->path);
   if (!l) goto oom;
   mpp_site *s = &sites[nsites];
   memset(s, 0, sizeof *s);
   s->hash = h;
   s->layer = l;
+  s->module_class = layer->module_class;
+  s->phase = layer->phase;
   s->key = *op;
   s->key.stream = NULL;
   s->key.ptr_align = 0;
@@ -291,9 +297,8 @@ oom:
   return -1;
 }
 
-int mpp_site_find(const mpp_op *op, const char *layer, uint64_t layer_hash,
-                  uint64_t *ret_call_index) {
-  uint64_t h = op_hash(op, layer_hash);
+int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_index) {
+  uint64_t h = op_hash(op, layer);
   int id = -1;
   mpp_sites_lock();
   total_calls++;

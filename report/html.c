@@ -516,6 +516,11 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
     if (charted[i]) fprintf(f, "<a href=\"#layer-%zu\">", i);
     html(f, layer_label(l));
     if (charted[i]) fputs("</a>", f);
+    if (l->module_class) { /* a PyTorch module: its class */
+      fputs(" <small>", f);
+      html(f, l->module_class);
+      fputs("</small>", f);
+    }
     fprintf(f, "</td><td>%s</td>", phase_of(l));
     num_cell(f, (double)l->calls, "%.0f");
     if (l->has_gpu_ns)

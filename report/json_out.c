@@ -119,6 +119,10 @@ static cJSON *site_json(const mpprof_model *m, const mpprof_site *s, mp_stats *s
   cJSON_AddItemToObject(o, "id", mpprof_json_u64(s->id));
   while (id->child) {
     cJSON *c = cJSON_DetachItemViaPointer(id, id->child);
+    if (!strcmp(c->string, "phase")) { /* the raw scope phase: "phase" below says it */
+      cJSON_Delete(c);
+      continue;
+    }
     cJSON_AddItemToObject(o, c->string, c);
   }
   cJSON_Delete(id);
@@ -239,6 +243,7 @@ static cJSON *layer_json(const mpprof_model *m, const mpprof_layer *l, mp_stats 
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
   cJSON_AddStringToObject(o, "name", l->name);
+  cJSON_AddItemToObject(o, "module_class", str_or_null(l->module_class));
   int nph = 0, last = 0;
   cJSON *phases = cJSON_CreateArray();
   for (int p = 0; p < MPPROF_PHASE_COUNT; p++)

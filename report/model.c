@@ -27,6 +27,7 @@ void mpprof_site_free(mpprof_site *s) {
   free(s->scale_type);
   free(s->epilogue);
   free(s->conv_math_type);
+  free(s->module_class);
   for (size_t i = 0; i < s->n_not_scanned; i++)
     free(s->not_scanned[i].name);
   free(s->not_scanned);
@@ -301,7 +302,13 @@ static int perm_cmp(const void *a, const void *b) {
 int mpprof_model_finish(mpprof_model *m) {
   for (size_t i = 0; i < m->n_sites; i++) {
     mpprof_site *s = &m->sites[i];
-    s->phase = mpprof_phase_of(&m->phases, s->layer, &s->layer_name);
+    /* A framework scope names its phase; an NVTX path carries marker words. */
+    if (s->scope_phase > 0) {
+      s->phase = (mpprof_phase)s->scope_phase;
+      s->layer_name = strdup(s->layer);
+    } else {
+      s->phase = mpprof_phase_of(&m->phases, s->layer, &s->layer_name);
+    }
     if (!s->layer_name) return -1;
     s->elements = 0;
     for (size_t t = 0; t < s->n_tensors; t++)
@@ -351,6 +358,7 @@ int mpprof_model_finish(mpprof_model *m) {
     s->layer_idx = m->n_layers - 1;
     l->n_sites++;
     l->phase_mask |= 1u << s->phase;
+    if (!l->module_class && s->module_class) l->module_class = s->module_class;
     l->calls += s->calls;
     l->elements += s->elements;
     if (s->has_gpu_ns) {

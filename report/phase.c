@@ -26,8 +26,15 @@ static const char *const env_names[MPPROF_PHASE_COUNT] = {
 };
 
 const char *mpprof_phase_name(mpprof_phase p) {
-  static const char *const names[] = {"unknown", "forward", "backward", "optimizer", "mixed"};
+  static const char *const names[] = {"unknown",   "forward",   "backward",
+                                      "optimizer", "recompute", "mixed"};
   return (unsigned)p < MPPROF_PHASE_COUNT ? names[p] : "unknown";
+}
+
+int mpprof_phase_parse(const char *s) {
+  for (int p = MPPROF_PHASE_FORWARD; p < MPPROF_PHASE_MIXED; p++)
+    if (!strcmp(s, mpprof_phase_name((mpprof_phase)p))) return p;
+  return -1;
 }
 
 void mpprof_phase_rules_default(mpprof_phase_rules *r) {

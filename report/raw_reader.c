@@ -436,6 +436,7 @@ static int site_from_json(cJSON *o, const mpprof_process *p, mp_stats *scratch, 
   s->scale_type = dup_str_or_null(o, MP_RK_SITE.scale_type);
   s->epilogue = dup_str_or_null(o, MP_RK_SITE.epilogue);
   s->conv_math_type = dup_str_or_null(o, MP_RK_SITE.conv_math);
+  s->module_class = dup_str_or_null(o, MP_RK_SITE.module_class);
   if (!s->api || !s->op || !s->layer) return -1;
   const cJSON *ls = cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.loss_scale);
   if (ls && !cJSON_IsNull(ls)) {
@@ -445,6 +446,11 @@ static int site_from_json(cJSON *o, const mpprof_process *p, mp_stats *scratch, 
       return -1;
     }
     s->loss_scale = v;
+  }
+  const char *phase = get_str(o, MP_RK_SITE.phase);
+  if (phase && (s->scope_phase = mpprof_phase_parse(phase)) <= 0) {
+    snprintf(err, errlen, "phase: unknown phase \"%.40s\"", phase);
+    return -1;
   }
   if (!get_u64(o, MP_RK_SITE.scanned_calls, &s->scanned_calls)) s->scanned_calls = 0;
   get_u64(o, MP_RK_SITE.autotune_calls, &s->autotune_calls);

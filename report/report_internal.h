@@ -47,11 +47,15 @@ typedef enum mpprof_phase {
   MPPROF_PHASE_FORWARD,
   MPPROF_PHASE_BACKWARD,
   MPPROF_PHASE_OPTIMIZER,
+  /* activation-checkpoint recomputation: forward values */
+  MPPROF_PHASE_RECOMPUTE,
   MPPROF_PHASE_MIXED, /* layers only: sites of several phases */
   MPPROF_PHASE_COUNT
 } mpprof_phase;
 
 const char *mpprof_phase_name(mpprof_phase p); /* "unknown", "forward", ... */
+/* The phase spelled s ("forward", ...), or -1. */
+int mpprof_phase_parse(const char *s);
 
 /* Phase marker words, per phase: comma-separated, matched per NVTX path
  * component (see docs/report.md). */
@@ -126,6 +130,10 @@ typedef struct mpprof_site {
   char *key;        /* identity: the site's non-merged fields as a key-sorted JSON object */
   char *layer;      /* raw NVTX path */
   char *layer_name; /* the layer it belongs to: path without phase markers (set by finish) */
+  /* Raw "module_class" (a framework scope's module) or NULL, and raw "phase"
+   * (a framework scope's, as an mpprof_phase; 0: none, from the path's words). */
+  char *module_class;
+  int scope_phase;
   char *api, *op;
   char *compute_type, *math_mode, *scale_type, *epilogue;
   struct {
@@ -219,6 +227,8 @@ typedef struct mpprof_layer_advice {
 
 typedef struct mpprof_layer {
   char *name;
+  /* the module class of its first site with one (borrowed), or NULL */
+  const char *module_class;
   unsigned phase_mask;        /* 1 << mpprof_phase */
   size_t first_site, n_sites; /* sites are sorted by layer: a contiguous range */
   uint64_t calls, gpu_ns, kernel_ns, tc_ns, elements;

@@ -7,8 +7,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 source scripts/setup.sh
 
-# chromium: the HTML report is loaded in a real headless browser when present.
-mpprof_install_packages "${MPPROF_PACKAGES[@]}" chromium || exit 1
+# chromium: the HTML report is loaded in a real headless browser when present;
+# python3-torch: the PyTorch integration test (skipped without it).
+mpprof_install_packages "${MPPROF_PACKAGES[@]}" "${MPPROF_TEST_PACKAGES[@]}" chromium || exit 1
 
 mpprof_build build -Dwerror=true || exit 1
 meson test -C build --print-errorlogs --num-processes 2

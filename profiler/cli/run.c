@@ -40,19 +40,22 @@ typedef struct run_opts {
   const char *checkpoint;
   const char *tc_counters; /* "first" or N: MPPROF_TC_COUNTERS */
   const char *loss_scale;  /* MPPROF_LOSS_SCALE */
+  bool python_off;         /* --python off or MPPROF_PYTHON=0: no PYTHONPATH entry */
   char **argv;             /* program and its arguments */
 } run_opts;
 
 static void usage(FILE *f) {
   fputs("usage: mpprof [run] [-o DIR] [--force] [--scan all|outputs|none] [--sample N|auto]\n"
         "                    [--checkpoint SECONDS] [--tc-counters[=N]] [--loss-scale S]\n"
+        "                    [--python on|off]\n"
         "                    [--] PROGRAM ARGS...\n"
         "  -o, --output DIR   where raw files and the report go\n"
         "                     (default: mpprof-<program>-<date> in the current directory)\n"
         "  --force            use DIR even when it is not empty (its old raw files are removed)\n"
         "  --scan MODE        which tensors are scanned: all (default), outputs, none\n"
         "  --sample N|auto    scan every Nth call of each op site; auto (default): every call\n"
-        "                     for a site's first 64, then 1 in 2, 4, ... up to 1 in 64\n"        "  --checkpoint S     write the raw files every S seconds while running (default 10,\n"
+        "                     for a site's first 64, then 1 in 2, 4, ... up to 1 in 64\n"
+        "  --checkpoint S     write the raw files every S seconds while running (default 10,\n"
         "                     0: only at exit)\n"
         "  --tc-counters[=N]  decide Tensor Core use from hardware counters (CUPTI range\n"
         "                     profiler, kernel replay: serialises and replays the profiled\n"
@@ -60,7 +63,9 @@ static void usage(FILE *f) {
         "                     for every Nth call of each site\n"
         "  --loss-scale S     the program multiplies its loss (so its gradients) by S\n"
         "                     (65536, 2^16, 1e3); for a fixed scale the program does not\n"
-        "                     declare through the NVTX domain \"mpprof\" (its marks win)\n",
+        "                     declare through the NVTX domain \"mpprof\" (its marks win)\n"
+        "  --python on|off    PyTorch module attribution in Python programs (default on;\n"
+        "                     MPPROF_PYTHON=0 also turns it off)\n",
         f);
 }
 
@@ -97,6 +102,8 @@ static bool valid_seconds(const char *s) {
 /* 0 ok, 1 help printed, 2 usage error (message printed). */
 static int parse(int argc, char **argv, run_opts *o) {
   memset(o, 0, sizeof *o);
+  const char *py = getenv("MPPROF_PYTHON");
+  o->python_off = py && (!strcmp(py, "0") || !strcmp(py, "off"));
   int i;
   for (i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -148,6 +155,14 @@ static int parse(int argc, char **argv, run_opts *o) {
                 o->tc_counters);
         return 2;
       }
+    } else if (is_opt(a, "--python")) {
+      const char *v = opt_value(argc, argv, &i, "--python");
+      if (!v) return 2;
+      if (strcmp(v, "on") && strcmp(v, "off")) {
+        fprintf(stderr, "mpprof: run: --python must be on or off, not '%s'\n", v);
+        return 2;
+      }
+      o->python_off = !strcmp(v, "off");
     } else {
       fprintf(stderr, "mpprof: run: unknown option '%s' (see 'mpprof help run')\n", a);
       return 2;
@@ -320,6 +335,41 @@ static int find_library(char *ret, size_t n) {
   return -1;
 }
 
+/* The PyTorch integration (a sitecustomize package, profiler/python/) next to
+ * the library: <dir of lib>/python in the build tree, <libdir>/mpprof/python
+ * when installed. ret is "" when there is none. */
+static void find_python_dir(const char *lib, char *ret, size_t n) {
+  const char *slash = strrchr(lib, '/');
+  int dl = slash ? (int)(slash - lib) : 0;
+  const char *candidates[] = {"%.*s/python", "%.*s/mpprof/python"};
+  ret[0] = '\0';
+  for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+    char p[PATH_MAX + 64];
+    snprintf(p, sizeof p, candidates[i], dl, lib);
+    char f[PATH_MAX + 96];
+    snprintf(f, sizeof f, "%s/sitecustomize.py", p);
+    if (readable(f) && strlen(p) < n) {
+      snprintf(ret, n, "%s", p);
+      return;
+    }
+  }
+}
+
+static void prepend_env(const char *var, const char *value) {
+  const char *old = getenv(var);
+  if (old && *old) {
+    size_t n = strlen(value) + strlen(old) + 2;
+    char *v = malloc(n);
+    if (v) {
+      snprintf(v, n, "%s:%s", value, old);
+      setenv(var, v, 1);
+    }
+  } else {
+    setenv(var, value, 1);
+  }
+}
+
+
 /* --- secure execution --- */
 
 /* The program file as execvp would find it: 0 and its stat, or -1. */
@@ -441,17 +491,10 @@ static void set_handlers(void (*fn)(int, siginfo_t *, void *)) {
 }
 
 static void set_child_env(const run_opts *o, const char *lib, const char *out) {
-  const char *old = getenv("LD_PRELOAD");
-  if (old && *old) {
-    size_t n = strlen(lib) + strlen(old) + 2;
-    char *v = malloc(n);
-    if (v) {
-      snprintf(v, n, "%s:%s", lib, old);
-      setenv("LD_PRELOAD", v, 1);
-    }
-  } else {
-    setenv("LD_PRELOAD", lib, 1);
-  }
+  prepend_env("LD_PRELOAD", lib);
+  char py[PATH_MAX];
+  find_python_dir(lib, py, sizeof py);
+  if (py[0] && !o->python_off) prepend_env("PYTHONPATH", py);
   setenv("NVTX_INJECTION64_PATH", lib, 1);
   setenv("CUDA_INJECTION64_PATH", lib, 1);
   setenv("MPPROF_OUT", out, 1);

@@ -1,13 +1,22 @@
-/* mpprof.h: what a program (or the PyTorch integration) may tell mpprof
- * directly, through functions exported by libmpprof.so.
+/* mpprof.h: the public interface of libmpprof.so for programs and frameworks.
  *
- * A program usually declares its loss scale and steps through NVTX instead
+ * libmpprof.so is injected by `mpprof run` (LD_PRELOAD); these functions are
+ * looked up at run time (dlsym(RTLD_DEFAULT, "mpprof_loss_scale"), or ctypes
+ * as the PyTorch integration does), so a program that uses them runs
+ * unchanged without mpprof. Every function is cheap, callable from any
+ * thread, never blocks on the device, and does nothing when mpprof is
+ * disabled (MPPROF_DISABLE=1).
+ *
+ * Loss scale and steps: a C program usually declares them through NVTX instead
  * (domain "mpprof", marks "loss_scale", "step", "step_skipped"; README.md),
- * which costs nothing without mpprof. These functions have the same meaning as
- * those marks; look them up with dlsym(RTLD_DEFAULT, "mpprof_loss_scale") so a
- * program that runs without mpprof does not need the library. All are
- * process-wide, callable from any thread, and do nothing under
- * MPPROF_DISABLE=1. */
+ * which costs nothing without mpprof; the functions below have the same
+ * meaning as those marks and are process-wide.
+ *
+ * Scopes name what the calling thread is doing: an op issued while a scope is
+ * open is attributed to the scope's layer and phase instead of the thread's
+ * NVTX range path. Scopes are per thread and nest (push/pop); `set` replaces
+ * the innermost one, which is how autograd threads switch module during the
+ * backward pass without a matching pop. */
 #ifndef MPPROF_H
 #define MPPROF_H
 
@@ -25,6 +34,30 @@ void mpprof_loss_scale(double s);
 void mpprof_step(uint64_t n);
 /* Step n's update was skipped (its gradients were not finite). */
 void mpprof_step_skipped(uint64_t n);
+
+/* Phase of a scope; the raw file and the report spell them "forward",
+ * "backward", "optimizer" and "recompute". */
+enum mpprof_scope_phase {
+  MPPROF_SCOPE_NONE = 0, /* layer only: the phase comes from NVTX range words */
+  MPPROF_SCOPE_FORWARD = 1,
+  MPPROF_SCOPE_BACKWARD = 2,
+  MPPROF_SCOPE_OPTIMIZER = 3,
+  MPPROF_SCOPE_RECOMPUTE = 4, /* activation-checkpoint recomputation: forward values */
+};
+
+/* Id of the layer `name` (e.g. "encoder.layers.0.fc1", at most 1023 bytes)
+ * of class `module_class` ("Linear"; may be NULL), the same id for the same
+ * pair for the process's life; -1 when the table (65536 layers) is full or
+ * name is NULL. */
+int32_t mpprof_layer_id(const char *name, const char *module_class);
+
+/* Open a scope on the calling thread: layer id from mpprof_layer_id, or -1
+ * for "no layer" (the NVTX path names the layer, the phase still applies). */
+void mpprof_scope_push(int32_t layer, int32_t phase);
+/* Close the calling thread's innermost scope (no-op when none is open). */
+void mpprof_scope_pop(void);
+/* Replace the calling thread's innermost scope (open one when none is). */
+void mpprof_scope_set(int32_t layer, int32_t phase);
 
 #ifdef __cplusplus
 }

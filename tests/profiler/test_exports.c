@@ -53,6 +53,10 @@ static const char *const expected[] = {
     "mpprof_step_skipped",
     "dlsym", /* lookups on a CUDA library's own handle (profiler/dlsym.c) */
     "dlvsym",
+    "mpprof_layer_id",
+    "mpprof_scope_pop",
+    "mpprof_scope_push",
+    "mpprof_scope_set",
 };
 #define NEXPECTED (sizeof expected / sizeof expected[0])
 

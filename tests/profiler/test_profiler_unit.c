@@ -600,6 +600,73 @@ static void ops_in_different_layers_are_different_sites(void **state) {
   cJSON_Delete(doc);
 }
 
+/* --- framework scopes (mpprof.h) --- */
+
+static const char *site_str(cJSON *sites, int i, const char *key) {
+  return cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(sites, i), key));
+}
+
+static void layer_ids_are_stable_per_name_and_class(void **state) {
+  (void)state;
+  int32_t a = mpprof_layer_id("enc.fc1", "Linear");
+  assert_true(a >= 0);
+  assert_int_equal(mpprof_layer_id("enc.fc1", "Linear"), a);
+  assert_int_not_equal(mpprof_layer_id("enc.fc1", "Conv2d"), a);
+  assert_int_not_equal(mpprof_layer_id("enc.fc2", "Linear"), a);
+  assert_int_equal(mpprof_layer_id(NULL, "Linear"), -1);
+}
+
+static void a_scope_names_the_layer_instead_of_the_nvtx_path(void **state) {
+  (void)state;
+  mpp_nvtx_push(NULL, "outer");
+  mpprof_scope_push(mpprof_layer_id("enc.fc1", "Linear"), MPPROF_SCOPE_FORWARD);
+  run_op("api", true);
+  mpprof_scope_pop();
+  run_op("api", true);
+  cJSON *doc = render();
+  cJSON *sites = cJSON_GetObjectItem(doc, "sites");
+  assert_int_equal(cJSON_GetArraySize(sites), 2);
+  assert_string_equal(site_str(sites, 0, "layer"), "enc.fc1");
+  assert_string_equal(site_str(sites, 0, "phase"), "forward");
+  assert_string_equal(site_str(sites, 0, "module_class"), "Linear");
+  assert_string_equal(site_str(sites, 1, "layer"), "outer");
+  assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(sites, 1), "phase"));
+  assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(sites, 1), "module_class"));
+  cJSON_Delete(doc);
+}
+
+static void set_replaces_the_innermost_scope_and_phases_split_sites(void **state) {
+  (void)state;
+  int32_t fc1 = mpprof_layer_id("enc.fc1", "Linear"), fc2 = mpprof_layer_id("enc.fc2", "Linear");
+  mpprof_scope_push(-1, MPPROF_SCOPE_BACKWARD); /* backward, no module yet: the NVTX path */
+  run_op("api", true);
+  mpprof_scope_set(fc2, MPPROF_SCOPE_BACKWARD);
+  run_op("api", true);
+  mpprof_scope_push(fc1, MPPROF_SCOPE_RECOMPUTE); /* nested: recomputation inside backward */
+  run_op("api", true);
+  mpprof_scope_pop();
+  mpprof_scope_set(fc1, MPPROF_SCOPE_BACKWARD);
+  run_op("api", true);
+  mpprof_scope_pop();
+  mpprof_scope_pop(); /* no scope open: a no-op */
+  mpprof_scope_push(fc1, MPPROF_SCOPE_FORWARD);
+  run_op("api", true);
+  mpprof_scope_pop();
+  cJSON *doc = render();
+  cJSON *sites = cJSON_GetObjectItem(doc, "sites");
+  assert_int_equal(cJSON_GetArraySize(sites), 5);
+  const char *want[][2] = {{"", "backward"},
+                           {"enc.fc2", "backward"},
+                           {"enc.fc1", "recompute"},
+                           {"enc.fc1", "backward"},
+                           {"enc.fc1", "forward"}};
+  for (int i = 0; i < 5; i++) {
+    assert_string_equal(site_str(sites, i, "layer"), want[i][0]);
+    assert_string_equal(site_str(sites, i, "phase"), want[i][1]);
+  }
+  cJSON_Delete(doc);
+}
+
 static void site_cap_makes_the_raw_file_incomplete(void **state) {
   (void)state;
   mpp_cfg.max_sites = 1;
@@ -899,6 +966,9 @@ static void first_nonfinite_is_the_first_call_with_finite_inputs_and_nonfinite_o
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(layer_is_empty_without_ranges, reset_all),
+      cmocka_unit_test_setup(layer_ids_are_stable_per_name_and_class, reset_all),
+      cmocka_unit_test_setup(a_scope_names_the_layer_instead_of_the_nvtx_path, reset_all),
+      cmocka_unit_test_setup(set_replaces_the_innermost_scope_and_phases_split_sites, reset_all),
       cmocka_unit_test_setup(nested_ranges_join_with_slash, reset_all),
       cmocka_unit_test_setup(pop_restores_the_parent_layer, reset_all),
       cmocka_unit_test_setup(pop_without_an_open_range_returns_negative, reset_all),

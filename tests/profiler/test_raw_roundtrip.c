@@ -22,6 +22,7 @@
 #include <cjson/cJSON.h>
 
 #include "analysis/raw_format.h"
+#include "profiler/include/mpprof.h"
 #include "profiler/mpp.h"
 #include "profiler/rawwrite.h"
 #include "report/report_internal.h"
@@ -85,6 +86,8 @@ static char *render_everything(int *ret_site) {
     d_vals[i] = (float)(i - 3);
   }
   mpp_op op;
+  /* inside a scope: layer, phase and module_class come from it */
+  mpprof_scope_push(mpprof_layer_id("enc.fc1", "Linear"), MPPROF_SCOPE_BACKWARD);
   for (int i = 0; i < 2; i++) {
     full_op(&op);
     mpp_call c;
@@ -94,6 +97,7 @@ static char *render_everything(int *ret_site) {
   }
   full_op(&op);
   mpp_call_autotune(&op);
+  mpprof_scope_pop();
   mpp_site_kernel(*ret_site, "sm90_xmma_gemm_f16f16_f32f32", 1000);
   mpp_site_kernel(*ret_site, "sm90_xmma_gemm_f16f16_f32f32", 500);
   mpp_site_kernel_tc(*ret_site, "sm90_xmma_gemm_f16f16_f32f32", true, tc_values, 2);
@@ -413,7 +417,9 @@ static void every_emitted_key_is_read_back(void **state) {
   /* ... and the fields the report computes with. */
   assert_string_equal(s->api, "cublasLtMatmul");
   assert_string_equal(s->op, "conv_fwd");
-  assert_string_equal(s->layer, "");
+  assert_string_equal(s->layer, "enc.fc1");
+  assert_string_equal(s->module_class, "Linear");
+  assert_int_equal(s->scope_phase, MPPROF_PHASE_BACKWARD);
   assert_int_equal(s->m, 4);
   assert_int_equal(s->batch, 2);
   assert_int_equal(s->lda, 5);

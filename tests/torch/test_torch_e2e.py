@@ -1,0 +1,176 @@
+"""PyTorch end-to-end: `mpprof /usr/bin/python3 torch_model.py` with no code
+change names every op by its module, forward and backward, and the program's
+output is the same as without mpprof. Also: the program's own sitecustomize
+still runs, --python off / MPPROF_PYTHON=0 leave attribution to NVTX, a
+Python program without torch and a non-Python program are unaffected.
+
+Environment (from meson): MPP_MPPROF, MPP_SIMCUDA, MPP_MLP_TRAIN, MPP_WORKDIR,
+MPP_TORCH_PYTHON (the interpreter Debian's python3-torch is built for).
+Exit 77 (skipped) only when that interpreter cannot import torch."""
+import collections
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MPPROF = os.environ["MPP_MPPROF"]
+SIM = os.environ["MPP_SIMCUDA"]
+WORK = os.environ["MPP_WORKDIR"]
+PY = os.environ.get("MPP_TORCH_PYTHON", "/usr/bin/python3")
+MODEL = os.path.join(HERE, "torch_model.py")
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL: " + what)
+
+
+def env(**extra):
+    e = dict(os.environ)
+    for k in list(e):
+        if k.startswith("MPPROF_") or k in ("PYTHONPATH", "LD_PRELOAD"):
+            del e[k]
+    e["LD_LIBRARY_PATH"] = SIM
+    e["MPP_SIMCUDA"] = SIM
+    e.update(extra)
+    return e
+
+
+def run(argv, **extra):
+    p = subprocess.run(argv, env=env(**extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=600)
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def profile(name, argv, *opts, **extra):
+    out = os.path.join(WORK, name)
+    rc, so, se = run([MPPROF, "-o", out, "--force", *opts, "--", *argv], **extra)
+    rep = None
+    try:
+        with open(os.path.join(out, "report.json")) as f:
+            rep = json.load(f)
+    except OSError:
+        print(se)
+    return rc, so, se, rep
+
+
+def calls_by(rep):
+    c = collections.Counter()
+    for s in rep["sites"]:
+        c[(s["layer_name"], s["phase"])] += s["calls"]
+    return c
+
+
+# Layers of torch_model.Net (under its `module.` wrapper), their class, the
+# width pairs (in, out) of their GEMMs, forward GEMMs per step and whether
+# they are recomputed (body.1 is checkpointed).
+LAYERS = {
+    "embed": ("CLinear", (16, 32), 1),
+    "shared": ("CLinear", (32, 32), 2),  # called twice per step: one layer
+    "body.0": ("Block", (32, 32), 1),  # the Block's own GEMM (mix)
+    "body.0.fc1": ("CLinear", (32, 64), 1),
+    "body.0.fc2": ("CLinear", (64, 32), 1),
+    "body.1": ("Block", (32, 32), 1),
+    "body.1.fc1": ("CLinear", (32, 64), 1),
+    "body.1.fc2": ("CLinear", (64, 32), 1),
+    "heads.0": ("CLinear", (32, 32), 1),
+    "heads.1": ("CLinear", (32, 8), 1),
+}
+STEPS, SKIPPED, BATCH = 4, 1, 4
+
+
+def check_model_report(rep):
+    calls = calls_by(rep)
+    names = {l["name"]: l for l in rep["layers"]}
+    check("" not in names, "no op in (no NVTX range): %s" % sorted(names))
+    check(set(names) == set(LAYERS) | {"optimizer"}, "layers are the module names: %s" % sorted(names))
+    for name, (cls, (i, o), fwd) in LAYERS.items():
+        l = names.get(name)
+        if not l:
+            continue
+        check(l["module_class"] == cls, "%s: class %s" % (name, l["module_class"]))
+        rec = name.startswith("body.1")
+        check(calls[(name, "forward")] == STEPS * fwd, "%s: forward calls %d" % (name, calls[(name, "forward")]))
+        check(calls[(name, "recompute")] == (STEPS * fwd if rec else 0),
+              "%s: recompute calls %d" % (name, calls[(name, "recompute")]))
+        # dx and dw per forward GEMM; embed's input needs no gradient: dw only
+        bwd = STEPS * fwd * (1 if name == "embed" else 2)
+        check(calls[(name, "backward")] == bwd, "%s: backward calls %d, want %d" % (name, calls[(name, "backward")], bwd))
+        for s in rep["sites"]:
+            if s["layer_name"] == name:
+                dims = {s["m"], s["n"], s["k"]}
+                check(dims <= {BATCH, i, o} and {i, o} <= dims | {BATCH} and s["phase"] != "unknown",
+                      "%s: %s site of shape %s does not belong to it" % (name, s["phase"], sorted(dims)))
+    opt = names.get("optimizer")
+    check(opt is not None and opt["module_class"] == "MatrixSGD" and opt["phases"] == ["optimizer"],
+          "optimizer layer: %r" % ((opt and (opt["module_class"], opt["phases"])),))
+    # 10 matrix parameters, one GEMM each, on every step that was not skipped
+    check(calls[("optimizer", "optimizer")] == 10 * (STEPS - SKIPPED),
+          "optimizer calls %d" % calls[("optimizer", "optimizer")])
+
+
+def main():
+    os.makedirs(WORK, exist_ok=True)
+    probe = subprocess.run([PY, "-c", "import torch"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if probe.returncode != 0:
+        print("SKIP: %s cannot import torch (Debian package python3-torch, installed by "
+              "scripts/setup.sh): %s" % (PY, probe.stderr.decode().strip().splitlines()[-1:]))
+        return 77
+
+    # The program's own sitecustomize (first on its PYTHONPATH) must still run.
+    site = os.path.join(WORK, "usersite")
+    os.makedirs(site, exist_ok=True)
+    with open(os.path.join(site, "sitecustomize.py"), "w") as f:
+        f.write("import builtins\nbuiltins.MPP_USER_SITECUSTOMIZE = True\n")
+
+    rc0, plain, _ = run([PY, MODEL], PYTHONPATH=site)
+    check(rc0 == 0, "model runs without mpprof (rc %d)" % rc0)
+    check("user sitecustomize ran: True" in plain, "user sitecustomize without mpprof")
+
+    rc, out, err, rep = profile("model", [PY, MODEL], PYTHONPATH=site)
+    check(rc == 0 and out == plain, "same output and status with mpprof: %r vs %r" % (out, plain))
+    if rep:
+        check_model_report(rep)
+    else:
+        check(False, "report.json of the model run")
+
+    # --python off / MPPROF_PYTHON=0: no module names (the model pushes no NVTX ranges)
+    for name, opts, extra in (("off", ["--python", "off"], {}), ("env0", [], {"MPPROF_PYTHON": "0"})):
+        rc, out, err, rep = profile("model-" + name, [PY, MODEL], *opts, MPP_STEPS="1", **extra)
+        layers = sorted(l["name"] for l in rep["layers"]) if rep else None
+        check(rc == 0 and layers == [""], "%s: all ops unattributed, got %s" % (name, layers))
+
+    # A Python program that never imports torch: nothing of torch is loaded, same output.
+    notorch = os.path.join(WORK, "notorch.py")
+    with open(notorch, "w") as f:
+        f.write("import sys\nprint('torch' in sys.modules, 'mpprof_torch.hooks' in sys.modules)\n"
+                "print(sys.path[1:])\nsys.exit(3)\n")
+    rc0, plain, _ = run([PY, notorch])
+    rc, out, err, rep = profile("notorch", [PY, notorch])
+    check(rc == rc0 == 3 and out == plain and out.startswith("False False"),
+          "program without torch unaffected: %r (%d) vs %r (%d)" % (out, rc, plain, rc0))
+
+    # A non-Python program: the same report with and without the Python integration.
+    mlp = os.environ.get("MPP_MLP_TRAIN")
+    if mlp:
+        reps = []
+        for opts in ([], ["--python", "off"]):
+            rc, out, err, rep = profile("mlp" + str(len(opts)), [mlp, "--steps", "2"], *opts)
+            check(rc == 0 and rep is not None, "mlp_train runs under mpprof %s" % opts)
+            reps.append(sorted(calls_by(rep).items()) if rep else None)
+        check(reps[0] == reps[1], "non-Python program: same layers and calls with --python on/off")
+
+    if failures:
+        print("%d failure(s)" % len(failures))
+        return 1
+    shutil.rmtree(WORK, ignore_errors=True)
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
