@@ -82,6 +82,7 @@ class _Thread(threading.local):
         self.bwd = 0  # depth of torch.autograd.backward/grad calls on this thread
         self.worker = False  # a backward hook ran here outside such a call: an autograd thread
         self.opt_stepped = False
+        self.in_step = False
         self.in_scaler = 0
 
 
@@ -316,11 +317,15 @@ def _wrap_step(step):
     def mpprof_step(self, *args, **kwargs):
         t = _t
         t.opt_stepped = True
+        if t.in_step:  # a subclass's step calling super().step(): one step
+            return step(self, *args, **kwargs)
+        t.in_step = True
         _push(_optimizer_layer(self), OPTIMIZER)
         try:
             return step(self, *args, **kwargs)
         finally:
             _pop()
+            t.in_step = False
             _step_ended(False)
 
     mpprof_step._mpprof = True

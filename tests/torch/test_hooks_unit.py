@@ -1,0 +1,302 @@
+"""Unit tests of mpprof_torch.hooks with libmpprof.so replaced by a recording
+stub (no simcuda, no cuBLAS): the scope each op runs in is read by a probe
+autograd Function in forward and backward; GradScaler's replayed scale is
+compared with the real scaler's after every update.
+
+usage: /usr/bin/python3 test_hooks_unit.py PYTHON_DIR  (build/profiler/python)
+Exit 77 when this interpreter cannot import torch."""
+import collections
+import os
+import sys
+import threading
+import unittest
+
+try:
+    import torch
+    import torch.nn as nn
+except ImportError as e:
+    print("SKIP: %s cannot import torch (python3-torch): %s" % (sys.executable, e))
+    sys.exit(77)
+
+sys.path.insert(0, sys.argv[1] if len(sys.argv) > 1 else os.environ["MPP_PYTHON_DIR"])
+from mpprof_torch import hooks  # noqa: E402
+
+PHASES = {1: "forward", 2: "backward", 3: "optimizer", 4: "recompute"}
+
+
+class StubLib:
+    """What libmpprof.so's scope functions do, per thread, in Python."""
+
+    def __init__(self):
+        self.names = []
+        self.tls = threading.local()
+        self.calls = []
+
+    def stack(self):
+        if not hasattr(self.tls, "s"):
+            self.tls.s = []
+        return self.tls.s
+
+    def layer_id(self, name, cls):
+        key = (name.decode(), cls.decode() if cls else None)
+        if key not in self.names:
+            self.names.append(key)
+        return self.names.index(key)
+
+    def push(self, lid, phase):
+        self.stack().append((lid, phase))
+
+    def pop(self):
+        if self.stack():
+            self.stack().pop()
+
+    def set(self, lid, phase):
+        if self.stack():
+            self.stack()[-1] = (lid, phase)
+        else:
+            self.push(lid, phase)
+
+    def current(self):
+        s = self.stack()
+        if not s:
+            return ("", "none")
+        lid, phase = s[-1]
+        return (self.names[lid][0] if lid >= 0 else "", PHASES.get(phase, "none"))
+
+
+stub = StubLib()
+seen = []  # (tag, scope) recorded by Probe
+
+
+class Probe(torch.autograd.Function):
+    """y = x; records the scope of its forward and of its backward."""
+
+    @staticmethod
+    def forward(ctx, x, tag):
+        ctx.tag = tag
+        seen.append((tag, stub.current()))
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        seen.append((ctx.tag + "'", stub.current()))
+        return g.clone(), None
+
+
+def install():
+    hooks._installed = True
+    hooks._lib = stub
+    hooks._layer_id, hooks._push, hooks._pop, hooks._set = stub.layer_id, stub.push, stub.pop, stub.set
+    hooks._loss_scale = lambda s: stub.calls.append(("loss_scale", s))
+    hooks._step = lambda n: stub.calls.append(("step", n))
+    hooks._step_skipped = lambda n: stub.calls.append(("step_skipped", n))
+    hooks._Tensor, hooks._grad_enabled = torch.Tensor, torch.is_grad_enabled
+    hooks._compiling = hooks._compiling_fn(torch)
+    mm = torch.nn.modules.module
+    mm.register_module_forward_pre_hook(hooks._pre)
+    mm.register_module_forward_hook(hooks._post)
+    torch.autograd.backward = hooks._wrap_autograd(torch.autograd.backward)
+    torch.autograd.grad = hooks._wrap_autograd(torch.autograd.grad)
+    hooks._patch_optimizer(torch)
+    hooks._patch_scaler(torch.cuda.amp.GradScaler)
+
+
+class Leaf(nn.Module):
+    def __init__(self, tag):
+        super().__init__()
+        self.tag = tag
+        self.w = nn.Parameter(torch.ones(1))
+
+    def forward(self, x):
+        return Probe.apply(x * self.w, self.tag)
+
+
+class Attn(nn.Module):  # a container with an op of its own between two children
+    def __init__(self):
+        super().__init__()
+        self.q = Leaf("q")
+        self.proj = Leaf("proj")
+
+    def forward(self, x):
+        h = self.q(x)
+        h = Probe.apply(h, "attn-own")
+        return self.proj(h)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([Attn(), Attn()])
+        self.head = Leaf("head")
+
+    def forward(self, x):
+        for l in self.layers:
+            x = l(x)
+        return self.head(x)
+
+
+class DDPLike(nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.module = m
+
+    def forward(self, x):
+        return self.module(x)
+
+
+class Tests(unittest.TestCase):
+    def setUp(self):
+        seen.clear()
+
+    def test_forward_names_are_qualified_and_unwrapped(self):
+        model = DDPLike(Net())
+        model(torch.ones(2, requires_grad=True))
+        self.assertEqual(seen, [("q", ("layers.0.q", "forward")), ("attn-own", ("layers.0", "forward")),
+                                ("proj", ("layers.0.proj", "forward")), ("q", ("layers.1.q", "forward")),
+                                ("attn-own", ("layers.1", "forward")), ("proj", ("layers.1.proj", "forward")),
+                                ("head", ("head", "forward"))])
+        self.assertIn(("layers.0.q", "Leaf"), stub.names)
+        self.assertIn(("Net", "Net"), stub.names)  # the wrapped root: its class, no "module"
+
+    def test_backward_goes_to_the_module_that_created_the_op_on_another_thread(self):
+        model = Net()
+        loss = model(torch.ones(2, requires_grad=True)).sum()
+        seen.clear()
+        t = threading.Thread(target=loss.backward)
+        t.start()
+        t.join()
+        self.assertEqual(seen, [("head'", ("head", "backward")), ("proj'", ("layers.1.proj", "backward")),
+                                ("attn-own'", ("layers.1", "backward")), ("q'", ("layers.1.q", "backward")),
+                                ("proj'", ("layers.0.proj", "backward")), ("attn-own'", ("layers.0", "backward")),
+                                ("q'", ("layers.0.q", "backward"))])
+        self.assertEqual(stub.current(), ("", "none"))  # the main thread's scopes are untouched
+
+    def test_checkpointed_forward_is_recompute_inside_backward(self):
+        from torch.utils.checkpoint import checkpoint
+
+        class Outer(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = Leaf("a")
+                self.b = Leaf("b")
+
+            def forward(self, x):
+                return self.b(checkpoint(self.a, self.a(x)))
+
+        model = Outer()
+        loss = model(torch.ones(2, requires_grad=True)).sum()
+        loss.backward()
+        self.assertEqual(seen, [("a", ("a", "forward")), ("a", ("a", "forward")), ("b", ("b", "forward")),
+                                ("b'", ("b", "backward")), ("a", ("a", "recompute")),
+                                ("a'", ("a", "backward")), ("a'", ("a", "backward"))])
+
+    def test_a_second_root_model_is_prefixed_by_its_class(self):
+        class Gen(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = Leaf("g")
+
+            def forward(self, x):
+                return self.fc(x)
+
+        class Disc(Gen):
+            pass
+
+        g, d = Gen(), Disc()
+        d(g(torch.ones(2)))
+        self.assertEqual(seen[-2:], [("g", ("fc", "forward")), ("g", ("Disc.fc", "forward"))])
+
+    def test_optimizer_step_is_phase_optimizer_and_ends_a_step(self):
+        class Opt(torch.optim.SGD):
+            @torch.no_grad()
+            def step(self):
+                Probe.apply(torch.ones(1), "opt")
+                return super().step()
+
+        w = nn.Parameter(torch.ones(1))
+        w.grad = torch.ones(1)
+        opt = Opt([w], lr=0.1)
+        stub.calls.clear()
+        opt.step()
+        opt.step()
+        scopes = [s for t, s in seen if t == "opt"]
+        self.assertEqual(len(scopes), 2)
+        self.assertEqual(scopes[0], scopes[1])
+        self.assertEqual(scopes[0][1], "optimizer")
+        self.assertIn((scopes[0][0], "Opt"), stub.names)  # "optimizer", or "optimizer.N" for the Nth
+        n = hooks._step_n
+        self.assertEqual(stub.calls, [("step", n - 1), ("step", n)])
+
+
+def _update_scale(scale, tracker, found_inf, growth, backoff, interval):
+    """The CUDA kernel on the CPU: float scale times double factor, stored as float."""
+    if found_inf.item():
+        scale.fill_(scale.item() * backoff)
+        tracker.fill_(0)
+    else:
+        tracker.add_(1)
+        if tracker.item() == interval:
+            scale.fill_(scale.item() * growth)
+            tracker.fill_(0)
+    return scale
+
+
+class CpuGradScaler(torch.cuda.amp.GradScaler):
+    def __init__(self, init_scale, growth_factor, backoff_factor, growth_interval):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            super().__init__()
+        from torch.cuda.amp.grad_scaler import _refresh_per_optimizer_state
+
+        self._enabled = True
+        self._init_scale, self._growth_factor, self._backoff_factor = init_scale, growth_factor, backoff_factor
+        self._growth_interval, self._init_growth_tracker = growth_interval, 0
+        self._scale = self._growth_tracker = None
+        self._per_optimizer_states = collections.defaultdict(_refresh_per_optimizer_state)
+
+    def scale(self, outputs):
+        if self._scale is None:
+            self._lazy_init_scale_growth_tracker(outputs.device)
+        return outputs * self._scale
+
+    def _unscale_grads_(self, optimizer, inv_scale, found_inf, allow_fp16):
+        for g in optimizer.param_groups:
+            for p in g["params"]:
+                if p.grad is not None:
+                    if not torch.isfinite(p.grad).all():
+                        found_inf.fill_(1.0)
+                    p.grad.mul_(inv_scale)
+        return {found_inf.device: found_inf}
+
+
+class ScalerTests(unittest.TestCase):
+    def test_replayed_scale_equals_the_scalers_own_after_every_update(self):
+        torch._amp_update_scale_ = _update_scale
+        # float32 rounding matters with these factors
+        scaler = CpuGradScaler(init_scale=1000.0, growth_factor=1.7, backoff_factor=0.3, growth_interval=2)
+        w = nn.Parameter(torch.ones(3))
+        opt = torch.optim.SGD([w], lr=1e-3)
+        stub.calls.clear()
+        overflow = {3, 4, 9}
+        for step in range(12):
+            opt.zero_grad()
+            loss = (w * (float("inf") if step in overflow else 1.0)).sum()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            fed = [v for k, v in stub.calls if k == "loss_scale"]
+            self.assertEqual(fed[-1], scaler._scale.item(), "step %d" % step)
+        self.assertEqual(fed[0], 1000.0)  # fed when the scaler first scales, before backward
+        self.assertEqual(len(fed), 13)
+        skipped = [v for k, v in stub.calls if k == "step_skipped"]
+        steps = [v for k, v in stub.calls if k == "step"]
+        self.assertEqual(len(skipped), 3)
+        self.assertEqual(len(steps), 12)  # each step, skipped or not, ends and the next starts
+        self.assertEqual([s - steps[0] + 1 for s in skipped], sorted(overflow))
+
+
+if __name__ == "__main__":
+    install()
+    unittest.main(argv=[sys.argv[0]], verbosity=2)
