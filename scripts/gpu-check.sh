@@ -292,6 +292,22 @@ if [[ $TORCH == *"gpu True"* ]]; then
   else
     row "PyTorch AMP: Linear GEMMs fp16 on TC" FAIL "run failed ($(why $?)), see $LOG/amp.txt"
   fi
+  # The same sample without any NVTX range: module names from mpprof's PyTorch integration.
+  say "samples/python/amp_train.py --nvtx off"
+  PENV=(PYTHONPATH="$B/profiler/python${PYTHONPATH:+:$PYTHONPATH}") # only used without the CLI
+  if profile "$(left 120)" "$OUT/amp_modules" python3 "$ROOT/samples/python/amp_train.py" --steps 10 --nvtx off \
+       >"$LOG/amp_modules.txt" 2>&1; then
+    [ $USE_CLI = 1 ] || tmo 60 "$MPPROF" report "$OUT/amp_modules" >>"$LOG/amp_modules.txt" 2>&1
+    if tmo 30 python3 "$ROOT/tests/gpu/torch_attr_check.py" "$OUT/amp_modules/report.json" \
+         >"$LOG/amp_modules_check.txt" 2>&1; then
+      row "PyTorch: layers = modules, fwd+bwd" PASS "$(head -1 "$LOG/amp_modules_check.txt" | cut -c1-70)"
+    else
+      row "PyTorch: layers = modules, fwd+bwd" FAIL "$(head -1 "$LOG/amp_modules_check.txt" | cut -c1-70)"
+    fi
+  else
+    row "PyTorch: layers = modules, fwd+bwd" FAIL "run failed ($(why $?)), see $LOG/amp_modules.txt"
+  fi
+  PENV=()
 else
   row "PyTorch AMP" SKIP "torch with CUDA not importable ($TORCH)"
 fi

@@ -2,7 +2,8 @@
 """amp_train.py: a small PyTorch mixed-precision training loop for mpprof's GPU
 checks. Three Linear layers (fc1, fc2, fc3) in fp16 autocast with a
 GradScaler, each forward wrapped in an NVTX range named after the layer, so
-mpprof can attribute the GEMMs to layers. TF32 is off, so only the autocast
+mpprof can attribute the GEMMs to layers (with --nvtx off there is no range at
+all: mpprof's PyTorch integration names the layers by module on its own). TF32 is off, so only the autocast
 GEMMs are eligible for Tensor Cores. Dimensions are multiples of 8 (16 bytes
 of fp16), so every GEMM is also efficient; the output layer is 128 wide (not a
 handful of classes) so that cuBLAS has no reason to pick a non-Tensor-Core
@@ -10,13 +11,26 @@ GEMV-like kernel for it. With bias, nn.Linear's forward is addmm, which
 PyTorch sends to cublasLtMatmul (bias epilogue) or, depending on version and
 DISABLE_ADDMM_CUDA_LT, cublasGemmEx: the checker accepts either API.
 
-    python3 amp_train.py [--steps N] [--batch B] [--hidden H]
+    python3 amp_train.py [--steps N] [--batch B] [--hidden H] [--nvtx on|off]
 """
 import argparse
 import sys
 
 import torch
 import torch.nn as nn
+
+
+NVTX = True
+
+
+def range_push(name):
+    if NVTX:
+        torch.cuda.nvtx.range_push(name)
+
+
+def range_pop():
+    if NVTX:
+        torch.cuda.nvtx.range_pop()
 
 
 class MLP(nn.Module):
@@ -29,11 +43,11 @@ class MLP(nn.Module):
     def forward(self, x):
         for name, layer, act in (("fc1", self.fc1, True), ("fc2", self.fc2, True),
                                  ("fc3", self.fc3, False)):
-            torch.cuda.nvtx.range_push(name)
+            range_push(name)
             x = layer(x)
             if act:
                 x = torch.relu(x)
-            torch.cuda.nvtx.range_pop()
+            range_pop()
         return x
 
 
@@ -42,7 +56,10 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--hidden", type=int, default=1024)
+    ap.add_argument("--nvtx", choices=["on", "off"], default="on")
     o = ap.parse_args()
+    global NVTX
+    NVTX = o.nvtx == "on"
     if not torch.cuda.is_available():
         print("amp_train: no CUDA device", file=sys.stderr)
         return 77
@@ -60,7 +77,7 @@ def main():
     x = torch.randn(o.batch, 512, device=dev)
     y = torch.randn(o.batch, 128, device=dev)
     for step in range(o.steps):
-        torch.cuda.nvtx.range_push("step")
+        range_push("step")
         opt.zero_grad(set_to_none=True)
         with torch.autocast(device_type="cuda", dtype=torch.float16):
             out = model(x)
@@ -68,7 +85,7 @@ def main():
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
-        torch.cuda.nvtx.range_pop()
+        range_pop()
     torch.cuda.synchronize()
     print(f"amp_train: {o.steps} steps, loss {loss.item():.4f}, scale {scaler.get_scale():g}, "
           f"device {torch.cuda.get_device_name()}, torch {torch.__version__}")

@@ -216,7 +216,11 @@ def _pre(module, args):
     t = _t
     ent = _ids.get(id(module))
     if ent is None or ent[0]() is not module:
-        lid = _resolve(module, t.stack)
+        try:
+            lid = _resolve(module, t.stack)
+        except Exception as e:  # never the program's problem: the op keeps its NVTX layer
+            _log("module %s not named: %r" % (type(module).__name__, e))
+            lid = NO_LAYER
     else:
         lid = ent[1]
     t.stack.append((module, lid))
@@ -245,6 +249,8 @@ def _post(module, args, output):
                 _mark(marks, x, lid, None)
             for x in _tensors(args):
                 _mark(marks, x, None, parent)
+    except Exception as e:  # e.g. a tensor subclass refusing hooks: that backward stays unnamed
+        _log("backward hooks of %s not registered: %r" % (type(module).__name__, e))
     finally:
         if not st:
             t.marks = {}
