@@ -1,0 +1,453 @@
+/* Shadow execution definitions (see shadow.h and docs/numerics.md). Every
+ * candidate turns A and B into float operand values (rounded, for MXFP8
+ * dequantized with the block's power-of-two scale), then one fp32 fmaf loop
+ * forms each output, which a per-tensor fp8 recipe multiplies by its two
+ * inverse scales, and alpha; the result is rounded to the output type. The
+ * loss-scaled fp16 candidate keeps its scale through the output cast (a
+ * gradient GEMM's output carries the loss scale too) and divides it out after. */
+#include "shadow.h"
+
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "advice.h"
+#include "convert.h"
+
+static const char *const cand_names[MP_SH_COUNT] = {
+    [MP_SH_CURRENT] = "current",
+    [MP_SH_FP16] = "fp16",
+    [MP_SH_FP16_SCALED] = "fp16_loss_scaled",
+    [MP_SH_BF16] = "bf16",
+    [MP_SH_E4M3_CURRENT] = "fp8_e4m3_current",
+    [MP_SH_E4M3_DELAYED] = "fp8_e4m3_delayed",
+    [MP_SH_MXFP8_E4M3] = "mxfp8_e4m3",
+    [MP_SH_E5M2_CURRENT] = "fp8_e5m2_current",
+    [MP_SH_E5M2_DELAYED] = "fp8_e5m2_delayed",
+    [MP_SH_MXFP8_E5M2] = "mxfp8_e5m2",
+};
+
+const char *mp_shadow_cand_name(mp_shadow_cand c) {
+  return (unsigned)c < MP_SH_COUNT ? cand_names[c] : "invalid";
+}
+
+int mp_shadow_cand_from_name(const char *name) {
+  for (int c = 0; c < MP_SH_COUNT; c++)
+    if (name && !strcmp(name, cand_names[c])) return c;
+  return -1;
+}
+
+mp_dtype mp_shadow_cand_format(mp_shadow_cand c) {
+  switch (c) {
+  case MP_SH_FP16:
+  case MP_SH_FP16_SCALED:
+    return MP_FP16;
+  case MP_SH_BF16:
+    return MP_BF16;
+  case MP_SH_E4M3_CURRENT:
+  case MP_SH_E4M3_DELAYED:
+  case MP_SH_MXFP8_E4M3:
+    return MP_FP8_E4M3;
+  case MP_SH_E5M2_CURRENT:
+  case MP_SH_E5M2_DELAYED:
+  case MP_SH_MXFP8_E5M2:
+    return MP_FP8_E5M2;
+  default:
+    return MP_DTYPE_INVALID;
+  }
+}
+
+double mp_shadow_sqnr_db(double rel_l2) {
+  if (rel_l2 == 0) return INFINITY;
+  if (isinf(rel_l2)) return -INFINITY;
+  return -20.0 * log10(rel_l2);
+}
+
+/* --- casts and scales --- */
+
+float mp_shadow_round(float x, mp_dtype fmt) {
+  switch (fmt) {
+  case MP_FP16:
+    return mp_fp16_to_float(mp_float_to_fp16(x));
+  case MP_BF16:
+    return mp_bf16_to_float(mp_float_to_bf16(x));
+  case MP_FP8_E4M3:
+    return mp_e4m3_to_float(mp_float_to_e4m3(x, true));
+  case MP_FP8_E5M2:
+    return mp_e5m2_to_float(mp_float_to_e5m2(x, true));
+  case MP_TF32:
+    return mp_float_to_tf32(x);
+  default:
+    return x;
+  }
+}
+
+static float fp8_max(mp_dtype fp8) {
+  return (float)mp_format_of(fp8)->max_finite;
+}
+
+float mp_fp8_current_scale(float amax, mp_dtype fp8) {
+  if (!(amax > 0) || isinf(amax)) return 1.0f;
+  float s = fp8_max(fp8) / amax;
+  return isinf(s) ? FLT_MAX : s;
+}
+
+int mp_mx_scale_exp(float amax, mp_dtype fp8) {
+  if (isnan(amax) || isinf(amax)) return 127;
+  float v = amax * (1.0f / fp8_max(fp8));
+  if (!(v > 0)) return -127;
+  int e;
+  float f = frexpf(v, &e); /* v = f * 2^e, f in [0.5, 1) */
+  if (f == 0.5f) e -= 1;    /* already a power of two */
+  if (e < -127) e = -127;
+  if (e > 127) e = 127;
+  return e;
+}
+
+void mp_amax_history_init(mp_amax_history *h) {
+  memset(h, 0, sizeof *h);
+  h->scale[0] = h->scale[1] = 1.0f;
+}
+
+float mp_amax_history_scale(mp_amax_history *h, mp_dtype fp8) {
+  int i = fp8 == MP_FP8_E5M2;
+  if (h->n == 0) return h->scale[i];
+  float amax = 0;
+  bool nan = false;
+  for (uint32_t j = 0; j < h->n; j++) {
+    if (isnan(h->amax[j])) nan = true;
+    if (h->amax[j] > amax) amax = h->amax[j];
+  }
+  if (!nan && amax > 0 && !isinf(amax)) {
+    float s = fp8_max(fp8) / amax;
+    h->scale[i] = isinf(s) ? FLT_MAX : s;
+  }
+  return h->scale[i];
+}
+
+void mp_amax_history_push(mp_amax_history *h, float amax) {
+  h->amax[h->next] = amax;
+  h->next = (h->next + 1) % MP_SHADOW_HISTORY_LEN;
+  if (h->n < MP_SHADOW_HISTORY_LEN) h->n++;
+}
+
+int mp_shadow_loss_scale_log2(const mp_stats *s) {
+  mp_advice a;
+  mp_advise(s, NULL, &a);
+  if (a.fp16 == MP_FP16_SAFE || !a.has_window) return 0;
+  return (int)floor((a.window_lo + (double)a.window_hi) / 2);
+}
+
+/* --- operands --- */
+
+static bool float_source(mp_dtype d) {
+  return d == MP_FP64 || d == MP_FP32 || d == MP_FP16 || d == MP_BF16 || d == MP_FP8_E4M3 ||
+         d == MP_FP8_E5M2;
+}
+
+static const void *batch_base(const mp_shadow_operand *o, int64_t b) {
+  if (o->ptrs) return o->ptrs[b];
+  return (const char *)o->data + b * o->stride * (int64_t)mp_dtype_size(o->dtype);
+}
+
+/* op(A) of batch b as rows of k values: x[i*k + kk] = op(A)(i, kk). */
+static bool load_a(const mp_shadow_gemm *g, int64_t b, double *x) {
+  const void *base = batch_base(&g->a, b);
+  if (!base) return false;
+  for (int64_t i = 0; i < g->m; i++)
+    for (int64_t kk = 0; kk < g->k; kk++)
+      x[i * g->k + kk] = mp_load(g->a.dtype, base,
+                                 (uint64_t)(g->a.trans ? kk + i * g->a.ld : i + kk * g->a.ld));
+  return true;
+}
+
+/* op(B) of batch b as columns of k values: x[j*k + kk] = op(B)(kk, j). */
+static bool load_b(const mp_shadow_gemm *g, int64_t b, double *x) {
+  const void *base = batch_base(&g->b, b);
+  if (!base) return false;
+  for (int64_t j = 0; j < g->n; j++)
+    for (int64_t kk = 0; kk < g->k; kk++)
+      x[j * g->k + kk] = mp_load(g->b.dtype, base,
+                                 (uint64_t)(g->b.trans ? j + kk * g->b.ld : kk + j * g->b.ld));
+  return true;
+}
+
+static float amax_of(const double *x, size_t n, float prev) {
+  for (size_t i = 0; i < n; i++) {
+    float v = fabsf((float)x[i]);
+    if (isnan(v) || isnan(prev))
+      prev = NAN;
+    else if (v > prev)
+      prev = v;
+  }
+  return prev;
+}
+
+/* Per-tensor context of one candidate: the scale each operand is multiplied
+ * by before the cast (fp8 tensor recipes) and the loss-scale exponent. */
+typedef struct cand_scales {
+  float scale[2];
+  int scale_log2[2];
+} cand_scales;
+
+/* Candidate operand values of `rows` rows of k values (MXFP8 blocks run along k). */
+static void quantize(mp_shadow_cand c, const mp_shadow_gemm *g, int which, const cand_scales *cs,
+                     const double *x, float *q, int64_t rows) {
+  mp_dtype fmt = mp_shadow_cand_format(c);
+  mp_dtype src = which ? g->b.dtype : g->a.dtype;
+  size_t n = (size_t)rows * (size_t)g->k;
+  switch (c) {
+  case MP_SH_CURRENT:
+    for (size_t i = 0; i < n; i++)
+      q[i] = g->tf32 && src == MP_FP32 ? mp_float_to_tf32((float)x[i]) : (float)x[i];
+    return;
+  case MP_SH_FP16:
+  case MP_SH_BF16:
+    for (size_t i = 0; i < n; i++)
+      q[i] = mp_shadow_round((float)x[i], fmt);
+    return;
+  case MP_SH_FP16_SCALED: {
+    int s = cs->scale_log2[which]; /* scaled values; unscaled after the output cast */
+    for (size_t i = 0; i < n; i++)
+      q[i] = mp_shadow_round(ldexpf((float)x[i], s), fmt);
+    return;
+  }
+  case MP_SH_MXFP8_E4M3:
+  case MP_SH_MXFP8_E5M2:
+    for (int64_t r = 0; r < rows; r++) {
+      const double *xr = x + r * g->k;
+      float *qr = q + r * g->k;
+      for (int64_t k0 = 0; k0 < g->k; k0 += MP_SHADOW_MX_BLOCK) {
+        int64_t k1 = k0 + MP_SHADOW_MX_BLOCK < g->k ? k0 + MP_SHADOW_MX_BLOCK : g->k;
+        float amax = 0;
+        for (int64_t kk = k0; kk < k1; kk++) {
+          float v = fabsf((float)xr[kk]);
+          if (isnan(v) || isnan(amax))
+            amax = NAN;
+          else if (v > amax)
+            amax = v;
+        }
+        int e = mp_mx_scale_exp(amax, fmt);
+        for (int64_t kk = k0; kk < k1; kk++)
+          qr[kk] = ldexpf(mp_shadow_round(ldexpf((float)xr[kk], -e), fmt), e);
+      }
+    }
+    return;
+  default: /* per-tensor fp8: scaled values; the inverse scales follow the accumulation */
+    for (size_t i = 0; i < n; i++)
+      q[i] = mp_shadow_round((float)x[i] * cs->scale[which], fmt);
+    return;
+  }
+}
+
+static float round_output(mp_shadow_cand c, mp_dtype out, float v) {
+  switch (c) {
+  case MP_SH_CURRENT:
+    return out == MP_FP16 || out == MP_BF16 ? mp_shadow_round(v, out) : v;
+  case MP_SH_FP16:
+  case MP_SH_FP16_SCALED:
+    return mp_shadow_round(v, MP_FP16);
+  default: /* bf16, and fp8 candidates output bf16 */
+    return mp_shadow_round(v, MP_BF16);
+  }
+}
+
+/* --- metrics --- */
+
+typedef struct err_acc {
+  double se, sr, maxd, maxr;
+  uint64_t nonzero, flushed, nonfinite;
+} err_acc;
+
+static void err_add(err_acc *e, double ref, double dc) {
+  e->sr += ref * ref;
+  if (fabs(ref) > e->maxr) e->maxr = fabs(ref);
+  if (!isfinite(dc)) {
+    e->nonfinite++;
+    return;
+  }
+  double d = dc - ref;
+  e->se += d * d;
+  if (fabs(d) > e->maxd) e->maxd = fabs(d);
+  if (ref != 0) {
+    e->nonzero++;
+    if (dc == 0) e->flushed++;
+  }
+}
+
+static double ratio(double num, double den) {
+  if (den > 0) return num / den;
+  return num > 0 ? INFINITY : 0;
+}
+
+static void err_finish(const err_acc *e, mp_shadow_metrics *m) {
+  m->nonfinite = e->nonfinite;
+  m->rel_l2 = e->nonfinite ? INFINITY : sqrt(ratio(e->se, e->sr));
+  m->max_rel = e->nonfinite ? INFINITY : ratio(e->maxd, e->maxr);
+  m->flushed = e->nonzero ? (double)e->flushed / (double)e->nonzero : 0;
+}
+
+/* --- the run --- */
+
+uint64_t mp_shadow_work_bytes(const mp_shadow_gemm *g) {
+  if (g->m <= 0 || g->n <= 0 || g->k <= 0) return 0;
+  double mk = (double)g->m * (double)g->k, nk = (double)g->n * (double)g->k,
+         mn = (double)g->m * (double)g->n;
+  double b = 12.0 * (mk + nk) + 12.0 * mn;
+  return b >= 0x1p63 ? UINT64_MAX : (uint64_t)b;
+}
+
+static bool geometry_ok(const mp_shadow_gemm *g) {
+  if (g->m <= 0 || g->n <= 0 || g->k <= 0 || g->batch <= 0) return false;
+  if (!float_source(g->a.dtype) || !float_source(g->b.dtype)) return false;
+  if (!g->a.data && !g->a.ptrs) return false;
+  if (!g->b.data && !g->b.ptrs) return false;
+  int64_t arows = g->a.trans ? g->k : g->m, brows = g->b.trans ? g->n : g->k;
+  if (g->a.ld < arows || g->b.ld < brows || g->a.ld < 1 || g->b.ld < 1) return false;
+  return mp_shadow_work_bytes(g) < ((uint64_t)1 << 50);
+}
+
+int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2],
+                  mp_shadow_metrics ret[MP_SH_COUNT]) {
+  if (!geometry_ok(g)) return -EINVAL;
+  if (!hist) mask &= ~((1u << MP_SH_E4M3_DELAYED) | (1u << MP_SH_E5M2_DELAYED));
+  size_t mk = (size_t)(g->m * g->k), nk = (size_t)(g->n * g->k), mn = (size_t)(g->m * g->n);
+  double *ax = malloc(mk * sizeof *ax), *bx = malloc(nk * sizeof *bx), *ref = malloc(mn * sizeof *ref);
+  float *qa = malloc(mk * sizeof *qa), *qb = malloc(nk * sizeof *qb);
+  err_acc *acc = calloc(MP_SH_COUNT, sizeof *acc);
+  int rc = 0;
+  if (!ax || !bx || !ref || !qa || !qb || !acc) {
+    rc = -ENOMEM;
+    goto out;
+  }
+
+  /* Per-tensor amax over the whole batch (what a per-tensor recipe sees). */
+  float amax[2] = {0, 0};
+  for (int64_t b = 0; b < g->batch; b++) {
+    if (!load_a(g, b, ax) || !load_b(g, b, bx)) {
+      rc = -EINVAL;
+      goto out;
+    }
+    amax[0] = amax_of(ax, mk, amax[0]);
+    amax[1] = amax_of(bx, nk, amax[1]);
+  }
+  cand_scales cs[MP_SH_COUNT];
+  memset(cs, 0, sizeof cs);
+  for (int c = 0; c < MP_SH_COUNT; c++) {
+    mp_dtype fmt = mp_shadow_cand_format((mp_shadow_cand)c);
+    for (int i = 0; i < 2; i++) {
+      cs[c].scale[i] = 1.0f;
+      cs[c].scale_log2[i] = g->scale_log2[i];
+      if (c == MP_SH_E4M3_CURRENT || c == MP_SH_E5M2_CURRENT)
+        cs[c].scale[i] = mp_fp8_current_scale(amax[i], fmt);
+      else if ((c == MP_SH_E4M3_DELAYED || c == MP_SH_E5M2_DELAYED) && (mask >> c & 1))
+        cs[c].scale[i] = mp_amax_history_scale(&hist[i], fmt);
+    }
+  }
+  bool wide = g->a.dtype == MP_FP64 || g->b.dtype == MP_FP64 || g->out == MP_FP64;
+
+  for (int64_t b = 0; b < g->batch; b++) {
+    load_a(g, b, ax);
+    load_b(g, b, bx);
+    for (int64_t j = 0; j < g->n; j++)
+      for (int64_t i = 0; i < g->m; i++) {
+        double s = 0;
+        for (int64_t kk = 0; kk < g->k; kk++)
+          s += ax[i * g->k + kk] * bx[j * g->k + kk];
+        ref[i + j * g->m] = g->alpha * s;
+      }
+    if (g->capture_ref) memcpy(g->capture_ref + (size_t)b * mn, ref, mn * sizeof *ref);
+
+    for (int c = 0; c < MP_SH_COUNT; c++) {
+      if (!(mask >> c & 1)) continue;
+      float *cap = g->capture[c] ? g->capture[c] + (size_t)b * mn : NULL;
+      if (c == MP_SH_CURRENT && wide) { /* fp64 GEMMs accumulate in double */
+        for (int64_t j = 0; j < g->n; j++)
+          for (int64_t i = 0; i < g->m; i++) {
+            double s = 0;
+            for (int64_t kk = 0; kk < g->k; kk++)
+              s = fma(ax[i * g->k + kk], bx[j * g->k + kk], s);
+            double d = g->alpha * s;
+            if (g->out != MP_FP64) d = round_output(MP_SH_CURRENT, g->out, (float)d);
+            if (cap) cap[i + j * g->m] = (float)d;
+            err_add(&acc[c], ref[i + j * g->m], d);
+          }
+        continue;
+      }
+      quantize((mp_shadow_cand)c, g, 0, &cs[c], ax, qa, g->m);
+      quantize((mp_shadow_cand)c, g, 1, &cs[c], bx, qb, g->n);
+      float inv_a = 1.0f / cs[c].scale[0], inv_b = 1.0f / cs[c].scale[1], alpha = (float)g->alpha;
+      for (int64_t j = 0; j < g->n; j++)
+        for (int64_t i = 0; i < g->m; i++) {
+          const float *pa = qa + i * g->k, *pb = qb + j * g->k;
+          float s = 0;
+          for (int64_t kk = 0; kk < g->k; kk++)
+            s = fmaf(pa[kk], pb[kk], s);
+          float d = round_output((mp_shadow_cand)c, g->out, s * inv_a * inv_b * alpha);
+          if (c == MP_SH_FP16_SCALED) d = ldexpf(d, -(g->scale_log2[0] + g->scale_log2[1]));
+          if (cap) cap[i + j * g->m] = d;
+          err_add(&acc[c], ref[i + j * g->m], d);
+        }
+    }
+  }
+  for (int c = 0; c < MP_SH_COUNT; c++)
+    if (mask >> c & 1) err_finish(&acc[c], &ret[c]);
+  if (hist && (mask & ((1u << MP_SH_E4M3_DELAYED) | (1u << MP_SH_E5M2_DELAYED)))) {
+    mp_amax_history_push(&hist[0], amax[0]);
+    mp_amax_history_push(&hist[1], amax[1]);
+  }
+out:
+  free(ax);
+  free(bx);
+  free(ref);
+  free(qa);
+  free(qb);
+  free(acc);
+  return rc;
+}
+
+/* --- merging calls --- */
+
+void mp_shadow_metrics_worst(mp_shadow_metrics *dst, const mp_shadow_metrics *src) {
+  if (src->rel_l2 > dst->rel_l2) dst->rel_l2 = src->rel_l2;
+  if (src->max_rel > dst->max_rel) dst->max_rel = src->max_rel;
+  if (src->flushed > dst->flushed) dst->flushed = src->flushed;
+  if (src->nonfinite > dst->nonfinite) dst->nonfinite = src->nonfinite;
+}
+
+void mp_shadow_agg_init(mp_shadow_agg *a) {
+  memset(a, 0, sizeof *a);
+}
+
+void mp_shadow_agg_add(mp_shadow_agg *a, mp_shadow_cand c, const mp_shadow_metrics *m) {
+  if ((unsigned)c >= MP_SH_COUNT) return;
+  uint64_t n = ++a->calls[c];
+  mp_shadow_metrics_worst(&a->worst[c], m);
+  if (a->nsamples[c] < MP_SHADOW_MEDIAN_SAMPLES) {
+    a->samples[c][a->nsamples[c]++] = m->rel_l2;
+    return;
+  }
+  /* Reservoir sampling (Algorithm R) with a hash of the call number as the
+   * random source, so a run is reproducible. */
+  uint64_t z = n * 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  uint64_t j = z % n;
+  if (j < MP_SHADOW_MEDIAN_SAMPLES) a->samples[c][j] = m->rel_l2;
+}
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return a < b ? -1 : a > b;
+}
+
+double mp_shadow_median(double *v, size_t n) {
+  if (n == 0) return NAN;
+  qsort(v, n, sizeof *v, cmp_double);
+  if (n % 2) return v[n / 2];
+  double lo = v[n / 2 - 1], hi = v[n / 2];
+  return isinf(hi) ? hi : (lo + hi) / 2;
+}

@@ -1,0 +1,144 @@
+/* Shadow execution: what error would each candidate precision really cause in
+ * one GEMM? Definitions of the reference, the candidates (casts, FP8 scaling
+ * recipes), the error metrics and their merge, shared by libmpprof's host path
+ * and the tests (docs/numerics.md, "Shadow execution").
+ *
+ * The product measured is P = alpha * op(A) * op(B) of every batch matrix
+ * (C, beta and Lt epilogues are the same for every candidate and are left
+ * out). The reference accumulates in double from the operands' exact values;
+ * a candidate rounds A and B to its format (RNE, analysis/convert.h casts),
+ * accumulates in fp32 (fmaf, k ascending) and rounds the output to its output
+ * type. Metrics are taken over all m*n*batch outputs whose reference is finite. */
+#ifndef MPPROF_ANALYSIS_SHADOW_H
+#define MPPROF_ANALYSIS_SHADOW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "formats.h"
+#include "stats.h"
+
+#define MP_SHADOW_HISTORY_LEN 1024      /* delayed scaling: Transformer Engine's amax_history_len */
+#define MP_SHADOW_MX_BLOCK 32           /* MXFP8: elements per scale block along k */
+#define MP_SHADOW_DEFAULT_MAX_REL 0x1p-8 /* verdict: largest rel_l2 a candidate may cause */
+#define MP_SHADOW_MEDIAN_SAMPLES 128     /* rel_l2 values kept per candidate for the median */
+
+/* Candidate precisions; mp_shadow_cand_name() is the JSON key. */
+typedef enum mp_shadow_cand {
+  MP_SH_CURRENT = 0,   /* the call's own dtypes (tf32 when it computes in tf32), fp32 accumulation */
+  MP_SH_FP16,          /* fp16 operands at scale 1, fp16 output */
+  MP_SH_FP16_SCALED,   /* fp16 operands at each operand's loss scale (gradients), fp16 output */
+  MP_SH_BF16,          /* bf16 operands, bf16 output */
+  MP_SH_E4M3_CURRENT,  /* e4m3, per-tensor current scaling, bf16 output */
+  MP_SH_E4M3_DELAYED,  /* e4m3, delayed scaling (amax history of earlier shadowed calls) */
+  MP_SH_MXFP8_E4M3,    /* e4m3, E8M0 scale per 32-element block along k */
+  MP_SH_E5M2_CURRENT,  /* likewise with e5m2 (gradients) */
+  MP_SH_E5M2_DELAYED,
+  MP_SH_MXFP8_E5M2,
+  MP_SH_COUNT
+} mp_shadow_cand;
+
+const char *mp_shadow_cand_name(mp_shadow_cand c); /* "fp16", "fp8_e4m3_delayed", ... */
+int mp_shadow_cand_from_name(const char *name);    /* -1 when unknown */
+/* Operand format of a candidate (MP_DTYPE_INVALID for current). */
+mp_dtype mp_shadow_cand_format(mp_shadow_cand c);
+
+/* Error of one candidate in one call (or the worst over calls after a merge). */
+typedef struct mp_shadow_metrics {
+  double rel_l2;      /* ||D_c - D_ref||_2 / ||D_ref||_2; +inf when D_c is non-finite somewhere */
+  double max_rel;     /* max |D_c - D_ref| / max |D_ref| */
+  double flushed;     /* share of outputs non-zero in the reference and zero in the candidate */
+  uint64_t nonfinite; /* outputs that are inf/NaN in the candidate (finite in the reference) */
+} mp_shadow_metrics;
+
+/* SQNR in dB of a relative L2 error: -20 log10(rel_l2) (+inf for 0, -inf for +inf). */
+double mp_shadow_sqnr_db(double rel_l2);
+
+/* One operand as stored (column-major, as cuBLAS): element (r, c) of matrix b
+ * is at r + c*ld + b*stride (or ptrs[b] for a pointer-array batch). */
+typedef struct mp_shadow_operand {
+  mp_dtype dtype;
+  const void *data;
+  const void *const *ptrs; /* pointer-array batch (data unused) */
+  int64_t ld;
+  int64_t stride; /* elements between batch matrices; 0 broadcasts one */
+  bool trans;     /* op(X) = X^T */
+} mp_shadow_operand;
+
+typedef struct mp_shadow_gemm {
+  int64_t m, n, k, batch;
+  mp_shadow_operand a, b; /* op(A) is m x k, op(B) is k x n */
+  double alpha;
+  mp_dtype out; /* D's dtype: the current precision's output */
+  bool tf32;    /* the call computes fp32 in tf32: current rounds fp32 operands to tf32 */
+  /* MP_SH_FP16_SCALED: A and B are multiplied by 2^scale_log2[i] before the
+   * fp16 cast; the fp16 output then carries 2^(scale_log2[0] + scale_log2[1]),
+   * divided out after its cast (a gradient GEMM at its loss scale). */
+  int scale_log2[2];
+  /* Tests: when set, receive D_c of each candidate / the reference
+   * (column-major m x n, batch after batch). */
+  float *capture[MP_SH_COUNT];
+  double *capture_ref;
+} mp_shadow_gemm;
+
+/* Delayed scaling state of one operand of one site: amax of earlier calls. */
+typedef struct mp_amax_history {
+  float amax[MP_SHADOW_HISTORY_LEN];
+  uint32_t n;      /* entries held (<= MP_SHADOW_HISTORY_LEN) */
+  uint32_t next;   /* ring position of the next entry */
+  float scale[2];  /* last scale used for e4m3, e5m2 (kept when amax is 0 or non-finite) */
+} mp_amax_history;
+
+void mp_amax_history_init(mp_amax_history *h);
+/* Transformer Engine's default recipe: max over the history, margin 0;
+ * scale = fp8_max / amax; no history, amax 0 or non-finite: the previous
+ * scale (initially 1); an infinite scale becomes FLT_MAX. */
+float mp_amax_history_scale(mp_amax_history *h, mp_dtype fp8);
+void mp_amax_history_push(mp_amax_history *h, float amax);
+
+/* Current scaling (Transformer Engine Float8CurrentScaling): fp8_max / amax
+ * (fp32 division); amax 0, inf or NaN gives 1; an infinite scale FLT_MAX. */
+float mp_fp8_current_scale(float amax, mp_dtype fp8);
+/* MXFP8 block scale exponent: E8M0 of amax/fp8_max rounded up to a power of
+ * two (cvt.rp.satfinite.ue8m0), in [-127, 127]; the block's values are divided by 2^e. */
+int mp_mx_scale_exp(float amax, mp_dtype fp8);
+/* Candidate cast of one operand value (already multiplied by its scale for
+ * fp8): RNE to the format, fp8 saturating (as CUDA's __nv_fp8 constructors). */
+float mp_shadow_round(float x, mp_dtype fmt);
+
+/* The loss scale an operand of a backward GEMM is rounded at in
+ * MP_SH_FP16_SCALED: 0 when it fits fp16 at scale 1 (mp_advise: safe), else
+ * the middle of its fp16 loss-scale window (the report's rule), else 0. */
+int mp_shadow_loss_scale_log2(const mp_stats *s);
+
+/* Host memory mp_shadow_run allocates for g (bytes). */
+uint64_t mp_shadow_work_bytes(const mp_shadow_gemm *g);
+
+/* Compute the reference and the candidates in `mask` (bits 1u << cand) for g;
+ * ret[c] for each computed candidate. hist[2] (A, B) is the site's delayed
+ * scaling state: read for the scale, then this call's amax is pushed (NULL:
+ * the delayed candidates are not computed). 0, -EINVAL (bad geometry or an
+ * operand dtype that is not a float format), -ENOMEM. */
+#define MP_SHADOW_ALL ((1u << MP_SH_COUNT) - 1)
+int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2],
+                  mp_shadow_metrics ret[MP_SH_COUNT]);
+
+/* Per-site merge of calls: the worst of each metric, and up to
+ * MP_SHADOW_MEDIAN_SAMPLES rel_l2 values for the median (a deterministic
+ * reservoir sample once more calls arrive). */
+typedef struct mp_shadow_agg {
+  uint64_t calls[MP_SH_COUNT]; /* calls that computed the candidate */
+  mp_shadow_metrics worst[MP_SH_COUNT];
+  uint32_t nsamples[MP_SH_COUNT];
+  double samples[MP_SH_COUNT][MP_SHADOW_MEDIAN_SAMPLES];
+} mp_shadow_agg;
+
+void mp_shadow_agg_init(mp_shadow_agg *a);
+void mp_shadow_agg_add(mp_shadow_agg *a, mp_shadow_cand c, const mp_shadow_metrics *m);
+/* Worst-of merge of two metrics records. */
+void mp_shadow_metrics_worst(mp_shadow_metrics *dst, const mp_shadow_metrics *src);
+/* Median of n values (+inf sorts last); NaN for n == 0. Sorts v in place. */
+double mp_shadow_median(double *v, size_t n);
+
+#endif

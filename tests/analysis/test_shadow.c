@@ -1,0 +1,454 @@
+/* Shadow execution definitions against an independent straightforward
+ * implementation: double-precision loops over the operands, casts by rint()
+ * at the format's quantum (ref.h, no analysis/convert.c), fp32 accumulation
+ * as float(acc + a*b). Every candidate's output is compared element by
+ * element, and every metric with the one computed here from those outputs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/scan.h"
+#include "analysis/shadow.h"
+#include "ref.h"
+
+/* --- the independent implementation --- */
+
+static mp_target tgt_of(mp_dtype d) {
+  return d == MP_FP16 ? MP_TGT_FP16 : d == MP_BF16 ? MP_TGT_BF16 : d == MP_FP8_E4M3 ? MP_TGT_FP8_E4M3 : MP_TGT_FP8_E5M2;
+}
+
+/* RNE into the format; fp16/bf16 overflow to inf, fp8 saturates (satfinite). */
+static double cast(double x, mp_dtype fmt) {
+  if (x == 0 || isnan(x)) return x;
+  mp_target t = tgt_of(fmt);
+  double r = ref_round(x, t);
+  if (r > ref_formats[t].max_finite)
+    r = (fmt == MP_FP16 || fmt == MP_BF16) ? INFINITY : ref_formats[t].max_finite;
+  return x < 0 ? -r : r;
+}
+
+typedef struct ref_gemm {
+  int m, n, k, batch;
+  const float *a, *b; /* column-major, a: lda x ..., batch strides sa, sb */
+  int lda, ldb, sa, sb;
+  bool ta, tb;
+  double alpha;
+} ref_gemm;
+
+static double opa(const ref_gemm *g, int bt, int i, int kk) {
+  return g->a[bt * g->sa + (g->ta ? kk + i * g->lda : i + kk * g->lda)];
+}
+static double opb(const ref_gemm *g, int bt, int kk, int j) {
+  return g->b[bt * g->sb + (g->tb ? j + kk * g->ldb : kk + j * g->ldb)];
+}
+
+/* Operand value of a candidate for op(A) (which 0) or op(B) (which 1). */
+typedef struct ref_cand {
+  mp_dtype fmt;     /* MP_FP32: keep */
+  int kind;         /* 0 plain cast, 1 per-tensor scale, 2 mx blocks, 3 loss scale */
+  double scale[2];  /* kind 1 */
+  int lscale[2];    /* kind 3 */
+  mp_dtype out;
+} ref_cand;
+
+static double mx_exp(double amax, mp_dtype fmt) {
+  float v = (float)amax * (float)(1.0 / ref_formats[tgt_of(fmt)].max_finite);
+  if (v == 0) return -127;
+  return ceil(log2((double)v));
+}
+
+static double cand_val(const ref_gemm *g, const ref_cand *c, int which, int bt, int row, int kk) {
+  double x = which ? opb(g, bt, kk, row) : opa(g, bt, row, kk);
+  switch (c->kind) {
+  case 0:
+    return c->fmt == MP_FP32 ? x : cast(x, c->fmt);
+  case 1:
+    return cast((double)(float)(x * c->scale[which]), c->fmt);
+  case 3:
+    return cast(ldexp(x, c->lscale[which]), c->fmt);
+  default: {
+    int k0 = kk / 32 * 32, k1 = k0 + 32 < g->k ? k0 + 32 : g->k;
+    double amax = 0;
+    for (int t = k0; t < k1; t++) {
+      double v = fabs(which ? opb(g, bt, t, row) : opa(g, bt, row, t));
+      if (v > amax) amax = v;
+    }
+    double e = mx_exp(amax, c->fmt);
+    return ldexp(cast(ldexp(x, -(int)e), c->fmt), (int)e);
+  }
+  }
+}
+
+/* D of the candidate, m x n per batch, and the double reference. */
+static void ref_run(const ref_gemm *g, const ref_cand *c, double *d, double *ref) {
+  for (int bt = 0; bt < g->batch; bt++)
+    for (int j = 0; j < g->n; j++)
+      for (int i = 0; i < g->m; i++) {
+        double r = 0;
+        float acc = 0;
+        for (int kk = 0; kk < g->k; kk++) {
+          r += opa(g, bt, i, kk) * opb(g, bt, kk, j);
+          acc = (float)((double)acc + cand_val(g, c, 0, bt, i, kk) * cand_val(g, c, 1, bt, j, kk));
+        }
+        double v = acc;
+        if (c->kind == 1) {
+          double inv_a = (float)(1.0 / c->scale[0]), inv_b = (float)(1.0 / c->scale[1]);
+          v = (float)((float)((float)(v * inv_a) * inv_b) * g->alpha);
+        } else {
+          v = (float)(v * g->alpha);
+        }
+        if (c->out != MP_FP32) v = cast(v, c->out);
+        if (c->kind == 3) v = ldexp(v, -(c->lscale[0] + c->lscale[1]));
+        size_t o = (size_t)bt * g->m * g->n + i + (size_t)j * g->m;
+        d[o] = v;
+        ref[o] = g->alpha * r;
+      }
+}
+
+static void ref_metrics(const double *d, const double *ref, size_t n, mp_shadow_metrics *m) {
+  double se = 0, sr = 0, md = 0, mr = 0;
+  uint64_t nz = 0, fl = 0, nf = 0;
+  for (size_t i = 0; i < n; i++) {
+    sr += ref[i] * ref[i];
+    mr = fmax(mr, fabs(ref[i]));
+    if (!isfinite(d[i])) {
+      nf++;
+      continue;
+    }
+    se += (d[i] - ref[i]) * (d[i] - ref[i]);
+    md = fmax(md, fabs(d[i] - ref[i]));
+    if (ref[i] != 0) {
+      nz++;
+      fl += d[i] == 0;
+    }
+  }
+  m->nonfinite = nf;
+  m->rel_l2 = nf ? INFINITY : sqrt(se / sr);
+  m->max_rel = nf ? INFINITY : md / mr;
+  m->flushed = nz ? (double)fl / (double)nz : 0;
+}
+
+/* --- the code under test, on the same data --- */
+
+static void to_gemm(const ref_gemm *r, mp_shadow_gemm *g) {
+  memset(g, 0, sizeof *g);
+  g->m = r->m;
+  g->n = r->n;
+  g->k = r->k;
+  g->batch = r->batch;
+  g->a = (mp_shadow_operand){MP_FP32, r->a, NULL, r->lda, r->sa, r->ta};
+  g->b = (mp_shadow_operand){MP_FP32, r->b, NULL, r->ldb, r->sb, r->tb};
+  g->alpha = r->alpha;
+  g->out = MP_FP32;
+}
+
+static void close_to(double got, double want) {
+  if (isinf(want)) {
+    assert_true(isinf(got));
+    return;
+  }
+  assert_true(fabs(got - want) <= 1e-12 * fabs(want) + 1e-300);
+}
+
+/* Run candidate c through mp_shadow_run and the reference; outputs must match
+ * exactly, metrics to rounding of the sums. Returns the metrics. */
+static mp_shadow_metrics check(const ref_gemm *r, mp_shadow_cand cand, const ref_cand *rc,
+                               mp_shadow_gemm *g, mp_amax_history hist[2]) {
+  size_t n = (size_t)r->m * r->n * r->batch;
+  double *d = malloc(n * sizeof *d), *ref = malloc(n * sizeof *ref), *cref = malloc(n * sizeof *cref);
+  float *cap = malloc(n * sizeof *cap);
+  assert_non_null(d);
+  assert_non_null(ref);
+  assert_non_null(cref);
+  assert_non_null(cap);
+  ref_run(r, rc, d, ref);
+  g->capture[cand] = cap;
+  g->capture_ref = cref;
+  mp_shadow_metrics got[MP_SH_COUNT], want;
+  assert_int_equal(mp_shadow_run(g, 1u << cand, hist, got), 0);
+  for (size_t i = 0; i < n; i++) {
+    if (isnan(d[i]))
+      assert_true(isnan(cap[i]));
+    else if (cap[i] != d[i])
+      fail_msg("%s: output %zu is %.9g, want %.9g", mp_shadow_cand_name(cand), i, cap[i], d[i]);
+    close_to(cref[i], ref[i]);
+  }
+  ref_metrics(d, ref, n, &want);
+  close_to(got[cand].rel_l2, want.rel_l2);
+  close_to(got[cand].max_rel, want.max_rel);
+  assert_true(got[cand].flushed == want.flushed);
+  assert_int_equal(got[cand].nonfinite, want.nonfinite);
+  g->capture[cand] = NULL;
+  g->capture_ref = NULL;
+  free(d);
+  free(ref);
+  free(cref);
+  free(cap);
+  return got[cand];
+}
+
+/* Random values over several binades, both signs. */
+static void fill(float *v, size_t n, uint64_t seed, int lo, int hi) {
+  for (size_t i = 0; i < n; i++) {
+    uint64_t r = ref_rand(&seed);
+    double f = 1.0 + (double)(r & 0xffffff) / 0x1p24;
+    int e = lo + (int)((r >> 24) % (uint64_t)(hi - lo + 1));
+    v[i] = (float)((r >> 40 & 1 ? -1 : 1) * ldexp(f, e));
+  }
+}
+
+/* A 19x23 product, k = 45 (an MXFP8 block of 32 and one of 13), A transposed,
+ * two strided batch matrices, alpha 0.75. */
+enum { M = 19, N = 23, K = 45, LDA = 47, LDB = 50, BATCH = 2 };
+static float A[BATCH * LDA * M], B[BATCH * LDB * N];
+
+static ref_gemm base_gemm(void) {
+  fill(A, sizeof A / sizeof A[0], 1, -6, 5);
+  fill(B, sizeof B / sizeof B[0], 2, -4, 3);
+  return (ref_gemm){M, N, K, BATCH, A, B, LDA, LDB, LDA * M, LDB * N, true, false, 0.75};
+}
+
+static void fp16_and_bf16_round_operands_and_output(void **state) {
+  (void)state;
+  ref_gemm r = base_gemm();
+  mp_shadow_gemm g;
+  to_gemm(&r, &g);
+  ref_cand h = {.fmt = MP_FP16, .out = MP_FP16}, b = {.fmt = MP_BF16, .out = MP_BF16};
+  mp_shadow_metrics mh = check(&r, MP_SH_FP16, &h, &g, NULL);
+  mp_shadow_metrics mb = check(&r, MP_SH_BF16, &b, &g, NULL);
+  /* bf16 keeps 8 significant bits, fp16 11: its error is several times larger. */
+  assert_true(mb.rel_l2 > 4 * mh.rel_l2);
+  assert_true(mh.rel_l2 > 0 && mh.rel_l2 < 0x1p-9);
+  close_to(mp_shadow_sqnr_db(mh.rel_l2), -20 * log10(mh.rel_l2));
+}
+
+static void current_is_the_calls_own_precision(void **state) {
+  (void)state;
+  ref_gemm r = base_gemm();
+  mp_shadow_gemm g;
+  to_gemm(&r, &g);
+  ref_cand c = {.fmt = MP_FP32, .out = MP_FP32};
+  mp_shadow_metrics m = check(&r, MP_SH_CURRENT, &c, &g, NULL);
+  assert_true(m.rel_l2 < 0x1p-20); /* fp32 accumulation only */
+  g.tf32 = true;
+  mp_shadow_metrics out[MP_SH_COUNT];
+  assert_int_equal(mp_shadow_run(&g, 1u << MP_SH_CURRENT, NULL, out), 0);
+  assert_true(out[MP_SH_CURRENT].rel_l2 > 16 * m.rel_l2); /* 10-bit tf32 operands */
+}
+
+static void fp8_current_scaling_maps_each_tensors_amax_to_the_format_max(void **state) {
+  (void)state;
+  ref_gemm r = base_gemm();
+  mp_shadow_gemm g;
+  to_gemm(&r, &g);
+  for (int f = 0; f < 2; f++) {
+    mp_dtype fmt = f ? MP_FP8_E5M2 : MP_FP8_E4M3;
+    ref_cand c = {.fmt = fmt, .kind = 1, .out = MP_BF16};
+    for (int w = 0; w < 2; w++) {
+      double amax = 0;
+      const float *v = w ? B : A;
+      size_t n = w ? sizeof B / sizeof B[0] : sizeof A / sizeof A[0];
+      /* only the logical elements count: A is K x M in LDA columns, B K x N */
+      for (size_t i = 0; i < n; i++) {
+        size_t ld = w ? LDB : LDA, row = i % ld;
+        if (row < K) amax = fmax(amax, fabs(v[i]));
+      }
+      c.scale[w] = (float)(ref_formats[tgt_of(fmt)].max_finite / amax);
+      assert_true(mp_fp8_current_scale((float)amax, fmt) == (float)c.scale[w]);
+    }
+    check(&r, f ? MP_SH_E5M2_CURRENT : MP_SH_E4M3_CURRENT, &c, &g, NULL);
+  }
+  assert_true(mp_fp8_current_scale(0, MP_FP8_E4M3) == 1.0f);
+  assert_true(mp_fp8_current_scale(INFINITY, MP_FP8_E4M3) == 1.0f);
+  assert_true(mp_fp8_current_scale(NAN, MP_FP8_E4M3) == 1.0f);
+  assert_true(mp_fp8_current_scale(0x1p-149f, MP_FP8_E5M2) == FLT_MAX);
+}
+
+static void mxfp8_blocks_run_along_k_and_the_last_one_straddles_its_end(void **state) {
+  (void)state;
+  ref_gemm r = base_gemm();
+  /* The 13-element tail of every row of op(A) is 2^-20 smaller than its
+   * first block: one scale for the row would flush it; its own block scale does not. */
+  for (int bt = 0; bt < BATCH; bt++)
+    for (int i = 0; i < M; i++)
+      for (int kk = 32; kk < K; kk++)
+        A[bt * LDA * M + kk + i * LDA] = ldexpf(A[bt * LDA * M + kk + i * LDA], -20);
+  mp_shadow_gemm g;
+  to_gemm(&r, &g);
+  for (int f = 0; f < 2; f++) {
+    ref_cand c = {.fmt = f ? MP_FP8_E5M2 : MP_FP8_E4M3, .kind = 2, .out = MP_BF16};
+    check(&r, f ? MP_SH_MXFP8_E5M2 : MP_SH_MXFP8_E4M3, &c, &g, NULL);
+  }
+  /* the exponent rule: amax/448 rounded up to a power of two */
+  assert_int_equal(mp_mx_scale_exp(448, MP_FP8_E4M3), 0);
+  assert_int_equal(mp_mx_scale_exp(449, MP_FP8_E4M3), 1);
+  assert_int_equal(mp_mx_scale_exp(224, MP_FP8_E4M3), -1);
+  assert_int_equal(mp_mx_scale_exp(0, MP_FP8_E4M3), -127);
+  assert_int_equal(mp_mx_scale_exp(57344, MP_FP8_E5M2), 0);
+}
+
+static void delayed_scaling_uses_the_amax_of_earlier_calls(void **state) {
+  (void)state;
+  ref_gemm r = base_gemm();
+  mp_shadow_gemm g;
+  to_gemm(&r, &g);
+  mp_amax_history hist[2];
+  mp_amax_history_init(&hist[0]);
+  mp_amax_history_init(&hist[1]);
+  /* Call 1: no history: scale 1 (Transformer Engine's initial scale). */
+  ref_cand c = {.fmt = MP_FP8_E4M3, .kind = 1, .scale = {1, 1}, .out = MP_BF16};
+  check(&r, MP_SH_E4M3_DELAYED, &c, &g, hist);
+  assert_int_equal(hist[0].n, 1);
+  float amax_a1 = hist[0].amax[0], amax_b1 = hist[1].amax[0];
+  /* Call 2 with A doubled: the scale comes from call 1's amax, so A's largest
+   * values now saturate at 448. */
+  for (size_t i = 0; i < sizeof A / sizeof A[0]; i++)
+    A[i] *= 2;
+  c.scale[0] = (float)(448.0 / amax_a1);
+  c.scale[1] = (float)(448.0 / amax_b1);
+  mp_shadow_metrics m2 = check(&r, MP_SH_E4M3_DELAYED, &c, &g, hist);
+  assert_true(hist[0].amax[1] == 2 * amax_a1);
+  mp_shadow_metrics cur[MP_SH_COUNT];
+  assert_int_equal(mp_shadow_run(&g, 1u << MP_SH_E4M3_CURRENT, NULL, cur), 0);
+  assert_true(m2.max_rel > cur[MP_SH_E4M3_CURRENT].max_rel);
+  /* Call 3: the max over the history (2 * amax_a1) decides. */
+  c.scale[0] = (float)(448.0 / (2.0 * amax_a1));
+  check(&r, MP_SH_E4M3_DELAYED, &c, &g, hist);
+}
+
+static void delayed_history_holds_1024_calls_and_keeps_the_scale_on_zero_amax(void **state) {
+  (void)state;
+  mp_amax_history *h = malloc(sizeof *h);
+  assert_non_null(h);
+  mp_amax_history_init(h);
+  assert_true(mp_amax_history_scale(h, MP_FP8_E4M3) == 1.0f);
+  mp_amax_history_push(h, 0);
+  assert_true(mp_amax_history_scale(h, MP_FP8_E4M3) == 1.0f); /* amax 0: previous scale */
+  mp_amax_history_init(h);
+  mp_amax_history_push(h, 896);
+  for (int i = 0; i < MP_SHADOW_HISTORY_LEN - 1; i++)
+    mp_amax_history_push(h, 7);
+  assert_true(mp_amax_history_scale(h, MP_FP8_E4M3) == 0.5f); /* 896 still inside */
+  mp_amax_history_push(h, 7);                                   /* pushes 896 out */
+  assert_true(mp_amax_history_scale(h, MP_FP8_E4M3) == 64.0f);
+  assert_true(mp_amax_history_scale(h, MP_FP8_E5M2) == 8192.0f);
+  mp_amax_history_push(h, INFINITY);
+  assert_true(mp_amax_history_scale(h, MP_FP8_E4M3) == 64.0f); /* non-finite: kept */
+  free(h);
+}
+
+static void fp16_output_overflow_is_counted_as_nonfinite(void **state) {
+  (void)state;
+  /* Outputs ~1e5: fine in bf16, inf in fp16. */
+  ref_gemm r = base_gemm();
+  for (size_t i = 0; i < sizeof A / sizeof A[0]; i++)
+    A[i] = 3000.0f + (float)(i % 7);
+  mp_shadow_gemm g;
+  to_gemm(&r, &g);
+  ref_cand h = {.fmt = MP_FP16, .out = MP_FP16};
+  mp_shadow_metrics m = check(&r, MP_SH_FP16, &h, &g, NULL);
+  assert_true(m.nonfinite > 0);
+  assert_true(isinf(m.rel_l2));
+  assert_true(isinf(-mp_shadow_sqnr_db(m.rel_l2)));
+  mp_shadow_metrics out[MP_SH_COUNT];
+  assert_int_equal(mp_shadow_run(&g, 1u << MP_SH_BF16, NULL, out), 0);
+  assert_int_equal(out[MP_SH_BF16].nonfinite, 0);
+}
+
+static void gradients_flush_at_scale_1_and_fit_at_their_loss_scale(void **state) {
+  (void)state;
+  ref_gemm r = base_gemm();
+  fill(B, sizeof B / sizeof B[0], 9, -33, -28); /* ~1e-9: below fp16's 2^-24 */
+  mp_shadow_gemm g;
+  to_gemm(&r, &g);
+  ref_cand h = {.fmt = MP_FP16, .out = MP_FP16};
+  mp_shadow_metrics m1 = check(&r, MP_SH_FP16, &h, &g, NULL);
+  assert_true(m1.flushed == 1.0); /* every output is zero */
+
+  mp_stats s;
+  mp_stats_init(&s, MP_FP32);
+  assert_int_equal(mp_scan_contiguous(&s, B, sizeof B / sizeof B[0]), 0);
+  int ls = mp_shadow_loss_scale_log2(&s);
+  assert_true(ls >= 20 && ls <= 40);
+  /* A's values fit fp16: scale 1. */
+  mp_stats_init(&s, MP_FP32);
+  assert_int_equal(mp_scan_contiguous(&s, A, sizeof A / sizeof A[0]), 0);
+  assert_int_equal(mp_shadow_loss_scale_log2(&s), 0);
+
+  g.scale_log2[1] = ls;
+  ref_cand hs = {.fmt = MP_FP16, .kind = 3, .lscale = {0, ls}, .out = MP_FP16};
+  /* The output carries the scale through its fp16 cast as well. */
+  mp_shadow_metrics ms = check(&r, MP_SH_FP16_SCALED, &hs, &g, NULL);
+  assert_true(ms.flushed == 0);
+  assert_true(ms.rel_l2 < 0x1p-9);
+}
+
+static void agg_keeps_the_worst_and_a_median(void **state) {
+  (void)state;
+  mp_shadow_agg *a = malloc(sizeof *a);
+  assert_non_null(a);
+  mp_shadow_agg_init(a);
+  for (int i = 1; i <= 5; i++) {
+    mp_shadow_metrics m = {.rel_l2 = i * 0.01, .max_rel = 0.1 / i, .flushed = 0, .nonfinite = (uint64_t)(i == 2)};
+    mp_shadow_agg_add(a, MP_SH_FP16, &m);
+  }
+  assert_int_equal(a->calls[MP_SH_FP16], 5);
+  close_to(a->worst[MP_SH_FP16].rel_l2, 0.05);
+  close_to(a->worst[MP_SH_FP16].max_rel, 0.1);
+  assert_int_equal(a->worst[MP_SH_FP16].nonfinite, 1);
+  close_to(mp_shadow_median(a->samples[MP_SH_FP16], a->nsamples[MP_SH_FP16]), 0.03);
+  /* More calls than samples: the reservoir stays full and holds only seen values. */
+  for (int i = 0; i < 1000; i++) {
+    mp_shadow_metrics m = {.rel_l2 = 1.0};
+    mp_shadow_agg_add(a, MP_SH_BF16, &m);
+  }
+  assert_int_equal(a->nsamples[MP_SH_BF16], MP_SHADOW_MEDIAN_SAMPLES);
+  close_to(mp_shadow_median(a->samples[MP_SH_BF16], a->nsamples[MP_SH_BF16]), 1.0);
+  double v[4] = {INFINITY, 1, 2, INFINITY};
+  assert_true(isinf(mp_shadow_median(v, 4)));
+  free(a);
+}
+
+static void names_round_trip(void **state) {
+  (void)state;
+  for (int c = 0; c < MP_SH_COUNT; c++)
+    assert_int_equal(mp_shadow_cand_from_name(mp_shadow_cand_name((mp_shadow_cand)c)), c);
+  assert_int_equal(mp_shadow_cand_from_name("fp4"), -1);
+  assert_string_equal(mp_shadow_cand_name(MP_SH_MXFP8_E4M3), "mxfp8_e4m3");
+}
+
+static void bad_geometry_is_rejected(void **state) {
+  (void)state;
+  ref_gemm r = base_gemm();
+  mp_shadow_gemm g;
+  to_gemm(&r, &g);
+  mp_shadow_metrics out[MP_SH_COUNT];
+  g.a.ld = K - 1; /* op(A) = A^T: A is K x M */
+  assert_int_equal(mp_shadow_run(&g, MP_SHADOW_ALL, NULL, out), -EINVAL);
+  to_gemm(&r, &g);
+  g.a.dtype = MP_INT8;
+  assert_int_equal(mp_shadow_run(&g, MP_SHADOW_ALL, NULL, out), -EINVAL);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(fp16_and_bf16_round_operands_and_output),
+      cmocka_unit_test(current_is_the_calls_own_precision),
+      cmocka_unit_test(fp8_current_scaling_maps_each_tensors_amax_to_the_format_max),
+      cmocka_unit_test(mxfp8_blocks_run_along_k_and_the_last_one_straddles_its_end),
+      cmocka_unit_test(delayed_scaling_uses_the_amax_of_earlier_calls),
+      cmocka_unit_test(delayed_history_holds_1024_calls_and_keeps_the_scale_on_zero_amax),
+      cmocka_unit_test(fp16_output_overflow_is_counted_as_nonfinite),
+      cmocka_unit_test(gradients_flush_at_scale_1_and_fit_at_their_loss_scale),
+      cmocka_unit_test(agg_keeps_the_worst_and_a_median),
+      cmocka_unit_test(names_round_trip),
+      cmocka_unit_test(bad_geometry_is_rejected),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
