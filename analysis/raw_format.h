@@ -98,6 +98,7 @@
   X(gpu_ns, "gpu_ns", "summed")                                                                    \
   X(kernels, "kernels", "merged per kernel name (MP_RAW_KERNEL)")                                  \
   X(ptr_align, "ptr_align", "minimum")                                                             \
+  X(shadow, "shadow", "--shadow only: MP_RAW_SHADOW, merged per candidate")                        \
   X(ranks, "ranks", "report only: calls per rank, summed")
 
 /* X(name, "json key", "what it is") for the objects inside a SITE. */
@@ -112,6 +113,29 @@
   X(pad, "pad", "[h, w]")                                                                          \
   X(stride, "stride", "[h, w]")                                                                    \
   X(dilation, "dilation", "[h, w]")
+
+/* Shadow execution of a site's sampled calls (analysis/shadow.h). */
+#define MP_RAW_SHADOW(X)                                                                           \
+  X(calls, "calls", "calls shadowed, summed")                                                      \
+  X(skipped, "skipped", "sampled calls not shadowed, summed per reason (MP_RAW_SHADOW_SKIPPED)")   \
+  X(candidates, "candidates", "MP_RAW_SHADOW_CAND per candidate name (mp_shadow_cand_name)")
+
+/* Why a sampled call was not shadowed (profiler/shadow.c's reasons, in this order). */
+#define MP_RAW_SHADOW_SKIPPED(X)                                                                   \
+  X(TOO_LARGE, "shadow_too_large", "work memory above MPPROF_SHADOW_MAX_MB")                       \
+  X(GRAPH_CAPTURE, "graph_capture", "stream being captured into a CUDA graph")                     \
+  X(FORK_CHILD, "fork_child", "call in a fork child")                                              \
+  X(DEVICE_MEMORY, "device_memory", "operands not host-readable (no device path)")                 \
+  X(UNSUPPORTED, "shadow_unsupported", "not a GEMM, dtype, layout, fp8 scales, alpha unreadable")  \
+  X(NO_MEMORY, "out_of_memory", "work memory could not be allocated")
+
+#define MP_RAW_SHADOW_CAND(X)                                                                      \
+  X(calls, "calls", "calls that computed the candidate, summed")                                   \
+  X(rel_l2, "rel_l2", "maximum over calls; null = +inf")                                           \
+  X(max_rel, "max_rel", "maximum; null = +inf")                                                    \
+  X(flushed, "flushed", "maximum")                                                                 \
+  X(nonfinite, "nonfinite", "maximum")                                                             \
+  X(rel_l2_samples, "rel_l2_samples", "per-call rel_l2 values kept for the median, pooled")
 
 /* Bit i of mpp_op.fp8_scales is row i. */
 #define MP_RAW_FP8_SCALES(X)                                                                       \
@@ -267,6 +291,8 @@ MP_RAW_KEYS_(mp_rk_steps, MP_RK_STEPS, MP_RAW_STEPS);
 MP_RAW_KEYS_(mp_rk_step_scale, MP_RK_STEP_SCALE, MP_RAW_STEP_SCALE);
 MP_RAW_KEYS_(mp_rk_skipped, MP_RK_SKIPPED, MP_RAW_SKIPPED);
 MP_RAW_KEYS_(mp_rk_nonfinite, MP_RK_NONFINITE, MP_RAW_NONFINITE);
+MP_RAW_KEYS_(mp_rk_shadow, MP_RK_SHADOW, MP_RAW_SHADOW);
+MP_RAW_KEYS_(mp_rk_shadow_cand, MP_RK_SHADOW_CAND, MP_RAW_SHADOW_CAND);
 
 /* The JSON keys of the site key in table order, NULL-terminated: the
  * report's identity of a site (ROLES, "", has no key of its own). */

@@ -42,6 +42,11 @@
 #define MP_K_ADV_UNDERFLOW_FRACTION "underflow_fraction"
 #define MP_K_ADV_RECOMMENDED "recommended"
 
+/* Shadow execution in report.json: the raw keys (analysis/raw_format.h
+ * MP_RAW_SHADOW, MP_RAW_SHADOW_CAND) plus these derived ones. */
+#define MP_K_SH_SQNR_DB "sqnr_db"
+#define MP_K_SH_MEDIAN_REL_L2 "median_rel_l2"
+
 /* Cast outcome names, indexed by mp_cast_outcome. */
 #define MP_CAST_OUTCOME_NAMES {"overflow", "underflow", "subnormal", "normal"}
 

@@ -312,7 +312,10 @@ static bool geometry_ok(const mp_shadow_gemm *g) {
 int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2],
                   mp_shadow_metrics ret[MP_SH_COUNT]) {
   if (!geometry_ok(g)) return -EINVAL;
-  if (!hist) mask &= ~((1u << MP_SH_E4M3_DELAYED) | (1u << MP_SH_E5M2_DELAYED));
+  const unsigned delayed = (1u << MP_SH_E4M3_DELAYED) | (1u << MP_SH_E5M2_DELAYED);
+  bool seed = hist && (mask & delayed); /* this call's amax joins the history */
+  /* Without history the recipe has no scale yet: the call only seeds it. */
+  if (!hist || (hist[0].n == 0 && hist[1].n == 0)) mask &= ~delayed;
   size_t mk = (size_t)(g->m * g->k), nk = (size_t)(g->n * g->k), mn = (size_t)(g->m * g->n);
   double *ax = malloc(mk * sizeof *ax), *bx = malloc(nk * sizeof *bx), *ref = malloc(mn * sizeof *ref);
   float *qa = malloc(mk * sizeof *qa), *qb = malloc(nk * sizeof *qb);
@@ -394,10 +397,11 @@ int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2
   }
   for (int c = 0; c < MP_SH_COUNT; c++)
     if (mask >> c & 1) err_finish(&acc[c], &ret[c]);
-  if (hist && (mask & ((1u << MP_SH_E4M3_DELAYED) | (1u << MP_SH_E5M2_DELAYED)))) {
+  if (seed) {
     mp_amax_history_push(&hist[0], amax[0]);
     mp_amax_history_push(&hist[1], amax[1]);
   }
+  rc = (int)mask;
 out:
   free(ax);
   free(bx);

@@ -117,9 +117,11 @@ uint64_t mp_shadow_work_bytes(const mp_shadow_gemm *g);
 
 /* Compute the reference and the candidates in `mask` (bits 1u << cand) for g;
  * ret[c] for each computed candidate. hist[2] (A, B) is the site's delayed
- * scaling state: read for the scale, then this call's amax is pushed (NULL:
- * the delayed candidates are not computed). 0, -EINVAL (bad geometry or an
- * operand dtype that is not a float format), -ENOMEM. */
+ * scaling state: read for the scale, then this call's amax is pushed. With an
+ * empty history (a site's first call) the delayed candidates are not computed,
+ * the call only seeds it; with hist NULL never. Returns the mask of the
+ * candidates computed (>= 0), -EINVAL (bad geometry or an operand dtype that
+ * is not a float format), -ENOMEM. */
 #define MP_SHADOW_ALL ((1u << MP_SH_COUNT) - 1)
 int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2],
                   mp_shadow_metrics ret[MP_SH_COUNT]);

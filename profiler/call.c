@@ -10,6 +10,7 @@
 #include "mpp.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -42,6 +43,7 @@ void mpp_op_init(mpp_op *op, const char *api, mpp_op_kind kind) {
   op->batch = 1;
   op->lda = op->ldb = op->ldc = op->ldd = -1;
   op->math_mode = -1;
+  op->alpha = NAN;
 }
 
 mpp_role *mpp_op_role(mpp_op *op, const char *name, bool input) {
@@ -288,6 +290,7 @@ void mpp_call_begin(mpp_call *c, mpp_op *op) {
   c->index = index;
   if (c->site >= 0) {
     c->op_id = make_op_id(c->site, index);
+    c->index = index;
     bool any = false;
     for (int i = 0; i < op->nroles; i++)
       any |= would_scan(&op->roles[i]);
@@ -380,6 +383,8 @@ void mpp_call_end(mpp_call *c, mpp_op *op, bool ok) {
     mpp_train_note_nonfinite_locked(&nf);
     mpp_sites_unlock();
   }
+  /* After the op returned and was recorded: reads its inputs, writes nothing of the app's. */
+  if (mpp_cfg.shadow && c->index % mpp_cfg.shadow == 0) mpp_shadow_call(c, op);
   call_close(c);
 }
 

@@ -32,6 +32,8 @@ typedef struct mpp_config {
   bool disabled;       /* MPPROF_DISABLE=1 */
   mpp_scan_mode scan;  /* MPPROF_SCAN */
   uint64_t sample;     /* MPPROF_SAMPLE: scan every Nth call of a site; MPP_SAMPLE_AUTO */
+  uint64_t shadow;        /* MPPROF_SHADOW: shadow every Nth GEMM call of a site; 0 off */
+  uint64_t shadow_max_mb; /* MPPROF_SHADOW_MAX_MB: memory cap of one shadowed call */
   uint32_t max_sites;  /* MPPROF_MAX_SITES */
   uint64_t max_events; /* MPPROF_MAX_EVENTS */
   double checkpoint_s; /* MPPROF_CHECKPOINT_S; 0 disables */
@@ -153,6 +155,8 @@ typedef struct mpp_op {
   double loss_scale;         /* declared loss scale in force at the call; 0: none (call.c) */
   /* Per call, not part of the key. */
   void *stream;
+  double alpha;            /* NAN: not readable here (device pointer, vector) */
+  bool shadow_unsupported; /* a layout or scaling shadow execution does not model */
   uint64_t ptr_align; /* 0: no pointer seen */
   int nroles;
   mpp_role roles[MPP_MAX_ROLES];
@@ -176,6 +180,7 @@ bool mpp_host_readable(const void *p);
 typedef struct mpp_call {
   int site;       /* -1: not attributed (site cap) */
   uint64_t op_id; /* pushed to CUPTI */
+  uint64_t index; /* the call's index in its site (sampling) */
   uint64_t t0_ns; /* CLOCK_REALTIME */
   bool scan;      /* this call's roles are scanned */
   bool capturing;
@@ -243,6 +248,7 @@ typedef struct mpp_site {
   mpp_site_kernel_t kernels[MPP_SITE_MAX_KERNELS];
   uint64_t kernels_other; /* launches of names beyond MPP_SITE_MAX_KERNELS */
   uint64_t ptr_align;     /* 0: none yet */
+  struct mpp_shadow_site *shadow; /* --shadow state (shadow.c); NULL until shadowed */
 } mpp_site;
 
 typedef struct mpp_event {
@@ -326,6 +332,16 @@ typedef struct mpp_nonfinite {
 void mpp_train_note_nonfinite_locked(const mpp_nonfinite *nf); /* site lock held */
 struct mpp_jw;
 void mpp_train_write_locked(struct mpp_jw *w); /* the raw "training" object; site lock held */
+/* --- shadow execution (shadow.c) --- */
+/* Shadow one sampled call after it returned (host-visible operands); a call
+ * that cannot be shadowed is counted under its reason. */
+void mpp_shadow_call(const mpp_call *c, const mpp_op *op);
+/* The site's shadow state, created on first use (stable pointer); NULL on ENOMEM. */
+struct mpp_shadow_site *mpp_site_shadow(int site);
+struct mpp_shadow_site *mpp_shadow_site_new(void);
+void mpp_shadow_site_free(struct mpp_shadow_site *s);
+/* The site's "shadow" object; call with the site lock held. */
+void mpp_shadow_write(struct mpp_jw *w, struct mpp_shadow_site *s);
 
 /* --- raw file: rawwrite.h --- */
 

@@ -292,6 +292,7 @@ static void write_site(mpp_jw *w, uint32_t id, const mpp_site *s) {
   for (int r = 0; r < MPP_NS_COUNT; r++)
     if (s->not_scanned[r]) key_u64(w, mpp_ns_reason_name((mpp_ns_reason)r), s->not_scanned[r]);
   mpp_jw_obj_end(w);
+  if (s->shadow) mpp_shadow_write(w, s->shadow);
   mpp_jw_key(w, MP_RK_SITE.tensors);
   mpp_jw_obj(w);
   for (int r = 0; r < k->nroles; r++)

@@ -58,6 +58,7 @@ bool mpp_sites_locked_by_caller(void) {
 
 static void free_site(mpp_site *s) {
   free(s->layer);
+  mpp_shadow_site_free(s->shadow);
   for (int r = 0; r < MPP_MAX_ROLES; r++)
     free(s->stats[r]);
   for (int i = 0; i < s->nkernels; i++)
@@ -482,4 +483,13 @@ void mpp_tables_get(mpp_tables *t) {
     reason_ptrs[i] = reasons[i].text;
   t->nreasons = nreasons;
   t->reasons = reason_ptrs;
+}
+
+struct mpp_shadow_site *mpp_site_shadow(int site) {
+  mpp_sites_lock();
+  mpp_site *s = &sites[site];
+  if (!s->shadow) s->shadow = mpp_shadow_site_new();
+  struct mpp_shadow_site *p = s->shadow;
+  mpp_sites_unlock();
+  return p;
 }

@@ -9,6 +9,7 @@ typedef struct mpprof_report_options {
   const char *out_dir; /* reads out_dir/raw, writes out_dir/report.* */
   const char *program; /* shown as the program; NULL: taken from the raw files' argv */
   FILE *summary; /* short human summary (processes, ops, sites, top findings, paths); NULL: none */
+  double shadow_max_rel; /* verdict: largest measured rel_l2 a precision may cause; 0: default */
 } mpprof_report_options;
 
 /* 0 on success (also for an empty run: the report says so); -1 with a one-line

@@ -41,6 +41,9 @@ typedef struct run_opts {
   const char *tc_counters; /* "first" or N: MPPROF_TC_COUNTERS */
   const char *loss_scale;  /* MPPROF_LOSS_SCALE */
   bool python_off;         /* --python off or MPPROF_PYTHON=0: no PYTHONPATH entry */
+  const char *shadow;        /* N: MPPROF_SHADOW */
+  const char *shadow_max_mb; /* MPPROF_SHADOW_MAX_MB */
+  double shadow_max_rel;     /* report verdict threshold; 0: default */
   char **argv;             /* program and its arguments */
 } run_opts;
 
@@ -48,6 +51,7 @@ static void usage(FILE *f) {
   fputs("usage: mpprof [run] [-o DIR] [--force] [--scan all|outputs|none] [--sample N|auto]\n"
         "                    [--checkpoint SECONDS] [--tc-counters[=N]] [--loss-scale S]\n"
         "                    [--python on|off]\n"
+        "                    [--shadow[=N]] [--shadow-max-mb MB] [--shadow-max-rel X]\n"
         "                    [--] PROGRAM ARGS...\n"
         "  -o, --output DIR   where raw files and the report go\n"
         "                     (default: mpprof-<program>-<date> in the current directory)\n"
@@ -65,7 +69,14 @@ static void usage(FILE *f) {
         "                     (65536, 2^16, 1e3); for a fixed scale the program does not\n"
         "                     declare through the NVTX domain \"mpprof\" (its marks win)\n"
         "  --python on|off    PyTorch module attribution in Python programs (default on;\n"
-        "                     MPPROF_PYTHON=0 also turns it off)\n",
+        "                     MPPROF_PYTHON=0 also turns it off)\n"
+        "  --shadow[=N]       shadow execution: re-compute every Nth GEMM call of each site\n"
+        "                     (default 16) in fp16, bf16 and fp8 recipes and measure the error\n"
+        "                     against an fp64 reference (docs/report.md, \"Measured error\")\n"
+        "  --shadow-max-mb MB memory one shadowed call may use (default 256); larger calls\n"
+        "                     are skipped as shadow_too_large\n"
+        "  --shadow-max-rel X largest relative L2 error a precision may cause and still be\n"
+        "                     recommended (default 2^-8 = 0.00390625)\n",
         f);
 }
 
@@ -145,6 +156,29 @@ static int parse(int argc, char **argv, run_opts *o) {
       if (mp_parse_loss_scale(o->loss_scale, &s) < 0) {
         fprintf(stderr, "mpprof: run: --loss-scale must be a positive finite number or 2^k, not '%s'\n",
                 o->loss_scale);
+        return 2;
+      }
+    } else if (is_opt(a, "--shadow")) {
+      /* The value only with '=': "--shadow prog" runs prog. */
+      o->shadow = a[strlen("--shadow")] == '=' ? a + strlen("--shadow=") : "16";
+      if (!valid_uint(o->shadow, 1)) {
+        fprintf(stderr, "mpprof: run: --shadow=N needs a positive integer, not '%s'\n", o->shadow);
+        return 2;
+      }
+    } else if (is_opt(a, "--shadow-max-mb")) {
+      if (!(o->shadow_max_mb = opt_value(argc, argv, &i, "--shadow-max-mb"))) return 2;
+      if (!valid_uint(o->shadow_max_mb, 1)) {
+        fprintf(stderr, "mpprof: run: --shadow-max-mb must be a positive integer, not '%s'\n",
+                o->shadow_max_mb);
+        return 2;
+      }
+    } else if (is_opt(a, "--shadow-max-rel")) {
+      const char *v = opt_value(argc, argv, &i, "--shadow-max-rel");
+      if (!v) return 2;
+      char *end;
+      o->shadow_max_rel = strtod(v, &end);
+      if (!*v || *end || !(o->shadow_max_rel > 0 && o->shadow_max_rel < 1e6)) {
+        fprintf(stderr, "mpprof: run: --shadow-max-rel must be a number > 0, not '%s'\n", v);
         return 2;
       }
     } else if (is_opt(a, "--tc-counters")) {
@@ -503,6 +537,8 @@ static void set_child_env(const run_opts *o, const char *lib, const char *out) {
   if (o->checkpoint) setenv("MPPROF_CHECKPOINT_S", o->checkpoint, 1);
   if (o->tc_counters) setenv("MPPROF_TC_COUNTERS", o->tc_counters, 1);
   if (o->loss_scale) setenv("MPPROF_LOSS_SCALE", o->loss_scale, 1);
+  if (o->shadow) setenv("MPPROF_SHADOW", o->shadow, 1);
+  if (o->shadow_max_mb) setenv("MPPROF_SHADOW_MAX_MB", o->shadow_max_mb, 1);
 }
 
 static void warn_other_injection(const char *var, const char *lib) {
@@ -648,7 +684,8 @@ int mpprof_cmd_run(int argc, char **argv) {
     return status;
   }
 
-  mpprof_report_options ro = {.out_dir = out_abs, .program = NULL, .summary = stderr};
+  mpprof_report_options ro = {.out_dir = out_abs, .program = NULL, .summary = stderr,
+                              .shadow_max_rel = o.shadow_max_rel};
   if (mpprof_report_generate(&ro) != 0)
     fprintf(stderr, "mpprof: the report of %s was not written; raw files are in %s/raw\n",
             o.argv[0], out_abs);

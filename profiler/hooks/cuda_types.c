@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "analysis/convert.h"
+
 typedef struct type_row {
   int value;
   const char *name; /* when `fmt` is MP_DTYPE_INVALID */
@@ -169,6 +171,37 @@ int mpp_scalar_nonzero(const void *p, int t) {
     int32_t i;
     memcpy(&i, p, sizeof i);
     return i != 0;
+  }
+  default:
+    return -1;
+  }
+}
+
+int mpp_scalar_value(const void *p, int t, double *ret) {
+  switch (t) {
+  case 0: {
+    float f;
+    memcpy(&f, p, sizeof f);
+    *ret = f;
+    return 0;
+  }
+  case 1: {
+    double d;
+    memcpy(&d, p, sizeof d);
+    *ret = d;
+    return 0;
+  }
+  case 2: {
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    *ret = mp_fp16_to_float(h);
+    return 0;
+  }
+  case 14: {
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    *ret = mp_bf16_to_float(h);
+    return 0;
   }
   default:
     return -1;

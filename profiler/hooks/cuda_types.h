@@ -18,5 +18,7 @@ const char *mpp_cudnn_dtype_name(int cudnn_data_type);
 mp_dtype mpp_cudnn_dtype(int cudnn_data_type);
 /* Is the scalar at p (host memory) non-zero, read as the given cudaDataType? */
 int mpp_scalar_nonzero(const void *p, int cuda_data_type); /* 1, 0, or -1 unknown type */
+/* Its value (fp32, fp64, fp16, bf16 scale types): 0, or -1 for another type. */
+int mpp_scalar_value(const void *p, int cuda_data_type, double *ret);
 
 #endif

@@ -4,6 +4,8 @@
  * read C otherwise); D is the output written over C. */
 #include "gemm_decode.h"
 
+#include <math.h>
+
 #include "cuda_types.h"
 
 /* ptr_align of a pointer-array batch: its matrices' pointers, when the array
@@ -59,6 +61,13 @@ static bool beta_nonzero(const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
  * which reads the array's entries on the GPU where the host cannot check
  * them, must follow them only when cuBLAS itself will. Unknown (a device
  * scalar) counts as possibly zero, as for beta. */
+/* alpha's value for shadow execution: NAN when it cannot be read here. */
+static double alpha_value(const void *alpha, int scale_type, bool readable) {
+  double v;
+  if (!alpha || !readable || mpp_scalar_value(alpha, scale_type, &v) != 0) return NAN;
+  return v;
+}
+
 static bool alpha_nonzero(const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
   if (!g->alpha) return false;
   if (ctx->pointer_mode != 0 && !(ctx->host_visible && ctx->host_visible(g->alpha))) return false;
@@ -84,6 +93,8 @@ void mpp_gemm_decode(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx
   op->scale_type = mpp_cuda_dtype_name(g->scale_type);
   op->math_mode = ctx->math_mode;
   op->stream = ctx->stream;
+  op->alpha = alpha_value(g->alpha, g->scale_type,
+                          ctx->pointer_mode == 0 || (ctx->host_visible && ctx->host_visible(g->alpha)));
 
   bool an = g->transa == 0, bn = g->transb == 0;
   mpp_role *a = mpp_op_role(op, "A", true);
@@ -220,6 +231,11 @@ void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
     if (g->scale_ptr[i]) op->fp8_scales |= bits[i];
   if (g->amax_d) op->fp8_scales |= MPP_FP8_AMAX_D;
   op->stream = stream;
+  /* Shadow execution reads column-major A and B with scalar alpha and no fp8 scales. */
+  bool alpha_host = g->pointer_mode == 0 || g->pointer_mode == 4 ||
+                    (g->pointer_mode == 1 && host_visible && g->alpha && host_visible(g->alpha));
+  op->alpha = alpha_value(g->alpha, g->scale_type, alpha_host);
+  op->shadow_unsupported = g->a.order != 0 || g->b.order != 0 || op->fp8_scales != 0;
 
   mpp_role *a = mpp_op_role(op, "A", true);
   lt_view(a, &g->a, g->A);

@@ -1,0 +1,219 @@
+/* Shadow execution, host path (`mpprof run --shadow[=N]`): every Nth call of
+ * a GEMM site, after the real call returned, re-computes the product from the
+ * operands with analysis/shadow.h (reference and candidate precisions) and
+ * merges the errors into the site. It only reads A and B and writes its own
+ * memory, so the program's results do not change.
+ *
+ * Operands must be readable here (simcuda, host-visible memory); device
+ * memory is counted as `device_memory`: the device path (private stream and
+ * handles, kernels) is not built. Shadow work is serialised by one mutex,
+ * which also guards every site's shadow state; lock order: site lock, then it. */
+#include "mpp.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/scan.h"
+#include "analysis/raw_format.h"
+#include "analysis/shadow.h"
+#include "jsonw.h"
+#include "profiler/gpu/gpu.h"
+
+/* Why a sampled call was not shadowed: analysis/raw_format.h's table. */
+typedef enum shadow_skip {
+#define X(id, json, doc) SKIP_##id,
+  MP_RAW_SHADOW_SKIPPED(X)
+#undef X
+  SKIP_COUNT
+} shadow_skip;
+
+static const char *const skip_names[SKIP_COUNT] = {
+#define X(id, json, doc) json,
+    MP_RAW_SHADOW_SKIPPED(X)
+#undef X
+};
+
+struct mpp_shadow_site {
+  uint64_t skipped[SKIP_COUNT];
+  mp_shadow_agg agg;
+  mp_amax_history hist[2]; /* A, B: delayed scaling */
+};
+
+static pthread_mutex_t shadow_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t shadow_once = PTHREAD_ONCE_INIT;
+
+static void shadow_init(void) {
+  mpp_fork_protect(&shadow_mu);
+}
+
+struct mpp_shadow_site *mpp_shadow_site_new(void) {
+  struct mpp_shadow_site *s = malloc(sizeof *s);
+  if (!s) return NULL;
+  memset(s->skipped, 0, sizeof s->skipped);
+  mp_shadow_agg_init(&s->agg);
+  mp_amax_history_init(&s->hist[0]);
+  mp_amax_history_init(&s->hist[1]);
+  return s;
+}
+
+void mpp_shadow_site_free(struct mpp_shadow_site *s) {
+  free(s);
+}
+
+static const mpp_role *role_named(const mpp_op *op, const char *name) {
+  for (int i = 0; i < op->nroles; i++)
+    if (!strcmp(op->roles[i].name, name)) return &op->roles[i];
+  return NULL;
+}
+
+/* Every matrix the operand holds is host memory. */
+static bool operand_readable(const mpp_role *r, int64_t batch) {
+  if (!r->ptr_array) return mpp_host_readable(r->view.data);
+  if (!mpp_host_readable(r->ptr_array)) return false;
+  for (int64_t b = 0; b < batch; b++)
+    if (!mpp_host_readable(r->ptr_array[b])) return false;
+  return true;
+}
+
+static bool operand_of(const mpp_role *r, char trans, mp_shadow_operand *o) {
+  if (!r || !r->present || r->unscannable != MPP_NS_COUNT) return false;
+  o->dtype = r->view.dtype;
+  o->data = r->view.data;
+  o->ptrs = r->ptr_array;
+  o->ld = (int64_t)r->view.ld;
+  o->stride = r->view.batch_stride;
+  o->trans = trans == 'T' || trans == 'C';
+  return trans == 'N' || o->trans;
+}
+
+/* The loss scale exponent an operand is rounded at in fp16_loss_scaled. */
+static int operand_loss_scale(const mpp_role *r, int64_t batch) {
+  mp_stats *s = malloc(sizeof *s);
+  if (!s) return 0;
+  mp_stats_init(s, r->view.dtype);
+  int rc = 0;
+  if (r->ptr_array) {
+    for (int64_t b = 0; rc == 0 && b < batch; b++) {
+      mp_view v = r->view;
+      v.data = r->ptr_array[b];
+      v.batch = 1;
+      rc = mp_scan(s, &v);
+    }
+  } else {
+    rc = mp_scan(s, &r->view);
+  }
+  int ls = rc == 0 ? mp_shadow_loss_scale_log2(s) : 0;
+  free(s);
+  return ls;
+}
+
+/* Fill g from the op, or say why not. */
+static shadow_skip describe(const mpp_op *op, mp_shadow_gemm *g) {
+  memset(g, 0, sizeof *g);
+  if (op->kind != MPP_OP_GEMM || op->shadow_unsupported || isnan(op->alpha))
+    return SKIP_UNSUPPORTED;
+  const mpp_role *a = role_named(op, "A"), *b = role_named(op, "B"), *d = role_named(op, "D");
+  if (!d || !operand_of(a, op->transa, &g->a) || !operand_of(b, op->transb, &g->b))
+    return SKIP_UNSUPPORTED;
+  g->m = op->m;
+  g->n = op->n;
+  g->k = op->k;
+  g->batch = op->batch;
+  g->alpha = op->alpha;
+  g->out = d->view.dtype;
+  g->tf32 = (op->compute_type && strstr(op->compute_type, "TF32")) ||
+            ((op->math_mode & 0xf) == 3 && a->view.dtype == MP_FP32);
+  if (!operand_readable(a, g->batch) || !operand_readable(b, g->batch)) return SKIP_DEVICE_MEMORY;
+  return SKIP_COUNT;
+}
+
+static shadow_skip run_locked(struct mpp_shadow_site *site, const mpp_op *op) {
+  mp_shadow_gemm g;
+  shadow_skip why = describe(op, &g);
+  if (why != SKIP_COUNT) return why;
+  if (mp_shadow_work_bytes(&g) > (mpp_cfg.shadow_max_mb << 20)) return SKIP_TOO_LARGE;
+  g.scale_log2[0] = operand_loss_scale(role_named(op, "A"), g.batch);
+  g.scale_log2[1] = operand_loss_scale(role_named(op, "B"), g.batch);
+  unsigned mask = MP_SHADOW_ALL;
+  /* At scale 1 both ways the loss-scaled candidate is the fp16 one. */
+  bool scaled = g.scale_log2[0] || g.scale_log2[1];
+  if (!scaled) mask &= ~(1u << MP_SH_FP16_SCALED);
+  mp_shadow_metrics m[MP_SH_COUNT];
+  int done = mp_shadow_run(&g, mask, site->hist, m);
+  if (done < 0) return done == -EINVAL ? SKIP_UNSUPPORTED : SKIP_NO_MEMORY;
+  if (!scaled) {
+    m[MP_SH_FP16_SCALED] = m[MP_SH_FP16];
+    done |= 1 << MP_SH_FP16_SCALED;
+  }
+  for (int c = 0; c < MP_SH_COUNT; c++)
+    if (done >> c & 1) mp_shadow_agg_add(&site->agg, (mp_shadow_cand)c, &m[c]);
+  return SKIP_COUNT;
+}
+
+void mpp_shadow_call(const mpp_call *c, const mpp_op *op) {
+  if (c->site < 0) return;
+  pthread_once(&shadow_once, shadow_init);
+  struct mpp_shadow_site *site = mpp_site_shadow(c->site);
+  if (!site) return;
+  shadow_skip why = SKIP_COUNT;
+  if (mpp_in_forked_child())
+    why = SKIP_FORK_CHILD; /* the parent's CUDA state is not ours to touch */
+  else if (op->stream && mpp_cuda_stream_capturing(op->stream))
+    why = SKIP_GRAPH_CAPTURE; /* the op has not run: its inputs are not final */
+  mpp_guard_push(); /* mpprof's own work: never recorded as the app's */
+  pthread_mutex_lock(&shadow_mu);
+  if (why == SKIP_COUNT) why = run_locked(site, op);
+  if (why != SKIP_COUNT) site->skipped[why]++;
+  pthread_mutex_unlock(&shadow_mu);
+  mpp_guard_pop();
+  if (why != SKIP_COUNT && why != SKIP_UNSUPPORTED)
+    mpp_log(1, "shadow: a call of %s was skipped (%s)", op->api, skip_names[why]);
+}
+
+/* --- raw file --- */
+
+void mpp_shadow_write(struct mpp_jw *w, struct mpp_shadow_site *s) {
+  pthread_mutex_lock(&shadow_mu);
+  mpp_jw_key(w, MP_RK_SITE.shadow);
+  mpp_jw_obj(w);
+  mpp_jw_key(w, MP_RK_SHADOW.calls);
+  mpp_jw_uint(w, s->agg.calls[MP_SH_CURRENT]);
+  mpp_jw_key(w, MP_RK_SHADOW.skipped);
+  mpp_jw_obj(w);
+  for (int r = 0; r < SKIP_COUNT; r++)
+    if (s->skipped[r]) {
+      mpp_jw_key(w, skip_names[r]);
+      mpp_jw_uint(w, s->skipped[r]);
+    }
+  mpp_jw_obj_end(w);
+  mpp_jw_key(w, MP_RK_SHADOW.candidates);
+  mpp_jw_obj(w);
+  for (int c = 0; c < MP_SH_COUNT; c++) {
+    if (!s->agg.calls[c]) continue;
+    const mp_shadow_metrics *m = &s->agg.worst[c];
+    mpp_jw_key(w, mp_shadow_cand_name((mp_shadow_cand)c));
+    mpp_jw_obj(w);
+    mpp_jw_key(w, MP_RK_SHADOW_CAND.calls);
+    mpp_jw_uint(w, s->agg.calls[c]);
+    mpp_jw_key(w, MP_RK_SHADOW_CAND.rel_l2); /* null: +inf */
+    mpp_jw_double(w, m->rel_l2);
+    mpp_jw_key(w, MP_RK_SHADOW_CAND.max_rel);
+    mpp_jw_double(w, m->max_rel);
+    mpp_jw_key(w, MP_RK_SHADOW_CAND.flushed);
+    mpp_jw_double(w, m->flushed);
+    mpp_jw_key(w, MP_RK_SHADOW_CAND.nonfinite);
+    mpp_jw_uint(w, m->nonfinite);
+    mpp_jw_key(w, MP_RK_SHADOW_CAND.rel_l2_samples);
+    mpp_jw_arr(w);
+    for (uint32_t i = 0; i < s->agg.nsamples[c]; i++)
+      mpp_jw_double(w, s->agg.samples[c][i]);
+    mpp_jw_arr_end(w);
+    mpp_jw_obj_end(w);
+  }
+  mpp_jw_obj_end(w);
+  mpp_jw_obj_end(w);
+  pthread_mutex_unlock(&shadow_mu);
+}

@@ -1,0 +1,176 @@
+/* End to end, under simcuda: `mpprof --shadow=1` on mlp_train (fp32) measures
+ * per layer the error fp16, bf16 and the fp8 recipes would cause, and the
+ * program's output is the same with and without shadow execution.
+ *
+ * Environment (set by meson): MPP_MPPROF, MPP_MLP_TRAIN, MPP_SIMCUDA, MPP_WORKDIR. */
+#include <dirent.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "sim_run.h"
+
+static const char *mpprof, *mlp_train;
+
+static char *mlp_argv[] = {NULL, "--steps", "3", NULL};
+
+/* Run mlp_train under `mpprof -o dir OPTS`; returns its stdout. */
+static char *profiled(const char *dir, const char *opt) {
+  char *argv[] = {(char *)mpprof, "-o", (char *)dir, (char *)opt, "--", mlp_argv[0], "--steps", "3", NULL};
+  if (!opt) memmove(&argv[3], &argv[4], 5 * sizeof argv[0]);
+  result r = run(argv, NULL);
+  assert_int_equal(r.status, 0);
+  return r.out;
+}
+
+static cJSON *load_json(const char *path) {
+  char *s = slurp(path);
+  cJSON *doc = cJSON_Parse(s);
+  free(s);
+  assert_non_null(doc);
+  return doc;
+}
+
+static cJSON *load_raw(const char *dir) {
+  char raw[4300];
+  snprintf(raw, sizeof raw, "%s/raw", dir);
+  DIR *d = opendir(raw);
+  assert_non_null(d);
+  struct dirent *e;
+  cJSON *doc = NULL;
+  while ((e = readdir(d)))
+    if (strstr(e->d_name, ".json")) {
+      char p[4600];
+      snprintf(p, sizeof p, "%s/%s", raw, e->d_name);
+      assert_null(doc); /* one process */
+      doc = load_json(p);
+    }
+  closedir(d);
+  assert_non_null(doc);
+  return doc;
+}
+
+static cJSON *site_of(cJSON *raw, const char *layer) {
+  cJSON *s;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItem(raw, "sites")) {
+    if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(s, "layer")), layer)) return s;
+  }
+  fail_msg("no site of layer %s", layer);
+  return NULL;
+}
+
+static cJSON *cand(cJSON *site, const char *name) {
+  cJSON *c = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(site, "shadow"), "candidates"), name);
+  if (!c) fail_msg("no shadow candidate %s", name);
+  return c;
+}
+
+static double field(cJSON *c, const char *k) {
+  cJSON *v = cJSON_GetObjectItem(c, k);
+  assert_non_null(v);
+  return cJSON_IsNull(v) ? INFINITY : v->valuedouble;
+}
+
+static void output_is_identical_with_and_without_shadow(void **state) {
+  (void)state;
+  result plain = run(mlp_argv, NULL);
+  assert_int_equal(plain.status, 0);
+  char *without = profiled(outdir("noshadow"), NULL);
+  char *with = profiled(outdir("shadow"), "--shadow=1");
+  assert_string_equal(without, plain.out);
+  assert_string_equal(with, plain.out);
+  assert_non_null(strstr(with, "checksum"));
+  free(plain.out);
+  free(without);
+  free(with);
+}
+
+static void every_gemm_site_is_measured_fc1_overflows_fp16_and_fc3_fits_it(void **state) {
+  (void)state;
+  const char *dir = outdir("shadow1");
+  free(profiled(dir, "--shadow=1"));
+  cJSON *raw = load_raw(dir);
+  cJSON *s;
+  int n = 0;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItem(raw, "sites")) {
+    cJSON *sh = cJSON_GetObjectItem(s, "shadow");
+    assert_non_null(sh);
+    /* every call of every site (3 steps, --shadow=1) */
+    assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(sh, "calls")),
+                     (int)cJSON_GetNumberValue(cJSON_GetObjectItem(s, "calls")));
+    /* fp32 accumulation of the fp32 operands: the program's own error is tiny */
+    assert_true(field(cand(s, "current"), "rel_l2") < 1e-6);
+    n++;
+  }
+  assert_true(n >= 7);
+  cJSON *fc1 = site_of(raw, "step/mlp/fc1/fwd");
+  assert_true(field(cand(fc1, "fp16"), "nonfinite") > 0); /* outputs ~1e5 > 65504 */
+  assert_true(isinf(field(cand(fc1, "fp16"), "rel_l2")));
+  assert_true(field(cand(fc1, "bf16"), "rel_l2") < 0x1p-7);
+  assert_true(field(cand(fc1, "bf16"), "nonfinite") == 0);
+  cJSON *fc3 = site_of(raw, "step/mlp/fc3/fwd");
+  assert_true(field(cand(fc3, "fp16"), "rel_l2") < 0x1p-10);
+  assert_true(field(cand(fc3, "fp16"), "nonfinite") == 0);
+  /* delayed scaling: the first call seeds the history, the other two are measured */
+  assert_int_equal((int)field(cand(fc3, "fp8_e4m3_delayed"), "calls"), 2);
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cand(fc3, "fp16"), "rel_l2_samples")), 3);
+  cJSON_Delete(raw);
+}
+
+static void without_shadow_the_raw_file_has_no_shadow_objects(void **state) {
+  (void)state;
+  const char *dir = outdir("plain");
+  free(profiled(dir, NULL));
+  cJSON *raw = load_raw(dir);
+  cJSON *s;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItem(raw, "sites")) {
+    assert_null(cJSON_GetObjectItem(s, "shadow"));
+  }
+  cJSON_Delete(raw);
+}
+
+static void shadow_every_2nd_call(void **state) {
+  (void)state;
+  const char *dir = outdir("shadow2");
+  free(profiled(dir, "--shadow=2"));
+  cJSON *raw = load_raw(dir);
+  cJSON *fc3 = site_of(raw, "step/mlp/fc3/fwd");
+  /* calls 0 and 2 of 3 */
+  assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(fc3, "shadow"), "calls")), 2);
+  cJSON_Delete(raw);
+}
+
+static const char *need(const char *name) {
+  const char *v = getenv(name);
+  if (!v || !*v) {
+    fprintf(stderr, "test_shadow_e2e: %s is not set\n", name);
+    exit(2);
+  }
+  return v;
+}
+
+int main(void) {
+  mpprof = need("MPP_MPPROF");
+  mlp_train = need("MPP_MLP_TRAIN");
+  simcuda = need("MPP_SIMCUDA");
+  workdir = need("MPP_WORKDIR");
+  mlp_argv[0] = (char *)mlp_train;
+  char cmd[4300];
+  snprintf(cmd, sizeof cmd, "mkdir -p '%s'", workdir);
+  if (system(cmd) != 0) return 2;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(output_is_identical_with_and_without_shadow),
+      cmocka_unit_test(every_gemm_site_is_measured_fc1_overflows_fp16_and_fc3_fits_it),
+      cmocka_unit_test(without_shadow_the_raw_file_has_no_shadow_objects),
+      cmocka_unit_test(shadow_every_2nd_call),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
