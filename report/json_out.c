@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/raw_format.h"
 #include "analysis/schema_keys.h"
 #include "report/report_internal.h"
 #include "report/tensorio/stats_json.h"
@@ -144,6 +145,7 @@ static cJSON *site_json(const mpprof_model *m, const mpprof_site *s, mp_stats *s
   cJSON_AddItemToObject(o, "ptr_align",
                         s->ptr_align ? cJSON_CreateNumber(s->ptr_align) : cJSON_CreateNull());
   cJSON_AddItemToObject(o, "ranks", counts_obj(s->ranks, s->n_ranks));
+  if (s->shadow) cJSON_AddItemToObject(o, MP_RK_SITE.shadow, mpprof_shadow_json(s->shadow, NULL));
   cJSON_AddItemToObject(o, "tc_eligible", tri_bool(s->elig_known ? s->elig.eligible : -1));
   cJSON_AddItemToObject(o, "tc_efficient", tri_bool(s->elig_known ? s->elig.efficient : -1));
   cJSON_AddStringToObject(o, "tc_reason", s->elig.reason);
@@ -331,6 +333,7 @@ static cJSON *layer_json(const mpprof_model *m, const mpprof_layer *l, mp_stats 
   cJSON_AddItemToObject(adv, "fp8_e5m2", fp8_json(l, a->fp8_e5m2_fits, MP_TCLASS_GRADIENT, true));
   cJSON_AddItemToObject(adv, "reasons",
                         a->reasons ? cJSON_Duplicate(a->reasons, true) : cJSON_CreateArray());
+  cJSON_AddItemToObject(o, MP_RK_SITE.shadow, mpprof_shadow_json(l->shadow, l));
   cJSON_AddItemToObject(o, "tc_eligible", tri_bool(l->tc_eligible));
   cJSON_AddItemToObject(o, "tc_used", tri_bool(l->tc_used));
   cJSON_AddStringToObject(o, "tc_source", mp_tc_source_name(l->tc_source));
@@ -351,6 +354,9 @@ static cJSON *summary_json(const mpprof_model *m) {
   cJSON_AddItemToObject(o, "events", mpprof_json_u64(m->n_events));
   cJSON_AddItemToObject(o, "gpu_ns", u64_or_null(m->has_gpu_ns, m->total_gpu_ns));
   cJSON_AddBoolToObject(o, "no_cuda_ops", m->total_calls == 0);
+  /* Which evidence the layer verdicts rest on (docs/report.md "Measured error"). */
+  cJSON_AddStringToObject(o, "verdict_basis", m->has_shadow ? "range_and_measured_error" : "range_only");
+  cJSON_AddNumberToObject(o, "shadow_max_rel", mpprof_shadow_max_rel(m));
   char *msg;
   if (m->n_procs == 0)
     msg = strdup("no raw profile files were read: nothing was profiled");

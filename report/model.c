@@ -17,6 +17,7 @@ void mpprof_model_init(mpprof_model *m) {
 
 void mpprof_site_free(mpprof_site *s) {
   if (!s) return;
+  mpprof_shadow_free(s->shadow);
   free(s->key);
   free(s->layer);
   free(s->layer_name);
@@ -71,6 +72,7 @@ static void layer_free(mpprof_layer *l) {
   }
   free(l->tensors);
   cJSON_Delete(l->adv.reasons);
+  mpprof_shadow_free(l->shadow);
 }
 
 void mpprof_model_free(mpprof_model *m) {
@@ -254,6 +256,7 @@ static int merge_into(mpprof_site *d, mpprof_site *s, mp_stats scratch[2]) {
   }
   if (merge_kernels(d, s)) return -1;
   if (s->ptr_align && (!d->ptr_align || s->ptr_align < d->ptr_align)) d->ptr_align = s->ptr_align;
+  if (mpprof_shadow_merge(&d->shadow, s->shadow)) return -1;
   /* Mixed architectures: eligibility follows the oldest one. */
   if (s->cc_major &&
       (!d->cc_major || s->cc_major * 10 + s->cc_minor < d->cc_major * 10 + d->cc_minor)) {

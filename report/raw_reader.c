@@ -477,7 +477,9 @@ static int site_from_json(cJSON *o, const mpprof_process *p, mp_stats *scratch, 
                    &s->n_not_scanned, MP_RK_SITE.not_scanned, err, errlen) ||
       parse_kernels(cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.kernels), s, err, errlen) ||
       parse_tensors(cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.tensors), s, scratch, err,
-                    errlen))
+                    errlen) ||
+      mpprof_shadow_parse(cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.shadow), &s->shadow, err,
+                          errlen))
     return -1;
   /* Per-rank calls: a merged file may carry them already. */
   const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.ranks);

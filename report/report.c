@@ -145,7 +145,9 @@ int mpprof_report_generate(const mpprof_report_options *opts) {
   int rc = mpprof_read_raw_dir(&m, opts->out_dir, stderr);
   if (rc == 0) {
     rc = mpprof_model_finish(&m);
+    m.shadow_max_rel = opts->shadow_max_rel;
     if (rc == 0) rc = mpprof_advise_layers(&m);
+    if (rc == 0) rc = mpprof_shadow_layers(&m);
     if (rc == 0) mpprof_tensor_cores(&m);
     if (rc == 0) {
       m.program = opts->program ? strdup(opts->program) : program_of(&m);

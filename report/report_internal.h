@@ -18,6 +18,7 @@
 #include "analysis/advice.h"
 #include "common/safefile.h"
 #include "analysis/kernel_class.h"
+#include "analysis/shadow.h"
 #include "analysis/stats.h"
 #include "analysis/tc_eligibility.h"
 #include "analysis/verdict.h"
@@ -126,6 +127,21 @@ typedef struct mpprof_count {
   uint64_t n;
 } mpprof_count;
 
+/* Shadow execution of a site (or merged over a layer's sites): report/shadow.c. */
+#define MPPROF_SH_SKIP_COUNT 6 /* rows of MP_RAW_SHADOW_SKIPPED */
+#define MPPROF_FP8_RECIPES 3   /* fp8_current, fp8_delayed, mxfp8 */
+typedef struct mpprof_shadow_cand {
+  uint64_t calls;
+  mp_shadow_metrics worst;
+  double *samples; /* rel_l2 values pooled for the median */
+  size_t n;
+} mpprof_shadow_cand;
+typedef struct mpprof_shadow {
+  uint64_t calls;
+  uint64_t skipped[MPPROF_SH_SKIP_COUNT];
+  mpprof_shadow_cand cand[MP_SH_COUNT];
+} mpprof_shadow;
+
 typedef struct mpprof_site {
   char *key;        /* identity: the site's non-merged fields as a key-sorted JSON object */
   char *layer;      /* raw NVTX path */
@@ -164,6 +180,7 @@ typedef struct mpprof_site {
   size_t n_kernels;
   unsigned ptr_align; /* 0: unknown */
   int cc_major, cc_minor;
+  mpprof_shadow *shadow; /* NULL: not shadowed */
 
   /* derived */
   size_t id;        /* report-wide id (index in model.sites after sorting) */
@@ -245,6 +262,9 @@ typedef struct mpprof_layer {
   mpprof_share e4m3_underflow, e5m2_underflow; /* at per-tensor scale */
   /* The same for gradients at the loss scale the program applied. */
   mpprof_share applied_fp16_overflow, applied_fp16_underflow;
+  mpprof_shadow *shadow;                       /* merged over its sites; NULL: none shadowed */
+  mpprof_shadow_cand fp8[MPPROF_FP8_RECIPES];  /* HYBRID recipes (no samples) */
+  int best_fp8;                                /* recipe with the least rel_l2; -1 none */
 } mpprof_layer;
 
 typedef struct mpprof_skipped {
@@ -349,6 +369,8 @@ typedef struct mpprof_model {
   size_t hash_cap;
   mpprof_phase_rules phases;
   mp_advice_params params;
+  double shadow_max_rel; /* --shadow-max-rel; 0: MP_SHADOW_DEFAULT_MAX_REL */
+  bool has_shadow;       /* some site was shadowed: verdicts use measured errors */
 } mpprof_model;
 
 /* model.c */
@@ -368,6 +390,16 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn);
 
 /* advise.c */
 int mpprof_advise_layers(mpprof_model *m);
+
+/* shadow.c */
+int mpprof_shadow_parse(const cJSON *o, mpprof_shadow **ret, char *err, size_t errlen);
+int mpprof_shadow_merge(mpprof_shadow **dst, const mpprof_shadow *src);
+void mpprof_shadow_free(mpprof_shadow *s);
+/* Per layer: merge, best fp8 recipe, verdict check (after mpprof_advise_layers). */
+int mpprof_shadow_layers(mpprof_model *m);
+double mpprof_shadow_max_rel(const mpprof_model *m);
+const char *mpprof_fp8_recipe_name(int r);
+cJSON *mpprof_shadow_json(const mpprof_shadow *s, const mpprof_layer *l); /* l: layer extras */
 /* tensor_cores.c */
 void mpprof_tensor_cores(mpprof_model *m);
 /* findings.c: one rule per finding kind (see the table there). */

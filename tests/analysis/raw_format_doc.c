@@ -62,6 +62,15 @@ static buf index_text(void) {
 #define T(name, json, doc) ROW("SITE.not_scanned", json, doc)
   MP_RAW_NOT_SCANNED(T)
 #undef T
+#define T(name, json, doc) ROW("SITE.shadow", json, doc)
+  MP_RAW_SHADOW(T)
+#undef T
+#define T(name, json, doc) ROW("SITE.shadow.skipped", json, doc)
+  MP_RAW_SHADOW_SKIPPED(T)
+#undef T
+#define T(name, json, doc) ROW("SITE.shadow.candidates.*", json, doc)
+  MP_RAW_SHADOW_CAND(T)
+#undef T
 #define T(name, json, doc) ROW("SITE.kernels[]", json, doc)
   MP_RAW_KERNEL(T)
 #undef T

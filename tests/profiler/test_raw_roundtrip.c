@@ -81,6 +81,8 @@ static char *render_everything(int *ret_site) {
   mpp_cfg.sample = 2; /* the second call is sampled out: "not_scanned" */
   mpp_cfg.max_sites = 16;
   mpp_cfg.max_events = 16;
+  mpp_cfg.shadow = 1; /* every call; the fixture op (no B) is counted shadow_unsupported */
+  mpp_cfg.shadow_max_mb = 1;
   for (int i = 0; i < 16; i++) {
     a_vals[i] = (float)(i + 1) / 4;
     d_vals[i] = (float)(i - 3);
@@ -95,6 +97,7 @@ static char *render_everything(int *ret_site) {
     *ret_site = c.site;
     mpp_call_end(&c, &op, true);
   }
+  mpp_cfg.shadow = 0;
   full_op(&op);
   mpp_call_autotune(&op);
   mpprof_scope_pop();
@@ -365,6 +368,11 @@ static void check_site_counter(const char *k, const cJSON *site, const mpprof_si
     assert_true(kn->tc_values[0] == 12.5 && kn->tc_values[1] == 3.0);
   } else if (!strcmp(k, MP_RK_SITE.ptr_align)) {
     assert_int_equal(s->ptr_align, num(site, k));
+  } else if (!strcmp(k, MP_RK_SITE.shadow)) {
+    assert_non_null(s->shadow);
+    assert_int_equal(s->shadow->calls, num(v, MP_RK_SHADOW.calls));
+    assert_int_equal(s->shadow->skipped[4], 2); /* MP_RAW_SHADOW_SKIPPED row 4: shadow_unsupported */
+    assert_int_equal(num(cJSON_GetObjectItemCaseSensitive(v, MP_RK_SHADOW.skipped), "shadow_unsupported"), 2);
   } else if (!strcmp(k, MP_RK_SITE.ranks)) {
     assert_int_equal(s->n_ranks, 1); /* report only: made from the process's rank */
     assert_string_equal(s->ranks[0].name, "7");

@@ -125,6 +125,57 @@ static void every_gemm_site_is_measured_fc1_overflows_fp16_and_fc3_fits_it(void 
   cJSON_Delete(raw);
 }
 
+static cJSON *report_layer(cJSON *rep, const char *name) {
+  cJSON *l;
+  cJSON_ArrayForEach(l, cJSON_GetObjectItem(rep, "layers")) {
+    if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(l, "name")), name)) return l;
+  }
+  fail_msg("no layer %s in report.json", name);
+  return NULL;
+}
+
+static const char *recommended(cJSON *l) {
+  return cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(l, "advice"), "recommended"));
+}
+
+static cJSON *load_report(const char *dir) {
+  char p[4300];
+  snprintf(p, sizeof p, "%s/report.json", dir);
+  return load_json(p);
+}
+
+static void the_report_shows_measured_error_per_layer_and_the_verdict_uses_it(void **state) {
+  (void)state;
+  const char *dir = outdir("report");
+  free(profiled(dir, "--shadow=1"));
+  cJSON *rep = load_report(dir);
+  cJSON *sum = cJSON_GetObjectItem(rep, "summary");
+  assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(sum, "verdict_basis")),
+                      "range_and_measured_error");
+  assert_true(cJSON_GetNumberValue(cJSON_GetObjectItem(sum, "shadow_max_rel")) == 0x1p-8);
+  cJSON *fc1 = report_layer(rep, "step/mlp/fc1"), *fc3 = report_layer(rep, "step/mlp/fc3");
+  cJSON *sh1 = cJSON_GetObjectItem(fc1, "shadow");
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(cand(fc1, "fp16"), "rel_l2")));
+  assert_true(field(cand(fc1, "fp16"), "nonfinite") > 0);
+  assert_string_equal(recommended(fc1), "bf16");
+  assert_string_equal(recommended(fc3), "fp16");
+  assert_true(field(cand(fc3, "fp16"), "median_rel_l2") <= field(cand(fc3, "fp16"), "rel_l2"));
+  assert_non_null(cJSON_GetStringValue(cJSON_GetObjectItem(sh1, "best_fp8")));
+  cJSON_Delete(rep);
+
+  /* A limit below every candidate's error: nothing narrower than fp32 stands. */
+  dir = outdir("report_strict");
+  char *argv[] = {(char *)mpprof, "-o", (char *)dir, "--shadow=1", "--shadow-max-rel", "1e-6", "--",
+                  mlp_argv[0], "--steps", "3", NULL};
+  result r = run(argv, NULL);
+  assert_int_equal(r.status, 0);
+  free(r.out);
+  rep = load_report(dir);
+  assert_string_equal(recommended(report_layer(rep, "step/mlp/fc3")), "fp32");
+  assert_string_equal(recommended(report_layer(rep, "step/mlp/fc1")), "fp32");
+  cJSON_Delete(rep);
+}
+
 static void without_shadow_the_raw_file_has_no_shadow_objects(void **state) {
   (void)state;
   const char *dir = outdir("plain");
@@ -135,6 +186,12 @@ static void without_shadow_the_raw_file_has_no_shadow_objects(void **state) {
     assert_null(cJSON_GetObjectItem(s, "shadow"));
   }
   cJSON_Delete(raw);
+  cJSON *rep = load_report(dir);
+  assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "summary"),
+                                                               "verdict_basis")),
+                      "range_only");
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(report_layer(rep, "step/mlp/fc3"), "shadow")));
+  cJSON_Delete(rep);
 }
 
 static void shadow_every_2nd_call(void **state) {
@@ -169,6 +226,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(output_is_identical_with_and_without_shadow),
       cmocka_unit_test(every_gemm_site_is_measured_fc1_overflows_fp16_and_fc3_fits_it),
+      cmocka_unit_test(the_report_shows_measured_error_per_layer_and_the_verdict_uses_it),
       cmocka_unit_test(without_shadow_the_raw_file_has_no_shadow_objects),
       cmocka_unit_test(shadow_every_2nd_call),
   };
