@@ -10,6 +10,7 @@
  * are capped (table rows, charts) with a note; layers.csv has every row. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -484,6 +485,75 @@ static void share_cell(FILE *f, const mpprof_share *s) {
   fputs("</td>", f);
 }
 
+/* --- Measured error (shadow execution): a column group in the layer and ops tables --- */
+
+#define SHADOW_HEADERS                                                                             \
+  "<th class=\"sh\" title=\"Measured error (--shadow): relative L2 error of fp16 as AMP runs it "  \
+  "(gradient operands at their loss scale) against an fp64 reference, worst call\">Measured "      \
+  "fp16 rel L2</th><th class=\"sh\" title=\"Measured error (--shadow): bf16, worst call\">"        \
+  "Measured bf16 rel L2</th><th class=\"sh\" title=\"Measured error (--shadow): the fp8 recipe "    \
+  "with the least relative L2 error (e4m3 forward, e5m2 backward)\">Measured best fp8</th>"
+
+static void rel_cell(FILE *f, const mpprof_shadow_cand *c) {
+  if (!c || !c->calls)
+    fputs("<td class=\"n\" data-v=\"-1\"></td>", f);
+  else if (isinf(c->worst.rel_l2))
+    fputs("<td class=\"n\" data-v=\"1e308\">&infin;</td>", f);
+  else
+    num_cell(f, c->worst.rel_l2, "%.2g");
+}
+
+static void fp8_cell(FILE *f, const char *name, const mpprof_shadow_cand *c) {
+  if (!name || !c || !c->calls) {
+    fputs("<td data-v=\"-1\"></td>", f);
+    return;
+  }
+  fprintf(f, "<td data-v=\"%.17g\">%s ", isinf(c->worst.rel_l2) ? 1e308 : c->worst.rel_l2, name);
+  if (isinf(c->worst.rel_l2))
+    fputs("&infin;</td>", f);
+  else
+    fprintf(f, "%.2g</td>", c->worst.rel_l2);
+}
+
+static void layer_shadow_cells(FILE *f, const mpprof_layer *l) {
+  const mpprof_shadow *sh = l->shadow;
+  rel_cell(f, sh ? &sh->cand[MP_SH_FP16_SCALED] : NULL);
+  rel_cell(f, sh ? &sh->cand[MP_SH_BF16] : NULL);
+  fp8_cell(f, sh ? mpprof_fp8_recipe_name(l->best_fp8) : NULL,
+           sh && l->best_fp8 >= 0 ? &l->fp8[l->best_fp8] : NULL);
+}
+
+static void site_shadow_cells(FILE *f, const mpprof_site *s) {
+  const mpprof_shadow *sh = s->shadow;
+  bool bwd = s->phase == MPPROF_PHASE_BACKWARD;
+  rel_cell(f, sh ? &sh->cand[bwd ? MP_SH_FP16_SCALED : MP_SH_FP16] : NULL);
+  rel_cell(f, sh ? &sh->cand[MP_SH_BF16] : NULL);
+  static const mp_shadow_cand fwd8[] = {MP_SH_E4M3_CURRENT, MP_SH_E4M3_DELAYED, MP_SH_MXFP8_E4M3},
+                              bwd8[] = {MP_SH_E5M2_CURRENT, MP_SH_E5M2_DELAYED, MP_SH_MXFP8_E5M2};
+  int best = -1;
+  for (int r = 0; sh && r < 3; r++) {
+    const mpprof_shadow_cand *c = &sh->cand[(bwd ? bwd8 : fwd8)[r]];
+    if (c->calls && (best < 0 || c->worst.rel_l2 < sh->cand[(bwd ? bwd8 : fwd8)[best]].worst.rel_l2))
+      best = r;
+  }
+  fp8_cell(f, best >= 0 ? mp_shadow_cand_name((bwd ? bwd8 : fwd8)[best]) : NULL,
+           best >= 0 ? &sh->cand[(bwd ? bwd8 : fwd8)[best]] : NULL);
+}
+
+static void verdict_basis(const mpprof_model *m, FILE *f) {
+  if (m->has_shadow)
+    fprintf(f, "<p>Verdicts use value ranges <b>and the measured error</b> (shadow execution): a "
+               "precision stands only when its relative L2 error against an fp64 reference is at "
+               "most %.3g (<code>--shadow-max-rel</code>); the Measured error columns show it "
+               "(worst shadowed call).</p>\n",
+            mpprof_shadow_max_rel(m));
+  else
+    fputs("<p>Verdicts are <b>range-only</b>: they rest on the values' ranges (overflow, flush to "
+          "zero). Run with <code>--shadow</code> to measure the error each precision would "
+          "really cause.</p>\n",
+          f);
+}
+
 static void layer_table(const mpprof_model *m, const size_t *order, const bool *charted, FILE *f) {
   fputs("<section id=\"layers\"><h2>Layers</h2>\n", f);
   if (!m->n_layers) {
@@ -501,12 +571,13 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
           "rows shown%s. Click a column header to sort.</p>\n",
           rows, rows,
           rows < m->n_layers ? " (the layers with the most GPU time; layers.csv has all)" : "");
+  verdict_basis(m, f);
   fputs("<div class=\"scroll\"><table id=\"layer-table\" class=\"sortable\" data-q=\"filter\" data-sel=\"rec\" "
         "data-shown=\"shown\" data-fcol=\"0\" data-numcol=\"2\"><thead><tr><th>Layer</th><th>Phase</th><th>Calls</th>"
         "<th>GPU ms</th><th>Dtypes</th><th>Recommended</th><th>Loss scale (log2)</th>"
         "<th>fp16 overflow %</th><th>fp16 underflow %</th><th>bf16 overflow %</th>"
         "<th>bf16 underflow %</th><th>fp8 e4m3 fwd</th><th>fp8 e5m2 grad</th>"
-        "<th>TC eligible</th><th>TC used</th></tr></thead><tbody>\n",
+        "<th>TC eligible</th><th>TC used</th>" SHADOW_HEADERS "</tr></thead><tbody>\n",
         f);
   for (size_t r = 0; r < rows; r++) {
     size_t i = order[r];
@@ -541,9 +612,11 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
     share_cell(f, &l->fp16_underflow);
     share_cell(f, &l->bf16_overflow);
     share_cell(f, &l->bf16_underflow);
-    fprintf(f, "<td>%s</td><td>%s</td><td>%s</td><td>%s%s</td></tr>\n", tri(a->fp8_e4m3_fits),
+    fprintf(f, "<td>%s</td><td>%s</td><td>%s</td><td>%s%s</td>", tri(a->fp8_e4m3_fits),
             tri(a->fp8_e5m2_fits), layer_eligible(m, l), tri(l->tc_used),
             l->tc_used >= 0 && l->tc_source == MP_TC_SRC_COUNTERS ? " (counters)" : "");
+    layer_shadow_cells(f, l);
+    fputs("</tr>\n", f);
   }
   fputs("</tbody></table></div>\n<p>Each overflow / underflow % is of the finite non-zero values "
         "of the layer's worst forward or gradient tensor (named in the cell) over all scanned "
@@ -614,7 +687,7 @@ static int ops_table(const mpprof_model *m, FILE *f) {
         "<tr><th>Site</th><th>Layer</th><th>Phase</th><th>API</th><th>m&times;n&times;k&times;"
         "batch</th><th>Trans</th><th>Dtypes</th><th>Compute</th><th>Epilogue</th><th>FP8 "
         "scales</th><th>Calls</th><th>GPU ms</th><th>Share %</th><th>TFLOP/s</th><th>Kernels"
-        "</th><th>TC used</th><th>TC eligible</th><th>Reason</th><th>Source</th></tr></thead>"
+        "</th><th>TC used</th><th>TC eligible</th><th>Reason</th><th>Source</th>" SHADOW_HEADERS "</tr></thead>"
         "<tbody>\n",
         f);
   for (size_t r = 0; r < rows; r++) {
@@ -680,7 +753,9 @@ static int ops_table(const mpprof_model *m, FILE *f) {
     fprintf(f, "</td><td>%s</td><td>%s</td><td class=\"wrap\">", tri(s->tc_used),
             site_tc_eligible(s));
     html(f, s->elig.reason);
-    fprintf(f, "</td><td>%s</td></tr>\n", mp_tc_source_name(s->tc_source));
+    fprintf(f, "</td><td>%s</td>", mp_tc_source_name(s->tc_source));
+    site_shadow_cells(f, s);
+    fputs("</tr>\n", f);
   }
   fputs("</tbody></table></div></section>\n", f);
   free(order);
