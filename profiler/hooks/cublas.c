@@ -164,10 +164,10 @@ static bool decode(mpp_op *op, cublasHandle_t h, const mpp_gemm_call *g) {
   __typeof__(&cublasGetStream_v2) get_stream = MPP_REAL(syms, cublasGetStream_v2);
   __typeof__(&cublasGetPointerMode_v2) get_pm = MPP_REAL(syms, cublasGetPointerMode_v2);
   if (get_stream && get_stream(h, &stream) == CUBLAS_STATUS_SUCCESS) ctx.stream = stream;
-  /* Pointer mode only decides whether beta can be read, i.e. whether C is
-   * scanned. Without --scan all C is never scanned, so beta is never read:
-   * with the device pointer mode it is device memory. */
-  if (mpp_cfg.scan != MPP_SCAN_ALL)
+  /* Pointer mode decides whether beta can be read (whether C is scanned) and
+   * alpha (shadow execution needs its value). Without --scan all and without
+   * --shadow neither is read: with the device pointer mode it is device memory. */
+  if (mpp_cfg.scan != MPP_SCAN_ALL && !mpp_cfg.shadow)
     ctx.host_visible = NULL;
   else if (get_pm && get_pm(h, &pm) == CUBLAS_STATUS_SUCCESS)
     ctx.pointer_mode = (int)pm;

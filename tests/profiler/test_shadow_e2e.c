@@ -205,6 +205,21 @@ static void shadow_every_2nd_call(void **state) {
   cJSON_Delete(raw);
 }
 
+/* alpha is read for the shadow even when nothing else needs the pointer mode. */
+static void shadow_works_without_scans(void **state) {
+  (void)state;
+  const char *dir = outdir("scan_none");
+  char *argv[] = {(char *)mpprof, "-o", (char *)dir, "--scan", "none", "--shadow=1", "--",
+                  mlp_argv[0], "--steps", "3", NULL};
+  result r = run(argv, NULL);
+  assert_int_equal(r.status, 0);
+  free(r.out);
+  cJSON *raw = load_raw(dir);
+  cJSON *fc3 = site_of(raw, "step/mlp/fc3/fwd");
+  assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(fc3, "shadow"), "calls")), 3);
+  cJSON_Delete(raw);
+}
+
 static const char *need(const char *name) {
   const char *v = getenv(name);
   if (!v || !*v) {
@@ -229,6 +244,7 @@ int main(void) {
       cmocka_unit_test(the_report_shows_measured_error_per_layer_and_the_verdict_uses_it),
       cmocka_unit_test(without_shadow_the_raw_file_has_no_shadow_objects),
       cmocka_unit_test(shadow_every_2nd_call),
+      cmocka_unit_test(shadow_works_without_scans),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
