@@ -163,12 +163,10 @@ void mpp_shadow_call(const mpp_call *c, const mpp_op *op) {
     why = SKIP_FORK_CHILD; /* the parent's CUDA state is not ours to touch */
   else if (op->stream && mpp_cuda_stream_capturing(op->stream))
     why = SKIP_GRAPH_CAPTURE; /* the op has not run: its inputs are not final */
-  mpp_guard_push(); /* mpprof's own work: never recorded as the app's */
   pthread_mutex_lock(&shadow_mu);
   if (why == SKIP_COUNT) why = run_locked(site, op);
   if (why != SKIP_COUNT) site->skipped[why]++;
   pthread_mutex_unlock(&shadow_mu);
-  mpp_guard_pop();
   if (why != SKIP_COUNT && why != SKIP_UNSUPPORTED)
     mpp_log(1, "shadow: a call of %s was skipped (%s)", op->api, skip_names[why]);
 }
