@@ -313,7 +313,7 @@ static int judge(const mp_advice_params *prm, mpprof_layer *l) {
 }
 
 static int global_loss_scale(mpprof_model *m) {
-  mpprof_loss_scale *g = &m->loss_scale;
+  mpprof_applied_scale *g = &m->loss_scale;
   g->limited_by = cJSON_CreateArray();
   if (!g->limited_by) return -1;
   int lo = INT32_MIN, hi = INT32_MAX;
@@ -353,7 +353,7 @@ static double jnum(const cJSON *o, const char *k, double dflt) {
  * stats were taken at) and the processes' "training" logs (first, last, per
  * step, skipped steps). */
 static int applied_scale(mpprof_model *m) {
-  mpprof_loss_scale *g = &m->loss_scale;
+  mpprof_applied_scale *g = &m->loss_scale;
   g->per_step = cJSON_CreateArray();
   if (!g->per_step) return -1;
   for (size_t i = 0; i < m->n_sites; i++) {

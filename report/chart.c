@@ -208,7 +208,7 @@ fail:
  * this layer's window, else the middle of the layer's window. */
 int mpprof_chart_scale(const mpprof_model *m, const mpprof_layer *l) {
   const mpprof_layer_advice *a = &l->adv;
-  const mpprof_loss_scale *g = &m->loss_scale;
+  const mpprof_applied_scale *g = &m->loss_scale;
   if (g->has_window && g->recommended_log2 >= a->window_lo && g->recommended_log2 <= a->window_hi)
     return g->recommended_log2;
   return (int)floor((a->window_lo + (double)a->window_hi) / 2);

@@ -94,7 +94,7 @@ static void ev_share(cJSON *e, const char *k, const mpprof_share *s) {
 
 /* "the window is [2^a, 2^b]" text of the report-wide window, else the layer's. */
 static char *window_text(const mpprof_model *m, const mpprof_layer *l) {
-  const mpprof_loss_scale *g = &m->loss_scale;
+  const mpprof_applied_scale *g = &m->loss_scale;
   if (g->has_window) return mpprof_asprintf("the window is [2^%d, 2^%d]", g->window_lo, g->window_hi);
   if (l && l->adv.has_window)
     return mpprof_asprintf("this layer's window is [2^%d, 2^%d]", l->adv.window_lo,
@@ -103,7 +103,7 @@ static char *window_text(const mpprof_model *m, const mpprof_layer *l) {
 }
 
 static char *skipped_text(const mpprof_model *m) {
-  const mpprof_loss_scale *g = &m->loss_scale;
+  const mpprof_applied_scale *g = &m->loss_scale;
   if (!g->steps_marked) return strdup("");
   bool normal = g->skipped_steps * SKIPPED_STEPS_NORMAL_PER <= g->steps_marked;
   return mpprof_asprintf("; %" PRIu64 " of %" PRIu64 " marked steps were skipped (%s: a dynamic "
@@ -509,7 +509,7 @@ static int rule_loss_scale_unknown(mpprof_model *m) {
 }
 
 static int rule_loss_scale_applied(mpprof_model *m) {
-  const mpprof_loss_scale *g = &m->loss_scale;
+  const mpprof_applied_scale *g = &m->loss_scale;
   mpprof_finding *f;
   if (!g->declared || !g->has_window) return 0;
   double lo = ldexp(1.0, g->window_lo), hi = ldexp(1.0, g->window_hi);
@@ -703,7 +703,7 @@ static int rule_tensor_cores_inefficient(mpprof_model *m) {
 }
 
 static int rule_loss_scale_conflict(mpprof_model *m) {
-  const mpprof_loss_scale *g = &m->loss_scale;
+  const mpprof_applied_scale *g = &m->loss_scale;
   if (!g->applicable || g->has_window) return 0;
   char *names = cJSON_PrintUnformatted(g->limited_by);
   mpprof_finding *f = add(m, "loss_scale_conflict", "high", NULL,

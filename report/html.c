@@ -248,7 +248,7 @@ static void summary(const mpprof_model *m, FILE *f) {
       }
     if (unknown) fprintf(f, "%s%zu without scanned values", first ? "" : "; ", unknown);
     fputs("</p>\n", f);
-    const mpprof_loss_scale *g = &m->loss_scale;
+    const mpprof_applied_scale *g = &m->loss_scale;
     if (g->applicable && g->has_window)
       fprintf(f,
               "<p class=\"big\">Loss scale: 2<sup>%d</sup> (every scale in [2<sup>%d</sup>, "

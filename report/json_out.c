@@ -388,7 +388,7 @@ static cJSON *summary_json(const mpprof_model *m) {
   return o;
 }
 
-static cJSON *loss_scale_json(const mpprof_loss_scale *g) {
+static cJSON *loss_scale_json(const mpprof_applied_scale *g) {
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
   cJSON_AddBoolToObject(o, "applicable", g->applicable);

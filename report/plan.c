@@ -77,7 +77,7 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
     p->keep[p->n_keep].dtype = dt == MP_FP16 && bf16_ok && fits_bf16(m, l) ? MP_BF16 : MP_FP32;
     p->n_keep++;
   }
-  const mpprof_loss_scale *g = &m->loss_scale;
+  const mpprof_applied_scale *g = &m->loss_scale;
   if (dt == MP_FP16 && g->applicable && g->has_window && g->needed) {
     p->scaler = true;
     p->scale_log2 = g->recommended_log2;

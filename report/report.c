@@ -76,7 +76,7 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
         fputc('\n', f);
       }
     if (m->plan.known) fprintf(f, "  plan: %s\n", m->plan.headline);
-    const mpprof_loss_scale *g = &m->loss_scale;
+    const mpprof_applied_scale *g = &m->loss_scale;
     if (g->applicable && g->has_window)
       fprintf(f, "  loss scale: 2^%d (window [2^%d, 2^%d]%s)\n", g->recommended_log2, g->window_lo,
               g->window_hi, g->needed ? "" : ", not needed");

@@ -282,7 +282,7 @@ typedef struct mpprof_finding {
   uint64_t impact_gpu_ns, impact_elements;
 } mpprof_finding;
 
-typedef struct mpprof_loss_scale {
+typedef struct mpprof_applied_scale {
   bool applicable; /* some fp16/fp16_loss_scale layer has gradients */
   bool has_window;
   int window_lo, window_hi;
@@ -297,7 +297,7 @@ typedef struct mpprof_loss_scale {
   const char *source;       /* "marks", "option", NULL */
   uint64_t steps_marked, skipped_steps;
   cJSON *per_step;          /* array of {first, last, scale} (owned), from step marks */
-} mpprof_loss_scale;
+} mpprof_applied_scale;
 
 typedef struct mpprof_nonfinite {
   bool found;
@@ -356,7 +356,7 @@ typedef struct mpprof_model {
   size_t n_layers;
   mpprof_finding *findings;
   size_t n_findings, cap_findings;
-  mpprof_loss_scale loss_scale;
+  mpprof_applied_scale loss_scale;
   mpprof_plan plan, plan_alt; /* recommended, and the other autocast dtype (or unknown) */
   mpprof_nonfinite first_nonfinite;
   mpprof_tc_summary tc;

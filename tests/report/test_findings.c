@@ -181,7 +181,7 @@ static void loss_scale_applied_and_unknown(void **state) {
   mpprof_layer *l = layer(&m, MP_REC_FP16_LOSS_SCALE);
   (void)l;
   site(&m, "fp16")->phase = MPPROF_PHASE_BACKWARD;
-  mpprof_loss_scale *g = &m.loss_scale;
+  mpprof_applied_scale *g = &m.loss_scale;
   g->has_window = true;
   g->window_lo = 14;
   g->window_hi = 18;
