@@ -290,7 +290,6 @@ void mpp_call_begin(mpp_call *c, mpp_op *op) {
   c->index = index;
   if (c->site >= 0) {
     c->op_id = make_op_id(c->site, index);
-    c->index = index;
     bool any = false;
     for (int i = 0; i < op->nroles; i++)
       any |= would_scan(&op->roles[i]);
