@@ -124,16 +124,28 @@ int mpp_sf_create(mpp_sfile *f, int dir, const char *name, mode_t mode) {
   return -EEXIST;
 }
 
-int mpp_sf_commit(mpp_sfile *f, int err) {
+static int commit(mpp_sfile *f, int err, bool replace) {
   if (f->fd >= 0) {
     if (close(f->fd) != 0 && !err) err = -errno;
     f->fd = -1;
   }
   if (!f->tmp[0]) return err ? err : -EBADF;
-  if (!err && renameat(f->dir, f->tmp, f->dir, f->name) != 0) err = -errno;
+  if (!err) {
+    int r = replace ? renameat(f->dir, f->tmp, f->dir, f->name)
+                    : renameat2(f->dir, f->tmp, f->dir, f->name, RENAME_NOREPLACE);
+    if (r != 0) err = -errno;
+  }
   if (err) unlinkat(f->dir, f->tmp, 0);
   f->tmp[0] = '\0';
   return err;
+}
+
+int mpp_sf_commit(mpp_sfile *f, int err) {
+  return commit(f, err, true);
+}
+
+int mpp_sf_commit_new(mpp_sfile *f, int err) {
+  return commit(f, err, false);
 }
 
 int mpp_sf_write_all(int fd, const void *buf, size_t n) {

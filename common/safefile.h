@@ -57,6 +57,9 @@ int mpp_sf_create(mpp_sfile *f, int dir, const char *name, mode_t mode);
 /* err == 0: closes the temporary (unless f->fd is -1) and renames it to its
  * name; otherwise, or when that fails, removes it. Returns the first error. */
 int mpp_sf_commit(mpp_sfile *f, int err);
+/* The same, but never replaces an existing NAME: -EEXIST then (the temporary
+ * is removed). -EINVAL where the file system cannot rename without replacing. */
+int mpp_sf_commit_new(mpp_sfile *f, int err);
 
 int mpp_sf_write_all(int fd, const void *buf, size_t n);
 

@@ -299,6 +299,14 @@ typedef struct mpp_tables {
   const char *const *reasons; /* incomplete_reasons, formatted */
 } mpp_tables;
 void mpp_tables_get(mpp_tables *ret);
+/* At exit: calls begun and not ended become an incomplete reason. */
+void mpp_sites_note_in_flight(void);
+
+/* --- exec (exec.c, runtime.c, rawwrite.c) --- */
+void mpp_runtime_before_exec(void); /* writes the raw file as final */
+void mpp_runtime_exec_failed(void); /* the image goes on: later writes follow */
+void mpp_raw_exec_failed(void);
+int mpp_process_pid(void); /* this image's pid as recorded at start / fork */
 
 /* --- NVTX layers (nvtx.c) --- */
 /* The calling thread's range stack joined with "/" ("" without ranges). */

@@ -37,6 +37,12 @@ static struct {
 
 static pthread_mutex_t write_mu = PTHREAD_MUTEX_INITIALIZER;
 static bool final_written;
+/* The raw file's name suffix this process image claimed by its first write
+ * (0: <host>-<pid>.json, n: <host>-<pid>.<n+1>.json); -1: none yet. An image
+ * that exec() replaced, or an earlier process with the same pid, keeps its
+ * file: a later image takes the next free name. Under write_mu. */
+static int name_claim = -1;
+#define MPP_RAW_NAME_TRIES 64
 
 void mpp_process_info_reset(void) {
   proc.pid = (int)getpid();
@@ -47,6 +53,17 @@ void mpp_process_info_reset(void) {
   proc.host[sizeof proc.host - 1] = '\0';
   pthread_mutex_init(&write_mu, NULL);
   final_written = false;
+  name_claim = -1;
+}
+
+int mpp_process_pid(void) {
+  return proc.pid;
+}
+
+void mpp_raw_exec_failed(void) {
+  pthread_mutex_lock(&write_mu);
+  final_written = false; /* the image goes on: later checkpoints and the exit write follow */
+  pthread_mutex_unlock(&write_mu);
 }
 
 void mpp_process_note_device(void) {
@@ -69,20 +86,47 @@ void mpp_process_note_device(void) {
 
 /* --- argv from /proc/self/cmdline (the app's main() arguments are not ours) --- */
 
-static void write_argv(mpp_jw *w) {
+/* At most this much of the command line is kept (Linux allows about 2 MiB of
+ * arguments and environment together); a longer one is cut and the raw file
+ * says so (incomplete_reasons "argv_truncated"). */
+#define MPP_ARGV_MAX (1u << 20)
+
+/* Writes argv; true when it was cut at MPP_ARGV_MAX. Read into the heap in
+ * growing chunks: nothing big on the caller's stack. */
+static bool write_argv(mpp_jw *w) {
   mpp_jw_arr(w);
+  bool cut = false;
   int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
-    char buf[8192];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+      if (n == cap) {
+        if (cap >= MPP_ARGV_MAX) {
+          char probe;
+          cut = read(fd, &probe, 1) == 1;
+          break;
+        }
+        char *b = realloc(buf, 2 * cap + 1);
+        if (!b) break;
+        buf = b;
+        cap *= 2;
+      }
+      ssize_t k = read(fd, buf + n, cap - n);
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) break;
+      n += (size_t)k;
+    }
     close(fd);
-    if (n > 0) {
-      buf[n] = '\0';
-      for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1)
+    if (buf) {
+      buf[n] = '\0'; /* a cut last argument ends here */
+      for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
         mpp_jw_str(w, buf + i);
+      free(buf);
     }
   }
   mpp_jw_arr_end(w);
+  return cut;
 }
 
 /* --- stats (the mpprof.tensor/1 stats object) --- */
@@ -362,17 +406,24 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_
   else
     mpp_jw_null(w);
   mpp_jw_key(w, MP_RK_TOP.argv);
-  write_argv(w);
+  bool argv_cut = write_argv(w);
   mpp_jw_key(w, MP_RK_TOP.start_ns);
   mpp_jw_uint(w, proc.start_ns);
   mpp_jw_key(w, MP_RK_TOP.end_ns);
   mpp_jw_uint(w, o->end_ns);
   mpp_jw_key(w, MP_RK_TOP.incomplete);
-  mpp_jw_bool(w, t->nreasons > 0);
+  mpp_jw_bool(w, t->nreasons > 0 || argv_cut);
   mpp_jw_key(w, MP_RK_TOP.incomplete_reasons);
   mpp_jw_arr(w);
   for (uint32_t i = 0; i < t->nreasons; i++)
     mpp_jw_str(w, t->reasons[i]);
+  if (argv_cut) {
+    char msg[128];
+    snprintf(msg, sizeof msg,
+             "argv_truncated: the command line is longer than %u KiB; argv holds its first %u KiB",
+             MPP_ARGV_MAX >> 10, MPP_ARGV_MAX >> 10);
+    mpp_jw_str(w, msg);
+  }
   mpp_jw_arr_end(w);
   mpp_jw_key(w, MP_RK_TOP.scan);
   mpp_jw_str(w, mpp_scan_mode_name(mpp_cfg.scan));
@@ -500,9 +551,13 @@ static int open_raw_dir(void) {
   return raw;
 }
 
-/* <host>-<pid>.json, the host name made safe as one file name component. */
-static void raw_file_name(char *buf, size_t n) {
-  snprintf(buf, n, "%s-%d.json", proc.host, proc.pid);
+/* <host>-<pid>.json (suffix 0) or <host>-<pid>.<suffix+1>.json, the host
+ * name made safe as one file name component. */
+static void raw_file_name(char *buf, size_t n, int suffix) {
+  if (suffix > 0)
+    snprintf(buf, n, "%s-%d.%d.json", proc.host, proc.pid, suffix + 1);
+  else
+    snprintf(buf, n, "%s-%d.json", proc.host, proc.pid);
   for (char *p = buf; *p; p++)
     if (*p == '/' || (p == buf && *p == '.')) *p = '_';
 }
@@ -521,17 +576,35 @@ int mpp_raw_write(bool final) {
     return -ENOMEM;
   }
   doc[len] = '\n'; /* the writer keeps a byte spare for the NUL */
-  char name[sizeof proc.host + 32];
-  raw_file_name(name, sizeof name);
+  char name[sizeof proc.host + 48];
   int raw = open_raw_dir();
   if (raw < 0) {
     err = raw;
-  } else {
+  } else if (name_claim >= 0) {
+    raw_file_name(name, sizeof name, name_claim);
     mpp_sfile f;
     err = mpp_sf_create(&f, raw, name, 0666);
     if (!err) err = mpp_sf_commit(&f, mpp_sf_write_all(f.fd, doc, len + 1));
-    close(raw);
+  } else {
+    /* The first write claims the first free name (never replacing another
+     * image's file); a file system that cannot refuse to replace gets the
+     * plain name. */
+    err = -EEXIST;
+    for (int i = 0; i < MPP_RAW_NAME_TRIES && err == -EEXIST; i++) {
+      raw_file_name(name, sizeof name, i);
+      mpp_sfile f;
+      err = mpp_sf_create(&f, raw, name, 0666);
+      if (!err) err = mpp_sf_commit_new(&f, mpp_sf_write_all(f.fd, doc, len + 1));
+      if (!err) name_claim = i;
+      if (err == -EINVAL || err == -ENOSYS) {
+        raw_file_name(name, sizeof name, 0);
+        err = mpp_sf_create(&f, raw, name, 0666);
+        if (!err) err = mpp_sf_commit(&f, mpp_sf_write_all(f.fd, doc, len + 1));
+        if (!err) name_claim = 0;
+      }
+    }
   }
+  if (raw >= 0) close(raw);
   free(doc);
   if (final && !err) final_written = true;
   pthread_mutex_unlock(&write_mu);

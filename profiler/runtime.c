@@ -349,11 +349,36 @@ static void on_exit_handler(void) {
   }
   /* A fork child that never used CUDA inherited this handler: nothing to say. */
   if (atomic_load(&activated)) {
+    mpp_sites_note_in_flight();
     int err = mpp_raw_write(true);
     if (err < 0) mpp_log(1, "raw file not written: %s", strerror(-err));
   }
   depth--;
   pthread_mutex_unlock(&pass_mu);
+}
+
+/* exec(): the image's raw file, final, before the real exec (exec.c). Not in a
+ * vfork child (its pid is not the image's: it shares this memory), not inside
+ * a hooked call or the site lock (a signal handler that execs), not after
+ * exit began. */
+void mpp_runtime_before_exec(void) {
+  if (!atomic_load(&activated) || atomic_load(&finishing)) return;
+  if ((int)getpid() != mpp_process_pid() || depth > 0 || mpp_sites_locked_by_caller()) return;
+  depth++;
+  pthread_mutex_lock(&pass_mu); /* a checkpoint pass in progress ends first */
+  if (!mpp_in_forked_child()) {
+    mpp_cupti_flush();
+    mpp_devscan_drain();
+  }
+  int err = mpp_raw_write(true);
+  if (err < 0) mpp_log(1, "raw file not written before exec: %s", strerror(-err));
+  pthread_mutex_unlock(&pass_mu);
+  depth--;
+}
+
+void mpp_runtime_exec_failed(void) {
+  if (!atomic_load(&activated) || (int)getpid() != mpp_process_pid()) return;
+  mpp_raw_exec_failed();
 }
 
 /* Waits until a just created thread runs its own start routine (*flag set

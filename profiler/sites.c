@@ -33,6 +33,9 @@ static mpp_event *events;
 static atomic_bool events_full;
 static uint64_t nevents, events_cap, events_dropped;
 static uint64_t ops_unattributed, failed_calls, total_calls;
+/* Calls attributed to a site and not yet ended (recorded, failed or counted
+ * as autotuning): at exit, calls other threads were still inside. */
+static uint64_t in_flight;
 
 #define MAX_REASONS 16
 static struct {
@@ -79,7 +82,7 @@ void mpp_sites_reset(void) {
   nsites = sites_cap = index_cap = 0;
   nevents = events_cap = events_dropped = 0;
   atomic_store(&events_full, false);
-  ops_unattributed = failed_calls = total_calls = 0;
+  ops_unattributed = failed_calls = total_calls = in_flight = 0;
   nreasons = 0;
 }
 
@@ -115,6 +118,7 @@ void mpp_note_incomplete(const char *key, const char *fmt, ...) {
 void mpp_note_failed_call(void) {
   mpp_sites_lock();
   failed_calls++;
+  in_flight--;
   mpp_sites_unlock();
 }
 
@@ -313,7 +317,10 @@ int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_i
     }
   }
   if (id < 0) id = add_site_locked(op, layer, h);
-  if (id >= 0) *ret_call_index = sites[id].started++;
+  if (id >= 0) {
+    *ret_call_index = sites[id].started++;
+    in_flight++;
+  }
   mpp_sites_unlock();
   return id;
 }
@@ -321,6 +328,7 @@ int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_i
 void mpp_site_record_autotune(int site) {
   mpp_sites_lock();
   sites[site].autotune_calls++;
+  in_flight--;
   mpp_sites_unlock();
 }
 
@@ -376,6 +384,7 @@ void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur
   mpp_sites_lock();
   mpp_site *s = &sites[site];
   s->calls++;
+  in_flight--;
   if (c->scan) s->scanned_calls++;
   for (int r = 0; r < MPP_NS_COUNT; r++)
     s->not_scanned[r] += c->ns_counts[r];
@@ -445,6 +454,16 @@ void mpp_site_kernel_tc(int site, const char *name, bool tc, const double *value
       break;
     }
   }
+  mpp_sites_unlock();
+}
+
+void mpp_sites_note_in_flight(void) {
+  mpp_sites_lock();
+  if (in_flight)
+    note_reason("calls_in_flight",
+                "calls_in_flight: %llu calls had not returned at exit (other threads inside "
+                "a hooked call): counted in calls, in no site",
+                (unsigned long long)in_flight);
   mpp_sites_unlock();
 }
 

@@ -747,19 +747,58 @@ static int rule_incomplete_process(mpprof_model *m) {
   for (size_t i = 0; i < m->n_procs; i++) {
     const mpprof_process *p = &m->procs[i];
     if (p->final && !p->incomplete) continue;
+    /* The process's own reasons, as it wrote them ("max_sites (N) reached:
+     * ...", "calls_in_flight: ...", "argv_truncated: ..."). */
+    char why[512] = "";
+    size_t len = 0;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, p->incomplete_reasons) {
+      if (cJSON_IsString(r) && len + 3 < sizeof why)
+        len += (size_t)snprintf(why + len, sizeof why - len, "%s%s", len ? "; " : "",
+                                r->valuestring);
+    }
+    if (len >= sizeof why) len = sizeof why - 1;
     mpprof_finding *f =
         add(m, "incomplete_process", "info", NULL,
-            mpprof_asprintf("%s (pid %" PRId64 "): %s", p->file, p->pid,
-                            !p->final ? "checkpoint only: the process did not finish, its "
-                                        "data is incomplete"
-                                      : "the profiler hit a limit; see incomplete_reasons"),
+            !p->final ? mpprof_asprintf("%s (pid %" PRId64 "): checkpoint only: the process did "
+                                        "not finish, its data is incomplete",
+                                        p->file, p->pid)
+                      : mpprof_asprintf("%s (pid %" PRId64 "): incomplete: %s", p->file, p->pid,
+                                        len ? why : "see incomplete_reasons"),
             strdup(!p->final ? "let the program exit normally, or accept partial data"
-                             : "raise the limit named in incomplete_reasons (MPPROF_MAX_SITES, "
-                               "MPPROF_MAX_EVENTS)"));
+                             : "a limit named in incomplete_reasons can be raised "
+                               "(MPPROF_MAX_SITES, MPPROF_MAX_EVENTS); calls in flight at exit "
+                               "and a cut argv are only reported"));
     if (!f) return -1;
     cJSON_AddItemToObject(f->evidence, "incomplete_reasons",
                           cJSON_Duplicate(p->incomplete_reasons, true));
   }
+  return 0;
+}
+
+/* Processes of the program still alive when the report was built (an orphaned
+ * child, a daemon): their raw files are missing or only checkpoints. */
+static int rule_processes_still_running(mpprof_model *m) {
+  if (!m->n_still_running) return 0;
+  char pids[256] = "";
+  size_t len = 0;
+  for (size_t i = 0; i < m->n_still_running && len + 24 < sizeof pids; i++)
+    len += (size_t)snprintf(pids + len, sizeof pids - len, "%s%ld", i ? " " : "",
+                            m->still_running[i]);
+  if (len + 24 >= sizeof pids) snprintf(pids + len, sizeof pids - len, " ...");
+  mpprof_finding *f = add(
+      m, "processes_still_running", "medium", NULL,
+      mpprof_asprintf("%zu process%s of the program %s still running when this report was built "
+                      "(pid %s): %s data is missing or only up to %s last checkpoint",
+                      m->n_still_running, m->n_still_running == 1 ? "" : "es",
+                      m->n_still_running == 1 ? "was" : "were", pids,
+                      m->n_still_running == 1 ? "its" : "their",
+                      m->n_still_running == 1 ? "its" : "their"),
+      strdup("run `mpprof report DIR` again once they have exited"));
+  if (!f) return -1;
+  cJSON *a = cJSON_AddArrayToObject(f->evidence, "pids");
+  for (size_t i = 0; a && i < m->n_still_running; i++)
+    cJSON_AddItemToArray(a, cJSON_CreateNumber((double)m->still_running[i]));
   return 0;
 }
 
@@ -836,6 +875,7 @@ const mpprof_finding_rule mpprof_finding_rules[] = {
     {"no_cuda_ops", NULL, rule_no_cuda_ops, true},
     {"skipped_files", NULL, rule_skipped_files, true},
     {"incomplete_process", NULL, rule_incomplete_process, true},
+    {"processes_still_running", NULL, rule_processes_still_running, true},
     {"no_kernel_data", NULL, rule_no_kernel_data, true},
     {"tc_counters_unavailable", NULL, rule_tc_counters_unavailable, true},
     {"tc_counters_unmatched", NULL, rule_tc_counters_unmatched, true},

@@ -354,6 +354,9 @@ static cJSON *summary_json(const mpprof_model *m) {
   cJSON_AddItemToObject(o, "events", mpprof_json_u64(m->n_events));
   cJSON_AddItemToObject(o, "gpu_ns", u64_or_null(m->has_gpu_ns, m->total_gpu_ns));
   cJSON_AddBoolToObject(o, "no_cuda_ops", m->total_calls == 0);
+  cJSON *alive = cJSON_AddArrayToObject(o, "still_running");
+  for (size_t i = 0; alive && i < m->n_still_running; i++)
+    cJSON_AddItemToArray(alive, cJSON_CreateNumber((double)m->still_running[i]));
   /* Which evidence the layer verdicts rest on (docs/report.md "Measured error"). */
   cJSON_AddStringToObject(o, "verdict_basis", m->has_shadow ? "range_and_measured_error" : "range_only");
   cJSON_AddNumberToObject(o, "shadow_max_rel", mpprof_shadow_max_rel(m));

@@ -85,6 +85,7 @@ void mpprof_model_free(mpprof_model *m) {
     free(m->skipped[i].reason);
   }
   free(m->skipped);
+  free(m->still_running);
   for (size_t i = 0; i < m->n_sites; i++)
     mpprof_site_free(&m->sites[i]);
   free(m->sites);

@@ -146,6 +146,14 @@ int mpprof_report_generate(const mpprof_report_options *opts) {
   if (rc == 0) {
     rc = mpprof_model_finish(&m);
     m.shadow_max_rel = opts->shadow_max_rel;
+    if (rc == 0 && opts->n_still_running) {
+      m.still_running = malloc(opts->n_still_running * sizeof *m.still_running);
+      if (!m.still_running) rc = -1;
+      else {
+        memcpy(m.still_running, opts->still_running, opts->n_still_running * sizeof *m.still_running);
+        m.n_still_running = opts->n_still_running;
+      }
+    }
     if (rc == 0) rc = mpprof_advise_layers(&m);
     if (rc == 0) rc = mpprof_shadow_layers(&m);
     if (rc == 0) mpprof_tensor_cores(&m);

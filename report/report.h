@@ -10,6 +10,10 @@ typedef struct mpprof_report_options {
   const char *program; /* shown as the program; NULL: taken from the raw files' argv */
   FILE *summary; /* short human summary (processes, ops, sites, top findings, paths); NULL: none */
   double shadow_max_rel; /* verdict: largest measured rel_l2 a precision may cause; 0: default */
+  /* Processes of the program (its process group) still alive when the report
+   * is built (mpprof run): their raw files are missing or checkpoints. */
+  const long *still_running;
+  size_t n_still_running;
 } mpprof_report_options;
 
 /* 0 on success (also for an empty run: the report says so); -1 with a one-line

@@ -348,6 +348,8 @@ typedef struct mpprof_model {
   size_t n_procs, cap_procs;
   mpprof_skipped *skipped;
   size_t n_skipped, cap_skipped;
+  long *still_running; /* pids (mpprof_report_options.still_running), owned */
+  size_t n_still_running;
   mpprof_site *sites;
   size_t n_sites, cap_sites;
   mpprof_event *events;

@@ -32,6 +32,9 @@
 #define MPPROF_LIBDIR "lib"
 #endif
 
+/* The most pids of still-running processes the report lists. */
+#define MPP_STILL_RUNNING_MAX 64
+
 typedef struct run_opts {
   const char *out;
   bool force;
@@ -45,6 +48,8 @@ typedef struct run_opts {
   const char *shadow_max_mb; /* MPPROF_SHADOW_MAX_MB */
   double shadow_max_rel;     /* report verdict threshold; 0: default */
   char **argv;             /* program and its arguments */
+  long alive[MPP_STILL_RUNNING_MAX]; /* still_running(): the program's group alive after it */
+  size_t n_alive;          /* how many (may exceed the pids kept) */
 } run_opts;
 
 static void usage(FILE *f) {
@@ -549,6 +554,39 @@ static void warn_other_injection(const char *var, const char *lib) {
 
 /* Waits for the program; with the terminal handed over, a stop of the program
  * (Ctrl-Z) stops mpprof too, and `fg` continues both. */
+/* Processes of the program's process group still alive after the program
+ * exited (an orphaned child; one that left the group with setsid() is not
+ * seen): their pids in ret (at most max), how many there are. */
+static size_t still_running(pid_t pgid, long *ret, size_t max) {
+  DIR *d = opendir("/proc");
+  if (!d) return 0;
+  size_t n = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    char *end;
+    long pid = strtol(e->d_name, &end, 10);
+    if (*end || pid <= 0 || pid == (long)getpid()) continue;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ssize_t k = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (k <= 0) continue;
+    buf[k] = '\0';
+    /* pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses. */
+    char *rp = strrchr(buf, ')');
+    char state;
+    long ppid, pgrp;
+    if (!rp || sscanf(rp + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3) continue;
+    if (pgrp != (long)pgid || state == 'Z' || state == 'X') continue;
+    if (n < max) ret[n] = pid;
+    n++;
+  }
+  closedir(d);
+  return n;
+}
+
 static int wait_child(pid_t pid, int tty) {
   int st = 0;
   for (;;) {
@@ -565,7 +603,7 @@ static int wait_child(pid_t pid, int tty) {
 
 /* Runs the program; returns its exit status (128 + signal), or 127 when it
  * could not be started (then *ret_started is false). */
-static int run_child(const run_opts *o, const char *lib, const char *out, bool *ret_started) {
+static int run_child(run_opts *o, const char *lib, const char *out, bool *ret_started) {
   int pipefd[2];
   *ret_started = false;
   if (pipe2(pipefd, O_CLOEXEC) != 0) {
@@ -612,6 +650,7 @@ static int run_child(const run_opts *o, const char *lib, const char *out, bool *
   close(pipefd[0]);
 
   int st = wait_child(pid, tty);
+  o->n_alive = still_running(pid, o->alive, MPP_STILL_RUNNING_MAX);
   set_handlers(NULL); /* the report phase can be interrupted */
   child_pid = 0;
   give_terminal(tty, getpgrp());
@@ -684,8 +723,17 @@ int mpprof_cmd_run(int argc, char **argv) {
     return status;
   }
 
+  if (o.n_alive)
+    fprintf(stderr,
+            "mpprof: %zu process%s of %s %s still running (pid %ld%s): the report covers what "
+            "they wrote so far; run `mpprof report %s` again once they have exited\n",
+            o.n_alive, o.n_alive == 1 ? "" : "es", o.argv[0], o.n_alive == 1 ? "is" : "are",
+            o.alive[0],
+            o.n_alive > 1 ? ", ..." : "", out_abs);
+  size_t kept = o.n_alive < MPP_STILL_RUNNING_MAX ? o.n_alive : MPP_STILL_RUNNING_MAX;
   mpprof_report_options ro = {.out_dir = out_abs, .program = NULL, .summary = stderr,
-                              .shadow_max_rel = o.shadow_max_rel};
+                              .shadow_max_rel = o.shadow_max_rel, .still_running = o.alive,
+                              .n_still_running = kept};
   if (mpprof_report_generate(&ro) != 0)
     fprintf(stderr, "mpprof: the report of %s was not written; raw files are in %s/raw\n",
             o.argv[0], out_abs);

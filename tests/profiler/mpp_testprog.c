@@ -31,9 +31,15 @@
  *   overflow      steps 0..4 (step marks), each three fp16 -> fp16 GEMMs in "l0", "l1",
  *                 "l2", l2 reading l1's output; in step 3 l1's A is 2^14 times larger and
  *                 its output overflows fp16 (the first op that produces Inf), which l2 reads
+ *   exec N        six GEMMs, then (N > 0) exec itself as "exec N-1": N+1 images, one pid
+ *   inflight      a second thread starts a 1024^3 cublasSgemm_v2 (seconds on the CPU);
+ *                 the main thread exits 0 while it runs
+ *   orphan S      one GEMM, fork: the child sleeps S seconds (default 3) and exits; the
+ *                 parent exits 0 at once
  * Every mode prints a checksum of its results on stdout. Linked against the
  * CUDA libraries by soname; run with LD_LIBRARY_PATH=<simcuda>. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -857,6 +863,69 @@ static _Noreturn void mode_wait(void) {
     pause();
 }
 
+static int mode_exec(int n) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 8);
+  double s = 0;
+  for (int i = 0; i < 6; i++)
+    s += gemmex(h, &m);
+  printf("exec %d checksum %.17g\n", n, s);
+  fflush(stdout);
+  if (n <= 0) return 0;
+  char next[16];
+  snprintf(next, sizeof next, "%d", n - 1);
+  char *argv[] = {"mpp_testprog", "exec", next, NULL};
+  execv("/proc/self/exe", argv);
+  perror("execv");
+  return 1;
+}
+
+enum { BIG = 1024 };
+static atomic_int big_started;
+
+static void *big_gemm(void *p) {
+  cublasHandle_t h = p;
+  float *a, *c;
+  CK(cudaMalloc((void **)&a, sizeof(float) * BIG * BIG));
+  CK(cudaMalloc((void **)&c, sizeof(float) * BIG * BIG));
+  CK(cudaMemset(a, 0, sizeof(float) * BIG * BIG));
+  const float one = 1, zero = 0;
+  atomic_store(&big_started, 1);
+  CK(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, BIG, BIG, BIG, &one, a, BIG, a, BIG, &zero, c,
+                    BIG));
+  return NULL;
+}
+
+static _Noreturn void mode_inflight(void) {
+  cublasHandle_t h;
+  CK(cublasCreate(&h));
+  pthread_t t;
+  pthread_create(&t, NULL, big_gemm, h);
+  while (!atomic_load(&big_started))
+    usleep(1000);
+  usleep(100000); /* inside the call by now: it takes seconds */
+  printf("inflight exit\n");
+  fflush(stdout);
+  exit(0);
+}
+
+static int mode_orphan(int secs) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 9);
+  printf("orphan checksum %.17g\n", gemmex(h, &m));
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    sleep((unsigned)secs);
+    _exit(0);
+  }
+  return pid > 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   int arg = argc > 2 ? atoi(argv[2]) : 1;
@@ -876,6 +945,9 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "autotune_small")) return mode_autotune_small(argc > 2 ? arg : 0);
   if (!strcmp(mode, "lossscale")) return mode_lossscale();
   if (!strcmp(mode, "overflow")) return mode_overflow();
+  if (!strcmp(mode, "exec")) return mode_exec(argc > 2 ? arg : 0);
+  if (!strcmp(mode, "inflight")) mode_inflight();
+  if (!strcmp(mode, "orphan")) return mode_orphan(argc > 2 ? arg : 3);
   if (!strcmp(mode, "exit3")) mode_exit3();
   if (!strcmp(mode, "wait")) mode_wait();
   fprintf(stderr,

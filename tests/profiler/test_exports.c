@@ -53,6 +53,16 @@ static const char *const expected[] = {
     "mpprof_step_skipped",
     "dlsym", /* lookups on a CUDA library's own handle (profiler/dlsym.c) */
     "dlvsym",
+    /* an image replaced by exec writes its raw file first (profiler/exec.c) */
+    "execl",
+    "execle",
+    "execlp",
+    "execv",
+    "execve",
+    "execveat",
+    "execvp",
+    "execvpe",
+    "fexecve",
     "mpprof_layer_id",
     "mpprof_scope_pop",
     "mpprof_scope_push",

@@ -820,6 +820,115 @@ static void an_unknown_scan_mode_is_a_usage_error(void **state) {
   free(r.out);
 }
 
+
+/* A program that execs itself twice: every image's calls are recorded, each
+ * image in a raw file of its own (same pid), all final. */
+static void every_image_of_a_program_that_execs_itself_is_recorded(void **state) {
+  (void)state;
+  const char *dir = outdir("exec");
+  char *argv[] = {(char *)testprog, "exec", "2", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 3);
+  double calls = 0;
+  for (int i = 0; i < r.n; i++) {
+    assert_true(cJSON_IsTrue(get(r.doc[i], "final")));
+    assert_false(cJSON_IsTrue(get(r.doc[i], "incomplete")));
+    assert_int_equal(num(r.doc[i], "pid"), num(r.doc[0], "pid"));
+    calls += num(site(r.doc[i], "cublasGemmEx", NULL, NULL), "calls");
+  }
+  assert_int_equal(calls, 18);
+  free_raws(&r);
+}
+
+static bool has_reason(cJSON *doc, const char *prefix) {
+  const cJSON *x;
+  cJSON_ArrayForEach(x, get(doc, "incomplete_reasons")) {
+    if (cJSON_IsString(x) && !strncmp(x->valuestring, prefix, strlen(prefix))) return true;
+  }
+  return false;
+}
+
+/* exit() while another thread is inside a GEMM: the call is counted and the
+ * raw file says it is in no site. */
+static void a_call_in_flight_at_exit_makes_the_file_incomplete(void **state) {
+  (void)state;
+  const char *dir = outdir("inflight");
+  char *argv[] = {(char *)testprog, "inflight", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 1);
+  assert_true(cJSON_IsTrue(get(r.doc[0], "final")));
+  assert_true(cJSON_IsTrue(get(r.doc[0], "incomplete")));
+  assert_true(has_reason(r.doc[0], "calls_in_flight: 1 calls"));
+  free_raws(&r);
+}
+
+/* A command line longer than the kept 1 MiB: argv is cut and the raw file
+ * says so. */
+static void a_command_line_over_1_mib_is_cut_and_flagged(void **state) {
+  (void)state;
+  enum { NBIG = 10, BIGLEN = 120 * 1024 };
+  char *big[NBIG];
+  char *argv[NBIG + 4];
+  int n = 0;
+  argv[n++] = (char *)testprog;
+  argv[n++] = "gemmex";
+  argv[n++] = "1";
+  for (int i = 0; i < NBIG; i++) {
+    big[i] = malloc(BIGLEN + 1);
+    memset(big[i], 'a' + i, BIGLEN);
+    big[i][BIGLEN] = '\0';
+    argv[n++] = big[i];
+  }
+  argv[n] = NULL;
+  const char *dir = outdir("longargv");
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 1);
+  assert_true(cJSON_IsTrue(get(r.doc[0], "incomplete")));
+  assert_true(has_reason(r.doc[0], "argv_truncated"));
+  /* The first arguments are whole; 1 MiB of bytes is kept, the last argument
+   * cut (counted with a terminator it did not have: +1). */
+  cJSON *a = get(r.doc[0], "argv");
+  assert_string_equal(cJSON_GetArrayItem(a, 1)->valuestring, "gemmex");
+  size_t kept = 0;
+  const cJSON *x;
+  cJSON_ArrayForEach(x, a) kept += strlen(x->valuestring) + 1;
+  assert_int_equal(kept, 1024 * 1024 + 1);
+  free_raws(&r);
+  for (int i = 0; i < NBIG; i++)
+    free(big[i]);
+}
+
+/* The program exits leaving a child that still runs: the report names it. */
+static void a_process_still_running_after_the_program_is_reported(void **state) {
+  (void)state;
+  const char *dir = outdir("orphan");
+  char *argv[] = {(char *)mpprof, "-o", (char *)dir, "--", (char *)testprog, "orphan", "2", NULL};
+  result prof = run(argv, NULL);
+  assert_int_equal(prof.status, 0);
+  free(prof.out);
+  char path[4300];
+  snprintf(path, sizeof path, "%s/report.json", dir);
+  char *text = slurp(path);
+  cJSON *rep = cJSON_Parse(text);
+  free(text);
+  assert_non_null(rep);
+  cJSON *alive = get(rep, "summary.still_running");
+  assert_int_equal(cJSON_GetArraySize(alive), 1);
+  bool found = false;
+  const cJSON *f;
+  cJSON_ArrayForEach(f, cJSON_GetObjectItem(rep, "findings")) {
+    found |= str_is((cJSON *)f, "kind", "processes_still_running");
+  }
+  assert_true(found);
+  pid_t orphan = (pid_t)cJSON_GetArrayItem(alive, 0)->valuedouble;
+  cJSON_Delete(rep);
+  for (int i = 0; i < 100 && kill(orphan, 0) == 0; i++) /* it sleeps 2 s, then exits */
+    usleep(50000);
+}
+
 static const char *need(const char *name) {
   const char *v = getenv(name);
   if (!v || !*v) {
@@ -860,6 +969,10 @@ int main(void) {
       cmocka_unit_test(a_loss_scale_that_is_not_a_positive_number_is_a_usage_error),
       cmocka_unit_test(first_nonfinite_is_the_gemm_that_overflowed_fp16),
       cmocka_unit_test(exit_status_3_is_passed_through_with_a_final_raw_file),
+      cmocka_unit_test(every_image_of_a_program_that_execs_itself_is_recorded),
+      cmocka_unit_test(a_call_in_flight_at_exit_makes_the_file_incomplete),
+      cmocka_unit_test(a_command_line_over_1_mib_is_cut_and_flagged),
+      cmocka_unit_test(a_process_still_running_after_the_program_is_reported),
       cmocka_unit_test(killed_by_sigterm_midway_keeps_the_last_checkpoint),
       cmocka_unit_test(a_relative_mpprof_out_is_kept_when_the_program_changes_directory),
       cmocka_unit_test(a_shell_spawning_two_programs_gives_one_raw_file_per_cuda_process),

@@ -29,6 +29,7 @@ static const char *const tested[] = {
     "no_cuda_ops",
     "skipped_files",
     "incomplete_process",
+    "processes_still_running",
     "no_kernel_data",
     "tc_counters_unavailable",
     "tc_counters_unmatched",
@@ -426,6 +427,30 @@ static void incomplete_process(void **state) {
   m.procs[0].final = false;
   assert_int_equal(run(&m, "incomplete_process"), 1);
   assert_non_null(strstr(m.findings[0].message, "checkpoint only"));
+  /* A final file with reasons: the finding says which. */
+  m.procs[0].final = true;
+  m.procs[0].incomplete = true;
+  cJSON_AddItemToArray(m.procs[0].incomplete_reasons,
+                       cJSON_CreateString("calls_in_flight: 1 calls had not returned at exit"));
+  assert_int_equal(run(&m, "incomplete_process"), 1);
+  assert_non_null(
+      strstr(m.findings[m.n_findings - 1].message, "incomplete: calls_in_flight: 1 calls"));
+  mpprof_model_free(&m);
+}
+
+static void processes_still_running(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  assert_int_equal(run(&m, "processes_still_running"), 0);
+  m.still_running = malloc(2 * sizeof *m.still_running);
+  m.still_running[0] = 4242;
+  m.still_running[1] = 4243;
+  m.n_still_running = 2;
+  assert_int_equal(run(&m, "processes_still_running"), 1);
+  assert_string_equal(m.findings[0].severity, "medium");
+  assert_non_null(strstr(m.findings[0].message, "2 processes of the program were still running"));
+  assert_non_null(strstr(m.findings[0].message, "pid 4242 4243"));
   mpprof_model_free(&m);
 }
 
@@ -513,6 +538,7 @@ int main(void) {
       cmocka_unit_test(no_cuda_ops),
       cmocka_unit_test(skipped_files),
       cmocka_unit_test(incomplete_process),
+      cmocka_unit_test(processes_still_running),
       cmocka_unit_test(no_kernel_data),
       cmocka_unit_test(tc_counters_unavailable),
       cmocka_unit_test(tc_counters_unmatched),

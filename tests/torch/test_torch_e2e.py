@@ -1,6 +1,9 @@
 """PyTorch end-to-end: `mpprof /usr/bin/python3 torch_model.py` with no code
 change names every op by its module, forward and backward, and the program's
-output is the same as without mpprof. Also: the program's own sitecustomize
+output is the same as without mpprof; GradScaler's scale per step and its
+skipped step reach the report. Also: a shell script that starts python and a
+launcher starting 2 ranked workers are attributed the same; the program's own
+sitecustomize
 still runs, --python off / MPPROF_PYTHON=0 leave attribution to NVTX, a
 Python program without torch and a non-Python program are unaffected.
 
@@ -111,6 +114,15 @@ def check_model_report(rep):
                 dims = {s["m"], s["n"], s["k"]}
                 check(dims <= {BATCH, i, o} and {i, o} <= dims | {BATCH} and s["phase"] != "unknown",
                       "%s: %s site of shape %s does not belong to it" % (name, s["phase"], sorted(dims)))
+    # GradScaler (init 1024, growth every 2 clean steps; step 3's gradients are
+    # infinite): its scales reach the report as the loss-scale protocol, with
+    # the skipped step, so the report works in unscaled terms.
+    ap = rep["loss_scale"]["applied"]
+    runs = [(r["first"], r["last"], r["scale"]) for r in ap["per_step"]]
+    check(ap["source"] == "marks" and runs == [(1, 2, 1024), (3, 3, 2048), (4, 4, 1024)],
+          "GradScaler's scale per step: %s %s" % (ap["source"], runs))
+    check(ap["steps_marked"] == STEPS and ap["skipped_steps"] == SKIPPED,
+          "steps %s, skipped %s" % (ap["steps_marked"], ap["skipped_steps"]))
     opt = names.get("optimizer")
     check(opt is not None and opt["module_class"] == "MatrixSGD" and opt["phases"] == ["optimizer"],
           "optimizer layer: %r" % ((opt and (opt["module_class"], opt["phases"])),))
@@ -143,6 +155,34 @@ def main():
         check_model_report(rep)
     else:
         check(False, "report.json of the model run")
+
+    # A shell script that starts python, and torchrun with 2 workers: the
+    # integration reaches every interpreter through the environment.
+    script = os.path.join(WORK, "run.sh")
+    with open(script, "w") as f:
+        f.write("#!/bin/sh\nexec \"%s\" \"%s\" \"$@\"\n" % (PY, MODEL))
+    os.chmod(script, 0o755)
+    rc, out, err, rep = profile("script", [script], MPP_STEPS="1")
+    names = sorted(l["name"] for l in rep["layers"]) if rep else []
+    check(rc == 0 and names == sorted(set(LAYERS) | {"optimizer"}),
+          "./run.sh: layers are the module names: %s" % names)
+    # A launcher in the manner of torchrun (Debian's 1.13 torchrun itself fails
+    # on Python 3.11 before starting workers): a Python parent that imports
+    # torch and starts 2 workers with RANK set.
+    launcher = os.path.join(WORK, "launch.py")
+    with open(launcher, "w") as f:
+        f.write("import os, subprocess, sys, torch\n"
+                "ps = [subprocess.Popen([sys.executable, %r], env=dict(os.environ, RANK=str(r)))\n"
+                "      for r in range(2)]\n"
+                "sys.exit(max(p.wait() for p in ps))\n" % MODEL)
+    rc, out, err, rep = profile("launcher", [PY, launcher], MPP_STEPS="1")
+    if rep:
+        ranks = sorted(p["rank"] for p in rep["processes"])
+        names = sorted(l["name"] for l in rep["layers"])
+        check(rc == 0 and ranks == [0, 1] and names == sorted(set(LAYERS) | {"optimizer"}),
+              "launcher with 2 ranks: ranks %s, layers %s" % (ranks, names))
+    else:
+        check(False, "launcher report (rc %d): %s" % (rc, err[-2000:]))
 
     # --python off / MPPROF_PYTHON=0: no module names (the model pushes no NVTX ranges)
     for name, opts, extra in (("off", ["--python", "off"], {}), ("env0", [], {"MPPROF_PYTHON": "0"})):
