@@ -189,8 +189,7 @@ static cublasStatus_t copy_vector(int64_t n, int64_t elem, const void *x, int64_
 
 static cublasStatus_t copy_matrix(int64_t rows, int64_t cols, int64_t elem, const void *A,
                                   int64_t lda, void *B, int64_t ldb) {
-  if (rows < 0 || cols < 0 || elem <= 0 || lda <= 0 || ldb <= 0)
-    return CUBLAS_STATUS_INVALID_VALUE;
+  if (rows < 0 || cols < 0 || elem <= 0 || lda <= 0 || ldb <= 0) return CUBLAS_STATUS_INVALID_VALUE;
   if (rows == 0 || cols == 0) return CUBLAS_STATUS_SUCCESS;
   if (lda < rows || ldb < rows || A == NULL || B == NULL) return CUBLAS_STATUS_MAPPING_ERROR;
   for (int64_t j = 0; j < cols; j++)

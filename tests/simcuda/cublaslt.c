@@ -563,7 +563,8 @@ static cublasStatus_t plan_scales(lt_plan *p) {
   if (d->c_scale_mode || d->d_scale_mode || d->aux_scale_mode || d->d_out_scale_mode ||
       d->d_out_scale != NULL)
     return CUBLAS_STATUS_NOT_SUPPORTED;
-  if (am == CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F && bm == CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F)
+  if (am == CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F &&
+      bm == CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F)
     return CUBLAS_STATUS_SUCCESS;
   if (!is_fp8((int)p->a->type) || is_fp8((int)p->d->type) || p->batch != 1)
     return CUBLAS_STATUS_NOT_SUPPORTED;
@@ -576,8 +577,9 @@ static cublasStatus_t plan_scales(lt_plan *p) {
       bm == CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0) {
     if (sm < 100 || p->k % 32 != 0) return CUBLAS_STATUS_NOT_SUPPORTED;
     p->blk = 32;
-  } else if (is128a && is128b && !(am == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F &&
-                                   bm == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F)) {
+  } else if (is128a && is128b &&
+             !(am == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F &&
+               bm == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F)) {
     if (sm != 90) return CUBLAS_STATUS_NOT_SUPPORTED;
     p->blk = 128;
   } else {
@@ -822,7 +824,8 @@ static float block_scale(int mode, const void *scales, uint64_t r, uint64_t blk,
   case CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0: {
     uint64_t col_tiles = (k / 32 + 3) / 4;
     uint64_t tile = (r / 128) * col_tiles + blk / 4;
-    uint8_t e = ((const uint8_t *)scales)[tile * 512 + (r % 32) * 16 + (r % 128) / 32 * 4 + blk % 4];
+    uint8_t e =
+        ((const uint8_t *)scales)[tile * 512 + (r % 32) * 16 + (r % 128) / 32 * 4 + blk % 4];
     return e == 0xff ? NAN : ldexpf(1.0f, (int)e - 127);
   }
   case CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F:
@@ -1116,8 +1119,8 @@ static cublasStatus_t types_supported(cublasComputeType_t compute, cudaDataType_
 SIM_API cublasStatus_t cublasLtMatmulAlgoGetIds(cublasLtHandle_t handle,
                                                 cublasComputeType_t compute, cudaDataType_t scale,
                                                 cudaDataType_t at, cudaDataType_t bt,
-                                                cudaDataType_t ct, cudaDataType_t dt,
-                                                int requested, int ids[], int *returned) {
+                                                cudaDataType_t ct, cudaDataType_t dt, int requested,
+                                                int ids[], int *returned) {
   if (handle == NULL || handle->magic != LT_HANDLE_MAGIC) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (requested <= 0 || ids == NULL || returned == NULL) return CUBLAS_STATUS_INVALID_VALUE;
   *returned = 0;
@@ -1179,14 +1182,20 @@ static const algo_cap algo_caps[] = {
     {CUBLASLT_ALGO_CAP_TILE_IDS, 4, 1, {CUBLASLT_MATMUL_TILE_UNDEFINED}},
     {CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX, 4, 1, {0}},
     {CUBLASLT_ALGO_CAP_CUSTOM_MEMORY_ORDER, 4, 1, {0}},
-    {CUBLASLT_ALGO_CAP_POINTER_MODE_MASK, 4, 1,
+    {CUBLASLT_ALGO_CAP_POINTER_MODE_MASK,
+     4,
+     1,
      {CUBLASLT_POINTER_MODE_MASK_HOST | CUBLASLT_POINTER_MODE_MASK_DEVICE}},
-    {CUBLASLT_ALGO_CAP_EPILOGUE_MASK, 4, 1,
+    {CUBLASLT_ALGO_CAP_EPILOGUE_MASK,
+     4,
+     1,
      {CUBLASLT_EPILOGUE_DEFAULT | CUBLASLT_EPILOGUE_RELU | CUBLASLT_EPILOGUE_BIAS |
       CUBLASLT_EPILOGUE_GELU}},
     {CUBLASLT_ALGO_CAP_STAGES_IDS, 4, 1, {CUBLASLT_MATMUL_STAGES_UNDEFINED}},
     {CUBLASLT_ALGO_CAP_LD_NEGATIVE, 4, 1, {0}},
-    {CUBLASLT_ALGO_CAP_NUMERICAL_IMPL_FLAGS, 8, 1,
+    {CUBLASLT_ALGO_CAP_NUMERICAL_IMPL_FLAGS,
+     8,
+     1,
      {CUBLASLT_NUMERICAL_IMPL_FLAGS_FMA | CUBLASLT_NUMERICAL_IMPL_FLAGS_ACCUMULATOR_32F}},
     {CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES, 4, 1, {1}},
     {CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_B_BYTES, 4, 1, {1}},
@@ -1200,8 +1209,7 @@ static const algo_cap algo_caps[] = {
  * take any buffer that holds them, as the header's example uses them. */
 SIM_API cublasStatus_t cublasLtMatmulAlgoCapGetAttribute(const cublasLtMatmulAlgo_t *algo,
                                                          cublasLtMatmulAlgoCapAttributes_t attr,
-                                                         void *buf, size_t size,
-                                                         size_t *written) {
+                                                         void *buf, size_t size, size_t *written) {
   if (as_algo(algo) == NULL) return CUBLAS_STATUS_INVALID_VALUE;
   const algo_cap *c = NULL;
   for (size_t i = 0; i < NSLOTS(algo_caps); i++)
@@ -1228,17 +1236,16 @@ SIM_API cublasStatus_t cublasLtMatmulAlgoCapGetAttribute(const cublasLtMatmulAlg
 }
 
 /* CONFIG_ID is read-only (set by cublasLtMatmulAlgoInit). */
-SIM_API cublasStatus_t cublasLtMatmulAlgoConfigSetAttribute(cublasLtMatmulAlgo_t *algo,
-                                                            cublasLtMatmulAlgoConfigAttributes_t attr,
-                                                            const void *buf, size_t size) {
+SIM_API cublasStatus_t cublasLtMatmulAlgoConfigSetAttribute(
+    cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAttributes_t attr, const void *buf,
+    size_t size) {
   if (algo == NULL || attr == CUBLASLT_ALGO_CONFIG_ID) return CUBLAS_STATUS_INVALID_VALUE;
   return set_attr(algo, algo_slots, NSLOTS(algo_slots), attr, buf, size);
 }
 
-SIM_API cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t *algo,
-                                                            cublasLtMatmulAlgoConfigAttributes_t attr,
-                                                            void *buf, size_t size,
-                                                            size_t *written) {
+SIM_API cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(
+    const cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAttributes_t attr, void *buf,
+    size_t size, size_t *written) {
   if (algo == NULL) return CUBLAS_STATUS_INVALID_VALUE;
   return get_attr(algo, algo_slots, NSLOTS(algo_slots), attr, buf, size, written);
 }
@@ -1349,8 +1356,9 @@ SIM_API cublasStatus_t cublasLtMatrixTransform(cublasLtHandle_t handle,
     return CUBLAS_STATUS_NOT_SUPPORTED;
   const lt_layout *ls[3] = {lc, la, lb};
   for (int i = 0; i < 3; i++)
-    if (ls[i] != NULL && ((ls[i]->order != CUBLASLT_ORDER_COL && ls[i]->order != CUBLASLT_ORDER_ROW) ||
-                          ls[i]->batch_mode != CUBLASLT_BATCH_MODE_STRIDED))
+    if (ls[i] != NULL &&
+        ((ls[i]->order != CUBLASLT_ORDER_COL && ls[i]->order != CUBLASLT_ORDER_ROW) ||
+         ls[i]->batch_mode != CUBLASLT_BATCH_MODE_STRIDED))
       return CUBLAS_STATUS_NOT_SUPPORTED;
   if ((x->transa != CUBLAS_OP_N && x->transa != CUBLAS_OP_T) ||
       (x->transb != CUBLAS_OP_N && x->transb != CUBLAS_OP_T))
@@ -1386,9 +1394,8 @@ SIM_API cublasStatus_t cublasLtMatrixTransform(cublasLtHandle_t handle,
         if (b != 0) {
           const char *bb = (const char *)B + (int64_t)bi * lb->stride * (int64_t)elem_size(t);
           uint64_t idx = x->transb == CUBLAS_OP_N ? elem_index(lb, i, j) : elem_index(lb, j, i);
-          v = want_scale == CUDA_R_32F
-                  ? (double)((float)v + (float)b * (float)mp_load(dt, bb, idx))
-                  : v + b * mp_load(dt, bb, idx);
+          v = want_scale == CUDA_R_32F ? (double)((float)v + (float)b * (float)mp_load(dt, bb, idx))
+                                       : v + b * mp_load(dt, bb, idx);
         }
         mp_store(dt, cb, elem_index(lc, i, j), v);
       }

@@ -468,8 +468,9 @@ cudnnStatus_t simcudnn_matmul_check(const simcudnn_matmul_problem *p) {
   /* A and B of one type (float, half, bfloat16); C of that type or, for half
    * and bfloat16 inputs, float (the fp32 accumulator stored as is). */
   cudnnDataType_t dt = p->a.dtype;
-  bool c_ok = p->c.dtype == dt || p->output_any ||
-              (p->c.dtype == CUDNN_DATA_FLOAT && (dt == CUDNN_DATA_HALF || dt == CUDNN_DATA_BFLOAT16));
+  bool c_ok =
+      p->c.dtype == dt || p->output_any ||
+      (p->c.dtype == CUDNN_DATA_FLOAT && (dt == CUDNN_DATA_HALF || dt == CUDNN_DATA_BFLOAT16));
   if (p->b.dtype != dt || !c_ok || simcudnn_dtype_size(dt) == 0 ||
       simcudnn_dtype_size(p->c.dtype) == 0) {
     simcudnn_set_error("simcuda cuDNN: matmul data types %d/%d/%d (A = B one of float, half, "

@@ -99,8 +99,8 @@ typedef struct bk_engine {
  * knob's range (KNOB_INFO descriptor). */
 typedef struct bk_knob {
   cudnnBackendKnobType_t type;
-  int64_t value;              /* choice */
-  int64_t min, max, stride;   /* info */
+  int64_t value;            /* choice */
+  int64_t min, max, stride; /* info */
   unsigned have;
 } bk_knob;
 
@@ -1343,8 +1343,8 @@ static cudnnStatus_t get_engine(const bk_engine *e, cudnnBackendAttributeName_t 
     if (count) *count = 0;
     return CUDNN_STATUS_SUCCESS;
   case CUDNN_ATTR_ENGINE_KNOB_INFO:
-    return fill_knobs(type, requested, count, out, CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR,
-                      engine_knobs, BK_ENGINE_KNOBS);
+    return fill_knobs(type, requested, count, out, CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR, engine_knobs,
+                      BK_ENGINE_KNOBS);
   default:
     return unimplemented(a);
   }

@@ -684,6 +684,18 @@ static void copies_check_sizes_increments_and_leading_dimensions_like_cublas(voi
   assert_int_equal(cublasSetMatrix(0, 2, 4, a, 1, b, 1), CUBLAS_STATUS_SUCCESS);
 }
 
+/* What PyTorch calls beyond GEMMs and simcuda does not emulate answers with
+ * cuBLAS's own status and leaves the output alone. */
+static void routines_simcuda_does_not_emulate_are_not_supported(void **state) {
+  cublasHandle_t h = *state;
+  float A[4] = {1, 2, 3, 4}, x[2] = {1, 1}, y[2] = {-1, -1}, alpha = 1, beta = 0, r = -1;
+  assert_int_equal(cublasSgemv(h, CUBLAS_OP_N, 2, 2, &alpha, A, 2, x, 1, &beta, y, 1),
+                   CUBLAS_STATUS_NOT_SUPPORTED);
+  assert_true(y[0] == -1 && y[1] == -1);
+  assert_int_equal(cublasSdot(h, 2, x, 1, x, 1, &r), CUBLAS_STATUS_NOT_SUPPORTED);
+  assert_true(r == -1);
+}
+
 /* cublasSetStream keeps the stream as an opaque value: a handle whose
  * memory cannot even be read is stored and handed back. */
 static void set_stream_stores_the_handle_without_reading_it(void **state) {
@@ -734,6 +746,8 @@ int main(void) {
       cmocka_unit_test(async_copies_run_on_the_given_stream),
       cmocka_unit_test(copies_check_sizes_increments_and_leading_dimensions_like_cublas),
       cmocka_unit_test_setup_teardown(set_stream_stores_the_handle_without_reading_it, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(routines_simcuda_does_not_emulate_are_not_supported, setup,
                                       teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

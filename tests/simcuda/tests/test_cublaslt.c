@@ -562,9 +562,9 @@ static void enumerated_algorithms_configure_check_and_run(void **state) {
     assert_int_equal(cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX,
                                                        &custom_max, sizeof(custom_max), NULL),
                      CUBLAS_STATUS_SUCCESS);
-    assert_int_equal(cublasLtMatmulAlgoCapGetAttribute(
-                         &algo, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT, &swizzle,
-                         sizeof(swizzle), NULL),
+    assert_int_equal(cublasLtMatmulAlgoCapGetAttribute(&algo,
+                                                       CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT,
+                                                       &swizzle, sizeof(swizzle), NULL),
                      CUBLAS_STATUS_SUCCESS);
     assert_int_equal(cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_STAGES_IDS, stages,
                                                        sizeof(stages), &written),
@@ -581,8 +581,9 @@ static void enumerated_algorithms_configure_check_and_run(void **state) {
           assert_int_equal(cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID,
                                                                 &tiles[t], sizeof(tiles[t])),
                            CUBLAS_STATUS_SUCCESS);
-          assert_int_equal(cublasLtMatmulAlgoConfigSetAttribute(
-                               &algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages[g], sizeof(stages[g])),
+          assert_int_equal(cublasLtMatmulAlgoConfigSetAttribute(&algo,
+                                                                CUBLASLT_ALGO_CONFIG_STAGES_ID,
+                                                                &stages[g], sizeof(stages[g])),
                            CUBLAS_STATUS_SUCCESS);
           assert_int_equal(cublasLtMatmulAlgoConfigSetAttribute(
                                &algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &uopt, sizeof(uopt)),
@@ -619,27 +620,27 @@ static void algorithm_ids_config_and_caps_follow_the_header_rules(void **state) 
   assert_int_equal(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_8F_E5M2,
                                           CUDA_R_8F_E5M2, CUDA_R_16BF, CUDA_R_16BF, 0, &algo),
                    CUBLAS_STATUS_NOT_SUPPORTED);
-  assert_int_equal(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F,
-                                          CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, 100000, &algo),
+  assert_int_equal(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                                          CUDA_R_32F, CUDA_R_32F, 100000, &algo),
                    CUBLAS_STATUS_INVALID_VALUE);
-  assert_int_equal(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F,
-                                          CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, 0, NULL),
+  assert_int_equal(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                                          CUDA_R_32F, CUDA_R_32F, 0, NULL),
                    CUBLAS_STATUS_INVALID_VALUE);
   assert_int_equal(cublasLtMatmulAlgoGetIds(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F,
                                             CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, 4, ids, &n),
                    CUBLAS_STATUS_SUCCESS);
   assert_int_equal(n, 1);
-  assert_int_equal(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F,
-                                          CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, ids[0], &algo),
+  assert_int_equal(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                                          CUDA_R_32F, CUDA_R_32F, ids[0], &algo),
                    CUBLAS_STATUS_SUCCESS);
   /* The id is read-only; setters want the exact size. */
   int32_t id = 5, splitk = 4;
   assert_int_equal(
       cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof(id)),
       CUBLAS_STATUS_INVALID_VALUE);
-  assert_int_equal(cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
-                                                        &splitk, 2),
-                   CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(
+      cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, 2),
+      CUBLAS_STATUS_INVALID_VALUE);
   size_t need = 0;
   assert_int_equal(cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID,
                                                         NULL, 0, &need),
@@ -686,9 +687,9 @@ static void matrix_transform_scales_transposes_and_reorders(void **state) {
   assert_int_equal(cublasLtMatrixTransformDescSetAttribute(t, CUBLASLT_MATRIX_TRANSFORM_DESC_TRANSA,
                                                            &opT, sizeof(opT)),
                    CUBLAS_STATUS_SUCCESS);
-  assert_int_equal(cublasLtMatrixTransformDescSetAttribute(t, CUBLASLT_MATRIX_TRANSFORM_DESC_TRANSA,
-                                                           &opT, 2),
-                   CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(
+      cublasLtMatrixTransformDescSetAttribute(t, CUBLASLT_MATRIX_TRANSFORM_DESC_TRANSA, &opT, 2),
+      CUBLAS_STATUS_INVALID_VALUE);
   /* A: 3 x 5 column-major (ld 4); B: 5 x 3 row-major (ld 3); C: 5 x 3 column-major (ld 6). */
   float A[4 * 5], B[5 * 3], C[6 * 3];
   for (int i = 0; i < 20; i++)
@@ -900,8 +901,8 @@ static void block_scaled_fp8_runs_the_modes_of_the_simulated_device(void **state
 static void block_scales_have_no_default_pointer(void **state) {
   cublasLtHandle_t h = *state;
   int sm = device_sm();
-  int mode = sm == 90 ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F
-                      : CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0;
+  int mode =
+      sm == 90 ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0;
   lt_case c = lt_make(CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_32F,
                       CUDA_R_32F, 'T', 'N', 8, 8, 128, 1, 140);
   set_i32(c.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, mode);

@@ -691,6 +691,17 @@ static void execute_refuses_missing_or_misaligned_pointers(void **state) {
 
 static void unimplemented_graphs_and_descriptors_are_not_supported(void **state) {
   (void)state;
+  /* Entry points PyTorch calls that simcuda does not emulate: the library's
+   * own status and a reason, never an undefined symbol. */
+  cudnnDropoutDescriptor_t drop = NULL;
+  assert_int_equal(cudnnCreateDropoutDescriptor(&drop), CUDNN_STATUS_NOT_SUPPORTED);
+  assert_null(drop);
+  char why[256] = "";
+  cudnnGetLastErrorString(why, sizeof why);
+  assert_non_null(strstr(why, "cudnnCreateDropoutDescriptor"));
+  float one = 1;
+  assert_int_equal(cudnnAddTensor(NULL, &one, NULL, NULL, &one, NULL, NULL),
+                   CUDNN_STATUS_NOT_SUPPORTED);
   cudnnBackendDescriptor_t d = NULL;
   assert_int_equal(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, &d),
                    CUDNN_STATUS_NOT_SUPPORTED);
@@ -1121,26 +1132,27 @@ static void heuristic_configs_carry_knob_choices_and_shared_memory(void **state)
   cudnnBackendDescriptor_t engine = create(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
   assert_int_equal(cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, D, 1, &n, &engine),
                    CUDNN_STATUS_SUCCESS);
-  assert_int_equal(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_KNOB_INFO, D, 0, &count, NULL),
-                   CUDNN_STATUS_SUCCESS);
+  assert_int_equal(
+      cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_KNOB_INFO, D, 0, &count, NULL),
+      CUDNN_STATUS_SUCCESS);
   assert_int_equal(count, 1);
   cudnnBackendDescriptor_t info = create(CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR);
   assert_int_equal(
       cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_KNOB_INFO, D, 1, &count, &info),
       CUDNN_STATUS_SUCCESS);
   int64_t lo = -1, hi = -1, stride = -1;
-  assert_int_equal(cudnnBackendGetAttribute(info, CUDNN_ATTR_KNOB_INFO_TYPE, CUDNN_TYPE_KNOB_TYPE,
-                                            1, &n, &type),
-                   CUDNN_STATUS_SUCCESS);
+  assert_int_equal(
+      cudnnBackendGetAttribute(info, CUDNN_ATTR_KNOB_INFO_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &n, &type),
+      CUDNN_STATUS_SUCCESS);
   assert_int_equal(cudnnBackendGetAttribute(info, CUDNN_ATTR_KNOB_INFO_MINIMUM_VALUE,
                                             CUDNN_TYPE_INT64, 1, &n, &lo),
                    CUDNN_STATUS_SUCCESS);
   assert_int_equal(cudnnBackendGetAttribute(info, CUDNN_ATTR_KNOB_INFO_MAXIMUM_VALUE,
                                             CUDNN_TYPE_INT64, 1, &n, &hi),
                    CUDNN_STATUS_SUCCESS);
-  assert_int_equal(cudnnBackendGetAttribute(info, CUDNN_ATTR_KNOB_INFO_STRIDE, CUDNN_TYPE_INT64, 1,
-                                            &n, &stride),
-                   CUDNN_STATUS_SUCCESS);
+  assert_int_equal(
+      cudnnBackendGetAttribute(info, CUDNN_ATTR_KNOB_INFO_STRIDE, CUDNN_TYPE_INT64, 1, &n, &stride),
+      CUDNN_STATUS_SUCCESS);
   assert_int_equal(type, CUDNN_KNOB_TYPE_KERNEL_CFG);
   assert_true(lo == 0 && hi == 0 && stride == 1);
   /* The heuristic's config plans and runs. */
@@ -1207,14 +1219,13 @@ static void engine_config_knob_choices_are_checked_against_the_engine(void **sta
   cudnnBackendKnobType_t type = CUDNN_KNOB_TYPE_KERNEL_CFG;
   set(half, CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &type);
   cudnnBackendDescriptor_t cfg = create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-  assert_int_equal(
-      cudnnBackendSetAttribute(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, D, 1, &half),
-      CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED);
+  assert_int_equal(cudnnBackendSetAttribute(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, D, 1, &half),
+                   CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED);
   assert_int_equal(cudnnBackendFinalize(half), CUDNN_STATUS_BAD_PARAM);
   int64_t v = 0;
-  assert_int_equal(cudnnBackendSetAttribute(half, CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE,
-                                            CUDNN_TYPE_INT32, 1, &v),
-                   CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE);
+  assert_int_equal(
+      cudnnBackendSetAttribute(half, CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT32, 1, &v),
+      CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE);
   cudnnBackendDestroyDescriptor(cfg);
   cudnnBackendDestroyDescriptor(half);
   cudnnBackendDestroyDescriptor(good);
