@@ -483,6 +483,17 @@ static cublasStatus_t check_types(lt_plan *p) {
   int at = (int)p->a->type, bt = (int)p->b->type, ct = (int)p->c->type, dt = (int)p->d->type;
   int compute = compute_base(p->desc->compute), scale = p->desc->scale_type;
   p->round = IN_EXACT;
+  if (at == CUDA_R_4F_E2M1 || bt == CUDA_R_4F_E2M1) {
+    /* NVFP4 (Blackwell): e2m1 A and B, fp32 compute and scale, D = C of
+     * bf16/fp16/fp32 (an fp4 D needs output quantization: not emulated), TN. */
+    if (at != bt || simcuda_device_sm() < 100) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (compute != CUBLAS_COMPUTE_32F || scale != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (ct != dt || (ct != CUDA_R_32F && !is_16(ct))) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (p->desc->transa != CUBLAS_OP_T || p->desc->transb != CUBLAS_OP_N)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    p->acc = ACC_F32;
+    return CUBLAS_STATUS_SUCCESS;
+  }
   if (is_fp8(at) || is_fp8(bt)) {
     /* FP8 table: e4m3/e5m2 in any pairing but e5m2 x e5m2; fp32 compute and
      * scale; C is bf16/fp16/fp32; D is C's type, or fp8 when C is 16-bit.
@@ -553,9 +564,10 @@ static int layout_ok(const lt_layout *l, uint64_t rows, uint64_t cols) {
  * on sm_90 (the default part) the 128-element modes Hopper has, A and B each
  * VEC128_32F (1x128) or BLK128x128_32F, not both 128x128; on sm_100
  * (SIMCUDA_SM=100) MXFP8, VEC32_UE8M0 on both A and B with K a multiple of
- * 32. Refused with NOT_SUPPORTED, as a device without the kernel does:
- * NVFP4 (VEC16_UE4M3, e2m1 data), OUTER_VEC_32F, block-scaled C/D/aux
- * (output quantization), an fp8 D or a batch with block-scaled inputs. */
+ * 32, and NVFP4, VEC16_UE4M3 on both e2m1 A and B with K a multiple of 16.
+ * Refused with NOT_SUPPORTED, as a device without the kernel does:
+ * OUTER_VEC_32F, block-scaled C/D/aux (output quantization), an fp8 or fp4
+ * D, a batch with block-scaled inputs, e2m1 data without its block scales. */
 static cublasStatus_t plan_scales(lt_plan *p) {
   const lt_desc *d = p->desc;
   int am = d->a_scale_mode, bm = d->b_scale_mode;
@@ -563,18 +575,25 @@ static cublasStatus_t plan_scales(lt_plan *p) {
   if (d->c_scale_mode || d->d_scale_mode || d->aux_scale_mode || d->d_out_scale_mode ||
       d->d_out_scale != NULL)
     return CUBLAS_STATUS_NOT_SUPPORTED;
+  int fp4 = (int)p->a->type == CUDA_R_4F_E2M1;
   if (am == CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F &&
       bm == CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F)
-    return CUBLAS_STATUS_SUCCESS;
-  if (!is_fp8((int)p->a->type) || is_fp8((int)p->d->type) || p->batch != 1)
+    return fp4 ? CUBLAS_STATUS_NOT_SUPPORTED /* NVFP4 needs its block scales */
+               : CUBLAS_STATUS_SUCCESS;
+  if ((!is_fp8((int)p->a->type) && !fp4) || is_fp8((int)p->d->type) || p->batch != 1)
     return CUBLAS_STATUS_NOT_SUPPORTED;
   int sm = simcuda_device_sm();
   int is128a = am == CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F ||
                am == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
   int is128b = bm == CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F ||
                bm == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
-  if (am == CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0 &&
-      bm == CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0) {
+  if (fp4) {
+    if (am != CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3 ||
+        bm != CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3 || p->k % 16 != 0)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    p->blk = 16;
+  } else if (am == CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0 &&
+             bm == CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0) {
     if (sm < 100 || p->k % 32 != 0) return CUBLAS_STATUS_NOT_SUPPORTED;
     p->blk = 32;
   } else if (is128a && is128b &&
@@ -810,6 +829,16 @@ static void finish_one(const lt_plan *p, const lt_args *x, const void *C, void *
   store_out(dt, D, elem_index(p->d, i, j), out);
 }
 
+/* Element idx of an operand: fp4 e2m1 is packed two to a byte, the first
+ * in the low nibble; every other type through analysis/convert.h. */
+static double load_operand(int type, const void *base, uint64_t idx) {
+  if (type != CUDA_R_4F_E2M1) return mp_load(mp_of(type), base, idx);
+  static const float e2m1[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+  uint8_t byte = ((const uint8_t *)base)[idx / 2];
+  uint8_t v = idx % 2 ? byte >> 4 : byte & 0xf;
+  return (v & 8 ? -1.0 : 1.0) * e2m1[v & 7];
+}
+
 /* The scale of block `blk` (along K) of row `r` of op(A) or column `r` of
  * op(B), for an operand with `outer` rows / columns, as the cuBLASLt
  * documentation lays the scale tensors out (scaling factors layouts):
@@ -821,6 +850,13 @@ static void finish_one(const lt_plan *p, const lt_args *x, const void *C, void *
 static float block_scale(int mode, const void *scales, uint64_t r, uint64_t blk, uint64_t outer,
                          uint64_t k) {
   switch (mode) {
+  case CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3: {
+    uint64_t col_tiles = (k / 16 + 3) / 4;
+    uint64_t tile = (r / 128) * col_tiles + blk / 4;
+    uint8_t e =
+        ((const uint8_t *)scales)[tile * 512 + (r % 32) * 16 + (r % 128) / 32 * 4 + blk % 4];
+    return mp_e4m3_to_float(e & 0x7f); /* UE4M3: e4m3 without its sign */
+  }
   case CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0: {
     uint64_t col_tiles = (k / 32 + 3) / 4;
     uint64_t tile = (r / 128) * col_tiles + blk / 4;
@@ -864,7 +900,6 @@ static cublasStatus_t run_one(const lt_plan *p, const lt_args *x, int32_t bi, fl
   const void *A = batch_base(p->a, x->A, bi), *B = batch_base(p->b, x->B, bi);
   const void *C = x->beta != 0 ? batch_base(p->c, x->C, bi) : NULL;
   void *D = (void *)batch_base(p->d, x->D, bi);
-  mp_dtype at = mp_of((int)p->a->type), bt = mp_of((int)p->b->type);
   size_t wsz = p->acc == ACC_F64 ? sizeof(double) : sizeof(float);
   size_t an = m * k > 0 ? m * k : 1, bn = n * k > 0 ? n * k : 1;
   void *ao = malloc(an * wsz), *bo = malloc(bn * wsz);
@@ -876,7 +911,7 @@ static cublasStatus_t run_one(const lt_plan *p, const lt_args *x, int32_t bi, fl
   for (uint64_t i = 0; i < m; i++)
     for (uint64_t q = 0; q < k; q++) {
       uint64_t idx = d->transa == CUBLAS_OP_N ? elem_index(p->a, i, q) : elem_index(p->a, q, i);
-      double v = round_input(mp_load(at, A, idx), p->round);
+      double v = round_input(load_operand((int)p->a->type, A, idx), p->round);
       if (p->acc == ACC_F64)
         ((double *)ao)[i * k + q] = v;
       else
@@ -885,7 +920,7 @@ static cublasStatus_t run_one(const lt_plan *p, const lt_args *x, int32_t bi, fl
   for (uint64_t j = 0; j < n; j++)
     for (uint64_t q = 0; q < k; q++) {
       uint64_t idx = d->transb == CUBLAS_OP_N ? elem_index(p->b, q, j) : elem_index(p->b, j, q);
-      double v = round_input(mp_load(bt, B, idx), p->round);
+      double v = round_input(load_operand((int)p->b->type, B, idx), p->round);
       if (p->acc == ACC_F64)
         ((double *)bo)[j * k + q] = v;
       else

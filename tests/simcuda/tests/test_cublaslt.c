@@ -815,6 +815,19 @@ static void *make_scales(int mode, uint64_t outer, uint64_t k) {
   return s;
 }
 
+/* UE4M3 scales (NVFP4): the same 128x4 tiles over blocks of 16, e4m3 bytes. */
+static uint8_t *make_ue4m3_scales(uint64_t outer, uint64_t k) {
+  uint64_t row_tiles = (outer + 127) / 128, col_tiles = (k / 16 + 3) / 4;
+  uint8_t *s = calloc(row_tiles * col_tiles, 512);
+  for (uint64_t r = 0; r < outer; r++)
+    for (uint64_t b = 0; b < k / 16; b++) {
+      uint64_t tile = (r / 128) * col_tiles + b / 4;
+      s[tile * 512 + (r % 32) * 16 + (r % 128) / 32 * 4 + b % 4] =
+          mp_float_to_e4m3(pow2_scale(r, b), false);
+    }
+  return s;
+}
+
 static double scale_of(int mode, uint64_t r, uint64_t q) {
   uint64_t blk = q / (mode == CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0 ? 32 : 128);
   return mode == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F ? pow2_scale(r / 128 * 128, blk)
@@ -888,7 +901,7 @@ static void block_scaled_fp8_runs_the_modes_of_the_simulated_device(void **state
   assert_int_equal(bad, 0);
   assert_int_equal(run_block_scaled(h, MX, MX, 8, 136, 160, &bad), blackwell);
   assert_int_equal(bad, 0);
-  /* Not emulated on either: NVFP4's UE4M3 blocks, outer vectors, mixed MX. */
+  /* Not emulated on either: UE4M3 blocks on fp8 data, outer vectors, mixed MX. */
   assert_int_equal(run_block_scaled(h, CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3,
                                     CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3, 8, 8, 64, &bad),
                    CUBLAS_STATUS_NOT_SUPPORTED);
@@ -896,6 +909,70 @@ static void block_scaled_fp8_runs_the_modes_of_the_simulated_device(void **state
                                     CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F, 8, 8, 64, &bad),
                    CUBLAS_STATUS_NOT_SUPPORTED);
   assert_int_equal(run_block_scaled(h, MX, V128, 8, 8, 128, &bad), CUBLAS_STATUS_NOT_SUPPORTED);
+}
+
+/* NVFP4: e2m1 A (k x m) and B (k x n) packed two values to a byte, low
+ * nibble first, with a UE4M3 scale per 16 elements of K; sm_100 only. */
+static cublasStatus_t run_nvfp4(cublasLtHandle_t h, int64_t m, int64_t n, int64_t k, int64_t *bad) {
+  static const float e2m1[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+  uint8_t *a = calloc((size_t)(k * m / 2), 1), *b = calloc((size_t)(k * n / 2), 1);
+  uint32_t seed = 7;
+  for (int64_t i = 0; i < k * m; i++)
+    a[i / 2] |= (uint8_t)((st_rand(&seed) % 16) << (i % 2 ? 4 : 0));
+  for (int64_t i = 0; i < k * n; i++)
+    b[i / 2] |= (uint8_t)((st_rand(&seed) % 16) << (i % 2 ? 4 : 0));
+  float *d = calloc((size_t)(m * n), sizeof(float));
+  uint8_t *sa = make_ue4m3_scales((uint64_t)m, (uint64_t)k),
+          *sb = make_ue4m3_scales((uint64_t)n, (uint64_t)k);
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, ld;
+  cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  set_i32(desc, CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
+  set_i32(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3);
+  set_i32(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3);
+  set_ptr(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, sa);
+  set_ptr(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, sb);
+  cublasLtMatrixLayoutCreate(&la, CUDA_R_4F_E2M1, (uint64_t)k, (uint64_t)m, k);
+  cublasLtMatrixLayoutCreate(&lb, CUDA_R_4F_E2M1, (uint64_t)k, (uint64_t)n, k);
+  cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, (uint64_t)m, (uint64_t)n, m);
+  float alpha = 1, beta = 0;
+  cublasStatus_t st =
+      cublasLtMatmul(h, desc, &alpha, a, la, b, lb, &beta, d, ld, d, ld, NULL, NULL, 0, NULL);
+  *bad = 0;
+  for (int64_t j = 0; st == CUBLAS_STATUS_SUCCESS && j < n; j++)
+    for (int64_t i = 0; i < m; i++) {
+      double want = 0;
+      for (int64_t q = 0; q < k; q++) {
+        int64_t ia = q + i * k, ib = q + j * k;
+        unsigned va = (a[ia / 2] >> (ia % 2 ? 4 : 0)) & 0xf,
+                 vb = (b[ib / 2] >> (ib % 2 ? 4 : 0)) & 0xf;
+        double x = (va & 8 ? -1 : 1) * e2m1[va & 7], y = (vb & 8 ? -1 : 1) * e2m1[vb & 7];
+        want += pow2_scale((uint64_t)i, (uint64_t)q / 16) * x *
+                pow2_scale((uint64_t)j, (uint64_t)q / 16) * y;
+      }
+      if (d[i + j * m] != want) (*bad)++;
+    }
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatrixLayoutDestroy(ld);
+  cublasLtMatmulDescDestroy(desc);
+  free(a), free(b), free(d), free(sa), free(sb);
+  return st;
+}
+
+static void nvfp4_runs_on_sm100_only(void **state) {
+  cublasLtHandle_t h = *state;
+  int sm = device_sm();
+  int64_t bad = -1;
+  /* 5 blocks of 16 (two tile columns), two 128-row tiles of A. */
+  assert_int_equal(run_nvfp4(h, 136, 6, 80, &bad),
+                   sm == 100 ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED);
+  assert_int_equal(bad, 0);
+  int ids[2], n = -1;
+  assert_int_equal(cublasLtMatmulAlgoGetIds(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_4F_E2M1,
+                                            CUDA_R_4F_E2M1, CUDA_R_16BF, CUDA_R_16BF, 2, ids, &n),
+                   CUBLAS_STATUS_SUCCESS);
+  assert_int_equal(n, sm == 100 ? 1 : 0);
 }
 
 static void block_scales_have_no_default_pointer(void **state) {
@@ -944,6 +1021,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(block_scaled_fp8_runs_the_modes_of_the_simulated_device,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(block_scales_have_no_default_pointer, setup, teardown),
+      cmocka_unit_test_setup_teardown(nvfp4_runs_on_sm100_only, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
