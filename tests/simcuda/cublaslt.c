@@ -989,7 +989,9 @@ static double scale_or_one(const void *p) {
 /* ---- algorithms: simcuda has one, id 0, with no tunable configuration ----
  * cublasLtMatmulAlgo_t is 8 opaque words; simcuda keeps its id and the
  * configuration attributes there behind a tag, so an algo that was never
- * initialised is recognised. */
+ * initialised is recognised, and the types it was made for: an algo used
+ * with other types does not match its descriptors (INVALID_VALUE, as
+ * cublasLtMatmulAlgoCheck documents). */
 enum { LT_ALGO_MAGIC = 0x53494d43 /* "SIMC" */, LT_ALGO_ID = 0 };
 
 typedef struct lt_algo {
@@ -997,6 +999,7 @@ typedef struct lt_algo {
   int32_t id, splitk;
   uint32_t tile, reduction, swizzle, custom, stages;
   uint16_t inner_shape, cluster_shape;
+  int32_t types[6]; /* compute, scale, A, B, C, D */
 } lt_algo;
 _Static_assert(sizeof(lt_algo) <= sizeof(cublasLtMatmulAlgo_t), "algo fits");
 
@@ -1015,9 +1018,10 @@ static const attr_slot algo_slots[] = {
 };
 #undef SLOT
 
-static void algo_init(cublasLtMatmulAlgo_t *a) {
+static void algo_init(cublasLtMatmulAlgo_t *a, const int32_t types[6]) {
   memset(a, 0, sizeof(*a));
   lt_algo *l = (lt_algo *)a;
+  memcpy(l->types, types, sizeof(l->types));
   l->magic = LT_ALGO_MAGIC;
   l->id = LT_ALGO_ID;
   l->splitk = 1;
@@ -1034,9 +1038,20 @@ static const lt_algo *as_algo(const cublasLtMatmulAlgo_t *a) {
 
 /* The configuration the capabilities advertise: anything else (split K, a
  * tile, stages, a custom option) is a configuration this algo cannot run. */
-static cublasStatus_t algo_config_ok(const cublasLtMatmulAlgo_t *a) {
+static void plan_types(const lt_plan *p, int32_t ret[6]) {
+  ret[0] = p->desc->compute;
+  ret[1] = p->desc->scale_type;
+  ret[2] = (int32_t)p->a->type;
+  ret[3] = (int32_t)p->b->type;
+  ret[4] = (int32_t)p->c->type;
+  ret[5] = (int32_t)p->d->type;
+}
+
+static cublasStatus_t algo_config_ok(const cublasLtMatmulAlgo_t *a, const lt_plan *p) {
   const lt_algo *l = as_algo(a);
-  if (l == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  int32_t types[6];
+  plan_types(p, types);
+  if (l == NULL || memcmp(types, l->types, sizeof(types)) != 0) return CUBLAS_STATUS_INVALID_VALUE;
   if (l->id != LT_ALGO_ID || l->splitk != 1 || l->tile != CUBLASLT_MATMUL_TILE_UNDEFINED ||
       l->reduction != CUBLASLT_REDUCTION_SCHEME_NONE || l->swizzle != 0 || l->custom != 0 ||
       l->stages != CUBLASLT_MATMUL_STAGES_UNDEFINED || l->inner_shape != 0 ||
@@ -1074,7 +1089,7 @@ SIM_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDes
   lt_plan p;
   cublasStatus_t st = plan_matmul(&p, desc, ad, bd, cd, dd);
   if (st != CUBLAS_STATUS_SUCCESS) return st;
-  if (algo != NULL && (st = algo_config_ok(algo)) != CUBLAS_STATUS_SUCCESS) return st;
+  if (algo != NULL && (st = algo_config_ok(algo, &p)) != CUBLAS_STATUS_SUCCESS) return st;
   if (alpha == NULL || beta == NULL || !simcuda_stream_valid((CUstream)stream))
     return CUBLAS_STATUS_INVALID_VALUE;
   if (p.m == 0 || p.n == 0) return CUBLAS_STATUS_SUCCESS;
@@ -1127,7 +1142,9 @@ SIM_API cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   if (st != CUBLAS_STATUS_SUCCESS) return st;
   memset(&results[0], 0, sizeof(results[0]));
   /* One algorithm: the host loop, the one id cublasLtMatmulAlgoGetIds lists. */
-  algo_init(&results[0].algo);
+  int32_t types[6];
+  plan_types(&p, types);
+  algo_init(&results[0].algo, types);
   results[0].workspaceSize = 0;
   results[0].state = CUBLAS_STATUS_SUCCESS;
   results[0].wavesCount = 1.0f;
@@ -1175,7 +1192,8 @@ SIM_API cublasStatus_t cublasLtMatmulAlgoInit(cublasLtHandle_t handle, cublasCom
   if (algo == NULL || id != LT_ALGO_ID) return CUBLAS_STATUS_INVALID_VALUE;
   cublasStatus_t st = types_supported(compute, scale, at, bt, ct, dt);
   if (st != CUBLAS_STATUS_SUCCESS) return st;
-  algo_init(algo);
+  const int32_t types[6] = {compute, scale, at, bt, ct, dt};
+  algo_init(algo, types);
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -1188,7 +1206,7 @@ SIM_API cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t handle, cublasLt
   if (algo == NULL || result == NULL) return CUBLAS_STATUS_INVALID_VALUE;
   lt_plan p;
   cublasStatus_t st = plan_matmul(&p, desc, ad, bd, cd, dd);
-  if (st == CUBLAS_STATUS_SUCCESS) st = algo_config_ok(algo);
+  if (st == CUBLAS_STATUS_SUCCESS) st = algo_config_ok(algo, &p);
   if (st != CUBLAS_STATUS_SUCCESS) return st;
   /* result->algo is never written: algo may point to it. */
   result->workspaceSize = 0;

@@ -660,6 +660,16 @@ static void algorithm_ids_config_and_caps_follow_the_header_rules(void **state) 
   assert_int_equal(cublasLtMatmul(h, c.desc, &alpha, c.A.data, c.la, c.B.data, c.lb, &beta,
                                   c.C.data, c.lc, c.D.data, c.ld, &algo, NULL, 0, NULL),
                    CUBLAS_STATUS_NOT_SUPPORTED);
+  /* An algo made for other types does not match the descriptors. */
+  cublasLtMatmulAlgo_t fp16_algo;
+  assert_int_equal(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16F, CUDA_R_16F,
+                                          CUDA_R_16F, CUDA_R_16F, 0, &fp16_algo),
+                   CUBLAS_STATUS_SUCCESS);
+  assert_int_equal(cublasLtMatmulAlgoCheck(h, c.desc, c.la, c.lb, c.lc, c.ld, &fp16_algo, &r),
+                   CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(cublasLtMatmul(h, c.desc, &alpha, c.A.data, c.la, c.B.data, c.lb, &beta,
+                                  c.C.data, c.lc, c.D.data, c.ld, &fp16_algo, NULL, 0, NULL),
+                   CUBLAS_STATUS_INVALID_VALUE);
   /* An algo that was never initialised is refused. */
   cublasLtMatmulAlgo_t junk;
   memset(&junk, 0xab, sizeof(junk));
