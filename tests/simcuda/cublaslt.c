@@ -459,7 +459,7 @@ typedef struct lt_plan {
   in_round round;
   int bias_type;
   int relu, gelu, bias;
-  int blk; /* block-scaled A/B: K elements per scale (32 MXFP8, 128), 0 for scalar scales */
+  int blk; /* block-scaled A/B: K elements per scale (16 NVFP4, 32 MXFP8, 128), 0: scalar */
 } lt_plan;
 
 static int compute_base(int compute) {
@@ -845,6 +845,7 @@ static double load_operand(int type, const void *base, uint64_t idx) {
  *   VEC32_UE8M0  128x4 tiles of bytes, tile (r / 128, blk / 4) in row-major
  *                tile order, byte (r % 32) * 16 + (r % 128) / 32 * 4 + blk % 4;
  *                value 2^(byte - 127), 0xff is NaN;
+ *   VEC16_UE4M3  the same tiles over blocks of 16, e4m3 bytes (sign ignored);
  *   VEC128_32F   float [r + blk * outer] (outer dimension contiguous);
  *   BLK128x128   float [blk + (r / 128) * L4], L4 = ceil(K / 128) rounded up to 4. */
 static float block_scale(int mode, const void *scales, uint64_t r, uint64_t blk, uint64_t outer,
@@ -1036,8 +1037,7 @@ static const lt_algo *as_algo(const cublasLtMatmulAlgo_t *a) {
   return l != NULL && l->magic == LT_ALGO_MAGIC ? l : NULL;
 }
 
-/* The configuration the capabilities advertise: anything else (split K, a
- * tile, stages, a custom option) is a configuration this algo cannot run. */
+/* The types an algo is made for: compute, scale, A, B, C, D. */
 static void plan_types(const lt_plan *p, int32_t ret[6]) {
   ret[0] = p->desc->compute;
   ret[1] = p->desc->scale_type;
@@ -1047,6 +1047,9 @@ static void plan_types(const lt_plan *p, int32_t ret[6]) {
   ret[5] = (int32_t)p->d->type;
 }
 
+/* The algo was made for these types, and in the configuration the
+ * capabilities advertise: anything else (split K, a tile, stages, a custom
+ * option) is a configuration this algo cannot run. */
 static cublasStatus_t algo_config_ok(const cublasLtMatmulAlgo_t *a, const lt_plan *p) {
   const lt_algo *l = as_algo(a);
   int32_t types[6];
