@@ -16,6 +16,8 @@
 #      mlp_train); runs then use LD_PRELOAD without the mpprof launcher and
 #      are judged from the raw files (no HTML report).
 # Checks:
+#   - simcuda's claims about cuBLAS / cuBLASLt (argument statuses, block-scale
+#     layouts: tests/simcuda/fidelity) hold for the real libraries
 #   - cuobjdump (when installed) lists exactly the architectures that
 #     `mpprof --version` reads from the embedded fatbin
 #   - device scan vs host scanner, bit-identical (every dtype, random and
@@ -29,8 +31,6 @@
 #     permitted here, with CUPTI's reason); name-rule disagreements as notes
 #   - samples/python/amp_train.py (PyTorch AMP) under mpprof: the Linear
 #     layers' GEMMs found with fp16 dtypes on Tensor Cores
-#   - simcuda's claims about cuBLAS / cuBLASLt (argument statuses, block-scale
-#     layouts: tests/simcuda/fidelity) hold for the real libraries
 # Exit 0 when every check passed, 1 otherwise. Output and logs: OUT_DIR
 # (default ./gpu-check-out). GPU_CHECK_MANUAL=1 forces build way 3.
 # Time: every step runs under `timeout`, bounded by what is left of
@@ -198,6 +198,25 @@ profile() { # SECONDS OUTDIR CMD...
   fi
 }
 
+# ---------- simcuda's claims about the real cuBLAS / cuBLASLt ----------
+# tests/simcuda/fidelity: statuses and block-scale layouts simcuda emulates
+# from the documentation; here the real libraries answer the same probes.
+say "simcuda fidelity probe against the real cuBLAS / cuBLASLt"
+if tmo "$(left 60)" gcc -std=gnu11 -O2 -I"$CUDA/include" -o "$OUT/fidelity_probe" \
+     "$ROOT/tests/simcuda/fidelity/fidelity_probe.c" -L"$CUDA/lib64" -Wl,-rpath,"$CUDA/lib64" \
+     -lcublasLt -lcublas -lcudart -lm >"$LOG/fidelity_probe.txt" 2>&1; then
+  tmo "$(left 60)" "$OUT/fidelity_probe" "$ROOT/tests/simcuda/fidelity/fidelity_probe.expected" \
+    >>"$LOG/fidelity_probe.txt" 2>&1
+  case $? in
+    0) row "simcuda claims hold for real cuBLAS(Lt)" PASS "$(tail -1 "$LOG/fidelity_probe.txt" | cut -c1-90)" ;;
+    77) row "simcuda claims hold for real cuBLAS(Lt)" SKIP "no CUDA device" ;;
+    *) row "simcuda claims hold for real cuBLAS(Lt)" FAIL \
+         "$(grep -c -E '^(MISMATCH|MISSING)' "$LOG/fidelity_probe.txt") differ, see $LOG/fidelity_probe.txt" ;;
+  esac
+else
+  row "simcuda claims hold for real cuBLAS(Lt)" FAIL "probe did not build, see $LOG/fidelity_probe.txt"
+fi
+
 # ---------- device scan: bit-identical + bandwidth ----------
 DEVSCAN_TABLE=""
 if [ -x "$B/tests/gpu/devscan_check" ]; then
@@ -312,25 +331,6 @@ if [[ $TORCH == *"gpu True"* ]]; then
   PENV=()
 else
   row "PyTorch AMP" SKIP "torch with CUDA not importable ($TORCH)"
-fi
-
-# ---------- simcuda's claims about the real cuBLAS / cuBLASLt ----------
-# tests/simcuda/fidelity: statuses and block-scale layouts simcuda emulates
-# from the documentation; here the real libraries answer the same probes.
-say "simcuda fidelity probe against the real cuBLAS / cuBLASLt"
-if tmo "$(left 60)" gcc -std=gnu11 -O2 -I"$CUDA/include" -o "$OUT/fidelity_probe" \
-     "$ROOT/tests/simcuda/fidelity/fidelity_probe.c" -L"$CUDA/lib64" -Wl,-rpath,"$CUDA/lib64" \
-     -lcublasLt -lcublas -lcudart -lm >"$LOG/fidelity_probe.txt" 2>&1; then
-  tmo "$(left 60)" "$OUT/fidelity_probe" "$ROOT/tests/simcuda/fidelity/fidelity_probe.expected" \
-    >>"$LOG/fidelity_probe.txt" 2>&1
-  case $? in
-    0) row "simcuda claims hold for real cuBLAS(Lt)" PASS "$(tail -1 "$LOG/fidelity_probe.txt" | cut -c1-90)" ;;
-    77) row "simcuda claims hold for real cuBLAS(Lt)" SKIP "no CUDA device" ;;
-    *) row "simcuda claims hold for real cuBLAS(Lt)" FAIL \
-         "$(grep -c -E '^(MISMATCH|MISSING)' "$LOG/fidelity_probe.txt") differ, see $LOG/fidelity_probe.txt" ;;
-  esac
-else
-  row "simcuda claims hold for real cuBLAS(Lt)" FAIL "probe did not build, see $LOG/fidelity_probe.txt"
 fi
 
 # ---------- table ----------
