@@ -16,6 +16,8 @@
 #      mlp_train); runs then use LD_PRELOAD without the mpprof launcher and
 #      are judged from the raw files (no HTML report).
 # Checks:
+#   - simcuda's claims about cuBLAS / cuBLASLt (argument statuses, block-scale
+#     layouts: tests/simcuda/fidelity) hold for the real libraries
 #   - cuobjdump (when installed) lists exactly the architectures that
 #     `mpprof --version` reads from the embedded fatbin
 #   - device scan vs host scanner, bit-identical (every dtype, random and
@@ -51,7 +53,7 @@ while [ $# -gt 0 ]; do
     -o) [ $# -ge 2 ] || { echo "gpu-check: -o needs a directory" >&2; exit 2; }
         OUT=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -195,6 +197,25 @@ profile() { # SECONDS OUTDIR CMD...
       CUDA_INJECTION64_PATH="$LIB" MPPROF_OUT="$dir" timeout -k 5 "$secs" "$@"
   fi
 }
+
+# ---------- simcuda's claims about the real cuBLAS / cuBLASLt ----------
+# tests/simcuda/fidelity: statuses and block-scale layouts simcuda emulates
+# from the documentation; here the real libraries answer the same probes.
+say "simcuda fidelity probe against the real cuBLAS / cuBLASLt"
+if tmo "$(left 60)" gcc -std=gnu11 -O2 -I"$CUDA/include" -o "$OUT/fidelity_probe" \
+     "$ROOT/tests/simcuda/fidelity/fidelity_probe.c" -L"$CUDA/lib64" -Wl,-rpath,"$CUDA/lib64" \
+     -lcublasLt -lcublas -lcudart -lm >"$LOG/fidelity_probe.txt" 2>&1; then
+  tmo "$(left 60)" "$OUT/fidelity_probe" "$ROOT/tests/simcuda/fidelity/fidelity_probe.expected" \
+    >>"$LOG/fidelity_probe.txt" 2>&1
+  case $? in
+    0) row "simcuda claims hold for real cuBLAS(Lt)" PASS "$(tail -1 "$LOG/fidelity_probe.txt" | cut -c1-90)" ;;
+    77) row "simcuda claims hold for real cuBLAS(Lt)" SKIP "no CUDA device" ;;
+    *) row "simcuda claims hold for real cuBLAS(Lt)" FAIL \
+         "$(grep -c -E '^(MISMATCH|MISSING)' "$LOG/fidelity_probe.txt") differ, see $LOG/fidelity_probe.txt" ;;
+  esac
+else
+  row "simcuda claims hold for real cuBLAS(Lt)" FAIL "probe did not build, see $LOG/fidelity_probe.txt"
+fi
 
 # ---------- device scan: bit-identical + bandwidth ----------
 DEVSCAN_TABLE=""

@@ -7,6 +7,11 @@
  *              4x4x4: A matrices hold 0..31 across the batch, B 32..63
  *   cudnnmm    cuDNN backend matmul graph, fp16 [1,4,8] x [1,8,4] -> fp16, with
  *              CUDNN_ATTR_MATMUL_COMP_TYPE = CUDNN_DATA_FLOAT
+ *   ltalgo     what NVIDIA's LtSgemmCustomFind sample does: cublasSetMatrix
+ *              uploads, cublasLtMatmulAlgoGetIds / AlgoInit / capabilities /
+ *              config / AlgoCheck for fp32, then cublasLtMatmul of 4x3x5
+ *              (A holds 1..20, B 0.5..7.5) with each algorithm that checks,
+ *              and cublasGetMatrix
  * Every mode prints a checksum of its results on stdout. Linked against the
  * CUDA libraries by soname; run with LD_LIBRARY_PATH=<simcuda>. */
 #include <stdint.h>
@@ -149,6 +154,74 @@ static int mode_ltptr(void) {
   return 0;
 }
 
+static int mode_ltalgo(void) {
+  enum { M = 4, N = 3, K = 5, MAX_IDS = 64 };
+  float a[M * K], b[K * N], d[M * N] = {0};
+  for (int i = 0; i < M * K; i++)
+    a[i] = (float)(i + 1);
+  for (int i = 0; i < K * N; i++)
+    b[i] = (float)(i + 1) / 2;
+  float *da, *db, *dd;
+  CK(cudaMalloc((void **)&da, sizeof a));
+  CK(cudaMalloc((void **)&db, sizeof b));
+  CK(cudaMalloc((void **)&dd, sizeof d));
+  CK(cublasSetMatrix(M, K, sizeof(float), a, M, da, M));
+  CK(cublasSetMatrix(K, N, sizeof(float), b, K, db, K));
+  cublasLtHandle_t lt;
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, ld;
+  CK(cublasLtCreate(&lt));
+  CK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, M, K, M));
+  CK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, K, N, K));
+  CK(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, M, N, M));
+  int ids[MAX_IDS], n_ids = 0, ran = 0;
+  CK(cublasLtMatmulAlgoGetIds(lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                              CUDA_R_32F, CUDA_R_32F, MAX_IDS, ids, &n_ids));
+  const float one = 1, zero = 0;
+  for (int i = 0; i < n_ids; i++) {
+    cublasLtMatmulAlgo_t algo;
+    if (cublasLtMatmulAlgoInit(lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                               CUDA_R_32F, CUDA_R_32F, ids[i], &algo) != CUBLAS_STATUS_SUCCESS)
+      continue;
+    uint32_t tiles[CUBLASLT_MATMUL_TILE_END], stages[CUBLASLT_MATMUL_STAGES_END];
+    size_t tiles_size = 0, stages_size = 0;
+    CK(cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_TILE_IDS, tiles, sizeof tiles,
+                                         &tiles_size));
+    CK(cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_STAGES_IDS, stages, sizeof stages,
+                                         &stages_size));
+    int32_t splitk = 1;
+    CK(cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tiles[0],
+                                            sizeof tiles[0]));
+    CK(cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages[0],
+                                            sizeof stages[0]));
+    CK(cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk,
+                                            sizeof splitk));
+    cublasLtMatmulHeuristicResult_t check;
+    if (cublasLtMatmulAlgoCheck(lt, desc, la, lb, ld, ld, &algo, &check) != CUBLAS_STATUS_SUCCESS)
+      continue;
+    range("ltalgo");
+    CK(cublasLtMatmul(lt, desc, &one, da, la, db, lb, &zero, dd, ld, dd, ld, &algo, NULL, 0, 0));
+    range_end();
+    ran++;
+  }
+  if (ran == 0) die("finding an algorithm", 0);
+  CK(cublasGetMatrix(M, N, sizeof(float), dd, M, d, M));
+  double s = 0;
+  for (int i = 0; i < M * N; i++)
+    s += d[i] * (i + 1);
+  printf("ltalgo %d algorithms, checksum %.17g\n", ran, s);
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatrixLayoutDestroy(ld);
+  cublasLtMatmulDescDestroy(desc);
+  cublasLtDestroy(lt);
+  cudaFree(da);
+  cudaFree(db);
+  cudaFree(dd);
+  return 0;
+}
+
 static cudnnBackendDescriptor_t be_new(cudnnBackendDescriptorType_t t) {
   cudnnBackendDescriptor_t d;
   CK(cudnnBackendCreateDescriptor(t, &d));
@@ -236,6 +309,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "grouped2")) return mode_grouped2();
   if (!strcmp(mode, "ltptr")) return mode_ltptr();
   if (!strcmp(mode, "cudnnmm")) return mode_cudnnmm();
+  if (!strcmp(mode, "ltalgo")) return mode_ltalgo();
   fprintf(stderr, "usage: mpp_fidelity_prog MODE\n");
   return 2;
 }

@@ -144,6 +144,23 @@ static void cudnn_backend_matmul_records_its_compute_type(void **state) {
   cJSON_Delete(doc);
 }
 
+/* A program that picks its cuBLASLt algorithm the way NVIDIA's
+ * LtSgemmCustomFind sample does (AlgoGetIds, AlgoInit, capabilities, config,
+ * AlgoCheck) runs unchanged under mpprof, and its matmul is recorded. */
+static void a_cublaslt_program_choosing_its_algorithm_runs_and_is_recorded(void **state) {
+  (void)state;
+  cJSON *doc = run_mode(outdir("ltalgo"), "ltalgo", NULL);
+  cJSON *s = site(doc, "cublasLtMatmul", 4);
+  assert_int_equal(num(s, "n"), 3);
+  assert_int_equal(num(s, "k"), 5);
+  assert_true(str_is(s, "types.A", "fp32"));
+  assert_int_equal(num(s, "tensors.A.count"), 20); /* 1..20, uploaded by cublasSetMatrix */
+  assert_int_equal(num(s, "tensors.A.min"), 1);
+  assert_int_equal(num(s, "tensors.A.max"), 20);
+  assert_true(num(s, "tensors.B.min") == 0.5 && num(s, "tensors.B.max") == 7.5);
+  cJSON_Delete(doc);
+}
+
 static cJSON *load_json(const char *dir, const char *name) {
   char p[4300];
   snprintf(p, sizeof p, "%s/%s", dir, name);
@@ -231,6 +248,7 @@ int main(void) {
       cmocka_unit_test(each_group_of_a_grouped_gemm_has_its_own_operand_values),
       cmocka_unit_test(a_pointer_array_lt_batch_is_scanned_matrix_by_matrix),
       cmocka_unit_test(cudnn_backend_matmul_records_its_compute_type),
+      cmocka_unit_test(a_cublaslt_program_choosing_its_algorithm_runs_and_is_recorded),
       cmocka_unit_test(tc_counters_say_when_they_decided_nothing),
       cmocka_unit_test(cublas_through_dlsym_on_its_handle_is_recorded),
       cmocka_unit_test(cublas_through_dlsym_on_a_deepbind_handle_is_recorded),

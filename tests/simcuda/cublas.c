@@ -99,9 +99,10 @@ SIM_API cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *worksp
   return handle_ok(handle) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_INITIALIZED;
 }
 
+/* The stream is opaque to cuBLAS: it is stored, never looked into (a bad
+ * handle shows up when a GEMM is launched on it). */
 SIM_API cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream) {
   if (!handle_ok(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
-  if (!simcuda_stream_valid((CUstream)stream)) return CUBLAS_STATUS_INVALID_VALUE;
   handle->stream = stream;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -162,6 +163,75 @@ SIM_API cublasStatus_t cublasGetSmCountTarget(cublasHandle_t handle, int *count)
   *count = handle->sm_count;
   return CUBLAS_STATUS_SUCCESS;
 }
+
+/* ---- host <-> "device" copies (cublasSetMatrix & co.) ----
+ * All memory is host memory in simcuda, so each is a strided copy. Argument
+ * rules of the cuBLAS documentation: vectors INVALID_VALUE when incx, incy
+ * or elemSize <= 0 (and for n < 0); matrices INVALID_VALUE when rows or
+ * cols < 0 or elemSize, lda, ldb <= 0. A leading dimension shorter than
+ * rows passes those checks but is an invalid pitch for the cudaMemcpy2D the
+ * library issues: MAPPING_ERROR, the status it maps copy failures to. The
+ * Async forms check the stream the copy is issued on the same way. */
+
+static cublasStatus_t copy_vector(int64_t n, int64_t elem, const void *x, int64_t incx, void *y,
+                                  int64_t incy) {
+  if (n < 0 || elem <= 0 || incx <= 0 || incy <= 0) return CUBLAS_STATUS_INVALID_VALUE;
+  if (n == 0) return CUBLAS_STATUS_SUCCESS;
+  if (x == NULL || y == NULL) return CUBLAS_STATUS_MAPPING_ERROR;
+  if (incx == 1 && incy == 1) {
+    memmove(y, x, (size_t)(n * elem));
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  for (int64_t i = 0; i < n; i++)
+    memmove((char *)y + i * incy * elem, (const char *)x + i * incx * elem, (size_t)elem);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+static cublasStatus_t copy_matrix(int64_t rows, int64_t cols, int64_t elem, const void *A,
+                                  int64_t lda, void *B, int64_t ldb) {
+  if (rows < 0 || cols < 0 || elem <= 0 || lda <= 0 || ldb <= 0) return CUBLAS_STATUS_INVALID_VALUE;
+  if (rows == 0 || cols == 0) return CUBLAS_STATUS_SUCCESS;
+  if (lda < rows || ldb < rows || A == NULL || B == NULL) return CUBLAS_STATUS_MAPPING_ERROR;
+  for (int64_t j = 0; j < cols; j++)
+    memmove((char *)B + j * ldb * elem, (const char *)A + j * lda * elem, (size_t)(rows * elem));
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+static cublasStatus_t copy_stream_ok(cudaStream_t stream) {
+  return simcuda_stream_valid((CUstream)stream) ? CUBLAS_STATUS_SUCCESS
+                                                : CUBLAS_STATUS_MAPPING_ERROR;
+}
+
+/* Set and Get differ only in which side is "device" memory: one body each
+ * for the vector and the matrix form, int and _64 signatures, sync and Async. */
+#define DEFINE_VECTOR_COPY(NAME, ASYNC, IDX)                                                       \
+  SIM_API cublasStatus_t NAME(IDX n, IDX elemSize, const void *x, IDX incx, void *y, IDX incy) {   \
+    return copy_vector(n, elemSize, x, incx, y, incy);                                             \
+  }                                                                                                \
+  SIM_API cublasStatus_t ASYNC(IDX n, IDX elemSize, const void *x, IDX incx, void *y, IDX incy,    \
+                               cudaStream_t stream) {                                              \
+    cublasStatus_t st = copy_vector(n, elemSize, x, incx, y, incy);                                \
+    return st == CUBLAS_STATUS_SUCCESS && n > 0 ? copy_stream_ok(stream) : st;                     \
+  }
+#define DEFINE_MATRIX_COPY(NAME, ASYNC, IDX)                                                       \
+  SIM_API cublasStatus_t NAME(IDX rows, IDX cols, IDX elemSize, const void *A, IDX lda, void *B,   \
+                              IDX ldb) {                                                           \
+    return copy_matrix(rows, cols, elemSize, A, lda, B, ldb);                                      \
+  }                                                                                                \
+  SIM_API cublasStatus_t ASYNC(IDX rows, IDX cols, IDX elemSize, const void *A, IDX lda, void *B,  \
+                               IDX ldb, cudaStream_t stream) {                                     \
+    cublasStatus_t st = copy_matrix(rows, cols, elemSize, A, lda, B, ldb);                         \
+    return st == CUBLAS_STATUS_SUCCESS && rows > 0 && cols > 0 ? copy_stream_ok(stream) : st;      \
+  }
+
+DEFINE_VECTOR_COPY(cublasSetVector, cublasSetVectorAsync, int)
+DEFINE_VECTOR_COPY(cublasGetVector, cublasGetVectorAsync, int)
+DEFINE_VECTOR_COPY(cublasSetVector_64, cublasSetVectorAsync_64, int64_t)
+DEFINE_VECTOR_COPY(cublasGetVector_64, cublasGetVectorAsync_64, int64_t)
+DEFINE_MATRIX_COPY(cublasSetMatrix, cublasSetMatrixAsync, int)
+DEFINE_MATRIX_COPY(cublasGetMatrix, cublasGetMatrixAsync, int)
+DEFINE_MATRIX_COPY(cublasSetMatrix_64, cublasSetMatrixAsync_64, int64_t)
+DEFINE_MATRIX_COPY(cublasGetMatrix_64, cublasGetMatrixAsync_64, int64_t)
 
 /* ---- the one GEMM path ---- */
 

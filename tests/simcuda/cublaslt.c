@@ -459,6 +459,7 @@ typedef struct lt_plan {
   in_round round;
   int bias_type;
   int relu, gelu, bias;
+  int blk; /* block-scaled A/B: K elements per scale (16 NVFP4, 32 MXFP8, 128), 0: scalar */
 } lt_plan;
 
 static int compute_base(int compute) {
@@ -482,6 +483,17 @@ static cublasStatus_t check_types(lt_plan *p) {
   int at = (int)p->a->type, bt = (int)p->b->type, ct = (int)p->c->type, dt = (int)p->d->type;
   int compute = compute_base(p->desc->compute), scale = p->desc->scale_type;
   p->round = IN_EXACT;
+  if (at == CUDA_R_4F_E2M1 || bt == CUDA_R_4F_E2M1) {
+    /* NVFP4 (Blackwell): e2m1 A and B, fp32 compute and scale, D = C of
+     * bf16/fp16/fp32 (an fp4 D needs output quantization: not emulated), TN. */
+    if (at != bt || simcuda_device_sm() < 100) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (compute != CUBLAS_COMPUTE_32F || scale != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (ct != dt || (ct != CUDA_R_32F && !is_16(ct))) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (p->desc->transa != CUBLAS_OP_T || p->desc->transb != CUBLAS_OP_N)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    p->acc = ACC_F32;
+    return CUBLAS_STATUS_SUCCESS;
+  }
   if (is_fp8(at) || is_fp8(bt)) {
     /* FP8 table: e4m3/e5m2 in any pairing but e5m2 x e5m2; fp32 compute and
      * scale; C is bf16/fp16/fp32; D is C's type, or fp8 when C is 16-bit.
@@ -548,6 +560,53 @@ static int layout_ok(const lt_layout *l, uint64_t rows, uint64_t cols) {
   return l->ld >= 1 && (uint64_t)l->ld >= need;
 }
 
+/* A/B scale modes (cublasLtMatmulMatrixScale_t). Emulated: scalar scales;
+ * on sm_90 (the default part) the 128-element modes Hopper has, A and B each
+ * VEC128_32F (1x128) or BLK128x128_32F, not both 128x128; on sm_100
+ * (SIMCUDA_SM=100) MXFP8, VEC32_UE8M0 on both A and B with K a multiple of
+ * 32, and NVFP4, VEC16_UE4M3 on both e2m1 A and B with K a multiple of 16.
+ * Refused with NOT_SUPPORTED, as a device without the kernel does:
+ * OUTER_VEC_32F, block-scaled C/D/aux (output quantization), an fp8 or fp4
+ * D, a batch with block-scaled inputs, e2m1 data without its block scales. */
+static cublasStatus_t plan_scales(lt_plan *p) {
+  const lt_desc *d = p->desc;
+  int am = d->a_scale_mode, bm = d->b_scale_mode;
+  p->blk = 0;
+  if (d->c_scale_mode || d->d_scale_mode || d->aux_scale_mode || d->d_out_scale_mode ||
+      d->d_out_scale != NULL)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  int fp4 = (int)p->a->type == CUDA_R_4F_E2M1;
+  if (am == CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F &&
+      bm == CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F)
+    return fp4 ? CUBLAS_STATUS_NOT_SUPPORTED /* NVFP4 needs its block scales */
+               : CUBLAS_STATUS_SUCCESS;
+  if ((!is_fp8((int)p->a->type) && !fp4) || is_fp8((int)p->d->type) || p->batch != 1)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  int sm = simcuda_device_sm();
+  int is128a = am == CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F ||
+               am == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+  int is128b = bm == CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F ||
+               bm == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+  if (fp4) {
+    if (am != CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3 ||
+        bm != CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3 || p->k % 16 != 0)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    p->blk = 16;
+  } else if (am == CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0 &&
+             bm == CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0) {
+    if (sm < 100 || p->k % 32 != 0) return CUBLAS_STATUS_NOT_SUPPORTED;
+    p->blk = 32;
+  } else if (is128a && is128b &&
+             !(am == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F &&
+               bm == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F)) {
+    if (sm != 90) return CUBLAS_STATUS_NOT_SUPPORTED;
+    p->blk = 128;
+  } else {
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 static cublasStatus_t plan_matmul(lt_plan *p, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t ad,
                                   cublasLtMatrixLayout_t bd, cublasLtMatrixLayout_t cd,
                                   cublasLtMatrixLayout_t dd) {
@@ -590,10 +649,8 @@ static cublasStatus_t plan_matmul(lt_plan *p, cublasLtMatmulDesc_t desc, cublasL
     return CUBLAS_STATUS_INVALID_VALUE;
   cublasStatus_t st = check_types(p);
   if (st != CUBLAS_STATUS_SUCCESS) return st;
-  /* Block scaling (MX / NVFP4) is Blackwell-only; an sm_90 device refuses it. */
-  if (d->a_scale_mode || d->b_scale_mode || d->c_scale_mode || d->d_scale_mode ||
-      d->d_out_scale_mode || d->d_out_scale != NULL)
-    return CUBLAS_STATUS_NOT_SUPPORTED;
+  st = plan_scales(p);
+  if (st != CUBLAS_STATUS_SUCCESS) return st;
   if (d->pointer_mode != CUBLASLT_POINTER_MODE_HOST &&
       d->pointer_mode != CUBLASLT_POINTER_MODE_DEVICE)
     return CUBLAS_STATUS_NOT_SUPPORTED;
@@ -772,6 +829,70 @@ static void finish_one(const lt_plan *p, const lt_args *x, const void *C, void *
   store_out(dt, D, elem_index(p->d, i, j), out);
 }
 
+/* Element idx of an operand: fp4 e2m1 is packed two to a byte, the first
+ * in the low nibble; every other type through analysis/convert.h. */
+static double load_operand(int type, const void *base, uint64_t idx) {
+  if (type != CUDA_R_4F_E2M1) return mp_load(mp_of(type), base, idx);
+  static const float e2m1[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+  uint8_t byte = ((const uint8_t *)base)[idx / 2];
+  uint8_t v = idx % 2 ? byte >> 4 : byte & 0xf;
+  return (v & 8 ? -1.0 : 1.0) * e2m1[v & 7];
+}
+
+/* The scale of block `blk` (along K) of row `r` of op(A) or column `r` of
+ * op(B), for an operand with `outer` rows / columns, as the cuBLASLt
+ * documentation lays the scale tensors out (scaling factors layouts):
+ *   VEC32_UE8M0  128x4 tiles of bytes, tile (r / 128, blk / 4) in row-major
+ *                tile order, byte (r % 32) * 16 + (r % 128) / 32 * 4 + blk % 4;
+ *                value 2^(byte - 127), 0xff is NaN;
+ *   VEC16_UE4M3  the same tiles over blocks of 16, e4m3 bytes (sign ignored);
+ *   VEC128_32F   float [r + blk * outer] (outer dimension contiguous);
+ *   BLK128x128   float [blk + (r / 128) * L4], L4 = ceil(K / 128) rounded up to 4. */
+static float block_scale(int mode, const void *scales, uint64_t r, uint64_t blk, uint64_t outer,
+                         uint64_t k) {
+  switch (mode) {
+  case CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3: {
+    uint64_t col_tiles = (k / 16 + 3) / 4;
+    uint64_t tile = (r / 128) * col_tiles + blk / 4;
+    uint8_t e =
+        ((const uint8_t *)scales)[tile * 512 + (r % 32) * 16 + (r % 128) / 32 * 4 + blk % 4];
+    return mp_e4m3_to_float(e & 0x7f); /* UE4M3: e4m3 without its sign */
+  }
+  case CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0: {
+    uint64_t col_tiles = (k / 32 + 3) / 4;
+    uint64_t tile = (r / 128) * col_tiles + blk / 4;
+    uint8_t e =
+        ((const uint8_t *)scales)[tile * 512 + (r % 32) * 16 + (r % 128) / 32 * 4 + blk % 4];
+    return e == 0xff ? NAN : ldexpf(1.0f, (int)e - 127);
+  }
+  case CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F:
+    return ((const float *)scales)[r + blk * outer];
+  default: { /* BLK128x128_32F */
+    uint64_t l4 = ((k + 127) / 128 + 3) / 4 * 4;
+    return ((const float *)scales)[blk + (r / 128) * l4];
+  }
+  }
+}
+
+/* Block-scaled dot product: each K block is summed in fp32 and multiplied by
+ * the product of its A and B scales before it joins the fp32 total (how the
+ * kernels promote block partial sums). */
+static double dot_block_scaled(const lt_plan *p, const float *ar, const float *bc, uint64_t i,
+                               uint64_t j) {
+  const lt_desc *d = p->desc;
+  float total = 0;
+  for (uint64_t q0 = 0, blk = 0; q0 < p->k; q0 += (uint64_t)p->blk, blk++) {
+    uint64_t q1 = q0 + (uint64_t)p->blk < p->k ? q0 + (uint64_t)p->blk : p->k;
+    float part = 0;
+    for (uint64_t q = q0; q < q1; q++)
+      part += ar[q] * bc[q];
+    float sa = block_scale(d->a_scale_mode, d->a_scale, i, blk, p->m, p->k);
+    float sb = block_scale(d->b_scale_mode, d->b_scale, j, blk, p->n, p->k);
+    total += sa * sb * part;
+  }
+  return total;
+}
+
 /* One matrix of the batch. Operands are gathered into op() order first so
  * the inner product runs over contiguous memory. */
 static cublasStatus_t run_one(const lt_plan *p, const lt_args *x, int32_t bi, float *amax) {
@@ -780,7 +901,6 @@ static cublasStatus_t run_one(const lt_plan *p, const lt_args *x, int32_t bi, fl
   const void *A = batch_base(p->a, x->A, bi), *B = batch_base(p->b, x->B, bi);
   const void *C = x->beta != 0 ? batch_base(p->c, x->C, bi) : NULL;
   void *D = (void *)batch_base(p->d, x->D, bi);
-  mp_dtype at = mp_of((int)p->a->type), bt = mp_of((int)p->b->type);
   size_t wsz = p->acc == ACC_F64 ? sizeof(double) : sizeof(float);
   size_t an = m * k > 0 ? m * k : 1, bn = n * k > 0 ? n * k : 1;
   void *ao = malloc(an * wsz), *bo = malloc(bn * wsz);
@@ -792,7 +912,7 @@ static cublasStatus_t run_one(const lt_plan *p, const lt_args *x, int32_t bi, fl
   for (uint64_t i = 0; i < m; i++)
     for (uint64_t q = 0; q < k; q++) {
       uint64_t idx = d->transa == CUBLAS_OP_N ? elem_index(p->a, i, q) : elem_index(p->a, q, i);
-      double v = round_input(mp_load(at, A, idx), p->round);
+      double v = round_input(load_operand((int)p->a->type, A, idx), p->round);
       if (p->acc == ACC_F64)
         ((double *)ao)[i * k + q] = v;
       else
@@ -801,7 +921,7 @@ static cublasStatus_t run_one(const lt_plan *p, const lt_args *x, int32_t bi, fl
   for (uint64_t j = 0; j < n; j++)
     for (uint64_t q = 0; q < k; q++) {
       uint64_t idx = d->transb == CUBLAS_OP_N ? elem_index(p->b, q, j) : elem_index(p->b, j, q);
-      double v = round_input(mp_load(bt, B, idx), p->round);
+      double v = round_input(load_operand((int)p->b->type, B, idx), p->round);
       if (p->acc == ACC_F64)
         ((double *)bo)[j * k + q] = v;
       else
@@ -810,7 +930,12 @@ static cublasStatus_t run_one(const lt_plan *p, const lt_args *x, int32_t bi, fl
   const void *bias = NULL;
   if (p->bias)
     bias = (const char *)d->bias + (int64_t)bi * d->bias_stride * (int64_t)elem_size(p->bias_type);
-  for (uint64_t j0 = 0; j0 < n; j0 += 4) {
+  for (uint64_t j0 = 0; j0 < n && p->blk != 0; j0++)
+    for (uint64_t i = 0; i < m; i++)
+      finish_one(p, x, C, D, bias, i, j0,
+                 dot_block_scaled(p, (const float *)ao + i * k, (const float *)bo + j0 * k, i, j0),
+                 amax);
+  for (uint64_t j0 = 0; j0 < n && p->blk == 0; j0 += 4) {
     uint64_t jn = n - j0 < 4 ? n - j0 : 4;
     for (uint64_t i = 0; i < m; i++) {
       double acc[4];
@@ -862,19 +987,112 @@ static double scale_or_one(const void *p) {
   return p == NULL ? 1.0 : (double)*(const float *)p;
 }
 
+/* ---- algorithms: simcuda has one, id 0, with no tunable configuration ----
+ * cublasLtMatmulAlgo_t is 8 opaque words; simcuda keeps its id and the
+ * configuration attributes there behind a tag, so an algo that was never
+ * initialised is recognised, and the types it was made for: an algo used
+ * with other types does not match its descriptors (INVALID_VALUE, as
+ * cublasLtMatmulAlgoCheck documents). */
+enum { LT_ALGO_MAGIC = 0x53494d43 /* "SIMC" */, LT_ALGO_ID = 0 };
+
+typedef struct lt_algo {
+  uint32_t magic;
+  int32_t id, splitk;
+  uint32_t tile, reduction, swizzle, custom, stages;
+  uint16_t inner_shape, cluster_shape;
+  int32_t types[6]; /* compute, scale, A, B, C, D */
+} lt_algo;
+_Static_assert(sizeof(lt_algo) <= sizeof(cublasLtMatmulAlgo_t), "algo fits");
+
+#define SLOT(a, type, field)                                                                       \
+  { a, offsetof(type, field), sizeof(((type *)0)->field) }
+static const attr_slot algo_slots[] = {
+    SLOT(CUBLASLT_ALGO_CONFIG_ID, lt_algo, id),
+    SLOT(CUBLASLT_ALGO_CONFIG_TILE_ID, lt_algo, tile),
+    SLOT(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, lt_algo, splitk),
+    SLOT(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, lt_algo, reduction),
+    SLOT(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, lt_algo, swizzle),
+    SLOT(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, lt_algo, custom),
+    SLOT(CUBLASLT_ALGO_CONFIG_STAGES_ID, lt_algo, stages),
+    SLOT(CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, lt_algo, inner_shape),
+    SLOT(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, lt_algo, cluster_shape),
+};
+#undef SLOT
+
+static void algo_init(cublasLtMatmulAlgo_t *a, const int32_t types[6]) {
+  memset(a, 0, sizeof(*a));
+  lt_algo *l = (lt_algo *)a;
+  memcpy(l->types, types, sizeof(l->types));
+  l->magic = LT_ALGO_MAGIC;
+  l->id = LT_ALGO_ID;
+  l->splitk = 1;
+  l->tile = CUBLASLT_MATMUL_TILE_UNDEFINED;
+  l->reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
+  l->stages = CUBLASLT_MATMUL_STAGES_UNDEFINED;
+  l->cluster_shape = CUBLASLT_CLUSTER_SHAPE_AUTO;
+}
+
+static const lt_algo *as_algo(const cublasLtMatmulAlgo_t *a) {
+  const lt_algo *l = (const lt_algo *)a;
+  return l != NULL && l->magic == LT_ALGO_MAGIC ? l : NULL;
+}
+
+/* The types an algo is made for: compute, scale, A, B, C, D. */
+static void plan_types(const lt_plan *p, int32_t ret[6]) {
+  ret[0] = p->desc->compute;
+  ret[1] = p->desc->scale_type;
+  ret[2] = (int32_t)p->a->type;
+  ret[3] = (int32_t)p->b->type;
+  ret[4] = (int32_t)p->c->type;
+  ret[5] = (int32_t)p->d->type;
+}
+
+/* The algo was made for these types, and in the configuration the
+ * capabilities advertise: anything else (split K, a tile, stages, a custom
+ * option) is a configuration this algo cannot run. */
+static cublasStatus_t algo_config_ok(const cublasLtMatmulAlgo_t *a, const lt_plan *p) {
+  const lt_algo *l = as_algo(a);
+  int32_t types[6];
+  plan_types(p, types);
+  if (l == NULL || memcmp(types, l->types, sizeof(types)) != 0) return CUBLAS_STATUS_INVALID_VALUE;
+  if (l->id != LT_ALGO_ID || l->splitk != 1 || l->tile != CUBLASLT_MATMUL_TILE_UNDEFINED ||
+      l->reduction != CUBLASLT_REDUCTION_SCHEME_NONE || l->swizzle != 0 || l->custom != 0 ||
+      l->stages != CUBLASLT_MATMUL_STAGES_UNDEFINED || l->inner_shape != 0 ||
+      l->cluster_shape != CUBLASLT_CLUSTER_SHAPE_AUTO)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+enum { LT_EMU_MAGIC = 0x4c54454d };
+
+typedef struct lt_emu {
+  uint32_t magic;
+  int32_t strategy, special_values, mantissa_control, max_mantissa_bits, mantissa_offset;
+  int32_t *mantissa_bits_out;
+} lt_emu;
+_Static_assert(sizeof(lt_emu) <= sizeof(cublasLtEmulationDescOpaque_t), "emulation desc fits");
+
+/* A matmul with an emulation descriptor ran without emulation (simcuda has
+ * none): the descriptor's mantissa-bit-count pointer, if set, says -1. */
+static void note_no_emulation(const void *emulation_desc) {
+  const lt_emu *e = emulation_desc;
+  if (e != NULL && e->magic == LT_EMU_MAGIC && e->mantissa_bits_out != NULL)
+    *e->mantissa_bits_out = -1;
+}
+
 SIM_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
                                       const void *alpha, const void *A, cublasLtMatrixLayout_t ad,
                                       const void *B, cublasLtMatrixLayout_t bd, const void *beta,
                                       const void *C, cublasLtMatrixLayout_t cd, void *D,
                                       cublasLtMatrixLayout_t dd, const cublasLtMatmulAlgo_t *algo,
                                       void *workspace, size_t workspace_size, cudaStream_t stream) {
-  (void)algo;
   (void)workspace;
   (void)workspace_size;
   if (handle == NULL || handle->magic != LT_HANDLE_MAGIC) return CUBLAS_STATUS_NOT_INITIALIZED;
   lt_plan p;
   cublasStatus_t st = plan_matmul(&p, desc, ad, bd, cd, dd);
   if (st != CUBLAS_STATUS_SUCCESS) return st;
+  if (algo != NULL && (st = algo_config_ok(algo, &p)) != CUBLAS_STATUS_SUCCESS) return st;
   if (alpha == NULL || beta == NULL || !simcuda_stream_valid((CUstream)stream))
     return CUBLAS_STATUS_INVALID_VALUE;
   if (p.m == 0 || p.n == 0) return CUBLAS_STATUS_SUCCESS;
@@ -885,8 +1103,10 @@ SIM_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDes
   if ((p.k > 0 && (A == NULL || B == NULL)) || D == NULL || (x.beta != 0 && C == NULL))
     return CUBLAS_STATUS_INVALID_VALUE;
   if (p.bias && p.desc->bias == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  if (p.blk != 0 && (p.desc->a_scale == NULL || p.desc->b_scale == NULL))
+    return CUBLAS_STATUS_INVALID_VALUE; /* block scales have no default */
   if (is_fp8((int)p.a->type)) {
-    x.alpha *= scale_or_one(p.desc->a_scale) * scale_or_one(p.desc->b_scale);
+    if (p.blk == 0) x.alpha *= scale_or_one(p.desc->a_scale) * scale_or_one(p.desc->b_scale);
     x.beta *= scale_or_one(p.desc->c_scale);
   }
   x.d_scale = scale_or_one(p.desc->d_scale);
@@ -906,6 +1126,7 @@ SIM_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDes
   for (int32_t bi = 0; bi < p.batch && st == CUBLAS_STATUS_SUCCESS; bi++)
     st = run_one(&p, &x, bi, &amax);
   if (st == CUBLAS_STATUS_SUCCESS && p.desc->amax_d != NULL) *(float *)p.desc->amax_d = amax;
+  if (st == CUBLAS_STATUS_SUCCESS) note_no_emulation(p.desc->emulation);
   simcuda_kernel_finish(&k, token);
   return st;
 }
@@ -923,12 +1144,387 @@ SIM_API cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   cublasStatus_t st = plan_matmul(&p, desc, ad, bd, cd, dd);
   if (st != CUBLAS_STATUS_SUCCESS) return st;
   memset(&results[0], 0, sizeof(results[0]));
-  /* One algorithm: the host loop. The id word is there so an application
-   * that prints or caches it sees something stable. */
-  results[0].algo.data[0] = 0x53494d43u; /* "SIMC" */
+  /* One algorithm: the host loop, the one id cublasLtMatmulAlgoGetIds lists. */
+  int32_t types[6];
+  plan_types(&p, types);
+  algo_init(&results[0].algo, types);
   results[0].workspaceSize = 0;
   results[0].state = CUBLAS_STATUS_SUCCESS;
   results[0].wavesCount = 1.0f;
   *returned = 1;
   return CUBLAS_STATUS_SUCCESS;
+}
+
+/* The type combinations cublasLtMatmul runs, without layouts: checked on
+ * stand-in descriptors (fp8 in the TN layout it requires). */
+static cublasStatus_t types_supported(cublasComputeType_t compute, cudaDataType_t scale, int at,
+                                      int bt, int ct, int dt) {
+  lt_desc d;
+  lt_layout a, b, c, dd;
+  desc_init(&d, compute, scale);
+  d.transa = CUBLAS_OP_T;
+  layout_init(&a, (cudaDataType)at, 1, 1, 1);
+  layout_init(&b, (cudaDataType)bt, 1, 1, 1);
+  layout_init(&c, (cudaDataType)ct, 1, 1, 1);
+  layout_init(&dd, (cudaDataType)dt, 1, 1, 1);
+  lt_plan p = {.desc = &d, .a = &a, .b = &b, .c = &c, .d = &dd};
+  return check_types(&p);
+}
+
+SIM_API cublasStatus_t cublasLtMatmulAlgoGetIds(cublasLtHandle_t handle,
+                                                cublasComputeType_t compute, cudaDataType_t scale,
+                                                cudaDataType_t at, cudaDataType_t bt,
+                                                cudaDataType_t ct, cudaDataType_t dt, int requested,
+                                                int ids[], int *returned) {
+  if (handle == NULL || handle->magic != LT_HANDLE_MAGIC) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (requested <= 0 || ids == NULL || returned == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  *returned = 0;
+  if (types_supported(compute, scale, at, bt, ct, dt) == CUBLAS_STATUS_SUCCESS) {
+    ids[0] = LT_ALGO_ID;
+    *returned = 1;
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+SIM_API cublasStatus_t cublasLtMatmulAlgoInit(cublasLtHandle_t handle, cublasComputeType_t compute,
+                                              cudaDataType_t scale, cudaDataType_t at,
+                                              cudaDataType_t bt, cudaDataType_t ct,
+                                              cudaDataType_t dt, int id,
+                                              cublasLtMatmulAlgo_t *algo) {
+  if (handle == NULL || handle->magic != LT_HANDLE_MAGIC) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (algo == NULL || id != LT_ALGO_ID) return CUBLAS_STATUS_INVALID_VALUE;
+  cublasStatus_t st = types_supported(compute, scale, at, bt, ct, dt);
+  if (st != CUBLAS_STATUS_SUCCESS) return st;
+  const int32_t types[6] = {compute, scale, at, bt, ct, dt};
+  algo_init(algo, types);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+SIM_API cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                                               cublasLtMatrixLayout_t ad, cublasLtMatrixLayout_t bd,
+                                               cublasLtMatrixLayout_t cd, cublasLtMatrixLayout_t dd,
+                                               const cublasLtMatmulAlgo_t *algo,
+                                               cublasLtMatmulHeuristicResult_t *result) {
+  if (handle == NULL || handle->magic != LT_HANDLE_MAGIC) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (algo == NULL || result == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  lt_plan p;
+  cublasStatus_t st = plan_matmul(&p, desc, ad, bd, cd, dd);
+  if (st == CUBLAS_STATUS_SUCCESS) st = algo_config_ok(algo, &p);
+  if (st != CUBLAS_STATUS_SUCCESS) return st;
+  /* result->algo is never written: algo may point to it. */
+  result->workspaceSize = 0;
+  result->state = CUBLAS_STATUS_SUCCESS;
+  result->wavesCount = 1.0f;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+/* Capabilities of the host loop: no split K, no tiles or stages to choose,
+ * strided and pointer-array batches, out-of-place D, both pointer modes, the
+ * epilogues it emulates, no alignment requirement. */
+typedef struct algo_cap {
+  int attr;
+  size_t size; /* bytes of one element */
+  size_t count;
+  uint64_t values[4];
+} algo_cap;
+
+static const algo_cap algo_caps[] = {
+    {CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, 4, 1, {0}},
+    {CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, 4, 1, {CUBLASLT_REDUCTION_SCHEME_NONE}},
+    {CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT, 4, 1, {0}},
+    {CUBLASLT_ALGO_CAP_STRIDED_BATCH_SUPPORT, 4, 1, {1}},
+    {CUBLASLT_ALGO_CAP_OUT_OF_PLACE_RESULT_SUPPORT, 4, 1, {1}},
+    {CUBLASLT_ALGO_CAP_UPLO_SUPPORT, 4, 1, {0}},
+    {CUBLASLT_ALGO_CAP_TILE_IDS, 4, 1, {CUBLASLT_MATMUL_TILE_UNDEFINED}},
+    {CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX, 4, 1, {0}},
+    {CUBLASLT_ALGO_CAP_CUSTOM_MEMORY_ORDER, 4, 1, {0}},
+    {CUBLASLT_ALGO_CAP_POINTER_MODE_MASK,
+     4,
+     1,
+     {CUBLASLT_POINTER_MODE_MASK_HOST | CUBLASLT_POINTER_MODE_MASK_DEVICE}},
+    {CUBLASLT_ALGO_CAP_EPILOGUE_MASK,
+     4,
+     1,
+     {CUBLASLT_EPILOGUE_DEFAULT | CUBLASLT_EPILOGUE_RELU | CUBLASLT_EPILOGUE_BIAS |
+      CUBLASLT_EPILOGUE_GELU}},
+    {CUBLASLT_ALGO_CAP_STAGES_IDS, 4, 1, {CUBLASLT_MATMUL_STAGES_UNDEFINED}},
+    {CUBLASLT_ALGO_CAP_LD_NEGATIVE, 4, 1, {0}},
+    {CUBLASLT_ALGO_CAP_NUMERICAL_IMPL_FLAGS,
+     8,
+     1,
+     {CUBLASLT_NUMERICAL_IMPL_FLAGS_FMA | CUBLASLT_NUMERICAL_IMPL_FLAGS_ACCUMULATOR_32F}},
+    {CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES, 4, 1, {1}},
+    {CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_B_BYTES, 4, 1, {1}},
+    {CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_C_BYTES, 4, 1, {1}},
+    {CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_D_BYTES, 4, 1, {1}},
+    {CUBLASLT_ALGO_CAP_POINTER_ARRAY_BATCH_SUPPORT, 4, 1, {1}},
+    {CUBLASLT_ALGO_CAP_FLOATING_POINT_EMULATION_SUPPORT, 4, 1, {0}},
+};
+
+/* Scalars need exactly their size; the array attributes (tile and stage ids)
+ * take any buffer that holds them, as the header's example uses them. */
+SIM_API cublasStatus_t cublasLtMatmulAlgoCapGetAttribute(const cublasLtMatmulAlgo_t *algo,
+                                                         cublasLtMatmulAlgoCapAttributes_t attr,
+                                                         void *buf, size_t size, size_t *written) {
+  if (as_algo(algo) == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  const algo_cap *c = NULL;
+  for (size_t i = 0; i < NSLOTS(algo_caps); i++)
+    if (algo_caps[i].attr == (int)attr) c = &algo_caps[i];
+  if (c == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  int array = attr == CUBLASLT_ALGO_CAP_TILE_IDS || attr == CUBLASLT_ALGO_CAP_STAGES_IDS;
+  size_t need = c->size * c->count;
+  if (size == 0) {
+    if (written == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+    *written = need;
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  if (buf == NULL || (array ? size < need : size != need)) return CUBLAS_STATUS_INVALID_VALUE;
+  for (size_t i = 0; i < c->count; i++) {
+    if (c->size == 8) {
+      memcpy((char *)buf + 8 * i, &c->values[i], 8);
+    } else {
+      uint32_t v = (uint32_t)c->values[i];
+      memcpy((char *)buf + 4 * i, &v, 4);
+    }
+  }
+  if (written != NULL) *written = need;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+/* CONFIG_ID is read-only (set by cublasLtMatmulAlgoInit). */
+SIM_API cublasStatus_t cublasLtMatmulAlgoConfigSetAttribute(
+    cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAttributes_t attr, const void *buf,
+    size_t size) {
+  if (algo == NULL || attr == CUBLASLT_ALGO_CONFIG_ID) return CUBLAS_STATUS_INVALID_VALUE;
+  return set_attr(algo, algo_slots, NSLOTS(algo_slots), attr, buf, size);
+}
+
+SIM_API cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(
+    const cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAttributes_t attr, void *buf,
+    size_t size, size_t *written) {
+  if (algo == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  return get_attr(algo, algo_slots, NSLOTS(algo_slots), attr, buf, size, written);
+}
+
+/* ---- matrix transform: C = alpha * op(A) + beta * op(B) ---- */
+
+enum { LT_XFORM_MAGIC = 0x4c545846 };
+
+typedef struct lt_xform {
+  uint32_t magic;
+  int32_t scale_type, pointer_mode, transa, transb;
+} lt_xform;
+_Static_assert(sizeof(lt_xform) <= sizeof(cublasLtMatrixTransformDescOpaque_t), "xform fits");
+
+#define SLOT(a, type, field)                                                                       \
+  { a, offsetof(type, field), sizeof(((type *)0)->field) }
+static const attr_slot xform_slots[] = {
+    SLOT(CUBLASLT_MATRIX_TRANSFORM_DESC_SCALE_TYPE, lt_xform, scale_type),
+    SLOT(CUBLASLT_MATRIX_TRANSFORM_DESC_POINTER_MODE, lt_xform, pointer_mode),
+    SLOT(CUBLASLT_MATRIX_TRANSFORM_DESC_TRANSA, lt_xform, transa),
+    SLOT(CUBLASLT_MATRIX_TRANSFORM_DESC_TRANSB, lt_xform, transb),
+};
+#undef SLOT
+
+static void xform_init(lt_xform *x, cudaDataType scale) {
+  memset(x, 0, sizeof(*x));
+  x->magic = LT_XFORM_MAGIC;
+  x->scale_type = scale;
+  x->pointer_mode = CUBLASLT_POINTER_MODE_HOST;
+  x->transa = x->transb = CUBLAS_OP_N;
+}
+
+static lt_xform *as_xform(cublasLtMatrixTransformDesc_t p) {
+  lt_xform *x = (lt_xform *)p;
+  return x != NULL && x->magic == LT_XFORM_MAGIC ? x : NULL;
+}
+
+SIM_API cublasStatus_t cublasLtMatrixTransformDescInit_internal(cublasLtMatrixTransformDesc_t desc,
+                                                                size_t size, cudaDataType scale) {
+  if (desc == NULL || size < sizeof(lt_xform)) return CUBLAS_STATUS_ALLOC_FAILED;
+  xform_init((lt_xform *)desc, scale);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+SIM_API cublasStatus_t cublasLtMatrixTransformDescCreate(cublasLtMatrixTransformDesc_t *desc,
+                                                         cudaDataType scale) {
+  if (desc == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  lt_xform *x = calloc(1, sizeof(cublasLtMatrixTransformDescOpaque_t));
+  if (x == NULL) return CUBLAS_STATUS_ALLOC_FAILED;
+  xform_init(x, scale);
+  *desc = (cublasLtMatrixTransformDesc_t)x;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+SIM_API cublasStatus_t cublasLtMatrixTransformDescDestroy(cublasLtMatrixTransformDesc_t desc) {
+  if (desc == NULL) return CUBLAS_STATUS_SUCCESS;
+  lt_xform *x = as_xform(desc);
+  if (x == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  x->magic = 0;
+  free(x);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+SIM_API cublasStatus_t cublasLtMatrixTransformDescSetAttribute(
+    cublasLtMatrixTransformDesc_t desc, cublasLtMatrixTransformDescAttributes_t attr,
+    const void *buf, size_t size) {
+  lt_xform *x = as_xform(desc);
+  if (x == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  return set_attr(x, xform_slots, NSLOTS(xform_slots), attr, buf, size);
+}
+
+SIM_API cublasStatus_t cublasLtMatrixTransformDescGetAttribute(
+    cublasLtMatrixTransformDesc_t desc, cublasLtMatrixTransformDescAttributes_t attr, void *buf,
+    size_t size, size_t *written) {
+  lt_xform *x = as_xform(desc);
+  if (x == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  return get_attr(x, xform_slots, NSLOTS(xform_slots), attr, buf, size, written);
+}
+
+/* Is `l` a rows x cols matrix of type t, as op() of it is described? */
+static int xform_layout_ok(const lt_layout *l, int op, uint64_t rows, uint64_t cols, int t,
+                           int32_t batch) {
+  uint64_t r = op == CUBLAS_OP_N ? rows : cols, c = op == CUBLAS_OP_N ? cols : rows;
+  return l->type == (uint32_t)t && layout_ok(l, r, c) && l->batch_count == batch;
+}
+
+/* Column- and row-major orders, strided batches, one data type for A, B and
+ * C with the scale type cuBLASLt pairs with it (fp64 for fp64 data, fp32 for
+ * fp32 / fp16 / bf16); the IMMA orders (COL32, COL4_4R2_8C, ...), int8 and
+ * planar complex are refused with NOT_SUPPORTED. */
+SIM_API cublasStatus_t cublasLtMatrixTransform(cublasLtHandle_t handle,
+                                               cublasLtMatrixTransformDesc_t desc,
+                                               const void *alpha, const void *A,
+                                               cublasLtMatrixLayout_t ad, const void *beta,
+                                               const void *B, cublasLtMatrixLayout_t bd, void *C,
+                                               cublasLtMatrixLayout_t cd, cudaStream_t stream) {
+  if (handle == NULL || handle->magic != LT_HANDLE_MAGIC) return CUBLAS_STATUS_NOT_INITIALIZED;
+  const lt_xform *x = as_xform(desc);
+  const lt_layout *lc = as_layout(cd), *la = as_layout(ad), *lb = as_layout(bd);
+  if (x == NULL || lc == NULL || alpha == NULL || beta == NULL || C == NULL)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if ((A != NULL && la == NULL) || (B != NULL && lb == NULL)) return CUBLAS_STATUS_INVALID_VALUE;
+  if (!simcuda_stream_valid((CUstream)stream)) return CUBLAS_STATUS_INVALID_VALUE;
+  int t = (int)lc->type;
+  int want_scale = t == CUDA_R_64F ? CUDA_R_64F : CUDA_R_32F;
+  if ((t != CUDA_R_32F && t != CUDA_R_16F && t != CUDA_R_16BF && t != CUDA_R_64F) ||
+      x->scale_type != want_scale)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  const lt_layout *ls[3] = {lc, la, lb};
+  for (int i = 0; i < 3; i++)
+    if (ls[i] != NULL &&
+        ((ls[i]->order != CUBLASLT_ORDER_COL && ls[i]->order != CUBLASLT_ORDER_ROW) ||
+         ls[i]->batch_mode != CUBLASLT_BATCH_MODE_STRIDED))
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+  if ((x->transa != CUBLAS_OP_N && x->transa != CUBLAS_OP_T) ||
+      (x->transb != CUBLAS_OP_N && x->transb != CUBLAS_OP_T))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (x->pointer_mode != CUBLASLT_POINTER_MODE_HOST &&
+      x->pointer_mode != CUBLASLT_POINTER_MODE_DEVICE)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  double a = read_scalar(x->scale_type, alpha), b = read_scalar(x->scale_type, beta);
+  if ((a != 0 && A == NULL) || (b != 0 && B == NULL)) return CUBLAS_STATUS_INVALID_VALUE;
+  if (a != 0 && !xform_layout_ok(la, x->transa, lc->rows, lc->cols, t, lc->batch_count))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (b != 0 && !xform_layout_ok(lb, x->transb, lc->rows, lc->cols, t, lc->batch_count))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (!layout_ok(lc, lc->rows, lc->cols)) return CUBLAS_STATUS_INVALID_VALUE;
+  mp_dtype dt = mp_of(t);
+  simcuda_kernel k = {.stream = (CUstream)stream,
+                      .name = "_ZN8cublasLt23matrix_transform_kernelEv",
+                      .grid = {1, 1, 1},
+                      .block = {256, 1, 1}};
+  uint64_t token = simcuda_kernel_start(&k);
+  for (int32_t bi = 0; bi < lc->batch_count; bi++) {
+    char *cb = (char *)C + (int64_t)bi * lc->stride * (int64_t)elem_size(t);
+    for (uint64_t j = 0; j < lc->cols; j++)
+      for (uint64_t i = 0; i < lc->rows; i++) {
+        /* fp32 scale: inputs and the sum are fp32, as the descriptor says */
+        double v = 0;
+        if (a != 0) {
+          const char *ab = (const char *)A + (int64_t)bi * la->stride * (int64_t)elem_size(t);
+          uint64_t idx = x->transa == CUBLAS_OP_N ? elem_index(la, i, j) : elem_index(la, j, i);
+          v = want_scale == CUDA_R_32F ? (double)((float)a * (float)mp_load(dt, ab, idx))
+                                       : a * mp_load(dt, ab, idx);
+        }
+        if (b != 0) {
+          const char *bb = (const char *)B + (int64_t)bi * lb->stride * (int64_t)elem_size(t);
+          uint64_t idx = x->transb == CUBLAS_OP_N ? elem_index(lb, i, j) : elem_index(lb, j, i);
+          v = want_scale == CUDA_R_32F ? (double)((float)v + (float)b * (float)mp_load(dt, bb, idx))
+                                       : v + b * mp_load(dt, bb, idx);
+        }
+        mp_store(dt, cb, elem_index(lc, i, j), v);
+      }
+  }
+  simcuda_kernel_finish(&k, token);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+/* ---- floating point emulation descriptor ----
+ * Stored and read back. simcuda never runs an emulated GEMM (the emulated
+ * compute types are NOT_SUPPORTED), which is what a device that does not use
+ * emulation does: the mantissa-bit-count pointer, when set, receives -1. */
+
+#define SLOT(a, type, field)                                                                       \
+  { a, offsetof(type, field), sizeof(((type *)0)->field) }
+static const attr_slot emu_slots[] = {
+    SLOT(CUBLASLT_EMULATION_DESC_STRATEGY, lt_emu, strategy),
+    SLOT(CUBLASLT_EMULATION_DESC_SPECIAL_VALUES_SUPPORT, lt_emu, special_values),
+    SLOT(CUBLASLT_EMULATION_DESC_FIXEDPOINT_MANTISSA_CONTROL, lt_emu, mantissa_control),
+    SLOT(CUBLASLT_EMULATION_DESC_FIXEDPOINT_MAX_MANTISSA_BIT_COUNT, lt_emu, max_mantissa_bits),
+    SLOT(CUBLASLT_EMULATION_DESC_FIXEDPOINT_MANTISSA_BIT_OFFSET, lt_emu, mantissa_offset),
+    SLOT(CUBLASLT_EMULATION_DESC_FIXEDPOINT_MANTISSA_BIT_COUNT_POINTER, lt_emu, mantissa_bits_out),
+};
+#undef SLOT
+
+static void emu_init(lt_emu *e) {
+  memset(e, 0, sizeof(*e));
+  e->magic = LT_EMU_MAGIC;
+  e->special_values = 0xFFFF;
+}
+
+static lt_emu *as_emu(cublasLtEmulationDesc_t p) {
+  lt_emu *e = (lt_emu *)p;
+  return e != NULL && e->magic == LT_EMU_MAGIC ? e : NULL;
+}
+
+SIM_API cublasStatus_t cublasLtEmulationDescInit_internal(cublasLtEmulationDesc_t desc,
+                                                          size_t size) {
+  if (desc == NULL || size < sizeof(lt_emu)) return CUBLAS_STATUS_ALLOC_FAILED;
+  emu_init((lt_emu *)desc);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+SIM_API cublasStatus_t cublasLtEmulationDescCreate(cublasLtEmulationDesc_t *desc) {
+  if (desc == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  lt_emu *e = calloc(1, sizeof(cublasLtEmulationDescOpaque_t));
+  if (e == NULL) return CUBLAS_STATUS_ALLOC_FAILED;
+  emu_init(e);
+  *desc = (cublasLtEmulationDesc_t)e;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+SIM_API cublasStatus_t cublasLtEmulationDescDestroy(cublasLtEmulationDesc_t desc) {
+  if (desc == NULL) return CUBLAS_STATUS_SUCCESS;
+  lt_emu *e = as_emu(desc);
+  if (e == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  e->magic = 0;
+  free(e);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+SIM_API cublasStatus_t cublasLtEmulationDescSetAttribute(cublasLtEmulationDesc_t desc,
+                                                         cublasLtEmulationDescAttributes_t attr,
+                                                         const void *buf, size_t size) {
+  lt_emu *e = as_emu(desc);
+  if (e == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  return set_attr(e, emu_slots, NSLOTS(emu_slots), attr, buf, size);
+}
+
+SIM_API cublasStatus_t cublasLtEmulationDescGetAttribute(cublasLtEmulationDesc_t desc,
+                                                         cublasLtEmulationDescAttributes_t attr,
+                                                         void *buf, size_t size, size_t *written) {
+  lt_emu *e = as_emu(desc);
+  if (e == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  return get_attr(e, emu_slots, NSLOTS(emu_slots), attr, buf, size, written);
 }

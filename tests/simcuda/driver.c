@@ -64,6 +64,21 @@ static int sim_is_default_stream(CUstream s) {
   return s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
 }
 
+/* The simulated part: sm_90 (H100-like) unless SIMCUDA_SM names another
+ * compute capability simcuda knows (90 or 100, B200-like), read once. What
+ * depends on it is what the real libraries gate on the architecture (the
+ * cuBLASLt block-scaling modes). */
+SIM_API int simcuda_device_sm(void) {
+  static _Atomic int sm;
+  int v = atomic_load(&sm);
+  if (v == 0) {
+    const char *e = getenv("SIMCUDA_SM");
+    v = e != NULL && strcmp(e, "100") == 0 ? 100 : 90;
+    atomic_store(&sm, v);
+  }
+  return v;
+}
+
 SIM_API uint64_t simcuda_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -178,10 +193,10 @@ SIM_API CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevi
   if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
   switch (attrib) {
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-    *pi = 9;
+    *pi = simcuda_device_sm() / 10;
     break;
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-    *pi = 0;
+    *pi = simcuda_device_sm() % 10;
     break;
   case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
     *pi = 132;

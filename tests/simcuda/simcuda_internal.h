@@ -29,6 +29,10 @@ void simcuda_kernel_finish(const simcuda_kernel *k, uint64_t token);
  * timestamps and cuptiGetTimestamp report). */
 uint64_t simcuda_now_ns(void);
 
+/* Compute capability of the simulated device times ten: 90 (default) or
+ * 100 when SIMCUDA_SM=100. */
+int simcuda_device_sm(void);
+
 /* Numeric id of a stream as CUPTI reports it (the NULL/legacy/per-thread
  * default stream is 7, created streams count up from 13). 0 for a handle
  * simcuda did not create. */

@@ -465,11 +465,16 @@ cudnnStatus_t simcudnn_matmul_check(const simcudnn_matmul_problem *p) {
                        (long long)c.c);
     return CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH;
   }
+  /* A and B of one type (float, half, bfloat16); C of that type or, for half
+   * and bfloat16 inputs, float (the fp32 accumulator stored as is). */
   cudnnDataType_t dt = p->a.dtype;
-  if (p->b.dtype != dt || (p->c.dtype != dt && !p->output_any) || simcudnn_dtype_size(dt) == 0 ||
+  bool c_ok =
+      p->c.dtype == dt || p->output_any ||
+      (p->c.dtype == CUDNN_DATA_FLOAT && (dt == CUDNN_DATA_HALF || dt == CUDNN_DATA_BFLOAT16));
+  if (p->b.dtype != dt || !c_ok || simcudnn_dtype_size(dt) == 0 ||
       simcudnn_dtype_size(p->c.dtype) == 0) {
-    simcudnn_set_error("simcuda cuDNN: matmul data types %d/%d/%d (one of float, half, bfloat16 "
-                       "for all three)",
+    simcudnn_set_error("simcuda cuDNN: matmul data types %d/%d/%d (A = B one of float, half, "
+                       "bfloat16; C the same or float)",
                        p->a.dtype, p->b.dtype, p->c.dtype);
     return CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE;
   }

@@ -14,6 +14,10 @@
  * TF32 for fp32; numerical note TENSOR_CORE), index 1 the CUDA-core FMA
  * engine. An engine that has no kernel for the graph fails to finalize with
  * NOT_SUPPORTED, as real engines do, and heuristics list only applicable ones.
+ * Each engine has one knob, KERNEL_CFG, with the single value 0 (one kernel
+ * configuration): heuristics return it as the config's knob choice, and an
+ * engine config whose choices name another knob or value does not finalize
+ * (NOT_SUPPORTED). Engine configs report no workspace and no shared memory.
  *
  * Read-back mirrors the real library (see ../shared/cuda-facts.md): on
  * finalized descriptors VARIANT_PACK_UNIQUE_IDS / DATA_POINTERS and
@@ -33,10 +37,12 @@
 #define BK_ENGINE_COUNT 2
 #define BK_ENGINE_TC 0
 #define BK_ENGINE_FMA 1
+#define BK_MAX_KNOBS 8
 
 enum { T_DTYPE = 1, T_DIMS = 2, T_STRIDES = 4, T_UID = 8, T_ALIGN = 16 };
 enum { C_COMP = 1, C_MODE = 2, C_SPATIAL = 4, C_DIL = 8, C_STR = 16, C_PRE = 32, C_POST = 64 };
 enum { P_MODE = 1 };
+enum { K_TYPE = 1, K_VALUE = 2 };
 
 typedef struct bk_tensor {
   simcudnn_tensor t;
@@ -89,9 +95,26 @@ typedef struct bk_engine {
   int64_t index;
 } bk_engine;
 
+/* A knob choice (KNOB_CHOICE descriptor) or, read back from an engine, a
+ * knob's range (KNOB_INFO descriptor). */
+typedef struct bk_knob {
+  cudnnBackendKnobType_t type;
+  int64_t value;            /* choice */
+  int64_t min, max, stride; /* info */
+  unsigned have;
+} bk_knob;
+
+/* The knobs every simcuda engine has. */
+static const bk_knob engine_knobs[] = {
+    {.type = CUDNN_KNOB_TYPE_KERNEL_CFG, .min = 0, .max = 0, .stride = 1},
+};
+#define BK_ENGINE_KNOBS ((int)(sizeof engine_knobs / sizeof engine_knobs[0]))
+
 typedef struct bk_cfg {
   bk_engine engine;
   bool have_engine;
+  int n_knobs;
+  bk_knob knobs[BK_MAX_KNOBS];
 } bk_cfg;
 
 typedef struct bk_plan {
@@ -131,6 +154,7 @@ typedef struct bk_desc {
     bk_plan plan;
     bk_heur heur;
     bk_vpack vp;
+    bk_knob knob;
   } u;
 } bk_desc;
 
@@ -174,6 +198,8 @@ cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t type,
   case CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR:
   case CUDNN_BACKEND_POINTWISE_DESCRIPTOR:
   case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR:
+  case CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR:
+  case CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR:
     break;
   default:
     simcudnn_set_error("simcuda cuDNN: backend descriptor type %d not implemented", type);
@@ -248,6 +274,10 @@ static bool belongs(cudnnBackendDescriptorType_t t, cudnnBackendAttributeName_t 
     return a < 100;
   case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR:
     return a >= 750 && a <= 758;
+  case CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR:
+    return a >= 600 && a < 700;
+  case CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR:
+    return a >= 1200 && a < 1300;
   default:
     return false;
   }
@@ -582,9 +612,33 @@ static cudnnStatus_t set_cfg(bk_cfg *c, cudnnBackendAttributeName_t a,
     c->engine = arg->u.engine;
     c->have_engine = true;
     return CUDNN_STATUS_SUCCESS;
-  case CUDNN_ATTR_ENGINECFG_KNOB_CHOICES: /* the engines have no knobs: only an empty list */
-    if ((st = want(type, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, 0, INT64_MAX))) return st;
-    return n == 0 ? CUDNN_STATUS_SUCCESS : unimplemented(a);
+  case CUDNN_ATTR_ENGINECFG_KNOB_CHOICES: /* checked against the engine at finalize */
+    if ((st = want(type, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, 0, BK_MAX_KNOBS))) return st;
+    for (int64_t i = 0; i < n; i++) {
+      if ((st = finalized_arg(v, i, CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &arg))) return st;
+      c->knobs[i] = arg->u.knob;
+    }
+    c->n_knobs = (int)n;
+    return CUDNN_STATUS_SUCCESS;
+  default:
+    return unimplemented(a);
+  }
+}
+
+static cudnnStatus_t set_knob_choice(bk_knob *k, cudnnBackendAttributeName_t a,
+                                     cudnnBackendAttributeType_t type, int64_t n, const void *v) {
+  cudnnStatus_t st;
+  switch (a) {
+  case CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE:
+    if ((st = want(type, CUDNN_TYPE_KNOB_TYPE, n, 1, 1))) return st;
+    k->type = *(const cudnnBackendKnobType_t *)v;
+    k->have |= K_TYPE;
+    return CUDNN_STATUS_SUCCESS;
+  case CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE:
+    if ((st = want(type, CUDNN_TYPE_INT64, n, 1, 1))) return st;
+    k->value = *(const int64_t *)v;
+    k->have |= K_VALUE;
+    return CUDNN_STATUS_SUCCESS;
   default:
     return unimplemented(a);
   }
@@ -699,7 +753,9 @@ cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t descriptor,
     return set_heur(&d->u.heur, name, type, elementCount, v);
   case CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR:
     return set_vpack(&d->u.vp, name, type, elementCount, v);
-  default:
+  case CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR:
+    return set_knob_choice(&d->u.knob, name, type, elementCount, v);
+  default: /* KNOB_INFO is filled by the library (ENGINE_KNOB_INFO), not set */
     return is_op(d->type) ? set_op(&d->u.op, name, type, elementCount, v) : unimplemented(name);
   }
 }
@@ -977,6 +1033,27 @@ static cudnnStatus_t finalize_engine(const bk_engine *e) {
   return CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED ? CUDNN_STATUS_NOT_SUPPORTED : st;
 }
 
+/* Every knob choice names a knob of the engine, once, with a value in its
+ * range on its stride. */
+static cudnnStatus_t finalize_cfg(const bk_cfg *c) {
+  if (!c->have_engine) return CUDNN_STATUS_BAD_PARAM;
+  for (int i = 0; i < c->n_knobs; i++) {
+    const bk_knob *k = &c->knobs[i];
+    for (int j = 0; j < i; j++)
+      if (c->knobs[j].type == k->type) return CUDNN_STATUS_BAD_PARAM_DUPLICATED_ENTRIES;
+    const bk_knob *info = NULL;
+    for (int j = 0; j < BK_ENGINE_KNOBS; j++)
+      if (engine_knobs[j].type == k->type) info = &engine_knobs[j];
+    if (!info || k->value < info->min || k->value > info->max ||
+        (k->value - info->min) % info->stride != 0) {
+      simcudnn_set_error("simcuda cuDNN: engine %lld has no knob %d = %lld",
+                         (long long)c->engine.index, k->type, (long long)k->value);
+      return CUDNN_STATUS_NOT_SUPPORTED;
+    }
+  }
+  return CUDNN_STATUS_SUCCESS;
+}
+
 static cudnnStatus_t finalize_heur(bk_heur *h) {
   if (!h->have_graph || !h->have_mode) return CUDNN_STATUS_BAD_PARAM;
   /* Fastest first; FALLBACK mode lists the broadly applicable CUDA-core engine first. */
@@ -1024,7 +1101,11 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor) {
     st = finalize_engine(&d->u.engine);
     break;
   case CUDNN_BACKEND_ENGINECFG_DESCRIPTOR:
-    st = d->u.cfg.have_engine ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_BAD_PARAM;
+    st = finalize_cfg(&d->u.cfg);
+    break;
+  case CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR:
+    st = (d->u.knob.have & (K_TYPE | K_VALUE)) == (K_TYPE | K_VALUE) ? CUDNN_STATUS_SUCCESS
+                                                                     : CUDNN_STATUS_BAD_PARAM;
     break;
   case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
     if (!d->u.plan.have_cfg) return CUDNN_STATUS_BAD_PARAM;
@@ -1209,6 +1290,42 @@ static cudnnStatus_t get_pw(const bk_pw *p, cudnnBackendAttributeName_t a,
   }
 }
 
+/* Fill caller-created KNOB_INFO / KNOB_CHOICE descriptors, one per knob. */
+static cudnnStatus_t fill_knobs(cudnnBackendAttributeType_t type, int64_t requested, int64_t *count,
+                                void *out, cudnnBackendDescriptorType_t dtype, const bk_knob *knobs,
+                                int n) {
+  if (type != CUDNN_TYPE_BACKEND_DESCRIPTOR) return CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE;
+  if (count) *count = n;
+  for (int64_t i = 0; i < requested && i < n; i++) {
+    bk_knob k = knobs[i];
+    k.have = K_TYPE | K_VALUE;
+    cudnnStatus_t st = fill(out, i, dtype, &k, sizeof k);
+    if (st) return st;
+  }
+  return CUDNN_STATUS_SUCCESS;
+}
+
+static cudnnStatus_t get_knob(const bk_desc *d, cudnnBackendAttributeName_t a,
+                              cudnnBackendAttributeType_t type, int64_t requested, int64_t *count,
+                              void *out) {
+  const bk_knob *k = &d->u.knob;
+  switch (a) {
+  case CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE:
+  case CUDNN_ATTR_KNOB_INFO_TYPE:
+    return PUT(CUDNN_TYPE_KNOB_TYPE, &k->type, 1);
+  case CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE:
+    return PUT(CUDNN_TYPE_INT64, &k->value, 1);
+  case CUDNN_ATTR_KNOB_INFO_MAXIMUM_VALUE:
+    return PUT(CUDNN_TYPE_INT64, &k->max, 1);
+  case CUDNN_ATTR_KNOB_INFO_MINIMUM_VALUE:
+    return PUT(CUDNN_TYPE_INT64, &k->min, 1);
+  case CUDNN_ATTR_KNOB_INFO_STRIDE:
+    return PUT(CUDNN_TYPE_INT64, &k->stride, 1);
+  default:
+    return unimplemented(a);
+  }
+}
+
 static cudnnStatus_t get_engine(const bk_engine *e, cudnnBackendAttributeName_t a,
                                 cudnnBackendAttributeType_t type, int64_t requested, int64_t *count,
                                 void *out) {
@@ -1225,10 +1342,9 @@ static cudnnStatus_t get_engine(const bk_engine *e, cudnnBackendAttributeName_t 
     if (type != CUDNN_TYPE_BEHAVIOR_NOTE) return CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE;
     if (count) *count = 0;
     return CUDNN_STATUS_SUCCESS;
-  case CUDNN_ATTR_ENGINE_KNOB_INFO: /* no knobs */
-    if (type != CUDNN_TYPE_BACKEND_DESCRIPTOR) return CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE;
-    if (count) *count = 0;
-    return CUDNN_STATUS_SUCCESS;
+  case CUDNN_ATTR_ENGINE_KNOB_INFO:
+    return fill_knobs(type, requested, count, out, CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR, engine_knobs,
+                      BK_ENGINE_KNOBS);
   default:
     return unimplemented(a);
   }
@@ -1243,7 +1359,13 @@ static cudnnStatus_t get_heur_results(const bk_heur *h, cudnnBackendAttributeTyp
                              .have_graph = true,
                              .have_index = true,
                              .index = h->results[i]},
-                  .have_engine = true};
+                  .have_engine = true,
+                  .n_knobs = BK_ENGINE_KNOBS};
+    for (int j = 0; j < BK_ENGINE_KNOBS; j++) {
+      cfg.knobs[j] = engine_knobs[j];
+      cfg.knobs[j].value = engine_knobs[j].min;
+      cfg.knobs[j].have = K_TYPE | K_VALUE;
+    }
     cudnnStatus_t st = fill(out, i, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfg, sizeof cfg);
     if (st) return st;
   }
@@ -1293,11 +1415,11 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor
       return fill_one(type, requested, count, out, CUDNN_BACKEND_ENGINE_DESCRIPTOR,
                       &d->u.cfg.engine, sizeof d->u.cfg.engine);
     case CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE:
+    case CUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED: /* host loops: none of either */
       return PUT(CUDNN_TYPE_INT64, &zero, 1);
     case CUDNN_ATTR_ENGINECFG_KNOB_CHOICES:
-      if (type != CUDNN_TYPE_BACKEND_DESCRIPTOR) return CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE;
-      if (count) *count = 0;
-      return CUDNN_STATUS_SUCCESS;
+      return fill_knobs(type, requested, count, out, CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR,
+                        d->u.cfg.knobs, d->u.cfg.n_knobs);
     default:
       return unimplemented(a);
     }
@@ -1336,6 +1458,9 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor
     default:
       return unimplemented(a);
     }
+  case CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR:
+  case CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR:
+    return get_knob(d, a, type, requested, count, out);
   default:
     return is_op(d->type) ? get_op(&d->u.op, a, type, requested, count, out) : unimplemented(a);
   }

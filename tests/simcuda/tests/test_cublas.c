@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/mman.h>
 
 #include <cmocka.h>
 #include <cublas_v2.h>
@@ -588,6 +589,128 @@ static void status_names_and_strings_are_the_cublas_spellings(void **state) {
   assert_string_equal(cublasGetStatusString(CUBLAS_STATUS_SUCCESS), "success");
 }
 
+/* ---- cublasSetMatrix / GetMatrix / SetVector / GetVector ---- */
+
+static void set_and_get_matrix_copy_rows_by_cols_between_leading_dimensions(void **state) {
+  (void)state;
+  float host[4 * 3], dev[5 * 3], back[4 * 3];
+  for (int i = 0; i < 12; i++)
+    host[i] = (float)i;
+  for (int i = 0; i < 15; i++)
+    dev[i] = -1;
+  /* 3 x 3 submatrix: host ld 4, device ld 5; padding rows stay untouched. */
+  assert_int_equal(cublasSetMatrix(3, 3, sizeof(float), host, 4, dev, 5), CUBLAS_STATUS_SUCCESS);
+  for (int j = 0; j < 3; j++) {
+    for (int i = 0; i < 3; i++)
+      assert_true(dev[j * 5 + i] == host[j * 4 + i]);
+    assert_true(dev[j * 5 + 3] == -1 && dev[j * 5 + 4] == -1);
+  }
+  memset(back, 0, sizeof(back));
+  assert_int_equal(cublasGetMatrix(3, 3, sizeof(float), dev, 5, back, 4), CUBLAS_STATUS_SUCCESS);
+  for (int j = 0; j < 3; j++)
+    for (int i = 0; i < 3; i++)
+      assert_true(back[j * 4 + i] == host[j * 4 + i]);
+  memset(back, 0, sizeof(back));
+  assert_int_equal(cublasGetMatrix_64(3, 3, sizeof(float), dev, 5, back, 4), CUBLAS_STATUS_SUCCESS);
+  assert_true(back[2 * 4 + 2] == host[2 * 4 + 2]);
+  memset(dev, 0, sizeof(dev));
+  assert_int_equal(cublasSetMatrix_64(3, 3, sizeof(float), host, 4, dev, 5), CUBLAS_STATUS_SUCCESS);
+  assert_true(dev[2 * 5 + 2] == host[2 * 4 + 2]);
+}
+
+static void set_and_get_vector_follow_incx_and_incy(void **state) {
+  (void)state;
+  double x[6] = {1, 2, 3, 4, 5, 6}, y[9], back[6];
+  for (int i = 0; i < 9; i++)
+    y[i] = -1;
+  /* x[0], x[2], x[4] -> y[0], y[3], y[6] */
+  assert_int_equal(cublasSetVector(3, sizeof(double), x, 2, y, 3), CUBLAS_STATUS_SUCCESS);
+  assert_true(y[0] == 1 && y[3] == 3 && y[6] == 5);
+  assert_true(y[1] == -1 && y[2] == -1 && y[4] == -1 && y[8] == -1);
+  memset(back, 0, sizeof(back));
+  assert_int_equal(cublasGetVector(3, sizeof(double), y, 3, back, 1), CUBLAS_STATUS_SUCCESS);
+  assert_true(back[0] == 1 && back[1] == 3 && back[2] == 5 && back[3] == 0);
+  memset(back, 0, sizeof(back));
+  assert_int_equal(cublasGetVector_64(3, sizeof(double), y, 3, back, 2), CUBLAS_STATUS_SUCCESS);
+  assert_true(back[0] == 1 && back[2] == 3 && back[4] == 5 && back[1] == 0);
+  assert_int_equal(cublasSetVector_64(6, sizeof(double), x, 1, back, 1), CUBLAS_STATUS_SUCCESS);
+  assert_memory_equal(back, x, sizeof(x));
+}
+
+static void async_copies_run_on_the_given_stream(void **state) {
+  (void)state;
+  int32_t a[4] = {1, 2, 3, 4}, b[4] = {0};
+  cudaStream_t s = NULL;
+  assert_int_equal(cudaStreamCreate(&s), cudaSuccess);
+  assert_int_equal(cublasSetVectorAsync(4, 4, a, 1, b, 1, s), CUBLAS_STATUS_SUCCESS);
+  assert_memory_equal(a, b, sizeof(a));
+  memset(b, 0, sizeof(b));
+  assert_int_equal(cublasGetVectorAsync(4, 4, a, 1, b, 1, NULL), CUBLAS_STATUS_SUCCESS);
+  assert_memory_equal(a, b, sizeof(a));
+  memset(b, 0, sizeof(b));
+  assert_int_equal(cublasSetMatrixAsync(2, 2, 4, a, 2, b, 2, s), CUBLAS_STATUS_SUCCESS);
+  assert_memory_equal(a, b, sizeof(a));
+  memset(b, 0, sizeof(b));
+  assert_int_equal(cublasGetMatrixAsync(2, 2, 4, a, 2, b, 2, s), CUBLAS_STATUS_SUCCESS);
+  assert_memory_equal(a, b, sizeof(a));
+  memset(b, 0, sizeof(b));
+  assert_int_equal(cublasSetVectorAsync_64(4, 4, a, 1, b, 1, s), CUBLAS_STATUS_SUCCESS);
+  assert_int_equal(cublasGetVectorAsync_64(4, 4, a, 1, b, 1, s), CUBLAS_STATUS_SUCCESS);
+  assert_int_equal(cublasSetMatrixAsync_64(2, 2, 4, a, 2, b, 2, s), CUBLAS_STATUS_SUCCESS);
+  assert_int_equal(cublasGetMatrixAsync_64(2, 2, 4, a, 2, b, 2, s), CUBLAS_STATUS_SUCCESS);
+  assert_memory_equal(a, b, sizeof(a));
+  assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
+}
+
+static void copies_check_sizes_increments_and_leading_dimensions_like_cublas(void **state) {
+  (void)state;
+  float a[16] = {0}, b[16] = {0};
+  /* vectors: incx, incy, elemSize <= 0 (and n < 0) */
+  assert_int_equal(cublasSetVector(4, 4, a, 0, b, 1), CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(cublasSetVector(4, 4, a, 1, b, -1), CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(cublasGetVector(4, 0, a, 1, b, 1), CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(cublasGetVector(-1, 4, a, 1, b, 1), CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(cublasSetVectorAsync(4, 4, a, 1, b, 0, NULL), CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(cublasSetVector(0, 4, a, 1, b, 1), CUBLAS_STATUS_SUCCESS);
+  /* matrices: rows, cols < 0, elemSize, lda, ldb <= 0 */
+  assert_int_equal(cublasSetMatrix(-1, 2, 4, a, 4, b, 4), CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(cublasSetMatrix(2, -1, 4, a, 4, b, 4), CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(cublasGetMatrix(2, 2, 0, a, 4, b, 4), CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(cublasGetMatrix(2, 2, 4, a, 0, b, 4), CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(cublasGetMatrix_64(2, 2, 4, a, 4, b, 0), CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(cublasSetMatrixAsync(2, 2, 4, a, 4, b, -3, NULL), CUBLAS_STATUS_INVALID_VALUE);
+  /* lda < rows: an invalid pitch for the copy the library issues */
+  assert_int_equal(cublasSetMatrix(4, 2, 4, a, 3, b, 4), CUBLAS_STATUS_MAPPING_ERROR);
+  assert_int_equal(cublasSetMatrix(0, 2, 4, a, 1, b, 1), CUBLAS_STATUS_SUCCESS);
+}
+
+/* What PyTorch calls beyond GEMMs and simcuda does not emulate answers with
+ * cuBLAS's own status and leaves the output alone. */
+static void routines_simcuda_does_not_emulate_are_not_supported(void **state) {
+  cublasHandle_t h = *state;
+  float A[4] = {1, 2, 3, 4}, x[2] = {1, 1}, y[2] = {-1, -1}, alpha = 1, beta = 0, r = -1;
+  assert_int_equal(cublasSgemv(h, CUBLAS_OP_N, 2, 2, &alpha, A, 2, x, 1, &beta, y, 1),
+                   CUBLAS_STATUS_NOT_SUPPORTED);
+  assert_true(y[0] == -1 && y[1] == -1);
+  assert_int_equal(cublasSdot(h, 2, x, 1, x, 1, &r), CUBLAS_STATUS_NOT_SUPPORTED);
+  assert_true(r == -1);
+}
+
+/* cublasSetStream keeps the stream as an opaque value: a handle whose
+ * memory cannot even be read is stored and handed back. */
+static void set_stream_stores_the_handle_without_reading_it(void **state) {
+  cublasHandle_t h = *state;
+  long page = 4096;
+  void *guard = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(guard != MAP_FAILED);
+  cudaStream_t got = NULL;
+  assert_int_equal(cublasSetStream(h, (cudaStream_t)guard), CUBLAS_STATUS_SUCCESS);
+  assert_int_equal(cublasGetStream(h, &got), CUBLAS_STATUS_SUCCESS);
+  assert_ptr_equal(got, guard);
+  assert_int_equal(cublasSetStream(h, NULL), CUBLAS_STATUS_SUCCESS);
+  munmap(guard, (size_t)page);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(sgemm_matches_reference_for_every_transpose_pair, setup,
@@ -618,6 +741,14 @@ int main(void) {
       cmocka_unit_test_setup_teardown(wide_twins_of_the_single_gemms_match_reference, setup,
                                       teardown),
       cmocka_unit_test(status_names_and_strings_are_the_cublas_spellings),
+      cmocka_unit_test(set_and_get_matrix_copy_rows_by_cols_between_leading_dimensions),
+      cmocka_unit_test(set_and_get_vector_follow_incx_and_incy),
+      cmocka_unit_test(async_copies_run_on_the_given_stream),
+      cmocka_unit_test(copies_check_sizes_increments_and_leading_dimensions_like_cublas),
+      cmocka_unit_test_setup_teardown(set_stream_stores_the_handle_without_reading_it, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(routines_simcuda_does_not_emulate_are_not_supported, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 #include <cublasLt.h>
+#include <cuda.h>
 
 #include "simcuda_test.h"
 
@@ -520,6 +521,484 @@ static void bad_arguments_are_refused(void **state) {
   lt_free(&c);
 }
 
+/* ---- algorithm enumeration: GetIds -> Init -> caps -> config -> Check -> Matmul ---- */
+
+static void enumerated_algorithms_configure_check_and_run(void **state) {
+  cublasLtHandle_t h = *state;
+  lt_case c = lt_make(CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16F, CUDA_R_16F, CUDA_R_16F,
+                      CUDA_R_16F, 'N', 'T', 9, 7, 12, 1, 120);
+  int ids[16], n = -1;
+  assert_int_equal(cublasLtMatmulAlgoGetIds(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16F,
+                                            CUDA_R_16F, CUDA_R_16F, CUDA_R_16F, 16, ids, &n),
+                   CUBLAS_STATUS_SUCCESS);
+  assert_true(n >= 1);
+  for (int i = 0; i < n; i++) {
+    cublasLtMatmulAlgo_t algo;
+    assert_int_equal(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16F,
+                                            CUDA_R_16F, CUDA_R_16F, CUDA_R_16F, ids[i], &algo),
+                     CUBLAS_STATUS_SUCCESS);
+    int32_t id = -1;
+    assert_int_equal(
+        cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof(id), NULL),
+        CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(id, ids[i]);
+    /* Capabilities, as the cuBLASLt samples read them. */
+    size_t need = 0, written = 0;
+    assert_int_equal(
+        cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_TILE_IDS, NULL, 0, &need),
+        CUBLAS_STATUS_SUCCESS);
+    assert_true(need >= sizeof(uint32_t) && need % sizeof(uint32_t) == 0);
+    uint32_t tiles[CUBLASLT_MATMUL_TILE_END];
+    assert_int_equal(cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_TILE_IDS, tiles,
+                                                       sizeof(tiles), &written),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(written, need);
+    int32_t splitk_support = -1, custom_max = -1;
+    uint32_t swizzle = 9, stages[CUBLASLT_MATMUL_STAGES_END];
+    assert_int_equal(cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT,
+                                                       &splitk_support, sizeof(splitk_support),
+                                                       NULL),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX,
+                                                       &custom_max, sizeof(custom_max), NULL),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasLtMatmulAlgoCapGetAttribute(&algo,
+                                                       CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT,
+                                                       &swizzle, sizeof(swizzle), NULL),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_STAGES_IDS, stages,
+                                                       sizeof(stages), &written),
+                     CUBLAS_STATUS_SUCCESS);
+    /* A scalar capability wants exactly its size. */
+    assert_int_equal(cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT,
+                                                       tiles, sizeof(tiles), NULL),
+                     CUBLAS_STATUS_INVALID_VALUE);
+    /* Every advertised tile x stage x custom option checks and runs. */
+    for (size_t t = 0; t < need / sizeof(uint32_t); t++)
+      for (size_t g = 0; g < written / sizeof(uint32_t); g++)
+        for (int32_t opt = 0; opt <= custom_max; opt++) {
+          uint32_t uopt = (uint32_t)opt;
+          assert_int_equal(cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID,
+                                                                &tiles[t], sizeof(tiles[t])),
+                           CUBLAS_STATUS_SUCCESS);
+          assert_int_equal(cublasLtMatmulAlgoConfigSetAttribute(&algo,
+                                                                CUBLASLT_ALGO_CONFIG_STAGES_ID,
+                                                                &stages[g], sizeof(stages[g])),
+                           CUBLAS_STATUS_SUCCESS);
+          assert_int_equal(cublasLtMatmulAlgoConfigSetAttribute(
+                               &algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &uopt, sizeof(uopt)),
+                           CUBLAS_STATUS_SUCCESS);
+          cublasLtMatmulHeuristicResult_t r;
+          memset(&r, 0, sizeof(r));
+          assert_int_equal(cublasLtMatmulAlgoCheck(h, c.desc, c.la, c.lb, c.lc, c.ld, &algo, &r),
+                           CUBLAS_STATUS_SUCCESS);
+          assert_int_equal(r.state, CUBLAS_STATUS_SUCCESS);
+          float alpha = 1.5f, beta = 0.5f;
+          st_mat c0 = st_copy(&c.C);
+          assert_int_equal(cublasLtMatmul(h, c.desc, &alpha, c.A.data, c.la, c.B.data, c.lb, &beta,
+                                          c.C.data, c.lc, c.D.data, c.ld, &algo, NULL, 0, NULL),
+                           CUBLAS_STATUS_SUCCESS);
+          assert_int_equal(st_mismatches('N', 'T', 9, 7, 12, 1.5, &c.A, &c.B, 0.5, &c0, &c.D), 0);
+          free(c0.data);
+        }
+  }
+  lt_free(&c);
+}
+
+static void algorithm_ids_config_and_caps_follow_the_header_rules(void **state) {
+  cublasLtHandle_t h = *state;
+  int ids[4], n = -1;
+  assert_int_equal(cublasLtMatmulAlgoGetIds(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16F,
+                                            CUDA_R_16F, CUDA_R_16F, CUDA_R_16F, 0, ids, &n),
+                   CUBLAS_STATUS_INVALID_VALUE);
+  /* A combination no kernel implements lists no algorithm. */
+  assert_int_equal(cublasLtMatmulAlgoGetIds(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_8F_E5M2,
+                                            CUDA_R_8F_E5M2, CUDA_R_16BF, CUDA_R_16BF, 4, ids, &n),
+                   CUBLAS_STATUS_SUCCESS);
+  assert_int_equal(n, 0);
+  cublasLtMatmulAlgo_t algo;
+  assert_int_equal(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_8F_E5M2,
+                                          CUDA_R_8F_E5M2, CUDA_R_16BF, CUDA_R_16BF, 0, &algo),
+                   CUBLAS_STATUS_NOT_SUPPORTED);
+  assert_int_equal(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                                          CUDA_R_32F, CUDA_R_32F, 100000, &algo),
+                   CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                                          CUDA_R_32F, CUDA_R_32F, 0, NULL),
+                   CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(cublasLtMatmulAlgoGetIds(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F,
+                                            CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, 4, ids, &n),
+                   CUBLAS_STATUS_SUCCESS);
+  assert_int_equal(n, 1);
+  assert_int_equal(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                                          CUDA_R_32F, CUDA_R_32F, ids[0], &algo),
+                   CUBLAS_STATUS_SUCCESS);
+  /* The id is read-only; setters want the exact size. */
+  int32_t id = 5, splitk = 4;
+  assert_int_equal(
+      cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof(id)),
+      CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(
+      cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, 2),
+      CUBLAS_STATUS_INVALID_VALUE);
+  size_t need = 0;
+  assert_int_equal(cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID,
+                                                        NULL, 0, &need),
+                   CUBLAS_STATUS_SUCCESS);
+  assert_int_equal(need, sizeof(uint16_t));
+  /* Split K is not among the capabilities: a configuration asking for it
+   * does not check and does not run. */
+  assert_int_equal(cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+                                                        &splitk, sizeof(splitk)),
+                   CUBLAS_STATUS_SUCCESS);
+  lt_case c = lt_make(CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                      CUDA_R_32F, 'N', 'N', 4, 4, 4, 1, 121);
+  cublasLtMatmulHeuristicResult_t r;
+  assert_int_equal(cublasLtMatmulAlgoCheck(h, c.desc, c.la, c.lb, c.lc, c.ld, &algo, &r),
+                   CUBLAS_STATUS_NOT_SUPPORTED);
+  float alpha = 1, beta = 0;
+  assert_int_equal(cublasLtMatmul(h, c.desc, &alpha, c.A.data, c.la, c.B.data, c.lb, &beta,
+                                  c.C.data, c.lc, c.D.data, c.ld, &algo, NULL, 0, NULL),
+                   CUBLAS_STATUS_NOT_SUPPORTED);
+  /* An algo made for other types does not match the descriptors. */
+  cublasLtMatmulAlgo_t fp16_algo;
+  assert_int_equal(cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16F, CUDA_R_16F,
+                                          CUDA_R_16F, CUDA_R_16F, 0, &fp16_algo),
+                   CUBLAS_STATUS_SUCCESS);
+  assert_int_equal(cublasLtMatmulAlgoCheck(h, c.desc, c.la, c.lb, c.lc, c.ld, &fp16_algo, &r),
+                   CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(cublasLtMatmul(h, c.desc, &alpha, c.A.data, c.la, c.B.data, c.lb, &beta,
+                                  c.C.data, c.lc, c.D.data, c.ld, &fp16_algo, NULL, 0, NULL),
+                   CUBLAS_STATUS_INVALID_VALUE);
+  /* An algo that was never initialised is refused. */
+  cublasLtMatmulAlgo_t junk;
+  memset(&junk, 0xab, sizeof(junk));
+  assert_int_equal(cublasLtMatmul(h, c.desc, &alpha, c.A.data, c.la, c.B.data, c.lb, &beta,
+                                  c.C.data, c.lc, c.D.data, c.ld, &junk, NULL, 0, NULL),
+                   CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(
+      cublasLtMatmulAlgoCapGetAttribute(&junk, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &id, 4, NULL),
+      CUBLAS_STATUS_INVALID_VALUE);
+  lt_free(&c);
+}
+
+/* ---- cublasLtMatrixTransform: C = alpha op(A) + beta op(B) ---- */
+
+static void matrix_transform_scales_transposes_and_reorders(void **state) {
+  cublasLtHandle_t h = *state;
+  cublasLtMatrixTransformDesc_t t;
+  assert_int_equal(cublasLtMatrixTransformDescCreate(&t, CUDA_R_32F), CUBLAS_STATUS_SUCCESS);
+  int32_t v = -1;
+  assert_int_equal(cublasLtMatrixTransformDescGetAttribute(t, CUBLASLT_MATRIX_TRANSFORM_DESC_TRANSA,
+                                                           &v, sizeof(v), NULL),
+                   CUBLAS_STATUS_SUCCESS);
+  assert_int_equal(v, CUBLAS_OP_N);
+  int32_t opT = CUBLAS_OP_T;
+  assert_int_equal(cublasLtMatrixTransformDescSetAttribute(t, CUBLASLT_MATRIX_TRANSFORM_DESC_TRANSA,
+                                                           &opT, sizeof(opT)),
+                   CUBLAS_STATUS_SUCCESS);
+  assert_int_equal(
+      cublasLtMatrixTransformDescSetAttribute(t, CUBLASLT_MATRIX_TRANSFORM_DESC_TRANSA, &opT, 2),
+      CUBLAS_STATUS_INVALID_VALUE);
+  /* A: 3 x 5 column-major (ld 4); B: 5 x 3 row-major (ld 3); C: 5 x 3 column-major (ld 6). */
+  float A[4 * 5], B[5 * 3], C[6 * 3];
+  for (int i = 0; i < 20; i++)
+    A[i] = (float)i;
+  for (int i = 0; i < 15; i++)
+    B[i] = (float)(100 + i);
+  for (int i = 0; i < 18; i++)
+    C[i] = -7;
+  cublasLtMatrixLayout_t la, lb, lc;
+  cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, 3, 5, 4);
+  cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, 5, 3, 3);
+  cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, 5, 3, 6);
+  int32_t row = CUBLASLT_ORDER_ROW;
+  cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_ORDER, &row, sizeof(row));
+  float alpha = 2, beta = -1;
+  assert_int_equal(cublasLtMatrixTransform(h, t, &alpha, A, la, &beta, B, lb, C, lc, NULL),
+                   CUBLAS_STATUS_SUCCESS);
+  for (int j = 0; j < 3; j++)
+    for (int i = 0; i < 5; i++)
+      assert_true(C[i + j * 6] == 2 * A[j + i * 4] - B[i * 3 + j]);
+  assert_true(C[5] == -7); /* ld padding untouched */
+  /* beta 0: B is not read and may be NULL. */
+  beta = 0;
+  assert_int_equal(cublasLtMatrixTransform(h, t, &alpha, A, la, &beta, NULL, NULL, C, lc, NULL),
+                   CUBLAS_STATUS_SUCCESS);
+  assert_true(C[1 + 2 * 6] == 2 * A[2 + 1 * 4]);
+  /* Shapes that do not match C, and a B needed but absent. */
+  beta = 1;
+  assert_int_equal(cublasLtMatrixTransform(h, t, &alpha, A, la, &beta, NULL, NULL, C, lc, NULL),
+                   CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(cublasLtMatrixTransform(h, t, &alpha, A, la, &beta, A, la, C, lc, NULL),
+                   CUBLAS_STATUS_INVALID_VALUE);
+  /* IMMA orders and int8 are not emulated; the scale type must fit the data. */
+  int32_t col32 = CUBLASLT_ORDER_COL32;
+  cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_ORDER, &col32, sizeof(col32));
+  assert_int_equal(cublasLtMatrixTransform(h, t, &alpha, A, la, &beta, B, lb, C, lc, NULL),
+                   CUBLAS_STATUS_NOT_SUPPORTED);
+  cublasLtMatrixTransformDesc_t t64;
+  assert_int_equal(cublasLtMatrixTransformDescCreate(&t64, CUDA_R_64F), CUBLAS_STATUS_SUCCESS);
+  double alpha64 = 1, beta64 = 0;
+  assert_int_equal(
+      cublasLtMatrixTransform(h, t64, &alpha64, A, la, &beta64, NULL, NULL, C, lc, NULL),
+      CUBLAS_STATUS_NOT_SUPPORTED);
+  cublasLtMatrixTransformDescDestroy(t64);
+  cublasLtMatrixTransformDescDestroy(t);
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatrixLayoutDestroy(lc);
+}
+
+static void emulation_descriptor_round_trips_and_reports_no_emulation(void **state) {
+  cublasLtHandle_t h = *state;
+  cublasLtEmulationDesc_t e;
+  assert_int_equal(cublasLtEmulationDescCreate(&e), CUBLAS_STATUS_SUCCESS);
+  int32_t v = 0;
+  assert_int_equal(cublasLtEmulationDescGetAttribute(
+                       e, CUBLASLT_EMULATION_DESC_SPECIAL_VALUES_SUPPORT, &v, sizeof(v), NULL),
+                   CUBLAS_STATUS_SUCCESS);
+  assert_int_equal(v, 0xFFFF);
+  v = 1;
+  assert_int_equal(
+      cublasLtEmulationDescSetAttribute(e, CUBLASLT_EMULATION_DESC_STRATEGY, &v, sizeof(v)),
+      CUBLAS_STATUS_SUCCESS);
+  int32_t bits = 99, *bits_ptr = &bits;
+  assert_int_equal(cublasLtEmulationDescSetAttribute(
+                       e, CUBLASLT_EMULATION_DESC_FIXEDPOINT_MANTISSA_BIT_COUNT_POINTER, &bits_ptr,
+                       sizeof(bits_ptr)),
+                   CUBLAS_STATUS_SUCCESS);
+  lt_case c = lt_make(CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                      CUDA_R_32F, 'N', 'N', 4, 4, 4, 1, 122);
+  set_ptr(c.desc, CUBLASLT_MATMUL_DESC_EMULATION_DESCRIPTOR, e);
+  float alpha = 1, beta = 0;
+  assert_int_equal(lt_run(h, &c, &alpha, &beta), CUBLAS_STATUS_SUCCESS);
+  assert_int_equal(bits, -1); /* "If emulation is not used, the pointer will contain -1." */
+  lt_free(&c);
+  assert_int_equal(cublasLtEmulationDescDestroy(e), CUBLAS_STATUS_SUCCESS);
+}
+
+/* ---- block-scaled FP8 (cublasLtMatmulMatrixScale_t) ----
+ * A is k x m and B k x n as stored (the TN layout): K is the inner,
+ * contiguous dimension of both, the one the scale blocks run along. */
+
+static int device_sm(void) {
+  int major = 0, minor = 0;
+  cuInit(0);
+  cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0);
+  cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0);
+  return major * 10 + minor;
+}
+
+/* Power-of-two scales that differ per block, so a block read from the wrong
+ * place changes the result (and every product stays exact). */
+static float pow2_scale(uint64_t r, uint64_t blk) {
+  return ldexpf(1.0f, (int)((r * 3 + blk * 5) % 7) - 3);
+}
+
+/* Scale tensors laid out as the cuBLASLt documentation describes them. */
+static void *make_scales(int mode, uint64_t outer, uint64_t k) {
+  if (mode == CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0) {
+    uint64_t row_tiles = (outer + 127) / 128, col_tiles = (k / 32 + 3) / 4;
+    uint8_t *s = calloc(row_tiles * col_tiles, 512);
+    for (uint64_t r = 0; r < outer; r++)
+      for (uint64_t b = 0; b < k / 32; b++) {
+        uint64_t tile = (r / 128) * col_tiles + b / 4;
+        s[tile * 512 + (r % 32) * 16 + (r % 128) / 32 * 4 + b % 4] =
+            (uint8_t)(127 + ilogbf(pow2_scale(r, b)));
+      }
+    return s;
+  }
+  uint64_t kb = (k + 127) / 128;
+  if (mode == CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F) {
+    float *s = calloc(outer * kb, sizeof(float));
+    for (uint64_t r = 0; r < outer; r++)
+      for (uint64_t b = 0; b < kb; b++)
+        s[r + b * outer] = pow2_scale(r, b);
+    return s;
+  }
+  uint64_t l4 = (kb + 3) / 4 * 4, ob = (outer + 127) / 128;
+  float *s = calloc(l4 * ob, sizeof(float));
+  for (uint64_t r = 0; r < ob; r++)
+    for (uint64_t b = 0; b < kb; b++)
+      s[b + r * l4] = pow2_scale(r * 128, b); /* one scale per 128 x 128 block */
+  return s;
+}
+
+/* UE4M3 scales (NVFP4): the same 128x4 tiles over blocks of 16, e4m3 bytes. */
+static uint8_t *make_ue4m3_scales(uint64_t outer, uint64_t k) {
+  uint64_t row_tiles = (outer + 127) / 128, col_tiles = (k / 16 + 3) / 4;
+  uint8_t *s = calloc(row_tiles * col_tiles, 512);
+  for (uint64_t r = 0; r < outer; r++)
+    for (uint64_t b = 0; b < k / 16; b++) {
+      uint64_t tile = (r / 128) * col_tiles + b / 4;
+      s[tile * 512 + (r % 32) * 16 + (r % 128) / 32 * 4 + b % 4] =
+          mp_float_to_e4m3(pow2_scale(r, b), false);
+    }
+  return s;
+}
+
+static double scale_of(int mode, uint64_t r, uint64_t q) {
+  uint64_t blk = q / (mode == CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0 ? 32 : 128);
+  return mode == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F ? pow2_scale(r / 128 * 128, blk)
+                                                             : pow2_scale(r, blk);
+}
+
+/* Runs one block-scaled e4m3 x e4m3 -> fp32 matmul; returns its status and
+ * counts elements that differ from sum_q sA(i,q) sB(j,q) A(q,i) B(q,j). */
+static cublasStatus_t run_block_scaled(cublasLtHandle_t h, int amode, int bmode, int64_t m,
+                                       int64_t n, int64_t k, int64_t *bad) {
+  lt_case c = lt_make(CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_32F,
+                      CUDA_R_32F, 'T', 'N', m, n, k, 1, 130u + (uint32_t)(amode * 8 + bmode));
+  set_i32(c.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, amode);
+  set_i32(c.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, bmode);
+  void *sa = make_scales(amode, (uint64_t)m, (uint64_t)k);
+  void *sb = make_scales(bmode, (uint64_t)n, (uint64_t)k);
+  set_ptr(c.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, sa);
+  set_ptr(c.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, sb);
+  cublasLtMatmulPreference_t p;
+  cublasLtMatmulPreferenceCreate(&p);
+  cublasLtMatmulHeuristicResult_t r;
+  int got = 0;
+  cublasStatus_t st =
+      cublasLtMatmulAlgoGetHeuristic(h, c.desc, c.la, c.lb, c.lc, c.ld, p, 1, &r, &got);
+  cublasLtMatmulPreferenceDestroy(p);
+  float alpha = 1, beta = 0;
+  if (st == CUBLAS_STATUS_SUCCESS) {
+    assert_int_equal(got, 1);
+    st = cublasLtMatmul(h, c.desc, &alpha, c.A.data, c.la, c.B.data, c.lb, &beta, c.C.data, c.lc,
+                        c.D.data, c.ld, &r.algo, NULL, 0, NULL);
+  } else {
+    assert_int_equal(lt_run(h, &c, &alpha, &beta), st); /* the matmul says the same */
+  }
+  *bad = 0;
+  for (int64_t j = 0; st == CUBLAS_STATUS_SUCCESS && j < n; j++)
+    for (int64_t i = 0; i < m; i++) {
+      double want = 0;
+      for (int64_t q = 0; q < k; q++)
+        want += scale_of(amode, (uint64_t)i, (uint64_t)q) * st_get(&c.A, 0, q, i) *
+                scale_of(bmode, (uint64_t)j, (uint64_t)q) * st_get(&c.B, 0, q, j);
+      if (st_get(&c.D, 0, i, j) != want) (*bad)++;
+    }
+  free(sa);
+  free(sb);
+  lt_free(&c);
+  return st;
+}
+
+/* Hopper (sm_90) runs 1x128 and 128x128 block scaling (not 128x128 on both
+ * sides) and no MXFP8; Blackwell (SIMCUDA_SM=100) the reverse. */
+static void block_scaled_fp8_runs_the_modes_of_the_simulated_device(void **state) {
+  cublasLtHandle_t h = *state;
+  int sm = device_sm();
+  assert_true(sm == 90 || sm == 100);
+  const int V128 = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+  const int B128 = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+  const int MX = CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0;
+  cublasStatus_t hopper = sm == 90 ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
+  cublasStatus_t blackwell = sm == 100 ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
+  int64_t bad = -1;
+  /* 3 K blocks of 128 (the last one partial), 2 outer 128-blocks. */
+  assert_int_equal(run_block_scaled(h, V128, B128, 8, 136, 320, &bad), hopper);
+  assert_int_equal(bad, 0);
+  assert_int_equal(run_block_scaled(h, B128, V128, 136, 8, 320, &bad), hopper);
+  assert_int_equal(bad, 0);
+  assert_int_equal(run_block_scaled(h, V128, V128, 12, 10, 256, &bad), hopper);
+  assert_int_equal(bad, 0);
+  assert_int_equal(run_block_scaled(h, B128, B128, 8, 8, 128, &bad), CUBLAS_STATUS_NOT_SUPPORTED);
+  /* MXFP8: 5 blocks of 32 (two 4-block tile columns), two 128-row tiles. */
+  assert_int_equal(run_block_scaled(h, MX, MX, 136, 8, 160, &bad), blackwell);
+  assert_int_equal(bad, 0);
+  assert_int_equal(run_block_scaled(h, MX, MX, 8, 136, 160, &bad), blackwell);
+  assert_int_equal(bad, 0);
+  /* Not emulated on either: UE4M3 blocks on fp8 data, outer vectors, mixed MX. */
+  assert_int_equal(run_block_scaled(h, CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3,
+                                    CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3, 8, 8, 64, &bad),
+                   CUBLAS_STATUS_NOT_SUPPORTED);
+  assert_int_equal(run_block_scaled(h, CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F,
+                                    CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F, 8, 8, 64, &bad),
+                   CUBLAS_STATUS_NOT_SUPPORTED);
+  assert_int_equal(run_block_scaled(h, MX, V128, 8, 8, 128, &bad), CUBLAS_STATUS_NOT_SUPPORTED);
+}
+
+/* NVFP4: e2m1 A (k x m) and B (k x n) packed two values to a byte, low
+ * nibble first, with a UE4M3 scale per 16 elements of K; sm_100 only. */
+static cublasStatus_t run_nvfp4(cublasLtHandle_t h, int64_t m, int64_t n, int64_t k, int64_t *bad) {
+  static const float e2m1[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+  uint8_t *a = calloc((size_t)(k * m / 2), 1), *b = calloc((size_t)(k * n / 2), 1);
+  uint32_t seed = 7;
+  for (int64_t i = 0; i < k * m; i++)
+    a[i / 2] |= (uint8_t)((st_rand(&seed) % 16) << (i % 2 ? 4 : 0));
+  for (int64_t i = 0; i < k * n; i++)
+    b[i / 2] |= (uint8_t)((st_rand(&seed) % 16) << (i % 2 ? 4 : 0));
+  float *d = calloc((size_t)(m * n), sizeof(float));
+  uint8_t *sa = make_ue4m3_scales((uint64_t)m, (uint64_t)k),
+          *sb = make_ue4m3_scales((uint64_t)n, (uint64_t)k);
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, ld;
+  cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  set_i32(desc, CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
+  set_i32(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3);
+  set_i32(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3);
+  set_ptr(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, sa);
+  set_ptr(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, sb);
+  cublasLtMatrixLayoutCreate(&la, CUDA_R_4F_E2M1, (uint64_t)k, (uint64_t)m, k);
+  cublasLtMatrixLayoutCreate(&lb, CUDA_R_4F_E2M1, (uint64_t)k, (uint64_t)n, k);
+  cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, (uint64_t)m, (uint64_t)n, m);
+  float alpha = 1, beta = 0;
+  cublasStatus_t st =
+      cublasLtMatmul(h, desc, &alpha, a, la, b, lb, &beta, d, ld, d, ld, NULL, NULL, 0, NULL);
+  *bad = 0;
+  for (int64_t j = 0; st == CUBLAS_STATUS_SUCCESS && j < n; j++)
+    for (int64_t i = 0; i < m; i++) {
+      double want = 0;
+      for (int64_t q = 0; q < k; q++) {
+        int64_t ia = q + i * k, ib = q + j * k;
+        unsigned va = (a[ia / 2] >> (ia % 2 ? 4 : 0)) & 0xf,
+                 vb = (b[ib / 2] >> (ib % 2 ? 4 : 0)) & 0xf;
+        double x = (va & 8 ? -1 : 1) * e2m1[va & 7], y = (vb & 8 ? -1 : 1) * e2m1[vb & 7];
+        want += pow2_scale((uint64_t)i, (uint64_t)q / 16) * x *
+                pow2_scale((uint64_t)j, (uint64_t)q / 16) * y;
+      }
+      if (d[i + j * m] != want) (*bad)++;
+    }
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatrixLayoutDestroy(ld);
+  cublasLtMatmulDescDestroy(desc);
+  free(a), free(b), free(d), free(sa), free(sb);
+  return st;
+}
+
+static void nvfp4_runs_on_sm100_only(void **state) {
+  cublasLtHandle_t h = *state;
+  int sm = device_sm();
+  int64_t bad = -1;
+  /* 5 blocks of 16 (two tile columns), two 128-row tiles of A. */
+  assert_int_equal(run_nvfp4(h, 136, 6, 80, &bad),
+                   sm == 100 ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED);
+  assert_int_equal(bad, 0);
+  int ids[2], n = -1;
+  assert_int_equal(cublasLtMatmulAlgoGetIds(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_4F_E2M1,
+                                            CUDA_R_4F_E2M1, CUDA_R_16BF, CUDA_R_16BF, 2, ids, &n),
+                   CUBLAS_STATUS_SUCCESS);
+  assert_int_equal(n, sm == 100 ? 1 : 0);
+}
+
+static void block_scales_have_no_default_pointer(void **state) {
+  cublasLtHandle_t h = *state;
+  int sm = device_sm();
+  int mode =
+      sm == 90 ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0;
+  lt_case c = lt_make(CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_32F,
+                      CUDA_R_32F, 'T', 'N', 8, 8, 128, 1, 140);
+  set_i32(c.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, mode);
+  set_i32(c.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, mode);
+  float alpha = 1, beta = 0;
+  assert_int_equal(lt_run(h, &c, &alpha, &beta), CUBLAS_STATUS_INVALID_VALUE);
+  lt_free(&c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(layout_attributes_round_trip_with_exact_sizes),
@@ -541,6 +1020,18 @@ int main(void) {
       cmocka_unit_test_setup_teardown(heuristic_returns_one_algorithm_or_not_supported, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(bad_arguments_are_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(enumerated_algorithms_configure_check_and_run, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(algorithm_ids_config_and_caps_follow_the_header_rules, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(matrix_transform_scales_transposes_and_reorders, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(emulation_descriptor_round_trips_and_reports_no_emulation,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(block_scaled_fp8_runs_the_modes_of_the_simulated_device,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(block_scales_have_no_default_pointer, setup, teardown),
+      cmocka_unit_test_setup_teardown(nvfp4_runs_on_sm100_only, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

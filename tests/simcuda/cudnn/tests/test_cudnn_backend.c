@@ -374,13 +374,14 @@ static void tf32_engine_rounds_inputs_and_names_a_tf32_kernel(void **state) {
   cudnnDestroy(h);
 }
 
-/* C[b] = A[b] x B[b] with A broadcast over the batch; strides make B column-major. */
-static void run_matmul(cudnnDataType_t dt, int64_t index, bool expect_ok) {
+/* C[b] = A[b] x B[b] with A broadcast over the batch; strides make B column-major.
+ * A and B are of type dt, C of type ct. */
+static void run_matmul_into(cudnnDataType_t dt, cudnnDataType_t ct, int64_t index, bool expect_ok) {
   enum { BATCH = 2, M = 3, K = 5, N = 4 };
   cudnnHandle_t h;
   assert_int_equal(cudnnCreate(&h), CUDNN_STATUS_SUCCESS);
   int64_t ad[3] = {1, M, K}, bd[3] = {BATCH, K, N}, cd[3] = {BATCH, M, N};
-  cudnnBackendDescriptor_t a = tensor(dt, 3, ad, 1), c = tensor(dt, 3, cd, 3);
+  cudnnBackendDescriptor_t a = tensor(dt, 3, ad, 1), c = tensor(ct, 3, cd, 3);
   cudnnBackendDescriptor_t b = tensor_unfinalized(dt, 3, bd, 2);
   int64_t bstr[3] = {K * N, 1, K}, align = 16;
   set(b, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 3, bstr);
@@ -421,8 +422,8 @@ static void run_matmul(cudnnDataType_t dt, int64_t index, bool expect_ok) {
           double acc = 0;
           for (int l = 0; l < K; l++)
             acc += av[i * K + l] * bv[bi * K * N + j * K + l];
-          double have = from_dtype(cbuf, (size_t)(bi * M + i) * N + j, dt);
-          assert_true(have == rne_dtype(acc, dt));
+          double have = from_dtype(cbuf, (size_t)(bi * M + i) * N + j, ct);
+          assert_true(have == rne_dtype(acc, ct));
         }
     free(av), free(bv), free(abuf), free(bbuf), free(cbuf);
     cudnnBackendDestroyDescriptor(vp);
@@ -435,6 +436,22 @@ static void run_matmul(cudnnDataType_t dt, int64_t index, bool expect_ok) {
   cudnnBackendDestroyDescriptor(b);
   cudnnBackendDestroyDescriptor(c);
   cudnnDestroy(h);
+}
+
+static void run_matmul(cudnnDataType_t dt, int64_t index, bool expect_ok) {
+  run_matmul_into(dt, dt, index, expect_ok);
+}
+
+/* bf16 (and fp16) A and B with an fp32 C: the Tensor Core engine stores its
+ * fp32 accumulator; there is no CUDA-core engine for 16-bit inputs. */
+static void matmul_of_bf16_into_fp32_runs_on_the_tensor_core_engine(void **state) {
+  (void)state;
+  run_matmul_into(CUDNN_DATA_BFLOAT16, CUDNN_DATA_FLOAT, 0, true);
+  assert_non_null(strstr(sink_name, "bf16"));
+  run_matmul_into(CUDNN_DATA_HALF, CUDNN_DATA_FLOAT, 0, true);
+  run_matmul_into(CUDNN_DATA_BFLOAT16, CUDNN_DATA_FLOAT, 1, false);
+  /* fp32 inputs into a 16-bit C are still no kernel's business. */
+  run_matmul_into(CUDNN_DATA_FLOAT, CUDNN_DATA_BFLOAT16, 1, false);
 }
 
 static void matmul_graph_matches_reference(void **state) {
@@ -674,6 +691,17 @@ static void execute_refuses_missing_or_misaligned_pointers(void **state) {
 
 static void unimplemented_graphs_and_descriptors_are_not_supported(void **state) {
   (void)state;
+  /* Entry points PyTorch calls that simcuda does not emulate: the library's
+   * own status and a reason, never an undefined symbol. */
+  cudnnDropoutDescriptor_t drop = NULL;
+  assert_int_equal(cudnnCreateDropoutDescriptor(&drop), CUDNN_STATUS_NOT_SUPPORTED);
+  assert_null(drop);
+  char why[256] = "";
+  cudnnGetLastErrorString(why, sizeof why);
+  assert_non_null(strstr(why, "cudnnCreateDropoutDescriptor"));
+  float one = 1;
+  assert_int_equal(cudnnAddTensor(NULL, &one, NULL, NULL, &one, NULL, NULL),
+                   CUDNN_STATUS_NOT_SUPPORTED);
   cudnnBackendDescriptor_t d = NULL;
   assert_int_equal(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, &d),
                    CUDNN_STATUS_NOT_SUPPORTED);
@@ -1044,6 +1072,170 @@ static void unimplemented_fusions_are_refused(void **state) {
   cudnnDestroy(h);
 }
 
+/* ---- engine config knobs (KNOB_CHOICE / KNOB_INFO) and shared memory ---- */
+
+static cudnnBackendDescriptor_t knob_choice(cudnnBackendKnobType_t type, int64_t value) {
+  cudnnBackendDescriptor_t k = create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR);
+  set(k, CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &type);
+  set(k, CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &value);
+  finalize(k);
+  return k;
+}
+
+/* What cudnn-frontend reads from a heuristics result: its knob choices
+ * (count query first, then caller-created KNOB_CHOICE descriptors), the
+ * engine's knob ranges, workspace and shared memory. */
+static void heuristic_configs_carry_knob_choices_and_shared_memory(void **state) {
+  (void)state;
+  cudnnHandle_t h;
+  assert_int_equal(cudnnCreate(&h), CUDNN_STATUS_SUCCESS);
+  cudnnBackendDescriptor_t graph = conv_graph(h, FPROP, &odd, CUDNN_DATA_HALF, 1.0f, 0.0);
+  cudnnBackendDescriptor_t heur = create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+  set(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, D, 1, &graph);
+  set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+  finalize(heur);
+  cudnnBackendDescriptor_t cfg = create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+  int64_t n = 0;
+  assert_int_equal(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, D, 1, &n, &cfg),
+                   CUDNN_STATUS_SUCCESS);
+  assert_true(n >= 1);
+  int64_t count = -1;
+  assert_int_equal(
+      cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, D, 0, &count, NULL),
+      CUDNN_STATUS_SUCCESS);
+  assert_int_equal(count, 1);
+  cudnnBackendDescriptor_t choice = create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR);
+  assert_int_equal(
+      cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, D, 1, &count, &choice),
+      CUDNN_STATUS_SUCCESS);
+  cudnnBackendKnobType_t type = CUDNN_KNOB_TYPE_COUNTS;
+  int64_t value = -1;
+  assert_int_equal(cudnnBackendGetAttribute(choice, CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
+                                            CUDNN_TYPE_KNOB_TYPE, 1, &n, &type),
+                   CUDNN_STATUS_SUCCESS);
+  assert_int_equal(cudnnBackendGetAttribute(choice, CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE,
+                                            CUDNN_TYPE_INT64, 1, &n, &value),
+                   CUDNN_STATUS_SUCCESS);
+  assert_int_equal(type, CUDNN_KNOB_TYPE_KERNEL_CFG);
+  assert_int_equal(value, 0);
+  int64_t shmem = -1, ws = -1;
+  assert_int_equal(cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED,
+                                            CUDNN_TYPE_INT64, 1, &n, &shmem),
+                   CUDNN_STATUS_SUCCESS);
+  assert_int_equal(shmem, 0);
+  assert_int_equal(cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE,
+                                            CUDNN_TYPE_INT64, 1, &n, &ws),
+                   CUDNN_STATUS_SUCCESS);
+  assert_int_equal(ws, 0);
+  /* The engine's knob: KERNEL_CFG in [0, 0]. */
+  cudnnBackendDescriptor_t engine = create(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  assert_int_equal(cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, D, 1, &n, &engine),
+                   CUDNN_STATUS_SUCCESS);
+  assert_int_equal(
+      cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_KNOB_INFO, D, 0, &count, NULL),
+      CUDNN_STATUS_SUCCESS);
+  assert_int_equal(count, 1);
+  cudnnBackendDescriptor_t info = create(CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR);
+  assert_int_equal(
+      cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_KNOB_INFO, D, 1, &count, &info),
+      CUDNN_STATUS_SUCCESS);
+  int64_t lo = -1, hi = -1, stride = -1;
+  assert_int_equal(
+      cudnnBackendGetAttribute(info, CUDNN_ATTR_KNOB_INFO_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &n, &type),
+      CUDNN_STATUS_SUCCESS);
+  assert_int_equal(cudnnBackendGetAttribute(info, CUDNN_ATTR_KNOB_INFO_MINIMUM_VALUE,
+                                            CUDNN_TYPE_INT64, 1, &n, &lo),
+                   CUDNN_STATUS_SUCCESS);
+  assert_int_equal(cudnnBackendGetAttribute(info, CUDNN_ATTR_KNOB_INFO_MAXIMUM_VALUE,
+                                            CUDNN_TYPE_INT64, 1, &n, &hi),
+                   CUDNN_STATUS_SUCCESS);
+  assert_int_equal(
+      cudnnBackendGetAttribute(info, CUDNN_ATTR_KNOB_INFO_STRIDE, CUDNN_TYPE_INT64, 1, &n, &stride),
+      CUDNN_STATUS_SUCCESS);
+  assert_int_equal(type, CUDNN_KNOB_TYPE_KERNEL_CFG);
+  assert_true(lo == 0 && hi == 0 && stride == 1);
+  /* The heuristic's config plans and runs. */
+  cudnnBackendDescriptor_t plan = create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+  set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
+  set(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, D, 1, &cfg);
+  finalize(plan);
+  cudnnBackendDestroyDescriptor(plan);
+  cudnnBackendDestroyDescriptor(info);
+  cudnnBackendDestroyDescriptor(engine);
+  cudnnBackendDestroyDescriptor(choice);
+  cudnnBackendDestroyDescriptor(cfg);
+  cudnnBackendDestroyDescriptor(heur);
+  cudnnBackendDestroyDescriptor(graph);
+  cudnnDestroy(h);
+}
+
+/* Hand-built configs: a choice of the engine's knob within its range
+ * finalizes; another knob or value is a config the engine cannot run. */
+static void engine_config_knob_choices_are_checked_against_the_engine(void **state) {
+  (void)state;
+  cudnnHandle_t h;
+  assert_int_equal(cudnnCreate(&h), CUDNN_STATUS_SUCCESS);
+  cudnnBackendDescriptor_t graph = conv_graph(h, FPROP, &odd, CUDNN_DATA_FLOAT, 1.0f, 0.0);
+  cudnnBackendDescriptor_t engine = create(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  int64_t index = 1;
+  set(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, D, 1, &graph);
+  set(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &index);
+  finalize(engine);
+  cudnnBackendDescriptor_t good = knob_choice(CUDNN_KNOB_TYPE_KERNEL_CFG, 0),
+                           out_of_range = knob_choice(CUDNN_KNOB_TYPE_KERNEL_CFG, 5),
+                           other = knob_choice(CUDNN_KNOB_TYPE_TILE_SIZE, 0);
+  struct {
+    cudnnBackendDescriptor_t knobs[2];
+    int n;
+    cudnnStatus_t want;
+  } cases[] = {
+      {{good}, 1, CUDNN_STATUS_SUCCESS},
+      {{out_of_range}, 1, CUDNN_STATUS_NOT_SUPPORTED},
+      {{other}, 1, CUDNN_STATUS_NOT_SUPPORTED},
+      {{good, good}, 2, CUDNN_STATUS_BAD_PARAM_DUPLICATED_ENTRIES},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cudnnBackendDescriptor_t cfg = create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+    set(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, D, 1, &engine);
+    set(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, D, cases[i].n, cases[i].knobs);
+    assert_int_equal(cudnnBackendFinalize(cfg), cases[i].want);
+    if (cases[i].want == CUDNN_STATUS_SUCCESS) {
+      int64_t count = -1;
+      assert_int_equal(
+          cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, D, 0, &count, NULL),
+          CUDNN_STATUS_SUCCESS);
+      assert_int_equal(count, 1);
+      cudnnBackendDescriptor_t plan = create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+      set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
+      set(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, D, 1, &cfg);
+      finalize(plan);
+      cudnnBackendDestroyDescriptor(plan);
+    }
+    cudnnBackendDestroyDescriptor(cfg);
+  }
+  /* A knob choice needs both attributes, and must be finalized to be used. */
+  cudnnBackendDescriptor_t half = create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR);
+  cudnnBackendKnobType_t type = CUDNN_KNOB_TYPE_KERNEL_CFG;
+  set(half, CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &type);
+  cudnnBackendDescriptor_t cfg = create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+  assert_int_equal(cudnnBackendSetAttribute(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, D, 1, &half),
+                   CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED);
+  assert_int_equal(cudnnBackendFinalize(half), CUDNN_STATUS_BAD_PARAM);
+  int64_t v = 0;
+  assert_int_equal(
+      cudnnBackendSetAttribute(half, CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT32, 1, &v),
+      CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE);
+  cudnnBackendDestroyDescriptor(cfg);
+  cudnnBackendDestroyDescriptor(half);
+  cudnnBackendDestroyDescriptor(good);
+  cudnnBackendDestroyDescriptor(out_of_range);
+  cudnnBackendDestroyDescriptor(other);
+  cudnnBackendDestroyDescriptor(engine);
+  cudnnBackendDestroyDescriptor(graph);
+  cudnnDestroy(h);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(a_null_array_is_a_count_query),
@@ -1065,6 +1257,9 @@ int main(void) {
       cmocka_unit_test(fused_conv_bias_relu_graph_matches_reference),
       cmocka_unit_test(virtual_intermediates_round_to_their_declared_type),
       cmocka_unit_test(unimplemented_fusions_are_refused),
+      cmocka_unit_test(matmul_of_bf16_into_fp32_runs_on_the_tensor_core_engine),
+      cmocka_unit_test(heuristic_configs_carry_knob_choices_and_shared_memory),
+      cmocka_unit_test(engine_config_knob_choices_are_checked_against_the_engine),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,333 @@
+/* fidelity_probe: the statuses and results simcuda claims the real cuBLAS /
+ * cuBLASLt give where its documentation leaves room (argument checks simcuda
+ * inferred, block-scale layouts), probed through the public API. Built
+ * against simcuda it runs in CI; built against the real libraries on a GPU
+ * (scripts/gpu-check.sh) it checks the claims themselves. Each probe prints
+ * "name value"; the expected file holds the claimed values, a name ending in
+ * ".smNN" applies only on that compute capability.
+ *
+ *   fidelity_probe EXPECTED_FILE      exit 0 when every applicable line matches */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+enum { MAX_LINES = 128 };
+static char got[MAX_LINES][160];
+static int n_got, sm;
+
+static void put(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(const char *name, const char *fmt, ...) {
+  char v[120];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(v, sizeof v, fmt, ap);
+  va_end(ap);
+  if (n_got < MAX_LINES) snprintf(got[n_got++], sizeof got[0], "%s %s", name, v);
+  printf("%s %s\n", name, v);
+  fflush(stdout); /* a crash in a later probe keeps these */
+}
+
+static const char *st(cublasStatus_t s) {
+  return cublasGetStatusName(s);
+}
+
+static void probe_copies(void) {
+  float host[16] = {0}, *dev = NULL;
+  cudaMalloc((void **)&dev, sizeof host);
+  put("copy.setmatrix.lda_below_rows", "%s", st(cublasSetMatrix(4, 2, 4, host, 3, dev, 4)));
+  put("copy.setmatrix.ldb_zero", "%s", st(cublasSetMatrix(2, 2, 4, host, 2, dev, 0)));
+  put("copy.setmatrix.rows_negative", "%s", st(cublasSetMatrix(-1, 2, 4, host, 2, dev, 2)));
+  put("copy.getmatrix.elemsize_zero", "%s", st(cublasGetMatrix(2, 2, 0, dev, 2, host, 2)));
+  put("copy.setvector.n_negative", "%s", st(cublasSetVector(-1, 4, host, 1, dev, 1)));
+  put("copy.setvector.n_zero", "%s", st(cublasSetVector(0, 4, host, 1, dev, 1)));
+  put("copy.setvector.incx_zero", "%s", st(cublasSetVector(4, 4, host, 0, dev, 1)));
+  put("copy.getvector.incy_negative", "%s", st(cublasGetVector(4, 4, dev, 1, host, -1)));
+  for (int i = 0; i < 16; i++)
+    host[i] = (float)i;
+  cublasStatus_t s = cublasSetMatrix(3, 2, 4, host, 4, dev, 3);
+  float back[6] = {0};
+  if (s == CUBLAS_STATUS_SUCCESS) s = cublasGetVector(6, 4, dev, 1, back, 1);
+  put("copy.setmatrix.packs_columns", "%s %g %g %g", st(s), back[2], back[3], back[5]);
+  cudaFree(dev);
+}
+
+/* A TN fp8 matmul of D (m x n, bf16) = sum over K blocks of sA sB A B. */
+typedef struct bs_case {
+  int amode, bmode;
+  cudaDataType ab; /* CUDA_R_8F_E4M3 or CUDA_R_4F_E2M1 */
+  int m, n, k;
+} bs_case;
+
+static float pow2(int r, int b) {
+  return ldexpf(1.0f, (r * 3 + b * 5) % 5 - 2);
+}
+
+static int blk_of(int mode) {
+  return mode == CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3   ? 16
+         : mode == CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0 ? 32
+                                                            : 128;
+}
+
+/* Scale tensor of one operand (outer rows x K), in the documented layout. */
+static size_t scales(int mode, int outer, int k, void **ret) {
+  int b = blk_of(mode), kb = (k + b - 1) / b;
+  if (mode == CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3 ||
+      mode == CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0) {
+    int rt = (outer + 127) / 128, ct = (kb + 3) / 4;
+    uint8_t *s = calloc((size_t)rt * ct, 512);
+    for (int r = 0; r < outer; r++)
+      for (int q = 0; q < kb; q++) {
+        int e = ilogbf(pow2(r, q));
+        size_t at =
+            ((size_t)(r / 128) * ct + q / 4) * 512 + (r % 32) * 16 + (r % 128) / 32 * 4 + q % 4;
+        s[at] = mode == CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0 ? (uint8_t)(127 + e)
+                                                                 : (uint8_t)((7 + e) << 3);
+      }
+    *ret = s;
+    return (size_t)rt * ct * 512;
+  }
+  if (mode == CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F) {
+    float *s = calloc((size_t)outer * kb, 4);
+    for (int r = 0; r < outer; r++)
+      for (int q = 0; q < kb; q++)
+        s[r + q * outer] = pow2(r, q);
+    *ret = s;
+    return (size_t)outer * kb * 4;
+  }
+  int l4 = (kb + 3) / 4 * 4, ob = (outer + 127) / 128;
+  float *s = calloc((size_t)l4 * ob, 4);
+  for (int r = 0; r < ob; r++)
+    for (int q = 0; q < kb; q++)
+      s[q + r * l4] = pow2(r * 128, q);
+  *ret = s;
+  return (size_t)l4 * ob * 4;
+}
+
+static double scale_at(int mode, int r, int q) {
+  int b = q / blk_of(mode);
+  return mode == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F ? pow2(r / 128 * 128, b) : pow2(r, b);
+}
+
+/* Element values: small integers (exact in e4m3 and e2m1, sums exact). */
+static int value(int seed, int i) {
+  return (int)((i * 7 + seed * 13) % 5) - 2;
+}
+
+static uint8_t encode(cudaDataType t, int v) {
+  if (t == CUDA_R_4F_E2M1) {
+    int a = v < 0 ? -v : v;
+    return (uint8_t)((v < 0 ? 8 : 0) | (a == 0 ? 0 : a == 1 ? 2 : 4));
+  }
+  /* e4m3: 0, +-1, +-2 */
+  if (v == 0) return 0;
+  return (uint8_t)((v < 0 ? 0x80 : 0) | ((v < 0 ? -v : v) == 1 ? 0x38 : 0x40));
+}
+
+static void *operand(cudaDataType t, int seed, int rows_k, int cols) {
+  size_t n = (size_t)rows_k * cols;
+  size_t bytes = t == CUDA_R_4F_E2M1 ? n / 2 : n;
+  uint8_t *h = calloc(bytes, 1);
+  for (size_t i = 0; i < n; i++) {
+    uint8_t c = encode(t, value(seed, (int)i));
+    if (t == CUDA_R_4F_E2M1)
+      h[i / 2] |= (uint8_t)(c << (i % 2 ? 4 : 0));
+    else
+      h[i] = c;
+  }
+  void *d = NULL;
+  cudaMalloc(&d, bytes);
+  cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
+  free(h);
+  return d;
+}
+
+static uint16_t f2bf(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
+}
+
+static float bf2f(uint16_t b) {
+  uint32_t x = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &x, 4);
+  return f;
+}
+
+static void probe_block(cublasLtHandle_t lt, const char *name, bs_case c) {
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, ld;
+  int32_t opT = CUBLAS_OP_T;
+  cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT);
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &c.amode, sizeof c.amode);
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &c.bmode, sizeof c.bmode);
+  void *hsa, *hsb, *dsa = NULL, *dsb = NULL;
+  size_t na = scales(c.amode, c.m, c.k, &hsa), nb = scales(c.bmode, c.n, c.k, &hsb);
+  cudaMalloc(&dsa, na);
+  cudaMalloc(&dsb, nb);
+  cudaMemcpy(dsa, hsa, na, cudaMemcpyHostToDevice);
+  cudaMemcpy(dsb, hsb, nb, cudaMemcpyHostToDevice);
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &dsa, sizeof dsa);
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &dsb, sizeof dsb);
+  cublasLtMatrixLayoutCreate(&la, c.ab, (uint64_t)c.k, (uint64_t)c.m, c.k);
+  cublasLtMatrixLayoutCreate(&lb, c.ab, (uint64_t)c.k, (uint64_t)c.n, c.k);
+  cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, (uint64_t)c.m, (uint64_t)c.n, c.m);
+  void *A = operand(c.ab, 1, c.k, c.m), *B = operand(c.ab, 2, c.k, c.n), *D = NULL;
+  size_t dbytes = (size_t)c.m * c.n * 2;
+  cudaMalloc(&D, dbytes);
+  cudaMemset(D, 0, dbytes);
+  cublasLtMatmulPreference_t pref;
+  cublasLtMatmulPreferenceCreate(&pref);
+  size_t ws_size = 32u << 20;
+  void *ws = NULL;
+  cudaMalloc(&ws, ws_size);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_size,
+                                       sizeof ws_size);
+  cublasLtMatmulHeuristicResult_t r;
+  int found = 0;
+  cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, ld, ld, pref, 1, &r, &found);
+  if (s == CUBLAS_STATUS_SUCCESS && found == 0) s = CUBLAS_STATUS_NOT_SUPPORTED;
+  float alpha = 1, beta = 0;
+  if (s == CUBLAS_STATUS_SUCCESS)
+    s = cublasLtMatmul(lt, desc, &alpha, A, la, B, lb, &beta, D, ld, D, ld, &r.algo, ws, ws_size,
+                       0);
+  if (s == CUBLAS_STATUS_SUCCESS && cudaDeviceSynchronize() != cudaSuccess)
+    s = CUBLAS_STATUS_EXECUTION_FAILED;
+  int bad = -1;
+  if (s == CUBLAS_STATUS_SUCCESS) {
+    uint16_t *h = malloc(dbytes);
+    cudaMemcpy(h, D, dbytes, cudaMemcpyDeviceToHost);
+    bad = 0;
+    for (int j = 0; j < c.n; j++)
+      for (int i = 0; i < c.m; i++) {
+        double want = 0;
+        for (int q = 0; q < c.k; q++) {
+          double a = value(1, q + i * c.k), b = value(2, q + j * c.k); /* exact in e4m3, e2m1 */
+          want += scale_at(c.amode, i, q) * a * scale_at(c.bmode, j, q) * b;
+        }
+        if (bf2f(h[i + j * c.m]) != bf2f(f2bf((float)want))) bad++;
+      }
+    free(h);
+  }
+  if (s == CUBLAS_STATUS_SUCCESS)
+    put(name, "%s mismatches=%d", st(s), bad);
+  else
+    put(name, "%s", st(s));
+  cudaFree(A), cudaFree(B), cudaFree(D), cudaFree(ws), cudaFree(dsa), cudaFree(dsb);
+  free(hsa), free(hsb);
+  cublasLtMatmulPreferenceDestroy(pref);
+  cublasLtMatrixLayoutDestroy(la), cublasLtMatrixLayoutDestroy(lb), cublasLtMatrixLayoutDestroy(ld);
+  cublasLtMatmulDescDestroy(desc);
+}
+
+static void probe_lt(cublasLtHandle_t lt) {
+  const int V128 = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F,
+            B128 = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F,
+            MX = CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0,
+            NV = CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3;
+  char name[64];
+  snprintf(name, sizeof name, "lt.block.v128_b128.sm%d", sm);
+  probe_block(lt, name, (bs_case){V128, B128, CUDA_R_8F_E4M3, 64, 256, 384});
+  snprintf(name, sizeof name, "lt.block.b128_v128.sm%d", sm);
+  probe_block(lt, name, (bs_case){B128, V128, CUDA_R_8F_E4M3, 256, 64, 384});
+  snprintf(name, sizeof name, "lt.block.v128_v128.sm%d", sm);
+  probe_block(lt, name, (bs_case){V128, V128, CUDA_R_8F_E4M3, 64, 64, 256});
+  snprintf(name, sizeof name, "lt.block.b128_b128.sm%d", sm);
+  probe_block(lt, name, (bs_case){B128, B128, CUDA_R_8F_E4M3, 128, 128, 256});
+  snprintf(name, sizeof name, "lt.block.mxfp8.sm%d", sm);
+  probe_block(lt, name, (bs_case){MX, MX, CUDA_R_8F_E4M3, 256, 128, 256});
+  snprintf(name, sizeof name, "lt.block.nvfp4.sm%d", sm);
+  probe_block(lt, name, (bs_case){NV, NV, CUDA_R_4F_E2M1, 256, 128, 256});
+
+  /* An algo made for fp16 used with fp32 descriptors. */
+  cublasLtMatmulAlgo_t algo;
+  cublasLtMatmulAlgoInit(lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16F, CUDA_R_16F, CUDA_R_16F,
+                         CUDA_R_16F, 0, &algo);
+  int ids[256], n = 0;
+  cublasLtMatmulAlgoGetIds(lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16F, CUDA_R_16F, CUDA_R_16F,
+                           CUDA_R_16F, 256, ids, &n);
+  put("lt.algoids.fp16_listed", "%s", n > 0 ? "yes" : "no");
+  if (n > 0)
+    cublasLtMatmulAlgoInit(lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16F, CUDA_R_16F, CUDA_R_16F,
+                           CUDA_R_16F, ids[0], &algo);
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t l32;
+  cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  cublasLtMatrixLayoutCreate(&l32, CUDA_R_32F, 64, 64, 64);
+  cublasLtMatmulHeuristicResult_t r;
+  put("lt.algocheck.other_types", "%s",
+      st(cublasLtMatmulAlgoCheck(lt, desc, l32, l32, l32, l32, &algo, &r)));
+  put("lt.algoinit.unknown_id", "%s",
+      st(cublasLtMatmulAlgoInit(lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                                CUDA_R_32F, CUDA_R_32F, 1 << 30, &algo)));
+  put("lt.algoids.requested_zero", "%s",
+      st(cublasLtMatmulAlgoGetIds(lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                                  CUDA_R_32F, CUDA_R_32F, 0, ids, &n)));
+  cublasLtMatrixLayoutDestroy(l32);
+  cublasLtMatmulDescDestroy(desc);
+}
+
+static int check(const char *expected_path) {
+  FILE *f = fopen(expected_path, "r");
+  if (f == NULL) {
+    perror(expected_path);
+    return 2;
+  }
+  char line[200];
+  int bad = 0, checked = 0;
+  while (fgets(line, sizeof line, f) != NULL) {
+    line[strcspn(line, "\n")] = '\0';
+    if (line[0] == '#' || line[0] == '\0') continue;
+    char name[100];
+    if (sscanf(line, "%99s", name) != 1) continue;
+    const char *arch = strstr(name, ".sm");
+    if (arch != NULL && atoi(arch + 3) != sm) continue; /* another architecture's claim */
+    checked++;
+    int found = 0;
+    for (int i = 0; i < n_got; i++) {
+      size_t len = strlen(name);
+      if (strncmp(got[i], name, len) == 0 && got[i][len] == ' ') {
+        found = 1;
+        if (strcmp(got[i], line) != 0) {
+          printf("MISMATCH %s: got \"%s\", claimed \"%s\"\n", name, got[i] + len + 1,
+                 line + len + 1);
+          bad++;
+        }
+      }
+    }
+    if (!found) {
+      printf("MISSING %s\n", name);
+      bad++;
+    }
+  }
+  fclose(f);
+  printf("fidelity_probe: sm_%d, %d claims checked, %d differ\n", sm, checked, bad);
+  return bad == 0 && checked > 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s EXPECTED_FILE\n", argv[0]);
+    return 2;
+  }
+  struct cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+    fprintf(stderr, "fidelity_probe: no CUDA device\n");
+    return 77;
+  }
+  sm = prop.major * 10 + prop.minor;
+  probe_copies();
+  cublasLtHandle_t lt;
+  if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) return 1;
+  probe_lt(lt);
+  cublasLtDestroy(lt);
+  return check(argv[1]);
+}
