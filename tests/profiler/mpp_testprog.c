@@ -873,6 +873,7 @@ static int mode_exec(int n) {
     s += gemmex(h, &m);
   printf("exec %d checksum %.17g\n", n, s);
   fflush(stdout);
+  CK(cublasDestroy(h));
   if (n <= 0) return 0;
   char next[16];
   snprintf(next, sizeof next, "%d", n - 1);
@@ -918,6 +919,7 @@ static int mode_orphan(int secs) {
   mats_init(&m, 9);
   printf("orphan checksum %.17g\n", gemmex(h, &m));
   fflush(stdout);
+  CK(cublasDestroy(h));
   pid_t pid = fork();
   if (pid == 0) {
     sleep((unsigned)secs);
