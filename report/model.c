@@ -59,6 +59,8 @@ static void process_free(mpprof_process *p) {
   free(p->tc_counters_status);
   free(p->tc_counters_reason);
   free(p->tc_counters_chip);
+  free(p->capture_mode);
+  free(p->capture_nvtx);
   free(p->tc_counters_sample);
   cJSON_Delete(p->tc_counters_metrics);
 }
@@ -89,6 +91,12 @@ void mpprof_model_free(mpprof_model *m) {
     mpprof_site_free(&m->sites[i]);
   free(m->sites);
   free(m->events);
+  for (size_t i = 0; i < m->n_ranges; i++)
+    free(m->ranges[i].name);
+  free(m->ranges);
+  for (size_t i = 0; i < m->n_kevents; i++)
+    free(m->kevents[i].name);
+  free(m->kevents);
   for (size_t i = 0; i < m->n_layers; i++)
     layer_free(&m->layers[i]);
   free(m->layers);
@@ -336,6 +344,8 @@ int mpprof_model_finish(mpprof_model *m) {
   free(p);
   for (size_t i = 0; i < m->n_events; i++)
     m->events[i].site = (uint32_t)newid[m->events[i].site];
+  for (size_t i = 0; i < m->n_kevents; i++)
+    m->kevents[i].site = (uint32_t)newid[m->kevents[i].site];
   free(newid);
   free(m->hash); /* keys are no longer looked up */
   m->hash = NULL;
