@@ -3,6 +3,7 @@
  * read, sites are sorted by layer so that each layer is a contiguous range,
  * and events are renumbered to the final site ids. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -383,4 +384,53 @@ int mpprof_model_finish(mpprof_model *m) {
     m->total_calls += s->calls;
   }
   return 0;
+}
+
+/* --- the capture range --- */
+
+void mpprof_capture_summary(const mpprof_model *m, mpprof_capture_sum *ret) {
+  memset(ret, 0, sizeof *ret);
+  for (size_t i = 0; i < m->n_procs; i++) {
+    const mpprof_process *p = &m->procs[i];
+    if (!p->has_capture || !strcmp(p->capture_mode, "all")) continue;
+    if (!ret->any) {
+      ret->mode = p->capture_mode;
+      ret->nvtx = p->capture_nvtx;
+      ret->has_steps = p->has_capture_steps;
+      ret->first = p->capture_first;
+      ret->last = p->capture_last;
+    } else if (strcmp(ret->mode, p->capture_mode)) {
+      ret->mode = "mixed";
+    }
+    ret->any = true;
+    ret->captured += p->capture_captured;
+    ret->not_started += p->capture_not_started;
+    ret->stopped += p->capture_stopped;
+  }
+  if (!ret->any) { /* everything recorded: captured = all calls seen */
+    ret->mode = "all";
+    for (size_t i = 0; i < m->n_procs; i++)
+      ret->captured += m->procs[i].has_capture ? m->procs[i].capture_captured
+                                               : m->procs[i].raw_calls;
+  }
+}
+
+void mpprof_capture_sentence(const mpprof_capture_sum *c, char *buf, size_t n) {
+  if (!c->any) {
+    buf[0] = '\0';
+    return;
+  }
+  char what[200];
+  if (!strcmp(c->mode, "steps") && c->has_steps)
+    snprintf(what, sizeof what, "steps %" PRId64 " to %" PRId64, c->first, c->last);
+  else if (!strcmp(c->mode, "nvtx") && c->nvtx)
+    snprintf(what, sizeof what, "inside NVTX ranges \"%.120s\"", c->nvtx);
+  else if (!strcmp(c->mode, "cudaProfilerApi"))
+    snprintf(what, sizeof what, "between cudaProfilerStart and cudaProfilerStop");
+  else
+    snprintf(what, sizeof what, "%s", c->mode);
+  snprintf(buf, n,
+           "capture range %s: %" PRId64 " op calls recorded, %" PRId64
+           " outside it not recorded (%" PRId64 " before it opened, %" PRId64 " after it closed)",
+           what, c->captured, c->not_started + c->stopped, c->not_started, c->stopped);
 }

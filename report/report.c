@@ -100,6 +100,11 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
       }
   }
   if (m->n_skipped) fprintf(f, "  %zu raw file(s) skipped (listed in the report)\n", m->n_skipped);
+  mpprof_capture_sum cs;
+  char capture[512];
+  mpprof_capture_summary(m, &cs);
+  mpprof_capture_sentence(&cs, capture, sizeof capture);
+  if (capture[0]) fprintf(f, "  %s\n", capture);
   if (m->n_procs) {
     const char *dev = NULL;
     for (size_t i = 0; i < m->n_procs && !dev; i++)

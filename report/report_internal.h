@@ -407,6 +407,18 @@ typedef struct mpprof_model {
 } mpprof_model;
 
 /* model.c */
+/* What the processes' capture ranges recorded (raw "capture"), summed. */
+typedef struct mpprof_capture_sum {
+  bool any;         /* some process had a capture range (mode other than "all") */
+  const char *mode; /* the processes' mode; "mixed" when they differ */
+  const char *nvtx; /* mode nvtx: the range name (first process's) */
+  bool has_steps;
+  int64_t first, last;
+  int64_t captured, not_started, stopped;
+} mpprof_capture_sum;
+void mpprof_capture_summary(const mpprof_model *m, mpprof_capture_sum *ret);
+/* One sentence for the summaries, "" when nothing was left out by a capture range. */
+void mpprof_capture_sentence(const mpprof_capture_sum *c, char *buf, size_t n);
 void mpprof_model_init(mpprof_model *m);
 void mpprof_model_free(mpprof_model *m);
 void mpprof_site_free(mpprof_site *s);
