@@ -306,7 +306,7 @@ static int write_events(const mpprof_model *m, FILE *f) {
     free(all.v);
     return -1;
   }
-  qsort(all.v, all.n, sizeof *all.v, slice_cmp);
+  if (all.n) qsort(all.v, all.n, sizeof *all.v, slice_cmp);
   write_track_names(f, &all);
   size_t flows = 0;
   for (size_t i = 0; i < all.n; i++) {
