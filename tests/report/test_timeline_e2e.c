@@ -130,10 +130,9 @@ static void there_is_one_step_slice_per_step(void **state) {
 }
 
 /* The ranges enclosing the op, outermost first, spell its layer path, and
- * each of them comes before the op in the file. */
-static void each_op_lies_inside_the_ranges_it_was_issued_in(void **state) {
-  (void)state;
-  const cJSON *evs = cJSON_GetObjectItem(trace, "traceEvents");
+ * each of them comes before the op in the file. Returns the ops seen. */
+static int check_nesting(const cJSON *tr) {
+  const cJSON *evs = cJSON_GetObjectItem(tr, "traceEvents");
   int ops = 0;
   for (int i = 0; i < cJSON_GetArraySize(evs); i++) {
     const cJSON *op = cJSON_GetArrayItem(evs, i);
@@ -162,7 +161,50 @@ static void each_op_lies_inside_the_ranges_it_was_issued_in(void **state) {
     assert_true(nenc >= 2);
     assert_string_equal(path, layer);
   }
-  assert_true(ops >= 4 * STEPS);
+  return ops;
+}
+
+static void each_op_lies_inside_the_ranges_it_was_issued_in(void **state) {
+  (void)state;
+  assert_true(check_nesting(trace) >= 4 * STEPS);
+}
+
+/* Four threads training at once while checkpoints read their range buffers:
+ * each thread's track has its own STEPS step slices and its ops nest. */
+static void ranges_are_per_thread(void **state) {
+  (void)state;
+  char *d = NULL, *cmd = NULL;
+  assert_true(asprintf(&d, "%s/mlp-threads", workdir) > 0);
+  assert_true(asprintf(&cmd, "rm -rf '%s'", d) > 0);
+  assert_int_equal(system(cmd), 0);
+  char steps[16];
+  snprintf(steps, sizeof steps, "%d", STEPS);
+  char *argv[] = {(char *)mpprof, "--checkpoint", "0.01",      "-o", d,   (char *)mlp_train,
+                  "--steps",      steps,          "--threads", "4",  NULL};
+  assert_int_equal(run(argv), 0);
+  cJSON *tr = rg_read_json(d, "trace.json");
+  assert_non_null(tr);
+  double tids[8];
+  int counts[8] = {0}, ntids = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(tr, "traceEvents")) {
+    if (!is(e, "X", "range") || strcmp(s_of(e, "name"), "step")) continue;
+    int k = 0;
+    while (k < ntids && tids[k] != n_of(e, "tid"))
+      k++;
+    if (k == ntids) {
+      assert_true(ntids < 8);
+      tids[ntids++] = n_of(e, "tid");
+    }
+    counts[k]++;
+  }
+  assert_int_equal(ntids, 4);
+  for (int k = 0; k < ntids; k++)
+    assert_int_equal(counts[k], STEPS);
+  assert_true(check_nesting(tr) >= 4 * 4 * STEPS);
+  cJSON_Delete(tr);
+  free(d);
+  free(cmd);
 }
 
 static void each_kernel_has_a_flow_from_its_op(void **state) {
@@ -221,6 +263,7 @@ int main(void) {
       cmocka_unit_test(there_is_one_step_slice_per_step),
       cmocka_unit_test(each_op_lies_inside_the_ranges_it_was_issued_in),
       cmocka_unit_test(each_kernel_has_a_flow_from_its_op),
+      cmocka_unit_test(ranges_are_per_thread),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
