@@ -781,6 +781,16 @@ static int rule_loss_scale_conflict(mpprof_model *m) {
 
 static int rule_no_cuda_ops(mpprof_model *m) {
   if (!m->n_procs || m->total_calls != 0) return 0;
+  int64_t outside = mpprof_capture_all_outside(m);
+  if (outside)
+    return add(m, "no_cuda_ops", "info", NULL,
+               mpprof_asprintf("no cuBLAS, cuBLASLt or cuDNN matrix call ran inside the capture "
+                               "range; %" PRId64 " ran outside it and were not recorded",
+                               outside),
+               strdup("check the capture range: the cudaProfilerStart/Stop calls, the "
+                      "--nvtx-capture name, or the --steps against the steps the program marks"))
+               ? 0
+               : -1;
   return add(m, "no_cuda_ops", "info", NULL,
              strdup("the profiled program made no cuBLAS, cuBLASLt or cuDNN matrix calls: there "
                     "is nothing to advise on"),

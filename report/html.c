@@ -229,6 +229,11 @@ static void summary(const mpprof_model *m, FILE *f) {
   provenance(m, f);
   if (m->n_procs == 0) {
     fputs("<p class=\"big\">No raw profile files were read: nothing was profiled.</p>\n", f);
+  } else if (mpprof_capture_all_outside(m)) {
+    fprintf(f,
+            "<p class=\"big\">No CUDA matrix call ran inside the capture range (%" PRId64
+            " ran outside it): there is nothing to advise on.</p>\n",
+            mpprof_capture_all_outside(m));
   } else if (m->total_calls == 0) {
     fprintf(f,
             "<p class=\"big\">The profiled program made no CUDA matrix calls (cuBLAS, cuBLASLt, "

@@ -411,6 +411,10 @@ static cJSON *summary_json(const mpprof_model *m) {
   char *msg;
   if (m->n_procs == 0)
     msg = strdup("no raw profile files were read: nothing was profiled");
+  else if (mpprof_capture_all_outside(m))
+    msg = mpprof_asprintf("no CUDA matrix op ran inside the capture range (%" PRId64
+                          " ran outside it)",
+                          mpprof_capture_all_outside(m));
   else if (m->total_calls == 0)
     msg = strdup("no CUDA matrix ops (cuBLAS, cuBLASLt, cuDNN) were called by the profiled "
                  "program");

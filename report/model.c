@@ -434,3 +434,10 @@ void mpprof_capture_sentence(const mpprof_capture_sum *c, char *buf, size_t n) {
            " outside it not recorded (%" PRId64 " before it opened, %" PRId64 " after it closed)",
            what, c->captured, c->not_started + c->stopped, c->not_started, c->stopped);
 }
+
+int64_t mpprof_capture_all_outside(const mpprof_model *m) {
+  if (m->total_calls) return 0;
+  mpprof_capture_sum c;
+  mpprof_capture_summary(m, &c);
+  return c.any ? c.not_started + c.stopped : 0;
+}

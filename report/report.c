@@ -44,6 +44,11 @@ static char *program_of(const mpprof_model *m) {
 static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
   if (m->n_procs == 0)
     fprintf(f, "mpprof: no raw profile files in %s/raw: nothing was profiled\n", out_dir);
+  else if (mpprof_capture_all_outside(m))
+    fprintf(f,
+            "mpprof: %zu process%s, no CUDA matrix op ran inside the capture range (%" PRId64
+            " ran outside it)\n",
+            m->n_procs, m->n_procs == 1 ? "" : "es", mpprof_capture_all_outside(m));
   else if (m->total_calls == 0)
     fprintf(f, "mpprof: %zu process%s, no CUDA matrix ops (cuBLAS/cuBLASLt/cuDNN) were called\n",
             m->n_procs, m->n_procs == 1 ? "" : "es");

@@ -419,6 +419,8 @@ typedef struct mpprof_capture_sum {
 void mpprof_capture_summary(const mpprof_model *m, mpprof_capture_sum *ret);
 /* One sentence for the summaries, "" when nothing was left out by a capture range. */
 void mpprof_capture_sentence(const mpprof_capture_sum *c, char *buf, size_t n);
+/* No call was recorded but some ran outside the capture range: how many (else 0). */
+int64_t mpprof_capture_all_outside(const mpprof_model *m);
 void mpprof_model_init(mpprof_model *m);
 void mpprof_model_free(mpprof_model *m);
 void mpprof_site_free(mpprof_site *s);

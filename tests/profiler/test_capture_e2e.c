@@ -226,6 +226,24 @@ static void steps_records_only_the_steps_asked_for(void **state) {
   free(d);
 }
 
+/* A window nothing ran in: the report says so, not "no CUDA matrix ops were called". */
+static void a_window_without_calls_says_they_ran_outside_it(void **state) {
+  (void)state;
+  char *d;
+  const char *opts[] = {"--steps", "100:200", NULL};
+  assert_int_equal(profile("empty", opts, &d), 0);
+  cJSON *rep = report_of(d);
+  check_capture(rep, "steps", 0, 16, 0);
+  const char *msg =
+      cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "summary"), "message")->valuestring;
+  assert_non_null(strstr(msg, "inside the capture range (16 ran outside it)"));
+  char *log = log_of("empty");
+  assert_non_null(strstr(log, "no CUDA matrix op ran inside the capture range"));
+  free(log);
+  cJSON_Delete(rep);
+  free(d);
+}
+
 static void bad_values_are_one_line_and_exit_2(void **state) {
   (void)state;
   const char *bad[][5] = {
@@ -261,6 +279,7 @@ int main(void) {
       cmocka_unit_test(cuda_profiler_api_records_only_between_start_and_stop),
       cmocka_unit_test(nvtx_capture_records_only_inside_the_named_range),
       cmocka_unit_test(steps_records_only_the_steps_asked_for),
+      cmocka_unit_test(a_window_without_calls_says_they_ran_outside_it),
       cmocka_unit_test(bad_values_are_one_line_and_exit_2),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

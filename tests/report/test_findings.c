@@ -428,12 +428,30 @@ static void no_cuda_ops(void **state) {
   (void)state;
   mpprof_model m;
   mpprof_model_init(&m);
-  m.n_procs = 1; /* counted only: procs stays NULL, nothing to free */
+  m.procs = calloc(1, sizeof *m.procs);
+  assert_non_null(m.procs);
+  m.n_procs = m.cap_procs = 1;
   m.total_calls = 5;
   assert_int_equal(run(&m, "no_cuda_ops"), 0);
   m.total_calls = 0;
   assert_int_equal(run(&m, "no_cuda_ops"), 1);
-  m.n_procs = 0;
+  assert_non_null(strstr(m.findings[0].message, "made no cuBLAS"));
+  mpprof_model_free(&m);
+}
+
+/* Calls that all ran outside a capture range: the finding says so. */
+static void no_cuda_ops_inside_the_capture_range(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  m.procs = calloc(1, sizeof *m.procs);
+  assert_non_null(m.procs);
+  m.n_procs = m.cap_procs = 1;
+  m.procs[0].has_capture = true;
+  m.procs[0].capture_mode = strdup("steps");
+  m.procs[0].capture_not_started = 16;
+  assert_int_equal(run(&m, "no_cuda_ops"), 1);
+  assert_non_null(strstr(m.findings[0].message, "inside the capture range; 16 ran outside it"));
   mpprof_model_free(&m);
 }
 
@@ -548,6 +566,7 @@ int main(void) {
       cmocka_unit_test(tensor_cores_inefficient),
       cmocka_unit_test(loss_scale_conflict),
       cmocka_unit_test(no_cuda_ops),
+      cmocka_unit_test(no_cuda_ops_inside_the_capture_range),
       cmocka_unit_test(skipped_files),
       cmocka_unit_test(incomplete_process),
       cmocka_unit_test(no_kernel_data),
