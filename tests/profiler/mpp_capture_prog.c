@@ -5,8 +5,10 @@
  *   cudaProfilerStart before step 2, cudaProfilerStop after step 3 (runtime API)
  *   cuProfilerStart before step 5, cuProfilerStop after step 5 (driver API)
  *   step 6 also inside the NVTX range "capture_me" (around its "step" range)
+ *   step 7 while another thread is inside its own "capture_me" range
  * Prints a checksum of the results. Linked against the CUDA libraries by
  * soname; run with LD_LIBRARY_PATH=<simcuda>. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +56,18 @@ static double gemm(cublasHandle_t h, const float *a, const float *b, float *c) {
   return s;
 }
 
+/* A thread inside "capture_me" from before step 7 begins to after it ends. */
+static pthread_barrier_t opened, done;
+
+static void *other_thread(void *arg) {
+  (void)arg;
+  nvtxRangePushA("capture_me");
+  pthread_barrier_wait(&opened);
+  pthread_barrier_wait(&done);
+  nvtxRangePop();
+  return NULL;
+}
+
 int main(void) {
   check(cuInit(0) == CUDA_SUCCESS, "cuInit");
   float host[N * N];
@@ -72,7 +86,14 @@ int main(void) {
   for (uint64_t step = 0; step < STEPS; step++) {
     if (step == 2) check(cudaProfilerStart() == cudaSuccess, "cudaProfilerStart");
     if (step == 5) check(cuProfilerStart() == CUDA_SUCCESS, "cuProfilerStart");
+    pthread_t other;
     if (step == 6) nvtxRangePushA("capture_me");
+    if (step == 7) {
+      pthread_barrier_init(&opened, NULL, 2);
+      pthread_barrier_init(&done, NULL, 2);
+      check(pthread_create(&other, NULL, other_thread, NULL) == 0, "pthread_create");
+      pthread_barrier_wait(&opened);
+    }
     mark_step(mpprof, step);
     char name[16];
     snprintf(name, sizeof name, "s%llu", (unsigned long long)step);
@@ -87,6 +108,10 @@ int main(void) {
     nvtxRangePop();
     nvtxRangePop();
     if (step == 6) nvtxRangePop();
+    if (step == 7) {
+      pthread_barrier_wait(&done);
+      pthread_join(other, NULL);
+    }
     if (step == 3) check(cudaProfilerStop() == cudaSuccess, "cudaProfilerStop");
     if (step == 5) check(cuProfilerStop() == CUDA_SUCCESS, "cuProfilerStop");
   }
