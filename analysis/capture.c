@@ -1,10 +1,8 @@
 /* Parsing of the capture range settings (analysis/capture.h). */
 #include "analysis/capture.h"
 
-#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 const char *mp_capture_mode_name(mp_capture_mode mode) {
