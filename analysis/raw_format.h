@@ -188,8 +188,12 @@
   X(cupti, "cupti", "MP_RAW_CUPTI")                                                                \
   X(tc_counters, "tc_counters", "MP_RAW_TC_COUNTERS, only with --tc-counters")                     \
   X(training, "training", "MP_RAW_TRAINING: what the program declared (profiler/train.c)")          \
+  X(capture, "capture", "MP_RAW_CAPTURE: the capture range and the calls outside it")              \
+  X(timeline, "timeline", "MP_RAW_TIMELINE: caps and drops of the timeline lists below")          \
   X(sites, "sites", "SITE objects")                                                                \
-  X(events, "events", "MP_RAW_EVENT objects")
+  X(events, "events", "MP_RAW_EVENT objects")                                                      \
+  X(ranges, "ranges", "MP_RAW_RANGE objects: NVTX push/pop ranges that ended")                     \
+  X(kernel_events, "kernel_events", "MP_RAW_KERNEL_EVENT objects: kernels of recorded calls")
 
 #define MP_RAW_NVTX(X)                                                                             \
   X(marks, "marks", "NVTX marks seen")                                                             \
@@ -267,7 +271,46 @@
   X(t_ns, "t_ns", "CLOCK_REALTIME at the call's start")                                            \
   X(dur_ns, "dur_ns", "CPU wall time of the call")                                                 \
   X(thread, "thread", "Linux tid")                                                                 \
-  X(stream, "stream", "the op's stream handle, \"0x...\"")
+  X(stream, "stream", "the op's stream handle, \"0x...\"")                                        \
+  X(call, "call", "the call's index in its site, from 0 (kernel_events[].call)")
+
+/* What `mpprof run --capture-range` / --steps recorded (profiler/capture.c). */
+#define MP_RAW_CAPTURE(X)                                                                          \
+  X(mode, "mode", "all | cudaProfilerApi | nvtx | steps")                                          \
+  X(nvtx, "nvtx", "the range name of mode nvtx, else null")                                        \
+  X(steps, "steps", "[A, B] of mode steps, else null")                                             \
+  X(captured, "captured", "op calls inside the capture range (recorded)")                          \
+  X(outside, "outside", "op calls outside it, not recorded, per MP_RAW_CAPTURE_OUTSIDE reason")
+
+/* Why an op call was outside the capture range, in this order (mpp_capture_reason). */
+#define MP_RAW_CAPTURE_OUTSIDE(X)                                                                  \
+  X(NOT_STARTED, "not_started", "before the range first opened (or before step A)")              \
+  X(STOPPED, "stopped", "after it closed (between ranges, or after step B)")
+
+/* The timeline lists' caps: a list that hit its cap says how much it dropped. */
+#define MP_RAW_TIMELINE(X)                                                                         \
+  X(max_events, "max_events", "MPPROF_MAX_EVENTS: cap of events and of kernel_events")             \
+  X(events_dropped, "events_dropped", "calls recorded without an event")                           \
+  X(max_ranges, "max_ranges", "MPPROF_MAX_RANGES: cap of ranges")                                  \
+  X(ranges_dropped, "ranges_dropped", "ended ranges not kept")                                     \
+  X(kernel_events_dropped, "kernel_events_dropped", "kernels of recorded calls not kept")
+
+/* One NVTX push/pop range of one thread (profiler/nvtx.c). */
+#define MP_RAW_RANGE(X)                                                                            \
+  X(name, "name", "the range's message")                                                           \
+  X(thread, "thread", "Linux tid")                                                                 \
+  X(depth, "depth", "nesting level on its thread, 0 outermost")                                    \
+  X(start_ns, "start_ns", "CLOCK_REALTIME at the push")                                            \
+  X(end_ns, "end_ns", "CLOCK_REALTIME at the pop")
+
+/* One kernel launched by a recorded call (CUPTI). */
+#define MP_RAW_KERNEL_EVENT(X)                                                                     \
+  X(site, "site", "SITE id")                                                                       \
+  X(call, "call", "the launching call's index in its site (events[].call), low 32 bits")          \
+  X(kernel, "kernel", "index into the site's kernels[]")                                           \
+  X(stream, "stream", "CUPTI stream id")                                                           \
+  X(start_ns, "start_ns", "kernel start, CUPTI timestamp (ns)")                                    \
+  X(end_ns, "end_ns", "kernel end, CUPTI timestamp (ns)")
 
 /* Every table as a struct of key strings: MP_RK_SITE.calls is "calls". */
 #define MP_RAW_KEY_MEMBER_(name, json, ...) const char *name;
@@ -285,6 +328,11 @@ MP_RAW_KEYS_(mp_rk_device, MP_RK_DEVICE, MP_RAW_DEVICE);
 MP_RAW_KEYS_(mp_rk_cupti, MP_RK_CUPTI, MP_RAW_CUPTI);
 MP_RAW_KEYS_(mp_rk_tc_counters, MP_RK_TC_COUNTERS, MP_RAW_TC_COUNTERS);
 MP_RAW_KEYS_(mp_rk_event, MP_RK_EVENT, MP_RAW_EVENT);
+MP_RAW_KEYS_(mp_rk_capture, MP_RK_CAPTURE, MP_RAW_CAPTURE);
+MP_RAW_KEYS_(mp_rk_capture_outside, MP_RK_CAPTURE_OUTSIDE, MP_RAW_CAPTURE_OUTSIDE);
+MP_RAW_KEYS_(mp_rk_timeline, MP_RK_TIMELINE, MP_RAW_TIMELINE);
+MP_RAW_KEYS_(mp_rk_range, MP_RK_RANGE, MP_RAW_RANGE);
+MP_RAW_KEYS_(mp_rk_kernel_event, MP_RK_KERNEL_EVENT, MP_RAW_KERNEL_EVENT);
 MP_RAW_KEYS_(mp_rk_training, MP_RK_TRAINING, MP_RAW_TRAINING);
 MP_RAW_KEYS_(mp_rk_scale_change, MP_RK_SCALE_CHANGE, MP_RAW_SCALE_CHANGE);
 MP_RAW_KEYS_(mp_rk_steps, MP_RK_STEPS, MP_RAW_STEPS);

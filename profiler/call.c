@@ -119,10 +119,9 @@ static uint64_t make_op_id(int site, uint64_t index) {
 
 void mpp_kernel_sink_fn(uint64_t op_id, const char *mangled_name, uint64_t start_ns,
                         uint64_t end_ns, uint32_t stream_id) {
-  (void)stream_id;
   if (op_id >> 32 == 0) return;
-  mpp_site_kernel((int)((op_id >> 32) - 1), mangled_name,
-                  end_ns > start_ns ? end_ns - start_ns : 0);
+  mpp_site_kernel((int)((op_id >> 32) - 1), (uint32_t)op_id, mangled_name, start_ns, end_ns,
+                  stream_id);
   mpp_tc_kernel(op_id, mangled_name, start_ns); /* after: the kernel's entry exists */
 }
 
@@ -279,6 +278,10 @@ void mpp_call_begin(mpp_call *c, mpp_op *op) {
     mpp_process_note_device(); /* the app's first op: its CUDA context exists */
   memset(c, 0, sizeof *c);
   c->tmp_owned = open_calls++ > 0;
+  if (mpp_capture_check() >= 0) { /* outside the capture range: counted, not recorded */
+    c->site = -1;
+    return;
+  }
   uint64_t index = 0;
   mpp_layer layer;
   mpp_layer_current(&layer);
@@ -388,6 +391,7 @@ void mpp_call_end(mpp_call *c, mpp_op *op, bool ok) {
 }
 
 void mpp_call_autotune(mpp_op *op) {
+  if (!mpp_capture_inside()) return;
   uint64_t index;
   mpp_layer layer;
   mpp_layer_current(&layer);

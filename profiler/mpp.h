@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/capture.h"
 #include "analysis/raw_format.h"
 #include "analysis/scan.h"
 #include "analysis/stats.h"
@@ -35,7 +36,10 @@ typedef struct mpp_config {
   uint64_t shadow;        /* MPPROF_SHADOW: shadow every Nth GEMM call of a site; 0 off */
   uint64_t shadow_max_mb; /* MPPROF_SHADOW_MAX_MB: memory cap of one shadowed call */
   uint32_t max_sites;  /* MPPROF_MAX_SITES */
-  uint64_t max_events; /* MPPROF_MAX_EVENTS */
+  uint64_t max_events; /* MPPROF_MAX_EVENTS: events, and kernel events apart */
+  uint64_t max_ranges; /* MPPROF_MAX_RANGES: ended NVTX ranges kept for the timeline */
+  mp_capture capture;  /* MPPROF_CAPTURE_RANGE, MPPROF_NVTX_CAPTURE, MPPROF_STEPS */
+  char capture_nvtx[256]; /* capture.nvtx points here */
   double checkpoint_s; /* MPPROF_CHECKPOINT_S; 0 disables */
   int log;             /* MPPROF_LOG: 0 quiet, 1 problems, 2 debug */
   char out_dir[4096];  /* MPPROF_OUT: raw files go to out_dir/raw/ */
@@ -256,7 +260,17 @@ typedef struct mpp_event {
   uint64_t t_ns;
   uint64_t dur_ns;
   uintptr_t stream;
+  uint64_t call; /* the call's index in its site */
 } mpp_event;
+
+/* A kernel a recorded call launched (CUPTI), for the timeline's GPU tracks. */
+typedef struct mpp_kernel_event {
+  uint32_t site;
+  uint32_t call;   /* low 32 bits of the call's index (the op id's) */
+  uint32_t kernel; /* index into the site's kernels[] */
+  uint32_t stream; /* CUPTI stream id */
+  uint64_t start_ns, end_ns;
+} mpp_kernel_event;
 
 /* All tables are protected by one mutex (sites.c); the accessors below take it. */
 void mpp_sites_lock(void);
@@ -275,7 +289,9 @@ void mpp_site_record_autotune(int site); /* a cuDNN autotuning execution: counte
 void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur_ns);
 bool mpp_events_wanted(void); /* false once MPPROF_MAX_EVENTS events are stored */
 void mpp_site_merge_stats(int site, int role, const mp_stats *s); /* device-scan sink */
-void mpp_site_kernel(int site, const char *name, uint64_t gpu_ns);
+/* One kernel launch of call `call` (low 32 bits) of the site; start/end for the timeline. */
+void mpp_site_kernel(int site, uint32_t call, const char *name, uint64_t start_ns, uint64_t end_ns,
+                     uint32_t stream);
 /* A counter verdict for one measured launch of a kernel already in the site. */
 void mpp_site_kernel_tc(int site, const char *name, bool tc, const double *values, int nvalues);
 /* tc_counters.c verdict sink (mpp_tc_verdict_fn): op id -> site. */
@@ -292,6 +308,9 @@ typedef struct mpp_tables {
   const mpp_event *events;
   uint64_t nevents;
   uint64_t events_dropped;
+  const mpp_kernel_event *kevents;
+  uint64_t nkevents;
+  uint64_t kevents_dropped;
   uint64_t ops_unattributed;
   uint64_t failed_calls;
   uint64_t total_calls;
@@ -315,6 +334,26 @@ const char *mpp_nvtx_layer(uint64_t *ret_hash);
 int mpp_nvtx_push(const void *domain, const char *name);
 int mpp_nvtx_pop(const void *domain);
 void mpp_nvtx_thread_reset(void);
+/* An ended push/pop range (MP_RAW_RANGE). */
+typedef struct mpp_range {
+  uint64_t start_ns, end_ns;
+  uint32_t thread, depth;
+  char name[88]; /* cut at 87 bytes */
+} mpp_range;
+/* Every kept range, in no particular order; safe while threads push and pop. */
+void mpp_nvtx_ranges_each(void (*fn)(void *ctx, const mpp_range *r), void *ctx);
+uint64_t mpp_nvtx_ranges_dropped(void);
+void mpp_nvtx_ranges_reset(void); /* fork child, tests */
+
+/* --- the capture range (capture.c): which op calls are recorded --- */
+/* -1 inside (record the call; counted as captured), else the
+ * MP_RAW_CAPTURE_OUTSIDE reason index (counted). */
+int mpp_capture_check(void);
+bool mpp_capture_inside(void); /* the same question, not counted (autotuning calls) */
+void mpp_capture_profiler(bool start); /* cudaProfilerStart/Stop, cuProfilerStart/Stop */
+bool mpp_capture_nvtx_push(const char *name); /* true: NAME opened (pop it with the next) */
+void mpp_capture_nvtx_pop(void);
+void mpp_capture_reset_counts(void); /* fork child: its own counts, the state in force stays */
 
 /* --- training state (train.c): loss scale, steps, first non-finite op --- */
 double mpp_train_scale(void);            /* in force now; 0 when none declared */
@@ -339,6 +378,7 @@ typedef struct mpp_nonfinite {
 void mpp_train_note_nonfinite_locked(const mpp_nonfinite *nf); /* site lock held */
 struct mpp_jw;
 void mpp_train_write_locked(struct mpp_jw *w); /* the raw "training" object; site lock held */
+void mpp_capture_write(struct mpp_jw *w);      /* the raw "capture" object (capture.c) */
 /* --- shadow execution (shadow.c) --- */
 /* Shadow one sampled call after it returned (host-visible operands); a call
  * that cannot be shadowed is counted under its reason. */

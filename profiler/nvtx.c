@@ -8,6 +8,13 @@
  * domain's pop removes that domain's innermost range. Start/end ranges and
  * marks are not nested, so they never define a layer; they are counted.
  *
+ * The timeline: every push/pop range that ends is kept with its start and end
+ * time (CLOCK_REALTIME) in a buffer of its thread (chunks that are only
+ * appended to, the count published last, so the raw writer reads them while
+ * the thread goes on), at most MPPROF_MAX_RANGES in the process; more are
+ * counted as dropped and the raw file says so. Ranges still open when the
+ * file is written are not in it.
+ *
  * Marks in the domain named "mpprof" declare the training state (train.c):
  * "loss_scale" with a double payload, "step" and "step_skipped" with an
  * unsigned 64-bit payload (README.md). Other messages there are ignored. */
@@ -26,6 +33,24 @@
 #define MAX_PATH 1024
 #define MAX_STRINGS 65536
 #define MAX_DOMAINS 4096
+#define RANGE_CHUNK 512
+
+/* --- ended ranges, per thread --- */
+
+typedef struct range_chunk {
+  struct range_chunk *next;
+  mpp_range r[RANGE_CHUNK];
+} range_chunk;
+
+typedef struct range_buf {
+  struct range_buf *next; /* all buffers ever made: never unlinked (thread exit leaves it) */
+  uint32_t thread;
+  _Atomic uint64_t n; /* records published */
+  range_chunk *head, *tail;
+} range_buf;
+
+static _Atomic(range_buf *) range_bufs;
+static atomic_uint_fast64_t ranges_kept, ranges_dropped;
 
 typedef struct nvtx_thread {
   uint32_t overflow; /* pushes beyond MAX_DEPTH, popped first */
@@ -33,9 +58,12 @@ typedef struct nvtx_thread {
   struct {
     uint32_t start; /* offset of this range's segment ("/" + name, or name at 0) */
     const void *domain;
+    uint64_t t0_ns; /* the push */
+    bool capture;   /* the range is the --nvtx-capture range (capture.c) */
   } e[MAX_DEPTH];
   uint32_t len;
   uint64_t hash;
+  range_buf *ranges; /* this thread's ended ranges; NULL until the first */
   char path[MAX_PATH];
 } nvtx_thread;
 
@@ -106,13 +134,74 @@ int mpp_nvtx_push(const void *domain, const char *name) {
   t->len += (uint32_t)nl;
   t->e[t->n].start = start;
   t->e[t->n].domain = domain;
+  t->e[t->n].t0_ns = mpp_now_ns();
+  t->e[t->n].capture = mpp_capture_nvtx_push(name);
   t->n++;
   rehash(t);
   return level;
 }
 
+static range_buf *new_range_buf(void) {
+  range_buf *b = calloc(1, sizeof *b);
+  if (!b) return NULL;
+  b->thread = mpp_thread_id();
+  b->next = atomic_load(&range_bufs);
+  while (!atomic_compare_exchange_weak(&range_bufs, &b->next, b))
+    ;
+  return b;
+}
+
+static void note_dropped(void) {
+  if (atomic_fetch_add(&ranges_dropped, 1) == 0)
+    mpp_note_incomplete("max_ranges", "max_ranges (%llu) reached",
+                        (unsigned long long)mpp_cfg.max_ranges);
+}
+
+/* Keep the ended range of entry i (its segment still in the path). */
+static void keep_range(nvtx_thread *t, uint32_t i, uint64_t end_ns) {
+  if (atomic_load_explicit(&ranges_kept, memory_order_relaxed) >= mpp_cfg.max_ranges ||
+      atomic_fetch_add(&ranges_kept, 1) >= mpp_cfg.max_ranges) {
+    note_dropped();
+    return;
+  }
+  range_buf *b = t->ranges ? t->ranges : (t->ranges = new_range_buf());
+  if (!b) {
+    note_dropped();
+    return;
+  }
+  uint64_t n = atomic_load_explicit(&b->n, memory_order_relaxed);
+  if (n % RANGE_CHUNK == 0) { /* the next chunk: kept from before a reset, or a new one */
+    range_chunk *c = n == 0 ? b->head : b->tail->next;
+    if (!c) {
+      if (!(c = calloc(1, sizeof *c))) {
+        note_dropped();
+        return;
+      }
+      if (n == 0)
+        b->head = c;
+      else
+        b->tail->next = c;
+    }
+    b->tail = c;
+  }
+  mpp_range *r = &b->tail->r[n % RANGE_CHUNK];
+  uint32_t rs = t->e[i].start;
+  uint32_t re = i + 1 < t->n ? t->e[i + 1].start : t->len;
+  if (i > 0 && rs < re) rs++; /* the "/" before the name */
+  uint32_t nl = re - rs < sizeof r->name - 1 ? re - rs : (uint32_t)sizeof r->name - 1;
+  memcpy(r->name, t->path + rs, nl);
+  r->name[nl] = '\0';
+  r->thread = b->thread;
+  r->depth = i;
+  r->start_ns = t->e[i].t0_ns;
+  r->end_ns = end_ns;
+  atomic_store_explicit(&b->n, n + 1, memory_order_release);
+}
+
 /* Remove the segment of entry i (not necessarily the innermost). */
 static void remove_entry(nvtx_thread *t, uint32_t i) {
+  if (t->e[i].capture) mpp_capture_nvtx_pop();
+  keep_range(t, i, mpp_now_ns());
   uint32_t rs = t->e[i].start;
   uint32_t re = i + 1 < t->n ? t->e[i + 1].start : t->len;
   if (i == 0 && t->n > 1 && re < t->len)
@@ -149,6 +238,32 @@ void mpp_nvtx_thread_reset(void) {
     tls->n = tls->overflow = tls->len = 0;
     rehash(tls);
   }
+}
+
+uint64_t mpp_nvtx_ranges_dropped(void) {
+  return atomic_load(&ranges_dropped);
+}
+
+void mpp_nvtx_ranges_each(void (*fn)(void *ctx, const mpp_range *r), void *ctx) {
+  for (range_buf *b = atomic_load(&range_bufs); b; b = b->next) {
+    uint64_t n = atomic_load_explicit(&b->n, memory_order_acquire);
+    const range_chunk *c = b->head;
+    for (uint64_t i = 0; i < n && c; i++) {
+      fn(ctx, &c->r[i % RANGE_CHUNK]);
+      if (i % RANGE_CHUNK == RANGE_CHUNK - 1) c = c->next;
+    }
+  }
+}
+
+/* A fork child (only the forking thread is left) and tests: no ended ranges.
+ * Chunks are kept for reuse by their threads' next ranges. */
+void mpp_nvtx_ranges_reset(void) {
+  for (range_buf *b = atomic_load(&range_bufs); b; b = b->next) {
+    atomic_store(&b->n, 0);
+    b->thread = mpp_thread_id();
+  }
+  atomic_store(&ranges_kept, 0);
+  atomic_store(&ranges_dropped, 0);
 }
 
 /* --- registered strings and domains: the handle points at our own copy --- */

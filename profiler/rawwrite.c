@@ -390,6 +390,30 @@ static void write_tc_counters(mpp_jw *w, const mpp_tc_info *t) {
   mpp_jw_obj_end(w);
 }
 
+/* --- the timeline lists (MP_RAW_TIMELINE, MP_RAW_RANGE) --- */
+
+static void write_timeline_caps(mpp_jw *w, const mpp_tables *t) {
+  mpp_jw_key(w, MP_RK_TOP.timeline);
+  mpp_jw_obj(w);
+  key_u64(w, MP_RK_TIMELINE.max_events, mpp_cfg.max_events);
+  key_u64(w, MP_RK_TIMELINE.events_dropped, t->events_dropped);
+  key_u64(w, MP_RK_TIMELINE.max_ranges, mpp_cfg.max_ranges);
+  key_u64(w, MP_RK_TIMELINE.ranges_dropped, mpp_nvtx_ranges_dropped());
+  key_u64(w, MP_RK_TIMELINE.kernel_events_dropped, t->kevents_dropped);
+  mpp_jw_obj_end(w);
+}
+
+static void write_range(void *ctx, const mpp_range *r) {
+  mpp_jw *w = ctx;
+  mpp_jw_obj(w);
+  key_str(w, MP_RK_RANGE.name, r->name);
+  key_u64(w, MP_RK_RANGE.thread, r->thread);
+  key_u64(w, MP_RK_RANGE.depth, r->depth);
+  key_u64(w, MP_RK_RANGE.start_ns, r->start_ns);
+  key_u64(w, MP_RK_RANGE.end_ns, r->end_ns);
+  mpp_jw_obj_end(w);
+}
+
 static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_facts *o) {
   mpp_jw_obj(w);
   mpp_jw_key(w, MP_RK_TOP.schema);
@@ -468,6 +492,9 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_
   if (o->tc.status) write_tc_counters(w, &o->tc);
   mpp_jw_key(w, MP_RK_TOP.training);
   mpp_train_write_locked(w);
+  mpp_jw_key(w, MP_RK_TOP.capture);
+  mpp_capture_write(w);
+  write_timeline_caps(w, t);
   mpp_jw_key(w, MP_RK_TOP.sites);
   mpp_jw_arr(w);
   /* Sites whose every call failed (or is still running) carry nothing. */
@@ -489,6 +516,25 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_
     key_i64(w, MP_RK_EVENT.thread, e->thread);
     mpp_jw_key(w, MP_RK_EVENT.stream);
     mpp_jw_str(w, stream);
+    key_u64(w, MP_RK_EVENT.call, e->call);
+    mpp_jw_obj_end(w);
+  }
+  mpp_jw_arr_end(w);
+  mpp_jw_key(w, MP_RK_TOP.ranges);
+  mpp_jw_arr(w);
+  mpp_nvtx_ranges_each(write_range, w);
+  mpp_jw_arr_end(w);
+  mpp_jw_key(w, MP_RK_TOP.kernel_events);
+  mpp_jw_arr(w);
+  for (uint64_t i = 0; i < t->nkevents; i++) {
+    const mpp_kernel_event *k = &t->kevents[i];
+    mpp_jw_obj(w);
+    key_u64(w, MP_RK_KERNEL_EVENT.site, k->site);
+    key_u64(w, MP_RK_KERNEL_EVENT.call, k->call);
+    key_u64(w, MP_RK_KERNEL_EVENT.kernel, k->kernel);
+    key_u64(w, MP_RK_KERNEL_EVENT.stream, k->stream);
+    key_u64(w, MP_RK_KERNEL_EVENT.start_ns, k->start_ns);
+    key_u64(w, MP_RK_KERNEL_EVENT.end_ns, k->end_ns);
     mpp_jw_obj_end(w);
   }
   mpp_jw_arr_end(w);

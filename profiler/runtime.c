@@ -77,6 +77,19 @@ static uint64_t env_u64(const char *name, uint64_t dflt, uint64_t lo, uint64_t h
   return x;
 }
 
+/* The launcher refused bad values already; set by hand, a bad one is logged
+ * and everything is recorded. */
+static void read_capture(void) {
+  const char *range = getenv("MPPROF_CAPTURE_RANGE"), *nvtx = getenv("MPPROF_NVTX_CAPTURE");
+  char err[160];
+  if (nvtx) snprintf(mpp_cfg.capture_nvtx, sizeof mpp_cfg.capture_nvtx, "%s", nvtx);
+  if (mp_capture_parse(range, nvtx ? mpp_cfg.capture_nvtx : NULL, getenv("MPPROF_STEPS"),
+                       &mpp_cfg.capture, err, sizeof err)) {
+    mpp_log(1, "ignoring the capture range (%s): recording everything", err);
+    memset(&mpp_cfg.capture, 0, sizeof mpp_cfg.capture);
+  }
+}
+
 static void read_config(void) {
   const char *v;
   memset(&mpp_cfg, 0, sizeof mpp_cfg);
@@ -106,6 +119,8 @@ static void read_config(void) {
   mpp_cfg.shadow_max_mb = env_u64("MPPROF_SHADOW_MAX_MB", 256, 1, 1u << 20);
   mpp_cfg.max_sites = (uint32_t)env_u64("MPPROF_MAX_SITES", 1024, 1, 1u << 20);
   mpp_cfg.max_events = env_u64("MPPROF_MAX_EVENTS", 100000, 0, 1ull << 32);
+  mpp_cfg.max_ranges = env_u64("MPPROF_MAX_RANGES", 100000, 0, 1ull << 32);
+  read_capture();
   mpp_cfg.checkpoint_s = 10.0;
   v = getenv("MPPROF_CHECKPOINT_S");
   if (v && *v) {
@@ -508,6 +523,9 @@ static void atfork_child(void) {
   mpp_cupti_fork_child();
   mpp_sites_reset(); /* also re-creates the sites mutex */
   mpp_train_reset_child();
+  tid_cache = 0; /* the child's own tid */
+  mpp_nvtx_ranges_reset();
+  mpp_capture_reset_counts();
   checkpoint_running = false;
   checkpoint_entered = false;
   atomic_store(&forked_child, true);

@@ -32,6 +32,8 @@ static uint32_t index_cap;
 static mpp_event *events;
 static atomic_bool events_full;
 static uint64_t nevents, events_cap, events_dropped;
+static mpp_kernel_event *kevents; /* filled by the CUPTI sink, capped by max_events too */
+static uint64_t nkevents, kevents_cap, kevents_dropped;
 static uint64_t ops_unattributed, failed_calls, total_calls;
 /* Calls attributed to a site and not yet ended (recorded, failed or counted
  * as autotuning): at exit, calls other threads were still inside. */
@@ -76,11 +78,14 @@ void mpp_sites_reset(void) {
   free(sites);
   free(index_);
   free(events);
+  free(kevents);
   sites = NULL;
   index_ = NULL;
   events = NULL;
+  kevents = NULL;
   nsites = sites_cap = index_cap = 0;
   nevents = events_cap = events_dropped = 0;
+  nkevents = kevents_cap = kevents_dropped = 0;
   atomic_store(&events_full, false);
   ops_unattributed = failed_calls = total_calls = in_flight = 0;
   nreasons = 0;
@@ -378,6 +383,7 @@ static void add_event_locked(int site, const mpp_op *op, const mpp_call *c, uint
   e->t_ns = c->t0_ns;
   e->dur_ns = dur_ns;
   e->stream = (uintptr_t)op->stream;
+  e->call = c->index;
 }
 
 void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur_ns) {
@@ -408,7 +414,32 @@ void mpp_site_merge_stats(int site, int role, const mp_stats *st) {
   mpp_sites_unlock();
 }
 
-void mpp_site_kernel(int site, const char *name, uint64_t gpu_ns) {
+static void add_kernel_event_locked(int site, uint32_t call, uint32_t kernel, uint64_t start_ns,
+                                    uint64_t end_ns, uint32_t stream) {
+  if (nkevents == kevents_cap) {
+    uint64_t cap = kevents_cap ? kevents_cap * 2 : 1024;
+    if (cap > mpp_cfg.max_events) cap = mpp_cfg.max_events;
+    mpp_kernel_event *ne = cap > kevents_cap ? realloc(kevents, cap * sizeof *ne) : NULL;
+    if (!ne) {
+      if (kevents_dropped++ == 0)
+        note_reason("max_kernel_events", "max_events (%llu) kernel events reached",
+                    (unsigned long long)mpp_cfg.max_events);
+      return;
+    }
+    kevents = ne;
+    kevents_cap = cap;
+  }
+  kevents[nkevents++] = (mpp_kernel_event){.site = (uint32_t)site,
+                                           .call = call,
+                                           .kernel = kernel,
+                                           .stream = stream,
+                                           .start_ns = start_ns,
+                                           .end_ns = end_ns};
+}
+
+void mpp_site_kernel(int site, uint32_t call, const char *name, uint64_t start_ns, uint64_t end_ns,
+                     uint32_t stream) {
+  uint64_t gpu_ns = end_ns > start_ns ? end_ns - start_ns : 0;
   mpp_sites_lock();
   if (site < 0 || (uint32_t)site >= nsites) {
     mpp_sites_unlock();
@@ -436,6 +467,7 @@ void mpp_site_kernel(int site, const char *name, uint64_t gpu_ns) {
   }
   s->kernels[i].count++;
   s->kernels[i].gpu_ns += gpu_ns;
+  add_kernel_event_locked(site, call, (uint32_t)i, start_ns, end_ns, stream);
   mpp_sites_unlock();
 }
 
@@ -478,6 +510,12 @@ static void finish_reasons_locked(void) {
     } else if (!strcmp(reasons[i].key, "max_events")) {
       n = events_dropped;
       what = "events dropped";
+    } else if (!strcmp(reasons[i].key, "max_kernel_events")) {
+      n = kevents_dropped;
+      what = "kernel events dropped";
+    } else if (!strcmp(reasons[i].key, "max_ranges")) {
+      n = mpp_nvtx_ranges_dropped();
+      what = "NVTX ranges dropped";
     }
     if (!what) continue;
     char *colon = strstr(reasons[i].text, ": ");
@@ -495,6 +533,9 @@ void mpp_tables_get(mpp_tables *t) {
   t->events = events;
   t->nevents = nevents;
   t->events_dropped = events_dropped;
+  t->kevents = kevents;
+  t->nkevents = nkevents;
+  t->kevents_dropped = kevents_dropped;
   t->ops_unattributed = ops_unattributed;
   t->failed_calls = failed_calls;
   t->total_calls = total_calls;

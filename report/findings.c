@@ -405,36 +405,94 @@ static int rule_bf16_unsafe(mpprof_model *m, const mpprof_layer *l) {
   return 0;
 }
 
-/* An opportunity: the layer computes in fp32 but its values allow less. */
-static int rule_lower_precision_possible(mpprof_model *m, const mpprof_layer *l) {
-  const mpprof_layer_advice *a = &l->adv;
-  bool fp32_inputs = false;
-  for (size_t i = 0; i < l->n_sites && !fp32_inputs; i++) {
+/* An opportunity: a layer computes in fp32 but its values allow 16 bits. */
+static bool fp32_inputs(const mpprof_model *m, const mpprof_layer *l) {
+  for (size_t i = 0; i < l->n_sites; i++) {
     const mpprof_site *s = &m->sites[l->first_site + i];
     for (int t = 0; t < s->n_types; t++)
       if (s->types[t].dtype == MP_FP32 &&
           (!strcmp(s->types[t].role, "A") || !strcmp(s->types[t].role, "x")))
-        fp32_inputs = true;
+        return true;
   }
-  if (!fp32_inputs ||
-      !(a->rec == MP_REC_FP16 || a->rec == MP_REC_FP16_LOSS_SCALE || a->rec == MP_REC_BF16))
-    return 0;
-  mpprof_finding *f =
-      add(m, "lower_precision_possible", "medium", l->name,
-          mpprof_asprintf("%s runs fp32 GEMMs/convs but its values fit %s", layer_label(l),
-                          a->rec == MP_REC_BF16   ? "bf16"
-                          : a->rec == MP_REC_FP16 ? "fp16 as is"
-                                                  : "fp16 with a loss scale"),
-          mpprof_asprintf("run this layer in %s (autocast), halving its memory traffic and using "
-                          "Tensor Cores",
-                          a->rec == MP_REC_BF16 ? "bf16" : "fp16"));
-  if (!f) return -1;
-  cJSON_AddStringToObject(f->evidence, "recommended", mp_recommendation_name(a->rec));
-  ev_share(f->evidence, "fp16_overflow", &l->fp16_overflow);
-  ev_share(f->evidence, "fp16_underflow", &l->fp16_underflow);
-  f->impact_gpu_ns = layer_gpu(l);
-  f->impact_elements = l->elements;
-  return 0;
+  return false;
+}
+
+static bool lower_precision_layer(const mpprof_model *m, const mpprof_layer *l) {
+  const mpprof_layer_advice *a = &l->adv;
+  return a->known &&
+         (a->rec == MP_REC_FP16 || a->rec == MP_REC_FP16_LOSS_SCALE || a->rec == MP_REC_BF16) &&
+         fp32_inputs(m, l);
+}
+
+static const char *fits_text(mp_recommendation rec) {
+  return rec == MP_REC_BF16 ? "bf16" : rec == MP_REC_FP16 ? "fp16 as is" : "fp16 with a loss scale";
+}
+
+/* One finding for every such layer (one cause, one action: autocast), listing
+ * the layers with what each fits; its evidence names their sites. */
+static int rule_lower_precision_possible(mpprof_model *m) {
+  cJSON *layers = cJSON_CreateArray(), *sites = cJSON_CreateArray();
+  char *list = strdup("");
+  const mpprof_layer *only = NULL;
+  size_t n = 0;
+  uint64_t gpu = 0, elements = 0;
+  int rc = layers && sites && list ? 0 : -1;
+  for (size_t i = 0; rc == 0 && i < m->n_layers; i++) {
+    const mpprof_layer *l = &m->layers[i];
+    if (!lower_precision_layer(m, l)) continue;
+    only = n++ ? NULL : l;
+    gpu += layer_gpu(l);
+    elements += l->elements;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToArray(layers, o);
+    cJSON_AddStringToObject(o, "layer", l->name);
+    cJSON_AddStringToObject(o, "recommended", mp_recommendation_name(l->adv.rec));
+    ev_share(o, "fp16_overflow", &l->fp16_overflow);
+    ev_share(o, "fp16_underflow", &l->fp16_underflow);
+    for (size_t k = 0; k < l->n_sites; k++)
+      cJSON_AddItemToArray(sites, mpprof_json_u64(m->sites[l->first_site + k].id));
+    char *longer = mpprof_asprintf("%s%s%s (%s)", list, n > 1 ? ", " : "", layer_label(l),
+                                   fits_text(l->adv.rec));
+    free(list);
+    if (!(list = longer)) rc = -1;
+  }
+  mpprof_finding *f = NULL;
+  if (rc == 0 && n == 1)
+    f = add(m, "lower_precision_possible", "medium", only->name,
+            mpprof_asprintf("%s runs fp32 GEMMs/convs but its values fit %s", layer_label(only),
+                            fits_text(only->adv.rec)),
+            mpprof_asprintf("run this layer in %s (autocast), halving its memory traffic and "
+                            "using Tensor Cores",
+                            only->adv.rec == MP_REC_BF16 ? "bf16" : "fp16"));
+  else if (rc == 0 && n > 1)
+    f = add(m, "lower_precision_possible", "medium", NULL,
+            mpprof_asprintf("%zu layers run fp32 GEMMs/convs but their values fit 16 bits: %s", n,
+                            list),
+            strdup("run them under autocast, one change for all of them (the plan above says "
+                   "bf16 or fp16 with a GradScaler, and which layers to keep out), halving "
+                   "their memory traffic and using Tensor Cores"));
+  if (rc == 0 && n && !f) rc = -1;
+  if (f) {
+    if (n == 1) { /* the single layer's evidence, as it always was */
+      cJSON *o = cJSON_GetArrayItem(layers, 0);
+      cJSON_AddStringToObject(f->evidence, "recommended", mp_recommendation_name(only->adv.rec));
+      cJSON_AddItemToObject(f->evidence, "fp16_overflow",
+                            cJSON_DetachItemFromObject(o, "fp16_overflow"));
+      cJSON_AddItemToObject(f->evidence, "fp16_underflow",
+                            cJSON_DetachItemFromObject(o, "fp16_underflow"));
+      cJSON_Delete(layers);
+    } else {
+      cJSON_AddItemToObject(f->evidence, "layers", layers);
+    }
+    cJSON_AddItemToObject(f->evidence, "sites", sites);
+    f->impact_gpu_ns = gpu;
+    f->impact_elements = elements;
+  } else {
+    cJSON_Delete(layers);
+    cJSON_Delete(sites);
+  }
+  free(list);
+  return rc;
 }
 
 
@@ -723,6 +781,16 @@ static int rule_loss_scale_conflict(mpprof_model *m) {
 
 static int rule_no_cuda_ops(mpprof_model *m) {
   if (!m->n_procs || m->total_calls != 0) return 0;
+  int64_t outside = mpprof_capture_all_outside(m);
+  if (outside)
+    return add(m, "no_cuda_ops", "info", NULL,
+               mpprof_asprintf("no cuBLAS, cuBLASLt or cuDNN matrix call ran inside the capture "
+                               "range; %" PRId64 " ran outside it and were not recorded",
+                               outside),
+               strdup("check the capture range: the cudaProfilerStart/Stop calls, the "
+                      "--nvtx-capture name, or the --steps against the steps the program marks"))
+               ? 0
+               : -1;
   return add(m, "no_cuda_ops", "info", NULL,
              strdup("the profiled program made no cuBLAS, cuBLASLt or cuDNN matrix calls: there "
                     "is nothing to advise on"),
@@ -858,7 +926,7 @@ const mpprof_finding_rule mpprof_finding_rules[] = {
     {"gradient_underflow", rule_gradient_underflow, NULL, false},
     {"gradient_range", rule_gradient_range, NULL, false},
     {"bf16_unsafe", rule_bf16_unsafe, NULL, false},
-    {"lower_precision_possible", rule_lower_precision_possible, NULL, false},
+    {"lower_precision_possible", NULL, rule_lower_precision_possible, false},
     {"nonfinite_values", NULL, rule_nonfinite_values, false},
     {"loss_scale_overflow", NULL, rule_loss_scale_overflow, false},
     {"dead_gradient", NULL, rule_dead_gradient, false},

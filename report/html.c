@@ -198,6 +198,15 @@ static void provenance(const mpprof_model *m, FILE *f) {
   if (!ns) fputs("none", f);
   if (sim) fputs(" (the CPU stand-in: GPU times are not meaningful)", f);
   fputs(" &middot; <b>mpprof</b> " MPPROF_VERSION_STRING, f);
+  mpprof_capture_sum cs;
+  char capture[512];
+  mpprof_capture_summary(m, &cs);
+  mpprof_capture_sentence(&cs, capture, sizeof capture);
+  if (capture[0]) {
+    fputs(" &middot; <b>", f);
+    fputs("Captured:</b> ", f);
+    html(f, capture);
+  }
   int64_t start = 0;
   for (size_t i = 0; i < m->n_procs; i++)
     if (m->procs[i].start_ns > 0 && (!start || m->procs[i].start_ns < start))
@@ -220,6 +229,11 @@ static void summary(const mpprof_model *m, FILE *f) {
   provenance(m, f);
   if (m->n_procs == 0) {
     fputs("<p class=\"big\">No raw profile files were read: nothing was profiled.</p>\n", f);
+  } else if (mpprof_capture_all_outside(m)) {
+    fprintf(f,
+            "<p class=\"big\">No CUDA matrix call ran inside the capture range (%" PRId64
+            " ran outside it): there is nothing to advise on.</p>\n",
+            mpprof_capture_all_outside(m));
   } else if (m->total_calls == 0) {
     fprintf(f,
             "<p class=\"big\">The profiled program made no CUDA matrix calls (cuBLAS, cuBLASLt, "

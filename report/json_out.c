@@ -343,6 +343,55 @@ static cJSON *layer_json(const mpprof_model *m, const mpprof_layer *l, mp_stats 
   return o;
 }
 
+/* What the capture range recorded (docs/report.md, "Capture range"). */
+static cJSON *capture_json(const mpprof_model *m) {
+  mpprof_capture_sum c;
+  mpprof_capture_summary(m, &c);
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddStringToObject(o, "mode", c.mode);
+  cJSON_AddItemToObject(o, "nvtx", c.nvtx ? cJSON_CreateString(c.nvtx) : cJSON_CreateNull());
+  cJSON *steps = c.has_steps ? cJSON_CreateArray() : cJSON_CreateNull();
+  if (c.has_steps) {
+    cJSON_AddItemToArray(steps, mpprof_json_u64((uint64_t)c.first));
+    cJSON_AddItemToArray(steps, mpprof_json_u64((uint64_t)c.last));
+  }
+  cJSON_AddItemToObject(o, "steps", steps);
+  cJSON_AddItemToObject(o, "captured", mpprof_json_u64((uint64_t)c.captured));
+  cJSON *out = cJSON_AddObjectToObject(o, "outside");
+  cJSON_AddItemToObject(out, "not_started", mpprof_json_u64((uint64_t)c.not_started));
+  cJSON_AddItemToObject(out, "stopped", mpprof_json_u64((uint64_t)c.stopped));
+  char sentence[512];
+  mpprof_capture_sentence(&c, sentence, sizeof sentence);
+  cJSON_AddItemToObject(o, "message",
+                        sentence[0] ? cJSON_CreateString(sentence) : cJSON_CreateNull());
+  return o;
+}
+
+/* The timeline lists in trace.json and the caps they ran under (summed over processes). */
+static cJSON *timeline_json(const mpprof_model *m) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  int64_t max_events = 0, max_ranges = 0, ev_drop = 0, rg_drop = 0, kv_drop = 0;
+  for (size_t i = 0; i < m->n_procs; i++) {
+    const mpprof_process *p = &m->procs[i];
+    if (p->max_events > max_events) max_events = p->max_events;
+    if (p->max_ranges > max_ranges) max_ranges = p->max_ranges;
+    ev_drop += p->events_dropped > 0 ? p->events_dropped : 0;
+    rg_drop += p->ranges_dropped > 0 ? p->ranges_dropped : 0;
+    kv_drop += p->kernel_events_dropped > 0 ? p->kernel_events_dropped : 0;
+  }
+  cJSON_AddItemToObject(o, "events", mpprof_json_u64(m->n_events));
+  cJSON_AddItemToObject(o, "ranges", mpprof_json_u64(m->n_ranges));
+  cJSON_AddItemToObject(o, "kernel_events", mpprof_json_u64(m->n_kevents));
+  cJSON_AddItemToObject(o, "max_events", mpprof_json_u64((uint64_t)max_events));
+  cJSON_AddItemToObject(o, "max_ranges", mpprof_json_u64((uint64_t)max_ranges));
+  cJSON_AddItemToObject(o, "events_dropped", mpprof_json_u64((uint64_t)ev_drop));
+  cJSON_AddItemToObject(o, "ranges_dropped", mpprof_json_u64((uint64_t)rg_drop));
+  cJSON_AddItemToObject(o, "kernel_events_dropped", mpprof_json_u64((uint64_t)kv_drop));
+  return o;
+}
+
 static cJSON *summary_json(const mpprof_model *m) {
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
@@ -360,9 +409,15 @@ static cJSON *summary_json(const mpprof_model *m) {
   /* Which evidence the layer verdicts rest on (docs/report.md "Measured error"). */
   cJSON_AddStringToObject(o, "verdict_basis", m->has_shadow ? "range_and_measured_error" : "range_only");
   cJSON_AddNumberToObject(o, "shadow_max_rel", mpprof_shadow_max_rel(m));
+  cJSON_AddItemToObject(o, "capture", capture_json(m));
+  cJSON_AddItemToObject(o, "timeline", timeline_json(m));
   char *msg;
   if (m->n_procs == 0)
     msg = strdup("no raw profile files were read: nothing was profiled");
+  else if (mpprof_capture_all_outside(m))
+    msg = mpprof_asprintf("no CUDA matrix op ran inside the capture range (%" PRId64
+                          " ran outside it)",
+                          mpprof_capture_all_outside(m));
   else if (m->total_calls == 0)
     msg = strdup("no CUDA matrix ops (cuBLAS, cuBLASLt, cuDNN) were called by the profiled "
                  "program");

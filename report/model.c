@@ -3,6 +3,7 @@
  * read, sites are sorted by layer so that each layer is a contiguous range,
  * and events are renumbered to the final site ids. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,8 @@ static void process_free(mpprof_process *p) {
   free(p->tc_counters_status);
   free(p->tc_counters_reason);
   free(p->tc_counters_chip);
+  free(p->capture_mode);
+  free(p->capture_nvtx);
   free(p->tc_counters_sample);
   cJSON_Delete(p->tc_counters_metrics);
 }
@@ -90,6 +93,12 @@ void mpprof_model_free(mpprof_model *m) {
     mpprof_site_free(&m->sites[i]);
   free(m->sites);
   free(m->events);
+  for (size_t i = 0; i < m->n_ranges; i++)
+    free(m->ranges[i].name);
+  free(m->ranges);
+  for (size_t i = 0; i < m->n_kevents; i++)
+    free(m->kevents[i].name);
+  free(m->kevents);
   for (size_t i = 0; i < m->n_layers; i++)
     layer_free(&m->layers[i]);
   free(m->layers);
@@ -337,6 +346,8 @@ int mpprof_model_finish(mpprof_model *m) {
   free(p);
   for (size_t i = 0; i < m->n_events; i++)
     m->events[i].site = (uint32_t)newid[m->events[i].site];
+  for (size_t i = 0; i < m->n_kevents; i++)
+    m->kevents[i].site = (uint32_t)newid[m->kevents[i].site];
   free(newid);
   free(m->hash); /* keys are no longer looked up */
   m->hash = NULL;
@@ -374,4 +385,60 @@ int mpprof_model_finish(mpprof_model *m) {
     m->total_calls += s->calls;
   }
   return 0;
+}
+
+/* --- the capture range --- */
+
+void mpprof_capture_summary(const mpprof_model *m, mpprof_capture_sum *ret) {
+  memset(ret, 0, sizeof *ret);
+  for (size_t i = 0; i < m->n_procs; i++) {
+    const mpprof_process *p = &m->procs[i];
+    if (!p->has_capture || !strcmp(p->capture_mode, "all")) continue;
+    if (!ret->any) {
+      ret->mode = p->capture_mode;
+      ret->nvtx = p->capture_nvtx;
+      ret->has_steps = p->has_capture_steps;
+      ret->first = p->capture_first;
+      ret->last = p->capture_last;
+    } else if (strcmp(ret->mode, p->capture_mode)) {
+      ret->mode = "mixed";
+    }
+    ret->any = true;
+    ret->captured += p->capture_captured;
+    ret->not_started += p->capture_not_started;
+    ret->stopped += p->capture_stopped;
+  }
+  if (!ret->any) { /* everything recorded: captured = all calls seen */
+    ret->mode = "all";
+    for (size_t i = 0; i < m->n_procs; i++)
+      ret->captured += m->procs[i].has_capture ? m->procs[i].capture_captured
+                                               : m->procs[i].raw_calls;
+  }
+}
+
+void mpprof_capture_sentence(const mpprof_capture_sum *c, char *buf, size_t n) {
+  if (!c->any) {
+    buf[0] = '\0';
+    return;
+  }
+  char what[200];
+  if (!strcmp(c->mode, "steps") && c->has_steps)
+    snprintf(what, sizeof what, "steps %" PRId64 " to %" PRId64, c->first, c->last);
+  else if (!strcmp(c->mode, "nvtx") && c->nvtx)
+    snprintf(what, sizeof what, "inside NVTX ranges \"%.120s\"", c->nvtx);
+  else if (!strcmp(c->mode, "cudaProfilerApi"))
+    snprintf(what, sizeof what, "between cudaProfilerStart and cudaProfilerStop");
+  else
+    snprintf(what, sizeof what, "%s", c->mode);
+  snprintf(buf, n,
+           "capture range %s: %" PRId64 " op calls recorded, %" PRId64
+           " outside it not recorded (%" PRId64 " before it opened, %" PRId64 " after it closed)",
+           what, c->captured, c->not_started + c->stopped, c->not_started, c->stopped);
+}
+
+int64_t mpprof_capture_all_outside(const mpprof_model *m) {
+  if (m->total_calls) return 0;
+  mpprof_capture_sum c;
+  mpprof_capture_summary(m, &c);
+  return c.any ? c.not_started + c.stopped : 0;
 }

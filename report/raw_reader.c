@@ -3,7 +3,8 @@
  * A raw file can hold 100k sites with full histograms: parsed as one cJSON
  * tree that would take gigabytes. So the file is read into memory (not mapped:
  * a file that shrinks meanwhile is a short read, not a SIGBUS) and walked at the top
- * level by a small structural scanner; each element of "sites" and "events",
+ * level by a small structural scanner; each element of "sites", "events",
+ * "ranges" and "kernel_events",
  * and each other top-level value, is parsed by cJSON on its own and released.
  * A file is validated completely before anything of it enters the model: a
  * truncated, corrupt, foreign or other-version file is skipped whole, named in
@@ -37,7 +38,9 @@ typedef struct walk {
   const char *base, *p, *end;
   char err[200];
   cJSON *header; /* every top-level key but sites/events */
-  spans sites, events;
+  spans sites, events, ranges, kevents;
+  mpprof_range *rg; /* parsed "ranges" and "kernel_events" (names owned until committed) */
+  mpprof_kevent *kv;
   bool has_sites;
   bool ended; /* a value ran into the end of the data */
 } walk;
@@ -183,6 +186,10 @@ static int walk_top(walk *w) {
       w->has_sites = true;
     } else if (!strcmp(key, MP_RK_TOP.events)) {
       if (walk_array(w, &w->events, MP_RK_TOP.events)) return -1;
+    } else if (!strcmp(key, MP_RK_TOP.ranges)) {
+      if (walk_array(w, &w->ranges, MP_RK_TOP.ranges)) return -1;
+    } else if (!strcmp(key, MP_RK_TOP.kernel_events)) {
+      if (walk_array(w, &w->kevents, MP_RK_TOP.kernel_events)) return -1;
     } else {
       const char *e = skip_value(w->p, w->end, &w->ended);
       if (!e) return fail(w, "inside a top-level value");
@@ -500,6 +507,34 @@ static int site_from_json(cJSON *o, const mpprof_process *p, mp_stats *scratch, 
 
 /* ---- the process header ---- */
 
+/* "capture" (MP_RAW_CAPTURE); a file without it recorded everything. 0 or -1. */
+static int capture_from_header(const cJSON *h, mpprof_process *p, char *err, size_t errlen) {
+  const cJSON *c = cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.capture);
+  if (!c || cJSON_IsNull(c)) return 0;
+  const char *mode = cJSON_IsObject(c) ? get_str(c, MP_RK_CAPTURE.mode) : NULL;
+  if (!mode) {
+    snprintf(err, errlen, "\"%s\" needs a mode", MP_RK_TOP.capture);
+    return -1;
+  }
+  p->has_capture = true;
+  if (!(p->capture_mode = strdup(mode))) return -1;
+  const char *nvtx = get_str(c, MP_RK_CAPTURE.nvtx);
+  if (nvtx && !(p->capture_nvtx = strdup(nvtx))) return -1;
+  const cJSON *steps = cJSON_GetObjectItemCaseSensitive(c, MP_RK_CAPTURE.steps);
+  if (cJSON_IsArray(steps) && cJSON_GetArraySize(steps) == 2 &&
+      cJSON_IsNumber(cJSON_GetArrayItem(steps, 0)) &&
+      cJSON_IsNumber(cJSON_GetArrayItem(steps, 1))) {
+    p->has_capture_steps = true;
+    p->capture_first = (int64_t)cJSON_GetArrayItem(steps, 0)->valuedouble;
+    p->capture_last = (int64_t)cJSON_GetArrayItem(steps, 1)->valuedouble;
+  }
+  get_i64(c, MP_RK_CAPTURE.captured, &p->capture_captured);
+  const cJSON *out = cJSON_GetObjectItemCaseSensitive(c, MP_RK_CAPTURE.outside);
+  get_i64(out, MP_RK_CAPTURE_OUTSIDE.NOT_STARTED, &p->capture_not_started);
+  get_i64(out, MP_RK_CAPTURE_OUTSIDE.STOPPED, &p->capture_stopped);
+  return 0;
+}
+
 static int process_from_header(const cJSON *h, const char *file, mpprof_process *p, char *err,
                                size_t errlen) {
   memset(p, 0, sizeof *p);
@@ -590,6 +625,15 @@ static int process_from_header(const cJSON *h, const char *file, mpprof_process 
   const cJSON *nvtx = cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.nvtx);
   get_i64(nvtx, MP_RK_NVTX.marks, &p->nvtx_marks);
   get_i64(nvtx, MP_RK_NVTX.start_end_ranges, &p->nvtx_start_end_ranges);
+  if (capture_from_header(h, p, err, errlen)) return -1;
+  const cJSON *tl = cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.timeline);
+  int64_t *caps[] = {&p->max_events, &p->events_dropped, &p->max_ranges, &p->ranges_dropped,
+                     &p->kernel_events_dropped};
+  const char *cap_keys[] = {MP_RK_TIMELINE.max_events, MP_RK_TIMELINE.events_dropped,
+                            MP_RK_TIMELINE.max_ranges, MP_RK_TIMELINE.ranges_dropped,
+                            MP_RK_TIMELINE.kernel_events_dropped};
+  for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
+    if (!cJSON_IsObject(tl) || !get_i64(tl, cap_keys[i], caps[i])) *caps[i] = -1;
   if (!p->host || !p->file || !p->scan || !p->incomplete_reasons || !p->cupti_status) return -1;
   return 0;
 }
@@ -634,9 +678,66 @@ static void free_proc(mpprof_process *p) {
   free(p->tc_counters_status);
   free(p->tc_counters_reason);
   free(p->tc_counters_chip);
+  free(p->capture_mode);
+  free(p->capture_nvtx);
   free(p->tc_counters_sample);
   cJSON_Delete(p->tc_counters_metrics);
   memset(p, 0, sizeof *p);
+}
+
+/* "ranges" and "kernel_events" into w->rg / w->kv; 0, 1 (invalid: err), -1 (memory). */
+static int parse_timeline(walk *w, const mpprof_site *sites, const id_map *ids, size_t ns,
+                          char *err, size_t errlen) {
+  w->rg = calloc(w->ranges.n ? w->ranges.n : 1, sizeof *w->rg);
+  w->kv = calloc(w->kevents.n ? w->kevents.n : 1, sizeof *w->kv);
+  if (!w->rg || !w->kv) return -1;
+  for (size_t i = 0; i < w->ranges.n; i++) {
+    cJSON *o = cJSON_ParseWithLength(w->base + w->ranges.v[i].off, w->ranges.v[i].len);
+    int64_t thread = 0, depth = 0, t0 = 0, t1 = 0;
+    const char *name = o ? get_str(o, MP_RK_RANGE.name) : NULL;
+    bool ok = name && get_i64(o, MP_RK_RANGE.start_ns, &t0) && get_i64(o, MP_RK_RANGE.end_ns, &t1);
+    if (ok) {
+      get_i64(o, MP_RK_RANGE.thread, &thread);
+      get_i64(o, MP_RK_RANGE.depth, &depth);
+      w->rg[i] = (mpprof_range){.depth = depth < 0 ? 0 : (uint32_t)depth,
+                                .thread = (uint64_t)thread,
+                                .start_ns = t0,
+                                .end_ns = t1 < t0 ? t0 : t1,
+                                .name = strdup(name)};
+    }
+    cJSON_Delete(o);
+    if (!ok) {
+      snprintf(err, errlen, "ranges[%zu]: needs name, start_ns and end_ns", i);
+      return 1;
+    }
+    if (!w->rg[i].name) return -1;
+  }
+  for (size_t i = 0; i < w->kevents.n; i++) {
+    cJSON *o = cJSON_ParseWithLength(w->base + w->kevents.v[i].off, w->kevents.v[i].len);
+    int64_t sid = 0, call = 0, k = 0, stream = 0, t0 = 0, t1 = 0;
+    bool ok =
+        o && get_i64(o, MP_RK_KERNEL_EVENT.site, &sid) &&
+        get_i64(o, MP_RK_KERNEL_EVENT.call, &call) && get_i64(o, MP_RK_KERNEL_EVENT.kernel, &k) &&
+        get_i64(o, MP_RK_KERNEL_EVENT.start_ns, &t0) && get_i64(o, MP_RK_KERNEL_EVENT.end_ns, &t1);
+    if (ok) get_i64(o, MP_RK_KERNEL_EVENT.stream, &stream);
+    cJSON_Delete(o);
+    id_map key = {sid, 0};
+    const id_map *hit = ok ? bsearch(&key, ids, ns, sizeof *ids, id_cmp) : NULL;
+    if (!hit || k < 0 || (size_t)k >= sites[hit->idx].n_kernels) {
+      snprintf(err, errlen, "kernel_events[%zu]: %s", i,
+               ok ? "refers to a site or kernel that is not in the file"
+                  : "needs site, call, kernel, start_ns and end_ns");
+      return 1;
+    }
+    w->kv[i] = (mpprof_kevent){.site = (uint32_t)hit->idx,
+                               .call = (uint32_t)call,
+                               .stream = (uint64_t)stream,
+                               .start_ns = t0,
+                               .end_ns = t1 < t0 ? t0 : t1,
+                               .name = strdup(sites[hit->idx].kernels[k].name)};
+    if (!w->kv[i].name) return -1;
+  }
+  return 0;
 }
 
 /* Parse the mapped file into temporaries; 0 ok, 1 invalid (reason in err), -1 ENOMEM. */
@@ -697,9 +798,10 @@ static int parse_file(walk *w, const char *path, mpprof_process *p, mpprof_site 
   }
   for (size_t i = 0; i < w->events.n; i++) {
     cJSON *o = cJSON_ParseWithLength(w->base + w->events.v[i].off, w->events.v[i].len);
-    int64_t sid, t = 0, dur = 0, thread = 0;
+    int64_t sid, t = 0, dur = 0, thread = 0, call = -1;
     bool ok = o && get_i64(o, MP_RK_EVENT.site, &sid) && get_i64(o, MP_RK_EVENT.t_ns, &t);
     if (ok) {
+      if (!get_i64(o, MP_RK_EVENT.call, &call) || call < 0) call = -1;
       get_i64(o, MP_RK_EVENT.dur_ns, &dur);
       get_i64(o, MP_RK_EVENT.thread, &thread);
       const char *stream = get_str(o, MP_RK_EVENT.stream);
@@ -716,7 +818,10 @@ static int parse_file(walk *w, const char *path, mpprof_process *p, mpprof_site 
     ev[i].t_ns = t;
     ev[i].dur_ns = dur < 0 ? 0 : dur;
     ev[i].thread = (uint64_t)thread;
+    ev[i].call = call;
   }
+  int rc = parse_timeline(w, sites, ids, ns, err, errlen);
+  if (rc) return rc;
   p->n_sites = ns;
   p->n_events = w->events.n;
   return 0;
@@ -805,7 +910,11 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
     /* Commit: nothing above touched the model. */
     if (mpprof_grow((void **)&m->procs, &m->cap_procs, m->n_procs + 1, sizeof *m->procs) ||
         mpprof_grow((void **)&m->events, &m->cap_events, m->n_events + w.events.n,
-                    sizeof *m->events)) {
+                    sizeof *m->events) ||
+        mpprof_grow((void **)&m->ranges, &m->cap_ranges, m->n_ranges + w.ranges.n,
+                    sizeof *m->ranges) ||
+        mpprof_grow((void **)&m->kevents, &m->cap_kevents, m->n_kevents + w.kevents.n,
+                    sizeof *m->kevents)) {
       rc = -1;
     } else {
       uint32_t proc = (uint32_t)m->n_procs;
@@ -819,6 +928,17 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
         ev[i].site = (uint32_t)idx[ev[i].site];
         ev[i].proc = proc;
         m->events[m->n_events++] = ev[i];
+      }
+      for (size_t i = 0; rc == 0 && i < w.ranges.n; i++) {
+        w.rg[i].proc = proc;
+        m->ranges[m->n_ranges++] = w.rg[i];
+        w.rg[i].name = NULL; /* the model's now */
+      }
+      for (size_t i = 0; rc == 0 && i < w.kevents.n; i++) {
+        w.kv[i].site = (uint32_t)idx[w.kv[i].site];
+        w.kv[i].proc = proc;
+        m->kevents[m->n_kevents++] = w.kv[i];
+        w.kv[i].name = NULL;
       }
       free(idx);
       mpprof_process *pp = &m->procs[proc];
@@ -845,6 +965,14 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
   cJSON_Delete(w.header);
   free(w.sites.v);
   free(w.events.v);
+  for (size_t i = 0; w.rg && i < w.ranges.n; i++)
+    free(w.rg[i].name);
+  for (size_t i = 0; w.kv && i < w.kevents.n; i++)
+    free(w.kv[i].name);
+  free(w.rg);
+  free(w.kv);
+  free(w.ranges.v);
+  free(w.kevents.v);
   free(map);
   return rc;
 }

@@ -44,6 +44,11 @@ static char *program_of(const mpprof_model *m) {
 static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
   if (m->n_procs == 0)
     fprintf(f, "mpprof: no raw profile files in %s/raw: nothing was profiled\n", out_dir);
+  else if (mpprof_capture_all_outside(m))
+    fprintf(f,
+            "mpprof: %zu process%s, no CUDA matrix op ran inside the capture range (%" PRId64
+            " ran outside it)\n",
+            m->n_procs, m->n_procs == 1 ? "" : "es", mpprof_capture_all_outside(m));
   else if (m->total_calls == 0)
     fprintf(f, "mpprof: %zu process%s, no CUDA matrix ops (cuBLAS/cuBLASLt/cuDNN) were called\n",
             m->n_procs, m->n_procs == 1 ? "" : "es");
@@ -100,6 +105,11 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
       }
   }
   if (m->n_skipped) fprintf(f, "  %zu raw file(s) skipped (listed in the report)\n", m->n_skipped);
+  mpprof_capture_sum cs;
+  char capture[512];
+  mpprof_capture_summary(m, &cs);
+  mpprof_capture_sentence(&cs, capture, sizeof capture);
+  if (capture[0]) fprintf(f, "  %s\n", capture);
   if (m->n_procs) {
     const char *dev = NULL;
     for (size_t i = 0; i < m->n_procs && !dev; i++)

@@ -102,6 +102,15 @@ typedef struct mpprof_process {
   int64_t failed_calls;
   int64_t nvtx_marks, nvtx_start_end_ranges;
   char *nonfinite_site_key;   /* key of the site of training.first_nonfinite, or NULL */
+  /* "capture" (MP_RAW_CAPTURE): has_capture false in files without it (all recorded). */
+  bool has_capture;
+  char *capture_mode;      /* "all", "cudaProfilerApi", "nvtx", "steps" */
+  char *capture_nvtx;      /* or NULL */
+  bool has_capture_steps;
+  int64_t capture_first, capture_last;
+  int64_t capture_captured, capture_not_started, capture_stopped;
+  /* "timeline" (MP_RAW_TIMELINE); -1: not in the file */
+  int64_t max_events, events_dropped, max_ranges, ranges_dropped, kernel_events_dropped;
   size_t n_sites, n_events;
   uint64_t calls; /* summed over the file's sites */
 } mpprof_process;
@@ -201,7 +210,27 @@ typedef struct mpprof_event {
   int64_t t_ns, dur_ns;
   uint64_t thread;
   uint64_t stream;
+  int64_t call; /* the call's index in its site; -1: not in the file */
 } mpprof_event;
+
+/* An NVTX push/pop range (raw "ranges"). */
+typedef struct mpprof_range {
+  uint32_t proc;
+  uint32_t depth;
+  uint64_t thread;
+  int64_t start_ns, end_ns;
+  char *name;
+} mpprof_range;
+
+/* A kernel of a recorded call (raw "kernel_events"). */
+typedef struct mpprof_kevent {
+  uint32_t proc;
+  uint32_t site;  /* report-wide site id */
+  uint32_t call;  /* low 32 bits of the call's index in its site */
+  uint64_t stream;
+  int64_t start_ns, end_ns;
+  char *name;
+} mpprof_kevent;
 
 /* A share: num of den values of one tensor, in percent. Every share the
  * report prints is one of these, made by mpprof_share_of (util.c) with the
@@ -354,6 +383,10 @@ typedef struct mpprof_model {
   size_t n_sites, cap_sites;
   mpprof_event *events;
   size_t n_events, cap_events;
+  mpprof_range *ranges;
+  size_t n_ranges, cap_ranges;
+  mpprof_kevent *kevents;
+  size_t n_kevents, cap_kevents;
   mpprof_layer *layers;
   size_t n_layers;
   mpprof_finding *findings;
@@ -376,6 +409,20 @@ typedef struct mpprof_model {
 } mpprof_model;
 
 /* model.c */
+/* What the processes' capture ranges recorded (raw "capture"), summed. */
+typedef struct mpprof_capture_sum {
+  bool any;         /* some process had a capture range (mode other than "all") */
+  const char *mode; /* the processes' mode; "mixed" when they differ */
+  const char *nvtx; /* mode nvtx: the range name (first process's) */
+  bool has_steps;
+  int64_t first, last;
+  int64_t captured, not_started, stopped;
+} mpprof_capture_sum;
+void mpprof_capture_summary(const mpprof_model *m, mpprof_capture_sum *ret);
+/* One sentence for the summaries, "" when nothing was left out by a capture range. */
+void mpprof_capture_sentence(const mpprof_capture_sum *c, char *buf, size_t n);
+/* No call was recorded but some ran outside the capture range: how many (else 0). */
+int64_t mpprof_capture_all_outside(const mpprof_model *m);
 void mpprof_model_init(mpprof_model *m);
 void mpprof_model_free(mpprof_model *m);
 void mpprof_site_free(mpprof_site *s);

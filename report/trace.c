@@ -1,13 +1,64 @@
 /* OUT/trace.json: the run in Chrome trace-event format (opens in Perfetto and
- * chrome://tracing). One track per process and thread; each recorded call is a
- * complete ("X") slice, and the NVTX path of consecutive calls becomes nested
- * layer slices around them. Timestamps are microseconds from the first call. */
+ * chrome://tracing). Timestamps are microseconds from the earliest thing
+ * recorded.
+ *
+ *  - One track per process and thread: the NVTX push/pop ranges the runtime
+ *    recorded (cat "range", their real start and end) and every recorded call
+ *    (cat "op") inside them. A process whose file has no ranges (none pushed,
+ *    or an older file) gets layer slices rebuilt from the NVTX path of
+ *    consecutive calls instead (cat "layer").
+ *  - One track per process and GPU stream: the kernels CUPTI saw (cat
+ *    "kernel"), each with a flow arrow from the call that launched it (ph
+ *    "s" at the call, "f" with "bp":"e" at the kernel).
+ *
+ * Slices of a track are written parent first: by start, then longest first,
+ * then ranges before ops, so a viewer that nests equal timestamps by order
+ * nests them right. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "report/report_internal.h"
+
+/* GPU stream tracks get tids of their own, apart from any Linux tid. */
+#define STREAM_TID_BASE UINT64_C(1000000000000)
+
+typedef enum slice_kind { SL_RANGE = 0, SL_LAYER, SL_OP, SL_KERNEL } slice_kind;
+
+typedef struct slice {
+  uint32_t proc;
+  uint64_t tid;
+  int64_t start, dur;
+  slice_kind kind;
+  const char *name;
+  size_t len;   /* of name (rebuilt layers point into a path) */
+  size_t item;  /* event, range or kernel event index */
+  int64_t flow; /* kernels: index of the launching event, -1 none */
+} slice;
+
+typedef struct slices {
+  slice *v;
+  size_t n, cap;
+} slices;
+
+static int push(slices *s, slice x) {
+  if (mpprof_grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v)) return -1;
+  s->v[s->n++] = x;
+  return 0;
+}
+
+static int slice_cmp(const void *a, const void *b) {
+  const slice *x = a, *y = b;
+  if (x->proc != y->proc) return x->proc < y->proc ? -1 : 1;
+  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+  if (x->start != y->start) return x->start < y->start ? -1 : 1;
+  if (x->dur != y->dur) return x->dur > y->dur ? -1 : 1; /* the parent first */
+  if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+  return x->item < y->item ? -1 : x->item > y->item;
+}
+
+/* --- rebuilt layer slices (processes without ranges) --- */
 
 typedef struct open_slice {
   const char *name; /* component, not NUL-terminated: len below */
@@ -24,6 +75,82 @@ static int ev_cmp(const void *a, const void *b, void *ctx) {
   return 0;
 }
 
+/* Consecutive calls of a thread sharing NVTX path components are wrapped in
+ * one slice per component (the only layer slices an older file allows). */
+static int rebuild_layers(const mpprof_model *m, const bool *has_ranges, slices *out) {
+  size_t n = m->n_events;
+  size_t *ord = malloc((n ? n : 1) * sizeof *ord);
+  open_slice *stack = NULL;
+  size_t depth = 0, cap = 0;
+  int rc = 0;
+  if (!ord) return -1;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!has_ranges[m->events[i].proc]) ord[k++] = i;
+  n = k;
+  qsort_r(ord, n, sizeof *ord, ev_cmp, m->events);
+  for (size_t i = 0; i <= n && rc == 0; i++) {
+    const mpprof_event *e = i < n ? &m->events[ord[i]] : NULL;
+    const mpprof_event *prev = i ? &m->events[ord[i - 1]] : NULL;
+    bool new_track = !e || !prev || e->proc != prev->proc || e->thread != prev->thread;
+    const char *path = e ? m->sites[e->site].layer : "";
+    size_t keep = 0;
+    const char *c = path;
+    if (!new_track)
+      while (keep < depth && *c) {
+        const char *slash = strchr(c, '/');
+        size_t len = slash ? (size_t)(slash - c) : strlen(c);
+        if (len != stack[keep].len || strncmp(c, stack[keep].name, len)) break;
+        keep++;
+        c = slash ? slash + 1 : c + len;
+      }
+    while (depth > keep && rc == 0) {
+      open_slice *s = &stack[--depth];
+      rc = push(out, (slice){.proc = prev->proc,
+                             .tid = prev->thread,
+                             .start = s->start,
+                             .dur = s->end - s->start,
+                             .kind = SL_LAYER,
+                             .name = s->name,
+                             .len = s->len,
+                             .flow = -1});
+    }
+    if (!e || rc) break;
+    while (*c) {
+      const char *slash = strchr(c, '/');
+      size_t len = slash ? (size_t)(slash - c) : strlen(c);
+      if (mpprof_grow((void **)&stack, &cap, depth + 1, sizeof *stack)) {
+        rc = -1;
+        break;
+      }
+      stack[depth++] = (open_slice){c, len, e->t_ns, e->t_ns};
+      c = slash ? slash + 1 : c + len;
+    }
+    for (size_t d = 0; d < depth; d++)
+      if (e->t_ns + e->dur_ns > stack[d].end) stack[d].end = e->t_ns + e->dur_ns;
+  }
+  free(ord);
+  free(stack);
+  return rc;
+}
+
+/* --- kernels to their calls --- */
+
+typedef struct call_key {
+  uint32_t proc, site, call;
+  size_t event;
+} call_key;
+
+static int key_cmp(const void *a, const void *b) {
+  const call_key *x = a, *y = b;
+  if (x->proc != y->proc) return x->proc < y->proc ? -1 : 1;
+  if (x->site != y->site) return x->site < y->site ? -1 : 1;
+  if (x->call != y->call) return x->call < y->call ? -1 : 1;
+  return 0;
+}
+
+/* --- writing --- */
+
 static bool first = true;
 
 static void sep(FILE *f) {
@@ -31,17 +158,131 @@ static void sep(FILE *f) {
   first = false;
 }
 
-static void slice(FILE *f, uint32_t pid, uint64_t tid, const char *name, size_t len,
-                  const char *cat, int64_t start, int64_t dur, int64_t t0) {
+static void put_name(FILE *f, const char *name, size_t len) {
   char *n = strndup(name, len);
-  sep(f);
-  fputs("{\"name\":", f);
   mpprof_fput_json_string(f, n ? n : "");
   free(n);
+}
+
+static void write_slice(FILE *f, const mpprof_model *m, const slice *s, int64_t t0) {
+  static const char *const cats[] = {"range", "layer", "op", "kernel"};
+  sep(f);
+  fputs("{\"name\":", f);
+  put_name(f, s->name, s->len);
   fprintf(f,
           ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu64
-          ",\"ts\":%.3f,\"dur\":%.3f}",
-          cat, pid, tid, (double)(start - t0) / 1e3, (double)dur / 1e3);
+          ",\"ts\":%.3f,\"dur\":%.3f",
+          cats[s->kind], s->proc + 1, s->tid, (double)(s->start - t0) / 1e3, (double)s->dur / 1e3);
+  if (s->kind == SL_RANGE) {
+    fprintf(f, ",\"args\":{\"depth\":%" PRIu32 "}", m->ranges[s->item].depth);
+  } else if (s->kind == SL_OP) {
+    const mpprof_event *e = &m->events[s->item];
+    const mpprof_site *st = &m->sites[e->site];
+    fprintf(f, ",\"args\":{\"site\":%zu,\"op\":", st->id);
+    mpprof_fput_json_string(f, st->op);
+    fputs(",\"layer\":", f);
+    mpprof_fput_json_string(f, st->layer);
+    fprintf(f, ",\"stream\":\"0x%" PRIx64 "\"", e->stream);
+    if (e->call >= 0) fprintf(f, ",\"call\":%" PRId64, e->call);
+    fputs("}", f);
+  } else if (s->kind == SL_KERNEL) {
+    const mpprof_kevent *k = &m->kevents[s->item];
+    fprintf(f, ",\"args\":{\"site\":%zu,\"call\":%" PRIu32 ",\"stream\":%" PRIu64 "}",
+            m->sites[k->site].id, k->call, k->stream);
+  }
+  fputs("}", f);
+}
+
+/* The flow arrow of kernel slice s from the call that launched it: starts
+ * mid-call, so that it binds to the call's slice and not to a range that
+ * begins at the same time. */
+static void write_flow(FILE *f, const mpprof_model *m, const slice *s, size_t id, int64_t t0) {
+  const mpprof_event *e = &m->events[s->flow];
+  sep(f);
+  fprintf(f,
+          "{\"name\":\"launch\",\"cat\":\"launch\",\"ph\":\"s\",\"id\":%zu,\"pid\":%" PRIu32
+          ",\"tid\":%" PRIu64 ",\"ts\":%.3f}",
+          id, e->proc + 1, e->thread, (double)(e->t_ns + e->dur_ns / 2 - t0) / 1e3);
+  sep(f);
+  fprintf(f,
+          "{\"name\":\"launch\",\"cat\":\"launch\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%zu,\"pid\":"
+          "%" PRIu32 ",\"tid\":%" PRIu64 ",\"ts\":%.3f}",
+          id, s->proc + 1, s->tid, (double)(s->start - t0) / 1e3);
+}
+
+static void write_track_names(FILE *f, const slices *all) {
+  for (size_t i = 0; i < all->n; i++) {
+    const slice *s = &all->v[i];
+    if (i && s->proc == all->v[i - 1].proc && s->tid == all->v[i - 1].tid) continue;
+    sep(f);
+    fprintf(f,
+            "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu64
+            ",\"args\":{\"name\":",
+            s->proc + 1, s->tid);
+    if (s->tid >= STREAM_TID_BASE)
+      fprintf(f, "\"GPU stream %" PRIu64 "\"}}", s->tid - STREAM_TID_BASE);
+    else
+      fprintf(f, "\"thread %" PRIu64 "\"}}", s->tid);
+  }
+}
+
+static int collect(const mpprof_model *m, slices *all, int64_t *ret_t0) {
+  bool *has_ranges = calloc(m->n_procs ? m->n_procs : 1, sizeof *has_ranges);
+  call_key *keys = malloc((m->n_events ? m->n_events : 1) * sizeof *keys);
+  int rc = has_ranges && keys ? 0 : -1;
+  int64_t t0 = INT64_MAX;
+  for (size_t i = 0; rc == 0 && i < m->n_ranges; i++) {
+    const mpprof_range *r = &m->ranges[i];
+    has_ranges[r->proc] = true;
+    if (r->start_ns < t0) t0 = r->start_ns;
+    rc = push(all, (slice){.proc = r->proc,
+                           .tid = r->thread,
+                           .start = r->start_ns,
+                           .dur = r->end_ns - r->start_ns,
+                           .kind = SL_RANGE,
+                           .name = r->name,
+                           .len = strlen(r->name),
+                           .item = i,
+                           .flow = -1});
+  }
+  for (size_t i = 0; rc == 0 && i < m->n_events; i++) {
+    const mpprof_event *e = &m->events[i];
+    if (e->t_ns < t0) t0 = e->t_ns;
+    keys[i] = (call_key){e->proc, e->site, (uint32_t)e->call, i};
+    const char *api = m->sites[e->site].api;
+    rc = push(all, (slice){.proc = e->proc,
+                           .tid = e->thread,
+                           .start = e->t_ns,
+                           .dur = e->dur_ns,
+                           .kind = SL_OP,
+                           .name = api,
+                           .len = strlen(api),
+                           .item = i,
+                           .flow = -1});
+  }
+  if (rc == 0) qsort(keys, m->n_events, sizeof *keys, key_cmp);
+  for (size_t i = 0; rc == 0 && i < m->n_kevents; i++) {
+    const mpprof_kevent *k = &m->kevents[i];
+    if (k->start_ns < t0) t0 = k->start_ns;
+    call_key want = {k->proc, k->site, k->call, 0};
+    const call_key *hit = bsearch(&want, keys, m->n_events, sizeof *keys, key_cmp);
+    /* Calls whose events were not kept (cap, older files) have no arrow. */
+    bool linked = hit && m->events[hit->event].call >= 0;
+    rc = push(all, (slice){.proc = k->proc,
+                           .tid = STREAM_TID_BASE + k->stream,
+                           .start = k->start_ns,
+                           .dur = k->end_ns - k->start_ns,
+                           .kind = SL_KERNEL,
+                           .name = k->name,
+                           .len = strlen(k->name),
+                           .item = i,
+                           .flow = linked ? (int64_t)hit->event : -1});
+  }
+  if (rc == 0) rc = rebuild_layers(m, has_ranges, all);
+  free(has_ranges);
+  free(keys);
+  *ret_t0 = t0 == INT64_MAX ? 0 : t0;
+  return rc;
 }
 
 static int write_events(const mpprof_model *m, FILE *f) {
@@ -59,74 +300,20 @@ static int write_events(const mpprof_model *m, FILE *f) {
     fputs("}}", f);
     free(name);
   }
-  size_t n = m->n_events;
-  size_t *ord = malloc((n ? n : 1) * sizeof *ord);
-  open_slice *stack = NULL;
-  size_t depth = 0, cap = 0;
-  if (!ord) return -1;
-  int64_t t0 = n ? m->events[0].t_ns : 0;
-  for (size_t i = 0; i < n; i++) {
-    ord[i] = i;
-    if (m->events[i].t_ns < t0) t0 = m->events[i].t_ns;
+  slices all = {0};
+  int64_t t0 = 0;
+  if (collect(m, &all, &t0)) {
+    free(all.v);
+    return -1;
   }
-  qsort_r(ord, n, sizeof *ord, ev_cmp, m->events);
-  for (size_t i = 0; i <= n; i++) {
-    const mpprof_event *e = i < n ? &m->events[ord[i]] : NULL;
-    const mpprof_event *prev = i ? &m->events[ord[i - 1]] : NULL;
-    bool new_track = !e || !prev || e->proc != prev->proc || e->thread != prev->thread;
-    const char *path = e ? m->sites[e->site].layer : "";
-    /* How many open layer slices this event shares. */
-    size_t keep = 0;
-    const char *c = path;
-    if (!new_track)
-      while (keep < depth && *c) {
-        const char *slash = strchr(c, '/');
-        size_t len = slash ? (size_t)(slash - c) : strlen(c);
-        if (len != stack[keep].len || strncmp(c, stack[keep].name, len)) break;
-        keep++;
-        c = slash ? slash + 1 : c + len;
-      }
-    while (depth > keep) {
-      open_slice *s = &stack[--depth];
-      slice(f, prev->proc + 1, prev->thread, s->name, s->len, "layer", s->start, s->end - s->start,
-            t0);
-    }
-    if (!e) break;
-    if (new_track) {
-      sep(f);
-      fprintf(f,
-              "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu64
-              ",\"args\":{\"name\":\"thread %" PRIu64 "\"}}",
-              e->proc + 1, e->thread, e->thread);
-    }
-    while (*c) {
-      const char *slash = strchr(c, '/');
-      size_t len = slash ? (size_t)(slash - c) : strlen(c);
-      if (mpprof_grow((void **)&stack, &cap, depth + 1, sizeof *stack)) {
-        free(ord);
-        free(stack);
-        return -1;
-      }
-      stack[depth++] = (open_slice){c, len, e->t_ns, e->t_ns};
-      c = slash ? slash + 1 : c + len;
-    }
-    for (size_t d = 0; d < depth; d++)
-      if (e->t_ns + e->dur_ns > stack[d].end) stack[d].end = e->t_ns + e->dur_ns;
-    const mpprof_site *s = &m->sites[e->site];
-    sep(f);
-    fputs("{\"name\":", f);
-    mpprof_fput_json_string(f, s->api);
-    fprintf(f,
-            ",\"cat\":\"op\",\"ph\":\"X\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu64
-            ",\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"site\":%zu,\"op\":",
-            e->proc + 1, e->thread, (double)(e->t_ns - t0) / 1e3, (double)e->dur_ns / 1e3, s->id);
-    mpprof_fput_json_string(f, s->op);
-    fputs(",\"layer\":", f);
-    mpprof_fput_json_string(f, s->layer);
-    fprintf(f, ",\"stream\":\"0x%" PRIx64 "\"}}", e->stream);
+  if (all.n) qsort(all.v, all.n, sizeof *all.v, slice_cmp);
+  write_track_names(f, &all);
+  size_t flows = 0;
+  for (size_t i = 0; i < all.n; i++) {
+    write_slice(f, m, &all.v[i], t0);
+    if (all.v[i].flow >= 0) write_flow(f, m, &all.v[i], ++flows, t0);
   }
-  free(ord);
-  free(stack);
+  free(all.v);
   fputs("\n]}\n", f);
   return 0;
 }

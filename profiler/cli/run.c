@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "analysis/advice.h"
+#include "analysis/capture.h"
 #include "commands.h"
 #include "common/safefile.h"
 #include "report/report.h"
@@ -47,6 +48,10 @@ typedef struct run_opts {
   const char *shadow;        /* N: MPPROF_SHADOW */
   const char *shadow_max_mb; /* MPPROF_SHADOW_MAX_MB */
   double shadow_max_rel;     /* report verdict threshold; 0: default */
+  /* The capture range: MPPROF_CAPTURE_RANGE, MPPROF_NVTX_CAPTURE, MPPROF_STEPS.
+   * capture_given: one of the options was given, they replace all three variables. */
+  const char *capture_range, *nvtx_capture, *steps;
+  bool capture_given;
   char **argv;             /* program and its arguments */
   long alive[MPP_STILL_RUNNING_MAX]; /* still_running(): the program's group alive after it */
   size_t n_alive;          /* how many (may exceed the pids kept) */
@@ -56,6 +61,8 @@ static void usage(FILE *f) {
   fputs("usage: mpprof [run] [-o DIR] [--force] [--scan all|outputs|none] [--sample N|auto]\n"
         "                    [--checkpoint SECONDS] [--tc-counters[=N]] [--loss-scale S]\n"
         "                    [--python on|off]\n"
+        "                    [--capture-range cudaProfilerApi|nvtx|none] [--nvtx-capture NAME]\n"
+        "                    [--steps A:B]\n"
         "                    [--shadow[=N]] [--shadow-max-mb MB] [--shadow-max-rel X]\n"
         "                    [--] PROGRAM ARGS...\n"
         "  -o, --output DIR   where raw files and the report go\n"
@@ -73,6 +80,13 @@ static void usage(FILE *f) {
         "  --loss-scale S     the program multiplies its loss (so its gradients) by S\n"
         "                     (65536, 2^16, 1e3); for a fixed scale the program does not\n"
         "                     declare through the NVTX domain \"mpprof\" (its marks win)\n"
+        "  --capture-range cudaProfilerApi|nvtx|none\n"
+        "                     record only between cudaProfilerStart and cudaProfilerStop (or\n"
+        "                     cuProfilerStart/Stop), or only while some thread is inside an\n"
+        "                     NVTX range named by --nvtx-capture; calls outside are counted\n"
+        "  --nvtx-capture NAME the NVTX push/pop range of --capture-range=nvtx\n"
+        "  --steps A:B        record only steps A to B (inclusive) of the program's step\n"
+        "                     marks (NVTX domain \"mpprof\" or mpprof_step(); one step: A)\n"
         "  --python on|off    PyTorch module attribution in Python programs (default on;\n"
         "                     MPPROF_PYTHON=0 also turns it off)\n"
         "  --shadow[=N]       shadow execution: re-compute every Nth GEMM call of each site\n"
@@ -194,6 +208,15 @@ static int parse(int argc, char **argv, run_opts *o) {
                 o->tc_counters);
         return 2;
       }
+    } else if (is_opt(a, "--capture-range")) {
+      if (!(o->capture_range = opt_value(argc, argv, &i, "--capture-range"))) return 2;
+      o->capture_given = true;
+    } else if (is_opt(a, "--nvtx-capture")) {
+      if (!(o->nvtx_capture = opt_value(argc, argv, &i, "--nvtx-capture"))) return 2;
+      o->capture_given = true;
+    } else if (is_opt(a, "--steps")) {
+      if (!(o->steps = opt_value(argc, argv, &i, "--steps"))) return 2;
+      o->capture_given = true;
     } else if (is_opt(a, "--python")) {
       const char *v = opt_value(argc, argv, &i, "--python");
       if (!v) return 2;
@@ -209,6 +232,20 @@ static int parse(int argc, char **argv, run_opts *o) {
   }
   if (i >= argc) {
     fputs("mpprof: run: no program to run (see 'mpprof help run')\n", stderr);
+    return 2;
+  }
+  /* The capture range from the options, else from the environment the
+   * program would inherit: either way refused here, in one line. */
+  if (!o->capture_given) {
+    o->capture_range = getenv("MPPROF_CAPTURE_RANGE");
+    o->nvtx_capture = getenv("MPPROF_NVTX_CAPTURE");
+    o->steps = getenv("MPPROF_STEPS");
+  }
+  mp_capture cap;
+  char err[200];
+  if (mp_capture_parse(o->capture_range, o->nvtx_capture, o->steps, &cap, err, sizeof err)) {
+    const char *from = "(from MPPROF_CAPTURE_RANGE, MPPROF_NVTX_CAPTURE, MPPROF_STEPS) ";
+    fprintf(stderr, "mpprof: run: %s%s\n", o->capture_given ? "" : from, err);
     return 2;
   }
   o->argv = argv + i;
@@ -544,6 +581,15 @@ static void set_child_env(const run_opts *o, const char *lib, const char *out) {
   if (o->loss_scale) setenv("MPPROF_LOSS_SCALE", o->loss_scale, 1);
   if (o->shadow) setenv("MPPROF_SHADOW", o->shadow, 1);
   if (o->shadow_max_mb) setenv("MPPROF_SHADOW_MAX_MB", o->shadow_max_mb, 1);
+  if (o->capture_given) {
+    const char *vars[] = {"MPPROF_CAPTURE_RANGE", "MPPROF_NVTX_CAPTURE", "MPPROF_STEPS"};
+    const char *vals[] = {o->capture_range, o->nvtx_capture, o->steps};
+    for (int i = 0; i < 3; i++)
+      if (vals[i])
+        setenv(vars[i], vals[i], 1);
+      else
+        unsetenv(vars[i]);
+  }
 }
 
 static void warn_other_injection(const char *var, const char *lib) {

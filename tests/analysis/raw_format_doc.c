@@ -89,6 +89,21 @@ static buf index_text(void) {
 #define T(name, json, doc) ROW("events[]", json, doc)
   MP_RAW_EVENT(T)
 #undef T
+#define T(name, json, doc) ROW("ranges[]", json, doc)
+  MP_RAW_RANGE(T)
+#undef T
+#define T(name, json, doc) ROW("kernel_events[]", json, doc)
+  MP_RAW_KERNEL_EVENT(T)
+#undef T
+#define T(name, json, doc) ROW("timeline", json, doc)
+  MP_RAW_TIMELINE(T)
+#undef T
+#define T(name, json, doc) ROW("capture", json, doc)
+  MP_RAW_CAPTURE(T)
+#undef T
+#define T(name, json, doc) ROW("capture.outside", json, doc)
+  MP_RAW_CAPTURE_OUTSIDE(T)
+#undef T
 #define T(name, json, doc) ROW("training", json, doc)
   MP_RAW_TRAINING(T)
 #undef T

@@ -48,6 +48,10 @@ static const char *const expected[] = {
     "cudnnBackendGetAttribute",
     "cudnnBackendFinalize",
     "cudnnBackendExecute",
+    "cudaProfilerStart", /* capture range markers (profiler/hooks/profiler_api.c) */
+    "cudaProfilerStop",
+    "cuProfilerStart",
+    "cuProfilerStop",
     "mpprof_loss_scale",
     "mpprof_step",
     "mpprof_step_skipped",

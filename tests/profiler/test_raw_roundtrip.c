@@ -77,6 +77,22 @@ static const double tc_values[2] = {12.5, 3.0};
 /* Sites, kernels, events and the facts around them; returns the rendered document. */
 static char *render_everything(int *ret_site) {
   mpp_sites_reset();
+  mpp_nvtx_ranges_reset();
+  mpp_capture_reset_counts();
+  mpp_cfg.capture = (mp_capture){.mode = MP_CAPTURE_STEPS, .first = 0, .last = 5};
+  mpp_cfg.max_ranges = 16;
+  mpp_nvtx_push(NULL, "outer");
+  mpp_nvtx_push(NULL, "inner");
+  mpp_nvtx_pop(NULL); /* one ended range: outer/inner */
+  mpp_nvtx_pop(NULL);
+  mpp_train_reset();
+  mpp_op outside_op;
+  mpp_call outside_call;
+  mpp_op_init(&outside_op, "cublasSgemm_v2", MPP_OP_GEMM);
+  mpp_call_begin(&outside_call, &outside_op); /* no step yet: outside, not_started */
+  assert_int_equal(outside_call.site, -1);
+  mpp_call_end(&outside_call, &outside_op, true);
+  mpp_train_mark_step(1);
   mpp_cfg.scan = MPP_SCAN_ALL;
   mpp_cfg.sample = 2; /* the second call is sampled out: "not_scanned" */
   mpp_cfg.max_sites = 16;
@@ -101,8 +117,8 @@ static char *render_everything(int *ret_site) {
   full_op(&op);
   mpp_call_autotune(&op);
   mpprof_scope_pop();
-  mpp_site_kernel(*ret_site, "sm90_xmma_gemm_f16f16_f32f32", 1000);
-  mpp_site_kernel(*ret_site, "sm90_xmma_gemm_f16f16_f32f32", 500);
+  mpp_site_kernel(*ret_site, 0, "sm90_xmma_gemm_f16f16_f32f32", 5000, 6000, 7);
+  mpp_site_kernel(*ret_site, 1, "sm90_xmma_gemm_f16f16_f32f32", 7000, 7500, 7);
   mpp_site_kernel_tc(*ret_site, "sm90_xmma_gemm_f16f16_f32f32", true, tc_values, 2);
   mpp_note_incomplete("test", "a reason for the test");
   mpp_train_reset();
@@ -163,6 +179,11 @@ static const char *const scale_change_keys[] = {MP_RAW_SCALE_CHANGE(KEY_JSON)};
 static const char *const steps_keys[] = {MP_RAW_STEPS(KEY_JSON)};
 static const char *const step_scale_keys[] = {MP_RAW_STEP_SCALE(KEY_JSON)};
 static const char *const skipped_keys[] = {MP_RAW_SKIPPED(KEY_JSON)};
+static const char *const capture_keys[] = {MP_RAW_CAPTURE(KEY_JSON)};
+static const char *const capture_outside_keys[] = {MP_RAW_CAPTURE_OUTSIDE(KEY_JSON)};
+static const char *const timeline_keys[] = {MP_RAW_TIMELINE(KEY_JSON)};
+static const char *const range_keys[] = {MP_RAW_RANGE(KEY_JSON)};
+static const char *const kevent_keys[] = {MP_RAW_KERNEL_EVENT(KEY_JSON)};
 #define SET(a) ((keyset){a, sizeof a / sizeof a[0]})
 
 static bool in_set(keyset s, const char *k) {
@@ -210,6 +231,15 @@ static void every_emitted_key_is_declared_and_every_declared_key_emitted(void **
   check_object(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, MP_RK_TOP.events), 0), SET(event_keys),
                "event", NULL);
   check_object(cJSON_GetObjectItem(doc, MP_RK_TOP.nvtx), SET(nvtx_keys), "nvtx", NULL);
+  const cJSON *cap = cJSON_GetObjectItem(doc, MP_RK_TOP.capture);
+  check_object(cap, SET(capture_keys), "capture", NULL);
+  check_object(cJSON_GetObjectItem(cap, MP_RK_CAPTURE.outside), SET(capture_outside_keys),
+               "capture.outside", NULL);
+  check_object(cJSON_GetObjectItem(doc, MP_RK_TOP.timeline), SET(timeline_keys), "timeline", NULL);
+  check_object(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, MP_RK_TOP.ranges), 0), SET(range_keys),
+               "ranges[]", NULL);
+  check_object(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, MP_RK_TOP.kernel_events), 0),
+               SET(kevent_keys), "kernel_events[]", NULL);
   check_object(cJSON_GetObjectItem(doc, MP_RK_TOP.device), SET(device_keys), "device", NULL);
   check_object(cJSON_GetObjectItem(doc, MP_RK_TOP.cupti), SET(cupti_keys), "cupti", NULL);
   check_object(cJSON_GetObjectItem(doc, MP_RK_TOP.tc_counters), SET(tcc_keys), "tc_counters", NULL);
@@ -326,6 +356,42 @@ static void check_top(const char *k, const cJSON *doc, const mpprof_model *m) {
     assert_int_equal(m->events[0].dur_ns, num(e, MP_RK_EVENT.dur_ns));
     assert_int_equal(m->events[0].thread, num(e, MP_RK_EVENT.thread));
     assert_int_equal(m->events[0].stream, strtoull(str(e, MP_RK_EVENT.stream), NULL, 0));
+    assert_int_equal(m->events[0].call, num(e, MP_RK_EVENT.call));
+  } else if (!strcmp(k, MP_RK_TOP.capture)) {
+    assert_true(p->has_capture);
+    assert_string_equal(p->capture_mode, "steps");
+    assert_null(p->capture_nvtx);
+    assert_true(p->has_capture_steps);
+    assert_int_equal(p->capture_first, 0);
+    assert_int_equal(p->capture_last, 5);
+    assert_int_equal(p->capture_captured, num(v, MP_RK_CAPTURE.captured));
+    assert_int_equal(p->capture_not_started, 1);
+    assert_int_equal(p->capture_stopped, 0);
+  } else if (!strcmp(k, MP_RK_TOP.timeline)) {
+    assert_int_equal(p->max_events, 16);
+    assert_int_equal(p->max_ranges, 16);
+    assert_int_equal(p->events_dropped, num(v, MP_RK_TIMELINE.events_dropped));
+    assert_int_equal(p->ranges_dropped, 0);
+    assert_int_equal(p->kernel_events_dropped, 0);
+  } else if (!strcmp(k, MP_RK_TOP.ranges)) {
+    assert_int_equal(m->n_ranges, 2);
+    const cJSON *r = cJSON_GetArrayItem(v, 0);
+    assert_string_equal(m->ranges[0].name, str(r, MP_RK_RANGE.name));
+    assert_string_equal(m->ranges[0].name, "inner"); /* ended first */
+    assert_int_equal(m->ranges[0].depth, 1);
+    assert_int_equal(m->ranges[0].thread, num(r, MP_RK_RANGE.thread));
+    assert_int_equal(m->ranges[0].start_ns, num(r, MP_RK_RANGE.start_ns));
+    assert_int_equal(m->ranges[0].end_ns, num(r, MP_RK_RANGE.end_ns));
+    assert_true(m->ranges[1].start_ns <= m->ranges[0].start_ns);
+    assert_true(m->ranges[1].end_ns >= m->ranges[0].end_ns);
+  } else if (!strcmp(k, MP_RK_TOP.kernel_events)) {
+    assert_int_equal(m->n_kevents, 2);
+    assert_int_equal(m->kevents[1].site, 0);
+    assert_int_equal(m->kevents[1].call, 1);
+    assert_int_equal(m->kevents[1].stream, 7);
+    assert_int_equal(m->kevents[1].start_ns, 7000);
+    assert_int_equal(m->kevents[1].end_ns, 7500);
+    assert_string_equal(m->kevents[1].name, "sm90_xmma_gemm_f16f16_f32f32");
   } else {
     fail_msg("top-level key \"%s\": no read-back check (add one, and read it in raw_reader.c)", k);
   }

@@ -312,6 +312,42 @@ static void lower_precision_possible(void **state) {
   mpprof_model_free(&m);
 }
 
+/* One cause, one finding: three fp32 layers that fit 16 bits are listed in
+ * one "autocast" finding, not three. */
+static void lower_precision_findings_merge_into_one_listing_the_layers(void **state) {
+  (void)state;
+  mpprof_model m;
+  layer(&m, MP_REC_BF16);
+  m.layers = realloc(m.layers, 4 * sizeof *m.layers);
+  assert_non_null(m.layers);
+  const mp_recommendation recs[4] = {MP_REC_BF16, MP_REC_FP16, MP_REC_FP16_LOSS_SCALE, MP_REC_FP32};
+  for (size_t i = 0; i < 4; i++) {
+    mpprof_layer *l = &m.layers[i];
+    if (i) {
+      memset(l, 0, sizeof *l);
+      l->adv.known = true;
+      l->adv.fp8_e4m3_fits = l->adv.fp8_e5m2_fits = -1;
+      l->name = mpprof_asprintf("net/fc%zu", i + 1);
+    }
+    l->adv.rec = recs[i];
+    site(&m, "fp32");
+    l->first_site = i;
+    l->n_sites = 1;
+  }
+  m.n_layers = 4;
+  assert_int_equal(run(&m, "lower_precision_possible"), 1);
+  const mpprof_finding *f = &m.findings[0];
+  assert_null(f->layer);
+  assert_non_null(strstr(f->message, "3 layers run fp32"));
+  assert_non_null(strstr(f->message, "net/fc1 (bf16), net/fc2 (fp16 as is), net/fc3 (fp16 with a "
+                                     "loss scale)"));
+  assert_null(strstr(f->message, "net/fc4")); /* fp32 values: not an opportunity */
+  assert_non_null(strstr(f->action, "autocast"));
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(f->evidence, "layers")), 3);
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(f->evidence, "sites")), 3);
+  mpprof_model_free(&m);
+}
+
 static void lower_precision_needs_fp32_inputs(void **state) {
   (void)state;
   mpprof_model m;
@@ -393,12 +429,30 @@ static void no_cuda_ops(void **state) {
   (void)state;
   mpprof_model m;
   mpprof_model_init(&m);
-  m.n_procs = 1; /* counted only: procs stays NULL, nothing to free */
+  m.procs = calloc(1, sizeof *m.procs);
+  assert_non_null(m.procs);
+  m.n_procs = m.cap_procs = 1;
   m.total_calls = 5;
   assert_int_equal(run(&m, "no_cuda_ops"), 0);
   m.total_calls = 0;
   assert_int_equal(run(&m, "no_cuda_ops"), 1);
-  m.n_procs = 0;
+  assert_non_null(strstr(m.findings[0].message, "made no cuBLAS"));
+  mpprof_model_free(&m);
+}
+
+/* Calls that all ran outside a capture range: the finding says so. */
+static void no_cuda_ops_inside_the_capture_range(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  m.procs = calloc(1, sizeof *m.procs);
+  assert_non_null(m.procs);
+  m.n_procs = m.cap_procs = 1;
+  m.procs[0].has_capture = true;
+  m.procs[0].capture_mode = strdup("steps");
+  m.procs[0].capture_not_started = 16;
+  assert_int_equal(run(&m, "no_cuda_ops"), 1);
+  assert_non_null(strstr(m.findings[0].message, "inside the capture range; 16 ran outside it"));
   mpprof_model_free(&m);
 }
 
@@ -529,6 +583,7 @@ int main(void) {
       cmocka_unit_test(gradient_range),
       cmocka_unit_test(bf16_unsafe),
       cmocka_unit_test(lower_precision_possible),
+      cmocka_unit_test(lower_precision_findings_merge_into_one_listing_the_layers),
       cmocka_unit_test(lower_precision_needs_fp32_inputs),
       cmocka_unit_test(fp8_candidate),
       cmocka_unit_test(fp32_without_tf32),
@@ -536,6 +591,7 @@ int main(void) {
       cmocka_unit_test(tensor_cores_inefficient),
       cmocka_unit_test(loss_scale_conflict),
       cmocka_unit_test(no_cuda_ops),
+      cmocka_unit_test(no_cuda_ops_inside_the_capture_range),
       cmocka_unit_test(skipped_files),
       cmocka_unit_test(incomplete_process),
       cmocka_unit_test(processes_still_running),

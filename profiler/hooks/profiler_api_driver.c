@@ -1,0 +1,17 @@
+/* Hooks of the driver API's capture-range markers, cuProfilerStart/Stop
+ * (libcuda.so.1): observed like the runtime's (profiler_api.c). */
+#include <cuda.h>
+#include <cudaProfiler.h>
+
+#include "hook.h"
+
+#define MPP_MODULE_SONAME "libcuda.so.1"
+#define MPP_MODULE_SYMS(X)                                                                         \
+  X(cuProfilerStart)                                                                               \
+  X(cuProfilerStop)
+MPP_MODULE_TABLE(syms)
+
+MPP_STATE_HOOK(syms, CUresult, cuProfilerStart, (void), (), CUDA_ERROR_UNKNOWN,
+               mpp_capture_profiler(true))
+MPP_STATE_HOOK(syms, CUresult, cuProfilerStop, (void), (), CUDA_ERROR_UNKNOWN,
+               mpp_capture_profiler(false))
