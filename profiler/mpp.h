@@ -132,6 +132,7 @@ typedef struct mpp_role {
   mp_view view;                 /* view.data: the tensor (NULL with ptr_array set) */
   const void *const *ptr_array; /* pointer-array batch: view.batch pointers */
   mpp_ns_reason unscannable;    /* MPP_NS_COUNT when scannable */
+  bool saturates;               /* an fp8 output the op converts with saturation (cuBLASLt) */
 } mpp_role;
 
 typedef struct mpp_op {
@@ -157,6 +158,13 @@ typedef struct mpp_op {
   void *stream;
   double alpha;            /* NAN: not readable here (device pointer, vector) */
   bool shadow_unsupported; /* a layout or scaling shadow execution does not model */
+  /* cuBLASLt FP8 (per call): scalar A/B/C/D scales and AMAX_D as read on the
+   * host path, NAN when not read (unset: no pointer; device memory; a block
+   * scale mode); amax_d_ptr is read back after the call (call.c). */
+  double fp8_scale[4];
+  bool fp8_scale_unread[4]; /* a pointer was set but its value not read here */
+  const void *amax_d_ptr;
+  double amax_d;
   uint64_t ptr_align; /* 0: no pointer seen */
   int nroles;
   mpp_role roles[MPP_MAX_ROLES];
@@ -227,6 +235,12 @@ typedef struct mpp_site_kernel_t {
 
 #define MPP_SITE_MAX_KERNELS 32
 
+/* A cuBLASLt FP8 scalar over a site's calls (MP_RAW_FP8_VALUE). */
+typedef struct mpp_fp8_value {
+  double min, max; /* NAN: none read */
+  uint64_t read, unread;
+} mpp_fp8_value;
+
 typedef struct mpp_site {
   uint64_t hash;
   char *layer;
@@ -248,6 +262,8 @@ typedef struct mpp_site {
   uint64_t kernels_other; /* launches of names beyond MPP_SITE_MAX_KERNELS */
   uint64_t ptr_align;     /* 0: none yet */
   struct mpp_shadow_site *shadow; /* --shadow state (shadow.c); NULL until shadowed */
+  mpp_fp8_value fp8_scale[4];     /* A, B, C, D */
+  mpp_fp8_value amax_d;
 } mpp_site;
 
 typedef struct mpp_event {

@@ -9,6 +9,7 @@
  * critical sections are short (a hash probe, a few counters, a stats merge). */
 #include "mpp.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -372,6 +373,20 @@ static void add_event_locked(int site, const mpp_op *op, const mpp_call *c, uint
   e->stream = (uintptr_t)op->stream;
 }
 
+static void fp8_value_note(mpp_fp8_value *v, double x, bool unread) {
+  if (unread) {
+    v->unread++;
+    return;
+  }
+  if (isnan(x)) return; /* no pointer set */
+  if (v->read++ == 0) {
+    v->min = v->max = x;
+    return;
+  }
+  if (x < v->min) v->min = x;
+  if (x > v->max) v->max = x;
+}
+
 void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur_ns) {
   mpp_sites_lock();
   mpp_site *s = &sites[site];
@@ -386,6 +401,9 @@ void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur
   }
   if (op->ptr_align && (!s->ptr_align || op->ptr_align < s->ptr_align))
     s->ptr_align = op->ptr_align;
+  for (int i = 0; i < 4; i++)
+    fp8_value_note(&s->fp8_scale[i], op->fp8_scale[i], op->fp8_scale_unread[i]);
+  if (op->amax_d_ptr) fp8_value_note(&s->amax_d, op->amax_d, isnan(op->amax_d));
   add_event_locked(site, op, c, dur_ns);
   mpp_sites_unlock();
 }

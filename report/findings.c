@@ -290,19 +290,33 @@ static int rule_fp16_overflow(mpprof_model *m, const mpprof_layer *l) {
   if (!ov) return 0;
   double fp16_max = mp_format_of(MP_FP16)->max_finite;
   bool fp32 = l->adv.rec == MP_REC_FP32;
-  mpprof_finding *f =
-      add(m, "fp16_overflow", "high", l->name,
-          mpprof_asprintf("%s: %s reaches %.4g > fp16 max %.6g in %.3g%% of values", layer_label(l),
-                          ov->name, ov->st.absmax, fp16_max, 100 * ov->adv.fp16_overflow_fraction),
-          strdup(fp32 ? "keep this layer in fp32 (it does not fit bf16 either)"
-                      : "keep this layer in bf16 or fp32 (exclude it from fp16 autocast)"));
+  const mp_format *own = mp_format_of(ov->st.dtype);
+  mpprof_finding *f;
+  if (ov->st.saturated && own) /* an fp8 output the op clamped: overflow of unknown size */
+    f = add(m, "fp16_overflow", "high", l->name,
+            mpprof_asprintf("%s: %s saturated: %" PRIu64 " of %" PRIu64
+                            " values (%.3g%%) at the %s "
+                            "max %.6g, clamped by the op, so their true range is unknown",
+                            layer_label(l), ov->name, ov->st.saturated, ov->st.count,
+                            100.0 * (double)ov->st.saturated / (double)ov->st.count,
+                            mp_dtype_name(ov->st.dtype), own->max_finite),
+            strdup("lower this output's fp8 scale (the D scale, from its amax), or keep the "
+                   "output in bf16"));
+  else
+    f = add(m, "fp16_overflow", "high", l->name,
+            mpprof_asprintf("%s: %s reaches %.4g > fp16 max %.6g in %.3g%% of values",
+                            layer_label(l), ov->name, ov->st.absmax, fp16_max,
+                            100 * ov->adv.fp16_overflow_fraction),
+            strdup(fp32 ? "keep this layer in fp32 (it does not fit bf16 either)"
+                        : "keep this layer in bf16 or fp32 (exclude it from fp16 autocast)"));
   if (!f) return -1;
+  if (ov->st.saturated) ev_num(f->evidence, "saturated", (double)ov->st.saturated);
   cJSON_AddStringToObject(f->evidence, "tensor", ov->name);
   ev_num(f->evidence, "absmax", ov->st.absmax);
   ev_num(f->evidence, "fp16_max", fp16_max);
   ev_num(f->evidence, "overflow_fraction", ov->adv.fp16_overflow_fraction);
   f->impact_gpu_ns = layer_gpu(l);
-  f->impact_elements = ov->st.casts[MP_TGT_FP16][MP_CAST_OVERFLOW];
+  f->impact_elements = ov->st.casts[MP_TGT_FP16][MP_CAST_OVERFLOW] + ov->st.saturated;
   return 0;
 }
 

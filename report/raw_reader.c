@@ -397,6 +397,22 @@ static char trans_of(const cJSON *o, const char *key) {
   return cJSON_IsString(v) && strlen(v->valuestring) == 1 ? v->valuestring[0] : 0;
 }
 
+/* An MP_RAW_FP8_VALUE object; a missing or malformed one reads as nothing read. */
+static void fp8_value_of(const cJSON *o, mpprof_fp8_value *ret) {
+  *ret = (mpprof_fp8_value){0};
+  if (!cJSON_IsObject(o)) return;
+  get_u64(o, MP_RK_FP8_VALUE.read, &ret->read);
+  get_u64(o, MP_RK_FP8_VALUE.unread, &ret->unread);
+  const cJSON *lo = cJSON_GetObjectItemCaseSensitive(o, MP_RK_FP8_VALUE.min),
+              *hi = cJSON_GetObjectItemCaseSensitive(o, MP_RK_FP8_VALUE.max);
+  if (ret->read && cJSON_IsNumber(lo) && cJSON_IsNumber(hi)) {
+    ret->min = lo->valuedouble;
+    ret->max = hi->valuedouble;
+  } else {
+    ret->read = 0;
+  }
+}
+
 static unsigned fp8_scales_of(const cJSON *o) {
 #define X(f, json, doc) json,
   static const char *const names[] = {MP_RAW_FP8_SCALES(X)};
@@ -470,6 +486,11 @@ static int site_from_json(cJSON *o, const mpprof_process *p, mp_stats *scratch, 
   uint64_t align = 0;
   if (get_u64(o, MP_RK_SITE.ptr_align, &align))
     s->ptr_align = align > 4096 ? 4096 : (unsigned)align;
+  const cJSON *sv = cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.fp8_scale_values);
+  static const char *const fp8_roles[4] = {"A", "B", "C", "D"};
+  for (int i = 0; i < 4; i++)
+    fp8_value_of(cJSON_GetObjectItemCaseSensitive(sv, fp8_roles[i]), &s->fp8_scale[i]);
+  fp8_value_of(cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.amax_D), &s->amax_d);
   s->has_gpu_ns = get_u64(o, MP_RK_SITE.gpu_ns, &s->gpu_ns);
   s->cc_major = p->cc_major;
   s->cc_minor = p->cc_minor;

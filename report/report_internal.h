@@ -25,10 +25,18 @@
 
 /* ---- compact stats ---- */
 
+/* A cuBLASLt FP8 scalar over a site's calls (analysis/raw_format.h MP_RAW_FP8_VALUE). */
+typedef struct mpprof_fp8_value {
+  double min, max; /* valid when read > 0 */
+  uint64_t read, unread;
+} mpprof_fp8_value;
+
+void mpprof_fp8_value_merge(mpprof_fp8_value *dst, const mpprof_fp8_value *src);
+
 typedef struct mpprof_cstats {
   mp_dtype dtype;
   int hist_lo, hist_hi;
-  uint64_t count, zeros, nans, pos_infs, neg_infs, negatives;
+  uint64_t count, zeros, nans, pos_infs, neg_infs, negatives, saturated;
   double min, max, absmax, min_abs_nonzero;
   uint64_t casts[MP_TARGET_COUNT][MP_CAST_OUTCOMES];
   int nz_lo, nz_hi; /* non-zero histogram span; nz_lo > nz_hi when empty */
@@ -178,7 +186,9 @@ typedef struct mpprof_site {
   uint64_t gpu_ns;
   mpprof_kernel *kernels;
   size_t n_kernels;
-  unsigned ptr_align; /* 0: unknown */
+  unsigned ptr_align;            /* 0: unknown */
+  mpprof_fp8_value fp8_scale[4]; /* A, B, C, D: MP_RAW_FP8_VALUE */
+  mpprof_fp8_value amax_d;
   int cc_major, cc_minor;
   mpprof_shadow *shadow; /* NULL: not shadowed */
 

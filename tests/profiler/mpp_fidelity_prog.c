@@ -5,6 +5,10 @@
  *              with A holding 1..9 (B 1..9)
  *   ltptr      cublasLtMatmul, fp16, BATCH_MODE = POINTER_ARRAY, batch 2 of
  *              4x4x4: A matrices hold 0..31 across the batch, B 32..63
+ *   fp8sat     cublasLtMatmul, e4m3 A and B (16x16x16, TN) all 16, A scale 2,
+ *              B scale 0.5, AMAX_D requested, D e4m3 with bf16 C (beta 0):
+ *              every D value is 4096 before the conversion, stored as 448
+ *              (saturated); AMAX_D is 4096
  *   cudnnmm    cuDNN backend matmul graph, fp16 [1,4,8] x [1,8,4] -> fp16, with
  *              CUDNN_ATTR_MATMUL_COMP_TYPE = CUDNN_DATA_FLOAT
  * Every mode prints a checksum of its results on stdout. Linked against the
@@ -149,6 +153,46 @@ static int mode_ltptr(void) {
   return 0;
 }
 
+static int mode_fp8sat(void) {
+  enum { M = 16 };
+  uint8_t ab[M * M], d[M * M] = {0};
+  memset(ab, 0x58, sizeof ab); /* e4m3 0.1011.000 = 16 */
+  uint16_t c[M * M] = {0};
+  float sa = 2, sb = 0.5f, amax = 0;
+  uint8_t *da = upload(ab, sizeof ab), *dd = upload(d, sizeof d);
+  uint16_t *dc = upload(c, sizeof c);
+  float *dsa = upload(&sa, sizeof sa), *dsb = upload(&sb, sizeof sb),
+        *damax = upload(&amax, sizeof amax);
+  cublasLtHandle_t lt;
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t l8, l16;
+  CK(cublasLtCreate(&lt));
+  CK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasOperation_t t = CUBLAS_OP_T;
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t));
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &dsa, sizeof dsa));
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &dsb, sizeof dsb));
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &damax,
+                                    sizeof damax));
+  CK(cublasLtMatrixLayoutCreate(&l8, CUDA_R_8F_E4M3, M, M, M));
+  CK(cublasLtMatrixLayoutCreate(&l16, CUDA_R_16BF, M, M, M));
+  const float one = 1, zero = 0;
+  range("fp8sat");
+  CK(cublasLtMatmul(lt, desc, &one, da, l8, da, l8, &zero, dc, l16, dd, l8, NULL, NULL, 0, 0));
+  range_end();
+  CK(cudaMemcpy(d, dd, sizeof d, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(&amax, damax, sizeof amax, cudaMemcpyDeviceToHost));
+  unsigned long s = 0;
+  for (int i = 0; i < M * M; i++)
+    s += d[i] * (unsigned long)(i + 1);
+  printf("fp8sat checksum %lu amax %g\n", s, amax);
+  cublasLtMatrixLayoutDestroy(l16);
+  cublasLtMatrixLayoutDestroy(l8);
+  cublasLtMatmulDescDestroy(desc);
+  cublasLtDestroy(lt);
+  return 0;
+}
+
 static cudnnBackendDescriptor_t be_new(cudnnBackendDescriptorType_t t) {
   cudnnBackendDescriptor_t d;
   CK(cudnnBackendCreateDescriptor(t, &d));
@@ -236,6 +280,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "grouped2")) return mode_grouped2();
   if (!strcmp(mode, "ltptr")) return mode_ltptr();
   if (!strcmp(mode, "cudnnmm")) return mode_cudnnmm();
+  if (!strcmp(mode, "fp8sat")) return mode_fp8sat();
   fprintf(stderr, "usage: mpp_fidelity_prog MODE\n");
   return 2;
 }

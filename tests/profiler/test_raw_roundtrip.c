@@ -27,7 +27,7 @@
 #include "profiler/rawwrite.h"
 #include "report/report_internal.h"
 
-static float a_vals[16], d_vals[16];
+static float a_vals[16], d_vals[16], amax_val = 4096;
 
 /* An op with every field of the site key set (not a realistic call: each
  * field only has to reach the file). */
@@ -64,6 +64,9 @@ static void full_op(mpp_op *op) {
   op->epilogue = "BIAS";
   op->conv_math = "TENSOR_OP_MATH";
   op->fp8_scales = MPP_FP8_A | MPP_FP8_B | MPP_FP8_C | MPP_FP8_D | MPP_FP8_AMAX_D;
+  op->fp8_scale[0] = 2;           /* A's scale read */
+  op->fp8_scale_unread[1] = true; /* B's set but not read */
+  op->amax_d_ptr = &amax_val;     /* read back at the end of the call */
   mpp_op_note_ptr(op, a_vals);
   mpp_op_note_ptr(op, d_vals);
   mpp_role *a = mpp_op_role(op, "A", true);
@@ -366,6 +369,14 @@ static void check_site_counter(const char *k, const cJSON *site, const mpprof_si
     assert_int_equal(kn->tc_profiled, 1);
     assert_int_equal(kn->n_tc_values, 2);
     assert_true(kn->tc_values[0] == 12.5 && kn->tc_values[1] == 3.0);
+  } else if (!strcmp(k, MP_RK_SITE.fp8_scale_values)) {
+    assert_true(s->fp8_scale[0].read == 2 && s->fp8_scale[0].min == 2 && s->fp8_scale[0].max == 2);
+    assert_true(s->fp8_scale[1].read == 0 && s->fp8_scale[1].unread == 2);
+    assert_int_equal(s->fp8_scale[2].read + s->fp8_scale[2].unread, 0);
+    assert_int_equal(num(cJSON_GetObjectItemCaseSensitive(v, "B"), MP_RK_FP8_VALUE.unread), 2);
+  } else if (!strcmp(k, MP_RK_SITE.amax_D)) {
+    assert_true(s->amax_d.read == 2 && s->amax_d.max == 4096 && s->amax_d.min == 4096);
+    assert_int_equal(num(v, MP_RK_FP8_VALUE.read), 2);
   } else if (!strcmp(k, MP_RK_SITE.ptr_align)) {
     assert_int_equal(s->ptr_align, num(site, k));
   } else if (!strcmp(k, MP_RK_SITE.shadow)) {
