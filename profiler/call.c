@@ -276,6 +276,13 @@ bool mpp_sample_scans(uint64_t sample, uint64_t index) {
   return (index - start) % interval == 0;
 }
 
+/* The calling thread's scan records, allocated and cleared now (the thread
+ * that activates mpprof is usually the one that calls the ops). */
+void mpp_call_prepare_thread(void) {
+  for (int i = 0; i < MPP_MAX_ROLES; i++)
+    scratch_get(i);
+}
+
 /* --- the call --- */
 
 void mpp_call_begin(mpp_call *c, mpp_op *op) {

@@ -278,6 +278,8 @@ typedef struct mpp_event {
 void mpp_sites_lock(void);
 void mpp_sites_unlock(void);
 void mpp_sites_reset(void);            /* fork child and tests: drop everything */
+void mpp_sites_prepare(void);          /* activation: allocate the first tables (sites.c) */
+void mpp_call_prepare_thread(void);    /* activation: the calling thread's scan scratch (call.c) */
 bool mpp_sites_locked_by_caller(void); /* the calling thread holds the site lock */
 /* A module's mutex that application threads take inside hooks: held across
  * fork() by the prepare handler and re-created in the child, so a child never

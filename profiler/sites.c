@@ -57,6 +57,12 @@ bool mpp_sites_locked_by_caller(void) {
   return held_here > 0;
 }
 
+/* Tensor-stats records made ready at activation for the first sites, so that
+ * a first call does not allocate and clear them (17 KB each). */
+#define STATS_POOL 8
+static mp_stats *stats_pool[STATS_POOL];
+static int nstats_pool;
+
 static void free_site(mpp_site *s) {
   free(s->layer);
   mpp_shadow_site_free(s->shadow);
@@ -326,6 +332,10 @@ void mpp_site_record_autotune(int site) {
 }
 
 static mp_stats *role_stats_locked(mpp_site *s, int role, mp_dtype dtype) {
+  if (!s->stats[role] && nstats_pool > 0) {
+    s->stats[role] = stats_pool[--nstats_pool];
+    mp_stats_reinit_scanned(s->stats[role], dtype); /* cleared in full when pooled */
+  }
   if (!s->stats[role]) {
     s->stats[role] = malloc(sizeof(mp_stats));
     if (!s->stats[role]) {
@@ -335,6 +345,40 @@ static mp_stats *role_stats_locked(mpp_site *s, int role, mp_dtype dtype) {
     mp_stats_init(s->stats[role], dtype);
   }
   return s->stats[role];
+}
+
+/* Start-up work of the tables, done at activation rather than in the first
+ * hooked op a program may be timing: the site table, its index and the first
+ * block of timeline events allocated and touched (page faults included), and
+ * the stats pool filled. Memory only; nothing here needs CUDA. */
+void mpp_sites_prepare(void) {
+  mpp_sites_lock();
+  if (!index_cap) grow_index();
+  if (!sites_cap && mpp_cfg.max_sites > 0) {
+    uint32_t cap = mpp_cfg.max_sites < 64 ? mpp_cfg.max_sites : 64;
+    mpp_site *ns = malloc(cap * sizeof *ns);
+    if (ns) {
+      memset(ns, 0, cap * sizeof *ns);
+      sites = ns;
+      sites_cap = cap;
+    }
+  }
+  if (!events_cap && mpp_cfg.max_events > 0) {
+    uint64_t cap = mpp_cfg.max_events < 1024 ? mpp_cfg.max_events : 1024;
+    mpp_event *ne = malloc(cap * sizeof *ne);
+    if (ne) {
+      memset(ne, 0, cap * sizeof *ne);
+      events = ne;
+      events_cap = cap;
+    }
+  }
+  while (nstats_pool < STATS_POOL) {
+    mp_stats *s = malloc(sizeof *s);
+    if (!s) break;
+    mp_stats_init(s, MP_DTYPE_INVALID);
+    stats_pool[nstats_pool++] = s;
+  }
+  mpp_sites_unlock();
 }
 
 bool mpp_events_wanted(void) {
