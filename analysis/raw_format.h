@@ -212,7 +212,16 @@
 
 #define MP_RAW_CUPTI(X)                                                                            \
   X(status, "status", "ok | disabled | unavailable | held_by_other_subscriber | error")            \
-  X(dropped_records, "dropped_records", "activity records CUPTI dropped")
+  X(dropped_records, "dropped_records", "activity records CUPTI dropped")                          \
+  X(unattributed_kernels, "unattributed_kernels", "MP_RAW_UNATTRIBUTED per library, when any")
+
+/* Kernels whose names are a library's (analysis/kernel_class.h
+ * mp_kernel_library: "cublas", "cudnn") that CUPTI saw outside every hooked
+ * call: launched by a copy of the library mpprof did not intercept. */
+#define MP_RAW_UNATTRIBUTED(X)                                                                     \
+  X(kernels, "kernels", "launches")                                                                \
+  X(gpu_ns, "gpu_ns", "their GPU time")                                                            \
+  X(example, "example", "the first such kernel name")
 
 #define MP_RAW_TC_COUNTERS(X)                                                                      \
   X(status, "status", "ok | unavailable | not_started")                                            \
@@ -305,6 +314,7 @@ MP_RAW_KEYS_(mp_rk_nonfinite, MP_RK_NONFINITE, MP_RAW_NONFINITE);
 MP_RAW_KEYS_(mp_rk_shadow, MP_RK_SHADOW, MP_RAW_SHADOW);
 MP_RAW_KEYS_(mp_rk_shadow_cand, MP_RK_SHADOW_CAND, MP_RAW_SHADOW_CAND);
 MP_RAW_KEYS_(mp_rk_fp8_value, MP_RK_FP8_VALUE, MP_RAW_FP8_VALUE);
+MP_RAW_KEYS_(mp_rk_unattributed, MP_RK_UNATTRIBUTED, MP_RAW_UNATTRIBUTED);
 
 /* The JSON keys of the site key in table order, NULL-terminated: the
  * report's identity of a site (ROLES, "", has no key of its own). */

@@ -123,7 +123,10 @@ static uint64_t make_op_id(int site, uint64_t index) {
 void mpp_kernel_sink_fn(uint64_t op_id, const char *mangled_name, uint64_t start_ns,
                         uint64_t end_ns, uint32_t stream_id) {
   (void)stream_id;
-  if (op_id >> 32 == 0) return;
+  if (op_id >> 32 == 0) { /* launched outside every hooked call */
+    mpp_note_unattributed_kernel(mangled_name, end_ns > start_ns ? end_ns - start_ns : 0);
+    return;
+  }
   mpp_site_kernel((int)((op_id >> 32) - 1), mangled_name,
                   end_ns > start_ns ? end_ns - start_ns : 0);
   mpp_tc_kernel(op_id, mangled_name, start_ns); /* after: the kernel's entry exists */

@@ -278,7 +278,13 @@ typedef struct mpp_event {
 void mpp_sites_lock(void);
 void mpp_sites_unlock(void);
 void mpp_sites_reset(void);            /* fork child and tests: drop everything */
-void mpp_sites_prepare(void);          /* activation: allocate the first tables (sites.c) */
+void mpp_sites_prepare(void);
+/* A kernel CUPTI saw outside every hooked call: counted when its name is
+ * cuBLAS's or cuDNN's (mp_kernel_library), written under "cupti". */
+void mpp_note_unattributed_kernel(const char *name, uint64_t gpu_ns);
+struct mpp_jw;
+void mpp_unattributed_write_locked(
+    struct mpp_jw *w);                 /* activation: allocate the first tables (sites.c) */
 void mpp_call_prepare_thread(void);    /* activation: the calling thread's scan scratch (call.c) */
 bool mpp_sites_locked_by_caller(void); /* the calling thread holds the site lock */
 /* A module's mutex that application threads take inside hooks: held across

@@ -448,6 +448,7 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_
   mpp_jw_str(w, o->cupti_status);
   mpp_jw_key(w, MP_RK_CUPTI.dropped_records);
   mpp_jw_uint(w, o->cupti_dropped);
+  mpp_unattributed_write_locked(w);
   mpp_jw_obj_end(w);
   if (o->tc.status) write_tc_counters(w, &o->tc);
   mpp_jw_key(w, MP_RK_TOP.training);

@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/kernel_class.h"
 #include "analysis/raw_format.h"
+#include "profiler/jsonw.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 /* How many times the calling thread holds `mu` (0 or 1): the exit handler must
@@ -63,6 +65,45 @@ bool mpp_sites_locked_by_caller(void) {
 static mp_stats *stats_pool[STATS_POOL];
 static int nstats_pool;
 
+/* Library kernels CUPTI saw outside every hooked call (MP_RAW_UNATTRIBUTED). */
+static struct {
+  uint64_t kernels, gpu_ns;
+  char example[160];
+} unattributed[MP_KLIB_COUNT];
+
+void mpp_note_unattributed_kernel(const char *name, uint64_t gpu_ns) {
+  mp_kernel_lib lib = mp_kernel_library(name);
+  if (lib == MP_KLIB_NONE) return;
+  mpp_sites_lock();
+  unattributed[lib].kernels++;
+  unattributed[lib].gpu_ns += gpu_ns;
+  if (!unattributed[lib].example[0])
+    snprintf(unattributed[lib].example, sizeof unattributed[lib].example, "%s", name);
+  mpp_sites_unlock();
+}
+
+void mpp_unattributed_write_locked(mpp_jw *w) {
+  bool any = false;
+  for (int l = 1; l < MP_KLIB_COUNT; l++)
+    any |= unattributed[l].kernels > 0;
+  if (!any) return;
+  mpp_jw_key(w, MP_RK_CUPTI.unattributed_kernels);
+  mpp_jw_obj(w);
+  for (int l = 1; l < MP_KLIB_COUNT; l++) {
+    if (!unattributed[l].kernels) continue;
+    mpp_jw_key(w, mp_kernel_lib_name((mp_kernel_lib)l));
+    mpp_jw_obj(w);
+    mpp_jw_key(w, MP_RK_UNATTRIBUTED.kernels);
+    mpp_jw_uint(w, unattributed[l].kernels);
+    mpp_jw_key(w, MP_RK_UNATTRIBUTED.gpu_ns);
+    mpp_jw_uint(w, unattributed[l].gpu_ns);
+    mpp_jw_key(w, MP_RK_UNATTRIBUTED.example);
+    mpp_jw_str(w, unattributed[l].example);
+    mpp_jw_obj_end(w);
+  }
+  mpp_jw_obj_end(w);
+}
+
 static void free_site(mpp_site *s) {
   free(s->layer);
   mpp_shadow_site_free(s->shadow);
@@ -87,6 +128,7 @@ void mpp_sites_reset(void) {
   nevents = events_cap = events_dropped = 0;
   atomic_store(&events_full, false);
   ops_unattributed = failed_calls = total_calls = 0;
+  memset(unattributed, 0, sizeof unattributed);
   nreasons = 0;
 }
 

@@ -789,6 +789,52 @@ static int rule_no_kernel_data(mpprof_model *m) {
   return 0;
 }
 
+/* Does some site of the report come from this library's API? cuBLASLt's
+ * calls are cuBLAS's library here (its kernels are named alike). */
+static bool library_intercepted(const mpprof_model *m, const char *lib) {
+  const char *prefix = !strcmp(lib, "cublas") ? "cublas" : "cudnn";
+  for (size_t i = 0; i < m->n_sites; i++)
+    if (!strncmp(m->sites[i].api, prefix, strlen(prefix))) return true;
+  return false;
+}
+
+/* CUPTI saw a library's kernels outside every hooked call and none of its
+ * calls was intercepted: a copy mpprof cannot hook launched them. */
+static int rule_library_not_intercepted(mpprof_model *m) {
+  static const char *const libs[] = {"cublas", "cudnn"};
+  static const char *const shown[] = {"cuBLAS/cuBLASLt", "cuDNN"};
+  for (size_t l = 0; l < 2; l++) {
+    double kernels = 0, ns = 0;
+    const char *example = NULL;
+    for (size_t i = 0; i < m->n_procs; i++) {
+      const cJSON *e = cJSON_GetObjectItemCaseSensitive(m->procs[i].unattributed_kernels, libs[l]);
+      if (!e) continue;
+      kernels += cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "kernels"));
+      ns += cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "gpu_ns"));
+      if (!example) example = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "example"));
+    }
+    if (kernels <= 0 || library_intercepted(m, libs[l])) continue;
+    mpprof_finding *f =
+        add(m, "library_not_intercepted", "medium", NULL,
+            mpprof_asprintf("CUPTI saw %.0f %s kernel launch%s (%.3g ms GPU, e.g. %.80s) but no %s "
+                            "call was intercepted: the program uses a copy of the library mpprof "
+                            "cannot hook (linked statically, or loaded privately under another "
+                            "name), so those ops have no shapes, dtypes, values or verdicts here",
+                            kernels, shown[l], kernels == 1 ? "" : "es", ns / 1e6,
+                            example ? example : "?", shown[l]),
+            mpprof_asprintf("link %s dynamically (its shared library, e.g. %s) so that mpprof can "
+                            "interpose its entry points",
+                            shown[l], l == 0 ? "libcublas.so.13" : "libcudnn.so.9"));
+    if (!f) return -1;
+    cJSON_AddStringToObject(f->evidence, "library", libs[l]);
+    ev_num(f->evidence, "kernels", kernels);
+    ev_num(f->evidence, "gpu_ns", ns);
+    if (example) cJSON_AddStringToObject(f->evidence, "example", example);
+    f->impact_gpu_ns = (uint64_t)ns;
+  }
+  return 0;
+}
+
 static int rule_tc_counters_unmatched(mpprof_model *m) {
   if (!m->tc.counters_requested || m->tc.counters_unmatched <= 0) return 0;
   mpprof_finding *f = add(
@@ -851,6 +897,7 @@ const mpprof_finding_rule mpprof_finding_rules[] = {
     {"skipped_files", NULL, rule_skipped_files, true},
     {"incomplete_process", NULL, rule_incomplete_process, true},
     {"no_kernel_data", NULL, rule_no_kernel_data, true},
+    {"library_not_intercepted", NULL, rule_library_not_intercepted, true},
     {"tc_counters_unavailable", NULL, rule_tc_counters_unavailable, true},
     {"tc_counters_unmatched", NULL, rule_tc_counters_unmatched, true},
 };

@@ -100,6 +100,9 @@ static cJSON *process_json(const mpprof_process *p) {
   cJSON *c = cJSON_AddObjectToObject(o, "cupti");
   cJSON_AddStringToObject(c, "status", p->cupti_status);
   cJSON_AddItemToObject(c, "dropped_records", cJSON_CreateNumber((double)p->cupti_dropped));
+  if (p->unattributed_kernels)
+    cJSON_AddItemToObject(c, MP_RK_CUPTI.unattributed_kernels,
+                          cJSON_Duplicate(p->unattributed_kernels, true));
   if (p->tc_counters_status) { /* --tc-counters was requested */
     cJSON *tc = cJSON_AddObjectToObject(o, "tc_counters");
     cJSON_AddStringToObject(tc, "status", p->tc_counters_status);

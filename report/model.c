@@ -56,6 +56,7 @@ static void process_free(mpprof_process *p) {
   free(p->scan);
   free(p->device_name);
   free(p->cupti_status);
+  cJSON_Delete(p->unattributed_kernels);
   free(p->tc_counters_status);
   free(p->tc_counters_reason);
   free(p->tc_counters_chip);

@@ -576,6 +576,23 @@ static int process_from_header(const cJSON *h, const char *file, mpprof_process 
   const char *st = cJSON_IsObject(cupti) ? get_str(cupti, MP_RK_CUPTI.status) : NULL;
   p->cupti_status = strdup(st ? st : "missing");
   if (cJSON_IsObject(cupti)) get_i64(cupti, MP_RK_CUPTI.dropped_records, &p->cupti_dropped);
+  const cJSON *un = cJSON_GetObjectItemCaseSensitive(cupti, MP_RK_CUPTI.unattributed_kernels);
+  if (cJSON_IsObject(un)) {
+    /* Only well-formed entries pass: {"kernels": n, "gpu_ns": n, "example": "..."} per library. */
+    p->unattributed_kernels = cJSON_CreateObject();
+    const cJSON *lib;
+    cJSON_ArrayForEach(lib, un) {
+      uint64_t n = 0, ns = 0;
+      const char *ex = get_str(lib, MP_RK_UNATTRIBUTED.example);
+      if (!lib->string || !get_u64(lib, MP_RK_UNATTRIBUTED.kernels, &n) || !n) continue;
+      get_u64(lib, MP_RK_UNATTRIBUTED.gpu_ns, &ns);
+      cJSON *e = cJSON_AddObjectToObject(p->unattributed_kernels, lib->string);
+      if (!e) continue;
+      cJSON_AddNumberToObject(e, MP_RK_UNATTRIBUTED.kernels, (double)n);
+      cJSON_AddNumberToObject(e, MP_RK_UNATTRIBUTED.gpu_ns, (double)ns);
+      cJSON_AddStringToObject(e, MP_RK_UNATTRIBUTED.example, ex ? ex : "");
+    }
+  }
   const cJSON *tcc = cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.tc_counters);
   if (cJSON_IsObject(tcc)) { /* only with --tc-counters */
     const char *ts = get_str(tcc, MP_RK_TC_COUNTERS.status),
@@ -652,6 +669,7 @@ static void free_proc(mpprof_process *p) {
   free(p->scan);
   free(p->device_name);
   free(p->cupti_status);
+  cJSON_Delete(p->unattributed_kernels);
   free(p->tc_counters_status);
   free(p->tc_counters_reason);
   free(p->tc_counters_chip);

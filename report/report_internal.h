@@ -96,6 +96,9 @@ typedef struct mpprof_process {
   int cc_major, cc_minor;
   char *cupti_status; /* "ok", "disabled", ... or "missing" */
   int64_t cupti_dropped;
+  /* The raw cupti.unattributed_kernels object (owned), or NULL: library
+   * kernels CUPTI saw outside every hooked call (MP_RAW_UNATTRIBUTED). */
+  cJSON *unattributed_kernels;
   char *tc_counters_status; /* --tc-counters: "ok", "unavailable", "not_started"; NULL: not asked */
   char *tc_counters_reason; /* why unavailable, or NULL */
   char *tc_counters_chip;   /* or NULL */

@@ -86,6 +86,9 @@ static buf index_text(void) {
 #define T(name, json, doc) ROW("cupti", json, doc)
   MP_RAW_CUPTI(T)
 #undef T
+#define T(name, json, doc) ROW("cupti.unattributed_kernels.*", json, doc)
+  MP_RAW_UNATTRIBUTED(T)
+#undef T
 #define T(name, json, doc) ROW("tc_counters", json, doc)
   MP_RAW_TC_COUNTERS(T)
 #undef T

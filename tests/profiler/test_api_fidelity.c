@@ -179,6 +179,7 @@ static void a_saturated_fp8_output_is_overflow_with_its_scales_and_amax(void **s
   assert_false(str_is(rep, "layers.0.advice.recommended", "fp16_loss_scale"));
   assert_false(cJSON_IsTrue(get(rep, "layers.0.advice.fp8_e4m3.fits")));
   assert_false(has_finding(rep, "fp8_candidate"));
+  assert_false(has_finding(rep, "library_not_intercepted")); /* its kernels were its calls' */
   assert_true(has_finding(rep, "fp16_overflow"));
   assert_true(num(rep, "sites.0.amax_D.max") == 4096);
   assert_true(num(rep, "sites.0.fp8_scale_values.A.max") == 2);
@@ -205,6 +206,26 @@ static bool has_finding(cJSON *report, const char *kind) {
 
 /* A grouped GEMM's kernels all carry the last group's op id, so the group
  * --tc-counters measured gets no kernels of its own: no verdict, reported. */
+/* cuBLAS from a private copy (as a statically linked one): no call reaches
+ * mpprof, its kernel reaches CUPTI; the raw file counts it, the report says why. */
+static void library_kernels_without_intercepted_calls_are_reported(void **state) {
+  (void)state;
+  const char *dir = outdir("privblas");
+  cJSON *raw = run_mode(dir, "privblas", NULL);
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(raw, "sites")), 0);
+  if (!str_is(raw, "cupti.status", "ok")) {
+    cJSON_Delete(raw);
+    skip();
+  }
+  assert_int_equal(num(raw, "cupti.unattributed_kernels.cublas.kernels"), 1);
+  assert_null(get(raw, "cupti.unattributed_kernels.cudnn"));
+  cJSON *rep = load_json(dir, "report.json");
+  assert_true(has_finding(rep, "library_not_intercepted"));
+  assert_int_equal(num(rep, "processes.0.cupti.unattributed_kernels.cublas.kernels"), 1);
+  cJSON_Delete(rep);
+  cJSON_Delete(raw);
+}
+
 static void tc_counters_say_when_they_decided_nothing(void **state) {
   (void)state;
   const char *dir = outdir("tcgrouped");
@@ -268,6 +289,7 @@ int main(void) {
       cmocka_unit_test(a_pointer_array_lt_batch_is_scanned_matrix_by_matrix),
       cmocka_unit_test(cudnn_backend_matmul_records_its_compute_type),
       cmocka_unit_test(a_saturated_fp8_output_is_overflow_with_its_scales_and_amax),
+      cmocka_unit_test(library_kernels_without_intercepted_calls_are_reported),
       cmocka_unit_test(tc_counters_say_when_they_decided_nothing),
       cmocka_unit_test(cublas_through_dlsym_on_its_handle_is_recorded),
       cmocka_unit_test(cublas_through_dlsym_on_a_deepbind_handle_is_recorded),

@@ -108,6 +108,9 @@ static char *render_everything(int *ret_site) {
   mpp_site_kernel(*ret_site, "sm90_xmma_gemm_f16f16_f32f32", 500);
   mpp_site_kernel_tc(*ret_site, "sm90_xmma_gemm_f16f16_f32f32", true, tc_values, 2);
   mpp_note_incomplete("test", "a reason for the test");
+  mpp_note_unattributed_kernel("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT", 700);
+  mpp_note_unattributed_kernel("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNN", 300);
+  mpp_note_unattributed_kernel("triton_poi_fused_add_0", 50); /* not a library's: not counted */
   mpp_train_reset();
   mpp_train_loss_scale(1024);
   mpp_train_mark_step(3);
@@ -303,6 +306,12 @@ static void check_top(const char *k, const cJSON *doc, const mpprof_model *m) {
   } else if (!strcmp(k, MP_RK_TOP.cupti)) {
     assert_string_equal(p->cupti_status, "ok");
     assert_int_equal(p->cupti_dropped, 15);
+    const cJSON *b = cJSON_GetObjectItem(p->unattributed_kernels, "cublas");
+    assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItem(b, MP_RK_UNATTRIBUTED.kernels)), 2);
+    assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItem(b, MP_RK_UNATTRIBUTED.gpu_ns)), 1000);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(b, MP_RK_UNATTRIBUTED.example)),
+                        "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT");
+    assert_null(cJSON_GetObjectItem(p->unattributed_kernels, "cudnn"));
   } else if (!strcmp(k, MP_RK_TOP.tc_counters)) {
     assert_string_equal(p->tc_counters_status, "ok");
     assert_string_equal(p->tc_counters_reason, "why not");
