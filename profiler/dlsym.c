@@ -31,37 +31,55 @@ typedef void *(*dlvsym_fn)(void *, const char *, const char *);
 __attribute__((visibility("hidden"))) dlsym_fn mpp_real_dlsym_ptr;
 __attribute__((visibility("hidden"))) dlvsym_fn mpp_real_dlvsym_ptr;
 
-static uint32_t gnu_hash(const char *s) {
+/* The resolver runs inside the first dlsym call of the process, which may be
+ * a sanitizer runtime's own, made before that runtime is initialised
+ * (AddressSanitizer looks up the functions it intercepts): nothing on this
+ * path may be instrumented or call an intercepted function (dl_iterate_phdr,
+ * strcmp, strlen). The loaded objects are walked through the dynamic
+ * linker's r_debug list; strings are compared by hand. */
+#define MPP_RAW_CODE __attribute__((no_sanitize_address, no_sanitize_undefined, noinline))
+
+MPP_RAW_CODE static uint32_t gnu_hash(const char *s) {
   uint32_t h = 5381;
   for (; *s; s++)
     h = h * 33 + (unsigned char)*s;
   return h;
 }
 
-typedef struct elf_lookup {
-  const char *want;
-  void *found;
-} elf_lookup;
+MPP_RAW_CODE static bool same(const char *a, const char *b) {
+  for (; *a && *a == *b; a++, b++)
+    ;
+  return *a == *b;
+}
+
+MPP_RAW_CODE static bool ends_with(const char *s, const char *tail) {
+  const char *e = s, *t = tail;
+  while (*e)
+    e++;
+  while (*t)
+    t++;
+  while (t > tail && e > s && *--t == *--e)
+    ;
+  return t == tail && e >= s && *t == *e;
+}
 
 /* A pointer from the dynamic section: glibc relocates most in place; an
  * unrelocated one is below the load address. */
-static uintptr_t dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) p) {
-  return p < info->dlpi_addr ? info->dlpi_addr + p : p;
+MPP_RAW_CODE static uintptr_t dyn_ptr(ElfW(Addr) base, ElfW(Addr) p) {
+  return p < base ? base + p : p;
 }
 
-static void *lookup_in(const struct dl_phdr_info *info, const char *name) {
-  const ElfW(Dyn) *dyn = NULL;
-  for (int i = 0; i < info->dlpi_phnum; i++)
-    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-      dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+/* `name` (a function) in the dynamic symbol table of the object loaded at
+ * base with dynamic section dyn, through its GNU hash table. */
+MPP_RAW_CODE static void *lookup_in(ElfW(Addr) base, const ElfW(Dyn) *dyn, const char *name) {
   if (!dyn) return NULL;
   const ElfW(Sym) *symtab = NULL;
   const char *strtab = NULL;
   const uint32_t *gh = NULL;
   for (; dyn->d_tag != DT_NULL; dyn++) {
-    if (dyn->d_tag == DT_SYMTAB) symtab = (const ElfW(Sym) *)dyn_ptr(info, dyn->d_un.d_ptr);
-    if (dyn->d_tag == DT_STRTAB) strtab = (const char *)dyn_ptr(info, dyn->d_un.d_ptr);
-    if (dyn->d_tag == DT_GNU_HASH) gh = (const uint32_t *)dyn_ptr(info, dyn->d_un.d_ptr);
+    if (dyn->d_tag == DT_SYMTAB) symtab = (const ElfW(Sym) *)dyn_ptr(base, dyn->d_un.d_ptr);
+    if (dyn->d_tag == DT_STRTAB) strtab = (const char *)dyn_ptr(base, dyn->d_un.d_ptr);
+    if (dyn->d_tag == DT_GNU_HASH) gh = (const uint32_t *)dyn_ptr(base, dyn->d_un.d_ptr);
   }
   if (!symtab || !strtab || !gh) return NULL;
   uint32_t nbuckets = gh[0], symoffset = gh[1], bloom_size = gh[2];
@@ -75,32 +93,21 @@ static void *lookup_in(const struct dl_phdr_info *info, const char *name) {
     uint32_t ch = chain[i - symoffset];
     const ElfW(Sym) *s = &symtab[i];
     if ((ch | 1) == (h | 1) && s->st_shndx != SHN_UNDEF && s->st_value != 0 &&
-        ELF64_ST_TYPE(s->st_info) == STT_FUNC && strcmp(strtab + s->st_name, name) == 0)
-      return (void *)(info->dlpi_addr + s->st_value);
+        ELF64_ST_TYPE(s->st_info) == STT_FUNC && same(strtab + s->st_name, name))
+      return (void *)(base + s->st_value);
     if (ch & 1) return NULL;
   }
 }
 
-static bool ends_with(const char *s, const char *tail) {
-  size_t n = strlen(s), m = strlen(tail);
-  return n >= m && strcmp(s + n - m, tail) == 0;
-}
-
 /* libc.so.6 defines dlsym since glibc 2.34; libdl.so.2 before. */
-static int find_cb(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  elf_lookup *l = arg;
-  if (!info->dlpi_name ||
-      (!ends_with(info->dlpi_name, "/libc.so.6") && !ends_with(info->dlpi_name, "/libdl.so.2")))
-    return 0;
-  l->found = lookup_in(info, l->want);
-  return l->found != NULL;
-}
-
-static void *find_libc(const char *name) {
-  elf_lookup l = {name, NULL};
-  dl_iterate_phdr(find_cb, &l);
-  return l.found;
+MPP_RAW_CODE static void *find_libc(const char *name) {
+  for (const struct link_map *m = _r_debug.r_map; m; m = m->l_next) {
+    if (!m->l_name || (!ends_with(m->l_name, "/libc.so.6") && !ends_with(m->l_name, "/libdl.so.2")))
+      continue;
+    void *f = lookup_in(m->l_addr, m->l_ld, name);
+    if (f) return f;
+  }
+  return NULL;
 }
 
 static void *no_dlsym(void *h, const char *n) {
@@ -116,7 +123,7 @@ static void *no_dlvsym(void *h, const char *n, const char *v) {
 /* Called by the trampolines before the first forward (also from a
  * constructor that runs before mpprof's). Never fails: without the C
  * library's functions every lookup answers NULL, as dlsym does on error. */
-__attribute__((visibility("hidden"))) void mpp_dlsym_resolve(void) {
+__attribute__((visibility("hidden"))) MPP_RAW_CODE void mpp_dlsym_resolve(void) {
   dlsym_fn s = (dlsym_fn)find_libc("dlsym");
   dlvsym_fn v = (dlvsym_fn)find_libc("dlvsym");
   __atomic_store_n(&mpp_real_dlvsym_ptr, v ? v : no_dlvsym, __ATOMIC_RELEASE);

@@ -51,5 +51,7 @@ int main(int argc, char **argv) {
     s += c[i] * (i + 1);
   printf("dlopen checksum %.17g\n", s);
   destroy(hd);
+  cudaFree(da);
+  cudaFree(dc);
   return 0;
 }
