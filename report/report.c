@@ -44,10 +44,14 @@ static char *program_of(const mpprof_model *m) {
 static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
   if (m->n_procs == 0)
     fprintf(f, "mpprof: no raw profile files in %s/raw: nothing was profiled\n", out_dir);
-  else if (m->total_calls == 0)
+  else if (m->total_calls == 0) {
     fprintf(f, "mpprof: %zu process%s, no CUDA matrix ops (cuBLAS/cuBLASLt/cuDNN) were called\n",
             m->n_procs, m->n_procs == 1 ? "" : "es");
-  else {
+    /* ... through an entry point mpprof intercepts: say so when their kernels ran. */
+    for (size_t i = 0; i < m->n_findings; i++)
+      if (!strcmp(m->findings[i].kind, "library_not_intercepted"))
+        fprintf(f, "  [%s] %s\n", m->findings[i].severity, m->findings[i].message);
+  } else {
     fprintf(f, "mpprof: %zu process%s, %" PRIu64 " calls in %zu sites, %zu layers", m->n_procs,
             m->n_procs == 1 ? "" : "es", m->total_calls, m->n_sites, m->n_layers);
     if (m->has_gpu_ns) fprintf(f, ", %.3f ms GPU", (double)m->total_gpu_ns / 1e6);
