@@ -458,7 +458,8 @@ bool mpprof_site_is_tf32(const mpprof_site *s);
 void mpprof_site_compute_label(const mpprof_site *s, char *buf, size_t n);
 typedef struct mpprof_site_extra {
   char transa[4], transb[4];
-  char fp8_scales[48]; /* "A B D amax_D": the FP8 scale pointers set */
+  char fp8_scales[128]; /* "A=2 B=0.5 amax_D=4096": the FP8 scale pointers set, with the
+                          values read (docs/report.md, the ops table) */
 } mpprof_site_extra;
 void mpprof_site_extra_of(const mpprof_site *s, mpprof_site_extra *ret);
 void mpprof_site_shape(const mpprof_site *s, char *buf, size_t n); /* "MxNxKxBATCH" or conv dims */

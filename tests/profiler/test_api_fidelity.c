@@ -184,6 +184,11 @@ static void a_saturated_fp8_output_is_overflow_with_its_scales_and_amax(void **s
   assert_true(num(rep, "sites.0.amax_D.max") == 4096);
   assert_true(num(rep, "sites.0.fp8_scale_values.A.max") == 2);
   cJSON_Delete(rep);
+  char p[4300];
+  snprintf(p, sizeof p, "%s/ops.csv", dir);
+  char *csv = slurp(p);
+  assert_non_null(strstr(csv, ",A=2 B=0.5 amax_D=4096,")); /* the ops table's fp8_scales */
+  free(csv);
 }
 
 static cJSON *load_json(const char *dir, const char *name) {
