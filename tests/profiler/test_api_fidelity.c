@@ -215,6 +215,12 @@ static bool has_finding(cJSON *report, const char *kind) {
  * mpprof, its kernel reaches CUPTI; the raw file counts it, the report says why. */
 static void library_kernels_without_intercepted_calls_are_reported(void **state) {
   (void)state;
+#ifdef __SANITIZE_ADDRESS__
+  /* The private copy is loaded RTLD_DEEPBIND (so that its cuBLAS -> cuBLASLt
+   * calls bind inside it, as in a static library), which AddressSanitizer
+   * refuses (google/sanitizers#611). Tested by the plain build. */
+  skip();
+#endif
   const char *dir = outdir("privblas");
   cJSON *raw = run_mode(dir, "privblas", NULL);
   assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(raw, "sites")), 0);
