@@ -153,6 +153,20 @@ void mp_advise(const mp_stats *s, const mp_advice_params *p, mp_advice *ret) {
   fp8_advice(s, p, n, MP_TGT_FP8_E4M3, &ret->fp8_e4m3);
   fp8_advice(s, p, n, MP_TGT_FP8_E5M2, &ret->fp8_e5m2);
   ret->nonfinite_input = s->nans + s->pos_infs + s->neg_infs > 0;
+  if (s->saturated) {
+    /* Values an op clamped to its fp8 format's max: their true magnitude is
+     * unknown, so they overflowed that format at the scale the op used and
+     * no format narrower than fp32's range (fp16 at any loss scale, fp8 at
+     * any per-tensor scale) can be shown to hold them. */
+    ret->fp16_overflow_fraction =
+        fraction(s->casts[MP_TGT_FP16][MP_CAST_OVERFLOW] + s->saturated, n);
+    fp16_safe = false;
+    ret->has_window = false;
+    ret->window_lo = ret->window_hi = 0;
+    ret->fp16 = MP_FP16_UNSAFE;
+    ret->fp8_e4m3.fits = false;
+    ret->fp8_e5m2.fits = false;
+  }
 
   if (ret->nonfinite_input && !narrow_source(s->dtype))
     ret->recommended = MP_REC_FP32;

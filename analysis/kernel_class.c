@@ -499,3 +499,29 @@ char *mp_kernel_demangle(const char *name, char *ret_buf, size_t n) {
   }
   return ret_buf;
 }
+
+/* Name tokens of cuDNN's kernels (checked first: its implicit-GEMM names say
+ * "gemm" too) and of cuBLAS/cuBLASLt's. Kernels of compilers and other
+ * libraries (Triton, flash attention) are neither. */
+static const char *const cudnn_tokens[] = {"cudnn", "fprop",  "dgrad",
+                                           "wgrad", "conv2d", "implicit_convolve"};
+static const char *const cublas_tokens[] = {"nvjet", "gemm", "gemv", "splitKreduce", "cublas"};
+
+static bool has_any(const char *name, const char *const *tokens, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (strcasestr(name, tokens[i])) return true;
+  return false;
+}
+
+mp_kernel_lib mp_kernel_library(const char *name) {
+  if (!name || strcasestr(name, "triton") || strcasestr(name, "flash")) return MP_KLIB_NONE;
+  if (has_any(name, cudnn_tokens, sizeof cudnn_tokens / sizeof cudnn_tokens[0]))
+    return MP_KLIB_CUDNN;
+  if (has_any(name, cublas_tokens, sizeof cublas_tokens / sizeof cublas_tokens[0]))
+    return MP_KLIB_CUBLAS;
+  return MP_KLIB_NONE;
+}
+
+const char *mp_kernel_lib_name(mp_kernel_lib l) {
+  return l == MP_KLIB_CUBLAS ? "cublas" : l == MP_KLIB_CUDNN ? "cudnn" : NULL;
+}

@@ -30,4 +30,15 @@ void mp_kernel_classify(const char *name, mp_kernel_class *ret);
 char *mp_kernel_demangle(const char *name, char *ret_buf, size_t n);
 const char *mp_tc_source_name(mp_tc_source s); /* "unknown" | "name" | "counters" */
 
+/* Which library a kernel's name says launched it, for kernels seen outside
+ * every hooked call (a statically linked or privately loaded library). */
+typedef enum mp_kernel_lib {
+  MP_KLIB_NONE = 0,
+  MP_KLIB_CUBLAS,
+  MP_KLIB_CUDNN,
+  MP_KLIB_COUNT
+} mp_kernel_lib;
+mp_kernel_lib mp_kernel_library(const char *name);
+const char *mp_kernel_lib_name(mp_kernel_lib l); /* "cublas" | "cudnn" | NULL */
+
 #endif

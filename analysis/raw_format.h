@@ -99,6 +99,9 @@
   X(kernels, "kernels", "merged per kernel name (MP_RAW_KERNEL)")                                  \
   X(ptr_align, "ptr_align", "minimum")                                                             \
   X(shadow, "shadow", "--shadow only: MP_RAW_SHADOW, merged per candidate")                        \
+  X(fp8_scale_values, "fp8_scale_values", "MP_RAW_FP8_VALUE per operand with a scale pointer set") \
+  X(amax_D, "amax_D",                                                                              \
+    "MP_RAW_FP8_VALUE of AMAX_D read back after the call, when its pointer is set")                \
   X(ranks, "ranks", "report only: calls per rank, summed")
 
 /* X(name, "json key", "what it is") for the objects inside a SITE. */
@@ -144,6 +147,14 @@
   X(C, "C", "scale pointer of C set")                                                              \
   X(D, "D", "scale pointer of D set")                                                              \
   X(amax_D, "amax_D", "AMAX_D_POINTER set")
+
+/* A cuBLASLt FP8 scalar (a scale of A, B, C or D; AMAX_D) over a site's
+ * calls, as read on the host path. min/max merged, counts summed. */
+#define MP_RAW_FP8_VALUE(X)                                                                        \
+  X(min, "min", "smallest value read; null: none read")                                            \
+  X(max, "max", "largest value read; null: none read")                                             \
+  X(read, "read", "calls whose value was read")                                                    \
+  X(unread, "unread", "calls whose pointer was set but not read (device memory, block scales)")
 
 /* Why a tensor role of a call was not scanned: mpp_ns_reason is generated
  * from this table (profiler/mpp.h), in this order. */
@@ -205,7 +216,16 @@
 
 #define MP_RAW_CUPTI(X)                                                                            \
   X(status, "status", "ok | disabled | unavailable | held_by_other_subscriber | error")            \
-  X(dropped_records, "dropped_records", "activity records CUPTI dropped")
+  X(dropped_records, "dropped_records", "activity records CUPTI dropped")                          \
+  X(unattributed_kernels, "unattributed_kernels", "MP_RAW_UNATTRIBUTED per library, when any")
+
+/* Kernels whose names are a library's (analysis/kernel_class.h
+ * mp_kernel_library: "cublas", "cudnn") that CUPTI saw outside every hooked
+ * call: launched by a copy of the library mpprof did not intercept. */
+#define MP_RAW_UNATTRIBUTED(X)                                                                     \
+  X(kernels, "kernels", "launches")                                                                \
+  X(gpu_ns, "gpu_ns", "their GPU time")                                                            \
+  X(example, "example", "the first such kernel name")
 
 #define MP_RAW_TC_COUNTERS(X)                                                                      \
   X(status, "status", "ok | unavailable | not_started")                                            \
@@ -341,6 +361,8 @@ MP_RAW_KEYS_(mp_rk_skipped, MP_RK_SKIPPED, MP_RAW_SKIPPED);
 MP_RAW_KEYS_(mp_rk_nonfinite, MP_RK_NONFINITE, MP_RAW_NONFINITE);
 MP_RAW_KEYS_(mp_rk_shadow, MP_RK_SHADOW, MP_RAW_SHADOW);
 MP_RAW_KEYS_(mp_rk_shadow_cand, MP_RK_SHADOW_CAND, MP_RAW_SHADOW_CAND);
+MP_RAW_KEYS_(mp_rk_fp8_value, MP_RK_FP8_VALUE, MP_RAW_FP8_VALUE);
+MP_RAW_KEYS_(mp_rk_unattributed, MP_RK_UNATTRIBUTED, MP_RAW_UNATTRIBUTED);
 
 /* The JSON keys of the site key in table order, NULL-terminated: the
  * report's identity of a site (ROLES, "", has no key of its own). */

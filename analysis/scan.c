@@ -303,3 +303,24 @@ int mp_scan_contiguous(mp_stats *s, const void *data, uint64_t n) {
   mp_view v = {.dtype = s->dtype, .data = data, .rows = n, .cols = 1, .ld = n, .batch = 1};
   return mp_scan(s, &v);
 }
+
+/* e4m3 (OCP, no inf) tops out at S.1111.110 = 448, e5m2 at S.11110.11 = 57344. */
+uint64_t mp_count_saturated(const mp_view *v) {
+  uint8_t top;
+  if (v->dtype == MP_FP8_E4M3)
+    top = 0x7e;
+  else if (v->dtype == MP_FP8_E5M2)
+    top = 0x7b;
+  else
+    return 0;
+  if (!v->data || v->rows == 0 || v->cols == 0) return 0;
+  uint64_t batch = v->batch ? v->batch : 1, n = 0;
+  uint64_t ld = v->cols == 1 ? v->rows : v->ld;
+  for (uint64_t b = 0; b < batch; b++) {
+    const uint8_t *m = (const uint8_t *)v->data + (int64_t)b * v->batch_stride;
+    for (uint64_t c = 0; c < v->cols; c++)
+      for (uint64_t r = 0; r < v->rows; r++)
+        n += (m[c * ld + r] & 0x7f) == top;
+  }
+  return n;
+}

@@ -31,6 +31,9 @@ typedef enum mp_scan_impl {
 /* Accumulate the view's elements into s (s->dtype must equal v->dtype, or s was
  * initialised for it). Returns 0, or -EINVAL for an unscannable dtype or bad geometry. */
 int mp_scan(mp_stats *s, const mp_view *v);
+/* Elements of an fp8 view (e4m3, e5m2) at +-max finite of the format (the
+ * values a saturating conversion clamps to); 0 for any other dtype. */
+uint64_t mp_count_saturated(const mp_view *v);
 int mp_scan_with(mp_stats *s, const mp_view *v, mp_scan_impl impl);
 /* Shorthand for a contiguous buffer of n elements of s->dtype. */
 int mp_scan_contiguous(mp_stats *s, const void *data, uint64_t n);

@@ -16,6 +16,7 @@
 #define MP_K_POS_INFS "pos_infs"
 #define MP_K_NEG_INFS "neg_infs"
 #define MP_K_NEGATIVES "negatives"
+#define MP_K_SATURATED "saturated" /* written only when non-zero (mp_stats.saturated) */
 #define MP_K_MIN "min"
 #define MP_K_MAX "max"
 #define MP_K_ABSMAX "absmax"

@@ -87,6 +87,7 @@ static void merge_head(mp_stats *dst, const mp_stats *src) {
   dst->pos_infs += src->pos_infs;
   dst->neg_infs += src->neg_infs;
   dst->negatives += src->negatives;
+  dst->saturated += src->saturated;
   dst->min = pick_min(dst->min, src->min);
   dst->max = pick_max(dst->max, src->max);
   dst->absmax = pick_max(dst->absmax, src->absmax);

@@ -37,6 +37,11 @@ typedef struct mp_stats {
   uint64_t pos_infs;
   uint64_t neg_infs;
   uint64_t negatives; /* x < 0, -inf included, -0 excluded */
+  /* Finite values at +-max of an fp8 format in the output of an op that
+   * converts with saturation (cuBLASLt's fp8 D): possibly clamped, so their
+   * true magnitude is unknown; advice counts them as overflow. Set by the
+   * profiler's host path (mp_count_saturated), never by the scanners. */
+  uint64_t saturated;
   /* Over finite values only; NaN (and +inf for min_abs_nonzero) when there is none. */
   double min;
   double max;

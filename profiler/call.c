@@ -44,6 +44,9 @@ void mpp_op_init(mpp_op *op, const char *api, mpp_op_kind kind) {
   op->lda = op->ldb = op->ldc = op->ldd = -1;
   op->math_mode = -1;
   op->alpha = NAN;
+  for (int i = 0; i < 4; i++)
+    op->fp8_scale[i] = NAN;
+  op->amax_d = NAN;
 }
 
 mpp_role *mpp_op_role(mpp_op *op, const char *name, bool input) {
@@ -119,7 +122,10 @@ static uint64_t make_op_id(int site, uint64_t index) {
 
 void mpp_kernel_sink_fn(uint64_t op_id, const char *mangled_name, uint64_t start_ns,
                         uint64_t end_ns, uint32_t stream_id) {
-  if (op_id >> 32 == 0) return;
+  if (op_id >> 32 == 0) { /* launched outside every hooked call */
+    mpp_note_unattributed_kernel(mangled_name, end_ns > start_ns ? end_ns - start_ns : 0);
+    return;
+  }
   mpp_site_kernel((int)((op_id >> 32) - 1), (uint32_t)op_id, mangled_name, start_ns, end_ns,
                   stream_id);
   mpp_tc_kernel(op_id, mangled_name, start_ns); /* after: the kernel's entry exists */
@@ -150,7 +156,7 @@ static mp_stats *owned_stats(void) {
   return s;
 }
 
-static void host_scan(mpp_call *c, int ri, const mp_view *v) {
+static void host_scan(mpp_call *c, int ri, const mp_view *v, bool saturates) {
   mp_stats *s = c->tmp_used[ri] ? c->tmp[ri] : c->tmp_owned ? owned_stats() : scratch_get(ri);
   if (!s) {
     c->ns_counts[MPP_NS_UNKNOWN]++;
@@ -161,7 +167,10 @@ static void host_scan(mpp_call *c, int ri, const mp_view *v) {
     c->tmp[ri] = s;
     c->tmp_used[ri] = true;
   }
-  if (mp_scan(s, v) < 0) c->ns_counts[MPP_NS_LAYOUT]++;
+  if (mp_scan(s, v) < 0)
+    c->ns_counts[MPP_NS_LAYOUT]++;
+  else if (saturates)
+    s->saturated += mp_count_saturated(v);
 }
 
 /* Can this process read the byte at p? The kernel copies it for us and says
@@ -237,7 +246,7 @@ static void scan_role(mpp_call *c, const mpp_op *op, int ri) {
         c->ns_counts[v.data ? MPP_NS_DEVICE_UNAVAILABLE : MPP_NS_UNKNOWN]++;
         return;
       }
-      host_scan(c, ri, &v);
+      host_scan(c, ri, &v, r->saturates);
     }
     return;
   }
@@ -246,7 +255,7 @@ static void scan_role(mpp_call *c, const mpp_op *op, int ri) {
     return;
   }
   if (mem_kind(r->view.data) == MPP_MEM_HOST)
-    host_scan(c, ri, &r->view);
+    host_scan(c, ri, &r->view, r->saturates);
   else
     device_scan(c, op, ri, &r->view, NULL);
 }
@@ -267,6 +276,13 @@ bool mpp_sample_scans(uint64_t sample, uint64_t index) {
     interval *= 2;
   }
   return (index - start) % interval == 0;
+}
+
+/* The calling thread's scan records, allocated and cleared now (the thread
+ * that activates mpprof is usually the one that calls the ops). */
+void mpp_call_prepare_thread(void) {
+  for (int i = 0; i < MPP_MAX_ROLES; i++)
+    scratch_get(i);
 }
 
 /* --- the call --- */
@@ -377,6 +393,11 @@ void mpp_call_end(mpp_call *c, mpp_op *op, bool ok) {
     return;
   }
   if (c->scan) scan_roles(c, op, false);
+  /* AMAX_D is written by the op: on the host path it is there now. (Device
+   * memory would need an async copy behind the op, like the scan results:
+   * not built, counted as unread.) */
+  if (op->amax_d_ptr && mpp_host_readable(op->amax_d_ptr))
+    op->amax_d = *(const float *)op->amax_d_ptr;
   mpp_nonfinite nf;
   bool nonfinite = c->scan && nonfinite_output(c, op, &nf);
   mpp_site_record(c->site, op, c, t1 > c->t0_ns ? t1 - c->t0_ns : 0);

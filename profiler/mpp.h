@@ -136,6 +136,7 @@ typedef struct mpp_role {
   mp_view view;                 /* view.data: the tensor (NULL with ptr_array set) */
   const void *const *ptr_array; /* pointer-array batch: view.batch pointers */
   mpp_ns_reason unscannable;    /* MPP_NS_COUNT when scannable */
+  bool saturates;               /* an fp8 output the op converts with saturation (cuBLASLt) */
 } mpp_role;
 
 typedef struct mpp_op {
@@ -161,6 +162,13 @@ typedef struct mpp_op {
   void *stream;
   double alpha;            /* NAN: not readable here (device pointer, vector) */
   bool shadow_unsupported; /* a layout or scaling shadow execution does not model */
+  /* cuBLASLt FP8 (per call): scalar A/B/C/D scales and AMAX_D as read on the
+   * host path, NAN when not read (unset: no pointer; device memory; a block
+   * scale mode); amax_d_ptr is read back after the call (call.c). */
+  double fp8_scale[4];
+  bool fp8_scale_unread[4]; /* a pointer was set but its value not read here */
+  const void *amax_d_ptr;
+  double amax_d;
   uint64_t ptr_align; /* 0: no pointer seen */
   int nroles;
   mpp_role roles[MPP_MAX_ROLES];
@@ -231,6 +239,12 @@ typedef struct mpp_site_kernel_t {
 
 #define MPP_SITE_MAX_KERNELS 32
 
+/* A cuBLASLt FP8 scalar over a site's calls (MP_RAW_FP8_VALUE). */
+typedef struct mpp_fp8_value {
+  double min, max; /* NAN: none read */
+  uint64_t read, unread;
+} mpp_fp8_value;
+
 typedef struct mpp_site {
   uint64_t hash;
   char *layer;
@@ -252,6 +266,8 @@ typedef struct mpp_site {
   uint64_t kernels_other; /* launches of names beyond MPP_SITE_MAX_KERNELS */
   uint64_t ptr_align;     /* 0: none yet */
   struct mpp_shadow_site *shadow; /* --shadow state (shadow.c); NULL until shadowed */
+  mpp_fp8_value fp8_scale[4];     /* A, B, C, D */
+  mpp_fp8_value amax_d;
 } mpp_site;
 
 typedef struct mpp_event {
@@ -276,6 +292,14 @@ typedef struct mpp_kernel_event {
 void mpp_sites_lock(void);
 void mpp_sites_unlock(void);
 void mpp_sites_reset(void);            /* fork child and tests: drop everything */
+void mpp_sites_prepare(void);
+/* A kernel CUPTI saw outside every hooked call: counted when its name is
+ * cuBLAS's or cuDNN's (mp_kernel_library), written under "cupti". */
+void mpp_note_unattributed_kernel(const char *name, uint64_t gpu_ns);
+struct mpp_jw;
+void mpp_unattributed_write_locked(
+    struct mpp_jw *w);                 /* activation: allocate the first tables (sites.c) */
+void mpp_call_prepare_thread(void);    /* activation: the calling thread's scan scratch (call.c) */
 bool mpp_sites_locked_by_caller(void); /* the calling thread holds the site lock */
 /* A module's mutex that application threads take inside hooks: held across
  * fork() by the prepare handler and re-created in the child, so a child never

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <locale.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +149,10 @@ static void write_stats(mpp_jw *w, const mp_stats *s) {
   mpp_jw_uint(w, s->neg_infs);
   mpp_jw_key(w, MP_K_NEGATIVES);
   mpp_jw_uint(w, s->negatives);
+  if (s->saturated) {
+    mpp_jw_key(w, MP_K_SATURATED);
+    mpp_jw_uint(w, s->saturated);
+  }
   mpp_jw_key(w, MP_K_MIN);
   mpp_jw_double(w, s->min);
   mpp_jw_key(w, MP_K_MAX);
@@ -238,6 +243,35 @@ static void write_types(mpp_jw *w, const char *key, const mpp_op *op) {
   for (int i = 0; i < op->ntypes; i++)
     key_str(w, op->type_keys[i], op->type_names[i]);
   mpp_jw_obj_end(w);
+}
+
+static void write_fp8_value(mpp_jw *w, const char *key, const mpp_fp8_value *v) {
+  mpp_jw_key(w, key);
+  mpp_jw_obj(w);
+  mpp_jw_key(w, MP_RK_FP8_VALUE.min);
+  mpp_jw_double(w, v->read ? v->min : NAN); /* NaN writes null */
+  mpp_jw_key(w, MP_RK_FP8_VALUE.max);
+  mpp_jw_double(w, v->read ? v->max : NAN);
+  key_u64(w, MP_RK_FP8_VALUE.read, v->read);
+  key_u64(w, MP_RK_FP8_VALUE.unread, v->unread);
+  mpp_jw_obj_end(w);
+}
+
+/* "fp8_scale_values" and "amax_D": only for pointers some call set. */
+static void write_fp8_values(mpp_jw *w, const mpp_site *s) {
+  static const char *const names[4] = {"A", "B", "C", "D"};
+  bool any = false;
+  for (int i = 0; i < 4; i++)
+    any |= s->fp8_scale[i].read + s->fp8_scale[i].unread > 0;
+  if (any) {
+    mpp_jw_key(w, MP_RK_SITE.fp8_scale_values);
+    mpp_jw_obj(w);
+    for (int i = 0; i < 4; i++)
+      if (s->fp8_scale[i].read + s->fp8_scale[i].unread)
+        write_fp8_value(w, names[i], &s->fp8_scale[i]);
+    mpp_jw_obj_end(w);
+  }
+  if (s->amax_d.read + s->amax_d.unread) write_fp8_value(w, MP_RK_SITE.amax_D, &s->amax_d);
 }
 
 static void write_fp8_scales(mpp_jw *w, const char *key, unsigned bits) {
@@ -354,6 +388,7 @@ static void write_site(mpp_jw *w, uint32_t id, const mpp_site *s) {
     mpp_jw_arr_end(w);
   }
   if (s->ptr_align) key_u64(w, MP_RK_SITE.ptr_align, s->ptr_align);
+  write_fp8_values(w, s);
   mpp_jw_obj_end(w);
 }
 
@@ -488,6 +523,7 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_
   mpp_jw_str(w, o->cupti_status);
   mpp_jw_key(w, MP_RK_CUPTI.dropped_records);
   mpp_jw_uint(w, o->cupti_dropped);
+  mpp_unattributed_write_locked(w);
   mpp_jw_obj_end(w);
   if (o->tc.status) write_tc_counters(w, &o->tc);
   mpp_jw_key(w, MP_RK_TOP.training);

@@ -438,7 +438,11 @@ void mpp_activate(void) {
   /* The scanner's tables, built here rather than inside the first scanned
    * call (the first hooked call is usually cublasCreate / a descriptor call,
    * not a GEMM a program may be timing). */
-  if (mpp_cfg.scan != MPP_SCAN_NONE) mp_scan_prepare();
+  if (mpp_cfg.scan != MPP_SCAN_NONE) {
+    mp_scan_prepare();
+    mpp_call_prepare_thread();
+  }
+  mpp_sites_prepare();
   if (!mpp_in_forked_child()) {
     mpp_cupti_set_sink(mpp_kernel_sink_fn);
     mpp_tc_set_verdict_sink(mpp_tc_verdict_sink_fn);

@@ -9,6 +9,7 @@
  * critical sections are short (a hash probe, a few counters, a stats merge). */
 #include "mpp.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -16,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/kernel_class.h"
 #include "analysis/raw_format.h"
+#include "profiler/jsonw.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 /* How many times the calling thread holds `mu` (0 or 1): the exit handler must
@@ -61,6 +64,51 @@ bool mpp_sites_locked_by_caller(void) {
   return held_here > 0;
 }
 
+/* Tensor-stats records made ready at activation for the first sites, so that
+ * a first call does not allocate and clear them (17 KB each). */
+#define STATS_POOL 8
+static mp_stats *stats_pool[STATS_POOL];
+static int nstats_pool;
+
+/* Library kernels CUPTI saw outside every hooked call (MP_RAW_UNATTRIBUTED). */
+static struct {
+  uint64_t kernels, gpu_ns;
+  char example[160];
+} unattributed[MP_KLIB_COUNT];
+
+void mpp_note_unattributed_kernel(const char *name, uint64_t gpu_ns) {
+  mp_kernel_lib lib = mp_kernel_library(name);
+  if (lib == MP_KLIB_NONE) return;
+  mpp_sites_lock();
+  unattributed[lib].kernels++;
+  unattributed[lib].gpu_ns += gpu_ns;
+  if (!unattributed[lib].example[0])
+    snprintf(unattributed[lib].example, sizeof unattributed[lib].example, "%s", name);
+  mpp_sites_unlock();
+}
+
+void mpp_unattributed_write_locked(mpp_jw *w) {
+  bool any = false;
+  for (int l = 1; l < MP_KLIB_COUNT; l++)
+    any |= unattributed[l].kernels > 0;
+  if (!any) return;
+  mpp_jw_key(w, MP_RK_CUPTI.unattributed_kernels);
+  mpp_jw_obj(w);
+  for (int l = 1; l < MP_KLIB_COUNT; l++) {
+    if (!unattributed[l].kernels) continue;
+    mpp_jw_key(w, mp_kernel_lib_name((mp_kernel_lib)l));
+    mpp_jw_obj(w);
+    mpp_jw_key(w, MP_RK_UNATTRIBUTED.kernels);
+    mpp_jw_uint(w, unattributed[l].kernels);
+    mpp_jw_key(w, MP_RK_UNATTRIBUTED.gpu_ns);
+    mpp_jw_uint(w, unattributed[l].gpu_ns);
+    mpp_jw_key(w, MP_RK_UNATTRIBUTED.example);
+    mpp_jw_str(w, unattributed[l].example);
+    mpp_jw_obj_end(w);
+  }
+  mpp_jw_obj_end(w);
+}
+
 static void free_site(mpp_site *s) {
   free(s->layer);
   mpp_shadow_site_free(s->shadow);
@@ -88,6 +136,7 @@ void mpp_sites_reset(void) {
   nkevents = kevents_cap = kevents_dropped = 0;
   atomic_store(&events_full, false);
   ops_unattributed = failed_calls = total_calls = in_flight = 0;
+  memset(unattributed, 0, sizeof unattributed);
   nreasons = 0;
 }
 
@@ -338,6 +387,10 @@ void mpp_site_record_autotune(int site) {
 }
 
 static mp_stats *role_stats_locked(mpp_site *s, int role, mp_dtype dtype) {
+  if (!s->stats[role] && nstats_pool > 0) {
+    s->stats[role] = stats_pool[--nstats_pool];
+    mp_stats_reinit_scanned(s->stats[role], dtype); /* cleared in full when pooled */
+  }
   if (!s->stats[role]) {
     s->stats[role] = malloc(sizeof(mp_stats));
     if (!s->stats[role]) {
@@ -347,6 +400,40 @@ static mp_stats *role_stats_locked(mpp_site *s, int role, mp_dtype dtype) {
     mp_stats_init(s->stats[role], dtype);
   }
   return s->stats[role];
+}
+
+/* Start-up work of the tables, done at activation rather than in the first
+ * hooked op a program may be timing: the site table, its index and the first
+ * block of timeline events allocated and touched (page faults included), and
+ * the stats pool filled. Memory only; nothing here needs CUDA. */
+void mpp_sites_prepare(void) {
+  mpp_sites_lock();
+  if (!index_cap) grow_index();
+  if (!sites_cap && mpp_cfg.max_sites > 0) {
+    uint32_t cap = mpp_cfg.max_sites < 64 ? mpp_cfg.max_sites : 64;
+    mpp_site *ns = malloc(cap * sizeof *ns);
+    if (ns) {
+      memset(ns, 0, cap * sizeof *ns);
+      sites = ns;
+      sites_cap = cap;
+    }
+  }
+  if (!events_cap && mpp_cfg.max_events > 0) {
+    uint64_t cap = mpp_cfg.max_events < 1024 ? mpp_cfg.max_events : 1024;
+    mpp_event *ne = malloc(cap * sizeof *ne);
+    if (ne) {
+      memset(ne, 0, cap * sizeof *ne);
+      events = ne;
+      events_cap = cap;
+    }
+  }
+  while (nstats_pool < STATS_POOL) {
+    mp_stats *s = malloc(sizeof *s);
+    if (!s) break;
+    mp_stats_init(s, MP_DTYPE_INVALID);
+    stats_pool[nstats_pool++] = s;
+  }
+  mpp_sites_unlock();
 }
 
 bool mpp_events_wanted(void) {
@@ -386,6 +473,20 @@ static void add_event_locked(int site, const mpp_op *op, const mpp_call *c, uint
   e->call = c->index;
 }
 
+static void fp8_value_note(mpp_fp8_value *v, double x, bool unread) {
+  if (unread) {
+    v->unread++;
+    return;
+  }
+  if (isnan(x)) return; /* no pointer set */
+  if (v->read++ == 0) {
+    v->min = v->max = x;
+    return;
+  }
+  if (x < v->min) v->min = x;
+  if (x > v->max) v->max = x;
+}
+
 void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur_ns) {
   mpp_sites_lock();
   mpp_site *s = &sites[site];
@@ -401,6 +502,9 @@ void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur
   }
   if (op->ptr_align && (!s->ptr_align || op->ptr_align < s->ptr_align))
     s->ptr_align = op->ptr_align;
+  for (int i = 0; i < 4; i++)
+    fp8_value_note(&s->fp8_scale[i], op->fp8_scale[i], op->fp8_scale_unread[i]);
+  if (op->amax_d_ptr) fp8_value_note(&s->amax_d, op->amax_d, isnan(op->amax_d));
   add_event_locked(site, op, c, dur_ns);
   mpp_sites_unlock();
 }

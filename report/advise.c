@@ -191,6 +191,10 @@ static char *reason_text(const mp_reason *r, const mpprof_layer *l, const mp_lay
                            100 * frac(t->st.casts[MP_TGT_BF16][MP_CAST_UNDERFLOW], tnz),
                            t->st.absmax, t->st.min_abs_nonzero);
   case MP_REASON_FWD_FP16_OVERFLOW:
+    if (t->st.saturated)
+      return mpprof_asprintf("%s saturated: %.3g%% of values at the %s max (clamped by the op: "
+                             "their true range is unknown, counted as overflow)",
+                             t->name, 100 * frac(t->st.saturated, tnz), mp_dtype_name(t->st.dtype));
     return mpprof_asprintf("%s overflows fp16 in %.3g%% of values (absmax %.4g > fp16 max "
                            "%.6g); forward tensors are not loss-scaled",
                            t->name, 100 * d->fp16_overflow_fraction, t->st.absmax,

@@ -290,19 +290,33 @@ static int rule_fp16_overflow(mpprof_model *m, const mpprof_layer *l) {
   if (!ov) return 0;
   double fp16_max = mp_format_of(MP_FP16)->max_finite;
   bool fp32 = l->adv.rec == MP_REC_FP32;
-  mpprof_finding *f =
-      add(m, "fp16_overflow", "high", l->name,
-          mpprof_asprintf("%s: %s reaches %.4g > fp16 max %.6g in %.3g%% of values", layer_label(l),
-                          ov->name, ov->st.absmax, fp16_max, 100 * ov->adv.fp16_overflow_fraction),
-          strdup(fp32 ? "keep this layer in fp32 (it does not fit bf16 either)"
-                      : "keep this layer in bf16 or fp32 (exclude it from fp16 autocast)"));
+  const mp_format *own = mp_format_of(ov->st.dtype);
+  mpprof_finding *f;
+  if (ov->st.saturated && own) /* an fp8 output the op clamped: overflow of unknown size */
+    f = add(m, "fp16_overflow", "high", l->name,
+            mpprof_asprintf("%s: %s saturated: %" PRIu64 " of %" PRIu64
+                            " values (%.3g%%) at the %s "
+                            "max %.6g, clamped by the op, so their true range is unknown",
+                            layer_label(l), ov->name, ov->st.saturated, ov->st.count,
+                            100.0 * (double)ov->st.saturated / (double)ov->st.count,
+                            mp_dtype_name(ov->st.dtype), own->max_finite),
+            strdup("lower this output's fp8 scale (the D scale, from its amax), or keep the "
+                   "output in bf16"));
+  else
+    f = add(m, "fp16_overflow", "high", l->name,
+            mpprof_asprintf("%s: %s reaches %.4g > fp16 max %.6g in %.3g%% of values",
+                            layer_label(l), ov->name, ov->st.absmax, fp16_max,
+                            100 * ov->adv.fp16_overflow_fraction),
+            strdup(fp32 ? "keep this layer in fp32 (it does not fit bf16 either)"
+                        : "keep this layer in bf16 or fp32 (exclude it from fp16 autocast)"));
   if (!f) return -1;
+  if (ov->st.saturated) ev_num(f->evidence, "saturated", (double)ov->st.saturated);
   cJSON_AddStringToObject(f->evidence, "tensor", ov->name);
   ev_num(f->evidence, "absmax", ov->st.absmax);
   ev_num(f->evidence, "fp16_max", fp16_max);
   ev_num(f->evidence, "overflow_fraction", ov->adv.fp16_overflow_fraction);
   f->impact_gpu_ns = layer_gpu(l);
-  f->impact_elements = ov->st.casts[MP_TGT_FP16][MP_CAST_OVERFLOW];
+  f->impact_elements = ov->st.casts[MP_TGT_FP16][MP_CAST_OVERFLOW] + ov->st.saturated;
   return 0;
 }
 
@@ -882,6 +896,52 @@ static int rule_no_kernel_data(mpprof_model *m) {
   return 0;
 }
 
+/* Does some site of the report come from this library's API? cuBLASLt's
+ * calls are cuBLAS's library here (its kernels are named alike). */
+static bool library_intercepted(const mpprof_model *m, const char *lib) {
+  const char *prefix = !strcmp(lib, "cublas") ? "cublas" : "cudnn";
+  for (size_t i = 0; i < m->n_sites; i++)
+    if (!strncmp(m->sites[i].api, prefix, strlen(prefix))) return true;
+  return false;
+}
+
+/* CUPTI saw a library's kernels outside every hooked call and none of its
+ * calls was intercepted: a copy mpprof cannot hook launched them. */
+static int rule_library_not_intercepted(mpprof_model *m) {
+  static const char *const libs[] = {"cublas", "cudnn"};
+  static const char *const shown[] = {"cuBLAS/cuBLASLt", "cuDNN"};
+  for (size_t l = 0; l < 2; l++) {
+    double kernels = 0, ns = 0;
+    const char *example = NULL;
+    for (size_t i = 0; i < m->n_procs; i++) {
+      const cJSON *e = cJSON_GetObjectItemCaseSensitive(m->procs[i].unattributed_kernels, libs[l]);
+      if (!e) continue;
+      kernels += cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "kernels"));
+      ns += cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "gpu_ns"));
+      if (!example) example = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "example"));
+    }
+    if (kernels <= 0 || library_intercepted(m, libs[l])) continue;
+    mpprof_finding *f =
+        add(m, "library_not_intercepted", "medium", NULL,
+            mpprof_asprintf("CUPTI saw %.0f %s kernel launch%s (%.3g ms GPU, e.g. %.80s) but no %s "
+                            "call was intercepted: the program uses a copy of the library mpprof "
+                            "cannot hook (linked statically, or loaded privately under another "
+                            "name), so those ops have no shapes, dtypes, values or verdicts here",
+                            kernels, shown[l], kernels == 1 ? "" : "es", ns / 1e6,
+                            example ? example : "?", shown[l]),
+            mpprof_asprintf("link %s dynamically (its shared library, e.g. %s) so that mpprof can "
+                            "interpose its entry points",
+                            shown[l], l == 0 ? "libcublas.so.13" : "libcudnn.so.9"));
+    if (!f) return -1;
+    cJSON_AddStringToObject(f->evidence, "library", libs[l]);
+    ev_num(f->evidence, "kernels", kernels);
+    ev_num(f->evidence, "gpu_ns", ns);
+    if (example) cJSON_AddStringToObject(f->evidence, "example", example);
+    f->impact_gpu_ns = (uint64_t)ns;
+  }
+  return 0;
+}
+
 static int rule_tc_counters_unmatched(mpprof_model *m) {
   if (!m->tc.counters_requested || m->tc.counters_unmatched <= 0) return 0;
   mpprof_finding *f = add(
@@ -945,6 +1005,7 @@ const mpprof_finding_rule mpprof_finding_rules[] = {
     {"incomplete_process", NULL, rule_incomplete_process, true},
     {"processes_still_running", NULL, rule_processes_still_running, true},
     {"no_kernel_data", NULL, rule_no_kernel_data, true},
+    {"library_not_intercepted", NULL, rule_library_not_intercepted, true},
     {"tc_counters_unavailable", NULL, rule_tc_counters_unavailable, true},
     {"tc_counters_unmatched", NULL, rule_tc_counters_unmatched, true},
 };

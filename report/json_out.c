@@ -43,6 +43,31 @@ static cJSON *counts_obj(const mpprof_count *c, size_t n) {
   return o;
 }
 
+static cJSON *fp8_value_json(const mpprof_fp8_value *v) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddItemToObject(o, MP_RK_FP8_VALUE.min,
+                        v->read ? cJSON_CreateNumber(v->min) : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, MP_RK_FP8_VALUE.max,
+                        v->read ? cJSON_CreateNumber(v->max) : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, MP_RK_FP8_VALUE.read, mpprof_json_u64(v->read));
+  cJSON_AddItemToObject(o, MP_RK_FP8_VALUE.unread, mpprof_json_u64(v->unread));
+  return o;
+}
+
+/* The raw keys "fp8_scale_values" and "amax_D", merged, only when some call set them. */
+static void add_fp8_values(cJSON *o, const mpprof_site *s) {
+  static const char *const names[4] = {"A", "B", "C", "D"};
+  cJSON *sv = NULL;
+  for (int i = 0; i < 4; i++) {
+    if (!s->fp8_scale[i].read && !s->fp8_scale[i].unread) continue;
+    if (!sv) sv = cJSON_AddObjectToObject(o, MP_RK_SITE.fp8_scale_values);
+    if (sv) cJSON_AddItemToObject(sv, names[i], fp8_value_json(&s->fp8_scale[i]));
+  }
+  if (s->amax_d.read || s->amax_d.unread)
+    cJSON_AddItemToObject(o, MP_RK_SITE.amax_D, fp8_value_json(&s->amax_d));
+}
+
 static cJSON *process_json(const mpprof_process *p) {
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
@@ -75,6 +100,9 @@ static cJSON *process_json(const mpprof_process *p) {
   cJSON *c = cJSON_AddObjectToObject(o, "cupti");
   cJSON_AddStringToObject(c, "status", p->cupti_status);
   cJSON_AddItemToObject(c, "dropped_records", cJSON_CreateNumber((double)p->cupti_dropped));
+  if (p->unattributed_kernels)
+    cJSON_AddItemToObject(c, MP_RK_CUPTI.unattributed_kernels,
+                          cJSON_Duplicate(p->unattributed_kernels, true));
   if (p->tc_counters_status) { /* --tc-counters was requested */
     cJSON *tc = cJSON_AddObjectToObject(o, "tc_counters");
     cJSON_AddStringToObject(tc, "status", p->tc_counters_status);
@@ -144,6 +172,7 @@ static cJSON *site_json(const mpprof_model *m, const mpprof_site *s, mp_stats *s
     cJSON_AddItemToArray(ks, kernel_json(&s->kernels[i]));
   cJSON_AddItemToObject(o, "ptr_align",
                         s->ptr_align ? cJSON_CreateNumber(s->ptr_align) : cJSON_CreateNull());
+  add_fp8_values(o, s);
   cJSON_AddItemToObject(o, "ranks", counts_obj(s->ranks, s->n_ranks));
   if (s->shadow) cJSON_AddItemToObject(o, MP_RK_SITE.shadow, mpprof_shadow_json(s->shadow, NULL));
   cJSON_AddItemToObject(o, "tc_eligible", tri_bool(s->elig_known ? s->elig.eligible : -1));

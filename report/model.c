@@ -57,6 +57,7 @@ static void process_free(mpprof_process *p) {
   free(p->scan);
   free(p->device_name);
   free(p->cupti_status);
+  cJSON_Delete(p->unattributed_kernels);
   free(p->tc_counters_status);
   free(p->tc_counters_reason);
   free(p->tc_counters_chip);
@@ -266,6 +267,9 @@ static int merge_into(mpprof_site *d, mpprof_site *s, mp_stats scratch[2]) {
   }
   if (merge_kernels(d, s)) return -1;
   if (s->ptr_align && (!d->ptr_align || s->ptr_align < d->ptr_align)) d->ptr_align = s->ptr_align;
+  for (int i = 0; i < 4; i++)
+    mpprof_fp8_value_merge(&d->fp8_scale[i], &s->fp8_scale[i]);
+  mpprof_fp8_value_merge(&d->amax_d, &s->amax_d);
   if (mpprof_shadow_merge(&d->shadow, s->shadow)) return -1;
   /* Mixed architectures: eligibility follows the oldest one. */
   if (s->cc_major &&

@@ -73,9 +73,16 @@ void mpprof_site_extra_of(const mpprof_site *s, mpprof_site_extra *ret) {
 #undef X
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
     if (s->fp8_scales >> i & 1) {
-      size_t used = strlen(ret->fp8_scales);
-      snprintf(ret->fp8_scales + used, sizeof ret->fp8_scales - used, "%s%s", used ? " " : "",
-               names[i]);
+      /* With the values read: "A=2", "A=0.5..2" over calls, "amax_D=4096" (its max). */
+      const mpprof_fp8_value *v = i < 4 ? &s->fp8_scale[i] : &s->amax_d;
+      size_t used = strlen(ret->fp8_scales), left = sizeof ret->fp8_scales - used;
+      if (!v->read)
+        snprintf(ret->fp8_scales + used, left, "%s%s", used ? " " : "", names[i]);
+      else if (i < 4 && v->min != v->max)
+        snprintf(ret->fp8_scales + used, left, "%s%s=%.4g..%.4g", used ? " " : "", names[i],
+                 v->min, v->max);
+      else
+        snprintf(ret->fp8_scales + used, left, "%s%s=%.4g", used ? " " : "", names[i], v->max);
     }
 }
 

@@ -404,6 +404,22 @@ static char trans_of(const cJSON *o, const char *key) {
   return cJSON_IsString(v) && strlen(v->valuestring) == 1 ? v->valuestring[0] : 0;
 }
 
+/* An MP_RAW_FP8_VALUE object; a missing or malformed one reads as nothing read. */
+static void fp8_value_of(const cJSON *o, mpprof_fp8_value *ret) {
+  *ret = (mpprof_fp8_value){0};
+  if (!cJSON_IsObject(o)) return;
+  get_u64(o, MP_RK_FP8_VALUE.read, &ret->read);
+  get_u64(o, MP_RK_FP8_VALUE.unread, &ret->unread);
+  const cJSON *lo = cJSON_GetObjectItemCaseSensitive(o, MP_RK_FP8_VALUE.min),
+              *hi = cJSON_GetObjectItemCaseSensitive(o, MP_RK_FP8_VALUE.max);
+  if (ret->read && cJSON_IsNumber(lo) && cJSON_IsNumber(hi)) {
+    ret->min = lo->valuedouble;
+    ret->max = hi->valuedouble;
+  } else {
+    ret->read = 0;
+  }
+}
+
 static unsigned fp8_scales_of(const cJSON *o) {
 #define X(f, json, doc) json,
   static const char *const names[] = {MP_RAW_FP8_SCALES(X)};
@@ -477,6 +493,11 @@ static int site_from_json(cJSON *o, const mpprof_process *p, mp_stats *scratch, 
   uint64_t align = 0;
   if (get_u64(o, MP_RK_SITE.ptr_align, &align))
     s->ptr_align = align > 4096 ? 4096 : (unsigned)align;
+  const cJSON *sv = cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.fp8_scale_values);
+  static const char *const fp8_roles[4] = {"A", "B", "C", "D"};
+  for (int i = 0; i < 4; i++)
+    fp8_value_of(cJSON_GetObjectItemCaseSensitive(sv, fp8_roles[i]), &s->fp8_scale[i]);
+  fp8_value_of(cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.amax_D), &s->amax_d);
   s->has_gpu_ns = get_u64(o, MP_RK_SITE.gpu_ns, &s->gpu_ns);
   s->cc_major = p->cc_major;
   s->cc_minor = p->cc_minor;
@@ -590,6 +611,23 @@ static int process_from_header(const cJSON *h, const char *file, mpprof_process 
   const char *st = cJSON_IsObject(cupti) ? get_str(cupti, MP_RK_CUPTI.status) : NULL;
   p->cupti_status = strdup(st ? st : "missing");
   if (cJSON_IsObject(cupti)) get_i64(cupti, MP_RK_CUPTI.dropped_records, &p->cupti_dropped);
+  const cJSON *un = cJSON_GetObjectItemCaseSensitive(cupti, MP_RK_CUPTI.unattributed_kernels);
+  if (cJSON_IsObject(un)) {
+    /* Only well-formed entries pass: {"kernels": n, "gpu_ns": n, "example": "..."} per library. */
+    p->unattributed_kernels = cJSON_CreateObject();
+    const cJSON *lib;
+    cJSON_ArrayForEach(lib, un) {
+      uint64_t n = 0, ns = 0;
+      const char *ex = get_str(lib, MP_RK_UNATTRIBUTED.example);
+      if (!lib->string || !get_u64(lib, MP_RK_UNATTRIBUTED.kernels, &n) || !n) continue;
+      get_u64(lib, MP_RK_UNATTRIBUTED.gpu_ns, &ns);
+      cJSON *e = cJSON_AddObjectToObject(p->unattributed_kernels, lib->string);
+      if (!e) continue;
+      cJSON_AddNumberToObject(e, MP_RK_UNATTRIBUTED.kernels, (double)n);
+      cJSON_AddNumberToObject(e, MP_RK_UNATTRIBUTED.gpu_ns, (double)ns);
+      cJSON_AddStringToObject(e, MP_RK_UNATTRIBUTED.example, ex ? ex : "");
+    }
+  }
   const cJSON *tcc = cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.tc_counters);
   if (cJSON_IsObject(tcc)) { /* only with --tc-counters */
     const char *ts = get_str(tcc, MP_RK_TC_COUNTERS.status),
@@ -675,6 +713,7 @@ static void free_proc(mpprof_process *p) {
   free(p->scan);
   free(p->device_name);
   free(p->cupti_status);
+  cJSON_Delete(p->unattributed_kernels);
   free(p->tc_counters_status);
   free(p->tc_counters_reason);
   free(p->tc_counters_chip);

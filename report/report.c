@@ -49,10 +49,14 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
             "mpprof: %zu process%s, no CUDA matrix op ran inside the capture range (%" PRId64
             " ran outside it)\n",
             m->n_procs, m->n_procs == 1 ? "" : "es", mpprof_capture_all_outside(m));
-  else if (m->total_calls == 0)
+  else if (m->total_calls == 0) {
     fprintf(f, "mpprof: %zu process%s, no CUDA matrix ops (cuBLAS/cuBLASLt/cuDNN) were called\n",
             m->n_procs, m->n_procs == 1 ? "" : "es");
-  else {
+    /* ... through an entry point mpprof intercepts: say so when their kernels ran. */
+    for (size_t i = 0; i < m->n_findings; i++)
+      if (!strcmp(m->findings[i].kind, "library_not_intercepted"))
+        fprintf(f, "  [%s] %s\n", m->findings[i].severity, m->findings[i].message);
+  } else {
     fprintf(f, "mpprof: %zu process%s, %" PRIu64 " calls in %zu sites, %zu layers", m->n_procs,
             m->n_procs == 1 ? "" : "es", m->total_calls, m->n_sites, m->n_layers);
     if (m->has_gpu_ns) fprintf(f, ", %.3f ms GPU", (double)m->total_gpu_ns / 1e6);

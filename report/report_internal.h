@@ -25,10 +25,18 @@
 
 /* ---- compact stats ---- */
 
+/* A cuBLASLt FP8 scalar over a site's calls (analysis/raw_format.h MP_RAW_FP8_VALUE). */
+typedef struct mpprof_fp8_value {
+  double min, max; /* valid when read > 0 */
+  uint64_t read, unread;
+} mpprof_fp8_value;
+
+void mpprof_fp8_value_merge(mpprof_fp8_value *dst, const mpprof_fp8_value *src);
+
 typedef struct mpprof_cstats {
   mp_dtype dtype;
   int hist_lo, hist_hi;
-  uint64_t count, zeros, nans, pos_infs, neg_infs, negatives;
+  uint64_t count, zeros, nans, pos_infs, neg_infs, negatives, saturated;
   double min, max, absmax, min_abs_nonzero;
   uint64_t casts[MP_TARGET_COUNT][MP_CAST_OUTCOMES];
   int nz_lo, nz_hi; /* non-zero histogram span; nz_lo > nz_hi when empty */
@@ -88,6 +96,9 @@ typedef struct mpprof_process {
   int cc_major, cc_minor;
   char *cupti_status; /* "ok", "disabled", ... or "missing" */
   int64_t cupti_dropped;
+  /* The raw cupti.unattributed_kernels object (owned), or NULL: library
+   * kernels CUPTI saw outside every hooked call (MP_RAW_UNATTRIBUTED). */
+  cJSON *unattributed_kernels;
   char *tc_counters_status; /* --tc-counters: "ok", "unavailable", "not_started"; NULL: not asked */
   char *tc_counters_reason; /* why unavailable, or NULL */
   char *tc_counters_chip;   /* or NULL */
@@ -187,7 +198,9 @@ typedef struct mpprof_site {
   uint64_t gpu_ns;
   mpprof_kernel *kernels;
   size_t n_kernels;
-  unsigned ptr_align; /* 0: unknown */
+  unsigned ptr_align;            /* 0: unknown */
+  mpprof_fp8_value fp8_scale[4]; /* A, B, C, D: MP_RAW_FP8_VALUE */
+  mpprof_fp8_value amax_d;
   int cc_major, cc_minor;
   mpprof_shadow *shadow; /* NULL: not shadowed */
 
@@ -494,7 +507,8 @@ bool mpprof_site_is_tf32(const mpprof_site *s);
 void mpprof_site_compute_label(const mpprof_site *s, char *buf, size_t n);
 typedef struct mpprof_site_extra {
   char transa[4], transb[4];
-  char fp8_scales[48]; /* "A B D amax_D": the FP8 scale pointers set */
+  char fp8_scales[128]; /* "A=2 B=0.5 amax_D=4096": the FP8 scale pointers set, with the
+                          values read (docs/report.md, the ops table) */
 } mpprof_site_extra;
 void mpprof_site_extra_of(const mpprof_site *s, mpprof_site_extra *ret);
 void mpprof_site_shape(const mpprof_site *s, char *buf, size_t n); /* "MxNxKxBATCH" or conv dims */

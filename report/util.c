@@ -97,6 +97,7 @@ int mpprof_cstats_pack(const mp_stats *s, mpprof_cstats *ret) {
       .pos_infs = s->pos_infs,
       .neg_infs = s->neg_infs,
       .negatives = s->negatives,
+      .saturated = s->saturated,
       .min = s->min,
       .max = s->max,
       .absmax = s->absmax,
@@ -134,6 +135,7 @@ void mpprof_cstats_unpack(const mpprof_cstats *c, mp_stats *s) {
   s->pos_infs = c->pos_infs;
   s->neg_infs = c->neg_infs;
   s->negatives = c->negatives;
+  s->saturated = c->saturated;
   s->min = c->min;
   s->max = c->max;
   s->absmax = c->absmax;
@@ -150,6 +152,15 @@ void mpprof_cstats_free(mpprof_cstats *c) {
   c->bins = NULL;
   c->nz_lo = 1;
   c->nz_hi = 0;
+}
+
+void mpprof_fp8_value_merge(mpprof_fp8_value *dst, const mpprof_fp8_value *src) {
+  if (src->read) {
+    if (!dst->read || src->min < dst->min) dst->min = src->min;
+    if (!dst->read || src->max > dst->max) dst->max = src->max;
+  }
+  dst->read += src->read;
+  dst->unread += src->unread;
 }
 
 int mpprof_cstats_merge(mpprof_cstats *dst, const mpprof_cstats *src, mp_stats scratch[2]) {

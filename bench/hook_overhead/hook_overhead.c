@@ -9,7 +9,12 @@
  * time per call (CLOCK_PROCESS_CPUTIME_ID, all its threads): on a shared,
  * loaded machine it is not inflated by time spent waiting for a core.
  *
+ * A second table times the first hooked call of a process on its own (what
+ * start-up work mpprof leaves to the first call costs the caller's thread)
+ * against the median of the next calls.
+ *
  * usage: hook_overhead PATH/libmpprof.so [CALLS]   (LD_LIBRARY_PATH=<simcuda>) */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +57,36 @@ static int child(long calls) {
   return 0;
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The first call timed alone, then the median of the next FIRST_NEXT. */
+enum { FIRST_NEXT = 201 };
+static int first_child(void) {
+  cublasHandle_t h;
+  float *a, *b, *c, host[DIM * DIM];
+  for (int i = 0; i < DIM * DIM; i++)
+    host[i] = (float)(i % 5) - 2.0f;
+  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS || cudaMalloc((void **)&a, sizeof host) ||
+      cudaMalloc((void **)&b, sizeof host) || cudaMalloc((void **)&c, sizeof host))
+    return 1;
+  cudaMemcpy(a, host, sizeof host, cudaMemcpyHostToDevice);
+  cudaMemcpy(b, host, sizeof host, cudaMemcpyHostToDevice);
+  const float one = 1, zero = 0;
+  static double t[FIRST_NEXT + 1];
+  for (int i = 0; i <= FIRST_NEXT; i++) {
+    double t0 = now_ns(CLOCK_MONOTONIC);
+    cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, DIM, DIM, DIM, &one, a, DIM, b, DIM, &zero, c, DIM);
+    t[i] = now_ns(CLOCK_MONOTONIC) - t0;
+  }
+  qsort(t + 1, FIRST_NEXT, sizeof t[0], cmp_double);
+  printf("%.1f %.1f\n", t[0], t[1 + FIRST_NEXT / 2]);
+  cublasDestroy(h);
+  return 0;
+}
+
 typedef struct config {
   const char *name;
   const char *env[6]; /* NAME=VALUE, NULL-terminated; preload added when `preload` */
@@ -60,7 +95,7 @@ typedef struct config {
 
 /* Wall and CPU ns per call into ret[0], ret[1]; -1 if the child failed. */
 static int run_child(const char *self, const char *lib, const char *out, long calls,
-                     const config *cfg, double ret[2]) {
+                     const config *cfg, double ret[2], bool first) {
   int fd[2];
   if (pipe(fd) != 0) return -1;
   pid_t pid = fork();
@@ -69,6 +104,7 @@ static int run_child(const char *self, const char *lib, const char *out, long ca
     dup2(fd[1], 1);
     if (cfg->preload) {
       setenv("LD_PRELOAD", lib, 1);
+      setenv("CUDA_INJECTION64_PATH", lib, 1); /* as `mpprof run` does: activation at cuInit */
       setenv("MPPROF_OUT", out, 1);
       setenv("MPPROF_CHECKPOINT_S", "0", 1);
     }
@@ -76,7 +112,7 @@ static int run_child(const char *self, const char *lib, const char *out, long ca
       putenv((char *)cfg->env[i]);
     char n[32];
     snprintf(n, sizeof n, "%ld", calls);
-    execl(self, self, "--child", n, (char *)NULL);
+    execl(self, self, first ? "--first-child" : "--child", n, (char *)NULL);
     _exit(127);
   }
   close(fd[1]);
@@ -92,6 +128,7 @@ static int run_child(const char *self, const char *lib, const char *out, long ca
 
 int main(int argc, char **argv) {
   if (argc >= 2 && !strcmp(argv[1], "--child")) return child(argc > 2 ? atol(argv[2]) : 100000);
+  if (argc >= 2 && !strcmp(argv[1], "--first-child")) return first_child();
   if (argc < 2) {
     fputs("usage: hook_overhead PATH/libmpprof.so [CALLS]\n", stderr);
     return 2;
@@ -136,7 +173,7 @@ int main(int argc, char **argv) {
   for (int round = 0; round < ROUNDS; round++)
     for (size_t i = 0; i < nc; i++) {
       double t[2];
-      if (run_child(self, lib, out, calls, &configs[i], t) < 0 || ns[i] < 0) {
+      if (run_child(self, lib, out, calls, &configs[i], t, false) < 0 || ns[i] < 0) {
         ns[i] = -1;
         continue;
       }
@@ -156,6 +193,40 @@ int main(int argc, char **argv) {
     else
       printf("%-48s %10.1f %12.1f %8.2f %10.1f %12.1f %8.2f\n", configs[i].name, ns[i],
              ns[i] - ns[0], ns[i] / ns[0], cpu[i], cpu[i] - cpu[0], cpu[i] / cpu[0]);
+  }
+  /* The first call: median over processes (each process has one first call). */
+  static const config firsts[] = {
+      {"bare call (no mpprof)", {NULL}, 0},
+      {"mpprof --sample 1 (scan all), CUPTI on", {"MPPROF_SCAN=all", "MPPROF_SAMPLE=1", NULL}, 1},
+      {"mpprof --sample 1, CUPTI off",
+       {"MPPROF_SCAN=all", "MPPROF_SAMPLE=1", "MPPROF_CUPTI=off", NULL},
+       1},
+      {"mpprof scan none, CUPTI off", {"MPPROF_SCAN=none", "MPPROF_CUPTI=off", NULL}, 1},
+  };
+  enum { PROCS = 9 };
+  printf("\nfirst hooked call of a process (median of %d processes) vs the median of the next %d "
+         "calls\n",
+         PROCS, FIRST_NEXT);
+  printf("%-48s %12s %12s %8s\n", "configuration", "first ns", "next ns", "ratio");
+  for (size_t i = 0; i < sizeof firsts / sizeof firsts[0]; i++) {
+    double f[PROCS], x[PROCS];
+    int ok = 1;
+    for (int r = 0; r < PROCS && ok; r++) {
+      double t[2];
+      if (run_child(self, lib, out, 0, &firsts[i], t, true) < 0)
+        ok = 0;
+      else
+        f[r] = t[0], x[r] = t[1];
+    }
+    if (!ok) {
+      printf("%-48s failed\n", firsts[i].name);
+      rc = 1;
+      continue;
+    }
+    qsort(f, PROCS, sizeof f[0], cmp_double);
+    qsort(x, PROCS, sizeof x[0], cmp_double);
+    printf("%-48s %12.1f %12.1f %8.1f\n", firsts[i].name, f[PROCS / 2], x[PROCS / 2],
+           f[PROCS / 2] / x[PROCS / 2]);
   }
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", out);

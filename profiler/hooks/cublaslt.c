@@ -77,6 +77,11 @@ static bool decode(mpp_op *op, cublasLtMatmulDesc_t desc, const void *alpha, con
       CUBLASLT_MATMUL_DESC_C_SCALE_POINTER, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER};
   for (int i = 0; i < 4; i++)
     desc_get(desc, scale_attrs[i], &g.scale_ptr[i], sizeof g.scale_ptr[i]);
+  static const cublasLtMatmulDescAttributes_t mode_attrs[4] = {
+      CUBLASLT_MATMUL_DESC_A_SCALE_MODE, CUBLASLT_MATMUL_DESC_B_SCALE_MODE,
+      CUBLASLT_MATMUL_DESC_C_SCALE_MODE, CUBLASLT_MATMUL_DESC_D_SCALE_MODE};
+  for (int i = 0; i < 4; i++)
+    if (g.scale_ptr[i]) desc_get(desc, mode_attrs[i], &g.scale_mode[i], sizeof g.scale_mode[i]);
   desc_get(desc, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &g.amax_d, sizeof g.amax_d);
   g.compute = compute;
   g.scale_type = scale;

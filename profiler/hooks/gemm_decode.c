@@ -230,6 +230,17 @@ void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
   for (int i = 0; i < 4; i++)
     if (g->scale_ptr[i]) op->fp8_scales |= bits[i];
   if (g->amax_d) op->fp8_scales |= MPP_FP8_AMAX_D;
+  /* A scalar scale is one value of the compute type (fp32 for fp8 GEMMs),
+   * read on the host path; block and vector scale arrays are not read. */
+  for (int i = 0; i < 4; i++) {
+    if (!g->scale_ptr[i]) continue;
+    if (g->scale_mode[i] == 0 && g->scale_type == 0 /* CUDA_R_32F */ && host_visible &&
+        host_visible(g->scale_ptr[i]))
+      op->fp8_scale[i] = *(const float *)g->scale_ptr[i];
+    else
+      op->fp8_scale_unread[i] = true;
+  }
+  op->amax_d_ptr = g->amax_d;
   op->stream = stream;
   /* Shadow execution reads column-major A and B with scalar alpha and no fp8 scales. */
   bool alpha_host = g->pointer_mode == 0 || g->pointer_mode == 4 ||
@@ -249,7 +260,11 @@ void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
     if (a->ptr_array) a->present = false;
     if (b->ptr_array) b->present = false;
   }
-  lt_view(mpp_op_role(op, "D", false), &g->d, g->D);
+  mpp_role *d = mpp_op_role(op, "D", false);
+  lt_view(d, &g->d, g->D);
+  /* cuBLASLt converts an fp8 D with saturation (values beyond the format's
+   * max are stored as +-max): those are counted as saturated (call.c). */
+  d->saturates = d->view.dtype == MP_FP8_E4M3 || d->view.dtype == MP_FP8_E5M2;
 
   for (int i = 0; i < op->nroles; i++) {
     const mpp_role *r = &op->roles[i];

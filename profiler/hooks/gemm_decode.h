@@ -55,6 +55,7 @@ typedef struct mpp_lt_call {
   int transa, transb;
   uint32_t epilogue;
   const void *scale_ptr[4]; /* A, B, C, D scale pointers (NULL = 1) */
+  int32_t scale_mode[4];    /* A..D_SCALE_MODE: 0 = one fp32 scalar, others block/vector arrays */
   const void *amax_d;
   mpp_lt_layout a, b, c, d;
   const void *alpha, *beta;

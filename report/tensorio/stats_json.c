@@ -182,6 +182,7 @@ cJSON *mpprof_stats_to_json(const mp_stats *s, const mp_advice *advice) {
   add(o, MP_K_POS_INFS, mpprof_json_u64(s->pos_infs), &failed);
   add(o, MP_K_NEG_INFS, mpprof_json_u64(s->neg_infs), &failed);
   add(o, MP_K_NEGATIVES, mpprof_json_u64(s->negatives), &failed);
+  if (s->saturated) add(o, MP_K_SATURATED, mpprof_json_u64(s->saturated), &failed);
   add(o, MP_K_MIN, mpprof_json_double(s->min), &failed);
   add(o, MP_K_MAX, mpprof_json_double(s->max), &failed);
   add(o, MP_K_ABSMAX, mpprof_json_double(s->absmax), &failed);
@@ -341,6 +342,9 @@ static int check_sums(const mp_stats *s, char *err, size_t errlen) {
   if (add_u64(&special, s->zeros) || add_u64(&special, s->nans) || add_u64(&special, s->pos_infs) ||
       add_u64(&special, s->neg_infs) || special > s->count)
     return fail(err, errlen, "zeros + nans + infs exceed count %" PRIu64, s->count);
+  if (s->saturated > s->count)
+    return fail(err, errlen, "saturated %" PRIu64 " exceeds count %" PRIu64, s->saturated,
+                s->count);
   if (s->negatives > s->count)
     return fail(err, errlen, "negatives %" PRIu64 " exceed count %" PRIu64, s->negatives, s->count);
   const uint64_t finite_nonzero = s->count - special;
@@ -395,6 +399,9 @@ int mpprof_stats_from_json(const cJSON *obj, mp_stats *ret, char *err, size_t er
       read_extreme(obj, MP_K_ABSMAX, &ret->absmax, err, errlen) ||
       read_extreme(obj, MP_K_MIN_ABS_NONZERO, &ret->min_abs_nonzero, err, errlen) ||
       read_hist(obj, ret, err, errlen) || read_casts(obj, ret, err, errlen))
+    return -1;
+  if (cJSON_GetObjectItemCaseSensitive(obj, MP_K_SATURATED) &&
+      read_count(obj, "", MP_K_SATURATED, &ret->saturated, err, errlen))
     return -1;
   return check_sums(ret, err, errlen);
 }

@@ -59,6 +59,9 @@ static buf index_text(void) {
 #define T(name, json, doc) ROW("SITE.fp8_scales", json, doc)
   MP_RAW_FP8_SCALES(T)
 #undef T
+#define T(name, json, doc) ROW("SITE.fp8_scale_values.* and SITE.amax_D", json, doc)
+  MP_RAW_FP8_VALUE(T)
+#undef T
 #define T(name, json, doc) ROW("SITE.not_scanned", json, doc)
   MP_RAW_NOT_SCANNED(T)
 #undef T
@@ -82,6 +85,9 @@ static buf index_text(void) {
 #undef T
 #define T(name, json, doc) ROW("cupti", json, doc)
   MP_RAW_CUPTI(T)
+#undef T
+#define T(name, json, doc) ROW("cupti.unattributed_kernels.*", json, doc)
+  MP_RAW_UNATTRIBUTED(T)
 #undef T
 #define T(name, json, doc) ROW("tc_counters", json, doc)
   MP_RAW_TC_COUNTERS(T)

@@ -180,6 +180,43 @@ static void too_wide_for_fp16_recommends_bf16(void **state) {
   assert_int_equal(a.recommended, MP_REC_BF16);
 }
 
+/* An e4m3 output clamped to 448 by its op: 448 fits fp16 and fp8 as a
+ * value, but the true values are unknown and beyond it: overflow. */
+static void saturated_fp8_values_count_as_overflow(void **state) {
+  (void)state;
+  uint8_t d[8];
+  memset(d, 0x7e, sizeof d); /* e4m3 448 */
+  d[1] = 0xfe;               /* -448 */
+  d[2] = 0x58;               /* 16: not at the max */
+  mp_view v = {.dtype = MP_FP8_E4M3, .data = d, .rows = 8, .cols = 1, .ld = 8};
+  assert_int_equal(mp_count_saturated(&v), 7);
+  mp_stats s;
+  mp_stats_init(&s, MP_FP8_E4M3);
+  assert_int_equal(mp_scan(&s, &v), 0);
+  mp_advice a;
+  mp_advise(&s, NULL, &a); /* stored values only: they look harmless */
+  assert_true(a.fp8_e4m3.fits);
+  assert_int_equal(a.recommended, MP_REC_FP16);
+  s.saturated = mp_count_saturated(&v);
+  mp_advise(&s, NULL, &a);
+  assert_false(a.fp8_e4m3.fits);
+  assert_false(a.fp8_e5m2.fits);
+  assert_int_equal(a.fp16, MP_FP16_UNSAFE);
+  assert_false(a.has_window);
+  assert_true(a.fp16_overflow_fraction == 7.0 / 8);
+  assert_int_equal(a.recommended, MP_REC_BF16);
+}
+
+static void only_fp8_views_have_saturated_values(void **state) {
+  (void)state;
+  uint8_t e5[3] = {0x7b, 0xfb, 0x7c}; /* 57344, -57344, +inf */
+  mp_view v = {.dtype = MP_FP8_E5M2, .data = e5, .rows = 3, .cols = 1, .ld = 3};
+  assert_int_equal(mp_count_saturated(&v), 2);
+  float f[2] = {448, 57344};
+  mp_view w = {.dtype = MP_FP32, .data = f, .rows = 2, .cols = 1, .ld = 2};
+  assert_int_equal(mp_count_saturated(&w), 0);
+}
+
 static void values_below_bf16_range_keep_fp32(void **state) {
   (void)state;
   float v[4] = {0x1p120f, 0x1p-140f, 0x1p-140f, 1.0f};
@@ -402,6 +439,8 @@ int main(void) {
       cmocka_unit_test(window_is_an_estimate_when_a_boundary_binade_decides),
       cmocka_unit_test(well_behaved_activations_are_fp16_safe),
       cmocka_unit_test(too_wide_for_fp16_recommends_bf16),
+      cmocka_unit_test(saturated_fp8_values_count_as_overflow),
+      cmocka_unit_test(only_fp8_views_have_saturated_values),
       cmocka_unit_test(values_below_bf16_range_keep_fp32),
       cmocka_unit_test(fp8_scale_is_the_largest_power_of_two_without_overflow),
       cmocka_unit_test(fp8_reports_the_flushed_fraction_at_its_scale),

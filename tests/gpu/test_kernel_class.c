@@ -61,6 +61,24 @@ static void expect(const char *name, mp_tc_verdict tc, mp_dtype a) {
     fail_msg("%s: got %s/%s", name, verdict_name(k.tc), mp_dtype_name(k.a_dtype));
 }
 
+/* The library a kernel name says launched it (kernels outside hooked calls). */
+static void kernel_names_tell_their_library(void **state) {
+  (void)state;
+  assert_int_equal(mp_kernel_library("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"), MP_KLIB_CUBLAS);
+  assert_int_equal(mp_kernel_library("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32"),
+                   MP_KLIB_CUBLAS);
+  assert_int_equal(mp_kernel_library("void gemv2T_kernel_val<int, int, float>(...)"),
+                   MP_KLIB_CUBLAS);
+  assert_int_equal(mp_kernel_library("sm80_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc"),
+                   MP_KLIB_CUDNN); /* says gemm too: cuDNN's tokens first */
+  assert_int_equal(mp_kernel_library("void cudnn::detail::implicit_convolve_sgemm<float>(...)"),
+                   MP_KLIB_CUDNN);
+  assert_int_equal(mp_kernel_library("triton_tem_fused_mm_0"), MP_KLIB_NONE);
+  assert_int_equal(mp_kernel_library("void at::native::vectorized_elementwise_kernel<4>(...)"),
+                   MP_KLIB_NONE);
+  assert_string_equal(mp_kernel_lib_name(MP_KLIB_CUDNN), "cudnn");
+}
+
 static void fp32_sgemm_in_xmma_clothes_is_not_tensor_core(void **state) {
   (void)state;
   expect("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize256x64x8_stage3_warpsize2x2x1_ffma_aligna4_"
@@ -186,6 +204,7 @@ int main(int argc, char **argv) {
   g_table = argv[1];
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_listed_kernel_gets_its_expected_verdict_and_dtypes),
+      cmocka_unit_test(kernel_names_tell_their_library),
       cmocka_unit_test(fp32_sgemm_in_xmma_clothes_is_not_tensor_core),
       cmocka_unit_test(xmma_f32_field_cut_before_ffma_is_still_not_tensor_core),
       cmocka_unit_test(tf32_xmma_field_is_tensor_core_tf32),

@@ -5,6 +5,16 @@
  *              with A holding 1..9 (B 1..9)
  *   ltptr      cublasLtMatmul, fp16, BATCH_MODE = POINTER_ARRAY, batch 2 of
  *              4x4x4: A matrices hold 0..31 across the batch, B 32..63
+ *   fp8sat     cublasLtMatmul, e4m3 A and B (16x16x16, TN) all 16, A scale 2,
+ *              B scale 0.5, AMAX_D requested, D e4m3 with bf16 C (beta 0):
+ *              every D value is 4096 before the conversion, stored as 448
+ *              (saturated); AMAX_D is 4096
+ *   privblas   cuBLAS as a program with a statically linked copy sees it: a
+ *              private copy of libcublas.so.13 (copied to $TMPDIR under
+ *              another name, loaded RTLD_LOCAL | RTLD_DEEPBIND, entry points
+ *              from dlsym on its handle) runs one 8x8x8 cublasSgemm_v2; no
+ *              cuBLAS call goes through an interposable symbol, but its
+ *              kernel reaches CUPTI
  *   cudnnmm    cuDNN backend matmul graph, fp16 [1,4,8] x [1,8,4] -> fp16, with
  *              CUDNN_ATTR_MATMUL_COMP_TYPE = CUDNN_DATA_FLOAT
  *   ltalgo     what NVIDIA's LtSgemmCustomFind sample does: cublasSetMatrix
@@ -14,10 +24,14 @@
  *              and cublasGetMatrix
  * Every mode prints a checksum of its results on stdout. Linked against the
  * CUDA libraries by soname; run with LD_LIBRARY_PATH=<simcuda>. */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -222,6 +236,102 @@ static int mode_ltalgo(void) {
   return 0;
 }
 
+static int mode_fp8sat(void) {
+  enum { M = 16 };
+  uint8_t ab[M * M], d[M * M] = {0};
+  memset(ab, 0x58, sizeof ab); /* e4m3 0.1011.000 = 16 */
+  uint16_t c[M * M] = {0};
+  float sa = 2, sb = 0.5f, amax = 0;
+  uint8_t *da = upload(ab, sizeof ab), *dd = upload(d, sizeof d);
+  uint16_t *dc = upload(c, sizeof c);
+  float *dsa = upload(&sa, sizeof sa), *dsb = upload(&sb, sizeof sb),
+        *damax = upload(&amax, sizeof amax);
+  cublasLtHandle_t lt;
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t l8, l16;
+  CK(cublasLtCreate(&lt));
+  CK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasOperation_t t = CUBLAS_OP_T;
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t));
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &dsa, sizeof dsa));
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &dsb, sizeof dsb));
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &damax,
+                                    sizeof damax));
+  CK(cublasLtMatrixLayoutCreate(&l8, CUDA_R_8F_E4M3, M, M, M));
+  CK(cublasLtMatrixLayoutCreate(&l16, CUDA_R_16BF, M, M, M));
+  const float one = 1, zero = 0;
+  range("fp8sat");
+  CK(cublasLtMatmul(lt, desc, &one, da, l8, da, l8, &zero, dc, l16, dd, l8, NULL, NULL, 0, 0));
+  range_end();
+  CK(cudaMemcpy(d, dd, sizeof d, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(&amax, damax, sizeof amax, cudaMemcpyDeviceToHost));
+  unsigned long s = 0;
+  for (int i = 0; i < M * M; i++)
+    s += d[i] * (unsigned long)(i + 1);
+  printf("fp8sat checksum %lu amax %g\n", s, amax);
+  cublasLtMatrixLayoutDestroy(l16);
+  cublasLtMatrixLayoutDestroy(l8);
+  cublasLtMatmulDescDestroy(desc);
+  cublasLtDestroy(lt);
+  return 0;
+}
+
+/* Copies the file at src to dst; 0 on success. */
+static int copy_file(const char *src, const char *dst) {
+  int in = open(src, O_RDONLY), out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+  char buf[65536];
+  ssize_t n = 0;
+  int rc = in < 0 || out < 0;
+  while (!rc && (n = read(in, buf, sizeof buf)) > 0)
+    rc = write(out, buf, (size_t)n) != n;
+  if (n < 0) rc = 1;
+  if (in >= 0) close(in);
+  if (out >= 0) close(out);
+  return rc;
+}
+
+static int mode_privblas(void) {
+  /* The file of the loaded libcublas (not dladdr of an entry point: under
+   * mpprof that is the preloaded hook's library). */
+  void *loaded = dlopen("libcublas.so.13", RTLD_LAZY | RTLD_NOLOAD);
+  struct link_map *lm = NULL;
+  if (!loaded || dlinfo(loaded, RTLD_DI_LINKMAP, &lm) != 0 || !lm || !lm->l_name)
+    die("find libcublas", 0);
+  const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  char dir[4096], copy[4200];
+  snprintf(dir, sizeof dir, "%s/mpp-privblas-XXXXXX", tmp);
+  if (!mkdtemp(dir)) die("mkdtemp", 0);
+  snprintf(copy, sizeof copy, "%s/libprivblas.so", dir);
+  if (copy_file(lm->l_name, copy)) die("copy libcublas", 0);
+  dlclose(loaded);
+  void *h = dlopen(copy, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  unlink(copy);
+  rmdir(dir);
+  if (!h) die(dlerror(), 0);
+  __typeof__(&cublasCreate_v2) create = (__typeof__(create))dlsym(h, "cublasCreate_v2");
+  __typeof__(&cublasDestroy_v2) destroy = (__typeof__(destroy))dlsym(h, "cublasDestroy_v2");
+  __typeof__(&cublasSgemm_v2) sgemm = (__typeof__(sgemm))dlsym(h, "cublasSgemm_v2");
+  if (!create || !destroy || !sgemm) die("dlsym", 0);
+  enum { M = 8 };
+  float a[M * M], c[M * M] = {0};
+  for (int i = 0; i < M * M; i++)
+    a[i] = (float)(i % 7) - 3;
+  float *da = upload(a, sizeof a), *dc = upload(c, sizeof c);
+  cublasHandle_t hb;
+  CK(create(&hb));
+  const float one = 1, zero = 0;
+  range("privblas");
+  CK(sgemm(hb, CUBLAS_OP_N, CUBLAS_OP_N, M, M, M, &one, da, M, da, M, &zero, dc, M));
+  range_end();
+  CK(cudaMemcpy(c, dc, sizeof c, cudaMemcpyDeviceToHost));
+  double s = 0;
+  for (int i = 0; i < M * M; i++)
+    s += c[i] * (i + 1);
+  printf("privblas checksum %.17g\n", s);
+  CK(destroy(hb));
+  return 0;
+}
+
 static cudnnBackendDescriptor_t be_new(cudnnBackendDescriptorType_t t) {
   cudnnBackendDescriptor_t d;
   CK(cudnnBackendCreateDescriptor(t, &d));
@@ -310,6 +420,8 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "ltptr")) return mode_ltptr();
   if (!strcmp(mode, "cudnnmm")) return mode_cudnnmm();
   if (!strcmp(mode, "ltalgo")) return mode_ltalgo();
+  if (!strcmp(mode, "fp8sat")) return mode_fp8sat();
+  if (!strcmp(mode, "privblas")) return mode_privblas();
   fprintf(stderr, "usage: mpp_fidelity_prog MODE\n");
   return 2;
 }

@@ -27,7 +27,7 @@
 #include "profiler/rawwrite.h"
 #include "report/report_internal.h"
 
-static float a_vals[16], d_vals[16];
+static float a_vals[16], d_vals[16], amax_val = 4096;
 
 /* An op with every field of the site key set (not a realistic call: each
  * field only has to reach the file). */
@@ -64,6 +64,9 @@ static void full_op(mpp_op *op) {
   op->epilogue = "BIAS";
   op->conv_math = "TENSOR_OP_MATH";
   op->fp8_scales = MPP_FP8_A | MPP_FP8_B | MPP_FP8_C | MPP_FP8_D | MPP_FP8_AMAX_D;
+  op->fp8_scale[0] = 2;           /* A's scale read */
+  op->fp8_scale_unread[1] = true; /* B's set but not read */
+  op->amax_d_ptr = &amax_val;     /* read back at the end of the call */
   mpp_op_note_ptr(op, a_vals);
   mpp_op_note_ptr(op, d_vals);
   mpp_role *a = mpp_op_role(op, "A", true);
@@ -121,6 +124,9 @@ static char *render_everything(int *ret_site) {
   mpp_site_kernel(*ret_site, 1, "sm90_xmma_gemm_f16f16_f32f32", 7000, 7500, 7);
   mpp_site_kernel_tc(*ret_site, "sm90_xmma_gemm_f16f16_f32f32", true, tc_values, 2);
   mpp_note_incomplete("test", "a reason for the test");
+  mpp_note_unattributed_kernel("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT", 700);
+  mpp_note_unattributed_kernel("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNN", 300);
+  mpp_note_unattributed_kernel("triton_poi_fused_add_0", 50); /* not a library's: not counted */
   mpp_train_reset();
   mpp_train_loss_scale(1024);
   mpp_train_mark_step(3);
@@ -330,6 +336,12 @@ static void check_top(const char *k, const cJSON *doc, const mpprof_model *m) {
   } else if (!strcmp(k, MP_RK_TOP.cupti)) {
     assert_string_equal(p->cupti_status, "ok");
     assert_int_equal(p->cupti_dropped, 15);
+    const cJSON *b = cJSON_GetObjectItem(p->unattributed_kernels, "cublas");
+    assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItem(b, MP_RK_UNATTRIBUTED.kernels)), 2);
+    assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItem(b, MP_RK_UNATTRIBUTED.gpu_ns)), 1000);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(b, MP_RK_UNATTRIBUTED.example)),
+                        "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT");
+    assert_null(cJSON_GetObjectItem(p->unattributed_kernels, "cudnn"));
   } else if (!strcmp(k, MP_RK_TOP.tc_counters)) {
     assert_string_equal(p->tc_counters_status, "ok");
     assert_string_equal(p->tc_counters_reason, "why not");
@@ -432,6 +444,14 @@ static void check_site_counter(const char *k, const cJSON *site, const mpprof_si
     assert_int_equal(kn->tc_profiled, 1);
     assert_int_equal(kn->n_tc_values, 2);
     assert_true(kn->tc_values[0] == 12.5 && kn->tc_values[1] == 3.0);
+  } else if (!strcmp(k, MP_RK_SITE.fp8_scale_values)) {
+    assert_true(s->fp8_scale[0].read == 2 && s->fp8_scale[0].min == 2 && s->fp8_scale[0].max == 2);
+    assert_true(s->fp8_scale[1].read == 0 && s->fp8_scale[1].unread == 2);
+    assert_int_equal(s->fp8_scale[2].read + s->fp8_scale[2].unread, 0);
+    assert_int_equal(num(cJSON_GetObjectItemCaseSensitive(v, "B"), MP_RK_FP8_VALUE.unread), 2);
+  } else if (!strcmp(k, MP_RK_SITE.amax_D)) {
+    assert_true(s->amax_d.read == 2 && s->amax_d.max == 4096 && s->amax_d.min == 4096);
+    assert_int_equal(num(v, MP_RK_FP8_VALUE.read), 2);
   } else if (!strcmp(k, MP_RK_SITE.ptr_align)) {
     assert_int_equal(s->ptr_align, num(site, k));
   } else if (!strcmp(k, MP_RK_SITE.shadow)) {

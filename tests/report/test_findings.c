@@ -33,6 +33,7 @@ static const char *const tested[] = {
     "no_kernel_data",
     "tc_counters_unavailable",
     "tc_counters_unmatched",
+    "library_not_intercepted",
     "loss_scale_overflow",
     "dead_gradient",
     "dead_output",
@@ -521,6 +522,27 @@ static void no_kernel_data(void **state) {
   mpprof_model_free(&m);
 }
 
+/* cuBLAS kernels outside every hooked call: a finding only while no cuBLAS
+ * call was intercepted at all. */
+static void library_not_intercepted(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  m.procs = calloc(1, sizeof *m.procs);
+  m.n_procs = 1;
+  assert_int_equal(run(&m, "library_not_intercepted"), 0); /* nothing seen */
+  m.procs[0].unattributed_kernels =
+      cJSON_Parse("{\"cublas\": {\"kernels\": 3, \"gpu_ns\": 2000000, \"example\": \"nvjet_x\"}}");
+  assert_int_equal(run(&m, "library_not_intercepted"), 1);
+  assert_non_null(strstr(m.findings[0].message, "3 cuBLAS/cuBLASLt kernel launches"));
+  assert_non_null(strstr(m.findings[0].message, "no cuBLAS/cuBLASLt call was intercepted"));
+  m.sites = calloc(1, sizeof *m.sites);
+  m.n_sites = 1;
+  m.sites[0].api = strdup("cublasLtMatmul");
+  assert_int_equal(run(&m, "library_not_intercepted"), 0); /* some calls were seen */
+  mpprof_model_free(&m);
+}
+
 static void tc_counters_unavailable(void **state) {
   (void)state;
   mpprof_model m;
@@ -596,6 +618,7 @@ int main(void) {
       cmocka_unit_test(incomplete_process),
       cmocka_unit_test(processes_still_running),
       cmocka_unit_test(no_kernel_data),
+      cmocka_unit_test(library_not_intercepted),
       cmocka_unit_test(tc_counters_unavailable),
       cmocka_unit_test(tc_counters_unmatched),
       cmocka_unit_test(every_rule_has_a_test),
