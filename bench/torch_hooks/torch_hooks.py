@@ -15,7 +15,7 @@ Models:
   many        Sequential of 200 Linear(16, 16), batch 8: the per-module-call
               cost, (t_mpprof - t_bare) / module calls per step (forward
               calls; each also registers its backward hooks)
-  big         8 x Linear(1024, 1024), batch 256 (a step of >= 10 ms): the
+  big         8 x Linear(512, 512), batch 128 (a step of >= 10 ms): the
               overhead as a share of the step
 Prints each figure with the limit it is judged against (2 us per module
 call, 1% of a >= 10 ms step) and their ratio.
@@ -28,7 +28,7 @@ import sys
 import tempfile
 
 ROUNDS = 5
-MODELS = {"many": (200, 16, 8), "big": (8, 1024, 256)}
+MODELS = {"many": (200, 16, 8), "big": (8, 512, 128)}
 LIMIT_US_PER_CALL = 2.0
 LIMIT_STEP_SHARE = 0.01
 
