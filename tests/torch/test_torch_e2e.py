@@ -45,8 +45,9 @@ def env(**extra):
 
 def run(argv, **extra):
     e = env(**extra)
-    if PY in argv and "ASAN_OPTIONS" in e:
-        # The sanitized suite preloads an ASan libmpprof.so into the interpreter:
+    if "ASAN_OPTIONS" in e and any(a == PY or a.endswith(".sh") for a in argv):
+        # The sanitized suite preloads an ASan libmpprof.so into the interpreter
+        # (and into the shell of run.sh):
         # LeakSanitizer would report CPython's and torch's own allocations at exit
         # (none of libmpprof's), so leak checking is off for the Python runs.
         e["ASAN_OPTIONS"] += ":detect_leaks=0"
