@@ -245,10 +245,19 @@ def _post(module, args, output):
         if _grad_enabled():
             parent = st[-1][1] if st else NO_LAYER
             marks = t.marks
-            for x in _tensors(output):
-                _mark(marks, x, lid, None)
-            for x in _tensors(args):
-                _mark(marks, x, None, parent)
+            # Fast paths for the usual shapes (one output tensor, a tuple of
+            # tensors as arguments): no generator per call.
+            if isinstance(output, _Tensor):
+                _mark(marks, output, lid, None)
+            else:
+                for x in _tensors(output):
+                    _mark(marks, x, lid, None)
+            for a in args:
+                if isinstance(a, _Tensor):
+                    _mark(marks, a, None, parent)
+                else:
+                    for x in _tensors(a, 1):
+                        _mark(marks, x, None, parent)
     except Exception as e:  # e.g. a tensor subclass refusing hooks: that backward stays unnamed
         _log("backward hooks of %s not registered: %r" % (type(module).__name__, e))
     finally:
