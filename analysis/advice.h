@@ -14,7 +14,8 @@
 #include "stats.h"
 
 typedef struct mp_advice_params {
-  double underflow_max;     /* fraction of finite non-zero values allowed to flush to zero (fp16/bf16); default 0.001 */
+  double underflow_max; /* fraction of finite non-zero values allowed to flush to zero (fp16/bf16);
+                           default 0.001 */
   double fp8_underflow_max; /* same for fp8 with per-tensor scaling; default 0.01 */
   int scale_log2_min;       /* loss-scale search range, default -32 */
   int scale_log2_max;       /* default 32 */
@@ -24,7 +25,11 @@ typedef struct mp_advice_params {
 #define MP_ADVICE_DEFAULT_UNDERFLOW_MAX 0.001
 #define MP_ADVICE_DEFAULT_FP8_UNDERFLOW_MAX 0.01
 
-typedef enum mp_fp16_verdict { MP_FP16_SAFE = 0, MP_FP16_LOSS_SCALE, MP_FP16_UNSAFE } mp_fp16_verdict;
+typedef enum mp_fp16_verdict {
+  MP_FP16_SAFE = 0,
+  MP_FP16_LOSS_SCALE,
+  MP_FP16_UNSAFE
+} mp_fp16_verdict;
 
 typedef enum mp_recommendation {
   MP_REC_FP16 = 0,
@@ -95,7 +100,8 @@ bool mp_scale_log2(double scale, int *ret_log2);
  * the histogram the same way (fp8 advice uses per-tensor scales instead). */
 bool mp_stats_unscale(const mp_stats *in, double scale, mp_stats *ret, bool *ret_casts_estimate);
 
-const char *mp_recommendation_name(mp_recommendation r); /* "fp16", "fp16_loss_scale", "bf16", ... */
-const char *mp_fp16_verdict_name(mp_fp16_verdict v);     /* "safe", "loss_scale", "unsafe" */
+const char *
+mp_recommendation_name(mp_recommendation r);         /* "fp16", "fp16_loss_scale", "bf16", ... */
+const char *mp_fp16_verdict_name(mp_fp16_verdict v); /* "safe", "loss_scale", "unsafe" */
 
 #endif

@@ -12,7 +12,11 @@
 
 typedef enum mp_tc_verdict { MP_TC_UNKNOWN = -1, MP_TC_NO = 0, MP_TC_YES = 1 } mp_tc_verdict;
 
-typedef enum mp_tc_source { MP_TC_SRC_UNKNOWN = 0, MP_TC_SRC_NAME, MP_TC_SRC_COUNTERS } mp_tc_source;
+typedef enum mp_tc_source {
+  MP_TC_SRC_UNKNOWN = 0,
+  MP_TC_SRC_NAME,
+  MP_TC_SRC_COUNTERS
+} mp_tc_source;
 
 typedef struct mp_kernel_class {
   mp_tc_verdict tc;

@@ -64,7 +64,7 @@
   X(kind, "op", OPKIND, "gemm | conv_fwd | conv_bwd_data | conv_bwd_filter | matmul")              \
   X(layer, "layer", LAYER, "NVTX range stack of the calling thread joined with /, or a scope's")   \
   X(phase, "phase", PHASE, "a scope's phase: forward | backward | optimizer | recompute")          \
-  X(module_class, "module_class", CLASS, "a scope's module class (PyTorch: Linear, ...)")         \
+  X(module_class, "module_class", CLASS, "a scope's module class (PyTorch: Linear, ...)")          \
   X(m, "m", I64, "GEMM m (convs: implicit-GEMM shape)")                                            \
   X(n, "n", I64, "GEMM n")                                                                         \
   X(k, "k", I64, "GEMM k")                                                                         \
@@ -83,7 +83,7 @@
   X(epilogue, "epilogue", STR_OPT, "cublasLt epilogue")                                            \
   X(conv_math, "conv_math_type", STR_OPT, "legacy cuDNN cudnnMathType_t")                          \
   X(fp8_scales, "fp8_scales", FP8, "cublasLt FP8 scale pointers set")                              \
-  X(loss_scale, "loss_scale", SCALE, "declared loss scale in force for the calls; null: none")      \
+  X(loss_scale, "loss_scale", SCALE, "declared loss scale in force for the calls; null: none")     \
   X(roles, "", ROLES, "tensor roles of the call (runtime only)")
 
 /* The rest of a SITE: X(name, "json key", "how sites with the same key merge").
@@ -198,9 +198,9 @@
   X(device, "device", "MP_RAW_DEVICE, or null")                                                    \
   X(cupti, "cupti", "MP_RAW_CUPTI")                                                                \
   X(tc_counters, "tc_counters", "MP_RAW_TC_COUNTERS, only with --tc-counters")                     \
-  X(training, "training", "MP_RAW_TRAINING: what the program declared (profiler/train.c)")          \
+  X(training, "training", "MP_RAW_TRAINING: what the program declared (profiler/train.c)")         \
   X(capture, "capture", "MP_RAW_CAPTURE: the capture range and the calls outside it")              \
-  X(timeline, "timeline", "MP_RAW_TIMELINE: caps and drops of the timeline lists below")          \
+  X(timeline, "timeline", "MP_RAW_TIMELINE: caps and drops of the timeline lists below")           \
   X(sites, "sites", "SITE objects")                                                                \
   X(events, "events", "MP_RAW_EVENT objects")                                                      \
   X(ranges, "ranges", "MP_RAW_RANGE objects: NVTX push/pop ranges that ended")                     \
@@ -250,7 +250,7 @@
   X(step_scales, "step_scales", "MP_RAW_STEP_SCALE runs (first 4096)")                             \
   X(step_scales_dropped, "step_scales_dropped", "runs beyond 4096")                                \
   X(skipped_steps, "skipped_steps", "MP_RAW_SKIPPED")                                              \
-  X(invalid_marks, "invalid_marks", "marks with a payload that is not a valid scale or step")       \
+  X(invalid_marks, "invalid_marks", "marks with a payload that is not a valid scale or step")      \
   X(first_nonfinite, "first_nonfinite", "MP_RAW_NONFINITE, or null")
 
 #define MP_RAW_SCALE_CHANGE(X)                                                                     \
@@ -291,7 +291,7 @@
   X(t_ns, "t_ns", "CLOCK_REALTIME at the call's start")                                            \
   X(dur_ns, "dur_ns", "CPU wall time of the call")                                                 \
   X(thread, "thread", "Linux tid")                                                                 \
-  X(stream, "stream", "the op's stream handle, \"0x...\"")                                        \
+  X(stream, "stream", "the op's stream handle, \"0x...\"")                                         \
   X(call, "call", "the call's index in its site, from 0 (kernel_events[].call)")
 
 /* What `mpprof run --capture-range` / --steps recorded (profiler/capture.c). */
@@ -304,7 +304,7 @@
 
 /* Why an op call was outside the capture range, in this order (mpp_capture_reason). */
 #define MP_RAW_CAPTURE_OUTSIDE(X)                                                                  \
-  X(NOT_STARTED, "not_started", "before the range first opened (or before step A)")              \
+  X(NOT_STARTED, "not_started", "before the range first opened (or before step A)")                \
   X(STOPPED, "stopped", "after it closed (between ranges, or after step B)")
 
 /* The timeline lists' caps: a list that hit its cap says how much it dropped. */
@@ -326,7 +326,7 @@
 /* One kernel launched by a recorded call (CUPTI). */
 #define MP_RAW_KERNEL_EVENT(X)                                                                     \
   X(site, "site", "SITE id")                                                                       \
-  X(call, "call", "the launching call's index in its site (events[].call), low 32 bits")          \
+  X(call, "call", "the launching call's index in its site (events[].call), low 32 bits")           \
   X(kernel, "kernel", "index into the site's kernels[]")                                           \
   X(stream, "stream", "CUPTI stream id")                                                           \
   X(start_ns, "start_ns", "kernel start, CUPTI timestamp (ns)")                                    \

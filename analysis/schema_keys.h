@@ -49,6 +49,7 @@
 #define MP_K_SH_MEDIAN_REL_L2 "median_rel_l2"
 
 /* Cast outcome names, indexed by mp_cast_outcome. */
-#define MP_CAST_OUTCOME_NAMES {"overflow", "underflow", "subnormal", "normal"}
+#define MP_CAST_OUTCOME_NAMES                                                                      \
+  { "overflow", "underflow", "subnormal", "normal" }
 
 #endif

@@ -100,7 +100,7 @@ int mp_mx_scale_exp(float amax, mp_dtype fp8) {
   if (!(v > 0)) return -127;
   int e;
   float f = frexpf(v, &e); /* v = f * 2^e, f in [0.5, 1) */
-  if (f == 0.5f) e -= 1;    /* already a power of two */
+  if (f == 0.5f) e -= 1;   /* already a power of two */
   if (e < -127) e = -127;
   if (e > 127) e = 127;
   return e;
@@ -158,8 +158,8 @@ static bool load_a(const mp_shadow_gemm *g, int64_t b, double *x) {
   if (!base) return false;
   for (int64_t i = 0; i < g->m; i++)
     for (int64_t kk = 0; kk < g->k; kk++)
-      x[i * g->k + kk] = mp_load(g->a.dtype, base,
-                                 (uint64_t)(g->a.trans ? kk + i * g->a.ld : i + kk * g->a.ld));
+      x[i * g->k + kk] =
+          mp_load(g->a.dtype, base, (uint64_t)(g->a.trans ? kk + i * g->a.ld : i + kk * g->a.ld));
   return true;
 }
 
@@ -169,8 +169,8 @@ static bool load_b(const mp_shadow_gemm *g, int64_t b, double *x) {
   if (!base) return false;
   for (int64_t j = 0; j < g->n; j++)
     for (int64_t kk = 0; kk < g->k; kk++)
-      x[j * g->k + kk] = mp_load(g->b.dtype, base,
-                                 (uint64_t)(g->b.trans ? j + kk * g->b.ld : kk + j * g->b.ld));
+      x[j * g->k + kk] =
+          mp_load(g->b.dtype, base, (uint64_t)(g->b.trans ? j + kk * g->b.ld : kk + j * g->b.ld));
   return true;
 }
 
@@ -317,7 +317,8 @@ int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2
   /* Without history the recipe has no scale yet: the call only seeds it. */
   if (!hist || (hist[0].n == 0 && hist[1].n == 0)) mask &= ~delayed;
   size_t mk = (size_t)(g->m * g->k), nk = (size_t)(g->n * g->k), mn = (size_t)(g->m * g->n);
-  double *ax = malloc(mk * sizeof *ax), *bx = malloc(nk * sizeof *bx), *ref = malloc(mn * sizeof *ref);
+  double *ax = malloc(mk * sizeof *ax), *bx = malloc(nk * sizeof *bx),
+         *ref = malloc(mn * sizeof *ref);
   float *qa = malloc(mk * sizeof *qa), *qb = malloc(nk * sizeof *qb);
   err_acc *acc = calloc(MP_SH_COUNT, sizeof *acc);
   int rc = 0;

@@ -19,21 +19,21 @@
 #include "formats.h"
 #include "stats.h"
 
-#define MP_SHADOW_HISTORY_LEN 1024      /* delayed scaling: Transformer Engine's amax_history_len */
-#define MP_SHADOW_MX_BLOCK 32           /* MXFP8: elements per scale block along k */
+#define MP_SHADOW_HISTORY_LEN 1024 /* delayed scaling: Transformer Engine's amax_history_len */
+#define MP_SHADOW_MX_BLOCK 32      /* MXFP8: elements per scale block along k */
 #define MP_SHADOW_DEFAULT_MAX_REL 0x1p-8 /* verdict: largest rel_l2 a candidate may cause */
 #define MP_SHADOW_MEDIAN_SAMPLES 128     /* rel_l2 values kept per candidate for the median */
 
 /* Candidate precisions; mp_shadow_cand_name() is the JSON key. */
 typedef enum mp_shadow_cand {
-  MP_SH_CURRENT = 0,   /* the call's own dtypes (tf32 when it computes in tf32), fp32 accumulation */
-  MP_SH_FP16,          /* fp16 operands at scale 1, fp16 output */
-  MP_SH_FP16_SCALED,   /* fp16 operands at each operand's loss scale (gradients), fp16 output */
-  MP_SH_BF16,          /* bf16 operands, bf16 output */
-  MP_SH_E4M3_CURRENT,  /* e4m3, per-tensor current scaling, bf16 output */
-  MP_SH_E4M3_DELAYED,  /* e4m3, delayed scaling (amax history of earlier shadowed calls) */
-  MP_SH_MXFP8_E4M3,    /* e4m3, E8M0 scale per 32-element block along k */
-  MP_SH_E5M2_CURRENT,  /* likewise with e5m2 (gradients) */
+  MP_SH_CURRENT = 0,  /* the call's own dtypes (tf32 when it computes in tf32), fp32 accumulation */
+  MP_SH_FP16,         /* fp16 operands at scale 1, fp16 output */
+  MP_SH_FP16_SCALED,  /* fp16 operands at each operand's loss scale (gradients), fp16 output */
+  MP_SH_BF16,         /* bf16 operands, bf16 output */
+  MP_SH_E4M3_CURRENT, /* e4m3, per-tensor current scaling, bf16 output */
+  MP_SH_E4M3_DELAYED, /* e4m3, delayed scaling (amax history of earlier shadowed calls) */
+  MP_SH_MXFP8_E4M3,   /* e4m3, E8M0 scale per 32-element block along k */
+  MP_SH_E5M2_CURRENT, /* likewise with e5m2 (gradients) */
   MP_SH_E5M2_DELAYED,
   MP_SH_MXFP8_E5M2,
   MP_SH_COUNT
@@ -85,9 +85,9 @@ typedef struct mp_shadow_gemm {
 /* Delayed scaling state of one operand of one site: amax of earlier calls. */
 typedef struct mp_amax_history {
   float amax[MP_SHADOW_HISTORY_LEN];
-  uint32_t n;      /* entries held (<= MP_SHADOW_HISTORY_LEN) */
-  uint32_t next;   /* ring position of the next entry */
-  float scale[2];  /* last scale used for e4m3, e5m2 (kept when amax is 0 or non-finite) */
+  uint32_t n;     /* entries held (<= MP_SHADOW_HISTORY_LEN) */
+  uint32_t next;  /* ring position of the next entry */
+  float scale[2]; /* last scale used for e4m3, e5m2 (kept when amax is 0 or non-finite) */
 } mp_amax_history;
 
 void mp_amax_history_init(mp_amax_history *h);

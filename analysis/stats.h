@@ -28,11 +28,11 @@ typedef enum mp_cast_outcome {
 } mp_cast_outcome;
 
 typedef struct mp_stats {
-  mp_dtype dtype;   /* source dtype; MP_DTYPE_INVALID after merging different dtypes */
-  int hist_lo;      /* reported bin range: the source format's [emin_sub, emax] (union after merge) */
+  mp_dtype dtype; /* source dtype; MP_DTYPE_INVALID after merging different dtypes */
+  int hist_lo;    /* reported bin range: the source format's [emin_sub, emax] (union after merge) */
   int hist_hi;
-  uint64_t count;   /* all elements, NaN and inf included */
-  uint64_t zeros;   /* +0 and -0 */
+  uint64_t count; /* all elements, NaN and inf included */
+  uint64_t zeros; /* +0 and -0 */
   uint64_t nans;
   uint64_t pos_infs;
   uint64_t neg_infs;
@@ -45,8 +45,8 @@ typedef struct mp_stats {
   /* Over finite values only; NaN (and +inf for min_abs_nonzero) when there is none. */
   double min;
   double max;
-  double absmax;          /* max |x| over finite x */
-  double min_abs_nonzero; /* min |x| over finite non-zero x */
+  double absmax;                                     /* max |x| over finite x */
+  double min_abs_nonzero;                            /* min |x| over finite non-zero x */
   uint64_t casts[MP_TARGET_COUNT][MP_CAST_OUTCOMES]; /* finite non-zero x only */
   uint64_t exp_hist[MP_HIST_BINS];                   /* index: floor(log2|x|) - MP_HIST_MIN */
 } mp_stats;

@@ -10,14 +10,21 @@ const char *mp_tclass_name(mp_tclass c) {
 
 const char *mp_reason_code_name(mp_reason_code c) {
   static const char *const names[MP_REASON_COUNT] = {
-      "nonfinite_input",   "bf16_unfit",
-      "fwd_fp16_overflow", "fwd_fp16_underflow",
-      "grad_no_window",    "grad_window",
-      "no_values",         "grad_never_seen",
+      "nonfinite_input",
+      "bf16_unfit",
+      "fwd_fp16_overflow",
+      "fwd_fp16_underflow",
+      "grad_no_window",
+      "grad_window",
+      "no_values",
+      "grad_never_seen",
       "windows_disjoint",
-      "rec_fp16",          "rec_fp16_loss_scale",
-      "rec_bf16",          "rec_fp32",
-      "fp8_e4m3",          "fp8_e5m2",
+      "rec_fp16",
+      "rec_fp16_loss_scale",
+      "rec_bf16",
+      "rec_fp32",
+      "fp8_e4m3",
+      "fp8_e5m2",
   };
   return (unsigned)c < MP_REASON_COUNT ? names[c] : "unknown";
 }

@@ -4,7 +4,10 @@
 size_t mpp_utf8_seq_len(const unsigned char *p, size_t avail) {
   if (avail == 0) return 0;
   if (p[0] < 0x80) return 1;
-  size_t n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 && p[0] < 0xf0 ? 3 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : 0;
+  size_t n = p[0] >= 0xf0 && p[0] <= 0xf4  ? 4
+             : p[0] >= 0xe0 && p[0] < 0xf0 ? 3
+             : p[0] >= 0xc2 && p[0] < 0xe0 ? 2
+                                           : 0;
   if (n == 0 || n > avail) return 0;
   for (size_t i = 1; i < n; i++)
     if ((p[i] & 0xc0) != 0x80) return 0;

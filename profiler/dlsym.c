@@ -71,7 +71,7 @@ MPP_RAW_CODE static uintptr_t dyn_ptr(ElfW(Addr) base, ElfW(Addr) p) {
 
 /* `name` (a function) in the dynamic symbol table of the object loaded at
  * base with dynamic section dyn, through its GNU hash table. */
-MPP_RAW_CODE static void *lookup_in(ElfW(Addr) base, const ElfW(Dyn) *dyn, const char *name) {
+MPP_RAW_CODE static void *lookup_in(ElfW(Addr) base, const ElfW(Dyn) * dyn, const char *name) {
   if (!dyn) return NULL;
   const ElfW(Sym) *symtab = NULL;
   const char *strtab = NULL;

@@ -30,19 +30,19 @@
 typedef enum mpp_scan_mode { MPP_SCAN_ALL = 0, MPP_SCAN_OUTPUTS, MPP_SCAN_NONE } mpp_scan_mode;
 
 typedef struct mpp_config {
-  bool disabled;       /* MPPROF_DISABLE=1 */
-  mpp_scan_mode scan;  /* MPPROF_SCAN */
-  uint64_t sample;     /* MPPROF_SAMPLE: scan every Nth call of a site; MPP_SAMPLE_AUTO */
+  bool disabled;          /* MPPROF_DISABLE=1 */
+  mpp_scan_mode scan;     /* MPPROF_SCAN */
+  uint64_t sample;        /* MPPROF_SAMPLE: scan every Nth call of a site; MPP_SAMPLE_AUTO */
   uint64_t shadow;        /* MPPROF_SHADOW: shadow every Nth GEMM call of a site; 0 off */
   uint64_t shadow_max_mb; /* MPPROF_SHADOW_MAX_MB: memory cap of one shadowed call */
-  uint32_t max_sites;  /* MPPROF_MAX_SITES */
-  uint64_t max_events; /* MPPROF_MAX_EVENTS: events, and kernel events apart */
-  uint64_t max_ranges; /* MPPROF_MAX_RANGES: ended NVTX ranges kept for the timeline */
-  mp_capture capture;  /* MPPROF_CAPTURE_RANGE, MPPROF_NVTX_CAPTURE, MPPROF_STEPS */
+  uint32_t max_sites;     /* MPPROF_MAX_SITES */
+  uint64_t max_events;    /* MPPROF_MAX_EVENTS: events, and kernel events apart */
+  uint64_t max_ranges;    /* MPPROF_MAX_RANGES: ended NVTX ranges kept for the timeline */
+  mp_capture capture;     /* MPPROF_CAPTURE_RANGE, MPPROF_NVTX_CAPTURE, MPPROF_STEPS */
   char capture_nvtx[256]; /* capture.nvtx points here */
-  double checkpoint_s; /* MPPROF_CHECKPOINT_S; 0 disables */
-  int log;             /* MPPROF_LOG: 0 quiet, 1 problems, 2 debug */
-  char out_dir[4096];  /* MPPROF_OUT: raw files go to out_dir/raw/ */
+  double checkpoint_s;    /* MPPROF_CHECKPOINT_S; 0 disables */
+  int log;                /* MPPROF_LOG: 0 quiet, 1 problems, 2 debug */
+  char out_dir[4096];     /* MPPROF_OUT: raw files go to out_dir/raw/ */
   /* RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID, -1 when none: read
    * at activation (the process's, or a fork child's, first hooked call), on
    * the application's thread, never by mpprof's own threads afterwards
@@ -76,7 +76,7 @@ void mpp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 typedef struct mpp_sym {
   const char *name;
   const char *soname;
-  void *fn;          /* atomic */
+  void *fn;           /* atomic */
   uint64_t missed_at; /* atomic: 1 + loader generation of the last failed lookup (0: none) */
 } mpp_sym;
 void *mpp_sym_get(mpp_sym *s);
@@ -202,7 +202,7 @@ typedef struct mpp_call {
   bool tmp_used[MPP_MAX_ROLES];
   bool tmp_owned; /* tmp[] malloc'd: another call of this thread is open (call.c) */
   uint32_t ns_counts[MPP_NS_COUNT];
-  bool has_step;  /* a step was marked: the step in force when the call began */
+  bool has_step; /* a step was marked: the step in force when the call began */
   uint64_t step;
 } mpp_call;
 
@@ -263,8 +263,8 @@ typedef struct mpp_site {
   uint64_t kernel_launches;
   int nkernels;
   mpp_site_kernel_t kernels[MPP_SITE_MAX_KERNELS];
-  uint64_t kernels_other; /* launches of names beyond MPP_SITE_MAX_KERNELS */
-  uint64_t ptr_align;     /* 0: none yet */
+  uint64_t kernels_other;         /* launches of names beyond MPP_SITE_MAX_KERNELS */
+  uint64_t ptr_align;             /* 0: none yet */
   struct mpp_shadow_site *shadow; /* --shadow state (shadow.c); NULL until shadowed */
   mpp_fp8_value fp8_scale[4];     /* A, B, C, D */
   mpp_fp8_value amax_d;
@@ -291,7 +291,7 @@ typedef struct mpp_kernel_event {
 /* All tables are protected by one mutex (sites.c); the accessors below take it. */
 void mpp_sites_lock(void);
 void mpp_sites_unlock(void);
-void mpp_sites_reset(void);            /* fork child and tests: drop everything */
+void mpp_sites_reset(void); /* fork child and tests: drop everything */
 void mpp_sites_prepare(void);
 /* A kernel CUPTI saw outside every hooked call: counted when its name is
  * cuBLAS's or cuDNN's (mp_kernel_library), written under "cupti". */
@@ -373,7 +373,7 @@ void mpp_nvtx_ranges_reset(void); /* fork child, tests */
 /* -1 inside (record the call; counted as captured), else the
  * MP_RAW_CAPTURE_OUTSIDE reason index (counted). */
 int mpp_capture_check(void);
-bool mpp_capture_inside(void); /* the same question, not counted (autotuning calls) */
+bool mpp_capture_inside(void);         /* the same question, not counted (autotuning calls) */
 void mpp_capture_profiler(bool start); /* cudaProfilerStart/Stop, cuProfilerStart/Stop */
 bool mpp_capture_nvtx_push(const char *name); /* true: NAME opened (pop it with the next) */
 void mpp_capture_nvtx_pop(void);

@@ -27,7 +27,7 @@ typedef enum shadow_skip {
 #define X(id, json, doc) SKIP_##id,
   MP_RAW_SHADOW_SKIPPED(X)
 #undef X
-  SKIP_COUNT
+      SKIP_COUNT
 } shadow_skip;
 
 static const char *const skip_names[SKIP_COUNT] = {

@@ -168,7 +168,6 @@ static void layer_shares(mpprof_layer *l) {
   l->applied_fp16_underflow = worst_share(l, MP_TGT_FP16, MP_CAST_UNDERFLOW, true);
 }
 
-
 static double frac(uint64_t n, uint64_t d) {
   return d ? (double)n / (double)d : 0.0;
 }
@@ -372,12 +371,14 @@ static int applied_scale(mpprof_model *m) {
     const mpprof_process *p = &m->procs[i];
     const cJSON *t = p->training;
     if (!t) continue;
-    const char *src = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, MP_RK_TRAINING.loss_scale_source));
-    if (src && (!g->source || !strcmp(src, "marks"))) g->source = !strcmp(src, "marks") ? "marks" : "option";
+    const char *src =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, MP_RK_TRAINING.loss_scale_source));
+    if (src && (!g->source || !strcmp(src, "marks")))
+      g->source = !strcmp(src, "marks") ? "marks" : "option";
     const cJSON *steps = cJSON_GetObjectItemCaseSensitive(t, MP_RK_TRAINING.steps);
     g->steps_marked += (uint64_t)jnum(steps, MP_RK_STEPS.marked, 0);
-    g->skipped_steps +=
-        (uint64_t)jnum(cJSON_GetObjectItemCaseSensitive(t, MP_RK_TRAINING.skipped_steps), MP_RK_SKIPPED.count, 0);
+    g->skipped_steps += (uint64_t)jnum(
+        cJSON_GetObjectItemCaseSensitive(t, MP_RK_TRAINING.skipped_steps), MP_RK_SKIPPED.count, 0);
     const cJSON *seg;
     cJSON_ArrayForEach(seg, cJSON_GetObjectItemCaseSensitive(t, MP_RK_TRAINING.step_scales)) {
       cJSON *e = cJSON_Duplicate(seg, true);
@@ -385,12 +386,14 @@ static int applied_scale(mpprof_model *m) {
       cJSON_AddStringToObject(e, "process", p->file);
       cJSON_AddItemToArray(g->per_step, e);
     }
-    if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t, MP_RK_TRAINING.scale_changes)) == 0) continue;
+    if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t, MP_RK_TRAINING.scale_changes)) == 0)
+      continue;
     if (!first || p->start_ns < first->start_ns) first = p;
     if (!last || p->end_ns > last->end_ns) last = p;
   }
   if (first) {
-    const cJSON *ch = cJSON_GetObjectItemCaseSensitive(first->training, MP_RK_TRAINING.scale_changes);
+    const cJSON *ch =
+        cJSON_GetObjectItemCaseSensitive(first->training, MP_RK_TRAINING.scale_changes);
     g->first = jnum(cJSON_GetArrayItem(ch, 0), MP_RK_SCALE_CHANGE.scale, 0);
     g->last = jnum(last->training, MP_RK_TRAINING.loss_scale, 0);
   } else if (g->declared) {
@@ -433,9 +436,11 @@ static void first_nonfinite(mpprof_model *m) {
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(nf, MP_RK_NONFINITE.step);
     r->has_step = cJSON_IsNumber(st);
     r->step = r->has_step ? (uint64_t)st->valuedouble : 0;
-    r->inputs_scanned = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(nf, MP_RK_NONFINITE.inputs_scanned));
+    r->inputs_scanned =
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(nf, MP_RK_NONFINITE.inputs_scanned));
     r->scale = jnum(nf, MP_RK_NONFINITE.loss_scale, 0);
-    const char *role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(nf, MP_RK_NONFINITE.role));
+    const char *role =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(nf, MP_RK_NONFINITE.role));
     snprintf(r->role, sizeof r->role, "%s", role ? role : "?");
     r->count = (uint64_t)jnum(nf, MP_RK_NONFINITE.count, 0);
     r->nans = (uint64_t)jnum(nf, MP_RK_NONFINITE.nans, 0);

@@ -251,8 +251,8 @@ static void decade_label(int p, char *buf, size_t n) {
 }
 
 /* One panel: background marks, grid, y ticks, bars, its title. */
-static void panel(canvas *c, const xmap *xm, double y0, const double *bins, double denom,
-                  rgb bar, const char *title) {
+static void panel(canvas *c, const xmap *xm, double y0, const double *bins, double denom, rgb bar,
+                  const char *title) {
   const mp_format *f16 = mp_format_of(MP_FP16);
   double y1 = y0 + PANEL_H;
   /* flushed by fp16 (|x| <= 2^(emin_sub-1): binades below emin_sub - 1 entirely) and overflowing */

@@ -24,8 +24,8 @@ static cJSON *load_report(const char *dir) {
   if (!path) return NULL;
   FILE *f = fopen(path, "rb");
   if (!f) {
-    fprintf(stderr, "mpprof: diff: %s: %s (run 'mpprof report %s' first?)\n", path,
-            strerror(errno), dir);
+    fprintf(stderr, "mpprof: diff: %s: %s (run 'mpprof report %s' first?)\n", path, strerror(errno),
+            dir);
     free(path);
     return NULL;
   }
@@ -133,16 +133,15 @@ static cJSON *side_json(const cJSON *rep, const cJSON *l) {
   cJSON_AddItemToObject(o, "tc_share",
                         kns > 0 ? mpprof_json_double(tns / kns) : cJSON_CreateNull());
   const cJSON *g = get(l, "gpu_ns");
-  cJSON_AddItemToObject(o, "gpu_ns", g && !cJSON_IsNull(g) ? cJSON_Duplicate(g, true)
-                                                            : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, "gpu_ns",
+                        g && !cJSON_IsNull(g) ? cJSON_Duplicate(g, true) : cJSON_CreateNull());
   const cJSON *pc = get(l, "percent");
-  cJSON_AddItemToObject(o, "fp16_overflow_pct",
-                        mpprof_json_double(num(pc, "fp16_overflow", 0)));
-  cJSON_AddItemToObject(o, "fp16_underflow_pct",
-                        mpprof_json_double(num(pc, "fp16_underflow", 0)));
+  cJSON_AddItemToObject(o, "fp16_overflow_pct", mpprof_json_double(num(pc, "fp16_overflow", 0)));
+  cJSON_AddItemToObject(o, "fp16_underflow_pct", mpprof_json_double(num(pc, "fp16_underflow", 0)));
   const cJSON *rec = get(get(l, "advice"), "recommended");
-  cJSON_AddItemToObject(o, "verdict", cJSON_IsString(rec) ? cJSON_CreateString(rec->valuestring)
-                                                          : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, "verdict",
+                        cJSON_IsString(rec) ? cJSON_CreateString(rec->valuestring)
+                                            : cJSON_CreateNull());
   return o;
 }
 
@@ -150,8 +149,8 @@ static cJSON *side_json(const cJSON *rep, const cJSON *l) {
 static char *site_match_key(const cJSON *s) {
   const cJSON *l = get(s, "layer"), *op = get(s, "op");
   return mpprof_asprintf("%s|%s|%.0f|%.0f|%.0f|%.0f", cJSON_IsString(l) ? l->valuestring : "",
-                         cJSON_IsString(op) ? op->valuestring : "", num(s, "m", 0),
-                         num(s, "n", 0), num(s, "k", 0), num(s, "batch", 1));
+                         cJSON_IsString(op) ? op->valuestring : "", num(s, "m", 0), num(s, "n", 0),
+                         num(s, "k", 0), num(s, "batch", 1));
 }
 
 static bool has_site(const cJSON *rep, const char *key) {
@@ -174,7 +173,8 @@ static cJSON *only_in(const cJSON *rep, const cJSON *other) {
       cJSON *e = cJSON_CreateObject();
       cJSON_AddItemToObject(e, "site", cJSON_Duplicate(get(s, "id"), true));
       const cJSON *v;
-      if (cJSON_IsString(v = get(s, "layer_name"))) cJSON_AddStringToObject(e, "layer", v->valuestring);
+      if (cJSON_IsString(v = get(s, "layer_name")))
+        cJSON_AddStringToObject(e, "layer", v->valuestring);
       if (cJSON_IsString(v = get(s, "api"))) cJSON_AddStringToObject(e, "api", v->valuestring);
       if (cJSON_IsString(v = get(s, "op"))) cJSON_AddStringToObject(e, "op", v->valuestring);
       cJSON_AddStringToObject(e, "match_key", k);
@@ -192,12 +192,12 @@ static cJSON *run_json(const char *dir, const cJSON *rep) {
   cJSON_AddStringToObject(o, "program", cJSON_IsString(p) ? p->valuestring : "");
   const cJSON *sum = get(rep, "summary");
   const cJSON *g = get(sum, "gpu_ns");
-  cJSON_AddItemToObject(o, "gpu_ns", g && !cJSON_IsNull(g) ? cJSON_Duplicate(g, true)
-                                                            : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, "gpu_ns",
+                        g && !cJSON_IsNull(g) ? cJSON_Duplicate(g, true) : cJSON_CreateNull());
   cJSON_AddItemToObject(o, "calls", cJSON_Duplicate(get(sum, "calls"), true));
   const cJSON *tc = get(get(rep, "tensor_cores"), "tensor_core_share");
-  cJSON_AddItemToObject(o, "tc_share", tc && !cJSON_IsNull(tc) ? cJSON_Duplicate(tc, true)
-                                                               : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, "tc_share",
+                        tc && !cJSON_IsNull(tc) ? cJSON_Duplicate(tc, true) : cJSON_CreateNull());
   return o;
 }
 
@@ -236,12 +236,23 @@ static cJSON *build_diff(const char *da, const cJSON *a, const char *db, const c
 static void html(FILE *f, const char *s) {
   for (; s && *s; s++) {
     switch (*s) {
-    case '&': fputs("&amp;", f); break;
-    case '<': fputs("&lt;", f); break;
-    case '>': fputs("&gt;", f); break;
-    case '"': fputs("&quot;", f); break;
-    case '\'': fputs("&#39;", f); break;
-    default: fputc(*s, f);
+    case '&':
+      fputs("&amp;", f);
+      break;
+    case '<':
+      fputs("&lt;", f);
+      break;
+    case '>':
+      fputs("&gt;", f);
+      break;
+    case '"':
+      fputs("&quot;", f);
+      break;
+    case '\'':
+      fputs("&#39;", f);
+      break;
+    default:
+      fputc(*s, f);
     }
   }
 }
@@ -319,8 +330,9 @@ static void write_html(const cJSON *d, FILE *f) {
         fputs("<td colspan=\"7\">(not in this run)</td></tr>\n", f);
         continue;
       }
-      static const char *const keys[] = {"dtypes", "compute_types", "tc_share", "gpu_ns",
-                                         "fp16_overflow_pct", "fp16_underflow_pct", "verdict"};
+      static const char *const keys[] = {"dtypes", "compute_types",     "tc_share",
+                                         "gpu_ns", "fp16_overflow_pct", "fp16_underflow_pct",
+                                         "verdict"};
       for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
         const cJSON *v = get(s, keys[k]), *w = get(o, keys[k]);
         bool chg = i && !cJSON_IsNull(o) && k != 3 && !cJSON_Compare(v, w, true);
@@ -331,8 +343,13 @@ static void write_html(const cJSON *d, FILE *f) {
           html(f, v->valuestring);
           if (k == 1 && cJSON_IsTrue(get(s, "tf32"))) fputs(" (TF32)", f);
         } else if (!mpprof_json_get_double(v, &x)) {
-          fprintf(f, k == 2 ? "%.1f" : k == 3 ? "%.3f" : "%.3g",
-                  k == 2 ? x * 100 : k == 3 ? x / 1e6 : x);
+          fprintf(f,
+                  k == 2   ? "%.1f"
+                  : k == 3 ? "%.3f"
+                           : "%.3g",
+                  k == 2   ? x * 100
+                  : k == 3 ? x / 1e6
+                           : x);
         }
         fputs("</td>", f);
       }
@@ -342,10 +359,11 @@ static void write_html(const cJSON *d, FILE *f) {
   fputs("</tbody></table></div></section>\n", f);
   for (int i = 0; i < 2; i++) {
     const cJSON *arr = get(d, i ? "sites_only_in_b" : "sites_only_in_a"), *e;
-    fprintf(f, "<section id=\"only-%s\"><h2>Op sites only in %s</h2>\n", side[i],
-            i ? "B" : "A");
-    if (!cJSON_GetArraySize(arr)) fputs("<p>None: every site (NVTX path, op, shape) is in both runs.</p>\n", f);
-    else fputs("<ul>\n", f);
+    fprintf(f, "<section id=\"only-%s\"><h2>Op sites only in %s</h2>\n", side[i], i ? "B" : "A");
+    if (!cJSON_GetArraySize(arr))
+      fputs("<p>None: every site (NVTX path, op, shape) is in both runs.</p>\n", f);
+    else
+      fputs("<ul>\n", f);
     cJSON_ArrayForEach(e, arr) {
       fputs("<li><code>", f);
       html(f, get(e, "match_key")->valuestring);
@@ -367,8 +385,7 @@ static int write_text(const char *path, const char *text) {
   return mpprof_afile_close(&af, true);
 }
 
-int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_dir,
-                         FILE *summary) {
+int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_dir, FILE *summary) {
   cJSON *a = load_report(dir_a);
   cJSON *b = a ? load_report(dir_b) : NULL;
   if (!a || !b) {
@@ -387,7 +404,8 @@ int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_d
     fclose(mf);
   }
   int rc = -1;
-  char *pj = mpprof_asprintf("%s/diff.json", out_dir), *ph = mpprof_asprintf("%s/diff.html", out_dir);
+  char *pj = mpprof_asprintf("%s/diff.json", out_dir),
+       *ph = mpprof_asprintf("%s/diff.html", out_dir);
   if (json && html_text && pj && ph) {
     rc = write_text(pj, json);
     if (rc) fprintf(stderr, "mpprof: diff: cannot write %s: %s\n", pj, strerror(errno));
@@ -406,7 +424,9 @@ int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_d
       const cJSON *ta = get(get(row, "a"), "dtypes"), *tb = get(get(row, "b"), "dtypes");
       if (!cJSON_Compare(va, vb, true) || !cJSON_Compare(ta, tb, true)) changed++;
     }
-    fprintf(summary, "mpprof diff: %d layers, %zu with other dtypes or verdicts; %d op sites only in A, %d only in B\n",
+    fprintf(summary,
+            "mpprof diff: %d layers, %zu with other dtypes or verdicts; %d op sites only in A, %d "
+            "only in B\n",
             cJSON_GetArraySize(get(d, "layers")), changed,
             cJSON_GetArraySize(get(d, "sites_only_in_a")),
             cJSON_GetArraySize(get(d, "sites_only_in_b")));

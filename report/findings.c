@@ -95,7 +95,8 @@ static void ev_share(cJSON *e, const char *k, const mpprof_share *s) {
 /* "the window is [2^a, 2^b]" text of the report-wide window, else the layer's. */
 static char *window_text(const mpprof_model *m, const mpprof_layer *l) {
   const mpprof_applied_scale *g = &m->loss_scale;
-  if (g->has_window) return mpprof_asprintf("the window is [2^%d, 2^%d]", g->window_lo, g->window_hi);
+  if (g->has_window)
+    return mpprof_asprintf("the window is [2^%d, 2^%d]", g->window_lo, g->window_hi);
   if (l && l->adv.has_window)
     return mpprof_asprintf("this layer's window is [2^%d, 2^%d]", l->adv.window_lo,
                            l->adv.window_hi);
@@ -112,8 +113,7 @@ static char *skipped_text(const mpprof_model *m) {
                          SKIPPED_STEPS_NORMAL_PER);
 }
 
-static int nonfinite_finding(mpprof_model *m, const mpprof_layer *l,
-                             const mpprof_layer_tensor *t) {
+static int nonfinite_finding(mpprof_model *m, const mpprof_layer *l, const mpprof_layer_tensor *t) {
   const char *name = layer_label(l);
   uint64_t bad = t->st.nans + t->st.pos_infs + t->st.neg_infs;
   bool scaled = t->cls != MP_TCLASS_FORWARD && t->scale_max > 1;
@@ -125,8 +125,8 @@ static int nonfinite_finding(mpprof_model *m, const mpprof_layer *l,
                           "%.3g%% of all its values (%" PRIu64 " NaN, %" PRIu64 " +Inf, %" PRIu64
                           " -Inf of %" PRIu64 "); %s%s",
                           mpprof_scale_str(t->scale_max, sc), name, t->name,
-                          mpprof_pct(bad, t->st.count), t->st.nans, t->st.pos_infs,
-                          t->st.neg_infs, t->st.count, win ? win : "", skip ? skip : "");
+                          mpprof_pct(bad, t->st.count), t->st.nans, t->st.pos_infs, t->st.neg_infs,
+                          t->st.count, win ? win : "", skip ? skip : "");
     act = m->loss_scale.has_window
               ? mpprof_asprintf("lower the loss scale into [2^%d, 2^%d] (e.g. 2^%d), or let a "
                                 "dynamic scaler (GradScaler) back off",
@@ -143,8 +143,8 @@ static int nonfinite_finding(mpprof_model *m, const mpprof_layer *l,
                  "upstream, a division by zero, a too-large learning rate) before lowering "
                  "precision");
   }
-  mpprof_finding *f = add(m, scaled ? "loss_scale_overflow" : "nonfinite_values", "high", l->name,
-                          msg, act);
+  mpprof_finding *f =
+      add(m, scaled ? "loss_scale_overflow" : "nonfinite_values", "high", l->name, msg, act);
   if (!f) return -1;
   cJSON_AddStringToObject(f->evidence, "tensor", t->name);
   ev_num(f->evidence, "nans", (double)t->st.nans);
@@ -219,7 +219,6 @@ static int flushed_findings(mpprof_model *m, const mpprof_layer *l) {
   }
   return 0;
 }
-
 
 /* The layer rules below run for every layer, with a verdict or not: a dead or
  * overflowed gradient is what takes a layer's verdict away. */
@@ -509,7 +508,6 @@ static int rule_lower_precision_possible(mpprof_model *m) {
   return rc;
 }
 
-
 /* The same predicate as the Tensor Core section's "eligible with TF32". */
 /* fp8 is an option only for layers advised a 16-bit format: one finding for
  * all of them (a layer another finding keeps in bf16/fp32 is not listed). */
@@ -603,8 +601,8 @@ static int rule_loss_scale_applied(mpprof_model *m) {
              mpprof_scale_str(g->max, sb));
   char *detail = wl ? mpprof_asprintf("; at it %s's %s %s in fp16 for %.3g%% of its finite "
                                       "non-zero values",
-                                      layer_label(wl), ws.tensor, over ? "overflows" : "flushes to zero",
-                                      ws.pct)
+                                      layer_label(wl), ws.tensor,
+                                      over ? "overflows" : "flushes to zero", ws.pct)
                     : strdup("");
   char *msg;
   bool fp16 = fp16_backward(m);
@@ -633,12 +631,14 @@ static int rule_loss_scale_applied(mpprof_model *m) {
                           over ? "too high: gradients overflow" : "too low: gradients flush",
                           detail ? detail : "");
   free(detail);
-  f = add(m, "loss_scale_applied", over ? "high" : strcmp(verdict, "fine") ? "medium" : "info", NULL,
-          msg,
-          strcmp(verdict, "fine")
-              ? mpprof_asprintf("use a loss scale in [2^%d, 2^%d], e.g. 2^%d", g->window_lo,
-                                g->window_hi, g->recommended_log2)
-              : strdup("nothing to change"));
+  f = add(m, "loss_scale_applied",
+          over                      ? "high"
+          : strcmp(verdict, "fine") ? "medium"
+                                    : "info",
+          NULL, msg,
+          strcmp(verdict, "fine") ? mpprof_asprintf("use a loss scale in [2^%d, 2^%d], e.g. 2^%d",
+                                                    g->window_lo, g->window_hi, g->recommended_log2)
+                                  : strdup("nothing to change"));
   if (!f) return -1;
   cJSON_AddStringToObject(f->evidence, "verdict", verdict);
   ev_num(f->evidence, "applied_min", g->min);
@@ -659,13 +659,14 @@ static int rule_first_nonfinite(mpprof_model *m) {
   if (r->has_step) snprintf(step, sizeof step, ", step %" PRIu64, r->step);
   mpprof_finding *f = add(
       m, "first_nonfinite", "high", s->layer_name,
-      mpprof_asprintf("first Inf/NaN: %s, %s (site %zu), call %" PRIu64 "%s: output %s held %" PRIu64
-                      " +Inf, %" PRIu64 " -Inf, %" PRIu64 " NaN of %" PRIu64 " values while its "
-                      "inputs were %s%s%s",
-                      s->layer_name[0] ? s->layer_name : "(no NVTX range)", s->api, s->id,
-                      r->call_index, step, r->role, r->pos_infs, r->neg_infs, r->nans, r->count,
-                      r->inputs_scanned ? "finite" : "not scanned", r->scale > 0 ? "; loss scale " : "",
-                      r->scale > 0 ? mpprof_scale_str(r->scale, sc) : ""),
+      mpprof_asprintf(
+          "first Inf/NaN: %s, %s (site %zu), call %" PRIu64 "%s: output %s held %" PRIu64
+          " +Inf, %" PRIu64 " -Inf, %" PRIu64 " NaN of %" PRIu64 " values while its "
+          "inputs were %s%s%s",
+          s->layer_name[0] ? s->layer_name : "(no NVTX range)", s->api, s->id, r->call_index, step,
+          r->role, r->pos_infs, r->neg_infs, r->nans, r->count,
+          r->inputs_scanned ? "finite" : "not scanned", r->scale > 0 ? "; loss scale " : "",
+          r->scale > 0 ? mpprof_scale_str(r->scale, sc) : ""),
       strdup("start here: this op produced the first non-finite values (an fp16 overflow of its "
              "output, a loss scale too high, or a division by zero), later ones may only "
              "propagate them"));
@@ -836,8 +837,8 @@ static int rule_incomplete_process(mpprof_model *m) {
     const cJSON *r;
     cJSON_ArrayForEach(r, p->incomplete_reasons) {
       if (cJSON_IsString(r) && len + 3 < sizeof why)
-        len += (size_t)snprintf(why + len, sizeof why - len, "%s%s", len ? "; " : "",
-                                r->valuestring);
+        len +=
+            (size_t)snprintf(why + len, sizeof why - len, "%s%s", len ? "; " : "", r->valuestring);
     }
     if (len >= sizeof why) len = sizeof why - 1;
     mpprof_finding *f =
@@ -865,18 +866,18 @@ static int rule_processes_still_running(mpprof_model *m) {
   char pids[256] = "";
   size_t len = 0;
   for (size_t i = 0; i < m->n_still_running && len + 24 < sizeof pids; i++)
-    len += (size_t)snprintf(pids + len, sizeof pids - len, "%s%ld", i ? " " : "",
-                            m->still_running[i]);
+    len +=
+        (size_t)snprintf(pids + len, sizeof pids - len, "%s%ld", i ? " " : "", m->still_running[i]);
   if (len + 24 >= sizeof pids) snprintf(pids + len, sizeof pids - len, " ...");
-  mpprof_finding *f = add(
-      m, "processes_still_running", "medium", NULL,
-      mpprof_asprintf("%zu process%s of the program %s still running when this report was built "
-                      "(pid %s): %s data is missing or only up to %s last checkpoint",
-                      m->n_still_running, m->n_still_running == 1 ? "" : "es",
-                      m->n_still_running == 1 ? "was" : "were", pids,
-                      m->n_still_running == 1 ? "its" : "their",
-                      m->n_still_running == 1 ? "its" : "their"),
-      strdup("run `mpprof report DIR` again once they have exited"));
+  mpprof_finding *f =
+      add(m, "processes_still_running", "medium", NULL,
+          mpprof_asprintf(
+              "%zu process%s of the program %s still running when this report was built "
+              "(pid %s): %s data is missing or only up to %s last checkpoint",
+              m->n_still_running, m->n_still_running == 1 ? "" : "es",
+              m->n_still_running == 1 ? "was" : "were", pids,
+              m->n_still_running == 1 ? "its" : "their", m->n_still_running == 1 ? "its" : "their"),
+          strdup("run `mpprof report DIR` again once they have exited"));
   if (!f) return -1;
   cJSON *a = cJSON_AddArrayToObject(f->evidence, "pids");
   for (size_t i = 0; a && i < m->n_still_running; i++)

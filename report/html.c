@@ -93,7 +93,8 @@ static const char css[] =
     "pre{background:#f8f8f8;padding:6px;overflow:auto;font-size:12px}code{font-size:12px}"
     ".big{font-size:17px;font-weight:600}img{max-width:100%;border:1px solid #eee}"
     "li{margin:4px 0}.muted{color:#777}.scroll{overflow-x:auto;max-width:100%}"
-    "tr:target{background:#fff3b0}li,p{overflow-wrap:anywhere}li code,p code{word-break:break-all}#ops-table td{white-space:nowrap}#ops-table td.wrap{"
+    "tr:target{background:#fff3b0}li,p{overflow-wrap:anywhere}li code,p "
+    "code{word-break:break-all}#ops-table td{white-space:nowrap}#ops-table td.wrap{"
     "white-space:normal;min-width:28em}.chart{display:grid;grid-template-columns:auto 1fr;"
     "align-items:center;max-width:100%}.ytitle{writing-mode:vertical-rl;transform:rotate(180deg)"
     ";font-size:12px;color:#444;text-align:center}.xtitle{font-size:12px;color:#444;"
@@ -140,7 +141,8 @@ static const char table_js[] =
     ")if(!document.getElementById(as[i].getAttribute('href').slice(1)))res='link to nothing: '"
     "+as[i].getAttribute('href');if(document.documentElement.scrollWidth>window.innerWidth+1)"
     "res='the page is wider than the window ('+document.documentElement.scrollWidth+' > '+"
-    "window.innerWidth+')';document.body.setAttribute('data-selftest',res);}document.body.setAttribute("
+    "window.innerWidth+')';document.body.setAttribute('data-selftest',res);}document.body."
+    "setAttribute("
     "'data-js','ok');})();";
 
 /* The plan first: one configuration, its PyTorch code, plan.json. */
@@ -274,8 +276,7 @@ static void summary(const mpprof_model *m, FILE *f) {
             "(see findings).</p>\n",
             f);
     char a[32], b[32];
-    if (g->declared)
-      fprintf(f, "<p>Applied loss scale: %s", mpprof_scale_str(g->min, a));
+    if (g->declared) fprintf(f, "<p>Applied loss scale: %s", mpprof_scale_str(g->min, a));
     if (g->declared && g->max != g->min) fprintf(f, " to %s", mpprof_scale_str(g->max, b));
     if (g->declared)
       fputs(" (gradients are shown divided by it: windows and shares are absolute).</p>\n", f);
@@ -333,8 +334,10 @@ static void tensor_cores(const mpprof_model *m, FILE *f) {
       html(f, s->layer_name[0] ? s->layer_name : "(no NVTX range)");
       fputs("</code> ", f);
       html(f, s->api);
-      fprintf(f, " <a href=\"#op-%zu\">site %zu</a>, m=%" PRIu64 " n=%" PRIu64 " k=%" PRIu64 ": kernels ", s->id, s->id, s->m,
-              s->n, s->k);
+      fprintf(f,
+              " <a href=\"#op-%zu\">site %zu</a>, m=%" PRIu64 " n=%" PRIu64 " k=%" PRIu64
+              ": kernels ",
+              s->id, s->id, s->m, s->n, s->k);
       for (size_t k = 0; k < s->n_kernels; k++) {
         fputs(k ? ", <code>" : "<code>", f);
         html(f, s->kernels[k].name);
@@ -492,8 +495,7 @@ static void num_cell(FILE *f, double v, const char *fmt) {
 
 /* A share's cell: the percentage, and which tensor it is of. */
 static void share_cell(FILE *f, const mpprof_share *s) {
-  fprintf(f, "<td class=\"n\" data-v=\"%.17g\" title=\"%s\">", s->pct,
-          s->tensor ? s->tensor : "");
+  fprintf(f, "<td class=\"n\" data-v=\"%.17g\" title=\"%s\">", s->pct, s->tensor ? s->tensor : "");
   fprintf(f, "%.3g%s", s->pct, s->estimate ? "~" : "");
   if (s->tensor) fprintf(f, " <small>%s</small>", s->tensor);
   fputs("</td>", f);
@@ -505,7 +507,7 @@ static void share_cell(FILE *f, const mpprof_share *s) {
   "<th class=\"sh\" title=\"Measured error (--shadow): relative L2 error of fp16 as AMP runs it "  \
   "(gradient operands at their loss scale) against an fp64 reference, worst call\">Measured "      \
   "fp16 rel L2</th><th class=\"sh\" title=\"Measured error (--shadow): bf16, worst call\">"        \
-  "Measured bf16 rel L2</th><th class=\"sh\" title=\"Measured error (--shadow): the fp8 recipe "    \
+  "Measured bf16 rel L2</th><th class=\"sh\" title=\"Measured error (--shadow): the fp8 recipe "   \
   "with the least relative L2 error (e4m3 forward, e5m2 backward)\">Measured best fp8</th>"
 
 static void rel_cell(FILE *f, const mpprof_shadow_cand *c) {
@@ -547,7 +549,8 @@ static void site_shadow_cells(FILE *f, const mpprof_site *s) {
   int best = -1;
   for (int r = 0; sh && r < 3; r++) {
     const mpprof_shadow_cand *c = &sh->cand[(bwd ? bwd8 : fwd8)[r]];
-    if (c->calls && (best < 0 || c->worst.rel_l2 < sh->cand[(bwd ? bwd8 : fwd8)[best]].worst.rel_l2))
+    if (c->calls &&
+        (best < 0 || c->worst.rel_l2 < sh->cand[(bwd ? bwd8 : fwd8)[best]].worst.rel_l2))
       best = r;
   }
   fp8_cell(f, best >= 0 ? mp_shadow_cand_name((bwd ? bwd8 : fwd8)[best]) : NULL,
@@ -556,10 +559,11 @@ static void site_shadow_cells(FILE *f, const mpprof_site *s) {
 
 static void verdict_basis(const mpprof_model *m, FILE *f) {
   if (m->has_shadow)
-    fprintf(f, "<p>Verdicts use value ranges <b>and the measured error</b> (shadow execution): a "
-               "precision stands only when its relative L2 error against an fp64 reference is at "
-               "most %.3g (<code>--shadow-max-rel</code>); the Measured error columns show it "
-               "(worst shadowed call).</p>\n",
+    fprintf(f,
+            "<p>Verdicts use value ranges <b>and the measured error</b> (shadow execution): a "
+            "precision stands only when its relative L2 error against an fp64 reference is at "
+            "most %.3g (<code>--shadow-max-rel</code>); the Measured error columns show it "
+            "(worst shadowed call).</p>\n",
             mpprof_shadow_max_rel(m));
   else
     fputs("<p>Verdicts are <b>range-only</b>: they rest on the values' ranges (overflow, flush to "
@@ -586,8 +590,10 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
           rows, rows,
           rows < m->n_layers ? " (the layers with the most GPU time; layers.csv has all)" : "");
   verdict_basis(m, f);
-  fputs("<div class=\"scroll\"><table id=\"layer-table\" class=\"sortable\" data-q=\"filter\" data-sel=\"rec\" "
-        "data-shown=\"shown\" data-fcol=\"0\" data-numcol=\"2\"><thead><tr><th>Layer</th><th>Phase</th><th>Calls</th>"
+  fputs("<div class=\"scroll\"><table id=\"layer-table\" class=\"sortable\" data-q=\"filter\" "
+        "data-sel=\"rec\" "
+        "data-shown=\"shown\" data-fcol=\"0\" "
+        "data-numcol=\"2\"><thead><tr><th>Layer</th><th>Phase</th><th>Calls</th>"
         "<th>GPU ms</th><th>Dtypes</th><th>Recommended</th><th>Loss scale (log2)</th>"
         "<th>fp16 overflow %</th><th>fp16 underflow %</th><th>bf16 overflow %</th>"
         "<th>bf16 underflow %</th><th>fp8 e4m3 fwd</th><th>fp8 e5m2 grad</th>"
@@ -701,7 +707,8 @@ static int ops_table(const mpprof_model *m, FILE *f) {
         "<tr><th>Site</th><th>Layer</th><th>Phase</th><th>API</th><th>m&times;n&times;k&times;"
         "batch</th><th>Trans</th><th>Dtypes</th><th>Compute</th><th>Epilogue</th><th>FP8 "
         "scales</th><th>Calls</th><th>GPU ms</th><th>Share %</th><th>TFLOP/s</th><th>Kernels"
-        "</th><th>TC used</th><th>TC eligible</th><th>Reason</th><th>Source</th>" SHADOW_HEADERS "</tr></thead>"
+        "</th><th>TC used</th><th>TC eligible</th><th>Reason</th><th>Source</th>" SHADOW_HEADERS
+        "</tr></thead>"
         "<tbody>\n",
         f);
   for (size_t r = 0; r < rows; r++) {
@@ -858,8 +865,8 @@ static int charts(const mpprof_model *m, const size_t *order, const bool *charte
       fprintf(f, ", loss scale window [2<sup>%d</sup>, 2<sup>%d</sup>], band at 2<sup>%d</sup>",
               l->adv.window_lo, l->adv.window_hi, mpprof_chart_scale(m, l));
     fputs("</h3>\n<div class=\"chart\"><div class=\"ytitle\">values per binade (log scale)"
-          "</div><img width=\"" STR(MPPROF_CHART_W) "\" height=\"" STR(MPPROF_CHART_H)
-          "\" alt=\"exponent histogram of ",
+          "</div><img width=\"" STR(MPPROF_CHART_W) "\" height=\"" STR(
+              MPPROF_CHART_H) "\" alt=\"exponent histogram of ",
           f);
     html(f, layer_label(l));
     fputs("\" src=\"data:image/png;base64,", f);

@@ -318,9 +318,11 @@ static cJSON *layer_json(const mpprof_model *m, const mpprof_layer *l, mp_stats 
         /* The scale its values were taken at; gradients are shown divided by it. */
         cJSON *ls = cJSON_AddObjectToObject(js, "loss_scale");
         cJSON_AddItemToObject(ls, "applied_min",
-                              t->scale_min > 0 ? mpprof_json_double(t->scale_min) : cJSON_CreateNull());
+                              t->scale_min > 0 ? mpprof_json_double(t->scale_min)
+                                               : cJSON_CreateNull());
         cJSON_AddItemToObject(ls, "applied_max",
-                              t->scale_max > 0 ? mpprof_json_double(t->scale_max) : cJSON_CreateNull());
+                              t->scale_max > 0 ? mpprof_json_double(t->scale_max)
+                                               : cJSON_CreateNull());
         cJSON_AddBoolToObject(ls, "undeclared", t->scale_undeclared);
         cJSON_AddStringToObject(ls, "values",
                                 t->cls != MP_TCLASS_GRADIENT ? "as_recorded"
@@ -436,7 +438,8 @@ static cJSON *summary_json(const mpprof_model *m) {
   for (size_t i = 0; alive && i < m->n_still_running; i++)
     cJSON_AddItemToArray(alive, cJSON_CreateNumber((double)m->still_running[i]));
   /* Which evidence the layer verdicts rest on (docs/report.md "Measured error"). */
-  cJSON_AddStringToObject(o, "verdict_basis", m->has_shadow ? "range_and_measured_error" : "range_only");
+  cJSON_AddStringToObject(o, "verdict_basis",
+                          m->has_shadow ? "range_and_measured_error" : "range_only");
   cJSON_AddNumberToObject(o, "shadow_max_rel", mpprof_shadow_max_rel(m));
   cJSON_AddItemToObject(o, "capture", capture_json(m));
   cJSON_AddItemToObject(o, "timeline", timeline_json(m));
@@ -489,7 +492,8 @@ static cJSON *loss_scale_json(const mpprof_applied_scale *g) {
   cJSON *ap = cJSON_AddObjectToObject(o, "applied");
   cJSON_AddBoolToObject(ap, "known", g->declared);
   cJSON_AddItemToObject(ap, "source", str_or_null(g->source));
-  cJSON_AddItemToObject(ap, "first", g->declared ? mpprof_json_double(g->first) : cJSON_CreateNull());
+  cJSON_AddItemToObject(ap, "first",
+                        g->declared ? mpprof_json_double(g->first) : cJSON_CreateNull());
   cJSON_AddItemToObject(ap, "last", g->declared ? mpprof_json_double(g->last) : cJSON_CreateNull());
   cJSON_AddItemToObject(ap, "min", g->declared ? mpprof_json_double(g->min) : cJSON_CreateNull());
   cJSON_AddItemToObject(ap, "max", g->declared ? mpprof_json_double(g->max) : cJSON_CreateNull());
@@ -498,8 +502,9 @@ static cJSON *loss_scale_json(const mpprof_applied_scale *g) {
   cJSON_AddItemToObject(ap, "steps_marked", mpprof_json_u64(g->steps_marked));
   cJSON_AddItemToObject(ap, "skipped_steps", mpprof_json_u64(g->skipped_steps));
   cJSON_AddItemToObject(ap, "note",
-                        g->unknown ? cJSON_CreateString("applied loss scale unknown; figures assume 1")
-                                   : cJSON_CreateNull());
+                        g->unknown
+                            ? cJSON_CreateString("applied loss scale unknown; figures assume 1")
+                            : cJSON_CreateNull());
   return o;
 }
 
@@ -518,7 +523,8 @@ static cJSON *first_nonfinite_json(const mpprof_model *m) {
   cJSON_AddItemToObject(o, "t_ns", mpprof_json_u64(r->t_ns));
   cJSON_AddItemToObject(o, "call_index", mpprof_json_u64(r->call_index));
   cJSON_AddItemToObject(o, "step", r->has_step ? mpprof_json_u64(r->step) : cJSON_CreateNull());
-  cJSON_AddItemToObject(o, "loss_scale", r->scale > 0 ? mpprof_json_double(r->scale) : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, "loss_scale",
+                        r->scale > 0 ? mpprof_json_double(r->scale) : cJSON_CreateNull());
   cJSON_AddStringToObject(o, "output", r->role);
   cJSON_AddBoolToObject(o, "inputs_scanned", r->inputs_scanned);
   cJSON_AddItemToObject(o, "count", mpprof_json_u64(r->count));
@@ -541,7 +547,8 @@ cJSON *mpprof_tc_summary_json(const mpprof_model *m) {
                             ? mpprof_json_double((double)t->tc_ns / (double)t->gemm_conv_kernel_ns)
                             : cJSON_CreateNull());
   cJSON_AddItemToObject(o, "sites_eligible", mpprof_json_u64(t->sites_eligible));
-  cJSON_AddItemToObject(o, "sites_eligible_with_tf32", mpprof_json_u64(t->sites_eligible_with_tf32));
+  cJSON_AddItemToObject(o, "sites_eligible_with_tf32",
+                        mpprof_json_u64(t->sites_eligible_with_tf32));
   cJSON_AddItemToObject(o, "sites_on_tensor_cores", mpprof_json_u64(t->sites_on_tc));
   cJSON_AddItemToObject(o, "kernels_by_counters", mpprof_json_u64(t->kernels_by_counters));
   cJSON_AddItemToObject(o, "kernels_by_name", mpprof_json_u64(t->kernels_by_name));

@@ -415,8 +415,8 @@ void mpprof_capture_summary(const mpprof_model *m, mpprof_capture_sum *ret) {
   if (!ret->any) { /* everything recorded: captured = all calls seen */
     ret->mode = "all";
     for (size_t i = 0; i < m->n_procs; i++)
-      ret->captured += m->procs[i].has_capture ? m->procs[i].capture_captured
-                                               : m->procs[i].raw_calls;
+      ret->captured +=
+          m->procs[i].has_capture ? m->procs[i].capture_captured : m->procs[i].raw_calls;
   }
 }
 

@@ -79,8 +79,8 @@ void mpprof_site_extra_of(const mpprof_site *s, mpprof_site_extra *ret) {
       if (!v->read)
         snprintf(ret->fp8_scales + used, left, "%s%s", used ? " " : "", names[i]);
       else if (i < 4 && v->min != v->max)
-        snprintf(ret->fp8_scales + used, left, "%s%s=%.4g..%.4g", used ? " " : "", names[i],
-                 v->min, v->max);
+        snprintf(ret->fp8_scales + used, left, "%s%s=%.4g..%.4g", used ? " " : "", names[i], v->min,
+                 v->max);
       else
         snprintf(ret->fp8_scales + used, left, "%s%s=%.4g", used ? " " : "", names[i], v->max);
     }
@@ -108,14 +108,37 @@ void mpprof_site_dtypes(const mpprof_site *s, char *buf, size_t n) {
 
 /* ---- ops.csv ---- */
 
-
 /* The columns, in order; docs/report.md describes each. */
 static const char *const columns[] = {
-    "site",        "layer",       "nvtx_path", "phase",    "api",         "op",
-    "shape",       "m",           "n",         "k",        "batch",       "transa",
-    "transb",      "dtypes",      "compute",   "tf32",     "compute_type", "math_mode",
-    "epilogue",    "fp8_scales",  "calls",     "gpu_ns",   "gpu_share_pct", "tflops",
-    "kernels",     "tc_used",     "tc_eligible", "tc_eligible_with_tf32", "tc_reason",
+    "site",
+    "layer",
+    "nvtx_path",
+    "phase",
+    "api",
+    "op",
+    "shape",
+    "m",
+    "n",
+    "k",
+    "batch",
+    "transa",
+    "transb",
+    "dtypes",
+    "compute",
+    "tf32",
+    "compute_type",
+    "math_mode",
+    "epilogue",
+    "fp8_scales",
+    "calls",
+    "gpu_ns",
+    "gpu_share_pct",
+    "tflops",
+    "kernels",
+    "tc_used",
+    "tc_eligible",
+    "tc_eligible_with_tf32",
+    "tc_reason",
     "tc_source",
 };
 
@@ -127,8 +150,8 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     const mpprof_site *s = &m->sites[i];
     mpprof_site_extra x;
     mpprof_site_extra_of(s, &x);
-    char id[24], shape[160], mm[24], nn[24], kk[24], bb[24], dt[128], comp[160], calls[24],
-        gpu[24], share[32], tfl[32];
+    char id[24], shape[160], mm[24], nn[24], kk[24], bb[24], dt[128], comp[160], calls[24], gpu[24],
+        share[32], tfl[32];
     snprintf(id, sizeof id, "%zu", s->id);
     mpprof_site_shape(s, shape, sizeof shape);
     snprintf(mm, sizeof mm, "%" PRIu64, s->m);

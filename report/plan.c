@@ -106,8 +106,7 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
     snprintf(fit, sizeof fit, "%s %zu layer%s fit%s", p->n_fit == 1 ? "the" : "all", p->n_fit,
              p->n_fit == 1 ? "" : "s", p->n_fit == 1 ? "s" : "");
   else
-    snprintf(fit, sizeof fit, "%zu of %zu layers fit %s", p->n_fit, p->n_known,
-             mp_dtype_name(dt));
+    snprintf(fit, sizeof fit, "%zu of %zu layers fit %s", p->n_fit, p->n_known, mp_dtype_name(dt));
   if (dt == MP_FP16 && p->scaler)
     p->headline = mpprof_asprintf("%s%s: %s (0%% overflow; gradients fit at every scale in "
                                   "[2^%d, 2^%d])",

@@ -984,9 +984,9 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
       if (!pp->final || pp->incomplete) m->incomplete = true;
       if (!pp->final && warn)
         mpprof_fprint_term(warn,
-                "mpprof: %s is a checkpoint (\"final\": false): process %" PRId64
-                " did not finish; its data is incomplete\n",
-                path, pp->pid);
+                           "mpprof: %s is a checkpoint (\"final\": false): process %" PRId64
+                           " did not finish; its data is incomplete\n",
+                           path, pp->pid);
     }
   }
   if (rc == 1) {

@@ -122,7 +122,10 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
             dev && !strncmp(dev, "simcuda", 7) ? " (GPU times not meaningful)" : "",
             MPPROF_VERSION_STRING);
   }
-  fprintf(f, "  report: %s/report.html (also report.json, plan.json, layers.csv, ops.csv, trace.json)\n", out_dir);
+  fprintf(
+      f,
+      "  report: %s/report.html (also report.json, plan.json, layers.csv, ops.csv, trace.json)\n",
+      out_dir);
 }
 
 /* The summary goes to a terminal: written to memory first, then printed with
@@ -162,9 +165,11 @@ int mpprof_report_generate(const mpprof_report_options *opts) {
     m.shadow_max_rel = opts->shadow_max_rel;
     if (rc == 0 && opts->n_still_running) {
       m.still_running = malloc(opts->n_still_running * sizeof *m.still_running);
-      if (!m.still_running) rc = -1;
+      if (!m.still_running)
+        rc = -1;
       else {
-        memcpy(m.still_running, opts->still_running, opts->n_still_running * sizeof *m.still_running);
+        memcpy(m.still_running, opts->still_running,
+               opts->n_still_running * sizeof *m.still_running);
         m.n_still_running = opts->n_still_running;
       }
     }

@@ -91,7 +91,7 @@ typedef struct mpprof_process {
   cJSON *argv;               /* array of strings (owned), may be NULL */
   int64_t start_ns, end_ns;
   char *scan;
-  int64_t sample; /* MPPROF_SAMPLE: N, or 0 for "auto" */
+  int64_t sample;    /* MPPROF_SAMPLE: N, or 0 for "auto" */
   char *device_name; /* NULL when no device */
   int cc_major, cc_minor;
   char *cupti_status; /* "ok", "disabled", ... or "missing" */
@@ -112,11 +112,11 @@ typedef struct mpprof_process {
   int64_t raw_calls; /* the file's "calls": hooked calls seen, failed ones included */
   int64_t failed_calls;
   int64_t nvtx_marks, nvtx_start_end_ranges;
-  char *nonfinite_site_key;   /* key of the site of training.first_nonfinite, or NULL */
+  char *nonfinite_site_key; /* key of the site of training.first_nonfinite, or NULL */
   /* "capture" (MP_RAW_CAPTURE): has_capture false in files without it (all recorded). */
   bool has_capture;
-  char *capture_mode;      /* "all", "cudaProfilerApi", "nvtx", "steps" */
-  char *capture_nvtx;      /* or NULL */
+  char *capture_mode; /* "all", "cudaProfilerApi", "nvtx", "steps" */
+  char *capture_nvtx; /* or NULL */
   bool has_capture_steps;
   int64_t capture_first, capture_last;
   int64_t capture_captured, capture_not_started, capture_stopped;
@@ -213,7 +213,7 @@ typedef struct mpprof_site {
   int tc_used;     /* -1 unknown, 0, 1 */
   mp_tc_source tc_source;
   uint64_t kernel_ns, tc_ns, unknown_ns; /* kernel GPU time split by verdict */
-  uint64_t elements; /* elements scanned over all roles (impact without GPU time) */
+  uint64_t elements;      /* elements scanned over all roles (impact without GPU time) */
   uint64_t flop_per_call; /* 2*m*n*k*batch (convs: of the implicit GEMM); 0 unknown */
 } mpprof_site;
 
@@ -238,8 +238,8 @@ typedef struct mpprof_range {
 /* A kernel of a recorded call (raw "kernel_events"). */
 typedef struct mpprof_kevent {
   uint32_t proc;
-  uint32_t site;  /* report-wide site id */
-  uint32_t call;  /* low 32 bits of the call's index in its site */
+  uint32_t site; /* report-wide site id */
+  uint32_t call; /* low 32 bits of the call's index in its site */
   uint64_t stream;
   int64_t start_ns, end_ns;
   char *name;
@@ -259,12 +259,12 @@ typedef struct mpprof_share {
 typedef struct mpprof_layer_tensor {
   char *name; /* "<phase>.<role>", e.g. "backward.D" */
   mp_tclass cls;
-  bool output;         /* written by the op (D, y, dx, dw) */
-  mpprof_cstats st;    /* gradients: unscaled (true values); others as recorded */
+  bool output;            /* written by the op (D, y, dx, dw) */
+  mpprof_cstats st;       /* gradients: unscaled (true values); others as recorded */
   mpprof_cstats at_scale; /* gradients: as recorded, at the applied scale; else empty */
   mp_advice adv;
-  bool has_values;     /* finite non-zero values present */
-  uint64_t scanned_calls; /* scanned calls of the sites it merges */
+  bool has_values;             /* finite non-zero values present */
+  uint64_t scanned_calls;      /* scanned calls of the sites it merges */
   double scale_min, scale_max; /* declared scales of its sites (0: none declared) */
   bool scale_undeclared;       /* some site ran with no declared scale */
   bool unscale_estimate;       /* unscaled histogram not exact: a scale not a power of two */
@@ -278,10 +278,10 @@ typedef struct mpprof_layer_advice {
   int window_lo, window_hi;
   bool window_estimate;
   bool has_gradients;
-  int fp8_e4m3_fits; /* -1: no forward tensors */
-  int fp8_e5m2_fits; /* -1: no gradients */
+  int fp8_e4m3_fits;   /* -1: no forward tensors */
+  int fp8_e5m2_fits;   /* -1: no gradients */
   bool dead_gradients; /* gradients scanned but never non-zero: no verdict (known false) */
-  cJSON *reasons;    /* array of strings */
+  cJSON *reasons;      /* array of strings */
 } mpprof_layer_advice;
 
 typedef struct mpprof_layer {
@@ -304,9 +304,9 @@ typedef struct mpprof_layer {
   mpprof_share e4m3_underflow, e5m2_underflow; /* at per-tensor scale */
   /* The same for gradients at the loss scale the program applied. */
   mpprof_share applied_fp16_overflow, applied_fp16_underflow;
-  mpprof_shadow *shadow;                       /* merged over its sites; NULL: none shadowed */
-  mpprof_shadow_cand fp8[MPPROF_FP8_RECIPES];  /* HYBRID recipes (no samples) */
-  int best_fp8;                                /* recipe with the least rel_l2; -1 none */
+  mpprof_shadow *shadow;                      /* merged over its sites; NULL: none shadowed */
+  mpprof_shadow_cand fp8[MPPROF_FP8_RECIPES]; /* HYBRID recipes (no samples) */
+  int best_fp8;                               /* recipe with the least rel_l2; -1 none */
 } mpprof_layer;
 
 typedef struct mpprof_skipped {
@@ -332,13 +332,13 @@ typedef struct mpprof_applied_scale {
   bool needed;       /* 0 is not in the window */
   cJSON *limited_by; /* array of layer names */
   /* What the program applied (raw "training" objects and site scales). */
-  bool declared;            /* some site ran under a declared scale */
+  bool declared;             /* some site ran under a declared scale */
   bool undeclared_gradients; /* gradient tensors with values ran with no declared scale */
-  bool unknown;             /* undeclared, and some such gradient holds Inf/NaN or is not fp16-safe at 1 */
+  bool unknown; /* undeclared, and some such gradient holds Inf/NaN or is not fp16-safe at 1 */
   double first, last, min, max; /* over declared scales (0 when none) */
-  const char *source;       /* "marks", "option", NULL */
+  const char *source;           /* "marks", "option", NULL */
   uint64_t steps_marked, skipped_steps;
-  cJSON *per_step;          /* array of {first, last, scale} (owned), from step marks */
+  cJSON *per_step; /* array of {first, last, scale} (owned), from step marks */
 } mpprof_applied_scale;
 
 typedef struct mpprof_nonfinite {
@@ -357,7 +357,7 @@ typedef struct mpprof_tc_summary {
   bool kernel_data; /* some site has kernel records */
   uint64_t gemm_conv_kernel_ns, tc_ns, unknown_ns;
   size_t sites_eligible, sites_on_tc, sites_eligible_not_used;
-  size_t sites_eligible_with_tf32; /* fp32 sites that TF32 would put on Tensor Cores */
+  size_t sites_eligible_with_tf32;             /* fp32 sites that TF32 would put on Tensor Cores */
   cJSON *cupti_notes;                          /* array of strings: per-process CUPTI problems */
   size_t kernels_by_counters, kernels_by_name; /* kernel entries whose verdict came from each */
   bool counters_requested;                     /* some process ran with --tc-counters */
@@ -374,11 +374,11 @@ typedef struct mpprof_plan_keep {
 } mpprof_plan_keep;
 
 typedef struct mpprof_plan {
-  bool known;       /* some layer had scanned values */
+  bool known;        /* some layer had scanned values */
   mp_dtype autocast; /* MP_BF16 or MP_FP16 */
-  bool scaler;      /* fp16 needs a loss scaler: GradScaler(init_scale=2^scale_log2) */
+  bool scaler;       /* fp16 needs a loss scaler: GradScaler(init_scale=2^scale_log2) */
   int scale_log2, window_lo, window_hi;
-  size_t n_known, n_fit; /* layers with values; of which run in the autocast dtype */
+  size_t n_known, n_fit;  /* layers with values; of which run in the autocast dtype */
   mpprof_plan_keep *keep; /* layers kept out, in layer order */
   size_t n_keep;
   double max_overflow_pct, max_flush_pct; /* over the layers in the autocast dtype */
@@ -511,7 +511,7 @@ typedef struct mpprof_site_extra {
                           values read (docs/report.md, the ops table) */
 } mpprof_site_extra;
 void mpprof_site_extra_of(const mpprof_site *s, mpprof_site_extra *ret);
-void mpprof_site_shape(const mpprof_site *s, char *buf, size_t n); /* "MxNxKxBATCH" or conv dims */
+void mpprof_site_shape(const mpprof_site *s, char *buf, size_t n);  /* "MxNxKxBATCH" or conv dims */
 void mpprof_site_dtypes(const mpprof_site *s, char *buf, size_t n); /* "A=fp16 B=fp16 D=fp32" */
 
 /* PNG chart of a layer's exponent histograms; malloc'd PNG bytes. 0 or -1. */
@@ -525,8 +525,7 @@ void mpprof_chart_range(const mpprof_model *m, const bool *charted, int *ret_lo,
 /* A layer's forward and gradient counts per binade lo..hi (hi - lo + 1 doubles each). */
 void mpprof_layer_hist(const mpprof_layer *l, int lo, int hi, double *fwd, double *grad);
 int mpprof_layer_chart_png(const mpprof_model *m, const mpprof_layer *l, int lo, int hi,
-                           unsigned char **ret,
-                           size_t *ret_len);
+                           unsigned char **ret, size_t *ret_len);
 
 /* util.c: an output file made the one safe way (common/safefile.h): an
  * unpredictable temporary created O_EXCL|O_NOFOLLOW in the file's directory,

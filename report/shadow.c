@@ -166,7 +166,8 @@ static void layer_fp8(const mpprof_model *m, mpprof_layer *l) {
     for (size_t i = 0; i < l->n_sites; i++) {
       const mpprof_site *s = &m->sites[l->first_site + i];
       if (!s->shadow) continue;
-      mp_shadow_cand c = s->phase == MPPROF_PHASE_BACKWARD ? fp8_recipes[r].bwd : fp8_recipes[r].fwd;
+      mp_shadow_cand c =
+          s->phase == MPPROF_PHASE_BACKWARD ? fp8_recipes[r].bwd : fp8_recipes[r].fwd;
       const mpprof_shadow_cand *sc = &s->shadow->cand[c];
       if (!sc->calls) continue;
       if (!agg->calls)
@@ -227,10 +228,12 @@ static int judge(const mpprof_model *m, mpprof_layer *l) {
     int v = verdict_of(c, lim);
     if (v < 0) return 0; /* not measured: the range verdict stands */
     if (v == 1)
-      return add_reason(l, "measured: %s causes relative L2 error %.3g <= --shadow-max-rel %.3g (%llu calls)",
-                        c->worst.rel_l2, lim, c->calls, mp_recommendation_name(r));
-    if (add_reason(l, "measured: %s causes relative L2 error %.3g > --shadow-max-rel %.3g (%llu calls)",
-                   c->worst.rel_l2, lim, c->calls, mp_recommendation_name(r)))
+      return add_reason(
+          l, "measured: %s causes relative L2 error %.3g <= --shadow-max-rel %.3g (%llu calls)",
+          c->worst.rel_l2, lim, c->calls, mp_recommendation_name(r));
+    if (add_reason(
+            l, "measured: %s causes relative L2 error %.3g > --shadow-max-rel %.3g (%llu calls)",
+            c->worst.rel_l2, lim, c->calls, mp_recommendation_name(r)))
       return -1;
     r = r == MP_REC_BF16 ? MP_REC_FP32 : MP_REC_BF16; /* bf16's range covers fp16's and fp8's */
     l->adv.rec = r;

@@ -4,8 +4,9 @@
 # builds a meson build directory.
 
 MPPROF_PACKAGES=(meson ninja-build pkg-config gcc g++ clang python3 libcjson-dev libpng-dev libcmocka-dev)
-# python3-torch (Debian, CPU only, for /usr/bin/python3): only for the PyTorch tests (tests/torch)
-MPPROF_TEST_PACKAGES=(python3-torch)
+# python3-torch (Debian, CPU only, for /usr/bin/python3): only for the PyTorch tests (tests/torch);
+# clang-format: the formatting check (tests/style)
+MPPROF_TEST_PACKAGES=(python3-torch clang-format)
 
 mpprof_install_packages() {
   local missing=() p

@@ -165,8 +165,8 @@ int main(int argc, char **argv) {
   enum { ROUNDS = 5 };
   printf("hook_overhead: %ld calls of cublasSgemm_v2 %dx%dx%d under simcuda\n", calls, DIM, DIM,
          DIM);
-  printf("%-48s %10s %12s %8s %10s %12s %8s\n", "configuration", "ns/call", "overhead ns",
-         "ratio", "cpu ns", "cpu overhead", "ratio");
+  printf("%-48s %10s %12s %8s %10s %12s %8s\n", "configuration", "ns/call", "overhead ns", "ratio",
+         "cpu ns", "cpu overhead", "ratio");
   int rc = 0;
   for (size_t i = 0; i < nc; i++)
     ns[i] = cpu[i] = 1e300;
@@ -188,8 +188,8 @@ int main(int argc, char **argv) {
       continue;
     }
     if (i == 0)
-      printf("%-48s %10.1f %12s %8s %10.1f %12s %8s\n", configs[i].name, ns[i], "-", "1.00",
-             cpu[i], "-", "1.00");
+      printf("%-48s %10.1f %12s %8s %10.1f %12s %8s\n", configs[i].name, ns[i], "-", "1.00", cpu[i],
+             "-", "1.00");
     else
       printf("%-48s %10.1f %12.1f %8.2f %10.1f %12.1f %8.2f\n", configs[i].name, ns[i],
              ns[i] - ns[0], ns[i] / ns[0], cpu[i], cpu[i] - cpu[0], cpu[i] / cpu[0]);

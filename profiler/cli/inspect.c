@@ -283,8 +283,12 @@ static void print_summary(const char *path, const mpprof_tensor *t, const mp_sta
     /* All zeros (or NaN/Inf only): no value says anything about a format. */
     printf("  verdict     nothing to judge: no finite non-zero value\n");
     printf("  recommended none\n");
-    if (a->nonfinite_input) printf("  what to do  the tensor holds only NaN/Inf besides zeros: find where they come from.\n");
-    else printf("  what to do  an all-zero tensor (a dead gradient, a flushed one, or an unused buffer): check where it comes from.\n");
+    if (a->nonfinite_input)
+      printf("  what to do  the tensor holds only NaN/Inf besides zeros: find where they come "
+             "from.\n");
+    else
+      printf("  what to do  an all-zero tensor (a dead gradient, a flushed one, or an unused "
+             "buffer): check where it comes from.\n");
     return;
   }
   print_verdict(a);

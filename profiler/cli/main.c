@@ -6,15 +6,16 @@
 #include "commands.h"
 
 static void usage(FILE *out) {
-  fputs("usage: mpprof [run] [options] [--] PROGRAM ARGS...   profile a program\n"
-        "       mpprof report OUT_DIR                         rebuild the report from OUT_DIR/raw\n"
-        "       mpprof merge DIR... -o OUT_DIR                merge runs profiled separately\n"
-        "       mpprof diff A B [-o OUT_DIR]                  compare two runs layer by layer\n"
-        "       mpprof inspect [--json] [--dtype D --shape S] FILE...\n"
-        "                                                     numerics of saved tensors\n"
-        "       mpprof help [SUBCOMMAND]                      this text, or a subcommand's options\n"
-        "       mpprof --version | --help\n",
-        out);
+  fputs(
+      "usage: mpprof [run] [options] [--] PROGRAM ARGS...   profile a program\n"
+      "       mpprof report OUT_DIR                         rebuild the report from OUT_DIR/raw\n"
+      "       mpprof merge DIR... -o OUT_DIR                merge runs profiled separately\n"
+      "       mpprof diff A B [-o OUT_DIR]                  compare two runs layer by layer\n"
+      "       mpprof inspect [--json] [--dtype D --shape S] FILE...\n"
+      "                                                     numerics of saved tensors\n"
+      "       mpprof help [SUBCOMMAND]                      this text, or a subcommand's options\n"
+      "       mpprof --version | --help\n",
+      out);
 }
 
 int main(int argc, char **argv) {
@@ -22,10 +23,8 @@ int main(int argc, char **argv) {
     const char *name;
     int (*fn)(int, char **);
   } cmds[] = {
-      {"run", mpprof_cmd_run},         {"report", mpprof_cmd_report},
-      {"merge", mpprof_cmd_merge},     {"diff", mpprof_cmd_diff},
-      {"inspect", mpprof_cmd_inspect},
-      {"version", mpprof_cmd_version},
+      {"run", mpprof_cmd_run},   {"report", mpprof_cmd_report},   {"merge", mpprof_cmd_merge},
+      {"diff", mpprof_cmd_diff}, {"inspect", mpprof_cmd_inspect}, {"version", mpprof_cmd_version},
   };
   if (argc < 2) {
     usage(stderr);
@@ -48,11 +47,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "mpprof: help: no subcommand '%s' (see 'mpprof help')\n", argv[2]);
     return 2;
   }
-  if (!strcmp(argv[1], "--version"))
-    return mpprof_cmd_version(argc - 1, argv + 1);
+  if (!strcmp(argv[1], "--version")) return mpprof_cmd_version(argc - 1, argv + 1);
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-    if (!strcmp(argv[1], cmds[i].name))
-      return cmds[i].fn(argc - 1, argv + 1);
+    if (!strcmp(argv[1], cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
   /* `mpprof [options] PROGRAM ...` means run: pass everything through. */
   argv[0] = "run";
   return mpprof_cmd_run(argc, argv);

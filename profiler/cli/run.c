@@ -42,9 +42,9 @@ typedef struct run_opts {
   const char *scan;
   const char *sample;
   const char *checkpoint;
-  const char *tc_counters; /* "first" or N: MPPROF_TC_COUNTERS */
-  const char *loss_scale;  /* MPPROF_LOSS_SCALE */
-  bool python_off;         /* --python off or MPPROF_PYTHON=0: no PYTHONPATH entry */
+  const char *tc_counters;   /* "first" or N: MPPROF_TC_COUNTERS */
+  const char *loss_scale;    /* MPPROF_LOSS_SCALE */
+  bool python_off;           /* --python off or MPPROF_PYTHON=0: no PYTHONPATH entry */
   const char *shadow;        /* N: MPPROF_SHADOW */
   const char *shadow_max_mb; /* MPPROF_SHADOW_MAX_MB */
   double shadow_max_rel;     /* report verdict threshold; 0: default */
@@ -52,9 +52,9 @@ typedef struct run_opts {
    * capture_given: one of the options was given, they replace all three variables. */
   const char *capture_range, *nvtx_capture, *steps;
   bool capture_given;
-  char **argv;             /* program and its arguments */
+  char **argv;                       /* program and its arguments */
   long alive[MPP_STILL_RUNNING_MAX]; /* still_running(): the program's group alive after it */
-  size_t n_alive;          /* how many (may exceed the pids kept) */
+  size_t n_alive;                    /* how many (may exceed the pids kept) */
 } run_opts;
 
 static void usage(FILE *f) {
@@ -173,7 +173,8 @@ static int parse(int argc, char **argv, run_opts *o) {
       if (!(o->loss_scale = opt_value(argc, argv, &i, "--loss-scale"))) return 2;
       double s;
       if (mp_parse_loss_scale(o->loss_scale, &s) < 0) {
-        fprintf(stderr, "mpprof: run: --loss-scale must be a positive finite number or 2^k, not '%s'\n",
+        fprintf(stderr,
+                "mpprof: run: --loss-scale must be a positive finite number or 2^k, not '%s'\n",
                 o->loss_scale);
         return 2;
       }
@@ -328,8 +329,8 @@ static int check_out_writable(int out, const char *out_name) {
   if (fstatvfs(raw, &vfs) == 0) {
     unsigned long long avail = (unsigned long long)vfs.f_bavail * vfs.f_frsize;
     if (avail < MPPROF_LOW_FREE_BYTES)
-      fprintf(stderr, "mpprof: warning: only %llu MiB free on the filesystem of %s\n",
-              avail >> 20, out_name);
+      fprintf(stderr, "mpprof: warning: only %llu MiB free on the filesystem of %s\n", avail >> 20,
+              out_name);
   }
   close(raw);
   return 0;
@@ -444,7 +445,6 @@ static void prepend_env(const char *var, const char *value) {
     setenv(var, value, 1);
   }
 }
-
 
 /* --- secure execution --- */
 
@@ -774,11 +774,13 @@ int mpprof_cmd_run(int argc, char **argv) {
             "mpprof: %zu process%s of %s %s still running (pid %ld%s): the report covers what "
             "they wrote so far; run `mpprof report %s` again once they have exited\n",
             o.n_alive, o.n_alive == 1 ? "" : "es", o.argv[0], o.n_alive == 1 ? "is" : "are",
-            o.alive[0],
-            o.n_alive > 1 ? ", ..." : "", out_abs);
+            o.alive[0], o.n_alive > 1 ? ", ..." : "", out_abs);
   size_t kept = o.n_alive < MPP_STILL_RUNNING_MAX ? o.n_alive : MPP_STILL_RUNNING_MAX;
-  mpprof_report_options ro = {.out_dir = out_abs, .program = NULL, .summary = stderr,
-                              .shadow_max_rel = o.shadow_max_rel, .still_running = o.alive,
+  mpprof_report_options ro = {.out_dir = out_abs,
+                              .program = NULL,
+                              .summary = stderr,
+                              .shadow_max_rel = o.shadow_max_rel,
+                              .still_running = o.alive,
                               .n_still_running = kept};
   if (mpprof_report_generate(&ro) != 0)
     fprintf(stderr, "mpprof: the report of %s was not written; raw files are in %s/raw\n",

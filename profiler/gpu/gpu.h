@@ -15,11 +15,17 @@
 #include "analysis/scan.h"
 
 /* --- driver (cuda_driver.c) --- */
-typedef enum mpp_mem_kind { MPP_MEM_UNKNOWN = 0, MPP_MEM_HOST, MPP_MEM_DEVICE, MPP_MEM_MANAGED } mpp_mem_kind;
+typedef enum mpp_mem_kind {
+  MPP_MEM_UNKNOWN = 0,
+  MPP_MEM_HOST,
+  MPP_MEM_DEVICE,
+  MPP_MEM_MANAGED
+} mpp_mem_kind;
 
-bool mpp_cuda_available(void);                      /* libcuda.so.1 loaded and cuInit succeeded */
-mpp_mem_kind mpp_cuda_pointer_kind(const void *p);  /* host memory also for plain malloc'd pointers */
-bool mpp_cuda_stream_capturing(void *stream);       /* CUstream being captured into a graph */
+bool mpp_cuda_available(void); /* libcuda.so.1 loaded and cuInit succeeded */
+mpp_mem_kind
+mpp_cuda_pointer_kind(const void *p);         /* host memory also for plain malloc'd pointers */
+bool mpp_cuda_stream_capturing(void *stream); /* CUstream being captured into a graph */
 int mpp_cuda_device_info(char *ret_name, size_t n, int *ret_cc_major, int *ret_cc_minor);
 
 /* --- CUPTI activity (cupti.c) --- */
@@ -27,13 +33,14 @@ int mpp_cuda_device_info(char *ret_name, size_t n, int *ret_cc_major, int *ret_c
 typedef void (*mpp_kernel_sink)(uint64_t op_id, const char *mangled_name, uint64_t start_ns,
                                 uint64_t end_ns, uint32_t stream_id);
 void mpp_cupti_set_sink(mpp_kernel_sink sink);
-void mpp_cupti_start(void);          /* idempotent; from InitializeInjection or the first hooked call */
+void mpp_cupti_start(void); /* idempotent; from InitializeInjection or the first hooked call */
 void mpp_cupti_push(uint64_t op_id); /* around every hooked real call (CUSTOM2 external id) */
 void mpp_cupti_pop(void);
-void mpp_cupti_flush(void);          /* at exit / checkpoint: flush and drain every buffer into the sink */
-const char *mpp_cupti_status(void);  /* ok | disabled | unavailable | held_by_other_subscriber | error */
+void mpp_cupti_flush(void); /* at exit / checkpoint: flush and drain every buffer into the sink */
+const char *
+mpp_cupti_status(void); /* ok | disabled | unavailable | held_by_other_subscriber | error */
 uint64_t mpp_cupti_dropped(void);
-void *mpp_cupti_handle(void);        /* the dlopen'ed libcupti (NULL when none): tc_counters.c */
+void *mpp_cupti_handle(void); /* the dlopen'ed libcupti (NULL when none): tc_counters.c */
 /* runtime.c's atfork handlers: the parse lock held across fork (no parse, which
  * allocates, in progress in another thread), released in the parent, re-created
  * in the child. Callable before mpp_cupti_start. */

@@ -93,8 +93,9 @@ void mpp_gemm_decode(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx
   op->scale_type = mpp_cuda_dtype_name(g->scale_type);
   op->math_mode = ctx->math_mode;
   op->stream = ctx->stream;
-  op->alpha = alpha_value(g->alpha, g->scale_type,
-                          ctx->pointer_mode == 0 || (ctx->host_visible && ctx->host_visible(g->alpha)));
+  op->alpha =
+      alpha_value(g->alpha, g->scale_type,
+                  ctx->pointer_mode == 0 || (ctx->host_visible && ctx->host_visible(g->alpha)));
 
   bool an = g->transa == 0, bn = g->transb == 0;
   mpp_role *a = mpp_op_role(op, "A", true);

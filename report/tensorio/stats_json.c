@@ -269,8 +269,7 @@ static int read_extreme(const cJSON *obj, const char *key, double *ret, char *er
   return 0;
 }
 
-static int read_counts(const cJSON *counts, int lo, int hi, mp_stats *s, char *err,
-                       size_t errlen);
+static int read_counts(const cJSON *counts, int lo, int hi, mp_stats *s, char *err, size_t errlen);
 
 static int read_hist(const cJSON *obj, mp_stats *s, char *err, size_t errlen) {
   const cJSON *h = cJSON_GetObjectItemCaseSensitive(obj, MP_K_EXP_HIST);
@@ -286,14 +285,14 @@ static int read_hist(const cJSON *obj, mp_stats *s, char *err, size_t errlen) {
   /* A tree made by mpprof_stats_to_json (not parsed from text) holds the
    * counts as one raw item: its text is parsed here. */
   cJSON *parsed = NULL;
-  if (cJSON_IsRaw(counts) && counts->valuestring) counts = parsed = cJSON_Parse(counts->valuestring);
+  if (cJSON_IsRaw(counts) && counts->valuestring)
+    counts = parsed = cJSON_Parse(counts->valuestring);
   int rc = read_counts(counts, lo, hi, s, err, errlen);
   cJSON_Delete(parsed);
   return rc;
 }
 
-static int read_counts(const cJSON *counts, int lo, int hi, mp_stats *s, char *err,
-                       size_t errlen) {
+static int read_counts(const cJSON *counts, int lo, int hi, mp_stats *s, char *err, size_t errlen) {
   if (!cJSON_IsArray(counts))
     return fail(err, errlen, MP_K_EXP_HIST "." MP_K_HIST_COUNTS ": missing or not an array");
   int n = cJSON_GetArraySize(counts);

@@ -341,9 +341,11 @@ static void unscaling_by_a_power_of_two_shifts_the_histogram_exactly(void **stat
   assert_true(mp_stats_unscale(&s, 65536, &u, &casts_estimate));
   assert_memory_equal(u.exp_hist, t.exp_hist, sizeof t.exp_hist);
   /* No value near fp16's flush or overflow threshold: those counts are exact. */
-  assert_int_equal(u.casts[MP_TGT_FP16][MP_CAST_UNDERFLOW], t.casts[MP_TGT_FP16][MP_CAST_UNDERFLOW]);
+  assert_int_equal(u.casts[MP_TGT_FP16][MP_CAST_UNDERFLOW],
+                   t.casts[MP_TGT_FP16][MP_CAST_UNDERFLOW]);
   assert_int_equal(u.casts[MP_TGT_FP16][MP_CAST_OVERFLOW], 0);
-  assert_int_equal(u.casts[MP_TGT_BF16][MP_CAST_UNDERFLOW], t.casts[MP_TGT_BF16][MP_CAST_UNDERFLOW]);
+  assert_int_equal(u.casts[MP_TGT_BF16][MP_CAST_UNDERFLOW],
+                   t.casts[MP_TGT_BF16][MP_CAST_UNDERFLOW]);
   assert_true(u.absmax == t.absmax && u.min_abs_nonzero == t.min_abs_nonzero);
   assert_true(u.min == t.min && u.max == t.max);
   assert_int_equal(u.count, t.count);
@@ -381,7 +383,8 @@ static void unscaling_by_another_scale_is_an_estimate(void **state) {
   assert_true(fabs(u.absmax - s.absmax / 1000) == 0);
 }
 
-static void a_binade_across_the_fp16_flush_threshold_makes_the_cast_counts_an_estimate(void **state) {
+static void
+a_binade_across_the_fp16_flush_threshold_makes_the_cast_counts_an_estimate(void **state) {
   (void)state;
   /* 2^-25 flushes to zero in fp16, 1.5 * 2^-25 does not: one binade, two outcomes. */
   float v[2] = {(float)ldexp(1.0, -25 + 16), (float)ldexp(1.5, -25 + 16)};
@@ -389,7 +392,7 @@ static void a_binade_across_the_fp16_flush_threshold_makes_the_cast_counts_an_es
   record_of(&s, v, 2);
   bool casts_estimate;
   assert_true(mp_stats_unscale(&s, 65536, &u, &casts_estimate)); /* the histogram is exact */
-  assert_true(casts_estimate);                                    /* the flush count is not */
+  assert_true(casts_estimate);                                   /* the flush count is not */
   assert_int_equal(u.exp_hist[-25 - MP_HIST_MIN], 2);
 }
 

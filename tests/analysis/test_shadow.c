@@ -20,7 +20,10 @@
 /* --- the independent implementation --- */
 
 static mp_target tgt_of(mp_dtype d) {
-  return d == MP_FP16 ? MP_TGT_FP16 : d == MP_BF16 ? MP_TGT_BF16 : d == MP_FP8_E4M3 ? MP_TGT_FP8_E4M3 : MP_TGT_FP8_E5M2;
+  return d == MP_FP16       ? MP_TGT_FP16
+         : d == MP_BF16     ? MP_TGT_BF16
+         : d == MP_FP8_E4M3 ? MP_TGT_FP8_E4M3
+                            : MP_TGT_FP8_E5M2;
 }
 
 /* RNE into the format; fp16/bf16 overflow to inf, fp8 saturates (satfinite). */
@@ -50,10 +53,10 @@ static double opb(const ref_gemm *g, int bt, int kk, int j) {
 
 /* Operand value of a candidate for op(A) (which 0) or op(B) (which 1). */
 typedef struct ref_cand {
-  mp_dtype fmt;     /* MP_FP32: keep */
-  int kind;         /* 0 plain cast, 1 per-tensor scale, 2 mx blocks, 3 loss scale */
-  double scale[2];  /* kind 1 */
-  int lscale[2];    /* kind 3 */
+  mp_dtype fmt;    /* MP_FP32: keep */
+  int kind;        /* 0 plain cast, 1 per-tensor scale, 2 mx blocks, 3 loss scale */
+  double scale[2]; /* kind 1 */
+  int lscale[2];   /* kind 3 */
   mp_dtype out;
 } ref_cand;
 
@@ -161,7 +164,8 @@ static void close_to(double got, double want) {
 static mp_shadow_metrics check(const ref_gemm *r, mp_shadow_cand cand, const ref_cand *rc,
                                mp_shadow_gemm *g, mp_amax_history hist[2]) {
   size_t n = (size_t)r->m * r->n * r->batch;
-  double *d = malloc(n * sizeof *d), *ref = malloc(n * sizeof *ref), *cref = malloc(n * sizeof *cref);
+  double *d = malloc(n * sizeof *d), *ref = malloc(n * sizeof *ref),
+         *cref = malloc(n * sizeof *cref);
   float *cap = malloc(n * sizeof *cap);
   assert_non_null(d);
   assert_non_null(ref);
@@ -317,7 +321,8 @@ static void delayed_scaling_uses_the_amax_of_earlier_calls(void **state) {
   mp_shadow_metrics m2 = check(&r, MP_SH_E4M3_DELAYED, &c, &g, hist);
   assert_true(hist[0].amax[1] == 2 * amax_a1);
   mp_shadow_metrics cur[MP_SH_COUNT];
-  assert_int_equal(mp_shadow_run(&g, 1u << MP_SH_E4M3_CURRENT, NULL, cur), 1u << MP_SH_E4M3_CURRENT);
+  assert_int_equal(mp_shadow_run(&g, 1u << MP_SH_E4M3_CURRENT, NULL, cur),
+                   1u << MP_SH_E4M3_CURRENT);
   assert_true(m2.max_rel > cur[MP_SH_E4M3_CURRENT].max_rel);
   /* Call 3: the max over the history (2 * amax_a1) decides. */
   c.scale[0] = (float)(448.0 / (2.0 * amax_a1));
@@ -337,7 +342,7 @@ static void delayed_history_holds_1024_calls_and_keeps_the_scale_on_zero_amax(vo
   for (int i = 0; i < MP_SHADOW_HISTORY_LEN - 1; i++)
     mp_amax_history_push(h, 7);
   assert_true(mp_amax_history_scale(h, MP_FP8_E4M3) == 0.5f); /* 896 still inside */
-  mp_amax_history_push(h, 7);                                   /* pushes 896 out */
+  mp_amax_history_push(h, 7);                                 /* pushes 896 out */
   assert_true(mp_amax_history_scale(h, MP_FP8_E4M3) == 64.0f);
   assert_true(mp_amax_history_scale(h, MP_FP8_E5M2) == 8192.0f);
   mp_amax_history_push(h, INFINITY);
@@ -397,7 +402,8 @@ static void agg_keeps_the_worst_and_a_median(void **state) {
   assert_non_null(a);
   mp_shadow_agg_init(a);
   for (int i = 1; i <= 5; i++) {
-    mp_shadow_metrics m = {.rel_l2 = i * 0.01, .max_rel = 0.1 / i, .flushed = 0, .nonfinite = (uint64_t)(i == 2)};
+    mp_shadow_metrics m = {
+        .rel_l2 = i * 0.01, .max_rel = 0.1 / i, .flushed = 0, .nonfinite = (uint64_t)(i == 2)};
     mp_shadow_agg_add(a, MP_SH_FP16, &m);
   }
   assert_int_equal(a->calls[MP_SH_FP16], 5);

@@ -218,7 +218,8 @@ int main(void) {
       cmocka_unit_test_setup(values_beyond_bf16_keep_fp32, setup),
       cmocka_unit_test_setup(a_gradient_without_any_window_prevents_fp16, setup),
       cmocka_unit_test_setup(ambiguous_and_optimizer_tensors_take_no_part, setup),
-      cmocka_unit_test_setup(gradients_scanned_but_never_finite_and_non_zero_give_no_verdict, setup),
+      cmocka_unit_test_setup(gradients_scanned_but_never_finite_and_non_zero_give_no_verdict,
+                             setup),
       cmocka_unit_test_setup(non_finite_inputs_are_a_reason_of_their_own, setup),
       cmocka_unit_test_setup(fp8_fit_is_the_worst_tensor_per_direction, setup),
   };

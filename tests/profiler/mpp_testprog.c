@@ -952,9 +952,10 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "orphan")) return mode_orphan(argc > 2 ? arg : 3);
   if (!strcmp(mode, "exit3")) mode_exit3();
   if (!strcmp(mode, "wait")) mode_wait();
-  fprintf(stderr,
-          "usage: mpp_testprog gemmex N | lt | variants | mathmode | threads T | fork | forkidle | "
-          "capture | wrongpack | autotune_small | groups64 | chdir DIR | exit3 | wait | lossscale | "
-          "overflow\n");
+  fprintf(
+      stderr,
+      "usage: mpp_testprog gemmex N | lt | variants | mathmode | threads T | fork | forkidle | "
+      "capture | wrongpack | autotune_small | groups64 | chdir DIR | exit3 | wait | lossscale | "
+      "overflow\n");
   return 2;
 }

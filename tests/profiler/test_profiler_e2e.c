@@ -525,8 +525,8 @@ static void a_loss_scale_that_is_not_a_positive_number_is_a_usage_error(void **s
   (void)state;
   const char *bad[] = {"0", "-2", "2^", "inf", "x"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    char *argv[] = {(char *)mpprof, "--loss-scale", (char *)bad[i], (char *)testprog, "gemmex",
-                    "1", NULL};
+    char *argv[] = {
+        (char *)mpprof, "--loss-scale", (char *)bad[i], (char *)testprog, "gemmex", "1", NULL};
     result r = run(argv, NULL);
     assert_int_equal(r.status, 2);
     free(r.out);
@@ -819,7 +819,6 @@ static void an_unknown_scan_mode_is_a_usage_error(void **state) {
   assert_int_equal(r.status, 2);
   free(r.out);
 }
-
 
 /* A program that execs itself twice: every image's calls are recorded, each
  * image in a raw file of its own (same pid), all final. */

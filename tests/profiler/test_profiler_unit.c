@@ -859,8 +859,8 @@ static void *mark_scale_1024(void *d) {
 }
 
 static double site_scale(cJSON *doc, int i) {
-  cJSON *v = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "sites"), i),
-                                 "loss_scale");
+  cJSON *v =
+      cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "sites"), i), "loss_scale");
   assert_non_null(v);
   return cJSON_IsNull(v) ? 0 : cJSON_GetNumberValue(v);
 }
@@ -879,10 +879,9 @@ static void loss_scale_mark_from_another_thread_applies_to_later_calls(void **st
   assert_true(site_scale(doc, 0) == 0);
   assert_true(site_scale(doc, 1) == 1024);
   assert_true(num(doc, "training.loss_scale") == 1024);
-  assert_string_equal(
-      cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "training"),
-                                               "loss_scale_source")),
-      "marks");
+  assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "training"),
+                                                               "loss_scale_source")),
+                      "marks");
   cJSON_Delete(doc);
 }
 
@@ -940,8 +939,8 @@ static void run_op_writing(float d0) {
   mpp_call_end(&c, &op, true);
 }
 
-static void first_nonfinite_is_the_first_call_with_finite_inputs_and_nonfinite_output(
-    void **state) {
+static void
+first_nonfinite_is_the_first_call_with_finite_inputs_and_nonfinite_output(void **state) {
   (void)state;
   for (int i = 0; i < 16; i++)
     host_a[i] = host_b[i] = 1;

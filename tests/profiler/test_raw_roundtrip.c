@@ -457,8 +457,10 @@ static void check_site_counter(const char *k, const cJSON *site, const mpprof_si
   } else if (!strcmp(k, MP_RK_SITE.shadow)) {
     assert_non_null(s->shadow);
     assert_int_equal(s->shadow->calls, num(v, MP_RK_SHADOW.calls));
-    assert_int_equal(s->shadow->skipped[4], 2); /* MP_RAW_SHADOW_SKIPPED row 4: shadow_unsupported */
-    assert_int_equal(num(cJSON_GetObjectItemCaseSensitive(v, MP_RK_SHADOW.skipped), "shadow_unsupported"), 2);
+    assert_int_equal(s->shadow->skipped[4],
+                     2); /* MP_RAW_SHADOW_SKIPPED row 4: shadow_unsupported */
+    assert_int_equal(
+        num(cJSON_GetObjectItemCaseSensitive(v, MP_RK_SHADOW.skipped), "shadow_unsupported"), 2);
   } else if (!strcmp(k, MP_RK_SITE.ranks)) {
     assert_int_equal(s->n_ranks, 1); /* report only: made from the process's rank */
     assert_string_equal(s->ranks[0].name, "7");

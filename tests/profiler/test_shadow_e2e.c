@@ -24,7 +24,8 @@ static char *mlp_argv[] = {NULL, "--steps", "3", NULL};
 
 /* Run mlp_train under `mpprof -o dir OPTS`; returns its stdout. */
 static char *profiled(const char *dir, const char *opt) {
-  char *argv[] = {(char *)mpprof, "-o", (char *)dir, (char *)opt, "--", mlp_argv[0], "--steps", "3", NULL};
+  char *argv[] = {(char *)mpprof, "-o",      (char *)dir, (char *)opt, "--",
+                  mlp_argv[0],    "--steps", "3",         NULL};
   if (!opt) memmove(&argv[3], &argv[4], 5 * sizeof argv[0]);
   result r = run(argv, NULL);
   assert_int_equal(r.status, 0);
@@ -68,7 +69,8 @@ static cJSON *site_of(cJSON *raw, const char *layer) {
 }
 
 static cJSON *cand(cJSON *site, const char *name) {
-  cJSON *c = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(site, "shadow"), "candidates"), name);
+  cJSON *c = cJSON_GetObjectItem(
+      cJSON_GetObjectItem(cJSON_GetObjectItem(site, "shadow"), "candidates"), name);
   if (!c) fail_msg("no shadow candidate %s", name);
   return c;
 }
@@ -165,8 +167,9 @@ static void the_report_shows_measured_error_per_layer_and_the_verdict_uses_it(vo
 
   /* A limit below every candidate's error: nothing narrower than fp32 stands. */
   dir = outdir("report_strict");
-  char *argv[] = {(char *)mpprof, "-o", (char *)dir, "--shadow=1", "--shadow-max-rel", "1e-6", "--",
-                  mlp_argv[0], "--steps", "3", NULL};
+  char *argv[] = {(char *)mpprof,     "-o",   (char *)dir, "--shadow=1",
+                  "--shadow-max-rel", "1e-6", "--",        mlp_argv[0],
+                  "--steps",          "3",    NULL};
   result r = run(argv, NULL);
   assert_int_equal(r.status, 0);
   free(r.out);
@@ -201,7 +204,9 @@ static void shadow_every_2nd_call(void **state) {
   cJSON *raw = load_raw(dir);
   cJSON *fc3 = site_of(raw, "step/mlp/fc3/fwd");
   /* calls 0 and 2 of 3 */
-  assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(fc3, "shadow"), "calls")), 2);
+  assert_int_equal(
+      (int)cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(fc3, "shadow"), "calls")),
+      2);
   cJSON_Delete(raw);
 }
 
@@ -209,14 +214,16 @@ static void shadow_every_2nd_call(void **state) {
 static void shadow_works_without_scans(void **state) {
   (void)state;
   const char *dir = outdir("scan_none");
-  char *argv[] = {(char *)mpprof, "-o", (char *)dir, "--scan", "none", "--shadow=1", "--",
-                  mlp_argv[0], "--steps", "3", NULL};
+  char *argv[] = {(char *)mpprof, "-o",        (char *)dir, "--scan", "none", "--shadow=1",
+                  "--",           mlp_argv[0], "--steps",   "3",      NULL};
   result r = run(argv, NULL);
   assert_int_equal(r.status, 0);
   free(r.out);
   cJSON *raw = load_raw(dir);
   cJSON *fc3 = site_of(raw, "step/mlp/fc3/fwd");
-  assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(fc3, "shadow"), "calls")), 3);
+  assert_int_equal(
+      (int)cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(fc3, "shadow"), "calls")),
+      3);
   cJSON_Delete(raw);
 }
 

@@ -45,8 +45,10 @@ int main(int argc, char **argv) {
                      "TF32_TENSOR_OP", 128, 64, 64, 10);
   rg_tensor(t, "A", MP_FP32, -8, 4, 200);
   rg_tensor(t, "D", MP_FP32, -6, 6, 400);
-  rg_kernel(t, "sm90_xmma_gemm_f32f32_tf32f32_f32_nt_n_tilesize128x128x32_warpgroupsize1x1x1_"
-               "execute_segment_k_off_kernel__5x_cublas", 10, 1500);
+  rg_kernel(t,
+            "sm90_xmma_gemm_f32f32_tf32f32_f32_nt_n_tilesize128x128x32_warpgroupsize1x1x1_"
+            "execute_segment_k_off_kernel__5x_cublas",
+            10, 1500);
   rg_site_end(&r, t);
   for (int i = 0; i < 40; i++)
     rg_event(&r, i % 8, 1000L * i, 600, 7);

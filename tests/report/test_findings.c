@@ -214,8 +214,14 @@ static void first_nonfinite(void **state) {
   mpprof_site *s = site(&m, "fp16");
   s->layer = strdup("net/fc1/fwd");
   assert_int_equal(run(&m, "first_nonfinite"), 0);
-  m.first_nonfinite = (mpprof_nonfinite){.found = true, .site = 0, .call_index = 3, .has_step = true,
-                                         .step = 7, .count = 4, .pos_infs = 2, .inputs_scanned = true};
+  m.first_nonfinite = (mpprof_nonfinite){.found = true,
+                                         .site = 0,
+                                         .call_index = 3,
+                                         .has_step = true,
+                                         .step = 7,
+                                         .count = 4,
+                                         .pos_infs = 2,
+                                         .inputs_scanned = true};
   strcpy(m.first_nonfinite.role, "D");
   assert_int_equal(run(&m, "first_nonfinite"), 1);
   assert_non_null(strstr(m.findings[0].message, "call 3, step 7"));

@@ -63,8 +63,9 @@ static cJSON *profile(const char *name, const char *precision, const char *scale
   snprintf(out, sizeof out, "%s.out", name);
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
   assert_int_equal(system(cmd), 0);
-  char *argv[] = {(char *)mpprof, "-o",           d,      (char *)mlp_train, "--precision",
-                  (char *)precision, "--steps",   "4",    scale ? "--loss-scale" : NULL,
+  char *argv[] = {(char *)mpprof,    "-o",          d,
+                  (char *)mlp_train, "--precision", (char *)precision,
+                  "--steps",         "4",           scale ? "--loss-scale" : NULL,
                   (char *)scale,     NULL};
   assert_int_equal(run(argv, out), 0);
   cJSON *rep = rg_read_json(d, "report.json");
@@ -147,7 +148,8 @@ static void fp16_at_1_flushes_fc1_gradients_dead_and_gives_no_verdict(void **sta
   const cJSON *f = finding(rep, "dead_gradient", "step/mlp/fc1");
   assert_non_null(f);
   assert_string_equal(cJSON_GetObjectItem(f, "severity")->valuestring, "high");
-  assert_non_null(strstr(cJSON_GetObjectItem(f, "message")->valuestring, "zero in all 4 scanned calls"));
+  assert_non_null(
+      strstr(cJSON_GetObjectItem(f, "message")->valuestring, "zero in all 4 scanned calls"));
   assert_true(cJSON_IsNull(get(layer(rep, "step/mlp/fc1"), "advice.recommended")));
   /* and the scale the program used is too low for the window */
   const cJSON *a = finding(rep, "loss_scale_applied", NULL);
@@ -165,8 +167,9 @@ static void mlp_train_prints_the_reports_share_of_fc2_backward_d(void **state) {
   assert_non_null(line);
   unsigned long long of = 0;
   double pct = -1;
-  assert_int_equal(sscanf(line, "fc2 backward.D (dX, dW) fp16 flush to zero, of %llu finite "
-                                "non-zero values: at scale 1: %lf%%",
+  assert_int_equal(sscanf(line,
+                          "fc2 backward.D (dX, dW) fp16 flush to zero, of %llu finite "
+                          "non-zero values: at scale 1: %lf%%",
                           &of, &pct),
                    2);
   const cJSON *s = get(layer(rep, "step/mlp/fc2"), "shares.fp16_underflow");

@@ -185,8 +185,8 @@ static void the_plan_is_bf16_autocast_and_plan_json_says_so(void **state) {
   const cJSON *ls = cJSON_GetObjectItem(r, "layers");
   assert_int_equal(cJSON_GetArraySize(ls), 3);
   const cJSON *e;
-  cJSON_ArrayForEach(e, ls) assert_string_equal(cJSON_GetObjectItem(e, "dtype")->valuestring,
-                                                "bf16");
+  cJSON_ArrayForEach(e, ls)
+      assert_string_equal(cJSON_GetObjectItem(e, "dtype")->valuestring, "bf16");
   assert_non_null(strstr(cJSON_GetObjectItem(r, "summary")->valuestring,
                          "bf16 autocast, no loss scaler: all 3 layers fit"));
   const cJSON *alt = cJSON_GetObjectItem(plan, "alternative");
@@ -196,8 +196,7 @@ static void the_plan_is_bf16_autocast_and_plan_json_says_so(void **state) {
   assert_false(cJSON_IsTrue(cJSON_GetObjectItem(fc1, "autocast")));
   assert_int_equal(
       cJSON_GetObjectItem(cJSON_GetObjectItem(alt, "loss_scale"), "init_scale_log2")->valuedouble,
-      cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "loss_scale"), "recommended_log2")
-          ->valuedouble);
+      cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "loss_scale"), "recommended_log2")->valuedouble);
   assert_non_null(strstr(cJSON_GetObjectItem(plan, "pytorch")->valuestring,
                          "torch.autocast(\"cuda\", dtype=torch.bfloat16)"));
   /* the page: the plan comes before the summary */
@@ -220,10 +219,11 @@ static void the_plan_is_bf16_autocast_and_plan_json_says_so(void **state) {
 static void mpprof_diff_compares_fp32_and_fp16_runs(void **state) {
   (void)state;
   char *a = out_dir("diff-fp32"), *b = out_dir("diff-fp16"), *c = out_dir("diff-out");
-  char *ra[] = {(char *)mpprof, "-o", a, (char *)mlp_train, "--steps", "3", "--precision",
-                "fp32", NULL};
-  char *rb[] = {(char *)mpprof, "-o", b, (char *)mlp_train, "--steps", "3", "--precision",
-                "fp16", "--loss-scale", "65536", NULL};
+  char *ra[] = {(char *)mpprof, "-o",   a,   (char *)mlp_train, "--steps", "3",
+                "--precision",  "fp32", NULL};
+  char *rb[] = {
+      (char *)mpprof, "-o",    b,   (char *)mlp_train, "--steps", "3", "--precision", "fp16",
+      "--loss-scale", "65536", NULL};
   assert_int_equal(run(ra), 0);
   assert_int_equal(run(rb), 0);
   char *argv[] = {(char *)mpprof, "diff", a, b, "-o", c, NULL};

@@ -208,8 +208,9 @@ static void ops_csv_writes_tf32_out_and_tflops(void **state) {
   cJSON *s = rg_gemm(0, "cublasGemmEx", "tf/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
                      "TF32_TENSOR_OP", 128, 64, 32, 10);
   rg_tensor(s, "D", MP_FP32, -4, 4, 100);
-  rg_kernel(s, "sm90_xmma_gemm_f32f32_tf32f32_f32_nt_n_tilesize128x128x32_warpgroupsize1x1x1_"
-               "execute_segment_k_off_kernel__5x_cublas",
+  rg_kernel(s,
+            "sm90_xmma_gemm_f32f32_tf32f32_f32_nt_n_tilesize128x128x32_warpgroupsize1x1x1_"
+            "execute_segment_k_off_kernel__5x_cublas",
             10, 1000000);
   rg_site_end(&r, s);
   s = rg_gemm(1, "cublasGemmEx", "plain/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F", "DEFAULT", 64,
@@ -241,8 +242,10 @@ static void ops_csv_writes_tf32_out_and_tflops(void **state) {
   assert_int_equal(cJSON_GetObjectItem(tc, "sites_eligible_with_tf32")->valuedouble, 1);
   int tf32_findings = 0;
   const cJSON *f;
-  cJSON_ArrayForEach(f, cJSON_GetObjectItem(rep, "findings")) if (
-      !strcmp(cJSON_GetObjectItem(f, "kind")->valuestring, "fp32_without_tf32")) {
+  cJSON_ArrayForEach(
+      f,
+      cJSON_GetObjectItem(rep, "findings")) if (!strcmp(cJSON_GetObjectItem(f, "kind")->valuestring,
+                                                        "fp32_without_tf32")) {
     tf32_findings++;
     assert_int_equal(
         cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(f, "evidence"), "sites")), 1);

@@ -122,15 +122,16 @@ static void gradients_are_divided_by_the_declared_scale_of_their_site(void **sta
   assert_int_equal(rg_end(&r), 0);
   cJSON *rep = report_of(dir);
   const cJSON *a = get(layer(rep, "scaled"), "tensors"), *b = get(layer(rep, "plain"), "tensors");
-  const cJSON *da = cJSON_GetObjectItem(a, "backward.D"), *db = cJSON_GetObjectItem(b, "backward.D");
+  const cJSON *da = cJSON_GetObjectItem(a, "backward.D"),
+              *db = cJSON_GetObjectItem(b, "backward.D");
   /* the same true values: the same histogram, window and verdict */
   char ha[512], hb[512];
   nonzero_bins(get(da, "exp_hist"), ha, sizeof ha);
   nonzero_bins(get(db, "exp_hist"), hb, sizeof hb);
   assert_string_equal(ha, hb);
   assert_true(strlen(ha) > 0);
-  assert_true(cJSON_Compare(get(da, "advice.loss_scale_log2"), get(db, "advice.loss_scale_log2"),
-                            true));
+  assert_true(
+      cJSON_Compare(get(da, "advice.loss_scale_log2"), get(db, "advice.loss_scale_log2"), true));
   assert_string_equal(get(da, "loss_scale.values")->valuestring, "unscaled");
   assert_true(get(da, "loss_scale.applied_max")->valuedouble == 65536);
   assert_true(cJSON_IsTrue(get(db, "loss_scale.undeclared")));

@@ -56,8 +56,8 @@ static void write_sites(const char *dir, const char *name, const rg_proc *p, int
   for (int i = 0; i < nsites; i++) {
     char layer[64];
     snprintf(layer, sizeof layer, "net/l%d/fwd", i);
-    cJSON *s = rg_gemm(i, "cublasGemmEx", layer, "A=fp16,B=fp16,D=fp32", "32F", "DEFAULT", 64, 64,
-                       64, 3);
+    cJSON *s =
+        rg_gemm(i, "cublasGemmEx", layer, "A=fp16,B=fp16,D=fp32", "32F", "DEFAULT", 64, 64, 64, 3);
     rg_tensor(s, "A", MP_FP16, -4, 4, 64);
     rg_site_end(&r, s);
   }
@@ -99,9 +99,8 @@ static void npy_file_shrinking_while_scanned_fails_with_changed(void **state) {
     v[i] = (float)i;
   uint64_t shape[1] = {N};
   char err[512];
-  assert_int_equal(mpprof_npy_write(path, 1, "<f4", false, 1, shape, v, N * sizeof *v, err,
-                                    sizeof err),
-                   0);
+  assert_int_equal(
+      mpprof_npy_write(path, 1, "<f4", false, 1, shape, v, N * sizeof *v, err, sizeof err), 0);
   free(v);
   mpprof_tensor_spec spec;
   mpprof_tensor_spec_init(&spec);
@@ -231,8 +230,7 @@ static void a_failing_report_write_names_the_real_error(void **state) {
   assert_int_equal(WEXITSTATUS(st), 1);
   size_t len;
   char *err = slurp(errpath, &len);
-  if (!strstr(err, strerror(EFBIG)) || strstr(err, strerror(EIO)))
-    fail_msg("message: %s", err);
+  if (!strstr(err, strerror(EFBIG)) || strstr(err, strerror(EIO))) fail_msg("message: %s", err);
   free(err);
   rg_rmdir(dir);
   free(dir);

@@ -18,21 +18,22 @@ __global__ void scale(float *x, float a, int n) {
 int main() {
   const int n = 4;
   float a[n * n], c[n * n];
-  for (int i = 0; i < n * n; i++) a[i] = (float)(i % 5 - 2);
+  for (int i = 0; i < n * n; i++)
+    a[i] = (float)(i % 5 - 2);
   float *da, *dc;
   if (cudaMalloc(&da, sizeof a) || cudaMalloc(&dc, sizeof c)) return 2;
   cudaMemcpy(da, a, sizeof a, cudaMemcpyHostToDevice);
   cublasHandle_t h;
   if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return 3;
   const float one = 1, zero = 0;
-  if (cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, da, n, da, n, &zero, dc, n))
-    return 4;
+  if (cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, da, n, da, n, &zero, dc, n)) return 4;
   cudaMemcpy(c, dc, sizeof c, cudaMemcpyDeviceToHost);
   int wrong = 0;
   for (int i = 0; i < n; i++)
     for (int j = 0; j < n; j++) {
       float want = 0;
-      for (int l = 0; l < n; l++) want += a[i + l * n] * a[l + j * n];
+      for (int l = 0; l < n; l++)
+        want += a[i + l * n] * a[l + j * n];
       wrong += c[i + j * n] != want;
     }
   cublasDestroy(h);
