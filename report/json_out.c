@@ -121,21 +121,119 @@ static cJSON *process_json(const mpprof_process *p) {
   return o;
 }
 
-static cJSON *kernel_json(const mpprof_kernel *k) {
-  cJSON *o = cJSON_CreateObject();
-  if (!o) return NULL;
-  cJSON_AddStringToObject(o, "name", k->name);
+/* Kernel lists are written as one raw JSON item each, not a cJSON object per
+ * kernel (a site may hold 100k kernels: the per-kernel objects were most of
+ * report.json's writing time). The text is what cJSON would print. */
+typedef struct text_buf {
+  char *p;
+  size_t n, cap;
+  bool oom;
+} text_buf;
+
+static void tb_put(text_buf *b, const char *s, size_t len) {
+  if (b->oom) return;
+  if (b->n + len + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->n + len + 1)
+      cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+      b->oom = true;
+      return;
+    }
+    b->p = p;
+    b->cap = cap;
+  }
+  memcpy(b->p + b->n, s, len);
+  b->n += len;
+  b->p[b->n] = '\0';
+}
+
+static void tb_cstr(text_buf *b, const char *s) {
+  tb_put(b, s, strlen(s));
+}
+
+/* A JSON string, escaped as cJSON escapes it; NULL: null. */
+static void tb_json_str(text_buf *b, const char *s) {
+  if (!s) {
+    tb_cstr(b, "null");
+    return;
+  }
+  tb_put(b, "\"", 1);
+  const char *run = s;
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c >= 32 && c != '"' && c != '\\') continue;
+    tb_put(b, run, (size_t)(s - run));
+    char esc[8];
+    switch (c) {
+    case '"':
+      tb_cstr(b, "\\\"");
+      break;
+    case '\\':
+      tb_cstr(b, "\\\\");
+      break;
+    case '\b':
+      tb_cstr(b, "\\b");
+      break;
+    case '\f':
+      tb_cstr(b, "\\f");
+      break;
+    case '\n':
+      tb_cstr(b, "\\n");
+      break;
+    case '\r':
+      tb_cstr(b, "\\r");
+      break;
+    case '\t':
+      tb_cstr(b, "\\t");
+      break;
+    default:
+      snprintf(esc, sizeof esc, "\\u%04x", c);
+      tb_cstr(b, esc);
+    }
+    run = s + 1;
+  }
+  tb_put(b, run, (size_t)(s - run));
+  tb_put(b, "\"", 1);
+}
+
+static void tb_u64(text_buf *b, uint64_t v) {
+  char buf[24];
+  snprintf(buf, sizeof buf, "%" PRIu64, v);
+  tb_cstr(b, buf);
+}
+
+/* One kernel entry; count and gpu_ns given (a layer sums them over sites). */
+static void kernel_text(text_buf *b, const mpprof_kernel *k, uint64_t count, uint64_t gpu_ns) {
+  tb_cstr(b, "{\"name\":");
+  tb_json_str(b, k->name);
   char dm[512];
   mp_kernel_demangle(k->name, dm, sizeof dm);
-  if (strcmp(dm, k->name)) cJSON_AddStringToObject(o, "demangled", dm);
-  cJSON_AddItemToObject(o, "count", mpprof_json_u64(k->count));
-  cJSON_AddItemToObject(o, "gpu_ns", mpprof_json_u64(k->gpu_ns));
-  cJSON_AddItemToObject(o, "tc",
-                        tri_bool(k->cls.tc == MP_TC_UNKNOWN ? -1 : k->cls.tc == MP_TC_YES));
-  cJSON_AddStringToObject(o, "tc_source", mp_tc_source_name(k->cls.source));
-  cJSON_AddItemToObject(o, "rule", str_or_null(k->cls.rule));
-  cJSON_AddItemToObject(o, "instr", str_or_null(k->cls.instr));
-  return o;
+  if (strcmp(dm, k->name)) {
+    tb_cstr(b, ",\"demangled\":");
+    tb_json_str(b, dm);
+  }
+  tb_cstr(b, ",\"count\":");
+  tb_u64(b, count);
+  tb_cstr(b, ",\"gpu_ns\":");
+  tb_u64(b, gpu_ns);
+  tb_cstr(b, ",\"tc\":");
+  tb_cstr(b, k->cls.tc == MP_TC_UNKNOWN ? "null" : k->cls.tc == MP_TC_YES ? "true" : "false");
+  tb_cstr(b, ",\"tc_source\":");
+  tb_json_str(b, mp_tc_source_name(k->cls.source));
+  tb_cstr(b, ",\"rule\":");
+  tb_json_str(b, k->cls.rule);
+  tb_cstr(b, ",\"instr\":");
+  tb_json_str(b, k->cls.instr);
+  tb_cstr(b, "}");
+}
+
+/* The raw item of a list built in b ("[...]"); NULL on ENOMEM. */
+static cJSON *tb_raw(text_buf *b) {
+  cJSON *r = b->oom ? NULL : cJSON_CreateRaw(b->p ? b->p : "[]");
+  free(b->p);
+  return r;
 }
 
 static cJSON *site_json(const mpprof_model *m, const mpprof_site *s, mp_stats *scratch) {
@@ -167,9 +265,14 @@ static cJSON *site_json(const mpprof_model *m, const mpprof_site *s, mp_stats *s
     cJSON_AddItemToObject(t, s->tensors[i].role,
                           mpprof_cstats_to_json(&s->tensors[i].st, NULL, scratch));
   cJSON_AddItemToObject(o, "gpu_ns", u64_or_null(s->has_gpu_ns, s->gpu_ns));
-  cJSON *ks = cJSON_AddArrayToObject(o, "kernels");
-  for (size_t i = 0; ks && i < s->n_kernels; i++)
-    cJSON_AddItemToArray(ks, kernel_json(&s->kernels[i]));
+  text_buf kb = {0};
+  tb_cstr(&kb, "[");
+  for (size_t i = 0; i < s->n_kernels; i++) {
+    if (i) tb_cstr(&kb, ",");
+    kernel_text(&kb, &s->kernels[i], s->kernels[i].count, s->kernels[i].gpu_ns);
+  }
+  tb_cstr(&kb, "]");
+  cJSON_AddItemToObject(o, "kernels", tb_raw(&kb));
   cJSON_AddItemToObject(o, "ptr_align",
                         s->ptr_align ? cJSON_CreateNumber(s->ptr_align) : cJSON_CreateNull());
   add_fp8_values(o, s);
@@ -231,16 +334,13 @@ static cJSON *layer_kernels(const mpprof_model *m, const mpprof_layer *l) {
   size_t total = 0;
   for (size_t i = 0; i < l->n_sites; i++)
     total += m->sites[l->first_site + i].n_kernels;
-  cJSON *arr = cJSON_CreateArray();
-  const char **names = malloc((total ? total : 1) * sizeof *names);
-  cJSON **items = malloc((total ? total : 1) * sizeof *items);
+  size_t cap = total ? total : 1;
+  const char **names = malloc(cap * sizeof *names);
+  const mpprof_kernel **first = malloc(cap * sizeof *first);
+  uint64_t *counts = calloc(cap, sizeof *counts), *ns = calloc(cap, sizeof *ns);
   mpprof_name_index ix = {0};
-  if (!arr || !names || !items || mpprof_name_index_init(&ix, total)) {
-    cJSON_Delete(arr);
-    free(names);
-    free(items);
-    return NULL;
-  }
+  cJSON *arr = NULL;
+  if (!names || !first || !counts || !ns || mpprof_name_index_init(&ix, total)) goto out;
   size_t n = 0;
   for (size_t i = 0; i < l->n_sites; i++) {
     const mpprof_site *s = &m->sites[l->first_site + i];
@@ -248,25 +348,28 @@ static cJSON *layer_kernels(const mpprof_model *m, const mpprof_layer *l) {
       const mpprof_kernel *kn = &s->kernels[k];
       size_t *sl = mpprof_name_index_slot(&ix, kn->name, names);
       if (!*sl) {
-        cJSON *e = kernel_json(kn);
-        cJSON_AddItemToArray(arr, e);
         names[n] = kn->name;
-        items[n] = e;
+        first[n] = kn;
         *sl = ++n;
-        continue;
       }
-      cJSON *e = items[*sl - 1];
-      /* counts are cJSON raw numbers: re-create them summed */
-      double cnt = 0, ns = 0;
-      mpprof_json_get_double(cJSON_GetObjectItem(e, "count"), &cnt);
-      mpprof_json_get_double(cJSON_GetObjectItem(e, "gpu_ns"), &ns);
-      cJSON_ReplaceItemInObject(e, "count", mpprof_json_u64((uint64_t)cnt + kn->count));
-      cJSON_ReplaceItemInObject(e, "gpu_ns", mpprof_json_u64((uint64_t)ns + kn->gpu_ns));
+      counts[*sl - 1] += kn->count;
+      ns[*sl - 1] += kn->gpu_ns;
     }
   }
+  text_buf b = {0};
+  tb_cstr(&b, "[");
+  for (size_t i = 0; i < n; i++) {
+    if (i) tb_cstr(&b, ",");
+    kernel_text(&b, first[i], counts[i], ns[i]); /* fields but the sums: the first site's */
+  }
+  tb_cstr(&b, "]");
+  arr = tb_raw(&b);
+out:
   mpprof_name_index_free(&ix);
   free(names);
-  free(items);
+  free(first);
+  free(counts);
+  free(ns);
   return arr;
 }
 
