@@ -26,9 +26,15 @@ typedef int (*execv_fn)(const char *, char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
 
-/* The C library's function `name` (NULL when it has none). */
-static void *real(const char *name) {
-  return dlsym(RTLD_NEXT, name);
+/* The C library's function `name` (NULL when it has none), looked up once
+ * per name: *cache holds it (racing threads store the same value). */
+static void *real(void **cache, const char *name) {
+  void *f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+  if (!f) {
+    f = dlsym(RTLD_NEXT, name);
+    __atomic_store_n(cache, f, __ATOMIC_RELEASE);
+  }
+  return f;
 }
 
 /* After the real exec returned (it failed): the image goes on. errno kept. */
@@ -45,35 +51,40 @@ static int no_function(void) {
 }
 
 MPP_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
-  execve_fn f = (execve_fn)real("execve");
+  static void *real_fn;
+  execve_fn f = (execve_fn)real(&real_fn, "execve");
   if (!f) return no_function();
   mpp_runtime_before_exec();
   return failed(f(path, argv, envp));
 }
 
 MPP_EXPORT int execv(const char *path, char *const argv[]) {
-  execv_fn f = (execv_fn)real("execv");
+  static void *real_fn;
+  execv_fn f = (execv_fn)real(&real_fn, "execv");
   if (!f) return no_function();
   mpp_runtime_before_exec();
   return failed(f(path, argv));
 }
 
 MPP_EXPORT int execvp(const char *file, char *const argv[]) {
-  execv_fn f = (execv_fn)real("execvp");
+  static void *real_fn;
+  execv_fn f = (execv_fn)real(&real_fn, "execvp");
   if (!f) return no_function();
   mpp_runtime_before_exec();
   return failed(f(file, argv));
 }
 
 MPP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
-  execve_fn f = (execve_fn)real("execvpe");
+  static void *real_fn;
+  execve_fn f = (execve_fn)real(&real_fn, "execvpe");
   if (!f) return no_function();
   mpp_runtime_before_exec();
   return failed(f(file, argv, envp));
 }
 
 MPP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
-  fexecve_fn f = (fexecve_fn)real("fexecve");
+  static void *real_fn;
+  fexecve_fn f = (fexecve_fn)real(&real_fn, "fexecve");
   if (!f) return no_function();
   mpp_runtime_before_exec();
   return failed(f(fd, argv, envp));
@@ -81,7 +92,8 @@ MPP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
 
 MPP_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
                         int flags) {
-  execveat_fn f = (execveat_fn)real("execveat");
+  static void *real_fn;
+  execveat_fn f = (execveat_fn)real(&real_fn, "execveat");
   if (!f) return no_function();
   mpp_runtime_before_exec();
   return failed(f(dirfd, path, argv, envp, flags));

@@ -234,27 +234,7 @@ static cJSON *build_diff(const char *da, const cJSON *a, const char *db, const c
 /* ---- HTML ---- */
 
 static void html(FILE *f, const char *s) {
-  for (; s && *s; s++) {
-    switch (*s) {
-    case '&':
-      fputs("&amp;", f);
-      break;
-    case '<':
-      fputs("&lt;", f);
-      break;
-    case '>':
-      fputs("&gt;", f);
-      break;
-    case '"':
-      fputs("&quot;", f);
-      break;
-    case '\'':
-      fputs("&#39;", f);
-      break;
-    default:
-      fputc(*s, f);
-    }
-  }
+  mpprof_html(f, s);
 }
 
 static void cell_str(FILE *f, const cJSON *side, const char *k) {

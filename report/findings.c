@@ -864,11 +864,11 @@ static int rule_incomplete_process(mpprof_model *m) {
 static int rule_processes_still_running(mpprof_model *m) {
   if (!m->n_still_running) return 0;
   char pids[256] = "";
-  size_t len = 0;
-  for (size_t i = 0; i < m->n_still_running && len + 24 < sizeof pids; i++)
+  size_t len = 0, i = 0;
+  for (; i < m->n_still_running && len + 24 < sizeof pids; i++)
     len +=
         (size_t)snprintf(pids + len, sizeof pids - len, "%s%ld", i ? " " : "", m->still_running[i]);
-  if (len + 24 >= sizeof pids) snprintf(pids + len, sizeof pids - len, " ...");
+  if (i < m->n_still_running) snprintf(pids + len, sizeof pids - len, " ..."); /* some left out */
   mpprof_finding *f =
       add(m, "processes_still_running", "medium", NULL,
           mpprof_asprintf(

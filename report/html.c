@@ -26,27 +26,7 @@
 #define MAX_CHARTS 200
 
 static void html(FILE *f, const char *s) {
-  for (; s && *s; s++) {
-    switch (*s) {
-    case '&':
-      fputs("&amp;", f);
-      break;
-    case '<':
-      fputs("&lt;", f);
-      break;
-    case '>':
-      fputs("&gt;", f);
-      break;
-    case '"':
-      fputs("&quot;", f);
-      break;
-    case '\'':
-      fputs("&#39;", f);
-      break;
-    default:
-      fputc(*s, f);
-    }
-  }
+  mpprof_html(f, s);
 }
 
 static void base64(FILE *f, const unsigned char *p, size_t n) {

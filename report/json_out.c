@@ -132,17 +132,9 @@ typedef struct text_buf {
 
 static void tb_put(text_buf *b, const char *s, size_t len) {
   if (b->oom) return;
-  if (b->n + len + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->n + len + 1)
-      cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) {
-      b->oom = true;
-      return;
-    }
-    b->p = p;
-    b->cap = cap;
+  if (mpprof_grow((void **)&b->p, &b->cap, b->n + len + 1, 1)) {
+    b->oom = true;
+    return;
   }
   memcpy(b->p + b->n, s, len);
   b->n += len;

@@ -563,6 +563,8 @@ void mpprof_fprint_term(FILE *f, const char *fmt, ...) __attribute__((format(pri
 char *mpprof_strdup(const char *s); /* NULL-safe */
 char *mpprof_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int mpprof_grow(void **p, size_t *cap, size_t need, size_t elem);
+/* s escaped for HTML text and attribute values (the page and diff.html). */
+void mpprof_html(FILE *f, const char *s);
 /* Percent of a count over a base, 0 when base is 0. */
 double mpprof_pct(uint64_t num, uint64_t den);
 /* The share of a layer tensor's finite non-zero values with cast outcome o

@@ -39,6 +39,31 @@ int mpprof_grow(void **p, size_t *cap, size_t need, size_t elem) {
   return 0;
 }
 
+/* s escaped for HTML text and attribute values (NULL: nothing). */
+void mpprof_html(FILE *f, const char *s) {
+  for (; s && *s; s++) {
+    switch (*s) {
+    case '&':
+      fputs("&amp;", f);
+      break;
+    case '<':
+      fputs("&lt;", f);
+      break;
+    case '>':
+      fputs("&gt;", f);
+      break;
+    case '"':
+      fputs("&quot;", f);
+      break;
+    case '\'':
+      fputs("&#39;", f);
+      break;
+    default:
+      fputc(*s, f);
+    }
+  }
+}
+
 double mpprof_pct(uint64_t num, uint64_t den) {
   return den ? 100.0 * (double)num / (double)den : 0.0;
 }
