@@ -43,6 +43,10 @@ typedef struct mpp_config {
   double checkpoint_s;    /* MPPROF_CHECKPOINT_S; 0 disables */
   int log;                /* MPPROF_LOG: 0 quiet, 1 problems, 2 debug */
   char out_dir[4096];     /* MPPROF_OUT: raw files go to out_dir/raw/ */
+  char cupti[4096];       /* MPPROF_CUPTI: libcupti's path, "off"/"0" disables; "": search */
+  char cuda_home[4096];   /* CUDA_HOME: one more place libcupti is searched ("": none) */
+  int tc_every;           /* MPPROF_TC_COUNTERS: -1 not requested, 0 first call, N every Nth */
+  double loss_scale;      /* MPPROF_LOSS_SCALE (mpprof run --loss-scale); 0: none */
   /* RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID, -1 when none: read
    * at activation (the process's, or a fork child's, first hooked call), on
    * the application's thread, never by mpprof's own threads afterwards
@@ -55,6 +59,7 @@ extern mpp_config mpp_cfg;
 const char *mpp_scan_mode_name(mpp_scan_mode mode);
 int mpp_rank_from_env(void); /* the first launcher variable set, -1 when none */
 int mpp_parse_scan_mode(const char *s, mpp_scan_mode *ret_mode); /* 0 or -EINVAL */
+int mpp_parse_tc_counters(const char *v); /* MPPROF_TC_COUNTERS -> mpp_config.tc_every */
 
 /* --- runtime (runtime.c) --- */
 void mpp_init(void); /* idempotent, pthread_once; also run from the constructor */
@@ -382,7 +387,7 @@ void mpp_capture_reset_counts(void); /* fork child: its own counts, the state in
 /* --- training state (train.c): loss scale, steps, first non-finite op --- */
 double mpp_train_scale(void);            /* in force now; 0 when none declared */
 bool mpp_train_step(uint64_t *ret_step); /* the step in force; false when none marked */
-void mpp_train_init(void);               /* MPPROF_LOSS_SCALE (mpprof run --loss-scale) */
+void mpp_train_init(void);               /* mpp_cfg.loss_scale (mpprof run --loss-scale) */
 void mpp_train_reset_child(void);        /* fork child: the log restarts, the state stays */
 void mpp_train_reset(void);              /* tests: nothing declared */
 void mpp_train_loss_scale(double s);     /* the "loss_scale" mark */

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis/advice.h"
 #include "profiler/gpu/gpu.h"
 #include "profiler/rawwrite.h"
 
@@ -90,6 +91,33 @@ static void read_capture(void) {
   }
 }
 
+/* MPPROF_TC_COUNTERS: unset/""/"0"/"off" = not requested (-1); "first" = the
+ * first call of each site (0); N >= 1 = every Nth call of each site. */
+int mpp_parse_tc_counters(const char *v) {
+  if (!v || !*v || !strcmp(v, "0") || !strcmp(v, "off")) return -1;
+  if (!strcmp(v, "first") || !strcmp(v, "1st")) return 0;
+  char *end;
+  unsigned long n = strtoul(v, &end, 10);
+  if (*end || !n || v[0] == '-') return 0; /* unreadable still asks: the cheapest sampling */
+  return n > 0x7fffffff ? 0x7fffffff : (int)n;
+}
+
+/* CUPTI's library, the hardware counters and the declared loss scale. */
+static void read_gpu_and_training(void) {
+  const char *v = getenv("MPPROF_CUPTI");
+  if (v && *v) snprintf(mpp_cfg.cupti, sizeof mpp_cfg.cupti, "%s", v);
+  v = getenv("CUDA_HOME");
+  if (v) snprintf(mpp_cfg.cuda_home, sizeof mpp_cfg.cuda_home, "%s", v);
+  mpp_cfg.tc_every = mpp_parse_tc_counters(getenv("MPPROF_TC_COUNTERS"));
+  v = getenv("MPPROF_LOSS_SCALE");
+  double s;
+  if (mpp_cfg.disabled || !v || !*v) return;
+  if (mp_parse_loss_scale(v, &s) < 0)
+    mpp_log(1, "ignoring MPPROF_LOSS_SCALE=%s (a positive finite number, or 2^k)", v);
+  else
+    mpp_cfg.loss_scale = s;
+}
+
 static void read_config(void) {
   const char *v;
   memset(&mpp_cfg, 0, sizeof mpp_cfg);
@@ -131,6 +159,7 @@ static void read_config(void) {
     else
       mpp_cfg.checkpoint_s = s;
   }
+  read_gpu_and_training();
   v = getenv("MPPROF_OUT");
   if (!v || !*v) v = "mpprof-out";
   /* Relative to the directory the process starts in: an application that
@@ -446,7 +475,7 @@ void mpp_activate(void) {
   if (!mpp_in_forked_child()) {
     mpp_cupti_set_sink(mpp_kernel_sink_fn);
     mpp_tc_set_verdict_sink(mpp_tc_verdict_sink_fn);
-    mpp_cupti_start();
+    mpp_cupti_start(mpp_cfg.cupti, mpp_cfg.cuda_home);
   }
   if (mpp_cfg.checkpoint_s > 0 && !checkpoint_running) {
     pthread_attr_t attr;

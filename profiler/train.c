@@ -94,14 +94,7 @@ static void set_scale(double s, const char *source) {
 }
 
 void mpp_train_init(void) {
-  const char *v = getenv("MPPROF_LOSS_SCALE");
-  double s;
-  if (!v || !*v) return;
-  if (mp_parse_loss_scale(v, &s) < 0) {
-    mpp_log(1, "ignoring MPPROF_LOSS_SCALE=%s (a positive finite number, or 2^k)", v);
-    return;
-  }
-  set_scale(s, "option");
+  if (mpp_cfg.loss_scale > 0) set_scale(mpp_cfg.loss_scale, "option");
 }
 
 void mpp_train_reset(void) {

@@ -220,9 +220,12 @@ static void *parser_main(void *arg) {
   return NULL;
 }
 
+/* Set by mpp_cupti_start before start_once runs (mpp_config's MPPROF_CUPTI
+ * and CUDA_HOME). */
+static const char *g_library, *g_cuda_home;
+
 static void *open_cupti(void) {
-  const char *env = getenv("MPPROF_CUPTI");
-  if (env && *env) return dlopen(env, RTLD_NOW | RTLD_LOCAL);
+  if (g_library && *g_library) return dlopen(g_library, RTLD_NOW | RTLD_LOCAL);
   static const char *const names[] = {
       "libcupti.so.13",
       "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
@@ -233,10 +236,9 @@ static void *open_cupti(void) {
   void *h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
   for (size_t i = 0; !h && i < sizeof names / sizeof names[0]; i++)
     h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-  const char *home = getenv("CUDA_HOME");
-  if (!h && home) {
+  if (!h && g_cuda_home && *g_cuda_home) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/extras/CUPTI/lib64/libcupti.so.13", home);
+    snprintf(path, sizeof path, "%s/extras/CUPTI/lib64/libcupti.so.13", g_cuda_home);
     h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   }
   return h;
@@ -249,8 +251,7 @@ static const char *status_of(CUptiResult r) {
 
 static void start_once(void) {
   pthread_atfork(NULL, NULL, on_fork_child);
-  const char *env = getenv("MPPROF_CUPTI");
-  if (env && (!strcmp(env, "off") || !strcmp(env, "0"))) {
+  if (g_library && (!strcmp(g_library, "off") || !strcmp(g_library, "0"))) {
     g_status = "disabled";
     return;
   }
@@ -342,7 +343,11 @@ void mpp_cupti_set_sink(mpp_kernel_sink sink) {
   pthread_mutex_unlock(&g_pmu);
 }
 
-void mpp_cupti_start(void) {
+void mpp_cupti_start(const char *library, const char *cuda_home) {
+  pthread_mutex_lock(&g_qmu);
+  if (!g_library) g_library = library ? library : "";
+  if (!g_cuda_home) g_cuda_home = cuda_home ? cuda_home : "";
+  pthread_mutex_unlock(&g_qmu);
   pthread_once(&g_once, start_once);
 }
 

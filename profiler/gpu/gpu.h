@@ -33,7 +33,10 @@ int mpp_cuda_device_info(char *ret_name, size_t n, int *ret_cc_major, int *ret_c
 typedef void (*mpp_kernel_sink)(uint64_t op_id, const char *mangled_name, uint64_t start_ns,
                                 uint64_t end_ns, uint32_t stream_id);
 void mpp_cupti_set_sink(mpp_kernel_sink sink);
-void mpp_cupti_start(void); /* idempotent; from InitializeInjection or the first hooked call */
+/* Idempotent; at activation. library: MPPROF_CUPTI (a path; "off" or "0"
+ * disables; NULL or "": searched, then under cuda_home). Both strings must
+ * outlive the process (mpp_cfg's). */
+void mpp_cupti_start(const char *library, const char *cuda_home);
 void mpp_cupti_push(uint64_t op_id); /* around every hooked real call (CUSTOM2 external id) */
 void mpp_cupti_pop(void);
 void mpp_cupti_flush(void); /* at exit / checkpoint: flush and drain every buffer into the sink */

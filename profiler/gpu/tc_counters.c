@@ -153,33 +153,18 @@ static uint8_t *g_data;
 static size_t g_data_size;
 static struct { uint64_t ops_profiled, kernels_profiled, ops_unmatched, ops_skipped; } g_stats;
 
-/* MPPROF_TC_COUNTERS: unset/""/"0"/"off" = not requested; "first" = the
- * first call of each site; N >= 1 = every Nth call of each site. */
-static int g_every = -1; /* -1 not requested, 0 first call, N */
-static pthread_once_t g_cfg_once = PTHREAD_ONCE_INIT;
+static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
 
 static void on_fork_child(void);
 
-static void read_config(void) {
+static void register_fork_handler(void) {
   pthread_atfork(NULL, NULL, on_fork_child);
-  const char *v = getenv("MPPROF_TC_COUNTERS");
-  if (!v || !*v || !strcmp(v, "0") || !strcmp(v, "off")) return;
-  if (!strcmp(v, "first") || !strcmp(v, "1st")) {
-    g_every = 0;
-    return;
-  }
-  char *end;
-  unsigned long n = strtoul(v, &end, 10);
-  if (*end || !n || v[0] == '-') {
-    g_every = 0; /* an unreadable value still asks for counters: the cheapest sampling */
-    return;
-  }
-  g_every = n > 0x7fffffff ? 0x7fffffff : (int)n;
 }
 
+/* mpp_cfg.tc_every: MPPROF_TC_COUNTERS as read at init (runtime.c). */
 int mpp_tc_every(void) {
-  pthread_once(&g_cfg_once, read_config);
-  return g_every;
+  pthread_once(&g_fork_once, register_fork_handler);
+  return mpp_cfg.tc_every;
 }
 
 static const char *result_name(CUptiResult r) {

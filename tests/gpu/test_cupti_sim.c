@@ -5,7 +5,7 @@
  * switched off is reported as such. Run with LD_LIBRARY_PATH=<simcuda dir>;
  * argv[1] selects the scenario: "ok", "runtime" (SIMCUDA_LAUNCH_API=runtime:
  * launches leave runtime API records only, as cuBLAS's static runtime does on a
- * GPU), "busy" (SIMCUDA_CUPTI_BUSY=1), "off" (MPPROF_CUPTI=off). */
+ * GPU), "busy" (SIMCUDA_CUPTI_BUSY=1), "off" (MPPROF_CUPTI=off, as mpp_config passes it). */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -116,7 +116,7 @@ static int kernels_of(uint64_t op, mp_tc_verdict *ret_tc, mp_dtype *ret_a) {
 static void ops_get_their_kernels_back_through_external_correlation(void **state) {
   (void)state;
   mpp_cupti_set_sink(sink);
-  mpp_cupti_start();
+  mpp_cupti_start(NULL, NULL);
   assert_string_equal(mpp_cupti_status(), "ok");
   run_gemms();
   run_own_scan_kernel();
@@ -150,7 +150,7 @@ static void ops_get_their_kernels_back_through_runtime_launch_records(void **sta
 static void cupti_held_by_another_subscriber_is_reported_and_harmless(void **state) {
   (void)state;
   mpp_cupti_set_sink(sink);
-  mpp_cupti_start();
+  mpp_cupti_start(NULL, NULL);
   assert_string_equal(mpp_cupti_status(), "held_by_other_subscriber");
   run_gemms(); /* push/pop are no-ops: the GEMMs still run */
   mpp_cupti_flush();
@@ -160,7 +160,7 @@ static void cupti_held_by_another_subscriber_is_reported_and_harmless(void **sta
 static void cupti_switched_off_is_reported_as_disabled(void **state) {
   (void)state;
   mpp_cupti_set_sink(sink);
-  mpp_cupti_start();
+  mpp_cupti_start("off", NULL); /* MPPROF_CUPTI=off */
   assert_string_equal(mpp_cupti_status(), "disabled");
   run_gemms();
   mpp_cupti_flush();

@@ -36,6 +36,8 @@
  *                 the main thread exits 0 while it runs
  *   orphan S      one GEMM, fork: the child sleeps S seconds (default 3) and exits; the
  *                 parent exits 0 at once
+ *   setenv        sets MPPROF_CUPTI=off, MPPROF_TC_COUNTERS=first, MPPROF_LOSS_SCALE=8 and
+ *                 MPPROF_SCAN=none, then two GEMMs in "t/gemmex" with RANK=7 set between them
  * Every mode prints a checksum of its results on stdout. Linked against the
  * CUDA libraries by soname; run with LD_LIBRARY_PATH=<simcuda>. */
 #include <pthread.h>
@@ -185,6 +187,29 @@ static int mode_gemmex(int n) {
   int r2 = nvtxRangePop();
   int r3 = nvtxRangePop();
   printf("gemmex %d checksum %.17g nvtx %d %d %d %d\n", n, s, r0, r1, r2, r3);
+  CK(cublasDestroy(h));
+  return 0;
+}
+
+/* The environment changes once the process runs: mpprof's configuration is
+ * the environment it started with (the rank: the one at the first CUDA call). */
+static int mode_setenv(void) {
+  setenv("MPPROF_CUPTI", "off", 1);
+  setenv("MPPROF_TC_COUNTERS", "first", 1);
+  setenv("MPPROF_LOSS_SCALE", "8", 1);
+  setenv("MPPROF_SCAN", "none", 1);
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 1);
+  nvtxRangePushA("t");
+  nvtxRangePushA("gemmex");
+  double s = gemmex(h, &m);
+  setenv("RANK", "7", 1);
+  s += gemmex(h, &m);
+  nvtxRangePop();
+  nvtxRangePop();
+  printf("setenv checksum %.17g\n", s);
   CK(cublasDestroy(h));
   return 0;
 }
@@ -933,6 +958,7 @@ int main(int argc, char **argv) {
   int arg = argc > 2 ? atoi(argv[2]) : 1;
   if (!strcmp(mode, "gemmex")) return mode_gemmex(arg);
   if (!strcmp(mode, "lt")) return mode_lt();
+  if (!strcmp(mode, "setenv")) return mode_setenv();
   if (!strcmp(mode, "variants")) return mode_variants();
   if (!strcmp(mode, "mathmode")) return mode_mathmode();
   if (!strcmp(mode, "threads")) return mode_threads(arg);

@@ -521,6 +521,29 @@ static void loss_scale_option_declares_the_scale_of_a_program_without_marks(void
   free_raws(&r);
 }
 
+/* The configuration is read once at start (the rank at the first CUDA call):
+ * the program's own setenv afterwards changes nothing mpprof does. */
+static void environment_set_by_the_program_does_not_change_the_configuration(void **state) {
+  (void)state;
+  const char *dir = outdir("setenv");
+  char *argv[] = {(char *)mpprof, "-o", (char *)dir, "--", (char *)testprog, "setenv", NULL};
+  const char *env[] = {"RANK=2", NULL};
+  result res = run(argv, env);
+  assert_int_equal(res.status, 0);
+  free(res.out);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 1);
+  assert_int_equal(num(r.doc[0], "rank"), 2);
+  assert_true(str_is(r.doc[0], "cupti.status", "ok"));
+  assert_null(cJSON_GetObjectItem(r.doc[0], "tc_counters"));
+  assert_true(is_null(r.doc[0], "training.loss_scale"));
+  assert_true(str_is(r.doc[0], "scan", "all"));
+  cJSON *s = site(r.doc[0], "cublasGemmEx", "t/gemmex", NULL);
+  assert_int_equal(num(s, "calls"), 2);
+  assert_int_equal(num(s, "scanned_calls"), 2);
+  free_raws(&r);
+}
+
 static void a_loss_scale_that_is_not_a_positive_number_is_a_usage_error(void **state) {
   (void)state;
   const char *bad[] = {"0", "-2", "2^", "inf", "x"};
@@ -979,6 +1002,7 @@ int main(void) {
       cmocka_unit_test(sample_2_scans_every_second_call),
       cmocka_unit_test(calls_during_graph_capture_are_counted_but_not_scanned),
       cmocka_unit_test(mpprof_disable_writes_nothing),
+      cmocka_unit_test(environment_set_by_the_program_does_not_change_the_configuration),
       cmocka_unit_test(a_non_empty_output_directory_is_refused_without_force),
       cmocka_unit_test(a_program_that_cannot_start_exits_127),
       cmocka_unit_test(an_unknown_scan_mode_is_a_usage_error),
