@@ -15,66 +15,11 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "profiler/gpu/gpu.h"
-#include "profiler/rawwrite.h"
-
-/* --- op description helpers --- */
-
-const char *mpp_op_kind_name(mpp_op_kind kind) {
-  static const char *const names[] = {"gemm", "conv_fwd", "conv_bwd_data", "conv_bwd_filter",
-                                      "matmul"};
-  return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "gemm";
-}
-
-const char *mpp_ns_reason_name(mpp_ns_reason r) {
-#define X(id, json, doc) json,
-  static const char *const names[MPP_NS_COUNT] = {MP_RAW_NOT_SCANNED(X)};
-#undef X
-  return (unsigned)r < MPP_NS_COUNT ? names[r] : "unknown";
-}
-
-void mpp_op_init(mpp_op *op, const char *api, mpp_op_kind kind) {
-  memset(op, 0, sizeof *op);
-  op->api = api;
-  op->kind = kind;
-  op->batch = 1;
-  op->lda = op->ldb = op->ldc = op->ldd = -1;
-  op->math_mode = -1;
-  op->alpha = NAN;
-  for (int i = 0; i < 4; i++)
-    op->fp8_scale[i] = NAN;
-  op->amax_d = NAN;
-}
-
-mpp_role *mpp_op_role(mpp_op *op, const char *name, bool input) {
-  if (op->nroles == MPP_MAX_ROLES) return NULL;
-  mpp_role *r = &op->roles[op->nroles++];
-  memset(r, 0, sizeof *r);
-  r->name = name;
-  r->present = true;
-  r->input = input;
-  r->view.dtype = MP_DTYPE_INVALID;
-  r->unscannable = MPP_NS_COUNT;
-  return r;
-}
-
-void mpp_op_type(mpp_op *op, const char *key, const char *dtype_name) {
-  if (op->ntypes == 4) return;
-  op->type_keys[op->ntypes] = key;
-  op->type_names[op->ntypes] = dtype_name;
-  op->ntypes++;
-}
-
-void mpp_op_note_ptr(mpp_op *op, const void *p) {
-  if (!p) return;
-  uint64_t a = (uint64_t)(uintptr_t)p;
-  a &= -a; /* lowest set bit: the largest power of two dividing p */
-  if (a > 256) a = 256;
-  if (!op->ptr_align || a < op->ptr_align) op->ptr_align = a;
-}
+#include "profiler/hostmem.h"
+#include "profiler/process.h"
 
 /* --- per-thread scratch stats --- */
 
@@ -173,31 +118,6 @@ static void host_scan(mpp_call *c, int ri, const mp_view *v, bool saturates) {
     s->saturated += mp_count_saturated(v);
 }
 
-/* Can this process read the byte at p? The kernel copies it for us and says
- * EFAULT where a load would fault; nothing is touched. */
-static bool readable_here(const void *p) {
-  char b;
-  struct iovec local = {&b, 1}, remote = {(void *)(uintptr_t)p, 1};
-  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 1;
-}
-
-static mpp_mem_kind mem_kind(const void *p) {
-  mpp_mem_kind k = mpp_cuda_pointer_kind(p);
-  bool driver = mpp_cuda_available();
-  /* Without a driver there is no device memory: the pointer is the host's. */
-  if (k == MPP_MEM_UNKNOWN && !driver) k = MPP_MEM_HOST;
-  /* Except in a fork child, where mpprof leaves the parent's CUDA state alone:
-   * a pointer may be one of the parent's device allocations, not mapped
-   * readable here (cuBLAS would just fail; a host scan would crash). */
-  if (k == MPP_MEM_HOST && !driver && p && mpp_in_forked_child() && !readable_here(p))
-    k = MPP_MEM_DEVICE;
-  return k;
-}
-
-bool mpp_host_readable(const void *p) {
-  return p && mem_kind(p) == MPP_MEM_HOST;
-}
-
 /* ptrs: a batch by pointer array in device memory (v gives the matrices'
  * shape and count), scanned whole by the kernel reading the array itself. */
 static void device_scan(mpp_call *c, const mpp_op *op, int ri, const mp_view *v,
@@ -226,7 +146,7 @@ static void scan_role(mpp_call *c, const mpp_op *op, int ri) {
      * on a GPU): the device scanner reads the array on the GPU, the whole
      * batch in one scan. Readable here (simcuda): the host scanner follows
      * it. Anything else (managed, unknown) is not followed. */
-    mpp_mem_kind k = mem_kind(r->ptr_array);
+    mpp_mem_kind k = mpp_mem_kind_of(r->ptr_array);
     if (k == MPP_MEM_DEVICE) {
       device_scan(c, op, ri, &r->view, r->ptr_array);
       return;
@@ -242,7 +162,7 @@ static void scan_role(mpp_call *c, const mpp_op *op, int ri) {
       v.data = r->ptr_array[b];
       v.batch = 1;
       v.batch_stride = 0;
-      if (!v.data || mem_kind(v.data) != MPP_MEM_HOST) {
+      if (!v.data || mpp_mem_kind_of(v.data) != MPP_MEM_HOST) {
         c->ns_counts[v.data ? MPP_NS_DEVICE_UNAVAILABLE : MPP_NS_UNKNOWN]++;
         return;
       }
@@ -254,7 +174,7 @@ static void scan_role(mpp_call *c, const mpp_op *op, int ri) {
     c->ns_counts[MPP_NS_UNKNOWN]++;
     return;
   }
-  if (mem_kind(r->view.data) == MPP_MEM_HOST)
+  if (mpp_mem_kind_of(r->view.data) == MPP_MEM_HOST)
     host_scan(c, ri, &r->view, r->saturates);
   else
     device_scan(c, op, ri, &r->view, NULL);

@@ -60,6 +60,7 @@ const char *mpp_scan_mode_name(mpp_scan_mode mode);
 int mpp_rank_from_env(void); /* the first launcher variable set, -1 when none */
 int mpp_parse_scan_mode(const char *s, mpp_scan_mode *ret_mode); /* 0 or -EINVAL */
 int mpp_parse_tc_counters(const char *v); /* MPPROF_TC_COUNTERS -> mpp_config.tc_every */
+void mpp_config_read(void);               /* fills mpp_cfg (but its rank): once, from mpp_init */
 
 /* --- runtime (runtime.c) --- */
 void mpp_init(void); /* idempotent, pthread_once; also run from the constructor */
@@ -71,6 +72,7 @@ void mpp_leave(void);
 uint32_t mpp_thread_id(void);
 uint64_t mpp_now_ns(void); /* CLOCK_REALTIME */
 bool mpp_in_forked_child(void);
+void mpp_core_fork_child(void); /* runtime.c's atfork child handler: a new tid, the flag set */
 /* Log a line when MPPROF_LOG >= level, `mpprof[pid/tid]: ...` on stderr in one
  * write; callers log a problem once (their own flag), never per call. */
 void mpp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -190,9 +192,7 @@ void mpp_op_init(mpp_op *op, const char *api, mpp_op_kind kind);
 mpp_role *mpp_op_role(mpp_op *op, const char *name, bool input);
 void mpp_op_type(mpp_op *op, const char *key, const char *dtype_name);
 void mpp_op_note_ptr(mpp_op *op, const void *p); /* ptr_align */
-/* May mpprof read this memory on the host (host memory, or no driver)? In a
- * fork child without a driver the byte at p is probed first. */
-bool mpp_host_readable(const void *p);
+/* mpp_host_readable: profiler/hostmem.h */
 
 typedef struct mpp_call {
   int site;       /* -1: not attributed (site cap) */
@@ -310,6 +310,9 @@ bool mpp_sites_locked_by_caller(void); /* the calling thread holds the site lock
  * fork() by the prepare handler and re-created in the child, so a child never
  * inherits it locked by a thread that does not exist there. At most 8. */
 void mpp_fork_protect(pthread_mutex_t *mu);
+void mpp_fork_locks_lock(void);   /* atfork prepare: every protected mutex, in order */
+void mpp_fork_locks_unlock(void); /* atfork parent */
+void mpp_fork_locks_reinit(void); /* atfork child */
 /* Site id for the op and the calling thread's layer; -1 when the site cap is
  * hit (the op is counted as not attributed). */
 int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_index);
@@ -346,15 +349,15 @@ typedef struct mpp_tables {
   uint32_t nreasons;
   const char *const *reasons; /* incomplete_reasons, formatted */
 } mpp_tables;
-void mpp_tables_get(mpp_tables *ret);
+/* ranges_dropped: the NVTX count the "max_ranges" reason text states (the
+ * writer asks nvtx.c; the site table does not). */
+void mpp_tables_get(mpp_tables *ret, uint64_t ranges_dropped);
 /* At exit: calls begun and not ended become an incomplete reason. */
 void mpp_sites_note_in_flight(void);
 
 /* --- exec (exec.c, runtime.c, rawwrite.c) --- */
 void mpp_runtime_before_exec(void); /* writes the raw file as final */
 void mpp_runtime_exec_failed(void); /* the image goes on: later writes follow */
-void mpp_raw_exec_failed(void);
-int mpp_process_pid(void); /* this image's pid as recorded at start / fork */
 
 /* --- NVTX layers (nvtx.c) --- */
 /* The calling thread's range stack joined with "/" ("" without ranges). */

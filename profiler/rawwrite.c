@@ -22,19 +22,11 @@
 #include "common/safefile.h"
 #include "jsonw.h"
 #include "profiler/gpu/gpu.h"
+#include "profiler/process.h"
 #include "profiler/rawwrite.h"
 
 uint64_t mpp_nvtx_marks(void);
 uint64_t mpp_nvtx_start_end_ranges(void);
-
-static struct {
-  int pid, ppid;
-  uint64_t start_ns;
-  char host[256];
-  bool device_known;
-  char device_name[256];
-  int cc_major, cc_minor;
-} proc;
 
 static pthread_mutex_t write_mu = PTHREAD_MUTEX_INITIALIZER;
 static bool final_written;
@@ -45,44 +37,16 @@ static bool final_written;
 static int name_claim = -1;
 #define MPP_RAW_NAME_TRIES 64
 
-void mpp_process_info_reset(void) {
-  proc.pid = (int)getpid();
-  proc.ppid = (int)getppid();
-  proc.start_ns = mpp_now_ns();
-  if (gethostname(proc.host, sizeof proc.host) != 0)
-    snprintf(proc.host, sizeof proc.host, "unknown");
-  proc.host[sizeof proc.host - 1] = '\0';
+void mpp_raw_reset(void) {
   pthread_mutex_init(&write_mu, NULL);
   final_written = false;
   name_claim = -1;
-}
-
-int mpp_process_pid(void) {
-  return proc.pid;
 }
 
 void mpp_raw_exec_failed(void) {
   pthread_mutex_lock(&write_mu);
   final_written = false; /* the image goes on: later checkpoints and the exit write follow */
   pthread_mutex_unlock(&write_mu);
-}
-
-void mpp_process_note_device(void) {
-  if (!mpp_cuda_available()) return;
-  /* Asked outside any lock (driver calls), published under the site lock,
-   * which the writer holds while it reads proc.device_*: a checkpoint never
-   * sees a half-written name. */
-  char name[sizeof proc.device_name];
-  int major = 0, minor = 0;
-  if (mpp_cuda_device_info(name, sizeof name, &major, &minor) != 0) return;
-  mpp_sites_lock();
-  if (!proc.device_known) {
-    memcpy(proc.device_name, name, sizeof name);
-    proc.cc_major = major;
-    proc.cc_minor = minor;
-    proc.device_known = true;
-  }
-  mpp_sites_unlock();
 }
 
 /* --- argv from /proc/self/cmdline (the app's main() arguments are not ours) --- */
@@ -455,10 +419,10 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_
   mpp_jw_str(w, MP_SCHEMA_RAW);
   mpp_jw_key(w, MP_RK_TOP.final);
   mpp_jw_bool(w, final);
-  key_i64(w, MP_RK_TOP.pid, proc.pid);
-  key_i64(w, MP_RK_TOP.ppid, proc.ppid);
+  key_i64(w, MP_RK_TOP.pid, mpp_process_info()->pid);
+  key_i64(w, MP_RK_TOP.ppid, mpp_process_info()->ppid);
   mpp_jw_key(w, MP_RK_TOP.host);
-  mpp_jw_str(w, proc.host);
+  mpp_jw_str(w, mpp_process_info()->host);
   mpp_jw_key(w, MP_RK_TOP.rank);
   if (o->rank >= 0)
     mpp_jw_int(w, o->rank);
@@ -467,7 +431,7 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_
   mpp_jw_key(w, MP_RK_TOP.argv);
   bool argv_cut = write_argv(w);
   mpp_jw_key(w, MP_RK_TOP.start_ns);
-  mpp_jw_uint(w, proc.start_ns);
+  mpp_jw_uint(w, mpp_process_info()->start_ns);
   mpp_jw_key(w, MP_RK_TOP.end_ns);
   mpp_jw_uint(w, o->end_ns);
   mpp_jw_key(w, MP_RK_TOP.incomplete);
@@ -586,7 +550,7 @@ char *mpp_raw_render_facts(bool final, const mpp_raw_facts *f, size_t *ret_len) 
   tc_nmetrics = f->tc.nmetrics;
   mpp_tables t;
   mpp_sites_lock();
-  mpp_tables_get(&t);
+  mpp_tables_get(&t, mpp_nvtx_ranges_dropped());
   write_doc(&w, final, &t, f);
   mpp_sites_unlock();
   if (c_loc) {
@@ -614,11 +578,11 @@ char *mpp_raw_render(bool final, size_t *ret_len) {
                      .end_ns = mpp_now_ns()};
   mpp_tc_info_get(&f.tc);
   if (child) f.tc.status = NULL; /* the parent's counters are not the child's */
-  mpp_sites_lock();              /* proc.device_* are published under it */
-  f.device_known = proc.device_known;
-  memcpy(f.device_name, proc.device_name, sizeof f.device_name);
-  f.cc_major = proc.cc_major;
-  f.cc_minor = proc.cc_minor;
+  mpp_sites_lock();              /* mpp_process_info()->device_* are published under it */
+  f.device_known = mpp_process_info()->device_known;
+  memcpy(f.device_name, mpp_process_info()->device_name, sizeof f.device_name);
+  f.cc_major = mpp_process_info()->cc_major;
+  f.cc_minor = mpp_process_info()->cc_minor;
   mpp_sites_unlock();
   return mpp_raw_render_facts(final, &f, ret_len);
 }
@@ -637,9 +601,10 @@ static int open_raw_dir(void) {
  * name made safe as one file name component. */
 static void raw_file_name(char *buf, size_t n, int suffix) {
   if (suffix > 0)
-    snprintf(buf, n, "%s-%d.%d.json", proc.host, proc.pid, suffix + 1);
+    snprintf(buf, n, "%s-%d.%d.json", mpp_process_info()->host, mpp_process_info()->pid,
+             suffix + 1);
   else
-    snprintf(buf, n, "%s-%d.json", proc.host, proc.pid);
+    snprintf(buf, n, "%s-%d.json", mpp_process_info()->host, mpp_process_info()->pid);
   for (char *p = buf; *p; p++)
     if (*p == '/' || (p == buf && *p == '.')) *p = '_';
 }
@@ -658,7 +623,7 @@ int mpp_raw_write(bool final) {
     return -ENOMEM;
   }
   doc[len] = '\n'; /* the writer keeps a byte spare for the NUL */
-  char name[sizeof proc.host + 48];
+  char name[sizeof mpp_process_info()->host + 48];
   int raw = open_raw_dir();
   if (raw < 0) {
     err = raw;

@@ -13,8 +13,9 @@
 int mpp_raw_write(bool final);
 /* Serialise the raw document into a malloc'd buffer (tests). */
 char *mpp_raw_render(bool final, size_t *ret_len);
-void mpp_process_info_reset(void);  /* start time, pid: at init and in a fork child */
-void mpp_process_note_device(void); /* once CUDA is up: device name and compute capability */
+/* The writer's own state (name claimed, final written): at init and in a fork child. */
+void mpp_raw_reset(void);
+void mpp_raw_exec_failed(void); /* the image goes on: later writes follow */
 
 /* Everything in the raw document besides the site tables and the process
  * identity (pid, host, start): mpp_raw_render gathers it; tests give their own. */

@@ -1,5 +1,5 @@
-/* The runtime of libmpprof.so: configuration from the environment, init once,
- * the per-thread depth guard, real-symbol resolution, and the process
+/* The runtime of libmpprof.so: init once (configuration: core.c), the
+ * per-thread depth guard, real-symbol resolution, and the process
  * lifecycle — activation at the first hooked call (exit handler registered
  * after CUDA started, checkpoint thread, CUPTI), fork (the child starts empty
  * and writes its own raw file) and exit (flush CUPTI and scans, final raw
@@ -25,203 +25,17 @@
 
 #include "analysis/advice.h"
 #include "profiler/gpu/gpu.h"
+#include "profiler/process.h"
 #include "profiler/rawwrite.h"
-
-mpp_config mpp_cfg;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static atomic_bool initialised;
 static atomic_bool activated;
 static atomic_bool finishing; /* exit handler running: hooks pass through */
-static atomic_bool forked_child;
 static pthread_mutex_t activate_mu = PTHREAD_MUTEX_INITIALIZER;
 static bool exit_handler_registered;
 
 static __thread MPP_TLS int depth;
-static __thread MPP_TLS uint32_t tid_cache;
-
-/* --- configuration --- */
-
-const char *mpp_scan_mode_name(mpp_scan_mode mode) {
-  switch (mode) {
-  case MPP_SCAN_ALL:
-    return "all";
-  case MPP_SCAN_OUTPUTS:
-    return "outputs";
-  case MPP_SCAN_NONE:
-    return "none";
-  }
-  return "all";
-}
-
-int mpp_parse_scan_mode(const char *s, mpp_scan_mode *ret_mode) {
-  static const mpp_scan_mode modes[] = {MPP_SCAN_ALL, MPP_SCAN_OUTPUTS, MPP_SCAN_NONE};
-  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
-    if (s && !strcmp(s, mpp_scan_mode_name(modes[i]))) {
-      *ret_mode = modes[i];
-      return 0;
-    }
-  return -EINVAL;
-}
-
-static uint64_t env_u64(const char *name, uint64_t dflt, uint64_t lo, uint64_t hi) {
-  const char *v = getenv(name);
-  if (!v || !*v) return dflt;
-  char *end;
-  errno = 0;
-  unsigned long long x = strtoull(v, &end, 10);
-  if (errno || *end || x < lo || x > hi) {
-    mpp_log(1, "ignoring %s=%s (expected an integer in [%llu, %llu])", name, v,
-            (unsigned long long)lo, (unsigned long long)hi);
-    return dflt;
-  }
-  return x;
-}
-
-/* The launcher refused bad values already; set by hand, a bad one is logged
- * and everything is recorded. */
-static void read_capture(void) {
-  const char *range = getenv("MPPROF_CAPTURE_RANGE"), *nvtx = getenv("MPPROF_NVTX_CAPTURE");
-  char err[160];
-  if (nvtx) snprintf(mpp_cfg.capture_nvtx, sizeof mpp_cfg.capture_nvtx, "%s", nvtx);
-  if (mp_capture_parse(range, nvtx ? mpp_cfg.capture_nvtx : NULL, getenv("MPPROF_STEPS"),
-                       &mpp_cfg.capture, err, sizeof err)) {
-    mpp_log(1, "ignoring the capture range (%s): recording everything", err);
-    memset(&mpp_cfg.capture, 0, sizeof mpp_cfg.capture);
-  }
-}
-
-/* MPPROF_TC_COUNTERS: unset/""/"0"/"off" = not requested (-1); "first" = the
- * first call of each site (0); N >= 1 = every Nth call of each site. */
-int mpp_parse_tc_counters(const char *v) {
-  if (!v || !*v || !strcmp(v, "0") || !strcmp(v, "off")) return -1;
-  if (!strcmp(v, "first") || !strcmp(v, "1st")) return 0;
-  char *end;
-  unsigned long n = strtoul(v, &end, 10);
-  if (*end || !n || v[0] == '-') return 0; /* unreadable still asks: the cheapest sampling */
-  return n > 0x7fffffff ? 0x7fffffff : (int)n;
-}
-
-/* CUPTI's library, the hardware counters and the declared loss scale. */
-static void read_gpu_and_training(void) {
-  const char *v = getenv("MPPROF_CUPTI");
-  if (v && *v) snprintf(mpp_cfg.cupti, sizeof mpp_cfg.cupti, "%s", v);
-  v = getenv("CUDA_HOME");
-  if (v) snprintf(mpp_cfg.cuda_home, sizeof mpp_cfg.cuda_home, "%s", v);
-  mpp_cfg.tc_every = mpp_parse_tc_counters(getenv("MPPROF_TC_COUNTERS"));
-  v = getenv("MPPROF_LOSS_SCALE");
-  double s;
-  if (mpp_cfg.disabled || !v || !*v) return;
-  if (mp_parse_loss_scale(v, &s) < 0)
-    mpp_log(1, "ignoring MPPROF_LOSS_SCALE=%s (a positive finite number, or 2^k)", v);
-  else
-    mpp_cfg.loss_scale = s;
-}
-
-static void read_config(void) {
-  const char *v;
-  memset(&mpp_cfg, 0, sizeof mpp_cfg);
-  mpp_cfg.rank = -1; /* read at activation */
-  v = getenv("MPPROF_LOG");
-  mpp_cfg.log = v ? atoi(v) : 0;
-  v = getenv("MPPROF_DISABLE");
-  mpp_cfg.disabled = v && *v && strcmp(v, "0") != 0;
-  /* Secure-execution mode (setuid/setgid or capabilities gained at exec): the
-   * environment that names OUT belongs to a less privileged user, so nothing
-   * is recorded or written (docs/profiler.md, Security). */
-  if (getauxval(AT_SECURE)) {
-    if (!mpp_cfg.disabled)
-      mpp_log(1, "secure-execution mode (setuid/setgid program): not profiling, nothing written");
-    mpp_cfg.disabled = true;
-  }
-  v = getenv("MPPROF_SCAN");
-  if (v && *v && mpp_parse_scan_mode(v, &mpp_cfg.scan) < 0) {
-    mpp_log(1, "ignoring MPPROF_SCAN=%s (all | outputs | none)", v);
-    mpp_cfg.scan = MPP_SCAN_ALL;
-  }
-  v = getenv("MPPROF_SAMPLE");
-  mpp_cfg.sample = v && !strcmp(v, "auto")
-                       ? MPP_SAMPLE_AUTO
-                       : env_u64("MPPROF_SAMPLE", MPP_SAMPLE_AUTO, 1, UINT32_MAX);
-  mpp_cfg.shadow = env_u64("MPPROF_SHADOW", 0, 0, UINT32_MAX);
-  mpp_cfg.shadow_max_mb = env_u64("MPPROF_SHADOW_MAX_MB", 256, 1, 1u << 20);
-  mpp_cfg.max_sites = (uint32_t)env_u64("MPPROF_MAX_SITES", 1024, 1, 1u << 20);
-  mpp_cfg.max_events = env_u64("MPPROF_MAX_EVENTS", 100000, 0, 1ull << 32);
-  mpp_cfg.max_ranges = env_u64("MPPROF_MAX_RANGES", 100000, 0, 1ull << 32);
-  read_capture();
-  mpp_cfg.checkpoint_s = 10.0;
-  v = getenv("MPPROF_CHECKPOINT_S");
-  if (v && *v) {
-    char *end;
-    double s = strtod(v, &end);
-    if (*end || !(s >= 0) || s > 1e6)
-      mpp_log(1, "ignoring MPPROF_CHECKPOINT_S=%s (seconds, 0 disables)", v);
-    else
-      mpp_cfg.checkpoint_s = s;
-  }
-  read_gpu_and_training();
-  v = getenv("MPPROF_OUT");
-  if (!v || !*v) v = "mpprof-out";
-  /* Relative to the directory the process starts in: an application that
-   * changes directory later (Hydra does) must not scatter its raw files. */
-  char cwd[4096];
-  size_t lv = strlen(v), lc;
-  if (v[0] != '/' && getcwd(cwd, sizeof cwd) &&
-      (lc = strlen(cwd)) + 1 + lv < sizeof mpp_cfg.out_dir) {
-    memcpy(mpp_cfg.out_dir, cwd, lc);
-    mpp_cfg.out_dir[lc] = '/';
-    memcpy(mpp_cfg.out_dir + lc + 1, v, lv + 1);
-  } else {
-    snprintf(mpp_cfg.out_dir, sizeof mpp_cfg.out_dir, "%s", v);
-  }
-}
-
-int mpp_rank_from_env(void) {
-  static const char *const vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
-  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-    const char *v = getenv(vars[i]);
-    char *end;
-    if (v && *v) {
-      long r = strtol(v, &end, 10);
-      if (!*end && r >= 0 && r <= INT_MAX) return (int)r;
-    }
-  }
-  return -1;
-}
-
-/* --- logging --- */
-
-void mpp_log(int level, const char *fmt, ...) {
-  if (mpp_cfg.log < level) return;
-  char line[1024];
-  int n = snprintf(line, sizeof line, "mpprof[%d/%u]: ", (int)getpid(), mpp_thread_id());
-  va_list ap;
-  va_start(ap, fmt);
-  if (n > 0 && (size_t)n < sizeof line) vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
-  va_end(ap);
-  size_t len = strlen(line);
-  line[len++] = '\n';
-  /* One write: lines of different threads do not interleave. */
-  ssize_t ignored = write(STDERR_FILENO, line, len);
-  (void)ignored;
-}
-
-/* --- per-thread state --- */
-
-uint32_t mpp_thread_id(void) {
-  if (!tid_cache) tid_cache = (uint32_t)syscall(SYS_gettid);
-  return tid_cache;
-}
-
-uint64_t mpp_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-bool mpp_in_forked_child(void) {
-  return atomic_load_explicit(&forked_child, memory_order_relaxed);
-}
 
 bool mpp_enter(void) {
   /* Inner calls (cuBLAS -> cuBLASLt) and mpprof's own calls pass through. */
@@ -475,6 +289,7 @@ void mpp_activate(void) {
   if (!mpp_in_forked_child()) {
     mpp_cupti_set_sink(mpp_kernel_sink_fn);
     mpp_tc_set_verdict_sink(mpp_tc_verdict_sink_fn);
+    mpp_cupti_set_flush_observer(mpp_tc_flush_mark, mpp_tc_settle);
     mpp_cupti_start(mpp_cfg.cupti, mpp_cfg.cuda_home);
   }
   if (mpp_cfg.checkpoint_s > 0 && !checkpoint_running) {
@@ -499,17 +314,6 @@ void mpp_activate(void) {
   pthread_mutex_unlock(&activate_mu);
 }
 
-/* Module mutexes (cuBLAS handle table, cuDNN shadows): leaf locks, never held
- * while another mpprof lock is taken, so any order between them is safe. */
-#define MPP_MAX_FORK_LOCKS 8
-static pthread_mutex_t *fork_locks[MPP_MAX_FORK_LOCKS];
-static int nfork_locks;
-
-void mpp_fork_protect(pthread_mutex_t *mu) {
-  /* Called from constructors, which the loader runs one at a time. */
-  if (nfork_locks < MPP_MAX_FORK_LOCKS) fork_locks[nfork_locks++] = mu;
-}
-
 static void renew_exit_handler(void) {
   pthread_mutex_lock(&activate_mu);
   if (!exit_handler_renewed) {
@@ -529,8 +333,7 @@ static void renew_exit_handler(void) {
 static void atfork_prepare(void) {
   pthread_mutex_lock(&pass_mu);
   pthread_mutex_lock(&activate_mu);
-  for (int i = 0; i < nfork_locks; i++)
-    pthread_mutex_lock(fork_locks[i]);
+  mpp_fork_locks_lock();
   mpp_cupti_fork_prepare();
   mpp_sites_lock();
 }
@@ -538,8 +341,7 @@ static void atfork_prepare(void) {
 static void atfork_parent(void) {
   mpp_sites_unlock();
   mpp_cupti_fork_parent();
-  for (int i = nfork_locks; i-- > 0;)
-    pthread_mutex_unlock(fork_locks[i]);
+  mpp_fork_locks_unlock();
   pthread_mutex_unlock(&activate_mu);
   pthread_mutex_unlock(&pass_mu);
 }
@@ -551,24 +353,24 @@ static void atfork_child(void) {
   pthread_mutex_init(&checkpoint_mu, NULL);
   pthread_cond_init(&checkpoint_cv, NULL);
   pthread_mutex_init(&pass_mu, NULL);
-  for (int i = 0; i < nfork_locks; i++)
-    pthread_mutex_init(fork_locks[i], NULL);
+  mpp_fork_locks_reinit();
   mpp_cupti_fork_child();
   mpp_sites_reset(); /* also re-creates the sites mutex */
   mpp_train_reset_child();
-  tid_cache = 0; /* the child's own tid */
+  mpp_core_fork_child(); /* the child's own tid; mpp_in_forked_child() */
   mpp_nvtx_ranges_reset();
   mpp_capture_reset_counts();
   checkpoint_running = false;
   checkpoint_entered = false;
-  atomic_store(&forked_child, true);
   atomic_store(&activated, false);
   mpp_process_info_reset();
+  mpp_raw_reset();
 }
 
 static void init_once_fn(void) {
-  read_config();
+  mpp_config_read();
   mpp_process_info_reset();
+  mpp_raw_reset();
   if (!mpp_cfg.disabled) {
     mpp_train_init();
     depth++;

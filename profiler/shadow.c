@@ -21,6 +21,7 @@
 #include "analysis/shadow.h"
 #include "jsonw.h"
 #include "profiler/gpu/gpu.h"
+#include "profiler/hostmem.h"
 
 /* Why a sampled call was not shadowed: analysis/raw_format.h's table. */
 typedef enum shadow_skip {

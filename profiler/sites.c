@@ -604,7 +604,7 @@ void mpp_sites_note_in_flight(void) {
 }
 
 /* Reason texts with the counts as of now: "<first message>: N ops not attributed". */
-static void finish_reasons_locked(void) {
+static void finish_reasons_locked(uint64_t ranges_dropped) {
   for (uint32_t i = 0; i < nreasons; i++) {
     uint64_t n = 0;
     const char *what = NULL;
@@ -618,7 +618,7 @@ static void finish_reasons_locked(void) {
       n = kevents_dropped;
       what = "kernel events dropped";
     } else if (!strcmp(reasons[i].key, "max_ranges")) {
-      n = mpp_nvtx_ranges_dropped();
+      n = ranges_dropped;
       what = "NVTX ranges dropped";
     }
     if (!what) continue;
@@ -630,8 +630,8 @@ static void finish_reasons_locked(void) {
   }
 }
 
-void mpp_tables_get(mpp_tables *t) {
-  finish_reasons_locked();
+void mpp_tables_get(mpp_tables *t, uint64_t ranges_dropped) {
+  finish_reasons_locked(ranges_dropped);
   t->sites = sites;
   t->nsites = nsites;
   t->events = events;

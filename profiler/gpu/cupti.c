@@ -377,14 +377,19 @@ void mpp_cupti_pop(void) {
     api.pop_ext(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, &id);
 }
 
-/* tc_counters.c is part of libmpprof.so; tests that link cupti.c alone lack it. */
-#pragma weak mpp_tc_flush_mark
-#pragma weak mpp_tc_settle
+/* Set once at activation, before CUPTI starts (runtime.c: tc_counters.c's). */
+static mpp_flush_mark_fn g_flush_mark;
+static mpp_flush_settle_fn g_flush_settle;
+
+void mpp_cupti_set_flush_observer(mpp_flush_mark_fn mark, mpp_flush_settle_fn settle) {
+  g_flush_mark = mark;
+  g_flush_settle = settle;
+}
 
 void mpp_cupti_flush(void) {
   if (!atomic_load(&g_active)) return;
   /* Counter-profiled calls that ended before this flush get all their kernels from it. */
-  uint64_t tc_mark = mpp_tc_flush_mark ? mpp_tc_flush_mark() : 0;
+  uint64_t tc_mark = g_flush_mark ? g_flush_mark() : 0;
   api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   queued_buf q;
   while (take_buffer(&q, false))
@@ -397,7 +402,7 @@ void mpp_cupti_flush(void) {
   pthread_mutex_lock(&g_pmu);
   settle_waiting(true);
   pthread_mutex_unlock(&g_pmu);
-  if (mpp_tc_settle) mpp_tc_settle(tc_mark);
+  if (g_flush_settle) g_flush_settle(tc_mark);
 }
 
 void *mpp_cupti_handle(void) {

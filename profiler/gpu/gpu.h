@@ -40,6 +40,12 @@ void mpp_cupti_start(const char *library, const char *cuda_home);
 void mpp_cupti_push(uint64_t op_id); /* around every hooked real call (CUSTOM2 external id) */
 void mpp_cupti_pop(void);
 void mpp_cupti_flush(void); /* at exit / checkpoint: flush and drain every buffer into the sink */
+/* Told around every flush: mark() before it, settle(mark) once every buffer
+ * is parsed (tc_counters.c's mpp_tc_flush_mark/mpp_tc_settle, set by runtime.c:
+ * cupti.c does not call the counter module, which is built on it). */
+typedef uint64_t (*mpp_flush_mark_fn)(void);
+typedef void (*mpp_flush_settle_fn)(uint64_t mark);
+void mpp_cupti_set_flush_observer(mpp_flush_mark_fn mark, mpp_flush_settle_fn settle);
 const char *
 mpp_cupti_status(void); /* ok | disabled | unavailable | held_by_other_subscriber | error */
 uint64_t mpp_cupti_dropped(void);
@@ -66,8 +72,8 @@ typedef void (*mpp_tc_verdict_fn)(uint64_t op_id, const char *mangled_name, bool
 void mpp_tc_set_verdict_sink(mpp_tc_verdict_fn fn);
 /* From the kernel sink, for every attributed kernel (cheap when not requested). */
 void mpp_tc_kernel(uint64_t op_id, const char *mangled_name, uint64_t start_ns);
-/* mpp_cupti_flush: mark before flushing, settle after (calls whose kernels did
- * not all arrive are given up and counted). */
+/* mpp_cupti_flush's observer: mark before flushing, settle after (calls whose
+ * kernels did not all arrive are given up and counted). */
 uint64_t mpp_tc_flush_mark(void);
 void mpp_tc_settle(uint64_t mark);
 typedef struct mpp_tc_info {

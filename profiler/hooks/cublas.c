@@ -16,6 +16,7 @@
 #include "gemm_decode.h"
 #include "hook.h"
 #include "profiler/gpu/gpu.h"
+#include "profiler/hostmem.h"
 
 /* cuda_fp16.h declares __half only for C++; the ABI is a pointer either way. */
 typedef struct mpp_half {

@@ -8,6 +8,7 @@
 #include "gemm_decode.h"
 #include "hook.h"
 #include "profiler/gpu/gpu.h"
+#include "profiler/hostmem.h"
 
 #define MPP_MODULE_SONAME "libcublasLt.so.13"
 #define MPP_MODULE_SYMS(X)                                                                         \

@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "cuda_types.h"
+#include "profiler/hostmem.h"
 
 /* ptr_align of a pointer-array batch: its matrices' pointers, when the array
  * is host-readable (in device memory it is read only by the device scan; the

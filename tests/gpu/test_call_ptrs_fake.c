@@ -21,6 +21,7 @@
 #include "profiler/gpu/cuda_driver.h"
 #include "profiler/gpu/gpu.h"
 #include "profiler/hooks/gemm_decode.h"
+#include "profiler/hostmem.h"
 #include "profiler/mpp.h"
 #include "tests/gpu/scan_data.h"
 
@@ -107,7 +108,7 @@ static void run_batched(bool device) {
 
   mpp_sites_lock();
   mpp_tables t;
-  mpp_tables_get(&t);
+  mpp_tables_get(&t, 0);
   assert_int_equal(t.nsites, 1);
   const mpp_site *s = &t.sites[0];
   for (int r = 0; r < MPP_NS_COUNT; r++)

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "profiler/hooks/gemm_decode.h"
+#include "profiler/hostmem.h"
 #include "profiler/mpp.h"
 
 /* Exit status of a child process, 128 + signal when killed. */

@@ -1,0 +1,61 @@
+/* The op record (mpp_op): what a hooked call asked for, as its hook module
+ * decoded it — the site key and the tensors to scan — and the names the raw
+ * file gives its enums. Plain data: used by the hook modules, the call path,
+ * the site table and the writer, and using none of them. */
+#include "mpp.h"
+
+#include <math.h>
+#include <string.h>
+
+const char *mpp_op_kind_name(mpp_op_kind kind) {
+  static const char *const names[] = {"gemm", "conv_fwd", "conv_bwd_data", "conv_bwd_filter",
+                                      "matmul"};
+  return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "gemm";
+}
+
+const char *mpp_ns_reason_name(mpp_ns_reason r) {
+#define X(id, json, doc) json,
+  static const char *const names[MPP_NS_COUNT] = {MP_RAW_NOT_SCANNED(X)};
+#undef X
+  return (unsigned)r < MPP_NS_COUNT ? names[r] : "unknown";
+}
+
+void mpp_op_init(mpp_op *op, const char *api, mpp_op_kind kind) {
+  memset(op, 0, sizeof *op);
+  op->api = api;
+  op->kind = kind;
+  op->batch = 1;
+  op->lda = op->ldb = op->ldc = op->ldd = -1;
+  op->math_mode = -1;
+  op->alpha = NAN;
+  for (int i = 0; i < 4; i++)
+    op->fp8_scale[i] = NAN;
+  op->amax_d = NAN;
+}
+
+mpp_role *mpp_op_role(mpp_op *op, const char *name, bool input) {
+  if (op->nroles == MPP_MAX_ROLES) return NULL;
+  mpp_role *r = &op->roles[op->nroles++];
+  memset(r, 0, sizeof *r);
+  r->name = name;
+  r->present = true;
+  r->input = input;
+  r->view.dtype = MP_DTYPE_INVALID;
+  r->unscannable = MPP_NS_COUNT;
+  return r;
+}
+
+void mpp_op_type(mpp_op *op, const char *key, const char *dtype_name) {
+  if (op->ntypes == 4) return;
+  op->type_keys[op->ntypes] = key;
+  op->type_names[op->ntypes] = dtype_name;
+  op->ntypes++;
+}
+
+void mpp_op_note_ptr(mpp_op *op, const void *p) {
+  if (!p) return;
+  uint64_t a = (uint64_t)(uintptr_t)p;
+  a &= -a; /* lowest set bit: the largest power of two dividing p */
+  if (a > 256) a = 256;
+  if (!op->ptr_align || a < op->ptr_align) op->ptr_align = a;
+}

@@ -1,0 +1,24 @@
+/* The process image being profiled (process.c): who it is, for the raw file's
+ * identity and name. Reset at init and in a fork child. */
+#ifndef MPPROF_PROFILER_PROCESS_H
+#define MPPROF_PROFILER_PROCESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct mpp_process {
+  int pid, ppid;
+  uint64_t start_ns;
+  char host[256];
+  /* Published under the site lock (mpp_sites_lock): read them under it. */
+  bool device_known;
+  char device_name[256];
+  int cc_major, cc_minor;
+} mpp_process;
+
+const mpp_process *mpp_process_info(void);
+void mpp_process_info_reset(void);  /* start time, pid, host: at init and in a fork child */
+void mpp_process_note_device(void); /* once CUDA is up: device name and compute capability */
+int mpp_process_pid(void);          /* this image's pid as recorded at start / fork */
+
+#endif
