@@ -20,6 +20,13 @@
 #include "profiler/gpu/gpu.h"
 #include "profiler/hostmem.h"
 #include "profiler/process.h"
+#include "profiler/call.h"
+#include "profiler/capture.h"
+#include "profiler/op.h"
+#include "profiler/scope.h"
+#include "profiler/shadow.h"
+#include "profiler/sites.h"
+#include "profiler/train.h"
 
 /* --- per-thread scratch stats --- */
 

@@ -14,7 +14,10 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "analysis/raw_format.h"
 #include "jsonw.h"
+#include "profiler/capture.h"
+#include "profiler/train.h"
 
 static atomic_bool api_on, api_seen;
 static atomic_int nvtx_inside;

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "mpp.h"
+#include "profiler/runtime.h"
 
 #if defined(__x86_64__) && defined(__linux__)
 

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "mpp.h"
+#include "profiler/runtime.h"
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);

@@ -19,6 +19,11 @@
  * "loss_scale" with a double payload, "step" and "step_skipped" with an
  * unsigned 64-bit payload (README.md). Other messages there are ignored. */
 #include "mpp.h"
+#include "profiler/capture.h"
+#include "profiler/nvtx.h"
+#include "profiler/runtime.h"
+#include "profiler/sites.h"
+#include "profiler/train.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -3,6 +3,7 @@
  * file gives its enums. Plain data: used by the hook modules, the call path,
  * the site table and the writer, and using none of them. */
 #include "mpp.h"
+#include "profiler/op.h"
 
 #include <math.h>
 #include <string.h>

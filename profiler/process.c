@@ -9,6 +9,7 @@
 
 #include "mpp.h"
 #include "profiler/gpu/gpu.h"
+#include "profiler/sites.h"
 
 static mpp_process proc;
 

@@ -24,6 +24,14 @@
 #include "profiler/gpu/gpu.h"
 #include "profiler/process.h"
 #include "profiler/rawwrite.h"
+#include "profiler/call.h"
+#include "profiler/capture.h"
+#include "profiler/nvtx.h"
+#include "profiler/op.h"
+#include "profiler/scope.h"
+#include "profiler/shadow.h"
+#include "profiler/sites.h"
+#include "profiler/train.h"
 
 uint64_t mpp_nvtx_marks(void);
 uint64_t mpp_nvtx_start_end_ranges(void);

@@ -27,6 +27,12 @@
 #include "profiler/gpu/gpu.h"
 #include "profiler/process.h"
 #include "profiler/rawwrite.h"
+#include "profiler/call.h"
+#include "profiler/capture.h"
+#include "profiler/nvtx.h"
+#include "profiler/runtime.h"
+#include "profiler/sites.h"
+#include "profiler/train.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static atomic_bool initialised;

@@ -10,6 +10,8 @@
  * stacks are small heap blocks, freed at thread exit as nvtx.c does. */
 #include "mpp.h"
 #include "profiler/include/mpprof.h"
+#include "profiler/nvtx.h"
+#include "profiler/scope.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

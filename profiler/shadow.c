@@ -22,6 +22,10 @@
 #include "jsonw.h"
 #include "profiler/gpu/gpu.h"
 #include "profiler/hostmem.h"
+#include "profiler/call.h"
+#include "profiler/op.h"
+#include "profiler/shadow.h"
+#include "profiler/sites.h"
 
 /* Why a sampled call was not shadowed: analysis/raw_format.h's table. */
 typedef enum shadow_skip {

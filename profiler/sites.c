@@ -20,6 +20,11 @@
 #include "analysis/kernel_class.h"
 #include "analysis/raw_format.h"
 #include "profiler/jsonw.h"
+#include "profiler/call.h"
+#include "profiler/op.h"
+#include "profiler/scope.h"
+#include "profiler/shadow.h"
+#include "profiler/sites.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 /* How many times the calling thread holds `mu` (0 or 1): the exit handler must

@@ -19,6 +19,9 @@
 #include "analysis/raw_format.h"
 #include "jsonw.h"
 #include "profiler/include/mpprof.h"
+#include "profiler/runtime.h"
+#include "profiler/sites.h"
+#include "profiler/train.h"
 
 #define MAX_CHANGES 4096
 #define MAX_SEGMENTS 4096

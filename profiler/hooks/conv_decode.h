@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "profiler/mpp.h"
+#include "profiler/op.h"
 
 #define MPP_CONV_MAX_DIMS 8
 

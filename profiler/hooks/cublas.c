@@ -17,6 +17,7 @@
 #include "hook.h"
 #include "profiler/gpu/gpu.h"
 #include "profiler/hostmem.h"
+#include "profiler/sites.h"
 
 /* cuda_fp16.h declares __half only for C++; the ABI is a pointer either way. */
 typedef struct mpp_half {

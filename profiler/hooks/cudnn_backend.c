@@ -23,6 +23,7 @@
 #include "conv_decode.h"
 #include "cuda_types.h"
 #include "hook.h"
+#include "profiler/sites.h"
 
 #define MPP_MODULE_SONAME "libcudnn.so.9"
 #define MPP_MODULE_SYMS(X)                                                                         \

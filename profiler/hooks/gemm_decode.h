@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "profiler/mpp.h"
+#include "profiler/op.h"
 
 typedef struct mpp_gemm_call {
   const char *api;

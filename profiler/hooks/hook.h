@@ -14,6 +14,9 @@
 #define MPPROF_PROFILER_HOOKS_HOOK_H
 
 #include "profiler/mpp.h"
+#include "profiler/call.h"
+#include "profiler/op.h"
+#include "profiler/runtime.h"
 
 #define MPP_SYM_ENUM_(name) MPP_SYM_##name,
 #define MPP_SYM_ROW_(sym) {.name = #sym, .soname = MPP_MODULE_SONAME},

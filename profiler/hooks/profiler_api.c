@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 
 #include "hook.h"
+#include "profiler/capture.h"
 
 #define MPP_MODULE_SONAME "libcudart.so.13"
 #define MPP_MODULE_SYMS(X)                                                                         \

@@ -4,6 +4,7 @@
 #include <cudaProfiler.h>
 
 #include "hook.h"
+#include "profiler/capture.h"
 
 #define MPP_MODULE_SONAME "libcuda.so.1"
 #define MPP_MODULE_SYMS(X)                                                                         \

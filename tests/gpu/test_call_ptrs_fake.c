@@ -24,6 +24,9 @@
 #include "profiler/hostmem.h"
 #include "profiler/mpp.h"
 #include "tests/gpu/scan_data.h"
+#include "profiler/call.h"
+#include "profiler/op.h"
+#include "profiler/sites.h"
 
 enum { NB = 3, M = 37, N = 13, K = 11, LDA = 40, LDB = 16, LDC = 40 };
 

@@ -25,6 +25,11 @@
 #include "profiler/hooks/gemm_decode.h"
 #include "profiler/hostmem.h"
 #include "profiler/mpp.h"
+#include "profiler/call.h"
+#include "profiler/nvtx.h"
+#include "profiler/op.h"
+#include "profiler/runtime.h"
+#include "profiler/sites.h"
 
 /* Exit status of a child process, 128 + signal when killed. */
 static int child_status(pid_t pid) {

@@ -22,6 +22,11 @@
 #include "profiler/include/mpprof.h"
 #include "profiler/mpp.h"
 #include "profiler/rawwrite.h"
+#include "profiler/call.h"
+#include "profiler/nvtx.h"
+#include "profiler/op.h"
+#include "profiler/sites.h"
+#include "profiler/train.h"
 
 int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get);
 

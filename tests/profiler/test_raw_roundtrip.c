@@ -26,6 +26,12 @@
 #include "profiler/mpp.h"
 #include "profiler/rawwrite.h"
 #include "report/report_internal.h"
+#include "profiler/call.h"
+#include "profiler/capture.h"
+#include "profiler/nvtx.h"
+#include "profiler/op.h"
+#include "profiler/sites.h"
+#include "profiler/train.h"
 
 static float a_vals[16], d_vals[16], amax_val = 4096;
 

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "profiler/mpp.h"
+#include "profiler/call.h"
 
 static bool auto_scans(uint64_t i) {
   return mpp_sample_scans(MPP_SAMPLE_AUTO, i);

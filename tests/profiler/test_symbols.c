@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "profiler/mpp.h"
+#include "profiler/runtime.h"
 
 void *__real_dlopen(const char *file, int mode);
 void *__wrap_dlopen(const char *file, int mode);

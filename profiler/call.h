@@ -1,0 +1,57 @@
+/* One hooked call (call.c): sampling, scans, the CUPTI op id, recording in
+ * its site; and the sinks that bring kernels and counter verdicts back to a
+ * call's site. */
+#ifndef MPPROF_PROFILER_CALL_H
+#define MPPROF_PROFILER_CALL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "analysis/stats.h"
+#include "profiler/op.h"
+
+/* --- sampling ---
+ * MPPROF_SAMPLE=auto (the default): every call of a site is scanned for its
+ * first MPP_SAMPLE_AUTO_FIRST calls; after that each further
+ * MPP_SAMPLE_AUTO_FIRST scanned calls are twice as far apart as the ones
+ * before, up to 1 in MPP_SAMPLE_AUTO_CAP; a long run costs what its start
+ * costs. MPPROF_SAMPLE=N scans calls 0, N, 2N, ... of each site. */
+
+#define MPP_SAMPLE_AUTO_FIRST 64
+#define MPP_SAMPLE_AUTO_CAP 64
+/* Is call `index` (0-based, per site) scanned under `sample` (N or MPP_SAMPLE_AUTO)? */
+bool mpp_sample_scans(uint64_t sample, uint64_t index);
+
+/* --- calls --- */
+typedef struct mpp_call {
+  int site;       /* -1: not attributed (site cap) */
+  uint64_t op_id; /* pushed to CUPTI */
+  uint64_t index; /* the call's index in its site (sampling) */
+  uint64_t t0_ns; /* CLOCK_REALTIME */
+  bool scan;      /* this call's roles are scanned */
+  bool capturing;
+  bool timed;                   /* t0_ns taken: an event will be recorded */
+  bool tc_counting;             /* --tc-counters profiles this call's kernels (tc_counters.c) */
+  mp_stats *tmp[MPP_MAX_ROLES]; /* host-scan results, merged at the end */
+  bool tmp_used[MPP_MAX_ROLES];
+  bool tmp_owned; /* tmp[] malloc'd: another call of this thread is open (call.c) */
+  uint32_t ns_counts[MPP_NS_COUNT];
+  bool has_step; /* a step was marked: the step in force when the call began */
+  uint64_t step;
+} mpp_call;
+
+/* Every begun call must be ended (calls of one thread may nest: grouped GEMMs
+ * and cuDNN graphs open one per op around a single real call). */
+void mpp_call_begin(mpp_call *c, mpp_op *op);
+/* CUPTI kernel sink (mpp_kernel_sink): kernels and gpu_ns per site. */
+void mpp_kernel_sink_fn(uint64_t op_id, const char *mangled_name, uint64_t start_ns,
+                        uint64_t end_ns, uint32_t stream_id);
+void mpp_call_end(mpp_call *c, mpp_op *op, bool ok);
+/* A cuDNN autotuning execution of the op: counted apart, never scanned. */
+void mpp_call_autotune(mpp_op *op);
+/* tc_counters.c verdict sink (mpp_tc_verdict_fn): op id -> site. */
+void mpp_tc_verdict_sink_fn(uint64_t op_id, const char *mangled_name, bool tc, const double *values,
+                            int nvalues);
+void mpp_call_prepare_thread(void); /* activation: the calling thread's scan scratch */
+
+#endif

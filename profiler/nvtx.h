@@ -1,0 +1,25 @@
+/* NVTX range stacks (nvtx.c): the layer path of the calling thread, and the
+ * ended ranges kept for the timeline. */
+#ifndef MPPROF_PROFILER_NVTX_H
+#define MPPROF_PROFILER_NVTX_H
+
+#include <stdint.h>
+
+/* The calling thread's range stack joined with "/" ("" without ranges). */
+const char *mpp_nvtx_layer(uint64_t *ret_hash);
+/* Direct access for tests and hooks: push/pop on the calling thread. */
+int mpp_nvtx_push(const void *domain, const char *name);
+int mpp_nvtx_pop(const void *domain);
+void mpp_nvtx_thread_reset(void);
+/* An ended push/pop range (MP_RAW_RANGE). */
+typedef struct mpp_range {
+  uint64_t start_ns, end_ns;
+  uint32_t thread, depth;
+  char name[88]; /* cut at 87 bytes */
+} mpp_range;
+/* Every kept range, in no particular order; safe while threads push and pop. */
+void mpp_nvtx_ranges_each(void (*fn)(void *ctx, const mpp_range *r), void *ctx);
+uint64_t mpp_nvtx_ranges_dropped(void);
+void mpp_nvtx_ranges_reset(void); /* fork child, tests */
+
+#endif

@@ -1,0 +1,98 @@
+/* The op record (op.c): what a hooked call asked for, decoded by its hook
+ * module — the site key and the tensors to scan — and its enums' raw-file
+ * names. */
+#ifndef MPPROF_PROFILER_OP_H
+#define MPPROF_PROFILER_OP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "analysis/raw_format.h"
+#include "analysis/scan.h"
+
+#define MPP_MAX_ROLES 4
+#define MPP_MAX_PTRS 65536 /* pointer-array batches scanned per role and call */
+
+typedef enum mpp_op_kind {
+  MPP_OP_GEMM = 0,
+  MPP_OP_CONV_FWD,
+  MPP_OP_CONV_BWD_DATA,
+  MPP_OP_CONV_BWD_FILTER,
+  MPP_OP_MATMUL,
+} mpp_op_kind;
+const char *mpp_op_kind_name(mpp_op_kind kind);
+
+/* Why a tensor role of a call was not scanned: MP_RAW_NOT_SCANNED
+ * (analysis/raw_format.h) names them as raw-file keys. */
+typedef enum mpp_ns_reason {
+#define X(id, json, doc) MPP_NS_##id,
+  MP_RAW_NOT_SCANNED(X)
+#undef X
+      MPP_NS_COUNT
+} mpp_ns_reason;
+const char *mpp_ns_reason_name(mpp_ns_reason r);
+
+typedef struct mpp_conv {
+  int64_t n, c, h, w, k, r, s;
+  int64_t pad[2], stride[2], dilation[2];
+} mpp_conv;
+
+typedef struct mpp_role {
+  const char *name;             /* "A", "x", ... */
+  bool present;                 /* participates in this call (C only when beta != 0) */
+  bool input;                   /* read by the op: scanned before the call, else after */
+  mp_view view;                 /* view.data: the tensor (NULL with ptr_array set) */
+  const void *const *ptr_array; /* pointer-array batch: view.batch pointers */
+  mpp_ns_reason unscannable;    /* MPP_NS_COUNT when scannable */
+  bool saturates;               /* an fp8 output the op converts with saturation (cuBLASLt) */
+} mpp_role;
+
+typedef struct mpp_op {
+  /* The site key (with the caller's layer). */
+  const char *api; /* static string */
+  mpp_op_kind kind;
+  int64_t m, n, k, batch;
+  int64_t lda, ldb, ldc, ldd; /* -1: absent */
+  char transa, transb;        /* 0 for non-GEMMs */
+  bool has_conv;
+  mpp_conv conv;
+  int ntypes;
+  const char *type_keys[4];  /* "A".."D" or "x","w","y" */
+  const char *type_names[4]; /* static: dtype names */
+  const char *compute_type;  /* static or NULL */
+  const char *scale_type;    /* static or NULL */
+  int math_mode;             /* -1: null */
+  const char *epilogue;      /* static or NULL */
+  const char *conv_math;     /* legacy cuDNN cudnnMathType_t name, static or NULL */
+  uint8_t fp8_scales;        /* MPP_FP8_* bits */
+  double loss_scale;         /* declared loss scale in force at the call; 0: none (call.c) */
+  /* Per call, not part of the key. */
+  void *stream;
+  double alpha;            /* NAN: not readable here (device pointer, vector) */
+  bool shadow_unsupported; /* a layout or scaling shadow execution does not model */
+  /* cuBLASLt FP8 (per call): scalar A/B/C/D scales and AMAX_D as read on the
+   * host path, NAN when not read (unset: no pointer; device memory; a block
+   * scale mode); amax_d_ptr is read back after the call (call.c). */
+  double fp8_scale[4];
+  bool fp8_scale_unread[4]; /* a pointer was set but its value not read here */
+  const void *amax_d_ptr;
+  double amax_d;
+  uint64_t ptr_align; /* 0: no pointer seen */
+  int nroles;
+  mpp_role roles[MPP_MAX_ROLES];
+} mpp_op;
+
+#define MPP_FP8_A 1u
+#define MPP_FP8_B 2u
+#define MPP_FP8_C 4u
+#define MPP_FP8_D 8u
+#define MPP_FP8_AMAX_D 16u
+
+void mpp_op_init(mpp_op *op, const char *api, mpp_op_kind kind);
+/* Adds a role; returns it for the caller to fill its view. */
+mpp_role *mpp_op_role(mpp_op *op, const char *name, bool input);
+void mpp_op_type(mpp_op *op, const char *key, const char *dtype_name);
+void mpp_op_note_ptr(mpp_op *op, const void *p); /* ptr_align */
+/* mpp_host_readable: profiler/hostmem.h */
+
+#endif

@@ -1,0 +1,41 @@
+/* The lifecycle of libmpprof.so (runtime.c): init once, activation at the
+ * first hooked call, the per-thread depth guard hooks run inside, real
+ * symbols, exec. */
+#ifndef MPPROF_PROFILER_RUNTIME_H
+#define MPPROF_PROFILER_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+void mpp_init(void); /* idempotent, pthread_once; also run from the constructor */
+void mpp_activate(
+    void); /* idempotent: the process uses CUDA (first hooked call or cuInit injection) */
+bool mpp_enter(
+    void); /* start of a hooked call: true when it is to be recorded (then call mpp_leave) */
+void mpp_leave(void);
+
+/* Real symbols: resolved early by mpp_init (RTLD_NEXT), lazily again when a
+ * library was loaded later (dlopen'ed by the app), falling back to the
+ * already loaded library by soname when RTLD_NEXT does not see it. */
+typedef struct mpp_sym {
+  const char *name;
+  const char *soname;
+  void *fn;           /* atomic */
+  uint64_t missed_at; /* atomic: 1 + loader generation of the last failed lookup (0: none) */
+} mpp_sym;
+void *mpp_sym_get(mpp_sym *s);
+void mpp_sym_resolve_all(mpp_sym *tab, size_t n);
+void mpp_register_syms(mpp_sym *tab, size_t n); /* called by each hook module's constructor */
+/* dlsym.c: a program looked `name` up on a CUDA library's own handle and got
+ * `real`; the hook forwards there unless its real symbol is known already.
+ * False when mpprof has no entry of that name. */
+bool mpp_sym_adopt(const char *name, void *real);
+/* The C library's dlsym (dlsym.c, in libmpprof.so only: weak elsewhere). */
+void *mpp_dlsym_real(void *handle, const char *name) __attribute__((weak));
+
+/* --- exec (exec.c) --- */
+void mpp_runtime_before_exec(void); /* writes the raw file as final */
+void mpp_runtime_exec_failed(void); /* the image goes on: later writes follow */
+
+#endif

@@ -1,0 +1,126 @@
+/* The site table (sites.c): calls aggregated by site (layer + API + dtypes +
+ * shape), per-call events, kernel events, and the reasons a raw file is
+ * incomplete. */
+#ifndef MPPROF_PROFILER_SITES_H
+#define MPPROF_PROFILER_SITES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "analysis/stats.h"
+#include "profiler/call.h"
+#include "profiler/op.h"
+#include "profiler/scope.h"
+
+#define MPP_SITE_TC_VALUES 4 /* == MPP_TC_MAX_METRICS (profiler/gpu/gpu.h) */
+typedef struct mpp_site_kernel_t {
+  char *name;
+  uint64_t count;
+  uint64_t gpu_ns;
+  int8_t tc;                            /* --tc-counters: -1 not measured, 0 no, 1 Tensor Cores */
+  uint32_t tc_profiled;                 /* launches measured */
+  double tc_values[MPP_SITE_TC_VALUES]; /* summed over them, metrics as in the raw tc_counters */
+} mpp_site_kernel_t;
+
+#define MPP_SITE_MAX_KERNELS 32
+
+/* A cuBLASLt FP8 scalar over a site's calls (MP_RAW_FP8_VALUE). */
+typedef struct mpp_fp8_value {
+  double min, max; /* NAN: none read */
+  uint64_t read, unread;
+} mpp_fp8_value;
+
+typedef struct mpp_site {
+  uint64_t hash;
+  char *layer;
+  /* The scope's module class (interned by scope.c, never freed; NULL
+   * without) and phase (MPPROF_SCOPE_*, 0 without a scope phase). */
+  const char *module_class;
+  uint8_t phase;
+  mpp_op key;       /* roles[].view and per-call fields cleared */
+  uint64_t started; /* calls begun: the sampling index */
+  uint64_t calls;   /* calls that returned success */
+  uint64_t scanned_calls;
+  uint64_t autotune_calls;
+  uint64_t not_scanned[MPP_NS_COUNT];
+  mp_stats *stats[MPP_MAX_ROLES]; /* lazily allocated, by role index */
+  uint64_t gpu_ns;
+  uint64_t kernel_launches;
+  int nkernels;
+  mpp_site_kernel_t kernels[MPP_SITE_MAX_KERNELS];
+  uint64_t kernels_other;         /* launches of names beyond MPP_SITE_MAX_KERNELS */
+  uint64_t ptr_align;             /* 0: none yet */
+  struct mpp_shadow_site *shadow; /* --shadow state (shadow.c); NULL until shadowed */
+  mpp_fp8_value fp8_scale[4];     /* A, B, C, D */
+  mpp_fp8_value amax_d;
+} mpp_site;
+
+typedef struct mpp_event {
+  uint32_t site;
+  uint32_t thread;
+  uint64_t t_ns;
+  uint64_t dur_ns;
+  uintptr_t stream;
+  uint64_t call; /* the call's index in its site */
+} mpp_event;
+
+/* A kernel a recorded call launched (CUPTI), for the timeline's GPU tracks. */
+typedef struct mpp_kernel_event {
+  uint32_t site;
+  uint32_t call;   /* low 32 bits of the call's index (the op id's) */
+  uint32_t kernel; /* index into the site's kernels[] */
+  uint32_t stream; /* CUPTI stream id */
+  uint64_t start_ns, end_ns;
+} mpp_kernel_event;
+
+/* All tables are protected by one mutex (sites.c); the accessors below take it. */
+void mpp_sites_lock(void);
+void mpp_sites_unlock(void);
+void mpp_sites_reset(void);   /* fork child and tests: drop everything */
+void mpp_sites_prepare(void); /* activation: allocate the first tables */
+/* A kernel CUPTI saw outside every hooked call: counted when its name is
+ * cuBLAS's or cuDNN's (mp_kernel_library), written under "cupti". */
+void mpp_note_unattributed_kernel(const char *name, uint64_t gpu_ns);
+struct mpp_jw;
+void mpp_unattributed_write_locked(struct mpp_jw *w); /* the "cupti" object's counts */
+bool mpp_sites_locked_by_caller(void);                /* the calling thread holds the site lock */
+/* Site id for the op and the calling thread's layer; -1 when the site cap is
+ * hit (the op is counted as not attributed). */
+int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_index);
+void mpp_site_record_autotune(int site); /* a cuDNN autotuning execution: counted apart */
+/* Record a finished call: counts, not-scanned reasons, host-scan stats, event. */
+void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur_ns);
+bool mpp_events_wanted(void); /* false once MPPROF_MAX_EVENTS events are stored */
+void mpp_site_merge_stats(int site, int role, const mp_stats *s); /* device-scan sink */
+/* One kernel launch of call `call` (low 32 bits) of the site; start/end for the timeline. */
+void mpp_site_kernel(int site, uint32_t call, const char *name, uint64_t start_ns, uint64_t end_ns,
+                     uint32_t stream);
+/* A counter verdict for one measured launch of a kernel already in the site. */
+void mpp_site_kernel_tc(int site, const char *name, bool tc, const double *values, int nvalues);
+void mpp_note_failed_call(void);
+void mpp_note_incomplete(const char *reason_key, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Read-only view for the writer; call with the lock held. */
+typedef struct mpp_tables {
+  mpp_site *sites;
+  uint32_t nsites;
+  const mpp_event *events;
+  uint64_t nevents;
+  uint64_t events_dropped;
+  const mpp_kernel_event *kevents;
+  uint64_t nkevents;
+  uint64_t kevents_dropped;
+  uint64_t ops_unattributed;
+  uint64_t failed_calls;
+  uint64_t total_calls;
+  uint32_t nreasons;
+  const char *const *reasons; /* incomplete_reasons, formatted */
+} mpp_tables;
+/* ranges_dropped: the NVTX count the "max_ranges" reason text states (the
+ * writer asks nvtx.c; the site table does not). */
+void mpp_tables_get(mpp_tables *ret, uint64_t ranges_dropped);
+/* At exit: calls begun and not ended become an incomplete reason. */
+void mpp_sites_note_in_flight(void);
+
+#endif
