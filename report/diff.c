@@ -19,13 +19,16 @@
 #include "report/report_internal.h"
 #include "report/tensorio/stats_json.h"
 
-static cJSON *load_report(const char *dir) {
+static cJSON *load_report(const char *dir, mpprof_error *ret_error) {
   char *path = mpprof_asprintf("%s/report.json", dir);
-  if (!path) return NULL;
+  if (!path) {
+    mpprof_error_set(ret_error, ENOMEM, "diff: out of memory");
+    return NULL;
+  }
   FILE *f = fopen(path, "rb");
   if (!f) {
-    fprintf(stderr, "mpprof: diff: %s: %s (run 'mpprof report %s' first?)\n", path, strerror(errno),
-            dir);
+    mpprof_error_set(ret_error, errno, "diff: %s: %s (run 'mpprof report %s' first?)", path,
+                     strerror(errno), dir);
     free(path);
     return NULL;
   }
@@ -53,8 +56,8 @@ static cJSON *load_report(const char *dir) {
   if (!j || !cJSON_IsString(schema) || strcmp(schema->valuestring, MP_SCHEMA_REPORT) ||
       !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "layers")) ||
       !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "sites"))) {
-    fprintf(stderr, "mpprof: diff: %s: not an mpprof report (%s)\n", path,
-            j ? "schema or layers/sites missing" : "not JSON");
+    mpprof_error_set(ret_error, EINVAL, "diff: %s: not an mpprof report (%s)", path,
+                     j ? "schema or layers/sites missing" : "not JSON");
     cJSON_Delete(j);
     j = NULL;
   }
@@ -365,9 +368,10 @@ static int write_text(const char *path, const char *text) {
   return mpprof_afile_close(&af, true);
 }
 
-int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_dir, FILE *summary) {
-  cJSON *a = load_report(dir_a);
-  cJSON *b = a ? load_report(dir_b) : NULL;
+int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_dir, FILE *summary,
+                         mpprof_error *ret_error) {
+  cJSON *a = load_report(dir_a, ret_error);
+  cJSON *b = a ? load_report(dir_b, ret_error) : NULL;
   if (!a || !b) {
     cJSON_Delete(a);
     return -1;
@@ -388,13 +392,13 @@ int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_d
        *ph = mpprof_asprintf("%s/diff.html", out_dir);
   if (json && html_text && pj && ph) {
     rc = write_text(pj, json);
-    if (rc) fprintf(stderr, "mpprof: diff: cannot write %s: %s\n", pj, strerror(errno));
+    if (rc) mpprof_error_set(ret_error, errno, "diff: cannot write %s: %s", pj, strerror(errno));
     if (!rc) {
       rc = write_text(ph, html_text);
-      if (rc) fprintf(stderr, "mpprof: diff: cannot write %s: %s\n", ph, strerror(errno));
+      if (rc) mpprof_error_set(ret_error, errno, "diff: cannot write %s: %s", ph, strerror(errno));
     }
   } else {
-    fputs("mpprof: diff: out of memory\n", stderr);
+    mpprof_error_set(ret_error, ENOMEM, "diff: out of memory");
   }
   if (!rc && summary) {
     size_t changed = 0;

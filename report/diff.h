@@ -6,9 +6,13 @@
 
 #include <stdio.h>
 
+#include "report/report.h"
+
 /* Reads A/report.json and B/report.json, writes OUT/diff.json and
- * OUT/diff.html. 0, or -1 with one line on stderr naming the file. */
-int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_dir, FILE *summary);
+ * OUT/diff.html, and a few lines on summary (NULL: none). 0, or -1 with
+ * ret_error (may be NULL) naming the file and the problem. */
+int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_dir, FILE *summary,
+                         mpprof_error *ret_error);
 
 /* The command lines (argv joined by spaces, one per line, sorted, distinct)
  * of the processes whose raw files are in DIR/raw (or DIR itself), read from

@@ -1020,12 +1020,16 @@ static int name_cmp(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int mpprof_read_raw_dir(mpprof_model *m, const char *out_dir, FILE *warn) {
+int mpprof_read_raw_dir(mpprof_model *m, const char *out_dir, FILE *warn, mpprof_error *ret_error) {
   char *dir = mpprof_asprintf("%s/raw", out_dir);
-  if (!dir) return -1;
+  if (!dir) {
+    mpprof_error_set(ret_error, ENOMEM, "report: out of memory");
+    return -1;
+  }
   DIR *d = opendir(dir);
   if (!d) {
-    if (warn) fprintf(warn, "mpprof: %s: %s\n", dir, strerror(errno));
+    int e = errno;
+    mpprof_error_set(ret_error, e, "%s: %s", dir, strerror(e));
     free(dir);
     return -1;
   }
@@ -1053,5 +1057,6 @@ int mpprof_read_raw_dir(mpprof_model *m, const char *out_dir, FILE *warn) {
     free(names[i]);
   free(names);
   free(dir);
+  if (rc) mpprof_error_set(ret_error, ENOMEM, "report: out of memory");
   return rc;
 }

@@ -143,23 +143,27 @@ static void print_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
 }
 
 static int write_one(const mpprof_model *m, const char *dir, const char *name,
-                     int (*fn)(const mpprof_model *, const char *)) {
+                     int (*fn)(const mpprof_model *, const char *), mpprof_error *ret_error) {
   char *path = mpprof_asprintf("%s/%s", dir, name);
-  if (!path) return -1;
+  if (!path) {
+    mpprof_error_set(ret_error, ENOMEM, "report: out of memory");
+    return -1;
+  }
   int rc = fn(m, path);
-  if (rc) fprintf(stderr, "mpprof: cannot write %s: %s\n", path, strerror(errno));
+  if (rc) mpprof_error_set(ret_error, errno, "cannot write %s: %s", path, strerror(errno));
   free(path);
   return rc;
 }
 
 int mpprof_report_generate(const mpprof_report_options *opts) {
   if (!opts || !opts->out_dir) {
-    fputs("mpprof: report: no output directory\n", stderr);
+    if (opts) mpprof_error_set(opts->error, EINVAL, "report: no output directory");
     return -1;
   }
+  mpprof_error *err = opts->error;
   mpprof_model m;
   mpprof_model_init(&m);
-  int rc = mpprof_read_raw_dir(&m, opts->out_dir, stderr);
+  int rc = mpprof_read_raw_dir(&m, opts->out_dir, opts->warnings, err);
   if (rc == 0) {
     rc = mpprof_model_finish(&m);
     m.shadow_max_rel = opts->shadow_max_rel;
@@ -182,15 +186,15 @@ int mpprof_report_generate(const mpprof_report_options *opts) {
     }
     if (rc == 0) rc = mpprof_build_findings(&m);
     if (rc == 0) rc = mpprof_build_plan(&m);
-    if (rc) fprintf(stderr, "mpprof: report: out of memory\n");
+    if (rc) mpprof_error_set(err, ENOMEM, "report: out of memory");
   }
   if (rc == 0)
-    rc = write_one(&m, opts->out_dir, "report.json", mpprof_write_report_json) ||
-         write_one(&m, opts->out_dir, "layers.csv", mpprof_write_layers_csv) ||
-         write_one(&m, opts->out_dir, "ops.csv", mpprof_write_ops_csv) ||
-         write_one(&m, opts->out_dir, "plan.json", mpprof_write_plan_json) ||
-         write_one(&m, opts->out_dir, "trace.json", mpprof_write_trace_json) ||
-         write_one(&m, opts->out_dir, "report.html", mpprof_write_report_html);
+    rc = write_one(&m, opts->out_dir, "report.json", mpprof_write_report_json, err) ||
+         write_one(&m, opts->out_dir, "layers.csv", mpprof_write_layers_csv, err) ||
+         write_one(&m, opts->out_dir, "ops.csv", mpprof_write_ops_csv, err) ||
+         write_one(&m, opts->out_dir, "plan.json", mpprof_write_plan_json, err) ||
+         write_one(&m, opts->out_dir, "trace.json", mpprof_write_trace_json, err) ||
+         write_one(&m, opts->out_dir, "report.html", mpprof_write_report_html, err);
   if (rc == 0) print_summary(&m, opts->out_dir, opts->summary);
   mpprof_model_free(&m);
   return rc ? -1 : 0;

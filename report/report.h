@@ -5,6 +5,13 @@
 
 #include <stdio.h>
 
+/* Why a report library call failed, for the caller to print: one line,
+ * without the "mpprof: " prefix the CLI puts before it. */
+typedef struct mpprof_error {
+  int errnum;         /* the errno behind it, 0 when none */
+  char message[1024]; /* "" until an error is set */
+} mpprof_error;
+
 typedef struct mpprof_report_options {
   const char *out_dir; /* reads out_dir/raw, writes out_dir/report.* */
   const char *program; /* shown as the program; NULL: taken from the raw files' argv */
@@ -14,10 +21,15 @@ typedef struct mpprof_report_options {
    * is built (mpprof run): their raw files are missing or checkpoints. */
   const long *still_running;
   size_t n_still_running;
+  /* Raw files skipped or read in part, one line each ("mpprof: FILE: ..."), as
+   * they are read; NULL: not printed (report.json still lists the skipped). */
+  FILE *warnings;
+  mpprof_error *error; /* set when mpprof_report_generate fails; NULL: not kept */
 } mpprof_report_options;
 
-/* 0 on success (also for an empty run: the report says so); -1 with a one-line
- * message on stderr naming the file and the problem otherwise. */
+/* 0 on success (also for an empty run: the report says so); -1 otherwise, with
+ * opts->error naming the file and the problem. Prints nothing but the summary
+ * and the warnings, on the streams given. */
 int mpprof_report_generate(const mpprof_report_options *opts);
 
 #endif

@@ -19,6 +19,7 @@
 #include "common/safefile.h"
 #include "analysis/kernel_class.h"
 #include "analysis/shadow.h"
+#include "report/report.h"
 #include "analysis/stats.h"
 #include "analysis/tc_eligibility.h"
 #include "analysis/verdict.h"
@@ -445,8 +446,9 @@ int mpprof_model_add_skipped(mpprof_model *m, const char *file, const char *reas
 /* Sort sites, renumber events, build layers. 0 or -1. */
 int mpprof_model_finish(mpprof_model *m);
 
-/* raw_reader.c: read every .json file in dir/raw into the model; warnings on warn. */
-int mpprof_read_raw_dir(mpprof_model *m, const char *out_dir, FILE *warn);
+/* raw_reader.c: read every .json file in dir/raw into the model; warnings on
+ * warn (may be NULL). 0, or -1 with ret_error set (may be NULL). */
+int mpprof_read_raw_dir(mpprof_model *m, const char *out_dir, FILE *warn, mpprof_error *ret_error);
 /* One file; 0 on success, 1 when skipped (reason recorded), -1 out of memory. */
 int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn);
 
@@ -562,6 +564,9 @@ void mpprof_fput_term(FILE *f, const char *s);
 void mpprof_fprint_term(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 char *mpprof_strdup(const char *s); /* NULL-safe */
 char *mpprof_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Sets *e (NULL: nothing) to the formatted message and errnum. */
+void mpprof_error_set(mpprof_error *e, int errnum, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 int mpprof_grow(void **p, size_t *cap, size_t need, size_t elem);
 /* s escaped for HTML text and attribute values (the page and diff.html). */
 void mpprof_html(FILE *f, const char *s);

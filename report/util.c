@@ -17,6 +17,15 @@ char *mpprof_strdup(const char *s) {
   return s ? strdup(s) : NULL;
 }
 
+void mpprof_error_set(mpprof_error *e, int errnum, const char *fmt, ...) {
+  if (!e) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->message, sizeof e->message, fmt, ap);
+  va_end(ap);
+  e->errnum = errnum;
+}
+
 char *mpprof_asprintf(const char *fmt, ...) {
   va_list ap;
   char *ret = NULL;

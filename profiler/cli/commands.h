@@ -3,11 +3,16 @@
 #ifndef MPPROF_CLI_COMMANDS_H
 #define MPPROF_CLI_COMMANDS_H
 
+#include "report/report.h"
+
 int mpprof_cmd_run(int argc, char **argv);     /* run.c: launch a program under the profiler */
 int mpprof_cmd_report(int argc, char **argv);  /* report_cmd.c: rebuild OUT/ from OUT/raw */
 int mpprof_cmd_merge(int argc, char **argv);   /* report_cmd.c: merge several runs */
 int mpprof_cmd_diff(int argc, char **argv);    /* report_cmd.c: compare two runs */
 int mpprof_cmd_inspect(int argc, char **argv); /* inspect.c: numerics of saved tensors */
 int mpprof_cmd_version(int argc, char **argv); /* version.c: versions and embedded GPU archs */
+
+/* report_cmd.c: a report library error as one line on stderr (none when unset). */
+void mpprof_print_error(const mpprof_error *e);
 
 #endif

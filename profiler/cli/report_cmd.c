@@ -33,6 +33,20 @@ static void merge_usage(FILE *out) {
         out);
 }
 
+void mpprof_print_error(const mpprof_error *e) {
+  if (e->message[0]) fprintf(stderr, "mpprof: %s\n", e->message);
+}
+
+/* The report of opts->out_dir: the raw files' warnings and the error on stderr. */
+static int generate(mpprof_report_options *o) {
+  mpprof_error err = {0};
+  o->warnings = stderr;
+  o->error = &err;
+  int rc = mpprof_report_generate(o);
+  if (rc) mpprof_print_error(&err);
+  return rc;
+}
+
 int mpprof_cmd_report(int argc, char **argv) {
   if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
     report_usage(stdout);
@@ -43,7 +57,7 @@ int mpprof_cmd_report(int argc, char **argv) {
     return 2;
   }
   mpprof_report_options o = {.out_dir = argv[1], .program = NULL, .summary = stdout};
-  return mpprof_report_generate(&o) ? 1 : 0;
+  return generate(&o) ? 1 : 0;
 }
 
 /* Copies src to name in out_raw, the one safe way (common/safefile.h). */
@@ -214,7 +228,7 @@ int mpprof_cmd_merge(int argc, char **argv) {
   free(dirs);
   if (rc) return 1;
   mpprof_report_options o = {.out_dir = out, .program = NULL, .summary = stdout};
-  return mpprof_report_generate(&o) ? 1 : 0;
+  return generate(&o) ? 1 : 0;
 }
 
 static void diff_usage(FILE *out) {
@@ -278,7 +292,9 @@ int mpprof_cmd_diff(int argc, char **argv) {
     fprintf(stderr, "mpprof: diff: cannot create %s: %s\n", out, strerror(errno));
     return 1;
   }
-  int rc = mpprof_diff_generate(ab[0], ab[1], out, stdout);
+  mpprof_error err = {0};
+  int rc = mpprof_diff_generate(ab[0], ab[1], out, stdout, &err);
+  if (rc) mpprof_print_error(&err);
   if (rc && !existed) rmdir(out);
   return rc ? 1 : 0;
 }

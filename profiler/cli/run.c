@@ -782,8 +782,13 @@ int mpprof_cmd_run(int argc, char **argv) {
                               .shadow_max_rel = o.shadow_max_rel,
                               .still_running = o.alive,
                               .n_still_running = kept};
-  if (mpprof_report_generate(&ro) != 0)
+  mpprof_error err = {0};
+  ro.warnings = stderr;
+  ro.error = &err;
+  if (mpprof_report_generate(&ro) != 0) {
+    mpprof_print_error(&err);
     fprintf(stderr, "mpprof: the report of %s was not written; raw files are in %s/raw\n",
             o.argv[0], out_abs);
+  }
   return status;
 }

@@ -23,6 +23,20 @@ cp -r "$work/a" "$work/b"
 grep -q 'not counted twice' "$work/merge.out" || fail "merge did not name the duplicate process"
 grep -q '^mpprof: 1 process, 101 calls' "$work/merge.out" || fail "merged summary: $(cat "$work/merge.out")"
 
+# The report library's errors, printed by the CLI as one line each.
+"$mpprof" report "$work/none" >"$work/none.out" 2>"$work/none.err" && fail "report of a missing run succeeded"
+[[ $(cat "$work/none.err") == "mpprof: $work/none/raw: No such file or directory" ]] ||
+  fail "report of a missing run: $(cat "$work/none.err")"
+"$mpprof" diff "$work/a" "$work/none" -o "$work/d" >"$work/diff.out" 2>"$work/diff.err" &&
+  fail "diff with a missing run succeeded"
+want="mpprof: diff: $work/none/report.json: No such file or directory (run 'mpprof report $work/none' first?)"
+[[ $(cat "$work/diff.err") == "$want" ]] || fail "diff with a missing run: $(cat "$work/diff.err")"
+echo '{}' >"$work/b/report.json"
+"$mpprof" diff "$work/a" "$work/b" -o "$work/d" >"$work/diff.out" 2>"$work/diff.err" &&
+  fail "diff with a broken report succeeded"
+want="mpprof: diff: $work/b/report.json: not an mpprof report (schema or layers/sites missing)"
+[[ $(cat "$work/diff.err") == "$want" ]] || fail "diff with a broken report: $(cat "$work/diff.err")"
+
 if [[ $no_profiler == 1 ]]; then
   "$mpprof" run true 2>"$work/run.err" && fail "mpprof run succeeded without libmpprof.so"
   [[ $(wc -l <"$work/run.err") -eq 1 ]] && grep -q 'built without the CUDA toolkit' "$work/run.err" ||

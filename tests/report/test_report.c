@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -607,11 +608,15 @@ static void an_empty_raw_directory_gives_an_empty_report(void **state) {
   free(dir);
 }
 
+/* The library returns the error (the CLI prints it as "mpprof: MESSAGE"). */
 static void a_missing_raw_directory_is_an_error(void **state) {
   (void)state;
+  mpprof_error e = {0};
   mpprof_report_options o = {
-      .out_dir = "/nonexistent/mpprof-out", .program = NULL, .summary = NULL};
+      .out_dir = "/nonexistent/mpprof-out", .program = NULL, .summary = NULL, .error = &e};
   assert_int_equal(mpprof_report_generate(&o), -1);
+  assert_int_equal(e.errnum, ENOENT);
+  assert_string_equal(e.message, "/nonexistent/mpprof-out/raw: No such file or directory");
 }
 
 int main(void) {
