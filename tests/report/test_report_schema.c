@@ -38,8 +38,46 @@ static bool equal_json(const cJSON *a, const cJSON *b) {
   return cJSON_Compare(a, b, true);
 }
 
+/* The keywords the validator applies, and the annotations it may skip. A
+ * schema with any other keyword is refused: a keyword silently ignored would
+ * let reports through that the schema forbids. */
+static const char *const applied[] = {
+    "$ref",
+    "oneOf",
+    "type",
+    "enum",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "minItems",
+    "maxItems",
+};
+static const char *const annotations[] = {"$schema", "$id",   "$comment",
+                                          "$defs",   "title", "description"};
+
+static bool listed(const char *k, const char *const *list, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(k, list[i])) return true;
+  return false;
+}
+
+#define LISTED(k, list) listed(k, list, sizeof list / sizeof list[0])
+
 /* 0 when v is valid under s; else -1 with the path and problem in err. */
 static int validate(const cJSON *v, const cJSON *s, const char *path, char *err, size_t errlen) {
+  const cJSON *kw;
+  cJSON_ArrayForEach(kw, s) {
+    if (!LISTED(kw->string, applied) && !LISTED(kw->string, annotations)) {
+      snprintf(err, errlen, "%s: schema keyword \"%s\" is not supported by the validator", path,
+               kw->string);
+      return -1;
+    }
+  }
   const cJSON *ref = cJSON_GetObjectItem(s, "$ref");
   if (ref) {
     const char *name = ref->valuestring + strlen("#/$defs/");
@@ -48,19 +86,25 @@ static int validate(const cJSON *v, const cJSON *s, const char *path, char *err,
       snprintf(err, errlen, "%s: unknown $ref %s", path, ref->valuestring);
       return -1;
     }
-    return validate(v, def, path, err, errlen);
+    if (validate(v, def, path, err, errlen)) return -1;
   }
   const cJSON *one = cJSON_GetObjectItem(s, "oneOf");
   if (one) {
     int ok = 0;
     const cJSON *alt;
     char e[512];
-    cJSON_ArrayForEach(alt, one) ok += validate(v, alt, path, e, sizeof e) == 0;
+    cJSON_ArrayForEach(alt, one) {
+      if (validate(v, alt, path, e, sizeof e) == 0)
+        ok++;
+      else if (strstr(e, "is not supported by the validator")) {
+        snprintf(err, errlen, "%s", e);
+        return -1;
+      }
+    }
     if (ok != 1) {
       snprintf(err, errlen, "%s: matches %d of the oneOf alternatives", path, ok);
       return -1;
     }
-    return 0;
   }
   const cJSON *t = cJSON_GetObjectItem(s, "type");
   if (t) {
@@ -86,8 +130,12 @@ static int validate(const cJSON *v, const cJSON *s, const char *path, char *err,
     }
   }
   const cJSON *mn = cJSON_GetObjectItem(s, "minimum"), *mx = cJSON_GetObjectItem(s, "maximum");
+  const cJSON *xmn = cJSON_GetObjectItem(s, "exclusiveMinimum"),
+              *xmx = cJSON_GetObjectItem(s, "exclusiveMaximum");
   if (cJSON_IsNumber(v) &&
-      ((mn && v->valuedouble < mn->valuedouble) || (mx && v->valuedouble > mx->valuedouble))) {
+      ((mn && v->valuedouble < mn->valuedouble) || (mx && v->valuedouble > mx->valuedouble) ||
+       (xmn && v->valuedouble <= xmn->valuedouble) ||
+       (xmx && v->valuedouble >= xmx->valuedouble))) {
     snprintf(err, errlen, "%s: %g out of range", path, v->valuedouble);
     return -1;
   }
@@ -277,6 +325,79 @@ static void the_validator_rejects_what_the_schema_forbids(void **state) {
   cJSON_Delete(rep);
 }
 
+/* A keyword the validator does not apply fails validation instead of being
+ * ignored; the ones it applies do what they say. */
+static void the_validator_refuses_keywords_it_does_not_apply(void **state) {
+  (void)state;
+  char err[600];
+  cJSON *s = cJSON_Parse("{\"type\": \"string\", \"pattern\": \"^a\"}");
+  cJSON *v = cJSON_CreateString("b");
+  assert_int_equal(validate(v, s, "x", err, sizeof err), -1);
+  assert_non_null(strstr(err, "\"pattern\" is not supported"));
+  cJSON_Delete(s);
+  /* inside a oneOf alternative too, whatever the other alternatives say */
+  s = cJSON_Parse("{\"oneOf\": [{\"type\": \"number\"}, {\"type\": \"string\", "
+                  "\"maxLength\": 0}]}");
+  assert_int_equal(validate(v, s, "x", err, sizeof err), -1);
+  assert_non_null(strstr(err, "\"maxLength\" is not supported"));
+  cJSON_Delete(s);
+  cJSON_Delete(v);
+  s = cJSON_Parse("{\"type\": \"number\", \"exclusiveMinimum\": 0, \"$comment\": \"c\"}");
+  v = cJSON_CreateNumber(0);
+  assert_int_equal(validate(v, s, "x", err, sizeof err), -1);
+  cJSON_SetNumberValue(v, 1e-300);
+  assert_int_equal(validate(v, s, "x", err, sizeof err), 0);
+  cJSON_Delete(v);
+  cJSON_Delete(s);
+}
+
+/* Every keyword anywhere in schema s (a schema, or with `named` an object of
+ * named schemas: properties, $defs) is one the validator knows; -1 with err. */
+static int check_keywords(const cJSON *s, bool named, const char *path, char *err, size_t n) {
+  const cJSON *x;
+  cJSON_ArrayForEach(x, s) {
+    char sub[512];
+    snprintf(sub, sizeof sub, "%s/%s", path, x->string);
+    if (named) {
+      if (check_keywords(x, false, sub, err, n)) return -1;
+      continue;
+    }
+    if (!LISTED(x->string, applied) && !LISTED(x->string, annotations)) {
+      snprintf(err, n, "%s: keyword not supported by the validator", sub);
+      return -1;
+    }
+    if (!strcmp(x->string, "properties") || !strcmp(x->string, "$defs")) {
+      if (check_keywords(x, true, sub, err, n)) return -1;
+    } else if (!strcmp(x->string, "oneOf")) {
+      const cJSON *alt;
+      cJSON_ArrayForEach(alt, x) if (check_keywords(alt, false, sub, err, n)) return -1;
+    } else if ((!strcmp(x->string, "items") || !strcmp(x->string, "additionalProperties")) &&
+               cJSON_IsObject(x)) {
+      if (check_keywords(x, false, sub, err, n)) return -1;
+    }
+  }
+  return 0;
+}
+
+/* The whole of both schemas, also the parts no report in these tests reaches. */
+static void both_schemas_use_only_keywords_the_validator_applies(void **state) {
+  (void)state;
+  char err[600] = "";
+  if (check_keywords(schema, false, "#", err, sizeof err)) fail_msg("report schema: %s", err);
+  char path[4096];
+  snprintf(path, sizeof path, "%s", schema_path);
+  char *slash = strrchr(path, '/');
+  snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0),
+           "plan.schema.json");
+  char *text = rg_read_text(".", path, NULL);
+  if (!text) text = rg_read_text("", path, NULL);
+  cJSON *ps = text ? cJSON_Parse(text) : NULL;
+  free(text);
+  assert_non_null(ps);
+  if (check_keywords(ps, false, "#", err, sizeof err)) fail_msg("plan schema: %s", err);
+  cJSON_Delete(ps);
+}
+
 /* Every property name anywhere in the schema appears as `name` in the doc. */
 static void collect_keys(const cJSON *s, cJSON *out) {
   const cJSON *x;
@@ -325,6 +446,8 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(reports_of_every_kind_of_run_match_the_schema),
       cmocka_unit_test(the_validator_rejects_what_the_schema_forbids),
+      cmocka_unit_test(the_validator_refuses_keywords_it_does_not_apply),
+      cmocka_unit_test(both_schemas_use_only_keywords_the_validator_applies),
       cmocka_unit_test(every_schema_key_is_documented),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
