@@ -161,7 +161,7 @@ static void register_fork_handler(void) {
   pthread_atfork(NULL, NULL, on_fork_child);
 }
 
-/* mpp_cfg.tc_every: MPPROF_TC_COUNTERS as read at init (runtime.c). */
+/* mpp_cfg.tc_every: MPPROF_TC_COUNTERS as read at init (core.c). */
 int mpp_tc_every(void) {
   pthread_once(&g_fork_once, register_fork_handler);
   return mpp_cfg.tc_every;
