@@ -16,6 +16,7 @@
 #include "gemm_decode.h"
 #include "hook.h"
 #include "profiler/gpu/gpu.h"
+#include "profiler/ptrmap.h"
 
 /* cuda_fp16.h declares __half only for C++; the ABI is a pointer either way. */
 typedef struct mpp_half {
@@ -69,67 +70,32 @@ MPP_MODULE_TABLE(syms)
 
 /* --- handle -> math mode --- */
 
-#define HANDLES 1024 /* open addressing; beyond this, modes are queried per call */
+#define MAX_HANDLES 1024 /* beyond this, modes are queried per call */
 static pthread_mutex_t handles_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-  cublasHandle_t h; /* NULL empty, TOMBSTONE deleted */
-  int mode;
-} handles[HANDLES];
-#define TOMBSTONE ((cublasHandle_t)(uintptr_t)1)
+static mpp_ptrmap handles = MPP_PTRMAP_INIT(64, MAX_HANDLES); /* value: the mode */
 
 __attribute__((constructor)) static void handles_fork_protect(void) {
   mpp_fork_protect(&handles_mu);
 }
 
-static unsigned slot_of(cublasHandle_t h) {
-  uintptr_t v = (uintptr_t)h;
-  return (unsigned)((v >> 4) ^ (v >> 16)) & (HANDLES - 1);
-}
-
 static void handle_set(cublasHandle_t h, int mode) {
   pthread_mutex_lock(&handles_mu);
-  unsigned j = slot_of(h), free_slot = HANDLES;
-  for (unsigned n = 0; n < HANDLES; n++, j = (j + 1) & (HANDLES - 1)) {
-    if (handles[j].h == h) {
-      handles[j].mode = mode;
-      pthread_mutex_unlock(&handles_mu);
-      return;
-    }
-    if (handles[j].h == TOMBSTONE && free_slot == HANDLES) free_slot = j;
-    if (!handles[j].h) {
-      if (free_slot == HANDLES) free_slot = j;
-      break;
-    }
-  }
-  if (free_slot < HANDLES) {
-    handles[free_slot].h = h;
-    handles[free_slot].mode = mode;
-  }
+  mpp_ptrmap_put(&handles, h, (void *)(intptr_t)mode); /* full: queried per call */
   pthread_mutex_unlock(&handles_mu);
 }
 
 static bool handle_get(cublasHandle_t h, int *ret_mode) {
-  bool found = false;
+  void *v;
   pthread_mutex_lock(&handles_mu);
-  unsigned j = slot_of(h);
-  for (unsigned n = 0; n < HANDLES && handles[j].h; n++, j = (j + 1) & (HANDLES - 1))
-    if (handles[j].h == h) {
-      *ret_mode = handles[j].mode;
-      found = true;
-      break;
-    }
+  bool found = mpp_ptrmap_find(&handles, h, &v);
   pthread_mutex_unlock(&handles_mu);
+  if (found) *ret_mode = (int)(intptr_t)v;
   return found;
 }
 
 static void handle_forget(cublasHandle_t h) {
   pthread_mutex_lock(&handles_mu);
-  unsigned j = slot_of(h);
-  for (unsigned n = 0; n < HANDLES && handles[j].h; n++, j = (j + 1) & (HANDLES - 1))
-    if (handles[j].h == h) {
-      handles[j].h = TOMBSTONE;
-      break;
-    }
+  mpp_ptrmap_del(&handles, h, NULL);
   pthread_mutex_unlock(&handles_mu);
 }
 

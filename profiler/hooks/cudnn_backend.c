@@ -23,6 +23,7 @@
 #include "conv_decode.h"
 #include "cuda_types.h"
 #include "hook.h"
+#include "profiler/ptrmap.h"
 
 #define MPP_MODULE_SONAME "libcudnn.so.9"
 #define MPP_MODULE_SYMS(X)                                                                         \
@@ -86,53 +87,14 @@ typedef struct be_shadow {
 } be_shadow;
 
 static pthread_mutex_t shadows_mu = PTHREAD_MUTEX_INITIALIZER;
-static be_shadow **shadows; /* open addressing by descriptor */
-/* nused counts live shadows and tombstones: a lookup of an absent descriptor
- * probes until an empty slot, so tombstones must not use up the empty slots
- * (a program creating and destroying a variant pack per execution would
- * otherwise make every miss scan the whole table). */
-static uint32_t shadows_cap, nshadows, nused;
-static be_shadow *const TOMB = (be_shadow *)(uintptr_t)1;
+static mpp_ptrmap shadows = MPP_PTRMAP_INIT(1024, MAX_SHADOWS); /* descriptor -> be_shadow */
 
 __attribute__((constructor)) static void shadows_fork_protect(void) {
   mpp_fork_protect(&shadows_mu);
 }
 
-static uint32_t slot(void *d) {
-  uintptr_t v = (uintptr_t)d;
-  v ^= v >> 17;
-  v *= 0xed5ad4bbu;
-  return (uint32_t)(v ^ (v >> 11));
-}
-
 static be_shadow *find_locked(void *d) {
-  if (!shadows_cap || !d) return NULL;
-  for (uint32_t j = slot(d) & (shadows_cap - 1), n = 0; shadows[j] && n < shadows_cap;
-       j = (j + 1) & (shadows_cap - 1), n++)
-    if (shadows[j] != TOMB && shadows[j]->desc == d) return shadows[j];
-  return NULL;
-}
-
-/* Rebuilds the table without tombstones, doubling it when live shadows
- * would fill more than a quarter of it: at least a quarter of the slots are
- * then free for inserts before the next rebuild (amortised O(1)). */
-static bool rebuild_locked(void) {
-  uint32_t cap = shadows_cap ? shadows_cap : 1024;
-  if ((nshadows + 1) * 4 > cap) cap *= 2;
-  be_shadow **t = calloc(cap, sizeof *t);
-  if (!t) return false;
-  for (uint32_t i = 0; i < shadows_cap; i++)
-    if (shadows[i] && shadows[i] != TOMB) {
-      uint32_t j = slot(shadows[i]->desc) & (cap - 1);
-      while (t[j])
-        j = (j + 1) & (cap - 1);
-      t[j] = shadows[i];
-    }
-  free(shadows);
-  shadows = t;
-  shadows_cap = cap;
-  nused = nshadows;
-  return true;
+  return mpp_ptrmap_get(&shadows, d);
 }
 
 static void graph_unref_locked(be_graph *g) {
@@ -196,36 +158,26 @@ static void on_create(int type, void *desc) {
            type != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)
     s->u.op.comp_type = -1;
   pthread_mutex_lock(&shadows_mu);
-  if (nshadows >= MAX_SHADOWS || ((nused + 1) * 2 > shadows_cap && !rebuild_locked())) {
-    pthread_mutex_unlock(&shadows_mu);
+  /* A descriptor at the address of one destroyed unseen: the new one replaces it. */
+  be_shadow *stale = NULL;
+  if (mpp_ptrmap_del(&shadows, desc, (void **)&stale)) graph_unref_locked(stale->graph);
+  int r = mpp_ptrmap_put(&shadows, desc, s);
+  pthread_mutex_unlock(&shadows_mu);
+  free(stale);
+  if (r < 0) {
     free(s);
     mpp_note_incomplete("cudnn_shadows",
                         "more than %d live cuDNN backend descriptors: later ones not followed",
                         MAX_SHADOWS);
-    return;
   }
-  uint32_t j = slot(desc) & (shadows_cap - 1);
-  while (shadows[j] && shadows[j] != TOMB)
-    j = (j + 1) & (shadows_cap - 1);
-  if (!shadows[j]) nused++; /* a reused tombstone was counted already */
-  shadows[j] = s;
-  nshadows++;
-  pthread_mutex_unlock(&shadows_mu);
 }
 
 static void on_destroy(void *desc) {
+  be_shadow *s = NULL;
   pthread_mutex_lock(&shadows_mu);
-  if (shadows_cap && desc)
-    for (uint32_t j = slot(desc) & (shadows_cap - 1), n = 0; shadows[j] && n < shadows_cap;
-         j = (j + 1) & (shadows_cap - 1), n++)
-      if (shadows[j] != TOMB && shadows[j]->desc == desc) {
-        graph_unref_locked(shadows[j]->graph);
-        free(shadows[j]);
-        shadows[j] = TOMB;
-        nshadows--;
-        break;
-      }
+  if (mpp_ptrmap_del(&shadows, desc, (void **)&s)) graph_unref_locked(s->graph);
   pthread_mutex_unlock(&shadows_mu);
+  free(s);
 }
 
 /* --- attributes --- */
