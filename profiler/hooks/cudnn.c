@@ -7,6 +7,7 @@
 #include <cudnn.h>
 
 #include "conv_decode.h"
+#include "cudnn_common.h"
 #include "hook.h"
 
 #define MPP_MODULE_SONAME "libcudnn.so.9"
@@ -85,8 +86,7 @@ static const char *math_type_of(cudnnConvolutionDescriptor_t d) {
   return names[t];
 }
 
-/* The handle's stream: where a device scan of this op's tensors must run. */
-static void *stream_of(cudnnHandle_t h) {
+void *mpp_cudnn_stream(cudnnHandle_t h) {
   __typeof__(&cudnnGetStream) get = MPP_REAL(syms, cudnnGetStream);
   cudaStream_t s = NULL;
   if (get && h && get(h, &s) == CUDNN_STATUS_SUCCESS) return s;
@@ -109,7 +109,7 @@ static bool decode(mpp_op *op, const char *api, mpp_op_kind kind, cudnnHandle_t 
   if (!conv_desc(cd, &c)) return false;
   mpp_conv_decode(op, api, kind, &t[0], &t[1], &t[2], &c, p0, p1, p2);
   op->conv_math = math_type_of(cd);
-  op->stream = stream_of(h);
+  op->stream = mpp_cudnn_stream(h);
   return true;
 }
 

@@ -22,6 +22,7 @@
 
 #include "conv_decode.h"
 #include "cuda_types.h"
+#include "cudnn_common.h"
 #include "hook.h"
 #include "profiler/ptrmap.h"
 
@@ -32,8 +33,7 @@
   X(cudnnBackendSetAttribute)                                                                      \
   X(cudnnBackendGetAttribute)                                                                      \
   X(cudnnBackendFinalize)                                                                          \
-  X(cudnnBackendExecute)                                                                           \
-  X(cudnnGetStream)
+  X(cudnnBackendExecute)
 MPP_MODULE_TABLE(syms)
 
 #define MAX_SHADOWS 65536
@@ -500,13 +500,6 @@ static int decode_execute(void *plan, void *varpack, mpp_op *ops, bool *ret_auto
   return n;
 }
 
-static void *stream_of(cudnnHandle_t h) {
-  __typeof__(&cudnnGetStream) get = MPP_REAL(syms, cudnnGetStream);
-  cudaStream_t s = NULL;
-  if (get && h && get(h, &s) == CUDNN_STATUS_SUCCESS) return s;
-  return NULL;
-}
-
 MPP_EXPORT cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle,
                                              cudnnBackendDescriptor_t executionPlan,
                                              cudnnBackendDescriptor_t variantPack) {
@@ -528,7 +521,7 @@ MPP_EXPORT cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle,
   mpp_call *calls = rec->calls;
   bool autotune;
   int n = decode_execute(executionPlan, variantPack, ops, &autotune);
-  void *stream = stream_of(handle);
+  void *stream = mpp_cudnn_stream(handle);
   cudnnStatus_t ret;
   if (autotune) {
     ret = real(handle, executionPlan, variantPack);

@@ -1,0 +1,12 @@
+/* What the two cuDNN hook modules (cudnn.c, the legacy API; cudnn_backend.c,
+ * the backend API) share. */
+#ifndef MPPROF_PROFILER_HOOKS_CUDNN_COMMON_H
+#define MPPROF_PROFILER_HOOKS_CUDNN_COMMON_H
+
+#include <cudnn.h>
+
+/* The handle's stream (cudnn.c): where a device scan of an op's tensors must
+ * run; NULL (the default stream) when it cannot be asked. */
+void *mpp_cudnn_stream(cudnnHandle_t h);
+
+#endif
