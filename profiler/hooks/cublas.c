@@ -66,7 +66,10 @@ HGEMM_PROTOS(int64_t, _64)
 MPP_MODULE_TABLE(syms)
 
 #define FAIL CUBLAS_STATUS_NOT_INITIALIZED
-#define OK (ret == CUBLAS_STATUS_SUCCESS)
+
+static bool succeeded(cublasStatus_t r) {
+  return r == CUBLAS_STATUS_SUCCESS;
+}
 
 /* --- handle -> math mode --- */
 
@@ -153,11 +156,10 @@ static bool decode(mpp_op *op, cublasHandle_t h, const mpp_gemm_call *g) {
    const T *alpha, const T *A, I lda, const T *B, I ldb, const T *beta, T *C, I ldc)
 #define GEMM_ARGS (handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
 #define TYPED_GEMM(name, T, I, dt, ct)                                                             \
-  MPP_OP_HOOK(                                                                                     \
-      syms, cublasStatus_t, name, GEMM_PARAMS(T, I), GEMM_ARGS, FAIL, OK,                          \
-      decode(op_, handle,                                                                          \
-             &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C, .batch = 1, .Atype = dt,  \
-                              .Btype = dt, .Ctype = dt, .compute = ct, .scale_type = dt}))
+  MPP_OP_HOOK(syms, cublasStatus_t, name, GEMM_PARAMS(T, I), GEMM_ARGS, FAIL, succeeded, decode,   \
+              (handle, &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C, .batch = 1,     \
+                                        .Atype = dt, .Btype = dt, .Ctype = dt, .compute = ct,      \
+                                        .scale_type = dt}))
 TYPED_GEMM(cublasSgemm_v2, float, int, CUDA_R_32F, CUBLAS_COMPUTE_32F)
 TYPED_GEMM(cublasSgemm_v2_64, float, int64_t, CUDA_R_32F, CUBLAS_COMPUTE_32F)
 TYPED_GEMM(cublasDgemm_v2, double, int, CUDA_R_64F, CUBLAS_COMPUTE_64F)
@@ -172,11 +174,10 @@ TYPED_GEMM(cublasHgemm_64, mpp_half, int64_t, CUDA_R_16F, CUBLAS_COMPUTE_16F)
        const float *alpha, const void *A, cudaDataType Atype, I lda, const void *B,                \
        cudaDataType Btype, I ldb, const float *beta, void *C, cudaDataType Ctype, I ldc),          \
       (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc), \
-      FAIL, OK,                                                                                    \
-      decode(op_, handle,                                                                          \
-             &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C, .batch = 1,               \
-                              .Atype = Atype, .Btype = Btype, .Ctype = Ctype,                      \
-                              .compute = CUBLAS_COMPUTE_32F, .scale_type = CUDA_R_32F}))
+      FAIL, succeeded, decode,                                                                     \
+      (handle, &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C, .batch = 1,             \
+                                .Atype = Atype, .Btype = Btype, .Ctype = Ctype,                    \
+                                .compute = CUBLAS_COMPUTE_32F, .scale_type = CUDA_R_32F}))
 SGEMMEX(cublasSgemmEx, int)
 SGEMMEX(cublasSgemmEx_64, int64_t)
 
@@ -188,12 +189,11 @@ SGEMMEX(cublasSgemmEx_64, int64_t)
                cudaDataType Ctype, I ldc, cublasComputeType_t computeType, cublasGemmAlgo_t algo), \
               (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C,      \
                Ctype, ldc, computeType, algo),                                                     \
-              FAIL, OK,                                                                            \
-              decode(op_, handle,                                                                  \
-                     &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C, .batch = 1,       \
-                                      .Atype = Atype, .Btype = Btype, .Ctype = Ctype,              \
-                                      .compute = computeType,                                      \
-                                      .scale_type = mpp_cublas_compute_scale_type(computeType)}))
+              FAIL, succeeded, decode,                                                             \
+              (handle, &(mpp_gemm_call){                                                           \
+                           GEMM_COMMON(name), .A = A, .B = B, .C = C, .batch = 1, .Atype = Atype,  \
+                           .Btype = Btype, .Ctype = Ctype, .compute = computeType,                 \
+                           .scale_type = mpp_cublas_compute_scale_type(computeType)}))
 GEMMEX(cublasGemmEx, int)
 GEMMEX(cublasGemmEx_64, int64_t)
 
@@ -204,13 +204,12 @@ GEMMEX(cublasGemmEx_64, int64_t)
                I ldb, const T *beta, T *const Carray[], I ldc, I batchCount),                      \
               (handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray,     \
                ldc, batchCount),                                                                   \
-              FAIL, OK,                                                                            \
-              decode(op_, handle,                                                                  \
-                     &(mpp_gemm_call){GEMM_COMMON(name), .Aarr = (const void *const *)Aarray,      \
-                                      .Barr = (const void *const *)Barray,                         \
-                                      .Carr = (const void *const *)Carray, .batch = batchCount,    \
-                                      .Atype = dt, .Btype = dt, .Ctype = dt, .compute = ct,        \
-                                      .scale_type = dt}))
+              FAIL, succeeded, decode,                                                             \
+              (handle, &(mpp_gemm_call){GEMM_COMMON(name), .Aarr = (const void *const *)Aarray,    \
+                                        .Barr = (const void *const *)Barray,                       \
+                                        .Carr = (const void *const *)Carray, .batch = batchCount,  \
+                                        .Atype = dt, .Btype = dt, .Ctype = dt, .compute = ct,      \
+                                        .scale_type = dt}))
 TYPED_BATCHED(cublasSgemmBatched, float, int, CUDA_R_32F, CUBLAS_COMPUTE_32F)
 TYPED_BATCHED(cublasSgemmBatched_64, float, int64_t, CUDA_R_32F, CUBLAS_COMPUTE_32F)
 TYPED_BATCHED(cublasDgemmBatched, double, int, CUDA_R_64F, CUBLAS_COMPUTE_64F)
@@ -219,19 +218,18 @@ TYPED_BATCHED(cublasHgemmBatched, mpp_half, int, CUDA_R_16F, CUBLAS_COMPUTE_16F)
 TYPED_BATCHED(cublasHgemmBatched_64, mpp_half, int64_t, CUDA_R_16F, CUBLAS_COMPUTE_16F)
 
 #define TYPED_STRIDED(name, T, I, dt, ct)                                                          \
-  MPP_OP_HOOK(syms, cublasStatus_t, name,                                                          \
-              (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m,     \
-               I n, I k, const T *alpha, const T *A, I lda, long long int strideA, const T *B,     \
-               I ldb, long long int strideB, const T *beta, T *C, I ldc, long long int strideC,    \
-               I batchCount),                                                                      \
-              (handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C,  \
-               ldc, strideC, batchCount),                                                          \
-              FAIL, OK,                                                                            \
-              decode(op_, handle,                                                                  \
-                     &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C,                   \
-                                      .strideA = strideA, .strideB = strideB, .strideC = strideC,  \
-                                      .batch = batchCount, .Atype = dt, .Btype = dt, .Ctype = dt,  \
-                                      .compute = ct, .scale_type = dt}))
+  MPP_OP_HOOK(                                                                                     \
+      syms, cublasStatus_t, name,                                                                  \
+      (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m, I n, I k,   \
+       const T *alpha, const T *A, I lda, long long int strideA, const T *B, I ldb,                \
+       long long int strideB, const T *beta, T *C, I ldc, long long int strideC, I batchCount),    \
+      (handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc,     \
+       strideC, batchCount),                                                                       \
+      FAIL, succeeded, decode,                                                                     \
+      (handle,                                                                                     \
+       &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C, .strideA = strideA,             \
+                        .strideB = strideB, .strideC = strideC, .batch = batchCount, .Atype = dt,  \
+                        .Btype = dt, .Ctype = dt, .compute = ct, .scale_type = dt}))
 TYPED_STRIDED(cublasSgemmStridedBatched, float, int, CUDA_R_32F, CUBLAS_COMPUTE_32F)
 TYPED_STRIDED(cublasSgemmStridedBatched_64, float, int64_t, CUDA_R_32F, CUBLAS_COMPUTE_32F)
 TYPED_STRIDED(cublasDgemmStridedBatched, double, int, CUDA_R_64F, CUBLAS_COMPUTE_64F)
@@ -248,33 +246,31 @@ TYPED_STRIDED(cublasHgemmStridedBatched_64, mpp_half, int64_t, CUDA_R_16F, CUBLA
                cublasComputeType_t computeType, cublasGemmAlgo_t algo),                            \
               (handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb,     \
                beta, Carray, Ctype, ldc, batchCount, computeType, algo),                           \
-              FAIL, OK,                                                                            \
-              decode(op_, handle,                                                                  \
-                     &(mpp_gemm_call){GEMM_COMMON(name), .Aarr = Aarray, .Barr = Barray,           \
-                                      .Carr = (const void *const *)Carray, .batch = batchCount,    \
-                                      .Atype = Atype, .Btype = Btype, .Ctype = Ctype,              \
-                                      .compute = computeType,                                      \
-                                      .scale_type = mpp_cublas_compute_scale_type(computeType)}))
+              FAIL, succeeded, decode,                                                             \
+              (handle, &(mpp_gemm_call){                                                           \
+                           GEMM_COMMON(name), .Aarr = Aarray, .Barr = Barray,                      \
+                           .Carr = (const void *const *)Carray, .batch = batchCount,               \
+                           .Atype = Atype, .Btype = Btype, .Ctype = Ctype, .compute = computeType, \
+                           .scale_type = mpp_cublas_compute_scale_type(computeType)}))
 BATCHEDEX(cublasGemmBatchedEx, int)
 BATCHEDEX(cublasGemmBatchedEx_64, int64_t)
 
 #define STRIDEDEX(name, I)                                                                         \
-  MPP_OP_HOOK(syms, cublasStatus_t, name,                                                          \
-              (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m,     \
-               I n, I k, const void *alpha, const void *A, cudaDataType Atype, I lda,              \
-               long long int strideA, const void *B, cudaDataType Btype, I ldb,                    \
-               long long int strideB, const void *beta, void *C, cudaDataType Ctype, I ldc,        \
-               long long int strideC, I batchCount, cublasComputeType_t computeType,               \
-               cublasGemmAlgo_t algo),                                                             \
-              (handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb,      \
-               strideB, beta, C, Ctype, ldc, strideC, batchCount, computeType, algo),              \
-              FAIL, OK,                                                                            \
-              decode(op_, handle,                                                                  \
-                     &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C,                   \
-                                      .strideA = strideA, .strideB = strideB, .strideC = strideC,  \
-                                      .batch = batchCount, .Atype = Atype, .Btype = Btype,         \
-                                      .Ctype = Ctype, .compute = computeType,                      \
-                                      .scale_type = mpp_cublas_compute_scale_type(computeType)}))
+  MPP_OP_HOOK(                                                                                     \
+      syms, cublasStatus_t, name,                                                                  \
+      (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m, I n, I k,   \
+       const void *alpha, const void *A, cudaDataType Atype, I lda, long long int strideA,         \
+       const void *B, cudaDataType Btype, I ldb, long long int strideB, const void *beta, void *C, \
+       cudaDataType Ctype, I ldc, long long int strideC, I batchCount,                             \
+       cublasComputeType_t computeType, cublasGemmAlgo_t algo),                                    \
+      (handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB,     \
+       beta, C, Ctype, ldc, strideC, batchCount, computeType, algo),                               \
+      FAIL, succeeded, decode,                                                                     \
+      (handle,                                                                                     \
+       &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C, .strideA = strideA,             \
+                        .strideB = strideB, .strideC = strideC, .batch = batchCount,               \
+                        .Atype = Atype, .Btype = Btype, .Ctype = Ctype, .compute = computeType,    \
+                        .scale_type = mpp_cublas_compute_scale_type(computeType)}))
 STRIDEDEX(cublasGemmStridedBatchedEx, int)
 STRIDEDEX(cublasGemmStridedBatchedEx_64, int64_t)
 
@@ -353,7 +349,7 @@ static cublasStatus_t run_grouped(cublasHandle_t h, const grouped *g,
   }
   cublasStatus_t ret = call(argp);
   for (int64_t i = n; i-- > 0;)
-    mpp_call_end(&calls[i], &ops[i], OK);
+    mpp_call_end(&calls[i], &ops[i], succeeded(ret));
   free(ops);
   free(calls);
   if (g->groups > MAX_GROUPS)
@@ -505,15 +501,17 @@ EX_GROUPED_HOOK(cublasGemmGroupedBatchedEx_64, int64_t)
 
 /* --- handle state --- */
 
-MPP_STATE_HOOK(
-    syms, cublasStatus_t, cublasCreate_v2, (cublasHandle_t * handle), (handle), FAIL,
-    if (OK && handle) {
-      int mode = query_math_mode(*handle);
-      handle_set(*handle, mode >= 0 ? mode : CUBLAS_DEFAULT_MATH);
-    })
+static void handle_created(const cublasHandle_t *handle) {
+  if (!handle) return;
+  int mode = query_math_mode(*handle);
+  handle_set(*handle, mode >= 0 ? mode : CUBLAS_DEFAULT_MATH);
+}
+
+MPP_STATE_HOOK(syms, cublasStatus_t, cublasCreate_v2, (cublasHandle_t * handle), (handle), FAIL,
+               succeeded, handle_created, (handle))
 
 MPP_STATE_HOOK(syms, cublasStatus_t, cublasDestroy_v2, (cublasHandle_t handle), (handle), FAIL,
-               if (OK) handle_forget(handle);)
+               succeeded, handle_forget, (handle))
 
 MPP_STATE_HOOK(syms, cublasStatus_t, cublasSetMathMode, (cublasHandle_t handle, cublasMath_t mode),
-               (handle, mode), FAIL, if (OK) handle_set(handle, (int)mode);)
+               (handle, mode), FAIL, succeeded, handle_set, (handle, (int)mode))

@@ -525,7 +525,7 @@ MPP_EXPORT cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle,
   cudnnStatus_t ret;
   if (autotune) {
     ret = real(handle, executionPlan, variantPack);
-    if (ret == CUDNN_STATUS_SUCCESS)
+    if (mpp_cudnn_succeeded(ret))
       for (int i = 0; i < n; i++)
         mpp_call_autotune(&ops[i]);
   } else {
@@ -535,7 +535,7 @@ MPP_EXPORT cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle,
     }
     ret = real(handle, executionPlan, variantPack);
     for (int i = n; i-- > 0;)
-      mpp_call_end(&calls[i], &ops[i], ret == CUDNN_STATUS_SUCCESS);
+      mpp_call_end(&calls[i], &ops[i], mpp_cudnn_succeeded(ret));
   }
   free(rec);
   mpp_leave();
@@ -544,28 +544,37 @@ MPP_EXPORT cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle,
 
 /* --- descriptor lifecycle: shadowed after the real call succeeded --- */
 
-#define OK (ret == CUDNN_STATUS_SUCCESS)
 #define FAIL CUDNN_STATUS_NOT_INITIALIZED
+
+static void created(cudnnBackendDescriptorType_t type, const cudnnBackendDescriptor_t *desc) {
+  if (desc) on_create((int)type, *desc);
+}
+
+/* The configs a heuristics query handed out (at most as many as asked for). */
+static void got(cudnnBackendDescriptor_t desc, cudnnBackendAttributeName_t name, int64_t requested,
+                const int64_t *count, void *elements) {
+  if (elements && count) on_get(desc, (int)name, *count < requested ? *count : requested, elements);
+}
 
 MPP_STATE_HOOK(syms, cudnnStatus_t, cudnnBackendCreateDescriptor,
                (cudnnBackendDescriptorType_t descriptorType, cudnnBackendDescriptor_t *descriptor),
-               (descriptorType, descriptor), FAIL,
-               if (OK && descriptor) on_create((int)descriptorType, *descriptor);)
+               (descriptorType, descriptor), FAIL, mpp_cudnn_succeeded, created,
+               (descriptorType, descriptor))
 
 MPP_STATE_HOOK(syms, cudnnStatus_t, cudnnBackendDestroyDescriptor,
-               (cudnnBackendDescriptor_t descriptor), (descriptor), FAIL,
-               if (OK) on_destroy(descriptor);)
+               (cudnnBackendDescriptor_t descriptor), (descriptor), FAIL, mpp_cudnn_succeeded,
+               on_destroy, (descriptor))
 
 MPP_STATE_HOOK(syms, cudnnStatus_t, cudnnBackendFinalize, (cudnnBackendDescriptor_t descriptor),
-               (descriptor), FAIL, if (OK) on_finalize(descriptor);)
+               (descriptor), FAIL, mpp_cudnn_succeeded, on_finalize, (descriptor))
 
 MPP_STATE_HOOK(syms, cudnnStatus_t, cudnnBackendSetAttribute,
                (cudnnBackendDescriptor_t descriptor, cudnnBackendAttributeName_t attributeName,
                 cudnnBackendAttributeType_t attributeType, int64_t elementCount,
                 const void *arrayOfElements),
                (descriptor, attributeName, attributeType, elementCount, arrayOfElements), FAIL,
-               if (OK) on_set(descriptor, (int)attributeName, (int)attributeType, elementCount,
-                              arrayOfElements);)
+               mpp_cudnn_succeeded, on_set,
+               (descriptor, (int)attributeName, (int)attributeType, elementCount, arrayOfElements))
 
 MPP_STATE_HOOK(syms, cudnnStatus_t, cudnnBackendGetAttribute,
                (cudnnBackendDescriptor_t const descriptor,
@@ -574,9 +583,5 @@ MPP_STATE_HOOK(syms, cudnnStatus_t, cudnnBackendGetAttribute,
                 int64_t *elementCount, void *arrayOfElements),
                (descriptor, attributeName, attributeType, requestedElementCount, elementCount,
                 arrayOfElements),
-               FAIL,
-               if (OK && arrayOfElements && elementCount)
-                   on_get(descriptor, (int)attributeName,
-                          *elementCount < requestedElementCount ? *elementCount
-                                                                : requestedElementCount,
-                          arrayOfElements);)
+               FAIL, mpp_cudnn_succeeded, got,
+               (descriptor, attributeName, requestedElementCount, elementCount, arrayOfElements))

@@ -4,6 +4,12 @@
 #define MPPROF_PROFILER_HOOKS_CUDNN_COMMON_H
 
 #include <cudnn.h>
+#include <stdbool.h>
+
+/* The wrappers' success predicate. */
+static inline bool mpp_cudnn_succeeded(cudnnStatus_t r) {
+  return r == CUDNN_STATUS_SUCCESS;
+}
 
 /* The handle's stream (cudnn.c): where a device scan of an op's tensors must
  * run; NULL (the default stream) when it cannot be asked. */
