@@ -297,32 +297,23 @@ static size_t scale_size(int t) {
 
 #define MAX_GROUPS 64 /* ops recorded per grouped call; more groups are left out */
 
-static cublasStatus_t run_grouped(cublasHandle_t h, const grouped *g,
-                                  cublasStatus_t (*call)(const void *), const void *argp) {
+/* One op per group, each from its own shapes and its own slice of the
+ * pointer arrays. */
+static bool decode_grouped(mpp_calls *c, cublasHandle_t h, const grouped *g) {
   int64_t n = g->groups < MAX_GROUPS ? g->groups : MAX_GROUPS;
   /* Malformed calls go straight to cuBLAS, which reports them. */
   if (n <= 0 || !g->ta || !g->tb || !g->m || !g->n || !g->k || !g->lda || !g->ldb || !g->ldc ||
       !g->size || !g->beta || !g->A || !g->B || !g->C)
-    return call(argp);
+    return false;
   /* A negative group size (rejected by cuBLAS) would offset the later groups'
    * pointer arrays before their start. */
   for (int64_t i = 0; i < n; i++)
-    if (at(g->size, g->i64, i) < 0) return call(argp);
-  /* On the heap: 64 groups' records are ~50 KB, too much for the stack of a
-   * thread the program created small. Without memory the call goes through
-   * unrecorded. */
-  mpp_op *ops = calloc((size_t)n, sizeof *ops);
-  mpp_call *calls = calloc((size_t)n, sizeof *calls);
-  if (!ops || !calls) {
-    free(ops);
-    free(calls);
-    mpp_note_incomplete("no_memory", "out of memory: a grouped GEMM call was not recorded");
-    return call(argp);
-  }
+    if (at(g->size, g->i64, i) < 0) return false;
+  if (!mpp_calls_reserve(c, (int)n, "a grouped GEMM call")) return false;
   int64_t first = 0;
   for (int64_t i = 0; i < n; i++) {
     int64_t size = at(g->size, g->i64, i);
-    decode(&ops[i], h,
+    decode(&c->ops[i], h,
            &(mpp_gemm_call){
                .api = g->api,
                .transa = g->ta[i],
@@ -345,159 +336,57 @@ static cublasStatus_t run_grouped(cublasHandle_t h, const grouped *g,
                .compute = g->compute,
                .scale_type = g->scale_type});
     first += size;
-    mpp_call_begin(&calls[i], &ops[i]);
   }
-  cublasStatus_t ret = call(argp);
-  for (int64_t i = n; i-- > 0;)
-    mpp_call_end(&calls[i], &ops[i], succeeded(ret));
-  free(ops);
-  free(calls);
+  c->n = (int)n;
   if (g->groups > MAX_GROUPS)
     mpp_note_incomplete("max_groups",
                         "grouped GEMM calls with more than %d groups: later groups not recorded",
                         MAX_GROUPS);
-  return ret;
+  return true;
 }
-
-/* The real call is made through a thunk so one loop serves all six variants. */
-#define GROUPED(name, T, I, EXTRA_PARAMS, EXTRA_ARGS, ALPHA_T)                                     \
-  typedef struct name##_args {                                                                     \
-    __typeof__(&name) real;                                                                        \
-    cublasHandle_t handle;                                                                         \
-    const cublasOperation_t *transa_array, *transb_array;                                          \
-    const I *m_array, *n_array, *k_array;                                                          \
-    ALPHA_T alpha_array;                                                                           \
-    const T *const *Aarray;                                                                        \
-    const I *lda_array;                                                                            \
-    const T *const *Barray;                                                                        \
-    const I *ldb_array;                                                                            \
-    ALPHA_T beta_array;                                                                            \
-    T *const *Carray;                                                                              \
-    const I *ldc_array;                                                                            \
-    I group_count;                                                                                 \
-    const I *group_size;                                                                           \
-    EXTRA_PARAMS                                                                                   \
-  } name##_args;                                                                                   \
-  static cublasStatus_t name##_thunk(const void *p) {                                              \
-    const name##_args *a = p;                                                                      \
-    return a->real EXTRA_ARGS;                                                                     \
-  }
-
-#define GROUPED_CALL_ARGS_TYPED                                                                    \
-  (a->handle, a->transa_array, a->transb_array, a->m_array, a->n_array, a->k_array,                \
-   a->alpha_array, a->Aarray, a->lda_array, a->Barray, a->ldb_array, a->beta_array, a->Carray,     \
-   a->ldc_array, a->group_count, a->group_size)
-#define GROUPED_CALL_ARGS_EX                                                                       \
-  (a->handle, a->transa_array, a->transb_array, a->m_array, a->n_array, a->k_array,                \
-   a->alpha_array, a->Aarray, a->Atype, a->lda_array, a->Barray, a->Btype, a->ldb_array,           \
-   a->beta_array, a->Carray, a->Ctype, a->ldc_array, a->group_count, a->group_size,                \
-   a->computeType)
-
-GROUPED(cublasSgemmGroupedBatched, float, int, , GROUPED_CALL_ARGS_TYPED, const float *)
-GROUPED(cublasSgemmGroupedBatched_64, float, int64_t, , GROUPED_CALL_ARGS_TYPED, const float *)
-GROUPED(cublasDgemmGroupedBatched, double, int, , GROUPED_CALL_ARGS_TYPED, const double *)
-GROUPED(cublasDgemmGroupedBatched_64, double, int64_t, , GROUPED_CALL_ARGS_TYPED, const double *)
-#define EX_FIELDS                                                                                  \
-  cudaDataType_t Atype, Btype, Ctype;                                                              \
-  cublasComputeType_t computeType;
-GROUPED(cublasGemmGroupedBatchedEx, void, int, EX_FIELDS, GROUPED_CALL_ARGS_EX, const void *)
-GROUPED(cublasGemmGroupedBatchedEx_64, void, int64_t, EX_FIELDS, GROUPED_CALL_ARGS_EX, const void *)
 
 /* The leading fields of `grouped` that every grouped entry point passes alike. */
 #define GROUPED_SHAPE(name, I)                                                                     \
 #name, group_count, transa_array, transb_array, m_array, n_array, k_array, lda_array, ldb_array, \
       ldc_array, group_size, sizeof(I) == 8, alpha_array, beta_array
 
-#define TYPED_GROUPED_HOOK(name, T, I, dt, ct)                                                     \
-  MPP_EXPORT cublasStatus_t name(                                                                  \
-      cublasHandle_t handle, const cublasOperation_t transa_array[],                               \
-      const cublasOperation_t transb_array[], const I m_array[], const I n_array[],                \
-      const I k_array[], const T alpha_array[], const T *const Aarray[], const I lda_array[],      \
-      const T *const Barray[], const I ldb_array[], const T beta_array[], T *const Carray[],       \
-      const I ldc_array[], I group_count, const I group_size[]) {                                  \
-    name##_args a = {MPP_REAL(syms, name),                                                         \
-                     handle,                                                                       \
-                     transa_array,                                                                 \
-                     transb_array,                                                                 \
-                     m_array,                                                                      \
-                     n_array,                                                                      \
-                     k_array,                                                                      \
-                     alpha_array,                                                                  \
-                     Aarray,                                                                       \
-                     lda_array,                                                                    \
-                     Barray,                                                                       \
-                     ldb_array,                                                                    \
-                     beta_array,                                                                   \
-                     Carray,                                                                       \
-                     ldc_array,                                                                    \
-                     group_count,                                                                  \
-                     group_size};                                                                  \
-    if (!a.real) return FAIL;                                                                      \
-    if (!mpp_enter()) return name##_thunk(&a);                                                     \
-    grouped g = {GROUPED_SHAPE(name, I),                                                           \
-                 (const void *const *)Aarray,                                                      \
-                 (const void *const *)Barray,                                                      \
-                 (const void *const *)Carray,                                                      \
-                 dt,                                                                               \
-                 dt,                                                                               \
-                 dt,                                                                               \
-                 ct,                                                                               \
-                 dt};                                                                              \
-    cublasStatus_t ret = run_grouped(handle, &g, name##_thunk, &a);                                \
-    mpp_leave();                                                                                   \
-    return ret;                                                                                    \
-  }
-TYPED_GROUPED_HOOK(cublasSgemmGroupedBatched, float, int, CUDA_R_32F, CUBLAS_COMPUTE_32F)
-TYPED_GROUPED_HOOK(cublasSgemmGroupedBatched_64, float, int64_t, CUDA_R_32F, CUBLAS_COMPUTE_32F)
-TYPED_GROUPED_HOOK(cublasDgemmGroupedBatched, double, int, CUDA_R_64F, CUBLAS_COMPUTE_64F)
-TYPED_GROUPED_HOOK(cublasDgemmGroupedBatched_64, double, int64_t, CUDA_R_64F, CUBLAS_COMPUTE_64F)
+#define TYPED_GROUPED(name, T, I, dt, ct)                                                          \
+  MPP_MULTI_OP_HOOK(                                                                               \
+      syms, cublasStatus_t, name,                                                                  \
+      (cublasHandle_t handle, const cublasOperation_t transa_array[],                              \
+       const cublasOperation_t transb_array[], const I m_array[], const I n_array[],               \
+       const I k_array[], const T alpha_array[], const T *const Aarray[], const I lda_array[],     \
+       const T *const Barray[], const I ldb_array[], const T beta_array[], T *const Carray[],      \
+       const I ldc_array[], I group_count, const I group_size[]),                                  \
+      (handle, transa_array, transb_array, m_array, n_array, k_array, alpha_array, Aarray,         \
+       lda_array, Barray, ldb_array, beta_array, Carray, ldc_array, group_count, group_size),      \
+      FAIL, succeeded, decode_grouped,                                                             \
+      (handle,                                                                                     \
+       &(grouped){GROUPED_SHAPE(name, I), (const void *const *)Aarray,                             \
+                  (const void *const *)Barray, (const void *const *)Carray, dt, dt, dt, ct, dt}))
+TYPED_GROUPED(cublasSgemmGroupedBatched, float, int, CUDA_R_32F, CUBLAS_COMPUTE_32F)
+TYPED_GROUPED(cublasSgemmGroupedBatched_64, float, int64_t, CUDA_R_32F, CUBLAS_COMPUTE_32F)
+TYPED_GROUPED(cublasDgemmGroupedBatched, double, int, CUDA_R_64F, CUBLAS_COMPUTE_64F)
+TYPED_GROUPED(cublasDgemmGroupedBatched_64, double, int64_t, CUDA_R_64F, CUBLAS_COMPUTE_64F)
 
-#define EX_GROUPED_HOOK(name, I)                                                                   \
-  MPP_EXPORT cublasStatus_t name(                                                                  \
-      cublasHandle_t handle, const cublasOperation_t transa_array[],                               \
-      const cublasOperation_t transb_array[], const I m_array[], const I n_array[],                \
-      const I k_array[], const void *alpha_array, const void *const Aarray[],                      \
-      cudaDataType_t Atype, const I lda_array[], const void *const Barray[], cudaDataType_t Btype, \
-      const I ldb_array[], const void *beta_array, void *const Carray[], cudaDataType_t Ctype,     \
-      const I ldc_array[], I group_count, const I group_size[], cublasComputeType_t computeType) { \
-    name##_args a = {MPP_REAL(syms, name),                                                         \
-                     handle,                                                                       \
-                     transa_array,                                                                 \
-                     transb_array,                                                                 \
-                     m_array,                                                                      \
-                     n_array,                                                                      \
-                     k_array,                                                                      \
-                     alpha_array,                                                                  \
-                     Aarray,                                                                       \
-                     lda_array,                                                                    \
-                     Barray,                                                                       \
-                     ldb_array,                                                                    \
-                     beta_array,                                                                   \
-                     Carray,                                                                       \
-                     ldc_array,                                                                    \
-                     group_count,                                                                  \
-                     group_size,                                                                   \
-                     Atype,                                                                        \
-                     Btype,                                                                        \
-                     Ctype,                                                                        \
-                     computeType};                                                                 \
-    if (!a.real) return FAIL;                                                                      \
-    if (!mpp_enter()) return name##_thunk(&a);                                                     \
-    grouped g = {GROUPED_SHAPE(name, I),                                                           \
-                 Aarray,                                                                           \
-                 Barray,                                                                           \
-                 (const void *const *)Carray,                                                      \
-                 Atype,                                                                            \
-                 Btype,                                                                            \
-                 Ctype,                                                                            \
-                 computeType,                                                                      \
-                 mpp_cublas_compute_scale_type(computeType)};                                      \
-    cublasStatus_t ret = run_grouped(handle, &g, name##_thunk, &a);                                \
-    mpp_leave();                                                                                   \
-    return ret;                                                                                    \
-  }
-EX_GROUPED_HOOK(cublasGemmGroupedBatchedEx, int)
-EX_GROUPED_HOOK(cublasGemmGroupedBatchedEx_64, int64_t)
+#define EX_GROUPED(name, I)                                                                        \
+  MPP_MULTI_OP_HOOK(syms, cublasStatus_t, name,                                                    \
+                    (cublasHandle_t handle, const cublasOperation_t transa_array[],                \
+                     const cublasOperation_t transb_array[], const I m_array[], const I n_array[], \
+                     const I k_array[], const void *alpha_array, const void *const Aarray[],       \
+                     cudaDataType_t Atype, const I lda_array[], const void *const Barray[],        \
+                     cudaDataType_t Btype, const I ldb_array[], const void *beta_array,            \
+                     void *const Carray[], cudaDataType_t Ctype, const I ldc_array[],              \
+                     I group_count, const I group_size[], cublasComputeType_t computeType),        \
+                    (handle, transa_array, transb_array, m_array, n_array, k_array, alpha_array,   \
+                     Aarray, Atype, lda_array, Barray, Btype, ldb_array, beta_array, Carray,       \
+                     Ctype, ldc_array, group_count, group_size, computeType),                      \
+                    FAIL, succeeded, decode_grouped,                                               \
+                    (handle, &(grouped){GROUPED_SHAPE(name, I), Aarray, Barray,                    \
+                                        (const void *const *)Carray, Atype, Btype, Ctype,          \
+                                        computeType, mpp_cublas_compute_scale_type(computeType)}))
+EX_GROUPED(cublasGemmGroupedBatchedEx, int)
+EX_GROUPED(cublasGemmGroupedBatchedEx_64, int64_t)
 
 /* --- handle state --- */
 

@@ -451,10 +451,14 @@ static void decode_matmul(mpp_op *op, const be_op *o, void *pa, void *pb, void *
   mpp_op_note_ptr(op, pc);
 }
 
-/* Ops of the plan's graph, decoded; the autotune verdict for this execution. */
-static int decode_execute(void *plan, void *varpack, mpp_op *ops, bool *ret_autotune) {
+/* The plan's graph's convolutions and matmuls as ops (none when mpprof does
+ * not know the plan); an execution of a further plan of a graph already run
+ * is autotuning. */
+static bool decode_execute(mpp_calls *rec, cudnnHandle_t handle, void *plan, void *varpack) {
+  /* Room for a whole graph (~13 KB), reserved before the shadows' lock. */
+  if (!mpp_calls_reserve(rec, MAX_GRAPH_OPS, "a cuDNN graph execution")) return false;
+  mpp_op *ops = rec->ops;
   int n = 0;
-  *ret_autotune = false;
   pthread_mutex_lock(&shadows_mu);
   be_shadow *p = find_locked(plan), *vp = find_locked(varpack);
   /* Descriptors of another type (an application bug cuDNN refuses): their
@@ -470,7 +474,7 @@ static int decode_execute(void *plan, void *varpack, mpp_op *ops, bool *ret_auto
     for (i = 0; i < g->nplans; i++)
       if (g->plans[i] == plan) break;
     if (i == g->nplans) {
-      *ret_autotune = g->nplans > 0;
+      rec->autotune = g->nplans > 0;
       if (g->nplans < MAX_PLANS) g->plans[g->nplans++] = plan;
     }
     for (int k = 0; k < g->nops && n < MAX_GRAPH_OPS; k++) {
@@ -497,50 +501,18 @@ static int decode_execute(void *plan, void *varpack, mpp_op *ops, bool *ret_auto
     }
   }
   pthread_mutex_unlock(&shadows_mu);
-  return n;
+  void *stream = n ? mpp_cudnn_stream(handle) : NULL;
+  for (int i = 0; i < n; i++)
+    ops[i].stream = stream;
+  rec->n = n;
+  return true;
 }
 
-MPP_EXPORT cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle,
-                                             cudnnBackendDescriptor_t executionPlan,
-                                             cudnnBackendDescriptor_t variantPack) {
-  __typeof__(&cudnnBackendExecute) real = MPP_REAL(syms, cudnnBackendExecute);
-  if (!real) return CUDNN_STATUS_NOT_INITIALIZED;
-  if (!mpp_enter()) return real(handle, executionPlan, variantPack);
-  /* The graph's ops and calls (~13 KB) on the heap, not on the application's
-   * stack: framework threads may have small ones. No memory: not recorded. */
-  struct {
-    mpp_op ops[MAX_GRAPH_OPS];
-    mpp_call calls[MAX_GRAPH_OPS];
-  } *rec = malloc(sizeof *rec);
-  if (!rec) {
-    cudnnStatus_t r = real(handle, executionPlan, variantPack);
-    mpp_leave();
-    return r;
-  }
-  mpp_op *ops = rec->ops;
-  mpp_call *calls = rec->calls;
-  bool autotune;
-  int n = decode_execute(executionPlan, variantPack, ops, &autotune);
-  void *stream = mpp_cudnn_stream(handle);
-  cudnnStatus_t ret;
-  if (autotune) {
-    ret = real(handle, executionPlan, variantPack);
-    if (mpp_cudnn_succeeded(ret))
-      for (int i = 0; i < n; i++)
-        mpp_call_autotune(&ops[i]);
-  } else {
-    for (int i = 0; i < n; i++) {
-      ops[i].stream = stream;
-      mpp_call_begin(&calls[i], &ops[i]);
-    }
-    ret = real(handle, executionPlan, variantPack);
-    for (int i = n; i-- > 0;)
-      mpp_call_end(&calls[i], &ops[i], mpp_cudnn_succeeded(ret));
-  }
-  free(rec);
-  mpp_leave();
-  return ret;
-}
+MPP_MULTI_OP_HOOK(syms, cudnnStatus_t, cudnnBackendExecute,
+                  (cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan,
+                   cudnnBackendDescriptor_t variantPack),
+                  (handle, executionPlan, variantPack), CUDNN_STATUS_NOT_INITIALIZED,
+                  mpp_cudnn_succeeded, decode_execute, (handle, executionPlan, variantPack))
 
 /* --- descriptor lifecycle: shadowed after the real call succeeded --- */
 

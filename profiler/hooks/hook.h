@@ -9,8 +9,10 @@
  *      the call (output scans, record) with the module's verdict of success,
  *      return the result unchanged.
  *
- * Two macros generate wrappers: MPP_OP_HOOK (one op per call) and
- * MPP_STATE_HOOK (no op: handle or descriptor state).
+ * Three macros generate wrappers: MPP_OP_HOOK (one op per call),
+ * MPP_MULTI_OP_HOOK (several ops around one real call) and MPP_STATE_HOOK
+ * (no op: handle or descriptor state). docs/hook-module.md walks through a
+ * module.
  *
  * A hook module lists its symbols once in an X-macro (name) and gets an enum
  * and a table of mpp_sym from it; MPP_REAL(name) is the typed real pointer. */
@@ -57,6 +59,34 @@
       ret_ = real_ args;                                                                           \
       mpp_call_end(&call_, &op_, ok(ret_));                                                        \
     }                                                                                              \
+    mpp_leave();                                                                                   \
+    return ret_;                                                                                   \
+  }
+
+/* A wrapper of a call that records several ops around its one real call (a
+ * grouped GEMM's groups, a cuDNN graph's convolutions and matmuls). The same
+ * beats as MPP_OP_HOOK, with an mpp_calls (call.c) instead of one op:
+ *   decode  `bool decode(mpp_calls *c, dargs...)` reserves room for the ops
+ *           (mpp_calls_reserve: on the heap, never on the application's
+ *           stack, which may be small), fills c->ops[0 .. c->n) and may mark
+ *           the execution as autotuning; false or no op: not recorded.
+ * The ops are begun in order before the real call and ended in reverse
+ * order after it, all with one verdict of `ok`. */
+#define MPP_MULTI_OP_HOOK(tab, ret_t, name, params, args, missing, ok, decode, dargs)              \
+  MPP_EXPORT ret_t name params {                                                                   \
+    __typeof__(&name) real_ = MPP_REAL(tab, name);                                                 \
+    if (!real_) return missing;                                                                    \
+    if (!mpp_enter()) return real_ args;                                                           \
+    mpp_calls calls_ = {0};                                                                        \
+    ret_t ret_;                                                                                    \
+    if (!decode(&calls_, MPP_ARGS_ dargs) || calls_.n <= 0) {                                      \
+      ret_ = real_ args;                                                                           \
+    } else {                                                                                       \
+      mpp_calls_begin(&calls_);                                                                    \
+      ret_ = real_ args;                                                                           \
+      mpp_calls_end(&calls_, ok(ret_));                                                            \
+    }                                                                                              \
+    mpp_calls_release(&calls_);                                                                    \
     mpp_leave();                                                                                   \
     return ret_;                                                                                   \
   }
