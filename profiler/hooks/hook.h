@@ -41,7 +41,7 @@
 /* A wrapper of a recorded op. Nothing is captured from the expansion: the
  * module names its pieces.
  *   ok      a predicate `bool ok(ret_t)`: did the real call succeed (the
- *           module's `static bool ok_(cublasStatus_t r)`);
+ *           module's `static bool succeeded(cublasStatus_t r)`);
  *   decode  `bool decode(mpp_op *op, dargs...)` fills op from the wrapper's
  *           arguments listed in `dargs`; false: the call is not recorded. */
 #define MPP_OP_HOOK(tab, ret_t, name, params, args, missing, ok, decode, dargs)                    \
