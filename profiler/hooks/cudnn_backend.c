@@ -69,7 +69,6 @@ typedef struct be_graph {
 } be_graph;
 
 typedef struct be_shadow {
-  void *desc;
   int type;
   bool finalized;
   union {
@@ -149,7 +148,6 @@ static void on_create(int type, void *desc) {
   if (!shadowed_type(type) || !desc) return;
   be_shadow *s = calloc(1, sizeof *s);
   if (!s) return;
-  s->desc = desc;
   s->type = type;
   if (is_comp_desc(type))
     s->u.comp_type = -1;
