@@ -347,3 +347,45 @@ void mpp_call_autotune(mpp_op *op) {
   int site = mpp_site_find(op, &layer, &index);
   if (site >= 0) mpp_site_record_autotune(site);
 }
+
+/* --- several ops around one real call --- */
+
+bool mpp_calls_reserve(mpp_calls *c, int cap, const char *what) {
+  if (cap <= 0) return false;
+  /* ~800 bytes an op and its call: 64 groups' records would not fit a small
+   * thread stack. */
+  void *block = calloc((size_t)cap, sizeof(mpp_op) + sizeof(mpp_call));
+  if (!block) {
+    mpp_note_incomplete("no_memory", "out of memory: %s was not recorded", what);
+    return false;
+  }
+  c->ops = block;
+  c->calls = (mpp_call *)(c->ops + cap);
+  c->cap = cap;
+  c->n = 0;
+  return true;
+}
+
+void mpp_calls_begin(mpp_calls *c) {
+  if (c->autotune) return;
+  for (int i = 0; i < c->n; i++)
+    mpp_call_begin(&c->calls[i], &c->ops[i]);
+}
+
+void mpp_calls_end(mpp_calls *c, bool ok) {
+  if (c->autotune) {
+    if (ok)
+      for (int i = 0; i < c->n; i++)
+        mpp_call_autotune(&c->ops[i]);
+    return;
+  }
+  for (int i = c->n; i-- > 0;)
+    mpp_call_end(&c->calls[i], &c->ops[i], ok);
+}
+
+void mpp_calls_release(mpp_calls *c) {
+  free(c->ops);
+  c->ops = NULL;
+  c->calls = NULL;
+  c->cap = c->n = 0;
+}

@@ -49,6 +49,27 @@ void mpp_kernel_sink_fn(uint64_t op_id, const char *mangled_name, uint64_t start
 void mpp_call_end(mpp_call *c, mpp_op *op, bool ok);
 /* A cuDNN autotuning execution of the op: counted apart, never scanned. */
 void mpp_call_autotune(mpp_op *op);
+
+/* Several ops recorded around one real call (hooks/hook.h MPP_MULTI_OP_HOOK):
+ * their records live on the heap, never on the application's stack. */
+typedef struct mpp_calls {
+  int cap;       /* room reserved */
+  int n;         /* ops decoded into ops[0 .. n) */
+  bool autotune; /* a cuDNN autotuning execution: the ops are counted, not begun */
+  mpp_op *ops;   /* cap ops, then cap calls, in one block */
+  mpp_call *calls;
+} mpp_calls;
+
+/* Room for cap ops (none when cap <= 0). Without memory: false, and the
+ * report notes that `what` ("a grouped GEMM call") was not recorded. */
+bool mpp_calls_reserve(mpp_calls *c, int cap, const char *what);
+/* Begins ops[0 .. n) in order (autotune: nothing to begin). */
+void mpp_calls_begin(mpp_calls *c);
+/* Ends them in reverse order with the real call's verdict (autotune: counts
+ * each op as an autotuning execution when the call succeeded). */
+void mpp_calls_end(mpp_calls *c, bool ok);
+/* Frees the room; c may be reserved or not. */
+void mpp_calls_release(mpp_calls *c);
 /* tc_counters.c verdict sink (mpp_tc_verdict_fn): op id -> site. */
 void mpp_tc_verdict_sink_fn(uint64_t op_id, const char *mangled_name, bool tc, const double *values,
                             int nvalues);

@@ -17,6 +17,7 @@
 #include "hook.h"
 #include "profiler/gpu/gpu.h"
 #include "profiler/hostmem.h"
+#include "profiler/ptrmap.h"
 #include "profiler/sites.h"
 
 /* cuda_fp16.h declares __half only for C++; the ABI is a pointer either way. */
@@ -67,71 +68,39 @@ HGEMM_PROTOS(int64_t, _64)
 MPP_MODULE_TABLE(syms)
 
 #define FAIL CUBLAS_STATUS_NOT_INITIALIZED
-#define OK (ret == CUBLAS_STATUS_SUCCESS)
+
+static bool succeeded(cublasStatus_t r) {
+  return r == CUBLAS_STATUS_SUCCESS;
+}
 
 /* --- handle -> math mode --- */
 
-#define HANDLES 1024 /* open addressing; beyond this, modes are queried per call */
+#define MAX_HANDLES 1024 /* beyond this, modes are queried per call */
 static pthread_mutex_t handles_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-  cublasHandle_t h; /* NULL empty, TOMBSTONE deleted */
-  int mode;
-} handles[HANDLES];
-#define TOMBSTONE ((cublasHandle_t)(uintptr_t)1)
+static mpp_ptrmap handles = MPP_PTRMAP_INIT(64, MAX_HANDLES); /* value: the mode */
 
 __attribute__((constructor)) static void handles_fork_protect(void) {
   mpp_fork_protect(&handles_mu);
 }
 
-static unsigned slot_of(cublasHandle_t h) {
-  uintptr_t v = (uintptr_t)h;
-  return (unsigned)((v >> 4) ^ (v >> 16)) & (HANDLES - 1);
-}
-
 static void handle_set(cublasHandle_t h, int mode) {
   pthread_mutex_lock(&handles_mu);
-  unsigned j = slot_of(h), free_slot = HANDLES;
-  for (unsigned n = 0; n < HANDLES; n++, j = (j + 1) & (HANDLES - 1)) {
-    if (handles[j].h == h) {
-      handles[j].mode = mode;
-      pthread_mutex_unlock(&handles_mu);
-      return;
-    }
-    if (handles[j].h == TOMBSTONE && free_slot == HANDLES) free_slot = j;
-    if (!handles[j].h) {
-      if (free_slot == HANDLES) free_slot = j;
-      break;
-    }
-  }
-  if (free_slot < HANDLES) {
-    handles[free_slot].h = h;
-    handles[free_slot].mode = mode;
-  }
+  mpp_ptrmap_put(&handles, h, (void *)(intptr_t)mode); /* full: queried per call */
   pthread_mutex_unlock(&handles_mu);
 }
 
 static bool handle_get(cublasHandle_t h, int *ret_mode) {
-  bool found = false;
+  void *v;
   pthread_mutex_lock(&handles_mu);
-  unsigned j = slot_of(h);
-  for (unsigned n = 0; n < HANDLES && handles[j].h; n++, j = (j + 1) & (HANDLES - 1))
-    if (handles[j].h == h) {
-      *ret_mode = handles[j].mode;
-      found = true;
-      break;
-    }
+  bool found = mpp_ptrmap_find(&handles, h, &v);
   pthread_mutex_unlock(&handles_mu);
+  if (found) *ret_mode = (int)(intptr_t)v;
   return found;
 }
 
 static void handle_forget(cublasHandle_t h) {
   pthread_mutex_lock(&handles_mu);
-  unsigned j = slot_of(h);
-  for (unsigned n = 0; n < HANDLES && handles[j].h; n++, j = (j + 1) & (HANDLES - 1))
-    if (handles[j].h == h) {
-      handles[j].h = TOMBSTONE;
-      break;
-    }
+  mpp_ptrmap_del(&handles, h, NULL);
   pthread_mutex_unlock(&handles_mu);
 }
 
@@ -189,11 +158,10 @@ static bool decode(mpp_op *op, cublasHandle_t h, const mpp_gemm_call *g) {
    const T *alpha, const T *A, I lda, const T *B, I ldb, const T *beta, T *C, I ldc)
 #define GEMM_ARGS (handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
 #define TYPED_GEMM(name, T, I, dt, ct)                                                             \
-  MPP_OP_HOOK(                                                                                     \
-      syms, cublasStatus_t, name, GEMM_PARAMS(T, I), GEMM_ARGS, FAIL, OK,                          \
-      decode(op_, handle,                                                                          \
-             &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C, .batch = 1, .Atype = dt,  \
-                              .Btype = dt, .Ctype = dt, .compute = ct, .scale_type = dt}))
+  MPP_OP_HOOK(syms, cublasStatus_t, name, GEMM_PARAMS(T, I), GEMM_ARGS, FAIL, succeeded, decode,   \
+              (handle, &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C, .batch = 1,     \
+                                        .Atype = dt, .Btype = dt, .Ctype = dt, .compute = ct,      \
+                                        .scale_type = dt}))
 TYPED_GEMM(cublasSgemm_v2, float, int, CUDA_R_32F, CUBLAS_COMPUTE_32F)
 TYPED_GEMM(cublasSgemm_v2_64, float, int64_t, CUDA_R_32F, CUBLAS_COMPUTE_32F)
 TYPED_GEMM(cublasDgemm_v2, double, int, CUDA_R_64F, CUBLAS_COMPUTE_64F)
@@ -208,11 +176,10 @@ TYPED_GEMM(cublasHgemm_64, mpp_half, int64_t, CUDA_R_16F, CUBLAS_COMPUTE_16F)
        const float *alpha, const void *A, cudaDataType Atype, I lda, const void *B,                \
        cudaDataType Btype, I ldb, const float *beta, void *C, cudaDataType Ctype, I ldc),          \
       (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc), \
-      FAIL, OK,                                                                                    \
-      decode(op_, handle,                                                                          \
-             &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C, .batch = 1,               \
-                              .Atype = Atype, .Btype = Btype, .Ctype = Ctype,                      \
-                              .compute = CUBLAS_COMPUTE_32F, .scale_type = CUDA_R_32F}))
+      FAIL, succeeded, decode,                                                                     \
+      (handle, &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C, .batch = 1,             \
+                                .Atype = Atype, .Btype = Btype, .Ctype = Ctype,                    \
+                                .compute = CUBLAS_COMPUTE_32F, .scale_type = CUDA_R_32F}))
 SGEMMEX(cublasSgemmEx, int)
 SGEMMEX(cublasSgemmEx_64, int64_t)
 
@@ -224,12 +191,11 @@ SGEMMEX(cublasSgemmEx_64, int64_t)
                cudaDataType Ctype, I ldc, cublasComputeType_t computeType, cublasGemmAlgo_t algo), \
               (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C,      \
                Ctype, ldc, computeType, algo),                                                     \
-              FAIL, OK,                                                                            \
-              decode(op_, handle,                                                                  \
-                     &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C, .batch = 1,       \
-                                      .Atype = Atype, .Btype = Btype, .Ctype = Ctype,              \
-                                      .compute = computeType,                                      \
-                                      .scale_type = mpp_cublas_compute_scale_type(computeType)}))
+              FAIL, succeeded, decode,                                                             \
+              (handle, &(mpp_gemm_call){                                                           \
+                           GEMM_COMMON(name), .A = A, .B = B, .C = C, .batch = 1, .Atype = Atype,  \
+                           .Btype = Btype, .Ctype = Ctype, .compute = computeType,                 \
+                           .scale_type = mpp_cublas_compute_scale_type(computeType)}))
 GEMMEX(cublasGemmEx, int)
 GEMMEX(cublasGemmEx_64, int64_t)
 
@@ -240,13 +206,12 @@ GEMMEX(cublasGemmEx_64, int64_t)
                I ldb, const T *beta, T *const Carray[], I ldc, I batchCount),                      \
               (handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray,     \
                ldc, batchCount),                                                                   \
-              FAIL, OK,                                                                            \
-              decode(op_, handle,                                                                  \
-                     &(mpp_gemm_call){GEMM_COMMON(name), .Aarr = (const void *const *)Aarray,      \
-                                      .Barr = (const void *const *)Barray,                         \
-                                      .Carr = (const void *const *)Carray, .batch = batchCount,    \
-                                      .Atype = dt, .Btype = dt, .Ctype = dt, .compute = ct,        \
-                                      .scale_type = dt}))
+              FAIL, succeeded, decode,                                                             \
+              (handle, &(mpp_gemm_call){GEMM_COMMON(name), .Aarr = (const void *const *)Aarray,    \
+                                        .Barr = (const void *const *)Barray,                       \
+                                        .Carr = (const void *const *)Carray, .batch = batchCount,  \
+                                        .Atype = dt, .Btype = dt, .Ctype = dt, .compute = ct,      \
+                                        .scale_type = dt}))
 TYPED_BATCHED(cublasSgemmBatched, float, int, CUDA_R_32F, CUBLAS_COMPUTE_32F)
 TYPED_BATCHED(cublasSgemmBatched_64, float, int64_t, CUDA_R_32F, CUBLAS_COMPUTE_32F)
 TYPED_BATCHED(cublasDgemmBatched, double, int, CUDA_R_64F, CUBLAS_COMPUTE_64F)
@@ -255,19 +220,18 @@ TYPED_BATCHED(cublasHgemmBatched, mpp_half, int, CUDA_R_16F, CUBLAS_COMPUTE_16F)
 TYPED_BATCHED(cublasHgemmBatched_64, mpp_half, int64_t, CUDA_R_16F, CUBLAS_COMPUTE_16F)
 
 #define TYPED_STRIDED(name, T, I, dt, ct)                                                          \
-  MPP_OP_HOOK(syms, cublasStatus_t, name,                                                          \
-              (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m,     \
-               I n, I k, const T *alpha, const T *A, I lda, long long int strideA, const T *B,     \
-               I ldb, long long int strideB, const T *beta, T *C, I ldc, long long int strideC,    \
-               I batchCount),                                                                      \
-              (handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C,  \
-               ldc, strideC, batchCount),                                                          \
-              FAIL, OK,                                                                            \
-              decode(op_, handle,                                                                  \
-                     &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C,                   \
-                                      .strideA = strideA, .strideB = strideB, .strideC = strideC,  \
-                                      .batch = batchCount, .Atype = dt, .Btype = dt, .Ctype = dt,  \
-                                      .compute = ct, .scale_type = dt}))
+  MPP_OP_HOOK(                                                                                     \
+      syms, cublasStatus_t, name,                                                                  \
+      (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m, I n, I k,   \
+       const T *alpha, const T *A, I lda, long long int strideA, const T *B, I ldb,                \
+       long long int strideB, const T *beta, T *C, I ldc, long long int strideC, I batchCount),    \
+      (handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc,     \
+       strideC, batchCount),                                                                       \
+      FAIL, succeeded, decode,                                                                     \
+      (handle,                                                                                     \
+       &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C, .strideA = strideA,             \
+                        .strideB = strideB, .strideC = strideC, .batch = batchCount, .Atype = dt,  \
+                        .Btype = dt, .Ctype = dt, .compute = ct, .scale_type = dt}))
 TYPED_STRIDED(cublasSgemmStridedBatched, float, int, CUDA_R_32F, CUBLAS_COMPUTE_32F)
 TYPED_STRIDED(cublasSgemmStridedBatched_64, float, int64_t, CUDA_R_32F, CUBLAS_COMPUTE_32F)
 TYPED_STRIDED(cublasDgemmStridedBatched, double, int, CUDA_R_64F, CUBLAS_COMPUTE_64F)
@@ -284,33 +248,31 @@ TYPED_STRIDED(cublasHgemmStridedBatched_64, mpp_half, int64_t, CUDA_R_16F, CUBLA
                cublasComputeType_t computeType, cublasGemmAlgo_t algo),                            \
               (handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb,     \
                beta, Carray, Ctype, ldc, batchCount, computeType, algo),                           \
-              FAIL, OK,                                                                            \
-              decode(op_, handle,                                                                  \
-                     &(mpp_gemm_call){GEMM_COMMON(name), .Aarr = Aarray, .Barr = Barray,           \
-                                      .Carr = (const void *const *)Carray, .batch = batchCount,    \
-                                      .Atype = Atype, .Btype = Btype, .Ctype = Ctype,              \
-                                      .compute = computeType,                                      \
-                                      .scale_type = mpp_cublas_compute_scale_type(computeType)}))
+              FAIL, succeeded, decode,                                                             \
+              (handle, &(mpp_gemm_call){                                                           \
+                           GEMM_COMMON(name), .Aarr = Aarray, .Barr = Barray,                      \
+                           .Carr = (const void *const *)Carray, .batch = batchCount,               \
+                           .Atype = Atype, .Btype = Btype, .Ctype = Ctype, .compute = computeType, \
+                           .scale_type = mpp_cublas_compute_scale_type(computeType)}))
 BATCHEDEX(cublasGemmBatchedEx, int)
 BATCHEDEX(cublasGemmBatchedEx_64, int64_t)
 
 #define STRIDEDEX(name, I)                                                                         \
-  MPP_OP_HOOK(syms, cublasStatus_t, name,                                                          \
-              (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m,     \
-               I n, I k, const void *alpha, const void *A, cudaDataType Atype, I lda,              \
-               long long int strideA, const void *B, cudaDataType Btype, I ldb,                    \
-               long long int strideB, const void *beta, void *C, cudaDataType Ctype, I ldc,        \
-               long long int strideC, I batchCount, cublasComputeType_t computeType,               \
-               cublasGemmAlgo_t algo),                                                             \
-              (handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb,      \
-               strideB, beta, C, Ctype, ldc, strideC, batchCount, computeType, algo),              \
-              FAIL, OK,                                                                            \
-              decode(op_, handle,                                                                  \
-                     &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C,                   \
-                                      .strideA = strideA, .strideB = strideB, .strideC = strideC,  \
-                                      .batch = batchCount, .Atype = Atype, .Btype = Btype,         \
-                                      .Ctype = Ctype, .compute = computeType,                      \
-                                      .scale_type = mpp_cublas_compute_scale_type(computeType)}))
+  MPP_OP_HOOK(                                                                                     \
+      syms, cublasStatus_t, name,                                                                  \
+      (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m, I n, I k,   \
+       const void *alpha, const void *A, cudaDataType Atype, I lda, long long int strideA,         \
+       const void *B, cudaDataType Btype, I ldb, long long int strideB, const void *beta, void *C, \
+       cudaDataType Ctype, I ldc, long long int strideC, I batchCount,                             \
+       cublasComputeType_t computeType, cublasGemmAlgo_t algo),                                    \
+      (handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB,     \
+       beta, C, Ctype, ldc, strideC, batchCount, computeType, algo),                               \
+      FAIL, succeeded, decode,                                                                     \
+      (handle,                                                                                     \
+       &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C, .strideA = strideA,             \
+                        .strideB = strideB, .strideC = strideC, .batch = batchCount,               \
+                        .Atype = Atype, .Btype = Btype, .Ctype = Ctype, .compute = computeType,    \
+                        .scale_type = mpp_cublas_compute_scale_type(computeType)}))
 STRIDEDEX(cublasGemmStridedBatchedEx, int)
 STRIDEDEX(cublasGemmStridedBatchedEx_64, int64_t)
 
@@ -337,32 +299,23 @@ static size_t scale_size(int t) {
 
 #define MAX_GROUPS 64 /* ops recorded per grouped call; more groups are left out */
 
-static cublasStatus_t run_grouped(cublasHandle_t h, const grouped *g,
-                                  cublasStatus_t (*call)(const void *), const void *argp) {
+/* One op per group, each from its own shapes and its own slice of the
+ * pointer arrays. */
+static bool decode_grouped(mpp_calls *c, cublasHandle_t h, const grouped *g) {
   int64_t n = g->groups < MAX_GROUPS ? g->groups : MAX_GROUPS;
   /* Malformed calls go straight to cuBLAS, which reports them. */
   if (n <= 0 || !g->ta || !g->tb || !g->m || !g->n || !g->k || !g->lda || !g->ldb || !g->ldc ||
       !g->size || !g->beta || !g->A || !g->B || !g->C)
-    return call(argp);
+    return false;
   /* A negative group size (rejected by cuBLAS) would offset the later groups'
    * pointer arrays before their start. */
   for (int64_t i = 0; i < n; i++)
-    if (at(g->size, g->i64, i) < 0) return call(argp);
-  /* On the heap: 64 groups' records are ~50 KB, too much for the stack of a
-   * thread the program created small. Without memory the call goes through
-   * unrecorded. */
-  mpp_op *ops = calloc((size_t)n, sizeof *ops);
-  mpp_call *calls = calloc((size_t)n, sizeof *calls);
-  if (!ops || !calls) {
-    free(ops);
-    free(calls);
-    mpp_note_incomplete("no_memory", "out of memory: a grouped GEMM call was not recorded");
-    return call(argp);
-  }
+    if (at(g->size, g->i64, i) < 0) return false;
+  if (!mpp_calls_reserve(c, (int)n, "a grouped GEMM call")) return false;
   int64_t first = 0;
   for (int64_t i = 0; i < n; i++) {
     int64_t size = at(g->size, g->i64, i);
-    decode(&ops[i], h,
+    decode(&c->ops[i], h,
            &(mpp_gemm_call){
                .api = g->api,
                .transa = g->ta[i],
@@ -385,171 +338,71 @@ static cublasStatus_t run_grouped(cublasHandle_t h, const grouped *g,
                .compute = g->compute,
                .scale_type = g->scale_type});
     first += size;
-    mpp_call_begin(&calls[i], &ops[i]);
   }
-  cublasStatus_t ret = call(argp);
-  for (int64_t i = n; i-- > 0;)
-    mpp_call_end(&calls[i], &ops[i], OK);
-  free(ops);
-  free(calls);
+  c->n = (int)n;
   if (g->groups > MAX_GROUPS)
     mpp_note_incomplete("max_groups",
                         "grouped GEMM calls with more than %d groups: later groups not recorded",
                         MAX_GROUPS);
-  return ret;
+  return true;
 }
-
-/* The real call is made through a thunk so one loop serves all six variants. */
-#define GROUPED(name, T, I, EXTRA_PARAMS, EXTRA_ARGS, ALPHA_T)                                     \
-  typedef struct name##_args {                                                                     \
-    __typeof__(&name) real;                                                                        \
-    cublasHandle_t handle;                                                                         \
-    const cublasOperation_t *transa_array, *transb_array;                                          \
-    const I *m_array, *n_array, *k_array;                                                          \
-    ALPHA_T alpha_array;                                                                           \
-    const T *const *Aarray;                                                                        \
-    const I *lda_array;                                                                            \
-    const T *const *Barray;                                                                        \
-    const I *ldb_array;                                                                            \
-    ALPHA_T beta_array;                                                                            \
-    T *const *Carray;                                                                              \
-    const I *ldc_array;                                                                            \
-    I group_count;                                                                                 \
-    const I *group_size;                                                                           \
-    EXTRA_PARAMS                                                                                   \
-  } name##_args;                                                                                   \
-  static cublasStatus_t name##_thunk(const void *p) {                                              \
-    const name##_args *a = p;                                                                      \
-    return a->real EXTRA_ARGS;                                                                     \
-  }
-
-#define GROUPED_CALL_ARGS_TYPED                                                                    \
-  (a->handle, a->transa_array, a->transb_array, a->m_array, a->n_array, a->k_array,                \
-   a->alpha_array, a->Aarray, a->lda_array, a->Barray, a->ldb_array, a->beta_array, a->Carray,     \
-   a->ldc_array, a->group_count, a->group_size)
-#define GROUPED_CALL_ARGS_EX                                                                       \
-  (a->handle, a->transa_array, a->transb_array, a->m_array, a->n_array, a->k_array,                \
-   a->alpha_array, a->Aarray, a->Atype, a->lda_array, a->Barray, a->Btype, a->ldb_array,           \
-   a->beta_array, a->Carray, a->Ctype, a->ldc_array, a->group_count, a->group_size,                \
-   a->computeType)
-
-GROUPED(cublasSgemmGroupedBatched, float, int, , GROUPED_CALL_ARGS_TYPED, const float *)
-GROUPED(cublasSgemmGroupedBatched_64, float, int64_t, , GROUPED_CALL_ARGS_TYPED, const float *)
-GROUPED(cublasDgemmGroupedBatched, double, int, , GROUPED_CALL_ARGS_TYPED, const double *)
-GROUPED(cublasDgemmGroupedBatched_64, double, int64_t, , GROUPED_CALL_ARGS_TYPED, const double *)
-#define EX_FIELDS                                                                                  \
-  cudaDataType_t Atype, Btype, Ctype;                                                              \
-  cublasComputeType_t computeType;
-GROUPED(cublasGemmGroupedBatchedEx, void, int, EX_FIELDS, GROUPED_CALL_ARGS_EX, const void *)
-GROUPED(cublasGemmGroupedBatchedEx_64, void, int64_t, EX_FIELDS, GROUPED_CALL_ARGS_EX, const void *)
 
 /* The leading fields of `grouped` that every grouped entry point passes alike. */
 #define GROUPED_SHAPE(name, I)                                                                     \
 #name, group_count, transa_array, transb_array, m_array, n_array, k_array, lda_array, ldb_array, \
       ldc_array, group_size, sizeof(I) == 8, alpha_array, beta_array
 
-#define TYPED_GROUPED_HOOK(name, T, I, dt, ct)                                                     \
-  MPP_EXPORT cublasStatus_t name(                                                                  \
-      cublasHandle_t handle, const cublasOperation_t transa_array[],                               \
-      const cublasOperation_t transb_array[], const I m_array[], const I n_array[],                \
-      const I k_array[], const T alpha_array[], const T *const Aarray[], const I lda_array[],      \
-      const T *const Barray[], const I ldb_array[], const T beta_array[], T *const Carray[],       \
-      const I ldc_array[], I group_count, const I group_size[]) {                                  \
-    name##_args a = {MPP_REAL(syms, name),                                                         \
-                     handle,                                                                       \
-                     transa_array,                                                                 \
-                     transb_array,                                                                 \
-                     m_array,                                                                      \
-                     n_array,                                                                      \
-                     k_array,                                                                      \
-                     alpha_array,                                                                  \
-                     Aarray,                                                                       \
-                     lda_array,                                                                    \
-                     Barray,                                                                       \
-                     ldb_array,                                                                    \
-                     beta_array,                                                                   \
-                     Carray,                                                                       \
-                     ldc_array,                                                                    \
-                     group_count,                                                                  \
-                     group_size};                                                                  \
-    if (!a.real) return FAIL;                                                                      \
-    if (!mpp_enter()) return name##_thunk(&a);                                                     \
-    grouped g = {GROUPED_SHAPE(name, I),                                                           \
-                 (const void *const *)Aarray,                                                      \
-                 (const void *const *)Barray,                                                      \
-                 (const void *const *)Carray,                                                      \
-                 dt,                                                                               \
-                 dt,                                                                               \
-                 dt,                                                                               \
-                 ct,                                                                               \
-                 dt};                                                                              \
-    cublasStatus_t ret = run_grouped(handle, &g, name##_thunk, &a);                                \
-    mpp_leave();                                                                                   \
-    return ret;                                                                                    \
-  }
-TYPED_GROUPED_HOOK(cublasSgemmGroupedBatched, float, int, CUDA_R_32F, CUBLAS_COMPUTE_32F)
-TYPED_GROUPED_HOOK(cublasSgemmGroupedBatched_64, float, int64_t, CUDA_R_32F, CUBLAS_COMPUTE_32F)
-TYPED_GROUPED_HOOK(cublasDgemmGroupedBatched, double, int, CUDA_R_64F, CUBLAS_COMPUTE_64F)
-TYPED_GROUPED_HOOK(cublasDgemmGroupedBatched_64, double, int64_t, CUDA_R_64F, CUBLAS_COMPUTE_64F)
+#define TYPED_GROUPED(name, T, I, dt, ct)                                                          \
+  MPP_MULTI_OP_HOOK(                                                                               \
+      syms, cublasStatus_t, name,                                                                  \
+      (cublasHandle_t handle, const cublasOperation_t transa_array[],                              \
+       const cublasOperation_t transb_array[], const I m_array[], const I n_array[],               \
+       const I k_array[], const T alpha_array[], const T *const Aarray[], const I lda_array[],     \
+       const T *const Barray[], const I ldb_array[], const T beta_array[], T *const Carray[],      \
+       const I ldc_array[], I group_count, const I group_size[]),                                  \
+      (handle, transa_array, transb_array, m_array, n_array, k_array, alpha_array, Aarray,         \
+       lda_array, Barray, ldb_array, beta_array, Carray, ldc_array, group_count, group_size),      \
+      FAIL, succeeded, decode_grouped,                                                             \
+      (handle,                                                                                     \
+       &(grouped){GROUPED_SHAPE(name, I), (const void *const *)Aarray,                             \
+                  (const void *const *)Barray, (const void *const *)Carray, dt, dt, dt, ct, dt}))
+TYPED_GROUPED(cublasSgemmGroupedBatched, float, int, CUDA_R_32F, CUBLAS_COMPUTE_32F)
+TYPED_GROUPED(cublasSgemmGroupedBatched_64, float, int64_t, CUDA_R_32F, CUBLAS_COMPUTE_32F)
+TYPED_GROUPED(cublasDgemmGroupedBatched, double, int, CUDA_R_64F, CUBLAS_COMPUTE_64F)
+TYPED_GROUPED(cublasDgemmGroupedBatched_64, double, int64_t, CUDA_R_64F, CUBLAS_COMPUTE_64F)
 
-#define EX_GROUPED_HOOK(name, I)                                                                   \
-  MPP_EXPORT cublasStatus_t name(                                                                  \
-      cublasHandle_t handle, const cublasOperation_t transa_array[],                               \
-      const cublasOperation_t transb_array[], const I m_array[], const I n_array[],                \
-      const I k_array[], const void *alpha_array, const void *const Aarray[],                      \
-      cudaDataType_t Atype, const I lda_array[], const void *const Barray[], cudaDataType_t Btype, \
-      const I ldb_array[], const void *beta_array, void *const Carray[], cudaDataType_t Ctype,     \
-      const I ldc_array[], I group_count, const I group_size[], cublasComputeType_t computeType) { \
-    name##_args a = {MPP_REAL(syms, name),                                                         \
-                     handle,                                                                       \
-                     transa_array,                                                                 \
-                     transb_array,                                                                 \
-                     m_array,                                                                      \
-                     n_array,                                                                      \
-                     k_array,                                                                      \
-                     alpha_array,                                                                  \
-                     Aarray,                                                                       \
-                     lda_array,                                                                    \
-                     Barray,                                                                       \
-                     ldb_array,                                                                    \
-                     beta_array,                                                                   \
-                     Carray,                                                                       \
-                     ldc_array,                                                                    \
-                     group_count,                                                                  \
-                     group_size,                                                                   \
-                     Atype,                                                                        \
-                     Btype,                                                                        \
-                     Ctype,                                                                        \
-                     computeType};                                                                 \
-    if (!a.real) return FAIL;                                                                      \
-    if (!mpp_enter()) return name##_thunk(&a);                                                     \
-    grouped g = {GROUPED_SHAPE(name, I),                                                           \
-                 Aarray,                                                                           \
-                 Barray,                                                                           \
-                 (const void *const *)Carray,                                                      \
-                 Atype,                                                                            \
-                 Btype,                                                                            \
-                 Ctype,                                                                            \
-                 computeType,                                                                      \
-                 mpp_cublas_compute_scale_type(computeType)};                                      \
-    cublasStatus_t ret = run_grouped(handle, &g, name##_thunk, &a);                                \
-    mpp_leave();                                                                                   \
-    return ret;                                                                                    \
-  }
-EX_GROUPED_HOOK(cublasGemmGroupedBatchedEx, int)
-EX_GROUPED_HOOK(cublasGemmGroupedBatchedEx_64, int64_t)
+#define EX_GROUPED(name, I)                                                                        \
+  MPP_MULTI_OP_HOOK(syms, cublasStatus_t, name,                                                    \
+                    (cublasHandle_t handle, const cublasOperation_t transa_array[],                \
+                     const cublasOperation_t transb_array[], const I m_array[], const I n_array[], \
+                     const I k_array[], const void *alpha_array, const void *const Aarray[],       \
+                     cudaDataType_t Atype, const I lda_array[], const void *const Barray[],        \
+                     cudaDataType_t Btype, const I ldb_array[], const void *beta_array,            \
+                     void *const Carray[], cudaDataType_t Ctype, const I ldc_array[],              \
+                     I group_count, const I group_size[], cublasComputeType_t computeType),        \
+                    (handle, transa_array, transb_array, m_array, n_array, k_array, alpha_array,   \
+                     Aarray, Atype, lda_array, Barray, Btype, ldb_array, beta_array, Carray,       \
+                     Ctype, ldc_array, group_count, group_size, computeType),                      \
+                    FAIL, succeeded, decode_grouped,                                               \
+                    (handle, &(grouped){GROUPED_SHAPE(name, I), Aarray, Barray,                    \
+                                        (const void *const *)Carray, Atype, Btype, Ctype,          \
+                                        computeType, mpp_cublas_compute_scale_type(computeType)}))
+EX_GROUPED(cublasGemmGroupedBatchedEx, int)
+EX_GROUPED(cublasGemmGroupedBatchedEx_64, int64_t)
 
 /* --- handle state --- */
 
-MPP_STATE_HOOK(
-    syms, cublasStatus_t, cublasCreate_v2, (cublasHandle_t * handle), (handle), FAIL,
-    if (OK && handle) {
-      int mode = query_math_mode(*handle);
-      handle_set(*handle, mode >= 0 ? mode : CUBLAS_DEFAULT_MATH);
-    })
+static void handle_created(const cublasHandle_t *handle) {
+  if (!handle) return;
+  int mode = query_math_mode(*handle);
+  handle_set(*handle, mode >= 0 ? mode : CUBLAS_DEFAULT_MATH);
+}
+
+MPP_STATE_HOOK(syms, cublasStatus_t, cublasCreate_v2, (cublasHandle_t * handle), (handle), FAIL,
+               succeeded, handle_created, (handle))
 
 MPP_STATE_HOOK(syms, cublasStatus_t, cublasDestroy_v2, (cublasHandle_t handle), (handle), FAIL,
-               if (OK) handle_forget(handle);)
+               succeeded, handle_forget, (handle))
 
 MPP_STATE_HOOK(syms, cublasStatus_t, cublasSetMathMode, (cublasHandle_t handle, cublasMath_t mode),
-               (handle, mode), FAIL, if (OK) handle_set(handle, (int)mode);)
+               (handle, mode), FAIL, succeeded, handle_set, (handle, (int)mode))

@@ -98,6 +98,10 @@ static bool decode(mpp_op *op, cublasLtMatmulDesc_t desc, const void *alpha, con
   return true;
 }
 
+static bool succeeded(cublasStatus_t r) {
+  return r == CUBLAS_STATUS_SUCCESS;
+}
+
 MPP_OP_HOOK(syms, cublasStatus_t, cublasLtMatmul,
             (cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc, const void *alpha,
              const void *A, cublasLtMatrixLayout_t Adesc, const void *B,
@@ -107,5 +111,5 @@ MPP_OP_HOOK(syms, cublasStatus_t, cublasLtMatmul,
              cudaStream_t stream),
             (lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo,
              workspace, workspaceSizeInBytes, stream),
-            CUBLAS_STATUS_NOT_INITIALIZED, ret == CUBLAS_STATUS_SUCCESS,
-            decode(op_, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, stream))
+            CUBLAS_STATUS_NOT_INITIALIZED, succeeded, decode,
+            (computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, stream))

@@ -7,6 +7,7 @@
 #include <cudnn.h>
 
 #include "conv_decode.h"
+#include "cudnn_common.h"
 #include "hook.h"
 
 #define MPP_MODULE_SONAME "libcudnn.so.9"
@@ -85,8 +86,7 @@ static const char *math_type_of(cudnnConvolutionDescriptor_t d) {
   return names[t];
 }
 
-/* The handle's stream: where a device scan of this op's tensors must run. */
-static void *stream_of(cudnnHandle_t h) {
+void *mpp_cudnn_stream(cudnnHandle_t h) {
   __typeof__(&cudnnGetStream) get = MPP_REAL(syms, cudnnGetStream);
   cudaStream_t s = NULL;
   if (get && h && get(h, &s) == CUDNN_STATUS_SUCCESS) return s;
@@ -109,11 +109,10 @@ static bool decode(mpp_op *op, const char *api, mpp_op_kind kind, cudnnHandle_t 
   if (!conv_desc(cd, &c)) return false;
   mpp_conv_decode(op, api, kind, &t[0], &t[1], &t[2], &c, p0, p1, p2);
   op->conv_math = math_type_of(cd);
-  op->stream = stream_of(h);
+  op->stream = mpp_cudnn_stream(h);
   return true;
 }
 
-#define OK (ret == CUDNN_STATUS_SUCCESS)
 #define FAIL CUDNN_STATUS_NOT_INITIALIZED
 
 MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionForward,
@@ -124,9 +123,9 @@ MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionForward,
              const cudnnTensorDescriptor_t yDesc, void *y),
             (handle, alpha, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes,
              beta, yDesc, y),
-            FAIL, OK,
-            decode(op_, "cudnnConvolutionForward", MPP_OP_CONV_FWD, handle, xDesc, wDesc, yDesc, 1,
-                   convDesc, x, w, y))
+            FAIL, mpp_cudnn_succeeded, decode,
+            ("cudnnConvolutionForward", MPP_OP_CONV_FWD, handle, xDesc, wDesc, yDesc, 1, convDesc,
+             x, w, y))
 
 MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBiasActivationForward,
             (cudnnHandle_t handle, const void *alpha1, const cudnnTensorDescriptor_t xDesc,
@@ -139,9 +138,9 @@ MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBiasActivationForward,
              void *y),
             (handle, alpha1, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes,
              alpha2, zDesc, z, biasDesc, bias, activationDesc, yDesc, y),
-            FAIL, OK,
-            decode(op_, "cudnnConvolutionBiasActivationForward", MPP_OP_CONV_FWD, handle, xDesc,
-                   wDesc, yDesc, 1, convDesc, x, w, y))
+            FAIL, mpp_cudnn_succeeded, decode,
+            ("cudnnConvolutionBiasActivationForward", MPP_OP_CONV_FWD, handle, xDesc, wDesc, yDesc,
+             1, convDesc, x, w, y))
 
 MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBackwardData,
             (cudnnHandle_t handle, const void *alpha, const cudnnFilterDescriptor_t wDesc,
@@ -151,9 +150,9 @@ MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBackwardData,
              const cudnnTensorDescriptor_t dxDesc, void *dx),
             (handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes,
              beta, dxDesc, dx),
-            FAIL, OK,
-            decode(op_, "cudnnConvolutionBackwardData", MPP_OP_CONV_BWD_DATA, handle, dyDesc, wDesc,
-                   dxDesc, 1, convDesc, dy, w, dx))
+            FAIL, mpp_cudnn_succeeded, decode,
+            ("cudnnConvolutionBackwardData", MPP_OP_CONV_BWD_DATA, handle, dyDesc, wDesc, dxDesc, 1,
+             convDesc, dy, w, dx))
 
 MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBackwardFilter,
             (cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc,
@@ -163,6 +162,6 @@ MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBackwardFilter,
              const cudnnFilterDescriptor_t dwDesc, void *dw),
             (handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes,
              beta, dwDesc, dw),
-            FAIL, OK,
-            decode(op_, "cudnnConvolutionBackwardFilter", MPP_OP_CONV_BWD_FILTER, handle, xDesc,
-                   dyDesc, dwDesc, 2, convDesc, x, dy, dw))
+            FAIL, mpp_cudnn_succeeded, decode,
+            ("cudnnConvolutionBackwardFilter", MPP_OP_CONV_BWD_FILTER, handle, xDesc, dyDesc,
+             dwDesc, 2, convDesc, x, dy, dw))

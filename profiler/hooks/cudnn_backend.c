@@ -22,7 +22,9 @@
 
 #include "conv_decode.h"
 #include "cuda_types.h"
+#include "cudnn_common.h"
 #include "hook.h"
+#include "profiler/ptrmap.h"
 #include "profiler/sites.h"
 
 #define MPP_MODULE_SONAME "libcudnn.so.9"
@@ -32,8 +34,7 @@
   X(cudnnBackendSetAttribute)                                                                      \
   X(cudnnBackendGetAttribute)                                                                      \
   X(cudnnBackendFinalize)                                                                          \
-  X(cudnnBackendExecute)                                                                           \
-  X(cudnnGetStream)
+  X(cudnnBackendExecute)
 MPP_MODULE_TABLE(syms)
 
 #define MAX_SHADOWS 65536
@@ -69,7 +70,6 @@ typedef struct be_graph {
 } be_graph;
 
 typedef struct be_shadow {
-  void *desc;
   int type;
   bool finalized;
   union {
@@ -87,53 +87,14 @@ typedef struct be_shadow {
 } be_shadow;
 
 static pthread_mutex_t shadows_mu = PTHREAD_MUTEX_INITIALIZER;
-static be_shadow **shadows; /* open addressing by descriptor */
-/* nused counts live shadows and tombstones: a lookup of an absent descriptor
- * probes until an empty slot, so tombstones must not use up the empty slots
- * (a program creating and destroying a variant pack per execution would
- * otherwise make every miss scan the whole table). */
-static uint32_t shadows_cap, nshadows, nused;
-static be_shadow *const TOMB = (be_shadow *)(uintptr_t)1;
+static mpp_ptrmap shadows = MPP_PTRMAP_INIT(1024, MAX_SHADOWS); /* descriptor -> be_shadow */
 
 __attribute__((constructor)) static void shadows_fork_protect(void) {
   mpp_fork_protect(&shadows_mu);
 }
 
-static uint32_t slot(void *d) {
-  uintptr_t v = (uintptr_t)d;
-  v ^= v >> 17;
-  v *= 0xed5ad4bbu;
-  return (uint32_t)(v ^ (v >> 11));
-}
-
 static be_shadow *find_locked(void *d) {
-  if (!shadows_cap || !d) return NULL;
-  for (uint32_t j = slot(d) & (shadows_cap - 1), n = 0; shadows[j] && n < shadows_cap;
-       j = (j + 1) & (shadows_cap - 1), n++)
-    if (shadows[j] != TOMB && shadows[j]->desc == d) return shadows[j];
-  return NULL;
-}
-
-/* Rebuilds the table without tombstones, doubling it when live shadows
- * would fill more than a quarter of it: at least a quarter of the slots are
- * then free for inserts before the next rebuild (amortised O(1)). */
-static bool rebuild_locked(void) {
-  uint32_t cap = shadows_cap ? shadows_cap : 1024;
-  if ((nshadows + 1) * 4 > cap) cap *= 2;
-  be_shadow **t = calloc(cap, sizeof *t);
-  if (!t) return false;
-  for (uint32_t i = 0; i < shadows_cap; i++)
-    if (shadows[i] && shadows[i] != TOMB) {
-      uint32_t j = slot(shadows[i]->desc) & (cap - 1);
-      while (t[j])
-        j = (j + 1) & (cap - 1);
-      t[j] = shadows[i];
-    }
-  free(shadows);
-  shadows = t;
-  shadows_cap = cap;
-  nused = nshadows;
-  return true;
+  return mpp_ptrmap_get(&shadows, d);
 }
 
 static void graph_unref_locked(be_graph *g) {
@@ -188,7 +149,6 @@ static void on_create(int type, void *desc) {
   if (!shadowed_type(type) || !desc) return;
   be_shadow *s = calloc(1, sizeof *s);
   if (!s) return;
-  s->desc = desc;
   s->type = type;
   if (is_comp_desc(type))
     s->u.comp_type = -1;
@@ -197,36 +157,26 @@ static void on_create(int type, void *desc) {
            type != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)
     s->u.op.comp_type = -1;
   pthread_mutex_lock(&shadows_mu);
-  if (nshadows >= MAX_SHADOWS || ((nused + 1) * 2 > shadows_cap && !rebuild_locked())) {
-    pthread_mutex_unlock(&shadows_mu);
+  /* A descriptor at the address of one destroyed unseen: the new one replaces it. */
+  be_shadow *stale = NULL;
+  if (mpp_ptrmap_del(&shadows, desc, (void **)&stale)) graph_unref_locked(stale->graph);
+  int r = mpp_ptrmap_put(&shadows, desc, s);
+  pthread_mutex_unlock(&shadows_mu);
+  free(stale);
+  if (r < 0) {
     free(s);
     mpp_note_incomplete("cudnn_shadows",
                         "more than %d live cuDNN backend descriptors: later ones not followed",
                         MAX_SHADOWS);
-    return;
   }
-  uint32_t j = slot(desc) & (shadows_cap - 1);
-  while (shadows[j] && shadows[j] != TOMB)
-    j = (j + 1) & (shadows_cap - 1);
-  if (!shadows[j]) nused++; /* a reused tombstone was counted already */
-  shadows[j] = s;
-  nshadows++;
-  pthread_mutex_unlock(&shadows_mu);
 }
 
 static void on_destroy(void *desc) {
+  be_shadow *s = NULL;
   pthread_mutex_lock(&shadows_mu);
-  if (shadows_cap && desc)
-    for (uint32_t j = slot(desc) & (shadows_cap - 1), n = 0; shadows[j] && n < shadows_cap;
-         j = (j + 1) & (shadows_cap - 1), n++)
-      if (shadows[j] != TOMB && shadows[j]->desc == desc) {
-        graph_unref_locked(shadows[j]->graph);
-        free(shadows[j]);
-        shadows[j] = TOMB;
-        nshadows--;
-        break;
-      }
+  if (mpp_ptrmap_del(&shadows, desc, (void **)&s)) graph_unref_locked(s->graph);
   pthread_mutex_unlock(&shadows_mu);
+  free(s);
 }
 
 /* --- attributes --- */
@@ -500,10 +450,14 @@ static void decode_matmul(mpp_op *op, const be_op *o, void *pa, void *pb, void *
   mpp_op_note_ptr(op, pc);
 }
 
-/* Ops of the plan's graph, decoded; the autotune verdict for this execution. */
-static int decode_execute(void *plan, void *varpack, mpp_op *ops, bool *ret_autotune) {
+/* The plan's graph's convolutions and matmuls as ops (none when mpprof does
+ * not know the plan); an execution of a further plan of a graph already run
+ * is autotuning. */
+static bool decode_execute(mpp_calls *rec, cudnnHandle_t handle, void *plan, void *varpack) {
+  /* Room for a whole graph (~13 KB), reserved before the shadows' lock. */
+  if (!mpp_calls_reserve(rec, MAX_GRAPH_OPS, "a cuDNN graph execution")) return false;
+  mpp_op *ops = rec->ops;
   int n = 0;
-  *ret_autotune = false;
   pthread_mutex_lock(&shadows_mu);
   be_shadow *p = find_locked(plan), *vp = find_locked(varpack);
   /* Descriptors of another type (an application bug cuDNN refuses): their
@@ -519,7 +473,7 @@ static int decode_execute(void *plan, void *varpack, mpp_op *ops, bool *ret_auto
     for (i = 0; i < g->nplans; i++)
       if (g->plans[i] == plan) break;
     if (i == g->nplans) {
-      *ret_autotune = g->nplans > 0;
+      rec->autotune = g->nplans > 0;
       if (g->nplans < MAX_PLANS) g->plans[g->nplans++] = plan;
     }
     for (int k = 0; k < g->nops && n < MAX_GRAPH_OPS; k++) {
@@ -546,82 +500,52 @@ static int decode_execute(void *plan, void *varpack, mpp_op *ops, bool *ret_auto
     }
   }
   pthread_mutex_unlock(&shadows_mu);
-  return n;
+  void *stream = n ? mpp_cudnn_stream(handle) : NULL;
+  for (int i = 0; i < n; i++)
+    ops[i].stream = stream;
+  rec->n = n;
+  return true;
 }
 
-static void *stream_of(cudnnHandle_t h) {
-  __typeof__(&cudnnGetStream) get = MPP_REAL(syms, cudnnGetStream);
-  cudaStream_t s = NULL;
-  if (get && h && get(h, &s) == CUDNN_STATUS_SUCCESS) return s;
-  return NULL;
-}
-
-MPP_EXPORT cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle,
-                                             cudnnBackendDescriptor_t executionPlan,
-                                             cudnnBackendDescriptor_t variantPack) {
-  __typeof__(&cudnnBackendExecute) real = MPP_REAL(syms, cudnnBackendExecute);
-  if (!real) return CUDNN_STATUS_NOT_INITIALIZED;
-  if (!mpp_enter()) return real(handle, executionPlan, variantPack);
-  /* The graph's ops and calls (~13 KB) on the heap, not on the application's
-   * stack: framework threads may have small ones. No memory: not recorded. */
-  struct {
-    mpp_op ops[MAX_GRAPH_OPS];
-    mpp_call calls[MAX_GRAPH_OPS];
-  } *rec = malloc(sizeof *rec);
-  if (!rec) {
-    cudnnStatus_t r = real(handle, executionPlan, variantPack);
-    mpp_leave();
-    return r;
-  }
-  mpp_op *ops = rec->ops;
-  mpp_call *calls = rec->calls;
-  bool autotune;
-  int n = decode_execute(executionPlan, variantPack, ops, &autotune);
-  void *stream = stream_of(handle);
-  cudnnStatus_t ret;
-  if (autotune) {
-    ret = real(handle, executionPlan, variantPack);
-    if (ret == CUDNN_STATUS_SUCCESS)
-      for (int i = 0; i < n; i++)
-        mpp_call_autotune(&ops[i]);
-  } else {
-    for (int i = 0; i < n; i++) {
-      ops[i].stream = stream;
-      mpp_call_begin(&calls[i], &ops[i]);
-    }
-    ret = real(handle, executionPlan, variantPack);
-    for (int i = n; i-- > 0;)
-      mpp_call_end(&calls[i], &ops[i], ret == CUDNN_STATUS_SUCCESS);
-  }
-  free(rec);
-  mpp_leave();
-  return ret;
-}
+MPP_MULTI_OP_HOOK(syms, cudnnStatus_t, cudnnBackendExecute,
+                  (cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan,
+                   cudnnBackendDescriptor_t variantPack),
+                  (handle, executionPlan, variantPack), CUDNN_STATUS_NOT_INITIALIZED,
+                  mpp_cudnn_succeeded, decode_execute, (handle, executionPlan, variantPack))
 
 /* --- descriptor lifecycle: shadowed after the real call succeeded --- */
 
-#define OK (ret == CUDNN_STATUS_SUCCESS)
 #define FAIL CUDNN_STATUS_NOT_INITIALIZED
+
+static void created(cudnnBackendDescriptorType_t type, const cudnnBackendDescriptor_t *desc) {
+  if (desc) on_create((int)type, *desc);
+}
+
+/* The configs a heuristics query handed out (at most as many as asked for). */
+static void got(cudnnBackendDescriptor_t desc, cudnnBackendAttributeName_t name, int64_t requested,
+                const int64_t *count, void *elements) {
+  if (elements && count) on_get(desc, (int)name, *count < requested ? *count : requested, elements);
+}
 
 MPP_STATE_HOOK(syms, cudnnStatus_t, cudnnBackendCreateDescriptor,
                (cudnnBackendDescriptorType_t descriptorType, cudnnBackendDescriptor_t *descriptor),
-               (descriptorType, descriptor), FAIL,
-               if (OK && descriptor) on_create((int)descriptorType, *descriptor);)
+               (descriptorType, descriptor), FAIL, mpp_cudnn_succeeded, created,
+               (descriptorType, descriptor))
 
 MPP_STATE_HOOK(syms, cudnnStatus_t, cudnnBackendDestroyDescriptor,
-               (cudnnBackendDescriptor_t descriptor), (descriptor), FAIL,
-               if (OK) on_destroy(descriptor);)
+               (cudnnBackendDescriptor_t descriptor), (descriptor), FAIL, mpp_cudnn_succeeded,
+               on_destroy, (descriptor))
 
 MPP_STATE_HOOK(syms, cudnnStatus_t, cudnnBackendFinalize, (cudnnBackendDescriptor_t descriptor),
-               (descriptor), FAIL, if (OK) on_finalize(descriptor);)
+               (descriptor), FAIL, mpp_cudnn_succeeded, on_finalize, (descriptor))
 
 MPP_STATE_HOOK(syms, cudnnStatus_t, cudnnBackendSetAttribute,
                (cudnnBackendDescriptor_t descriptor, cudnnBackendAttributeName_t attributeName,
                 cudnnBackendAttributeType_t attributeType, int64_t elementCount,
                 const void *arrayOfElements),
                (descriptor, attributeName, attributeType, elementCount, arrayOfElements), FAIL,
-               if (OK) on_set(descriptor, (int)attributeName, (int)attributeType, elementCount,
-                              arrayOfElements);)
+               mpp_cudnn_succeeded, on_set,
+               (descriptor, (int)attributeName, (int)attributeType, elementCount, arrayOfElements))
 
 MPP_STATE_HOOK(syms, cudnnStatus_t, cudnnBackendGetAttribute,
                (cudnnBackendDescriptor_t const descriptor,
@@ -630,9 +554,5 @@ MPP_STATE_HOOK(syms, cudnnStatus_t, cudnnBackendGetAttribute,
                 int64_t *elementCount, void *arrayOfElements),
                (descriptor, attributeName, attributeType, requestedElementCount, elementCount,
                 arrayOfElements),
-               FAIL,
-               if (OK && arrayOfElements && elementCount)
-                   on_get(descriptor, (int)attributeName,
-                          *elementCount < requestedElementCount ? *elementCount
-                                                                : requestedElementCount,
-                          arrayOfElements);)
+               FAIL, mpp_cudnn_succeeded, got,
+               (descriptor, attributeName, requestedElementCount, elementCount, arrayOfElements))

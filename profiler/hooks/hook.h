@@ -6,7 +6,13 @@
  *      straight through;
  *   3. decode the arguments into an mpp_op, begin the call (site, input
  *      scans, CUPTI op id), call the real function and keep its result, end
- *      the call (output scans, record), return the result unchanged.
+ *      the call (output scans, record) with the module's verdict of success,
+ *      return the result unchanged.
+ *
+ * Three macros generate wrappers: MPP_OP_HOOK (one op per call),
+ * MPP_MULTI_OP_HOOK (several ops around one real call) and MPP_STATE_HOOK
+ * (no op: handle or descriptor state). docs/hook-module.md walks through a
+ * module.
  *
  * A hook module lists its symbols once in an X-macro (name) and gets an enum
  * and a table of mpp_sym from it; MPP_REAL(name) is the typed real pointer. */
@@ -32,39 +38,74 @@
 
 #define MPP_REAL(tab, name) ((__typeof__(&name))mpp_sym_get(&tab[MPP_SYM_##name]))
 
-/* A wrapper of a recorded op. `decode` is an expression that fills `op_`
- * (an mpp_op *) from the arguments and is false when the call is not
- * recorded; `ok` tells from `ret` whether the call succeeded. */
-#define MPP_OP_HOOK(tab, ret_t, name, params, args, missing, ok, decode)                           \
+/* A parenthesised argument list without its parentheses: the op goes in front of it. */
+#define MPP_ARGS_(...) __VA_ARGS__
+
+/* A wrapper of a recorded op. Nothing is captured from the expansion: the
+ * module names its pieces.
+ *   ok      a predicate `bool ok(ret_t)`: did the real call succeed (the
+ *           module's `static bool succeeded(cublasStatus_t r)`);
+ *   decode  `bool decode(mpp_op *op, dargs...)` fills op from the wrapper's
+ *           arguments listed in `dargs`; false: the call is not recorded. */
+#define MPP_OP_HOOK(tab, ret_t, name, params, args, missing, ok, decode, dargs)                    \
   MPP_EXPORT ret_t name params {                                                                   \
     __typeof__(&name) real_ = MPP_REAL(tab, name);                                                 \
     if (!real_) return missing;                                                                    \
     if (!mpp_enter()) return real_ args;                                                           \
-    mpp_op op_storage_, *op_ = &op_storage_;                                                       \
-    ret_t ret;                                                                                     \
-    if (!(decode)) {                                                                               \
-      ret = real_ args;                                                                            \
+    mpp_op op_;                                                                                    \
+    ret_t ret_;                                                                                    \
+    if (!decode(&op_, MPP_ARGS_ dargs)) {                                                          \
+      ret_ = real_ args;                                                                           \
     } else {                                                                                       \
       mpp_call call_;                                                                              \
-      mpp_call_begin(&call_, op_);                                                                 \
-      ret = real_ args;                                                                            \
-      mpp_call_end(&call_, op_, (ok));                                                             \
+      mpp_call_begin(&call_, &op_);                                                                \
+      ret_ = real_ args;                                                                           \
+      mpp_call_end(&call_, &op_, ok(ret_));                                                        \
     }                                                                                              \
     mpp_leave();                                                                                   \
-    return ret;                                                                                    \
+    return ret_;                                                                                   \
+  }
+
+/* A wrapper of a call that records several ops around its one real call (a
+ * grouped GEMM's groups, a cuDNN graph's convolutions and matmuls). The same
+ * beats as MPP_OP_HOOK, with an mpp_calls (call.c) instead of one op:
+ *   decode  `bool decode(mpp_calls *c, dargs...)` reserves room for the ops
+ *           (mpp_calls_reserve: on the heap, never on the application's
+ *           stack, which may be small), fills c->ops[0 .. c->n) and may mark
+ *           the execution as autotuning; false or no op: not recorded.
+ * The ops are begun in order before the real call and ended in reverse
+ * order after it, all with one verdict of `ok`. */
+#define MPP_MULTI_OP_HOOK(tab, ret_t, name, params, args, missing, ok, decode, dargs)              \
+  MPP_EXPORT ret_t name params {                                                                   \
+    __typeof__(&name) real_ = MPP_REAL(tab, name);                                                 \
+    if (!real_) return missing;                                                                    \
+    if (!mpp_enter()) return real_ args;                                                           \
+    mpp_calls calls_ = {0};                                                                        \
+    ret_t ret_;                                                                                    \
+    if (!decode(&calls_, MPP_ARGS_ dargs) || calls_.n <= 0) {                                      \
+      ret_ = real_ args;                                                                           \
+    } else {                                                                                       \
+      mpp_calls_begin(&calls_);                                                                    \
+      ret_ = real_ args;                                                                           \
+      mpp_calls_end(&calls_, ok(ret_));                                                            \
+    }                                                                                              \
+    mpp_calls_release(&calls_);                                                                    \
+    mpp_leave();                                                                                   \
+    return ret_;                                                                                   \
   }
 
 /* A wrapper that only observes (handle state, descriptors): the real call
- * runs under the depth guard, then `after` sees `ret`. */
-#define MPP_STATE_HOOK(tab, ret_t, name, params, args, missing, after)                             \
+ * runs under the depth guard; when `ok` says it succeeded, `after aargs`
+ * updates mpprof's state (e.g. after = handle_set, aargs = (handle, mode)). */
+#define MPP_STATE_HOOK(tab, ret_t, name, params, args, missing, ok, after, aargs)                  \
   MPP_EXPORT ret_t name params {                                                                   \
     __typeof__(&name) real_ = MPP_REAL(tab, name);                                                 \
     if (!real_) return missing;                                                                    \
     if (!mpp_enter()) return real_ args;                                                           \
-    ret_t ret = real_ args;                                                                        \
-    after;                                                                                         \
+    ret_t ret_ = real_ args;                                                                       \
+    if (ok(ret_)) after aargs;                                                                     \
     mpp_leave();                                                                                   \
-    return ret;                                                                                    \
+    return ret_;                                                                                   \
   }
 
 #endif

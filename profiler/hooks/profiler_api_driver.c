@@ -12,7 +12,13 @@
   X(cuProfilerStop)
 MPP_MODULE_TABLE(syms)
 
-MPP_STATE_HOOK(syms, CUresult, cuProfilerStart, (void), (), CUDA_ERROR_UNKNOWN,
-               mpp_capture_profiler(true))
-MPP_STATE_HOOK(syms, CUresult, cuProfilerStop, (void), (), CUDA_ERROR_UNKNOWN,
-               mpp_capture_profiler(false))
+/* The application asked for the range: marked whatever the call returns. */
+static bool any_result(CUresult r) {
+  (void)r;
+  return true;
+}
+
+MPP_STATE_HOOK(syms, CUresult, cuProfilerStart, (void), (), CUDA_ERROR_UNKNOWN, any_result,
+               mpp_capture_profiler, (true))
+MPP_STATE_HOOK(syms, CUresult, cuProfilerStop, (void), (), CUDA_ERROR_UNKNOWN, any_result,
+               mpp_capture_profiler, (false))

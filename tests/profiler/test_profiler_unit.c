@@ -733,6 +733,83 @@ static void a_failed_call_is_counted_but_not_recorded(void **state) {
   cJSON_Delete(doc);
 }
 
+/* --- several ops around one real call (mpp_calls: grouped GEMMs, cuDNN graphs) --- */
+
+static void reserve_ops(mpp_calls *c, const char *const *apis, int n) {
+  assert_true(mpp_calls_reserve(c, n, "a test call"));
+  assert_int_equal(c->cap, n);
+  for (int i = 0; i < n; i++)
+    make_op(&c->ops[i], apis[i]);
+  c->n = n;
+}
+
+static cJSON *site_of(cJSON *doc, const char *api) {
+  cJSON *s;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItem(doc, "sites")) {
+    if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(s, "api")), api)) return s;
+  }
+  fail_msg("no site of %s", api);
+  return NULL;
+}
+
+static void each_op_of_a_multi_op_call_is_recorded_at_its_own_site(void **state) {
+  (void)state;
+  static const char *const apis[] = {"group0", "group1", "group2"};
+  mpp_calls c = {0};
+  reserve_ops(&c, apis, 3);
+  mpp_calls_begin(&c);
+  mpp_calls_end(&c, true);
+  mpp_calls_release(&c);
+  cJSON *doc = render();
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "sites")), 3);
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(num(site_of(doc, apis[i]), "calls"), 1);
+  cJSON_Delete(doc);
+}
+
+static void a_failed_multi_op_call_counts_each_op_as_failed(void **state) {
+  (void)state;
+  static const char *const apis[] = {"group0", "group1"};
+  mpp_calls c = {0};
+  reserve_ops(&c, apis, 2);
+  mpp_calls_begin(&c);
+  mpp_calls_end(&c, false);
+  mpp_calls_release(&c);
+  cJSON *doc = render();
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "sites")), 0);
+  assert_int_equal(num(doc, "failed_calls"), 2);
+  cJSON_Delete(doc);
+}
+
+static void an_autotuning_multi_op_call_counts_autotune_calls_not_calls(void **state) {
+  (void)state;
+  static const char *const apis[] = {"conv"};
+  mpp_calls c = {0};
+  reserve_ops(&c, apis, 1);
+  c.autotune = true;
+  mpp_calls_begin(&c);
+  mpp_calls_end(&c, true);
+  mpp_calls_release(&c);
+  cJSON *doc = render();
+  cJSON *s = site_of(doc, "conv");
+  assert_int_equal(num(s, "calls"), 0);
+  assert_int_equal(num(s, "autotune_calls"), 1);
+  cJSON_Delete(doc);
+}
+
+static void reserving_no_ops_gives_no_room_and_release_accepts_it(void **state) {
+  (void)state;
+  mpp_calls c = {0};
+  assert_false(mpp_calls_reserve(&c, 0, "a test call"));
+  assert_null(c.ops);
+  mpp_calls_release(&c);
+  assert_true(mpp_calls_reserve(&c, 2, "a test call"));
+  assert_ptr_equal(c.calls, (void *)(c.ops + 2)); /* one block: ops, then calls */
+  mpp_calls_release(&c);
+  assert_null(c.ops);
+  assert_int_equal(c.cap, 0);
+}
+
 static void raw_document_carries_schema_and_full_stats(void **state) {
   (void)state;
   run_op("cublasSgemm_v2", true);
@@ -999,6 +1076,11 @@ int main(void) {
       cmocka_unit_test(conv_backward_roles_are_named_after_their_tensors),
       cmocka_unit_test(packed_nhwc_tensor_is_scannable_and_padded_one_is_not),
       cmocka_unit_test_setup(same_op_in_the_same_layer_is_one_site, reset_all),
+      cmocka_unit_test_setup(each_op_of_a_multi_op_call_is_recorded_at_its_own_site, reset_all),
+      cmocka_unit_test_setup(a_failed_multi_op_call_counts_each_op_as_failed, reset_all),
+      cmocka_unit_test_setup(an_autotuning_multi_op_call_counts_autotune_calls_not_calls,
+                             reset_all),
+      cmocka_unit_test_setup(reserving_no_ops_gives_no_room_and_release_accepts_it, reset_all),
       cmocka_unit_test_setup(ops_in_different_layers_are_different_sites, reset_all),
       cmocka_unit_test_setup(site_cap_makes_the_raw_file_incomplete, reset_all),
       cmocka_unit_test_setup(event_cap_makes_the_raw_file_incomplete, reset_all),
