@@ -16,7 +16,7 @@ set -- "${objs[@]}"
 # Layers, lowest first; a module is an object's file name without .c.o and
 # the meson target prefix (hooks_cublas.c.o -> hooks_cublas).
 layers=(
-  "jsonw hooks_cuda_types gpu_scan_plan"
+  "jsonw hooks_cuda_types gpu_scan_plan ptrmap"
   "core"
   "gpu_cuda_driver"
   "gpu_cupti gpu_devscan"
@@ -30,7 +30,8 @@ layers=(
   "shadow"
   "call rawwrite hooks_gemm_decode hooks_conv_decode"
   "runtime"
-  "dlsym exec hooks_cublas hooks_cublaslt hooks_cudnn hooks_cudnn_backend hooks_profiler_api hooks_profiler_api_driver"
+  "dlsym exec hooks_cublas hooks_cublaslt hooks_cudnn hooks_profiler_api hooks_profiler_api_driver"
+  "hooks_cudnn_backend"
 )
 # Known back edges (from -> to): a site owns its shadow state, created and
 # freed by shadow.c; the exported entry points of nvtx.c (NVTX injection) and
