@@ -132,7 +132,7 @@ typedef struct mpp_conv {
 typedef struct mpp_role {
   const char *name;             /* "A", "x", ... */
   bool present;                 /* participates in this call (C only when beta != 0) */
-  bool input;                   /* read by the op: scanned before the call, else after */
+  bool input;                   /* read by the op (host scans before the call; call.c) */
   mp_view view;                 /* view.data: the tensor (NULL with ptr_array set) */
   const void *const *ptr_array; /* pointer-array batch: view.batch pointers */
   mpp_ns_reason unscannable;    /* MPP_NS_COUNT when scannable */
@@ -202,7 +202,8 @@ typedef struct mpp_call {
   bool tmp_used[MPP_MAX_ROLES];
   bool tmp_owned; /* tmp[] malloc'd: another call of this thread is open (call.c) */
   uint32_t ns_counts[MPP_NS_COUNT];
-  bool has_step; /* a step was marked: the step in force when the call began */
+  uint8_t dev_roles; /* roles (bits) for the device scanner: one launch per call (call.c) */
+  bool has_step;     /* a step was marked: the step in force when the call began */
   uint64_t step;
 } mpp_call;
 
