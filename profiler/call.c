@@ -239,10 +239,11 @@ static void role_extent(const mpp_role *r, uintptr_t *ret_lo, uintptr_t *ret_hi)
     return;
   }
   uint64_t stride = v->batch_stride < 0 ? (uint64_t)-v->batch_stride : (uint64_t)v->batch_stride;
-  uint64_t span = (v->rows ? v->rows - 1 : 0) + (v->cols ? v->cols - 1 : 0) * v->ld +
-                  (v->batch ? v->batch - 1 : 0) * stride + 1;
+  uint64_t more = v->batch ? v->batch - 1 : 0; /* matrices after the first */
+  uint64_t span =
+      (v->rows ? v->rows - 1 : 0) + (v->cols ? v->cols - 1 : 0) * v->ld + more * stride + 1;
   uint64_t size = mp_dtype_size(v->dtype) ? mp_dtype_size(v->dtype) : 1;
-  *ret_lo = (uintptr_t)v->data - (v->batch_stride < 0 ? (v->batch - 1) * stride * size : 0);
+  *ret_lo = (uintptr_t)v->data - (v->batch_stride < 0 ? more * stride * size : 0);
   *ret_hi = *ret_lo + span * size;
 }
 
