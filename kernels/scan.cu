@@ -1,6 +1,8 @@
-/* The device scan: one bandwidth-bound pass over a tensor in device memory
- * into the raw record of kernels/scan_abi.h, which the host turns into the
- * same mp_stats the host scanner produces, bit for bit.
+/* The device scan: one bandwidth-bound pass over each tensor of an op in
+ * device memory, all tensors in one launch (mpp_scan_ops, at the end), into
+ * the raw records of kernels/scan_abi.h, which the host turns into the same
+ * mp_stats the host scanner produces, bit for bit. The last block to finish
+ * delivers the records to a mapped host slot and resets the accumulators.
  *
  * Shape: grid-stride loop, 16-byte vector loads on the contiguous path,
  * per-element classification on bit patterns only (no float math, so no
@@ -10,7 +12,7 @@
  * rarely taken path for the few binades holding a cast threshold, register
  * counters and extrema reduced per warp, and one global atomic merge per
  * block. Min/max are ordered-integer keys (-0 < +0), NaNs are counted and
- * never compared. Kernels are extern "C" so CUPTI shows "mpp_scan_<src>".
+ * never compared. The kernel is extern "C" so CUPTI shows "mpp_scan_ops".
  * Batched GEMMs by pointer array take the general (non-flat) path, each
  * element's matrix base read from the device-resident array. */
 #include <stddef.h>

@@ -42,6 +42,9 @@ extern const size_t mpp_scan_fatbin_size __attribute__((weak, visibility("hidden
 #define CTX_CACHE 4 /* streams remembered per thread */
 #define CTX_GLOBAL "mpp_scan_ctx_info"
 
+/* Kernel parameters are limited to 4 KiB on every architecture mpprof builds for. */
+_Static_assert(sizeof(mpp_scan_launch) <= 4096, "scan launch parameters too large");
+
 /* FREE -> FILLING (enqueue in progress, invisible to pollers) -> PENDING
  * (launched) -> CLAIMED (one deliverer owns it) -> FREE. */
 typedef enum { SLOT_FREE = 0, SLOT_FILLING, SLOT_PENDING, SLOT_CLAIMED } slot_state;
