@@ -1,6 +1,8 @@
-/* The device scan: one bandwidth-bound pass over a tensor in device memory
- * into the raw record of kernels/scan_abi.h, which the host turns into the
- * same mp_stats the host scanner produces, bit for bit.
+/* The device scan: one bandwidth-bound pass over each tensor of an op in
+ * device memory, all tensors in one launch (mpp_scan_ops, at the end), into
+ * the raw records of kernels/scan_abi.h, which the host turns into the same
+ * mp_stats the host scanner produces, bit for bit. The last block to finish
+ * delivers the records to a mapped host slot and resets the accumulators.
  *
  * Shape: grid-stride loop, 16-byte vector loads on the contiguous path,
  * per-element classification on bit patterns only (no float math, so no
@@ -10,9 +12,10 @@
  * rarely taken path for the few binades holding a cast threshold, register
  * counters and extrema reduced per warp, and one global atomic merge per
  * block. Min/max are ordered-integer keys (-0 < +0), NaNs are counted and
- * never compared. Kernels are extern "C" so CUPTI shows "mpp_scan_<src>".
+ * never compared. The kernel is extern "C" so CUPTI shows "mpp_scan_ops".
  * Batched GEMMs by pointer array take the general (non-flat) path, each
  * element's matrix base read from the device-resident array. */
+#include <stddef.h>
 #include <stdint.h>
 
 #include "scan_abi.h"
@@ -46,7 +49,7 @@ __device__ __forceinline__ unsigned long long key_of(const mpp_scan_fmt *f, unsi
   return mpp_scan_key64(f, b);
 }
 
-template <typename T> struct block_state {
+struct block_state {
   unsigned int hist[MPP_SCAN_MAX_BINS];
   unsigned char thr_flag[MPP_SCAN_MAX_BINS];
   unsigned long long within[MPP_SCAN_TARGETS * MPP_SCAN_LEVELS];
@@ -71,7 +74,7 @@ __device__ __noinline__ void count_within(const unsigned long long *thr, const i
 }
 
 template <int SRC, typename T>
-__device__ __forceinline__ void scan_element(const mpp_scan_params &p, block_state<T> &sh,
+__device__ __forceinline__ void scan_element(const mpp_scan_params &p, block_state &sh,
                                              thread_acc<typename word_of<T>::type> &a, T raw,
                                              bool valid, unsigned lane) {
   typedef typename word_of<T>::type W;
@@ -126,18 +129,19 @@ __device__ __forceinline__ void count_word(unsigned int *wh, unsigned int w) {
     atomicAdd(&wh[(w >> (8 * k)) & 0xffu], 1u);
 }
 
-__device__ void scan_patterns(const mpp_scan_params &p, unsigned int *hist_base) {
+__device__ void scan_patterns(const mpp_scan_params &p, unsigned int *hist_base,
+                              mpp_scan_result *out, unsigned bid, unsigned nblk) {
   const unsigned tid = threadIdx.x, warp = tid >> 5;
   unsigned int *wh = hist_base + warp * 256;
   const unsigned char *data = (const unsigned char *)p.data;
-  const uint64_t grid = (uint64_t)gridDim.x * MPP_BLOCK;
+  const uint64_t grid = (uint64_t)nblk * MPP_BLOCK;
   if (p.flat) {
     uint64_t mis = (uintptr_t)data & 15;
     uint64_t head = mis ? 16 - mis : 0;
     if (head > p.n) head = p.n;
     uint64_t nvec = (p.n - head) / 16, tail0 = head + nvec * 16, nscalar = head + (p.n - tail0);
     const uint4 *vdata = (const uint4 *)(data + head);
-    for (uint64_t vi = (uint64_t)blockIdx.x * MPP_BLOCK + tid; vi < nvec; vi += 2 * grid) {
+    for (uint64_t vi = (uint64_t)bid * MPP_BLOCK + tid; vi < nvec; vi += 2 * grid) {
       uint4 u0 = __ldg(vdata + vi);
       bool has1 = vi + grid < nvec;
       uint4 u1 = has1 ? __ldg(vdata + vi + grid) : make_uint4(0, 0, 0, 0);
@@ -152,12 +156,12 @@ __device__ void scan_patterns(const mpp_scan_params &p, unsigned int *hist_base)
         count_word(wh, u1.w);
       }
     }
-    if (blockIdx.x == gridDim.x - 1)
+    if (bid == nblk - 1)
       for (uint64_t s = tid; s < nscalar; s += MPP_BLOCK)
         atomicAdd(&wh[data[s < head ? s : tail0 + (s - head)]], 1u);
   } else {
     const uint64_t per = p.rows * p.cols;
-    for (uint64_t i = (uint64_t)blockIdx.x * MPP_BLOCK + tid; i < p.n; i += grid) {
+    for (uint64_t i = (uint64_t)bid * MPP_BLOCK + tid; i < p.n; i += grid) {
       uint64_t b = i / per, rc = i - b * per, c = rc / p.rows, r = rc - c * p.rows;
       const unsigned char *m =
           p.ptrs ? (const unsigned char *)p.ptrs[b] : data + (int64_t)b * p.batch_stride;
@@ -165,7 +169,6 @@ __device__ void scan_patterns(const mpp_scan_params &p, unsigned int *hist_base)
     }
   }
   __syncthreads();
-  mpp_scan_result *out = (mpp_scan_result *)p.result;
   for (unsigned b = tid; b < 256; b += MPP_BLOCK) {
     unsigned long long sum = 0;
     for (int w = 0; w < MPP_WARPS; w++)
@@ -174,8 +177,9 @@ __device__ void scan_patterns(const mpp_scan_params &p, unsigned int *hist_base)
   }
 }
 
-template <int SRC, typename T> __device__ void scan_general(const mpp_scan_params &p) {
-  __shared__ block_state<T> sh;
+template <int SRC, typename T>
+__device__ void scan_general(const mpp_scan_params &p, block_state &sh, mpp_scan_result *out,
+                             unsigned bid, unsigned nblk) {
   const mpp_scan_fmt f = mpp_scan_fmt_of(SRC);
   const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   for (int b = tid; b < f.nbins; b += MPP_BLOCK) {
@@ -194,7 +198,7 @@ template <int SRC, typename T> __device__ void scan_general(const mpp_scan_param
 
   thread_acc<typename word_of<T>::type> a = {0, 0, 0, 0, 0, 0, 0, 0};
   const T *data = (const T *)p.data;
-  const uint64_t grid = (uint64_t)gridDim.x * MPP_BLOCK;
+  const uint64_t grid = (uint64_t)nblk * MPP_BLOCK;
   if (p.flat) {
     /* Scalar head up to 16-byte alignment, vector body, scalar tail. */
     constexpr int VEC = 16 / sizeof(T);
@@ -205,7 +209,7 @@ template <int SRC, typename T> __device__ void scan_general(const mpp_scan_param
     uint64_t tail0 = head + nvec * VEC, nscalar = head + (p.n - tail0);
     const uint4 *vdata = (const uint4 *)(data + head);
     /* Two 16-byte loads in flight per thread before any is consumed. */
-    for (uint64_t base = (uint64_t)blockIdx.x * MPP_BLOCK; base < nvec; base += 2 * grid) {
+    for (uint64_t base = (uint64_t)bid * MPP_BLOCK; base < nvec; base += 2 * grid) {
       uint64_t vi0 = base + tid, vi1 = vi0 + grid;
       bool valid0 = vi0 < nvec, valid1 = vi1 < nvec;
       union {
@@ -221,7 +225,7 @@ template <int SRC, typename T> __device__ void scan_general(const mpp_scan_param
       for (int j = 0; j < VEC; j++)
         scan_element<SRC, T>(p, sh, a, u1.e[j], valid1, lane);
     }
-    if (blockIdx.x == gridDim.x - 1) {
+    if (bid == nblk - 1) {
       for (uint64_t base = 0; base < nscalar; base += MPP_BLOCK) {
         uint64_t s = base + tid;
         bool valid = s < nscalar;
@@ -231,7 +235,7 @@ template <int SRC, typename T> __device__ void scan_general(const mpp_scan_param
     }
   } else {
     const uint64_t per = p.rows * p.cols;
-    for (uint64_t base = (uint64_t)blockIdx.x * MPP_BLOCK; base < p.n; base += grid) {
+    for (uint64_t base = (uint64_t)bid * MPP_BLOCK; base < p.n; base += grid) {
       uint64_t i = base + tid;
       bool valid = i < p.n;
       T raw = 0;
@@ -256,7 +260,6 @@ template <int SRC, typename T> __device__ void scan_general(const mpp_scan_param
     for (int c = 0; c < MPP_NCNT; c++)
       sh.warp_part[warp][c] = v[c];
   __syncthreads();
-  mpp_scan_result *out = (mpp_scan_result *)p.result;
   if (tid < MPP_NCNT) {
     unsigned long long s = 0;
     for (int w = 0; w < MPP_WARPS; w++) {
@@ -278,26 +281,108 @@ template <int SRC, typename T> __device__ void scan_general(const mpp_scan_param
     if (sh.hist[b]) atomicAdd(&out->hist[b], (unsigned long long)sh.hist[b]);
 }
 
-template <int SRC, typename T> __device__ void scan_impl(const mpp_scan_params &p) {
+/* Shared memory of a block, whichever tensor it scans (one static buffer for
+ * all source types: per-type buffers would add up). */
+union block_smem {
+  block_state general;
+  unsigned int patterns[MPP_WARPS * 256]; /* one 256-pattern slice per warp */
+};
+
+template <int SRC, typename T>
+__device__ void scan_impl(const mpp_scan_params &p, block_smem &sm, mpp_scan_result *out,
+                          unsigned bid, unsigned nblk) {
   if constexpr (sizeof(T) == 1) {
-    __shared__ unsigned int hist[MPP_WARPS * 256]; /* one 256-pattern slice per warp */
     for (int b = threadIdx.x; b < MPP_WARPS * 256; b += MPP_BLOCK)
-      hist[b] = 0;
+      sm.patterns[b] = 0;
     __syncthreads();
-    scan_patterns(p, hist);
+    scan_patterns(p, sm.patterns, out, bid, nblk);
   } else {
-    scan_general<SRC, T>(p);
+    scan_general<SRC, T>(p, sm.general, out, bid, nblk);
   }
 }
 
-#define MPP_SCAN_KERNEL(name, SRC, T)                                                              \
-  extern "C" __global__ void __launch_bounds__(MPP_BLOCK) name(mpp_scan_params p) {                \
-    scan_impl<SRC, T>(p);                                                                          \
-  }
+/* Per context: where its accumulators are (set by the host once per context). */
+__device__ mpp_scan_ctx mpp_scan_ctx_info;
 
-MPP_SCAN_KERNEL(mpp_scan_fp64, MPP_SRC_FP64, unsigned long long)
-MPP_SCAN_KERNEL(mpp_scan_fp32, MPP_SRC_FP32, unsigned int)
-MPP_SCAN_KERNEL(mpp_scan_fp16, MPP_SRC_FP16, unsigned short)
-MPP_SCAN_KERNEL(mpp_scan_bf16, MPP_SRC_BF16, unsigned short)
-MPP_SCAN_KERNEL(mpp_scan_e4m3, MPP_SRC_E4M3, unsigned char)
-MPP_SCAN_KERNEL(mpp_scan_e5m2, MPP_SRC_E5M2, unsigned char)
+__device__ void scan_tensor(const mpp_scan_params &p, block_smem &sm, mpp_scan_result *out,
+                            unsigned bid, unsigned nblk) {
+  switch (p.src) {
+  case MPP_SRC_FP64:
+    scan_impl<MPP_SRC_FP64, unsigned long long>(p, sm, out, bid, nblk);
+    break;
+  case MPP_SRC_FP32:
+    scan_impl<MPP_SRC_FP32, unsigned int>(p, sm, out, bid, nblk);
+    break;
+  case MPP_SRC_FP16:
+    scan_impl<MPP_SRC_FP16, unsigned short>(p, sm, out, bid, nblk);
+    break;
+  case MPP_SRC_BF16:
+    scan_impl<MPP_SRC_BF16, unsigned short>(p, sm, out, bid, nblk);
+    break;
+  case MPP_SRC_E4M3:
+    scan_impl<MPP_SRC_E4M3, unsigned char>(p, sm, out, bid, nblk);
+    break;
+  default:
+    scan_impl<MPP_SRC_E5M2, unsigned char>(p, sm, out, bid, nblk);
+    break;
+  }
+}
+
+/* Words of a record the source can have touched: counters, within, then
+ * nbins histogram bins (256 pattern counts for 8-bit sources). */
+__device__ __forceinline__ unsigned record_words(const mpp_scan_params &p) {
+  unsigned bins = p.patterns ? 256u : (unsigned)mpp_scan_fmt_of(p.src).nbins;
+  return (unsigned)(offsetof(mpp_scan_result, hist) / sizeof(unsigned long long)) + bins;
+}
+
+/* The last block: the finished records go to the mapped slot, the
+ * accumulators back to zero for the slot's next launch, then seq. */
+__device__ void finish_launch(const mpp_scan_launch &l, mpp_scan_acc *acc) {
+  for (unsigned k = 0; k < l.nt; k++) {
+    volatile unsigned long long *src = (volatile unsigned long long *)&acc->rec[k];
+    unsigned long long *dst = (unsigned long long *)&l.out->rec[k];
+    unsigned words = record_words(l.t[k]);
+    for (unsigned w = threadIdx.x; w < words; w += MPP_BLOCK) {
+      dst[w] = src[w];
+      src[w] = 0;
+    }
+  }
+  if (threadIdx.x == 0) acc->ticket = 0;
+  __threadfence_system(); /* records before seq, to the host */
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    l.out->ntensors = l.nt;
+    l.out->status = MPP_SCAN_OK;
+    __threadfence_system();
+    *(volatile unsigned long long *)&l.out->seq = l.seq;
+  }
+}
+
+/* All tensors of an op in one launch: each block scans its tensor's share
+ * and merges it into the context's accumulators with atomics; the block that
+ * finishes last (atomic ticket) delivers the records. */
+extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops(mpp_scan_launch l) {
+  __shared__ block_smem sm;
+  __shared__ unsigned last;
+  const mpp_scan_ctx c = mpp_scan_ctx_info;
+  if (c.check != mpp_scan_ctx_check(&c) || !c.acc || l.slot >= c.nslots) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      l.out->status = MPP_SCAN_NO_CTX;
+      __threadfence_system();
+      *(volatile unsigned long long *)&l.out->seq = l.seq;
+    }
+    return;
+  }
+  mpp_scan_acc *acc = c.acc + l.slot;
+  unsigned k = 0;
+  while (k + 1 < l.nt && blockIdx.x >= l.blk0[k + 1])
+    k++;
+  scan_tensor(l.t[k], sm, &acc->rec[k], blockIdx.x - l.blk0[k], l.blk0[k + 1] - l.blk0[k]);
+  __threadfence(); /* this block's merges before its ticket */
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&acc->ticket, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  finish_launch(l, acc);
+}

@@ -58,7 +58,6 @@ typedef struct mpp_scan_params {
   int src;      /* mpp_src */
   int patterns; /* 8-bit sources: the kernel only counts raw bit patterns into
                  * result->hist[0..255]; the host derives everything from them */
-  void *result; /* device pointer to a zeroed mpp_scan_result */
   uint64_t thr[MPP_SCAN_TARGETS][MPP_SCAN_LEVELS]; /* |x| bits; UINT64_MAX = never reached */
   int thr_bin[MPP_SCAN_TARGETS][MPP_SCAN_LEVELS];  /* binade index (e - hist_lo) or NO_BIN */
   /* Appended: device pointer to `batch` matrix base pointers, or NULL (then
@@ -66,7 +65,7 @@ typedef struct mpp_scan_params {
   const void *const *ptrs;
 } mpp_scan_params;
 
-/* Zero-initialised record (cuMemsetD8Async): maxima of keys, so "none" is 0. */
+/* Zero-initialised record (accumulators start at zero): maxima of keys, so "none" is 0. */
 /* Zeros and finite counts are derived on the host: finite = n - NaN - inf,
  * zeros = finite - sum(hist). */
 typedef struct mpp_scan_result {
@@ -78,6 +77,55 @@ typedef struct mpp_scan_result {
   unsigned long long within[MPP_SCAN_TARGETS][MPP_SCAN_LEVELS];
   unsigned long long hist[MPP_SCAN_MAX_BINS];
 } mpp_scan_result;
+
+/* One launch scans all tensors of an op (kernels/scan.cu, mpp_scan_ops). */
+#define MPP_SCAN_MAX_TENSORS 4 /* = MPP_MAX_ROLES */
+#define MPP_SCAN_OK 1u         /* slot status: records valid */
+#define MPP_SCAN_NO_CTX 2u     /* the stream's context has no accumulators: dropped */
+#define MPP_SCAN_CTX_MAGIC 0x6d707073636e6374ull
+
+/* A result slot in pinned host memory mapped into the device: written only by
+ * the launch's last block (records first, then seq), read by the host poller
+ * once seq equals the launch's sequence number. No copy, no event. */
+typedef struct mpp_scan_slot {
+  unsigned long long seq;
+  unsigned int status, ntensors;
+  mpp_scan_result rec[MPP_SCAN_MAX_TENSORS];
+} mpp_scan_slot;
+
+/* Device-side accumulators of one slot, per context: zero between launches
+ * (zeroed once at set-up, then by each launch's last block after it copied
+ * them out), so no launch needs a memset. */
+typedef struct mpp_scan_acc {
+  unsigned int ticket; /* blocks finished */
+  unsigned int pad[3];
+  mpp_scan_result rec[MPP_SCAN_MAX_TENSORS];
+} mpp_scan_acc;
+
+/* Per context, in the module's __device__ variable mpp_scan_ctx_info: where
+ * that context's accumulators are. A kernel that lands in a context mpprof
+ * never set up (a stale cached context) finds no valid entry and says so
+ * (MPP_SCAN_NO_CTX) instead of touching another device's memory. */
+typedef struct mpp_scan_ctx {
+  mpp_scan_acc *acc; /* nslots accumulators */
+  unsigned long long nslots;
+  unsigned long long check; /* acc ^ nslots ^ MAGIC: a torn or absent copy fails */
+} mpp_scan_ctx;
+
+/* The kernel's one parameter: the op's tensors, the blocks of each (tensor
+ * k owns blocks blk0[k] .. blk0[k+1]-1), and where the results go. */
+typedef struct mpp_scan_launch {
+  mpp_scan_params t[MPP_SCAN_MAX_TENSORS];
+  unsigned int nt;
+  unsigned int blk0[MPP_SCAN_MAX_TENSORS + 1];
+  unsigned int slot;      /* index of the slot and of its accumulators */
+  unsigned long long seq; /* written to out->seq last */
+  mpp_scan_slot *out;     /* device address of the mapped slot */
+} mpp_scan_launch;
+
+MPP_HD unsigned long long mpp_scan_ctx_check(const mpp_scan_ctx *c) {
+  return (unsigned long long)(uintptr_t)c->acc ^ c->nslots ^ MPP_SCAN_CTX_MAGIC;
+}
 
 MPP_HD mpp_scan_fmt mpp_scan_fmt_of(int src) {
   mpp_scan_fmt f;

@@ -5,8 +5,11 @@
  *
  * Host-visible memory is scanned here, synchronously, with the analysis/ host
  * scanner into per-thread scratch records that are merged into the site at the
- * end (so a failed call leaves no trace). Device memory goes to the device
- * scanner on the op's stream; its results arrive later through a sink. */
+ * end (so a failed call leaves no trace). Device tensors go to the device
+ * scanner on the op's stream after the real call, all of a call's in one
+ * kernel launch (inputs too: the op does not change them, unless an input
+ * shares memory with an output, then inputs are launched before the call);
+ * results arrive later through a sink. */
 #include "mpp.h"
 
 #include <errno.h>
@@ -125,17 +128,69 @@ static void host_scan(mpp_call *c, int ri, const mp_view *v, bool saturates) {
     s->saturated += mp_count_saturated(v);
 }
 
-/* ptrs: a batch by pointer array in device memory (v gives the matrices'
- * shape and count), scanned whole by the kernel reading the array itself. */
-static void device_scan(mpp_call *c, const mpp_op *op, int ri, const mp_view *v,
-                        const void *const *ptrs) {
-  void *cookie = (void *)(uintptr_t)((((uintptr_t)c->site << 3) | (uintptr_t)ri) + 1);
-  int rc = ptrs ? mpp_devscan_enqueue_ptrs(op->stream, v, ptrs, devscan_sink, cookie)
-                : mpp_devscan_enqueue(op->stream, v, devscan_sink, cookie);
-  if (rc == -EBUSY)
-    c->ns_counts[MPP_NS_RING_FULL]++;
-  else if (rc < 0)
-    c->ns_counts[MPP_NS_DEVICE_UNAVAILABLE]++;
+/* Device tensors are collected, not launched one by one: all of a call's go
+ * to the device scanner together (flush_device_scans), in one kernel launch. */
+static void device_scan(mpp_call *c, int ri) {
+  c->dev_roles |= (uint8_t)(1u << ri);
+}
+
+/* One launch for the collected roles (a pointer-array role: the kernel reads
+ * the device-resident array itself, the whole batch in one record). */
+static void flush_device_scans(mpp_call *c, const mpp_op *op) {
+  mpp_devscan_item items[MPP_MAX_ROLES];
+  int n = 0;
+  for (int i = 0; i < op->nroles; i++) {
+    if (!(c->dev_roles & (1u << i))) continue;
+    const mpp_role *r = &op->roles[i];
+    void *cookie = (void *)(uintptr_t)((((uintptr_t)c->site << 3) | (uintptr_t)i) + 1);
+    items[n++] = (mpp_devscan_item){
+        .view = r->view, .dev_ptrs = r->ptr_array, .sink = devscan_sink, .cookie = cookie};
+  }
+  c->dev_roles = 0;
+  if (n == 0) return;
+  mpp_devscan_enqueue_op(op->stream, items, n);
+  for (int k = 0; k < n; k++) {
+    if (items[k].rc == -EBUSY)
+      c->ns_counts[MPP_NS_RING_FULL]++;
+    else if (items[k].rc < 0)
+      c->ns_counts[MPP_NS_DEVICE_UNAVAILABLE]++;
+  }
+}
+
+/* The bytes a role may touch: its view's span, or its pointer array. */
+static void role_extent(const mpp_role *r, uintptr_t *ret_lo, uintptr_t *ret_hi) {
+  const mp_view *v = &r->view;
+  if (r->ptr_array) {
+    *ret_lo = (uintptr_t)r->ptr_array;
+    *ret_hi = *ret_lo + (v->batch ? v->batch : 1) * sizeof(void *);
+    return;
+  }
+  uint64_t stride = v->batch_stride < 0 ? (uint64_t)-v->batch_stride : (uint64_t)v->batch_stride;
+  uint64_t more = v->batch ? v->batch - 1 : 0; /* matrices after the first */
+  uint64_t span =
+      (v->rows ? v->rows - 1 : 0) + (v->cols ? v->cols - 1 : 0) * v->ld + more * stride + 1;
+  uint64_t size = mp_dtype_size(v->dtype) ? mp_dtype_size(v->dtype) : 1;
+  *ret_lo = (uintptr_t)v->data - (v->batch_stride < 0 ? more * stride * size : 0);
+  *ret_hi = *ret_lo + span * size;
+}
+
+/* Inputs are scanned after the call (with the outputs, one launch) unless
+ * the op may overwrite them: an input sharing memory with an output (C == D
+ * with beta != 0) is launched before the call, as it must be read first. */
+static bool inputs_may_be_overwritten(const mpp_call *c, const mpp_op *op) {
+  for (int i = 0; i < op->nroles; i++) {
+    if (!(c->dev_roles & (1u << i))) continue;
+    uintptr_t lo, hi;
+    role_extent(&op->roles[i], &lo, &hi);
+    for (int o = 0; o < op->nroles; o++) {
+      const mpp_role *out = &op->roles[o];
+      if (!out->present || out->input || (!out->view.data && !out->ptr_array)) continue;
+      uintptr_t olo, ohi;
+      role_extent(out, &olo, &ohi);
+      if (lo < ohi && olo < hi) return true;
+    }
+  }
+  return false;
 }
 
 static void scan_role(mpp_call *c, const mpp_op *op, int ri) {
@@ -155,7 +210,7 @@ static void scan_role(mpp_call *c, const mpp_op *op, int ri) {
      * it. Anything else (managed, unknown) is not followed. */
     mpp_mem_kind k = mpp_mem_kind_of(r->ptr_array);
     if (k == MPP_MEM_DEVICE) {
-      device_scan(c, op, ri, &r->view, r->ptr_array);
+      device_scan(c, ri);
       return;
     }
     if (k != MPP_MEM_HOST) {
@@ -184,7 +239,7 @@ static void scan_role(mpp_call *c, const mpp_op *op, int ri) {
   if (mpp_mem_kind_of(r->view.data) == MPP_MEM_HOST)
     host_scan(c, ri, &r->view, r->saturates);
   else
-    device_scan(c, op, ri, &r->view, NULL);
+    device_scan(c, ri);
 }
 
 static void scan_roles(mpp_call *c, const mpp_op *op, bool inputs) {
@@ -248,6 +303,7 @@ void mpp_call_begin(mpp_call *c, mpp_op *op) {
       if (skip == MPP_NS_COUNT) {
         c->scan = true;
         scan_roles(c, op, true);
+        if (inputs_may_be_overwritten(c, op)) flush_device_scans(c, op);
       } else {
         for (int i = 0; i < op->nroles; i++)
           if (would_scan(&op->roles[i])) c->ns_counts[skip]++;
@@ -315,11 +371,15 @@ void mpp_call_end(mpp_call *c, mpp_op *op, bool ok) {
   if (c->tc_counting) mpp_tc_end(c->op_id);
   mpp_cupti_pop();
   if (!ok) {
+    /* Nothing of a failed call is kept: its collected device scans are not launched. */
     mpp_note_failed_call();
     call_close(c);
     return;
   }
-  if (c->scan) scan_roles(c, op, false);
+  if (c->scan) {
+    scan_roles(c, op, false);
+    flush_device_scans(c, op); /* inputs collected before the call, outputs now */
+  }
   /* AMAX_D is written by the op: on the host path it is there now. (Device
    * memory would need an async copy behind the op, like the scan results:
    * not built, counted as unread.) */

@@ -36,7 +36,8 @@ typedef struct mpp_call {
   bool tmp_used[MPP_MAX_ROLES];
   bool tmp_owned; /* tmp[] malloc'd: another call of this thread is open (call.c) */
   uint32_t ns_counts[MPP_NS_COUNT];
-  bool has_step; /* a step was marked: the step in force when the call began */
+  uint8_t dev_roles; /* roles (bits) for the device scanner: one launch per call (call.c) */
+  bool has_step;     /* a step was marked: the step in force when the call began */
   uint64_t step;
 } mpp_call;
 

@@ -40,7 +40,7 @@ typedef struct mpp_conv {
 typedef struct mpp_role {
   const char *name;             /* "A", "x", ... */
   bool present;                 /* participates in this call (C only when beta != 0) */
-  bool input;                   /* read by the op: scanned before the call, else after */
+  bool input;                   /* read by the op (host scans before the call; call.c) */
   mp_view view;                 /* view.data: the tensor (NULL with ptr_array set) */
   const void *const *ptr_array; /* pointer-array batch: view.batch pointers */
   mpp_ns_reason unscannable;    /* MPP_NS_COUNT when scannable */

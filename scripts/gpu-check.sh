@@ -244,6 +244,15 @@ if [ -x "$B/tests/gpu/devscan_check" ]; then
       row "scan bandwidth / copy (aim 0.85)" FAIL "no bandwidth table, see $LOG/devscan_check.txt"
     fi
   fi
+  if [ $rc -ne 77 ]; then
+    # "host us per scanned op: X (...)": the enqueue's CPU cost, one launch for 3 tensors.
+    us=$(sed -n 's/^host us per scanned op: \([0-9.]*\).*/\1/p' "$LOG/devscan_check.txt" | head -1)
+    if [ -n "$us" ]; then
+      row "host us per scanned op (1 launch)" INFO "$us us (informative)"
+    else
+      row "host us per scanned op (1 launch)" FAIL "not measured, see $LOG/devscan_check.txt"
+    fi
+  fi
 else
   row "device scan == host scanner" FAIL "devscan_check not built"
 fi
@@ -340,7 +349,7 @@ printf '| %-40s | %-6s | %s\n' check result detail
 printf '|%s|%s|%s\n' "$(printf -- '-%.0s' {1..42})" "--------" "--------"
 printf '%s\n' "${ROWS[@]}"
 # The device scan's bandwidth table and verdict line (its per-layout rows are in the log).
-if [ -n "$DEVSCAN_TABLE" ]; then echo; echo "$DEVSCAN_TABLE" | sed -n -e '/^| dtype    | GiB/,$p' -e '/^devscan_check on/p'; fi
+if [ -n "$DEVSCAN_TABLE" ]; then echo; echo "$DEVSCAN_TABLE" | sed -n -e '/^| dtype    | GiB/,$p' -e '/^devscan_check on/p' -e '/^host us per scanned op/p'; fi
 echo
 # tc_check.py pads the run label to 14 columns; the header matches it.
 echo "GEMM sites with kernels, per run:"

@@ -91,18 +91,54 @@ bool mpp_cuda_available(void) {
   return mpp_cu() != NULL;
 }
 
+/* Allocations known to be device (or managed) memory, per thread: pointers
+ * into them need no driver call. Only those kinds are kept: device virtual
+ * addresses are the driver's reservation, so an address that was device
+ * memory is never ordinary host memory later (freed and reallocated it is
+ * device or managed memory again, which the device scanner reads alike). */
+#define KIND_CACHE 16
+static __thread __attribute__((tls_model("initial-exec"))) struct {
+  uintptr_t start, end;
+  mpp_mem_kind kind;
+} t_kinds[KIND_CACHE];
+static __thread __attribute__((tls_model("initial-exec"))) unsigned t_kinds_next;
+
+static bool cached_kind(uintptr_t a, mpp_mem_kind *ret) {
+  for (int i = 0; i < KIND_CACHE; i++)
+    if (a >= t_kinds[i].start && a < t_kinds[i].end) {
+      *ret = t_kinds[i].kind;
+      return true;
+    }
+  return false;
+}
+
+static void cache_kind(uintptr_t start, size_t size, mpp_mem_kind kind) {
+  if (!start || !size || start + size < start) return;
+  unsigned i = t_kinds_next++ % KIND_CACHE;
+  t_kinds[i].start = start;
+  t_kinds[i].end = start + size;
+  t_kinds[i].kind = kind;
+}
+
 mpp_mem_kind mpp_cuda_pointer_kind(const void *p) {
   const mpp_cu_api *cu = mpp_cu();
   if (!p) return MPP_MEM_UNKNOWN;
   if (!cu) return MPP_MEM_HOST; /* no driver: nothing can be device memory */
+  mpp_mem_kind k;
+  if (cached_kind((uintptr_t)p, &k)) return k;
   unsigned memtype = 0, managed = 0;
+  CUdeviceptr start = 0;
+  size_t size = 0;
   if (cu->ptr_attrs) {
     /* Unlike cuPointerGetAttribute, the plural form does not fail on plain
      * malloc'd memory: it leaves memory type 0. */
-    CUpointer_attribute attrs[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                    CU_POINTER_ATTRIBUTE_IS_MANAGED};
-    void *data[2] = {&memtype, &managed};
-    if (cu->ptr_attrs(2, attrs, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
+    CUpointer_attribute attrs[4] = {
+        CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+        CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+    void *data[4] = {&memtype, &managed, &start, &size};
+    /* A driver that refuses the range attributes: kinds only, nothing cached. */
+    if (cu->ptr_attrs(4, attrs, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS &&
+        cu->ptr_attrs(2, attrs, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
       return MPP_MEM_UNKNOWN;
   } else if (cu->ptr_attr) {
     if (cu->ptr_attr(&memtype, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p) !=
@@ -112,16 +148,17 @@ mpp_mem_kind mpp_cuda_pointer_kind(const void *p) {
   } else {
     return MPP_MEM_UNKNOWN;
   }
-  if (managed) return MPP_MEM_MANAGED;
-  switch (memtype) {
-  case CU_MEMORYTYPE_DEVICE:
-    return MPP_MEM_DEVICE;
-  case CU_MEMORYTYPE_HOST: /* pinned / registered host memory */
-  case 0:                  /* unknown to the driver: pageable host memory */
-    return MPP_MEM_HOST;
-  default:
+  if (managed)
+    k = MPP_MEM_MANAGED;
+  else if (memtype == CU_MEMORYTYPE_DEVICE)
+    k = MPP_MEM_DEVICE;
+  else if (memtype == CU_MEMORYTYPE_HOST || memtype == 0)
+    return MPP_MEM_HOST; /* pinned / registered, or unknown to the driver: pageable */
+  else
     return MPP_MEM_UNKNOWN;
-  }
+  if ((uintptr_t)start <= (uintptr_t)p && (uintptr_t)p - (uintptr_t)start < size)
+    cache_kind((uintptr_t)start, size, k);
+  return k;
 }
 
 bool mpp_cuda_stream_capturing(void *stream) {

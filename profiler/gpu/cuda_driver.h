@@ -40,7 +40,11 @@
     (CUlibrary *, const void *, CUjit_option *, void **, unsigned, CUlibraryOption *, void **,     \
      unsigned))                                                                                    \
   X(cuLibraryGetKernel, library_kernel, 12000, CUresult, (CUkernel *, CUlibrary, const char *))    \
+  X(cuLibraryGetGlobal, library_global, 12000, CUresult,                                           \
+    (CUdeviceptr *, size_t *, CUlibrary, const char *))                                            \
   X(cuModuleLoadData, module_load, 2000, CUresult, (CUmodule *, const void *))                     \
+  X(cuModuleGetGlobal, module_global, 3020, CUresult,                                              \
+    (CUdeviceptr *, size_t *, CUmodule, const char *))                                             \
   X(cuModuleGetFunction, module_function, 2000, CUresult, (CUfunction *, CUmodule, const char *))  \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor, occupancy, 6050, CUresult,                        \
     (int *, CUfunction, int, size_t))                                                              \
@@ -49,6 +53,11 @@
      void **, void **))                                                                            \
   X(cuMemAllocHost, mem_alloc_host, 3020, CUresult, (void **, size_t))                             \
   X(cuMemFreeHost, mem_free_host, 2000, CUresult, (void *))                                        \
+  X(cuMemHostAlloc, mem_host_alloc, 2020, CUresult, (void **, size_t, unsigned))                   \
+  X(cuMemHostGetDevicePointer, mem_host_device_ptr, 3020, CUresult,                                \
+    (CUdeviceptr *, void *, unsigned))                                                             \
+  X(cuMemcpyHtoDAsync, memcpy_htod_async, 3020, CUresult,                                          \
+    (CUdeviceptr, const void *, size_t, CUstream))                                                 \
   X(cuMemAlloc, mem_alloc, 3020, CUresult, (CUdeviceptr *, size_t))                                \
   X(cuMemFree, mem_free, 3020, CUresult, (CUdeviceptr))                                            \
   X(cuMemsetD8Async, memset_d8_async, 3020, CUresult,                                              \

@@ -12,14 +12,8 @@
 
 #include "analysis/convert.h"
 
-static const char *const k_names[MPP_SRC_COUNT] = {
-    [MPP_SRC_FP64] = "mpp_scan_fp64", [MPP_SRC_FP32] = "mpp_scan_fp32",
-    [MPP_SRC_FP16] = "mpp_scan_fp16", [MPP_SRC_BF16] = "mpp_scan_bf16",
-    [MPP_SRC_E4M3] = "mpp_scan_e4m3", [MPP_SRC_E5M2] = "mpp_scan_e5m2",
-};
-
-const char *mpp_scan_kernel_name(int src) {
-  return src >= 0 && src < MPP_SRC_COUNT ? k_names[src] : NULL;
+const char *mpp_scan_kernel_name(void) {
+  return "mpp_scan_ops";
 }
 
 static int src_of(mp_dtype d) {

@@ -19,7 +19,7 @@ int mpp_scan_plan_ptrs(const mp_view *v, const void *const *ptrs, mpp_scan_param
 void mpp_scan_finish(const mpp_scan_params *p, const mpp_scan_result *r, mp_stats *s);
 /* The kernel's algorithm on the CPU, element by element, into r (zeroed by the caller). */
 void mpp_scan_emulate(const mpp_scan_params *p, mpp_scan_result *r);
-/* Kernel symbol for a source ("mpp_scan_fp32", ...). */
-const char *mpp_scan_kernel_name(int src);
+/* Kernel symbol of the one scan kernel ("mpp_scan_ops": CUPTI skips mpp_scan_*). */
+const char *mpp_scan_kernel_name(void);
 
 #endif

@@ -5,15 +5,20 @@
  *    source dtype, on random + boundary data, every 8/16-bit pattern, a
  *    misaligned start, ld/batch-strided (and broadcast) views, and a batch by
  *    device pointer array (matrices in separate allocations).
+ *    Also the tensors of one op (mixed dtypes, a pointer array) in one launch
+ *    (mpp_devscan_enqueue_op), each record against the host scanner.
  * 2. Bandwidth against a device-to-device copy measured in the same run:
  *    scan reads B bytes, a copy reads and writes B bytes, so
  *    ratio = (B / t_scan) / (2 B / t_copy). DESIGN.md aims at >= 0.85.
+ * 3. Host time per scanned op: mpp_devscan_enqueue_op of 3 tensors (one
+ *    launch), CPU wall time of the enqueue only, mean over many ops.
  *
  * Prints a table; exit 0 when every record matched, 1 on a mismatch, 77 (skip)
  * without a CUDA driver or GPU. Options: --bytes N (bandwidth buffer, default
  * 1 GiB), --quick (correctness only). */
 #include <errno.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -172,6 +177,113 @@ static int correctness(void) {
   return bad;
 }
 
+/* One op's tensors in one launch: fp16 A (contiguous), bf16 B (ld > rows),
+ * fp32 D as a batch of 3 by device pointer array; each record == host scan. */
+static int check_op(void) {
+  enum { NB = 3 };
+  uint64_t rows = 1000, cols = 300, ld = 1024;
+  void *ha = mpp_scan_test_data(MP_FP16, 300001, 301),
+       *hb = mpp_scan_test_data(MP_BF16, ld * cols, 302);
+  void *hm[NB];
+  CUdeviceptr dm[NB];
+  const void *dptr[NB];
+  for (int b = 0; b < NB; b++) {
+    hm[b] = mpp_scan_test_data(MP_FP32, ld * cols, 303 + b);
+    dm[b] = to_device(hm[b], ld * cols * 4);
+    dptr[b] = (const void *)(uintptr_t)dm[b];
+  }
+  CUdeviceptr da = to_device(ha, 300001 * 2), db = to_device(hb, ld * cols * 2);
+  CUdeviceptr darr = to_device(dptr, sizeof dptr);
+  mpp_devscan_item it[3] = {
+      {.view = {MP_FP16, (const void *)(uintptr_t)da, 300001, 1, 300001, 1, 0}},
+      {.view = {MP_BF16, (const void *)(uintptr_t)db, rows, cols, ld, 1, 0}},
+      {.view = {MP_FP32, NULL, rows, cols, ld, NB, 0},
+       .dev_ptrs = (const void *const *)(uintptr_t)darr},
+  };
+  collect *got = calloc(3, sizeof *got);
+  mp_stats *want = malloc(sizeof *want);
+  for (int k = 0; k < 3; k++) {
+    mp_stats_init(&got[k].stats, it[k].view.dtype);
+    it[k].sink = sink;
+    it[k].cookie = &got[k];
+  }
+  int rc = mpp_devscan_enqueue_op(NULL, it, 3);
+  mpp_devscan_drain();
+  int bad = 0;
+  for (int k = 0; k < 3; k++) {
+    mp_stats_init(want, it[k].view.dtype);
+    if (k == 0) {
+      mp_view v = {MP_FP16, ha, 300001, 1, 300001, 1, 0};
+      mp_scan_with(want, &v, MP_SCAN_PORTABLE);
+    } else if (k == 1) {
+      mp_view v = {MP_BF16, hb, rows, cols, ld, 1, 0};
+      mp_scan_with(want, &v, MP_SCAN_PORTABLE);
+    } else {
+      for (int b = 0; b < NB; b++) {
+        mp_view v = {MP_FP32, hm[b], rows, cols, ld, 1, 0};
+        mp_scan_with(want, &v, MP_SCAN_PORTABLE);
+      }
+    }
+    const char *diff = rc                  ? "enqueue failed"
+                       : got[k].calls != 1 ? "no result delivered"
+                                           : mpp_stats_diff(want, &got[k].stats);
+    printf("| %-8s | one launch, tensor %d of 3 (fp16, bf16 ld, fp32 ptr array) | %s\n",
+           mp_dtype_name(it[k].view.dtype), k, diff ? diff : "bit-identical");
+    bad += diff != NULL;
+  }
+  cu->mem_free(da);
+  cu->mem_free(db);
+  cu->mem_free(darr);
+  for (int b = 0; b < NB; b++) {
+    cu->mem_free(dm[b]);
+    free(hm[b]);
+  }
+  free(ha);
+  free(hb);
+  free(got);
+  free(want);
+  return bad;
+}
+
+/* Host cost of a scanned op: enqueue of 3 tensors (1M fp16 each, one
+ * launch), CPU wall time of the enqueue call only; the ring is drained
+ * between rounds outside the timed part. */
+static void host_cost(void) {
+  enum { ROUNDS = 100, PER_ROUND = 16 };
+  size_t n = 1 << 20;
+  CUdeviceptr d = 0;
+  if (cu->mem_alloc(&d, 3 * n * 2) != CUDA_SUCCESS) return;
+  if (cu->memset_d8_async) cu->memset_d8_async(d, 0x3c, 3 * n * 2, NULL);
+  collect *c = calloc(1, sizeof *c);
+  mp_stats_init(&c->stats, MP_FP16);
+  double ns = 0;
+  int ops = 0, failed = 0;
+  for (int r = 0; r < ROUNDS; r++) {
+    for (int i = 0; i < PER_ROUND; i++) {
+      mpp_devscan_item it[3];
+      for (int k = 0; k < 3; k++)
+        it[k] = (mpp_devscan_item){
+            .view = {MP_FP16, (const void *)(uintptr_t)(d + k * n * 2), n, 1, n, 1, 0},
+            .sink = sink,
+            .cookie = c};
+      struct timespec t0, t1;
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      int rc = mpp_devscan_enqueue_op(NULL, it, 3);
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      if (r == 0) continue; /* warm-up round */
+      ns += (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+      ops++;
+      failed += rc != 0;
+    }
+    mpp_devscan_drain();
+  }
+  printf("\nhost us per scanned op: %.2f (3 tensors of 1M fp16, one launch; mean of %d ops, %d "
+         "refused)\n",
+         ops ? ns / ops / 1e3 : 0.0, ops, failed);
+  free(c);
+  cu->mem_free(d);
+}
+
 static float best_ms(CUevent a, CUevent b, void (*run)(void *), void *arg) {
   float best = 1e30f;
   for (int rep = 0; rep < 6; rep++) {
@@ -294,6 +406,8 @@ int main(int argc, char **argv) {
   mpp_cuda_device_info(name, sizeof name, &maj, &min);
   printf("devscan_check on %s (sm_%d%d), driver %d\n\n", name, maj, min, mpp_cuda_driver_version());
   int bad = correctness();
+  bad += check_op();
+  host_cost();
   if (!quick) bandwidth(bytes);
   printf("\n%s: %d mismatching layout(s)\n", bad ? "FAIL" : "OK", bad);
   return bad ? 1 : 0;

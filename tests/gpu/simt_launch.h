@@ -1,7 +1,8 @@
-/* Running the scan kernels of kernels/scan.cu on the CPU through
+/* Running the scan kernel of kernels/scan.cu on the CPU through
  * simt_shim.h: the shim's globals and a launcher that runs each block as 256
  * OS threads, blocks one after another. Include once per program, after
- * kernels/scan.cu. */
+ * kernels/scan.cu. The kernel's per-context variable (mpp_scan_ctx_info) is
+ * an ordinary global here: one "context". */
 #ifndef MPPROF_TESTS_GPU_SIMT_LAUNCH_H
 #define MPPROF_TESTS_GPU_SIMT_LAUNCH_H
 
@@ -13,27 +14,20 @@ uint3 blockIdx, gridDim, blockDim;
 pthread_barrier_t simt::block_bar;
 simt::warp_ex simt::warps[simt::MAX_WARPS];
 
-typedef void (*kernel_fn)(mpp_scan_params);
-static kernel_fn kernel_of(int src) {
-  static const kernel_fn k[MPP_SRC_COUNT] = {mpp_scan_fp64, mpp_scan_fp32, mpp_scan_fp16,
-                                             mpp_scan_bf16, mpp_scan_e4m3, mpp_scan_e5m2};
-  return k[src];
-}
-
 struct thread_arg {
-  kernel_fn fn;
-  const mpp_scan_params *p;
+  const mpp_scan_launch *l;
   unsigned tid;
 };
 
 static void *thread_main(void *a) {
   thread_arg *t = (thread_arg *)a;
   threadIdx = uint3{t->tid, 0, 0};
-  t->fn(*t->p);
+  mpp_scan_ops(*t->l);
   return NULL;
 }
 
-static void launch(kernel_fn fn, const mpp_scan_params *p, unsigned grid) {
+/* Runs mpp_scan_ops(*l) with `grid` blocks (l->blk0[l->nt] on a real launch). */
+static void launch(const mpp_scan_launch *l, unsigned grid) {
   gridDim = uint3{grid, 1, 1};
   blockDim = uint3{MPP_BLOCK, 1, 1};
   pthread_barrier_init(&simt::block_bar, NULL, MPP_BLOCK);
@@ -44,7 +38,7 @@ static void launch(kernel_fn fn, const mpp_scan_params *p, unsigned grid) {
     pthread_t th[MPP_BLOCK];
     thread_arg args[MPP_BLOCK];
     for (unsigned t = 0; t < MPP_BLOCK; t++) {
-      args[t] = thread_arg{fn, p, t};
+      args[t] = thread_arg{l, t};
       if (pthread_create(&th[t], NULL, thread_main, &args[t]) != 0) {
         fprintf(stderr, "simt: cannot start threads\n");
         exit(2);

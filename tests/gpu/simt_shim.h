@@ -46,6 +46,12 @@ template <class T> static inline T __ldg(const T *p) {
 static inline void __syncthreads() {
   pthread_barrier_wait(&simt::block_bar);
 }
+static inline void __threadfence() {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+static inline void __threadfence_system() {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
 static inline unsigned atomicAdd(unsigned *p, unsigned v) {
   return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }

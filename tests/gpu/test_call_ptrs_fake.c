@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -211,11 +212,152 @@ static void host_pointer_array_is_scanned_on_the_host(void **state) {
   run_batched(false);
 }
 
+static void *fake_fn(const char *name) {
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  assert_non_null(lib);
+  void *f = dlsym(lib, name);
+  assert_non_null(f);
+  return f;
+}
+
+/* One cublasSgemm-like call on a stream, on device memory (A m x k, B k x n,
+ * C m x n with leading dimensions LDA, LDB, LDC); between the hook's begin
+ * and end the "GEMM" writes d_new into C when given. */
+static void gemm_call(const float *a, const float *b, float *c, float beta, const float *d_new) {
+  static const float one = 1;
+  static int stream_token;
+  mpp_gemm_call g = {.api = "cublasSgemm_v2",
+                     .m = M,
+                     .n = N,
+                     .k = K,
+                     .lda = LDA,
+                     .ldb = LDB,
+                     .ldc = LDC,
+                     .alpha = &one,
+                     .beta = &beta,
+                     .A = a,
+                     .B = b,
+                     .C = c,
+                     .batch = 1,
+                     .compute = 68,
+                     .scale_type = 0};
+  /* On the app's stream (the fake takes any handle) */
+  mpp_gemm_ctx ctx = {.math_mode = 0,
+                      .pointer_mode = 0,
+                      .stream = &stream_token,
+                      .host_visible = mpp_host_readable};
+  mpp_op op;
+  mpp_call call;
+  mpp_gemm_decode(&op, &g, &ctx);
+  mpp_call_begin(&call, &op);
+  if (d_new) memcpy(c, d_new, (size_t)LDC * N * sizeof *c);
+  mpp_call_end(&call, &op, true);
+}
+
+static void *dev_copy(const void *h, size_t bytes) {
+  return memcpy(dev_alloc(bytes), h, bytes);
+}
+
+static void assert_role_equals(int role, const mp_stats *want) {
+  mpp_sites_lock();
+  mpp_tables t;
+  mpp_tables_get(&t, 0);
+  assert_int_equal(t.nsites, 1);
+  const mpp_site *s = &t.sites[0];
+  for (int r = 0; r < MPP_NS_COUNT; r++)
+    if (s->not_scanned[r])
+      fail_msg("not scanned: %s x%llu", mpp_ns_reason_name((mpp_ns_reason)r),
+               (unsigned long long)s->not_scanned[r]);
+  assert_non_null(s->stats[role]);
+  const char *diff = mpp_stats_diff(want, s->stats[role]);
+  if (diff) fail_msg("role %d: %s differs from the host scan", role, diff);
+  mpp_sites_unlock();
+}
+
+/* Issue 16: a scanned GEMM (A, B and D in device memory) costs at most 4
+ * driver calls on the calling thread (capture check, capture mode to relaxed
+ * and back, one launch) once the context and the allocations are known, and
+ * its three tensors are one kernel launch; the records == host scans. */
+static void scanned_gemm_is_one_launch_and_at_most_4_driver_calls(void **state) {
+  (void)state;
+  long (*calls)(void) = (long (*)(void))fake_fn("fakecuda_thread_calls");
+  int (*launches)(void) = (int (*)(void))fake_fn("fakecuda_launches");
+  size_t ea = (size_t)LDA * K, eb = (size_t)LDB * N, ec = (size_t)LDC * N;
+  float *ha = mpp_scan_test_data(MP_FP32, ea, 61), *hb = mpp_scan_test_data(MP_FP32, eb, 62),
+        *hc = mpp_scan_test_data(MP_FP32, ec, 63);
+  float *a = dev_copy(ha, ea * 4), *b = dev_copy(hb, eb * 4), *c = dev_copy(hc, ec * 4);
+  gemm_call(a, b, c, 0, NULL); /* first call: context set-up, allocations learnt */
+  mpp_devscan_drain();
+  mpp_sites_reset();
+  long c0 = calls();
+  int l0 = launches();
+  gemm_call(a, b, c, 0, NULL);
+  long used = calls() - c0;
+  int launched = launches() - l0;
+  mpp_devscan_drain();
+  printf("driver calls per scanned GEMM (A, B, D on the device): %ld, launches %d\n", used,
+         launched);
+  assert_true(used <= 4);
+  assert_int_equal(launched, 1);
+  mp_stats *want = malloc(sizeof *want);
+  const mp_view v[3] = {{MP_FP32, ha, M, K, LDA, 1, 0},
+                        {MP_FP32, hb, K, N, LDB, 1, 0},
+                        {MP_FP32, hc, M, N, LDC, 1, 0}};
+  static const int role[3] = {0, 1, 3};
+  for (int r = 0; r < 3; r++) {
+    mp_stats_init(want, MP_FP32);
+    mp_scan_with(want, &v[r], MP_SCAN_PORTABLE);
+    assert_role_equals(role[r], want);
+  }
+  free(want);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)a);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)b);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)c);
+  free(ha);
+  free(hb);
+  free(hc);
+}
+
+/* C read and overwritten in place (beta != 0, C == D): the input C must be
+ * scanned as it was before the op, so inputs are launched before the call
+ * and D after it (two launches); C's record holds the old values, D's the new. */
+static void input_sharing_memory_with_an_output_is_scanned_before_the_call(void **state) {
+  (void)state;
+  int (*launches)(void) = (int (*)(void))fake_fn("fakecuda_launches");
+  size_t ea = (size_t)LDA * K, eb = (size_t)LDB * N, ec = (size_t)LDC * N;
+  float *ha = mpp_scan_test_data(MP_FP32, ea, 71), *hb = mpp_scan_test_data(MP_FP32, eb, 72),
+        *hc = mpp_scan_test_data(MP_FP32, ec, 73), *hd = mpp_scan_test_data(MP_FP32, ec, 74);
+  float *a = dev_copy(ha, ea * 4), *b = dev_copy(hb, eb * 4), *c = dev_copy(hc, ec * 4);
+  int l0 = launches();
+  gemm_call(a, b, c, 1, hd);
+  mpp_devscan_drain();
+  assert_int_equal(launches() - l0, 2);
+  mp_stats *want = malloc(sizeof *want);
+  mp_view vc = {MP_FP32, hc, M, N, LDC, 1, 0}, vd = {MP_FP32, hd, M, N, LDC, 1, 0};
+  mp_stats_init(want, MP_FP32);
+  mp_scan_with(want, &vc, MP_SCAN_PORTABLE);
+  assert_role_equals(2, want);
+  mp_stats_init(want, MP_FP32);
+  mp_scan_with(want, &vd, MP_SCAN_PORTABLE);
+  assert_role_equals(3, want);
+  free(want);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)a);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)b);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)c);
+  free(ha);
+  free(hb);
+  free(hc);
+  free(hd);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(device_pointer_array_is_scanned_on_the_device_whole, reset_all),
       cmocka_unit_test_setup(host_pointer_array_is_scanned_on_the_host, reset_all),
       cmocka_unit_test_setup(fork_child_launches_no_scan_for_a_device_pointer_array, reset_all),
+      cmocka_unit_test_setup(scanned_gemm_is_one_launch_and_at_most_4_driver_calls, reset_all),
+      cmocka_unit_test_setup(input_sharing_memory_with_an_output_is_scanned_before_the_call,
+                             reset_all),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

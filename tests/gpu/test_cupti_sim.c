@@ -91,7 +91,7 @@ static void run_own_scan_kernel(void) {
   assert_non_null(drv);
   uint64_t (*start)(const simcuda_kernel *) = sym(drv, "simcuda_kernel_start");
   void (*finish)(const simcuda_kernel *, uint64_t) = sym(drv, "simcuda_kernel_finish");
-  simcuda_kernel k = {"mpp_scan_fp32", NULL, {1, 1, 1}, {256, 1, 1}};
+  simcuda_kernel k = {"mpp_scan_ops", NULL, {1, 1, 1}, {256, 1, 1}};
   mpp_cupti_push(303);
   finish(&k, start(&k));
   mpp_cupti_pop();

@@ -1,7 +1,8 @@
 /* profiler/gpu/devscan.c end to end on a fake libcuda.so.1 that runs the real
  * scan kernel on the CPU (tests/gpu/fakecuda): the embedded fatbin is loaded,
  * results come back through the ring and the sink equal to the host scanner,
- * also for a batch by pointer array (one record for the whole batch),
+ * also for a batch by pointer array (one record for the whole batch) and
+ * for all tensors of an op in one launch (records decoded into their sinks),
  * the poller delivers without a drain, a full ring says -EBUSY and recovers,
  * bad views are refused. Run with LD_LIBRARY_PATH=<fakecuda dir>. */
 #include <dlfcn.h>
@@ -143,7 +144,7 @@ static void full_ring_says_ebusy_and_recovers(void **state) {
   mp_view v = {MP_FP32, x, 8, 1, 8, 1, 0};
   collect *c = calloc(1, sizeof *c);
   mp_stats_init(&c->stats, MP_FP32);
-  hold(1); /* events stay "not ready": slots cannot be reused */
+  hold(1); /* launches are queued, not run: slots cannot be reused */
   int ok = 0, rc = 0;
   while ((rc = mpp_devscan_enqueue(NULL, &v, sink, c)) == 0 && ok < 1000)
     ok++;
@@ -195,11 +196,79 @@ static void bad_views_are_refused(void **state) {
   assert_int_equal(mpp_devscan_enqueue(NULL, &i32, sink, &c), -EINVAL);
 }
 
+/* mpp_devscan_enqueue_op: the tensors of one op (mixed dtypes, one of them a
+ * batch by pointer array, one empty) in one launch, each record decoded into
+ * its own sink == the host scanner. */
+static void one_launch_scans_all_tensors_of_an_op(void **state) {
+  (void)state;
+  int (*launches)(void) = (int (*)(void))fake("fakecuda_launches");
+  enum { NB = 3 };
+  uint64_t rows = 33, cols = 9, ld = 35;
+  void *ea = mpp_scan_test_data(MP_FP8_E4M3, 2001, 7);
+  void *bd = mpp_scan_test_data(MP_BF16, 1501, 8);
+  void *mats[NB];
+  const void **ptrs = malloc(NB * sizeof *ptrs);
+  for (int b = 0; b < NB; b++) {
+    mats[b] = mpp_scan_test_data(MP_FP32, ld * cols, 9 + b);
+    ptrs[b] = mats[b];
+  }
+  mpp_devscan_item it[4] = {
+      {.view = {MP_FP8_E4M3, ea, 2001, 1, 2001, 1, 0}},
+      {.view = {MP_FP32, NULL, rows, cols, ld, NB, 0}, .dev_ptrs = (const void *const *)ptrs},
+      {.view = {MP_BF16, bd, 1501, 1, 1501, 1, 0}},
+      {.view = {MP_BF16, bd, 0, 1, 1, 1, 0}}, /* empty: delivered at once, not launched */
+  };
+  collect *got = calloc(4, sizeof *got);
+  mp_stats *want = malloc(sizeof *want);
+  for (int k = 0; k < 4; k++) {
+    mp_stats_init(&got[k].stats, it[k].view.dtype);
+    it[k].sink = sink;
+    it[k].cookie = &got[k];
+  }
+  int l0 = launches();
+  assert_int_equal(mpp_devscan_enqueue_op(NULL, it, 4), 0);
+  assert_int_equal(launches() - l0, 1);
+  mpp_devscan_drain();
+  for (int k = 0; k < 4; k++) {
+    assert_int_equal(it[k].rc, 0);
+    assert_int_equal(got[k].calls, 1);
+    mp_stats_init(want, it[k].view.dtype);
+    if (it[k].dev_ptrs) {
+      for (int b = 0; b < NB; b++) {
+        mp_view one = {MP_FP32, ptrs[b], rows, cols, ld, 1, 0};
+        mp_scan_with(want, &one, MP_SCAN_PORTABLE);
+      }
+    } else {
+      mp_scan_with(want, &it[k].view, MP_SCAN_PORTABLE);
+    }
+    const char *diff = mpp_stats_diff(want, &got[k].stats);
+    if (diff) fail_msg("tensor %d: %s differs", k, diff);
+  }
+  /* A refused item (misaligned fp16) does not stop the others. */
+  mpp_devscan_item two[2] = {
+      {.view = {MP_FP16, (const uint8_t *)bd + 1, 4, 1, 4, 1, 0}, .sink = sink, .cookie = &got[0]},
+      {.view = {MP_BF16, bd, 1501, 1, 1501, 1, 0}, .sink = sink, .cookie = &got[2]},
+  };
+  assert_int_equal(mpp_devscan_enqueue_op(NULL, two, 2), -EINVAL);
+  assert_int_equal(two[0].rc, -EINVAL);
+  assert_int_equal(two[1].rc, 0);
+  mpp_devscan_drain();
+  assert_int_equal(got[2].calls, 2);
+  for (int b = 0; b < NB; b++)
+    free(mats[b]);
+  free(ptrs);
+  free(ea);
+  free(bd);
+  free(got);
+  free(want);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(device_scan_equals_host_scan_for_every_dtype),
       cmocka_unit_test(pointer_array_batch_equals_host_scans_merged),
       cmocka_unit_test(bad_pointer_arrays_are_refused),
+      cmocka_unit_test(one_launch_scans_all_tensors_of_an_op),
       cmocka_unit_test(poller_delivers_without_a_drain),
       cmocka_unit_test(full_ring_says_ebusy_and_recovers),
       cmocka_unit_test(bad_views_are_refused),

@@ -360,6 +360,12 @@ static CUresult sim_pointer_attribute(void *data, CUpointer_attribute attribute,
   case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
     *(int *)data = 0;
     break;
+  case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: /* allocation ranges are not tracked */
+    *(CUdeviceptr *)data = 0;
+    break;
+  case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+    *(size_t *)data = 0;
+    break;
   default:
     return CUDA_ERROR_NOT_SUPPORTED;
   }

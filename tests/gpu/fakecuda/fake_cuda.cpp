@@ -1,11 +1,13 @@
 // A fake libcuda.so.1 for testing profiler/gpu/devscan.c without a GPU: the
 // "device" is host memory, a library loaded from mpprof's fatbin (checked
-// for the fatbin magic) yields the six scan kernels, and cuLaunchKernel runs
-// the real kernels/scan.cu on the CPU (tests/gpu/simt_shim.h). Work runs at
-// enqueue; events complete at once unless fakecuda_hold(1) holds them (to
-// fill the result ring). cuMemAlloc'd ranges read as device memory in
-// cuPointerGetAttributes (for the profiler's routing). Entry points are found through
-// cuGetProcAddress_v2, as the real driver's are.
+// for the fatbin magic) yields the scan kernel and its per-context variable,
+// and cuLaunchKernel runs the real kernels/scan.cu on the CPU
+// (tests/gpu/simt_shim.h). Work runs at enqueue unless fakecuda_hold(1)
+// queues it until fakecuda_hold(0) (to fill the result ring). cuMemAlloc'd
+// ranges read as device memory in cuPointerGetAttributes, with their range
+// (for the profiler's routing and its cache). Every entry point counts the
+// calls of the calling thread (fakecuda_thread_calls). Entry points are found
+// through cuGetProcAddress_v2, as the real driver's are.
 #include "tests/gpu/simt_shim.h"
 
 #include "kernels/scan.cu"
@@ -15,6 +17,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <vector>
 #include <string.h>
 
 #include <cuda.h>
@@ -27,6 +30,9 @@ extern "C" {
 
 static std::atomic<int> g_hold;
 static std::atomic<int> g_launches;
+static thread_local long t_calls; /* driver calls made by this thread */
+static std::mutex g_held_mu;
+static std::vector<mpp_scan_launch> g_held; /* launches queued while held */
 static int g_ctx_token;
 static CUcontext const g_ctx = (CUcontext)&g_ctx_token;
 
@@ -36,6 +42,17 @@ struct fake_event {
 
 API void fakecuda_hold(int on) {
   g_hold = on;
+  if (on) return;
+  std::vector<mpp_scan_launch> run;
+  {
+    std::lock_guard<std::mutex> l(g_held_mu);
+    run.swap(g_held);
+  }
+  for (const auto &l : run)
+    launch(&l, l.blk0[l.nt]);
+}
+API long fakecuda_thread_calls(void) {
+  return t_calls;
 }
 API int fakecuda_launches(void) {
   return g_launches;
@@ -57,6 +74,7 @@ API int fakecuda_capture_mode(void) {
   return (int)t_mode;
 }
 static CUresult CUDAAPI f_capture_mode_exchange(CUstreamCaptureMode *m) {
+  t_calls++;
   CUstreamCaptureMode old = t_mode;
   t_mode = *m;
   *m = old;
@@ -64,22 +82,27 @@ static CUresult CUDAAPI f_capture_mode_exchange(CUstreamCaptureMode *m) {
 }
 
 static CUresult CUDAAPI f_init(unsigned) {
+  t_calls++;
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_driver_version(int *v) {
+  t_calls++;
   *v = CUDA_VERSION;
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_device_get(CUdevice *d, int i) {
+  t_calls++;
   if (i != 0) return CUDA_ERROR_INVALID_DEVICE;
   *d = 0;
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_device_name(char *n, int len, CUdevice) {
+  t_calls++;
   snprintf(n, (size_t)len, "fakecuda (CPU)");
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_device_attr(int *v, CUdevice_attribute a, CUdevice) {
+  t_calls++;
   switch (a) {
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
     *v = 9;
@@ -96,23 +119,28 @@ static CUresult CUDAAPI f_device_attr(int *v, CUdevice_attribute a, CUdevice) {
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_ctx_current(CUcontext *c) {
+  t_calls++;
   *c = g_ctx;
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_ctx_device(CUdevice *d) {
+  t_calls++;
   *d = 0;
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_stream_ctx(CUstream, CUcontext *c) {
+  t_calls++;
   *c = g_ctx;
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_stream_is_capturing(CUstream, CUstreamCaptureStatus *s) {
+  t_calls++;
   *s = CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_library_load(CUlibrary *lib, const void *code, CUjit_option *, void **,
                                        unsigned, CUlibraryOption *, void **, unsigned) {
+  t_calls++;
   uint32_t magic;
   memcpy(&magic, code, 4);
   if (magic != 0xBA55ED50u) return CUDA_ERROR_INVALID_IMAGE;
@@ -120,31 +148,62 @@ static CUresult CUDAAPI f_library_load(CUlibrary *lib, const void *code, CUjit_o
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_library_kernel(CUkernel *k, CUlibrary, const char *name) {
-  for (int s = 0; s < MPP_SRC_COUNT; s++)
-    if (!strcmp(name, mpp_scan_kernel_name(s))) {
-      *k = (CUkernel)(uintptr_t)(s + 1);
-      return CUDA_SUCCESS;
-    }
-  return CUDA_ERROR_NOT_FOUND;
+  t_calls++;
+  if (strcmp(name, mpp_scan_kernel_name())) return CUDA_ERROR_NOT_FOUND;
+  *k = (CUkernel)(uintptr_t)1;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_library_global(CUdeviceptr *d, size_t *bytes, CUlibrary,
+                                         const char *name) {
+  t_calls++;
+  if (strcmp(name, "mpp_scan_ctx_info")) return CUDA_ERROR_NOT_FOUND;
+  *d = (CUdeviceptr)(uintptr_t)&mpp_scan_ctx_info;
+  *bytes = sizeof mpp_scan_ctx_info;
+  return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                  unsigned by, unsigned bz, unsigned smem, CUstream, void **args,
                                  void **extra) {
-  int src = (int)(uintptr_t)f - 1;
-  if (src < 0 || src >= MPP_SRC_COUNT || gy != 1 || gz != 1 || bx != MPP_BLOCK || by != 1 ||
-      bz != 1 || smem != 0 || extra || !args)
+  t_calls++;
+  const mpp_scan_launch *l = args ? (const mpp_scan_launch *)args[0] : NULL;
+  if ((uintptr_t)f != 1 || gy != 1 || gz != 1 || bx != MPP_BLOCK || by != 1 || bz != 1 ||
+      smem != 0 || extra || !l || l->nt == 0 || l->nt > MPP_SCAN_MAX_TENSORS ||
+      gx != l->blk0[l->nt])
     return CUDA_ERROR_INVALID_VALUE;
   unsafe_call();
-  launch(kernel_of(src), (const mpp_scan_params *)args[0], gx);
   g_launches++;
+  if (g_hold) {
+    std::lock_guard<std::mutex> lk(g_held_mu);
+    g_held.push_back(*l);
+    return CUDA_SUCCESS;
+  }
+  launch(l, gx);
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_alloc_host(void **p, size_t n) {
+  t_calls++;
   unsafe_call();
   *p = calloc(1, n);
   return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
+static CUresult CUDAAPI f_host_alloc(void **p, size_t n, unsigned) {
+  t_calls++;
+  unsafe_call();
+  *p = calloc(1, n);
+  return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult CUDAAPI f_host_device_ptr(CUdeviceptr *d, void *p, unsigned) {
+  t_calls++;
+  *d = (CUdeviceptr)(uintptr_t)p;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_htod_async(CUdeviceptr dst, const void *src, size_t n, CUstream) {
+  t_calls++;
+  memcpy((void *)(uintptr_t)dst, src, n);
+  return CUDA_SUCCESS;
+}
 static CUresult CUDAAPI f_free_host(void *p) {
+  t_calls++;
   free(p);
   return CUDA_SUCCESS;
 }
@@ -153,6 +212,7 @@ static CUresult CUDAAPI f_free_host(void *p) {
 static std::mutex g_alloc_mu;
 static std::map<uintptr_t, size_t> g_allocs;
 static CUresult CUDAAPI f_alloc(CUdeviceptr *p, size_t n) {
+  t_calls++;
   unsafe_call();
   void *h = calloc(1, n);
   *p = (CUdeviceptr)(uintptr_t)h;
@@ -163,6 +223,7 @@ static CUresult CUDAAPI f_alloc(CUdeviceptr *p, size_t n) {
   return h ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 static CUresult CUDAAPI f_free(CUdeviceptr p) {
+  t_calls++;
   {
     std::lock_guard<std::mutex> l(g_alloc_mu);
     g_allocs.erase((uintptr_t)p);
@@ -170,42 +231,60 @@ static CUresult CUDAAPI f_free(CUdeviceptr p) {
   free((void *)(uintptr_t)p);
   return CUDA_SUCCESS;
 }
-static bool is_device(CUdeviceptr p) {
+/* The live allocation holding p: its start and size, else false. */
+static bool device_range(CUdeviceptr p, uintptr_t *start, size_t *size) {
   std::lock_guard<std::mutex> l(g_alloc_mu);
   auto it = g_allocs.upper_bound((uintptr_t)p);
   if (it == g_allocs.begin()) return false;
   --it;
-  return (uintptr_t)p < it->first + it->second;
+  if ((uintptr_t)p >= it->first + it->second) return false;
+  *start = it->first;
+  *size = it->second;
+  return true;
 }
-/* Like the real driver's plural form: memory unknown to it reads as type 0. */
+/* Like the real driver's plural form: memory unknown to it reads as type 0
+ * (and range 0). */
 static CUresult CUDAAPI f_ptr_attrs(unsigned n, CUpointer_attribute *attrs, void **data,
                                     CUdeviceptr p) {
+  t_calls++;
+  uintptr_t start = 0;
+  size_t size = 0;
+  bool dev = device_range(p, &start, &size);
   for (unsigned i = 0; i < n; i++) {
     if (attrs[i] == CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
-      *(unsigned *)data[i] = is_device(p) ? CU_MEMORYTYPE_DEVICE : 0;
+      *(unsigned *)data[i] = dev ? CU_MEMORYTYPE_DEVICE : 0;
     else if (attrs[i] == CU_POINTER_ATTRIBUTE_IS_MANAGED)
       *(unsigned *)data[i] = 0;
+    else if (attrs[i] == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
+      *(CUdeviceptr *)data[i] = (CUdeviceptr)start;
+    else if (attrs[i] == CU_POINTER_ATTRIBUTE_RANGE_SIZE)
+      *(size_t *)data[i] = size;
   }
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_memset(CUdeviceptr p, unsigned char v, size_t n, CUstream) {
+  t_calls++;
   memset((void *)(uintptr_t)p, v, n);
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream) {
+  t_calls++;
   memcpy(dst, (const void *)(uintptr_t)src, n);
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_event_create(CUevent *e, unsigned) {
+  t_calls++;
   unsafe_call();
   *e = (CUevent) new fake_event{false};
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_event_record(CUevent e, CUstream) {
+  t_calls++;
   ((fake_event *)e)->recorded = true;
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_event_query(CUevent) {
+  t_calls++;
   unsafe_call();
   return g_hold ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
@@ -225,6 +304,10 @@ static const struct {
     {"cuStreamIsCapturing", (void *)f_stream_is_capturing},
     {"cuLibraryLoadData", (void *)f_library_load},
     {"cuLibraryGetKernel", (void *)f_library_kernel},
+    {"cuLibraryGetGlobal", (void *)f_library_global},
+    {"cuMemHostAlloc", (void *)f_host_alloc},
+    {"cuMemHostGetDevicePointer", (void *)f_host_device_ptr},
+    {"cuMemcpyHtoDAsync", (void *)f_htod_async},
     {"cuLaunchKernel", (void *)f_launch},
     {"cuMemAllocHost", (void *)f_alloc_host},
     {"cuMemFreeHost", (void *)f_free_host},
