@@ -37,6 +37,10 @@ void mpp_cupti_start(void); /* idempotent; from InitializeInjection or the first
 void mpp_cupti_push(uint64_t op_id); /* around every hooked real call (CUSTOM2 external id) */
 void mpp_cupti_pop(void);
 void mpp_cupti_flush(void); /* at exit / checkpoint: flush and drain every buffer into the sink */
+/* bench/cupti_parse: hand in a buffer as CUPTI's completion callback does
+ * (from aligned_alloc, mpp_cupti_buffer_size() bytes; ownership passes). */
+void mpp_cupti_complete_buffer(uint8_t *buf, size_t valid);
+size_t mpp_cupti_buffer_size(void);
 const char *
 mpp_cupti_status(void); /* ok | disabled | unavailable | held_by_other_subscriber | error */
 uint64_t mpp_cupti_dropped(void);
