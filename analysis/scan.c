@@ -19,8 +19,12 @@
  *   is a call-free kernel (accumulators stay in registers), and fp16/bf16
  *   are widened to fp32 in registers, their exponents counted in pairs
  *   (scan_avx2.c, scan_avx512.c, their shared state in scan_f32.c).
- * - fp64 (scalar): binned by exponent; values in boundary binades are
- *   collected and classified in a second loop (scan_fp64.c).
+ * - fp64 with AVX-512: the fp32 computation eight values at a time, twelve
+ *   level compares (bf16's limits are not implied for fp64), exponents read
+ *   from the source into four sub-histograms (scan_fp64_avx512.c).
+ * - fp64 (scalar, CPUs without AVX-512): binned by exponent; values in
+ *   boundary binades are collected and classified in a second loop
+ *   (scan_fp64.c).
  * - 16-bit and 8-bit sources: count bit patterns (2^16 / 2^8 counters), then
  *   fold each pattern seen into the record once, with its multiplicity
  *   (scan_portable.c, with the per-value path).
@@ -106,6 +110,7 @@ static int check_view(const mp_stats *s, const mp_view *v) {
 typedef enum run_kind {
   RUN_PORTABLE,
   RUN_F64_FAST,
+  RUN_F64_AVX512,
   RUN_F32_AVX2,
   RUN_F32_AVX512,
   RUN_PATTERNS
@@ -120,6 +125,7 @@ typedef struct scanner {
   f64_fast *f64;
 #ifdef MP_HAVE_X86
   f32_fast *f32;
+  f64_vec *f64v;
 #endif
 } scanner;
 
@@ -141,6 +147,9 @@ static void scan_run(scanner *S, const void *p, uint64_t n) {
       mp_scan_bf16_run_avx512(S->s, S->I, S->f32, p, n);
     else
       mp_scan_f32_run_avx512(S->s, S->I, S->f32, p, n);
+    break;
+  case RUN_F64_AVX512:
+    mp_scan_f64v_run(S->s, S->I, S->f64v, p, n);
     break;
 #endif
   case RUN_PATTERNS:
@@ -200,6 +209,17 @@ static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
   switch (S->dtype) {
   case MP_FP64:
     if (total < F64_FAST_MIN_ELEMENTS) break;
+#ifdef MP_HAVE_X86
+    if (cpu_has_avx512() && impl != MP_SCAN_AVX2) {
+      S->f64v = malloc(sizeof(f64_vec));
+      if (S->f64v && mp_scan_f64v_init(S->f64v)) {
+        S->kind = RUN_F64_AVX512;
+        break;
+      }
+      free(S->f64v);
+      S->f64v = NULL;
+    }
+#endif
     S->f64 = malloc(sizeof(f64_fast));
     if (!S->f64) break;
     mp_scan_f64_init(S->f64, S->I);
@@ -249,6 +269,10 @@ static void finish(scanner *S) {
     mp_scan_f32_finish(S->s, S->f32);
     free(S->f32->pairs);
     free(S->f32);
+    break;
+  case RUN_F64_AVX512:
+    mp_scan_f64v_finish(S->s, S->f64v);
+    free(S->f64v);
     break;
 #endif
   case RUN_PATTERNS:

@@ -4,6 +4,7 @@
  * own file:
  *   scan_portable.c  plain C per value, and bit-pattern counting (8/16-bit)
  *   scan_fp64.c      fp64, scalar, binned by exponent
+ *   scan_fp64_avx512.c  fp64 with AVX-512, level compares in lanes
  *   scan_f32.c       state of the fp32/fp16/bf16 vector paths (init, folds, finish)
  *   scan_avx2.c      fp32 with AVX2
  *   scan_avx512.c    fp32, fp16, bf16 with AVX-512 (exponent pairs for 16-bit)
@@ -280,6 +281,32 @@ void mp_scan_f16_run_avx512(mp_stats *s, const src_info *I, f32_fast *F, const u
                             uint64_t n);
 void mp_scan_bf16_run_avx512(mp_stats *s, const src_info *I, f32_fast *F, const uint16_t *p,
                              uint64_t n);
+
+/* scan_fp64_avx512.c: fp64 eight values at a time. Every cast outcome of a
+ * normal fp64 value follows from three integer compares of |x|'s bits per
+ * target (the fp64 scalar path's level_bits, which nest: flush <= subnormal
+ * <= overflow), so the kernel counts, per lane, |x| above each of the twelve
+ * levels, zeros and negatives, keeps the min/max keys and min |x|, and bins
+ * exponents read straight from the source into four sub-histograms.
+ * Vectors holding a subnormal, inf or NaN take acc_value(). */
+#define F64_LEVELS (3 * MP_TARGET_COUNT)
+#define F64V_BANKS 4
+typedef struct f64_vec {
+  uint32_t sub[F64V_BANKS][2048]; /* by biased exponent; bin 0 collects zeros */
+  int64_t level_bits[F64_LEVELS]; /* target t: 3t flush, 3t + 1 subnormal, 3t + 2 overflow */
+  uint64_t lev[F64_LEVELS][8];
+  uint64_t zeros[8], negatives[8];
+  int64_t key_min[8], key_max[8];
+  uint64_t abs_min_m1[8];
+  uint64_t vectors; /* in the lanes since the last fold */
+  uint64_t values;  /* folded */
+  uint64_t ind_zeros, ind_negatives, ind_lev[F64_LEVELS];
+} f64_vec;
+
+/* false when the levels do not nest (the path cannot count them). */
+bool mp_scan_f64v_init(f64_vec *F);
+void mp_scan_f64v_run(mp_stats *s, const src_info *I, f64_vec *F, const double *p, uint64_t n);
+void mp_scan_f64v_finish(mp_stats *s, f64_vec *F);
 
 /* scan_planes.c */
 /* Sets up the tables; false if the thresholds do not fit them. */

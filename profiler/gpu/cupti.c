@@ -28,6 +28,7 @@
 #define CORR_SLOTS 65536 /* correlation id -> op id, direct mapped */
 #define MAX_WAITING 4096 /* kernels seen before their external record */
 #define OWN_PREFIX "mpp_scan_"
+#define SPARE_BUFS 2 /* parsed buffers kept for CUPTI's next requests */
 
 /* X(symbol, member, parameters) */
 #define CUPTI_FUNCS(X)                                                                             \
@@ -83,12 +84,37 @@ static struct {
 static waiting_kernel g_wait[MAX_WAITING];
 static int g_nwait;
 
+/* Parsed buffers handed back to CUPTI instead of freed: a fresh 4 MiB
+ * allocation is a new mapping whose every page faults on first write (about
+ * a thousand faults per buffer). Under g_qmu. */
+static uint8_t *g_spare[SPARE_BUFS];
+static int g_nspare;
+
+static uint8_t *spare_take(void) {
+  uint8_t *b = NULL;
+  pthread_mutex_lock(&g_qmu);
+  if (g_nspare > 0) b = g_spare[--g_nspare];
+  pthread_mutex_unlock(&g_qmu);
+  return b;
+}
+
+static void spare_put(uint8_t *b) {
+  pthread_mutex_lock(&g_qmu);
+  if (g_nspare < SPARE_BUFS) {
+    g_spare[g_nspare++] = b;
+    b = NULL;
+  }
+  pthread_mutex_unlock(&g_qmu);
+  free(b);
+}
+
 static void on_fork_child(void) {
   atomic_store(&g_active, false); /* the child never touches the parent's CUPTI */
 }
 
 static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_records) {
-  *buf = aligned_alloc(8, BUF_SIZE);
+  *buf = spare_take();
+  if (!*buf) *buf = aligned_alloc(8, BUF_SIZE);
   *size = *buf ? BUF_SIZE : 0;
   *max_records = 0;
 }
@@ -101,7 +127,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
   (void)size;
   if (!buf) return;
   if (valid == 0) {
-    free(buf);
+    spare_put(buf);
     return;
   }
   pthread_mutex_lock(&g_qmu);
@@ -203,7 +229,7 @@ static void parse(const queued_buf *q) {
     }
   }
   if (g_nwait) settle_waiting(false);
-  free(q->buf); /* still under g_pmu: a fork waits for every allocator call of a parse */
+  spare_put(q->buf); /* still under g_pmu: a fork waits for every allocator call of a parse */
   pthread_mutex_unlock(&g_pmu);
   buffer_done();
 }
@@ -403,6 +429,16 @@ void mpp_cupti_flush(void) {
   settle_waiting(true);
   pthread_mutex_unlock(&g_pmu);
   if (g_flush_settle) g_flush_settle(tc_mark);
+}
+
+/* bench/cupti_parse: a buffer filled elsewhere enters the same path as one
+ * CUPTI completed (aligned_alloc'ed, BUF_SIZE bytes; the parser owns it). */
+void mpp_cupti_complete_buffer(uint8_t *buf, size_t valid) {
+  buffer_completed(NULL, 0, buf, BUF_SIZE, valid);
+}
+
+size_t mpp_cupti_buffer_size(void) {
+  return BUF_SIZE;
 }
 
 void *mpp_cupti_handle(void) {

@@ -46,6 +46,10 @@ void mpp_cupti_flush(void); /* at exit / checkpoint: flush and drain every buffe
 typedef uint64_t (*mpp_flush_mark_fn)(void);
 typedef void (*mpp_flush_settle_fn)(uint64_t mark);
 void mpp_cupti_set_flush_observer(mpp_flush_mark_fn mark, mpp_flush_settle_fn settle);
+/* bench/cupti_parse: hand in a buffer as CUPTI's completion callback does
+ * (from aligned_alloc, mpp_cupti_buffer_size() bytes; ownership passes). */
+void mpp_cupti_complete_buffer(uint8_t *buf, size_t valid);
+size_t mpp_cupti_buffer_size(void);
 const char *
 mpp_cupti_status(void); /* ok | disabled | unavailable | held_by_other_subscriber | error */
 uint64_t mpp_cupti_dropped(void);

@@ -117,6 +117,53 @@ static void fast_path_equals_portable_path_bit_for_bit(void **state) {
   free(b);
 }
 
+/* fp64 with AVX-512 counts cast outcomes by twelve level compares in lanes:
+ * normal values of every magnitude from below bf16's flush limit to above its
+ * overflow, the limits themselves and their neighbours, zeros of both signs,
+ * and now and then a subnormal, inf or NaN (its vector takes the per-value
+ * path). Every path equals the portable one. */
+static void fp64_vector_path_equals_portable_across_all_limits(void **state) {
+  (void)state;
+  const uint64_t n = 200003;
+  double *buf = malloc(n * sizeof *buf);
+  assert_non_null(buf);
+  uint64_t rng = 11;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t r = ref_rand(&rng);
+    double m = 1.0 + (double)(r >> 12) * 0x1p-52;
+    buf[i] = ldexp((r & 1) ? -m : m, (int)((r >> 3) % 300) - 160);
+    if (r % 5 == 0) buf[i] = (r & 2) ? -0.0 : 0.0;
+    if (i % 997 == 0) {
+      const double specials[] = {0x1p-1070, -INFINITY, NAN, INFINITY, -0x1p-1040};
+      buf[i] = specials[(i / 997) % 5];
+    }
+  }
+  int k = 0;
+  for (int t = 0; t < MP_TARGET_COUNT; t++) {
+    const mp_format *f = mp_format_of(mp_target_dtype((mp_target)t));
+    const double lims[] = {f->overflow_at, f->flush_at, f->subnormal_below, f->max_finite};
+    for (size_t j = 0; j < sizeof lims / sizeof lims[0]; j++) {
+      buf[1000 + k++] = lims[j];
+      buf[1000 + k++] = nextafter(lims[j], 0);
+      buf[1000 + k++] = -nextafter(lims[j], INFINITY);
+    }
+  }
+  mp_stats *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+  assert_true(a && b);
+  mp_view v = {.dtype = MP_FP64, .data = buf, .rows = n, .cols = 1, .batch = 1};
+  mp_stats_init(a, MP_FP64);
+  assert_int_equal(mp_scan_with(a, &v, MP_SCAN_PORTABLE), 0);
+  const mp_scan_impl fast[] = {MP_SCAN_AVX2, MP_SCAN_AUTO};
+  for (int f = 0; f < 2; f++) {
+    mp_stats_init(b, MP_FP64);
+    assert_int_equal(mp_scan_with(b, &v, fast[f]), 0);
+    assert_true(ref_stats_equal(a, b));
+  }
+  free(a);
+  free(b);
+  free(buf);
+}
+
 /* A long run of fp32 values that all take the vector paths: normal values of
  * every magnitude near the format limits, and zeros of both signs (ReLU-like). */
 static void fast_path_equals_portable_on_ordinary_fp32(void **state) {
@@ -388,6 +435,7 @@ int main(void) {
       cmocka_unit_test(fast_path_equals_portable_path_bit_for_bit),
       cmocka_unit_test(fast_path_equals_portable_on_ordinary_fp32),
       cmocka_unit_test(fp64_limits_and_double_neighbours_match_the_reference),
+      cmocka_unit_test(fp64_vector_path_equals_portable_across_all_limits),
       cmocka_unit_test(leading_dimension_and_batch_stride_count_only_logical_elements),
       cmocka_unit_test(strided_views_take_the_fast_paths_and_match_portable),
       cmocka_unit_test(zero_batch_stride_counts_the_broadcast_matrix_each_time),

@@ -6,14 +6,17 @@
  * through its static CUDA runtime), one external correlation
  * record per external-id kind pushed on the launching thread, and the
  * CUpti_ActivityKernel10 record, all with one correlation id. As in CUPTI,
- * external correlation records come only with API records. Full buffers are
- * queued and delivered through bufferCompleted at flush (CUPTI does so from
- * its own thread, later; never from inside the launch), so a client's
- * completion handler never runs inside its own cuBLAS call.
+ * external correlation records come only with API records. A full buffer is
+ * delivered through bufferCompleted by a worker thread of simcuda's own, soon
+ * after it fills, as CUPTI does from its thread (never from inside the
+ * launch, so a client's completion handler never runs inside its own cuBLAS
+ * call); the partly filled one at flush, which returns once every buffer
+ * retired before it has been delivered.
  * One subscriber per process; SIMCUDA_CUPTI_BUSY=1 makes subscribing and
  * enabling activity fail as if another tool held CUPTI. The range profiler
  * and profiler host API are in cupti_profiler.cpp. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -101,6 +104,59 @@ static const char *intern(const char *s) {
   return n->name;
 }
 
+/* The worker that delivers full buffers (started by the first full one;
+ * none in a fork child until its own first full buffer). Under `lock`. */
+static pthread_cond_t deliver_cv = PTHREAD_COND_INITIALIZER;
+static bool deliverer_started;
+static int delivering;                  /* lists taken, callbacks not yet returned */
+static _Thread_local bool in_deliverer; /* flush from a completion callback: no wait */
+
+static void deliver(full_buffer *list, CUpti_BuffersCallbackCompleteFunc completed) {
+  while (list != NULL) {
+    full_buffer *next = list->next;
+    if (completed != NULL) completed(NULL, 0, list->buf, list->size, list->valid);
+    free(list);
+    list = next;
+  }
+}
+
+static void *deliverer(void *arg) {
+  (void)arg;
+  in_deliverer = true;
+  pthread_mutex_lock(&lock);
+  for (;;) {
+    while (st.full_head == NULL)
+      pthread_cond_wait(&deliver_cv, &lock);
+    full_buffer *list = st.full_head;
+    st.full_head = st.full_tail = NULL;
+    CUpti_BuffersCallbackCompleteFunc completed = st.completed;
+    delivering++;
+    pthread_mutex_unlock(&lock);
+    deliver(list, completed);
+    pthread_mutex_lock(&lock);
+    delivering--;
+    pthread_cond_broadcast(&deliver_cv);
+  }
+  return NULL;
+}
+
+/* A full buffer waits for the worker (lock held). */
+static void wake_deliverer(void) {
+  if (!deliverer_started) {
+    pthread_attr_t attr;
+    pthread_t t;
+    sigset_t all, old;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the application's signals are not ours */
+    deliverer_started = pthread_create(&t, &attr, deliverer, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+  }
+  pthread_cond_broadcast(&deliver_cv);
+}
+
 /* Retire the current buffer to the delivery queue (lock held). */
 static void retire_current(void) {
   if (st.cur == NULL) return;
@@ -121,8 +177,10 @@ static void retire_current(void) {
 static void *reserve(size_t size) {
   size_t need = align8(size);
   if (st.cur != NULL && (st.cur_used + need > st.cur_size ||
-                         (st.cur_max_records != 0 && st.cur_records >= st.cur_max_records)))
+                         (st.cur_max_records != 0 && st.cur_records >= st.cur_max_records))) {
     retire_current();
+    wake_deliverer();
+  }
   if (st.cur == NULL) {
     if (st.requested == NULL) goto drop;
     uint8_t *buf = NULL;
@@ -155,6 +213,38 @@ drop:
 
 /* Which API a kernel's launch went through. Read per launch so a test can
  * switch it; anything but "runtime" is the driver (simcuda's default). */
+/* The ids an API record carries, cached as CUPTI does: one getpid per process
+ * (again in a fork child) and one gettid per thread, not two system calls per
+ * launch. */
+static pid_t cached_pid;
+static __thread uint32_t cached_tid;
+
+static void lock_for_fork(void) {
+  pthread_mutex_lock(&lock);
+}
+
+static void unlock_after_fork(void) {
+  pthread_mutex_unlock(&lock);
+}
+
+static void forget_pid(void) {
+  pthread_mutex_unlock(&lock);
+  deliverer_started = false; /* threads do not survive fork */
+  delivering = 0;
+  cached_pid = 0;
+  cached_tid = 0; /* the forking thread goes on in the child, with a new tid */
+}
+
+static uint32_t process_id(void) {
+  if (cached_pid == 0) cached_pid = getpid();
+  return (uint32_t)cached_pid;
+}
+
+static uint32_t thread_id(void) {
+  if (cached_tid == 0) cached_tid = (uint32_t)syscall(SYS_gettid);
+  return cached_tid;
+}
+
 static bool launch_via_runtime(void) {
   const char *v = getenv("SIMCUDA_LAUNCH_API");
   return v != NULL && strcmp(v, "runtime") == 0;
@@ -201,8 +291,8 @@ static void on_kernel(const simcuda_kernel_event *ev) {
                         : (CUpti_CallbackId)CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
       a->start = ev->api_start;
       a->end = ev->api_end;
-      a->processId = (uint32_t)getpid();
-      a->threadId = (uint32_t)syscall(SYS_gettid);
+      a->processId = process_id();
+      a->threadId = thread_id();
       a->correlationId = corr;
       a->returnValue = CUDA_SUCCESS; /* == cudaSuccess for a runtime record */
     }
@@ -236,6 +326,7 @@ static void on_kernel(const simcuda_kernel_event *ev) {
 }
 
 __attribute__((constructor)) static void attach(void) {
+  pthread_atfork(lock_for_fork, unlock_after_fork, forget_pid);
   simcuda_cupti_attach(on_kernel);
 }
 
@@ -309,13 +400,11 @@ static CUptiResult flush_all(void) {
   full_buffer *list = st.full_head;
   st.full_head = st.full_tail = NULL;
   CUpti_BuffersCallbackCompleteFunc completed = st.completed;
+  /* Buffers the worker took before this flush are delivered before it returns. */
+  while (delivering > 0 && !in_deliverer)
+    pthread_cond_wait(&deliver_cv, &lock);
   pthread_mutex_unlock(&lock);
-  while (list != NULL) {
-    full_buffer *next = list->next;
-    if (completed != NULL) completed(NULL, 0, list->buf, list->size, list->valid);
-    free(list);
-    list = next;
-  }
+  deliver(list, completed);
   return CUPTI_SUCCESS;
 }
 

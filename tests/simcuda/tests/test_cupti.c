@@ -4,13 +4,15 @@
  * the external correlation record of the id pushed on that thread; with
  * SIMCUDA_LAUNCH_API=runtime the launch record is a runtime one instead; plus
  * per-thread / per-kind push-pop, dropped records, single subscriber, the
- * SIMCUDA_CUPTI_BUSY switch and result strings. */
+ * SIMCUDA_CUPTI_BUSY switch and result strings; a full buffer is delivered
+ * by simcuda's own thread before any flush, as CUPTI does. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 #include <cublas_v2.h>
@@ -27,8 +29,11 @@ static struct {
   int buffers_completed;
   int refuse_buffers;
   int misaligned_buffers;
+  int small_buffers;
   size_t last_valid;
+  int completed_elsewhere; /* by a thread other than the test's */
 } seen;
+static pthread_t test_thread;
 
 static _Alignas(8) uint8_t static_buf[4096];
 
@@ -44,8 +49,9 @@ static void CUPTIAPI requested(uint8_t **buf, size_t *size, size_t *max_records)
     *size = sizeof(static_buf) - 3;
     return;
   }
-  *buf = aligned_alloc(8, BUF_SIZE);
-  *size = BUF_SIZE;
+  size_t n = seen.small_buffers ? 4096 : BUF_SIZE;
+  *buf = aligned_alloc(8, n);
+  *size = n;
 }
 
 static void CUPTIAPI completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
@@ -54,7 +60,8 @@ static void CUPTIAPI completed(CUcontext ctx, uint32_t stream, uint8_t *buf, siz
   (void)stream;
   (void)size;
   CUpti_Activity *r = NULL;
-  seen.buffers_completed++;
+  if (!pthread_equal(pthread_self(), test_thread)) seen.completed_elsewhere = 1;
+  __atomic_add_fetch(&seen.buffers_completed, 1, __ATOMIC_RELEASE);
   seen.last_valid = valid;
   while (cuptiActivityGetNextRecord(buf, valid, &r) == CUPTI_SUCCESS) {
     switch (r->kind) {
@@ -161,6 +168,32 @@ static void kernel_api_and_external_records_share_one_correlation_id(void **stat
   assert_int_equal(seen.ext[0].externalId, 4242);
   assert_int_equal(seen.ext[0].correlationId, k->correlationId);
   cudaStreamDestroy(s);
+}
+
+/* CUPTI hands a full buffer to bufferCompleted from its own thread, without
+ * waiting for a flush (a client that recycles buffers depends on it); the
+ * partly filled one comes at the flush, which returns after every delivery. */
+static void full_buffers_are_delivered_by_another_thread_before_the_flush(void **state) {
+  (void)state;
+  seen.small_buffers = 1;
+  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  cuptiActivityEnableDriverApi(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1);
+  cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, 9);
+  enum { GEMMS = 40 }; /* about 10 launches fill 4 KiB */
+  for (int i = 0; i < GEMMS; i++)
+    run_sgemm(NULL, 8, 8, 8);
+  cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, NULL);
+  for (int waited_ms = 0; waited_ms < 10000; waited_ms++) {
+    if (__atomic_load_n(&seen.buffers_completed, __ATOMIC_ACQUIRE) > 0) break;
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  assert_true(__atomic_load_n(&seen.buffers_completed, __ATOMIC_ACQUIRE) > 0);
+  assert_int_equal(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), CUPTI_SUCCESS);
+  assert_true(seen.completed_elsewhere);
+  assert_int_equal(seen.kernels, GEMMS);
+  assert_int_equal(seen.externals, GEMMS);
 }
 
 static void external_records_need_an_api_record(void **state) {
@@ -323,10 +356,13 @@ static void result_strings_name_the_code(void **state) {
 }
 
 int main(void) {
+  test_thread = pthread_self();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(kernel_api_and_external_records_share_one_correlation_id,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(external_records_need_an_api_record, setup, teardown),
+      cmocka_unit_test_setup_teardown(full_buffers_are_delivered_by_another_thread_before_the_flush,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(runtime_launches_need_the_runtime_api_record, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(each_pushed_kind_gives_its_top_id, setup, teardown),
