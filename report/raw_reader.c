@@ -962,7 +962,7 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
       size_t *idx = malloc((ns ? ns : 1) * sizeof *idx);
       if (!idx) rc = -1;
       for (size_t i = 0; rc == 0 && i < ns; i++)
-        if (mpprof_model_add_site(m, &sites[i], scratch, &idx[i])) rc = -1;
+        if (mpprof_model_add_site(m, &sites[i], &idx[i])) rc = -1;
       for (size_t i = 0; rc == 0 && i < w.events.n; i++) {
         ev[i].site = (uint32_t)idx[ev[i].site];
         ev[i].proc = proc;

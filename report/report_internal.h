@@ -46,8 +46,10 @@ typedef struct mpprof_cstats {
 int mpprof_cstats_pack(const mp_stats *s, mpprof_cstats *ret); /* 0 or -1 (ENOMEM) */
 void mpprof_cstats_unpack(const mpprof_cstats *c, mp_stats *ret);
 void mpprof_cstats_free(mpprof_cstats *c);
-/* dst += src, both compact; scratch holds two mp_stats. 0 or -1. */
-int mpprof_cstats_merge(mpprof_cstats *dst, const mpprof_cstats *src, mp_stats scratch[2]);
+/* dst += src, both compact (mp_stats_merge without expanding them). 0 or -1. */
+int mpprof_cstats_merge(mpprof_cstats *dst, const mpprof_cstats *src);
+/* *ret = a copy of c (ret's old bins freed). 0 or -1. */
+int mpprof_cstats_copy(const mpprof_cstats *c, mpprof_cstats *ret);
 
 /* ---- phases ---- */
 
@@ -440,7 +442,7 @@ void mpprof_model_init(mpprof_model *m);
 void mpprof_model_free(mpprof_model *m);
 void mpprof_site_free(mpprof_site *s);
 /* Merge a parsed site (taken over: *s is emptied) into the model. 0 or -1. */
-int mpprof_model_add_site(mpprof_model *m, mpprof_site *s, mp_stats scratch[2], size_t *ret_idx);
+int mpprof_model_add_site(mpprof_model *m, mpprof_site *s, size_t *ret_idx);
 int mpprof_model_add_skipped(mpprof_model *m, const char *file, const char *reason);
 /* Sort sites, renumber events, build layers. 0 or -1. */
 int mpprof_model_finish(mpprof_model *m);
