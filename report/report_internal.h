@@ -451,6 +451,9 @@ int mpprof_model_finish(mpprof_model *m);
 int mpprof_read_raw_dir(mpprof_model *m, const char *out_dir, FILE *warn);
 /* One file; 0 on success, 1 when skipped (reason recorded), -1 out of memory. */
 int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn);
+/* Bytes a raw file is read by (1 MiB; a larger value or element grows the
+ * window). Tests make it tiny so that every value crosses a window's end. */
+extern size_t mpprof_raw_window;
 
 /* advise.c */
 int mpprof_advise_layers(mpprof_model *m);
