@@ -417,7 +417,9 @@ static char *identity_of(cJSON *o) {
       cJSON_DetachItemViaPointer(o, v[i]);
       cJSON_AddItemToObject(id, v[i]->string, v[i]); /* key string is copied again: fine */
     }
-    ret = cJSON_PrintUnformatted(id);
+    char *text = cJSON_PrintUnformatted(id);
+    ret = text ? strdup(text) : NULL; /* text may be arena memory */
+    cJSON_free(text);
     cJSON_Delete(id);
   }
   free(v);
@@ -958,11 +960,13 @@ static int parse_file(walk *w, const char *path, mpprof_process *p, mpprof_site 
   for (size_t i = 0; i < ns; i++) {
     const char *t = element(w, &w->sites, i);
     if (!t) return element_failed(w, err, errlen);
+    bool arena = mpprof_json_arena_begin();
     cJSON *o = cJSON_ParseWithLength(t, w->sites.v[i].len);
     char e[200] = "";
     int64_t rid = 0;
     int rc = o ? site_from_json(o, p, scratch, &sites[i], &rid, e, sizeof e) : -1;
     cJSON_Delete(o);
+    if (arena) mpprof_json_arena_end();
     if (rc) {
       if (o && !e[0]) return -1;
       snprintf(err, errlen, "sites[%zu]: %s", i, o ? e : "not valid JSON");
@@ -994,6 +998,7 @@ static int parse_file(walk *w, const char *path, mpprof_process *p, mpprof_site 
   for (size_t i = 0; i < w->events.n; i++) {
     const char *text = element(w, &w->events, i);
     if (!text) return element_failed(w, err, errlen);
+    bool arena = mpprof_json_arena_begin();
     cJSON *o = cJSON_ParseWithLength(text, w->events.v[i].len);
     int64_t sid, t = 0, dur = 0, thread = 0, call = -1;
     bool ok = o && get_i64(o, MP_RK_EVENT.site, &sid) && get_i64(o, MP_RK_EVENT.t_ns, &t);
@@ -1005,6 +1010,7 @@ static int parse_file(walk *w, const char *path, mpprof_process *p, mpprof_site 
       ev[i].stream = stream ? strtoull(stream, NULL, 0) : 0;
     }
     cJSON_Delete(o);
+    if (arena) mpprof_json_arena_end();
     id_map key = {ok ? sid : 0, 0}, *hit = ok ? bsearch(&key, ids, ns, sizeof *ids, id_cmp) : NULL;
     if (!hit) {
       snprintf(err, errlen, "events[%zu]: %s", i,
@@ -1147,6 +1153,7 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
   free(w.kevents.v);
   free(w.buf);
   close(w.fd);
+  mpprof_json_arena_release();
   return rc;
 }
 

@@ -559,6 +559,17 @@ size_t *mpprof_name_index_slot(const mpprof_name_index *ix, const char *name,
                                const char *const *names);
 void mpprof_name_index_free(mpprof_name_index *ix);
 
+/* util.c: an arena for the cJSON trees made and freed per site (100k sites
+ * of some 700 nodes each: through malloc, a third of the report's time).
+ * Between begin and end cJSON allocates from it (malloc beyond it) and its
+ * frees of arena memory do nothing; end empties it. Nothing cJSON allocated
+ * in between may be used after end, nor freed but by cJSON_free/cJSON_Delete.
+ * The hooks are cJSON's global ones: the report is built on one thread.
+ * begin: false when there is no arena (plain malloc then). */
+bool mpprof_json_arena_begin(void);
+void mpprof_json_arena_end(void);
+void mpprof_json_arena_release(void); /* frees the arena (after end) */
+
 /* util */
 /* Text for a terminal: control characters (C0 but newline, DEL, C1) escaped
  * as \\xNN / \\u00NN, so names from a profiled program (NVTX ranges, argv,

@@ -261,6 +261,51 @@ cJSON *mpprof_cstats_to_json(const mpprof_cstats *c, const mp_advice *adv, mp_st
   return mpprof_stats_to_json(scratch, adv);
 }
 
+/* ---- an arena for per-site cJSON trees ---- */
+
+typedef struct arena {
+  char *base;
+  size_t used, cap;
+} arena;
+
+static arena g_arena;
+
+static void *arena_alloc(size_t n) {
+  n = (n + 15) & ~(size_t)15;
+  if (g_arena.cap - g_arena.used < n) return malloc(n);
+  void *p = g_arena.base + g_arena.used;
+  g_arena.used += n;
+  return p;
+}
+
+static void arena_free(void *p) {
+  if ((char *)p < g_arena.base || (char *)p >= g_arena.base + g_arena.cap) free(p);
+}
+
+bool mpprof_json_arena_begin(void) {
+  if (!g_arena.base) {
+    g_arena.cap = (size_t)1 << 20;
+    if (!(g_arena.base = malloc(g_arena.cap))) {
+      g_arena.cap = 0;
+      return false;
+    }
+  }
+  g_arena.used = 0;
+  cJSON_Hooks h = {arena_alloc, arena_free};
+  cJSON_InitHooks(&h);
+  return true;
+}
+
+void mpprof_json_arena_end(void) {
+  cJSON_InitHooks(NULL);
+  g_arena.used = 0;
+}
+
+void mpprof_json_arena_release(void) {
+  free(g_arena.base);
+  g_arena = (arena){0};
+}
+
 /* ---- names -> entries ---- */
 
 int mpprof_name_index_init(mpprof_name_index *ix, size_t max_entries) {
