@@ -64,13 +64,13 @@ static bool total_less(double a, double b) {
 }
 
 /* NaN means "none". */
-static double pick_min(double a, double b) {
+double mp_stats_pick_min(double a, double b) {
   if (isnan(a)) return b;
   if (isnan(b)) return a;
   return total_less(b, a) ? b : a;
 }
 
-static double pick_max(double a, double b) {
+double mp_stats_pick_max(double a, double b) {
   if (isnan(a)) return b;
   if (isnan(b)) return a;
   return total_less(a, b) ? b : a;
@@ -88,9 +88,9 @@ static void merge_head(mp_stats *dst, const mp_stats *src) {
   dst->neg_infs += src->neg_infs;
   dst->negatives += src->negatives;
   dst->saturated += src->saturated;
-  dst->min = pick_min(dst->min, src->min);
-  dst->max = pick_max(dst->max, src->max);
-  dst->absmax = pick_max(dst->absmax, src->absmax);
+  dst->min = mp_stats_pick_min(dst->min, src->min);
+  dst->max = mp_stats_pick_max(dst->max, src->max);
+  dst->absmax = mp_stats_pick_max(dst->absmax, src->absmax);
   if (src->min_abs_nonzero < dst->min_abs_nonzero) dst->min_abs_nonzero = src->min_abs_nonzero;
   for (int t = 0; t < MP_TARGET_COUNT; t++)
     for (int o = 0; o < MP_CAST_OUTCOMES; o++)
@@ -156,9 +156,9 @@ void mp_stats_add(mp_stats *s, double x) {
     return;
   }
   if (x < 0) s->negatives++;
-  s->min = pick_min(s->min, x);
-  s->max = pick_max(s->max, x);
-  s->absmax = pick_max(s->absmax, fabs(x));
+  s->min = mp_stats_pick_min(s->min, x);
+  s->max = mp_stats_pick_max(s->max, x);
+  s->absmax = mp_stats_pick_max(s->absmax, fabs(x));
   if (x == 0) {
     s->zeros++;
     return;

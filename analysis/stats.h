@@ -62,6 +62,10 @@ void mp_stats_merge(mp_stats *dst, const mp_stats *src);
  * Same results as mp_stats_merge and mp_stats_init. */
 void mp_stats_merge_scanned(mp_stats *dst, const mp_stats *src);
 void mp_stats_reinit_scanned(mp_stats *s, mp_dtype dtype);
+/* How mp_stats_merge combines min, max and absmax (NaN: none; -0 < +0), for
+ * records kept in another form (the report's compact stats). */
+double mp_stats_pick_min(double a, double b);
+double mp_stats_pick_max(double a, double b);
 /* Finite non-zero elements: the base of every fraction. */
 uint64_t mp_stats_nonzero_finite(const mp_stats *s);
 bool mp_stats_has_finite(const mp_stats *s);

@@ -44,11 +44,8 @@ static bool is_output_role(const char *role) {
 }
 
 /* dst = src when first, else dst += src. */
-static int add_stats(mpprof_cstats *dst, bool first, const mpprof_cstats *src,
-                     mp_stats scratch[2]) {
-  if (!first) return mpprof_cstats_merge(dst, src, scratch);
-  mpprof_cstats_unpack(src, &scratch[0]);
-  return mpprof_cstats_pack(&scratch[0], dst);
+static int add_stats(mpprof_cstats *dst, bool first, const mpprof_cstats *src) {
+  return first ? mpprof_cstats_copy(src, dst) : mpprof_cstats_merge(dst, src);
 }
 
 /* The site tensor in true (unscaled) values: the recorded stats divided by
@@ -104,18 +101,18 @@ static int collect_tensors(mpprof_model *m, mpprof_layer *l, mp_stats scratch[2]
         t->scale_undeclared = true;
       }
       if (t->cls != MP_TCLASS_GRADIENT) {
-        if (add_stats(&t->st, first, src, scratch)) return -1;
+        if (add_stats(&t->st, first, src)) return -1;
         continue;
       }
-      if (add_stats(&t->at_scale, first, src, scratch)) return -1;
+      if (add_stats(&t->at_scale, first, src)) return -1;
       if (s->loss_scale <= 0 || s->loss_scale == 1) {
-        if (add_stats(&t->st, first, src, scratch)) return -1;
+        if (add_stats(&t->st, first, src)) return -1;
         continue;
       }
       mpprof_cstats u = {.nz_lo = 1};
       bool exact, casts_estimate;
       int rc = unscaled(s, src, &u, &exact, &casts_estimate, scratch);
-      if (!rc) rc = add_stats(&t->st, first, &u, scratch);
+      if (!rc) rc = add_stats(&t->st, first, &u);
       mpprof_cstats_free(&u);
       if (rc) return -1;
       if (!exact) t->unscale_estimate = true;

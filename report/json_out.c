@@ -748,13 +748,16 @@ static int write_all(const mpprof_model *m, FILE *f, mp_stats *scratch) {
   }
   fputs("],\n\"sites\": [", f);
   for (size_t i = 0; i < m->n_sites; i++) {
+    bool arena = mpprof_json_arena_begin();
     cJSON *o = site_json(m, &m->sites[i], scratch);
     char *s = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
+    if (s) fprintf(f, "%s\n%s", i ? "," : "", s);
+    cJSON_free(s);
+    if (arena) mpprof_json_arena_end();
     if (!s) return -1;
-    fprintf(f, "%s\n%s", i ? "," : "", s);
-    free(s);
   }
+  mpprof_json_arena_release();
   fputs("]\n}\n", f);
   return 0;
 }

@@ -239,7 +239,7 @@ static int merge_kernels(mpprof_site *d, mpprof_site *s) {
   return 0;
 }
 
-static int merge_into(mpprof_site *d, mpprof_site *s, mp_stats scratch[2]) {
+static int merge_into(mpprof_site *d, mpprof_site *s) {
   d->calls += s->calls;
   d->scanned_calls += s->scanned_calls;
   d->autotune_calls += s->autotune_calls;
@@ -257,7 +257,7 @@ static int merge_into(mpprof_site *d, mpprof_site *s, mp_stats scratch[2]) {
       nt[j] = s->tensors[i]; /* take over */
       memset(&s->tensors[i], 0, sizeof s->tensors[i]);
       d->n_tensors++;
-    } else if (mpprof_cstats_merge(&d->tensors[j].st, &s->tensors[i].st, scratch)) {
+    } else if (mpprof_cstats_merge(&d->tensors[j].st, &s->tensors[i].st)) {
       return -1;
     }
   }
@@ -280,13 +280,13 @@ static int merge_into(mpprof_site *d, mpprof_site *s, mp_stats scratch[2]) {
   return 0;
 }
 
-int mpprof_model_add_site(mpprof_model *m, mpprof_site *s, mp_stats scratch[2], size_t *ret_idx) {
+int mpprof_model_add_site(mpprof_model *m, mpprof_site *s, size_t *ret_idx) {
   if (m->n_sites + 1 > m->hash_cap / 2 && hash_rebuild(m, m->hash_cap ? m->hash_cap * 2 : 1024))
     return -1;
   size_t slot = hash_slot(m, s->key);
   if (m->hash[slot]) {
     size_t idx = m->hash[slot] - 1;
-    int rc = merge_into(&m->sites[idx], s, scratch);
+    int rc = merge_into(&m->sites[idx], s);
     mpprof_site_free(s);
     *ret_idx = idx;
     return rc;

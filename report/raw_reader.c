@@ -1,11 +1,14 @@
 /* Reading the raw files OUT/raw/<host>-<pid>.json (docs/raw-format.md) into the model.
  *
  * A raw file can hold 100k sites with full histograms: parsed as one cJSON
- * tree that would take gigabytes. So the file is read into memory (not mapped:
- * a file that shrinks meanwhile is a short read, not a SIGBUS) and walked at the top
- * level by a small structural scanner; each element of "sites", "events",
- * "ranges" and "kernel_events",
- * and each other top-level value, is parsed by cJSON on its own and released.
+ * tree that would take gigabytes, and even its text is hundreds of MB. So the
+ * file is read (not mapped: a file that shrinks meanwhile is a short read, not
+ * a SIGBUS) in two streaming passes through a small window: the first walks
+ * it at the top level with a structural scanner, parses each top-level value
+ * but the arrays, and notes where each element of "sites", "events", "ranges"
+ * and "kernel_events" lies; the second reads those elements back in blocks,
+ * parses each by cJSON on its own and releases it. Memory is the window, the
+ * element offsets and the compact records, not the file.
  * A file is validated completely before anything of it enters the model: a
  * truncated, corrupt, foreign or other-version file is skipped whole, named in
  * a one-line warning and listed in the report. */
@@ -35,7 +38,21 @@ typedef struct spans {
 } spans;
 
 typedef struct walk {
-  const char *base, *p, *end;
+  /* The file, read through buf: buf[0] is byte off of the file, and p..end
+   * the bytes not consumed yet (the first pass), or the elements of block
+   * (the second). */
+  int fd;
+  size_t size; /* bytes to read: the size when it was opened */
+  size_t got;  /* bytes read by the first pass */
+  size_t off;
+  char *buf;
+  size_t cap;
+  const char *p, *end;
+  bool eof;                      /* no more bytes: all read, or a read failed (rerr) */
+  bool oom;                      /* the window could not grow */
+  char rerr[200];                /* why the file could not be read whole; "" when it was */
+  const void *block;             /* the spans whose elements buf holds, or NULL */
+  size_t block_first, block_end; /* their indices */
   char err[200];
   cJSON *header; /* every top-level key but sites/events */
   spans sites, events, ranges, kevents;
@@ -45,19 +62,133 @@ typedef struct walk {
   bool ended; /* a value ran into the end of the data */
 } walk;
 
+/* ---- reading ---- */
+
+size_t mpprof_raw_window = 1u << 20;
+#define WINDOW mpprof_raw_window
+
+/* Keep p..end, read more after it (the window doubles when that is more than
+ * half of it). false at the end of the file, on a read error (rerr) and when
+ * out of memory (oom). */
+static bool more(walk *w) {
+  if (w->eof) return false;
+  size_t keep = (size_t)(w->end - w->p);
+  w->off += (size_t)(w->p - w->buf);
+  memmove(w->buf, w->p, keep);
+  if (keep > w->cap / 2) {
+    char *nb = realloc(w->buf, 2 * w->cap);
+    if (!nb) {
+      w->oom = w->eof = true;
+      return false;
+    }
+    w->buf = nb;
+    w->cap *= 2;
+  }
+  w->p = w->buf;
+  w->end = w->buf + keep;
+  size_t want = w->cap - keep < w->size - w->got ? w->cap - keep : w->size - w->got;
+  ssize_t n;
+  do
+    n = read(w->fd, w->buf + keep, want);
+  while (n < 0 && errno == EINTR);
+  if (n < 0)
+    snprintf(w->rerr, sizeof w->rerr, "cannot read: %s", strerror(errno));
+  else if (n == 0)
+    snprintf(w->rerr, sizeof w->rerr, "changed while being read (%zu of %zu bytes left)", w->got,
+             w->size);
+  if (n <= 0) {
+    w->eof = true;
+    return false;
+  }
+  w->got += (size_t)n;
+  w->end += n;
+  if (w->got == w->size) w->eof = true;
+  return true;
+}
+
+/* After a failed walk: read the rest, so that a file that shrank or could
+ * not be read is reported as such, whatever its text looked like. */
+static void drain(walk *w) {
+  while (!w->eof) {
+    w->p = w->end;
+    more(w);
+  }
+}
+
+/* Element i of s (the second pass), read with the elements after it up to a
+ * window's worth by one pread. NULL when the file no longer holds it (rerr)
+ * or out of memory (oom). */
+static const char *element(walk *w, const spans *s, size_t i) {
+  if (w->block != s || i < w->block_first || i >= w->block_end) {
+    size_t start = s->v[i].off, j = i + 1;
+    while (j < s->n && s->v[j].off + s->v[j].len - start <= WINDOW)
+      j++;
+    size_t n = s->v[j - 1].off + s->v[j - 1].len - start, got = 0;
+    w->block = NULL;
+    if (n > w->cap) {
+      char *nb = realloc(w->buf, n);
+      if (!nb) {
+        w->oom = true;
+        return NULL;
+      }
+      w->buf = nb;
+      w->cap = n;
+    }
+    while (got < n) {
+      ssize_t r = pread(w->fd, w->buf + got, n - got, (off_t)(start + got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        if (r < 0)
+          snprintf(w->rerr, sizeof w->rerr, "cannot read: %s", strerror(errno));
+        else
+          snprintf(w->rerr, sizeof w->rerr, "changed while being read (%zu of %zu bytes left)",
+                   start + got, w->size);
+        return NULL;
+      }
+      got += (size_t)r;
+    }
+    mpp_utf8_sanitize(w->buf, n);
+    w->block = s;
+    w->block_first = i;
+    w->block_end = j;
+    w->off = start;
+  }
+  return w->buf + (s->v[i].off - w->off);
+}
+
+/* A failed element read: 1 (rerr says why to skip the file) or -1 (memory). */
+static int element_failed(const walk *w, char *err, size_t errlen) {
+  if (w->oom) return -1;
+  snprintf(err, errlen, "%s", w->rerr);
+  return 1;
+}
+
+/* Every byte that is not UTF-8 becomes MPP_UTF8_REPLACEMENT (common/utf8.h):
+ * strings from a raw file are valid UTF-8 in every output. Done per value or
+ * element: each starts after and ends before an ASCII byte, where a sequence
+ * cannot continue, so the result is that of the whole file. */
+static void sanitize(walk *w, const char *p, size_t n) {
+  mpp_utf8_sanitize(w->buf + (p - w->buf), n);
+}
+
 /* ---- structural scanner ---- */
 
 static void skip_ws(walk *w) {
-  while (w->p < w->end && (*w->p == ' ' || *w->p == '\n' || *w->p == '\r' || *w->p == '\t'))
-    w->p++;
+  do
+    while (w->p < w->end && (*w->p == ' ' || *w->p == '\n' || *w->p == '\r' || *w->p == '\t'))
+      w->p++;
+  while (w->p == w->end && more(w));
 }
+
+/* End of the value at w->p, reading as far as it goes; NULL as skip_value. */
+static const char *value_end(walk *w);
 
 static int fail(walk *w, const char *what) {
   if (w->p >= w->end || w->ended)
     snprintf(w->err, sizeof w->err, "truncated: file ends %s", what);
   else
-    snprintf(w->err, sizeof w->err, "not valid JSON at byte %zu (%s)", (size_t)(w->p - w->base),
-             what);
+    snprintf(w->err, sizeof w->err, "not valid JSON at byte %zu (%s)",
+             w->off + (size_t)(w->p - w->buf), what);
   return -1;
 }
 
@@ -114,6 +245,13 @@ static const char *skip_value_raw(const char *p, const char *end) {
   return p > s ? p : NULL;
 }
 
+static const char *value_end(walk *w) {
+  const char *e;
+  while (!(e = skip_value(w->p, w->end, &w->ended)) && w->ended && more(w))
+    w->ended = false;
+  return e;
+}
+
 static int push_span(spans *s, size_t off, size_t len) {
   if (mpprof_grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v)) return -1;
   s->v[s->n++] = (span){off, len};
@@ -132,9 +270,9 @@ static int walk_array(walk *w, spans *out, const char *key) {
   }
   while (true) {
     skip_ws(w);
-    const char *e = skip_value(w->p, w->end, &w->ended);
+    const char *e = value_end(w);
     if (!e) return fail(w, what);
-    if (push_span(out, (size_t)(w->p - w->base), (size_t)(e - w->p))) {
+    if (push_span(out, w->off + (size_t)(w->p - w->buf), (size_t)(e - w->p))) {
       snprintf(w->err, sizeof w->err, "out of memory");
       return -1;
     }
@@ -168,12 +306,16 @@ static int walk_top(walk *w) {
   while (true) {
     skip_ws(w);
     if (w->p >= w->end || *w->p != '"') return fail(w, "expected a key");
-    const char *ks = w->p + 1, *ke = skip_string(w->p, w->end);
+    const char *ke;
+    while (!(ke = skip_string(w->p, w->end)) && more(w))
+      ;
     if (!ke) {
       w->ended = true;
       return fail(w, "inside a key");
     }
+    const char *ks = w->p + 1;
     size_t klen = (size_t)(ke - 1 - ks);
+    sanitize(w, ks, klen);
     char key[64];
     snprintf(key, sizeof key, "%.*s", (int)(klen < 63 ? klen : 63), ks);
     w->p = ke;
@@ -191,8 +333,9 @@ static int walk_top(walk *w) {
     } else if (!strcmp(key, MP_RK_TOP.kernel_events)) {
       if (walk_array(w, &w->kevents, MP_RK_TOP.kernel_events)) return -1;
     } else {
-      const char *e = skip_value(w->p, w->end, &w->ended);
+      const char *e = value_end(w);
       if (!e) return fail(w, "inside a top-level value");
+      sanitize(w, w->p, (size_t)(e - w->p));
       cJSON *v = cJSON_ParseWithLength(w->p, (size_t)(e - w->p));
       if (!v) return fail(w, key);
       cJSON_AddItemToObject(w->header, key, v);
@@ -274,7 +417,9 @@ static char *identity_of(cJSON *o) {
       cJSON_DetachItemViaPointer(o, v[i]);
       cJSON_AddItemToObject(id, v[i]->string, v[i]); /* key string is copied again: fine */
     }
-    ret = cJSON_PrintUnformatted(id);
+    char *text = cJSON_PrintUnformatted(id);
+    ret = text ? strdup(text) : NULL; /* text may be arena memory */
+    cJSON_free(text);
     cJSON_Delete(id);
   }
   free(v);
@@ -731,7 +876,9 @@ static int parse_timeline(walk *w, const mpprof_site *sites, const id_map *ids, 
   w->kv = calloc(w->kevents.n ? w->kevents.n : 1, sizeof *w->kv);
   if (!w->rg || !w->kv) return -1;
   for (size_t i = 0; i < w->ranges.n; i++) {
-    cJSON *o = cJSON_ParseWithLength(w->base + w->ranges.v[i].off, w->ranges.v[i].len);
+    const char *t = element(w, &w->ranges, i);
+    if (!t) return element_failed(w, err, errlen);
+    cJSON *o = cJSON_ParseWithLength(t, w->ranges.v[i].len);
     int64_t thread = 0, depth = 0, t0 = 0, t1 = 0;
     const char *name = o ? get_str(o, MP_RK_RANGE.name) : NULL;
     bool ok = name && get_i64(o, MP_RK_RANGE.start_ns, &t0) && get_i64(o, MP_RK_RANGE.end_ns, &t1);
@@ -752,7 +899,9 @@ static int parse_timeline(walk *w, const mpprof_site *sites, const id_map *ids, 
     if (!w->rg[i].name) return -1;
   }
   for (size_t i = 0; i < w->kevents.n; i++) {
-    cJSON *o = cJSON_ParseWithLength(w->base + w->kevents.v[i].off, w->kevents.v[i].len);
+    const char *t = element(w, &w->kevents, i);
+    if (!t) return element_failed(w, err, errlen);
+    cJSON *o = cJSON_ParseWithLength(t, w->kevents.v[i].len);
     int64_t sid = 0, call = 0, k = 0, stream = 0, t0 = 0, t1 = 0;
     bool ok =
         o && get_i64(o, MP_RK_KERNEL_EVENT.site, &sid) &&
@@ -783,7 +932,14 @@ static int parse_timeline(walk *w, const mpprof_site *sites, const id_map *ids, 
 static int parse_file(walk *w, const char *path, mpprof_process *p, mpprof_site **ret_sites,
                       id_map **ret_ids, mpprof_event **ret_ev, mp_stats *scratch, char *err,
                       size_t errlen) {
-  if (walk_top(w)) {
+  int walked = walk_top(w);
+  if (walked) drain(w);
+  if (w->oom) return -1;
+  if (w->rerr[0]) { /* as if nothing had been read */
+    snprintf(err, errlen, "%s", w->rerr);
+    return 1;
+  }
+  if (walked) {
     if (!w->err[0]) return -1;
     snprintf(err, errlen, "%s", w->err);
     return 1;
@@ -802,11 +958,15 @@ static int parse_file(walk *w, const char *path, mpprof_process *p, mpprof_site 
   *ret_ev = ev;
   if (!sites || !ids || !ev) return -1;
   for (size_t i = 0; i < ns; i++) {
-    cJSON *o = cJSON_ParseWithLength(w->base + w->sites.v[i].off, w->sites.v[i].len);
+    const char *t = element(w, &w->sites, i);
+    if (!t) return element_failed(w, err, errlen);
+    bool arena = mpprof_json_arena_begin();
+    cJSON *o = cJSON_ParseWithLength(t, w->sites.v[i].len);
     char e[200] = "";
     int64_t rid = 0;
     int rc = o ? site_from_json(o, p, scratch, &sites[i], &rid, e, sizeof e) : -1;
     cJSON_Delete(o);
+    if (arena) mpprof_json_arena_end();
     if (rc) {
       if (o && !e[0]) return -1;
       snprintf(err, errlen, "sites[%zu]: %s", i, o ? e : "not valid JSON");
@@ -836,7 +996,10 @@ static int parse_file(walk *w, const char *path, mpprof_process *p, mpprof_site 
     if (!(p->nonfinite_site_key = strdup(sites[hit->idx].key))) return -1;
   }
   for (size_t i = 0; i < w->events.n; i++) {
-    cJSON *o = cJSON_ParseWithLength(w->base + w->events.v[i].off, w->events.v[i].len);
+    const char *text = element(w, &w->events, i);
+    if (!text) return element_failed(w, err, errlen);
+    bool arena = mpprof_json_arena_begin();
+    cJSON *o = cJSON_ParseWithLength(text, w->events.v[i].len);
     int64_t sid, t = 0, dur = 0, thread = 0, call = -1;
     bool ok = o && get_i64(o, MP_RK_EVENT.site, &sid) && get_i64(o, MP_RK_EVENT.t_ns, &t);
     if (ok) {
@@ -847,6 +1010,7 @@ static int parse_file(walk *w, const char *path, mpprof_process *p, mpprof_site 
       ev[i].stream = stream ? strtoull(stream, NULL, 0) : 0;
     }
     cJSON_Delete(o);
+    if (arena) mpprof_json_arena_end();
     id_map key = {ok ? sid : 0, 0}, *hit = ok ? bsearch(&key, ids, ns, sizeof *ids, id_cmp) : NULL;
     if (!hit) {
       snprintf(err, errlen, "events[%zu]: %s", i,
@@ -866,13 +1030,10 @@ static int parse_file(walk *w, const char *path, mpprof_process *p, mpprof_site 
   return 0;
 }
 
-/* The whole file in memory (read, not mapped: a file truncated while it is
- * read is a short read, not a SIGBUS). Regular files only, opened without
- * blocking (a FIFO must not hang the report). Every byte that is not UTF-8
- * becomes MPP_UTF8_REPLACEMENT (common/utf8.h): strings from a raw file are
- * valid UTF-8 in every output. 0, 1 (err says why to skip it), -1 (memory). */
-static int read_whole_file(const char *path, char **ret, size_t *ret_size, char *err,
-                           size_t errlen) {
+/* Open a raw file for the two passes. Regular files only, opened without
+ * blocking (a FIFO must not hang the report). 0, 1 (err says why to skip
+ * it), -1 (memory). */
+static int open_raw(const char *path, walk *w, char *err, size_t errlen) {
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0) {
@@ -890,44 +1051,22 @@ static int read_whole_file(const char *path, char **ret, size_t *ret_size, char 
     snprintf(err, errlen, "empty file");
     return 1;
   }
-  size_t size = (size_t)st.st_size, got = 0;
-  char *buf = malloc(size + 1);
-  if (!buf) {
+  w->fd = fd;
+  w->size = (size_t)st.st_size;
+  w->cap = w->size < WINDOW ? w->size : WINDOW;
+  if (!(w->buf = malloc(w->cap))) {
     close(fd);
     return -1;
   }
-  while (got < size) {
-    ssize_t n = read(fd, buf + got, size - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      snprintf(err, errlen, "cannot read: %s", strerror(errno));
-      break;
-    }
-    if (n == 0) {
-      snprintf(err, errlen, "changed while being read (%zu of %zu bytes left)", got, size);
-      break;
-    }
-    got += (size_t)n;
-  }
-  close(fd);
-  if (got < size) {
-    free(buf);
-    return 1;
-  }
-  buf[size] = '\0';
-  mpp_utf8_sanitize(buf, size);
-  *ret = buf;
-  *ret_size = size;
+  w->p = w->end = w->buf;
   return 0;
 }
 
 int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
   char err[256] = "";
-  size_t size = 0;
-  char *map = NULL;
-  int rc0 = read_whole_file(path, &map, &size, err, sizeof err);
+  walk w = {.fd = -1};
+  int rc0 = open_raw(path, &w, err, sizeof err);
   if (rc0) return rc0 < 0 ? -1 : skip_file(m, path, err, warn);
-  walk w = {.base = map, .p = map, .end = map + size};
   mp_stats *scratch = malloc(2 * sizeof *scratch);
   mpprof_process p = {0};
   mpprof_site *sites = NULL;
@@ -962,7 +1101,7 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
       size_t *idx = malloc((ns ? ns : 1) * sizeof *idx);
       if (!idx) rc = -1;
       for (size_t i = 0; rc == 0 && i < ns; i++)
-        if (mpprof_model_add_site(m, &sites[i], scratch, &idx[i])) rc = -1;
+        if (mpprof_model_add_site(m, &sites[i], &idx[i])) rc = -1;
       for (size_t i = 0; rc == 0 && i < w.events.n; i++) {
         ev[i].site = (uint32_t)idx[ev[i].site];
         ev[i].proc = proc;
@@ -1012,7 +1151,9 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
   free(w.kv);
   free(w.ranges.v);
   free(w.kevents.v);
-  free(map);
+  free(w.buf);
+  close(w.fd);
+  mpprof_json_arena_release();
   return rc;
 }
 

@@ -47,8 +47,10 @@ typedef struct mpprof_cstats {
 int mpprof_cstats_pack(const mp_stats *s, mpprof_cstats *ret); /* 0 or -1 (ENOMEM) */
 void mpprof_cstats_unpack(const mpprof_cstats *c, mp_stats *ret);
 void mpprof_cstats_free(mpprof_cstats *c);
-/* dst += src, both compact; scratch holds two mp_stats. 0 or -1. */
-int mpprof_cstats_merge(mpprof_cstats *dst, const mpprof_cstats *src, mp_stats scratch[2]);
+/* dst += src, both compact (mp_stats_merge without expanding them). 0 or -1. */
+int mpprof_cstats_merge(mpprof_cstats *dst, const mpprof_cstats *src);
+/* *ret = a copy of c (ret's old bins freed). 0 or -1. */
+int mpprof_cstats_copy(const mpprof_cstats *c, mpprof_cstats *ret);
 
 /* ---- phases ---- */
 
@@ -441,7 +443,7 @@ void mpprof_model_init(mpprof_model *m);
 void mpprof_model_free(mpprof_model *m);
 void mpprof_site_free(mpprof_site *s);
 /* Merge a parsed site (taken over: *s is emptied) into the model. 0 or -1. */
-int mpprof_model_add_site(mpprof_model *m, mpprof_site *s, mp_stats scratch[2], size_t *ret_idx);
+int mpprof_model_add_site(mpprof_model *m, mpprof_site *s, size_t *ret_idx);
 int mpprof_model_add_skipped(mpprof_model *m, const char *file, const char *reason);
 /* Sort sites, renumber events, build layers. 0 or -1. */
 int mpprof_model_finish(mpprof_model *m);
@@ -451,6 +453,9 @@ int mpprof_model_finish(mpprof_model *m);
 int mpprof_read_raw_dir(mpprof_model *m, const char *out_dir, FILE *warn, mpprof_error *ret_error);
 /* One file; 0 on success, 1 when skipped (reason recorded), -1 out of memory. */
 int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn);
+/* Bytes a raw file is read by (1 MiB; a larger value or element grows the
+ * window). Tests make it tiny so that every value crosses a window's end. */
+extern size_t mpprof_raw_window;
 
 /* advise.c */
 int mpprof_advise_layers(mpprof_model *m);
@@ -555,6 +560,17 @@ int mpprof_name_index_init(mpprof_name_index *ix, size_t max_entries); /* 0 or -
 size_t *mpprof_name_index_slot(const mpprof_name_index *ix, const char *name,
                                const char *const *names);
 void mpprof_name_index_free(mpprof_name_index *ix);
+
+/* util.c: an arena for the cJSON trees made and freed per site (100k sites
+ * of some 700 nodes each: through malloc, a third of the report's time).
+ * Between begin and end cJSON allocates from it (malloc beyond it) and its
+ * frees of arena memory do nothing; end empties it. Nothing cJSON allocated
+ * in between may be used after end, nor freed but by cJSON_free/cJSON_Delete.
+ * The hooks are cJSON's global ones: the report is built on one thread.
+ * begin: false when there is no arena (plain malloc then). */
+bool mpprof_json_arena_begin(void);
+void mpprof_json_arena_end(void);
+void mpprof_json_arena_release(void); /* frees the arena (after end) */
 
 /* util */
 /* Text for a terminal: control characters (C0 but newline, DEL, C1) escaped

@@ -180,6 +180,19 @@ void mpprof_cstats_unpack(const mpprof_cstats *c, mp_stats *s) {
            (size_t)(c->nz_hi - c->nz_lo + 1) * sizeof *c->bins);
 }
 
+int mpprof_cstats_copy(const mpprof_cstats *c, mpprof_cstats *ret) {
+  mpprof_cstats d = *c;
+  d.bins = NULL;
+  if (c->nz_lo <= c->nz_hi) {
+    size_t n = (size_t)(c->nz_hi - c->nz_lo + 1);
+    if (!(d.bins = malloc(n * sizeof *d.bins))) return -1;
+    memcpy(d.bins, c->bins, n * sizeof *d.bins);
+  }
+  mpprof_cstats_free(ret);
+  *ret = d;
+  return 0;
+}
+
 void mpprof_cstats_free(mpprof_cstats *c) {
   if (!c) return;
   free(c->bins);
@@ -197,16 +210,109 @@ void mpprof_fp8_value_merge(mpprof_fp8_value *dst, const mpprof_fp8_value *src) 
   dst->unread += src->unread;
 }
 
-int mpprof_cstats_merge(mpprof_cstats *dst, const mpprof_cstats *src, mp_stats scratch[2]) {
-  mpprof_cstats_unpack(dst, &scratch[0]);
-  mpprof_cstats_unpack(src, &scratch[1]);
-  mp_stats_merge(&scratch[0], &scratch[1]);
-  return mpprof_cstats_pack(&scratch[0], dst);
+/* mp_stats_merge on compact records, without expanding them: a merge of
+ * 100k sites must not cost two 17 KB records each. Same result as unpack,
+ * merge, pack (the bins of a record lie inside its hist_lo..hist_hi). */
+int mpprof_cstats_merge(mpprof_cstats *dst, const mpprof_cstats *src) {
+  if (src->nz_lo <= src->nz_hi) {
+    bool had = dst->nz_lo <= dst->nz_hi;
+    int lo = had && dst->nz_lo < src->nz_lo ? dst->nz_lo : src->nz_lo;
+    int hi = had && dst->nz_hi > src->nz_hi ? dst->nz_hi : src->nz_hi;
+    uint64_t *bins = dst->bins;
+    if (!had || lo != dst->nz_lo || hi != dst->nz_hi) {
+      bins = calloc((size_t)(hi - lo + 1), sizeof *bins);
+      if (!bins) return -1;
+      if (had)
+        memcpy(&bins[dst->nz_lo - lo], dst->bins,
+               (size_t)(dst->nz_hi - dst->nz_lo + 1) * sizeof *bins);
+    }
+    for (int e = src->nz_lo; e <= src->nz_hi; e++)
+      bins[e - lo] += src->bins[e - src->nz_lo];
+    /* A sum that wrapped to 0 at an end is no longer in the span (as pack does). */
+    int nlo = lo, nhi = hi;
+    while (nlo <= nhi && !bins[nlo - lo])
+      nlo++;
+    while (nhi >= nlo && !bins[nhi - lo])
+      nhi--;
+    if (nlo > nhi) {
+      free(bins);
+      bins = NULL;
+    } else if (nlo != lo || nhi != hi) {
+      memmove(bins, &bins[nlo - lo], (size_t)(nhi - nlo + 1) * sizeof *bins);
+    }
+    if (bins != dst->bins) free(dst->bins);
+    dst->bins = bins;
+    dst->nz_lo = nlo > nhi ? 1 : nlo;
+    dst->nz_hi = nlo > nhi ? 0 : nhi;
+  }
+  if (dst->dtype != src->dtype) dst->dtype = MP_DTYPE_INVALID;
+  if (src->hist_lo < dst->hist_lo) dst->hist_lo = src->hist_lo;
+  if (src->hist_hi > dst->hist_hi) dst->hist_hi = src->hist_hi;
+  dst->count += src->count;
+  dst->zeros += src->zeros;
+  dst->nans += src->nans;
+  dst->pos_infs += src->pos_infs;
+  dst->neg_infs += src->neg_infs;
+  dst->negatives += src->negatives;
+  dst->saturated += src->saturated;
+  dst->min = mp_stats_pick_min(dst->min, src->min);
+  dst->max = mp_stats_pick_max(dst->max, src->max);
+  dst->absmax = mp_stats_pick_max(dst->absmax, src->absmax);
+  if (src->min_abs_nonzero < dst->min_abs_nonzero) dst->min_abs_nonzero = src->min_abs_nonzero;
+  for (int t = 0; t < MP_TARGET_COUNT; t++)
+    for (int o = 0; o < MP_CAST_OUTCOMES; o++)
+      dst->casts[t][o] += src->casts[t][o];
+  return 0;
 }
 
 cJSON *mpprof_cstats_to_json(const mpprof_cstats *c, const mp_advice *adv, mp_stats *scratch) {
   mpprof_cstats_unpack(c, scratch);
   return mpprof_stats_to_json(scratch, adv);
+}
+
+/* ---- an arena for per-site cJSON trees ---- */
+
+typedef struct arena {
+  char *base;
+  size_t used, cap;
+} arena;
+
+static arena g_arena;
+
+static void *arena_alloc(size_t n) {
+  n = (n + 15) & ~(size_t)15;
+  if (g_arena.cap - g_arena.used < n) return malloc(n);
+  void *p = g_arena.base + g_arena.used;
+  g_arena.used += n;
+  return p;
+}
+
+static void arena_free(void *p) {
+  if ((char *)p < g_arena.base || (char *)p >= g_arena.base + g_arena.cap) free(p);
+}
+
+bool mpprof_json_arena_begin(void) {
+  if (!g_arena.base) {
+    g_arena.cap = (size_t)1 << 20;
+    if (!(g_arena.base = malloc(g_arena.cap))) {
+      g_arena.cap = 0;
+      return false;
+    }
+  }
+  g_arena.used = 0;
+  cJSON_Hooks h = {arena_alloc, arena_free};
+  cJSON_InitHooks(&h);
+  return true;
+}
+
+void mpprof_json_arena_end(void) {
+  cJSON_InitHooks(NULL);
+  g_arena.used = 0;
+}
+
+void mpprof_json_arena_release(void) {
+  free(g_arena.base);
+  g_arena = (arena){0};
 }
 
 /* ---- names -> entries ---- */

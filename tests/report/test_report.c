@@ -560,6 +560,54 @@ static void bad_raw_files_are_skipped_and_listed(void **state) {
   free(dir);
 }
 
+/* The reader streams a raw file through a window (mpprof_raw_window): with
+ * a window of a few bytes, which every key, value and element crosses, each
+ * file reads as with the default one, valid or not: the same report.json,
+ * the same one-line reasons for the files it skips. */
+static void a_tiny_read_window_reads_every_file_the_same(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("window");
+  rg_file r;
+  rg_begin(&r, dir, "good.json", &P0);
+  rg_site_end(&r, fwd_site(0, "caf\xc3\xa9/fwd", -4, 4)); /* UTF-8 kept */
+  rg_site_end(&r, fwd_site(1, "bad\xe2\x82/fwd", -4, 4)); /* cut sequence: replaced */
+  rg_site_end(&r, fwd_site(2, "net/fc2/fwd", -20, -10));
+  for (int i = 0; i < 6; i++)
+    rg_event(&r, i % 3, 1000L * i, 500, 7);
+  rg_end(&r);
+  size_t len = 0;
+  char *raw = rg_read_text(dir, "raw/good.json", &len);
+  rg_write_text(dir, "truncated.json", raw, len / 2);
+  raw[2 * len / 3] = '#'; /* in a site or event, past the header */
+  rg_write_text(dir, "corrupt.json", raw, len);
+  char *want = NULL;
+  size_t saved = mpprof_raw_window;
+  const size_t windows[] = {saved, 1, 7, 100};
+  for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++) {
+    mpprof_raw_window = windows[i];
+    cJSON *rep = report_of(dir);
+    assert_int_equal(cJSON_GetArraySize(get(rep, "skipped_files")), 2);
+    cJSON_Delete(rep);
+    char *text = rg_read_text(dir, "report.json", NULL);
+    assert_non_null(text);
+    if (!want) {
+      want = text;
+      assert_non_null(strstr(want, "caf\xc3\xa9"));
+      assert_non_null(strstr(want, "bad??"));
+      assert_non_null(strstr(want, "truncated"));
+      assert_non_null(strstr(want, "not valid JSON"));
+      continue;
+    }
+    assert_string_equal(text, want);
+    free(text);
+  }
+  mpprof_raw_window = saved;
+  free(want);
+  free(raw);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static void a_checkpoint_file_marks_the_report_incomplete(void **state) {
   (void)state;
   char *dir = rg_tmpdir("ckpt");
@@ -640,6 +688,7 @@ int main(void) {
       cmocka_unit_test(fp32_gemms_without_tf32_are_a_finding),
       cmocka_unit_test(conv_sites_take_dtypes_from_their_descriptors),
       cmocka_unit_test(bad_raw_files_are_skipped_and_listed),
+      cmocka_unit_test(a_tiny_read_window_reads_every_file_the_same),
       cmocka_unit_test(a_checkpoint_file_marks_the_report_incomplete),
       cmocka_unit_test(a_run_without_cuda_ops_says_so),
       cmocka_unit_test(an_empty_raw_directory_gives_an_empty_report),
