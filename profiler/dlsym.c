@@ -131,11 +131,16 @@ __attribute__((visibility("hidden"))) MPP_RAW_CODE void mpp_dlsym_resolve(void) 
   __atomic_store_n(&mpp_real_dlsym_ptr, s ? s : no_dlsym, __ATOMIC_RELEASE);
 }
 
+static void *mpp_dlsym_real(void *handle, const char *name);
+
+/* The runtime looks symbols up in libraries the program loaded with the C
+ * library's dlsym: handed over here, so the runtime needs nothing of this file. */
 __attribute__((constructor(101))) static void dlsym_init(void) {
   if (!mpp_real_dlsym_ptr) mpp_dlsym_resolve();
+  mpp_runtime_set_real_dlsym(mpp_dlsym_real);
 }
 
-void *mpp_dlsym_real(void *handle, const char *name) {
+static void *mpp_dlsym_real(void *handle, const char *name) {
   if (!__atomic_load_n(&mpp_real_dlsym_ptr, __ATOMIC_ACQUIRE)) mpp_dlsym_resolve();
   return mpp_real_dlsym_ptr(handle, name);
 }
@@ -232,9 +237,5 @@ __asm__(".text\n"
         ".size dlvsym, .-dlvsym\n");
 
 #else
-
-void *mpp_dlsym_real(void *handle, const char *name) {
-  return dlsym(handle, name);
-}
-
+/* No dlsym of libmpprof's own here: the runtime's plain dlsym is the C library's. */
 #endif

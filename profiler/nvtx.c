@@ -21,7 +21,6 @@
 #include "mpp.h"
 #include "profiler/capture.h"
 #include "profiler/nvtx.h"
-#include "profiler/runtime.h"
 #include "profiler/sites.h"
 #include "profiler/train.h"
 
@@ -495,9 +494,8 @@ static void fill(NvtxFunctionTable table, unsigned size, unsigned id, NvtxFuncti
 
 #define FN(f) ((NvtxFunctionPointer)(void (*)(void))(f))
 
-MPP_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table) {
-  mpp_init();
-  if (mpp_cfg.disabled || !get_export_table) return 0;
+int mpp_nvtx_inject(NvtxGetExportTableFunc_t get_export_table) {
+  if (!get_export_table) return 0;
   const NvtxExportTableCallbacks *cb = get_export_table(NVTX_ETID_CALLBACKS);
   if (!cb || !cb->GetModuleFunctionTable) return 0;
   NvtxFunctionTable t = NULL;

@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include <nvtx3/nvToolsExt.h> /* NvtxGetExportTableFunc_t */
+
 /* The calling thread's range stack joined with "/" ("" without ranges). */
 const char *mpp_nvtx_layer(uint64_t *ret_hash);
 /* Direct access for tests and hooks: push/pop on the calling thread. */
@@ -21,5 +23,8 @@ typedef struct mpp_range {
 void mpp_nvtx_ranges_each(void (*fn)(void *ctx, const mpp_range *r), void *ctx);
 uint64_t mpp_nvtx_ranges_dropped(void);
 void mpp_nvtx_ranges_reset(void); /* fork child, tests */
+/* Fill NVTX's callback tables with mpprof's handlers (the injection entry
+ * point, entry.c, calls it once the runtime is initialised); 1 on success. */
+int mpp_nvtx_inject(NvtxGetExportTableFunc_t get_export_table);
 
 #endif

@@ -88,6 +88,12 @@ static uint64_t loader_adds(void) {
   return adds;
 }
 
+static mpp_dlsym_fn real_dlsym; /* atomic */
+
+void mpp_runtime_set_real_dlsym(mpp_dlsym_fn fn) {
+  __atomic_store_n(&real_dlsym, fn, __ATOMIC_RELEASE);
+}
+
 void *mpp_sym_get(mpp_sym *s) {
   void *fn = __atomic_load_n(&s->fn, __ATOMIC_ACQUIRE);
   if (fn) return fn;
@@ -101,7 +107,8 @@ void *mpp_sym_get(mpp_sym *s) {
      * handle keeps a reference, which is what we want for a live library. */
     void *h = dlopen(s->soname, RTLD_LAZY | RTLD_NOLOAD);
     /* The C library's dlsym: libmpprof's own (dlsym.c) would answer with the hook. */
-    if (h) fn = mpp_dlsym_real ? mpp_dlsym_real(h, s->name) : dlsym(h, s->name);
+    mpp_dlsym_fn real = __atomic_load_n(&real_dlsym, __ATOMIC_ACQUIRE);
+    if (h) fn = real ? real(h, s->name) : dlsym(h, s->name);
   }
   if (fn)
     __atomic_store_n(&s->fn, fn, __ATOMIC_RELEASE);

@@ -31,8 +31,11 @@ void mpp_register_syms(mpp_sym *tab, size_t n); /* called by each hook module's 
  * `real`; the hook forwards there unless its real symbol is known already.
  * False when mpprof has no entry of that name. */
 bool mpp_sym_adopt(const char *name, void *real);
-/* The C library's dlsym (dlsym.c, in libmpprof.so only: weak elsewhere). */
-void *mpp_dlsym_real(void *handle, const char *name) __attribute__((weak));
+/* The C library's dlsym, which dlsym.c registers when the library loads
+ * (libmpprof's own dlsym would answer with a hook); until then, and where
+ * dlsym.c is not linked (unit tests), the plain dlsym. */
+typedef void *(*mpp_dlsym_fn)(void *handle, const char *name);
+void mpp_runtime_set_real_dlsym(mpp_dlsym_fn fn);
 
 /* --- exec (exec.c) --- */
 void mpp_runtime_before_exec(void); /* writes the raw file as final */

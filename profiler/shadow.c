@@ -54,7 +54,8 @@ static void shadow_init(void) {
   mpp_fork_protect(&shadow_mu);
 }
 
-struct mpp_shadow_site *mpp_shadow_site_new(void) {
+/* One malloc block, no pointers inside: the site frees it with free(). */
+static struct mpp_shadow_site *shadow_site_new(void) {
   struct mpp_shadow_site *s = malloc(sizeof *s);
   if (!s) return NULL;
   memset(s->skipped, 0, sizeof s->skipped);
@@ -64,8 +65,14 @@ struct mpp_shadow_site *mpp_shadow_site_new(void) {
   return s;
 }
 
-void mpp_shadow_site_free(struct mpp_shadow_site *s) {
-  free(s);
+/* The site's shadow state, made on first use (a stable pointer); NULL on ENOMEM. */
+static struct mpp_shadow_site *site_state(int site) {
+  struct mpp_shadow_site *s = mpp_site_shadow_install(site, NULL);
+  if (s) return s;
+  struct mpp_shadow_site *fresh = shadow_site_new();
+  s = mpp_site_shadow_install(site, fresh);
+  if (s != fresh) free(fresh); /* another thread's came first */
+  return s;
 }
 
 static const mpp_role *role_named(const mpp_op *op, const char *name) {
@@ -161,7 +168,7 @@ static shadow_skip run_locked(struct mpp_shadow_site *site, const mpp_op *op) {
 void mpp_shadow_call(const mpp_call *c, const mpp_op *op) {
   if (c->site < 0) return;
   pthread_once(&shadow_once, shadow_init);
-  struct mpp_shadow_site *site = mpp_site_shadow(c->site);
+  struct mpp_shadow_site *site = site_state(c->site);
   if (!site) return;
   shadow_skip why = SKIP_COUNT;
   if (mpp_in_forked_child())

@@ -5,13 +5,12 @@
 #include "profiler/call.h"
 #include "profiler/op.h"
 
+struct mpp_jw;
+struct mpp_shadow_site;
+
 /* Shadow one sampled call after it returned (host-visible operands); a call
  * that cannot be shadowed is counted under its reason. */
 void mpp_shadow_call(const mpp_call *c, const mpp_op *op);
-/* The site's shadow state, created on first use (stable pointer); NULL on ENOMEM. */
-struct mpp_shadow_site *mpp_site_shadow(int site);
-struct mpp_shadow_site *mpp_shadow_site_new(void);
-void mpp_shadow_site_free(struct mpp_shadow_site *s);
 /* The site's "shadow" object; call with the site lock held. */
 void mpp_shadow_write(struct mpp_jw *w, struct mpp_shadow_site *s);
 

@@ -116,7 +116,7 @@ void mpp_unattributed_write_locked(mpp_jw *w) {
 
 static void free_site(mpp_site *s) {
   free(s->layer);
-  mpp_shadow_site_free(s->shadow);
+  free(s->shadow); /* one malloc block (shadow.c makes it so) */
   for (int r = 0; r < MPP_MAX_ROLES; r++)
     free(s->stats[r]);
   for (int i = 0; i < s->nkernels; i++)
@@ -654,10 +654,10 @@ void mpp_tables_get(mpp_tables *t, uint64_t ranges_dropped) {
   t->reasons = reason_ptrs;
 }
 
-struct mpp_shadow_site *mpp_site_shadow(int site) {
+struct mpp_shadow_site *mpp_site_shadow_install(int site, struct mpp_shadow_site *fresh) {
   mpp_sites_lock();
   mpp_site *s = &sites[site];
-  if (!s->shadow) s->shadow = mpp_shadow_site_new();
+  if (!s->shadow) s->shadow = fresh;
   struct mpp_shadow_site *p = s->shadow;
   mpp_sites_unlock();
   return p;

@@ -48,10 +48,11 @@ typedef struct mpp_site {
   uint64_t kernel_launches;
   int nkernels;
   mpp_site_kernel_t kernels[MPP_SITE_MAX_KERNELS];
-  uint64_t kernels_other;         /* launches of names beyond MPP_SITE_MAX_KERNELS */
-  uint64_t ptr_align;             /* 0: none yet */
-  struct mpp_shadow_site *shadow; /* --shadow state (shadow.c); NULL until shadowed */
-  mpp_fp8_value fp8_scale[4];     /* A, B, C, D */
+  uint64_t kernels_other; /* launches of names beyond MPP_SITE_MAX_KERNELS */
+  uint64_t ptr_align;     /* 0: none yet */
+  struct mpp_shadow_site
+      *shadow; /* --shadow state: one malloc block of shadow.c's; NULL until shadowed */
+  mpp_fp8_value fp8_scale[4]; /* A, B, C, D */
   mpp_fp8_value amax_d;
 } mpp_site;
 
@@ -122,5 +123,10 @@ typedef struct mpp_tables {
 void mpp_tables_get(mpp_tables *ret, uint64_t ranges_dropped);
 /* At exit: calls begun and not ended become an incomplete reason. */
 void mpp_sites_note_in_flight(void);
+
+/* The site's shadow state (shadow.c's, opaque here): the one installed, else
+ * `fresh` (may be NULL: only asks). The site frees it with free() when it
+ * goes, so shadow.c keeps it one malloc block. */
+struct mpp_shadow_site *mpp_site_shadow_install(int site, struct mpp_shadow_site *fresh);
 
 #endif

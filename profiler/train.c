@@ -19,7 +19,6 @@
 #include "analysis/raw_format.h"
 #include "jsonw.h"
 #include "profiler/include/mpprof.h"
-#include "profiler/runtime.h"
 #include "profiler/sites.h"
 #include "profiler/train.h"
 
@@ -268,23 +267,4 @@ void mpp_train_write_locked(mpp_jw *w) {
   else
     mpp_jw_null(w);
   mpp_jw_obj_end(w);
-}
-
-/* --- mpprof.h --- */
-
-static bool enabled(void) {
-  mpp_init();
-  return !mpp_cfg.disabled;
-}
-
-MPP_EXPORT void mpprof_loss_scale(double s) {
-  if (enabled()) mpp_train_loss_scale(s);
-}
-
-MPP_EXPORT void mpprof_step(uint64_t n) {
-  if (enabled()) mpp_train_mark_step(n);
-}
-
-MPP_EXPORT void mpprof_step_skipped(uint64_t n) {
-  if (enabled()) mpp_train_mark_skipped(n);
 }
