@@ -211,8 +211,6 @@ drop:
   return NULL;
 }
 
-/* Which API a kernel's launch went through. Read per launch so a test can
- * switch it; anything but "runtime" is the driver (simcuda's default). */
 /* The ids an API record carries, cached as CUPTI does: one getpid per process
  * (again in a fork child) and one gettid per thread, not two system calls per
  * launch. */
@@ -245,9 +243,18 @@ static uint32_t thread_id(void) {
   return cached_tid;
 }
 
-static bool launch_via_runtime(void) {
+/* Which API a kernel's launch goes through: SIMCUDA_LAUNCH_API, read when
+ * the client configures activity (registers its callbacks, enables a kind or
+ * a cbid), not per launch; anything but "runtime" is the driver. */
+static bool via_runtime; /* atomic */
+
+static void read_switches(void) {
   const char *v = getenv("SIMCUDA_LAUNCH_API");
-  return v != NULL && strcmp(v, "runtime") == 0;
+  __atomic_store_n(&via_runtime, v != NULL && strcmp(v, "runtime") == 0, __ATOMIC_RELAXED);
+}
+
+static bool launch_via_runtime(void) {
+  return __atomic_load_n(&via_runtime, __ATOMIC_RELAXED);
 }
 
 /* As in CUPTI, the launch's API record exists only when its kind or its
@@ -338,6 +345,7 @@ __attribute__((destructor)) static void detach(void) {
 
 SIM_API CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requested,
                                                    CUpti_BuffersCallbackCompleteFunc completed) {
+  read_switches();
   if (requested == NULL || completed == NULL) return CUPTI_ERROR_INVALID_PARAMETER;
   pthread_mutex_lock(&lock);
   st.requested = requested;
@@ -365,6 +373,7 @@ static CUptiResult set_kind(CUpti_ActivityKind kind, bool on) {
 }
 
 SIM_API CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
+  read_switches();
   if (busy()) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   return set_kind(kind, true);
 }
@@ -374,6 +383,7 @@ SIM_API CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
 }
 
 SIM_API CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
+  read_switches();
   if (busy()) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   if (cbid == 0 || cbid >= SIM_MAX_CBID) return CUPTI_ERROR_INVALID_PARAMETER;
   pthread_mutex_lock(&lock);
@@ -383,6 +393,7 @@ SIM_API CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t 
 }
 
 SIM_API CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
+  read_switches();
   if (busy()) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   if (cbid == 0 || cbid >= SIM_MAX_CBID) return CUPTI_ERROR_INVALID_PARAMETER;
   pthread_mutex_lock(&lock);
