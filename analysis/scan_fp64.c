@@ -14,15 +14,17 @@ static uint64_t double_bits(double d) {
   return u;
 }
 
+void mp_scan_f64_levels(int t, uint64_t ret[3]) {
+  const mp_format *f = mp_format_of(mp_target_dtype((mp_target)t));
+  ret[0] = double_bits(f->flush_at);
+  ret[1] = double_bits(nextafter(f->subnormal_below, 0.0));
+  ret[2] = double_bits(f->overflow_strict ? f->overflow_at : nextafter(f->overflow_at, 0.0));
+}
+
 void mp_scan_f64_init(f64_fast *F, const src_info *I) {
   memset(F, 0, sizeof *F);
-  for (int t = 0; t < MP_TARGET_COUNT; t++) {
-    const mp_format *f = mp_format_of(mp_target_dtype((mp_target)t));
-    F->level_bits[t][0] = double_bits(f->flush_at);
-    F->level_bits[t][1] = double_bits(nextafter(f->subnormal_below, 0.0));
-    F->level_bits[t][2] =
-        double_bits(f->overflow_strict ? f->overflow_at : nextafter(f->overflow_at, 0.0));
-  }
+  for (int t = 0; t < MP_TARGET_COUNT; t++)
+    mp_scan_f64_levels(t, F->level_bits[t]);
   F->key_min = INT64_MAX;
   F->key_max = INT64_MIN;
   F->abs_min_m1 = UINT64_MAX;
@@ -63,13 +65,17 @@ void mp_scan_f64_finish(mp_stats *s, const src_info *I, f64_fast *F) {
   s->count += F->values;
   s->zeros += F->zeros;
   s->negatives += F->negatives;
-  double mn = key64_to_double(F->key_min), mx = key64_to_double(F->key_max);
+  mp_scan_f64_note_extremes(s, F->key_min, F->key_max, F->abs_min_m1);
+}
+
+void mp_scan_f64_note_extremes(mp_stats *s, int64_t key_min, int64_t key_max, uint64_t abs_min_m1) {
+  double mn = key64_to_double(key_min), mx = key64_to_double(key_max);
   if (isnan(s->min) || total_less(mn, s->min)) s->min = mn;
   if (isnan(s->max) || total_less(s->max, mx)) s->max = mx;
   double amax = fabs(mn) > fabs(mx) ? fabs(mn) : fabs(mx);
   if (isnan(s->absmax) || amax > s->absmax) s->absmax = amax;
-  if (F->abs_min_m1 != UINT64_MAX) {
-    uint64_t u = F->abs_min_m1 + 1;
+  if (abs_min_m1 != UINT64_MAX) {
+    uint64_t u = abs_min_m1 + 1;
     double amin;
     memcpy(&amin, &u, sizeof amin);
     if (amin < s->min_abs_nonzero) s->min_abs_nonzero = amin;

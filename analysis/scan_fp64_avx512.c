@@ -6,12 +6,6 @@
 #include "analysis/scan_internal.h"
 
 #ifdef MP_HAVE_X86
-static int64_t bits64(double d) {
-  int64_t u;
-  memcpy(&u, &d, sizeof u);
-  return u;
-}
-
 bool mp_scan_f64v_init(f64_vec *F) {
   memset(F, 0, sizeof *F);
   for (int l = 0; l < 8; l++) {
@@ -20,12 +14,11 @@ bool mp_scan_f64v_init(f64_vec *F) {
     F->abs_min_m1[l] = UINT64_MAX;
   }
   for (int t = 0; t < MP_TARGET_COUNT; t++) {
-    const mp_format *f = mp_format_of(mp_target_dtype((mp_target)t));
-    int64_t *L = &F->level_bits[3 * t];
-    L[0] = bits64(f->flush_at);
-    L[1] = bits64(nextafter(f->subnormal_below, 0.0));
-    L[2] = bits64(f->overflow_strict ? f->overflow_at : nextafter(f->overflow_at, 0.0));
+    uint64_t L[3]; /* |x| bits: below 2^63, so they compare alike as signed lanes */
+    mp_scan_f64_levels(t, L);
     if (!(L[0] <= L[1] && L[1] <= L[2])) return false;
+    for (int k = 0; k < 3; k++)
+      F->level_bits[3 * t + k] = (int64_t)L[k];
   }
   return true;
 }
@@ -163,13 +156,6 @@ void mp_scan_f64v_run(mp_stats *s, const src_info *I, f64_vec *F, const double *
     acc_value(s, I, p[i], 1);
 }
 
-static double key_to_double(int64_t k) {
-  uint64_t u = (uint64_t)(k < 0 ? k ^ INT64_MAX : k);
-  double d;
-  memcpy(&d, &u, sizeof d);
-  return d;
-}
-
 void mp_scan_f64v_finish(mp_stats *s, f64_vec *F) {
   f64v_fold(s, F);
   if (F->values == 0) return;
@@ -191,16 +177,6 @@ void mp_scan_f64v_finish(mp_stats *s, f64_vec *F) {
     if (F->key_max[l] > kmax) kmax = F->key_max[l];
     if (F->abs_min_m1[l] < aminm1) aminm1 = F->abs_min_m1[l];
   }
-  double mn = key_to_double(kmin), mx = key_to_double(kmax);
-  if (isnan(s->min) || total_less(mn, s->min)) s->min = mn;
-  if (isnan(s->max) || total_less(s->max, mx)) s->max = mx;
-  double amax = fabs(mn) > fabs(mx) ? fabs(mn) : fabs(mx);
-  if (isnan(s->absmax) || amax > s->absmax) s->absmax = amax;
-  if (aminm1 != UINT64_MAX) {
-    uint64_t u = aminm1 + 1;
-    double amin;
-    memcpy(&amin, &u, sizeof amin);
-    if (amin < s->min_abs_nonzero) s->min_abs_nonzero = amin;
-  }
+  mp_scan_f64_note_extremes(s, kmin, kmax, aminm1);
 }
 #endif

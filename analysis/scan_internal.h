@@ -125,6 +125,12 @@ typedef struct f64_fast {
 /* Building the boundary table costs a few microseconds. */
 #define F64_FAST_MIN_ELEMENTS 4096
 
+/* Target t's three fp64 levels as |x| bits: a value is at least subnormal,
+ * normal, overflowing when its |x| bits exceed ret[0], ret[1], ret[2]. */
+void mp_scan_f64_levels(int t, uint64_t ret[3]);
+/* min, max, absmax and min |x| of the record from the extremes of order keys
+ * (u ^ ((u >> 63) & INT64_MAX)) and of |x| bits - 1 (UINT64_MAX: none). */
+void mp_scan_f64_note_extremes(mp_stats *s, int64_t key_min, int64_t key_max, uint64_t abs_min_m1);
 void mp_scan_f64_init(f64_fast *F, const src_info *I);
 void mp_scan_f64_run(mp_stats *s, const src_info *I, f64_fast *F, const double *p, uint64_t n);
 void mp_scan_f64_finish(mp_stats *s, const src_info *I, f64_fast *F);

@@ -66,6 +66,30 @@ void mp_stats_reinit_scanned(mp_stats *s, mp_dtype dtype);
  * records kept in another form (the report's compact stats). */
 double mp_stats_pick_min(double a, double b);
 double mp_stats_pick_max(double a, double b);
+/* dst += src for every field but the histogram: the one merge rule of those
+ * fields, for mp_stats and for any record that names them alike (report/'s
+ * compact records). */
+#define MP_STATS_MERGE_HEAD(dst, src)                                                              \
+  do {                                                                                             \
+    if ((dst)->dtype != (src)->dtype) (dst)->dtype = MP_DTYPE_INVALID;                             \
+    if ((src)->hist_lo < (dst)->hist_lo) (dst)->hist_lo = (src)->hist_lo;                          \
+    if ((src)->hist_hi > (dst)->hist_hi) (dst)->hist_hi = (src)->hist_hi;                          \
+    (dst)->count += (src)->count;                                                                  \
+    (dst)->zeros += (src)->zeros;                                                                  \
+    (dst)->nans += (src)->nans;                                                                    \
+    (dst)->pos_infs += (src)->pos_infs;                                                            \
+    (dst)->neg_infs += (src)->neg_infs;                                                            \
+    (dst)->negatives += (src)->negatives;                                                          \
+    (dst)->saturated += (src)->saturated;                                                          \
+    (dst)->min = mp_stats_pick_min((dst)->min, (src)->min);                                        \
+    (dst)->max = mp_stats_pick_max((dst)->max, (src)->max);                                        \
+    (dst)->absmax = mp_stats_pick_max((dst)->absmax, (src)->absmax);                               \
+    if ((src)->min_abs_nonzero < (dst)->min_abs_nonzero)                                           \
+      (dst)->min_abs_nonzero = (src)->min_abs_nonzero;                                             \
+    for (int t_ = 0; t_ < MP_TARGET_COUNT; t_++)                                                   \
+      for (int o_ = 0; o_ < MP_CAST_OUTCOMES; o_++)                                                \
+        (dst)->casts[t_][o_] += (src)->casts[t_][o_];                                              \
+  } while (0)
 /* Finite non-zero elements: the base of every fraction. */
 uint64_t mp_stats_nonzero_finite(const mp_stats *s);
 bool mp_stats_has_finite(const mp_stats *s);

@@ -245,23 +245,7 @@ int mpprof_cstats_merge(mpprof_cstats *dst, const mpprof_cstats *src) {
     dst->nz_lo = nlo > nhi ? 1 : nlo;
     dst->nz_hi = nlo > nhi ? 0 : nhi;
   }
-  if (dst->dtype != src->dtype) dst->dtype = MP_DTYPE_INVALID;
-  if (src->hist_lo < dst->hist_lo) dst->hist_lo = src->hist_lo;
-  if (src->hist_hi > dst->hist_hi) dst->hist_hi = src->hist_hi;
-  dst->count += src->count;
-  dst->zeros += src->zeros;
-  dst->nans += src->nans;
-  dst->pos_infs += src->pos_infs;
-  dst->neg_infs += src->neg_infs;
-  dst->negatives += src->negatives;
-  dst->saturated += src->saturated;
-  dst->min = mp_stats_pick_min(dst->min, src->min);
-  dst->max = mp_stats_pick_max(dst->max, src->max);
-  dst->absmax = mp_stats_pick_max(dst->absmax, src->absmax);
-  if (src->min_abs_nonzero < dst->min_abs_nonzero) dst->min_abs_nonzero = src->min_abs_nonzero;
-  for (int t = 0; t < MP_TARGET_COUNT; t++)
-    for (int o = 0; o < MP_CAST_OUTCOMES; o++)
-      dst->casts[t][o] += src->casts[t][o];
+  MP_STATS_MERGE_HEAD(dst, src);
   return 0;
 }
 
