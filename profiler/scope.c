@@ -38,6 +38,7 @@ typedef struct scope_thread {
   uint32_t n, overflow;
   struct {
     int32_t layer;
+    uint32_t ops; /* ops attributed to this scope while innermost (mpprof_scope_ops) */
     uint8_t phase;
   } e[MAX_DEPTH];
 } scope_thread;
@@ -143,6 +144,7 @@ MPP_EXPORT void mpprof_scope_push(int32_t layer, int32_t phase) {
   }
   t->e[t->n].layer = layer;
   t->e[t->n].phase = valid_phase(phase);
+  t->e[t->n].ops = 0;
   t->n++;
 }
 
@@ -164,6 +166,12 @@ MPP_EXPORT void mpprof_scope_set(int32_t layer, int32_t phase) {
   }
   t->e[t->n - 1].layer = layer;
   t->e[t->n - 1].phase = valid_phase(phase);
+  t->e[t->n - 1].ops = 0;
+}
+
+MPP_EXPORT uint32_t mpprof_scope_ops(void) {
+  const scope_thread *t = tls;
+  return t && t->n ? t->e[t->n - 1].ops : 0;
 }
 
 const char *mpp_scope_phase_name(int phase) {
@@ -172,9 +180,10 @@ const char *mpp_scope_phase_name(int phase) {
 }
 
 void mpp_layer_current(mpp_layer *ret) {
-  const scope_thread *t = tls;
+  scope_thread *t = tls;
   memset(ret, 0, sizeof *ret);
   if (t && t->n) { /* beyond MAX_DEPTH: the deepest kept scope */
+    if (t->e[t->n - 1].ops != UINT32_MAX) t->e[t->n - 1].ops++;
     int32_t id = t->e[t->n - 1].layer;
     ret->phase = t->e[t->n - 1].phase;
     layer_entry *e =

@@ -3,7 +3,7 @@
 # otherwise prints the exact apt-get line and stops), then configures and
 # builds a meson build directory.
 
-MPPROF_PACKAGES=(meson ninja-build pkg-config gcc g++ clang python3 libcjson-dev libpng-dev libcmocka-dev)
+MPPROF_PACKAGES=(meson ninja-build pkg-config gcc g++ clang python3 python3-dev libcjson-dev libpng-dev libcmocka-dev)
 # python3-torch (Debian, CPU only, for /usr/bin/python3): only for the PyTorch tests (tests/torch);
 # clang-format: the formatting check (tests/style)
 MPPROF_TEST_PACKAGES=(python3-torch clang-format)

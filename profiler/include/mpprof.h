@@ -58,6 +58,11 @@ void mpprof_scope_push(int32_t layer, int32_t phase);
 void mpprof_scope_pop(void);
 /* Replace the calling thread's innermost scope (open one when none is). */
 void mpprof_scope_set(int32_t layer, int32_t phase);
+/* How many CUDA matrix ops were attributed to the calling thread's innermost
+ * scope since it was opened (or set), not counting those of scopes opened
+ * inside it; 0 when none is open. The PyTorch integration marks a module's
+ * backward only when its forward issued ops of its own. */
+uint32_t mpprof_scope_ops(void);
 
 #ifdef __cplusplus
 }

@@ -68,6 +68,7 @@ static const char *const expected[] = {
     "execvpe",
     "fexecve",
     "mpprof_layer_id",
+    "mpprof_scope_ops",
     "mpprof_scope_pop",
     "mpprof_scope_push",
     "mpprof_scope_set",

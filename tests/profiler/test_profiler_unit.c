@@ -672,6 +672,26 @@ static void set_replaces_the_innermost_scope_and_phases_split_sites(void **state
   cJSON_Delete(doc);
 }
 
+static void scope_ops_counts_the_innermost_scopes_own_ops(void **state) {
+  (void)state;
+  int32_t blk = mpprof_layer_id("blk", "Block"), fc = mpprof_layer_id("blk.fc", "Linear");
+  assert_int_equal(mpprof_scope_ops(), 0); /* no scope open */
+  mpprof_scope_push(blk, MPPROF_SCOPE_FORWARD);
+  run_op("api", true);
+  assert_int_equal(mpprof_scope_ops(), 1);
+  mpprof_scope_push(fc, MPPROF_SCOPE_FORWARD);
+  assert_int_equal(mpprof_scope_ops(), 0); /* a new scope starts at 0 */
+  run_op("api", true);
+  run_op("api", true);
+  assert_int_equal(mpprof_scope_ops(), 2);
+  mpprof_scope_pop();
+  assert_int_equal(mpprof_scope_ops(), 1); /* the child's ops are not the parent's */
+  mpprof_scope_set(fc, MPPROF_SCOPE_BACKWARD);
+  assert_int_equal(mpprof_scope_ops(), 0); /* set opens a new scope in its place */
+  mpprof_scope_pop();
+  assert_int_equal(mpprof_scope_ops(), 0);
+}
+
 static void site_cap_makes_the_raw_file_incomplete(void **state) {
   (void)state;
   mpp_cfg.max_sites = 1;
@@ -1082,6 +1102,7 @@ int main(void) {
                              reset_all),
       cmocka_unit_test_setup(reserving_no_ops_gives_no_room_and_release_accepts_it, reset_all),
       cmocka_unit_test_setup(ops_in_different_layers_are_different_sites, reset_all),
+      cmocka_unit_test_setup(scope_ops_counts_the_innermost_scopes_own_ops, reset_all),
       cmocka_unit_test_setup(site_cap_makes_the_raw_file_incomplete, reset_all),
       cmocka_unit_test_setup(event_cap_makes_the_raw_file_incomplete, reset_all),
       cmocka_unit_test_setup(sampling_scans_every_nth_call_of_a_site, reset_all),

@@ -6,6 +6,7 @@ compared with the real scaler's after every update.
 usage: /usr/bin/python3 test_hooks_unit.py PYTHON_DIR  (build/profiler/python)
 Exit 77 when this interpreter cannot import torch."""
 import collections
+import ctypes
 import os
 import sys
 import threading
@@ -44,7 +45,7 @@ class StubLib:
         return self.names.index(key)
 
     def push(self, lid, phase):
-        self.stack().append((lid, phase))
+        self.stack().append([lid, phase, 0])
 
     def pop(self):
         if self.stack():
@@ -52,15 +53,23 @@ class StubLib:
 
     def set(self, lid, phase):
         if self.stack():
-            self.stack()[-1] = (lid, phase)
+            self.stack()[-1] = [lid, phase, 0]
         else:
             self.push(lid, phase)
+
+    def op(self):
+        """An op attributed to the innermost scope (what mpp_layer_current counts)."""
+        if self.stack():
+            self.stack()[-1][2] += 1
+
+    def ops(self):
+        return self.stack()[-1][2] if self.stack() else 0
 
     def current(self):
         s = self.stack()
         if not s:
             return ("", "none")
-        lid, phase = s[-1]
+        lid, phase, _ = s[-1]
         return (self.names[lid][0] if lid >= 0 else "", PHASES.get(phase, "none"))
 
 
@@ -75,6 +84,7 @@ class Probe(torch.autograd.Function):
     def forward(ctx, x, tag):
         ctx.tag = tag
         seen.append((tag, stub.current()))
+        stub.op()
         return x.clone()
 
     @staticmethod
@@ -83,22 +93,23 @@ class Probe(torch.autograd.Function):
         return g.clone(), None
 
 
+_SCOPE = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int32)
+_POP = ctypes.CFUNCTYPE(None)
+_OPS = ctypes.CFUNCTYPE(ctypes.c_uint32)
+# ctypes function pointers to the stub's Python methods, as _fast calls libmpprof's (kept alive here)
+_c_stub = (_SCOPE(stub.push), _POP(stub.pop), _SCOPE(stub.set), _OPS(stub.ops))
+
+
 def install():
     hooks._installed = True
     hooks._lib = stub
-    hooks._layer_id, hooks._push, hooks._pop, hooks._set = stub.layer_id, stub.push, stub.pop, stub.set
-    hooks._loss_scale = lambda s: stub.calls.append(("loss_scale", s))
-    hooks._step = lambda n: stub.calls.append(("step", n))
-    hooks._step_skipped = lambda n: stub.calls.append(("step_skipped", n))
-    hooks._Tensor, hooks._grad_enabled = torch.Tensor, torch.is_grad_enabled
-    hooks._compiling = hooks._compiling_fn(torch)
-    mm = torch.nn.modules.module
-    mm.register_module_forward_pre_hook(hooks._pre)
-    mm.register_module_forward_hook(hooks._post)
-    torch.autograd.backward = hooks._wrap_autograd(torch.autograd.backward)
-    torch.autograd.grad = hooks._wrap_autograd(torch.autograd.grad)
-    hooks._patch_optimizer(torch)
-    hooks._patch_scaler(torch.cuda.amp.GradScaler)
+    from mpprof_torch import _fast
+
+    hooks._fast = _fast
+    hooks.bind(torch, *_c_stub[:3], stub.layer_id, ops=_c_stub[3],
+               loss_scale=lambda s: stub.calls.append(("loss_scale", s)),
+               step=lambda n: stub.calls.append(("step", n)),
+               step_skipped=lambda n: stub.calls.append(("step_skipped", n)))
 
 
 class Leaf(nn.Module):
@@ -226,6 +237,121 @@ class Tests(unittest.TestCase):
         self.assertIn((scopes[0][0], "Opt"), stub.names)  # "optimizer", or "optimizer.N" for the Nth
         n = hooks._step_n
         self.assertEqual(stub.calls, [("step", n - 1), ("step", n)])
+
+
+class FastPathTests(unittest.TestCase):
+    """What the C hot path (mpprof_torch/_fast.c) must keep true of the program."""
+
+    def setUp(self):
+        seen.clear()
+
+    def test_marks_are_registered_directly_on_this_torch(self):
+        self.assertTrue(hooks._direct, "start-up check failed: marks fall back to Tensor.register_hook")
+
+    def test_a_raising_forward_leaves_no_frames(self):
+        class Boom(nn.Module):
+            def forward(self, x):
+                raise ValueError("boom")
+
+        class Outer(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = Leaf("a")
+                self.boom = Boom()
+
+            def forward(self, x):
+                x = self.a(x)
+                try:
+                    self.boom(x)
+                except ValueError:
+                    pass
+                return Leaf.forward(self.a, x)
+
+        Outer()(torch.ones(2, requires_grad=True))
+        self.assertEqual(_fast().depth()[0], 0)
+        self.assertEqual(stub.stack(), [])  # every push popped
+
+    def test_deeper_than_the_kept_stack_stays_balanced(self):
+        class Chain(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.inner = Chain(n - 1) if n > 1 else Leaf("deep")
+
+            def forward(self, x):
+                return self.inner(x)
+
+        model = Chain(300)  # > MAX_STACK (256) frames
+        model(torch.ones(2, requires_grad=True)).sum().backward()
+        self.assertEqual(_fast().depth()[0], 0)
+        self.assertEqual(stub.stack(), [])
+        self.assertEqual(seen[0][1][1], "forward")
+        self.assertEqual(seen[1][0], "deep'")
+
+    def test_user_hooks_on_marked_tensors_still_run_and_can_be_removed(self):
+        model = Net()
+        out = model(torch.ones(2, requires_grad=True))
+        self.assertIsNotNone(out._backward_hooks)  # mpprof's mark is there
+        got = []
+        h1 = out.register_hook(lambda g: got.append("kept"))
+        h2 = out.register_hook(lambda g: got.append("removed"))
+        h2.remove()
+        out.sum().backward()
+        self.assertEqual(got, ["kept"])
+
+    def test_only_modules_with_ops_of_their_own_are_marked(self):
+        class NoOps(nn.Module):  # an activation: no CUDA matrix op
+            def forward(self, x):
+                return x * 2
+
+        class Wrap(nn.Module):  # a container whose ops are all its children's
+            def __init__(self):
+                super().__init__()
+                self.act = NoOps()
+                self.fc = Leaf("fc")
+
+            def forward(self, x):
+                return self.fc(self.act(x))
+
+        class Root(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = Wrap()
+                self.act2 = NoOps()
+
+            def forward(self, x):
+                h = self.w.act(x)  # (not marked: no ops, and the parent Wrap has none)
+                self.h = h
+                return self.act2(self.w(x))
+
+        root = Root()
+        x = torch.ones(2, requires_grad=True)
+        out = root(x)
+        self.assertIsNone(root.h._backward_hooks)
+        self.assertIsNone(out._backward_hooks)  # act2: no ops of its own, Root none either
+        out.sum().backward()
+        self.assertEqual(seen[-1], ("fc'", ("w.fc", "backward")))
+        del root.h
+
+    def test_a_tensor_marked_in_many_forwards_keeps_one_mark(self):
+        x = torch.ones(2, requires_grad=True) * 1  # not a leaf: root inputs get an "end" mark
+        m = Leaf("r")
+        for _ in range(5):
+            m(x)
+        self.assertEqual(len(x._backward_hooks), 1)
+
+    def test_saving_a_marked_tensor_warns_of_nothing(self):
+        import io
+        import warnings
+
+        out = Net()(torch.ones(2, requires_grad=True))
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            torch.save(out, io.BytesIO())
+        self.assertEqual([str(x.message) for x in w if "hook" in str(x.message)], [])
+
+
+def _fast():
+    return hooks._fast
 
 
 def _update_scale(scale, tracker, found_inf, growth, backoff, interval):

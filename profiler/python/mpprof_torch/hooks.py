@@ -2,12 +2,14 @@
 (profiler/include/mpprof.h): libmpprof stays the one place that attributes
 ops; this file only tells it, per thread, which module and phase run now.
 
+The per-module-call work is in C (_fast.c, one stable-ABI extension):
 - Forward: global forward pre/post hooks push/pop a scope (module qualified
   name, class, phase forward; recompute while a backward runs on the thread).
 - Backward: in a module's forward post-hook, a tensor hook on each output
-  ("this module's backward starts": innermost module wins) and on each input
-  ("it ends: back to the parent"; outermost wins, and a start wins over an
-  end). Tensor hooks run on the autograd thread right before the node that
+  ("this module's backward starts": innermost module wins) when its forward
+  issued ops of its own (mpprof_scope_ops), and on each input ("it ends:
+  back to the parent"; outermost wins, and a start wins over an end) when
+  the parent did or the module is a root. Tensor hooks run on the autograd thread right before the node that
   consumes the gradient, so they `set` that thread's scope; no
   register_full_backward_hook (it breaks in-place ops in user modules).
 - torch.autograd.backward/grad open a "backward, no module" scope on the
@@ -17,6 +19,7 @@ ops; this file only tells it, per thread, which module and phase run now.
   libmpprof has them.
 - While Dynamo traces, every hook returns at once.
 """
+import collections
 import ctypes
 import functools
 import math
@@ -37,6 +40,8 @@ _lib = None
 _push = _pop = _set = _layer_id = None
 _loss_scale = _step = _step_skipped = None
 _compiling = None
+_fast = None  # the C hot path (_fast.c), imported by install
+_direct = False  # marks registered as Tensor.register_hook would, without its handle (bind)
 
 
 def _log(msg):
@@ -72,15 +77,11 @@ def _fn(lib, name, restype, *argtypes):
     return f
 
 
-# --- per-thread state ---
+# --- per-thread state (what _fast does not keep) ---
 
 
 class _Thread(threading.local):
     def __init__(self):
-        self.stack = []  # (module, layer id) of the forwards running on this thread
-        self.marks = {}  # id(tensor) -> (tensor, state) while a root forward runs
-        self.bwd = 0  # depth of torch.autograd.backward/grad calls on this thread
-        self.worker = False  # a backward hook ran here outside such a call: an autograd thread
         self.opt_stepped = False
         self.in_step = False
         self.in_scaler = 0
@@ -90,7 +91,7 @@ _t = _Thread()
 
 # --- names ---
 
-_ids = {}  # id(module) -> (weakref to it, layer id)
+_ids = {}  # id(module) -> (weakref to it, layer id); _fast reads it on every module call
 _main_root = None  # weakref: the first root with children; its names carry no prefix
 _opt_ids = {}  # id(optimizer) -> (weakref, layer id)
 _lock = threading.Lock()
@@ -145,16 +146,16 @@ def _name_root(root):
         _lib_names[lid] = name
 
 
-def _resolve(module, stack):
-    """Layer id of a module not named yet."""
+def _resolve(module, root, parent):
+    """Layer id of a module not named yet (_fast calls this on a miss of
+    _ids): root and parent are the outermost and innermost modules whose
+    forward runs on this thread, or None."""
     with _lock:
-        if stack:  # added to a known model after it was named, or not registered as a child
-            root = stack[0][0]
+        if root is not None:  # added to a known model after it was named, or not registered as a child
             _name_root(root)
             ent = _ids.get(id(module))
             if ent is not None and ent[0]() is module:
                 return ent[1]
-            parent = stack[-1][0]
             pent = _ids.get(id(parent))
             pname = _lib_names.get(pent[1]) if pent else None
             name = (pname + "." if pname else "") + type(module).__name__
@@ -170,8 +171,7 @@ def _resolve(module, stack):
         return lid
 
 
-
-# --- forward ---
+# --- forward and backward marks: _fast.c (pre, post, MarkHook) ---
 
 
 def _tensors(obj, depth=0):
@@ -186,116 +186,28 @@ def _tensors(obj, depth=0):
                 yield from _tensors(x, depth + 1)
 
 
-def _bwd_hook(state, grad):
-    t = _t
-    if not t.bwd:
-        t.worker = True
-    _set(state[0] if state[0] is not None else state[1], BACKWARD)
-    return None
-
-
-def _mark(marks, x, start, end):
-    if not x.requires_grad or x.grad_fn is None:
-        return
-    ent = marks.get(id(x))
-    if ent is not None and ent[0] is x:
-        state = ent[1]
-        if start is not None and state[0] is None:
-            state[0] = start  # the innermost module's start stays
-        if end is not None:
-            state[1] = end  # the outermost module's end wins
-        return
-    state = [start, end]  # the hook holds only this, never the tensor
-    marks[id(x)] = (x, state)
-    x.register_hook(functools.partial(_bwd_hook, state))
-
-
-def _pre(module, args):
-    if _compiling is not None and _compiling():
-        return None
-    t = _t
-    ent = _ids.get(id(module))
-    if ent is None or ent[0]() is not module:
-        try:
-            lid = _resolve(module, t.stack)
-        except Exception as e:  # never the program's problem: the op keeps its NVTX layer
-            _log("module %s not named: %r" % (type(module).__name__, e))
-            lid = NO_LAYER
-    else:
-        lid = ent[1]
-    t.stack.append((module, lid))
-    _push(lid, RECOMPUTE if (t.bwd or t.worker) else FORWARD)
-    return None
-
-
-def _post(module, args, output):
-    if _compiling is not None and _compiling():
-        return None
-    t = _t
-    st = t.stack
-    # A forward that raised left its frames (no post-hook before torch 2.1's always_call).
-    while st and st[-1][0] is not module:
-        st.pop()
-        _pop()
-    if not st:
-        return None
-    lid = st.pop()[1]
-    _pop()
-    try:
-        if _grad_enabled():
-            parent = st[-1][1] if st else NO_LAYER
-            marks = t.marks
-            # Fast paths for the usual shapes (one output tensor, a tuple of
-            # tensors as arguments): no generator per call.
-            if isinstance(output, _Tensor):
-                _mark(marks, output, lid, None)
-            else:
-                for x in _tensors(output):
-                    _mark(marks, x, lid, None)
-            for a in args:
-                if isinstance(a, _Tensor):
-                    _mark(marks, a, None, parent)
-                else:
-                    for x in _tensors(a, 1):
-                        _mark(marks, x, None, parent)
-    except Exception as e:  # e.g. a tensor subclass refusing hooks: that backward stays unnamed
-        _log("backward hooks of %s not registered: %r" % (type(module).__name__, e))
-    finally:
-        if not st:
-            t.marks = {}
-    return None
-
-
 # --- backward, optimizer, steps ---
 
 _roots_hooked = weakref.WeakSet()
 
 
-def _root_hook(grad):
-    _set(NO_LAYER, BACKWARD)
-    return None
-
-
 def _wrap_autograd(fn):
     @functools.wraps(fn)
     def run_backward(*args, **kwargs):
-        t = _t
         roots = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
         try:  # autograd threads start the graph with "backward, no module"
-            for x in _tensors(roots):  # (unless a module's output hook already names it)
+            for x in _tensors(roots):  # (unless a module's output mark already names it)
                 if (x.requires_grad and x.grad_fn is not None and x._backward_hooks is None
                         and x not in _roots_hooked):
-                    x.register_hook(_root_hook)
+                    _fast.mark_root(x)
                     _roots_hooked.add(x)
         except Exception:
             pass
-        t.bwd += 1
-        _push(NO_LAYER, BACKWARD)
+        _fast.backward_enter()
         try:
             return fn(*args, **kwargs)
         finally:
-            _pop()
-            t.bwd -= 1
+            _fast.backward_exit()
 
     run_backward._mpprof = True
     return run_backward
@@ -493,37 +405,46 @@ def _compiling_fn(torch):
     return None  # before 2.0: no Dynamo
 
 
-def install(torch):
-    """Install the hooks once; nothing when libmpprof.so is not in the process."""
-    global _installed, _lib, _push, _pop, _set, _layer_id, _loss_scale, _step, _step_skipped
-    global _compiling, _Tensor, _grad_enabled
-    if _installed:
-        return
-    _installed = True
-    lib = _find_lib()
-    if lib is None:
-        _log("libmpprof.so is not loaded: no PyTorch attribution")
-        return
-    _lib = lib
-    _layer_id = _fn(lib, "mpprof_layer_id", ctypes.c_int32, ctypes.c_char_p, ctypes.c_char_p)
-    _push = _fn(lib, "mpprof_scope_push", None, ctypes.c_int32, ctypes.c_int32)
-    _pop = _fn(lib, "mpprof_scope_pop", None)
-    _set = _fn(lib, "mpprof_scope_set", None, ctypes.c_int32, ctypes.c_int32)
-    _loss_scale = _fn(lib, "mpprof_loss_scale", None, ctypes.c_double)
-    _step = _fn(lib, "mpprof_step", None, ctypes.c_uint64)
-    _step_skipped = _fn(lib, "mpprof_step_skipped", None, ctypes.c_uint64)
-    if _loss_scale is None:
-        _log("this libmpprof.so has no loss-scale protocol: GradScaler is not read")
+def _direct_registration_works(torch):
+    """_fast registers marks the way this torch's Tensor.register_hook does
+    (a _backward_hooks dict handed to grad_fn once); check that a hook
+    registered so runs in backward before relying on it."""
+    ran = []
+    try:
+        x = torch.ones(1, requires_grad=True)
+        y = x * 2
+        _fast.register_probe(y, lambda g: ran.append(g) and None)
+        with torch.enable_grad():
+            torch.autograd.grad(y.sum(), x)  # (not wrapped yet)
+    except Exception as e:
+        _log("direct hook registration unavailable (%r): using Tensor.register_hook" % (e,))
+        return False
+    return len(ran) == 1
+
+
+def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skipped=None, ops=None):
+    """Install the hooks on top of these scope functions: push, pop, set_
+    and ops are ctypes function pointers (libmpprof.so's, or a test's
+    stand-ins); without ops, every module's backward is marked."""
+    global _push, _pop, _set, _layer_id, _loss_scale, _step, _step_skipped
+    global _compiling, _Tensor, _grad_enabled, _direct
+    _push, _pop, _set, _layer_id = push, pop, set_, layer_id
+    _loss_scale, _step, _step_skipped = loss_scale, step, step_skipped
     _Tensor = torch.Tensor
     _grad_enabled = torch.is_grad_enabled
     _compiling = _compiling_fn(torch)
+    addr = [ctypes.cast(f, ctypes.c_void_p).value if f is not None else None for f in (push, pop, set_, ops)]
+    _fast.init(addr[0], addr[1], addr[2], addr[3], torch.Tensor, torch.is_grad_enabled, _compiling, _resolve,
+               _log, _ids, collections.OrderedDict)
+    _direct = _direct_registration_works(torch)
+    _fast.set_direct(_direct)
 
     mm = torch.nn.modules.module
-    mm.register_module_forward_pre_hook(_pre)
+    mm.register_module_forward_pre_hook(_fast.pre)
     try:  # 2.1+: the post hook also runs when forward raises
-        mm.register_module_forward_hook(_post, always_call=True)
+        mm.register_module_forward_hook(_fast.post, always_call=True)
     except TypeError:
-        mm.register_module_forward_hook(_post)
+        mm.register_module_forward_hook(_fast.post)
     torch.autograd.backward = _wrap_autograd(torch.autograd.backward)
     torch.autograd.grad = _wrap_autograd(torch.autograd.grad)
     _patch_optimizer(torch)
@@ -537,6 +458,37 @@ def install(torch):
         if cls not in seen:
             seen.add(cls)
             _patch_scaler(cls)
+
+
+def install(torch):
+    """Install the hooks once; nothing when libmpprof.so is not in the process."""
+    global _installed, _lib, _fast
+    if _installed:
+        return
+    _installed = True
+    lib = _find_lib()
+    if lib is None:
+        _log("libmpprof.so is not loaded: no PyTorch attribution")
+        return
+    try:
+        from . import _fast as fast
+    except ImportError as e:
+        _log("mpprof_torch._fast is not built (%r): no PyTorch attribution" % (e,))
+        return
+    _fast = fast
+    _lib = lib
+    loss_scale = _fn(lib, "mpprof_loss_scale", None, ctypes.c_double)
+    if loss_scale is None:
+        _log("this libmpprof.so has no loss-scale protocol: GradScaler is not read")
+    bind(torch,
+         _fn(lib, "mpprof_scope_push", None, ctypes.c_int32, ctypes.c_int32),
+         _fn(lib, "mpprof_scope_pop", None),
+         _fn(lib, "mpprof_scope_set", None, ctypes.c_int32, ctypes.c_int32),
+         _fn(lib, "mpprof_layer_id", ctypes.c_int32, ctypes.c_char_p, ctypes.c_char_p),
+         loss_scale,
+         _fn(lib, "mpprof_step", None, ctypes.c_uint64),
+         _fn(lib, "mpprof_step_skipped", None, ctypes.c_uint64),
+         _fn(lib, "mpprof_scope_ops", ctypes.c_uint32))
     _log("PyTorch module attribution installed")
 
 

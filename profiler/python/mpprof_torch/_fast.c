@@ -1,0 +1,491 @@
+/* The hot path of mpprof's PyTorch integration (mpprof_torch/hooks.py), in
+ * C: the global module forward pre/post hooks, the per-thread module stack,
+ * and the backward marks (a tensor hook on each module output, "this
+ * module's backward starts", and on each input, "it ends: back to the
+ * parent"). hooks.py keeps what is not per module call: naming, the
+ * autograd/optimizer/GradScaler wrappers, and install.
+ *
+ * Built against the stable ABI (Py_LIMITED_API 3.8), so one _fast.abi3.so
+ * loads in any CPython >= 3.8; it links nothing (the interpreter provides
+ * the Python symbols) and reaches libmpprof.so only through the three scope
+ * functions whose addresses hooks.py hands to init() (mpprof.h). Every
+ * error inside a hook is cleared and logged: the program never sees one. */
+#define Py_LIMITED_API 0x03080000
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* MPPROF_SCOPE_* of profiler/include/mpprof.h (hooks.py has the same). */
+enum { FORWARD = 1, BACKWARD = 2, RECOMPUTE = 4 };
+#define NO_LAYER (-1)
+#define UNSET INT32_MIN /* a mark's start or end not given */
+#define MAX_STACK 256   /* frames kept per thread; deeper ones are counted */
+#define SCAN_DEPTH 2    /* containers looked into for tensors: (x,), [(x,)] */
+
+typedef void (*push_fn)(int32_t, int32_t);
+typedef void (*pop_fn)(void);
+typedef uint32_t (*ops_fn)(void);
+
+static push_fn c_push, c_set;
+static pop_fn c_pop;
+static ops_fn c_ops;             /* mpprof_scope_ops; NULL: every module is marked */
+static PyObject *tensor_type;    /* torch.Tensor */
+static PyObject *odict_type;     /* collections.OrderedDict: _backward_hooks */
+static PyObject *grad_enabled;   /* torch.is_grad_enabled */
+static PyObject *compiling;      /* torch.compiler.is_compiling or NULL */
+static PyObject *resolve;        /* hooks._resolve(module, root, parent) -> lid */
+static PyObject *log_fn;         /* hooks._log(msg) */
+static PyObject *ids;            /* dict id(module) -> (weakref, lid), hooks._ids */
+static PyObject *mark_type;      /* MarkHook */
+static int direct = 1;           /* register through _backward_hooks (see register_hook) */
+static unsigned long generation; /* root forwards begun: a mark from an older one starts afresh */
+static PyObject *s_requires_grad, *s_grad_fn, *s_backward_hooks, *s_register_hook_dict,
+    *s_register_hook;
+
+/* --- per-thread state --- */
+
+typedef struct tstate {
+  int n, overflow;          /* frames kept, frames beyond MAX_STACK */
+  int bwd;                  /* depth of torch.autograd.backward/grad calls here */
+  int worker;               /* a mark ran here outside such a call: an autograd thread */
+  PyObject *mod[MAX_STACK]; /* strong references */
+  int32_t lid[MAX_STACK];
+} tstate;
+
+static _Thread_local tstate *ts;
+static pthread_key_t ts_key;
+static pthread_once_t ts_once = PTHREAD_ONCE_INIT;
+
+static void ts_free(void *p) {
+  /* Thread exit: no interpreter lock here, so references left in a stack
+   * that a raising forward never unwound stay (a leak, never a crash). */
+  free(p);
+}
+
+static void ts_key_init(void) {
+  pthread_key_create(&ts_key, ts_free);
+}
+
+static tstate *thread_state(void) {
+  if (!ts) {
+    pthread_once(&ts_once, ts_key_init);
+    ts = calloc(1, sizeof *ts);
+    if (ts) pthread_setspecific(ts_key, ts);
+  }
+  return ts;
+}
+
+static void report(const char *what, PyObject *module) {
+  /* The pending exception, if any, is dropped; one line to hooks._log. */
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  if (log_fn) {
+    PyObject *msg = PyUnicode_FromFormat(
+        "%s %R: %R", what, module ? (PyObject *)Py_TYPE(module) : Py_None, value ? value : Py_None);
+    if (msg) {
+      PyObject *r = PyObject_CallFunctionObjArgs(log_fn, msg, NULL);
+      Py_XDECREF(r);
+      Py_DECREF(msg);
+    }
+  }
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+  PyErr_Clear();
+}
+
+static int truthy_call(PyObject *fn) {
+  PyObject *r = PyObject_CallObject(fn, NULL);
+  if (!r) {
+    PyErr_Clear();
+    return 0;
+  }
+  int v = PyObject_IsTrue(r);
+  Py_DECREF(r);
+  if (v < 0) PyErr_Clear();
+  return v > 0;
+}
+
+/* --- MarkHook: the tensor hook; sets the autograd thread's scope --- */
+
+typedef struct {
+  PyObject_HEAD int32_t start, end;
+  unsigned long gen; /* the root forward that set start and end */
+} MarkHook;
+
+static PyObject *mark_call(PyObject *self, PyObject *args, PyObject *kw) {
+  (void)args;
+  (void)kw;
+  MarkHook *m = (MarkHook *)self;
+  tstate *t = thread_state();
+  if (t && !t->bwd) t->worker = 1;
+  c_set(m->start != UNSET ? m->start : m->end, BACKWARD);
+  Py_RETURN_NONE; /* the gradient unchanged */
+}
+
+static PyObject *new_mark(int32_t start, int32_t end) {
+  allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)mark_type, Py_tp_alloc);
+  MarkHook *m = (MarkHook *)alloc((PyTypeObject *)mark_type, 0);
+  if (m) {
+    m->start = start;
+    m->end = end;
+    m->gen = generation;
+  }
+  return (PyObject *)m;
+}
+
+static PyType_Slot mark_slots[] = {
+    {Py_tp_call, (void *)mark_call},
+    {Py_tp_doc, (void *)"mpprof's backward mark (a tensor hook): sets the autograd thread's scope"},
+    {0, NULL},
+};
+static PyType_Spec mark_spec = {"mpprof_torch._fast.MarkHook", sizeof(MarkHook), 0,
+                                Py_TPFLAGS_DEFAULT, mark_slots};
+
+/* A tensor's mark lives in its _backward_hooks dict under mark_key (one
+ * MarkHook per tensor, found again by the next module that marks it), and is
+ * registered as Tensor.register_hook does, without the RemovableHandle (no
+ * one removes it): the dict is created and handed to grad_fn once. A tensor
+ * of a subclass goes through its own register_hook (its __torch_function__
+ * may wrap hooks), and its mark is found among the dict's values. `direct`
+ * is cleared by hooks.py when its start-up check finds that this torch does
+ * not work this way. */
+static PyObject *mark_key;
+
+static PyObject *find_mark(PyObject *d) {
+  /* borrowed, or NULL */
+  PyObject *h = PyDict_GetItem(d, mark_key);
+  if (h || direct) return h;
+  PyObject *k, *v;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(d, &pos, &k, &v))
+    if ((PyObject *)Py_TYPE(v) == mark_type) return v;
+  return NULL;
+}
+
+static int register_hook(PyObject *x, PyObject *grad_fn, PyObject *hook, PyObject *key) {
+  if (!direct || (PyObject *)Py_TYPE(x) != tensor_type) {
+    PyObject *h = PyObject_CallMethodObjArgs(x, s_register_hook, hook, NULL);
+    Py_XDECREF(h);
+    return h ? 0 : -1;
+  }
+  PyObject *d = PyObject_GetAttr(x, s_backward_hooks);
+  if (!d) return -1;
+  if (d == Py_None) {
+    Py_DECREF(d);
+    d = PyObject_CallObject(odict_type, NULL);
+    if (!d) return -1;
+    if (PyObject_SetAttr(x, s_backward_hooks, d) < 0) {
+      Py_DECREF(d);
+      return -1;
+    }
+    PyObject *r = PyObject_CallMethodObjArgs(grad_fn, s_register_hook_dict, x, NULL);
+    if (!r) {
+      Py_DECREF(d);
+      return -1;
+    }
+    Py_DECREF(r);
+  }
+  int rc = PyObject_SetItem(d, key, hook);
+  Py_DECREF(d);
+  return rc;
+}
+
+/* hooks.py's marking rule: x gets (or updates) its mark; within one root
+ * forward an innermost module's start stays and the outermost module's end
+ * wins. */
+static int mark(PyObject *x, int32_t start, int32_t end) {
+  PyObject *rg = PyObject_GetAttr(x, s_requires_grad);
+  if (!rg) return -1;
+  int req = PyObject_IsTrue(rg);
+  Py_DECREF(rg);
+  if (req <= 0) return req;
+  PyObject *gf = PyObject_GetAttr(x, s_grad_fn);
+  if (!gf) return -1;
+  int rc = 0;
+  if (gf == Py_None) goto out; /* a leaf: its gradient ends the graph */
+  PyObject *d = PyObject_GetAttr(x, s_backward_hooks);
+  if (!d) goto fail;
+  MarkHook *m = d != Py_None && PyDict_Check(d) ? (MarkHook *)find_mark(d) : NULL;
+  Py_DECREF(d);
+  if (m) {
+    if (m->gen != generation) {
+      m->gen = generation;
+      m->start = start;
+      m->end = end;
+    } else {
+      if (start != UNSET && m->start == UNSET) m->start = start;
+      if (end != UNSET) m->end = end;
+    }
+    goto out;
+  }
+  PyObject *hook = new_mark(start, end);
+  if (!hook) goto fail;
+  rc = register_hook(x, gf, hook, mark_key);
+  Py_DECREF(hook);
+  goto out;
+fail:
+  rc = -1;
+out:
+  Py_DECREF(gf);
+  return rc;
+}
+
+/* Every tensor in obj (itself, or in tuples, lists and dict values down to
+ * SCAN_DEPTH levels) gets the mark. */
+static int mark_all(PyObject *obj, int depth, int32_t start, int32_t end) {
+  if (PyObject_IsInstance(obj, tensor_type) > 0) return mark(obj, start, end);
+  if (depth >= SCAN_DEPTH) return 0;
+  if (PyTuple_Check(obj)) {
+    Py_ssize_t n = PyTuple_Size(obj);
+    for (Py_ssize_t i = 0; i < n; i++)
+      if (mark_all(PyTuple_GetItem(obj, i), depth + 1, start, end) < 0) return -1;
+  } else if (PyList_Check(obj)) {
+    for (Py_ssize_t i = 0; i < PyList_Size(obj); i++) {
+      PyObject *item = PyList_GetItem(obj, i);
+      Py_INCREF(item);
+      int rc = mark_all(item, depth + 1, start, end);
+      Py_DECREF(item);
+      if (rc < 0) return -1;
+    }
+  } else if (PyDict_Check(obj)) {
+    PyObject *vals = PyDict_Values(obj);
+    if (!vals) return -1;
+    int rc = mark_all(vals, depth, start, end); /* a list: one level, as the dict */
+    Py_DECREF(vals);
+    return rc;
+  }
+  return 0;
+}
+
+/* --- the global module hooks --- */
+
+static int32_t layer_of(tstate *t, PyObject *module) {
+  PyObject *key = PyLong_FromVoidPtr(module);
+  if (!key) return NO_LAYER;
+  PyObject *ent = PyDict_GetItem(ids, key); /* borrowed */
+  Py_DECREF(key);
+  if (ent && PyTuple_Check(ent) && PyTuple_Size(ent) == 2 &&
+      PyWeakref_GetObject(PyTuple_GetItem(ent, 0)) == module)
+    return (int32_t)PyLong_AsLong(PyTuple_GetItem(ent, 1));
+  PyObject *root = t->n ? t->mod[0] : Py_None, *parent = t->n ? t->mod[t->n - 1] : Py_None;
+  PyObject *r = PyObject_CallFunctionObjArgs(resolve, module, root, parent, NULL);
+  long lid = r ? PyLong_AsLong(r) : -1;
+  Py_XDECREF(r);
+  if (PyErr_Occurred()) {
+    /* never the program's problem: the op keeps its NVTX layer */
+    report("module not named:", module);
+    return NO_LAYER;
+  }
+  return (int32_t)lid;
+}
+
+static PyObject *pre(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *module, *margs;
+  if (!PyArg_UnpackTuple(args, "pre", 2, 2, &module, &margs)) return NULL;
+  if (compiling && truthy_call(compiling)) Py_RETURN_NONE;
+  tstate *t = thread_state();
+  if (!t) Py_RETURN_NONE;
+  if (!t->n && !t->overflow) generation++;
+  int32_t lid = layer_of(t, module);
+  int32_t phase = t->bwd || t->worker ? RECOMPUTE : FORWARD;
+  if (t->n < MAX_STACK) {
+    Py_INCREF(module);
+    t->mod[t->n] = module;
+    t->lid[t->n] = lid;
+    t->n++;
+  } else {
+    t->overflow++;
+  }
+  c_push(lid, phase);
+  Py_RETURN_NONE;
+}
+
+static void frame_pop(tstate *t) {
+  t->n--;
+  Py_DECREF(t->mod[t->n]);
+  c_pop();
+}
+
+static PyObject *post(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *module, *margs, *output;
+  if (!PyArg_UnpackTuple(args, "post", 3, 3, &module, &margs, &output)) return NULL;
+  if (compiling && truthy_call(compiling)) Py_RETURN_NONE;
+  tstate *t = thread_state();
+  if (!t) Py_RETURN_NONE;
+  if (t->overflow) { /* frames past MAX_STACK are innermost: this is one */
+    t->overflow--;
+    c_pop();
+    Py_RETURN_NONE;
+  }
+  int i = t->n - 1;
+  while (i >= 0 && t->mod[i] != module)
+    i--;
+  if (i < 0) Py_RETURN_NONE; /* its pre-hook never ran (installed during its forward) */
+  /* A forward that raised left its frames (no post-hook before torch 2.1's always_call). */
+  while (t->n > i + 1)
+    frame_pop(t);
+  int32_t lid = t->lid[i];
+  /* Only what needs naming in backward is marked (each mark costs a tensor
+   * hook): the outputs of a module whose forward issued ops of its own, and
+   * the inputs of a module whose parent did (after the child's backward,
+   * the parent's earlier ops run: back to the parent) or that is a root
+   * (back to "backward, no module", where ops outside modules run). */
+  int own = !c_ops || c_ops() > 0;
+  frame_pop(t);
+  int back = !c_ops || !t->n || c_ops() > 0;
+  if ((own || back) && truthy_call(grad_enabled)) {
+    int32_t parent = t->n ? t->lid[t->n - 1] : NO_LAYER;
+    if ((own && mark_all(output, 0, lid, UNSET) < 0) ||
+        (back && PyTuple_Check(margs) && mark_all(margs, 0, UNSET, parent) < 0))
+      /* e.g. a tensor subclass refusing hooks: that backward stays unnamed */
+      report("backward hooks not registered:", module);
+  }
+  Py_RETURN_NONE;
+}
+
+/* --- for hooks.py --- */
+
+static PyObject *backward_enter(PyObject *self, PyObject *unused) {
+  (void)self;
+  (void)unused;
+  tstate *t = thread_state();
+  if (t) t->bwd++;
+  c_push(NO_LAYER, BACKWARD);
+  Py_RETURN_NONE;
+}
+
+static PyObject *backward_exit(PyObject *self, PyObject *unused) {
+  (void)self;
+  (void)unused;
+  c_pop();
+  tstate *t = thread_state();
+  if (t && t->bwd) t->bwd--;
+  Py_RETURN_NONE;
+}
+
+static PyObject *mark_root(PyObject *self, PyObject *x) {
+  /* A backward root: its autograd thread starts at "backward, no module". */
+  (void)self;
+  PyObject *gf = PyObject_GetAttr(x, s_grad_fn);
+  if (!gf) return NULL;
+  int rc = 0;
+  if (gf != Py_None) {
+    PyObject *hook = new_mark(NO_LAYER, UNSET);
+    rc = hook ? register_hook(x, gf, hook, hook) : -1;
+    Py_XDECREF(hook);
+  }
+  Py_DECREF(gf);
+  if (rc < 0) return NULL;
+  Py_RETURN_NONE;
+}
+
+static PyObject *register_probe(PyObject *self, PyObject *args) {
+  /* Start-up check of register_hook's direct path: register a plain
+   * callable on x the way marks are registered. */
+  (void)self;
+  PyObject *x, *probe;
+  if (!PyArg_UnpackTuple(args, "register_probe", 2, 2, &x, &probe)) return NULL;
+  PyObject *gf = PyObject_GetAttr(x, s_grad_fn);
+  if (!gf) return NULL;
+  int rc = register_hook(x, gf, probe, probe);
+  Py_DECREF(gf);
+  if (rc < 0) return NULL;
+  Py_RETURN_NONE;
+}
+
+static PyObject *set_direct(PyObject *self, PyObject *v) {
+  (void)self;
+  direct = PyObject_IsTrue(v) > 0;
+  Py_RETURN_NONE;
+}
+
+static PyObject *depth(PyObject *self, PyObject *unused) {
+  /* (frames, backward calls, autograd-thread flag) of the calling thread: tests */
+  (void)self;
+  (void)unused;
+  tstate *t = thread_state();
+  return Py_BuildValue("(iii)", t ? t->n + t->overflow : 0, t ? t->bwd : 0, t ? t->worker : 0);
+}
+
+static void *address(PyObject *o) {
+  void *p = PyLong_AsVoidPtr(o);
+  if (!p && !PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "null function address");
+  return p;
+}
+
+static PyObject *init(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *push, *pop, *set, *ops, *tensor, *genabled, *comp, *res, *log, *idmap, *odict;
+  if (!PyArg_UnpackTuple(args, "init", 11, 11, &push, &pop, &set, &ops, &tensor, &genabled, &comp,
+                         &res, &log, &idmap, &odict))
+    return NULL;
+  if (!PyDict_Check(idmap)) {
+    PyErr_SetString(PyExc_TypeError, "ids must be a dict");
+    return NULL;
+  }
+  push_fn p1 = (push_fn)address(push);
+  pop_fn p2 = (pop_fn)address(pop);
+  push_fn p3 = (push_fn)address(set);
+  if (PyErr_Occurred()) return NULL;
+  c_push = p1, c_pop = p2, c_set = p3;
+  c_ops = ops == Py_None ? NULL : (ops_fn)PyLong_AsVoidPtr(ops);
+  if (PyErr_Occurred()) return NULL;
+  PyObject **slots[] = {&tensor_type, &grad_enabled, &resolve,  &log_fn,
+                        &ids,         &odict_type,   &compiling};
+  PyObject *vals[] = {tensor, genabled, res, log, idmap, odict, comp == Py_None ? NULL : comp};
+  for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++) {
+    PyObject *old = *slots[i];
+    Py_XINCREF(vals[i]);
+    *slots[i] = vals[i];
+    Py_XDECREF(old);
+  }
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"init", init, METH_VARARGS,
+     "init(push, pop, set, ops|None, Tensor, is_grad_enabled, is_compiling|None, resolve, log, "
+     "ids, "
+     "OrderedDict): function addresses (ints) of mpprof.h's scope calls, then Python objects"},
+    {"pre", pre, METH_VARARGS, "global module forward pre-hook"},
+    {"post", post, METH_VARARGS, "global module forward hook"},
+    {"backward_enter", backward_enter, METH_NOARGS, "torch.autograd.backward/grad starts here"},
+    {"backward_exit", backward_exit, METH_NOARGS, "... and returns"},
+    {"mark_root", mark_root, METH_O, "mark a backward root: backward, no module"},
+    {"register_probe", register_probe, METH_VARARGS, "start-up check of the direct registration"},
+    {"set_direct", set_direct, METH_O, "use the direct registration (True) or register_hook"},
+    {"depth", depth, METH_NOARGS, "(frames, backward depth, worker) of this thread"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "_fast", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__fast(void) {
+  PyObject *m = PyModule_Create(&module_def);
+  if (!m) return NULL;
+  mark_type = PyType_FromSpec(&mark_spec);
+  if (!mark_type) goto fail;
+  /* torch.utils.hooks.warn_if_has_hooks: a hook whose key has this is not
+   * meant to be serialised, so saving a marked tensor warns of nothing */
+  if (PyObject_SetAttrString(mark_type, "__torch_unserializable__", Py_True) < 0) goto fail;
+  if (!(mark_key = new_mark(UNSET, UNSET))) goto fail; /* the marks' key: has that too */
+  Py_INCREF(mark_type);
+  if (PyModule_AddObject(m, "MarkHook", mark_type) < 0) goto fail;
+  if (!(s_requires_grad = PyUnicode_InternFromString("requires_grad")) ||
+      !(s_grad_fn = PyUnicode_InternFromString("grad_fn")) ||
+      !(s_backward_hooks = PyUnicode_InternFromString("_backward_hooks")) ||
+      !(s_register_hook_dict = PyUnicode_InternFromString("_register_hook_dict")) ||
+      !(s_register_hook = PyUnicode_InternFromString("register_hook")))
+    goto fail;
+  return m;
+fail:
+  Py_DECREF(m);
+  return NULL;
+}
