@@ -1,27 +1,26 @@
 """Cost of mpprof's PyTorch integration (profiler/python/mpprof_torch) on CPU
 PyTorch, in one run.
 
-Per module call: one interpreter with libmpprof.so preloaded and the
-integration installed (as `mpprof run --scan none` sets it up),
-stepping the same model with the integration's global module hooks on and
-off, interleaved over ROUNDS rounds (each state keeps its fastest round);
-the difference over the module calls of a step is the integration's cost,
-libmpprof's own op hooks being the same in both states. Two models, each a
-Sequential of 200 layers (width 16, batch 8):
-  no-ops      torch.nn.Linear on the CPU: modules that issue no CUDA matrix
-              op (as activations, norms and containers on a GPU): forward
-              hooks only, no backward mark
-  gemm        a Linear whose forward and backward call cuBLAS (simcuda's,
-              through ctypes): every module gets a backward mark (a tensor
-              hook on its output) and its backward GEMMs run under it
-Per step: 8 x Linear(512, 512), batch 128 (a step of >= 10 ms), fresh
-interpreters interleaved: bare (no mpprof) against mpprof; and, as the
-alternative's lower bound, op-records: no mpprof,
-torch.autograd.profiler.profile(use_kineto=False), the RecordFunction
-callback on every op that emit_nvtx's "seq = N" ranges ride on (emit_nvtx
-itself needs a CUDA build).
-Prints each figure with the limit it is judged against (2 us per module
-call, 1% of a >= 10 ms step) and their ratio.
+One interpreter with libmpprof.so preloaded and the integration installed
+(as `mpprof run --scan none` sets it up) steps each model with the
+integration's global module hooks on and off, interleaved over rounds (each
+state keeps its fastest round); libmpprof's own op hooks run in both states,
+so the difference is the integration's cost. Models:
+  no-ops      Sequential of 200 torch.nn.Linear(16, 16), batch 8, on the
+              CPU: modules that issue no CUDA matrix op (as activations,
+              norms and containers on a GPU): forward hooks, no backward mark
+  gemm        the same with a Linear whose forward and backward call cuBLAS
+              (simcuda's, through ctypes): every module gets a backward mark
+              (a tensor hook on its output) and its backward GEMMs run under it
+  big         8 x Linear(512, 512), batch 128 (a step of >= 10 ms): the share
+              of the step; also "op-records", hooks off and
+              torch.autograd.profiler.profile(use_kineto=False) on, the
+              RecordFunction callback on every op that emit_nvtx's "seq = N"
+              ranges ride on (emit_nvtx itself needs a CUDA build): a lower
+              bound of the alternative's cost
+Per module call = (step on - step off) / module calls of a step. Prints each
+figure with the limit it is judged against (2 us per module call, 1% of a
+>= 10 ms step) and their ratio.
 
 usage: torch_hooks.py LIBMPPROF PYDIR SIMCUDA_DIR [PYTHON]"""
 import json
@@ -30,8 +29,8 @@ import subprocess
 import sys
 import tempfile
 
-ROUNDS = 5
 INPROC_ROUNDS = 30
+BIG_ROUNDS = 8
 LIMIT_US_PER_CALL = 2.0
 LIMIT_STEP_SHARE = 0.01
 
@@ -94,7 +93,7 @@ def timed(step, reps, rounds=3):
     return best
 
 
-def child_per_call(simcuda):
+def child(simcuda):
     import torch
 
     torch.set_num_threads(1)
@@ -106,75 +105,43 @@ def child_per_call(simcuda):
     mm = torch.nn.modules.module
     on = (dict(mm._global_forward_pre_hooks), dict(mm._global_forward_hooks))
 
-    def hooks_on(v):
+    def state(name):
         for d, saved in zip((mm._global_forward_pre_hooks, mm._global_forward_hooks), on):
             d.clear()
-            if v:
+            if name == "on":
                 d.update(saved)
 
-    GemmLinear = gemm_linear(torch, simcuda)
-    x = torch.randn(8, 16)
-    out = {"hooked": True}
-    for name, layer in (("no-ops", torch.nn.Linear), ("gemm", GemmLinear)):
-        model = torch.nn.Sequential(*[layer(16, 16) for _ in range(200)])
-        calls = sum(1 for _ in model.modules())
-
+    def measure(model, x, states, rounds, reps):
         def step():
             model(x).sum().backward()
 
-        best = {False: float("inf"), True: float("inf")}
-        for _ in range(INPROC_ROUNDS):
-            for v in (False, True):
-                hooks_on(v)
-                step()
-                best[v] = min(best[v], timed(step, 5, 1))
-        hooks_on(True)
-        out[name] = {"off_s": best[False], "on_s": best[True], "module_calls": calls}
-    print(json.dumps(out))
+        best = {k: float("inf") for k in states}
+        for _ in range(rounds):
+            for k in states:
+                state(k)
+                if k == "op-records":
+                    with torch.autograd.profiler.profile(use_kineto=False):
+                        step()
+                        best[k] = min(best[k], timed(step, reps, 1))
+                else:
+                    step()
+                    best[k] = min(best[k], timed(step, reps, 1))
+        state("on")
+        return {"best_s": best, "module_calls": sum(1 for _ in model.modules())}
 
-
-def child_step(kind):
-    import torch
-
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
+    GemmLinear = gemm_linear(torch, simcuda)
+    out = {"hooked": True}
+    for name, layer in (("no-ops", torch.nn.Linear), ("gemm", GemmLinear)):
+        model = torch.nn.Sequential(*[layer(16, 16) for _ in range(200)])
+        out[name] = measure(model, torch.randn(8, 16), ("off", "on"), INPROC_ROUNDS, 5)
     model = torch.nn.Sequential(*[torch.nn.Linear(512, 512) for _ in range(8)])
-    x = torch.randn(128, 512)
-
-    def step():
-        model(x).sum().backward()
-
-    for _ in range(3):
-        step()
-    if kind == "op-records":
-        with torch.autograd.profiler.profile(use_kineto=False):
-            t = timed(step, 5)
-    else:
-        t = timed(step, 5)
-    hooked = "mpprof_torch.hooks" in sys.modules and sys.modules["mpprof_torch.hooks"]._fast is not None
-    print(json.dumps({"step_s": t, "module_calls": 9, "hooked": hooked}))
-
-
-def run_child(python, args, env_extra, mpprof, lib, pydir, out):
-    env = dict(os.environ)
-    for k in list(env):
-        if k.startswith("MPPROF_") or k in ("LD_PRELOAD", "PYTHONPATH"):
-            del env[k]
-    env.update(env_extra)
-    if mpprof:
-        env.update(LD_PRELOAD=lib, PYTHONPATH=pydir, MPPROF_OUT=out, MPPROF_SCAN="none",
-                   MPPROF_CHECKPOINT_S="0")
-    p = subprocess.run([python, os.path.abspath(__file__), "--child"] + args, env=env,
-                       stdout=subprocess.PIPE, check=True)
-    return json.loads(p.stdout.decode().strip().splitlines()[-1])
+    out["big"] = measure(model, torch.randn(128, 512), ("off", "on", "op-records"), BIG_ROUNDS, 2)
+    print(json.dumps(out))
 
 
 def main():
     if len(sys.argv) >= 3 and sys.argv[1] == "--child":
-        if sys.argv[2] == "per-call":
-            child_per_call(sys.argv[3])
-        else:
-            child_step(sys.argv[3])
+        child(sys.argv[2])
         return 0
     if len(sys.argv) < 4:
         print(__doc__)
@@ -184,39 +151,38 @@ def main():
     if subprocess.run([python, "-c", "import torch"], stderr=subprocess.DEVNULL).returncode:
         print("SKIP: %s cannot import torch (python3-torch)" % python)
         return 77
-    sim_env = {"LD_LIBRARY_PATH": simcuda}
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith("MPPROF_") or k in ("LD_PRELOAD", "PYTHONPATH"):
+            del env[k]
     with tempfile.TemporaryDirectory() as out:
-        r = run_child(python, ["per-call", simcuda], sim_env, True, lib, pydir, out)
-        if not r["hooked"]:
-            print("mpprof configuration did not install the hooks (mpprof_torch._fast built?)")
-            return 1
-        print("per module call: one interpreter, the integration's hooks off/on, fastest of %d "
-              "interleaved rounds" % INPROC_ROUNDS)
-        for name in ("no-ops", "gemm"):
-            m = r[name]
-            extra_us = (m["on_s"] - m["off_s"]) / m["module_calls"] * 1e6
-            print("  %-7s %d module calls/step: step %7.3f ms off, %7.3f ms on: per module call %+6.2f us"
-                  "  ratio to the %.0f us limit %.2f" % (name, m["module_calls"], m["off_s"] * 1e3,
-                                                        m["on_s"] * 1e3, extra_us, LIMIT_US_PER_CALL,
-                                                        extra_us / LIMIT_US_PER_CALL))
-        kinds = (("bare", False), ("mpprof", True), ("op-records", False))
-        best = {}
-        for _ in range(ROUNDS):
-            for k, with_mpprof in kinds:
-                r = run_child(python, ["step", k], {}, with_mpprof, lib, pydir, out)
-                if with_mpprof and not r["hooked"]:
-                    print("mpprof configuration did not install the hooks")
-                    return 1
-                if k not in best or r["step_s"] < best[k]["step_s"]:
-                    best[k] = r
-    bare = best["bare"]["step_s"]
-    print("per step: 8 x Linear(512, 512), batch 128, %d module calls; fresh interpreters, "
-          "fastest of %d interleaved rounds" % (best["bare"]["module_calls"], ROUNDS))
-    for k, _ in kinds:
-        t = best[k]["step_s"]
-        share = (t - bare) / bare
+        env.update(LD_PRELOAD=lib, PYTHONPATH=pydir, LD_LIBRARY_PATH=simcuda, MPPROF_OUT=out,
+                   MPPROF_SCAN="none", MPPROF_CHECKPOINT_S="0")
+        p = subprocess.run([python, os.path.abspath(__file__), "--child", simcuda], env=env,
+                           stdout=subprocess.PIPE, check=True)
+    r = json.loads(p.stdout.decode().strip().splitlines()[-1])
+    if not r["hooked"]:
+        print("mpprof configuration did not install the hooks (mpprof_torch._fast built?)")
+        return 1
+    print("per module call: the integration's hooks off/on in one interpreter, fastest of %d "
+          "interleaved rounds" % INPROC_ROUNDS)
+    for name in ("no-ops", "gemm"):
+        m = r[name]
+        off, on = m["best_s"]["off"], m["best_s"]["on"]
+        extra_us = (on - off) / m["module_calls"] * 1e6
+        print("  %-7s %d module calls/step: step %7.3f ms off, %7.3f ms on: per module call %+6.2f us"
+              "  ratio to the %.0f us limit %.2f" % (name, m["module_calls"], off * 1e3, on * 1e3,
+                                                    extra_us, LIMIT_US_PER_CALL,
+                                                    extra_us / LIMIT_US_PER_CALL))
+    m = r["big"]
+    off = m["best_s"]["off"]
+    print("per step: 8 x Linear(512, 512), batch 128, %d module calls, fastest of %d interleaved rounds"
+          % (m["module_calls"], BIG_ROUNDS))
+    for k in ("off", "on", "op-records"):
+        t = m["best_s"][k]
+        share = (t - off) / off
         line = "  %-10s step %8.3f ms  overhead %+6.2f%% of the step" % (k, t * 1e3, share * 100)
-        if k != "bare":
+        if k != "off":
             line += "  ratio to the 1%% limit %.2f" % (share / LIMIT_STEP_SHARE)
         print(line)
     return 0
