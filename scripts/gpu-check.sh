@@ -152,6 +152,18 @@ if [ -z "$B" ] || ! { [ -e "$B/profiler/libmpprof.so" ] && [ -e "$B/tests/gpu/de
       -L"$CUDA/lib64" -Wl,-rpath,"$CUDA/lib64" -lcudart -lcublas -lcublasLt -ldl -lpthread -lm
   } >"$LOG/build.log" 2>&1 || { say "manual build failed:"; tail -20 "$LOG/build.log"; }
 fi
+# The PyTorch integration (profiler/python) with its C extension: meson builds
+# it when it finds Python's headers through pkg-config; otherwise (or in the
+# manual build) compile it here against this python3's own headers.
+if [ -n "$B" ] && [ ! -e "$B/profiler/python/mpprof_torch/_fast.abi3.so" ]; then
+  mkdir -p "$B/profiler/python/mpprof_torch"
+  cp "$ROOT/profiler/python/sitecustomize.py" "$B/profiler/python/" 2>/dev/null
+  cp "$ROOT"/profiler/python/mpprof_torch/*.py "$B/profiler/python/mpprof_torch/" 2>/dev/null
+  PYINC=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+  tmo 60 gcc -O2 -shared -fPIC -fvisibility=hidden -I"$PYINC" -o "$B/profiler/python/mpprof_torch/_fast.abi3.so" \
+    "$ROOT/profiler/python/mpprof_torch/_fast.c" >>"$LOG/build.log" 2>&1 ||
+    say "mpprof_torch._fast not built (no Python headers?): PyTorch module names will be missing"
+fi
 LIB=$B/profiler/libmpprof.so
 MPPROF=$B/mpprof
 USE_CLI=0
