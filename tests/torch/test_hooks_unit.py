@@ -332,6 +332,20 @@ class FastPathTests(unittest.TestCase):
         self.assertEqual(seen[-1], ("fc'", ("w.fc", "backward")))
         del root.h
 
+    def test_while_dynamo_traces_the_hooks_do_nothing(self):
+        tracing = [True]
+        pre, post = hooks._module_hooks(lambda: tracing[0])  # as bound where torch has Dynamo
+        m, x = Leaf("t"), torch.ones(2, requires_grad=True)
+        pre(m, (x,))
+        self.assertEqual((_fast().depth()[0], stub.stack()), (0, []))
+        post(m, (x,), x * 1)
+        self.assertEqual((_fast().depth()[0], stub.stack()), (0, []))
+        tracing[0] = False
+        pre(m, (x,))
+        self.assertEqual(_fast().depth()[0], 1)
+        post(m, (x,), x * 1)
+        self.assertEqual((_fast().depth()[0], stub.stack()), (0, []))
+
     def test_a_tensor_marked_in_many_forwards_keeps_one_mark(self):
         x = torch.ones(2, requires_grad=True) * 1  # not a leaf: root inputs get an "end" mark
         m = Leaf("r")

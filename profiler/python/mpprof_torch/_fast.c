@@ -35,7 +35,6 @@ static ops_fn c_ops;             /* mpprof_scope_ops; NULL: every module is mark
 static PyObject *tensor_type;    /* torch.Tensor */
 static PyObject *odict_type;     /* collections.OrderedDict: _backward_hooks */
 static PyObject *grad_enabled;   /* torch.is_grad_enabled */
-static PyObject *compiling;      /* torch.compiler.is_compiling or NULL */
 static PyObject *resolve;        /* hooks._resolve(module, root, parent) -> lid */
 static PyObject *log_fn;         /* hooks._log(msg) */
 static PyObject *ids;            /* dict id(module) -> (weakref, lid), hooks._ids */
@@ -287,7 +286,6 @@ static PyObject *pre(PyObject *self, PyObject *args) {
   (void)self;
   PyObject *module, *margs;
   if (!PyArg_UnpackTuple(args, "pre", 2, 2, &module, &margs)) return NULL;
-  if (compiling && truthy_call(compiling)) Py_RETURN_NONE;
   tstate *t = thread_state();
   if (!t) Py_RETURN_NONE;
   if (!t->n && !t->overflow) generation++;
@@ -315,7 +313,6 @@ static PyObject *post(PyObject *self, PyObject *args) {
   (void)self;
   PyObject *module, *margs, *output;
   if (!PyArg_UnpackTuple(args, "post", 3, 3, &module, &margs, &output)) return NULL;
-  if (compiling && truthy_call(compiling)) Py_RETURN_NONE;
   tstate *t = thread_state();
   if (!t) Py_RETURN_NONE;
   if (t->overflow) { /* frames past MAX_STACK are innermost: this is one */
@@ -421,9 +418,9 @@ static void *address(PyObject *o) {
 
 static PyObject *init(PyObject *self, PyObject *args) {
   (void)self;
-  PyObject *push, *pop, *set, *ops, *tensor, *genabled, *comp, *res, *log, *idmap, *odict;
-  if (!PyArg_UnpackTuple(args, "init", 11, 11, &push, &pop, &set, &ops, &tensor, &genabled, &comp,
-                         &res, &log, &idmap, &odict))
+  PyObject *push, *pop, *set, *ops, *tensor, *genabled, *res, *log, *idmap, *odict;
+  if (!PyArg_UnpackTuple(args, "init", 10, 10, &push, &pop, &set, &ops, &tensor, &genabled, &res,
+                         &log, &idmap, &odict))
     return NULL;
   if (!PyDict_Check(idmap)) {
     PyErr_SetString(PyExc_TypeError, "ids must be a dict");
@@ -436,9 +433,8 @@ static PyObject *init(PyObject *self, PyObject *args) {
   c_push = p1, c_pop = p2, c_set = p3;
   c_ops = ops == Py_None ? NULL : (ops_fn)PyLong_AsVoidPtr(ops);
   if (PyErr_Occurred()) return NULL;
-  PyObject **slots[] = {&tensor_type, &grad_enabled, &resolve,  &log_fn,
-                        &ids,         &odict_type,   &compiling};
-  PyObject *vals[] = {tensor, genabled, res, log, idmap, odict, comp == Py_None ? NULL : comp};
+  PyObject **slots[] = {&tensor_type, &grad_enabled, &resolve, &log_fn, &ids, &odict_type};
+  PyObject *vals[] = {tensor, genabled, res, log, idmap, odict};
   for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++) {
     PyObject *old = *slots[i];
     Py_XINCREF(vals[i]);
@@ -450,9 +446,8 @@ static PyObject *init(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"init", init, METH_VARARGS,
-     "init(push, pop, set, ops|None, Tensor, is_grad_enabled, is_compiling|None, resolve, log, "
-     "ids, "
-     "OrderedDict): function addresses (ints) of mpprof.h's scope calls, then Python objects"},
+     "init(push, pop, set, ops|None, Tensor, is_grad_enabled, resolve, log, ids, OrderedDict): "
+     "function addresses (ints) of mpprof.h's scope calls, then Python objects"},
     {"pre", pre, METH_VARARGS, "global module forward pre-hook"},
     {"post", post, METH_VARARGS, "global module forward hook"},
     {"backward_enter", backward_enter, METH_NOARGS, "torch.autograd.backward/grad starts here"},

@@ -422,6 +422,29 @@ def _direct_registration_works(torch):
     return len(ran) == 1
 
 
+def _module_hooks(compiling):
+    """The global forward pre/post hooks: _fast's C functions, or, where
+    torch has Dynamo (compiling is its is_compiling), Python hooks that it
+    can trace: is_compiling() is True while it traces, so the hook does
+    nothing and leaves no call to a C function (one it cannot trace) in the
+    graph."""
+    fast_pre, fast_post = _fast.pre, _fast.post
+    if compiling is None:
+        return fast_pre, fast_post
+
+    def pre(module, args):
+        if compiling():
+            return None
+        return fast_pre(module, args)
+
+    def post(module, args, output):
+        if compiling():
+            return None
+        return fast_post(module, args, output)
+
+    return pre, post
+
+
 def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skipped=None, ops=None):
     """Install the hooks on top of these scope functions: push, pop, set_
     and ops are ctypes function pointers (libmpprof.so's, or a test's
@@ -434,17 +457,17 @@ def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skip
     _grad_enabled = torch.is_grad_enabled
     _compiling = _compiling_fn(torch)
     addr = [ctypes.cast(f, ctypes.c_void_p).value if f is not None else None for f in (push, pop, set_, ops)]
-    _fast.init(addr[0], addr[1], addr[2], addr[3], torch.Tensor, torch.is_grad_enabled, _compiling, _resolve,
-               _log, _ids, collections.OrderedDict)
+    _fast.init(addr[0], addr[1], addr[2], addr[3], torch.Tensor, torch.is_grad_enabled, _resolve, _log,
+               _ids, collections.OrderedDict)
     _direct = _direct_registration_works(torch)
     _fast.set_direct(_direct)
-
+    pre, post = _module_hooks(_compiling)
     mm = torch.nn.modules.module
-    mm.register_module_forward_pre_hook(_fast.pre)
+    mm.register_module_forward_pre_hook(pre)
     try:  # 2.1+: the post hook also runs when forward raises
-        mm.register_module_forward_hook(_fast.post, always_call=True)
+        mm.register_module_forward_hook(post, always_call=True)
     except TypeError:
-        mm.register_module_forward_hook(_fast.post)
+        mm.register_module_forward_hook(post)
     torch.autograd.backward = _wrap_autograd(torch.autograd.backward)
     torch.autograd.grad = _wrap_autograd(torch.autograd.grad)
     _patch_optimizer(torch)
