@@ -236,7 +236,8 @@ out:
 /* Every tensor in obj (itself, or in tuples, lists and dict values down to
  * SCAN_DEPTH levels) gets the mark. */
 static int mark_all(PyObject *obj, int depth, int32_t start, int32_t end) {
-  if (PyObject_IsInstance(obj, tensor_type) > 0) return mark(obj, start, end);
+  int is_tensor = PyObject_IsInstance(obj, tensor_type);
+  if (is_tensor) return is_tensor < 0 ? -1 : mark(obj, start, end);
   if (depth >= SCAN_DEPTH) return 0;
   if (PyTuple_Check(obj)) {
     Py_ssize_t n = PyTuple_Size(obj);
