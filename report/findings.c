@@ -980,6 +980,40 @@ static int rule_tc_counters_unavailable(mpprof_model *m) {
   return 0;
 }
 
+/* Layers that are whole torch.compile regions: the PyTorch integration's
+ * hooks do nothing while Dynamo traces, so the modules inside a compiled
+ * region are not seen and its ops all go to the compiled wrapper. */
+static int rule_compiled_region(mpprof_model *m) {
+  cJSON *layers = NULL;
+  size_t n = 0;
+  const char *first = NULL;
+  for (size_t i = 0; i < m->n_layers; i++) {
+    const mpprof_layer *l = &m->layers[i];
+    if (!l->module_class || strcmp(l->module_class, MPPROF_TORCH_COMPILED_CLASS)) continue;
+    if (!layers && !(layers = cJSON_CreateArray())) return -1;
+    cJSON_AddItemToArray(layers, cJSON_CreateString(layer_label(l)));
+    if (!first) first = layer_label(l);
+    n++;
+  }
+  if (!n) return 0;
+  mpprof_finding *f =
+      add(m, "compiled_region", "info", n == 1 ? first : NULL,
+          mpprof_asprintf("%zu layer%s %s torch.compile region%s (%s%s): every op inside is "
+                          "attributed to the compiled module as a whole, so the modules inside "
+                          "have no layers, verdicts or Tensor Core rows of their own",
+                          n, n == 1 ? "" : "s", n == 1 ? "is a" : "are", n == 1 ? "" : "s", first,
+                          n == 1 ? "" : ", ..."),
+          strdup("profile a run without torch.compile (or with it applied to submodules) to "
+                 "see per-module precision; the compiled run's figures stay valid for the region "
+                 "as a whole"));
+  if (!f) {
+    cJSON_Delete(layers);
+    return -1;
+  }
+  cJSON_AddItemToObject(f->evidence, "layers", layers);
+  return 0;
+}
+
 /* Every kind, in the order the rules run (layer rules layer by layer). */
 const mpprof_finding_rule mpprof_finding_rules[] = {
     {"fp16_overflow", rule_fp16_overflow, NULL, false},
@@ -1009,6 +1043,7 @@ const mpprof_finding_rule mpprof_finding_rules[] = {
     {"library_not_intercepted", NULL, rule_library_not_intercepted, true},
     {"tc_counters_unavailable", NULL, rule_tc_counters_unavailable, true},
     {"tc_counters_unmatched", NULL, rule_tc_counters_unmatched, true},
+    {"compiled_region", NULL, rule_compiled_region, true},
 };
 const size_t mpprof_n_finding_rules = sizeof mpprof_finding_rules / sizeof mpprof_finding_rules[0];
 

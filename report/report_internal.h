@@ -287,6 +287,11 @@ typedef struct mpprof_layer_advice {
   cJSON *reasons;      /* array of strings */
 } mpprof_layer_advice;
 
+/* The class torch.compile wraps a compiled model in
+ * (torch._dynamo.eval_frame.OptimizedModule): a layer of that class holds
+ * every op of the compiled region (profiler/python/mpprof_torch). */
+#define MPPROF_TORCH_COMPILED_CLASS "OptimizedModule"
+
 typedef struct mpprof_layer {
   char *name;
   /* the module class of its first site with one (borrowed), or NULL */

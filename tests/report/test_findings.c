@@ -41,6 +41,7 @@ static const char *const tested[] = {
     "loss_scale_applied",
     "loss_scale_unknown",
     "first_nonfinite",
+    "compiled_region",
 };
 
 static const mpprof_finding_rule *rule(const char *kind) {
@@ -582,6 +583,21 @@ static void tc_counters_unmatched(void **state) {
   mpprof_model_free(&m);
 }
 
+static void compiled_region(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_FP16);
+  l->module_class = "Linear";
+  assert_int_equal(run(&m, "compiled_region"), 0); /* a plain module */
+  l->module_class = MPPROF_TORCH_COMPILED_CLASS;
+  assert_int_equal(run(&m, "compiled_region"), 1);
+  assert_string_equal(m.findings[0].layer, "net/fc1");
+  assert_non_null(strstr(m.findings[0].message, "1 layer is a torch.compile region (net/fc1)"));
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(m.findings[0].evidence, "layers")), 1);
+  l->module_class = NULL; /* borrowed: not freed by the model */
+  mpprof_model_free(&m);
+}
+
 static void every_rule_has_a_test(void **state) {
   (void)state;
   for (size_t i = 0; i < mpprof_n_finding_rules; i++) {
@@ -627,6 +643,7 @@ int main(void) {
       cmocka_unit_test(library_not_intercepted),
       cmocka_unit_test(tc_counters_unavailable),
       cmocka_unit_test(tc_counters_unmatched),
+      cmocka_unit_test(compiled_region),
       cmocka_unit_test(every_rule_has_a_test),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
