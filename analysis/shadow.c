@@ -185,6 +185,17 @@ static float amax_of(const double *x, size_t n, float prev) {
   return prev;
 }
 
+/* ldexpf(x, e) without the library call: the product with 2^e, a normal
+ * float for e in [-126, 127], is rounded once, as ldexpf's result is (also
+ * when it lands among the subnormals); other exponents stay with ldexpf. */
+static inline float pow2_scale(float x, int e) {
+  if (e < -126 || e > 127) return ldexpf(x, e);
+  uint32_t bits = (uint32_t)(e + 127) << 23;
+  float p;
+  memcpy(&p, &bits, sizeof p);
+  return x * p;
+}
+
 /* Per-tensor context of one candidate: the scale each operand is multiplied
  * by before the cast (fp8 tensor recipes) and the loss-scale exponent. */
 typedef struct cand_scales {
@@ -211,7 +222,7 @@ static void quantize(mp_shadow_cand c, const mp_shadow_gemm *g, int which, const
   case MP_SH_FP16_SCALED: {
     int s = cs->scale_log2[which]; /* scaled values; unscaled after the output cast */
     for (size_t i = 0; i < n; i++)
-      q[i] = mp_shadow_round(ldexpf((float)x[i], s), fmt);
+      q[i] = mp_shadow_round(pow2_scale((float)x[i], s), fmt);
     return;
   }
   case MP_SH_MXFP8_E4M3:
@@ -231,7 +242,7 @@ static void quantize(mp_shadow_cand c, const mp_shadow_gemm *g, int which, const
         }
         int e = mp_mx_scale_exp(amax, fmt);
         for (int64_t kk = k0; kk < k1; kk++)
-          qr[kk] = ldexpf(mp_shadow_round(ldexpf((float)xr[kk], -e), fmt), e);
+          qr[kk] = pow2_scale(mp_shadow_round(pow2_scale((float)xr[kk], -e), fmt), e);
       }
     }
     return;
@@ -289,13 +300,117 @@ static void err_finish(const err_acc *e, mp_shadow_metrics *m) {
   m->flushed = e->nonzero ? (double)e->flushed / (double)e->nonzero : 0;
 }
 
+/* --- dot products ---
+ *
+ * Each output is one sequential chain over k (the definition: fp32
+ * candidates round after every multiply-add, as fmaf; the reference sums
+ * exact products in double). Speed comes from running DOT_ROWS independent
+ * chains (rows of op(A) against one column of op(B)) side by side, which
+ * changes no result, a vector lane per chain, and from hardware FMA where
+ * the CPU has it (the functions are built twice: plain, and for the
+ * "avx2,fma" target; fmaf is correctly rounded either way). */
+#define DOT_ROWS 8 /* chains per vector: a panel of rows of op(A) */
+#define DOT_COLS                                                                                   \
+  4 /* columns of op(B) at once, independent vectors in flight (DOT_BODY names 4)                  \
+     */
+
+typedef void (*dot_f32_fn)(const float *qa, const float *qb, int64_t m, int64_t n, int64_t k,
+                           float *panel, float *out);
+typedef void (*dot_f64_fn)(const double *ax, const double *bx, int64_t m, int64_t n, int64_t k,
+                           bool fused, double *panel, double *out);
+
+/* out[i + j*m] = the chain of row i of qa and row j of qb. DOT_ROWS rows of
+ * qa are first interleaved into panel (panel[kk*DOT_ROWS + r] = row r's
+ * kk-th value), so one vector step advances DOT_ROWS chains, for DOT_COLS
+ * columns of qb at once; a chain per lane keeps every output's order. */
+#define DOT_BODY(T, FMA, ZERO)                                                                     \
+  for (int64_t i0 = 0; i0 < m; i0 += DOT_ROWS) {                                                   \
+    int rows = m - i0 < DOT_ROWS ? (int)(m - i0) : DOT_ROWS;                                       \
+    for (int64_t kk = 0; kk < k; kk++)                                                             \
+      for (int r = 0; r < DOT_ROWS; r++)                                                           \
+        panel[kk * DOT_ROWS + r] = r < rows ? qa[(i0 + r) * k + kk] : ZERO;                        \
+    for (int64_t j0 = 0; j0 < n; j0 += DOT_COLS) {                                                 \
+      int cols = n - j0 < DOT_COLS ? (int)(n - j0) : DOT_COLS;                                     \
+      const T *b0 = qb + j0 * k, *b1 = cols > 1 ? b0 + k : b0, *b2 = cols > 2 ? b0 + 2 * k : b0,   \
+              *b3 = cols > 3 ? b0 + 3 * k : b0;                                                    \
+      T s0[DOT_ROWS] = {0}, s1[DOT_ROWS] = {0}, s2[DOT_ROWS] = {0}, s3[DOT_ROWS] = {0};            \
+      for (int64_t kk = 0; kk < k; kk++) {                                                         \
+        const T *pp = panel + kk * DOT_ROWS;                                                       \
+        T v0 = b0[kk], v1 = b1[kk], v2 = b2[kk], v3 = b3[kk];                                      \
+        for (int r = 0; r < DOT_ROWS; r++)                                                         \
+          s0[r] = FMA(pp[r], v0, s0[r]);                                                           \
+        for (int r = 0; r < DOT_ROWS; r++)                                                         \
+          s1[r] = FMA(pp[r], v1, s1[r]);                                                           \
+        for (int r = 0; r < DOT_ROWS; r++)                                                         \
+          s2[r] = FMA(pp[r], v2, s2[r]);                                                           \
+        for (int r = 0; r < DOT_ROWS; r++)                                                         \
+          s3[r] = FMA(pp[r], v3, s3[r]);                                                           \
+      }                                                                                            \
+      const T *sc[DOT_COLS] = {s0, s1, s2, s3};                                                    \
+      for (int c = 0; c < cols; c++)                                                               \
+        for (int r = 0; r < rows; r++)                                                             \
+          out[i0 + r + (j0 + c) * m] = sc[c][r];                                                   \
+    }                                                                                              \
+  }
+
+#define MULADD(a, b, s) ((s) + (a) * (b))
+
+/* fp-contract off: a plain multiply-add must not become an FMA in one build
+ * and not in another (the reference would round differently). */
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+static void dot_f32_plain(const float *qa, const float *qb, int64_t m, int64_t n, int64_t k,
+                          float *panel, float *out) {
+  DOT_BODY(float, fmaf, 0.0f)
+}
+static void dot_f64_plain(const double *qa, const double *qb, int64_t m, int64_t n, int64_t k,
+                          bool fused, double *panel, double *out) {
+  if (fused) {
+    DOT_BODY(double, fma, 0.0)
+  } else {
+    DOT_BODY(double, MULADD, 0.0)
+  }
+}
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2,fma"))) static void dot_f32_fma(const float *qa, const float *qb,
+                                                            int64_t m, int64_t n, int64_t k,
+                                                            float *panel, float *out) {
+  DOT_BODY(float, fmaf, 0.0f)
+}
+__attribute__((target("avx2,fma"))) static void dot_f64_fma(const double *qa, const double *qb,
+                                                            int64_t m, int64_t n, int64_t k,
+                                                            bool fused, double *panel,
+                                                            double *out) {
+  if (fused) {
+    DOT_BODY(double, fma, 0.0)
+  } else {
+    DOT_BODY(double, MULADD, 0.0)
+  }
+}
+#endif
+#pragma GCC pop_options
+
+static void dot_fns(dot_f32_fn *f32, dot_f64_fn *f64) {
+  *f32 = dot_f32_plain;
+  *f64 = dot_f64_plain;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2")) {
+    *f32 = dot_f32_fma;
+    *f64 = dot_f64_fma;
+  }
+#endif
+}
+
 /* --- the run --- */
 
 uint64_t mp_shadow_work_bytes(const mp_shadow_gemm *g) {
   if (g->m <= 0 || g->n <= 0 || g->k <= 0) return 0;
   double mk = (double)g->m * (double)g->k, nk = (double)g->n * (double)g->k,
          mn = (double)g->m * (double)g->n;
-  double b = 12.0 * (mk + nk) + 12.0 * mn;
+  /* operands in double and as candidates (8 + 4 bytes per element); per
+   * output the reference, the candidate's fp32 sums and fp64's (8 + 4 + 8);
+   * the interleaved row panels of the dot products */
+  double b = 12.0 * (mk + nk) + 20.0 * mn + 12.0 * DOT_ROWS * (double)g->k;
   return b >= 0x1p63 ? UINT64_MAX : (uint64_t)b;
 }
 
@@ -319,10 +434,16 @@ int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2
   size_t mk = (size_t)(g->m * g->k), nk = (size_t)(g->n * g->k), mn = (size_t)(g->m * g->n);
   double *ax = malloc(mk * sizeof *ax), *bx = malloc(nk * sizeof *bx),
          *ref = malloc(mn * sizeof *ref);
-  float *qa = malloc(mk * sizeof *qa), *qb = malloc(nk * sizeof *qb);
+  float *qa = malloc(mk * sizeof *qa), *qb = malloc(nk * sizeof *qb), *dc = malloc(mn * sizeof *dc);
+  double *dwide = malloc(mn * sizeof *dwide),
+         *panel64 = malloc(DOT_ROWS * (size_t)g->k * sizeof *panel64);
+  float *panel32 = malloc(DOT_ROWS * (size_t)g->k * sizeof *panel32);
   err_acc *acc = calloc(MP_SH_COUNT, sizeof *acc);
+  dot_f32_fn dot32;
+  dot_f64_fn dot64;
+  dot_fns(&dot32, &dot64);
   int rc = 0;
-  if (!ax || !bx || !ref || !qa || !qb || !acc) {
+  if (!ax || !bx || !ref || !qa || !qb || !dc || !dwide || !panel64 || !panel32 || !acc) {
     rc = -ENOMEM;
     goto out;
   }
@@ -355,45 +476,34 @@ int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2
   for (int64_t b = 0; b < g->batch; b++) {
     load_a(g, b, ax);
     load_b(g, b, bx);
-    for (int64_t j = 0; j < g->n; j++)
-      for (int64_t i = 0; i < g->m; i++) {
-        double s = 0;
-        for (int64_t kk = 0; kk < g->k; kk++)
-          s += ax[i * g->k + kk] * bx[j * g->k + kk];
-        ref[i + j * g->m] = g->alpha * s;
-      }
+    dot64(ax, bx, g->m, g->n, g->k, false, panel64, ref);
+    for (size_t o = 0; o < mn; o++)
+      ref[o] *= g->alpha;
     if (g->capture_ref) memcpy(g->capture_ref + (size_t)b * mn, ref, mn * sizeof *ref);
 
     for (int c = 0; c < MP_SH_COUNT; c++) {
       if (!(mask >> c & 1)) continue;
       float *cap = g->capture[c] ? g->capture[c] + (size_t)b * mn : NULL;
       if (c == MP_SH_CURRENT && wide) { /* fp64 GEMMs accumulate in double */
-        for (int64_t j = 0; j < g->n; j++)
-          for (int64_t i = 0; i < g->m; i++) {
-            double s = 0;
-            for (int64_t kk = 0; kk < g->k; kk++)
-              s = fma(ax[i * g->k + kk], bx[j * g->k + kk], s);
-            double d = g->alpha * s;
-            if (g->out != MP_FP64) d = round_output(MP_SH_CURRENT, g->out, (float)d);
-            if (cap) cap[i + j * g->m] = (float)d;
-            err_add(&acc[c], ref[i + j * g->m], d);
-          }
+        dot64(ax, bx, g->m, g->n, g->k, true, panel64, dwide);
+        for (size_t o = 0; o < mn; o++) {
+          double d = g->alpha * dwide[o];
+          if (g->out != MP_FP64) d = round_output(MP_SH_CURRENT, g->out, (float)d);
+          if (cap) cap[o] = (float)d;
+          err_add(&acc[c], ref[o], d);
+        }
         continue;
       }
       quantize((mp_shadow_cand)c, g, 0, &cs[c], ax, qa, g->m);
       quantize((mp_shadow_cand)c, g, 1, &cs[c], bx, qb, g->n);
       float inv_a = 1.0f / cs[c].scale[0], inv_b = 1.0f / cs[c].scale[1], alpha = (float)g->alpha;
-      for (int64_t j = 0; j < g->n; j++)
-        for (int64_t i = 0; i < g->m; i++) {
-          const float *pa = qa + i * g->k, *pb = qb + j * g->k;
-          float s = 0;
-          for (int64_t kk = 0; kk < g->k; kk++)
-            s = fmaf(pa[kk], pb[kk], s);
-          float d = round_output((mp_shadow_cand)c, g->out, s * inv_a * inv_b * alpha);
-          if (c == MP_SH_FP16_SCALED) d = ldexpf(d, -(g->scale_log2[0] + g->scale_log2[1]));
-          if (cap) cap[i + j * g->m] = d;
-          err_add(&acc[c], ref[i + j * g->m], d);
-        }
+      dot32(qa, qb, g->m, g->n, g->k, panel32, dc);
+      for (size_t o = 0; o < mn; o++) {
+        float d = round_output((mp_shadow_cand)c, g->out, dc[o] * inv_a * inv_b * alpha);
+        if (c == MP_SH_FP16_SCALED) d = pow2_scale(d, -(g->scale_log2[0] + g->scale_log2[1]));
+        if (cap) cap[o] = d;
+        err_add(&acc[c], ref[o], d);
+      }
     }
   }
   for (int c = 0; c < MP_SH_COUNT; c++)
@@ -409,6 +519,10 @@ out:
   free(ref);
   free(qa);
   free(qb);
+  free(dc);
+  free(dwide);
+  free(panel64);
+  free(panel32);
   free(acc);
   return rc;
 }
