@@ -329,14 +329,13 @@ int mp_scan_contiguous(mp_stats *s, const void *data, uint64_t n) {
 }
 
 /* e4m3 (OCP, no inf) tops out at S.1111.110 = 448, e5m2 at S.11110.11 = 57344. */
+int mp_saturated_pattern(mp_dtype dtype) {
+  return dtype == MP_FP8_E4M3 ? 0x7e : dtype == MP_FP8_E5M2 ? 0x7b : -1;
+}
+
 uint64_t mp_count_saturated(const mp_view *v) {
-  uint8_t top;
-  if (v->dtype == MP_FP8_E4M3)
-    top = 0x7e;
-  else if (v->dtype == MP_FP8_E5M2)
-    top = 0x7b;
-  else
-    return 0;
+  int top = mp_saturated_pattern(v->dtype);
+  if (top < 0) return 0;
   if (!v->data || v->rows == 0 || v->cols == 0) return 0;
   uint64_t batch = v->batch ? v->batch : 1, n = 0;
   uint64_t ld = v->cols == 1 ? v->rows : v->ld;
@@ -344,7 +343,7 @@ uint64_t mp_count_saturated(const mp_view *v) {
     const uint8_t *m = (const uint8_t *)v->data + (int64_t)b * v->batch_stride;
     for (uint64_t c = 0; c < v->cols; c++)
       for (uint64_t r = 0; r < v->rows; r++)
-        n += (m[c * ld + r] & 0x7f) == top;
+        n += (m[c * ld + r] & 0x7f) == (uint8_t)top;
   }
   return n;
 }

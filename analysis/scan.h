@@ -34,6 +34,9 @@ int mp_scan(mp_stats *s, const mp_view *v);
 /* Elements of an fp8 view (e4m3, e5m2) at +-max finite of the format (the
  * values a saturating conversion clamps to); 0 for any other dtype. */
 uint64_t mp_count_saturated(const mp_view *v);
+/* The bit pattern of +max finite of an fp8 dtype (-max: | 0x80), -1 for any
+ * other dtype: what mp_count_saturated counts, for the device scan's decoder. */
+int mp_saturated_pattern(mp_dtype dtype);
 int mp_scan_with(mp_stats *s, const mp_view *v, mp_scan_impl impl);
 /* Shorthand for a contiguous buffer of n elements of s->dtype. */
 int mp_scan_contiguous(mp_stats *s, const void *data, uint64_t n);

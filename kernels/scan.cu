@@ -14,7 +14,8 @@
  * block. Min/max are ordered-integer keys (-0 < +0), NaNs are counted and
  * never compared. The kernel is extern "C" so CUPTI shows "mpp_scan_ops".
  * Batched GEMMs by pointer array take the general (non-flat) path, each
- * element's matrix base read from the device-resident array. */
+ * element's matrix base read from the device-resident array. The last block
+ * also copies the op's scalars (FP8 scale factors, AMAX_D) into the slot. */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -347,7 +348,15 @@ __device__ void finish_launch(const mpp_scan_launch &l, mpp_scan_acc *acc) {
       src[w] = 0;
     }
   }
-  if (threadIdx.x == 0) acc->ticket = 0;
+  if (threadIdx.x == 0) {
+    acc->ticket = 0;
+    /* The op's scale factors and AMAX_D: this launch runs behind the op on
+     * its stream, so they hold what the op used and wrote. Constant indices
+     * (a computed one would copy the parameters to local memory). */
+#pragma unroll
+    for (int i = 0; i < MPP_SCAN_MAX_SCALARS; i++)
+      if (l.scalar[i]) l.out->scalar[i] = *l.scalar[i];
+  }
   __threadfence_system(); /* records before seq, to the host */
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -377,7 +386,8 @@ extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops(mpp_scan_la
   unsigned k = 0;
   while (k + 1 < l.nt && blockIdx.x >= l.blk0[k + 1])
     k++;
-  scan_tensor(l.t[k], sm, &acc->rec[k], blockIdx.x - l.blk0[k], l.blk0[k + 1] - l.blk0[k]);
+  if (l.nt) /* else a launch for the scalars alone */
+    scan_tensor(l.t[k], sm, &acc->rec[k], blockIdx.x - l.blk0[k], l.blk0[k + 1] - l.blk0[k]);
   __threadfence(); /* this block's merges before its ticket */
   __syncthreads();
   if (threadIdx.x == 0) last = atomicAdd(&acc->ticket, 1u) == gridDim.x - 1;

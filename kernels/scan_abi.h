@@ -53,11 +53,13 @@ typedef struct mpp_scan_params {
   const void *data;
   uint64_t rows, cols, ld, batch;
   int64_t batch_stride;
-  uint64_t n;   /* rows * cols * batch */
-  int flat;     /* elements are contiguous: index = i */
-  int src;      /* mpp_src */
-  int patterns; /* 8-bit sources: the kernel only counts raw bit patterns into
-                 * result->hist[0..255]; the host derives everything from them */
+  uint64_t n;    /* rows * cols * batch */
+  int flat;      /* elements are contiguous: index = i */
+  int src;       /* mpp_src */
+  int patterns;  /* 8-bit sources: the kernel only counts raw bit patterns into
+                  * result->hist[0..255]; the host derives everything from them */
+  int saturates; /* an fp8 output the op converted with saturation: the host
+                  * counts its +-max patterns as saturated (mp_saturated_pattern) */
   uint64_t thr[MPP_SCAN_TARGETS][MPP_SCAN_LEVELS]; /* |x| bits; UINT64_MAX = never reached */
   int thr_bin[MPP_SCAN_TARGETS][MPP_SCAN_LEVELS];  /* binade index (e - hist_lo) or NO_BIN */
   /* Appended: device pointer to `batch` matrix base pointers, or NULL (then
@@ -83,6 +85,10 @@ typedef struct mpp_scan_result {
 #define MPP_SCAN_OK 1u         /* slot status: records valid */
 #define MPP_SCAN_NO_CTX 2u     /* the stream's context has no accumulators: dropped */
 #define MPP_SCAN_CTX_MAGIC 0x6d707073636e6374ull
+/* 4-byte scalars in device memory the last block copies into the slot: an
+ * op's A/B/C/D scale factors and AMAX_D (cuBLASLt FP8). The launch is behind
+ * the op on its stream, so AMAX_D holds the op's value by then. */
+#define MPP_SCAN_MAX_SCALARS 5
 
 /* A result slot in pinned host memory mapped into the device: written only by
  * the launch's last block (records first, then seq), read by the host poller
@@ -90,6 +96,8 @@ typedef struct mpp_scan_result {
 typedef struct mpp_scan_slot {
   unsigned long long seq;
   unsigned int status, ntensors;
+  unsigned int scalar[MPP_SCAN_MAX_SCALARS]; /* the 4-byte values behind the launch's scalar[] */
+  unsigned int pad;
   mpp_scan_result rec[MPP_SCAN_MAX_TENSORS];
 } mpp_scan_slot;
 
@@ -113,7 +121,8 @@ typedef struct mpp_scan_ctx {
 } mpp_scan_ctx;
 
 /* The kernel's one parameter: the op's tensors, the blocks of each (tensor
- * k owns blocks blk0[k] .. blk0[k+1]-1), and where the results go. */
+ * k owns blocks blk0[k] .. blk0[k+1]-1; the grid is blk0[nt]), and where the
+ * results go. nt may be 0 when only scalars are read: then blk0[0] = 1 block. */
 typedef struct mpp_scan_launch {
   mpp_scan_params t[MPP_SCAN_MAX_TENSORS];
   unsigned int nt;
@@ -121,6 +130,8 @@ typedef struct mpp_scan_launch {
   unsigned int slot;      /* index of the slot and of its accumulators */
   unsigned long long seq; /* written to out->seq last */
   mpp_scan_slot *out;     /* device address of the mapped slot */
+  /* Scalars to copy into out->scalar[] (NULL: none). */
+  const unsigned int *scalar[MPP_SCAN_MAX_SCALARS];
 } mpp_scan_launch;
 
 MPP_HD unsigned long long mpp_scan_ctx_check(const mpp_scan_ctx *c) {

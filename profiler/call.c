@@ -97,6 +97,17 @@ static void devscan_sink(void *cookie, const mp_stats *result) {
   if (result) mpp_site_merge_stats((int)(v >> 3), (int)(v & 7), result);
 }
 
+/* FP8 scales and AMAX_D read by the device scan (fp32 values, as the host path reads them). */
+static void fp8_scalar_sink(void *cookie, const uint32_t *bits, unsigned requested, unsigned read) {
+  double values[MPP_DEVSCAN_SCALARS];
+  for (int i = 0; i < MPP_DEVSCAN_SCALARS; i++) {
+    float f;
+    memcpy(&f, &bits[i], sizeof f);
+    values[i] = f;
+  }
+  mpp_site_note_fp8((int)((uintptr_t)cookie - 1), values, requested, read);
+}
+
 /* --- scanning --- */
 
 static bool would_scan(const mpp_role *r) {
@@ -134,21 +145,56 @@ static void device_scan(mpp_call *c, int ri) {
   c->dev_roles |= (uint8_t)(1u << ri);
 }
 
+static bool on_device(const void *p) {
+  mpp_mem_kind k = mpp_mem_kind_of(p);
+  return k == MPP_MEM_DEVICE || k == MPP_MEM_MANAGED;
+}
+
+/* The call's FP8 scalars in device memory (scalar scales, AMAX_D), for the
+ * launch behind the op: read by the kernel, no driver call of their own. */
+static bool device_scalars(const mpp_op *op, mpp_devscan_scalars *ret) {
+  bool any = false;
+  memset(ret, 0, sizeof *ret);
+  for (int i = 0; i < 4; i++)
+    if (op->fp8_scale_ptr[i] && on_device(op->fp8_scale_ptr[i])) {
+      ret->ptr[i] = op->fp8_scale_ptr[i];
+      any = true;
+    }
+  if (op->amax_d_ptr && on_device(op->amax_d_ptr)) {
+    ret->ptr[4] = op->amax_d_ptr;
+    any = true;
+  }
+  return any;
+}
+
 /* One launch for the collected roles (a pointer-array role: the kernel reads
- * the device-resident array itself, the whole batch in one record). */
-static void flush_device_scans(mpp_call *c, const mpp_op *op) {
+ * the device-resident array itself, the whole batch in one record); after
+ * the call it also reads the op's FP8 scalars in device memory. */
+static void flush_device_scans(mpp_call *c, const mpp_op *op, bool after_call) {
   mpp_devscan_item items[MPP_MAX_ROLES];
   int n = 0;
   for (int i = 0; i < op->nroles; i++) {
     if (!(c->dev_roles & (1u << i))) continue;
     const mpp_role *r = &op->roles[i];
     void *cookie = (void *)(uintptr_t)((((uintptr_t)c->site << 3) | (uintptr_t)i) + 1);
-    items[n++] = (mpp_devscan_item){
-        .view = r->view, .dev_ptrs = r->ptr_array, .sink = devscan_sink, .cookie = cookie};
+    items[n++] = (mpp_devscan_item){.view = r->view,
+                                    .dev_ptrs = r->ptr_array,
+                                    .saturates = r->saturates,
+                                    .sink = devscan_sink,
+                                    .cookie = cookie};
   }
   c->dev_roles = 0;
-  if (n == 0) return;
-  mpp_devscan_enqueue_op(op->stream, items, n);
+  mpp_devscan_scalars sc;
+  bool scalars = after_call && device_scalars(op, &sc);
+  if (n == 0 && !scalars) return;
+  if (scalars) {
+    sc.sink = fp8_scalar_sink;
+    sc.cookie = (void *)(uintptr_t)(c->site + 1);
+  }
+  mpp_devscan_enqueue_op_scalars(op->stream, items, n, scalars ? &sc : NULL);
+  if (scalars && sc.rc == 0)
+    for (int i = 0; i < MPP_DEVSCAN_SCALARS; i++)
+      if (sc.ptr[i]) c->fp8_on_device |= (uint8_t)(1u << i);
   for (int k = 0; k < n; k++) {
     if (items[k].rc == -EBUSY)
       c->ns_counts[MPP_NS_RING_FULL]++;
@@ -303,7 +349,7 @@ void mpp_call_begin(mpp_call *c, mpp_op *op) {
       if (skip == MPP_NS_COUNT) {
         c->scan = true;
         scan_roles(c, op, true);
-        if (inputs_may_be_overwritten(c, op)) flush_device_scans(c, op);
+        if (inputs_may_be_overwritten(c, op)) flush_device_scans(c, op, false);
       } else {
         for (int i = 0; i < op->nroles; i++)
           if (would_scan(&op->roles[i])) c->ns_counts[skip]++;
@@ -378,11 +424,12 @@ void mpp_call_end(mpp_call *c, mpp_op *op, bool ok) {
   }
   if (c->scan) {
     scan_roles(c, op, false);
-    flush_device_scans(c, op); /* inputs collected before the call, outputs now */
+    /* Inputs collected before the call, outputs now, and the FP8 scalars in
+     * device memory (AMAX_D is the op's: the launch runs behind it). */
+    flush_device_scans(c, op, true);
   }
-  /* AMAX_D is written by the op: on the host path it is there now. (Device
-   * memory would need an async copy behind the op, like the scan results:
-   * not built, counted as unread.) */
+  /* AMAX_D is written by the op: on the host path it is there now. In device
+   * memory the scan launch above reads it (a call not scanned: unread). */
   if (op->amax_d_ptr && mpp_host_readable(op->amax_d_ptr))
     op->amax_d = *(const float *)op->amax_d_ptr;
   mpp_nonfinite nf;

@@ -37,7 +37,10 @@ typedef struct mpp_call {
   bool tmp_owned; /* tmp[] malloc'd: another call of this thread is open (call.c) */
   uint32_t ns_counts[MPP_NS_COUNT];
   uint8_t dev_roles; /* roles (bits) for the device scanner: one launch per call (call.c) */
-  bool has_step;     /* a step was marked: the step in force when the call began */
+  /* FP8 scalars (MPP_FP8_* bits) the device scan reads: recorded by its sink
+   * (mpp_site_note_fp8), not by mpp_site_record. */
+  uint8_t fp8_on_device;
+  bool has_step; /* a step was marked: the step in force when the call began */
   uint64_t step;
 } mpp_call;
 

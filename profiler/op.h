@@ -72,9 +72,12 @@ typedef struct mpp_op {
   bool shadow_unsupported; /* a layout or scaling shadow execution does not model */
   /* cuBLASLt FP8 (per call): scalar A/B/C/D scales and AMAX_D as read on the
    * host path, NAN when not read (unset: no pointer; device memory; a block
-   * scale mode); amax_d_ptr is read back after the call (call.c). */
+   * scale mode); amax_d_ptr is read back after the call (call.c). A scalar
+   * scale not readable here is in fp8_scale_ptr[] too: the device scan of a
+   * scanned call reads it (call.c). */
   double fp8_scale[4];
   bool fp8_scale_unread[4]; /* a pointer was set but its value not read here */
+  const void *fp8_scale_ptr[4];
   const void *amax_d_ptr;
   double amax_d;
   uint64_t ptr_align; /* 0: no pointer seen */

@@ -507,10 +507,26 @@ void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur
   }
   if (op->ptr_align && (!s->ptr_align || op->ptr_align < s->ptr_align))
     s->ptr_align = op->ptr_align;
+  /* Values the device scan reads are noted by its sink (mpp_site_note_fp8). */
   for (int i = 0; i < 4; i++)
-    fp8_value_note(&s->fp8_scale[i], op->fp8_scale[i], op->fp8_scale_unread[i]);
-  if (op->amax_d_ptr) fp8_value_note(&s->amax_d, op->amax_d, isnan(op->amax_d));
+    if (!(c->fp8_on_device & (1u << i)))
+      fp8_value_note(&s->fp8_scale[i], op->fp8_scale[i], op->fp8_scale_unread[i]);
+  if (op->amax_d_ptr && !(c->fp8_on_device & MPP_FP8_AMAX_D))
+    fp8_value_note(&s->amax_d, op->amax_d, isnan(op->amax_d));
   add_event_locked(site, op, c, dur_ns);
+  mpp_sites_unlock();
+}
+
+void mpp_site_note_fp8(int site, const double values[5], unsigned requested, unsigned read) {
+  mpp_sites_lock();
+  if (site >= 0 && (uint32_t)site < nsites) {
+    mpp_site *s = &sites[site];
+    /* As mpp_site_record notes host-read values (a NaN AMAX_D: unread). */
+    for (int i = 0; i < 4; i++)
+      if (requested & (1u << i)) fp8_value_note(&s->fp8_scale[i], values[i], !(read & (1u << i)));
+    if (requested & MPP_FP8_AMAX_D)
+      fp8_value_note(&s->amax_d, values[4], !(read & MPP_FP8_AMAX_D) || isnan(values[4]));
+  }
   mpp_sites_unlock();
 }
 

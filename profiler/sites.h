@@ -93,6 +93,10 @@ void mpp_site_record_autotune(int site); /* a cuDNN autotuning execution: counte
 void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur_ns);
 bool mpp_events_wanted(void); /* false once MPPROF_MAX_EVENTS events are stored */
 void mpp_site_merge_stats(int site, int role, const mp_stats *s); /* device-scan sink */
+/* Device-scan sink of a call's FP8 scalars: values[0..3] the A/B/C/D scales,
+ * values[4] AMAX_D; requested / read: MPP_FP8_* bits of the values the call
+ * handed to the device scan and of those it read (the others count as unread). */
+void mpp_site_note_fp8(int site, const double values[5], unsigned requested, unsigned read);
 /* One kernel launch of call `call` (low 32 bits) of the site; start/end for the timeline. */
 void mpp_site_kernel(int site, uint32_t call, const char *name, uint64_t start_ns, uint64_t end_ns,
                      uint32_t stream);

@@ -44,6 +44,7 @@ extern const size_t mpp_scan_fatbin_size __attribute__((weak, visibility("hidden
 
 /* Kernel parameters are limited to 4 KiB on every architecture mpprof builds for. */
 _Static_assert(sizeof(mpp_scan_launch) <= 4096, "scan launch parameters too large");
+_Static_assert(MPP_DEVSCAN_SCALARS == MPP_SCAN_MAX_SCALARS, "scalars per launch");
 
 /* FREE -> FILLING (enqueue in progress, invisible to pollers) -> PENDING
  * (launched) -> CLAIMED (one deliverer owns it) -> FREE. */
@@ -58,6 +59,9 @@ typedef struct slot {
   mpp_scan_params params[MPP_SCAN_MAX_TENSORS]; /* kept for decoding */
   mpp_scan_sink sink[MPP_SCAN_MAX_TENSORS];
   void *cookie[MPP_SCAN_MAX_TENSORS];
+  unsigned scalars; /* mask of the launch's scalar[] set */
+  mpp_scalar_sink scalar_sink;
+  void *scalar_cookie;
 } slot;
 
 typedef struct ctx_state {
@@ -215,7 +219,8 @@ static void forget_cached_contexts(void) {
 static void deliver(slot *s) {
   const mpp_scan_slot *r = &g_ring[s - g_slots];
   pthread_mutex_lock(&g_deliver_mu);
-  if (r->status == MPP_SCAN_OK) {
+  bool ok = r->status == MPP_SCAN_OK;
+  if (ok) {
     for (int k = 0; k < s->nt; k++) {
       mp_stats_init(&g_scratch, s->dtype[k]);
       mpp_scan_finish(&s->params[k], &r->rec[k], &g_scratch);
@@ -223,6 +228,11 @@ static void deliver(slot *s) {
     }
   } else {
     forget_cached_contexts(); /* it ran in a context mpprof had not set up */
+  }
+  if (s->scalars) {
+    uint32_t bits[MPP_SCAN_MAX_SCALARS];
+    memcpy(bits, r->scalar, sizeof bits);
+    s->scalar_sink(s->scalar_cookie, bits, s->scalars, ok ? s->scalars : 0);
   }
   pthread_mutex_unlock(&g_deliver_mu);
   pthread_mutex_lock(&g_mu);
@@ -343,9 +353,10 @@ static int plan_item(const mpp_devscan_item *it, mpp_scan_params *ret) {
   return 0;
 }
 
-/* One launch for the planned tensors l->t[0..nt) into a free slot. */
+/* One launch for the planned tensors l->t[0..nt) and the scalars l->scalar[]
+ * into a free slot. */
 static int launch_op(const mpp_cu_api *cu, CUstream st, mpp_scan_launch *l,
-                     mpp_devscan_item *const *items) {
+                     mpp_devscan_item *const *items, const mpp_devscan_scalars *scalars) {
   CUstreamCaptureMode mode = mpp_cu_capture_relax(cu);
   ctx_state *cs = ctx_for(cu, st);
   if (!cs) {
@@ -374,10 +385,16 @@ static int launch_op(const mpp_cu_api *cu, CUstream st, mpp_scan_launch *l,
     s->sink[k] = items[k]->sink;
     s->cookie[k] = items[k]->cookie;
   }
+  s->scalars = 0;
+  for (int i = 0; i < MPP_SCAN_MAX_SCALARS; i++)
+    if (l->scalar[i]) s->scalars |= 1u << i;
+  s->scalar_sink = s->scalars ? scalars->sink : NULL;
+  s->scalar_cookie = s->scalars ? scalars->cookie : NULL;
   l->slot = (unsigned)idx;
   l->seq = s->seq;
   l->out = (mpp_scan_slot *)(uintptr_t)(cs->ring_dev + (CUdeviceptr)idx * sizeof(mpp_scan_slot));
-  unsigned grid = split_grid(cs, l);
+  if (l->nt == 0) l->blk0[0] = 1; /* no tensor: one block reads the scalars */
+  unsigned grid = l->nt ? split_grid(cs, l) : 1;
   void *args[] = {l};
   /* A CUkernel runs in the stream's context; a module's function (drivers
    * without libraries) needs its own context current. */
@@ -402,17 +419,39 @@ static int launch_op(const mpp_cu_api *cu, CUstream st, mpp_scan_launch *l,
   return ok ? 0 : -EIO;
 }
 
-int mpp_devscan_enqueue_op(void *stream, mpp_devscan_item *items, int n) {
+/* The scalars into l->scalar[]: 0, or -EINVAL (nothing of them launched). */
+static int plan_scalars(const mpp_devscan_scalars *sc, mpp_scan_launch *l) {
+  int any = 0;
+  for (int i = 0; i < MPP_SCAN_MAX_SCALARS; i++) {
+    if (!sc->ptr[i]) continue;
+    if (!sc->sink || (uintptr_t)sc->ptr[i] % sizeof(uint32_t) != 0) {
+      memset(l->scalar, 0, sizeof l->scalar);
+      return -EINVAL;
+    }
+    l->scalar[i] = sc->ptr[i];
+    any = 1;
+  }
+  return any;
+}
+
+int mpp_devscan_enqueue_op_scalars(void *stream, mpp_devscan_item *items, int n,
+                                   mpp_devscan_scalars *scalars) {
   if (!have_fatbin()) {
     for (int i = 0; i < n; i++)
       items[i].rc = -ENOSYS;
-    return n ? -ENOSYS : 0;
+    if (scalars) scalars->rc = -ENOSYS;
+    return n || scalars ? -ENOSYS : 0;
   }
   const mpp_cu_api *cu = mpp_cu();
   mpp_scan_launch l;
   mpp_devscan_item *in[MPP_SCAN_MAX_TENSORS];
   memset(&l, 0, sizeof l);
-  int first_rc = 0;
+  int first_rc = 0, nscalars = 0;
+  if (scalars) {
+    nscalars = !cu ? -ENOSYS : plan_scalars(scalars, &l);
+    scalars->rc = nscalars < 0 ? nscalars : 0;
+    if (nscalars < 0) first_rc = nscalars;
+  }
   for (int i = 0; i < n; i++) {
     mpp_devscan_item *it = &items[i];
     mpp_scan_params p;
@@ -424,6 +463,7 @@ int mpp_devscan_enqueue_op(void *stream, mpp_devscan_item *items, int n) {
       it->sink(it->cookie, &empty);
       continue;
     }
+    p.saturates = it->saturates;
     if (it->rc == 0) {
       l.t[l.nt] = p;
       in[l.nt++] = it;
@@ -431,11 +471,16 @@ int mpp_devscan_enqueue_op(void *stream, mpp_devscan_item *items, int n) {
       first_rc = it->rc;
     }
   }
-  if (l.nt == 0) return first_rc;
-  int rc = launch_op(cu, (CUstream)stream, &l, in);
+  if (l.nt == 0 && nscalars <= 0) return first_rc;
+  int rc = launch_op(cu, (CUstream)stream, &l, in, scalars);
   for (unsigned k = 0; k < l.nt; k++)
     in[k]->rc = rc;
+  if (nscalars > 0) scalars->rc = rc;
   return first_rc ? first_rc : rc;
+}
+
+int mpp_devscan_enqueue_op(void *stream, mpp_devscan_item *items, int n) {
+  return mpp_devscan_enqueue_op_scalars(stream, items, n, NULL);
 }
 
 int mpp_devscan_enqueue(void *stream, const mp_view *view, mpp_scan_sink sink, void *cookie) {

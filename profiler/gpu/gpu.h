@@ -116,11 +116,33 @@ int mpp_devscan_enqueue_ptrs(void *stream, const mp_view *view, const void *cons
 typedef struct mpp_devscan_item {
   mp_view view;
   const void *const *dev_ptrs; /* NULL: view.data */
+  bool saturates; /* an fp8 output converted with saturation: +-max counted as saturated */
   mpp_scan_sink sink;
   void *cookie;
   int rc; /* out */
 } mpp_devscan_item;
 int mpp_devscan_enqueue_op(void *stream, mpp_devscan_item *items, int n);
+/* Scalars of the op read by the same launch, without a driver call of their
+ * own (cuBLASLt FP8: the A/B/C/D scale factors and AMAX_D, 4-byte values in
+ * device memory): the kernel's last block copies the value behind each
+ * non-NULL ptr[i] into the result slot. The launch runs behind the op on its
+ * stream, so AMAX_D holds the op's result. Once it finished, `sink` gets the
+ * values' bits, the mask of ptr[] set (`requested`) and of those read (`read`:
+ * 0 when the launch ran in a context mpprof had not set up). rc (out): 0 when
+ * launched (the sink will be called once, unless the GPU never finishes it),
+ * -EINVAL (a pointer not 4-byte aligned: nothing read), else the launch's
+ * -ENOSYS / -EBUSY / -EIO. With no item to scan the launch reads only these. */
+#define MPP_DEVSCAN_SCALARS 5
+typedef void (*mpp_scalar_sink)(void *cookie, const uint32_t *bits, unsigned requested,
+                                unsigned read);
+typedef struct mpp_devscan_scalars {
+  const void *ptr[MPP_DEVSCAN_SCALARS];
+  mpp_scalar_sink sink;
+  void *cookie;
+  int rc; /* out */
+} mpp_devscan_scalars;
+int mpp_devscan_enqueue_op_scalars(void *stream, mpp_devscan_item *items, int n,
+                                   mpp_devscan_scalars *scalars);
 void mpp_devscan_drain(void); /* at exit: wait for outstanding scans (bounded) and deliver them */
 
 #endif

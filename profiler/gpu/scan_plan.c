@@ -179,6 +179,9 @@ static mpp_scan_result *from_patterns(const mpp_scan_params *p, const mpp_scan_r
 
 void mpp_scan_finish(const mpp_scan_params *p, const mpp_scan_result *r, mp_stats *s) {
   mpp_scan_result *full = NULL;
+  /* Saturated: the +-max patterns, as mp_count_saturated counts them. */
+  int top = p->saturates && p->patterns ? mp_saturated_pattern(dtype_of(p->src)) : -1;
+  uint64_t saturated = top < 0 ? 0 : r->hist[top] + r->hist[top | 0x80];
   if (p->patterns) {
     /* 8-bit sources: the device counted bit patterns; expand them here. */
     full = from_patterns(p, r);
@@ -198,6 +201,7 @@ void mpp_scan_finish(const mpp_scan_params *p, const mpp_scan_result *r, mp_stat
   part.pos_infs = r->pos_infs;
   part.neg_infs = r->neg_infs;
   part.negatives = r->negatives;
+  part.saturated = saturated;
   if (finite) {
     uint64_t mask = mpp_scan_key_mask(&f);
     part.max = value_of(p->src, mpp_scan_key_to_bits(&f, r->max_key));

@@ -233,14 +233,17 @@ void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
     if (g->scale_ptr[i]) op->fp8_scales |= bits[i];
   if (g->amax_d) op->fp8_scales |= MPP_FP8_AMAX_D;
   /* A scalar scale is one value of the compute type (fp32 for fp8 GEMMs),
-   * read on the host path; block and vector scale arrays are not read. */
+   * read on the host path, or (device memory) by the device scan after the
+   * call (call.c); block and vector scale arrays are not read. */
   for (int i = 0; i < 4; i++) {
     if (!g->scale_ptr[i]) continue;
-    if (g->scale_mode[i] == 0 && g->scale_type == 0 /* CUDA_R_32F */ && host_visible &&
-        host_visible(g->scale_ptr[i]))
+    bool scalar = g->scale_mode[i] == 0 && g->scale_type == 0 /* CUDA_R_32F */;
+    if (scalar && host_visible && host_visible(g->scale_ptr[i])) {
       op->fp8_scale[i] = *(const float *)g->scale_ptr[i];
-    else
-      op->fp8_scale_unread[i] = true;
+      continue;
+    }
+    op->fp8_scale_unread[i] = true;
+    if (scalar) op->fp8_scale_ptr[i] = g->scale_ptr[i];
   }
   op->amax_d_ptr = g->amax_d;
   op->stream = stream;

@@ -6,7 +6,9 @@
  *    misaligned start, ld/batch-strided (and broadcast) views, and a batch by
  *    device pointer array (matrices in separate allocations).
  *    Also the tensors of one op (mixed dtypes, a pointer array) in one launch
- *    (mpp_devscan_enqueue_op), each record against the host scanner.
+ *    (mpp_devscan_enqueue_op), each record against the host scanner; an fp8
+ *    output flagged `saturates` (saturated count as on the host path) with
+ *    FP8 scales and AMAX_D in device memory read by the same launch.
  * 2. Bandwidth against a device-to-device copy measured in the same run:
  *    scan reads B bytes, a copy reads and writes B bytes, so
  *    ratio = (B / t_scan) / (2 B / t_copy). DESIGN.md aims at >= 0.85.
@@ -245,6 +247,66 @@ static int check_op(void) {
   return bad;
 }
 
+static void scalar_sink(void *cookie, const uint32_t *bits, unsigned requested, unsigned read) {
+  uint32_t *got = cookie; /* 5 values, then requested, read, calls */
+  memcpy(got, bits, MPP_DEVSCAN_SCALARS * sizeof *got);
+  got[5] = requested;
+  got[6] = read;
+  got[7]++;
+}
+
+/* Issue 17: an fp8 output flagged `saturates` == the host path's record
+ * incl. the saturated count (mp_count_saturated), and 4 scalars (scales,
+ * AMAX_D) in device memory read by the same launch. */
+static int check_fp8_scalars(void) {
+  static const mp_dtype dts[] = {MP_FP8_E4M3, MP_FP8_E5M2};
+  static const float vals[MPP_DEVSCAN_SCALARS] = {2.0f, 0.5f, 0.0f, 0.25f, 4096.0f};
+  int bad = 0;
+  CUdeviceptr dv = to_device(vals, sizeof vals);
+  for (int i = 0; i < 2; i++) {
+    uint64_t n = 100003;
+    uint8_t *h = mpp_scan_test_data(dts[i], n, 400 + i);
+    int top = mp_saturated_pattern(dts[i]);
+    for (uint64_t j = 0; j < n; j += 7)
+      h[j] = (uint8_t)(j % 2 ? top : top | 0x80);
+    CUdeviceptr d = to_device(h, n);
+    mpp_devscan_item it = {.view = {dts[i], (const void *)(uintptr_t)d, n, 1, n, 1, 0},
+                           .saturates = true,
+                           .sink = sink};
+    collect *got = malloc(sizeof *got);
+    mp_stats *want = malloc(sizeof *want);
+    mp_stats_init(&got->stats, dts[i]);
+    got->calls = 0;
+    it.cookie = got;
+    uint32_t sg[8] = {0};
+    mpp_devscan_scalars sc = {.sink = scalar_sink, .cookie = sg};
+    for (int k = 0; k < MPP_DEVSCAN_SCALARS; k++)
+      if (k != 2) sc.ptr[k] = (const void *)(uintptr_t)(dv + (CUdeviceptr)k * sizeof(float));
+    int rc = mpp_devscan_enqueue_op_scalars(NULL, &it, 1, &sc);
+    mpp_devscan_drain();
+    mp_view hv = {dts[i], h, n, 1, n, 1, 0};
+    mp_stats_init(want, dts[i]);
+    mp_scan_with(want, &hv, MP_SCAN_PORTABLE);
+    want->saturated = mp_count_saturated(&hv);
+    const char *diff = rc                ? "enqueue failed"
+                       : got->calls != 1 ? "no result delivered"
+                                         : mpp_stats_diff(want, &got->stats);
+    if (!diff && (sg[7] != 1 || sg[5] != 0x1b || sg[6] != 0x1b)) diff = "scalars not delivered";
+    for (int k = 0; k < MPP_DEVSCAN_SCALARS && !diff; k++)
+      if (k != 2 && memcmp(&sg[k], &vals[k], 4)) diff = "scalar value differs";
+    printf("| %-8s | saturating output (%llu at +-max) + 4 scalars, one launch | %s\n",
+           mp_dtype_name(dts[i]), (unsigned long long)want->saturated,
+           diff ? diff : "bit-identical, scalars read");
+    bad += diff != NULL;
+    cu->mem_free(d);
+    free(h);
+    free(got);
+    free(want);
+  }
+  cu->mem_free(dv);
+  return bad;
+}
+
 /* Host cost of a scanned op: enqueue of 3 tensors (1M fp16 each, one
  * launch), CPU wall time of the enqueue call only; the ring is drained
  * between rounds outside the timed part. */
@@ -407,6 +469,7 @@ int main(int argc, char **argv) {
   printf("devscan_check on %s (sm_%d%d), driver %d\n\n", name, maj, min, mpp_cuda_driver_version());
   int bad = correctness();
   bad += check_op();
+  bad += check_fp8_scalars();
   host_cost();
   if (!quick) bandwidth(bytes);
   printf("\n%s: %d mismatching layout(s)\n", bad ? "FAIL" : "OK", bad);

@@ -73,6 +73,7 @@ const char *mpp_stats_diff(const mp_stats *a, const mp_stats *b) {
   if (a->pos_infs != b->pos_infs) return "pos_infs";
   if (a->neg_infs != b->neg_infs) return "neg_infs";
   if (a->negatives != b->negatives) return "negatives";
+  if (a->saturated != b->saturated) return "saturated";
   if (!same_double(a->min, b->min)) return "min";
   if (!same_double(a->max, b->max)) return "max";
   if (!same_double(a->absmax, b->absmax)) return "absmax";

@@ -27,6 +27,7 @@
 #include "tests/gpu/scan_data.h"
 #include "profiler/call.h"
 #include "profiler/op.h"
+#include "profiler/rawwrite.h"
 #include "profiler/sites.h"
 
 enum { NB = 3, M = 37, N = 13, K = 11, LDA = 40, LDB = 16, LDC = 40 };
@@ -350,6 +351,144 @@ static void input_sharing_memory_with_an_output_is_scanned_before_the_call(void 
   free(hd);
 }
 
+/* One e4m3 cublasLtMatmul (TN, beta 0) on device memory with A/B/D scale
+ * factors and AMAX_D in device memory; between the hook's begin and end the
+ * "op" writes d_new into D and amax into AMAX_D. */
+enum { FM = 64, FN = 24, FK = 32 };
+static void fp8_lt_call(const uint8_t *a, const uint8_t *b, uint8_t *d, float *const scales[4],
+                        float *amax_ptr, const uint8_t *d_new, float amax) {
+  static const float one = 1, zero = 0;
+  static int stream_token;
+  mpp_lt_call g = {.compute = 68,
+                   .scale_type = 0,
+                   .pointer_mode = 0,
+                   .transa = 1,
+                   .transb = 0,
+                   .scale_ptr = {scales[0], scales[1], scales[2], scales[3]},
+                   .amax_d = amax_ptr,
+                   .a = {.type = 28, .rows = FK, .cols = FM, .ld = FK, .batch = 1},
+                   .b = {.type = 28, .rows = FK, .cols = FN, .ld = FK, .batch = 1},
+                   .c = {.type = 14, .rows = FM, .cols = FN, .ld = FM, .batch = 1},
+                   .d = {.type = 28, .rows = FM, .cols = FN, .ld = FM, .batch = 1},
+                   .alpha = &one,
+                   .beta = &zero,
+                   .A = a,
+                   .B = b,
+                   .C = d,
+                   .D = d};
+  mpp_op op;
+  mpp_call call;
+  mpp_lt_decode(&op, &g, &stream_token, mpp_host_readable);
+  mpp_call_begin(&call, &op);
+  memcpy(d, d_new, (size_t)FM * FN);
+  *amax_ptr = amax;
+  mpp_call_end(&call, &op, true);
+}
+
+static void assert_fp8_value(const mpp_fp8_value *v, uint64_t read, uint64_t unread, double x) {
+  assert_int_equal(v->read, read);
+  assert_int_equal(v->unread, unread);
+  if (read) {
+    assert_true(v->min == x);
+    assert_true(v->max == x);
+  }
+}
+
+/* Issue 17 on the device path: the saturated fp8 output (all +-448, where
+ * cuBLASLt clamped) is counted as saturated as on the host path, and the
+ * scale factors and AMAX_D in device memory are read by the scan launch
+ * behind the op (the kernel copies them into the result slot): they land in
+ * the raw file's fp8_scale_values and amax_D as read values, not "unread";
+ * still 1 launch and at most 4 driver calls. Not scanned: unread, as before. */
+static void fp8_device_scan_counts_saturated_and_reads_scales_and_amax(void **state) {
+  (void)state;
+  long (*calls)(void) = (long (*)(void))fake_fn("fakecuda_thread_calls");
+  int (*launches)(void) = (int (*)(void))fake_fn("fakecuda_launches");
+  size_t na = (size_t)FK * FM, nb = (size_t)FK * FN, nd = (size_t)FM * FN;
+  uint8_t *ha = mpp_scan_test_data(MP_FP8_E4M3, na, 81),
+          *hb = mpp_scan_test_data(MP_FP8_E4M3, nb, 82);
+  uint8_t *hd = malloc(nd);
+  for (size_t i = 0; i < nd; i++)
+    hd[i] = i % 3 ? 0x7e : 0xfe; /* +448 / -448: clamped by the op */
+  uint8_t *a = dev_copy(ha, na), *b = dev_copy(hb, nb), *d = dev_alloc(nd);
+  float *sv = dev_alloc(5 * sizeof(float)); /* A, B, (C unset), D scales and AMAX_D */
+  sv[0] = 2.0f;
+  sv[1] = 0.5f;
+  sv[3] = 0.25f;
+  float *const scales[4] = {&sv[0], &sv[1], NULL, &sv[3]};
+  fp8_lt_call(a, b, d, scales, &sv[4], hd, 448.0f); /* context set-up, allocations learnt */
+  mpp_devscan_drain();
+  mpp_sites_reset();
+  long c0 = calls();
+  int l0 = launches();
+  fp8_lt_call(a, b, d, scales, &sv[4], hd, 448.0f);
+  long used = calls() - c0;
+  int launched = launches() - l0;
+  mpp_devscan_drain();
+  printf("driver calls per scanned fp8 Lt matmul (A, B, D, 3 scales, AMAX_D on the device): %ld, "
+         "launches %d\n",
+         used, launched);
+  assert_true(used <= 4);
+  assert_int_equal(launched, 1);
+
+  mp_stats *want = malloc(sizeof *want);
+  mp_view vd = {MP_FP8_E4M3, hd, FM, FN, FM, 1, 0};
+  mp_stats_init(want, MP_FP8_E4M3);
+  mp_scan_with(want, &vd, MP_SCAN_PORTABLE);
+  want->saturated = mp_count_saturated(&vd);
+  assert_int_equal(want->saturated, nd);
+  assert_role_equals(3, want);
+  mp_view va = {MP_FP8_E4M3, ha, FK, FM, FK, 1, 0};
+  mp_stats_init(want, MP_FP8_E4M3);
+  mp_scan_with(want, &va, MP_SCAN_PORTABLE); /* an input: stored values, never "saturated" */
+  assert_role_equals(0, want);
+
+  mpp_sites_lock();
+  mpp_tables t;
+  mpp_tables_get(&t, 0);
+  const mpp_site *s = &t.sites[0];
+  assert_fp8_value(&s->fp8_scale[0], 1, 0, 2.0);
+  assert_fp8_value(&s->fp8_scale[1], 1, 0, 0.5);
+  assert_fp8_value(&s->fp8_scale[2], 0, 0, 0);
+  assert_fp8_value(&s->fp8_scale[3], 1, 0, 0.25);
+  assert_fp8_value(&s->amax_d, 1, 0, 448.0);
+  mpp_sites_unlock();
+  size_t len = 0;
+  char *doc = mpp_raw_render(true, &len);
+  assert_non_null(doc);
+  static const char *const raw[] = {
+      "\"fp8_scale_values\":{\"A\":{\"min\":2,\"max\":2,\"read\":1,\"unread\":0},"
+      "\"B\":{\"min\":0.5,\"max\":0.5,\"read\":1,\"unread\":0},"
+      "\"D\":{\"min\":0.25,\"max\":0.25,\"read\":1,\"unread\":0}}",
+      "\"amax_D\":{\"min\":448,\"max\":448,\"read\":1,\"unread\":0}", "\"saturated\":1536"};
+  for (size_t i = 0; i < sizeof raw / sizeof raw[0]; i++)
+    if (!strstr(doc, raw[i])) fail_msg("raw file lacks %s", raw[i]);
+  free(doc);
+
+  /* A call that is not scanned launches nothing: its scalars stay unread. */
+  mpp_sites_reset();
+  mpp_cfg.scan = MPP_SCAN_NONE;
+  l0 = launches();
+  fp8_lt_call(a, b, d, scales, &sv[4], hd, 448.0f);
+  mpp_devscan_drain();
+  assert_int_equal(launches() - l0, 0);
+  mpp_sites_lock();
+  mpp_tables_get(&t, 0);
+  s = &t.sites[0];
+  assert_fp8_value(&s->fp8_scale[0], 0, 1, 0);
+  assert_fp8_value(&s->amax_d, 0, 1, 0);
+  mpp_sites_unlock();
+
+  free(want);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)a);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)b);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)d);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)sv);
+  free(ha);
+  free(hb);
+  free(hd);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(device_pointer_array_is_scanned_on_the_device_whole, reset_all),
@@ -358,6 +497,7 @@ int main(void) {
       cmocka_unit_test_setup(scanned_gemm_is_one_launch_and_at_most_4_driver_calls, reset_all),
       cmocka_unit_test_setup(input_sharing_memory_with_an_output_is_scanned_before_the_call,
                              reset_all),
+      cmocka_unit_test_setup(fp8_device_scan_counts_saturated_and_reads_scales_and_amax, reset_all),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

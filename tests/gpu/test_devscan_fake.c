@@ -263,12 +263,108 @@ static void one_launch_scans_all_tensors_of_an_op(void **state) {
   free(want);
 }
 
+typedef struct scalars_got {
+  uint32_t bits[MPP_DEVSCAN_SCALARS];
+  unsigned requested, read;
+  int calls;
+} scalars_got;
+
+static void scalar_sink(void *cookie, const uint32_t *bits, unsigned requested, unsigned read) {
+  scalars_got *g = cookie;
+  memcpy(g->bits, bits, sizeof g->bits);
+  g->requested = requested;
+  g->read = read;
+  __atomic_add_fetch(&g->calls, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Issue 17: an fp8 output converted with saturation counts its +-max values
+ * as saturated exactly as the host path does (mp_count_saturated), and the
+ * op's FP8 scales and AMAX_D in device memory are read by the same launch
+ * (the last block copies them into the slot): one launch, values in the sink. */
+static void saturated_fp8_output_and_scalars_in_one_launch(void **state) {
+  (void)state;
+  int (*launches)(void) = (int (*)(void))fake("fakecuda_launches");
+  static const mp_dtype dts[] = {MP_FP8_E4M3, MP_FP8_E5M2};
+  for (int i = 0; i < 2; i++) {
+    uint64_t n = 2001;
+    uint8_t *d = mpp_scan_test_data(dts[i], n, 300 + i);
+    int top = mp_saturated_pattern(dts[i]);
+    for (uint64_t j = 0; j < n; j += 3)
+      d[j] = (uint8_t)(j % 2 ? top : top | 0x80);
+    float *vals = malloc(MPP_DEVSCAN_SCALARS * sizeof *vals); /* the "device" scalars */
+    const float want_vals[MPP_DEVSCAN_SCALARS] = {2.0f, 0.5f, 1.0f, 0.125f, 448.0f};
+    memcpy(vals, want_vals, sizeof want_vals);
+    mpp_devscan_item it = {.view = {dts[i], d, n, 1, n, 1, 0}, .saturates = true, .sink = sink};
+    collect *got = malloc(sizeof *got);
+    mp_stats_init(&got->stats, dts[i]);
+    got->calls = 0;
+    it.cookie = got;
+    scalars_got sg = {0};
+    mpp_devscan_scalars sc = {
+        .ptr = {&vals[0], &vals[1], NULL, &vals[3], &vals[4]}, .sink = scalar_sink, .cookie = &sg};
+    int l0 = launches();
+    assert_int_equal(mpp_devscan_enqueue_op_scalars(NULL, &it, 1, &sc), 0);
+    assert_int_equal(launches() - l0, 1);
+    assert_int_equal(sc.rc, 0);
+    mpp_devscan_drain();
+    assert_int_equal(got->calls, 1);
+    mp_stats *want = malloc(sizeof *want);
+    mp_stats_init(want, dts[i]);
+    mp_scan_with(want, &it.view, MP_SCAN_PORTABLE);
+    want->saturated = mp_count_saturated(&it.view);
+    assert_true(want->saturated >= n / 3);
+    const char *diff = mpp_stats_diff(want, &got->stats);
+    if (diff) fail_msg("%s: %s differs from the host path", mp_dtype_name(dts[i]), diff);
+    assert_int_equal(sg.calls, 1);
+    assert_int_equal(sg.requested, 0x1b);
+    assert_int_equal(sg.read, 0x1b);
+    for (int k = 0; k < MPP_DEVSCAN_SCALARS; k++)
+      if (k != 2) assert_memory_equal(&sg.bits[k], &want_vals[k], 4);
+    free(want);
+    free(got);
+    free(vals);
+    free(d);
+  }
+}
+
+/* Scalars without a tensor to scan: a one-block launch reads them; a
+ * misaligned pointer is refused (nothing launched, the sink never called). */
+static void scalars_alone_are_one_launch_and_misaligned_ones_refused(void **state) {
+  (void)state;
+  int (*launches)(void) = (int (*)(void))fake("fakecuda_launches");
+  float *vals = malloc(2 * sizeof *vals);
+  vals[0] = 3.0f;
+  vals[1] = 96.0f;
+  scalars_got sg = {0};
+  mpp_devscan_scalars sc = {
+      .ptr = {NULL, NULL, NULL, NULL, &vals[1]}, .sink = scalar_sink, .cookie = &sg};
+  int l0 = launches();
+  assert_int_equal(mpp_devscan_enqueue_op_scalars(NULL, NULL, 0, &sc), 0);
+  assert_int_equal(launches() - l0, 1);
+  mpp_devscan_drain();
+  assert_int_equal(sg.calls, 1);
+  assert_int_equal(sg.requested, 0x10);
+  assert_int_equal(sg.read, 0x10);
+  assert_memory_equal(&sg.bits[4], &vals[1], 4);
+  mpp_devscan_scalars bad = {
+      .ptr = {(const uint8_t *)vals + 2}, .sink = scalar_sink, .cookie = &sg};
+  l0 = launches();
+  assert_int_equal(mpp_devscan_enqueue_op_scalars(NULL, NULL, 0, &bad), -EINVAL);
+  assert_int_equal(bad.rc, -EINVAL);
+  assert_int_equal(launches() - l0, 0);
+  mpp_devscan_drain();
+  assert_int_equal(sg.calls, 1);
+  free(vals);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(device_scan_equals_host_scan_for_every_dtype),
       cmocka_unit_test(pointer_array_batch_equals_host_scans_merged),
       cmocka_unit_test(bad_pointer_arrays_are_refused),
       cmocka_unit_test(one_launch_scans_all_tensors_of_an_op),
+      cmocka_unit_test(saturated_fp8_output_and_scalars_in_one_launch),
+      cmocka_unit_test(scalars_alone_are_one_launch_and_misaligned_ones_refused),
       cmocka_unit_test(poller_delivers_without_a_drain),
       cmocka_unit_test(full_ring_says_ebusy_and_recovers),
       cmocka_unit_test(bad_views_are_refused),

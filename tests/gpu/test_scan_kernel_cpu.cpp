@@ -211,6 +211,130 @@ static int check_multi(unsigned b0, unsigned b1, unsigned b2, unsigned b3) {
   return bad;
 }
 
+/* An fp8 output converted with saturation (descriptor flagged `saturates`):
+ * the kernel's record decodes to the host path's, saturated count included
+ * (mp_scan + mp_count_saturated): +-max, NaN, the neighbours of max, random
+ * patterns; contiguous, strided and by pointer array, 1-3 blocks. Unflagged,
+ * or a wider source, nothing counts as saturated (as on the host path). */
+static int check_saturated(mp_dtype dt, unsigned grid) {
+  uint64_t n = 3001, rows = 37, cols = 11, ld = 40;
+  int top = mp_saturated_pattern(dt);
+  uint8_t *buf = (uint8_t *)mpp_scan_test_data(dt, n, 700 + (uint64_t)dt);
+  /* Runs of every boundary pattern among the random ones. */
+  const uint8_t marks[] = {
+      (uint8_t)top, (uint8_t)(top | 0x80), (uint8_t)(top - 1), (uint8_t)(top + 1), 0x7f,
+      0xff,         (uint8_t)(top | 0x80)};
+  for (uint64_t i = 0; i < n; i += 5)
+    buf[i] = marks[(i / 5) % sizeof marks];
+  const void *ptrs[3] = {buf + 1, buf + 1000, buf + 2003 - 40};
+  mp_view views[3] = {{dt, buf, n, 1, n, 1, 0},
+                      {dt, buf + 3, rows, cols, ld, 3, (int64_t)(ld * cols + 7)},
+                      {dt, NULL, rows, cols, ld, 3, 0}};
+  const char *what[3] = {"contiguous", "ld 40, batch 3 strided", "pointer array of 3"};
+  int bad = 0;
+  mp_stats *want = (mp_stats *)malloc(sizeof *want), *got = (mp_stats *)malloc(sizeof *got);
+  for (int k = 0; k < 3; k++) {
+    for (int flag = 0; flag < 2; flag++) {
+      mpp_scan_params p;
+      int rc = k == 2 ? mpp_scan_plan_ptrs(&views[k], (const void *const *)ptrs, &p)
+                      : mpp_scan_plan(&views[k], &p);
+      if (rc != 0) {
+        printf("FAIL %s saturated %s: plan refused\n", mp_dtype_name(dt), what[k]);
+        bad = 1;
+        continue;
+      }
+      p.saturates = flag;
+      if (!run_ops(&p, 1, &grid, 0)) {
+        bad = 1;
+        continue;
+      }
+      mp_stats_init(want, dt);
+      mp_stats_init(got, dt);
+      for (int b = 0; b < (k == 2 ? 3 : 1); b++) {
+        mp_view one = views[k];
+        if (k == 2) one = mp_view{dt, ptrs[b], rows, cols, ld, 1, 0};
+        mp_scan_with(want, &one, MP_SCAN_PORTABLE);
+        if (flag) want->saturated += mp_count_saturated(&one);
+      }
+      mpp_scan_finish(&p, &g_out[0].rec[0], got);
+      const char *diff = mpp_stats_diff(want, got);
+      if (!diff && flag && got->saturated == 0) diff = "no saturated value in the test data";
+      printf("%s %-8s %-22s saturates %d grid %u: %llu saturated, %s\n", diff ? "FAIL" : "ok  ",
+             mp_dtype_name(dt), what[k], flag, grid, (unsigned long long)got->saturated,
+             diff ? diff : "bit-identical to the host path");
+      bad |= diff != NULL;
+    }
+  }
+  /* A wider source flagged as saturating: nothing is saturated (mp_count_saturated: 0). */
+  float x[4] = {448.0f, -448.0f, 57344.0f, 1.0f};
+  mp_view fv = {MP_FP32, x, 4, 1, 4, 1, 0};
+  mpp_scan_params p;
+  mpp_scan_plan(&fv, &p);
+  p.saturates = 1;
+  unsigned one_block = 1;
+  if (run_ops(&p, 1, &one_block, 0)) {
+    mp_stats_init(got, MP_FP32);
+    mpp_scan_finish(&p, &g_out[0].rec[0], got);
+    if (got->saturated) {
+      printf("FAIL fp32 flagged saturating: %llu saturated\n", (unsigned long long)got->saturated);
+      bad = 1;
+    }
+  } else {
+    bad = 1;
+  }
+  free(want);
+  free(got);
+  free(buf);
+  return bad;
+}
+
+/* The last block copies the launch's scalars (FP8 scales, AMAX_D) into the
+ * slot, also in a launch without tensors (one block); absent ones untouched. */
+static int check_scalars(void) {
+  static const float vals[MPP_SCAN_MAX_SCALARS] = {2.0f, 0.5f, 0, 0.25f, 448.0f};
+  float x[300];
+  for (int i = 0; i < 300; i++)
+    x[i] = (float)i;
+  mp_view v = {MP_FP32, x, 300, 1, 300, 1, 0};
+  int bad = 0;
+  for (int nt = 0; nt < 2; nt++) {
+    mpp_scan_launch l;
+    memset(&l, 0, sizeof l);
+    if (nt) {
+      mpp_scan_plan(&v, &l.t[0]);
+      l.blk0[1] = 2;
+    } else {
+      l.blk0[0] = 1; /* the one block of a launch without tensors */
+    }
+    l.nt = (unsigned)nt;
+    for (int i = 0; i < MPP_SCAN_MAX_SCALARS; i++)
+      if (i != 2) l.scalar[i] = (const unsigned int *)&vals[i];
+    l.slot = 1;
+    l.seq = ++g_seq;
+    l.out = &g_out[1];
+    memset(g_out[1].scalar, 0xab, sizeof g_out[1].scalar);
+    launch(&l, nt ? 2 : 1);
+    bool ok = g_out[1].seq == l.seq && g_out[1].status == MPP_SCAN_OK &&
+              all_zero(&g_acc[1], sizeof g_acc[1]) && g_out[1].scalar[2] == 0xababababu;
+    for (int i = 0; i < MPP_SCAN_MAX_SCALARS; i++)
+      if (i != 2) ok &= memcmp(&g_out[1].scalar[i], &vals[i], 4) == 0;
+    if (nt) {
+      mp_stats *want = (mp_stats *)malloc(sizeof *want), *got = (mp_stats *)malloc(sizeof *got);
+      mp_stats_init(want, MP_FP32);
+      mp_stats_init(got, MP_FP32);
+      mp_scan_with(want, &v, MP_SCAN_PORTABLE);
+      mpp_scan_finish(&l.t[0], &g_out[1].rec[0], got);
+      ok &= mpp_stats_diff(want, got) == NULL;
+      free(want);
+      free(got);
+    }
+    printf("%s scalars copied to the slot by the last block, %d tensor(s): %s\n",
+           ok ? "ok  " : "FAIL", nt, ok ? "values as stored" : "wrong");
+    bad |= !ok;
+  }
+  return bad;
+}
+
 /* A launch that lands in a context mpprof never set up (the kernel's
  * per-context variable absent or torn) touches no accumulator and says so. */
 static int check_no_context(void) {
@@ -271,6 +395,11 @@ int main() {
     bad += check_ptrs(dt, 37, 11, 40, 3, 2, 900 + i * 10);
     bad += check_ptrs(dt, 29, 50, 33, 4, 3, 950 + i * 10); /* several grid-stride rounds */
   }
+  for (unsigned grid = 1; grid <= 3; grid++) {
+    bad += check_saturated(MP_FP8_E4M3, grid);
+    bad += check_saturated(MP_FP8_E5M2, grid);
+  }
+  bad += check_scalars();
   bad += check_multi(1, 1, 1, 1);
   bad += check_multi(2, 3, 1, 2);
   bad += check_no_context();

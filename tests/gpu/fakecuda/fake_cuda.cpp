@@ -167,8 +167,7 @@ static CUresult CUDAAPI f_launch(CUfunction f, unsigned gx, unsigned gy, unsigne
   t_calls++;
   const mpp_scan_launch *l = args ? (const mpp_scan_launch *)args[0] : NULL;
   if ((uintptr_t)f != 1 || gy != 1 || gz != 1 || bx != MPP_BLOCK || by != 1 || bz != 1 ||
-      smem != 0 || extra || !l || l->nt == 0 || l->nt > MPP_SCAN_MAX_TENSORS ||
-      gx != l->blk0[l->nt])
+      smem != 0 || extra || !l || l->nt > MPP_SCAN_MAX_TENSORS || gx != l->blk0[l->nt])
     return CUDA_ERROR_INVALID_VALUE;
   unsafe_call();
   g_launches++;
