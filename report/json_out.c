@@ -124,111 +124,41 @@ static cJSON *process_json(const mpprof_process *p) {
 /* Kernel lists are written as one raw JSON item each, not a cJSON object per
  * kernel (a site may hold 100k kernels: the per-kernel objects were most of
  * report.json's writing time). The text is what cJSON would print. */
-typedef struct text_buf {
-  char *p;
-  size_t n, cap;
-  bool oom;
-} text_buf;
-
-static void tb_put(text_buf *b, const char *s, size_t len) {
-  if (b->oom) return;
-  if (mpprof_grow((void **)&b->p, &b->cap, b->n + len + 1, 1)) {
-    b->oom = true;
-    return;
-  }
-  memcpy(b->p + b->n, s, len);
-  b->n += len;
-  b->p[b->n] = '\0';
-}
-
-static void tb_cstr(text_buf *b, const char *s) {
-  tb_put(b, s, strlen(s));
-}
-
-/* A JSON string, escaped as cJSON escapes it; NULL: null. */
-static void tb_json_str(text_buf *b, const char *s) {
-  if (!s) {
-    tb_cstr(b, "null");
-    return;
-  }
-  tb_put(b, "\"", 1);
-  const char *run = s;
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c >= 32 && c != '"' && c != '\\') continue;
-    tb_put(b, run, (size_t)(s - run));
-    char esc[8];
-    switch (c) {
-    case '"':
-      tb_cstr(b, "\\\"");
-      break;
-    case '\\':
-      tb_cstr(b, "\\\\");
-      break;
-    case '\b':
-      tb_cstr(b, "\\b");
-      break;
-    case '\f':
-      tb_cstr(b, "\\f");
-      break;
-    case '\n':
-      tb_cstr(b, "\\n");
-      break;
-    case '\r':
-      tb_cstr(b, "\\r");
-      break;
-    case '\t':
-      tb_cstr(b, "\\t");
-      break;
-    default:
-      snprintf(esc, sizeof esc, "\\u%04x", c);
-      tb_cstr(b, esc);
-    }
-    run = s + 1;
-  }
-  tb_put(b, run, (size_t)(s - run));
-  tb_put(b, "\"", 1);
-}
-
-static void tb_u64(text_buf *b, uint64_t v) {
-  char buf[24];
-  snprintf(buf, sizeof buf, "%" PRIu64, v);
-  tb_cstr(b, buf);
-}
-
 /* One kernel entry; count and gpu_ns given (a layer sums them over sites). */
-static void kernel_text(text_buf *b, const mpprof_kernel *k, uint64_t count, uint64_t gpu_ns) {
-  tb_cstr(b, "{\"name\":");
-  tb_json_str(b, k->name);
+static void kernel_text(mpprof_tb *b, const mpprof_kernel *k, uint64_t count, uint64_t gpu_ns) {
+  mpprof_tb_cstr(b, "{\"name\":");
+  mpprof_tb_json_str(b, k->name);
   char dm[512];
   mp_kernel_demangle(k->name, dm, sizeof dm);
   if (strcmp(dm, k->name)) {
-    tb_cstr(b, ",\"demangled\":");
-    tb_json_str(b, dm);
+    mpprof_tb_cstr(b, ",\"demangled\":");
+    mpprof_tb_json_str(b, dm);
   }
-  tb_cstr(b, ",\"count\":");
-  tb_u64(b, count);
-  tb_cstr(b, ",\"gpu_ns\":");
-  tb_u64(b, gpu_ns);
-  tb_cstr(b, ",\"tc\":");
-  tb_cstr(b, k->cls.tc == MP_TC_UNKNOWN ? "null" : k->cls.tc == MP_TC_YES ? "true" : "false");
-  tb_cstr(b, ",\"tc_source\":");
-  tb_json_str(b, mp_tc_source_name(k->cls.source));
-  tb_cstr(b, ",\"rule\":");
-  tb_json_str(b, k->cls.rule);
-  tb_cstr(b, ",\"instr\":");
-  tb_json_str(b, k->cls.instr);
-  tb_cstr(b, "}");
+  mpprof_tb_cstr(b, ",\"count\":");
+  mpprof_tb_u64(b, count);
+  mpprof_tb_cstr(b, ",\"gpu_ns\":");
+  mpprof_tb_u64(b, gpu_ns);
+  mpprof_tb_cstr(b, ",\"tc\":");
+  mpprof_tb_cstr(b, k->cls.tc == MP_TC_UNKNOWN ? "null"
+                    : k->cls.tc == MP_TC_YES   ? "true"
+                                               : "false");
+  mpprof_tb_cstr(b, ",\"tc_source\":");
+  mpprof_tb_json_str(b, mp_tc_source_name(k->cls.source));
+  mpprof_tb_cstr(b, ",\"rule\":");
+  mpprof_tb_json_str(b, k->cls.rule);
+  mpprof_tb_cstr(b, ",\"instr\":");
+  mpprof_tb_json_str(b, k->cls.instr);
+  mpprof_tb_cstr(b, "}");
 }
 
 /* The raw item of a list built in b ("[...]"); NULL on ENOMEM. */
-static cJSON *tb_raw(text_buf *b) {
+static cJSON *tb_raw(mpprof_tb *b) {
   cJSON *r = b->oom ? NULL : cJSON_CreateRaw(b->p ? b->p : "[]");
   free(b->p);
   return r;
 }
 
-static cJSON *site_json(const mpprof_model *m, const mpprof_site *s, mp_stats *scratch) {
+static cJSON *site_json(const mpprof_model *m, const mpprof_site *s) {
   cJSON *o = cJSON_CreateObject(), *id = cJSON_Parse(s->key);
   if (!o || !id) {
     cJSON_Delete(o);
@@ -252,18 +182,25 @@ static cJSON *site_json(const mpprof_model *m, const mpprof_site *s, mp_stats *s
   if (s->autotune_calls)
     cJSON_AddItemToObject(o, "autotune_calls", mpprof_json_u64(s->autotune_calls));
   cJSON_AddItemToObject(o, "not_scanned", counts_obj(s->not_scanned, s->n_not_scanned));
-  cJSON *t = cJSON_AddObjectToObject(o, "tensors");
-  for (size_t i = 0; t && i < s->n_tensors; i++)
-    cJSON_AddItemToObject(t, s->tensors[i].role,
-                          mpprof_cstats_to_json(&s->tensors[i].st, NULL, scratch));
+  /* The stats as one raw item written from the compact records (no cJSON
+   * tree and no expanded record per tensor: most of a site's text). */
+  mpprof_tb tb = {0};
+  for (size_t i = 0; i < s->n_tensors; i++) {
+    mpprof_tb_put(&tb, i ? "," : "{", 1);
+    mpprof_tb_json_str(&tb, s->tensors[i].role);
+    mpprof_tb_put(&tb, ":", 1);
+    mpprof_tb_cstats(&tb, &s->tensors[i].st);
+  }
+  mpprof_tb_cstr(&tb, s->n_tensors ? "}" : "{}");
+  cJSON_AddItemToObject(o, "tensors", tb_raw(&tb));
   cJSON_AddItemToObject(o, "gpu_ns", u64_or_null(s->has_gpu_ns, s->gpu_ns));
-  text_buf kb = {0};
-  tb_cstr(&kb, "[");
+  mpprof_tb kb = {0};
+  mpprof_tb_cstr(&kb, "[");
   for (size_t i = 0; i < s->n_kernels; i++) {
-    if (i) tb_cstr(&kb, ",");
+    if (i) mpprof_tb_cstr(&kb, ",");
     kernel_text(&kb, &s->kernels[i], s->kernels[i].count, s->kernels[i].gpu_ns);
   }
-  tb_cstr(&kb, "]");
+  mpprof_tb_cstr(&kb, "]");
   cJSON_AddItemToObject(o, "kernels", tb_raw(&kb));
   cJSON_AddItemToObject(o, "ptr_align",
                         s->ptr_align ? cJSON_CreateNumber(s->ptr_align) : cJSON_CreateNull());
@@ -348,13 +285,13 @@ static cJSON *layer_kernels(const mpprof_model *m, const mpprof_layer *l) {
       ns[*sl - 1] += kn->gpu_ns;
     }
   }
-  text_buf b = {0};
-  tb_cstr(&b, "[");
+  mpprof_tb b = {0};
+  mpprof_tb_cstr(&b, "[");
   for (size_t i = 0; i < n; i++) {
-    if (i) tb_cstr(&b, ",");
+    if (i) mpprof_tb_cstr(&b, ",");
     kernel_text(&b, first[i], counts[i], ns[i]); /* fields but the sums: the first site's */
   }
-  tb_cstr(&b, "]");
+  mpprof_tb_cstr(&b, "]");
   arr = tb_raw(&b);
 out:
   mpprof_name_index_free(&ix);
@@ -749,7 +686,7 @@ static int write_all(const mpprof_model *m, FILE *f, mp_stats *scratch) {
   fputs("],\n\"sites\": [", f);
   for (size_t i = 0; i < m->n_sites; i++) {
     bool arena = mpprof_json_arena_begin();
-    cJSON *o = site_json(m, &m->sites[i], scratch);
+    cJSON *o = site_json(m, &m->sites[i]);
     char *s = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     if (s) fprintf(f, "%s\n%s", i ? "," : "", s);

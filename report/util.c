@@ -3,6 +3,7 @@
  * reader never sees half a report, nothing is written through a link). */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -252,6 +253,106 @@ int mpprof_cstats_merge(mpprof_cstats *dst, const mpprof_cstats *src) {
 cJSON *mpprof_cstats_to_json(const mpprof_cstats *c, const mp_advice *adv, mp_stats *scratch) {
   mpprof_cstats_unpack(c, scratch);
   return mpprof_stats_to_json(scratch, adv);
+}
+
+/* ---- JSON text in memory ---- */
+
+void mpprof_tb_put(mpprof_tb *b, const char *s, size_t len) {
+  if (b->oom) return;
+  if (b->n + len + 1 > b->cap) { /* doubling from 1 KiB, not zeroed (mpprof_grow zeroes) */
+    size_t cap = b->cap ? 2 * b->cap : 1024;
+    while (cap < b->n + len + 1)
+      cap *= 2;
+    char *np = realloc(b->p, cap);
+    if (!np) {
+      b->oom = true;
+      return;
+    }
+    b->p = np;
+    b->cap = cap;
+  }
+  memcpy(b->p + b->n, s, len);
+  b->n += len;
+  b->p[b->n] = '\0';
+}
+
+void mpprof_tb_cstr(mpprof_tb *b, const char *s) {
+  mpprof_tb_put(b, s, strlen(s));
+}
+
+void mpprof_tb_json_str(mpprof_tb *b, const char *s) {
+  if (!s) {
+    mpprof_tb_cstr(b, "null");
+    return;
+  }
+  mpprof_tb_put(b, "\"", 1);
+  const char *run = s;
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c >= 32 && c != '"' && c != '\\') continue;
+    mpprof_tb_put(b, run, (size_t)(s - run));
+    char esc[8];
+    switch (c) {
+    case '"':
+      mpprof_tb_cstr(b, "\\\"");
+      break;
+    case '\\':
+      mpprof_tb_cstr(b, "\\\\");
+      break;
+    case '\b':
+      mpprof_tb_cstr(b, "\\b");
+      break;
+    case '\f':
+      mpprof_tb_cstr(b, "\\f");
+      break;
+    case '\n':
+      mpprof_tb_cstr(b, "\\n");
+      break;
+    case '\r':
+      mpprof_tb_cstr(b, "\\r");
+      break;
+    case '\t':
+      mpprof_tb_cstr(b, "\\t");
+      break;
+    default:
+      snprintf(esc, sizeof esc, "\\u%04x", c);
+      mpprof_tb_cstr(b, esc);
+    }
+    run = s + 1;
+  }
+  mpprof_tb_put(b, run, (size_t)(s - run));
+  mpprof_tb_put(b, "\"", 1);
+}
+
+/* Digits of v at the end of buf[24]; returns where they start. */
+static char *u64_digits(uint64_t v, char *buf) {
+  char *p = buf + 24;
+  do
+    *--p = (char)('0' + v % 10);
+  while (v /= 10);
+  return p;
+}
+
+void mpprof_tb_u64(mpprof_tb *b, uint64_t v) {
+  char buf[24], *p = u64_digits(v, buf);
+  mpprof_tb_put(b, p, (size_t)(buf + 24 - p));
+}
+
+void mpprof_tb_double(mpprof_tb *b, double d) {
+  /* An integer below 10^15 is what %.15g prints: its digits, "-0" for -0. */
+  if (d == d && fabs(d) < 1e15 && d == (double)(int64_t)d) {
+    char buf[24], *p = u64_digits((uint64_t)(int64_t)fabs(d), buf);
+    if (signbit(d)) *--p = '-';
+    mpprof_tb_put(b, p, (size_t)(buf + 24 - p));
+    return;
+  }
+  cJSON *v = mpprof_json_double(d);
+  if (!v) {
+    b->oom = true;
+    return;
+  }
+  mpprof_tb_cstr(b, cJSON_IsRaw(v) ? v->valuestring : "null");
+  cJSON_Delete(v);
 }
 
 /* ---- an arena for per-site cJSON trees ---- */
