@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <cjson/cJSON.h>
 
@@ -595,7 +596,15 @@ typedef struct mpprof_tb {
   size_t n, cap;
   bool oom;
 } mpprof_tb;
-void mpprof_tb_put(mpprof_tb *b, const char *s, size_t len);
+/* Room for len more bytes and a NUL; false when out of memory (oom set). */
+bool mpprof_tb_room(mpprof_tb *b, size_t len);
+static inline void mpprof_tb_put(mpprof_tb *b, const char *s, size_t len) {
+  if (b->n + len + 1 > b->cap && !mpprof_tb_room(b, len)) return;
+  if (b->oom) return;
+  memcpy(b->p + b->n, s, len);
+  b->n += len;
+  b->p[b->n] = '\0';
+}
 void mpprof_tb_cstr(mpprof_tb *b, const char *s);
 void mpprof_tb_json_str(mpprof_tb *b, const char *s); /* escaped as cJSON does; NULL: null */
 void mpprof_tb_u64(mpprof_tb *b, uint64_t v);

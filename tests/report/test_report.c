@@ -15,6 +15,7 @@
 #include "rawgen.h"
 #include "report/report.h"
 #include "report/report_internal.h"
+#include "report/tensorio/stats_json.h"
 
 static const rg_proc P0 = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
 static const rg_proc P1 = {"node02", 200, 1, 1, true, "ok", "9.0", "./train"};
@@ -608,6 +609,36 @@ static void a_tiny_read_window_reads_every_file_the_same(void **state) {
   free(dir);
 }
 
+/* report.json's doubles are written without printf where the digits allow
+ * (mpprof_tb_double); the text is mpprof_json_double's, digit for digit. */
+static void doubles_are_written_as_mpprof_json_double_writes_them(void **state) {
+  (void)state;
+  unsigned seed = 12345;
+  for (int i = 0; i < 200000; i++) {
+    double d;
+    seed = seed * 1103515245u + 12345u;
+    int kind = (int)(seed >> 16) % 4;
+    seed = seed * 1103515245u + 12345u;
+    double u = (double)(seed >> 8) / (double)(1u << 24);
+    if (kind == 0) /* a short decimal: m / 10^k */
+      d = (double)(seed % 100000) / pow(10, (int)(u * 12));
+    else if (kind == 1) /* a power of two, scaled */
+      d = ldexp(1 + (double)(seed % 8) / 8, (int)(u * 80) - 40);
+    else if (kind == 2) /* anything */
+      d = u * pow(10, (int)(seed % 40) - 20);
+    else /* near the ends of the fast path */
+      d = (seed & 1 ? 1e-4 : 1e14) * (1 + (u - 0.5) * 1e-12);
+    if (seed & 2) d = -d;
+    mpprof_tb b = {0};
+    mpprof_tb_double(&b, d);
+    cJSON *want = mpprof_json_double(d);
+    assert_non_null(b.p);
+    if (strcmp(b.p, want->valuestring)) fail_msg("%.17g: %s, not %s", d, b.p, want->valuestring);
+    cJSON_Delete(want);
+    free(b.p);
+  }
+}
+
 /* text with its first `from` replaced by `to` (malloc'd). */
 static char *replaced(const char *text, const char *from, const char *to) {
   const char *at = strstr(text, from);
@@ -761,6 +792,7 @@ int main(void) {
       cmocka_unit_test(bad_raw_files_are_skipped_and_listed),
       cmocka_unit_test(a_tiny_read_window_reads_every_file_the_same),
       cmocka_unit_test(stats_in_any_spelling_read_alike_and_bad_ones_are_named),
+      cmocka_unit_test(doubles_are_written_as_mpprof_json_double_writes_them),
       cmocka_unit_test(a_checkpoint_file_marks_the_report_incomplete),
       cmocka_unit_test(a_run_without_cuda_ops_says_so),
       cmocka_unit_test(an_empty_raw_directory_gives_an_empty_report),
