@@ -324,7 +324,13 @@ int mpprof_model_add_site(mpprof_model *m, mpprof_site *s, size_t *ret_idx) {
     *ret_idx = idx;
     return rc;
   }
-  if (mpprof_grow((void **)&m->sites, &m->cap_sites, m->n_sites + 1, sizeof *m->sites)) return -1;
+  if (m->n_sites == m->cap_sites) { /* not mpprof_grow: no zeroing of pages not used yet */
+    size_t cap = m->cap_sites ? 2 * m->cap_sites : 16;
+    mpprof_site *ns = realloc(m->sites, cap * sizeof *ns);
+    if (!ns) return -1;
+    m->sites = ns;
+    m->cap_sites = cap;
+  }
   m->sites[m->n_sites] = *s;
   memset(s, 0, sizeof *s);
   m->hash[slot] = m->n_sites + 1;
@@ -360,33 +366,39 @@ int mpprof_model_finish(mpprof_model *m) {
     for (size_t t = 0; t < s->n_tensors; t++)
       s->elements += s->tensors[t].st.count;
   }
-  /* Sort pointers, renumber events by the old index, then move the sites. */
+  /* Sort pointers, renumber events by the old index, then move the sites
+   * in place along the permutation's cycles (no second array of them). */
   size_t n = m->n_sites ? m->n_sites : 1;
   mpprof_site **p = malloc(n * sizeof *p);
   size_t *newid = malloc(n * sizeof *newid);
-  mpprof_site *sorted = malloc(n * sizeof *sorted);
-  if (!p || !newid || !sorted) {
+  if (!p || !newid) {
     free(p);
     free(newid);
-    free(sorted);
     return -1;
   }
   for (size_t i = 0; i < m->n_sites; i++)
     p[i] = &m->sites[i];
   qsort(p, m->n_sites, sizeof *p, site_ptr_cmp);
-  for (size_t i = 0; i < m->n_sites; i++) {
-    sorted[i] = *p[i];
-    sorted[i].id = i;
+  for (size_t i = 0; i < m->n_sites; i++)
     newid[p[i] - m->sites] = i;
-  }
   free(p);
-  free(m->sites);
-  m->sites = sorted;
-  m->cap_sites = n;
   for (size_t i = 0; i < m->n_events; i++)
     m->events[i].site = (uint32_t)newid[m->events[i].site];
   for (size_t i = 0; i < m->n_kevents; i++)
     m->kevents[i].site = (uint32_t)newid[m->kevents[i].site];
+  for (size_t i = 0; i < m->n_sites; i++) {
+    /* the site now at i belongs at newid[i]: swap it there until i holds its own */
+    while (newid[i] != i) {
+      size_t j = newid[i];
+      mpprof_site t = m->sites[j];
+      m->sites[j] = m->sites[i];
+      m->sites[i] = t;
+      newid[i] = newid[j];
+      newid[j] = j;
+    }
+  }
+  for (size_t i = 0; i < m->n_sites; i++)
+    m->sites[i].id = i;
   free(newid);
   free(m->hash); /* keys are no longer looked up */
   m->hash = NULL;

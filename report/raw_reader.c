@@ -58,7 +58,8 @@ typedef struct walk {
   spans sites, events, ranges, kevents;
   mpprof_range *rg; /* parsed "ranges" and "kernel_events" (names owned until committed) */
   mpprof_kevent *kv;
-  char *rest; /* a site's text without its tensors (scan_tensors) */
+  char *rest;       /* a site's text without its tensors (scan_tensors) */
+  mpprof_tb idtext; /* a site's identity text (identity_of) */
   size_t rest_cap;
   bool has_sites;
   bool ended; /* a value ran into the end of the data */
@@ -517,7 +518,7 @@ static void json_text(mpprof_tb *b, const cJSON *v) {
 /* The identity of a site: its site-key fields (MP_RAW_SITE_KEY, an allowlist),
  * keys sorted, as compact JSON (cJSON_PrintUnformatted's text of an object
  * of those fields). Everything else merges. */
-static char *identity_of(const cJSON *o) {
+static char *identity_of(const cJSON *o, mpprof_tb *text) {
   const cJSON *few[64], **v = few;
   size_t n = 0, k = 0;
   for (const cJSON *c = o->child; c; c = c->next)
@@ -526,8 +527,8 @@ static char *identity_of(const cJSON *o) {
   for (const cJSON *c = o->child; c; c = c->next)
     if (is_identity_key(c->string)) v[k++] = c;
   qsort(v, k, sizeof *v, key_cmp);
-  mpprof_tb b = {.p = malloc(512), .cap = 512};
-  b.oom = !b.p;
+  mpprof_tb b = *text; /* the text is built in a buffer kept across sites */
+  b.n = 0;
   mpprof_tb_put(&b, "{", 1);
   for (size_t i = 0; i < k; i++) {
     if (i) mpprof_tb_put(&b, ",", 1);
@@ -537,8 +538,11 @@ static char *identity_of(const cJSON *o) {
   }
   mpprof_tb_put(&b, "}", 1);
   if (v != few) free(v);
-  char *ret = b.oom ? NULL : realloc(b.p, b.n + 1); /* exactly its length: a site keeps it */
-  if (!ret) free(b.p);
+  *text = b;
+  /* a copy of exactly its length (a site keeps it; a shrinking realloc left
+   * a small free chunk per site behind, which slowed every later malloc) */
+  char *ret = b.oom ? NULL : malloc(b.n + 1);
+  if (ret) memcpy(ret, b.p, b.n + 1);
   return ret;
 }
 
@@ -701,8 +705,9 @@ static char *dup_str_or_null(const cJSON *item) {
  * (no identity strings, no key: site *ret_into has them). 0, or -1 with err
  * set ("" for ENOMEM). */
 static int site_from_json(cJSON *o, const mpprof_process *p, const mpprof_model *m,
-                          mp_stats *scratch, mpprof_site *s, mpprof_role_stats *pre, size_t n_pre,
-                          int64_t *ret_id, size_t *ret_into, char *err, size_t errlen) {
+                          mp_stats *scratch, mpprof_tb *text, mpprof_site *s,
+                          mpprof_role_stats *pre, size_t n_pre, int64_t *ret_id, size_t *ret_into,
+                          char *err, size_t errlen) {
   memset(s, 0, sizeof *s);
   s->tensors = pre;
   s->n_tensors = n_pre;
@@ -721,7 +726,7 @@ static int site_from_json(cJSON *o, const mpprof_process *p, const mpprof_model 
     snprintf(err, errlen, "needs id, api, op, layer and calls");
     return -1;
   }
-  if (!(s->key = identity_of(o))) return -1;
+  if (!(s->key = identity_of(o, text))) return -1;
   *ret_into = mpprof_model_find_site(m, s->key);
   if (*ret_into != SIZE_MAX) {
     free(s->key); /* the model's site has it, and the strings below */
@@ -790,8 +795,14 @@ static int site_from_json(cJSON *o, const mpprof_process *p, const mpprof_model 
   } else {
     s->ranks = calloc(1, sizeof *s->ranks);
     if (!s->ranks) return -1;
-    s->ranks[0].name = p->has_rank ? mpprof_asprintf("%" PRId64, p->rank)
-                                   : mpprof_asprintf("%s:%" PRId64, p->host, p->pid);
+    char name[256]; /* not asprintf (a shrinking realloc): see identity_of */
+    if (p->has_rank)
+      snprintf(name, sizeof name, "%" PRId64, p->rank);
+    else if (strlen(p->host) < 200)
+      snprintf(name, sizeof name, "%s:%" PRId64, p->host, p->pid);
+    s->ranks[0].name = p->has_rank || strlen(p->host) < 200
+                           ? strdup(name)
+                           : mpprof_asprintf("%s:%" PRId64, p->host, p->pid);
     s->ranks[0].n = s->calls;
     if (!s->ranks[0].name) return -1;
     s->n_ranks = 1;
@@ -1154,9 +1165,9 @@ static int parse_file(walk *w, const char *path, const mpprof_model *m, mpprof_p
     cJSON *o = cJSON_ParseWithLength(t, len);
     char e[200] = "";
     int64_t rid = 0;
-    int rc =
-        o ? site_from_json(o, p, m, scratch, &sites[i], pre, n_pre, &rid, &into[i], e, sizeof e)
-          : -1;
+    int rc = o ? site_from_json(o, p, m, scratch, &w->idtext, &sites[i], pre, n_pre, &rid, &into[i],
+                                e, sizeof e)
+               : -1;
     if (!o && pre) { /* not taken over */
       mpprof_site unused = {.tensors = pre, .n_tensors = n_pre};
       mpprof_site_free(&unused);
@@ -1356,6 +1367,7 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
   free(w.kevents.v);
   free(w.buf);
   free(w.rest);
+  free(w.idtext.p);
   close(w.fd);
   mpprof_json_arena_release();
   return rc;

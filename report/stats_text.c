@@ -369,20 +369,22 @@ static bool stats(scan *s, mpprof_cstats *c, uint64_t *bins, bool *oom) {
   return true;
 }
 
+/* The records' contents (not the array). */
 static void free_roles(mpprof_role_stats *r, size_t n) {
   for (size_t i = 0; i < n; i++) {
     free(r[i].role);
     mpprof_cstats_free(&r[i].st);
   }
-  free(r);
 }
 
 int mpprof_tensors_scan(const char *text, size_t len, mpprof_role_stats **ret, size_t *ret_n,
                         size_t *ret_len) {
   scan s = {text, text + len};
   uint64_t *bins = malloc(MP_HIST_BINS * sizeof *bins);
-  mpprof_role_stats *r = NULL;
-  size_t n = 0, cap = 0;
+  /* the records are built here, then copied to a block of their exact size
+   * (a site keeps it; a shrinking realloc per site fragmented the heap) */
+  mpprof_role_stats few[8], *r = few;
+  size_t n = 0, cap = sizeof few / sizeof few[0];
   bool oom = !bins, ok = false;
   if (!oom && punct(&s, '{')) {
     ws(&s);
@@ -394,7 +396,18 @@ int mpprof_tensors_scan(const char *text, size_t len, mpprof_role_stats **ret, s
         const char *k;
         size_t kn;
         if (!plain_string(&s, &k, &kn) || !punct(&s, ':')) break;
-        if (mpprof_grow((void **)&r, &cap, n + 1, sizeof *r) || !(r[n].role = strndup(k, kn))) {
+        if (n == cap) {
+          mpprof_role_stats *nr = malloc(2 * cap * sizeof *nr);
+          if (!nr) {
+            oom = true;
+            break;
+          }
+          memcpy(nr, r, n * sizeof *r);
+          if (r != few) free(r);
+          r = nr;
+          cap *= 2;
+        }
+        if (!(r[n].role = strndup(k, kn))) {
           oom = true;
           break;
         }
@@ -407,18 +420,14 @@ int mpprof_tensors_scan(const char *text, size_t len, mpprof_role_stats **ret, s
     }
   }
   free(bins);
-  if (oom || !ok) {
+  mpprof_role_stats *exact = oom || !ok ? NULL : malloc((n ? n : 1) * sizeof *exact);
+  if (exact)
+    memcpy(exact, r, n * sizeof *r);
+  else
     free_roles(r, n);
-    return oom ? -1 : 0;
-  }
-  /* exactly n records: a site keeps them */
-  mpprof_role_stats *exact = realloc(r, (n ? n : 1) * sizeof *r);
-  if (!exact) {
-    free_roles(r, n);
-    return -1;
-  }
-  r = exact;
-  *ret = r;
+  if (r != few) free(r);
+  if (!exact) return oom || ok ? -1 : 0;
+  *ret = exact;
   *ret_n = n;
   *ret_len = (size_t)(s.p - text);
   return 1;
