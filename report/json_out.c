@@ -124,111 +124,63 @@ static cJSON *process_json(const mpprof_process *p) {
 /* Kernel lists are written as one raw JSON item each, not a cJSON object per
  * kernel (a site may hold 100k kernels: the per-kernel objects were most of
  * report.json's writing time). The text is what cJSON would print. */
-typedef struct text_buf {
-  char *p;
-  size_t n, cap;
-  bool oom;
-} text_buf;
-
-static void tb_put(text_buf *b, const char *s, size_t len) {
-  if (b->oom) return;
-  if (mpprof_grow((void **)&b->p, &b->cap, b->n + len + 1, 1)) {
-    b->oom = true;
-    return;
-  }
-  memcpy(b->p + b->n, s, len);
-  b->n += len;
-  b->p[b->n] = '\0';
-}
-
-static void tb_cstr(text_buf *b, const char *s) {
-  tb_put(b, s, strlen(s));
-}
-
-/* A JSON string, escaped as cJSON escapes it; NULL: null. */
-static void tb_json_str(text_buf *b, const char *s) {
-  if (!s) {
-    tb_cstr(b, "null");
-    return;
-  }
-  tb_put(b, "\"", 1);
-  const char *run = s;
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c >= 32 && c != '"' && c != '\\') continue;
-    tb_put(b, run, (size_t)(s - run));
-    char esc[8];
-    switch (c) {
-    case '"':
-      tb_cstr(b, "\\\"");
-      break;
-    case '\\':
-      tb_cstr(b, "\\\\");
-      break;
-    case '\b':
-      tb_cstr(b, "\\b");
-      break;
-    case '\f':
-      tb_cstr(b, "\\f");
-      break;
-    case '\n':
-      tb_cstr(b, "\\n");
-      break;
-    case '\r':
-      tb_cstr(b, "\\r");
-      break;
-    case '\t':
-      tb_cstr(b, "\\t");
-      break;
-    default:
-      snprintf(esc, sizeof esc, "\\u%04x", c);
-      tb_cstr(b, esc);
-    }
-    run = s + 1;
-  }
-  tb_put(b, run, (size_t)(s - run));
-  tb_put(b, "\"", 1);
-}
-
-static void tb_u64(text_buf *b, uint64_t v) {
-  char buf[24];
-  snprintf(buf, sizeof buf, "%" PRIu64, v);
-  tb_cstr(b, buf);
-}
-
 /* One kernel entry; count and gpu_ns given (a layer sums them over sites). */
-static void kernel_text(text_buf *b, const mpprof_kernel *k, uint64_t count, uint64_t gpu_ns) {
-  tb_cstr(b, "{\"name\":");
-  tb_json_str(b, k->name);
+static void kernel_text(mpprof_tb *b, const mpprof_kernel *k, uint64_t count, uint64_t gpu_ns) {
+  mpprof_tb_cstr(b, "{\"name\":");
+  mpprof_tb_json_str(b, k->name);
   char dm[512];
   mp_kernel_demangle(k->name, dm, sizeof dm);
   if (strcmp(dm, k->name)) {
-    tb_cstr(b, ",\"demangled\":");
-    tb_json_str(b, dm);
+    mpprof_tb_cstr(b, ",\"demangled\":");
+    mpprof_tb_json_str(b, dm);
   }
-  tb_cstr(b, ",\"count\":");
-  tb_u64(b, count);
-  tb_cstr(b, ",\"gpu_ns\":");
-  tb_u64(b, gpu_ns);
-  tb_cstr(b, ",\"tc\":");
-  tb_cstr(b, k->cls.tc == MP_TC_UNKNOWN ? "null" : k->cls.tc == MP_TC_YES ? "true" : "false");
-  tb_cstr(b, ",\"tc_source\":");
-  tb_json_str(b, mp_tc_source_name(k->cls.source));
-  tb_cstr(b, ",\"rule\":");
-  tb_json_str(b, k->cls.rule);
-  tb_cstr(b, ",\"instr\":");
-  tb_json_str(b, k->cls.instr);
-  tb_cstr(b, "}");
+  mpprof_tb_cstr(b, ",\"count\":");
+  mpprof_tb_u64(b, count);
+  mpprof_tb_cstr(b, ",\"gpu_ns\":");
+  mpprof_tb_u64(b, gpu_ns);
+  mpprof_tb_cstr(b, ",\"tc\":");
+  mpprof_tb_cstr(b, k->cls.tc == MP_TC_UNKNOWN ? "null"
+                    : k->cls.tc == MP_TC_YES   ? "true"
+                                               : "false");
+  mpprof_tb_cstr(b, ",\"tc_source\":");
+  mpprof_tb_json_str(b, mp_tc_source_name(k->cls.source));
+  mpprof_tb_cstr(b, ",\"rule\":");
+  mpprof_tb_json_str(b, k->cls.rule);
+  mpprof_tb_cstr(b, ",\"instr\":");
+  mpprof_tb_json_str(b, k->cls.instr);
+  mpprof_tb_cstr(b, "}");
 }
 
 /* The raw item of a list built in b ("[...]"); NULL on ENOMEM. */
-static cJSON *tb_raw(text_buf *b) {
+static cJSON *tb_raw(mpprof_tb *b) {
   cJSON *r = b->oom ? NULL : cJSON_CreateRaw(b->p ? b->p : "[]");
   free(b->p);
   return r;
 }
 
-static cJSON *site_json(const mpprof_model *m, const mpprof_site *s, mp_stats *scratch) {
+/* The stats from the compact records (no cJSON tree and no expanded record
+ * per tensor: most of a site's text). */
+static void tensors_text(mpprof_tb *b, const mpprof_site *s) {
+  for (size_t i = 0; i < s->n_tensors; i++) {
+    mpprof_tb_put(b, i ? "," : "{", 1);
+    mpprof_tb_json_str(b, s->tensors[i].role);
+    mpprof_tb_put(b, ":", 1);
+    mpprof_tb_cstats(b, &s->tensors[i].st);
+  }
+  mpprof_tb_cstr(b, s->n_tensors ? "}" : "{}");
+}
+
+static void kernels_text(mpprof_tb *b, const mpprof_site *s) {
+  mpprof_tb_cstr(b, "[");
+  for (size_t i = 0; i < s->n_kernels; i++) {
+    if (i) mpprof_tb_cstr(b, ",");
+    kernel_text(b, &s->kernels[i], s->kernels[i].count, s->kernels[i].gpu_ns);
+  }
+  mpprof_tb_cstr(b, "]");
+}
+
+/* The site object through cJSON: for the sites site_text leaves to it. */
+static cJSON *site_json(const mpprof_model *m, const mpprof_site *s) {
   cJSON *o = cJSON_CreateObject(), *id = cJSON_Parse(s->key);
   if (!o || !id) {
     cJSON_Delete(o);
@@ -252,18 +204,12 @@ static cJSON *site_json(const mpprof_model *m, const mpprof_site *s, mp_stats *s
   if (s->autotune_calls)
     cJSON_AddItemToObject(o, "autotune_calls", mpprof_json_u64(s->autotune_calls));
   cJSON_AddItemToObject(o, "not_scanned", counts_obj(s->not_scanned, s->n_not_scanned));
-  cJSON *t = cJSON_AddObjectToObject(o, "tensors");
-  for (size_t i = 0; t && i < s->n_tensors; i++)
-    cJSON_AddItemToObject(t, s->tensors[i].role,
-                          mpprof_cstats_to_json(&s->tensors[i].st, NULL, scratch));
+  mpprof_tb tb = {0};
+  tensors_text(&tb, s);
+  cJSON_AddItemToObject(o, "tensors", tb_raw(&tb));
   cJSON_AddItemToObject(o, "gpu_ns", u64_or_null(s->has_gpu_ns, s->gpu_ns));
-  text_buf kb = {0};
-  tb_cstr(&kb, "[");
-  for (size_t i = 0; i < s->n_kernels; i++) {
-    if (i) tb_cstr(&kb, ",");
-    kernel_text(&kb, &s->kernels[i], s->kernels[i].count, s->kernels[i].gpu_ns);
-  }
-  tb_cstr(&kb, "]");
+  mpprof_tb kb = {0};
+  kernels_text(&kb, s);
   cJSON_AddItemToObject(o, "kernels", tb_raw(&kb));
   cJSON_AddItemToObject(o, "ptr_align",
                         s->ptr_align ? cJSON_CreateNumber(s->ptr_align) : cJSON_CreateNull());
@@ -285,6 +231,120 @@ static cJSON *site_json(const mpprof_model *m, const mpprof_site *s, mp_stats *s
   cJSON_AddItemToObject(o, "tc_used", tri_bool(s->tc_used));
   cJSON_AddStringToObject(o, "tc_source", mp_tc_source_name(s->tc_source));
   return o;
+}
+
+/* ---- a site's text without a cJSON tree (100k sites) ---- */
+
+static void key_text(mpprof_tb *b, const char *key) {
+  mpprof_tb_put(b, ",\"", 2);
+  mpprof_tb_cstr(b, key);
+  mpprof_tb_put(b, "\":", 2);
+}
+
+/* A string member; none when s is NULL (cJSON_AddStringToObject adds none). */
+static void str_member(mpprof_tb *b, const char *key, const char *s) {
+  if (!s) return;
+  key_text(b, key);
+  mpprof_tb_json_str(b, s);
+}
+
+static void u64_member(mpprof_tb *b, const char *key, bool has, uint64_t v) {
+  key_text(b, key);
+  if (has)
+    mpprof_tb_u64(b, v);
+  else
+    mpprof_tb_cstr(b, "null");
+}
+
+static void tri_member(mpprof_tb *b, const char *key, int v) {
+  key_text(b, key);
+  mpprof_tb_cstr(b, v < 0 ? "null" : v ? "true" : "false");
+}
+
+static void counts_text(mpprof_tb *b, const char *key, const mpprof_count *c, size_t n) {
+  key_text(b, key);
+  mpprof_tb_put(b, "{", 1);
+  for (size_t i = 0; i < n; i++) {
+    if (i) mpprof_tb_put(b, ",", 1);
+    mpprof_tb_json_str(b, c[i].name);
+    mpprof_tb_put(b, ":", 1);
+    mpprof_tb_u64(b, c[i].n);
+  }
+  mpprof_tb_put(b, "}", 1);
+}
+
+/* Members made by cJSON (rare ones: FP8 scale values, shadow results), their
+ * text without the braces of the object that holds them. */
+static void cjson_members_text(mpprof_tb *b, cJSON *o) {
+  char *t = o ? cJSON_PrintUnformatted(o) : NULL;
+  if (!t) {
+    b->oom = true;
+  } else if (strlen(t) > 2) {
+    mpprof_tb_put(b, ",", 1);
+    mpprof_tb_put(b, t + 1, strlen(t) - 2);
+  }
+  cJSON_free(t);
+  cJSON_Delete(o);
+}
+
+/* What cJSON_PrintUnformatted(site_json(m, s)) prints, written directly: the
+ * identity members are the text of the key (which is cJSON's text of them).
+ * false when the key holds the raw scope "phase", which the site's object
+ * leaves out: site_json then. */
+static bool site_text(mpprof_tb *b, const mpprof_model *m, const mpprof_site *s) {
+  size_t klen = strlen(s->key);
+  if (strstr(s->key, "\"phase\":") || klen < 2) return false;
+  mpprof_tb_cstr(b, "{\"id\":");
+  mpprof_tb_u64(b, s->id);
+  if (klen > 2) {
+    mpprof_tb_put(b, ",", 1);
+    mpprof_tb_put(b, s->key + 1, klen - 2);
+  }
+  str_member(b, "layer_name", s->layer_name);
+  str_member(b, "phase", mpprof_phase_name(s->phase));
+  u64_member(b, "calls", true, s->calls);
+  u64_member(b, "scanned_calls", true, s->scanned_calls);
+  if (s->autotune_calls) u64_member(b, "autotune_calls", true, s->autotune_calls);
+  counts_text(b, "not_scanned", s->not_scanned, s->n_not_scanned);
+  key_text(b, "tensors");
+  tensors_text(b, s);
+  u64_member(b, "gpu_ns", s->has_gpu_ns, s->gpu_ns);
+  key_text(b, "kernels");
+  kernels_text(b, s);
+  u64_member(b, "ptr_align", s->ptr_align, s->ptr_align);
+  bool fp8 = s->amax_d.read || s->amax_d.unread;
+  for (int i = 0; i < 4; i++)
+    fp8 = fp8 || s->fp8_scale[i].read || s->fp8_scale[i].unread;
+  if (fp8) {
+    cJSON *o = cJSON_CreateObject();
+    if (o) add_fp8_values(o, s);
+    cjson_members_text(b, o);
+  }
+  counts_text(b, "ranks", s->ranks, s->n_ranks);
+  if (s->shadow) {
+    cJSON *o = cJSON_CreateObject();
+    if (o) cJSON_AddItemToObject(o, MP_RK_SITE.shadow, mpprof_shadow_json(s->shadow, NULL));
+    cjson_members_text(b, o);
+  }
+  tri_member(b, "tc_eligible", s->elig_known ? s->elig.eligible : -1);
+  tri_member(b, "tc_efficient", s->elig_known ? s->elig.efficient : -1);
+  str_member(b, "tc_reason", s->elig.reason);
+  tri_member(b, "tc_eligible_with_tf32", s->elig.eligible_with_tf32);
+  char comp[160];
+  mpprof_site_compute_label(s, comp, sizeof comp);
+  str_member(b, "compute", comp);
+  tri_member(b, "tf32", mpprof_site_is_tf32(s));
+  u64_member(b, "flop_per_call", s->flop_per_call, s->flop_per_call);
+  double tf = mpprof_site_tflops(m, s);
+  key_text(b, "tflops");
+  if (tf >= 0)
+    mpprof_tb_double(b, tf);
+  else
+    mpprof_tb_cstr(b, "null");
+  tri_member(b, "tc_used", s->tc_used);
+  str_member(b, "tc_source", mp_tc_source_name(s->tc_source));
+  mpprof_tb_put(b, "}", 1);
+  return true;
 }
 
 static cJSON *window_json(bool has, int lo, int hi) {
@@ -348,13 +408,13 @@ static cJSON *layer_kernels(const mpprof_model *m, const mpprof_layer *l) {
       ns[*sl - 1] += kn->gpu_ns;
     }
   }
-  text_buf b = {0};
-  tb_cstr(&b, "[");
+  mpprof_tb b = {0};
+  mpprof_tb_cstr(&b, "[");
   for (size_t i = 0; i < n; i++) {
-    if (i) tb_cstr(&b, ",");
+    if (i) mpprof_tb_cstr(&b, ",");
     kernel_text(&b, first[i], counts[i], ns[i]); /* fields but the sums: the first site's */
   }
-  tb_cstr(&b, "]");
+  mpprof_tb_cstr(&b, "]");
   arr = tb_raw(&b);
 out:
   mpprof_name_index_free(&ix);
@@ -747,17 +807,30 @@ static int write_all(const mpprof_model *m, FILE *f, mp_stats *scratch) {
     free(s);
   }
   fputs("],\n\"sites\": [", f);
+  mpprof_tb b = {0};
   for (size_t i = 0; i < m->n_sites; i++) {
+    b.n = 0;
+    if (site_text(&b, m, &m->sites[i])) {
+      if (b.oom) break;
+      fputs(i ? ",\n" : "\n", f);
+      fwrite(b.p, 1, b.n, f);
+      continue;
+    }
     bool arena = mpprof_json_arena_begin();
-    cJSON *o = site_json(m, &m->sites[i], scratch);
+    cJSON *o = site_json(m, &m->sites[i]);
     char *s = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     if (s) fprintf(f, "%s\n%s", i ? "," : "", s);
     cJSON_free(s);
     if (arena) mpprof_json_arena_end();
-    if (!s) return -1;
+    if (!s) {
+      b.oom = true;
+      break;
+    }
   }
+  free(b.p);
   mpprof_json_arena_release();
+  if (b.oom) return -1;
   fputs("]\n}\n", f);
   return 0;
 }

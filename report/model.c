@@ -208,6 +208,27 @@ static void merge_kernel(mpprof_kernel *k, const mpprof_kernel *src) {
 static int merge_kernels(mpprof_site *d, mpprof_site *s) {
   if (!s->n_kernels) return 0;
   size_t nd = d->n_kernels, total = nd + s->n_kernels;
+  if (nd * s->n_kernels <= 64) { /* a few kernels (most sites): by name, no index */
+    size_t added = 0;
+    for (size_t i = 0; i < s->n_kernels; i++) {
+      size_t j = 0;
+      while (j < nd && strcmp(d->kernels[j].name, s->kernels[i].name))
+        j++;
+      if (j < nd) {
+        merge_kernel(&d->kernels[j], &s->kernels[i]);
+        continue;
+      }
+      if (!added++) {
+        mpprof_kernel *nk = realloc(d->kernels, total * sizeof *nk);
+        if (!nk) return -1;
+        d->kernels = nk;
+      }
+      d->kernels[nd] = s->kernels[i];
+      s->kernels[i].name = NULL; /* taken over */
+      d->n_kernels = ++nd;
+    }
+    return 0;
+  }
   mpprof_kernel *nk = realloc(d->kernels, total * sizeof *nk);
   if (!nk) return -1;
   d->kernels = nk;
@@ -280,6 +301,18 @@ static int merge_into(mpprof_site *d, mpprof_site *s) {
   return 0;
 }
 
+size_t mpprof_model_find_site(const mpprof_model *m, const char *key) {
+  if (!m->hash_cap) return SIZE_MAX;
+  size_t slot = hash_slot(m, key);
+  return m->hash[slot] ? m->hash[slot] - 1 : SIZE_MAX;
+}
+
+int mpprof_model_merge_site(mpprof_model *m, size_t idx, mpprof_site *s) {
+  int rc = merge_into(&m->sites[idx], s);
+  mpprof_site_free(s);
+  return rc;
+}
+
 int mpprof_model_add_site(mpprof_model *m, mpprof_site *s, size_t *ret_idx) {
   if (m->n_sites + 1 > m->hash_cap / 2 && hash_rebuild(m, m->hash_cap ? m->hash_cap * 2 : 1024))
     return -1;
@@ -291,7 +324,13 @@ int mpprof_model_add_site(mpprof_model *m, mpprof_site *s, size_t *ret_idx) {
     *ret_idx = idx;
     return rc;
   }
-  if (mpprof_grow((void **)&m->sites, &m->cap_sites, m->n_sites + 1, sizeof *m->sites)) return -1;
+  if (m->n_sites == m->cap_sites) { /* not mpprof_grow: no zeroing of pages not used yet */
+    size_t cap = m->cap_sites ? 2 * m->cap_sites : 16;
+    mpprof_site *ns = realloc(m->sites, cap * sizeof *ns);
+    if (!ns) return -1;
+    m->sites = ns;
+    m->cap_sites = cap;
+  }
   m->sites[m->n_sites] = *s;
   memset(s, 0, sizeof *s);
   m->hash[slot] = m->n_sites + 1;
@@ -307,13 +346,9 @@ static int site_cmp(const void *a, const void *b) {
   return c ? c : strcmp(x->key, y->key);
 }
 
-typedef struct {
-  mpprof_site s;
-  size_t old;
-} site_perm;
-
-static int perm_cmp(const void *a, const void *b) {
-  return site_cmp(&((const site_perm *)a)->s, &((const site_perm *)b)->s);
+/* Sites are sorted by pointer (a site is some 900 bytes: qsort moved them). */
+static int site_ptr_cmp(const void *a, const void *b) {
+  return site_cmp(*(mpprof_site *const *)a, *(mpprof_site *const *)b);
 }
 
 int mpprof_model_finish(mpprof_model *m) {
@@ -331,27 +366,39 @@ int mpprof_model_finish(mpprof_model *m) {
     for (size_t t = 0; t < s->n_tensors; t++)
       s->elements += s->tensors[t].st.count;
   }
-  /* Sort with the old index carried along, to renumber events. */
-  site_perm *p = malloc((m->n_sites ? m->n_sites : 1) * sizeof *p);
-  size_t *newid = malloc((m->n_sites ? m->n_sites : 1) * sizeof *newid);
+  /* Sort pointers, renumber events by the old index, then move the sites
+   * in place along the permutation's cycles (no second array of them). */
+  size_t n = m->n_sites ? m->n_sites : 1;
+  mpprof_site **p = malloc(n * sizeof *p);
+  size_t *newid = malloc(n * sizeof *newid);
   if (!p || !newid) {
     free(p);
     free(newid);
     return -1;
   }
   for (size_t i = 0; i < m->n_sites; i++)
-    p[i] = (site_perm){m->sites[i], i};
-  qsort(p, m->n_sites, sizeof *p, perm_cmp);
-  for (size_t i = 0; i < m->n_sites; i++) {
-    m->sites[i] = p[i].s;
-    m->sites[i].id = i;
-    newid[p[i].old] = i;
-  }
+    p[i] = &m->sites[i];
+  qsort(p, m->n_sites, sizeof *p, site_ptr_cmp);
+  for (size_t i = 0; i < m->n_sites; i++)
+    newid[p[i] - m->sites] = i;
   free(p);
   for (size_t i = 0; i < m->n_events; i++)
     m->events[i].site = (uint32_t)newid[m->events[i].site];
   for (size_t i = 0; i < m->n_kevents; i++)
     m->kevents[i].site = (uint32_t)newid[m->kevents[i].site];
+  for (size_t i = 0; i < m->n_sites; i++) {
+    /* the site now at i belongs at newid[i]: swap it there until i holds its own */
+    while (newid[i] != i) {
+      size_t j = newid[i];
+      mpprof_site t = m->sites[j];
+      m->sites[j] = m->sites[i];
+      m->sites[i] = t;
+      newid[i] = newid[j];
+      newid[j] = j;
+    }
+  }
+  for (size_t i = 0; i < m->n_sites; i++)
+    m->sites[i].id = i;
   free(newid);
   free(m->hash); /* keys are no longer looked up */
   m->hash = NULL;

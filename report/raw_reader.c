@@ -58,6 +58,9 @@ typedef struct walk {
   spans sites, events, ranges, kevents;
   mpprof_range *rg; /* parsed "ranges" and "kernel_events" (names owned until committed) */
   mpprof_kevent *kv;
+  char *rest;       /* a site's text without its tensors (scan_tensors) */
+  mpprof_tb idtext; /* a site's identity text (identity_of) */
+  size_t rest_cap;
   bool has_sites;
   bool ended; /* a value ran into the end of the data */
 } walk;
@@ -194,12 +197,15 @@ static int fail(walk *w, const char *what) {
 
 /* p at '"': pointer after the closing quote, or NULL at end of data. */
 static const char *skip_string(const char *p, const char *end) {
-  for (p++; p < end; p++) {
-    if (*p == '\\') {
-      p++;
-      continue;
-    }
-    if (*p == '"') return p + 1;
+  for (p++; p < end;) {
+    const char *q = memchr(p, '"', (size_t)(end - p));
+    if (!q) return NULL;
+    /* escaped when an odd run of backslashes precedes it (p follows a quote) */
+    size_t bs = 0;
+    while (q - bs > p && q[-1 - (ptrdiff_t)bs] == '\\')
+      bs++;
+    if (!(bs & 1)) return q + 1;
+    p = q + 1;
   }
   return NULL;
 }
@@ -218,21 +224,30 @@ static const char *skip_value(const char *p, const char *end, bool *ret_ended) {
   return e;
 }
 
+/* The bytes the structural scan stops at: 1 '"', 2 '{' '[', 3 '}' ']'. */
+static const unsigned char structural[256] = {
+    ['"'] = 1, ['{'] = 2, ['['] = 2, ['}'] = 3, [']'] = 3};
+
 static const char *skip_value_raw(const char *p, const char *end) {
   if (p >= end) return NULL;
   if (*p == '"') return skip_string(p, end);
   if (*p == '{' || *p == '[') {
     long depth = 0;
     while (p < end) {
-      char c = *p;
-      if (c == '"') {
+      switch (structural[(unsigned char)*p]) {
+      case 0:
+        p++;
+        continue;
+      case 1:
         p = skip_string(p, end);
         if (!p) return NULL;
         continue;
-      }
-      if (c == '{' || c == '[') depth++;
-      if (c == '}' || c == ']') {
+      case 2:
+        depth++;
+        break;
+      case 3:
         if (--depth == 0) return p + 1;
+        break;
       }
       p++;
     }
@@ -361,8 +376,7 @@ end:
 
 /* ---- field helpers ---- */
 
-static bool get_u64(const cJSON *o, const char *key, uint64_t *ret) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+static bool u64_of(const cJSON *v, uint64_t *ret) {
   double d;
   if (!v || !cJSON_IsNumber(v) || mpprof_json_get_double(v, &d) || !(d >= 0) || d > 1.8e19)
     return false;
@@ -370,8 +384,7 @@ static bool get_u64(const cJSON *o, const char *key, uint64_t *ret) {
   return true;
 }
 
-static bool get_i64(const cJSON *o, const char *key, int64_t *ret) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+static bool i64_of(const cJSON *v, int64_t *ret) {
   double d;
   /* +-2^61: any time, id or size a raw file can hold; sums of two stay in range */
   if (!v || !cJSON_IsNumber(v) || mpprof_json_get_double(v, &d) || !(fabs(d) <= 0x1p61))
@@ -380,49 +393,156 @@ static bool get_i64(const cJSON *o, const char *key, int64_t *ret) {
   return true;
 }
 
-static const char *get_str(const cJSON *o, const char *key) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+static const char *str_of(const cJSON *v) {
   return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static bool get_u64(const cJSON *o, const char *key, uint64_t *ret) {
+  return u64_of(cJSON_GetObjectItemCaseSensitive(o, key), ret);
+}
+
+static bool get_i64(const cJSON *o, const char *key, int64_t *ret) {
+  return i64_of(cJSON_GetObjectItemCaseSensitive(o, key), ret);
+}
+
+static const char *get_str(const cJSON *o, const char *key) {
+  return str_of(cJSON_GetObjectItemCaseSensitive(o, key));
+}
+
+/* A site's members by key, the first of a repeated one as
+ * cJSON_GetObjectItemCaseSensitive finds it: some 40 look-ups per site were
+ * a walk of its list each. An object of more members is walked. */
+#define MEMBER_SLOTS 128
+typedef struct members {
+  const cJSON *o;
+  bool walk;
+  const cJSON *slot[MEMBER_SLOTS];
+} members;
+
+static unsigned key_hash(const char *k) {
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (; *k; k++)
+    h = (h ^ (unsigned char)*k) * 16777619u;
+  return h & (MEMBER_SLOTS - 1);
+}
+
+static void members_of(const cJSON *o, members *ret) {
+  ret->o = o;
+  ret->walk = false;
+  memset(ret->slot, 0, sizeof ret->slot);
+  size_t n = 0;
+  for (const cJSON *c = o->child; c && !ret->walk; c = c->next, n++) {
+    if (n == MEMBER_SLOTS / 2 || !c->string) {
+      ret->walk = true;
+      break;
+    }
+    unsigned i = key_hash(c->string);
+    while (ret->slot[i] && strcmp(ret->slot[i]->string, c->string))
+      i = (i + 1) & (MEMBER_SLOTS - 1);
+    if (!ret->slot[i]) ret->slot[i] = c;
+  }
+}
+
+static const cJSON *member(const members *m, const char *key) {
+  if (m->walk) return cJSON_GetObjectItemCaseSensitive(m->o, key);
+  unsigned i = key_hash(key);
+  while (m->slot[i] && strcmp(m->slot[i]->string, key))
+    i = (i + 1) & (MEMBER_SLOTS - 1);
+  return m->slot[i];
 }
 
 /* ---- sites ---- */
 
+/* By hash: every member of every site is asked (the report is built on one
+ * thread; the set is filled on first use). */
 static bool is_identity_key(const char *k) {
-  for (const char *const *i = mp_raw_identity_keys; *i; i++)
-    if (**i && !strcmp(k, *i)) return true;
-  return false;
+  static const char *set[MEMBER_SLOTS];
+  static bool filled;
+  if (!filled) {
+    for (const char *const *i = mp_raw_identity_keys; *i; i++) {
+      if (!**i) continue;
+      unsigned h = key_hash(*i);
+      while (set[h] && strcmp(set[h], *i))
+        h = (h + 1) & (MEMBER_SLOTS - 1);
+      set[h] = *i;
+    }
+    filled = true;
+  }
+  unsigned h = key_hash(k);
+  while (set[h] && strcmp(set[h], k))
+    h = (h + 1) & (MEMBER_SLOTS - 1);
+  return set[h] != NULL;
 }
 
 static int key_cmp(const void *a, const void *b) {
   return strcmp((*(cJSON *const *)a)->string, (*(cJSON *const *)b)->string);
 }
 
+/* v as cJSON_PrintUnformatted prints it, without building its text through
+ * cJSON: the common values directly (an integer's digits, a string escaped
+ * alike), anything else by cJSON itself. */
+static void json_text(mpprof_tb *b, const cJSON *v) {
+  if (cJSON_IsString(v)) {
+    mpprof_tb_json_str(b, v->valuestring);
+  } else if (cJSON_IsNumber(v) && fabs(v->valuedouble) < 1e15 &&
+             v->valuedouble == (double)(int64_t)v->valuedouble && !signbit(v->valuedouble)) {
+    mpprof_tb_u64(b, (uint64_t)v->valuedouble);
+  } else if (cJSON_IsNumber(v) && fabs(v->valuedouble) < 1e15 &&
+             v->valuedouble == (double)(int64_t)v->valuedouble && v->valuedouble != 0) {
+    mpprof_tb_put(b, "-", 1);
+    mpprof_tb_u64(b, (uint64_t)-v->valuedouble);
+  } else if (cJSON_IsObject(v) || cJSON_IsArray(v)) {
+    bool obj = cJSON_IsObject(v);
+    mpprof_tb_put(b, obj ? "{" : "[", 1);
+    for (const cJSON *c = v->child; c; c = c->next) {
+      if (c != v->child) mpprof_tb_put(b, ",", 1);
+      if (obj) {
+        mpprof_tb_json_str(b, c->string);
+        mpprof_tb_put(b, ":", 1);
+      }
+      json_text(b, c);
+    }
+    mpprof_tb_put(b, obj ? "}" : "]", 1);
+  } else if (cJSON_IsTrue(v) || cJSON_IsFalse(v) || cJSON_IsNull(v)) {
+    mpprof_tb_cstr(b, cJSON_IsTrue(v) ? "true" : cJSON_IsFalse(v) ? "false" : "null");
+  } else {
+    char *text = cJSON_PrintUnformatted(v);
+    if (text)
+      mpprof_tb_cstr(b, text);
+    else
+      b->oom = true;
+    cJSON_free(text);
+  }
+}
+
 /* The identity of a site: its site-key fields (MP_RAW_SITE_KEY, an allowlist),
- * keys sorted, as compact JSON. Everything else merges. Detaches those fields
- * from o. */
-static char *identity_of(cJSON *o) {
-  size_t n = 0;
-  for (cJSON *c = o->child; c; c = c->next)
+ * keys sorted, as compact JSON (cJSON_PrintUnformatted's text of an object
+ * of those fields). Everything else merges. */
+static char *identity_of(const cJSON *o, mpprof_tb *text) {
+  const cJSON *few[64], **v = few;
+  size_t n = 0, k = 0;
+  for (const cJSON *c = o->child; c; c = c->next)
     n++;
-  cJSON **v = malloc((n ? n : 1) * sizeof *v);
-  if (!v) return NULL;
-  size_t k = 0;
-  for (cJSON *c = o->child; c; c = c->next)
+  if (n > sizeof few / sizeof few[0] && !(v = malloc(n * sizeof *v))) return NULL;
+  for (const cJSON *c = o->child; c; c = c->next)
     if (is_identity_key(c->string)) v[k++] = c;
   qsort(v, k, sizeof *v, key_cmp);
-  cJSON *id = cJSON_CreateObject();
-  char *ret = NULL;
-  if (id) {
-    for (size_t i = 0; i < k; i++) {
-      cJSON_DetachItemViaPointer(o, v[i]);
-      cJSON_AddItemToObject(id, v[i]->string, v[i]); /* key string is copied again: fine */
-    }
-    char *text = cJSON_PrintUnformatted(id);
-    ret = text ? strdup(text) : NULL; /* text may be arena memory */
-    cJSON_free(text);
-    cJSON_Delete(id);
+  mpprof_tb b = *text; /* the text is built in a buffer kept across sites */
+  b.n = 0;
+  mpprof_tb_put(&b, "{", 1);
+  for (size_t i = 0; i < k; i++) {
+    if (i) mpprof_tb_put(&b, ",", 1);
+    mpprof_tb_json_str(&b, v[i]->string);
+    mpprof_tb_put(&b, ":", 1);
+    json_text(&b, v[i]);
   }
-  free(v);
+  mpprof_tb_put(&b, "}", 1);
+  if (v != few) free(v);
+  *text = b;
+  /* a copy of exactly its length (a site keeps it; a shrinking realloc left
+   * a small free chunk per site behind, which slowed every later malloc) */
+  char *ret = b.oom ? NULL : malloc(b.n + 1);
+  if (ret) memcpy(ret, b.p, b.n + 1);
   return ret;
 }
 
@@ -544,8 +664,7 @@ static void parse_conv(const cJSON *o, mpprof_site *s) {
   }
 }
 
-static char trans_of(const cJSON *o, const char *key) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+static char trans_of(const cJSON *v) {
   return cJSON_IsString(v) && strlen(v->valuestring) == 1 ? v->valuestring[0] : 0;
 }
 
@@ -575,38 +694,56 @@ static unsigned fp8_scales_of(const cJSON *o) {
   return bits;
 }
 
-static char *dup_str_or_null(const cJSON *o, const char *key) {
-  const char *v = get_str(o, key);
+static char *dup_str_or_null(const cJSON *item) {
+  const char *v = str_of(item);
   return v ? strdup(v) : NULL;
 }
 
-/* Parse one SITE of process p into *s. 0, or -1 with err set ("" for ENOMEM). */
-static int site_from_json(cJSON *o, const mpprof_process *p, mp_stats *scratch, mpprof_site *s,
-                          int64_t *ret_id, char *err, size_t errlen) {
+/* Parse one SITE of process p into *s; its tensors are pre (n_pre, taken
+ * over) when read already, else o's. *ret_into: the index of the site of m
+ * it merges into, else SIZE_MAX; when it merges, s keeps only what merges
+ * (no identity strings, no key: site *ret_into has them). 0, or -1 with err
+ * set ("" for ENOMEM). */
+static int site_from_json(cJSON *o, const mpprof_process *p, const mpprof_model *m,
+                          mp_stats *scratch, mpprof_tb *text, mpprof_site *s,
+                          mpprof_role_stats *pre, size_t n_pre, int64_t *ret_id, size_t *ret_into,
+                          char *err, size_t errlen) {
   memset(s, 0, sizeof *s);
+  s->tensors = pre;
+  s->n_tensors = n_pre;
   err[0] = 0;
   if (!cJSON_IsObject(o)) {
     snprintf(err, errlen, "not an object");
     return -1;
   }
-  const char *api = get_str(o, MP_RK_SITE.api), *op = get_str(o, MP_RK_SITE.kind),
-             *layer = get_str(o, MP_RK_SITE.layer);
-  if (!get_i64(o, MP_RK_SITE.id, ret_id) || !api || !op || !layer ||
-      !get_u64(o, MP_RK_SITE.calls, &s->calls)) {
+  members ix;
+  members_of(o, &ix);
+#define M(key) member(&ix, key)
+  const char *api = str_of(M(MP_RK_SITE.api)), *op = str_of(M(MP_RK_SITE.kind)),
+             *layer = str_of(M(MP_RK_SITE.layer));
+  if (!i64_of(M(MP_RK_SITE.id), ret_id) || !api || !op || !layer ||
+      !u64_of(M(MP_RK_SITE.calls), &s->calls)) {
     snprintf(err, errlen, "needs id, api, op, layer and calls");
     return -1;
   }
-  s->api = strdup(api);
-  s->op = strdup(op);
-  s->layer = strdup(layer);
-  s->compute_type = dup_str_or_null(o, MP_RK_SITE.compute_type);
-  s->math_mode = dup_str_or_null(o, MP_RK_SITE.math_mode);
-  s->scale_type = dup_str_or_null(o, MP_RK_SITE.scale_type);
-  s->epilogue = dup_str_or_null(o, MP_RK_SITE.epilogue);
-  s->conv_math_type = dup_str_or_null(o, MP_RK_SITE.conv_math);
-  s->module_class = dup_str_or_null(o, MP_RK_SITE.module_class);
-  if (!s->api || !s->op || !s->layer) return -1;
-  const cJSON *ls = cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.loss_scale);
+  if (!(s->key = identity_of(o, text))) return -1;
+  *ret_into = mpprof_model_find_site(m, s->key);
+  if (*ret_into != SIZE_MAX) {
+    free(s->key); /* the model's site has it, and the strings below */
+    s->key = NULL;
+  } else {
+    s->api = strdup(api);
+    s->op = strdup(op);
+    s->layer = strdup(layer);
+    s->compute_type = dup_str_or_null(M(MP_RK_SITE.compute_type));
+    s->math_mode = dup_str_or_null(M(MP_RK_SITE.math_mode));
+    s->scale_type = dup_str_or_null(M(MP_RK_SITE.scale_type));
+    s->epilogue = dup_str_or_null(M(MP_RK_SITE.epilogue));
+    s->conv_math_type = dup_str_or_null(M(MP_RK_SITE.conv_math));
+    s->module_class = dup_str_or_null(M(MP_RK_SITE.module_class));
+    if (!s->api || !s->op || !s->layer) return -1;
+  }
+  const cJSON *ls = M(MP_RK_SITE.loss_scale);
   if (ls && !cJSON_IsNull(ls)) {
     double v = cJSON_IsNumber(ls) ? ls->valuedouble : -1;
     if (!(v > 0) || !isfinite(v)) {
@@ -615,60 +752,119 @@ static int site_from_json(cJSON *o, const mpprof_process *p, mp_stats *scratch, 
     }
     s->loss_scale = v;
   }
-  const char *phase = get_str(o, MP_RK_SITE.phase);
+  const char *phase = str_of(M(MP_RK_SITE.phase));
   if (phase && (s->scope_phase = mpprof_phase_parse(phase)) <= 0) {
     snprintf(err, errlen, "phase: unknown phase \"%.40s\"", phase);
     return -1;
   }
-  if (!get_u64(o, MP_RK_SITE.scanned_calls, &s->scanned_calls)) s->scanned_calls = 0;
-  get_u64(o, MP_RK_SITE.autotune_calls, &s->autotune_calls);
-  get_u64(o, MP_RK_SITE.m, &s->m);
-  get_u64(o, MP_RK_SITE.n, &s->n);
-  get_u64(o, MP_RK_SITE.k, &s->k);
-  if (!get_u64(o, MP_RK_SITE.batch, &s->batch)) s->batch = 1;
-  get_u64(o, MP_RK_SITE.lda, &s->lda);
-  get_u64(o, MP_RK_SITE.ldb, &s->ldb);
-  get_u64(o, MP_RK_SITE.ldc, &s->ldc);
-  get_u64(o, MP_RK_SITE.ldd, &s->ldd);
-  s->transa = trans_of(o, MP_RK_SITE.transa);
-  s->transb = trans_of(o, MP_RK_SITE.transb);
-  s->fp8_scales = fp8_scales_of(cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.fp8_scales));
-  parse_types(cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.types), s);
-  parse_conv(cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.conv), s);
+  if (!u64_of(M(MP_RK_SITE.scanned_calls), &s->scanned_calls)) s->scanned_calls = 0;
+  u64_of(M(MP_RK_SITE.autotune_calls), &s->autotune_calls);
+  u64_of(M(MP_RK_SITE.m), &s->m);
+  u64_of(M(MP_RK_SITE.n), &s->n);
+  u64_of(M(MP_RK_SITE.k), &s->k);
+  if (!u64_of(M(MP_RK_SITE.batch), &s->batch)) s->batch = 1;
+  u64_of(M(MP_RK_SITE.lda), &s->lda);
+  u64_of(M(MP_RK_SITE.ldb), &s->ldb);
+  u64_of(M(MP_RK_SITE.ldc), &s->ldc);
+  u64_of(M(MP_RK_SITE.ldd), &s->ldd);
+  s->transa = trans_of(M(MP_RK_SITE.transa));
+  s->transb = trans_of(M(MP_RK_SITE.transb));
+  s->fp8_scales = fp8_scales_of(M(MP_RK_SITE.fp8_scales));
+  parse_types(M(MP_RK_SITE.types), s);
+  parse_conv(M(MP_RK_SITE.conv), s);
   uint64_t align = 0;
-  if (get_u64(o, MP_RK_SITE.ptr_align, &align))
-    s->ptr_align = align > 4096 ? 4096 : (unsigned)align;
-  const cJSON *sv = cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.fp8_scale_values);
+  if (u64_of(M(MP_RK_SITE.ptr_align), &align)) s->ptr_align = align > 4096 ? 4096 : (unsigned)align;
+  const cJSON *sv = M(MP_RK_SITE.fp8_scale_values);
   static const char *const fp8_roles[4] = {"A", "B", "C", "D"};
   for (int i = 0; i < 4; i++)
     fp8_value_of(cJSON_GetObjectItemCaseSensitive(sv, fp8_roles[i]), &s->fp8_scale[i]);
-  fp8_value_of(cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.amax_D), &s->amax_d);
-  s->has_gpu_ns = get_u64(o, MP_RK_SITE.gpu_ns, &s->gpu_ns);
+  fp8_value_of(M(MP_RK_SITE.amax_D), &s->amax_d);
+  s->has_gpu_ns = u64_of(M(MP_RK_SITE.gpu_ns), &s->gpu_ns);
   s->cc_major = p->cc_major;
   s->cc_minor = p->cc_minor;
-  if (parse_counts(cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.not_scanned), &s->not_scanned,
-                   &s->n_not_scanned, MP_RK_SITE.not_scanned, err, errlen) ||
-      parse_kernels(cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.kernels), s, err, errlen) ||
-      parse_tensors(cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.tensors), s, scratch, err,
-                    errlen) ||
-      mpprof_shadow_parse(cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.shadow), &s->shadow, err,
-                          errlen))
+  if (parse_counts(M(MP_RK_SITE.not_scanned), &s->not_scanned, &s->n_not_scanned,
+                   MP_RK_SITE.not_scanned, err, errlen) ||
+      parse_kernels(M(MP_RK_SITE.kernels), s, err, errlen) ||
+      (!pre && parse_tensors(M(MP_RK_SITE.tensors), s, scratch, err, errlen)) ||
+      mpprof_shadow_parse(M(MP_RK_SITE.shadow), &s->shadow, err, errlen))
     return -1;
   /* Per-rank calls: a merged file may carry them already. */
-  const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(o, MP_RK_SITE.ranks);
+  const cJSON *ranks = M(MP_RK_SITE.ranks);
   if (cJSON_IsObject(ranks)) {
     if (parse_counts(ranks, &s->ranks, &s->n_ranks, MP_RK_SITE.ranks, err, errlen)) return -1;
   } else {
     s->ranks = calloc(1, sizeof *s->ranks);
     if (!s->ranks) return -1;
-    s->ranks[0].name = p->has_rank ? mpprof_asprintf("%" PRId64, p->rank)
-                                   : mpprof_asprintf("%s:%" PRId64, p->host, p->pid);
+    char name[256]; /* not asprintf (a shrinking realloc): see identity_of */
+    if (p->has_rank)
+      snprintf(name, sizeof name, "%" PRId64, p->rank);
+    else if (strlen(p->host) < 200)
+      snprintf(name, sizeof name, "%s:%" PRId64, p->host, p->pid);
+    s->ranks[0].name = p->has_rank || strlen(p->host) < 200
+                           ? strdup(name)
+                           : mpprof_asprintf("%s:%" PRId64, p->host, p->pid);
     s->ranks[0].n = s->calls;
     if (!s->ranks[0].name) return -1;
     s->n_ranks = 1;
   }
-  s->key = identity_of(o);
-  return s->key ? 0 : -1;
+#undef M
+  return 0;
+}
+
+/* Where the value of a site's first top-level "tensors" member starts in
+ * the site's text t (n bytes). false when there is none, or some key before
+ * it has an escape (cJSON would match its decoded spelling). */
+static bool tensors_member(const char *t, size_t n, size_t *ret_off) {
+  const char *p = t, *end = t + n;
+  size_t tn = strlen(MP_RK_SITE.tensors);
+#define WS()                                                                                       \
+  while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))                         \
+  p++
+  if (p >= end || *p++ != '{') return false;
+  while (true) {
+    WS();
+    const char *ke = p < end && *p == '"' ? skip_string(p, end) : NULL;
+    if (!ke || memchr(p, '\\', (size_t)(ke - p))) return false;
+    bool hit = (size_t)(ke - p) == tn + 2 && !memcmp(p + 1, MP_RK_SITE.tensors, tn);
+    p = ke;
+    WS();
+    if (p >= end || *p++ != ':') return false;
+    WS();
+    if (hit) {
+      *ret_off = (size_t)(p - t);
+      return p < end && *p == '{';
+    }
+    const char *ve = skip_value_raw(p, end);
+    if (!ve) return false;
+    p = ve;
+    WS();
+    if (p >= end || *p++ != ',') return false;
+  }
+#undef WS
+}
+
+/* A site's tensors read by mpprof_tensors_scan when they are in mpprof's
+ * spelling; *ret_rest is then the site's text with an empty object in their
+ * place (w->rest), for cJSON to parse. 1 (*ret, *ret_n, *ret_rest,
+ * *ret_rest_len set), 0 (cJSON reads them), -1 (memory). */
+static int scan_tensors(walk *w, const char *t, size_t n, mpprof_role_stats **ret, size_t *ret_n,
+                        const char **ret_rest, size_t *ret_rest_len) {
+  size_t off, len;
+  if (!tensors_member(t, n, &off)) return 0;
+  int rc = mpprof_tensors_scan(t + off, n - off, ret, ret_n, &len);
+  if (rc != 1) return rc;
+  size_t rest = n - len + 2;
+  if (mpprof_grow((void **)&w->rest, &w->rest_cap, rest, 1)) {
+    mpprof_site unused = {.tensors = *ret, .n_tensors = *ret_n};
+    mpprof_site_free(&unused);
+    return -1;
+  }
+  memcpy(w->rest, t, off);
+  memcpy(w->rest + off, "{}", 2);
+  memcpy(w->rest + off + 2, t + off + len, n - off - len);
+  *ret_rest = w->rest;
+  *ret_rest_len = rest;
+  return 1;
 }
 
 /* ---- the process header ---- */
@@ -929,9 +1125,9 @@ static int parse_timeline(walk *w, const mpprof_site *sites, const id_map *ids, 
 }
 
 /* Parse the mapped file into temporaries; 0 ok, 1 invalid (reason in err), -1 ENOMEM. */
-static int parse_file(walk *w, const char *path, mpprof_process *p, mpprof_site **ret_sites,
-                      id_map **ret_ids, mpprof_event **ret_ev, mp_stats *scratch, char *err,
-                      size_t errlen) {
+static int parse_file(walk *w, const char *path, const mpprof_model *m, mpprof_process *p,
+                      mpprof_site **ret_sites, size_t **ret_into, id_map **ret_ids,
+                      mpprof_event **ret_ev, mp_stats *scratch, char *err, size_t errlen) {
   int walked = walk_top(w);
   if (walked) drain(w);
   if (w->oom) return -1;
@@ -951,20 +1147,31 @@ static int parse_file(walk *w, const char *path, mpprof_process *p, mpprof_site 
   }
   size_t ns = w->sites.n;
   mpprof_site *sites = calloc(ns ? ns : 1, sizeof *sites);
+  size_t *into = malloc((ns ? ns : 1) * sizeof *into);
   id_map *ids = calloc(ns ? ns : 1, sizeof *ids);
   mpprof_event *ev = calloc(w->events.n ? w->events.n : 1, sizeof *ev);
   *ret_sites = sites;
+  *ret_into = into;
   *ret_ids = ids;
   *ret_ev = ev;
-  if (!sites || !ids || !ev) return -1;
+  if (!sites || !into || !ids || !ev) return -1;
   for (size_t i = 0; i < ns; i++) {
     const char *t = element(w, &w->sites, i);
     if (!t) return element_failed(w, err, errlen);
+    mpprof_role_stats *pre = NULL;
+    size_t n_pre = 0, len = w->sites.v[i].len;
+    if (scan_tensors(w, t, len, &pre, &n_pre, &t, &len) < 0) return -1;
     bool arena = mpprof_json_arena_begin();
-    cJSON *o = cJSON_ParseWithLength(t, w->sites.v[i].len);
+    cJSON *o = cJSON_ParseWithLength(t, len);
     char e[200] = "";
     int64_t rid = 0;
-    int rc = o ? site_from_json(o, p, scratch, &sites[i], &rid, e, sizeof e) : -1;
+    int rc = o ? site_from_json(o, p, m, scratch, &w->idtext, &sites[i], pre, n_pre, &rid, &into[i],
+                                e, sizeof e)
+               : -1;
+    if (!o && pre) { /* not taken over */
+      mpprof_site unused = {.tensors = pre, .n_tensors = n_pre};
+      mpprof_site_free(&unused);
+    }
     cJSON_Delete(o);
     if (arena) mpprof_json_arena_end();
     if (rc) {
@@ -993,7 +1200,9 @@ static int parse_file(walk *w, const char *path, mpprof_process *p, mpprof_site 
       snprintf(err, errlen, "training.first_nonfinite: refers to a site that is not in the file");
       return 1;
     }
-    if (!(p->nonfinite_site_key = strdup(sites[hit->idx].key))) return -1;
+    size_t at = into[hit->idx];
+    const char *sk = at == SIZE_MAX ? sites[hit->idx].key : m->sites[at].key;
+    if (!(p->nonfinite_site_key = strdup(sk))) return -1;
   }
   for (size_t i = 0; i < w->events.n; i++) {
     const char *text = element(w, &w->events, i);
@@ -1072,7 +1281,9 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
   mpprof_site *sites = NULL;
   id_map *ids = NULL;
   mpprof_event *ev = NULL;
-  int rc = scratch ? parse_file(&w, path, &p, &sites, &ids, &ev, scratch, err, sizeof err) : -1;
+  size_t *into = NULL;
+  int rc = scratch ? parse_file(&w, path, m, &p, &sites, &into, &ids, &ev, scratch, err, sizeof err)
+                   : -1;
   size_t ns = w.sites.n;
   bool dup = false;
   if (rc == 0)
@@ -1101,7 +1312,9 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
       size_t *idx = malloc((ns ? ns : 1) * sizeof *idx);
       if (!idx) rc = -1;
       for (size_t i = 0; rc == 0 && i < ns; i++)
-        if (mpprof_model_add_site(m, &sites[i], &idx[i])) rc = -1;
+        if (into[i] != SIZE_MAX ? mpprof_model_merge_site(m, idx[i] = into[i], &sites[i])
+                                : mpprof_model_add_site(m, &sites[i], &idx[i]))
+          rc = -1;
       for (size_t i = 0; rc == 0 && i < w.events.n; i++) {
         ev[i].site = (uint32_t)idx[ev[i].site];
         ev[i].proc = proc;
@@ -1136,6 +1349,7 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
   for (size_t i = 0; sites && i < ns; i++)
     mpprof_site_free(&sites[i]);
   free(sites);
+  free(into);
   free(ids);
   free(ev);
   free_proc(&p);
@@ -1152,6 +1366,8 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
   free(w.ranges.v);
   free(w.kevents.v);
   free(w.buf);
+  free(w.rest);
+  free(w.idtext.p);
   close(w.fd);
   mpprof_json_arena_release();
   return rc;

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <cjson/cJSON.h>
 
@@ -449,9 +450,23 @@ void mpprof_model_free(mpprof_model *m);
 void mpprof_site_free(mpprof_site *s);
 /* Merge a parsed site (taken over: *s is emptied) into the model. 0 or -1. */
 int mpprof_model_add_site(mpprof_model *m, mpprof_site *s, size_t *ret_idx);
+/* The index of the site with this key, or SIZE_MAX (before mpprof_model_finish). */
+size_t mpprof_model_find_site(const mpprof_model *m, const char *key);
+/* Merge *s (taken over and emptied; its identity fields may be missing) into
+ * site idx. 0 or -1. */
+int mpprof_model_merge_site(mpprof_model *m, size_t idx, mpprof_site *s);
 int mpprof_model_add_skipped(mpprof_model *m, const char *file, const char *reason);
 /* Sort sites, renumber events, build layers. 0 or -1. */
 int mpprof_model_finish(mpprof_model *m);
+
+/* stats_text.c: a site's raw "tensors" object, the value at p (n bytes
+ * from there to the end of the site), in mpprof's own spelling straight into
+ * compact records, without cJSON: 1 (*ret: *ret_n records, owned by the
+ * caller; *ret_len: the value's length), 0 when the text is anything else
+ * (read it with cJSON and mpprof_stats_from_json, which accepts it or says
+ * what is wrong), -1 out of memory. */
+int mpprof_tensors_scan(const char *p, size_t n, mpprof_role_stats **ret, size_t *ret_n,
+                        size_t *ret_len);
 
 /* raw_reader.c: read every .json file in dir/raw into the model; warnings on
  * warn (may be NULL). 0, or -1 with ret_error set (may be NULL). */
@@ -576,6 +591,34 @@ void mpprof_name_index_free(mpprof_name_index *ix);
 bool mpprof_json_arena_begin(void);
 void mpprof_json_arena_end(void);
 void mpprof_json_arena_release(void); /* frees the arena (after end) */
+
+/* util.c: JSON text built in memory, spelled as cJSON_PrintUnformatted
+ * spells it, for the parts of report.json too many to build as cJSON trees
+ * (kernel lists, a site's stats). Starts zeroed; oom set when a write
+ * failed (later writes do nothing); p is NUL-terminated, the caller frees it. */
+typedef struct mpprof_tb {
+  char *p;
+  size_t n, cap;
+  bool oom;
+} mpprof_tb;
+/* Room for len more bytes and a NUL; false when out of memory (oom set). */
+bool mpprof_tb_room(mpprof_tb *b, size_t len);
+static inline void mpprof_tb_put(mpprof_tb *b, const char *s, size_t len) {
+  if (b->n + len + 1 > b->cap && !mpprof_tb_room(b, len)) return;
+  if (b->oom) return;
+  memcpy(b->p + b->n, s, len);
+  b->n += len;
+  b->p[b->n] = '\0';
+}
+void mpprof_tb_cstr(mpprof_tb *b, const char *s);
+void mpprof_tb_json_str(mpprof_tb *b, const char *s); /* escaped as cJSON does; NULL: null */
+void mpprof_tb_u64(mpprof_tb *b, uint64_t v);
+/* A double as mpprof_json_double writes it (shortest of %.15g/16g/17g that
+ * reads back; null when not finite). */
+void mpprof_tb_double(mpprof_tb *b, double d);
+/* stats_text.c: the STATS object of c without advice, the text of
+ * cJSON_PrintUnformatted(mpprof_cstats_to_json(c, NULL, ...)). */
+void mpprof_tb_cstats(mpprof_tb *b, const mpprof_cstats *c);
 
 /* util */
 /* Text for a terminal: control characters (C0 but newline, DEL, C1) escaped

@@ -3,6 +3,7 @@
  * reader never sees half a report, nothing is written through a link). */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -252,6 +253,144 @@ int mpprof_cstats_merge(mpprof_cstats *dst, const mpprof_cstats *src) {
 cJSON *mpprof_cstats_to_json(const mpprof_cstats *c, const mp_advice *adv, mp_stats *scratch) {
   mpprof_cstats_unpack(c, scratch);
   return mpprof_stats_to_json(scratch, adv);
+}
+
+/* ---- JSON text in memory ---- */
+
+bool mpprof_tb_room(mpprof_tb *b, size_t len) {
+  if (b->oom) return false;
+  if (b->n + len + 1 <= b->cap) return true;
+  size_t cap = b->cap ? 2 * b->cap : 1024; /* doubling, not zeroed (mpprof_grow zeroes) */
+  while (cap < b->n + len + 1)
+    cap *= 2;
+  char *np = realloc(b->p, cap);
+  if (!np) {
+    b->oom = true;
+    return false;
+  }
+  b->p = np;
+  b->cap = cap;
+  return true;
+}
+
+void mpprof_tb_cstr(mpprof_tb *b, const char *s) {
+  mpprof_tb_put(b, s, strlen(s));
+}
+
+void mpprof_tb_json_str(mpprof_tb *b, const char *s) {
+  if (!s) {
+    mpprof_tb_cstr(b, "null");
+    return;
+  }
+  mpprof_tb_put(b, "\"", 1);
+  const char *run = s;
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c >= 32 && c != '"' && c != '\\') continue;
+    mpprof_tb_put(b, run, (size_t)(s - run));
+    char esc[8];
+    switch (c) {
+    case '"':
+      mpprof_tb_cstr(b, "\\\"");
+      break;
+    case '\\':
+      mpprof_tb_cstr(b, "\\\\");
+      break;
+    case '\b':
+      mpprof_tb_cstr(b, "\\b");
+      break;
+    case '\f':
+      mpprof_tb_cstr(b, "\\f");
+      break;
+    case '\n':
+      mpprof_tb_cstr(b, "\\n");
+      break;
+    case '\r':
+      mpprof_tb_cstr(b, "\\r");
+      break;
+    case '\t':
+      mpprof_tb_cstr(b, "\\t");
+      break;
+    default:
+      snprintf(esc, sizeof esc, "\\u%04x", c);
+      mpprof_tb_cstr(b, esc);
+    }
+    run = s + 1;
+  }
+  mpprof_tb_put(b, run, (size_t)(s - run));
+  mpprof_tb_put(b, "\"", 1);
+}
+
+/* Digits of v at the end of buf[24]; returns where they start. */
+static char *u64_digits(uint64_t v, char *buf) {
+  char *p = buf + 24;
+  do
+    *--p = (char)('0' + v % 10);
+  while (v /= 10);
+  return p;
+}
+
+void mpprof_tb_u64(mpprof_tb *b, uint64_t v) {
+  char buf[24], *p = u64_digits(v, buf);
+  mpprof_tb_put(b, p, (size_t)(buf + 24 - p));
+}
+
+/* d as %.15g prints it, when d is r / 10^k for an integer r below 10^15
+ * and 10^-4 <= |d| < 10^14: that decimal reads back as d, so it is the
+ * one %.15g rounds to (a 15-digit decimal within half an ulp of d), and %g
+ * prints it without an exponent. Most values of a stats record are such
+ * (2^-10 = 0.0009765625). false: use printf. */
+static bool short_decimal(mpprof_tb *b, double d) {
+  static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  double a = fabs(d);
+  if (!(a >= 1e-4 && a < 1e14)) return false;
+  for (int k = 1; k <= 22 && a * pow10[k] < 1e15; k++) {
+    double r = nearbyint(a * pow10[k]);
+    if (r >= 1e15 || r / pow10[k] != a) continue;
+    char buf[24], *p = u64_digits((uint64_t)r, buf), out[48];
+    size_t nd = (size_t)(buf + 24 - p), n = 0;
+    if (d < 0) out[n++] = '-';
+    if (nd > (size_t)k) { /* integer part, point, k fraction digits */
+      memcpy(out + n, p, nd - (size_t)k);
+      n += nd - (size_t)k;
+      out[n++] = '.';
+      memcpy(out + n, p + nd - (size_t)k, (size_t)k);
+      n += (size_t)k;
+    } else {
+      out[n++] = '0';
+      out[n++] = '.';
+      memset(out + n, '0', (size_t)k - nd);
+      n += (size_t)k - nd;
+      memcpy(out + n, p, nd);
+      n += nd;
+    }
+    while (out[n - 1] == '0')
+      n--;
+    if (out[n - 1] == '.') n--;
+    mpprof_tb_put(b, out, n);
+    return true;
+  }
+  return false;
+}
+
+void mpprof_tb_double(mpprof_tb *b, double d) {
+  /* An integer below 10^15 is what %.15g prints: its digits, "-0" for -0. */
+  if (d == d && fabs(d) < 1e15 && d == (double)(int64_t)d) {
+    char buf[24], *p = u64_digits((uint64_t)(int64_t)fabs(d), buf);
+    if (signbit(d)) *--p = '-';
+    mpprof_tb_put(b, p, (size_t)(buf + 24 - p));
+    return;
+  }
+  if (short_decimal(b, d)) return;
+  cJSON *v = mpprof_json_double(d);
+  if (!v) {
+    b->oom = true;
+    return;
+  }
+  mpprof_tb_cstr(b, cJSON_IsRaw(v) ? v->valuestring : "null");
+  cJSON_Delete(v);
 }
 
 /* ---- an arena for per-site cJSON trees ---- */

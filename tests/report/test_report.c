@@ -15,6 +15,7 @@
 #include "rawgen.h"
 #include "report/report.h"
 #include "report/report_internal.h"
+#include "report/tensorio/stats_json.h"
 
 static const rg_proc P0 = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
 static const rg_proc P1 = {"node02", 200, 1, 1, true, "ok", "9.0", "./train"};
@@ -608,6 +609,107 @@ static void a_tiny_read_window_reads_every_file_the_same(void **state) {
   free(dir);
 }
 
+/* report.json's doubles are written without printf where the digits allow
+ * (mpprof_tb_double); the text is mpprof_json_double's, digit for digit. */
+static void doubles_are_written_as_mpprof_json_double_writes_them(void **state) {
+  (void)state;
+  unsigned seed = 12345;
+  for (int i = 0; i < 200000; i++) {
+    double d;
+    seed = seed * 1103515245u + 12345u;
+    int kind = (int)(seed >> 16) % 4;
+    seed = seed * 1103515245u + 12345u;
+    double u = (double)(seed >> 8) / (double)(1u << 24);
+    if (kind == 0) /* a short decimal: m / 10^k */
+      d = (double)(seed % 100000) / pow(10, (int)(u * 12));
+    else if (kind == 1) /* a power of two, scaled */
+      d = ldexp(1 + (double)(seed % 8) / 8, (int)(u * 80) - 40);
+    else if (kind == 2) /* anything */
+      d = u * pow(10, (int)(seed % 40) - 20);
+    else /* near the ends of the fast path */
+      d = (seed & 1 ? 1e-4 : 1e14) * (1 + (u - 0.5) * 1e-12);
+    if (seed & 2) d = -d;
+    mpprof_tb b = {0};
+    mpprof_tb_double(&b, d);
+    cJSON *want = mpprof_json_double(d);
+    assert_non_null(b.p);
+    if (strcmp(b.p, want->valuestring)) fail_msg("%.17g: %s, not %s", d, b.p, want->valuestring);
+    cJSON_Delete(want);
+    free(b.p);
+  }
+}
+
+/* text with its first `from` replaced by `to` (malloc'd). */
+static char *replaced(const char *text, const char *from, const char *to) {
+  const char *at = strstr(text, from);
+  assert_non_null(at);
+  size_t head = (size_t)(at - text), nf = strlen(from), nt = strlen(to);
+  char *r = malloc(strlen(text) - nf + nt + 1);
+  memcpy(r, text, head);
+  memcpy(r + head, to, nt);
+  strcpy(r + head + nt, at + nf);
+  return r;
+}
+
+static char *tensors_text(const char *dir) {
+  cJSON *rep = report_of(dir);
+  char *t = cJSON_PrintUnformatted(get(cJSON_GetArrayItem(get(rep, "sites"), 0), "tensors"));
+  cJSON_Delete(rep);
+  return t;
+}
+
+/* Stats objects in mpprof's own spelling are read without cJSON
+ * (mpprof_tensors_scan); any other valid spelling reads to the same records,
+ * and an invalid one is skipped with the reason the cJSON reader gives. */
+static void stats_in_any_spelling_read_alike_and_bad_ones_are_named(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("spelling");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &P0);
+  rg_site_end(&r, fwd_site(0, "net/fwd", -4, 4));
+  rg_end(&r);
+  char *raw = rg_read_text(dir, "raw/a.json", NULL);
+  char *want = tensors_text(dir);
+  /* whitespace (read by the scanner); a count in exponent form, an escaped
+   * key, an unknown key (each read through cJSON) */
+  const char *same[][2] = {
+      {"\"tensors\":{\"A\":{", "\"tensors\" :\t{ \"A\"\n: {\r\n"},
+      {"\"count\":400", "\"count\": 4.0e2 "},
+      {"\"dtype\":\"fp16\"", "\"d\\u0074ype\":\"fp16\""},
+      {"\"min_abs_nonzero\"", "\"advice\":{\"x\":[1]},\"min_abs_nonzero\""},
+  };
+  for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+    char *t = replaced(raw, same[i][0], same[i][1]);
+    rg_write_text(dir, "a.json", t, strlen(t));
+    free(t);
+    char *got = tensors_text(dir);
+    assert_string_equal(got, want);
+    free(got);
+  }
+  const char *bad[][3] = {
+      {"\"zeros\":0", "\"zeros\":-1", "zeros: not a non-negative integer"},
+      {"\"counts\":[", "\"counts\":[0,", "entries, expected"},
+      {"\"fp8_e5m2\":{", "\"fp8_e5m3\":{", "casts.fp8_e5m2: missing"},
+      {"\"max\":", "\"max\":1e999,\"x\":", "max: not a number or null"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char *t = replaced(raw, bad[i][0], bad[i][1]);
+    rg_write_text(dir, "a.json", t, strlen(t));
+    free(t);
+    cJSON *rep = report_of(dir);
+    const cJSON *sk = cJSON_GetArrayItem(get(rep, "skipped_files"), 0);
+    assert_non_null(sk);
+    const char *reason = get(sk, "reason")->valuestring;
+    assert_non_null(strstr(reason, "sites[0]: tensors."));
+    assert_non_null(strstr(reason, bad[i][2]));
+    cJSON_Delete(rep);
+  }
+  free(want);
+  free(raw);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static void a_checkpoint_file_marks_the_report_incomplete(void **state) {
   (void)state;
   char *dir = rg_tmpdir("ckpt");
@@ -689,6 +791,8 @@ int main(void) {
       cmocka_unit_test(conv_sites_take_dtypes_from_their_descriptors),
       cmocka_unit_test(bad_raw_files_are_skipped_and_listed),
       cmocka_unit_test(a_tiny_read_window_reads_every_file_the_same),
+      cmocka_unit_test(stats_in_any_spelling_read_alike_and_bad_ones_are_named),
+      cmocka_unit_test(doubles_are_written_as_mpprof_json_double_writes_them),
       cmocka_unit_test(a_checkpoint_file_marks_the_report_incomplete),
       cmocka_unit_test(a_run_without_cuda_ops_says_so),
       cmocka_unit_test(an_empty_raw_directory_gives_an_empty_report),

@@ -1,0 +1,505 @@
+/* A site's "tensors" object (STATS objects, docs/raw-format.md) read straight
+ * from its text into compact records: 100k sites of a few hundred numbers
+ * each, where a cJSON tree per site and a 17 KB expanded record per tensor
+ * were half of the report's time.
+ *
+ * This is a fast path, not a second definition of the format: it accepts only
+ * the spelling mpprof writes (keys without escapes, each once, no unknown
+ * key; counts as plain integers; JSON-grammar numbers) and the values
+ * mpprof_stats_from_json would accept. Anything else answers "not mine" and
+ * the caller reads the object through cJSON and mpprof_stats_from_json,
+ * which accepts it or names what is wrong: the result and every error
+ * message are that reader's. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/formats.h"
+#include "analysis/schema_keys.h"
+#include "report/report_internal.h"
+
+typedef struct scan {
+  const char *p, *end;
+} scan;
+
+static void ws(scan *s) {
+  while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t'))
+    s->p++;
+}
+
+static bool punct(scan *s, char c) {
+  ws(s);
+  if (s->p >= s->end || *s->p != c) return false;
+  s->p++;
+  return true;
+}
+
+/* A string without escapes or control characters: its bytes in *ret, *ret_n. */
+static bool plain_string(scan *s, const char **ret, size_t *ret_n) {
+  ws(s);
+  if (s->p >= s->end || *s->p != '"') return false;
+  const char *b = ++s->p;
+  while (s->p < s->end && *s->p != '"') {
+    if (*s->p == '\\' || (unsigned char)*s->p < 0x20) return false;
+    s->p++;
+  }
+  if (s->p >= s->end) return false;
+  *ret = b;
+  *ret_n = (size_t)(s->p++ - b);
+  return true;
+}
+
+/* What may follow a value: whitespace, ',', '}' or ']' (or the end). */
+static bool value_ends(const scan *s) {
+  if (s->p >= s->end) return true;
+  switch (*s->p) {
+  case ' ':
+  case '\n':
+  case '\r':
+  case '\t':
+  case ',':
+  case '}':
+  case ']':
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* A count: 0 or digits without a leading zero, at most 15 (exact as the
+ * double cJSON would read). */
+static bool count(scan *s, uint64_t *ret) {
+  if (s->p < s->end && (unsigned)(*s->p - '0') >= 10) ws(s);
+  const char *b = s->p, *lim = s->end - b > 16 ? b + 16 : s->end;
+  uint64_t v = 0;
+  while (s->p < lim && (unsigned)(*s->p - '0') < 10)
+    v = v * 10 + (uint64_t)(*s->p++ - '0');
+  size_t n = (size_t)(s->p - b);
+  if (n == 0 || n > 15 || (n > 1 && *b == '0') || !value_ends(s)) return false;
+  *ret = v;
+  return true;
+}
+
+static bool integer(scan *s, int *ret) {
+  ws(s);
+  bool neg = s->p < s->end && *s->p == '-';
+  if (neg) s->p++;
+  uint64_t v;
+  if (s->p >= s->end || *s->p < '0' || *s->p > '9' || !count(s, &v) || v > 1000000) return false;
+  *ret = neg ? -(int)v : (int)v;
+  return true;
+}
+
+/* A JSON-grammar number b..e of at most 15 significant digits and a power
+ * of ten up to 10^22 either way, as strtod reads it: both factors are exact
+ * doubles, so one multiplication or division rounds once, correctly
+ * (Clinger's fast path). false: not such a number. */
+static bool exact_decimal(const char *b, const char *e, double *ret) {
+  static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  bool neg = *b == '-';
+  const char *p = b + neg;
+  uint64_t m = 0;
+  int digits = 0, scale = 0;
+  for (; p < e && (unsigned)(*p - '0') < 10; p++)
+    if (digits || *p != '0') {
+      m = m * 10 + (uint64_t)(*p - '0');
+      digits++;
+    }
+  if (p < e && *p == '.')
+    for (p++; p < e && (unsigned)(*p - '0') < 10; p++) {
+      if (digits || *p != '0') {
+        m = m * 10 + (uint64_t)(*p - '0');
+        digits++;
+      }
+      scale--;
+      if (digits > 15) return false;
+    }
+  if (p != e || digits > 15) return false; /* an exponent part: strtod */
+  double v = (double)m;
+  if (scale < -22) return false;
+  v = scale ? v / pow10[-scale] : v;
+  *ret = neg ? -v : v;
+  return true;
+}
+
+/* A finite JSON-grammar number, or null (*ret untouched). */
+static bool extreme(scan *s, double *ret) {
+  ws(s);
+  if (s->end - s->p >= 4 && !memcmp(s->p, "null", 4)) {
+    s->p += 4;
+    return value_ends(s);
+  }
+  const char *b = s->p, *q = b;
+  if (q < s->end && *q == '-') q++;
+  const char *d = q;
+  while (q < s->end && *q >= '0' && *q <= '9')
+    q++;
+  if (q == d || (q - d > 1 && *d == '0')) return false;
+  if (q < s->end && *q == '.') {
+    const char *f = ++q;
+    while (q < s->end && *q >= '0' && *q <= '9')
+      q++;
+    if (q == f) return false;
+  }
+  if (q < s->end && (*q == 'e' || *q == 'E')) {
+    q++;
+    if (q < s->end && (*q == '+' || *q == '-')) q++;
+    const char *x = q;
+    while (q < s->end && *q >= '0' && *q <= '9')
+      q++;
+    if (q == x) return false;
+  }
+  s->p = q;
+  if (!value_ends(s)) return false;
+  if (exact_decimal(b, q, ret)) return true;
+  char buf[48];
+  if (q - b >= (long)sizeof buf) return false;
+  memcpy(buf, b, (size_t)(q - b));
+  buf[q - b] = '\0';
+  char *e;
+  double v = strtod(buf, &e);
+  if (*e || !isfinite(v)) return false;
+  *ret = v;
+  return true;
+}
+
+static bool key_is(const char *k, size_t n, const char *name) {
+  return !strncmp(k, name, n) && !name[n];
+}
+
+/* The index of key k (n bytes) in names[count]: the one after *last first
+ * (mpprof writes them in order), else any; count when none. */
+static int key_index(const char *k, size_t n, const char *const *names, int count, int *last) {
+  int f = *last + 1 < count ? *last + 1 : 0;
+  if (!key_is(k, n, names[f]))
+    for (f = 0; f < count && !key_is(k, n, names[f]); f++)
+      ;
+  if (f < count) *last = f;
+  return f;
+}
+
+/* {"overflow": n, ...}: the four outcomes of one target, each once. */
+static bool outcomes(scan *s, uint64_t ret[MP_CAST_OUTCOMES]) {
+  static const char *const names[MP_CAST_OUTCOMES] = MP_CAST_OUTCOME_NAMES;
+  unsigned seen = 0;
+  int last = -1;
+  if (!punct(s, '{')) return false;
+  do {
+    const char *k;
+    size_t n;
+    if (!plain_string(s, &k, &n) || !punct(s, ':')) return false;
+    int o = key_index(k, n, names, MP_CAST_OUTCOMES, &last);
+    if (o == MP_CAST_OUTCOMES || seen & 1u << o || !count(s, &ret[o])) return false;
+    seen |= 1u << o;
+  } while (punct(s, ','));
+  return punct(s, '}') && seen == (1u << MP_CAST_OUTCOMES) - 1;
+}
+
+static bool casts(scan *s, mpprof_cstats *c) {
+  static const char *names[MP_TARGET_COUNT];
+  if (!names[0]) /* the report is built on one thread */
+    for (int t = 0; t < MP_TARGET_COUNT; t++)
+      names[t] = mp_target_name((mp_target)t);
+  unsigned seen = 0;
+  int last = -1;
+  if (!punct(s, '{')) return false;
+  do {
+    const char *k;
+    size_t n;
+    if (!plain_string(s, &k, &n) || !punct(s, ':')) return false;
+    int t = key_index(k, n, names, MP_TARGET_COUNT, &last);
+    if (t == MP_TARGET_COUNT || seen & 1u << t || !outcomes(s, c->casts[t])) return false;
+    seen |= 1u << t;
+  } while (punct(s, ','));
+  return punct(s, '}') && seen == (1u << MP_TARGET_COUNT) - 1;
+}
+
+/* {"lo": a, "hi": b, "counts": [...]}: counts into bins (MP_HIST_BINS). */
+static bool hist(scan *s, mpprof_cstats *c, uint64_t *bins) {
+  unsigned seen = 0;
+  size_t nb = 0;
+  if (!punct(s, '{')) return false;
+  do {
+    const char *k;
+    size_t n;
+    if (!plain_string(s, &k, &n) || !punct(s, ':')) return false;
+    int f = key_is(k, n, MP_K_HIST_LO)       ? 0
+            : key_is(k, n, MP_K_HIST_HI)     ? 1
+            : key_is(k, n, MP_K_HIST_COUNTS) ? 2
+                                             : -1;
+    if (f < 0 || seen & 1u << f) return false;
+    seen |= 1u << f;
+    if (f == 0 && !integer(s, &c->hist_lo)) return false;
+    if (f == 1 && !integer(s, &c->hist_hi)) return false;
+    if (f == 2) {
+      if (!punct(s, '[')) return false;
+      ws(s);
+      if (s->p < s->end && *s->p == ']') return false; /* never a valid histogram */
+      while (true) {
+        if (nb == MP_HIST_BINS) return false;
+        /* most bins: a few digits and a comma, read here without count() */
+        const char *p = s->p, *lim = s->end - p > 16 ? p + 16 : s->end;
+        uint64_t v = 0;
+        while (p < lim && (unsigned)(*p - '0') < 10)
+          v = v * 10 + (uint64_t)(*p++ - '0');
+        if (p > s->p && p - s->p <= 15 && (p - s->p == 1 || *s->p != '0') && p < s->end &&
+            *p == ',') {
+          bins[nb++] = v;
+          s->p = p + 1;
+          continue;
+        }
+        if (!count(s, &bins[nb++])) return false;
+        if (!punct(s, ',')) break;
+      }
+      if (!punct(s, ']')) return false;
+    }
+  } while (punct(s, ','));
+  return punct(s, '}') && seen == 7 && c->hist_lo >= MP_HIST_MIN && c->hist_hi <= MP_HIST_MAX &&
+         c->hist_lo <= c->hist_hi && nb == (size_t)(c->hist_hi - c->hist_lo + 1);
+}
+
+enum {
+  F_DTYPE,
+  F_COUNT,
+  F_ZEROS,
+  F_NANS,
+  F_POS_INFS,
+  F_NEG_INFS,
+  F_NEGATIVES,
+  F_SATURATED,
+  F_MIN,
+  F_MAX,
+  F_ABSMAX,
+  F_MIN_ABS_NONZERO,
+  F_EXP_HIST,
+  F_CASTS,
+  F_COUNT_
+};
+
+static const char *const field_names[F_COUNT_] = {
+    MP_K_DTYPE,    MP_K_COUNT,           MP_K_ZEROS,     MP_K_NANS, MP_K_POS_INFS,
+    MP_K_NEG_INFS, MP_K_NEGATIVES,       MP_K_SATURATED, MP_K_MIN,  MP_K_MAX,
+    MP_K_ABSMAX,   MP_K_MIN_ABS_NONZERO, MP_K_EXP_HIST,  MP_K_CASTS};
+
+static bool dtype(scan *s, mp_dtype *ret) {
+  ws(s);
+  if (s->end - s->p >= 4 && !memcmp(s->p, "null", 4)) {
+    s->p += 4;
+    *ret = MP_DTYPE_INVALID; /* a merge of different source dtypes */
+    return value_ends(s);
+  }
+  const char *k;
+  size_t n;
+  char name[24];
+  if (!plain_string(s, &k, &n) || n >= sizeof name) return false;
+  memcpy(name, k, n);
+  name[n] = '\0';
+  *ret = mp_dtype_from_name(name);
+  return mp_dtype_scannable(*ret);
+}
+
+/* mpprof_stats_from_json's sums: specials within count, each target's
+ * outcomes and the histogram summing to the finite non-zero values. */
+static bool sums_hold(const mpprof_cstats *c, const uint64_t *bins, size_t nb) {
+  /* every number is below 10^15: no sum of a few thousand wraps */
+  uint64_t special = c->zeros + c->nans + c->pos_infs + c->neg_infs;
+  if (special > c->count || c->saturated > c->count || c->negatives > c->count) return false;
+  uint64_t fnz = c->count - special, h = 0;
+  for (int t = 0; t < MP_TARGET_COUNT; t++) {
+    uint64_t sum = 0;
+    for (int o = 0; o < MP_CAST_OUTCOMES; o++)
+      sum += c->casts[t][o];
+    if (sum != fnz) return false;
+  }
+  for (size_t i = 0; i < nb; i++)
+    h += bins[i];
+  return h == fnz;
+}
+
+/* One STATS object into *c (bins allocated); false: not in mpprof's
+ * spelling, or not valid (the cJSON reader says why). */
+static bool stats(scan *s, mpprof_cstats *c, uint64_t *bins, bool *oom) {
+  unsigned seen = 0;
+  *c = (mpprof_cstats){
+      .min = NAN, .max = NAN, .absmax = NAN, .min_abs_nonzero = INFINITY, .nz_lo = 1, .nz_hi = 0};
+  uint64_t *const counts[] = {
+      [F_COUNT] = &c->count,        [F_ZEROS] = &c->zeros,       [F_NANS] = &c->nans,
+      [F_POS_INFS] = &c->pos_infs,  [F_NEG_INFS] = &c->neg_infs, [F_NEGATIVES] = &c->negatives,
+      [F_SATURATED] = &c->saturated};
+  double *const extremes[] = {[F_MIN] = &c->min,
+                              [F_MAX] = &c->max,
+                              [F_ABSMAX] = &c->absmax,
+                              [F_MIN_ABS_NONZERO] = &c->min_abs_nonzero};
+  int last = -1;
+  if (!punct(s, '{')) return false;
+  do {
+    const char *k;
+    size_t n;
+    if (!plain_string(s, &k, &n) || !punct(s, ':')) return false;
+    int f = key_index(k, n, field_names, F_COUNT_, &last);
+    if (f == F_COUNT_ || seen & 1u << f) return false;
+    seen |= 1u << f;
+    bool ok = f == F_DTYPE             ? dtype(s, &c->dtype)
+              : f <= F_SATURATED       ? count(s, counts[f])
+              : f <= F_MIN_ABS_NONZERO ? extreme(s, extremes[f])
+              : f == F_EXP_HIST        ? hist(s, c, bins)
+                                       : casts(s, c);
+    if (!ok) return false;
+  } while (punct(s, ','));
+  if (!punct(s, '}') || (seen | 1u << F_SATURATED) != (1u << F_COUNT_) - 1) return false;
+  size_t nb = (size_t)(c->hist_hi - c->hist_lo + 1);
+  if (!sums_hold(c, bins, nb)) return false;
+  size_t lo = 0, hi = nb;
+  while (lo < hi && !bins[lo])
+    lo++;
+  while (hi > lo && !bins[hi - 1])
+    hi--;
+  if (lo < hi) {
+    if (!(c->bins = malloc((hi - lo) * sizeof *c->bins))) {
+      *oom = true;
+      return false;
+    }
+    memcpy(c->bins, &bins[lo], (hi - lo) * sizeof *c->bins);
+    c->nz_lo = c->hist_lo + (int)lo;
+    c->nz_hi = c->hist_lo + (int)hi - 1;
+  }
+  return true;
+}
+
+/* The records' contents (not the array). */
+static void free_roles(mpprof_role_stats *r, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    free(r[i].role);
+    mpprof_cstats_free(&r[i].st);
+  }
+}
+
+int mpprof_tensors_scan(const char *text, size_t len, mpprof_role_stats **ret, size_t *ret_n,
+                        size_t *ret_len) {
+  scan s = {text, text + len};
+  uint64_t *bins = malloc(MP_HIST_BINS * sizeof *bins);
+  /* the records are built here, then copied to a block of their exact size
+   * (a site keeps it; a shrinking realloc per site fragmented the heap) */
+  mpprof_role_stats few[8], *r = few;
+  size_t n = 0, cap = sizeof few / sizeof few[0];
+  bool oom = !bins, ok = false;
+  if (!oom && punct(&s, '{')) {
+    ws(&s);
+    if (s.p < s.end && *s.p == '}') {
+      s.p++;
+      ok = true;
+    } else {
+      do {
+        const char *k;
+        size_t kn;
+        if (!plain_string(&s, &k, &kn) || !punct(&s, ':')) break;
+        if (n == cap) {
+          mpprof_role_stats *nr = malloc(2 * cap * sizeof *nr);
+          if (!nr) {
+            oom = true;
+            break;
+          }
+          memcpy(nr, r, n * sizeof *r);
+          if (r != few) free(r);
+          r = nr;
+          cap *= 2;
+        }
+        if (!(r[n].role = strndup(k, kn))) {
+          oom = true;
+          break;
+        }
+        r[n].st = (mpprof_cstats){.nz_lo = 1};
+        n++;
+        if (!stats(&s, &r[n - 1].st, bins, &oom)) break;
+        ok = !punct(&s, ',');
+      } while (!ok);
+      ok = ok && punct(&s, '}');
+    }
+  }
+  free(bins);
+  mpprof_role_stats *exact = oom || !ok ? NULL : malloc((n ? n : 1) * sizeof *exact);
+  if (exact)
+    memcpy(exact, r, n * sizeof *r);
+  else
+    free_roles(r, n);
+  if (r != few) free(r);
+  if (!exact) return oom || ok ? -1 : 0;
+  *ret = exact;
+  *ret_n = n;
+  *ret_len = (size_t)(s.p - text);
+  return 1;
+}
+
+/* ---- writing ---- */
+
+static void tb_int(mpprof_tb *b, int v) {
+  char buf[16];
+  mpprof_tb_put(b, buf, (size_t)snprintf(buf, sizeof buf, "%d", v));
+}
+
+static void tb_key(mpprof_tb *b, const char *key) {
+  mpprof_tb_put(b, ",\"", 2);
+  mpprof_tb_cstr(b, key);
+  mpprof_tb_put(b, "\":", 2);
+}
+
+void mpprof_tb_cstats(mpprof_tb *b, const mpprof_cstats *c) {
+  static const char *const outcome_names[MP_CAST_OUTCOMES] = MP_CAST_OUTCOME_NAMES;
+  mpprof_tb_cstr(b, "{\"" MP_K_DTYPE "\":");
+  mpprof_tb_json_str(b, c->dtype == MP_DTYPE_INVALID ? NULL : mp_dtype_name(c->dtype));
+  const struct {
+    const char *key;
+    uint64_t v;
+  } counts[] = {{MP_K_COUNT, c->count},        {MP_K_ZEROS, c->zeros},
+                {MP_K_NANS, c->nans},          {MP_K_POS_INFS, c->pos_infs},
+                {MP_K_NEG_INFS, c->neg_infs},  {MP_K_NEGATIVES, c->negatives},
+                {MP_K_SATURATED, c->saturated}};
+  for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+    if (!strcmp(counts[i].key, MP_K_SATURATED) && !c->saturated) continue; /* only when set */
+    tb_key(b, counts[i].key);
+    mpprof_tb_u64(b, counts[i].v);
+  }
+  const struct {
+    const char *key;
+    double v;
+  } extremes[] = {{MP_K_MIN, c->min},
+                  {MP_K_MAX, c->max},
+                  {MP_K_ABSMAX, c->absmax},
+                  {MP_K_MIN_ABS_NONZERO, c->min_abs_nonzero}};
+  for (size_t i = 0; i < sizeof extremes / sizeof extremes[0]; i++) {
+    tb_key(b, extremes[i].key);
+    mpprof_tb_double(b, extremes[i].v);
+  }
+  tb_key(b, MP_K_EXP_HIST);
+  mpprof_tb_cstr(b, "{\"" MP_K_HIST_LO "\":");
+  tb_int(b, c->hist_lo);
+  tb_key(b, MP_K_HIST_HI);
+  tb_int(b, c->hist_hi);
+  tb_key(b, MP_K_HIST_COUNTS);
+  mpprof_tb_put(b, "[", 1);
+  for (int e = c->hist_lo; e <= c->hist_hi; e++) {
+    if (e > c->hist_lo) mpprof_tb_put(b, ",", 1);
+    if (e < c->nz_lo || e > c->nz_hi)
+      mpprof_tb_put(b, "0", 1);
+    else
+      mpprof_tb_u64(b, c->bins[e - c->nz_lo]);
+  }
+  mpprof_tb_put(b, "]}", 2);
+  tb_key(b, MP_K_CASTS);
+  for (int t = 0; t < MP_TARGET_COUNT; t++) {
+    mpprof_tb_put(b, t ? ",\"" : "{\"", 2);
+    mpprof_tb_cstr(b, mp_target_name((mp_target)t));
+    mpprof_tb_put(b, "\":", 2);
+    for (int o = 0; o < MP_CAST_OUTCOMES; o++) {
+      mpprof_tb_put(b, o ? ",\"" : "{\"", 2);
+      mpprof_tb_cstr(b, outcome_names[o]);
+      mpprof_tb_put(b, "\":", 2);
+      mpprof_tb_u64(b, c->casts[t][o]);
+    }
+    mpprof_tb_put(b, "}", 1);
+  }
+  mpprof_tb_put(b, "}}", 2);
+}
