@@ -46,7 +46,9 @@
 #define CLS_MAX (8 * CLS_PLANES_MAX)
 #define CLS_BLOCK_STEPS 2048 /* steps of two code vectors per kernel call */
 #define CLS_CHUNK_STEPS 31   /* byte counters: 31 counts of at most 8 */
-#define CLS_NONE 0xff
+#define CLS16_PLANES_FP16 6
+#define CLS16_PLANES_BF16 7 /* at most: six where the window's classes fit */
+#define CLS_NOCLASS 63      /* class id of codes no class takes: no plane bit */
 
 /* What acc_counts() counts for one magnitude. */
 typedef struct cls_sig {
@@ -59,7 +61,8 @@ struct cls_scan {
   mp_dtype dtype;
   int planes;                       /* of the kernel */
   int per_plane;                    /* classes per plane: 7 (fp8, bit 7 signed) or 8 */
-  uint8_t lut[CLS_PLANES_MAX][128]; /* code -> plane byte */
+  uint8_t cid[128];                 /* code -> class id */
+  uint8_t plut[CLS_PLANES_MAX][64]; /* class id -> plane byte */
   uint16_t th[64];                  /* 16-bit: threshold by slot (0x7fff: none) */
   int nclass;
   double rep[CLS_MAX];                  /* a positive member of each class */
@@ -116,17 +119,19 @@ static bool cls_assign(cls_scan *C, cls_sig *sigs, int key, const cls_sig *g, do
   while (id < C->nclass && !sig_equal(&sigs[id], g))
     id++;
   if (id == C->nclass) {
-    if (id >= C->planes * C->per_plane) return false;
+    if (id >= C->planes * C->per_plane || id >= CLS_NOCLASS) return false;
     sigs[id] = *g;
     C->rep[id] = rep;
     C->nclass++;
   }
-  C->lut[id / C->per_plane][key] |= (uint8_t)(1u << (id % C->per_plane));
+  C->cid[key] = (uint8_t)id;
+  C->plut[id / C->per_plane][id] |= (uint8_t)(1u << (id % C->per_plane));
   return true;
 }
 
 static void cls_reset_tables(cls_scan *C) {
-  memset(C->lut, 0, sizeof C->lut);
+  memset(C->cid, CLS_NOCLASS, sizeof C->cid);
+  memset(C->plut, 0, sizeof C->plut);
   C->nclass = 0;
 }
 
@@ -141,8 +146,8 @@ static bool cls8_tables(cls_scan *C, const src_info *I) {
     cls_sig g = sig_of(I, x);
     if (g.kind == 0) continue; /* NaN: counted as what no class takes */
     if (!cls_assign(C, sigs, m, &g, x)) return false;
-    if (g.kind >= 2) C->lut[0][m] |= 0x80; /* "negative" when the sign is set */
-    if (g.kind == 3) C->lut[1][m] |= 0x80; /* "-inf" */
+    if (g.kind >= 2) C->plut[0][C->cid[m]] |= 0x80; /* "negative" when the sign is set */
+    if (g.kind == 3) C->plut[1][C->cid[m]] |= 0x80; /* "-inf" */
   }
   return C->nclass <= C->planes * C->per_plane;
 }
@@ -163,13 +168,16 @@ CLS_INLINE void cls_add_words(uint16_t *w, __m512i bytes) {
 }
 
 /* The planes of two code vectors c0, c1 into ones (one carry-save level) and
- * the carries' bit counts into acc. nsign planes take bit 7 from the sign
- * bytes s0, s1 (fp8) where their table has it. */
+ * the carries' bit counts into acc: class ids by one lookup, plane bytes by
+ * one lookup per plane. nsign planes take bit 7 from the sign bytes s0, s1
+ * (fp8) where their table has it. */
 #define CLS_PLANES(NP, NSIGN, c0, c1, s0, s1)                                                      \
   do {                                                                                             \
+    __m512i i0_ = _mm512_permutex2var_epi8(cid_lo, (c0), cid_hi);                                  \
+    __m512i i1_ = _mm512_permutex2var_epi8(cid_lo, (c1), cid_hi);                                  \
     _Pragma("GCC unroll 8") for (int k_ = 0; k_ < (NP); k_++) {                                    \
-      __m512i x_ = _mm512_permutex2var_epi8(lo[k_], (c0), hi[k_]);                                 \
-      __m512i y_ = _mm512_permutex2var_epi8(lo[k_], (c1), hi[k_]);                                 \
+      __m512i x_ = _mm512_permutexvar_epi8(i0_, ptab[k_]);                                         \
+      __m512i y_ = _mm512_permutexvar_epi8(i1_, ptab[k_]);                                         \
       if (k_ < (NSIGN)) {                                                                          \
         x_ = _mm512_ternarylogic_epi32(x_, (s0), signbit, 0xd0); /* x & (s | ~0x80) */             \
         y_ = _mm512_ternarylogic_epi32(y_, (s1), signbit, 0xd0);                                   \
@@ -179,13 +187,6 @@ CLS_INLINE void cls_add_words(uint16_t *w, __m512i bytes) {
       acc[k_] = _mm512_add_epi8(acc[k_], cls_bitcounts(carry_));                                   \
     }                                                                                              \
   } while (0)
-
-CLS_INLINE void cls_load_tables(const cls_scan *C, __m512i *lo, __m512i *hi, int np) {
-  for (int k = 0; k < np; k++) {
-    lo[k] = _mm512_loadu_si512(C->lut[k]);
-    hi[k] = _mm512_loadu_si512(C->lut[k] + 64);
-  }
-}
 
 CLS_INLINE void cls_flush(cls_out *o, __m512i *acc, int np) {
   for (int k = 0; k < np; k++) {
@@ -205,8 +206,10 @@ CLS_INLINE void cls_finish_planes(cls_out *o, __m512i *ones, __m512i *acc, int n
  * inf or NaN (left out of min and max). */
 CLS_INLINE void cls8_kernel(cls_out *o, const cls_scan *C, const uint8_t *p, uint64_t nsteps,
                             int np, int nsign, uint8_t special) {
-  __m512i lo[CLS_PLANES_MAX], hi[CLS_PLANES_MAX], ones[CLS_PLANES_MAX], acc[CLS_PLANES_MAX];
-  cls_load_tables(C, lo, hi, np);
+  __m512i ptab[CLS_PLANES_MAX], ones[CLS_PLANES_MAX], acc[CLS_PLANES_MAX];
+  for (int k = 0; k < np; k++)
+    ptab[k] = _mm512_loadu_si512(C->plut[k]);
+  const __m512i cid_lo = _mm512_loadu_si512(C->cid), cid_hi = _mm512_loadu_si512(C->cid + 64);
   const __m512i zero = _mm512_setzero_si512(), signbit = _mm512_set1_epi8((char)0x80);
   const __m512i low7 = _mm512_set1_epi8(0x7f), spec = _mm512_set1_epi8((char)special);
   const __m512i minus_one = _mm512_set1_epi8(-1);
@@ -405,14 +408,20 @@ static bool cls16_tables(cls_scan *C) {
 
 /* bf16: a window holding exponents lo .. hi, as wide as the planes allow. */
 static bool cls16_rebase(cls_scan *C, int lo, int hi) {
-  for (int width = 62; width >= hi - lo + 1; width--) {
-    int base = lo - (width - (hi - lo + 1)) / 2;
-    if (base < 1) base = 1;
-    if (base + width - 1 > 254) base = 255 - width;
-    if (base > lo || base + width - 1 < hi) continue;
-    C->base = base;
-    C->width = width;
-    if (cls16_tables(C)) return true;
+  /* Six planes where they hold the classes with two binades to spare on
+   * each side (fewer lookups per value), else seven. */
+  for (int np = CLS16_PLANES_BF16 - 1; np <= CLS16_PLANES_BF16; np++) {
+    C->planes = np;
+    int least = hi - lo + 1 + (np < CLS16_PLANES_BF16 ? 4 : 0);
+    for (int width = 62; width >= least; width--) {
+      int base = lo - (width - (hi - lo + 1)) / 2;
+      if (base < 1) base = 1;
+      if (base + width - 1 > 254) base = 255 - width;
+      if (base > lo || base + width - 1 < hi) continue;
+      C->base = base;
+      C->width = width;
+      if (cls16_tables(C)) return true;
+    }
   }
   C->width = 0;
   cls16_tables(C);
@@ -422,8 +431,10 @@ static bool cls16_rebase(cls_scan *C, int lo, int hi) {
 /* nsteps steps of 128 values (two code vectors) from p; kind 1 fp16, 2 bf16. */
 CLS_INLINE void cls16_kernel(cls_out *o, const cls_scan *C, const uint16_t *p, uint64_t nsteps,
                              int np, int kind) {
-  __m512i lo[CLS_PLANES_MAX], hi[CLS_PLANES_MAX], ones[CLS_PLANES_MAX], acc[CLS_PLANES_MAX];
-  cls_load_tables(C, lo, hi, np);
+  __m512i ptab[CLS_PLANES_MAX], ones[CLS_PLANES_MAX], acc[CLS_PLANES_MAX];
+  for (int k = 0; k < np; k++)
+    ptab[k] = _mm512_loadu_si512(C->plut[k]);
+  const __m512i cid_lo = _mm512_loadu_si512(C->cid), cid_hi = _mm512_loadu_si512(C->cid + 64);
   const __m512i zero = _mm512_setzero_si512(), signbit = zero;
   const __m512i absmask = _mm512_set1_epi16(0x7fff), minus_one = _mm512_set1_epi16(-1);
   const __m512i negzero = _mm512_set1_epi16((short)0x8000);
@@ -496,9 +507,6 @@ CLS_INLINE void cls16_kernel(cls_out *o, const cls_scan *C, const uint16_t *p, u
   _mm512_storeu_si512(o->neg, neg);
 }
 
-#define CLS16_PLANES_FP16 6
-#define CLS16_PLANES_BF16 7
-
 __attribute__((target(CLS_ISA), noinline)) static void
 f16_kernel(cls_out *o, const cls_scan *C, const uint16_t *p, uint64_t nsteps) {
   cls16_kernel(o, C, p, nsteps, CLS16_PLANES_FP16, 1);
@@ -507,6 +515,11 @@ f16_kernel(cls_out *o, const cls_scan *C, const uint16_t *p, uint64_t nsteps) {
 __attribute__((target(CLS_ISA), noinline)) static void
 bf16_kernel(cls_out *o, const cls_scan *C, const uint16_t *p, uint64_t nsteps) {
   cls16_kernel(o, C, p, nsteps, CLS16_PLANES_BF16, 2);
+}
+
+__attribute__((target(CLS_ISA), noinline)) static void
+bf16_kernel6(cls_out *o, const cls_scan *C, const uint16_t *p, uint64_t nsteps) {
+  cls16_kernel(o, C, p, nsteps, CLS16_PLANES_BF16 - 1, 2);
 }
 
 typedef enum { COMMIT_OK, COMMIT_FAIL, COMMIT_WINDOW } commit_rc;
@@ -657,7 +670,7 @@ void mp_scan_cls_run(mp_stats *s, const src_info *I, cls_scan *C, f32_fast *F, c
         if (kind == 1)
           f16_kernel(&o, C, q + i, nsteps);
         else
-          bf16_kernel(&o, C, q + i, nsteps);
+          (C->planes < CLS16_PLANES_BF16 ? bf16_kernel6 : bf16_kernel)(&o, C, q + i, nsteps);
         commit_rc rc = cls16_commit(C, &o, nsteps);
         if (rc == COMMIT_OK) {
           done = true;
