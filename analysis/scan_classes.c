@@ -76,9 +76,10 @@ struct cls_scan {
   cls_sig gsig[256][2];
   double grep[256][2];
   int base, width; /* bf16: codes 1..width are exponents base..base + width - 1 */
-  uint8_t hb_code[128], lb_code[128], lb_top; /* fp16 binade codes */
-  unsigned skip, fails;                       /* 16-bit: blocks to sit out after failures */
-  uint32_t tail[256];                         /* fp8: bytes after the last whole step */
+  uint8_t hb_code[128], lb_code[128], lb_top;   /* fp16 binade codes */
+  uint8_t hb_cid[128], lb_cid[128], lb_top_cid; /* fp16: the class ids of those codes */
+  unsigned skip, fails;                         /* 16-bit: blocks to sit out after failures */
+  uint32_t tail[256];                           /* fp8: bytes after the last whole step */
 };
 
 /* What one kernel call leaves. */
@@ -172,9 +173,11 @@ CLS_INLINE void cls_add_words(uint16_t *w, __m512i bytes) {
  * one lookup per plane. nsign planes take bit 7 from the sign bytes s0, s1
  * (fp8) where their table has it. */
 #define CLS_PLANES(NP, NSIGN, c0, c1, s0, s1)                                                      \
+  CLS_PLANES_OF_IDS(NP, NSIGN, _mm512_permutex2var_epi8(cid_lo, (c0), cid_hi),                     \
+                    _mm512_permutex2var_epi8(cid_lo, (c1), cid_hi), s0, s1)
+#define CLS_PLANES_OF_IDS(NP, NSIGN, id0, id1, s0, s1)                                             \
   do {                                                                                             \
-    __m512i i0_ = _mm512_permutex2var_epi8(cid_lo, (c0), cid_hi);                                  \
-    __m512i i1_ = _mm512_permutex2var_epi8(cid_lo, (c1), cid_hi);                                  \
+    __m512i i0_ = (id0), i1_ = (id1);                                                              \
     _Pragma("GCC unroll 8") for (int k_ = 0; k_ < (NP); k_++) {                                    \
       __m512i x_ = _mm512_permutexvar_epi8(i0_, ptab[k_]);                                         \
       __m512i y_ = _mm512_permutexvar_epi8(i1_, ptab[k_]);                                         \
@@ -403,6 +406,24 @@ static bool cls16_tables(cls_scan *C) {
       if (!cls_assign(C, sigs, code | f << 6, g, C->grep[grp][f])) return false;
     }
   }
+  if (C->dtype == MP_BF16) return true;
+  /* fp16: class ids rise with the binade code and a flagged value's class is
+   * the next one, so the byte lookups can give class ids directly (the
+   * larger of the two) and the flag adds 1: no class-id lookup per value. */
+  uint8_t base[64];
+  int last = 0;
+  for (int code = 0; code < 64; code++) {
+    bool f0 = C->gsig[code][0].kind, f1 = C->gsig[code][1].kind;
+    int d = f0 ? C->cid[code] : f1 ? C->cid[code | 0x40] - 1 : last;
+    if ((f0 && f1 && C->cid[code | 0x40] != d + 1) || d < last) return false;
+    base[code] = (uint8_t)d;
+    last = d;
+  }
+  for (int k = 0; k < 128; k++) {
+    C->hb_cid[k] = base[C->hb_code[k] & 63];
+    C->lb_cid[k] = base[C->lb_code[k] & 63];
+  }
+  C->lb_top_cid = base[C->lb_top & 63];
   return true;
 }
 
@@ -439,7 +460,6 @@ CLS_INLINE void cls16_kernel(cls_out *o, const cls_scan *C, const uint16_t *p, u
   const __m512i absmask = _mm512_set1_epi16(0x7fff), minus_one = _mm512_set1_epi16(-1);
   const __m512i negzero = _mm512_set1_epi16((short)0x8000);
   const __m512i th_lo = _mm512_loadu_si512(C->th), th_hi = _mm512_loadu_si512(C->th + 32);
-  const __m512i flagbit = _mm512_set1_epi8(0x40);
   const __m512i basem1 = _mm512_set1_epi8((char)(C->base - 1));
   /* Byte i < 32: byte 2i of the first source; i >= 32: byte 2(i - 32) of the second. */
   __m512i even = _mm512_set_epi8(126, 124, 122, 120, 118, 116, 114, 112, 110, 108, 106, 104, 102,
@@ -447,9 +467,11 @@ CLS_INLINE void cls16_kernel(cls_out *o, const cls_scan *C, const uint16_t *p, u
                                  68, 66, 64, 62, 60, 58, 56, 54, 52, 50, 48, 46, 44, 42, 40, 38, 36,
                                  34, 32, 30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   const __m512i odd = _mm512_add_epi8(even, _mm512_set1_epi8(1));
-  const __m512i hb_lo = _mm512_loadu_si512(C->hb_code), hb_hi = _mm512_loadu_si512(C->hb_code + 64);
-  const __m512i lb_lo = _mm512_loadu_si512(C->lb_code), lb_hi = _mm512_loadu_si512(C->lb_code + 64);
-  const __m512i lb_top = _mm512_set1_epi8((char)C->lb_top);
+  const __m512i hb_lo = _mm512_loadu_si512(C->hb_cid), hb_hi = _mm512_loadu_si512(C->hb_cid + 64);
+  const __m512i lb_lo = _mm512_loadu_si512(C->lb_cid), lb_hi = _mm512_loadu_si512(C->lb_cid + 64);
+  const __m512i lb_top = _mm512_set1_epi8((char)C->lb_top_cid);
+  /* bf16: bit 6 marks a flagged code; fp16 (class ids): the next class. */
+  const __m512i flag_add = _mm512_set1_epi8(kind == 2 ? 0x40 : 1);
   for (int k = 0; k < np; k++)
     ones[k] = acc[k] = zero;
   __m512i smax = _mm512_set1_epi16((short)0x8000), umax = zero, aminm1 = minus_one, neg = zero;
@@ -482,7 +504,7 @@ CLS_INLINE void cls16_kernel(cls_out *o, const cls_scan *C, const uint16_t *p, u
       cl_ = _mm512_mask_mov_epi8(cl_, _mm512_movepi8_mask(lb_), lb_top);                           \
       c = _mm512_max_epu8(ch_, cl_);                                                               \
     }                                                                                              \
-    c = _mm512_mask_add_epi8(c, _mm512_kunpackd((__mmask64)fw_, (__mmask64)fv_), c, flagbit);      \
+    c = _mm512_mask_add_epi8(c, _mm512_kunpackd((__mmask64)fw_, (__mmask64)fv_), c, flag_add);     \
   } while (0)
   for (uint64_t chunk = 0; chunk < nsteps; chunk += CLS_CHUNK_STEPS) {
     uint64_t end = nsteps - chunk < CLS_CHUNK_STEPS ? nsteps : chunk + CLS_CHUNK_STEPS;
@@ -493,7 +515,10 @@ CLS_INLINE void cls16_kernel(cls_out *o, const cls_scan *C, const uint16_t *p, u
       __m512i v2 = _mm512_loadu_si512(q + 64), v3 = _mm512_loadu_si512(q + 96);
       CLS16_CODES(v0, v1, c0);
       CLS16_CODES(v2, v3, c1);
-      CLS_PLANES(np, 0, c0, c1, zero, zero);
+      if (kind == 2)
+        CLS_PLANES(np, 0, c0, c1, zero, zero);
+      else
+        CLS_PLANES_OF_IDS(np, 0, c0, c1, zero, zero);
     }
     cls_flush(o, acc, np);
   }
