@@ -20,8 +20,10 @@
  * - bf16: the code is the biased exponent relative to a window of binades
  *   (saturating subtract: zeros get 0), bit 6 set where the value is above the
  *   threshold of its binade (a 64-entry table by exponent mod 64, vpermi2w).
- * - fp16: the code is the binade from two table lookups, on the high byte and
- *   on the low byte (subnormals), bit 6 as for bf16.
+ * - fp16: two table lookups, on the high byte and on the low byte
+ *   (subnormals), give the class id of the binade directly (the larger of the
+ *   two: ids rise with the binade); a value above its binade's threshold adds
+ *   1 (the class above is the next id), so fp16 needs no class-id lookup.
  *   A 16-bit block is checked at its end: no inf or NaN, for bf16 no
  *   subnormal and every exponent in the window (else the window moves and the
  *   block is counted again). A block that fails goes to the fp16/bf16 path
