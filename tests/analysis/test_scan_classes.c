@@ -1,9 +1,8 @@
 /* The class-plane kernels (fp8, fp16, bf16) against the portable path.
  *
- * With AVX-512 VBMI, BITALG and GFNI, MP_SCAN_AUTO counts fp8 views of 512
- * bytes or more and fp16/bf16 views of 128 values or more through class
- * planes: every value's class (binade, and the side of a threshold in the
- * binades that hold one) is looked up per code byte and counted in bit
+ * With AVX-512 VBMI, BITALG and GFNI, MP_SCAN_AUTO counts fp8, fp16 and
+ * bf16 views of 128 values or more through class planes: every value's class (binade, and the side
+ * of a threshold in the binades that hold one) is looked up per code byte and counted in bit
  * planes, in blocks of 2048 steps of 128 values. fp8 counts every byte
  * pattern there, NaN and inf included; a 16-bit block holding inf, NaN, a
  * bf16 subnormal or bf16 exponents outside the window is counted again by the
@@ -67,6 +66,7 @@ static void fp8_random_bytes_at_odd_lengths_and_offsets_match_portable(void **st
     for (int o = 0; o < 4; o++) {
       assert_paths_agree(fp8s[d], buf + offsets[o], n - offsets[o], "random bytes");
       assert_paths_agree(fp8s[d], buf + offsets[o], 512 + 2 * offsets[o] + 1, "short");
+      assert_paths_agree(fp8s[d], buf + offsets[o], 128 + offsets[o], "one step and a tail");
     }
   free(buf);
 }
