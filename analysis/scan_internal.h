@@ -9,6 +9,7 @@
  *   scan_avx2.c      fp32 with AVX2
  *   scan_avx512.c    fp32, fp16, bf16 with AVX-512 (exponent pairs for 16-bit)
  *   scan_planes.c    fp32, fp16, bf16 with AVX-512 bit planes
+ *   scan_classes.c   fp8, fp16, bf16 with AVX-512 class planes
  * Every path produces bit-identical records (tests/analysis checks it). */
 #ifndef MPPROF_ANALYSIS_SCAN_INTERNAL_H
 #define MPPROF_ANALYSIS_SCAN_INTERNAL_H
@@ -46,8 +47,17 @@ static inline bool total_less(double a, double b) {
   return a == b && signbit(a) && !signbit(b);
 }
 
-/* c copies of the value x into s (c > 1 when folding pattern counts). */
-static inline void acc_value(mp_stats *s, const src_info *I, double x, uint64_t c) {
+/* min, max and max |x| of the record after a finite value x. */
+static inline void acc_extremes(mp_stats *s, double x) {
+  if (isnan(s->min) || total_less(x, s->min)) s->min = x;
+  if (isnan(s->max) || total_less(s->max, x)) s->max = x;
+  double a = fabs(x);
+  if (isnan(s->absmax) || a > s->absmax) s->absmax = a;
+}
+
+/* Every field of c copies of x but min, max, max |x| and min |x|: the counts
+ * (class folds add these for a whole class from one member). */
+static inline void acc_counts(mp_stats *s, const src_info *I, double x, uint64_t c) {
   s->count += c;
   if (isnan(x)) {
     s->nans += c;
@@ -63,15 +73,10 @@ static inline void acc_value(mp_stats *s, const src_info *I, double x, uint64_t 
     return;
   }
   if (x < 0) s->negatives += c;
-  if (isnan(s->min) || total_less(x, s->min)) s->min = x;
-  if (isnan(s->max) || total_less(s->max, x)) s->max = x;
-  double a = fabs(x);
-  if (isnan(s->absmax) || a > s->absmax) s->absmax = a;
   if (x == 0) {
     s->zeros += c;
     return;
   }
-  if (a < s->min_abs_nonzero) s->min_abs_nonzero = a;
   /* floor(log2|x|): the biased exponent for normal doubles (every value of
    * the narrower sources is one), ilogb() for fp64 subnormals. */
   uint64_t bits;
@@ -85,6 +90,15 @@ static inline void acc_value(mp_stats *s, const src_info *I, double x, uint64_t 
     if (o == OUTCOME_BOUNDARY) o = (uint8_t)mp_cast_classify(x, (mp_target)t);
     s->casts[t][o] += c;
   }
+}
+
+/* c copies of the value x into s (c > 1 when folding pattern counts). */
+static inline void acc_value(mp_stats *s, const src_info *I, double x, uint64_t c) {
+  if (isfinite(x)) {
+    acc_extremes(s, x);
+    if (x != 0 && fabs(x) < s->min_abs_nonzero) s->min_abs_nonzero = fabs(x);
+  }
+  acc_counts(s, I, x, c);
 }
 
 void mp_scan_portable_run(mp_stats *s, const src_info *I, mp_dtype d, const void *p, uint64_t n);
@@ -322,6 +336,17 @@ void mp_scan_plane_run(mp_stats *s, const src_info *I, f32_fast *F, const void *
                        int kind);
 /* The CPU has what the plane kernel needs. */
 bool mp_scan_cpu_has_planes(void);
+
+/* scan_classes.c: fp8, fp16 and bf16 through class planes. */
+typedef struct cls_scan cls_scan;
+bool mp_scan_cpu_has_classes(void);
+/* A scan's state for source d; NULL where the CPU or the format does not fit. */
+cls_scan *mp_scan_cls_start(mp_dtype d);
+/* fp16 and bf16 blocks that fail the kernel's check, and the ends, go to F's
+ * path (F unused for fp8). */
+void mp_scan_cls_run(mp_stats *s, const src_info *I, cls_scan *C, f32_fast *F, const void *p,
+                     uint64_t n);
+void mp_scan_cls_finish(mp_stats *s, const src_info *I, cls_scan *C);
 #endif
 
 #endif

@@ -1,0 +1,290 @@
+/* The class-plane kernels (fp8, fp16, bf16) against the portable path.
+ *
+ * With AVX-512 VBMI, BITALG and GFNI, MP_SCAN_AUTO counts fp8, fp16 and
+ * bf16 views of 128 values or more through class planes: every value's class (binade, and the side
+ * of a threshold in the binades that hold one) is looked up per code byte and counted in bit
+ * planes, in blocks of 2048 steps of 128 values. fp8 counts every byte
+ * pattern there, NaN and inf included; a 16-bit block holding inf, NaN, a
+ * bf16 subnormal or bf16 exponents outside the window is counted again by the
+ * fp16/bf16 path the planes replace. These tests aim at those places: every
+ * byte pattern, every finite 16-bit pattern of a range, runs of one value,
+ * odd lengths, unaligned starts, blocks whose range moves, and strided views.
+ * Every record must equal the portable path's bit for bit, for AUTO, for
+ * AVX-512 without the planes and for AVX2 (on a CPU without these extensions
+ * the same comparisons exercise the other paths). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/convert.h"
+#include "analysis/formats.h"
+#include "analysis/scan.h"
+#include "ref.h"
+
+#define BLOCK_VALUES (2048 * 128) /* values per kernel call */
+
+static void assert_view_paths_agree(const mp_view *v, const char *what) {
+  mp_stats *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+  assert_true(a && b);
+  mp_stats_init(a, v->dtype);
+  assert_int_equal(mp_scan_with(a, v, MP_SCAN_PORTABLE), 0);
+  const mp_scan_impl fast[] = {MP_SCAN_AUTO, MP_SCAN_AVX512_NO_PLANES, MP_SCAN_AVX2};
+  for (int f = 0; f < 3; f++) {
+    mp_stats_init(b, v->dtype);
+    assert_int_equal(mp_scan_with(b, v, fast[f]), 0);
+    if (!ref_stats_equal(a, b))
+      fail_msg("%s (%s): implementation %d differs from the portable path", mp_dtype_name(v->dtype),
+               what, f);
+  }
+  free(a);
+  free(b);
+}
+
+static void assert_paths_agree(mp_dtype d, const void *buf, uint64_t n, const char *what) {
+  mp_view v = {.dtype = d, .data = buf, .rows = n, .cols = 1, .ld = n, .batch = 1};
+  assert_view_paths_agree(&v, what);
+}
+
+static const mp_dtype fp8s[] = {MP_FP8_E4M3, MP_FP8_E5M2};
+static const mp_dtype sixteens[] = {MP_FP16, MP_BF16};
+
+static void fp8_random_bytes_at_odd_lengths_and_offsets_match_portable(void **state) {
+  (void)state;
+  /* Every byte pattern: NaN, inf (e5m2), zeros of both signs, subnormals. */
+  const uint64_t n = 2 * BLOCK_VALUES + 12345;
+  uint8_t *buf = malloc(n + 64);
+  assert_non_null(buf);
+  uint64_t s = 16;
+  for (uint64_t i = 0; i < n + 64; i++)
+    buf[i] = (uint8_t)ref_rand(&s);
+  const uint64_t offsets[] = {0, 1, 3, 63};
+  for (int d = 0; d < 2; d++)
+    for (int o = 0; o < 4; o++) {
+      assert_paths_agree(fp8s[d], buf + offsets[o], n - offsets[o], "random bytes");
+      assert_paths_agree(fp8s[d], buf + offsets[o], 512 + 2 * offsets[o] + 1, "short");
+      assert_paths_agree(fp8s[d], buf + offsets[o], 128 + offsets[o], "one step and a tail");
+    }
+  free(buf);
+}
+
+static void fp8_runs_of_one_or_two_patterns_match_portable(void **state) {
+  (void)state;
+  /* One pattern alone (only NaN, only -0, only negatives, ...), then random
+   * pairs: min, max and min |x| from the lanes' extremes and the zero count. */
+  const uint64_t n = 1500;
+  uint8_t *buf = malloc(n);
+  assert_non_null(buf);
+  uint64_t s = 8;
+  for (int d = 0; d < 2; d++) {
+    for (int v = 0; v < 256; v++) {
+      memset(buf, v, n);
+      assert_paths_agree(fp8s[d], buf, n, "one pattern");
+    }
+    for (int k = 0; k < 300; k++) {
+      uint8_t x = (uint8_t)ref_rand(&s), y = (uint8_t)ref_rand(&s);
+      if (k % 3 == 0) y = (uint8_t)(k & 1 ? 0x80 : 0x00);
+      for (uint64_t i = 0; i < n; i++)
+        buf[i] = ref_rand(&s) & 1 ? x : y;
+      assert_paths_agree(fp8s[d], buf, n, "two patterns");
+    }
+  }
+  free(buf);
+}
+
+static void sixteen_bit_random_patterns_match_portable(void **state) {
+  (void)state;
+  /* Raw patterns (NaN and inf in most blocks: the fallback), then finite
+   * values over wide and narrow ranges with zeros of both signs and, for
+   * fp16, subnormals, at odd lengths and unaligned starts. */
+  const uint64_t n = 2 * BLOCK_VALUES + 777;
+  uint16_t *buf = malloc((n + 8) * sizeof *buf);
+  assert_non_null(buf);
+  for (int d = 0; d < 2; d++)
+    for (int mode = 0; mode < 3; mode++) {
+      uint64_t s = 100 + (uint64_t)(10 * d + mode);
+      for (uint64_t i = 0; i < n + 8; i++) {
+        uint64_t r = ref_rand(&s);
+        if (mode == 0) {
+          buf[i] = (uint16_t)r;
+          continue;
+        }
+        double m = 1.0 + (double)(r >> 41) / 8388608.0;
+        int span = mode == 1 ? 60 : 41, lo = mode == 1 ? -40 : -30;
+        double x = ldexp(r & 2 ? -m : m, (int)((r >> 16) % (uint64_t)span) + lo);
+        if ((r & 255) == 0) x = r & 256 ? -0.0 : 0.0;
+        mp_store(sixteens[d], buf, i, x);
+      }
+      for (int o = 0; o < 3; o++)
+        assert_paths_agree(sixteens[d], buf + o, n - (uint64_t)(5 * o), "random");
+    }
+  free(buf);
+}
+
+/* Buffer of n values drawn from the patterns pats[0 .. np). */
+static void fill_from(uint16_t *buf, uint64_t n, const uint16_t *pats, uint64_t np, uint64_t seed) {
+  for (uint64_t i = 0; i < n; i++)
+    buf[i] = pats[ref_rand(&seed) % np];
+}
+
+static void every_finite_fp16_pattern_matches_portable(void **state) {
+  (void)state;
+  /* Every threshold of every target, and both neighbours, lies among these. */
+  uint16_t *pats = malloc(65536 * sizeof *pats);
+  const uint64_t n = 3 * BLOCK_VALUES + 99;
+  uint16_t *buf = malloc(n * sizeof *buf);
+  assert_true(pats && buf);
+  uint64_t np = 0;
+  for (uint32_t h = 0; h < 65536; h++)
+    if ((h & 0x7c00) != 0x7c00) pats[np++] = (uint16_t)h;
+  fill_from(buf, n, pats, np, 3);
+  assert_paths_agree(MP_FP16, buf, n, "every finite pattern");
+  /* In order: each block a slice of the patterns. */
+  for (uint64_t i = 0; i < n; i++)
+    buf[i] = pats[i % np];
+  assert_paths_agree(MP_FP16, buf, n, "finite patterns in order");
+  free(pats);
+  free(buf);
+}
+
+static void every_bf16_pattern_of_a_window_matches_portable(void **state) {
+  (void)state;
+  /* All patterns of 40 binades (both signs, zeros): the thresholds of
+   * fp16, e4m3 and e5m2 in them, with their neighbours. */
+  uint16_t *pats = malloc(65536 * sizeof *pats);
+  const uint64_t n = 3 * BLOCK_VALUES + 99;
+  uint16_t *buf = malloc(n * sizeof *buf);
+  assert_true(pats && buf);
+  const int los[] = {100, 110, 1, 200};
+  for (int w = 0; w < 4; w++) {
+    uint64_t np = 0;
+    pats[np++] = 0;
+    pats[np++] = 0x8000;
+    for (uint32_t h = 0; h < 65536; h++) {
+      int E = (h >> 7) & 0xff;
+      if (E >= los[w] && E < los[w] + 40) pats[np++] = (uint16_t)h;
+    }
+    fill_from(buf, n, pats, np, (uint64_t)w);
+    assert_paths_agree(MP_BF16, buf, n, "every pattern of a window");
+  }
+  free(pats);
+  free(buf);
+}
+
+static void runs_of_one_16_bit_value_match_portable(void **state) {
+  (void)state;
+  /* The largest counts a block can hold, in one class; and values whose
+   * blocks must fail (inf, NaN, bf16 subnormal). */
+  const uint64_t n = BLOCK_VALUES + 300;
+  uint16_t *buf = malloc(n * sizeof *buf);
+  assert_non_null(buf);
+  const double values[] = {0.0,       -0.0,     1.0,      -65504.0, 464.0,   448.0,
+                           0x1p-10,   -0x1p-17, 0x1p-24,  0x1p-25,  61440.0, INFINITY,
+                           -INFINITY, NAN,      0x1p-130, 3e38};
+  for (int d = 0; d < 2; d++)
+    for (size_t k = 0; k < sizeof values / sizeof values[0]; k++) {
+      for (uint64_t i = 0; i < n; i++)
+        mp_store(sixteens[d], buf, i, values[k]);
+      assert_paths_agree(sixteens[d], buf, n, "one value");
+    }
+  free(buf);
+}
+
+static void bf16_blocks_whose_range_moves_match_portable(void **state) {
+  (void)state;
+  /* Blocks far apart (the window moves), wider than the window (fallback),
+   * with one subnormal or one inf somewhere, then back. */
+  const int nblocks = 10;
+  const uint64_t n = (uint64_t)nblocks * BLOCK_VALUES;
+  uint16_t *buf = malloc(n * sizeof *buf);
+  assert_non_null(buf);
+  uint64_t s = 77;
+  for (int b = 0; b < nblocks; b++) {
+    int lo = 1 + (int)(ref_rand(&s) % 200), span = 1 + (int)(ref_rand(&s) % 54);
+    if (b == 3) span = 70;
+    for (uint64_t i = 0; i < BLOCK_VALUES; i++) {
+      uint64_t r = ref_rand(&s);
+      int E = lo + (int)((r >> 20) % (uint64_t)span);
+      if (E > 254) E = 254;
+      buf[(uint64_t)b * BLOCK_VALUES + i] =
+          (uint16_t)((r & 0x8000) | (uint32_t)E << 7 | (r & 0x7f));
+    }
+    if (b == 5) buf[(uint64_t)b * BLOCK_VALUES + 1000] = 0x0003;
+    if (b == 6) buf[(uint64_t)b * BLOCK_VALUES + 2000] = 0xff80;
+  }
+  assert_paths_agree(MP_BF16, buf, n, "moving blocks");
+  assert_paths_agree(MP_BF16, buf + 4321, n - 4321 - 5, "moving blocks, shifted");
+  free(buf);
+}
+
+static void strided_and_batched_views_match_portable(void **state) {
+  (void)state;
+  /* Columns of odd length with a gap between them: every run has a tail. */
+  const uint64_t rows = 1001, cols = 67, ld = 1030, batch = 3;
+  const uint64_t n = ld * cols * batch;
+  uint16_t *buf = malloc(n * sizeof *buf);
+  assert_non_null(buf);
+  uint64_t s = 5;
+  for (uint64_t i = 0; i < n; i++)
+    buf[i] = (uint16_t)ref_rand(&s);
+  const mp_dtype all[] = {MP_FP8_E4M3, MP_FP8_E5M2, MP_FP16, MP_BF16};
+  for (int d = 0; d < 4; d++) {
+    if (d >= 2)
+      for (uint64_t i = 0; i < n; i++)
+        mp_store(all[d], buf, i, ldexp(1.0 + (double)(i % 97) / 97, (int)(i % 31) - 20));
+    mp_view v = {.dtype = all[d],
+                 .data = buf,
+                 .rows = rows,
+                 .cols = cols,
+                 .ld = ld,
+                 .batch = batch,
+                 .batch_stride = (int64_t)(ld * cols)};
+    assert_view_paths_agree(&v, "strided");
+  }
+  free(buf);
+}
+
+static void class_scans_accumulate_into_an_existing_record(void **state) {
+  (void)state;
+  const uint64_t n = BLOCK_VALUES / 2 + 3;
+  uint16_t *buf = malloc(n * sizeof *buf);
+  assert_non_null(buf);
+  const mp_dtype all[] = {MP_FP8_E4M3, MP_FP8_E5M2, MP_FP16, MP_BF16};
+  for (int d = 0; d < 4; d++) {
+    for (uint64_t i = 0; i < n; i++)
+      mp_store(all[d], buf, i, ldexp(i & 1 ? -1.5 : 1.25, (int)(i % 13) - 6));
+    mp_stats *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    assert_true(a && b);
+    mp_view v = {.dtype = all[d], .data = buf, .rows = n, .cols = 1, .ld = n, .batch = 1};
+    mp_view first = v;
+    first.rows = 1000;
+    mp_stats_init(a, all[d]);
+    mp_stats_init(b, all[d]);
+    assert_int_equal(mp_scan_with(a, &first, MP_SCAN_PORTABLE), 0);
+    assert_int_equal(mp_scan_with(b, &first, MP_SCAN_PORTABLE), 0);
+    assert_int_equal(mp_scan_with(a, &v, MP_SCAN_PORTABLE), 0);
+    assert_int_equal(mp_scan_with(b, &v, MP_SCAN_AUTO), 0);
+    assert_true(ref_stats_equal(a, b));
+    free(a);
+    free(b);
+  }
+  free(buf);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(fp8_random_bytes_at_odd_lengths_and_offsets_match_portable),
+      cmocka_unit_test(fp8_runs_of_one_or_two_patterns_match_portable),
+      cmocka_unit_test(sixteen_bit_random_patterns_match_portable),
+      cmocka_unit_test(every_finite_fp16_pattern_matches_portable),
+      cmocka_unit_test(every_bf16_pattern_of_a_window_matches_portable),
+      cmocka_unit_test(runs_of_one_16_bit_value_match_portable),
+      cmocka_unit_test(bf16_blocks_whose_range_moves_match_portable),
+      cmocka_unit_test(strided_and_batched_views_match_portable),
+      cmocka_unit_test(class_scans_accumulate_into_an_existing_record),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
