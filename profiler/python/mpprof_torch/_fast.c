@@ -18,8 +18,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-/* MPPROF_SCOPE_* of profiler/include/mpprof.h (hooks.py has the same). */
-enum { FORWARD = 1, BACKWARD = 2, RECOMPUTE = 4 };
+#include "../../include/mpprof.h" /* the scope phases; its functions come through init() */
+
 #define NO_LAYER (-1)
 #define UNSET INT32_MIN /* a mark's start or end not given */
 #define MAX_STACK 256   /* frames kept per thread; deeper ones are counted */
@@ -121,7 +121,7 @@ static PyObject *mark_call(PyObject *self, PyObject *args, PyObject *kw) {
   MarkHook *m = (MarkHook *)self;
   tstate *t = thread_state();
   if (t && !t->bwd) t->worker = 1;
-  c_set(m->start != UNSET ? m->start : m->end, BACKWARD);
+  c_set(m->start != UNSET ? m->start : m->end, MPPROF_SCOPE_BACKWARD);
   Py_RETURN_NONE; /* the gradient unchanged */
 }
 
@@ -291,7 +291,7 @@ static PyObject *pre(PyObject *self, PyObject *args) {
   if (!t) Py_RETURN_NONE;
   if (!t->n && !t->overflow) generation++;
   int32_t lid = layer_of(t, module);
-  int32_t phase = t->bwd || t->worker ? RECOMPUTE : FORWARD;
+  int32_t phase = t->bwd || t->worker ? MPPROF_SCOPE_RECOMPUTE : MPPROF_SCOPE_FORWARD;
   if (t->n < MAX_STACK) {
     Py_INCREF(module);
     t->mod[t->n] = module;
@@ -354,7 +354,7 @@ static PyObject *backward_enter(PyObject *self, PyObject *unused) {
   (void)unused;
   tstate *t = thread_state();
   if (t) t->bwd++;
-  c_push(NO_LAYER, BACKWARD);
+  c_push(NO_LAYER, MPPROF_SCOPE_BACKWARD);
   Py_RETURN_NONE;
 }
 

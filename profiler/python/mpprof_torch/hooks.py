@@ -29,15 +29,14 @@ import sys
 import threading
 import weakref
 
-FORWARD, BACKWARD, OPTIMIZER, RECOMPUTE = 1, 2, 3, 4  # MPPROF_SCOPE_* of mpprof.h
-NO_LAYER = -1
+OPTIMIZER = 3  # MPPROF_SCOPE_OPTIMIZER of mpprof.h (_fast.c has the module phases)
 # Segments wrappers insert into qualified names: DDP/DataParallel ("module",
 # leading only), FSDP, torch.compile, activation-checkpoint wrappers.
 _WRAPPER_SEGMENTS = frozenset(("_fsdp_wrapped_module", "_orig_mod", "_checkpoint_wrapped_module"))
 
 _installed = False
 _lib = None
-_push = _pop = _set = _layer_id = None
+_push = _pop = _layer_id = None
 _loss_scale = _step = _step_skipped = None
 _compiling = None
 _fast = None  # the C hot path (_fast.c), imported by install
@@ -449,12 +448,11 @@ def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skip
     """Install the hooks on top of these scope functions: push, pop, set_
     and ops are ctypes function pointers (libmpprof.so's, or a test's
     stand-ins); without ops, every module's backward is marked."""
-    global _push, _pop, _set, _layer_id, _loss_scale, _step, _step_skipped
-    global _compiling, _Tensor, _grad_enabled, _direct
-    _push, _pop, _set, _layer_id = push, pop, set_, layer_id
+    global _push, _pop, _layer_id, _loss_scale, _step, _step_skipped
+    global _compiling, _Tensor, _direct
+    _push, _pop, _layer_id = push, pop, layer_id
     _loss_scale, _step, _step_skipped = loss_scale, step, step_skipped
     _Tensor = torch.Tensor
-    _grad_enabled = torch.is_grad_enabled
     _compiling = _compiling_fn(torch)
     addr = [ctypes.cast(f, ctypes.c_void_p).value if f is not None else None for f in (push, pop, set_, ops)]
     _fast.init(addr[0], addr[1], addr[2], addr[3], torch.Tensor, torch.is_grad_enabled, _resolve, _log,
@@ -516,4 +514,3 @@ def install(torch):
 
 
 _Tensor = None
-_grad_enabled = None
