@@ -315,6 +315,39 @@ void mpp_call_prepare_thread(void) {
 
 /* --- the call --- */
 
+static uint64_t double_bits(double d) {
+  uint64_t b;
+  memcpy(&b, &d, sizeof b);
+  return b;
+}
+
+/* The op's site: from the hook's memo when it holds for this layer and loss
+ * scale (the same op decoded before: no hash, no key comparison), else from
+ * the site table, memoised for the next call. The checks are those of the
+ * site key (sites.c): the layer's path by content against the site's own
+ * copy, its class and phase, the scale in force. */
+static int find_site(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_index) {
+  mpp_site_memo *m = op->site_memo;
+  uint64_t gen = mpp_sites_generation();
+  uint64_t scale_bits = double_bits(op->loss_scale);
+  if (m && m->sites_gen == gen && m->loss_scale_bits == scale_bits && !isnan(op->loss_scale) &&
+      m->phase == layer->phase && m->module_class == layer->module_class &&
+      strcmp(m->layer, layer->path) == 0) {
+    mpp_site_again(m->site, ret_index);
+    return m->site;
+  }
+  const char *site_layer = NULL;
+  int site = mpp_site_find(op, layer, ret_index, &site_layer);
+  if (m && site >= 0)
+    *m = (mpp_site_memo){.sites_gen = gen,
+                         .layer = site_layer,
+                         .module_class = layer->module_class,
+                         .loss_scale_bits = scale_bits,
+                         .phase = layer->phase,
+                         .site = site};
+  return site;
+}
+
 void mpp_call_begin(mpp_call *c, mpp_op *op) {
   static atomic_bool device_noted;
   if (!atomic_load_explicit(&device_noted, memory_order_relaxed) &&
@@ -333,7 +366,7 @@ void mpp_call_begin(mpp_call *c, mpp_op *op) {
    * the report can unscale each one exactly. */
   op->loss_scale = mpp_train_scale();
   c->has_step = mpp_train_step(&c->step);
-  c->site = mpp_site_find(op, &layer, &index);
+  c->site = find_site(op, &layer, &index);
   c->index = index;
   if (c->site >= 0) {
     c->op_id = make_op_id(c->site, index);
@@ -451,7 +484,7 @@ void mpp_call_autotune(mpp_op *op) {
   mpp_layer layer;
   mpp_layer_current(&layer);
   op->loss_scale = mpp_train_scale();
-  int site = mpp_site_find(op, &layer, &index);
+  int site = mpp_site_find(op, &layer, &index, NULL);
   if (site >= 0) mpp_site_record_autotune(site);
 }
 

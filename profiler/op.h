@@ -47,6 +47,18 @@ typedef struct mpp_role {
   bool saturates;               /* an fp8 output the op converts with saturation (cuBLASLt) */
 } mpp_role;
 
+/* A hook's per-thread memo of the site its decoded op went to (hooks/gemm_decode.c
+ * keeps one per memoised call; call.c fills and checks it): it holds while
+ * the site table, the layer and the loss scale are the ones it saw. */
+typedef struct mpp_site_memo {
+  uint64_t sites_gen;       /* mpp_sites_generation() when filled; 0: empty */
+  const char *layer;        /* the site's own copy of its layer path */
+  const char *module_class; /* the layer's, as mpp_layer_current gave it */
+  uint64_t loss_scale_bits;
+  uint8_t phase;
+  int site;
+} mpp_site_memo;
+
 typedef struct mpp_op {
   /* The site key (with the caller's layer). */
   const char *api; /* static string */
@@ -80,7 +92,8 @@ typedef struct mpp_op {
   const void *fp8_scale_ptr[4];
   const void *amax_d_ptr;
   double amax_d;
-  uint64_t ptr_align; /* 0: no pointer seen */
+  uint64_t ptr_align;       /* 0: no pointer seen */
+  mpp_site_memo *site_memo; /* per call: NULL, or the hook's memo of this op's site */
   int nroles;
   mpp_role roles[MPP_MAX_ROLES];
 } mpp_op;

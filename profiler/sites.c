@@ -123,7 +123,16 @@ static void free_site(mpp_site *s) {
     free(s->kernels[i].name);
 }
 
+/* Site ids hold until the tables are reset: memos of them (mpp_site_memo)
+ * record the generation they saw. */
+static _Atomic uint64_t generation = 1;
+
+uint64_t mpp_sites_generation(void) {
+  return atomic_load_explicit(&generation, memory_order_acquire);
+}
+
 void mpp_sites_reset(void) {
+  atomic_fetch_add_explicit(&generation, 1, memory_order_acq_rel);
   pthread_mutex_init(&mu, NULL);
   held_here = 0; /* a fork child: the prepare handler took the lock on this thread */
   for (uint32_t i = 0; i < nsites; i++)
@@ -346,6 +355,7 @@ static int add_site_locked(const mpp_op *op, const mpp_layer *layer, uint64_t h)
   s->key = *op;
   s->key.stream = NULL;
   s->key.ptr_align = 0;
+  s->key.site_memo = NULL;
   for (int i = 0; i < MPP_MAX_ROLES; i++) {
     memset(&s->key.roles[i].view, 0, sizeof s->key.roles[i].view);
     s->key.roles[i].view.dtype = op->roles[i].view.dtype;
@@ -361,7 +371,8 @@ oom:
   return -1;
 }
 
-int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_index) {
+int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_index,
+                  const char **ret_layer) {
   uint64_t h = op_hash(op, layer);
   int id = -1;
   mpp_sites_lock();
@@ -379,9 +390,18 @@ int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_i
   if (id >= 0) {
     *ret_call_index = sites[id].started++;
     in_flight++;
+    if (ret_layer) *ret_layer = sites[id].layer;
   }
   mpp_sites_unlock();
   return id;
+}
+
+void mpp_site_again(int site, uint64_t *ret_call_index) {
+  mpp_sites_lock();
+  total_calls++;
+  *ret_call_index = sites[site].started++;
+  in_flight++;
+  mpp_sites_unlock();
 }
 
 void mpp_site_record_autotune(int site) {

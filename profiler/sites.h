@@ -86,8 +86,16 @@ struct mpp_jw;
 void mpp_unattributed_write_locked(struct mpp_jw *w); /* the "cupti" object's counts */
 bool mpp_sites_locked_by_caller(void);                /* the calling thread holds the site lock */
 /* Site id for the op and the calling thread's layer; -1 when the site cap is
- * hit (the op is counted as not attributed). */
-int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_index);
+ * hit (the op is counted as not attributed). ret_layer (may be NULL): the
+ * site's own copy of its layer path, which lives until mpp_sites_reset. */
+int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_index,
+                  const char **ret_layer);
+/* A call of a site mpp_site_find gave for the same key in this generation
+ * (a memo's): counted as mpp_site_find counts a call it finds. */
+void mpp_site_again(int site, uint64_t *ret_call_index);
+/* Changes when the tables are reset (a fork child, tests): site ids and
+ * layer copies of an older generation are gone. */
+uint64_t mpp_sites_generation(void);
 void mpp_site_record_autotune(int site); /* a cuDNN autotuning execution: counted apart */
 /* Record a finished call: counts, not-scanned reasons, host-scan stats, event. */
 void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur_ns);

@@ -9,6 +9,7 @@
  * these wrappers makes that inner call pass through, so one GEMM is one op. */
 #include <cublas_api.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,9 +84,14 @@ __attribute__((constructor)) static void handles_fork_protect(void) {
   mpp_fork_protect(&handles_mu);
 }
 
+/* Bumped (under handles_mu) by every change of the table: a thread's memo of
+ * the last handle's mode (math_mode_of) holds while it is unchanged. */
+static _Atomic uint64_t handles_gen = 1;
+
 static void handle_set(cublasHandle_t h, int mode) {
   pthread_mutex_lock(&handles_mu);
   mpp_ptrmap_put(&handles, h, (void *)(intptr_t)mode); /* full: queried per call */
+  atomic_fetch_add_explicit(&handles_gen, 1, memory_order_release);
   pthread_mutex_unlock(&handles_mu);
 }
 
@@ -101,6 +107,7 @@ static bool handle_get(cublasHandle_t h, int *ret_mode) {
 static void handle_forget(cublasHandle_t h) {
   pthread_mutex_lock(&handles_mu);
   mpp_ptrmap_del(&handles, h, NULL);
+  atomic_fetch_add_explicit(&handles_gen, 1, memory_order_release);
   pthread_mutex_unlock(&handles_mu);
 }
 
@@ -111,9 +118,26 @@ static int query_math_mode(cublasHandle_t h) {
   return -1;
 }
 
-static int math_mode_of(cublasHandle_t h) {
+/* The calling thread's last handle found in the table, valid for one
+ * generation of it: the common call (same handle, no mode change since)
+ * takes no lock. A mode queried per call (table full) is never memoised. */
+static __thread MPP_TLS struct {
+  cublasHandle_t h;
+  uint64_t gen;
   int mode;
-  if (handle_get(h, &mode)) return mode;
+} mode_memo;
+
+static int math_mode_of(cublasHandle_t h) {
+  uint64_t gen = atomic_load_explicit(&handles_gen, memory_order_acquire);
+  if (mode_memo.gen == gen && mode_memo.h == h) return mode_memo.mode;
+  int mode;
+  if (handle_get(h, &mode)) {
+    /* gen was read before the lookup: a change in between makes the next call look again. */
+    mode_memo.h = h;
+    mode_memo.gen = gen;
+    mode_memo.mode = mode;
+    return mode;
+  }
   /* A handle created before mpprof was loaded, or by a library we do not see. */
   mode = query_math_mode(h);
   if (mode >= 0) handle_set(h, mode);
@@ -124,8 +148,8 @@ static bool host_visible(const void *p) {
   return mpp_host_readable(p);
 }
 
-/* The wrappers' decode step: handle state, then the pure decoding. */
-static bool decode(mpp_op *op, cublasHandle_t h, const mpp_gemm_call *g) {
+/* The handle state a call's decoding depends on. */
+static mpp_gemm_ctx context(cublasHandle_t h) {
   /* Pointer mode unknown until asked: beta may be a device pointer, and only
    * a host-visible one may be read. */
   mpp_gemm_ctx ctx = {
@@ -142,7 +166,14 @@ static bool decode(mpp_op *op, cublasHandle_t h, const mpp_gemm_call *g) {
     ctx.host_visible = NULL;
   else if (get_pm && get_pm(h, &pm) == CUBLAS_STATUS_SUCCESS)
     ctx.pointer_mode = (int)pm;
-  mpp_gemm_decode(op, g, &ctx);
+  return ctx;
+}
+
+/* The wrappers' decode step (one op per call): handle state, then the pure
+ * decoding, memoised per thread (gemm_decode.h). */
+static bool decode(mpp_op *op, cublasHandle_t h, const mpp_gemm_call *g) {
+  mpp_gemm_ctx ctx = context(h);
+  mpp_gemm_decode_memo(op, g, &ctx);
   return true;
 }
 
@@ -315,28 +346,31 @@ static bool decode_grouped(mpp_calls *c, cublasHandle_t h, const grouped *g) {
   int64_t first = 0;
   for (int64_t i = 0; i < n; i++) {
     int64_t size = at(g->size, g->i64, i);
-    decode(&c->ops[i], h,
-           &(mpp_gemm_call){
-               .api = g->api,
-               .transa = g->ta[i],
-               .transb = g->tb[i],
-               .m = at(g->m, g->i64, i),
-               .n = at(g->n, g->i64, i),
-               .k = at(g->k, g->i64, i),
-               .lda = at(g->lda, g->i64, i),
-               .ldb = at(g->ldb, g->i64, i),
-               .ldc = at(g->ldc, g->i64, i),
-               .alpha = g->alpha ? (const char *)g->alpha + i * scale_size(g->scale_type) : NULL,
-               .beta = (const char *)g->beta + i * scale_size(g->scale_type),
-               .Aarr = g->A + first,
-               .Barr = g->B + first,
-               .Carr = g->C + first,
-               .batch = size,
-               .Atype = g->Atype,
-               .Btype = g->Btype,
-               .Ctype = g->Ctype,
-               .compute = g->compute,
-               .scale_type = g->scale_type});
+    mpp_gemm_ctx ctx = context(h);
+    mpp_gemm_decode(
+        &c->ops[i],
+        &(mpp_gemm_call){.api = g->api,
+                         .transa = g->ta[i],
+                         .transb = g->tb[i],
+                         .m = at(g->m, g->i64, i),
+                         .n = at(g->n, g->i64, i),
+                         .k = at(g->k, g->i64, i),
+                         .lda = at(g->lda, g->i64, i),
+                         .ldb = at(g->ldb, g->i64, i),
+                         .ldc = at(g->ldc, g->i64, i),
+                         .alpha = g->alpha ? (const char *)g->alpha + i * scale_size(g->scale_type)
+                                           : NULL,
+                         .beta = (const char *)g->beta + i * scale_size(g->scale_type),
+                         .Aarr = g->A + first,
+                         .Barr = g->B + first,
+                         .Carr = g->C + first,
+                         .batch = size,
+                         .Atype = g->Atype,
+                         .Btype = g->Btype,
+                         .Ctype = g->Ctype,
+                         .compute = g->compute,
+                         .scale_type = g->scale_type},
+        &ctx);
     first += size;
   }
   c->n = (int)n;

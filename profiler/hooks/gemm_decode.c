@@ -5,8 +5,12 @@
 #include "gemm_decode.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cuda_types.h"
+#include "profiler/mpp.h"
 #include "profiler/hostmem.h"
 
 /* ptr_align of a pointer-array batch: its matrices' pointers, when the array
@@ -75,7 +79,37 @@ static bool alpha_nonzero(const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
   return mpp_scalar_nonzero(g->alpha, g->scale_type) == 1;
 }
 
-void mpp_gemm_decode(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
+/* Everything the decoding reads through alpha and beta: with these, the op
+ * is a function of the call's other arguments and the context alone (the
+ * memo below relies on it). */
+typedef struct scalars {
+  double alpha; /* NAN: not readable here */
+  bool alpha_nonzero, beta_nonzero;
+} scalars;
+
+static scalars read_scalars(const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
+  bool readable = ctx->pointer_mode == 0 || (ctx->host_visible && ctx->host_visible(g->alpha));
+  return (scalars){.alpha = alpha_value(g->alpha, g->scale_type, readable),
+                   .alpha_nonzero = alpha_nonzero(g, ctx),
+                   .beta_nonzero = beta_nonzero(g, ctx)};
+}
+
+/* The call's own pointers in an op decoded for other ones (a memo hit): the
+ * roles' matrices and the pointer alignment. Pointer-array calls are never
+ * memoised: their roles and alignment depend on the arrays' contents. */
+static void set_pointers(mpp_op *op, const mpp_gemm_call *g) {
+  op->roles[0].view.data = g->A;
+  op->roles[1].view.data = g->B;
+  op->roles[2].view.data = g->C;
+  op->roles[3].view.data = g->C;
+  op->ptr_align = 0;
+  mpp_op_note_ptr(op, g->A);
+  mpp_op_note_ptr(op, g->B);
+  mpp_op_note_ptr(op, g->C);
+}
+
+static void decode_with(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx,
+                        const scalars *sc) {
   mpp_op_init(op, g->api, MPP_OP_GEMM);
   op->m = g->m;
   op->n = g->n;
@@ -94,9 +128,7 @@ void mpp_gemm_decode(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx
   op->scale_type = mpp_cuda_dtype_name(g->scale_type);
   op->math_mode = ctx->math_mode;
   op->stream = ctx->stream;
-  op->alpha =
-      alpha_value(g->alpha, g->scale_type,
-                  ctx->pointer_mode == 0 || (ctx->host_visible && ctx->host_visible(g->alpha)));
+  op->alpha = sc->alpha;
 
   bool an = g->transa == 0, bn = g->transb == 0;
   mpp_role *a = mpp_op_role(op, "A", true);
@@ -107,8 +139,8 @@ void mpp_gemm_decode(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx
            g->strideB);
   mpp_role *c = mpp_op_role(op, "C", true);
   set_view(c, g->Ctype, g->C, g->Carr, g->m, g->n, g->ldc, op->batch, g->strideC);
-  if (!beta_nonzero(g, ctx)) c->present = false;
-  if (!alpha_nonzero(g, ctx)) {
+  if (!sc->beta_nonzero) c->present = false;
+  if (!sc->alpha_nonzero) {
     if (g->Aarr) a->present = false;
     if (g->Barr) b->present = false;
   }
@@ -127,9 +159,7 @@ void mpp_gemm_decode(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx
     if (g->batch <= 0) r->present = false;
   }
 
-  mpp_op_note_ptr(op, g->A);
-  mpp_op_note_ptr(op, g->B);
-  mpp_op_note_ptr(op, g->C);
+  set_pointers(op, g);
   /* Entries are read only where cuBLAS reads them (a NULL-filled array with
    * alpha = 0 is legal, and NULL is skipped anyway). */
   for (int i = 0; i < op->nroles; i++)
@@ -137,6 +167,115 @@ void mpp_gemm_decode(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx
       mpp_op_note_ptr_array(op, op->roles[i].ptr_array, g->batch, mpp_host_readable);
 }
 
+void mpp_gemm_decode(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
+  scalars sc = read_scalars(g, ctx);
+  decode_with(op, g, ctx, &sc);
+}
+
+/* --- the per-thread memo of decoded calls ---
+ * A training loop calls the same GEMMs step after step. The key is every
+ * input of decode_with but the matrix pointers (which set_pointers puts in):
+ * the call's other arguments, the context, and what alpha and beta said.
+ * Each entry also keeps its op's site (mpp_site_memo, filled by call.c). */
+
+typedef struct gemm_key { /* 8-byte fields only: compared with memcmp, no padding */
+  const char *api;
+  void *stream;
+  bool (*host_visible)(const void *p);
+  int64_t m, n, k, lda, ldb, ldc, strideA, strideB, strideC, batch;
+  int64_t transa, transb, Atype, Btype, Ctype, compute, scale_type, math_mode, pointer_mode;
+  uint64_t alpha_bits;
+  int64_t flags; /* alpha_nonzero, beta_nonzero */
+} gemm_key;
+_Static_assert(sizeof(gemm_key) == 24 * 8, "gemm_key has padding");
+
+#define MEMO_SLOTS 32 /* direct-mapped by the key's hash */
+
+typedef struct gemm_memo {
+  struct {
+    gemm_key key;
+    bool used;
+    mpp_op op;
+    mpp_site_memo site;
+  } slot[MEMO_SLOTS];
+} gemm_memo;
+
+static __thread MPP_TLS gemm_memo *memo;
+static pthread_key_t memo_key;
+static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
+
+static void memo_free(void *p) {
+  free(p);
+  memo = NULL;
+}
+
+static void memo_key_init(void) {
+  pthread_key_create(&memo_key, memo_free);
+}
+
+static gemm_memo *memo_get(void) {
+  if (!memo) {
+    pthread_once(&memo_once, memo_key_init);
+    memo = calloc(1, sizeof *memo);
+    if (memo) pthread_setspecific(memo_key, memo);
+  }
+  return memo;
+}
+
+static uint64_t key_hash(const gemm_key *k) {
+  uint64_t h = (uint64_t)(uintptr_t)k->api;
+  const uint64_t v[] = {(uint64_t)k->m,     (uint64_t)k->n,
+                        (uint64_t)k->k,     (uint64_t)(k->transa << 8 | k->transb),
+                        (uint64_t)k->Atype, (uint64_t)k->lda};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    h = (h ^ v[i]) * 0x9e3779b97f4a7c15ull;
+  return h ^ h >> 29;
+}
+
+void mpp_gemm_decode_memo(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
+  scalars sc = read_scalars(g, ctx);
+  gemm_memo *mm = g->Aarr || g->Barr || g->Carr ? NULL : memo_get();
+  if (!mm) {
+    decode_with(op, g, ctx, &sc);
+    return;
+  }
+  gemm_key k;
+  memset(&k, 0, sizeof k);
+  k.api = g->api;
+  k.stream = ctx->stream;
+  k.host_visible = ctx->host_visible;
+  k.m = g->m;
+  k.n = g->n;
+  k.k = g->k;
+  k.lda = g->lda;
+  k.ldb = g->ldb;
+  k.ldc = g->ldc;
+  k.strideA = g->strideA;
+  k.strideB = g->strideB;
+  k.strideC = g->strideC;
+  k.batch = g->batch;
+  k.transa = g->transa;
+  k.transb = g->transb;
+  k.Atype = g->Atype;
+  k.Btype = g->Btype;
+  k.Ctype = g->Ctype;
+  k.compute = g->compute;
+  k.scale_type = g->scale_type;
+  k.math_mode = ctx->math_mode;
+  k.pointer_mode = ctx->pointer_mode;
+  memcpy(&k.alpha_bits, &sc.alpha, sizeof k.alpha_bits);
+  k.flags = sc.alpha_nonzero | sc.beta_nonzero << 1;
+  __typeof__(mm->slot[0]) *e = &mm->slot[key_hash(&k) % MEMO_SLOTS];
+  if (!e->used || memcmp(&e->key, &k, sizeof k) != 0) {
+    decode_with(&e->op, g, ctx, &sc);
+    e->key = k;
+    e->used = true;
+    e->site = (mpp_site_memo){0}; /* another op: its site is not known yet */
+  }
+  *op = e->op;
+  set_pointers(op, g);
+  op->site_memo = &e->site;
+}
 /* --- cublasLtMatmul --- */
 
 const char *mpp_lt_epilogue_name(uint32_t e) {

@@ -1,0 +1,373 @@
+/* The per-thread memo of decoded GEMM calls and of their sites
+ * (mpp_gemm_decode_memo, call.c's find_site): a call decoded from the memo is
+ * the op a fresh decode gives, field by field, whatever argument differs from
+ * the call memoised before; the same call goes to the same site, and a call
+ * that differs in any decoded field, in its layer or in the loss scale in
+ * force goes to its own; site ids memoised before the tables were reset (a
+ * fork child) are not used again. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "profiler/call.h"
+#include "profiler/hooks/gemm_decode.h"
+#include "profiler/mpp.h"
+#include "profiler/nvtx.h"
+#include "profiler/op.h"
+#include "profiler/rawwrite.h"
+#include "profiler/sites.h"
+#include "profiler/train.h"
+
+static int reset_all(void **state) {
+  (void)state;
+  mpp_nvtx_thread_reset();
+  mpp_sites_reset();
+  mpp_train_reset();
+  mpp_cfg.scan = MPP_SCAN_NONE;
+  mpp_cfg.sample = 1;
+  mpp_cfg.max_sites = 1024;
+  mpp_cfg.max_events = 1000;
+  return 0;
+}
+
+static float mats[4][64];
+static const float zero = 0, one = 1, two = 2;
+static bool visible(const void *p) {
+  return p != NULL;
+}
+
+static mpp_gemm_call base_call(void) {
+  return (mpp_gemm_call){.api = "cublasGemmEx",
+                         .m = 4,
+                         .n = 4,
+                         .k = 4,
+                         .lda = 4,
+                         .ldb = 4,
+                         .ldc = 4,
+                         .alpha = &one,
+                         .beta = &zero,
+                         .A = mats[0],
+                         .B = mats[1],
+                         .C = mats[2],
+                         .batch = 1,
+                         .Atype = 0,
+                         .Btype = 0,
+                         .Ctype = 0,
+                         .compute = 68,
+                         .scale_type = 0};
+}
+
+static const mpp_gemm_ctx base_ctx = {.math_mode = 0, .pointer_mode = 0};
+
+static void assert_str_same(const char *a, const char *b) {
+  if (a && b)
+    assert_string_equal(a, b);
+  else
+    assert_ptr_equal(a, b);
+}
+
+static void assert_same_double(double a, double b) {
+  assert_memory_equal(&a, &b, sizeof a);
+}
+
+/* Every field of the op but site_memo (which says where it came from). */
+static void assert_same_op(const mpp_op *a, const mpp_op *b) {
+  assert_ptr_equal(a->api, b->api);
+  assert_int_equal(a->kind, b->kind);
+  assert_int_equal(a->m, b->m);
+  assert_int_equal(a->n, b->n);
+  assert_int_equal(a->k, b->k);
+  assert_int_equal(a->batch, b->batch);
+  assert_int_equal(a->lda, b->lda);
+  assert_int_equal(a->ldb, b->ldb);
+  assert_int_equal(a->ldc, b->ldc);
+  assert_int_equal(a->ldd, b->ldd);
+  assert_int_equal(a->transa, b->transa);
+  assert_int_equal(a->transb, b->transb);
+  assert_int_equal(a->has_conv, b->has_conv);
+  assert_int_equal(a->ntypes, b->ntypes);
+  for (int i = 0; i < a->ntypes; i++) {
+    assert_str_same(a->type_keys[i], b->type_keys[i]);
+    assert_str_same(a->type_names[i], b->type_names[i]);
+  }
+  assert_str_same(a->compute_type, b->compute_type);
+  assert_str_same(a->scale_type, b->scale_type);
+  assert_int_equal(a->math_mode, b->math_mode);
+  assert_str_same(a->epilogue, b->epilogue);
+  assert_int_equal(a->fp8_scales, b->fp8_scales);
+  assert_same_double(a->loss_scale, b->loss_scale);
+  assert_ptr_equal(a->stream, b->stream);
+  assert_same_double(a->alpha, b->alpha);
+  assert_int_equal(a->shadow_unsupported, b->shadow_unsupported);
+  for (int i = 0; i < 4; i++) {
+    assert_same_double(a->fp8_scale[i], b->fp8_scale[i]);
+    assert_int_equal(a->fp8_scale_unread[i], b->fp8_scale_unread[i]);
+    assert_ptr_equal(a->fp8_scale_ptr[i], b->fp8_scale_ptr[i]);
+  }
+  assert_ptr_equal(a->amax_d_ptr, b->amax_d_ptr);
+  assert_int_equal(a->ptr_align, b->ptr_align);
+  assert_int_equal(a->nroles, b->nroles);
+  for (int i = 0; i < a->nroles; i++) {
+    const mpp_role *x = &a->roles[i], *y = &b->roles[i];
+    assert_str_same(x->name, y->name);
+    assert_int_equal(x->present, y->present);
+    assert_int_equal(x->input, y->input);
+    assert_int_equal(x->view.dtype, y->view.dtype);
+    assert_ptr_equal(x->view.data, y->view.data);
+    assert_int_equal(x->view.rows, y->view.rows);
+    assert_int_equal(x->view.cols, y->view.cols);
+    assert_int_equal(x->view.ld, y->view.ld);
+    assert_int_equal(x->view.batch, y->view.batch);
+    assert_int_equal(x->view.batch_stride, y->view.batch_stride);
+    assert_ptr_equal(x->ptr_array, y->ptr_array);
+    assert_int_equal(x->unscannable, y->unscannable);
+    assert_int_equal(x->saturates, y->saturates);
+  }
+}
+
+/* One argument or context field changed from the base call. */
+typedef struct variant {
+  const char *what;
+  void (*apply)(mpp_gemm_call *g, mpp_gemm_ctx *ctx);
+} variant;
+
+#define VARIANT(name, body)                                                                        \
+  static void name(mpp_gemm_call *g, mpp_gemm_ctx *ctx) {                                          \
+    (void)g;                                                                                       \
+    (void)ctx;                                                                                     \
+    body;                                                                                          \
+  }
+VARIANT(v_api, g->api = "cublasSgemm_v2")
+VARIANT(v_m, g->m = 3)
+VARIANT(v_n, g->n = 3)
+VARIANT(v_k, g->k = 3)
+VARIANT(v_lda, g->lda = 8)
+VARIANT(v_ldb, g->ldb = 8)
+VARIANT(v_ldc, g->ldc = 8)
+VARIANT(v_transa, g->transa = 1)
+VARIANT(v_transb, g->transb = 2)
+VARIANT(v_bad_trans, g->transa = 7)
+VARIANT(v_atype, g->Atype = 2)
+VARIANT(v_btype, g->Btype = 14)
+VARIANT(v_ctype, g->Ctype = 2)
+VARIANT(v_compute, g->compute = 77)
+VARIANT(v_scale_type, g->scale_type = 1)
+VARIANT(v_beta, g->beta = &one)
+VARIANT(v_alpha, g->alpha = &two)
+VARIANT(v_alpha_zero, g->alpha = &zero)
+VARIANT(v_no_alpha, g->alpha = NULL)
+VARIANT(v_strided, {
+  g->batch = 3;
+  g->strideA = 16;
+  g->strideB = 0;
+  g->strideC = 16;
+})
+VARIANT(v_batch_zero, g->batch = 0)
+VARIANT(v_pointers, {
+  g->A = mats[3] + 1;
+  g->B = mats[2] + 2;
+  g->C = mats[1] + 4;
+})
+VARIANT(v_null_c, g->C = NULL)
+VARIANT(v_math, ctx->math_mode = 3)
+VARIANT(v_device_pointer_mode, ctx->pointer_mode = 1)
+VARIANT(v_device_mode_visible, {
+  ctx->pointer_mode = 1;
+  ctx->host_visible = visible;
+})
+VARIANT(v_stream, ctx->stream = (void *)0x1234)
+
+static const variant variants[] = {
+    {"api", v_api},
+    {"m", v_m},
+    {"n", v_n},
+    {"k", v_k},
+    {"lda", v_lda},
+    {"ldb", v_ldb},
+    {"ldc", v_ldc},
+    {"transa", v_transa},
+    {"transb", v_transb},
+    {"invalid transa", v_bad_trans},
+    {"Atype", v_atype},
+    {"Btype", v_btype},
+    {"Ctype", v_ctype},
+    {"compute", v_compute},
+    {"scale_type", v_scale_type},
+    {"beta nonzero", v_beta},
+    {"alpha value", v_alpha},
+    {"alpha zero", v_alpha_zero},
+    {"alpha NULL", v_no_alpha},
+    {"strided batch", v_strided},
+    {"batch 0", v_batch_zero},
+    {"matrix pointers", v_pointers},
+    {"C NULL", v_null_c},
+    {"math mode", v_math},
+    {"device pointer mode", v_device_pointer_mode},
+    {"device pointer mode, host-visible scalars", v_device_mode_visible},
+    {"stream (another handle)", v_stream},
+};
+
+static void memo_gives_the_op_a_fresh_decode_gives(void **state) {
+  (void)state;
+  mpp_gemm_call base = base_call();
+  for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
+    mpp_gemm_call g = base_call();
+    mpp_gemm_ctx ctx = base_ctx;
+    variants[i].apply(&g, &ctx);
+    mpp_op fresh, memo;
+    print_message("variant: %s\n", variants[i].what);
+    /* The base call memoised, then the variant, then the base again. */
+    mpp_gemm_decode_memo(&memo, &base, &base_ctx);
+    mpp_gemm_decode(&fresh, &g, &ctx);
+    mpp_gemm_decode_memo(&memo, &g, &ctx);
+    assert_same_op(&memo, &fresh);
+    mpp_gemm_decode_memo(&memo, &g, &ctx); /* now from the memo */
+    assert_same_op(&memo, &fresh);
+    mpp_gemm_decode(&fresh, &base, &base_ctx);
+    mpp_gemm_decode_memo(&memo, &base, &base_ctx);
+    assert_same_op(&memo, &fresh);
+  }
+}
+
+static void same_arguments_with_other_matrices_hit_the_memo(void **state) {
+  (void)state;
+  mpp_gemm_call g = base_call();
+  mpp_op a, b;
+  mpp_gemm_decode_memo(&a, &g, &base_ctx);
+  g.A = mats[3];
+  g.C = mats[0] + 2;
+  mpp_gemm_decode_memo(&b, &g, &base_ctx);
+  assert_non_null(a.site_memo);
+  assert_ptr_equal(a.site_memo, b.site_memo);
+  assert_ptr_equal(b.roles[0].view.data, mats[3]);
+  assert_ptr_equal(b.roles[3].view.data, mats[0] + 2);
+  assert_int_equal(b.ptr_align, 8);
+}
+
+static void pointer_array_calls_are_not_memoised(void **state) {
+  (void)state;
+  const void *arr[1] = {mats[0]};
+  mpp_gemm_call g = base_call();
+  g.A = g.B = g.C = NULL;
+  g.Aarr = g.Barr = g.Carr = arr;
+  mpp_op op;
+  mpp_gemm_decode_memo(&op, &g, &base_ctx);
+  assert_null(op.site_memo);
+}
+
+/* --- sites --- */
+
+static void run(const mpp_gemm_call *g) {
+  mpp_op op;
+  mpp_call c;
+  mpp_gemm_decode_memo(&op, g, &base_ctx);
+  mpp_call_begin(&c, &op);
+  mpp_call_end(&c, &op, true);
+}
+
+static cJSON *sites(void) {
+  size_t len;
+  char *s = mpp_raw_render(true, &len);
+  assert_non_null(s);
+  cJSON *doc = cJSON_Parse(s);
+  free(s);
+  assert_non_null(doc);
+  return doc;
+}
+
+/* Calls per site, in site order, as the raw file has them; the count of sites. */
+static int site_calls(int ret_calls[], int max) {
+  cJSON *doc = sites();
+  cJSON *arr = cJSON_GetObjectItem(doc, "sites");
+  int n = cJSON_GetArraySize(arr);
+  for (int i = 0; i < n && i < max; i++)
+    ret_calls[i] =
+        (int)cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, i), "calls"));
+  cJSON_Delete(doc);
+  return n;
+}
+
+static void a_repeated_call_goes_to_its_site_and_a_changed_one_to_another(void **state) {
+  (void)state;
+  mpp_gemm_call g = base_call(), other = base_call();
+  other.ldc = 8;
+  run(&g);
+  run(&g);
+  run(&other);
+  run(&g);
+  run(&other);
+  int calls[4];
+  assert_int_equal(site_calls(calls, 4), 2);
+  assert_int_equal(calls[0], 3);
+  assert_int_equal(calls[1], 2);
+}
+
+static void the_same_call_in_another_layer_goes_to_that_layers_site(void **state) {
+  (void)state;
+  mpp_gemm_call g = base_call();
+  run(&g);
+  mpp_nvtx_push(NULL, "fc1");
+  run(&g);
+  mpp_nvtx_pop(NULL);
+  mpp_nvtx_push(NULL, "fc2"); /* the same path buffer, other contents */
+  run(&g);
+  run(&g);
+  mpp_nvtx_pop(NULL);
+  mpp_nvtx_push(NULL, "fc1");
+  run(&g);
+  mpp_nvtx_pop(NULL);
+  run(&g);
+  int calls[4];
+  assert_int_equal(site_calls(calls, 4), 3);
+  assert_int_equal(calls[0], 2); /* "" */
+  assert_int_equal(calls[1], 2); /* fc1 */
+  assert_int_equal(calls[2], 2); /* fc2 */
+}
+
+static void a_new_loss_scale_gives_the_same_call_a_new_site(void **state) {
+  (void)state;
+  mpp_gemm_call g = base_call();
+  run(&g);
+  mpp_train_loss_scale(1024);
+  run(&g);
+  run(&g);
+  int calls[4];
+  assert_int_equal(site_calls(calls, 4), 2);
+  assert_int_equal(calls[0], 1);
+  assert_int_equal(calls[1], 2);
+}
+
+static void a_site_memoised_before_a_reset_is_not_used_after_it(void **state) {
+  (void)state;
+  mpp_gemm_call g = base_call(), other = base_call();
+  other.m = 2;
+  run(&g);           /* site 0, memoised */
+  mpp_sites_reset(); /* as in a fork child */
+  run(&other);       /* now site 0 */
+  run(&g);           /* must be a site of its own */
+  int calls[4];
+  assert_int_equal(site_calls(calls, 4), 2);
+  assert_int_equal(calls[0], 1);
+  assert_int_equal(calls[1], 1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(memo_gives_the_op_a_fresh_decode_gives, reset_all),
+      cmocka_unit_test_setup(same_arguments_with_other_matrices_hit_the_memo, reset_all),
+      cmocka_unit_test_setup(pointer_array_calls_are_not_memoised, reset_all),
+      cmocka_unit_test_setup(a_repeated_call_goes_to_its_site_and_a_changed_one_to_another,
+                             reset_all),
+      cmocka_unit_test_setup(the_same_call_in_another_layer_goes_to_that_layers_site, reset_all),
+      cmocka_unit_test_setup(a_new_loss_scale_gives_the_same_call_a_new_site, reset_all),
+      cmocka_unit_test_setup(a_site_memoised_before_a_reset_is_not_used_after_it, reset_all),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
