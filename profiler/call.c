@@ -332,7 +332,7 @@ static int find_site(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_ind
   uint64_t scale_bits = double_bits(op->loss_scale);
   if (m && m->sites_gen == gen && m->loss_scale_bits == scale_bits && !isnan(op->loss_scale) &&
       m->phase == layer->phase && m->module_class == layer->module_class &&
-      strcmp(m->layer, layer->path) == 0) {
+      m->layer[0] == layer->path[0] && (!m->layer[0] || strcmp(m->layer, layer->path) == 0)) {
     mpp_site_again(m->site, ret_index);
     return m->site;
   }
@@ -371,9 +371,10 @@ void mpp_call_begin(mpp_call *c, mpp_op *op) {
   if (c->site >= 0) {
     c->op_id = make_op_id(c->site, index);
     bool any = false;
-    for (int i = 0; i < op->nroles; i++)
-      any |= would_scan(&op->roles[i]);
-    if (any && mpp_cfg.scan != MPP_SCAN_NONE) {
+    if (mpp_cfg.scan != MPP_SCAN_NONE)
+      for (int i = 0; i < op->nroles; i++)
+        any |= would_scan(&op->roles[i]);
+    if (any) {
       mpp_ns_reason skip = MPP_NS_COUNT;
       if (!mpp_sample_scans(mpp_cfg.sample, index))
         skip = MPP_NS_SAMPLED_OUT;
@@ -389,8 +390,9 @@ void mpp_call_begin(mpp_call *c, mpp_op *op) {
       }
     }
     mpp_cupti_push(c->op_id);
-    /* Last before the real call: the range profiler's window holds only its kernels. */
-    c->tc_counting = mpp_tc_begin(c->op_id, index, op->stream);
+    /* Last before the real call: the range profiler's window holds only its
+     * kernels. Without --tc-counters (mpp_tc_every() < 0) there is nothing to begin. */
+    c->tc_counting = mpp_cfg.tc_every >= 0 && mpp_tc_begin(c->op_id, index, op->stream);
   }
   /* Timestamps only feed timeline events: once those are capped, the two
    * clock reads per call (not free in a VM) are skipped. */

@@ -52,11 +52,3 @@ void mpp_op_type(mpp_op *op, const char *key, const char *dtype_name) {
   op->type_names[op->ntypes] = dtype_name;
   op->ntypes++;
 }
-
-void mpp_op_note_ptr(mpp_op *op, const void *p) {
-  if (!p) return;
-  uint64_t a = (uint64_t)(uintptr_t)p;
-  a &= -a; /* lowest set bit: the largest power of two dividing p */
-  if (a > 256) a = 256;
-  if (!op->ptr_align || a < op->ptr_align) op->ptr_align = a;
-}

@@ -108,7 +108,15 @@ void mpp_op_init(mpp_op *op, const char *api, mpp_op_kind kind);
 /* Adds a role; returns it for the caller to fill its view. */
 mpp_role *mpp_op_role(mpp_op *op, const char *name, bool input);
 void mpp_op_type(mpp_op *op, const char *key, const char *dtype_name);
-void mpp_op_note_ptr(mpp_op *op, const void *p); /* ptr_align */
+/* ptr_align: the largest power of two (up to 256) dividing every pointer
+ * noted. In line: a memoised GEMM notes its three pointers on every call. */
+static inline void mpp_op_note_ptr(mpp_op *op, const void *p) {
+  if (!p) return;
+  uint64_t a = (uint64_t)(uintptr_t)p;
+  a &= -a; /* lowest set bit: the largest power of two dividing p */
+  if (a > 256) a = 256;
+  if (!op->ptr_align || a < op->ptr_align) op->ptr_align = a;
+}
 /* mpp_host_readable: profiler/hostmem.h */
 
 #endif

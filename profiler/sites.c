@@ -520,17 +520,20 @@ void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur
   if (c->scan) s->scanned_calls++;
   for (int r = 0; r < MPP_NS_COUNT; r++)
     s->not_scanned[r] += c->ns_counts[r];
-  for (int r = 0; r < op->nroles; r++) {
-    if (!c->tmp_used[r]) continue;
-    mp_stats *dst = role_stats_locked(s, r, c->tmp[r]->dtype);
-    if (dst) mp_stats_merge_scanned(dst, c->tmp[r]); /* a host scan's record */
-  }
+  if (c->scan) /* host scans ran only then */
+    for (int r = 0; r < op->nroles; r++) {
+      if (!c->tmp_used[r]) continue;
+      mp_stats *dst = role_stats_locked(s, r, c->tmp[r]->dtype);
+      if (dst) mp_stats_merge_scanned(dst, c->tmp[r]); /* a host scan's record */
+    }
   if (op->ptr_align && (!s->ptr_align || op->ptr_align < s->ptr_align))
     s->ptr_align = op->ptr_align;
-  /* Values the device scan reads are noted by its sink (mpp_site_note_fp8). */
-  for (int i = 0; i < 4; i++)
-    if (!(c->fp8_on_device & (1u << i)))
-      fp8_value_note(&s->fp8_scale[i], op->fp8_scale[i], op->fp8_scale_unread[i]);
+  /* Values the device scan reads are noted by its sink (mpp_site_note_fp8).
+   * Without a scale pointer (fp8_scales) every value is NAN and none unread. */
+  if (op->fp8_scales)
+    for (int i = 0; i < 4; i++)
+      if (!(c->fp8_on_device & (1u << i)))
+        fp8_value_note(&s->fp8_scale[i], op->fp8_scale[i], op->fp8_scale_unread[i]);
   if (op->amax_d_ptr && !(c->fp8_on_device & MPP_FP8_AMAX_D))
     fp8_value_note(&s->amax_d, op->amax_d, isnan(op->amax_d));
   add_event_locked(site, op, c, dur_ns);

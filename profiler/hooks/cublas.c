@@ -171,10 +171,9 @@ static mpp_gemm_ctx context(cublasHandle_t h) {
 
 /* The wrappers' decode step (one op per call): handle state, then the pure
  * decoding, memoised per thread (gemm_decode.h). */
-static bool decode(mpp_op *op, cublasHandle_t h, const mpp_gemm_call *g) {
+static mpp_op *decode(mpp_op *scratch, cublasHandle_t h, const mpp_gemm_call *g) {
   mpp_gemm_ctx ctx = context(h);
-  mpp_gemm_decode_memo(op, g, &ctx);
-  return true;
+  return mpp_gemm_decode_memo(scratch, g, &ctx);
 }
 
 /* --- GEMM wrappers, one macro per family, each defining the twin pair --- */
@@ -189,10 +188,11 @@ static bool decode(mpp_op *op, cublasHandle_t h, const mpp_gemm_call *g) {
    const T *alpha, const T *A, I lda, const T *B, I ldb, const T *beta, T *C, I ldc)
 #define GEMM_ARGS (handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
 #define TYPED_GEMM(name, T, I, dt, ct)                                                             \
-  MPP_OP_HOOK(syms, cublasStatus_t, name, GEMM_PARAMS(T, I), GEMM_ARGS, FAIL, succeeded, decode,   \
-              (handle, &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C, .batch = 1,     \
-                                        .Atype = dt, .Btype = dt, .Ctype = dt, .compute = ct,      \
-                                        .scale_type = dt}))
+  MPP_MEMO_OP_HOOK(syms, cublasStatus_t, name, GEMM_PARAMS(T, I), GEMM_ARGS, FAIL, succeeded,      \
+                   decode,                                                                         \
+                   (handle, &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C,            \
+                                             .batch = 1, .Atype = dt, .Btype = dt, .Ctype = dt,    \
+                                             .compute = ct, .scale_type = dt}))
 TYPED_GEMM(cublasSgemm_v2, float, int, CUDA_R_32F, CUBLAS_COMPUTE_32F)
 TYPED_GEMM(cublasSgemm_v2_64, float, int64_t, CUDA_R_32F, CUBLAS_COMPUTE_32F)
 TYPED_GEMM(cublasDgemm_v2, double, int, CUDA_R_64F, CUBLAS_COMPUTE_64F)
@@ -201,7 +201,7 @@ TYPED_GEMM(cublasHgemm, mpp_half, int, CUDA_R_16F, CUBLAS_COMPUTE_16F)
 TYPED_GEMM(cublasHgemm_64, mpp_half, int64_t, CUDA_R_16F, CUBLAS_COMPUTE_16F)
 
 #define SGEMMEX(name, I)                                                                           \
-  MPP_OP_HOOK(                                                                                     \
+  MPP_MEMO_OP_HOOK(                                                                                \
       syms, cublasStatus_t, name,                                                                  \
       (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m, I n, I k,   \
        const float *alpha, const void *A, cudaDataType Atype, I lda, const void *B,                \
@@ -215,34 +215,36 @@ SGEMMEX(cublasSgemmEx, int)
 SGEMMEX(cublasSgemmEx_64, int64_t)
 
 #define GEMMEX(name, I)                                                                            \
-  MPP_OP_HOOK(syms, cublasStatus_t, name,                                                          \
-              (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m,     \
-               I n, I k, const void *alpha, const void *A, cudaDataType Atype, I lda,              \
-               const void *B, cudaDataType Btype, I ldb, const void *beta, void *C,                \
-               cudaDataType Ctype, I ldc, cublasComputeType_t computeType, cublasGemmAlgo_t algo), \
-              (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C,      \
-               Ctype, ldc, computeType, algo),                                                     \
-              FAIL, succeeded, decode,                                                             \
-              (handle, &(mpp_gemm_call){                                                           \
-                           GEMM_COMMON(name), .A = A, .B = B, .C = C, .batch = 1, .Atype = Atype,  \
-                           .Btype = Btype, .Ctype = Ctype, .compute = computeType,                 \
-                           .scale_type = mpp_cublas_compute_scale_type(computeType)}))
+  MPP_MEMO_OP_HOOK(                                                                                \
+      syms, cublasStatus_t, name,                                                                  \
+      (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m, I n, I k,   \
+       const void *alpha, const void *A, cudaDataType Atype, I lda, const void *B,                 \
+       cudaDataType Btype, I ldb, const void *beta, void *C, cudaDataType Ctype, I ldc,            \
+       cublasComputeType_t computeType, cublasGemmAlgo_t algo),                                    \
+      (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc,  \
+       computeType, algo),                                                                         \
+      FAIL, succeeded, decode,                                                                     \
+      (handle,                                                                                     \
+       &(mpp_gemm_call){GEMM_COMMON(name), .A = A, .B = B, .C = C, .batch = 1, .Atype = Atype,     \
+                        .Btype = Btype, .Ctype = Ctype, .compute = computeType,                    \
+                        .scale_type = mpp_cublas_compute_scale_type(computeType)}))
 GEMMEX(cublasGemmEx, int)
 GEMMEX(cublasGemmEx_64, int64_t)
 
 #define TYPED_BATCHED(name, T, I, dt, ct)                                                          \
-  MPP_OP_HOOK(syms, cublasStatus_t, name,                                                          \
-              (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m,     \
-               I n, I k, const T *alpha, const T *const Aarray[], I lda, const T *const Barray[],  \
-               I ldb, const T *beta, T *const Carray[], I ldc, I batchCount),                      \
-              (handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray,     \
-               ldc, batchCount),                                                                   \
-              FAIL, succeeded, decode,                                                             \
-              (handle, &(mpp_gemm_call){GEMM_COMMON(name), .Aarr = (const void *const *)Aarray,    \
-                                        .Barr = (const void *const *)Barray,                       \
-                                        .Carr = (const void *const *)Carray, .batch = batchCount,  \
-                                        .Atype = dt, .Btype = dt, .Ctype = dt, .compute = ct,      \
-                                        .scale_type = dt}))
+  MPP_MEMO_OP_HOOK(                                                                                \
+      syms, cublasStatus_t, name,                                                                  \
+      (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m, I n, I k,   \
+       const T *alpha, const T *const Aarray[], I lda, const T *const Barray[], I ldb,             \
+       const T *beta, T *const Carray[], I ldc, I batchCount),                                     \
+      (handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc,        \
+       batchCount),                                                                                \
+      FAIL, succeeded, decode,                                                                     \
+      (handle,                                                                                     \
+       &(mpp_gemm_call){GEMM_COMMON(name), .Aarr = (const void *const *)Aarray,                    \
+                        .Barr = (const void *const *)Barray, .Carr = (const void *const *)Carray,  \
+                        .batch = batchCount, .Atype = dt, .Btype = dt, .Ctype = dt, .compute = ct, \
+                        .scale_type = dt}))
 TYPED_BATCHED(cublasSgemmBatched, float, int, CUDA_R_32F, CUBLAS_COMPUTE_32F)
 TYPED_BATCHED(cublasSgemmBatched_64, float, int64_t, CUDA_R_32F, CUBLAS_COMPUTE_32F)
 TYPED_BATCHED(cublasDgemmBatched, double, int, CUDA_R_64F, CUBLAS_COMPUTE_64F)
@@ -251,7 +253,7 @@ TYPED_BATCHED(cublasHgemmBatched, mpp_half, int, CUDA_R_16F, CUBLAS_COMPUTE_16F)
 TYPED_BATCHED(cublasHgemmBatched_64, mpp_half, int64_t, CUDA_R_16F, CUBLAS_COMPUTE_16F)
 
 #define TYPED_STRIDED(name, T, I, dt, ct)                                                          \
-  MPP_OP_HOOK(                                                                                     \
+  MPP_MEMO_OP_HOOK(                                                                                \
       syms, cublasStatus_t, name,                                                                  \
       (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m, I n, I k,   \
        const T *alpha, const T *A, I lda, long long int strideA, const T *B, I ldb,                \
@@ -271,25 +273,26 @@ TYPED_STRIDED(cublasHgemmStridedBatched, mpp_half, int, CUDA_R_16F, CUBLAS_COMPU
 TYPED_STRIDED(cublasHgemmStridedBatched_64, mpp_half, int64_t, CUDA_R_16F, CUBLAS_COMPUTE_16F)
 
 #define BATCHEDEX(name, I)                                                                         \
-  MPP_OP_HOOK(syms, cublasStatus_t, name,                                                          \
-              (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m,     \
-               I n, I k, const void *alpha, const void *const Aarray[], cudaDataType Atype, I lda, \
-               const void *const Barray[], cudaDataType Btype, I ldb, const void *beta,            \
-               void *const Carray[], cudaDataType Ctype, I ldc, I batchCount,                      \
-               cublasComputeType_t computeType, cublasGemmAlgo_t algo),                            \
-              (handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb,     \
-               beta, Carray, Ctype, ldc, batchCount, computeType, algo),                           \
-              FAIL, succeeded, decode,                                                             \
-              (handle, &(mpp_gemm_call){                                                           \
-                           GEMM_COMMON(name), .Aarr = Aarray, .Barr = Barray,                      \
-                           .Carr = (const void *const *)Carray, .batch = batchCount,               \
-                           .Atype = Atype, .Btype = Btype, .Ctype = Ctype, .compute = computeType, \
-                           .scale_type = mpp_cublas_compute_scale_type(computeType)}))
+  MPP_MEMO_OP_HOOK(                                                                                \
+      syms, cublasStatus_t, name,                                                                  \
+      (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m, I n, I k,   \
+       const void *alpha, const void *const Aarray[], cudaDataType Atype, I lda,                   \
+       const void *const Barray[], cudaDataType Btype, I ldb, const void *beta,                    \
+       void *const Carray[], cudaDataType Ctype, I ldc, I batchCount,                              \
+       cublasComputeType_t computeType, cublasGemmAlgo_t algo),                                    \
+      (handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb, beta,       \
+       Carray, Ctype, ldc, batchCount, computeType, algo),                                         \
+      FAIL, succeeded, decode,                                                                     \
+      (handle,                                                                                     \
+       &(mpp_gemm_call){GEMM_COMMON(name), .Aarr = Aarray, .Barr = Barray,                         \
+                        .Carr = (const void *const *)Carray, .batch = batchCount, .Atype = Atype,  \
+                        .Btype = Btype, .Ctype = Ctype, .compute = computeType,                    \
+                        .scale_type = mpp_cublas_compute_scale_type(computeType)}))
 BATCHEDEX(cublasGemmBatchedEx, int)
 BATCHEDEX(cublasGemmBatchedEx_64, int64_t)
 
 #define STRIDEDEX(name, I)                                                                         \
-  MPP_OP_HOOK(                                                                                     \
+  MPP_MEMO_OP_HOOK(                                                                                \
       syms, cublasStatus_t, name,                                                                  \
       (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m, I n, I k,   \
        const void *alpha, const void *A, cudaDataType Atype, I lda, long long int strideA,         \

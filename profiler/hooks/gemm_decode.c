@@ -97,7 +97,7 @@ static scalars read_scalars(const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
 /* The call's own pointers in an op decoded for other ones (a memo hit): the
  * roles' matrices and the pointer alignment. Pointer-array calls are never
  * memoised: their roles and alignment depend on the arrays' contents. */
-static void set_pointers(mpp_op *op, const mpp_gemm_call *g) {
+static inline void set_pointers(mpp_op *op, const mpp_gemm_call *g) {
   op->roles[0].view.data = g->A;
   op->roles[1].view.data = g->B;
   op->roles[2].view.data = g->C;
@@ -222,22 +222,19 @@ static gemm_memo *memo_get(void) {
   return memo;
 }
 
-static uint64_t key_hash(const gemm_key *k) {
-  uint64_t h = (uint64_t)(uintptr_t)k->api;
-  const uint64_t v[] = {(uint64_t)k->m,     (uint64_t)k->n,
-                        (uint64_t)k->k,     (uint64_t)(k->transa << 8 | k->transb),
-                        (uint64_t)k->Atype, (uint64_t)k->lda};
-  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-    h = (h ^ v[i]) * 0x9e3779b97f4a7c15ull;
-  return h ^ h >> 29;
+static unsigned key_slot(const gemm_key *k) {
+  uint64_t h = (uint64_t)(uintptr_t)k->api ^ (uint64_t)k->m * 0x9e3779b97f4a7c15ull ^
+               (uint64_t)k->n * 0xc2b2ae3d27d4eb4full ^ (uint64_t)k->k * 0x165667b19e3779f9ull ^
+               (uint64_t)(k->transa << 2 | k->transb << 4 | k->Atype << 8);
+  return (unsigned)(h ^ h >> 32 ^ h >> 17) % MEMO_SLOTS;
 }
 
-void mpp_gemm_decode_memo(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
+mpp_op *mpp_gemm_decode_memo(mpp_op *scratch, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
   scalars sc = read_scalars(g, ctx);
   gemm_memo *mm = g->Aarr || g->Barr || g->Carr ? NULL : memo_get();
   if (!mm) {
-    decode_with(op, g, ctx, &sc);
-    return;
+    decode_with(scratch, g, ctx, &sc);
+    return scratch;
   }
   gemm_key k;
   memset(&k, 0, sizeof k);
@@ -265,16 +262,19 @@ void mpp_gemm_decode_memo(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx
   k.pointer_mode = ctx->pointer_mode;
   memcpy(&k.alpha_bits, &sc.alpha, sizeof k.alpha_bits);
   k.flags = sc.alpha_nonzero | sc.beta_nonzero << 1;
-  __typeof__(mm->slot[0]) *e = &mm->slot[key_hash(&k) % MEMO_SLOTS];
+  __typeof__(mm->slot[0]) *e = &mm->slot[key_slot(&k)];
   if (!e->used || memcmp(&e->key, &k, sizeof k) != 0) {
     decode_with(&e->op, g, ctx, &sc);
     e->key = k;
     e->used = true;
     e->site = (mpp_site_memo){0}; /* another op: its site is not known yet */
   }
-  *op = e->op;
-  set_pointers(op, g);
-  op->site_memo = &e->site;
+  /* The entry's op is this call's: the wrapper records it (call.c sets its
+   * per-call fields) and no other decode runs on this thread until the call
+   * returns (the depth guard). */
+  set_pointers(&e->op, g);
+  e->op.site_memo = &e->site;
+  return &e->op;
 }
 /* --- cublasLtMatmul --- */
 

@@ -34,12 +34,14 @@ char mpp_cublas_op_char(int op); /* 'N', 'T', 'C', '?' */
 void mpp_op_note_ptr_array(mpp_op *op, const void *const *arr, int64_t n,
                            bool (*host_visible)(const void *p));
 void mpp_gemm_decode(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx);
-/* The same op as mpp_gemm_decode, from the calling thread's memo when the
+/* The op mpp_gemm_decode gives, from the calling thread's memo when the
  * thread decoded a call of the same arguments (matrix pointers aside) in the
- * same context before; op->site_memo then points at that memo entry's site
- * (call.c), valid until this thread's next decode. For a hook that records
- * one op per call; calls with pointer arrays are decoded afresh. */
-void mpp_gemm_decode_memo(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx);
+ * same context before: the memo entry's own op, whose site_memo is the
+ * entry's memo of its site (call.c); it is the caller's until this thread's
+ * next decode. For a hook that records one op per call (the depth guard
+ * keeps a thread's calls from nesting); calls with pointer arrays are
+ * decoded afresh into `scratch`, and so is a call when no memory is left. */
+mpp_op *mpp_gemm_decode_memo(mpp_op *scratch, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx);
 
 /* cublasLtMatmul, from attributes already read out of its descriptors (the
  * wrapper reads them with cublasLtMatmulDescGetAttribute and

@@ -9,7 +9,8 @@
  *      the call (output scans, record) with the module's verdict of success,
  *      return the result unchanged.
  *
- * Three macros generate wrappers: MPP_OP_HOOK (one op per call),
+ * Four macros generate wrappers: MPP_OP_HOOK (one op per call; MPP_MEMO_OP_HOOK
+ * when the decode step keeps its ops in a per-thread memo),
  * MPP_MULTI_OP_HOOK (several ops around one real call) and MPP_STATE_HOOK
  * (no op: handle or descriptor state). docs/hook-module.md walks through a
  * module.
@@ -61,6 +62,30 @@
       mpp_call_begin(&call_, &op_);                                                                \
       ret_ = real_ args;                                                                           \
       mpp_call_end(&call_, &op_, ok(ret_));                                                        \
+    }                                                                                              \
+    mpp_leave();                                                                                   \
+    return ret_;                                                                                   \
+  }
+
+/* MPP_OP_HOOK whose decode step may hand back an op it keeps itself (a
+ * per-thread memo's, hooks/gemm_decode.h) instead of filling the wrapper's:
+ *   decode  `mpp_op *decode(mpp_op *scratch, dargs...)` the op to record,
+ *           `scratch` filled or one of its own; NULL: not recorded. */
+#define MPP_MEMO_OP_HOOK(tab, ret_t, name, params, args, missing, ok, decode, dargs)               \
+  MPP_EXPORT ret_t name params {                                                                   \
+    __typeof__(&name) real_ = MPP_REAL(tab, name);                                                 \
+    if (!real_) return missing;                                                                    \
+    if (!mpp_enter()) return real_ args;                                                           \
+    mpp_op scratch_;                                                                               \
+    mpp_op *op_ = decode(&scratch_, MPP_ARGS_ dargs);                                              \
+    ret_t ret_;                                                                                    \
+    if (!op_) {                                                                                    \
+      ret_ = real_ args;                                                                           \
+    } else {                                                                                       \
+      mpp_call call_;                                                                              \
+      mpp_call_begin(&call_, op_);                                                                 \
+      ret_ = real_ args;                                                                           \
+      mpp_call_end(&call_, op_, ok(ret_));                                                         \
     }                                                                                              \
     mpp_leave();                                                                                   \
     return ret_;                                                                                   \

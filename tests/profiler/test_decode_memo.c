@@ -221,34 +221,32 @@ static void memo_gives_the_op_a_fresh_decode_gives(void **state) {
     mpp_gemm_call g = base_call();
     mpp_gemm_ctx ctx = base_ctx;
     variants[i].apply(&g, &ctx);
-    mpp_op fresh, memo;
+    mpp_op fresh, scratch;
     print_message("variant: %s\n", variants[i].what);
     /* The base call memoised, then the variant, then the base again. */
-    mpp_gemm_decode_memo(&memo, &base, &base_ctx);
+    mpp_gemm_decode_memo(&scratch, &base, &base_ctx);
     mpp_gemm_decode(&fresh, &g, &ctx);
-    mpp_gemm_decode_memo(&memo, &g, &ctx);
-    assert_same_op(&memo, &fresh);
-    mpp_gemm_decode_memo(&memo, &g, &ctx); /* now from the memo */
-    assert_same_op(&memo, &fresh);
+    assert_same_op(mpp_gemm_decode_memo(&scratch, &g, &ctx), &fresh);
+    assert_same_op(mpp_gemm_decode_memo(&scratch, &g, &ctx), &fresh); /* now from the memo */
     mpp_gemm_decode(&fresh, &base, &base_ctx);
-    mpp_gemm_decode_memo(&memo, &base, &base_ctx);
-    assert_same_op(&memo, &fresh);
+    assert_same_op(mpp_gemm_decode_memo(&scratch, &base, &base_ctx), &fresh);
   }
 }
 
 static void same_arguments_with_other_matrices_hit_the_memo(void **state) {
   (void)state;
   mpp_gemm_call g = base_call();
-  mpp_op a, b;
-  mpp_gemm_decode_memo(&a, &g, &base_ctx);
+  mpp_op scratch;
+  mpp_op *a = mpp_gemm_decode_memo(&scratch, &g, &base_ctx);
+  mpp_site_memo *site = a->site_memo;
   g.A = mats[3];
   g.C = mats[0] + 2;
-  mpp_gemm_decode_memo(&b, &g, &base_ctx);
-  assert_non_null(a.site_memo);
-  assert_ptr_equal(a.site_memo, b.site_memo);
-  assert_ptr_equal(b.roles[0].view.data, mats[3]);
-  assert_ptr_equal(b.roles[3].view.data, mats[0] + 2);
-  assert_int_equal(b.ptr_align, 8);
+  mpp_op *b = mpp_gemm_decode_memo(&scratch, &g, &base_ctx);
+  assert_non_null(site);
+  assert_ptr_equal(b->site_memo, site);
+  assert_ptr_equal(b->roles[0].view.data, mats[3]);
+  assert_ptr_equal(b->roles[3].view.data, mats[0] + 2);
+  assert_int_equal(b->ptr_align, 8);
 }
 
 static void pointer_array_calls_are_not_memoised(void **state) {
@@ -257,19 +255,20 @@ static void pointer_array_calls_are_not_memoised(void **state) {
   mpp_gemm_call g = base_call();
   g.A = g.B = g.C = NULL;
   g.Aarr = g.Barr = g.Carr = arr;
-  mpp_op op;
-  mpp_gemm_decode_memo(&op, &g, &base_ctx);
-  assert_null(op.site_memo);
+  mpp_op scratch;
+  mpp_op *op = mpp_gemm_decode_memo(&scratch, &g, &base_ctx);
+  assert_ptr_equal(op, &scratch);
+  assert_null(op->site_memo);
 }
 
 /* --- sites --- */
 
 static void run(const mpp_gemm_call *g) {
-  mpp_op op;
+  mpp_op scratch;
   mpp_call c;
-  mpp_gemm_decode_memo(&op, g, &base_ctx);
-  mpp_call_begin(&c, &op);
-  mpp_call_end(&c, &op, true);
+  mpp_op *op = mpp_gemm_decode_memo(&scratch, g, &base_ctx);
+  mpp_call_begin(&c, op);
+  mpp_call_end(&c, op, true);
 }
 
 static cJSON *sites(void) {
