@@ -333,18 +333,20 @@ static int find_site(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_ind
   if (m && m->sites_gen == gen && m->loss_scale_bits == scale_bits && !isnan(op->loss_scale) &&
       m->phase == layer->phase && m->module_class == layer->module_class &&
       m->layer[0] == layer->path[0] && (!m->layer[0] || strcmp(m->layer, layer->path) == 0)) {
-    mpp_site_again(m->site, ret_index);
+    *ret_index = mpp_site_again(m->started);
     return m->site;
   }
   const char *site_layer = NULL;
-  int site = mpp_site_find(op, layer, ret_index, &site_layer);
+  _Atomic uint64_t *started = NULL;
+  int site = mpp_site_find(op, layer, ret_index, &site_layer, &started);
   if (m && site >= 0)
     *m = (mpp_site_memo){.sites_gen = gen,
                          .layer = site_layer,
                          .module_class = layer->module_class,
                          .loss_scale_bits = scale_bits,
                          .phase = layer->phase,
-                         .site = site};
+                         .site = site,
+                         .started = started};
   return site;
 }
 
@@ -486,7 +488,7 @@ void mpp_call_autotune(mpp_op *op) {
   mpp_layer layer;
   mpp_layer_current(&layer);
   op->loss_scale = mpp_train_scale();
-  int site = mpp_site_find(op, &layer, &index, NULL);
+  int site = mpp_site_find(op, &layer, &index, NULL, NULL);
   if (site >= 0) mpp_site_record_autotune(site);
 }
 

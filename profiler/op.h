@@ -4,6 +4,7 @@
 #ifndef MPPROF_PROFILER_OP_H
 #define MPPROF_PROFILER_OP_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -57,6 +58,7 @@ typedef struct mpp_site_memo {
   uint64_t loss_scale_bits;
   uint8_t phase;
   int site;
+  _Atomic uint64_t *started; /* the site's call counter (sites.c) */
 } mpp_site_memo;
 
 typedef struct mpp_op {

@@ -42,10 +42,23 @@ static atomic_bool events_full;
 static uint64_t nevents, events_cap, events_dropped;
 static mpp_kernel_event *kevents; /* filled by the CUPTI sink, capped by max_events too */
 static uint64_t nkevents, kevents_cap, kevents_dropped;
-static uint64_t ops_unattributed, failed_calls, total_calls;
+static uint64_t ops_unattributed, failed_calls;
+/* Counted without the lock by a memoised call (mpp_site_again), like each
+ * site's call counter: atomics, relaxed (they are only summed). */
+static _Atomic uint64_t total_calls;
 /* Calls attributed to a site and not yet ended (recorded, failed or counted
  * as autotuning): at exit, calls other threads were still inside. */
-static uint64_t in_flight;
+static _Atomic uint64_t in_flight;
+
+/* Each site's count of calls begun (the sampling index), in chunks that never
+ * move when the site array grows: a memo keeps a pointer to its site's. */
+#define STARTED_CHUNK 1024u
+#define STARTED_CHUNKS ((1u << 20) / STARTED_CHUNK) /* MPPROF_MAX_SITES is at most 2^20 */
+static _Atomic uint64_t *started_chunks[STARTED_CHUNKS];
+
+static void count_in_flight(int delta) {
+  atomic_fetch_add_explicit(&in_flight, (uint64_t)(int64_t)delta, memory_order_relaxed);
+}
 
 #define MAX_REASONS 16
 static struct {
@@ -149,7 +162,13 @@ void mpp_sites_reset(void) {
   nevents = events_cap = events_dropped = 0;
   nkevents = kevents_cap = kevents_dropped = 0;
   atomic_store(&events_full, false);
-  ops_unattributed = failed_calls = total_calls = in_flight = 0;
+  ops_unattributed = failed_calls = 0;
+  atomic_store(&total_calls, 0);
+  atomic_store(&in_flight, 0);
+  for (uint32_t i = 0; i < STARTED_CHUNKS; i++) {
+    free((void *)started_chunks[i]);
+    started_chunks[i] = NULL;
+  }
   memset(unattributed, 0, sizeof unattributed);
   nreasons = 0;
 }
@@ -186,7 +205,7 @@ void mpp_note_incomplete(const char *key, const char *fmt, ...) {
 void mpp_note_failed_call(void) {
   mpp_sites_lock();
   failed_calls++;
-  in_flight--;
+  count_in_flight(-1);
   mpp_sites_unlock();
 }
 
@@ -344,6 +363,9 @@ static int add_site_locked(const mpp_op *op, const mpp_layer *layer, uint64_t h)
     sites = ns;
     sites_cap = cap;
   }
+  if (nsites / STARTED_CHUNK >= STARTED_CHUNKS) goto oom;
+  _Atomic uint64_t **chunk = &started_chunks[nsites / STARTED_CHUNK];
+  if (!*chunk && !(*chunk = calloc(STARTED_CHUNK, sizeof **chunk))) goto oom;
   char *l = strdup(layer->path);
   if (!l) goto oom;
   mpp_site *s = &sites[nsites];
@@ -356,6 +378,8 @@ static int add_site_locked(const mpp_op *op, const mpp_layer *layer, uint64_t h)
   s->key.stream = NULL;
   s->key.ptr_align = 0;
   s->key.site_memo = NULL;
+  s->started = &(*chunk)[nsites % STARTED_CHUNK];
+  atomic_store_explicit(s->started, 0, memory_order_relaxed);
   for (int i = 0; i < MPP_MAX_ROLES; i++) {
     memset(&s->key.roles[i].view, 0, sizeof s->key.roles[i].view);
     s->key.roles[i].view.dtype = op->roles[i].view.dtype;
@@ -372,11 +396,11 @@ oom:
 }
 
 int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_index,
-                  const char **ret_layer) {
+                  const char **ret_layer, _Atomic uint64_t **ret_started) {
   uint64_t h = op_hash(op, layer);
   int id = -1;
   mpp_sites_lock();
-  total_calls++;
+  atomic_fetch_add_explicit(&total_calls, 1, memory_order_relaxed);
   if (index_cap) {
     for (uint32_t j = (uint32_t)h & (index_cap - 1); index_[j]; j = (j + 1) & (index_cap - 1)) {
       mpp_site *s = &sites[index_[j] - 1];
@@ -388,26 +412,26 @@ int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_i
   }
   if (id < 0) id = add_site_locked(op, layer, h);
   if (id >= 0) {
-    *ret_call_index = sites[id].started++;
-    in_flight++;
+    *ret_call_index = atomic_fetch_add_explicit(sites[id].started, 1, memory_order_relaxed);
+    count_in_flight(1);
     if (ret_layer) *ret_layer = sites[id].layer;
+    if (ret_started) *ret_started = sites[id].started;
   }
   mpp_sites_unlock();
   return id;
 }
 
-void mpp_site_again(int site, uint64_t *ret_call_index) {
-  mpp_sites_lock();
-  total_calls++;
-  *ret_call_index = sites[site].started++;
-  in_flight++;
-  mpp_sites_unlock();
+/* No lock: the three counters are atomics that stay where they are. */
+uint64_t mpp_site_again(_Atomic uint64_t *started) {
+  atomic_fetch_add_explicit(&total_calls, 1, memory_order_relaxed);
+  count_in_flight(1);
+  return atomic_fetch_add_explicit(started, 1, memory_order_relaxed);
 }
 
 void mpp_site_record_autotune(int site) {
   mpp_sites_lock();
   sites[site].autotune_calls++;
-  in_flight--;
+  count_in_flight(-1);
   mpp_sites_unlock();
 }
 
@@ -516,7 +540,7 @@ void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur
   mpp_sites_lock();
   mpp_site *s = &sites[site];
   s->calls++;
-  in_flight--;
+  count_in_flight(-1);
   if (c->scan) s->scanned_calls++;
   for (int r = 0; r < MPP_NS_COUNT; r++)
     s->not_scanned[r] += c->ns_counts[r];
@@ -639,11 +663,12 @@ void mpp_site_kernel_tc(int site, const char *name, bool tc, const double *value
 
 void mpp_sites_note_in_flight(void) {
   mpp_sites_lock();
-  if (in_flight)
+  uint64_t n = atomic_load(&in_flight);
+  if (n)
     note_reason("calls_in_flight",
                 "calls_in_flight: %llu calls had not returned at exit (other threads inside "
                 "a hooked call): counted in calls, in no site",
-                (unsigned long long)in_flight);
+                (unsigned long long)n);
   mpp_sites_unlock();
 }
 
@@ -686,7 +711,7 @@ void mpp_tables_get(mpp_tables *t, uint64_t ranges_dropped) {
   t->kevents_dropped = kevents_dropped;
   t->ops_unattributed = ops_unattributed;
   t->failed_calls = failed_calls;
-  t->total_calls = total_calls;
+  t->total_calls = atomic_load(&total_calls);
   for (uint32_t i = 0; i < nreasons; i++)
     reason_ptrs[i] = reasons[i].text;
   t->nreasons = nreasons;

@@ -4,6 +4,7 @@
 #ifndef MPPROF_PROFILER_SITES_H
 #define MPPROF_PROFILER_SITES_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -37,9 +38,10 @@ typedef struct mpp_site {
    * without) and phase (MPPROF_SCOPE_*, 0 without a scope phase). */
   const char *module_class;
   uint8_t phase;
-  mpp_op key;       /* roles[].view and per-call fields cleared */
-  uint64_t started; /* calls begun: the sampling index */
-  uint64_t calls;   /* calls that returned success */
+  mpp_op key;                /* roles[].view and per-call fields cleared */
+  _Atomic uint64_t *started; /* calls begun, the sampling index (sites.c: a counter that does
+                                not move with the table) */
+  uint64_t calls;            /* calls that returned success */
   uint64_t scanned_calls;
   uint64_t autotune_calls;
   uint64_t not_scanned[MPP_NS_COUNT];
@@ -86,13 +88,15 @@ struct mpp_jw;
 void mpp_unattributed_write_locked(struct mpp_jw *w); /* the "cupti" object's counts */
 bool mpp_sites_locked_by_caller(void);                /* the calling thread holds the site lock */
 /* Site id for the op and the calling thread's layer; -1 when the site cap is
- * hit (the op is counted as not attributed). ret_layer (may be NULL): the
- * site's own copy of its layer path, which lives until mpp_sites_reset. */
+ * hit (the op is counted as not attributed). For a memo of the site (may be
+ * NULL): ret_layer, the site's own copy of its layer path, and ret_started,
+ * its call counter; both live until mpp_sites_reset. */
 int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_index,
-                  const char **ret_layer);
-/* A call of a site mpp_site_find gave for the same key in this generation
- * (a memo's): counted as mpp_site_find counts a call it finds. */
-void mpp_site_again(int site, uint64_t *ret_call_index);
+                  const char **ret_layer, _Atomic uint64_t **ret_started);
+/* A call of a site mpp_site_find gave for the same key in this generation (a
+ * memo's), by its call counter: counted as mpp_site_find counts a call it
+ * finds, without the lock. Returns the call's index in its site. */
+uint64_t mpp_site_again(_Atomic uint64_t *started);
 /* Changes when the tables are reset (a fork child, tests): site ids and
  * layer copies of an older generation are gone. */
 uint64_t mpp_sites_generation(void);

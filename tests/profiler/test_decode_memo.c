@@ -6,6 +6,7 @@
  * force goes to its own; site ids memoised before the tables were reset (a
  * fork child) are not used again. */
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -357,6 +358,53 @@ static void a_site_memoised_before_a_reset_is_not_used_after_it(void **state) {
   assert_int_equal(calls[1], 1);
 }
 
+enum { THREADS = 4, CALLS = 4000 };
+static pthread_barrier_t start;
+
+static void *run_calls(void *p) {
+  (void)p;
+  mpp_gemm_call g = base_call();
+  run(&g); /* the site found and memoised */
+  pthread_barrier_wait(&start);
+  for (int i = 1; i < CALLS; i++)
+    run(&g);
+  return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Memoised calls take their index in the site without the lock: calls of
+ * several threads still get every index once. */
+static void threads_calling_one_site_get_distinct_call_indices(void **state) {
+  (void)state;
+  mpp_cfg.max_events = THREADS * CALLS;
+  pthread_t t[THREADS];
+  pthread_barrier_init(&start, NULL, THREADS);
+  for (int i = 0; i < THREADS; i++)
+    assert_int_equal(pthread_create(&t[i], NULL, run_calls, NULL), 0);
+  for (int i = 0; i < THREADS; i++)
+    pthread_join(t[i], NULL);
+  pthread_barrier_destroy(&start);
+  cJSON *doc = sites();
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "sites")), 1);
+  cJSON *events = cJSON_GetObjectItem(doc, "events");
+  int n = cJSON_GetArraySize(events);
+  assert_int_equal(n, THREADS * CALLS);
+  uint64_t *idx = calloc((size_t)n, sizeof *idx);
+  assert_non_null(idx);
+  for (int i = 0; i < n; i++)
+    idx[i] =
+        (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(events, i), "call"));
+  qsort(idx, (size_t)n, sizeof *idx, cmp_u64);
+  for (int i = 0; i < n; i++)
+    assert_int_equal(idx[i], i);
+  free(idx);
+  cJSON_Delete(doc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(memo_gives_the_op_a_fresh_decode_gives, reset_all),
@@ -367,6 +415,7 @@ int main(void) {
       cmocka_unit_test_setup(the_same_call_in_another_layer_goes_to_that_layers_site, reset_all),
       cmocka_unit_test_setup(a_new_loss_scale_gives_the_same_call_a_new_site, reset_all),
       cmocka_unit_test_setup(a_site_memoised_before_a_reset_is_not_used_after_it, reset_all),
+      cmocka_unit_test_setup(threads_calling_one_site_get_distinct_call_indices, reset_all),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
