@@ -295,15 +295,18 @@ static void scan_roles(mpp_call *c, const mpp_op *op, bool inputs) {
 
 /* --- sampling --- */
 
+_Static_assert((MPP_SAMPLE_AUTO_CAP & (MPP_SAMPLE_AUTO_CAP - 1)) == 0,
+               "the auto schedule's intervals are powers of two");
+
 bool mpp_sample_scans(uint64_t sample, uint64_t index) {
   if (sample != MPP_SAMPLE_AUTO) return index % sample == 0;
-  /* Phase k (interval 2^k) starts at call 64 (2^k - 1) and scans 64 calls. */
-  uint64_t start = 0, interval = 1;
-  while (interval < MPP_SAMPLE_AUTO_CAP && index - start >= MPP_SAMPLE_AUTO_FIRST * interval) {
-    start += MPP_SAMPLE_AUTO_FIRST * interval;
-    interval *= 2;
-  }
-  return (index - start) % interval == 0;
+  /* Phase k (interval 2^k) starts at call 64 (2^k - 1) and scans 64 calls:
+   * call i is in phase floor(log2(i / 64 + 1)), the last one at the cap. */
+  unsigned k = 63 - (unsigned)__builtin_clzll(index / MPP_SAMPLE_AUTO_FIRST + 1);
+  uint64_t interval = (uint64_t)1 << k;
+  if (interval > MPP_SAMPLE_AUTO_CAP) interval = MPP_SAMPLE_AUTO_CAP;
+  uint64_t start = MPP_SAMPLE_AUTO_FIRST * (interval - 1);
+  return ((index - start) & (interval - 1)) == 0;
 }
 
 /* The calling thread's scan records, allocated and cleared now (the thread
