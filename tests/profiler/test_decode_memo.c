@@ -40,6 +40,7 @@ static int reset_all(void **state) {
 
 static float mats[4][64];
 static const float zero = 0, one = 1, two = 2;
+static const double d_one = 1, d_zero = 0;
 static bool visible(const void *p) {
   return p != NULL;
 }
@@ -159,7 +160,11 @@ VARIANT(v_atype, g->Atype = 2)
 VARIANT(v_btype, g->Btype = 14)
 VARIANT(v_ctype, g->Ctype = 2)
 VARIANT(v_compute, g->compute = 77)
-VARIANT(v_scale_type, g->scale_type = 1)
+VARIANT(v_scale_type, {
+  g->scale_type = 1; /* double scalars */
+  g->alpha = &d_one;
+  g->beta = &d_zero;
+})
 VARIANT(v_beta, g->beta = &one)
 VARIANT(v_alpha, g->alpha = &two)
 VARIANT(v_alpha_zero, g->alpha = &zero)
