@@ -216,7 +216,6 @@ static float round_output(mp_shadow_cand c, mp_dtype out, float v) {
 
 /* --- metrics --- */
 
-
 static double ratio(double num, double den) {
   if (den > 0) return num / den;
   return num > 0 ? INFINITY : 0;

@@ -9,7 +9,13 @@
 #define MPPROF_ANALYSIS_SHADOW_CORE_H
 
 #include "cast_core.h"
+#ifdef __cplusplus
+extern "C" { /* nvcc and the C++ tests: formats.c's functions have C names */
+#endif
 #include "formats.h"
+#ifdef __cplusplus
+}
+#endif
 
 /* Double arithmetic that is never contracted into an FMA (nvcc contracts by
  * default; the host build has no FMA in plain x86-64), so the error sums are

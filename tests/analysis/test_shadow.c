@@ -307,7 +307,9 @@ static void scale_helpers_match_libm(void **state) {
   uint32_t r = 12345;
   for (int i = 0; i < 400000; i++) {
     r = r * 1664525u + 1013904223u;
-    uint32_t bits = (i < 2048 ? (uint32_t)i << 12 : i < 4096 ? (uint32_t)(i - 2048) << 20 : r) &
+    uint32_t bits = (i < 2048   ? (uint32_t)i << 12
+                     : i < 4096 ? (uint32_t)(i - 2048) << 20
+                                : r) &
                     0x7fffffffu; /* finite and inf magnitudes, NaN skipped below */
     float a;
     memcpy(&a, &bits, sizeof a);
@@ -331,7 +333,8 @@ static void scale_helpers_match_libm(void **state) {
     }
     int e = (int)(r % 507) - 252; /* [-252, 254] */
     float x = (r & 0x10000u) ? -a : a, got = mp_pow2_scale(x, e), lib = ldexpf(x, e);
-    if (memcmp(&got, &lib, sizeof got)) fail_msg("pow2_scale(%a, %d) = %a, ldexpf %a", x, e, got, lib);
+    if (memcmp(&got, &lib, sizeof got))
+      fail_msg("pow2_scale(%a, %d) = %a, ldexpf %a", x, e, got, lib);
   }
 }
 
