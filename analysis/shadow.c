@@ -238,9 +238,10 @@ static void err_finish(const mp_sh_err *e, mp_shadow_metrics *m) {
  * the CPU has it (the functions are built twice: plain, and for the
  * "avx2,fma" target; fmaf is correctly rounded either way). */
 #define DOT_ROWS 8 /* chains per vector: a panel of rows of op(A) */
-#define DOT_COLS                                                                                   \
-  4 /* columns of op(B) at once, independent vectors in flight (DOT_BODY names 4)                  \
-     */
+#define DOT_COLS 4 /* columns of op(B) at once, independent vectors in flight */
+
+/* DOT_BODY names one accumulator and one column pointer per column: s0..s3, b0..b3. */
+_Static_assert(DOT_COLS == 4, "DOT_BODY spells out 4 columns");
 
 typedef void (*dot_f32_fn)(const float *qa, const float *qb, int64_t m, int64_t n, int64_t k,
                            float *panel, float *out);
