@@ -15,6 +15,7 @@
 
 #include "advice.h"
 #include "convert.h"
+#include "shadow_core.h"
 
 static const char *const cand_names[MP_SH_COUNT] = {
     [MP_SH_CURRENT] = "current",
@@ -68,20 +69,7 @@ double mp_shadow_sqnr_db(double rel_l2) {
 /* --- casts and scales --- */
 
 float mp_shadow_round(float x, mp_dtype fmt) {
-  switch (fmt) {
-  case MP_FP16:
-    return mp_fp16_to_float(mp_float_to_fp16(x));
-  case MP_BF16:
-    return mp_bf16_to_float(mp_float_to_bf16(x));
-  case MP_FP8_E4M3:
-    return mp_e4m3_to_float(mp_float_to_e4m3(x, true));
-  case MP_FP8_E5M2:
-    return mp_e5m2_to_float(mp_float_to_e5m2(x, true));
-  case MP_TF32:
-    return mp_float_to_tf32(x);
-  default:
-    return x;
-  }
+  return mp_sh_round(x, fmt);
 }
 
 static float fp8_max(mp_dtype fp8) {
@@ -89,21 +77,11 @@ static float fp8_max(mp_dtype fp8) {
 }
 
 float mp_fp8_current_scale(float amax, mp_dtype fp8) {
-  if (!(amax > 0) || isinf(amax)) return 1.0f;
-  float s = fp8_max(fp8) / amax;
-  return isinf(s) ? FLT_MAX : s;
+  return mp_sh_current_scale(amax, fp8_max(fp8));
 }
 
 int mp_mx_scale_exp(float amax, mp_dtype fp8) {
-  if (isnan(amax) || isinf(amax)) return 127;
-  float v = amax * (1.0f / fp8_max(fp8));
-  if (!(v > 0)) return -127;
-  int e;
-  float f = frexpf(v, &e); /* v = f * 2^e, f in [0.5, 1) */
-  if (f == 0.5f) e -= 1;   /* already a power of two */
-  if (e < -127) e = -127;
-  if (e > 127) e = 127;
-  return e;
+  return mp_sh_mx_exp(amax, fp8_max(fp8));
 }
 
 void mp_amax_history_init(mp_amax_history *h) {
@@ -175,25 +153,9 @@ static bool load_b(const mp_shadow_gemm *g, int64_t b, double *x) {
 }
 
 static float amax_of(const double *x, size_t n, float prev) {
-  for (size_t i = 0; i < n; i++) {
-    float v = fabsf((float)x[i]);
-    if (isnan(v) || isnan(prev))
-      prev = NAN;
-    else if (v > prev)
-      prev = v;
-  }
+  for (size_t i = 0; i < n; i++)
+    prev = mp_sh_amax_add(prev, (float)x[i]);
   return prev;
-}
-
-/* ldexpf(x, e) without the library call: the product with 2^e, a normal
- * float for e in [-126, 127], is rounded once, as ldexpf's result is (also
- * when it lands among the subnormals); other exponents stay with ldexpf. */
-static inline float pow2_scale(float x, int e) {
-  if (e < -126 || e > 127) return ldexpf(x, e);
-  uint32_t bits = (uint32_t)(e + 127) << 23;
-  float p;
-  memcpy(&p, &bits, sizeof p);
-  return x * p;
 }
 
 /* Per-tensor context of one candidate: the scale each operand is multiplied
@@ -222,7 +184,7 @@ static void quantize(mp_shadow_cand c, const mp_shadow_gemm *g, int which, const
   case MP_SH_FP16_SCALED: {
     int s = cs->scale_log2[which]; /* scaled values; unscaled after the output cast */
     for (size_t i = 0; i < n; i++)
-      q[i] = mp_shadow_round(pow2_scale((float)x[i], s), fmt);
+      q[i] = mp_shadow_round(mp_pow2_scale((float)x[i], s), fmt);
     return;
   }
   case MP_SH_MXFP8_E4M3:
@@ -233,16 +195,11 @@ static void quantize(mp_shadow_cand c, const mp_shadow_gemm *g, int which, const
       for (int64_t k0 = 0; k0 < g->k; k0 += MP_SHADOW_MX_BLOCK) {
         int64_t k1 = k0 + MP_SHADOW_MX_BLOCK < g->k ? k0 + MP_SHADOW_MX_BLOCK : g->k;
         float amax = 0;
-        for (int64_t kk = k0; kk < k1; kk++) {
-          float v = fabsf((float)xr[kk]);
-          if (isnan(v) || isnan(amax))
-            amax = NAN;
-          else if (v > amax)
-            amax = v;
-        }
+        for (int64_t kk = k0; kk < k1; kk++)
+          amax = mp_sh_amax_add(amax, (float)xr[kk]);
         int e = mp_mx_scale_exp(amax, fmt);
         for (int64_t kk = k0; kk < k1; kk++)
-          qr[kk] = pow2_scale(mp_shadow_round(pow2_scale((float)xr[kk], -e), fmt), e);
+          qr[kk] = mp_pow2_scale(mp_shadow_round(mp_pow2_scale((float)xr[kk], -e), fmt), e);
       }
     }
     return;
@@ -254,46 +211,17 @@ static void quantize(mp_shadow_cand c, const mp_shadow_gemm *g, int which, const
 }
 
 static float round_output(mp_shadow_cand c, mp_dtype out, float v) {
-  switch (c) {
-  case MP_SH_CURRENT:
-    return out == MP_FP16 || out == MP_BF16 ? mp_shadow_round(v, out) : v;
-  case MP_SH_FP16:
-  case MP_SH_FP16_SCALED:
-    return mp_shadow_round(v, MP_FP16);
-  default: /* bf16, and fp8 candidates output bf16 */
-    return mp_shadow_round(v, MP_BF16);
-  }
+  return mp_sh_round_output(mp_shadow_cand_format(c), c == MP_SH_CURRENT, out, v);
 }
 
 /* --- metrics --- */
-
-typedef struct err_acc {
-  double se, sr, maxd, maxr;
-  uint64_t nonzero, flushed, nonfinite;
-} err_acc;
-
-static void err_add(err_acc *e, double ref, double dc) {
-  e->sr += ref * ref;
-  if (fabs(ref) > e->maxr) e->maxr = fabs(ref);
-  if (!isfinite(dc)) {
-    e->nonfinite++;
-    return;
-  }
-  double d = dc - ref;
-  e->se += d * d;
-  if (fabs(d) > e->maxd) e->maxd = fabs(d);
-  if (ref != 0) {
-    e->nonzero++;
-    if (dc == 0) e->flushed++;
-  }
-}
 
 static double ratio(double num, double den) {
   if (den > 0) return num / den;
   return num > 0 ? INFINITY : 0;
 }
 
-static void err_finish(const err_acc *e, mp_shadow_metrics *m) {
+static void err_finish(const mp_sh_err *e, mp_shadow_metrics *m) {
   m->nonfinite = e->nonfinite;
   m->rel_l2 = e->nonfinite ? INFINITY : sqrt(ratio(e->se, e->sr));
   m->max_rel = e->nonfinite ? INFINITY : ratio(e->maxd, e->maxr);
@@ -310,9 +238,10 @@ static void err_finish(const err_acc *e, mp_shadow_metrics *m) {
  * the CPU has it (the functions are built twice: plain, and for the
  * "avx2,fma" target; fmaf is correctly rounded either way). */
 #define DOT_ROWS 8 /* chains per vector: a panel of rows of op(A) */
-#define DOT_COLS                                                                                   \
-  4 /* columns of op(B) at once, independent vectors in flight (DOT_BODY names 4)                  \
-     */
+#define DOT_COLS 4 /* columns of op(B) at once, independent vectors in flight */
+
+/* DOT_BODY names one accumulator and one column pointer per column: s0..s3, b0..b3. */
+_Static_assert(DOT_COLS == 4, "DOT_BODY spells out 4 columns");
 
 typedef void (*dot_f32_fn)(const float *qa, const float *qb, int64_t m, int64_t n, int64_t k,
                            float *panel, float *out);
@@ -438,7 +367,7 @@ int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2
   double *dwide = malloc(mn * sizeof *dwide),
          *panel64 = malloc(DOT_ROWS * (size_t)g->k * sizeof *panel64);
   float *panel32 = malloc(DOT_ROWS * (size_t)g->k * sizeof *panel32);
-  err_acc *acc = calloc(MP_SH_COUNT, sizeof *acc);
+  mp_sh_err *acc = calloc(MP_SH_COUNT, sizeof *acc);
   dot_f32_fn dot32;
   dot_f64_fn dot64;
   dot_fns(&dot32, &dot64);
@@ -490,7 +419,7 @@ int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2
           double d = g->alpha * dwide[o];
           if (g->out != MP_FP64) d = round_output(MP_SH_CURRENT, g->out, (float)d);
           if (cap) cap[o] = (float)d;
-          err_add(&acc[c], ref[o], d);
+          mp_sh_err_add(&acc[c], ref[o], d);
         }
         continue;
       }
@@ -500,9 +429,9 @@ int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2
       dot32(qa, qb, g->m, g->n, g->k, panel32, dc);
       for (size_t o = 0; o < mn; o++) {
         float d = round_output((mp_shadow_cand)c, g->out, dc[o] * inv_a * inv_b * alpha);
-        if (c == MP_SH_FP16_SCALED) d = pow2_scale(d, -(g->scale_log2[0] + g->scale_log2[1]));
+        if (c == MP_SH_FP16_SCALED) d = mp_pow2_scale(d, -(g->scale_log2[0] + g->scale_log2[1]));
         if (cap) cap[o] = d;
-        err_add(&acc[c], ref[o], d);
+        mp_sh_err_add(&acc[c], ref[o], d);
       }
     }
   }

@@ -138,7 +138,7 @@ if [ -z "$B" ] || ! { [ -e "$B/profiler/libmpprof.so" ] && [ -e "$B/tests/gpu/de
   fi
   {
     tmo "$(left 150)" "$NVCC" -fatbin -O3 --threads 0 -Xfatbin=-compress-all $ARCHS -I "$ROOT/kernels" \
-      -o "$B/kernels/mpprof_scan.fatbin" "$ROOT/kernels/scan.cu" &&
+      -o "$B/kernels/mpprof_scan.fatbin" "$ROOT/kernels/device.cu" &&
     python3 "$ROOT/kernels/embed_fatbin.py" "$B/kernels/mpprof_scan.fatbin" "$B/kernels/mpprof_scan_fatbin.c" &&
     tmo "$(left 90)" gcc $CF -shared -fPIC -fvisibility=hidden -o "$B/profiler/libmpprof.so" \
       "$ROOT"/profiler/*.c "$ROOT"/profiler/hooks/*.c "$ROOT"/profiler/gpu/*.c "$ROOT"/analysis/*.c \

@@ -15,6 +15,7 @@
 
 #include "analysis/scan.h"
 #include "analysis/shadow.h"
+#include "analysis/shadow_core.h"
 #include "ref.h"
 
 /* --- the independent implementation --- */
@@ -297,6 +298,46 @@ static void mxfp8_blocks_run_along_k_and_the_last_one_straddles_its_end(void **s
   assert_int_equal(mp_mx_scale_exp(57344, MP_FP8_E5M2), 0);
 }
 
+/* shadow_core.h's bit-level helpers (also run by the device kernels) against
+ * libm: the MX exponent as frexpf gives it, the power-of-two scaling as
+ * ldexpf, over normal, subnormal, power-of-two and extreme values. */
+static void scale_helpers_match_libm(void **state) {
+  (void)state;
+  static const mp_dtype fp8[2] = {MP_FP8_E4M3, MP_FP8_E5M2};
+  uint32_t r = 12345;
+  for (int i = 0; i < 400000; i++) {
+    r = r * 1664525u + 1013904223u;
+    uint32_t bits = (i < 2048   ? (uint32_t)i << 12
+                     : i < 4096 ? (uint32_t)(i - 2048) << 20
+                                : r) &
+                    0x7fffffffu; /* finite and inf magnitudes, NaN skipped below */
+    float a;
+    memcpy(&a, &bits, sizeof a);
+    if (isnan(a)) continue;
+    for (int f = 0; f < 2; f++) {
+      float mx = f ? 57344.0f : 448.0f;
+      int want;
+      if (isinf(a)) {
+        want = 127;
+      } else {
+        float v = a * (1.0f / mx);
+        if (!(v > 0)) {
+          want = -127;
+        } else {
+          float fr = frexpf(v, &want);
+          if (fr == 0.5f) want -= 1;
+          want = want < -127 ? -127 : want > 127 ? 127 : want;
+        }
+      }
+      assert_int_equal(mp_mx_scale_exp(a, fp8[f]), want);
+    }
+    int e = (int)(r % 507) - 252; /* [-252, 254] */
+    float x = (r & 0x10000u) ? -a : a, got = mp_pow2_scale(x, e), lib = ldexpf(x, e);
+    if (memcmp(&got, &lib, sizeof got))
+      fail_msg("pow2_scale(%a, %d) = %a, ldexpf %a", x, e, got, lib);
+  }
+}
+
 static void delayed_scaling_uses_the_amax_of_earlier_calls(void **state) {
   (void)state;
   ref_gemm r = base_gemm();
@@ -450,6 +491,7 @@ int main(void) {
       cmocka_unit_test(current_is_the_calls_own_precision),
       cmocka_unit_test(fp8_current_scaling_maps_each_tensors_amax_to_the_format_max),
       cmocka_unit_test(mxfp8_blocks_run_along_k_and_the_last_one_straddles_its_end),
+      cmocka_unit_test(scale_helpers_match_libm),
       cmocka_unit_test(delayed_scaling_uses_the_amax_of_earlier_calls),
       cmocka_unit_test(delayed_history_holds_1024_calls_and_keeps_the_scale_on_zero_amax),
       cmocka_unit_test(fp16_output_overflow_is_counted_as_nonfinite),

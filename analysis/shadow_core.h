@@ -1,0 +1,156 @@
+/* Shadow execution's per-value definitions, written once for the C compiler
+ * and nvcc (analysis/shadow.c on the host, kernels/shadow.cu on the GPU):
+ * the candidate casts, the FP8 scale recipes, the output rounding and the
+ * error accumulator. Formats are analysis/formats.h's mp_dtype; a format's
+ * largest finite value comes from the caller (mp_format_of on the host, the
+ * launch parameters on the device), never spelled here. See docs/numerics.md
+ * "Shadow execution". */
+#ifndef MPPROF_ANALYSIS_SHADOW_CORE_H
+#define MPPROF_ANALYSIS_SHADOW_CORE_H
+
+#include "cast_core.h"
+#ifdef __cplusplus
+extern "C" { /* nvcc and the C++ tests: formats.c's functions have C names */
+#endif
+#include "formats.h"
+#ifdef __cplusplus
+}
+#endif
+
+/* Double arithmetic that is never contracted into an FMA (nvcc contracts by
+ * default; the host build has no FMA in plain x86-64), so the error sums are
+ * the same arithmetic everywhere. */
+#ifdef __CUDA_ARCH__
+#define MP_SH_DMUL(a, b) __dmul_rn((a), (b))
+#define MP_SH_DADD(a, b) __dadd_rn((a), (b))
+#define MP_SH_DSUB(a, b) __dsub_rn((a), (b))
+#else
+#define MP_SH_DMUL(a, b) ((a) * (b))
+#define MP_SH_DADD(a, b) ((a) + (b))
+#define MP_SH_DSUB(a, b) ((a) - (b))
+#endif
+
+MP_CAST_FN int mp_sh_isnan(float x) {
+  return (mp_cast_float_bits(x) & 0x7fffffffu) > 0x7f800000u;
+}
+MP_CAST_FN int mp_sh_isinf(float x) {
+  return (mp_cast_float_bits(x) & 0x7fffffffu) == 0x7f800000u;
+}
+
+MP_CAST_FN int mp_sh_isfinite_d(double x) {
+#ifdef __CUDA_ARCH__
+  unsigned long long u = (unsigned long long)__double_as_longlong(x);
+#else
+  unsigned long long u;
+  memcpy(&u, &x, sizeof u);
+#endif
+  return (u & 0x7ff0000000000000ull) != 0x7ff0000000000000ull;
+}
+
+/* RNE cast of x to fmt and back to float; fp8 saturating (CUDA's
+ * __NV_SATFINITE, as the FP8 recipes convert); other dtypes: x. */
+MP_CAST_FN float mp_sh_round(float x, mp_dtype fmt) {
+  switch (fmt) {
+  case MP_FP16:
+    return mp_cast_fp16_to_float(mp_cast_float_to_fp16(x));
+  case MP_BF16:
+    return mp_cast_bf16_to_float(mp_cast_float_to_bf16(x));
+  case MP_FP8_E4M3:
+    return mp_cast_e4m3_to_float(mp_cast_float_to_e4m3(x, 1));
+  case MP_FP8_E5M2:
+    return mp_cast_e5m2_to_float(mp_cast_float_to_e5m2(x, 1));
+  case MP_TF32:
+    return mp_cast_float_to_tf32(x);
+  default:
+    return x;
+  }
+}
+
+/* NaN-propagating max of |x| into an amax (0 to start). */
+MP_CAST_FN float mp_sh_amax_add(float amax, float x) {
+  float v = mp_cast_bits_float(mp_cast_float_bits(x) & 0x7fffffffu);
+  if (mp_sh_isnan(v) || mp_sh_isnan(amax)) return mp_cast_bits_float(0x7fc00000u);
+  return v > amax ? v : amax;
+}
+
+/* Per-tensor current scaling (Transformer Engine Float8CurrentScaling):
+ * fp8_max / amax (fp32 division); amax 0, inf or NaN gives 1; an infinite
+ * scale the largest float. */
+MP_CAST_FN float mp_sh_current_scale(float amax, float fp8_max) {
+  if (!(amax > 0) || mp_sh_isinf(amax)) return 1.0f;
+  float s = fp8_max / amax;
+  return mp_sh_isinf(s) ? mp_cast_bits_float(0x7f7fffffu) : s;
+}
+
+/* MXFP8 block scale exponent: E8M0 of amax/fp8_max rounded up to a power of
+ * two (cvt.rp.satfinite.ue8m0): ceil(log2(amax * (1/fp8_max))) in [-127, 127];
+ * NaN or inf amax 127, zero -127. */
+MP_CAST_FN int mp_sh_mx_exp(float amax, float fp8_max) {
+  if (mp_sh_isnan(amax) || mp_sh_isinf(amax)) return 127;
+  float v = amax * (1.0f / fp8_max);
+  if (!(v > 0)) return -127;
+  uint32_t b = mp_cast_float_bits(v);
+  uint32_t field = b >> 23, man = b & 0x7fffffu;
+  int e;
+  if (field) {
+    e = (int)field - 127 + (man != 0); /* 2^e >= v, the smallest */
+  } else {                             /* subnormal v = man * 2^-149 */
+#ifdef __CUDA_ARCH__
+    int hi = 31 - __clz((int)man);
+#else
+    int hi = 31 - __builtin_clz(man);
+#endif
+    e = hi - 149 + ((man & (man - 1)) != 0);
+  }
+  return e < -127 ? -127 : e > 127 ? 127 : e;
+}
+
+/* The output type a candidate's D is rounded to: the candidate's own format
+ * for fp16 and bf16 (and the fp16 loss-scaled candidate), bf16 for FP8
+ * candidates, and for the current precision D's dtype where it is 16-bit
+ * (out_dtype), else no rounding (fp32). */
+MP_CAST_FN float mp_sh_round_output(mp_dtype cand_fmt, int is_current, mp_dtype out_dtype,
+                                    float v) {
+  if (is_current)
+    return out_dtype == MP_FP16 || out_dtype == MP_BF16 ? mp_sh_round(v, out_dtype) : v;
+  return mp_sh_round(v, cand_fmt == MP_FP16 ? MP_FP16 : MP_BF16);
+}
+
+/* Error of a candidate against the reference, accumulated over outputs whose
+ * reference is finite (docs/numerics.md): sums of squares, maxima, counts.
+ * mp_shadow_run turns it into the metrics (shadow.c). */
+typedef struct mp_sh_err {
+  double se, sr, maxd, maxr;
+  unsigned long long nonzero, flushed, nonfinite;
+} mp_sh_err;
+
+MP_CAST_FN void mp_sh_err_add(mp_sh_err *e, double ref, double dc) {
+  e->sr = MP_SH_DADD(e->sr, MP_SH_DMUL(ref, ref));
+  double aref = ref < 0 ? -ref : ref;
+  if (aref > e->maxr) e->maxr = aref;
+  if (!mp_sh_isfinite_d(dc)) {
+    e->nonfinite++;
+    return;
+  }
+  double d = MP_SH_DSUB(dc, ref);
+  e->se = MP_SH_DADD(e->se, MP_SH_DMUL(d, d));
+  double ad = d < 0 ? -d : d;
+  if (ad > e->maxd) e->maxd = ad;
+  if (ref != 0) {
+    e->nonzero++;
+    if (dc == 0) e->flushed++;
+  }
+}
+
+/* Two partial accumulators (sums in the order given). */
+MP_CAST_FN void mp_sh_err_merge(mp_sh_err *dst, const mp_sh_err *src) {
+  dst->se = MP_SH_DADD(dst->se, src->se);
+  dst->sr = MP_SH_DADD(dst->sr, src->sr);
+  if (src->maxd > dst->maxd) dst->maxd = src->maxd;
+  if (src->maxr > dst->maxr) dst->maxr = src->maxr;
+  dst->nonzero += src->nonzero;
+  dst->flushed += src->flushed;
+  dst->nonfinite += src->nonfinite;
+}
+
+#endif

@@ -1,0 +1,140 @@
+/* The device side of shadow execution (`mpprof run --shadow` on device
+ * memory): the small kernels around the fp32 GEMMs that form a shadowed
+ * call's reference and candidates, with the host path's per-value
+ * definitions (analysis/shadow_core.h through kernels/shadow_abi.h). They are
+ * extern "C" so CUPTI names them as written, and plain enough (no warp
+ * intrinsics; shared-memory tree reductions) to run on the CPU through
+ * tests/gpu/simt_shim.h (tests/gpu/test_shadow_kernel_cpu.cpp).
+ *
+ * Shapes: one thread per MPP_SH_KBLOCK values of k of one vector (row of
+ * op(A), column of op(B)) in amax and quant, so an MX block is one thread's
+ * and the per-tensor recipes walk the same units; one thread per output,
+ * grid-stride, in err. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shadow_abi.h"
+
+__device__ __forceinline__ const void *mpp_sh_matrix(const mpp_sh_src &x, uint64_t b) {
+  if (x.ptrs) return x.ptrs[b];
+  return (const char *)x.data + (int64_t)b * x.stride * (int64_t)x.esize;
+}
+
+/* Units of work: (batch matrix, vector, block of k) */
+__device__ __forceinline__ uint64_t mpp_sh_units(const mpp_sh_src &x) {
+  return x.batch * x.rows * ((x.k + MPP_SH_KBLOCK - 1) / MPP_SH_KBLOCK);
+}
+
+__device__ __forceinline__ void mpp_sh_unit(const mpp_sh_src &x, uint64_t u, uint64_t *b,
+                                            uint64_t *v, uint64_t *k0, uint64_t *k1) {
+  uint64_t nkb = (x.k + MPP_SH_KBLOCK - 1) / MPP_SH_KBLOCK;
+  uint64_t kb = u % nkb;
+  u /= nkb;
+  *v = u % x.rows;
+  *b = u / x.rows;
+  *k0 = kb * MPP_SH_KBLOCK;
+  *k1 = *k0 + MPP_SH_KBLOCK < x.k ? *k0 + MPP_SH_KBLOCK : x.k;
+}
+
+extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_amax(mpp_sh_amax_params p) {
+  __shared__ unsigned part[MPP_SH_BLOCK];
+  unsigned m = 0;
+  uint64_t units = mpp_sh_units(p.x);
+  for (uint64_t u = (uint64_t)blockIdx.x * MPP_SH_BLOCK + threadIdx.x; u < units;
+       u += (uint64_t)gridDim.x * MPP_SH_BLOCK) {
+    uint64_t b, v, k0, k1;
+    mpp_sh_unit(p.x, u, &b, &v, &k0, &k1);
+    const void *base = mpp_sh_matrix(p.x, b);
+    for (uint64_t kk = k0; kk < k1; kk++) {
+      unsigned w =
+          mpp_sh_amax_word(mpp_sh_load(base, p.x.dtype, v * p.x.vstride + kk * p.x.kstride));
+      if (w > m) m = w;
+    }
+  }
+  part[threadIdx.x] = m;
+  __syncthreads();
+  for (unsigned s = MPP_SH_BLOCK / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s && part[threadIdx.x + s] > part[threadIdx.x])
+      part[threadIdx.x] = part[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0 && part[0]) atomicMax(p.amax_bits, part[0]);
+}
+
+extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_quant(mpp_sh_quant_params p) {
+  mp_dtype fmt = (mp_dtype)p.fmt;
+  float scale = p.scale_value;
+  if (p.scale == MPP_SH_SCALE_AMAX)
+    scale = mp_sh_current_scale(mpp_sh_amax_of_word(*p.amax_bits), p.fp8_max);
+  uint64_t units = mpp_sh_units(p.x);
+  for (uint64_t u = (uint64_t)blockIdx.x * MPP_SH_BLOCK + threadIdx.x; u < units;
+       u += (uint64_t)gridDim.x * MPP_SH_BLOCK) {
+    uint64_t b, v, k0, k1;
+    mpp_sh_unit(p.x, u, &b, &v, &k0, &k1);
+    const void *base = mpp_sh_matrix(p.x, b);
+    float *out = p.out + b * p.x.rows * p.x.k + v * p.out_vstride;
+    uint64_t at = v * p.x.vstride;
+    if (p.scale == MPP_SH_SCALE_MX) {
+      float amax = 0;
+      for (uint64_t kk = k0; kk < k1; kk++)
+        amax = mp_sh_amax_add(amax, mpp_sh_load(base, p.x.dtype, at + kk * p.x.kstride));
+      int e = mp_sh_mx_exp(amax, p.fp8_max);
+      for (uint64_t kk = k0; kk < k1; kk++) {
+        float x = mpp_sh_load(base, p.x.dtype, at + kk * p.x.kstride);
+        out[kk * p.out_kstride] = mp_pow2_scale(mp_sh_round(mp_pow2_scale(x, -e), fmt), e);
+      }
+      continue;
+    }
+    for (uint64_t kk = k0; kk < k1; kk++) {
+      float x = mpp_sh_load(base, p.x.dtype, at + kk * p.x.kstride);
+      if (p.scale == MPP_SH_SCALE_POW2)
+        x = mp_pow2_scale(x, p.scale_log2);
+      else if (p.scale != MPP_SH_SCALE_NONE)
+        x = x * scale;
+      out[kk * p.out_kstride] = mp_sh_round(x, fmt);
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_err(mpp_sh_err_params p) {
+  __shared__ mp_sh_err part[MPP_SH_BLOCK];
+  __shared__ unsigned last;
+  float inv_a, inv_b;
+  if (p.use_amax) {
+    inv_a = 1.0f / mp_sh_current_scale(mpp_sh_amax_of_word(p.amax_bits[0]), p.fp8_max);
+    inv_b = 1.0f / mp_sh_current_scale(mpp_sh_amax_of_word(p.amax_bits[1]), p.fp8_max);
+  } else {
+    inv_a = 1.0f / p.scale_a;
+    inv_b = 1.0f / p.scale_b;
+  }
+  mp_sh_err e = {0, 0, 0, 0, 0, 0, 0};
+  for (uint64_t o = (uint64_t)blockIdx.x * MPP_SH_BLOCK + threadIdx.x; o < p.n;
+       o += (uint64_t)gridDim.x * MPP_SH_BLOCK) {
+    float d = mp_sh_round_output((mp_dtype)p.cand_fmt, p.is_current, (mp_dtype)p.out_dtype,
+                                 p.cand[o] * inv_a * inv_b * p.alpha_f);
+    if (p.unscale_log2) d = mp_pow2_scale(d, -p.unscale_log2);
+    if (p.capture) p.capture[o] = d;
+    mp_sh_err_add(&e, MP_SH_DMUL((double)p.ref[o], p.alpha), (double)d);
+  }
+  part[threadIdx.x] = e;
+  __syncthreads();
+  for (unsigned s = MPP_SH_BLOCK / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) mp_sh_err_merge(&part[threadIdx.x], &part[threadIdx.x + s]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    p.partials[blockIdx.x] = part[0];
+    __threadfence(); /* the partial before the ticket */
+    last = atomicAdd(p.ticket, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last || threadIdx.x != 0) return;
+  __threadfence();
+  mp_sh_err r = p.partials[0];
+  for (unsigned b = 1; b < gridDim.x; b++) {
+    mp_sh_err pb = p.partials[b];
+    mp_sh_err_merge(&r, &pb);
+  }
+  *p.result = r;
+  *p.ticket = 0; /* for the next launch */
+}

@@ -1,0 +1,363 @@
+// kernels/shadow.cu itself, run on the CPU through tests/gpu/simt_shim.h,
+// against the host path's definitions (analysis/shadow.c, mp_shadow_run):
+// for GEMMs of every source dtype, both transposes, leading dimensions
+// larger than the rows, strided, broadcast and pointer-array batches, k that
+// ends inside an MX block, and fp32/fp16/bf16 outputs, the device pipeline
+// (amax -> quant of A and B -> an fp32 GEMM in k order, standing in for
+// cuBLAS -> err) gives every candidate's output bit for bit as the host path
+// captures it, the amax words the host's amax, and error sums equal to a
+// plain double loop over those outputs against the fp32 reference. The err
+// kernel runs with several grid sizes (the last block's merge, the ticket
+// back to zero). What it cannot check: the GEMMs cuBLAS runs on a GPU and
+// their accumulation order (scripts/gpu-check.sh does).
+#include "tests/gpu/simt_shim.h"
+
+#include "kernels/shadow.cu"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "analysis/convert.h"
+#include "analysis/shadow.h"
+}
+
+#include "tests/gpu/simt_launch.h"
+
+static int failures;
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      failures++;                                                                                  \
+      if (failures < 20) {                                                                         \
+        fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                                            \
+        fprintf(stderr, __VA_ARGS__);                                                              \
+        fputc('\n', stderr);                                                                       \
+      }                                                                                            \
+    }                                                                                              \
+  } while (0)
+
+static uint32_t rng = 2463534242u;
+static uint32_t next_rand(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 17;
+  rng ^= rng << 5;
+  return rng;
+}
+
+/* A value spread over many binades, so casts overflow and flush somewhere. */
+static double draw(int spread) {
+  uint32_t r = next_rand();
+  if (r % 29 == 0) return 0.0;
+  double m = 1.0 + (double)(r >> 8) / 16777216.0;
+  int e = (int)(next_rand() % (unsigned)(2 * spread + 1)) - spread;
+  return ((r & 1) ? -m : m) * ldexp(1.0, e);
+}
+
+struct operand {
+  mp_dtype dtype;
+  bool trans;
+  int64_t rows, cols, ld, stride, batch;
+  bool ptr_array;
+  void *data;
+  const void **ptrs;
+};
+
+static void fill(operand *o, int spread, bool special) {
+  size_t es = mp_dtype_size(o->dtype);
+  int64_t mats = o->stride ? o->batch : 1;
+  size_t per = (size_t)(o->ld * o->cols);
+  size_t total = o->ptr_array ? per * (size_t)o->batch : (size_t)(o->stride * (mats - 1)) + per;
+  o->data = calloc(total + 1, es);
+  for (size_t i = 0; i < total; i++)
+    mp_store(o->dtype, o->data, i, draw(spread));
+  if (special) mp_store(o->dtype, o->data, 1, INFINITY);
+  o->ptrs = NULL;
+  if (o->ptr_array) {
+    o->ptrs = (const void **)calloc((size_t)o->batch, sizeof *o->ptrs);
+    for (int64_t b = 0; b < o->batch; b++) /* in reverse: the array decides */
+      o->ptrs[b] = (const char *)o->data + (size_t)(o->batch - 1 - b) * per * es;
+  }
+}
+
+/* The operand as the device kernels see it: `rows` vectors of k values. */
+static mpp_sh_src src_of(const operand *o, bool is_b, int64_t vecs, int64_t k) {
+  mpp_sh_src s;
+  memset(&s, 0, sizeof s);
+  s.data = o->ptr_array ? NULL : o->data;
+  s.ptrs = o->ptr_array ? (const void *const *)o->ptrs : NULL;
+  s.dtype = o->dtype;
+  s.esize = mp_dtype_size(o->dtype);
+  /* A: op(A)(i,kk) = trans ? A[kk + i*ld] : A[i + kk*ld];
+   * B: op(B)(kk,j) = trans ? B[j + kk*ld] : B[kk + j*ld] */
+  bool v_contig = is_b ? o->trans : !o->trans;
+  s.vstride = v_contig ? 1 : (uint64_t)o->ld;
+  s.kstride = v_contig ? (uint64_t)o->ld : 1;
+  s.stride = o->stride;
+  s.rows = (uint64_t)vecs;
+  s.k = (uint64_t)k;
+  s.batch = (uint64_t)o->batch;
+  return s;
+}
+
+struct config {
+  const char *name;
+  int64_t m, n, k, batch;
+  mp_dtype a, b, out;
+  bool ta, tb, tf32;
+  int64_t pad;     /* ld = rows + pad */
+  int broadcast_b; /* B's stride 0 */
+  bool ptr_array;
+  double alpha;
+  int spread;
+  bool special; /* an inf in A */
+};
+
+/* Sums in another order: equal within 1e-12 relative, or the same inf. */
+static bool close(double x, double y) {
+  if (isinf(x) || isinf(y)) return x == y;
+  return fabs(x - y) <= 1e-12 * fabs(y);
+}
+
+static bool same_bits_or_nan(float x, float y) {
+  if (isnan(x) && isnan(y)) return true;
+  return memcmp(&x, &y, sizeof x) == 0;
+}
+
+/* A fp32 GEMM in k order (fmaf), standing in for cuBLAS: qa m x k and qb k x n
+ * column-major per batch matrix, out m x n column-major. */
+static void sgemm(const float *qa, const float *qb, int64_t m, int64_t n, int64_t k, int64_t batch,
+                  float *out) {
+  for (int64_t b = 0; b < batch; b++)
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t i = 0; i < m; i++) {
+        float acc = 0;
+        for (int64_t kk = 0; kk < k; kk++)
+          acc = fmaf(qa[b * m * k + i + kk * m], qb[b * k * n + kk + j * k], acc);
+        out[b * m * n + i + j * m] = acc;
+      }
+}
+
+static void quant(const mpp_sh_src &s, bool is_b, int64_t m_or_n, int64_t k, mp_dtype fmt,
+                  mpp_sh_scale kind, int log2, float value, float fp8_max, const unsigned *word,
+                  float *out, unsigned grid) {
+  mpp_sh_quant_params q;
+  memset(&q, 0, sizeof q);
+  q.x = s;
+  q.out = out;
+  q.out_vstride = is_b ? (uint64_t)k : 1;
+  q.out_kstride = is_b ? 1 : (uint64_t)m_or_n;
+  q.fmt = fmt;
+  q.scale = kind;
+  q.scale_log2 = log2;
+  q.scale_value = value;
+  q.fp8_max = fp8_max;
+  q.amax_bits = word;
+  simt_run(grid, MPP_SH_BLOCK, [&q] { mpp_shadow_quant(q); });
+}
+
+static void run_config(const config &c) {
+  operand A = {c.a, c.ta, c.ta ? c.k : c.m, c.ta ? c.m : c.k, 0, 0, c.batch, c.ptr_array, 0, 0};
+  operand B = {c.b, c.tb, c.tb ? c.n : c.k, c.tb ? c.k : c.n, 0, 0, c.batch, c.ptr_array, 0, 0};
+  A.ld = A.rows + c.pad;
+  B.ld = B.rows + c.pad;
+  A.stride = A.ld * A.cols + 3;
+  B.stride = c.broadcast_b ? 0 : B.ld * B.cols;
+  if (c.ptr_array) A.stride = A.ld * A.cols, B.stride = B.ld * B.cols;
+  fill(&A, c.spread, c.special);
+  fill(&B, c.spread, false);
+
+  /* --- host path --- */
+  mp_shadow_gemm g;
+  memset(&g, 0, sizeof g);
+  g.m = c.m, g.n = c.n, g.k = c.k, g.batch = c.batch;
+  g.a = {c.a, c.ptr_array ? NULL : A.data, c.ptr_array ? A.ptrs : NULL, A.ld, A.stride, c.ta};
+  g.b = {c.b, c.ptr_array ? NULL : B.data, c.ptr_array ? B.ptrs : NULL, B.ld, B.stride, c.tb};
+  g.alpha = c.alpha;
+  g.out = c.out;
+  g.tf32 = c.tf32;
+  g.scale_log2[0] = 3;
+  g.scale_log2[1] = -2;
+  size_t mn = (size_t)(c.m * c.n * c.batch);
+  for (int i = 0; i < MP_SH_COUNT; i++)
+    g.capture[i] = (float *)calloc(mn, sizeof(float));
+  static mp_amax_history hist[2];
+  mp_amax_history_init(&hist[0]);
+  mp_amax_history_init(&hist[1]);
+  mp_amax_history_push(&hist[0], 3.5f); /* earlier calls */
+  mp_amax_history_push(&hist[1], 0.25f);
+  float delayed[2][2]; /* [operand][e4m3, e5m2]: the scales the run will use */
+  for (int w = 0; w < 2; w++) {
+    mp_amax_history h = hist[w];
+    delayed[w][0] = mp_amax_history_scale(&h, MP_FP8_E4M3);
+    delayed[w][1] = mp_amax_history_scale(&h, MP_FP8_E5M2);
+  }
+  mp_shadow_metrics hm[MP_SH_COUNT];
+  int done = mp_shadow_run(&g, MP_SHADOW_ALL, hist, hm);
+  CHECK(done == (int)MP_SHADOW_ALL, "%s: host run gave %d", c.name, done);
+  if (done < 0) return;
+
+  /* --- device pipeline --- */
+  mpp_sh_src sa = src_of(&A, false, c.m, c.k), sb = src_of(&B, true, c.n, c.k);
+  unsigned words[2] = {0, 0};
+  for (int w = 0; w < 2; w++) {
+    mpp_sh_amax_params p = {w ? sb : sa, &words[w]};
+    simt_run(w ? 1 : 2, MPP_SH_BLOCK, [&p] { mpp_shadow_amax(p); });
+  }
+  /* the host's per-tensor amax over op(X) of every batch matrix */
+  for (int w = 0; w < 2; w++) {
+    const mpp_sh_src &s = w ? sb : sa;
+    float amax = 0;
+    for (uint64_t b = 0; b < s.batch; b++) {
+      const void *base = s.ptrs ? s.ptrs[b] : (const char *)s.data + b * s.stride * s.esize;
+      for (uint64_t v = 0; v < s.rows; v++)
+        for (uint64_t kk = 0; kk < s.k; kk++)
+          amax = mp_sh_amax_add(
+              amax, (float)mp_load((mp_dtype)s.dtype, base, v * s.vstride + kk * s.kstride));
+    }
+    CHECK(words[w] == mpp_sh_amax_word(amax), "%s: amax word %d %08x, host amax %a", c.name, w,
+          words[w], amax);
+  }
+
+  size_t mk = (size_t)(c.m * c.k * c.batch), kn = (size_t)(c.k * c.n * c.batch);
+  float *qa = (float *)calloc(mk, sizeof(float)), *qb = (float *)calloc(kn, sizeof(float));
+  float *ref = (float *)calloc(mn, sizeof(float)), *acc = (float *)calloc(mn, sizeof(float));
+  float *cap = (float *)calloc(mn, sizeof(float));
+  mp_sh_err partials[8], result;
+  unsigned ticket = 0;
+  /* the reference: exact operands, fp32 products */
+  quant(sa, false, c.m, c.k, MP_FP32, MPP_SH_SCALE_NONE, 0, 1, 0, NULL, qa, 1);
+  quant(sb, true, c.n, c.k, MP_FP32, MPP_SH_SCALE_NONE, 0, 1, 0, NULL, qb, 2);
+  sgemm(qa, qb, c.m, c.n, c.k, c.batch, ref);
+
+  bool wide = c.a == MP_FP64 || c.b == MP_FP64;
+  for (int ci = 0; ci < MP_SH_COUNT; ci++) {
+    mp_shadow_cand cand = (mp_shadow_cand)ci;
+    if (cand == MP_SH_CURRENT && wide) continue; /* fp64 accumulates in double: not on the device */
+    mp_dtype fmt = mp_shadow_cand_format(cand);
+    float fp8_max = fmt == MP_FP8_E4M3 ? 448.0f : 57344.0f;
+    int e5 = fmt == MP_FP8_E5M2;
+    mpp_sh_scale kind = MPP_SH_SCALE_NONE;
+    mp_dtype fa = fmt, fb = fmt;
+    switch (cand) {
+    case MP_SH_CURRENT:
+      fa = c.tf32 && c.a == MP_FP32 ? MP_TF32 : MP_FP32;
+      fb = c.tf32 && c.b == MP_FP32 ? MP_TF32 : MP_FP32;
+      break;
+    case MP_SH_FP16_SCALED:
+      kind = MPP_SH_SCALE_POW2;
+      break;
+    case MP_SH_E4M3_CURRENT:
+    case MP_SH_E5M2_CURRENT:
+      kind = MPP_SH_SCALE_AMAX;
+      break;
+    case MP_SH_E4M3_DELAYED:
+    case MP_SH_E5M2_DELAYED:
+      kind = MPP_SH_SCALE_GIVEN;
+      break;
+    case MP_SH_MXFP8_E4M3:
+    case MP_SH_MXFP8_E5M2:
+      kind = MPP_SH_SCALE_MX;
+      break;
+    default:
+      break;
+    }
+    quant(sa, false, c.m, c.k, fa, kind, g.scale_log2[0], delayed[0][e5], fp8_max, &words[0], qa,
+          2);
+    quant(sb, true, c.n, c.k, fb, kind, g.scale_log2[1], delayed[1][e5], fp8_max, &words[1], qb, 1);
+    sgemm(qa, qb, c.m, c.n, c.k, c.batch, acc);
+
+    for (unsigned grid = 1; grid <= 3; grid += 2) {
+      mpp_sh_err_params p;
+      memset(&p, 0, sizeof p);
+      p.ref = ref, p.cand = acc, p.n = mn;
+      p.alpha = c.alpha, p.alpha_f = (float)c.alpha;
+      p.cand_fmt = fmt == MP_DTYPE_INVALID ? MP_FP32 : fmt;
+      p.is_current = cand == MP_SH_CURRENT;
+      p.out_dtype = c.out;
+      p.unscale_log2 = cand == MP_SH_FP16_SCALED ? g.scale_log2[0] + g.scale_log2[1] : 0;
+      p.use_amax = kind == MPP_SH_SCALE_AMAX;
+      p.amax_bits = words;
+      p.fp8_max = fp8_max;
+      p.scale_a = kind == MPP_SH_SCALE_GIVEN ? delayed[0][e5] : 1.0f;
+      p.scale_b = kind == MPP_SH_SCALE_GIVEN ? delayed[1][e5] : 1.0f;
+      p.capture = cap;
+      p.partials = partials;
+      p.ticket = &ticket;
+      p.result = &result;
+      memset(&result, 0xff, sizeof result);
+      simt_run(grid, MPP_SH_BLOCK, [&p] { mpp_shadow_err(p); });
+      CHECK(ticket == 0, "%s: ticket left at %u", c.name, ticket);
+
+      size_t bad = 0;
+      for (size_t o = 0; o < mn; o++)
+        if (!same_bits_or_nan(cap[o], g.capture[ci][o])) {
+          if (!bad)
+            CHECK(false, "%s %s: output %zu device %a host %a", c.name, mp_shadow_cand_name(cand),
+                  o, cap[o], g.capture[ci][o]);
+          bad++;
+        }
+      /* the sums, by a plain loop over the same outputs */
+      double se = 0, sr = 0, maxd = 0, maxr = 0;
+      unsigned long long nz = 0, fl = 0, nf = 0;
+      for (size_t o = 0; o < mn; o++) {
+        double r = (double)ref[o] * c.alpha, d = cap[o];
+        sr += r * r;
+        maxr = fmax(maxr, fabs(r));
+        if (!isfinite(d)) {
+          nf++;
+          continue;
+        }
+        se += (d - r) * (d - r);
+        maxd = fmax(maxd, fabs(d - r));
+        if (r != 0) {
+          nz++;
+          fl += d == 0;
+        }
+      }
+      CHECK(close(result.se, se) && close(result.sr, sr), "%s %s grid %u: sums %g %g, want %g %g",
+            c.name, mp_shadow_cand_name(cand), grid, result.se, result.sr, se, sr);
+      CHECK(result.maxd == maxd && result.maxr == maxr && result.nonzero == nz &&
+                result.flushed == fl && result.nonfinite == nf,
+            "%s %s grid %u: max %g %g counts %llu %llu %llu, want %g %g %llu %llu %llu", c.name,
+            mp_shadow_cand_name(cand), grid, result.maxd, result.maxr, result.nonzero,
+            result.flushed, result.nonfinite, maxd, maxr, nz, fl, nf);
+    }
+  }
+  for (int i = 0; i < MP_SH_COUNT; i++)
+    free(g.capture[i]);
+  free(qa), free(qb), free(ref), free(acc), free(cap);
+  free(A.data), free(B.data), free(A.ptrs), free(B.ptrs);
+}
+
+int main(void) {
+  const config configs[] = {
+      /* name, m n k batch, a b out, ta tb tf32, pad, broadcast_b, ptr_array, alpha, spread, special
+       */
+      {"fp32 NN, k ends inside an MX block", 5, 7, 45, 1, MP_FP32, MP_FP32, MP_FP32, false, false,
+       false, 0, 0, false, 1.0, 12, false},
+      {"fp32 TN tf32, strided batch, fp16 out", 6, 4, 70, 3, MP_FP32, MP_FP32, MP_FP16, true, false,
+       true, 2, 0, false, 0.5, 14, false},
+      {"fp16 NT, broadcast B, bf16 out", 9, 5, 33, 2, MP_FP16, MP_FP16, MP_BF16, false, true, false,
+       1, 1, false, -2.0, 8, false},
+      {"bf16 TT, pointer array", 4, 6, 64, 3, MP_BF16, MP_BF16, MP_BF16, true, true, false, 0, 0,
+       true, 1.0, 30, false},
+      {"e4m3 x e5m2, k 1", 3, 3, 1, 2, MP_FP8_E4M3, MP_FP8_E5M2, MP_BF16, true, false, false, 1, 0,
+       false, 1.0, 4, false},
+      {"fp64 sources", 7, 3, 40, 1, MP_FP64, MP_FP64, MP_FP64, false, false, false, 3, 0, false,
+       1.0, 40, false},
+      {"fp32 with an inf", 8, 8, 32, 1, MP_FP32, MP_FP32, MP_FP32, false, true, false, 0, 0, false,
+       1.0, 20, true},
+  };
+  for (const config &c : configs)
+    run_config(c);
+  if (failures) {
+    fprintf(stderr, "%d check(s) failed\n", failures);
+    return 1;
+  }
+  printf("shadow kernels on the CPU: %zu GEMMs, every candidate bit for bit as the host path\n",
+         sizeof configs / sizeof configs[0]);
+  return 0;
+}
