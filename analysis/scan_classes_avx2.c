@@ -73,8 +73,9 @@ struct cls2_scan {
   int32_t key_min, key_max; /* order keys: sign ? -1 - |x| bits : |x| bits */
   uint32_t abs_min;         /* smallest non-zero |x| bits (UINT32_MAX: none) */
   unsigned skip, fails;
-  pattern_counts pat; /* failed blocks: bit-pattern counts (allocated on demand) */
-  uint32_t tail[256]; /* fp8: bytes after the last whole step */
+  pattern_counts pat;   /* failed blocks: bit-pattern counts (allocated on demand) */
+  struct c2_work *work; /* 16-bit: pair counters, zero between blocks (allocated on demand) */
+  uint32_t tail[256];   /* fp8: bytes after the last whole step */
 };
 
 /* All thresholds of a 16-bit format that fall inside a binade (bf16
@@ -518,7 +519,6 @@ typedef struct c2_work {
 
 static void c2_16_run(mp_stats *s, const src_info *I, struct cls2_scan *C, const uint16_t *p,
                       uint64_t n) {
-  c2_work *W = NULL;
   c2_out o;
   uint64_t i = 0;
   while (n - i >= 32) {
@@ -529,7 +529,8 @@ static void c2_16_run(mp_stats *s, const src_info *I, struct cls2_scan *C, const
     if (C->skip > 0) {
       C->skip--;
     } else {
-      if (!W) W = calloc(1, sizeof *W);
+      if (!C->work) C->work = calloc(1, sizeof *C->work);
+      c2_work *W = C->work;
       for (int attempt = 0; W && attempt < 2 && !done; attempt++) {
         if (C->dtype == MP_FP16)
           f16_kernel(&o, W->bank, C, p + i, nsteps);
@@ -555,7 +556,6 @@ static void c2_16_run(mp_stats *s, const src_info *I, struct cls2_scan *C, const
     if (!done) c2_fallback(s, I, C, p + i, m);
     i += m;
   }
-  free(W);
   for (; i < n; i++)
     acc_value(s, I, c2_decode(C->dtype, p[i]), 1);
 }
@@ -759,6 +759,8 @@ void mp_scan_cls2_finish(mp_stats *s, const src_info *I, cls2_scan *C) {
   if (fp8)
     for (int v = 0; v < 256; v++)
       if (C->tail[v]) acc_value(s, I, c2_decode(C->dtype, (uint32_t)v), C->tail[v]);
+  free(C->work);
+  C->work = NULL;
   if (C->pat.cnt) {
     mp_scan_pattern_fold(s, I, C->dtype, &C->pat);
     free(C->pat.cnt);
