@@ -31,6 +31,10 @@
  *   class adds its counts once at the end. 16-bit blocks holding inf, NaN or
  *   (bf16) a subnormal or an exponent outside the window go to the kernels
  *   of the first two items.
+ * - fp8, fp16, bf16 with AVX2 (CPUs without AVX-512; fp8 without VBMI):
+ *   class ids that rise with |x| (binade code + thresholds below |x|), pairs
+ *   of 16-bit ids counted by scalar increments, fp8 ids in nibble counters
+ *   (scan_classes_avx2.c); failing blocks go to the pattern counts below.
  * - 16-bit and 8-bit sources: count bit patterns (2^16 / 2^8 counters), then
  *   fold each pattern seen into the record once, with its multiplicity
  *   (scan_portable.c, with the per-value path).
@@ -120,6 +124,7 @@ typedef enum run_kind {
   RUN_F32_AVX2,
   RUN_F32_AVX512,
   RUN_CLASSES,
+  RUN_CLASSES_AVX2,
   RUN_PATTERNS
 } run_kind;
 
@@ -134,6 +139,7 @@ typedef struct scanner {
   f32_fast *f32;
   f64_vec *f64v;
   cls_scan *cls;
+  cls2_scan *cls2;
 #endif
 } scanner;
 
@@ -161,6 +167,9 @@ static void scan_run(scanner *S, const void *p, uint64_t n) {
     break;
   case RUN_CLASSES:
     mp_scan_cls_run(S->s, S->I, S->cls, S->f32, p, n);
+    break;
+  case RUN_CLASSES_AVX2:
+    mp_scan_cls2_run(S->s, S->I, S->cls2, p, n);
     break;
 #endif
   case RUN_PATTERNS:
@@ -224,6 +233,14 @@ static void start_classes(scanner *S) {
   S->cls = mp_scan_cls_start(S->dtype);
   if (S->cls) S->kind = RUN_CLASSES;
 }
+
+/* AUTO without AVX-512 (or without VBMI for fp8), and MP_SCAN_AVX2. */
+static void start_classes_avx2(scanner *S, mp_scan_impl impl, uint64_t total) {
+  uint64_t min = mp_dtype_size(S->dtype) == 1 ? CLASS8_MIN_ELEMENTS : CLASS16_MIN_ELEMENTS;
+  if ((impl != MP_SCAN_AUTO && impl != MP_SCAN_AVX2) || total < min) return;
+  S->cls2 = mp_scan_cls2_start(S->dtype);
+  if (S->cls2) S->kind = RUN_CLASSES_AVX2;
+}
 #endif
 
 static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
@@ -269,6 +286,8 @@ static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
         break;
       }
     }
+    start_classes_avx2(S, impl, total);
+    if (S->kind == RUN_CLASSES_AVX2) break;
 #endif
     /* fall through */
   case MP_FP8_E4M3:
@@ -277,6 +296,10 @@ static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
     if (mp_dtype_size(S->dtype) == 1 && impl == MP_SCAN_AUTO && total >= CLASS8_MIN_ELEMENTS) {
       start_classes(S);
       if (S->kind == RUN_CLASSES) break;
+    }
+    if (mp_dtype_size(S->dtype) == 1) {
+      start_classes_avx2(S, impl, total);
+      if (S->kind == RUN_CLASSES_AVX2) break;
     }
 #endif
     unsigned bits = mp_dtype_size(S->dtype) * 8;
@@ -316,6 +339,10 @@ static void finish(scanner *S) {
       free(S->f32->pairs);
       free(S->f32);
     }
+    break;
+  case RUN_CLASSES_AVX2:
+    mp_scan_cls2_finish(S->s, S->I, S->cls2);
+    free(S->cls2);
     break;
 #endif
   case RUN_PATTERNS:

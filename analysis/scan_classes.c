@@ -52,13 +52,6 @@
 #define CLS16_PLANES_BF16 7 /* at most: six where the window's classes fit */
 #define CLS_NOCLASS 63      /* class id of codes no class takes: no plane bit */
 
-/* What acc_counts() counts for one magnitude. */
-typedef struct cls_sig {
-  uint8_t kind; /* 0: not in any class, 1: zero, 2: finite non-zero, 3: inf */
-  int16_t e;
-  uint8_t out[MP_TARGET_COUNT];
-} cls_sig;
-
 struct cls_scan {
   mp_dtype dtype;
   int planes;                       /* of the kernel */
@@ -91,35 +84,10 @@ typedef struct cls_out {
   uint16_t smax[32], umax[32], aminm1[32], neg[32]; /* 16-bit lanes; fp8 in the low byte */
 } cls_out;
 
-static bool sig_equal(const cls_sig *a, const cls_sig *b) {
-  return a->kind == b->kind && a->e == b->e && memcmp(a->out, b->out, sizeof a->out) == 0;
-}
-
-static cls_sig sig_of(const src_info *I, double x) {
-  cls_sig g = {0};
-  if (isnan(x)) return g;
-  if (isinf(x)) {
-    g.kind = 3;
-    return g;
-  }
-  if (x == 0) {
-    g.kind = 1;
-    return g;
-  }
-  g.kind = 2;
-  g.e = (int16_t)mp_exponent_of(x);
-  for (int t = 0; t < MP_TARGET_COUNT; t++) {
-    uint8_t o = I->outcome[t][g.e - I->lo];
-    if (o == OUTCOME_BOUNDARY) o = (uint8_t)mp_cast_classify(x, (mp_target)t);
-    g.out[t] = o;
-  }
-  return g;
-}
-
 /* Adds key -> class of sig (a new class if no equal one yet). false: too many. */
 static bool cls_assign(cls_scan *C, cls_sig *sigs, int key, const cls_sig *g, double rep) {
   int id = 0;
-  while (id < C->nclass && !sig_equal(&sigs[id], g))
+  while (id < C->nclass && !mp_cls_sig_equal(&sigs[id], g))
     id++;
   if (id == C->nclass) {
     if (id >= C->planes * C->per_plane || id >= CLS_NOCLASS) return false;
@@ -146,7 +114,7 @@ static bool cls8_tables(cls_scan *C, const src_info *I) {
   for (int m = 0; m < 128; m++) {
     double x =
         C->dtype == MP_FP8_E4M3 ? mp_e4m3_to_float((uint8_t)m) : mp_e5m2_to_float((uint8_t)m);
-    cls_sig g = sig_of(I, x);
+    cls_sig g = mp_cls_sig_of(I, x);
     if (g.kind == 0) continue; /* NaN: counted as what no class takes */
     if (!cls_assign(C, sigs, m, &g, x)) return false;
     if (g.kind >= 2) C->plut[0][C->cid[m]] |= 0x80; /* "negative" when the sign is set */
@@ -353,10 +321,10 @@ static bool cls16_init_groups(cls_scan *C, const src_info *I) {
   int32_t level[256];
   for (int k = 0; k < 256; k++)
     level[k] = -1;
-  cls_sig prev = sig_of(I, cls16_decode(C, first - 1));
+  cls_sig prev = mp_cls_sig_of(I, cls16_decode(C, first - 1));
   for (uint32_t m = first; m < inf_bits; m++) {
-    cls_sig g = sig_of(I, cls16_decode(C, m));
-    if (m > first && cls16_group(C, m) == cls16_group(C, m - 1) && !sig_equal(&g, &prev)) {
+    cls_sig g = mp_cls_sig_of(I, cls16_decode(C, m));
+    if (m > first && cls16_group(C, m) == cls16_group(C, m - 1) && !mp_cls_sig_equal(&g, &prev)) {
       int j = cls16_slot(C, m - 1);
       if (C->th[j] != 0x7fff && C->th[j] != m - 1) return false;
       C->th[j] = (uint16_t)(m - 1);
@@ -379,12 +347,12 @@ static bool cls16_init_groups(cls_scan *C, const src_info *I) {
     if (C->dtype == MP_BF16 && m > 0 && m < 0x80) continue; /* subnormal: blocks fail */
     int grp = cls16_group(C, m), f = m > C->th[cls16_slot(C, m)];
     double x = cls16_decode(C, m);
-    cls_sig g = sig_of(I, x);
+    cls_sig g = mp_cls_sig_of(I, x);
     if (!seen[grp][f]) {
       seen[grp][f] = 1;
       C->gsig[grp][f] = g;
       C->grep[grp][f] = x;
-    } else if (!sig_equal(&C->gsig[grp][f], &g)) {
+    } else if (!mp_cls_sig_equal(&C->gsig[grp][f], &g)) {
       return false;
     }
   }

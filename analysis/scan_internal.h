@@ -10,6 +10,7 @@
  *   scan_avx512.c    fp32, fp16, bf16 with AVX-512 (exponent pairs for 16-bit)
  *   scan_planes.c    fp32, fp16, bf16 with AVX-512 bit planes
  *   scan_classes.c   fp8, fp16, bf16 with AVX-512 class planes
+ *   scan_classes_avx2.c  fp8, fp16, bf16 with AVX2 class ids
  * Every path produces bit-identical records (tests/analysis checks it). */
 #ifndef MPPROF_ANALYSIS_SCAN_INTERNAL_H
 #define MPPROF_ANALYSIS_SCAN_INTERNAL_H
@@ -99,6 +100,39 @@ static inline void acc_value(mp_stats *s, const src_info *I, double x, uint64_t 
     if (x != 0 && fabs(x) < s->min_abs_nonzero) s->min_abs_nonzero = fabs(x);
   }
   acc_counts(s, I, x, c);
+}
+
+/* What acc_counts() counts for one value: the class paths (scan_classes.c,
+ * scan_classes_avx2.c) put values with equal signatures in one class. */
+typedef struct cls_sig {
+  uint8_t kind; /* 0: not in any class (NaN), 1: zero, 2: finite non-zero, 3: inf */
+  int16_t e;
+  uint8_t out[MP_TARGET_COUNT];
+} cls_sig;
+
+static inline bool mp_cls_sig_equal(const cls_sig *a, const cls_sig *b) {
+  return a->kind == b->kind && a->e == b->e && memcmp(a->out, b->out, sizeof a->out) == 0;
+}
+
+static inline cls_sig mp_cls_sig_of(const src_info *I, double x) {
+  cls_sig g = {0};
+  if (isnan(x)) return g;
+  if (isinf(x)) {
+    g.kind = 3;
+    return g;
+  }
+  if (x == 0) {
+    g.kind = 1;
+    return g;
+  }
+  g.kind = 2;
+  g.e = (int16_t)mp_exponent_of(x);
+  for (int t = 0; t < MP_TARGET_COUNT; t++) {
+    uint8_t o = I->outcome[t][g.e - I->lo];
+    if (o == OUTCOME_BOUNDARY) o = (uint8_t)mp_cast_classify(x, (mp_target)t);
+    g.out[t] = o;
+  }
+  return g;
 }
 
 void mp_scan_portable_run(mp_stats *s, const src_info *I, mp_dtype d, const void *p, uint64_t n);
@@ -347,6 +381,14 @@ cls_scan *mp_scan_cls_start(mp_dtype d);
 void mp_scan_cls_run(mp_stats *s, const src_info *I, cls_scan *C, f32_fast *F, const void *p,
                      uint64_t n);
 void mp_scan_cls_finish(mp_stats *s, const src_info *I, cls_scan *C);
+
+/* scan_classes_avx2.c: fp8, fp16 and bf16 through class ids with AVX2. */
+typedef struct cls2_scan cls2_scan;
+bool mp_scan_cpu_has_classes_avx2(void);
+/* A scan's state for source d; NULL where the CPU or the format does not fit. */
+cls2_scan *mp_scan_cls2_start(mp_dtype d);
+void mp_scan_cls2_run(mp_stats *s, const src_info *I, cls2_scan *C, const void *p, uint64_t n);
+void mp_scan_cls2_finish(mp_stats *s, const src_info *I, cls2_scan *C);
 #endif
 
 #endif

@@ -132,19 +132,25 @@ int main(int argc, char **argv) {
   printf("scan_host: %zu MiB per dtype, best of %d, auto path = %s\n", mib, reps,
          mp_scan_auto_name());
   printf("GB/s from wall time (and from thread CPU time); ratio = scan / read\n");
-  printf("%-9s %16s %16s %16s %6s %6s\n", "dtype", "read", "scan", "portable", "ratio", "(cpu)");
+  printf("%-13s %16s %16s %16s %6s %6s\n", "dtype", "read", "scan", "portable", "ratio", "(cpu)");
   /* Rows: dtype and scanner; "fp32/np" reuses the fp32 buffer. */
   const struct {
     mp_dtype d;
     mp_scan_impl impl;
     const char *label;
-  } rows[] = {
-      {MP_FP32, MP_SCAN_AUTO, "fp32"},         {MP_FP32, MP_SCAN_AVX512_NO_PLANES, "fp32/np"},
-      {MP_FP32, MP_SCAN_AVX2, "fp32/avx2"},    {MP_FP16, MP_SCAN_AUTO, "fp16"},
-      {MP_FP16, MP_SCAN_AVX2, "fp16/avx2"},    {MP_BF16, MP_SCAN_AUTO, "bf16"},
-      {MP_BF16, MP_SCAN_AVX2, "bf16/avx2"},    {MP_FP8_E4M3, MP_SCAN_AUTO, "fp8_e4m3"},
-      {MP_FP8_E5M2, MP_SCAN_AUTO, "fp8_e5m2"}, {MP_FP64, MP_SCAN_AUTO, "fp64"},
-      {MP_FP64, MP_SCAN_AVX2, "fp64/avx2"}};
+  } rows[] = {{MP_FP32, MP_SCAN_AUTO, "fp32"},
+              {MP_FP32, MP_SCAN_AVX512_NO_PLANES, "fp32/np"},
+              {MP_FP32, MP_SCAN_AVX2, "fp32/avx2"},
+              {MP_FP16, MP_SCAN_AUTO, "fp16"},
+              {MP_FP16, MP_SCAN_AVX2, "fp16/avx2"},
+              {MP_BF16, MP_SCAN_AUTO, "bf16"},
+              {MP_BF16, MP_SCAN_AVX2, "bf16/avx2"},
+              {MP_FP8_E4M3, MP_SCAN_AUTO, "fp8_e4m3"},
+              {MP_FP8_E4M3, MP_SCAN_AVX2, "fp8_e4m3/avx2"},
+              {MP_FP8_E5M2, MP_SCAN_AUTO, "fp8_e5m2"},
+              {MP_FP8_E5M2, MP_SCAN_AVX2, "fp8_e5m2/avx2"},
+              {MP_FP64, MP_SCAN_AUTO, "fp64"},
+              {MP_FP64, MP_SCAN_AVX2, "fp64/avx2"}};
   volatile uint64_t sink = 0;
   mp_stats *s = malloc(sizeof *s);
   if (!s) return 1;
@@ -153,7 +159,7 @@ int main(int argc, char **argv) {
     mp_dtype d = rows[k].d;
     if (only && strcmp(only, mp_dtype_name(d)) != 0) continue;
     /* Rows of a path this CPU lacks, or that AUTO already is, are left out.
-     * "/avx2": what a CPU without AVX-512 runs (8-bit sources: the same). */
+     * "/avx2": what a CPU without AVX-512 runs. */
     if (rows[k].impl == MP_SCAN_AVX512_NO_PLANES && strcmp(mp_scan_auto_name(), "avx512") != 0)
       continue;
     if (rows[k].impl == MP_SCAN_AVX2 && strcmp(mp_scan_auto_name(), "avx512") != 0) continue;
@@ -193,7 +199,7 @@ int main(int argc, char **argv) {
     char portable[32] = "               -"; /* timed on the AUTO rows only */
     if (isfinite(b.portable_s))
       snprintf(portable, sizeof portable, "%7.2f (%6.2f)", gb / b.portable_s, gb / b.portable_cpu);
-    printf("%-9s %7.2f (%6.2f) %7.2f (%6.2f) %s %6.2f %6.2f\n", rows[k].label, gb / b.read_s,
+    printf("%-13s %7.2f (%6.2f) %7.2f (%6.2f) %s %6.2f %6.2f\n", rows[k].label, gb / b.read_s,
            gb / b.read_cpu, gb / b.scan_s, gb / b.scan_cpu, portable, b.read_s / b.scan_s,
            b.read_cpu / b.scan_cpu);
     fflush(stdout);

@@ -11,7 +11,16 @@
  * odd lengths, unaligned starts, blocks whose range moves, and strided views.
  * Every record must equal the portable path's bit for bit, for AUTO, for
  * AVX-512 without the planes and for AVX2 (on a CPU without these extensions
- * the same comparisons exercise the other paths). */
+ * the same comparisons exercise the other paths).
+ *
+ * MP_SCAN_AVX2 takes the AVX2 class ids (scan_classes_avx2.c) from 128
+ * values: 16-bit blocks of 2^18 values (pair counters), fp8 blocks of
+ * 8190 steps of 32 bytes (nibble counters summed every 15 steps); e4m3's NaN
+ * is a class there, while e5m2 inf/NaN, 16-bit inf/NaN, bf16 subnormals and
+ * bf16 exponents outside the window make a block fail and go to bit-pattern
+ * counts. The tests below with specials in some blocks only, and bf16 over
+ * narrow ranges (few thresholds in the window: the smaller kernels), aim at
+ * that path. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -274,6 +283,79 @@ static void class_scans_accumulate_into_an_existing_record(void **state) {
   free(buf);
 }
 
+static void sixteen_bit_specials_in_some_blocks_match_portable(void **state) {
+  (void)state;
+  /* Clean blocks (counted by the class kernels) and blocks holding one
+   * special (inf, NaN, -0, a subnormal of fp16 or bf16, a target's
+   * threshold): those fail and are counted again, and the next blocks are
+   * sat out; the tail is counted value by value. */
+  const uint64_t n = 6 * BLOCK_VALUES + 61;
+  uint16_t *buf = malloc((n + 8) * sizeof *buf);
+  assert_non_null(buf);
+  const double specials[] = {INFINITY, -INFINITY, NAN, -0.0, 0x1p-24, -0x1p-130, 464.0, 0x1p-17};
+  for (int d = 0; d < 2; d++) {
+    uint64_t s = 900 + (uint64_t)d;
+    for (uint64_t i = 0; i < n + 8; i++) {
+      uint64_t r = ref_rand(&s);
+      double m = 1.0 + (double)(r >> 41) / 8388608.0;
+      mp_store(sixteens[d], buf, i, ldexp(r & 2 ? -m : m, (int)((r >> 16) % 30) - 20));
+    }
+    for (int k = 0; k < 8; k++) /* in blocks 1 and 4, and near the end */
+      mp_store(sixteens[d], buf, (k < 4 ? 1 : 4) * BLOCK_VALUES + 1000 * (uint64_t)k + 7,
+               specials[k]);
+    mp_store(sixteens[d], buf, n - 3, NAN);
+    for (int o = 0; o < 3; o++)
+      assert_paths_agree(sixteens[d], buf + o, n - (uint64_t)o, "specials in some blocks");
+  }
+  free(buf);
+}
+
+static void bf16_narrow_ranges_match_portable(void **state) {
+  (void)state;
+  /* Two to six binades: windows holding no, one or two thresholds (the
+   * kernels with fewer compares), at every height. */
+  const uint64_t n = BLOCK_VALUES + 777;
+  uint16_t *buf = malloc((n + 4) * sizeof *buf);
+  assert_non_null(buf);
+  uint64_t s = 31;
+  for (int lo = 1; lo < 254; lo += 7) {
+    int span = 2 + lo % 5;
+    for (uint64_t i = 0; i < n + 4; i++) {
+      uint64_t r = ref_rand(&s);
+      int E = lo + (int)((r >> 20) % (uint64_t)span);
+      if (E > 254) E = 254;
+      buf[i] = (uint16_t)((r & 0x8000) | (uint32_t)E << 7 | (r & 0x7f));
+      if ((r & 1023) == 0) buf[i] &= 0x8000; /* zeros of both signs */
+    }
+    assert_paths_agree(MP_BF16, buf + (lo & 3), n, "narrow range");
+  }
+  free(buf);
+}
+
+static void fp8_specials_in_some_blocks_match_portable(void **state) {
+  (void)state;
+  /* Finite bytes, then NaN (e4m3: a class; e5m2: the block fails) and e5m2
+   * inf in a few blocks; every subnormal and both zeros throughout. */
+  const uint64_t n = 5 * 262080 + 45;
+  uint8_t *buf = malloc(n + 64);
+  assert_non_null(buf);
+  for (int d = 0; d < 2; d++) {
+    uint64_t s = 70 + (uint64_t)d;
+    uint8_t top = fp8s[d] == MP_FP8_E4M3 ? 0x7e : 0x7b;
+    for (uint64_t i = 0; i < n + 64; i++) {
+      uint8_t b = (uint8_t)ref_rand(&s);
+      if ((b & 0x7f) > top) b &= 0x83;
+      buf[i] = b;
+    }
+    buf[262080 + 5] = 0x7f;
+    buf[3 * 262080 + 9] = (uint8_t)(fp8s[d] == MP_FP8_E4M3 ? 0xff : 0xfc);
+    buf[n - 2] = 0x7f;
+    for (int o = 0; o < 3; o++)
+      assert_paths_agree(fp8s[d], buf + o, n - (uint64_t)o, "specials in some blocks");
+  }
+  free(buf);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(fp8_random_bytes_at_odd_lengths_and_offsets_match_portable),
@@ -285,6 +367,9 @@ int main(void) {
       cmocka_unit_test(bf16_blocks_whose_range_moves_match_portable),
       cmocka_unit_test(strided_and_batched_views_match_portable),
       cmocka_unit_test(class_scans_accumulate_into_an_existing_record),
+      cmocka_unit_test(sixteen_bit_specials_in_some_blocks_match_portable),
+      cmocka_unit_test(bf16_narrow_ranges_match_portable),
+      cmocka_unit_test(fp8_specials_in_some_blocks_match_portable),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
