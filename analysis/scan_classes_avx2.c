@@ -489,8 +489,15 @@ static void c2_fold_counts(mp_stats *s, const src_info *I, struct cls2_scan *C) 
 
 /* A block the class kernel did not count: bit patterns (from 2^18 values on,
  * or once the counters exist), else value by value. */
+static uint64_t c2_fallbacks;
+
+uint64_t mp_scan_cls2_fallbacks(void) {
+  return __atomic_load_n(&c2_fallbacks, __ATOMIC_RELAXED);
+}
+
 static void c2_fallback(mp_stats *s, const src_info *I, struct cls2_scan *C, const void *p,
                         uint64_t n) {
+  __atomic_fetch_add(&c2_fallbacks, 1, __ATOMIC_RELAXED);
   unsigned bits = c2_is8(C->dtype) ? 8 : 16;
   if (!C->pat.cnt && (bits == 8 || n >= (1u << 18))) {
     unsigned banks = bits == 16 ? 2 : 8;

@@ -32,6 +32,7 @@
 #include "analysis/convert.h"
 #include "analysis/formats.h"
 #include "analysis/scan.h"
+#include "analysis/scan_internal.h"
 #include "ref.h"
 
 #define BLOCK_VALUES (2048 * 128) /* values per kernel call */
@@ -60,6 +61,56 @@ static void assert_paths_agree(mp_dtype d, const void *buf, uint64_t n, const ch
 
 static const mp_dtype fp8s[] = {MP_FP8_E4M3, MP_FP8_E5M2};
 static const mp_dtype sixteens[] = {MP_FP16, MP_BF16};
+
+/* The AVX2 class kernels count finite data (bf16: within one window of
+ * binades) themselves: none of its blocks falls back to the path they
+ * replace. The fallback would give the same record, so without this a
+ * kernel bug (a dropped counter: its commit check fails) would only cost speed. */
+static void avx2_class_kernels_count_finite_data_without_falling_back(void **state) {
+  (void)state;
+#ifdef MP_HAVE_X86
+  if (!mp_scan_cpu_has_classes_avx2()) skip();
+  const uint64_t n = 3 * BLOCK_VALUES + 99;
+  uint16_t *b16 = malloc(n * sizeof *b16);
+  uint8_t *b8 = malloc(n);
+  assert_true(b16 && b8);
+  mp_stats *st = malloc(sizeof *st);
+  assert_non_null(st);
+  for (int d = 0; d < 4; d++) {
+    mp_dtype dt = d < 2 ? sixteens[d] : fp8s[d - 2];
+    uint64_t seed = 500 + (uint64_t)d;
+    for (uint64_t i = 0; i < n; i++) {
+      uint64_t r = ref_rand(&seed);
+      double m = 1.0 + (double)(r >> 41) / 8388608.0;
+      /* fp16 and fp8: every finite binade, subnormals and zeros included;
+       * bf16: 2^-20 .. 2^9 (one window) */
+      int span = dt == MP_BF16 ? 30 : dt == MP_FP16 ? 41 : dt == MP_FP8_E4M3 ? 17 : 30;
+      int lo = dt == MP_BF16 ? -20 : dt == MP_FP16 ? -26 : dt == MP_FP8_E4M3 ? -10 : -17;
+      double x = ldexp(r & 2 ? -m : m, (int)((r >> 16) % (uint64_t)span) + lo);
+      if ((r & 127) == 0) x = r & 128 ? -0.0 : 0.0;
+      if (d < 2)
+        mp_store(dt, b16, i, x);
+      else
+        b8[i] =
+            dt == MP_FP8_E4M3 ? mp_float_to_e4m3((float)x, true) : mp_float_to_e5m2((float)x, true);
+    }
+    const void *buf = d < 2 ? (const void *)b16 : (const void *)b8;
+    mp_view v = {.dtype = dt, .data = buf, .rows = n, .cols = 1, .ld = n, .batch = 1};
+    uint64_t before = mp_scan_cls2_fallbacks();
+    mp_stats_init(st, dt);
+    assert_int_equal(mp_scan_with(st, &v, MP_SCAN_AVX2), 0);
+    if (mp_scan_cls2_fallbacks() != before)
+      fail_msg("%s: %llu block(s) fell back", mp_dtype_name(dt),
+               (unsigned long long)(mp_scan_cls2_fallbacks() - before));
+    assert_paths_agree(dt, buf, n, "finite");
+  }
+  free(st);
+  free(b16);
+  free(b8);
+#else
+  skip();
+#endif
+}
 
 static void fp8_random_bytes_at_odd_lengths_and_offsets_match_portable(void **state) {
   (void)state;
@@ -370,6 +421,7 @@ int main(void) {
       cmocka_unit_test(sixteen_bit_specials_in_some_blocks_match_portable),
       cmocka_unit_test(bf16_narrow_ranges_match_portable),
       cmocka_unit_test(fp8_specials_in_some_blocks_match_portable),
+      cmocka_unit_test(avx2_class_kernels_count_finite_data_without_falling_back),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
