@@ -613,7 +613,7 @@ static inline void mpprof_tb_put(mpprof_tb *b, const char *s, size_t len) {
 void mpprof_tb_cstr(mpprof_tb *b, const char *s);
 void mpprof_tb_json_str(mpprof_tb *b, const char *s); /* escaped as cJSON does; NULL: null */
 void mpprof_tb_u64(mpprof_tb *b, uint64_t v);
-/* A double as mpprof_json_double writes it (shortest of %.15g/16g/17g that
+/* A double as mpprof_json_double writes it (mpprof_double_text: the first of %.15g/16g/17g that
  * reads back; null when not finite). */
 void mpprof_tb_double(mpprof_tb *b, double d);
 /* stats_text.c: the STATS object of c without advice, the text of

@@ -181,21 +181,41 @@ static int key_index(const char *k, size_t n, const char *const *names, int coun
   return f;
 }
 
-/* {"overflow": n, ...}: the four outcomes of one target, each once. */
-static bool outcomes(scan *s, uint64_t ret[MP_CAST_OUTCOMES]) {
-  static const char *const names[MP_CAST_OUTCOMES] = MP_CAST_OUTCOME_NAMES;
+/* An object whose keys are names[0..count) (at most 32), each at most once:
+ * value(s, f, ctx) reads the value of key f. mpprof writes the keys in
+ * order, so the one after the last is tried first. The keys seen, or 0 when
+ * the text is anything else. */
+typedef bool (*value_fn)(scan *s, int f, void *ctx);
+static unsigned known_keys(scan *s, const char *const *names, int count, value_fn value,
+                           void *ctx) {
   unsigned seen = 0;
   int last = -1;
-  if (!punct(s, '{')) return false;
+  if (!punct(s, '{')) return 0;
   do {
     const char *k;
     size_t n;
-    if (!plain_string(s, &k, &n) || !punct(s, ':')) return false;
-    int o = key_index(k, n, names, MP_CAST_OUTCOMES, &last);
-    if (o == MP_CAST_OUTCOMES || seen & 1u << o || !count(s, &ret[o])) return false;
-    seen |= 1u << o;
+    if (!plain_string(s, &k, &n) || !punct(s, ':')) return 0;
+    int f = key_index(k, n, names, count, &last);
+    if (f == count || seen & 1u << f || !value(s, f, ctx)) return 0;
+    seen |= 1u << f;
   } while (punct(s, ','));
-  return punct(s, '}') && seen == (1u << MP_CAST_OUTCOMES) - 1;
+  return punct(s, '}') ? seen : 0;
+}
+
+#define ALL_KEYS(count) ((1u << (count)) - 1)
+
+static bool outcome_value(scan *s, int o, void *counts) {
+  return count(s, &((uint64_t *)counts)[o]);
+}
+
+/* {"overflow": n, ...}: the four outcomes of one target, each once. */
+static bool outcomes(scan *s, uint64_t ret[MP_CAST_OUTCOMES]) {
+  static const char *const names[MP_CAST_OUTCOMES] = MP_CAST_OUTCOME_NAMES;
+  return known_keys(s, names, MP_CAST_OUTCOMES, outcome_value, ret) == ALL_KEYS(MP_CAST_OUTCOMES);
+}
+
+static bool target_value(scan *s, int t, void *c) {
+  return outcomes(s, ((mpprof_cstats *)c)->casts[t]);
 }
 
 static bool casts(scan *s, mpprof_cstats *c) {
@@ -203,62 +223,52 @@ static bool casts(scan *s, mpprof_cstats *c) {
   if (!names[0]) /* the report is built on one thread */
     for (int t = 0; t < MP_TARGET_COUNT; t++)
       names[t] = mp_target_name((mp_target)t);
-  unsigned seen = 0;
-  int last = -1;
-  if (!punct(s, '{')) return false;
-  do {
-    const char *k;
-    size_t n;
-    if (!plain_string(s, &k, &n) || !punct(s, ':')) return false;
-    int t = key_index(k, n, names, MP_TARGET_COUNT, &last);
-    if (t == MP_TARGET_COUNT || seen & 1u << t || !outcomes(s, c->casts[t])) return false;
-    seen |= 1u << t;
-  } while (punct(s, ','));
-  return punct(s, '}') && seen == (1u << MP_TARGET_COUNT) - 1;
+  return known_keys(s, names, MP_TARGET_COUNT, target_value, c) == ALL_KEYS(MP_TARGET_COUNT);
+}
+
+/* The histogram being read: its bounds into c, its counts into bins. */
+typedef struct hist_read {
+  mpprof_cstats *c;
+  uint64_t *bins;
+  size_t nb;
+} hist_read;
+
+static bool hist_counts(scan *s, hist_read *h) {
+  if (!punct(s, '[')) return false;
+  ws(s);
+  if (s->p < s->end && *s->p == ']') return false; /* never a valid histogram */
+  while (true) {
+    if (h->nb == MP_HIST_BINS) return false;
+    /* most bins: a few digits and a comma, read here without count() */
+    const char *p = s->p, *lim = s->end - p > 16 ? p + 16 : s->end;
+    uint64_t v = 0;
+    while (p < lim && (unsigned)(*p - '0') < 10)
+      v = v * 10 + (uint64_t)(*p++ - '0');
+    if (p > s->p && p - s->p <= 15 && (p - s->p == 1 || *s->p != '0') && p < s->end && *p == ',') {
+      h->bins[h->nb++] = v;
+      s->p = p + 1;
+      continue;
+    }
+    if (!count(s, &h->bins[h->nb++])) return false;
+    if (!punct(s, ',')) break;
+  }
+  return punct(s, ']');
+}
+
+static bool hist_value(scan *s, int f, void *ctx) {
+  hist_read *h = ctx;
+  return f == 0   ? integer(s, &h->c->hist_lo)
+         : f == 1 ? integer(s, &h->c->hist_hi)
+                  : hist_counts(s, h);
 }
 
 /* {"lo": a, "hi": b, "counts": [...]}: counts into bins (MP_HIST_BINS). */
 static bool hist(scan *s, mpprof_cstats *c, uint64_t *bins) {
-  unsigned seen = 0;
-  size_t nb = 0;
-  if (!punct(s, '{')) return false;
-  do {
-    const char *k;
-    size_t n;
-    if (!plain_string(s, &k, &n) || !punct(s, ':')) return false;
-    int f = key_is(k, n, MP_K_HIST_LO)       ? 0
-            : key_is(k, n, MP_K_HIST_HI)     ? 1
-            : key_is(k, n, MP_K_HIST_COUNTS) ? 2
-                                             : -1;
-    if (f < 0 || seen & 1u << f) return false;
-    seen |= 1u << f;
-    if (f == 0 && !integer(s, &c->hist_lo)) return false;
-    if (f == 1 && !integer(s, &c->hist_hi)) return false;
-    if (f == 2) {
-      if (!punct(s, '[')) return false;
-      ws(s);
-      if (s->p < s->end && *s->p == ']') return false; /* never a valid histogram */
-      while (true) {
-        if (nb == MP_HIST_BINS) return false;
-        /* most bins: a few digits and a comma, read here without count() */
-        const char *p = s->p, *lim = s->end - p > 16 ? p + 16 : s->end;
-        uint64_t v = 0;
-        while (p < lim && (unsigned)(*p - '0') < 10)
-          v = v * 10 + (uint64_t)(*p++ - '0');
-        if (p > s->p && p - s->p <= 15 && (p - s->p == 1 || *s->p != '0') && p < s->end &&
-            *p == ',') {
-          bins[nb++] = v;
-          s->p = p + 1;
-          continue;
-        }
-        if (!count(s, &bins[nb++])) return false;
-        if (!punct(s, ',')) break;
-      }
-      if (!punct(s, ']')) return false;
-    }
-  } while (punct(s, ','));
-  return punct(s, '}') && seen == 7 && c->hist_lo >= MP_HIST_MIN && c->hist_hi <= MP_HIST_MAX &&
-         c->hist_lo <= c->hist_hi && nb == (size_t)(c->hist_hi - c->hist_lo + 1);
+  static const char *const names[] = {MP_K_HIST_LO, MP_K_HIST_HI, MP_K_HIST_COUNTS};
+  hist_read h = {c, bins, 0};
+  return known_keys(s, names, 3, hist_value, &h) == ALL_KEYS(3) && c->hist_lo >= MP_HIST_MIN &&
+         c->hist_hi <= MP_HIST_MAX && c->hist_lo <= c->hist_hi &&
+         h.nb == (size_t)(c->hist_hi - c->hist_lo + 1);
 }
 
 enum {
@@ -319,12 +329,15 @@ static bool sums_hold(const mpprof_cstats *c, const uint64_t *bins, size_t nb) {
   return h == fnz;
 }
 
-/* One STATS object into *c (bins allocated); false: not in mpprof's
- * spelling, or not valid (the cJSON reader says why). */
-static bool stats(scan *s, mpprof_cstats *c, uint64_t *bins, bool *oom) {
-  unsigned seen = 0;
-  *c = (mpprof_cstats){
-      .min = NAN, .max = NAN, .absmax = NAN, .min_abs_nonzero = INFINITY, .nz_lo = 1, .nz_hi = 0};
+/* A STATS object being read. */
+typedef struct stats_read {
+  mpprof_cstats *c;
+  uint64_t *bins;
+} stats_read;
+
+static bool stats_value(scan *s, int f, void *ctx) {
+  stats_read *r = ctx;
+  mpprof_cstats *c = r->c;
   uint64_t *const counts[] = {
       [F_COUNT] = &c->count,        [F_ZEROS] = &c->zeros,       [F_NANS] = &c->nans,
       [F_POS_INFS] = &c->pos_infs,  [F_NEG_INFS] = &c->neg_infs, [F_NEGATIVES] = &c->negatives,
@@ -333,23 +346,21 @@ static bool stats(scan *s, mpprof_cstats *c, uint64_t *bins, bool *oom) {
                               [F_MAX] = &c->max,
                               [F_ABSMAX] = &c->absmax,
                               [F_MIN_ABS_NONZERO] = &c->min_abs_nonzero};
-  int last = -1;
-  if (!punct(s, '{')) return false;
-  do {
-    const char *k;
-    size_t n;
-    if (!plain_string(s, &k, &n) || !punct(s, ':')) return false;
-    int f = key_index(k, n, field_names, F_COUNT_, &last);
-    if (f == F_COUNT_ || seen & 1u << f) return false;
-    seen |= 1u << f;
-    bool ok = f == F_DTYPE             ? dtype(s, &c->dtype)
-              : f <= F_SATURATED       ? count(s, counts[f])
-              : f <= F_MIN_ABS_NONZERO ? extreme(s, extremes[f])
-              : f == F_EXP_HIST        ? hist(s, c, bins)
-                                       : casts(s, c);
-    if (!ok) return false;
-  } while (punct(s, ','));
-  if (!punct(s, '}') || (seen | 1u << F_SATURATED) != (1u << F_COUNT_) - 1) return false;
+  return f == F_DTYPE             ? dtype(s, &c->dtype)
+         : f <= F_SATURATED       ? count(s, counts[f])
+         : f <= F_MIN_ABS_NONZERO ? extreme(s, extremes[f])
+         : f == F_EXP_HIST        ? hist(s, c, r->bins)
+                                  : casts(s, c);
+}
+
+/* One STATS object into *c (bins allocated); false: not in mpprof's
+ * spelling, or not valid (the cJSON reader says why). */
+static bool stats(scan *s, mpprof_cstats *c, uint64_t *bins, bool *oom) {
+  *c = (mpprof_cstats){
+      .min = NAN, .max = NAN, .absmax = NAN, .min_abs_nonzero = INFINITY, .nz_lo = 1, .nz_hi = 0};
+  stats_read r = {c, bins};
+  unsigned seen = known_keys(s, field_names, F_COUNT_, stats_value, &r);
+  if ((seen | 1u << F_SATURATED) != ALL_KEYS(F_COUNT_)) return false;
   size_t nb = (size_t)(c->hist_hi - c->hist_lo + 1);
   if (!sums_hold(c, bins, nb)) return false;
   size_t lo = 0, hi = nb;
@@ -380,12 +391,14 @@ static void free_roles(mpprof_role_stats *r, size_t n) {
 int mpprof_tensors_scan(const char *text, size_t len, mpprof_role_stats **ret, size_t *ret_n,
                         size_t *ret_len) {
   scan s = {text, text + len};
-  uint64_t *bins = malloc(MP_HIST_BINS * sizeof *bins);
+  /* one histogram at a time, read here (the report is built on one thread):
+   * not a 17 KB malloc and free per site */
+  static uint64_t bins[MP_HIST_BINS];
   /* the records are built here, then copied to a block of their exact size
    * (a site keeps it; a shrinking realloc per site fragmented the heap) */
   mpprof_role_stats few[8], *r = few;
   size_t n = 0, cap = sizeof few / sizeof few[0];
-  bool oom = !bins, ok = false;
+  bool oom = false, ok = false;
   if (!oom && punct(&s, '{')) {
     ws(&s);
     if (s.p < s.end && *s.p == '}') {
@@ -419,7 +432,6 @@ int mpprof_tensors_scan(const char *text, size_t len, mpprof_role_stats **ret, s
       ok = ok && punct(&s, '}');
     }
   }
-  free(bins);
   mpprof_role_stats *exact = oom || !ok ? NULL : malloc((n ? n : 1) * sizeof *exact);
   if (exact)
     memcpy(exact, r, n * sizeof *r);

@@ -49,28 +49,21 @@ int mpprof_grow(void **p, size_t *cap, size_t need, size_t elem) {
   return 0;
 }
 
-/* s escaped for HTML text and attribute values (NULL: nothing). */
+/* s escaped for HTML text and attribute values (NULL: nothing). Runs of
+ * plain characters are written whole: a page quotes 100k names. */
 void mpprof_html(FILE *f, const char *s) {
-  for (; s && *s; s++) {
-    switch (*s) {
-    case '&':
-      fputs("&amp;", f);
-      break;
-    case '<':
-      fputs("&lt;", f);
-      break;
-    case '>':
-      fputs("&gt;", f);
-      break;
-    case '"':
-      fputs("&quot;", f);
-      break;
-    case '\'':
-      fputs("&#39;", f);
-      break;
-    default:
-      fputc(*s, f);
-    }
+  while (s && *s) {
+    size_t n = strcspn(s, "&<>\"'");
+    fwrite(s, 1, n, f);
+    s += n;
+    if (!*s) break;
+    fputs(*s == '&'   ? "&amp;"
+          : *s == '<' ? "&lt;"
+          : *s == '>' ? "&gt;"
+          : *s == '"' ? "&quot;"
+                      : "&#39;",
+          f);
+    s++;
   }
 }
 
@@ -335,46 +328,6 @@ void mpprof_tb_u64(mpprof_tb *b, uint64_t v) {
   mpprof_tb_put(b, p, (size_t)(buf + 24 - p));
 }
 
-/* d as %.15g prints it, when d is r / 10^k for an integer r below 10^15
- * and 10^-4 <= |d| < 10^14: that decimal reads back as d, so it is the
- * one %.15g rounds to (a 15-digit decimal within half an ulp of d), and %g
- * prints it without an exponent. Most values of a stats record are such
- * (2^-10 = 0.0009765625). false: use printf. */
-static bool short_decimal(mpprof_tb *b, double d) {
-  static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-  double a = fabs(d);
-  if (!(a >= 1e-4 && a < 1e14)) return false;
-  for (int k = 1; k <= 22 && a * pow10[k] < 1e15; k++) {
-    double r = nearbyint(a * pow10[k]);
-    if (r >= 1e15 || r / pow10[k] != a) continue;
-    char buf[24], *p = u64_digits((uint64_t)r, buf), out[48];
-    size_t nd = (size_t)(buf + 24 - p), n = 0;
-    if (d < 0) out[n++] = '-';
-    if (nd > (size_t)k) { /* integer part, point, k fraction digits */
-      memcpy(out + n, p, nd - (size_t)k);
-      n += nd - (size_t)k;
-      out[n++] = '.';
-      memcpy(out + n, p + nd - (size_t)k, (size_t)k);
-      n += (size_t)k;
-    } else {
-      out[n++] = '0';
-      out[n++] = '.';
-      memset(out + n, '0', (size_t)k - nd);
-      n += (size_t)k - nd;
-      memcpy(out + n, p, nd);
-      n += nd;
-    }
-    while (out[n - 1] == '0')
-      n--;
-    if (out[n - 1] == '.') n--;
-    mpprof_tb_put(b, out, n);
-    return true;
-  }
-  return false;
-}
-
 void mpprof_tb_double(mpprof_tb *b, double d) {
   /* An integer below 10^15 is what %.15g prints: its digits, "-0" for -0. */
   if (d == d && fabs(d) < 1e15 && d == (double)(int64_t)d) {
@@ -383,14 +336,12 @@ void mpprof_tb_double(mpprof_tb *b, double d) {
     mpprof_tb_put(b, p, (size_t)(buf + 24 - p));
     return;
   }
-  if (short_decimal(b, d)) return;
-  cJSON *v = mpprof_json_double(d);
-  if (!v) {
-    b->oom = true;
-    return;
-  }
-  mpprof_tb_cstr(b, cJSON_IsRaw(v) ? v->valuestring : "null");
-  cJSON_Delete(v);
+  char buf[40];
+  size_t n = mpprof_double_text(d, buf);
+  if (n)
+    mpprof_tb_put(b, buf, n);
+  else
+    mpprof_tb_put(b, "null", 4);
 }
 
 /* ---- an arena for per-site cJSON trees ---- */
@@ -550,14 +501,17 @@ void mpprof_fprint_term(FILE *f, const char *fmt, ...) {
 
 void mpprof_fput_json_string(FILE *f, const char *s) {
   fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+  const unsigned char *p = (const unsigned char *)s, *run = p;
+  for (; *p; p++) {
+    if (*p != '"' && *p != '\\' && *p >= 0x20) continue;
+    fwrite(run, 1, (size_t)(p - run), f); /* the plain characters before it, at once */
     if (*p == '"' || *p == '\\')
       fprintf(f, "\\%c", *p);
-    else if (*p < 0x20)
-      fprintf(f, "\\u%04x", *p);
     else
-      fputc(*p, f);
+      fprintf(f, "\\u%04x", *p);
+    run = p + 1;
   }
+  fwrite(run, 1, (size_t)(p - run), f);
   fputc('"', f);
 }
 

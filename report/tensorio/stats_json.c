@@ -6,8 +6,11 @@
 #include "stats_json.h"
 
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,15 +21,154 @@
 
 static const char *const outcome_names[MP_CAST_OUTCOMES] = MP_CAST_OUTCOME_NAMES;
 
-cJSON *mpprof_json_double(double d) {
-  if (!isfinite(d)) return cJSON_CreateNull();
-  char buf[40];
+/* ---- doubles as text ---- */
+
+/* The text of a double is the first of %.15g, %.16g, %.17g that reads back
+ * as it. printf and strtod each go through multi-precision arithmetic; a
+ * report prints a million such doubles. So the same text is made here with
+ * 128-bit integers where they suffice (|d| from about 1e-5 to 2^72, and any
+ * power of two times a short odd number), exactly: the digits are d * 10^k
+ * = A / B rounded half to even as printf rounds, and "reads back" is
+ * decided against the half gap to d's neighbours as strtod rounds. Elsewhere
+ * printf and strtod still do it. */
+__extension__ typedef unsigned __int128 u128;
+
+static u128 pow10_u128(int k) {
+  static u128 t[39];
+  if (!t[0]) {
+    t[0] = 1;
+    for (int i = 1; i < 39; i++)
+      t[i] = t[i - 1] * 10;
+  }
+  return t[k];
+}
+
+static int bits_u128(u128 v) {
+  uint64_t hi = (uint64_t)(v >> 64), lo = (uint64_t)v;
+  return hi ? 128 - __builtin_clzll(hi) : lo ? 64 - __builtin_clzll(lo) : 0;
+}
+
+/* M * 2^e * 10^k = A / B exactly; false when A or B would pass 2^125. */
+static bool scaled(uint64_t M, int e, int k, u128 *ret_a, u128 *ret_b) {
+  if (k > 38 || k < -38) return false;
+  u128 a = M, b = 1;
+  if (k >= 0) {
+    if (bits_u128(a) + bits_u128(pow10_u128(k)) > 125) return false;
+    a *= pow10_u128(k);
+  } else {
+    b = pow10_u128(-k);
+  }
+  if (e >= 0) {
+    if (bits_u128(a) + e > 125) return false;
+    a <<= e;
+  } else {
+    if (bits_u128(b) - e > 125) return false;
+    b <<= -e;
+  }
+  *ret_a = a;
+  *ret_b = b;
+  return true;
+}
+
+/* x * c against a: -1, 0 or 1. */
+static int cmp_product(u128 x, u128 c, u128 a) {
+  if (bits_u128(x) + bits_u128(c) <= 127) {
+    u128 xc = x * c;
+    return xc < a ? -1 : xc > a;
+  }
+  u128 q = a / c, r = a % c;
+  return x < q ? -1 : x > q ? 1 : r ? -1 : 0;
+}
+
+/* %.*g of a (finite, normal, > 0) at precision p into out, when that text
+ * reads back as a: its length; else 0 (it does not, or A / B does not fit). */
+static size_t g_exact(double a, int p, char *out) {
+  int e2;
+  uint64_t m = (uint64_t)ldexp(frexp(a, &e2), 53); /* a = m * 2^E, 2^52 <= m < 2^53 */
+  int E = e2 - 53, z = __builtin_ctzll(m), x = (int)floor(log10(a));
+  u128 A, B, q, rem, diff;
+  const u128 lo = pow10_u128(p - 1), hi = pow10_u128(p);
+  for (int tries = 0;; tries++) { /* x = floor(log10(a)): log10 may be one off */
+    if (tries == 3 || !scaled(m >> z, E + z, p - 1 - x, &A, &B)) return 0;
+    if (!(B & (B - 1))) { /* a power of two: most values */
+      q = A >> (bits_u128(B) - 1);
+      rem = A & (B - 1);
+    } else {
+      q = A / B;
+      rem = A % B;
+    }
+    if (q >= hi)
+      x++;
+    else if (q < lo)
+      x--;
+    else
+      break;
+  }
+  bool up = 2 * rem > B || (2 * rem == B && (q & 1));
+  q += up;
+  diff = up ? B - rem : rem; /* |text - a| = diff / (B * 10^k) */
+  /* Half the gap to a's neighbour is 2^(E-1) = A / (2m B 10^k) (a quarter
+   * below a power of two): it reads back when diff < A / 2m, or equal with
+   * m even (ties to even). */
+  int c = diff ? cmp_product(diff, (u128)m * (!up && m == 1ull << 52 ? 4 : 2), A) : -1;
+  if (c > 0 || (c == 0 && (m & 1))) return 0;
+  if (q == hi) { /* rounded up to the next power of ten */
+    q = lo;
+    x++;
+  }
+  char dig[20];
+  uint64_t q64 = (uint64_t)q; /* below 10^17 */
+  for (int i = p - 1; i >= 0; i--, q64 /= 10)
+    dig[i] = (char)('0' + (int)(q64 % 10));
+  int nd = p; /* %g drops trailing zeros */
+  while (nd > 1 && dig[nd - 1] == '0')
+    nd--;
+  size_t n = 0;
+  if (x < -4 || x >= p) { /* d.ddde+XX */
+    out[n++] = dig[0];
+    if (nd > 1) out[n++] = '.';
+    memcpy(out + n, dig + 1, (size_t)nd - 1);
+    n += (size_t)nd - 1;
+    int ax = abs(x);
+    n += (size_t)sprintf(out + n, "e%c%02d", x < 0 ? '-' : '+', ax);
+  } else if (x >= 0) { /* ddd.ddd */
+    memcpy(out + n, dig, (size_t)x + 1);
+    n += (size_t)x + 1;
+    if (nd > x + 1) {
+      out[n++] = '.';
+      memcpy(out + n, dig + x + 1, (size_t)(nd - x - 1));
+      n += (size_t)(nd - x - 1);
+    }
+  } else { /* 0.000ddd */
+    memcpy(out + n, "0.0000", (size_t)(1 - x));
+    n += (size_t)(1 - x);
+    memcpy(out + n, dig, (size_t)nd);
+    n += (size_t)nd;
+  }
+  out[n] = '\0';
+  return n;
+}
+
+size_t mpprof_double_text(double d, char buf[40]) {
+  if (!isfinite(d)) return 0;
+  if (d != 0 && fabs(d) >= DBL_MIN) {
+    buf[0] = '-';
+    for (int prec = 15; prec <= 17; prec++) {
+      size_t n = g_exact(fabs(d), prec, buf + (d < 0));
+      if (n) return n + (d < 0);
+    }
+  }
   for (int prec = 15; prec <= 17; prec++) {
-    snprintf(buf, sizeof buf, "%.*g", prec, d);
+    snprintf(buf, 40, "%.*g", prec, d);
     if (strtod(buf, NULL) == d) break; /* exact comparison; 17 digits always round-trip */
   }
   /* %g of -0.0 is "-0", which strtod reads back as -0.0: the sign survives. */
-  return cJSON_CreateRaw(buf);
+  return strlen(buf);
+}
+
+cJSON *mpprof_json_double(double d) {
+  char buf[40];
+  return mpprof_double_text(d, buf) ? cJSON_CreateRaw(buf) : cJSON_CreateNull();
 }
 
 cJSON *mpprof_json_u64(uint64_t v) {

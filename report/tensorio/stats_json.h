@@ -18,6 +18,11 @@
 #include "analysis/advice.h"
 #include "analysis/stats.h"
 
+/* The text every double of mpprof's JSON is written as: the first of %.15g,
+ * %.16g, %.17g that reads back as d ("-0" for -0.0), into buf with its
+ * length; 0 when d is not finite (written as null). */
+size_t mpprof_double_text(double d, char buf[40]);
+
 /* The STATS object: dtype, count, ..., exp_hist, casts and, when advice is not
  * NULL, "advice". NULL only when out of memory. */
 cJSON *mpprof_stats_to_json(const mp_stats *s, const mp_advice *advice);

@@ -1,6 +1,7 @@
 /* Stats record <-> JSON: writing then reading (through text, or straight from
  * the in-memory tree) gives back the record bit for bit, and the reader
  * refuses every inconsistency a corrupt file could carry. */
+#include <float.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -129,6 +130,74 @@ static void doubles_one_ulp_apart_stay_apart(void **st) {
     mp_stats_init(&s, MP_FP64);
     mp_stats_add(&s, v[i]);
     expect_roundtrip(&s);
+  }
+}
+
+/* The definition mpprof_double_text must match byte for byte. */
+static void printf_text(double d, char *buf) {
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(buf, 40, "%.*g", prec, d);
+    if (strtod(buf, NULL) == d) return;
+  }
+}
+
+static void expect_printf_text(double d) {
+  char want[40], got[40];
+  if (!isfinite(d)) { /* null in JSON */
+    assert_int_equal(mpprof_double_text(d, got), 0);
+    return;
+  }
+  printf_text(d, want);
+  size_t n = mpprof_double_text(d, got);
+  if (n != strlen(want) || strcmp(got, want))
+    fail_msg("%a: \"%.40s\", printf gives \"%s\"", d, n ? got : "", want);
+  assert_true(strtod(got, NULL) == d && signbit(strtod(got, NULL)) == signbit(d));
+}
+
+static void expect_printf_text_near(double d) {
+  double v = d;
+  for (int i = 0; i < 3; i++, v = nextafter(v, INFINITY))
+    expect_printf_text(v), expect_printf_text(-v);
+  v = d;
+  for (int i = 0; i < 3; i++, v = nextafter(v, 0))
+    expect_printf_text(v), expect_printf_text(-v);
+}
+
+static void double_text_is_the_shortest_printf_text_that_reads_back(void **st) {
+  (void)st;
+  /* where the digits, the notation or the exact path change */
+  for (int e = -1074; e <= 1023; e++)
+    expect_printf_text_near(ldexp(1, e)); /* powers of two: the gap below halves */
+  for (int e = -320; e <= 308; e++)
+    expect_printf_text_near(pow(10, e)); /* %g's switch to e-notation at 1e-5 and 1e15..1e17 */
+  const double v[] = {0.0,
+                      -0.0,
+                      0.5,
+                      2.5,
+                      1e15 - 0.5,
+                      999999999999999.9,
+                      0.1,
+                      1.0 / 3,
+                      2.0 / 3,
+                      65504.0,
+                      0x1p-24,
+                      9.313225746154785e-10,
+                      DBL_MIN,
+                      DBL_MAX,
+                      0x1p-1074,
+                      4.9406564584124654e-324,
+                      15.402557744209089};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    expect_printf_text_near(v[i]);
+  for (uint64_t k = 1; k < 4096; k++) /* short decimals and ties of %.15g */
+    expect_printf_text((double)k / 1024), expect_printf_text((double)k * 0.001),
+        expect_printf_text((double)k * 1e13 + 0.5);
+  for (int i = 0; i < 200000; i++) {
+    uint64_t r = next_u64();
+    double d;
+    memcpy(&d, &r, sizeof d);
+    if (isfinite(d)) expect_printf_text(d);
+    expect_printf_text(ldexp((double)(r >> 11), (int)(next_u64() % 160) - 120));
   }
 }
 
@@ -301,6 +370,7 @@ int main(void) {
       cmocka_unit_test(merge_of_different_dtypes_roundtrips_with_null_dtype),
       cmocka_unit_test(negative_zero_minimum_keeps_its_sign),
       cmocka_unit_test(doubles_one_ulp_apart_stay_apart),
+      cmocka_unit_test(double_text_is_the_shortest_printf_text_that_reads_back),
       cmocka_unit_test(counts_beyond_32_bits_are_exact),
       cmocka_unit_test(in_memory_tree_reads_back_without_printing),
       cmocka_unit_test(advice_key_is_present_only_when_given),
