@@ -19,9 +19,10 @@
  *   is a call-free kernel (accumulators stay in registers), and fp16/bf16
  *   are widened to fp32 in registers, their exponents counted in pairs
  *   (scan_avx2.c, scan_avx512.c, their shared state in scan_f32.c).
- * - fp64 with AVX-512: the fp32 computation eight values at a time, twelve
- *   level compares (bf16's limits are not implied for fp64), exponents read
- *   from the source into four sub-histograms (scan_fp64_avx512.c).
+ * - fp64 with AVX-512: eight values at a time, exponents read from the
+ *   source into four sub-histograms; each value compared only with the
+ *   level(s) of its own binade, looked up in a slot table, the result added
+ *   to that binade's packed counter (scan_fp64_avx512.c).
  * - fp64 (scalar, CPUs without AVX-512): binned by exponent; values in
  *   boundary binades are collected and classified in a second loop
  *   (scan_fp64.c).

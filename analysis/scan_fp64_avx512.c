@@ -6,6 +6,70 @@
 #include "analysis/scan_internal.h"
 
 #ifdef MP_HAVE_X86
+/* The kernel's window of binades, [2^-126, 2^127): outside it, bf16's own
+ * levels would take three more slots and fields (such values are rare; their
+ * vectors go to acc_value()). */
+#define F64V_BITS_LO (897ull << 52)
+#define F64V_BITS_HI ((1150ull << 52) - 1)
+#define F64V_FIELD_BITS 6
+
+/* Slot shift s such that the binades holding levels have distinct slots
+ * (E >> s) mod 16; -1 if none. */
+static int find_slot_shift(const int *binades, int nb) {
+  for (int s = 0; s < 11; s++) {
+    unsigned used = 0;
+    bool ok = true;
+    for (int j = 0; j < nb && ok; j++) {
+      unsigned bit = 1u << ((binades[j] >> s) % F64V_SLOTS);
+      ok = !(used & bit);
+      used |= bit;
+    }
+    if (ok) return s;
+  }
+  return -1;
+}
+
+/* Each level's binade, rank among its binade's levels and field; false when
+ * a binade holds three or the binades do not fit the slots and fields. */
+static bool f64v_place_levels(f64_vec *F) {
+  int binades[F64_LEVELS], nb = 0;
+  for (int k = 0; k < F64_LEVELS; k++) {
+    int B = (int)(F->level_bits[k] >> 52);
+    F->level_binade[k] = B;
+    F->level_rank[k] = -1;
+    F->level_field[k] = 0;
+    if (B < (int)(F64V_BITS_LO >> 52) || B > (int)(F64V_BITS_HI >> 52)) continue;
+    int rank = 0, others = 0;
+    for (int j = 0; j < F64_LEVELS; j++) {
+      if (j == k || (int)(F->level_bits[j] >> 52) != B) continue;
+      others++;
+      /* equal levels: the lower index takes rank 0 */
+      rank +=
+          F->level_bits[j] < F->level_bits[k] || (F->level_bits[j] == F->level_bits[k] && j < k);
+    }
+    if (others > 1) return false;
+    int field = 0;
+    while (field < nb && binades[field] != B)
+      field++;
+    if (field == nb) binades[nb++] = B;
+    if (nb > F64V_FIELDS) return false;
+    F->level_rank[k] = rank;
+    F->level_field[k] = field;
+  }
+  F->slot_shift = find_slot_shift(binades, nb);
+  if (F->slot_shift < 0) return false;
+  for (int r = 0; r < 2; r++)
+    for (int j = 0; j < F64V_SLOTS; j++)
+      F->slot_level[r][j] = INT64_MAX;
+  for (int k = 0; k < F64_LEVELS; k++) {
+    if (F->level_rank[k] < 0) continue;
+    int slot = (F->level_binade[k] >> F->slot_shift) % F64V_SLOTS;
+    F->slot_level[F->level_rank[k]][slot] = F->level_bits[k];
+    F->slot_weight[F->level_rank[k]][slot] = 1ull << (F64V_FIELD_BITS * F->level_field[k]);
+  }
+  return true;
+}
+
 bool mp_scan_f64v_init(f64_vec *F) {
   memset(F, 0, sizeof *F);
   for (int l = 0; l < 8; l++) {
@@ -20,35 +84,36 @@ bool mp_scan_f64v_init(f64_vec *F) {
     for (int k = 0; k < 3; k++)
       F->level_bits[3 * t + k] = (int64_t)L[k];
   }
-  return true;
+  return f64v_place_levels(F);
 }
 
-/* Kernel calls end after this many vectors: the driver folds in between. */
-#define F64V_KERNEL_VECTORS 4096
+/* Kernel calls end after this many vectors: the driver folds in between
+ * (a packed field takes at most one count per vector). */
+#define F64V_KERNEL_VECTORS ((1 << F64V_FIELD_BITS) - 1)
 /* Sub-histogram bins are uint32 and take two counts per vector. */
 #define F64V_FOLD_VECTORS (1ull << 30)
 
 typedef uint64_t u64_alias __attribute__((may_alias));
 
-#define LEV_REG(k) const __m512i L##k = _mm512_set1_epi64(F->level_bits[k]);
-#define LEV_LOAD(k) __m512i c##k = _mm512_loadu_si512(F->lev[k]);
-#define LEV_STORE(k) _mm512_storeu_si512(F->lev[k], c##k);
-#define LEV_BUMP(k)                                                                                \
-  c##k = _mm512_mask_sub_epi64(c##k, _mm512_cmpgt_epi64_mask(a, L##k), c##k, minus_one);
-#define FOR_LEV(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-_Static_assert(F64_LEVELS == 12, "unrolled above");
-
 /* Runs vectors from p + i while i + 8 <= n (at most F64V_KERNEL_VECTORS) and
- * returns where it stopped: before a vector holding a subnormal, inf or NaN,
- * or at the end. No call inside: the accumulators stay in registers. */
+ * returns where it stopped: before a vector holding a non-zero value outside
+ * [2^-126, 2^127), or at the end. No call inside: the accumulators stay in registers. */
 __attribute__((target("avx512f"), noinline)) static uint64_t f64_kernel(f64_vec *F, const double *p,
                                                                         uint64_t i, uint64_t n) {
   const __m512i absmask = _mm512_set1_epi64(INT64_MAX);
-  const __m512i max_normal = _mm512_set1_epi64(0x7fefffffffffffffll);
-  const __m512i min_normal = _mm512_set1_epi64(0x0010000000000000ll);
+  const __m512i bits_hi = _mm512_set1_epi64((int64_t)F64V_BITS_HI);
+  const __m512i bits_lo = _mm512_set1_epi64((int64_t)F64V_BITS_LO);
   const __m512i minus_one = _mm512_set1_epi64(-1);
-  FOR_LEV(LEV_REG)
-  FOR_LEV(LEV_LOAD)
+  const __m128i slot_shift = _mm_cvtsi32_si128(52 + F->slot_shift);
+  const __m512i lev0_lo = _mm512_loadu_si512(F->slot_level[0]);
+  const __m512i lev0_hi = _mm512_loadu_si512(F->slot_level[0] + 8);
+  const __m512i lev1_lo = _mm512_loadu_si512(F->slot_level[1]);
+  const __m512i lev1_hi = _mm512_loadu_si512(F->slot_level[1] + 8);
+  const __m512i w0_lo = _mm512_loadu_si512(F->slot_weight[0]);
+  const __m512i w0_hi = _mm512_loadu_si512(F->slot_weight[0] + 8);
+  const __m512i w1_lo = _mm512_loadu_si512(F->slot_weight[1]);
+  const __m512i w1_hi = _mm512_loadu_si512(F->slot_weight[1] + 8);
+  __m512i above0 = _mm512_setzero_si512(), above1 = _mm512_setzero_si512();
   __m512i cz = _mm512_loadu_si512(F->zeros), cn = _mm512_loadu_si512(F->negatives);
   __m512i kmin = _mm512_loadu_si512(F->key_min), kmax = _mm512_loadu_si512(F->key_max);
   __m512i aminm1 = _mm512_loadu_si512(F->abs_min_m1);
@@ -60,7 +125,7 @@ __attribute__((target("avx512f"), noinline)) static uint64_t f64_kernel(f64_vec 
     __m512i a = _mm512_and_si512(v, absmask);
     __mmask8 nonzero = _mm512_test_epi64_mask(a, a);
     __mmask8 slow =
-        _mm512_cmpgt_epu64_mask(a, max_normal) | (_mm512_cmplt_epu64_mask(a, min_normal) & nonzero);
+        _mm512_cmpgt_epu64_mask(a, bits_hi) | (_mm512_cmplt_epu64_mask(a, bits_lo) & nonzero);
     if (slow) break;
     /* key = v ^ ((v >> 63) & absmask): the total order as signed integers */
     __m512i key = _mm512_ternarylogic_epi64(v, _mm512_srai_epi64(v, 63), absmask, 0x78);
@@ -69,7 +134,14 @@ __attribute__((target("avx512f"), noinline)) static uint64_t f64_kernel(f64_vec 
     aminm1 = _mm512_min_epu64(aminm1, _mm512_add_epi64(a, minus_one));
     cz = _mm512_mask_sub_epi64(cz, (__mmask8)~nonzero, cz, minus_one);
     cn = _mm512_mask_sub_epi64(cn, _mm512_cmplt_epi64_mask(key, minus_one), cn, minus_one);
-    FOR_LEV(LEV_BUMP)
+    /* Above the level(s) of its binade: add the binade's weight. */
+    __m512i slot = _mm512_srl_epi64(a, slot_shift);
+    above0 = _mm512_mask_add_epi64(
+        above0, _mm512_cmpgt_epi64_mask(a, _mm512_permutex2var_epi64(lev0_lo, slot, lev0_hi)),
+        above0, _mm512_permutex2var_epi64(w0_lo, slot, w0_hi));
+    above1 = _mm512_mask_add_epi64(
+        above1, _mm512_cmpgt_epi64_mask(a, _mm512_permutex2var_epi64(lev1_lo, slot, lev1_hi)),
+        above1, _mm512_permutex2var_epi64(w1_lo, slot, w1_hi));
     const u64_alias *q = (const u64_alias *)(const void *)(p + i);
     s0[(q[0] >> 52) & 0x7ff]++;
     s1[(q[1] >> 52) & 0x7ff]++;
@@ -80,7 +152,8 @@ __attribute__((target("avx512f"), noinline)) static uint64_t f64_kernel(f64_vec 
     s2[(q[6] >> 52) & 0x7ff]++;
     s3[(q[7] >> 52) & 0x7ff]++;
   }
-  FOR_LEV(LEV_STORE)
+  _mm512_storeu_si512(F->packed[0], above0);
+  _mm512_storeu_si512(F->packed[1], above1);
   _mm512_storeu_si512(F->zeros, cz);
   _mm512_storeu_si512(F->negatives, cn);
   _mm512_storeu_si512(F->key_min, kmin);
@@ -90,11 +163,13 @@ __attribute__((target("avx512f"), noinline)) static uint64_t f64_kernel(f64_vec 
   return i;
 }
 
-#undef LEV_REG
-#undef LEV_LOAD
-#undef LEV_STORE
-#undef LEV_BUMP
-#undef FOR_LEV
+/* Adds the packed fields of the last kernel call to above. */
+static void f64v_unpack(f64_vec *F) {
+  for (int r = 0; r < 2; r++)
+    for (int l = 0; l < 8; l++)
+      for (uint64_t w = F->packed[r][l], j = 0; w; w >>= F64V_FIELD_BITS, j++)
+        F->above[r][j] += w & ((1u << F64V_FIELD_BITS) - 1);
+}
 
 /* Biased exponents of the smallest non-zero and the largest |x| the lanes
  * have seen: only those bins of the sub-histograms can be non-zero. */
@@ -112,6 +187,14 @@ static void exponent_range(const f64_vec *F, int *lo, int *hi) {
   *hi = (int)(amax >> 52);
 }
 
+/* Values of binade E lie above level k and, when E shares the slot of k's
+ * binade, the kernel has counted them in k's field already. */
+static bool f64v_shares_slot(const f64_vec *F, int k, int E) {
+  int m = F64V_SLOTS - 1;
+  return F->level_rank[k] >= 0 &&
+         ((E >> F->slot_shift) & m) == ((F->level_binade[k] >> F->slot_shift) & m);
+}
+
 static void f64v_fold(mp_stats *s, f64_vec *F) {
   int lo, hi;
   exponent_range(F, &lo, &hi);
@@ -124,17 +207,18 @@ static void f64v_fold(mp_stats *s, f64_vec *F) {
       F->sub[b][E] = 0;
     }
     s->exp_hist[E - 1023 - MP_HIST_MIN] += c;
+    for (int k = 0; k < F64_LEVELS; k++)
+      if (E > F->level_binade[k] && !f64v_shares_slot(F, k, E)) F->ind_lev[k] += c;
   }
+  for (int k = 0; k < F64_LEVELS; k++)
+    if (F->level_rank[k] >= 0) F->ind_lev[k] += F->above[F->level_rank[k]][F->level_field[k]];
+  memset(F->above, 0, sizeof F->above);
   for (int b = 0; b < F64V_BANKS; b++)
     F->sub[b][0] = 0; /* zeros: counted by the lanes */
   for (int l = 0; l < 8; l++) {
     F->ind_zeros += F->zeros[l];
     F->ind_negatives += F->negatives[l];
     F->zeros[l] = F->negatives[l] = 0;
-    for (int k = 0; k < F64_LEVELS; k++) {
-      F->ind_lev[k] += F->lev[k][l];
-      F->lev[k][l] = 0;
-    }
   }
   F->values += F->vectors * 8;
   F->vectors = 0;
@@ -144,6 +228,7 @@ void mp_scan_f64v_run(mp_stats *s, const src_info *I, f64_vec *F, const double *
   uint64_t i = 0;
   while (i + 8 <= n) {
     uint64_t j = f64_kernel(F, p, i, n);
+    f64v_unpack(F);
     if (F->vectors >= F64V_FOLD_VECTORS) f64v_fold(s, F);
     if (j == i) {
       for (int l = 0; l < 8; l++)

@@ -4,7 +4,7 @@
  * own file:
  *   scan_portable.c  plain C per value, and bit-pattern counting (8/16-bit)
  *   scan_fp64.c      fp64, scalar, binned by exponent
- *   scan_fp64_avx512.c  fp64 with AVX-512, level compares in lanes
+ *   scan_fp64_avx512.c  fp64 with AVX-512, levels looked up per binade
  *   scan_f32.c       state of the fp32/fp16/bf16 vector paths (init, folds, finish)
  *   scan_avx2.c      fp32 with AVX2
  *   scan_avx512.c    fp32, fp16, bf16 with AVX-512 (exponent pairs for 16-bit)
@@ -337,18 +337,35 @@ void mp_scan_bf16_run_avx512(mp_stats *s, const src_info *I, f32_fast *F, const 
                              uint64_t n);
 
 /* scan_fp64_avx512.c: fp64 eight values at a time. Every cast outcome of a
- * normal fp64 value follows from three integer compares of |x|'s bits per
- * target (the fp64 scalar path's level_bits, which nest: flush <= subnormal
- * <= overflow), so the kernel counts, per lane, |x| above each of the twelve
- * levels, zeros and negatives, keeps the min/max keys and min |x|, and bins
- * exponents read straight from the source into four sub-histograms.
- * Vectors holding a subnormal, inf or NaN take acc_value(). */
+ * normal fp64 value follows from its binade and, in the few binades holding
+ * one of the targets' levels (the fp64 scalar path's level_bits: flush,
+ * subnormal, overflow; at most two per binade), from whether |x|'s bits lie
+ * above it. Values are counted by binade (exponents read straight from the
+ * source into four sub-histograms); a level's binade is looked up in a
+ * sixteen-slot table (slot (E >> slot_shift) mod 16, one vpermt2q per level
+ * rank), and a value above it adds that binade's weight, one 6-bit field of
+ * a packed per-lane counter (binades without levels that share the slot
+ * weigh 0), in place of a compare per level. The kernel also counts zeros
+ * and negatives and keeps the min/max keys and min |x| per lane. Vectors
+ * holding a value outside [2^-126, 2^127) (subnormal, inf, NaN, or in a
+ * binade of bf16's limits, which would need more slots and fields) take
+ * acc_value(). */
 #define F64_LEVELS (3 * MP_TARGET_COUNT)
 #define F64V_BANKS 4
+#define F64V_SLOTS 16
+#define F64V_FIELDS 10 /* binades with levels in the window; 6 bits each */
 typedef struct f64_vec {
   uint32_t sub[F64V_BANKS][2048]; /* by biased exponent; bin 0 collects zeros */
   int64_t level_bits[F64_LEVELS]; /* target t: 3t flush, 3t + 1 subnormal, 3t + 2 overflow */
-  uint64_t lev[F64_LEVELS][8];
+  /* By level rank in its binade (0: lower, 1: higher) and slot: the level
+   * (INT64_MAX: none) and its binade's field weight (0: none). */
+  int64_t slot_level[2][F64V_SLOTS];
+  uint64_t slot_weight[2][F64V_SLOTS];
+  int slot_shift;
+  /* Per level: its binade, its rank (-1: binade outside the window), field. */
+  int level_binade[F64_LEVELS], level_rank[F64_LEVELS], level_field[F64_LEVELS];
+  uint64_t packed[2][8];          /* per rank, per lane: fields of 6 bits */
+  uint64_t above[2][F64V_FIELDS]; /* unpacked: values above the level */
   uint64_t zeros[8], negatives[8];
   int64_t key_min[8], key_max[8];
   uint64_t abs_min_m1[8];
@@ -357,7 +374,8 @@ typedef struct f64_vec {
   uint64_t ind_zeros, ind_negatives, ind_lev[F64_LEVELS];
 } f64_vec;
 
-/* false when the levels do not nest (the path cannot count them). */
+/* false when the levels do not nest or do not fit the slot table (the path
+ * cannot count them). */
 bool mp_scan_f64v_init(f64_vec *F);
 void mp_scan_f64v_run(mp_stats *s, const src_info *I, f64_vec *F, const double *p, uint64_t n);
 void mp_scan_f64v_finish(mp_stats *s, f64_vec *F);

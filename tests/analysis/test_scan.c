@@ -117,7 +117,7 @@ static void fast_path_equals_portable_path_bit_for_bit(void **state) {
   free(b);
 }
 
-/* fp64 with AVX-512 counts cast outcomes by twelve level compares in lanes:
+/* fp64 with AVX-512 counts cast outcomes by per-binade level lookups:
  * normal values of every magnitude from below bf16's flush limit to above its
  * overflow, the limits themselves and their neighbours, zeros of both signs,
  * and now and then a subnormal, inf or NaN (its vector takes the per-value
@@ -162,6 +162,55 @@ static void fp64_vector_path_equals_portable_across_all_limits(void **state) {
   free(a);
   free(b);
   free(buf);
+}
+
+/* fp64 with AVX-512 keeps, per lane, 6-bit counts of values above each
+ * level of their binade (the kernel hands them over every 63 vectors), looks
+ * levels up by a slot that binades without levels share, and sends values
+ * outside [2^-126, 2^127) to the per-value path. Long runs just above, at and
+ * below each level (every lane above a level for hundreds of vectors), the
+ * binades sharing a level's slot, and the window's edges, at odd lengths and
+ * misaligned starts: AUTO equals the portable path. */
+static void fp64_vector_path_long_runs_at_each_level_equal_portable(void **state) {
+  (void)state;
+  enum { RUN = 1031 };
+  const uint64_t n = 3 * RUN * 3 * MP_TARGET_COUNT + 4 * RUN + 2048 * 3 + 1;
+  double *raw = malloc((n + 1) * sizeof *raw);
+  mp_stats *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+  assert_true(raw && a && b);
+  uint64_t k = 0;
+  for (int t = 0; t < MP_TARGET_COUNT; t++) {
+    const mp_format *f = mp_format_of(mp_target_dtype((mp_target)t));
+    const double lims[] = {f->flush_at, nextafter(f->subnormal_below, 0.0), f->overflow_at};
+    for (int j = 0; j < 3; j++) {
+      const double v[] = {nextafter(lims[j], INFINITY), lims[j], -nextafter(lims[j], 0.0)};
+      for (int m = 0; m < 3; m++)
+        for (int r = 0; r < RUN; r++)
+          raw[k++] = v[m];
+    }
+  }
+  const double edges[] = {0x1p-126, nextafter(0x1p-126, 0.0), 0x1p127, nextafter(0x1p127, 0.0)};
+  for (int e = 0; e < 4; e++)
+    for (int r = 0; r < RUN; r++)
+      raw[k++] = (r & 1) ? -edges[e] : edges[e];
+  for (int E = 1; E < 2047; E++) /* every binade, so every slot's sharers */
+    for (int m = 0; m < 3; m++)
+      raw[k++] = ldexp(1.0 + 0.25 * m, E - 1023);
+  while (k < n + 1)
+    raw[k++] = 0.0;
+  const uint64_t lens[] = {n, n - 5};
+  for (int off = 0; off < 2; off++)
+    for (int li = 0; li < 2; li++) {
+      mp_view v = {.dtype = MP_FP64, .data = raw + off, .rows = lens[li], .cols = 1, .batch = 1};
+      mp_stats_init(a, MP_FP64);
+      mp_stats_init(b, MP_FP64);
+      assert_int_equal(mp_scan_with(a, &v, MP_SCAN_PORTABLE), 0);
+      assert_int_equal(mp_scan_with(b, &v, MP_SCAN_AUTO), 0);
+      assert_true(ref_stats_equal(a, b));
+    }
+  free(raw);
+  free(a);
+  free(b);
 }
 
 /* A long run of fp32 values that all take the vector paths: normal values of
@@ -436,6 +485,7 @@ int main(void) {
       cmocka_unit_test(fast_path_equals_portable_on_ordinary_fp32),
       cmocka_unit_test(fp64_limits_and_double_neighbours_match_the_reference),
       cmocka_unit_test(fp64_vector_path_equals_portable_across_all_limits),
+      cmocka_unit_test(fp64_vector_path_long_runs_at_each_level_equal_portable),
       cmocka_unit_test(leading_dimension_and_batch_stride_count_only_logical_elements),
       cmocka_unit_test(strided_views_take_the_fast_paths_and_match_portable),
       cmocka_unit_test(zero_batch_stride_counts_the_broadcast_matrix_each_time),
