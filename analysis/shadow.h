@@ -17,10 +17,10 @@
 #include <stdint.h>
 
 #include "formats.h"
+#include "shadow_core.h" /* MP_SHADOW_MX_BLOCK and the per-value definitions */
 #include "stats.h"
 
 #define MP_SHADOW_HISTORY_LEN 1024 /* delayed scaling: Transformer Engine's amax_history_len */
-#define MP_SHADOW_MX_BLOCK 32      /* MXFP8: elements per scale block along k */
 #define MP_SHADOW_DEFAULT_MAX_REL 0x1p-8 /* verdict: largest rel_l2 a candidate may cause */
 #define MP_SHADOW_MEDIAN_SAMPLES 128     /* rel_l2 values kept per candidate for the median */
 

@@ -17,6 +17,8 @@ extern "C" { /* nvcc and the C++ tests: formats.c's functions have C names */
 }
 #endif
 
+#define MP_SHADOW_MX_BLOCK 32 /* MXFP8: elements per scale block along k (host and device) */
+
 /* Double arithmetic that is never contracted into an FMA (nvcc contracts by
  * default; the host build has no FMA in plain x86-64), so the error sums are
  * the same arithmetic everywhere. */

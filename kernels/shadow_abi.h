@@ -21,8 +21,8 @@
 
 #include "../analysis/shadow_core.h"
 
-#define MPP_SH_BLOCK 128 /* threads per block of every shadow kernel */
-#define MPP_SH_KBLOCK 32 /* quant: values of k per thread = MP_SHADOW_MX_BLOCK (one MX block) */
+#define MPP_SH_BLOCK 128                 /* threads per block of every shadow kernel */
+#define MPP_SH_KBLOCK MP_SHADOW_MX_BLOCK /* quant: values of k per thread (one MX block) */
 
 /* How quant scales a value before the cast. */
 typedef enum mpp_sh_scale {

@@ -237,7 +237,8 @@ static void run_config(const config &c) {
     mp_shadow_cand cand = (mp_shadow_cand)ci;
     if (cand == MP_SH_CURRENT && wide) continue; /* fp64 accumulates in double: not on the device */
     mp_dtype fmt = mp_shadow_cand_format(cand);
-    float fp8_max = fmt == MP_FP8_E4M3 ? 448.0f : 57344.0f;
+    const mp_format *ff = mp_format_of(fmt == MP_FP8_E5M2 ? MP_FP8_E5M2 : MP_FP8_E4M3);
+    float fp8_max = (float)ff->max_finite;
     int e5 = fmt == MP_FP8_E5M2;
     mpp_sh_scale kind = MPP_SH_SCALE_NONE;
     mp_dtype fa = fmt, fb = fmt;
