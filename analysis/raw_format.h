@@ -128,9 +128,15 @@
   X(TOO_LARGE, "shadow_too_large", "work memory above MPPROF_SHADOW_MAX_MB")                       \
   X(GRAPH_CAPTURE, "graph_capture", "stream being captured into a CUDA graph")                     \
   X(FORK_CHILD, "fork_child", "call in a fork child")                                              \
-  X(DEVICE_MEMORY, "device_memory", "operands not host-readable (no device path)")                 \
+  X(DEVICE_MEMORY, "device_memory", "device operands, no device path (no device kernels/driver)") \
   X(UNSUPPORTED, "shadow_unsupported", "not a GEMM, dtype, layout, fp8 scales, alpha unreadable")  \
-  X(NO_MEMORY, "out_of_memory", "work memory could not be allocated")
+  X(NO_MEMORY, "out_of_memory", "work memory could not be allocated")                              \
+  X(BUSY, "shadow_busy", "device: earlier shadowed calls still running (slots or memory cap)")     \
+  X(NO_HANDLE, "no_cublas_handle", "device: private stream or cuBLAS handle not made")             \
+  X(DEVICE_ERROR, "device_error", "device: a driver or cuBLAS call of the shadow work failed")
+#define MP_RAW_ENUM_ROW_(id, json, doc) MP_RAW_SHADOW_SKIP_##id,
+enum { MP_RAW_SHADOW_SKIPPED(MP_RAW_ENUM_ROW_) MP_RAW_SHADOW_SKIP_COUNT };
+#undef MP_RAW_ENUM_ROW_
 
 #define MP_RAW_SHADOW_CAND(X)                                                                      \
   X(calls, "calls", "calls that computed the candidate, summed")                                   \

@@ -221,7 +221,7 @@ static double ratio(double num, double den) {
   return num > 0 ? INFINITY : 0;
 }
 
-static void err_finish(const mp_sh_err *e, mp_shadow_metrics *m) {
+void mp_shadow_metrics_of(const mp_sh_err *e, mp_shadow_metrics *m) {
   m->nonfinite = e->nonfinite;
   m->rel_l2 = e->nonfinite ? INFINITY : sqrt(ratio(e->se, e->sr));
   m->max_rel = e->nonfinite ? INFINITY : ratio(e->maxd, e->maxr);
@@ -436,7 +436,7 @@ int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2
     }
   }
   for (int c = 0; c < MP_SH_COUNT; c++)
-    if (mask >> c & 1) err_finish(&acc[c], &ret[c]);
+    if (mask >> c & 1) mp_shadow_metrics_of(&acc[c], &ret[c]);
   if (seed) {
     mp_amax_history_push(&hist[0], amax[0]);
     mp_amax_history_push(&hist[1], amax[1]);

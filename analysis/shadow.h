@@ -52,6 +52,9 @@ typedef struct mp_shadow_metrics {
   uint64_t nonfinite; /* outputs that are inf/NaN in the candidate (finite in the reference) */
 } mp_shadow_metrics;
 
+/* The metrics of one candidate's error sums (shadow_core.h's accumulator). */
+void mp_shadow_metrics_of(const mp_sh_err *e, mp_shadow_metrics *m);
+
 /* SQNR in dB of a relative L2 error: -20 log10(rel_l2) (+inf for 0, -inf for +inf). */
 double mp_shadow_sqnr_db(double rel_l2);
 

@@ -77,6 +77,7 @@ static uint64_t make_op_id(int site, uint64_t index) {
 
 void mpp_kernel_sink_fn(uint64_t op_id, const char *mangled_name, uint64_t start_ns,
                         uint64_t end_ns, uint32_t stream_id) {
+  if (op_id == MPP_OWN_OP_ID) return; /* mpprof's own work (shadow execution) */
   if (op_id >> 32 == 0) { /* launched outside every hooked call */
     mpp_note_unattributed_kernel(mangled_name, end_ns > start_ns ? end_ns - start_ns : 0);
     return;
@@ -88,7 +89,7 @@ void mpp_kernel_sink_fn(uint64_t op_id, const char *mangled_name, uint64_t start
 
 void mpp_tc_verdict_sink_fn(uint64_t op_id, const char *mangled_name, bool tc, const double *values,
                             int nvalues) {
-  if (op_id >> 32 == 0) return;
+  if (op_id >> 32 == 0 || op_id == MPP_OWN_OP_ID) return;
   mpp_site_kernel_tc((int)((op_id >> 32) - 1), mangled_name, tc, values, nvalues);
 }
 

@@ -31,6 +31,7 @@
 #include "profiler/capture.h"
 #include "profiler/nvtx.h"
 #include "profiler/runtime.h"
+#include "profiler/shadow.h"
 #include "profiler/sites.h"
 #include "profiler/train.h"
 
@@ -215,6 +216,7 @@ static void on_exit_handler(void) {
   depth++;
   /* A forked child never touches the parent's CUDA state. */
   if (!mpp_in_forked_child() && !inside_hook) {
+    mpp_shadow_drain();
     mpp_cupti_flush();
     mpp_devscan_drain();
   }
@@ -238,6 +240,7 @@ void mpp_runtime_before_exec(void) {
   depth++;
   pthread_mutex_lock(&pass_mu); /* a checkpoint pass in progress ends first */
   if (!mpp_in_forked_child()) {
+    mpp_shadow_drain();
     mpp_cupti_flush();
     mpp_devscan_drain();
   }

@@ -1,13 +1,18 @@
-/* Shadow execution, host path (`mpprof run --shadow[=N]`): every Nth call of
- * a GEMM site, after the real call returned, re-computes the product from the
- * operands with analysis/shadow.h (reference and candidate precisions) and
- * merges the errors into the site. It only reads A and B and writes its own
- * memory, so the program's results do not change.
+/* Shadow execution (`mpprof run --shadow[=N]`): every Nth call of a GEMM
+ * site, after the real call returned, re-computes the product from the
+ * operands with analysis/shadow.h's definitions (reference and candidate
+ * precisions) and merges the errors into the site. It only reads A and B and
+ * writes its own memory, so the program's results do not change.
  *
- * Operands must be readable here (simcuda, host-visible memory); device
- * memory is counted as `device_memory`: the device path (private stream and
- * handles, kernels) is not built. Shadow work is serialised by one mutex,
- * which also guards every site's shadow state; lock order: site lock, then it. */
+ * Host-readable operands (simcuda, host-visible memory) are shadowed here, at
+ * once. Device operands go to profiler/gpu/devshadow.c: enqueued behind the
+ * op on a private stream, delivered later (a later shadowed call, or exit)
+ * to device_done; their loss scale comes from the site's earlier scans of the
+ * role, and delayed scaling's history grows as results arrive.
+ *
+ * Shadow work is serialised by one mutex, which also guards every site's
+ * shadow state; lock order: site lock, then it (the site lock is never taken
+ * under it). */
 #include "mpp.h"
 
 #include <errno.h>
@@ -90,6 +95,12 @@ static bool operand_readable(const mpp_role *r, int64_t batch) {
   return true;
 }
 
+/* The operand (or its pointer array) is device or managed memory. */
+static bool operand_on_device(const mpp_role *r) {
+  mpp_mem_kind k = mpp_cuda_pointer_kind(r->ptr_array ? (const void *)r->ptr_array : r->view.data);
+  return k == MPP_MEM_DEVICE || k == MPP_MEM_MANAGED;
+}
+
 static bool operand_of(const mpp_role *r, char trans, mp_shadow_operand *o) {
   if (!r || !r->present || r->unscannable != MPP_NS_COUNT) return false;
   o->dtype = r->view.dtype;
@@ -122,9 +133,10 @@ static int operand_loss_scale(const mpp_role *r, int64_t batch) {
   return ls;
 }
 
-/* Fill g from the op, or say why not. */
-static shadow_skip describe(const mpp_op *op, mp_shadow_gemm *g) {
+/* Fill g from the op, or say why not; *device: the operands are in device memory. */
+static shadow_skip describe(const mpp_op *op, mp_shadow_gemm *g, bool *device) {
   memset(g, 0, sizeof *g);
+  *device = false;
   if (op->kind != MPP_OP_GEMM || op->shadow_unsupported || isnan(op->alpha))
     return SKIP_UNSUPPORTED;
   const mpp_role *a = role_named(op, "A"), *b = role_named(op, "B"), *d = role_named(op, "D");
@@ -138,31 +150,94 @@ static shadow_skip describe(const mpp_op *op, mp_shadow_gemm *g) {
   g->out = d->view.dtype;
   g->tf32 = (op->compute_type && strstr(op->compute_type, "TF32")) ||
             ((op->math_mode & 0xf) == 3 && a->view.dtype == MP_FP32);
-  if (!operand_readable(a, g->batch) || !operand_readable(b, g->batch)) return SKIP_DEVICE_MEMORY;
+  if (operand_readable(a, g->batch) && operand_readable(b, g->batch)) return SKIP_COUNT;
+  /* The device kernels may only touch device memory (a host pointer would
+   * fault in the program's context): both operands, or their pointer arrays. */
+  if (!operand_on_device(a) || !operand_on_device(b)) return SKIP_UNSUPPORTED;
+  *device = true;
   return SKIP_COUNT;
 }
 
-static shadow_skip run_locked(struct mpp_shadow_site *site, const mpp_op *op) {
-  mp_shadow_gemm g;
-  shadow_skip why = describe(op, &g);
-  if (why != SKIP_COUNT) return why;
-  if (mp_shadow_work_bytes(&g) > (mpp_cfg.shadow_max_mb << 20)) return SKIP_TOO_LARGE;
-  g.scale_log2[0] = operand_loss_scale(role_named(op, "A"), g.batch);
-  g.scale_log2[1] = operand_loss_scale(role_named(op, "B"), g.batch);
-  unsigned mask = MP_SHADOW_ALL;
-  /* At scale 1 both ways the loss-scaled candidate is the fp16 one. */
-  bool scaled = g.scale_log2[0] || g.scale_log2[1];
-  if (!scaled) mask &= ~(1u << MP_SH_FP16_SCALED);
-  mp_shadow_metrics m[MP_SH_COUNT];
-  int done = mp_shadow_run(&g, mask, site->hist, m);
-  if (done < 0) return done == -EINVAL ? SKIP_UNSUPPORTED : SKIP_NO_MEMORY;
-  if (!scaled) {
-    m[MP_SH_FP16_SCALED] = m[MP_SH_FP16];
-    done |= 1 << MP_SH_FP16_SCALED;
-  }
+/* Without a loss scale the loss-scaled candidate is the fp16 one. */
+static void fill_unscaled(mp_shadow_metrics m[MP_SH_COUNT], int *done) {
+  m[MP_SH_FP16_SCALED] = m[MP_SH_FP16];
+  if (*done >> MP_SH_FP16 & 1) *done |= 1 << MP_SH_FP16_SCALED;
+}
+
+static void merge(struct mpp_shadow_site *site, const mp_shadow_metrics m[MP_SH_COUNT], int done) {
   for (int c = 0; c < MP_SH_COUNT; c++)
     if (done >> c & 1) mp_shadow_agg_add(&site->agg, (mp_shadow_cand)c, &m[c]);
+}
+
+static shadow_skip run_host_locked(struct mpp_shadow_site *site, mp_shadow_gemm *g) {
+  unsigned mask = MP_SHADOW_ALL;
+  bool scaled = g->scale_log2[0] || g->scale_log2[1];
+  if (!scaled) mask &= ~(1u << MP_SH_FP16_SCALED);
+  mp_shadow_metrics m[MP_SH_COUNT];
+  int done = mp_shadow_run(g, mask, site->hist, m);
+  if (done < 0) return done == -EINVAL ? SKIP_UNSUPPORTED : SKIP_NO_MEMORY;
+  if (!scaled) fill_unscaled(m, &done);
+  merge(site, m, done);
   return SKIP_COUNT;
+}
+
+/* A device shadow's results (devshadow.c's sink, under shadow_mu): the
+ * cookie is the site's state, its low bit set when the call had a loss scale. */
+static void device_done(void *cookie, const mpp_devshadow_result *r) {
+  struct mpp_shadow_site *site = (struct mpp_shadow_site *)((uintptr_t)cookie & ~(uintptr_t)1);
+  bool scaled = (uintptr_t)cookie & 1;
+  if (r->rc) {
+    site->skipped[SKIP_DEVICE_ERROR]++;
+    return;
+  }
+  mp_shadow_metrics m[MP_SH_COUNT];
+  int done = (int)r->done;
+  for (int c = 0; c < MP_SH_COUNT; c++)
+    if (done >> c & 1) mp_shadow_metrics_of(&r->err[c], &m[c]);
+  if (!scaled) fill_unscaled(m, &done);
+  merge(site, m, done);
+  /* Delayed scaling: this call's amax joins the history (as mp_shadow_run does). */
+  mp_amax_history_push(&site->hist[0], r->amax[0]);
+  mp_amax_history_push(&site->hist[1], r->amax[1]);
+}
+
+static shadow_skip run_device_locked(struct mpp_shadow_site *site, const mpp_op *op,
+                                     mp_shadow_gemm *g) {
+  unsigned mask = MP_SHADOW_ALL;
+  bool scaled = g->scale_log2[0] || g->scale_log2[1];
+  if (!scaled) mask &= ~(1u << MP_SH_FP16_SCALED);
+  float delayed[2][2];
+  for (int w = 0; w < 2; w++) {
+    delayed[w][0] = mp_amax_history_scale(&site->hist[w], MP_FP8_E4M3);
+    delayed[w][1] = mp_amax_history_scale(&site->hist[w], MP_FP8_E5M2);
+  }
+  /* Without history the recipe has no scale yet: the call only seeds it. */
+  if (site->hist[0].n == 0 && site->hist[1].n == 0)
+    mask &= ~(1u << MP_SH_E4M3_DELAYED | 1u << MP_SH_E5M2_DELAYED);
+  void *cookie = (void *)((uintptr_t)site | (scaled ? 1 : 0));
+  int rc = mpp_devshadow_enqueue(op->stream, g, mask, (const float(*)[2])delayed,
+                                 mpp_cfg.shadow_max_mb << 20, device_done, cookie);
+  switch (rc) {
+  case 0:
+    return SKIP_COUNT;
+  case -E2BIG:
+    return SKIP_TOO_LARGE;
+  case -EBUSY:
+    return SKIP_BUSY;
+  case -ENODEV:
+    return SKIP_NO_HANDLE;
+  case -EINVAL:
+    return SKIP_UNSUPPORTED;
+  case -EIO:
+    return SKIP_DEVICE_ERROR;
+  default: /* -ENOSYS */
+    return SKIP_DEVICE_MEMORY;
+  }
+}
+
+static int role_index(const mpp_op *op, const char *name) {
+  const mpp_role *r = role_named(op, name);
+  return r ? (int)(r - op->roles) : -1;
 }
 
 void mpp_shadow_call(const mpp_call *c, const mpp_op *op) {
@@ -170,17 +245,40 @@ void mpp_shadow_call(const mpp_call *c, const mpp_op *op) {
   pthread_once(&shadow_once, shadow_init);
   struct mpp_shadow_site *site = site_state(c->site);
   if (!site) return;
+  mp_shadow_gemm g;
+  bool device = false;
   shadow_skip why = SKIP_COUNT;
   if (mpp_in_forked_child())
     why = SKIP_FORK_CHILD; /* the parent's CUDA state is not ours to touch */
   else if (op->stream && mpp_cuda_stream_capturing(op->stream))
     why = SKIP_GRAPH_CAPTURE; /* the op has not run: its inputs are not final */
+  else
+    why = describe(op, &g, &device);
+  if (why == SKIP_COUNT && !device && mp_shadow_work_bytes(&g) > (mpp_cfg.shadow_max_mb << 20))
+    why = SKIP_TOO_LARGE;
+  /* The loss scale each operand is rounded at in fp16_loss_scaled: from the
+   * operand itself on the host, from the role's scans so far on the device
+   * (before shadow_mu: the site lock is taken first). */
+  if (why == SKIP_COUNT && !device) {
+    g.scale_log2[0] = operand_loss_scale(role_named(op, "A"), g.batch);
+    g.scale_log2[1] = operand_loss_scale(role_named(op, "B"), g.batch);
+  } else if (why == SKIP_COUNT) {
+    g.scale_log2[0] = mpp_site_role_loss_scale_log2(c->site, role_index(op, "A"));
+    g.scale_log2[1] = mpp_site_role_loss_scale_log2(c->site, role_index(op, "B"));
+  }
   pthread_mutex_lock(&shadow_mu);
-  if (why == SKIP_COUNT) why = run_locked(site, op);
+  if (why == SKIP_COUNT) why = device ? run_device_locked(site, op, &g) : run_host_locked(site, &g);
   if (why != SKIP_COUNT) site->skipped[why]++;
   pthread_mutex_unlock(&shadow_mu);
   if (why != SKIP_COUNT && why != SKIP_UNSUPPORTED)
     mpp_log(1, "shadow: a call of %s was skipped (%s)", op->api, skip_names[why]);
+}
+
+void mpp_shadow_drain(void) {
+  if (!mpp_cfg.shadow || mpp_in_forked_child()) return;
+  pthread_mutex_lock(&shadow_mu);
+  mpp_devshadow_drain();
+  pthread_mutex_unlock(&shadow_mu);
 }
 
 /* --- raw file --- */

@@ -19,6 +19,7 @@
 
 #include "analysis/kernel_class.h"
 #include "analysis/raw_format.h"
+#include "analysis/shadow.h"
 #include "profiler/jsonw.h"
 #include "profiler/call.h"
 #include "profiler/op.h"
@@ -725,4 +726,15 @@ struct mpp_shadow_site *mpp_site_shadow_install(int site, struct mpp_shadow_site
   struct mpp_shadow_site *p = s->shadow;
   mpp_sites_unlock();
   return p;
+}
+
+int mpp_site_role_loss_scale_log2(int site, int role) {
+  int ls = 0;
+  mpp_sites_lock();
+  if (site >= 0 && (uint32_t)site < nsites && role >= 0 && role < MPP_MAX_ROLES) {
+    const mp_stats *st = sites[site].stats[role];
+    if (st && st->count) ls = mp_shadow_loss_scale_log2(st);
+  }
+  mpp_sites_unlock();
+  return ls;
 }

@@ -144,5 +144,9 @@ void mpp_sites_note_in_flight(void);
  * `fresh` (may be NULL: only asks). The site frees it with free() when it
  * goes, so shadow.c keeps it one malloc block. */
 struct mpp_shadow_site *mpp_site_shadow_install(int site, struct mpp_shadow_site *fresh);
+/* The loss scale (log2) shadow execution rounds a role's values at in its
+ * fp16_loss_scaled candidate, from what the site's scans of that role saw so
+ * far (mp_shadow_loss_scale_log2); 0 when nothing was scanned. Takes the site lock. */
+int mpp_site_role_loss_scale_log2(int site, int role);
 
 #endif

@@ -16,6 +16,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "analysis/raw_format.h"
 #include "analysis/advice.h"
 #include "common/safefile.h"
 #include "analysis/kernel_class.h"
@@ -152,7 +153,7 @@ typedef struct mpprof_count {
 } mpprof_count;
 
 /* Shadow execution of a site (or merged over a layer's sites): report/shadow.c. */
-#define MPPROF_SH_SKIP_COUNT 6 /* rows of MP_RAW_SHADOW_SKIPPED */
+#define MPPROF_SH_SKIP_COUNT MP_RAW_SHADOW_SKIP_COUNT /* rows of MP_RAW_SHADOW_SKIPPED */
 #define MPPROF_FP8_RECIPES 3   /* fp8_current, fp8_delayed, mxfp8 */
 typedef struct mpprof_shadow_cand {
   uint64_t calls;

@@ -69,6 +69,12 @@
   X(cuEventSynchronize, event_sync, 2000, CUresult, (CUevent))                                     \
   X(cuEventDestroy, event_destroy, 4000, CUresult, (CUevent))                                      \
   X(cuEventElapsedTime, event_elapsed, 12080, CUresult, (float *, CUevent, CUevent))               \
+  /* shadow execution's private stream and stream-ordered work memory (devshadow.c) */             \
+  X(cuStreamCreate, stream_create, 2000, CUresult, (CUstream *, unsigned))                         \
+  X(cuStreamDestroy, stream_destroy, 4000, CUresult, (CUstream))                                   \
+  X(cuStreamWaitEvent, stream_wait_event, 3020, CUresult, (CUstream, CUevent, unsigned))           \
+  X(cuMemAllocAsync, mem_alloc_async, 11020, CUresult, (CUdeviceptr *, size_t, CUstream))          \
+  X(cuMemFreeAsync, mem_free_async, 11020, CUresult, (CUdeviceptr, CUstream))                      \
   /* used by the standalone checks (tests/gpu/devscan_check.c), not by hooks */                    \
   X(cuDevicePrimaryCtxRetain, primary_ctx_retain, 7000, CUresult, (CUcontext *, CUdevice))         \
   X(cuMemcpyHtoD, memcpy_htod, 3020, CUresult, (CUdeviceptr, const void *, size_t))                \

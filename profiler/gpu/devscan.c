@@ -38,7 +38,6 @@ extern const size_t mpp_scan_fatbin_size __attribute__((weak, visibility("hidden
 #define RING 32 /* ops in flight (each up to MPP_SCAN_MAX_TENSORS tensors) */
 #define BLOCK 256
 #define MAX_PER_SM 8 /* 8 x 256 threads fill an SM */
-#define DRAIN_TIMEOUT_NS 5000000000ull
 #define CTX_CACHE 4 /* streams remembered per thread */
 #define CTX_GLOBAL "mpp_scan_ctx_info"
 
@@ -103,14 +102,18 @@ static bool have_fatbin(void) {
   return mpp_scan_fatbin && &mpp_scan_fatbin_size && mpp_scan_fatbin_size > 0;
 }
 
+/* The fatbin as a context-independent library, once; g_mu held. */
+static void load_library(const mpp_cu_api *cu) {
+  if (g_library_tried) return;
+  g_library_tried = true;
+  if (cu->library_load(&g_library, mpp_scan_fatbin, NULL, NULL, 0, NULL, NULL, 0) != CUDA_SUCCESS)
+    g_library = NULL;
+}
+
 /* The kernel and its per-context variable for the current context; g_mu held. */
 static bool load_kernel(const mpp_cu_api *cu, ctx_state *cs, CUdeviceptr *ret_global) {
   size_t bytes = 0;
-  if (!g_library_tried && cu->library_load && cu->library_kernel) {
-    g_library_tried = true;
-    if (cu->library_load(&g_library, mpp_scan_fatbin, NULL, NULL, 0, NULL, NULL, 0) != CUDA_SUCCESS)
-      g_library = NULL;
-  }
+  if (cu->library_load && cu->library_kernel) load_library(cu);
   CUkernel k = NULL;
   if (g_library && cu->library_global &&
       cu->library_kernel(&k, g_library, mpp_scan_kernel_name()) == CUDA_SUCCESS &&
@@ -510,8 +513,19 @@ void mpp_devscan_drain(void) {
     clock_gettime(CLOCK_MONOTONIC, &now);
     uint64_t el = (uint64_t)(now.tv_sec - t0.tv_sec) * 1000000000ull + (uint64_t)now.tv_nsec -
                   (uint64_t)t0.tv_nsec;
-    if (el > DRAIN_TIMEOUT_NS) break; /* a hung GPU must not hang the app's exit */
+    if (el > MPP_GPU_DRAIN_TIMEOUT_NS) break; /* a hung GPU must not hang the app's exit */
     struct timespec ts = {0, 200000};
     nanosleep(&ts, NULL);
   }
+}
+
+void *mpp_devscan_library_kernel(const char *name) {
+  const mpp_cu_api *cu = mpp_cu();
+  if (!cu || !have_fatbin() || !cu->library_load || !cu->library_kernel) return NULL;
+  pthread_mutex_lock(&g_mu);
+  load_library(cu);
+  CUkernel k = NULL;
+  if (g_library && cu->library_kernel(&k, g_library, name) != CUDA_SUCCESS) k = NULL;
+  pthread_mutex_unlock(&g_mu);
+  return k;
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "analysis/scan.h"
+#include "analysis/shadow.h"
 
 /* --- driver (cuda_driver.c) --- */
 typedef enum mpp_mem_kind {
@@ -38,6 +39,9 @@ void mpp_cupti_set_sink(mpp_kernel_sink sink);
  * outlive the process (mpp_cfg's). */
 void mpp_cupti_start(const char *library, const char *cuda_home);
 void mpp_cupti_push(uint64_t op_id); /* around every hooked real call (CUSTOM2 external id) */
+/* Pushed around work mpprof issues itself (shadow execution's kernels and
+ * GEMMs): the kernel sink drops what carries it. */
+#define MPP_OWN_OP_ID UINT64_MAX
 void mpp_cupti_pop(void);
 void mpp_cupti_flush(void); /* at exit / checkpoint: flush and drain every buffer into the sink */
 /* Told around every flush: mark() before it, settle(mark) once every buffer
@@ -144,5 +148,37 @@ typedef struct mpp_devscan_scalars {
 int mpp_devscan_enqueue_op_scalars(void *stream, mpp_devscan_item *items, int n,
                                    mpp_devscan_scalars *scalars);
 void mpp_devscan_drain(void); /* at exit: wait for outstanding scans (bounded) and deliver them */
+/* How long an exit waits for mpprof's outstanding device work at most (a hung
+ * GPU must not hang the program's exit). */
+#define MPP_GPU_DRAIN_TIMEOUT_NS 5000000000ull
+/* A kernel of the embedded fatbin by name (the library loaded once; a
+ * CUkernel launches as a CUfunction in any context), or NULL. */
+void *mpp_devscan_library_kernel(const char *name);
+
+/* --- device shadow execution (devshadow.c, kernels/shadow.cu) ---
+ * Not thread-safe: the caller serialises every call (profiler/shadow.c's lock). */
+typedef struct mpp_devshadow_result {
+  int rc;        /* 0, or -EIO: a launch or cuBLAS call of the work failed (nothing measured) */
+  unsigned done; /* candidates computed: bits 1u << mp_shadow_cand */
+  mp_sh_err err[MP_SH_COUNT];
+  float amax[2]; /* op(A), op(B) of this call: delayed scaling's history */
+} mpp_devshadow_result;
+typedef void (*mpp_devshadow_sink)(void *cookie, const mpp_devshadow_result *r);
+/* Shadow g (operands in device memory, the op already enqueued on `stream`):
+ * the candidates in mask (those the device can compute) on mpprof's private
+ * stream of the stream's context, behind an event recorded on `stream`; the
+ * program's stream never waits for it. delayed[operand][e5m2]: delayed
+ * scaling's scales. max_bytes caps the work memory of all shadowed calls in
+ * flight. Returns 0 (sink called once when the device finished: from
+ * mpp_devshadow_poll or _drain), -ENOSYS (no driver, no device kernels),
+ * -ENODEV (the private stream or cuBLAS handle could not be made), -EBUSY
+ * (earlier shadowed calls still running: slots or memory), -E2BIG (g alone
+ * needs more than max_bytes), -EINVAL (dimensions beyond cuBLAS's int API),
+ * -EIO (a driver call failed before any work was enqueued). */
+int mpp_devshadow_enqueue(void *stream, const mp_shadow_gemm *g, unsigned mask,
+                          const float delayed[2][2], uint64_t max_bytes, mpp_devshadow_sink sink,
+                          void *cookie);
+void mpp_devshadow_poll(void);  /* deliver finished work, without waiting */
+void mpp_devshadow_drain(void); /* at exit: wait (bounded) for all of it and deliver */
 
 #endif

@@ -22,6 +22,7 @@
 extern "C" {
 #include "analysis/convert.h"
 #include "analysis/shadow.h"
+#include "profiler/gpu/shadow_plan.h"
 }
 
 #include "tests/gpu/simt_launch.h"
@@ -82,26 +83,6 @@ static void fill(operand *o, int spread, bool special) {
   }
 }
 
-/* The operand as the device kernels see it: `rows` vectors of k values. */
-static mpp_sh_src src_of(const operand *o, bool is_b, int64_t vecs, int64_t k) {
-  mpp_sh_src s;
-  memset(&s, 0, sizeof s);
-  s.data = o->ptr_array ? NULL : o->data;
-  s.ptrs = o->ptr_array ? (const void *const *)o->ptrs : NULL;
-  s.dtype = o->dtype;
-  s.esize = mp_dtype_size(o->dtype);
-  /* A: op(A)(i,kk) = trans ? A[kk + i*ld] : A[i + kk*ld];
-   * B: op(B)(kk,j) = trans ? B[j + kk*ld] : B[kk + j*ld] */
-  bool v_contig = is_b ? o->trans : !o->trans;
-  s.vstride = v_contig ? 1 : (uint64_t)o->ld;
-  s.kstride = v_contig ? (uint64_t)o->ld : 1;
-  s.stride = o->stride;
-  s.rows = (uint64_t)vecs;
-  s.k = (uint64_t)k;
-  s.batch = (uint64_t)o->batch;
-  return s;
-}
-
 struct config {
   const char *name;
   int64_t m, n, k, batch;
@@ -140,21 +121,11 @@ static void sgemm(const float *qa, const float *qb, int64_t m, int64_t n, int64_
       }
 }
 
-static void quant(const mpp_sh_src &s, bool is_b, int64_t m_or_n, int64_t k, mp_dtype fmt,
-                  mpp_sh_scale kind, int log2, float value, float fp8_max, const unsigned *word,
-                  float *out, unsigned grid) {
+/* The launch profiler/gpu/devshadow.c makes, planned by shadow_plan.c. */
+static void quant(const mp_shadow_gemm &g, int cand, bool is_b, const float delayed[2][2],
+                  const unsigned *words, float *out, unsigned grid) {
   mpp_sh_quant_params q;
-  memset(&q, 0, sizeof q);
-  q.x = s;
-  q.out = out;
-  q.out_vstride = is_b ? (uint64_t)k : 1;
-  q.out_kstride = is_b ? 1 : (uint64_t)m_or_n;
-  q.fmt = fmt;
-  q.scale = kind;
-  q.scale_log2 = log2;
-  q.scale_value = value;
-  q.fp8_max = fp8_max;
-  q.amax_bits = word;
+  mpp_sh_quant_plan(&g, cand, is_b, delayed, words, out, &q);
   simt_run(grid, MPP_SH_BLOCK, [&q] { mpp_shadow_quant(q); });
 }
 
@@ -200,7 +171,7 @@ static void run_config(const config &c) {
   if (done < 0) return;
 
   /* --- device pipeline --- */
-  mpp_sh_src sa = src_of(&A, false, c.m, c.k), sb = src_of(&B, true, c.n, c.k);
+  mpp_sh_src sa = mpp_sh_src_of(&g, false), sb = mpp_sh_src_of(&g, true);
   unsigned words[2] = {0, 0};
   for (int w = 0; w < 2; w++) {
     mpp_sh_amax_params p = {w ? sb : sa, &words[w]};
@@ -228,62 +199,24 @@ static void run_config(const config &c) {
   mp_sh_err partials[8], result;
   unsigned ticket = 0;
   /* the reference: exact operands, fp32 products */
-  quant(sa, false, c.m, c.k, MP_FP32, MPP_SH_SCALE_NONE, 0, 1, 0, NULL, qa, 1);
-  quant(sb, true, c.n, c.k, MP_FP32, MPP_SH_SCALE_NONE, 0, 1, 0, NULL, qb, 2);
+  quant(g, MPP_SH_REFERENCE, false, delayed, words, qa, 1);
+  quant(g, MPP_SH_REFERENCE, true, delayed, words, qb, 2);
   sgemm(qa, qb, c.m, c.n, c.k, c.batch, ref);
 
   bool wide = c.a == MP_FP64 || c.b == MP_FP64;
   for (int ci = 0; ci < MP_SH_COUNT; ci++) {
     mp_shadow_cand cand = (mp_shadow_cand)ci;
-    if (cand == MP_SH_CURRENT && wide) continue; /* fp64 accumulates in double: not on the device */
-    mp_dtype fmt = mp_shadow_cand_format(cand);
-    const mp_format *ff = mp_format_of(fmt == MP_FP8_E5M2 ? MP_FP8_E5M2 : MP_FP8_E4M3);
-    float fp8_max = (float)ff->max_finite;
-    int e5 = fmt == MP_FP8_E5M2;
-    mpp_sh_scale kind = MPP_SH_SCALE_NONE;
-    mp_dtype fa = fmt, fb = fmt;
-    switch (cand) {
-    case MP_SH_CURRENT:
-      fa = c.tf32 && c.a == MP_FP32 ? MP_TF32 : MP_FP32;
-      fb = c.tf32 && c.b == MP_FP32 ? MP_TF32 : MP_FP32;
-      break;
-    case MP_SH_FP16_SCALED:
-      kind = MPP_SH_SCALE_POW2;
-      break;
-    case MP_SH_E4M3_CURRENT:
-    case MP_SH_E5M2_CURRENT:
-      kind = MPP_SH_SCALE_AMAX;
-      break;
-    case MP_SH_E4M3_DELAYED:
-    case MP_SH_E5M2_DELAYED:
-      kind = MPP_SH_SCALE_GIVEN;
-      break;
-    case MP_SH_MXFP8_E4M3:
-    case MP_SH_MXFP8_E5M2:
-      kind = MPP_SH_SCALE_MX;
-      break;
-    default:
-      break;
-    }
-    quant(sa, false, c.m, c.k, fa, kind, g.scale_log2[0], delayed[0][e5], fp8_max, &words[0], qa,
-          2);
-    quant(sb, true, c.n, c.k, fb, kind, g.scale_log2[1], delayed[1][e5], fp8_max, &words[1], qb, 1);
+    /* fp64 accumulates in double: its current precision is not computed on the device */
+    CHECK(mpp_sh_cand_on_device(&g, cand) == !(cand == MP_SH_CURRENT && wide), "%s %s: on device",
+          c.name, mp_shadow_cand_name(cand));
+    if (cand == MP_SH_CURRENT && wide) continue;
+    quant(g, ci, false, delayed, words, qa, 2);
+    quant(g, ci, true, delayed, words, qb, 1);
     sgemm(qa, qb, c.m, c.n, c.k, c.batch, acc);
 
     for (unsigned grid = 1; grid <= 3; grid += 2) {
       mpp_sh_err_params p;
-      memset(&p, 0, sizeof p);
-      p.ref = ref, p.cand = acc, p.n = mn;
-      p.alpha = c.alpha, p.alpha_f = (float)c.alpha;
-      p.cand_fmt = fmt == MP_DTYPE_INVALID ? MP_FP32 : fmt;
-      p.is_current = cand == MP_SH_CURRENT;
-      p.out_dtype = c.out;
-      p.unscale_log2 = cand == MP_SH_FP16_SCALED ? g.scale_log2[0] + g.scale_log2[1] : 0;
-      p.use_amax = kind == MPP_SH_SCALE_AMAX;
-      p.amax_bits = words;
-      p.fp8_max = fp8_max;
-      p.scale_a = kind == MPP_SH_SCALE_GIVEN ? delayed[0][e5] : 1.0f;
-      p.scale_b = kind == MPP_SH_SCALE_GIVEN ? delayed[1][e5] : 1.0f;
+      mpp_sh_err_plan(&g, cand, delayed, words, ref, acc, &p);
       p.capture = cap;
       p.partials = partials;
       p.ticket = &ticket;

@@ -1,0 +1,394 @@
+/* Shadow execution on the device (`--shadow` with operands in device memory):
+ * the launches of kernels/shadow.cu and the fp32 GEMMs between them, planned
+ * by shadow_plan.c, on a private stream and cuBLAS handle of the op's context.
+ *
+ * Per shadowed call, on the private stream, behind an event recorded on the
+ * op's stream after the op (the program's stream never waits on mpprof):
+ * stream-ordered work memory (cuMemAllocAsync, freed the same way), the amax
+ * of op(A) and op(B), the reference (exact fp32 operands, one strided-batched
+ * SGEMM in pedantic math: no TF32, no reduced-precision reduction), then per
+ * candidate quant A, quant B, SGEMM, err; err's last block writes the
+ * candidate's error sums straight into pinned, mapped host memory; the amax
+ * words are copied behind them and an event closes the call. Nothing waits:
+ * mpp_devshadow_poll hands finished calls to their sink when the event says
+ * so; at exit mpp_devshadow_drain waits, bounded.
+ *
+ * cuBLAS is the program's libcublas.so.13, its own functions (never mpprof's
+ * hooks: found after libmpprof, or inside the library the program loaded).
+ *
+ * Every kernel of the work runs inside a pushed external correlation id
+ * (MPP_OWN_OP_ID) that the CUPTI sink drops: the private handle's GEMM kernels
+ * are not the program's. The caller (profiler/shadow.c) serialises all calls
+ * and keeps the depth guard held (calls come from inside a hooked call), so
+ * cuBLAS's own inner calls pass through mpprof's hooks unrecorded. */
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <string.h>
+#include <time.h>
+
+#include "profiler/gpu/cuda_driver.h"
+#include "profiler/gpu/gpu.h"
+#include "profiler/gpu/shadow_plan.h"
+#include "profiler/runtime.h"
+
+#include <cublas_api.h>
+
+#define MAX_CTX 8
+#define JOBS 4          /* shadowed calls in flight */
+#define ERR_GRID_PER_SM 4
+#define MIN_GRID 8
+#define ALIGN 256
+
+/* The real cuBLAS entry points mpprof's own work calls. */
+#define BLAS_SYMS(X)                                                                               \
+  X(cublasCreate_v2, create)                                                                       \
+  X(cublasDestroy_v2, destroy)                                                                     \
+  X(cublasSetStream_v2, set_stream)                                                                \
+  X(cublasSetMathMode, set_math_mode)                                                              \
+  X(cublasSgemmStridedBatched, sgemm_strided)
+typedef struct blas_api {
+#define MEMBER(sym, member) __typeof__(&sym) member;
+  BLAS_SYMS(MEMBER)
+#undef MEMBER
+} blas_api;
+static mpp_sym g_blas_syms[] = {
+#define ROW(sym, member) {.name = #sym, .soname = "libcublas.so.13"},
+    BLAS_SYMS(ROW)
+#undef ROW
+};
+
+/* All of them, or false (libcublas.so.13 not loaded yet: asked again later). */
+static bool blas_get(blas_api *ret) {
+  int i = 0;
+#define GET(sym, member) ret->member = (__typeof__(&sym))mpp_sym_get(&g_blas_syms[i++]);
+  BLAS_SYMS(GET)
+#undef GET
+  bool all = true;
+#define CHECK(sym, member) all = all && ret->member;
+  BLAS_SYMS(CHECK)
+#undef CHECK
+  return all;
+}
+
+typedef struct sh_ctx {
+  CUcontext ctx;
+  bool tried, ready;
+  int rc; /* why not ready */
+  CUstream stream;
+  cublasHandle_t handle;
+  CUevent after_op[JOBS], done[JOBS];
+  unsigned grid_cap;   /* blocks of quant/amax/err launches */
+  CUdeviceptr out_dev; /* g_out as this context addresses it */
+} sh_ctx;
+
+/* What the device writes for one job: in pinned, mapped host memory. */
+typedef struct sh_out {
+  mp_sh_err err[MP_SH_COUNT];
+  unsigned amax[2];
+} sh_out;
+
+typedef struct sh_job {
+  bool busy;
+  sh_ctx *cs;
+  int rc;
+  unsigned done;
+  uint64_t bytes;
+  mpp_devshadow_sink sink;
+  void *cookie;
+} sh_job;
+
+static sh_ctx g_ctx[MAX_CTX];
+static int g_nctx;
+static sh_job g_jobs[JOBS];
+static sh_out *g_out; /* JOBS entries */
+static uint64_t g_bytes_in_flight;
+static CUfunction g_amax, g_quant, g_err;
+static bool g_kernels_tried;
+static blas_api g_blas;
+static bool g_blas_ok;
+static mpp_devshadow_result g_result; /* delivery scratch (calls are serialised) */
+
+static uint64_t align_up(uint64_t x) {
+  return (x + ALIGN - 1) / ALIGN * ALIGN;
+}
+
+/* Byte offsets of the pieces of one job's work memory. */
+typedef struct layout {
+  uint64_t words, partials, qa, qb, ref, cand, total;
+} layout;
+
+static layout layout_of(const mp_shadow_gemm *g, unsigned grid_cap) {
+  uint64_t mk = (uint64_t)(g->m * g->k * g->batch), kn = (uint64_t)(g->k * g->n * g->batch),
+           mn = (uint64_t)(g->m * g->n * g->batch);
+  layout l;
+  l.words = 0; /* amax A, amax B, err's ticket */
+  l.partials = align_up(4 * sizeof(unsigned));
+  l.qa = l.partials + align_up((uint64_t)grid_cap * sizeof(mp_sh_err));
+  l.qb = l.qa + align_up(mk * sizeof(float));
+  l.ref = l.qb + align_up(kn * sizeof(float));
+  l.cand = l.ref + align_up(mn * sizeof(float));
+  l.total = l.cand + align_up(mn * sizeof(float));
+  return l;
+}
+
+/* The grid cap of a device with `sms` SMs. */
+static unsigned grid_cap_of(int sms) {
+  unsigned cap = (unsigned)(sms > 0 ? sms : 1) * ERR_GRID_PER_SM;
+  return cap < MIN_GRID ? MIN_GRID : cap;
+}
+
+static bool kernels(void) {
+  if (!g_kernels_tried) {
+    g_kernels_tried = true;
+    g_amax = (CUfunction)mpp_devscan_library_kernel("mpp_shadow_amax");
+    g_quant = (CUfunction)mpp_devscan_library_kernel("mpp_shadow_quant");
+    g_err = (CUfunction)mpp_devscan_library_kernel("mpp_shadow_err");
+  }
+  return g_amax && g_quant && g_err;
+}
+
+/* Stream, events, cuBLAS handle and the mapped results of the current
+ * context (cs->ctx). */
+static int init_ctx(const mpp_cu_api *cu, sh_ctx *cs) {
+  if (!cu->stream_create || !cu->stream_wait_event || !cu->mem_alloc_async ||
+      !cu->mem_free_async || !cu->event_create || !cu->event_record || !cu->event_query ||
+      !cu->memset_d8_async || !cu->memcpy_dtoh_async || !cu->mem_host_alloc ||
+      !cu->mem_host_device_ptr || !cu->launch)
+    return -ENOSYS;
+  if (!g_out) {
+    void *h = NULL;
+    if (cu->mem_host_alloc(&h, sizeof(sh_out) * JOBS,
+                           CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP) != CUDA_SUCCESS)
+      return -ENODEV;
+    memset(h, 0, sizeof(sh_out) * JOBS);
+    g_out = h;
+  }
+  if (cu->mem_host_device_ptr(&cs->out_dev, g_out, 0) != CUDA_SUCCESS) return -ENODEV;
+  CUdevice dev = 0;
+  int sms = 0;
+  if (cu->ctx_device && cu->ctx_device(&dev) == CUDA_SUCCESS && cu->device_attr)
+    cu->device_attr(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+  cs->grid_cap = grid_cap_of(sms);
+  if (cu->stream_create(&cs->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) return -ENODEV;
+  for (int j = 0; j < JOBS; j++)
+    if (cu->event_create(&cs->after_op[j], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
+        cu->event_create(&cs->done[j], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+      return -ENODEV;
+  if (g_blas.create(&cs->handle) != CUBLAS_STATUS_SUCCESS) {
+    cs->handle = NULL;
+    return -ENODEV;
+  }
+  if (g_blas.set_stream(cs->handle, (cudaStream_t)cs->stream) != CUBLAS_STATUS_SUCCESS ||
+      g_blas.set_math_mode(cs->handle, CUBLAS_PEDANTIC_MATH) != CUBLAS_STATUS_SUCCESS)
+    return -ENODEV;
+  return 0;
+}
+
+/* The state of the context `stream` belongs to (the calling thread's
+ * current context for the legacy default stream), set up on first use. */
+static sh_ctx *ctx_of(const mpp_cu_api *cu, CUstream stream, int *rc) {
+  CUcontext ctx = NULL;
+  if (stream && cu->stream_ctx && cu->stream_ctx(stream, &ctx) != CUDA_SUCCESS) ctx = NULL;
+  if (!ctx && (!cu->ctx_current || cu->ctx_current(&ctx) != CUDA_SUCCESS || !ctx)) {
+    *rc = -ENODEV;
+    return NULL;
+  }
+  sh_ctx *cs = NULL;
+  for (int i = 0; i < g_nctx && !cs; i++)
+    if (g_ctx[i].ctx == ctx) cs = &g_ctx[i];
+  if (!cs) {
+    if (g_nctx == MAX_CTX) {
+      *rc = -ENODEV;
+      return NULL;
+    }
+    cs = &g_ctx[g_nctx++];
+    cs->ctx = ctx;
+  }
+  if (!cs->tried) {
+    cs->tried = true;
+    cs->rc = init_ctx(cu, cs);
+    cs->ready = cs->rc == 0;
+  }
+  *rc = cs->rc;
+  return cs->ready ? cs : NULL;
+}
+
+static bool launch(const mpp_cu_api *cu, CUfunction f, unsigned grid, CUstream s, void *params) {
+  void *args[] = {params};
+  return cu->launch(f, grid, 1, 1, MPP_SH_BLOCK, 1, 1, 0, s, args, NULL) == CUDA_SUCCESS;
+}
+
+static bool sgemm(const sh_ctx *cs, const mp_shadow_gemm *g, CUdeviceptr qa, CUdeviceptr qb,
+                  CUdeviceptr out) {
+  static const float one = 1, zero = 0;
+  int m = (int)g->m, n = (int)g->n, k = (int)g->k;
+  return g_blas.sgemm_strided(cs->handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one,
+                              (const float *)(uintptr_t)qa, m, (long long)m * k,
+                              (const float *)(uintptr_t)qb, k, (long long)k * n, &zero,
+                              (float *)(uintptr_t)out, m, (long long)m * n,
+                              (int)g->batch) == CUBLAS_STATUS_SUCCESS;
+}
+
+/* The work of one job on cs->stream, from the reference to the last err.
+ * False at the first failing call (what was enqueued still runs). */
+static bool enqueue_work(const mpp_cu_api *cu, const sh_ctx *cs, int j, const mp_shadow_gemm *g,
+                         unsigned mask, const float delayed[2][2], CUdeviceptr mem,
+                         const layout *l) {
+  CUstream s = cs->stream;
+  unsigned *words = (unsigned *)(uintptr_t)(mem + l->words);
+  CUdeviceptr qa = mem + l->qa, qb = mem + l->qb, ref = mem + l->ref, cand = mem + l->cand;
+  if (cu->memset_d8_async(mem + l->words, 0, 4 * sizeof(unsigned), s) != CUDA_SUCCESS)
+    return false;
+  for (int w = 0; w < 2; w++) {
+    mpp_sh_amax_params p = {mpp_sh_src_of(g, w), words + w};
+    uint64_t units = p.x.batch * p.x.rows * ((p.x.k + MPP_SH_KBLOCK - 1) / MPP_SH_KBLOCK);
+    if (!launch(cu, g_amax, mpp_sh_grid(units, cs->grid_cap), s, &p)) return false;
+  }
+  mpp_sh_quant_params q;
+  for (int c = -1; c < MP_SH_COUNT; c++) {
+    if (c >= 0 && !(mask >> c & 1)) continue;
+    int which = c < 0 ? MPP_SH_REFERENCE : c;
+    for (int w = 0; w < 2; w++) {
+      mpp_sh_quant_plan(g, which, w, delayed, words, (float *)(uintptr_t)(w ? qb : qa), &q);
+      uint64_t units = q.x.batch * q.x.rows * ((q.x.k + MPP_SH_KBLOCK - 1) / MPP_SH_KBLOCK);
+      if (!launch(cu, g_quant, mpp_sh_grid(units, cs->grid_cap), s, &q)) return false;
+    }
+    if (!sgemm(cs, g, qa, qb, c < 0 ? ref : cand)) return false;
+    if (c < 0) continue;
+    mpp_sh_err_params e;
+    mpp_sh_err_plan(g, (mp_shadow_cand)c, delayed, words, (const float *)(uintptr_t)ref,
+                    (const float *)(uintptr_t)cand, &e);
+    e.partials = (mp_sh_err *)(uintptr_t)(mem + l->partials);
+    e.ticket = words + 2;
+    e.result = (mp_sh_err *)(uintptr_t)(cs->out_dev + (CUdeviceptr)j * sizeof(sh_out) +
+                                        offsetof(sh_out, err) + (CUdeviceptr)c * sizeof(mp_sh_err));
+    if (!launch(cu, g_err, mpp_sh_grid(e.n, cs->grid_cap), s, &e)) return false;
+  }
+  return cu->memcpy_dtoh_async(g_out[j].amax, mem + l->words, sizeof g_out[j].amax, s) ==
+         CUDA_SUCCESS;
+}
+
+int mpp_devshadow_enqueue(void *stream, const mp_shadow_gemm *g, unsigned mask,
+                          const float delayed[2][2], uint64_t max_bytes, mpp_devshadow_sink sink,
+                          void *cookie) {
+  const mpp_cu_api *cu = mpp_cu();
+  if (!cu || !kernels()) return -ENOSYS;
+  if (!g_blas_ok && !(g_blas_ok = blas_get(&g_blas))) return -ENODEV;
+  if (g->m > INT_MAX || g->n > INT_MAX || g->k > INT_MAX || g->batch > INT_MAX || g->m <= 0 ||
+      g->n <= 0 || g->k <= 0 || g->batch <= 0)
+    return -EINVAL;
+  for (int c = 0; c < MP_SH_COUNT; c++)
+    if (!mpp_sh_cand_on_device(g, (mp_shadow_cand)c)) mask &= ~(1u << c);
+  mpp_devshadow_poll();
+  CUstreamCaptureMode mode = mpp_cu_capture_relax(cu);
+  int rc = 0;
+  CUcontext cur = NULL;
+  bool pushed = false;
+  sh_ctx *cs = NULL;
+  if (cu->ctx_current && cu->ctx_current(&cur) != CUDA_SUCCESS) cur = NULL;
+  cs = ctx_of(cu, (CUstream)stream, &rc);
+  if (cs && cs->ctx != cur) {
+    pushed = cu->ctx_push && cu->ctx_push(cs->ctx) == CUDA_SUCCESS;
+    if (!pushed) rc = -ENODEV;
+  }
+  int j = -1;
+  layout l;
+  if (cs && rc == 0) {
+    l = layout_of(g, cs->grid_cap);
+    for (int i = 0; i < JOBS && j < 0; i++)
+      if (!g_jobs[i].busy) j = i;
+    if (l.total > max_bytes)
+      rc = -E2BIG;
+    else if (j < 0 || g_bytes_in_flight + l.total > max_bytes)
+      rc = -EBUSY;
+  }
+  CUdeviceptr mem = 0;
+  if (cs && rc == 0) {
+    if (cu->event_record(cs->after_op[j], (CUstream)stream) != CUDA_SUCCESS ||
+        cu->stream_wait_event(cs->stream, cs->after_op[j], 0) != CUDA_SUCCESS ||
+        cu->mem_alloc_async(&mem, l.total, cs->stream) != CUDA_SUCCESS)
+      rc = -EIO;
+  }
+  if (cs && rc == 0) {
+    sh_job *job = &g_jobs[j];
+    memset(&g_out[j], 0, sizeof g_out[j]);
+    mpp_cupti_push(MPP_OWN_OP_ID);
+    bool ok = enqueue_work(cu, cs, j, g, mask, delayed, mem, &l);
+    mpp_cupti_pop();
+    /* Whatever was enqueued runs; the memory goes back behind it. */
+    bool freed = cu->mem_free_async(mem, cs->stream) == CUDA_SUCCESS;
+    bool closed = cu->event_record(cs->done[j], cs->stream) == CUDA_SUCCESS;
+    if (closed) {
+      *job = (sh_job){.busy = true,
+                      .cs = cs,
+                      .rc = ok ? 0 : -EIO,
+                      .done = mask,
+                      .bytes = freed ? l.total : 0,
+                      .sink = sink,
+                      .cookie = cookie};
+      g_bytes_in_flight += job->bytes;
+    } else {
+      rc = -EIO; /* nothing will say when it finished: not delivered, nothing read */
+    }
+  }
+  if (pushed) cu->ctx_pop(&cur);
+  mpp_cu_capture_restore(cu, mode);
+  return rc;
+}
+
+static void deliver(sh_job *job, int rc) {
+  int j = (int)(job - g_jobs);
+  mpp_devshadow_result *r = &g_result;
+  memset(r, 0, sizeof *r);
+  r->rc = rc ? rc : job->rc;
+  if (r->rc == 0) {
+    r->done = job->done;
+    memcpy(r->err, g_out[j].err, sizeof r->err);
+    for (int w = 0; w < 2; w++)
+      r->amax[w] = mpp_sh_amax_of_word(g_out[j].amax[w]);
+  }
+  job->busy = false;
+  g_bytes_in_flight -= job->bytes;
+  job->sink(job->cookie, r);
+}
+
+/* Deliver finished jobs; with wait, poll until none is left or the timeout. */
+static void poll(bool wait) {
+  const mpp_cu_api *cu = mpp_cu();
+  if (!cu || !cu->event_query) return;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    int left = 0;
+    CUstreamCaptureMode mode = mpp_cu_capture_relax(cu);
+    for (int j = 0; j < JOBS; j++) {
+      sh_job *job = &g_jobs[j];
+      if (!job->busy) continue;
+      CUresult q = cu->event_query(job->cs->done[j]);
+      if (q == CUDA_SUCCESS)
+        deliver(job, 0);
+      else if (q == CUDA_ERROR_NOT_READY)
+        left++;
+      else
+        deliver(job, -EIO);
+    }
+    mpp_cu_capture_restore(cu, mode);
+    if (!wait || !left) return;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    uint64_t el = (uint64_t)(now.tv_sec - t0.tv_sec) * 1000000000ull + (uint64_t)now.tv_nsec -
+                  (uint64_t)t0.tv_nsec;
+    if (el > MPP_GPU_DRAIN_TIMEOUT_NS) return; /* a hung GPU must not hang the exit */
+    struct timespec ts = {0, 200000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+void mpp_devshadow_poll(void) {
+  poll(false);
+}
+
+void mpp_devshadow_drain(void) {
+  poll(true);
+}

@@ -1,0 +1,114 @@
+/* See shadow_plan.h. The candidate -> recipe mapping here is the host path's
+ * (analysis/shadow.c): rounding format, how the value is scaled before the
+ * cast, and the output rounding in err. */
+#include "profiler/gpu/shadow_plan.h"
+
+#include <string.h>
+
+mpp_sh_src mpp_sh_src_of(const mp_shadow_gemm *g, bool is_b) {
+  const mp_shadow_operand *o = is_b ? &g->b : &g->a;
+  mpp_sh_src s;
+  memset(&s, 0, sizeof s);
+  s.data = o->ptrs ? NULL : o->data;
+  s.ptrs = o->ptrs;
+  s.dtype = o->dtype;
+  s.esize = (unsigned)mp_dtype_size(o->dtype);
+  /* A: op(A)(i,kk) = trans ? A[kk + i*ld] : A[i + kk*ld];
+   * B: op(B)(kk,j) = trans ? B[j + kk*ld] : B[kk + j*ld] */
+  bool v_contig = is_b ? o->trans : !o->trans;
+  s.vstride = v_contig ? 1 : (uint64_t)o->ld;
+  s.kstride = v_contig ? (uint64_t)o->ld : 1;
+  s.stride = o->stride;
+  s.rows = (uint64_t)(is_b ? g->n : g->m);
+  s.k = (uint64_t)g->k;
+  s.batch = (uint64_t)g->batch;
+  return s;
+}
+
+static bool float_source(mp_dtype d) {
+  return d == MP_FP64 || d == MP_FP32 || d == MP_FP16 || d == MP_BF16 || d == MP_FP8_E4M3 ||
+         d == MP_FP8_E5M2;
+}
+
+bool mpp_sh_cand_on_device(const mp_shadow_gemm *g, mp_shadow_cand c) {
+  if (!float_source(g->a.dtype) || !float_source(g->b.dtype)) return false;
+  return c != MP_SH_CURRENT || (g->a.dtype != MP_FP64 && g->b.dtype != MP_FP64);
+}
+
+static mpp_sh_scale scale_kind(int cand) {
+  switch (cand) {
+  case MP_SH_FP16_SCALED:
+    return MPP_SH_SCALE_POW2;
+  case MP_SH_E4M3_CURRENT:
+  case MP_SH_E5M2_CURRENT:
+    return MPP_SH_SCALE_AMAX;
+  case MP_SH_E4M3_DELAYED:
+  case MP_SH_E5M2_DELAYED:
+    return MPP_SH_SCALE_GIVEN;
+  case MP_SH_MXFP8_E4M3:
+  case MP_SH_MXFP8_E5M2:
+    return MPP_SH_SCALE_MX;
+  default:
+    return MPP_SH_SCALE_NONE;
+  }
+}
+
+static float fp8_max_of(mp_dtype fmt) {
+  return (float)mp_format_of(fmt == MP_FP8_E5M2 ? MP_FP8_E5M2 : MP_FP8_E4M3)->max_finite;
+}
+
+void mpp_sh_quant_plan(const mp_shadow_gemm *g, int cand, bool is_b, const float delayed[2][2],
+                       const unsigned *amax_bits, float *out, mpp_sh_quant_params *ret) {
+  mpp_sh_quant_params q;
+  memset(&q, 0, sizeof q);
+  q.x = mpp_sh_src_of(g, is_b);
+  q.out = out;
+  q.out_vstride = is_b ? (uint64_t)g->k : 1;
+  q.out_kstride = is_b ? 1 : (uint64_t)g->m;
+  mp_dtype src = is_b ? g->b.dtype : g->a.dtype;
+  mp_dtype fmt;
+  if (cand == MPP_SH_REFERENCE)
+    fmt = MP_FP32;
+  else if (cand == MP_SH_CURRENT)
+    fmt = g->tf32 && src == MP_FP32 ? MP_TF32 : MP_FP32;
+  else
+    fmt = mp_shadow_cand_format((mp_shadow_cand)cand);
+  q.fmt = fmt;
+  q.scale = cand == MPP_SH_REFERENCE ? MPP_SH_SCALE_NONE : scale_kind(cand);
+  q.scale_log2 = g->scale_log2[is_b];
+  q.scale_value = delayed ? delayed[is_b][fmt == MP_FP8_E5M2] : 1.0f;
+  q.fp8_max = fp8_max_of(fmt);
+  q.amax_bits = amax_bits ? amax_bits + is_b : NULL;
+  *ret = q;
+}
+
+void mpp_sh_err_plan(const mp_shadow_gemm *g, mp_shadow_cand c, const float delayed[2][2],
+                     const unsigned *amax_bits, const float *ref, const float *cand,
+                     mpp_sh_err_params *ret) {
+  mpp_sh_err_params p;
+  memset(&p, 0, sizeof p);
+  mp_dtype fmt = mp_shadow_cand_format(c);
+  mpp_sh_scale kind = scale_kind(c);
+  p.ref = ref;
+  p.cand = cand;
+  p.n = (uint64_t)(g->m * g->n * g->batch);
+  p.alpha = g->alpha;
+  p.alpha_f = (float)g->alpha;
+  p.cand_fmt = fmt == MP_DTYPE_INVALID ? MP_FP32 : fmt;
+  p.is_current = c == MP_SH_CURRENT;
+  p.out_dtype = g->out;
+  p.unscale_log2 = c == MP_SH_FP16_SCALED ? g->scale_log2[0] + g->scale_log2[1] : 0;
+  p.use_amax = kind == MPP_SH_SCALE_AMAX;
+  p.amax_bits = amax_bits;
+  p.fp8_max = fp8_max_of(fmt);
+  int e5 = fmt == MP_FP8_E5M2;
+  p.scale_a = kind == MPP_SH_SCALE_GIVEN && delayed ? delayed[0][e5] : 1.0f;
+  p.scale_b = kind == MPP_SH_SCALE_GIVEN && delayed ? delayed[1][e5] : 1.0f;
+  *ret = p;
+}
+
+unsigned mpp_sh_grid(uint64_t work, unsigned cap) {
+  uint64_t blocks = (work + MPP_SH_BLOCK - 1) / MPP_SH_BLOCK;
+  if (blocks < 1) blocks = 1;
+  return blocks < cap ? (unsigned)blocks : cap;
+}
