@@ -203,6 +203,7 @@ static void device_done(void *cookie, const mpp_devshadow_result *r) {
 
 static shadow_skip run_device_locked(struct mpp_shadow_site *site, const mpp_op *op,
                                      mp_shadow_gemm *g) {
+  mpp_devshadow_poll(); /* finished calls first: their amax joins delayed scaling's history */
   unsigned mask = MP_SHADOW_ALL;
   bool scaled = g->scale_log2[0] || g->scale_log2[1];
   if (!scaled) mask &= ~(1u << MP_SH_FP16_SCALED);

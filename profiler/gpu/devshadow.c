@@ -14,7 +14,7 @@
  * so; at exit mpp_devshadow_drain waits, bounded.
  *
  * cuBLAS is the program's libcublas.so.13, its own functions (never mpprof's
- * hooks: found after libmpprof, or inside the library the program loaded).
+ * hooks), handed over by the cuBLAS hook module (devshadow_blas.h).
  *
  * Every kernel of the work runs inside a pushed external correlation id
  * (MPP_OWN_OP_ID) that the CUPTI sink drops: the private handle's GEMM kernels
@@ -30,46 +30,13 @@
 #include "profiler/gpu/cuda_driver.h"
 #include "profiler/gpu/gpu.h"
 #include "profiler/gpu/shadow_plan.h"
-#include "profiler/runtime.h"
-
-#include <cublas_api.h>
+#include "profiler/gpu/devshadow_blas.h"
 
 #define MAX_CTX 8
 #define JOBS 4          /* shadowed calls in flight */
 #define ERR_GRID_PER_SM 4
 #define MIN_GRID 8
 #define ALIGN 256
-
-/* The real cuBLAS entry points mpprof's own work calls. */
-#define BLAS_SYMS(X)                                                                               \
-  X(cublasCreate_v2, create)                                                                       \
-  X(cublasDestroy_v2, destroy)                                                                     \
-  X(cublasSetStream_v2, set_stream)                                                                \
-  X(cublasSetMathMode, set_math_mode)                                                              \
-  X(cublasSgemmStridedBatched, sgemm_strided)
-typedef struct blas_api {
-#define MEMBER(sym, member) __typeof__(&sym) member;
-  BLAS_SYMS(MEMBER)
-#undef MEMBER
-} blas_api;
-static mpp_sym g_blas_syms[] = {
-#define ROW(sym, member) {.name = #sym, .soname = "libcublas.so.13"},
-    BLAS_SYMS(ROW)
-#undef ROW
-};
-
-/* All of them, or false (libcublas.so.13 not loaded yet: asked again later). */
-static bool blas_get(blas_api *ret) {
-  int i = 0;
-#define GET(sym, member) ret->member = (__typeof__(&sym))mpp_sym_get(&g_blas_syms[i++]);
-  BLAS_SYMS(GET)
-#undef GET
-  bool all = true;
-#define CHECK(sym, member) all = all && ret->member;
-  BLAS_SYMS(CHECK)
-#undef CHECK
-  return all;
-}
 
 typedef struct sh_ctx {
   CUcontext ctx;
@@ -105,8 +72,13 @@ static sh_out *g_out; /* JOBS entries */
 static uint64_t g_bytes_in_flight;
 static CUfunction g_amax, g_quant, g_err;
 static bool g_kernels_tried;
-static blas_api g_blas;
+static mpp_devshadow_blas g_blas;
 static bool g_blas_ok;
+static mpp_devshadow_blas_fn _Atomic g_blas_get;
+
+void mpp_devshadow_set_blas(mpp_devshadow_blas_fn get) {
+  g_blas_get = get;
+}
 static mpp_devshadow_result g_result; /* delivery scratch (calls are serialised) */
 
 static uint64_t align_up(uint64_t x) {
@@ -274,7 +246,10 @@ int mpp_devshadow_enqueue(void *stream, const mp_shadow_gemm *g, unsigned mask,
                           void *cookie) {
   const mpp_cu_api *cu = mpp_cu();
   if (!cu || !kernels()) return -ENOSYS;
-  if (!g_blas_ok && !(g_blas_ok = blas_get(&g_blas))) return -ENODEV;
+  if (!g_blas_ok) {
+    mpp_devshadow_blas_fn get = g_blas_get;
+    if (!get || !(g_blas_ok = get(&g_blas))) return -ENODEV;
+  }
   if (g->m > INT_MAX || g->n > INT_MAX || g->k > INT_MAX || g->batch > INT_MAX || g->m <= 0 ||
       g->n <= 0 || g->k <= 0 || g->batch <= 0)
     return -EINVAL;

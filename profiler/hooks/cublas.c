@@ -16,6 +16,7 @@
 #include "cuda_types.h"
 #include "gemm_decode.h"
 #include "hook.h"
+#include "profiler/gpu/devshadow_blas.h"
 #include "profiler/gpu/gpu.h"
 #include "profiler/hostmem.h"
 #include "profiler/ptrmap.h"
@@ -65,6 +66,7 @@ HGEMM_PROTOS(int64_t, _64)
   X(cublasSetMathMode)                                                                             \
   X(cublasGetMathMode)                                                                             \
   X(cublasGetStream_v2)                                                                            \
+  X(cublasSetStream_v2)                                                                            \
   X(cublasGetPointerMode_v2)
 MPP_MODULE_TABLE(syms)
 
@@ -443,3 +445,17 @@ MPP_STATE_HOOK(syms, cublasStatus_t, cublasDestroy_v2, (cublasHandle_t handle), 
 
 MPP_STATE_HOOK(syms, cublasStatus_t, cublasSetMathMode, (cublasHandle_t handle, cublasMath_t mode),
                (handle, mode), FAIL, succeeded, handle_set, (handle, (int)mode))
+
+/* --- the real functions for mpprof's own cuBLAS work (profiler/gpu/devshadow.c) --- */
+
+static bool own_blas(mpp_devshadow_blas *ret) {
+  ret->create = MPP_REAL(syms, cublasCreate_v2);
+  ret->set_stream = MPP_REAL(syms, cublasSetStream_v2);
+  ret->set_math_mode = MPP_REAL(syms, cublasSetMathMode);
+  ret->sgemm_strided = MPP_REAL(syms, cublasSgemmStridedBatched);
+  return ret->create && ret->set_stream && ret->set_math_mode && ret->sgemm_strided;
+}
+
+__attribute__((constructor)) static void own_blas_register(void) {
+  mpp_devshadow_set_blas(own_blas);
+}

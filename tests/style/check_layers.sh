@@ -16,10 +16,11 @@ set -- "${objs[@]}"
 # Layers, lowest first; a module is an object's file name without .c.o and
 # the meson target prefix (hooks_cublas.c.o -> hooks_cublas).
 layers=(
-  "jsonw hooks_cuda_types gpu_scan_plan ptrmap"
+  "jsonw hooks_cuda_types gpu_scan_plan gpu_shadow_plan ptrmap"
   "core"
   "gpu_cuda_driver"
   "gpu_cupti gpu_devscan"
+  "gpu_devshadow"
   "gpu_tc_counters"
   "op hostmem"
   "sites"

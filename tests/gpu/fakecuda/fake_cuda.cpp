@@ -5,12 +5,16 @@
 // (tests/gpu/simt_shim.h). Work runs at enqueue unless fakecuda_hold(1)
 // queues it until fakecuda_hold(0) (to fill the result ring). cuMemAlloc'd
 // ranges read as device memory in cuPointerGetAttributes, with their range
-// (for the profiler's routing and its cache). Every entry point counts the
+// (for the profiler's routing and its cache). The shadow kernels
+// (kernels/shadow.cu) run the same way, always at enqueue; with the hold on,
+// cuEventQuery answers "not ready" for every event, so results wait.
+// Streams are tokens: work is never reordered. Every entry point counts the
 // calls of the calling thread (fakecuda_thread_calls). Entry points are found
 // through cuGetProcAddress_v2, as the real driver's are.
 #include "tests/gpu/simt_shim.h"
 
 #include "kernels/scan.cu"
+#include "kernels/shadow.cu"
 
 #include "tests/gpu/simt_launch.h"
 
@@ -147,10 +151,40 @@ static CUresult CUDAAPI f_library_load(CUlibrary *lib, const void *code, CUjit_o
   *lib = (CUlibrary)&g_ctx_token;
   return CUDA_SUCCESS;
 }
+/* Kernel handles: 1 the scan kernel, then the shadow kernels. */
+enum { K_SCAN = 1, K_SH_AMAX, K_SH_QUANT, K_SH_ERR };
 static CUresult CUDAAPI f_library_kernel(CUkernel *k, CUlibrary, const char *name) {
   t_calls++;
-  if (strcmp(name, mpp_scan_kernel_name())) return CUDA_ERROR_NOT_FOUND;
-  *k = (CUkernel)(uintptr_t)1;
+  uintptr_t h = !strcmp(name, mpp_scan_kernel_name())  ? K_SCAN
+                : !strcmp(name, "mpp_shadow_amax")     ? K_SH_AMAX
+                : !strcmp(name, "mpp_shadow_quant")    ? K_SH_QUANT
+                : !strcmp(name, "mpp_shadow_err")      ? K_SH_ERR
+                                                       : 0;
+  if (!h) return CUDA_ERROR_NOT_FOUND;
+  *k = (CUkernel)h;
+  return CUDA_SUCCESS;
+}
+static std::atomic<int> g_shadow_launches;
+API int fakecuda_shadow_launches(void) {
+  return g_shadow_launches;
+}
+static CUresult shadow_launch(uintptr_t f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                              unsigned by, unsigned bz, unsigned smem, void **args, void **extra) {
+  if (gy != 1 || gz != 1 || bx != MPP_SH_BLOCK || by != 1 || bz != 1 || smem != 0 || extra ||
+      !args || !args[0] || gx == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  unsafe_call();
+  g_shadow_launches++;
+  if (f == K_SH_AMAX) {
+    mpp_sh_amax_params p = *(const mpp_sh_amax_params *)args[0];
+    simt_run(gx, MPP_SH_BLOCK, [&p] { mpp_shadow_amax(p); });
+  } else if (f == K_SH_QUANT) {
+    mpp_sh_quant_params p = *(const mpp_sh_quant_params *)args[0];
+    simt_run(gx, MPP_SH_BLOCK, [&p] { mpp_shadow_quant(p); });
+  } else {
+    mpp_sh_err_params p = *(const mpp_sh_err_params *)args[0];
+    simt_run(gx, MPP_SH_BLOCK, [&p] { mpp_shadow_err(p); });
+  }
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_library_global(CUdeviceptr *d, size_t *bytes, CUlibrary,
@@ -165,8 +199,10 @@ static CUresult CUDAAPI f_launch(CUfunction f, unsigned gx, unsigned gy, unsigne
                                  unsigned by, unsigned bz, unsigned smem, CUstream, void **args,
                                  void **extra) {
   t_calls++;
+  if ((uintptr_t)f >= K_SH_AMAX && (uintptr_t)f <= K_SH_ERR)
+    return shadow_launch((uintptr_t)f, gx, gy, gz, bx, by, bz, smem, args, extra);
   const mpp_scan_launch *l = args ? (const mpp_scan_launch *)args[0] : NULL;
-  if ((uintptr_t)f != 1 || gy != 1 || gz != 1 || bx != MPP_BLOCK || by != 1 || bz != 1 ||
+  if ((uintptr_t)f != K_SCAN || gy != 1 || gz != 1 || bx != MPP_BLOCK || by != 1 || bz != 1 ||
       smem != 0 || extra || !l || l->nt > MPP_SCAN_MAX_TENSORS || gx != l->blk0[l->nt])
     return CUDA_ERROR_INVALID_VALUE;
   unsafe_call();
@@ -220,6 +256,20 @@ static CUresult CUDAAPI f_alloc(CUdeviceptr *p, size_t n) {
     g_allocs[(uintptr_t)h] = n;
   }
   return h ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static std::atomic<long> g_async_live; /* cuMemAllocAsync blocks not yet freed */
+API long fakecuda_async_live(void) {
+  return g_async_live;
+}
+static CUresult CUDAAPI f_alloc_async(CUdeviceptr *p, size_t n, CUstream) {
+  CUresult r = f_alloc(p, n);
+  if (r == CUDA_SUCCESS) g_async_live++;
+  return r;
+}
+static CUresult CUDAAPI f_free(CUdeviceptr p);
+static CUresult CUDAAPI f_free_async(CUdeviceptr p, CUstream) {
+  g_async_live--;
+  return f_free(p);
 }
 static CUresult CUDAAPI f_free(CUdeviceptr p) {
   t_calls++;
@@ -288,10 +338,38 @@ static CUresult CUDAAPI f_event_query(CUevent) {
   return g_hold ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
+static int g_stream_tokens[64];
+static std::atomic<int> g_streams;
+static CUresult CUDAAPI f_stream_create(CUstream *s, unsigned) {
+  t_calls++;
+  int i = g_streams++;
+  if (i >= 64) return CUDA_ERROR_OUT_OF_MEMORY;
+  *s = (CUstream)&g_stream_tokens[i];
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_stream_destroy(CUstream) {
+  t_calls++;
+  return CUDA_SUCCESS;
+}
+static std::atomic<int> g_unrecorded_waits;
+API int fakecuda_unrecorded_waits(void) {
+  return g_unrecorded_waits;
+}
+static CUresult CUDAAPI f_stream_wait_event(CUstream, CUevent e, unsigned) {
+  t_calls++;
+  if (!((fake_event *)e)->recorded) g_unrecorded_waits++; /* a no-op for the real driver too */
+  return CUDA_SUCCESS;
+}
+
 static const struct {
   const char *name;
   void *fn;
 } k_api[] = {
+    {"cuStreamCreate", (void *)f_stream_create},
+    {"cuStreamDestroy", (void *)f_stream_destroy},
+    {"cuStreamWaitEvent", (void *)f_stream_wait_event},
+    {"cuMemAllocAsync", (void *)f_alloc_async},
+    {"cuMemFreeAsync", (void *)f_free_async},
     {"cuInit", (void *)f_init},
     {"cuDriverGetVersion", (void *)f_driver_version},
     {"cuDeviceGet", (void *)f_device_get},

@@ -1,0 +1,110 @@
+/* A fake libcublas.so.13 beside the fake libcuda.so.1, for mpprof's own
+ * cuBLAS work (profiler/gpu/devshadow.c's private handle): the five entry
+ * points it uses, with the real library's status codes for what they check.
+ * "Device" memory is host memory here. cublasSgemmStridedBatched (N/N or
+ * transposed) accumulates each output in k order with fmaf in fp32 (what
+ * analysis/shadow.h defines a candidate's product as); beta 0 does not read
+ * C, as in cuBLAS. It records the math mode and stream of the last GEMM for
+ * the tests (fakecublas_*). */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include <cublas_api.h>
+
+#define API __attribute__((visibility("default")))
+
+struct cublasContext {
+  unsigned magic;
+  cudaStream_t stream;
+  cublasMath_t math;
+};
+#define MAGIC 0xfc0b1a5u
+
+static _Atomic int g_handles, g_gemms, g_last_math = -1;
+static void *_Atomic g_last_stream;
+
+API int fakecublas_handles(void) {
+  return g_handles;
+}
+API int fakecublas_gemms(void) {
+  return g_gemms;
+}
+API int fakecublas_last_math(void) {
+  return g_last_math;
+}
+API void *fakecublas_last_stream(void) {
+  return g_last_stream;
+}
+
+static int ok(cublasHandle_t h) {
+  return h && h->magic == MAGIC;
+}
+
+API cublasStatus_t cublasCreate_v2(cublasHandle_t *h) {
+  if (!h) return CUBLAS_STATUS_INVALID_VALUE;
+  struct cublasContext *c = calloc(1, sizeof *c);
+  if (!c) return CUBLAS_STATUS_ALLOC_FAILED;
+  c->magic = MAGIC;
+  c->math = CUBLAS_DEFAULT_MATH;
+  g_handles++;
+  *h = c;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+API cublasStatus_t cublasDestroy_v2(cublasHandle_t h) {
+  if (!ok(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
+  h->magic = 0;
+  free(h);
+  g_handles--;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+API cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s) {
+  if (!ok(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
+  h->stream = s;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+API cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t mode) {
+  if (!ok(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
+  unsigned base = (unsigned)mode & ~(unsigned)CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
+  if (base != CUBLAS_DEFAULT_MATH && base != CUBLAS_TENSOR_OP_MATH &&
+      base != CUBLAS_PEDANTIC_MATH && base != CUBLAS_TF32_TENSOR_OP_MATH)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  h->math = mode;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+API cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
+                                             cublasOperation_t tb, int m, int n, int k,
+                                             const float *alpha, const float *A, int lda,
+                                             long long sa, const float *B, int ldb, long long sb,
+                                             const float *beta, float *C, int ldc, long long sc,
+                                             int batch) {
+  if (!ok(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
+  int ra = ta == CUBLAS_OP_N ? m : k, rb = tb == CUBLAS_OP_N ? k : n;
+  if (m < 0 || n < 0 || k < 0 || batch < 0 || lda < (ra > 1 ? ra : 1) ||
+      ldb < (rb > 1 ? rb : 1) || ldc < (m > 1 ? m : 1) || !alpha || !beta ||
+      (ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  g_gemms++;
+  g_last_math = (int)h->math;
+  g_last_stream = h->stream;
+  for (int b = 0; b < batch; b++)
+    for (int j = 0; j < n; j++)
+      for (int i = 0; i < m; i++) {
+        float acc = 0;
+        for (int q = 0; q < k; q++) {
+          float x = ta == CUBLAS_OP_N ? A[b * sa + i + (long long)q * lda]
+                                      : A[b * sa + q + (long long)i * lda];
+          float y = tb == CUBLAS_OP_N ? B[b * sb + q + (long long)j * ldb]
+                                      : B[b * sb + j + (long long)q * ldb];
+          acc = fmaf(x, y, acc);
+        }
+        float *out = &C[b * sc + i + (long long)j * ldc];
+        float r = *alpha * acc;
+        *out = *beta == 0 ? r : fmaf(*beta, *out, r);
+      }
+  return CUBLAS_STATUS_SUCCESS;
+}

@@ -1,0 +1,405 @@
+/* Shadow execution of GEMMs whose operands are in device memory, end to end
+ * on the fake libcuda.so.1 (kernels/shadow.cu runs on the CPU) and the fake
+ * libcublas.so.13 beside it (fp32 products in k order with fmaf): a decoded
+ * cuBLAS call through profiler/call.c and profiler/shadow.c to
+ * profiler/gpu/devshadow.c and back into the site's "shadow" object.
+ *
+ * What a user relies on: every candidate's worst metrics over two calls are
+ * the host path's definitions (mp_shadow_run's candidate outputs, here
+ * against the device's fp32 reference computed independently below); the
+ * first call only seeds delayed scaling, the second uses it; the program's
+ * memory is untouched; results wait for the device without blocking (a held
+ * device delivers nothing until it finishes); the in-flight limit and the
+ * memory cap skip calls with their reasons; the work runs on a private
+ * stream with pedantic math, frees its memory, never waits on an event
+ * nobody recorded. Run with LD_LIBRARY_PATH=<fakecuda dir>. */
+#include <dlfcn.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+#include <cublas_api.h>
+
+#include "analysis/convert.h"
+#include "analysis/shadow.h"
+#include "profiler/call.h"
+#include "profiler/gpu/cuda_driver.h"
+#include "profiler/gpu/devshadow_blas.h"
+#include "profiler/gpu/gpu.h"
+#include "profiler/hooks/gemm_decode.h"
+#include "profiler/hostmem.h"
+#include "profiler/jsonw.h"
+#include "profiler/mpp.h"
+#include "profiler/op.h"
+#include "profiler/shadow.h"
+#include "profiler/sites.h"
+
+static void *fake(const char *lib, const char *name) {
+  void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
+  void *f = h ? dlsym(h, name) : NULL;
+  if (!f) fail_msg("%s has no %s: not the fake library", lib, name);
+  return f;
+}
+#define FAKE_INT(lib, name) ((int (*)(void))fake(lib, name))()
+
+/* What hooks/cublas.c hands devshadow.c in libmpprof (this test links no hooks). */
+static bool test_blas(mpp_devshadow_blas *ret) {
+  void *h = dlopen("libcublas.so.13", RTLD_NOW | RTLD_NOLOAD);
+  if (!h) return false;
+  *(void **)&ret->create = dlsym(h, "cublasCreate_v2");
+  *(void **)&ret->set_stream = dlsym(h, "cublasSetStream_v2");
+  *(void **)&ret->set_math_mode = dlsym(h, "cublasSetMathMode");
+  *(void **)&ret->sgemm_strided = dlsym(h, "cublasSgemmStridedBatched");
+  return ret->create && ret->set_stream && ret->set_math_mode && ret->sgemm_strided;
+}
+
+static int setup_all(void **state) {
+  (void)state;
+  if (!dlopen("libcublas.so.13", RTLD_NOW | RTLD_GLOBAL)) return -1;
+  mpp_devshadow_set_blas(test_blas);
+  return mpp_cuda_available() ? 0 : -1;
+}
+
+static int reset_all(void **state) {
+  (void)state;
+  mpp_shadow_drain();
+  mpp_sites_reset();
+  mpp_cfg.scan = MPP_SCAN_NONE;
+  mpp_cfg.sample = 1;
+  mpp_cfg.max_sites = 16;
+  mpp_cfg.max_events = 16;
+  mpp_cfg.shadow = 1;
+  mpp_cfg.shadow_max_mb = 256;
+  return 0;
+}
+
+static uint32_t rng = 88172645u;
+static uint32_t next_rand(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 17;
+  rng ^= rng << 5;
+  return rng;
+}
+/* Spread over many binades: fp16 overflows and flushes somewhere, fp8 saturates. */
+static double draw(int spread) {
+  uint32_t r = next_rand();
+  if (r % 31 == 0) return 0.0;
+  double m = 1.0 + (double)(r >> 8) / 16777216.0;
+  int e = (int)(next_rand() % (unsigned)(2 * spread + 1)) - spread;
+  return ((r & 1) ? -m : m) * ldexp(1.0, e);
+}
+
+static void *dev_alloc(size_t bytes) {
+  CUdeviceptr d = 0;
+  assert_int_equal(mpp_cu()->mem_alloc(&d, bytes), CUDA_SUCCESS);
+  return (void *)(uintptr_t)d;
+}
+
+typedef struct gemm {
+  mp_dtype dt;
+  int ta, tb; /* cublasOperation_t */
+  int64_t m, n, k, batch, lda, ldb, ldc, sa, sb, sc;
+  void *A, *B, *C; /* device */
+  void *hA, *hB;   /* host copies */
+  size_t ea, eb, ec;
+} gemm;
+
+static void make(gemm *g, mp_dtype dt, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                 int64_t batch, int spread) {
+  memset(g, 0, sizeof *g);
+  g->dt = dt, g->ta = ta, g->tb = tb, g->m = m, g->n = n, g->k = k, g->batch = batch;
+  int64_t ra = ta ? k : m, ca = ta ? m : k, rb = tb ? n : k, cb = tb ? k : n;
+  g->lda = ra + 2, g->ldb = rb + 1, g->ldc = m + 3;
+  g->sa = g->lda * ca + 5, g->sb = g->ldb * cb, g->sc = g->ldc * n;
+  g->ea = (size_t)(g->sa * batch), g->eb = (size_t)(g->sb * batch), g->ec = (size_t)(g->sc * batch);
+  size_t es = mp_dtype_size(dt);
+  g->hA = calloc(g->ea, es), g->hB = calloc(g->eb, es);
+  for (size_t i = 0; i < g->ea; i++)
+    mp_store(dt, g->hA, i, draw(spread));
+  for (size_t i = 0; i < g->eb; i++)
+    mp_store(dt, g->hB, i, draw(spread));
+  g->A = memcpy(dev_alloc(g->ea * es), g->hA, g->ea * es);
+  g->B = memcpy(dev_alloc(g->eb * es), g->hB, g->eb * es);
+  g->C = dev_alloc(g->ec * es);
+  for (size_t i = 0; i < g->ec; i++)
+    mp_store(dt, g->C, i, draw(4)); /* what the "GEMM" (not run here) left in D */
+}
+
+static void drop(gemm *g) {
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)g->A);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)g->B);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)g->C);
+  free(g->hA), free(g->hB);
+}
+
+static int cuda_type(mp_dtype d) {
+  return d == MP_FP16 ? 2 /* CUDA_R_16F */ : 0 /* CUDA_R_32F */;
+}
+
+/* One decoded cublasGemmStridedBatchedEx-like call (alpha 1, beta 0), recorded. */
+static void call(const gemm *g, void *stream) {
+  static const float one = 1, zero = 0;
+  mpp_gemm_call c = {.api = "cublasGemmStridedBatchedEx",
+                     .transa = g->ta,
+                     .transb = g->tb,
+                     .m = g->m,
+                     .n = g->n,
+                     .k = g->k,
+                     .lda = g->lda,
+                     .ldb = g->ldb,
+                     .ldc = g->ldc,
+                     .alpha = &one,
+                     .beta = &zero,
+                     .A = g->A,
+                     .B = g->B,
+                     .C = g->C,
+                     .strideA = g->sa,
+                     .strideB = g->sb,
+                     .strideC = g->sc,
+                     .batch = g->batch,
+                     .Atype = cuda_type(g->dt),
+                     .Btype = cuda_type(g->dt),
+                     .Ctype = cuda_type(g->dt),
+                     .compute = CUBLAS_COMPUTE_32F,
+                     .scale_type = 0};
+  mpp_gemm_ctx ctx = {.math_mode = 0, .pointer_mode = 0, .stream = stream,
+                      .host_visible = mpp_host_readable};
+  mpp_op op;
+  mpp_call cl;
+  mpp_gemm_decode(&op, &c, &ctx);
+  assert_int_equal(op.kind, MPP_OP_GEMM);
+  mpp_call_begin(&cl, &op);
+  mpp_call_end(&cl, &op, true);
+}
+
+/* The site's "shadow" object as the raw file has it. */
+static cJSON *shadow_json(void) {
+  mpp_sites_lock();
+  mpp_tables t;
+  mpp_tables_get(&t, 0);
+  assert_int_equal(t.nsites, 1);
+  assert_non_null(t.sites[0].shadow);
+  mpp_jw w;
+  mpp_jw_init(&w);
+  mpp_jw_obj(&w);
+  mpp_shadow_write(&w, t.sites[0].shadow);
+  mpp_jw_obj_end(&w);
+  mpp_sites_unlock();
+  assert_false(w.oom);
+  cJSON *o = cJSON_ParseWithLength(w.buf, w.len);
+  mpp_jw_free(&w);
+  assert_non_null(o);
+  cJSON *s = cJSON_DetachItemFromObject(o, "shadow");
+  cJSON_Delete(o);
+  return s;
+}
+
+static double num(const cJSON *o, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!v) fail_msg("no %s", key);
+  return cJSON_IsNull(v) ? INFINITY : v->valuedouble;
+}
+
+static uint64_t skipped(const cJSON *sh, const char *why) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+      cJSON_GetObjectItemCaseSensitive(sh, "skipped"), why);
+  return v ? (uint64_t)v->valuedouble : 0;
+}
+
+/* The host path's view of g (host copies of the operands). */
+static mp_shadow_gemm host_gemm(const gemm *g) {
+  mp_shadow_gemm h;
+  memset(&h, 0, sizeof h);
+  h.m = g->m, h.n = g->n, h.k = g->k, h.batch = g->batch;
+  h.a = (mp_shadow_operand){g->dt, g->hA, NULL, g->lda, g->sa, g->ta != 0};
+  h.b = (mp_shadow_operand){g->dt, g->hB, NULL, g->ldb, g->sb, g->tb != 0};
+  h.alpha = 1;
+  h.out = g->dt;
+  return h;
+}
+
+/* The device's reference, independently: exact operands, fp32 fmaf in k order. */
+static void reference32(const gemm *g, float *ref) {
+  for (int64_t b = 0; b < g->batch; b++)
+    for (int64_t j = 0; j < g->n; j++)
+      for (int64_t i = 0; i < g->m; i++) {
+        float acc = 0;
+        for (int64_t q = 0; q < g->k; q++) {
+          int64_t ia = b * g->sa + (g->ta ? q + i * g->lda : i + q * g->lda);
+          int64_t ib = b * g->sb + (g->tb ? j + q * g->ldb : q + j * g->ldb);
+          acc = fmaf((float)mp_load(g->dt, g->hA, (uint64_t)ia),
+                     (float)mp_load(g->dt, g->hB, (uint64_t)ib), acc);
+        }
+        ref[b * g->m * g->n + i + j * g->m] = acc;
+      }
+}
+
+static bool close_rel(double x, double y) {
+  if (isinf(x) || isinf(y)) return x == y;
+  return fabs(x - y) <= 1e-12 * fabs(y) + 1e-300;
+}
+
+/* Two calls of g shadowed on the device give, per candidate, the worst of
+ * the host-path candidate outputs' metrics against the fp32 reference. */
+static void check_matches_host(const gemm *g) {
+  CUstream s = NULL;
+  assert_int_equal(mpp_cu()->stream_create(&s, 0), CUDA_SUCCESS);
+  size_t es = mp_dtype_size(g->dt);
+  void *d_before = malloc(g->ec * es);
+  memcpy(d_before, g->C, g->ec * es);
+  int gemms0 = FAKE_INT("libcublas.so.13", "fakecublas_gemms");
+  call(g, s);
+  call(g, s);
+  mpp_shadow_drain();
+  /* the program's memory is untouched */
+  assert_memory_equal(d_before, g->C, g->ec * es);
+  assert_memory_equal(g->hA, g->A, g->ea * es);
+  assert_memory_equal(g->hB, g->B, g->eb * es);
+  /* mpprof's own GEMMs ran on its private stream in pedantic math (no TF32) */
+  assert_true(FAKE_INT("libcublas.so.13", "fakecublas_gemms") > gemms0);
+  assert_int_equal(FAKE_INT("libcublas.so.13", "fakecublas_last_math"), CUBLAS_PEDANTIC_MATH);
+  void *last_stream = ((void *(*)(void))fake("libcublas.so.13", "fakecublas_last_stream"))();
+  assert_non_null(last_stream);
+  assert_ptr_not_equal(last_stream, s);
+  assert_int_equal(((long (*)(void))fake("libcuda.so.1", "fakecuda_async_live"))(), 0);
+  assert_int_equal(FAKE_INT("libcuda.so.1", "fakecuda_unrecorded_waits"), 0);
+
+  /* expected: the host path's candidate outputs of the same two calls */
+  size_t mn = (size_t)(g->m * g->n * g->batch);
+  float *ref = malloc(mn * sizeof *ref);
+  reference32(g, ref);
+  mp_shadow_gemm h = host_gemm(g);
+  for (int c = 0; c < MP_SH_COUNT; c++)
+    h.capture[c] = calloc(mn, sizeof(float));
+  static mp_amax_history hist[2];
+  mp_amax_history_init(&hist[0]);
+  mp_amax_history_init(&hist[1]);
+  mp_shadow_metrics want[MP_SH_COUNT];
+  uint64_t want_calls[MP_SH_COUNT] = {0};
+  unsigned mask = MP_SHADOW_ALL & ~(1u << MP_SH_FP16_SCALED); /* no loss scale: scans are off */
+  for (int rep = 0; rep < 2; rep++) {
+    mp_shadow_metrics hm[MP_SH_COUNT];
+    int done = mp_shadow_run(&h, mask, hist, hm);
+    assert_true(done >= 0);
+    assert_int_equal(done >> MP_SH_E4M3_DELAYED & 1, rep); /* the first call only seeds */
+    for (int c = 0; c < MP_SH_COUNT; c++) {
+      if (!(done >> c & 1)) continue;
+      mp_sh_err e = {0, 0, 0, 0, 0, 0, 0};
+      for (size_t o = 0; o < mn; o++)
+        mp_sh_err_add(&e, (double)ref[o], (double)h.capture[c][o]);
+      mp_shadow_metrics m;
+      mp_shadow_metrics_of(&e, &m);
+      if (want_calls[c]++ == 0)
+        want[c] = m;
+      else
+        mp_shadow_metrics_worst(&want[c], &m);
+    }
+  }
+  want[MP_SH_FP16_SCALED] = want[MP_SH_FP16];
+  want_calls[MP_SH_FP16_SCALED] = want_calls[MP_SH_FP16];
+
+  cJSON *sh = shadow_json();
+  assert_int_equal((int)num(sh, "calls"), 2);
+  const cJSON *cands = cJSON_GetObjectItemCaseSensitive(sh, "candidates");
+  int seen = 0;
+  for (int c = 0; c < MP_SH_COUNT; c++) {
+    const char *name = mp_shadow_cand_name((mp_shadow_cand)c);
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(cands, name);
+    if (!want_calls[c]) {
+      assert_null(m);
+      continue;
+    }
+    if (!m) fail_msg("%s: not computed on the device", name);
+    seen++;
+    assert_int_equal((uint64_t)num(m, "calls"), want_calls[c]);
+    if (!close_rel(num(m, "rel_l2"), want[c].rel_l2))
+      fail_msg("%s: rel_l2 %.17g, host definitions %.17g", name, num(m, "rel_l2"),
+               want[c].rel_l2);
+    if (num(m, "max_rel") != want[c].max_rel)
+      fail_msg("%s: max_rel %.17g, want %.17g", name, num(m, "max_rel"), want[c].max_rel);
+    if (num(m, "flushed") != want[c].flushed)
+      fail_msg("%s: flushed %.17g, want %.17g", name, num(m, "flushed"), want[c].flushed);
+    assert_int_equal((uint64_t)num(m, "nonfinite"), want[c].nonfinite);
+  }
+  assert_int_equal(seen, MP_SH_COUNT);
+  /* the data overflows fp16 somewhere and fp8 recipes differ: the checks bite */
+  assert_true(want[MP_SH_FP16].nonfinite > 0 || want[MP_SH_FP16].flushed > 0);
+  assert_true(want[MP_SH_E4M3_CURRENT].rel_l2 != want[MP_SH_MXFP8_E4M3].rel_l2);
+  cJSON_Delete(sh);
+  for (int c = 0; c < MP_SH_COUNT; c++)
+    free(h.capture[c]);
+  free(ref);
+  free(d_before);
+}
+
+static void fp32_gemm_matches_host_definitions(void **state) {
+  (void)state;
+  gemm g;
+  make(&g, MP_FP32, 0, 0, 37, 13, 45, 1, 14); /* k ends inside an MX block */
+  check_matches_host(&g);
+  drop(&g);
+}
+
+static void fp16_strided_transposed_batch_matches_host_definitions(void **state) {
+  (void)state;
+  gemm g;
+  make(&g, MP_FP16, 1, 1, 9, 6, 70, 3, 7);
+  check_matches_host(&g);
+  drop(&g);
+}
+
+/* A device that has not finished delivers nothing, and the program goes on;
+ * more calls than slots in flight are skipped as shadow_busy. */
+static void results_wait_for_the_device_without_blocking(void **state) {
+  (void)state;
+  gemm g;
+  make(&g, MP_FP32, 0, 0, 8, 8, 32, 1, 6);
+  void (*hold)(int) = (void (*)(int))fake("libcuda.so.1", "fakecuda_hold");
+  hold(1);
+  for (int i = 0; i < 6; i++)
+    call(&g, NULL);
+  cJSON *sh = shadow_json();
+  assert_int_equal((int)num(sh, "calls"), 0); /* nothing delivered yet */
+  assert_int_equal(skipped(sh, "shadow_busy"), 2); /* 4 in flight */
+  cJSON_Delete(sh);
+  hold(0);
+  mpp_shadow_drain();
+  sh = shadow_json();
+  assert_int_equal((int)num(sh, "calls"), 4);
+  cJSON_Delete(sh);
+  assert_int_equal(((long (*)(void))fake("libcuda.so.1", "fakecuda_async_live"))(), 0);
+  drop(&g);
+}
+
+static void calls_above_the_memory_cap_are_skipped(void **state) {
+  (void)state;
+  gemm g;
+  make(&g, MP_FP32, 0, 0, 8, 8, 32, 1, 6);
+  mpp_cfg.shadow_max_mb = 0;
+  int launches = FAKE_INT("libcuda.so.1", "fakecuda_shadow_launches");
+  call(&g, NULL);
+  mpp_shadow_drain();
+  cJSON *sh = shadow_json();
+  assert_int_equal((int)num(sh, "calls"), 0);
+  assert_int_equal(skipped(sh, "shadow_too_large"), 1);
+  cJSON_Delete(sh);
+  assert_int_equal(FAKE_INT("libcuda.so.1", "fakecuda_shadow_launches"), launches);
+  drop(&g);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(fp32_gemm_matches_host_definitions, reset_all),
+      cmocka_unit_test_setup(fp16_strided_transposed_batch_matches_host_definitions, reset_all),
+      cmocka_unit_test_setup(results_wait_for_the_device_without_blocking, reset_all),
+      cmocka_unit_test_setup(calls_above_the_memory_cap_are_skipped, reset_all),
+  };
+  return cmocka_run_group_tests(tests, setup_all, NULL);
+}
