@@ -29,6 +29,9 @@
 #     range profiler measures the first call of each site; fp16 kernels on
 #     Tensor Cores, fp32 ones not, by counters (SKIP when counters are not
 #     permitted here, with CUPTI's reason); name-rule disagreements as notes
+#   - --shadow on a 4096^3 fp16 GEMM (tests/gpu/shadow_check): shadowed on the
+#     device, fp16/bf16/fp8 errors measured; op time, program-stream time,
+#     time to device idle and memory, with and without --shadow
 #   - samples/python/amp_train.py (PyTorch AMP) under mpprof: the Linear
 #     layers' GEMMs found with fp16 dtypes on Tensor Cores
 # Exit 0 when every check passed, 1 otherwise. Output and logs: OUT_DIR
@@ -53,7 +56,7 @@ while [ $# -gt 0 ]; do
     -o) [ $# -ge 2 ] || { echo "gpu-check: -o needs a directory" >&2; exit 2; }
         OUT=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
-    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,41p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -320,6 +323,40 @@ if [ -x "$B/samples/mlp_train" ] && [ -x "$AUDIT" ] && [ -e "$LIB" ]; then
   done
 fi
 
+# ---------- shadow execution of a 4096^3 fp16 GEMM ----------
+# tests/gpu/shadow_check under mpprof without and with --shadow=1 (every call
+# shadowed on the device): the op's device time, the program's per-call time
+# on its own stream (the shadow must not add to it beyond sharing the GPU),
+# the time until the device is idle (shadow work included), and memory. A
+# 4096^3 call needs 4 fp32 matrices of work memory (256 MiB + a few KiB), so
+# the cap is raised to 512 MiB here.
+say "shadow execution, 4096^3 fp16"
+if tmo "$(left 60)" gcc -std=gnu11 -O2 -I"$CUDA/include" -o "$OUT/shadow_check" "$ROOT/tests/gpu/shadow_check.c" \
+     -L"$CUDA/lib64" -Wl,-rpath,"$CUDA/lib64" -lcublas -lcudart -lm >"$LOG/shadow_check.txt" 2>&1 && [ -e "$LIB" ]; then
+  PENV=(LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$CUDA/lib64" MPPROF_SCAN=none)
+  profile "$(left 60)" "$OUT/shadow_off" "$OUT/shadow_check" 8 4096 >>"$LOG/shadow_check.txt" 2>&1
+  rc_off=$?
+  PENV+=(MPPROF_SHADOW=1 MPPROF_SHADOW_MAX_MB=512)
+  profile "$(left 90)" "$OUT/shadow_on" "$OUT/shadow_check" 8 4096 >>"$LOG/shadow_check.txt" 2>&1
+  rc_on=$?
+  PENV=()
+  if [ $rc_off = 77 ] || [ $rc_on = 77 ]; then
+    row "shadow 4096^3 fp16 on the device" "$([ -n "$GPU" ] && echo FAIL || echo SKIP)" "no CUDA device"
+  elif [ $rc_off != 0 ] || [ $rc_on != 0 ]; then
+    row "shadow 4096^3 fp16 on the device" FAIL "run failed ($rc_off/$rc_on), see $LOG/shadow_check.txt"
+  elif tmo 30 python3 "$ROOT/tests/gpu/shadow_raw_check.py" "$OUT/shadow_on/raw" >"$LOG/shadow_raw.txt" 2>&1; then
+    row "shadow 4096^3 fp16 on the device" PASS "$(cut -c1-90 "$LOG/shadow_raw.txt")"
+  else
+    row "shadow 4096^3 fp16 on the device" FAIL "$(cut -c1-90 "$LOG/shadow_raw.txt")"
+  fi
+  # "op X ms ..., program's stream Y ms per call, device idle after Z ms per call, ... W MiB"
+  grep '^shadow_check:' "$LOG/shadow_check.txt" | sed 's/^shadow_check: //' |
+    awk 'NR==1{print "shadow off: " $0} NR==2{print "shadow on:  " $0}' >"$LOG/shadow_times.txt"
+  [ -s "$LOG/shadow_times.txt" ] && row "shadow cost (informative)" INFO "see the shadow lines below the table"
+else
+  row "shadow 4096^3 fp16 on the device" FAIL "shadow_check did not build (or no libmpprof), see $LOG/shadow_check.txt"
+fi
+
 # ---------- PyTorch AMP ----------
 if [[ $TORCH == *"gpu True"* ]]; then
   say "samples/python/amp_train.py"
@@ -373,5 +410,6 @@ if ls "$LOG"/mlp_*_counters_tc.txt >/dev/null 2>&1; then
   printf '| %-30s | sites | measured | TC yes/no | names agree | chip | result\n' "run (hardware counters)"
   for p in fp16 fp32; do f=$LOG/mlp_${p}_counters_tc.txt; [ -f "$f" ] && cat "$f"; done
 fi
+[ -s "$LOG/shadow_times.txt" ] && { echo; cat "$LOG/shadow_times.txt"; }
 echo "logs: $LOG"
 exit $((FAILS > 0))
