@@ -343,11 +343,29 @@ uint64_t mp_shadow_work_bytes(const mp_shadow_gemm *g) {
   return b >= 0x1p63 ? UINT64_MAX : (uint64_t)b;
 }
 
+bool mp_shadow_cand_defined(const mp_shadow_gemm *g, mp_shadow_cand c) {
+  return c != MP_SH_FP16_SCALED || (g->epilogue == MP_SH_EPI_NONE && !g->bias);
+}
+
+/* alpha*P (already in v) + bias of row i of batch matrix b, then the epilogue. */
+static double epi_ref(const mp_shadow_gemm *g, int64_t b, int64_t i, double v) {
+  if (g->bias)
+    v = MP_SH_DADD(v, mp_load(g->bias_dtype, g->bias, (uint64_t)(b * g->bias_stride + i)));
+  return mp_sh_epi_d(g->epilogue, v);
+}
+static float epi_cand(const mp_shadow_gemm *g, int64_t b, int64_t i, float v) {
+  if (g->bias)
+    v = MP_SH_FADD(v, (float)mp_load(g->bias_dtype, g->bias, (uint64_t)(b * g->bias_stride + i)));
+  return mp_sh_epi_f(g->epilogue, v);
+}
+
 static bool geometry_ok(const mp_shadow_gemm *g) {
   if (g->m <= 0 || g->n <= 0 || g->k <= 0 || g->batch <= 0) return false;
   if (!float_source(g->a.dtype) || !float_source(g->b.dtype)) return false;
   if (!g->a.data && !g->a.ptrs) return false;
   if (!g->b.data && !g->b.ptrs) return false;
+  if (g->epilogue < MP_SH_EPI_NONE || g->epilogue > MP_SH_EPI_GELU) return false;
+  if (g->bias && !float_source(g->bias_dtype)) return false;
   int64_t arows = g->a.trans ? g->k : g->m, brows = g->b.trans ? g->n : g->k;
   if (g->a.ld < arows || g->b.ld < brows || g->a.ld < 1 || g->b.ld < 1) return false;
   return mp_shadow_work_bytes(g) < ((uint64_t)1 << 50);
@@ -360,6 +378,9 @@ int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2
   bool seed = hist && (mask & delayed); /* this call's amax joins the history */
   /* Without history the recipe has no scale yet: the call only seeds it. */
   if (!hist || (hist[0].n == 0 && hist[1].n == 0)) mask &= ~delayed;
+  for (int c = 0; c < MP_SH_COUNT; c++)
+    if (!mp_shadow_cand_defined(g, (mp_shadow_cand)c)) mask &= ~(1u << c);
+  bool epi = g->epilogue != MP_SH_EPI_NONE || g->bias;
   size_t mk = (size_t)(g->m * g->k), nk = (size_t)(g->n * g->k), mn = (size_t)(g->m * g->n);
   double *ax = malloc(mk * sizeof *ax), *bx = malloc(nk * sizeof *bx),
          *ref = malloc(mn * sizeof *ref);
@@ -406,8 +427,10 @@ int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2
     load_a(g, b, ax);
     load_b(g, b, bx);
     dot64(ax, bx, g->m, g->n, g->k, false, panel64, ref);
-    for (size_t o = 0; o < mn; o++)
+    for (size_t o = 0; o < mn; o++) {
       ref[o] *= g->alpha;
+      if (epi) ref[o] = epi_ref(g, b, (int64_t)(o % (size_t)g->m), ref[o]);
+    }
     if (g->capture_ref) memcpy(g->capture_ref + (size_t)b * mn, ref, mn * sizeof *ref);
 
     for (int c = 0; c < MP_SH_COUNT; c++) {
@@ -417,6 +440,7 @@ int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2
         dot64(ax, bx, g->m, g->n, g->k, true, panel64, dwide);
         for (size_t o = 0; o < mn; o++) {
           double d = g->alpha * dwide[o];
+          if (epi) d = epi_ref(g, b, (int64_t)(o % (size_t)g->m), d);
           if (g->out != MP_FP64) d = round_output(MP_SH_CURRENT, g->out, (float)d);
           if (cap) cap[o] = (float)d;
           mp_sh_err_add(&acc[c], ref[o], d);
@@ -428,7 +452,9 @@ int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2
       float inv_a = 1.0f / cs[c].scale[0], inv_b = 1.0f / cs[c].scale[1], alpha = (float)g->alpha;
       dot32(qa, qb, g->m, g->n, g->k, panel32, dc);
       for (size_t o = 0; o < mn; o++) {
-        float d = round_output((mp_shadow_cand)c, g->out, dc[o] * inv_a * inv_b * alpha);
+        float v = dc[o] * inv_a * inv_b * alpha;
+        if (epi) v = epi_cand(g, b, (int64_t)(o % (size_t)g->m), v);
+        float d = round_output((mp_shadow_cand)c, g->out, v);
         if (c == MP_SH_FP16_SCALED) d = mp_pow2_scale(d, -(g->scale_log2[0] + g->scale_log2[1]));
         if (cap) cap[o] = d;
         mp_sh_err_add(&acc[c], ref[o], d);

@@ -3,9 +3,10 @@
  * recipes), the error metrics and their merge, shared by libmpprof's host path
  * and the tests (docs/numerics.md, "Shadow execution").
  *
- * The product measured is P = alpha * op(A) * op(B) of every batch matrix
- * (C, beta and Lt epilogues are the same for every candidate and are left
- * out). The reference accumulates in double from the operands' exact values;
+ * The product measured is P = alpha * op(A) * op(B) of every batch matrix,
+ * with a cuBLASLt epilogue that changes D applied to it (bias, ReLU, GELU:
+ * mp_shadow_gemm.epilogue); C and beta are the same for every candidate and
+ * are left out. The reference accumulates in double from the operands' exact values;
  * a candidate rounds A and B to its format (RNE, analysis/convert.h casts),
  * accumulates in fp32 (fmaf, k ascending) and rounds the output to its output
  * type. Metrics are taken over all m*n*batch outputs whose reference is finite. */
@@ -79,6 +80,14 @@ typedef struct mp_shadow_gemm {
    * fp16 cast; the fp16 output then carries 2^(scale_log2[0] + scale_log2[1]),
    * divided out after its cast (a gradient GEMM at its loss scale). */
   int scale_log2[2];
+  /* A cuBLASLt epilogue that changes D (MP_SH_EPI_*) and an optional bias
+   * vector (m values per batch matrix, bias_stride elements apart; read as
+   * stored): reference and candidates are epi(alpha*P + bias). With either,
+   * the loss-scaled candidate is not defined (a forward op: its scale is 1). */
+  int epilogue;
+  const void *bias;
+  mp_dtype bias_dtype;
+  int64_t bias_stride;
   /* Tests: when set, receive D_c of each candidate / the reference
    * (column-major m x n, batch after batch). */
   float *capture[MP_SH_COUNT];
@@ -114,6 +123,9 @@ float mp_shadow_round(float x, mp_dtype fmt);
  * MP_SH_FP16_SCALED: 0 when it fits fp16 at scale 1 (mp_advise: safe), else
  * the middle of its fp16 loss-scale window (the report's rule), else 0. */
 int mp_shadow_loss_scale_log2(const mp_stats *s);
+
+/* Is candidate c defined for g (the loss-scaled one not with an epilogue or bias)? */
+bool mp_shadow_cand_defined(const mp_shadow_gemm *g, mp_shadow_cand c);
 
 /* Host memory mp_shadow_run allocates for g (bytes). */
 uint64_t mp_shadow_work_bytes(const mp_shadow_gemm *g);

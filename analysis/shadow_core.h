@@ -26,11 +26,40 @@ extern "C" { /* nvcc and the C++ tests: formats.c's functions have C names */
 #define MP_SH_DMUL(a, b) __dmul_rn((a), (b))
 #define MP_SH_DADD(a, b) __dadd_rn((a), (b))
 #define MP_SH_DSUB(a, b) __dsub_rn((a), (b))
+#define MP_SH_FMUL(a, b) __fmul_rn((a), (b))
+#define MP_SH_FADD(a, b) __fadd_rn((a), (b))
 #else
+#include <math.h>
 #define MP_SH_DMUL(a, b) ((a) * (b))
 #define MP_SH_DADD(a, b) ((a) + (b))
 #define MP_SH_DSUB(a, b) ((a) - (b))
+#define MP_SH_FMUL(a, b) ((a) * (b))
+#define MP_SH_FADD(a, b) ((a) + (b))
 #endif
+
+/* cuBLASLt epilogues that change D, applied after alpha*P (+ bias) to the
+ * reference (in double) and to each candidate (in fp32, before the output
+ * cast), as cuBLASLt applies them before converting to D's type. GELU is
+ * cuBLASLt's tanh approximation. NaN passes through ReLU. */
+enum { MP_SH_EPI_NONE = 0, MP_SH_EPI_RELU, MP_SH_EPI_GELU };
+#define MP_SH_GELU_C0 0.7978845608028654 /* sqrt(2/pi) */
+#define MP_SH_GELU_C1 0.044715
+
+MP_CAST_FN float mp_sh_epi_f(int epi, float x) {
+  if (epi == MP_SH_EPI_RELU) return x > 0 || x != x ? x : 0.0f;
+  if (epi != MP_SH_EPI_GELU) return x;
+  float x3 = MP_SH_FMUL(MP_SH_FMUL(x, x), x);
+  float u = MP_SH_FMUL((float)MP_SH_GELU_C0, MP_SH_FADD(x, MP_SH_FMUL((float)MP_SH_GELU_C1, x3)));
+  return MP_SH_FMUL(MP_SH_FMUL(0.5f, x), MP_SH_FADD(1.0f, tanhf(u)));
+}
+
+MP_CAST_FN double mp_sh_epi_d(int epi, double x) {
+  if (epi == MP_SH_EPI_RELU) return x > 0 || x != x ? x : 0.0;
+  if (epi != MP_SH_EPI_GELU) return x;
+  double x3 = MP_SH_DMUL(MP_SH_DMUL(x, x), x);
+  double u = MP_SH_DMUL(MP_SH_GELU_C0, MP_SH_DADD(x, MP_SH_DMUL(MP_SH_GELU_C1, x3)));
+  return MP_SH_DMUL(MP_SH_DMUL(0.5, x), MP_SH_DADD(1.0, tanh(u)));
+}
 
 MP_CAST_FN int mp_sh_isnan(float x) {
   return (mp_cast_float_bits(x) & 0x7fffffffu) > 0x7f800000u;

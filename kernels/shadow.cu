@@ -110,11 +110,22 @@ extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_err(mpp_sh
   mp_sh_err e = {0, 0, 0, 0, 0, 0, 0};
   for (uint64_t o = (uint64_t)blockIdx.x * MPP_SH_BLOCK + threadIdx.x; o < p.n;
        o += (uint64_t)gridDim.x * MPP_SH_BLOCK) {
-    float d = mp_sh_round_output((mp_dtype)p.cand_fmt, p.is_current, (mp_dtype)p.out_dtype,
-                                 p.cand[o] * inv_a * inv_b * p.alpha_f);
+    float v = p.cand[o] * inv_a * inv_b * p.alpha_f;
+    double r = MP_SH_DMUL((double)p.ref[o], p.alpha);
+    if (p.epilogue || p.bias) {
+      if (p.bias) {
+        float bv = mpp_sh_load(p.bias, p.bias_dtype,
+                               (uint64_t)((int64_t)(o / p.mn) * p.bias_stride) + o % p.m);
+        v = MP_SH_FADD(v, bv);
+        r = MP_SH_DADD(r, (double)bv);
+      }
+      v = mp_sh_epi_f(p.epilogue, v);
+      r = mp_sh_epi_d(p.epilogue, r);
+    }
+    float d = mp_sh_round_output((mp_dtype)p.cand_fmt, p.is_current, (mp_dtype)p.out_dtype, v);
     if (p.unscale_log2) d = mp_pow2_scale(d, -p.unscale_log2);
     if (p.capture) p.capture[o] = d;
-    mp_sh_err_add(&e, MP_SH_DMUL((double)p.ref[o], p.alpha), (double)d);
+    mp_sh_err_add(&e, r, (double)d);
   }
   part[threadIdx.x] = e;
   __syncthreads();

@@ -77,6 +77,13 @@ typedef struct mpp_sh_err_params {
   int use_amax;
   const unsigned *amax_bits; /* [0] A, [1] B */
   float fp8_max, scale_a, scale_b;
+  /* epi(alpha*P + bias) before the output cast (analysis/shadow_core.h):
+   * output o is row o % m of batch matrix o / mn */
+  int epilogue; /* MP_SH_EPI_* */
+  const void *bias;
+  int bias_dtype;
+  int64_t bias_stride;
+  uint64_t m, mn;
   float *capture;      /* tests: each candidate output, or NULL */
   mp_sh_err *partials; /* one per block */
   unsigned *ticket;    /* zero before the launch; the last block leaves it zero */

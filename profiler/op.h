@@ -83,7 +83,13 @@ typedef struct mpp_op {
   /* Per call, not part of the key. */
   void *stream;
   double alpha;            /* NAN: not readable here (device pointer, vector) */
-  bool shadow_unsupported; /* a layout or scaling shadow execution does not model */
+  bool shadow_unsupported; /* a layout, scaling or epilogue shadow execution does not model */
+  /* cuBLASLt epilogue as shadow execution applies it (analysis/shadow_core.h
+   * MP_SH_EPI_*), and its bias vector (NULL: none), per call. */
+  int shadow_epi;
+  const void *shadow_bias;
+  mp_dtype shadow_bias_dtype;
+  int64_t shadow_bias_stride;
   /* cuBLASLt FP8 (per call): scalar A/B/C/D scales and AMAX_D as read on the
    * host path, NAN when not read (unset: no pointer; device memory; a block
    * scale mode); amax_d_ptr is read back after the call (call.c). A scalar

@@ -95,10 +95,14 @@ static bool operand_readable(const mpp_role *r, int64_t batch) {
   return true;
 }
 
+static bool on_device(const void *p) {
+  mpp_mem_kind k = mpp_cuda_pointer_kind(p);
+  return k == MPP_MEM_DEVICE || k == MPP_MEM_MANAGED;
+}
+
 /* The operand (or its pointer array) is device or managed memory. */
 static bool operand_on_device(const mpp_role *r) {
-  mpp_mem_kind k = mpp_cuda_pointer_kind(r->ptr_array ? (const void *)r->ptr_array : r->view.data);
-  return k == MPP_MEM_DEVICE || k == MPP_MEM_MANAGED;
+  return on_device(r->ptr_array ? (const void *)r->ptr_array : r->view.data);
 }
 
 static bool operand_of(const mpp_role *r, char trans, mp_shadow_operand *o) {
@@ -150,10 +154,17 @@ static shadow_skip describe(const mpp_op *op, mp_shadow_gemm *g, bool *device) {
   g->out = d->view.dtype;
   g->tf32 = (op->compute_type && strstr(op->compute_type, "TF32")) ||
             ((op->math_mode & 0xf) == 3 && a->view.dtype == MP_FP32);
-  if (operand_readable(a, g->batch) && operand_readable(b, g->batch)) return SKIP_COUNT;
+  g->epilogue = op->shadow_epi;
+  g->bias = op->shadow_bias;
+  g->bias_dtype = op->shadow_bias_dtype;
+  g->bias_stride = op->shadow_bias_stride;
+  if (operand_readable(a, g->batch) && operand_readable(b, g->batch) &&
+      (!g->bias || mpp_host_readable(g->bias)))
+    return SKIP_COUNT;
   /* The device kernels may only touch device memory (a host pointer would
    * fault in the program's context): both operands, or their pointer arrays. */
-  if (!operand_on_device(a) || !operand_on_device(b)) return SKIP_UNSUPPORTED;
+  if (!operand_on_device(a) || !operand_on_device(b) || (g->bias && !on_device(g->bias)))
+    return SKIP_UNSUPPORTED;
   *device = true;
   return SKIP_COUNT;
 }

@@ -32,6 +32,7 @@ static bool float_source(mp_dtype d) {
 
 bool mpp_sh_cand_on_device(const mp_shadow_gemm *g, mp_shadow_cand c) {
   if (!float_source(g->a.dtype) || !float_source(g->b.dtype)) return false;
+  if (!mp_shadow_cand_defined(g, c)) return false;
   return c != MP_SH_CURRENT || (g->a.dtype != MP_FP64 && g->b.dtype != MP_FP64);
 }
 
@@ -104,6 +105,12 @@ void mpp_sh_err_plan(const mp_shadow_gemm *g, mp_shadow_cand c, const float dela
   int e5 = fmt == MP_FP8_E5M2;
   p.scale_a = kind == MPP_SH_SCALE_GIVEN && delayed ? delayed[0][e5] : 1.0f;
   p.scale_b = kind == MPP_SH_SCALE_GIVEN && delayed ? delayed[1][e5] : 1.0f;
+  p.epilogue = g->epilogue;
+  p.bias = g->bias;
+  p.bias_dtype = g->bias_dtype;
+  p.bias_stride = g->bias_stride;
+  p.m = (uint64_t)g->m;
+  p.mn = (uint64_t)(g->m * g->n);
   *ret = p;
 }
 

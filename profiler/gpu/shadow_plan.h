@@ -19,8 +19,8 @@
 /* Operand A (is_b false: m vectors) or B (n vectors) of g, of k values each. */
 mpp_sh_src mpp_sh_src_of(const mp_shadow_gemm *g, bool is_b);
 /* Can the device compute candidate c of g? Not the current precision of an
- * fp64 GEMM (it accumulates in double); not a candidate whose source is not
- * a float format. */
+ * fp64 GEMM (it accumulates in double), not a candidate whose source is not
+ * a float format, not one mp_shadow_cand_defined refuses. */
 bool mpp_sh_cand_on_device(const mp_shadow_gemm *g, mp_shadow_cand c);
 /* quant of operand is_b for candidate `cand` (or MPP_SH_REFERENCE) into out.
  * delayed[operand][e5m2]: delayed scaling's scales (mp_amax_history_scale);

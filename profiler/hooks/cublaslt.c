@@ -73,6 +73,10 @@ static bool decode(mpp_op *op, cublasLtMatmulDesc_t desc, const void *alpha, con
   desc_get(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
   desc_get(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
   desc_get(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+  g.bias_type = -1;
+  desc_get(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof g.bias);
+  desc_get(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &g.bias_type, sizeof g.bias_type);
+  desc_get(desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &g.bias_stride, sizeof g.bias_stride);
   static const cublasLtMatmulDescAttributes_t scale_attrs[4] = {
       CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
       CUBLASLT_MATMUL_DESC_C_SCALE_POINTER, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER};

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/shadow_core.h"
 #include "cuda_types.h"
 #include "profiler/mpp.h"
 #include "profiler/hostmem.h"
@@ -295,6 +296,49 @@ const char *mpp_lt_epilogue_name(uint32_t e) {
   return "UNKNOWN";
 }
 
+/* How shadow execution models an epilogue's effect on D: false when it does
+ * not (the backward DRELU/DGELU ones read an aux buffer; unknown values). */
+static bool lt_shadow_epilogue(mpp_op *op, const mpp_lt_call *g) {
+  bool bias = false;
+  switch (g->epilogue) {
+  case 1:   /* DEFAULT */
+  case 256: /* BGRADA, BGRADB: D is the product; the bias gradient is another output */
+  case 512:
+    op->shadow_epi = MP_SH_EPI_NONE;
+    break;
+  case 2: /* RELU, RELU_AUX */
+  case 130:
+    op->shadow_epi = MP_SH_EPI_RELU;
+    break;
+  case 6: /* RELU_BIAS, RELU_AUX_BIAS */
+  case 134:
+    op->shadow_epi = MP_SH_EPI_RELU;
+    bias = true;
+    break;
+  case 32: /* GELU, GELU_AUX */
+  case 160:
+    op->shadow_epi = MP_SH_EPI_GELU;
+    break;
+  case 36: /* GELU_BIAS, GELU_AUX_BIAS */
+  case 164:
+    op->shadow_epi = MP_SH_EPI_GELU;
+    bias = true;
+    break;
+  case 4: /* BIAS */
+    op->shadow_epi = MP_SH_EPI_NONE;
+    bias = true;
+    break;
+  default:
+    return false;
+  }
+  if (!bias) return true;
+  if (!g->bias) return false; /* cuBLASLt would refuse the call */
+  op->shadow_bias = g->bias;
+  op->shadow_bias_dtype = mpp_cuda_dtype(g->bias_type >= 0 ? g->bias_type : g->d.type);
+  op->shadow_bias_stride = g->d.batch > 1 ? g->bias_stride : 0;
+  return op->shadow_bias_dtype != MP_DTYPE_INVALID;
+}
+
 #define LT_BATCH_MODE_POINTER_ARRAY 1u /* cublasLtBatchMode_t */
 
 static void lt_view(mpp_role *r, const mpp_lt_layout *l, const void *p) {
@@ -390,7 +434,8 @@ void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
   bool alpha_host = g->pointer_mode == 0 || g->pointer_mode == 4 ||
                     (g->pointer_mode == 1 && host_visible && g->alpha && host_visible(g->alpha));
   op->alpha = alpha_value(g->alpha, g->scale_type, alpha_host);
-  op->shadow_unsupported = g->a.order != 0 || g->b.order != 0 || op->fp8_scales != 0;
+  op->shadow_unsupported = g->a.order != 0 || g->b.order != 0 || op->fp8_scales != 0 ||
+                           !lt_shadow_epilogue(op, g);
 
   mpp_role *a = mpp_op_role(op, "A", true);
   lt_view(a, &g->a, g->A);

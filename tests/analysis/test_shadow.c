@@ -43,7 +43,28 @@ typedef struct ref_gemm {
   int lda, ldb, sa, sb;
   bool ta, tb;
   double alpha;
+  int epi;           /* 0 none, 1 ReLU, 2 GELU (tanh form) */
+  const float *bias; /* m values per batch matrix, bias_stride apart, or NULL */
+  int bias_stride;
 } ref_gemm;
+
+/* The epilogue on a candidate's fp32 value, one fp32 rounding per step
+ * (double arithmetic rounded to float is fp32 arithmetic for + and *). */
+static double epi_f(int epi, double v) {
+  if (epi == 1) return v > 0 || isnan(v) ? v : 0.0;
+  if (epi != 2) return v;
+  float x = (float)v;
+  float x3 = (float)((double)(float)((double)x * x) * x);
+  float c0 = (float)sqrt(2.0 / M_PI), c1 = (float)0.044715;
+  float u = (float)((double)c0 * (double)(float)(x + (double)(float)((double)c1 * x3)));
+  return (float)((double)(float)(0.5 * x) * (double)(float)(1.0 + (double)tanhf(u)));
+}
+/* ... and on the reference, in double. */
+static double epi_d(int epi, double x) {
+  if (epi == 1) return x > 0 || isnan(x) ? x : 0.0;
+  if (epi != 2) return x;
+  return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
 
 static double opa(const ref_gemm *g, int bt, int i, int kk) {
   return g->a[bt * g->sa + (g->ta ? kk + i * g->lda : i + kk * g->lda)];
@@ -107,11 +128,14 @@ static void ref_run(const ref_gemm *g, const ref_cand *c, double *d, double *ref
         } else {
           v = (float)(v * g->alpha);
         }
+        double bv = g->bias ? g->bias[bt * g->bias_stride + i] : 0;
+        if (g->bias) v = (float)(v + bv);
+        v = epi_f(g->epi, v);
         if (c->out != MP_FP32) v = cast(v, c->out);
         if (c->kind == 3) v = ldexp(v, -(c->lscale[0] + c->lscale[1]));
         size_t o = (size_t)bt * g->m * g->n + i + (size_t)j * g->m;
         d[o] = v;
-        ref[o] = g->alpha * r;
+        ref[o] = epi_d(g->epi, g->alpha * r + bv);
       }
 }
 
@@ -150,6 +174,10 @@ static void to_gemm(const ref_gemm *r, mp_shadow_gemm *g) {
   g->b = (mp_shadow_operand){MP_FP32, r->b, NULL, r->ldb, r->sb, r->tb};
   g->alpha = r->alpha;
   g->out = MP_FP32;
+  g->epilogue = r->epi;
+  g->bias = r->bias;
+  g->bias_dtype = MP_FP32;
+  g->bias_stride = r->bias_stride;
 }
 
 static void close_to(double got, double want) {
@@ -216,7 +244,7 @@ static float A[BATCH * LDA * M], B[BATCH * LDB * N];
 static ref_gemm base_gemm(void) {
   fill(A, sizeof A / sizeof A[0], 1, -6, 5);
   fill(B, sizeof B / sizeof B[0], 2, -4, 3);
-  return (ref_gemm){M, N, K, BATCH, A, B, LDA, LDB, LDA * M, LDB * N, true, false, 0.75};
+  return (ref_gemm){M, N, K, BATCH, A, B, LDA, LDB, LDA * M, LDB * N, true, false, 0.75, 0, NULL, 0};
 }
 
 static void fp16_and_bf16_round_operands_and_output(void **state) {
@@ -464,6 +492,52 @@ static void agg_keeps_the_worst_and_a_median(void **state) {
   free(a);
 }
 
+/* cuBLASLt's bias, ReLU and GELU epilogues change D: reference and
+ * candidates are epi(alpha*P + bias), the candidate's in fp32 before its
+ * output cast; the loss-scaled candidate is not defined with them. */
+static void epilogues_apply_bias_relu_gelu_before_the_output_cast(void **state) {
+  (void)state;
+  static float bias[BATCH * 24];
+  fill(bias, sizeof bias / sizeof bias[0], 3, -3, 4);
+  for (int epi = 0; epi <= 2; epi++) {
+    ref_gemm r = base_gemm();
+    r.epi = epi;
+    r.bias = epi == 1 ? NULL : bias; /* ReLU alone, bias alone, GELU with bias */
+    r.bias_stride = 24;
+    mp_shadow_gemm g;
+    to_gemm(&r, &g);
+    ref_cand cur = {.fmt = MP_FP32, .out = MP_FP32}, h = {.fmt = MP_FP16, .out = MP_FP16},
+             b = {.fmt = MP_BF16, .out = MP_BF16};
+    check(&r, MP_SH_CURRENT, &cur, &g, NULL);
+    check(&r, MP_SH_FP16, &h, &g, NULL);
+    mp_shadow_metrics mb = check(&r, MP_SH_BF16, &b, &g, NULL);
+    assert_true(mb.rel_l2 > 0);
+    for (int f = 0; f < 2; f++) {
+      ref_cand c = {.fmt = f ? MP_FP8_E5M2 : MP_FP8_E4M3, .kind = 2, .out = MP_BF16};
+      check(&r, f ? MP_SH_MXFP8_E5M2 : MP_SH_MXFP8_E4M3, &c, &g, NULL);
+    }
+    g.scale_log2[0] = 3;
+    mp_shadow_metrics out[MP_SH_COUNT];
+    assert_int_equal(mp_shadow_run(&g, 1u << MP_SH_FP16_SCALED | 1u << MP_SH_FP16, NULL, out),
+                     1u << MP_SH_FP16);
+    assert_false(mp_shadow_cand_defined(&g, MP_SH_FP16_SCALED));
+  }
+  /* ReLU zeroes what the product makes negative: half the outputs, so the
+   * epilogue is really applied (the product alone would not match above). */
+  ref_gemm r = base_gemm();
+  r.epi = 1;
+  size_t n = (size_t)M * N * BATCH;
+  double *d = malloc(n * sizeof *d), *ref = malloc(n * sizeof *ref);
+  ref_cand cur = {.fmt = MP_FP32, .out = MP_FP32};
+  ref_run(&r, &cur, d, ref);
+  size_t zeros = 0;
+  for (size_t i = 0; i < n; i++)
+    zeros += ref[i] == 0;
+  assert_true(zeros > n / 4 && zeros < 3 * n / 4);
+  free(d);
+  free(ref);
+}
+
 static void names_round_trip(void **state) {
   (void)state;
   for (int c = 0; c < MP_SH_COUNT; c++)
@@ -497,6 +571,7 @@ int main(void) {
       cmocka_unit_test(fp16_output_overflow_is_counted_as_nonfinite),
       cmocka_unit_test(gradients_flush_at_scale_1_and_fit_at_their_loss_scale),
       cmocka_unit_test(agg_keeps_the_worst_and_a_median),
+      cmocka_unit_test(epilogues_apply_bias_relu_gelu_before_the_output_cast),
       cmocka_unit_test(names_round_trip),
       cmocka_unit_test(bad_geometry_is_rejected),
   };

@@ -24,6 +24,7 @@
 #include "profiler/rawwrite.h"
 #include "profiler/call.h"
 #include "profiler/nvtx.h"
+#include "analysis/shadow_core.h"
 #include "profiler/op.h"
 #include "profiler/sites.h"
 #include "profiler/train.h"
@@ -443,6 +444,55 @@ static void lt_fp8_scale_and_amax_pointers_are_flagged(void **state) {
   assert_int_equal(op.fp8_scales, MPP_FP8_A | MPP_FP8_AMAX_D);
   assert_string_equal(op.epilogue, "GELU_BIAS");
   assert_string_equal(op.type_names[0], "fp8_e4m3");
+}
+
+/* Shadow execution applies the epilogues that change D (bias, ReLU, GELU, and
+ * their AUX forms) and refuses those it does not model (DRELU/DGELU read an
+ * aux buffer); a bias takes BIAS_DATA_TYPE, by default D's type. */
+static void lt_epilogues_map_to_what_shadow_execution_applies(void **state) {
+  (void)state;
+  static const struct {
+    uint32_t epi;
+    int shadow_epi;
+    bool bias, unsupported;
+  } rows[] = {
+      {1, MP_SH_EPI_NONE, false, false},   {2, MP_SH_EPI_RELU, false, false},
+      {130, MP_SH_EPI_RELU, false, false}, {4, MP_SH_EPI_NONE, true, false},
+      {6, MP_SH_EPI_RELU, true, false},    {134, MP_SH_EPI_RELU, true, false},
+      {32, MP_SH_EPI_GELU, false, false},  {160, MP_SH_EPI_GELU, false, false},
+      {36, MP_SH_EPI_GELU, true, false},   {164, MP_SH_EPI_GELU, true, false},
+      {256, MP_SH_EPI_NONE, false, false}, {512, MP_SH_EPI_NONE, false, false},
+      {136, 0, false, true},               {152, 0, false, true},
+      {192, 0, false, true},               {208, 0, false, true},
+      {12345, 0, false, true},
+  };
+  static uint16_t bias[16];
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    mpp_lt_call g = lt16();
+    g.epilogue = rows[i].epi;
+    g.bias = bias;
+    g.bias_type = -1;
+    mpp_op op;
+    mpp_lt_decode(&op, &g, NULL, NULL);
+    assert_int_equal(op.shadow_unsupported, rows[i].unsupported);
+    if (rows[i].unsupported) continue;
+    assert_int_equal(op.shadow_epi, rows[i].shadow_epi);
+    assert_ptr_equal(op.shadow_bias, rows[i].bias ? bias : NULL);
+    if (rows[i].bias) assert_int_equal(op.shadow_bias_dtype, MP_FP32); /* D's type */
+  }
+  mpp_lt_call g = lt16();
+  g.epilogue = 6;
+  g.bias = bias;
+  g.bias_type = 2; /* CUDA_R_16F */
+  g.d.batch = g.c.batch = 3;
+  g.bias_stride = 9;
+  mpp_op op;
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_int_equal(op.shadow_bias_dtype, MP_FP16);
+  assert_int_equal(op.shadow_bias_stride, 9);
+  g.bias = NULL; /* a bias epilogue without a bias pointer: not modelled */
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_true(op.shadow_unsupported);
 }
 
 static void lt_beta_zero_pointer_mode_drops_c(void **state) {
@@ -1092,6 +1142,7 @@ int main(void) {
       cmocka_unit_test(lt_row_major_layout_is_viewed_transposed),
       cmocka_unit_test(lt_fp8_scale_and_amax_pointers_are_flagged),
       cmocka_unit_test(lt_beta_zero_pointer_mode_drops_c),
+      cmocka_unit_test(lt_epilogues_map_to_what_shadow_execution_applies),
       cmocka_unit_test(conv_forward_has_its_implicit_gemm_shape),
       cmocka_unit_test(conv_backward_roles_are_named_after_their_tensors),
       cmocka_unit_test(packed_nhwc_tensor_is_scannable_and_padded_one_is_not),
