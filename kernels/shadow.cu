@@ -36,21 +36,28 @@ __device__ __forceinline__ void mpp_sh_unit(const mpp_sh_src &x, uint64_t u, uin
   *k1 = *k0 + MPP_SH_KBLOCK < x.k ? *k0 + MPP_SH_KBLOCK : x.k;
 }
 
-extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_amax(mpp_sh_amax_params p) {
-  __shared__ unsigned part[MPP_SH_BLOCK];
-  unsigned m = 0;
-  uint64_t units = mpp_sh_units(p.x);
+/* The units of x this thread owns (grid-stride): body(base, vector, k0, k1)
+ * with base the unit's batch matrix and [k0, k1) its values of k. */
+template <class Body> __device__ __forceinline__ void mpp_sh_each_unit(const mpp_sh_src &x, Body body) {
+  uint64_t units = mpp_sh_units(x);
   for (uint64_t u = (uint64_t)blockIdx.x * MPP_SH_BLOCK + threadIdx.x; u < units;
        u += (uint64_t)gridDim.x * MPP_SH_BLOCK) {
     uint64_t b, v, k0, k1;
-    mpp_sh_unit(p.x, u, &b, &v, &k0, &k1);
-    const void *base = mpp_sh_matrix(p.x, b);
+    mpp_sh_unit(x, u, &b, &v, &k0, &k1);
+    body(mpp_sh_matrix(x, b), b, v, k0, k1);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_amax(mpp_sh_amax_params p) {
+  __shared__ unsigned part[MPP_SH_BLOCK];
+  unsigned m = 0;
+  mpp_sh_each_unit(p.x, [&](const void *base, uint64_t, uint64_t v, uint64_t k0, uint64_t k1) {
     for (uint64_t kk = k0; kk < k1; kk++) {
       unsigned w =
           mpp_sh_amax_word(mpp_sh_load(base, p.x.dtype, v * p.x.vstride + kk * p.x.kstride));
       if (w > m) m = w;
     }
-  }
+  });
   part[threadIdx.x] = m;
   __syncthreads();
   for (unsigned s = MPP_SH_BLOCK / 2; s > 0; s /= 2) {
@@ -66,12 +73,7 @@ extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_quant(mpp_
   float scale = p.scale_value;
   if (p.scale == MPP_SH_SCALE_AMAX)
     scale = mp_sh_current_scale(mpp_sh_amax_of_word(*p.amax_bits), p.fp8_max);
-  uint64_t units = mpp_sh_units(p.x);
-  for (uint64_t u = (uint64_t)blockIdx.x * MPP_SH_BLOCK + threadIdx.x; u < units;
-       u += (uint64_t)gridDim.x * MPP_SH_BLOCK) {
-    uint64_t b, v, k0, k1;
-    mpp_sh_unit(p.x, u, &b, &v, &k0, &k1);
-    const void *base = mpp_sh_matrix(p.x, b);
+  mpp_sh_each_unit(p.x, [&](const void *base, uint64_t b, uint64_t v, uint64_t k0, uint64_t k1) {
     float *out = p.out + b * p.x.rows * p.x.k + v * p.out_vstride;
     uint64_t at = v * p.x.vstride;
     if (p.scale == MPP_SH_SCALE_MX) {
@@ -83,7 +85,7 @@ extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_quant(mpp_
         float x = mpp_sh_load(base, p.x.dtype, at + kk * p.x.kstride);
         out[kk * p.out_kstride] = mp_pow2_scale(mp_sh_round(mp_pow2_scale(x, -e), fmt), e);
       }
-      continue;
+      return;
     }
     for (uint64_t kk = k0; kk < k1; kk++) {
       float x = mpp_sh_load(base, p.x.dtype, at + kk * p.x.kstride);
@@ -93,7 +95,7 @@ extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_quant(mpp_
         x = x * scale;
       out[kk * p.out_kstride] = mp_sh_round(x, fmt);
     }
-  }
+  });
 }
 
 extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_err(mpp_sh_err_params p) {
