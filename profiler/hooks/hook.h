@@ -42,42 +42,16 @@
 /* A parenthesised argument list without its parentheses: the op goes in front of it. */
 #define MPP_ARGS_(...) __VA_ARGS__
 
-/* A wrapper of a recorded op. Nothing is captured from the expansion: the
- * module names its pieces.
- *   ok      a predicate `bool ok(ret_t)`: did the real call succeed (the
- *           module's `static bool succeeded(cublasStatus_t r)`);
- *   decode  `bool decode(mpp_op *op, dargs...)` fills op from the wrapper's
- *           arguments listed in `dargs`; false: the call is not recorded. */
-#define MPP_OP_HOOK(tab, ret_t, name, params, args, missing, ok, decode, dargs)                    \
-  MPP_EXPORT ret_t name params {                                                                   \
-    __typeof__(&name) real_ = MPP_REAL(tab, name);                                                 \
-    if (!real_) return missing;                                                                    \
-    if (!mpp_enter()) return real_ args;                                                           \
-    mpp_op op_;                                                                                    \
-    ret_t ret_;                                                                                    \
-    if (!decode(&op_, MPP_ARGS_ dargs)) {                                                          \
-      ret_ = real_ args;                                                                           \
-    } else {                                                                                       \
-      mpp_call call_;                                                                              \
-      mpp_call_begin(&call_, &op_);                                                                \
-      ret_ = real_ args;                                                                           \
-      mpp_call_end(&call_, &op_, ok(ret_));                                                        \
-    }                                                                                              \
-    mpp_leave();                                                                                   \
-    return ret_;                                                                                   \
-  }
-
-/* MPP_OP_HOOK whose decode step may hand back an op it keeps itself (a
- * per-thread memo's, hooks/gemm_decode.h) instead of filling the wrapper's:
- *   decode  `mpp_op *decode(mpp_op *scratch, dargs...)` the op to record,
- *           `scratch` filled or one of its own; NULL: not recorded. */
-#define MPP_MEMO_OP_HOOK(tab, ret_t, name, params, args, missing, ok, decode, dargs)               \
+/* The body both one-op wrappers share: `get_op` is an expression giving the
+ * op to record (mpp_op *; it may fill the wrapper's `scratch_`), NULL when
+ * the call is not recorded. */
+#define MPP_ONE_OP_HOOK_(tab, ret_t, name, params, args, missing, ok, get_op)                      \
   MPP_EXPORT ret_t name params {                                                                   \
     __typeof__(&name) real_ = MPP_REAL(tab, name);                                                 \
     if (!real_) return missing;                                                                    \
     if (!mpp_enter()) return real_ args;                                                           \
     mpp_op scratch_;                                                                               \
-    mpp_op *op_ = decode(&scratch_, MPP_ARGS_ dargs);                                              \
+    mpp_op *op_ = get_op;                                                                          \
     ret_t ret_;                                                                                    \
     if (!op_) {                                                                                    \
       ret_ = real_ args;                                                                           \
@@ -90,6 +64,23 @@
     mpp_leave();                                                                                   \
     return ret_;                                                                                   \
   }
+
+/* A wrapper of a recorded op. Nothing is captured from the expansion: the
+ * module names its pieces.
+ *   ok      a predicate `bool ok(ret_t)`: did the real call succeed (the
+ *           module's `static bool succeeded(cublasStatus_t r)`);
+ *   decode  `bool decode(mpp_op *op, dargs...)` fills op from the wrapper's
+ *           arguments listed in `dargs`; false: the call is not recorded. */
+#define MPP_OP_HOOK(tab, ret_t, name, params, args, missing, ok, decode, dargs)                    \
+  MPP_ONE_OP_HOOK_(tab, ret_t, name, params, args, missing, ok,                                    \
+                   (decode(&scratch_, MPP_ARGS_ dargs) ? &scratch_ : NULL))
+
+/* MPP_OP_HOOK whose decode step may hand back an op it keeps itself (a
+ * per-thread memo's, hooks/gemm_decode.h) instead of filling the wrapper's:
+ *   decode  `mpp_op *decode(mpp_op *scratch, dargs...)` the op to record,
+ *           `scratch` filled or one of its own; NULL: not recorded. */
+#define MPP_MEMO_OP_HOOK(tab, ret_t, name, params, args, missing, ok, decode, dargs)               \
+  MPP_ONE_OP_HOOK_(tab, ret_t, name, params, args, missing, ok, decode(&scratch_, MPP_ARGS_ dargs))
 
 /* A wrapper of a call that records several ops around its one real call (a
  * grouped GEMM's groups, a cuDNN graph's convolutions and matmuls). The same
