@@ -255,7 +255,6 @@ int mpp_devshadow_enqueue(void *stream, const mp_shadow_gemm *g, unsigned mask,
     return -EINVAL;
   for (int c = 0; c < MP_SH_COUNT; c++)
     if (!mpp_sh_cand_on_device(g, (mp_shadow_cand)c)) mask &= ~(1u << c);
-  mpp_devshadow_poll();
   CUstreamCaptureMode mode = mpp_cu_capture_relax(cu);
   int rc = 0;
   CUcontext cur = NULL;

@@ -172,7 +172,8 @@ typedef void (*mpp_devshadow_sink)(void *cookie, const mpp_devshadow_result *r);
  * flight. Returns 0 (sink called once when the device finished: from
  * mpp_devshadow_poll or _drain), -ENOSYS (no driver, no device kernels),
  * -ENODEV (the private stream or cuBLAS handle could not be made), -EBUSY
- * (earlier shadowed calls still running: slots or memory), -E2BIG (g alone
+ * (earlier shadowed calls still running: slots or memory; the caller polls
+ * first to free what finished), -E2BIG (g alone
  * needs more than max_bytes), -EINVAL (dimensions beyond cuBLAS's int API),
  * -EIO (a driver call failed before any work was enqueued). */
 int mpp_devshadow_enqueue(void *stream, const mp_shadow_gemm *g, unsigned mask,
