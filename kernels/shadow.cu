@@ -38,7 +38,8 @@ __device__ __forceinline__ void mpp_sh_unit(const mpp_sh_src &x, uint64_t u, uin
 
 /* The units of x this thread owns (grid-stride): body(base, vector, k0, k1)
  * with base the unit's batch matrix and [k0, k1) its values of k. */
-template <class Body> __device__ __forceinline__ void mpp_sh_each_unit(const mpp_sh_src &x, Body body) {
+template <class Body>
+__device__ __forceinline__ void mpp_sh_each_unit(const mpp_sh_src &x, Body body) {
   uint64_t units = mpp_sh_units(x);
   for (uint64_t u = (uint64_t)blockIdx.x * MPP_SH_BLOCK + threadIdx.x; u < units;
        u += (uint64_t)gridDim.x * MPP_SH_BLOCK) {

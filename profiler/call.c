@@ -78,7 +78,7 @@ static uint64_t make_op_id(int site, uint64_t index) {
 void mpp_kernel_sink_fn(uint64_t op_id, const char *mangled_name, uint64_t start_ns,
                         uint64_t end_ns, uint32_t stream_id) {
   if (op_id == MPP_OWN_OP_ID) return; /* mpprof's own work (shadow execution) */
-  if (op_id >> 32 == 0) { /* launched outside every hooked call */
+  if (op_id >> 32 == 0) {             /* launched outside every hooked call */
     mpp_note_unattributed_kernel(mangled_name, end_ns > start_ns ? end_ns - start_ns : 0);
     return;
   }

@@ -154,7 +154,7 @@ typedef struct mpprof_count {
 
 /* Shadow execution of a site (or merged over a layer's sites): report/shadow.c. */
 #define MPPROF_SH_SKIP_COUNT MP_RAW_SHADOW_SKIP_COUNT /* rows of MP_RAW_SHADOW_SKIPPED */
-#define MPPROF_FP8_RECIPES 3   /* fp8_current, fp8_delayed, mxfp8 */
+#define MPPROF_FP8_RECIPES 3                          /* fp8_current, fp8_delayed, mxfp8 */
 typedef struct mpprof_shadow_cand {
   uint64_t calls;
   mp_shadow_metrics worst;

@@ -38,7 +38,7 @@ extern const size_t mpp_scan_fatbin_size __attribute__((weak, visibility("hidden
 #define RING 32 /* ops in flight (each up to MPP_SCAN_MAX_TENSORS tensors) */
 #define BLOCK 256
 #define MAX_PER_SM 8 /* 8 x 256 threads fill an SM */
-#define CTX_CACHE 4 /* streams remembered per thread */
+#define CTX_CACHE 4  /* streams remembered per thread */
 #define CTX_GLOBAL "mpp_scan_ctx_info"
 
 /* Kernel parameters are limited to 4 KiB on every architecture mpprof builds for. */

@@ -33,7 +33,7 @@
 #include "profiler/gpu/devshadow_blas.h"
 
 #define MAX_CTX 8
-#define JOBS 4          /* shadowed calls in flight */
+#define JOBS 4 /* shadowed calls in flight */
 #define ERR_GRID_PER_SM 4
 #define MIN_GRID 8
 #define ALIGN 256
@@ -123,10 +123,9 @@ static bool kernels(void) {
 /* Stream, events, cuBLAS handle and the mapped results of the current
  * context (cs->ctx). */
 static int init_ctx(const mpp_cu_api *cu, sh_ctx *cs) {
-  if (!cu->stream_create || !cu->stream_wait_event || !cu->mem_alloc_async ||
-      !cu->mem_free_async || !cu->event_create || !cu->event_record || !cu->event_query ||
-      !cu->memset_d8_async || !cu->memcpy_dtoh_async || !cu->mem_host_alloc ||
-      !cu->mem_host_device_ptr || !cu->launch)
+  if (!cu->stream_create || !cu->stream_wait_event || !cu->mem_alloc_async || !cu->mem_free_async ||
+      !cu->event_create || !cu->event_record || !cu->event_query || !cu->memset_d8_async ||
+      !cu->memcpy_dtoh_async || !cu->mem_host_alloc || !cu->mem_host_device_ptr || !cu->launch)
     return -ENOSYS;
   if (!g_out) {
     void *h = NULL;
@@ -195,11 +194,10 @@ static bool sgemm(const sh_ctx *cs, const mp_shadow_gemm *g, CUdeviceptr qa, CUd
                   CUdeviceptr out) {
   static const float one = 1, zero = 0;
   int m = (int)g->m, n = (int)g->n, k = (int)g->k;
-  return g_blas.sgemm_strided(cs->handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one,
-                              (const float *)(uintptr_t)qa, m, (long long)m * k,
-                              (const float *)(uintptr_t)qb, k, (long long)k * n, &zero,
-                              (float *)(uintptr_t)out, m, (long long)m * n,
-                              (int)g->batch) == CUBLAS_STATUS_SUCCESS;
+  return g_blas.sgemm_strided(
+             cs->handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, (const float *)(uintptr_t)qa, m,
+             (long long)m * k, (const float *)(uintptr_t)qb, k, (long long)k * n, &zero,
+             (float *)(uintptr_t)out, m, (long long)m * n, (int)g->batch) == CUBLAS_STATUS_SUCCESS;
 }
 
 /* The work of one job on cs->stream, from the reference to the last err.
@@ -210,8 +208,7 @@ static bool enqueue_work(const mpp_cu_api *cu, const sh_ctx *cs, int j, const mp
   CUstream s = cs->stream;
   unsigned *words = (unsigned *)(uintptr_t)(mem + l->words);
   CUdeviceptr qa = mem + l->qa, qb = mem + l->qb, ref = mem + l->ref, cand = mem + l->cand;
-  if (cu->memset_d8_async(mem + l->words, 0, 4 * sizeof(unsigned), s) != CUDA_SUCCESS)
-    return false;
+  if (cu->memset_d8_async(mem + l->words, 0, 4 * sizeof(unsigned), s) != CUDA_SUCCESS) return false;
   for (int w = 0; w < 2; w++) {
     mpp_sh_amax_params p = {mpp_sh_src_of(g, w), words + w};
     uint64_t units = p.x.batch * p.x.rows * ((p.x.k + MPP_SH_KBLOCK - 1) / MPP_SH_KBLOCK);

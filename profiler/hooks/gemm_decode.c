@@ -434,8 +434,8 @@ void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
   bool alpha_host = g->pointer_mode == 0 || g->pointer_mode == 4 ||
                     (g->pointer_mode == 1 && host_visible && g->alpha && host_visible(g->alpha));
   op->alpha = alpha_value(g->alpha, g->scale_type, alpha_host);
-  op->shadow_unsupported = g->a.order != 0 || g->b.order != 0 || op->fp8_scales != 0 ||
-                           !lt_shadow_epilogue(op, g);
+  op->shadow_unsupported =
+      g->a.order != 0 || g->b.order != 0 || op->fp8_scales != 0 || !lt_shadow_epilogue(op, g);
 
   mpp_role *a = mpp_op_role(op, "A", true);
   lt_view(a, &g->a, g->A);

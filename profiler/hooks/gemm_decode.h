@@ -62,9 +62,9 @@ typedef struct mpp_lt_call {
   int pointer_mode; /* cublasLtPointerMode_t */
   int transa, transb;
   uint32_t epilogue;
-  const void *bias;   /* CUBLASLT_MATMUL_DESC_BIAS_POINTER (NULL: none) */
-  int bias_type;      /* cudaDataType, -1: D's (cuBLASLt's default) */
-  int64_t bias_stride; /* elements between batch members' bias vectors */
+  const void *bias;         /* CUBLASLT_MATMUL_DESC_BIAS_POINTER (NULL: none) */
+  int bias_type;            /* cudaDataType, -1: D's (cuBLASLt's default) */
+  int64_t bias_stride;      /* elements between batch members' bias vectors */
   const void *scale_ptr[4]; /* A, B, C, D scale pointers (NULL = 1) */
   int32_t scale_mode[4];    /* A..D_SCALE_MODE: 0 = one fp32 scalar, others block/vector arrays */
   const void *amax_d;

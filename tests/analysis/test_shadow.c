@@ -244,7 +244,8 @@ static float A[BATCH * LDA * M], B[BATCH * LDB * N];
 static ref_gemm base_gemm(void) {
   fill(A, sizeof A / sizeof A[0], 1, -6, 5);
   fill(B, sizeof B / sizeof B[0], 2, -4, 3);
-  return (ref_gemm){M, N, K, BATCH, A, B, LDA, LDB, LDA * M, LDB * N, true, false, 0.75, 0, NULL, 0};
+  return (ref_gemm){M,       N,       K,    BATCH, A,    B, LDA,  LDB,
+                    LDA * M, LDB * N, true, false, 0.75, 0, NULL, 0};
 }
 
 static void fp16_and_bf16_round_operands_and_output(void **state) {

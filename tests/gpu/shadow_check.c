@@ -83,9 +83,8 @@ int main(int argc, char **argv) {
   double op_ms = 0, t0 = now_s();
   for (int i = 0; i < iters; i++) {
     CHECK(cudaEventRecord(e0, s));
-    CHECK(cublasGemmEx(hd, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, A, CUDA_R_16F, n, B,
-                       CUDA_R_16F, n, &zero, C, CUDA_R_16F, n, CUBLAS_COMPUTE_32F,
-                       CUBLAS_GEMM_DEFAULT));
+    CHECK(cublasGemmEx(hd, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, A, CUDA_R_16F, n, B, CUDA_R_16F,
+                       n, &zero, C, CUDA_R_16F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     CHECK(cudaEventRecord(e1, s));
     CHECK(cudaStreamSynchronize(s)); /* what the program waits for: its own stream */
     float ms = 0;

@@ -169,8 +169,8 @@ static void call(const gemm *g, void *stream) {
                      .Ctype = cuda_type(g->dt),
                      .compute = CUBLAS_COMPUTE_32F,
                      .scale_type = 0};
-  mpp_gemm_ctx ctx = {.math_mode = 0, .pointer_mode = 0, .stream = stream,
-                      .host_visible = mpp_host_readable};
+  mpp_gemm_ctx ctx = {
+      .math_mode = 0, .pointer_mode = 0, .stream = stream, .host_visible = mpp_host_readable};
   mpp_op op;
   mpp_call cl;
   mpp_gemm_decode(&op, &c, &ctx);
@@ -208,8 +208,8 @@ static double num(const cJSON *o, const char *key) {
 }
 
 static uint64_t skipped(const cJSON *sh, const char *why) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(
-      cJSON_GetObjectItemCaseSensitive(sh, "skipped"), why);
+  const cJSON *v =
+      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(sh, "skipped"), why);
   return v ? (uint64_t)v->valuedouble : 0;
 }
 
@@ -328,8 +328,7 @@ static void check_matches_host(const gemm *g) {
     seen++;
     assert_int_equal((uint64_t)num(m, "calls"), want_calls[c]);
     if (!close_rel(num(m, "rel_l2"), want[c].rel_l2))
-      fail_msg("%s: rel_l2 %.17g, host definitions %.17g", name, num(m, "rel_l2"),
-               want[c].rel_l2);
+      fail_msg("%s: rel_l2 %.17g, host definitions %.17g", name, num(m, "rel_l2"), want[c].rel_l2);
     if (num(m, "max_rel") != want[c].max_rel)
       fail_msg("%s: max_rel %.17g, want %.17g", name, num(m, "max_rel"), want[c].max_rel);
     if (num(m, "flushed") != want[c].flushed)
@@ -374,7 +373,7 @@ static void results_wait_for_the_device_without_blocking(void **state) {
   for (int i = 0; i < 6; i++)
     call(&g, NULL);
   cJSON *sh = shadow_json();
-  assert_int_equal((int)num(sh, "calls"), 0); /* nothing delivered yet */
+  assert_int_equal((int)num(sh, "calls"), 0);      /* nothing delivered yet */
   assert_int_equal(skipped(sh, "shadow_busy"), 2); /* 4 in flight */
   cJSON_Delete(sh);
   hold(0);

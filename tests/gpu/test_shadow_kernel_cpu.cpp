@@ -94,8 +94,8 @@ struct config {
   double alpha;
   int spread;
   bool special; /* an inf in A */
-  int epi;       /* MP_SH_EPI_* */
-  bool bias;     /* an fp16 bias vector per batch matrix */
+  int epi;      /* MP_SH_EPI_* */
+  bool bias;    /* an fp16 bias vector per batch matrix */
 };
 
 /* Sums in another order: equal within 1e-12 relative, or the same inf. */
@@ -224,8 +224,7 @@ static void run_config(const config &c) {
     /* fp64 accumulates in double: its current precision is not computed on the device */
     CHECK(mpp_sh_cand_on_device(&g, cand) ==
               (!(cand == MP_SH_CURRENT && wide) && (defined >> ci & 1)),
-          "%s %s: on device",
-          c.name, mp_shadow_cand_name(cand));
+          "%s %s: on device", c.name, mp_shadow_cand_name(cand));
     if (cand == MP_SH_CURRENT && wide) continue;
     if (!(defined >> ci & 1)) continue; /* the loss-scaled one with an epilogue */
     quant(g, ci, false, delayed, words, qa, 2);
@@ -257,9 +256,9 @@ static void run_config(const config &c) {
       for (size_t o = 0; o < mn; o++) {
         double r = (double)ref[o] * c.alpha, d = cap[o];
         if (c.bias)
-          r += (double)(float)mp_load(MP_FP16, bias,
-                                      (uint64_t)((int64_t)o / (c.m * c.n) * g.bias_stride +
-                                                 (int64_t)o % c.m));
+          r += (double)(float)mp_load(
+              MP_FP16, bias,
+              (uint64_t)((int64_t)o / (c.m * c.n) * g.bias_stride + (int64_t)o % c.m));
         r = mp_sh_epi_d(c.epi, r);
         sr += r * r;
         maxr = fmax(maxr, fabs(r));
@@ -309,8 +308,8 @@ int main(void) {
        1.0, 20, true, 0, false},
       {"fp32 GELU + fp16 bias, strided batch", 11, 5, 40, 2, MP_FP32, MP_FP32, MP_BF16, false,
        false, false, 1, 0, false, 0.5, 6, false, MP_SH_EPI_GELU, true},
-      {"fp16 ReLU, pointer array", 6, 7, 36, 3, MP_FP16, MP_FP16, MP_FP16, true, false, false, 0,
-       0, true, 1.0, 5, false, MP_SH_EPI_RELU, false},
+      {"fp16 ReLU, pointer array", 6, 7, 36, 3, MP_FP16, MP_FP16, MP_FP16, true, false, false, 0, 0,
+       true, 1.0, 5, false, MP_SH_EPI_RELU, false},
   };
   for (const config &c : configs)
     run_config(c);

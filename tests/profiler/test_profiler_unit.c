@@ -456,14 +456,22 @@ static void lt_epilogues_map_to_what_shadow_execution_applies(void **state) {
     int shadow_epi;
     bool bias, unsupported;
   } rows[] = {
-      {1, MP_SH_EPI_NONE, false, false},   {2, MP_SH_EPI_RELU, false, false},
-      {130, MP_SH_EPI_RELU, false, false}, {4, MP_SH_EPI_NONE, true, false},
-      {6, MP_SH_EPI_RELU, true, false},    {134, MP_SH_EPI_RELU, true, false},
-      {32, MP_SH_EPI_GELU, false, false},  {160, MP_SH_EPI_GELU, false, false},
-      {36, MP_SH_EPI_GELU, true, false},   {164, MP_SH_EPI_GELU, true, false},
-      {256, MP_SH_EPI_NONE, false, false}, {512, MP_SH_EPI_NONE, false, false},
-      {136, 0, false, true},               {152, 0, false, true},
-      {192, 0, false, true},               {208, 0, false, true},
+      {1, MP_SH_EPI_NONE, false, false},
+      {2, MP_SH_EPI_RELU, false, false},
+      {130, MP_SH_EPI_RELU, false, false},
+      {4, MP_SH_EPI_NONE, true, false},
+      {6, MP_SH_EPI_RELU, true, false},
+      {134, MP_SH_EPI_RELU, true, false},
+      {32, MP_SH_EPI_GELU, false, false},
+      {160, MP_SH_EPI_GELU, false, false},
+      {36, MP_SH_EPI_GELU, true, false},
+      {164, MP_SH_EPI_GELU, true, false},
+      {256, MP_SH_EPI_NONE, false, false},
+      {512, MP_SH_EPI_NONE, false, false},
+      {136, 0, false, true},
+      {152, 0, false, true},
+      {192, 0, false, true},
+      {208, 0, false, true},
       {12345, 0, false, true},
   };
   static uint16_t bias[16];

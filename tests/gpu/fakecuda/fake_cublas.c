@@ -84,9 +84,9 @@ API cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t
                                              int batch) {
   if (!ok(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
   int ra = ta == CUBLAS_OP_N ? m : k, rb = tb == CUBLAS_OP_N ? k : n;
-  if (m < 0 || n < 0 || k < 0 || batch < 0 || lda < (ra > 1 ? ra : 1) ||
-      ldb < (rb > 1 ? rb : 1) || ldc < (m > 1 ? m : 1) || !alpha || !beta ||
-      (ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T))
+  if (m < 0 || n < 0 || k < 0 || batch < 0 || lda < (ra > 1 ? ra : 1) || ldb < (rb > 1 ? rb : 1) ||
+      ldc < (m > 1 ? m : 1) || !alpha || !beta || (ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) ||
+      (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T))
     return CUBLAS_STATUS_INVALID_VALUE;
   g_gemms++;
   g_last_math = (int)h->math;

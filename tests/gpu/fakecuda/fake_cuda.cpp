@@ -155,11 +155,11 @@ static CUresult CUDAAPI f_library_load(CUlibrary *lib, const void *code, CUjit_o
 enum { K_SCAN = 1, K_SH_AMAX, K_SH_QUANT, K_SH_ERR };
 static CUresult CUDAAPI f_library_kernel(CUkernel *k, CUlibrary, const char *name) {
   t_calls++;
-  uintptr_t h = !strcmp(name, mpp_scan_kernel_name())  ? K_SCAN
-                : !strcmp(name, "mpp_shadow_amax")     ? K_SH_AMAX
-                : !strcmp(name, "mpp_shadow_quant")    ? K_SH_QUANT
-                : !strcmp(name, "mpp_shadow_err")      ? K_SH_ERR
-                                                       : 0;
+  uintptr_t h = !strcmp(name, mpp_scan_kernel_name()) ? K_SCAN
+                : !strcmp(name, "mpp_shadow_amax")    ? K_SH_AMAX
+                : !strcmp(name, "mpp_shadow_quant")   ? K_SH_QUANT
+                : !strcmp(name, "mpp_shadow_err")     ? K_SH_ERR
+                                                      : 0;
   if (!h) return CUDA_ERROR_NOT_FOUND;
   *k = (CUkernel)h;
   return CUDA_SUCCESS;
