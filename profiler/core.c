@@ -15,7 +15,6 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "analysis/advice.h"
@@ -196,12 +195,6 @@ void mpp_log(int level, const char *fmt, ...) {
 uint32_t mpp_thread_id(void) {
   if (!tid_cache) tid_cache = (uint32_t)syscall(SYS_gettid);
   return tid_cache;
-}
-
-uint64_t mpp_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 bool mpp_in_forked_child(void) {

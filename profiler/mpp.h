@@ -1,6 +1,6 @@
 /* The core of libmpprof.so that every module may use (core.c): the
  * configuration, read once at init and read-only afterwards; logging; the
- * clock and thread ids; the fork-child flag and the mutexes held across fork.
+ * clock (clock.c) and thread ids; the fork-child flag and the mutexes held across fork.
  * Nothing here is exported: the library is built with -fvisibility=hidden and
  * a version script, and only MPP_EXPORT definitions (hooks and injection entry
  * points) are visible.
@@ -66,9 +66,8 @@ int mpp_parse_scan_mode(const char *s, mpp_scan_mode *ret_mode); /* 0 or -EINVAL
 int mpp_parse_tc_counters(const char *v); /* MPPROF_TC_COUNTERS -> mpp_config.tc_every */
 void mpp_config_read(void);               /* fills mpp_cfg (but its rank): once, from mpp_init */
 
-/* --- log, clock, threads, fork (core.c) --- */
+/* --- log, threads, fork (core.c) --- */
 uint32_t mpp_thread_id(void);
-uint64_t mpp_now_ns(void); /* CLOCK_REALTIME */
 bool mpp_in_forked_child(void);
 void mpp_core_fork_child(void); /* runtime.c's atfork child handler: a new tid, the flag set */
 /* One line `mpprof[pid/tid]: ...` on stderr, in one write, when MPPROF_LOG >=
@@ -76,6 +75,17 @@ void mpp_core_fork_child(void); /* runtime.c's atfork child handler: a new tid, 
  * log a problem once (a flag of their own), shadow execution once per skipped
  * call. */
 void mpp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* --- the clock (clock.c) --- */
+/* CLOCK_REALTIME in ns; from the TSC where that is safe (clock.c says why it
+ * is the same clock). Never below the calling thread's previous read unless
+ * the system clock was set back. */
+uint64_t mpp_now_ns(void);
+/* At init (tests: again, to choose): start measuring the TSC's rate if
+ * allow_tsc and the CPU's TSC is invariant; otherwise clock_gettime. */
+void mpp_clock_init(bool allow_tsc);
+void mpp_clock_fork_child(void); /* runtime.c's atfork child handler: a new anchor */
+bool mpp_clock_uses_tsc(void);   /* reads are converted TSC values now */
 
 /* A module's mutex that application threads take inside hooks: held across
  * fork() by the prepare handler and re-created in the child, so a child never

@@ -512,7 +512,7 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_
   mpp_jw_key(w, MP_RK_TOP.events);
   mpp_jw_arr(w);
   for (uint64_t i = 0; i < t->nevents; i++) {
-    const mpp_event *e = &t->events[i];
+    const mpp_event *e = mpp_tables_event(t, i);
     char stream[32];
     snprintf(stream, sizeof stream, "0x%lx", (unsigned long)e->stream);
     mpp_jw_obj(w);

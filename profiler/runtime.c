@@ -374,6 +374,7 @@ static void atfork_child(void) {
   mpp_sites_reset(); /* also re-creates the sites mutex */
   mpp_train_reset_child();
   mpp_core_fork_child(); /* the child's own tid; mpp_in_forked_child() */
+  mpp_clock_fork_child();
   mpp_nvtx_ranges_reset();
   mpp_capture_reset_counts();
   checkpoint_running = false;
@@ -385,6 +386,7 @@ static void atfork_child(void) {
 
 static void init_once_fn(void) {
   mpp_config_read();
+  mpp_clock_init(true);
   mpp_process_info_reset();
   mpp_raw_reset();
   if (!mpp_cfg.disabled) {

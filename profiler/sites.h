@@ -122,8 +122,7 @@ void mpp_note_incomplete(const char *reason_key, const char *fmt, ...)
 typedef struct mpp_tables {
   mpp_site *sites;
   uint32_t nsites;
-  const mpp_event *events;
-  uint64_t nevents;
+  uint64_t nevents; /* mpp_tables_event(t, 0 .. nevents - 1) */
   uint64_t events_dropped;
   const mpp_kernel_event *kevents;
   uint64_t nkevents;
@@ -137,6 +136,7 @@ typedef struct mpp_tables {
 /* ranges_dropped: the NVTX count the "max_ranges" reason text states (the
  * writer asks nvtx.c; the site table does not). */
 void mpp_tables_get(mpp_tables *ret, uint64_t ranges_dropped);
+const mpp_event *mpp_tables_event(const mpp_tables *t, uint64_t i); /* i < t->nevents */
 /* At exit: calls begun and not ended become an incomplete reason. */
 void mpp_sites_note_in_flight(void);
 

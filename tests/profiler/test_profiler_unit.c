@@ -776,6 +776,28 @@ static void event_cap_makes_the_raw_file_incomplete(void **state) {
   cJSON_Delete(doc);
 }
 
+/* Events are kept in chunks (a small first one, then 2 MiB ones): across the
+ * seams every event up to the cap is kept, in the order of its calls. */
+static void events_keep_every_call_in_order_across_chunks(void **state) {
+  (void)state;
+  enum { CALLS = 120000, CAP = CALLS - 5 }; /* > 1024 + 2 * 2 MiB of 40-byte events */
+  mpp_cfg.scan = MPP_SCAN_NONE;
+  mpp_cfg.max_events = CAP;
+  for (int i = 0; i < CALLS; i++)
+    run_op("api", true);
+  mpp_sites_lock();
+  mpp_tables t;
+  mpp_tables_get(&t, 0);
+  assert_int_equal(t.nevents, CAP);
+  assert_int_equal(t.events_dropped, CALLS - CAP);
+  for (uint64_t i = 0; i < t.nevents; i++) {
+    const mpp_event *e = mpp_tables_event(&t, i);
+    assert_int_equal(e->site, 0);
+    assert_int_equal(e->call, i);
+  }
+  mpp_sites_unlock();
+}
+
 static void sampling_scans_every_nth_call_of_a_site(void **state) {
   (void)state;
   mpp_cfg.sample = 2;
@@ -1164,6 +1186,7 @@ int main(void) {
       cmocka_unit_test_setup(scope_ops_counts_the_innermost_scopes_own_ops, reset_all),
       cmocka_unit_test_setup(site_cap_makes_the_raw_file_incomplete, reset_all),
       cmocka_unit_test_setup(event_cap_makes_the_raw_file_incomplete, reset_all),
+      cmocka_unit_test_setup(events_keep_every_call_in_order_across_chunks, reset_all),
       cmocka_unit_test_setup(sampling_scans_every_nth_call_of_a_site, reset_all),
       cmocka_unit_test_setup(scan_outputs_mode_scans_only_the_output, reset_all),
       cmocka_unit_test_setup(a_failed_call_is_counted_but_not_recorded, reset_all),

@@ -18,6 +18,7 @@ set -- "${objs[@]}"
 layers=(
   "jsonw hooks_cuda_types gpu_scan_plan gpu_shadow_plan ptrmap"
   "core"
+  "clock"
   "gpu_cuda_driver"
   "gpu_cupti gpu_devscan"
   "gpu_devshadow"
