@@ -563,7 +563,11 @@ typedef struct mpprof_afile {
   int dir;
   int err; /* first write error (errno), reported by close */
   mpp_sfile sf;
+  char *buf; /* the FILE's buffer (MPPROF_AFILE_BUF bytes), or NULL: stdio's own */
 } mpprof_afile;
+/* An output file's buffer: report.json of 100k sites is some 300 MB, which
+ * stdio's default buffer wrote by 75k write calls. */
+#define MPPROF_AFILE_BUF (1u << 20)
 int mpprof_afile_open(mpprof_afile *a, const char *path);
 /* Closes, and renames on success; removes the temporary file on failure or
  * when ok is false. 0 or -1 (errno set: the first write error, e.g. ENOSPC). */
@@ -619,6 +623,26 @@ void mpprof_tb_double(mpprof_tb *b, double d);
 /* stats_text.c: the STATS object of c without advice, the text of
  * cJSON_PrintUnformatted(mpprof_cstats_to_json(c, NULL, ...)). */
 void mpprof_tb_cstats(mpprof_tb *b, const mpprof_cstats *c);
+
+/* pending.c: a parsed site's merged fields (what mpprof_model_merge_site
+ * adds), packed while the rest of its raw file is validated. */
+typedef struct mpprof_pending {
+  unsigned char *bytes;
+  size_t len;
+  size_t kernels_at; /* where the kernel records start in bytes */
+  size_t n_kernels;
+  mpprof_shadow *shadow; /* owned, or NULL */
+} mpprof_pending;
+/* *ret = s's merged fields (its shadow taken over; the rest of s stays
+ * s's); scratch: a buffer kept across calls. 0 or -1 (memory). */
+int mpprof_pending_pack(mpprof_site *s, mpprof_tb *scratch, mpprof_pending *ret);
+/* *ret = a site holding only the merged fields of pd (its shadow taken
+ * over), for mpprof_model_merge_site. 0 or -1 (memory; *ret is then still
+ * for mpprof_site_free). */
+int mpprof_pending_unpack(mpprof_pending *pd, mpprof_site *ret);
+/* The name of kernel k (k < pd->n_kernels), inside pd's bytes. */
+const char *mpprof_pending_kernel_name(const mpprof_pending *pd, size_t k);
+void mpprof_pending_free(mpprof_pending *pd); /* NULL-safe contents; pd zeroed */
 
 /* util */
 /* Text for a terminal: control characters (C0 but newline, DEL, C1) escaped
