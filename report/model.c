@@ -324,6 +324,30 @@ int mpprof_model_merge_site(mpprof_model *m, size_t idx, mpprof_site *s) {
   return rc;
 }
 
+/* Room for need sites. Not mpprof_grow: no zeroing of pages not used yet
+ * (a page of the array costs memory only once a site is written to it). */
+static int reserve(mpprof_model *m, size_t need) {
+  if (need <= m->cap_sites) return 0;
+  size_t cap = m->cap_sites ? m->cap_sites : 16;
+  while (cap < need)
+    cap *= 2;
+  mpprof_site *ns = realloc(m->sites, cap * sizeof *ns);
+  if (!ns) return -1;
+  m->sites = ns;
+  m->cap_sites = cap;
+  return 0;
+}
+
+size_t mpprof_model_stage(mpprof_model *m, size_t k) {
+  return reserve(m, m->n_sites + k + 1) ? SIZE_MAX : m->n_sites + k;
+}
+
+int mpprof_model_add_staged(mpprof_model *m, size_t at, size_t *ret_idx) {
+  mpprof_site s = m->sites[at];
+  memset(&m->sites[at], 0, sizeof s);
+  return mpprof_model_add_site(m, &s, ret_idx);
+}
+
 int mpprof_model_add_site(mpprof_model *m, mpprof_site *s, size_t *ret_idx) {
   if (m->n_sites + 1 > m->hash_cap / 2 && hash_rebuild(m, m->hash_cap ? m->hash_cap * 2 : 1024))
     return -1;
@@ -335,13 +359,7 @@ int mpprof_model_add_site(mpprof_model *m, mpprof_site *s, size_t *ret_idx) {
     *ret_idx = idx;
     return rc;
   }
-  if (m->n_sites == m->cap_sites) { /* not mpprof_grow: no zeroing of pages not used yet */
-    size_t cap = m->cap_sites ? 2 * m->cap_sites : 16;
-    mpprof_site *ns = realloc(m->sites, cap * sizeof *ns);
-    if (!ns) return -1;
-    m->sites = ns;
-    m->cap_sites = cap;
-  }
+  if (reserve(m, m->n_sites + 1)) return -1;
   m->sites[m->n_sites] = *s;
   memset(s, 0, sizeof *s);
   m->hash[slot] = m->n_sites + 1;

@@ -62,7 +62,7 @@ typedef struct walk {
   char *rest;       /* a site's text without its tensors (scan_tensors) */
   mpprof_tb idtext; /* a site's identity text (identity_of) */
   mpprof_tb pack;   /* a merging site's packed record (mpprof_pending_pack) */
-  size_t parsed;    /* sites parsed: sites[i] or pend[i] holds site i */
+  size_t parsed;    /* sites parsed: staged (m->sites[at[i]]) or packed (pend[i]) */
   size_t rest_cap;
   bool has_sites;
   bool ended; /* a value ran into the end of the data */
@@ -1069,9 +1069,9 @@ static void free_proc(mpprof_process *p) {
 }
 
 /* "ranges" and "kernel_events" into w->rg / w->kv; 0, 1 (invalid: err), -1 (memory). */
-static int parse_timeline(walk *w, const mpprof_site *sites, const mpprof_pending *pend,
-                          const size_t *into, const id_map *ids, size_t ns, char *err,
-                          size_t errlen) {
+static int parse_timeline(walk *w, const mpprof_model *m, const size_t *at,
+                          const mpprof_pending *pend, const size_t *into, const id_map *ids,
+                          size_t ns, char *err, size_t errlen) {
   w->rg = calloc(w->ranges.n ? w->ranges.n : 1, sizeof *w->rg);
   w->kv = calloc(w->kevents.n ? w->kevents.n : 1, sizeof *w->kv);
   if (!w->rg || !w->kv) return -1;
@@ -1113,7 +1113,7 @@ static int parse_timeline(walk *w, const mpprof_site *sites, const mpprof_pendin
     const id_map *hit = ok ? bsearch(&key, ids, ns, sizeof *ids, id_cmp) : NULL;
     bool fresh = hit && into[hit->idx] == SIZE_MAX; /* else a pending merge */
     if (!hit || k < 0 ||
-        (size_t)k >= (fresh ? sites[hit->idx].n_kernels : pend[hit->idx].n_kernels)) {
+        (size_t)k >= (fresh ? m->sites[at[hit->idx]].n_kernels : pend[hit->idx].n_kernels)) {
       snprintf(err, errlen, "kernel_events[%zu]: %s", i,
                ok ? "refers to a site or kernel that is not in the file"
                   : "needs site, call, kernel, start_ns and end_ns");
@@ -1125,7 +1125,7 @@ static int parse_timeline(walk *w, const mpprof_site *sites, const mpprof_pendin
         .stream = (uint64_t)stream,
         .start_ns = t0,
         .end_ns = t1 < t0 ? t0 : t1,
-        .name = strdup(fresh ? sites[hit->idx].kernels[k].name
+        .name = strdup(fresh ? m->sites[at[hit->idx]].kernels[k].name
                              : mpprof_pending_kernel_name(&pend[hit->idx], (size_t)k))};
     if (!w->kv[i].name) return -1;
   }
@@ -1133,8 +1133,8 @@ static int parse_timeline(walk *w, const mpprof_site *sites, const mpprof_pendin
 }
 
 /* Parse the mapped file into temporaries; 0 ok, 1 invalid (reason in err), -1 ENOMEM. */
-static int parse_file(walk *w, const char *path, const mpprof_model *m, mpprof_process *p,
-                      mpprof_site **ret_sites, mpprof_pending **ret_pend, size_t **ret_into,
+static int parse_file(walk *w, const char *path, mpprof_model *m, mpprof_process *p,
+                      size_t **ret_at, mpprof_pending **ret_pend, size_t **ret_into,
                       id_map **ret_ids, mpprof_event **ret_ev, mp_stats *scratch, char *err,
                       size_t errlen) {
   int walked = walk_top(w);
@@ -1155,19 +1155,20 @@ static int parse_file(walk *w, const char *path, const mpprof_model *m, mpprof_p
     return 1;
   }
   size_t ns = w->sites.n;
-  /* Site i is a new site (sites[i]) or merges into one of the model
-   * (pend[i]); a calloc'd array's pages not written cost no memory. */
-  mpprof_site *sites = calloc(ns ? ns : 1, sizeof *sites);
+  /* Site i is a new site, staged after the model's (m->sites[at[i]]), or
+   * merges into one of the model (pend[i]; a calloc'd array's pages not
+   * written cost no memory). */
+  size_t *at = malloc((ns ? ns : 1) * sizeof *at), n_new = 0;
   mpprof_pending *pend = calloc(ns ? ns : 1, sizeof *pend);
   size_t *into = malloc((ns ? ns : 1) * sizeof *into);
   id_map *ids = calloc(ns ? ns : 1, sizeof *ids);
   mpprof_event *ev = calloc(w->events.n ? w->events.n : 1, sizeof *ev);
-  *ret_sites = sites;
+  *ret_at = at;
   *ret_pend = pend;
   *ret_into = into;
   *ret_ids = ids;
   *ret_ev = ev;
-  if (!sites || !pend || !into || !ids || !ev) return -1;
+  if (!at || !pend || !into || !ids || !ev) return -1;
   for (size_t i = 0; i < ns; i++) {
     const char *t = element(w, &w->sites, i);
     if (!t) return element_failed(w, err, errlen);
@@ -1196,7 +1197,12 @@ static int parse_file(walk *w, const char *path, const mpprof_model *m, mpprof_p
     }
     p->calls += cur.calls;
     if (into[i] == SIZE_MAX) {
-      sites[i] = cur;
+      if ((at[i] = mpprof_model_stage(m, n_new)) == SIZE_MAX) {
+        mpprof_site_free(&cur);
+        return -1;
+      }
+      m->sites[at[i]] = cur;
+      n_new++;
     } else {
       int packed = mpprof_pending_pack(&cur, &w->pack, &pend[i]);
       mpprof_site_free(&cur);
@@ -1223,8 +1229,8 @@ static int parse_file(walk *w, const char *path, const mpprof_model *m, mpprof_p
       snprintf(err, errlen, "training.first_nonfinite: refers to a site that is not in the file");
       return 1;
     }
-    size_t at = into[hit->idx];
-    const char *sk = at == SIZE_MAX ? sites[hit->idx].key : m->sites[at].key;
+    size_t to = into[hit->idx];
+    const char *sk = m->sites[to == SIZE_MAX ? at[hit->idx] : to].key;
     if (!(p->nonfinite_site_key = strdup(sk))) return -1;
   }
   for (size_t i = 0; i < w->events.n; i++) {
@@ -1255,7 +1261,7 @@ static int parse_file(walk *w, const char *path, const mpprof_model *m, mpprof_p
     ev[i].thread = (uint64_t)thread;
     ev[i].call = call;
   }
-  int rc = parse_timeline(w, sites, pend, into, ids, ns, err, errlen);
+  int rc = parse_timeline(w, m, at, pend, into, ids, ns, err, errlen);
   if (rc) return rc;
   p->n_sites = ns;
   p->n_events = w->events.n;
@@ -1301,14 +1307,14 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
   if (rc0) return rc0 < 0 ? -1 : skip_file(m, path, err, warn);
   mp_stats *scratch = malloc(2 * sizeof *scratch);
   mpprof_process p = {0};
-  mpprof_site *sites = NULL;
+  size_t *at = NULL, committed = 0; /* sites of the file the model holds */
   mpprof_pending *pend = NULL;
   id_map *ids = NULL;
   mpprof_event *ev = NULL;
   size_t *into = NULL;
-  int rc = scratch ? parse_file(&w, path, m, &p, &sites, &pend, &into, &ids, &ev, scratch, err,
-                                sizeof err)
-                   : -1;
+  int rc = scratch
+               ? parse_file(&w, path, m, &p, &at, &pend, &into, &ids, &ev, scratch, err, sizeof err)
+               : -1;
   size_t ns = w.sites.n;
   bool dup = false;
   if (rc == 0)
@@ -1321,7 +1327,8 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
         rc = 1;
       }
   if (rc == 0) {
-    /* Commit: nothing above touched the model. */
+    /* Commit: nothing above changed what the model holds (new sites are
+     * staged after its own). */
     if (mpprof_grow((void **)&m->procs, &m->cap_procs, m->n_procs + 1, sizeof *m->procs) ||
         mpprof_grow((void **)&m->events, &m->cap_events, m->n_events + w.events.n,
                     sizeof *m->events) ||
@@ -1337,8 +1344,9 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
       size_t *idx = malloc((ns ? ns : 1) * sizeof *idx);
       if (!idx) rc = -1;
       for (size_t i = 0; rc == 0 && i < ns; i++) {
+        committed = i + 1; /* its staged record or packed one is used up */
         if (into[i] == SIZE_MAX) {
-          if (mpprof_model_add_site(m, &sites[i], &idx[i])) rc = -1;
+          if (mpprof_model_add_staged(m, at[i], &idx[i])) rc = -1;
           continue;
         }
         mpprof_site t;
@@ -1382,12 +1390,12 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
     rc = skip_file(m, path, err, warn);
     if (dup) m->incomplete = was_incomplete; /* nothing is missing: it was counted once */
   }
-  for (size_t i = 0; i < w.parsed; i++) /* not sites[] whole: untouched pages stay so */
+  for (size_t i = committed; i < w.parsed; i++) /* what the model did not take */
     if (into[i] == SIZE_MAX)
-      mpprof_site_free(&sites[i]);
+      mpprof_site_free(&m->sites[at[i]]);
     else
       mpprof_pending_free(&pend[i]);
-  free(sites);
+  free(at);
   free(pend);
   free(into);
   free(ids);

@@ -450,6 +450,15 @@ void mpprof_model_free(mpprof_model *m);
 void mpprof_site_free(mpprof_site *s);
 /* Merge a parsed site (taken over: *s is emptied) into the model. 0 or -1. */
 int mpprof_model_add_site(mpprof_model *m, mpprof_site *s, size_t *ret_idx);
+/* A record for a site of a file being read, after the model's sites (at
+ * index n_sites + k for its k-th new site): the file's new sites are parsed
+ * into them before it validates, the model does not hold them until
+ * mpprof_model_add_staged. Its index (valid until the array grows), or
+ * SIZE_MAX (memory). Pointers into m->sites do not survive it. */
+size_t mpprof_model_stage(mpprof_model *m, size_t k);
+/* Add the site staged at index at as mpprof_model_add_site adds (its
+ * record there emptied); sites staged at a greater index stay staged. */
+int mpprof_model_add_staged(mpprof_model *m, size_t at, size_t *ret_idx);
 /* The index of the site with this key, or SIZE_MAX (before mpprof_model_finish). */
 size_t mpprof_model_find_site(const mpprof_model *m, const char *key);
 /* Merge *s (taken over and emptied; its identity fields may be missing) into

@@ -267,6 +267,38 @@ static void a_kernel_event_of_a_merging_site_names_its_own_files_kernel(void **s
   free(dir);
 }
 
+/* A file's new sites are staged after the model's until it validates: a
+ * file skipped late (a bad event) leaves nothing behind, and the next file's
+ * new sites take the places. */
+static void a_file_skipped_after_its_sites_leaves_no_site_behind(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("staged");
+  rg_file r;
+  static const rg_proc P2 = {"node03", 300, 1, 2, true, "ok", "9.0", "./train"};
+  const rg_proc *procs[] = {&P0, &P1, &P2};
+  const char *names[] = {"a-100.json", "b-200.json", "c-300.json"};
+  for (int p = 0; p < 3; p++) {
+    assert_int_equal(rg_begin(&r, dir, names[p], procs[p]), 0);
+    rg_site_end(&r, fwd_site(7, "net/fc1/fwd", -4, 4)); /* merges but in a */
+    rg_site_end(&r, fwd_site(8, p == 1 ? "net/fc2/fwd" : "net/fc3/fwd", -4, 4 + p));
+    rg_event(&r, p == 1 ? 99 : 8, 1000, 500, 7); /* b's refers to no site: b is skipped */
+    assert_int_equal(rg_end(&r), 0);
+  }
+  cJSON *rep = report_of(dir);
+  assert_int_equal(cJSON_GetArraySize(get(rep, "processes")), 2);
+  assert_int_equal(cJSON_GetArraySize(get(rep, "sites")), 2);
+  const cJSON *s0 = cJSON_GetArrayItem(get(rep, "sites"), 0),
+              *s1 = cJSON_GetArrayItem(get(rep, "sites"), 1);
+  assert_string_equal(get(s0, "layer")->valuestring, "net/fc1/fwd");
+  assert_int_equal(get(s0, "calls")->valuedouble, 20);
+  assert_string_equal(get(s1, "layer")->valuestring, "net/fc3/fwd");
+  assert_int_equal(get(s1, "calls")->valuedouble, 20);
+  assert_true(get(s1, "tensors.D.absmax")->valuedouble == 64.0); /* c's: 2^6, not b's */
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static void sites_that_differ_only_in_autotune_calls_merge(void **state) {
   (void)state;
   char *dir = rg_tmpdir("autotune");
@@ -908,6 +940,7 @@ int main(void) {
       cmocka_unit_test(sites_with_the_same_key_merge_across_ranks),
       cmocka_unit_test(a_packed_merging_site_unpacks_to_the_same_merged_fields),
       cmocka_unit_test(a_kernel_event_of_a_merging_site_names_its_own_files_kernel),
+      cmocka_unit_test(a_file_skipped_after_its_sites_leaves_no_site_behind),
       cmocka_unit_test(sites_that_differ_only_in_autotune_calls_merge),
       cmocka_unit_test(sites_that_differ_in_dtype_stay_apart),
       cmocka_unit_test(the_same_process_read_twice_is_counted_once),
