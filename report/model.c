@@ -345,7 +345,9 @@ size_t mpprof_model_stage(mpprof_model *m, size_t k) {
 int mpprof_model_add_staged(mpprof_model *m, size_t at, size_t *ret_idx) {
   mpprof_site s = m->sites[at];
   memset(&m->sites[at], 0, sizeof s);
-  return mpprof_model_add_site(m, &s, ret_idx);
+  int rc = mpprof_model_add_site(m, &s, ret_idx);
+  if (rc) mpprof_site_free(&s); /* not taken: freed here (a failed merge emptied it already) */
+  return rc;
 }
 
 int mpprof_model_add_site(mpprof_model *m, mpprof_site *s, size_t *ret_idx) {
