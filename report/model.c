@@ -19,6 +19,7 @@ void mpprof_model_init(mpprof_model *m) {
 void mpprof_site_free(mpprof_site *s) {
   if (!s) return;
   mpprof_shadow_free(s->shadow);
+  free(s->fp8);
   free(s->key);
   free(s->layer);
   free(s->layer_name);
@@ -299,9 +300,12 @@ static int merge_into(mpprof_site *d, mpprof_site *s) {
   }
   if (merge_kernels(d, s)) return -1;
   if (s->ptr_align && (!d->ptr_align || s->ptr_align < d->ptr_align)) d->ptr_align = s->ptr_align;
-  for (int i = 0; i < 4; i++)
-    mpprof_fp8_value_merge(&d->fp8_scale[i], &s->fp8_scale[i]);
-  mpprof_fp8_value_merge(&d->amax_d, &s->amax_d);
+  if (s->fp8) {
+    if (!d->fp8 && !(d->fp8 = calloc(1, sizeof *d->fp8))) return -1;
+    for (int i = 0; i < 4; i++)
+      mpprof_fp8_value_merge(&d->fp8->scale[i], &s->fp8->scale[i]);
+    mpprof_fp8_value_merge(&d->fp8->amax_d, &s->fp8->amax_d);
+  }
   if (mpprof_shadow_merge(&d->shadow, s->shadow)) return -1;
   /* Mixed architectures: eligibility follows the oldest one. */
   if (s->cc_major &&
@@ -310,6 +314,11 @@ static int merge_into(mpprof_site *d, mpprof_site *s) {
     d->cc_minor = s->cc_minor;
   }
   return 0;
+}
+
+const mpprof_fp8_values *mpprof_site_fp8(const mpprof_site *s) {
+  static const mpprof_fp8_values none;
+  return s->fp8 ? s->fp8 : &none;
 }
 
 size_t mpprof_model_find_site(const mpprof_model *m, const char *key) {

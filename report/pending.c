@@ -100,9 +100,12 @@ int mpprof_pending_pack(mpprof_site *s, mpprof_tb *scratch, mpprof_pending *ret)
   put_u(&b, s->ptr_align);
   put_z(&b, s->cc_major);
   put_z(&b, s->cc_minor);
-  for (int i = 0; i < 4; i++)
-    put_fp8(&b, &s->fp8_scale[i]);
-  put_fp8(&b, &s->amax_d);
+  put_u(&b, s->fp8 != NULL);
+  if (s->fp8) {
+    for (int i = 0; i < 4; i++)
+      put_fp8(&b, &s->fp8->scale[i]);
+    put_fp8(&b, &s->fp8->amax_d);
+  }
   put_counts(&b, s->not_scanned, s->n_not_scanned);
   put_counts(&b, s->ranks, s->n_ranks);
   put_u(&b, s->n_tensors);
@@ -231,9 +234,12 @@ int mpprof_pending_unpack(mpprof_pending *pd, mpprof_site *ret) {
   ret->ptr_align = (unsigned)get_u(&r);
   ret->cc_major = (int)get_z(&r);
   ret->cc_minor = (int)get_z(&r);
-  for (int i = 0; i < 4; i++)
-    get_fp8(&r, &ret->fp8_scale[i]);
-  get_fp8(&r, &ret->amax_d);
+  if (get_u(&r)) {
+    if (!(ret->fp8 = calloc(1, sizeof *ret->fp8))) return -1;
+    for (int i = 0; i < 4; i++)
+      get_fp8(&r, &ret->fp8->scale[i]);
+    get_fp8(&r, &ret->fp8->amax_d);
+  }
   if (get_counts(&r, &ret->not_scanned, &ret->n_not_scanned) ||
       get_counts(&r, &ret->ranks, &ret->n_ranks))
     return -1;

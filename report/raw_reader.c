@@ -779,9 +779,17 @@ static int site_from_json(cJSON *o, const mpprof_process *p, const mpprof_model 
   if (u64_of(M(MP_RK_SITE.ptr_align), &align)) s->ptr_align = align > 4096 ? 4096 : (unsigned)align;
   const cJSON *sv = M(MP_RK_SITE.fp8_scale_values);
   static const char *const fp8_roles[4] = {"A", "B", "C", "D"};
-  for (int i = 0; i < 4; i++)
-    fp8_value_of(cJSON_GetObjectItemCaseSensitive(sv, fp8_roles[i]), &s->fp8_scale[i]);
-  fp8_value_of(M(MP_RK_SITE.amax_D), &s->amax_d);
+  mpprof_fp8_values fp8;
+  bool any = false;
+  for (int i = 0; i < 4; i++) {
+    fp8_value_of(cJSON_GetObjectItemCaseSensitive(sv, fp8_roles[i]), &fp8.scale[i]);
+    any = any || fp8.scale[i].read || fp8.scale[i].unread;
+  }
+  fp8_value_of(M(MP_RK_SITE.amax_D), &fp8.amax_d);
+  if (any || fp8.amax_d.read || fp8.amax_d.unread) {
+    if (!(s->fp8 = malloc(sizeof *s->fp8))) return -1;
+    *s->fp8 = fp8;
+  }
   s->has_gpu_ns = u64_of(M(MP_RK_SITE.gpu_ns), &s->gpu_ns);
   s->cc_major = p->cc_major;
   s->cc_minor = p->cc_minor;

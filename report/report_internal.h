@@ -35,6 +35,13 @@ typedef struct mpprof_fp8_value {
 
 void mpprof_fp8_value_merge(mpprof_fp8_value *dst, const mpprof_fp8_value *src);
 
+/* A site's FP8 scalars: the scale values of A, B, C, D and amax_D. Out of
+ * the site record (160 bytes a site, 100k sites): few sites have them. */
+typedef struct mpprof_fp8_values {
+  mpprof_fp8_value scale[4]; /* A, B, C, D */
+  mpprof_fp8_value amax_d;
+} mpprof_fp8_values;
+
 typedef struct mpprof_cstats {
   mp_dtype dtype;
   int hist_lo, hist_hi;
@@ -202,9 +209,8 @@ typedef struct mpprof_site {
   uint64_t gpu_ns;
   mpprof_kernel *kernels;
   size_t n_kernels;
-  unsigned ptr_align;            /* 0: unknown */
-  mpprof_fp8_value fp8_scale[4]; /* A, B, C, D: MP_RAW_FP8_VALUE */
-  mpprof_fp8_value amax_d;
+  unsigned ptr_align;     /* 0: unknown */
+  mpprof_fp8_values *fp8; /* MP_RAW_FP8_VALUE; NULL: none read or unread (all zero) */
   int cc_major, cc_minor;
   mpprof_shadow *shadow; /* NULL: not shadowed */
 
@@ -431,6 +437,8 @@ typedef struct mpprof_model {
 } mpprof_model;
 
 /* model.c */
+/* s's FP8 scalars; all zero (nothing read or unread) when it has none. */
+const mpprof_fp8_values *mpprof_site_fp8(const mpprof_site *s);
 /* What the processes' capture ranges recorded (raw "capture"), summed. */
 typedef struct mpprof_capture_sum {
   bool any;         /* some process had a capture range (mode other than "all") */

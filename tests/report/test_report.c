@@ -145,8 +145,9 @@ static void a_packed_merging_site_unpacks_to_the_same_merged_fields(void **state
                    .ptr_align = 256,
                    .cc_major = 9,
                    .cc_minor = 0};
-  s.fp8_scale[1] = (mpprof_fp8_value){.min = -0.5, .max = 448, .read = 4, .unread = 1};
-  s.amax_d = (mpprof_fp8_value){.unread = 2};
+  s.fp8 = calloc(1, sizeof *s.fp8);
+  s.fp8->scale[1] = (mpprof_fp8_value){.min = -0.5, .max = 448, .read = 4, .unread = 1};
+  s.fp8->amax_d = (mpprof_fp8_value){.unread = 2};
   s.n_ranks = 2;
   s.ranks = calloc(2, sizeof *s.ranks);
   s.ranks[0] = (mpprof_count){strdup("0"), 5};
@@ -204,8 +205,8 @@ static void a_packed_merging_site_unpacks_to_the_same_merged_fields(void **state
   assert_true(u.calls == s.calls && u.scanned_calls == 7 && u.autotune_calls == 3);
   assert_true(u.has_gpu_ns && u.gpu_ns == s.gpu_ns && u.ptr_align == 256);
   assert_true(u.cc_major == 9 && u.cc_minor == 0);
-  assert_memory_equal(u.fp8_scale, s.fp8_scale, sizeof s.fp8_scale);
-  assert_memory_equal(&u.amax_d, &s.amax_d, sizeof s.amax_d);
+  assert_non_null(u.fp8);
+  assert_memory_equal(u.fp8, s.fp8, sizeof *s.fp8);
   assert_int_equal(u.n_ranks, 2);
   assert_string_equal(u.ranks[1].name, "node02:200");
   assert_true(u.ranks[1].n == UINT64_MAX);
