@@ -58,14 +58,15 @@ static cJSON *fp8_value_json(const mpprof_fp8_value *v) {
 /* The raw keys "fp8_scale_values" and "amax_D", merged, only when some call set them. */
 static void add_fp8_values(cJSON *o, const mpprof_site *s) {
   static const char *const names[4] = {"A", "B", "C", "D"};
+  const mpprof_fp8_values *v = mpprof_site_fp8(s);
   cJSON *sv = NULL;
   for (int i = 0; i < 4; i++) {
-    if (!s->fp8_scale[i].read && !s->fp8_scale[i].unread) continue;
+    if (!v->scale[i].read && !v->scale[i].unread) continue;
     if (!sv) sv = cJSON_AddObjectToObject(o, MP_RK_SITE.fp8_scale_values);
-    if (sv) cJSON_AddItemToObject(sv, names[i], fp8_value_json(&s->fp8_scale[i]));
+    if (sv) cJSON_AddItemToObject(sv, names[i], fp8_value_json(&v->scale[i]));
   }
-  if (s->amax_d.read || s->amax_d.unread)
-    cJSON_AddItemToObject(o, MP_RK_SITE.amax_D, fp8_value_json(&s->amax_d));
+  if (v->amax_d.read || v->amax_d.unread)
+    cJSON_AddItemToObject(o, MP_RK_SITE.amax_D, fp8_value_json(&v->amax_d));
 }
 
 static cJSON *process_json(const mpprof_process *p) {
@@ -312,9 +313,10 @@ static bool site_text(mpprof_tb *b, const mpprof_model *m, const mpprof_site *s)
   key_text(b, "kernels");
   kernels_text(b, s);
   u64_member(b, "ptr_align", s->ptr_align, s->ptr_align);
-  bool fp8 = s->amax_d.read || s->amax_d.unread;
+  const mpprof_fp8_values *v = mpprof_site_fp8(s);
+  bool fp8 = v->amax_d.read || v->amax_d.unread;
   for (int i = 0; i < 4; i++)
-    fp8 = fp8 || s->fp8_scale[i].read || s->fp8_scale[i].unread;
+    fp8 = fp8 || v->scale[i].read || v->scale[i].unread;
   if (fp8) {
     cJSON *o = cJSON_CreateObject();
     if (o) add_fp8_values(o, s);

@@ -19,6 +19,7 @@ void mpprof_model_init(mpprof_model *m) {
 void mpprof_site_free(mpprof_site *s) {
   if (!s) return;
   mpprof_shadow_free(s->shadow);
+  free(s->fp8);
   free(s->key);
   free(s->layer);
   free(s->layer_name);
@@ -299,9 +300,12 @@ static int merge_into(mpprof_site *d, mpprof_site *s) {
   }
   if (merge_kernels(d, s)) return -1;
   if (s->ptr_align && (!d->ptr_align || s->ptr_align < d->ptr_align)) d->ptr_align = s->ptr_align;
-  for (int i = 0; i < 4; i++)
-    mpprof_fp8_value_merge(&d->fp8_scale[i], &s->fp8_scale[i]);
-  mpprof_fp8_value_merge(&d->amax_d, &s->amax_d);
+  if (s->fp8) {
+    if (!d->fp8 && !(d->fp8 = calloc(1, sizeof *d->fp8))) return -1;
+    for (int i = 0; i < 4; i++)
+      mpprof_fp8_value_merge(&d->fp8->scale[i], &s->fp8->scale[i]);
+    mpprof_fp8_value_merge(&d->fp8->amax_d, &s->fp8->amax_d);
+  }
   if (mpprof_shadow_merge(&d->shadow, s->shadow)) return -1;
   /* Mixed architectures: eligibility follows the oldest one. */
   if (s->cc_major &&
@@ -310,6 +314,11 @@ static int merge_into(mpprof_site *d, mpprof_site *s) {
     d->cc_minor = s->cc_minor;
   }
   return 0;
+}
+
+const mpprof_fp8_values *mpprof_site_fp8(const mpprof_site *s) {
+  static const mpprof_fp8_values none;
+  return s->fp8 ? s->fp8 : &none;
 }
 
 size_t mpprof_model_find_site(const mpprof_model *m, const char *key) {
@@ -324,6 +333,32 @@ int mpprof_model_merge_site(mpprof_model *m, size_t idx, mpprof_site *s) {
   return rc;
 }
 
+/* Room for need sites. Not mpprof_grow: no zeroing of pages not used yet
+ * (a page of the array costs memory only once a site is written to it). */
+static int reserve(mpprof_model *m, size_t need) {
+  if (need <= m->cap_sites) return 0;
+  size_t cap = m->cap_sites ? m->cap_sites : 16;
+  while (cap < need)
+    cap *= 2;
+  mpprof_site *ns = realloc(m->sites, cap * sizeof *ns);
+  if (!ns) return -1;
+  m->sites = ns;
+  m->cap_sites = cap;
+  return 0;
+}
+
+size_t mpprof_model_stage(mpprof_model *m, size_t k) {
+  return reserve(m, m->n_sites + k + 1) ? SIZE_MAX : m->n_sites + k;
+}
+
+int mpprof_model_add_staged(mpprof_model *m, size_t at, size_t *ret_idx) {
+  mpprof_site s = m->sites[at];
+  memset(&m->sites[at], 0, sizeof s);
+  int rc = mpprof_model_add_site(m, &s, ret_idx);
+  if (rc) mpprof_site_free(&s); /* not taken: freed here (a failed merge emptied it already) */
+  return rc;
+}
+
 int mpprof_model_add_site(mpprof_model *m, mpprof_site *s, size_t *ret_idx) {
   if (m->n_sites + 1 > m->hash_cap / 2 && hash_rebuild(m, m->hash_cap ? m->hash_cap * 2 : 1024))
     return -1;
@@ -335,13 +370,7 @@ int mpprof_model_add_site(mpprof_model *m, mpprof_site *s, size_t *ret_idx) {
     *ret_idx = idx;
     return rc;
   }
-  if (m->n_sites == m->cap_sites) { /* not mpprof_grow: no zeroing of pages not used yet */
-    size_t cap = m->cap_sites ? 2 * m->cap_sites : 16;
-    mpprof_site *ns = realloc(m->sites, cap * sizeof *ns);
-    if (!ns) return -1;
-    m->sites = ns;
-    m->cap_sites = cap;
-  }
+  if (reserve(m, m->n_sites + 1)) return -1;
   m->sites[m->n_sites] = *s;
   memset(s, 0, sizeof *s);
   m->hash[slot] = m->n_sites + 1;

@@ -11,7 +11,8 @@
  * element offsets and the compact records, not the file.
  * A file is validated completely before anything of it enters the model: a
  * truncated, corrupt, foreign or other-version file is skipped whole, named in
- * a one-line warning and listed in the report. */
+ * a one-line warning and listed in the report. Until then a site that merges
+ * into one the model has is held packed (pending.c), not as a site record. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -60,6 +61,8 @@ typedef struct walk {
   mpprof_kevent *kv;
   char *rest;       /* a site's text without its tensors (scan_tensors) */
   mpprof_tb idtext; /* a site's identity text (identity_of) */
+  mpprof_tb pack;   /* a merging site's packed record (mpprof_pending_pack) */
+  size_t parsed;    /* sites parsed: staged (m->sites[at[i]]) or packed (pend[i]) */
   size_t rest_cap;
   bool has_sites;
   bool ended; /* a value ran into the end of the data */
@@ -776,9 +779,17 @@ static int site_from_json(cJSON *o, const mpprof_process *p, const mpprof_model 
   if (u64_of(M(MP_RK_SITE.ptr_align), &align)) s->ptr_align = align > 4096 ? 4096 : (unsigned)align;
   const cJSON *sv = M(MP_RK_SITE.fp8_scale_values);
   static const char *const fp8_roles[4] = {"A", "B", "C", "D"};
-  for (int i = 0; i < 4; i++)
-    fp8_value_of(cJSON_GetObjectItemCaseSensitive(sv, fp8_roles[i]), &s->fp8_scale[i]);
-  fp8_value_of(M(MP_RK_SITE.amax_D), &s->amax_d);
+  mpprof_fp8_values fp8;
+  bool any = false;
+  for (int i = 0; i < 4; i++) {
+    fp8_value_of(cJSON_GetObjectItemCaseSensitive(sv, fp8_roles[i]), &fp8.scale[i]);
+    any = any || fp8.scale[i].read || fp8.scale[i].unread;
+  }
+  fp8_value_of(M(MP_RK_SITE.amax_D), &fp8.amax_d);
+  if (any || fp8.amax_d.read || fp8.amax_d.unread) {
+    if (!(s->fp8 = malloc(sizeof *s->fp8))) return -1;
+    *s->fp8 = fp8;
+  }
   s->has_gpu_ns = u64_of(M(MP_RK_SITE.gpu_ns), &s->gpu_ns);
   s->cc_major = p->cc_major;
   s->cc_minor = p->cc_minor;
@@ -1066,8 +1077,9 @@ static void free_proc(mpprof_process *p) {
 }
 
 /* "ranges" and "kernel_events" into w->rg / w->kv; 0, 1 (invalid: err), -1 (memory). */
-static int parse_timeline(walk *w, const mpprof_site *sites, const id_map *ids, size_t ns,
-                          char *err, size_t errlen) {
+static int parse_timeline(walk *w, const mpprof_model *m, const size_t *at,
+                          const mpprof_pending *pend, const size_t *into, const id_map *ids,
+                          size_t ns, char *err, size_t errlen) {
   w->rg = calloc(w->ranges.n ? w->ranges.n : 1, sizeof *w->rg);
   w->kv = calloc(w->kevents.n ? w->kevents.n : 1, sizeof *w->kv);
   if (!w->rg || !w->kv) return -1;
@@ -1107,27 +1119,32 @@ static int parse_timeline(walk *w, const mpprof_site *sites, const id_map *ids, 
     cJSON_Delete(o);
     id_map key = {sid, 0};
     const id_map *hit = ok ? bsearch(&key, ids, ns, sizeof *ids, id_cmp) : NULL;
-    if (!hit || k < 0 || (size_t)k >= sites[hit->idx].n_kernels) {
+    bool fresh = hit && into[hit->idx] == SIZE_MAX; /* else a pending merge */
+    if (!hit || k < 0 ||
+        (size_t)k >= (fresh ? m->sites[at[hit->idx]].n_kernels : pend[hit->idx].n_kernels)) {
       snprintf(err, errlen, "kernel_events[%zu]: %s", i,
                ok ? "refers to a site or kernel that is not in the file"
                   : "needs site, call, kernel, start_ns and end_ns");
       return 1;
     }
-    w->kv[i] = (mpprof_kevent){.site = (uint32_t)hit->idx,
-                               .call = (uint32_t)call,
-                               .stream = (uint64_t)stream,
-                               .start_ns = t0,
-                               .end_ns = t1 < t0 ? t0 : t1,
-                               .name = strdup(sites[hit->idx].kernels[k].name)};
+    w->kv[i] = (mpprof_kevent){
+        .site = (uint32_t)hit->idx,
+        .call = (uint32_t)call,
+        .stream = (uint64_t)stream,
+        .start_ns = t0,
+        .end_ns = t1 < t0 ? t0 : t1,
+        .name = strdup(fresh ? m->sites[at[hit->idx]].kernels[k].name
+                             : mpprof_pending_kernel_name(&pend[hit->idx], (size_t)k))};
     if (!w->kv[i].name) return -1;
   }
   return 0;
 }
 
 /* Parse the mapped file into temporaries; 0 ok, 1 invalid (reason in err), -1 ENOMEM. */
-static int parse_file(walk *w, const char *path, const mpprof_model *m, mpprof_process *p,
-                      mpprof_site **ret_sites, size_t **ret_into, id_map **ret_ids,
-                      mpprof_event **ret_ev, mp_stats *scratch, char *err, size_t errlen) {
+static int parse_file(walk *w, const char *path, mpprof_model *m, mpprof_process *p,
+                      size_t **ret_at, mpprof_pending **ret_pend, size_t **ret_into,
+                      id_map **ret_ids, mpprof_event **ret_ev, mp_stats *scratch, char *err,
+                      size_t errlen) {
   int walked = walk_top(w);
   if (walked) drain(w);
   if (w->oom) return -1;
@@ -1146,15 +1163,20 @@ static int parse_file(walk *w, const char *path, const mpprof_model *m, mpprof_p
     return 1;
   }
   size_t ns = w->sites.n;
-  mpprof_site *sites = calloc(ns ? ns : 1, sizeof *sites);
+  /* Site i is a new site, staged after the model's (m->sites[at[i]]), or
+   * merges into one of the model (pend[i]; a calloc'd array's pages not
+   * written cost no memory). */
+  size_t *at = malloc((ns ? ns : 1) * sizeof *at), n_new = 0;
+  mpprof_pending *pend = calloc(ns ? ns : 1, sizeof *pend);
   size_t *into = malloc((ns ? ns : 1) * sizeof *into);
   id_map *ids = calloc(ns ? ns : 1, sizeof *ids);
   mpprof_event *ev = calloc(w->events.n ? w->events.n : 1, sizeof *ev);
-  *ret_sites = sites;
+  *ret_at = at;
+  *ret_pend = pend;
   *ret_into = into;
   *ret_ids = ids;
   *ret_ev = ev;
-  if (!sites || !into || !ids || !ev) return -1;
+  if (!at || !pend || !into || !ids || !ev) return -1;
   for (size_t i = 0; i < ns; i++) {
     const char *t = element(w, &w->sites, i);
     if (!t) return element_failed(w, err, errlen);
@@ -1165,8 +1187,9 @@ static int parse_file(walk *w, const char *path, const mpprof_model *m, mpprof_p
     cJSON *o = cJSON_ParseWithLength(t, len);
     char e[200] = "";
     int64_t rid = 0;
-    int rc = o ? site_from_json(o, p, m, scratch, &w->idtext, &sites[i], pre, n_pre, &rid, &into[i],
-                                e, sizeof e)
+    mpprof_site cur;
+    int rc = o ? site_from_json(o, p, m, scratch, &w->idtext, &cur, pre, n_pre, &rid, &into[i], e,
+                                sizeof e)
                : -1;
     if (!o && pre) { /* not taken over */
       mpprof_site unused = {.tensors = pre, .n_tensors = n_pre};
@@ -1175,11 +1198,25 @@ static int parse_file(walk *w, const char *path, const mpprof_model *m, mpprof_p
     cJSON_Delete(o);
     if (arena) mpprof_json_arena_end();
     if (rc) {
+      if (o) mpprof_site_free(&cur);
       if (o && !e[0]) return -1;
       snprintf(err, errlen, "sites[%zu]: %s", i, o ? e : "not valid JSON");
       return 1;
     }
-    p->calls += sites[i].calls;
+    p->calls += cur.calls;
+    if (into[i] == SIZE_MAX) {
+      if ((at[i] = mpprof_model_stage(m, n_new)) == SIZE_MAX) {
+        mpprof_site_free(&cur);
+        return -1;
+      }
+      m->sites[at[i]] = cur;
+      n_new++;
+    } else {
+      int packed = mpprof_pending_pack(&cur, &w->pack, &pend[i]);
+      mpprof_site_free(&cur);
+      if (packed) return -1;
+    }
+    w->parsed = i + 1;
     ids[i] = (id_map){rid, i};
   }
   qsort(ids, ns, sizeof *ids, id_cmp);
@@ -1200,8 +1237,8 @@ static int parse_file(walk *w, const char *path, const mpprof_model *m, mpprof_p
       snprintf(err, errlen, "training.first_nonfinite: refers to a site that is not in the file");
       return 1;
     }
-    size_t at = into[hit->idx];
-    const char *sk = at == SIZE_MAX ? sites[hit->idx].key : m->sites[at].key;
+    size_t to = into[hit->idx];
+    const char *sk = m->sites[to == SIZE_MAX ? at[hit->idx] : to].key;
     if (!(p->nonfinite_site_key = strdup(sk))) return -1;
   }
   for (size_t i = 0; i < w->events.n; i++) {
@@ -1232,7 +1269,7 @@ static int parse_file(walk *w, const char *path, const mpprof_model *m, mpprof_p
     ev[i].thread = (uint64_t)thread;
     ev[i].call = call;
   }
-  int rc = parse_timeline(w, sites, ids, ns, err, errlen);
+  int rc = parse_timeline(w, m, at, pend, into, ids, ns, err, errlen);
   if (rc) return rc;
   p->n_sites = ns;
   p->n_events = w->events.n;
@@ -1278,12 +1315,14 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
   if (rc0) return rc0 < 0 ? -1 : skip_file(m, path, err, warn);
   mp_stats *scratch = malloc(2 * sizeof *scratch);
   mpprof_process p = {0};
-  mpprof_site *sites = NULL;
+  size_t *at = NULL, committed = 0; /* sites of the file the model holds */
+  mpprof_pending *pend = NULL;
   id_map *ids = NULL;
   mpprof_event *ev = NULL;
   size_t *into = NULL;
-  int rc = scratch ? parse_file(&w, path, m, &p, &sites, &into, &ids, &ev, scratch, err, sizeof err)
-                   : -1;
+  int rc = scratch
+               ? parse_file(&w, path, m, &p, &at, &pend, &into, &ids, &ev, scratch, err, sizeof err)
+               : -1;
   size_t ns = w.sites.n;
   bool dup = false;
   if (rc == 0)
@@ -1296,7 +1335,8 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
         rc = 1;
       }
   if (rc == 0) {
-    /* Commit: nothing above touched the model. */
+    /* Commit: nothing above changed what the model holds (new sites are
+     * staged after its own). */
     if (mpprof_grow((void **)&m->procs, &m->cap_procs, m->n_procs + 1, sizeof *m->procs) ||
         mpprof_grow((void **)&m->events, &m->cap_events, m->n_events + w.events.n,
                     sizeof *m->events) ||
@@ -1311,10 +1351,22 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
       memset(&p, 0, sizeof p);
       size_t *idx = malloc((ns ? ns : 1) * sizeof *idx);
       if (!idx) rc = -1;
-      for (size_t i = 0; rc == 0 && i < ns; i++)
-        if (into[i] != SIZE_MAX ? mpprof_model_merge_site(m, idx[i] = into[i], &sites[i])
-                                : mpprof_model_add_site(m, &sites[i], &idx[i]))
+      for (size_t i = 0; rc == 0 && i < ns; i++) {
+        committed = i + 1; /* its staged record or packed one is used up */
+        if (into[i] == SIZE_MAX) {
+          if (mpprof_model_add_staged(m, at[i], &idx[i])) rc = -1;
+          continue;
+        }
+        mpprof_site t;
+        idx[i] = into[i];
+        if (mpprof_pending_unpack(&pend[i], &t)) {
+          mpprof_site_free(&t);
           rc = -1;
+        } else if (mpprof_model_merge_site(m, into[i], &t)) {
+          rc = -1;
+        }
+        mpprof_pending_free(&pend[i]); /* early: the merge may allocate */
+      }
       for (size_t i = 0; rc == 0 && i < w.events.n; i++) {
         ev[i].site = (uint32_t)idx[ev[i].site];
         ev[i].proc = proc;
@@ -1346,9 +1398,13 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
     rc = skip_file(m, path, err, warn);
     if (dup) m->incomplete = was_incomplete; /* nothing is missing: it was counted once */
   }
-  for (size_t i = 0; sites && i < ns; i++)
-    mpprof_site_free(&sites[i]);
-  free(sites);
+  for (size_t i = committed; i < w.parsed; i++) /* what the model did not take */
+    if (into[i] == SIZE_MAX)
+      mpprof_site_free(&m->sites[at[i]]);
+    else
+      mpprof_pending_free(&pend[i]);
+  free(at);
+  free(pend);
   free(into);
   free(ids);
   free(ev);
@@ -1368,6 +1424,7 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
   free(w.buf);
   free(w.rest);
   free(w.idtext.p);
+  free(w.pack.p);
   close(w.fd);
   mpprof_json_arena_release();
   return rc;

@@ -36,6 +36,13 @@ typedef struct mpprof_fp8_value {
 
 void mpprof_fp8_value_merge(mpprof_fp8_value *dst, const mpprof_fp8_value *src);
 
+/* A site's FP8 scalars: the scale values of A, B, C, D and amax_D. Out of
+ * the site record (160 bytes a site, 100k sites): few sites have them. */
+typedef struct mpprof_fp8_values {
+  mpprof_fp8_value scale[4]; /* A, B, C, D */
+  mpprof_fp8_value amax_d;
+} mpprof_fp8_values;
+
 typedef struct mpprof_cstats {
   mp_dtype dtype;
   int hist_lo, hist_hi;
@@ -203,9 +210,8 @@ typedef struct mpprof_site {
   uint64_t gpu_ns;
   mpprof_kernel *kernels;
   size_t n_kernels;
-  unsigned ptr_align;            /* 0: unknown */
-  mpprof_fp8_value fp8_scale[4]; /* A, B, C, D: MP_RAW_FP8_VALUE */
-  mpprof_fp8_value amax_d;
+  unsigned ptr_align;     /* 0: unknown */
+  mpprof_fp8_values *fp8; /* MP_RAW_FP8_VALUE; NULL: none read or unread (all zero) */
   int cc_major, cc_minor;
   mpprof_shadow *shadow; /* NULL: not shadowed */
 
@@ -432,6 +438,8 @@ typedef struct mpprof_model {
 } mpprof_model;
 
 /* model.c */
+/* s's FP8 scalars; all zero (nothing read or unread) when it has none. */
+const mpprof_fp8_values *mpprof_site_fp8(const mpprof_site *s);
 /* What the processes' capture ranges recorded (raw "capture"), summed. */
 typedef struct mpprof_capture_sum {
   bool any;         /* some process had a capture range (mode other than "all") */
@@ -451,6 +459,15 @@ void mpprof_model_free(mpprof_model *m);
 void mpprof_site_free(mpprof_site *s);
 /* Merge a parsed site (taken over: *s is emptied) into the model. 0 or -1. */
 int mpprof_model_add_site(mpprof_model *m, mpprof_site *s, size_t *ret_idx);
+/* A record for a site of a file being read, after the model's sites (at
+ * index n_sites + k for its k-th new site): the file's new sites are parsed
+ * into them before it validates, the model does not hold them until
+ * mpprof_model_add_staged. Its index (valid until the array grows), or
+ * SIZE_MAX (memory). Pointers into m->sites do not survive it. */
+size_t mpprof_model_stage(mpprof_model *m, size_t k);
+/* Add the site staged at index at as mpprof_model_add_site adds (its
+ * record there emptied); sites staged at a greater index stay staged. */
+int mpprof_model_add_staged(mpprof_model *m, size_t at, size_t *ret_idx);
 /* The index of the site with this key, or SIZE_MAX (before mpprof_model_finish). */
 size_t mpprof_model_find_site(const mpprof_model *m, const char *key);
 /* Merge *s (taken over and emptied; its identity fields may be missing) into
@@ -564,7 +581,11 @@ typedef struct mpprof_afile {
   int dir;
   int err; /* first write error (errno), reported by close */
   mpp_sfile sf;
+  char *buf; /* the FILE's buffer (MPPROF_AFILE_BUF bytes), or NULL: stdio's own */
 } mpprof_afile;
+/* An output file's buffer: report.json of 100k sites is some 300 MB, which
+ * stdio's default buffer wrote by 75k write calls. */
+#define MPPROF_AFILE_BUF (1u << 20)
 int mpprof_afile_open(mpprof_afile *a, const char *path);
 /* Closes, and renames on success; removes the temporary file on failure or
  * when ok is false. 0 or -1 (errno set: the first write error, e.g. ENOSPC). */
@@ -620,6 +641,26 @@ void mpprof_tb_double(mpprof_tb *b, double d);
 /* stats_text.c: the STATS object of c without advice, the text of
  * cJSON_PrintUnformatted(mpprof_cstats_to_json(c, NULL, ...)). */
 void mpprof_tb_cstats(mpprof_tb *b, const mpprof_cstats *c);
+
+/* pending.c: a parsed site's merged fields (what mpprof_model_merge_site
+ * adds), packed while the rest of its raw file is validated. */
+typedef struct mpprof_pending {
+  unsigned char *bytes;
+  size_t len;
+  size_t kernels_at; /* where the kernel records start in bytes */
+  size_t n_kernels;
+  mpprof_shadow *shadow; /* owned, or NULL */
+} mpprof_pending;
+/* *ret = s's merged fields (its shadow taken over; the rest of s stays
+ * s's); scratch: a buffer kept across calls. 0 or -1 (memory). */
+int mpprof_pending_pack(mpprof_site *s, mpprof_tb *scratch, mpprof_pending *ret);
+/* *ret = a site holding only the merged fields of pd (its shadow taken
+ * over), for mpprof_model_merge_site. 0 or -1 (memory; *ret is then still
+ * for mpprof_site_free). */
+int mpprof_pending_unpack(mpprof_pending *pd, mpprof_site *ret);
+/* The name of kernel k (k < pd->n_kernels), inside pd's bytes. */
+const char *mpprof_pending_kernel_name(const mpprof_pending *pd, size_t k);
+void mpprof_pending_free(mpprof_pending *pd); /* NULL-safe contents; pd zeroed */
 
 /* util */
 /* Text for a terminal: control characters (C0 but newline, DEL, C1) escaped

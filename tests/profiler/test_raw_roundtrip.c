@@ -451,12 +451,14 @@ static void check_site_counter(const char *k, const cJSON *site, const mpprof_si
     assert_int_equal(kn->n_tc_values, 2);
     assert_true(kn->tc_values[0] == 12.5 && kn->tc_values[1] == 3.0);
   } else if (!strcmp(k, MP_RK_SITE.fp8_scale_values)) {
-    assert_true(s->fp8_scale[0].read == 2 && s->fp8_scale[0].min == 2 && s->fp8_scale[0].max == 2);
-    assert_true(s->fp8_scale[1].read == 0 && s->fp8_scale[1].unread == 2);
-    assert_int_equal(s->fp8_scale[2].read + s->fp8_scale[2].unread, 0);
+    const mpprof_fp8_value *sc = mpprof_site_fp8(s)->scale;
+    assert_true(sc[0].read == 2 && sc[0].min == 2 && sc[0].max == 2);
+    assert_true(sc[1].read == 0 && sc[1].unread == 2);
+    assert_int_equal(sc[2].read + sc[2].unread, 0);
     assert_int_equal(num(cJSON_GetObjectItemCaseSensitive(v, "B"), MP_RK_FP8_VALUE.unread), 2);
   } else if (!strcmp(k, MP_RK_SITE.amax_D)) {
-    assert_true(s->amax_d.read == 2 && s->amax_d.max == 4096 && s->amax_d.min == 4096);
+    const mpprof_fp8_value *amax = &mpprof_site_fp8(s)->amax_d;
+    assert_true(amax->read == 2 && amax->max == 4096 && amax->min == 4096);
     assert_int_equal(num(v, MP_RK_FP8_VALUE.read), 2);
   } else if (!strcmp(k, MP_RK_SITE.ptr_align)) {
     assert_int_equal(s->ptr_align, num(site, k));

@@ -133,6 +133,173 @@ static void sites_that_differ_in_dtype_stay_apart(void **state) {
 
 /* autotune_calls is a counter, not identity (MP_RAW_SITE_COUNTERS): two ranks
  * that autotune a different number of times still merge. */
+/* A site of a later file that merges into one the model has is held packed
+ * (mpprof_pending) until its file validates: unpacked it is the site it was. */
+static void a_packed_merging_site_unpacks_to_the_same_merged_fields(void **state) {
+  (void)state;
+  mpprof_site s = {.calls = 1ull << 40,
+                   .scanned_calls = 7,
+                   .autotune_calls = 3,
+                   .has_gpu_ns = true,
+                   .gpu_ns = 123456789,
+                   .ptr_align = 256,
+                   .cc_major = 9,
+                   .cc_minor = 0};
+  s.fp8 = calloc(1, sizeof *s.fp8);
+  s.fp8->scale[1] = (mpprof_fp8_value){.min = -0.5, .max = 448, .read = 4, .unread = 1};
+  s.fp8->amax_d = (mpprof_fp8_value){.unread = 2};
+  s.n_ranks = 2;
+  s.ranks = calloc(2, sizeof *s.ranks);
+  s.ranks[0] = (mpprof_count){strdup("0"), 5};
+  s.ranks[1] = (mpprof_count){strdup("node02:200"), UINT64_MAX};
+  s.n_not_scanned = 1;
+  s.not_scanned = calloc(1, sizeof *s.not_scanned);
+  s.not_scanned[0] = (mpprof_count){strdup("sampled_out"), 2};
+  s.n_tensors = 2;
+  s.tensors = calloc(2, sizeof *s.tensors);
+  s.tensors[0].role = strdup("A");
+  s.tensors[0].st = (mpprof_cstats){.dtype = MP_FP16,
+                                    .hist_lo = -24,
+                                    .hist_hi = 15,
+                                    .count = 10,
+                                    .zeros = 1,
+                                    .nans = 2,
+                                    .negatives = 3,
+                                    .min = -4,
+                                    .max = 0x1p-20,
+                                    .absmax = 4,
+                                    .min_abs_nonzero = 0x1p-20,
+                                    .nz_lo = -20,
+                                    .nz_hi = -18};
+  s.tensors[0].st.casts[MP_TARGET_COUNT - 1][MP_CAST_OUTCOMES - 1] = 7;
+  s.tensors[0].st.bins = calloc(3, sizeof(uint64_t));
+  s.tensors[0].st.bins[0] = 6;
+  s.tensors[0].st.bins[2] = 1;
+  s.tensors[1].role = strdup("D");
+  s.tensors[1].st = (mpprof_cstats){.dtype = MP_FP32,
+                                    .count = 4,
+                                    .zeros = 4,
+                                    .min = NAN,
+                                    .max = NAN,
+                                    .absmax = NAN,
+                                    .min_abs_nonzero = INFINITY,
+                                    .nz_lo = 1,
+                                    .nz_hi = 0};
+  s.n_kernels = 2;
+  s.kernels = calloc(2, sizeof *s.kernels);
+  s.kernels[0] =
+      (mpprof_kernel){.name = strdup("k_first"), .count = 2, .gpu_ns = 9, .counters_tc = -1};
+  s.kernels[1] = (mpprof_kernel){.name = strdup("k_second"),
+                                 .count = 1,
+                                 .counters_tc = 1,
+                                 .tc_profiled = 1,
+                                 .n_tc_values = 2,
+                                 .tc_values = {0.25, 1e300}};
+  mpprof_tb scratch = {0};
+  mpprof_pending pd;
+  assert_int_equal(mpprof_pending_pack(&s, &scratch, &pd), 0);
+  assert_int_equal(pd.n_kernels, 2);
+  assert_string_equal(mpprof_pending_kernel_name(&pd, 1), "k_second");
+  mpprof_site u;
+  assert_int_equal(mpprof_pending_unpack(&pd, &u), 0);
+  assert_true(u.calls == s.calls && u.scanned_calls == 7 && u.autotune_calls == 3);
+  assert_true(u.has_gpu_ns && u.gpu_ns == s.gpu_ns && u.ptr_align == 256);
+  assert_true(u.cc_major == 9 && u.cc_minor == 0);
+  assert_non_null(u.fp8);
+  assert_memory_equal(u.fp8, s.fp8, sizeof *s.fp8);
+  assert_int_equal(u.n_ranks, 2);
+  assert_string_equal(u.ranks[1].name, "node02:200");
+  assert_true(u.ranks[1].n == UINT64_MAX);
+  assert_int_equal(u.n_not_scanned, 1);
+  assert_string_equal(u.not_scanned[0].name, "sampled_out");
+  assert_int_equal(u.n_tensors, 2);
+  for (size_t i = 0; i < 2; i++) {
+    const mpprof_cstats *a = &s.tensors[i].st, *b = &u.tensors[i].st;
+    assert_string_equal(u.tensors[i].role, s.tensors[i].role);
+    mpprof_cstats a0 = *a, b0 = *b; /* all but the bins pointer, bit for bit */
+    a0.bins = b0.bins = NULL;
+    assert_memory_equal(&a0, &b0, sizeof a0);
+    if (a->nz_lo <= a->nz_hi)
+      assert_memory_equal(a->bins, b->bins, (size_t)(a->nz_hi - a->nz_lo + 1) * sizeof *a->bins);
+    else
+      assert_null(b->bins);
+  }
+  assert_int_equal(u.n_kernels, 2);
+  for (size_t i = 0; i < 2; i++) {
+    assert_string_equal(u.kernels[i].name, s.kernels[i].name);
+    mpprof_kernel a0 = s.kernels[i], b0 = u.kernels[i];
+    a0.name = b0.name = NULL;
+    assert_memory_equal(&a0, &b0, sizeof a0);
+  }
+  mpprof_site_free(&u);
+  mpprof_pending_free(&pd);
+  mpprof_site_free(&s);
+  free(scratch.p);
+}
+
+/* A kernel event names the kernel of a site by index; in a second rank's
+ * file whose site merges into the first rank's, the index is that file's. */
+static void a_kernel_event_of_a_merging_site_names_its_own_files_kernel(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("kevmerge");
+  rg_file r;
+  for (int p = 0; p < 2; p++) {
+    assert_int_equal(rg_begin(&r, dir, p ? "node02-200.json" : "node01-100.json", p ? &P1 : &P0),
+                     0);
+    cJSON *s = fwd_site(7, "net/fc1/fwd", -4, 4);
+    rg_kernel(s, p ? "k_rank1_first" : "k_rank0", 10, 100);
+    if (p) rg_kernel(s, "k_rank1_second", 10, 100);
+    rg_site_end(&r, s);
+    if (!r.in_events) fputs("],\n\"events\":[", r.f);
+    fputs("],\"kernel_events\":[{\"site\":7,\"call\":0,\"kernel\":", r.f);
+    fputs(p ? "1" : "0", r.f);
+    fputs(",\"stream\":0,\"start_ns\":1000,\"end_ns\":2000}]}\n", r.f);
+    assert_int_equal(fclose(r.f), 0);
+  }
+  cJSON *rep = report_of(dir);
+  assert_int_equal(cJSON_GetArraySize(get(rep, "sites")), 1);
+  cJSON_Delete(rep);
+  char *trace = rg_read_text(dir, "trace.json", NULL);
+  assert_non_null(trace);
+  assert_non_null(strstr(trace, "\"k_rank1_second\""));
+  assert_null(strstr(trace, "\"k_rank1_first\""));
+  free(trace);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+/* A file's new sites are staged after the model's until it validates: a
+ * file skipped late (a bad event) leaves nothing behind, and the next file's
+ * new sites take the places. */
+static void a_file_skipped_after_its_sites_leaves_no_site_behind(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("staged");
+  rg_file r;
+  static const rg_proc P2 = {"node03", 300, 1, 2, true, "ok", "9.0", "./train"};
+  const rg_proc *procs[] = {&P0, &P1, &P2};
+  const char *names[] = {"a-100.json", "b-200.json", "c-300.json"};
+  for (int p = 0; p < 3; p++) {
+    assert_int_equal(rg_begin(&r, dir, names[p], procs[p]), 0);
+    rg_site_end(&r, fwd_site(7, "net/fc1/fwd", -4, 4)); /* merges but in a */
+    rg_site_end(&r, fwd_site(8, p == 1 ? "net/fc2/fwd" : "net/fc3/fwd", -4, 4 + p));
+    rg_event(&r, p == 1 ? 99 : 8, 1000, 500, 7); /* b's refers to no site: b is skipped */
+    assert_int_equal(rg_end(&r), 0);
+  }
+  cJSON *rep = report_of(dir);
+  assert_int_equal(cJSON_GetArraySize(get(rep, "processes")), 2);
+  assert_int_equal(cJSON_GetArraySize(get(rep, "sites")), 2);
+  const cJSON *s0 = cJSON_GetArrayItem(get(rep, "sites"), 0),
+              *s1 = cJSON_GetArrayItem(get(rep, "sites"), 1);
+  assert_string_equal(get(s0, "layer")->valuestring, "net/fc1/fwd");
+  assert_int_equal(get(s0, "calls")->valuedouble, 20);
+  assert_string_equal(get(s1, "layer")->valuestring, "net/fc3/fwd");
+  assert_int_equal(get(s1, "calls")->valuedouble, 20);
+  assert_true(get(s1, "tensors.D.absmax")->valuedouble == 64.0); /* c's: 2^6, not b's */
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static void sites_that_differ_only_in_autotune_calls_merge(void **state) {
   (void)state;
   char *dir = rg_tmpdir("autotune");
@@ -772,6 +939,9 @@ static void a_missing_raw_directory_is_an_error(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(sites_with_the_same_key_merge_across_ranks),
+      cmocka_unit_test(a_packed_merging_site_unpacks_to_the_same_merged_fields),
+      cmocka_unit_test(a_kernel_event_of_a_merging_site_names_its_own_files_kernel),
+      cmocka_unit_test(a_file_skipped_after_its_sites_leaves_no_site_behind),
       cmocka_unit_test(sites_that_differ_only_in_autotune_calls_merge),
       cmocka_unit_test(sites_that_differ_in_dtype_stay_apart),
       cmocka_unit_test(the_same_process_read_twice_is_counted_once),

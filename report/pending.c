@@ -1,0 +1,282 @@
+/* Compact pending-merge records: what a parsed site of a raw file adds to a
+ * site the model already has (the fields mpprof_model_merge_site merges),
+ * packed into one block of bytes while the rest of its file is validated.
+ * As an mpprof_site with its tensor, kernel and count records that was some
+ * 2.5 KB a site in 30 small blocks; packed it is a few hundred bytes in one.
+ *
+ * The bytes: counts as LEB128 varints (signed ones zigzagged), doubles as
+ * their 8 bytes, strings NUL-terminated; in the order pack writes them. They
+ * live in memory only, read back by this file's unpack. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/report_internal.h"
+
+/* ---- writing ---- */
+
+static void put_u(mpprof_tb *b, uint64_t v) {
+  unsigned char t[10];
+  size_t n = 0;
+  do {
+    t[n++] = (unsigned char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+    v >>= 7;
+  } while (v);
+  mpprof_tb_put(b, (const char *)t, n);
+}
+
+static void put_z(mpprof_tb *b, int64_t v) {
+  put_u(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+static void put_d(mpprof_tb *b, double d) {
+  mpprof_tb_put(b, (const char *)&d, sizeof d);
+}
+
+static void put_s(mpprof_tb *b, const char *s) {
+  mpprof_tb_put(b, s, strlen(s) + 1);
+}
+
+static void put_counts(mpprof_tb *b, const mpprof_count *c, size_t n) {
+  put_u(b, n);
+  for (size_t i = 0; i < n; i++) {
+    put_s(b, c[i].name);
+    put_u(b, c[i].n);
+  }
+}
+
+static void put_fp8(mpprof_tb *b, const mpprof_fp8_value *v) {
+  static const double zero = 0;
+  bool ext = memcmp(&v->min, &zero, sizeof zero) || memcmp(&v->max, &zero, sizeof zero);
+  put_u(b, v->read);
+  put_u(b, v->unread);
+  put_u(b, ext);
+  if (ext) {
+    put_d(b, v->min);
+    put_d(b, v->max);
+  }
+}
+
+static void put_cstats(mpprof_tb *b, const mpprof_cstats *c) {
+  put_z(b, c->dtype);
+  put_z(b, c->hist_lo);
+  put_z(b, c->hist_hi);
+  const uint64_t counts[] = {c->count,    c->zeros,     c->nans,     c->pos_infs,
+                             c->neg_infs, c->negatives, c->saturated};
+  for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+    put_u(b, counts[i]);
+  put_d(b, c->min);
+  put_d(b, c->max);
+  put_d(b, c->absmax);
+  put_d(b, c->min_abs_nonzero);
+  for (int t = 0; t < MP_TARGET_COUNT; t++)
+    for (int o = 0; o < MP_CAST_OUTCOMES; o++)
+      put_u(b, c->casts[t][o]);
+  put_z(b, c->nz_lo);
+  put_z(b, c->nz_hi);
+  for (int i = c->nz_lo; i <= c->nz_hi; i++)
+    put_u(b, c->bins[i - c->nz_lo]);
+}
+
+static void put_kernel(mpprof_tb *b, const mpprof_kernel *k) {
+  put_s(b, k->name);
+  put_u(b, k->count);
+  put_u(b, k->gpu_ns);
+  put_z(b, k->counters_tc);
+  put_u(b, k->tc_profiled);
+  put_z(b, k->n_tc_values);
+  for (int i = 0; i < k->n_tc_values; i++)
+    put_d(b, k->tc_values[i]);
+  /* not cls: the Tensor Core pass fills it after reading */
+}
+
+int mpprof_pending_pack(mpprof_site *s, mpprof_tb *scratch, mpprof_pending *ret) {
+  mpprof_tb b = *scratch; /* kept across sites: one exact copy per site */
+  b.n = 0;
+  put_u(&b, s->calls);
+  put_u(&b, s->scanned_calls);
+  put_u(&b, s->autotune_calls);
+  put_u(&b, s->has_gpu_ns);
+  put_u(&b, s->gpu_ns);
+  put_u(&b, s->ptr_align);
+  put_z(&b, s->cc_major);
+  put_z(&b, s->cc_minor);
+  put_u(&b, s->fp8 != NULL);
+  if (s->fp8) {
+    for (int i = 0; i < 4; i++)
+      put_fp8(&b, &s->fp8->scale[i]);
+    put_fp8(&b, &s->fp8->amax_d);
+  }
+  put_counts(&b, s->not_scanned, s->n_not_scanned);
+  put_counts(&b, s->ranks, s->n_ranks);
+  put_u(&b, s->n_tensors);
+  for (size_t i = 0; i < s->n_tensors; i++) {
+    put_s(&b, s->tensors[i].role);
+    put_cstats(&b, &s->tensors[i].st);
+  }
+  size_t kernels_at = b.n;
+  put_u(&b, s->n_kernels);
+  for (size_t i = 0; i < s->n_kernels; i++)
+    put_kernel(&b, &s->kernels[i]);
+  *scratch = b;
+  if (b.oom) return -1;
+  unsigned char *p = malloc(b.n ? b.n : 1);
+  if (!p) return -1;
+  memcpy(p, b.p, b.n);
+  *ret = (mpprof_pending){.bytes = p,
+                          .len = b.n,
+                          .kernels_at = kernels_at,
+                          .n_kernels = s->n_kernels,
+                          .shadow = s->shadow};
+  s->shadow = NULL; /* taken over */
+  return 0;
+}
+
+/* ---- reading ---- */
+
+typedef struct rd {
+  const unsigned char *p, *end;
+} rd;
+
+static uint64_t get_u(rd *r) {
+  uint64_t v = 0;
+  for (int shift = 0; r->p < r->end && shift < 64; shift += 7) {
+    unsigned char c = *r->p++;
+    v |= (uint64_t)(c & 0x7f) << shift;
+    if (!(c & 0x80)) break;
+  }
+  return v;
+}
+
+static int64_t get_z(rd *r) {
+  uint64_t u = get_u(r);
+  return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+}
+
+static double get_d(rd *r) {
+  double d;
+  memcpy(&d, r->p, sizeof d);
+  r->p += sizeof d;
+  return d;
+}
+
+static const char *get_s(rd *r) {
+  const char *s = (const char *)r->p;
+  r->p += strlen(s) + 1;
+  return s;
+}
+
+static int get_counts(rd *r, mpprof_count **ret, size_t *ret_n) {
+  size_t n = (size_t)get_u(r);
+  if (!n) return 0;
+  if (!(*ret = calloc(n, sizeof **ret))) return -1;
+  for (; *ret_n < n; (*ret_n)++) {
+    mpprof_count *c = &(*ret)[*ret_n];
+    if (!(c->name = strdup(get_s(r)))) return -1;
+    c->n = get_u(r);
+  }
+  return 0;
+}
+
+static void get_fp8(rd *r, mpprof_fp8_value *v) {
+  v->read = get_u(r);
+  v->unread = get_u(r);
+  if (get_u(r)) {
+    v->min = get_d(r);
+    v->max = get_d(r);
+  }
+}
+
+static int get_cstats(rd *r, mpprof_cstats *c) {
+  c->dtype = (mp_dtype)get_z(r);
+  c->hist_lo = (int)get_z(r);
+  c->hist_hi = (int)get_z(r);
+  uint64_t *const counts[] = {&c->count,    &c->zeros,     &c->nans,     &c->pos_infs,
+                              &c->neg_infs, &c->negatives, &c->saturated};
+  for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+    *counts[i] = get_u(r);
+  c->min = get_d(r);
+  c->max = get_d(r);
+  c->absmax = get_d(r);
+  c->min_abs_nonzero = get_d(r);
+  for (int t = 0; t < MP_TARGET_COUNT; t++)
+    for (int o = 0; o < MP_CAST_OUTCOMES; o++)
+      c->casts[t][o] = get_u(r);
+  c->nz_lo = (int)get_z(r);
+  c->nz_hi = (int)get_z(r);
+  if (c->nz_lo > c->nz_hi) return 0;
+  if (!(c->bins = malloc((size_t)(c->nz_hi - c->nz_lo + 1) * sizeof *c->bins))) return -1;
+  for (int i = c->nz_lo; i <= c->nz_hi; i++)
+    c->bins[i - c->nz_lo] = get_u(r);
+  return 0;
+}
+
+/* A kernel record into *k but its name, which is returned (in the bytes). */
+static const char *read_kernel(rd *r, mpprof_kernel *k) {
+  const char *name = get_s(r);
+  k->count = get_u(r);
+  k->gpu_ns = get_u(r);
+  k->counters_tc = (int)get_z(r);
+  k->tc_profiled = get_u(r);
+  k->n_tc_values = (int)get_z(r);
+  for (int i = 0; i < k->n_tc_values; i++)
+    k->tc_values[i] = get_d(r);
+  return name;
+}
+
+int mpprof_pending_unpack(mpprof_pending *pd, mpprof_site *ret) {
+  memset(ret, 0, sizeof *ret);
+  rd r = {pd->bytes, pd->bytes + pd->len};
+  ret->calls = get_u(&r);
+  ret->scanned_calls = get_u(&r);
+  ret->autotune_calls = get_u(&r);
+  ret->has_gpu_ns = get_u(&r);
+  ret->gpu_ns = get_u(&r);
+  ret->ptr_align = (unsigned)get_u(&r);
+  ret->cc_major = (int)get_z(&r);
+  ret->cc_minor = (int)get_z(&r);
+  if (get_u(&r)) {
+    if (!(ret->fp8 = calloc(1, sizeof *ret->fp8))) return -1;
+    for (int i = 0; i < 4; i++)
+      get_fp8(&r, &ret->fp8->scale[i]);
+    get_fp8(&r, &ret->fp8->amax_d);
+  }
+  if (get_counts(&r, &ret->not_scanned, &ret->n_not_scanned) ||
+      get_counts(&r, &ret->ranks, &ret->n_ranks))
+    return -1;
+  size_t nt = (size_t)get_u(&r);
+  if (nt && !(ret->tensors = calloc(nt, sizeof *ret->tensors))) return -1;
+  for (; ret->n_tensors < nt; ret->n_tensors++) {
+    mpprof_role_stats *t = &ret->tensors[ret->n_tensors];
+    t->st.nz_lo = 1; /* no bins until read: what mpprof_cstats_free expects */
+    if (!(t->role = strdup(get_s(&r))) || get_cstats(&r, &t->st)) {
+      ret->n_tensors++;
+      return -1;
+    }
+  }
+  size_t nk = (size_t)get_u(&r);
+  if (nk && !(ret->kernels = calloc(nk, sizeof *ret->kernels))) return -1;
+  for (; ret->n_kernels < nk; ret->n_kernels++) {
+    mpprof_kernel *k = &ret->kernels[ret->n_kernels];
+    if (!(k->name = strdup(read_kernel(&r, k)))) return -1;
+  }
+  ret->shadow = pd->shadow; /* taken over */
+  pd->shadow = NULL;
+  return 0;
+}
+
+const char *mpprof_pending_kernel_name(const mpprof_pending *pd, size_t k) {
+  rd r = {pd->bytes + pd->kernels_at, pd->bytes + pd->len};
+  size_t nk = (size_t)get_u(&r);
+  for (size_t i = 0; i < nk; i++) {
+    mpprof_kernel kk = {0};
+    const char *name = read_kernel(&r, &kk);
+    if (i == k) return name;
+  }
+  return NULL;
+}
+
+void mpprof_pending_free(mpprof_pending *pd) {
+  free(pd->bytes);
+  mpprof_shadow_free(pd->shadow);
+  memset(pd, 0, sizeof *pd);
+}
