@@ -54,8 +54,8 @@ extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_amax(mpp_s
   unsigned m = 0;
   mpp_sh_each_unit(p.x, [&](const void *base, uint64_t, uint64_t v, uint64_t k0, uint64_t k1) {
     for (uint64_t kk = k0; kk < k1; kk++) {
-      unsigned w =
-          mpp_sh_amax_word(mpp_sh_load(base, p.x.dtype, v * p.x.vstride + kk * p.x.kstride));
+      unsigned w = mpp_sh_amax_word(
+          mpp_sh_load(base, p.x.dtype, (p.x.v0 + v) * p.x.vstride + kk * p.x.kstride));
       if (w > m) m = w;
     }
   });
@@ -76,7 +76,7 @@ extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_quant(mpp_
     scale = mp_sh_current_scale(mpp_sh_amax_of_word(*p.amax_bits), p.fp8_max);
   mpp_sh_each_unit(p.x, [&](const void *base, uint64_t b, uint64_t v, uint64_t k0, uint64_t k1) {
     float *out = p.out + b * p.x.rows * p.x.k + v * p.out_vstride;
-    uint64_t at = v * p.x.vstride;
+    uint64_t at = (p.x.v0 + v) * p.x.vstride;
     if (p.scale == MPP_SH_SCALE_MX) {
       float amax = 0;
       for (uint64_t kk = k0; kk < k1; kk++)
@@ -149,6 +149,6 @@ extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_err(mpp_sh
     mp_sh_err pb = p.partials[b];
     mp_sh_err_merge(&r, &pb);
   }
-  *p.result = r;
-  *p.ticket = 0; /* for the next launch */
+  mp_sh_err_merge(p.result, &r); /* zeroed by the host: slices of one product add up */
+  *p.ticket = 0;                 /* for the next launch */
 }

@@ -34,8 +34,9 @@ typedef enum mpp_sh_scale {
 } mpp_sh_scale;
 
 /* One operand as the op stores it, seen as `rows` vectors of k values:
- * vector v, value kk of batch matrix b is element v*vstride + kk*kstride of
- * that matrix (A: vector = row i of op(A); B: vector = column j of op(B)). */
+ * vector v, value kk of batch matrix b is element (v0 + v)*vstride +
+ * kk*kstride of that matrix (A: vector = row i of op(A); B: vector = column
+ * j of op(B)). */
 typedef struct mpp_sh_src {
   const void *data;        /* matrix 0; matrix b at data + b*stride elements */
   const void *const *ptrs; /* or a device array of the batch matrices' addresses */
@@ -44,6 +45,7 @@ typedef struct mpp_sh_src {
   uint64_t vstride, kstride;
   int64_t stride; /* 0 broadcasts one matrix */
   uint64_t rows, k, batch;
+  uint64_t v0; /* the first vector: a slice of the operand's vectors (0: all from the start) */
 } mpp_sh_src;
 
 typedef struct mpp_sh_amax_params {
@@ -87,7 +89,7 @@ typedef struct mpp_sh_err_params {
   float *capture;      /* tests: each candidate output, or NULL */
   mp_sh_err *partials; /* one per block */
   unsigned *ticket;    /* zero before the launch; the last block leaves it zero */
-  mp_sh_err *result;
+  mp_sh_err *result;   /* merged into: zero before the first launch of a product */
 } mpp_sh_err_params;
 
 /* |x| bits as amax words order them: NaN (any payload) above inf. */

@@ -93,7 +93,8 @@ static void usage(FILE *f) {
         "                     (default 16) in fp16, bf16 and fp8 recipes and measure the error\n"
         "                     against an fp64 reference (docs/report.md, \"Measured error\")\n"
         "  --shadow-max-mb MB memory one shadowed call may use (default 256); larger calls\n"
-        "                     are skipped as shadow_too_large\n"
+        "                     are skipped as shadow_too_large (on the device: done in\n"
+        "                     slices of D's columns when one column fits)\n"
         "  --shadow-max-rel X largest relative L2 error a precision may cause and still be\n"
         "                     recommended (default 2^-8 = 0.00390625)\n",
         f);

@@ -85,15 +85,19 @@ static uint64_t align_up(uint64_t x) {
   return (x + ALIGN - 1) / ALIGN * ALIGN;
 }
 
-/* Byte offsets of the pieces of one job's work memory. */
+/* Byte offsets of the pieces of one job's work memory, and the columns of D
+ * (vectors of op(B)) one slice of the products covers: the whole of op(A),
+ * and op(B), the reference and a candidate product for `cols` columns. */
 typedef struct layout {
   uint64_t words, partials, qa, qb, ref, cand, total;
+  int64_t cols;
 } layout;
 
-static layout layout_of(const mp_shadow_gemm *g, unsigned grid_cap) {
-  uint64_t mk = (uint64_t)(g->m * g->k * g->batch), kn = (uint64_t)(g->k * g->n * g->batch),
-           mn = (uint64_t)(g->m * g->n * g->batch);
+static layout layout_of(const mp_shadow_gemm *g, unsigned grid_cap, int64_t cols) {
+  uint64_t mk = (uint64_t)(g->m * g->k * g->batch), kn = (uint64_t)(g->k * cols * g->batch),
+           mn = (uint64_t)(g->m * cols * g->batch);
   layout l;
+  l.cols = cols;
   l.words = 0; /* amax A, amax B, err's ticket */
   l.partials = align_up(4 * sizeof(unsigned));
   l.qa = l.partials + align_up((uint64_t)grid_cap * sizeof(mp_sh_err));
@@ -102,6 +106,24 @@ static layout layout_of(const mp_shadow_gemm *g, unsigned grid_cap) {
   l.cand = l.ref + align_up(mn * sizeof(float));
   l.total = l.cand + align_up(mn * sizeof(float));
   return l;
+}
+
+/* The layout for g within max_bytes: all of n at once when it fits, else the
+ * fewest equal slices of columns that fit (each slice's products are formed
+ * and their errors merged in turn); .total > max_bytes when one column does
+ * not fit. */
+static layout plan_slices(const mp_shadow_gemm *g, unsigned grid_cap, uint64_t max_bytes) {
+  layout l = layout_of(g, grid_cap, g->n);
+  if (l.total <= max_bytes) return l;
+  layout one = layout_of(g, grid_cap, 1);
+  if (one.total > max_bytes) return one;
+  /* per column: op(B)'s k values and two products' m, each batch matrix (+ alignment) */
+  uint64_t per = (uint64_t)(g->k + 2 * g->m) * sizeof(float) * (uint64_t)g->batch;
+  int64_t fit = 1 + (int64_t)((max_bytes - one.total) / per);
+  while (fit > 1 && layout_of(g, grid_cap, fit).total > max_bytes)
+    fit--;
+  int64_t slices = (g->n + fit - 1) / fit;
+  return layout_of(g, grid_cap, (g->n + slices - 1) / slices);
 }
 
 /* The grid cap of a device with `sms` SMs. */
@@ -200,33 +222,31 @@ static bool sgemm(const sh_ctx *cs, const mp_shadow_gemm *g, CUdeviceptr qa, CUd
              (float *)(uintptr_t)out, m, (long long)m * n, (int)g->batch) == CUBLAS_STATUS_SUCCESS;
 }
 
-/* The work of one job on cs->stream, from the reference to the last err.
- * False at the first failing call (what was enqueued still runs). */
-static bool enqueue_work(const mpp_cu_api *cu, const sh_ctx *cs, int j, const mp_shadow_gemm *g,
-                         unsigned mask, const float delayed[2][2], CUdeviceptr mem,
-                         const layout *l) {
+/* The products of columns [j0, j0 + l->cols) of D (op(A) whole, the slice
+ * of op(B)), the reference's then each candidate's with its err, whose sums
+ * merge into the job's result. */
+static bool enqueue_slice(const mpp_cu_api *cu, const sh_ctx *cs, int j, const mp_shadow_gemm *g,
+                          unsigned mask, const float delayed[2][2], CUdeviceptr mem,
+                          const layout *l, int64_t j0) {
   CUstream s = cs->stream;
   unsigned *words = (unsigned *)(uintptr_t)(mem + l->words);
   CUdeviceptr qa = mem + l->qa, qb = mem + l->qb, ref = mem + l->ref, cand = mem + l->cand;
-  if (cu->memset_d8_async(mem + l->words, 0, 4 * sizeof(unsigned), s) != CUDA_SUCCESS) return false;
-  for (int w = 0; w < 2; w++) {
-    mpp_sh_amax_params p = {mpp_sh_src_of(g, w), words + w};
-    uint64_t units = p.x.batch * p.x.rows * ((p.x.k + MPP_SH_KBLOCK - 1) / MPP_SH_KBLOCK);
-    if (!launch(cu, g_amax, mpp_sh_grid(units, cs->grid_cap), s, &p)) return false;
-  }
+  mp_shadow_gemm gs = *g; /* the slice: its n columns, B's vectors from j0 */
+  gs.n = g->n - j0 < l->cols ? g->n - j0 : l->cols;
   mpp_sh_quant_params q;
   for (int c = -1; c < MP_SH_COUNT; c++) {
     if (c >= 0 && !(mask >> c & 1)) continue;
     int which = c < 0 ? MPP_SH_REFERENCE : c;
     for (int w = 0; w < 2; w++) {
-      mpp_sh_quant_plan(g, which, w, delayed, words, (float *)(uintptr_t)(w ? qb : qa), &q);
+      mpp_sh_quant_plan(&gs, which, w, delayed, words, (float *)(uintptr_t)(w ? qb : qa), &q);
+      if (w) q.x.v0 = (uint64_t)j0;
       uint64_t units = q.x.batch * q.x.rows * ((q.x.k + MPP_SH_KBLOCK - 1) / MPP_SH_KBLOCK);
       if (!launch(cu, g_quant, mpp_sh_grid(units, cs->grid_cap), s, &q)) return false;
     }
-    if (!sgemm(cs, g, qa, qb, c < 0 ? ref : cand)) return false;
+    if (!sgemm(cs, &gs, qa, qb, c < 0 ? ref : cand)) return false;
     if (c < 0) continue;
     mpp_sh_err_params e;
-    mpp_sh_err_plan(g, (mp_shadow_cand)c, delayed, words, (const float *)(uintptr_t)ref,
+    mpp_sh_err_plan(&gs, (mp_shadow_cand)c, delayed, words, (const float *)(uintptr_t)ref,
                     (const float *)(uintptr_t)cand, &e);
     e.partials = (mp_sh_err *)(uintptr_t)(mem + l->partials);
     e.ticket = words + 2;
@@ -234,6 +254,24 @@ static bool enqueue_work(const mpp_cu_api *cu, const sh_ctx *cs, int j, const mp
                                         offsetof(sh_out, err) + (CUdeviceptr)c * sizeof(mp_sh_err));
     if (!launch(cu, g_err, mpp_sh_grid(e.n, cs->grid_cap), s, &e)) return false;
   }
+  return true;
+}
+
+/* The work of one job on cs->stream, from the reference to the last err.
+ * False at the first failing call (what was enqueued still runs). */
+static bool enqueue_work(const mpp_cu_api *cu, const sh_ctx *cs, int j, const mp_shadow_gemm *g,
+                         unsigned mask, const float delayed[2][2], CUdeviceptr mem,
+                         const layout *l) {
+  CUstream s = cs->stream;
+  unsigned *words = (unsigned *)(uintptr_t)(mem + l->words);
+  if (cu->memset_d8_async(mem + l->words, 0, 4 * sizeof(unsigned), s) != CUDA_SUCCESS) return false;
+  for (int w = 0; w < 2; w++) {
+    mpp_sh_amax_params p = {mpp_sh_src_of(g, w), words + w};
+    uint64_t units = p.x.batch * p.x.rows * ((p.x.k + MPP_SH_KBLOCK - 1) / MPP_SH_KBLOCK);
+    if (!launch(cu, g_amax, mpp_sh_grid(units, cs->grid_cap), s, &p)) return false;
+  }
+  for (int64_t j0 = 0; j0 < g->n; j0 += l->cols)
+    if (!enqueue_slice(cu, cs, j, g, mask, delayed, mem, l, j0)) return false;
   return cu->memcpy_dtoh_async(g_out[j].amax, mem + l->words, sizeof g_out[j].amax, s) ==
          CUDA_SUCCESS;
 }
@@ -266,7 +304,7 @@ int mpp_devshadow_enqueue(void *stream, const mp_shadow_gemm *g, unsigned mask,
   int j = -1;
   layout l;
   if (cs && rc == 0) {
-    l = layout_of(g, cs->grid_cap);
+    l = plan_slices(g, cs->grid_cap, max_bytes);
     for (int i = 0; i < JOBS && j < 0; i++)
       if (!g_jobs[i].busy) j = i;
     if (l.total > max_bytes)

@@ -14,6 +14,7 @@
  * stream with pedantic math, frees its memory, never waits on an event
  * nobody recorded. Run with LD_LIBRARY_PATH=<fakecuda dir>. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -401,12 +402,70 @@ static void calls_above_the_memory_cap_are_skipped(void **state) {
   drop(&g);
 }
 
+typedef struct got {
+  int n;
+  mpp_devshadow_result r;
+} got;
+static void keep(void *cookie, const mpp_devshadow_result *r) {
+  got *g = cookie;
+  g->n++;
+  g->r = *r;
+}
+
+/* A call whose work memory does not fit the cap is done in slices of D's
+ * columns (op(A) whole, op(B), the reference and a candidate product per
+ * slice): every candidate's error sums merge to what the whole product gives
+ * (the sums to rounding, maxima and counts exactly), the amax words are the
+ * same; a cap below one column refuses the call. */
+static void sliced_products_measure_what_whole_ones_do(void **state) {
+  (void)state;
+  gemm g;
+  make(&g, MP_FP32, 0, 1, 37, 13, 45, 2, 10);
+  mp_shadow_gemm h = host_gemm(&g);
+  h.a.data = g.A; /* the device copies */
+  h.b.data = g.B;
+  const float delayed[2][2] = {{2, 0.5f}, {4, 0.25f}};
+  got whole = {0}, sliced = {0};
+  int gemms0 = FAKE_INT("libcublas.so.13", "fakecublas_gemms");
+  assert_int_equal(
+      mpp_devshadow_enqueue(NULL, &h, MP_SHADOW_ALL, delayed, (uint64_t)1 << 30, keep, &whole), 0);
+  mpp_devshadow_drain();
+  int gemms1 = FAKE_INT("libcublas.so.13", "fakecublas_gemms");
+  /* whole: 27,392 bytes; one column 15,872; 20,000 takes 5 columns a slice: 3 slices */
+  assert_int_equal(mpp_devshadow_enqueue(NULL, &h, MP_SHADOW_ALL, delayed, 20000, keep, &sliced),
+                   0);
+  mpp_devshadow_drain();
+  int gemms2 = FAKE_INT("libcublas.so.13", "fakecublas_gemms");
+  assert_int_equal(whole.n, 1);
+  assert_int_equal(sliced.n, 1);
+  assert_int_equal(gemms2 - gemms1, 3 * (gemms1 - gemms0));
+  assert_int_equal(whole.r.rc, 0);
+  assert_int_equal(sliced.r.rc, 0);
+  assert_int_equal(sliced.r.done, whole.r.done);
+  assert_int_equal(whole.r.done, MP_SHADOW_ALL);
+  assert_true(sliced.r.amax[0] == whole.r.amax[0] && sliced.r.amax[1] == whole.r.amax[1]);
+  for (int c = 0; c < MP_SH_COUNT; c++) {
+    const mp_sh_err *a = &whole.r.err[c], *b = &sliced.r.err[c];
+    if (!close_rel(b->se, a->se) || !close_rel(b->sr, a->sr))
+      fail_msg("%s: sums %.17g %.17g, whole %.17g %.17g", mp_shadow_cand_name((mp_shadow_cand)c),
+               b->se, b->sr, a->se, a->sr);
+    assert_true(b->maxd == a->maxd && b->maxr == a->maxr);
+    assert_true(b->nonzero == a->nonzero && b->flushed == a->flushed &&
+                b->nonfinite == a->nonfinite);
+  }
+  assert_true(whole.r.err[MP_SH_FP16].sr > 0);
+  assert_int_equal(mpp_devshadow_enqueue(NULL, &h, MP_SHADOW_ALL, delayed, 15871, keep, &sliced),
+                   -E2BIG);
+  drop(&g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(fp32_gemm_matches_host_definitions, reset_all),
       cmocka_unit_test_setup(fp16_strided_transposed_batch_matches_host_definitions, reset_all),
       cmocka_unit_test_setup(results_wait_for_the_device_without_blocking, reset_all),
       cmocka_unit_test_setup(calls_above_the_memory_cap_are_skipped, reset_all),
+      cmocka_unit_test_setup(sliced_products_measure_what_whole_ones_do, reset_all),
   };
   return cmocka_run_group_tests(tests, setup_all, NULL);
 }

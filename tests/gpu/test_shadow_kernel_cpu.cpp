@@ -238,7 +238,7 @@ static void run_config(const config &c) {
       p.partials = partials;
       p.ticket = &ticket;
       p.result = &result;
-      memset(&result, 0xff, sizeof result);
+      memset(&result, 0, sizeof result);
       simt_run(grid, MPP_SH_BLOCK, [&p] { mpp_shadow_err(p); });
       CHECK(ticket == 0, "%s: ticket left at %u", c.name, ticket);
 
