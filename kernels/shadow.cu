@@ -49,6 +49,46 @@ __device__ __forceinline__ void mpp_sh_each_unit(const mpp_sh_src &x, Body body)
   }
 }
 
+__device__ __forceinline__ void mpp_sh_copy_elem(const void *src, void *dst, unsigned esize) {
+  switch (esize) {
+  case 1:
+    *(uint8_t *)dst = *(const uint8_t *)src;
+    break;
+  case 2:
+    *(uint16_t *)dst = *(const uint16_t *)src;
+    break;
+  case 4:
+    *(uint32_t *)dst = *(const uint32_t *)src;
+    break;
+  default:
+    *(uint64_t *)dst = *(const uint64_t *)src;
+    break;
+  }
+}
+
+/* One thread per element of the dense copies (grid-stride, piece after
+ * piece), consecutive threads on consecutive elements of a column. */
+extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_copy(mpp_sh_copy_params p) {
+  uint64_t total = 0;
+  for (unsigned i = 0; i < p.n; i++)
+    total += p.p[i].inner * p.p[i].outer * p.p[i].batch;
+  for (uint64_t e = (uint64_t)blockIdx.x * MPP_SH_BLOCK + threadIdx.x; e < total;
+       e += (uint64_t)gridDim.x * MPP_SH_BLOCK) {
+    uint64_t r = e;
+    unsigned i = 0;
+    while (r >= p.p[i].inner * p.p[i].outer * p.p[i].batch) {
+      r -= p.p[i].inner * p.p[i].outer * p.p[i].batch;
+      i++;
+    }
+    const mpp_sh_copy_piece &c = p.p[i];
+    uint64_t mat = c.inner * c.outer, b = r / mat, in = r % mat;
+    const char *m = c.ptrs ? (const char *)c.ptrs[b]
+                           : (const char *)c.data + (int64_t)b * c.stride * (int64_t)c.esize;
+    mpp_sh_copy_elem(m + ((in / c.inner) * c.ld + in % c.inner) * c.esize,
+                     (char *)c.dst + r * c.esize, c.esize);
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_amax(mpp_sh_amax_params p) {
   __shared__ unsigned part[MPP_SH_BLOCK];
   unsigned m = 0;

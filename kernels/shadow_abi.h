@@ -1,6 +1,12 @@
 /* What the device shadow kernels (kernels/shadow.cu) and their host side
  * share: the launch parameters of the three kernels of one shadowed GEMM.
  *
+ *   mpp_shadow_copy   the op's operands (op(A), op(B), the bias) as stored,
+ *                     into dense copies, on the op's own stream right after
+ *                     the op: the rest of the work reads only the copies, so
+ *                     the program's later work on its stream (an in-place
+ *                     update, a free) cannot change or pull away what the
+ *                     shadow reads
  *   mpp_shadow_amax   per-tensor amax of op(A) or op(B) over the batch, into
  *                     a device word (|x| bits, NaN above inf), for current scaling
  *   mpp_shadow_quant  op(X) of every batch matrix into an fp32 array in
@@ -47,6 +53,25 @@ typedef struct mpp_sh_src {
   uint64_t rows, k, batch;
   uint64_t v0; /* the first vector: a slice of the operand's vectors (0: all from the start) */
 } mpp_sh_src;
+
+/* One stored matrix (per batch) as the op addresses it: `outer` columns of
+ * `inner` elements, `ld` elements apart, into dst densely (ld = inner,
+ * matrix b at b*inner*outer elements), the bytes unchanged. */
+typedef struct mpp_sh_copy_piece {
+  const void *data;        /* matrix 0; matrix b at data + b*stride elements */
+  const void *const *ptrs; /* or a device array of the batch matrices' addresses */
+  void *dst;
+  unsigned esize;
+  uint64_t inner, outer, ld, batch;
+  int64_t stride;
+} mpp_sh_copy_piece;
+
+#define MPP_SH_COPY_PIECES 3 /* A, B, the bias */
+
+typedef struct mpp_sh_copy_params {
+  mpp_sh_copy_piece p[MPP_SH_COPY_PIECES];
+  unsigned n; /* pieces in use */
+} mpp_sh_copy_params;
 
 typedef struct mpp_sh_amax_params {
   mpp_sh_src x;

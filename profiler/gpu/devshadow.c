@@ -2,14 +2,21 @@
  * the launches of kernels/shadow.cu and the fp32 GEMMs between them, planned
  * by shadow_plan.c, on a private stream and cuBLAS handle of the op's context.
  *
- * Per shadowed call, on the private stream, behind an event recorded on the
- * op's stream after the op (the program's stream never waits on mpprof):
- * stream-ordered work memory (cuMemAllocAsync, freed the same way), the amax
- * of op(A) and op(B), the reference (exact fp32 operands, one strided-batched
+ * Per shadowed call, on the op's own stream right after the op:
+ * stream-ordered work memory (cuMemAllocAsync, freed on the private stream
+ * when the work is done) and one launch of mpp_shadow_copy, which copies the
+ * operands (and the bias) as the op read them; then, on the private stream,
+ * behind an event recorded on the op's stream after the copy (the program's
+ * stream never waits on mpprof), from the copies only: the amax of op(A) and
+ * op(B), the reference (exact fp32 operands, one strided-batched
  * SGEMM in pedantic math: no TF32, no reduced-precision reduction), then per
  * candidate quant A, quant B, SGEMM, err; err's last block writes the
  * candidate's error sums straight into pinned, mapped host memory; the amax
- * words are copied behind them and an event closes the call. Nothing waits:
+ * words are copied behind them and an event closes the call. The copy is the
+ * one piece of mpprof's work the program's stream runs (a read and a write of
+ * the operands' bytes, a fraction of the op's own time): without it the
+ * shadow would read the program's memory unordered against the program's
+ * later work on it, an in-place update or a stream-ordered free. Nothing waits:
  * mpp_devshadow_poll hands finished calls to their sink when the event says
  * so; at exit mpp_devshadow_drain waits, bounded.
  *
@@ -70,7 +77,7 @@ static int g_nctx;
 static sh_job g_jobs[JOBS];
 static sh_out *g_out; /* JOBS entries */
 static uint64_t g_bytes_in_flight;
-static CUfunction g_amax, g_quant, g_err;
+static CUfunction g_copy, g_amax, g_quant, g_err;
 static bool g_kernels_tried;
 static mpp_devshadow_blas g_blas;
 static bool g_blas_ok;
@@ -89,7 +96,7 @@ static uint64_t align_up(uint64_t x) {
  * (vectors of op(B)) one slice of the products covers: the whole of op(A),
  * and op(B), the reference and a candidate product for `cols` columns. */
 typedef struct layout {
-  uint64_t words, partials, qa, qb, ref, cand, total;
+  uint64_t copy[MPP_SH_COPY_PIECES], words, partials, qa, qb, ref, cand, total;
   int64_t cols;
 } layout;
 
@@ -98,8 +105,13 @@ static layout layout_of(const mp_shadow_gemm *g, unsigned grid_cap, int64_t cols
            mn = (uint64_t)(g->m * cols * g->batch);
   layout l;
   l.cols = cols;
-  l.words = 0; /* amax A, amax B, err's ticket */
-  l.partials = align_up(4 * sizeof(unsigned));
+  uint64_t at = 0;
+  for (int w = 0; w < MPP_SH_COPY_PIECES; w++) {
+    l.copy[w] = at;
+    at += align_up(mpp_sh_copy_bytes(g, w));
+  }
+  l.words = at; /* amax A, amax B, err's ticket */
+  l.partials = l.words + align_up(4 * sizeof(unsigned));
   l.qa = l.partials + align_up((uint64_t)grid_cap * sizeof(mp_sh_err));
   l.qb = l.qa + align_up(mk * sizeof(float));
   l.ref = l.qb + align_up(kn * sizeof(float));
@@ -135,11 +147,12 @@ static unsigned grid_cap_of(int sms) {
 static bool kernels(void) {
   if (!g_kernels_tried) {
     g_kernels_tried = true;
+    g_copy = (CUfunction)mpp_devscan_library_kernel("mpp_shadow_copy");
     g_amax = (CUfunction)mpp_devscan_library_kernel("mpp_shadow_amax");
     g_quant = (CUfunction)mpp_devscan_library_kernel("mpp_shadow_quant");
     g_err = (CUfunction)mpp_devscan_library_kernel("mpp_shadow_err");
   }
-  return g_amax && g_quant && g_err;
+  return g_copy && g_amax && g_quant && g_err;
 }
 
 /* Stream, events, cuBLAS handle and the mapped results of the current
@@ -313,17 +326,33 @@ int mpp_devshadow_enqueue(void *stream, const mp_shadow_gemm *g, unsigned mask,
       rc = -EBUSY;
   }
   CUdeviceptr mem = 0;
+  mp_shadow_gemm snap; /* g reading the copies */
   if (cs && rc == 0) {
-    if (cu->event_record(cs->after_op[j], (CUstream)stream) != CUDA_SUCCESS ||
-        cu->stream_wait_event(cs->stream, cs->after_op[j], 0) != CUDA_SUCCESS ||
-        cu->mem_alloc_async(&mem, l.total, cs->stream) != CUDA_SUCCESS)
+    mpp_cupti_push(MPP_OWN_OP_ID);
+    if (cu->mem_alloc_async(&mem, l.total, (CUstream)stream) != CUDA_SUCCESS) {
       rc = -EIO;
+    } else {
+      void *dst[MPP_SH_COPY_PIECES];
+      for (int w = 0; w < MPP_SH_COPY_PIECES; w++)
+        dst[w] = (void *)(uintptr_t)(mem + l.copy[w]);
+      mpp_sh_copy_params cp;
+      mpp_sh_copy_plan(g, dst, &cp, &snap);
+      uint64_t elems = 0;
+      for (unsigned w = 0; w < cp.n; w++)
+        elems += cp.p[w].inner * cp.p[w].outer * cp.p[w].batch;
+      if (!launch(cu, g_copy, mpp_sh_grid(elems, cs->grid_cap), (CUstream)stream, &cp) ||
+          cu->event_record(cs->after_op[j], (CUstream)stream) != CUDA_SUCCESS ||
+          cu->stream_wait_event(cs->stream, cs->after_op[j], 0) != CUDA_SUCCESS) {
+        cu->mem_free_async(mem, (CUstream)stream); /* behind whatever was enqueued */
+        rc = -EIO;
+      }
+    }
+    if (rc) mpp_cupti_pop();
   }
   if (cs && rc == 0) {
     sh_job *job = &g_jobs[j];
     memset(&g_out[j], 0, sizeof g_out[j]);
-    mpp_cupti_push(MPP_OWN_OP_ID);
-    bool ok = enqueue_work(cu, cs, j, g, mask, delayed, mem, &l);
+    bool ok = enqueue_work(cu, cs, j, &snap, mask, delayed, mem, &l);
     mpp_cupti_pop();
     /* Whatever was enqueued runs; the memory goes back behind it. */
     bool freed = cu->mem_free_async(mem, cs->stream) == CUDA_SUCCESS;

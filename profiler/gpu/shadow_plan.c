@@ -114,6 +114,71 @@ void mpp_sh_err_plan(const mp_shadow_gemm *g, mp_shadow_cand c, const float dela
   *ret = p;
 }
 
+/* The copy of operand is_b of g (stored rows x columns per matrix). */
+static mpp_sh_copy_piece operand_piece(const mp_shadow_gemm *g, bool is_b) {
+  const mp_shadow_operand *o = is_b ? &g->b : &g->a;
+  int64_t rows = is_b ? g->k : g->m, cols = is_b ? g->n : g->k; /* op(X) */
+  mpp_sh_copy_piece c;
+  memset(&c, 0, sizeof c);
+  c.data = o->ptrs ? NULL : o->data;
+  c.ptrs = o->ptrs;
+  c.esize = (unsigned)mp_dtype_size(o->dtype);
+  c.inner = (uint64_t)(o->trans ? cols : rows);
+  c.outer = (uint64_t)(o->trans ? rows : cols);
+  c.ld = (uint64_t)o->ld;
+  c.stride = o->stride;
+  c.batch = o->ptrs || o->stride ? (uint64_t)g->batch : 1;
+  return c;
+}
+
+static mpp_sh_copy_piece bias_piece(const mp_shadow_gemm *g) {
+  mpp_sh_copy_piece c;
+  memset(&c, 0, sizeof c);
+  c.data = g->bias;
+  c.esize = (unsigned)mp_dtype_size(g->bias_dtype);
+  c.inner = (uint64_t)g->m;
+  c.outer = 1;
+  c.ld = (uint64_t)g->m;
+  c.stride = g->bias_stride;
+  c.batch = g->bias_stride ? (uint64_t)g->batch : 1;
+  return c;
+}
+
+static mpp_sh_copy_piece piece(const mp_shadow_gemm *g, int w) {
+  return w < 2 ? operand_piece(g, w == 1) : bias_piece(g);
+}
+
+uint64_t mpp_sh_copy_bytes(const mp_shadow_gemm *g, int w) {
+  if (w == 2 && !g->bias) return 0;
+  mpp_sh_copy_piece c = piece(g, w);
+  return c.inner * c.outer * c.batch * c.esize;
+}
+
+void mpp_sh_copy_plan(const mp_shadow_gemm *g, void *const dst[MPP_SH_COPY_PIECES],
+                      mpp_sh_copy_params *ret, mp_shadow_gemm *snap) {
+  mpp_sh_copy_params p;
+  memset(&p, 0, sizeof p);
+  *snap = *g;
+  for (int w = 0; w < MPP_SH_COPY_PIECES; w++) {
+    if (w == 2 && !g->bias) break;
+    mpp_sh_copy_piece c = piece(g, w);
+    c.dst = dst[w];
+    p.p[p.n++] = c;
+    int64_t dense = (int64_t)(c.inner * c.outer);
+    if (w < 2) {
+      mp_shadow_operand *o = w ? &snap->b : &snap->a;
+      o->data = dst[w];
+      o->ptrs = NULL;
+      o->ld = (int64_t)c.inner;
+      o->stride = c.batch > 1 ? dense : 0;
+    } else {
+      snap->bias = dst[w];
+      snap->bias_stride = c.batch > 1 ? dense : 0;
+    }
+  }
+  *ret = p;
+}
+
 unsigned mpp_sh_grid(uint64_t work, unsigned cap) {
   uint64_t blocks = (work + MPP_SH_BLOCK - 1) / MPP_SH_BLOCK;
   if (blocks < 1) blocks = 1;

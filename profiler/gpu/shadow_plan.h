@@ -32,6 +32,15 @@ void mpp_sh_quant_plan(const mp_shadow_gemm *g, int cand, bool is_b, const float
 void mpp_sh_err_plan(const mp_shadow_gemm *g, mp_shadow_cand c, const float delayed[2][2],
                      const unsigned *amax_bits, const float *ref, const float *cand,
                      mpp_sh_err_params *ret);
+/* The dense copies the device shadow works from (mpp_shadow_copy, on the
+ * op's stream right after the op): piece w is op(A) (0), op(B) (1) or the
+ * bias (2) as stored, each batch matrix with its leading dimension tightened
+ * (one matrix when the op broadcasts it). Bytes of piece w; 0 for no bias. */
+uint64_t mpp_sh_copy_bytes(const mp_shadow_gemm *g, int w);
+/* The copy launch of g into dst[w] (mpp_sh_copy_bytes(g, w) bytes each), and
+ * *snap: g reading the copies instead of the program's memory. */
+void mpp_sh_copy_plan(const mp_shadow_gemm *g, void *const dst[MPP_SH_COPY_PIECES],
+                      mpp_sh_copy_params *ret, mp_shadow_gemm *snap);
 /* Blocks for `work` units of MPP_SH_BLOCK threads, at most `cap` (>= 1). */
 unsigned mpp_sh_grid(uint64_t work, unsigned cap);
 

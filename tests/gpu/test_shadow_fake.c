@@ -12,7 +12,9 @@
  * device delivers nothing until it finishes); the in-flight limit and the
  * memory cap skip calls with their reasons; the work runs on a private
  * stream with pedantic math, frees its memory, never waits on an event
- * nobody recorded. Run with LD_LIBRARY_PATH=<fakecuda dir>. */
+ * nobody recorded; what the program writes after the call (on its stream,
+ * before the private stream gets to run) does not reach the results.
+ * Run with LD_LIBRARY_PATH=<fakecuda dir>. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
@@ -260,12 +262,13 @@ static void check_matches_host(const gemm *g) {
   call(g, s);
   long calls0 = thread_calls();
   call(g, s);
-  /* The second call, 9 candidates (no loss scale): the op's event and the
-   * private stream's wait, work memory, 2 amax + 2 quant per product + 9 err
-   * launches, the amax copy, the free, the closing event (38); the context
-   * and capture-mode checks; the first call's event query; call.c's own. */
+  /* The second call, 9 candidates (no loss scale): work memory and the
+   * operands' copy on the op's stream, the op's event and the private
+   * stream's wait, 2 amax + 2 quant per product + 9 err launches, the amax
+   * copy, the free, the closing event (39); the context and capture-mode
+   * checks; the first call's event query; call.c's own. */
   printf("driver calls for a shadowed call (9 candidates): %ld\n", thread_calls() - calls0);
-  assert_true(thread_calls() - calls0 <= 46);
+  assert_true(thread_calls() - calls0 <= 47);
   mpp_shadow_drain();
   /* the program's memory is untouched */
   assert_memory_equal(d_before, g->C, g->ec * es);
@@ -431,8 +434,9 @@ static void sliced_products_measure_what_whole_ones_do(void **state) {
       mpp_devshadow_enqueue(NULL, &h, MP_SHADOW_ALL, delayed, (uint64_t)1 << 30, keep, &whole), 0);
   mpp_devshadow_drain();
   int gemms1 = FAKE_INT("libcublas.so.13", "fakecublas_gemms");
-  /* whole: 27,392 bytes; one column 15,872; 20,000 takes 5 columns a slice: 3 slices */
-  assert_int_equal(mpp_devshadow_enqueue(NULL, &h, MP_SHADOW_ALL, delayed, 20000, keep, &sliced),
+  /* whole: 45,824 bytes (18,432 of them the operands' copies, whole in any
+   * case); one column 34,304; 38,432 takes 5 columns a slice: 3 slices */
+  assert_int_equal(mpp_devshadow_enqueue(NULL, &h, MP_SHADOW_ALL, delayed, 38432, keep, &sliced),
                    0);
   mpp_devshadow_drain();
   int gemms2 = FAKE_INT("libcublas.so.13", "fakecublas_gemms");
@@ -454,8 +458,71 @@ static void sliced_products_measure_what_whole_ones_do(void **state) {
                 b->nonfinite == a->nonfinite);
   }
   assert_true(whole.r.err[MP_SH_FP16].sr > 0);
-  assert_int_equal(mpp_devshadow_enqueue(NULL, &h, MP_SHADOW_ALL, delayed, 15871, keep, &sliced),
+  assert_int_equal(mpp_devshadow_enqueue(NULL, &h, MP_SHADOW_ALL, delayed, 34303, keep, &sliced),
                    -E2BIG);
+  drop(&g);
+}
+
+/* The program goes on after the call: its stream updates A and B in place,
+ * re-points a pointer array, rewrites the bias, while the private stream has
+ * not run yet (the fake driver's lag). The results are those of the values
+ * the op read: a pointer-array batch whose operands are overwritten (NaN)
+ * straight after the call measures exactly what the same call, strided and
+ * untouched, measures; and nothing is delivered before the device ran it. */
+static void later_program_writes_do_not_reach_the_results(void **state) {
+  (void)state;
+  gemm g;
+  make(&g, MP_FP32, 0, 1, 21, 11, 40, 3, 8);
+  int64_t m = g.m;
+  float *bias = dev_alloc((size_t)(m * g.batch) * sizeof(float));
+  for (int64_t i = 0; i < m * g.batch; i++)
+    bias[i] = (float)draw(3);
+  mp_shadow_gemm h = host_gemm(&g);
+  h.a.data = g.A, h.b.data = g.B;
+  h.epilogue = MP_SH_EPI_RELU;
+  h.bias = bias, h.bias_dtype = MP_FP32, h.bias_stride = m;
+  const float delayed[2][2] = {{2, 0.5f}, {4, 0.25f}};
+  unsigned mask = MP_SHADOW_ALL & ~(1u << MP_SH_FP16_SCALED); /* not defined with a bias */
+  got want = {0}, lagged = {0};
+  assert_int_equal(mpp_devshadow_enqueue(NULL, &h, mask, delayed, (uint64_t)1 << 30, keep, &want),
+                   0);
+  mpp_devshadow_drain();
+  assert_int_equal(want.n, 1);
+  assert_int_equal(want.r.rc, 0);
+
+  /* the same matrices as a pointer-array batch */
+  const void **pa = dev_alloc((size_t)g.batch * sizeof *pa),
+             **pb = dev_alloc((size_t)g.batch * sizeof *pb);
+  size_t es = mp_dtype_size(g.dt);
+  for (int64_t b = 0; b < g.batch; b++) {
+    pa[b] = (const char *)g.A + (size_t)(b * g.sa) * es;
+    pb[b] = (const char *)g.B + (size_t)(b * g.sb) * es;
+  }
+  mp_shadow_gemm hp = h;
+  hp.a.ptrs = pa, hp.a.data = NULL, hp.b.ptrs = pb, hp.b.data = NULL;
+  void (*lag)(int) = (void (*)(int))fake("libcuda.so.1", "fakecuda_lag");
+  lag(1);
+  assert_int_equal(
+      mpp_devshadow_enqueue(NULL, &hp, mask, delayed, (uint64_t)1 << 30, keep, &lagged), 0);
+  memset(g.A, 0xff, g.ea * es); /* NaN */
+  memset(g.B, 0xff, g.eb * es);
+  memset(bias, 0xff, (size_t)(m * g.batch) * sizeof(float));
+  for (int64_t b = 0; b < g.batch; b++)
+    pa[b] = pb[b] = g.B; /* NaN now, and large enough for either */
+  mpp_devshadow_poll();
+  assert_int_equal(lagged.n, 0); /* the private stream has not run */
+  lag(0);
+  mpp_devshadow_drain();
+  assert_int_equal(lagged.n, 1);
+  assert_int_equal(lagged.r.rc, 0);
+  assert_int_equal(lagged.r.done, want.r.done);
+  assert_true(lagged.r.amax[0] == want.r.amax[0] && lagged.r.amax[1] == want.r.amax[1]);
+  assert_memory_equal(lagged.r.err, want.r.err, sizeof want.r.err);
+  assert_true(want.r.err[MP_SH_FP16].sr > 0);
+  assert_int_equal(((long (*)(void))fake("libcuda.so.1", "fakecuda_async_live"))(), 0);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)pa);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)pb);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)bias);
   drop(&g);
 }
 
@@ -466,6 +533,7 @@ int main(void) {
       cmocka_unit_test_setup(results_wait_for_the_device_without_blocking, reset_all),
       cmocka_unit_test_setup(calls_above_the_memory_cap_are_skipped, reset_all),
       cmocka_unit_test_setup(sliced_products_measure_what_whole_ones_do, reset_all),
+      cmocka_unit_test_setup(later_program_writes_do_not_reach_the_results, reset_all),
   };
   return cmocka_run_group_tests(tests, setup_all, NULL);
 }

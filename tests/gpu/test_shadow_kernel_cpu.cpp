@@ -185,7 +185,37 @@ static void run_config(const config &c) {
   CHECK(done == (int)defined, "%s: host run gave %d", c.name, done);
   if (done < 0) return;
 
-  /* --- device pipeline --- */
+  /* --- device pipeline, from the copies mpp_shadow_copy makes on the op's
+   * stream: every value op(A), op(B) and the bias are read as must be the
+   * stored one, bit for bit --- */
+  const mp_shadow_gemm host = g;
+  void *dst[MPP_SH_COPY_PIECES];
+  for (int w = 0; w < MPP_SH_COPY_PIECES; w++)
+    dst[w] = calloc(mpp_sh_copy_bytes(&host, w) + 1, 1);
+  mpp_sh_copy_params cp;
+  mpp_sh_copy_plan(&host, dst, &cp, &g);
+  CHECK(cp.n == (c.bias ? 3u : 2u), "%s: %u copies", c.name, cp.n);
+  simt_run(3, MPP_SH_BLOCK, [&cp] { mpp_shadow_copy(cp); });
+  for (int w = 0; w < 2; w++) {
+    mpp_sh_src from = mpp_sh_src_of(&host, w), to = mpp_sh_src_of(&g, w);
+    CHECK(!to.ptrs && to.esize == from.esize && to.dtype == from.dtype, "%s: copy %d", c.name, w);
+    size_t diff = 0;
+    for (uint64_t b = 0; b < from.batch; b++) {
+      const char *fb = from.ptrs ? (const char *)from.ptrs[b]
+                                 : (const char *)from.data + b * from.stride * from.esize;
+      const char *tb = (const char *)to.data + b * to.stride * to.esize;
+      for (uint64_t v = 0; v < from.rows; v++)
+        for (uint64_t kk = 0; kk < from.k; kk++)
+          diff += memcmp(fb + (v * from.vstride + kk * from.kstride) * from.esize,
+                         tb + (v * to.vstride + kk * to.kstride) * to.esize, from.esize) != 0;
+    }
+    CHECK(diff == 0, "%s: %zu values of operand %d copied wrong", c.name, diff, w);
+  }
+  if (c.bias)
+    for (int64_t b = 0; b < c.batch; b++)
+      for (int64_t i = 0; i < c.m; i++)
+        CHECK(((const uint16_t *)g.bias)[b * g.bias_stride + i] == bias[b * host.bias_stride + i],
+              "%s: bias %lld of matrix %lld copied wrong", c.name, (long long)i, (long long)b);
   mpp_sh_src sa = mpp_sh_src_of(&g, false), sb = mpp_sh_src_of(&g, true);
   unsigned words[2] = {0, 0};
   for (int w = 0; w < 2; w++) {
@@ -258,7 +288,7 @@ static void run_config(const config &c) {
         if (c.bias)
           r += (double)(float)mp_load(
               MP_FP16, bias,
-              (uint64_t)((int64_t)o / (c.m * c.n) * g.bias_stride + (int64_t)o % c.m));
+              (uint64_t)((int64_t)o / (c.m * c.n) * host.bias_stride + (int64_t)o % c.m));
         r = mp_sh_epi_d(c.epi, r);
         sr += r * r;
         maxr = fmax(maxr, fabs(r));
@@ -286,6 +316,8 @@ static void run_config(const config &c) {
     free(g.capture[i]);
   free(qa), free(qb), free(ref), free(acc), free(cap);
   free(A.data), free(B.data), free(A.ptrs), free(B.ptrs), free(bias);
+  for (int w = 0; w < MPP_SH_COPY_PIECES; w++)
+    free(dst[w]);
 }
 
 int main(void) {

@@ -8,7 +8,13 @@
 // (for the profiler's routing and its cache). The shadow kernels
 // (kernels/shadow.cu) run the same way, always at enqueue; with the hold on,
 // cuEventQuery answers "not ready" for every event, so results wait.
-// Streams are tokens: work is never reordered. Every entry point counts the
+// Streams are tokens: work is never reordered, except that with
+// fakecuda_lag(1) the work of streams created non-blocking (mpprof's private
+// streams; the program's are created blocking in the tests) is queued until
+// fakecuda_lag(0), with their events not ready: a device that runs the
+// shadow's stream later than the program's, where the program's later writes
+// to its memory (plain host writes here) come first. The fake libcublas.so.13
+// queues its GEMMs on such streams through fakecuda_defer. Every entry point counts the
 // calls of the calling thread (fakecuda_thread_calls). Entry points are found
 // through cuGetProcAddress_v2, as the real driver's are.
 #include "tests/gpu/simt_shim.h"
@@ -19,6 +25,7 @@
 #include "tests/gpu/simt_launch.h"
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -42,7 +49,49 @@ static CUcontext const g_ctx = (CUcontext)&g_ctx_token;
 
 struct fake_event {
   bool recorded;
+  std::atomic<int> pending; /* records queued on a lagging stream */
 };
+
+static std::atomic<int> g_lag;
+static std::mutex g_lag_mu;
+static std::vector<std::function<void()>> g_lagged; /* in enqueue order */
+static int g_stream_tokens[64];
+static unsigned g_stream_flags[64];
+static std::atomic<int> g_streams;
+
+static bool lagging(CUstream s) {
+  if (!g_lag) return false;
+  for (int i = 0; i < g_streams && i < 64; i++)
+    if (s == (CUstream)&g_stream_tokens[i]) return g_stream_flags[i] & CU_STREAM_NON_BLOCKING;
+  return false;
+}
+/* Run f now, or at fakecuda_lag(0) when s lags. */
+static void on_stream(CUstream s, std::function<void()> f) {
+  if (!lagging(s)) {
+    f();
+    return;
+  }
+  std::lock_guard<std::mutex> l(g_lag_mu);
+  g_lagged.push_back(std::move(f));
+}
+API void fakecuda_lag(int on) {
+  g_lag = on;
+  if (on) return;
+  std::vector<std::function<void()>> run;
+  {
+    std::lock_guard<std::mutex> l(g_lag_mu);
+    run.swap(g_lagged);
+  }
+  for (auto &f : run)
+    f();
+}
+/* For the fake cuBLAS: fn(arg) on stream s's turn; 1 when it was queued
+ * (fn then runs later), 0 when the caller is to run it now. */
+API int fakecuda_defer(CUstream s, void (*fn)(void *), void *arg) {
+  if (!lagging(s)) return 0;
+  on_stream(s, [fn, arg] { fn(arg); });
+  return 1;
+}
 
 API void fakecuda_hold(int on) {
   g_hold = on;
@@ -152,10 +201,11 @@ static CUresult CUDAAPI f_library_load(CUlibrary *lib, const void *code, CUjit_o
   return CUDA_SUCCESS;
 }
 /* Kernel handles: 1 the scan kernel, then the shadow kernels. */
-enum { K_SCAN = 1, K_SH_AMAX, K_SH_QUANT, K_SH_ERR };
+enum { K_SCAN = 1, K_SH_COPY, K_SH_AMAX, K_SH_QUANT, K_SH_ERR };
 static CUresult CUDAAPI f_library_kernel(CUkernel *k, CUlibrary, const char *name) {
   t_calls++;
   uintptr_t h = !strcmp(name, mpp_scan_kernel_name()) ? K_SCAN
+                : !strcmp(name, "mpp_shadow_copy")    ? K_SH_COPY
                 : !strcmp(name, "mpp_shadow_amax")    ? K_SH_AMAX
                 : !strcmp(name, "mpp_shadow_quant")   ? K_SH_QUANT
                 : !strcmp(name, "mpp_shadow_err")     ? K_SH_ERR
@@ -169,21 +219,25 @@ API int fakecuda_shadow_launches(void) {
   return g_shadow_launches;
 }
 static CUresult shadow_launch(uintptr_t f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                              unsigned by, unsigned bz, unsigned smem, void **args, void **extra) {
+                              unsigned by, unsigned bz, unsigned smem, CUstream s, void **args,
+                              void **extra) {
   if (gy != 1 || gz != 1 || bx != MPP_SH_BLOCK || by != 1 || bz != 1 || smem != 0 || extra ||
       !args || !args[0] || gx == 0)
     return CUDA_ERROR_INVALID_VALUE;
   unsafe_call();
   g_shadow_launches++;
-  if (f == K_SH_AMAX) {
+  if (f == K_SH_COPY) {
+    mpp_sh_copy_params p = *(const mpp_sh_copy_params *)args[0];
+    on_stream(s, [gx, p] { simt_run(gx, MPP_SH_BLOCK, [&p] { mpp_shadow_copy(p); }); });
+  } else if (f == K_SH_AMAX) {
     mpp_sh_amax_params p = *(const mpp_sh_amax_params *)args[0];
-    simt_run(gx, MPP_SH_BLOCK, [&p] { mpp_shadow_amax(p); });
+    on_stream(s, [gx, p] { simt_run(gx, MPP_SH_BLOCK, [&p] { mpp_shadow_amax(p); }); });
   } else if (f == K_SH_QUANT) {
     mpp_sh_quant_params p = *(const mpp_sh_quant_params *)args[0];
-    simt_run(gx, MPP_SH_BLOCK, [&p] { mpp_shadow_quant(p); });
+    on_stream(s, [gx, p] { simt_run(gx, MPP_SH_BLOCK, [&p] { mpp_shadow_quant(p); }); });
   } else {
     mpp_sh_err_params p = *(const mpp_sh_err_params *)args[0];
-    simt_run(gx, MPP_SH_BLOCK, [&p] { mpp_shadow_err(p); });
+    on_stream(s, [gx, p] { simt_run(gx, MPP_SH_BLOCK, [&p] { mpp_shadow_err(p); }); });
   }
   return CUDA_SUCCESS;
 }
@@ -196,11 +250,11 @@ static CUresult CUDAAPI f_library_global(CUdeviceptr *d, size_t *bytes, CUlibrar
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                 unsigned by, unsigned bz, unsigned smem, CUstream, void **args,
+                                 unsigned by, unsigned bz, unsigned smem, CUstream s, void **args,
                                  void **extra) {
   t_calls++;
-  if ((uintptr_t)f >= K_SH_AMAX && (uintptr_t)f <= K_SH_ERR)
-    return shadow_launch((uintptr_t)f, gx, gy, gz, bx, by, bz, smem, args, extra);
+  if ((uintptr_t)f >= K_SH_COPY && (uintptr_t)f <= K_SH_ERR)
+    return shadow_launch((uintptr_t)f, gx, gy, gz, bx, by, bz, smem, s, args, extra);
   const mpp_scan_launch *l = args ? (const mpp_scan_launch *)args[0] : NULL;
   if ((uintptr_t)f != K_SCAN || gy != 1 || gz != 1 || bx != MPP_BLOCK || by != 1 || bz != 1 ||
       smem != 0 || extra || !l || l->nt > MPP_SCAN_MAX_TENSORS || gx != l->blk0[l->nt])
@@ -266,18 +320,24 @@ static CUresult CUDAAPI f_alloc_async(CUdeviceptr *p, size_t n, CUstream) {
   if (r == CUDA_SUCCESS) g_async_live++;
   return r;
 }
-static CUresult CUDAAPI f_free(CUdeviceptr p);
-static CUresult CUDAAPI f_free_async(CUdeviceptr p, CUstream) {
-  g_async_live--;
-  return f_free(p);
-}
-static CUresult CUDAAPI f_free(CUdeviceptr p) {
-  t_calls++;
+static void release(CUdeviceptr p) {
   {
     std::lock_guard<std::mutex> l(g_alloc_mu);
     g_allocs.erase((uintptr_t)p);
   }
   free((void *)(uintptr_t)p);
+}
+static CUresult CUDAAPI f_free_async(CUdeviceptr p, CUstream s) {
+  t_calls++;
+  on_stream(s, [p] {
+    g_async_live--;
+    release(p);
+  });
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_free(CUdeviceptr p) {
+  t_calls++;
+  release(p);
   return CUDA_SUCCESS;
 }
 /* The live allocation holding p: its start and size, else false. */
@@ -311,39 +371,44 @@ static CUresult CUDAAPI f_ptr_attrs(unsigned n, CUpointer_attribute *attrs, void
   }
   return CUDA_SUCCESS;
 }
-static CUresult CUDAAPI f_memset(CUdeviceptr p, unsigned char v, size_t n, CUstream) {
+static CUresult CUDAAPI f_memset(CUdeviceptr p, unsigned char v, size_t n, CUstream s) {
   t_calls++;
-  memset((void *)(uintptr_t)p, v, n);
+  on_stream(s, [p, v, n] { memset((void *)(uintptr_t)p, v, n); });
   return CUDA_SUCCESS;
 }
-static CUresult CUDAAPI f_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream) {
+static CUresult CUDAAPI f_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s) {
   t_calls++;
-  memcpy(dst, (const void *)(uintptr_t)src, n);
+  on_stream(s, [dst, src, n] { memcpy(dst, (const void *)(uintptr_t)src, n); });
   return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_event_create(CUevent *e, unsigned) {
   t_calls++;
   unsafe_call();
-  *e = (CUevent) new fake_event{false};
+  *e = (CUevent) new fake_event{false, {0}};
   return CUDA_SUCCESS;
 }
-static CUresult CUDAAPI f_event_record(CUevent e, CUstream) {
+static CUresult CUDAAPI f_event_record(CUevent e, CUstream s) {
   t_calls++;
-  ((fake_event *)e)->recorded = true;
+  fake_event *ev = (fake_event *)e;
+  ev->recorded = true;
+  if (lagging(s)) {
+    ev->pending++;
+    on_stream(s, [ev] { ev->pending--; });
+  }
   return CUDA_SUCCESS;
 }
-static CUresult CUDAAPI f_event_query(CUevent) {
+static CUresult CUDAAPI f_event_query(CUevent e) {
   t_calls++;
   unsafe_call();
-  return g_hold ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+  return g_hold || ((fake_event *)e)->pending ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
-static int g_stream_tokens[64];
-static std::atomic<int> g_streams;
-static CUresult CUDAAPI f_stream_create(CUstream *s, unsigned) {
+static CUresult CUDAAPI f_stream_create(CUstream *s, unsigned flags) {
   t_calls++;
-  int i = g_streams++;
+  int i = g_streams;
   if (i >= 64) return CUDA_ERROR_OUT_OF_MEMORY;
+  g_stream_flags[i] = flags;
+  g_streams++;
   *s = (CUstream)&g_stream_tokens[i];
   return CUDA_SUCCESS;
 }
