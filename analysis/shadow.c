@@ -525,3 +525,81 @@ double mp_shadow_median(double *v, size_t n) {
   double lo = v[n / 2 - 1], hi = v[n / 2];
   return isinf(hi) ? hi : (lo + hi) / 2;
 }
+
+/* --- convolutions as implicit GEMMs --- */
+
+static bool conv_ok(const mp_shadow_conv *cv) {
+  if (cv->n <= 0 || cv->c <= 0 || cv->h <= 0 || cv->w <= 0 || cv->k <= 0 || cv->r <= 0 ||
+      cv->s <= 0 || cv->p <= 0 || cv->q <= 0 || !cv->x || !cv->wt)
+    return false;
+  for (int i = 0; i < 2; i++)
+    if (cv->stride[i] <= 0 || cv->dilation[i] <= 0 || cv->pad[i] < 0) return false;
+  return float_source(cv->x_dtype) && float_source(cv->w_dtype);
+}
+
+/* Elements of A (K x CRS) and of B (CRS x NPQ); false past 2^50. */
+static bool conv_sizes(const mp_shadow_conv *cv, uint64_t *a, uint64_t *b) {
+  double crs = (double)cv->c * (double)cv->r * (double)cv->s,
+         npq = (double)cv->n * (double)cv->p * (double)cv->q;
+  if ((double)cv->k * crs >= 0x1p50 || crs * npq >= 0x1p50) return false;
+  *a = (uint64_t)cv->k * (uint64_t)crs;
+  *b = (uint64_t)crs * (uint64_t)npq;
+  return true;
+}
+
+uint64_t mp_shadow_conv_bytes(const mp_shadow_conv *cv) {
+  uint64_t a, b;
+  if (!conv_ok(cv) || !conv_sizes(cv, &a, &b)) return UINT64_MAX;
+  return a * mp_dtype_size(cv->w_dtype) + b * mp_dtype_size(cv->x_dtype);
+}
+
+int mp_shadow_conv_gemm(const mp_shadow_conv *cv, mp_shadow_gemm *g, void **owned) {
+  *owned = NULL;
+  uint64_t na, nb;
+  if (!conv_ok(cv) || !conv_sizes(cv, &na, &nb)) return -EINVAL;
+  size_t ew = mp_dtype_size(cv->w_dtype), ex = mp_dtype_size(cv->x_dtype);
+  char *mem = malloc(na * ew + nb * ex);
+  if (!mem) return -ENOMEM;
+  char *a = mem, *b = mem + na * ew;
+  int64_t crs = cv->c * cv->r * cv->s;
+  /* A: filter f's C*R*S values contiguous (op(A) = the stored K x CRS transposed) */
+  for (int64_t f = 0; f < cv->k; f++)
+    for (int64_t ch = 0; ch < cv->c; ch++)
+      for (int64_t r = 0; r < cv->r; r++)
+        for (int64_t s = 0; s < cv->s; s++) {
+          int64_t at = f * cv->ws[0] + ch * cv->ws[1] + r * cv->ws[2] + s * cv->ws[3];
+          memcpy(a + (size_t)(f * crs + (ch * cv->r + r) * cv->s + s) * ew,
+                 (const char *)cv->wt + at * (int64_t)ew, ew);
+        }
+  /* B: im2col, zero outside x (every float format's zero is all bits clear) */
+  for (int64_t i = 0; i < cv->n; i++)
+    for (int64_t p = 0; p < cv->p; p++)
+      for (int64_t q = 0; q < cv->q; q++) {
+        char *col = b + (size_t)(((i * cv->p + p) * cv->q + q) * crs) * ex;
+        for (int64_t ch = 0; ch < cv->c; ch++)
+          for (int64_t r = 0; r < cv->r; r++)
+            for (int64_t s = 0; s < cv->s; s++) {
+              int64_t fr = cv->flip ? cv->r - 1 - r : r, fs = cv->flip ? cv->s - 1 - s : s;
+              int64_t y = p * cv->stride[0] - cv->pad[0] + fr * cv->dilation[0],
+                      x = q * cv->stride[1] - cv->pad[1] + fs * cv->dilation[1];
+              char *dst = col + (size_t)((ch * cv->r + r) * cv->s + s) * ex;
+              if (y < 0 || y >= cv->h || x < 0 || x >= cv->w) {
+                memset(dst, 0, ex);
+                continue;
+              }
+              int64_t at = i * cv->xs[0] + ch * cv->xs[1] + y * cv->xs[2] + x * cv->xs[3];
+              memcpy(dst, (const char *)cv->x + at * (int64_t)ex, ex);
+            }
+      }
+  memset(g, 0, sizeof *g);
+  g->m = cv->k;
+  g->n = cv->n * cv->p * cv->q;
+  g->k = crs;
+  g->batch = 1;
+  g->a = (mp_shadow_operand){cv->w_dtype, a, NULL, crs, 0, true};
+  g->b = (mp_shadow_operand){cv->x_dtype, b, NULL, crs, 0, false};
+  g->alpha = cv->alpha;
+  g->out = cv->y_dtype;
+  *owned = mem;
+  return 0;
+}

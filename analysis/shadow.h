@@ -141,6 +141,34 @@ uint64_t mp_shadow_work_bytes(const mp_shadow_gemm *g);
 int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2],
                   mp_shadow_metrics ret[MP_SH_COUNT]);
 
+/* A 2-D forward convolution (cuDNN's legacy cudnnConvolutionForward, one
+ * group) as shadow execution measures it: y (N x K x P x Q) = alpha *
+ * conv(x, w), every element addressed through its strides. */
+typedef struct mp_shadow_conv {
+  int64_t n, c, h, w; /* x */
+  int64_t k, r, s;    /* w: K filters of C x R x S */
+  int64_t p, q;       /* y's spatial size */
+  int64_t pad[2], stride[2], dilation[2];
+  int64_t xs[4]; /* x's strides (elements) of N, C, H, W */
+  int64_t ws[4]; /* w's strides of K, C, R, S (packed NCHW: CRS, RS, S, 1) */
+  bool flip;     /* CUDNN_CONVOLUTION: the filter applied rotated by 180 degrees */
+  mp_dtype x_dtype, w_dtype, y_dtype;
+  const void *x, *wt;
+  double alpha;
+} mp_shadow_conv;
+
+/* The forward convolution as the implicit GEMM convolution kernels compute
+ * it: D (K x N*P*Q) = alpha * op(A) op(B), A the filters (K x C*R*S, a packed
+ * copy), B = im2col(x) (C*R*S x N*P*Q; column j = (n*P + p)*Q + q, row
+ * (c*R + r)*S + s holds x[n][c][p*stride - pad + r*dil][q*stride - pad +
+ * s*dil], 0 outside x, r and s rotated when flipped). Fills *g (no batch,
+ * out = y_dtype) reading *owned, the copies in one allocation the caller
+ * frees. Returns 0, -EINVAL (bad geometry, a dtype that is not a float
+ * format), -ENOMEM. */
+int mp_shadow_conv_gemm(const mp_shadow_conv *cv, mp_shadow_gemm *g, void **owned);
+/* Bytes of *owned mp_shadow_conv_gemm allocates for cv (UINT64_MAX: too many). */
+uint64_t mp_shadow_conv_bytes(const mp_shadow_conv *cv);
+
 /* Per-site merge of calls: the worst of each metric, and up to
  * MP_SHADOW_MEDIAN_SAMPLES rel_l2 values for the median (a deterministic
  * reservoir sample once more calls arrive). */

@@ -1,6 +1,7 @@
 /* Shadow execution (`mpprof run --shadow[=N]`): every Nth call of a GEMM
- * site, after the real call returned, re-computes the product from the
- * operands with analysis/shadow.h's definitions (reference and candidate
+ * site (and of a legacy cuDNN forward convolution on host memory, as its
+ * implicit GEMM), after the real call returned, re-computes the product from
+ * the operands with analysis/shadow.h's definitions (reference and candidate
  * precisions) and merges the errors into the site. It only reads A and B and
  * writes its own memory, so the program's results do not change.
  *
@@ -118,6 +119,7 @@ static bool operand_of(const mpp_role *r, char trans, mp_shadow_operand *o) {
 
 /* The loss scale exponent an operand is rounded at in fp16_loss_scaled. */
 static int operand_loss_scale(const mpp_role *r, int64_t batch) {
+  if (!r || !r->present || r->unscannable != MPP_NS_COUNT) return 0;
   mp_stats *s = malloc(sizeof *s);
   if (!s) return 0;
   mp_stats_init(s, r->view.dtype);
@@ -137,10 +139,62 @@ static int operand_loss_scale(const mpp_role *r, int64_t batch) {
   return ls;
 }
 
-/* Fill g from the op, or say why not; *device: the operands are in device memory. */
-static shadow_skip describe(const mpp_op *op, mp_shadow_gemm *g, bool *device) {
+static uint64_t shadow_cap(void) {
+  return mpp_cfg.shadow_max_mb << 20;
+}
+
+/* A legacy cuDNN forward convolution on host memory as its implicit GEMM
+ * (analysis/shadow.h mp_shadow_conv_gemm), reading the copies in *owned.
+ * Device convolutions are not re-issued yet: shadow_unsupported. */
+static shadow_skip describe_conv(const mpp_op *op, mp_shadow_gemm *g, void **owned) {
+  const mpp_role *x = role_named(op, "x"), *w = role_named(op, "w"), *y = role_named(op, "y");
+  if (!op->conv_shadow || isnan(op->alpha) || !x || !w || !y || !x->present || !w->present ||
+      !mpp_host_readable(x->view.data) || !mpp_host_readable(w->view.data))
+    return SKIP_UNSUPPORTED;
+  const mpp_conv *c = &op->conv;
+  mp_shadow_conv cv = {.n = c->n,
+                       .c = c->c,
+                       .h = c->h,
+                       .w = c->w,
+                       .k = c->k,
+                       .r = c->r,
+                       .s = c->s,
+                       .p = op->conv_p,
+                       .q = op->conv_q,
+                       .flip = op->conv_flip,
+                       .x_dtype = x->view.dtype,
+                       .w_dtype = w->view.dtype,
+                       .y_dtype = y->view.dtype,
+                       .x = x->view.data,
+                       .wt = w->view.data,
+                       .alpha = op->alpha};
+  for (int i = 0; i < 2; i++) {
+    cv.pad[i] = c->pad[i];
+    cv.stride[i] = c->stride[i];
+    cv.dilation[i] = c->dilation[i];
+  }
+  memcpy(cv.xs, op->conv_xs, sizeof cv.xs);
+  memcpy(cv.ws, op->conv_ws, sizeof cv.ws);
+  uint64_t bytes = mp_shadow_conv_bytes(&cv);
+  if (bytes == UINT64_MAX) return SKIP_UNSUPPORTED;
+  if (bytes > shadow_cap()) return SKIP_TOO_LARGE;
+  int rc = mp_shadow_conv_gemm(&cv, g, owned);
+  if (rc) return rc == -ENOMEM ? SKIP_NO_MEMORY : SKIP_UNSUPPORTED;
+  if (mp_shadow_work_bytes(g) > shadow_cap() - bytes) {
+    free(*owned);
+    *owned = NULL;
+    return SKIP_TOO_LARGE;
+  }
+  return SKIP_COUNT;
+}
+
+/* Fill g from the op, or say why not; *device: the operands are in device
+ * memory; *owned: memory g reads that the caller frees (convolutions). */
+static shadow_skip describe(const mpp_op *op, mp_shadow_gemm *g, bool *device, void **owned) {
   memset(g, 0, sizeof *g);
   *device = false;
+  *owned = NULL;
+  if (op->kind == MPP_OP_CONV_FWD) return describe_conv(op, g, owned);
   if (op->kind != MPP_OP_GEMM || op->shadow_unsupported || isnan(op->alpha))
     return SKIP_UNSUPPORTED;
   const mpp_role *a = role_named(op, "A"), *b = role_named(op, "B"), *d = role_named(op, "D");
@@ -227,8 +281,8 @@ static shadow_skip run_device_locked(struct mpp_shadow_site *site, const mpp_op 
   if (site->hist[0].n == 0 && site->hist[1].n == 0)
     mask &= ~(1u << MP_SH_E4M3_DELAYED | 1u << MP_SH_E5M2_DELAYED);
   void *cookie = (void *)((uintptr_t)site | (scaled ? 1 : 0));
-  int rc = mpp_devshadow_enqueue(op->stream, g, mask, (const float(*)[2])delayed,
-                                 mpp_cfg.shadow_max_mb << 20, device_done, cookie);
+  int rc = mpp_devshadow_enqueue(op->stream, g, mask, (const float(*)[2])delayed, shadow_cap(),
+                                 device_done, cookie);
   switch (rc) {
   case 0:
     return SKIP_COUNT;
@@ -259,21 +313,22 @@ void mpp_shadow_call(const mpp_call *c, const mpp_op *op) {
   if (!site) return;
   mp_shadow_gemm g;
   bool device = false;
+  void *owned = NULL;
   shadow_skip why = SKIP_COUNT;
   if (mpp_in_forked_child())
     why = SKIP_FORK_CHILD; /* the parent's CUDA state is not ours to touch */
   else if (op->stream && mpp_cuda_stream_capturing(op->stream))
     why = SKIP_GRAPH_CAPTURE; /* the op has not run: its inputs are not final */
   else
-    why = describe(op, &g, &device);
-  if (why == SKIP_COUNT && !device && mp_shadow_work_bytes(&g) > (mpp_cfg.shadow_max_mb << 20))
-    why = SKIP_TOO_LARGE;
+    why = describe(op, &g, &device, &owned);
+  if (why == SKIP_COUNT && !device && mp_shadow_work_bytes(&g) > shadow_cap()) why = SKIP_TOO_LARGE;
   /* The loss scale each operand is rounded at in fp16_loss_scaled: from the
    * operand itself on the host, from the role's scans so far on the device
    * (before shadow_mu: the site lock is taken first). */
   if (why == SKIP_COUNT && !device) {
-    g.scale_log2[0] = operand_loss_scale(role_named(op, "A"), g.batch);
-    g.scale_log2[1] = operand_loss_scale(role_named(op, "B"), g.batch);
+    bool conv = op->kind == MPP_OP_CONV_FWD; /* A the filters, B from x */
+    g.scale_log2[0] = operand_loss_scale(role_named(op, conv ? "w" : "A"), g.batch);
+    g.scale_log2[1] = operand_loss_scale(role_named(op, conv ? "x" : "B"), g.batch);
   } else if (why == SKIP_COUNT) {
     g.scale_log2[0] = mpp_site_role_loss_scale_log2(c->site, role_index(op, "A"));
     g.scale_log2[1] = mpp_site_role_loss_scale_log2(c->site, role_index(op, "B"));
@@ -282,6 +337,7 @@ void mpp_shadow_call(const mpp_call *c, const mpp_op *op) {
   if (why == SKIP_COUNT) why = device ? run_device_locked(site, op, &g) : run_host_locked(site, &g);
   if (why != SKIP_COUNT) site->skipped[why]++;
   pthread_mutex_unlock(&shadow_mu);
+  free(owned);
   if (why != SKIP_COUNT && why != SKIP_UNSUPPORTED)
     mpp_log(1, "shadow: a call of %s was skipped (%s)", op->api, skip_names[why]);
 }

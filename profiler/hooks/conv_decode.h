@@ -15,11 +15,14 @@ typedef struct mpp_tensor_desc {
   int nd;
   int64_t dims[MPP_CONV_MAX_DIMS];    /* logical N, C, spatial... (filters: K, C, R, S) */
   int64_t strides[MPP_CONV_MAX_DIMS]; /* elements; all 0 for a packed filter */
+  int format;                         /* filters: cudnnTensorFormat_t (legacy API) */
 } mpp_tensor_desc;
 
 typedef struct mpp_conv_desc {
   int comp_type; /* cudnnDataType_t */
   int nsp;       /* spatial dims */
+  int mode;      /* cudnnConvolutionMode_t (legacy API) */
+  int groups;    /* 0: not known */
   int64_t pad[2], stride[2], dilation[2];
 } mpp_conv_desc;
 

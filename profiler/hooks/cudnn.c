@@ -4,6 +4,8 @@
  * descriptors back through the getters. (The backend API, which PyTorch uses
  * by default, is shadowed in cudnn_backend.c; legacy convolution does not go
  * through cudnnBackendExecute, so the two never count one op twice.) */
+#include <string.h>
+
 #include <cudnn.h>
 
 #include "conv_decode.h"
@@ -20,6 +22,7 @@
   X(cudnnGetFilterNdDescriptor)                                                                    \
   X(cudnnGetConvolutionNdDescriptor)                                                               \
   X(cudnnGetConvolutionMathType)                                                                   \
+  X(cudnnGetConvolutionGroupCount)                                                                 \
   X(cudnnGetStream)
 MPP_MODULE_TABLE(syms)
 
@@ -49,6 +52,7 @@ static bool filter_desc(cudnnFilterDescriptor_t d, mpp_tensor_desc *t) {
     return false;
   t->dtype = (int)dt;
   t->nd = nd;
+  t->format = (int)fmt;
   for (int i = 0; i < nd; i++) {
     t->dims[i] = dims[i]; /* logical K, C, R, S whatever the format */
     t->strides[i] = 0;    /* filters are packed */
@@ -67,6 +71,10 @@ static bool conv_desc(cudnnConvolutionDescriptor_t d, mpp_conv_desc *c) {
     return false;
   c->comp_type = (int)comp;
   c->nsp = n;
+  c->mode = (int)mode;
+  __typeof__(&cudnnGetConvolutionGroupCount) groups = MPP_REAL(syms, cudnnGetConvolutionGroupCount);
+  int gc = 0;
+  c->groups = groups && groups(d, &gc) == CUDNN_STATUS_SUCCESS ? gc : 0;
   for (int i = 0; i < 2; i++) {
     c->pad[i] = i < n ? pad[i] : 0;
     c->stride[i] = i < n ? stride[i] : 1;
@@ -93,11 +101,36 @@ void *mpp_cudnn_stream(cudnnHandle_t h) {
   return NULL;
 }
 
-/* Descriptors in role order (see mpp_conv_decode); is_filter marks which one is w. */
-static bool decode(mpp_op *op, const char *api, mpp_op_kind kind, cudnnHandle_t h, const void *d0,
-                   const void *d1, const void *d2, int filter_index,
-                   cudnnConvolutionDescriptor_t cd, const void *p0, const void *p1,
-                   const void *p2) {
+/* What shadow execution needs to re-compute a forward convolution (op.h
+ * conv_shadow): 4-D x, w, y, one group, a filter in NCHW or NHWC, alpha
+ * (host memory: double for double data, else float). */
+static void conv_shadow_of(mpp_op *op, const mpp_tensor_desc *x, const mpp_tensor_desc *w,
+                           const mpp_tensor_desc *y, const mpp_conv_desc *c, const void *alpha) {
+  if (!alpha || x->nd != 4 || w->nd != 4 || y->nd != 4 || c->nsp != 2 || c->groups != 1 ||
+      (w->format != CUDNN_TENSOR_NCHW && w->format != CUDNN_TENSOR_NHWC))
+    return;
+  int64_t C = w->dims[1], R = w->dims[2], S = w->dims[3];
+  if (w->format == CUDNN_TENSOR_NCHW) {
+    const int64_t ws[4] = {C * R * S, R * S, S, 1};
+    memcpy(op->conv_ws, ws, sizeof ws);
+  } else {
+    const int64_t ws[4] = {R * S * C, 1, S * C, C};
+    memcpy(op->conv_ws, ws, sizeof ws);
+  }
+  memcpy(op->conv_xs, x->strides, sizeof op->conv_xs);
+  op->conv_p = y->dims[2];
+  op->conv_q = y->dims[3];
+  op->conv_flip = c->mode == CUDNN_CONVOLUTION;
+  op->alpha = x->dtype == CUDNN_DATA_DOUBLE ? *(const double *)alpha : *(const float *)alpha;
+  op->conv_shadow = true;
+}
+
+/* Descriptors in role order (see mpp_conv_decode); is_filter marks which one
+ * is w. alpha: a plain forward convolution's (shadow execution), else NULL. */
+static bool decode(mpp_op *op, const char *api, mpp_op_kind kind, cudnnHandle_t h,
+                   const void *alpha, const void *d0, const void *d1, const void *d2,
+                   int filter_index, cudnnConvolutionDescriptor_t cd, const void *p0,
+                   const void *p1, const void *p2) {
   mpp_tensor_desc t[3];
   const void *d[3] = {d0, d1, d2};
   mpp_conv_desc c;
@@ -108,6 +141,7 @@ static bool decode(mpp_op *op, const char *api, mpp_op_kind kind, cudnnHandle_t 
   }
   if (!conv_desc(cd, &c)) return false;
   mpp_conv_decode(op, api, kind, &t[0], &t[1], &t[2], &c, p0, p1, p2);
+  if (kind == MPP_OP_CONV_FWD) conv_shadow_of(op, &t[0], &t[1], &t[2], &c, alpha);
   op->conv_math = math_type_of(cd);
   op->stream = mpp_cudnn_stream(h);
   return true;
@@ -124,8 +158,8 @@ MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionForward,
             (handle, alpha, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes,
              beta, yDesc, y),
             FAIL, mpp_cudnn_succeeded, decode,
-            ("cudnnConvolutionForward", MPP_OP_CONV_FWD, handle, xDesc, wDesc, yDesc, 1, convDesc,
-             x, w, y))
+            ("cudnnConvolutionForward", MPP_OP_CONV_FWD, handle, alpha, xDesc, wDesc, yDesc, 1,
+             convDesc, x, w, y))
 
 MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBiasActivationForward,
             (cudnnHandle_t handle, const void *alpha1, const cudnnTensorDescriptor_t xDesc,
@@ -139,8 +173,8 @@ MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBiasActivationForward,
             (handle, alpha1, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes,
              alpha2, zDesc, z, biasDesc, bias, activationDesc, yDesc, y),
             FAIL, mpp_cudnn_succeeded, decode,
-            ("cudnnConvolutionBiasActivationForward", MPP_OP_CONV_FWD, handle, xDesc, wDesc, yDesc,
-             1, convDesc, x, w, y))
+            ("cudnnConvolutionBiasActivationForward", MPP_OP_CONV_FWD, handle, NULL, xDesc, wDesc,
+             yDesc, 1, convDesc, x, w, y))
 
 MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBackwardData,
             (cudnnHandle_t handle, const void *alpha, const cudnnFilterDescriptor_t wDesc,
@@ -151,8 +185,8 @@ MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBackwardData,
             (handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes,
              beta, dxDesc, dx),
             FAIL, mpp_cudnn_succeeded, decode,
-            ("cudnnConvolutionBackwardData", MPP_OP_CONV_BWD_DATA, handle, dyDesc, wDesc, dxDesc, 1,
-             convDesc, dy, w, dx))
+            ("cudnnConvolutionBackwardData", MPP_OP_CONV_BWD_DATA, handle, NULL, dyDesc, wDesc,
+             dxDesc, 1, convDesc, dy, w, dx))
 
 MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBackwardFilter,
             (cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc,
@@ -163,5 +197,5 @@ MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBackwardFilter,
             (handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes,
              beta, dwDesc, dw),
             FAIL, mpp_cudnn_succeeded, decode,
-            ("cudnnConvolutionBackwardFilter", MPP_OP_CONV_BWD_FILTER, handle, xDesc, dyDesc,
+            ("cudnnConvolutionBackwardFilter", MPP_OP_CONV_BWD_FILTER, handle, NULL, xDesc, dyDesc,
              dwDesc, 2, convDesc, x, dy, dw))

@@ -560,6 +560,102 @@ static void bad_geometry_is_rejected(void **state) {
   assert_int_equal(mp_shadow_run(&g, MP_SHADOW_ALL, NULL, out), -EINVAL);
 }
 
+/* A forward convolution measured as mp_shadow_conv_gemm's implicit GEMM:
+ * its reference output is the convolution written out directly (the filter
+ * indexed rotated for CUDNN_CONVOLUTION, the padding skipped rather than
+ * read as zeros), for packed NCHW tensors and for NHWC strides, with padding,
+ * stride, dilation and N > 1; fp16 is measured against it. */
+typedef struct conv_case {
+  int64_t n, c, h, w, k, r, s, pad[2], stride[2], dil[2];
+  bool nhwc, flip;
+} conv_case;
+
+static void check_conv(const conv_case *t) {
+  mp_shadow_conv cv;
+  memset(&cv, 0, sizeof cv);
+  cv.n = t->n, cv.c = t->c, cv.h = t->h, cv.w = t->w, cv.k = t->k, cv.r = t->r, cv.s = t->s;
+  for (int i = 0; i < 2; i++)
+    cv.pad[i] = t->pad[i], cv.stride[i] = t->stride[i], cv.dilation[i] = t->dil[i];
+  cv.p = (t->h + 2 * t->pad[0] - t->dil[0] * (t->r - 1) - 1) / t->stride[0] + 1;
+  cv.q = (t->w + 2 * t->pad[1] - t->dil[1] * (t->s - 1) - 1) / t->stride[1] + 1;
+  if (t->nhwc) {
+    int64_t xs[4] = {t->h * t->w * t->c, 1, t->w * t->c, t->c};
+    int64_t ws[4] = {t->r * t->s * t->c, 1, t->s * t->c, t->c};
+    memcpy(cv.xs, xs, sizeof xs), memcpy(cv.ws, ws, sizeof ws);
+  } else {
+    int64_t xs[4] = {t->c * t->h * t->w, t->h * t->w, t->w, 1};
+    int64_t ws[4] = {t->c * t->r * t->s, t->r * t->s, t->s, 1};
+    memcpy(cv.xs, xs, sizeof xs), memcpy(cv.ws, ws, sizeof ws);
+  }
+  cv.flip = t->flip;
+  cv.x_dtype = cv.w_dtype = cv.y_dtype = MP_FP32;
+  size_t nx = (size_t)(t->n * t->c * t->h * t->w), nw = (size_t)(t->k * t->c * t->r * t->s);
+  float *x = malloc(nx * sizeof *x), *w = malloc(nw * sizeof *w);
+  fill(x, nx, 11, -6, 6);
+  fill(w, nw, 12, -4, 2);
+  cv.x = x, cv.wt = w, cv.alpha = 0.75;
+  mp_shadow_gemm g;
+  void *owned = NULL;
+  assert_int_equal(mp_shadow_conv_gemm(&cv, &g, &owned), 0);
+  assert_non_null(owned);
+  assert_int_equal(g.m, t->k);
+  assert_int_equal(g.n, t->n * cv.p * cv.q);
+  assert_int_equal(g.k, t->c * t->r * t->s);
+  size_t mn = (size_t)(g.m * g.n);
+  g.capture_ref = calloc(mn, sizeof(double));
+  g.capture[MP_SH_FP16] = calloc(mn, sizeof(float));
+  mp_shadow_metrics m[MP_SH_COUNT];
+  assert_true(mp_shadow_run(&g, 1u << MP_SH_FP16, NULL, m) == 1 << MP_SH_FP16);
+  size_t checked = 0;
+  for (int64_t i = 0; i < t->n; i++)
+    for (int64_t f = 0; f < t->k; f++)
+      for (int64_t p = 0; p < cv.p; p++)
+        for (int64_t q = 0; q < cv.q; q++) {
+          double sum = 0, mag = 0;
+          for (int64_t ch = 0; ch < t->c; ch++)
+            for (int64_t r = 0; r < t->r; r++)
+              for (int64_t s = 0; s < t->s; s++) {
+                int64_t yy = p * t->stride[0] - t->pad[0] + r * t->dil[0],
+                        xx = q * t->stride[1] - t->pad[1] + s * t->dil[1];
+                if (yy < 0 || yy >= t->h || xx < 0 || xx >= t->w) continue;
+                int64_t wr = t->flip ? t->r - 1 - r : r, wc = t->flip ? t->s - 1 - s : s;
+                double v = (double)x[i * cv.xs[0] + ch * cv.xs[1] + yy * cv.xs[2] + xx * cv.xs[3]] *
+                           (double)w[f * cv.ws[0] + ch * cv.ws[1] + wr * cv.ws[2] + wc * cv.ws[3]];
+                sum += v;
+                mag += fabs(v);
+              }
+          double got = g.capture_ref[f + ((i * cv.p + p) * cv.q + q) * t->k];
+          if (fabs(got - 0.75 * sum) > 1e-13 * mag)
+            fail_msg("y[%lld][%lld][%lld][%lld]: %.17g, direct %.17g", (long long)i, (long long)f,
+                     (long long)p, (long long)q, got, 0.75 * sum);
+          checked++;
+        }
+  assert_int_equal(checked, mn);
+  /* fp16 of these values: a small, non-zero error */
+  assert_true(m[MP_SH_FP16].rel_l2 > 0 && m[MP_SH_FP16].rel_l2 < 1e-2);
+  assert_true(mp_shadow_conv_bytes(&cv) == (uint64_t)(g.m * g.k + g.k * g.n) * sizeof(float));
+  free(g.capture_ref), free(g.capture[MP_SH_FP16]);
+  free(owned), free(x), free(w);
+}
+
+static void convolutions_measure_the_direct_convolution(void **state) {
+  (void)state;
+  const conv_case cases[] = {
+      {2, 3, 7, 6, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, false, false},
+      {2, 5, 9, 8, 3, 3, 2, {2, 1}, {2, 1}, {2, 3}, true, true},
+      {1, 2, 5, 5, 2, 1, 1, {0, 0}, {2, 2}, {1, 1}, false, true},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    check_conv(&cases[i]);
+  /* bad geometry: no stride, no filter */
+  mp_shadow_conv cv = {0};
+  mp_shadow_gemm g;
+  void *owned = (void *)1;
+  assert_int_equal(mp_shadow_conv_gemm(&cv, &g, &owned), -EINVAL);
+  assert_null(owned);
+  assert_true(mp_shadow_conv_bytes(&cv) == UINT64_MAX);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(fp16_and_bf16_round_operands_and_output),
@@ -575,6 +671,7 @@ int main(void) {
       cmocka_unit_test(epilogues_apply_bias_relu_gelu_before_the_output_cast),
       cmocka_unit_test(names_round_trip),
       cmocka_unit_test(bad_geometry_is_rejected),
+      cmocka_unit_test(convolutions_measure_the_direct_convolution),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,10 @@
 /* End to end, under simcuda: `mpprof --shadow=1` on mlp_train (fp32) measures
  * per layer the error fp16, bf16 and the fp8 recipes would cause, and the
- * program's output is the same with and without shadow execution.
+ * program's output is the same with and without shadow execution; on
+ * conv_train its forward convolutions are measured too.
  *
- * Environment (set by meson): MPP_MPPROF, MPP_MLP_TRAIN, MPP_SIMCUDA, MPP_WORKDIR. */
+ * Environment (set by meson): MPP_MPPROF, MPP_MLP_TRAIN, MPP_SIMCUDA, MPP_WORKDIR,
+ * MPP_CONV_TRAIN (where cuDNN's stand-in is built). */
 #include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
@@ -18,7 +20,7 @@
 
 #include "sim_run.h"
 
-static const char *mpprof, *mlp_train;
+static const char *mpprof, *mlp_train, *conv_train;
 
 static char *mlp_argv[] = {NULL, "--steps", "3", NULL};
 
@@ -236,8 +238,54 @@ static const char *need(const char *name) {
   return v;
 }
 
+/* conv_train's legacy cuDNN forward convolutions are measured as their
+ * implicit GEMMs, every call; the backward ones are recorded as not
+ * supported; the program's output does not change. */
+static void conv_train_forward_convolutions_are_measured(void **state) {
+  (void)state;
+  if (!conv_train) skip();
+  char *conv_argv[] = {(char *)conv_train, "--steps", "2", NULL};
+  result plain = run(conv_argv, NULL);
+  assert_int_equal(plain.status, 0);
+  const char *dir = outdir("conv");
+  char *argv[] = {(char *)mpprof,     "-o",      (char *)dir, "--shadow=1", "--",
+                  (char *)conv_train, "--steps", "2",         NULL};
+  result r = run(argv, NULL);
+  assert_int_equal(r.status, 0);
+  assert_string_equal(r.out, plain.out);
+  cJSON *raw = load_raw(dir);
+  int fwd = 0, bwd = 0;
+  cJSON *s;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItem(raw, "sites")) {
+    const char *api = cJSON_GetStringValue(cJSON_GetObjectItem(s, "api"));
+    cJSON *sh = cJSON_GetObjectItem(s, "shadow");
+    assert_non_null(sh);
+    if (!strcmp(api, "cudnnConvolutionForward")) {
+      fwd++;
+      assert_int_equal((int)field(sh, "calls"), 2);
+      double cur = field(cand(s, "current"), "rel_l2"), f16 = field(cand(s, "fp16"), "rel_l2");
+      /* fp32's own rounding against the fp64 reference; fp16's 11 bits */
+      assert_true(cur > 0 && cur < 1e-6);
+      assert_true(f16 > 1e-5 && f16 < 1.0 / 256);
+      assert_true(field(cand(s, "bf16"), "rel_l2") > f16);
+      assert_non_null(cand(s, "fp8_e4m3_current"));
+      assert_non_null(cand(s, "mxfp8_e4m3"));
+    } else if (strstr(api, "Backward")) {
+      bwd++;
+      assert_int_equal((int)field(sh, "calls"), 0);
+      assert_int_equal((int)field(cJSON_GetObjectItem(sh, "skipped"), "shadow_unsupported"), 2);
+    }
+  }
+  assert_int_equal(fwd, 2);
+  assert_true(bwd >= 2);
+  cJSON_Delete(raw);
+  free(plain.out);
+  free(r.out);
+}
+
 int main(void) {
   mpprof = need("MPP_MPPROF");
+  conv_train = getenv("MPP_CONV_TRAIN");
   mlp_train = need("MPP_MLP_TRAIN");
   simcuda = need("MPP_SIMCUDA");
   workdir = need("MPP_WORKDIR");
@@ -252,6 +300,7 @@ int main(void) {
       cmocka_unit_test(without_shadow_the_raw_file_has_no_shadow_objects),
       cmocka_unit_test(shadow_every_2nd_call),
       cmocka_unit_test(shadow_works_without_scans),
+      cmocka_unit_test(conv_train_forward_convolutions_are_measured),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
