@@ -141,32 +141,50 @@ uint64_t mp_shadow_work_bytes(const mp_shadow_gemm *g);
 int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2],
                   mp_shadow_metrics ret[MP_SH_COUNT]);
 
-/* A 2-D forward convolution (cuDNN's legacy cudnnConvolutionForward, one
- * group) as shadow execution measures it: y (N x K x P x Q) = alpha *
- * conv(x, w), every element addressed through its strides. */
+/* A 2-D convolution of cuDNN's legacy API (one group) as shadow execution
+ * measures it, every element addressed through its strides:
+ *   forward          y (N x K x P x Q) = alpha * conv(x, w)
+ *   backward data    dx (N x C x H x W) = alpha * dconv(dy, w)
+ *   backward filter  dw (K x C x R x S) = alpha * wconv(x, dy)
+ * x, w, y name the tensors whatever their direction (y is dy backward). */
+typedef enum mp_shadow_conv_kind {
+  MP_SHADOW_CONV_FWD = 0,
+  MP_SHADOW_CONV_BWD_DATA,
+  MP_SHADOW_CONV_BWD_FILTER
+} mp_shadow_conv_kind;
+
 typedef struct mp_shadow_conv {
+  mp_shadow_conv_kind kind;
   int64_t n, c, h, w; /* x */
   int64_t k, r, s;    /* w: K filters of C x R x S */
   int64_t p, q;       /* y's spatial size */
   int64_t pad[2], stride[2], dilation[2];
   int64_t xs[4]; /* x's strides (elements) of N, C, H, W */
   int64_t ws[4]; /* w's strides of K, C, R, S (packed NCHW: CRS, RS, S, 1) */
+  int64_t ys[4]; /* y's strides of N, K, P, Q */
   bool flip;     /* CUDNN_CONVOLUTION: the filter applied rotated by 180 degrees */
   mp_dtype x_dtype, w_dtype, y_dtype;
-  const void *x, *wt;
+  const void *x, *wt, *y; /* the op's two inputs are read (the output may be NULL) */
   double alpha;
 } mp_shadow_conv;
 
-/* The forward convolution as the implicit GEMM convolution kernels compute
- * it: D (K x N*P*Q) = alpha * op(A) op(B), A the filters (K x C*R*S, a packed
- * copy), B = im2col(x) (C*R*S x N*P*Q; column j = (n*P + p)*Q + q, row
- * (c*R + r)*S + s holds x[n][c][p*stride - pad + r*dil][q*stride - pad +
- * s*dil], 0 outside x, r and s rotated when flipped). Fills *g (no batch,
- * out = y_dtype) reading *owned, the copies in one allocation the caller
- * frees. Returns 0, -EINVAL (bad geometry, a dtype that is not a float
- * format), -ENOMEM. */
+/* The convolution as the implicit GEMM convolution kernels compute it,
+ * D = alpha * op(A) op(B) (op(A) m x k with its rows packed, op(B) k x n, in
+ * the operands' own types, copied into *owned, which the caller frees):
+ *   forward          m = K, n = N*P*Q, k = C*R*S: A the filters, B =
+ *                    im2col(x): column (n*P + p)*Q + q, row (c*R + r)*S + s
+ *                    holds x[n][c][p*stride - pad + r'*dil][q*stride - pad +
+ *                    s'*dil], 0 outside x (r' = R-1-r when flipped, else r)
+ *   backward data    m = C, n = N*H*W, k = K*R*S: A[c][(k*R + r)*S + s] =
+ *                    w[k][c][r'][s'], B's column (n*H + h)*W + w holds
+ *                    dy[n][k][p][q] with p*stride - pad + r*dil = h (and
+ *                    likewise q), 0 where no output position has that tap
+ *   backward filter  m = K, n = C*R*S, k = N*P*Q: A = dy (filter k's N*P*Q
+ *                    values), op(B) = im2col(x) transposed
+ * Fills *g (no batch, D's dtype the output tensor's). Returns 0, -EINVAL
+ * (bad geometry, an input dtype that is not a float format), -ENOMEM. */
 int mp_shadow_conv_gemm(const mp_shadow_conv *cv, mp_shadow_gemm *g, void **owned);
-/* Bytes of *owned mp_shadow_conv_gemm allocates for cv (UINT64_MAX: too many). */
+/* Bytes of *owned mp_shadow_conv_gemm allocates for cv (UINT64_MAX: invalid or too many). */
 uint64_t mp_shadow_conv_bytes(const mp_shadow_conv *cv);
 
 /* Per-site merge of calls: the worst of each metric, and up to

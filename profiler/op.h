@@ -90,14 +90,15 @@ typedef struct mpp_op {
   const void *shadow_bias;
   mp_dtype shadow_bias_dtype;
   int64_t shadow_bias_stride;
-  /* A legacy cuDNN forward convolution as shadow execution re-computes it
-   * (per call; hooks/cudnn.c): set only for 4-D tensors, one group, a
-   * filter in NCHW or NHWC, alpha read (op->alpha). Strides in elements of
-   * x's N, C, H, W and w's K, C, R, S; flip: CUDNN_CONVOLUTION. */
+  /* A legacy cuDNN convolution as shadow execution re-computes it (per
+   * call; hooks/cudnn.c): set only for 4-D tensors, one group, a filter in
+   * NCHW or NHWC, alpha read (op->alpha). Strides in elements of x's (or
+   * dx's) N, C, H, W, w's (dw's) K, C, R, S and y's (dy's) N, K, P, Q;
+   * flip: CUDNN_CONVOLUTION. */
   bool conv_shadow;
   bool conv_flip;
   int64_t conv_p, conv_q; /* y's spatial size */
-  int64_t conv_xs[4], conv_ws[4];
+  int64_t conv_xs[4], conv_ws[4], conv_ys[4];
   /* cuBLASLt FP8 (per call): scalar A/B/C/D scales and AMAX_D as read on the
    * host path, NAN when not read (unset: no pointer; device memory; a block
    * scale mode); amax_d_ptr is read back after the call (call.c). A scalar

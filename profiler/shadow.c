@@ -1,6 +1,6 @@
 /* Shadow execution (`mpprof run --shadow[=N]`): every Nth call of a GEMM
- * site (and of a legacy cuDNN forward convolution on host memory, as its
- * implicit GEMM), after the real call returned, re-computes the product from
+ * site (and of a legacy cuDNN convolution on host memory, as its implicit
+ * GEMM), after the real call returned, re-computes the product from
  * the operands with analysis/shadow.h's definitions (reference and candidate
  * precisions) and merges the errors into the site. It only reads A and B and
  * writes its own memory, so the program's results do not change.
@@ -143,16 +143,45 @@ static uint64_t shadow_cap(void) {
   return mpp_cfg.shadow_max_mb << 20;
 }
 
-/* A legacy cuDNN forward convolution on host memory as its implicit GEMM
+static bool is_conv(const mpp_op *op) {
+  return op->kind == MPP_OP_CONV_FWD || op->kind == MPP_OP_CONV_BWD_DATA ||
+         op->kind == MPP_OP_CONV_BWD_FILTER;
+}
+
+/* The roles of a convolution's x, w, y whatever its direction (forward x,
+ * w, y; backward data dx, w, dy; backward filter x, dw, dy), and of its
+ * implicit GEMM's A and B (analysis/shadow.h mp_shadow_conv_gemm). */
+static void conv_roles(const mpp_op *op, const char *xwy[3], const char *ab[2]) {
+  bool data = op->kind == MPP_OP_CONV_BWD_DATA, filter = op->kind == MPP_OP_CONV_BWD_FILTER;
+  xwy[0] = data ? "dx" : "x";
+  xwy[1] = filter ? "dw" : "w";
+  xwy[2] = data || filter ? "dy" : "y";
+  ab[0] = filter ? "dy" : "w";
+  ab[1] = data ? "dy" : "x";
+}
+
+/* A legacy cuDNN convolution on host memory as its implicit GEMM
  * (analysis/shadow.h mp_shadow_conv_gemm), reading the copies in *owned.
  * Device convolutions are not re-issued yet: shadow_unsupported. */
 static shadow_skip describe_conv(const mpp_op *op, mp_shadow_gemm *g, void **owned) {
-  const mpp_role *x = role_named(op, "x"), *w = role_named(op, "w"), *y = role_named(op, "y");
-  if (!op->conv_shadow || isnan(op->alpha) || !x || !w || !y || !x->present || !w->present ||
-      !mpp_host_readable(x->view.data) || !mpp_host_readable(w->view.data))
-    return SKIP_UNSUPPORTED;
+  const char *names[3], *ab[2];
+  conv_roles(op, names, ab);
+  const mpp_role *t[3];
+  for (int i = 0; i < 3; i++)
+    if (!(t[i] = role_named(op, names[i]))) return SKIP_UNSUPPORTED;
+  if (!op->conv_shadow || isnan(op->alpha)) return SKIP_UNSUPPORTED;
+  mp_shadow_conv_kind kind = op->kind == MPP_OP_CONV_BWD_DATA     ? MP_SHADOW_CONV_BWD_DATA
+                             : op->kind == MPP_OP_CONV_BWD_FILTER ? MP_SHADOW_CONV_BWD_FILTER
+                                                                  : MP_SHADOW_CONV_FWD;
+  const void *data[3];
+  for (int i = 0; i < 3; i++) {
+    bool input = t[i]->input;
+    data[i] = input ? t[i]->view.data : NULL;
+    if (input && (!t[i]->present || !mpp_host_readable(data[i]))) return SKIP_UNSUPPORTED;
+  }
   const mpp_conv *c = &op->conv;
-  mp_shadow_conv cv = {.n = c->n,
+  mp_shadow_conv cv = {.kind = kind,
+                       .n = c->n,
                        .c = c->c,
                        .h = c->h,
                        .w = c->w,
@@ -162,11 +191,12 @@ static shadow_skip describe_conv(const mpp_op *op, mp_shadow_gemm *g, void **own
                        .p = op->conv_p,
                        .q = op->conv_q,
                        .flip = op->conv_flip,
-                       .x_dtype = x->view.dtype,
-                       .w_dtype = w->view.dtype,
-                       .y_dtype = y->view.dtype,
-                       .x = x->view.data,
-                       .wt = w->view.data,
+                       .x_dtype = t[0]->view.dtype,
+                       .w_dtype = t[1]->view.dtype,
+                       .y_dtype = t[2]->view.dtype,
+                       .x = data[0],
+                       .wt = data[1],
+                       .y = data[2],
                        .alpha = op->alpha};
   for (int i = 0; i < 2; i++) {
     cv.pad[i] = c->pad[i];
@@ -175,6 +205,7 @@ static shadow_skip describe_conv(const mpp_op *op, mp_shadow_gemm *g, void **own
   }
   memcpy(cv.xs, op->conv_xs, sizeof cv.xs);
   memcpy(cv.ws, op->conv_ws, sizeof cv.ws);
+  memcpy(cv.ys, op->conv_ys, sizeof cv.ys);
   uint64_t bytes = mp_shadow_conv_bytes(&cv);
   if (bytes == UINT64_MAX) return SKIP_UNSUPPORTED;
   if (bytes > shadow_cap()) return SKIP_TOO_LARGE;
@@ -194,7 +225,7 @@ static shadow_skip describe(const mpp_op *op, mp_shadow_gemm *g, bool *device, v
   memset(g, 0, sizeof *g);
   *device = false;
   *owned = NULL;
-  if (op->kind == MPP_OP_CONV_FWD) return describe_conv(op, g, owned);
+  if (is_conv(op)) return describe_conv(op, g, owned);
   if (op->kind != MPP_OP_GEMM || op->shadow_unsupported || isnan(op->alpha))
     return SKIP_UNSUPPORTED;
   const mpp_role *a = role_named(op, "A"), *b = role_named(op, "B"), *d = role_named(op, "D");
@@ -326,9 +357,10 @@ void mpp_shadow_call(const mpp_call *c, const mpp_op *op) {
    * operand itself on the host, from the role's scans so far on the device
    * (before shadow_mu: the site lock is taken first). */
   if (why == SKIP_COUNT && !device) {
-    bool conv = op->kind == MPP_OP_CONV_FWD; /* A the filters, B from x */
-    g.scale_log2[0] = operand_loss_scale(role_named(op, conv ? "w" : "A"), g.batch);
-    g.scale_log2[1] = operand_loss_scale(role_named(op, conv ? "x" : "B"), g.batch);
+    const char *ab[2] = {"A", "B"}, *xwy[3];
+    if (is_conv(op)) conv_roles(op, xwy, ab); /* the tensors A and B are made from */
+    g.scale_log2[0] = operand_loss_scale(role_named(op, ab[0]), g.batch);
+    g.scale_log2[1] = operand_loss_scale(role_named(op, ab[1]), g.batch);
   } else if (why == SKIP_COUNT) {
     g.scale_log2[0] = mpp_site_role_loss_scale_log2(c->site, role_index(op, "A"));
     g.scale_log2[1] = mpp_site_role_loss_scale_log2(c->site, role_index(op, "B"));

@@ -101,9 +101,9 @@ void *mpp_cudnn_stream(cudnnHandle_t h) {
   return NULL;
 }
 
-/* What shadow execution needs to re-compute a forward convolution (op.h
- * conv_shadow): 4-D x, w, y, one group, a filter in NCHW or NHWC, alpha
- * (host memory: double for double data, else float). */
+/* What shadow execution needs to re-compute a convolution (op.h
+ * conv_shadow): 4-D x, w, y (dx, dw, dy backward), one group, a filter in
+ * NCHW or NHWC, alpha (host memory: double for double data, else float). */
 static void conv_shadow_of(mpp_op *op, const mpp_tensor_desc *x, const mpp_tensor_desc *w,
                            const mpp_tensor_desc *y, const mpp_conv_desc *c, const void *alpha) {
   if (!alpha || x->nd != 4 || w->nd != 4 || y->nd != 4 || c->nsp != 2 || c->groups != 1 ||
@@ -118,6 +118,7 @@ static void conv_shadow_of(mpp_op *op, const mpp_tensor_desc *x, const mpp_tenso
     memcpy(op->conv_ws, ws, sizeof ws);
   }
   memcpy(op->conv_xs, x->strides, sizeof op->conv_xs);
+  memcpy(op->conv_ys, y->strides, sizeof op->conv_ys);
   op->conv_p = y->dims[2];
   op->conv_q = y->dims[3];
   op->conv_flip = c->mode == CUDNN_CONVOLUTION;
@@ -126,7 +127,8 @@ static void conv_shadow_of(mpp_op *op, const mpp_tensor_desc *x, const mpp_tenso
 }
 
 /* Descriptors in role order (see mpp_conv_decode); is_filter marks which one
- * is w. alpha: a plain forward convolution's (shadow execution), else NULL. */
+ * is w. alpha: the call's (shadow execution), NULL where the op is more than
+ * alpha times the convolution (the fused bias-activation forward). */
 static bool decode(mpp_op *op, const char *api, mpp_op_kind kind, cudnnHandle_t h,
                    const void *alpha, const void *d0, const void *d1, const void *d2,
                    int filter_index, cudnnConvolutionDescriptor_t cd, const void *p0,
@@ -141,7 +143,12 @@ static bool decode(mpp_op *op, const char *api, mpp_op_kind kind, cudnnHandle_t 
   }
   if (!conv_desc(cd, &c)) return false;
   mpp_conv_decode(op, api, kind, &t[0], &t[1], &t[2], &c, p0, p1, p2);
-  if (kind == MPP_OP_CONV_FWD) conv_shadow_of(op, &t[0], &t[1], &t[2], &c, alpha);
+  int ri = kind == MPP_OP_CONV_BWD_DATA ? 1 : kind == MPP_OP_CONV_BWD_FILTER ? 2 : 0;
+  conv_shadow_of(op, &t[ri == 1 ? 2 : 0], &t[ri == 2 ? 2 : 1],
+                 &t[ri == 0   ? 2
+                    : ri == 1 ? 0
+                              : 1],
+                 &c, alpha); /* x, w, y as mpp_conv_decode names them */
   op->conv_math = math_type_of(cd);
   op->stream = mpp_cudnn_stream(h);
   return true;
@@ -185,7 +192,7 @@ MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBackwardData,
             (handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes,
              beta, dxDesc, dx),
             FAIL, mpp_cudnn_succeeded, decode,
-            ("cudnnConvolutionBackwardData", MPP_OP_CONV_BWD_DATA, handle, NULL, dyDesc, wDesc,
+            ("cudnnConvolutionBackwardData", MPP_OP_CONV_BWD_DATA, handle, alpha, dyDesc, wDesc,
              dxDesc, 1, convDesc, dy, w, dx))
 
 MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBackwardFilter,
@@ -197,5 +204,5 @@ MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBackwardFilter,
             (handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes,
              beta, dwDesc, dw),
             FAIL, mpp_cudnn_succeeded, decode,
-            ("cudnnConvolutionBackwardFilter", MPP_OP_CONV_BWD_FILTER, handle, NULL, xDesc, dyDesc,
+            ("cudnnConvolutionBackwardFilter", MPP_OP_CONV_BWD_FILTER, handle, alpha, xDesc, dyDesc,
              dwDesc, 2, convDesc, x, dy, dw))

@@ -560,82 +560,120 @@ static void bad_geometry_is_rejected(void **state) {
   assert_int_equal(mp_shadow_run(&g, MP_SHADOW_ALL, NULL, out), -EINVAL);
 }
 
-/* A forward convolution measured as mp_shadow_conv_gemm's implicit GEMM:
- * its reference output is the convolution written out directly (the filter
- * indexed rotated for CUDNN_CONVOLUTION, the padding skipped rather than
- * read as zeros), for packed NCHW tensors and for NHWC strides, with padding,
- * stride, dilation and N > 1; fp16 is measured against it. */
+/* Convolutions measured as mp_shadow_conv_gemm's implicit GEMMs: the
+ * reference output of each kind is the convolution written out directly
+ * here (forward as a gather with the filter indexed rotated for
+ * CUDNN_CONVOLUTION, backward data as a scatter of every output's taps,
+ * backward filter as a sum over output positions; padding skipped, never
+ * read as zeros), for packed NCHW tensors and for NHWC strides, with
+ * padding, stride, dilation and N > 1; fp16 is measured against it. */
 typedef struct conv_case {
   int64_t n, c, h, w, k, r, s, pad[2], stride[2], dil[2];
   bool nhwc, flip;
 } conv_case;
 
-static void check_conv(const conv_case *t) {
+typedef struct conv_data {
   mp_shadow_conv cv;
-  memset(&cv, 0, sizeof cv);
-  cv.n = t->n, cv.c = t->c, cv.h = t->h, cv.w = t->w, cv.k = t->k, cv.r = t->r, cv.s = t->s;
-  for (int i = 0; i < 2; i++)
-    cv.pad[i] = t->pad[i], cv.stride[i] = t->stride[i], cv.dilation[i] = t->dil[i];
-  cv.p = (t->h + 2 * t->pad[0] - t->dil[0] * (t->r - 1) - 1) / t->stride[0] + 1;
-  cv.q = (t->w + 2 * t->pad[1] - t->dil[1] * (t->s - 1) - 1) / t->stride[1] + 1;
-  if (t->nhwc) {
-    int64_t xs[4] = {t->h * t->w * t->c, 1, t->w * t->c, t->c};
-    int64_t ws[4] = {t->r * t->s * t->c, 1, t->s * t->c, t->c};
-    memcpy(cv.xs, xs, sizeof xs), memcpy(cv.ws, ws, sizeof ws);
+  float *x, *w, *y;
+  double *want; /* the output, in D's order */
+  size_t nout;
+} conv_data;
+
+static void conv_strides(int64_t st[4], int64_t d1, int64_t d2, int64_t d3, bool nhwc) {
+  if (nhwc) {
+    int64_t v[4] = {d2 * d3 * d1, 1, d3 * d1, d1};
+    memcpy(st, v, sizeof v);
   } else {
-    int64_t xs[4] = {t->c * t->h * t->w, t->h * t->w, t->w, 1};
-    int64_t ws[4] = {t->c * t->r * t->s, t->r * t->s, t->s, 1};
-    memcpy(cv.xs, xs, sizeof xs), memcpy(cv.ws, ws, sizeof ws);
+    int64_t v[4] = {d1 * d2 * d3, d2 * d3, d3, 1};
+    memcpy(st, v, sizeof v);
   }
-  cv.flip = t->flip;
-  cv.x_dtype = cv.w_dtype = cv.y_dtype = MP_FP32;
-  size_t nx = (size_t)(t->n * t->c * t->h * t->w), nw = (size_t)(t->k * t->c * t->r * t->s);
-  float *x = malloc(nx * sizeof *x), *w = malloc(nw * sizeof *w);
-  fill(x, nx, 11, -6, 6);
-  fill(w, nw, 12, -4, 2);
-  cv.x = x, cv.wt = w, cv.alpha = 0.75;
-  mp_shadow_gemm g;
-  void *owned = NULL;
-  assert_int_equal(mp_shadow_conv_gemm(&cv, &g, &owned), 0);
-  assert_non_null(owned);
-  assert_int_equal(g.m, t->k);
-  assert_int_equal(g.n, t->n * cv.p * cv.q);
-  assert_int_equal(g.k, t->c * t->r * t->s);
-  size_t mn = (size_t)(g.m * g.n);
-  g.capture_ref = calloc(mn, sizeof(double));
-  g.capture[MP_SH_FP16] = calloc(mn, sizeof(float));
-  mp_shadow_metrics m[MP_SH_COUNT];
-  assert_true(mp_shadow_run(&g, 1u << MP_SH_FP16, NULL, m) == 1 << MP_SH_FP16);
-  size_t checked = 0;
+}
+
+/* x, w, y of t with every index's direct contribution: out += x * w at the
+ * matching (n, c, h, w), (k, c, r, s), (n, k, p, q) of each kind. */
+static void conv_direct(const conv_case *t, mp_shadow_conv_kind kind, conv_data *d) {
+  const mp_shadow_conv *cv = &d->cv;
+  double *mag = calloc(d->nout, sizeof *mag);
   for (int64_t i = 0; i < t->n; i++)
     for (int64_t f = 0; f < t->k; f++)
-      for (int64_t p = 0; p < cv.p; p++)
-        for (int64_t q = 0; q < cv.q; q++) {
-          double sum = 0, mag = 0;
-          for (int64_t ch = 0; ch < t->c; ch++)
+      for (int64_t ch = 0; ch < t->c; ch++)
+        for (int64_t p = 0; p < cv->p; p++)
+          for (int64_t q = 0; q < cv->q; q++)
             for (int64_t r = 0; r < t->r; r++)
               for (int64_t s = 0; s < t->s; s++) {
                 int64_t yy = p * t->stride[0] - t->pad[0] + r * t->dil[0],
                         xx = q * t->stride[1] - t->pad[1] + s * t->dil[1];
                 if (yy < 0 || yy >= t->h || xx < 0 || xx >= t->w) continue;
                 int64_t wr = t->flip ? t->r - 1 - r : r, wc = t->flip ? t->s - 1 - s : s;
-                double v = (double)x[i * cv.xs[0] + ch * cv.xs[1] + yy * cv.xs[2] + xx * cv.xs[3]] *
-                           (double)w[f * cv.ws[0] + ch * cv.ws[1] + wr * cv.ws[2] + wc * cv.ws[3]];
-                sum += v;
-                mag += fabs(v);
+                double xv = d->x[i * cv->xs[0] + ch * cv->xs[1] + yy * cv->xs[2] + xx * cv->xs[3]];
+                double wv = d->w[f * cv->ws[0] + ch * cv->ws[1] + wr * cv->ws[2] + wc * cv->ws[3]];
+                double yv = d->y[i * cv->ys[0] + f * cv->ys[1] + p * cv->ys[2] + q * cv->ys[3]];
+                size_t o;
+                double v;
+                if (kind == MP_SHADOW_CONV_FWD) /* y[i][f][p][q] += x w */
+                  o = (size_t)(f + ((i * cv->p + p) * cv->q + q) * t->k), v = xv * wv;
+                else if (kind == MP_SHADOW_CONV_BWD_DATA) /* dx[i][ch][yy][xx] += dy w */
+                  o = (size_t)(ch + ((i * t->h + yy) * t->w + xx) * t->c), v = yv * wv;
+                else /* dw[f][ch][wr][wc] += dy x */
+                  o = (size_t)(f + ((ch * t->r + wr) * t->s + wc) * t->k), v = yv * xv;
+                d->want[o] += v;
+                mag[o] += fabs(v);
               }
-          double got = g.capture_ref[f + ((i * cv.p + p) * cv.q + q) * t->k];
-          if (fabs(got - 0.75 * sum) > 1e-13 * mag)
-            fail_msg("y[%lld][%lld][%lld][%lld]: %.17g, direct %.17g", (long long)i, (long long)f,
-                     (long long)p, (long long)q, got, 0.75 * sum);
-          checked++;
-        }
-  assert_int_equal(checked, mn);
+  for (size_t o = 0; o < d->nout; o++)
+    d->want[d->nout + o] = mag[o]; /* the tolerance's scale */
+  free(mag);
+}
+
+static void check_conv(const conv_case *t, mp_shadow_conv_kind kind) {
+  conv_data d;
+  memset(&d, 0, sizeof d);
+  mp_shadow_conv *cv = &d.cv;
+  cv->kind = kind;
+  cv->n = t->n, cv->c = t->c, cv->h = t->h, cv->w = t->w, cv->k = t->k, cv->r = t->r;
+  cv->s = t->s;
+  for (int i = 0; i < 2; i++)
+    cv->pad[i] = t->pad[i], cv->stride[i] = t->stride[i], cv->dilation[i] = t->dil[i];
+  cv->p = (t->h + 2 * t->pad[0] - t->dil[0] * (t->r - 1) - 1) / t->stride[0] + 1;
+  cv->q = (t->w + 2 * t->pad[1] - t->dil[1] * (t->s - 1) - 1) / t->stride[1] + 1;
+  conv_strides(cv->xs, t->c, t->h, t->w, t->nhwc);
+  conv_strides(cv->ws, t->c, t->r, t->s, t->nhwc);
+  conv_strides(cv->ys, t->k, cv->p, cv->q, t->nhwc);
+  cv->flip = t->flip;
+  cv->x_dtype = cv->w_dtype = cv->y_dtype = MP_FP32;
+  size_t nx = (size_t)(t->n * t->c * t->h * t->w), nw = (size_t)(t->k * t->c * t->r * t->s),
+         ny = (size_t)(t->n * t->k * cv->p * cv->q);
+  d.x = malloc(nx * sizeof(float)), d.w = malloc(nw * sizeof(float));
+  d.y = malloc(ny * sizeof(float));
+  fill(d.x, nx, 11, -6, 6);
+  fill(d.w, nw, 12, -4, 2);
+  fill(d.y, ny, 13, -9, -3);
+  /* the op reads two tensors: the third is not given */
+  cv->x = kind == MP_SHADOW_CONV_BWD_DATA ? NULL : d.x;
+  cv->wt = kind == MP_SHADOW_CONV_BWD_FILTER ? NULL : d.w;
+  cv->y = kind == MP_SHADOW_CONV_FWD ? NULL : d.y;
+  cv->alpha = 0.75;
+  d.nout = kind == MP_SHADOW_CONV_FWD ? ny : kind == MP_SHADOW_CONV_BWD_DATA ? nx : nw;
+  d.want = calloc(2 * d.nout, sizeof(double));
+  conv_direct(t, kind, &d);
+
+  mp_shadow_gemm g;
+  void *owned = NULL;
+  assert_int_equal(mp_shadow_conv_gemm(cv, &g, &owned), 0);
+  assert_non_null(owned);
+  assert_true((size_t)(g.m * g.n) == d.nout);
+  g.capture_ref = calloc(d.nout, sizeof(double));
+  g.capture[MP_SH_FP16] = calloc(d.nout, sizeof(float));
+  mp_shadow_metrics m[MP_SH_COUNT];
+  assert_true(mp_shadow_run(&g, 1u << MP_SH_FP16, NULL, m) == 1 << MP_SH_FP16);
+  for (size_t o = 0; o < d.nout; o++)
+    if (fabs(g.capture_ref[o] - 0.75 * d.want[o]) > 1e-13 * d.want[d.nout + o])
+      fail_msg("kind %d output %zu: %.17g, direct %.17g", (int)kind, o, g.capture_ref[o],
+               0.75 * d.want[o]);
   /* fp16 of these values: a small, non-zero error */
   assert_true(m[MP_SH_FP16].rel_l2 > 0 && m[MP_SH_FP16].rel_l2 < 1e-2);
-  assert_true(mp_shadow_conv_bytes(&cv) == (uint64_t)(g.m * g.k + g.k * g.n) * sizeof(float));
+  assert_true(mp_shadow_conv_bytes(cv) == (uint64_t)(g.m * g.k + g.k * g.n) * sizeof(float));
   free(g.capture_ref), free(g.capture[MP_SH_FP16]);
-  free(owned), free(x), free(w);
+  free(owned), free(d.x), free(d.w), free(d.y), free(d.want);
 }
 
 static void convolutions_measure_the_direct_convolution(void **state) {
@@ -644,9 +682,11 @@ static void convolutions_measure_the_direct_convolution(void **state) {
       {2, 3, 7, 6, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, false, false},
       {2, 5, 9, 8, 3, 3, 2, {2, 1}, {2, 1}, {2, 3}, true, true},
       {1, 2, 5, 5, 2, 1, 1, {0, 0}, {2, 2}, {1, 1}, false, true},
+      {2, 3, 8, 7, 2, 2, 3, {1, 2}, {3, 2}, {1, 1}, false, true},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    check_conv(&cases[i]);
+    for (int kind = MP_SHADOW_CONV_FWD; kind <= MP_SHADOW_CONV_BWD_FILTER; kind++)
+      check_conv(&cases[i], (mp_shadow_conv_kind)kind);
   /* bad geometry: no stride, no filter */
   mp_shadow_conv cv = {0};
   mp_shadow_gemm g;

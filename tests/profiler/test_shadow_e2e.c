@@ -1,7 +1,7 @@
 /* End to end, under simcuda: `mpprof --shadow=1` on mlp_train (fp32) measures
  * per layer the error fp16, bf16 and the fp8 recipes would cause, and the
  * program's output is the same with and without shadow execution; on
- * conv_train its forward convolutions are measured too.
+ * conv_train its convolutions are measured too.
  *
  * Environment (set by meson): MPP_MPPROF, MPP_MLP_TRAIN, MPP_SIMCUDA, MPP_WORKDIR,
  * MPP_CONV_TRAIN (where cuDNN's stand-in is built). */
@@ -238,10 +238,10 @@ static const char *need(const char *name) {
   return v;
 }
 
-/* conv_train's legacy cuDNN forward convolutions are measured as their
- * implicit GEMMs, every call; the backward ones are recorded as not
- * supported; the program's output does not change. */
-static void conv_train_forward_convolutions_are_measured(void **state) {
+/* conv_train's legacy cuDNN convolutions, forward, backward data and
+ * backward filter, are measured as their implicit GEMMs, every call; the
+ * program's output does not change. */
+static void conv_train_convolutions_are_measured(void **state) {
   (void)state;
   if (!conv_train) skip();
   char *conv_argv[] = {(char *)conv_train, "--steps", "2", NULL};
@@ -254,30 +254,30 @@ static void conv_train_forward_convolutions_are_measured(void **state) {
   assert_int_equal(r.status, 0);
   assert_string_equal(r.out, plain.out);
   cJSON *raw = load_raw(dir);
-  int fwd = 0, bwd = 0;
+  int seen[3] = {0, 0, 0};
+  static const char *const apis[3] = {"cudnnConvolutionForward", "cudnnConvolutionBackwardData",
+                                      "cudnnConvolutionBackwardFilter"};
   cJSON *s;
   cJSON_ArrayForEach(s, cJSON_GetObjectItem(raw, "sites")) {
     const char *api = cJSON_GetStringValue(cJSON_GetObjectItem(s, "api"));
+    int kind = -1;
+    for (int i = 0; i < 3; i++)
+      if (!strcmp(api, apis[i])) kind = i;
+    if (kind < 0) continue;
+    seen[kind]++;
     cJSON *sh = cJSON_GetObjectItem(s, "shadow");
     assert_non_null(sh);
-    if (!strcmp(api, "cudnnConvolutionForward")) {
-      fwd++;
-      assert_int_equal((int)field(sh, "calls"), 2);
-      double cur = field(cand(s, "current"), "rel_l2"), f16 = field(cand(s, "fp16"), "rel_l2");
-      /* fp32's own rounding against the fp64 reference; fp16's 11 bits */
-      assert_true(cur > 0 && cur < 1e-6);
-      assert_true(f16 > 1e-5 && f16 < 1.0 / 256);
-      assert_true(field(cand(s, "bf16"), "rel_l2") > f16);
-      assert_non_null(cand(s, "fp8_e4m3_current"));
-      assert_non_null(cand(s, "mxfp8_e4m3"));
-    } else if (strstr(api, "Backward")) {
-      bwd++;
-      assert_int_equal((int)field(sh, "calls"), 0);
-      assert_int_equal((int)field(cJSON_GetObjectItem(sh, "skipped"), "shadow_unsupported"), 2);
-    }
+    assert_int_equal((int)field(sh, "calls"), 2);
+    double cur = field(cand(s, "current"), "rel_l2"), f16 = field(cand(s, "fp16"), "rel_l2");
+    /* fp32's own rounding against the fp64 reference; fp16's 11 bits */
+    if (!(cur > 0 && cur < 1e-6)) fail_msg("%s: current %g", api, cur);
+    if (!(f16 > 1e-5 && f16 < 1.0 / 256)) fail_msg("%s: fp16 %g", api, f16);
+    assert_true(field(cand(s, "bf16"), "rel_l2") > f16);
+    assert_non_null(cand(s, kind ? "fp8_e5m2_current" : "fp8_e4m3_current"));
+    assert_non_null(cand(s, "mxfp8_e4m3"));
   }
-  assert_int_equal(fwd, 2);
-  assert_true(bwd >= 2);
+  assert_int_equal(seen[0], 2); /* conv1, conv2 */
+  assert_true(seen[1] >= 1 && seen[2] >= 2);
   cJSON_Delete(raw);
   free(plain.out);
   free(r.out);
@@ -300,7 +300,7 @@ int main(void) {
       cmocka_unit_test(without_shadow_the_raw_file_has_no_shadow_objects),
       cmocka_unit_test(shadow_every_2nd_call),
       cmocka_unit_test(shadow_works_without_scans),
-      cmocka_unit_test(conv_train_forward_convolutions_are_measured),
+      cmocka_unit_test(conv_train_convolutions_are_measured),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
