@@ -529,162 +529,88 @@ double mp_shadow_median(double *v, size_t n) {
 /* --- convolutions as implicit GEMMs --- */
 
 static bool conv_ok(const mp_shadow_conv *cv) {
-  if (cv->n <= 0 || cv->c <= 0 || cv->h <= 0 || cv->w <= 0 || cv->k <= 0 || cv->r <= 0 ||
-      cv->s <= 0 || cv->p <= 0 || cv->q <= 0)
+  const mp_sh_conv *g = &cv->g;
+  if (g->n <= 0 || g->c <= 0 || g->h <= 0 || g->w <= 0 || g->k <= 0 || g->r <= 0 || g->s <= 0 ||
+      g->p <= 0 || g->q <= 0)
     return false;
   for (int i = 0; i < 2; i++)
-    if (cv->stride[i] <= 0 || cv->dilation[i] <= 0 || cv->pad[i] < 0) return false;
-  switch (cv->kind) {
+    if (g->stride[i] <= 0 || g->dilation[i] <= 0 || g->pad[i] < 0) return false;
+  switch (g->kind) {
   case MP_SHADOW_CONV_FWD:
-    return cv->x && cv->wt && float_source(cv->x_dtype) && float_source(cv->w_dtype);
+    return float_source(cv->x_dtype) && float_source(cv->w_dtype);
   case MP_SHADOW_CONV_BWD_DATA:
-    return cv->y && cv->wt && float_source(cv->y_dtype) && float_source(cv->w_dtype);
+    return float_source(cv->y_dtype) && float_source(cv->w_dtype);
   case MP_SHADOW_CONV_BWD_FILTER:
-    return cv->x && cv->y && float_source(cv->x_dtype) && float_source(cv->y_dtype);
+    return float_source(cv->x_dtype) && float_source(cv->y_dtype);
   default:
     return false;
   }
 }
 
-/* The GEMM's m, n, k (see mp_shadow_conv_gemm); false past 2^50 elements. */
-static bool conv_shape(const mp_shadow_conv *cv, int64_t *m, int64_t *n, int64_t *k) {
-  double crs = (double)cv->c * (double)cv->r * (double)cv->s,
-         krs = (double)cv->k * (double)cv->r * (double)cv->s,
-         npq = (double)cv->n * (double)cv->p * (double)cv->q,
-         nhw = (double)cv->n * (double)cv->h * (double)cv->w;
-  double dm = cv->kind == MP_SHADOW_CONV_BWD_DATA ? (double)cv->c : (double)cv->k;
-  double dn = cv->kind == MP_SHADOW_CONV_FWD        ? npq
-              : cv->kind == MP_SHADOW_CONV_BWD_DATA ? nhw
-                                                    : crs;
-  double dk = cv->kind == MP_SHADOW_CONV_FWD        ? crs
-              : cv->kind == MP_SHADOW_CONV_BWD_DATA ? krs
-                                                    : npq;
-  if (dm * dk >= 0x1p50 || dk * dn >= 0x1p50) return false;
-  *m = (int64_t)dm, *n = (int64_t)dn, *k = (int64_t)dk;
-  return true;
-}
-
-/* The dtypes of A and B, and D's. */
-static void conv_types(const mp_shadow_conv *cv, mp_dtype *a, mp_dtype *b, mp_dtype *d) {
-  switch (cv->kind) {
-  case MP_SHADOW_CONV_BWD_DATA:
-    *a = cv->w_dtype, *b = cv->y_dtype, *d = cv->x_dtype;
-    break;
-  case MP_SHADOW_CONV_BWD_FILTER:
-    *a = cv->y_dtype, *b = cv->x_dtype, *d = cv->w_dtype;
-    break;
-  default:
-    *a = cv->w_dtype, *b = cv->x_dtype, *d = cv->y_dtype;
-  }
+int mp_shadow_conv_shape(const mp_shadow_conv *cv, mp_shadow_gemm *g) {
+  memset(g, 0, sizeof *g);
+  if (!conv_ok(cv)) return -EINVAL;
+  const mp_sh_conv *c = &cv->g;
+  double crs = (double)c->c * (double)c->r * (double)c->s,
+         krs = (double)c->k * (double)c->r * (double)c->s,
+         npq = (double)c->n * (double)c->p * (double)c->q,
+         nhw = (double)c->n * (double)c->h * (double)c->w;
+  double m = (double)c->k, n = npq, k = crs;
+  mp_dtype ta = cv->w_dtype, tb = cv->x_dtype, td = cv->y_dtype;
+  if (c->kind == MP_SHADOW_CONV_BWD_DATA)
+    m = (double)c->c, n = nhw, k = krs, tb = cv->y_dtype, td = cv->x_dtype;
+  else if (c->kind == MP_SHADOW_CONV_BWD_FILTER)
+    n = crs, k = npq, ta = cv->y_dtype, td = cv->w_dtype;
+  if (m * k >= 0x1p50 || k * n >= 0x1p50) return -EINVAL;
+  g->m = (int64_t)m;
+  g->n = (int64_t)n;
+  g->k = (int64_t)k;
+  g->batch = 1;
+  /* A: row i's k values contiguous (the stored k x m, transposed); B: k x n
+   * with columns contiguous, or for backward filter im2col's C*R*S x N*P*Q
+   * transposed */
+  g->a = (mp_shadow_operand){ta, NULL, NULL, g->k, 0, true};
+  g->b = c->kind == MP_SHADOW_CONV_BWD_FILTER ? (mp_shadow_operand){tb, NULL, NULL, g->n, 0, true}
+                                              : (mp_shadow_operand){tb, NULL, NULL, g->k, 0, false};
+  g->alpha = cv->alpha;
+  g->out = td;
+  return 0;
 }
 
 uint64_t mp_shadow_conv_bytes(const mp_shadow_conv *cv) {
-  int64_t m, n, k;
-  if (!conv_ok(cv) || !conv_shape(cv, &m, &n, &k)) return UINT64_MAX;
-  mp_dtype a, b, d;
-  conv_types(cv, &a, &b, &d);
-  return (uint64_t)(m * k) * mp_dtype_size(a) + (uint64_t)(k * n) * mp_dtype_size(b);
-}
-
-/* Element (i0, i1, i2, i3) of a strided 4-D tensor into dst (e bytes). */
-static void conv_copy(char *dst, const void *base, const int64_t st[4], int64_t i0, int64_t i1,
-                      int64_t i2, int64_t i3, size_t e) {
-  int64_t at = i0 * st[0] + i1 * st[1] + i2 * st[2] + i3 * st[3];
-  memcpy(dst, (const char *)base + at * (int64_t)e, e);
-}
-
-/* The filter tap (r, s) as the forward convolution applies it to x. */
-static int64_t tap(const mp_shadow_conv *cv, int64_t r, int64_t len) {
-  return cv->flip ? len - 1 - r : r;
-}
-
-/* im2col(x) into b: column (n*P + p)*Q + q of C*R*S values, x at the tap's
- * position, zero outside x (every float format's zero is all bits clear). */
-static void conv_im2col(const mp_shadow_conv *cv, char *b, size_t ex) {
-  int64_t crs = cv->c * cv->r * cv->s;
-  for (int64_t i = 0; i < cv->n; i++)
-    for (int64_t p = 0; p < cv->p; p++)
-      for (int64_t q = 0; q < cv->q; q++) {
-        char *col = b + (size_t)(((i * cv->p + p) * cv->q + q) * crs) * ex;
-        for (int64_t ch = 0; ch < cv->c; ch++)
-          for (int64_t r = 0; r < cv->r; r++)
-            for (int64_t s = 0; s < cv->s; s++) {
-              int64_t y = p * cv->stride[0] - cv->pad[0] + tap(cv, r, cv->r) * cv->dilation[0],
-                      x = q * cv->stride[1] - cv->pad[1] + tap(cv, s, cv->s) * cv->dilation[1];
-              char *dst = col + (size_t)((ch * cv->r + r) * cv->s + s) * ex;
-              if (y < 0 || y >= cv->h || x < 0 || x >= cv->w)
-                memset(dst, 0, ex);
-              else
-                conv_copy(dst, cv->x, cv->xs, i, ch, y, x, ex);
-            }
-      }
-}
-
-/* Backward data's B: column (n*H + h)*W + w of K*R*S values, dy at the
- * output position whose tap (r, s) reads x[h][w], zero where none does. */
-static void conv_dgrad_cols(const mp_shadow_conv *cv, char *b, size_t ey) {
-  int64_t krs = cv->k * cv->r * cv->s;
-  for (int64_t i = 0; i < cv->n; i++)
-    for (int64_t h = 0; h < cv->h; h++)
-      for (int64_t w = 0; w < cv->w; w++) {
-        char *col = b + (size_t)(((i * cv->h + h) * cv->w + w) * krs) * ey;
-        for (int64_t f = 0; f < cv->k; f++)
-          for (int64_t r = 0; r < cv->r; r++)
-            for (int64_t s = 0; s < cv->s; s++) {
-              char *dst = col + (size_t)((f * cv->r + r) * cv->s + s) * ey;
-              int64_t py = h + cv->pad[0] - r * cv->dilation[0],
-                      qx = w + cv->pad[1] - s * cv->dilation[1];
-              int64_t p = py / cv->stride[0], q = qx / cv->stride[1];
-              if (py < 0 || qx < 0 || py % cv->stride[0] || qx % cv->stride[1] || p >= cv->p ||
-                  q >= cv->q)
-                memset(dst, 0, ey);
-              else
-                conv_copy(dst, cv->y, cv->ys, i, f, p, q, ey);
-            }
-      }
+  mp_shadow_gemm g;
+  if (mp_shadow_conv_shape(cv, &g)) return UINT64_MAX;
+  return (uint64_t)(g.m * g.k) * mp_dtype_size(g.a.dtype) +
+         (uint64_t)(g.k * g.n) * mp_dtype_size(g.b.dtype);
 }
 
 int mp_shadow_conv_gemm(const mp_shadow_conv *cv, mp_shadow_gemm *g, void **owned) {
   *owned = NULL;
-  int64_t m, n, k;
-  if (!conv_ok(cv) || !conv_shape(cv, &m, &n, &k)) return -EINVAL;
-  mp_dtype ta, tb, td;
-  conv_types(cv, &ta, &tb, &td);
-  size_t ea = mp_dtype_size(ta), eb = mp_dtype_size(tb);
-  char *mem = malloc((size_t)(m * k) * ea + (size_t)(k * n) * eb);
+  int rc = mp_shadow_conv_shape(cv, g);
+  if (rc) return rc;
+  const void *sa = cv->g.kind == MP_SHADOW_CONV_BWD_FILTER ? cv->y : cv->wt;
+  const void *sb = cv->g.kind == MP_SHADOW_CONV_BWD_DATA ? cv->y : cv->x;
+  if (!sa || !sb) return -EINVAL;
+  size_t ea = mp_dtype_size(g->a.dtype), eb = mp_dtype_size(g->b.dtype);
+  char *mem = malloc((size_t)(g->m * g->k) * ea + (size_t)(g->k * g->n) * eb);
   if (!mem) return -ENOMEM;
-  char *a = mem, *b = mem + (size_t)(m * k) * ea;
-  /* A: row i of op(A) (m x k) is k contiguous values: the stored k x m, transposed */
-  for (int64_t i = 0; i < m; i++)
-    for (int64_t kk = 0; kk < k; kk++) {
-      char *dst = a + (size_t)(i * k + kk) * ea;
-      if (cv->kind == MP_SHADOW_CONV_FWD) { /* filter i's value (c, r, s) */
-        int64_t ch = kk / (cv->r * cv->s), r = kk / cv->s % cv->r, s = kk % cv->s;
-        conv_copy(dst, cv->wt, cv->ws, i, ch, r, s, ea);
-      } else if (cv->kind == MP_SHADOW_CONV_BWD_DATA) { /* channel i: w[f][i][tap r][tap s] */
-        int64_t f = kk / (cv->r * cv->s), r = kk / cv->s % cv->r, s = kk % cv->s;
-        conv_copy(dst, cv->wt, cv->ws, f, i, tap(cv, r, cv->r), tap(cv, s, cv->s), ea);
-      } else { /* filter i's gradient: dy[n][i][p][q] */
-        int64_t j = kk / (cv->p * cv->q), p = kk / cv->q % cv->p, q = kk % cv->q;
-        conv_copy(dst, cv->y, cv->ys, j, i, p, q, ea);
-      }
+  char *a = mem, *b = mem + (size_t)(g->m * g->k) * ea;
+  for (int64_t i = 0; i < g->m; i++)
+    for (int64_t kk = 0; kk < g->k; kk++)
+      memcpy(a + (size_t)(i * g->k + kk) * ea,
+             (const char *)sa + mp_sh_conv_a_at(&cv->g, i, kk) * (int64_t)ea, ea);
+  bool bt = g->b.trans;
+  for (int64_t j = 0; j < g->n; j++)
+    for (int64_t kk = 0; kk < g->k; kk++) {
+      char *dst = b + (size_t)(bt ? j + kk * g->n : kk + j * g->k) * eb;
+      int64_t at = mp_sh_conv_b_at(&cv->g, kk, j);
+      if (at < 0)
+        memset(dst, 0, eb); /* every float format's zero is all bits clear */
+      else
+        memcpy(dst, (const char *)sb + at * (int64_t)eb, eb);
     }
-  if (cv->kind == MP_SHADOW_CONV_BWD_DATA)
-    conv_dgrad_cols(cv, b, eb);
-  else
-    conv_im2col(cv, b, eb);
-  memset(g, 0, sizeof *g);
-  g->m = m;
-  g->n = n;
-  g->k = k;
-  g->batch = 1;
-  g->a = (mp_shadow_operand){ta, a, NULL, k, 0, true};
-  /* forward and backward data: B is k x n with its columns contiguous;
-   * backward filter: im2col's C*R*S x N*P*Q, transposed */
-  g->b = cv->kind == MP_SHADOW_CONV_BWD_FILTER ? (mp_shadow_operand){tb, b, NULL, n, 0, true}
-                                               : (mp_shadow_operand){tb, b, NULL, k, 0, false};
-  g->alpha = cv->alpha;
-  g->out = td;
+  g->a.data = a;
+  g->b.data = b;
   *owned = mem;
   return 0;
 }

@@ -142,27 +142,14 @@ int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2
                   mp_shadow_metrics ret[MP_SH_COUNT]);
 
 /* A 2-D convolution of cuDNN's legacy API (one group) as shadow execution
- * measures it, every element addressed through its strides:
+ * measures it: its geometry and strides (shadow_core.h mp_sh_conv), the
+ * tensors' types and data:
  *   forward          y (N x K x P x Q) = alpha * conv(x, w)
  *   backward data    dx (N x C x H x W) = alpha * dconv(dy, w)
  *   backward filter  dw (K x C x R x S) = alpha * wconv(x, dy)
  * x, w, y name the tensors whatever their direction (y is dy backward). */
-typedef enum mp_shadow_conv_kind {
-  MP_SHADOW_CONV_FWD = 0,
-  MP_SHADOW_CONV_BWD_DATA,
-  MP_SHADOW_CONV_BWD_FILTER
-} mp_shadow_conv_kind;
-
 typedef struct mp_shadow_conv {
-  mp_shadow_conv_kind kind;
-  int64_t n, c, h, w; /* x */
-  int64_t k, r, s;    /* w: K filters of C x R x S */
-  int64_t p, q;       /* y's spatial size */
-  int64_t pad[2], stride[2], dilation[2];
-  int64_t xs[4]; /* x's strides (elements) of N, C, H, W */
-  int64_t ws[4]; /* w's strides of K, C, R, S (packed NCHW: CRS, RS, S, 1) */
-  int64_t ys[4]; /* y's strides of N, K, P, Q */
-  bool flip;     /* CUDNN_CONVOLUTION: the filter applied rotated by 180 degrees */
+  mp_sh_conv g;
   mp_dtype x_dtype, w_dtype, y_dtype;
   const void *x, *wt, *y; /* the op's two inputs are read (the output may be NULL) */
   double alpha;
@@ -181,9 +168,13 @@ typedef struct mp_shadow_conv {
  *                    likewise q), 0 where no output position has that tap
  *   backward filter  m = K, n = C*R*S, k = N*P*Q: A = dy (filter k's N*P*Q
  *                    values), op(B) = im2col(x) transposed
+ * (mp_sh_conv_a_at / mp_sh_conv_b_at say where each element comes from.)
  * Fills *g (no batch, D's dtype the output tensor's). Returns 0, -EINVAL
  * (bad geometry, an input dtype that is not a float format), -ENOMEM. */
 int mp_shadow_conv_gemm(const mp_shadow_conv *cv, mp_shadow_gemm *g, void **owned);
+/* The same GEMM's shape, types and layout without its data (a.data, b.data
+ * NULL): 0 or -EINVAL. The device path gathers the operands itself. */
+int mp_shadow_conv_shape(const mp_shadow_conv *cv, mp_shadow_gemm *g);
 /* Bytes of *owned mp_shadow_conv_gemm allocates for cv (UINT64_MAX: invalid or too many). */
 uint64_t mp_shadow_conv_bytes(const mp_shadow_conv *cv);
 

@@ -37,6 +37,79 @@ extern "C" { /* nvcc and the C++ tests: formats.c's functions have C names */
 #define MP_SH_FADD(a, b) ((a) + (b))
 #endif
 
+/* A 2-D convolution as its implicit GEMM gathers it (analysis/shadow.h
+ * mp_shadow_conv_gemm; docs/numerics.md has the table): where each element
+ * of op(A) (m x k) and op(B) (k x n) comes from, for the host path and the
+ * device's gather kernel alike. x, w, y name the tensors whatever the
+ * direction (dx, dw, dy backward); strides in elements. */
+typedef enum mp_shadow_conv_kind {
+  MP_SHADOW_CONV_FWD = 0,   /* y = conv(x, w):   m = K, n = N*P*Q, k = C*R*S */
+  MP_SHADOW_CONV_BWD_DATA,  /* dx = dconv(dy, w): m = C, n = N*H*W, k = K*R*S */
+  MP_SHADOW_CONV_BWD_FILTER /* dw = wconv(x, dy): m = K, n = C*R*S, k = N*P*Q */
+} mp_shadow_conv_kind;
+
+typedef struct mp_sh_conv {
+  int kind;           /* mp_shadow_conv_kind */
+  int flip;           /* CUDNN_CONVOLUTION: taps rotated by 180 degrees */
+  int64_t n, c, h, w; /* x */
+  int64_t k, r, s;    /* w: K filters of C x R x S */
+  int64_t p, q;       /* y's spatial size */
+  int64_t pad[2], stride[2], dilation[2];
+  int64_t xs[4]; /* x: N, C, H, W */
+  int64_t ws[4]; /* w: K, C, R, S */
+  int64_t ys[4]; /* y: N, K, P, Q */
+} mp_sh_conv;
+
+MP_CAST_FN int64_t mp_sh_conv_tap(const mp_sh_conv *cv, int64_t r, int64_t len) {
+  return cv->flip ? len - 1 - r : r;
+}
+
+/* x's element for output position (i, p, q) and tap (ch, r, s) of the
+ * forward convolution; -1 in the padding. */
+MP_CAST_FN int64_t mp_sh_conv_x_at(const mp_sh_conv *cv, int64_t i, int64_t p, int64_t q,
+                                   int64_t ch, int64_t r, int64_t s) {
+  int64_t y = p * cv->stride[0] - cv->pad[0] + mp_sh_conv_tap(cv, r, cv->r) * cv->dilation[0];
+  int64_t x = q * cv->stride[1] - cv->pad[1] + mp_sh_conv_tap(cv, s, cv->s) * cv->dilation[1];
+  if (y < 0 || y >= cv->h || x < 0 || x >= cv->w) return -1;
+  return i * cv->xs[0] + ch * cv->xs[1] + y * cv->xs[2] + x * cv->xs[3];
+}
+
+/* Element (row, kk) of op(A): its offset in w (dy for backward filter). */
+MP_CAST_FN int64_t mp_sh_conv_a_at(const mp_sh_conv *cv, int64_t row, int64_t kk) {
+  int64_t rs = cv->r * cv->s;
+  if (cv->kind == MP_SHADOW_CONV_BWD_FILTER) { /* filter row's gradient: dy[n][row][p][q] */
+    int64_t pq = cv->p * cv->q;
+    return kk / pq * cv->ys[0] + row * cv->ys[1] + kk / cv->q % cv->p * cv->ys[2] +
+           kk % cv->q * cv->ys[3];
+  }
+  int64_t a = kk / rs, r = kk / cv->s % cv->r, s = kk % cv->s;
+  if (cv->kind == MP_SHADOW_CONV_BWD_DATA) /* channel row: w[a][row][r'][s'] */
+    return a * cv->ws[0] + row * cv->ws[1] + mp_sh_conv_tap(cv, r, cv->r) * cv->ws[2] +
+           mp_sh_conv_tap(cv, s, cv->s) * cv->ws[3];
+  return row * cv->ws[0] + a * cv->ws[1] + r * cv->ws[2] + s * cv->ws[3]; /* filter row */
+}
+
+/* Element (kk, col) of op(B): its offset in x (dy for backward data); -1
+ * where the implicit GEMM reads a zero. */
+MP_CAST_FN int64_t mp_sh_conv_b_at(const mp_sh_conv *cv, int64_t kk, int64_t col) {
+  int64_t rs = cv->r * cv->s;
+  if (cv->kind == MP_SHADOW_CONV_BWD_DATA) { /* dy at the output whose tap (r, s) reads (h, w) */
+    int64_t hw = cv->h * cv->w, i = col / hw, h = col / cv->w % cv->h, w = col % cv->w;
+    int64_t f = kk / rs, r = kk / cv->s % cv->r, s = kk % cv->s;
+    int64_t py = h + cv->pad[0] - r * cv->dilation[0], qx = w + cv->pad[1] - s * cv->dilation[1];
+    if (py < 0 || qx < 0 || py % cv->stride[0] || qx % cv->stride[1]) return -1;
+    int64_t p = py / cv->stride[0], q = qx / cv->stride[1];
+    if (p >= cv->p || q >= cv->q) return -1;
+    return i * cv->ys[0] + f * cv->ys[1] + p * cv->ys[2] + q * cv->ys[3];
+  }
+  /* im2col: output position (i, p, q), tap (ch, r, s); backward filter has them swapped */
+  int64_t npq = cv->kind == MP_SHADOW_CONV_BWD_FILTER ? kk : col;
+  int64_t crs = cv->kind == MP_SHADOW_CONV_BWD_FILTER ? col : kk;
+  int64_t pq = cv->p * cv->q;
+  return mp_sh_conv_x_at(cv, npq / pq, npq / cv->q % cv->p, npq % cv->q, crs / rs,
+                         crs / cv->s % cv->r, crs % cv->s);
+}
+
 /* cuBLASLt epilogues that change D, applied after alpha*P (+ bias) to the
  * reference (in double) and to each candidate (in fp32, before the output
  * cast), as cuBLASLt applies them before converting to D's type. GELU is

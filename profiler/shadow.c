@@ -160,6 +160,27 @@ static void conv_roles(const mpp_op *op, const char *xwy[3], const char *ab[2]) 
   ab[1] = data ? "dy" : "x";
 }
 
+/* The op's convolution geometry (op.h conv_shadow) and alpha. */
+static void conv_of(const mpp_op *op, mp_shadow_conv_kind kind, mp_shadow_conv *cv) {
+  memset(cv, 0, sizeof *cv);
+  mp_sh_conv *g = &cv->g;
+  const mpp_conv *c = &op->conv;
+  g->kind = kind;
+  g->flip = op->conv_flip;
+  g->n = c->n, g->c = c->c, g->h = c->h, g->w = c->w;
+  g->k = c->k, g->r = c->r, g->s = c->s;
+  g->p = op->conv_p, g->q = op->conv_q;
+  for (int i = 0; i < 2; i++) {
+    g->pad[i] = c->pad[i];
+    g->stride[i] = c->stride[i];
+    g->dilation[i] = c->dilation[i];
+  }
+  memcpy(g->xs, op->conv_xs, sizeof g->xs);
+  memcpy(g->ws, op->conv_ws, sizeof g->ws);
+  memcpy(g->ys, op->conv_ys, sizeof g->ys);
+  cv->alpha = op->alpha;
+}
+
 /* A legacy cuDNN convolution on host memory as its implicit GEMM
  * (analysis/shadow.h mp_shadow_conv_gemm), reading the copies in *owned.
  * Device convolutions are not re-issued yet: shadow_unsupported. */
@@ -179,33 +200,14 @@ static shadow_skip describe_conv(const mpp_op *op, mp_shadow_gemm *g, void **own
     data[i] = input ? t[i]->view.data : NULL;
     if (input && (!t[i]->present || !mpp_host_readable(data[i]))) return SKIP_UNSUPPORTED;
   }
-  const mpp_conv *c = &op->conv;
-  mp_shadow_conv cv = {.kind = kind,
-                       .n = c->n,
-                       .c = c->c,
-                       .h = c->h,
-                       .w = c->w,
-                       .k = c->k,
-                       .r = c->r,
-                       .s = c->s,
-                       .p = op->conv_p,
-                       .q = op->conv_q,
-                       .flip = op->conv_flip,
-                       .x_dtype = t[0]->view.dtype,
-                       .w_dtype = t[1]->view.dtype,
-                       .y_dtype = t[2]->view.dtype,
-                       .x = data[0],
-                       .wt = data[1],
-                       .y = data[2],
-                       .alpha = op->alpha};
-  for (int i = 0; i < 2; i++) {
-    cv.pad[i] = c->pad[i];
-    cv.stride[i] = c->stride[i];
-    cv.dilation[i] = c->dilation[i];
-  }
-  memcpy(cv.xs, op->conv_xs, sizeof cv.xs);
-  memcpy(cv.ws, op->conv_ws, sizeof cv.ws);
-  memcpy(cv.ys, op->conv_ys, sizeof cv.ys);
+  mp_shadow_conv cv;
+  conv_of(op, kind, &cv);
+  cv.x_dtype = t[0]->view.dtype;
+  cv.w_dtype = t[1]->view.dtype;
+  cv.y_dtype = t[2]->view.dtype;
+  cv.x = data[0];
+  cv.wt = data[1];
+  cv.y = data[2];
   uint64_t bytes = mp_shadow_conv_bytes(&cv);
   if (bytes == UINT64_MAX) return SKIP_UNSUPPORTED;
   if (bytes > shadow_cap()) return SKIP_TOO_LARGE;

@@ -592,7 +592,7 @@ static void conv_strides(int64_t st[4], int64_t d1, int64_t d2, int64_t d3, bool
 /* x, w, y of t with every index's direct contribution: out += x * w at the
  * matching (n, c, h, w), (k, c, r, s), (n, k, p, q) of each kind. */
 static void conv_direct(const conv_case *t, mp_shadow_conv_kind kind, conv_data *d) {
-  const mp_shadow_conv *cv = &d->cv;
+  const mp_sh_conv *cv = &d->cv.g;
   double *mag = calloc(d->nout, sizeof *mag);
   for (int64_t i = 0; i < t->n; i++)
     for (int64_t f = 0; f < t->k; f++)
@@ -627,7 +627,7 @@ static void conv_direct(const conv_case *t, mp_shadow_conv_kind kind, conv_data 
 static void check_conv(const conv_case *t, mp_shadow_conv_kind kind) {
   conv_data d;
   memset(&d, 0, sizeof d);
-  mp_shadow_conv *cv = &d.cv;
+  mp_sh_conv *cv = &d.cv.g;
   cv->kind = kind;
   cv->n = t->n, cv->c = t->c, cv->h = t->h, cv->w = t->w, cv->k = t->k, cv->r = t->r;
   cv->s = t->s;
@@ -639,7 +639,7 @@ static void check_conv(const conv_case *t, mp_shadow_conv_kind kind) {
   conv_strides(cv->ws, t->c, t->r, t->s, t->nhwc);
   conv_strides(cv->ys, t->k, cv->p, cv->q, t->nhwc);
   cv->flip = t->flip;
-  cv->x_dtype = cv->w_dtype = cv->y_dtype = MP_FP32;
+  d.cv.x_dtype = d.cv.w_dtype = d.cv.y_dtype = MP_FP32;
   size_t nx = (size_t)(t->n * t->c * t->h * t->w), nw = (size_t)(t->k * t->c * t->r * t->s),
          ny = (size_t)(t->n * t->k * cv->p * cv->q);
   d.x = malloc(nx * sizeof(float)), d.w = malloc(nw * sizeof(float));
@@ -648,17 +648,17 @@ static void check_conv(const conv_case *t, mp_shadow_conv_kind kind) {
   fill(d.w, nw, 12, -4, 2);
   fill(d.y, ny, 13, -9, -3);
   /* the op reads two tensors: the third is not given */
-  cv->x = kind == MP_SHADOW_CONV_BWD_DATA ? NULL : d.x;
-  cv->wt = kind == MP_SHADOW_CONV_BWD_FILTER ? NULL : d.w;
-  cv->y = kind == MP_SHADOW_CONV_FWD ? NULL : d.y;
-  cv->alpha = 0.75;
+  d.cv.x = kind == MP_SHADOW_CONV_BWD_DATA ? NULL : d.x;
+  d.cv.wt = kind == MP_SHADOW_CONV_BWD_FILTER ? NULL : d.w;
+  d.cv.y = kind == MP_SHADOW_CONV_FWD ? NULL : d.y;
+  d.cv.alpha = 0.75;
   d.nout = kind == MP_SHADOW_CONV_FWD ? ny : kind == MP_SHADOW_CONV_BWD_DATA ? nx : nw;
   d.want = calloc(2 * d.nout, sizeof(double));
   conv_direct(t, kind, &d);
 
   mp_shadow_gemm g;
   void *owned = NULL;
-  assert_int_equal(mp_shadow_conv_gemm(cv, &g, &owned), 0);
+  assert_int_equal(mp_shadow_conv_gemm(&d.cv, &g, &owned), 0);
   assert_non_null(owned);
   assert_true((size_t)(g.m * g.n) == d.nout);
   g.capture_ref = calloc(d.nout, sizeof(double));
@@ -671,7 +671,7 @@ static void check_conv(const conv_case *t, mp_shadow_conv_kind kind) {
                0.75 * d.want[o]);
   /* fp16 of these values: a small, non-zero error */
   assert_true(m[MP_SH_FP16].rel_l2 > 0 && m[MP_SH_FP16].rel_l2 < 1e-2);
-  assert_true(mp_shadow_conv_bytes(cv) == (uint64_t)(g.m * g.k + g.k * g.n) * sizeof(float));
+  assert_true(mp_shadow_conv_bytes(&d.cv) == (uint64_t)(g.m * g.k + g.k * g.n) * sizeof(float));
   free(g.capture_ref), free(g.capture[MP_SH_FP16]);
   free(owned), free(d.x), free(d.w), free(d.y), free(d.want);
 }
