@@ -7,6 +7,10 @@
  *                     the program's later work on its stream (an in-place
  *                     update, a free) cannot change or pull away what the
  *                     shadow reads
+ *   mpp_shadow_gather a convolution's implicit-GEMM operands (op(A) with its
+ *                     rows packed, op(B) k x n) gathered from its tensors
+ *                     (analysis/shadow_core.h mp_sh_conv_a_at/_b_at), in
+ *                     their own types, on the op's stream as mpp_shadow_copy
  *   mpp_shadow_amax   per-tensor amax of op(A) or op(B) over the batch, into
  *                     a device word (|x| bits, NaN above inf), for current scaling
  *   mpp_shadow_quant  op(X) of every batch matrix into an fp32 array in
@@ -72,6 +76,15 @@ typedef struct mpp_sh_copy_params {
   mpp_sh_copy_piece p[MPP_SH_COPY_PIECES];
   unsigned n; /* pieces in use */
 } mpp_sh_copy_params;
+
+typedef struct mpp_sh_gather_params {
+  mp_sh_conv conv;
+  const void *a_src, *b_src; /* w (dy for backward filter); x (dy for backward data) */
+  void *a_dst, *b_dst;       /* a_dst[i*k + kk]; b_dst[kk + j*k], or [j + kk*n] with b_trans */
+  unsigned ea, eb;           /* bytes per element */
+  int64_t m, n, k;
+  int b_trans;
+} mpp_sh_gather_params;
 
 typedef struct mpp_sh_amax_params {
   mpp_sh_src x;

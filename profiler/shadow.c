@@ -181,10 +181,12 @@ static void conv_of(const mpp_op *op, mp_shadow_conv_kind kind, mp_shadow_conv *
   cv->alpha = op->alpha;
 }
 
-/* A legacy cuDNN convolution on host memory as its implicit GEMM
- * (analysis/shadow.h mp_shadow_conv_gemm), reading the copies in *owned.
- * Device convolutions are not re-issued yet: shadow_unsupported. */
-static shadow_skip describe_conv(const mpp_op *op, mp_shadow_gemm *g, void **owned) {
+/* A legacy cuDNN convolution as its implicit GEMM (analysis/shadow.h
+ * mp_shadow_conv_gemm): on host memory g reads the copies in *owned; on
+ * device memory (*device) g is the shape and *conv what the device gathers
+ * its operands from. */
+static shadow_skip describe_conv(const mpp_op *op, mp_shadow_gemm *g, void **owned, bool *device,
+                                 mp_shadow_conv *conv) {
   const char *names[3], *ab[2];
   conv_roles(op, names, ab);
   const mpp_role *t[3];
@@ -195,11 +197,16 @@ static shadow_skip describe_conv(const mpp_op *op, mp_shadow_gemm *g, void **own
                              : op->kind == MPP_OP_CONV_BWD_FILTER ? MP_SHADOW_CONV_BWD_FILTER
                                                                   : MP_SHADOW_CONV_FWD;
   const void *data[3];
+  bool host = true, dev = true; /* where both inputs are */
   for (int i = 0; i < 3; i++) {
     bool input = t[i]->input;
     data[i] = input ? t[i]->view.data : NULL;
-    if (input && (!t[i]->present || !mpp_host_readable(data[i]))) return SKIP_UNSUPPORTED;
+    if (!input) continue;
+    if (!t[i]->present) return SKIP_UNSUPPORTED;
+    host = host && mpp_host_readable(data[i]);
+    dev = dev && on_device(data[i]);
   }
+  if (!host && !dev) return SKIP_UNSUPPORTED;
   mp_shadow_conv cv;
   conv_of(op, kind, &cv);
   cv.x_dtype = t[0]->view.dtype;
@@ -208,6 +215,12 @@ static shadow_skip describe_conv(const mpp_op *op, mp_shadow_gemm *g, void **own
   cv.x = data[0];
   cv.wt = data[1];
   cv.y = data[2];
+  if (!host) { /* the device gathers the operands (the cap is its own check) */
+    if (mp_shadow_conv_shape(&cv, g)) return SKIP_UNSUPPORTED;
+    *conv = cv;
+    *device = true;
+    return SKIP_COUNT;
+  }
   uint64_t bytes = mp_shadow_conv_bytes(&cv);
   if (bytes == UINT64_MAX) return SKIP_UNSUPPORTED;
   if (bytes > shadow_cap()) return SKIP_TOO_LARGE;
@@ -222,12 +235,14 @@ static shadow_skip describe_conv(const mpp_op *op, mp_shadow_gemm *g, void **own
 }
 
 /* Fill g from the op, or say why not; *device: the operands are in device
- * memory; *owned: memory g reads that the caller frees (convolutions). */
-static shadow_skip describe(const mpp_op *op, mp_shadow_gemm *g, bool *device, void **owned) {
+ * memory; *owned: memory g reads that the caller frees (convolutions on the
+ * host); *conv: a device convolution's tensors. */
+static shadow_skip describe(const mpp_op *op, mp_shadow_gemm *g, bool *device, void **owned,
+                            mp_shadow_conv *conv) {
   memset(g, 0, sizeof *g);
   *device = false;
   *owned = NULL;
-  if (is_conv(op)) return describe_conv(op, g, owned);
+  if (is_conv(op)) return describe_conv(op, g, owned, device, conv);
   if (op->kind != MPP_OP_GEMM || op->shadow_unsupported || isnan(op->alpha))
     return SKIP_UNSUPPORTED;
   const mpp_role *a = role_named(op, "A"), *b = role_named(op, "B"), *d = role_named(op, "D");
@@ -300,7 +315,7 @@ static void device_done(void *cookie, const mpp_devshadow_result *r) {
 }
 
 static shadow_skip run_device_locked(struct mpp_shadow_site *site, const mpp_op *op,
-                                     mp_shadow_gemm *g) {
+                                     mp_shadow_gemm *g, const mp_shadow_conv *conv) {
   mpp_devshadow_poll(); /* finished calls first: their amax joins delayed scaling's history */
   unsigned mask = MP_SHADOW_ALL;
   bool scaled = g->scale_log2[0] || g->scale_log2[1];
@@ -314,8 +329,10 @@ static shadow_skip run_device_locked(struct mpp_shadow_site *site, const mpp_op 
   if (site->hist[0].n == 0 && site->hist[1].n == 0)
     mask &= ~(1u << MP_SH_E4M3_DELAYED | 1u << MP_SH_E5M2_DELAYED);
   void *cookie = (void *)((uintptr_t)site | (scaled ? 1 : 0));
-  int rc = mpp_devshadow_enqueue(op->stream, g, mask, (const float(*)[2])delayed, shadow_cap(),
-                                 device_done, cookie);
+  int rc = conv ? mpp_devshadow_enqueue_conv(op->stream, conv, g, mask, (const float(*)[2])delayed,
+                                             shadow_cap(), device_done, cookie)
+                : mpp_devshadow_enqueue(op->stream, g, mask, (const float(*)[2])delayed,
+                                        shadow_cap(), device_done, cookie);
   switch (rc) {
   case 0:
     return SKIP_COUNT;
@@ -347,28 +364,31 @@ void mpp_shadow_call(const mpp_call *c, const mpp_op *op) {
   mp_shadow_gemm g;
   bool device = false;
   void *owned = NULL;
+  mp_shadow_conv conv;
   shadow_skip why = SKIP_COUNT;
   if (mpp_in_forked_child())
     why = SKIP_FORK_CHILD; /* the parent's CUDA state is not ours to touch */
   else if (op->stream && mpp_cuda_stream_capturing(op->stream))
     why = SKIP_GRAPH_CAPTURE; /* the op has not run: its inputs are not final */
   else
-    why = describe(op, &g, &device, &owned);
+    why = describe(op, &g, &device, &owned, &conv);
   if (why == SKIP_COUNT && !device && mp_shadow_work_bytes(&g) > shadow_cap()) why = SKIP_TOO_LARGE;
   /* The loss scale each operand is rounded at in fp16_loss_scaled: from the
    * operand itself on the host, from the role's scans so far on the device
    * (before shadow_mu: the site lock is taken first). */
+  const char *ab[2] = {"A", "B"}, *xwy[3];
+  if (is_conv(op)) conv_roles(op, xwy, ab); /* the tensors A and B are made from */
   if (why == SKIP_COUNT && !device) {
-    const char *ab[2] = {"A", "B"}, *xwy[3];
-    if (is_conv(op)) conv_roles(op, xwy, ab); /* the tensors A and B are made from */
     g.scale_log2[0] = operand_loss_scale(role_named(op, ab[0]), g.batch);
     g.scale_log2[1] = operand_loss_scale(role_named(op, ab[1]), g.batch);
   } else if (why == SKIP_COUNT) {
-    g.scale_log2[0] = mpp_site_role_loss_scale_log2(c->site, role_index(op, "A"));
-    g.scale_log2[1] = mpp_site_role_loss_scale_log2(c->site, role_index(op, "B"));
+    g.scale_log2[0] = mpp_site_role_loss_scale_log2(c->site, role_index(op, ab[0]));
+    g.scale_log2[1] = mpp_site_role_loss_scale_log2(c->site, role_index(op, ab[1]));
   }
   pthread_mutex_lock(&shadow_mu);
-  if (why == SKIP_COUNT) why = device ? run_device_locked(site, op, &g) : run_host_locked(site, &g);
+  if (why == SKIP_COUNT)
+    why = device ? run_device_locked(site, op, &g, is_conv(op) ? &conv : NULL)
+                 : run_host_locked(site, &g);
   if (why != SKIP_COUNT) site->skipped[why]++;
   pthread_mutex_unlock(&shadow_mu);
   free(owned);

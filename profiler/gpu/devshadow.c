@@ -5,20 +5,18 @@
  * Per shadowed call, on the op's own stream right after the op:
  * stream-ordered work memory (cuMemAllocAsync, freed on the private stream
  * when the work is done) and one launch of mpp_shadow_copy, which copies the
- * operands (and the bias) as the op read them; then, on the private stream,
- * behind an event recorded on the op's stream after the copy (the program's
- * stream never waits on mpprof), from the copies only: the amax of op(A) and
- * op(B), the reference (exact fp32 operands, one strided-batched
- * SGEMM in pedantic math: no TF32, no reduced-precision reduction), then per
- * candidate quant A, quant B, SGEMM, err; err's last block writes the
- * candidate's error sums straight into pinned, mapped host memory; the amax
- * words are copied behind them and an event closes the call. The copy is the
- * one piece of mpprof's work the program's stream runs (a read and a write of
- * the operands' bytes, a fraction of the op's own time): without it the
- * shadow would read the program's memory unordered against the program's
- * later work on it, an in-place update or a stream-ordered free. Nothing waits:
- * mpp_devshadow_poll hands finished calls to their sink when the event says
- * so; at exit mpp_devshadow_drain waits, bounded.
+ * operands (and the bias) as the op read them (of mpp_shadow_gather for a
+ * convolution: its implicit GEMM's operands, gathered from its tensors); then, on the private
+ * stream, behind an event recorded on the op's stream after the copy (the program's stream never
+ * waits on mpprof), from the copies only: the amax of op(A) and op(B), the reference (exact fp32
+ * operands, one strided-batched SGEMM in pedantic math: no TF32, no reduced-precision reduction),
+ * then per candidate quant A, quant B, SGEMM, err; err's last block writes the candidate's error
+ * sums straight into pinned, mapped host memory; the amax words are copied behind them and an event
+ * closes the call. The copy is the one piece of mpprof's work the program's stream runs (a read and
+ * a write of the operands' bytes, a fraction of the op's own time): without it the shadow would
+ * read the program's memory unordered against the program's later work on it, an in-place update or
+ * a stream-ordered free. Nothing waits: mpp_devshadow_poll hands finished calls to their sink when
+ * the event says so; at exit mpp_devshadow_drain waits, bounded.
  *
  * cuBLAS is the program's libcublas.so.13, its own functions (never mpprof's
  * hooks), handed over by the cuBLAS hook module (devshadow_blas.h).
@@ -77,7 +75,7 @@ static int g_nctx;
 static sh_job g_jobs[JOBS];
 static sh_out *g_out; /* JOBS entries */
 static uint64_t g_bytes_in_flight;
-static CUfunction g_copy, g_amax, g_quant, g_err;
+static CUfunction g_copy, g_gather, g_amax, g_quant, g_err;
 static bool g_kernels_tried;
 static mpp_devshadow_blas g_blas;
 static bool g_blas_ok;
@@ -148,11 +146,12 @@ static bool kernels(void) {
   if (!g_kernels_tried) {
     g_kernels_tried = true;
     g_copy = (CUfunction)mpp_devscan_library_kernel("mpp_shadow_copy");
+    g_gather = (CUfunction)mpp_devscan_library_kernel("mpp_shadow_gather");
     g_amax = (CUfunction)mpp_devscan_library_kernel("mpp_shadow_amax");
     g_quant = (CUfunction)mpp_devscan_library_kernel("mpp_shadow_quant");
     g_err = (CUfunction)mpp_devscan_library_kernel("mpp_shadow_err");
   }
-  return g_copy && g_amax && g_quant && g_err;
+  return g_copy && g_gather && g_amax && g_quant && g_err;
 }
 
 /* Stream, events, cuBLAS handle and the mapped results of the current
@@ -289,9 +288,28 @@ static bool enqueue_work(const mpp_cu_api *cu, const sh_ctx *cs, int j, const mp
          CUDA_SUCCESS;
 }
 
-int mpp_devshadow_enqueue(void *stream, const mp_shadow_gemm *g, unsigned mask,
-                          const float delayed[2][2], uint64_t max_bytes, mpp_devshadow_sink sink,
-                          void *cookie) {
+/* The launch that makes the work's operands on the op's stream: the copy of
+ * g's operands, or the gather of the convolution's; *snap reads them. */
+static bool launch_operands(const mpp_cu_api *cu, const sh_ctx *cs, CUstream stream,
+                            const mp_shadow_gemm *g, const mp_shadow_conv *conv,
+                            void *const dst[MPP_SH_COPY_PIECES], mp_shadow_gemm *snap) {
+  uint64_t elems = 0;
+  if (conv) {
+    mpp_sh_gather_params gp;
+    mpp_sh_gather_plan(conv, g, dst, &gp, snap);
+    elems = (uint64_t)(g->m * g->k + g->k * g->n);
+    return launch(cu, g_gather, mpp_sh_grid(elems, cs->grid_cap), stream, &gp);
+  }
+  mpp_sh_copy_params cp;
+  mpp_sh_copy_plan(g, dst, &cp, snap);
+  for (unsigned w = 0; w < cp.n; w++)
+    elems += cp.p[w].inner * cp.p[w].outer * cp.p[w].batch;
+  return launch(cu, g_copy, mpp_sh_grid(elems, cs->grid_cap), stream, &cp);
+}
+
+static int enqueue(void *stream, const mp_shadow_gemm *g, const mp_shadow_conv *conv, unsigned mask,
+                   const float delayed[2][2], uint64_t max_bytes, mpp_devshadow_sink sink,
+                   void *cookie) {
   const mpp_cu_api *cu = mpp_cu();
   if (!cu || !kernels()) return -ENOSYS;
   if (!g_blas_ok) {
@@ -335,12 +353,7 @@ int mpp_devshadow_enqueue(void *stream, const mp_shadow_gemm *g, unsigned mask,
       void *dst[MPP_SH_COPY_PIECES];
       for (int w = 0; w < MPP_SH_COPY_PIECES; w++)
         dst[w] = (void *)(uintptr_t)(mem + l.copy[w]);
-      mpp_sh_copy_params cp;
-      mpp_sh_copy_plan(g, dst, &cp, &snap);
-      uint64_t elems = 0;
-      for (unsigned w = 0; w < cp.n; w++)
-        elems += cp.p[w].inner * cp.p[w].outer * cp.p[w].batch;
-      if (!launch(cu, g_copy, mpp_sh_grid(elems, cs->grid_cap), (CUstream)stream, &cp) ||
+      if (!launch_operands(cu, cs, (CUstream)stream, g, conv, dst, &snap) ||
           cu->event_record(cs->after_op[j], (CUstream)stream) != CUDA_SUCCESS ||
           cu->stream_wait_event(cs->stream, cs->after_op[j], 0) != CUDA_SUCCESS) {
         cu->mem_free_async(mem, (CUstream)stream); /* behind whatever was enqueued */
@@ -373,6 +386,18 @@ int mpp_devshadow_enqueue(void *stream, const mp_shadow_gemm *g, unsigned mask,
   if (pushed) cu->ctx_pop(&cur);
   mpp_cu_capture_restore(cu, mode);
   return rc;
+}
+
+int mpp_devshadow_enqueue(void *stream, const mp_shadow_gemm *g, unsigned mask,
+                          const float delayed[2][2], uint64_t max_bytes, mpp_devshadow_sink sink,
+                          void *cookie) {
+  return enqueue(stream, g, NULL, mask, delayed, max_bytes, sink, cookie);
+}
+
+int mpp_devshadow_enqueue_conv(void *stream, const mp_shadow_conv *cv, const mp_shadow_gemm *g,
+                               unsigned mask, const float delayed[2][2], uint64_t max_bytes,
+                               mpp_devshadow_sink sink, void *cookie) {
+  return enqueue(stream, g, cv, mask, delayed, max_bytes, sink, cookie);
 }
 
 static void deliver(sh_job *job, int rc) {

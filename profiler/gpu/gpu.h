@@ -179,6 +179,12 @@ typedef void (*mpp_devshadow_sink)(void *cookie, const mpp_devshadow_result *r);
 int mpp_devshadow_enqueue(void *stream, const mp_shadow_gemm *g, unsigned mask,
                           const float delayed[2][2], uint64_t max_bytes, mpp_devshadow_sink sink,
                           void *cookie);
+/* The same for a convolution (its tensors in device memory): g is
+ * mp_shadow_conv_shape(cv), whose operands mpp_shadow_gather makes from
+ * cv's tensors on `stream` right after the op. */
+int mpp_devshadow_enqueue_conv(void *stream, const mp_shadow_conv *cv, const mp_shadow_gemm *g,
+                               unsigned mask, const float delayed[2][2], uint64_t max_bytes,
+                               mpp_devshadow_sink sink, void *cookie);
 void mpp_devshadow_poll(void);  /* deliver finished work, without waiting */
 void mpp_devshadow_drain(void); /* at exit: wait (bounded) for all of it and deliver */
 

@@ -179,6 +179,27 @@ void mpp_sh_copy_plan(const mp_shadow_gemm *g, void *const dst[MPP_SH_COPY_PIECE
   *ret = p;
 }
 
+void mpp_sh_gather_plan(const mp_shadow_conv *cv, const mp_shadow_gemm *g, void *const dst[2],
+                        mpp_sh_gather_params *ret, mp_shadow_gemm *snap) {
+  mpp_sh_gather_params p;
+  memset(&p, 0, sizeof p);
+  p.conv = cv->g;
+  p.a_src = cv->g.kind == MP_SHADOW_CONV_BWD_FILTER ? cv->y : cv->wt;
+  p.b_src = cv->g.kind == MP_SHADOW_CONV_BWD_DATA ? cv->y : cv->x;
+  p.a_dst = dst[0];
+  p.b_dst = dst[1];
+  p.ea = (unsigned)mp_dtype_size(g->a.dtype);
+  p.eb = (unsigned)mp_dtype_size(g->b.dtype);
+  p.m = g->m;
+  p.n = g->n;
+  p.k = g->k;
+  p.b_trans = g->b.trans;
+  *ret = p;
+  *snap = *g;
+  snap->a.data = dst[0];
+  snap->b.data = dst[1];
+}
+
 unsigned mpp_sh_grid(uint64_t work, unsigned cap) {
   uint64_t blocks = (work + MPP_SH_BLOCK - 1) / MPP_SH_BLOCK;
   if (blocks < 1) blocks = 1;

@@ -41,6 +41,11 @@ uint64_t mpp_sh_copy_bytes(const mp_shadow_gemm *g, int w);
  * *snap: g reading the copies instead of the program's memory. */
 void mpp_sh_copy_plan(const mp_shadow_gemm *g, void *const dst[MPP_SH_COPY_PIECES],
                       mpp_sh_copy_params *ret, mp_shadow_gemm *snap);
+/* A convolution's implicit-GEMM operands gathered (mpp_shadow_gather) into
+ * dst[0], dst[1] (mpp_sh_copy_bytes(g, 0 / 1) bytes), g being
+ * mp_shadow_conv_shape(cv); *snap: g reading them. */
+void mpp_sh_gather_plan(const mp_shadow_conv *cv, const mp_shadow_gemm *g, void *const dst[2],
+                        mpp_sh_gather_params *ret, mp_shadow_gemm *snap);
 /* Blocks for `work` units of MPP_SH_BLOCK threads, at most `cap` (>= 1). */
 unsigned mpp_sh_grid(uint64_t work, unsigned cap);
 

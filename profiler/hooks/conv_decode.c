@@ -3,6 +3,10 @@
  * m = N*H*W, n = C, k = K*R*S; backward filter m = K, n = C*R*S, k = N*P*Q. */
 #include "conv_decode.h"
 
+#include <string.h>
+
+#include <cudnn.h>
+
 #include "cuda_types.h"
 
 static int64_t dim(const mpp_tensor_desc *t, int i) {
@@ -114,4 +118,29 @@ void mpp_conv_decode(mpp_op *op, const char *api, mpp_op_kind kind, const mpp_te
   mpp_op_note_ptr(op, p0);
   mpp_op_note_ptr(op, p1);
   mpp_op_note_ptr(op, p2);
+}
+
+/* What shadow execution needs to re-compute a convolution (op.h
+ * conv_shadow): 4-D x, w, y (dx, dw, dy backward), one group, a filter in
+ * NCHW or NHWC, alpha (host memory: double for double data, else float). */
+void mpp_conv_shadow_of(mpp_op *op, const mpp_tensor_desc *x, const mpp_tensor_desc *w,
+                        const mpp_tensor_desc *y, const mpp_conv_desc *c, const void *alpha) {
+  if (!alpha || x->nd != 4 || w->nd != 4 || y->nd != 4 || c->nsp != 2 || c->groups != 1 ||
+      (w->format != CUDNN_TENSOR_NCHW && w->format != CUDNN_TENSOR_NHWC))
+    return;
+  int64_t C = w->dims[1], R = w->dims[2], S = w->dims[3];
+  if (w->format == CUDNN_TENSOR_NCHW) {
+    const int64_t ws[4] = {C * R * S, R * S, S, 1};
+    memcpy(op->conv_ws, ws, sizeof ws);
+  } else {
+    const int64_t ws[4] = {R * S * C, 1, S * C, C};
+    memcpy(op->conv_ws, ws, sizeof ws);
+  }
+  memcpy(op->conv_xs, x->strides, sizeof op->conv_xs);
+  memcpy(op->conv_ys, y->strides, sizeof op->conv_ys);
+  op->conv_p = y->dims[2];
+  op->conv_q = y->dims[3];
+  op->conv_flip = c->mode == CUDNN_CONVOLUTION;
+  op->alpha = x->dtype == CUDNN_DATA_DOUBLE ? *(const double *)alpha : *(const float *)alpha;
+  op->conv_shadow = true;
 }

@@ -4,8 +4,6 @@
  * descriptors back through the getters. (The backend API, which PyTorch uses
  * by default, is shadowed in cudnn_backend.c; legacy convolution does not go
  * through cudnnBackendExecute, so the two never count one op twice.) */
-#include <string.h>
-
 #include <cudnn.h>
 
 #include "conv_decode.h"
@@ -101,31 +99,6 @@ void *mpp_cudnn_stream(cudnnHandle_t h) {
   return NULL;
 }
 
-/* What shadow execution needs to re-compute a convolution (op.h
- * conv_shadow): 4-D x, w, y (dx, dw, dy backward), one group, a filter in
- * NCHW or NHWC, alpha (host memory: double for double data, else float). */
-static void conv_shadow_of(mpp_op *op, const mpp_tensor_desc *x, const mpp_tensor_desc *w,
-                           const mpp_tensor_desc *y, const mpp_conv_desc *c, const void *alpha) {
-  if (!alpha || x->nd != 4 || w->nd != 4 || y->nd != 4 || c->nsp != 2 || c->groups != 1 ||
-      (w->format != CUDNN_TENSOR_NCHW && w->format != CUDNN_TENSOR_NHWC))
-    return;
-  int64_t C = w->dims[1], R = w->dims[2], S = w->dims[3];
-  if (w->format == CUDNN_TENSOR_NCHW) {
-    const int64_t ws[4] = {C * R * S, R * S, S, 1};
-    memcpy(op->conv_ws, ws, sizeof ws);
-  } else {
-    const int64_t ws[4] = {R * S * C, 1, S * C, C};
-    memcpy(op->conv_ws, ws, sizeof ws);
-  }
-  memcpy(op->conv_xs, x->strides, sizeof op->conv_xs);
-  memcpy(op->conv_ys, y->strides, sizeof op->conv_ys);
-  op->conv_p = y->dims[2];
-  op->conv_q = y->dims[3];
-  op->conv_flip = c->mode == CUDNN_CONVOLUTION;
-  op->alpha = x->dtype == CUDNN_DATA_DOUBLE ? *(const double *)alpha : *(const float *)alpha;
-  op->conv_shadow = true;
-}
-
 /* Descriptors in role order (see mpp_conv_decode); is_filter marks which one
  * is w. alpha: the call's (shadow execution), NULL where the op is more than
  * alpha times the convolution (the fused bias-activation forward). */
@@ -144,11 +117,11 @@ static bool decode(mpp_op *op, const char *api, mpp_op_kind kind, cudnnHandle_t 
   if (!conv_desc(cd, &c)) return false;
   mpp_conv_decode(op, api, kind, &t[0], &t[1], &t[2], &c, p0, p1, p2);
   int ri = kind == MPP_OP_CONV_BWD_DATA ? 1 : kind == MPP_OP_CONV_BWD_FILTER ? 2 : 0;
-  conv_shadow_of(op, &t[ri == 1 ? 2 : 0], &t[ri == 2 ? 2 : 1],
-                 &t[ri == 0   ? 2
-                    : ri == 1 ? 0
-                              : 1],
-                 &c, alpha); /* x, w, y as mpp_conv_decode names them */
+  mpp_conv_shadow_of(op, &t[ri == 1 ? 2 : 0], &t[ri == 2 ? 2 : 1],
+                     &t[ri == 0   ? 2
+                        : ri == 1 ? 0
+                                  : 1],
+                     &c, alpha); /* x, w, y as mpp_conv_decode names them */
   op->conv_math = math_type_of(cd);
   op->stream = mpp_cudnn_stream(h);
   return true;

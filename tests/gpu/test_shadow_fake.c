@@ -29,6 +29,7 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 #include <cublas_api.h>
+#include <cudnn.h>
 
 #include "analysis/convert.h"
 #include "analysis/shadow.h"
@@ -36,6 +37,7 @@
 #include "profiler/gpu/cuda_driver.h"
 #include "profiler/gpu/devshadow_blas.h"
 #include "profiler/gpu/gpu.h"
+#include "profiler/hooks/conv_decode.h"
 #include "profiler/hooks/gemm_decode.h"
 #include "profiler/hostmem.h"
 #include "profiler/jsonw.h"
@@ -526,6 +528,126 @@ static void later_program_writes_do_not_reach_the_results(void **state) {
   drop(&g);
 }
 
+/* A convolution in device memory (backward filter, fp16, NHWC strides,
+ * flipped taps): its operands gathered on the device measure exactly what
+ * the same GEMM on the host path's gathered operands measures on the
+ * device, and the tensors overwritten straight after the call (the private
+ * stream held back) do not reach the results. */
+static void device_convolutions_measure_their_implicit_gemm(void **state) {
+  (void)state;
+  mp_shadow_conv cv;
+  memset(&cv, 0, sizeof cv);
+  mp_sh_conv *g = &cv.g;
+  g->kind = MP_SHADOW_CONV_BWD_FILTER, g->flip = 1;
+  g->n = 2, g->c = 3, g->h = 6, g->w = 5, g->k = 4, g->r = 3, g->s = 2;
+  g->pad[0] = 1, g->pad[1] = 1, g->stride[0] = 1, g->stride[1] = 2;
+  g->dilation[0] = 2, g->dilation[1] = 1;
+  g->p = (g->h + 2 * g->pad[0] - g->dilation[0] * (g->r - 1) - 1) / g->stride[0] + 1;
+  g->q = (g->w + 2 * g->pad[1] - g->dilation[1] * (g->s - 1) - 1) / g->stride[1] + 1;
+  int64_t xs[4] = {g->h * g->w * g->c, 1, g->w * g->c, g->c};
+  int64_t ys[4] = {g->p * g->q * g->k, 1, g->q * g->k, g->k};
+  int64_t ws[4] = {g->c * g->r * g->s, g->r * g->s, g->s, 1};
+  memcpy(g->xs, xs, sizeof xs), memcpy(g->ys, ys, sizeof ys), memcpy(g->ws, ws, sizeof ws);
+  cv.x_dtype = cv.y_dtype = cv.w_dtype = MP_FP16;
+  size_t nx = (size_t)(g->n * g->c * g->h * g->w), ny = (size_t)(g->n * g->k * g->p * g->q);
+  uint16_t *x = dev_alloc(nx * 2), *y = dev_alloc(ny * 2);
+  for (size_t i = 0; i < nx; i++)
+    mp_store(MP_FP16, x, i, draw(6));
+  for (size_t i = 0; i < ny; i++)
+    mp_store(MP_FP16, y, i, draw(9));
+  cv.x = x, cv.y = y, cv.alpha = 1;
+
+  /* the host path's gather, its operands put in device memory */
+  mp_shadow_gemm host, shape;
+  void *owned = NULL;
+  assert_int_equal(mp_shadow_conv_gemm(&cv, &host, &owned), 0);
+  assert_int_equal(mp_shadow_conv_shape(&cv, &shape), 0);
+  size_t ba = (size_t)(host.m * host.k) * 2, bb = (size_t)(host.k * host.n) * 2;
+  host.a.data = memcpy(dev_alloc(ba), host.a.data, ba);
+  host.b.data = memcpy(dev_alloc(bb), host.b.data, bb);
+  const float delayed[2][2] = {{2, 0.5f}, {4, 0.25f}};
+  unsigned mask = MP_SHADOW_ALL;
+  got want = {0}, conv = {0};
+  assert_int_equal(
+      mpp_devshadow_enqueue(NULL, &host, mask, delayed, (uint64_t)1 << 30, keep, &want), 0);
+  mpp_devshadow_drain();
+  void (*lag)(int) = (void (*)(int))fake("libcuda.so.1", "fakecuda_lag");
+  lag(1);
+  assert_int_equal(
+      mpp_devshadow_enqueue_conv(NULL, &cv, &shape, mask, delayed, (uint64_t)1 << 30, keep, &conv),
+      0);
+  memset(x, 0xff, nx * 2); /* NaN */
+  memset(y, 0xff, ny * 2);
+  lag(0);
+  mpp_devshadow_drain();
+  assert_int_equal(want.n, 1);
+  assert_int_equal(conv.n, 1);
+  assert_int_equal(conv.r.rc, 0);
+  assert_int_equal(conv.r.done, want.r.done);
+  assert_true(conv.r.amax[0] == want.r.amax[0] && conv.r.amax[1] == want.r.amax[1]);
+  assert_memory_equal(conv.r.err, want.r.err, sizeof want.r.err);
+  assert_true(want.r.err[MP_SH_FP16].sr > 0 && want.r.err[MP_SH_FP16].se > 0);
+  assert_int_equal(((long (*)(void))fake("libcuda.so.1", "fakecuda_async_live"))(), 0);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)host.a.data);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)host.b.data);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)x);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)y);
+  free(owned);
+}
+
+/* The same through the profiler as the cuDNN hook records it: a forward
+ * convolution (fp16 NCHW tensors in device memory, cross-correlation)
+ * decoded by conv_decode.c, shadowed on the device at every call. */
+static void a_recorded_device_convolution_is_shadowed(void **state) {
+  (void)state;
+  mpp_tensor_desc x = {CUDNN_DATA_HALF, 4, {2, 3, 7, 6}, {126, 42, 6, 1}, 0};
+  mpp_tensor_desc w = {CUDNN_DATA_HALF, 4, {4, 3, 3, 3}, {0, 0, 0, 0}, CUDNN_TENSOR_NCHW};
+  mpp_tensor_desc y = {CUDNN_DATA_HALF, 4, {2, 4, 7, 6}, {168, 42, 6, 1}, 0};
+  mpp_conv_desc c = {.comp_type = CUDNN_DATA_FLOAT,
+                     .nsp = 2,
+                     .mode = CUDNN_CROSS_CORRELATION,
+                     .groups = 1,
+                     .pad = {1, 1},
+                     .stride = {1, 1},
+                     .dilation = {1, 1}};
+  size_t nx = 2 * 3 * 7 * 6, nw = 4 * 3 * 3 * 3, ny = 2 * 4 * 7 * 6;
+  uint16_t *dx = dev_alloc(nx * 2), *dw = dev_alloc(nw * 2), *dy = dev_alloc(ny * 2);
+  for (size_t i = 0; i < nx; i++)
+    mp_store(MP_FP16, dx, i, draw(5));
+  for (size_t i = 0; i < nw; i++)
+    mp_store(MP_FP16, dw, i, draw(5));
+  const float alpha = 1;
+  mpp_op op;
+  mpp_call cl;
+  mpp_conv_decode(&op, "cudnnConvolutionForward", MPP_OP_CONV_FWD, &x, &w, &y, &c, dx, dw, dy);
+  mpp_conv_shadow_of(&op, &x, &w, &y, &c, &alpha);
+  assert_true(op.conv_shadow);
+  int launches = FAKE_INT("libcuda.so.1", "fakecuda_shadow_launches");
+  mpp_call_begin(&cl, &op);
+  mpp_call_end(&cl, &op, true);
+  mpp_shadow_drain();
+  assert_true(FAKE_INT("libcuda.so.1", "fakecuda_shadow_launches") > launches);
+  cJSON *sh = shadow_json();
+  assert_int_equal((int)num(sh, "calls"), 1);
+  const cJSON *f16 =
+      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(sh, "candidates"), "fp16");
+  assert_non_null(f16);
+  assert_true(num(f16, "rel_l2") > 0 && num(f16, "rel_l2") < 1.0 / 256);
+  cJSON_Delete(sh);
+  /* without alpha (the fused bias-activation forward) nothing is shadowed */
+  mpp_conv_decode(&op, "cudnnConvolutionForward", MPP_OP_CONV_FWD, &x, &w, &y, &c, dx, dw, dy);
+  mpp_conv_shadow_of(&op, &x, &w, &y, &c, NULL);
+  assert_false(op.conv_shadow);
+  mpp_call_begin(&cl, &op);
+  mpp_call_end(&cl, &op, true);
+  sh = shadow_json();
+  assert_int_equal(skipped(sh, "shadow_unsupported"), 1);
+  cJSON_Delete(sh);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)dx);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)dw);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)dy);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(fp32_gemm_matches_host_definitions, reset_all),
@@ -534,6 +656,8 @@ int main(void) {
       cmocka_unit_test_setup(calls_above_the_memory_cap_are_skipped, reset_all),
       cmocka_unit_test_setup(sliced_products_measure_what_whole_ones_do, reset_all),
       cmocka_unit_test_setup(later_program_writes_do_not_reach_the_results, reset_all),
+      cmocka_unit_test_setup(device_convolutions_measure_their_implicit_gemm, reset_all),
+      cmocka_unit_test_setup(a_recorded_device_convolution_is_shadowed, reset_all),
   };
   return cmocka_run_group_tests(tests, setup_all, NULL);
 }

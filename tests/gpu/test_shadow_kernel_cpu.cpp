@@ -320,6 +320,65 @@ static void run_config(const config &c) {
     free(dst[w]);
 }
 
+/* mpp_shadow_gather, launched with shadow_plan.c's parameters, makes a
+ * convolution's implicit-GEMM operands bit for bit as the host path's
+ * mp_shadow_conv_gemm does: every kind, fp16 and bf16 tensors, NHWC
+ * strides, padding, stride, dilation, flipped taps. */
+static void run_conv(mp_shadow_conv_kind kind, bool nhwc, bool flip) {
+  mp_shadow_conv cv;
+  memset(&cv, 0, sizeof cv);
+  mp_sh_conv &g = cv.g;
+  g.kind = kind, g.flip = flip;
+  g.n = 2, g.c = 3, g.h = 7, g.w = 6, g.k = 4, g.r = 3, g.s = 2;
+  g.pad[0] = 1, g.pad[1] = 2, g.stride[0] = 2, g.stride[1] = 1, g.dilation[0] = 1;
+  g.dilation[1] = 2;
+  g.p = (g.h + 2 * g.pad[0] - g.dilation[0] * (g.r - 1) - 1) / g.stride[0] + 1;
+  g.q = (g.w + 2 * g.pad[1] - g.dilation[1] * (g.s - 1) - 1) / g.stride[1] + 1;
+  auto strides = [nhwc](int64_t st[4], int64_t d1, int64_t d2, int64_t d3) {
+    int64_t nchw[4] = {d1 * d2 * d3, d2 * d3, d3, 1}, nhwc_[4] = {d1 * d2 * d3, 1, d3 * d1, d1};
+    memcpy(st, nhwc ? nhwc_ : nchw, 4 * sizeof(int64_t));
+  };
+  strides(g.xs, g.c, g.h, g.w);
+  strides(g.ws, g.c, g.r, g.s);
+  strides(g.ys, g.k, g.p, g.q);
+  cv.x_dtype = MP_FP16, cv.w_dtype = MP_BF16, cv.y_dtype = MP_FP16;
+  size_t nx = (size_t)(g.n * g.c * g.h * g.w), nw = (size_t)(g.k * g.c * g.r * g.s),
+         ny = (size_t)(g.n * g.k * g.p * g.q);
+  uint16_t *x = (uint16_t *)calloc(nx, 2), *w = (uint16_t *)calloc(nw, 2),
+           *y = (uint16_t *)calloc(ny, 2);
+  for (size_t i = 0; i < nx; i++)
+    mp_store(MP_FP16, x, i, draw(5));
+  for (size_t i = 0; i < nw; i++)
+    mp_store(MP_BF16, w, i, draw(5));
+  for (size_t i = 0; i < ny; i++)
+    mp_store(MP_FP16, y, i, draw(5));
+  cv.x = kind == MP_SHADOW_CONV_BWD_DATA ? NULL : x;
+  cv.wt = kind == MP_SHADOW_CONV_BWD_FILTER ? NULL : w;
+  cv.y = kind == MP_SHADOW_CONV_FWD ? NULL : y;
+  cv.alpha = 1;
+  mp_shadow_gemm host, shape, snap;
+  void *owned = NULL;
+  CHECK(mp_shadow_conv_gemm(&cv, &host, &owned) == 0, "conv kind %d: host gather", (int)kind);
+  CHECK(mp_shadow_conv_shape(&cv, &shape) == 0, "conv kind %d: shape", (int)kind);
+  size_t ba = (size_t)mpp_sh_copy_bytes(&shape, 0), bb = (size_t)mpp_sh_copy_bytes(&shape, 1);
+  CHECK(ba == (size_t)(host.m * host.k) * mp_dtype_size(host.a.dtype) &&
+            bb == (size_t)(host.k * host.n) * mp_dtype_size(host.b.dtype),
+        "conv kind %d: copy sizes %zu %zu", (int)kind, ba, bb);
+  void *dst[2] = {malloc(ba), malloc(bb)};
+  memset(dst[0], 0x5a, ba), memset(dst[1], 0x5a, bb); /* the zeros must be written */
+  mpp_sh_gather_params gp;
+  mpp_sh_gather_plan(&cv, &shape, dst, &gp, &snap);
+  simt_run(3, MPP_SH_BLOCK, [&gp] { mpp_shadow_gather(gp); });
+  CHECK(!memcmp(dst[0], host.a.data, ba), "conv kind %d nhwc %d flip %d: op(A) differs", (int)kind,
+        (int)nhwc, (int)flip);
+  CHECK(!memcmp(dst[1], host.b.data, bb), "conv kind %d nhwc %d flip %d: op(B) differs", (int)kind,
+        (int)nhwc, (int)flip);
+  CHECK(snap.a.data == dst[0] && snap.b.data == dst[1] && snap.a.ld == host.a.ld &&
+            snap.b.ld == host.b.ld && snap.b.trans == host.b.trans && snap.out == host.out,
+        "conv kind %d: the GEMM reading the gathered operands", (int)kind);
+  free(dst[0]), free(dst[1]), free(owned), free(x), free(w), free(y);
+}
+
 int main(void) {
   const config configs[] = {
       /* name, m n k batch, a b out, ta tb tf32, pad, broadcast_b, ptr_array, alpha, spread, special
@@ -345,6 +404,9 @@ int main(void) {
   };
   for (const config &c : configs)
     run_config(c);
+  for (int kind = MP_SHADOW_CONV_FWD; kind <= MP_SHADOW_CONV_BWD_FILTER; kind++)
+    for (int v = 0; v < 4; v++)
+      run_conv((mp_shadow_conv_kind)kind, v & 1, v & 2);
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

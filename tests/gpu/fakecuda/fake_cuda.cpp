@@ -201,11 +201,12 @@ static CUresult CUDAAPI f_library_load(CUlibrary *lib, const void *code, CUjit_o
   return CUDA_SUCCESS;
 }
 /* Kernel handles: 1 the scan kernel, then the shadow kernels. */
-enum { K_SCAN = 1, K_SH_COPY, K_SH_AMAX, K_SH_QUANT, K_SH_ERR };
+enum { K_SCAN = 1, K_SH_COPY, K_SH_GATHER, K_SH_AMAX, K_SH_QUANT, K_SH_ERR };
 static CUresult CUDAAPI f_library_kernel(CUkernel *k, CUlibrary, const char *name) {
   t_calls++;
   uintptr_t h = !strcmp(name, mpp_scan_kernel_name()) ? K_SCAN
                 : !strcmp(name, "mpp_shadow_copy")    ? K_SH_COPY
+                : !strcmp(name, "mpp_shadow_gather")  ? K_SH_GATHER
                 : !strcmp(name, "mpp_shadow_amax")    ? K_SH_AMAX
                 : !strcmp(name, "mpp_shadow_quant")   ? K_SH_QUANT
                 : !strcmp(name, "mpp_shadow_err")     ? K_SH_ERR
@@ -229,6 +230,9 @@ static CUresult shadow_launch(uintptr_t f, unsigned gx, unsigned gy, unsigned gz
   if (f == K_SH_COPY) {
     mpp_sh_copy_params p = *(const mpp_sh_copy_params *)args[0];
     on_stream(s, [gx, p] { simt_run(gx, MPP_SH_BLOCK, [&p] { mpp_shadow_copy(p); }); });
+  } else if (f == K_SH_GATHER) {
+    mpp_sh_gather_params p = *(const mpp_sh_gather_params *)args[0];
+    on_stream(s, [gx, p] { simt_run(gx, MPP_SH_BLOCK, [&p] { mpp_shadow_gather(p); }); });
   } else if (f == K_SH_AMAX) {
     mpp_sh_amax_params p = *(const mpp_sh_amax_params *)args[0];
     on_stream(s, [gx, p] { simt_run(gx, MPP_SH_BLOCK, [&p] { mpp_shadow_amax(p); }); });
