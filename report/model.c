@@ -21,29 +21,12 @@ void mpprof_site_free(mpprof_site *s) {
   mpprof_shadow_free(s->shadow);
   free(s->fp8);
   free(s->key);
-  free(s->layer);
   free(s->layer_name);
-  free(s->api);
-  free(s->op);
-  free(s->compute_type);
-  free(s->math_mode);
-  free(s->scale_type);
-  free(s->epilogue);
-  free(s->conv_math_type);
-  free(s->module_class);
-  for (size_t i = 0; i < s->n_not_scanned; i++)
-    free(s->not_scanned[i].name);
   free(s->not_scanned);
-  for (size_t i = 0; i < s->n_ranks; i++)
-    free(s->ranks[i].name);
   free(s->ranks);
-  for (size_t i = 0; i < s->n_tensors; i++) {
-    free(s->tensors[i].role);
+  for (size_t i = 0; i < s->n_tensors; i++)
     mpprof_cstats_free(&s->tensors[i].st);
-  }
   free(s->tensors);
-  for (size_t i = 0; i < s->n_kernels; i++)
-    free(s->kernels[i].name);
   free(s->kernels);
   memset(s, 0, sizeof *s);
 }
@@ -120,6 +103,7 @@ void mpprof_model_free(mpprof_model *m) {
   cJSON_Delete(m->tc.counters_notes);
   free(m->program);
   free(m->hash);
+  mpprof_strpool_free(&m->strings);
   mpprof_phase_rules_free(&m->phases);
   memset(m, 0, sizeof *m);
 }
@@ -193,8 +177,7 @@ static int merge_counts(mpprof_count **arr, size_t *n, const mpprof_count *src, 
       mpprof_count *na = realloc(*arr, (*n + 1) * sizeof *na);
       if (!na) return -1;
       *arr = na;
-      na[j].name = strdup(src[i].name);
-      if (!na[j].name) return -1;
+      na[j].name = src[i].name; /* interned */
       na[j].n = 0;
       (*n)++;
     }

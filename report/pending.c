@@ -165,13 +165,13 @@ static const char *get_s(rd *r) {
   return s;
 }
 
-static int get_counts(rd *r, mpprof_count **ret, size_t *ret_n) {
+static int get_counts(rd *r, mpprof_strpool *pool, mpprof_count **ret, size_t *ret_n) {
   size_t n = (size_t)get_u(r);
   if (!n) return 0;
   if (!(*ret = calloc(n, sizeof **ret))) return -1;
   for (; *ret_n < n; (*ret_n)++) {
     mpprof_count *c = &(*ret)[*ret_n];
-    if (!(c->name = strdup(get_s(r)))) return -1;
+    if (!(c->name = mpprof_intern(pool, get_s(r)))) return -1;
     c->n = get_u(r);
   }
   return 0;
@@ -223,7 +223,7 @@ static const char *read_kernel(rd *r, mpprof_kernel *k) {
   return name;
 }
 
-int mpprof_pending_unpack(mpprof_pending *pd, mpprof_site *ret) {
+int mpprof_pending_unpack(mpprof_pending *pd, mpprof_strpool *pool, mpprof_site *ret) {
   memset(ret, 0, sizeof *ret);
   rd r = {pd->bytes, pd->bytes + pd->len};
   ret->calls = get_u(&r);
@@ -240,15 +240,15 @@ int mpprof_pending_unpack(mpprof_pending *pd, mpprof_site *ret) {
       get_fp8(&r, &ret->fp8->scale[i]);
     get_fp8(&r, &ret->fp8->amax_d);
   }
-  if (get_counts(&r, &ret->not_scanned, &ret->n_not_scanned) ||
-      get_counts(&r, &ret->ranks, &ret->n_ranks))
+  if (get_counts(&r, pool, &ret->not_scanned, &ret->n_not_scanned) ||
+      get_counts(&r, pool, &ret->ranks, &ret->n_ranks))
     return -1;
   size_t nt = (size_t)get_u(&r);
   if (nt && !(ret->tensors = calloc(nt, sizeof *ret->tensors))) return -1;
   for (; ret->n_tensors < nt; ret->n_tensors++) {
     mpprof_role_stats *t = &ret->tensors[ret->n_tensors];
     t->st.nz_lo = 1; /* no bins until read: what mpprof_cstats_free expects */
-    if (!(t->role = strdup(get_s(&r))) || get_cstats(&r, &t->st)) {
+    if (!(t->role = mpprof_intern(pool, get_s(&r))) || get_cstats(&r, &t->st)) {
       ret->n_tensors++;
       return -1;
     }
@@ -257,7 +257,7 @@ int mpprof_pending_unpack(mpprof_pending *pd, mpprof_site *ret) {
   if (nk && !(ret->kernels = calloc(nk, sizeof *ret->kernels))) return -1;
   for (; ret->n_kernels < nk; ret->n_kernels++) {
     mpprof_kernel *k = &ret->kernels[ret->n_kernels];
-    if (!(k->name = strdup(read_kernel(&r, k)))) return -1;
+    if (!(k->name = mpprof_intern(pool, read_kernel(&r, k)))) return -1;
   }
   ret->shadow = pd->shadow; /* taken over */
   pd->shadow = NULL;

@@ -26,6 +26,25 @@
 #include "analysis/tc_eligibility.h"
 #include "analysis/verdict.h"
 
+/* ---- interned strings ---- */
+
+/* The model's strings that repeat from site to site (API and op names,
+ * types, layer paths, roles, kernel and rank names): each held once, in
+ * blocks freed together with the pool (at 100k sites a dozen malloc'd copies
+ * a site were some 40 MB). Pointers stay valid until mpprof_strpool_free. */
+typedef struct mpprof_strpool {
+  const char **slot; /* open addressing, NULL empty; load at most one half */
+  size_t cap, n;
+  char *block; /* newest block; each starts with the pointer to the one before */
+  size_t used, room;
+} mpprof_strpool;
+/* The pooled copy of s (its first n bytes, no NUL inside); NULL when out
+ * of memory. */
+const char *mpprof_intern_n(mpprof_strpool *p, const char *s, size_t n);
+/* The pooled copy of s; NULL when s is NULL or out of memory. */
+const char *mpprof_intern(mpprof_strpool *p, const char *s);
+void mpprof_strpool_free(mpprof_strpool *p);
+
 /* ---- compact stats ---- */
 
 /* A cuBLASLt FP8 scalar over a site's calls (analysis/raw_format.h MP_RAW_FP8_VALUE). */
@@ -139,7 +158,7 @@ typedef struct mpprof_process {
 } mpprof_process;
 
 typedef struct mpprof_kernel {
-  char *name;
+  const char *name; /* interned (the model's strings) */
   uint64_t count;
   uint64_t gpu_ns;
   int counters_tc;      /* -1: not measured; 0/1 from --tc-counters */
@@ -150,12 +169,12 @@ typedef struct mpprof_kernel {
 } mpprof_kernel;
 
 typedef struct mpprof_role_stats {
-  char *role; /* "A", "D", "x", ... */
+  const char *role; /* "A", "D", "x", ... (interned) */
   mpprof_cstats st;
 } mpprof_role_stats;
 
 typedef struct mpprof_count {
-  char *name;
+  const char *name; /* interned */
   uint64_t n;
 } mpprof_count;
 
@@ -175,15 +194,16 @@ typedef struct mpprof_shadow {
 } mpprof_shadow;
 
 typedef struct mpprof_site {
-  char *key;        /* identity: the site's non-merged fields as a key-sorted JSON object */
-  char *layer;      /* raw NVTX path */
-  char *layer_name; /* the layer it belongs to: path without phase markers (set by finish) */
+  char *key; /* identity: the site's non-merged fields as a key-sorted JSON object */
+  /* The strings but key and layer_name are interned (the model's strings). */
+  const char *layer; /* raw NVTX path */
+  char *layer_name;  /* the layer it belongs to: path without phase markers (set by finish) */
   /* Raw "module_class" (a framework scope's module) or NULL, and raw "phase"
    * (a framework scope's, as an mpprof_phase; 0: none, from the path's words). */
-  char *module_class;
+  const char *module_class;
   int scope_phase;
-  char *api, *op;
-  char *compute_type, *math_mode, *scale_type, *epilogue;
+  const char *api, *op;
+  const char *compute_type, *math_mode, *scale_type, *epilogue;
   struct {
     char role[8];
     mp_dtype dtype;
@@ -192,7 +212,7 @@ typedef struct mpprof_site {
   double loss_scale; /* declared loss scale in force for its calls; 0: none declared */
   uint64_t m, n, k, batch, lda, ldb, ldc, ldd;
   char transa, transb; /* 0: not a GEMM */
-  char *conv_math_type;
+  const char *conv_math_type;
   unsigned fp8_scales; /* bit i: row i of MP_RAW_FP8_SCALES */
   bool has_conv;
   int64_t conv[7]; /* n c h w k r s */
@@ -428,6 +448,7 @@ typedef struct mpprof_model {
   char *program;
   uint64_t total_calls, total_gpu_ns;
   bool has_gpu_ns;
+  mpprof_strpool strings; /* the sites' interned strings */
   /* site key -> index hash */
   size_t *hash;
   size_t hash_cap;
@@ -483,8 +504,8 @@ int mpprof_model_finish(mpprof_model *m);
  * caller; *ret_len: the value's length), 0 when the text is anything else
  * (read it with cJSON and mpprof_stats_from_json, which accepts it or says
  * what is wrong), -1 out of memory. */
-int mpprof_tensors_scan(const char *p, size_t n, mpprof_role_stats **ret, size_t *ret_n,
-                        size_t *ret_len);
+int mpprof_tensors_scan(mpprof_strpool *pool, const char *p, size_t n, mpprof_role_stats **ret,
+                        size_t *ret_n, size_t *ret_len);
 
 /* raw_reader.c: read every .json file in dir/raw into the model; warnings on
  * warn (may be NULL). 0, or -1 with ret_error set (may be NULL). */
@@ -657,7 +678,7 @@ int mpprof_pending_pack(mpprof_site *s, mpprof_tb *scratch, mpprof_pending *ret)
 /* *ret = a site holding only the merged fields of pd (its shadow taken
  * over), for mpprof_model_merge_site. 0 or -1 (memory; *ret is then still
  * for mpprof_site_free). */
-int mpprof_pending_unpack(mpprof_pending *pd, mpprof_site *ret);
+int mpprof_pending_unpack(mpprof_pending *pd, mpprof_strpool *pool, mpprof_site *ret);
 /* The name of kernel k (k < pd->n_kernels), inside pd's bytes. */
 const char *mpprof_pending_kernel_name(const mpprof_pending *pd, size_t k);
 void mpprof_pending_free(mpprof_pending *pd); /* NULL-safe contents; pd zeroed */

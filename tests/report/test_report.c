@@ -150,14 +150,14 @@ static void a_packed_merging_site_unpacks_to_the_same_merged_fields(void **state
   s.fp8->amax_d = (mpprof_fp8_value){.unread = 2};
   s.n_ranks = 2;
   s.ranks = calloc(2, sizeof *s.ranks);
-  s.ranks[0] = (mpprof_count){strdup("0"), 5};
-  s.ranks[1] = (mpprof_count){strdup("node02:200"), UINT64_MAX};
+  s.ranks[0] = (mpprof_count){"0", 5};
+  s.ranks[1] = (mpprof_count){"node02:200", UINT64_MAX};
   s.n_not_scanned = 1;
   s.not_scanned = calloc(1, sizeof *s.not_scanned);
-  s.not_scanned[0] = (mpprof_count){strdup("sampled_out"), 2};
+  s.not_scanned[0] = (mpprof_count){"sampled_out", 2};
   s.n_tensors = 2;
   s.tensors = calloc(2, sizeof *s.tensors);
-  s.tensors[0].role = strdup("A");
+  s.tensors[0].role = "A";
   s.tensors[0].st = (mpprof_cstats){.dtype = MP_FP16,
                                     .hist_lo = -24,
                                     .hist_hi = 15,
@@ -175,7 +175,7 @@ static void a_packed_merging_site_unpacks_to_the_same_merged_fields(void **state
   s.tensors[0].st.bins = calloc(3, sizeof(uint64_t));
   s.tensors[0].st.bins[0] = 6;
   s.tensors[0].st.bins[2] = 1;
-  s.tensors[1].role = strdup("D");
+  s.tensors[1].role = "D";
   s.tensors[1].st = (mpprof_cstats){.dtype = MP_FP32,
                                     .count = 4,
                                     .zeros = 4,
@@ -187,9 +187,8 @@ static void a_packed_merging_site_unpacks_to_the_same_merged_fields(void **state
                                     .nz_hi = 0};
   s.n_kernels = 2;
   s.kernels = calloc(2, sizeof *s.kernels);
-  s.kernels[0] =
-      (mpprof_kernel){.name = strdup("k_first"), .count = 2, .gpu_ns = 9, .counters_tc = -1};
-  s.kernels[1] = (mpprof_kernel){.name = strdup("k_second"),
+  s.kernels[0] = (mpprof_kernel){.name = "k_first", .count = 2, .gpu_ns = 9, .counters_tc = -1};
+  s.kernels[1] = (mpprof_kernel){.name = "k_second",
                                  .count = 1,
                                  .counters_tc = 1,
                                  .tc_profiled = 1,
@@ -201,7 +200,8 @@ static void a_packed_merging_site_unpacks_to_the_same_merged_fields(void **state
   assert_int_equal(pd.n_kernels, 2);
   assert_string_equal(mpprof_pending_kernel_name(&pd, 1), "k_second");
   mpprof_site u;
-  assert_int_equal(mpprof_pending_unpack(&pd, &u), 0);
+  mpprof_strpool pool = {0};
+  assert_int_equal(mpprof_pending_unpack(&pd, &pool, &u), 0);
   assert_true(u.calls == s.calls && u.scanned_calls == 7 && u.autotune_calls == 3);
   assert_true(u.has_gpu_ns && u.gpu_ns == s.gpu_ns && u.ptr_align == 256);
   assert_true(u.cc_major == 9 && u.cc_minor == 0);
@@ -234,6 +234,7 @@ static void a_packed_merging_site_unpacks_to_the_same_merged_fields(void **state
   mpprof_site_free(&u);
   mpprof_pending_free(&pd);
   mpprof_site_free(&s);
+  mpprof_strpool_free(&pool);
   free(scratch.p);
 }
 
