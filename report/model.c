@@ -20,6 +20,7 @@ void mpprof_site_free(mpprof_site *s) {
   if (!s) return;
   mpprof_shadow_free(s->shadow);
   free(s->fp8);
+  free(s->conv);
   free(s->key);
   free(s->layer_name);
   free(s->not_scanned);

@@ -647,17 +647,19 @@ static void parse_types(const cJSON *o, mpprof_site *s) {
   }
 }
 
-static void parse_conv(const cJSON *o, mpprof_site *s) {
-  if (!cJSON_IsObject(o)) return;
+/* 0, or -1 (memory). */
+static int parse_conv(const cJSON *o, mpprof_site *s) {
+  if (!cJSON_IsObject(o)) return 0;
   const char *const keys[] = {MP_RK_CONV.n, MP_RK_CONV.c, MP_RK_CONV.h, MP_RK_CONV.w,
                               MP_RK_CONV.k, MP_RK_CONV.r, MP_RK_CONV.s};
-  s->has_conv = true;
+  mpprof_conv *cv = s->conv = calloc(1, sizeof *s->conv);
+  if (!cv) return -1;
   /* Implausible dimensions (negative, >= 2^24) count as unknown (0). */
   for (int i = 0; i < 7; i++)
-    if (!get_i64(o, keys[i], &s->conv[i]) || s->conv[i] < 0 || s->conv[i] >= (1 << 24))
-      s->conv[i] = 0;
+    if (!get_i64(o, keys[i], &cv->dims[i]) || cv->dims[i] < 0 || cv->dims[i] >= (1 << 24))
+      cv->dims[i] = 0;
   const char *const pk[] = {MP_RK_CONV.pad, MP_RK_CONV.stride, MP_RK_CONV.dilation};
-  int64_t *dst[] = {s->pad, s->stride, s->dil};
+  int64_t *dst[] = {cv->pad, cv->stride, cv->dil};
   for (int i = 0; i < 3; i++) {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, pk[i]);
     for (int j = 0; j < 2; j++) {
@@ -666,6 +668,7 @@ static void parse_conv(const cJSON *o, mpprof_site *s) {
       dst[i][j] = d >= 0 && d < (1 << 24) ? (int64_t)d : (i == 0 ? 0 : 1);
     }
   }
+  return 0;
 }
 
 static char trans_of(const cJSON *v) {
@@ -779,7 +782,7 @@ static int site_from_json(cJSON *o, const mpprof_process *p, mpprof_model *m, mp
   s->transb = trans_of(M(MP_RK_SITE.transb));
   s->fp8_scales = fp8_scales_of(M(MP_RK_SITE.fp8_scales));
   parse_types(M(MP_RK_SITE.types), s);
-  parse_conv(M(MP_RK_SITE.conv), s);
+  if (parse_conv(M(MP_RK_SITE.conv), s)) return -1;
   uint64_t align = 0;
   if (u64_of(M(MP_RK_SITE.ptr_align), &align)) s->ptr_align = align > 4096 ? 4096 : (unsigned)align;
   const cJSON *sv = M(MP_RK_SITE.fp8_scale_values);

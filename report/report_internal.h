@@ -193,6 +193,20 @@ typedef struct mpprof_shadow {
   mpprof_shadow_cand cand[MP_SH_COUNT];
 } mpprof_shadow;
 
+/* A convolution's dimensions, out of the site record (most sites are GEMMs). */
+typedef struct mpprof_conv {
+  int64_t dims[7]; /* n c h w k r s */
+  int64_t pad[2], stride[2], dil[2];
+} mpprof_conv;
+
+/* What mp_tc_eligible says of a site, with its reason interned (the
+ * model's strings) instead of a 160-byte buffer in every site record. */
+typedef struct mpprof_site_elig {
+  bool eligible, efficient, tf32, eligible_with_tf32; /* mp_tc_eligibility's */
+  const char *reason; /* never NULL once the Tensor Core pass ran: "" when none */
+  const char *path;   /* static, or NULL */
+} mpprof_site_elig;
+
 typedef struct mpprof_site {
   char *key; /* identity: the site's non-merged fields as a key-sorted JSON object */
   /* The strings but key and layer_name are interned (the model's strings). */
@@ -214,9 +228,7 @@ typedef struct mpprof_site {
   char transa, transb; /* 0: not a GEMM */
   const char *conv_math_type;
   unsigned fp8_scales; /* bit i: row i of MP_RAW_FP8_SCALES */
-  bool has_conv;
-  int64_t conv[7]; /* n c h w k r s */
-  int64_t pad[2], stride[2], dil[2];
+  mpprof_conv *conv;   /* owned; NULL: not a convolution */
 
   /* merged */
   uint64_t calls, scanned_calls, autotune_calls;
@@ -239,7 +251,7 @@ typedef struct mpprof_site {
   size_t id;        /* report-wide id (index in model.sites after sorting) */
   size_t layer_idx; /* index in model.layers */
   mpprof_phase phase;
-  mp_tc_eligibility elig;
+  mpprof_site_elig elig;
   bool elig_known; /* a GEMM/conv with decodable dtypes */
   int tc_used;     /* -1 unknown, 0, 1 */
   mp_tc_source tc_source;
@@ -529,7 +541,7 @@ double mpprof_shadow_max_rel(const mpprof_model *m);
 const char *mpprof_fp8_recipe_name(int r);
 cJSON *mpprof_shadow_json(const mpprof_shadow *s, const mpprof_layer *l); /* l: layer extras */
 /* tensor_cores.c */
-void mpprof_tensor_cores(mpprof_model *m);
+int mpprof_tensor_cores(mpprof_model *m); /* 0 or -1 (memory) */
 /* findings.c: one rule per finding kind (see the table there). */
 int mpprof_build_findings(mpprof_model *m);
 typedef struct mpprof_finding_rule {

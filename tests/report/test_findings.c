@@ -413,7 +413,7 @@ static void tensor_cores_inefficient(void **state) {
   s->tc_used = 1;
   assert_int_equal(run(&m, "tensor_cores_inefficient"), 0);
   s->elig.efficient = false;
-  strcpy(s->elig.reason, "k=7 is not a multiple of 8");
+  s->elig.reason = "k=7 is not a multiple of 8";
   assert_int_equal(run(&m, "tensor_cores_inefficient"), 1);
   assert_non_null(strstr(m.findings[0].message, "k=7 is not a multiple of 8"));
   mpprof_model_free(&m);
