@@ -25,9 +25,8 @@ void mpprof_site_free(mpprof_site *s) {
   free(s->layer_name);
   free(s->not_scanned);
   free(s->ranks);
-  for (size_t i = 0; i < s->n_tensors; i++)
-    mpprof_cstats_free(&s->tensors[i].st);
-  free(s->tensors);
+  mpprof_role_stats_free(s->tensors, s->n_tensors);
+  free(s->tpack);
   free(s->kernels);
   memset(s, 0, sizeof *s);
 }
@@ -105,6 +104,7 @@ void mpprof_model_free(mpprof_model *m) {
   free(m->program);
   free(m->hash);
   mpprof_strpool_free(&m->strings);
+  free(m->pack.p);
   mpprof_phase_rules_free(&m->phases);
   memset(m, 0, sizeof *m);
 }
@@ -256,7 +256,9 @@ static int merge_kernels(mpprof_site *d, mpprof_site *s) {
   return 0;
 }
 
-static int merge_into(mpprof_site *d, mpprof_site *s) {
+/* d: a site of m, its tensors packed again after the merge. */
+static int merge_into(mpprof_model *m, mpprof_site *d, mpprof_site *s) {
+  if (mpprof_site_unpack_tensors(d) || mpprof_site_unpack_tensors(s)) return -1;
   d->calls += s->calls;
   d->scanned_calls += s->scanned_calls;
   d->autotune_calls += s->autotune_calls;
@@ -297,7 +299,7 @@ static int merge_into(mpprof_site *d, mpprof_site *s) {
     d->cc_major = s->cc_major;
     d->cc_minor = s->cc_minor;
   }
-  return 0;
+  return mpprof_site_pack_tensors(d, &m->pack);
 }
 
 const mpprof_fp8_values *mpprof_site_fp8(const mpprof_site *s) {
@@ -312,7 +314,7 @@ size_t mpprof_model_find_site(const mpprof_model *m, const char *key) {
 }
 
 int mpprof_model_merge_site(mpprof_model *m, size_t idx, mpprof_site *s) {
-  int rc = merge_into(&m->sites[idx], s);
+  int rc = merge_into(m, &m->sites[idx], s);
   mpprof_site_free(s);
   return rc;
 }
@@ -349,12 +351,12 @@ int mpprof_model_add_site(mpprof_model *m, mpprof_site *s, size_t *ret_idx) {
   size_t slot = hash_slot(m, s->key);
   if (m->hash[slot]) {
     size_t idx = m->hash[slot] - 1;
-    int rc = merge_into(&m->sites[idx], s);
+    int rc = merge_into(m, &m->sites[idx], s);
     mpprof_site_free(s);
     *ret_idx = idx;
     return rc;
   }
-  if (reserve(m, m->n_sites + 1)) return -1;
+  if (reserve(m, m->n_sites + 1) || mpprof_site_pack_tensors(s, &m->pack)) return -1;
   m->sites[m->n_sites] = *s;
   memset(s, 0, sizeof *s);
   m->hash[slot] = m->n_sites + 1;
@@ -387,8 +389,12 @@ int mpprof_model_finish(mpprof_model *m) {
     }
     if (!s->layer_name) return -1;
     s->elements = 0;
+    const mpprof_role_stats *ts;
+    bool owned;
+    if (mpprof_site_tensors(s, &ts, &owned)) return -1;
     for (size_t t = 0; t < s->n_tensors; t++)
-      s->elements += s->tensors[t].st.count;
+      s->elements += ts[t].st.count;
+    if (owned) mpprof_role_stats_free((mpprof_role_stats *)ts, s->n_tensors);
   }
   /* Sort pointers, renumber events by the old index, then move the sites
    * in place along the permutation's cycles (no second array of them). */

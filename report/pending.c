@@ -280,3 +280,77 @@ void mpprof_pending_free(mpprof_pending *pd) {
   mpprof_shadow_free(pd->shadow);
   memset(pd, 0, sizeof *pd);
 }
+
+/* ---- a model site's tensors ---- */
+
+/* The records as pending keeps them, each role as its interned pointer. */
+int mpprof_site_pack_tensors(mpprof_site *s, mpprof_tb *scratch) {
+  if (s->tpack || !s->tensors) return 0;
+  if (!s->n_tensors) { /* an empty record array: nothing to keep */
+    free(s->tensors);
+    s->tensors = NULL;
+    return 0;
+  }
+  mpprof_tb b = *scratch;
+  b.n = 0;
+  for (size_t i = 0; i < s->n_tensors; i++) {
+    mpprof_tb_put(&b, (const char *)&s->tensors[i].role, sizeof s->tensors[i].role);
+    put_cstats(&b, &s->tensors[i].st);
+  }
+  *scratch = b;
+  unsigned char *p = b.oom ? NULL : malloc(b.n ? b.n : 1);
+  if (!p) return -1;
+  memcpy(p, b.p, b.n);
+  mpprof_role_stats_free(s->tensors, s->n_tensors);
+  s->tensors = NULL;
+  s->tpack = p;
+  s->tpack_len = b.n;
+  return 0;
+}
+
+static int unpack_tensors(const mpprof_site *s, mpprof_role_stats **ret) {
+  mpprof_role_stats *t = calloc(s->n_tensors ? s->n_tensors : 1, sizeof *t);
+  if (!t) return -1;
+  rd r = {s->tpack, s->tpack + s->tpack_len};
+  for (size_t i = 0; i < s->n_tensors; i++) {
+    memcpy(&t[i].role, r.p, sizeof t[i].role);
+    r.p += sizeof t[i].role;
+    t[i].st.nz_lo = 1; /* no bins until read: what mpprof_cstats_free expects */
+    if (get_cstats(&r, &t[i].st)) {
+      mpprof_role_stats_free(t, i + 1);
+      return -1;
+    }
+  }
+  *ret = t;
+  return 0;
+}
+
+int mpprof_site_unpack_tensors(mpprof_site *s) {
+  if (!s->tpack) return 0;
+  mpprof_role_stats *t;
+  if (unpack_tensors(s, &t)) return -1;
+  free(s->tpack);
+  s->tpack = NULL;
+  s->tpack_len = 0;
+  s->tensors = t;
+  return 0;
+}
+
+int mpprof_site_tensors(const mpprof_site *s, const mpprof_role_stats **ret, bool *ret_owned) {
+  *ret_owned = s->tpack != NULL;
+  if (!s->tpack) {
+    *ret = s->tensors;
+    return 0;
+  }
+  mpprof_role_stats *t;
+  if (unpack_tensors(s, &t)) return -1;
+  *ret = t;
+  return 0;
+}
+
+void mpprof_role_stats_free(mpprof_role_stats *t, size_t n) {
+  if (!t) return;
+  for (size_t i = 0; i < n; i++)
+    mpprof_cstats_free(&t[i].st);
+  free(t);
+}

@@ -1215,7 +1215,8 @@ static int parse_file(walk *w, const char *path, mpprof_model *m, mpprof_process
     }
     p->calls += cur.calls;
     if (into[i] == SIZE_MAX) {
-      if ((at[i] = mpprof_model_stage(m, n_new)) == SIZE_MAX) {
+      if (mpprof_site_pack_tensors(&cur, &w->pack) ||
+          (at[i] = mpprof_model_stage(m, n_new)) == SIZE_MAX) {
         mpprof_site_free(&cur);
         return -1;
       }

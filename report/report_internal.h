@@ -26,6 +26,13 @@
 #include "analysis/tc_eligibility.h"
 #include "analysis/verdict.h"
 
+/* Bytes built in memory: JSON text (mpprof_tb_* below), packed records. */
+typedef struct mpprof_tb {
+  char *p;
+  size_t n, cap;
+  bool oom;
+} mpprof_tb;
+
 /* ---- interned strings ---- */
 
 /* The model's strings that repeat from site to site (API and op names,
@@ -236,8 +243,14 @@ typedef struct mpprof_site {
   size_t n_not_scanned;
   mpprof_count *ranks;
   size_t n_ranks;
+  /* A site of the model (staged or added) keeps its tensors packed (tpack,
+   * some 300 bytes instead of 1.3 KB of records and histograms; pending.c),
+   * tensors NULL; a site being parsed or merged has the records. n_tensors
+   * counts them either way. Read them with mpprof_site_tensors. */
   mpprof_role_stats *tensors;
   size_t n_tensors;
+  unsigned char *tpack;
+  size_t tpack_len;
   bool has_gpu_ns;
   uint64_t gpu_ns;
   mpprof_kernel *kernels;
@@ -461,6 +474,7 @@ typedef struct mpprof_model {
   uint64_t total_calls, total_gpu_ns;
   bool has_gpu_ns;
   mpprof_strpool strings; /* the sites' interned strings */
+  mpprof_tb pack;         /* scratch of mpprof_site_pack_tensors */
   /* site key -> index hash */
   size_t *hash;
   size_t hash_cap;
@@ -647,15 +661,11 @@ bool mpprof_json_arena_begin(void);
 void mpprof_json_arena_end(void);
 void mpprof_json_arena_release(void); /* frees the arena (after end) */
 
-/* util.c: JSON text built in memory, spelled as cJSON_PrintUnformatted
- * spells it, for the parts of report.json too many to build as cJSON trees
- * (kernel lists, a site's stats). Starts zeroed; oom set when a write
- * failed (later writes do nothing); p is NUL-terminated, the caller frees it. */
-typedef struct mpprof_tb {
-  char *p;
-  size_t n, cap;
-  bool oom;
-} mpprof_tb;
+/* util.c: mpprof_tb (defined above) as JSON text built in memory, spelled as
+ * cJSON_PrintUnformatted spells it, for the parts of report.json too many to
+ * build as cJSON trees (kernel lists, a site's stats). Starts zeroed; oom set
+ * when a write failed (later writes do nothing); p is NUL-terminated, the
+ * caller frees it. */
 /* Room for len more bytes and a NUL; false when out of memory (oom set). */
 bool mpprof_tb_room(mpprof_tb *b, size_t len);
 static inline void mpprof_tb_put(mpprof_tb *b, const char *s, size_t len) {
@@ -694,6 +704,15 @@ int mpprof_pending_unpack(mpprof_pending *pd, mpprof_strpool *pool, mpprof_site 
 /* The name of kernel k (k < pd->n_kernels), inside pd's bytes. */
 const char *mpprof_pending_kernel_name(const mpprof_pending *pd, size_t k);
 void mpprof_pending_free(mpprof_pending *pd); /* NULL-safe contents; pd zeroed */
+/* pending.c: s's tensor records packed into s->tpack (records freed);
+ * nothing when packed already or none. scratch as for pending_pack. 0 or -1. */
+int mpprof_site_pack_tensors(mpprof_site *s, mpprof_tb *scratch);
+/* s's packed tensors back into records (s->tensors). 0 or -1. */
+int mpprof_site_unpack_tensors(mpprof_site *s);
+/* s's n_tensors records: its own (*ret_owned false), or unpacked for the
+ * caller to free with mpprof_role_stats_free. 0 or -1 (memory). */
+int mpprof_site_tensors(const mpprof_site *s, const mpprof_role_stats **ret, bool *ret_owned);
+void mpprof_role_stats_free(mpprof_role_stats *t, size_t n); /* and t itself; NULL-safe */
 
 /* util */
 /* Text for a terminal: control characters (C0 but newline, DEL, C1) escaped

@@ -431,10 +431,14 @@ static void check_site_counter(const char *k, const cJSON *site, const mpprof_si
     assert_string_equal(s->not_scanned[0].name, "sampled_out");
     assert_int_equal(s->not_scanned[0].n, num(v, "sampled_out"));
   } else if (!strcmp(k, MP_RK_SITE.tensors)) {
+    const mpprof_role_stats *ts;
+    bool owned;
     assert_int_equal(s->n_tensors, 2);
-    assert_string_equal(s->tensors[0].role, "A");
-    assert_int_equal(s->tensors[0].st.count, 16);
-    assert_int_equal(s->tensors[1].st.zeros, 1);
+    assert_int_equal(mpprof_site_tensors(s, &ts, &owned), 0);
+    assert_string_equal(ts[0].role, "A");
+    assert_int_equal(ts[0].st.count, 16);
+    assert_int_equal(ts[1].st.zeros, 1);
+    if (owned) mpprof_role_stats_free((mpprof_role_stats *)ts, s->n_tensors);
   } else if (!strcmp(k, MP_RK_SITE.gpu_ns)) {
     assert_true(s->has_gpu_ns);
     assert_int_equal(s->gpu_ns, 1500);
