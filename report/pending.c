@@ -3,6 +3,7 @@
  * packed into one block of bytes while the rest of its file is validated.
  * As an mpprof_site with its tensor, kernel and count records that was some
  * 2.5 KB a site in 30 small blocks; packed it is a few hundred bytes in one.
+ * The model's own sites keep their tensors packed the same way.
  *
  * The bytes: counts as LEB128 varints (signed ones zigzagged), doubles as
  * their 8 bytes, strings NUL-terminated; in the order pack writes them. They

@@ -3,8 +3,9 @@
  * and findings. Not a public interface (report.h is).
  *
  * Memory is linear in sites: a site keeps its stats in compact form (the
- * exponent histogram only over its non-zero span) and expands them into a
- * scratch mp_stats only while merging or advising. */
+ * exponent histogram only over its non-zero span), packed into bytes while
+ * the model holds it (mpprof_site_pack_tensors), and expands them only while
+ * merging, advising or writing it. */
 #ifndef MPPROF_REPORT_REPORT_INTERNAL_H
 #define MPPROF_REPORT_REPORT_INTERNAL_H
 
