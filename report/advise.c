@@ -84,40 +84,52 @@ static mpprof_layer_tensor *layer_tensor(mpprof_layer *l, const mpprof_site *s, 
   return t;
 }
 
+/* Merge one site's tensors ts into the layer's per phase.role tensors. */
+static int collect_site(mpprof_layer *l, const mpprof_site *s, const mpprof_role_stats *ts,
+                        mp_stats scratch[2]) {
+  for (size_t r = 0; r < s->n_tensors; r++) {
+    bool first;
+    mpprof_layer_tensor *t = layer_tensor(l, s, ts[r].role, &first);
+    if (!t) return -1;
+    const mpprof_cstats *src = &ts[r].st;
+    t->scanned_calls += s->scanned_calls;
+    if (s->loss_scale > 0) { /* the scale backward tensors were taken at */
+      if (t->scale_min == 0 || s->loss_scale < t->scale_min) t->scale_min = s->loss_scale;
+      if (s->loss_scale > t->scale_max) t->scale_max = s->loss_scale;
+    } else {
+      t->scale_undeclared = true;
+    }
+    if (t->cls != MP_TCLASS_GRADIENT) {
+      if (add_stats(&t->st, first, src)) return -1;
+      continue;
+    }
+    if (add_stats(&t->at_scale, first, src)) return -1;
+    if (s->loss_scale <= 0 || s->loss_scale == 1) {
+      if (add_stats(&t->st, first, src)) return -1;
+      continue;
+    }
+    mpprof_cstats u = {.nz_lo = 1};
+    bool exact, casts_estimate;
+    int rc = unscaled(s, src, &u, &exact, &casts_estimate, scratch);
+    if (!rc) rc = add_stats(&t->st, first, &u);
+    mpprof_cstats_free(&u);
+    if (rc) return -1;
+    if (!exact) t->unscale_estimate = true;
+    if (casts_estimate) t->casts_estimate = true;
+  }
+  return 0;
+}
+
 /* Merge the layer's site tensors into per phase.role tensors. */
 static int collect_tensors(mpprof_model *m, mpprof_layer *l, mp_stats scratch[2]) {
   for (size_t i = 0; i < l->n_sites; i++) {
     const mpprof_site *s = &m->sites[l->first_site + i];
-    for (size_t r = 0; r < s->n_tensors; r++) {
-      bool first;
-      mpprof_layer_tensor *t = layer_tensor(l, s, s->tensors[r].role, &first);
-      if (!t) return -1;
-      const mpprof_cstats *src = &s->tensors[r].st;
-      t->scanned_calls += s->scanned_calls;
-      if (s->loss_scale > 0) { /* the scale backward tensors were taken at */
-        if (t->scale_min == 0 || s->loss_scale < t->scale_min) t->scale_min = s->loss_scale;
-        if (s->loss_scale > t->scale_max) t->scale_max = s->loss_scale;
-      } else {
-        t->scale_undeclared = true;
-      }
-      if (t->cls != MP_TCLASS_GRADIENT) {
-        if (add_stats(&t->st, first, src)) return -1;
-        continue;
-      }
-      if (add_stats(&t->at_scale, first, src)) return -1;
-      if (s->loss_scale <= 0 || s->loss_scale == 1) {
-        if (add_stats(&t->st, first, src)) return -1;
-        continue;
-      }
-      mpprof_cstats u = {.nz_lo = 1};
-      bool exact, casts_estimate;
-      int rc = unscaled(s, src, &u, &exact, &casts_estimate, scratch);
-      if (!rc) rc = add_stats(&t->st, first, &u);
-      mpprof_cstats_free(&u);
-      if (rc) return -1;
-      if (!exact) t->unscale_estimate = true;
-      if (casts_estimate) t->casts_estimate = true;
-    }
+    const mpprof_role_stats *ts;
+    bool owned;
+    if (mpprof_site_tensors(s, &ts, &owned)) return -1;
+    int rc = collect_site(l, s, ts, scratch);
+    if (owned) mpprof_role_stats_free((mpprof_role_stats *)ts, s->n_tensors);
+    if (rc) return -1;
   }
   return 0;
 }

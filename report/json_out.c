@@ -162,13 +162,20 @@ static cJSON *tb_raw(mpprof_tb *b) {
 /* The stats from the compact records (no cJSON tree and no expanded record
  * per tensor: most of a site's text). */
 static void tensors_text(mpprof_tb *b, const mpprof_site *s) {
+  const mpprof_role_stats *ts;
+  bool owned;
+  if (mpprof_site_tensors(s, &ts, &owned)) {
+    b->oom = true;
+    return;
+  }
   for (size_t i = 0; i < s->n_tensors; i++) {
     mpprof_tb_put(b, i ? "," : "{", 1);
-    mpprof_tb_json_str(b, s->tensors[i].role);
+    mpprof_tb_json_str(b, ts[i].role);
     mpprof_tb_put(b, ":", 1);
-    mpprof_tb_cstats(b, &s->tensors[i].st);
+    mpprof_tb_cstats(b, &ts[i].st);
   }
   mpprof_tb_cstr(b, s->n_tensors ? "}" : "{}");
+  if (owned) mpprof_role_stats_free((mpprof_role_stats *)ts, s->n_tensors);
 }
 
 static void kernels_text(mpprof_tb *b, const mpprof_site *s) {

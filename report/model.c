@@ -20,30 +20,13 @@ void mpprof_site_free(mpprof_site *s) {
   if (!s) return;
   mpprof_shadow_free(s->shadow);
   free(s->fp8);
+  free(s->conv);
   free(s->key);
-  free(s->layer);
   free(s->layer_name);
-  free(s->api);
-  free(s->op);
-  free(s->compute_type);
-  free(s->math_mode);
-  free(s->scale_type);
-  free(s->epilogue);
-  free(s->conv_math_type);
-  free(s->module_class);
-  for (size_t i = 0; i < s->n_not_scanned; i++)
-    free(s->not_scanned[i].name);
   free(s->not_scanned);
-  for (size_t i = 0; i < s->n_ranks; i++)
-    free(s->ranks[i].name);
   free(s->ranks);
-  for (size_t i = 0; i < s->n_tensors; i++) {
-    free(s->tensors[i].role);
-    mpprof_cstats_free(&s->tensors[i].st);
-  }
-  free(s->tensors);
-  for (size_t i = 0; i < s->n_kernels; i++)
-    free(s->kernels[i].name);
+  mpprof_role_stats_free(s->tensors, s->n_tensors);
+  free(s->tpack);
   free(s->kernels);
   memset(s, 0, sizeof *s);
 }
@@ -120,6 +103,8 @@ void mpprof_model_free(mpprof_model *m) {
   cJSON_Delete(m->tc.counters_notes);
   free(m->program);
   free(m->hash);
+  mpprof_strpool_free(&m->strings);
+  free(m->pack.p);
   mpprof_phase_rules_free(&m->phases);
   memset(m, 0, sizeof *m);
 }
@@ -193,8 +178,7 @@ static int merge_counts(mpprof_count **arr, size_t *n, const mpprof_count *src, 
       mpprof_count *na = realloc(*arr, (*n + 1) * sizeof *na);
       if (!na) return -1;
       *arr = na;
-      na[j].name = strdup(src[i].name);
-      if (!na[j].name) return -1;
+      na[j].name = src[i].name; /* interned */
       na[j].n = 0;
       (*n)++;
     }
@@ -272,7 +256,9 @@ static int merge_kernels(mpprof_site *d, mpprof_site *s) {
   return 0;
 }
 
-static int merge_into(mpprof_site *d, mpprof_site *s) {
+/* d: a site of m, its tensors packed again after the merge. */
+static int merge_into(mpprof_model *m, mpprof_site *d, mpprof_site *s) {
+  if (mpprof_site_unpack_tensors(d) || mpprof_site_unpack_tensors(s)) return -1;
   d->calls += s->calls;
   d->scanned_calls += s->scanned_calls;
   d->autotune_calls += s->autotune_calls;
@@ -313,7 +299,7 @@ static int merge_into(mpprof_site *d, mpprof_site *s) {
     d->cc_major = s->cc_major;
     d->cc_minor = s->cc_minor;
   }
-  return 0;
+  return mpprof_site_pack_tensors(d, &m->pack);
 }
 
 const mpprof_fp8_values *mpprof_site_fp8(const mpprof_site *s) {
@@ -328,7 +314,7 @@ size_t mpprof_model_find_site(const mpprof_model *m, const char *key) {
 }
 
 int mpprof_model_merge_site(mpprof_model *m, size_t idx, mpprof_site *s) {
-  int rc = merge_into(&m->sites[idx], s);
+  int rc = merge_into(m, &m->sites[idx], s);
   mpprof_site_free(s);
   return rc;
 }
@@ -365,12 +351,12 @@ int mpprof_model_add_site(mpprof_model *m, mpprof_site *s, size_t *ret_idx) {
   size_t slot = hash_slot(m, s->key);
   if (m->hash[slot]) {
     size_t idx = m->hash[slot] - 1;
-    int rc = merge_into(&m->sites[idx], s);
+    int rc = merge_into(m, &m->sites[idx], s);
     mpprof_site_free(s);
     *ret_idx = idx;
     return rc;
   }
-  if (reserve(m, m->n_sites + 1)) return -1;
+  if (reserve(m, m->n_sites + 1) || mpprof_site_pack_tensors(s, &m->pack)) return -1;
   m->sites[m->n_sites] = *s;
   memset(s, 0, sizeof *s);
   m->hash[slot] = m->n_sites + 1;
@@ -403,8 +389,12 @@ int mpprof_model_finish(mpprof_model *m) {
     }
     if (!s->layer_name) return -1;
     s->elements = 0;
+    const mpprof_role_stats *ts;
+    bool owned;
+    if (mpprof_site_tensors(s, &ts, &owned)) return -1;
     for (size_t t = 0; t < s->n_tensors; t++)
-      s->elements += s->tensors[t].st.count;
+      s->elements += ts[t].st.count;
+    if (owned) mpprof_role_stats_free((mpprof_role_stats *)ts, s->n_tensors);
   }
   /* Sort pointers, renumber events by the old index, then move the sites
    * in place along the permutation's cycles (no second array of them). */

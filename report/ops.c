@@ -88,11 +88,12 @@ void mpprof_site_extra_of(const mpprof_site *s, mpprof_site_extra *ret) {
 }
 
 void mpprof_site_shape(const mpprof_site *s, char *buf, size_t n) {
-  if (s->has_conv)
+  const int64_t *d = s->conv ? s->conv->dims : NULL;
+  if (d)
     snprintf(buf, n,
              "conv n=%" PRId64 " c=%" PRId64 " %" PRId64 "x%" PRId64 " k=%" PRId64 " %" PRId64
              "x%" PRId64,
-             s->conv[0], s->conv[1], s->conv[2], s->conv[3], s->conv[4], s->conv[5], s->conv[6]);
+             d[0], d[1], d[2], d[3], d[4], d[5], d[6]);
   else
     snprintf(buf, n, "%" PRIu64 "x%" PRIu64 "x%" PRIu64 "x%" PRIu64, s->m, s->n, s->k,
              s->batch ? s->batch : 1);
@@ -197,10 +198,10 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     mpprof_csv_field(f, s->api, false);
     mpprof_csv_field(f, s->op, false);
     mpprof_csv_field(f, shape, false);
-    mpprof_csv_field(f, s->has_conv ? "" : mm, false);
-    mpprof_csv_field(f, s->has_conv ? "" : nn, false);
-    mpprof_csv_field(f, s->has_conv ? "" : kk, false);
-    mpprof_csv_field(f, s->has_conv ? "" : bb, false);
+    mpprof_csv_field(f, s->conv ? "" : mm, false);
+    mpprof_csv_field(f, s->conv ? "" : nn, false);
+    mpprof_csv_field(f, s->conv ? "" : kk, false);
+    mpprof_csv_field(f, s->conv ? "" : bb, false);
     mpprof_csv_field(f, x.transa, false);
     mpprof_csv_field(f, x.transb, false);
     mpprof_csv_field(f, dt, false);

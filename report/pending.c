@@ -3,6 +3,7 @@
  * packed into one block of bytes while the rest of its file is validated.
  * As an mpprof_site with its tensor, kernel and count records that was some
  * 2.5 KB a site in 30 small blocks; packed it is a few hundred bytes in one.
+ * The model's own sites keep their tensors packed the same way.
  *
  * The bytes: counts as LEB128 varints (signed ones zigzagged), doubles as
  * their 8 bytes, strings NUL-terminated; in the order pack writes them. They
@@ -165,13 +166,13 @@ static const char *get_s(rd *r) {
   return s;
 }
 
-static int get_counts(rd *r, mpprof_count **ret, size_t *ret_n) {
+static int get_counts(rd *r, mpprof_strpool *pool, mpprof_count **ret, size_t *ret_n) {
   size_t n = (size_t)get_u(r);
   if (!n) return 0;
   if (!(*ret = calloc(n, sizeof **ret))) return -1;
   for (; *ret_n < n; (*ret_n)++) {
     mpprof_count *c = &(*ret)[*ret_n];
-    if (!(c->name = strdup(get_s(r)))) return -1;
+    if (!(c->name = mpprof_intern(pool, get_s(r)))) return -1;
     c->n = get_u(r);
   }
   return 0;
@@ -223,7 +224,7 @@ static const char *read_kernel(rd *r, mpprof_kernel *k) {
   return name;
 }
 
-int mpprof_pending_unpack(mpprof_pending *pd, mpprof_site *ret) {
+int mpprof_pending_unpack(mpprof_pending *pd, mpprof_strpool *pool, mpprof_site *ret) {
   memset(ret, 0, sizeof *ret);
   rd r = {pd->bytes, pd->bytes + pd->len};
   ret->calls = get_u(&r);
@@ -240,15 +241,15 @@ int mpprof_pending_unpack(mpprof_pending *pd, mpprof_site *ret) {
       get_fp8(&r, &ret->fp8->scale[i]);
     get_fp8(&r, &ret->fp8->amax_d);
   }
-  if (get_counts(&r, &ret->not_scanned, &ret->n_not_scanned) ||
-      get_counts(&r, &ret->ranks, &ret->n_ranks))
+  if (get_counts(&r, pool, &ret->not_scanned, &ret->n_not_scanned) ||
+      get_counts(&r, pool, &ret->ranks, &ret->n_ranks))
     return -1;
   size_t nt = (size_t)get_u(&r);
   if (nt && !(ret->tensors = calloc(nt, sizeof *ret->tensors))) return -1;
   for (; ret->n_tensors < nt; ret->n_tensors++) {
     mpprof_role_stats *t = &ret->tensors[ret->n_tensors];
     t->st.nz_lo = 1; /* no bins until read: what mpprof_cstats_free expects */
-    if (!(t->role = strdup(get_s(&r))) || get_cstats(&r, &t->st)) {
+    if (!(t->role = mpprof_intern(pool, get_s(&r))) || get_cstats(&r, &t->st)) {
       ret->n_tensors++;
       return -1;
     }
@@ -257,7 +258,7 @@ int mpprof_pending_unpack(mpprof_pending *pd, mpprof_site *ret) {
   if (nk && !(ret->kernels = calloc(nk, sizeof *ret->kernels))) return -1;
   for (; ret->n_kernels < nk; ret->n_kernels++) {
     mpprof_kernel *k = &ret->kernels[ret->n_kernels];
-    if (!(k->name = strdup(read_kernel(&r, k)))) return -1;
+    if (!(k->name = mpprof_intern(pool, read_kernel(&r, k)))) return -1;
   }
   ret->shadow = pd->shadow; /* taken over */
   pd->shadow = NULL;
@@ -279,4 +280,78 @@ void mpprof_pending_free(mpprof_pending *pd) {
   free(pd->bytes);
   mpprof_shadow_free(pd->shadow);
   memset(pd, 0, sizeof *pd);
+}
+
+/* ---- a model site's tensors ---- */
+
+/* The records as pending keeps them, each role as its interned pointer. */
+int mpprof_site_pack_tensors(mpprof_site *s, mpprof_tb *scratch) {
+  if (s->tpack || !s->tensors) return 0;
+  if (!s->n_tensors) { /* an empty record array: nothing to keep */
+    free(s->tensors);
+    s->tensors = NULL;
+    return 0;
+  }
+  mpprof_tb b = *scratch;
+  b.n = 0;
+  for (size_t i = 0; i < s->n_tensors; i++) {
+    mpprof_tb_put(&b, (const char *)&s->tensors[i].role, sizeof s->tensors[i].role);
+    put_cstats(&b, &s->tensors[i].st);
+  }
+  *scratch = b;
+  unsigned char *p = b.oom ? NULL : malloc(b.n ? b.n : 1);
+  if (!p) return -1;
+  memcpy(p, b.p, b.n);
+  mpprof_role_stats_free(s->tensors, s->n_tensors);
+  s->tensors = NULL;
+  s->tpack = p;
+  s->tpack_len = b.n;
+  return 0;
+}
+
+static int unpack_tensors(const mpprof_site *s, mpprof_role_stats **ret) {
+  mpprof_role_stats *t = calloc(s->n_tensors ? s->n_tensors : 1, sizeof *t);
+  if (!t) return -1;
+  rd r = {s->tpack, s->tpack + s->tpack_len};
+  for (size_t i = 0; i < s->n_tensors; i++) {
+    memcpy(&t[i].role, r.p, sizeof t[i].role);
+    r.p += sizeof t[i].role;
+    t[i].st.nz_lo = 1; /* no bins until read: what mpprof_cstats_free expects */
+    if (get_cstats(&r, &t[i].st)) {
+      mpprof_role_stats_free(t, i + 1);
+      return -1;
+    }
+  }
+  *ret = t;
+  return 0;
+}
+
+int mpprof_site_unpack_tensors(mpprof_site *s) {
+  if (!s->tpack) return 0;
+  mpprof_role_stats *t;
+  if (unpack_tensors(s, &t)) return -1;
+  free(s->tpack);
+  s->tpack = NULL;
+  s->tpack_len = 0;
+  s->tensors = t;
+  return 0;
+}
+
+int mpprof_site_tensors(const mpprof_site *s, const mpprof_role_stats **ret, bool *ret_owned) {
+  *ret_owned = s->tpack != NULL;
+  if (!s->tpack) {
+    *ret = s->tensors;
+    return 0;
+  }
+  mpprof_role_stats *t;
+  if (unpack_tensors(s, &t)) return -1;
+  *ret = t;
+  return 0;
+}
+
+void mpprof_role_stats_free(mpprof_role_stats *t, size_t n) {
+  if (!t) return;
+  for (size_t i = 0; i < n; i++)
+    mpprof_cstats_free(&t[i].st);
+  free(t);
 }

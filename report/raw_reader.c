@@ -549,8 +549,8 @@ static char *identity_of(const cJSON *o, mpprof_tb *text) {
   return ret;
 }
 
-static int parse_counts(const cJSON *o, mpprof_count **ret, size_t *ret_n, const char *what,
-                        char *err, size_t errlen) {
+static int parse_counts(mpprof_strpool *pool, const cJSON *o, mpprof_count **ret, size_t *ret_n,
+                        const char *what, char *err, size_t errlen) {
   if (!o || cJSON_IsNull(o)) return 0;
   if (!cJSON_IsObject(o)) {
     snprintf(err, errlen, "%s: not an object", what);
@@ -566,7 +566,7 @@ static int parse_counts(const cJSON *o, mpprof_count **ret, size_t *ret_n, const
     mpprof_count *na = realloc(*ret, (*ret_n + 1) * sizeof *na);
     if (!na) return -1;
     *ret = na;
-    na[*ret_n].name = strdup(c->string);
+    na[*ret_n].name = mpprof_intern(pool, c->string);
     na[*ret_n].n = (uint64_t)d;
     if (!na[*ret_n].name) return -1;
     (*ret_n)++;
@@ -574,7 +574,8 @@ static int parse_counts(const cJSON *o, mpprof_count **ret, size_t *ret_n, const
   return 0;
 }
 
-static int parse_kernels(const cJSON *a, mpprof_site *s, char *err, size_t errlen) {
+static int parse_kernels(mpprof_strpool *pool, const cJSON *a, mpprof_site *s, char *err,
+                         size_t errlen) {
   if (!a || cJSON_IsNull(a)) return 0;
   if (!cJSON_IsArray(a)) {
     snprintf(err, errlen, "kernels: not an array");
@@ -604,15 +605,15 @@ static int parse_kernels(const cJSON *a, mpprof_site *s, char *err, size_t errle
       if (kk->n_tc_values == (int)(sizeof kk->tc_values / sizeof kk->tc_values[0])) break;
       kk->tc_values[kk->n_tc_values++] = cJSON_IsNumber(v) ? v->valuedouble : 0;
     }
-    kk->name = strdup(name);
+    kk->name = mpprof_intern(pool, name);
     if (!kk->name) return -1;
     s->n_kernels++;
   }
   return 0;
 }
 
-static int parse_tensors(const cJSON *o, mpprof_site *s, mp_stats *scratch, char *err,
-                         size_t errlen) {
+static int parse_tensors(mpprof_strpool *pool, const cJSON *o, mpprof_site *s, mp_stats *scratch,
+                         char *err, size_t errlen) {
   if (!o || cJSON_IsNull(o)) return 0;
   if (!cJSON_IsObject(o)) {
     snprintf(err, errlen, "tensors: not an object");
@@ -629,7 +630,7 @@ static int parse_tensors(const cJSON *o, mpprof_site *s, mp_stats *scratch, char
     }
     mpprof_role_stats *r = &s->tensors[s->n_tensors];
     r->st.nz_lo = 1;
-    r->role = strdup(c->string);
+    r->role = mpprof_intern(pool, c->string);
     if (!r->role || mpprof_cstats_pack(scratch, &r->st)) return -1;
     s->n_tensors++;
   }
@@ -646,17 +647,19 @@ static void parse_types(const cJSON *o, mpprof_site *s) {
   }
 }
 
-static void parse_conv(const cJSON *o, mpprof_site *s) {
-  if (!cJSON_IsObject(o)) return;
+/* 0, or -1 (memory). */
+static int parse_conv(const cJSON *o, mpprof_site *s) {
+  if (!cJSON_IsObject(o)) return 0;
   const char *const keys[] = {MP_RK_CONV.n, MP_RK_CONV.c, MP_RK_CONV.h, MP_RK_CONV.w,
                               MP_RK_CONV.k, MP_RK_CONV.r, MP_RK_CONV.s};
-  s->has_conv = true;
+  mpprof_conv *cv = s->conv = calloc(1, sizeof *s->conv);
+  if (!cv) return -1;
   /* Implausible dimensions (negative, >= 2^24) count as unknown (0). */
   for (int i = 0; i < 7; i++)
-    if (!get_i64(o, keys[i], &s->conv[i]) || s->conv[i] < 0 || s->conv[i] >= (1 << 24))
-      s->conv[i] = 0;
+    if (!get_i64(o, keys[i], &cv->dims[i]) || cv->dims[i] < 0 || cv->dims[i] >= (1 << 24))
+      cv->dims[i] = 0;
   const char *const pk[] = {MP_RK_CONV.pad, MP_RK_CONV.stride, MP_RK_CONV.dilation};
-  int64_t *dst[] = {s->pad, s->stride, s->dil};
+  int64_t *dst[] = {cv->pad, cv->stride, cv->dil};
   for (int i = 0; i < 3; i++) {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, pk[i]);
     for (int j = 0; j < 2; j++) {
@@ -665,6 +668,7 @@ static void parse_conv(const cJSON *o, mpprof_site *s) {
       dst[i][j] = d >= 0 && d < (1 << 24) ? (int64_t)d : (i == 0 ? 0 : 1);
     }
   }
+  return 0;
 }
 
 static char trans_of(const cJSON *v) {
@@ -697,9 +701,12 @@ static unsigned fp8_scales_of(const cJSON *o) {
   return bits;
 }
 
-static char *dup_str_or_null(const cJSON *item) {
-  const char *v = str_of(item);
-  return v ? strdup(v) : NULL;
+/* The interned string of item; NULL when it is none, or out of memory
+ * (*oom set). */
+static const char *intern_or_null(mpprof_strpool *pool, const cJSON *item, bool *oom) {
+  const char *v = str_of(item), *r = v ? mpprof_intern(pool, v) : NULL;
+  if (v && !r) *oom = true;
+  return r;
 }
 
 /* Parse one SITE of process p into *s; its tensors are pre (n_pre, taken
@@ -707,10 +714,9 @@ static char *dup_str_or_null(const cJSON *item) {
  * it merges into, else SIZE_MAX; when it merges, s keeps only what merges
  * (no identity strings, no key: site *ret_into has them). 0, or -1 with err
  * set ("" for ENOMEM). */
-static int site_from_json(cJSON *o, const mpprof_process *p, const mpprof_model *m,
-                          mp_stats *scratch, mpprof_tb *text, mpprof_site *s,
-                          mpprof_role_stats *pre, size_t n_pre, int64_t *ret_id, size_t *ret_into,
-                          char *err, size_t errlen) {
+static int site_from_json(cJSON *o, const mpprof_process *p, mpprof_model *m, mp_stats *scratch,
+                          mpprof_tb *text, mpprof_site *s, mpprof_role_stats *pre, size_t n_pre,
+                          int64_t *ret_id, size_t *ret_into, char *err, size_t errlen) {
   memset(s, 0, sizeof *s);
   s->tensors = pre;
   s->n_tensors = n_pre;
@@ -731,20 +737,22 @@ static int site_from_json(cJSON *o, const mpprof_process *p, const mpprof_model 
   }
   if (!(s->key = identity_of(o, text))) return -1;
   *ret_into = mpprof_model_find_site(m, s->key);
+  mpprof_strpool *sp = &m->strings;
   if (*ret_into != SIZE_MAX) {
     free(s->key); /* the model's site has it, and the strings below */
     s->key = NULL;
   } else {
-    s->api = strdup(api);
-    s->op = strdup(op);
-    s->layer = strdup(layer);
-    s->compute_type = dup_str_or_null(M(MP_RK_SITE.compute_type));
-    s->math_mode = dup_str_or_null(M(MP_RK_SITE.math_mode));
-    s->scale_type = dup_str_or_null(M(MP_RK_SITE.scale_type));
-    s->epilogue = dup_str_or_null(M(MP_RK_SITE.epilogue));
-    s->conv_math_type = dup_str_or_null(M(MP_RK_SITE.conv_math));
-    s->module_class = dup_str_or_null(M(MP_RK_SITE.module_class));
-    if (!s->api || !s->op || !s->layer) return -1;
+    bool oom = false;
+    s->api = mpprof_intern(sp, api);
+    s->op = mpprof_intern(sp, op);
+    s->layer = mpprof_intern(sp, layer);
+    s->compute_type = intern_or_null(sp, M(MP_RK_SITE.compute_type), &oom);
+    s->math_mode = intern_or_null(sp, M(MP_RK_SITE.math_mode), &oom);
+    s->scale_type = intern_or_null(sp, M(MP_RK_SITE.scale_type), &oom);
+    s->epilogue = intern_or_null(sp, M(MP_RK_SITE.epilogue), &oom);
+    s->conv_math_type = intern_or_null(sp, M(MP_RK_SITE.conv_math), &oom);
+    s->module_class = intern_or_null(sp, M(MP_RK_SITE.module_class), &oom);
+    if (!s->api || !s->op || !s->layer || oom) return -1;
   }
   const cJSON *ls = M(MP_RK_SITE.loss_scale);
   if (ls && !cJSON_IsNull(ls)) {
@@ -774,7 +782,7 @@ static int site_from_json(cJSON *o, const mpprof_process *p, const mpprof_model 
   s->transb = trans_of(M(MP_RK_SITE.transb));
   s->fp8_scales = fp8_scales_of(M(MP_RK_SITE.fp8_scales));
   parse_types(M(MP_RK_SITE.types), s);
-  parse_conv(M(MP_RK_SITE.conv), s);
+  if (parse_conv(M(MP_RK_SITE.conv), s)) return -1;
   uint64_t align = 0;
   if (u64_of(M(MP_RK_SITE.ptr_align), &align)) s->ptr_align = align > 4096 ? 4096 : (unsigned)align;
   const cJSON *sv = M(MP_RK_SITE.fp8_scale_values);
@@ -793,27 +801,28 @@ static int site_from_json(cJSON *o, const mpprof_process *p, const mpprof_model 
   s->has_gpu_ns = u64_of(M(MP_RK_SITE.gpu_ns), &s->gpu_ns);
   s->cc_major = p->cc_major;
   s->cc_minor = p->cc_minor;
-  if (parse_counts(M(MP_RK_SITE.not_scanned), &s->not_scanned, &s->n_not_scanned,
+  if (parse_counts(sp, M(MP_RK_SITE.not_scanned), &s->not_scanned, &s->n_not_scanned,
                    MP_RK_SITE.not_scanned, err, errlen) ||
-      parse_kernels(M(MP_RK_SITE.kernels), s, err, errlen) ||
-      (!pre && parse_tensors(M(MP_RK_SITE.tensors), s, scratch, err, errlen)) ||
+      parse_kernels(sp, M(MP_RK_SITE.kernels), s, err, errlen) ||
+      (!pre && parse_tensors(sp, M(MP_RK_SITE.tensors), s, scratch, err, errlen)) ||
       mpprof_shadow_parse(M(MP_RK_SITE.shadow), &s->shadow, err, errlen))
     return -1;
   /* Per-rank calls: a merged file may carry them already. */
   const cJSON *ranks = M(MP_RK_SITE.ranks);
   if (cJSON_IsObject(ranks)) {
-    if (parse_counts(ranks, &s->ranks, &s->n_ranks, MP_RK_SITE.ranks, err, errlen)) return -1;
+    if (parse_counts(sp, ranks, &s->ranks, &s->n_ranks, MP_RK_SITE.ranks, err, errlen)) return -1;
   } else {
     s->ranks = calloc(1, sizeof *s->ranks);
     if (!s->ranks) return -1;
-    char name[256]; /* not asprintf (a shrinking realloc): see identity_of */
+    char name[256], *long_name = NULL;
     if (p->has_rank)
       snprintf(name, sizeof name, "%" PRId64, p->rank);
     else if (strlen(p->host) < 200)
       snprintf(name, sizeof name, "%s:%" PRId64, p->host, p->pid);
-    s->ranks[0].name = p->has_rank || strlen(p->host) < 200
-                           ? strdup(name)
-                           : mpprof_asprintf("%s:%" PRId64, p->host, p->pid);
+    else if (!(long_name = mpprof_asprintf("%s:%" PRId64, p->host, p->pid)))
+      return -1;
+    s->ranks[0].name = mpprof_intern(sp, long_name ? long_name : name);
+    free(long_name);
     s->ranks[0].n = s->calls;
     if (!s->ranks[0].name) return -1;
     s->n_ranks = 1;
@@ -858,11 +867,12 @@ static bool tensors_member(const char *t, size_t n, size_t *ret_off) {
  * spelling; *ret_rest is then the site's text with an empty object in their
  * place (w->rest), for cJSON to parse. 1 (*ret, *ret_n, *ret_rest,
  * *ret_rest_len set), 0 (cJSON reads them), -1 (memory). */
-static int scan_tensors(walk *w, const char *t, size_t n, mpprof_role_stats **ret, size_t *ret_n,
-                        const char **ret_rest, size_t *ret_rest_len) {
+static int scan_tensors(walk *w, mpprof_strpool *pool, const char *t, size_t n,
+                        mpprof_role_stats **ret, size_t *ret_n, const char **ret_rest,
+                        size_t *ret_rest_len) {
   size_t off, len;
   if (!tensors_member(t, n, &off)) return 0;
-  int rc = mpprof_tensors_scan(t + off, n - off, ret, ret_n, &len);
+  int rc = mpprof_tensors_scan(pool, t + off, n - off, ret, ret_n, &len);
   if (rc != 1) return rc;
   size_t rest = n - len + 2;
   if (mpprof_grow((void **)&w->rest, &w->rest_cap, rest, 1)) {
@@ -1182,7 +1192,7 @@ static int parse_file(walk *w, const char *path, mpprof_model *m, mpprof_process
     if (!t) return element_failed(w, err, errlen);
     mpprof_role_stats *pre = NULL;
     size_t n_pre = 0, len = w->sites.v[i].len;
-    if (scan_tensors(w, t, len, &pre, &n_pre, &t, &len) < 0) return -1;
+    if (scan_tensors(w, &m->strings, t, len, &pre, &n_pre, &t, &len) < 0) return -1;
     bool arena = mpprof_json_arena_begin();
     cJSON *o = cJSON_ParseWithLength(t, len);
     char e[200] = "";
@@ -1205,7 +1215,8 @@ static int parse_file(walk *w, const char *path, mpprof_model *m, mpprof_process
     }
     p->calls += cur.calls;
     if (into[i] == SIZE_MAX) {
-      if ((at[i] = mpprof_model_stage(m, n_new)) == SIZE_MAX) {
+      if (mpprof_site_pack_tensors(&cur, &w->pack) ||
+          (at[i] = mpprof_model_stage(m, n_new)) == SIZE_MAX) {
         mpprof_site_free(&cur);
         return -1;
       }
@@ -1359,7 +1370,7 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
         }
         mpprof_site t;
         idx[i] = into[i];
-        if (mpprof_pending_unpack(&pend[i], &t)) {
+        if (mpprof_pending_unpack(&pend[i], &m->strings, &t)) {
           mpprof_site_free(&t);
           rc = -1;
         } else if (mpprof_model_merge_site(m, into[i], &t)) {

@@ -179,7 +179,7 @@ int mpprof_report_generate(const mpprof_report_options *opts) {
     }
     if (rc == 0) rc = mpprof_advise_layers(&m);
     if (rc == 0) rc = mpprof_shadow_layers(&m);
-    if (rc == 0) mpprof_tensor_cores(&m);
+    if (rc == 0) rc = mpprof_tensor_cores(&m);
     if (rc == 0) {
       m.program = opts->program ? strdup(opts->program) : program_of(&m);
       if (!m.program) rc = -1;

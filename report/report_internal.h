@@ -3,8 +3,9 @@
  * and findings. Not a public interface (report.h is).
  *
  * Memory is linear in sites: a site keeps its stats in compact form (the
- * exponent histogram only over its non-zero span) and expands them into a
- * scratch mp_stats only while merging or advising. */
+ * exponent histogram only over its non-zero span), packed into bytes while
+ * the model holds it (mpprof_site_pack_tensors), and expands them only while
+ * merging, advising or writing it. */
 #ifndef MPPROF_REPORT_REPORT_INTERNAL_H
 #define MPPROF_REPORT_REPORT_INTERNAL_H
 
@@ -25,6 +26,32 @@
 #include "analysis/stats.h"
 #include "analysis/tc_eligibility.h"
 #include "analysis/verdict.h"
+
+/* Bytes built in memory: JSON text (mpprof_tb_* below), packed records. */
+typedef struct mpprof_tb {
+  char *p;
+  size_t n, cap;
+  bool oom;
+} mpprof_tb;
+
+/* ---- interned strings ---- */
+
+/* The model's strings that repeat from site to site (API and op names,
+ * types, layer paths, roles, kernel and rank names): each held once, in
+ * blocks freed together with the pool (at 100k sites a dozen malloc'd copies
+ * a site were some 40 MB). Pointers stay valid until mpprof_strpool_free. */
+typedef struct mpprof_strpool {
+  const char **slot; /* open addressing, NULL empty; load at most one half */
+  size_t cap, n;
+  char *block; /* newest block; each starts with the pointer to the one before */
+  size_t used, room;
+} mpprof_strpool;
+/* The pooled copy of s (its first n bytes, no NUL inside); NULL when out
+ * of memory. */
+const char *mpprof_intern_n(mpprof_strpool *p, const char *s, size_t n);
+/* The pooled copy of s; NULL when s is NULL or out of memory. */
+const char *mpprof_intern(mpprof_strpool *p, const char *s);
+void mpprof_strpool_free(mpprof_strpool *p);
 
 /* ---- compact stats ---- */
 
@@ -139,7 +166,7 @@ typedef struct mpprof_process {
 } mpprof_process;
 
 typedef struct mpprof_kernel {
-  char *name;
+  const char *name; /* interned (the model's strings) */
   uint64_t count;
   uint64_t gpu_ns;
   int counters_tc;      /* -1: not measured; 0/1 from --tc-counters */
@@ -150,12 +177,12 @@ typedef struct mpprof_kernel {
 } mpprof_kernel;
 
 typedef struct mpprof_role_stats {
-  char *role; /* "A", "D", "x", ... */
+  const char *role; /* "A", "D", "x", ... (interned) */
   mpprof_cstats st;
 } mpprof_role_stats;
 
 typedef struct mpprof_count {
-  char *name;
+  const char *name; /* interned */
   uint64_t n;
 } mpprof_count;
 
@@ -174,16 +201,31 @@ typedef struct mpprof_shadow {
   mpprof_shadow_cand cand[MP_SH_COUNT];
 } mpprof_shadow;
 
+/* A convolution's dimensions, out of the site record (most sites are GEMMs). */
+typedef struct mpprof_conv {
+  int64_t dims[7]; /* n c h w k r s */
+  int64_t pad[2], stride[2], dil[2];
+} mpprof_conv;
+
+/* What mp_tc_eligible says of a site, with its reason interned (the
+ * model's strings) instead of a 160-byte buffer in every site record. */
+typedef struct mpprof_site_elig {
+  bool eligible, efficient, tf32, eligible_with_tf32; /* mp_tc_eligibility's */
+  const char *reason; /* never NULL once the Tensor Core pass ran: "" when none */
+  const char *path;   /* static, or NULL */
+} mpprof_site_elig;
+
 typedef struct mpprof_site {
-  char *key;        /* identity: the site's non-merged fields as a key-sorted JSON object */
-  char *layer;      /* raw NVTX path */
-  char *layer_name; /* the layer it belongs to: path without phase markers (set by finish) */
+  char *key; /* identity: the site's non-merged fields as a key-sorted JSON object */
+  /* The strings but key and layer_name are interned (the model's strings). */
+  const char *layer; /* raw NVTX path */
+  char *layer_name;  /* the layer it belongs to: path without phase markers (set by finish) */
   /* Raw "module_class" (a framework scope's module) or NULL, and raw "phase"
    * (a framework scope's, as an mpprof_phase; 0: none, from the path's words). */
-  char *module_class;
+  const char *module_class;
   int scope_phase;
-  char *api, *op;
-  char *compute_type, *math_mode, *scale_type, *epilogue;
+  const char *api, *op;
+  const char *compute_type, *math_mode, *scale_type, *epilogue;
   struct {
     char role[8];
     mp_dtype dtype;
@@ -192,11 +234,9 @@ typedef struct mpprof_site {
   double loss_scale; /* declared loss scale in force for its calls; 0: none declared */
   uint64_t m, n, k, batch, lda, ldb, ldc, ldd;
   char transa, transb; /* 0: not a GEMM */
-  char *conv_math_type;
+  const char *conv_math_type;
   unsigned fp8_scales; /* bit i: row i of MP_RAW_FP8_SCALES */
-  bool has_conv;
-  int64_t conv[7]; /* n c h w k r s */
-  int64_t pad[2], stride[2], dil[2];
+  mpprof_conv *conv;   /* owned; NULL: not a convolution */
 
   /* merged */
   uint64_t calls, scanned_calls, autotune_calls;
@@ -204,8 +244,14 @@ typedef struct mpprof_site {
   size_t n_not_scanned;
   mpprof_count *ranks;
   size_t n_ranks;
+  /* A site of the model (staged or added) keeps its tensors packed (tpack,
+   * some 300 bytes instead of 1.3 KB of records and histograms; pending.c),
+   * tensors NULL; a site being parsed or merged has the records. n_tensors
+   * counts them either way. Read them with mpprof_site_tensors. */
   mpprof_role_stats *tensors;
   size_t n_tensors;
+  unsigned char *tpack;
+  size_t tpack_len;
   bool has_gpu_ns;
   uint64_t gpu_ns;
   mpprof_kernel *kernels;
@@ -219,7 +265,7 @@ typedef struct mpprof_site {
   size_t id;        /* report-wide id (index in model.sites after sorting) */
   size_t layer_idx; /* index in model.layers */
   mpprof_phase phase;
-  mp_tc_eligibility elig;
+  mpprof_site_elig elig;
   bool elig_known; /* a GEMM/conv with decodable dtypes */
   int tc_used;     /* -1 unknown, 0, 1 */
   mp_tc_source tc_source;
@@ -428,6 +474,8 @@ typedef struct mpprof_model {
   char *program;
   uint64_t total_calls, total_gpu_ns;
   bool has_gpu_ns;
+  mpprof_strpool strings; /* the sites' interned strings */
+  mpprof_tb pack;         /* scratch of mpprof_site_pack_tensors */
   /* site key -> index hash */
   size_t *hash;
   size_t hash_cap;
@@ -483,8 +531,8 @@ int mpprof_model_finish(mpprof_model *m);
  * caller; *ret_len: the value's length), 0 when the text is anything else
  * (read it with cJSON and mpprof_stats_from_json, which accepts it or says
  * what is wrong), -1 out of memory. */
-int mpprof_tensors_scan(const char *p, size_t n, mpprof_role_stats **ret, size_t *ret_n,
-                        size_t *ret_len);
+int mpprof_tensors_scan(mpprof_strpool *pool, const char *p, size_t n, mpprof_role_stats **ret,
+                        size_t *ret_n, size_t *ret_len);
 
 /* raw_reader.c: read every .json file in dir/raw into the model; warnings on
  * warn (may be NULL). 0, or -1 with ret_error set (may be NULL). */
@@ -508,7 +556,7 @@ double mpprof_shadow_max_rel(const mpprof_model *m);
 const char *mpprof_fp8_recipe_name(int r);
 cJSON *mpprof_shadow_json(const mpprof_shadow *s, const mpprof_layer *l); /* l: layer extras */
 /* tensor_cores.c */
-void mpprof_tensor_cores(mpprof_model *m);
+int mpprof_tensor_cores(mpprof_model *m); /* 0 or -1 (memory) */
 /* findings.c: one rule per finding kind (see the table there). */
 int mpprof_build_findings(mpprof_model *m);
 typedef struct mpprof_finding_rule {
@@ -614,15 +662,11 @@ bool mpprof_json_arena_begin(void);
 void mpprof_json_arena_end(void);
 void mpprof_json_arena_release(void); /* frees the arena (after end) */
 
-/* util.c: JSON text built in memory, spelled as cJSON_PrintUnformatted
- * spells it, for the parts of report.json too many to build as cJSON trees
- * (kernel lists, a site's stats). Starts zeroed; oom set when a write
- * failed (later writes do nothing); p is NUL-terminated, the caller frees it. */
-typedef struct mpprof_tb {
-  char *p;
-  size_t n, cap;
-  bool oom;
-} mpprof_tb;
+/* util.c: mpprof_tb (defined above) as JSON text built in memory, spelled as
+ * cJSON_PrintUnformatted spells it, for the parts of report.json too many to
+ * build as cJSON trees (kernel lists, a site's stats). Starts zeroed; oom set
+ * when a write failed (later writes do nothing); p is NUL-terminated, the
+ * caller frees it. */
 /* Room for len more bytes and a NUL; false when out of memory (oom set). */
 bool mpprof_tb_room(mpprof_tb *b, size_t len);
 static inline void mpprof_tb_put(mpprof_tb *b, const char *s, size_t len) {
@@ -657,10 +701,19 @@ int mpprof_pending_pack(mpprof_site *s, mpprof_tb *scratch, mpprof_pending *ret)
 /* *ret = a site holding only the merged fields of pd (its shadow taken
  * over), for mpprof_model_merge_site. 0 or -1 (memory; *ret is then still
  * for mpprof_site_free). */
-int mpprof_pending_unpack(mpprof_pending *pd, mpprof_site *ret);
+int mpprof_pending_unpack(mpprof_pending *pd, mpprof_strpool *pool, mpprof_site *ret);
 /* The name of kernel k (k < pd->n_kernels), inside pd's bytes. */
 const char *mpprof_pending_kernel_name(const mpprof_pending *pd, size_t k);
 void mpprof_pending_free(mpprof_pending *pd); /* NULL-safe contents; pd zeroed */
+/* pending.c: s's tensor records packed into s->tpack (records freed);
+ * nothing when packed already or none. scratch as for pending_pack. 0 or -1. */
+int mpprof_site_pack_tensors(mpprof_site *s, mpprof_tb *scratch);
+/* s's packed tensors back into records (s->tensors). 0 or -1. */
+int mpprof_site_unpack_tensors(mpprof_site *s);
+/* s's n_tensors records: its own (*ret_owned false), or unpacked for the
+ * caller to free with mpprof_role_stats_free. 0 or -1 (memory). */
+int mpprof_site_tensors(const mpprof_site *s, const mpprof_role_stats **ret, bool *ret_owned);
+void mpprof_role_stats_free(mpprof_role_stats *t, size_t n); /* and t itself; NULL-safe */
 
 /* util */
 /* Text for a terminal: control characters (C0 but newline, DEL, C1) escaped

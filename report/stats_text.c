@@ -382,14 +382,12 @@ static bool stats(scan *s, mpprof_cstats *c, uint64_t *bins, bool *oom) {
 
 /* The records' contents (not the array). */
 static void free_roles(mpprof_role_stats *r, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    free(r[i].role);
+  for (size_t i = 0; i < n; i++)
     mpprof_cstats_free(&r[i].st);
-  }
 }
 
-int mpprof_tensors_scan(const char *text, size_t len, mpprof_role_stats **ret, size_t *ret_n,
-                        size_t *ret_len) {
+int mpprof_tensors_scan(mpprof_strpool *pool, const char *text, size_t len, mpprof_role_stats **ret,
+                        size_t *ret_n, size_t *ret_len) {
   scan s = {text, text + len};
   /* one histogram at a time, read here (the report is built on one thread):
    * not a 17 KB malloc and free per site */
@@ -420,7 +418,7 @@ int mpprof_tensors_scan(const char *text, size_t len, mpprof_role_stats **ret, s
           r = nr;
           cap *= 2;
         }
-        if (!(r[n].role = strndup(k, kn))) {
+        if (!(r[n].role = mpprof_intern_n(pool, k, kn))) {
           oom = true;
           break;
         }

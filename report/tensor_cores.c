@@ -15,7 +15,8 @@ static mp_dtype type_of(const mpprof_site *s, const char *role) {
   return MP_DTYPE_INVALID;
 }
 
-static void eligibility(mpprof_site *s) {
+/* 0, or -1 (memory: the reason could not be interned). */
+static int eligibility(mpprof_strpool *pool, mpprof_site *s) {
   mp_tc_query q = {
       .a = MP_DTYPE_INVALID, .b = MP_DTYPE_INVALID, .c = MP_DTYPE_INVALID, .d = MP_DTYPE_INVALID};
   q.compute_type = s->compute_type;
@@ -39,20 +40,19 @@ static void eligibility(mpprof_site *s) {
     q.a = type_of(s, "x"), q.b = type_of(s, "w"), q.d = type_of(s, "y");
   }
   if (q.c == MP_DTYPE_INVALID) q.c = q.d;
-  if (s->has_conv) {
+  if (s->conv) {
     /* The implicit GEMM of the convolution. */
     /* Unsigned: dimensions come from a file; a product that wraps is nonsense, not UB. */
-    uint64_t n = (uint64_t)s->conv[0], c = (uint64_t)s->conv[1], h = (uint64_t)s->conv[2],
-             w = (uint64_t)s->conv[3], k = (uint64_t)s->conv[4], r = (uint64_t)s->conv[5],
-             sx = (uint64_t)s->conv[6];
-    int64_t pe =
-        s->stride[0]
-            ? (s->conv[2] + 2 * s->pad[0] - s->dil[0] * (s->conv[5] - 1) - 1) / s->stride[0] + 1
-            : 0;
-    int64_t qe =
-        s->stride[1]
-            ? (s->conv[3] + 2 * s->pad[1] - s->dil[1] * (s->conv[6] - 1) - 1) / s->stride[1] + 1
-            : 0;
+    const mpprof_conv *cv = s->conv;
+    const int64_t *d = cv->dims;
+    uint64_t n = (uint64_t)d[0], c = (uint64_t)d[1], h = (uint64_t)d[2], w = (uint64_t)d[3],
+             k = (uint64_t)d[4], r = (uint64_t)d[5], sx = (uint64_t)d[6];
+    int64_t pe = cv->stride[0]
+                     ? (d[2] + 2 * cv->pad[0] - cv->dil[0] * (d[5] - 1) - 1) / cv->stride[0] + 1
+                     : 0;
+    int64_t qe = cv->stride[1]
+                     ? (d[3] + 2 * cv->pad[1] - cv->dil[1] * (d[6] - 1) - 1) / cv->stride[1] + 1
+                     : 0;
     uint64_t p = pe > 0 ? (uint64_t)pe : 0, qq = qe > 0 ? (uint64_t)qe : 0;
     uint64_t npq = n * p * qq, crs = c * r * sx;
     if (!strcmp(s->op, "conv_bwd_data"))
@@ -65,13 +65,21 @@ static void eligibility(mpprof_site *s) {
     q.m = s->m, q.n = s->n, q.k = s->k;
     q.lda = s->lda, q.ldb = s->ldb, q.ldc = s->ldc;
   }
-  s->flop_per_call = 2 * q.m * q.n * q.k * (s->has_conv || !s->batch ? 1 : s->batch);
+  s->flop_per_call = 2 * q.m * q.n * q.k * (s->conv || !s->batch ? 1 : s->batch);
   s->elig_known = q.a != MP_DTYPE_INVALID;
-  memset(&s->elig, 0, sizeof s->elig);
+  mp_tc_eligibility e;
+  memset(&e, 0, sizeof e);
   if (s->elig_known)
-    mp_tc_eligible(&q, &s->elig);
+    mp_tc_eligible(&q, &e);
   else
-    snprintf(s->elig.reason, sizeof s->elig.reason, "operand dtypes unknown");
+    snprintf(e.reason, sizeof e.reason, "operand dtypes unknown");
+  s->elig = (mpprof_site_elig){.eligible = e.eligible,
+                               .efficient = e.efficient,
+                               .tf32 = e.tf32,
+                               .eligible_with_tf32 = e.eligible_with_tf32,
+                               .reason = mpprof_intern(pool, e.reason),
+                               .path = e.path};
+  return s->elig.reason ? 0 : -1;
 }
 
 static void classify_kernels(mpprof_site *s) {
@@ -99,7 +107,8 @@ static void classify_kernels(mpprof_site *s) {
   s->tc_used = yes ? 1 : all_no ? 0 : -1;
 }
 
-void mpprof_tensor_cores(mpprof_model *m) {
+int mpprof_tensor_cores(mpprof_model *m) {
+  int rc = 0;
   mpprof_tc_summary *t = &m->tc;
   t->cupti_notes = cJSON_CreateArray();
   t->counters_notes = cJSON_CreateArray();
@@ -156,7 +165,7 @@ void mpprof_tensor_cores(mpprof_model *m) {
   }
   for (size_t i = 0; i < m->n_sites; i++) {
     mpprof_site *s = &m->sites[i];
-    eligibility(s);
+    if (eligibility(&m->strings, s)) rc = -1;
     classify_kernels(s);
     for (size_t k = 0; k < s->n_kernels; k++)
       if (s->kernels[k].cls.source == MP_TC_SRC_COUNTERS)
@@ -187,4 +196,5 @@ void mpprof_tensor_cores(mpprof_model *m) {
     l->kernel_ns += s->kernel_ns;
     l->tc_ns += s->tc_ns;
   }
+  return rc;
 }

@@ -570,3 +570,90 @@ char *mpprof_layer_dtypes(const mpprof_model *m, const mpprof_layer *l) {
   }
   return out;
 }
+
+/* ---- interned strings ---- */
+
+#define STRPOOL_BLOCK ((size_t)64 << 10)
+
+static uint64_t strpool_hash(const char *s, size_t n) {
+  uint64_t h = 1469598103934665603ull ^ n; /* FNV-1a */
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+  return h ^ (h >> 29);
+}
+
+static size_t strpool_find(const mpprof_strpool *p, const char *s, size_t n, uint64_t h) {
+  size_t i = (size_t)h & (p->cap - 1);
+  while (p->slot[i] && (strncmp(p->slot[i], s, n) || p->slot[i][n]))
+    i = (i + 1) & (p->cap - 1);
+  return i;
+}
+
+static int strpool_rehash(mpprof_strpool *p) {
+  size_t cap = p->cap ? 2 * p->cap : 256;
+  const char **slot = calloc(cap, sizeof *slot);
+  if (!slot) return -1;
+  mpprof_strpool np = {.slot = slot, .cap = cap};
+  for (size_t i = 0; i < p->cap; i++)
+    if (p->slot[i]) {
+      size_t n = strlen(p->slot[i]);
+      slot[strpool_find(&np, p->slot[i], n, strpool_hash(p->slot[i], n))] = p->slot[i];
+    }
+  free(p->slot);
+  p->slot = slot;
+  p->cap = cap;
+  return 0;
+}
+
+/* Room for n bytes: the current block, a new one, or (long strings) a
+ * block of their own behind the current one. */
+static char *strpool_alloc(mpprof_strpool *p, size_t n) {
+  if (n <= p->room - p->used && p->block) {
+    char *r = p->block + p->used;
+    p->used += n;
+    return r;
+  }
+  size_t hdr = sizeof(char *), big = n > STRPOOL_BLOCK / 4;
+  char *b = malloc(hdr + (big ? n : STRPOOL_BLOCK));
+  if (!b) return NULL;
+  if (big && p->block) { /* linked behind the current block, which stays current */
+    memcpy(b, p->block, hdr);
+    memcpy(p->block, &b, hdr);
+    return b + hdr;
+  }
+  memcpy(b, &p->block, hdr);
+  p->block = b;
+  p->used = hdr + n;
+  p->room = hdr + (big ? n : STRPOOL_BLOCK);
+  return b + hdr;
+}
+
+const char *mpprof_intern_n(mpprof_strpool *p, const char *s, size_t n) {
+  if (2 * (p->n + 1) > p->cap && strpool_rehash(p)) return NULL;
+  uint64_t h = strpool_hash(s, n);
+  size_t i = strpool_find(p, s, n, h);
+  if (p->slot[i]) return p->slot[i];
+  char *c = strpool_alloc(p, n + 1);
+  if (!c) return NULL;
+  memcpy(c, s, n);
+  c[n] = '\0';
+  p->n++;
+  return p->slot[i] = c;
+}
+
+const char *mpprof_intern(mpprof_strpool *p, const char *s) {
+  return s ? mpprof_intern_n(p, s, strlen(s)) : NULL;
+}
+
+void mpprof_strpool_free(mpprof_strpool *p) {
+  if (!p) return;
+  char *b = p->block;
+  while (b) {
+    char *prev;
+    memcpy(&prev, b, sizeof prev);
+    free(b);
+    b = prev;
+  }
+  free(p->slot);
+  memset(p, 0, sizeof *p);
+}

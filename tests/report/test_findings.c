@@ -94,11 +94,11 @@ static mpprof_site *site(mpprof_model *m, const char *a_dtype) {
   mpprof_site *s = &m->sites[m->n_sites];
   memset(s, 0, sizeof *s);
   s->id = m->n_sites++;
-  s->api = strdup("cublasGemmEx");
-  s->op = strdup("gemm");
+  s->api = "cublasGemmEx";
+  s->op = "gemm";
   s->layer_name = strdup("net/fc1");
-  s->compute_type = strdup("32F");
-  s->math_mode = strdup("DEFAULT");
+  s->compute_type = "32F";
+  s->math_mode = "DEFAULT";
   s->n_types = 2;
   strcpy(s->types[0].role, "A");
   strcpy(s->types[1].role, "B");
@@ -213,7 +213,7 @@ static void first_nonfinite(void **state) {
   mpprof_model m;
   layer(&m, MP_REC_FP16);
   mpprof_site *s = site(&m, "fp16");
-  s->layer = strdup("net/fc1/fwd");
+  s->layer = "net/fc1/fwd";
   assert_int_equal(run(&m, "first_nonfinite"), 0);
   m.first_nonfinite = (mpprof_nonfinite){.found = true,
                                          .site = 0,
@@ -413,7 +413,7 @@ static void tensor_cores_inefficient(void **state) {
   s->tc_used = 1;
   assert_int_equal(run(&m, "tensor_cores_inefficient"), 0);
   s->elig.efficient = false;
-  strcpy(s->elig.reason, "k=7 is not a multiple of 8");
+  s->elig.reason = "k=7 is not a multiple of 8";
   assert_int_equal(run(&m, "tensor_cores_inefficient"), 1);
   assert_non_null(strstr(m.findings[0].message, "k=7 is not a multiple of 8"));
   mpprof_model_free(&m);
@@ -545,7 +545,7 @@ static void library_not_intercepted(void **state) {
   assert_non_null(strstr(m.findings[0].message, "no cuBLAS/cuBLASLt call was intercepted"));
   m.sites = calloc(1, sizeof *m.sites);
   m.n_sites = 1;
-  m.sites[0].api = strdup("cublasLtMatmul");
+  m.sites[0].api = "cublasLtMatmul";
   assert_int_equal(run(&m, "library_not_intercepted"), 0); /* some calls were seen */
   mpprof_model_free(&m);
 }

@@ -131,6 +131,58 @@ static void sites_that_differ_in_dtype_stay_apart(void **state) {
   free(dir);
 }
 
+/* A site of the model keeps its tensors packed (mpprof_site_pack_tensors):
+ * read back they are the records they were, bit for bit, bins included. */
+static void a_model_sites_packed_tensors_read_back_bit_for_bit(void **state) {
+  (void)state;
+  mpprof_site s = {.n_tensors = 2};
+  s.tensors = calloc(2, sizeof *s.tensors);
+  s.tensors[0] = (mpprof_role_stats){"A",
+                                     {.dtype = MP_FP16,
+                                      .hist_lo = -24,
+                                      .hist_hi = 15,
+                                      .count = 10,
+                                      .negatives = 3,
+                                      .min = -4,
+                                      .max = 0x1p-20,
+                                      .absmax = 4,
+                                      .min_abs_nonzero = 0x1p-20,
+                                      .nz_lo = -20,
+                                      .nz_hi = -18}};
+  s.tensors[0].st.casts[1][2] = UINT64_MAX;
+  s.tensors[0].st.bins = calloc(3, sizeof(uint64_t));
+  s.tensors[0].st.bins[0] = 6;
+  s.tensors[0].st.bins[2] = 1ull << 63;
+  s.tensors[1] = (mpprof_role_stats){
+      "D", {.dtype = MP_FP32, .count = 4, .zeros = 4, .min = NAN, .nz_lo = 1, .nz_hi = 0}};
+  mpprof_role_stats want[2];
+  memcpy(want, s.tensors, sizeof want);
+  uint64_t want_bins[3];
+  memcpy(want_bins, s.tensors[0].st.bins, sizeof want_bins);
+  mpprof_tb scratch = {0};
+  assert_int_equal(mpprof_site_pack_tensors(&s, &scratch), 0);
+  assert_null(s.tensors);
+  assert_non_null(s.tpack);
+  const mpprof_role_stats *ts;
+  bool owned;
+  assert_int_equal(mpprof_site_tensors(&s, &ts, &owned), 0);
+  assert_true(owned);
+  for (size_t i = 0; i < 2; i++) {
+    assert_ptr_equal(ts[i].role, want[i].role); /* interned: the same pointer */
+    mpprof_cstats a = ts[i].st, b = want[i].st;
+    a.bins = b.bins = NULL;
+    assert_memory_equal(&a, &b, sizeof a);
+  }
+  assert_memory_equal(ts[0].st.bins, want_bins, sizeof want_bins);
+  assert_null(ts[1].st.bins);
+  mpprof_role_stats_free((mpprof_role_stats *)ts, 2);
+  assert_int_equal(mpprof_site_unpack_tensors(&s), 0);
+  assert_null(s.tpack);
+  assert_memory_equal(s.tensors[0].st.bins, want_bins, sizeof want_bins);
+  mpprof_site_free(&s);
+  free(scratch.p);
+}
+
 /* autotune_calls is a counter, not identity (MP_RAW_SITE_COUNTERS): two ranks
  * that autotune a different number of times still merge. */
 /* A site of a later file that merges into one the model has is held packed
@@ -150,14 +202,14 @@ static void a_packed_merging_site_unpacks_to_the_same_merged_fields(void **state
   s.fp8->amax_d = (mpprof_fp8_value){.unread = 2};
   s.n_ranks = 2;
   s.ranks = calloc(2, sizeof *s.ranks);
-  s.ranks[0] = (mpprof_count){strdup("0"), 5};
-  s.ranks[1] = (mpprof_count){strdup("node02:200"), UINT64_MAX};
+  s.ranks[0] = (mpprof_count){"0", 5};
+  s.ranks[1] = (mpprof_count){"node02:200", UINT64_MAX};
   s.n_not_scanned = 1;
   s.not_scanned = calloc(1, sizeof *s.not_scanned);
-  s.not_scanned[0] = (mpprof_count){strdup("sampled_out"), 2};
+  s.not_scanned[0] = (mpprof_count){"sampled_out", 2};
   s.n_tensors = 2;
   s.tensors = calloc(2, sizeof *s.tensors);
-  s.tensors[0].role = strdup("A");
+  s.tensors[0].role = "A";
   s.tensors[0].st = (mpprof_cstats){.dtype = MP_FP16,
                                     .hist_lo = -24,
                                     .hist_hi = 15,
@@ -175,7 +227,7 @@ static void a_packed_merging_site_unpacks_to_the_same_merged_fields(void **state
   s.tensors[0].st.bins = calloc(3, sizeof(uint64_t));
   s.tensors[0].st.bins[0] = 6;
   s.tensors[0].st.bins[2] = 1;
-  s.tensors[1].role = strdup("D");
+  s.tensors[1].role = "D";
   s.tensors[1].st = (mpprof_cstats){.dtype = MP_FP32,
                                     .count = 4,
                                     .zeros = 4,
@@ -187,9 +239,8 @@ static void a_packed_merging_site_unpacks_to_the_same_merged_fields(void **state
                                     .nz_hi = 0};
   s.n_kernels = 2;
   s.kernels = calloc(2, sizeof *s.kernels);
-  s.kernels[0] =
-      (mpprof_kernel){.name = strdup("k_first"), .count = 2, .gpu_ns = 9, .counters_tc = -1};
-  s.kernels[1] = (mpprof_kernel){.name = strdup("k_second"),
+  s.kernels[0] = (mpprof_kernel){.name = "k_first", .count = 2, .gpu_ns = 9, .counters_tc = -1};
+  s.kernels[1] = (mpprof_kernel){.name = "k_second",
                                  .count = 1,
                                  .counters_tc = 1,
                                  .tc_profiled = 1,
@@ -201,7 +252,8 @@ static void a_packed_merging_site_unpacks_to_the_same_merged_fields(void **state
   assert_int_equal(pd.n_kernels, 2);
   assert_string_equal(mpprof_pending_kernel_name(&pd, 1), "k_second");
   mpprof_site u;
-  assert_int_equal(mpprof_pending_unpack(&pd, &u), 0);
+  mpprof_strpool pool = {0};
+  assert_int_equal(mpprof_pending_unpack(&pd, &pool, &u), 0);
   assert_true(u.calls == s.calls && u.scanned_calls == 7 && u.autotune_calls == 3);
   assert_true(u.has_gpu_ns && u.gpu_ns == s.gpu_ns && u.ptr_align == 256);
   assert_true(u.cc_major == 9 && u.cc_minor == 0);
@@ -234,6 +286,7 @@ static void a_packed_merging_site_unpacks_to_the_same_merged_fields(void **state
   mpprof_site_free(&u);
   mpprof_pending_free(&pd);
   mpprof_site_free(&s);
+  mpprof_strpool_free(&pool);
   free(scratch.p);
 }
 
@@ -940,6 +993,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(sites_with_the_same_key_merge_across_ranks),
       cmocka_unit_test(a_packed_merging_site_unpacks_to_the_same_merged_fields),
+      cmocka_unit_test(a_model_sites_packed_tensors_read_back_bit_for_bit),
       cmocka_unit_test(a_kernel_event_of_a_merging_site_names_its_own_files_kernel),
       cmocka_unit_test(a_file_skipped_after_its_sites_leaves_no_site_behind),
       cmocka_unit_test(sites_that_differ_only_in_autotune_calls_merge),
