@@ -45,6 +45,7 @@
 #include "profiler/op.h"
 #include "profiler/shadow.h"
 #include "profiler/sites.h"
+#include "tests/gpu/shadow_draw.h"
 
 static void *fake(const char *lib, const char *name) {
   void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
@@ -86,19 +87,8 @@ static int reset_all(void **state) {
 }
 
 static uint32_t rng = 88172645u;
-static uint32_t next_rand(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 17;
-  rng ^= rng << 5;
-  return rng;
-}
-/* Spread over many binades: fp16 overflows and flushes somewhere, fp8 saturates. */
 static double draw(int spread) {
-  uint32_t r = next_rand();
-  if (r % 31 == 0) return 0.0;
-  double m = 1.0 + (double)(r >> 8) / 16777216.0;
-  int e = (int)(next_rand() % (unsigned)(2 * spread + 1)) - spread;
-  return ((r & 1) ? -m : m) * ldexp(1.0, e);
+  return mpp_test_draw(&rng, spread);
 }
 
 static void *dev_alloc(size_t bytes) {

@@ -11,6 +11,7 @@
 // back to zero). What it cannot check: the GEMMs cuBLAS runs on a GPU and
 // their accumulation order (scripts/gpu-check.sh does).
 #include "tests/gpu/simt_shim.h"
+#include "tests/gpu/shadow_draw.h"
 
 #include "kernels/shadow.cu"
 
@@ -41,20 +42,8 @@ static int failures;
   } while (0)
 
 static uint32_t rng = 2463534242u;
-static uint32_t next_rand(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 17;
-  rng ^= rng << 5;
-  return rng;
-}
-
-/* A value spread over many binades, so casts overflow and flush somewhere. */
 static double draw(int spread) {
-  uint32_t r = next_rand();
-  if (r % 29 == 0) return 0.0;
-  double m = 1.0 + (double)(r >> 8) / 16777216.0;
-  int e = (int)(next_rand() % (unsigned)(2 * spread + 1)) - spread;
-  return ((r & 1) ? -m : m) * ldexp(1.0, e);
+  return mpp_test_draw(&rng, spread);
 }
 
 struct operand {
