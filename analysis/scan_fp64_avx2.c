@@ -1,18 +1,20 @@
 /* The host scanner's fp64 path with AVX2 (CPUs without AVX-512): four values
- * at a time, every value compared with every target level.
+ * at a time, every value compared with the target levels.
  *
  * For a normal fp64 value every cast outcome follows from whether |x|'s bits
  * lie above each target's three levels (mp_scan_f64_levels(): flush,
- * subnormal, overflow), as in scan_fp64_avx512.c; here each of the twelve
- * levels is one 64-bit compare, two levels' counts share a vector of 32-bit
- * lanes. Exponents are read from the source into four sub-histograms; zeros,
+ * subnormal, overflow), as in scan_fp64_avx512.c; here each level is one
+ * 64-bit compare, two levels' counts share a vector of 32-bit lanes. As there,
+ * the kernel counts values in [2^-126, 2^127): the levels outside (bf16's)
+ * are then implied, every non-zero value above those below, none above those
+ * above; nine compares remain. Exponents are read from the source into four sub-histograms; zeros,
  * negatives, the min/max order keys and min |x| are kept per lane (AVX2 has
  * no 64-bit min/max: compare and blend).
  *
  * Nothing is checked per vector: a block of vectors is checked once at its
- * end, from its lanes' extremes. A block holding a subnormal, inf or NaN has
- * its exponent counts taken back and goes to the scalar fp64 path
- * (scan_fp64.c), and the kernel sits out the next 1, 2, 4 ... 64 blocks. */
+ * end, from its lanes' extremes. A block holding a non-zero value outside the
+ * window (subnormal, inf and NaN included) has its exponent counts taken back and goes to the
+ * scalar fp64 path (scan_fp64.c), and the kernel sits out the next 1, 2, 4 ... 64 blocks. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,8 +24,8 @@
 #define F64A_ISA "avx2"
 #define F64A_BLOCK_VECTORS 2048
 #define F64A_PAIRS (F64_LEVELS / 2)
-#define F64A_MIN_NORMAL (1ull << 52)   /* |x| bits of 2^-1022 */
-#define F64A_INF 0x7ff0000000000000ull /* |x| bits of inf */
+#define F64A_BITS_LO (897ull << 52)        /* |x| bits of 2^-126 */
+#define F64A_BITS_HI ((1150ull << 52) - 1) /* largest |x| bits below 2^127 */
 
 typedef struct f64a_block {
   int64_t kmin[4], kmax[4];
@@ -38,8 +40,19 @@ bool mp_scan_f64a_init(f64_avx2 *F) {
     uint64_t L[3];
     mp_scan_f64_levels(t, L);
     if (!(L[0] <= L[1] && L[1] <= L[2])) return false; /* the counts would not nest */
-    for (int k = 0; k < 3; k++)
-      F->level[3 * t + k] = (int64_t)L[k]; /* below 2^63: compares alike as signed lanes */
+    for (int k = 0; k < 3; k++) {
+      int j = 3 * t + k;
+      /* below 2^63: compares alike as signed lanes */
+      F->implied[j] = L[k] < F64A_BITS_LO ? 1 : L[k] >= F64A_BITS_HI ? 0 : -1;
+      if (F->implied[j] < 0) {
+        F->cmp_of[F->ncmp] = j;
+        F->cmp[F->ncmp++] = (int64_t)L[k];
+      }
+    }
+  }
+  for (int c = F->ncmp; c < F64_LEVELS; c++) {
+    F->cmp_of[c] = -1;
+    F->cmp[c] = INT64_MAX; /* never below a value */
   }
   F->key_min = INT64_MAX;
   F->key_max = INT64_MIN;
@@ -49,18 +62,19 @@ bool mp_scan_f64a_init(f64_avx2 *F) {
 
 typedef uint64_t u64_alias __attribute__((may_alias));
 
-__attribute__((target(F64A_ISA), noinline)) static void
-f64a_kernel(f64a_block *o, uint32_t (*sub)[2048], const int64_t *level, const double *p,
-            uint64_t nvec) {
+/* np pairs of levels compared (the ones past the levels never count). */
+__attribute__((target(F64A_ISA), always_inline)) static inline void
+f64a_kernel_np(f64a_block *o, uint32_t (*sub)[2048], const int64_t *level, const double *p,
+               uint64_t nvec, int np) {
   const __m256i absmask = _mm256_set1_epi64x(INT64_MAX), zero = _mm256_setzero_si256();
   const __m256i minus_one = _mm256_set1_epi64x(-1);
   __m256i kmin = _mm256_set1_epi64x(INT64_MAX), kmax = _mm256_set1_epi64x(INT64_MIN);
   __m256i tmin = _mm256_set1_epi64x(INT64_MAX), zn = zero;
   __m256i above[F64A_PAIRS];
   __m256i lev[F64_LEVELS];
-  for (int k = 0; k < F64_LEVELS; k++)
+  for (int k = 0; k < 2 * np; k++)
     lev[k] = _mm256_set1_epi64x(level[k]);
-  for (int j = 0; j < F64A_PAIRS; j++)
+  for (int j = 0; j < np; j++)
     above[j] = zero;
   uint32_t *s0 = sub[0], *s1 = sub[1], *s2 = sub[2], *s3 = sub[3];
   for (uint64_t i = 0; i < nvec; i++) {
@@ -75,7 +89,7 @@ f64a_kernel(f64a_block *o, uint32_t (*sub)[2048], const int64_t *level, const do
     tmin = _mm256_blendv_epi8(tmin, t, _mm256_cmpgt_epi64(tmin, t));
     zn = _mm256_sub_epi32(zn, _mm256_blend_epi32(_mm256_cmpeq_epi64(a, zero),
                                                  _mm256_cmpgt_epi64(minus_one, key), 0xaa));
-    _Pragma("GCC unroll 6") for (int j = 0; j < F64A_PAIRS; j++) {
+    _Pragma("GCC unroll 6") for (int j = 0; j < np; j++) {
       __m256i lo = _mm256_cmpgt_epi64(a, lev[2 * j]), hi = _mm256_cmpgt_epi64(a, lev[2 * j + 1]);
       above[j] = _mm256_sub_epi32(above[j], _mm256_blend_epi32(lo, hi, 0xaa));
     }
@@ -89,8 +103,22 @@ f64a_kernel(f64a_block *o, uint32_t (*sub)[2048], const int64_t *level, const do
   _mm256_storeu_si256((__m256i *)o->kmax, kmax);
   _mm256_storeu_si256((__m256i *)o->tmin, tmin);
   _mm256_storeu_si256((__m256i *)o->zn, zn);
-  for (int j = 0; j < F64A_PAIRS; j++)
+  for (int j = 0; j < np; j++)
     _mm256_storeu_si256((__m256i *)o->above[j], above[j]);
+  for (int j = np; j < F64A_PAIRS; j++)
+    _mm256_storeu_si256((__m256i *)o->above[j], zero);
+}
+
+__attribute__((target(F64A_ISA), noinline)) static void
+f64a_kernel5(f64a_block *o, uint32_t (*sub)[2048], const int64_t *level, const double *p,
+             uint64_t nvec) {
+  f64a_kernel_np(o, sub, level, p, nvec, 5);
+}
+
+__attribute__((target(F64A_ISA), noinline)) static void
+f64a_kernel6(f64a_block *o, uint32_t (*sub)[2048], const int64_t *level, const double *p,
+             uint64_t nvec) {
+  f64a_kernel_np(o, sub, level, p, nvec, F64A_PAIRS);
 }
 
 static uint64_t key_abs_bits(int64_t k) {
@@ -122,21 +150,23 @@ static bool f64a_commit(f64_avx2 *F, const f64a_block *o, const double *p, uint6
   }
   uint64_t aminm1 = (uint64_t)tmin ^ (1ull << 63);
   uint64_t amax = key_abs_bits(kmin) > key_abs_bits(kmax) ? key_abs_bits(kmin) : key_abs_bits(kmax);
-  if (amax >= F64A_INF || (aminm1 != UINT64_MAX && aminm1 + 1 < F64A_MIN_NORMAL)) {
+  if (amax > F64A_BITS_HI || (aminm1 != UINT64_MAX && aminm1 + 1 < F64A_BITS_LO)) {
     const u64_alias *q = (const u64_alias *)(const void *)p;
     for (uint64_t i = 0; i < 4 * nvec; i++)
       F->sub[i & 3][(q[i] >> 52) & 0x7ff]--;
     return false;
   }
+  uint64_t zeros = 0;
   for (int l = 0; l < 4; l++) {
-    F->zeros += o->zn[2 * l];
+    zeros += o->zn[2 * l];
     F->negatives += o->zn[2 * l + 1];
   }
-  for (int j = 0; j < F64A_PAIRS; j++)
-    for (int l = 0; l < 4; l++) {
-      F->ind_lev[2 * j] += o->above[j][2 * l];
-      F->ind_lev[2 * j + 1] += o->above[j][2 * l + 1];
-    }
+  F->zeros += zeros;
+  for (int c = 0; c < F->ncmp; c++)
+    for (int l = 0; l < 4; l++)
+      F->ind_lev[F->cmp_of[c]] += o->above[c / 2][2 * l + c % 2];
+  for (int k = 0; k < F64_LEVELS; k++)
+    if (F->implied[k] == 1) F->ind_lev[k] += 4 * nvec - zeros;
   if (kmin < F->key_min) F->key_min = kmin;
   if (kmax > F->key_max) F->key_max = kmax;
   if (aminm1 < F->abs_min_m1) F->abs_min_m1 = aminm1;
@@ -176,7 +206,7 @@ void mp_scan_f64a_run(mp_stats *s, const src_info *I, f64_avx2 *F, const double 
     if (F->skip > 0) {
       F->skip--;
     } else {
-      f64a_kernel(&o, F->sub, F->level, p + i, nvec);
+      (F->ncmp <= 10 ? f64a_kernel5 : f64a_kernel6)(&o, F->sub, F->cmp, p + i, nvec);
       done = f64a_commit(F, &o, p + i, nvec);
       if (done) {
         F->fails = 0;

@@ -381,12 +381,18 @@ bool mp_scan_f64v_init(f64_vec *F);
 void mp_scan_f64v_run(mp_stats *s, const src_info *I, f64_vec *F, const double *p, uint64_t n);
 void mp_scan_f64v_finish(mp_stats *s, f64_vec *F);
 
-/* scan_fp64_avx2.c: fp64 four values at a time, each compared with every
- * level (cast counts as for scan_fp64_avx512.c); blocks holding a subnormal,
- * inf or NaN go to the scalar path (design in the file). */
+/* scan_fp64_avx2.c: fp64 four values at a time, each compared with the
+ * levels inside [2^-126, 2^127) (cast counts as for scan_fp64_avx512.c);
+ * blocks holding a non-zero value outside go to the scalar path (design in
+ * the file). */
 typedef struct f64_avx2 {
-  uint32_t sub[4][2048];        /* by biased exponent; bin 0 collects zeros */
-  int64_t level[F64_LEVELS];    /* target t: 3t flush, 3t + 1 subnormal, 3t + 2 overflow */
+  uint32_t sub[4][2048]; /* by biased exponent; bin 0 collects zeros */
+  /* Levels by index, target t: 3t flush, 3t + 1 subnormal, 3t + 2 overflow.
+   * implied: 1 below the kernel's window, 0 above it, -1 compared. */
+  int8_t implied[F64_LEVELS];
+  int ncmp;
+  int64_t cmp[F64_LEVELS];      /* |x| bits of the compared levels (INT64_MAX past ncmp) */
+  int cmp_of[F64_LEVELS];       /* their level index */
   uint64_t ind_lev[F64_LEVELS]; /* values above each level */
   uint64_t values, zeros, negatives;
   uint64_t pending; /* values in sub since the last fold */
