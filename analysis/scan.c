@@ -23,9 +23,12 @@
  *   source into four sub-histograms; each value compared only with the
  *   level(s) of its own binade, looked up in a slot table, the result added
  *   to that binade's packed counter (scan_fp64_avx512.c).
- * - fp64 (scalar, CPUs without AVX-512): binned by exponent; values in
- *   boundary binades are collected and classified in a second loop
- *   (scan_fp64.c).
+ * - fp64 with AVX2 (CPUs without AVX-512): four values at a time, each
+ *   compared with all twelve levels, exponents read from the source; blocks
+ *   holding a subnormal, inf or NaN go to the scalar path (scan_fp64_avx2.c).
+ * - fp64 (scalar, CPUs without AVX2, and blocks the AVX2 kernel refuses):
+ *   binned by exponent; values in boundary binades are collected and
+ *   classified in a second loop (scan_fp64.c).
  * - fp8, fp16, bf16 with AVX-512 VBMI/BITALG/GFNI: class planes
  *   (scan_classes.c): each value's class (binade, side of a threshold) looked
  *   up per code byte into one-hot planes, counted per bit position; every
@@ -34,8 +37,8 @@
  *   of the first two items.
  * - fp8, fp16, bf16 with AVX2 (CPUs without AVX-512; fp8 without VBMI):
  *   class ids that rise with |x| (binade code + thresholds below |x|), pairs
- *   of 16-bit ids counted by scalar increments, fp8 ids in nibble counters
- *   (scan_classes_avx2.c); failing blocks go to the pattern counts below.
+ *   of ids counted by scalar increments (scan_classes_avx2.c); failing
+ *   blocks go to the pattern counts below.
  * - 16-bit and 8-bit sources: count bit patterns (2^16 / 2^8 counters), then
  *   fold each pattern seen into the record once, with its multiplicity
  *   (scan_portable.c, with the per-value path).
@@ -122,6 +125,7 @@ typedef enum run_kind {
   RUN_PORTABLE,
   RUN_F64_FAST,
   RUN_F64_AVX512,
+  RUN_F64_AVX2,
   RUN_F32_AVX2,
   RUN_F32_AVX512,
   RUN_CLASSES,
@@ -139,6 +143,7 @@ typedef struct scanner {
 #ifdef MP_HAVE_X86
   f32_fast *f32;
   f64_vec *f64v;
+  f64_avx2 *f64a;
   cls_scan *cls;
   cls2_scan *cls2;
 #endif
@@ -165,6 +170,9 @@ static void scan_run(scanner *S, const void *p, uint64_t n) {
     break;
   case RUN_F64_AVX512:
     mp_scan_f64v_run(S->s, S->I, S->f64v, p, n);
+    break;
+  case RUN_F64_AVX2:
+    mp_scan_f64a_run(S->s, S->I, S->f64a, p, n);
     break;
   case RUN_CLASSES:
     mp_scan_cls_run(S->s, S->I, S->cls, S->f32, p, n);
@@ -261,6 +269,15 @@ static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
       free(S->f64v);
       S->f64v = NULL;
     }
+    if (cpu_has_avx2()) {
+      S->f64a = malloc(sizeof(f64_avx2));
+      if (S->f64a && mp_scan_f64a_init(S->f64a)) {
+        S->kind = RUN_F64_AVX2;
+        break;
+      }
+      free(S->f64a);
+      S->f64a = NULL;
+    }
 #endif
     S->f64 = malloc(sizeof(f64_fast));
     if (!S->f64) break;
@@ -331,6 +348,10 @@ static void finish(scanner *S) {
   case RUN_F64_AVX512:
     mp_scan_f64v_finish(S->s, S->f64v);
     free(S->f64v);
+    break;
+  case RUN_F64_AVX2:
+    mp_scan_f64a_finish(S->s, S->I, S->f64a);
+    free(S->f64a);
     break;
   case RUN_CLASSES:
     mp_scan_cls_finish(S->s, S->I, S->cls);

@@ -5,6 +5,7 @@
  *   scan_portable.c  plain C per value, and bit-pattern counting (8/16-bit)
  *   scan_fp64.c      fp64, scalar, binned by exponent
  *   scan_fp64_avx512.c  fp64 with AVX-512, levels looked up per binade
+ *   scan_fp64_avx2.c  fp64 with AVX2, every level compared
  *   scan_f32.c       state of the fp32/fp16/bf16 vector paths (init, folds, finish)
  *   scan_avx2.c      fp32 with AVX2
  *   scan_avx512.c    fp32, fp16, bf16 with AVX-512 (exponent pairs for 16-bit)
@@ -379,6 +380,34 @@ typedef struct f64_vec {
 bool mp_scan_f64v_init(f64_vec *F);
 void mp_scan_f64v_run(mp_stats *s, const src_info *I, f64_vec *F, const double *p, uint64_t n);
 void mp_scan_f64v_finish(mp_stats *s, f64_vec *F);
+
+/* scan_fp64_avx2.c: fp64 four values at a time, each compared with the
+ * levels inside [2^-126, 2^127) (cast counts as for scan_fp64_avx512.c);
+ * blocks holding a non-zero value outside go to the scalar path (design in
+ * the file). */
+typedef struct f64_avx2 {
+  uint32_t sub[4][2048]; /* by biased exponent; bin 0 collects zeros */
+  /* Levels by index, target t: 3t flush, 3t + 1 subnormal, 3t + 2 overflow.
+   * implied: 1 below the kernel's window, 0 above it, -1 compared. */
+  int8_t implied[F64_LEVELS];
+  int ncmp;
+  int64_t cmp[F64_LEVELS];      /* |x| bits of the compared levels (INT64_MAX past ncmp) */
+  int cmp_of[F64_LEVELS];       /* their level index */
+  uint64_t ind_lev[F64_LEVELS]; /* values above each level */
+  uint64_t values, zeros, negatives;
+  uint64_t pending; /* values in sub since the last fold */
+  int64_t key_min, key_max;
+  uint64_t abs_min_m1;
+  unsigned skip, fails;
+  f64_fast *slow; /* blocks the kernel does not count (allocated on demand) */
+} f64_avx2;
+
+/* false when the levels do not nest (the path cannot count them). */
+bool mp_scan_f64a_init(f64_avx2 *F);
+void mp_scan_f64a_run(mp_stats *s, const src_info *I, f64_avx2 *F, const double *p, uint64_t n);
+void mp_scan_f64a_finish(mp_stats *s, const src_info *I, f64_avx2 *F);
+/* Blocks handed to the scalar path since the process started (tests). */
+uint64_t mp_scan_f64a_fallbacks(void);
 
 /* scan_planes.c */
 /* Sets up the tables; false if the thresholds do not fit them. */

@@ -15,7 +15,7 @@
  *
  * MP_SCAN_AVX2 takes the AVX2 class ids (scan_classes_avx2.c) from 128
  * values: 16-bit blocks of 2^18 values (pair counters), fp8 blocks of
- * 8190 steps of 32 bytes (nibble counters summed every 15 steps); e4m3's NaN
+ * 8192 steps of 32 bytes (pair counters as for 16-bit); e4m3's NaN
  * is a class there, while e5m2 inf/NaN, 16-bit inf/NaN, bf16 subnormals and
  * bf16 exponents outside the window make a block fail and go to bit-pattern
  * counts. The tests below with specials in some blocks only, and bf16 over
