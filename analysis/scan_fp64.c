@@ -68,6 +68,21 @@ void mp_scan_f64_finish(mp_stats *s, const src_info *I, f64_fast *F) {
   mp_scan_f64_note_extremes(s, F->key_min, F->key_max, F->abs_min_m1);
 }
 
+void mp_scan_f64_add_levels(mp_stats *s, uint64_t values, uint64_t zeros, uint64_t negatives,
+                            const uint64_t ind_lev[3 * MP_TARGET_COUNT]) {
+  uint64_t nonzero = values - zeros;
+  s->count += values;
+  s->zeros += zeros;
+  s->negatives += negatives;
+  for (int t = 0; t < MP_TARGET_COUNT; t++) {
+    const uint64_t *c = &ind_lev[3 * t];
+    s->casts[t][MP_CAST_UNDERFLOW] += nonzero - c[0];
+    s->casts[t][MP_CAST_SUBNORMAL] += c[0] - c[1];
+    s->casts[t][MP_CAST_NORMAL] += c[1] - c[2];
+    s->casts[t][MP_CAST_OVERFLOW] += c[2];
+  }
+}
+
 void mp_scan_f64_note_extremes(mp_stats *s, int64_t key_min, int64_t key_max, uint64_t abs_min_m1) {
   double mn = key64_to_double(key_min), mx = key64_to_double(key_max);
   if (isnan(s->min) || total_less(mn, s->min)) s->min = mn;

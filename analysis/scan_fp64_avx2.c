@@ -231,17 +231,7 @@ void mp_scan_f64a_finish(mp_stats *s, const src_info *I, f64_avx2 *F) {
     F->slow = NULL;
   }
   if (F->values == 0) return;
-  uint64_t nonzero = F->values - F->zeros;
-  s->count += F->values;
-  s->zeros += F->zeros;
-  s->negatives += F->negatives;
-  for (int t = 0; t < MP_TARGET_COUNT; t++) {
-    const uint64_t *c = &F->ind_lev[3 * t]; /* above flush, at least normal, overflowing */
-    s->casts[t][MP_CAST_UNDERFLOW] += nonzero - c[0];
-    s->casts[t][MP_CAST_SUBNORMAL] += c[0] - c[1];
-    s->casts[t][MP_CAST_NORMAL] += c[1] - c[2];
-    s->casts[t][MP_CAST_OVERFLOW] += c[2];
-  }
+  mp_scan_f64_add_levels(s, F->values, F->zeros, F->negatives, F->ind_lev);
   mp_scan_f64_note_extremes(s, F->key_min, F->key_max, F->abs_min_m1);
 }
 #endif

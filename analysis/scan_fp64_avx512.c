@@ -244,17 +244,7 @@ void mp_scan_f64v_run(mp_stats *s, const src_info *I, f64_vec *F, const double *
 void mp_scan_f64v_finish(mp_stats *s, f64_vec *F) {
   f64v_fold(s, F);
   if (F->values == 0) return;
-  uint64_t nonzero = F->values - F->ind_zeros;
-  s->count += F->values;
-  s->zeros += F->ind_zeros;
-  s->negatives += F->ind_negatives;
-  for (int t = 0; t < MP_TARGET_COUNT; t++) {
-    const uint64_t *c = &F->ind_lev[3 * t]; /* above flush, at least normal, overflowing */
-    s->casts[t][MP_CAST_UNDERFLOW] += nonzero - c[0];
-    s->casts[t][MP_CAST_SUBNORMAL] += c[0] - c[1];
-    s->casts[t][MP_CAST_NORMAL] += c[1] - c[2];
-    s->casts[t][MP_CAST_OVERFLOW] += c[2];
-  }
+  mp_scan_f64_add_levels(s, F->values, F->ind_zeros, F->ind_negatives, F->ind_lev);
   int64_t kmin = INT64_MAX, kmax = INT64_MIN;
   uint64_t aminm1 = UINT64_MAX;
   for (int l = 0; l < 8; l++) {

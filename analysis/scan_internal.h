@@ -180,6 +180,11 @@ void mp_scan_f64_levels(int t, uint64_t ret[3]);
 /* min, max, absmax and min |x| of the record from the extremes of order keys
  * (u ^ ((u >> 63) & INT64_MAX)) and of |x| bits - 1 (UINT64_MAX: none). */
 void mp_scan_f64_note_extremes(mp_stats *s, int64_t key_min, int64_t key_max, uint64_t abs_min_m1);
+/* The vector fp64 kernels' totals into s: `values` scanned, of them zeros
+ * and negatives, and per target three level counts (above its flush, at
+ * least its smallest normal, overflowing) of the non-zero values. */
+void mp_scan_f64_add_levels(mp_stats *s, uint64_t values, uint64_t zeros, uint64_t negatives,
+                            const uint64_t ind_lev[3 * MP_TARGET_COUNT]);
 void mp_scan_f64_init(f64_fast *F, const src_info *I);
 void mp_scan_f64_run(mp_stats *s, const src_info *I, f64_fast *F, const double *p, uint64_t n);
 void mp_scan_f64_finish(mp_stats *s, const src_info *I, f64_fast *F);

@@ -89,23 +89,6 @@ extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_copy(mpp_s
   }
 }
 
-__device__ __forceinline__ void mpp_sh_zero_elem(void *dst, unsigned esize) {
-  switch (esize) {
-  case 1:
-    *(uint8_t *)dst = 0;
-    break;
-  case 2:
-    *(uint16_t *)dst = 0;
-    break;
-  case 4:
-    *(uint32_t *)dst = 0;
-    break;
-  default:
-    *(uint64_t *)dst = 0; /* every float format's zero is all bits clear */
-    break;
-  }
-}
-
 /* One thread per element of op(A) then op(B), in the destinations' order. */
 extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK)
     mpp_shadow_gather(mpp_sh_gather_params p) {
@@ -121,11 +104,9 @@ extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK)
     int64_t o = (int64_t)(e - na);
     int64_t kk = p.b_trans ? o / p.n : o % p.k, col = p.b_trans ? o % p.n : o / p.k;
     int64_t at = mp_sh_conv_b_at(&p.conv, kk, col);
-    char *dst = (char *)p.b_dst + o * (int64_t)p.eb;
-    if (at < 0)
-      mpp_sh_zero_elem(dst, p.eb);
-    else
-      mpp_sh_copy_elem((const char *)p.b_src + at * (int64_t)p.eb, dst, p.eb);
+    const uint64_t zero = 0; /* every float format's zero is all bits clear */
+    const void *src = at < 0 ? (const void *)&zero : (const char *)p.b_src + at * (int64_t)p.eb;
+    mpp_sh_copy_elem(src, (char *)p.b_dst + o * (int64_t)p.eb, p.eb);
   }
 }
 

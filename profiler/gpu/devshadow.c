@@ -6,17 +6,21 @@
  * stream-ordered work memory (cuMemAllocAsync, freed on the private stream
  * when the work is done) and one launch of mpp_shadow_copy, which copies the
  * operands (and the bias) as the op read them (of mpp_shadow_gather for a
- * convolution: its implicit GEMM's operands, gathered from its tensors); then, on the private
- * stream, behind an event recorded on the op's stream after the copy (the program's stream never
- * waits on mpprof), from the copies only: the amax of op(A) and op(B), the reference (exact fp32
- * operands, one strided-batched SGEMM in pedantic math: no TF32, no reduced-precision reduction),
- * then per candidate quant A, quant B, SGEMM, err; err's last block writes the candidate's error
- * sums straight into pinned, mapped host memory; the amax words are copied behind them and an event
- * closes the call. The copy is the one piece of mpprof's work the program's stream runs (a read and
- * a write of the operands' bytes, a fraction of the op's own time): without it the shadow would
- * read the program's memory unordered against the program's later work on it, an in-place update or
- * a stream-ordered free. Nothing waits: mpp_devshadow_poll hands finished calls to their sink when
- * the event says so; at exit mpp_devshadow_drain waits, bounded.
+ * convolution: its implicit GEMM's operands, gathered from its tensors).
+ * Then on the private stream, behind an event recorded on the op's stream
+ * after the copy (the program's stream never waits on mpprof), from the
+ * copies only: the amax of op(A) and op(B), the reference (exact fp32
+ * operands, one strided-batched SGEMM in pedantic math: no TF32, no
+ * reduced-precision reduction), then per candidate quant A, quant B, SGEMM,
+ * err; err's last block writes the candidate's error sums straight into
+ * pinned, mapped host memory; the amax words are copied behind them and an
+ * event closes the call. The copy is the one piece of mpprof's work the
+ * program's stream runs (a read and a write of the operands' bytes, a
+ * fraction of the op's own time): without it the shadow would read the
+ * program's memory unordered against the program's later work on it (an
+ * in-place update, a stream-ordered free). Nothing waits: mpp_devshadow_poll
+ * hands finished calls to their sink when the event says so; at exit
+ * mpp_devshadow_drain waits, bounded.
  *
  * cuBLAS is the program's libcublas.so.13, its own functions (never mpprof's
  * hooks), handed over by the cuBLAS hook module (devshadow_blas.h).

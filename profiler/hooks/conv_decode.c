@@ -65,15 +65,28 @@ void mpp_conv_tensor_view(mpp_role *r, const mpp_tensor_desc *t, const void *p) 
   if (n <= 0) r->present = false;
 }
 
+/* Role order of `kind` (0 forward, 1 backward data, 2 backward filter). */
+static int role_order(mpp_op_kind kind) {
+  return kind == MPP_OP_CONV_BWD_DATA ? 1 : kind == MPP_OP_CONV_BWD_FILTER ? 2 : 0;
+}
+
+/* The activation tensor x, the filter w and the output-side tensor y among
+ * the tensors in role order. */
+static void xwy(int ri, const mpp_tensor_desc *t0, const mpp_tensor_desc *t1,
+                const mpp_tensor_desc *t2, const mpp_tensor_desc **x, const mpp_tensor_desc **w,
+                const mpp_tensor_desc **y) {
+  *x = ri == 1 ? t2 : t0;
+  *w = ri == 2 ? t2 : t1;
+  *y = ri == 0 ? t2 : ri == 1 ? t0 : t1;
+}
+
 void mpp_conv_decode(mpp_op *op, const char *api, mpp_op_kind kind, const mpp_tensor_desc *t0,
                      const mpp_tensor_desc *t1, const mpp_tensor_desc *t2, const mpp_conv_desc *c,
                      const void *p0, const void *p1, const void *p2) {
   static const char *const roles[3][3] = {{"x", "w", "y"}, {"dy", "w", "dx"}, {"x", "dy", "dw"}};
-  int ri = kind == MPP_OP_CONV_BWD_DATA ? 1 : kind == MPP_OP_CONV_BWD_FILTER ? 2 : 0;
-  /* The activation tensor x, the filter w and the output-side tensor y. */
-  const mpp_tensor_desc *x = ri == 1 ? t2 : t0;
-  const mpp_tensor_desc *w = ri == 2 ? t2 : t1;
-  const mpp_tensor_desc *y = ri == 0 ? t2 : ri == 1 ? t0 : t1;
+  int ri = role_order(kind);
+  const mpp_tensor_desc *x, *w, *y;
+  xwy(ri, t0, t1, t2, &x, &w, &y);
 
   mpp_op_init(op, api, kind);
   op->has_conv = true;
@@ -123,8 +136,10 @@ void mpp_conv_decode(mpp_op *op, const char *api, mpp_op_kind kind, const mpp_te
 /* What shadow execution needs to re-compute a convolution (op.h
  * conv_shadow): 4-D x, w, y (dx, dw, dy backward), one group, a filter in
  * NCHW or NHWC, alpha (host memory: double for double data, else float). */
-void mpp_conv_shadow_of(mpp_op *op, const mpp_tensor_desc *x, const mpp_tensor_desc *w,
-                        const mpp_tensor_desc *y, const mpp_conv_desc *c, const void *alpha) {
+void mpp_conv_shadow_of(mpp_op *op, const mpp_tensor_desc *t0, const mpp_tensor_desc *t1,
+                        const mpp_tensor_desc *t2, const mpp_conv_desc *c, const void *alpha) {
+  const mpp_tensor_desc *x, *w, *y;
+  xwy(role_order(op->kind), t0, t1, t2, &x, &w, &y);
   if (!alpha || x->nd != 4 || w->nd != 4 || y->nd != 4 || c->nsp != 2 || c->groups != 1 ||
       (w->format != CUDNN_TENSOR_NCHW && w->format != CUDNN_TENSOR_NHWC))
     return;

@@ -31,12 +31,12 @@ typedef struct mpp_conv_desc {
 void mpp_conv_decode(mpp_op *op, const char *api, mpp_op_kind kind, const mpp_tensor_desc *x,
                      const mpp_tensor_desc *w, const mpp_tensor_desc *y, const mpp_conv_desc *c,
                      const void *px, const void *pw, const void *py);
-/* What shadow execution needs to re-compute the convolution (op.h
- * conv_shadow), from x, w, y as mpp_conv_decode names them (dx, dw, dy
- * backward) and the call's alpha (host memory; NULL: the op is more than
- * alpha times the convolution, nothing set). */
-void mpp_conv_shadow_of(mpp_op *op, const mpp_tensor_desc *x, const mpp_tensor_desc *w,
-                        const mpp_tensor_desc *y, const mpp_conv_desc *c, const void *alpha);
+/* What shadow execution needs to re-compute the convolution op (decoded by
+ * mpp_conv_decode; op.h conv_shadow), from its tensors in role order, c
+ * (with its group count) and the call's alpha (host memory; NULL: the op is
+ * more than alpha times the convolution, nothing set). */
+void mpp_conv_shadow_of(mpp_op *op, const mpp_tensor_desc *t0, const mpp_tensor_desc *t1,
+                        const mpp_tensor_desc *t2, const mpp_conv_desc *c, const void *alpha);
 /* A view of a tensor: scannable when packed in some dimension order. */
 void mpp_conv_tensor_view(mpp_role *r, const mpp_tensor_desc *t, const void *p);
 

@@ -70,9 +70,7 @@ static bool conv_desc(cudnnConvolutionDescriptor_t d, mpp_conv_desc *c) {
   c->comp_type = (int)comp;
   c->nsp = n;
   c->mode = (int)mode;
-  __typeof__(&cudnnGetConvolutionGroupCount) groups = MPP_REAL(syms, cudnnGetConvolutionGroupCount);
-  int gc = 0;
-  c->groups = groups && groups(d, &gc) == CUDNN_STATUS_SUCCESS ? gc : 0;
+  c->groups = 0; /* asked only for shadow execution (decode) */
   for (int i = 0; i < 2; i++) {
     c->pad[i] = i < n ? pad[i] : 0;
     c->stride[i] = i < n ? stride[i] : 1;
@@ -116,14 +114,15 @@ static bool decode(mpp_op *op, const char *api, mpp_op_kind kind, cudnnHandle_t 
   }
   if (!conv_desc(cd, &c)) return false;
   mpp_conv_decode(op, api, kind, &t[0], &t[1], &t[2], &c, p0, p1, p2);
-  int ri = kind == MPP_OP_CONV_BWD_DATA ? 1 : kind == MPP_OP_CONV_BWD_FILTER ? 2 : 0;
-  mpp_conv_shadow_of(op, &t[ri == 1 ? 2 : 0], &t[ri == 2 ? 2 : 1],
-                     &t[ri == 0   ? 2
-                        : ri == 1 ? 0
-                                  : 1],
-                     &c, alpha); /* x, w, y as mpp_conv_decode names them */
   op->conv_math = math_type_of(cd);
   op->stream = mpp_cudnn_stream(h);
+  if (mpp_cfg.shadow) { /* what shadow execution needs besides (one more query) */
+    __typeof__(&cudnnGetConvolutionGroupCount) groups =
+        MPP_REAL(syms, cudnnGetConvolutionGroupCount);
+    int gc = 0;
+    c.groups = groups && groups(cd, &gc) == CUDNN_STATUS_SUCCESS ? gc : 0;
+    mpp_conv_shadow_of(op, &t[0], &t[1], &t[2], &c, alpha);
+  }
   return true;
 }
 
