@@ -111,6 +111,23 @@ uint64_t mp_stats_hist_bin(const mp_stats *s, int e) {
   return s->exp_hist[e - MP_HIST_MIN];
 }
 
+void mp_stats_hist_written(const mp_stats *s, int *ret_lo, int *ret_hi) {
+  int lo = s->hist_lo < MP_HIST_MIN ? MP_HIST_MIN : s->hist_lo;
+  int hi = s->hist_hi > MP_HIST_MAX ? MP_HIST_MAX : s->hist_hi;
+  while (lo <= hi && !s->exp_hist[lo - MP_HIST_MIN])
+    lo++;
+  while (hi >= lo && !s->exp_hist[hi - MP_HIST_MIN])
+    hi--;
+  mp_hist_written_range(s->hist_lo, s->hist_hi, lo, hi, ret_lo, ret_hi);
+}
+
+void mp_stats_hist_read_range(mp_dtype dtype, int *lo, int *hi) {
+  const mp_format *f = mp_format_of(dtype);
+  if (!f) return;
+  if (f->emin_sub < *lo) *lo = f->emin_sub;
+  if (f->emax > *hi) *hi = f->emax;
+}
+
 mp_cast_outcome mp_cast_classify(double x, mp_target target) {
   const mp_format *f = mp_format_of(mp_target_dtype(target));
   double a = fabs(x);

@@ -95,6 +95,23 @@ uint64_t mp_stats_nonzero_finite(const mp_stats *s);
 bool mp_stats_has_finite(const mp_stats *s);
 uint64_t mp_stats_hist_bin(const mp_stats *s, int e); /* 0 outside the bin range */
 
+/* The bins a written STATS object lists (docs/raw-format.md): from the lowest
+ * to the highest non-zero one, or the record's whole range [hist_lo, hist_hi]
+ * when none is non-zero (nz_lo > nz_hi). A fp32 tensor spanning a dozen
+ * binades writes a dozen counts, not 277. Every writer takes its range here. */
+static inline void mp_hist_written_range(int hist_lo, int hist_hi, int nz_lo, int nz_hi,
+                                         int *ret_lo, int *ret_hi) {
+  bool some = nz_lo <= nz_hi;
+  *ret_lo = some ? nz_lo : hist_lo;
+  *ret_hi = some ? nz_hi : hist_hi;
+}
+void mp_stats_hist_written(const mp_stats *s, int *ret_lo, int *ret_hi);
+/* The range a reader gives a histogram written over *lo..*hi: joined with the
+ * source format's [emin_sub, emax] (the bins outside the written ones are 0),
+ * so a record reads back with the range it had. dtype without a format (a
+ * merge of different dtypes): the written range. */
+void mp_stats_hist_read_range(mp_dtype dtype, int *lo, int *hi);
+
 /* Exact RNE cast outcome of a finite non-zero value into a target format. */
 mp_cast_outcome mp_cast_classify(double x, mp_target target);
 /* floor(log2|x|) of a finite non-zero double (subnormals included), exact. */

@@ -133,15 +133,17 @@ static void write_stats(mpp_jw *w, const mp_stats *s) {
   mpp_jw_double(w, s->absmax);
   mpp_jw_key(w, MP_K_MIN_ABS_NONZERO);
   mpp_jw_double(w, s->min_abs_nonzero); /* +inf (none) writes null */
+  int lo, hi;
+  mp_stats_hist_written(s, &lo, &hi);
   mpp_jw_key(w, MP_K_EXP_HIST);
   mpp_jw_obj(w);
   mpp_jw_key(w, MP_K_HIST_LO);
-  mpp_jw_int(w, s->hist_lo);
+  mpp_jw_int(w, lo);
   mpp_jw_key(w, MP_K_HIST_HI);
-  mpp_jw_int(w, s->hist_hi);
+  mpp_jw_int(w, hi);
   mpp_jw_key(w, MP_K_HIST_COUNTS);
   mpp_jw_arr(w);
-  for (int e = s->hist_lo; e <= s->hist_hi; e++)
+  for (int e = lo; e <= hi; e++)
     mpp_jw_uint(w, mp_stats_hist_bin(s, e));
   mpp_jw_arr_end(w);
   mpp_jw_obj_end(w);

@@ -377,6 +377,7 @@ static bool stats(scan *s, mpprof_cstats *c, uint64_t *bins, bool *oom) {
     c->nz_lo = c->hist_lo + (int)lo;
     c->nz_hi = c->hist_lo + (int)hi - 1;
   }
+  mp_stats_hist_read_range(c->dtype, &c->hist_lo, &c->hist_hi);
   return true;
 }
 
@@ -483,15 +484,17 @@ void mpprof_tb_cstats(mpprof_tb *b, const mpprof_cstats *c) {
     tb_key(b, extremes[i].key);
     mpprof_tb_double(b, extremes[i].v);
   }
+  int lo, hi;
+  mp_hist_written_range(c->hist_lo, c->hist_hi, c->nz_lo, c->nz_hi, &lo, &hi);
   tb_key(b, MP_K_EXP_HIST);
   mpprof_tb_cstr(b, "{\"" MP_K_HIST_LO "\":");
-  tb_int(b, c->hist_lo);
+  tb_int(b, lo);
   tb_key(b, MP_K_HIST_HI);
-  tb_int(b, c->hist_hi);
+  tb_int(b, hi);
   tb_key(b, MP_K_HIST_COUNTS);
   mpprof_tb_put(b, "[", 1);
-  for (int e = c->hist_lo; e <= c->hist_hi; e++) {
-    if (e > c->hist_lo) mpprof_tb_put(b, ",", 1);
+  for (int e = lo; e <= hi; e++) {
+    if (e > lo) mpprof_tb_put(b, ",", 1);
     if (e < c->nz_lo || e > c->nz_hi)
       mpprof_tb_put(b, "0", 1);
     else

@@ -268,7 +268,9 @@ cJSON *mpprof_advice_to_json(const mp_advice *a) {
  * of bins; the per-bin nodes were most of report.json's writing time). */
 static cJSON *hist_to_json(const mp_stats *s, int *failed) {
   cJSON *h = cJSON_CreateObject();
-  size_t nbins = s->hist_hi >= s->hist_lo ? (size_t)(s->hist_hi - s->hist_lo + 1) : 0;
+  int lo, hi;
+  mp_stats_hist_written(s, &lo, &hi);
+  size_t nbins = hi >= lo ? (size_t)(hi - lo + 1) : 0;
   size_t cap = 3 + nbins * 21; /* "[", up to 20 digits and a separator per bin, "]", NUL */
   char *text = malloc(cap);
   if (!h || !text) {
@@ -279,13 +281,13 @@ static cJSON *hist_to_json(const mp_stats *s, int *failed) {
   }
   size_t len = 0;
   text[len++] = '[';
-  for (int e = s->hist_lo; e <= s->hist_hi; e++)
-    len += (size_t)snprintf(text + len, cap - len, "%s%" PRIu64, e > s->hist_lo ? "," : "",
+  for (int e = lo; e <= hi; e++)
+    len += (size_t)snprintf(text + len, cap - len, "%s%" PRIu64, e > lo ? "," : "",
                             mp_stats_hist_bin(s, e));
   text[len++] = ']';
   text[len] = '\0';
-  add(h, MP_K_HIST_LO, cJSON_CreateNumber(s->hist_lo), failed);
-  add(h, MP_K_HIST_HI, cJSON_CreateNumber(s->hist_hi), failed);
+  add(h, MP_K_HIST_LO, cJSON_CreateNumber(lo), failed);
+  add(h, MP_K_HIST_HI, cJSON_CreateNumber(hi), failed);
   add(h, MP_K_HIST_COUNTS, cJSON_CreateRaw(text), failed);
   free(text);
   return h;
@@ -444,6 +446,7 @@ static int read_counts(const cJSON *counts, int lo, int hi, mp_stats *s, char *e
                 hi - lo + 1, lo, hi);
   s->hist_lo = lo;
   s->hist_hi = hi;
+  mp_stats_hist_read_range(s->dtype, &s->hist_lo, &s->hist_hi);
   int e = lo;
   const cJSON *c;
   cJSON_ArrayForEach(c, counts) {

@@ -799,7 +799,9 @@ static void a_tiny_read_window_reads_every_file_the_same(void **state) {
   size_t len = 0;
   char *raw = rg_read_text(dir, "raw/good.json", &len);
   rg_write_text(dir, "truncated.json", raw, len / 2);
-  raw[2 * len / 3] = '#'; /* in a site or event, past the header */
+  char *fc2 = strstr(raw, "net/fc2/fwd\"");
+  assert_non_null(fc2);
+  fc2[strlen("net/fc2/fwd\"")] = '#'; /* in the last site, past the header */
   rg_write_text(dir, "corrupt.json", raw, len);
   char *want = NULL;
   size_t saved = mpprof_raw_window;
@@ -878,6 +880,40 @@ static char *tensors_text(const char *dir) {
   return t;
 }
 
+/* The raw reader finds where each site ends by its brackets, skipping
+ * strings: escaped quotes and backslashes and brackets inside a layer name,
+ * at every offset from a site's start (the scan takes 16 bytes at a time),
+ * must not end a site early or late. */
+static void escapes_and_brackets_in_strings_are_skipped_at_any_offset(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("escapes");
+  for (int shift = 0; shift < 34; shift++) {
+    char name[96];
+    /* brackets far from any backslash, then escapes next to brackets */
+    snprintf(name, sizeof name, "%.*s]}]}[yyyyyyyyyyyyyyyyyyyy\"]}\\[{\\\\\"/fwd", shift,
+             "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+    rg_file r;
+    rg_begin(&r, dir, "a.json", &P0);
+    rg_site_end(&r, fwd_site(0, name, -4, 4));
+    rg_site_end(&r, fwd_site(1, "after/fwd", -4, 4));
+    rg_end(&r);
+    cJSON *rep = report_of(dir);
+    assert_int_equal(cJSON_GetArraySize(get(rep, "skipped_files")), 0);
+    const cJSON *sites = get(rep, "sites");
+    assert_int_equal(cJSON_GetArraySize(sites), 2);
+    int found = 0;
+    const cJSON *st;
+    cJSON_ArrayForEach(st, sites) {
+      const char *l = get(st, "layer")->valuestring;
+      found += !strcmp(l, name) + 2 * !strcmp(l, "after/fwd");
+    }
+    assert_int_equal(found, 3);
+    cJSON_Delete(rep);
+  }
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* Stats objects in mpprof's own spelling are read without cJSON
  * (mpprof_tensors_scan); any other valid spelling reads to the same records,
  * and an invalid one is skipped with the reason the cJSON reader gives. */
@@ -897,8 +933,15 @@ static void stats_in_any_spelling_read_alike_and_bad_ones_are_named(void **state
       {"\"count\":400", "\"count\": 4.0e2 "},
       {"\"dtype\":\"fp16\"", "\"d\\u0074ype\":\"fp16\""},
       {"\"min_abs_nonzero\"", "\"advice\":{\"x\":[1]},\"min_abs_nonzero\""},
+      /* zero bins beyond the written ones (fp16's whole range below, as files
+       * of earlier versions list it; and past the format's range) */
+      {"\"exp_hist\":{\"lo\":-8,\"hi\":4,\"counts\":[",
+       "\"exp_hist\":{\"lo\":-24,\"hi\":4,\"counts\":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,"},
+      {"\"exp_hist\":{\"lo\":-8,\"hi\":4,\"counts\":[",
+       "\"exp_hist\":{\"lo\":-10,\"hi\":4,\"counts\":[0,0,"},
   };
   for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+    assert_non_null(strstr(raw, same[i][0]));
     char *t = replaced(raw, same[i][0], same[i][1]);
     rg_write_text(dir, "a.json", t, strlen(t));
     free(t);
@@ -1016,6 +1059,7 @@ int main(void) {
       cmocka_unit_test(bad_raw_files_are_skipped_and_listed),
       cmocka_unit_test(a_tiny_read_window_reads_every_file_the_same),
       cmocka_unit_test(stats_in_any_spelling_read_alike_and_bad_ones_are_named),
+      cmocka_unit_test(escapes_and_brackets_in_strings_are_skipped_at_any_offset),
       cmocka_unit_test(doubles_are_written_as_mpprof_json_double_writes_them),
       cmocka_unit_test(a_checkpoint_file_marks_the_report_incomplete),
       cmocka_unit_test(a_run_without_cuda_ops_says_so),
