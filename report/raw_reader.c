@@ -567,8 +567,9 @@ static void json_text(mpprof_tb *b, const cJSON *v) {
 
 /* The identity of a site: its site-key fields (MP_RAW_SITE_KEY, an allowlist),
  * keys sorted, as compact JSON (cJSON_PrintUnformatted's text of an object
- * of those fields). Everything else merges. */
-static char *identity_of(const cJSON *o, mpprof_tb *text) {
+ * of those fields). Everything else merges. The text lies in *text, a buffer
+ * kept across sites; NULL when out of memory. */
+static const char *identity_of(const cJSON *o, mpprof_tb *text) {
   const cJSON *few[64], **v = few;
   size_t n = 0, k = 0;
   for (const cJSON *c = o->child; c; c = c->next)
@@ -589,11 +590,7 @@ static char *identity_of(const cJSON *o, mpprof_tb *text) {
   mpprof_tb_put(&b, "}", 1);
   if (v != few) free(v);
   *text = b;
-  /* a copy of exactly its length (a site keeps it; a shrinking realloc left
-   * a small free chunk per site behind, which slowed every later malloc) */
-  char *ret = b.oom ? NULL : malloc(b.n + 1);
-  if (ret) memcpy(ret, b.p, b.n + 1);
-  return ret;
+  return b.oom ? NULL : b.p;
 }
 
 static int parse_counts(mpprof_strpool *pool, const cJSON *o, mpprof_count **ret, size_t *ret_n,
@@ -782,13 +779,16 @@ static int site_from_json(cJSON *o, const mpprof_process *p, mpprof_model *m, mp
     snprintf(err, errlen, "needs id, api, op, layer and calls");
     return -1;
   }
-  if (!(s->key = identity_of(o, text))) return -1;
-  *ret_into = mpprof_model_find_site(m, s->key);
+  const char *key = identity_of(o, text);
+  if (!key) return -1;
+  *ret_into = mpprof_model_find_site(m, key);
   mpprof_strpool *sp = &m->strings;
-  if (*ret_into != SIZE_MAX) {
-    free(s->key); /* the model's site has it, and the strings below */
-    s->key = NULL;
-  } else {
+  if (*ret_into == SIZE_MAX) { /* else the model's site has the key and the strings below */
+    /* a copy of exactly its length (a site keeps it; a shrinking realloc left
+     * a small free chunk per site behind, which slowed every later malloc) */
+    size_t n = strlen(key) + 1;
+    if (!(s->key = malloc(n))) return -1;
+    memcpy(s->key, key, n);
     bool oom = false;
     s->api = mpprof_intern(sp, api);
     s->op = mpprof_intern(sp, op);
