@@ -15,6 +15,9 @@
 #include <math.h>
 #include <png.h>
 #include <zlib.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,9 +212,28 @@ static int encode_png(const canvas *c, unsigned char **ret, size_t *ret_len) {
   png_set_compression_level(png, 1);
   png_set_compression_strategy(png, Z_RLE);
   png_write_info(png, info);
-  png_set_packing(png); /* one index a byte in, two a byte out */
-  for (int y = 0; y < H; y++)
-    png_write_row(png, c->px + (size_t)y * W);
+  /* two indices a byte, packed here (libpng's png_set_packing goes bit by
+   * bit: it cost more than the deflate) */
+  unsigned char row[(W + 1) / 2];
+  for (int y = 0; y < H; y++) {
+    const unsigned char *px = c->px + (size_t)y * W;
+    int x = 0;
+#ifdef __SSE2__
+    /* 32 indices -> 16 bytes: each 16-bit lane (a, b) -> a << 4 | b */
+    const __m128i lo = _mm_set1_epi16(0x00ff);
+    for (; x + 16 <= W / 2; x += 16) {
+      __m128i p0 = _mm_loadu_si128((const __m128i *)(const void *)(px + 2 * x));
+      __m128i p1 = _mm_loadu_si128((const __m128i *)(const void *)(px + 2 * x + 16));
+      __m128i q0 = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(p0, lo), 4), _mm_srli_epi16(p0, 8));
+      __m128i q1 = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(p1, lo), 4), _mm_srli_epi16(p1, 8));
+      _mm_storeu_si128((__m128i *)(void *)(row + x), _mm_packus_epi16(q0, q1));
+    }
+#endif
+    for (; x < W / 2; x++)
+      row[x] = (unsigned char)(px[2 * x] << 4 | px[2 * x + 1]);
+    if (W % 2) row[W / 2] = (unsigned char)(px[W - 1] << 4);
+    png_write_row(png, row);
+  }
   png_write_end(png, NULL);
   png_destroy_write_struct(&png, &info);
   if (b.oom) {
