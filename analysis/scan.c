@@ -37,8 +37,9 @@
  *   of the first two items.
  * - fp8, fp16, bf16 with AVX2 (CPUs without AVX-512; fp8 without VBMI):
  *   class ids that rise with |x| (binade code + thresholds below |x|), pairs
- *   of ids counted by scalar increments (scan_classes_avx2.c); failing
- *   blocks go to the pattern counts below.
+ *   of ids counted by scalar increments (e4m3: nibble counters in byte
+ *   lanes; scan_classes_avx2.c); failing blocks go to the pattern counts
+ *   below.
  * - 16-bit and 8-bit sources: count bit patterns (2^16 / 2^8 counters), then
  *   fold each pattern seen into the record once, with its multiplicity
  *   (scan_portable.c, with the per-value path).

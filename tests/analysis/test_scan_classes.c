@@ -15,12 +15,12 @@
  *
  * MP_SCAN_AVX2 takes the AVX2 class ids (scan_classes_avx2.c) from 128
  * values: 16-bit blocks of 2^18 values (pair counters), fp8 blocks of
- * 8192 steps of 32 bytes (pair counters as for 16-bit); e4m3's NaN
- * is a class there, while e5m2 inf/NaN, 16-bit inf/NaN, bf16 subnormals and
- * bf16 exponents outside the window make a block fail and go to bit-pattern
- * counts. The tests below with specials in some blocks only, and bf16 over
- * narrow ranges (few thresholds in the window: the smaller kernels), aim at
- * that path. */
+ * 8192 steps of 32 bytes (e4m3: nibble counters summed every 15 steps;
+ * e5m2: pair counters as for 16-bit); e4m3's NaN is a class there, while
+ * e5m2 inf/NaN, 16-bit inf/NaN, bf16 subnormals and bf16 exponents outside
+ * the window make a block fail and go to bit-pattern counts. The tests below
+ * with specials in some blocks only, and bf16 over narrow ranges (few
+ * thresholds in the window: the smaller kernels), aim at that path. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -107,6 +107,58 @@ static void avx2_class_kernels_count_finite_data_without_falling_back(void **sta
   free(st);
   free(b16);
   free(b8);
+#else
+  skip();
+#endif
+}
+
+#ifdef MP_HAVE_X86
+/* An AVX2 scan of n bytes that no block of leaves to the fallback, and that
+ * equals the portable path. */
+static void assert_fp8_avx2_counts_alone(mp_dtype d, const uint8_t *buf, uint64_t n,
+                                         const char *what) {
+  mp_view v = {.dtype = d, .data = buf, .rows = n, .cols = 1, .ld = n, .batch = 1};
+  mp_stats *st = malloc(sizeof *st);
+  assert_non_null(st);
+  uint64_t before = mp_scan_cls2_fallbacks();
+  mp_stats_init(st, d);
+  assert_int_equal(mp_scan_with(st, &v, MP_SCAN_AVX2), 0);
+  if (mp_scan_cls2_fallbacks() != before)
+    fail_msg("%s (%s): %llu block(s) fell back", mp_dtype_name(d), what,
+             (unsigned long long)(mp_scan_cls2_fallbacks() - before));
+  free(st);
+  assert_paths_agree(d, buf, n, what);
+}
+#endif
+
+/* The AVX2 fp8 kernels count ids by nibble counters (e4m3) or pair counters
+ * (e5m2); a dropped or overflowing counter fails the block's total and only
+ * costs speed, so: every byte a kernel counts (e4m3: NaN too, a class there;
+ * e5m2: all but inf and NaN) in random order over blocks of 8192 steps and a
+ * part chunk, and runs of each byte over two chunks of 15 steps and a part
+ * (a nibble counter at its limit of 15), with no block falling back. */
+static void avx2_fp8_kernels_count_every_class_without_falling_back(void **state) {
+  (void)state;
+#ifdef MP_HAVE_X86
+  if (!mp_scan_cpu_has_classes_avx2()) skip();
+  const uint64_t n = 2 * 8192 * 32 + 20 * 32 + 17, run = 31 * 32;
+  uint8_t *buf = malloc(n);
+  assert_non_null(buf);
+  for (int d = 0; d < 2; d++) {
+    bool e5m2 = fp8s[d] == MP_FP8_E5M2;
+    uint64_t s = 90 + (uint64_t)d;
+    for (uint64_t i = 0; i < n; i++) {
+      uint8_t b = (uint8_t)ref_rand(&s);
+      buf[i] = e5m2 && (b & 0x7f) >= 0x7c ? (uint8_t)(b & 0x83) : b;
+    }
+    assert_fp8_avx2_counts_alone(fp8s[d], buf, n, "every class");
+    for (int v = 0; v < 256; v++) {
+      if (e5m2 && (v & 0x7f) >= 0x7c) continue;
+      memset(buf, v, run);
+      assert_fp8_avx2_counts_alone(fp8s[d], buf, run, "runs of one byte");
+    }
+  }
+  free(buf);
 #else
   skip();
 #endif
@@ -422,6 +474,7 @@ int main(void) {
       cmocka_unit_test(bf16_narrow_ranges_match_portable),
       cmocka_unit_test(fp8_specials_in_some_blocks_match_portable),
       cmocka_unit_test(avx2_class_kernels_count_finite_data_without_falling_back),
+      cmocka_unit_test(avx2_fp8_kernels_count_every_class_without_falling_back),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
