@@ -136,4 +136,15 @@ static inline void mpp_op_note_ptr(mpp_op *op, const void *p) {
 }
 /* mpp_host_readable: profiler/hostmem.h */
 
+/* A convolution's tensors by what they are, x (the activations, or their
+ * gradient dx), w (the filter, or dw), y (the output, or dy), named as the
+ * site's roles for each kind. The one table of those names: the decoder
+ * names the tensors with it, the shadow finds them by it. */
+static inline void mpp_conv_role_names(mpp_op_kind kind, const char *xwy[3]) {
+  bool data = kind == MPP_OP_CONV_BWD_DATA, filter = kind == MPP_OP_CONV_BWD_FILTER;
+  xwy[0] = data ? "dx" : "x";
+  xwy[1] = filter ? "dw" : "w";
+  xwy[2] = data || filter ? "dy" : "y";
+}
+
 #endif

@@ -148,16 +148,15 @@ static bool is_conv(const mpp_op *op) {
          op->kind == MPP_OP_CONV_BWD_FILTER;
 }
 
-/* The roles of a convolution's x, w, y whatever its direction (forward x,
- * w, y; backward data dx, w, dy; backward filter x, dw, dy), and of its
- * implicit GEMM's A and B (analysis/shadow.h mp_shadow_conv_gemm). */
+/* The roles of a convolution's x, w, y whatever its direction (op.h
+ * mpp_conv_role_names), and of its implicit GEMM's A and B
+ * (analysis/shadow.h mp_shadow_conv_gemm). */
 static void conv_roles(const mpp_op *op, const char *xwy[3], const char *ab[2]) {
   bool data = op->kind == MPP_OP_CONV_BWD_DATA, filter = op->kind == MPP_OP_CONV_BWD_FILTER;
-  xwy[0] = data ? "dx" : "x";
-  xwy[1] = filter ? "dw" : "w";
-  xwy[2] = data || filter ? "dy" : "y";
-  ab[0] = filter ? "dy" : "w";
-  ab[1] = data ? "dy" : "x";
+  mpp_conv_role_names(op->kind, xwy);
+  /* the implicit GEMM's operands: w x im2col(x), w' x dy, dy x im2col(x)' */
+  ab[0] = filter ? xwy[2] : xwy[1];
+  ab[1] = data ? xwy[2] : xwy[0];
 }
 
 /* The op's convolution geometry (op.h conv_shadow) and alpha. */

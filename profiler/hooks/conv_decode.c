@@ -70,21 +70,35 @@ static int role_order(mpp_op_kind kind) {
   return kind == MPP_OP_CONV_BWD_DATA ? 1 : kind == MPP_OP_CONV_BWD_FILTER ? 2 : 0;
 }
 
-/* The activation tensor x, the filter w and the output-side tensor y among
- * the tensors in role order. */
+/* Where the activation tensor x, the filter w and the output-side tensor y
+ * lie among the tensors in role order (ri: role_order). */
+static void xwy_at(int ri, int at[3]) {
+  at[0] = ri == 1 ? 2 : 0;
+  at[1] = ri == 2 ? 2 : 1;
+  at[2] = ri == 0 ? 2 : ri == 1 ? 0 : 1;
+}
+
+/* x, w and y among the tensors in role order. */
 static void xwy(int ri, const mpp_tensor_desc *t0, const mpp_tensor_desc *t1,
                 const mpp_tensor_desc *t2, const mpp_tensor_desc **x, const mpp_tensor_desc **w,
                 const mpp_tensor_desc **y) {
-  *x = ri == 1 ? t2 : t0;
-  *w = ri == 2 ? t2 : t1;
-  *y = ri == 0 ? t2 : ri == 1 ? t0 : t1;
+  const mpp_tensor_desc *t[3] = {t0, t1, t2};
+  int at[3];
+  xwy_at(ri, at);
+  *x = t[at[0]];
+  *w = t[at[1]];
+  *y = t[at[2]];
 }
 
 void mpp_conv_decode(mpp_op *op, const char *api, mpp_op_kind kind, const mpp_tensor_desc *t0,
                      const mpp_tensor_desc *t1, const mpp_tensor_desc *t2, const mpp_conv_desc *c,
                      const void *p0, const void *p1, const void *p2) {
-  static const char *const roles[3][3] = {{"x", "w", "y"}, {"dy", "w", "dx"}, {"x", "dy", "dw"}};
-  int ri = role_order(kind);
+  int ri = role_order(kind), at[3];
+  const char *names[3], *roles[3]; /* x, w, y; in role order */
+  mpp_conv_role_names(kind, names);
+  xwy_at(ri, at);
+  for (int i = 0; i < 3; i++)
+    roles[at[i]] = names[i];
   const mpp_tensor_desc *x, *w, *y;
   xwy(ri, t0, t1, t2, &x, &w, &y);
 
@@ -125,9 +139,9 @@ void mpp_conv_decode(mpp_op *op, const char *api, mpp_op_kind kind, const mpp_te
   mpp_op_type(op, "y", mpp_cudnn_dtype_name(y->dtype));
   op->compute_type = mpp_cudnn_dtype_name(c->comp_type);
 
-  mpp_conv_tensor_view(mpp_op_role(op, roles[ri][0], true), t0, p0);
-  mpp_conv_tensor_view(mpp_op_role(op, roles[ri][1], true), t1, p1);
-  mpp_conv_tensor_view(mpp_op_role(op, roles[ri][2], false), t2, p2);
+  mpp_conv_tensor_view(mpp_op_role(op, roles[0], true), t0, p0);
+  mpp_conv_tensor_view(mpp_op_role(op, roles[1], true), t1, p1);
+  mpp_conv_tensor_view(mpp_op_role(op, roles[2], false), t2, p2);
   mpp_op_note_ptr(op, p0);
   mpp_op_note_ptr(op, p1);
   mpp_op_note_ptr(op, p2);
