@@ -299,15 +299,169 @@ static const char *skip_container(const char *p, const char *end) {
   return NULL;
 }
 
+/* A byte that ends a scalar: ',', ']', '}' or JSON whitespace. */
+static inline bool scalar_end(char c) {
+  switch (c) {
+  case ',':
+  case ']':
+  case '}':
+  case ' ':
+  case '\t':
+  case '\r':
+  case '\n':
+    return true;
+  default:
+    return false;
+  }
+}
+
 static const char *skip_value_raw(const char *p, const char *end) {
   if (p >= end) return NULL;
   if (*p == '"') return skip_string(p, end);
   if (*p == '{' || *p == '[') return skip_container(p, end);
   const char *s = p;
-  while (p < end && !strchr(",]} \t\r\n", *p))
+  while (p < end && !scalar_end(*p))
     p++;
   if (p == end) return NULL; /* a top-level scalar never ends a raw file */
   return p > s ? p : NULL;
+}
+
+/* ---- an element's cJSON tree ---- */
+
+/* A scalar member value p..e (e from skip_value_raw) that cJSON reads in a
+ * known way, made as cJSON makes it (the same type, valuestring,
+ * valuedouble and valueint): a string without escapes or control bytes, an
+ * integer of at most 15 digits without a leading zero (exact as the double
+ * strtod gives), true, false, null. NULL: anything else. */
+static cJSON *plain_scalar(const char *p, const char *e) {
+  size_t n = (size_t)(e - p);
+  if (*p == '"') {
+    char buf[256];
+    if (n < 2 || n - 2 >= sizeof buf || e[-1] != '"') return NULL;
+    for (const char *q = p + 1; q < e - 1; q++)
+      if (*q == '\\' || *q == '"' || (unsigned char)*q < 0x20) return NULL;
+    memcpy(buf, p + 1, n - 2);
+    buf[n - 2] = '\0';
+    return cJSON_CreateString(buf);
+  }
+  const char *d = p + (*p == '-');
+  if (d < e && (unsigned)(*d - '0') < 10 && e - d <= 15 && (e - d == 1 || *d != '0')) {
+    uint64_t v = 0;
+    for (const char *q = d; q < e; q++) {
+      if ((unsigned)(*q - '0') >= 10) return NULL;
+      v = v * 10 + (uint64_t)(*q - '0');
+    }
+    return cJSON_CreateNumber(d > p ? -(double)v : (double)v);
+  }
+  if (n == 4 && !memcmp(p, "true", 4)) {
+    cJSON *v = cJSON_CreateTrue();
+    if (v) v->valueint = 1; /* as cJSON's parse sets it */
+    return v;
+  }
+  if (n == 5 && !memcmp(p, "false", 5)) return cJSON_CreateFalse();
+  if (n == 4 && !memcmp(p, "null", 4)) return cJSON_CreateNull();
+  return NULL;
+}
+
+/* Containers nested deeper than this are left to cJSON: far below its own
+ * nesting limit, so a text the fast path takes cJSON takes too. */
+#define TREE_DEPTH 16
+
+static cJSON *tree_value(const char **pp, const char *end, int depth);
+
+/* The object (obj) or array at *pp, its members read by tree_value. */
+static cJSON *tree_container(const char **pp, const char *end, int depth, bool obj) {
+  const char *p = *pp + 1;
+  char close = obj ? '}' : ']';
+#define WS()                                                                                       \
+  while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))                         \
+  p++
+  cJSON *o = obj ? cJSON_CreateObject() : cJSON_CreateArray();
+  if (!o) return NULL;
+  WS();
+  if (p < end && *p == close) {
+    *pp = p + 1;
+    return o;
+  }
+  while (true) {
+    char key[256];
+    WS();
+    if (obj) {
+      if (p >= end || *p++ != '"') break;
+      const char *ks = p;
+      while (p < end && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
+        p++;
+      if (p >= end || *p != '"' || (size_t)(p - ks) >= sizeof key) break;
+      memcpy(key, ks, (size_t)(p - ks));
+      key[p - ks] = '\0';
+      p++;
+      WS();
+      if (p >= end || *p++ != ':') break;
+      WS();
+    }
+    cJSON *v = tree_value(&p, end, depth + 1);
+    if (!v) break;
+    if (!(obj ? cJSON_AddItemToObject(o, key, v) : cJSON_AddItemToArray(o, v))) {
+      cJSON_Delete(v);
+      break;
+    }
+    WS();
+    if (p < end && *p == ',') {
+      p++;
+      continue;
+    }
+    if (p < end && *p == close) {
+      *pp = p + 1;
+      return o;
+    }
+    break;
+  }
+#undef WS
+  cJSON_Delete(o);
+  return NULL;
+}
+
+/* The value at *pp (no whitespace before it), *pp moved past it; NULL:
+ * leave the text to cJSON. Scalars cJSON reads in a known way are made
+ * directly (plain_scalar), containers by tree_container, any other value
+ * (a fraction, an exponent, a string with escapes) by cJSON from its own
+ * bytes: the same bytes parse alike in place, as a value's parse reads
+ * nothing past its end, which is checked. */
+static cJSON *tree_value(const char **pp, const char *end, int depth) {
+  const char *p = *pp;
+  if (p >= end || !strchr("{[\"-0123456789tfn", *p)) return NULL;
+  if (*p == '{' || *p == '[')
+    return depth < TREE_DEPTH ? tree_container(pp, end, depth, *p == '{') : NULL;
+  const char *ve = skip_value_raw(p, end);
+  if (!ve) return NULL;
+  cJSON *v = plain_scalar(p, ve);
+  if (!v) {
+    const char *pe = NULL;
+    v = cJSON_ParseWithLengthOpts(p, (size_t)(ve - p), &pe, false);
+    if (v && pe != ve) {
+      cJSON_Delete(v);
+      v = NULL;
+    }
+  }
+  if (v) *pp = ve;
+  return v;
+}
+
+/* The tree cJSON_ParseWithLength(t, n) would give when t is an object (a
+ * site, an event, a range) in the spelling mpprof writes, built without
+ * cJSON's parse of it (a site's dozen integers through strtod were most of
+ * that). NULL when the text is any other spelling (keys with escapes or
+ * control bytes, whitespace other than JSON's four, a value cJSON would
+ * read otherwise in place, nesting past TREE_DEPTH): the caller parses it
+ * whole, so the result is always cJSON's. */
+static cJSON *object_tree_fast(const char *t, size_t n) {
+  const char *p = t;
+  return n && *p == '{' ? tree_container(&p, t + n, 0, true) : NULL;
+}
+
+cJSON *mpprof_object_tree(const char *t, size_t n) {
+  cJSON *o = object_tree_fast(t, n);
+  return o ? o : cJSON_ParseWithLength(t, n);
 }
 
 static const char *value_end(walk *w) {
@@ -1143,7 +1297,7 @@ static int parse_timeline(walk *w, const mpprof_model *m, const size_t *at,
   for (size_t i = 0; i < w->ranges.n; i++) {
     const char *t = element(w, &w->ranges, i);
     if (!t) return element_failed(w, err, errlen);
-    cJSON *o = cJSON_ParseWithLength(t, w->ranges.v[i].len);
+    cJSON *o = mpprof_object_tree(t, w->ranges.v[i].len);
     int64_t thread = 0, depth = 0, t0 = 0, t1 = 0;
     const char *name = o ? get_str(o, MP_RK_RANGE.name) : NULL;
     bool ok = name && get_i64(o, MP_RK_RANGE.start_ns, &t0) && get_i64(o, MP_RK_RANGE.end_ns, &t1);
@@ -1166,7 +1320,7 @@ static int parse_timeline(walk *w, const mpprof_model *m, const size_t *at,
   for (size_t i = 0; i < w->kevents.n; i++) {
     const char *t = element(w, &w->kevents, i);
     if (!t) return element_failed(w, err, errlen);
-    cJSON *o = cJSON_ParseWithLength(t, w->kevents.v[i].len);
+    cJSON *o = mpprof_object_tree(t, w->kevents.v[i].len);
     int64_t sid = 0, call = 0, k = 0, stream = 0, t0 = 0, t1 = 0;
     bool ok =
         o && get_i64(o, MP_RK_KERNEL_EVENT.site, &sid) &&
@@ -1241,7 +1395,7 @@ static int parse_file(walk *w, const char *path, mpprof_model *m, mpprof_process
     size_t n_pre = 0, len = w->sites.v[i].len;
     if (scan_tensors(w, &m->strings, t, len, &pre, &n_pre, &t, &len) < 0) return -1;
     bool arena = mpprof_json_arena_begin();
-    cJSON *o = cJSON_ParseWithLength(t, len);
+    cJSON *o = mpprof_object_tree(t, len);
     char e[200] = "";
     int64_t rid = 0;
     mpprof_site cur;
@@ -1303,7 +1457,7 @@ static int parse_file(walk *w, const char *path, mpprof_model *m, mpprof_process
     const char *text = element(w, &w->events, i);
     if (!text) return element_failed(w, err, errlen);
     bool arena = mpprof_json_arena_begin();
-    cJSON *o = cJSON_ParseWithLength(text, w->events.v[i].len);
+    cJSON *o = mpprof_object_tree(text, w->events.v[i].len);
     int64_t sid, t = 0, dur = 0, thread = 0, call = -1;
     bool ok = o && get_i64(o, MP_RK_EVENT.site, &sid) && get_i64(o, MP_RK_EVENT.t_ns, &t);
     if (ok) {

@@ -539,6 +539,10 @@ int mpprof_tensors_scan(mpprof_strpool *pool, const char *p, size_t n, mpprof_ro
 int mpprof_read_raw_dir(mpprof_model *m, const char *out_dir, FILE *warn, mpprof_error *ret_error);
 /* One file; 0 on success, 1 when skipped (reason recorded), -1 out of memory. */
 int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn);
+/* An element's text t (n bytes: a site, an event, a range) as
+ * cJSON_ParseWithLength parses it, the same tree (NULL where that fails),
+ * most of it built without cJSON's parse. */
+cJSON *mpprof_object_tree(const char *t, size_t n);
 /* Bytes a raw file is read by (1 MiB; a larger value or element grows the
  * window). Tests make it tiny so that every value crosses a window's end. */
 extern size_t mpprof_raw_window;

@@ -186,6 +186,19 @@ static int key_index(const char *k, size_t n, const char *const *names, int coun
   return f;
 }
 
+/* The key name written plainly at s->p, '"name":' (the spelling mpprof
+ * writes, in order: one comparison, no scan of the string): consumed, true.
+ * false, nothing consumed: any other text (plain_string reads it). */
+static bool expect_key(scan *s, const char *name) {
+  const char *p = s->p;
+  if (p >= s->end || *p++ != '"') return false;
+  for (; *name; name++, p++)
+    if (p >= s->end || *p != *name) return false;
+  if (s->end - p < 2 || p[0] != '"' || p[1] != ':') return false;
+  s->p = p + 2;
+  return true;
+}
+
 /* An object whose keys are names[0..count) (at most 32), each at most once:
  * value(s, f, ctx) reads the value of key f. mpprof writes the keys in
  * order, so the one after the last is tried first. The keys seen, or 0 when
@@ -197,10 +210,16 @@ static unsigned known_keys(scan *s, const char *const *names, int count, value_f
   int last = -1;
   if (!punct(s, '{')) return 0;
   do {
-    const char *k;
-    size_t n;
-    if (!plain_string(s, &k, &n) || !punct(s, ':')) return 0;
-    int f = key_index(k, n, names, count, &last);
+    ws(s);
+    int f = last + 1 < count ? last + 1 : 0;
+    if (expect_key(s, names[f])) {
+      last = f;
+    } else {
+      const char *k;
+      size_t n;
+      if (!plain_string(s, &k, &n) || !punct(s, ':')) return 0;
+      f = key_index(k, n, names, count, &last);
+    }
     if (f == count || seen & 1u << f || !value(s, f, ctx)) return 0;
     seen |= 1u << f;
   } while (punct(s, ','));
