@@ -23,10 +23,9 @@
 #include <time.h>
 
 #include "profiler/gpu/gpu.h"
-#include "profiler/hooks/gemm_decode.h"
-#include "profiler/call.h"
 #include "profiler/mpp.h"
 #include "profiler/sites.h"
+#include "tests/core_fixture.h"
 
 static const char *const kernel_names[] = {
     "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_"
@@ -93,29 +92,11 @@ int main(int argc, char **argv) {
     fputs("usage: cupti_parse [OPS_PER_BUFFER [BUFFERS]]\n", stderr);
     return 2;
   }
-  /* One site, made by a real call through the core (host memory, no CUDA). */
-  mpp_cfg.scan = MPP_SCAN_NONE;
-  mpp_cfg.sample = 1;
-  mpp_cfg.max_sites = 16;
-  mpp_cfg.max_events = 1ull << 32; /* every kernel a timeline event: the dearest case */
-  mpp_gemm_call g = {.api = "cublasSgemm_v2",
-                     .m = 4,
-                     .n = 4,
-                     .k = 4,
-                     .lda = 4,
-                     .ldb = 4,
-                     .ldc = 4,
-                     .A = host_a,
-                     .B = host_b,
-                     .C = host_d,
-                     .batch = 1,
-                     .compute = 68};
-  mpp_gemm_ctx ctx = {.math_mode = 0, .pointer_mode = 0};
-  mpp_op op;
-  mpp_call c;
-  mpp_gemm_decode(&op, &g, &ctx);
-  mpp_call_begin(&c, &op);
-  mpp_call_end(&c, &op, true);
+  /* One site, made by a real call through the core (host memory, no CUDA);
+   * every kernel a timeline event: the dearest case. */
+  mpp_fixture_reset(MPP_SCAN_NONE, 16, 1ull << 32);
+  mpp_gemm_call g = mpp_fixture_gemm4("cublasSgemm_v2", host_a, host_b, host_d);
+  mpp_fixture_record(&g, &mpp_fixture_host_ctx, NULL, NULL);
 
   mpp_cupti_start(NULL, NULL); /* the library on LD_LIBRARY_PATH */
   if (strcmp(mpp_cupti_status(), "ok") != 0) {

@@ -29,16 +29,13 @@
 #include "profiler/op.h"
 #include "profiler/rawwrite.h"
 #include "profiler/sites.h"
+#include "tests/core_fixture.h"
 
 enum { NB = 3, M = 37, N = 13, K = 11, LDA = 40, LDB = 16, LDC = 40 };
 
 static int reset_all(void **state) {
   (void)state;
-  mpp_sites_reset();
-  mpp_cfg.scan = MPP_SCAN_ALL;
-  mpp_cfg.sample = 1;
-  mpp_cfg.max_sites = 16;
-  mpp_cfg.max_events = 16;
+  mpp_fixture_reset(MPP_SCAN_ALL, 16, 16);
   return 0;
 }
 
@@ -104,11 +101,7 @@ static void run_batched(bool device) {
                      .compute = 68,
                      .scale_type = 0};
   mpp_gemm_ctx ctx = {.math_mode = 0, .pointer_mode = 0, .host_visible = mpp_host_readable};
-  mpp_op op;
-  mpp_call call;
-  mpp_gemm_decode(&op, &g, &ctx);
-  mpp_call_begin(&call, &op);
-  mpp_call_end(&call, &op, true);
+  mpp_fixture_record(&g, &ctx, NULL, NULL);
   mpp_devscan_drain();
 
   mpp_sites_lock();
@@ -194,11 +187,7 @@ static void fork_child_launches_no_scan_for_a_device_pointer_array(void **state)
                        .compute = 68,
                        .scale_type = 0};
     mpp_gemm_ctx ctx = {.math_mode = 0, .pointer_mode = 0, .host_visible = mpp_host_readable};
-    mpp_op op;
-    mpp_call call;
-    mpp_gemm_decode(&op, &g, &ctx);
-    mpp_call_begin(&call, &op);
-    mpp_call_end(&call, &op, true);
+    mpp_fixture_record(&g, &ctx, NULL, NULL);
     _exit(launches() == before && !mpp_cuda_available() ? 0 : 1);
   }
   int status = 0;

@@ -25,16 +25,11 @@
 #include "profiler/rawwrite.h"
 #include "profiler/sites.h"
 #include "profiler/train.h"
+#include "tests/core_fixture.h"
 
 static int reset_all(void **state) {
   (void)state;
-  mpp_nvtx_thread_reset();
-  mpp_sites_reset();
-  mpp_train_reset();
-  mpp_cfg.scan = MPP_SCAN_NONE;
-  mpp_cfg.sample = 1;
-  mpp_cfg.max_sites = 1024;
-  mpp_cfg.max_events = 1000;
+  mpp_fixture_reset(MPP_SCAN_NONE, 1024, 1000);
   return 0;
 }
 
@@ -46,27 +41,11 @@ static bool visible(const void *p) {
 }
 
 static mpp_gemm_call base_call(void) {
-  return (mpp_gemm_call){.api = "cublasGemmEx",
-                         .m = 4,
-                         .n = 4,
-                         .k = 4,
-                         .lda = 4,
-                         .ldb = 4,
-                         .ldc = 4,
-                         .alpha = &one,
-                         .beta = &zero,
-                         .A = mats[0],
-                         .B = mats[1],
-                         .C = mats[2],
-                         .batch = 1,
-                         .Atype = 0,
-                         .Btype = 0,
-                         .Ctype = 0,
-                         .compute = 68,
-                         .scale_type = 0};
+  mpp_gemm_call g = mpp_fixture_gemm4("cublasGemmEx", mats[0], mats[1], mats[2]);
+  g.alpha = &one;
+  g.beta = &zero;
+  return g;
 }
-
-static const mpp_gemm_ctx base_ctx = {.math_mode = 0, .pointer_mode = 0};
 
 static void assert_str_same(const char *a, const char *b) {
   if (a && b)
@@ -225,17 +204,17 @@ static void memo_gives_the_op_a_fresh_decode_gives(void **state) {
   mpp_gemm_call base = base_call();
   for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
     mpp_gemm_call g = base_call();
-    mpp_gemm_ctx ctx = base_ctx;
+    mpp_gemm_ctx ctx = mpp_fixture_host_ctx;
     variants[i].apply(&g, &ctx);
     mpp_op fresh, scratch;
     print_message("variant: %s\n", variants[i].what);
     /* The base call memoised, then the variant, then the base again. */
-    mpp_gemm_decode_memo(&scratch, &base, &base_ctx);
+    mpp_gemm_decode_memo(&scratch, &base, &mpp_fixture_host_ctx);
     mpp_gemm_decode(&fresh, &g, &ctx);
     assert_same_op(mpp_gemm_decode_memo(&scratch, &g, &ctx), &fresh);
     assert_same_op(mpp_gemm_decode_memo(&scratch, &g, &ctx), &fresh); /* now from the memo */
-    mpp_gemm_decode(&fresh, &base, &base_ctx);
-    assert_same_op(mpp_gemm_decode_memo(&scratch, &base, &base_ctx), &fresh);
+    mpp_gemm_decode(&fresh, &base, &mpp_fixture_host_ctx);
+    assert_same_op(mpp_gemm_decode_memo(&scratch, &base, &mpp_fixture_host_ctx), &fresh);
   }
 }
 
@@ -243,11 +222,11 @@ static void same_arguments_with_other_matrices_hit_the_memo(void **state) {
   (void)state;
   mpp_gemm_call g = base_call();
   mpp_op scratch;
-  mpp_op *a = mpp_gemm_decode_memo(&scratch, &g, &base_ctx);
+  mpp_op *a = mpp_gemm_decode_memo(&scratch, &g, &mpp_fixture_host_ctx);
   mpp_site_memo *site = a->site_memo;
   g.A = mats[3];
   g.C = mats[0] + 2;
-  mpp_op *b = mpp_gemm_decode_memo(&scratch, &g, &base_ctx);
+  mpp_op *b = mpp_gemm_decode_memo(&scratch, &g, &mpp_fixture_host_ctx);
   assert_non_null(site);
   assert_ptr_equal(b->site_memo, site);
   assert_ptr_equal(b->roles[0].view.data, mats[3]);
@@ -262,7 +241,7 @@ static void pointer_array_calls_are_not_memoised(void **state) {
   g.A = g.B = g.C = NULL;
   g.Aarr = g.Barr = g.Carr = arr;
   mpp_op scratch;
-  mpp_op *op = mpp_gemm_decode_memo(&scratch, &g, &base_ctx);
+  mpp_op *op = mpp_gemm_decode_memo(&scratch, &g, &mpp_fixture_host_ctx);
   assert_ptr_equal(op, &scratch);
   assert_null(op->site_memo);
 }
@@ -272,7 +251,7 @@ static void pointer_array_calls_are_not_memoised(void **state) {
 static void run(const mpp_gemm_call *g) {
   mpp_op scratch;
   mpp_call c;
-  mpp_op *op = mpp_gemm_decode_memo(&scratch, g, &base_ctx);
+  mpp_op *op = mpp_gemm_decode_memo(&scratch, g, &mpp_fixture_host_ctx);
   mpp_call_begin(&c, op);
   mpp_call_end(&c, op, true);
 }

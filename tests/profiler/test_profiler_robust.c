@@ -30,6 +30,7 @@
 #include "profiler/op.h"
 #include "profiler/runtime.h"
 #include "profiler/sites.h"
+#include "tests/core_fixture.h"
 
 /* Exit status of a child process, 128 + signal when killed. */
 static int child_status(pid_t pid) {
@@ -294,26 +295,12 @@ static void gemm_with_batch_count_zero_reads_no_operand(void **state) {
   assert_true(none != MAP_FAILED);
   const float beta = 1;
   for (int64_t batch = -1; batch <= 0; batch++) {
-    mpp_gemm_call g = {.api = "cublasSgemmBatched",
-                       .m = 4,
-                       .n = 4,
-                       .k = 4,
-                       .lda = 4,
-                       .ldb = 4,
-                       .ldc = 4,
-                       .beta = &beta,
-                       .Aarr = none,
-                       .Barr = none,
-                       .Carr = none,
-                       .batch = batch,
-                       .Atype = 0, /* CUDA_R_32F */
-                       .Btype = 0,
-                       .Ctype = 0,
-                       .compute = 68, /* CUBLAS_COMPUTE_32F */
-                       .scale_type = 0};
-    mpp_gemm_ctx ctx = {.math_mode = 0, .pointer_mode = 0};
+    mpp_gemm_call g = mpp_fixture_gemm4("cublasSgemmBatched", NULL, NULL, NULL);
+    g.beta = &beta;
+    g.Aarr = g.Barr = g.Carr = none;
+    g.batch = batch;
     mpp_op op;
-    mpp_gemm_decode(&op, &g, &ctx);
+    mpp_gemm_decode(&op, &g, &mpp_fixture_host_ctx);
     assert_int_equal(op.nroles, 4);
     for (int i = 0; i < op.nroles; i++)
       assert_false(op.roles[i].present);
@@ -328,31 +315,17 @@ static void gemm_with_an_invalid_transpose_code_does_not_scan_that_operand(void 
   (void)state;
   float a[16] = {0}, b[16] = {0}, c[16] = {0};
   const float beta = 0;
-  mpp_gemm_call g = {.api = "cublasSgemm_v2",
-                     .transa = 7,
-                     .transb = 0,
-                     .m = 4,
-                     .n = 4,
-                     .k = 4,
-                     .lda = 4,
-                     .ldb = 4,
-                     .ldc = 4,
-                     .beta = &beta,
-                     .A = a,
-                     .B = b,
-                     .C = c,
-                     .batch = 1,
-                     .compute = 68,
-                     .scale_type = 0};
-  mpp_gemm_ctx ctx = {.math_mode = 0, .pointer_mode = 0};
+  mpp_gemm_call g = mpp_fixture_gemm4("cublasSgemm_v2", a, b, c);
+  g.transa = 7;
+  g.beta = &beta;
   mpp_op op;
-  mpp_gemm_decode(&op, &g, &ctx);
+  mpp_gemm_decode(&op, &g, &mpp_fixture_host_ctx);
   assert_int_equal(op.transa, '?');
   assert_int_equal(op.roles[0].unscannable, MPP_NS_LAYOUT);
   assert_int_equal(op.roles[1].unscannable, MPP_NS_COUNT);
   g.transa = 0;
   g.transb = -1;
-  mpp_gemm_decode(&op, &g, &ctx);
+  mpp_gemm_decode(&op, &g, &mpp_fixture_host_ctx);
   assert_int_equal(op.roles[0].unscannable, MPP_NS_COUNT);
   assert_int_equal(op.roles[1].unscannable, MPP_NS_LAYOUT);
 }
@@ -372,31 +345,13 @@ static void fork_child_gemm_on_unreadable_pointers_is_not_scanned(void **state) 
   assert_true(pid >= 0);
   if (pid == 0) {
     alarm(20);
-    mpp_sites_reset();
-    mpp_cfg.scan = MPP_SCAN_ALL;
-    mpp_cfg.sample = 1;
-    mpp_cfg.max_sites = 16;
-    mpp_cfg.max_events = 16;
-    mpp_gemm_call g = {.api = "cublasSgemm_v2",
-                       .m = 4,
-                       .n = 4,
-                       .k = 4,
-                       .lda = 4,
-                       .ldb = 4,
-                       .ldc = 4,
-                       .beta = none, /* device pointer mode */
-                       .A = none,
-                       .B = b,
-                       .C = c,
-                       .batch = 1,
-                       .compute = 68,
-                       .scale_type = 0};
+    mpp_fixture_reset(MPP_SCAN_ALL, 16, 16);
+    mpp_gemm_call g = mpp_fixture_gemm4("cublasSgemm_v2", none, b, c);
+    g.beta = none; /* device pointer mode */
     mpp_gemm_ctx ctx = {.math_mode = 0, .pointer_mode = 1, .host_visible = mpp_host_readable};
     mpp_op op;
     mpp_call call;
-    mpp_gemm_decode(&op, &g, &ctx);
-    mpp_call_begin(&call, &op);
-    mpp_call_end(&call, &op, true);
+    mpp_fixture_record(&g, &ctx, &op, &call);
     /* A and C: not readable here; B and D: scanned. */
     _exit(op.roles[2].present || call.ns_counts[MPP_NS_DEVICE_UNAVAILABLE] != 1 ? 1 : 0);
   }

@@ -28,6 +28,7 @@
 #include "profiler/op.h"
 #include "profiler/sites.h"
 #include "profiler/train.h"
+#include "tests/core_fixture.h"
 
 int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get);
 
@@ -38,13 +39,7 @@ static const char *layer(void) {
 
 static int reset_all(void **state) {
   (void)state;
-  mpp_nvtx_thread_reset();
-  mpp_sites_reset();
-  mpp_train_reset();
-  mpp_cfg.scan = MPP_SCAN_ALL;
-  mpp_cfg.sample = 1;
-  mpp_cfg.max_sites = 1024;
-  mpp_cfg.max_events = 1000;
+  mpp_fixture_reset(MPP_SCAN_ALL, 1024, 1000);
   return 0;
 }
 
@@ -215,8 +210,6 @@ static void injection_fills_every_nvtx_copy_that_asks(void **state) {
 
 /* --- cuBLAS decoding --- */
 
-static const mpp_gemm_ctx host_ctx = {.math_mode = 0, .pointer_mode = 0};
-
 static mpp_gemm_call gemm16(void) {
   static float a[64], b[64], c[64];
   static const float zero = 0;
@@ -247,7 +240,7 @@ static void transposed_a_is_viewed_as_stored_k_by_m(void **state) {
   g.transa = 1;
   g.lda = 3;
   mpp_op op;
-  mpp_gemm_decode(&op, &g, &host_ctx);
+  mpp_gemm_decode(&op, &g, &mpp_fixture_host_ctx);
   assert_int_equal(op.transa, 'T');
   assert_int_equal(op.roles[0].view.rows, 3);
   assert_int_equal(op.roles[0].view.cols, 4);
@@ -260,12 +253,12 @@ static void c_is_an_input_role_only_when_beta_is_nonzero(void **state) {
   (void)state;
   mpp_gemm_call g = gemm16();
   mpp_op op;
-  mpp_gemm_decode(&op, &g, &host_ctx);
+  mpp_gemm_decode(&op, &g, &mpp_fixture_host_ctx);
   assert_string_equal(op.roles[2].name, "C");
   assert_false(op.roles[2].present);
   const float beta = 0.5f;
   g.beta = &beta;
-  mpp_gemm_decode(&op, &g, &host_ctx);
+  mpp_gemm_decode(&op, &g, &mpp_fixture_host_ctx);
   assert_true(op.roles[2].present);
   assert_true(op.roles[2].input);
   assert_false(op.roles[3].input); /* D */
@@ -285,12 +278,12 @@ static void zero_alpha_drops_pointer_array_a_and_b(void **state) {
   g.batch = 2;
   g.alpha = &zero;
   mpp_op op;
-  mpp_gemm_decode(&op, &g, &host_ctx);
+  mpp_gemm_decode(&op, &g, &mpp_fixture_host_ctx);
   assert_false(op.roles[0].present);
   assert_false(op.roles[1].present);
   assert_true(op.roles[3].present); /* D is written whatever alpha is */
   g.alpha = &one;
-  mpp_gemm_decode(&op, &g, &host_ctx);
+  mpp_gemm_decode(&op, &g, &mpp_fixture_host_ctx);
   assert_true(op.roles[0].present);
   assert_true(op.roles[1].present);
   mpp_gemm_ctx dev = {.pointer_mode = 1}; /* alpha on the device: unknown */
@@ -300,7 +293,7 @@ static void zero_alpha_drops_pointer_array_a_and_b(void **state) {
   assert_false(op.roles[1].present);
   g = gemm16(); /* plain pointers: alpha does not matter */
   g.alpha = &zero;
-  mpp_gemm_decode(&op, &g, &host_ctx);
+  mpp_gemm_decode(&op, &g, &mpp_fixture_host_ctx);
   assert_true(op.roles[0].present);
 }
 
@@ -320,10 +313,10 @@ static void legacy_cuda_r_32f_compute_type_reads_as_32F(void **state) {
   mpp_gemm_call g = gemm16();
   g.compute = 0; /* CUDA_R_32F passed as a compute type */
   mpp_op op;
-  mpp_gemm_decode(&op, &g, &host_ctx);
+  mpp_gemm_decode(&op, &g, &mpp_fixture_host_ctx);
   assert_string_equal(op.compute_type, "32F");
   g.compute = 77;
-  mpp_gemm_decode(&op, &g, &host_ctx);
+  mpp_gemm_decode(&op, &g, &mpp_fixture_host_ctx);
   assert_string_equal(op.compute_type, "32F_FAST_TF32");
 }
 
@@ -334,7 +327,7 @@ static void dtypes_of_all_four_operands_are_named(void **state) {
   g.Btype = 29;
   g.Ctype = 14;
   mpp_op op;
-  mpp_gemm_decode(&op, &g, &host_ctx);
+  mpp_gemm_decode(&op, &g, &mpp_fixture_host_ctx);
   assert_int_equal(op.ntypes, 4);
   assert_string_equal(op.type_names[0], "fp8_e4m3");
   assert_string_equal(op.type_names[1], "fp8_e5m2");
@@ -347,7 +340,7 @@ static void complex_operands_are_marked_unscannable(void **state) {
   mpp_gemm_call g = gemm16();
   g.Atype = 4; /* CUDA_C_32F */
   mpp_op op;
-  mpp_gemm_decode(&op, &g, &host_ctx);
+  mpp_gemm_decode(&op, &g, &mpp_fixture_host_ctx);
   assert_string_equal(op.type_names[0], "complex_fp32");
   assert_int_equal(op.roles[0].unscannable, MPP_NS_DTYPE);
 }
@@ -360,7 +353,7 @@ static void strided_batch_with_zero_stride_is_one_matrix(void **state) {
   g.strideB = 6;
   g.strideC = 8;
   mpp_op op;
-  mpp_gemm_decode(&op, &g, &host_ctx);
+  mpp_gemm_decode(&op, &g, &mpp_fixture_host_ctx);
   assert_int_equal(op.batch, 8);
   assert_int_equal(op.roles[0].view.batch, 1);
   assert_int_equal(op.roles[1].view.batch, 8);
@@ -580,23 +573,8 @@ static void packed_nhwc_tensor_is_scannable_and_padded_one_is_not(void **state) 
 static float host_a[16], host_b[16], host_d[16];
 
 static void make_op(mpp_op *op, const char *api) {
-  mpp_gemm_call g = {.api = api,
-                     .m = 4,
-                     .n = 4,
-                     .k = 4,
-                     .lda = 4,
-                     .ldb = 4,
-                     .ldc = 4,
-                     .A = host_a,
-                     .B = host_b,
-                     .C = host_d,
-                     .batch = 1,
-                     .Atype = 0,
-                     .Btype = 0,
-                     .Ctype = 0,
-                     .compute = 68,
-                     .scale_type = 0};
-  mpp_gemm_decode(op, &g, &host_ctx);
+  mpp_gemm_call g = mpp_fixture_gemm4(api, host_a, host_b, host_d);
+  mpp_gemm_decode(op, &g, &mpp_fixture_host_ctx);
 }
 
 static void run_op(const char *api, bool ok) {
