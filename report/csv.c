@@ -8,19 +8,25 @@
 
 #include "report/report_internal.h"
 
-/* One CSV field (RFC 4180 quoting), then "," or the CRLF that ends the row. */
+/* One CSV field (RFC 4180 quoting), then "," or the CRLF that ends the row.
+ * Unlocked stdio: a report file is written by one thread (at 100k sites the
+ * lock of each put was most of ops.csv's time). */
 void mpprof_csv_field(FILE *f, const char *s, bool last) {
-  if (strpbrk(s, ",\"\r\n")) {
-    fputc('"', f);
+  size_t n = strcspn(s, ",\"\r\n");
+  if (s[n]) {
+    putc_unlocked('"', f);
     for (; *s; s++) {
-      if (*s == '"') fputc('"', f);
-      fputc(*s, f);
+      if (*s == '"') putc_unlocked('"', f);
+      putc_unlocked(*s, f);
     }
-    fputc('"', f);
+    putc_unlocked('"', f);
   } else {
-    fputs(s, f);
+    fwrite_unlocked(s, 1, n, f);
   }
-  fputs(last ? "\r\n" : ",", f);
+  if (last)
+    fwrite_unlocked("\r\n", 1, 2, f);
+  else
+    putc_unlocked(',', f);
 }
 
 /* yes / no / "" (unknown) for a tri-state flag. */

@@ -678,10 +678,6 @@ static bool is_identity_key(const char *k) {
   return set[h] != NULL;
 }
 
-static int key_cmp(const void *a, const void *b) {
-  return strcmp((*(cJSON *const *)a)->string, (*(cJSON *const *)b)->string);
-}
-
 /* v as cJSON_PrintUnformatted prints it, without building its text through
  * cJSON: the common values directly (an integer's digits, a string escaped
  * alike), anything else by cJSON itself. */
@@ -731,7 +727,13 @@ static const char *identity_of(const cJSON *o, mpprof_tb *text) {
   if (n > sizeof few / sizeof few[0] && !(v = malloc(n * sizeof *v))) return NULL;
   for (const cJSON *c = o->child; c; c = c->next)
     if (is_identity_key(c->string)) v[k++] = c;
-  qsort(v, k, sizeof *v, key_cmp);
+  for (size_t i = 1; i < k; i++) { /* some 15 keys, mostly in order: insertion */
+    const cJSON *x = v[i];
+    size_t j = i;
+    for (; j && strcmp(v[j - 1]->string, x->string) > 0; j--)
+      v[j] = v[j - 1];
+    v[j] = x;
+  }
   mpprof_tb b = *text; /* the text is built in a buffer kept across sites */
   b.n = 0;
   mpprof_tb_put(&b, "{", 1);
@@ -838,7 +840,9 @@ static int parse_tensors(mpprof_strpool *pool, const cJSON *o, mpprof_site *s, m
 static void parse_types(const cJSON *o, mpprof_site *s) {
   if (!cJSON_IsObject(o)) return;
   for (const cJSON *c = o->child; c && s->n_types < 6; c = c->next) {
-    snprintf(s->types[s->n_types].role, sizeof s->types[0].role, "%s", c->string);
+    size_t n = strnlen(c->string, sizeof s->types[0].role - 1); /* cut as snprintf would */
+    memcpy(s->types[s->n_types].role, c->string, n);
+    s->types[s->n_types].role[n] = '\0';
     s->types[s->n_types].dtype =
         cJSON_IsString(c) ? mp_dtype_from_name(c->valuestring) : MP_DTYPE_INVALID;
     s->n_types++;
