@@ -19,6 +19,7 @@
 #include <stdlib.h>
 
 #include "../../include/mpprof.h" /* the scope phases; its functions come through init() */
+#include "marks_api.h"            /* the C++ marks (_marks.cpp), when hooks.py loads them */
 
 #define NO_LAYER (-1)
 #define UNSET INT32_MIN /* a mark's start or end not given */
@@ -40,6 +41,7 @@ static PyObject *log_fn;         /* hooks._log(msg) */
 static PyObject *ids;            /* dict id(module) -> (weakref, lid), hooks._ids */
 static PyObject *mark_type;      /* MarkHook */
 static int direct = 1;           /* register through _backward_hooks (see register_hook) */
+static const mpp_marks_api *cxx; /* marks as C++ pre-hooks on grad_fn (_marks.cpp), or NULL */
 static unsigned long generation; /* root forwards begun: a mark from an older one starts afresh */
 static PyObject *s_requires_grad, *s_grad_fn, *s_backward_hooks, *s_register_hook_dict,
     *s_register_hook;
@@ -111,28 +113,44 @@ static int truthy_call(PyObject *fn) {
 /* --- MarkHook: the tensor hook; sets the autograd thread's scope --- */
 
 typedef struct {
-  PyObject_HEAD int32_t start, end;
-  unsigned long gen; /* the root forward that set start and end */
+  PyObject_HEAD mpp_mark_state st;
 } MarkHook;
+
+/* The marking rule, for a Python mark and a C++ one alike: within one root
+ * forward an innermost module's start stays and the outermost module's end
+ * wins; a mark from an older root forward starts afresh. */
+static void mark_update(mpp_mark_state *m, int32_t start, int32_t end, int fresh) {
+  if (fresh || m->gen != generation) {
+    m->gen = generation;
+    m->start = start;
+    m->end = end;
+  } else {
+    if (start != UNSET && m->start == UNSET) m->start = start;
+    if (end != UNSET) m->end = end;
+  }
+}
+
+/* Backward reached a mark: this thread's scope (no Python object touched,
+ * so a C++ mark runs it without the interpreter lock). */
+static void mark_fire(const mpp_mark_state *m) {
+  tstate *t = thread_state();
+  if (t && !t->bwd) t->worker = 1;
+  c_set(m->start != UNSET ? m->start : m->end, MPPROF_SCOPE_BACKWARD);
+}
+
+static const mpp_fast_api fast_api = {MPP_MARKS_API_VERSION, mark_update, mark_fire};
 
 static PyObject *mark_call(PyObject *self, PyObject *args, PyObject *kw) {
   (void)args;
   (void)kw;
-  MarkHook *m = (MarkHook *)self;
-  tstate *t = thread_state();
-  if (t && !t->bwd) t->worker = 1;
-  c_set(m->start != UNSET ? m->start : m->end, MPPROF_SCOPE_BACKWARD);
+  mark_fire(&((MarkHook *)self)->st);
   Py_RETURN_NONE; /* the gradient unchanged */
 }
 
 static PyObject *new_mark(int32_t start, int32_t end) {
   allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)mark_type, Py_tp_alloc);
   MarkHook *m = (MarkHook *)alloc((PyTypeObject *)mark_type, 0);
-  if (m) {
-    m->start = start;
-    m->end = end;
-    m->gen = generation;
-  }
+  if (m) mark_update(&m->st, start, end, 1);
   return (PyObject *)m;
 }
 
@@ -197,6 +215,8 @@ static int register_hook(PyObject *x, PyObject *grad_fn, PyObject *hook, PyObjec
  * forward an innermost module's start stays and the outermost module's end
  * wins. */
 static int mark(PyObject *x, int32_t start, int32_t end) {
+  /* a torch.Tensor (a subclass may wrap hooks: its own register_hook) */
+  if (cxx && (PyObject *)Py_TYPE(x) == tensor_type && cxx->mark(x, start, end)) return 0;
   PyObject *rg = PyObject_GetAttr(x, s_requires_grad);
   if (!rg) return -1;
   int req = PyObject_IsTrue(rg);
@@ -211,14 +231,7 @@ static int mark(PyObject *x, int32_t start, int32_t end) {
   MarkHook *m = d != Py_None && PyDict_Check(d) ? (MarkHook *)find_mark(d) : NULL;
   Py_DECREF(d);
   if (m) {
-    if (m->gen != generation) {
-      m->gen = generation;
-      m->start = start;
-      m->end = end;
-    } else {
-      if (start != UNSET && m->start == UNSET) m->start = start;
-      if (end != UNSET) m->end = end;
-    }
+    mark_update(&m->st, start, end, 0);
     goto out;
   }
   PyObject *hook = new_mark(start, end);
@@ -403,6 +416,39 @@ static PyObject *set_direct(PyObject *self, PyObject *v) {
   Py_RETURN_NONE;
 }
 
+static PyObject *api(PyObject *self, PyObject *unused) {
+  /* _fast's side of the C++ marks (marks_api.h), for _marks.api() */
+  (void)self;
+  (void)unused;
+  return PyCapsule_New((void *)&fast_api, MPP_FAST_CAPSULE, NULL);
+}
+
+static PyObject *set_marks(PyObject *self, PyObject *capsule) {
+  /* marks as C++ pre-hooks from now on (a capsule of _marks.api()), or, with
+   * None, as Python tensor hooks */
+  (void)self;
+  const mpp_marks_api *m = NULL;
+  if (capsule != Py_None) {
+    m = (const mpp_marks_api *)PyCapsule_GetPointer(capsule, MPP_MARKS_CAPSULE);
+    if (!m) return NULL;
+    if (m->version != MPP_MARKS_API_VERSION) {
+      PyErr_Format(PyExc_ValueError, "marks API version %d, _fast has %d", m->version,
+                   MPP_MARKS_API_VERSION);
+      return NULL;
+    }
+    Py_INCREF(capsule); /* kept: the module behind it stays loaded */
+  }
+  cxx = m;
+  Py_RETURN_NONE;
+}
+
+static PyObject *cxx_marks(PyObject *self, PyObject *x) {
+  /* the C++ marks on x's grad_fn: 0 when marks are Python hooks or x is
+   * not exactly a torch.Tensor */
+  (void)self;
+  return PyLong_FromLong(cxx && (PyObject *)Py_TYPE(x) == tensor_type ? cxx->count(x) : 0);
+}
+
 static PyObject *depth(PyObject *self, PyObject *unused) {
   /* (frames, backward calls, autograd-thread flag) of the calling thread: tests */
   (void)self;
@@ -457,6 +503,9 @@ static PyMethodDef methods[] = {
     {"register_probe", register_probe, METH_VARARGS, "start-up check of the direct registration"},
     {"set_direct", set_direct, METH_O, "use the direct registration (True) or register_hook"},
     {"depth", depth, METH_NOARGS, "(frames, backward depth, worker) of this thread"},
+    {"api", api, METH_NOARGS, "_fast's side of the C++ marks (a capsule)"},
+    {"set_marks", set_marks, METH_O, "marks through _marks.api()'s capsule, or None: Python hooks"},
+    {"cxx_marks", cxx_marks, METH_O, "the C++ marks on x's grad_fn (0 or 1)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -12,6 +12,9 @@ The per-module-call work is in C (_fast.c, one stable-ABI extension):
   the parent did or the module is a root. Tensor hooks run on the autograd thread right before the node that
   consumes the gradient, so they `set` that thread's scope; no
   register_full_backward_hook (it breaks in-place ops in user modules).
+  Where _marks (_marks.cpp) is built for this very torch, a mark is a C++
+  pre-hook on grad_fn instead (the same moment, no interpreter lock, no
+  Python tensor for the gradient); MPPROF_TORCH_MARKS=0 keeps Python hooks.
 - torch.autograd.backward/grad open a "backward, no module" scope on the
   calling thread (and restore the caller's afterwards); Optimizer.step opens
   an optimizer scope and ends a step (mpprof_step); GradScaler's scale and
@@ -41,6 +44,7 @@ _loss_scale = _step = _step_skipped = None
 _compiling = None
 _fast = None  # the C hot path (_fast.c), imported by install
 _direct = False  # marks registered as Tensor.register_hook would, without its handle (bind)
+_cxx = False  # marks are C++ pre-hooks on grad_fn (_marks.cpp), set by bind
 
 
 def _log(msg):
@@ -197,7 +201,7 @@ def _wrap_autograd(fn):
         try:  # autograd threads start the graph with "backward, no module"
             for x in _tensors(roots):  # (unless a module's output mark already names it)
                 if (x.requires_grad and x.grad_fn is not None and x._backward_hooks is None
-                        and x not in _roots_hooked):
+                        and not _fast.cxx_marks(x) and x not in _roots_hooked):
                     _fast.mark_root(x)
                     _roots_hooked.add(x)
         except Exception:
@@ -421,6 +425,85 @@ def _direct_registration_works(torch):
     return len(ran) == 1
 
 
+def _marks_torch(torch):
+    """This torch as _marks.torch.json names the one _marks was built for."""
+    return {"file": os.path.realpath(torch.__file__), "version": torch.__version__,
+            "cxx11_abi": bool(torch._C._GLIBCXX_USE_CXX11_ABI)}
+
+
+def _marks_cache_dir(ident):
+    """Where `python3 -m mpprof_torch.build` puts _marks for the torch
+    `ident` names (_marks_torch), and where it is looked for:
+    $MPPROF_CACHE_DIR, else $XDG_CACHE_HOME/mpprof, else ~/.cache/mpprof."""
+    import hashlib
+    import json
+    base = os.environ.get("MPPROF_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "mpprof")
+    key = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
+    return os.path.join(base, "torch-marks", key)
+
+
+def _find_marks(this):
+    """The file of a _marks built for this very torch (`this`, from
+    _marks_torch): mpprof's own (built with it, against the machine's
+    torch), else one `python3 -m mpprof_torch.build` made; None when
+    neither matches (a C++ extension holds to one torch's ABI: one built for
+    another is never imported)."""
+    import glob
+    import json
+    for d in (os.path.dirname(os.path.abspath(__file__)), _marks_cache_dir(this)):
+        try:
+            with open(os.path.join(d, "_marks.torch.json")) as f:
+                built = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if built != this:
+            _log("C++ backward marks in %s are for another torch (%r)" % (d, built))
+            continue
+        found = sorted(glob.glob(os.path.join(d, "_marks*.so")))
+        if found:
+            return found[0]
+    return None
+
+
+def _cxx_marks(torch):
+    """Marks as C++ pre-hooks (_marks.cpp) where a _marks built for this
+    very torch is found and a probe mark runs in backward; otherwise False,
+    and the marks stay Python tensor hooks."""
+    if os.environ.get("MPPROF_TORCH_MARKS", "1") == "0":
+        _log("C++ backward marks off (MPPROF_TORCH_MARKS=0): Python tensor hooks")
+        return False
+    try:
+        path = _find_marks(_marks_torch(torch))
+    except Exception as e:
+        path = None
+        _log("C++ backward marks: %r" % (e,))
+    if path is None:
+        _log("no C++ backward marks for this torch (`python3 -m mpprof_torch.build` makes them): "
+             "Python tensor hooks")
+        return False
+    try:
+        import importlib.util
+        spec = importlib.util.spec_from_file_location(__package__ + "._marks", path)
+        marks = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(marks)
+        x = torch.ones(1, requires_grad=True)
+        y = x * 2
+        before = marks.probes()
+        marks.probe(y)
+        with torch.enable_grad():
+            torch.autograd.grad(y.sum(), x)  # (not wrapped yet)
+        if marks.probes() != before + 1:
+            _log("C++ backward mark did not run in backward: Python tensor hooks")
+            return False
+        _fast.set_marks(marks.api(_fast.api()))
+    except Exception as e:
+        _log("C++ backward marks unavailable (%r): Python tensor hooks" % (e,))
+        return False
+    _log("C++ backward marks from %s" % path)
+    return True
+
+
 def _module_hooks(compiling):
     """The global forward pre/post hooks: _fast's C functions, or, where
     torch has Dynamo (compiling is its is_compiling), Python hooks that it
@@ -449,7 +532,7 @@ def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skip
     and ops are ctypes function pointers (libmpprof.so's, or a test's
     stand-ins); without ops, every module's backward is marked."""
     global _push, _pop, _layer_id, _loss_scale, _step, _step_skipped
-    global _compiling, _Tensor, _direct
+    global _compiling, _Tensor, _direct, _cxx
     _push, _pop, _layer_id = push, pop, layer_id
     _loss_scale, _step, _step_skipped = loss_scale, step, step_skipped
     _Tensor = torch.Tensor
@@ -459,6 +542,9 @@ def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skip
                _ids, collections.OrderedDict)
     _direct = _direct_registration_works(torch)
     _fast.set_direct(_direct)
+    _fast.set_marks(None)
+    _cxx = _cxx_marks(torch)
+    _log("backward marks: %s" % ("C++ pre-hooks on grad_fn" if _cxx else "Python tensor hooks"))
     pre, post = _module_hooks(_compiling)
     mm = torch.nn.modules.module
     mm.register_module_forward_pre_hook(pre)
