@@ -327,30 +327,161 @@ static uint64_t double_bits(double d) {
 
 /* The op's site: from the hook's memo when it holds for this layer and loss
  * scale (the same op decoded before: no hash, no key comparison), else from
- * the site table, memoised for the next call. The checks are those of the
- * site key (sites.c): the layer's path by content against the site's own
- * copy, its class and phase, the scale in force. */
+ * this thread's site cache, else from the site table, memoised for the next
+ * call. The checks are those of the site key (sites.c): the layer's path by
+ * content against the site's own copy (an interned path by its address), its
+ * class and phase, the scale in force. */
+static bool memo_holds(const mpp_site_memo *m, uint64_t gen, uint64_t scale_bits,
+                       const mpp_layer *layer) {
+  return m->sites_gen == gen && m->loss_scale_bits == scale_bits && m->phase == layer->phase &&
+         m->module_class == layer->module_class &&
+         ((layer->interned && m->path_seen == layer->path) ||
+          (m->layer[0] == layer->path[0] && (!m->layer[0] || strcmp(m->layer, layer->path) == 0)));
+}
+
+/* This thread's sites of memoised ops in other layers than their memo's: a
+ * hook's memo holds one, but a model calls the same GEMM in every block (one
+ * decoded op, a layer and a phase each: a 48-block transformer's GEMMs are
+ * ~900 of them). An open-addressing table keyed by (decoded op, layer path,
+ * class, phase), at most half full, growing from SITE_CACHE_FIRST entries
+ * to SITE_CACHE_MAX (72 bytes each), after which new keys go to the site
+ * table every call; an entry whose loss scale is not the one in force is
+ * refilled in place. Emptied when the site tables are reset (its entries
+ * point into them); freed at thread exit. */
+#define SITE_CACHE_FIRST 256
+#define SITE_CACHE_MAX 32768
+
+typedef struct site_cache_entry {
+  uint64_t layer_hash;
+  mpp_site_memo m; /* m.op == 0: empty */
+} site_cache_entry;
+
+typedef struct site_cache {
+  uint64_t gen; /* mpp_sites_generation() of the entries */
+  uint32_t cap, n;
+  site_cache_entry *e;
+} site_cache;
+
+static pthread_key_t site_cache_key;
+static pthread_once_t site_cache_once = PTHREAD_ONCE_INIT;
+static __thread MPP_TLS site_cache *cache;
+
+static void site_cache_free(void *p) {
+  site_cache *c = p;
+  free(c->e);
+  free(c);
+  cache = NULL;
+}
+
+static void site_cache_key_init(void) {
+  pthread_key_create(&site_cache_key, site_cache_free);
+}
+
+static uint64_t cache_hash(uint64_t op, uint64_t layer_hash, uint8_t phase) {
+  uint64_t h = (op * 0x9e3779b97f4a7c15ull) ^ layer_hash ^ ((uint64_t)phase << 7);
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ull;
+  return h ^ h >> 29;
+}
+
+static bool cache_key_eq(const site_cache_entry *e, uint64_t op, const mpp_layer *layer) {
+  const mpp_site_memo *m = &e->m;
+  return m->op == op && e->layer_hash == layer->hash && m->phase == layer->phase &&
+         m->module_class == layer->module_class &&
+         ((layer->interned && m->path_seen == layer->path) || strcmp(m->layer, layer->path) == 0);
+}
+
+/* The key's entry, or the empty one where it would go; NULL without a cache. */
+static site_cache_entry *cache_slot(uint64_t op, const mpp_layer *layer, uint64_t gen) {
+  site_cache *c = cache;
+  if (!c) {
+    pthread_once(&site_cache_once, site_cache_key_init);
+    c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->e = calloc(SITE_CACHE_FIRST, sizeof *c->e);
+    if (!c->e) {
+      free(c);
+      return NULL;
+    }
+    c->cap = SITE_CACHE_FIRST;
+    c->gen = gen;
+    cache = c;
+    pthread_setspecific(site_cache_key, c);
+  }
+  if (c->gen != gen) {
+    memset(c->e, 0, c->cap * sizeof *c->e);
+    c->n = 0;
+    c->gen = gen;
+  }
+  for (uint32_t j = (uint32_t)cache_hash(op, layer->hash, layer->phase) & (c->cap - 1);;
+       j = (j + 1) & (c->cap - 1))
+    if (!c->e[j].m.op || cache_key_eq(&c->e[j], op, layer)) return &c->e[j];
+}
+
+static bool cache_grow(site_cache *c) {
+  if (c->cap >= SITE_CACHE_MAX) return false;
+  uint32_t cap = c->cap * 2;
+  site_cache_entry *ne = calloc(cap, sizeof *ne);
+  if (!ne) return false;
+  for (uint32_t i = 0; i < c->cap; i++) {
+    const site_cache_entry *e = &c->e[i];
+    if (!e->m.op) continue;
+    uint32_t j = (uint32_t)cache_hash(e->m.op, e->layer_hash, e->m.phase) & (cap - 1);
+    while (ne[j].m.op)
+      j = (j + 1) & (cap - 1);
+    ne[j] = *e;
+  }
+  free(c->e);
+  c->e = ne;
+  c->cap = cap;
+  return true;
+}
+
+/* The site just found for m's op in this layer, into e (cache_slot's). */
+static void cache_put(site_cache_entry *e, const mpp_layer *layer, const mpp_site_memo *m) {
+  site_cache *c = cache;
+  if (!e->m.op) { /* a new key */
+    if ((c->n + 1) * 2 > c->cap) {
+      if (!cache_grow(c)) return;
+      e = cache_slot(m->op, layer, c->gen);
+    }
+    c->n++;
+  }
+  e->layer_hash = layer->hash;
+  e->m = *m;
+}
+
 static int find_site(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_index) {
   mpp_site_memo *m = op->site_memo;
   uint64_t gen = mpp_sites_generation();
   uint64_t scale_bits = double_bits(op->loss_scale);
-  if (m && m->sites_gen == gen && m->loss_scale_bits == scale_bits && !isnan(op->loss_scale) &&
-      m->phase == layer->phase && m->module_class == layer->module_class &&
-      m->layer[0] == layer->path[0] && (!m->layer[0] || strcmp(m->layer, layer->path) == 0)) {
+  bool memoisable = m && !isnan(op->loss_scale);
+  if (memoisable && memo_holds(m, gen, scale_bits, layer)) {
+    *ret_index = mpp_site_again(m->started);
+    return m->site;
+  }
+  /* the entry's key is this op's in this layer, in this generation */
+  site_cache_entry *e = memoisable && m->op ? cache_slot(m->op, layer, gen) : NULL;
+  if (e && e->m.op && e->m.loss_scale_bits == scale_bits) {
+    *m = e->m;
     *ret_index = mpp_site_again(m->started);
     return m->site;
   }
   const char *site_layer = NULL;
   _Atomic uint64_t *started = NULL;
   int site = mpp_site_find(op, layer, ret_index, &site_layer, &started);
-  if (m && site >= 0)
-    *m = (mpp_site_memo){.sites_gen = gen,
+  if (memoisable && site >= 0) {
+    *m = (mpp_site_memo){.op = m->op,
+                         .sites_gen = gen,
                          .layer = site_layer,
+                         .path_seen = layer->interned ? layer->path : NULL,
                          .module_class = layer->module_class,
                          .loss_scale_bits = scale_bits,
                          .phase = layer->phase,
                          .site = site,
                          .started = started};
+    if (e) cache_put(e, layer, m);
+  }
   return site;
 }
 

@@ -6,7 +6,14 @@
 #include "profiler/op.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
+
+static _Atomic uint64_t memo_ops;
+
+uint64_t mpp_site_memo_op(void) {
+  return atomic_fetch_add_explicit(&memo_ops, 1, memory_order_relaxed) + 1;
+}
 
 const char *mpp_op_kind_name(mpp_op_kind kind) {
   static const char *const names[] = {"gemm", "conv_fwd", "conv_bwd_data", "conv_bwd_filter",

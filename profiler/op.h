@@ -52,14 +52,20 @@ typedef struct mpp_role {
  * keeps one per memoised call; call.c fills and checks it): it holds while
  * the site table, the layer and the loss scale are the ones it saw. */
 typedef struct mpp_site_memo {
+  uint64_t op;              /* the decode it memoises (mpp_site_memo_op); 0: none */
   uint64_t sites_gen;       /* mpp_sites_generation() when filled; 0: empty */
   const char *layer;        /* the site's own copy of its layer path */
+  const char *path_seen;    /* the interned layer path it was filled for, or NULL */
   const char *module_class; /* the layer's, as mpp_layer_current gave it */
   uint64_t loss_scale_bits;
   uint8_t phase;
   int site;
   _Atomic uint64_t *started; /* the site's call counter (sites.c) */
 } mpp_site_memo;
+
+/* A new decode's id for its memo's `op`: unique in the process (call.c's
+ * cache of sites is keyed by it). */
+uint64_t mpp_site_memo_op(void);
 
 typedef struct mpp_op {
   /* The site key (with the caller's layer). */

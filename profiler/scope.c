@@ -192,6 +192,7 @@ void mpp_layer_current(mpp_layer *ret) {
       ret->path = e->name;
       ret->hash = e->hash;
       ret->module_class = e->cls;
+      ret->interned = true;
       return;
     }
   }

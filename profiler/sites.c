@@ -62,6 +62,7 @@ static uint64_t ops_unattributed, failed_calls;
 /* Counted without the lock by a memoised call (mpp_site_again), like each
  * site's call counter: atomics, relaxed (they are only summed). */
 static _Atomic uint64_t total_calls;
+static uint64_t table_finds; /* mpp_site_find calls (under mu): memos and caches spare them */
 /* Calls attributed to a site and not yet ended (recorded, failed or counted
  * as autotuning): at exit, calls other threads were still inside. */
 static _Atomic uint64_t in_flight;
@@ -261,6 +262,7 @@ void mpp_sites_reset(void) {
   nkevents = kevents_cap = kevents_dropped = 0;
   atomic_store(&events_full, false);
   ops_unattributed = failed_calls = 0;
+  table_finds = 0;
   atomic_store(&total_calls, 0);
   atomic_store(&in_flight, 0);
   for (uint32_t i = 0; i < STARTED_CHUNKS; i++) {
@@ -498,6 +500,7 @@ int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_i
   uint64_t h = op_hash(op, layer);
   int id = -1;
   mpp_sites_lock();
+  table_finds++;
   atomic_fetch_add_explicit(&total_calls, 1, memory_order_relaxed);
   if (index_cap) {
     for (uint32_t j = (uint32_t)h & (index_cap - 1); index_[j]; j = (j + 1) & (index_cap - 1)) {
@@ -517,6 +520,13 @@ int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_i
   }
   mpp_sites_unlock();
   return id;
+}
+
+uint64_t mpp_sites_table_finds(void) {
+  mpp_sites_lock();
+  uint64_t n = table_finds;
+  mpp_sites_unlock();
+  return n;
 }
 
 /* No lock: the three counters are atomics that stay where they are. */

@@ -97,6 +97,9 @@ int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_i
  * memo's), by its call counter: counted as mpp_site_find counts a call it
  * finds, without the lock. Returns the call's index in its site. */
 uint64_t mpp_site_again(_Atomic uint64_t *started);
+/* Calls that looked their site up in the table (mpp_site_find) since the
+ * last reset: what the memos and caches of call.c did not spare. */
+uint64_t mpp_sites_table_finds(void);
 /* Changes when the tables are reset (a fork child, tests): site ids and
  * layer copies of an older generation are gone. */
 uint64_t mpp_sites_generation(void);

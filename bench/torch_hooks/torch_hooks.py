@@ -22,7 +22,10 @@ so the difference is the integration's cost. Models:
               bound of the alternative's cost
 Per module call = (step on - step off) / module calls of a step. Prints each
 figure with the limit it is judged against (2 us per module call, 1% of a
->= 10 ms step) and their ratio.
+>= 10 ms step) and their ratio, once for each kind of backward mark (a child
+interpreter each, alternating, MPPROF_TORCH_MARKS=1 and 0: C++ pre-hooks on
+grad_fn where _marks is built for this torch, and Python tensor hooks); each
+child says which kind it really ran.
 
 usage: torch_hooks.py LIBMPPROF PYDIR SIMCUDA_DIR [PYTHON]"""
 import json
@@ -104,6 +107,7 @@ def child(simcuda):
     if hooks is None or hooks._lib is None or hooks._fast is None:
         print(json.dumps({"hooked": False}))
         return
+    marks = "C++ pre-hooks on grad_fn" if hooks._cxx else "Python tensor hooks"
     mm = torch.nn.modules.module
     on = (dict(mm._global_forward_pre_hooks), dict(mm._global_forward_hooks))
 
@@ -138,7 +142,7 @@ def child(simcuda):
         return nn.Sequential(*[m for _ in range(50)
                                for m in (GemmLinear(16, 16), nn.ReLU(), nn.LayerNorm(16), nn.Dropout(0.0))])
 
-    out = {"hooked": True}
+    out = {"hooked": True, "marks": marks}
     for name, make in (("no-ops", lambda: nn.Sequential(*[nn.Linear(16, 16) for _ in range(200)])),
                        ("gemm", lambda: nn.Sequential(*[GemmLinear(16, 16) for _ in range(200)])),
                        ("mixed", mixed)):
@@ -168,15 +172,25 @@ def main():
     for k in list(env):
         if k.startswith("MPPROF_") or k in ("LD_PRELOAD", "PYTHONPATH"):
             del env[k]
-    with tempfile.TemporaryDirectory() as out:
-        env.update(LD_PRELOAD=lib, PYTHONPATH=pydir, LD_LIBRARY_PATH=simcuda, MPPROF_OUT=out,
-                   MPPROF_SCAN="none", MPPROF_CHECKPOINT_S="0")
-        p = subprocess.run([python, os.path.abspath(__file__), "--child", simcuda], env=env,
-                           stdout=subprocess.PIPE, check=True)
-    r = json.loads(p.stdout.decode().strip().splitlines()[-1])
-    if not r["hooked"]:
-        print("mpprof configuration did not install the hooks (mpprof_torch._fast built?)")
-        return 1
+    results = []
+    for marks in ("1", "0"):
+        with tempfile.TemporaryDirectory() as out:
+            env.update(LD_PRELOAD=lib, PYTHONPATH=pydir, LD_LIBRARY_PATH=simcuda, MPPROF_OUT=out,
+                       MPPROF_SCAN="none", MPPROF_CHECKPOINT_S="0", MPPROF_TORCH_MARKS=marks)
+            p = subprocess.run([python, os.path.abspath(__file__), "--child", simcuda], env=env,
+                               stdout=subprocess.PIPE, check=True)
+        r = json.loads(p.stdout.decode().strip().splitlines()[-1])
+        if not r["hooked"]:
+            print("mpprof configuration did not install the hooks (mpprof_torch._fast built?)")
+            return 1
+        results.append((marks, r))
+    for marks, r in results:
+        report(marks, r)
+    return 0
+
+
+def report(marks, r):
+    print("MPPROF_TORCH_MARKS=%s: backward marks are %s" % (marks, r["marks"]))
     print("per module call: the integration's hooks off/on in one interpreter, fastest of %d "
           "interleaved rounds" % INPROC_ROUNDS)
     for name in ("no-ops", "gemm", "mixed"):
@@ -198,7 +212,6 @@ def main():
         if k != "off":
             line += "  ratio to the 1%% limit %.2f" % (share / LIMIT_STEP_SHARE)
         print(line)
-    return 0
 
 
 if __name__ == "__main__":

@@ -268,7 +268,7 @@ mpp_op *mpp_gemm_decode_memo(mpp_op *scratch, const mpp_gemm_call *g, const mpp_
     decode_with(&e->op, g, ctx, &sc);
     e->key = k;
     e->used = true;
-    e->site = (mpp_site_memo){0}; /* another op: its site is not known yet */
+    e->site = (mpp_site_memo){.op = mpp_site_memo_op()}; /* another op: its sites not known yet */
   }
   /* The entry's op is this call's: the wrapper records it (call.c sets its
    * per-call fields) and no other decode runs on this thread until the call

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "profiler/call.h"
+#include "profiler/include/mpprof.h"
 #include "profiler/hooks/gemm_decode.h"
 #include "profiler/mpp.h"
 #include "profiler/nvtx.h"
@@ -342,6 +344,114 @@ static void a_site_memoised_before_a_reset_is_not_used_after_it(void **state) {
   assert_int_equal(calls[1], 1);
 }
 
+/* One GEMM in every block of a model, forward and backward (the call's
+ * memo holds one layer): after the first round each call finds its site
+ * without the table, and every site has its own calls. Layers named as the
+ * PyTorch integration names them (interned, with a class) and by NVTX (one
+ * path buffer, other contents). */
+enum { LAYERS = 300, ROUNDS = 3 };
+
+static void the_same_call_in_many_layers_finds_each_site_without_the_table(void **state) {
+  (void)state;
+  mpp_gemm_call g = base_call();
+  int32_t ids[LAYERS];
+  char name[32];
+  for (int i = 0; i < LAYERS; i++) {
+    snprintf(name, sizeof name, "blocks.%d.mlp", i);
+    ids[i] = mpprof_layer_id(name, "Linear");
+    assert_true(ids[i] >= 0);
+  }
+  uint64_t finds_after_first = 0;
+  for (int r = 0; r < ROUNDS; r++) {
+    for (int phase = MPPROF_SCOPE_FORWARD; phase <= MPPROF_SCOPE_BACKWARD; phase++)
+      for (int i = 0; i < LAYERS; i++) {
+        mpprof_scope_push(ids[i], phase);
+        run(&g);
+        mpprof_scope_pop();
+      }
+    for (int i = 0; i < LAYERS; i++) {
+      snprintf(name, sizeof name, "nvtx.%d", i);
+      mpp_nvtx_push(NULL, name);
+      run(&g);
+      mpp_nvtx_pop(NULL);
+    }
+    if (r == 0) finds_after_first = mpp_sites_table_finds();
+  }
+  assert_int_equal(finds_after_first, 3 * LAYERS);
+  assert_int_equal(mpp_sites_table_finds(), 3 * LAYERS);
+  cJSON *doc = sites();
+  cJSON *arr = cJSON_GetObjectItem(doc, "sites");
+  assert_int_equal(cJSON_GetArraySize(arr), 3 * LAYERS);
+  for (int i = 0; i < 3 * LAYERS; i++) {
+    cJSON *site = cJSON_GetArrayItem(arr, i);
+    const char *layer = cJSON_GetStringValue(cJSON_GetObjectItem(site, "layer"));
+    const char *phase = cJSON_GetStringValue(cJSON_GetObjectItem(site, "phase"));
+    if (i < 2 * LAYERS) {
+      snprintf(name, sizeof name, "blocks.%d.mlp", i % LAYERS);
+      assert_string_equal(phase, i < LAYERS ? "forward" : "backward");
+    } else {
+      snprintf(name, sizeof name, "nvtx.%d", i % LAYERS);
+    }
+    assert_string_equal(layer, name);
+    assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItem(site, "calls")), ROUNDS);
+  }
+  cJSON_Delete(doc);
+}
+
+/* A decode that replaces another in the hook's memo leaves none of the old
+ * op's cached sites to it: the calls alternate two ops in two layers. */
+static void cached_sites_belong_to_their_op(void **state) {
+  (void)state;
+  mpp_gemm_call g = base_call(), other = base_call();
+  other.m = 2;
+  int32_t a = mpprof_layer_id("a", "Linear"), b = mpprof_layer_id("b", "Linear");
+  for (int r = 0; r < ROUNDS; r++)
+    for (int i = 0; i < 4; i++) {
+      mpprof_scope_push(i % 2 ? b : a, MPPROF_SCOPE_FORWARD);
+      run(i < 2 ? &g : &other);
+      mpprof_scope_pop();
+    }
+  int calls[8];
+  assert_int_equal(site_calls(calls, 8), 4);
+  for (int i = 0; i < 4; i++)
+    assert_int_equal(calls[i], ROUNDS);
+}
+
+/* A cached site is one of the scale it was found under: after the scale
+ * changes, calls in layers the memo no longer holds go to the new scale's. */
+static void a_new_loss_scale_reaches_cached_sites(void **state) {
+  (void)state;
+  mpp_gemm_call g = base_call();
+  int32_t a = mpprof_layer_id("a", "Linear"), b = mpprof_layer_id("b", "Linear");
+  for (int r = 0; r < ROUNDS; r++) {
+    if (r == 1) mpp_train_loss_scale(1024);
+    for (int i = 0; i < 2; i++) {
+      mpprof_scope_push(i ? b : a, MPPROF_SCOPE_BACKWARD);
+      run(&g);
+      mpprof_scope_pop();
+    }
+  }
+  cJSON *doc = sites();
+  cJSON *arr = cJSON_GetObjectItem(doc, "sites");
+  assert_int_equal(cJSON_GetArraySize(arr), 4);
+  static const struct {
+    const char *layer;
+    double scale;
+    int calls;
+  } want[] = {{"a", 0, 1}, {"b", 0, 1}, {"a", 1024, ROUNDS - 1}, {"b", 1024, ROUNDS - 1}};
+  for (int i = 0; i < 4; i++) {
+    cJSON *site = cJSON_GetArrayItem(arr, i);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(site, "layer")), want[i].layer);
+    cJSON *scale = cJSON_GetObjectItem(site, "loss_scale");
+    if (want[i].scale == 0)
+      assert_true(cJSON_IsNull(scale)); /* none declared */
+    else
+      assert_true(cJSON_GetNumberValue(scale) == want[i].scale);
+    assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItem(site, "calls")), want[i].calls);
+  }
+  cJSON_Delete(doc);
+}
+
 enum { THREADS = 4, CALLS = 4000 };
 static pthread_barrier_t start;
 
@@ -399,6 +509,10 @@ int main(void) {
       cmocka_unit_test_setup(the_same_call_in_another_layer_goes_to_that_layers_site, reset_all),
       cmocka_unit_test_setup(a_new_loss_scale_gives_the_same_call_a_new_site, reset_all),
       cmocka_unit_test_setup(a_site_memoised_before_a_reset_is_not_used_after_it, reset_all),
+      cmocka_unit_test_setup(the_same_call_in_many_layers_finds_each_site_without_the_table,
+                             reset_all),
+      cmocka_unit_test_setup(cached_sites_belong_to_their_op, reset_all),
+      cmocka_unit_test_setup(a_new_loss_scale_reaches_cached_sites, reset_all),
       cmocka_unit_test_setup(threads_calling_one_site_get_distinct_call_indices, reset_all),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
