@@ -31,6 +31,10 @@ typedef struct mpp_fp8_value {
   uint64_t read, unread;
 } mpp_fp8_value;
 
+/* Fields every recorded call touches come first, in a few cache lines (a
+ * model's sites outgrow the CPU caches: each line a call reads is a miss);
+ * the key, read when a site is looked up in the table, and what only some
+ * calls touch come after. */
 typedef struct mpp_site {
   uint64_t hash;
   char *layer;
@@ -38,24 +42,24 @@ typedef struct mpp_site {
    * without) and phase (MPPROF_SCOPE_*, 0 without a scope phase). */
   const char *module_class;
   uint8_t phase;
-  mpp_op key;                /* roles[].view and per-call fields cleared */
   _Atomic uint64_t *started; /* calls begun, the sampling index (sites.c: a counter that does
                                 not move with the table) */
   uint64_t calls;            /* calls that returned success */
   uint64_t scanned_calls;
-  uint64_t autotune_calls;
-  uint64_t not_scanned[MPP_NS_COUNT];
-  mp_stats *stats[MPP_MAX_ROLES]; /* lazily allocated, by role index */
+  uint64_t ptr_align; /* 0: none yet */
   uint64_t gpu_ns;
   uint64_t kernel_launches;
   int nkernels;
   mpp_site_kernel_t kernels[MPP_SITE_MAX_KERNELS];
   uint64_t kernels_other; /* launches of names beyond MPP_SITE_MAX_KERNELS */
-  uint64_t ptr_align;     /* 0: none yet */
+  uint64_t autotune_calls;
+  uint64_t not_scanned[MPP_NS_COUNT];
+  mp_stats *stats[MPP_MAX_ROLES]; /* lazily allocated, by role index */
   struct mpp_shadow_site
       *shadow; /* --shadow state: one malloc block of shadow.c's; NULL until shadowed */
   mpp_fp8_value fp8_scale[4]; /* A, B, C, D */
   mpp_fp8_value amax_d;
+  mpp_op key; /* roles[].view and per-call fields cleared */
 } mpp_site;
 
 typedef struct mpp_event {
