@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -54,6 +55,58 @@ static int child(long calls) {
   double t1 = now_ns(CLOCK_MONOTONIC), c1 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
   printf("%.1f %.1f\n", (t1 - t0) / (double)calls, (c1 - c0) / (double)calls);
   cublasDestroy(h);
+  return 0;
+}
+
+/* One cublasLtMatmul as PyTorch's addmm with a bias makes it (gemm_and_bias):
+ * a matmul descriptor and three layouts created, attributes set (transposes,
+ * the BIAS epilogue and its pointer), the call, everything destroyed. */
+static cublasStatus_t lt_call(cublasLtHandle_t lt, const float *a, const float *b, float *c,
+                              const float *bias) {
+  const float one = 1, zero = 0;
+  cublasLtMatmulDesc_t op;
+  cublasLtMatrixLayout_t la, lb, lc;
+  cublasStatus_t st = cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  if (st != CUBLAS_STATUS_SUCCESS) return st;
+  cublasOperation_t n = CUBLAS_OP_N;
+  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+  cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &n, sizeof n);
+  cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof n);
+  cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+  cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+  cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, DIM, DIM, DIM);
+  cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, DIM, DIM, DIM);
+  cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, DIM, DIM, DIM);
+  st = cublasLtMatmul(lt, op, &one, a, la, b, lb, &zero, c, lc, c, lc, NULL, NULL, 0, 0);
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatrixLayoutDestroy(lc);
+  cublasLtMatmulDescDestroy(op);
+  return st;
+}
+
+static int lt_child(long calls) {
+  cublasLtHandle_t lt;
+  float *a, *b, *c, *bias, host[DIM * DIM];
+  for (int i = 0; i < DIM * DIM; i++)
+    host[i] = (float)(i % 5) - 2.0f;
+  if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS || cudaMalloc((void **)&a, sizeof host) ||
+      cudaMalloc((void **)&b, sizeof host) || cudaMalloc((void **)&c, sizeof host) ||
+      cudaMalloc((void **)&bias, DIM * sizeof(float))) {
+    fputs("hook_overhead: CUDA setup failed (is LD_LIBRARY_PATH the simcuda dir?)\n", stderr);
+    return 1;
+  }
+  cudaMemcpy(a, host, sizeof host, cudaMemcpyHostToDevice);
+  cudaMemcpy(b, host, sizeof host, cudaMemcpyHostToDevice);
+  cudaMemcpy(bias, host, DIM * sizeof(float), cudaMemcpyHostToDevice);
+  for (long i = 0; i < calls / 10 + 100; i++) /* warm up: sites, caches, lazy init */
+    if (lt_call(lt, a, b, c, bias) != CUBLAS_STATUS_SUCCESS) return 1;
+  double t0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+  for (long i = 0; i < calls; i++)
+    lt_call(lt, a, b, c, bias);
+  double t1 = now_ns(CLOCK_MONOTONIC), c1 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+  printf("%.1f %.1f\n", (t1 - t0) / (double)calls, (c1 - c0) / (double)calls);
+  cublasLtDestroy(lt);
   return 0;
 }
 
@@ -95,7 +148,7 @@ typedef struct config {
 
 /* Wall and CPU ns per call into ret[0], ret[1]; -1 if the child failed. */
 static int run_child(const char *self, const char *lib, const char *out, long calls,
-                     const config *cfg, double ret[2], bool first) {
+                     const config *cfg, double ret[2], const char *mode) {
   int fd[2];
   if (pipe(fd) != 0) return -1;
   pid_t pid = fork();
@@ -112,7 +165,7 @@ static int run_child(const char *self, const char *lib, const char *out, long ca
       putenv((char *)cfg->env[i]);
     char n[32];
     snprintf(n, sizeof n, "%ld", calls);
-    execl(self, self, first ? "--first-child" : "--child", n, (char *)NULL);
+    execl(self, self, mode, n, (char *)NULL);
     _exit(127);
   }
   close(fd[1]);
@@ -126,9 +179,51 @@ static int run_child(const char *self, const char *lib, const char *out, long ca
   return sscanf(buf, "%lf %lf", &ret[0], &ret[1]) == 2 ? 0 : -1;
 }
 
+/* Each configuration's child timed in interleaved rounds, printed against
+ * the bare call (configs[0]); non-zero if a child failed. */
+static int table(const char *self, const char *lib, const char *out, long calls,
+                 const config *configs, size_t nc, const char *mode) {
+  double ns[8], cpu[8];
+  /* The machine may be shared: rounds interleave the configurations and each
+   * keeps its fastest round, which is the least disturbed one. */
+  enum { ROUNDS = 5 };
+  printf("%-48s %10s %12s %8s %10s %12s %8s\n", "configuration", "ns/call", "overhead ns", "ratio",
+         "cpu ns", "cpu overhead", "ratio");
+  int rc = 0;
+  for (size_t i = 0; i < nc; i++)
+    ns[i] = cpu[i] = 1e300;
+  for (int round = 0; round < ROUNDS; round++)
+    for (size_t i = 0; i < nc; i++) {
+      double t[2];
+      if (run_child(self, lib, out, calls, &configs[i], t, mode) < 0 || ns[i] < 0) {
+        ns[i] = -1;
+        continue;
+      }
+      if (t[0] < ns[i]) ns[i] = t[0];
+      if (t[1] < cpu[i]) cpu[i] = t[1];
+    }
+  printf("(fastest of %d interleaved rounds)\n", ROUNDS);
+  for (size_t i = 0; i < nc; i++) {
+    if (ns[i] < 0) {
+      printf("%-48s failed\n", configs[i].name);
+      rc = 1;
+      continue;
+    }
+    if (i == 0)
+      printf("%-48s %10.1f %12s %8s %10.1f %12s %8s\n", configs[i].name, ns[i], "-", "1.00", cpu[i],
+             "-", "1.00");
+    else
+      printf("%-48s %10.1f %12.1f %8.2f %10.1f %12.1f %8.2f\n", configs[i].name, ns[i],
+             ns[i] - ns[0], ns[i] / ns[0], cpu[i], cpu[i] - cpu[0], cpu[i] / cpu[0]);
+  }
+  return rc;
+}
+
 int main(int argc, char **argv) {
   if (argc >= 2 && !strcmp(argv[1], "--child")) return child(argc > 2 ? atol(argv[2]) : 100000);
   if (argc >= 2 && !strcmp(argv[1], "--first-child")) return first_child();
+  if (argc >= 2 && !strcmp(argv[1], "--lt-child"))
+    return lt_child(argc > 2 ? atol(argv[2]) : 100000);
   if (argc < 2) {
     fputs("usage: hook_overhead PATH/libmpprof.so [CALLS]\n", stderr);
     return 2;
@@ -158,42 +253,19 @@ int main(int argc, char **argv) {
       {"mpprof default (scan all, sample auto, CUPTI on)", {NULL}, 1},
       {"mpprof disabled (MPPROF_DISABLE=1)", {"MPPROF_DISABLE=1", NULL}, 1},
   };
-  size_t nc = sizeof configs / sizeof configs[0];
-  double ns[8], cpu[8];
-  /* The machine may be shared: rounds interleave the configurations and each
-   * keeps its fastest round, which is the least disturbed one. */
-  enum { ROUNDS = 5 };
   printf("hook_overhead: %ld calls of cublasSgemm_v2 %dx%dx%d under simcuda\n", calls, DIM, DIM,
          DIM);
-  printf("%-48s %10s %12s %8s %10s %12s %8s\n", "configuration", "ns/call", "overhead ns", "ratio",
-         "cpu ns", "cpu overhead", "ratio");
-  int rc = 0;
-  for (size_t i = 0; i < nc; i++)
-    ns[i] = cpu[i] = 1e300;
-  for (int round = 0; round < ROUNDS; round++)
-    for (size_t i = 0; i < nc; i++) {
-      double t[2];
-      if (run_child(self, lib, out, calls, &configs[i], t, false) < 0 || ns[i] < 0) {
-        ns[i] = -1;
-        continue;
-      }
-      if (t[0] < ns[i]) ns[i] = t[0];
-      if (t[1] < cpu[i]) cpu[i] = t[1];
-    }
-  printf("(fastest of %d interleaved rounds)\n", ROUNDS);
-  for (size_t i = 0; i < nc; i++) {
-    if (ns[i] < 0) {
-      printf("%-48s failed\n", configs[i].name);
-      rc = 1;
-      continue;
-    }
-    if (i == 0)
-      printf("%-48s %10.1f %12s %8s %10.1f %12s %8s\n", configs[i].name, ns[i], "-", "1.00", cpu[i],
-             "-", "1.00");
-    else
-      printf("%-48s %10.1f %12.1f %8.2f %10.1f %12.1f %8.2f\n", configs[i].name, ns[i],
-             ns[i] - ns[0], ns[i] / ns[0], cpu[i], cpu[i] - cpu[0], cpu[i] / cpu[0]);
-  }
+  int rc = table(self, lib, out, calls, configs, sizeof configs / sizeof configs[0], "--child");
+  static const config lt_configs[] = {
+      {"bare call (no mpprof)", {NULL}, 0},
+      {"mpprof, scan none, CUPTI off", {"MPPROF_SCAN=none", "MPPROF_CUPTI=off", NULL}, 1},
+      {"mpprof default (scan all, sample auto, CUPTI on)", {NULL}, 1},
+  };
+  printf("\nhook_overhead: %ld calls of cublasLtMatmul %dx%dx%d with a bias, descriptors and "
+         "layouts made and destroyed around each (as PyTorch's addmm does)\n",
+         calls, DIM, DIM, DIM);
+  rc |= table(self, lib, out, calls, lt_configs, sizeof lt_configs / sizeof lt_configs[0],
+              "--lt-child");
   /* The first call: median over processes (each process has one first call). */
   static const config firsts[] = {
       {"bare call (no mpprof)", {NULL}, 0},
@@ -213,7 +285,7 @@ int main(int argc, char **argv) {
     int ok = 1;
     for (int r = 0; r < PROCS && ok; r++) {
       double t[2];
-      if (run_child(self, lib, out, 0, &firsts[i], t, true) < 0)
+      if (run_child(self, lib, out, 0, &firsts[i], t, "--first-child") < 0)
         ok = 0;
       else
         f[r] = t[0], x[r] = t[1];

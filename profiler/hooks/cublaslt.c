@@ -59,16 +59,16 @@ static bool host_visible(const void *p) {
   return mpp_host_readable(p);
 }
 
-static bool decode(mpp_op *op, cublasLtMatmulDesc_t desc, const void *alpha, const void *A,
-                   cublasLtMatrixLayout_t Adesc, const void *B, cublasLtMatrixLayout_t Bdesc,
-                   const void *beta, const void *C, cublasLtMatrixLayout_t Cdesc, void *D,
-                   cublasLtMatrixLayout_t Ddesc, cudaStream_t stream) {
+static mpp_op *decode(mpp_op *scratch, cublasLtMatmulDesc_t desc, const void *alpha, const void *A,
+                      cublasLtMatrixLayout_t Adesc, const void *B, cublasLtMatrixLayout_t Bdesc,
+                      const void *beta, const void *C, cublasLtMatrixLayout_t Cdesc, void *D,
+                      cublasLtMatrixLayout_t Ddesc, cudaStream_t stream) {
   mpp_lt_call g = {.alpha = alpha, .beta = beta, .A = A, .B = B, .C = C, .D = D};
   int32_t compute = 0, scale = 0, pm = 0, ta = 0, tb = 0;
   uint32_t epi = CUBLASLT_EPILOGUE_DEFAULT;
   if (!desc || !desc_get(desc, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE, &compute, sizeof compute) ||
       !desc_get(desc, CUBLASLT_MATMUL_DESC_SCALE_TYPE, &scale, sizeof scale))
-    return false;
+    return NULL;
   desc_get(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm, sizeof pm);
   desc_get(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
   desc_get(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
@@ -95,25 +95,24 @@ static bool decode(mpp_op *op, cublasLtMatmulDesc_t desc, const void *alpha, con
   g.transb = tb;
   g.epilogue = epi;
   if (!read_layout(Adesc, &g.a) || !read_layout(Bdesc, &g.b) || !read_layout(Ddesc, &g.d))
-    return false;
+    return NULL;
   if (!Cdesc || !read_layout(Cdesc, &g.c))
     g.c = g.d; /* C described like D when its layout is not given */
-  mpp_lt_decode(op, &g, stream, host_visible);
-  return true;
+  return mpp_lt_decode_memo(scratch, &g, stream, host_visible);
 }
 
 static bool succeeded(cublasStatus_t r) {
   return r == CUBLAS_STATUS_SUCCESS;
 }
 
-MPP_OP_HOOK(syms, cublasStatus_t, cublasLtMatmul,
-            (cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc, const void *alpha,
-             const void *A, cublasLtMatrixLayout_t Adesc, const void *B,
-             cublasLtMatrixLayout_t Bdesc, const void *beta, const void *C,
-             cublasLtMatrixLayout_t Cdesc, void *D, cublasLtMatrixLayout_t Ddesc,
-             const cublasLtMatmulAlgo_t *algo, void *workspace, size_t workspaceSizeInBytes,
-             cudaStream_t stream),
-            (lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo,
-             workspace, workspaceSizeInBytes, stream),
-            CUBLAS_STATUS_NOT_INITIALIZED, succeeded, decode,
-            (computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, stream))
+MPP_MEMO_OP_HOOK(syms, cublasStatus_t, cublasLtMatmul,
+                 (cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc, const void *alpha,
+                  const void *A, cublasLtMatrixLayout_t Adesc, const void *B,
+                  cublasLtMatrixLayout_t Bdesc, const void *beta, const void *C,
+                  cublasLtMatrixLayout_t Cdesc, void *D, cublasLtMatrixLayout_t Ddesc,
+                  const cublasLtMatmulAlgo_t *algo, void *workspace, size_t workspaceSizeInBytes,
+                  cudaStream_t stream),
+                 (lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc,
+                  algo, workspace, workspaceSizeInBytes, stream),
+                 CUBLAS_STATUS_NOT_INITIALIZED, succeeded, decode,
+                 (computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, stream))

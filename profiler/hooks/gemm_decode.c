@@ -463,3 +463,123 @@ void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
       mpp_op_note_ptr_array(op, r->ptr_array, (int64_t)r->view.batch, host_visible);
   }
 }
+
+/* --- the per-thread memo of decoded cublasLtMatmul calls ---
+ * Frameworks make new descriptors for every call (PyTorch's addmm), so the
+ * descriptors' addresses say nothing: the wrapper reads their attributes
+ * every call (host-only getters), and the memo's key is what was read, with
+ * what the decoding reads through alpha and beta, but not the matrix and
+ * bias pointers (set_lt_pointers puts them in). Calls with pointer arrays,
+ * FP8 scale pointers or an AMAX_D pointer are decoded afresh: their ops
+ * depend on memory the call points to (array contents, scale values). Each
+ * entry keeps its op's site as the GEMM memo's do. */
+
+#define LT_MEMO_SLOTS 16
+enum { LT_LAYOUT_WORDS = 8, LT_KEY_WORDS = 15 + 4 * LT_LAYOUT_WORDS };
+
+typedef struct lt_memo {
+  struct {
+    uint64_t key[LT_KEY_WORDS];
+    bool used;
+    mpp_op op;
+    mpp_site_memo site;
+  } slot[LT_MEMO_SLOTS];
+} lt_memo;
+
+static __thread MPP_TLS lt_memo *lmemo;
+static pthread_key_t lmemo_key;
+static pthread_once_t lmemo_once = PTHREAD_ONCE_INIT;
+
+static void lmemo_free(void *p) {
+  free(p);
+  lmemo = NULL;
+}
+
+static void lmemo_key_init(void) {
+  pthread_key_create(&lmemo_key, lmemo_free);
+}
+
+static lt_memo *lmemo_get(void) {
+  if (!lmemo) {
+    pthread_once(&lmemo_once, lmemo_key_init);
+    lmemo = calloc(1, sizeof *lmemo);
+    if (lmemo) pthread_setspecific(lmemo_key, lmemo);
+  }
+  return lmemo;
+}
+
+static uint64_t *put_layout(uint64_t *k, const mpp_lt_layout *l) {
+  *k++ = (uint64_t)(int64_t)l->type;
+  *k++ = (uint64_t)(int64_t)l->order;
+  *k++ = l->rows;
+  *k++ = l->cols;
+  *k++ = (uint64_t)l->ld;
+  *k++ = (uint64_t)(int64_t)l->batch;
+  *k++ = (uint64_t)l->batch_stride;
+  *k++ = l->batch_mode;
+  return k;
+}
+
+/* The op's roles (A, B, C, D, as mpp_lt_decode adds them) and bias get this
+ * call's pointers; the alignment is taken again from them. */
+static void set_lt_pointers(mpp_op *op, const mpp_lt_call *g) {
+  const void *p[4] = {g->A, g->B, g->C, g->D};
+  op->ptr_align = 0;
+  for (int i = 0; i < 4; i++) {
+    op->roles[i].view.data = p[i];
+    mpp_op_note_ptr(op, p[i]);
+  }
+  if (op->shadow_bias) op->shadow_bias = g->bias; /* the key holds whether there is one */
+}
+
+mpp_op *mpp_lt_decode_memo(mpp_op *scratch, const mpp_lt_call *g, void *stream,
+                           bool (*host_visible)(const void *p)) {
+  bool arrays = g->a.batch_mode == LT_BATCH_MODE_POINTER_ARRAY ||
+                g->b.batch_mode == LT_BATCH_MODE_POINTER_ARRAY ||
+                g->c.batch_mode == LT_BATCH_MODE_POINTER_ARRAY ||
+                g->d.batch_mode == LT_BATCH_MODE_POINTER_ARRAY;
+  bool fp8 = g->amax_d || g->scale_ptr[0] || g->scale_ptr[1] || g->scale_ptr[2] || g->scale_ptr[3];
+  lt_memo *mm = arrays || fp8 ? NULL : lmemo_get();
+  if (!mm) {
+    mpp_lt_decode(scratch, g, stream, host_visible);
+    return scratch;
+  }
+  /* What mpp_lt_decode reads through alpha and beta, as it reads it. */
+  bool alpha_host = g->pointer_mode == 0 || g->pointer_mode == 4 ||
+                    (g->pointer_mode == 1 && host_visible && g->alpha && host_visible(g->alpha));
+  double alpha = alpha_value(g->alpha, g->scale_type, alpha_host);
+  uint64_t key[LT_KEY_WORDS], *k = key;
+  *k++ = (uint64_t)(int64_t)g->compute;
+  *k++ = (uint64_t)(int64_t)g->scale_type;
+  *k++ = (uint64_t)(int64_t)g->pointer_mode;
+  *k++ = (uint64_t)(int64_t)g->transa;
+  *k++ = (uint64_t)(int64_t)g->transb;
+  *k++ = g->epilogue;
+  *k++ = (uint64_t)(int64_t)g->bias_type;
+  *k++ = (uint64_t)g->bias_stride;
+  *k++ = g->bias != NULL;
+  *k++ = g->C != NULL;
+  *k++ = lt_beta_nonzero(g, host_visible);
+  *k++ = alpha_host;
+  memcpy(k++, &alpha, sizeof alpha);
+  *k++ = (uint64_t)(uintptr_t)stream;
+  *k++ = (uint64_t)(uintptr_t)host_visible;
+  k = put_layout(k, &g->a);
+  k = put_layout(k, &g->b);
+  k = put_layout(k, &g->c);
+  k = put_layout(k, &g->d);
+  uint64_t h = g->d.rows * 0x9e3779b97f4a7c15ull ^ g->d.cols * 0xc2b2ae3d27d4eb4full ^
+               g->a.cols * 0x165667b19e3779f9ull ^ g->a.rows ^
+               (uint64_t)(g->transa << 2 | g->transb << 4 | g->a.type << 8) ^
+               (uint64_t)g->epilogue << 20;
+  __typeof__(mm->slot[0]) *e = &mm->slot[(h ^ h >> 32 ^ h >> 17) % LT_MEMO_SLOTS];
+  if (!e->used || memcmp(e->key, key, sizeof key) != 0) {
+    mpp_lt_decode(&e->op, g, stream, host_visible);
+    memcpy(e->key, key, sizeof key);
+    e->used = true;
+    e->site = (mpp_site_memo){.op = mpp_site_memo_op()}; /* another op: its sites not known yet */
+  }
+  set_lt_pointers(&e->op, g);
+  e->op.site_memo = &e->site;
+  return &e->op;
+}

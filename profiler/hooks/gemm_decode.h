@@ -76,5 +76,10 @@ typedef struct mpp_lt_call {
 const char *mpp_lt_epilogue_name(uint32_t epilogue);
 void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
                    bool (*host_visible)(const void *p));
+/* mpp_lt_decode through this thread's memo of decoded calls, as
+ * mpp_gemm_decode_memo: the op to record, the memo's own or `scratch`
+ * (pointer arrays, FP8 scale or AMAX_D pointers: decoded afresh). */
+mpp_op *mpp_lt_decode_memo(mpp_op *scratch, const mpp_lt_call *g, void *stream,
+                           bool (*host_visible)(const void *p));
 
 #endif

@@ -89,6 +89,10 @@ static void assert_same_op(const mpp_op *a, const mpp_op *b) {
   assert_ptr_equal(a->stream, b->stream);
   assert_same_double(a->alpha, b->alpha);
   assert_int_equal(a->shadow_unsupported, b->shadow_unsupported);
+  assert_int_equal(a->shadow_epi, b->shadow_epi);
+  assert_ptr_equal(a->shadow_bias, b->shadow_bias);
+  assert_int_equal(a->shadow_bias_dtype, b->shadow_bias_dtype);
+  assert_int_equal(a->shadow_bias_stride, b->shadow_bias_stride);
   for (int i = 0; i < 4; i++) {
     assert_same_double(a->fp8_scale[i], b->fp8_scale[i]);
     assert_int_equal(a->fp8_scale_unread[i], b->fp8_scale_unread[i]);
@@ -220,6 +224,180 @@ static void memo_gives_the_op_a_fresh_decode_gives(void **state) {
   }
 }
 
+/* --- cublasLtMatmul --- */
+
+enum { LAYERS = 300, ROUNDS = 3 };
+static int site_calls(int ret_calls[], int max);
+
+static const float bias_vec[4] = {1, 2, 3, 4};
+
+static mpp_lt_call lt_base(void) {
+  mpp_lt_layout l = {.type = 0, .order = 0, .rows = 4, .cols = 4, .ld = 4, .batch = 1};
+  return (mpp_lt_call){.compute = 68, /* CUBLAS_COMPUTE_32F */
+                       .scale_type = 0,
+                       .epilogue = 4, /* BIAS */
+                       .bias = bias_vec,
+                       .bias_type = -1,
+                       .a = l,
+                       .b = l,
+                       .c = l,
+                       .d = l,
+                       .alpha = &one,
+                       .beta = &zero,
+                       .A = mats[0],
+                       .B = mats[1],
+                       .C = mats[2],
+                       .D = mats[2]};
+}
+
+typedef struct lt_variant {
+  const char *what;
+  void (*apply)(mpp_lt_call *g, void **stream, bool (**hv)(const void *));
+  bool memoised;
+} lt_variant;
+
+#define LT_VARIANT(name, body)                                                                     \
+  static void name(mpp_lt_call *g, void **stream, bool (**hv)(const void *)) {                     \
+    (void)g;                                                                                       \
+    (void)stream;                                                                                  \
+    (void)hv;                                                                                      \
+    body;                                                                                          \
+  }
+LT_VARIANT(lt_compute, g->compute = 77)
+LT_VARIANT(lt_scale_type, {
+  g->scale_type = 1;
+  g->alpha = &d_one;
+  g->beta = &d_zero;
+})
+LT_VARIANT(lt_device_alpha, g->pointer_mode = 1)
+LT_VARIANT(lt_device_alpha_visible, {
+  g->pointer_mode = 1;
+  *hv = visible;
+})
+LT_VARIANT(lt_transa, g->transa = 1)
+LT_VARIANT(lt_transb, g->transb = 1)
+LT_VARIANT(lt_relu, g->epilogue = 2)
+LT_VARIANT(lt_gelu_bias, g->epilogue = 36)
+LT_VARIANT(lt_no_bias, g->bias = NULL)
+LT_VARIANT(lt_other_bias, g->bias = bias_vec + 1)
+LT_VARIANT(lt_bias_type, g->bias_type = 2)
+LT_VARIANT(lt_bias_stride, {
+  g->d.batch = g->c.batch = 2;
+  g->d.batch_stride = g->c.batch_stride = 16;
+  g->bias_stride = 4;
+})
+LT_VARIANT(lt_no_c, g->C = NULL)
+LT_VARIANT(lt_beta, g->beta = &one)
+LT_VARIANT(lt_alpha, g->alpha = &two)
+LT_VARIANT(lt_a_rows, g->a.rows = 3)
+LT_VARIANT(lt_a_cols, g->a.cols = 2)
+LT_VARIANT(lt_b_ld, g->b.ld = 8)
+LT_VARIANT(lt_a_type, g->a.type = 2)
+LT_VARIANT(lt_d_fp8, g->d.type = 28) /* CUDA_R_8F_E4M3: saturating */
+LT_VARIANT(lt_row_major, g->a.order = 1)
+LT_VARIANT(lt_tiled, g->b.order = 2)
+LT_VARIANT(lt_strided, {
+  g->a.batch = g->b.batch = g->c.batch = g->d.batch = 3;
+  g->a.batch_stride = g->c.batch_stride = g->d.batch_stride = 16;
+})
+LT_VARIANT(lt_unknown_batch_mode, g->b.batch_mode = 7)
+LT_VARIANT(lt_empty, g->d.rows = 0)
+LT_VARIANT(lt_pointers, {
+  g->A = mats[3] + 1;
+  g->B = mats[2] + 2;
+  g->D = g->C = mats[1] + 4;
+})
+LT_VARIANT(lt_stream, *stream = (void *)0x1234)
+LT_VARIANT(lt_pointer_array, g->a.batch_mode = 1)
+LT_VARIANT(lt_scale_ptr, g->scale_ptr[1] = &two)
+LT_VARIANT(lt_amax, g->amax_d = mats[3])
+
+static const lt_variant lt_variants[] = {
+    {"compute", lt_compute, true},
+    {"scale type", lt_scale_type, true},
+    {"device alpha", lt_device_alpha, true},
+    {"device alpha, host-visible", lt_device_alpha_visible, true},
+    {"transa", lt_transa, true},
+    {"transb", lt_transb, true},
+    {"epilogue RELU", lt_relu, true},
+    {"epilogue GELU_BIAS", lt_gelu_bias, true},
+    {"no bias pointer", lt_no_bias, true},
+    {"another bias pointer", lt_other_bias, true},
+    {"bias type", lt_bias_type, true},
+    {"bias batch stride", lt_bias_stride, true},
+    {"C NULL", lt_no_c, true},
+    {"beta nonzero", lt_beta, true},
+    {"alpha value", lt_alpha, true},
+    {"A rows", lt_a_rows, true},
+    {"A cols", lt_a_cols, true},
+    {"B ld", lt_b_ld, true},
+    {"A type", lt_a_type, true},
+    {"D fp8", lt_d_fp8, true},
+    {"A row-major", lt_row_major, true},
+    {"B tiled", lt_tiled, true},
+    {"strided batch", lt_strided, true},
+    {"unknown batch mode", lt_unknown_batch_mode, true},
+    {"D empty", lt_empty, true},
+    {"matrix pointers", lt_pointers, true},
+    {"stream", lt_stream, true},
+    {"pointer array", lt_pointer_array, false},
+    {"fp8 scale pointer", lt_scale_ptr, false},
+    {"AMAX_D pointer", lt_amax, false},
+};
+
+/* For a variant of every field the decoding reads, the memo gives the op a
+ * fresh mpp_lt_decode gives (then from the memo, then the base again); the
+ * calls whose op depends on memory they point to are never memoised. */
+static void lt_memo_gives_the_op_a_fresh_decode_gives(void **state) {
+  (void)state;
+  mpp_lt_call base = lt_base();
+  for (size_t i = 0; i < sizeof lt_variants / sizeof lt_variants[0]; i++) {
+    mpp_lt_call g = lt_base();
+    void *stream = NULL;
+    bool (*hv)(const void *) = NULL;
+    lt_variants[i].apply(&g, &stream, &hv);
+    mpp_op fresh, scratch;
+    print_message("variant: %s\n", lt_variants[i].what);
+    mpp_lt_decode_memo(&scratch, &base, NULL, NULL);
+    mpp_lt_decode(&fresh, &g, stream, hv);
+    mpp_op *a = mpp_lt_decode_memo(&scratch, &g, stream, hv);
+    assert_same_op(a, &fresh);
+    assert_int_equal(a != &scratch, lt_variants[i].memoised);
+    assert_same_op(mpp_lt_decode_memo(&scratch, &g, stream, hv), &fresh);
+    mpp_lt_decode(&fresh, &base, NULL, NULL);
+    assert_same_op(mpp_lt_decode_memo(&scratch, &base, NULL, NULL), &fresh);
+  }
+}
+
+/* As PyTorch's Linear layers make them (new descriptors, same contents):
+ * the same GEMM in every layer finds its sites without the table after the
+ * first round. */
+static void lt_calls_in_many_layers_find_their_sites_without_the_table(void **state) {
+  (void)state;
+  int32_t ids[LAYERS];
+  char name[32];
+  for (int i = 0; i < LAYERS; i++) {
+    snprintf(name, sizeof name, "layers.%d", i);
+    ids[i] = mpprof_layer_id(name, "Linear");
+  }
+  for (int r = 0; r < ROUNDS; r++)
+    for (int i = 0; i < LAYERS; i++) {
+      mpp_lt_call g = lt_base();
+      mpp_op scratch;
+      mpp_call c;
+      mpprof_scope_push(ids[i], MPPROF_SCOPE_FORWARD);
+      mpp_op *op = mpp_lt_decode_memo(&scratch, &g, NULL, NULL);
+      mpp_call_begin(&c, op);
+      mpp_call_end(&c, op, true);
+      mpprof_scope_pop();
+    }
+  assert_int_equal(mpp_sites_table_finds(), LAYERS);
+  int calls[LAYERS];
+  assert_int_equal(site_calls(calls, LAYERS), LAYERS);
+  for (int i = 0; i < LAYERS; i++)
+    assert_int_equal(calls[i], ROUNDS);
+}
+
 static void same_arguments_with_other_matrices_hit_the_memo(void **state) {
   (void)state;
   mpp_gemm_call g = base_call();
@@ -349,8 +527,6 @@ static void a_site_memoised_before_a_reset_is_not_used_after_it(void **state) {
  * without the table, and every site has its own calls. Layers named as the
  * PyTorch integration names them (interned, with a class) and by NVTX (one
  * path buffer, other contents). */
-enum { LAYERS = 300, ROUNDS = 3 };
-
 static void the_same_call_in_many_layers_finds_each_site_without_the_table(void **state) {
   (void)state;
   mpp_gemm_call g = base_call();
@@ -504,6 +680,8 @@ int main(void) {
       cmocka_unit_test_setup(memo_gives_the_op_a_fresh_decode_gives, reset_all),
       cmocka_unit_test_setup(same_arguments_with_other_matrices_hit_the_memo, reset_all),
       cmocka_unit_test_setup(pointer_array_calls_are_not_memoised, reset_all),
+      cmocka_unit_test_setup(lt_memo_gives_the_op_a_fresh_decode_gives, reset_all),
+      cmocka_unit_test_setup(lt_calls_in_many_layers_find_their_sites_without_the_table, reset_all),
       cmocka_unit_test_setup(a_repeated_call_goes_to_its_site_and_a_changed_one_to_another,
                              reset_all),
       cmocka_unit_test_setup(the_same_call_in_another_layer_goes_to_that_layers_site, reset_all),
