@@ -203,6 +203,7 @@ enum { MP_RAW_SHADOW_SKIPPED(MP_RAW_ENUM_ROW_) MP_RAW_SHADOW_SKIP_COUNT };
   X(failed_calls, "failed_calls", "calls whose real function returned an error")                   \
   X(nvtx, "nvtx", "MP_RAW_NVTX")                                                                   \
   X(device, "device", "MP_RAW_DEVICE, or null")                                                    \
+  X(framework, "framework", "MP_RAW_FRAMEWORK (mpprof_framework), or null")                        \
   X(cupti, "cupti", "MP_RAW_CUPTI")                                                                \
   X(tc_counters, "tc_counters", "MP_RAW_TC_COUNTERS, only with --tc-counters")                     \
   X(training, "training", "MP_RAW_TRAINING: what the program declared (profiler/train.c)")         \
@@ -220,6 +221,13 @@ enum { MP_RAW_SHADOW_SKIPPED(MP_RAW_ENUM_ROW_) MP_RAW_SHADOW_SKIP_COUNT };
 #define MP_RAW_DEVICE(X)                                                                           \
   X(name, "name", "device name")                                                                   \
   X(cc, "cc", "compute capability \"major.minor\"")
+
+/* What a framework integration reported (mpprof.h mpprof_framework): the
+ * PyTorch integration (profiler/python/mpprof_torch) once torch is bound. */
+#define MP_RAW_FRAMEWORK(X)                                                                        \
+  X(name, "name", "\"torch\"")                                                                     \
+  X(version, "version", "its version string")                                                      \
+  X(backward_marks, "backward_marks", "cxx | python: how backward ops were named (README)")
 
 #define MP_RAW_CUPTI(X)                                                                            \
   X(status, "status", "ok | disabled | unavailable | held_by_other_subscriber | error")            \
@@ -352,6 +360,7 @@ MP_RAW_KEYS_(mp_rk_kernel, MP_RK_KERNEL, MP_RAW_KERNEL);
 MP_RAW_KEYS_(mp_rk_top, MP_RK_TOP, MP_RAW_TOP);
 MP_RAW_KEYS_(mp_rk_nvtx, MP_RK_NVTX, MP_RAW_NVTX);
 MP_RAW_KEYS_(mp_rk_device, MP_RK_DEVICE, MP_RAW_DEVICE);
+MP_RAW_KEYS_(mp_rk_framework, MP_RK_FRAMEWORK, MP_RAW_FRAMEWORK);
 MP_RAW_KEYS_(mp_rk_cupti, MP_RK_CUPTI, MP_RAW_CUPTI);
 MP_RAW_KEYS_(mp_rk_tc_counters, MP_RK_TC_COUNTERS, MP_RAW_TC_COUNTERS);
 MP_RAW_KEYS_(mp_rk_event, MP_RK_EVENT, MP_RAW_EVENT);

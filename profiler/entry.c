@@ -7,6 +7,7 @@
 
 #include "profiler/include/mpprof.h"
 #include "profiler/nvtx.h"
+#include "profiler/process.h"
 #include "profiler/runtime.h"
 #include "profiler/train.h"
 
@@ -23,6 +24,11 @@ static bool enabled(void) {
 
 MPP_EXPORT void mpprof_loss_scale(double s) {
   if (enabled()) mpp_train_loss_scale(s);
+}
+
+MPP_EXPORT void mpprof_framework(const char *name, const char *version,
+                                 const char *backward_marks) {
+  if (enabled()) mpp_process_note_framework(name, version, backward_marks);
 }
 
 MPP_EXPORT void mpprof_step(uint64_t n) {

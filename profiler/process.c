@@ -47,3 +47,14 @@ void mpp_process_note_device(void) {
   }
   mpp_sites_unlock();
 }
+
+/* Strings cut to their fields, published under the site lock as the device is. */
+void mpp_process_note_framework(const char *name, const char *version, const char *backward_marks) {
+  if (!name || !*name) return;
+  mpp_sites_lock();
+  snprintf(proc.framework, sizeof proc.framework, "%s", name);
+  snprintf(proc.framework_version, sizeof proc.framework_version, "%s", version ? version : "");
+  snprintf(proc.backward_marks, sizeof proc.backward_marks, "%s",
+           backward_marks ? backward_marks : "");
+  mpp_sites_unlock();
+}

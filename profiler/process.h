@@ -14,11 +14,15 @@ typedef struct mpp_process {
   bool device_known;
   char device_name[256];
   int cc_major, cc_minor;
+  /* What a framework integration reported (mpprof_framework); framework[0]
+   * == 0: none. Kept in a fork child (the same interpreter). */
+  char framework[64], framework_version[64], backward_marks[16];
 } mpp_process;
 
 const mpp_process *mpp_process_info(void);
 void mpp_process_info_reset(void);  /* start time, pid, host: at init and in a fork child */
 void mpp_process_note_device(void); /* once CUDA is up: device name and compute capability */
 int mpp_process_pid(void);          /* this image's pid as recorded at start / fork */
+void mpp_process_note_framework(const char *name, const char *version, const char *backward_marks);
 
 #endif

@@ -491,6 +491,22 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_
   } else {
     mpp_jw_null(w);
   }
+  mpp_jw_key(w, MP_RK_TOP.framework);
+  if (o->framework[0]) {
+    mpp_jw_obj(w);
+    mpp_jw_key(w, MP_RK_FRAMEWORK.name);
+    mpp_jw_str(w, o->framework);
+    mpp_jw_key(w, MP_RK_FRAMEWORK.version);
+    mpp_jw_str(w, o->framework_version);
+    mpp_jw_key(w, MP_RK_FRAMEWORK.backward_marks);
+    if (o->backward_marks[0])
+      mpp_jw_str(w, o->backward_marks);
+    else
+      mpp_jw_null(w);
+    mpp_jw_obj_end(w);
+  } else {
+    mpp_jw_null(w);
+  }
   mpp_jw_key(w, MP_RK_TOP.cupti);
   mpp_jw_obj(w);
   mpp_jw_key(w, MP_RK_CUPTI.status);
@@ -588,11 +604,14 @@ char *mpp_raw_render(bool final, size_t *ret_len) {
                      .end_ns = mpp_now_ns()};
   mpp_tc_info_get(&f.tc);
   if (child) f.tc.status = NULL; /* the parent's counters are not the child's */
-  mpp_sites_lock();              /* mpp_process_info()->device_* are published under it */
+  mpp_sites_lock(); /* mpp_process_info()->device_* and framework* are published under it */
   f.device_known = mpp_process_info()->device_known;
   memcpy(f.device_name, mpp_process_info()->device_name, sizeof f.device_name);
   f.cc_major = mpp_process_info()->cc_major;
   f.cc_minor = mpp_process_info()->cc_minor;
+  memcpy(f.framework, mpp_process_info()->framework, sizeof f.framework);
+  memcpy(f.framework_version, mpp_process_info()->framework_version, sizeof f.framework_version);
+  memcpy(f.backward_marks, mpp_process_info()->backward_marks, sizeof f.backward_marks);
   mpp_sites_unlock();
   return mpp_raw_render_facts(final, &f, ret_len);
 }

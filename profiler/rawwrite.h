@@ -25,6 +25,7 @@ typedef struct mpp_raw_facts {
   bool device_known;
   char device_name[256];
   int cc_major, cc_minor;
+  char framework[64], framework_version[64], backward_marks[16]; /* framework[0] == 0: none */
   mpp_tc_info tc; /* tc.status NULL: --tc-counters not requested */
   const char *cupti_status;
   uint64_t cupti_dropped;

@@ -980,6 +980,41 @@ static int rule_tc_counters_unavailable(mpprof_model *m) {
   return 0;
 }
 
+/* Processes whose PyTorch integration named backward ops with Python tensor
+ * hooks (MP_RAW_FRAMEWORK backward_marks "python"): the C++ marks name them
+ * the same way for less (README, the PyTorch integration row), and one
+ * command builds them for the torch in use. */
+static int rule_python_backward_marks(mpprof_model *m) {
+  cJSON *files = NULL;
+  const mpprof_process *first = NULL;
+  size_t n = 0;
+  for (size_t i = 0; i < m->n_procs; i++) {
+    const mpprof_process *p = &m->procs[i];
+    if (!p->backward_marks || strcmp(p->backward_marks, "python")) continue;
+    if (!files && !(files = cJSON_CreateArray())) return -1;
+    cJSON_AddItemToArray(files, cJSON_CreateString(p->file));
+    if (!first) first = p;
+    n++;
+  }
+  if (!n) return 0;
+  mpprof_finding *f = add(
+      m, "python_backward_marks", "info", NULL,
+      mpprof_asprintf("backward ops of %zu process%s (%s %s) were named by Python tensor hooks: "
+                      "the same names as the C++ marks give, at a higher cost per call of a "
+                      "module whose forward issues CUDA matrix ops (README, PyTorch integration)",
+                      n, n == 1 ? "" : "es", first->framework ? first->framework : "torch",
+                      first->framework_version ? first->framework_version : ""),
+      strdup("run `python3 -m mpprof_torch.build` once with the program's python (it needs a C++ "
+             "compiler and ninja): it builds the C++ marks for this torch, and later runs use "
+             "them"));
+  if (!f) {
+    cJSON_Delete(files);
+    return -1;
+  }
+  cJSON_AddItemToObject(f->evidence, "files", files);
+  return 0;
+}
+
 /* Layers that are whole torch.compile regions: the PyTorch integration's
  * hooks do nothing while Dynamo traces, so the modules inside a compiled
  * region are not seen and its ops all go to the compiled wrapper. */
@@ -1044,6 +1079,7 @@ const mpprof_finding_rule mpprof_finding_rules[] = {
     {"tc_counters_unavailable", NULL, rule_tc_counters_unavailable, true},
     {"tc_counters_unmatched", NULL, rule_tc_counters_unmatched, true},
     {"compiled_region", NULL, rule_compiled_region, true},
+    {"python_backward_marks", NULL, rule_python_backward_marks, true},
 };
 const size_t mpprof_n_finding_rules = sizeof mpprof_finding_rules / sizeof mpprof_finding_rules[0];
 

@@ -873,7 +873,8 @@ static void processes(const mpprof_model *m, FILE *f) {
   fputs("<section id=\"processes\"><h2>Processes</h2>\n", f);
   if (m->n_procs) {
     fputs("<table><thead><tr><th>File</th><th>Host</th><th>PID</th><th>Rank</th><th>Device</th>"
-          "<th>CUPTI</th><th>Calls</th><th>Final</th><th>Command</th></tr></thead><tbody>\n",
+          "<th>Framework</th><th>CUPTI</th><th>Calls</th><th>Final</th><th>Command</th></tr>"
+          "</thead><tbody>\n",
           f);
     for (size_t i = 0; i < m->n_procs; i++) {
       const mpprof_process *p = &m->procs[i];
@@ -885,6 +886,16 @@ static void processes(const mpprof_model *m, FILE *f) {
       if (p->has_rank) fprintf(f, "%" PRId64, p->rank);
       fputs("</td><td>", f);
       html(f, p->device_name ? p->device_name : "none");
+      fputs("</td><td>", f);
+      if (p->framework) {
+        html(f, p->framework);
+        fputc(' ', f);
+        html(f, p->framework_version);
+        if (p->backward_marks)
+          fputs(!strcmp(p->backward_marks, "cxx") ? " (backward marks: C++)"
+                                                  : " (backward marks: Python hooks)",
+                f);
+      }
       fputs("</td><td>", f);
       html(f, p->cupti_status);
       fprintf(f, "</td><td class=\"n\">%" PRIu64 "</td><td>%s</td><td><code>", p->calls,

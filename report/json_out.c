@@ -98,6 +98,14 @@ static cJSON *process_json(const mpprof_process *p) {
   } else {
     cJSON_AddNullToObject(o, "device");
   }
+  if (p->framework) {
+    cJSON *fw = cJSON_AddObjectToObject(o, MP_RK_TOP.framework);
+    cJSON_AddStringToObject(fw, MP_RK_FRAMEWORK.name, p->framework);
+    cJSON_AddStringToObject(fw, MP_RK_FRAMEWORK.version, p->framework_version);
+    cJSON_AddItemToObject(fw, MP_RK_FRAMEWORK.backward_marks, str_or_null(p->backward_marks));
+  } else {
+    cJSON_AddNullToObject(o, MP_RK_TOP.framework);
+  }
   cJSON *c = cJSON_AddObjectToObject(o, "cupti");
   cJSON_AddStringToObject(c, "status", p->cupti_status);
   cJSON_AddItemToObject(c, "dropped_records", cJSON_CreateNumber((double)p->cupti_dropped));

@@ -40,6 +40,9 @@ static void process_free(mpprof_process *p) {
   free(p->nonfinite_site_key);
   free(p->scan);
   free(p->device_name);
+  free(p->framework);
+  free(p->framework_version);
+  free(p->backward_marks);
   free(p->cupti_status);
   cJSON_Delete(p->unattributed_kernels);
   free(p->tc_counters_status);

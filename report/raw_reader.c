@@ -1174,6 +1174,16 @@ static int process_from_header(const cJSON *h, const char *file, mpprof_process 
     p->device_name = strdup(name ? name : "unknown");
     if (cc) sscanf(cc, "%d.%d", &p->cc_major, &p->cc_minor);
   }
+  const cJSON *fw = cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.framework);
+  const char *fw_name = cJSON_IsObject(fw) ? get_str(fw, MP_RK_FRAMEWORK.name) : NULL;
+  if (fw_name) {
+    const char *v = get_str(fw, MP_RK_FRAMEWORK.version);
+    const char *marks = get_str(fw, MP_RK_FRAMEWORK.backward_marks);
+    p->framework = strdup(fw_name);
+    p->framework_version = strdup(v ? v : "");
+    if (marks && (!strcmp(marks, "cxx") || !strcmp(marks, "python")))
+      p->backward_marks = strdup(marks);
+  }
   const cJSON *cupti = cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.cupti);
   const char *st = cJSON_IsObject(cupti) ? get_str(cupti, MP_RK_CUPTI.status) : NULL;
   p->cupti_status = strdup(st ? st : "missing");
@@ -1279,6 +1289,9 @@ static void free_proc(mpprof_process *p) {
   free(p->nonfinite_site_key);
   free(p->scan);
   free(p->device_name);
+  free(p->framework);
+  free(p->framework_version);
+  free(p->backward_marks);
   free(p->cupti_status);
   cJSON_Delete(p->unattributed_kernels);
   free(p->tc_counters_status);

@@ -133,6 +133,9 @@ typedef struct mpprof_process {
   int64_t sample;    /* MPPROF_SAMPLE: N, or 0 for "auto" */
   char *device_name; /* NULL when no device */
   int cc_major, cc_minor;
+  /* The raw "framework" (MP_RAW_FRAMEWORK): framework NULL when none was
+   * reported; backward_marks NULL when not said. */
+  char *framework, *framework_version, *backward_marks;
   char *cupti_status; /* "ok", "disabled", ... or "missing" */
   int64_t cupti_dropped;
   /* The raw cupti.unattributed_kernels object (owned), or NULL: library

@@ -64,6 +64,11 @@ void mpprof_scope_set(int32_t layer, int32_t phase);
  * backward only when its forward issued ops of its own. */
 uint32_t mpprof_scope_ops(void);
 
+/* A framework integration says what it is, for the raw file's "framework":
+ * its name ("torch", at most 63 bytes), version, and how it names backward
+ * ops ("cxx" or "python"; may be NULL). The latest call holds. */
+void mpprof_framework(const char *name, const char *version, const char *backward_marks);
+
 #ifdef __cplusplus
 }
 #endif

@@ -144,6 +144,9 @@ static char *render_everything(int *ret_site) {
                      .device_name = "NVIDIA H200",
                      .cc_major = 9,
                      .cc_minor = 0,
+                     .framework = "torch",
+                     .framework_version = "2.4.0+cu124",
+                     .backward_marks = "python",
                      .tc = {.every = 3,
                             .status = "ok",
                             .reason = "why not",
@@ -184,6 +187,7 @@ static const char *const fp8_keys[] = {MP_RAW_FP8_SCALES(KEY_JSON)};
 static const char *const ns_keys[] = {MP_RAW_NOT_SCANNED(KEY_JSON)};
 static const char *const nvtx_keys[] = {MP_RAW_NVTX(KEY_JSON)};
 static const char *const device_keys[] = {MP_RAW_DEVICE(KEY_JSON)};
+static const char *const framework_keys[] = {MP_RAW_FRAMEWORK(KEY_JSON)};
 static const char *const cupti_keys[] = {MP_RAW_CUPTI(KEY_JSON)};
 static const char *const tcc_keys[] = {MP_RAW_TC_COUNTERS(KEY_JSON)};
 static const char *const training_keys[] = {MP_RAW_TRAINING(KEY_JSON)};
@@ -253,6 +257,8 @@ static void every_emitted_key_is_declared_and_every_declared_key_emitted(void **
   check_object(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, MP_RK_TOP.kernel_events), 0),
                SET(kevent_keys), "kernel_events[]", NULL);
   check_object(cJSON_GetObjectItem(doc, MP_RK_TOP.device), SET(device_keys), "device", NULL);
+  check_object(cJSON_GetObjectItem(doc, MP_RK_TOP.framework), SET(framework_keys), "framework",
+               NULL);
   check_object(cJSON_GetObjectItem(doc, MP_RK_TOP.cupti), SET(cupti_keys), "cupti", NULL);
   check_object(cJSON_GetObjectItem(doc, MP_RK_TOP.tc_counters), SET(tcc_keys), "tc_counters", NULL);
   const cJSON *tr = cJSON_GetObjectItem(doc, MP_RK_TOP.training);
@@ -339,6 +345,10 @@ static void check_top(const char *k, const cJSON *doc, const mpprof_model *m) {
     assert_string_equal(p->device_name, "NVIDIA H200");
     assert_int_equal(p->cc_major, 9);
     assert_int_equal(p->cc_minor, 0);
+  } else if (!strcmp(k, MP_RK_TOP.framework)) {
+    assert_string_equal(p->framework, "torch");
+    assert_string_equal(p->framework_version, "2.4.0+cu124");
+    assert_string_equal(p->backward_marks, "python");
   } else if (!strcmp(k, MP_RK_TOP.cupti)) {
     assert_string_equal(p->cupti_status, "ok");
     assert_int_equal(p->cupti_dropped, 15);

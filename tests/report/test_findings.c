@@ -42,6 +42,7 @@ static const char *const tested[] = {
     "loss_scale_unknown",
     "first_nonfinite",
     "compiled_region",
+    "python_backward_marks",
 };
 
 static const mpprof_finding_rule *rule(const char *kind) {
@@ -583,6 +584,35 @@ static void tc_counters_unmatched(void **state) {
   mpprof_model_free(&m);
 }
 
+static void python_backward_marks(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  m.procs = calloc(3, sizeof *m.procs);
+  assert_non_null(m.procs);
+  m.n_procs = 3;
+  const char *marks[3] = {NULL, "cxx", "python"};
+  for (int i = 0; i < 3; i++) {
+    char file[32];
+    snprintf(file, sizeof file, "h-%d.json", i);
+    m.procs[i].file = strdup(file);
+    m.procs[i].framework = strdup("torch");
+    m.procs[i].framework_version = strdup("2.4.0");
+    m.procs[i].backward_marks = marks[i] ? strdup(marks[i]) : NULL;
+  }
+  m.n_procs = 2; /* no marks said, C++ marks: nothing to say */
+  assert_int_equal(run(&m, "python_backward_marks"), 0);
+  m.n_procs = 3;
+  assert_int_equal(run(&m, "python_backward_marks"), 1);
+  assert_string_equal(m.findings[0].severity, "info");
+  assert_non_null(strstr(m.findings[0].message, "of 1 process (torch 2.4.0)"));
+  assert_non_null(strstr(m.findings[0].action, "python3 -m mpprof_torch.build"));
+  cJSON *files = cJSON_GetObjectItem(m.findings[0].evidence, "files");
+  assert_int_equal(cJSON_GetArraySize(files), 1);
+  assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(files, 0)), "h-2.json");
+  mpprof_model_free(&m);
+}
+
 static void compiled_region(void **state) {
   (void)state;
   mpprof_model m;
@@ -644,6 +674,7 @@ int main(void) {
       cmocka_unit_test(tc_counters_unavailable),
       cmocka_unit_test(tc_counters_unmatched),
       cmocka_unit_test(compiled_region),
+      cmocka_unit_test(python_backward_marks),
       cmocka_unit_test(every_rule_has_a_test),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -37,6 +37,8 @@ def env(**extra):
     for k in list(e):
         if k.startswith("MPPROF_") or k in ("PYTHONPATH", "LD_PRELOAD"):
             del e[k]
+    if "MPPROF_TORCH_MARKS" in os.environ:  # which backward marks this test is of (meson)
+        e["MPPROF_TORCH_MARKS"] = os.environ["MPPROF_TORCH_MARKS"]
     e["LD_LIBRARY_PATH"] = SIM
     e["MPP_SIMCUDA"] = SIM
     e.update(extra)
@@ -94,6 +96,17 @@ STEPS, SKIPPED, BATCH = 4, 1, 4
 
 
 def check_model_report(rep):
+    # The report says which torch ran and how its backward ops were named
+    # (MPP_EXPECT_CXX_MARKS: C++ marks built for this torch and not turned off).
+    want = "cxx" if os.environ.get("MPP_EXPECT_CXX_MARKS") == "1" else "python"
+    version = subprocess.run([PY, "-c", "import torch; print(torch.__version__)"],
+                             stdout=subprocess.PIPE).stdout.decode().strip()
+    fws = [p["framework"] for p in rep["processes"]]
+    check(fws == [{"name": "torch", "version": version, "backward_marks": want}],
+          "framework: %s, want torch %s with %s marks" % (fws, version, want))
+    kinds = [f["kind"] for f in rep["findings"]]
+    check(("python_backward_marks" in kinds) == (want == "python"),
+          "python_backward_marks finding with %s marks: %s" % (want, kinds))
     calls = calls_by(rep)
     names = {l["name"]: l for l in rep["layers"]}
     check("" not in names, "no op in (no NVTX range): %s" % sorted(names))
