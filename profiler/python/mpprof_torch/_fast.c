@@ -211,9 +211,8 @@ static int register_hook(PyObject *x, PyObject *grad_fn, PyObject *hook, PyObjec
   return rc;
 }
 
-/* hooks.py's marking rule: x gets (or updates) its mark; within one root
- * forward an innermost module's start stays and the outermost module's end
- * wins. */
+/* x gets its mark, or its mark is updated (the rule: mark_update); as a C++
+ * pre-hook on grad_fn where _marks is loaded, else as a Python tensor hook. */
 static int mark(PyObject *x, int32_t start, int32_t end) {
   /* a torch.Tensor (a subclass may wrap hooks: its own register_hook) */
   if (cxx && (PyObject *)Py_TYPE(x) == tensor_type && cxx->mark(x, start, end)) return 0;
