@@ -190,7 +190,12 @@ typedef struct gemm_key { /* 8-byte fields only: compared with memcmp, no paddin
 } gemm_key;
 _Static_assert(sizeof(gemm_key) == 24 * 8, "gemm_key has padding");
 
-#define MEMO_SLOTS 32 /* direct-mapped by the key's hash */
+/* Two-way sets chosen by the key's hash, the way not used last replaced: two
+ * GEMMs a model alternates whose keys share a set keep their entries (and so
+ * their ops' ids, which key call.c's site cache). */
+#define MEMO_SETS 16
+#define MEMO_WAYS 2
+#define MEMO_SLOTS (MEMO_SETS * MEMO_WAYS)
 
 typedef struct gemm_memo {
   struct {
@@ -199,6 +204,7 @@ typedef struct gemm_memo {
     mpp_op op;
     mpp_site_memo site;
   } slot[MEMO_SLOTS];
+  uint8_t last[MEMO_SETS]; /* the way of each set used last */
 } gemm_memo;
 
 static __thread MPP_TLS gemm_memo *memo;
@@ -223,11 +229,11 @@ static gemm_memo *memo_get(void) {
   return memo;
 }
 
-static unsigned key_slot(const gemm_key *k) {
+static unsigned key_set(const gemm_key *k) {
   uint64_t h = (uint64_t)(uintptr_t)k->api ^ (uint64_t)k->m * 0x9e3779b97f4a7c15ull ^
                (uint64_t)k->n * 0xc2b2ae3d27d4eb4full ^ (uint64_t)k->k * 0x165667b19e3779f9ull ^
                (uint64_t)(k->transa << 2 | k->transb << 4 | k->Atype << 8);
-  return (unsigned)(h ^ h >> 32 ^ h >> 17) % MEMO_SLOTS;
+  return (unsigned)(h ^ h >> 32 ^ h >> 17) % MEMO_SETS;
 }
 
 mpp_op *mpp_gemm_decode_memo(mpp_op *scratch, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
@@ -263,8 +269,15 @@ mpp_op *mpp_gemm_decode_memo(mpp_op *scratch, const mpp_gemm_call *g, const mpp_
   k.pointer_mode = ctx->pointer_mode;
   memcpy(&k.alpha_bits, &sc.alpha, sizeof k.alpha_bits);
   k.flags = sc.alpha_nonzero | sc.beta_nonzero << 1;
-  __typeof__(mm->slot[0]) *e = &mm->slot[key_slot(&k)];
-  if (!e->used || memcmp(&e->key, &k, sizeof k) != 0) {
+  unsigned set = key_set(&k), way = 0;
+  while (way < MEMO_WAYS && !(mm->slot[set * MEMO_WAYS + way].used &&
+                              memcmp(&mm->slot[set * MEMO_WAYS + way].key, &k, sizeof k) == 0))
+    way++;
+  bool hit = way < MEMO_WAYS;
+  if (!hit) way = (mm->last[set] + 1) % MEMO_WAYS; /* the way not used last */
+  mm->last[set] = (uint8_t)way;
+  __typeof__(mm->slot[0]) *e = &mm->slot[set * MEMO_WAYS + way];
+  if (!hit) {
     decode_with(&e->op, g, ctx, &sc);
     e->key = k;
     e->used = true;

@@ -414,6 +414,30 @@ static void same_arguments_with_other_matrices_hit_the_memo(void **state) {
   assert_int_equal(b->ptr_align, 8);
 }
 
+/* Two GEMMs called in turn keep their memo entries, whatever set their keys
+ * share: no decode again, the same op id (which keys the site cache). With
+ * one entry per set, some of these 63 pairs would evict each other. */
+static void two_gemms_in_turn_keep_their_entries(void **state) {
+  (void)state;
+  mpp_gemm_call base = base_call();
+  mpp_op scratch;
+  for (int64_t m = 5; m < 68; m++) {
+    mpp_gemm_call other = base_call();
+    other.m = m;
+    mpp_op *a = mpp_gemm_decode_memo(&scratch, &base, &mpp_fixture_host_ctx);
+    uint64_t a_id = a->site_memo->op;
+    mpp_op *b = mpp_gemm_decode_memo(&scratch, &other, &mpp_fixture_host_ctx);
+    uint64_t b_id = b->site_memo->op;
+    assert_ptr_not_equal(a, b);
+    for (int r = 0; r < 3; r++) {
+      assert_ptr_equal(mpp_gemm_decode_memo(&scratch, &base, &mpp_fixture_host_ctx), a);
+      assert_int_equal(a->site_memo->op, a_id);
+      assert_ptr_equal(mpp_gemm_decode_memo(&scratch, &other, &mpp_fixture_host_ctx), b);
+      assert_int_equal(b->site_memo->op, b_id);
+    }
+  }
+}
+
 static void pointer_array_calls_are_not_memoised(void **state) {
   (void)state;
   const void *arr[1] = {mats[0]};
@@ -680,6 +704,7 @@ int main(void) {
       cmocka_unit_test_setup(memo_gives_the_op_a_fresh_decode_gives, reset_all),
       cmocka_unit_test_setup(same_arguments_with_other_matrices_hit_the_memo, reset_all),
       cmocka_unit_test_setup(pointer_array_calls_are_not_memoised, reset_all),
+      cmocka_unit_test_setup(two_gemms_in_turn_keep_their_entries, reset_all),
       cmocka_unit_test_setup(lt_memo_gives_the_op_a_fresh_decode_gives, reset_all),
       cmocka_unit_test_setup(lt_calls_in_many_layers_find_their_sites_without_the_table, reset_all),
       cmocka_unit_test_setup(a_repeated_call_goes_to_its_site_and_a_changed_one_to_another,
