@@ -229,6 +229,10 @@ enum { MP_RAW_SHADOW_SKIPPED(MP_RAW_ENUM_ROW_) MP_RAW_SHADOW_SKIP_COUNT };
   X(version, "version", "its version string")                                                      \
   X(backward_marks, "backward_marks", "cxx | python: how backward ops were named (README)")
 
+/* backward_marks' values (the PyTorch integration, hooks.py, writes them). */
+#define MP_RAW_MARKS_CXX "cxx"       /* C++ pre-hooks on grad_fn (_marks.cpp) */
+#define MP_RAW_MARKS_PYTHON "python" /* Python tensor hooks (_fast.c) */
+
 #define MP_RAW_CUPTI(X)                                                                            \
   X(status, "status", "ok | disabled | unavailable | held_by_other_subscriber | error")            \
   X(dropped_records, "dropped_records", "activity records CUPTI dropped")                          \

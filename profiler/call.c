@@ -331,12 +331,15 @@ static uint64_t double_bits(double d) {
  * call. The checks are those of the site key (sites.c): the layer's path by
  * content against the site's own copy (an interned path by its address), its
  * class and phase, the scale in force. */
-static bool memo_holds(const mpp_site_memo *m, uint64_t gen, uint64_t scale_bits,
-                       const mpp_layer *layer) {
-  return m->sites_gen == gen && m->loss_scale_bits == scale_bits && m->phase == layer->phase &&
-         m->module_class == layer->module_class &&
+static bool same_layer(const mpp_site_memo *m, const mpp_layer *layer) {
+  return m->phase == layer->phase && m->module_class == layer->module_class &&
          ((layer->interned && m->path_seen == layer->path) ||
           (m->layer[0] == layer->path[0] && (!m->layer[0] || strcmp(m->layer, layer->path) == 0)));
+}
+
+static bool memo_holds(const mpp_site_memo *m, uint64_t gen, uint64_t scale_bits,
+                       const mpp_layer *layer) {
+  return m->sites_gen == gen && m->loss_scale_bits == scale_bits && same_layer(m, layer);
 }
 
 /* This thread's sites of memoised ops in other layers than their memo's: a
@@ -385,10 +388,7 @@ static uint64_t cache_hash(uint64_t op, uint64_t layer_hash, uint8_t phase) {
 }
 
 static bool cache_key_eq(const site_cache_entry *e, uint64_t op, const mpp_layer *layer) {
-  const mpp_site_memo *m = &e->m;
-  return m->op == op && e->layer_hash == layer->hash && m->phase == layer->phase &&
-         m->module_class == layer->module_class &&
-         ((layer->interned && m->path_seen == layer->path) || strcmp(m->layer, layer->path) == 0);
+  return e->m.op == op && e->layer_hash == layer->hash && same_layer(&e->m, layer);
 }
 
 /* The key's entry, or the empty one where it would go; NULL without a cache. */

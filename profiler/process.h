@@ -6,6 +6,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Room for mpprof_framework's strings (longer ones are cut). */
+#define MPP_FRAMEWORK_FIELD 64
+#define MPP_MARKS_FIELD 16
+
 typedef struct mpp_process {
   int pid, ppid;
   uint64_t start_ns;
@@ -16,7 +20,8 @@ typedef struct mpp_process {
   int cc_major, cc_minor;
   /* What a framework integration reported (mpprof_framework); framework[0]
    * == 0: none. Kept in a fork child (the same interpreter). */
-  char framework[64], framework_version[64], backward_marks[16];
+  char framework[MPP_FRAMEWORK_FIELD], framework_version[MPP_FRAMEWORK_FIELD],
+      backward_marks[MPP_MARKS_FIELD];
 } mpp_process;
 
 const mpp_process *mpp_process_info(void);

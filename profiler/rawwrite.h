@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "profiler/gpu/gpu.h"
+#include "profiler/process.h"
 
 /* Write OUT/raw/<host>-<pid>.json (temp + rename). 0 or -errno. */
 int mpp_raw_write(bool final);
@@ -25,7 +26,9 @@ typedef struct mpp_raw_facts {
   bool device_known;
   char device_name[256];
   int cc_major, cc_minor;
-  char framework[64], framework_version[64], backward_marks[16]; /* framework[0] == 0: none */
+  /* framework[0] == 0: none */
+  char framework[MPP_FRAMEWORK_FIELD], framework_version[MPP_FRAMEWORK_FIELD],
+      backward_marks[MPP_MARKS_FIELD];
   mpp_tc_info tc; /* tc.status NULL: --tc-counters not requested */
   const char *cupti_status;
   uint64_t cupti_dropped;

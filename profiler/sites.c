@@ -638,9 +638,10 @@ void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur
   s->calls++;
   count_in_flight(-1);
   if (c->scan) s->scanned_calls++;
+  /* Zero counts are not added: lines not written are not missed. */
   for (int r = 0; r < MPP_NS_COUNT; r++)
-    if (c->ns_counts[r]) s->not_scanned[r] += c->ns_counts[r]; /* lines not written: not missed */
-  if (c->scan)                                                 /* host scans ran only then */
+    if (c->ns_counts[r]) s->not_scanned[r] += c->ns_counts[r];
+  if (c->scan) /* host scans ran only then */
     for (int r = 0; r < op->nroles; r++) {
       if (!c->tmp_used[r]) continue;
       mp_stats *dst = role_stats_locked(s, r, c->tmp[r]->dtype);

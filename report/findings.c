@@ -981,7 +981,7 @@ static int rule_tc_counters_unavailable(mpprof_model *m) {
 }
 
 /* Processes whose PyTorch integration named backward ops with Python tensor
- * hooks (MP_RAW_FRAMEWORK backward_marks "python"): the C++ marks name them
+ * hooks (MP_RAW_FRAMEWORK backward_marks MP_RAW_MARKS_PYTHON): the C++ marks name them
  * the same way for less (README, the PyTorch integration row), and one
  * command builds them for the torch in use. */
 static int rule_python_backward_marks(mpprof_model *m) {
@@ -990,7 +990,7 @@ static int rule_python_backward_marks(mpprof_model *m) {
   size_t n = 0;
   for (size_t i = 0; i < m->n_procs; i++) {
     const mpprof_process *p = &m->procs[i];
-    if (!p->backward_marks || strcmp(p->backward_marks, "python")) continue;
+    if (!p->backward_marks || strcmp(p->backward_marks, MP_RAW_MARKS_PYTHON)) continue;
     if (!files && !(files = cJSON_CreateArray())) return -1;
     cJSON_AddItemToArray(files, cJSON_CreateString(p->file));
     if (!first) first = p;

@@ -892,8 +892,8 @@ static void processes(const mpprof_model *m, FILE *f) {
         fputc(' ', f);
         html(f, p->framework_version);
         if (p->backward_marks)
-          fputs(!strcmp(p->backward_marks, "cxx") ? " (backward marks: C++)"
-                                                  : " (backward marks: Python hooks)",
+          fputs(!strcmp(p->backward_marks, MP_RAW_MARKS_CXX) ? " (backward marks: C++)"
+                                                             : " (backward marks: Python hooks)",
                 f);
       }
       fputs("</td><td>", f);

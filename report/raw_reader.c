@@ -1181,7 +1181,7 @@ static int process_from_header(const cJSON *h, const char *file, mpprof_process 
     const char *marks = get_str(fw, MP_RK_FRAMEWORK.backward_marks);
     p->framework = strdup(fw_name);
     p->framework_version = strdup(v ? v : "");
-    if (marks && (!strcmp(marks, "cxx") || !strcmp(marks, "python")))
+    if (marks && (!strcmp(marks, MP_RAW_MARKS_CXX) || !strcmp(marks, MP_RAW_MARKS_PYTHON)))
       p->backward_marks = strdup(marks);
   }
   const cJSON *cupti = cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.cupti);

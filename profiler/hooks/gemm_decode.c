@@ -197,6 +197,13 @@ _Static_assert(sizeof(gemm_key) == 24 * 8, "gemm_key has padding");
 #define MEMO_WAYS 2
 #define MEMO_SLOTS (MEMO_SETS * MEMO_WAYS)
 
+/* cublasLtMatmul's memo (mpp_lt_decode_memo): direct-mapped; its key is
+ * what the wrapper read from the descriptors, as 8-byte words. */
+#define LT_MEMO_SLOTS 16
+#define LT_KEY_WORDS (15 + 4 * 8)
+
+/* One block per thread that calls the hooked GEMMs: the GEMM entries and
+ * cublasLtMatmul's. */
 typedef struct gemm_memo {
   struct {
     gemm_key key;
@@ -205,6 +212,12 @@ typedef struct gemm_memo {
     mpp_site_memo site;
   } slot[MEMO_SLOTS];
   uint8_t last[MEMO_SETS]; /* the way of each set used last */
+  struct {
+    uint64_t key[LT_KEY_WORDS];
+    bool used;
+    mpp_op op;
+    mpp_site_memo site;
+  } lt[LT_MEMO_SLOTS];
 } gemm_memo;
 
 static __thread MPP_TLS gemm_memo *memo;
@@ -382,6 +395,12 @@ static void lt_view(mpp_role *r, const mpp_lt_layout *l, const void *p) {
   if (l->rows == 0 || l->cols == 0) r->present = false;
 }
 
+/* Can alpha be read on the host (shadow execution's scalar alpha)? */
+static bool lt_alpha_host(const mpp_lt_call *g, bool (*host_visible)(const void *)) {
+  return g->pointer_mode == 0 || g->pointer_mode == 4 ||
+         (g->pointer_mode == 1 && host_visible && g->alpha && host_visible(g->alpha));
+}
+
 static bool lt_beta_nonzero(const mpp_lt_call *g, bool (*host_visible)(const void *)) {
   switch (g->pointer_mode) {
   case 0: /* HOST */
@@ -444,9 +463,7 @@ void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
   op->amax_d_ptr = g->amax_d;
   op->stream = stream;
   /* Shadow execution reads column-major A and B with scalar alpha and no fp8 scales. */
-  bool alpha_host = g->pointer_mode == 0 || g->pointer_mode == 4 ||
-                    (g->pointer_mode == 1 && host_visible && g->alpha && host_visible(g->alpha));
-  op->alpha = alpha_value(g->alpha, g->scale_type, alpha_host);
+  op->alpha = alpha_value(g->alpha, g->scale_type, lt_alpha_host(g, host_visible));
   op->shadow_unsupported =
       g->a.order != 0 || g->b.order != 0 || op->fp8_scales != 0 || !lt_shadow_epilogue(op, g);
 
@@ -487,39 +504,8 @@ void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
  * depend on memory the call points to (array contents, scale values). Each
  * entry keeps its op's site as the GEMM memo's do. */
 
-#define LT_MEMO_SLOTS 16
-enum { LT_LAYOUT_WORDS = 8, LT_KEY_WORDS = 15 + 4 * LT_LAYOUT_WORDS };
-
-typedef struct lt_memo {
-  struct {
-    uint64_t key[LT_KEY_WORDS];
-    bool used;
-    mpp_op op;
-    mpp_site_memo site;
-  } slot[LT_MEMO_SLOTS];
-} lt_memo;
-
-static __thread MPP_TLS lt_memo *lmemo;
-static pthread_key_t lmemo_key;
-static pthread_once_t lmemo_once = PTHREAD_ONCE_INIT;
-
-static void lmemo_free(void *p) {
-  free(p);
-  lmemo = NULL;
-}
-
-static void lmemo_key_init(void) {
-  pthread_key_create(&lmemo_key, lmemo_free);
-}
-
-static lt_memo *lmemo_get(void) {
-  if (!lmemo) {
-    pthread_once(&lmemo_once, lmemo_key_init);
-    lmemo = calloc(1, sizeof *lmemo);
-    if (lmemo) pthread_setspecific(lmemo_key, lmemo);
-  }
-  return lmemo;
-}
+enum { LT_LAYOUT_WORDS = 8 };
+_Static_assert(LT_KEY_WORDS == 15 + 4 * LT_LAYOUT_WORDS, "LT_KEY_WORDS: 15 words and 4 layouts");
 
 static uint64_t *put_layout(uint64_t *k, const mpp_lt_layout *l) {
   *k++ = (uint64_t)(int64_t)l->type;
@@ -552,14 +538,13 @@ mpp_op *mpp_lt_decode_memo(mpp_op *scratch, const mpp_lt_call *g, void *stream,
                 g->c.batch_mode == LT_BATCH_MODE_POINTER_ARRAY ||
                 g->d.batch_mode == LT_BATCH_MODE_POINTER_ARRAY;
   bool fp8 = g->amax_d || g->scale_ptr[0] || g->scale_ptr[1] || g->scale_ptr[2] || g->scale_ptr[3];
-  lt_memo *mm = arrays || fp8 ? NULL : lmemo_get();
+  gemm_memo *mm = arrays || fp8 ? NULL : memo_get();
   if (!mm) {
     mpp_lt_decode(scratch, g, stream, host_visible);
     return scratch;
   }
   /* What mpp_lt_decode reads through alpha and beta, as it reads it. */
-  bool alpha_host = g->pointer_mode == 0 || g->pointer_mode == 4 ||
-                    (g->pointer_mode == 1 && host_visible && g->alpha && host_visible(g->alpha));
+  bool alpha_host = lt_alpha_host(g, host_visible);
   double alpha = alpha_value(g->alpha, g->scale_type, alpha_host);
   uint64_t key[LT_KEY_WORDS], *k = key;
   *k++ = (uint64_t)(int64_t)g->compute;
@@ -585,7 +570,7 @@ mpp_op *mpp_lt_decode_memo(mpp_op *scratch, const mpp_lt_call *g, void *stream,
                g->a.cols * 0x165667b19e3779f9ull ^ g->a.rows ^
                (uint64_t)(g->transa << 2 | g->transb << 4 | g->a.type << 8) ^
                (uint64_t)g->epilogue << 20;
-  __typeof__(mm->slot[0]) *e = &mm->slot[(h ^ h >> 32 ^ h >> 17) % LT_MEMO_SLOTS];
+  __typeof__(mm->lt[0]) *e = &mm->lt[(h ^ h >> 32 ^ h >> 17) % LT_MEMO_SLOTS];
   if (!e->used || memcmp(e->key, key, sizeof key) != 0) {
     mpp_lt_decode(&e->op, g, stream, host_visible);
     memcpy(e->key, key, sizeof key);

@@ -65,8 +65,9 @@ void mpprof_scope_set(int32_t layer, int32_t phase);
 uint32_t mpprof_scope_ops(void);
 
 /* A framework integration says what it is, for the raw file's "framework":
- * its name ("torch", at most 63 bytes), version, and how it names backward
- * ops ("cxx" or "python"; may be NULL). The latest call holds. */
+ * its name ("torch"), version, and how it names backward ops ("cxx" or
+ * "python"; may be NULL); strings longer than mpprof keeps are cut
+ * (profiler/process.h). The latest call holds. */
 void mpprof_framework(const char *name, const char *version, const char *backward_marks);
 
 #ifdef __cplusplus

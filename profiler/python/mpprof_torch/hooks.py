@@ -597,7 +597,7 @@ def install(torch):
          _fn(lib, "mpprof_step_skipped", None, ctypes.c_uint64),
          _fn(lib, "mpprof_scope_ops", ctypes.c_uint32))
     framework = _fn(lib, "mpprof_framework", None, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p)
-    if framework is not None:  # the raw file's "framework": the report says which marks ran
+    if framework is not None:  # the raw file's "framework" (values: raw_format.h MP_RAW_MARKS_*)
         framework(b"torch", str(getattr(torch, "__version__", "")).encode("utf-8", "replace"),
                   b"cxx" if _cxx else b"python")
     _log("PyTorch module attribution installed")
