@@ -629,17 +629,66 @@ void mpp_call_autotune(mpp_op *op) {
 
 /* --- several ops around one real call --- */
 
+/* The thread's block for multi-op calls: kept from call to call. */
+typedef struct calls_block {
+  void *mem;
+  int cap;
+  bool lent;
+} calls_block;
+
+static pthread_key_t calls_block_key;
+static pthread_once_t calls_block_once = PTHREAD_ONCE_INIT;
+static __thread MPP_TLS calls_block *calls_tls;
+
+static void calls_block_free(void *p) {
+  calls_block *b = p;
+  free(b->mem);
+  free(b);
+  calls_tls = NULL;
+}
+
+static void calls_block_key_init(void) {
+  pthread_key_create(&calls_block_key, calls_block_free);
+}
+
+enum { CALLS_ROW = sizeof(mpp_op) + sizeof(mpp_call) + sizeof(mpp_site_memo) };
+
+/* The thread's block with room for cap ops, lent; NULL: none to lend. */
+static void *calls_lend(int cap) {
+  calls_block *b = calls_tls;
+  if (!b) {
+    pthread_once(&calls_block_once, calls_block_key_init);
+    b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    calls_tls = b;
+    pthread_setspecific(calls_block_key, b);
+  }
+  if (b->lent) return NULL; /* a call inside a call (a signal handler's) */
+  if (b->cap < cap) {
+    void *mem = malloc((size_t)cap * CALLS_ROW);
+    if (!mem) return NULL;
+    free(b->mem);
+    b->mem = mem;
+    b->cap = cap;
+  }
+  b->lent = true;
+  return b->mem;
+}
+
 bool mpp_calls_reserve(mpp_calls *c, int cap, const char *what) {
   if (cap <= 0) return false;
   /* ~800 bytes an op and its call: 64 groups' records would not fit a small
    * thread stack. */
-  void *block = calloc((size_t)cap, sizeof(mpp_op) + sizeof(mpp_call));
+  void *block = calls_lend(cap);
+  c->owned = !block;
+  if (!block) block = malloc((size_t)cap * CALLS_ROW);
   if (!block) {
     mpp_note_incomplete("no_memory", "out of memory: %s was not recorded", what);
     return false;
   }
   c->ops = block;
   c->calls = (mpp_call *)(c->ops + cap);
+  c->memos = (mpp_site_memo *)(c->calls + cap);
   c->cap = cap;
   c->n = 0;
   return true;
@@ -662,9 +711,18 @@ void mpp_calls_end(mpp_calls *c, bool ok) {
     mpp_call_end(&c->calls[i], &c->ops[i], ok);
 }
 
+void mpp_calls_memo(mpp_calls *c, int i, uint64_t op_id) {
+  c->memos[i] = (mpp_site_memo){.op = op_id};
+  c->ops[i].site_memo = &c->memos[i];
+}
+
 void mpp_calls_release(mpp_calls *c) {
-  free(c->ops);
+  if (c->ops && !c->owned && calls_tls && c->ops == (mpp_op *)calls_tls->mem)
+    calls_tls->lent = false;
+  else
+    free(c->ops);
   c->ops = NULL;
   c->calls = NULL;
+  c->memos = NULL;
   c->cap = c->n = 0;
 }

@@ -60,19 +60,29 @@ typedef struct mpp_calls {
   int cap;       /* room reserved */
   int n;         /* ops decoded into ops[0 .. n) */
   bool autotune; /* a cuDNN autotuning execution: the ops are counted, not begun */
-  mpp_op *ops;   /* cap ops, then cap calls, in one block */
+  bool owned;    /* the block is this call's own (else the thread's, lent) */
+  mpp_op *ops;   /* cap ops, then cap calls, then cap site memos, in one block */
   mpp_call *calls;
+  mpp_site_memo *memos; /* room for one per op: mpp_calls_memo */
 } mpp_calls;
 
-/* Room for cap ops (none when cap <= 0). Without memory: false, and the
- * report notes that `what` ("a grouped GEMM call") was not recorded. */
+/* Room for cap ops (none when cap <= 0): the thread's block, kept from call
+ * to call (a call that finds it lent, a nested one, gets one of its own), so
+ * a multi-op call costs no allocation and no clearing. The ops are not
+ * cleared: a decode initialises each (mpp_op_init). Without memory: false,
+ * and the report notes that `what` ("a grouped GEMM call") was not recorded. */
 bool mpp_calls_reserve(mpp_calls *c, int cap, const char *what);
+/* For a decode that knows a stable id of ops[i]'s decode (one id, from
+ * mpp_site_memo_op, for one site key but the layer's): the op's site is then
+ * found in the thread's site cache instead of the site table. Call after
+ * ops[i]'s mpp_op_init. */
+void mpp_calls_memo(mpp_calls *c, int i, uint64_t op_id);
 /* Begins ops[0 .. n) in order (autotune: nothing to begin). */
 void mpp_calls_begin(mpp_calls *c);
 /* Ends them in reverse order with the real call's verdict (autotune: counts
  * each op as an autotuning execution when the call succeeded). */
 void mpp_calls_end(mpp_calls *c, bool ok);
-/* Frees the room; c may be reserved or not. */
+/* Gives the room back (to the thread or the heap); c may be reserved or not. */
 void mpp_calls_release(mpp_calls *c);
 /* tc_counters.c verdict sink (mpp_tc_verdict_fn): op id -> site. */
 void mpp_tc_verdict_sink_fn(uint64_t op_id, const char *mangled_name, bool tc, const double *values,

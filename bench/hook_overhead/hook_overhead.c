@@ -9,7 +9,12 @@
  * time per call (CLOCK_PROCESS_CPUTIME_ID, all its threads): on a shared,
  * loaded machine it is not inflated by time spent waiting for a core.
  *
- * A second table times the first hooked call of a process on its own (what
+ * Where cuDNN is there, another table times a cudnnBackendExecute of a tiny
+ * convolution as PyTorch's cuDNN v8/v9 path makes it: the execution plan
+ * built once and kept, a variant pack created, set, finalized and destroyed
+ * around every execution.
+ *
+ * A further table times the first hooked call of a process on its own (what
  * start-up work mpprof leaves to the first call costs the caller's thread)
  * against the median of the next calls.
  *
@@ -25,6 +30,9 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#ifdef HOOK_OVERHEAD_CUDNN
+#include <cudnn.h>
+#endif
 
 #define DIM 4
 
@@ -109,6 +117,124 @@ static int lt_child(long calls) {
   cublasLtDestroy(lt);
   return 0;
 }
+
+#ifdef HOOK_OVERHEAD_CUDNN
+/* A 1x1 convolution of a 1x1x4x4 tensor: the backend graph up to its plan,
+ * built once (PyTorch caches plans by shape). Returns the plan or NULL. */
+enum { CV_UID_X = 1, CV_UID_W, CV_UID_Y };
+static cudnnBackendDescriptor_t cv_tensor(int64_t uid, const int64_t dims[4]) {
+  int64_t strides[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
+  int64_t alignment = 16;
+  cudnnDataType_t dt = CUDNN_DATA_FLOAT;
+  cudnnBackendDescriptor_t t;
+  if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR, &t)) return NULL;
+  cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
+  cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
+  cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides);
+  cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+  cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
+  return cudnnBackendFinalize(t) ? NULL : t;
+}
+
+static cudnnBackendDescriptor_t cv_plan(cudnnHandle_t h) {
+  int64_t xd[4] = {1, 1, DIM, DIM}, wd[4] = {1, 1, 1, 1};
+  cudnnBackendDescriptor_t x = cv_tensor(CV_UID_X, xd), w = cv_tensor(CV_UID_W, wd),
+                           y = cv_tensor(CV_UID_Y, xd);
+  if (!x || !w || !y) return NULL;
+  cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+  cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  int64_t nsd = 2, ones[2] = {1, 1}, pads[2] = {0, 0};
+  cudnnBackendDescriptor_t c, op, g, heur, cfg, plan;
+  const cudnnBackendAttributeType_t D = CUDNN_TYPE_BACKEND_DESCRIPTOR;
+  if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &c)) return NULL;
+  cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
+  cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1,
+                           &mode);
+  cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &nsd);
+  cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, ones);
+  cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, ones);
+  cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pads);
+  cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pads);
+  if (cudnnBackendFinalize(c)) return NULL;
+  float alpha = 1, beta = 0;
+  if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &op))
+    return NULL;
+  cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, D, 1, &x);
+  cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, D, 1, &w);
+  cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, D, 1, &y);
+  cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, D, 1, &c);
+  cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1,
+                           &alpha);
+  cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1,
+                           &beta);
+  if (cudnnBackendFinalize(op)) return NULL;
+  if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &g)) return NULL;
+  cudnnBackendSetAttribute(g, CUDNN_ATTR_OPERATIONGRAPH_OPS, D, 1, &op);
+  cudnnBackendSetAttribute(g, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
+  if (cudnnBackendFinalize(g)) return NULL;
+  cudnnBackendHeurMode_t hm = CUDNN_HEUR_MODE_A;
+  if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur)) return NULL;
+  cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, D, 1, &g);
+  cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &hm);
+  if (cudnnBackendFinalize(heur)) return NULL;
+  int64_t count = 0;
+  if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfg)) return NULL;
+  if (cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, D, 1, &count, &cfg) ||
+      count < 1)
+    return NULL;
+  if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan)) return NULL;
+  cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
+  cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, D, 1, &cfg);
+  return cudnnBackendFinalize(plan) ? NULL : plan;
+}
+
+/* One execution as a framework makes it: a new variant pack around the call. */
+static cudnnStatus_t cv_call(cudnnHandle_t h, cudnnBackendDescriptor_t plan, void *ptrs[3],
+                             void *ws) {
+  int64_t uids[3] = {CV_UID_X, CV_UID_W, CV_UID_Y};
+  cudnnBackendDescriptor_t vp;
+  cudnnStatus_t st = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp);
+  if (st) return st;
+  cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
+  cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs);
+  cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
+  st = cudnnBackendFinalize(vp);
+  if (!st) st = cudnnBackendExecute(h, plan, vp);
+  cudnnBackendDestroyDescriptor(vp);
+  return st;
+}
+
+static int cudnn_child(long calls) {
+  cudnnHandle_t h;
+  float *x, *w, *y, host[DIM * DIM];
+  void *ws;
+  for (int i = 0; i < DIM * DIM; i++)
+    host[i] = (float)(i % 5) - 2.0f;
+  if (cudnnCreate(&h) != CUDNN_STATUS_SUCCESS || cudaMalloc((void **)&x, sizeof host) ||
+      cudaMalloc((void **)&w, sizeof(float)) || cudaMalloc((void **)&y, sizeof host) ||
+      cudaMalloc(&ws, 1 << 16)) {
+    fputs("hook_overhead: CUDA setup failed (is LD_LIBRARY_PATH the simcuda dir?)\n", stderr);
+    return 1;
+  }
+  cudaMemcpy(x, host, sizeof host, cudaMemcpyHostToDevice);
+  cudaMemcpy(w, host, sizeof(float), cudaMemcpyHostToDevice);
+  cudnnBackendDescriptor_t plan = cv_plan(h);
+  if (!plan) {
+    fputs("hook_overhead: the cuDNN backend plan did not finalize\n", stderr);
+    return 1;
+  }
+  void *ptrs[3] = {x, w, y};
+  for (long i = 0; i < calls / 10 + 100; i++) /* warm up: sites, caches, lazy init */
+    if (cv_call(h, plan, ptrs, ws) != CUDNN_STATUS_SUCCESS) return 1;
+  double t0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+  for (long i = 0; i < calls; i++)
+    cv_call(h, plan, ptrs, ws);
+  double t1 = now_ns(CLOCK_MONOTONIC), c1 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+  printf("%.1f %.1f\n", (t1 - t0) / (double)calls, (c1 - c0) / (double)calls);
+  cudnnDestroy(h);
+  return 0;
+}
+#endif
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -224,6 +350,10 @@ int main(int argc, char **argv) {
   if (argc >= 2 && !strcmp(argv[1], "--first-child")) return first_child();
   if (argc >= 2 && !strcmp(argv[1], "--lt-child"))
     return lt_child(argc > 2 ? atol(argv[2]) : 100000);
+#ifdef HOOK_OVERHEAD_CUDNN
+  if (argc >= 2 && !strcmp(argv[1], "--cudnn-child"))
+    return cudnn_child(argc > 2 ? atol(argv[2]) : 100000);
+#endif
   if (argc < 2) {
     fputs("usage: hook_overhead PATH/libmpprof.so [CALLS]\n", stderr);
     return 2;
@@ -256,7 +386,7 @@ int main(int argc, char **argv) {
   printf("hook_overhead: %ld calls of cublasSgemm_v2 %dx%dx%d under simcuda\n", calls, DIM, DIM,
          DIM);
   int rc = table(self, lib, out, calls, configs, sizeof configs / sizeof configs[0], "--child");
-  static const config lt_configs[] = {
+  static const config short_configs[] = {
       {"bare call (no mpprof)", {NULL}, 0},
       {"mpprof, scan none, CUPTI off", {"MPPROF_SCAN=none", "MPPROF_CUPTI=off", NULL}, 1},
       {"mpprof default (scan all, sample auto, CUPTI on)", {NULL}, 1},
@@ -264,8 +394,16 @@ int main(int argc, char **argv) {
   printf("\nhook_overhead: %ld calls of cublasLtMatmul %dx%dx%d with a bias, descriptors and "
          "layouts made and destroyed around each (as PyTorch's addmm does)\n",
          calls, DIM, DIM, DIM);
-  rc |= table(self, lib, out, calls, lt_configs, sizeof lt_configs / sizeof lt_configs[0],
+  rc |= table(self, lib, out, calls, short_configs, sizeof short_configs / sizeof short_configs[0],
               "--lt-child");
+#ifdef HOOK_OVERHEAD_CUDNN
+  printf("\nhook_overhead: %ld calls of cudnnBackendExecute, a 1x1 convolution of 1x1x%dx%d, "
+         "the plan kept, a variant pack made and destroyed around each (as PyTorch's cuDNN "
+         "path does)\n",
+         calls, DIM, DIM);
+  rc |= table(self, lib, out, calls, short_configs, sizeof short_configs / sizeof short_configs[0],
+              "--cudnn-child");
+#endif
   /* The first call: median over processes (each process has one first call). */
   static const config firsts[] = {
       {"bare call (no mpprof)", {NULL}, 0},

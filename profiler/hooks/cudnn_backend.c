@@ -64,6 +64,9 @@ typedef struct be_graph {
   int refs; /* under shadows_mu */
   int nops;
   be_op ops[MAX_GRAPH_OPS];
+  /* Each op's decode id (mpp_site_memo_op): an op decodes to the same site
+   * key at every execution, so its site is looked up in the thread's cache. */
+  uint64_t op_ids[MAX_GRAPH_OPS];
   /* Plans executed with this graph, for the autotuning filter. */
   int nplans;
   void *plans[MAX_PLANS];
@@ -307,8 +310,10 @@ static void set_graph_ops_locked(be_shadow *s, int64_t n, const void *v) {
   for (int64_t i = 0; i < n && g->nops < MAX_GRAPH_OPS; i++) {
     be_shadow *o = find_locked(ops[i]);
     if (o && o->type != CUDNN_BACKEND_TENSOR_DESCRIPTOR &&
-        o->type != CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR)
+        o->type != CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR) {
+      g->op_ids[g->nops] = mpp_site_memo_op();
       g->ops[g->nops++] = o->u.op;
+    }
   }
   graph_set_locked(s, g);
 }
@@ -496,6 +501,7 @@ static bool decode_execute(mpp_calls *rec, cudnnHandle_t handle, void *plan, voi
       const be_tensor *ts[3] = {&o->t[OPND_X], &o->t[OPND_W], out};
       for (int r = 0; r < 3; r++)
         if (ts[r]->is_virtual || !ptr_of(vp, ts[r])) ops[n].roles[r].unscannable = MPP_NS_UNKNOWN;
+      mpp_calls_memo(rec, n, g->op_ids[k]);
       n++;
     }
   }

@@ -598,6 +598,69 @@ static void the_same_call_in_many_layers_finds_each_site_without_the_table(void 
   cJSON_Delete(doc);
 }
 
+/* A multi-op call (a cuDNN graph's operations, as hooks/cudnn_backend.c
+ * decodes them) with a stable id per op: after the first round each op finds
+ * its site in every layer without the table, and two ops of one call keep
+ * their own sites. */
+static void multi_op_calls_with_ids_find_their_sites_without_the_table(void **state) {
+  (void)state;
+  uint64_t id[2] = {mpp_site_memo_op(), mpp_site_memo_op()};
+  int32_t ids[LAYERS];
+  char name[32];
+  for (int i = 0; i < LAYERS; i++) {
+    snprintf(name, sizeof name, "convs.%d", i);
+    ids[i] = mpprof_layer_id(name, "Conv2d");
+  }
+  for (int r = 0; r < ROUNDS; r++)
+    for (int i = 0; i < LAYERS; i++) {
+      mpp_calls c = {0};
+      assert_true(mpp_calls_reserve(&c, 2, "a test call"));
+      for (int k = 0; k < 2; k++) {
+        mpp_gemm_call g = base_call();
+        g.m = 2 + k; /* two ops, two site keys */
+        mpp_gemm_decode(&c.ops[k], &g, &mpp_fixture_host_ctx);
+        mpp_calls_memo(&c, k, id[k]);
+      }
+      c.n = 2;
+      mpprof_scope_push(ids[i], MPPROF_SCOPE_FORWARD);
+      mpp_calls_begin(&c);
+      mpp_calls_end(&c, true);
+      mpprof_scope_pop();
+      mpp_calls_release(&c);
+    }
+  assert_int_equal(mpp_sites_table_finds(), 2 * LAYERS);
+  int calls[2 * LAYERS];
+  assert_int_equal(site_calls(calls, 2 * LAYERS), 2 * LAYERS);
+  for (int i = 0; i < 2 * LAYERS; i++)
+    assert_int_equal(calls[i], ROUNDS);
+}
+
+/* The room of a multi-op call is the thread's, lent and given back: the
+ * next call gets the same block (no allocation), a call made while it is
+ * lent (from a signal handler) gets one of its own, and a larger call grows it. */
+static void multi_op_room_is_the_threads_and_lent_once(void **state) {
+  (void)state;
+  mpp_calls a = {0}, b = {0};
+  assert_true(mpp_calls_reserve(&a, 4, "a test call"));
+  void *first = a.ops;
+  assert_ptr_equal(a.calls, (void *)(a.ops + 4));
+  assert_ptr_equal(a.memos, (void *)(a.calls + 4));
+  assert_true(mpp_calls_reserve(&b, 4, "a nested call"));
+  assert_ptr_not_equal(b.ops, first);
+  mpp_calls_release(&b);
+  mpp_calls_release(&a);
+  assert_true(mpp_calls_reserve(&a, 2, "a test call"));
+  assert_ptr_equal(a.ops, first);
+  mpp_calls_release(&a);
+  assert_true(mpp_calls_reserve(&a, 64, "a larger call"));
+  assert_int_equal(a.cap, 64);
+  void *grown = a.ops;
+  mpp_calls_release(&a);
+  assert_true(mpp_calls_reserve(&a, 3, "a test call"));
+  assert_ptr_equal(a.ops, grown);
+  mpp_calls_release(&a);
+}
+
 /* A decode that replaces another in the hook's memo leaves none of the old
  * op's cached sites to it: the calls alternate two ops in two layers. */
 static void cached_sites_belong_to_their_op(void **state) {
@@ -715,6 +778,8 @@ int main(void) {
       cmocka_unit_test_setup(the_same_call_in_many_layers_finds_each_site_without_the_table,
                              reset_all),
       cmocka_unit_test_setup(cached_sites_belong_to_their_op, reset_all),
+      cmocka_unit_test_setup(multi_op_calls_with_ids_find_their_sites_without_the_table, reset_all),
+      cmocka_unit_test_setup(multi_op_room_is_the_threads_and_lent_once, reset_all),
       cmocka_unit_test_setup(a_new_loss_scale_reaches_cached_sites, reset_all),
       cmocka_unit_test_setup(threads_calling_one_site_get_distinct_call_indices, reset_all),
   };
