@@ -3,6 +3,7 @@
  * m = N*H*W, n = C, k = K*R*S; backward filter m = K, n = C*R*S, k = N*P*Q. */
 #include "conv_decode.h"
 
+#include <math.h>
 #include <string.h>
 
 #include <cudnn.h>
@@ -147,6 +148,19 @@ void mpp_conv_decode(mpp_op *op, const char *api, mpp_op_kind kind, const mpp_te
   mpp_op_note_ptr(op, p2);
 }
 
+/* The geometry shadow execution reads (op.h conv_shadow), w's strides given. */
+static void conv_shadow_set(mpp_op *op, const mpp_tensor_desc *x, const int64_t ws[4],
+                            const mpp_tensor_desc *y, const mpp_conv_desc *c, double alpha) {
+  memcpy(op->conv_ws, ws, sizeof op->conv_ws);
+  memcpy(op->conv_xs, x->strides, sizeof op->conv_xs);
+  memcpy(op->conv_ys, y->strides, sizeof op->conv_ys);
+  op->conv_p = y->dims[2];
+  op->conv_q = y->dims[3];
+  op->conv_flip = c->mode == CUDNN_CONVOLUTION;
+  op->alpha = alpha;
+  op->conv_shadow = true;
+}
+
 /* What shadow execution needs to re-compute a convolution (op.h
  * conv_shadow): 4-D x, w, y (dx, dw, dy backward), one group, a filter in
  * NCHW or NHWC, alpha (host memory: double for double data, else float). */
@@ -158,18 +172,24 @@ void mpp_conv_shadow_of(mpp_op *op, const mpp_tensor_desc *t0, const mpp_tensor_
       (w->format != CUDNN_TENSOR_NCHW && w->format != CUDNN_TENSOR_NHWC))
     return;
   int64_t C = w->dims[1], R = w->dims[2], S = w->dims[3];
-  if (w->format == CUDNN_TENSOR_NCHW) {
-    const int64_t ws[4] = {C * R * S, R * S, S, 1};
-    memcpy(op->conv_ws, ws, sizeof ws);
-  } else {
-    const int64_t ws[4] = {R * S * C, 1, S * C, C};
-    memcpy(op->conv_ws, ws, sizeof ws);
+  int64_t ws[4] = {C * R * S, R * S, S, 1};
+  if (w->format == CUDNN_TENSOR_NHWC) {
+    const int64_t nhwc[4] = {R * S * C, 1, S * C, C};
+    memcpy(ws, nhwc, sizeof ws);
   }
-  memcpy(op->conv_xs, x->strides, sizeof op->conv_xs);
-  memcpy(op->conv_ys, y->strides, sizeof op->conv_ys);
-  op->conv_p = y->dims[2];
-  op->conv_q = y->dims[3];
-  op->conv_flip = c->mode == CUDNN_CONVOLUTION;
-  op->alpha = x->dtype == CUDNN_DATA_DOUBLE ? *(const double *)alpha : *(const float *)alpha;
-  op->conv_shadow = true;
+  conv_shadow_set(op, x, ws, y, c,
+                  x->dtype == CUDNN_DATA_DOUBLE ? *(const double *)alpha : *(const float *)alpha);
+}
+
+void mpp_conv_shadow_of_strided(mpp_op *op, const mpp_tensor_desc *t0, const mpp_tensor_desc *t1,
+                                const mpp_tensor_desc *t2, const mpp_conv_desc *c, double alpha) {
+  const mpp_tensor_desc *x, *w, *y;
+  xwy(role_order(op->kind), t0, t1, t2, &x, &w, &y);
+  /* one group: x's channels are w's (w: K, C / groups, R, S) */
+  if (isnan(alpha) || x->nd != 4 || w->nd != 4 || y->nd != 4 || c->nsp != 2 ||
+      x->dims[1] != w->dims[1])
+    return;
+  for (int i = 0; i < 4; i++)
+    if (x->strides[i] <= 0 || w->strides[i] <= 0 || y->strides[i] <= 0) return;
+  conv_shadow_set(op, x, w->strides, y, c, alpha);
 }

@@ -37,6 +37,11 @@ void mpp_conv_decode(mpp_op *op, const char *api, mpp_op_kind kind, const mpp_te
  * more than alpha times the convolution, nothing set). */
 void mpp_conv_shadow_of(mpp_op *op, const mpp_tensor_desc *t0, const mpp_tensor_desc *t1,
                         const mpp_tensor_desc *t2, const mpp_conv_desc *c, const void *alpha);
+/* The same for the backend API, whose tensors (the filter too) carry their
+ * strides and whose group count follows from x's and w's channels: alpha as
+ * the operation's ALPHA attribute gave it (NAN: not set, nothing set). */
+void mpp_conv_shadow_of_strided(mpp_op *op, const mpp_tensor_desc *t0, const mpp_tensor_desc *t1,
+                                const mpp_tensor_desc *t2, const mpp_conv_desc *c, double alpha);
 /* A view of a tensor: scannable when packed in some dimension order. */
 void mpp_conv_tensor_view(mpp_role *r, const mpp_tensor_desc *t, const void *p);
 

@@ -16,6 +16,7 @@
  * counted as a call. (The very first candidate is indistinguishable from a
  * real call and is recorded as one.) */
 #include <cudnn.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,7 @@ typedef struct be_op {
   mpp_conv_desc conv;
   bool has_conv;
   int comp_type; /* cudnnDataType_t of the matmul / pointwise / reduction descriptor, -1 unset */
+  double alpha;  /* a convolution's ALPHA attribute (shadow execution); NAN unset */
 } be_op;
 
 /* Immutable once built; shared by engines, configs and plans of one graph. */
@@ -153,12 +155,15 @@ static void on_create(int type, void *desc) {
   be_shadow *s = calloc(1, sizeof *s);
   if (!s) return;
   s->type = type;
-  if (is_comp_desc(type))
+  if (is_comp_desc(type)) {
     s->u.comp_type = -1;
-  else if (!is_chain_desc(type) && type != CUDNN_BACKEND_TENSOR_DESCRIPTOR &&
-           type != CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR &&
-           type != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)
+  } else if (type == CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR) {
+    s->u.conv.mode = CUDNN_CROSS_CORRELATION; /* what cuDNN computes unless told */
+  } else if (!is_chain_desc(type) && type != CUDNN_BACKEND_TENSOR_DESCRIPTOR &&
+             type != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR) {
     s->u.op.comp_type = -1;
+    s->u.op.alpha = NAN;
+  }
   pthread_mutex_lock(&shadows_mu);
   /* A descriptor at the address of one destroyed unseen: the new one replaces it. */
   be_shadow *stale = NULL;
@@ -221,6 +226,9 @@ static void set_conv_attr(mpp_conv_desc *c, int name, int64_t n, const void *v) 
     break;
   case CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS:
     c->nsp = (int)*(const int64_t *)v;
+    break;
+  case CUDNN_ATTR_CONVOLUTION_CONV_MODE:
+    c->mode = *(const int *)v;
     break;
   case CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS:
     copy_i64(tmp, v, n, MPP_CONV_MAX_DIMS);
@@ -288,7 +296,19 @@ static void set_comp_attr(int *comp_type, int name, int atype, int64_t n, const 
     *comp_type = *(const int *)v;
 }
 
+static bool is_conv_alpha_attr(int name) {
+  return name == CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA ||
+         name == CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA ||
+         name == CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA;
+}
+
 static void set_op_attr_locked(be_op *op, int name, int atype, int64_t n, const void *v) {
+  if (n >= 1 && is_conv_alpha_attr(name)) {
+    op->alpha = atype == CUDNN_TYPE_DOUBLE  ? *(const double *)v
+                : atype == CUDNN_TYPE_FLOAT ? *(const float *)v
+                                            : NAN;
+    return;
+  }
   if (atype != CUDNN_TYPE_BACKEND_DESCRIPTOR || n < 1) return;
   be_shadow *ref = find_locked(*(void *const *)v);
   if (!ref) return;
@@ -496,6 +516,11 @@ static bool decode_execute(mpp_calls *rec, cudnnHandle_t handle, void *plan, voi
         if (!o->has_conv) memset(&c, 0, sizeof c);
         mpp_conv_decode(&ops[n], "cudnnBackendExecute", kind_of(o->type), &o->t[OPND_X].d,
                         &o->t[OPND_W].d, &out->d, &c, p0, p1, p2);
+        /* Shadow execution re-computes alpha times the convolution: not a
+         * graph that fuses more into its output (a virtual one). */
+        if (mpp_cfg.shadow && o->has_conv && out == &o->t[OPND_Y] && !out->is_virtual)
+          mpp_conv_shadow_of_strided(&ops[n], &o->t[OPND_X].d, &o->t[OPND_W].d, &out->d, &c,
+                                     o->alpha);
       }
       /* Virtual operands (inside a fused graph) have no memory to read. */
       const be_tensor *ts[3] = {&o->t[OPND_X], &o->t[OPND_W], out};

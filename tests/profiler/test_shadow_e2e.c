@@ -283,6 +283,73 @@ static void conv_train_convolutions_are_measured(void **state) {
   free(r.out);
 }
 
+/* The same site of another run: same layer, op kind and shape. */
+static cJSON *twin_site(cJSON *raw, cJSON *site) {
+  static const char *const keys[] = {"layer", "op", "m", "n", "k"};
+  cJSON *s;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItem(raw, "sites")) {
+    bool same = true;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0] && same; i++) {
+      cJSON *a = cJSON_GetObjectItem(s, keys[i]), *b = cJSON_GetObjectItem(site, keys[i]);
+      same = a && b &&
+             (cJSON_IsString(a) ? !strcmp(a->valuestring, cJSON_GetStringValue(b))
+                                : a->valuedouble == b->valuedouble);
+    }
+    if (same) return s;
+  }
+  return NULL;
+}
+
+/* conv_train through the cuDNN backend API (PyTorch's path): each
+ * convolution of the graph is measured, with the numbers the legacy API's
+ * calls of the same convolutions on the same data give, to the last bit (the
+ * geometry comes from other descriptors: the filter's strides, the group
+ * count from the channels, alpha and the mode from the backend attributes);
+ * the program's output does not change. */
+static void backend_convolutions_are_measured_as_the_legacy_ones(void **state) {
+  (void)state;
+  if (!conv_train) skip();
+  char *plain_argv[] = {(char *)conv_train, "--api", "backend", "--steps", "2", NULL};
+  result plain = run(plain_argv, NULL);
+  assert_int_equal(plain.status, 0);
+  char *dirs[2] = {strdup(outdir("conv-backend")), NULL}; /* outdir's buffer is reused */
+  char *argv[] = {
+      (char *)mpprof, "-o",      (char *)dirs[0], "--shadow=1", "--", (char *)conv_train,
+      "--api",        "backend", "--steps",       "2",          NULL};
+  result r = run(argv, NULL);
+  assert_int_equal(r.status, 0);
+  assert_string_equal(r.out, plain.out);
+  free(r.out);
+  dirs[1] = strdup(outdir("conv-legacy"));
+  argv[2] = dirs[1];
+  argv[7] = "legacy";
+  r = run(argv, NULL);
+  assert_int_equal(r.status, 0);
+  free(r.out);
+  cJSON *backend = load_raw(dirs[0]), *legacy = load_raw(dirs[1]);
+  int measured = 0;
+  cJSON *s;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItem(backend, "sites")) {
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(s, "api")), "cudnnBackendExecute");
+    cJSON *sh = cJSON_GetObjectItem(s, "shadow"), *twin = twin_site(legacy, s);
+    assert_non_null(sh);
+    assert_non_null(twin);
+    assert_int_equal((int)field(sh, "calls"), 2);
+    char *a = cJSON_PrintUnformatted(sh),
+         *b = cJSON_PrintUnformatted(cJSON_GetObjectItem(twin, "shadow"));
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+    measured++;
+  }
+  assert_int_equal(measured, 5); /* conv1: fwd, bwd filter; conv2: fwd, bwd data, bwd filter */
+  cJSON_Delete(backend);
+  cJSON_Delete(legacy);
+  free(dirs[0]);
+  free(dirs[1]);
+  free(plain.out);
+}
+
 int main(void) {
   mpprof = need("MPP_MPPROF");
   conv_train = getenv("MPP_CONV_TRAIN");
@@ -301,6 +368,7 @@ int main(void) {
       cmocka_unit_test(shadow_every_2nd_call),
       cmocka_unit_test(shadow_works_without_scans),
       cmocka_unit_test(conv_train_convolutions_are_measured),
+      cmocka_unit_test(backend_convolutions_are_measured_as_the_legacy_ones),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
