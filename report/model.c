@@ -31,7 +31,8 @@ void mpprof_site_free(mpprof_site *s) {
   memset(s, 0, sizeof *s);
 }
 
-static void process_free(mpprof_process *p) {
+void mpprof_process_free(mpprof_process *p) {
+  if (!p) return;
   free(p->file);
   free(p->host);
   cJSON_Delete(p->incomplete_reasons);
@@ -52,6 +53,7 @@ static void process_free(mpprof_process *p) {
   free(p->capture_nvtx);
   free(p->tc_counters_sample);
   cJSON_Delete(p->tc_counters_metrics);
+  memset(p, 0, sizeof *p);
 }
 
 static void layer_free(mpprof_layer *l) {
@@ -69,7 +71,7 @@ static void layer_free(mpprof_layer *l) {
 void mpprof_model_free(mpprof_model *m) {
   mpprof_plan_free(m);
   for (size_t i = 0; i < m->n_procs; i++)
-    process_free(&m->procs[i]);
+    mpprof_process_free(&m->procs[i]);
   free(m->procs);
   for (size_t i = 0; i < m->n_skipped; i++) {
     free(m->skipped[i].file);

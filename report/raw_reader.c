@@ -1280,30 +1280,6 @@ static bool same_process(const mpprof_process *a, const mpprof_process *b) {
   return a->pid == b->pid && a->start_ns == b->start_ns && !strcmp(a->host, b->host);
 }
 
-static void free_proc(mpprof_process *p) {
-  free(p->file);
-  free(p->host);
-  cJSON_Delete(p->incomplete_reasons);
-  cJSON_Delete(p->argv);
-  cJSON_Delete(p->training);
-  free(p->nonfinite_site_key);
-  free(p->scan);
-  free(p->device_name);
-  free(p->framework);
-  free(p->framework_version);
-  free(p->backward_marks);
-  free(p->cupti_status);
-  cJSON_Delete(p->unattributed_kernels);
-  free(p->tc_counters_status);
-  free(p->tc_counters_reason);
-  free(p->tc_counters_chip);
-  free(p->capture_mode);
-  free(p->capture_nvtx);
-  free(p->tc_counters_sample);
-  cJSON_Delete(p->tc_counters_metrics);
-  memset(p, 0, sizeof *p);
-}
-
 /* "ranges" and "kernel_events" into w->rg / w->kv; 0, 1 (invalid: err), -1 (memory). */
 static int parse_timeline(walk *w, const mpprof_model *m, const size_t *at,
                           const mpprof_pending *pend, const size_t *into, const id_map *ids,
@@ -1637,7 +1613,7 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
   free(into);
   free(ids);
   free(ev);
-  free_proc(&p);
+  mpprof_process_free(&p);
   free(scratch);
   cJSON_Delete(w.header);
   free(w.sites.v);

@@ -508,6 +508,9 @@ int64_t mpprof_capture_all_outside(const mpprof_model *m);
 void mpprof_model_init(mpprof_model *m);
 void mpprof_model_free(mpprof_model *m);
 void mpprof_site_free(mpprof_site *s);
+/* Frees what p owns and zeroes it; NULL-safe. The model's records and the
+ * raw reader's one being filled both go through it. */
+void mpprof_process_free(mpprof_process *p);
 /* Merge a parsed site (taken over: *s is emptied) into the model. 0 or -1. */
 int mpprof_model_add_site(mpprof_model *m, mpprof_site *s, size_t *ret_idx);
 /* A record for a site of a file being read, after the model's sites (at

@@ -23,6 +23,7 @@
 #include "profiler/hostmem.h"
 #include "profiler/mpp.h"
 #include "profiler/sites.h"
+#include "tests/core_fixture.h"
 
 enum { M = 64, N = 32, K = 48, LIMIT = 4 };
 
@@ -59,10 +60,7 @@ static void gemm(const float *a, const float *b, float *c) {
 
 int main(int argc, char **argv) {
   int calls = argc > 1 ? atoi(argv[1]) : 20;
-  mpp_cfg.scan = MPP_SCAN_ALL;
-  mpp_cfg.sample = 1;
-  mpp_cfg.max_sites = 16;
-  mpp_cfg.max_events = 16;
+  mpp_fixture_reset(MPP_SCAN_ALL, 16, 16);
   if (!mpp_cuda_available()) {
     fputs("devscan_calls: no driver (is LD_LIBRARY_PATH the fakecuda dir?)\n", stderr);
     return 1;

@@ -45,6 +45,7 @@
 #include "profiler/op.h"
 #include "profiler/shadow.h"
 #include "profiler/sites.h"
+#include "tests/core_fixture.h"
 #include "tests/gpu/shadow_draw.h"
 
 static void *fake(const char *lib, const char *name) {
@@ -76,11 +77,7 @@ static int setup_all(void **state) {
 static int reset_all(void **state) {
   (void)state;
   mpp_shadow_drain();
-  mpp_sites_reset();
-  mpp_cfg.scan = MPP_SCAN_NONE;
-  mpp_cfg.sample = 1;
-  mpp_cfg.max_sites = 16;
-  mpp_cfg.max_events = 16;
+  mpp_fixture_reset(MPP_SCAN_NONE, 16, 16);
   mpp_cfg.shadow = 1;
   mpp_cfg.shadow_max_mb = 256;
   return 0;
