@@ -1,15 +1,20 @@
-/* The host scanner's fp64 path with AVX2 (CPUs without AVX-512): four values
- * at a time, every value compared with the target levels.
+/* The host scanner's fp64 path with AVX2 (CPUs without AVX-512): eight
+ * values at a time, every value compared with the target levels.
  *
  * For a normal fp64 value every cast outcome follows from whether |x|'s bits
  * lie above each target's three levels (mp_scan_f64_levels(): flush,
- * subnormal, overflow), as in scan_fp64_avx512.c; here each level is one
- * 64-bit compare, two levels' counts share a vector of 32-bit lanes. As there,
- * the kernel counts values in [2^-126, 2^127): the levels outside (bf16's)
- * are then implied, every non-zero value above those below, none above those
- * above; nine compares remain. Exponents are read from the source into four sub-histograms; zeros,
- * negatives, the min/max order keys and min |x| are kept per lane (AVX2 has
- * no 64-bit min/max: compare and blend).
+ * subnormal, overflow), as in scan_fp64_avx512.c. As there, the kernel
+ * counts values in [2^-126, 2^127): the levels outside (bf16's) are then
+ * implied, every non-zero value above those below, none above those above;
+ * nine compares remain. These formats' mantissas are short, so a level L
+ * (the largest |x| not above it) or L + 1 has its low 32 bits 0, and with
+ * u = 2 * (|x| >> 32) + (low 32 bits of |x| != 0), |x| > L exactly when
+ * u > 2 * (L >> 32) (L's low half 0) or u > 2 * ((L + 1) >> 32) - 1 (L + 1's):
+ * u fits 32 bits (|x| < 2^63), and eight values' u share a vector, one
+ * compare per level for eight values (the path is not taken when neither
+ * half is 0). Exponents are read from the source into four sub-histograms,
+ * whose bin 0 gives the zeros; negatives, the min/max order keys and min |x|
+ * are kept per 64-bit lane (AVX2 has no 64-bit min/max: compare and blend).
  *
  * Nothing is checked per vector: a block of vectors is checked once at its
  * end, from its lanes' extremes. A block holding a non-zero value outside the
@@ -22,16 +27,18 @@
 
 #ifdef MP_HAVE_X86
 #define F64A_ISA "avx2"
-#define F64A_BLOCK_VECTORS 2048
-#define F64A_PAIRS (F64_LEVELS / 2)
+#define F64A_BLOCK_VECTORS 2048 /* of four values; even; 1,024 steps: 16-bit counts */
+#define F64A_PAIRS ((F64_LEVELS + 1) / 2)
 #define F64A_BITS_LO (897ull << 52)        /* |x| bits of 2^-126 */
 #define F64A_BITS_HI ((1150ull << 52) - 1) /* largest |x| bits below 2^127 */
 
 typedef struct f64a_block {
   int64_t kmin[4], kmax[4];
-  int64_t tmin[4];               /* |x| bits - 1, top bit flipped (signed min) */
-  uint32_t zn[8];                /* per lane: zeros, negatives */
-  uint32_t above[F64A_PAIRS][8]; /* per lane: above level 2j, above level 2j + 1 */
+  int64_t tmin[4]; /* |x| bits - 1, top bit flipped (signed min) */
+  int64_t neg[4];  /* per lane: negatives */
+  /* per pair of compared levels 2j, 2j + 1: 16-bit counts, words 0-3 and
+   * 8-11 of level 2j, 4-7 and 12-15 of level 2j + 1 (_mm256_packs_epi32) */
+  uint16_t above[F64A_PAIRS][16];
 } f64a_block;
 
 bool mp_scan_f64a_init(f64_avx2 *F) {
@@ -42,17 +49,25 @@ bool mp_scan_f64a_init(f64_avx2 *F) {
     if (!(L[0] <= L[1] && L[1] <= L[2])) return false; /* the counts would not nest */
     for (int k = 0; k < 3; k++) {
       int j = 3 * t + k;
-      /* below 2^63: compares alike as signed lanes */
       F->implied[j] = L[k] < F64A_BITS_LO ? 1 : L[k] >= F64A_BITS_HI ? 0 : -1;
       if (F->implied[j] < 0) {
+        /* |x| > L: u > 2 * (L >> 32) where L's low half is 0, or where the
+         * next value's is, |x| >= L + 1: u > 2 * ((L + 1) >> 32) - 1 */
+        uint32_t T;
+        if ((uint32_t)L[k] == 0)
+          T = (uint32_t)(L[k] >> 31);
+        else if ((uint32_t)(L[k] + 1) == 0)
+          T = (uint32_t)((L[k] + 1) >> 31) - 1;
+        else
+          return false; /* not comparable by its high half */
         F->cmp_of[F->ncmp] = j;
-        F->cmp[F->ncmp++] = (int64_t)L[k];
+        F->cmp[F->ncmp++] = (int32_t)(T ^ 0x80000000u);
       }
     }
   }
   for (int c = F->ncmp; c < F64_LEVELS; c++) {
     F->cmp_of[c] = -1;
-    F->cmp[c] = INT64_MAX; /* never below a value */
+    F->cmp[c] = INT32_MAX; /* never below a value */
   }
   F->key_min = INT64_MAX;
   F->key_max = INT64_MIN;
@@ -62,62 +77,80 @@ bool mp_scan_f64a_init(f64_avx2 *F) {
 
 typedef uint64_t u64_alias __attribute__((may_alias));
 
-/* np pairs of levels compared (the ones past the levels never count). */
+/* The lane statistics of four values v; a: |v|. */
+#define F64A_LANES(v, a)                                                                           \
+  do {                                                                                             \
+    /* key = v ^ ((v >> 63) & absmask): the total order as signed integers */                      \
+    __m256i key_ = _mm256_xor_si256((v), _mm256_srli_epi64(_mm256_cmpgt_epi64(zero, (v)), 1));     \
+    kmin = _mm256_blendv_epi8(kmin, key_, _mm256_cmpgt_epi64(kmin, key_));                         \
+    kmax = _mm256_blendv_epi8(kmax, key_, _mm256_cmpgt_epi64(key_, kmax));                         \
+    /* |x| - 1 with the top bit flipped: zeros go to INT64_MAX, the rest order as signed */        \
+    __m256i t_ = _mm256_add_epi64((a), absmask);                                                   \
+    tmin = _mm256_blendv_epi8(tmin, t_, _mm256_cmpgt_epi64(tmin, t_));                             \
+    neg = _mm256_sub_epi64(neg, _mm256_cmpgt_epi64(minus_one, key_)); /* x < 0, not -0 */          \
+  } while (0)
+
+/* np pairs of levels compared (the levels past the compared ones never count). */
 __attribute__((target(F64A_ISA), always_inline)) static inline void
-f64a_kernel_np(f64a_block *o, uint32_t (*sub)[2048], const int64_t *level, const double *p,
+f64a_kernel_np(f64a_block *o, uint32_t (*sub)[2048], const int32_t *level, const double *p,
                uint64_t nvec, int np) {
   const __m256i absmask = _mm256_set1_epi64x(INT64_MAX), zero = _mm256_setzero_si256();
-  const __m256i minus_one = _mm256_set1_epi64x(-1);
+  const __m256i minus_one = _mm256_set1_epi64x(-1), one32 = _mm256_set1_epi32(1);
+  const __m256i flip = _mm256_set1_epi32(INT32_MIN);
   __m256i kmin = _mm256_set1_epi64x(INT64_MAX), kmax = _mm256_set1_epi64x(INT64_MIN);
-  __m256i tmin = _mm256_set1_epi64x(INT64_MAX), zn = zero;
+  __m256i tmin = _mm256_set1_epi64x(INT64_MAX), neg = zero;
   __m256i above[F64A_PAIRS];
-  __m256i lev[F64_LEVELS];
-  for (int k = 0; k < 2 * np; k++)
-    lev[k] = _mm256_set1_epi64x(level[k]);
   for (int j = 0; j < np; j++)
     above[j] = zero;
   uint32_t *s0 = sub[0], *s1 = sub[1], *s2 = sub[2], *s3 = sub[3];
-  for (uint64_t i = 0; i < nvec; i++) {
-    __m256i v = _mm256_loadu_si256((const __m256i *)(p + 4 * i));
-    __m256i a = _mm256_and_si256(v, absmask);
-    /* key = v ^ ((v >> 63) & absmask): the total order as signed integers */
-    __m256i key = _mm256_xor_si256(v, _mm256_srli_epi64(_mm256_cmpgt_epi64(zero, v), 1));
-    kmin = _mm256_blendv_epi8(kmin, key, _mm256_cmpgt_epi64(kmin, key));
-    kmax = _mm256_blendv_epi8(kmax, key, _mm256_cmpgt_epi64(key, kmax));
-    /* |x| - 1 with the top bit flipped: zeros go to INT64_MAX, the rest order as signed */
-    __m256i t = _mm256_add_epi64(a, absmask);
-    tmin = _mm256_blendv_epi8(tmin, t, _mm256_cmpgt_epi64(tmin, t));
-    zn = _mm256_sub_epi32(zn, _mm256_blend_epi32(_mm256_cmpeq_epi64(a, zero),
-                                                 _mm256_cmpgt_epi64(minus_one, key), 0xaa));
-    _Pragma("GCC unroll 6") for (int j = 0; j < np; j++) {
-      __m256i lo = _mm256_cmpgt_epi64(a, lev[2 * j]), hi = _mm256_cmpgt_epi64(a, lev[2 * j + 1]);
-      above[j] = _mm256_sub_epi32(above[j], _mm256_blend_epi32(lo, hi, 0xaa));
+  for (uint64_t i = 0; i < nvec; i += 2) {
+    __m256i v0 = _mm256_loadu_si256((const __m256i *)(p + 4 * i));
+    __m256i v1 = _mm256_loadu_si256((const __m256i *)(p + 4 * i + 4));
+    F64A_LANES(v0, _mm256_and_si256(v0, absmask));
+    F64A_LANES(v1, _mm256_and_si256(v1, absmask));
+    /* u of the eight values (in some order), top bit flipped: the shift
+     * drops the sign, the low halves add their "non-zero" bit */
+    __m256i hi = _mm256_castps_si256(
+        _mm256_shuffle_ps(_mm256_castsi256_ps(v0), _mm256_castsi256_ps(v1), 0xdd));
+    __m256i lo = _mm256_castps_si256(
+        _mm256_shuffle_ps(_mm256_castsi256_ps(v0), _mm256_castsi256_ps(v1), 0x88));
+    __m256i u = _mm256_or_si256(_mm256_slli_epi32(hi, 1),
+                                _mm256_andnot_si256(_mm256_cmpeq_epi32(lo, zero), one32));
+    u = _mm256_xor_si256(u, flip);
+    /* two levels' flags per vector of 16-bit counters (at most one count a
+     * step: no overflow in a block); the levels stay in memory */
+    for (int j = 0; j < np; j++) {
+      __m256i c0 = _mm256_cmpgt_epi32(u, _mm256_set1_epi32(level[2 * j]));
+      __m256i c1 = _mm256_cmpgt_epi32(u, _mm256_set1_epi32(level[2 * j + 1]));
+      above[j] = _mm256_sub_epi16(above[j], _mm256_packs_epi32(c0, c1));
     }
     const u64_alias *q = (const u64_alias *)(const void *)(p + 4 * i);
     s0[(q[0] >> 52) & 0x7ff]++;
     s1[(q[1] >> 52) & 0x7ff]++;
     s2[(q[2] >> 52) & 0x7ff]++;
     s3[(q[3] >> 52) & 0x7ff]++;
+    s0[(q[4] >> 52) & 0x7ff]++;
+    s1[(q[5] >> 52) & 0x7ff]++;
+    s2[(q[6] >> 52) & 0x7ff]++;
+    s3[(q[7] >> 52) & 0x7ff]++;
   }
   _mm256_storeu_si256((__m256i *)o->kmin, kmin);
   _mm256_storeu_si256((__m256i *)o->kmax, kmax);
   _mm256_storeu_si256((__m256i *)o->tmin, tmin);
-  _mm256_storeu_si256((__m256i *)o->zn, zn);
-  for (int j = 0; j < np; j++)
-    _mm256_storeu_si256((__m256i *)o->above[j], above[j]);
-  for (int j = np; j < F64A_PAIRS; j++)
-    _mm256_storeu_si256((__m256i *)o->above[j], zero);
+  _mm256_storeu_si256((__m256i *)o->neg, neg);
+  for (int j = 0; j < F64A_PAIRS; j++)
+    _mm256_storeu_si256((__m256i *)o->above[j], j < np ? above[j] : zero);
 }
 
 __attribute__((target(F64A_ISA), noinline)) static void
-f64a_kernel5(f64a_block *o, uint32_t (*sub)[2048], const int64_t *level, const double *p,
+f64a_kernel5(f64a_block *o, uint32_t (*sub)[2048], const int32_t *level, const double *p,
              uint64_t nvec) {
   f64a_kernel_np(o, sub, level, p, nvec, 5);
 }
 
 __attribute__((target(F64A_ISA), noinline)) static void
-f64a_kernel6(f64a_block *o, uint32_t (*sub)[2048], const int64_t *level, const double *p,
-             uint64_t nvec) {
+f64a_kernel_all(f64a_block *o, uint32_t (*sub)[2048], const int32_t *level, const double *p,
+                uint64_t nvec) {
   f64a_kernel_np(o, sub, level, p, nvec, F64A_PAIRS);
 }
 
@@ -135,7 +168,8 @@ static void f64a_fold(mp_stats *s, f64_avx2 *F) {
     s->exp_hist[E - 1023 - MP_HIST_MIN] += c;
   }
   for (int b = 0; b < 4; b++)
-    F->sub[b][0] = 0; /* zeros: counted by the lanes */
+    F->sub[b][0] = 0; /* zeros: counted at each block's commit */
+  F->zeros_seen = 0;
   F->pending = 0;
 }
 
@@ -156,15 +190,16 @@ static bool f64a_commit(f64_avx2 *F, const f64a_block *o, const double *p, uint6
       F->sub[i & 3][(q[i] >> 52) & 0x7ff]--;
     return false;
   }
-  uint64_t zeros = 0;
-  for (int l = 0; l < 4; l++) {
-    zeros += o->zn[2 * l];
-    F->negatives += o->zn[2 * l + 1];
-  }
+  /* bin 0: zeros (the block holds no subnormal), since the last block counted */
+  uint64_t bin0 = (uint64_t)F->sub[0][0] + F->sub[1][0] + F->sub[2][0] + F->sub[3][0];
+  uint64_t zeros = bin0 - F->zeros_seen;
+  F->zeros_seen = bin0;
+  for (int l = 0; l < 4; l++)
+    F->negatives += (uint64_t)o->neg[l];
   F->zeros += zeros;
   for (int c = 0; c < F->ncmp; c++)
-    for (int l = 0; l < 4; l++)
-      F->ind_lev[F->cmp_of[c]] += o->above[c / 2][2 * l + c % 2];
+    for (int l = 0; l < 8; l++)
+      F->ind_lev[F->cmp_of[c]] += o->above[c / 2][(l & 3) + 4 * (c & 1) + 8 * (l >> 2)];
   for (int k = 0; k < F64_LEVELS; k++)
     if (F->implied[k] == 1) F->ind_lev[k] += 4 * nvec - zeros;
   if (kmin < F->key_min) F->key_min = kmin;
@@ -199,14 +234,14 @@ static void f64a_slow(mp_stats *s, const src_info *I, f64_avx2 *F, const double 
 void mp_scan_f64a_run(mp_stats *s, const src_info *I, f64_avx2 *F, const double *p, uint64_t n) {
   f64a_block o;
   uint64_t i = 0;
-  while (n - i >= 4) {
-    uint64_t nvec = (n - i) / 4;
+  while (n - i >= 8) {
+    uint64_t nvec = (n - i) / 8 * 2; /* the kernel takes two vectors a step */
     if (nvec > F64A_BLOCK_VECTORS) nvec = F64A_BLOCK_VECTORS;
     bool done = false;
     if (F->skip > 0) {
       F->skip--;
     } else {
-      (F->ncmp <= 10 ? f64a_kernel5 : f64a_kernel6)(&o, F->sub, F->cmp, p + i, nvec);
+      (F->ncmp <= 10 ? f64a_kernel5 : f64a_kernel_all)(&o, F->sub, F->cmp, p + i, nvec);
       done = f64a_commit(F, &o, p + i, nvec);
       if (done) {
         F->fails = 0;

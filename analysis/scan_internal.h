@@ -396,11 +396,14 @@ typedef struct f64_avx2 {
    * implied: 1 below the kernel's window, 0 above it, -1 compared. */
   int8_t implied[F64_LEVELS];
   int ncmp;
-  int64_t cmp[F64_LEVELS];      /* |x| bits of the compared levels (INT64_MAX past ncmp) */
+  /* The compared levels L (their low 32 bits are 0) as the kernel compares
+   * them: 2 * (L >> 32) with the top bit flipped (INT32_MAX past ncmp). */
+  int32_t cmp[F64_LEVELS];
   int cmp_of[F64_LEVELS];       /* their level index */
   uint64_t ind_lev[F64_LEVELS]; /* values above each level */
   uint64_t values, zeros, negatives;
-  uint64_t pending; /* values in sub since the last fold */
+  uint64_t pending;    /* values in sub since the last fold */
+  uint64_t zeros_seen; /* sub's bin 0 at the last block counted (zeros) */
   int64_t key_min, key_max;
   uint64_t abs_min_m1;
   unsigned skip, fails;

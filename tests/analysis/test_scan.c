@@ -265,6 +265,11 @@ static void fp64_avx2_blocks_with_specials_equal_portable(void **state) {
   /* Every block counted by the kernel itself (a kernel bug cannot hide
    * behind the fallback, which gives the same record). */
   if (__builtin_cpu_supports("avx2")) {
+    /* the path is taken: every level compares by its high half */
+    f64_avx2 *F = malloc(sizeof *F);
+    assert_non_null(F);
+    assert_true(mp_scan_f64a_init(F));
+    free(F);
     mp_view v = {.dtype = MP_FP64, .data = buf, .rows = n, .cols = 1, .batch = 1};
     uint64_t before = mp_scan_f64a_fallbacks();
     mp_stats_init(a, MP_FP64);
