@@ -12,14 +12,18 @@
  * u > 2 * (L >> 32) (L's low half 0) or u > 2 * ((L + 1) >> 32) - 1 (L + 1's):
  * u fits 32 bits (|x| < 2^63), and eight values' u share a vector, one
  * compare per level for eight values (the path is not taken when neither
- * half is 0). Exponents are read from the source into four sub-histograms,
- * whose bin 0 gives the zeros; negatives, the min/max order keys and min |x|
- * are kept per 64-bit lane (AVX2 has no 64-bit min/max: compare and blend).
+ * half is 0); one more compare counts values above the window (inf and NaN
+ * too). Exponents are read from the source into four sub-histograms, whose
+ * bin 0 gives the zeros. min, max and min |x| are kept per lane as doubles
+ * (AVX2 has no 64-bit integer min/max; MINPD/MAXPD skip a NaN first operand),
+ * the zeros' signs settled from the counts of sign bits and of -0.
  *
  * Nothing is checked per vector: a block of vectors is checked once at its
- * end, from its lanes' extremes. A block holding a non-zero value outside the
- * window (subnormal, inf and NaN included) has its exponent counts taken back and goes to the
- * scalar fp64 path (scan_fp64.c), and the kernel sits out the next 1, 2, 4 ... 64 blocks. */
+ * end, from its count above the window and its least |x|. A block holding a
+ * non-zero value outside the window (subnormal, inf and NaN included) has
+ * its exponent counts taken back and goes to the scalar fp64 path
+ * (scan_fp64.c), and the kernel sits out the next 1, 2, 4 ... 64 blocks. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,15 +31,15 @@
 
 #ifdef MP_HAVE_X86
 #define F64A_ISA "avx2"
-#define F64A_BLOCK_VECTORS 2048 /* of four values; even; 1,024 steps: 16-bit counts */
-#define F64A_PAIRS ((F64_LEVELS + 1) / 2)
+#define F64A_BLOCK_VECTORS 2048            /* of four values; even; 1,024 steps: 16-bit counts */
+#define F64A_PAIRS ((F64_LEVELS + 2) / 2)  /* the levels and the window's top */
 #define F64A_BITS_LO (897ull << 52)        /* |x| bits of 2^-126 */
 #define F64A_BITS_HI ((1150ull << 52) - 1) /* largest |x| bits below 2^127 */
 
 typedef struct f64a_block {
-  int64_t kmin[4], kmax[4];
-  int64_t tmin[4]; /* |x| bits - 1, top bit flipped (signed min) */
-  int64_t neg[4];  /* per lane: negatives */
+  double vmin[4], vmax[4]; /* over values not NaN (a zero of either sign for 0) */
+  double tmin[4];          /* least |x| - 1 (bits) of non-zero x; +inf: none */
+  int64_t sgn[4], nz[4];   /* per lane: sign bit set; -0 */
   /* per pair of compared levels 2j, 2j + 1: 16-bit counts, words 0-3 and
    * 8-11 of level 2j, 4-7 and 12-15 of level 2j + 1 (_mm256_packs_epi32) */
   uint16_t above[F64A_PAIRS][16];
@@ -65,10 +69,12 @@ bool mp_scan_f64a_init(f64_avx2 *F) {
       }
     }
   }
-  for (int c = F->ncmp; c < F64_LEVELS; c++) {
+  for (int c = F->ncmp; c < F64_LEVELS; c++)
     F->cmp_of[c] = -1;
+  /* after them, |x| above the window (inf and NaN too): the block is not counted */
+  F->cmp[F->ncmp] = (int32_t)((uint32_t)(((F64A_BITS_HI + 1) >> 31) - 1) ^ 0x80000000u);
+  for (int c = F->ncmp + 1; c < F64_LEVELS + 2; c++)
     F->cmp[c] = INT32_MAX; /* never below a value */
-  }
   F->key_min = INT64_MAX;
   F->key_max = INT64_MIN;
   F->abs_min_m1 = UINT64_MAX;
@@ -77,17 +83,19 @@ bool mp_scan_f64a_init(f64_avx2 *F) {
 
 typedef uint64_t u64_alias __attribute__((may_alias));
 
-/* The lane statistics of four values v; a: |v|. */
-#define F64A_LANES(v, a)                                                                           \
+/* The lane statistics of four values v, as doubles: MINPD and MAXPD give
+ * their second operand when the first is NaN, and |x| - 1 of a zero is a
+ * NaN (all bits set), of a non-zero x a double that orders as |x|. Two zeros
+ * compare equal (either may stay): the signs are settled at the commit. */
+#define F64A_LANES(v)                                                                              \
   do {                                                                                             \
-    /* key = v ^ ((v >> 63) & absmask): the total order as signed integers */                      \
-    __m256i key_ = _mm256_xor_si256((v), _mm256_srli_epi64(_mm256_cmpgt_epi64(zero, (v)), 1));     \
-    kmin = _mm256_blendv_epi8(kmin, key_, _mm256_cmpgt_epi64(kmin, key_));                         \
-    kmax = _mm256_blendv_epi8(kmax, key_, _mm256_cmpgt_epi64(key_, kmax));                         \
-    /* |x| - 1 with the top bit flipped: zeros go to INT64_MAX, the rest order as signed */        \
-    __m256i t_ = _mm256_add_epi64((a), absmask);                                                   \
-    tmin = _mm256_blendv_epi8(tmin, t_, _mm256_cmpgt_epi64(tmin, t_));                             \
-    neg = _mm256_sub_epi64(neg, _mm256_cmpgt_epi64(minus_one, key_)); /* x < 0, not -0 */          \
+    __m256d d_ = _mm256_castsi256_pd(v);                                                           \
+    __m256i t_ = _mm256_add_epi64(_mm256_and_si256((v), absmask), minus_one);                      \
+    tmin = _mm256_min_pd(_mm256_castsi256_pd(t_), tmin);                                           \
+    vmin = _mm256_min_pd(d_, vmin);                                                                \
+    vmax = _mm256_max_pd(d_, vmax);                                                                \
+    sgn = _mm256_add_epi64(sgn, _mm256_srli_epi64((v), 63));                                       \
+    nz = _mm256_sub_epi64(nz, _mm256_cmpeq_epi64((v), negzero));                                   \
   } while (0)
 
 /* np pairs of levels compared (the levels past the compared ones never count). */
@@ -97,8 +105,9 @@ f64a_kernel_np(f64a_block *o, uint32_t (*sub)[2048], const int32_t *level, const
   const __m256i absmask = _mm256_set1_epi64x(INT64_MAX), zero = _mm256_setzero_si256();
   const __m256i minus_one = _mm256_set1_epi64x(-1), one32 = _mm256_set1_epi32(1);
   const __m256i flip = _mm256_set1_epi32(INT32_MIN);
-  __m256i kmin = _mm256_set1_epi64x(INT64_MAX), kmax = _mm256_set1_epi64x(INT64_MIN);
-  __m256i tmin = _mm256_set1_epi64x(INT64_MAX), neg = zero;
+  const __m256i negzero = _mm256_set1_epi64x(INT64_MIN);
+  __m256d vmin = _mm256_set1_pd(INFINITY), vmax = _mm256_set1_pd(-INFINITY), tmin = vmin;
+  __m256i sgn = zero, nz = zero;
   __m256i above[F64A_PAIRS];
   for (int j = 0; j < np; j++)
     above[j] = zero;
@@ -106,8 +115,8 @@ f64a_kernel_np(f64a_block *o, uint32_t (*sub)[2048], const int32_t *level, const
   for (uint64_t i = 0; i < nvec; i += 2) {
     __m256i v0 = _mm256_loadu_si256((const __m256i *)(p + 4 * i));
     __m256i v1 = _mm256_loadu_si256((const __m256i *)(p + 4 * i + 4));
-    F64A_LANES(v0, _mm256_and_si256(v0, absmask));
-    F64A_LANES(v1, _mm256_and_si256(v1, absmask));
+    F64A_LANES(v0);
+    F64A_LANES(v1);
     /* u of the eight values (in some order), top bit flipped: the shift
      * drops the sign, the low halves add their "non-zero" bit */
     __m256i hi = _mm256_castps_si256(
@@ -134,10 +143,11 @@ f64a_kernel_np(f64a_block *o, uint32_t (*sub)[2048], const int32_t *level, const
     s2[(q[6] >> 52) & 0x7ff]++;
     s3[(q[7] >> 52) & 0x7ff]++;
   }
-  _mm256_storeu_si256((__m256i *)o->kmin, kmin);
-  _mm256_storeu_si256((__m256i *)o->kmax, kmax);
-  _mm256_storeu_si256((__m256i *)o->tmin, tmin);
-  _mm256_storeu_si256((__m256i *)o->neg, neg);
+  _mm256_storeu_pd(o->vmin, vmin);
+  _mm256_storeu_pd(o->vmax, vmax);
+  _mm256_storeu_pd(o->tmin, tmin);
+  _mm256_storeu_si256((__m256i *)o->sgn, sgn);
+  _mm256_storeu_si256((__m256i *)o->nz, nz);
   for (int j = 0; j < F64A_PAIRS; j++)
     _mm256_storeu_si256((__m256i *)o->above[j], j < np ? above[j] : zero);
 }
@@ -154,8 +164,17 @@ f64a_kernel_all(f64a_block *o, uint32_t (*sub)[2048], const int32_t *level, cons
   f64a_kernel_np(o, sub, level, p, nvec, F64A_PAIRS);
 }
 
-static uint64_t key_abs_bits(int64_t k) {
-  return k < 0 ? (uint64_t)~k & INT64_MAX : (uint64_t)k;
+/* The total order of doubles as signed integers (-0 < +0). */
+static int64_t order_key(double x) {
+  int64_t k;
+  memcpy(&k, &x, sizeof k);
+  return k < 0 ? k ^ INT64_MAX : k;
+}
+
+static uint64_t bits_of(double x) {
+  uint64_t u;
+  memcpy(&u, &x, sizeof u);
+  return u;
 }
 
 static void f64a_fold(mp_stats *s, f64_avx2 *F) {
@@ -176,15 +195,18 @@ static void f64a_fold(mp_stats *s, f64_avx2 *F) {
 /* The block's lanes into F; false (and its exponent counts taken back) when
  * it holds a subnormal, inf or NaN. */
 static bool f64a_commit(f64_avx2 *F, const f64a_block *o, const double *p, uint64_t nvec) {
-  int64_t kmin = INT64_MAX, kmax = INT64_MIN, tmin = INT64_MAX;
+  /* the window's top: the level counted after the compared ones */
+  uint64_t outside = 0;
+  for (int l = 0; l < 8; l++)
+    outside += o->above[F->ncmp / 2][(l & 3) + 4 * (F->ncmp & 1) + 8 * (l >> 2)];
+  double vmin = INFINITY, vmax = -INFINITY, tmin = INFINITY;
   for (int l = 0; l < 4; l++) {
-    if (o->kmin[l] < kmin) kmin = o->kmin[l];
-    if (o->kmax[l] > kmax) kmax = o->kmax[l];
+    if (o->vmin[l] < vmin) vmin = o->vmin[l];
+    if (o->vmax[l] > vmax) vmax = o->vmax[l];
     if (o->tmin[l] < tmin) tmin = o->tmin[l];
   }
-  uint64_t aminm1 = (uint64_t)tmin ^ (1ull << 63);
-  uint64_t amax = key_abs_bits(kmin) > key_abs_bits(kmax) ? key_abs_bits(kmin) : key_abs_bits(kmax);
-  if (amax > F64A_BITS_HI || (aminm1 != UINT64_MAX && aminm1 + 1 < F64A_BITS_LO)) {
+  uint64_t aminm1 = tmin == INFINITY ? UINT64_MAX : bits_of(tmin);
+  if (outside > 0 || (aminm1 != UINT64_MAX && aminm1 + 1 < F64A_BITS_LO)) {
     const u64_alias *q = (const u64_alias *)(const void *)p;
     for (uint64_t i = 0; i < 4 * nvec; i++)
       F->sub[i & 3][(q[i] >> 52) & 0x7ff]--;
@@ -194,9 +216,18 @@ static bool f64a_commit(f64_avx2 *F, const f64a_block *o, const double *p, uint6
   uint64_t bin0 = (uint64_t)F->sub[0][0] + F->sub[1][0] + F->sub[2][0] + F->sub[3][0];
   uint64_t zeros = bin0 - F->zeros_seen;
   F->zeros_seen = bin0;
-  for (int l = 0; l < 4; l++)
-    F->negatives += (uint64_t)o->neg[l];
+  uint64_t sgn = 0, nz = 0;
+  for (int l = 0; l < 4; l++) {
+    sgn += (uint64_t)o->sgn[l];
+    nz += (uint64_t)o->nz[l];
+  }
+  F->negatives += sgn - nz; /* x < 0: sign set, not -0 */
   F->zeros += zeros;
+  /* an extreme that is a zero: -0 is the least where there is one, +0 the
+   * greatest where there is one */
+  if (vmin == 0) vmin = nz > 0 ? -0.0 : 0.0;
+  if (vmax == 0) vmax = zeros > nz ? 0.0 : -0.0;
+  int64_t kmin = order_key(vmin), kmax = order_key(vmax);
   for (int c = 0; c < F->ncmp; c++)
     for (int l = 0; l < 8; l++)
       F->ind_lev[F->cmp_of[c]] += o->above[c / 2][(l & 3) + 4 * (c & 1) + 8 * (l >> 2)];
@@ -241,7 +272,7 @@ void mp_scan_f64a_run(mp_stats *s, const src_info *I, f64_avx2 *F, const double 
     if (F->skip > 0) {
       F->skip--;
     } else {
-      (F->ncmp <= 10 ? f64a_kernel5 : f64a_kernel_all)(&o, F->sub, F->cmp, p + i, nvec);
+      (F->ncmp / 2 + 1 <= 5 ? f64a_kernel5 : f64a_kernel_all)(&o, F->sub, F->cmp, p + i, nvec);
       done = f64a_commit(F, &o, p + i, nvec);
       if (done) {
         F->fails = 0;

@@ -396,9 +396,9 @@ typedef struct f64_avx2 {
    * implied: 1 below the kernel's window, 0 above it, -1 compared. */
   int8_t implied[F64_LEVELS];
   int ncmp;
-  /* The compared levels L (their low 32 bits are 0) as the kernel compares
-   * them: 2 * (L >> 32) with the top bit flipped (INT32_MAX past ncmp). */
-  int32_t cmp[F64_LEVELS];
+  /* The compared levels as the kernel compares them (scan_fp64_avx2.c),
+   * then the window's top (|x| >= 2^127), then INT32_MAX (never below u). */
+  int32_t cmp[F64_LEVELS + 2];
   int cmp_of[F64_LEVELS];       /* their level index */
   uint64_t ind_lev[F64_LEVELS]; /* values above each level */
   uint64_t values, zeros, negatives;

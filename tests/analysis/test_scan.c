@@ -302,6 +302,49 @@ static void fp64_avx2_blocks_with_specials_equal_portable(void **state) {
   free(b);
 }
 
+/* fp64 with AVX2 where an extreme is a zero: the kernel keeps min and max as
+ * doubles, whose compares do not order -0 and +0, and settles the sign from
+ * its counts: -0 is the least value where there is one, +0 the greatest.
+ * Blocks of one sign with zeros of one or both signs, in either order, all
+ * counted by the kernel, equal the portable path. */
+static void fp64_avx2_zero_extremes_equal_portable(void **state) {
+  (void)state;
+  enum { N = 3 * 8192 };
+  double *buf = malloc(N * sizeof *buf);
+  mp_stats *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+  assert_true(buf && a && b);
+  /* sign of the non-zero values; zeros: 1 +0 only, 2 -0 only, 3 both (-0 first), 4 both (+0 first)
+   */
+  for (int sign = -1; sign <= 1; sign += 2)
+    for (int zs = 1; zs <= 4; zs++) {
+      uint64_t rng = (uint64_t)(zs * 10 + sign + 5);
+      for (uint64_t i = 0; i < N; i++) {
+        uint64_t r = ref_rand(&rng);
+        buf[i] = sign * ldexp(1.0 + (double)(r >> 12) * 0x1p-52, (int)((r >> 3) % 60) - 30);
+      }
+      for (uint64_t i = 5; i < N; i += 97) {
+        bool neg0 = zs == 2 || (zs == 3 && i < N / 2) || (zs == 4 && i >= N / 2);
+        buf[i] = neg0 ? -0.0 : 0.0;
+      }
+      if (zs >= 3) buf[N / 2 + 1] = zs == 3 ? 0.0 : -0.0; /* both signs in every case */
+      mp_view v = {.dtype = MP_FP64, .data = buf, .rows = N, .cols = 1, .batch = 1};
+      mp_stats_init(a, MP_FP64);
+      mp_stats_init(b, MP_FP64);
+#ifdef MP_HAVE_X86
+      uint64_t before = mp_scan_f64a_fallbacks();
+#endif
+      assert_int_equal(mp_scan_with(a, &v, MP_SCAN_PORTABLE), 0);
+      assert_int_equal(mp_scan_with(b, &v, MP_SCAN_AVX2), 0);
+      assert_true(ref_stats_equal(a, b));
+#ifdef MP_HAVE_X86
+      if (__builtin_cpu_supports("avx2")) assert_int_equal(mp_scan_f64a_fallbacks(), before);
+#endif
+    }
+  free(buf);
+  free(a);
+  free(b);
+}
+
 /* A long run of fp32 values that all take the vector paths: normal values of
  * every magnitude near the format limits, and zeros of both signs (ReLU-like). */
 static void fast_path_equals_portable_on_ordinary_fp32(void **state) {
@@ -575,6 +618,7 @@ int main(void) {
       cmocka_unit_test(fp64_limits_and_double_neighbours_match_the_reference),
       cmocka_unit_test(fp64_vector_path_equals_portable_across_all_limits),
       cmocka_unit_test(fp64_avx2_blocks_with_specials_equal_portable),
+      cmocka_unit_test(fp64_avx2_zero_extremes_equal_portable),
       cmocka_unit_test(fp64_vector_path_long_runs_at_each_level_equal_portable),
       cmocka_unit_test(leading_dimension_and_batch_stride_count_only_logical_elements),
       cmocka_unit_test(strided_views_take_the_fast_paths_and_match_portable),
