@@ -190,11 +190,12 @@ typedef struct gemm_key { /* 8-byte fields only: compared with memcmp, no paddin
 } gemm_key;
 _Static_assert(sizeof(gemm_key) == 24 * 8, "gemm_key has padding");
 
-/* Two-way sets chosen by the key's hash, the way not used last replaced: two
- * GEMMs a model alternates whose keys share a set keep their entries (and so
- * their ops' ids, which key call.c's site cache). */
+/* Four-way sets chosen by the key's hash, the way used least recently
+ * replaced: the GEMMs a model calls in turn (a transformer layer's forward
+ * and backward: a dozen shapes per width) keep their entries, and so their
+ * ops' ids, which key call.c's site cache, unless five of them share a set. */
 #define MEMO_SETS 16
-#define MEMO_WAYS 2
+#define MEMO_WAYS 4
 #define MEMO_SLOTS (MEMO_SETS * MEMO_WAYS)
 
 /* cublasLtMatmul's memo (mpp_lt_decode_memo): direct-mapped; its key is
@@ -211,7 +212,7 @@ typedef struct gemm_memo {
     mpp_op op;
     mpp_site_memo site;
   } slot[MEMO_SLOTS];
-  uint8_t last[MEMO_SETS]; /* the way of each set used last */
+  uint8_t order[MEMO_SETS][MEMO_WAYS]; /* each set's ways, used last first */
   struct {
     uint64_t key[LT_KEY_WORDS];
     bool used;
@@ -237,7 +238,12 @@ static gemm_memo *memo_get(void) {
   if (!memo) {
     pthread_once(&memo_once, memo_key_init);
     memo = calloc(1, sizeof *memo);
-    if (memo) pthread_setspecific(memo_key, memo);
+    if (memo) {
+      for (int set = 0; set < MEMO_SETS; set++)
+        for (int w = 0; w < MEMO_WAYS; w++)
+          memo->order[set][w] = (uint8_t)w;
+      pthread_setspecific(memo_key, memo);
+    }
   }
   return memo;
 }
@@ -287,8 +293,14 @@ mpp_op *mpp_gemm_decode_memo(mpp_op *scratch, const mpp_gemm_call *g, const mpp_
                               memcmp(&mm->slot[set * MEMO_WAYS + way].key, &k, sizeof k) == 0))
     way++;
   bool hit = way < MEMO_WAYS;
-  if (!hit) way = (mm->last[set] + 1) % MEMO_WAYS; /* the way not used last */
-  mm->last[set] = (uint8_t)way;
+  uint8_t *order = mm->order[set];
+  if (!hit) way = order[MEMO_WAYS - 1]; /* the way used least recently */
+  int at = 0;
+  while (order[at] != way)
+    at++;
+  for (; at > 0; at--) /* to the front */
+    order[at] = order[at - 1];
+  order[0] = (uint8_t)way;
   __typeof__(mm->slot[0]) *e = &mm->slot[set * MEMO_WAYS + way];
   if (!hit) {
     decode_with(&e->op, g, ctx, &sc);

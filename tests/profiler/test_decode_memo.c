@@ -438,6 +438,54 @@ static void two_gemms_in_turn_keep_their_entries(void **state) {
   }
 }
 
+/* The GEMMs of a transformer layer (hidden 512, FFN 2048, 1024 tokens;
+ * cuBLAS column-major as PyTorch calls it): forward q/k/v, output projection,
+ * FC1, FC2, and backward the gradients of their inputs and weights, twelve
+ * shapes, and the same in a second model width (768, FFN 3072): 24 GEMMs
+ * called in turn, round after round, keep their memo entries and op ids after
+ * the first round (with two entries per set, three keys of one set would
+ * evict each other at every call). */
+static void a_models_gemms_in_turn_keep_their_entries(void **state) {
+  (void)state;
+  enum { SHAPES = 24 };
+  mpp_gemm_call g[SHAPES];
+  int n = 0;
+  for (int w = 0; w < 2; w++) {
+    int64_t h = w ? 768 : 512, f = 4 * h, t = 1024;
+    const int64_t fwd[4][3] = {{3 * h, t, h}, {h, t, h}, {f, t, h}, {h, t, f}}; /* m, n, k */
+    for (int i = 0; i < 4; i++) {
+      int64_t out = fwd[i][0], in = fwd[i][2];
+      const int64_t mnk[3][3] = {{out, t, in}, {in, t, out}, {in, out, t}}; /* y, dx, dw */
+      const char ta[3] = {'T', 'N', 'N'}, tb[3] = {'N', 'N', 'T'};
+      for (int j = 0; j < 3; j++) {
+        g[n] = base_call();
+        g[n].m = mnk[j][0];
+        g[n].n = mnk[j][1];
+        g[n].k = mnk[j][2];
+        g[n].transa = ta[j] == 'T' ? 1 : 0;
+        g[n].transb = tb[j] == 'T' ? 1 : 0;
+        g[n].lda = ta[j] == 'T' ? g[n].k : g[n].m;
+        g[n].ldb = tb[j] == 'T' ? g[n].n : g[n].k;
+        g[n].ldc = g[n].m;
+        n++;
+      }
+    }
+  }
+  assert_int_equal(n, SHAPES);
+  mpp_op scratch, *first[SHAPES];
+  uint64_t ids[SHAPES];
+  for (int i = 0; i < SHAPES; i++) {
+    first[i] = mpp_gemm_decode_memo(&scratch, &g[i], &mpp_fixture_host_ctx);
+    ids[i] = first[i]->site_memo->op;
+  }
+  for (int r = 0; r < 3; r++)
+    for (int i = 0; i < SHAPES; i++) {
+      mpp_op *op = mpp_gemm_decode_memo(&scratch, &g[i], &mpp_fixture_host_ctx);
+      assert_ptr_equal(op, first[i]);
+      assert_int_equal(op->site_memo->op, ids[i]);
+    }
+}
+
 static void pointer_array_calls_are_not_memoised(void **state) {
   (void)state;
   const void *arr[1] = {mats[0]};
@@ -768,6 +816,7 @@ int main(void) {
       cmocka_unit_test_setup(same_arguments_with_other_matrices_hit_the_memo, reset_all),
       cmocka_unit_test_setup(pointer_array_calls_are_not_memoised, reset_all),
       cmocka_unit_test_setup(two_gemms_in_turn_keep_their_entries, reset_all),
+      cmocka_unit_test_setup(a_models_gemms_in_turn_keep_their_entries, reset_all),
       cmocka_unit_test_setup(lt_memo_gives_the_op_a_fresh_decode_gives, reset_all),
       cmocka_unit_test_setup(lt_calls_in_many_layers_find_their_sites_without_the_table, reset_all),
       cmocka_unit_test_setup(a_repeated_call_goes_to_its_site_and_a_changed_one_to_another,
