@@ -371,7 +371,7 @@ static __thread MPP_TLS site_cache *cache;
 
 static void site_cache_free(void *p) {
   site_cache *c = p;
-  free(c->e);
+  mpp_unmap(c->e, c->cap * sizeof *c->e);
   free(c);
   cache = NULL;
 }
@@ -398,7 +398,7 @@ static site_cache_entry *cache_slot(uint64_t op, const mpp_layer *layer, uint64_
     pthread_once(&site_cache_once, site_cache_key_init);
     c = calloc(1, sizeof *c);
     if (!c) return NULL;
-    c->e = calloc(SITE_CACHE_FIRST, sizeof *c->e);
+    c->e = mpp_map_zeroed(SITE_CACHE_FIRST * sizeof *c->e); /* off the program's heap */
     if (!c->e) {
       free(c);
       return NULL;
@@ -421,7 +421,7 @@ static site_cache_entry *cache_slot(uint64_t op, const mpp_layer *layer, uint64_
 static bool cache_grow(site_cache *c) {
   if (c->cap >= SITE_CACHE_MAX) return false;
   uint32_t cap = c->cap * 2;
-  site_cache_entry *ne = calloc(cap, sizeof *ne);
+  site_cache_entry *ne = mpp_map_zeroed(cap * sizeof *ne);
   if (!ne) return false;
   for (uint32_t i = 0; i < c->cap; i++) {
     const site_cache_entry *e = &c->e[i];
@@ -431,7 +431,7 @@ static bool cache_grow(site_cache *c) {
       j = (j + 1) & (cap - 1);
     ne[j] = *e;
   }
-  free(c->e);
+  mpp_unmap(c->e, c->cap * sizeof *c->e);
   c->e = ne;
   c->cap = cap;
   return true;
@@ -630,6 +630,8 @@ void mpp_call_autotune(mpp_op *op) {
 /* --- several ops around one real call --- */
 
 /* The thread's block for multi-op calls: kept from call to call. */
+enum { CALLS_ROW = sizeof(mpp_op) + sizeof(mpp_call) + sizeof(mpp_site_memo) };
+
 typedef struct calls_block {
   void *mem;
   int cap;
@@ -642,7 +644,7 @@ static __thread MPP_TLS calls_block *calls_tls;
 
 static void calls_block_free(void *p) {
   calls_block *b = p;
-  free(b->mem);
+  mpp_unmap(b->mem, (size_t)b->cap * CALLS_ROW);
   free(b);
   calls_tls = NULL;
 }
@@ -650,8 +652,6 @@ static void calls_block_free(void *p) {
 static void calls_block_key_init(void) {
   pthread_key_create(&calls_block_key, calls_block_free);
 }
-
-enum { CALLS_ROW = sizeof(mpp_op) + sizeof(mpp_call) + sizeof(mpp_site_memo) };
 
 /* The thread's block with room for cap ops, lent; NULL: none to lend. */
 static void *calls_lend(int cap) {
@@ -664,10 +664,10 @@ static void *calls_lend(int cap) {
     pthread_setspecific(calls_block_key, b);
   }
   if (b->lent) return NULL; /* a call inside a call (a signal handler's) */
-  if (b->cap < cap) {
-    void *mem = malloc((size_t)cap * CALLS_ROW);
+  if (b->cap < cap) {       /* mapped: off the program's heap (mpp_map_zeroed) */
+    void *mem = mpp_map_zeroed((size_t)cap * CALLS_ROW);
     if (!mem) return NULL;
-    free(b->mem);
+    mpp_unmap(b->mem, (size_t)b->cap * CALLS_ROW);
     b->mem = mem;
     b->cap = cap;
   }

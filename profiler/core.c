@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -232,4 +233,13 @@ void mpp_fork_locks_unlock(void) {
 void mpp_fork_locks_reinit(void) {
   for (int i = 0; i < nfork_locks; i++)
     pthread_mutex_init(fork_locks[i], NULL);
+}
+
+void *mpp_map_zeroed(size_t bytes) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+void mpp_unmap(void *p, size_t bytes) {
+  if (p) munmap(p, bytes);
 }

@@ -95,4 +95,12 @@ void mpp_fork_locks_lock(void);   /* atfork prepare: every protected mutex, in o
 void mpp_fork_locks_unlock(void); /* atfork parent */
 void mpp_fork_locks_reinit(void); /* atfork child */
 
+/* Zeroed pages for a block of mpprof's own that lives as long as a thread or
+ * grows (memos, caches): mapped, not taken from the program's heap, where a
+ * block of mpprof's between the program's chunks changes how malloc treats
+ * them (whether a free merges into the top and consolidates). NULL without
+ * memory. */
+void *mpp_map_zeroed(size_t bytes);
+void mpp_unmap(void *p, size_t bytes); /* p from mpp_map_zeroed(bytes), or NULL */
+
 #endif

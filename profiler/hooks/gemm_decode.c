@@ -190,17 +190,19 @@ typedef struct gemm_key { /* 8-byte fields only: compared with memcmp, no paddin
 } gemm_key;
 _Static_assert(sizeof(gemm_key) == 24 * 8, "gemm_key has padding");
 
-/* Four-way sets chosen by the key's hash, the way used least recently
- * replaced: the GEMMs a model calls in turn (a transformer layer's forward
- * and backward: a dozen shapes per width) keep their entries, and so their
- * ops' ids, which key call.c's site cache, unless five of them share a set. */
-#define MEMO_SETS 16
-#define MEMO_WAYS 4
+/* Eight-way sets chosen by the key's hash, the way used least recently
+ * replaced, an entry's hash compared before its key: the GEMMs a model calls
+ * in turn (a transformer layer's forward and backward: a dozen shapes per
+ * width) keep their entries, and so their ops' ids, which key call.c's site
+ * cache, unless nine of them share a set. */
+#define MEMO_SETS 8
+#define MEMO_WAYS 8
 #define MEMO_SLOTS (MEMO_SETS * MEMO_WAYS)
 
-/* cublasLtMatmul's memo (mpp_lt_decode_memo): direct-mapped; its key is
- * what the wrapper read from the descriptors, as 8-byte words. */
-#define LT_MEMO_SLOTS 16
+/* cublasLtMatmul's memo (mpp_lt_decode_memo), sets and replacement alike;
+ * its key is what the wrapper read from the descriptors, as 8-byte words. */
+#define LT_SETS 4
+#define LT_SLOTS (LT_SETS * MEMO_WAYS)
 #define LT_KEY_WORDS (15 + 4 * 8)
 
 /* One block per thread that calls the hooked GEMMs: the GEMM entries and
@@ -208,6 +210,7 @@ _Static_assert(sizeof(gemm_key) == 24 * 8, "gemm_key has padding");
 typedef struct gemm_memo {
   struct {
     gemm_key key;
+    uint64_t hash; /* of the key: key_hash, mix */
     bool used;
     mpp_op op;
     mpp_site_memo site;
@@ -215,18 +218,24 @@ typedef struct gemm_memo {
   uint8_t order[MEMO_SETS][MEMO_WAYS]; /* each set's ways, used last first */
   struct {
     uint64_t key[LT_KEY_WORDS];
+    uint64_t hash;
     bool used;
     mpp_op op;
     mpp_site_memo site;
-  } lt[LT_MEMO_SLOTS];
+  } lt[LT_SLOTS];
+  uint8_t lt_order[LT_SETS][MEMO_WAYS];
 } gemm_memo;
 
 static __thread MPP_TLS gemm_memo *memo;
 static pthread_key_t memo_key;
 static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
 
+/* The block is mapped (mpp_map_zeroed): on the program's heap it fenced the
+ * program's chunks from the top, so that their frees stopped merging into it
+ * and consolidating, and the cublasLtMatmul benchmark's program ran faster
+ * under mpprof than without it. */
 static void memo_free(void *p) {
-  free(p);
+  mpp_unmap(p, sizeof(gemm_memo));
   memo = NULL;
 }
 
@@ -237,22 +246,49 @@ static void memo_key_init(void) {
 static gemm_memo *memo_get(void) {
   if (!memo) {
     pthread_once(&memo_once, memo_key_init);
-    memo = calloc(1, sizeof *memo);
+    memo = mpp_map_zeroed(sizeof *memo);
     if (memo) {
-      for (int set = 0; set < MEMO_SETS; set++)
-        for (int w = 0; w < MEMO_WAYS; w++)
+      for (int w = 0; w < MEMO_WAYS; w++) {
+        for (int set = 0; set < MEMO_SETS; set++)
           memo->order[set][w] = (uint8_t)w;
+        for (int set = 0; set < LT_SETS; set++)
+          memo->lt_order[set][w] = (uint8_t)w;
+      }
       pthread_setspecific(memo_key, memo);
     }
   }
   return memo;
 }
 
-static unsigned key_set(const gemm_key *k) {
-  uint64_t h = (uint64_t)(uintptr_t)k->api ^ (uint64_t)k->m * 0x9e3779b97f4a7c15ull ^
-               (uint64_t)k->n * 0xc2b2ae3d27d4eb4full ^ (uint64_t)k->k * 0x165667b19e3779f9ull ^
-               (uint64_t)(k->transa << 2 | k->transb << 4 | k->Atype << 8);
-  return (unsigned)(h ^ h >> 32 ^ h >> 17) % MEMO_SETS;
+/* A set's ways, used last first (order): way (a hit) becomes the one used
+ * last; way < 0 (a miss) takes the one used least recently, returned. */
+static unsigned memo_use(uint8_t order[MEMO_WAYS], int way) {
+  if (way < 0) way = order[MEMO_WAYS - 1];
+  int at = 0;
+  while (order[at] != way)
+    at++;
+  for (; at > 0; at--)
+    order[at] = order[at - 1];
+  order[0] = (uint8_t)way;
+  return (unsigned)way;
+}
+
+/* A memo key's hash from its few telling fields combined into h: every bit
+ * of h reaches every bit of the result (shapes are multiples of large powers
+ * of two, whose products leave the low bits of h alike). The set is the hash
+ * modulo the sets; the ways compare it before the key. */
+static uint64_t mix(uint64_t h) {
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 29;
+  h *= 0x94d049bb133111ebull;
+  return h ^ h >> 32;
+}
+
+static uint64_t key_hash(const gemm_key *k) {
+  return mix((uint64_t)(uintptr_t)k->api ^ (uint64_t)k->m * 0x9e3779b97f4a7c15ull ^
+             (uint64_t)k->n * 0xc2b2ae3d27d4eb4full ^ (uint64_t)k->k * 0x165667b19e3779f9ull ^
+             (uint64_t)(k->transa << 2 | k->transb << 4 | k->Atype << 8));
 }
 
 mpp_op *mpp_gemm_decode_memo(mpp_op *scratch, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
@@ -288,23 +324,20 @@ mpp_op *mpp_gemm_decode_memo(mpp_op *scratch, const mpp_gemm_call *g, const mpp_
   k.pointer_mode = ctx->pointer_mode;
   memcpy(&k.alpha_bits, &sc.alpha, sizeof k.alpha_bits);
   k.flags = sc.alpha_nonzero | sc.beta_nonzero << 1;
-  unsigned set = key_set(&k), way = 0;
-  while (way < MEMO_WAYS && !(mm->slot[set * MEMO_WAYS + way].used &&
-                              memcmp(&mm->slot[set * MEMO_WAYS + way].key, &k, sizeof k) == 0))
-    way++;
+  uint64_t hash = key_hash(&k);
+  unsigned set = (unsigned)(hash % MEMO_SETS);
+  int way = 0;
+  for (; way < MEMO_WAYS; way++) {
+    const __typeof__(mm->slot[0]) *w = &mm->slot[set * MEMO_WAYS + way];
+    if (w->used && w->hash == hash && memcmp(&w->key, &k, sizeof k) == 0) break;
+  }
   bool hit = way < MEMO_WAYS;
-  uint8_t *order = mm->order[set];
-  if (!hit) way = order[MEMO_WAYS - 1]; /* the way used least recently */
-  int at = 0;
-  while (order[at] != way)
-    at++;
-  for (; at > 0; at--) /* to the front */
-    order[at] = order[at - 1];
-  order[0] = (uint8_t)way;
-  __typeof__(mm->slot[0]) *e = &mm->slot[set * MEMO_WAYS + way];
+  __typeof__(mm->slot[0]) *e =
+      &mm->slot[set * MEMO_WAYS + memo_use(mm->order[set], hit ? way : -1)];
   if (!hit) {
     decode_with(&e->op, g, ctx, &sc);
     e->key = k;
+    e->hash = hash;
     e->used = true;
     e->site = (mpp_site_memo){.op = mpp_site_memo_op()}; /* another op: its sites not known yet */
   }
@@ -582,10 +615,19 @@ mpp_op *mpp_lt_decode_memo(mpp_op *scratch, const mpp_lt_call *g, void *stream,
                g->a.cols * 0x165667b19e3779f9ull ^ g->a.rows ^
                (uint64_t)(g->transa << 2 | g->transb << 4 | g->a.type << 8) ^
                (uint64_t)g->epilogue << 20;
-  __typeof__(mm->lt[0]) *e = &mm->lt[(h ^ h >> 32 ^ h >> 17) % LT_MEMO_SLOTS];
-  if (!e->used || memcmp(e->key, key, sizeof key) != 0) {
+  uint64_t hash = mix(h);
+  unsigned set = (unsigned)(hash % LT_SETS);
+  int way = 0;
+  for (; way < MEMO_WAYS; way++) {
+    const __typeof__(mm->lt[0]) *w = &mm->lt[set * MEMO_WAYS + way];
+    if (w->used && w->hash == hash && memcmp(w->key, key, sizeof key) == 0) break;
+  }
+  bool hit = way < MEMO_WAYS;
+  __typeof__(mm->lt[0]) *e = &mm->lt[set * MEMO_WAYS + memo_use(mm->lt_order[set], hit ? way : -1)];
+  if (!hit) {
     mpp_lt_decode(&e->op, g, stream, host_visible);
     memcpy(e->key, key, sizeof key);
+    e->hash = hash;
     e->used = true;
     e->site = (mpp_site_memo){.op = mpp_site_memo_op()}; /* another op: its sites not known yet */
   }

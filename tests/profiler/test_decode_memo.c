@@ -369,6 +369,47 @@ static void lt_memo_gives_the_op_a_fresh_decode_gives(void **state) {
   }
 }
 
+/* cublasLtMatmul as PyTorch's Linear layers call it (addmm with a bias, or
+ * a GELU and a bias fused): the four Linear shapes of a transformer layer in
+ * two model widths, with either epilogue, 16 keys called in turn, keep their
+ * memo entries and op ids after the first round. */
+static void a_models_lt_calls_in_turn_keep_their_entries(void **state) {
+  (void)state;
+  enum { KEYS = 16 };
+  mpp_lt_call g[KEYS];
+  int n = 0;
+  for (int w = 0; w < 2; w++) {
+    int64_t h = w ? 768 : 512, f = 4 * h, t = 1024;
+    const int64_t shapes[4][2] = {{3 * h, h}, {h, h}, {f, h}, {h, f}}; /* out, in */
+    for (int i = 0; i < 4; i++)
+      for (int e = 0; e < 2; e++) {
+        g[n] = lt_base();
+        g[n].epilogue = e ? 36 : 4; /* GELU_BIAS, BIAS */
+        g[n].a.rows = shapes[i][1], g[n].a.cols = shapes[i][0], g[n].a.ld = shapes[i][1];
+        g[n].b.rows = shapes[i][1], g[n].b.cols = t, g[n].b.ld = shapes[i][1];
+        g[n].c.rows = g[n].d.rows = shapes[i][0];
+        g[n].c.cols = g[n].d.cols = t;
+        g[n].c.ld = g[n].d.ld = shapes[i][0];
+        g[n].transa = 1; /* T */
+        n++;
+      }
+  }
+  assert_int_equal(n, KEYS);
+  mpp_op scratch, *first[KEYS];
+  uint64_t ids[KEYS];
+  for (int i = 0; i < KEYS; i++) {
+    first[i] = mpp_lt_decode_memo(&scratch, &g[i], NULL, NULL);
+    assert_ptr_not_equal(first[i], &scratch);
+    ids[i] = first[i]->site_memo->op;
+  }
+  for (int r = 0; r < 3; r++)
+    for (int i = 0; i < KEYS; i++) {
+      mpp_op *op = mpp_lt_decode_memo(&scratch, &g[i], NULL, NULL);
+      assert_ptr_equal(op, first[i]);
+      assert_int_equal(op->site_memo->op, ids[i]);
+    }
+}
+
 /* As PyTorch's Linear layers make them (new descriptors, same contents):
  * the same GEMM in every layer finds its sites without the table after the
  * first round. */
@@ -817,6 +858,7 @@ int main(void) {
       cmocka_unit_test_setup(pointer_array_calls_are_not_memoised, reset_all),
       cmocka_unit_test_setup(two_gemms_in_turn_keep_their_entries, reset_all),
       cmocka_unit_test_setup(a_models_gemms_in_turn_keep_their_entries, reset_all),
+      cmocka_unit_test_setup(a_models_lt_calls_in_turn_keep_their_entries, reset_all),
       cmocka_unit_test_setup(lt_memo_gives_the_op_a_fresh_decode_gives, reset_all),
       cmocka_unit_test_setup(lt_calls_in_many_layers_find_their_sites_without_the_table, reset_all),
       cmocka_unit_test_setup(a_repeated_call_goes_to_its_site_and_a_changed_one_to_another,
