@@ -677,8 +677,8 @@ static void *calls_lend(int cap) {
 
 bool mpp_calls_reserve(mpp_calls *c, int cap, const char *what) {
   if (cap <= 0) return false;
-  /* ~800 bytes an op and its call: 64 groups' records would not fit a small
-   * thread stack. */
+  /* ~1.1 KB an op, its call and its memo: 64 groups' records would not fit a
+   * small thread stack. */
   void *block = calls_lend(cap);
   c->owned = !block;
   if (!block) block = malloc((size_t)cap * CALLS_ROW);
@@ -717,10 +717,10 @@ void mpp_calls_memo(mpp_calls *c, int i, uint64_t op_id) {
 }
 
 void mpp_calls_release(mpp_calls *c) {
-  if (c->ops && !c->owned && calls_tls && c->ops == (mpp_op *)calls_tls->mem)
-    calls_tls->lent = false;
-  else
+  if (c->owned)
     free(c->ops);
+  else if (c->ops && calls_tls)
+    calls_tls->lent = false; /* the thread's block: back to it */
   c->ops = NULL;
   c->calls = NULL;
   c->memos = NULL;
