@@ -1,8 +1,11 @@
 /* The host scanner's fp32 path with AVX2: for normal and zero values every
  * cast outcome follows from ten integer compares of |x|'s bits with the
  * targets' thresholds, counted in byte lanes; exponents go to eight scalar
- * sub-histograms; min/max through order-preserving integer keys. Vectors
- * holding a subnormal, inf or NaN go to acc_value(). */
+ * sub-histograms; min/max through order-preserving integer keys. A block of
+ * vectors is counted without a check per vector and checked once at its end,
+ * from its extremes; a block holding a subnormal, inf or NaN is taken back
+ * and counted again with a check per vector, whose vectors holding one go to
+ * acc_value(). */
 #include <stdint.h>
 
 #include "analysis/scan_internal.h"
@@ -30,8 +33,82 @@ static void add_byte_counts(f32_fast *F, int g, const uint8_t bytes[32]) {
   }
 }
 
-__attribute__((target("avx2"))) void mp_scan_f32_run_avx2(mp_stats *s, const src_info *I,
-                                                          f32_fast *F, const float *p, uint64_t n) {
+/* The lane statistics and counts of the fp32 vector v (see below), into the
+ * block's accumulators. */
+#define F32A_VECTOR(v)                                                                             \
+  do {                                                                                             \
+    __m256i a_ = _mm256_and_si256((v), absmask);                                                   \
+    __m256i is_zero_ = _mm256_cmpeq_epi32(a_, zero);                                               \
+    __m256i key_ = _mm256_xor_si256((v), _mm256_and_si256(_mm256_srai_epi32((v), 31), absmask));   \
+    kmin = _mm256_min_epi32(kmin, key_);                                                           \
+    kmax = _mm256_max_epi32(kmax, key_);                                                           \
+    aminm1 = _mm256_min_epu32(aminm1, _mm256_add_epi32(a_, minus_one));                            \
+    __m256i neg_ = _mm256_cmpgt_epi32(minus_one, key_); /* x < 0, not -0 */                        \
+    acc0 = _mm256_sub_epi8(acc0,                                                                   \
+                           pack4(_mm256_cmpgt_epi32(a_, th[0]), _mm256_cmpgt_epi32(a_, th[1]),     \
+                                 _mm256_cmpgt_epi32(a_, th[2]), _mm256_cmpgt_epi32(a_, th[3])));   \
+    acc1 = _mm256_sub_epi8(acc1,                                                                   \
+                           pack4(_mm256_cmpgt_epi32(a_, th[4]), _mm256_cmpgt_epi32(a_, th[5]),     \
+                                 _mm256_cmpgt_epi32(a_, th[6]), _mm256_cmpgt_epi32(a_, th[7])));   \
+    acc2 = _mm256_sub_epi8(acc2, pack4(_mm256_cmpgt_epi32(a_, th[8]),                              \
+                                       _mm256_cmpgt_epi32(a_, th[9]), is_zero_, neg_));            \
+  } while (0)
+
+/* A block of nvec vectors counted without a check per vector: false when it
+ * holds a subnormal, inf or NaN, which its extremes show at its end (then
+ * nothing of it is counted: its exponent counts are taken back). */
+__attribute__((target("avx2"))) static bool f32_block_unchecked(f32_fast *F, const float *p,
+                                                                uint64_t nvec) {
+  const __m256i absmask = _mm256_set1_epi32(0x7fffffff);
+  const __m256i minus_one = _mm256_set1_epi32(-1);
+  const __m256i zero = _mm256_setzero_si256();
+  __m256i th[TH_COUNT];
+  for (int k = 0; k < TH_COUNT; k++)
+    th[k] = _mm256_set1_epi32(F->th_bits[k]);
+  __m256i kmin = _mm256_set1_epi32(INT32_MAX), kmax = _mm256_set1_epi32(INT32_MIN);
+  __m256i aminm1 = minus_one;
+  __m256i acc0 = zero, acc1 = zero, acc2 = zero;
+  for (uint64_t j = 0; j < nvec; j++) {
+    __m256i v = LOADV(p + 8 * j);
+    F32A_VECTOR(v);
+    hist_exponents8(F->sub, p + 8 * j);
+  }
+  int32_t bmin[8], bmax[8];
+  uint32_t bam[8];
+  STOREV(bmin, kmin);
+  STOREV(bmax, kmax);
+  STOREV(bam, aminm1);
+  uint32_t amax = 0, am = UINT32_MAX;
+  for (int l = 0; l < 8; l++) {
+    uint32_t a0 = bmin[l] < 0 ? (uint32_t)~bmin[l] & 0x7fffffff : (uint32_t)bmin[l];
+    uint32_t a1 = bmax[l] < 0 ? (uint32_t)~bmax[l] & 0x7fffffff : (uint32_t)bmax[l];
+    if (a0 > amax) amax = a0;
+    if (a1 > amax) amax = a1;
+    if (bam[l] < am) am = bam[l];
+  }
+  if (amax > 0x7f7fffff || (am != UINT32_MAX && am + 1 < 0x00800000)) {
+    for (uint64_t j = 0; j < 8 * nvec; j++) /* as hist_exponents8 counted them */
+      F->sub[(j & 7) >> 1 | (j & 1) << 2][(float_bits(p[j]) >> 23) & 0xff]--;
+    return false;
+  }
+  uint8_t bytes[32];
+  STOREV(bytes, acc0);
+  add_byte_counts(F, 0, bytes);
+  STOREV(bytes, acc1);
+  add_byte_counts(F, 1, bytes);
+  STOREV(bytes, acc2);
+  add_byte_counts(F, 2, bytes);
+  STOREV(F->key_min, _mm256_min_epi32(LOADV(F->key_min), kmin));
+  STOREV(F->key_max, _mm256_max_epi32(LOADV(F->key_max), kmax));
+  STOREV(F->abs_min_m1, _mm256_min_epu32(LOADV(F->abs_min_m1), aminm1));
+  F->vectors += nvec;
+  return true;
+}
+
+/* A block of nvec vectors checked vector by vector: a vector holding a
+ * subnormal, inf or NaN goes to acc_value(). */
+__attribute__((target("avx2"))) static void
+f32_block_checked(mp_stats *s, const src_info *I, f32_fast *F, const float *p, uint64_t nvec) {
   const __m256i absmask = _mm256_set1_epi32(0x7fffffff);
   const __m256i max_normal = _mm256_set1_epi32(0x7f7fffff);
   const __m256i min_normal = _mm256_set1_epi32(0x00800000);
@@ -41,54 +118,61 @@ __attribute__((target("avx2"))) void mp_scan_f32_run_avx2(mp_stats *s, const src
   for (int k = 0; k < TH_COUNT; k++)
     th[k] = _mm256_set1_epi32(F->th_bits[k]);
   __m256i kmin = LOADV(F->key_min), kmax = LOADV(F->key_max), aminm1 = LOADV(F->abs_min_m1);
+  __m256i acc0 = zero, acc1 = zero, acc2 = zero;
+  uint64_t fast = 0;
+  for (uint64_t j = 0; j < nvec; j++) {
+    __m256i v = LOADV(p + 8 * j);
+    __m256i a = _mm256_and_si256(v, absmask);
+    /* inf/NaN, or subnormal (below min normal but not zero). */
+    __m256i slow = _mm256_or_si256(
+        _mm256_cmpgt_epi32(a, max_normal),
+        _mm256_andnot_si256(_mm256_cmpeq_epi32(a, zero), _mm256_cmpgt_epi32(min_normal, a)));
+    if (!_mm256_testz_si256(slow, slow)) {
+      for (int l = 0; l < 8; l++)
+        acc_value(s, I, p[8 * j + l], 1);
+      continue;
+    }
+    F32A_VECTOR(v);
+    hist_exponents8(F->sub, p + 8 * j);
+    fast++;
+  }
+  uint8_t bytes[32];
+  STOREV(bytes, acc0);
+  add_byte_counts(F, 0, bytes);
+  STOREV(bytes, acc1);
+  add_byte_counts(F, 1, bytes);
+  STOREV(bytes, acc2);
+  add_byte_counts(F, 2, bytes);
+  STOREV(F->key_min, kmin);
+  STOREV(F->key_max, kmax);
+  STOREV(F->abs_min_m1, aminm1);
+  F->vectors += fast;
+}
+
+/* Blocks are counted unchecked; one that holds a subnormal, inf or NaN is
+ * counted again checked, and the unchecked kernel sits out the next 1, 2,
+ * 4 ... 64 blocks. */
+void mp_scan_f32_run_avx2(mp_stats *s, const src_info *I, f32_fast *F, const float *p, uint64_t n) {
   uint64_t i = 0;
   while (i + 8 <= n) {
     uint64_t nvec = (n - i) / 8;
     if (nvec > F32_BLOCK_VECTORS) nvec = F32_BLOCK_VECTORS;
-    __m256i acc0 = zero, acc1 = zero, acc2 = zero;
-    uint64_t fast = 0;
-    for (uint64_t end = i + nvec * 8; i < end; i += 8) {
-      __m256i v = LOADV(p + i);
-      __m256i a = _mm256_and_si256(v, absmask);
-      __m256i is_zero = _mm256_cmpeq_epi32(a, zero);
-      /* inf/NaN, or subnormal (below min normal but not zero). */
-      __m256i slow =
-          _mm256_or_si256(_mm256_cmpgt_epi32(a, max_normal),
-                          _mm256_andnot_si256(is_zero, _mm256_cmpgt_epi32(min_normal, a)));
-      if (!_mm256_testz_si256(slow, slow)) {
-        for (int l = 0; l < 8; l++)
-          acc_value(s, I, p[i + l], 1);
-        continue;
+    bool done = false;
+    if (F->avx2_skip > 0) {
+      F->avx2_skip--;
+    } else {
+      done = f32_block_unchecked(F, p + i, nvec);
+      if (done) {
+        F->avx2_fails = 0;
+      } else {
+        F->avx2_skip = 1u << (F->avx2_fails < 6 ? F->avx2_fails : 6);
+        F->avx2_fails++;
       }
-      __m256i key = _mm256_xor_si256(v, _mm256_and_si256(_mm256_srai_epi32(v, 31), absmask));
-      kmin = _mm256_min_epi32(kmin, key);
-      kmax = _mm256_max_epi32(kmax, key);
-      aminm1 = _mm256_min_epu32(aminm1, _mm256_add_epi32(a, minus_one));
-      __m256i neg = _mm256_cmpgt_epi32(minus_one, key); /* x < 0, not -0 */
-      acc0 =
-          _mm256_sub_epi8(acc0, pack4(_mm256_cmpgt_epi32(a, th[0]), _mm256_cmpgt_epi32(a, th[1]),
-                                      _mm256_cmpgt_epi32(a, th[2]), _mm256_cmpgt_epi32(a, th[3])));
-      acc1 =
-          _mm256_sub_epi8(acc1, pack4(_mm256_cmpgt_epi32(a, th[4]), _mm256_cmpgt_epi32(a, th[5]),
-                                      _mm256_cmpgt_epi32(a, th[6]), _mm256_cmpgt_epi32(a, th[7])));
-      acc2 = _mm256_sub_epi8(
-          acc2, pack4(_mm256_cmpgt_epi32(a, th[8]), _mm256_cmpgt_epi32(a, th[9]), is_zero, neg));
-      hist_exponents8(F->sub, p + i);
-      fast++;
     }
-    uint8_t bytes[32];
-    STOREV(bytes, acc0);
-    add_byte_counts(F, 0, bytes);
-    STOREV(bytes, acc1);
-    add_byte_counts(F, 1, bytes);
-    STOREV(bytes, acc2);
-    add_byte_counts(F, 2, bytes);
-    F->vectors += fast;
+    if (!done) f32_block_checked(s, I, F, p + i, nvec);
     if (F->vectors >= F32_FOLD_EVERY) mp_scan_f32_fold(s, F);
+    i += 8 * nvec;
   }
-  STOREV(F->key_min, kmin);
-  STOREV(F->key_max, kmax);
-  STOREV(F->abs_min_m1, aminm1);
   for (; i < n; i++)
     acc_value(s, I, p[i], 1);
 }

@@ -279,8 +279,9 @@ typedef struct f32_fast {
   bool ok;
   bool use_planes; /* fp32, fp16, bf16 through plane_kernel() */
   plane_tables plane_tab;
-  unsigned plane_skip;  /* blocks the plane kernel sits out */
-  unsigned plane_fails; /* consecutive blocks that failed its check */
+  unsigned plane_skip;            /* blocks the plane kernel sits out */
+  unsigned plane_fails;           /* consecutive blocks that failed its check */
+  unsigned avx2_skip, avx2_fails; /* the same for the AVX2 kernel's unchecked blocks */
 } f32_fast;
 
 /* Sub-histogram lanes take one count per vector; fold long before 2^32. */
