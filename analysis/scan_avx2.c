@@ -13,6 +13,8 @@
 #ifdef MP_HAVE_X86
 #define LOADV(p) _mm256_loadu_si256((const __m256i *)(p))
 #define STOREV(p, v) _mm256_storeu_si256((__m256i *)(p), v)
+#define F32_MAX_NORMAL_BITS 0x7f7fffff /* |x| bits above: inf or NaN */
+#define F32_MIN_NORMAL_BITS 0x00800000 /* non-zero |x| bits below: subnormal */
 
 /* Four vectors of 32-bit 0/-1 flags into one vector of byte flags. Within
  * each 128-bit half, bytes 4j..4j+3 come from argument j. */
@@ -31,6 +33,18 @@ static void add_byte_counts(f32_fast *F, int g, const uint8_t bytes[32]) {
       c += (uint64_t)bytes[4 * j + b] + bytes[16 + 4 * j + b];
     F->ind[k] += c;
   }
+}
+
+/* A block's three vectors of byte counters added to the totals. */
+__attribute__((target("avx2"))) static void add_block_counts(f32_fast *F, __m256i acc0,
+                                                             __m256i acc1, __m256i acc2) {
+  uint8_t bytes[32];
+  STOREV(bytes, acc0);
+  add_byte_counts(F, 0, bytes);
+  STOREV(bytes, acc1);
+  add_byte_counts(F, 1, bytes);
+  STOREV(bytes, acc2);
+  add_byte_counts(F, 2, bytes);
 }
 
 /* The lane statistics and counts of the fp32 vector v (see below), into the
@@ -86,18 +100,11 @@ __attribute__((target("avx2"))) static bool f32_block_unchecked(f32_fast *F, con
     if (a1 > amax) amax = a1;
     if (bam[l] < am) am = bam[l];
   }
-  if (amax > 0x7f7fffff || (am != UINT32_MAX && am + 1 < 0x00800000)) {
-    for (uint64_t j = 0; j < 8 * nvec; j++) /* as hist_exponents8 counted them */
-      F->sub[(j & 7) >> 1 | (j & 1) << 2][(float_bits(p[j]) >> 23) & 0xff]--;
+  if (amax > F32_MAX_NORMAL_BITS || (am != UINT32_MAX && am + 1 < F32_MIN_NORMAL_BITS)) {
+    unhist_exponents8(F->sub, p, 8 * nvec);
     return false;
   }
-  uint8_t bytes[32];
-  STOREV(bytes, acc0);
-  add_byte_counts(F, 0, bytes);
-  STOREV(bytes, acc1);
-  add_byte_counts(F, 1, bytes);
-  STOREV(bytes, acc2);
-  add_byte_counts(F, 2, bytes);
+  add_block_counts(F, acc0, acc1, acc2);
   STOREV(F->key_min, _mm256_min_epi32(LOADV(F->key_min), kmin));
   STOREV(F->key_max, _mm256_max_epi32(LOADV(F->key_max), kmax));
   STOREV(F->abs_min_m1, _mm256_min_epu32(LOADV(F->abs_min_m1), aminm1));
@@ -110,8 +117,8 @@ __attribute__((target("avx2"))) static bool f32_block_unchecked(f32_fast *F, con
 __attribute__((target("avx2"))) static void
 f32_block_checked(mp_stats *s, const src_info *I, f32_fast *F, const float *p, uint64_t nvec) {
   const __m256i absmask = _mm256_set1_epi32(0x7fffffff);
-  const __m256i max_normal = _mm256_set1_epi32(0x7f7fffff);
-  const __m256i min_normal = _mm256_set1_epi32(0x00800000);
+  const __m256i max_normal = _mm256_set1_epi32(F32_MAX_NORMAL_BITS);
+  const __m256i min_normal = _mm256_set1_epi32(F32_MIN_NORMAL_BITS);
   const __m256i minus_one = _mm256_set1_epi32(-1);
   const __m256i zero = _mm256_setzero_si256();
   __m256i th[TH_COUNT];
@@ -136,13 +143,7 @@ f32_block_checked(mp_stats *s, const src_info *I, f32_fast *F, const float *p, u
     hist_exponents8(F->sub, p + 8 * j);
     fast++;
   }
-  uint8_t bytes[32];
-  STOREV(bytes, acc0);
-  add_byte_counts(F, 0, bytes);
-  STOREV(bytes, acc1);
-  add_byte_counts(F, 1, bytes);
-  STOREV(bytes, acc2);
-  add_byte_counts(F, 2, bytes);
+  add_block_counts(F, acc0, acc1, acc2);
   STOREV(F->key_min, kmin);
   STOREV(F->key_max, kmax);
   STOREV(F->abs_min_m1, aminm1);

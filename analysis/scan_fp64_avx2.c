@@ -177,6 +177,14 @@ static uint64_t bits_of(double x) {
   return u;
 }
 
+/* Values of the block above compared level c (the pairs' word layout). */
+static uint64_t above_level(const f64a_block *o, int c) {
+  uint64_t n = 0;
+  for (int l = 0; l < 8; l++)
+    n += o->above[c / 2][(l & 3) + 4 * (c & 1) + 8 * (l >> 2)];
+  return n;
+}
+
 static void f64a_fold(mp_stats *s, f64_avx2 *F) {
   for (int E = 1; E <= 2046; E++) {
     uint64_t c = 0;
@@ -195,10 +203,7 @@ static void f64a_fold(mp_stats *s, f64_avx2 *F) {
 /* The block's lanes into F; false (and its exponent counts taken back) when
  * it holds a subnormal, inf or NaN. */
 static bool f64a_commit(f64_avx2 *F, const f64a_block *o, const double *p, uint64_t nvec) {
-  /* the window's top: the level counted after the compared ones */
-  uint64_t outside = 0;
-  for (int l = 0; l < 8; l++)
-    outside += o->above[F->ncmp / 2][(l & 3) + 4 * (F->ncmp & 1) + 8 * (l >> 2)];
+  uint64_t outside = above_level(o, F->ncmp); /* the window's top, after the levels */
   double vmin = INFINITY, vmax = -INFINITY, tmin = INFINITY;
   for (int l = 0; l < 4; l++) {
     if (o->vmin[l] < vmin) vmin = o->vmin[l];
@@ -229,8 +234,7 @@ static bool f64a_commit(f64_avx2 *F, const f64a_block *o, const double *p, uint6
   if (vmax == 0) vmax = zeros > nz ? 0.0 : -0.0;
   int64_t kmin = order_key(vmin), kmax = order_key(vmax);
   for (int c = 0; c < F->ncmp; c++)
-    for (int l = 0; l < 8; l++)
-      F->ind_lev[F->cmp_of[c]] += o->above[c / 2][(l & 3) + 4 * (c & 1) + 8 * (l >> 2)];
+    F->ind_lev[F->cmp_of[c]] += above_level(o, c);
   for (int k = 0; k < F64_LEVELS; k++)
     if (F->implied[k] == 1) F->ind_lev[k] += 4 * nvec - zeros;
   if (kmin < F->key_min) F->key_min = kmin;

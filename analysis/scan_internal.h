@@ -323,6 +323,13 @@ static inline __attribute__((always_inline)) void hist_exponents8(uint32_t (*sub
   sub[7][(x3 >> 55) & 0xff]++;
 }
 
+/* Takes back what hist_exponents8 counted for p[0 .. n) (n a multiple of
+ * 8): value j of each eight went to sub-histogram (j & 7) / 2 + 4 * (j & 1). */
+static inline void unhist_exponents8(uint32_t (*sub)[256], const float *p, uint64_t n) {
+  for (uint64_t j = 0; j < n; j++)
+    sub[(j & 7) >> 1 | (j & 1) << 2][(float_bits(p[j]) >> 23) & 0xff]--;
+}
+
 /* scan_f32.c: state shared by the vector paths. */
 void mp_scan_f32_init(f32_fast *F, int lanes);
 void mp_scan_f32_fold(mp_stats *s, f32_fast *F);
