@@ -243,3 +243,30 @@ void *mpp_map_zeroed(size_t bytes) {
 void mpp_unmap(void *p, size_t bytes) {
   if (p) munmap(p, bytes);
 }
+
+#define MPP_POOL_CHUNK (64 * 1024)
+
+void *mpp_pool_get(mpp_pool *p) {
+  void *o = p->free_list;
+  if (o) {
+    memcpy(&p->free_list, o, sizeof(void *));
+    memset(o, 0, p->size);
+    return o;
+  }
+  if ((size_t)(p->end - p->next) < p->size) {
+    size_t chunk = p->size > MPP_POOL_CHUNK / 8 ? 8 * p->size : MPP_POOL_CHUNK;
+    char *c = mpp_map_zeroed(chunk);
+    if (!c) return NULL;
+    p->next = c; /* the old chunk's tail (less than one object) is left unused */
+    p->end = c + chunk;
+  }
+  o = p->next; /* never handed out before: still zero */
+  p->next += p->size;
+  return o;
+}
+
+void mpp_pool_put(mpp_pool *p, void *o) {
+  if (!o) return;
+  memcpy(o, &p->free_list, sizeof(void *));
+  p->free_list = o;
+}

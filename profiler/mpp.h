@@ -103,4 +103,20 @@ void mpp_fork_locks_reinit(void); /* atfork child */
 void *mpp_map_zeroed(size_t bytes);
 void mpp_unmap(void *p, size_t bytes); /* p from mpp_map_zeroed(bytes), or NULL */
 
+/* Objects of one size that programs make mpprof create and destroy per call
+ * (the shadow of a cuDNN variant pack, made and destroyed around every
+ * execution by PyTorch): carved from mapped chunks and recycled through a
+ * free list, so a hooked call never takes them from the program's heap.
+ * Chunks are kept for the life of the process (their users bound how many
+ * objects are live at once). No lock: the user serialises get and put. */
+typedef struct mpp_pool {
+  size_t size;      /* object size, rounded up to 16 bytes */
+  void *free_list;  /* objects put back, linked through their first word */
+  char *next, *end; /* the unused part of the newest chunk */
+} mpp_pool;
+#define MPP_POOL_INIT(bytes)                                                                       \
+  { .size = ((size_t)(bytes) + 15) & ~(size_t)15 }
+void *mpp_pool_get(mpp_pool *p);         /* zeroed, 16-byte aligned; NULL without memory */
+void mpp_pool_put(mpp_pool *p, void *o); /* o from mpp_pool_get(p), or NULL */
+
 #endif

@@ -93,6 +93,9 @@ typedef struct be_shadow {
 
 static pthread_mutex_t shadows_mu = PTHREAD_MUTEX_INITIALIZER;
 static mpp_ptrmap shadows = MPP_PTRMAP_INIT(1024, MAX_SHADOWS); /* descriptor -> be_shadow */
+/* The shadows themselves (~1 KB each; PyTorch makes and destroys a variant
+ * pack around every execution): under shadows_mu. */
+static mpp_pool shadow_pool = MPP_POOL_INIT(sizeof(be_shadow));
 
 __attribute__((constructor)) static void shadows_fork_protect(void) {
   mpp_fork_protect(&shadows_mu);
@@ -152,8 +155,12 @@ static bool is_chain_desc(int t) {
 
 static void on_create(int type, void *desc) {
   if (!shadowed_type(type) || !desc) return;
-  be_shadow *s = calloc(1, sizeof *s);
-  if (!s) return;
+  pthread_mutex_lock(&shadows_mu);
+  be_shadow *s = mpp_pool_get(&shadow_pool);
+  if (!s) {
+    pthread_mutex_unlock(&shadows_mu);
+    return;
+  }
   s->type = type;
   if (is_comp_desc(type)) {
     s->u.comp_type = -1;
@@ -164,27 +171,25 @@ static void on_create(int type, void *desc) {
     s->u.op.comp_type = -1;
     s->u.op.alpha = NAN;
   }
-  pthread_mutex_lock(&shadows_mu);
   /* A descriptor at the address of one destroyed unseen: the new one replaces it. */
   be_shadow *stale = NULL;
   if (mpp_ptrmap_del(&shadows, desc, (void **)&stale)) graph_unref_locked(stale->graph);
+  mpp_pool_put(&shadow_pool, stale);
   int r = mpp_ptrmap_put(&shadows, desc, s);
+  if (r < 0) mpp_pool_put(&shadow_pool, s);
   pthread_mutex_unlock(&shadows_mu);
-  free(stale);
-  if (r < 0) {
-    free(s);
+  if (r < 0)
     mpp_note_incomplete("cudnn_shadows",
                         "more than %d live cuDNN backend descriptors: later ones not followed",
                         MAX_SHADOWS);
-  }
 }
 
 static void on_destroy(void *desc) {
   be_shadow *s = NULL;
   pthread_mutex_lock(&shadows_mu);
   if (mpp_ptrmap_del(&shadows, desc, (void **)&s)) graph_unref_locked(s->graph);
+  mpp_pool_put(&shadow_pool, s);
   pthread_mutex_unlock(&shadows_mu);
-  free(s);
 }
 
 /* --- attributes --- */
