@@ -10,6 +10,7 @@
 #include "analysis/advice.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,12 @@ static void fp8_advice(const mp_stats *s, const mp_advice_params *p, uint64_t n,
     return;
   }
   const mp_format *f = mp_format_of(mp_target_dtype(t));
+  if (!(s->absmax > 0) || !isfinite(s->absmax)) {
+    /* No finite magnitude to scale from (a record that does not hold
+     * together): no per-tensor scale fits it. */
+    ret->fits = false;
+    return;
+  }
   int sc = f->emax - ilogb(s->absmax);
   while (classify_scaled(s->absmax, sc, t) == MP_CAST_OVERFLOW)
     sc--;
@@ -242,6 +249,22 @@ static bool casts_from_hist(mp_stats *s, const mp_format *src, int shift) {
   return exact;
 }
 
+/* x / scale for finite x and a positive finite scale, kept finite and
+ * non-zero when x is: clamped to +-DBL_MAX or +-DBL_TRUE_MIN, which clears
+ * *exact. */
+static double saturating_div(double x, double scale, bool *exact) {
+  double q = x / scale;
+  if (isinf(q)) {
+    *exact = false;
+    return copysign(DBL_MAX, q);
+  }
+  if (q == 0 && x != 0) {
+    *exact = false;
+    return copysign(DBL_TRUE_MIN, x);
+  }
+  return q;
+}
+
 bool mp_stats_unscale(const mp_stats *in, double scale, mp_stats *ret, bool *ret_casts_estimate) {
   *ret = *in;
   int k;
@@ -263,10 +286,13 @@ bool mp_stats_unscale(const mp_stats *in, double scale, mp_stats *ret, bool *ret
   ret->hist_lo = lo < MP_HIST_MIN ? MP_HIST_MIN : lo > MP_HIST_MAX ? MP_HIST_MAX : lo;
   ret->hist_hi = hi < MP_HIST_MIN ? MP_HIST_MIN : hi > MP_HIST_MAX ? MP_HIST_MAX : hi;
   if (mp_stats_has_finite(in)) {
-    ret->min = in->min / scale;
-    ret->max = in->max / scale;
-    ret->absmax = in->absmax / scale;
-    if (isfinite(in->min_abs_nonzero)) ret->min_abs_nonzero = in->min_abs_nonzero / scale;
+    /* A scale far from 1 can take a quotient beyond double: it saturates at
+     * the largest (or smallest non-zero) magnitude, as the histogram does. */
+    ret->min = saturating_div(in->min, scale, &exact);
+    ret->max = saturating_div(in->max, scale, &exact);
+    ret->absmax = saturating_div(in->absmax, scale, &exact);
+    if (isfinite(in->min_abs_nonzero))
+      ret->min_abs_nonzero = saturating_div(in->min_abs_nonzero, scale, &exact);
   }
   bool casts_exact = casts_from_hist(ret, mp_format_of(in->dtype), k);
   if (ret_casts_estimate) *ret_casts_estimate = !exact || !casts_exact;

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analysis/advice.h"
 #include "analysis/scan.h"
@@ -383,6 +384,39 @@ static void unscaling_by_another_scale_is_an_estimate(void **state) {
   assert_true(fabs(u.absmax - s.absmax / 1000) == 0);
 }
 
+/* A declared scale far below 1 (2^-1074, the smallest the launcher takes;
+ * any positive double from a program's mark or a raw file) puts x / scale
+ * beyond double: the extremes saturate like the histogram, and the advice on
+ * that record ends (the fp8 scale search once looped forever on absmax = inf). */
+static void unscaling_beyond_double_saturates_and_advice_ends(void **state) {
+  (void)state;
+  float v[64];
+  scaled_values(v, 64, 1, 11);
+  mp_stats s, u;
+  record_of(&s, v, 64);
+  alarm(20); /* a hang fails the test instead of stalling the suite */
+  for (int sign = -1; sign <= 1; sign += 2) {
+    bool casts_estimate;
+    assert_false(mp_stats_unscale(&s, ldexp(1.0, sign * 1074), &u, &casts_estimate));
+    assert_true(casts_estimate);
+    assert_true(isfinite(u.absmax) && u.absmax > 0);
+    assert_true(isfinite(u.min) && isfinite(u.max));
+    assert_true(isfinite(u.min_abs_nonzero) && u.min_abs_nonzero > 0);
+    assert_true(u.min_abs_nonzero <= u.absmax);
+    mp_advice a;
+    mp_advise(&u, NULL, &a);
+    assert_true(a.judged);
+    assert_true(isfinite(a.fp8_e4m3.underflow_fraction));
+  }
+  /* A record whose absmax is not finite (inconsistent input) gets no fp8 fit. */
+  u = s;
+  u.absmax = INFINITY;
+  mp_advice a;
+  mp_advise(&u, NULL, &a);
+  assert_false(a.fp8_e4m3.fits);
+  alarm(0);
+}
+
 static void
 a_binade_across_the_fp16_flush_threshold_makes_the_cast_counts_an_estimate(void **state) {
   (void)state;
@@ -453,6 +487,7 @@ int main(void) {
       cmocka_unit_test(unscaling_by_a_power_of_two_shifts_the_histogram_exactly),
       cmocka_unit_test(unscaling_by_one_is_the_record_itself),
       cmocka_unit_test(unscaling_by_another_scale_is_an_estimate),
+      cmocka_unit_test(unscaling_beyond_double_saturates_and_advice_ends),
       cmocka_unit_test(a_binade_across_the_fp16_flush_threshold_makes_the_cast_counts_an_estimate),
       cmocka_unit_test(loss_scales_parse_as_numbers_or_powers_of_two),
       cmocka_unit_test(underflow_threshold_is_a_parameter),
