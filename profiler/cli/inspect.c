@@ -82,7 +82,7 @@ static int parse_args(int argc, char **argv, inspect_opts *o, int *ret_first_fil
   optind = 1;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, "hj", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":hj", longopts, NULL)) != -1) {
     switch (c) {
     case 'j':
       o->json = true;
@@ -113,9 +113,13 @@ static int parse_args(int argc, char **argv, inspect_opts *o, int *ret_first_fil
     case 'h':
       usage(stdout);
       return -0x100; /* exit 0 */
+    case ':':
+      fprintf(stderr, "mpprof: inspect: option '%s' needs a value (see 'mpprof help inspect')\n",
+              argv[optind - 1]);
+      return -2;
     default:
-      fprintf(stderr, "mpprof: inspect: unknown or incomplete option '%s'\n", argv[optind - 1]);
-      usage(stderr);
+      fprintf(stderr, "mpprof: inspect: unknown option '%s' (see 'mpprof help inspect')\n",
+              argv[optind - 1]);
       return -2;
     }
   }

@@ -52,7 +52,12 @@ int mpprof_cmd_report(int argc, char **argv) {
     report_usage(stdout);
     return 0;
   }
-  if (argc != 2 || argv[1][0] == '-') {
+  for (int i = 1; i < argc; i++)
+    if (argv[i][0] == '-') {
+      fprintf(stderr, "mpprof: report: unknown option '%s' (see 'mpprof help report')\n", argv[i]);
+      return 2;
+    }
+  if (argc != 2) {
     report_usage(stderr);
     return 2;
   }
@@ -194,7 +199,8 @@ int mpprof_cmd_merge(int argc, char **argv) {
     } else if (!strncmp(argv[i], "-o", 2) && argv[i][2]) {
       out = argv[i] + 2;
     } else if (argv[i][0] == '-') {
-      fprintf(stderr, "mpprof: merge: unknown option %s\n", argv[i]);
+      fprintf(stderr, "mpprof: merge: %s '%s' (see 'mpprof help merge')\n",
+              strcmp(argv[i], "-o") ? "unknown option" : "no OUT_DIR after", argv[i]);
       free(dirs);
       return 2;
     } else {
@@ -253,7 +259,8 @@ int mpprof_cmd_diff(int argc, char **argv) {
     } else if (!strncmp(argv[i], "-o", 2) && argv[i][2]) {
       out = argv[i] + 2;
     } else if (argv[i][0] == '-') {
-      fprintf(stderr, "mpprof: diff: unknown option '%s' (see 'mpprof help diff')\n", argv[i]);
+      fprintf(stderr, "mpprof: diff: %s '%s' (see 'mpprof help diff')\n",
+              strcmp(argv[i], "-o") ? "unknown option" : "no OUT_DIR after", argv[i]);
       return 2;
     } else if (n < 2) {
       ab[n++] = argv[i];

@@ -296,6 +296,24 @@ static void usage_errors_exit_2(void **st) {
   expect_usage_error(bad_frac);
 }
 
+/* README: an unknown option is one line naming it and pointing at
+ * `mpprof help inspect` (not the whole usage text); so is a missing value. */
+static void an_unknown_option_is_one_line(void **st) {
+  (void)st;
+  char *unknown[] = {(char *)mpprof_path, "inspect", "--frobnicate", "x.npy", NULL};
+  run_result r = run(unknown);
+  assert_int_equal(r.status, 2);
+  assert_int_equal(count_lines(r.err), 1);
+  assert_non_null(strstr(r.err, "unknown option '--frobnicate' (see 'mpprof help inspect')"));
+  run_free(&r);
+  char *no_value[] = {(char *)mpprof_path, "inspect", "--dtype", NULL};
+  r = run(no_value);
+  assert_int_equal(r.status, 2);
+  assert_int_equal(count_lines(r.err), 1);
+  assert_non_null(strstr(r.err, "'--dtype' needs a value (see 'mpprof help inspect')"));
+  run_free(&r);
+}
+
 static void help_exits_0_on_stdout(void **st) {
   (void)st;
   char *argv[] = {(char *)mpprof_path, "inspect", "--help", NULL};
@@ -324,6 +342,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(an_all_zero_tensor_has_nothing_to_judge),
       cmocka_unit_test(underflow_threshold_option_changes_the_verdict),
       cmocka_unit_test(usage_errors_exit_2),
+      cmocka_unit_test(an_unknown_option_is_one_line),
       cmocka_unit_test(help_exits_0_on_stdout),
   };
   return cmocka_run_group_tests(tests, setup, remove_tmp_dir);

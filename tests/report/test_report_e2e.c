@@ -292,6 +292,39 @@ static void the_launcher_explains_itself(void **state) {
   free(d);
 }
 
+/* README: an unknown option is one line naming it and pointing at `mpprof
+ * help SUBCOMMAND`, exit 2 -- for report, merge and diff too (report printed
+ * its usage, merge named no help); `-o` without a directory says so. */
+static void every_subcommand_names_an_unknown_option_in_one_line(void **state) {
+  (void)state;
+  char log[4200];
+  snprintf(log, sizeof log, "%s/log.txt", workdir);
+  struct {
+    char *argv[6];
+    const char *line;
+  } cases[] = {
+      {{(char *)mpprof, "report", "--bogus", "x", NULL},
+       "mpprof: report: unknown option '--bogus' (see 'mpprof help report')\n"},
+      {{(char *)mpprof, "merge", "--bogus", "x", "-o", "y"},
+       "mpprof: merge: unknown option '--bogus' (see 'mpprof help merge')\n"},
+      {{(char *)mpprof, "merge", "x", "-o", NULL},
+       "mpprof: merge: no OUT_DIR after '-o' (see 'mpprof help merge')\n"},
+      {{(char *)mpprof, "diff", "x", "y", "-o", NULL},
+       "mpprof: diff: no OUT_DIR after '-o' (see 'mpprof help diff')\n"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    unlink(log);
+    char *argv[7] = {0};
+    memcpy(argv, cases[i].argv, sizeof cases[i].argv);
+    assert_int_equal(run(argv), 2);
+    char *text = rg_read_text(workdir, "log.txt", NULL);
+    assert_non_null(text);
+    assert_string_equal(text, cases[i].line);
+    free(text);
+  }
+  unlink(log);
+}
+
 /* merge of runs of different programs warns. */
 static void merge_of_different_programs_warns(void **state) {
   (void)state;
@@ -337,6 +370,7 @@ int main(void) {
       cmocka_unit_test(mpprof_diff_compares_fp32_and_fp16_runs),
       cmocka_unit_test(the_launcher_explains_itself),
       cmocka_unit_test(merge_of_different_programs_warns),
+      cmocka_unit_test(every_subcommand_names_an_unknown_option_in_one_line),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
