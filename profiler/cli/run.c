@@ -66,7 +66,8 @@ static void usage(FILE *f) {
         "                    [--shadow[=N]] [--shadow-max-mb MB] [--shadow-max-rel X]\n"
         "                    [--] PROGRAM ARGS...\n"
         "  -o, --output DIR   where raw files and the report go\n"
-        "                     (default: mpprof-<program>-<date> in the current directory)\n"
+        "                     (default: a new mpprof-<program>-<date>[-N] in the current\n"
+        "                     directory)\n"
         "  --force            use DIR even when it is not empty (its old raw files are removed)\n"
         "  --scan MODE        which tensors are scanned: all (default), outputs, none\n"
         "  --sample N|auto    scan every Nth call of each op site; auto (default): every call\n"
@@ -365,6 +366,21 @@ static void default_out(char *buf, size_t n, const char *program) {
   char date[32];
   strftime(date, sizeof date, "%Y%m%d-%H%M%S", &tm);
   snprintf(buf, n, "mpprof-%s-%s", base, date);
+}
+
+/* Makes the default directory under a name no earlier run took: a second run
+ * started within the same second gets buf-2, then buf-3, ... (the name is
+ * updated in buf). 0, or -1 when none could be made (the caller's usual
+ * checks then report why). */
+static int make_default_out(char *buf, size_t n) {
+  size_t len = strlen(buf);
+  for (int i = 1; i <= 1000; i++) {
+    if (i > 1 && (size_t)snprintf(buf + len, n - len, "-%d", i) >= n - len) break;
+    if (mkdir(buf, 0777) == 0) return 0;
+    if (errno != EEXIST) break;
+  }
+  buf[len] = '\0';
+  return -1;
 }
 
 /* --- finding libmpprof.so --- */
@@ -719,12 +735,14 @@ int mpprof_cmd_run(int argc, char **argv) {
   if (find_library(lib, sizeof lib) < 0) return 2;
 
   char outbuf[PATH_MAX];
+  bool made_default = false;
   if (!o.out) {
     default_out(outbuf, sizeof outbuf, o.argv[0]);
+    made_default = make_default_out(outbuf, sizeof outbuf) == 0;
     o.out = outbuf;
   }
   struct stat stt;
-  bool existed = stat(o.out, &stt) == 0;
+  bool existed = !made_default && stat(o.out, &stt) == 0;
   if (existed && !S_ISDIR(stt.st_mode)) {
     fprintf(stderr, "mpprof: %s exists and is not a directory\n", o.out);
     return 2;

@@ -8,6 +8,7 @@
  * MPP_SIMCUDA, MPP_WORKDIR. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -325,6 +327,53 @@ static void every_subcommand_names_an_unknown_option_in_one_line(void **state) {
   unlink(log);
 }
 
+/* Without -o, a run makes its own directory: a second run started in the
+ * same second as an earlier one (here: the default names of this second and
+ * the next few already hold a run) gets NAME-2 instead of being refused with
+ * exit 2 (and advice to --force away the earlier run's raw files). */
+static void two_runs_in_one_second_get_two_default_directories(void **state) {
+  (void)state;
+  char *cwd = out_dir("default-names");
+  assert_int_equal(mkdir(cwd, 0755), 0);
+  char old[PATH_MAX];
+  assert_non_null(getcwd(old, sizeof old));
+  assert_int_equal(chdir(cwd), 0);
+  const char *base = strrchr(mlp_train, '/') ? strrchr(mlp_train, '/') + 1 : mlp_train;
+  time_t now = time(NULL);
+  char names[4][200];
+  for (int i = 0; i < 4; i++) {
+    time_t t = now + i;
+    struct tm tm;
+    localtime_r(&t, &tm);
+    char date[32];
+    strftime(date, sizeof date, "%Y%m%d-%H%M%S", &tm);
+    snprintf(names[i], sizeof names[i], "mpprof-%s-%s", base, date);
+    char taken[260];
+    snprintf(taken, sizeof taken, "%s/raw", names[i]);
+    assert_int_equal(mkdir(names[i], 0755), 0);
+    assert_int_equal(mkdir(taken, 0755), 0); /* an earlier run's output */
+  }
+  char *argv[] = {(char *)mpprof, (char *)mlp_train, "--steps", "1", NULL};
+  int rc = run(argv);
+  int made = -1;
+  for (int i = 0; i < 4 && made < 0; i++) {
+    char report[260];
+    snprintf(report, sizeof report, "%s-2/report.json", names[i]);
+    if (access(report, F_OK) == 0) made = i;
+  }
+  for (int i = 0; i < 4; i++) { /* the earlier runs' directories are as they were */
+    char raw[260];
+    snprintf(raw, sizeof raw, "%s/raw", names[i]);
+    struct stat st;
+    assert_int_equal(stat(raw, &st), 0);
+    assert_int_not_equal(access(strcat(names[i], "/report.json"), F_OK), 0);
+  }
+  assert_int_equal(chdir(old), 0);
+  assert_int_equal(rc, 0);
+  assert_true(made >= 0);
+  free(cwd);
+}
+
 /* merge of runs of different programs warns. */
 static void merge_of_different_programs_warns(void **state) {
   (void)state;
@@ -370,6 +419,7 @@ int main(void) {
       cmocka_unit_test(mpprof_diff_compares_fp32_and_fp16_runs),
       cmocka_unit_test(the_launcher_explains_itself),
       cmocka_unit_test(merge_of_different_programs_warns),
+      cmocka_unit_test(two_runs_in_one_second_get_two_default_directories),
       cmocka_unit_test(every_subcommand_names_an_unknown_option_in_one_line),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
