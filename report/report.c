@@ -42,7 +42,9 @@ static char *program_of(const mpprof_model *m) {
 }
 
 static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
-  if (m->n_procs == 0)
+  if (m->n_procs == 0 && m->n_skipped)
+    fprintf(f, "mpprof: no usable raw profile file in %s/raw: every one was skipped\n", out_dir);
+  else if (m->n_procs == 0)
     fprintf(f, "mpprof: no raw profile files in %s/raw: nothing was profiled\n", out_dir);
   else if (mpprof_capture_all_outside(m))
     fprintf(f,

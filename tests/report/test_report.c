@@ -1021,6 +1021,34 @@ static void an_empty_raw_directory_gives_an_empty_report(void **state) {
   free(dir);
 }
 
+/* Raw files that are all skipped are not "nothing was profiled": the summary
+ * line and summary.message say every file was skipped. */
+static void a_raw_directory_of_only_bad_files_says_they_were_skipped(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("allbad");
+  rg_write_text(dir, "truncated.json", "{\"schema\":\"mpprof.raw/1\"", 25);
+  char path[4200];
+  snprintf(path, sizeof path, "%s/summary.txt", dir);
+  FILE *f = fopen(path, "w+");
+  assert_non_null(f);
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = f, .warnings = NULL};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+  rewind(f);
+  char line[512] = "";
+  assert_non_null(fgets(line, sizeof line, f));
+  fclose(f);
+  assert_non_null(strstr(line, "no usable raw profile file"));
+  assert_null(strstr(line, "nothing was profiled"));
+  cJSON *rep = rg_read_json(dir, "report.json");
+  assert_non_null(rep);
+  assert_int_equal(cJSON_GetArraySize(get(rep, "skipped_files")), 1);
+  assert_non_null(strstr(get(rep, "summary.message")->valuestring, "every one was skipped"));
+  cJSON_Delete(rep);
+  unlink(path);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* The library returns the error (the CLI prints it as "mpprof: MESSAGE"). */
 static void a_missing_raw_directory_is_an_error(void **state) {
   (void)state;
@@ -1064,6 +1092,7 @@ int main(void) {
       cmocka_unit_test(a_checkpoint_file_marks_the_report_incomplete),
       cmocka_unit_test(a_run_without_cuda_ops_says_so),
       cmocka_unit_test(an_empty_raw_directory_gives_an_empty_report),
+      cmocka_unit_test(a_raw_directory_of_only_bad_files_says_they_were_skipped),
       cmocka_unit_test(a_missing_raw_directory_is_an_error),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
