@@ -282,13 +282,14 @@ static int rule_gradients_flushed(mpprof_model *m) {
   return each_layer(m, flushed_findings);
 }
 
-/* ---- layer rules: called only for layers with a verdict (adv.known) ---- */
+/* ---- layer rules: called only for layers with a verdict (adv.known), or
+ * for every layer when the rule says any_layer ---- */
 
 static int rule_fp16_overflow(mpprof_model *m, const mpprof_layer *l) {
   const mpprof_layer_tensor *ov = worst(l, MP_TCLASS_FORWARD, true);
   if (!ov) return 0;
   double fp16_max = mp_format_of(MP_FP16)->max_finite;
-  bool fp32 = l->adv.rec == MP_REC_FP32;
+  bool fp32 = l->adv.known && l->adv.rec == MP_REC_FP32;
   const mp_format *own = mp_format_of(ov->st.dtype);
   mpprof_finding *f;
   if (ov->st.saturated && own) /* an fp8 output the op clamped: overflow of unknown size */
@@ -1051,7 +1052,7 @@ static int rule_compiled_region(mpprof_model *m) {
 
 /* Every kind, in the order the rules run (layer rules layer by layer). */
 const mpprof_finding_rule mpprof_finding_rules[] = {
-    {"fp16_overflow", rule_fp16_overflow, NULL, false},
+    {"fp16_overflow", rule_fp16_overflow, NULL, false, true},
     {"fp16_forward_underflow", rule_fp16_forward_underflow, NULL, false},
     {"gradient_underflow", rule_gradient_underflow, NULL, false},
     {"gradient_range", rule_gradient_range, NULL, false},
@@ -1086,7 +1087,7 @@ const size_t mpprof_n_finding_rules = sizeof mpprof_finding_rules / sizeof mppro
 int mpprof_finding_rule_run(mpprof_model *m, const mpprof_finding_rule *r) {
   if (r->model) return r->model(m);
   for (size_t i = 0; i < m->n_layers; i++)
-    if (m->layers[i].adv.known && r->layer(m, &m->layers[i])) return -1;
+    if ((m->layers[i].adv.known || r->any_layer) && r->layer(m, &m->layers[i])) return -1;
   return 0;
 }
 
@@ -1112,7 +1113,8 @@ int mpprof_build_findings(mpprof_model *m) {
   const mpprof_finding_rule *r = mpprof_finding_rules, *end = r + mpprof_n_finding_rules;
   for (size_t i = 0; i < m->n_layers; i++) /* layer by layer: ties keep this order */
     for (const mpprof_finding_rule *k = r; k < end; k++)
-      if (k->layer && m->layers[i].adv.known && k->layer(m, &m->layers[i])) return -1;
+      if (k->layer && (m->layers[i].adv.known || k->any_layer) && k->layer(m, &m->layers[i]))
+        return -1;
   for (const mpprof_finding_rule *k = r; k < end; k++)
     if (k->model && !k->note && k->model(m)) return -1;
   /* Problems rank by impact; notes about the data (impact 0) go last. */

@@ -7,7 +7,8 @@
  *   fp16: its verdict is fp16, or fp16_loss_scale with the global loss scale
  *         (the intersection of the fp16 layers' windows) existing.
  * A layer that does not fit is kept in bf16 (fp16 plans, when bf16 fits it and
- * the GPU has bf16) or fp32. fp16 needs a GradScaler when the global loss scale
+ * the GPU has bf16) or fp32; so is a layer without a verdict whose values
+ * overflow the autocast dtype. fp16 needs a GradScaler when the global loss scale
  * is needed (2^0 outside the window), at init_scale 2^recommended_log2.
  * The recommended plan keeps the fewest layers out of autocast; on a tie,
  * bf16 (no scaler to tune). bf16 is offered only when every process's GPU
@@ -62,7 +63,17 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
   if (!p->keep) return -1;
   for (size_t i = 0; i < m->n_layers; i++) {
     const mpprof_layer *l = &m->layers[i];
-    if (!l->adv.known) continue;
+    if (!l->adv.known) {
+      /* No verdict (say its gradients were never seen non-zero), but a value
+       * that overflows the autocast dtype is a fact: keep the layer out. */
+      if ((dt == MP_BF16 ? l->bf16_overflow.pct : l->fp16_overflow.pct) > 0) {
+        p->keep[p->n_keep].layer = i;
+        p->keep[p->n_keep].dtype =
+            dt == MP_FP16 && bf16_ok && l->bf16_overflow.pct == 0 ? MP_BF16 : MP_FP32;
+        p->n_keep++;
+      }
+      continue;
+    }
     p->n_known++;
     bool fits = dt == MP_BF16 ? fits_bf16(m, l) : fits_fp16(m, l);
     if (fits) {
@@ -247,12 +258,15 @@ static cJSON *plan_json(const mpprof_model *m, const mpprof_plan *p) {
   size_t k = 0;
   for (size_t i = 0; i < m->n_layers; i++) {
     const mpprof_layer *l = &m->layers[i];
-    if (!l->adv.known) continue;
     bool kept = k < p->n_keep && p->keep[k].layer == i;
+    if (!l->adv.known && !kept) continue; /* kept without a verdict: listed, verdict null */
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "dtype", mp_dtype_name(kept ? p->keep[k].dtype : p->autocast));
     cJSON_AddBoolToObject(e, "autocast", !kept);
-    cJSON_AddStringToObject(e, "verdict", mp_recommendation_name(l->adv.rec));
+    if (l->adv.known)
+      cJSON_AddStringToObject(e, "verdict", mp_recommendation_name(l->adv.rec));
+    else
+      cJSON_AddNullToObject(e, "verdict");
     cJSON_AddStringToObject(e, "module", module_of(layer_label(l)));
     cJSON_AddItemToObject(layers, layer_label(l), e);
     if (kept) k++;

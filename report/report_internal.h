@@ -574,6 +574,9 @@ typedef struct mpprof_finding_rule {
   int (*layer)(mpprof_model *m, const mpprof_layer *l); /* per layer with a verdict, or NULL */
   int (*model)(mpprof_model *m);                        /* once per report, or NULL */
   bool note; /* about the data: listed after the ranked problems */
+  /* layer rule that runs for layers without a verdict too: its fact (a
+   * forward value beyond fp16) stands without the gradients' */
+  bool any_layer;
 } mpprof_finding_rule;
 extern const mpprof_finding_rule mpprof_finding_rules[];
 extern const size_t mpprof_n_finding_rules;

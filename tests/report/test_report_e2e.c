@@ -215,6 +215,48 @@ static void the_plan_is_bf16_autocast_and_plan_json_says_so(void **state) {
   free(d);
 }
 
+/* mlp_train --precision fp16 without a loss scale: fc1's gradients flush to
+ * zero in fp16 (no verdict: "does not learn"), but its forward output still
+ * overflows fp16. The fp16_overflow finding is still made, and the fp16 plan
+ * keeps fc1 out of fp16 autocast (it used to put it in, as "all 2 layers
+ * fit"); plan.json lists it with verdict null. */
+static void a_layer_without_a_verdict_that_overflows_fp16_stays_out_of_fp16(void **state) {
+  (void)state;
+  char *d = out_dir("plan-fp16-noscale");
+  char *argv[] = {(char *)mpprof, "-o",   d,   (char *)mlp_train, "--steps", "3",
+                  "--precision",  "fp16", NULL};
+  assert_int_equal(run(argv), 0);
+  cJSON *rep = rg_read_json(d, "report.json");
+  assert_non_null(rep);
+  const cJSON *adv = cJSON_GetObjectItem(layer(rep, "step/mlp/fc1"), "advice");
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(adv, "recommended"))); /* no verdict */
+  bool overflow = false;
+  const cJSON *f;
+  cJSON_ArrayForEach(f, cJSON_GetObjectItem(rep, "findings")) {
+    const cJSON *l = cJSON_GetObjectItem(f, "layer");
+    if (!strcmp(cJSON_GetObjectItem(f, "kind")->valuestring, "fp16_overflow") &&
+        cJSON_IsString(l) && !strcmp(l->valuestring, "step/mlp/fc1"))
+      overflow = true;
+  }
+  assert_true(overflow);
+  cJSON *plan = rg_read_json(d, "plan.json");
+  assert_non_null(plan);
+  const cJSON *fp16 = cJSON_GetObjectItem(plan, "recommended");
+  if (strcmp(cJSON_GetObjectItem(fp16, "autocast")->valuestring, "fp16"))
+    fp16 = cJSON_GetObjectItem(plan, "alternative");
+  assert_string_equal(cJSON_GetObjectItem(fp16, "autocast")->valuestring, "fp16");
+  const cJSON *fc1 = cJSON_GetObjectItem(cJSON_GetObjectItem(fp16, "layers"), "step/mlp/fc1");
+  assert_non_null(fc1);
+  assert_false(cJSON_IsTrue(cJSON_GetObjectItem(fc1, "autocast")));
+  assert_string_equal(cJSON_GetObjectItem(fc1, "dtype")->valuestring, "bf16");
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(fc1, "verdict")));
+  assert_non_null(
+      strstr(cJSON_GetObjectItem(fp16, "summary")->valuestring, "keep step/mlp/fc1 in bf16"));
+  cJSON_Delete(plan);
+  cJSON_Delete(rep);
+  free(d);
+}
+
 /* mpprof diff on the fp32 and fp16 runs of mlp_train: every layer in both,
  * dtypes fp32 before and fp16 after, TC share 0 before and 1 after, nothing
  * only in one run; the output directory is refused when not empty. */
@@ -421,6 +463,7 @@ int main(void) {
       cmocka_unit_test(merge_of_different_programs_warns),
       cmocka_unit_test(two_runs_in_one_second_get_two_default_directories),
       cmocka_unit_test(every_subcommand_names_an_unknown_option_in_one_line),
+      cmocka_unit_test(a_layer_without_a_verdict_that_overflows_fp16_stays_out_of_fp16),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
