@@ -242,7 +242,8 @@ static void diff_usage(FILE *out) {
         "  compares two runs' reports (A/report.json, B/report.json) layer by layer:\n"
         "  dtypes, compute type, Tensor Core share, GPU time, fp16 overflow/flush,\n"
         "  verdict, and the op sites found in one run only; writes OUT_DIR/diff.html\n"
-        "  and diff.json (default OUT_DIR: mpprof-diff-<date>; it must be empty)\n",
+        "  and diff.json (default OUT_DIR: a new mpprof-diff-<date>[-N]; a given one\n"
+        "  must be empty)\n",
         out);
 }
 
@@ -274,15 +275,23 @@ int mpprof_cmd_diff(int argc, char **argv) {
     return 2;
   }
   char def[64];
+  bool made = false;
   if (!out) {
     time_t now = time(NULL);
     struct tm tm;
     localtime_r(&now, &tm);
-    strftime(def, sizeof def, "mpprof-diff-%Y%m%d-%H%M%S", &tm);
+    size_t len = strftime(def, sizeof def, "mpprof-diff-%Y%m%d-%H%M%S", &tm);
+    /* made here, under a name no earlier diff of the same second took */
+    for (int i = 1; i <= 1000 && !made; i++) {
+      if (i > 1) snprintf(def + len, sizeof def - len, "-%d", i);
+      made = mkdir(def, 0777) == 0;
+      if (!made && errno != EEXIST) break;
+    }
+    if (!made) def[len] = '\0';
     out = def;
   }
   struct stat st;
-  bool existed = stat(out, &st) == 0;
+  bool existed = !made && stat(out, &st) == 0;
   if (existed) {
     DIR *d = S_ISDIR(st.st_mode) ? opendir(out) : NULL;
     bool empty = d != NULL;
@@ -295,7 +304,7 @@ int mpprof_cmd_diff(int argc, char **argv) {
               S_ISDIR(st.st_mode) ? "is not empty" : "exists and is not a directory");
       return 2;
     }
-  } else if (mkdir(out, 0777) != 0) {
+  } else if (!made && mkdir(out, 0777) != 0) {
     fprintf(stderr, "mpprof: diff: cannot create %s: %s\n", out, strerror(errno));
     return 1;
   }

@@ -416,6 +416,46 @@ static void two_runs_in_one_second_get_two_default_directories(void **state) {
   free(cwd);
 }
 
+/* The same for mpprof diff's default mpprof-diff-<date>: a second diff in the
+ * same second used to be refused (exit 2, "is not empty"). */
+static void two_diffs_in_one_second_get_two_default_directories(void **state) {
+  (void)state;
+  char *a = profile_mlp("diffname-a"), *b = profile_mlp("diffname-b");
+  char *cwd = out_dir("diff-default-names");
+  assert_int_equal(mkdir(cwd, 0755), 0);
+  char old[PATH_MAX];
+  assert_non_null(getcwd(old, sizeof old));
+  assert_int_equal(chdir(cwd), 0);
+  time_t now = time(NULL);
+  char names[4][64];
+  for (int i = 0; i < 4; i++) {
+    time_t t = now + i;
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(names[i], sizeof names[i], "mpprof-diff-%Y%m%d-%H%M%S", &tm);
+    char taken[100];
+    snprintf(taken, sizeof taken, "%s/diff.json", names[i]);
+    assert_int_equal(mkdir(names[i], 0755), 0);
+    FILE *f = fopen(taken, "w"); /* an earlier diff's output */
+    assert_non_null(f);
+    fclose(f);
+  }
+  char *argv[] = {(char *)mpprof, "diff", a, b, NULL};
+  int rc = run(argv);
+  int made = -1;
+  for (int i = 0; i < 4 && made < 0; i++) {
+    char html[100];
+    snprintf(html, sizeof html, "%s-2/diff.html", names[i]);
+    if (access(html, F_OK) == 0) made = i;
+  }
+  assert_int_equal(chdir(old), 0);
+  assert_int_equal(rc, 0);
+  assert_true(made >= 0);
+  free(cwd);
+  free(a);
+  free(b);
+}
+
 /* merge of runs of different programs warns. */
 static void merge_of_different_programs_warns(void **state) {
   (void)state;
@@ -462,6 +502,7 @@ int main(void) {
       cmocka_unit_test(the_launcher_explains_itself),
       cmocka_unit_test(merge_of_different_programs_warns),
       cmocka_unit_test(two_runs_in_one_second_get_two_default_directories),
+      cmocka_unit_test(two_diffs_in_one_second_get_two_default_directories),
       cmocka_unit_test(every_subcommand_names_an_unknown_option_in_one_line),
       cmocka_unit_test(a_layer_without_a_verdict_that_overflows_fp16_stays_out_of_fp16),
   };
