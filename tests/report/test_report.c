@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -991,6 +992,46 @@ static void a_checkpoint_file_marks_the_report_incomplete(void **state) {
   free(dir);
 }
 
+/* A finished process that hit MPPROF_MAX_SITES: the summary on stderr says
+ * the run is incomplete (it was only an info finding, past the top ones). */
+static void an_incomplete_process_is_named_in_the_summary(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("capped");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &P0);
+  rg_site_end(&r, fwd_site(0, "x/fwd", -4, 4));
+  rg_end(&r);
+  size_t len = 0;
+  char *raw = rg_read_text(dir, "raw/a.json", &len);
+  assert_non_null(raw);
+  const char *from = "\"incomplete\":false,\"incomplete_reasons\":[]";
+  const char *to = "\"incomplete\":true,\"incomplete_reasons\":[\"max_sites (1) reached: 7 ops "
+                   "not attributed\"]";
+  char *at = strstr(raw, from);
+  assert_non_null(at);
+  char *edited = NULL;
+  assert_true(asprintf(&edited, "%.*s%s%s", (int)(at - raw), raw, to, at + strlen(from)) > 0);
+  rg_write_text(dir, "a.json", edited, strlen(edited));
+  char path[4200];
+  snprintf(path, sizeof path, "%s/summary.txt", dir);
+  FILE *f = fopen(path, "w+");
+  assert_non_null(f);
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = f, .warnings = NULL};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+  rewind(f);
+  char text[8192];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  text[n] = '\0';
+  fclose(f);
+  assert_non_null(strstr(text, "incomplete: 1 process recorded only part of the run (max_sites (1) "
+                               "reached: 7 ops not attributed)"));
+  unlink(path);
+  free(edited);
+  free(raw);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static void a_run_without_cuda_ops_says_so(void **state) {
   (void)state;
   char *dir = rg_tmpdir("empty");
@@ -1090,6 +1131,7 @@ int main(void) {
       cmocka_unit_test(escapes_and_brackets_in_strings_are_skipped_at_any_offset),
       cmocka_unit_test(doubles_are_written_as_mpprof_json_double_writes_them),
       cmocka_unit_test(a_checkpoint_file_marks_the_report_incomplete),
+      cmocka_unit_test(an_incomplete_process_is_named_in_the_summary),
       cmocka_unit_test(a_run_without_cuda_ops_says_so),
       cmocka_unit_test(an_empty_raw_directory_gives_an_empty_report),
       cmocka_unit_test(a_raw_directory_of_only_bad_files_says_they_were_skipped),
