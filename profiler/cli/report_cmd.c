@@ -215,6 +215,8 @@ int mpprof_cmd_merge(int argc, char **argv) {
   char *out_raw = NULL;
   int rc = asprintf(&out_raw, "%s/raw", out) < 0 ? -1 : 0;
   int out_fd = -1, raw_fd = -1;
+  struct stat st;
+  bool existed = lstat(out, &st) == 0;
   if (rc == 0) {
     out_fd = mpp_sf_open_dir(AT_FDCWD, out, MPP_SF_CREATE | MPP_SF_USER_PATH);
     /* OUT/raw is never a link: nothing is written outside OUT. */
@@ -229,6 +231,10 @@ int mpprof_cmd_merge(int argc, char **argv) {
   for (int i = 0; rc == 0 && i < ndirs; i++)
     rc = bring_dir(dirs[i], raw_fd, out_raw);
   if (raw_fd >= 0) close(raw_fd);
+  if (rc && out_fd >= 0 && !existed) {
+    /* a failed merge leaves no empty OUT_DIR it made (only if still empty) */
+    if (unlinkat(out_fd, "raw", AT_REMOVEDIR) == 0) rmdir(out);
+  }
   if (out_fd >= 0) close(out_fd);
   free(out_raw);
   free(dirs);

@@ -382,7 +382,7 @@ static void two_runs_in_one_second_get_two_default_directories(void **state) {
   assert_int_equal(chdir(cwd), 0);
   const char *base = strrchr(mlp_train, '/') ? strrchr(mlp_train, '/') + 1 : mlp_train;
   time_t now = time(NULL);
-  char names[4][200];
+  char names[4][256];
   for (int i = 0; i < 4; i++) {
     time_t t = now + i;
     struct tm tm;
@@ -390,8 +390,8 @@ static void two_runs_in_one_second_get_two_default_directories(void **state) {
     char date[32];
     strftime(date, sizeof date, "%Y%m%d-%H%M%S", &tm);
     snprintf(names[i], sizeof names[i], "mpprof-%s-%s", base, date);
-    char taken[260];
-    snprintf(taken, sizeof taken, "%s/raw", names[i]);
+    char taken[512];
+    assert_true(snprintf(taken, sizeof taken, "%s/raw", names[i]) < (int)sizeof taken);
     assert_int_equal(mkdir(names[i], 0755), 0);
     assert_int_equal(mkdir(taken, 0755), 0); /* an earlier run's output */
   }
@@ -399,16 +399,17 @@ static void two_runs_in_one_second_get_two_default_directories(void **state) {
   int rc = run(argv);
   int made = -1;
   for (int i = 0; i < 4 && made < 0; i++) {
-    char report[260];
-    snprintf(report, sizeof report, "%s-2/report.json", names[i]);
+    char report[512];
+    assert_true(snprintf(report, sizeof report, "%s-2/report.json", names[i]) < (int)sizeof report);
     if (access(report, F_OK) == 0) made = i;
   }
   for (int i = 0; i < 4; i++) { /* the earlier runs' directories are as they were */
-    char raw[260];
-    snprintf(raw, sizeof raw, "%s/raw", names[i]);
+    char raw[512];
+    assert_true(snprintf(raw, sizeof raw, "%s/raw", names[i]) < (int)sizeof raw);
     struct stat st;
     assert_int_equal(stat(raw, &st), 0);
-    assert_int_not_equal(access(strcat(names[i], "/report.json"), F_OK), 0);
+    assert_true(snprintf(raw, sizeof raw, "%s/report.json", names[i]) < (int)sizeof raw);
+    assert_int_not_equal(access(raw, F_OK), 0);
   }
   assert_int_equal(chdir(old), 0);
   assert_int_equal(rc, 0);
@@ -433,8 +434,8 @@ static void two_diffs_in_one_second_get_two_default_directories(void **state) {
     struct tm tm;
     localtime_r(&t, &tm);
     strftime(names[i], sizeof names[i], "mpprof-diff-%Y%m%d-%H%M%S", &tm);
-    char taken[100];
-    snprintf(taken, sizeof taken, "%s/diff.json", names[i]);
+    char taken[512];
+    assert_true(snprintf(taken, sizeof taken, "%s/diff.json", names[i]) < (int)sizeof taken);
     assert_int_equal(mkdir(names[i], 0755), 0);
     FILE *f = fopen(taken, "w"); /* an earlier diff's output */
     assert_non_null(f);
@@ -444,8 +445,8 @@ static void two_diffs_in_one_second_get_two_default_directories(void **state) {
   int rc = run(argv);
   int made = -1;
   for (int i = 0; i < 4 && made < 0; i++) {
-    char html[100];
-    snprintf(html, sizeof html, "%s-2/diff.html", names[i]);
+    char html[512];
+    assert_true(snprintf(html, sizeof html, "%s-2/diff.html", names[i]) < (int)sizeof html);
     if (access(html, F_OK) == 0) made = i;
   }
   assert_int_equal(chdir(old), 0);
@@ -454,6 +455,19 @@ static void two_diffs_in_one_second_get_two_default_directories(void **state) {
   free(cwd);
   free(a);
   free(b);
+}
+
+/* A merge that fails (an input that does not exist) leaves no empty OUT_DIR
+ * behind when it made it (as run and diff do). */
+static void a_failed_merge_leaves_no_empty_directory(void **state) {
+  (void)state;
+  char *c = out_dir("merge-fails"), *missing = out_dir("merge-no-such-input");
+  char *argv[] = {(char *)mpprof, "merge", missing, "-o", c, NULL};
+  assert_int_equal(run(argv), 1);
+  struct stat st;
+  assert_int_not_equal(stat(c, &st), 0);
+  free(c);
+  free(missing);
 }
 
 /* merge of runs of different programs warns. */
@@ -503,6 +517,7 @@ int main(void) {
       cmocka_unit_test(merge_of_different_programs_warns),
       cmocka_unit_test(two_runs_in_one_second_get_two_default_directories),
       cmocka_unit_test(two_diffs_in_one_second_get_two_default_directories),
+      cmocka_unit_test(a_failed_merge_leaves_no_empty_directory),
       cmocka_unit_test(every_subcommand_names_an_unknown_option_in_one_line),
       cmocka_unit_test(a_layer_without_a_verdict_that_overflows_fp16_stays_out_of_fp16),
   };
