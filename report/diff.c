@@ -204,15 +204,55 @@ static cJSON *run_json(const char *dir, const cJSON *rep) {
   return o;
 }
 
+/* The file name part of the n bytes at w (up to its last '/'). */
+static void word_base(const char *w, size_t n, char *buf, size_t cap) {
+  const char *b = w;
+  for (size_t i = 0; i < n; i++)
+    if (w[i] == '/') b = w + i + 1;
+  size_t len = (size_t)(w + n - b);
+  if (len >= cap) len = cap - 1;
+  memcpy(buf, b, len);
+  buf[len] = '\0';
+}
+
+void mpprof_program_identity(const char *cmdline, char *buf, size_t n) {
+  if (n == 0) return;
+  buf[0] = '\0';
+  const char *p = cmdline ? cmdline : "", *first = NULL;
+  size_t first_len = 0;
+  bool after_m = false;
+  while (*p) {
+    while (*p == ' ')
+      p++;
+    if (!*p) break;
+    const char *w = p;
+    while (*p && *p != ' ')
+      p++;
+    size_t len = (size_t)(p - w);
+    if (!first) {
+      first = w;
+      first_len = len;
+    } else if (after_m || (len > 3 && !memcmp(w + len - 3, ".py", 3))) {
+      word_base(w, len, buf, n);
+      return;
+    }
+    after_m = len == 2 && !memcmp(w, "-m", 2);
+  }
+  if (first) word_base(first, first_len, buf, n);
+}
+
 static cJSON *build_diff(const char *da, const cJSON *a, const char *db, const cJSON *b) {
   cJSON *d = cJSON_CreateObject();
   cJSON_AddStringToObject(d, "schema", "mpprof.diff/1");
   cJSON_AddItemToObject(d, "a", run_json(da, a));
   cJSON_AddItemToObject(d, "b", run_json(db, b));
   const cJSON *pa = get(a, "program"), *pb = get(b, "program");
-  cJSON_AddBoolToObject(d, "same_program",
-                        cJSON_IsString(pa) && cJSON_IsString(pb) &&
-                            !strcmp(pa->valuestring, pb->valuestring));
+  bool strings = cJSON_IsString(pa) && cJSON_IsString(pb);
+  char ida[256], idb[256];
+  mpprof_program_identity(strings ? pa->valuestring : "", ida, sizeof ida);
+  mpprof_program_identity(strings ? pb->valuestring : "", idb, sizeof idb);
+  cJSON_AddBoolToObject(d, "same_program", strings && ida[0] && !strcmp(ida, idb));
+  cJSON_AddBoolToObject(d, "same_command", strings && !strcmp(pa->valuestring, pb->valuestring));
   cJSON *layers = cJSON_AddArrayToObject(d, "layers");
   const cJSON *l;
   /* A's layers in A's order, then those only in B. */
@@ -287,9 +327,11 @@ static void write_html(const cJSON *d, FILE *f) {
   }
   fputs("</tbody></table>\n", f);
   if (!cJSON_IsTrue(get(d, "same_program")))
-    fputs("<p class=\"warn\">The two runs profiled different programs (command lines differ): "
-          "layers are matched by name all the same.</p>\n",
+    fputs("<p class=\"warn\">The two runs profiled different programs (another script or "
+          "executable): layers are matched by name all the same.</p>\n",
           f);
+  else if (!cJSON_IsTrue(get(d, "same_command")))
+    fputs("<p>The same program with other arguments (command lines above).</p>\n", f);
   fputs("</section>\n<section id=\"layers\"><h2>Layers</h2><p>Per layer, A then B; changed "
         "cells are highlighted. TC share: Tensor Core kernel time over the layer's kernel time. "
         "fp16 overflow/flush: percent of values, worst tensor (report.json "

@@ -14,6 +14,15 @@
 int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_dir, FILE *summary,
                          mpprof_error *ret_error);
 
+/* The program a command line (argv joined by spaces) runs, into buf: the
+ * file name of the script or module it runs when it names one (the first word
+ * ending in ".py", or the word after "-m": `python3 train.py`, `torchrun
+ * --nproc_per_node 2 train.py` and `python -m pkg.train` run train.py,
+ * train.py and pkg.train whatever the interpreter or launcher), else the file
+ * name of its first word (`./train --precision fp16` runs train). Two runs of
+ * one program with other arguments (the fp32 and the AMP run) have the same. */
+void mpprof_program_identity(const char *cmdline, char *buf, size_t n);
+
 /* The command lines (argv joined by spaces, one per line, sorted, distinct)
  * of the processes whose raw files are in DIR/raw (or DIR itself), read from
  * each file's header; malloc'd, "" when none. */

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "rawgen.h"
+#include "report/diff.h"
 #include "report/report.h"
 #include "report/report_internal.h"
 #include "report/tensorio/stats_json.h"
@@ -1101,6 +1102,33 @@ static void a_missing_raw_directory_is_an_error(void **state) {
   assert_string_equal(e.message, "/nonexistent/mpprof-out/raw: No such file or directory");
 }
 
+/* mpprof diff's "same program": the script or module a command line runs,
+ * else its executable, whatever the interpreter, launcher or arguments. */
+static void a_runs_program_is_its_script_or_executable(void **state) {
+  (void)state;
+  static const char *const cases[][2] = {
+      {"build/samples/mlp_train --precision fp16", "mlp_train"},
+      {"./mlp_train", "mlp_train"},
+      {"/usr/bin/python3 /home/u/train.py --amp", "train.py"},
+      {"python train.py", "train.py"},
+      {"torchrun --nproc_per_node 2 train.py --epochs 1", "train.py"},
+      {"python3 -u -m pkg.train --lr 0.1", "pkg.train"},
+      {"python3 -m", "python3"}, /* -m with nothing after it */
+      {"  ./a.out  x.py", "x.py"},
+      {"", ""},
+  };
+  char buf[64];
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    mpprof_program_identity(cases[i][0], buf, sizeof buf);
+    assert_string_equal(buf, cases[i][1]);
+  }
+  mpprof_program_identity(NULL, buf, sizeof buf);
+  assert_string_equal(buf, "");
+  char tiny[4];
+  mpprof_program_identity("./mlp_train", tiny, sizeof tiny); /* cut, terminated */
+  assert_string_equal(tiny, "mlp");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(sites_with_the_same_key_merge_across_ranks),
@@ -1136,6 +1164,7 @@ int main(void) {
       cmocka_unit_test(an_empty_raw_directory_gives_an_empty_report),
       cmocka_unit_test(a_raw_directory_of_only_bad_files_says_they_were_skipped),
       cmocka_unit_test(a_missing_raw_directory_is_an_error),
+      cmocka_unit_test(a_runs_program_is_its_script_or_executable),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
