@@ -784,6 +784,14 @@ int mpprof_cmd_run(int argc, char **argv) {
             "mpprof: %s: no CUDA matrix ops were seen (no process loaded the CUDA libraries "
             "mpprof hooks, so nothing was recorded)\n",
             o.argv[0]);
+    /* --force removed the earlier run's raw files, not its report: say that
+     * what is left there no longer has raw files behind it. */
+    struct stat rs;
+    if (existed && fstatat(out, "report.json", &rs, AT_SYMLINK_NOFOLLOW) == 0)
+      fprintf(stderr,
+              "mpprof: the report in %s is an earlier run's (its raw files were removed by "
+              "--force, and this run recorded nothing)\n",
+              out_abs);
     if (!existed) remove_if_empty(out, out_abs);
     return status;
   }

@@ -328,6 +328,19 @@ static void the_launcher_explains_itself(void **state) {
   assert_null(strstr(text, "/raw"));
   free(text);
   unlink(log);
+  /* --force over a run's directory, recording nothing: its report stays, and
+   * mpprof says it is the earlier run's. */
+  char *first[] = {(char *)mpprof, "-o", d, (char *)mlp_train, "--steps", "1", NULL};
+  assert_int_equal(run(first), 0);
+  char *again[] = {(char *)mpprof, "-o", d, "--force", "/bin/true", NULL};
+  unlink(log);
+  assert_int_equal(run(again), 0);
+  assert_int_equal(stat(d, &st), 0);
+  text = rg_read_text(workdir, "log.txt", NULL);
+  assert_non_null(text);
+  assert_non_null(strstr(text, "is an earlier run's"));
+  free(text);
+  unlink(log);
   char *unknown[] = {(char *)mpprof, "--no-such-option", "/bin/true", NULL};
   assert_int_equal(run(unknown), 2);
   text = rg_read_text(workdir, "log.txt", NULL);
