@@ -80,6 +80,12 @@ typedef struct mp_shadow_gemm {
    * fp16 cast; the fp16 output then carries 2^(scale_log2[0] + scale_log2[1]),
    * divided out after its cast (a gradient GEMM at its loss scale). */
   int scale_log2[2];
+  /* MP_SH_FP16_SCALED: the product is further multiplied by
+   * 2^out_scale_log2 before that cast, and divided by it with the operands'
+   * scales after it: the output's own loss scale where it needs more than
+   * the operands give it (a gradient GEMM whose inputs fit fp16 but whose
+   * product flushes). 0: none. */
+  int out_scale_log2;
   /* A cuBLASLt epilogue that changes D (MP_SH_EPI_*) and an optional bias
    * vector (m values per batch matrix, bias_stride elements apart; read as
    * stored): reference and candidates are epi(alpha*P + bias). With either,

@@ -186,6 +186,7 @@ extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_err(mpp_sh
       v = mp_sh_epi_f(p.epilogue, v);
       r = mp_sh_epi_d(p.epilogue, r);
     }
+    if (p.out_scale_log2) v = mp_pow2_scale(v, p.out_scale_log2);
     float d = mp_sh_round_output((mp_dtype)p.cand_fmt, p.is_current, (mp_dtype)p.out_dtype, v);
     if (p.unscale_log2) d = mp_pow2_scale(d, -p.unscale_log2);
     if (p.capture) p.capture[o] = d;

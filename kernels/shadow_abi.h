@@ -110,8 +110,10 @@ typedef struct mpp_sh_err_params {
   float alpha_f; /* the candidate: round_output(cand * inv_a * inv_b * alpha_f) */
   int cand_fmt;  /* mp_dtype of the candidate's operands */
   int is_current;
-  int out_dtype;    /* D's dtype (the current precision's output) */
-  int unscale_log2; /* fp16 at a loss scale: the output is divided by 2^this after its cast */
+  int out_dtype;      /* D's dtype (the current precision's output) */
+  int out_scale_log2; /* fp16 at a loss scale: the product is multiplied by 2^this before its cast
+                       */
+  int unscale_log2;   /* fp16 at a loss scale: the output is divided by 2^this after its cast */
   /* per-tensor inverse scales: 1/current_scale(amax) from the device words
    * (use_amax), else 1/scale_a and 1/scale_b (1 for non-FP8 candidates) */
   int use_amax;

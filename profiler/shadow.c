@@ -375,15 +375,26 @@ void mpp_shadow_call(const mpp_call *c, const mpp_op *op) {
   /* The loss scale each operand is rounded at in fp16_loss_scaled: from the
    * operand itself on the host, from the role's scans so far on the device
    * (before shadow_mu: the site lock is taken first). */
-  const char *ab[2] = {"A", "B"}, *xwy[3];
-  if (is_conv(op)) conv_roles(op, xwy, ab); /* the tensors A and B are made from */
+  const char *ab[2] = {"A", "B"}, *xwy[3], *out = "D";
+  if (is_conv(op)) { /* the tensors A and B are made from, and the one it writes */
+    conv_roles(op, xwy, ab);
+    for (int i = 0; i < 3; i++)
+      if (xwy[i] != ab[0] && xwy[i] != ab[1]) out = xwy[i];
+  }
+  /* The output's own loss scale, where it needs more than the operands'
+   * give it (the product of values that fit fp16 can flush). */
+  int out_ls = 0;
   if (why == SKIP_COUNT && !device) {
     g.scale_log2[0] = operand_loss_scale(role_named(op, ab[0]), g.batch);
     g.scale_log2[1] = operand_loss_scale(role_named(op, ab[1]), g.batch);
+    out_ls = operand_loss_scale(role_named(op, out), g.batch);
   } else if (why == SKIP_COUNT) {
     g.scale_log2[0] = mpp_site_role_loss_scale_log2(c->site, role_index(op, ab[0]));
     g.scale_log2[1] = mpp_site_role_loss_scale_log2(c->site, role_index(op, ab[1]));
+    out_ls = mpp_site_role_loss_scale_log2(c->site, role_index(op, out));
   }
+  if (why == SKIP_COUNT && out_ls > g.scale_log2[0] + g.scale_log2[1])
+    g.out_scale_log2 = out_ls - (g.scale_log2[0] + g.scale_log2[1]);
   pthread_mutex_lock(&shadow_mu);
   if (why == SKIP_COUNT)
     why = device ? run_device_locked(site, op, &g, is_conv(op) ? &conv : NULL)

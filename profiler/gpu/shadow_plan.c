@@ -98,7 +98,9 @@ void mpp_sh_err_plan(const mp_shadow_gemm *g, mp_shadow_cand c, const float dela
   p.cand_fmt = fmt == MP_DTYPE_INVALID ? MP_FP32 : fmt;
   p.is_current = c == MP_SH_CURRENT;
   p.out_dtype = g->out;
-  p.unscale_log2 = c == MP_SH_FP16_SCALED ? g->scale_log2[0] + g->scale_log2[1] : 0;
+  p.out_scale_log2 = c == MP_SH_FP16_SCALED ? g->out_scale_log2 : 0;
+  p.unscale_log2 =
+      c == MP_SH_FP16_SCALED ? g->scale_log2[0] + g->scale_log2[1] + g->out_scale_log2 : 0;
   p.use_amax = kind == MPP_SH_SCALE_AMAX;
   p.amax_bits = amax_bits;
   p.fp8_max = fp8_max_of(fmt);

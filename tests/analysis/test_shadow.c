@@ -79,6 +79,7 @@ typedef struct ref_cand {
   int kind;        /* 0 plain cast, 1 per-tensor scale, 2 mx blocks, 3 loss scale */
   double scale[2]; /* kind 1 */
   int lscale[2];   /* kind 3 */
+  int lout;        /* kind 3: the output's own scale beyond the operands' */
   mp_dtype out;
 } ref_cand;
 
@@ -131,8 +132,9 @@ static void ref_run(const ref_gemm *g, const ref_cand *c, double *d, double *ref
         double bv = g->bias ? g->bias[bt * g->bias_stride + i] : 0;
         if (g->bias) v = (float)(v + bv);
         v = epi_f(g->epi, v);
+        if (c->kind == 3) v = ldexp(v, c->lout);
         if (c->out != MP_FP32) v = cast(v, c->out);
-        if (c->kind == 3) v = ldexp(v, -(c->lscale[0] + c->lscale[1]));
+        if (c->kind == 3) v = ldexp(v, -(c->lscale[0] + c->lscale[1] + c->lout));
         size_t o = (size_t)bt * g->m * g->n + i + (size_t)j * g->m;
         d[o] = v;
         ref[o] = epi_d(g->epi, g->alpha * r + bv);
@@ -466,6 +468,29 @@ static void gradients_flush_at_scale_1_and_fit_at_their_loss_scale(void **state)
   assert_true(ms.rel_l2 < 0x1p-9);
 }
 
+/* Operands that fit fp16 whose products do not: the candidate at the
+ * operands' scales (1) loses them, at the output's own scale keeps them. */
+static void a_product_below_fp16_takes_the_outputs_own_scale(void **state) {
+  (void)state;
+  ref_gemm r = base_gemm();
+  fill(A, sizeof A / sizeof A[0], 5, -13, -12); /* ~2^-13: normal in fp16 */
+  fill(B, sizeof B / sizeof B[0], 6, -13, -12); /* products ~2^-26 x k: below 2^-24 */
+  mp_shadow_gemm g;
+  to_gemm(&r, &g);
+  mp_stats s;
+  mp_stats_init(&s, MP_FP32);
+  assert_int_equal(mp_scan_contiguous(&s, A, sizeof A / sizeof A[0]), 0);
+  assert_int_equal(mp_shadow_loss_scale_log2(&s), 0); /* A fits at scale 1, B alike */
+  ref_cand h0 = {.fmt = MP_FP16, .kind = 3, .out = MP_FP16};
+  mp_shadow_metrics m0 = check(&r, MP_SH_FP16_SCALED, &h0, &g, NULL);
+  assert_true(m0.rel_l2 > 0x1p-8);
+  g.out_scale_log2 = 20;
+  ref_cand h = {.fmt = MP_FP16, .kind = 3, .lout = 20, .out = MP_FP16};
+  mp_shadow_metrics m = check(&r, MP_SH_FP16_SCALED, &h, &g, NULL);
+  assert_true(m.flushed == 0);
+  assert_true(m.rel_l2 < 0x1p-9);
+}
+
 static void agg_keeps_the_worst_and_a_median(void **state) {
   (void)state;
   mp_shadow_agg *a = malloc(sizeof *a);
@@ -707,6 +732,7 @@ int main(void) {
       cmocka_unit_test(delayed_history_holds_1024_calls_and_keeps_the_scale_on_zero_amax),
       cmocka_unit_test(fp16_output_overflow_is_counted_as_nonfinite),
       cmocka_unit_test(gradients_flush_at_scale_1_and_fit_at_their_loss_scale),
+      cmocka_unit_test(a_product_below_fp16_takes_the_outputs_own_scale),
       cmocka_unit_test(agg_keeps_the_worst_and_a_median),
       cmocka_unit_test(epilogues_apply_bias_relu_gelu_before_the_output_cast),
       cmocka_unit_test(names_round_trip),

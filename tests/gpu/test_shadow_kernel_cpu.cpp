@@ -142,6 +142,7 @@ static void run_config(const config &c) {
   g.tf32 = c.tf32;
   g.scale_log2[0] = 3;
   g.scale_log2[1] = -2;
+  g.out_scale_log2 = 5; /* the output's own loss scale, beyond the operands' */
   g.epilogue = c.epi;
   uint16_t *bias = NULL;
   if (c.bias) {
