@@ -181,6 +181,40 @@ static void the_report_shows_measured_error_per_layer_and_the_verdict_uses_it(vo
   cJSON_Delete(rep);
 }
 
+/* fp16 with an applied loss scale of 1024: fc2's weight gradient takes
+ * operands that fit fp16 at their scale, but the product needs more (its
+ * values flush below 2^-24 at 1024). fp16_loss_scaled casts it at the
+ * output's own scale: nothing flushes, the error is fp16's rounding, and the
+ * layer keeps its fp16_loss_scale verdict (bf16 before: the candidate was
+ * measured at the operands' scales, 0.0044 > 2^-8). */
+static void an_output_that_needs_more_scale_than_its_operands_gets_it(void **state) {
+  (void)state;
+  const char *dir = outdir("fp16_scaled");
+  char *argv[] = {(char *)mpprof, "-o",   (char *)dir,    "--shadow=1", "--", mlp_argv[0],
+                  "--precision",  "fp16", "--loss-scale", "1024",       NULL};
+  result r = run(argv, NULL);
+  assert_int_equal(r.status, 0);
+  free(r.out);
+  cJSON *rep = load_report(dir);
+  cJSON *fc2 = report_layer(rep, "step/mlp/fc2");
+  assert_string_equal(recommended(fc2), "fp16_loss_scale");
+  int flushing = 0;
+  cJSON *s;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItem(rep, "sites")) {
+    if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(s, "layer_name")), "step/mlp/fc2"))
+      continue;
+    double f16 = field(cand(s, "fp16"), "flushed"),
+           scaled = field(cand(s, "fp16_loss_scaled"), "flushed");
+    if (f16 > 0.001) { /* the weight gradient: flushes in fp16 at the applied scale */
+      flushing++;
+      assert_true(scaled == 0);
+      assert_true(field(cand(s, "fp16_loss_scaled"), "rel_l2") < 0x1p-11);
+    }
+  }
+  assert_int_equal(flushing, 1);
+  cJSON_Delete(rep);
+}
+
 static void without_shadow_the_raw_file_has_no_shadow_objects(void **state) {
   (void)state;
   const char *dir = outdir("plain");
@@ -364,6 +398,7 @@ int main(void) {
       cmocka_unit_test(output_is_identical_with_and_without_shadow),
       cmocka_unit_test(every_gemm_site_is_measured_fc1_overflows_fp16_and_fc3_fits_it),
       cmocka_unit_test(the_report_shows_measured_error_per_layer_and_the_verdict_uses_it),
+      cmocka_unit_test(an_output_that_needs_more_scale_than_its_operands_gets_it),
       cmocka_unit_test(without_shadow_the_raw_file_has_no_shadow_objects),
       cmocka_unit_test(shadow_every_2nd_call),
       cmocka_unit_test(shadow_works_without_scans),
