@@ -215,6 +215,7 @@ int mpprof_report_generate(const mpprof_report_options *opts) {
          write_one(&m, opts->out_dir, "trace.json", mpprof_write_trace_json, err) ||
          write_one(&m, opts->out_dir, "report.html", mpprof_write_report_html, err);
   if (rc == 0) print_summary(&m, opts->out_dir, opts->summary);
+  if (rc == 0 && opts->ret_all_skipped) *opts->ret_all_skipped = m.n_procs == 0 && m.n_skipped;
   mpprof_model_free(&m);
   return rc ? -1 : 0;
 }

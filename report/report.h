@@ -3,6 +3,7 @@
 #ifndef MPPROF_REPORT_REPORT_H
 #define MPPROF_REPORT_REPORT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 /* Why a report library call failed, for the caller to print: one line,
@@ -25,6 +26,9 @@ typedef struct mpprof_report_options {
    * they are read; NULL: not printed (report.json still lists the skipped). */
   FILE *warnings;
   mpprof_error *error; /* set when mpprof_report_generate fails; NULL: not kept */
+  /* Set on success when raw files were there but every one was skipped (the
+   * report then only lists them); NULL: not kept. */
+  bool *ret_all_skipped;
 } mpprof_report_options;
 
 /* 0 on success (also for an empty run: the report says so); -1 otherwise, with

@@ -37,13 +37,22 @@ void mpprof_print_error(const mpprof_error *e) {
   if (e->message[0]) fprintf(stderr, "mpprof: %s\n", e->message);
 }
 
-/* The report of opts->out_dir: the raw files' warnings and the error on stderr. */
+/* The report of opts->out_dir: the raw files' warnings and the error on
+ * stderr. -1 also when every raw file there was skipped (bad input: the
+ * report, written all the same, lists them and why). */
 static int generate(mpprof_report_options *o) {
   mpprof_error err = {0};
+  bool all_skipped = false;
   o->warnings = stderr;
   o->error = &err;
+  o->ret_all_skipped = &all_skipped;
   int rc = mpprof_report_generate(o);
   if (rc) mpprof_print_error(&err);
+  if (rc == 0 && all_skipped) {
+    fprintf(stderr, "mpprof: %s/raw: every raw file was skipped (see above); nothing to report\n",
+            o->out_dir);
+    rc = -1;
+  }
   return rc;
 }
 

@@ -351,6 +351,37 @@ static void the_launcher_explains_itself(void **state) {
   free(d);
 }
 
+/* `mpprof report` on a directory whose every raw file is unusable: bad input,
+ * exit 1 with one line on stderr; the report is written all the same and
+ * lists the file it skipped. */
+static void a_report_of_only_unusable_raw_files_fails(void **state) {
+  (void)state;
+  char *d = out_dir("allbad");
+  char raw[4300], path[4400], log[4200];
+  snprintf(raw, sizeof raw, "%s/raw", d);
+  assert_int_equal(mkdir(d, 0755), 0);
+  assert_int_equal(mkdir(raw, 0755), 0);
+  snprintf(path, sizeof path, "%s/host-1.json", raw);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("{\"schema\": \"mpprof.raw/1\", \"sites\": [", f); /* cut short */
+  fclose(f);
+  snprintf(log, sizeof log, "%s/log.txt", workdir);
+  unlink(log);
+  char *argv[] = {(char *)mpprof, "report", d, NULL};
+  assert_int_equal(run(argv), 1);
+  char *text = rg_read_text(workdir, "log.txt", NULL);
+  assert_non_null(text);
+  assert_non_null(strstr(text, "every raw file was skipped"));
+  free(text);
+  char *rep = rg_read_text(d, "report.json", NULL);
+  assert_non_null(rep);
+  assert_non_null(strstr(rep, "host-1.json"));
+  free(rep);
+  unlink(log);
+  free(d);
+}
+
 /* README: an unknown option is one line naming it and pointing at `mpprof
  * help SUBCOMMAND`, exit 2 -- for report, merge and diff too (report printed
  * its usage, merge named no help); `-o` without a directory says so. */
@@ -533,6 +564,7 @@ int main(void) {
       cmocka_unit_test(two_runs_in_one_second_get_two_default_directories),
       cmocka_unit_test(two_diffs_in_one_second_get_two_default_directories),
       cmocka_unit_test(a_failed_merge_leaves_no_empty_directory),
+      cmocka_unit_test(a_report_of_only_unusable_raw_files_fails),
       cmocka_unit_test(every_subcommand_names_an_unknown_option_in_one_line),
       cmocka_unit_test(a_layer_without_a_verdict_that_overflows_fp16_stays_out_of_fp16),
   };
