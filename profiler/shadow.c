@@ -281,9 +281,15 @@ static void merge(struct mpp_shadow_site *site, const mp_shadow_metrics m[MP_SH_
     if (done >> c & 1) mp_shadow_agg_add(&site->agg, (mp_shadow_cand)c, &m[c]);
 }
 
+/* Whether fp16_loss_scaled differs from fp16 for g: some operand or the
+ * output is rounded at a scale other than 1 (else it is fp16's figure). */
+static bool loss_scaled(const mp_shadow_gemm *g) {
+  return g->scale_log2[0] || g->scale_log2[1] || g->out_scale_log2;
+}
+
 static shadow_skip run_host_locked(struct mpp_shadow_site *site, mp_shadow_gemm *g) {
   unsigned mask = MP_SHADOW_ALL;
-  bool scaled = g->scale_log2[0] || g->scale_log2[1] || g->out_scale_log2;
+  bool scaled = loss_scaled(g);
   if (!scaled) mask &= ~(1u << MP_SH_FP16_SCALED);
   mp_shadow_metrics m[MP_SH_COUNT];
   int done = mp_shadow_run(g, mask, site->hist, m);
@@ -317,7 +323,7 @@ static shadow_skip run_device_locked(struct mpp_shadow_site *site, const mpp_op 
                                      mp_shadow_gemm *g, const mp_shadow_conv *conv) {
   mpp_devshadow_poll(); /* finished calls first: their amax joins delayed scaling's history */
   unsigned mask = MP_SHADOW_ALL;
-  bool scaled = g->scale_log2[0] || g->scale_log2[1] || g->out_scale_log2;
+  bool scaled = loss_scaled(g);
   if (!scaled) mask &= ~(1u << MP_SH_FP16_SCALED);
   float delayed[2][2];
   for (int w = 0; w < 2; w++) {

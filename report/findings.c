@@ -1084,10 +1084,15 @@ const mpprof_finding_rule mpprof_finding_rules[] = {
 };
 const size_t mpprof_n_finding_rules = sizeof mpprof_finding_rules / sizeof mpprof_finding_rules[0];
 
+/* Whether layer rule r looks at l: a layer with a verdict, any with any_layer. */
+static bool rule_looks_at(const mpprof_finding_rule *r, const mpprof_layer *l) {
+  return l->adv.known || r->any_layer;
+}
+
 int mpprof_finding_rule_run(mpprof_model *m, const mpprof_finding_rule *r) {
   if (r->model) return r->model(m);
   for (size_t i = 0; i < m->n_layers; i++)
-    if ((m->layers[i].adv.known || r->any_layer) && r->layer(m, &m->layers[i])) return -1;
+    if (rule_looks_at(r, &m->layers[i]) && r->layer(m, &m->layers[i])) return -1;
   return 0;
 }
 
@@ -1113,8 +1118,7 @@ int mpprof_build_findings(mpprof_model *m) {
   const mpprof_finding_rule *r = mpprof_finding_rules, *end = r + mpprof_n_finding_rules;
   for (size_t i = 0; i < m->n_layers; i++) /* layer by layer: ties keep this order */
     for (const mpprof_finding_rule *k = r; k < end; k++)
-      if (k->layer && (m->layers[i].adv.known || k->any_layer) && k->layer(m, &m->layers[i]))
-        return -1;
+      if (k->layer && rule_looks_at(k, &m->layers[i]) && k->layer(m, &m->layers[i])) return -1;
   for (const mpprof_finding_rule *k = r; k < end; k++)
     if (k->model && !k->note && k->model(m)) return -1;
   /* Problems rank by impact; notes about the data (impact 0) go last. */

@@ -616,7 +616,7 @@ static cJSON *summary_json(const mpprof_model *m) {
   cJSON_AddItemToObject(o, "capture", capture_json(m));
   cJSON_AddItemToObject(o, "timeline", timeline_json(m));
   char *msg;
-  if (m->n_procs == 0 && m->n_skipped)
+  if (mpprof_model_all_skipped(m))
     msg = strdup("no usable raw profile file: every one was skipped (skipped_files)");
   else if (m->n_procs == 0)
     msg = strdup("no raw profile files were read: nothing was profiled");

@@ -63,29 +63,24 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
   if (!p->keep) return -1;
   for (size_t i = 0; i < m->n_layers; i++) {
     const mpprof_layer *l = &m->layers[i];
-    if (!l->adv.known) {
-      /* No verdict (say its gradients were never seen non-zero), but a value
-       * that overflows the autocast dtype is a fact: keep the layer out. */
-      if ((dt == MP_BF16 ? l->bf16_overflow.pct : l->fp16_overflow.pct) > 0) {
-        p->keep[p->n_keep].layer = i;
-        p->keep[p->n_keep].dtype =
-            dt == MP_FP16 && bf16_ok && l->bf16_overflow.pct == 0 ? MP_BF16 : MP_FP32;
-        p->n_keep++;
+    bool known = l->adv.known;
+    double ov = dt == MP_BF16 ? l->bf16_overflow.pct : l->fp16_overflow.pct;
+    /* No verdict (say its gradients were never seen non-zero): only a value
+     * that overflows the autocast dtype, a fact, keeps the layer out. */
+    if (!known && ov == 0) continue;
+    if (known) {
+      p->n_known++;
+      if (dt == MP_BF16 ? fits_bf16(m, l) : fits_fp16(m, l)) {
+        p->n_fit++;
+        double fl = dt == MP_BF16 ? l->bf16_underflow.pct : l->fp16_underflow.pct;
+        if (ov > p->max_overflow_pct) p->max_overflow_pct = ov;
+        if (fl > p->max_flush_pct) p->max_flush_pct = fl;
+        continue;
       }
-      continue;
     }
-    p->n_known++;
-    bool fits = dt == MP_BF16 ? fits_bf16(m, l) : fits_fp16(m, l);
-    if (fits) {
-      p->n_fit++;
-      double ov = dt == MP_BF16 ? l->bf16_overflow.pct : l->fp16_overflow.pct;
-      double fl = dt == MP_BF16 ? l->bf16_underflow.pct : l->fp16_underflow.pct;
-      if (ov > p->max_overflow_pct) p->max_overflow_pct = ov;
-      if (fl > p->max_flush_pct) p->max_flush_pct = fl;
-      continue;
-    }
+    bool bf16_fits = known ? fits_bf16(m, l) : l->bf16_overflow.pct == 0;
     p->keep[p->n_keep].layer = i;
-    p->keep[p->n_keep].dtype = dt == MP_FP16 && bf16_ok && fits_bf16(m, l) ? MP_BF16 : MP_FP32;
+    p->keep[p->n_keep].dtype = dt == MP_FP16 && bf16_ok && bf16_fits ? MP_BF16 : MP_FP32;
     p->n_keep++;
   }
   const mpprof_applied_scale *g = &m->loss_scale;

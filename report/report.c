@@ -42,7 +42,7 @@ static char *program_of(const mpprof_model *m) {
 }
 
 static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
-  if (m->n_procs == 0 && m->n_skipped)
+  if (mpprof_model_all_skipped(m))
     fprintf(f, "mpprof: no usable raw profile file in %s/raw: every one was skipped\n", out_dir);
   else if (m->n_procs == 0)
     fprintf(f, "mpprof: no raw profile files in %s/raw: nothing was profiled\n", out_dir);
@@ -215,7 +215,7 @@ int mpprof_report_generate(const mpprof_report_options *opts) {
          write_one(&m, opts->out_dir, "trace.json", mpprof_write_trace_json, err) ||
          write_one(&m, opts->out_dir, "report.html", mpprof_write_report_html, err);
   if (rc == 0) print_summary(&m, opts->out_dir, opts->summary);
-  if (rc == 0 && opts->ret_all_skipped) *opts->ret_all_skipped = m.n_procs == 0 && m.n_skipped;
+  if (rc == 0 && opts->ret_all_skipped) *opts->ret_all_skipped = mpprof_model_all_skipped(&m);
   mpprof_model_free(&m);
   return rc ? -1 : 0;
 }

@@ -505,6 +505,10 @@ void mpprof_capture_summary(const mpprof_model *m, mpprof_capture_sum *ret);
 void mpprof_capture_sentence(const mpprof_capture_sum *c, char *buf, size_t n);
 /* No call was recorded but some ran outside the capture range: how many (else 0). */
 int64_t mpprof_capture_all_outside(const mpprof_model *m);
+/* Raw files were there but every one was skipped: no process was read. */
+static inline bool mpprof_model_all_skipped(const mpprof_model *m) {
+  return m->n_procs == 0 && m->n_skipped > 0;
+}
 void mpprof_model_init(mpprof_model *m);
 void mpprof_model_free(mpprof_model *m);
 void mpprof_site_free(mpprof_site *s);

@@ -3,6 +3,9 @@
 #ifndef MPPROF_CLI_COMMANDS_H
 #define MPPROF_CLI_COMMANDS_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "report/report.h"
 
 int mpprof_cmd_run(int argc, char **argv);     /* run.c: launch a program under the profiler */
@@ -14,5 +17,11 @@ int mpprof_cmd_version(int argc, char **argv); /* version.c: versions and embedd
 
 /* report_cmd.c: a report library error as one line on stderr (none when unset). */
 void mpprof_print_error(const mpprof_error *e);
+
+/* report_cmd.c: makes the default output directory buf (n bytes) under a name
+ * no earlier run took: buf, else buf-2, buf-3, ... (two runs started in the
+ * same second; the name made is left in buf). true when one was made; false
+ * (buf as given) when none could be, and the caller's own checks say why. */
+bool mpprof_mkdir_fresh(char *buf, size_t n);
 
 #endif

@@ -37,6 +37,17 @@ void mpprof_print_error(const mpprof_error *e) {
   if (e->message[0]) fprintf(stderr, "mpprof: %s\n", e->message);
 }
 
+bool mpprof_mkdir_fresh(char *buf, size_t n) {
+  size_t len = strlen(buf);
+  for (int i = 1; i <= 1000; i++) {
+    if (i > 1 && (size_t)snprintf(buf + len, n - len, "-%d", i) >= n - len) break;
+    if (mkdir(buf, 0777) == 0) return true;
+    if (errno != EEXIST) break;
+  }
+  buf[len] = '\0';
+  return false;
+}
+
 /* The report of opts->out_dir: the raw files' warnings and the error on
  * stderr. -1 also when every raw file there was skipped (bad input: the
  * report, written all the same, lists them and why). */
@@ -295,14 +306,8 @@ int mpprof_cmd_diff(int argc, char **argv) {
     time_t now = time(NULL);
     struct tm tm;
     localtime_r(&now, &tm);
-    size_t len = strftime(def, sizeof def, "mpprof-diff-%Y%m%d-%H%M%S", &tm);
-    /* made here, under a name no earlier diff of the same second took */
-    for (int i = 1; i <= 1000 && !made; i++) {
-      if (i > 1) snprintf(def + len, sizeof def - len, "-%d", i);
-      made = mkdir(def, 0777) == 0;
-      if (!made && errno != EEXIST) break;
-    }
-    if (!made) def[len] = '\0';
+    strftime(def, sizeof def, "mpprof-diff-%Y%m%d-%H%M%S", &tm);
+    made = mpprof_mkdir_fresh(def, sizeof def);
     out = def;
   }
   struct stat st;

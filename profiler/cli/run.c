@@ -368,21 +368,6 @@ static void default_out(char *buf, size_t n, const char *program) {
   snprintf(buf, n, "mpprof-%s-%s", base, date);
 }
 
-/* Makes the default directory under a name no earlier run took: a second run
- * started within the same second gets buf-2, then buf-3, ... (the name is
- * updated in buf). 0, or -1 when none could be made (the caller's usual
- * checks then report why). */
-static int make_default_out(char *buf, size_t n) {
-  size_t len = strlen(buf);
-  for (int i = 1; i <= 1000; i++) {
-    if (i > 1 && (size_t)snprintf(buf + len, n - len, "-%d", i) >= n - len) break;
-    if (mkdir(buf, 0777) == 0) return 0;
-    if (errno != EEXIST) break;
-  }
-  buf[len] = '\0';
-  return -1;
-}
-
 /* --- finding libmpprof.so --- */
 
 static bool readable(const char *p) {
@@ -738,7 +723,7 @@ int mpprof_cmd_run(int argc, char **argv) {
   bool made_default = false;
   if (!o.out) {
     default_out(outbuf, sizeof outbuf, o.argv[0]);
-    made_default = make_default_out(outbuf, sizeof outbuf) == 0;
+    made_default = mpprof_mkdir_fresh(outbuf, sizeof outbuf);
     o.out = outbuf;
   }
   struct stat stt;
