@@ -130,25 +130,36 @@ static const void *batch_base(const mp_shadow_operand *o, int64_t b) {
   return (const char *)o->data + b * o->stride * (int64_t)mp_dtype_size(o->dtype);
 }
 
-/* op(A) of batch b as rows of k values: x[i*k + kk] = op(A)(i, kk). */
+/* The operand's per-tensor scale (mp_shadow_operand.scale), 1 without one. */
+static double operand_scale(const mp_shadow_operand *o) {
+  return o->scale ? (double)*o->scale : 1.0;
+}
+
+/* op(A) of batch b as rows of k values: x[i*k + kk] = op(A)(i, kk), times
+ * A's scale. The product is exact in double (an fp8 value has at most 4
+ * significant bits, the fp32 scale 24), so the stored value is x / scale. */
 static bool load_a(const mp_shadow_gemm *g, int64_t b, double *x) {
   const void *base = batch_base(&g->a, b);
   if (!base) return false;
+  double s = operand_scale(&g->a);
   for (int64_t i = 0; i < g->m; i++)
     for (int64_t kk = 0; kk < g->k; kk++)
       x[i * g->k + kk] =
-          mp_load(g->a.dtype, base, (uint64_t)(g->a.trans ? kk + i * g->a.ld : i + kk * g->a.ld));
+          mp_load(g->a.dtype, base, (uint64_t)(g->a.trans ? kk + i * g->a.ld : i + kk * g->a.ld)) *
+          s;
   return true;
 }
 
-/* op(B) of batch b as columns of k values: x[j*k + kk] = op(B)(kk, j). */
+/* op(B) of batch b as columns of k values: x[j*k + kk] = op(B)(kk, j), times B's scale. */
 static bool load_b(const mp_shadow_gemm *g, int64_t b, double *x) {
   const void *base = batch_base(&g->b, b);
   if (!base) return false;
+  double s = operand_scale(&g->b);
   for (int64_t j = 0; j < g->n; j++)
     for (int64_t kk = 0; kk < g->k; kk++)
       x[j * g->k + kk] =
-          mp_load(g->b.dtype, base, (uint64_t)(g->b.trans ? j + kk * g->b.ld : kk + j * g->b.ld));
+          mp_load(g->b.dtype, base, (uint64_t)(g->b.trans ? j + kk * g->b.ld : kk + j * g->b.ld)) *
+          s;
   return true;
 }
 
@@ -162,6 +173,7 @@ static float amax_of(const double *x, size_t n, float prev) {
  * by before the cast (fp8 tensor recipes) and the loss-scale exponent. */
 typedef struct cand_scales {
   float scale[2];
+  float post[2]; /* what the fp32 sum is multiplied by for each operand (with alpha) */
   int scale_log2[2];
 } cand_scales;
 
@@ -172,10 +184,15 @@ static void quantize(mp_shadow_cand c, const mp_shadow_gemm *g, int which, const
   mp_dtype src = which ? g->b.dtype : g->a.dtype;
   size_t n = (size_t)rows * (size_t)g->k;
   switch (c) {
-  case MP_SH_CURRENT:
-    for (size_t i = 0; i < n; i++)
-      q[i] = g->tf32 && src == MP_FP32 ? mp_float_to_tf32((float)x[i]) : (float)x[i];
+  case MP_SH_CURRENT: { /* the stored values (load_a: exact) */
+    const mp_shadow_operand *o = which ? &g->b : &g->a;
+    double s = operand_scale(o);
+    for (size_t i = 0; i < n; i++) {
+      float v = o->scale ? (float)(x[i] / s) : (float)x[i];
+      q[i] = g->tf32 && src == MP_FP32 ? mp_float_to_tf32(v) : v;
+    }
     return;
+  }
   case MP_SH_FP16:
   case MP_SH_BF16:
     for (size_t i = 0; i < n; i++)
@@ -413,12 +430,15 @@ int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2
   for (int c = 0; c < MP_SH_COUNT; c++) {
     mp_dtype fmt = mp_shadow_cand_format((mp_shadow_cand)c);
     for (int i = 0; i < 2; i++) {
+      const mp_shadow_operand *o = i ? &g->b : &g->a;
       cs[c].scale[i] = 1.0f;
       cs[c].scale_log2[i] = g->scale_log2[i];
       if (c == MP_SH_E4M3_CURRENT || c == MP_SH_E5M2_CURRENT)
         cs[c].scale[i] = mp_fp8_current_scale(amax[i], fmt);
       else if ((c == MP_SH_E4M3_DELAYED || c == MP_SH_E5M2_DELAYED) && (mask >> c & 1))
         cs[c].scale[i] = mp_amax_history_scale(&hist[i], fmt);
+      cs[c].post[i] = 1.0f / cs[c].scale[i];
+      if (c == MP_SH_CURRENT && o->scale) cs[c].post[i] = *o->scale; /* the op's own scales */
     }
   }
   bool wide = g->a.dtype == MP_FP64 || g->b.dtype == MP_FP64 || g->out == MP_FP64;
@@ -449,11 +469,17 @@ int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2
       }
       quantize((mp_shadow_cand)c, g, 0, &cs[c], ax, qa, g->m);
       quantize((mp_shadow_cand)c, g, 1, &cs[c], bx, qb, g->n);
-      float inv_a = 1.0f / cs[c].scale[0], inv_b = 1.0f / cs[c].scale[1], alpha = (float)g->alpha;
+      float inv_a = cs[c].post[0], inv_b = cs[c].post[1], alpha = (float)g->alpha;
       dot32(qa, qb, g->m, g->n, g->k, panel32, dc);
       for (size_t o = 0; o < mn; o++) {
         float v = dc[o] * inv_a * inv_b * alpha;
         if (epi) v = epi_cand(g, b, (int64_t)(o % (size_t)g->m), v);
+        if (c == MP_SH_CURRENT && g->d_scale) { /* an fp8 D at its scale */
+          double d = mp_sh_current_scaled_output(g->out, v, *g->d_scale);
+          if (cap) cap[o] = (float)d;
+          mp_sh_err_add(&acc[c], ref[o], d);
+          continue;
+        }
         if (c == MP_SH_FP16_SCALED) v = mp_pow2_scale(v, g->out_scale_log2);
         float d = round_output((mp_shadow_cand)c, g->out, v);
         if (c == MP_SH_FP16_SCALED)
@@ -571,9 +597,10 @@ int mp_shadow_conv_shape(const mp_shadow_conv *cv, mp_shadow_gemm *g) {
   /* A: row i's k values contiguous (the stored k x m, transposed); B: k x n
    * with columns contiguous, or for backward filter im2col's C*R*S x N*P*Q
    * transposed */
-  g->a = (mp_shadow_operand){ta, NULL, NULL, g->k, 0, true};
-  g->b = c->kind == MP_SHADOW_CONV_BWD_FILTER ? (mp_shadow_operand){tb, NULL, NULL, g->n, 0, true}
-                                              : (mp_shadow_operand){tb, NULL, NULL, g->k, 0, false};
+  g->a = (mp_shadow_operand){ta, NULL, NULL, g->k, 0, true, NULL};
+  g->b = c->kind == MP_SHADOW_CONV_BWD_FILTER
+             ? (mp_shadow_operand){tb, NULL, NULL, g->n, 0, true, NULL}
+             : (mp_shadow_operand){tb, NULL, NULL, g->k, 0, false, NULL};
   g->alpha = cv->alpha;
   g->out = td;
   return 0;

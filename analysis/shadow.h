@@ -68,6 +68,14 @@ typedef struct mp_shadow_operand {
   int64_t ld;
   int64_t stride; /* elements between batch matrices; 0 broadcasts one */
   bool trans;     /* op(X) = X^T */
+  /* cuBLASLt's per-tensor fp8 scale of the operand (A_/B_SCALE_POINTER):
+   * the op multiplies the stored values by *scale, so these products are
+   * the operand's values (the reference's and every candidate's but the
+   * current one, which computes on the stored values and multiplies the
+   * sum by both scales with alpha, as the op does). Read where it points:
+   * host memory on the host path, the device's copy of it on the device.
+   * NULL: 1. */
+  const float *scale;
 } mp_shadow_operand;
 
 typedef struct mp_shadow_gemm {
@@ -94,6 +102,10 @@ typedef struct mp_shadow_gemm {
   const void *bias;
   mp_dtype bias_dtype;
   int64_t bias_stride;
+  /* An fp8 D's scale (cuBLASLt D_SCALE_POINTER; read as a.scale is): the
+   * current precision's output is shadow_core.h mp_sh_current_scaled_output.
+   * NULL: 1. */
+  const float *d_scale;
   /* Tests: when set, receive D_c of each candidate / the reference
    * (column-major m x n, batch after batch). */
   float *capture[MP_SH_COUNT];

@@ -28,6 +28,7 @@ extern "C" { /* nvcc and the C++ tests: formats.c's functions have C names */
 #define MP_SH_DSUB(a, b) __dsub_rn((a), (b))
 #define MP_SH_FMUL(a, b) __fmul_rn((a), (b))
 #define MP_SH_FADD(a, b) __fadd_rn((a), (b))
+#define MP_SH_DDIV(a, b) __ddiv_rn((a), (b))
 #else
 #include <math.h>
 #define MP_SH_DMUL(a, b) ((a) * (b))
@@ -35,6 +36,7 @@ extern "C" { /* nvcc and the C++ tests: formats.c's functions have C names */
 #define MP_SH_DSUB(a, b) ((a) - (b))
 #define MP_SH_FMUL(a, b) ((a) * (b))
 #define MP_SH_FADD(a, b) ((a) + (b))
+#define MP_SH_DDIV(a, b) ((a) / (b))
 #endif
 
 /* A 2-D convolution as its implicit GEMM gathers it (analysis/shadow.h
@@ -211,13 +213,26 @@ MP_CAST_FN int mp_sh_mx_exp(float amax, float fp8_max) {
 
 /* The output type a candidate's D is rounded to: the candidate's own format
  * for fp16 and bf16 (and the fp16 loss-scaled candidate), bf16 for FP8
- * candidates, and for the current precision D's dtype where it is 16-bit
- * (out_dtype), else no rounding (fp32). */
+ * candidates, and for the current precision D's dtype where it is 16-bit or
+ * fp8 (out_dtype; fp8 saturating, as cuBLASLt stores an fp8 D), else no
+ * rounding (fp32). */
 MP_CAST_FN float mp_sh_round_output(mp_dtype cand_fmt, int is_current, mp_dtype out_dtype,
                                     float v) {
   if (is_current)
-    return out_dtype == MP_FP16 || out_dtype == MP_BF16 ? mp_sh_round(v, out_dtype) : v;
+    return out_dtype == MP_FP16 || out_dtype == MP_BF16 || out_dtype == MP_FP8_E4M3 ||
+                   out_dtype == MP_FP8_E5M2
+               ? mp_sh_round(v, out_dtype)
+               : v;
   return mp_sh_round(v, cand_fmt == MP_FP16 ? MP_FP16 : MP_BF16);
+}
+
+/* The current precision's output where the call scales its fp8 D
+ * (cuBLASLt's D_SCALE_POINTER): D stores round(v * d_scale) (fp32 product,
+ * saturating cast), the value it stands for is that divided by d_scale, in
+ * double. */
+MP_CAST_FN double mp_sh_current_scaled_output(mp_dtype out_dtype, float v, float d_scale) {
+  float stored = mp_sh_round_output(MP_FP32, 1, out_dtype, MP_SH_FMUL(v, d_scale));
+  return MP_SH_DDIV((double)stored, (double)d_scale);
 }
 
 /* Error of a candidate against the reference, accumulated over outputs whose

@@ -113,6 +113,11 @@ typedef struct mpp_op {
   double fp8_scale[4];
   bool fp8_scale_unread[4]; /* a pointer was set but its value not read here */
   const void *fp8_scale_ptr[4];
+  /* The scalar fp32 scales shadow execution applies (per call): A's and B's
+   * where A is fp8, D's where D is fp8 (cuBLASLt applies them there), as
+   * the op's pointers, host or device memory; NULL: none (C's is not used:
+   * C is left out of the product measured). */
+  const float *shadow_scale[4];
   const void *amax_d_ptr;
   double amax_d;
   uint64_t ptr_align;       /* 0: no pointer seen */

@@ -259,13 +259,22 @@ static shadow_skip describe(const mpp_op *op, mp_shadow_gemm *g, bool *device, v
   g->bias = op->shadow_bias;
   g->bias_dtype = op->shadow_bias_dtype;
   g->bias_stride = op->shadow_bias_stride;
-  if (operand_readable(a, g->batch) && operand_readable(b, g->batch) &&
-      (!g->bias || mpp_host_readable(g->bias)))
+  g->a.scale = op->shadow_scale[0];
+  g->b.scale = op->shadow_scale[1];
+  g->d_scale = op->shadow_scale[3];
+  /* The vectors and scalars beside the operands: the bias, the fp8 scales. */
+  const void *small[4] = {g->bias, g->a.scale, g->b.scale, g->d_scale};
+  bool small_host = true, small_dev = true;
+  for (int i = 0; i < 4; i++) {
+    if (!small[i]) continue;
+    small_host = small_host && mpp_host_readable(small[i]);
+    small_dev = small_dev && on_device(small[i]);
+  }
+  if (operand_readable(a, g->batch) && operand_readable(b, g->batch) && small_host)
     return SKIP_COUNT;
   /* The device kernels may only touch device memory (a host pointer would
    * fault in the program's context): both operands, or their pointer arrays. */
-  if (!operand_on_device(a) || !operand_on_device(b) || (g->bias && !on_device(g->bias)))
-    return SKIP_UNSUPPORTED;
+  if (!operand_on_device(a) || !operand_on_device(b) || !small_dev) return SKIP_UNSUPPORTED;
   *device = true;
   return SKIP_COUNT;
 }

@@ -468,6 +468,28 @@ static bool lt_alpha_nonzero(const mpp_lt_call *g, bool (*host_visible)(const vo
   return mpp_scalar_nonzero(g->alpha, g->scale_type) == 1;
 }
 
+/* The fp8 scales shadow execution applies (op->shadow_scale): cuBLASLt
+ * multiplies fp8 A and B by their scale and stores an fp8 D times its
+ * scale; a scale pointer elsewhere is not applied (simcuda's reading; the
+ * real library refuses the call). False where one that applies is not one
+ * fp32 scalar (block or vector scales: not modelled). */
+static bool is_fp8(int cuda_data_type) {
+  mp_dtype d = mpp_cuda_dtype(cuda_data_type);
+  return d == MP_FP8_E4M3 || d == MP_FP8_E5M2;
+}
+
+static bool lt_shadow_scales(mpp_op *op, const mpp_lt_call *g) {
+  bool fp8_ab = is_fp8(g->a.type), fp8_d = is_fp8(g->d.type);
+  for (int i = 0; i < 4; i++) {
+    op->shadow_scale[i] = NULL;
+    bool applies = i == 3 ? fp8_d : i < 2 && fp8_ab;
+    if (!g->scale_ptr[i] || !applies) continue;
+    if (g->scale_mode[i] != 0 || g->scale_type != 0 /* CUDA_R_32F */) return false;
+    op->shadow_scale[i] = (const float *)g->scale_ptr[i];
+  }
+  return true;
+}
+
 void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
                    bool (*host_visible)(const void *p)) {
   mpp_op_init(op, "cublasLtMatmul", MPP_OP_GEMM);
@@ -507,10 +529,11 @@ void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
   }
   op->amax_d_ptr = g->amax_d;
   op->stream = stream;
-  /* Shadow execution reads column-major A and B with scalar alpha and no fp8 scales. */
+  /* Shadow execution reads column-major A and B with scalar alpha and, for
+   * fp8 operands and output, scalar scales (lt_shadow_scales). */
   op->alpha = alpha_value(g->alpha, g->scale_type, lt_alpha_host(g, host_visible));
   op->shadow_unsupported =
-      g->a.order != 0 || g->b.order != 0 || op->fp8_scales != 0 || !lt_shadow_epilogue(op, g);
+      g->a.order != 0 || g->b.order != 0 || !lt_shadow_scales(op, g) || !lt_shadow_epilogue(op, g);
 
   mpp_role *a = mpp_op_role(op, "A", true);
   lt_view(a, &g->a, g->A);

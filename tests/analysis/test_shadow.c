@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/convert.h"
 #include "analysis/scan.h"
 #include "analysis/shadow.h"
 #include "analysis/shadow_core.h"
@@ -172,8 +173,8 @@ static void to_gemm(const ref_gemm *r, mp_shadow_gemm *g) {
   g->n = r->n;
   g->k = r->k;
   g->batch = r->batch;
-  g->a = (mp_shadow_operand){MP_FP32, r->a, NULL, r->lda, r->sa, r->ta};
-  g->b = (mp_shadow_operand){MP_FP32, r->b, NULL, r->ldb, r->sb, r->tb};
+  g->a = (mp_shadow_operand){MP_FP32, r->a, NULL, r->lda, r->sa, r->ta, NULL};
+  g->b = (mp_shadow_operand){MP_FP32, r->b, NULL, r->ldb, r->sb, r->tb, NULL};
   g->alpha = r->alpha;
   g->out = MP_FP32;
   g->epilogue = r->epi;
@@ -491,6 +492,118 @@ static void a_product_below_fp16_takes_the_outputs_own_scale(void **state) {
   assert_true(m.rel_l2 < 0x1p-9);
 }
 
+/* An FP8 GEMM as cuBLASLt runs it with per-tensor scale pointers: e4m3 A
+ * (m x k) and e5m2 B (k x n) stored, the op multiplies them by sA and sB,
+ * accumulates the stored values in fp32 and scales the sum by alpha*sA*sB,
+ * and stores an e4m3 D as round(v * sD) (saturating). The shadow's
+ * operands are the scaled values: the reference sums (a*sA)(b*sB) in
+ * double, fp16 rounds a*sA; the current precision is the op's own, D read
+ * back as stored / sD. */
+enum { FM = 7, FN = 5, FK = 37 };
+static void fp8_scaled_call(float sa, float sb, const float *sd, mp_dtype out, double alpha,
+                            double want_cur[FM * FN], double want_f16[FM * FN],
+                            double want_ref[FM * FN], mp_shadow_metrics got[MP_SH_COUNT],
+                            float cap_cur[FM * FN], float cap_f16[FM * FN]) {
+  static uint8_t a8[FM * FK], b8[FK * FN];
+  static double a[FM * FK], b[FK * FN];
+  uint64_t seed = 7;
+  for (int i = 0; i < FM * FK; i++) { /* exact e4m3 values over its range */
+    uint64_t r = ref_rand(&seed);
+    a[i] =
+        cast((r >> 8 & 1 ? -1 : 1) * ldexp(1.0 + (double)(r >> 16 & 0xff) / 256, (int)(r % 15) - 7),
+             MP_FP8_E4M3);
+    mp_store(MP_FP8_E4M3, a8, (uint64_t)i, a[i]);
+  }
+  for (int i = 0; i < FK * FN; i++) {
+    uint64_t r = ref_rand(&seed);
+    b[i] =
+        cast((r >> 8 & 1 ? -1 : 1) * ldexp(1.0 + (double)(r >> 16 & 0xff) / 256, (int)(r % 9) - 4),
+             MP_FP8_E5M2);
+    mp_store(MP_FP8_E5M2, b8, (uint64_t)i, b[i]);
+  }
+  for (int j = 0; j < FN; j++)
+    for (int i = 0; i < FM; i++) {
+      double r = 0;
+      float acc = 0;
+      float h = 0;
+      for (int kk = 0; kk < FK; kk++) {
+        double x = a[i + kk * FM], y = b[kk + j * FK];
+        r += (x * sa) * (y * sb);
+        acc = (float)((double)acc + x * y);
+        h = (float)((double)h + cast((double)(float)(x * sa), MP_FP16) *
+                                    cast((double)(float)(y * sb), MP_FP16));
+      }
+      int o = i + j * FM;
+      want_ref[o] = alpha * r;
+      float v = (float)((double)(float)((double)(float)((double)acc * sa) * sb) * (float)alpha);
+      if (sd)
+        want_cur[o] = cast((double)(float)((double)v * *sd), out) / (double)*sd;
+      else
+        want_cur[o] = cast(v, out);
+      want_f16[o] = cast((double)(float)((double)h * (float)alpha), MP_FP16);
+    }
+  mp_shadow_gemm g;
+  memset(&g, 0, sizeof g);
+  g.m = FM, g.n = FN, g.k = FK, g.batch = 1;
+  g.a = (mp_shadow_operand){MP_FP8_E4M3, a8, NULL, FM, 0, false, &sa};
+  g.b = (mp_shadow_operand){MP_FP8_E5M2, b8, NULL, FK, 0, false, &sb};
+  g.alpha = alpha;
+  g.out = out;
+  g.d_scale = sd;
+  g.capture[MP_SH_CURRENT] = cap_cur;
+  g.capture[MP_SH_FP16] = cap_f16;
+  static double cref[FM * FN];
+  g.capture_ref = cref;
+  unsigned mask = 1u << MP_SH_CURRENT | 1u << MP_SH_FP16;
+  assert_int_equal(mp_shadow_run(&g, mask, NULL, got), (int)mask);
+  for (int o = 0; o < FM * FN; o++)
+    close_to(cref[o], want_ref[o]);
+}
+
+static void fp8_scale_pointers_scale_operands_and_output(void **state) {
+  (void)state;
+  double cur[FM * FN], f16[FM * FN], ref[FM * FN];
+  float cap_cur[FM * FN], cap_f16[FM * FN];
+  mp_shadow_metrics got[MP_SH_COUNT], want;
+  /* scales that are not powers of two, D's chosen so that some outputs
+   * saturate at e4m3's 448 */
+  float sa = 0.013f, sb = 3.7f, sd = 510.0f;
+  fp8_scaled_call(sa, sb, &sd, MP_FP8_E4M3, 0.75, cur, f16, ref, got, cap_cur, cap_f16);
+  int saturated = 0;
+  for (int o = 0; o < FM * FN; o++) {
+    if (cap_cur[o] != (float)cur[o])
+      fail_msg("current output %d is %a, want %a", o, cap_cur[o], cur[o]);
+    if (cap_f16[o] != (float)f16[o])
+      fail_msg("fp16 output %d is %a, want %a", o, cap_f16[o], f16[o]);
+    saturated += fabs(cur[o] * sd) == 448;
+  }
+  assert_true(saturated > 0);
+  ref_metrics(cur, ref, FM * FN, &want);
+  close_to(got[MP_SH_CURRENT].rel_l2, want.rel_l2);
+  close_to(got[MP_SH_CURRENT].max_rel, want.max_rel);
+  ref_metrics(f16, ref, FM * FN, &want);
+  close_to(got[MP_SH_FP16].rel_l2, want.rel_l2);
+  /* fp16 of the scaled operands is far closer than the op's own fp8 output */
+  assert_true(got[MP_SH_FP16].rel_l2 < got[MP_SH_CURRENT].rel_l2 / 8);
+
+  /* no D scale: an e4m3 D saturates at 448 (never inf); A and B still scaled */
+  fp8_scaled_call(sa * 8, sb * 4, NULL, MP_FP8_E4M3, 1.0, cur, f16, ref, got, cap_cur, cap_f16);
+  saturated = 0;
+  for (int o = 0; o < FM * FN; o++) {
+    if (cap_cur[o] != (float)cur[o])
+      fail_msg("current output %d is %a, want %a", o, cap_cur[o], cur[o]);
+    saturated += fabs(cur[o]) == 448;
+  }
+  assert_true(saturated > 0);
+  assert_int_equal(got[MP_SH_CURRENT].nonfinite, 0);
+  /* a bf16 D: the scales of A and B alone */
+  fp8_scaled_call(sa, sb, NULL, MP_BF16, 0.5, cur, f16, ref, got, cap_cur, cap_f16);
+  for (int o = 0; o < FM * FN; o++)
+    if (cap_cur[o] != (float)cur[o])
+      fail_msg("current output %d is %a, want %a", o, cap_cur[o], cur[o]);
+  assert_true(got[MP_SH_CURRENT].rel_l2 < 0x1p-7);
+}
+
 static void agg_keeps_the_worst_and_a_median(void **state) {
   (void)state;
   mp_shadow_agg *a = malloc(sizeof *a);
@@ -733,6 +846,7 @@ int main(void) {
       cmocka_unit_test(fp16_output_overflow_is_counted_as_nonfinite),
       cmocka_unit_test(gradients_flush_at_scale_1_and_fit_at_their_loss_scale),
       cmocka_unit_test(a_product_below_fp16_takes_the_outputs_own_scale),
+      cmocka_unit_test(fp8_scale_pointers_scale_operands_and_output),
       cmocka_unit_test(agg_keeps_the_worst_and_a_median),
       cmocka_unit_test(epilogues_apply_bias_relu_gelu_before_the_output_cast),
       cmocka_unit_test(names_round_trip),

@@ -135,8 +135,8 @@ static void run_config(const config &c) {
   mp_shadow_gemm g;
   memset(&g, 0, sizeof g);
   g.m = c.m, g.n = c.n, g.k = c.k, g.batch = c.batch;
-  g.a = {c.a, c.ptr_array ? NULL : A.data, c.ptr_array ? A.ptrs : NULL, A.ld, A.stride, c.ta};
-  g.b = {c.b, c.ptr_array ? NULL : B.data, c.ptr_array ? B.ptrs : NULL, B.ld, B.stride, c.tb};
+  g.a = {c.a, c.ptr_array ? NULL : A.data, c.ptr_array ? A.ptrs : NULL, A.ld, A.stride, c.ta, NULL};
+  g.b = {c.b, c.ptr_array ? NULL : B.data, c.ptr_array ? B.ptrs : NULL, B.ld, B.stride, c.tb, NULL};
   g.alpha = c.alpha;
   g.out = c.out;
   g.tf32 = c.tf32;

@@ -7,6 +7,7 @@
  * Paths come from the environment (set by meson): MPP_MPPROF, MPP_FIDELITY_PROG,
  * MPP_SIMCUDA (the stand-in libraries), MPP_WORKDIR (scratch). */
 #include <dirent.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -208,6 +209,26 @@ static void a_saturated_fp8_output_is_overflow_with_its_scales_and_amax(void **s
   free(csv);
 }
 
+/* Shadow execution of that call: the operands are the scaled values (A 32,
+ * B 8: every product 4096, exact in fp16, bf16 and fp8 at its own scale),
+ * while the op's own precision is its saturated e4m3 D, 448 for 4096. */
+static void a_scaled_fp8_call_is_shadowed_at_its_scales(void **state) {
+  (void)state;
+  const char *dir = outdir("fp8shadow");
+  const char *const opts[] = {"--shadow=1", NULL};
+  cJSON *doc = run_mode(dir, "fp8sat", opts);
+  cJSON *s = site(doc, "cublasLtMatmul", 16);
+  assert_int_equal(num(s, "shadow.calls"), 1);
+  assert_null(get(s, "shadow.skipped.shadow_unsupported"));
+  double cur = num(s, "shadow.candidates.current.rel_l2");
+  assert_true(fabs(cur - (4096.0 - 448) / 4096) < 1e-12);
+  assert_true(num(s, "shadow.candidates.current.max_rel") == cur);
+  assert_true(num(s, "shadow.candidates.fp16.rel_l2") == 0);
+  assert_true(num(s, "shadow.candidates.bf16.rel_l2") == 0);
+  assert_true(num(s, "shadow.candidates.fp8_e4m3_current.rel_l2") == 0);
+  cJSON_Delete(doc);
+}
+
 static cJSON *load_json(const char *dir, const char *name) {
   char p[4300];
   snprintf(p, sizeof p, "%s/%s", dir, name);
@@ -323,6 +344,7 @@ int main(void) {
       cmocka_unit_test(cudnn_backend_matmul_records_its_compute_type),
       cmocka_unit_test(a_cublaslt_program_choosing_its_algorithm_runs_and_is_recorded),
       cmocka_unit_test(a_saturated_fp8_output_is_overflow_with_its_scales_and_amax),
+      cmocka_unit_test(a_scaled_fp8_call_is_shadowed_at_its_scales),
       cmocka_unit_test(library_kernels_without_intercepted_calls_are_reported),
       cmocka_unit_test(tc_counters_say_when_they_decided_nothing),
       cmocka_unit_test(cublas_through_dlsym_on_its_handle_is_recorded),
