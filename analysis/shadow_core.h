@@ -28,7 +28,7 @@ extern "C" { /* nvcc and the C++ tests: formats.c's functions have C names */
 #define MP_SH_DSUB(a, b) __dsub_rn((a), (b))
 #define MP_SH_FMUL(a, b) __fmul_rn((a), (b))
 #define MP_SH_FADD(a, b) __fadd_rn((a), (b))
-#define MP_SH_DDIV(a, b) __ddiv_rn((a), (b))
+#define MP_SH_FDIV(a, b) __fdiv_rn((a), (b))
 #else
 #include <math.h>
 #define MP_SH_DMUL(a, b) ((a) * (b))
@@ -36,7 +36,7 @@ extern "C" { /* nvcc and the C++ tests: formats.c's functions have C names */
 #define MP_SH_DSUB(a, b) ((a) - (b))
 #define MP_SH_FMUL(a, b) ((a) * (b))
 #define MP_SH_FADD(a, b) ((a) + (b))
-#define MP_SH_DDIV(a, b) ((a) / (b))
+#define MP_SH_FDIV(a, b) ((a) / (b))
 #endif
 
 /* A 2-D convolution as its implicit GEMM gathers it (analysis/shadow.h
@@ -228,11 +228,11 @@ MP_CAST_FN float mp_sh_round_output(mp_dtype cand_fmt, int is_current, mp_dtype 
 
 /* The current precision's output where the call scales its fp8 D
  * (cuBLASLt's D_SCALE_POINTER): D stores round(v * d_scale) (fp32 product,
- * saturating cast), the value it stands for is that divided by d_scale, in
- * double. */
-MP_CAST_FN double mp_sh_current_scaled_output(mp_dtype out_dtype, float v, float d_scale) {
+ * saturating cast), the value it stands for is that divided by d_scale
+ * (fp32 division). */
+MP_CAST_FN float mp_sh_current_scaled_output(mp_dtype out_dtype, float v, float d_scale) {
   float stored = mp_sh_round_output(MP_FP32, 1, out_dtype, MP_SH_FMUL(v, d_scale));
-  return MP_SH_DDIV((double)stored, (double)d_scale);
+  return MP_SH_FDIV(stored, d_scale);
 }
 
 /* Error of a candidate against the reference, accumulated over outputs whose

@@ -115,8 +115,8 @@ extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_amax(mpp_s
   unsigned m = 0;
   mpp_sh_each_unit(p.x, [&](const void *base, uint64_t, uint64_t v, uint64_t k0, uint64_t k1) {
     for (uint64_t kk = k0; kk < k1; kk++) {
-      unsigned w = mpp_sh_amax_word(
-          mpp_sh_load(base, p.x.dtype, (p.x.v0 + v) * p.x.vstride + kk * p.x.kstride));
+      unsigned w =
+          mpp_sh_amax_word(mpp_sh_value(&p.x, base, (p.x.v0 + v) * p.x.vstride + kk * p.x.kstride));
       if (w > m) m = w;
     }
   });
@@ -141,16 +141,16 @@ extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_quant(mpp_
     if (p.scale == MPP_SH_SCALE_MX) {
       float amax = 0;
       for (uint64_t kk = k0; kk < k1; kk++)
-        amax = mp_sh_amax_add(amax, mpp_sh_load(base, p.x.dtype, at + kk * p.x.kstride));
+        amax = mp_sh_amax_add(amax, mpp_sh_value(&p.x, base, at + kk * p.x.kstride));
       int e = mp_sh_mx_exp(amax, p.fp8_max);
       for (uint64_t kk = k0; kk < k1; kk++) {
-        float x = mpp_sh_load(base, p.x.dtype, at + kk * p.x.kstride);
+        float x = mpp_sh_value(&p.x, base, at + kk * p.x.kstride);
         out[kk * p.out_kstride] = mp_pow2_scale(mp_sh_round(mp_pow2_scale(x, -e), fmt), e);
       }
       return;
     }
     for (uint64_t kk = k0; kk < k1; kk++) {
-      float x = mpp_sh_load(base, p.x.dtype, at + kk * p.x.kstride);
+      float x = mpp_sh_value(&p.x, base, at + kk * p.x.kstride);
       if (p.scale == MPP_SH_SCALE_POW2)
         x = mp_pow2_scale(x, p.scale_log2);
       else if (p.scale != MPP_SH_SCALE_NONE)
@@ -171,6 +171,8 @@ extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_err(mpp_sh
     inv_a = 1.0f / p.scale_a;
     inv_b = 1.0f / p.scale_b;
   }
+  if (p.post_a) inv_a = *p.post_a;
+  if (p.post_b) inv_b = *p.post_b;
   mp_sh_err e = {0, 0, 0, 0, 0, 0, 0};
   for (uint64_t o = (uint64_t)blockIdx.x * MPP_SH_BLOCK + threadIdx.x; o < p.n;
        o += (uint64_t)gridDim.x * MPP_SH_BLOCK) {
@@ -187,7 +189,10 @@ extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_err(mpp_sh
       r = mp_sh_epi_d(p.epilogue, r);
     }
     if (p.out_scale_log2) v = mp_pow2_scale(v, p.out_scale_log2);
-    float d = mp_sh_round_output((mp_dtype)p.cand_fmt, p.is_current, (mp_dtype)p.out_dtype, v);
+    float d =
+        p.d_scale /* the current precision's fp8 D at its scale */
+            ? mp_sh_current_scaled_output((mp_dtype)p.out_dtype, v, *p.d_scale)
+            : mp_sh_round_output((mp_dtype)p.cand_fmt, p.is_current, (mp_dtype)p.out_dtype, v);
     if (p.unscale_log2) d = mp_pow2_scale(d, -p.unscale_log2);
     if (p.capture) p.capture[o] = d;
     mp_sh_err_add(&e, r, (double)d);

@@ -56,6 +56,9 @@ typedef struct mpp_sh_src {
   int64_t stride; /* 0 broadcasts one matrix */
   uint64_t rows, k, batch;
   uint64_t v0; /* the first vector: a slice of the operand's vectors (0: all from the start) */
+  /* the operand's fp8 scale (analysis/shadow.h mp_shadow_operand.scale):
+   * values are read as stored * *scale (fp32 product); NULL: as stored */
+  const float *scale;
 } mpp_sh_src;
 
 /* One stored matrix (per batch) as the op addresses it: `outer` columns of
@@ -70,7 +73,16 @@ typedef struct mpp_sh_copy_piece {
   int64_t stride;
 } mpp_sh_copy_piece;
 
-#define MPP_SH_COPY_PIECES 3 /* A, B, the bias */
+/* A, B, the bias, the fp8 scales of A, B and D (MPP_SH_PIECE_*) */
+#define MPP_SH_COPY_PIECES 6
+enum {
+  MPP_SH_PIECE_A,
+  MPP_SH_PIECE_B,
+  MPP_SH_PIECE_BIAS,
+  MPP_SH_PIECE_SA,
+  MPP_SH_PIECE_SB,
+  MPP_SH_PIECE_SD
+};
 
 typedef struct mpp_sh_copy_params {
   mpp_sh_copy_piece p[MPP_SH_COPY_PIECES];
@@ -119,6 +131,10 @@ typedef struct mpp_sh_err_params {
   int use_amax;
   const unsigned *amax_bits; /* [0] A, [1] B */
   float fp8_max, scale_a, scale_b;
+  /* the current precision: the op's own fp8 scales of A and B, multiplied
+   * in instead of the inverse scales (NULL: 1), and of an fp8 D
+   * (analysis/shadow_core.h mp_sh_current_scaled_output; NULL: none) */
+  const float *post_a, *post_b, *d_scale;
   /* epi(alpha*P + bias) before the output cast (analysis/shadow_core.h):
    * output o is row o % m of batch matrix o / mn */
   int epilogue; /* MP_SH_EPI_* */
@@ -158,6 +174,12 @@ MP_CAST_FN float mpp_sh_load(const void *base, int dtype, uint64_t i) {
   default: /* fp32, tf32 storage */
     return ((const float *)base)[i];
   }
+}
+
+/* Element i of one matrix of operand x as its value: times x's scale when it has one. */
+MP_CAST_FN float mpp_sh_value(const mpp_sh_src *x, const void *base, uint64_t i) {
+  float v = mpp_sh_load(base, x->dtype, i);
+  return x->scale ? MP_SH_FMUL(v, *x->scale) : v;
 }
 
 #endif

@@ -323,7 +323,6 @@ static int enqueue(void *stream, const mp_shadow_gemm *g, const mp_shadow_conv *
   if (g->m > INT_MAX || g->n > INT_MAX || g->k > INT_MAX || g->batch > INT_MAX || g->m <= 0 ||
       g->n <= 0 || g->k <= 0 || g->batch <= 0)
     return -EINVAL;
-  if (g->a.scale || g->b.scale || g->d_scale) return -EINVAL; /* fp8 scales: the host path only */
   for (int c = 0; c < MP_SH_COUNT; c++)
     if (!mpp_sh_cand_on_device(g, (mp_shadow_cand)c)) mask &= ~(1u << c);
   CUstreamCaptureMode mode = mpp_cu_capture_relax(cu);

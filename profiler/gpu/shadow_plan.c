@@ -22,6 +22,7 @@ mpp_sh_src mpp_sh_src_of(const mp_shadow_gemm *g, bool is_b) {
   s.rows = (uint64_t)(is_b ? g->n : g->m);
   s.k = (uint64_t)g->k;
   s.batch = (uint64_t)g->batch;
+  s.scale = o->scale;
   return s;
 }
 
@@ -75,6 +76,7 @@ void mpp_sh_quant_plan(const mp_shadow_gemm *g, int cand, bool is_b, const float
   else
     fmt = mp_shadow_cand_format((mp_shadow_cand)cand);
   q.fmt = fmt;
+  if (cand == MP_SH_CURRENT) q.x.scale = NULL; /* the op computes on the stored values */
   q.scale = cand == MPP_SH_REFERENCE ? MPP_SH_SCALE_NONE : scale_kind(cand);
   q.scale_log2 = g->scale_log2[is_b];
   q.scale_value = delayed ? delayed[is_b][fmt == MP_FP8_E5M2] : 1.0f;
@@ -107,6 +109,11 @@ void mpp_sh_err_plan(const mp_shadow_gemm *g, mp_shadow_cand c, const float dela
   int e5 = fmt == MP_FP8_E5M2;
   p.scale_a = kind == MPP_SH_SCALE_GIVEN && delayed ? delayed[0][e5] : 1.0f;
   p.scale_b = kind == MPP_SH_SCALE_GIVEN && delayed ? delayed[1][e5] : 1.0f;
+  if (c == MP_SH_CURRENT) {
+    p.post_a = g->a.scale;
+    p.post_b = g->b.scale;
+    p.d_scale = g->d_scale;
+  }
   p.epilogue = g->epilogue;
   p.bias = g->bias;
   p.bias_dtype = g->bias_dtype;
@@ -146,12 +153,47 @@ static mpp_sh_copy_piece bias_piece(const mp_shadow_gemm *g) {
   return c;
 }
 
+/* One fp32 scale (one element). */
+static mpp_sh_copy_piece scale_piece(const float *scale) {
+  mpp_sh_copy_piece c;
+  memset(&c, 0, sizeof c);
+  c.data = scale;
+  c.esize = sizeof(float);
+  c.inner = c.outer = c.ld = c.batch = 1;
+  return c;
+}
+
+/* Where piece w's source is (NULL: g has none). */
+static const void *piece_source(const mp_shadow_gemm *g, int w) {
+  switch (w) {
+  case MPP_SH_PIECE_A:
+  case MPP_SH_PIECE_B:
+    return g; /* always there */
+  case MPP_SH_PIECE_BIAS:
+    return g->bias;
+  case MPP_SH_PIECE_SA:
+    return g->a.scale;
+  case MPP_SH_PIECE_SB:
+    return g->b.scale;
+  default:
+    return g->d_scale;
+  }
+}
+
 static mpp_sh_copy_piece piece(const mp_shadow_gemm *g, int w) {
-  return w < 2 ? operand_piece(g, w == 1) : bias_piece(g);
+  switch (w) {
+  case MPP_SH_PIECE_A:
+  case MPP_SH_PIECE_B:
+    return operand_piece(g, w == MPP_SH_PIECE_B);
+  case MPP_SH_PIECE_BIAS:
+    return bias_piece(g);
+  default:
+    return scale_piece((const float *)piece_source(g, w));
+  }
 }
 
 uint64_t mpp_sh_copy_bytes(const mp_shadow_gemm *g, int w) {
-  if (w == 2 && !g->bias) return 0;
+  if (!piece_source(g, w)) return 0;
   mpp_sh_copy_piece c = piece(g, w);
   return c.inner * c.outer * c.batch * c.esize;
 }
@@ -162,20 +204,34 @@ void mpp_sh_copy_plan(const mp_shadow_gemm *g, void *const dst[MPP_SH_COPY_PIECE
   memset(&p, 0, sizeof p);
   *snap = *g;
   for (int w = 0; w < MPP_SH_COPY_PIECES; w++) {
-    if (w == 2 && !g->bias) break;
+    if (!piece_source(g, w)) continue;
     mpp_sh_copy_piece c = piece(g, w);
     c.dst = dst[w];
     p.p[p.n++] = c;
     int64_t dense = (int64_t)(c.inner * c.outer);
-    if (w < 2) {
-      mp_shadow_operand *o = w ? &snap->b : &snap->a;
+    switch (w) {
+    case MPP_SH_PIECE_A:
+    case MPP_SH_PIECE_B: {
+      mp_shadow_operand *o = w == MPP_SH_PIECE_B ? &snap->b : &snap->a;
       o->data = dst[w];
       o->ptrs = NULL;
       o->ld = (int64_t)c.inner;
       o->stride = c.batch > 1 ? dense : 0;
-    } else {
+      break;
+    }
+    case MPP_SH_PIECE_BIAS:
       snap->bias = dst[w];
       snap->bias_stride = c.batch > 1 ? dense : 0;
+      break;
+    case MPP_SH_PIECE_SA:
+      snap->a.scale = (const float *)dst[w];
+      break;
+    case MPP_SH_PIECE_SB:
+      snap->b.scale = (const float *)dst[w];
+      break;
+    default:
+      snap->d_scale = (const float *)dst[w];
+      break;
     }
   }
   *ret = p;

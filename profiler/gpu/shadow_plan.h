@@ -33,9 +33,11 @@ void mpp_sh_err_plan(const mp_shadow_gemm *g, mp_shadow_cand c, const float dela
                      const unsigned *amax_bits, const float *ref, const float *cand,
                      mpp_sh_err_params *ret);
 /* The dense copies the device shadow works from (mpp_shadow_copy, on the
- * op's stream right after the op): piece w is op(A) (0), op(B) (1) or the
- * bias (2) as stored, each batch matrix with its leading dimension tightened
- * (one matrix when the op broadcasts it). Bytes of piece w; 0 for no bias. */
+ * op's stream right after the op): piece w (MPP_SH_PIECE_*) is op(A), op(B)
+ * or the bias as stored, each batch matrix with its leading dimension
+ * tightened (one matrix when the op broadcasts it), or the fp8 scale of A,
+ * B or D (one float: the program may change it after the op). Bytes of
+ * piece w; 0 for one g does not have. */
 uint64_t mpp_sh_copy_bytes(const mp_shadow_gemm *g, int w);
 /* The copy launch of g into dst[w] (mpp_sh_copy_bytes(g, w) bytes each), and
  * *snap: g reading the copies instead of the program's memory. */

@@ -515,6 +515,64 @@ static void later_program_writes_do_not_reach_the_results(void **state) {
   drop(&g);
 }
 
+/* An FP8 call whose scales live in device memory, as cuBLASLt's scale
+ * pointers do: they are copied with the operands right after the op, so the
+ * program's next step changing them (delayed scaling updates them every
+ * step) before the private stream runs does not reach the results; the
+ * amax is that of the scaled values, and the scales change what the current
+ * precision measures. */
+static void fp8_scales_in_device_memory_are_read_as_the_op_read_them(void **state) {
+  (void)state;
+  gemm g;
+  make(&g, MP_FP8_E4M3, 1, 0, 9, 7, 40, 2, 4);
+  float *sc = dev_alloc(3 * sizeof(float));
+  sc[0] = 0.013f, sc[1] = 3.7f, sc[2] = 51.0f;
+  mp_shadow_gemm h = host_gemm(&g);
+  h.a.data = g.A, h.b.data = g.B;
+  h.a.scale = &sc[0], h.b.scale = &sc[1], h.d_scale = &sc[2];
+  const float delayed[2][2] = {{2, 0.5f}, {4, 0.25f}};
+  unsigned mask = MP_SHADOW_ALL & ~(1u << MP_SH_FP16_SCALED);
+  got want = {0}, lagged = {0}, unscaled = {0};
+  assert_int_equal(mpp_devshadow_enqueue(NULL, &h, mask, delayed, (uint64_t)1 << 30, keep, &want),
+                   0);
+  mpp_devshadow_drain();
+  assert_int_equal(want.n, 1);
+  assert_int_equal(want.r.rc, 0);
+  assert_true(want.r.done >> MP_SH_CURRENT & 1);
+  /* amax of A as the op reads it: stored values times 0.013 */
+  float amax = 0;
+  for (int64_t b = 0; b < g.batch; b++)
+    for (int64_t i = 0; i < g.m; i++)
+      for (int64_t q = 0; q < g.k; q++)
+        amax = mp_sh_amax_add(
+            amax, (float)mp_load(g.dt, g.hA, (uint64_t)(b * g.sa + q + i * g.lda)) * 0.013f);
+  assert_true(want.r.amax[0] == amax);
+
+  void (*lag)(int) = (void (*)(int))fake("libcuda.so.1", "fakecuda_lag");
+  lag(1);
+  assert_int_equal(mpp_devshadow_enqueue(NULL, &h, mask, delayed, (uint64_t)1 << 30, keep, &lagged),
+                   0);
+  sc[0] = sc[1] = sc[2] = 1000.0f; /* the next step's scales */
+  lag(0);
+  mpp_devshadow_drain();
+  assert_int_equal(lagged.n, 1);
+  assert_int_equal(lagged.r.rc, 0);
+  assert_true(lagged.r.amax[0] == want.r.amax[0] && lagged.r.amax[1] == want.r.amax[1]);
+  assert_memory_equal(lagged.r.err, want.r.err, sizeof want.r.err);
+
+  /* without its scales the same call measures something else */
+  h.a.scale = h.b.scale = h.d_scale = NULL;
+  assert_int_equal(
+      mpp_devshadow_enqueue(NULL, &h, mask, delayed, (uint64_t)1 << 30, keep, &unscaled), 0);
+  mpp_devshadow_drain();
+  assert_int_equal(unscaled.r.rc, 0);
+  assert_true(unscaled.r.err[MP_SH_CURRENT].se != want.r.err[MP_SH_CURRENT].se);
+  assert_true(unscaled.r.amax[0] != want.r.amax[0]);
+  assert_int_equal(((long (*)(void))fake("libcuda.so.1", "fakecuda_async_live"))(), 0);
+  mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)sc);
+  drop(&g);
+}
+
 /* A convolution in device memory (backward filter, fp16, NHWC strides,
  * flipped taps): its operands gathered on the device measure exactly what
  * the same GEMM on the host path's gathered operands measures on the
@@ -643,6 +701,7 @@ int main(void) {
       cmocka_unit_test_setup(calls_above_the_memory_cap_are_skipped, reset_all),
       cmocka_unit_test_setup(sliced_products_measure_what_whole_ones_do, reset_all),
       cmocka_unit_test_setup(later_program_writes_do_not_reach_the_results, reset_all),
+      cmocka_unit_test_setup(fp8_scales_in_device_memory_are_read_as_the_op_read_them, reset_all),
       cmocka_unit_test_setup(device_convolutions_measure_their_implicit_gemm, reset_all),
       cmocka_unit_test_setup(a_recorded_device_convolution_is_shadowed, reset_all),
   };

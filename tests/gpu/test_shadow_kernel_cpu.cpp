@@ -120,7 +120,8 @@ static void quant(const mp_shadow_gemm &g, int cand, bool is_b, const float dela
   simt_run(grid, MPP_SH_BLOCK, [&q] { mpp_shadow_quant(q); });
 }
 
-static void run_config(const config &c) {
+/* c, with cuBLASLt fp8 scales of A, B, D where scales is not NULL (0: none). */
+static void run_config(const config &c, const float *scales_of) {
   operand A = {c.a, c.ta, c.ta ? c.k : c.m, c.ta ? c.m : c.k, 0, 0, c.batch, c.ptr_array, 0, 0};
   operand B = {c.b, c.tb, c.tb ? c.n : c.k, c.tb ? c.k : c.n, 0, 0, c.batch, c.ptr_array, 0, 0};
   A.ld = A.rows + c.pad;
@@ -144,6 +145,15 @@ static void run_config(const config &c) {
   g.scale_log2[1] = -2;
   g.out_scale_log2 = 5; /* the output's own loss scale, beyond the operands' */
   g.epilogue = c.epi;
+  static float scales[3];
+  unsigned nscales = 0;
+  for (int w = 0; w < 3; w++) {
+    scales[w] = scales_of ? scales_of[w] : 0;
+    nscales += scales[w] != 0;
+  }
+  g.a.scale = scales[0] ? &scales[0] : NULL;
+  g.b.scale = scales[1] ? &scales[1] : NULL;
+  g.d_scale = scales[2] ? &scales[2] : NULL;
   uint16_t *bias = NULL;
   if (c.bias) {
     bias = (uint16_t *)calloc((size_t)((c.m + 1) * c.batch), sizeof *bias);
@@ -184,8 +194,14 @@ static void run_config(const config &c) {
     dst[w] = calloc(mpp_sh_copy_bytes(&host, w) + 1, 1);
   mpp_sh_copy_params cp;
   mpp_sh_copy_plan(&host, dst, &cp, &g);
-  CHECK(cp.n == (c.bias ? 3u : 2u), "%s: %u copies", c.name, cp.n);
+  CHECK(cp.n == (c.bias ? 3u : 2u) + nscales, "%s: %u copies", c.name, cp.n);
   simt_run(3, MPP_SH_BLOCK, [&cp] { mpp_shadow_copy(cp); });
+  /* the scales are read from their copies (the program may change its own after the op) */
+  const float *sp[3] = {g.a.scale, g.b.scale, g.d_scale},
+              *hp[3] = {host.a.scale, host.b.scale, host.d_scale};
+  for (int w = 0; w < 3; w++)
+    CHECK(!hp[w] ? !sp[w] : sp[w] != hp[w] && *sp[w] == *hp[w], "%s: scale %d copied wrong", c.name,
+          w);
   for (int w = 0; w < 2; w++) {
     mpp_sh_src from = mpp_sh_src_of(&host, w), to = mpp_sh_src_of(&g, w);
     CHECK(!to.ptrs && to.esize == from.esize && to.dtype == from.dtype, "%s: copy %d", c.name, w);
@@ -221,7 +237,8 @@ static void run_config(const config &c) {
       for (uint64_t v = 0; v < s.rows; v++)
         for (uint64_t kk = 0; kk < s.k; kk++)
           amax = mp_sh_amax_add(
-              amax, (float)mp_load((mp_dtype)s.dtype, base, v * s.vstride + kk * s.kstride));
+              amax, (float)mp_load((mp_dtype)s.dtype, base, v * s.vstride + kk * s.kstride) *
+                        (s.scale ? *s.scale : 1.0f));
     }
     CHECK(words[w] == mpp_sh_amax_word(amax), "%s: amax word %d %08x, host amax %a", c.name, w,
           words[w], amax);
@@ -392,8 +409,26 @@ int main(void) {
       {"fp16 ReLU, pointer array", 6, 7, 36, 3, MP_FP16, MP_FP16, MP_FP16, true, false, false, 0, 0,
        true, 1.0, 5, false, MP_SH_EPI_RELU, false},
   };
+  /* cuBLASLt FP8 calls with per-tensor scales of A, B and D (0: none) */
+  struct scaled {
+    config c;
+    float scales[3];
+  };
+  const scaled fp8[] = {
+      {{"e4m3 x e5m2 at scales, e4m3 D at its scale, strided batch", 9, 6, 70, 2, MP_FP8_E4M3,
+        MP_FP8_E5M2, MP_FP8_E4M3, true, false, false, 1, 0, false, 0.75, 6, false, 0, false},
+       {0.013f, 3.7f, 51.0f}},
+      {{"e4m3 x e4m3 at scales, bf16 D, GELU + bias", 7, 5, 33, 1, MP_FP8_E4M3, MP_FP8_E4M3,
+        MP_BF16, false, true, false, 0, 0, false, 1.0, 5, false, MP_SH_EPI_GELU, true},
+       {0.37f, 0.5f, 0}},
+      {{"e5m2 x e4m3, e4m3 D without a scale (saturating)", 5, 5, 40, 1, MP_FP8_E5M2, MP_FP8_E4M3,
+        MP_FP8_E4M3, false, false, false, 0, 0, false, 4.0, 4, false, 0, false},
+       {0, 0, 0}},
+  };
   for (const config &c : configs)
-    run_config(c);
+    run_config(c, NULL);
+  for (const scaled &f : fp8)
+    run_config(f.c, f.scales);
   for (int kind = MP_SHADOW_CONV_FWD; kind <= MP_SHADOW_CONV_BWD_FILTER; kind++)
     for (int v = 0; v < 4; v++)
       run_conv((mp_shadow_conv_kind)kind, v & 1, v & 2);
@@ -402,6 +437,6 @@ int main(void) {
     return 1;
   }
   printf("shadow kernels on the CPU: %zu GEMMs, every candidate bit for bit as the host path\n",
-         sizeof configs / sizeof configs[0]);
+         sizeof configs / sizeof configs[0] + sizeof fp8 / sizeof fp8[0]);
   return 0;
 }
