@@ -399,16 +399,20 @@ void mpp_shadow_call(const mpp_call *c, const mpp_op *op) {
   /* The output's own loss scale, where it needs more than the operands'
    * give it (the product of values that fit fp16 can flush). */
   int out_ls = 0;
-  if (why == SKIP_COUNT && !device) {
+  /* An fp8 call's per-tensor scales are its scaling: no loss scale on top
+   * (its operands' statistics are of the stored values, not of the values
+   * the scales make): fp16_loss_scaled is then fp16. */
+  bool scalable = why == SKIP_COUNT && !g.a.scale && !g.b.scale;
+  if (scalable && !device) {
     g.scale_log2[0] = operand_loss_scale(role_named(op, ab[0]), g.batch);
     g.scale_log2[1] = operand_loss_scale(role_named(op, ab[1]), g.batch);
     out_ls = operand_loss_scale(role_named(op, out), g.batch);
-  } else if (why == SKIP_COUNT) {
+  } else if (scalable) {
     g.scale_log2[0] = mpp_site_role_loss_scale_log2(c->site, role_index(op, ab[0]));
     g.scale_log2[1] = mpp_site_role_loss_scale_log2(c->site, role_index(op, ab[1]));
     out_ls = mpp_site_role_loss_scale_log2(c->site, role_index(op, out));
   }
-  if (why == SKIP_COUNT && out_ls > g.scale_log2[0] + g.scale_log2[1])
+  if (scalable && out_ls > g.scale_log2[0] + g.scale_log2[1])
     g.out_scale_log2 = out_ls - (g.scale_log2[0] + g.scale_log2[1]);
   pthread_mutex_lock(&shadow_mu);
   if (why == SKIP_COUNT)
