@@ -757,6 +757,62 @@ static int rule_tensor_cores_not_used(mpprof_model *m) {
   return 0;
 }
 
+/* Sites whose measured error in the precision they run in now (shadow
+ * execution's `current`) is above --shadow-max-rel, the limit a candidate is
+ * judged by: the program already pays more than it (an fp8 GEMM at its
+ * scales, a saturating fp8 output, TF32 on wide sums). One finding for all. */
+static int rule_current_error_high(mpprof_model *m) {
+  double lim = mpprof_shadow_max_rel(m);
+  size_t n = 0;
+  uint64_t calls = 0, gpu = 0, elems = 0;
+  const mpprof_site *w = NULL;
+  cJSON *ids = cJSON_CreateArray();
+  if (!ids) return -1;
+  for (size_t i = 0; i < m->n_sites; i++) {
+    const mpprof_site *s = &m->sites[i];
+    const mpprof_shadow_cand *c = s->shadow ? &s->shadow->cand[MP_SH_CURRENT] : NULL;
+    if (!c || !c->calls || !(c->worst.rel_l2 > lim)) continue;
+    n++;
+    calls += s->calls;
+    gpu += s->has_gpu_ns ? s->gpu_ns : s->kernel_ns;
+    elems += s->elements;
+    if (cJSON_GetArraySize(ids) < 50) cJSON_AddItemToArray(ids, mpprof_json_u64(s->id));
+    if (!w || c->worst.rel_l2 > w->shadow->cand[MP_SH_CURRENT].worst.rel_l2) w = s;
+  }
+  if (!n) {
+    cJSON_Delete(ids);
+    return 0;
+  }
+  char types[160];
+  mpprof_site_dtypes(w, types, sizeof types);
+  double worst = w->shadow->cand[MP_SH_CURRENT].worst.rel_l2;
+  char werr[32];
+  if (isinf(worst))
+    snprintf(werr, sizeof werr, "non-finite outputs");
+  else
+    snprintf(werr, sizeof werr, "relative L2 error %.3g", worst);
+  mpprof_finding *f =
+      add(m, "current_error_high", "medium", n == 1 ? w->layer_name : NULL,
+          mpprof_asprintf("%zu GEMM/conv site%s (%" PRIu64 " calls) already lose%s more than "
+                          "--shadow-max-rel %.3g in the precision %s run in now (measured): worst "
+                          "%s site %zu (%s), %s",
+                          n, n == 1 ? "" : "s", calls, n == 1 ? "s" : "", lim,
+                          n == 1 ? "it" : "they", site_layer_label(w), w->id, types, werr),
+          strdup("widen what loses it: a bf16 or fp32 output instead of fp8 (or a smaller D scale "
+                 "where outputs saturate), fp32 inputs without TF32 for sums that need them; the "
+                 "Measured error columns compare each candidate with it"));
+  if (!f) {
+    cJSON_Delete(ids);
+    return -1;
+  }
+  cJSON_AddItemToObject(f->evidence, "sites", ids);
+  ev_num(f->evidence, "worst_rel_l2", worst); /* null: non-finite outputs */
+  ev_num(f->evidence, "shadow_max_rel", lim);
+  f->impact_gpu_ns = gpu;
+  f->impact_elements = elems;
+  return 0;
+}
+
 static int rule_tensor_cores_inefficient(mpprof_model *m) {
   for (size_t i = 0; i < m->n_sites; i++) {
     const mpprof_site *s = &m->sites[i];
@@ -1070,6 +1126,7 @@ const mpprof_finding_rule mpprof_finding_rules[] = {
     {"fp32_without_tf32", NULL, rule_fp32_without_tf32, false, false},
     {"tensor_cores_not_used", NULL, rule_tensor_cores_not_used, false, false},
     {"tensor_cores_inefficient", NULL, rule_tensor_cores_inefficient, false, false},
+    {"current_error_high", NULL, rule_current_error_high, false, false},
     {"loss_scale_conflict", NULL, rule_loss_scale_conflict, false, false},
     {"no_cuda_ops", NULL, rule_no_cuda_ops, true, false},
     {"skipped_files", NULL, rule_skipped_files, true, false},

@@ -484,6 +484,9 @@ static void share_cell(FILE *f, const mpprof_share *s) {
 /* --- Measured error (shadow execution): a column group in the layer and ops tables --- */
 
 #define SHADOW_HEADERS                                                                             \
+  "<th class=\"sh\" title=\"Measured error (--shadow): relative L2 error of the precision the op " \
+  "runs in now (its own dtypes, compute type, fp8 scales and output type) against the same "       \
+  "reference, worst call: what the program already pays\">Measured now rel L2</th>"                \
   "<th class=\"sh\" title=\"Measured error (--shadow): relative L2 error of fp16 as AMP runs it "  \
   "(gradient operands at their loss scale) against an fp64 reference, worst call\">Measured "      \
   "fp16 rel L2</th><th class=\"sh\" title=\"Measured error (--shadow): bf16, worst call\">"        \
@@ -513,6 +516,7 @@ static void fp8_cell(FILE *f, const char *name, const mpprof_shadow_cand *c) {
 
 static void layer_shadow_cells(FILE *f, const mpprof_layer *l) {
   const mpprof_shadow *sh = l->shadow;
+  rel_cell(f, sh ? &sh->cand[MP_SH_CURRENT] : NULL);
   rel_cell(f, sh ? &sh->cand[MP_SH_FP16_SCALED] : NULL);
   rel_cell(f, sh ? &sh->cand[MP_SH_BF16] : NULL);
   fp8_cell(f, sh ? mpprof_fp8_recipe_name(l->best_fp8) : NULL,
@@ -522,6 +526,7 @@ static void layer_shadow_cells(FILE *f, const mpprof_layer *l) {
 static void site_shadow_cells(FILE *f, const mpprof_site *s) {
   const mpprof_shadow *sh = s->shadow;
   bool bwd = s->phase == MPPROF_PHASE_BACKWARD;
+  rel_cell(f, sh ? &sh->cand[MP_SH_CURRENT] : NULL);
   rel_cell(f, sh ? &sh->cand[bwd ? MP_SH_FP16_SCALED : MP_SH_FP16] : NULL);
   rel_cell(f, sh ? &sh->cand[MP_SH_BF16] : NULL);
   static const mp_shadow_cand fwd8[] = {MP_SH_E4M3_CURRENT, MP_SH_E4M3_DELAYED, MP_SH_MXFP8_E4M3},

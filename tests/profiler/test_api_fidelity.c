@@ -227,6 +227,17 @@ static void a_scaled_fp8_call_is_shadowed_at_its_scales(void **state) {
   assert_true(num(s, "shadow.candidates.bf16.rel_l2") == 0);
   assert_true(num(s, "shadow.candidates.fp8_e4m3_current.rel_l2") == 0);
   cJSON_Delete(doc);
+  /* the page's Measured error group shows it: (4096 - 448) / 4096 */
+  char p[4300];
+  snprintf(p, sizeof p, "%s/report.html", dir);
+  char *html = slurp(p);
+  assert_non_null(strstr(html, ">Measured now rel L2</th>"));
+  assert_non_null(strstr(html, "data-v=\"0.890625\">0.89</td>"));
+  free(html);
+  /* ... and a finding: the op already loses more than --shadow-max-rel */
+  cJSON *rep = load_json(dir, "report.json");
+  assert_true(has_finding(rep, "current_error_high"));
+  cJSON_Delete(rep);
 }
 
 static cJSON *load_json(const char *dir, const char *name) {

@@ -23,6 +23,7 @@ static const char *const tested[] = {
     "lower_precision_possible",
     "fp8_candidate",
     "fp32_without_tf32",
+    "current_error_high",
     "tensor_cores_not_used",
     "tensor_cores_inefficient",
     "loss_scale_conflict",
@@ -395,6 +396,36 @@ static void fp32_without_tf32(void **state) {
   mpprof_model_free(&m);
 }
 
+/* A site whose own precision measures above the limit (an e4m3 GEMM whose
+ * D saturates); one at the limit, or without shadow data, gives nothing. */
+static void current_error_high(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  site(&m, "fp8_e4m3");
+  site(&m, "fp32");
+  mpprof_site *s = &m.sites[0], *t = &m.sites[1];     /* site() moves the array */
+  assert_int_equal(run(&m, "current_error_high"), 0); /* no --shadow */
+  mpprof_shadow *sh = calloc(1, sizeof *sh), *th = calloc(1, sizeof *th);
+  assert_non_null(sh);
+  assert_non_null(th);
+  s->shadow = sh, t->shadow = th;
+  double lim = mpprof_shadow_max_rel(&m);
+  sh->cand[MP_SH_CURRENT].calls = th->cand[MP_SH_CURRENT].calls = 4;
+  sh->cand[MP_SH_CURRENT].worst.rel_l2 = lim; /* at the limit: fine */
+  th->cand[MP_SH_CURRENT].worst.rel_l2 = 1e-7;
+  assert_int_equal(run(&m, "current_error_high"), 0);
+  sh->cand[MP_SH_CURRENT].worst.rel_l2 = 0.890625;
+  assert_int_equal(run(&m, "current_error_high"), 1);
+  assert_non_null(strstr(m.findings[0].message, "1 GEMM/conv site (10 calls) already loses more"));
+  assert_non_null(strstr(m.findings[0].message, "site 0 (A=fp8_e4m3 B=fp8_e4m3"));
+  assert_non_null(strstr(m.findings[0].message, "relative L2 error 0.891"));
+  assert_string_equal(m.findings[0].severity, "medium");
+  cJSON *sites = cJSON_GetObjectItem(m.findings[0].evidence, "sites");
+  assert_int_equal(cJSON_GetArraySize(sites), 1);
+  mpprof_model_free(&m);
+}
+
 static void tensor_cores_not_used(void **state) {
   (void)state;
   mpprof_model m;
@@ -665,6 +696,7 @@ int main(void) {
       cmocka_unit_test(lower_precision_needs_fp32_inputs),
       cmocka_unit_test(fp8_candidate),
       cmocka_unit_test(fp32_without_tf32),
+      cmocka_unit_test(current_error_high),
       cmocka_unit_test(tensor_cores_not_used),
       cmocka_unit_test(tensor_cores_inefficient),
       cmocka_unit_test(loss_scale_conflict),
