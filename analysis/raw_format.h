@@ -130,7 +130,7 @@
   X(FORK_CHILD, "fork_child", "call in a fork child")                                              \
   X(DEVICE_MEMORY, "device_memory", "device operands, no device path (no device kernels/driver)")  \
   X(UNSUPPORTED, "shadow_unsupported",                                                             \
-    "not a GEMM, dtype, layout, fp8 block scales, DRELU/DGELU, alpha")                             \
+    "not a GEMM, dtype, layout, fp8 scale mode, DRELU/DGELU, alpha")                               \
   X(NO_MEMORY, "out_of_memory", "work memory could not be allocated")                              \
   X(BUSY, "shadow_busy", "device: earlier shadowed calls still running (slots or memory cap)")     \
   X(NO_HANDLE, "no_cublas_handle", "device: private stream or cuBLAS handle not made")             \

@@ -135,31 +135,45 @@ static double operand_scale(const mp_shadow_operand *o) {
   return o->scale ? (double)*o->scale : 1.0;
 }
 
+/* Multiply vector r of x (rows values of k) by the operand's block scales. */
+static void apply_blocks(const mp_shadow_operand *o, int64_t k, int64_t r, double *x) {
+  if (!o->blocks) return;
+  for (int64_t kk = 0; kk < k; kk++)
+    x[kk] *= (double)mp_sh_block_scale(o->block_mode, o->blocks, (unsigned long long)r,
+                                       (unsigned long long)kk, (unsigned long long)o->block_outer,
+                                       (unsigned long long)k);
+}
+
 /* op(A) of batch b as rows of k values: x[i*k + kk] = op(A)(i, kk), times
- * A's scale. The product is exact in double (an fp8 value has at most 4
- * significant bits, the fp32 scale 24), so the stored value is x / scale. */
+ * A's scale or block scales. The product is exact in double (an fp8 value
+ * has at most 4 significant bits, the fp32 scale 24), so the stored value
+ * is x / scale. */
 static bool load_a(const mp_shadow_gemm *g, int64_t b, double *x) {
   const void *base = batch_base(&g->a, b);
   if (!base) return false;
   double s = operand_scale(&g->a);
-  for (int64_t i = 0; i < g->m; i++)
+  for (int64_t i = 0; i < g->m; i++) {
     for (int64_t kk = 0; kk < g->k; kk++)
       x[i * g->k + kk] =
           mp_load(g->a.dtype, base, (uint64_t)(g->a.trans ? kk + i * g->a.ld : i + kk * g->a.ld)) *
           s;
+    apply_blocks(&g->a, g->k, i, x + i * g->k);
+  }
   return true;
 }
 
-/* op(B) of batch b as columns of k values: x[j*k + kk] = op(B)(kk, j), times B's scale. */
+/* op(B) of batch b as columns of k values: x[j*k + kk] = op(B)(kk, j), times B's scale(s). */
 static bool load_b(const mp_shadow_gemm *g, int64_t b, double *x) {
   const void *base = batch_base(&g->b, b);
   if (!base) return false;
   double s = operand_scale(&g->b);
-  for (int64_t j = 0; j < g->n; j++)
+  for (int64_t j = 0; j < g->n; j++) {
     for (int64_t kk = 0; kk < g->k; kk++)
       x[j * g->k + kk] =
           mp_load(g->b.dtype, base, (uint64_t)(g->b.trans ? j + kk * g->b.ld : kk + j * g->b.ld)) *
           s;
+    apply_blocks(&g->b, g->k, j, x + j * g->k);
+  }
   return true;
 }
 
@@ -383,6 +397,10 @@ static bool geometry_ok(const mp_shadow_gemm *g) {
   if (!g->b.data && !g->b.ptrs) return false;
   if (g->epilogue < MP_SH_EPI_NONE || g->epilogue > MP_SH_EPI_GELU) return false;
   if (g->bias && !float_source(g->bias_dtype)) return false;
+  /* block scales: one matrix, a mode with a layout, the operand's own vectors */
+  if ((g->a.blocks || g->b.blocks) && g->batch != 1) return false;
+  if (g->a.blocks && (!mp_sh_blocks_k(g->a.block_mode) || g->a.block_outer != g->m)) return false;
+  if (g->b.blocks && (!mp_sh_blocks_k(g->b.block_mode) || g->b.block_outer != g->n)) return false;
   int64_t arows = g->a.trans ? g->k : g->m, brows = g->b.trans ? g->n : g->k;
   if (g->a.ld < arows || g->b.ld < brows || g->a.ld < 1 || g->b.ld < 1) return false;
   return mp_shadow_work_bytes(g) < ((uint64_t)1 << 50);
@@ -593,10 +611,10 @@ int mp_shadow_conv_shape(const mp_shadow_conv *cv, mp_shadow_gemm *g) {
   /* A: row i's k values contiguous (the stored k x m, transposed); B: k x n
    * with columns contiguous, or for backward filter im2col's C*R*S x N*P*Q
    * transposed */
-  g->a = (mp_shadow_operand){ta, NULL, NULL, g->k, 0, true, NULL};
+  g->a = (mp_shadow_operand){.dtype = ta, .ld = g->k, .trans = true};
   g->b = c->kind == MP_SHADOW_CONV_BWD_FILTER
-             ? (mp_shadow_operand){tb, NULL, NULL, g->n, 0, true, NULL}
-             : (mp_shadow_operand){tb, NULL, NULL, g->k, 0, false, NULL};
+             ? (mp_shadow_operand){.dtype = tb, .ld = g->n, .trans = true}
+             : (mp_shadow_operand){.dtype = tb, .ld = g->k, .trans = false};
   g->alpha = cv->alpha;
   g->out = td;
   return 0;

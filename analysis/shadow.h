@@ -76,6 +76,17 @@ typedef struct mp_shadow_operand {
    * host memory on the host path, the device's copy of it on the device.
    * NULL: 1. */
   const float *scale;
+  /* Or cuBLASLt's per-block scales of the operand (A_/B_SCALE_MODE
+   * VEC32_UE8M0, VEC128_32F, BLK128x128_32F: shadow_core.h
+   * mp_sh_block_scale, for block_outer vectors of k values, block_outer
+   * being m for A and n for B): value (r, kk) is stored * its block's
+   * scale, for the reference and every candidate; the current precision
+   * then works on those values rounded to fp32 (the op sums each block in
+   * fp32 and scales the sum: the same up to fp32 rounding). Read as scale
+   * is. NULL: none. */
+  const void *blocks;
+  int block_mode;
+  int64_t block_outer;
 } mp_shadow_operand;
 
 typedef struct mp_shadow_gemm {

@@ -211,6 +211,64 @@ MP_CAST_FN int mp_sh_mx_exp(float amax, float fp8_max) {
   return e < -127 ? -127 : e > 127 ? 127 : e;
 }
 
+/* cuBLASLt block scale modes of an fp8 operand that shadow execution applies
+ * (cublasLtMatmulMatrixScale_t values, cuda-facts.md): one E8M0 byte per 32
+ * values along k (MXFP8), one fp32 per 128 values along k, one fp32 per
+ * 128 x 128 block. */
+#define MP_SH_BLOCKS_VEC32_UE8M0 2
+#define MP_SH_BLOCKS_VEC128_32F 4
+#define MP_SH_BLOCKS_BLK128X128_32F 5
+
+/* Values of k per scale of a block mode; 0: not one shadow execution applies. */
+MP_CAST_FN unsigned mp_sh_blocks_k(int mode) {
+  return mode == MP_SH_BLOCKS_VEC32_UE8M0                                         ? 32
+         : mode == MP_SH_BLOCKS_VEC128_32F || mode == MP_SH_BLOCKS_BLK128X128_32F ? 128
+                                                                                  : 0;
+}
+
+/* Bytes of the scale tensor of an operand with `outer` vectors (rows of
+ * op(A), columns of op(B)) of k values, as cuBLASLt lays it out (its
+ * "scaling factors layouts"): VEC32_UE8M0 in tiles of 128 vectors x 4
+ * blocks of 512 bytes; VEC128_32F outer x ceil(k/128) floats; BLK128x128
+ * ceil(outer/128) rows of ceil(k/128) floats rounded up to 4. */
+MP_CAST_FN unsigned long long mp_sh_blocks_bytes(int mode, unsigned long long outer,
+                                                 unsigned long long k) {
+  unsigned long long kb = (k + 127) / 128, ob = (outer + 127) / 128;
+  switch (mode) {
+  case MP_SH_BLOCKS_VEC32_UE8M0:
+    return ob * (((k + 31) / 32 + 3) / 4) * 512;
+  case MP_SH_BLOCKS_VEC128_32F:
+    return outer * kb * 4;
+  case MP_SH_BLOCKS_BLK128X128_32F:
+    return ob * ((kb + 3) / 4 * 4) * 4;
+  default:
+    return 0;
+  }
+}
+
+/* The scale of value kk of vector r in that layout (an E8M0 byte is
+ * 2^(byte - 127), 0xff NaN). */
+MP_CAST_FN float mp_sh_block_scale(int mode, const void *scales, unsigned long long r,
+                                   unsigned long long kk, unsigned long long outer,
+                                   unsigned long long k) {
+  unsigned long long kb = (k + 127) / 128;
+  switch (mode) {
+  case MP_SH_BLOCKS_VEC32_UE8M0: {
+    unsigned long long blk = kk / 32, col_tiles = ((k + 31) / 32 + 3) / 4;
+    unsigned long long tile = (r / 128) * col_tiles + blk / 4;
+    unsigned char e =
+        ((const unsigned char *)scales)[tile * 512 + (r % 32) * 16 + (r % 128) / 32 * 4 + blk % 4];
+    return e == 0xff ? mp_cast_bits_float(0x7fc00000u)
+           : e == 0  ? mp_cast_bits_float(0x00400000u) /* 2^-127 */
+                     : mp_cast_bits_float((unsigned)e << 23);
+  }
+  case MP_SH_BLOCKS_VEC128_32F:
+    return ((const float *)scales)[r + (kk / 128) * outer];
+  default: /* BLK128x128_32F */
+    return ((const float *)scales)[kk / 128 + (r / 128) * ((kb + 3) / 4 * 4)];
+  }
+}
+
 /* The output type a candidate's D is rounded to: the candidate's own format
  * for fp16 and bf16 (and the fp16 loss-scaled candidate), bf16 for FP8
  * candidates, and for the current precision D's dtype where it is 16-bit or

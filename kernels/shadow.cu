@@ -115,8 +115,7 @@ extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_amax(mpp_s
   unsigned m = 0;
   mpp_sh_each_unit(p.x, [&](const void *base, uint64_t, uint64_t v, uint64_t k0, uint64_t k1) {
     for (uint64_t kk = k0; kk < k1; kk++) {
-      unsigned w =
-          mpp_sh_amax_word(mpp_sh_value(&p.x, base, (p.x.v0 + v) * p.x.vstride + kk * p.x.kstride));
+      unsigned w = mpp_sh_amax_word(mpp_sh_value(&p.x, base, p.x.v0 + v, kk));
       if (w > m) m = w;
     }
   });
@@ -137,20 +136,19 @@ extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_quant(mpp_
     scale = mp_sh_current_scale(mpp_sh_amax_of_word(*p.amax_bits), p.fp8_max);
   mpp_sh_each_unit(p.x, [&](const void *base, uint64_t b, uint64_t v, uint64_t k0, uint64_t k1) {
     float *out = p.out + b * p.x.rows * p.x.k + v * p.out_vstride;
-    uint64_t at = (p.x.v0 + v) * p.x.vstride;
     if (p.scale == MPP_SH_SCALE_MX) {
       float amax = 0;
       for (uint64_t kk = k0; kk < k1; kk++)
-        amax = mp_sh_amax_add(amax, mpp_sh_value(&p.x, base, at + kk * p.x.kstride));
+        amax = mp_sh_amax_add(amax, mpp_sh_value(&p.x, base, p.x.v0 + v, kk));
       int e = mp_sh_mx_exp(amax, p.fp8_max);
       for (uint64_t kk = k0; kk < k1; kk++) {
-        float x = mpp_sh_value(&p.x, base, at + kk * p.x.kstride);
+        float x = mpp_sh_value(&p.x, base, p.x.v0 + v, kk);
         out[kk * p.out_kstride] = mp_pow2_scale(mp_sh_round(mp_pow2_scale(x, -e), fmt), e);
       }
       return;
     }
     for (uint64_t kk = k0; kk < k1; kk++) {
-      float x = mpp_sh_value(&p.x, base, at + kk * p.x.kstride);
+      float x = mpp_sh_value(&p.x, base, p.x.v0 + v, kk);
       if (p.scale == MPP_SH_SCALE_POW2)
         x = mp_pow2_scale(x, p.scale_log2);
       else if (p.scale != MPP_SH_SCALE_NONE)

@@ -59,6 +59,11 @@ typedef struct mpp_sh_src {
   /* the operand's fp8 scale (analysis/shadow.h mp_shadow_operand.scale):
    * values are read as stored * *scale (fp32 product); NULL: as stored */
   const float *scale;
+  /* or its block scales (mp_shadow_operand.blocks): value (r, kk) is stored
+   * * mp_sh_block_scale(block_mode, blocks, r, kk, block_outer, k) */
+  const void *blocks;
+  int block_mode;
+  uint64_t block_outer;
 } mpp_sh_src;
 
 /* One stored matrix (per batch) as the op addresses it: `outer` columns of
@@ -176,9 +181,12 @@ MP_CAST_FN float mpp_sh_load(const void *base, int dtype, uint64_t i) {
   }
 }
 
-/* Element i of one matrix of operand x as its value: times x's scale when it has one. */
-MP_CAST_FN float mpp_sh_value(const mpp_sh_src *x, const void *base, uint64_t i) {
-  float v = mpp_sh_load(base, x->dtype, i);
+/* Value kk of vector r (v0 included) of one matrix of operand x: times x's
+ * scale or its block's scale when it has one. */
+MP_CAST_FN float mpp_sh_value(const mpp_sh_src *x, const void *base, uint64_t r, uint64_t kk) {
+  float v = mpp_sh_load(base, x->dtype, r * x->vstride + kk * x->kstride);
+  if (x->blocks)
+    return MP_SH_FMUL(v, mp_sh_block_scale(x->block_mode, x->blocks, r, kk, x->block_outer, x->k));
   return x->scale ? MP_SH_FMUL(v, *x->scale) : v;
 }
 

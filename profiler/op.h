@@ -118,6 +118,10 @@ typedef struct mpp_op {
    * the op's pointers, host or device memory; NULL: none (C's is not used:
    * C is left out of the product measured). */
   const float *shadow_scale[4];
+  /* ... or A's and B's per-block scales (A_/B_SCALE_MODE one of
+   * analysis/shadow_core.h MP_SH_BLOCKS_*), per call; NULL: none. */
+  const void *shadow_blocks[2];
+  int shadow_block_mode[2];
   const void *amax_d_ptr;
   double amax_d;
   uint64_t ptr_align;       /* 0: no pointer seen */

@@ -262,10 +262,16 @@ static shadow_skip describe(const mpp_op *op, mp_shadow_gemm *g, bool *device, v
   g->a.scale = op->shadow_scale[0];
   g->b.scale = op->shadow_scale[1];
   g->d_scale = op->shadow_scale[3];
-  /* The vectors and scalars beside the operands: the bias, the fp8 scales. */
-  const void *small[4] = {g->bias, g->a.scale, g->b.scale, g->d_scale};
+  mp_shadow_operand *ab[2] = {&g->a, &g->b};
+  for (int i = 0; i < 2; i++) {
+    ab[i]->blocks = op->shadow_blocks[i];
+    ab[i]->block_mode = op->shadow_block_mode[i];
+    ab[i]->block_outer = i ? g->n : g->m;
+  }
+  /* What is read beside the operands: the bias, the fp8 scales. */
+  const void *small[6] = {g->bias, g->a.scale, g->b.scale, g->d_scale, g->a.blocks, g->b.blocks};
   bool small_host = true, small_dev = true;
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 6; i++) {
     if (!small[i]) continue;
     small_host = small_host && mpp_host_readable(small[i]);
     small_dev = small_dev && on_device(small[i]);
@@ -402,7 +408,7 @@ void mpp_shadow_call(const mpp_call *c, const mpp_op *op) {
   /* An fp8 call's per-tensor scales are its scaling: no loss scale on top
    * (its operands' statistics are of the stored values, not of the values
    * the scales make): fp16_loss_scaled is then fp16. */
-  bool scalable = why == SKIP_COUNT && !g.a.scale && !g.b.scale;
+  bool scalable = why == SKIP_COUNT && !g.a.scale && !g.b.scale && !g.a.blocks && !g.b.blocks;
   if (scalable && !device) {
     g.scale_log2[0] = operand_loss_scale(role_named(op, ab[0]), g.batch);
     g.scale_log2[1] = operand_loss_scale(role_named(op, ab[1]), g.batch);

@@ -32,7 +32,8 @@
 #   - --shadow on a 4096^3 fp16 GEMM (tests/gpu/shadow_check): shadowed on the
 #     device, fp16/bf16/fp8 errors measured; op time, program-stream time,
 #     time to device idle and memory, with and without --shadow
-#   - --shadow on a cuBLASLt FP8 matmul with per-tensor A/B/D scale pointers
+#   - --shadow on a cuBLASLt FP8 matmul with per-tensor A/B/D scale pointers,
+#     and with Hopper's block scales (A 1x128, B 128x128)
 #     (tests/gpu/shadow_fp8_check): every call shadowed, the measured error
 #     of the op's own precision within 2 % of what the program measures on
 #     its real output, the scales rewritten behind each call not reaching it
@@ -60,7 +61,7 @@ while [ $# -gt 0 ]; do
     -o) [ $# -ge 2 ] || { echo "gpu-check: -o needs a directory" >&2; exit 2; }
         OUT=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
-    -h|--help) sed -n '2,45p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -366,25 +367,30 @@ fi
 # e4m3 B, A/B/D scales in device memory, e4m3 D; the program prints the
 # error of the op's real output against an exact host reference, the raw
 # file has the error mpprof's device shadow measured for the op's precision.
-say "shadow execution, FP8 matmul with scale pointers"
+say "shadow execution, FP8 matmuls with scale pointers"
 if tmo "$(left 60)" gcc -std=gnu11 -O2 -I"$CUDA/include" -o "$OUT/shadow_fp8_check" "$ROOT/tests/gpu/shadow_fp8_check.c" \
      -L"$CUDA/lib64" -Wl,-rpath,"$CUDA/lib64" -lcublasLt -lcudart -lm >"$LOG/shadow_fp8_check.txt" 2>&1 && [ -e "$LIB" ]; then
-  PENV=(LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$CUDA/lib64" MPPROF_SCAN=none MPPROF_SHADOW=1)
-  profile "$(left 60)" "$OUT/shadow_fp8" "$OUT/shadow_fp8_check" 4 256 >"$LOG/shadow_fp8_out.txt" 2>>"$LOG/shadow_fp8_check.txt"
-  rc=$?
-  PENV=()
-  if [ $rc = 77 ]; then
-    row "shadow FP8 at its scales on the device" "$([ -n "$GPU" ] && echo FAIL || echo SKIP)" "no CUDA device"
-  elif [ $rc != 0 ]; then
-    row "shadow FP8 at its scales on the device" FAIL "run failed ($(why $rc)), see $LOG/shadow_fp8_check.txt"
-  elif tmo 30 python3 "$ROOT/tests/gpu/shadow_fp8_raw_check.py" "$OUT/shadow_fp8/raw" "$LOG/shadow_fp8_out.txt" 4 \
-       >"$LOG/shadow_fp8_raw.txt" 2>&1; then
-    row "shadow FP8 at its scales on the device" PASS "$(cut -c1-90 "$LOG/shadow_fp8_raw.txt")"
-  else
-    row "shadow FP8 at its scales on the device" FAIL "$(cut -c1-90 "$LOG/shadow_fp8_raw.txt")"
-  fi
+  # scalar: per-tensor A/B/D scales, e4m3 D; h128: Hopper's 1x128 / 128x128 block scales, bf16 D
+  for mode in scalar h128; do
+    PENV=(LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$CUDA/lib64" MPPROF_SCAN=none MPPROF_SHADOW=1)
+    profile "$(left 60)" "$OUT/shadow_fp8_$mode" "$OUT/shadow_fp8_check" 4 256 "$mode" \
+      >"$LOG/shadow_fp8_${mode}_out.txt" 2>>"$LOG/shadow_fp8_check.txt"
+    rc=$?
+    PENV=()
+    name="shadow FP8 $mode scales on the device"
+    if [ $rc = 77 ]; then
+      row "$name" "$([ -n "$GPU" ] && echo FAIL || echo SKIP)" "no CUDA device"
+    elif [ $rc != 0 ]; then
+      row "$name" FAIL "run failed ($(why $rc)), see $LOG/shadow_fp8_check.txt"
+    elif tmo 30 python3 "$ROOT/tests/gpu/shadow_fp8_raw_check.py" "$OUT/shadow_fp8_$mode/raw" \
+         "$LOG/shadow_fp8_${mode}_out.txt" 4 >"$LOG/shadow_fp8_${mode}_raw.txt" 2>&1; then
+      row "$name" PASS "$(cut -c1-90 "$LOG/shadow_fp8_${mode}_raw.txt")"
+    else
+      row "$name" FAIL "$(cut -c1-90 "$LOG/shadow_fp8_${mode}_raw.txt")"
+    fi
+  done
 else
-  row "shadow FP8 at its scales on the device" FAIL "shadow_fp8_check did not build (or no libmpprof), see $LOG/shadow_fp8_check.txt"
+  row "shadow FP8 scales on the device" FAIL "shadow_fp8_check did not build (or no libmpprof), see $LOG/shadow_fp8_check.txt"
 fi
 
 # ---------- PyTorch AMP ----------

@@ -323,6 +323,12 @@ static int enqueue(void *stream, const mp_shadow_gemm *g, const mp_shadow_conv *
   if (g->m > INT_MAX || g->n > INT_MAX || g->k > INT_MAX || g->batch > INT_MAX || g->m <= 0 ||
       g->n <= 0 || g->k <= 0 || g->batch <= 0)
     return -EINVAL;
+  /* block scales: one matrix, a layout known for the operand's own vectors */
+  const mp_shadow_operand *ab[2] = {&g->a, &g->b};
+  for (int i = 0; i < 2; i++)
+    if (ab[i]->blocks && (g->batch != 1 || !mp_sh_blocks_k(ab[i]->block_mode) ||
+                          ab[i]->block_outer != (i ? g->n : g->m)))
+      return -EINVAL;
   for (int c = 0; c < MP_SH_COUNT; c++)
     if (!mpp_sh_cand_on_device(g, (mp_shadow_cand)c)) mask &= ~(1u << c);
   CUstreamCaptureMode mode = mpp_cu_capture_relax(cu);

@@ -23,6 +23,9 @@ mpp_sh_src mpp_sh_src_of(const mp_shadow_gemm *g, bool is_b) {
   s.k = (uint64_t)g->k;
   s.batch = (uint64_t)g->batch;
   s.scale = o->scale;
+  s.blocks = o->blocks;
+  s.block_mode = o->block_mode;
+  s.block_outer = (uint64_t)o->block_outer;
   return s;
 }
 
@@ -153,14 +156,21 @@ static mpp_sh_copy_piece bias_piece(const mp_shadow_gemm *g) {
   return c;
 }
 
-/* One fp32 scale (one element). */
-static mpp_sh_copy_piece scale_piece(const float *scale) {
+/* An operand's fp8 scale: one float, or its block scales as laid out
+ * (copied as bytes: the layout is kept). */
+static mpp_sh_copy_piece scale_piece(const void *scale, uint64_t bytes) {
   mpp_sh_copy_piece c;
   memset(&c, 0, sizeof c);
   c.data = scale;
-  c.esize = sizeof(float);
-  c.inner = c.outer = c.ld = c.batch = 1;
+  c.esize = 1;
+  c.inner = c.ld = bytes;
+  c.outer = c.batch = 1;
   return c;
+}
+
+static uint64_t blocks_bytes(const mp_shadow_gemm *g, const mp_shadow_operand *o) {
+  return mp_sh_blocks_bytes(o->block_mode, (unsigned long long)o->block_outer,
+                            (unsigned long long)g->k);
 }
 
 /* Where piece w's source is (NULL: g has none). */
@@ -172,12 +182,18 @@ static const void *piece_source(const mp_shadow_gemm *g, int w) {
   case MPP_SH_PIECE_BIAS:
     return g->bias;
   case MPP_SH_PIECE_SA:
-    return g->a.scale;
+    return g->a.scale ? (const void *)g->a.scale : g->a.blocks;
   case MPP_SH_PIECE_SB:
-    return g->b.scale;
+    return g->b.scale ? (const void *)g->b.scale : g->b.blocks;
   default:
     return g->d_scale;
   }
+}
+
+/* Bytes of scale piece w (a float, or an operand's block scales). */
+static uint64_t scale_bytes(const mp_shadow_gemm *g, int w) {
+  const mp_shadow_operand *o = w == MPP_SH_PIECE_SA ? &g->a : w == MPP_SH_PIECE_SB ? &g->b : NULL;
+  return o && !o->scale && o->blocks ? blocks_bytes(g, o) : sizeof(float);
 }
 
 static mpp_sh_copy_piece piece(const mp_shadow_gemm *g, int w) {
@@ -188,7 +204,7 @@ static mpp_sh_copy_piece piece(const mp_shadow_gemm *g, int w) {
   case MPP_SH_PIECE_BIAS:
     return bias_piece(g);
   default:
-    return scale_piece((const float *)piece_source(g, w));
+    return scale_piece(piece_source(g, w), scale_bytes(g, w));
   }
 }
 
@@ -224,11 +240,14 @@ void mpp_sh_copy_plan(const mp_shadow_gemm *g, void *const dst[MPP_SH_COPY_PIECE
       snap->bias_stride = c.batch > 1 ? dense : 0;
       break;
     case MPP_SH_PIECE_SA:
-      snap->a.scale = (const float *)dst[w];
+    case MPP_SH_PIECE_SB: {
+      mp_shadow_operand *o = w == MPP_SH_PIECE_SB ? &snap->b : &snap->a;
+      if (o->scale)
+        o->scale = (const float *)dst[w];
+      else
+        o->blocks = dst[w];
       break;
-    case MPP_SH_PIECE_SB:
-      snap->b.scale = (const float *)dst[w];
-      break;
+    }
     default:
       snap->d_scale = (const float *)dst[w];
       break;

@@ -468,11 +468,13 @@ static bool lt_alpha_nonzero(const mpp_lt_call *g, bool (*host_visible)(const vo
   return mpp_scalar_nonzero(g->alpha, g->scale_type) == 1;
 }
 
-/* The fp8 scales shadow execution applies (op->shadow_scale): cuBLASLt
- * multiplies fp8 A and B by their scale and stores an fp8 D times its
- * scale; a scale pointer elsewhere is not applied (simcuda's reading; the
- * real library refuses the call). False where one that applies is not one
- * fp32 scalar (block or vector scales: not modelled). */
+/* The fp8 scales shadow execution applies (op->shadow_scale, and
+ * op->shadow_blocks for A's and B's block scales): cuBLASLt multiplies fp8
+ * A and B by their scale (or each block by its own) and stores an fp8 D
+ * times its scale; a scale pointer elsewhere is not applied (simcuda's
+ * reading; the real library refuses the call). False where one that
+ * applies is neither one fp32 scalar nor a block mode with a known layout
+ * (outer-vector scales, NVFP4, a block-scaled D: not modelled). */
 static bool is_fp8(int cuda_data_type) {
   mp_dtype d = mpp_cuda_dtype(cuda_data_type);
   return d == MP_FP8_E4M3 || d == MP_FP8_E5M2;
@@ -482,8 +484,14 @@ static bool lt_shadow_scales(mpp_op *op, const mpp_lt_call *g) {
   bool fp8_ab = is_fp8(g->a.type), fp8_d = is_fp8(g->d.type);
   for (int i = 0; i < 4; i++) {
     op->shadow_scale[i] = NULL;
+    if (i < 2) op->shadow_blocks[i] = NULL, op->shadow_block_mode[i] = 0;
     bool applies = i == 3 ? fp8_d : i < 2 && fp8_ab;
     if (!g->scale_ptr[i] || !applies) continue;
+    if (g->scale_mode[i] != 0 && i < 2 && mp_sh_blocks_k(g->scale_mode[i])) {
+      op->shadow_blocks[i] = g->scale_ptr[i]; /* its layout: shadow_core.h */
+      op->shadow_block_mode[i] = g->scale_mode[i];
+      continue;
+    }
     if (g->scale_mode[i] != 0 || g->scale_type != 0 /* CUDA_R_32F */) return false;
     op->shadow_scale[i] = (const float *)g->scale_ptr[i];
   }

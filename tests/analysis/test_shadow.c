@@ -173,8 +173,8 @@ static void to_gemm(const ref_gemm *r, mp_shadow_gemm *g) {
   g->n = r->n;
   g->k = r->k;
   g->batch = r->batch;
-  g->a = (mp_shadow_operand){MP_FP32, r->a, NULL, r->lda, r->sa, r->ta, NULL};
-  g->b = (mp_shadow_operand){MP_FP32, r->b, NULL, r->ldb, r->sb, r->tb, NULL};
+  g->a = (mp_shadow_operand){MP_FP32, r->a, NULL, r->lda, r->sa, r->ta, NULL, NULL, 0, 0};
+  g->b = (mp_shadow_operand){MP_FP32, r->b, NULL, r->ldb, r->sb, r->tb, NULL, NULL, 0, 0};
   g->alpha = r->alpha;
   g->out = MP_FP32;
   g->epilogue = r->epi;
@@ -545,8 +545,8 @@ static void fp8_scaled_call(float sa, float sb, const float *sd, mp_dtype out, d
   mp_shadow_gemm g;
   memset(&g, 0, sizeof g);
   g.m = FM, g.n = FN, g.k = FK, g.batch = 1;
-  g.a = (mp_shadow_operand){MP_FP8_E4M3, a8, NULL, FM, 0, false, &sa};
-  g.b = (mp_shadow_operand){MP_FP8_E5M2, b8, NULL, FK, 0, false, &sb};
+  g.a = (mp_shadow_operand){MP_FP8_E4M3, a8, NULL, FM, 0, false, &sa, NULL, 0, 0};
+  g.b = (mp_shadow_operand){MP_FP8_E5M2, b8, NULL, FK, 0, false, &sb, NULL, 0, 0};
   g.alpha = alpha;
   g.out = out;
   g.d_scale = sd;
@@ -602,6 +602,125 @@ static void fp8_scale_pointers_scale_operands_and_output(void **state) {
     if (cap_cur[o] != (float)cur[o])
       fail_msg("current output %d is %a, want %a", o, cap_cur[o], cur[o]);
   assert_true(got[MP_SH_CURRENT].rel_l2 < 0x1p-7);
+}
+
+/* Block-scaled FP8 operands (MXFP8's VEC32_UE8M0, Hopper's VEC128_32F and
+ * BLK128x128_32F): value (r, kk) is stored times the scale of its block,
+ * the scale tensors laid out here as cuBLASLt documents them. m crosses a
+ * 128-row tile; k = 256 holds 8 MX blocks and 2 of 128. */
+enum { QM = 130, QN = 7, QK = 256 };
+static float block_scale_of(int mode, int r, int kk) {
+  if (mode == MP_SH_BLOCKS_VEC32_UE8M0) return ldexpf(1.0f, (r * 3 + kk / 32 * 5) % 9 - 4);
+  if (mode == MP_SH_BLOCKS_VEC128_32F)
+    return 0.37f + 0.01f * (float)(r % 7) + 0.1f * (float)(kk / 128);
+  return 1.7f + 0.5f * (float)(r / 128) - 0.3f * (float)(kk / 128); /* BLK128x128 */
+}
+static void *block_layout(int mode, int outer) {
+  if (mode == MP_SH_BLOCKS_VEC32_UE8M0) {
+    int col_tiles = (QK / 32 + 3) / 4, row_tiles = (outer + 127) / 128;
+    uint8_t *t = calloc((size_t)(row_tiles * col_tiles), 512);
+    for (int r = 0; r < outer; r++)
+      for (int b = 0; b < QK / 32; b++)
+        t[((r / 128) * col_tiles + b / 4) * 512 + (r % 32) * 16 + (r % 128) / 32 * 4 + b % 4] =
+            (uint8_t)(127 + ilogbf(block_scale_of(mode, r, b * 32)));
+    return t;
+  }
+  if (mode == MP_SH_BLOCKS_VEC128_32F) {
+    float *t = calloc((size_t)(outer * (QK / 128)), sizeof *t);
+    for (int r = 0; r < outer; r++)
+      for (int b = 0; b < QK / 128; b++)
+        t[r + b * outer] = block_scale_of(mode, r, b * 128);
+    return t;
+  }
+  int l4 = (QK / 128 + 3) / 4 * 4;
+  float *t = calloc((size_t)(((outer + 127) / 128) * l4), sizeof *t);
+  for (int r = 0; r < outer; r += 128)
+    for (int b = 0; b < QK / 128; b++)
+      t[b + r / 128 * l4] = block_scale_of(mode, r, b * 128);
+  return t;
+}
+
+static void block_scaled_fp8_operands_are_stored_times_their_blocks_scale(void **state) {
+  (void)state;
+  static uint8_t a8[QM * QK], b8[QK * QN];
+  static double a[QM * QK], b[QK * QN];
+  uint64_t seed = 21;
+  for (int i = 0; i < QM * QK; i++) {
+    uint64_t r = ref_rand(&seed);
+    a[i] =
+        cast((r >> 8 & 1 ? -1 : 1) * ldexp(1.0 + (double)(r >> 16 & 0xff) / 256, (int)(r % 9) - 4),
+             MP_FP8_E4M3);
+    mp_store(MP_FP8_E4M3, a8, (uint64_t)i, a[i]);
+  }
+  for (int i = 0; i < QK * QN; i++) {
+    uint64_t r = ref_rand(&seed);
+    b[i] =
+        cast((r >> 8 & 1 ? -1 : 1) * ldexp(1.0 + (double)(r >> 16 & 0xff) / 256, (int)(r % 9) - 4),
+             MP_FP8_E4M3);
+    mp_store(MP_FP8_E4M3, b8, (uint64_t)i, b[i]);
+  }
+  static const int modes[3][2] = {{MP_SH_BLOCKS_VEC32_UE8M0, MP_SH_BLOCKS_VEC32_UE8M0},
+                                  {MP_SH_BLOCKS_VEC128_32F, MP_SH_BLOCKS_BLK128X128_32F},
+                                  {MP_SH_BLOCKS_BLK128X128_32F, MP_SH_BLOCKS_VEC128_32F}};
+  for (int c = 0; c < 3; c++) {
+    int ma = modes[c][0], mb = modes[c][1];
+    void *sa = block_layout(ma, QM), *sb = block_layout(mb, QN);
+    assert_int_equal(mp_sh_blocks_bytes(ma, QM, QK) >= 4, 1);
+    static double want_ref[QM * QN], want_cur[QM * QN], want_f16[QM * QN], cref[QM * QN];
+    static float cap_cur[QM * QN], cap_f16[QM * QN];
+    for (int j = 0; j < QN; j++)
+      for (int i = 0; i < QM; i++) {
+        double r = 0;
+        float cur = 0, h = 0;
+        for (int kk = 0; kk < QK; kk++) {
+          double x = a[i + kk * QM] * block_scale_of(ma, i, kk),
+                 y = b[kk + j * QK] * block_scale_of(mb, j, kk);
+          r += x * y;
+          cur = (float)((double)cur + (double)(float)x * (double)(float)y);
+          h = (float)((double)h +
+                      cast((double)(float)x, MP_FP16) * cast((double)(float)y, MP_FP16));
+        }
+        int o = i + j * QM;
+        want_ref[o] = 0.5 * r;
+        want_cur[o] = cast((double)(float)((double)cur * 0.5f), MP_BF16);
+        want_f16[o] = cast((double)(float)((double)h * 0.5f), MP_FP16);
+      }
+    mp_shadow_gemm g;
+    memset(&g, 0, sizeof g);
+    g.m = QM, g.n = QN, g.k = QK, g.batch = 1;
+    g.a = (mp_shadow_operand){MP_FP8_E4M3, a8, NULL, QM, 0, false, NULL, sa, ma, QM};
+    g.b = (mp_shadow_operand){MP_FP8_E4M3, b8, NULL, QK, 0, false, NULL, sb, mb, QN};
+    g.alpha = 0.5;
+    g.out = MP_BF16;
+    g.capture[MP_SH_CURRENT] = cap_cur;
+    g.capture[MP_SH_FP16] = cap_f16;
+    g.capture_ref = cref;
+    mp_shadow_metrics got[MP_SH_COUNT];
+    unsigned mask = 1u << MP_SH_CURRENT | 1u << MP_SH_FP16;
+    assert_int_equal(mp_shadow_run(&g, mask, NULL, got), (int)mask);
+    for (int o = 0; o < QM * QN; o++) {
+      if (cap_cur[o] != (float)want_cur[o])
+        fail_msg("modes %d/%d: current output %d is %a, want %a", ma, mb, o, cap_cur[o],
+                 want_cur[o]);
+      if (cap_f16[o] != (float)want_f16[o])
+        fail_msg("modes %d/%d: fp16 output %d is %a, want %a", ma, mb, o, cap_f16[o], want_f16[o]);
+      close_to(cref[o], want_ref[o]);
+    }
+    /* a batch, or a layout that does not match the operand, is refused */
+    g.batch = 2;
+    assert_int_equal(mp_shadow_run(&g, mask, NULL, got), -EINVAL);
+    g.batch = 1;
+    g.a.block_outer = QM - 1;
+    assert_int_equal(mp_shadow_run(&g, mask, NULL, got), -EINVAL);
+    free(sa);
+    free(sb);
+  }
+  /* E8M0 bytes: 2^(e - 127), 0 is 2^-127, 0xff NaN */
+  uint8_t t[512] = {0};
+  t[0] = 127, t[1] = 0, t[2] = 0xff;
+  assert_true(mp_sh_block_scale(MP_SH_BLOCKS_VEC32_UE8M0, t, 0, 0, 1, 96) == 1.0f);
+  assert_true(mp_sh_block_scale(MP_SH_BLOCKS_VEC32_UE8M0, t, 0, 32, 1, 96) == 0x1p-127f);
+  assert_true(isnan(mp_sh_block_scale(MP_SH_BLOCKS_VEC32_UE8M0, t, 0, 64, 1, 96)));
 }
 
 static void agg_keeps_the_worst_and_a_median(void **state) {
@@ -847,6 +966,7 @@ int main(void) {
       cmocka_unit_test(gradients_flush_at_scale_1_and_fit_at_their_loss_scale),
       cmocka_unit_test(a_product_below_fp16_takes_the_outputs_own_scale),
       cmocka_unit_test(fp8_scale_pointers_scale_operands_and_output),
+      cmocka_unit_test(block_scaled_fp8_operands_are_stored_times_their_blocks_scale),
       cmocka_unit_test(agg_keeps_the_worst_and_a_median),
       cmocka_unit_test(epilogues_apply_bias_relu_gelu_before_the_output_cast),
       cmocka_unit_test(names_round_trip),

@@ -210,8 +210,8 @@ static mp_shadow_gemm host_gemm(const gemm *g) {
   mp_shadow_gemm h;
   memset(&h, 0, sizeof h);
   h.m = g->m, h.n = g->n, h.k = g->k, h.batch = g->batch;
-  h.a = (mp_shadow_operand){g->dt, g->hA, NULL, g->lda, g->sa, g->ta != 0, NULL};
-  h.b = (mp_shadow_operand){g->dt, g->hB, NULL, g->ldb, g->sb, g->tb != 0, NULL};
+  h.a = (mp_shadow_operand){g->dt, g->hA, NULL, g->lda, g->sa, g->ta != 0, NULL, NULL, 0, 0};
+  h.b = (mp_shadow_operand){g->dt, g->hB, NULL, g->ldb, g->sb, g->tb != 0, NULL, NULL, 0, 0};
   h.alpha = 1;
   h.out = g->dt;
   return h;

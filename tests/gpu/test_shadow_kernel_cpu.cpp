@@ -120,8 +120,10 @@ static void quant(const mp_shadow_gemm &g, int cand, bool is_b, const float dela
   simt_run(grid, MPP_SH_BLOCK, [&q] { mpp_shadow_quant(q); });
 }
 
-/* c, with cuBLASLt fp8 scales of A, B, D where scales is not NULL (0: none). */
-static void run_config(const config &c, const float *scales_of) {
+/* c, with cuBLASLt fp8 scales of A, B, D where scales is not NULL (0: none),
+ * and block scales of A and B in modes block_modes (0: none; random
+ * contents of the mode's layout size). */
+static void run_config(const config &c, const float *scales_of, const int *block_modes = NULL) {
   operand A = {c.a, c.ta, c.ta ? c.k : c.m, c.ta ? c.m : c.k, 0, 0, c.batch, c.ptr_array, 0, 0};
   operand B = {c.b, c.tb, c.tb ? c.n : c.k, c.tb ? c.k : c.n, 0, 0, c.batch, c.ptr_array, 0, 0};
   A.ld = A.rows + c.pad;
@@ -136,8 +138,26 @@ static void run_config(const config &c, const float *scales_of) {
   mp_shadow_gemm g;
   memset(&g, 0, sizeof g);
   g.m = c.m, g.n = c.n, g.k = c.k, g.batch = c.batch;
-  g.a = {c.a, c.ptr_array ? NULL : A.data, c.ptr_array ? A.ptrs : NULL, A.ld, A.stride, c.ta, NULL};
-  g.b = {c.b, c.ptr_array ? NULL : B.data, c.ptr_array ? B.ptrs : NULL, B.ld, B.stride, c.tb, NULL};
+  g.a = {c.a,
+         c.ptr_array ? NULL : A.data,
+         c.ptr_array ? A.ptrs : NULL,
+         A.ld,
+         A.stride,
+         c.ta,
+         NULL,
+         NULL,
+         0,
+         0};
+  g.b = {c.b,
+         c.ptr_array ? NULL : B.data,
+         c.ptr_array ? B.ptrs : NULL,
+         B.ld,
+         B.stride,
+         c.tb,
+         NULL,
+         NULL,
+         0,
+         0};
   g.alpha = c.alpha;
   g.out = c.out;
   g.tf32 = c.tf32;
@@ -154,6 +174,24 @@ static void run_config(const config &c, const float *scales_of) {
   g.a.scale = scales[0] ? &scales[0] : NULL;
   g.b.scale = scales[1] ? &scales[1] : NULL;
   g.d_scale = scales[2] ? &scales[2] : NULL;
+  void *blocks[2] = {NULL, NULL};
+  for (int w = 0; w < 2 && block_modes; w++) {
+    if (!block_modes[w]) continue;
+    int64_t outer = w ? c.n : c.m;
+    size_t bytes = (size_t)mp_sh_blocks_bytes(block_modes[w], (unsigned long long)outer,
+                                              (unsigned long long)c.k);
+    blocks[w] = calloc(bytes, 1);
+    for (size_t i = 0; i < bytes; i++) /* E8M0 bytes 2^-7..2^7 */
+      ((uint8_t *)blocks[w])[i] = (uint8_t)(120 + (unsigned)(draw(2) * 1000) % 15);
+    if (block_modes[w] != MP_SH_BLOCKS_VEC32_UE8M0)
+      for (size_t i = 0; i < bytes / 4; i++)
+        ((float *)blocks[w])[i] = (float)(0.3 + fabs(draw(1)));
+    mp_shadow_operand &o = w ? g.b : g.a;
+    o.blocks = blocks[w];
+    o.block_mode = block_modes[w];
+    o.block_outer = outer;
+    nscales++;
+  }
   uint16_t *bias = NULL;
   if (c.bias) {
     bias = (uint16_t *)calloc((size_t)((c.m + 1) * c.batch), sizeof *bias);
@@ -203,6 +241,16 @@ static void run_config(const config &c, const float *scales_of) {
     CHECK(!hp[w] ? !sp[w] : sp[w] != hp[w] && *sp[w] == *hp[w], "%s: scale %d copied wrong", c.name,
           w);
   for (int w = 0; w < 2; w++) {
+    const mp_shadow_operand &to = w ? g.b : g.a, &from = w ? host.b : host.a;
+    size_t bytes = from.blocks ? (size_t)mp_sh_blocks_bytes(from.block_mode,
+                                                            (unsigned long long)from.block_outer,
+                                                            (unsigned long long)c.k)
+                               : 0;
+    CHECK(!from.blocks ? !to.blocks
+                       : to.blocks != from.blocks && !memcmp(to.blocks, from.blocks, bytes),
+          "%s: block scales %d copied wrong", c.name, w);
+  }
+  for (int w = 0; w < 2; w++) {
     mpp_sh_src from = mpp_sh_src_of(&host, w), to = mpp_sh_src_of(&g, w);
     CHECK(!to.ptrs && to.esize == from.esize && to.dtype == from.dtype, "%s: copy %d", c.name, w);
     size_t diff = 0;
@@ -237,8 +285,11 @@ static void run_config(const config &c, const float *scales_of) {
       for (uint64_t v = 0; v < s.rows; v++)
         for (uint64_t kk = 0; kk < s.k; kk++)
           amax = mp_sh_amax_add(
-              amax, (float)mp_load((mp_dtype)s.dtype, base, v * s.vstride + kk * s.kstride) *
-                        (s.scale ? *s.scale : 1.0f));
+              amax,
+              (float)mp_load((mp_dtype)s.dtype, base, v * s.vstride + kk * s.kstride) *
+                  (s.scale    ? *s.scale
+                   : s.blocks ? mp_sh_block_scale(s.block_mode, s.blocks, v, kk, s.block_outer, s.k)
+                              : 1.0f));
     }
     CHECK(words[w] == mpp_sh_amax_word(amax), "%s: amax word %d %08x, host amax %a", c.name, w,
           words[w], amax);
@@ -325,6 +376,7 @@ static void run_config(const config &c, const float *scales_of) {
   free(A.data), free(B.data), free(A.ptrs), free(B.ptrs), free(bias);
   for (int w = 0; w < MPP_SH_COPY_PIECES; w++)
     free(dst[w]);
+  free(blocks[0]), free(blocks[1]);
 }
 
 /* mpp_shadow_gather, launched with shadow_plan.c's parameters, makes a
@@ -429,6 +481,49 @@ int main(void) {
     run_config(c, NULL);
   for (const scaled &f : fp8)
     run_config(f.c, f.scales);
+  /* block-scaled FP8 (one matrix, as cuBLASLt takes them) */
+  const config mx = {"e4m3 x e4m3, MX blocks on both, m across a 128-row tile, bf16 D",
+                     130,
+                     5,
+                     96,
+                     1,
+                     MP_FP8_E4M3,
+                     MP_FP8_E4M3,
+                     MP_BF16,
+                     true,
+                     false,
+                     false,
+                     2,
+                     0,
+                     false,
+                     0.5,
+                     4,
+                     false,
+                     0,
+                     false};
+  const config h128 = {"e4m3 x e5m2, 1x128 blocks on A, 128x128 on B, k ends inside a block",
+                       9,
+                       140,
+                       200,
+                       1,
+                       MP_FP8_E4M3,
+                       MP_FP8_E5M2,
+                       MP_BF16,
+                       true,
+                       false,
+                       false,
+                       0,
+                       0,
+                       false,
+                       1.0,
+                       4,
+                       false,
+                       0,
+                       false};
+  const int mx_modes[2] = {MP_SH_BLOCKS_VEC32_UE8M0, MP_SH_BLOCKS_VEC32_UE8M0},
+            h_modes[2] = {MP_SH_BLOCKS_VEC128_32F, MP_SH_BLOCKS_BLK128X128_32F};
+  run_config(mx, NULL, mx_modes);
+  run_config(h128, NULL, h_modes);
   for (int kind = MP_SHADOW_CONV_FWD; kind <= MP_SHADOW_CONV_BWD_FILTER; kind++)
     for (int v = 0; v < 4; v++)
       run_conv((mp_shadow_conv_kind)kind, v & 1, v & 2);
@@ -437,6 +532,6 @@ int main(void) {
     return 1;
   }
   printf("shadow kernels on the CPU: %zu GEMMs, every candidate bit for bit as the host path\n",
-         sizeof configs / sizeof configs[0] + sizeof fp8 / sizeof fp8[0]);
+         sizeof configs / sizeof configs[0] + sizeof fp8 / sizeof fp8[0] + 2);
   return 0;
 }
