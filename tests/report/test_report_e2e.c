@@ -383,8 +383,9 @@ static void a_report_of_only_unusable_raw_files_fails(void **state) {
 }
 
 /* README: an unknown option is one line naming it and pointing at `mpprof
- * help SUBCOMMAND`, exit 2 -- for report, merge and diff too (report printed
- * its usage, merge named no help); `-o` without a directory says so. */
+ * help SUBCOMMAND`, exit 2 -- for report, merge, diff and version too (report
+ * printed its usage, merge named no help, version ignored it); `-o` without a
+ * directory says so. */
 static void every_subcommand_names_an_unknown_option_in_one_line(void **state) {
   (void)state;
   char log[4200];
@@ -401,6 +402,10 @@ static void every_subcommand_names_an_unknown_option_in_one_line(void **state) {
        "mpprof: merge: no OUT_DIR after '-o' (see 'mpprof help merge')\n"},
       {{(char *)mpprof, "diff", "x", "y", "-o", NULL},
        "mpprof: diff: no OUT_DIR after '-o' (see 'mpprof help diff')\n"},
+      {{(char *)mpprof, "version", "--bogus", NULL},
+       "mpprof: version: unknown option '--bogus' (see 'mpprof help version')\n"},
+      {{(char *)mpprof, "--version", "--bogus", NULL},
+       "mpprof: version: unknown option '--bogus' (see 'mpprof help version')\n"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     unlink(log);
