@@ -771,10 +771,18 @@ int mpprof_cmd_run(int argc, char **argv) {
   bool recorded = raw >= 0 && !dir_is_empty(raw);
   if (raw >= 0) close(raw);
   if (!recorded) {
-    fprintf(stderr,
-            "mpprof: %s: no CUDA matrix ops were seen (no process loaded the CUDA libraries "
-            "mpprof hooks, so nothing was recorded)\n",
-            o.argv[0]);
+    /* libmpprof's own test (profiler/core.c): set and not "0" turns it off. */
+    const char *off = getenv("MPPROF_DISABLE");
+    if (off && *off && strcmp(off, "0"))
+      fprintf(stderr,
+              "mpprof: %s: nothing was recorded: MPPROF_DISABLE=%s is set in the environment "
+              "(every hook passes straight through; unset it to profile)\n",
+              o.argv[0], off);
+    else
+      fprintf(stderr,
+              "mpprof: %s: no CUDA matrix ops were seen (no process loaded the CUDA libraries "
+              "mpprof hooks, so nothing was recorded)\n",
+              o.argv[0]);
     /* --force removed the earlier run's raw files, not its report: say that
      * what is left there no longer has raw files behind it. */
     struct stat rs;
