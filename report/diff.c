@@ -27,10 +27,21 @@ static cJSON *load_report(const char *dir, mpprof_error *ret_error) {
     mpprof_error_set(ret_error, ENOMEM, "diff: out of memory");
     return NULL;
   }
-  FILE *f = fopen(path, "rb");
+  /* Non-blocking, and only a regular file is read: a FIFO must not hang. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    close(fd);
+    mpprof_error_set(ret_error, EINVAL, "diff: %s: not a regular file", path);
+    free(path);
+    return NULL;
+  }
+  FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
   if (!f) {
-    mpprof_error_set(ret_error, errno, "diff: %s: %s (run 'mpprof report %s' first?)", path,
-                     strerror(errno), dir);
+    int e = errno;
+    if (fd >= 0) close(fd);
+    mpprof_error_set(ret_error, e, "diff: %s: %s (run 'mpprof report %s' first?)", path,
+                     strerror(e), dir);
     free(path);
     return NULL;
   }
