@@ -9,9 +9,11 @@
  * verdict. Sites present in one run only are listed. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "analysis/schema_keys.h"
@@ -25,10 +27,21 @@ static cJSON *load_report(const char *dir, mpprof_error *ret_error) {
     mpprof_error_set(ret_error, ENOMEM, "diff: out of memory");
     return NULL;
   }
-  FILE *f = fopen(path, "rb");
+  /* Non-blocking, and only a regular file is read: a FIFO must not hang. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    close(fd);
+    mpprof_error_set(ret_error, EINVAL, "diff: %s: not a regular file", path);
+    free(path);
+    return NULL;
+  }
+  FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
   if (!f) {
-    mpprof_error_set(ret_error, errno, "diff: %s: %s (run 'mpprof report %s' first?)", path,
-                     strerror(errno), dir);
+    int e = errno;
+    if (fd >= 0) close(fd);
+    mpprof_error_set(ret_error, e, "diff: %s: %s (run 'mpprof report %s' first?)", path,
+                     strerror(e), dir);
     free(path);
     return NULL;
   }
@@ -474,10 +487,20 @@ static int str_cmp(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* argv of one raw file: the header comes before "sites", so the first 64 KiB hold it. */
+/* argv of one raw file: the header comes before "sites", so the first 64 KiB hold it.
+ * Only a regular file is read (a FIFO among the raw files must not block). */
 static char *argv_of_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    close(fd);
+    fd = -1;
+  }
+  FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+  if (!f) {
+    if (fd >= 0) close(fd);
+    return NULL;
+  }
   char *buf = malloc(65537);
   size_t n = buf ? fread(buf, 1, 65536, f) : 0;
   fclose(f);

@@ -115,19 +115,25 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
    * ops are in no site, so in no verdict): said here, not only in the
    * findings past the top ones. Checkpoint-only files are warned about when
    * read. */
-  size_t n_incomplete = 0;
+  size_t n_incomplete = 0, n_reasons = 0;
   const char *why = NULL;
   for (size_t i = 0; i < m->n_procs; i++)
     if (m->procs[i].final && m->procs[i].incomplete) {
-      const cJSON *r = cJSON_GetArrayItem(m->procs[i].incomplete_reasons, 0);
-      if (!why && cJSON_IsString(r)) why = r->valuestring;
+      const cJSON *r;
+      cJSON_ArrayForEach(r, m->procs[i].incomplete_reasons) {
+        if (!cJSON_IsString(r)) continue;
+        /* The site cap first: its ops are in no verdict (a timeline cap is not). */
+        if (!why || (strncmp(why, "max_sites", 9) && !strncmp(r->valuestring, "max_sites", 9)))
+          why = r->valuestring;
+        n_reasons++;
+      }
       n_incomplete++;
     }
   if (n_incomplete)
     fprintf(f,
             "  incomplete: %zu process%s recorded only part of the run (%s%s); see report.json\n",
             n_incomplete, n_incomplete == 1 ? "" : "es", why ? why : "see incomplete_reasons",
-            why && n_incomplete > 1 ? ", ..." : "");
+            why && (n_incomplete > 1 || n_reasons > 1) ? ", ..." : "");
   mpprof_capture_sum cs;
   char capture[512];
   mpprof_capture_summary(m, &cs);

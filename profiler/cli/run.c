@@ -118,12 +118,17 @@ static bool is_opt(const char *arg, const char *name) {
   return !strncmp(arg, name, n) && (arg[n] == '\0' || arg[n] == '=');
 }
 
-static bool valid_uint(const char *s, unsigned long lo) {
+/* An integer in [lo, hi]: the range libmpprof reads (profiler/core.c); a
+ * value beyond it would be ignored there and the default used. */
+static bool valid_uint(const char *s, unsigned long lo, unsigned long hi) {
   char *end;
   errno = 0;
   unsigned long v = strtoul(s, &end, 10);
-  return *s && !*end && !errno && v >= lo && s[0] != '-';
+  return *s && !*end && !errno && v >= lo && v <= hi && s[0] != '-';
 }
+
+#define MPP_COUNT_MAX 4294967295ul  /* MPPROF_SAMPLE, MPPROF_SHADOW */
+#define MPP_SHADOW_MB_MAX 1048576ul /* MPPROF_SHADOW_MAX_MB */
 
 static bool valid_seconds(const char *s) {
   char *end;
@@ -159,9 +164,9 @@ static int parse(int argc, char **argv, run_opts *o) {
       }
     } else if (is_opt(a, "--sample")) {
       if (!(o->sample = opt_value(argc, argv, &i, "--sample"))) return 2;
-      if (strcmp(o->sample, "auto") && !valid_uint(o->sample, 1)) {
-        fprintf(stderr, "mpprof: run: --sample must be auto or a positive integer, not '%s'\n",
-                o->sample);
+      if (strcmp(o->sample, "auto") && !valid_uint(o->sample, 1, MPP_COUNT_MAX)) {
+        fprintf(stderr, "mpprof: run: --sample must be auto or an integer in [1, %lu], not '%s'\n",
+                MPP_COUNT_MAX, o->sample);
         return 2;
       }
     } else if (is_opt(a, "--checkpoint")) {
@@ -183,15 +188,16 @@ static int parse(int argc, char **argv, run_opts *o) {
     } else if (is_opt(a, "--shadow")) {
       /* The value only with '=': "--shadow prog" runs prog. */
       o->shadow = a[strlen("--shadow")] == '=' ? a + strlen("--shadow=") : "16";
-      if (!valid_uint(o->shadow, 1)) {
-        fprintf(stderr, "mpprof: run: --shadow=N needs a positive integer, not '%s'\n", o->shadow);
+      if (!valid_uint(o->shadow, 1, MPP_COUNT_MAX)) {
+        fprintf(stderr, "mpprof: run: --shadow=N needs an integer in [1, %lu], not '%s'\n",
+                MPP_COUNT_MAX, o->shadow);
         return 2;
       }
     } else if (is_opt(a, "--shadow-max-mb")) {
       if (!(o->shadow_max_mb = opt_value(argc, argv, &i, "--shadow-max-mb"))) return 2;
-      if (!valid_uint(o->shadow_max_mb, 1)) {
-        fprintf(stderr, "mpprof: run: --shadow-max-mb must be a positive integer, not '%s'\n",
-                o->shadow_max_mb);
+      if (!valid_uint(o->shadow_max_mb, 1, MPP_SHADOW_MB_MAX)) {
+        fprintf(stderr, "mpprof: run: --shadow-max-mb must be an integer in [1, %lu], not '%s'\n",
+                MPP_SHADOW_MB_MAX, o->shadow_max_mb);
         return 2;
       }
     } else if (is_opt(a, "--shadow-max-rel")) {
@@ -206,7 +212,7 @@ static int parse(int argc, char **argv, run_opts *o) {
     } else if (is_opt(a, "--tc-counters")) {
       /* The value only with '=': "--tc-counters prog" runs prog. */
       o->tc_counters = a[strlen("--tc-counters")] == '=' ? a + strlen("--tc-counters=") : "first";
-      if (strcmp(o->tc_counters, "first") && !valid_uint(o->tc_counters, 1)) {
+      if (strcmp(o->tc_counters, "first") && !valid_uint(o->tc_counters, 1, ULONG_MAX)) {
         fprintf(stderr, "mpprof: run: --tc-counters=N needs a positive integer, not '%s'\n",
                 o->tc_counters);
         return 2;
@@ -765,10 +771,18 @@ int mpprof_cmd_run(int argc, char **argv) {
   bool recorded = raw >= 0 && !dir_is_empty(raw);
   if (raw >= 0) close(raw);
   if (!recorded) {
-    fprintf(stderr,
-            "mpprof: %s: no CUDA matrix ops were seen (no process loaded the CUDA libraries "
-            "mpprof hooks, so nothing was recorded)\n",
-            o.argv[0]);
+    /* libmpprof's own test (profiler/core.c): set and not "0" turns it off. */
+    const char *off = getenv("MPPROF_DISABLE");
+    if (off && *off && strcmp(off, "0"))
+      fprintf(stderr,
+              "mpprof: %s: nothing was recorded: MPPROF_DISABLE=%s is set in the environment "
+              "(every hook passes straight through; unset it to profile)\n",
+              o.argv[0], off);
+    else
+      fprintf(stderr,
+              "mpprof: %s: no CUDA matrix ops were seen (no process loaded the CUDA libraries "
+              "mpprof hooks, so nothing was recorded)\n",
+              o.argv[0]);
     /* --force removed the earlier run's raw files, not its report: say that
      * what is left there no longer has raw files behind it. */
     struct stat rs;

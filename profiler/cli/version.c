@@ -69,8 +69,17 @@ static int embedded_archs(const char *path, char *ret, size_t n) {
 }
 
 int mpprof_cmd_version(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
+  if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+    puts("usage: mpprof --version (or mpprof version)\n"
+         "  the version, the CUDA toolkit it was built with and the GPU architectures\n"
+         "  embedded in libmpprof.so");
+    return 0;
+  }
+  if (argc > 1) {
+    fprintf(stderr, "mpprof: version: %s '%s' (see 'mpprof help version')\n",
+            argv[1][0] == '-' ? "unknown option" : "unexpected argument", argv[1]);
+    return 2;
+  }
   printf("mpprof %s\n", MPPROF_VERSION);
   printf("built with CUDA toolkit %d.%d\n", MPPROF_CUDA_VERSION / 1000,
          MPPROF_CUDA_VERSION % 1000 / 10);

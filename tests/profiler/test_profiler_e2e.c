@@ -843,6 +843,33 @@ static void an_unknown_scan_mode_is_a_usage_error(void **state) {
   free(r.out);
 }
 
+/* A count the library would ignore (it reads --sample and --shadow up to
+ * 2^32 - 1, --shadow-max-mb up to 2^20) is refused by the launcher, not
+ * silently replaced by the default (auto sampling, no shadow, 256 MiB). */
+static void a_count_beyond_what_the_library_reads_is_a_usage_error(void **state) {
+  (void)state;
+  const char *bad[][2] = {
+      {"--sample", "4294967296"}, {"--shadow=4294967296", NULL}, {"--shadow-max-mb", "1048577"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    const char *dir = outdir("count_too_large");
+    char *argv[9];
+    int n = 0;
+    argv[n++] = (char *)mpprof;
+    argv[n++] = "-o";
+    argv[n++] = (char *)dir;
+    argv[n++] = (char *)bad[i][0];
+    if (bad[i][1]) argv[n++] = (char *)bad[i][1];
+    argv[n++] = (char *)testprog;
+    argv[n++] = "gemmex";
+    argv[n++] = "1";
+    argv[n] = NULL;
+    result r = run(argv, NULL);
+    assert_int_equal(r.status, 2);
+    assert_string_equal(r.out, ""); /* the program did not run */
+    free(r.out);
+  }
+}
+
 /* A program that execs itself twice: every image's calls are recorded, each
  * image in a raw file of its own (same pid), all final. */
 static void every_image_of_a_program_that_execs_itself_is_recorded(void **state) {
@@ -1006,6 +1033,7 @@ int main(void) {
       cmocka_unit_test(a_non_empty_output_directory_is_refused_without_force),
       cmocka_unit_test(a_program_that_cannot_start_exits_127),
       cmocka_unit_test(an_unknown_scan_mode_is_a_usage_error),
+      cmocka_unit_test(a_count_beyond_what_the_library_reads_is_a_usage_error),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

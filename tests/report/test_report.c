@@ -993,10 +993,9 @@ static void a_checkpoint_file_marks_the_report_incomplete(void **state) {
   free(dir);
 }
 
-/* A finished process that hit MPPROF_MAX_SITES: the summary on stderr says
- * the run is incomplete (it was only an info finding, past the top ones). */
-static void an_incomplete_process_is_named_in_the_summary(void **state) {
-  (void)state;
+/* The summary of a report whose one process is incomplete for `reasons` (a
+ * JSON array's inside); the caller frees it. */
+static char *summary_of_incomplete(const char *reasons) {
   char *dir = rg_tmpdir("capped");
   rg_file r;
   rg_begin(&r, dir, "a.json", &P0);
@@ -1006,12 +1005,11 @@ static void an_incomplete_process_is_named_in_the_summary(void **state) {
   char *raw = rg_read_text(dir, "raw/a.json", &len);
   assert_non_null(raw);
   const char *from = "\"incomplete\":false,\"incomplete_reasons\":[]";
-  const char *to = "\"incomplete\":true,\"incomplete_reasons\":[\"max_sites (1) reached: 7 ops "
-                   "not attributed\"]";
   char *at = strstr(raw, from);
   assert_non_null(at);
   char *edited = NULL;
-  assert_true(asprintf(&edited, "%.*s%s%s", (int)(at - raw), raw, to, at + strlen(from)) > 0);
+  assert_true(asprintf(&edited, "%.*s\"incomplete\":true,\"incomplete_reasons\":[%s]%s",
+                       (int)(at - raw), raw, reasons, at + strlen(from)) > 0);
   rg_write_text(dir, "a.json", edited, strlen(edited));
   char path[4200];
   snprintf(path, sizeof path, "%s/summary.txt", dir);
@@ -1020,17 +1018,37 @@ static void an_incomplete_process_is_named_in_the_summary(void **state) {
   mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = f, .warnings = NULL};
   assert_int_equal(mpprof_report_generate(&o), 0);
   rewind(f);
-  char text[8192];
-  size_t n = fread(text, 1, sizeof text - 1, f);
-  text[n] = '\0';
+  char *text = calloc(1, 8192);
+  assert_non_null(text);
+  fread(text, 1, 8191, f);
   fclose(f);
-  assert_non_null(strstr(text, "incomplete: 1 process recorded only part of the run (max_sites (1) "
-                               "reached: 7 ops not attributed)"));
   unlink(path);
   free(edited);
   free(raw);
   rg_rmdir(dir);
   free(dir);
+  return text;
+}
+
+/* A finished process that hit MPPROF_MAX_SITES: the summary on stderr says
+ * the run is incomplete (it was only an info finding, past the top ones). */
+static void an_incomplete_process_is_named_in_the_summary(void **state) {
+  (void)state;
+  char *text = summary_of_incomplete("\"max_sites (1) reached: 7 ops not attributed\"");
+  assert_non_null(strstr(text, "incomplete: 1 process recorded only part of the run (max_sites (1) "
+                               "reached: 7 ops not attributed)"));
+  free(text);
+}
+
+/* MPPROF_MAX_SITES leaves ops out of every verdict: the summary names it
+ * even when a timeline cap was hit first, and says there are more reasons. */
+static void the_summary_names_the_site_cap_before_a_timeline_cap(void **state) {
+  (void)state;
+  char *text = summary_of_incomplete("\"max_ranges (2) reached: 46 NVTX ranges dropped\","
+                                     "\"max_sites (1) reached: 7 ops not attributed\"");
+  assert_non_null(strstr(text, "incomplete: 1 process recorded only part of the run (max_sites (1) "
+                               "reached: 7 ops not attributed, ...)"));
+  free(text);
 }
 
 static void a_run_without_cuda_ops_says_so(void **state) {
@@ -1160,6 +1178,7 @@ int main(void) {
       cmocka_unit_test(doubles_are_written_as_mpprof_json_double_writes_them),
       cmocka_unit_test(a_checkpoint_file_marks_the_report_incomplete),
       cmocka_unit_test(an_incomplete_process_is_named_in_the_summary),
+      cmocka_unit_test(the_summary_names_the_site_cap_before_a_timeline_cap),
       cmocka_unit_test(a_run_without_cuda_ops_says_so),
       cmocka_unit_test(an_empty_raw_directory_gives_an_empty_report),
       cmocka_unit_test(a_raw_directory_of_only_bad_files_says_they_were_skipped),

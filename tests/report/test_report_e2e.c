@@ -382,9 +382,33 @@ static void a_report_of_only_unusable_raw_files_fails(void **state) {
   free(d);
 }
 
+/* MPPROF_DISABLE=1 left in the environment turns every hook off: a run that
+ * recorded nothing because of it says so, not that no process loaded CUDA. */
+static void a_run_disabled_by_the_environment_says_why_nothing_was_recorded(void **state) {
+  (void)state;
+  char *d = out_dir("disabled");
+  char log[4200];
+  snprintf(log, sizeof log, "%s/log.txt", workdir);
+  unlink(log);
+  char *argv[] = {(char *)mpprof, "-o", d, (char *)mlp_train, "--steps", "1", NULL};
+  setenv("MPPROF_DISABLE", "1", 1);
+  assert_int_equal(run(argv), 0);
+  unsetenv("MPPROF_DISABLE");
+  struct stat st;
+  assert_int_not_equal(stat(d, &st), 0);
+  char *text = rg_read_text(workdir, "log.txt", NULL);
+  assert_non_null(text);
+  assert_non_null(strstr(text, "MPPROF_DISABLE=1"));
+  assert_null(strstr(text, "no process loaded the CUDA libraries"));
+  free(text);
+  unlink(log);
+  free(d);
+}
+
 /* README: an unknown option is one line naming it and pointing at `mpprof
- * help SUBCOMMAND`, exit 2 -- for report, merge and diff too (report printed
- * its usage, merge named no help); `-o` without a directory says so. */
+ * help SUBCOMMAND`, exit 2 -- for report, merge, diff and version too (report
+ * printed its usage, merge named no help, version ignored it); `-o` without a
+ * directory says so. */
 static void every_subcommand_names_an_unknown_option_in_one_line(void **state) {
   (void)state;
   char log[4200];
@@ -401,6 +425,10 @@ static void every_subcommand_names_an_unknown_option_in_one_line(void **state) {
        "mpprof: merge: no OUT_DIR after '-o' (see 'mpprof help merge')\n"},
       {{(char *)mpprof, "diff", "x", "y", "-o", NULL},
        "mpprof: diff: no OUT_DIR after '-o' (see 'mpprof help diff')\n"},
+      {{(char *)mpprof, "version", "--bogus", NULL},
+       "mpprof: version: unknown option '--bogus' (see 'mpprof help version')\n"},
+      {{(char *)mpprof, "--version", "--bogus", NULL},
+       "mpprof: version: unknown option '--bogus' (see 'mpprof help version')\n"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     unlink(log);
@@ -566,6 +594,7 @@ int main(void) {
       cmocka_unit_test(a_failed_merge_leaves_no_empty_directory),
       cmocka_unit_test(a_report_of_only_unusable_raw_files_fails),
       cmocka_unit_test(every_subcommand_names_an_unknown_option_in_one_line),
+      cmocka_unit_test(a_run_disabled_by_the_environment_says_why_nothing_was_recorded),
       cmocka_unit_test(a_layer_without_a_verdict_that_overflows_fp16_stays_out_of_fp16),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

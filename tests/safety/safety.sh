@@ -189,6 +189,15 @@ fifo_is_skipped_not_waited_for)
   rc=$?
   [ $rc = 0 ] || fail "report: exit $rc (124: it hung): $(cat "$W/err")"
   grep -q "x.json: not a regular file" "$W/err" || fail "no line naming the FIFO: $(cat "$W/err")"
+  # merge reads each input's command lines first (the different-programs warning)
+  timeout 60 "$M" merge "$W/out" "$W/out" -o "$W/merged" >/dev/null 2>"$W/err3"
+  rc=$?
+  [ $rc = 0 ] || fail "merge: exit $rc (124: it hung): $(cat "$W/err3")"
+  mkdir -p "$W/fiforun" && mkfifo "$W/fiforun/report.json"
+  timeout 60 "$M" diff "$W/merged" "$W/fiforun" -o "$W/diff" >/dev/null 2>"$W/err4"
+  rc=$?
+  [ $rc = 1 ] || fail "diff: exit $rc, expected 1 (124: it hung): $(cat "$W/err4")"
+  grep -q "fiforun/report.json: not a regular file" "$W/err4" || fail "diff: $(cat "$W/err4")"
   mkfifo "$W/fifo.npy"
   python3 -c "import struct,sys
 h=b\"{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }\"
