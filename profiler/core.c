@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "analysis/advice.h"
+#include "profiler/settings.h"
 
 mpp_config mpp_cfg;
 
@@ -127,9 +128,10 @@ void mpp_config_read(void) {
   v = getenv("MPPROF_SAMPLE");
   mpp_cfg.sample = v && !strcmp(v, "auto")
                        ? MPP_SAMPLE_AUTO
-                       : env_u64("MPPROF_SAMPLE", MPP_SAMPLE_AUTO, 1, UINT32_MAX);
-  mpp_cfg.shadow = env_u64("MPPROF_SHADOW", 0, 0, UINT32_MAX);
-  mpp_cfg.shadow_max_mb = env_u64("MPPROF_SHADOW_MAX_MB", 256, 1, 1u << 20);
+                       : env_u64("MPPROF_SAMPLE", MPP_SAMPLE_AUTO, 1, MPP_SET_COUNT_MAX);
+  mpp_cfg.shadow = env_u64("MPPROF_SHADOW", 0, 0, MPP_SET_COUNT_MAX);
+  mpp_cfg.shadow_max_mb =
+      env_u64("MPPROF_SHADOW_MAX_MB", MPP_SET_SHADOW_MB_DEFAULT, 1, MPP_SET_SHADOW_MB_MAX);
   mpp_cfg.max_sites = (uint32_t)env_u64("MPPROF_MAX_SITES", 1024, 1, 1u << 20);
   mpp_cfg.max_events = env_u64("MPPROF_MAX_EVENTS", 100000, 0, 1ull << 32);
   mpp_cfg.max_ranges = env_u64("MPPROF_MAX_RANGES", 100000, 0, 1ull << 32);

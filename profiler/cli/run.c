@@ -27,6 +27,10 @@
 #include "analysis/capture.h"
 #include "commands.h"
 #include "common/safefile.h"
+#include "profiler/settings.h"
+
+#define MPP_TEXT_(x) #x
+#define MPP_TEXT(x) MPP_TEXT_(x) /* a number macro as a string literal */
 #include "report/report.h"
 
 #ifndef MPPROF_LIBDIR
@@ -93,11 +97,16 @@ static void usage(FILE *f) {
         "  --shadow[=N]       shadow execution: re-compute every Nth GEMM call of each site\n"
         "                     (default 16) in fp16, bf16 and fp8 recipes and measure the error\n"
         "                     against an fp64 reference (docs/report.md, \"Measured error\")\n"
-        "  --shadow-max-mb MB memory one shadowed call may use (default 256); larger calls\n"
-        "                     are skipped as shadow_too_large (on the device: done in\n"
-        "                     slices of D's columns when one column fits)\n"
-        "  --shadow-max-rel X largest relative L2 error a precision may cause and still be\n"
-        "                     recommended (default 2^-8 = 0.00390625)\n",
+        "  --shadow-max-mb MB memory one shadowed call may use (default " MPP_TEXT(
+            MPP_SET_SHADOW_MB_DEFAULT) "); larger calls\n"
+                                       "                     are skipped as shadow_too_large (on "
+                                       "the device: done in\n"
+                                       "                     slices of D's columns when one column "
+                                       "fits)\n"
+                                       "  --shadow-max-rel X largest relative L2 error a precision "
+                                       "may cause and still be\n"
+                                       "                     recommended (default 2^-8 = "
+                                       "0.00390625)\n",
         f);
 }
 
@@ -127,8 +136,8 @@ static bool valid_uint(const char *s, unsigned long lo, unsigned long hi) {
   return *s && !*end && !errno && v >= lo && v <= hi && s[0] != '-';
 }
 
-#define MPP_COUNT_MAX 4294967295ul  /* MPPROF_SAMPLE, MPPROF_SHADOW */
-#define MPP_SHADOW_MB_MAX 1048576ul /* MPPROF_SHADOW_MAX_MB */
+#define MPP_COUNT_MAX ((unsigned long)MPP_SET_COUNT_MAX)         /* --sample, --shadow=N */
+#define MPP_SHADOW_MB_MAX ((unsigned long)MPP_SET_SHADOW_MB_MAX) /* --shadow-max-mb */
 
 static bool valid_seconds(const char *s) {
   char *end;
