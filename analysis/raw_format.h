@@ -198,6 +198,7 @@ enum { MP_RAW_SHADOW_SKIPPED(MP_RAW_ENUM_ROW_) MP_RAW_SHADOW_SKIP_COUNT };
   X(incomplete_reasons, "incomplete_reasons", "why, one string each")                              \
   X(scan, "scan", "MPPROF_SCAN")                                                                   \
   X(sample, "sample", "MPPROF_SAMPLE")                                                             \
+  X(shadow_max_rel, "shadow_max_rel", "MPPROF_SHADOW_MAX_REL when set: the verdicts' error limit") \
   X(forked, "forked", "written by a fork child")                                                   \
   X(calls, "calls", "hooked op calls seen")                                                        \
   X(failed_calls, "failed_calls", "calls whose real function returned an error")                   \

@@ -146,6 +146,16 @@ void mpp_config_read(void) {
     else
       mpp_cfg.checkpoint_s = s;
   }
+  mpp_cfg.shadow_max_rel = 0;
+  v = getenv("MPPROF_SHADOW_MAX_REL");
+  if (v && *v) {
+    char *end;
+    double x = strtod(v, &end);
+    if (*end || !(x > 0 && x < MPP_SET_MAX_REL_MAX))
+      mpp_log(1, "ignoring MPPROF_SHADOW_MAX_REL=%s (a number > 0)", v);
+    else
+      mpp_cfg.shadow_max_rel = x;
+  }
   read_gpu_and_training();
   v = getenv("MPPROF_OUT");
   if (!v || !*v) v = "mpprof-out";

@@ -39,6 +39,7 @@ typedef struct mpp_config {
   uint64_t sample;        /* MPPROF_SAMPLE: scan every Nth call of a site; MPP_SAMPLE_AUTO */
   uint64_t shadow;        /* MPPROF_SHADOW: shadow every Nth GEMM call of a site; 0 off */
   uint64_t shadow_max_mb; /* MPPROF_SHADOW_MAX_MB: memory cap of one shadowed call */
+  double shadow_max_rel;  /* MPPROF_SHADOW_MAX_REL: the verdicts' limit, recorded; 0: unset */
   uint32_t max_sites;     /* MPPROF_MAX_SITES */
   uint64_t max_events;    /* MPPROF_MAX_EVENTS: events, and kernel events apart */
   uint64_t max_ranges;    /* MPPROF_MAX_RANGES: ended NVTX ranges kept for the timeline */

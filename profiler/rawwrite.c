@@ -465,6 +465,10 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_
     mpp_jw_str(w, "auto");
   else
     mpp_jw_uint(w, mpp_cfg.sample);
+  if (mpp_cfg.shadow_max_rel > 0) {
+    mpp_jw_key(w, MP_RK_TOP.shadow_max_rel);
+    mpp_jw_double(w, mpp_cfg.shadow_max_rel);
+  }
   mpp_jw_key(w, MP_RK_TOP.forked);
   mpp_jw_bool(w, o->forked);
   mpp_jw_key(w, MP_RK_TOP.calls);

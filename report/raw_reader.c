@@ -1159,6 +1159,10 @@ static int process_from_header(const cJSON *h, const char *file, mpprof_process 
     p->sample = 0;
   else if (!get_i64(h, MP_RK_TOP.sample, &p->sample))
     p->sample = 1;
+  const cJSON *mr = cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.shadow_max_rel);
+  double mrv;
+  if (mr && cJSON_IsNumber(mr) && !mpprof_json_get_double(mr, &mrv) && mrv > 0)
+    p->shadow_max_rel = mrv;
   const char *host = get_str(h, MP_RK_TOP.host);
   p->host = strdup(host ? host : "unknown");
   p->file = strdup(file);

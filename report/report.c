@@ -191,7 +191,13 @@ int mpprof_report_generate(const mpprof_report_options *opts) {
   int rc = mpprof_read_raw_dir(&m, opts->out_dir, opts->warnings, err);
   if (rc == 0) {
     rc = mpprof_model_finish(&m);
+    /* The limit asked for here, else the one the run recorded (the
+     * strictest when merged runs differ), else the default. */
     m.shadow_max_rel = opts->shadow_max_rel;
+    for (size_t i = 0; !(opts->shadow_max_rel > 0) && i < m.n_procs; i++) {
+      double r = m.procs[i].shadow_max_rel;
+      if (r > 0 && (!(m.shadow_max_rel > 0) || r < m.shadow_max_rel)) m.shadow_max_rel = r;
+    }
     if (rc == 0 && opts->n_still_running) {
       m.still_running = malloc(opts->n_still_running * sizeof *m.still_running);
       if (!m.still_running)

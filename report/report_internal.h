@@ -130,8 +130,9 @@ typedef struct mpprof_process {
   cJSON *argv;               /* array of strings (owned), may be NULL */
   int64_t start_ns, end_ns;
   char *scan;
-  int64_t sample;    /* MPPROF_SAMPLE: N, or 0 for "auto" */
-  char *device_name; /* NULL when no device */
+  int64_t sample;        /* MPPROF_SAMPLE: N, or 0 for "auto" */
+  double shadow_max_rel; /* MPPROF_SHADOW_MAX_REL the run recorded; 0: none */
+  char *device_name;     /* NULL when no device */
   int cc_major, cc_minor;
   /* The raw "framework" (MP_RAW_FRAMEWORK): framework NULL when none was
    * reported; backward_marks NULL when not said. */

@@ -15,15 +15,29 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "profiler/settings.h"
 #include "report/diff.h"
 #include "common/safefile.h"
 #include "report/report.h"
 
 static void report_usage(FILE *out) {
-  fputs("usage: mpprof report OUT_DIR\n"
+  fputs("usage: mpprof report [--shadow-max-rel X] OUT_DIR\n"
         "  reads OUT_DIR/raw/*.json and writes OUT_DIR/report.json, report.html,\n"
-        "  layers.csv and trace.json\n",
+        "  layers.csv and trace.json; --shadow-max-rel: the measured-error limit of\n"
+        "  the verdicts (default: the one the run recorded, else 2^-8)\n",
         out);
+}
+
+int mpprof_parse_max_rel(const char *cmd, const char *v, double *ret) {
+  char *end;
+  double x = v ? strtod(v, &end) : 0;
+  if (!v || !*v || *end || !(x > 0 && x < MPP_SET_MAX_REL_MAX)) {
+    fprintf(stderr, "mpprof: %s: --shadow-max-rel must be a number in (0, %g), not '%s'\n", cmd,
+            MPP_SET_MAX_REL_MAX, v ? v : "");
+    return -1;
+  }
+  *ret = x;
+  return 0;
 }
 
 static void merge_usage(FILE *out) {
@@ -72,16 +86,27 @@ int mpprof_cmd_report(int argc, char **argv) {
     report_usage(stdout);
     return 0;
   }
-  for (int i = 1; i < argc; i++)
-    if (argv[i][0] == '-') {
+  const char *dir = NULL;
+  double max_rel = 0;
+  int ndirs = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--shadow-max-rel") || !strncmp(argv[i], "--shadow-max-rel=", 17)) {
+      const char *v = argv[i][16] == '=' ? argv[i] + 17 : i + 1 < argc ? argv[++i] : NULL;
+      if (mpprof_parse_max_rel("report", v, &max_rel)) return 2;
+    } else if (argv[i][0] == '-') {
       fprintf(stderr, "mpprof: report: unknown option '%s' (see 'mpprof help report')\n", argv[i]);
       return 2;
+    } else {
+      dir = argv[i];
+      ndirs++;
     }
-  if (argc != 2) {
+  }
+  if (ndirs != 1) {
     report_usage(stderr);
     return 2;
   }
-  mpprof_report_options o = {.out_dir = argv[1], .program = NULL, .summary = stdout};
+  mpprof_report_options o = {
+      .out_dir = dir, .program = NULL, .summary = stdout, .shadow_max_rel = max_rel};
   return generate(&o) ? 1 : 0;
 }
 

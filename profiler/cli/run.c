@@ -46,12 +46,13 @@ typedef struct run_opts {
   const char *scan;
   const char *sample;
   const char *checkpoint;
-  const char *tc_counters;   /* "first" or N: MPPROF_TC_COUNTERS */
-  const char *loss_scale;    /* MPPROF_LOSS_SCALE */
-  bool python_off;           /* --python off or MPPROF_PYTHON=0: no PYTHONPATH entry */
-  const char *shadow;        /* N: MPPROF_SHADOW */
-  const char *shadow_max_mb; /* MPPROF_SHADOW_MAX_MB */
-  double shadow_max_rel;     /* report verdict threshold; 0: default */
+  const char *tc_counters;         /* "first" or N: MPPROF_TC_COUNTERS */
+  const char *loss_scale;          /* MPPROF_LOSS_SCALE */
+  bool python_off;                 /* --python off or MPPROF_PYTHON=0: no PYTHONPATH entry */
+  const char *shadow;              /* N: MPPROF_SHADOW */
+  const char *shadow_max_mb;       /* MPPROF_SHADOW_MAX_MB */
+  double shadow_max_rel;           /* report verdict threshold; 0: default */
+  const char *shadow_max_rel_text; /* MPPROF_SHADOW_MAX_REL: recorded in the raw files */
   /* The capture range: MPPROF_CAPTURE_RANGE, MPPROF_NVTX_CAPTURE, MPPROF_STEPS.
    * capture_given: one of the options was given, they replace all three variables. */
   const char *capture_range, *nvtx_capture, *steps;
@@ -212,12 +213,8 @@ static int parse(int argc, char **argv, run_opts *o) {
     } else if (is_opt(a, "--shadow-max-rel")) {
       const char *v = opt_value(argc, argv, &i, "--shadow-max-rel");
       if (!v) return 2;
-      char *end;
-      o->shadow_max_rel = strtod(v, &end);
-      if (!*v || *end || !(o->shadow_max_rel > 0 && o->shadow_max_rel < 1e6)) {
-        fprintf(stderr, "mpprof: run: --shadow-max-rel must be a number > 0, not '%s'\n", v);
-        return 2;
-      }
+      if (mpprof_parse_max_rel("run", v, &o->shadow_max_rel)) return 2;
+      o->shadow_max_rel_text = v;
     } else if (is_opt(a, "--tc-counters")) {
       /* The value only with '=': "--tc-counters prog" runs prog. */
       o->tc_counters = a[strlen("--tc-counters")] == '=' ? a + strlen("--tc-counters=") : "first";
@@ -598,6 +595,7 @@ static void set_child_env(const run_opts *o, const char *lib, const char *out) {
   if (o->loss_scale) setenv("MPPROF_LOSS_SCALE", o->loss_scale, 1);
   if (o->shadow) setenv("MPPROF_SHADOW", o->shadow, 1);
   if (o->shadow_max_mb) setenv("MPPROF_SHADOW_MAX_MB", o->shadow_max_mb, 1);
+  if (o->shadow_max_rel_text) setenv("MPPROF_SHADOW_MAX_REL", o->shadow_max_rel_text, 1);
   if (o->capture_given) {
     const char *vars[] = {"MPPROF_CAPTURE_RANGE", "MPPROF_NVTX_CAPTURE", "MPPROF_STEPS"};
     const char *vals[] = {o->capture_range, o->nvtx_capture, o->steps};

@@ -179,6 +179,29 @@ static void the_report_shows_measured_error_per_layer_and_the_verdict_uses_it(vo
   assert_string_equal(recommended(report_layer(rep, "step/mlp/fc3")), "fp32");
   assert_string_equal(recommended(report_layer(rep, "step/mlp/fc1")), "fp32");
   cJSON_Delete(rep);
+
+  /* The raw files keep the limit: `mpprof report DIR` judges as the run did,
+   * and `--shadow-max-rel` there judges anew. */
+  char *again[] = {(char *)mpprof, "report", (char *)dir, NULL};
+  r = run(again, NULL);
+  assert_int_equal(r.status, 0);
+  free(r.out);
+  rep = load_report(dir);
+  assert_string_equal(recommended(report_layer(rep, "step/mlp/fc3")), "fp32");
+  assert_true(cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "summary"),
+                                                       "shadow_max_rel")) == 1e-6);
+  cJSON_Delete(rep);
+  char *relaxed[] = {(char *)mpprof, "report", "--shadow-max-rel", "0.00390625", (char *)dir, NULL};
+  r = run(relaxed, NULL);
+  assert_int_equal(r.status, 0);
+  free(r.out);
+  rep = load_report(dir);
+  assert_string_equal(recommended(report_layer(rep, "step/mlp/fc3")), "fp16");
+  cJSON_Delete(rep);
+  char *bad[] = {(char *)mpprof, "report", "--shadow-max-rel", "0", (char *)dir, NULL};
+  r = run(bad, NULL);
+  assert_int_equal(r.status, 2);
+  free(r.out);
 }
 
 /* fp16 with an applied loss scale of 1024: fc2's weight gradient takes
