@@ -3,7 +3,8 @@
  * OUT/plan.json (layer -> dtype, loss scale) for scripts.
  *
  * For an autocast dtype D (bf16 or fp16), a layer runs in D when it fits:
- *   bf16: no bf16 overflow and bf16 flush within underflow_max;
+ *   bf16: no bf16 overflow and bf16 flush within underflow_max, and its
+ *         verdict is not fp32 (with --shadow: measured bf16 error too large);
  *   fp16: its verdict is fp16, or fp16_loss_scale with the global loss scale
  *         (the intersection of the fp16 layers' windows) existing.
  * A layer that does not fit is kept in bf16 (fp16 plans, when bf16 fits it and
@@ -26,7 +27,11 @@ static const char *layer_label(const mpprof_layer *l) {
   return l->name[0] ? l->name : "(no NVTX range)";
 }
 
+/* A layer whose verdict is fp32 (its measured bf16 error above
+ * --shadow-max-rel, or non-finite values in a wide source) stays out of
+ * bf16 autocast whatever its range says. */
 static bool fits_bf16(const mpprof_model *m, const mpprof_layer *l) {
+  if (l->adv.known && l->adv.rec == MP_REC_FP32) return false;
   return l->bf16_overflow.pct == 0 && l->bf16_underflow.pct <= 100.0 * m->params.underflow_max;
 }
 
@@ -113,7 +118,14 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
              p->n_fit == 1 ? "" : "s", p->n_fit == 1 ? "s" : "");
   else
     snprintf(fit, sizeof fit, "%zu of %zu layers fit %s", p->n_fit, p->n_known, mp_dtype_name(dt));
-  if (dt == MP_FP16 && p->scaler)
+  bool all_fp32 = p->n_keep > 0;
+  for (size_t k = 0; k < p->n_keep; k++)
+    all_fp32 = all_fp32 && p->keep[k].dtype == MP_FP32;
+  if (p->n_fit == 0 && all_fp32) /* the autocast would change nothing: say so */
+    p->headline =
+        mpprof_asprintf("no autocast: 0 of %zu layers fit %s; keep %s in fp32", p->n_known,
+                        mp_dtype_name(dt), p->n_keep == 1 ? "the layer" : "every layer");
+  else if (dt == MP_FP16 && p->scaler)
     p->headline = mpprof_asprintf("%s%s: %s (0%% overflow; gradients fit at every scale in "
                                   "[2^%d, 2^%d])",
                                   what, keep, fit, p->window_lo, p->window_hi);

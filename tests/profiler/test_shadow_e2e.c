@@ -179,6 +179,14 @@ static void the_report_shows_measured_error_per_layer_and_the_verdict_uses_it(vo
   assert_string_equal(recommended(report_layer(rep, "step/mlp/fc3")), "fp32");
   assert_string_equal(recommended(report_layer(rep, "step/mlp/fc1")), "fp32");
   cJSON_Delete(rep);
+  /* ... and the plan follows the measured verdicts: no layer goes to bf16 */
+  char plan_path[4300];
+  snprintf(plan_path, sizeof plan_path, "%s/plan.json", dir);
+  cJSON *plan = load_json(plan_path), *best = cJSON_GetObjectItem(plan, "recommended");
+  assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(best, "layers_fit")), 0);
+  assert_non_null(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(best, "summary")),
+                         "no autocast: 0 of 3 layers fit"));
+  cJSON_Delete(plan);
 
   /* The raw files keep the limit: `mpprof report DIR` judges as the run did,
    * and `--shadow-max-rel` there judges anew. */
