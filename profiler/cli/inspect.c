@@ -206,7 +206,7 @@ static const char *frac(double f, char *buf, size_t len) {
   return buf;
 }
 
-static void print_verdict(const mp_advice *a) {
+static void print_verdict(const mp_advice *a, const mp_advice_params *p) {
   char ov[16], uf[16];
   const char *est = a->window_estimate ? " (estimate: a boundary binade decides an end)" : "";
   switch (a->fp16) {
@@ -219,10 +219,10 @@ static void print_verdict(const mp_advice *a) {
            frac(a->fp16_underflow_fraction, uf, sizeof uf));
     break;
   default:
-    printf(
-        "  fp16        unsafe at any power-of-two scale: as is, %s overflow and %s flush to zero",
-        frac(a->fp16_overflow_fraction, ov, sizeof ov),
-        frac(a->fp16_underflow_fraction, uf, sizeof uf));
+    printf("  fp16        unsafe at every power-of-two scale in 2^%d .. 2^%d: as is, %s overflow "
+           "and %s flush to zero",
+           p->scale_log2_min, p->scale_log2_max, frac(a->fp16_overflow_fraction, ov, sizeof ov),
+           frac(a->fp16_underflow_fraction, uf, sizeof uf));
     break;
   }
   putchar('\n');
@@ -271,7 +271,7 @@ static void print_todo(const mp_advice *a) {
 }
 
 static void print_summary(const char *path, const mpprof_tensor *t, const mp_stats *s,
-                          const mp_advice *a) {
+                          const mp_advice *a, const mp_advice_params *p) {
   char shape[128], z[16], n[16];
   mpprof_shape_format(t->shape, t->ndim, shape, sizeof shape);
   printf("%s: %s %s%s, %" PRIu64 " %s\n", path, mp_dtype_name(t->dtype), shape,
@@ -295,7 +295,7 @@ static void print_summary(const char *path, const mpprof_tensor *t, const mp_sta
              "buffer): check where it comes from.\n");
     return;
   }
-  print_verdict(a);
+  print_verdict(a, p);
   print_todo(a);
 }
 
@@ -335,7 +335,7 @@ static int inspect_file(const char *path, const inspect_opts *o, int *printed) {
     cJSON_Delete(j);
   } else {
     if ((*printed)++) putchar('\n');
-    print_summary(path, &t, s, &a);
+    print_summary(path, &t, s, &a, &o->params);
   }
   free(s);
   mpprof_tensor_close(&t);

@@ -218,6 +218,21 @@ static void summary_names_verdict_and_what_to_do(void **st) {
   run_free(&r);
 }
 
+/* Values near 1e-30 span one binade: fp16 would hold them at 2^100, outside
+ * the searched scales, so the verdict names the range it searched. */
+static void an_unsafe_verdict_names_the_scales_searched(void **st) {
+  (void)st;
+  float tiny[64];
+  for (int i = 0; i < 64; i++)
+    tiny[i] = 1e-30f * (1.0f + (float)i / 64);
+  write_small_npy("tiny.npy", tiny, 64);
+  char *argv[] = {(char *)mpprof_path, "inspect", (char *)tmp_path("tiny.npy"), NULL};
+  run_result r = run(argv);
+  assert_int_equal(r.status, 0);
+  assert_non_null(strstr(r.out, "unsafe at every power-of-two scale in 2^-32 .. 2^32"));
+  run_free(&r);
+}
+
 static void an_all_zero_tensor_has_nothing_to_judge(void **st) {
   (void)st;
   static const float zeros[64];
@@ -339,6 +354,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(bad_file_among_good_ones_is_one_stderr_line_and_exit_1),
       cmocka_unit_test(summary_names_verdict_and_what_to_do),
       cmocka_unit_test(raw_file_is_read_with_dtype_and_shape),
+      cmocka_unit_test(an_unsafe_verdict_names_the_scales_searched),
       cmocka_unit_test(an_all_zero_tensor_has_nothing_to_judge),
       cmocka_unit_test(underflow_threshold_option_changes_the_verdict),
       cmocka_unit_test(usage_errors_exit_2),
