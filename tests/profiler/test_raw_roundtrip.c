@@ -108,6 +108,7 @@ static char *render_everything(int *ret_site) {
   mpp_cfg.max_events = 16;
   mpp_cfg.shadow = 1; /* every call; the fixture op (no B) is counted shadow_unsupported */
   mpp_cfg.shadow_max_mb = 1;
+  mpp_cfg.shadow_max_rel = 0x1p-10;
   for (int i = 0; i < 16; i++) {
     a_vals[i] = (float)(i + 1) / 4;
     d_vals[i] = (float)(i - 3);
@@ -331,6 +332,8 @@ static void check_top(const char *k, const cJSON *doc, const mpprof_model *m) {
     assert_string_equal(p->scan, "all");
   } else if (!strcmp(k, MP_RK_TOP.sample)) {
     assert_int_equal(p->sample, 2);
+  } else if (!strcmp(k, MP_RK_TOP.shadow_max_rel)) {
+    assert_true(p->shadow_max_rel == 0x1p-10);
   } else if (!strcmp(k, MP_RK_TOP.forked)) {
     assert_true(p->forked);
   } else if (!strcmp(k, MP_RK_TOP.calls)) {
