@@ -219,6 +219,7 @@ int main(int argc, char **argv) {
   cublasLtMatrixLayoutDestroy(l16);
   cublasLtMatmulDescDestroy(desc);
   cublasLtDestroy(lt);
+  cudaStreamDestroy(s);
   cudaFree(A), cudaFree(B), cudaFree(D), cudaFree(sc), cudaFree(dsa), cudaFree(dsb);
   free(ha), free(hb), free(hd), free(hsa), free(hsb), free(junk);
   return 0;
