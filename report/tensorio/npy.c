@@ -73,12 +73,21 @@ static int shape_size(const uint64_t *shape, int ndim, unsigned size, uint64_t *
   return 0;
 }
 
+/* A shape: dimensions separated by x or commas (1024x768, 2,3), optionally
+ * in parentheses or brackets as Python writes them ((2, 3), (3,), [2, 3];
+ * () is a scalar). A separator must be followed by a dimension, except a
+ * comma before the closing bracket ((3,)); brackets must match. */
 int mpprof_tensor_spec_shape(mpprof_tensor_spec *spec, const char *text, char *err, size_t errlen) {
   const char *p = text;
   int ndim = 0;
-  while (*p == ' ' || *p == '(' || *p == '[')
+  while (*p == ' ')
     p++;
-  while (*p && *p != ')' && *p != ']') {
+  char close = *p == '(' ? ')' : *p == '[' ? ']' : 0;
+  if (close) p++;
+  while (*p == ' ')
+    p++;
+  if (!close && !*p) return fail(err, errlen, "shape '%s': empty (a scalar is ())", text);
+  while (*p && *p != close) {
     if (*p < '0' || *p > '9')
       return fail(err, errlen, "shape '%s': expected a dimension at '%s'", text, p);
     if (ndim == MPPROF_TENSOR_MAX_DIMS)
@@ -93,14 +102,19 @@ int mpprof_tensor_spec_shape(mpprof_tensor_spec *spec, const char *text, char *e
     while (*p == ' ')
       p++;
     if (*p == 'x' || *p == 'X' || *p == ',') {
-      p++;
+      char sep = *p++;
       while (*p == ' ')
         p++;
-    } else if (*p && *p != ')' && *p != ']') {
+      if (!*p || *p == close) {
+        if (sep == ',' && close && *p == close) break; /* (3,) */
+        return fail(err, errlen, "shape '%s': a dimension must follow '%c'", text, sep);
+      }
+    } else if (*p && *p != close) {
       return fail(err, errlen, "shape '%s': unexpected '%c'", text, *p);
     }
   }
-  if (*p) p++;
+  if (close && *p != close) return fail(err, errlen, "shape '%s': no closing '%c'", text, close);
+  if (close) p++;
   while (*p == ' ')
     p++;
   if (*p) return fail(err, errlen, "shape '%s': trailing text '%s'", text, p);

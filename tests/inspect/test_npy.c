@@ -287,11 +287,28 @@ static void shape_text_forms_are_parsed(void **s) {
   spec = raw_spec(MP_FP32, "()");
   assert_int_equal(spec.ndim, 0);
   assert_true(spec.raw);
+  spec = raw_spec(MP_FP32, "(7,)"); /* Python's one-tuple */
+  assert_int_equal(spec.ndim, 1);
+  assert_int_equal(spec.shape[0], 7);
+  spec = raw_spec(MP_FP32, "[2, 3]");
+  assert_int_equal(spec.ndim, 2);
 }
 
 static void bad_shape_text_is_refused(void **s) {
   (void)s;
-  const char *bad[] = {"3xa", "3x-4", "3 4", "99999999999999999999999", "4294967296x4294967296"};
+  const char *bad[] = {"3xa",
+                       "3x-4",
+                       "3 4",
+                       "99999999999999999999999",
+                       "4294967296x4294967296",
+                       "3x",
+                       "",
+                       "(3,4",
+                       "3,4)",
+                       "(3,4]",
+                       "3,",
+                       "(3x)",
+                       "(,)"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     mpprof_tensor_spec spec = npy_spec(MP_FP32);
     char err[256];
