@@ -16,6 +16,7 @@
 
 #include "rawgen.h"
 #include "report/report.h"
+#include "report/report_internal.h"
 
 static const char *schema_path, *doc_path;
 static cJSON *schema;
@@ -428,6 +429,39 @@ static void every_schema_key_is_documented(void **state) {
   free(doc);
 }
 
+/* The schema's enum of finding kinds: the "kind" property whose enum holds fp16_overflow. */
+static const cJSON *kinds_enum(const cJSON *s) {
+  const cJSON *x;
+  cJSON_ArrayForEach(x, s) {
+    if (x->string && !strcmp(x->string, "kind") && cJSON_IsObject(x)) {
+      const cJSON *e = cJSON_GetObjectItem(x, "enum"), *v;
+      cJSON_ArrayForEach(v, e) if (cJSON_IsString(v) &&
+                                   !strcmp(v->valuestring, "fp16_overflow")) return e;
+    }
+    if (cJSON_IsObject(x) || cJSON_IsArray(x)) {
+      const cJSON *r = kinds_enum(x);
+      if (r) return r;
+    }
+  }
+  return NULL;
+}
+
+/* Every kind a finding rule makes (report/findings.c's table) is in it, and
+ * nothing else: a report with a new kind would fail its own schema. */
+static void every_finding_kind_is_in_the_schema(void **state) {
+  (void)state;
+  const cJSON *e = kinds_enum(schema);
+  assert_non_null(e);
+  for (size_t i = 0; i < mpprof_n_finding_rules; i++) {
+    bool found = false;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, e) found |= !strcmp(v->valuestring, mpprof_finding_rules[i].kind);
+    if (!found)
+      fail_msg("docs/report.schema.json: finding kind %s is missing", mpprof_finding_rules[i].kind);
+  }
+  assert_int_equal((size_t)cJSON_GetArraySize(e), mpprof_n_finding_rules);
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: %s SCHEMA_JSON SCHEMA_DOC_MD\n", argv[0]);
@@ -449,6 +483,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(the_validator_refuses_keywords_it_does_not_apply),
       cmocka_unit_test(both_schemas_use_only_keywords_the_validator_applies),
       cmocka_unit_test(every_schema_key_is_documented),
+      cmocka_unit_test(every_finding_kind_is_in_the_schema),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   cJSON_Delete(schema);
