@@ -151,7 +151,16 @@ static int bring(const char *src, const char *name, int out_raw, const char *out
     if (same_file(src, out_raw, dst)) return 0; /* already there (merging into one of the inputs) */
     struct stat st;
     if (fstatat(out_raw, dst, &st, AT_SYMLINK_NOFOLLOW) == 0) continue;
-    int rc = linkat(AT_FDCWD, src, out_raw, dst, 0) == 0 ? 0 : copy_file(src, out_raw, dst);
+    /* A regular file is hard-linked where it can be; anything else (a
+     * symbolic link among the inputs, say) is copied from what it names, so
+     * OUT/raw holds only its own regular files. */
+    bool plain = lstat(src, &st) == 0 && S_ISREG(st.st_mode);
+    int rc =
+        plain && linkat(AT_FDCWD, src, out_raw, dst, 0) == 0 ? 0 : copy_file(src, out_raw, dst);
+    if (rc && errno == EINVAL) { /* a FIFO, a device, a link to one: not a raw file */
+      fprintf(stderr, "mpprof: merge: %s: not a regular file, skipped\n", src);
+      return 0;
+    }
     if (rc)
       fprintf(stderr, "mpprof: merge: cannot copy %s to %s/%s: %s\n", src, out_raw_name, dst,
               strerror(errno));

@@ -67,6 +67,15 @@ merge_writes_no_link)
   rc=$?
   [ -z "$(ls -A "$W/elsewhere")" ] || fail "merge wrote through the raw/ link"
   [ $rc != 0 ] || fail "merge into a linked raw/ succeeded"
+  # A raw file that is a relative symbolic link is merged as its content: a
+  # link would resolve elsewhere from OUT/raw.
+  mkdir -p "$W/b/raw" "$W/keep"
+  f=$(ls "$W/a/raw" | head -1)
+  mv "$W/a/raw/$f" "$W/keep/$f"
+  ln -s "../../keep/$f" "$W/b/raw/$f"
+  "$M" merge "$W/b" -o "$W/out2" >/dev/null 2>"$W/err2" || fail "merge of a linked raw file: $(cat "$W/err2")"
+  [ -f "$W/out2/raw/$f" ] && [ ! -L "$W/out2/raw/$f" ] || fail "OUT/raw/$f is not a regular file"
+  cmp -s "$W/keep/$f" "$W/out2/raw/$f" || fail "OUT/raw/$f is not the linked file's content"
   ;;
 force_deletes_only_inside_out)
   mkdir -p "$W/out" "$W/other"
@@ -193,6 +202,8 @@ fifo_is_skipped_not_waited_for)
   timeout 60 "$M" merge "$W/out" "$W/out" -o "$W/merged" >/dev/null 2>"$W/err3"
   rc=$?
   [ $rc = 0 ] || fail "merge: exit $rc (124: it hung): $(cat "$W/err3")"
+  grep -q "x.json: not a regular file, skipped" "$W/err3" || fail "merge: $(cat "$W/err3")"
+  [ ! -e "$W/merged/raw/x.json" ] || fail "merge brought the FIFO along"
   mkdir -p "$W/fiforun" && mkfifo "$W/fiforun/report.json"
   timeout 60 "$M" diff "$W/merged" "$W/fiforun" -o "$W/diff" >/dev/null 2>"$W/err4"
   rc=$?
