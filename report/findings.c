@@ -685,21 +685,42 @@ static bool is_fp32_gemm_without_tf32(const mpprof_site *s) {
 
 /* ---- model rules: once per report ---- */
 
-static int rule_fp32_without_tf32(mpprof_model *m) {
-  size_t n = 0;
-  uint64_t calls = 0, gpu = 0, elems = 0;
-  cJSON *ids = cJSON_CreateArray();
-  for (size_t i = 0; i < m->n_sites; i++) {
-    const mpprof_site *s = &m->sites[i];
-    if (!is_fp32_gemm_without_tf32(s)) continue;
-    n++;
-    calls += s->calls;
-    gpu += s->has_gpu_ns ? s->gpu_ns : s->kernel_ns;
-    elems += s->elements;
-    if (cJSON_GetArraySize(ids) < 50) cJSON_AddItemToArray(ids, mpprof_json_u64(s->id));
+/* Sites one model finding gathers: how many, their calls, GPU time and
+ * values (its impact), and the first 50 ids for its evidence. */
+typedef struct site_tally {
+  size_t n;
+  uint64_t calls, gpu, elems;
+  cJSON *ids;
+} site_tally;
+
+static void tally_add(site_tally *t, const mpprof_site *s) {
+  t->n++;
+  t->calls += s->calls;
+  t->gpu += s->has_gpu_ns ? s->gpu_ns : s->kernel_ns;
+  t->elems += s->elements;
+  if (cJSON_GetArraySize(t->ids) < 50) cJSON_AddItemToArray(t->ids, mpprof_json_u64(s->id));
+}
+
+/* The tally into finding f (evidence `sites`, impact); frees it either way.
+ * f NULL (out of memory): -1. */
+static int tally_finish(site_tally *t, mpprof_finding *f) {
+  if (!f) {
+    cJSON_Delete(t->ids);
+    return -1;
   }
-  if (!n) {
-    cJSON_Delete(ids);
+  cJSON_AddItemToObject(f->evidence, "sites", t->ids);
+  f->impact_gpu_ns = t->gpu;
+  f->impact_elements = t->elems;
+  return 0;
+}
+
+static int rule_fp32_without_tf32(mpprof_model *m) {
+  site_tally t = {.ids = cJSON_CreateArray()};
+  if (!t.ids) return -1;
+  for (size_t i = 0; i < m->n_sites; i++)
+    if (is_fp32_gemm_without_tf32(&m->sites[i])) tally_add(&t, &m->sites[i]);
+  if (!t.n) {
+    cJSON_Delete(t.ids);
     return 0;
   }
   mpprof_finding *f =
@@ -707,18 +728,12 @@ static int rule_fp32_without_tf32(mpprof_model *m) {
           mpprof_asprintf("%zu fp32 GEMM/conv site%s (%" PRIu64 " calls) run without TF32: "
                           "eligible for Tensor Cores with TF32, but their compute type and math "
                           "mode keep them off",
-                          n, n == 1 ? "" : "s", calls),
+                          t.n, t.n == 1 ? "" : "s", t.calls),
           strdup("enable TF32 (torch.backends.cuda.matmul.allow_tf32 = True, "
                  "cublasSetMathMode(CUBLAS_TF32_TENSOR_OP_MATH) or CUBLAS_COMPUTE_32F_FAST_TF32) "
                  "or autocast to bf16/fp16"));
-  if (!f) {
-    cJSON_Delete(ids);
-    return -1;
-  }
-  cJSON_AddItemToObject(f->evidence, "sites", ids);
-  ev_num(f->evidence, "calls", (double)calls);
-  f->impact_gpu_ns = gpu;
-  f->impact_elements = elems;
+  if (tally_finish(&t, f)) return -1;
+  ev_num(f->evidence, "calls", (double)t.calls);
   return 0;
 }
 
@@ -763,24 +778,18 @@ static int rule_tensor_cores_not_used(mpprof_model *m) {
  * scales, a saturating fp8 output, TF32 on wide sums). One finding for all. */
 static int rule_current_error_high(mpprof_model *m) {
   double lim = mpprof_shadow_max_rel(m);
-  size_t n = 0;
-  uint64_t calls = 0, gpu = 0, elems = 0;
   const mpprof_site *w = NULL;
-  cJSON *ids = cJSON_CreateArray();
-  if (!ids) return -1;
+  site_tally t = {.ids = cJSON_CreateArray()};
+  if (!t.ids) return -1;
   for (size_t i = 0; i < m->n_sites; i++) {
     const mpprof_site *s = &m->sites[i];
     const mpprof_shadow_cand *c = s->shadow ? &s->shadow->cand[MP_SH_CURRENT] : NULL;
     if (!c || !c->calls || !(c->worst.rel_l2 > lim)) continue;
-    n++;
-    calls += s->calls;
-    gpu += s->has_gpu_ns ? s->gpu_ns : s->kernel_ns;
-    elems += s->elements;
-    if (cJSON_GetArraySize(ids) < 50) cJSON_AddItemToArray(ids, mpprof_json_u64(s->id));
+    tally_add(&t, s);
     if (!w || c->worst.rel_l2 > w->shadow->cand[MP_SH_CURRENT].worst.rel_l2) w = s;
   }
-  if (!n) {
-    cJSON_Delete(ids);
+  if (!t.n) {
+    cJSON_Delete(t.ids);
     return 0;
   }
   char types[160];
@@ -791,25 +800,20 @@ static int rule_current_error_high(mpprof_model *m) {
     snprintf(werr, sizeof werr, "non-finite outputs");
   else
     snprintf(werr, sizeof werr, "relative L2 error %.3g", worst);
+  size_t n = t.n;
   mpprof_finding *f =
       add(m, "current_error_high", "medium", n == 1 ? w->layer_name : NULL,
           mpprof_asprintf("%zu GEMM/conv site%s (%" PRIu64 " calls) already lose%s more than "
                           "--shadow-max-rel %.3g in the precision %s run in now (measured): worst "
                           "%s site %zu (%s), %s",
-                          n, n == 1 ? "" : "s", calls, n == 1 ? "s" : "", lim,
+                          n, n == 1 ? "" : "s", t.calls, n == 1 ? "s" : "", lim,
                           n == 1 ? "it" : "they", site_layer_label(w), w->id, types, werr),
           strdup("widen what loses it: a bf16 or fp32 output instead of fp8 (or a smaller D scale "
                  "where outputs saturate), fp32 inputs without TF32 for sums that need them; the "
                  "Measured error columns compare each candidate with it"));
-  if (!f) {
-    cJSON_Delete(ids);
-    return -1;
-  }
-  cJSON_AddItemToObject(f->evidence, "sites", ids);
+  if (tally_finish(&t, f)) return -1;
   ev_num(f->evidence, "worst_rel_l2", worst); /* null: non-finite outputs */
   ev_num(f->evidence, "shadow_max_rel", lim);
-  f->impact_gpu_ns = gpu;
-  f->impact_elements = elems;
   return 0;
 }
 

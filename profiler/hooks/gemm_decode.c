@@ -468,6 +468,10 @@ static bool lt_alpha_nonzero(const mpp_lt_call *g, bool (*host_visible)(const vo
   return mpp_scalar_nonzero(g->alpha, g->scale_type) == 1;
 }
 
+static bool is_fp8(mp_dtype d) {
+  return d == MP_FP8_E4M3 || d == MP_FP8_E5M2;
+}
+
 /* The fp8 scales shadow execution applies (op->shadow_scale, and
  * op->shadow_blocks for A's and B's block scales): cuBLASLt multiplies fp8
  * A and B by their scale (or each block by its own) and stores an fp8 D
@@ -475,13 +479,8 @@ static bool lt_alpha_nonzero(const mpp_lt_call *g, bool (*host_visible)(const vo
  * reading; the real library refuses the call). False where one that
  * applies is neither one fp32 scalar nor a block mode with a known layout
  * (outer-vector scales, NVFP4, a block-scaled D: not modelled). */
-static bool is_fp8(int cuda_data_type) {
-  mp_dtype d = mpp_cuda_dtype(cuda_data_type);
-  return d == MP_FP8_E4M3 || d == MP_FP8_E5M2;
-}
-
 static bool lt_shadow_scales(mpp_op *op, const mpp_lt_call *g) {
-  bool fp8_ab = is_fp8(g->a.type), fp8_d = is_fp8(g->d.type);
+  bool fp8_ab = is_fp8(mpp_cuda_dtype(g->a.type)), fp8_d = is_fp8(mpp_cuda_dtype(g->d.type));
   for (int i = 0; i < 4; i++) {
     op->shadow_scale[i] = NULL;
     if (i < 2) op->shadow_blocks[i] = NULL, op->shadow_block_mode[i] = 0;
@@ -559,7 +558,7 @@ void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
   lt_view(d, &g->d, g->D);
   /* cuBLASLt converts an fp8 D with saturation (values beyond the format's
    * max are stored as +-max): those are counted as saturated (call.c). */
-  d->saturates = d->view.dtype == MP_FP8_E4M3 || d->view.dtype == MP_FP8_E5M2;
+  d->saturates = is_fp8(d->view.dtype);
 
   for (int i = 0; i < op->nroles; i++) {
     const mpp_role *r = &op->roles[i];

@@ -492,6 +492,19 @@ static void a_product_below_fp16_takes_the_outputs_own_scale(void **state) {
   assert_true(m.rel_l2 < 0x1p-9);
 }
 
+/* n exact values of fmt, both signs, 1 + m/256 times 2^(lo + r % binades)
+ * before the cast, in vals and stored as fmt in bytes. */
+static void fill_fp8(mp_dtype fmt, uint8_t *bytes, double *vals, int n, uint64_t *seed, int binades,
+                     int lo) {
+  for (int i = 0; i < n; i++) {
+    uint64_t r = ref_rand(seed);
+    vals[i] = cast((r >> 8 & 1 ? -1 : 1) * ldexp(1.0 + (double)(r >> 16 & 0xff) / 256,
+                                                 (int)(r % (uint64_t)binades) + lo),
+                   fmt);
+    mp_store(fmt, bytes, (uint64_t)i, vals[i]);
+  }
+}
+
 /* An FP8 GEMM as cuBLASLt runs it with per-tensor scale pointers: e4m3 A
  * (m x k) and e5m2 B (k x n) stored, the op multiplies them by sA and sB,
  * accumulates the stored values in fp32 and scales the sum by alpha*sA*sB,
@@ -507,20 +520,8 @@ static void fp8_scaled_call(float sa, float sb, const float *sd, mp_dtype out, d
   static uint8_t a8[FM * FK], b8[FK * FN];
   static double a[FM * FK], b[FK * FN];
   uint64_t seed = 7;
-  for (int i = 0; i < FM * FK; i++) { /* exact e4m3 values over its range */
-    uint64_t r = ref_rand(&seed);
-    a[i] =
-        cast((r >> 8 & 1 ? -1 : 1) * ldexp(1.0 + (double)(r >> 16 & 0xff) / 256, (int)(r % 15) - 7),
-             MP_FP8_E4M3);
-    mp_store(MP_FP8_E4M3, a8, (uint64_t)i, a[i]);
-  }
-  for (int i = 0; i < FK * FN; i++) {
-    uint64_t r = ref_rand(&seed);
-    b[i] =
-        cast((r >> 8 & 1 ? -1 : 1) * ldexp(1.0 + (double)(r >> 16 & 0xff) / 256, (int)(r % 9) - 4),
-             MP_FP8_E5M2);
-    mp_store(MP_FP8_E5M2, b8, (uint64_t)i, b[i]);
-  }
+  fill_fp8(MP_FP8_E4M3, a8, a, FM * FK, &seed, 15, -7);
+  fill_fp8(MP_FP8_E5M2, b8, b, FK * FN, &seed, 9, -4);
   for (int j = 0; j < FN; j++)
     for (int i = 0; i < FM; i++) {
       double r = 0;
@@ -645,20 +646,8 @@ static void block_scaled_fp8_operands_are_stored_times_their_blocks_scale(void *
   static uint8_t a8[QM * QK], b8[QK * QN];
   static double a[QM * QK], b[QK * QN];
   uint64_t seed = 21;
-  for (int i = 0; i < QM * QK; i++) {
-    uint64_t r = ref_rand(&seed);
-    a[i] =
-        cast((r >> 8 & 1 ? -1 : 1) * ldexp(1.0 + (double)(r >> 16 & 0xff) / 256, (int)(r % 9) - 4),
-             MP_FP8_E4M3);
-    mp_store(MP_FP8_E4M3, a8, (uint64_t)i, a[i]);
-  }
-  for (int i = 0; i < QK * QN; i++) {
-    uint64_t r = ref_rand(&seed);
-    b[i] =
-        cast((r >> 8 & 1 ? -1 : 1) * ldexp(1.0 + (double)(r >> 16 & 0xff) / 256, (int)(r % 9) - 4),
-             MP_FP8_E4M3);
-    mp_store(MP_FP8_E4M3, b8, (uint64_t)i, b[i]);
-  }
+  fill_fp8(MP_FP8_E4M3, a8, a, QM * QK, &seed, 9, -4);
+  fill_fp8(MP_FP8_E4M3, b8, b, QK * QN, &seed, 9, -4);
   static const int modes[3][2] = {{MP_SH_BLOCKS_VEC32_UE8M0, MP_SH_BLOCKS_VEC32_UE8M0},
                                   {MP_SH_BLOCKS_VEC128_32F, MP_SH_BLOCKS_BLK128X128_32F},
                                   {MP_SH_BLOCKS_BLK128X128_32F, MP_SH_BLOCKS_VEC128_32F}};

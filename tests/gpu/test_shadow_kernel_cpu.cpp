@@ -120,6 +120,19 @@ static void quant(const mp_shadow_gemm &g, int cand, bool is_b, const float dela
   simt_run(grid, MPP_SH_BLOCK, [&q] { mpp_shadow_quant(q); });
 }
 
+/* The host path's view of an operand (no fp8 scales). */
+static mp_shadow_operand shadow_operand(const operand &o) {
+  mp_shadow_operand s;
+  memset(&s, 0, sizeof s);
+  s.dtype = o.dtype;
+  s.data = o.ptr_array ? NULL : o.data;
+  s.ptrs = o.ptr_array ? o.ptrs : NULL;
+  s.ld = o.ld;
+  s.stride = o.stride;
+  s.trans = o.trans;
+  return s;
+}
+
 /* c, with cuBLASLt fp8 scales of A, B, D where scales is not NULL (0: none),
  * and block scales of A and B in modes block_modes (0: none; random
  * contents of the mode's layout size). */
@@ -138,26 +151,8 @@ static void run_config(const config &c, const float *scales_of, const int *block
   mp_shadow_gemm g;
   memset(&g, 0, sizeof g);
   g.m = c.m, g.n = c.n, g.k = c.k, g.batch = c.batch;
-  g.a = {c.a,
-         c.ptr_array ? NULL : A.data,
-         c.ptr_array ? A.ptrs : NULL,
-         A.ld,
-         A.stride,
-         c.ta,
-         NULL,
-         NULL,
-         0,
-         0};
-  g.b = {c.b,
-         c.ptr_array ? NULL : B.data,
-         c.ptr_array ? B.ptrs : NULL,
-         B.ld,
-         B.stride,
-         c.tb,
-         NULL,
-         NULL,
-         0,
-         0};
+  g.a = shadow_operand(A);
+  g.b = shadow_operand(B);
   g.alpha = c.alpha;
   g.out = c.out;
   g.tf32 = c.tf32;
