@@ -190,11 +190,13 @@ typedef struct gemm_key { /* 8-byte fields only: compared with memcmp, no paddin
 } gemm_key;
 _Static_assert(sizeof(gemm_key) == 24 * 8, "gemm_key has padding");
 
-/* Eight-way sets chosen by the key's hash, the way used least recently
- * replaced, an entry's hash compared before its key: the GEMMs a model calls
- * in turn (a transformer layer's forward and backward: a dozen shapes per
- * width) keep their entries, and so their ops' ids, which key call.c's site
- * cache, unless nine of them share a set. */
+/* Eight-way sets; a key may live in either of two sets chosen by its hash
+ * (two-choice), an entry's hash compared before its key, and a miss replaces
+ * the way of the two sets used least recently: the GEMMs a model calls in
+ * turn (a transformer layer's forward and backward: a dozen shapes per width)
+ * keep their entries, and so their ops' ids, which key call.c's site cache.
+ * With one set per key, 24 keys in turn were evicted in about 1 model of 80
+ * (nine keys in a set); with two, none of 20,000 simulated models. */
 #define MEMO_SETS 8
 #define MEMO_WAYS 8
 #define MEMO_SLOTS (MEMO_SETS * MEMO_WAYS)
@@ -205,25 +207,28 @@ _Static_assert(sizeof(gemm_key) == 24 * 8, "gemm_key has padding");
 #define LT_SLOTS (LT_SETS * MEMO_WAYS)
 #define LT_KEY_WORDS (15 + 4 * 8)
 
+/* A slot's tag: its key's hash and when it was used last. */
+typedef struct memo_tag {
+  uint64_t hash;
+  uint64_t last; /* the memo's clock at the slot's last use; 0: never used */
+} memo_tag;
+
 /* One block per thread that calls the hooked GEMMs: the GEMM entries and
  * cublasLtMatmul's. */
 typedef struct gemm_memo {
+  uint64_t clock; /* uses so far, both memos */
+  memo_tag tag[MEMO_SLOTS];
   struct {
     gemm_key key;
-    uint64_t hash; /* of the key: key_hash, mix */
-    bool used;
     mpp_op op;
     mpp_site_memo site;
   } slot[MEMO_SLOTS];
-  uint8_t order[MEMO_SETS][MEMO_WAYS]; /* each set's ways, used last first */
+  memo_tag lt_tag[LT_SLOTS];
   struct {
     uint64_t key[LT_KEY_WORDS];
-    uint64_t hash;
-    bool used;
     mpp_op op;
     mpp_site_memo site;
   } lt[LT_SLOTS];
-  uint8_t lt_order[LT_SETS][MEMO_WAYS];
 } gemm_memo;
 
 static __thread MPP_TLS gemm_memo *memo;
@@ -247,36 +252,40 @@ static gemm_memo *memo_get(void) {
   if (!memo) {
     pthread_once(&memo_once, memo_key_init);
     memo = mpp_map_zeroed(sizeof *memo);
-    if (memo) {
-      for (int w = 0; w < MEMO_WAYS; w++) {
-        for (int set = 0; set < MEMO_SETS; set++)
-          memo->order[set][w] = (uint8_t)w;
-        for (int set = 0; set < LT_SETS; set++)
-          memo->lt_order[set][w] = (uint8_t)w;
-      }
-      pthread_setspecific(memo_key, memo);
-    }
+    if (memo) pthread_setspecific(memo_key, memo);
   }
   return memo;
 }
 
-/* A set's ways, used last first (order): way (a hit) becomes the one used
- * last; way < 0 (a miss) takes the one used least recently, returned. */
-static unsigned memo_use(uint8_t order[MEMO_WAYS], int way) {
-  if (way < 0) way = order[MEMO_WAYS - 1];
-  int at = 0;
-  while (order[at] != way)
-    at++;
-  for (; at > 0; at--)
-    order[at] = order[at - 1];
-  order[0] = (uint8_t)way;
-  return (unsigned)way;
+/* The slot for a key with this hash among tags (sets of MEMO_WAYS): a way of
+ * the key's two sets holding it (same), *hit; else the way of the two used
+ * least recently (or never), tagged with hash, for the caller to fill. */
+static unsigned memo_slot(memo_tag *tags, unsigned sets, uint64_t hash,
+                          bool (*same)(unsigned slot, const void *key), const void *key,
+                          bool *hit) {
+  unsigned set[2] = {(unsigned)(hash % sets), (unsigned)((hash >> 32) % sets)};
+  if (set[1] == set[0]) set[1] = (set[0] + 1) % sets;
+  unsigned old = set[0] * MEMO_WAYS;
+  for (int i = 0; i < 2; i++)
+    for (unsigned w = set[i] * MEMO_WAYS; w < (set[i] + 1) * MEMO_WAYS; w++) {
+      if (tags[w].last && tags[w].hash == hash && same(w, key)) {
+        tags[w].last = ++memo->clock;
+        *hit = true;
+        return w;
+      }
+      if (tags[w].last < tags[old].last) old = w;
+    }
+  tags[old] = (memo_tag){.hash = hash, .last = ++memo->clock};
+  *hit = false;
+  return old;
 }
 
 /* A memo key's hash from its few telling fields combined into h: every bit
  * of h reaches every bit of the result (shapes are multiples of large powers
- * of two, whose products leave the low bits of h alike). The set is the hash
- * modulo the sets; the ways compare it before the key. */
+ * of two, whose products leave the low bits of h alike). Its halves modulo
+ * the sets are the key's two sets; the ways compare it before the key. No
+ * address enters it (the api name's moves with each run's layout): a
+ * program's keys fall in the same sets every run. */
 static uint64_t mix(uint64_t h) {
   h ^= h >> 31;
   h *= 0xbf58476d1ce4e5b9ull;
@@ -286,9 +295,13 @@ static uint64_t mix(uint64_t h) {
 }
 
 static uint64_t key_hash(const gemm_key *k) {
-  return mix((uint64_t)(uintptr_t)k->api ^ (uint64_t)k->m * 0x9e3779b97f4a7c15ull ^
-             (uint64_t)k->n * 0xc2b2ae3d27d4eb4full ^ (uint64_t)k->k * 0x165667b19e3779f9ull ^
+  return mix((uint64_t)k->m * 0x9e3779b97f4a7c15ull ^ (uint64_t)k->n * 0xc2b2ae3d27d4eb4full ^
+             (uint64_t)k->k * 0x165667b19e3779f9ull ^
              (uint64_t)(k->transa << 2 | k->transb << 4 | k->Atype << 8));
+}
+
+static bool gemm_same(unsigned slot, const void *key) {
+  return memcmp(&memo->slot[slot].key, key, sizeof(gemm_key)) == 0;
 }
 
 mpp_op *mpp_gemm_decode_memo(mpp_op *scratch, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
@@ -324,21 +337,12 @@ mpp_op *mpp_gemm_decode_memo(mpp_op *scratch, const mpp_gemm_call *g, const mpp_
   k.pointer_mode = ctx->pointer_mode;
   memcpy(&k.alpha_bits, &sc.alpha, sizeof k.alpha_bits);
   k.flags = sc.alpha_nonzero | sc.beta_nonzero << 1;
-  uint64_t hash = key_hash(&k);
-  unsigned set = (unsigned)(hash % MEMO_SETS);
-  int way = 0;
-  for (; way < MEMO_WAYS; way++) {
-    const __typeof__(mm->slot[0]) *w = &mm->slot[set * MEMO_WAYS + way];
-    if (w->used && w->hash == hash && memcmp(&w->key, &k, sizeof k) == 0) break;
-  }
-  bool hit = way < MEMO_WAYS;
+  bool hit;
   __typeof__(mm->slot[0]) *e =
-      &mm->slot[set * MEMO_WAYS + memo_use(mm->order[set], hit ? way : -1)];
+      &mm->slot[memo_slot(mm->tag, MEMO_SETS, key_hash(&k), gemm_same, &k, &hit)];
   if (!hit) {
     decode_with(&e->op, g, ctx, &sc);
     e->key = k;
-    e->hash = hash;
-    e->used = true;
     e->site = (mpp_site_memo){.op = mpp_site_memo_op()}; /* another op: its sites not known yet */
   }
   /* The entry's op is this call's: the wrapper records it (call.c sets its
@@ -606,6 +610,10 @@ static void set_lt_pointers(mpp_op *op, const mpp_lt_call *g) {
   if (op->shadow_bias) op->shadow_bias = g->bias; /* the key holds whether there is one */
 }
 
+static bool lt_same(unsigned slot, const void *key) {
+  return memcmp(memo->lt[slot].key, key, sizeof memo->lt[slot].key) == 0;
+}
+
 mpp_op *mpp_lt_decode_memo(mpp_op *scratch, const mpp_lt_call *g, void *stream,
                            bool (*host_visible)(const void *p)) {
   bool arrays = g->a.batch_mode == LT_BATCH_MODE_POINTER_ARRAY ||
@@ -645,20 +653,11 @@ mpp_op *mpp_lt_decode_memo(mpp_op *scratch, const mpp_lt_call *g, void *stream,
                g->a.cols * 0x165667b19e3779f9ull ^ g->a.rows ^
                (uint64_t)(g->transa << 2 | g->transb << 4 | g->a.type << 8) ^
                (uint64_t)g->epilogue << 20;
-  uint64_t hash = mix(h);
-  unsigned set = (unsigned)(hash % LT_SETS);
-  int way = 0;
-  for (; way < MEMO_WAYS; way++) {
-    const __typeof__(mm->lt[0]) *w = &mm->lt[set * MEMO_WAYS + way];
-    if (w->used && w->hash == hash && memcmp(w->key, key, sizeof key) == 0) break;
-  }
-  bool hit = way < MEMO_WAYS;
-  __typeof__(mm->lt[0]) *e = &mm->lt[set * MEMO_WAYS + memo_use(mm->lt_order[set], hit ? way : -1)];
+  bool hit;
+  __typeof__(mm->lt[0]) *e = &mm->lt[memo_slot(mm->lt_tag, LT_SETS, mix(h), lt_same, key, &hit)];
   if (!hit) {
     mpp_lt_decode(&e->op, g, stream, host_visible);
     memcpy(e->key, key, sizeof key);
-    e->hash = hash;
-    e->used = true;
     e->site = (mpp_site_memo){.op = mpp_site_memo_op()}; /* another op: its sites not known yet */
   }
   set_lt_pointers(&e->op, g);
