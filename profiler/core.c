@@ -50,18 +50,24 @@ int mpp_parse_scan_mode(const char *s, mpp_scan_mode *ret_mode) {
   return -EINVAL;
 }
 
-static uint64_t env_u64(const char *name, uint64_t dflt, uint64_t lo, uint64_t hi) {
+/* name's value from the environment, or NULL: unset, empty, or not a value
+ * its row (settings.c) takes, which is logged and ignored (the launcher
+ * refuses it before the program starts). */
+static const char *env_setting(const char *name) {
   const char *v = getenv(name);
-  if (!v || !*v) return dflt;
-  char *end;
-  errno = 0;
-  unsigned long long x = strtoull(v, &end, 10);
-  if (errno || *end || x < lo || x > hi) {
-    mpp_log(1, "ignoring %s=%s (expected an integer in [%llu, %llu])", name, v,
-            (unsigned long long)lo, (unsigned long long)hi);
-    return dflt;
-  }
-  return x;
+  const mpp_setting *s = mpp_setting_find(name);
+  if (!v || !*v || !s) return NULL;
+  if (mpp_setting_ok(s, v)) return v;
+  char want[96];
+  mpp_setting_want(s, want, sizeof want);
+  mpp_log(1, "ignoring %s=%s (expected %s)", name, v, want);
+  return NULL;
+}
+
+/* An integer setting's value, else its row's default. */
+static uint64_t env_u64(const char *name) {
+  const char *v = env_setting(name);
+  return v ? strtoull(v, NULL, 10) : mpp_setting_find(name)->dflt;
 }
 
 /* The launcher refused bad values already; set by hand, a bad one is logged
@@ -94,14 +100,12 @@ static void read_gpu_and_training(void) {
   if (v && *v) snprintf(mpp_cfg.cupti, sizeof mpp_cfg.cupti, "%s", v);
   v = getenv("CUDA_HOME");
   if (v) snprintf(mpp_cfg.cuda_home, sizeof mpp_cfg.cuda_home, "%s", v);
+  /* A value the row refuses is logged, and still asks (the cheapest sampling). */
+  (void)env_setting("MPPROF_TC_COUNTERS");
   mpp_cfg.tc_every = mpp_parse_tc_counters(getenv("MPPROF_TC_COUNTERS"));
-  v = getenv("MPPROF_LOSS_SCALE");
+  v = env_setting("MPPROF_LOSS_SCALE");
   double s;
-  if (mpp_cfg.disabled || !v || !*v) return;
-  if (mp_parse_loss_scale(v, &s) < 0)
-    mpp_log(1, "ignoring MPPROF_LOSS_SCALE=%s (a positive finite number, or 2^k)", v);
-  else
-    mpp_cfg.loss_scale = s;
+  if (!mpp_cfg.disabled && v && mp_parse_loss_scale(v, &s) == 0) mpp_cfg.loss_scale = s;
 }
 
 void mpp_config_read(void) {
@@ -120,42 +124,21 @@ void mpp_config_read(void) {
       mpp_log(1, "secure-execution mode (setuid/setgid program): not profiling, nothing written");
     mpp_cfg.disabled = true;
   }
-  v = getenv("MPPROF_SCAN");
-  if (v && *v && mpp_parse_scan_mode(v, &mpp_cfg.scan) < 0) {
-    mpp_log(1, "ignoring MPPROF_SCAN=%s (all | outputs | none)", v);
-    mpp_cfg.scan = MPP_SCAN_ALL;
-  }
-  v = getenv("MPPROF_SAMPLE");
-  mpp_cfg.sample = v && !strcmp(v, "auto")
-                       ? MPP_SAMPLE_AUTO
-                       : env_u64("MPPROF_SAMPLE", MPP_SAMPLE_AUTO, 1, MPP_SET_COUNT_MAX);
-  mpp_cfg.shadow = env_u64("MPPROF_SHADOW", 0, 0, MPP_SET_COUNT_MAX);
-  mpp_cfg.shadow_max_mb =
-      env_u64("MPPROF_SHADOW_MAX_MB", MPP_SET_SHADOW_MB_DEFAULT, 1, MPP_SET_SHADOW_MB_MAX);
-  mpp_cfg.max_sites = (uint32_t)env_u64("MPPROF_MAX_SITES", 1024, 1, 1u << 20);
-  mpp_cfg.max_events = env_u64("MPPROF_MAX_EVENTS", 100000, 0, 1ull << 32);
-  mpp_cfg.max_ranges = env_u64("MPPROF_MAX_RANGES", 100000, 0, 1ull << 32);
+  v = env_setting("MPPROF_SCAN");
+  if (!v || mpp_parse_scan_mode(v, &mpp_cfg.scan) < 0) mpp_cfg.scan = MPP_SCAN_ALL;
+  v = env_setting("MPPROF_SAMPLE");
+  mpp_cfg.sample = !v || !strcmp(v, "auto") ? MPP_SAMPLE_AUTO : strtoull(v, NULL, 10);
+  mpp_cfg.shadow = env_u64("MPPROF_SHADOW");
+  mpp_cfg.shadow_max_mb = env_u64("MPPROF_SHADOW_MAX_MB");
+  mpp_cfg.max_sites = (uint32_t)env_u64("MPPROF_MAX_SITES");
+  mpp_cfg.max_events = env_u64("MPPROF_MAX_EVENTS");
+  mpp_cfg.max_ranges = env_u64("MPPROF_MAX_RANGES");
   read_capture();
-  mpp_cfg.checkpoint_s = 10.0;
-  v = getenv("MPPROF_CHECKPOINT_S");
-  if (v && *v) {
-    char *end;
-    double s = strtod(v, &end);
-    if (*end || !(s >= 0) || s > 1e6)
-      mpp_log(1, "ignoring MPPROF_CHECKPOINT_S=%s (seconds, 0 disables)", v);
-    else
-      mpp_cfg.checkpoint_s = s;
-  }
-  mpp_cfg.shadow_max_rel = 0;
-  v = getenv("MPPROF_SHADOW_MAX_REL");
-  if (v && *v) {
-    char *end;
-    double x = strtod(v, &end);
-    if (*end || !(x > 0 && x < MPP_SET_MAX_REL_MAX))
-      mpp_log(1, "ignoring MPPROF_SHADOW_MAX_REL=%s (a number > 0)", v);
-    else
-      mpp_cfg.shadow_max_rel = x;
-  }
+  v = env_setting("MPPROF_CHECKPOINT_S");
+  mpp_cfg.checkpoint_s =
+      v ? strtod(v, NULL) : (double)mpp_setting_find("MPPROF_CHECKPOINT_S")->dflt;
+  v = env_setting("MPPROF_SHADOW_MAX_REL");
+  mpp_cfg.shadow_max_rel = v ? strtod(v, NULL) : 0;
   read_gpu_and_training();
   v = getenv("MPPROF_OUT");
   if (!v || !*v) v = "mpprof-out";

@@ -1,12 +1,52 @@
-/* The ranges libmpprof reads its numeric MPPROF_* settings in
- * (profiler/core.c): a value outside is ignored there and the default
- * used, so the launcher (profiler/cli/run.c) refuses it instead. */
+/* The MPPROF_* environment variables: one row each, with what a value must
+ * be (profiler/settings.c). libmpprof (profiler/core.c) reads its settings
+ * through these checks and ignores a value outside them (logged), so the
+ * launcher (profiler/cli/run.c) refuses such a value, from its options or
+ * from its environment, before the program starts. */
 #ifndef MPPROF_PROFILER_SETTINGS_H
 #define MPPROF_PROFILER_SETTINGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #define MPP_SET_COUNT_MAX 4294967295u    /* MPPROF_SAMPLE, MPPROF_SHADOW: calls */
 #define MPP_SET_SHADOW_MB_MAX (1u << 20) /* MPPROF_SHADOW_MAX_MB */
 #define MPP_SET_SHADOW_MB_DEFAULT 256    /* MPPROF_SHADOW_MAX_MB unset */
 #define MPP_SET_MAX_REL_MAX 1e6          /* MPPROF_SHADOW_MAX_REL: in (0, this) */
+#define MPP_SET_SECONDS_MAX 1e6          /* MPPROF_CHECKPOINT_S */
+
+typedef enum mpp_setting_kind {
+  MPP_SK_FREE,       /* any text (a path, a name, a flag); checked where it is used */
+  MPP_SK_UINT,       /* an integer in [lo, hi] */
+  MPP_SK_SAMPLE,     /* auto, or an integer in [lo, hi] */
+  MPP_SK_SCAN,       /* all, outputs or none */
+  MPP_SK_SECONDS,    /* seconds in [0, MPP_SET_SECONDS_MAX] */
+  MPP_SK_LOSS_SCALE, /* a positive finite number or 2^k (mp_parse_loss_scale) */
+  MPP_SK_MAX_REL,    /* a number in (0, MPP_SET_MAX_REL_MAX) */
+  MPP_SK_TC,         /* off, 0, first, or an integer >= 1 */
+} mpp_setting_kind;
+
+typedef struct mpp_setting {
+  const char *name;
+  mpp_setting_kind kind;
+  uint64_t lo, hi, dflt; /* MPP_SK_UINT, MPP_SK_SAMPLE */
+  const char *reader;    /* who reads it: "libmpprof", "the launcher", ... */
+} mpp_setting;
+
+/* Every MPPROF_* variable mpprof reads, in the README's order; n gets how many. */
+const mpp_setting *mpp_settings(size_t *ret_n);
+
+/* The row of name, or NULL (not a variable mpprof reads). */
+const mpp_setting *mpp_setting_find(const char *name);
+
+/* Whether v is a value s takes ("" counts as unset: always). */
+bool mpp_setting_ok(const mpp_setting *s, const char *v);
+
+/* What a value of s must be, as a phrase ("an integer in [1, 1048576]"). */
+void mpp_setting_want(const mpp_setting *s, char *buf, size_t n);
+
+/* The known variable nearest to name (at most two edits away), or NULL. */
+const char *mpp_setting_nearest(const char *name);
 
 #endif

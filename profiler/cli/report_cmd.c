@@ -29,14 +29,14 @@ static void report_usage(FILE *out) {
 }
 
 int mpprof_parse_max_rel(const char *cmd, const char *v, double *ret) {
-  char *end;
-  double x = v ? strtod(v, &end) : 0;
-  if (!v || !*v || *end || !(x > 0 && x < MPP_SET_MAX_REL_MAX)) {
-    fprintf(stderr, "mpprof: %s: --shadow-max-rel must be a number in (0, %g), not '%s'\n", cmd,
-            MPP_SET_MAX_REL_MAX, v ? v : "");
+  const mpp_setting *s = mpp_setting_find("MPPROF_SHADOW_MAX_REL");
+  if (!v || !*v || !mpp_setting_ok(s, v)) {
+    char want[96];
+    mpp_setting_want(s, want, sizeof want);
+    fprintf(stderr, "mpprof: %s: --shadow-max-rel must be %s, not '%s'\n", cmd, want, v ? v : "");
     return -1;
   }
-  *ret = x;
+  *ret = strtod(v, NULL);
   return 0;
 }
 

@@ -137,13 +137,63 @@ static bool valid_uint(const char *s, unsigned long lo, unsigned long hi) {
   return *s && !*end && !errno && v >= lo && v <= hi && s[0] != '-';
 }
 
-#define MPP_COUNT_MAX ((unsigned long)MPP_SET_COUNT_MAX)         /* --sample, --shadow=N */
-#define MPP_SHADOW_MB_MAX ((unsigned long)MPP_SET_SHADOW_MB_MAX) /* --shadow-max-mb */
+#define MPP_COUNT_MAX ((unsigned long)MPP_SET_COUNT_MAX) /* --shadow=N */
 
-static bool valid_seconds(const char *s) {
-  char *end;
-  double v = strtod(s, &end);
-  return *s && !*end && v >= 0 && v <= 1e6;
+/* Whether v, the value of option opt, is one the variable it sets (var)
+ * takes (settings.c); else the one-line refusal. */
+static bool opt_ok(const char *opt, const char *var, const char *v) {
+  const mpp_setting *s = mpp_setting_find(var);
+  if (*v && mpp_setting_ok(s, v)) return true;
+  char want[96];
+  mpp_setting_want(s, want, sizeof want);
+  fprintf(stderr, "mpprof: run: %s must be %s, not '%s'\n", opt, want, v);
+  return false;
+}
+
+/* The MPPROF_* values in the environment the program would inherit, where
+ * no option replaces them: a value libmpprof would ignore is refused here
+ * (one line, 2); a name mpprof does not read gets a warning (a typo would
+ * otherwise go unnoticed). */
+static int check_environment(const run_opts *o) {
+  const struct {
+    const char *var, *option, *given;
+  } opts[] = {
+      {"MPPROF_SCAN", "--scan", o->scan},
+      {"MPPROF_SAMPLE", "--sample", o->sample},
+      {"MPPROF_CHECKPOINT_S", "--checkpoint", o->checkpoint},
+      {"MPPROF_TC_COUNTERS", "--tc-counters", o->tc_counters},
+      {"MPPROF_LOSS_SCALE", "--loss-scale", o->loss_scale},
+      {"MPPROF_SHADOW", "--shadow", o->shadow},
+      {"MPPROF_SHADOW_MAX_MB", "--shadow-max-mb", o->shadow_max_mb},
+      {"MPPROF_SHADOW_MAX_REL", "--shadow-max-rel", o->shadow_max_rel_text},
+  };
+  size_t n;
+  const mpp_setting *rows = mpp_settings(&n);
+  for (size_t i = 0; i < n; i++) {
+    const char *option = NULL, *v = getenv(rows[i].name);
+    bool replaced = false;
+    for (size_t j = 0; j < sizeof opts / sizeof opts[0]; j++)
+      if (!strcmp(opts[j].var, rows[i].name)) option = opts[j].option, replaced = opts[j].given;
+    if (replaced || mpp_setting_ok(&rows[i], v)) continue;
+    char want[96];
+    mpp_setting_want(&rows[i], want, sizeof want);
+    fprintf(stderr, "mpprof: run: %s='%s' in the environment must be %s (unset it%s%s)\n",
+            rows[i].name, v, want, option ? ", or give " : "", option ? option : "");
+    return 2;
+  }
+  for (char **e = environ; *e; e++) {
+    const char *eq = strchr(*e, '=');
+    char name[64];
+    if (strncmp(*e, "MPPROF_", 7) || !eq || (size_t)(eq - *e) >= sizeof name) continue;
+    memcpy(name, *e, (size_t)(eq - *e));
+    name[eq - *e] = '\0';
+    if (mpp_setting_find(name)) continue;
+    const char *near = mpp_setting_nearest(name);
+    fprintf(stderr,
+            "mpprof: run: warning: %s in the environment is not a variable mpprof reads%s%s%s\n",
+            name, near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
+  }
+  return 0;
 }
 
 /* 0 ok, 1 help printed, 2 usage error (message printed). */
@@ -168,33 +218,16 @@ static int parse(int argc, char **argv, run_opts *o) {
       o->force = true;
     } else if (is_opt(a, "--scan")) {
       if (!(o->scan = opt_value(argc, argv, &i, "--scan"))) return 2;
-      if (strcmp(o->scan, "all") && strcmp(o->scan, "outputs") && strcmp(o->scan, "none")) {
-        fprintf(stderr, "mpprof: run: --scan must be all, outputs or none, not '%s'\n", o->scan);
-        return 2;
-      }
+      if (!opt_ok("--scan", "MPPROF_SCAN", o->scan)) return 2;
     } else if (is_opt(a, "--sample")) {
       if (!(o->sample = opt_value(argc, argv, &i, "--sample"))) return 2;
-      if (strcmp(o->sample, "auto") && !valid_uint(o->sample, 1, MPP_COUNT_MAX)) {
-        fprintf(stderr, "mpprof: run: --sample must be auto or an integer in [1, %lu], not '%s'\n",
-                MPP_COUNT_MAX, o->sample);
-        return 2;
-      }
+      if (!opt_ok("--sample", "MPPROF_SAMPLE", o->sample)) return 2;
     } else if (is_opt(a, "--checkpoint")) {
       if (!(o->checkpoint = opt_value(argc, argv, &i, "--checkpoint"))) return 2;
-      if (!valid_seconds(o->checkpoint)) {
-        fprintf(stderr, "mpprof: run: --checkpoint must be seconds >= 0, not '%s'\n",
-                o->checkpoint);
-        return 2;
-      }
+      if (!opt_ok("--checkpoint", "MPPROF_CHECKPOINT_S", o->checkpoint)) return 2;
     } else if (is_opt(a, "--loss-scale")) {
       if (!(o->loss_scale = opt_value(argc, argv, &i, "--loss-scale"))) return 2;
-      double s;
-      if (mp_parse_loss_scale(o->loss_scale, &s) < 0) {
-        fprintf(stderr,
-                "mpprof: run: --loss-scale must be a positive finite number or 2^k, not '%s'\n",
-                o->loss_scale);
-        return 2;
-      }
+      if (!opt_ok("--loss-scale", "MPPROF_LOSS_SCALE", o->loss_scale)) return 2;
     } else if (is_opt(a, "--shadow")) {
       /* The value only with '=': "--shadow prog" runs prog. */
       o->shadow = a[strlen("--shadow")] == '=' ? a + strlen("--shadow=") : "16";
@@ -205,11 +238,7 @@ static int parse(int argc, char **argv, run_opts *o) {
       }
     } else if (is_opt(a, "--shadow-max-mb")) {
       if (!(o->shadow_max_mb = opt_value(argc, argv, &i, "--shadow-max-mb"))) return 2;
-      if (!valid_uint(o->shadow_max_mb, 1, MPP_SHADOW_MB_MAX)) {
-        fprintf(stderr, "mpprof: run: --shadow-max-mb must be an integer in [1, %lu], not '%s'\n",
-                MPP_SHADOW_MB_MAX, o->shadow_max_mb);
-        return 2;
-      }
+      if (!opt_ok("--shadow-max-mb", "MPPROF_SHADOW_MAX_MB", o->shadow_max_mb)) return 2;
     } else if (is_opt(a, "--shadow-max-rel")) {
       const char *v = opt_value(argc, argv, &i, "--shadow-max-rel");
       if (!v) return 2;
@@ -249,6 +278,7 @@ static int parse(int argc, char **argv, run_opts *o) {
     fputs("mpprof: run: no program to run (see 'mpprof help run')\n", stderr);
     return 2;
   }
+  if (check_environment(o)) return 2;
   /* The capture range from the options, else from the environment the
    * program would inherit: either way refused here, in one line. */
   if (!o->capture_given) {

@@ -20,6 +20,7 @@ static const char *simcuda, *workdir;
 typedef struct result {
   int status; /* exit status, 128 + signal */
   char *out;  /* stdout */
+  char *err;  /* stderr (run_err), else NULL */
 } result;
 
 static char *slurp(const char *path) {
@@ -35,8 +36,10 @@ static char *slurp(const char *path) {
   return s;
 }
 
-/* Start argv with LD_LIBRARY_PATH=simcuda plus `env` (NAME=VALUE, NULL-ended). */
-static pid_t spawn(char *const argv[], const char *const env[], const char *out_path) {
+/* Start argv with LD_LIBRARY_PATH=simcuda plus `env` (NAME=VALUE, NULL-ended);
+ * stderr to err_path unless NULL. */
+static pid_t spawn_err(char *const argv[], const char *const env[], const char *out_path,
+                       const char *err_path) {
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
@@ -47,10 +50,19 @@ static pid_t spawn(char *const argv[], const char *const env[], const char *out_
     int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, 1);
     close(fd);
+    if (err_path) {
+      fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, 2);
+      close(fd);
+    }
     execv(argv[0], argv);
     _exit(127);
   }
   return pid;
+}
+
+static pid_t spawn(char *const argv[], const char *const env[], const char *out_path) {
+  return spawn_err(argv, env, out_path, NULL);
 }
 
 static int wait_status(pid_t pid) {
@@ -66,6 +78,19 @@ static result run(char *const argv[], const char *const env[]) {
   result r;
   r.status = wait_status(spawn(argv, env, out));
   r.out = slurp(out);
+  r.err = NULL;
+  return r;
+}
+
+/* As run(), stderr captured too. */
+static inline result run_err(char *const argv[], const char *const env[]) {
+  char out[4200], err[4200];
+  snprintf(out, sizeof out, "%s/stdout.txt", workdir);
+  snprintf(err, sizeof err, "%s/stderr.txt", workdir);
+  result r;
+  r.status = wait_status(spawn_err(argv, env, out, err));
+  r.out = slurp(out);
+  r.err = slurp(err);
   return r;
 }
 

@@ -870,6 +870,46 @@ static void a_count_beyond_what_the_library_reads_is_a_usage_error(void **state)
   }
 }
 
+/* A setting in the environment the program would inherit that libmpprof
+ * would ignore (and so record with its default, silently unless MPPROF_LOG)
+ * is refused before the program starts: one line naming the variable, exit
+ * 2. The option that sets the variable replaces it; a name mpprof does not
+ * read gets a warning naming the one meant, and the run goes on. */
+static void a_bad_setting_in_the_environment_is_refused_before_the_program_runs(void **state) {
+  (void)state;
+  const char *bad[] = {
+      "MPPROF_SAMPLE=every",       "MPPROF_SCAN=some",       "MPPROF_LOG=yes",
+      "MPPROF_MAX_SITES=0",        "MPPROF_CHECKPOINT_S=-1", "MPPROF_LOSS_SCALE=0",
+      "MPPROF_TC_COUNTERS=always", "MPPROF_SHADOW=x",        "MPPROF_SHADOW_MAX_MB=0",
+      "MPPROF_SHADOW_MAX_REL=2e6", "MPPROF_MAX_EVENTS=-5"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    const char *dir = outdir("bad_env");
+    char *argv[] = {(char *)mpprof, "-o", (char *)dir, (char *)testprog, "gemmex", "1", NULL};
+    const char *env[] = {bad[i], NULL};
+    result r = run_err(argv, env);
+    assert_int_equal(r.status, 2);
+    assert_string_equal(r.out, ""); /* the program did not run */
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)(strchr(bad[i], '=') - bad[i]), bad[i]);
+    assert_true(!strncmp(r.err, "mpprof: run: ", 13));
+    assert_non_null(strstr(r.err, name));
+    assert_int_equal(strchr(r.err, '\n') - r.err + 1, (long)strlen(r.err)); /* one line */
+    free(r.out);
+    free(r.err);
+  }
+  const char *dir = outdir("bad_env");
+  char *argv[] = {(char *)mpprof,   "-o",     (char *)dir, "--sample", "1",
+                  (char *)testprog, "gemmex", "1",         NULL};
+  const char *env[] = {"MPPROF_SAMPLE=every", "MPPROF_SAMPLES=4", NULL};
+  result r = run_err(argv, env);
+  assert_int_equal(r.status, 0);
+  assert_string_not_equal(r.out, "");
+  assert_non_null(strstr(r.err, "MPPROF_SAMPLES in the environment is not a variable mpprof "
+                                "reads (did you mean MPPROF_SAMPLE?)"));
+  free(r.out);
+  free(r.err);
+}
+
 /* A program that execs itself twice: every image's calls are recorded, each
  * image in a raw file of its own (same pid), all final. */
 static void every_image_of_a_program_that_execs_itself_is_recorded(void **state) {
@@ -1034,6 +1074,7 @@ int main(void) {
       cmocka_unit_test(a_program_that_cannot_start_exits_127),
       cmocka_unit_test(an_unknown_scan_mode_is_a_usage_error),
       cmocka_unit_test(a_count_beyond_what_the_library_reads_is_a_usage_error),
+      cmocka_unit_test(a_bad_setting_in_the_environment_is_refused_before_the_program_runs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,6 +26,7 @@
 #include "profiler/nvtx.h"
 #include "analysis/shadow_core.h"
 #include "profiler/op.h"
+#include "profiler/settings.h"
 #include "profiler/sites.h"
 #include "profiler/train.h"
 #include "tests/core_fixture.h"
@@ -1123,9 +1124,64 @@ first_nonfinite_is_the_first_call_with_finite_inputs_and_nonfinite_output(void *
   cJSON_Delete(doc);
 }
 
+/* --- settings --- */
+
+/* libmpprof reads each MPPROF_* setting through its row (profiler/settings.c):
+ * a value in range is used, one outside (or not a number) is ignored for the
+ * row's default, exactly as the launcher's check says it would be. */
+static void settings_outside_their_rows_fall_back_to_the_defaults(void **state) {
+  (void)state;
+  __typeof__(mpp_cfg) saved = mpp_cfg;
+  const char *vars[] = {"MPPROF_MAX_SITES",      "MPPROF_SAMPLE",        "MPPROF_CHECKPOINT_S",
+                        "MPPROF_SHADOW_MAX_REL", "MPPROF_SHADOW_MAX_MB", "MPPROF_SCAN",
+                        "MPPROF_LOSS_SCALE"};
+  const char *good[] = {"2048", "7", "0.5", "0.25", "1048576", "outputs", "2^10"};
+  const char *bad[] = {"0", "every", "nan", "0", "1048577", "some", "-1"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const mpp_setting *row = mpp_setting_find(vars[i]);
+    assert_non_null(row);
+    assert_true(mpp_setting_ok(row, good[i]));
+    assert_false(mpp_setting_ok(row, bad[i]));
+  }
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+    setenv(vars[i], good[i], 1);
+  mpp_config_read();
+  assert_int_equal(mpp_cfg.max_sites, 2048);
+  assert_int_equal(mpp_cfg.sample, 7);
+  assert_true(mpp_cfg.checkpoint_s == 0.5);
+  assert_true(mpp_cfg.shadow_max_rel == 0.25);
+  assert_int_equal(mpp_cfg.shadow_max_mb, 1048576);
+  assert_int_equal(mpp_cfg.scan, MPP_SCAN_OUTPUTS);
+  assert_true(mpp_cfg.loss_scale == 1024);
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+    setenv(vars[i], bad[i], 1);
+  mpp_config_read();
+  assert_int_equal(mpp_cfg.max_sites, 1024);
+  assert_int_equal(mpp_cfg.sample, MPP_SAMPLE_AUTO);
+  assert_true(mpp_cfg.checkpoint_s == 10);
+  assert_true(mpp_cfg.shadow_max_rel == 0);
+  assert_int_equal(mpp_cfg.shadow_max_mb, MPP_SET_SHADOW_MB_DEFAULT);
+  assert_int_equal(mpp_cfg.scan, MPP_SCAN_ALL);
+  assert_true(mpp_cfg.loss_scale == 0);
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+    unsetenv(vars[i]);
+  mpp_cfg = saved;
+}
+
+/* A typo of a variable's name is found (the launcher's warning names it). */
+static void a_misspelt_variable_names_the_one_meant(void **state) {
+  (void)state;
+  assert_string_equal(mpp_setting_nearest("MPPROF_SAMPLES"), "MPPROF_SAMPLE");
+  assert_string_equal(mpp_setting_nearest("MPPROF_SHADOW_MAXMB"), "MPPROF_SHADOW_MAX_MB");
+  assert_null(mpp_setting_nearest("MPPROF_SOMETHING_ELSE"));
+  assert_null(mpp_setting_find("MPPROF_SAMPLES"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(layer_is_empty_without_ranges, reset_all),
+      cmocka_unit_test_setup(settings_outside_their_rows_fall_back_to_the_defaults, reset_all),
+      cmocka_unit_test(a_misspelt_variable_names_the_one_meant),
       cmocka_unit_test_setup(layer_ids_are_stable_per_name_and_class, reset_all),
       cmocka_unit_test_setup(a_scope_names_the_layer_instead_of_the_nvtx_path, reset_all),
       cmocka_unit_test_setup(set_replaces_the_innermost_scope_and_phases_split_sites, reset_all),

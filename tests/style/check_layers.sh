@@ -16,7 +16,7 @@ set -- "${objs[@]}"
 # Layers, lowest first; a module is an object's file name without .c.o and
 # the meson target prefix (hooks_cublas.c.o -> hooks_cublas).
 layers=(
-  "jsonw hooks_cuda_types gpu_scan_plan gpu_shadow_plan ptrmap"
+  "jsonw hooks_cuda_types gpu_scan_plan gpu_shadow_plan ptrmap settings"
   "core"
   "clock"
   "gpu_cuda_driver"

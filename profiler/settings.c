@@ -1,0 +1,151 @@
+/* The MPPROF_* variables and what their values must be (settings.h). Built
+ * into libmpprof and into the launcher: libc and analysis/ only. */
+#include "profiler/settings.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/advice.h"
+
+#define LIB "libmpprof"
+static const mpp_setting settings[] = {
+    {"MPPROF_OUT", MPP_SK_FREE, 0, 0, 0, LIB},
+    {"MPPROF_DISABLE", MPP_SK_FREE, 0, 0, 0, LIB},
+    {"MPPROF_SCAN", MPP_SK_SCAN, 0, 0, 0, LIB},
+    {"MPPROF_SAMPLE", MPP_SK_SAMPLE, 1, MPP_SET_COUNT_MAX, 0, LIB},
+    {"MPPROF_MAX_SITES", MPP_SK_UINT, 1, 1u << 20, 1024, LIB},
+    {"MPPROF_MAX_EVENTS", MPP_SK_UINT, 0, 1ull << 32, 100000, LIB},
+    {"MPPROF_MAX_RANGES", MPP_SK_UINT, 0, 1ull << 32, 100000, LIB},
+    {"MPPROF_CHECKPOINT_S", MPP_SK_SECONDS, 0, 0, 10, LIB},
+    {"MPPROF_LOSS_SCALE", MPP_SK_LOSS_SCALE, 0, 0, 0, LIB},
+    {"MPPROF_TC_COUNTERS", MPP_SK_TC, 0, 0, 0, LIB},
+    {"MPPROF_SHADOW", MPP_SK_UINT, 0, MPP_SET_COUNT_MAX, 0, LIB},
+    {"MPPROF_SHADOW_MAX_MB", MPP_SK_UINT, 1, MPP_SET_SHADOW_MB_MAX, MPP_SET_SHADOW_MB_DEFAULT, LIB},
+    {"MPPROF_SHADOW_MAX_REL", MPP_SK_MAX_REL, 0, 0, 0, LIB},
+    /* checked together by mp_capture_parse (analysis/capture.h) */
+    {"MPPROF_CAPTURE_RANGE", MPP_SK_FREE, 0, 0, 0, LIB},
+    {"MPPROF_NVTX_CAPTURE", MPP_SK_FREE, 0, 0, 0, LIB},
+    {"MPPROF_STEPS", MPP_SK_FREE, 0, 0, 0, LIB},
+    {"MPPROF_LOG", MPP_SK_UINT, 0, 9, 0, LIB},
+    {"MPPROF_CUPTI", MPP_SK_FREE, 0, 0, 0, LIB},
+    {"MPPROF_LIB", MPP_SK_FREE, 0, 0, 0, "the launcher"},
+    {"MPPROF_PYTHON", MPP_SK_FREE, 0, 0, 0, "the launcher and the Python integration"},
+    {"MPPROF_TORCH_MARKS", MPP_SK_FREE, 0, 0, 0, "the Python integration"},
+    {"MPPROF_CACHE_DIR", MPP_SK_FREE, 0, 0, 0, "the Python integration"},
+    {"MPPROF_PHASE_FORWARD", MPP_SK_FREE, 0, 0, 0, "the report"},
+    {"MPPROF_PHASE_BACKWARD", MPP_SK_FREE, 0, 0, 0, "the report"},
+    {"MPPROF_PHASE_OPTIMIZER", MPP_SK_FREE, 0, 0, 0, "the report"},
+    {"MPPROF_DEMO_DIR", MPP_SK_FREE, 0, 0, 0, "scripts/demo.sh"},
+};
+
+const mpp_setting *mpp_settings(size_t *ret_n) {
+  *ret_n = sizeof settings / sizeof settings[0];
+  return settings;
+}
+
+const mpp_setting *mpp_setting_find(const char *name) {
+  for (size_t i = 0; name && i < sizeof settings / sizeof settings[0]; i++)
+    if (!strcmp(settings[i].name, name)) return &settings[i];
+  return NULL;
+}
+
+static bool uint_in(const char *v, uint64_t lo, uint64_t hi) {
+  char *end;
+  errno = 0;
+  unsigned long long x = strtoull(v, &end, 10);
+  return v[0] >= '0' && v[0] <= '9' && !*end && !errno && x >= lo && x <= hi;
+}
+
+static bool number(const char *v, double *ret) {
+  char *end;
+  *ret = strtod(v, &end);
+  return *v && !*end;
+}
+
+bool mpp_setting_ok(const mpp_setting *s, const char *v) {
+  double x;
+  if (!v || !*v) return true;
+  switch (s->kind) {
+  case MPP_SK_FREE:
+    return true;
+  case MPP_SK_UINT:
+    return uint_in(v, s->lo, s->hi);
+  case MPP_SK_SAMPLE:
+    return !strcmp(v, "auto") || uint_in(v, s->lo, s->hi);
+  case MPP_SK_SCAN:
+    return !strcmp(v, "all") || !strcmp(v, "outputs") || !strcmp(v, "none");
+  case MPP_SK_SECONDS:
+    return number(v, &x) && x >= 0 && x <= MPP_SET_SECONDS_MAX;
+  case MPP_SK_LOSS_SCALE:
+    return mp_parse_loss_scale(v, &x) == 0;
+  case MPP_SK_MAX_REL:
+    return number(v, &x) && x > 0 && x < MPP_SET_MAX_REL_MAX;
+  case MPP_SK_TC:
+    return !strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "first") || !strcmp(v, "1st") ||
+           uint_in(v, 1, UINT64_MAX);
+  }
+  return false;
+}
+
+void mpp_setting_want(const mpp_setting *s, char *buf, size_t n) {
+  switch (s->kind) {
+  case MPP_SK_FREE:
+    snprintf(buf, n, "any text");
+    break;
+  case MPP_SK_UINT:
+  case MPP_SK_SAMPLE:
+    snprintf(buf, n, "%san integer in [%" PRIu64 ", %" PRIu64 "]",
+             s->kind == MPP_SK_SAMPLE ? "auto or " : "", s->lo, s->hi);
+    break;
+  case MPP_SK_SCAN:
+    snprintf(buf, n, "all, outputs or none");
+    break;
+  case MPP_SK_SECONDS:
+    snprintf(buf, n, "seconds in [0, %g] (0: only at exit)", MPP_SET_SECONDS_MAX);
+    break;
+  case MPP_SK_LOSS_SCALE:
+    snprintf(buf, n, "a positive finite number or 2^k");
+    break;
+  case MPP_SK_MAX_REL:
+    snprintf(buf, n, "a number in (0, %g)", MPP_SET_MAX_REL_MAX);
+    break;
+  case MPP_SK_TC:
+    snprintf(buf, n, "first, N >= 1, or off");
+    break;
+  }
+}
+
+/* Edits (insert, delete, substitute) from a to b, up to 3 ("more"). */
+static int edits(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > lb + 2 || lb > la + 2 || lb >= 64) return 3;
+  int row[64];
+  for (size_t j = 0; j <= lb; j++)
+    row[j] = (int)j;
+  for (size_t i = 1; i <= la; i++) {
+    int diag = row[0];
+    row[0] = (int)i;
+    for (size_t j = 1; j <= lb; j++) {
+      int up = row[j];
+      int best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  return row[lb];
+}
+
+const char *mpp_setting_nearest(const char *name) {
+  const char *best = NULL;
+  int best_d = 3;
+  for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+    int d = edits(name, settings[i].name);
+    if (d < best_d) best_d = d, best = settings[i].name;
+  }
+  return best;
+}
