@@ -341,6 +341,44 @@ static int rule_fp16_forward_underflow(mpprof_model *m, const mpprof_layer *l) {
   return 0;
 }
 
+/* A forward tensor of a layer advised fp16 with at least this share of its
+ * finite non-zero values in fp16's subnormal range, where a value keeps
+ * fewer than fp16's 11 significant bits: the verdict counts only flushes. */
+#define FP16_SUBNORMAL_SHARE_MIN 0.01
+
+static int rule_fp16_subnormal(mpprof_model *m, const mpprof_layer *l) {
+  if (l->adv.rec != MP_REC_FP16 && l->adv.rec != MP_REC_FP16_LOSS_SCALE) return 0;
+  const mpprof_layer_tensor *w = NULL;
+  double ws = 0;
+  for (size_t i = 0; i < l->n_tensors; i++) {
+    const mpprof_layer_tensor *t = &l->tensors[i];
+    if (t->cls != MP_TCLASS_FORWARD || !t->has_values) continue;
+    uint64_t nonzero = 0;
+    for (int o = 0; o < MP_CAST_OUTCOMES; o++)
+      nonzero += t->st.casts[MP_TGT_FP16][o];
+    double share = nonzero ? (double)t->st.casts[MP_TGT_FP16][MP_CAST_SUBNORMAL] / nonzero : 0;
+    if (share > ws) w = t, ws = share;
+  }
+  if (!w || ws < FP16_SUBNORMAL_SHARE_MIN) return 0;
+  const mp_format *f16 = mp_format_of(MP_FP16);
+  mpprof_finding *f = add(
+      m, "fp16_subnormal", "low", l->name,
+      mpprof_asprintf("%s: %s has %.3g%% of its values in fp16's subnormal range (|x| < 2^%d = "
+                      "%.3g), where they keep fewer than %d significant bits (1 at 2^%d); the "
+                      "fp16 verdict counts only values flushed to zero, and a loss scale does "
+                      "not reach forward tensors",
+                      layer_label(l), w->name, 100 * ws, f16->emin, ldexp(1.0, f16->emin),
+                      (int)f16->man_bits + 1, f16->emin_sub),
+      strdup("measure this layer's error in fp16 (mpprof run --shadow) before switching, or run "
+             "it in bf16, whose normal range reaches 2^-126"));
+  if (!f) return -1;
+  cJSON_AddStringToObject(f->evidence, "tensor", w->name);
+  ev_num(f->evidence, "subnormal_fraction", ws);
+  f->impact_gpu_ns = layer_gpu(l);
+  f->impact_elements = w->st.casts[MP_TGT_FP16][MP_CAST_SUBNORMAL];
+  return 0;
+}
+
 /* The gradient the two gradient rules are about: the worst by fp16 underflow,
  * when it is not fp16-safe. */
 static const mpprof_layer_tensor *unsafe_gradient(const mpprof_layer *l) {
@@ -1114,6 +1152,7 @@ static int rule_compiled_region(mpprof_model *m) {
 const mpprof_finding_rule mpprof_finding_rules[] = {
     {"fp16_overflow", rule_fp16_overflow, NULL, false, true},
     {"fp16_forward_underflow", rule_fp16_forward_underflow, NULL, false, false},
+    {"fp16_subnormal", rule_fp16_subnormal, NULL, false, false},
     {"gradient_underflow", rule_gradient_underflow, NULL, false, false},
     {"gradient_range", rule_gradient_range, NULL, false, false},
     {"bf16_unsafe", rule_bf16_unsafe, NULL, false, false},

@@ -12,11 +12,13 @@
 
 #include "analysis/formats.h"
 #include "report/report_internal.h"
+#include "report/tensorio/stats_json.h"
 
 static const char *const tested[] = {
     "nonfinite_values",
     "fp16_overflow",
     "fp16_forward_underflow",
+    "fp16_subnormal",
     "gradient_underflow",
     "gradient_range",
     "bf16_unsafe",
@@ -109,6 +111,42 @@ static mpprof_site *site(mpprof_model *m, const char *a_dtype) {
   s->tc_used = -1;
   s->calls = 10;
   return s;
+}
+
+/* A layer advised fp16 whose forward tensor holds 1% or more of its values
+ * in fp16's subnormal range: the advice counts flushes only, so the finding
+ * says what precision those values keep. Below 1%, for a gradient (a loss
+ * scale moves it), or in a layer not advised fp16: none. */
+static void fp16_subnormal(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_FP16);
+  mpprof_layer_tensor *g = tensor(l, "backward.dx", MP_TCLASS_GRADIENT);
+  g->st.casts[MP_TGT_FP16][MP_CAST_NORMAL] = 50;
+  g->st.casts[MP_TGT_FP16][MP_CAST_SUBNORMAL] = 50;
+  mpprof_layer_tensor *t = tensor(l, "forward.D", MP_TCLASS_FORWARD);
+  t->st.casts[MP_TGT_FP16][MP_CAST_NORMAL] = 991;
+  t->st.casts[MP_TGT_FP16][MP_CAST_SUBNORMAL] = 9;
+  assert_int_equal(run(&m, "fp16_subnormal"), 0); /* 0.9% */
+  t->st.casts[MP_TGT_FP16][MP_CAST_NORMAL] = 989;
+  t->st.casts[MP_TGT_FP16][MP_CAST_SUBNORMAL] = 10;
+  t->st.casts[MP_TGT_FP16][MP_CAST_UNDERFLOW] = 1;
+  assert_int_equal(run(&m, "fp16_subnormal"), 1); /* 1% of the non-zero values */
+  const mpprof_finding *f = &m.findings[m.n_findings - 1];
+  assert_string_equal(f->severity, "low");
+  assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(f->evidence, "tensor")),
+                      "forward.D");
+  double share;
+  assert_int_equal(
+      mpprof_json_get_double(cJSON_GetObjectItem(f->evidence, "subnormal_fraction"), &share), 0);
+  assert_true(share == 0.01);
+  assert_non_null(strstr(f->message, "2^-14"));
+  assert_int_equal(f->impact_elements, 10);
+  l->adv.rec = MP_REC_BF16;
+  assert_int_equal(run(&m, "fp16_subnormal"), 0);
+  l->adv.rec = MP_REC_FP16_LOSS_SCALE;
+  assert_int_equal(run(&m, "fp16_subnormal"), 1);
+  mpprof_model_free(&m);
 }
 
 static void nonfinite_values(void **state) {
@@ -697,6 +735,7 @@ int main(void) {
       cmocka_unit_test(fp8_candidate),
       cmocka_unit_test(fp32_without_tf32),
       cmocka_unit_test(current_error_high),
+      cmocka_unit_test(fp16_subnormal),
       cmocka_unit_test(tensor_cores_not_used),
       cmocka_unit_test(tensor_cores_inefficient),
       cmocka_unit_test(loss_scale_conflict),
