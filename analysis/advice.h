@@ -24,6 +24,10 @@ typedef struct mp_advice_params {
 
 #define MP_ADVICE_DEFAULT_UNDERFLOW_MAX 0.001
 #define MP_ADVICE_DEFAULT_FP8_UNDERFLOW_MAX 0.01
+/* "Fits fp16" counts overflow and flush to zero only. From this share of the
+ * finite non-zero values in fp16's subnormal range (fewer than 11 significant
+ * bits) on, the report (finding fp16_subnormal) and `mpprof inspect` say so. */
+#define MP_ADVICE_FP16_SUBNORMAL_NOTE 0.01
 
 typedef enum mp_fp16_verdict {
   MP_FP16_SAFE = 0,

@@ -341,11 +341,8 @@ static int rule_fp16_forward_underflow(mpprof_model *m, const mpprof_layer *l) {
   return 0;
 }
 
-/* A forward tensor of a layer advised fp16 with at least this share of its
- * finite non-zero values in fp16's subnormal range, where a value keeps
- * fewer than fp16's 11 significant bits: the verdict counts only flushes. */
-#define FP16_SUBNORMAL_SHARE_MIN 0.01
-
+/* A forward tensor of a layer advised fp16 with MP_ADVICE_FP16_SUBNORMAL_NOTE
+ * or more of its finite non-zero values in fp16's subnormal range. */
 static int rule_fp16_subnormal(mpprof_model *m, const mpprof_layer *l) {
   if (l->adv.rec != MP_REC_FP16 && l->adv.rec != MP_REC_FP16_LOSS_SCALE) return 0;
   const mpprof_layer_tensor *w = NULL;
@@ -359,7 +356,7 @@ static int rule_fp16_subnormal(mpprof_model *m, const mpprof_layer *l) {
     double share = nonzero ? (double)t->st.casts[MP_TGT_FP16][MP_CAST_SUBNORMAL] / nonzero : 0;
     if (share > ws) w = t, ws = share;
   }
-  if (!w || ws < FP16_SUBNORMAL_SHARE_MIN) return 0;
+  if (!w || ws < MP_ADVICE_FP16_SUBNORMAL_NOTE) return 0;
   const mp_format *f16 = mp_format_of(MP_FP16);
   mpprof_finding *f = add(
       m, "fp16_subnormal", "low", l->name,

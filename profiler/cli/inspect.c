@@ -237,18 +237,58 @@ static void print_verdict(const mp_advice *a, const mp_advice_params *p) {
            frac(f8[i]->underflow_fraction, uf, sizeof uf), f8[i]->estimate ? " (estimate)" : "");
 }
 
-static void print_todo(const mp_advice *a) {
+/* The share of s's finite non-zero values that are fp16 subnormals at 2^k
+ * (an upper bound where a binade straddles the threshold). */
+static double fp16_subnormal_share(const mp_stats *s, int k) {
+  mp_scaled_casts sc;
+  mp_scaled_casts_compute(s, MP_TGT_FP16, k, &sc);
+  uint64_t n = 0;
+  for (int o = 0; o < MP_CAST_OUTCOMES; o++)
+    n += s->casts[MP_TGT_FP16][o];
+  return n ? (double)sc.hi[MP_CAST_SUBNORMAL] / (double)n : 0;
+}
+
+/* Where fp16 fits, what it keeps: from MP_ADVICE_FP16_SUBNORMAL_NOTE of the
+ * values in fp16's subnormal range at 2^k on, the share, and the smallest
+ * scale of the window at which fewer are. True when it printed a note. */
+static bool print_fp16_precision(const mp_stats *s, const mp_advice *a, int k) {
+  double share = fp16_subnormal_share(s, k);
+  if (share < MP_ADVICE_FP16_SUBNORMAL_NOTE) return false;
+  char sh[16];
+  const mp_format *f16 = mp_format_of(MP_FP16);
+  printf("  precision   %s of the values are fp16 subnormals at scale 2^%d (|x| < 2^%d: fewer "
+         "than %d significant bits); ",
+         frac(share, sh, sizeof sh), k, f16->emin, (int)f16->man_bits + 1);
+  for (int j = k + 1; a->has_window && j <= a->window_hi; j++)
+    if (j >= a->window_lo && fp16_subnormal_share(s, j) < MP_ADVICE_FP16_SUBNORMAL_NOTE) {
+      printf("at 2^%d, inside the fp16 window, %s are\n", j,
+             frac(fp16_subnormal_share(s, j), sh, sizeof sh));
+      return true;
+    }
+  puts("no scale that fits fp16 keeps them normal, bf16 does");
+  return true;
+}
+
+static void print_todo(const mp_stats *s, const mp_advice *a) {
   printf("  recommended %s\n", mp_recommendation_name(a->recommended));
+  bool subnormal =
+      a->recommended == MP_REC_FP16 ? print_fp16_precision(s, a, 0)
+      : a->recommended == MP_REC_FP16_LOSS_SCALE
+          ? print_fp16_precision(s, a, a->window_lo + (a->window_hi - a->window_lo) / 2)
+          : false;
   printf("  what to do  ");
   if (a->nonfinite_input) printf("the tensor already holds NaN/Inf: find where they come from; ");
   switch (a->recommended) {
   case MP_REC_FP16:
-    puts("cast to fp16 as is; no loss scale needed.");
+    puts(subnormal ? "fp16 holds the values without overflow or flush, at reduced precision (see "
+                     "above): measure the error it costs, or use bf16."
+                   : "cast to fp16 as is; no loss scale needed.");
     break;
   case MP_REC_FP16_LOSS_SCALE:
     printf("use fp16 with a loss scale in [2^%d, 2^%d], e.g. 2^%d (a dynamic scaler must stay in "
-           "that window).\n",
-           a->window_lo, a->window_hi, a->window_lo + (a->window_hi - a->window_lo) / 2);
+           "that window)%s.\n",
+           a->window_lo, a->window_hi, a->window_lo + (a->window_hi - a->window_lo) / 2,
+           subnormal ? "; see the precision above" : "");
     break;
   case MP_REC_BF16:
     puts("use bf16: no power-of-two scale fits fp16, bf16's range holds the values.");
@@ -296,7 +336,7 @@ static void print_summary(const char *path, const mpprof_tensor *t, const mp_sta
     return;
   }
   print_verdict(a, p);
-  print_todo(a);
+  print_todo(s, a);
 }
 
 /* ---- one file ---- */

@@ -233,6 +233,35 @@ static void an_unsafe_verdict_names_the_scales_searched(void **st) {
   run_free(&r);
 }
 
+/* Values in [2^-20, 2^-19): fp16 holds them without overflow or flush, so
+ * the verdict is fp16, but every one is an fp16 subnormal (5 significant
+ * bits): the summary says so and names the scale of the window that keeps
+ * them normal (2^6 moves them to [2^-14, 2^-13)); it no longer says "cast
+ * to fp16 as is". A tensor of normal values gets no such line. */
+static void fp16_subnormal_values_are_named_with_their_precision(void **st) {
+  (void)st;
+  float sub[64];
+  for (int i = 0; i < 64; i++)
+    sub[i] = ldexpf(1.0f + (float)i / 64, -20);
+  write_small_npy("subnormal.npy", sub, 64);
+  char *argv[] = {(char *)mpprof_path, "inspect", (char *)tmp_path("subnormal.npy"), NULL};
+  run_result r = run(argv);
+  assert_int_equal(r.status, 0);
+  assert_non_null(strstr(r.out, "recommended fp16"));
+  assert_non_null(strstr(r.out, "precision   100% of the values are fp16 subnormals at scale "
+                                "2^0 (|x| < 2^-14: fewer than 11 significant bits); at 2^6, "
+                                "inside the fp16 window, 0 are"));
+  assert_null(strstr(r.out, "cast to fp16 as is"));
+  run_free(&r);
+  char *argv2[] = {(char *)mpprof_path, "inspect", (char *)tmp_path("activation.npy"), NULL};
+  r = run(argv2);
+  assert_int_equal(r.status, 0);
+  assert_non_null(strstr(r.out, "recommended fp16"));
+  assert_null(strstr(r.out, "precision"));
+  assert_non_null(strstr(r.out, "cast to fp16 as is"));
+  run_free(&r);
+}
+
 static void an_all_zero_tensor_has_nothing_to_judge(void **st) {
   (void)st;
   static const float zeros[64];
@@ -354,6 +383,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(bad_file_among_good_ones_is_one_stderr_line_and_exit_1),
       cmocka_unit_test(summary_names_verdict_and_what_to_do),
       cmocka_unit_test(raw_file_is_read_with_dtype_and_shape),
+      cmocka_unit_test(fp16_subnormal_values_are_named_with_their_precision),
       cmocka_unit_test(an_unsafe_verdict_names_the_scales_searched),
       cmocka_unit_test(an_all_zero_tensor_has_nothing_to_judge),
       cmocka_unit_test(underflow_threshold_option_changes_the_verdict),
