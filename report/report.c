@@ -189,7 +189,11 @@ int mpprof_report_generate(const mpprof_report_options *opts) {
   mpprof_model m;
   mpprof_model_init(&m);
   int rc = mpprof_read_raw_dir(&m, opts->out_dir, opts->warnings, err);
-  if (rc == 0) {
+  if (rc == 0 && opts->need_raw_files && m.n_procs == 0 && m.n_skipped == 0) {
+    mpprof_error_set(err, ENOENT, "%s/raw: no raw files (*.json): nothing to report",
+                     opts->out_dir);
+    rc = -1;
+  } else if (rc == 0) {
     rc = mpprof_model_finish(&m);
     /* The limit asked for here, else the one the run recorded (the
      * strictest when merged runs differ), else the default. */

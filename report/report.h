@@ -29,9 +29,14 @@ typedef struct mpprof_report_options {
   /* Set on success when raw files were there but every one was skipped (the
    * report then only lists them); NULL: not kept. */
   bool *ret_all_skipped;
+  /* true: out_dir/raw holding no raw file at all is an error, and nothing is
+   * written (a report already in out_dir stays); false: the report says that
+   * nothing was profiled. */
+  bool need_raw_files;
 } mpprof_report_options;
 
-/* 0 on success (also for an empty run: the report says so); -1 otherwise, with
+/* 0 on success (also for an empty run unless opts->need_raw_files: the report
+ * says so); -1 otherwise, with
  * opts->error naming the file and the problem. Prints nothing but the summary
  * and the warnings, on the streams given. */
 int mpprof_report_generate(const mpprof_report_options *opts);

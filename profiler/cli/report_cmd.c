@@ -105,8 +105,11 @@ int mpprof_cmd_report(int argc, char **argv) {
     report_usage(stderr);
     return 2;
   }
-  mpprof_report_options o = {
-      .out_dir = dir, .program = NULL, .summary = stdout, .shadow_max_rel = max_rel};
+  mpprof_report_options o = {.out_dir = dir,
+                             .program = NULL,
+                             .summary = stdout,
+                             .shadow_max_rel = max_rel,
+                             .need_raw_files = true};
   return generate(&o) ? 1 : 0;
 }
 
@@ -290,11 +293,16 @@ int mpprof_cmd_merge(int argc, char **argv) {
     if (unlinkat(out_fd, "raw", AT_REMOVEDIR) == 0) rmdir(out);
   }
   if (out_fd >= 0) close(out_fd);
-  free(out_raw);
   free(dirs);
-  if (rc) return 1;
-  mpprof_report_options o = {.out_dir = out, .program = NULL, .summary = stdout};
-  return generate(&o) ? 1 : 0;
+  if (rc == 0) {
+    mpprof_report_options o = {
+        .out_dir = out, .program = NULL, .summary = stdout, .need_raw_files = true};
+    rc = generate(&o);
+    /* inputs without raw files: nothing was brought, nothing is left */
+    if (rc && !existed && rmdir(out_raw) == 0) rmdir(out);
+  }
+  free(out_raw);
+  return rc ? 1 : 0;
 }
 
 static void diff_usage(FILE *out) {

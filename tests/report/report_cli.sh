@@ -27,6 +27,21 @@ grep -q '^mpprof: 1 process, 101 calls' "$work/merge.out" || fail "merged summar
 "$mpprof" report "$work/none" >"$work/none.out" 2>"$work/none.err" && fail "report of a missing run succeeded"
 [[ $(cat "$work/none.err") == "mpprof: $work/none/raw: No such file or directory" ]] ||
   fail "report of a missing run: $(cat "$work/none.err")"
+
+# A raw/ holding no raw file: nothing to report, exit 1 in one line, and the
+# report already there stays as it was (it was replaced by an empty one, exit 0).
+mkdir -p "$work/e/raw" && cp "$work/a/report.json" "$work/e/" || fail "copy of a's report"
+"$mpprof" report "$work/e" >"$work/empty.out" 2>"$work/empty.err" && fail "report of an empty raw/ succeeded"
+[[ $(cat "$work/empty.err") == "mpprof: $work/e/raw: no raw files (*.json): nothing to report" ]] ||
+  fail "report of an empty raw/: $(cat "$work/empty.err")"
+cmp -s "$work/a/report.json" "$work/e/report.json" || fail "report of an empty raw/ replaced the report"
+# merge of inputs without raw files: the same, and no OUT_DIR is left behind.
+"$mpprof" merge "$work/e" -o "$work/me" >"$work/empty.out" 2>"$work/empty.err" &&
+  fail "merge of an empty raw/ succeeded"
+grep -q "^mpprof: $work/me/raw: no raw files (\*.json): nothing to report$" "$work/empty.err" ||
+  fail "merge of an empty raw/: $(cat "$work/empty.err")"
+[[ ! -e $work/me ]] || fail "merge of an empty raw/ left $work/me"
+
 "$mpprof" diff "$work/a" "$work/none" -o "$work/d" >"$work/diff.out" 2>"$work/diff.err" &&
   fail "diff with a missing run succeeded"
 want="mpprof: diff: $work/none/report.json: No such file or directory (run 'mpprof report $work/none' first?)"
