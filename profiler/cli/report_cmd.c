@@ -173,21 +173,31 @@ static int bring(const char *src, const char *name, int out_raw, const char *out
   return -1;
 }
 
-static int bring_dir(const char *dir, int out_raw, const char *out_raw_name) {
+/* The raw directory of input DIR (DIR/raw, or DIR itself), opened, its path
+ * in *ret_raw; NULL after one line naming DIR and the problem. */
+static DIR *open_input(const char *dir, char **ret_raw) {
   char *raw = NULL;
   struct stat st;
-  if (asprintf(&raw, "%s/raw", dir) < 0) return -1;
+  if (asprintf(&raw, "%s/raw", dir) < 0) return NULL;
   if (stat(raw, &st) != 0 || !S_ISDIR(st.st_mode)) {
     free(raw);
     raw = strdup(dir); /* DIR may be a raw/ directory itself */
-    if (!raw) return -1;
+    if (!raw) return NULL;
   }
   DIR *d = opendir(raw);
   if (!d) {
     fprintf(stderr, "mpprof: merge: %s: %s\n", dir, strerror(errno));
     free(raw);
-    return -1;
+    return NULL;
   }
+  *ret_raw = raw;
+  return d;
+}
+
+static int bring_dir(const char *dir, int out_raw, const char *out_raw_name) {
+  char *raw = NULL;
+  DIR *d = open_input(dir, &raw);
+  if (!d) return -1;
   int rc = 0, n = 0;
   struct dirent *e;
   while (rc == 0 && (e = readdir(d))) {
@@ -268,6 +278,18 @@ int mpprof_cmd_merge(int argc, char **argv) {
     merge_usage(stderr);
     free(dirs);
     return 2;
+  }
+  /* Every input readable before anything is brought: a merge that fails on
+   * its second input left the first one's raw files in OUT_DIR/raw. */
+  for (int i = 0; i < ndirs; i++) {
+    char *raw = NULL;
+    DIR *d = open_input(dirs[i], &raw);
+    if (!d) {
+      free(dirs);
+      return 1;
+    }
+    closedir(d);
+    free(raw);
   }
   char *out_raw = NULL;
   int rc = asprintf(&out_raw, "%s/raw", out) < 0 ? -1 : 0;

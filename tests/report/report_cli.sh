@@ -23,6 +23,18 @@ cp -r "$work/a" "$work/b"
 grep -q 'not counted twice' "$work/merge.out" || fail "merge did not name the duplicate process"
 grep -q '^mpprof: 1 process, 101 calls' "$work/merge.out" || fail "merged summary: $(cat "$work/merge.out")"
 
+# An input that cannot be read, after a good one: one line naming it, exit 1,
+# and nothing is brought (the good input's raw files were left in OUT_DIR/raw,
+# beside a report that did not count them).
+rm -f "$work/b/raw/"*.json && cp "$work/a/raw/"*.json "$work/b/raw/x.json" || fail "copy of a's raw file"
+"$mpprof" merge "$work/b" "$work/none" -o "$work/c" >"$work/merge.out" 2>"$work/merge.err" &&
+  fail "merge with a missing input succeeded"
+[[ $(cat "$work/merge.err") == "mpprof: merge: $work/none: No such file or directory" ]] ||
+  fail "merge with a missing input: $(cat "$work/merge.err")"
+[[ $(ls "$work/c/raw" | wc -l) -eq 2 ]] || fail "merge with a missing input changed $work/c/raw"
+"$mpprof" merge "$work/b" "$work/none" -o "$work/mn" >/dev/null 2>&1 && fail "merge with a missing input succeeded"
+[[ ! -e $work/mn ]] || fail "merge with a missing input left $work/mn"
+
 # The report library's errors, printed by the CLI as one line each.
 "$mpprof" report "$work/none" >"$work/none.out" 2>"$work/none.err" && fail "report of a missing run succeeded"
 [[ $(cat "$work/none.err") == "mpprof: $work/none/raw: No such file or directory" ]] ||
