@@ -1,5 +1,5 @@
 /* mpprof_report_generate: read OUT/raw, merge, advise, and write every output
- * of the report (report.json, layers.csv, trace.json, report.html), each via a
+ * of the report (report.html and MPPROF_REPORT_OTHER_FILES), each via a
  * temporary file and rename. Prints a short human summary when asked. */
 #include <errno.h>
 #include <inttypes.h>
@@ -147,10 +147,7 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
             dev && !strncmp(dev, "simcuda", 7) ? " (GPU times not meaningful)" : "",
             MPPROF_VERSION_STRING);
   }
-  fprintf(
-      f,
-      "  report: %s/report.html (also report.json, plan.json, layers.csv, ops.csv, trace.json)\n",
-      out_dir);
+  fprintf(f, "  report: %s/report.html (also " MPPROF_REPORT_OTHER_FILES ")\n", out_dir);
 }
 
 /* The summary goes to a terminal: written to memory first, then printed with

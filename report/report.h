@@ -1,10 +1,14 @@
 /* Building the report of a profiled run: read the raw files in OUT/raw/, merge processes,
- * write OUT/report.json, report.html, layers.csv, trace.json. */
+ * write OUT/report.html and the others (MPPROF_REPORT_OTHER_FILES). */
 #ifndef MPPROF_REPORT_REPORT_H
 #define MPPROF_REPORT_REPORT_H
 
 #include <stdbool.h>
 #include <stdio.h>
+
+/* What mpprof_report_generate writes in out_dir besides report.html (the
+ * summary and the help name them from here). */
+#define MPPROF_REPORT_OTHER_FILES "report.json, plan.json, layers.csv, ops.csv, trace.json"
 
 /* Why a report library call failed, for the caller to print: one line,
  * without the "mpprof: " prefix the CLI puts before it. */

@@ -22,9 +22,10 @@
 
 static void report_usage(FILE *out) {
   fputs("usage: mpprof report [--shadow-max-rel X] OUT_DIR\n"
-        "  reads OUT_DIR/raw/*.json and writes OUT_DIR/report.json, report.html,\n"
-        "  layers.csv and trace.json; --shadow-max-rel: the measured-error limit of\n"
-        "  the verdicts (default: the one the run recorded, else 2^-8)\n",
+        "  reads OUT_DIR/raw/*.json and writes OUT_DIR/report.html and\n"
+        "  " MPPROF_REPORT_OTHER_FILES ";\n"
+        "  --shadow-max-rel: the measured-error limit of the verdicts (default: the one\n"
+        "  the run recorded, else 2^-8)\n",
         out);
 }
 

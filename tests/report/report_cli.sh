@@ -15,6 +15,13 @@ rm -f "$work/a/report.json"
 "$mpprof" report "$work/a" >"$work/report.out" 2>&1 || fail "mpprof report: $(cat "$work/report.out")"
 grep -q '"schema": "mpprof.report/1"' "$work/a/report.json" || fail "mpprof report wrote no report.json"
 grep -q '^mpprof: 1 process, 101 calls in 8 sites' "$work/report.out" || fail "summary: $(head -1 "$work/report.out")"
+# `mpprof help report` and the summary name every file the report wrote (help
+# left out ops.csv and plan.json).
+"$mpprof" help report >"$work/help.out" || fail "mpprof help report"
+for f in $(cd "$work/a" && ls | grep -vx raw); do
+  grep -q "$f" "$work/help.out" || fail "mpprof help report does not name $f: $(cat "$work/help.out")"
+  grep -q "^  report: .*$f" "$work/report.out" || fail "the summary does not name $f"
+done
 
 # The same run twice: merged, the copy is the same process and counted once.
 cp -r "$work/a" "$work/b"
