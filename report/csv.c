@@ -53,6 +53,7 @@ static const char *const columns[] = {
     "fp8_e4m3_fits",
     "fp8_e5m2_fits",
     "tc_eligible",
+    "tc_eligible_with_tf32",
     "tc_used",
     "tc_source",
 };
@@ -100,6 +101,7 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     mpprof_csv_field(f, mpprof_csv_tri(a->fp8_e4m3_fits), false);
     mpprof_csv_field(f, mpprof_csv_tri(a->fp8_e5m2_fits), false);
     mpprof_csv_field(f, mpprof_csv_tri(l->tc_eligible), false);
+    mpprof_csv_field(f, mpprof_csv_tri(l->tc_eligible_with_tf32), false);
     mpprof_csv_field(f, mpprof_csv_tri(l->tc_used), false);
     mpprof_csv_field(f, mp_tc_source_name(l->tc_source), true);
     free(dt);

@@ -460,11 +460,9 @@ static bool layer_tf32(const mpprof_model *m, const mpprof_layer *l) {
 }
 
 /* "with TF32" when no site is eligible as called but TF32 would make some. */
-static const char *layer_eligible(const mpprof_model *m, const mpprof_layer *l) {
+static const char *layer_eligible(const mpprof_layer *l) {
   if (l->tc_eligible == 1) return "yes";
-  for (size_t i = 0; i < l->n_sites; i++)
-    if (m->sites[l->first_site + i].elig.eligible_with_tf32) return "with TF32";
-  return tri(l->tc_eligible);
+  return l->tc_eligible_with_tf32 ? "with TF32" : tri(l->tc_eligible);
 }
 
 static void num_cell(FILE *f, double v, const char *fmt) {
@@ -618,7 +616,7 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
     share_cell(f, &l->bf16_overflow);
     share_cell(f, &l->bf16_underflow);
     fprintf(f, "<td>%s</td><td>%s</td><td>%s</td><td>%s%s</td>", tri(a->fp8_e4m3_fits),
-            tri(a->fp8_e5m2_fits), layer_eligible(m, l), tri(l->tc_used),
+            tri(a->fp8_e5m2_fits), layer_eligible(l), tri(l->tc_used),
             l->tc_used >= 0 && l->tc_source == MP_TC_SRC_COUNTERS ? " (counters)" : "");
     layer_shadow_cells(f, l);
     fputs("</tr>\n", f);

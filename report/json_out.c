@@ -538,6 +538,7 @@ static cJSON *layer_json(const mpprof_model *m, const mpprof_layer *l, mp_stats 
                         a->reasons ? cJSON_Duplicate(a->reasons, true) : cJSON_CreateArray());
   cJSON_AddItemToObject(o, MP_RK_SITE.shadow, mpprof_shadow_json(l->shadow, l));
   cJSON_AddItemToObject(o, "tc_eligible", tri_bool(l->tc_eligible));
+  cJSON_AddBoolToObject(o, "tc_eligible_with_tf32", l->tc_eligible_with_tf32);
   cJSON_AddItemToObject(o, "tc_used", tri_bool(l->tc_used));
   cJSON_AddStringToObject(o, "tc_source", mp_tc_source_name(l->tc_source));
   cJSON_AddItemToObject(o, "kernel_ns", mpprof_json_u64(l->kernel_ns));

@@ -1,5 +1,5 @@
 /* mpprof_report_generate: read OUT/raw, merge, advise, and write every output
- * of the report (report.json, layers.csv, trace.json, report.html), each via a
+ * of the report (report.html and MPPROF_REPORT_OTHER_FILES), each via a
  * temporary file and rename. Prints a short human summary when asked. */
 #include <errno.h>
 #include <inttypes.h>
@@ -147,10 +147,7 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
             dev && !strncmp(dev, "simcuda", 7) ? " (GPU times not meaningful)" : "",
             MPPROF_VERSION_STRING);
   }
-  fprintf(
-      f,
-      "  report: %s/report.html (also report.json, plan.json, layers.csv, ops.csv, trace.json)\n",
-      out_dir);
+  fprintf(f, "  report: %s/report.html (also " MPPROF_REPORT_OTHER_FILES ")\n", out_dir);
 }
 
 /* The summary goes to a terminal: written to memory first, then printed with
@@ -189,7 +186,11 @@ int mpprof_report_generate(const mpprof_report_options *opts) {
   mpprof_model m;
   mpprof_model_init(&m);
   int rc = mpprof_read_raw_dir(&m, opts->out_dir, opts->warnings, err);
-  if (rc == 0) {
+  if (rc == 0 && opts->need_raw_files && m.n_procs == 0 && m.n_skipped == 0) {
+    mpprof_error_set(err, ENOENT, "%s/raw: no raw files (*.json): nothing to report",
+                     opts->out_dir);
+    rc = -1;
+  } else if (rc == 0) {
     rc = mpprof_model_finish(&m);
     /* The limit asked for here, else the one the run recorded (the
      * strictest when merged runs differ), else the default. */

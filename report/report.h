@@ -1,10 +1,14 @@
 /* Building the report of a profiled run: read the raw files in OUT/raw/, merge processes,
- * write OUT/report.json, report.html, layers.csv, trace.json. */
+ * write OUT/report.html and the others (MPPROF_REPORT_OTHER_FILES). */
 #ifndef MPPROF_REPORT_REPORT_H
 #define MPPROF_REPORT_REPORT_H
 
 #include <stdbool.h>
 #include <stdio.h>
+
+/* What mpprof_report_generate writes in out_dir besides report.html (the
+ * summary and the help name them from here). */
+#define MPPROF_REPORT_OTHER_FILES "report.json, plan.json, layers.csv, ops.csv, trace.json"
 
 /* Why a report library call failed, for the caller to print: one line,
  * without the "mpprof: " prefix the CLI puts before it. */
@@ -29,9 +33,14 @@ typedef struct mpprof_report_options {
   /* Set on success when raw files were there but every one was skipped (the
    * report then only lists them); NULL: not kept. */
   bool *ret_all_skipped;
+  /* true: out_dir/raw holding no raw file at all is an error, and nothing is
+   * written (a report already in out_dir stays); false: the report says that
+   * nothing was profiled. */
+  bool need_raw_files;
 } mpprof_report_options;
 
-/* 0 on success (also for an empty run: the report says so); -1 otherwise, with
+/* 0 on success (also for an empty run unless opts->need_raw_files: the report
+ * says so); -1 otherwise, with
  * opts->error naming the file and the problem. Prints nothing but the summary
  * and the warnings, on the streams given. */
 int mpprof_report_generate(const mpprof_report_options *opts);

@@ -362,7 +362,9 @@ typedef struct mpprof_layer {
   size_t n_tensors;
   mpprof_layer_advice adv;
   int tc_eligible; /* -1 unknown, 0, 1 (any site eligible) */
-  int tc_used;     /* -1 unknown, 0, 1 (any site on Tensor Cores) */
+  /* some site is not eligible as called but TF32 would make it */
+  bool tc_eligible_with_tf32;
+  int tc_used; /* -1 unknown, 0, 1 (any site on Tensor Cores) */
   mp_tc_source tc_source;
   /* Shares (docs/report.md, mpprof_share): each the worst forward or gradient
    * tensor's, named by *_tensor (NULL: none); gradients unscaled, at scale 1. */

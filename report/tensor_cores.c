@@ -188,6 +188,7 @@ int mpprof_tensor_cores(mpprof_model *m) {
       else if (l->tc_eligible < 0)
         l->tc_eligible = 0;
     }
+    if (s->elig.eligible_with_tf32) l->tc_eligible_with_tf32 = true;
     if (s->tc_used == 1)
       l->tc_used = 1;
     else if (s->tc_used == 0 && l->tc_used < 0)

@@ -31,4 +31,4 @@ if ((rc != 0)) || [[ ! -f $out/report.html ]]; then
 fi
 echo "== tensors saved to disk work without a GPU too: build/mpprof inspect FILE.npy"
 echo "== the HTML report: $out/report.html"
-echo "   (also $out/report.json, layers.csv, trace.json; raw files in $out/raw/)"
+echo "   (the other files beside it are named above; raw files in $out/raw/)"

@@ -22,9 +22,10 @@
 
 static void report_usage(FILE *out) {
   fputs("usage: mpprof report [--shadow-max-rel X] OUT_DIR\n"
-        "  reads OUT_DIR/raw/*.json and writes OUT_DIR/report.json, report.html,\n"
-        "  layers.csv and trace.json; --shadow-max-rel: the measured-error limit of\n"
-        "  the verdicts (default: the one the run recorded, else 2^-8)\n",
+        "  reads OUT_DIR/raw/*.json and writes OUT_DIR/report.html and\n"
+        "  " MPPROF_REPORT_OTHER_FILES ";\n"
+        "  --shadow-max-rel: the measured-error limit of the verdicts (default: the one\n"
+        "  the run recorded, else 2^-8)\n",
         out);
 }
 
@@ -105,8 +106,11 @@ int mpprof_cmd_report(int argc, char **argv) {
     report_usage(stderr);
     return 2;
   }
-  mpprof_report_options o = {
-      .out_dir = dir, .program = NULL, .summary = stdout, .shadow_max_rel = max_rel};
+  mpprof_report_options o = {.out_dir = dir,
+                             .program = NULL,
+                             .summary = stdout,
+                             .shadow_max_rel = max_rel,
+                             .need_raw_files = true};
   return generate(&o) ? 1 : 0;
 }
 
@@ -170,21 +174,31 @@ static int bring(const char *src, const char *name, int out_raw, const char *out
   return -1;
 }
 
-static int bring_dir(const char *dir, int out_raw, const char *out_raw_name) {
+/* The raw directory of input DIR (DIR/raw, or DIR itself), opened, its path
+ * in *ret_raw; NULL after one line naming DIR and the problem. */
+static DIR *open_input(const char *dir, char **ret_raw) {
   char *raw = NULL;
   struct stat st;
-  if (asprintf(&raw, "%s/raw", dir) < 0) return -1;
+  if (asprintf(&raw, "%s/raw", dir) < 0) return NULL;
   if (stat(raw, &st) != 0 || !S_ISDIR(st.st_mode)) {
     free(raw);
     raw = strdup(dir); /* DIR may be a raw/ directory itself */
-    if (!raw) return -1;
+    if (!raw) return NULL;
   }
   DIR *d = opendir(raw);
   if (!d) {
     fprintf(stderr, "mpprof: merge: %s: %s\n", dir, strerror(errno));
     free(raw);
-    return -1;
+    return NULL;
   }
+  *ret_raw = raw;
+  return d;
+}
+
+static int bring_dir(const char *dir, int out_raw, const char *out_raw_name) {
+  char *raw = NULL;
+  DIR *d = open_input(dir, &raw);
+  if (!d) return -1;
   int rc = 0, n = 0;
   struct dirent *e;
   while (rc == 0 && (e = readdir(d))) {
@@ -266,6 +280,18 @@ int mpprof_cmd_merge(int argc, char **argv) {
     free(dirs);
     return 2;
   }
+  /* Every input readable before anything is brought: a merge that fails on
+   * its second input left the first one's raw files in OUT_DIR/raw. */
+  for (int i = 0; i < ndirs; i++) {
+    char *raw = NULL;
+    DIR *d = open_input(dirs[i], &raw);
+    if (!d) {
+      free(dirs);
+      return 1;
+    }
+    closedir(d);
+    free(raw);
+  }
   char *out_raw = NULL;
   int rc = asprintf(&out_raw, "%s/raw", out) < 0 ? -1 : 0;
   int out_fd = -1, raw_fd = -1;
@@ -290,11 +316,16 @@ int mpprof_cmd_merge(int argc, char **argv) {
     if (unlinkat(out_fd, "raw", AT_REMOVEDIR) == 0) rmdir(out);
   }
   if (out_fd >= 0) close(out_fd);
-  free(out_raw);
   free(dirs);
-  if (rc) return 1;
-  mpprof_report_options o = {.out_dir = out, .program = NULL, .summary = stdout};
-  return generate(&o) ? 1 : 0;
+  if (rc == 0) {
+    mpprof_report_options o = {
+        .out_dir = out, .program = NULL, .summary = stdout, .need_raw_files = true};
+    rc = generate(&o);
+    /* inputs without raw files: nothing was brought, nothing is left */
+    if (rc && !existed && rmdir(out_raw) == 0) rmdir(out);
+  }
+  free(out_raw);
+  return rc ? 1 : 0;
 }
 
 static void diff_usage(FILE *out) {

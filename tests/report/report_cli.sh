@@ -15,6 +15,13 @@ rm -f "$work/a/report.json"
 "$mpprof" report "$work/a" >"$work/report.out" 2>&1 || fail "mpprof report: $(cat "$work/report.out")"
 grep -q '"schema": "mpprof.report/1"' "$work/a/report.json" || fail "mpprof report wrote no report.json"
 grep -q '^mpprof: 1 process, 101 calls in 8 sites' "$work/report.out" || fail "summary: $(head -1 "$work/report.out")"
+# `mpprof help report` and the summary name every file the report wrote (help
+# left out ops.csv and plan.json).
+"$mpprof" help report >"$work/help.out" || fail "mpprof help report"
+for f in $(cd "$work/a" && ls | grep -vx raw); do
+  grep -q "$f" "$work/help.out" || fail "mpprof help report does not name $f: $(cat "$work/help.out")"
+  grep -q "^  report: .*$f" "$work/report.out" || fail "the summary does not name $f"
+done
 
 # The same run twice: merged, the copy is the same process and counted once.
 cp -r "$work/a" "$work/b"
@@ -23,10 +30,37 @@ cp -r "$work/a" "$work/b"
 grep -q 'not counted twice' "$work/merge.out" || fail "merge did not name the duplicate process"
 grep -q '^mpprof: 1 process, 101 calls' "$work/merge.out" || fail "merged summary: $(cat "$work/merge.out")"
 
+# An input that cannot be read, after a good one: one line naming it, exit 1,
+# and nothing is brought (the good input's raw files were left in OUT_DIR/raw,
+# beside a report that did not count them).
+rm -f "$work/b/raw/"*.json && cp "$work/a/raw/"*.json "$work/b/raw/x.json" || fail "copy of a's raw file"
+"$mpprof" merge "$work/b" "$work/none" -o "$work/c" >"$work/merge.out" 2>"$work/merge.err" &&
+  fail "merge with a missing input succeeded"
+[[ $(cat "$work/merge.err") == "mpprof: merge: $work/none: No such file or directory" ]] ||
+  fail "merge with a missing input: $(cat "$work/merge.err")"
+[[ $(ls "$work/c/raw" | wc -l) -eq 2 ]] || fail "merge with a missing input changed $work/c/raw"
+"$mpprof" merge "$work/b" "$work/none" -o "$work/mn" >/dev/null 2>&1 && fail "merge with a missing input succeeded"
+[[ ! -e $work/mn ]] || fail "merge with a missing input left $work/mn"
+
 # The report library's errors, printed by the CLI as one line each.
 "$mpprof" report "$work/none" >"$work/none.out" 2>"$work/none.err" && fail "report of a missing run succeeded"
 [[ $(cat "$work/none.err") == "mpprof: $work/none/raw: No such file or directory" ]] ||
   fail "report of a missing run: $(cat "$work/none.err")"
+
+# A raw/ holding no raw file: nothing to report, exit 1 in one line, and the
+# report already there stays as it was (it was replaced by an empty one, exit 0).
+mkdir -p "$work/e/raw" && cp "$work/a/report.json" "$work/e/" || fail "copy of a's report"
+"$mpprof" report "$work/e" >"$work/empty.out" 2>"$work/empty.err" && fail "report of an empty raw/ succeeded"
+[[ $(cat "$work/empty.err") == "mpprof: $work/e/raw: no raw files (*.json): nothing to report" ]] ||
+  fail "report of an empty raw/: $(cat "$work/empty.err")"
+cmp -s "$work/a/report.json" "$work/e/report.json" || fail "report of an empty raw/ replaced the report"
+# merge of inputs without raw files: the same, and no OUT_DIR is left behind.
+"$mpprof" merge "$work/e" -o "$work/me" >"$work/empty.out" 2>"$work/empty.err" &&
+  fail "merge of an empty raw/ succeeded"
+grep -q "^mpprof: $work/me/raw: no raw files (\*.json): nothing to report$" "$work/empty.err" ||
+  fail "merge of an empty raw/: $(cat "$work/empty.err")"
+[[ ! -e $work/me ]] || fail "merge of an empty raw/ left $work/me"
+
 "$mpprof" diff "$work/a" "$work/none" -o "$work/d" >"$work/diff.out" 2>"$work/diff.err" &&
   fail "diff with a missing run succeeded"
 want="mpprof: diff: $work/none/report.json: No such file or directory (run 'mpprof report $work/none' first?)"

@@ -256,6 +256,53 @@ static void ops_csv_writes_tf32_out_and_tflops(void **state) {
   free(dir);
 }
 
+/* A layer of plain fp32 GEMMs that TF32 would put on Tensor Cores: the page's
+ * layer table says "with TF32", and layers.csv and report.json say the same
+ * (they said only tc_eligible no / false). */
+static void a_layer_eligible_with_tf32_says_so_in_csv_json_and_html(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("layer-tf32");
+  rg_proc p = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
+  rg_file r;
+  assert_int_equal(rg_begin(&r, dir, "a.json", &p), 0);
+  cJSON *s = rg_gemm(0, "cublasGemmEx", "plain/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
+                     "DEFAULT", 64, 64, 64, 5);
+  rg_tensor(s, "D", MP_FP32, -4, 4, 100);
+  rg_site_end(&r, s);
+  assert_int_equal(rg_end(&r), 0);
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+  char *csv = rg_read_text(dir, "layers.csv", NULL);
+  assert_non_null(csv);
+  int col = -1, elig = -1;
+  for (int c = 0; c < 40 && col < 0; c++) {
+    const char *h = csv_field(csv, "layer,phase,", c);
+    if (!strcmp(h, "tc_eligible")) elig = c;
+    if (!strcmp(h, "tc_eligible_with_tf32")) col = c;
+  }
+  assert_true(col >= 0);
+  assert_string_equal(csv_field(csv, "plain,forward,", elig), "no");
+  assert_string_equal(csv_field(csv, "plain,forward,", col), "yes");
+  free(csv);
+  cJSON *rep = rg_read_json(dir, "report.json");
+  assert_non_null(rep);
+  const cJSON *l = cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "layers"), 0);
+  assert_true(cJSON_IsFalse(cJSON_GetObjectItem(l, "tc_eligible")));
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItem(l, "tc_eligible_with_tf32")));
+  cJSON_Delete(rep);
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  const char *row = strstr(html, "<tr id=\"lrow-0\"");
+  assert_non_null(row);
+  const char *end = strstr(row, "</tr>");
+  assert_non_null(end);
+  const char *cell = strstr(row, "<td>with TF32</td>");
+  assert_true(cell && cell < end);
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static void trace_nests_ops_inside_layer_slices(void **state) {
   (void)state;
   char *dir = hostile_run();
@@ -304,6 +351,7 @@ int main(void) {
       cmocka_unit_test(every_embedded_image_decodes_as_png),
       cmocka_unit_test(csv_quotes_fields_per_rfc4180),
       cmocka_unit_test(ops_csv_writes_tf32_out_and_tflops),
+      cmocka_unit_test(a_layer_eligible_with_tf32_says_so_in_csv_json_and_html),
       cmocka_unit_test(trace_nests_ops_inside_layer_slices),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
