@@ -186,9 +186,15 @@ int mpprof_report_generate(const mpprof_report_options *opts) {
   mpprof_model m;
   mpprof_model_init(&m);
   int rc = mpprof_read_raw_dir(&m, opts->out_dir, opts->warnings, err);
-  if (rc == 0 && opts->need_raw_files && m.n_procs == 0 && m.n_skipped == 0) {
-    mpprof_error_set(err, ENOENT, "%s/raw: no raw files (*.json): nothing to report",
-                     opts->out_dir);
+  if (rc == 0 && opts->need_raw_files && m.n_procs == 0) {
+    if (m.n_skipped)
+      mpprof_error_set(err, EINVAL,
+                       "%s/raw: every raw file was skipped (see above): nothing to report, "
+                       "nothing written",
+                       opts->out_dir);
+    else
+      mpprof_error_set(err, ENOENT, "%s/raw: no raw files (*.json): nothing to report",
+                       opts->out_dir);
     rc = -1;
   } else if (rc == 0) {
     rc = mpprof_model_finish(&m);
@@ -228,7 +234,6 @@ int mpprof_report_generate(const mpprof_report_options *opts) {
          write_one(&m, opts->out_dir, "trace.json", mpprof_write_trace_json, err) ||
          write_one(&m, opts->out_dir, "report.html", mpprof_write_report_html, err);
   if (rc == 0) print_summary(&m, opts->out_dir, opts->summary);
-  if (rc == 0 && opts->ret_all_skipped) *opts->ret_all_skipped = mpprof_model_all_skipped(&m);
   mpprof_model_free(&m);
   return rc ? -1 : 0;
 }

@@ -30,12 +30,10 @@ typedef struct mpprof_report_options {
    * they are read; NULL: not printed (report.json still lists the skipped). */
   FILE *warnings;
   mpprof_error *error; /* set when mpprof_report_generate fails; NULL: not kept */
-  /* Set on success when raw files were there but every one was skipped (the
-   * report then only lists them); NULL: not kept. */
-  bool *ret_all_skipped;
-  /* true: out_dir/raw holding no raw file at all is an error, and nothing is
-   * written (a report already in out_dir stays); false: the report says that
-   * nothing was profiled. */
+  /* true: out_dir/raw holding no raw file at all, or only unusable ones
+   * (each named on warnings), is an error, and nothing is written (a report
+   * already in out_dir stays); false: the report says that nothing was
+   * profiled, or lists the files it skipped. */
   bool need_raw_files;
 } mpprof_report_options;
 

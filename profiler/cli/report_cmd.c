@@ -64,21 +64,13 @@ bool mpprof_mkdir_fresh(char *buf, size_t n) {
 }
 
 /* The report of opts->out_dir: the raw files' warnings and the error on
- * stderr. -1 also when every raw file there was skipped (bad input: the
- * report, written all the same, lists them and why). */
+ * stderr. */
 static int generate(mpprof_report_options *o) {
   mpprof_error err = {0};
-  bool all_skipped = false;
   o->warnings = stderr;
   o->error = &err;
-  o->ret_all_skipped = &all_skipped;
   int rc = mpprof_report_generate(o);
   if (rc) mpprof_print_error(&err);
-  if (rc == 0 && all_skipped) {
-    fprintf(stderr, "mpprof: %s/raw: every raw file was skipped (see above); nothing to report\n",
-            o->out_dir);
-    rc = -1;
-  }
   return rc;
 }
 
@@ -105,6 +97,13 @@ int mpprof_cmd_report(int argc, char **argv) {
   if (ndirs != 1) {
     report_usage(stderr);
     return 2;
+  }
+  /* The argument named when it is not a directory, not DIR/raw under it. */
+  struct stat st;
+  int e = stat(dir, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+  if (e) {
+    fprintf(stderr, "mpprof: report: %s: %s\n", dir, strerror(e));
+    return 1;
   }
   mpprof_report_options o = {.out_dir = dir,
                              .program = NULL,

@@ -44,8 +44,13 @@ rm -f "$work/b/raw/"*.json && cp "$work/a/raw/"*.json "$work/b/raw/x.json" || fa
 
 # The report library's errors, printed by the CLI as one line each.
 "$mpprof" report "$work/none" >"$work/none.out" 2>"$work/none.err" && fail "report of a missing run succeeded"
-[[ $(cat "$work/none.err") == "mpprof: $work/none/raw: No such file or directory" ]] ||
+[[ $(cat "$work/none.err") == "mpprof: report: $work/none: No such file or directory" ]] ||
   fail "report of a missing run: $(cat "$work/none.err")"
+# A file given for OUT_DIR is named itself (it was named as FILE/raw).
+"$mpprof" report "$work/a/report.json" >"$work/none.out" 2>"$work/none.err" &&
+  fail "report of a file succeeded"
+[[ $(cat "$work/none.err") == "mpprof: report: $work/a/report.json: Not a directory" ]] ||
+  fail "report of a file: $(cat "$work/none.err")"
 
 # A raw/ holding no raw file: nothing to report, exit 1 in one line, and the
 # report already there stays as it was (it was replaced by an empty one, exit 0).

@@ -352,8 +352,8 @@ static void the_launcher_explains_itself(void **state) {
 }
 
 /* `mpprof report` on a directory whose every raw file is unusable: bad input,
- * exit 1 with one line on stderr; the report is written all the same and
- * lists the file it skipped. */
+ * exit 1, the skipped file named on stderr, and nothing written: the report
+ * already there (from before the raw files were damaged) stays as it was. */
 static void a_report_of_only_unusable_raw_files_fails(void **state) {
   (void)state;
   char *d = out_dir("allbad");
@@ -366,18 +366,26 @@ static void a_report_of_only_unusable_raw_files_fails(void **state) {
   assert_non_null(f);
   fputs("{\"schema\": \"mpprof.raw/1\", \"sites\": [", f); /* cut short */
   fclose(f);
+  snprintf(path, sizeof path, "%s/report.json", d);
+  f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("{\"earlier\": true}\n", f);
+  fclose(f);
   snprintf(log, sizeof log, "%s/log.txt", workdir);
   unlink(log);
   char *argv[] = {(char *)mpprof, "report", d, NULL};
   assert_int_equal(run(argv), 1);
   char *text = rg_read_text(workdir, "log.txt", NULL);
   assert_non_null(text);
-  assert_non_null(strstr(text, "every raw file was skipped"));
+  assert_non_null(strstr(text, "host-1.json"));
+  assert_non_null(strstr(text, "every raw file was skipped (see above): nothing to report, "
+                               "nothing written"));
   free(text);
   char *rep = rg_read_text(d, "report.json", NULL);
   assert_non_null(rep);
-  assert_non_null(strstr(rep, "host-1.json"));
+  assert_string_equal(rep, "{\"earlier\": true}\n");
   free(rep);
+  assert_null(rg_read_text(d, "report.html", NULL));
   unlink(log);
   free(d);
 }
