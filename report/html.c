@@ -491,6 +491,44 @@ static void share_cell(FILE *f, const mpprof_share *s) {
   "Measured bf16 rel L2</th><th class=\"sh\" title=\"Measured error (--shadow): the fp8 recipe "   \
   "with the least relative L2 error (e4m3 forward, e5m2 backward)\">Measured best fp8</th>"
 
+/* The layer table's columns, each defined where it is shown (its title);
+ * docs/report-schema.md has the same for report.json's layers. */
+static void layer_headers(FILE *f, const mpprof_model *m) {
+  fputs("<th title=\"The NVTX range path of the ops, or the PyTorch module's name (its class "
+        "beside it)\">Layer</th>"
+        "<th title=\"forward, backward, optimizer, recompute (activation-checkpoint "
+        "recomputation), unknown (no marker); mixed: the layer's sites ran in several "
+        "phases\">Phase</th>"
+        "<th title=\"Hooked calls of the layer's op sites, scanned or not\">Calls</th>"
+        "<th title=\"GPU time of the layer's ops from CUPTI's kernel records, in milliseconds; "
+        "empty without kernel data\">GPU ms</th>"
+        "<th title=\"Operand dtypes per role (A, B, C, D; convolutions x, w, y, ...); TF32 where "
+        "it applies\">Dtypes</th>"
+        "<th title=\"The verdict: the cheapest precision whose range holds every forward tensor "
+        "and gradient (docs/report.md, Verdict)\">Recommended</th>",
+        f);
+  fprintf(f,
+          "<th title=\"[a, b]: every loss scale 2^a .. 2^b keeps the layer's gradients inside "
+          "fp16 (no overflow, at most %g%% flushed)\">Loss scale (log2)</th>"
+          "<th title=\"Share of the worst tensor's finite non-zero values above fp16's largest "
+          "value (see below the table)\">fp16 overflow %%</th>"
+          "<th title=\"Share of the worst tensor's finite non-zero values that round to zero in "
+          "fp16 (see below the table)\">fp16 underflow %%</th>"
+          "<th title=\"As fp16 overflow %%, for bf16\">bf16 overflow %%</th>"
+          "<th title=\"As fp16 underflow %%, for bf16\">bf16 underflow %%</th>"
+          "<th title=\"Whether every forward tensor fits fp8 e4m3 at its own power-of-two scale "
+          "(amax scaling; at most %g%% flushed)\">fp8 e4m3 fwd</th>"
+          "<th title=\"Whether every gradient fits fp8 e5m2 at its own power-of-two scale (amax "
+          "scaling; at most %g%% flushed)\">fp8 e5m2 grad</th>",
+          100 * m->params.underflow_max, 100 * m->params.fp8_underflow_max,
+          100 * m->params.fp8_underflow_max);
+  fputs("<th title=\"yes: some site's dtypes, compute type and math mode allow Tensor Cores; "
+        "with TF32: none as called, but TF32 would; ?: dtypes unknown\">TC eligible</th>"
+        "<th title=\"yes: some site ran a Tensor Core kernel (kernel names, or hardware counters "
+        "where marked); no: every classified kernel is not one; ?: no kernel data\">TC used</th>",
+        f);
+}
+
 static void rel_cell(FILE *f, const mpprof_shadow_cand *c) {
   if (!c || !c->calls)
     fputs("<td class=\"n\" data-v=\"-1\"></td>", f);
@@ -576,12 +614,10 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
   fputs("<div class=\"scroll\"><table id=\"layer-table\" class=\"sortable\" data-q=\"filter\" "
         "data-sel=\"rec\" "
         "data-shown=\"shown\" data-fcol=\"0\" "
-        "data-numcol=\"2\"><thead><tr><th>Layer</th><th>Phase</th><th>Calls</th>"
-        "<th>GPU ms</th><th>Dtypes</th><th>Recommended</th><th>Loss scale (log2)</th>"
-        "<th>fp16 overflow %</th><th>fp16 underflow %</th><th>bf16 overflow %</th>"
-        "<th>bf16 underflow %</th><th>fp8 e4m3 fwd</th><th>fp8 e5m2 grad</th>"
-        "<th>TC eligible</th><th>TC used</th>" SHADOW_HEADERS "</tr></thead><tbody>\n",
+        "data-numcol=\"2\"><thead><tr>",
         f);
+  layer_headers(f, m);
+  fputs(SHADOW_HEADERS "</tr></thead><tbody>\n", f);
   for (size_t r = 0; r < rows; r++) {
     size_t i = order[r];
     const mpprof_layer *l = &m->layers[i];
