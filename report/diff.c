@@ -70,7 +70,9 @@ static cJSON *load_report(const char *dir, mpprof_error *ret_error) {
       !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "layers")) ||
       !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "sites"))) {
     mpprof_error_set(ret_error, EINVAL, "diff: %s: not an mpprof report (%s)", path,
-                     j ? "schema or layers/sites missing" : "not JSON");
+                     j     ? "schema or layers/sites missing"
+                     : len ? "not JSON"
+                           : "empty file");
     cJSON_Delete(j);
     j = NULL;
   }

@@ -8,7 +8,7 @@
 static void usage(FILE *out) {
   fputs(
       "usage: mpprof [run] [options] [--] PROGRAM ARGS...   profile a program\n"
-      "       mpprof report OUT_DIR                         rebuild the report from OUT_DIR/raw\n"
+      "       mpprof report [--shadow-max-rel X] OUT_DIR    rebuild the report from OUT_DIR/raw\n"
       "       mpprof merge DIR... -o OUT_DIR                merge runs profiled separately\n"
       "       mpprof diff A B [-o OUT_DIR]                  compare two runs layer by layer\n"
       "       mpprof inspect [--json] [--dtype D --shape S] FILE...\n"

@@ -75,6 +75,11 @@ echo '{}' >"$work/b/report.json"
   fail "diff with a broken report succeeded"
 want="mpprof: diff: $work/b/report.json: not an mpprof report (schema or layers/sites missing)"
 [[ $(cat "$work/diff.err") == "$want" ]] || fail "diff with a broken report: $(cat "$work/diff.err")"
+: >"$work/b/report.json"
+"$mpprof" diff "$work/a" "$work/b" -o "$work/d" >"$work/diff.out" 2>"$work/diff.err" &&
+  fail "diff with an empty report succeeded"
+want="mpprof: diff: $work/b/report.json: not an mpprof report (empty file)"
+[[ $(cat "$work/diff.err") == "$want" ]] || fail "diff with an empty report: $(cat "$work/diff.err")"
 
 if [[ $no_profiler == 1 ]]; then
   "$mpprof" run true 2>"$work/run.err" && fail "mpprof run succeeded without libmpprof.so"
