@@ -11,34 +11,42 @@
 #include "analysis/advice.h"
 
 #define LIB "libmpprof"
+#define PHASE_WORDS "comma-separated words of NVTX range names that mark the phase"
 static const mpp_setting settings[] = {
-    {"MPPROF_OUT", MPP_SK_FREE, 0, 0, 0, LIB},
-    {"MPPROF_DISABLE", MPP_SK_FREE, 0, 0, 0, LIB},
-    {"MPPROF_SCAN", MPP_SK_SCAN, 0, 0, 0, LIB},
-    {"MPPROF_SAMPLE", MPP_SK_SAMPLE, 1, MPP_SET_COUNT_MAX, 0, LIB},
-    {"MPPROF_MAX_SITES", MPP_SK_UINT, 1, 1u << 20, 1024, LIB},
-    {"MPPROF_MAX_EVENTS", MPP_SK_UINT, 0, 1ull << 32, 100000, LIB},
-    {"MPPROF_MAX_RANGES", MPP_SK_UINT, 0, 1ull << 32, 100000, LIB},
-    {"MPPROF_CHECKPOINT_S", MPP_SK_SECONDS, 0, 0, 10, LIB},
-    {"MPPROF_LOSS_SCALE", MPP_SK_LOSS_SCALE, 0, 0, 0, LIB},
-    {"MPPROF_TC_COUNTERS", MPP_SK_TC, 0, 0, 0, LIB},
-    {"MPPROF_SHADOW", MPP_SK_UINT, 0, MPP_SET_COUNT_MAX, 0, LIB},
-    {"MPPROF_SHADOW_MAX_MB", MPP_SK_UINT, 1, MPP_SET_SHADOW_MB_MAX, MPP_SET_SHADOW_MB_DEFAULT, LIB},
-    {"MPPROF_SHADOW_MAX_REL", MPP_SK_MAX_REL, 0, 0, 0, LIB},
+    {"MPPROF_OUT", MPP_SK_FREE, 0, 0, 0, LIB, "the output directory (default mpprof-out)"},
+    {"MPPROF_DISABLE", MPP_SK_FREE, 0, 0, 0, LIB, "any value but 0: every hook passes through"},
+    {"MPPROF_SCAN", MPP_SK_SCAN, 0, 0, 0, LIB, NULL},
+    {"MPPROF_SAMPLE", MPP_SK_SAMPLE, 1, MPP_SET_COUNT_MAX, 0, LIB, NULL},
+    {"MPPROF_MAX_SITES", MPP_SK_UINT, 1, 1u << 20, 1024, LIB, NULL},
+    {"MPPROF_MAX_EVENTS", MPP_SK_UINT, 0, 1ull << 32, 100000, LIB, NULL},
+    {"MPPROF_MAX_RANGES", MPP_SK_UINT, 0, 1ull << 32, 100000, LIB, NULL},
+    {"MPPROF_CHECKPOINT_S", MPP_SK_SECONDS, 0, 0, 10, LIB, NULL},
+    {"MPPROF_LOSS_SCALE", MPP_SK_LOSS_SCALE, 0, 0, 0, LIB, NULL},
+    {"MPPROF_TC_COUNTERS", MPP_SK_TC, 0, 0, 0, LIB, NULL},
+    {"MPPROF_SHADOW", MPP_SK_UINT, 0, MPP_SET_COUNT_MAX, 0, LIB, NULL},
+    {"MPPROF_SHADOW_MAX_MB", MPP_SK_UINT, 1, MPP_SET_SHADOW_MB_MAX, MPP_SET_SHADOW_MB_DEFAULT, LIB,
+     NULL},
+    {"MPPROF_SHADOW_MAX_REL", MPP_SK_MAX_REL, 0, 0, 0, LIB, NULL},
     /* checked together by mp_capture_parse (analysis/capture.h) */
-    {"MPPROF_CAPTURE_RANGE", MPP_SK_FREE, 0, 0, 0, LIB},
-    {"MPPROF_NVTX_CAPTURE", MPP_SK_FREE, 0, 0, 0, LIB},
-    {"MPPROF_STEPS", MPP_SK_FREE, 0, 0, 0, LIB},
-    {"MPPROF_LOG", MPP_SK_UINT, 0, 9, 0, LIB},
-    {"MPPROF_CUPTI", MPP_SK_FREE, 0, 0, 0, LIB},
-    {"MPPROF_LIB", MPP_SK_FREE, 0, 0, 0, "the launcher"},
-    {"MPPROF_PYTHON", MPP_SK_FREE, 0, 0, 0, "the launcher and the Python integration"},
-    {"MPPROF_TORCH_MARKS", MPP_SK_FREE, 0, 0, 0, "the Python integration"},
-    {"MPPROF_CACHE_DIR", MPP_SK_FREE, 0, 0, 0, "the Python integration"},
-    {"MPPROF_PHASE_FORWARD", MPP_SK_FREE, 0, 0, 0, "the report"},
-    {"MPPROF_PHASE_BACKWARD", MPP_SK_FREE, 0, 0, 0, "the report"},
-    {"MPPROF_PHASE_OPTIMIZER", MPP_SK_FREE, 0, 0, 0, "the report"},
-    {"MPPROF_DEMO_DIR", MPP_SK_FREE, 0, 0, 0, "scripts/demo.sh"},
+    {"MPPROF_CAPTURE_RANGE", MPP_SK_FREE, 0, 0, 0, LIB,
+     "cudaProfilerApi, nvtx or none (checked with the next two)"},
+    {"MPPROF_NVTX_CAPTURE", MPP_SK_FREE, 0, 0, 0, LIB,
+     "an NVTX range name, with MPPROF_CAPTURE_RANGE=nvtx"},
+    {"MPPROF_STEPS", MPP_SK_FREE, 0, 0, 0, LIB, "A:B or A (not with MPPROF_CAPTURE_RANGE)"},
+    {"MPPROF_LOG", MPP_SK_UINT, 0, 9, 0, LIB, NULL},
+    {"MPPROF_CUPTI", MPP_SK_FREE, 0, 0, 0, LIB, "the path of libcupti.so, or off"},
+    {"MPPROF_LIB", MPP_SK_FREE, 0, 0, 0, "the launcher", "the path of libmpprof.so"},
+    {"MPPROF_PYTHON", MPP_SK_FREE, 0, 0, 0, "the launcher and the Python integration",
+     "0 or off: no PyTorch module attribution"},
+    {"MPPROF_TORCH_MARKS", MPP_SK_FREE, 0, 0, 0, "the Python integration",
+     "0: backward marks as Python tensor hooks"},
+    {"MPPROF_CACHE_DIR", MPP_SK_FREE, 0, 0, 0, "the Python integration",
+     "where C++ backward marks are built and found"},
+    {"MPPROF_PHASE_FORWARD", MPP_SK_FREE, 0, 0, 0, "the report", PHASE_WORDS},
+    {"MPPROF_PHASE_BACKWARD", MPP_SK_FREE, 0, 0, 0, "the report", PHASE_WORDS},
+    {"MPPROF_PHASE_OPTIMIZER", MPP_SK_FREE, 0, 0, 0, "the report", PHASE_WORDS},
+    {"MPPROF_DEMO_DIR", MPP_SK_FREE, 0, 0, 0, "scripts/demo.sh",
+     "the demo's directory (default: a new temporary one)"},
 };
 
 const mpp_setting *mpp_settings(size_t *ret_n) {
@@ -93,7 +101,7 @@ bool mpp_setting_ok(const mpp_setting *s, const char *v) {
 void mpp_setting_want(const mpp_setting *s, char *buf, size_t n) {
   switch (s->kind) {
   case MPP_SK_FREE:
-    snprintf(buf, n, "any text");
+    snprintf(buf, n, "%s", s->text ? s->text : "any text");
     break;
   case MPP_SK_UINT:
   case MPP_SK_SAMPLE:

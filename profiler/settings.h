@@ -32,6 +32,7 @@ typedef struct mpp_setting {
   mpp_setting_kind kind;
   uint64_t lo, hi, dflt; /* MPP_SK_UINT, MPP_SK_SAMPLE */
   const char *reader;    /* who reads it: "libmpprof", "the launcher", ... */
+  const char *text;      /* MPP_SK_FREE: what the value is (mpp_setting_want) */
 } mpp_setting;
 
 /* Every MPPROF_* variable mpprof reads, in the README's order; n gets how many. */

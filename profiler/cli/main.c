@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "profiler/settings.h"
 
 static void usage(FILE *out) {
   fputs(
@@ -14,8 +15,29 @@ static void usage(FILE *out) {
       "       mpprof inspect [--json] [--dtype D --shape S] FILE...\n"
       "                                                     numerics of saved tensors\n"
       "       mpprof help [SUBCOMMAND]                      this text, or a subcommand's options\n"
+      "       mpprof help env                               the MPPROF_* variables and their "
+      "values\n"
       "       mpprof --version | --help\n",
       out);
+}
+
+/* `mpprof help env`: every MPPROF_* variable mpprof reads, from the rows
+ * the library and the launcher check values with (profiler/settings.c). */
+static void env_help(void) {
+  size_t n;
+  const mpp_setting *rows = mpp_settings(&n);
+  puts("MPPROF_* variables (meanings: README, Environment variables). `mpprof run` refuses a\n"
+       "value its check refuses, unless the option that sets the variable is given.");
+  for (size_t i = 0; i < n; i++) {
+    char want[96];
+    mpp_setting_want(&rows[i], want, sizeof want);
+    printf("  %-24s %s; read by %s", rows[i].name, want, rows[i].reader);
+    if (rows[i].kind == MPP_SK_UINT || rows[i].kind == MPP_SK_SECONDS)
+      printf("; default %llu", (unsigned long long)rows[i].dflt);
+    else if (rows[i].kind == MPP_SK_SAMPLE)
+      printf("; default auto");
+    putchar('\n');
+  }
 }
 
 int main(int argc, char **argv) {
@@ -37,6 +59,10 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "help")) {
     if (argc < 3) {
       usage(stdout);
+      return 0;
+    }
+    if (!strcmp(argv[2], "env")) {
+      env_help();
       return 0;
     }
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)

@@ -81,6 +81,17 @@ want="mpprof: diff: $work/b/report.json: not an mpprof report (schema or layers/
 want="mpprof: diff: $work/b/report.json: not an mpprof report (empty file)"
 [[ $(cat "$work/diff.err") == "$want" ]] || fail "diff with an empty report: $(cat "$work/diff.err")"
 
+# `mpprof help env` lists the rows every value is checked with
+# (profiler/settings.c): the same variables as the README's Environment
+# variables section, both ways.
+readme=$(dirname "$0")/../../README.md
+"$mpprof" help env >"$work/env.out" || fail "mpprof help env"
+listed=$(grep -o '^  MPPROF_[A-Z_]*' "$work/env.out" | tr -d ' ' | sort -u)
+documented=$(sed -n '/^## Environment variables/,/^## [^E]/p' "$readme" | grep -v 'did you mean' |
+  grep -o 'MPPROF_[A-Z_]*[A-Z]' | sort -u)
+[[ -n $listed && $listed == "$documented" ]] ||
+  fail "help env and the README differ: $(diff <(echo "$listed") <(echo "$documented") | tr '\n' ' ')"
+
 if [[ $no_profiler == 1 ]]; then
   "$mpprof" run true 2>"$work/run.err" && fail "mpprof run succeeded without libmpprof.so"
   [[ $(wc -l <"$work/run.err") -eq 1 ]] && grep -q 'built without the CUDA toolkit' "$work/run.err" ||
