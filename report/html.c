@@ -491,6 +491,38 @@ static void share_cell(FILE *f, const mpprof_share *s) {
   "Measured bf16 rel L2</th><th class=\"sh\" title=\"Measured error (--shadow): the fp8 recipe "   \
   "with the least relative L2 error (e4m3 forward, e5m2 backward)\">Measured best fp8</th>"
 
+/* The ops table's columns, each defined where it is shown (its title). */
+#define OPS_HEADERS                                                                                \
+  "<th title=\"The op site's id: one per layer, phase, API, dtypes, compute type, shape and "      \
+  "the rest of the site key (report.json sites)\">Site</th>"                                       \
+  "<th title=\"The layer the site's calls ran in (its row in the layer table)\">Layer</th>"        \
+  "<th title=\"forward, backward, optimizer, recompute or unknown\">Phase</th>"                    \
+  "<th title=\"The hooked entry point called\">API</th>"                                           \
+  "<th title=\"The GEMM's m, n, k and batch count (convolutions: their implicit GEMM's)\">"        \
+  "m&times;n&times;k&times;batch</th>"                                                             \
+  "<th title=\"transa/transb as called (N: as stored, T: transposed)\">Trans</th>"                 \
+  "<th title=\"Operand dtypes per role\">Dtypes</th>"                                              \
+  "<th title=\"Compute type and math mode; TF32 wherever TF32 applies\">Compute</th>"              \
+  "<th title=\"cuBLASLt epilogue (bias, activation) applied to D\">Epilogue</th>"                  \
+  "<th title=\"cuBLASLt FP8 scale and amax pointers the calls set, with the values read over "     \
+  "the calls (min..max; amax_D: its largest)\">FP8 scales</th>"                                    \
+  "<th title=\"Hooked calls of the site, scanned or not\">Calls</th>"                              \
+  "<th title=\"GPU time of the site's kernels (CUPTI), in milliseconds; empty without kernel "     \
+  "data\">GPU ms</th>"                                                                             \
+  "<th title=\"The site's GPU time over the run's, in percent\">Share %</th>"                      \
+  "<th title=\"2*m*n*k*batch per call over the GPU time; empty unless the times are from a real "  \
+  "GPU\">TFLOP/s</th>"                                                                             \
+  "<th title=\"The kernels the calls launched (CUPTI names; the full name on "                     \
+  "hover)\">Kernels</th>"                                                                          \
+  "<th title=\"yes: a Tensor Core kernel ran; no: every classified kernel is not one; ?: no "      \
+  "kernel data\">TC used</th>"                                                                     \
+  "<th title=\"yes: dtypes, compute type and math mode allow Tensor Cores; with TF32: TF32 "       \
+  "would; "                                                                                        \
+  "?: dtypes unknown\">TC eligible</th>"                                                           \
+  "<th title=\"Why the site is not eligible, or what keeps it off Tensor Cores (alignment)\">"     \
+  "Reason</th>"                                                                                    \
+  "<th title=\"What decided TC used: kernel names, hardware counters, or unknown\">Source</th>"
+
 /* The layer table's columns, each defined where it is shown (its title);
  * docs/report-schema.md has the same for report.json's layers. */
 static void layer_headers(FILE *f, const mpprof_model *m) {
@@ -723,12 +755,7 @@ static int ops_table(const mpprof_model *m, FILE *f) {
           rows < n ? " (the sites with the most GPU time; ops.csv has all)" : "");
   fputs("<div class=\"scroll\"><table id=\"ops-table\" class=\"sortable\" data-q=\"ops-filter\" "
         "data-sel=\"ops-tc\" data-shown=\"ops-shown\" data-fcol=\"-1\" data-numcol=\"0\"><thead>"
-        "<tr><th>Site</th><th>Layer</th><th>Phase</th><th>API</th><th>m&times;n&times;k&times;"
-        "batch</th><th>Trans</th><th>Dtypes</th><th>Compute</th><th>Epilogue</th><th>FP8 "
-        "scales</th><th>Calls</th><th>GPU ms</th><th>Share %</th><th>TFLOP/s</th><th>Kernels"
-        "</th><th>TC used</th><th>TC eligible</th><th>Reason</th><th>Source</th>" SHADOW_HEADERS
-        "</tr></thead>"
-        "<tbody>\n",
+        "<tr>" OPS_HEADERS SHADOW_HEADERS "</tr></thead><tbody>\n",
         f);
   for (size_t r = 0; r < rows; r++) {
     const mpprof_site *s = &m->sites[order[r]];

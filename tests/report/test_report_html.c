@@ -303,28 +303,32 @@ static void a_layer_eligible_with_tf32_says_so_in_csv_json_and_html(void **state
   free(dir);
 }
 
-/* Every column of the layer table says what its number is where it is shown:
+/* Every column of the layer and ops tables says what it is where it is shown:
  * each header cell has a non-empty title, and the limits in the fp8 and
  * loss-scale titles are the advice's own (0.1%, 1%). */
-static void every_layer_table_column_is_defined_where_it_is_shown(void **state) {
+static void every_layer_and_op_column_is_defined_where_it_is_shown(void **state) {
   (void)state;
   char *dir = hostile_run();
   char *html = rg_read_text(dir, "report.html", NULL);
   assert_non_null(html);
-  const char *table = strstr(html, "<table id=\"layer-table\"");
-  assert_non_null(table);
-  const char *end = strstr(table, "</thead>");
-  assert_non_null(end);
-  int cols = 0;
-  for (const char *th = table; (th = strstr(th, "<th")) && th < end; th++) {
-    if (th[3] != ' ' && th[3] != '>') continue; /* <thead> */
-    const char *close = strchr(th, '>');
-    const char *title = strstr(th, " title=\"");
-    assert_true(title && title < close);
-    assert_true(title[8] != '"'); /* not empty */
-    cols++;
+  const char *table = NULL;
+  for (int t = 0; t < 2; t++) {
+    table = strstr(html, t ? "<table id=\"ops-table\"" : "<table id=\"layer-table\"");
+    assert_non_null(table);
+    const char *end = strstr(table, "</thead>");
+    assert_non_null(end);
+    int cols = 0;
+    for (const char *th = table; (th = strstr(th, "<th")) && th < end; th++) {
+      if (th[3] != ' ' && th[3] != '>') continue; /* <thead> */
+      const char *close = strchr(th, '>');
+      const char *title = strstr(th, " title=\"");
+      assert_true(title && title < close);
+      assert_true(title[8] != '"'); /* not empty */
+      cols++;
+    }
+    assert_true(cols >= 15);
   }
-  assert_true(cols >= 15);
+  table = strstr(html, "<table id=\"layer-table\"");
   assert_non_null(strstr(table, "at most 0.1% flushed)\">Loss scale (log2)</th>"));
   assert_non_null(strstr(table, "at most 1% flushed)\">fp8 e4m3 fwd</th>"));
   assert_non_null(strstr(table, "several phases\">Phase</th>"));
@@ -382,7 +386,7 @@ int main(void) {
       cmocka_unit_test(csv_quotes_fields_per_rfc4180),
       cmocka_unit_test(ops_csv_writes_tf32_out_and_tflops),
       cmocka_unit_test(a_layer_eligible_with_tf32_says_so_in_csv_json_and_html),
-      cmocka_unit_test(every_layer_table_column_is_defined_where_it_is_shown),
+      cmocka_unit_test(every_layer_and_op_column_is_defined_where_it_is_shown),
       cmocka_unit_test(trace_nests_ops_inside_layer_slices),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
