@@ -380,11 +380,12 @@ static int check_out_writable(int out, const char *out_name) {
   return 0;
 }
 
-/* OUT made by this run and nothing recorded: raw/ (the probe's) and OUT go
- * again, each only if empty. */
-static void remove_if_empty(int out, const char *out_abs) {
-  unlinkat(out, "raw", AT_REMOVEDIR);
-  rmdir(out_abs);
+/* Nothing recorded: what this run made goes again, each only if empty: raw/
+ * (the probe's), and OUT when this run made it. An empty OUT the user gave
+ * stays empty, so a later run on it is not refused as non-empty. */
+static void remove_if_empty(int out, const char *out_abs, bool made_raw, bool made_out) {
+  if (made_raw || made_out) unlinkat(out, "raw", AT_REMOVEDIR);
+  if (made_out) rmdir(out_abs);
 }
 
 /* One run per OUT: an advisory lock on the directory, held until mpprof
@@ -791,6 +792,8 @@ int mpprof_cmd_run(int argc, char **argv) {
     }
     if (remove_old_raw_files(out, o.out)) return 2;
   }
+  struct stat rawst;
+  bool made_raw = fstatat(out, "raw", &rawst, AT_SYMLINK_NOFOLLOW) != 0;
   if (check_out_writable(out, o.out)) return 2;
   warn_secure_execution(o.argv[0]);
 
@@ -801,7 +804,7 @@ int mpprof_cmd_run(int argc, char **argv) {
   /* Nothing to keep from a program that never started: the directory goes
    * again when this run made it (rmdir: only if still empty). */
   if (!started) {
-    if (!existed) remove_if_empty(out, out_abs);
+    remove_if_empty(out, out_abs, made_raw, !existed);
     return status;
   }
   int raw = mpp_sf_open_dir(out, "raw", 0);
@@ -828,7 +831,7 @@ int mpprof_cmd_run(int argc, char **argv) {
               "mpprof: the report in %s is an earlier run's (its raw files were removed by "
               "--force, and this run recorded nothing)\n",
               out_abs);
-    if (!existed) remove_if_empty(out, out_abs);
+    remove_if_empty(out, out_abs, made_raw, !existed);
     return status;
   }
 

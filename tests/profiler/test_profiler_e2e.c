@@ -835,6 +835,37 @@ static void a_program_that_cannot_start_exits_127(void **state) {
   free(r.out);
 }
 
+static bool dir_is_empty(const char *path) {
+  DIR *d = opendir(path);
+  assert_non_null(d);
+  struct dirent *e;
+  bool empty = true;
+  while ((e = readdir(d)))
+    empty &= !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+  closedir(d);
+  return empty;
+}
+
+/* An empty DIR given with -o is left empty by a run that leaves nothing in it
+ * (a program that cannot start, or one that records nothing): a later
+ * `mpprof -o DIR` must not find it "not empty". */
+static void an_empty_output_directory_stays_empty_when_nothing_is_recorded(void **state) {
+  (void)state;
+  const struct {
+    const char *program;
+    int status;
+  } runs[] = {{"/nonexistent/program", 127}, {"true", 0}};
+  for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+    const char *dir = outdir("empty_kept");
+    assert_int_equal(mkdir(dir, 0777), 0);
+    char *argv[] = {(char *)mpprof, "-o", (char *)dir, (char *)runs[i].program, NULL};
+    result r = run(argv, NULL);
+    assert_int_equal(r.status, runs[i].status);
+    free(r.out);
+    assert_true(dir_is_empty(dir));
+  }
+}
+
 static void an_unknown_scan_mode_is_a_usage_error(void **state) {
   (void)state;
   char *argv[] = {(char *)mpprof, "--scan", "some", (char *)testprog, "gemmex", "1", NULL};
@@ -1072,6 +1103,7 @@ int main(void) {
       cmocka_unit_test(environment_set_by_the_program_does_not_change_the_configuration),
       cmocka_unit_test(a_non_empty_output_directory_is_refused_without_force),
       cmocka_unit_test(a_program_that_cannot_start_exits_127),
+      cmocka_unit_test(an_empty_output_directory_stays_empty_when_nothing_is_recorded),
       cmocka_unit_test(an_unknown_scan_mode_is_a_usage_error),
       cmocka_unit_test(a_count_beyond_what_the_library_reads_is_a_usage_error),
       cmocka_unit_test(a_bad_setting_in_the_environment_is_refused_before_the_program_runs),
