@@ -535,8 +535,8 @@ static void warn_secure_execution(const char *prog) {
  * pending by the kernel and forwarded then, not lost. A sender that signals
  * mpprof itself and then its group (timeout(1) does) is forwarded once: the
  * same signal from the same sender within MPPROF_SIGNAL_DEDUP_NS is one. After
- * the program has exited, the default actions are back: the report phase can
- * be interrupted. */
+ * the program has exited, the actions mpprof was started with are back: the
+ * report phase can be interrupted. */
 
 #define MPPROF_SIGNAL_DEDUP_NS 200000000ll /* 0.2 s */
 
@@ -596,19 +596,29 @@ static void give_terminal(int tty, pid_t pgrp) {
   sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
+/* The actions mpprof was started with (kept by the first set_handlers()). A
+ * signal ignored there (nohup: SIGHUP; a shell's background job: SIGINT)
+ * stays ignored in the program, as it would be without mpprof; it is still
+ * forwarded while the program runs (a program that sets its own handler gets
+ * it, as it would without mpprof). */
+static struct sigaction started_with[NFORWARDED];
+static bool started_with_kept;
+
+/* fn: forward the signals; NULL: back to the actions mpprof was started with. */
 static void set_handlers(void (*fn)(int, siginfo_t *, void *)) {
-  struct sigaction sa = {0};
-  if (fn) {
-    sa.sa_sigaction = fn;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  } else {
-    sa.sa_handler = SIG_DFL;
+  if (!started_with_kept) {
+    for (size_t i = 0; i < NFORWARDED; i++)
+      sigaction(forwarded[i], NULL, &started_with[i]);
+    started_with_kept = true;
   }
+  struct sigaction sa = {0};
+  sa.sa_sigaction = fn;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
   for (size_t i = 0; i < NFORWARDED; i++)
     sigaddset(&sa.sa_mask, forwarded[i]);
   for (size_t i = 0; i < NFORWARDED; i++)
-    sigaction(forwarded[i], &sa, NULL);
+    sigaction(forwarded[i], fn ? &sa : &started_with[i], NULL);
 }
 
 static void set_child_env(const run_opts *o, const char *lib, const char *out) {
@@ -743,7 +753,7 @@ static int run_child(run_opts *o, const char *lib, const char *out, bool *ret_st
 
   int st = wait_child(pid, tty);
   o->n_alive = still_running(pid, o->alive, MPP_STILL_RUNNING_MAX);
-  set_handlers(NULL); /* the report phase can be interrupted */
+  set_handlers(NULL); /* the report phase can be interrupted (unless ignored) */
   child_pid = 0;
   give_terminal(tty, getpgrp());
   if (n == (ssize_t)sizeof err) {

@@ -866,6 +866,24 @@ static void an_empty_output_directory_stays_empty_when_nothing_is_recorded(void 
   }
 }
 
+/* Signals ignored where mpprof was started (nohup ignores SIGHUP, a shell's
+ * background job SIGINT) stay ignored in the program, as without mpprof:
+ * `nohup mpprof ./train &` must not die of a hangup. */
+static void signals_ignored_by_the_caller_stay_ignored_in_the_program(void **state) {
+  (void)state;
+  const char *dir = outdir("sigign");
+  char prog[4400];
+  snprintf(prog, sizeof prog,
+           "trap '' HUP INT; exec \"$0\" \"$@\" sh -c 'grep ^SigIgn: /proc/self/status'");
+  char *plain[] = {"/bin/sh", "-c", prog, "env", NULL};
+  char *prof[] = {"/bin/sh", "-c", prog, (char *)mpprof, "-o", (char *)dir, "--", NULL};
+  result a = run(plain, NULL), b = run(prof, NULL);
+  assert_non_null(strstr(a.out, "SigIgn:"));
+  assert_string_equal(b.out, a.out);
+  free(a.out);
+  free(b.out);
+}
+
 static void an_unknown_scan_mode_is_a_usage_error(void **state) {
   (void)state;
   char *argv[] = {(char *)mpprof, "--scan", "some", (char *)testprog, "gemmex", "1", NULL};
@@ -1104,6 +1122,7 @@ int main(void) {
       cmocka_unit_test(a_non_empty_output_directory_is_refused_without_force),
       cmocka_unit_test(a_program_that_cannot_start_exits_127),
       cmocka_unit_test(an_empty_output_directory_stays_empty_when_nothing_is_recorded),
+      cmocka_unit_test(signals_ignored_by_the_caller_stay_ignored_in_the_program),
       cmocka_unit_test(an_unknown_scan_mode_is_a_usage_error),
       cmocka_unit_test(a_count_beyond_what_the_library_reads_is_a_usage_error),
       cmocka_unit_test(a_bad_setting_in_the_environment_is_refused_before_the_program_runs),
