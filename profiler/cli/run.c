@@ -524,6 +524,15 @@ static void warn_secure_execution(const char *prog) {
             prog);
 }
 
+/* 0 when execvp could start prog (found, a regular file, executable), else
+ * why not (an errno value). */
+static int program_startable(const char *prog) {
+  struct stat st;
+  if (stat_program(prog, &st) != 0) return strchr(prog, '/') ? errno : ENOENT;
+  if (!S_ISREG(st.st_mode)) return EACCES;
+  return strchr(prog, '/') && access(prog, X_OK) != 0 ? errno : 0;
+}
+
 /* --- the child and signals (docs/profiler.md, Signals) ---
  *
  * The program runs in its own process group, which gets the terminal when
@@ -799,6 +808,14 @@ int mpprof_cmd_run(int argc, char **argv) {
     if (!o.force) {
       fprintf(stderr, "mpprof: %s is not empty (use --force to reuse it)\n", o.out);
       return 2;
+    }
+    /* A program that cannot start (a typo) must not cost the earlier run's
+     * raw files: refused before they are removed. */
+    int why = program_startable(o.argv[0]);
+    if (why) {
+      fprintf(stderr, "mpprof: cannot run %s: %s (%s is left as it was)\n", o.argv[0],
+              strerror(why), o.out);
+      return 127;
     }
     if (remove_old_raw_files(out, o.out)) return 2;
   }

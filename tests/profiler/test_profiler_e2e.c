@@ -835,6 +835,24 @@ static void a_program_that_cannot_start_exits_127(void **state) {
   free(r.out);
 }
 
+/* --force on an earlier run's DIR with a program that cannot start (a typo):
+ * the earlier run's raw files are kept, so its report can still be rebuilt. */
+static void force_keeps_the_old_raw_files_when_the_program_cannot_start(void **state) {
+  (void)state;
+  const char *dir = outdir("force_typo");
+  char *first[] = {(char *)mpprof, "-o", (char *)dir, (char *)testprog, "gemmex", "1", NULL};
+  result r = run(first, NULL);
+  assert_int_equal(r.status, 0);
+  free(r.out);
+  char *typo[] = {(char *)mpprof, "--force", "-o", (char *)dir, "/nonexistent/program", NULL};
+  r = run(typo, NULL);
+  assert_int_equal(r.status, 127);
+  free(r.out);
+  raws raw = load_raws(dir);
+  assert_int_equal(raw.n, 1);
+  free_raws(&raw);
+}
+
 static bool dir_is_empty(const char *path) {
   DIR *d = opendir(path);
   assert_non_null(d);
@@ -1121,6 +1139,7 @@ int main(void) {
       cmocka_unit_test(environment_set_by_the_program_does_not_change_the_configuration),
       cmocka_unit_test(a_non_empty_output_directory_is_refused_without_force),
       cmocka_unit_test(a_program_that_cannot_start_exits_127),
+      cmocka_unit_test(force_keeps_the_old_raw_files_when_the_program_cannot_start),
       cmocka_unit_test(an_empty_output_directory_stays_empty_when_nothing_is_recorded),
       cmocka_unit_test(signals_ignored_by_the_caller_stay_ignored_in_the_program),
       cmocka_unit_test(an_unknown_scan_mode_is_a_usage_error),
