@@ -380,11 +380,12 @@ static int check_out_writable(int out, const char *out_name) {
   return 0;
 }
 
-/* OUT made by this run and nothing recorded: raw/ (the probe's) and OUT go
- * again, each only if empty. */
-static void remove_if_empty(int out, const char *out_abs) {
-  unlinkat(out, "raw", AT_REMOVEDIR);
-  rmdir(out_abs);
+/* Nothing recorded: what this run made goes again, each only if empty: raw/
+ * (the probe's), and OUT when this run made it. An empty OUT the user gave
+ * stays empty, so a later run on it is not refused as non-empty. */
+static void remove_if_empty(int out, const char *out_abs, bool made_raw, bool made_out) {
+  if (made_raw || made_out) unlinkat(out, "raw", AT_REMOVEDIR);
+  if (made_out) rmdir(out_abs);
 }
 
 /* One run per OUT: an advisory lock on the directory, held until mpprof
@@ -523,6 +524,15 @@ static void warn_secure_execution(const char *prog) {
             prog);
 }
 
+/* 0 when execvp could start prog (found, a regular file, executable), else
+ * why not (an errno value). */
+static int program_startable(const char *prog) {
+  struct stat st;
+  if (stat_program(prog, &st) != 0) return strchr(prog, '/') ? errno : ENOENT;
+  if (!S_ISREG(st.st_mode)) return EACCES;
+  return strchr(prog, '/') && access(prog, X_OK) != 0 ? errno : 0;
+}
+
 /* --- the child and signals (docs/profiler.md, Signals) ---
  *
  * The program runs in its own process group, which gets the terminal when
@@ -534,8 +544,8 @@ static void warn_secure_execution(const char *prog) {
  * pending by the kernel and forwarded then, not lost. A sender that signals
  * mpprof itself and then its group (timeout(1) does) is forwarded once: the
  * same signal from the same sender within MPPROF_SIGNAL_DEDUP_NS is one. After
- * the program has exited, the default actions are back: the report phase can
- * be interrupted. */
+ * the program has exited, the actions mpprof was started with are back: the
+ * report phase can be interrupted. */
 
 #define MPPROF_SIGNAL_DEDUP_NS 200000000ll /* 0.2 s */
 
@@ -595,19 +605,29 @@ static void give_terminal(int tty, pid_t pgrp) {
   sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
+/* The actions mpprof was started with (kept by the first set_handlers()). A
+ * signal ignored there (nohup: SIGHUP; a shell's background job: SIGINT)
+ * stays ignored in the program, as it would be without mpprof; it is still
+ * forwarded while the program runs (a program that sets its own handler gets
+ * it, as it would without mpprof). */
+static struct sigaction started_with[NFORWARDED];
+static bool started_with_kept;
+
+/* fn: forward the signals; NULL: back to the actions mpprof was started with. */
 static void set_handlers(void (*fn)(int, siginfo_t *, void *)) {
-  struct sigaction sa = {0};
-  if (fn) {
-    sa.sa_sigaction = fn;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  } else {
-    sa.sa_handler = SIG_DFL;
+  if (!started_with_kept) {
+    for (size_t i = 0; i < NFORWARDED; i++)
+      sigaction(forwarded[i], NULL, &started_with[i]);
+    started_with_kept = true;
   }
+  struct sigaction sa = {0};
+  sa.sa_sigaction = fn;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
   for (size_t i = 0; i < NFORWARDED; i++)
     sigaddset(&sa.sa_mask, forwarded[i]);
   for (size_t i = 0; i < NFORWARDED; i++)
-    sigaction(forwarded[i], &sa, NULL);
+    sigaction(forwarded[i], fn ? &sa : &started_with[i], NULL);
 }
 
 static void set_child_env(const run_opts *o, const char *lib, const char *out) {
@@ -742,7 +762,7 @@ static int run_child(run_opts *o, const char *lib, const char *out, bool *ret_st
 
   int st = wait_child(pid, tty);
   o->n_alive = still_running(pid, o->alive, MPP_STILL_RUNNING_MAX);
-  set_handlers(NULL); /* the report phase can be interrupted */
+  set_handlers(NULL); /* the report phase can be interrupted (unless ignored) */
   child_pid = 0;
   give_terminal(tty, getpgrp());
   if (n == (ssize_t)sizeof err) {
@@ -789,8 +809,18 @@ int mpprof_cmd_run(int argc, char **argv) {
       fprintf(stderr, "mpprof: %s is not empty (use --force to reuse it)\n", o.out);
       return 2;
     }
+    /* A program that cannot start (a typo) must not cost the earlier run's
+     * raw files: refused before they are removed. */
+    int why = program_startable(o.argv[0]);
+    if (why) {
+      fprintf(stderr, "mpprof: cannot run %s: %s (%s is left as it was)\n", o.argv[0],
+              strerror(why), o.out);
+      return 127;
+    }
     if (remove_old_raw_files(out, o.out)) return 2;
   }
+  struct stat rawst;
+  bool made_raw = fstatat(out, "raw", &rawst, AT_SYMLINK_NOFOLLOW) != 0;
   if (check_out_writable(out, o.out)) return 2;
   warn_secure_execution(o.argv[0]);
 
@@ -801,7 +831,7 @@ int mpprof_cmd_run(int argc, char **argv) {
   /* Nothing to keep from a program that never started: the directory goes
    * again when this run made it (rmdir: only if still empty). */
   if (!started) {
-    if (!existed) remove_if_empty(out, out_abs);
+    remove_if_empty(out, out_abs, made_raw, !existed);
     return status;
   }
   int raw = mpp_sf_open_dir(out, "raw", 0);
@@ -828,7 +858,7 @@ int mpprof_cmd_run(int argc, char **argv) {
               "mpprof: the report in %s is an earlier run's (its raw files were removed by "
               "--force, and this run recorded nothing)\n",
               out_abs);
-    if (!existed) remove_if_empty(out, out_abs);
+    remove_if_empty(out, out_abs, made_raw, !existed);
     return status;
   }
 

@@ -835,6 +835,73 @@ static void a_program_that_cannot_start_exits_127(void **state) {
   free(r.out);
 }
 
+/* --force on an earlier run's DIR with a program that cannot start (a typo):
+ * the earlier run's raw files are kept, so its report can still be rebuilt. */
+static void force_keeps_the_old_raw_files_when_the_program_cannot_start(void **state) {
+  (void)state;
+  const char *dir = outdir("force_typo");
+  char *first[] = {(char *)mpprof, "-o", (char *)dir, (char *)testprog, "gemmex", "1", NULL};
+  result r = run(first, NULL);
+  assert_int_equal(r.status, 0);
+  free(r.out);
+  char *typo[] = {(char *)mpprof, "--force", "-o", (char *)dir, "/nonexistent/program", NULL};
+  r = run(typo, NULL);
+  assert_int_equal(r.status, 127);
+  free(r.out);
+  raws raw = load_raws(dir);
+  assert_int_equal(raw.n, 1);
+  free_raws(&raw);
+}
+
+static bool dir_is_empty(const char *path) {
+  DIR *d = opendir(path);
+  assert_non_null(d);
+  struct dirent *e;
+  bool empty = true;
+  while ((e = readdir(d)))
+    empty &= !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+  closedir(d);
+  return empty;
+}
+
+/* An empty DIR given with -o is left empty by a run that leaves nothing in it
+ * (a program that cannot start, or one that records nothing): a later
+ * `mpprof -o DIR` must not find it "not empty". */
+static void an_empty_output_directory_stays_empty_when_nothing_is_recorded(void **state) {
+  (void)state;
+  const struct {
+    const char *program;
+    int status;
+  } runs[] = {{"/nonexistent/program", 127}, {"true", 0}};
+  for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+    const char *dir = outdir("empty_kept");
+    assert_int_equal(mkdir(dir, 0777), 0);
+    char *argv[] = {(char *)mpprof, "-o", (char *)dir, (char *)runs[i].program, NULL};
+    result r = run(argv, NULL);
+    assert_int_equal(r.status, runs[i].status);
+    free(r.out);
+    assert_true(dir_is_empty(dir));
+  }
+}
+
+/* Signals ignored where mpprof was started (nohup ignores SIGHUP, a shell's
+ * background job SIGINT) stay ignored in the program, as without mpprof:
+ * `nohup mpprof ./train &` must not die of a hangup. */
+static void signals_ignored_by_the_caller_stay_ignored_in_the_program(void **state) {
+  (void)state;
+  const char *dir = outdir("sigign");
+  char prog[4400];
+  snprintf(prog, sizeof prog,
+           "trap '' HUP INT; exec \"$0\" \"$@\" sh -c 'grep ^SigIgn: /proc/self/status'");
+  char *plain[] = {"/bin/sh", "-c", prog, "env", NULL};
+  char *prof[] = {"/bin/sh", "-c", prog, (char *)mpprof, "-o", (char *)dir, "--", NULL};
+  result a = run(plain, NULL), b = run(prof, NULL);
+  assert_non_null(strstr(a.out, "SigIgn:"));
+  assert_string_equal(b.out, a.out);
+  free(a.out);
+  free(b.out);
+}
+
 static void an_unknown_scan_mode_is_a_usage_error(void **state) {
   (void)state;
   char *argv[] = {(char *)mpprof, "--scan", "some", (char *)testprog, "gemmex", "1", NULL};
@@ -1072,6 +1139,9 @@ int main(void) {
       cmocka_unit_test(environment_set_by_the_program_does_not_change_the_configuration),
       cmocka_unit_test(a_non_empty_output_directory_is_refused_without_force),
       cmocka_unit_test(a_program_that_cannot_start_exits_127),
+      cmocka_unit_test(force_keeps_the_old_raw_files_when_the_program_cannot_start),
+      cmocka_unit_test(an_empty_output_directory_stays_empty_when_nothing_is_recorded),
+      cmocka_unit_test(signals_ignored_by_the_caller_stay_ignored_in_the_program),
       cmocka_unit_test(an_unknown_scan_mode_is_a_usage_error),
       cmocka_unit_test(a_count_beyond_what_the_library_reads_is_a_usage_error),
       cmocka_unit_test(a_bad_setting_in_the_environment_is_refused_before_the_program_runs),
