@@ -59,8 +59,9 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
       if (!strcmp(m->findings[i].kind, "library_not_intercepted"))
         fprintf(f, "  [%s] %s\n", m->findings[i].severity, m->findings[i].message);
   } else {
-    fprintf(f, "mpprof: %zu process%s, %" PRIu64 " calls in %zu sites, %zu layers", m->n_procs,
-            m->n_procs == 1 ? "" : "es", m->total_calls, m->n_sites, m->n_layers);
+    fprintf(f, "mpprof: %zu process%s, %" PRIu64 " op call%s in %zu site%s, %zu layer%s",
+            m->n_procs, m->n_procs == 1 ? "" : "es", m->total_calls, m->total_calls == 1 ? "" : "s",
+            m->n_sites, m->n_sites == 1 ? "" : "s", m->n_layers, m->n_layers == 1 ? "" : "s");
     if (m->has_gpu_ns) fprintf(f, ", %.3f ms GPU", (double)m->total_gpu_ns / 1e6);
     fputc('\n', f);
     size_t recs[MP_REC_COUNT] = {0};
@@ -82,15 +83,23 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
         const mpprof_layer *l = &m->layers[i];
         fprintf(f, "    %-32s %s", l->name[0] ? l->name : "(no NVTX range)",
                 l->adv.known ? mp_recommendation_name(l->adv.rec) : "no verdict");
-        if (l->adv.has_window && l->adv.rec == MP_REC_FP16_LOSS_SCALE)
-          fprintf(f, " [2^%d, 2^%d]", l->adv.window_lo, l->adv.window_hi);
+        if (l->adv.known && l->adv.has_window && l->adv.rec == MP_REC_FP16_LOSS_SCALE)
+          fprintf(f, " (its gradients fit loss scales 2^%d .. 2^%d)", l->adv.window_lo,
+                  l->adv.window_hi);
+        else if (!l->adv.known)
+          fputs(l->adv.dead_gradients ? " (its gradients were zero in every scanned call)"
+                : l->elements
+                    ? " (no forward tensor or gradient held a finite non-zero "
+                      "value)"
+                    : " (no values scanned: --scan none, or its tensors could not be read)",
+                f);
         fputc('\n', f);
       }
     if (m->plan.known) fprintf(f, "  plan: %s\n", m->plan.headline);
     const mpprof_applied_scale *g = &m->loss_scale;
     if (g->applicable && g->has_window)
-      fprintf(f, "  loss scale: 2^%d (window [2^%d, 2^%d]%s)\n", g->recommended_log2, g->window_lo,
-              g->window_hi, g->needed ? "" : ", not needed");
+      fprintf(f, "  loss scale: 2^%d (every fp16 layer's gradients fit 2^%d .. 2^%d%s)\n",
+              g->recommended_log2, g->window_lo, g->window_hi, g->needed ? "" : "; not needed");
     else if (g->applicable)
       fputs("  loss scale: no single scale fits every fp16 layer (see findings)\n", f);
     char sa[32], sb[32];

@@ -14,7 +14,7 @@ rm -rf "$work" && mkdir -p "$work" || exit 1
 rm -f "$work/a/report.json"
 "$mpprof" report "$work/a" >"$work/report.out" 2>&1 || fail "mpprof report: $(cat "$work/report.out")"
 grep -q '"schema": "mpprof.report/1"' "$work/a/report.json" || fail "mpprof report wrote no report.json"
-grep -q '^mpprof: 1 process, 101 calls in 8 sites' "$work/report.out" || fail "summary: $(head -1 "$work/report.out")"
+grep -q '^mpprof: 1 process, 101 op calls in 8 sites' "$work/report.out" || fail "summary: $(head -1 "$work/report.out")"
 # `mpprof help report` and the summary name every file the report wrote (help
 # left out ops.csv and plan.json).
 "$mpprof" help report >"$work/help.out" || fail "mpprof help report"
@@ -28,7 +28,7 @@ cp -r "$work/a" "$work/b"
 "$mpprof" merge "$work/a" "$work/b" -o "$work/c" >"$work/merge.out" 2>&1 || fail "mpprof merge: $(cat "$work/merge.out")"
 [[ $(ls "$work/c/raw" | wc -l) -eq 2 ]] || fail "merge did not copy both raw files"
 grep -q 'not counted twice' "$work/merge.out" || fail "merge did not name the duplicate process"
-grep -q '^mpprof: 1 process, 101 calls' "$work/merge.out" || fail "merged summary: $(cat "$work/merge.out")"
+grep -q '^mpprof: 1 process, 101 op calls' "$work/merge.out" || fail "merged summary: $(cat "$work/merge.out")"
 
 # An input that cannot be read, after a good one: one line naming it, exit 1,
 # and nothing is brought (the good input's raw files were left in OUT_DIR/raw,

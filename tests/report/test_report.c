@@ -1051,6 +1051,58 @@ static void the_summary_names_the_site_cap_before_a_timeline_cap(void **state) {
   free(text);
 }
 
+/* The summary's text of the report of dir. */
+static char *summary_text(const char *dir) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/summary.txt", dir);
+  FILE *f = fopen(path, "w+");
+  assert_non_null(f);
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = f, .warnings = NULL};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+  rewind(f);
+  char *text = calloc(1, 8192);
+  assert_non_null(text);
+  fread(text, 1, 8191, f);
+  fclose(f);
+  unlink(path);
+  return text;
+}
+
+/* The summary says what its numbers are: counts in the singular where there
+ * is one, a layer's window as the loss scales its gradients fit, and why a
+ * layer has no verdict (here: a site whose tensors were never scanned). */
+static void the_summary_says_what_each_number_is(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("summary");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &P0);
+  rg_site_end(&r, fwd_site(0, "net/fc/fwd", -4, 4));
+  rg_site_end(&r, bwd_site(1, "net/fc/bwd", -30, -20));
+  rg_site_end(&r, rg_gemm(2, "cublasGemmEx", "net/head/fwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F",
+                          "DEFAULT", 64, 64, 64, 1));
+  rg_end(&r);
+  char *text = summary_text(dir);
+  assert_non_null(strstr(text, "op calls in 3 sites, 2 layers"));
+  assert_non_null(strstr(text, "fp16_loss_scale (its gradients fit loss scales 2^"));
+  assert_non_null(strstr(text, "no verdict (no values scanned: --scan none, or its tensors could "
+                               "not be read)"));
+  assert_non_null(strstr(text, "loss scale: 2^"));
+  assert_non_null(strstr(text, "(every fp16 layer's gradients fit 2^"));
+  free(text);
+  rg_rmdir(dir);
+  free(dir);
+  dir = rg_tmpdir("summary1");
+  rg_begin(&r, dir, "a.json", &P0);
+  rg_site_end(&r, rg_gemm(0, "cublasGemmEx", "one/fwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F",
+                          "DEFAULT", 64, 64, 64, 1));
+  rg_end(&r);
+  text = summary_text(dir);
+  assert_non_null(strstr(text, "mpprof: 1 process, 1 op call in 1 site, 1 layer\n"));
+  free(text);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static void a_run_without_cuda_ops_says_so(void **state) {
   (void)state;
   char *dir = rg_tmpdir("empty");
@@ -1180,6 +1232,7 @@ int main(void) {
       cmocka_unit_test(an_incomplete_process_is_named_in_the_summary),
       cmocka_unit_test(the_summary_names_the_site_cap_before_a_timeline_cap),
       cmocka_unit_test(a_run_without_cuda_ops_says_so),
+      cmocka_unit_test(the_summary_says_what_each_number_is),
       cmocka_unit_test(an_empty_raw_directory_gives_an_empty_report),
       cmocka_unit_test(a_raw_directory_of_only_bad_files_says_they_were_skipped),
       cmocka_unit_test(a_missing_raw_directory_is_an_error),
