@@ -214,6 +214,10 @@ static int parse(int argc, char **argv, run_opts *o) {
       return 1;
     } else if (!strcmp(a, "-o") || is_opt(a, "--output")) {
       if (!(o->out = opt_value(argc, argv, &i, !strcmp(a, "-o") ? "-o" : "--output"))) return 2;
+      if (!*o->out) {
+        fputs("mpprof: run: -o needs a directory name, not ''\n", stderr);
+        return 2;
+      }
     } else if (!strcmp(a, "--force")) {
       o->force = true;
     } else if (is_opt(a, "--scan")) {

@@ -937,6 +937,19 @@ static void a_count_beyond_what_the_library_reads_is_a_usage_error(void **state)
   }
 }
 
+/* -o '' is a usage error naming the option (it was "cannot create :
+ * Invalid argument"), and the program does not run. */
+static void an_empty_output_name_is_a_usage_error(void **state) {
+  (void)state;
+  char *empty_o[] = {(char *)mpprof, "-o", "", (char *)testprog, "gemmex", "1", NULL};
+  result e = run_err(empty_o, NULL);
+  assert_int_equal(e.status, 2);
+  assert_string_equal(e.out, "");
+  assert_string_equal(e.err, "mpprof: run: -o needs a directory name, not ''\n");
+  free(e.out);
+  free(e.err);
+}
+
 /* A setting in the environment the program would inherit that libmpprof
  * would ignore (and so record with its default, silently unless MPPROF_LOG)
  * is refused before the program starts: one line naming the variable, exit
@@ -1145,6 +1158,7 @@ int main(void) {
       cmocka_unit_test(an_unknown_scan_mode_is_a_usage_error),
       cmocka_unit_test(a_count_beyond_what_the_library_reads_is_a_usage_error),
       cmocka_unit_test(a_bad_setting_in_the_environment_is_refused_before_the_program_runs),
+      cmocka_unit_test(an_empty_output_name_is_a_usage_error),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
