@@ -28,23 +28,16 @@ static __thread MPP_TLS uint32_t tid_cache;
 
 /* --- configuration --- */
 
+_Static_assert(MPP_SCAN_NONE + 1 == MPP_SCAN_MODES, "mpp_scan_names covers every mpp_scan_mode");
+
 const char *mpp_scan_mode_name(mpp_scan_mode mode) {
-  switch (mode) {
-  case MPP_SCAN_ALL:
-    return "all";
-  case MPP_SCAN_OUTPUTS:
-    return "outputs";
-  case MPP_SCAN_NONE:
-    return "none";
-  }
-  return "all";
+  return (unsigned)mode < MPP_SCAN_MODES ? mpp_scan_names[mode] : mpp_scan_names[MPP_SCAN_ALL];
 }
 
 int mpp_parse_scan_mode(const char *s, mpp_scan_mode *ret_mode) {
-  static const mpp_scan_mode modes[] = {MPP_SCAN_ALL, MPP_SCAN_OUTPUTS, MPP_SCAN_NONE};
-  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
-    if (s && !strcmp(s, mpp_scan_mode_name(modes[i]))) {
-      *ret_mode = modes[i];
+  for (int i = 0; s && i < MPP_SCAN_MODES; i++)
+    if (!strcmp(s, mpp_scan_names[i])) {
+      *ret_mode = (mpp_scan_mode)i;
       return 0;
     }
   return -EINVAL;

@@ -49,6 +49,8 @@ static const mpp_setting settings[] = {
      "the demo's directory (default: a new temporary one)"},
 };
 
+const char *const mpp_scan_names[MPP_SCAN_MODES] = {"all", "outputs", "none"};
+
 const mpp_setting *mpp_settings(size_t *ret_n) {
   *ret_n = sizeof settings / sizeof settings[0];
   return settings;
@@ -84,7 +86,9 @@ bool mpp_setting_ok(const mpp_setting *s, const char *v) {
   case MPP_SK_SAMPLE:
     return !strcmp(v, "auto") || uint_in(v, s->lo, s->hi);
   case MPP_SK_SCAN:
-    return !strcmp(v, "all") || !strcmp(v, "outputs") || !strcmp(v, "none");
+    for (int i = 0; i < MPP_SCAN_MODES; i++)
+      if (!strcmp(v, mpp_scan_names[i])) return true;
+    return false;
   case MPP_SK_SECONDS:
     return number(v, &x) && x >= 0 && x <= MPP_SET_SECONDS_MAX;
   case MPP_SK_LOSS_SCALE:
@@ -109,7 +113,7 @@ void mpp_setting_want(const mpp_setting *s, char *buf, size_t n) {
              s->kind == MPP_SK_SAMPLE ? "auto or " : "", s->lo, s->hi);
     break;
   case MPP_SK_SCAN:
-    snprintf(buf, n, "all, outputs or none");
+    snprintf(buf, n, "%s, %s or %s", mpp_scan_names[0], mpp_scan_names[1], mpp_scan_names[2]);
     break;
   case MPP_SK_SECONDS:
     snprintf(buf, n, "seconds in [0, %g] (0: only at exit)", MPP_SET_SECONDS_MAX);

@@ -27,6 +27,10 @@ typedef enum mpp_setting_kind {
   MPP_SK_TC,         /* off, 0, first, or an integer >= 1 */
 } mpp_setting_kind;
 
+/* MPPROF_SCAN's values, indexed by mpp_scan_mode (profiler/mpp.h). */
+#define MPP_SCAN_MODES 3
+extern const char *const mpp_scan_names[MPP_SCAN_MODES];
+
 typedef struct mpp_setting {
   const char *name;
   mpp_setting_kind kind;

@@ -993,6 +993,23 @@ static void a_checkpoint_file_marks_the_report_incomplete(void **state) {
   free(dir);
 }
 
+/* The summary's text of the report of dir. */
+static char *summary_text(const char *dir) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/summary.txt", dir);
+  FILE *f = fopen(path, "w+");
+  assert_non_null(f);
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = f, .warnings = NULL};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+  rewind(f);
+  char *text = calloc(1, 8192);
+  assert_non_null(text);
+  fread(text, 1, 8191, f);
+  fclose(f);
+  unlink(path);
+  return text;
+}
+
 /* The summary of a report whose one process is incomplete for `reasons` (a
  * JSON array's inside); the caller frees it. */
 static char *summary_of_incomplete(const char *reasons) {
@@ -1011,18 +1028,7 @@ static char *summary_of_incomplete(const char *reasons) {
   assert_true(asprintf(&edited, "%.*s\"incomplete\":true,\"incomplete_reasons\":[%s]%s",
                        (int)(at - raw), raw, reasons, at + strlen(from)) > 0);
   rg_write_text(dir, "a.json", edited, strlen(edited));
-  char path[4200];
-  snprintf(path, sizeof path, "%s/summary.txt", dir);
-  FILE *f = fopen(path, "w+");
-  assert_non_null(f);
-  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = f, .warnings = NULL};
-  assert_int_equal(mpprof_report_generate(&o), 0);
-  rewind(f);
-  char *text = calloc(1, 8192);
-  assert_non_null(text);
-  fread(text, 1, 8191, f);
-  fclose(f);
-  unlink(path);
+  char *text = summary_text(dir);
   free(edited);
   free(raw);
   rg_rmdir(dir);
@@ -1049,23 +1055,6 @@ static void the_summary_names_the_site_cap_before_a_timeline_cap(void **state) {
   assert_non_null(strstr(text, "incomplete: 1 process recorded only part of the run (max_sites (1) "
                                "reached: 7 ops not attributed, ...)"));
   free(text);
-}
-
-/* The summary's text of the report of dir. */
-static char *summary_text(const char *dir) {
-  char path[4200];
-  snprintf(path, sizeof path, "%s/summary.txt", dir);
-  FILE *f = fopen(path, "w+");
-  assert_non_null(f);
-  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = f, .warnings = NULL};
-  assert_int_equal(mpprof_report_generate(&o), 0);
-  rewind(f);
-  char *text = calloc(1, 8192);
-  assert_non_null(text);
-  fread(text, 1, 8191, f);
-  fclose(f);
-  unlink(path);
-  return text;
 }
 
 /* The summary says what its numbers are: counts in the singular where there
