@@ -76,15 +76,11 @@ static void read_capture(void) {
   }
 }
 
-/* MPPROF_TC_COUNTERS: unset/""/"0"/"off" = not requested (-1); "first" = the
- * first call of each site (0); N >= 1 = every Nth call of each site. */
+/* MPPROF_TC_COUNTERS (mpp_tc_counters_parse); a value it refuses still asks,
+ * with the cheapest sampling (the first call of each site). */
 int mpp_parse_tc_counters(const char *v) {
-  if (!v || !*v || !strcmp(v, "0") || !strcmp(v, "off")) return -1;
-  if (!strcmp(v, "first") || !strcmp(v, "1st")) return 0;
-  char *end;
-  unsigned long n = strtoul(v, &end, 10);
-  if (*end || !n || v[0] == '-') return 0; /* unreadable still asks: the cheapest sampling */
-  return n > 0x7fffffff ? 0x7fffffff : (int)n;
+  int n = mpp_tc_counters_parse(v);
+  return n == MPP_TC_BAD ? 0 : n;
 }
 
 /* CUPTI's library, the hardware counters and the declared loss scale. */

@@ -96,10 +96,17 @@ bool mpp_setting_ok(const mpp_setting *s, const char *v) {
   case MPP_SK_MAX_REL:
     return number(v, &x) && x > 0 && x < MPP_SET_MAX_REL_MAX;
   case MPP_SK_TC:
-    return !strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "first") || !strcmp(v, "1st") ||
-           uint_in(v, 1, UINT64_MAX);
+    return mpp_tc_counters_parse(v) != MPP_TC_BAD;
   }
   return false;
+}
+
+int mpp_tc_counters_parse(const char *v) {
+  if (!v || !*v || !strcmp(v, "0") || !strcmp(v, "off")) return -1;
+  if (!strcmp(v, "first") || !strcmp(v, "1st")) return 0;
+  if (!uint_in(v, 1, UINT64_MAX)) return MPP_TC_BAD;
+  unsigned long long n = strtoull(v, NULL, 10);
+  return n > INT32_MAX ? INT32_MAX : (int)n;
 }
 
 void mpp_setting_want(const mpp_setting *s, char *buf, size_t n) {

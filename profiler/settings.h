@@ -51,6 +51,12 @@ bool mpp_setting_ok(const mpp_setting *s, const char *v);
 /* What a value of s must be, as a phrase ("an integer in [1, 1048576]"). */
 void mpp_setting_want(const mpp_setting *s, char *buf, size_t n);
 
+/* MPPROF_TC_COUNTERS's value: -1 not requested (unset, "", 0, off), 0 the
+ * first call of each site (first, 1st), N >= 1 every Nth call (capped at
+ * INT32_MAX); MPP_TC_BAD for any other text. The one reading of its words. */
+#define MPP_TC_BAD (-2)
+int mpp_tc_counters_parse(const char *v);
+
 /* The known variable nearest to name (at most two edits away), or NULL. */
 const char *mpp_setting_nearest(const char *name);
 

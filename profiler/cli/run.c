@@ -82,7 +82,7 @@ static void usage(FILE *f) {
         "  --tc-counters[=N]  decide Tensor Core use from hardware counters (CUPTI range\n"
         "                     profiler, kernel replay: serialises and replays the profiled\n"
         "                     calls' kernels) for the first call of each op site, or with =N\n"
-        "                     for every Nth call of each site\n"
+        "                     for every Nth call of each site (=0 or =off: not asked)\n"
         "  --loss-scale S     the program multiplies its loss (so its gradients) by S\n"
         "                     (65536, 2^16, 1e3); for a fixed scale the program does not\n"
         "                     declare through the NVTX domain \"mpprof\" (its marks win)\n"
@@ -97,7 +97,8 @@ static void usage(FILE *f) {
         "                     MPPROF_PYTHON=0 also turns it off)\n"
         "  --shadow[=N]       shadow execution: re-compute every Nth GEMM call of each site\n"
         "                     (default 16) in fp16, bf16 and fp8 recipes and measure the error\n"
-        "                     against an fp64 reference (docs/report.md, \"Measured error\")\n"
+        "                     against an fp64 reference (docs/report.md, \"Measured error\");\n"
+        "                     =0: off\n"
         "  --shadow-max-mb MB memory one shadowed call may use (default " MPP_TEXT(
             MPP_SET_SHADOW_MB_DEFAULT) "); larger calls\n"
                                        "                     are skipped as shadow_too_large (on "
@@ -130,15 +131,6 @@ static bool is_opt(const char *arg, const char *name) {
 
 /* An integer in [lo, hi]: the range libmpprof reads (profiler/core.c); a
  * value beyond it would be ignored there and the default used. */
-static bool valid_uint(const char *s, unsigned long lo, unsigned long hi) {
-  char *end;
-  errno = 0;
-  unsigned long v = strtoul(s, &end, 10);
-  return *s && !*end && !errno && v >= lo && v <= hi && s[0] != '-';
-}
-
-#define MPP_COUNT_MAX ((unsigned long)MPP_SET_COUNT_MAX) /* --shadow=N */
-
 /* Whether v, the value of option opt, is one the variable it sets (var)
  * takes (settings.c); else the one-line refusal. */
 static bool opt_ok(const char *opt, const char *var, const char *v) {
@@ -235,11 +227,7 @@ static int parse(int argc, char **argv, run_opts *o) {
     } else if (is_opt(a, "--shadow")) {
       /* The value only with '=': "--shadow prog" runs prog. */
       o->shadow = a[strlen("--shadow")] == '=' ? a + strlen("--shadow=") : "16";
-      if (!valid_uint(o->shadow, 1, MPP_COUNT_MAX)) {
-        fprintf(stderr, "mpprof: run: --shadow=N needs an integer in [1, %lu], not '%s'\n",
-                MPP_COUNT_MAX, o->shadow);
-        return 2;
-      }
+      if (!opt_ok("--shadow=N", "MPPROF_SHADOW", o->shadow)) return 2;
     } else if (is_opt(a, "--shadow-max-mb")) {
       if (!(o->shadow_max_mb = opt_value(argc, argv, &i, "--shadow-max-mb"))) return 2;
       if (!opt_ok("--shadow-max-mb", "MPPROF_SHADOW_MAX_MB", o->shadow_max_mb)) return 2;
@@ -251,11 +239,7 @@ static int parse(int argc, char **argv, run_opts *o) {
     } else if (is_opt(a, "--tc-counters")) {
       /* The value only with '=': "--tc-counters prog" runs prog. */
       o->tc_counters = a[strlen("--tc-counters")] == '=' ? a + strlen("--tc-counters=") : "first";
-      if (strcmp(o->tc_counters, "first") && !valid_uint(o->tc_counters, 1, ULONG_MAX)) {
-        fprintf(stderr, "mpprof: run: --tc-counters=N needs a positive integer, not '%s'\n",
-                o->tc_counters);
-        return 2;
-      }
+      if (!opt_ok("--tc-counters=N", "MPPROF_TC_COUNTERS", o->tc_counters)) return 2;
     } else if (is_opt(a, "--capture-range")) {
       if (!(o->capture_range = opt_value(argc, argv, &i, "--capture-range"))) return 2;
       o->capture_given = true;

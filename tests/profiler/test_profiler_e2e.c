@@ -937,6 +937,38 @@ static void a_count_beyond_what_the_library_reads_is_a_usage_error(void **state)
   }
 }
 
+/* --shadow=N and --tc-counters=N take what MPPROF_SHADOW and
+ * MPPROF_TC_COUNTERS take (profiler/settings.c, one reading): 0 and off turn
+ * them off and the program runs; anything else is refused with the phrase
+ * the environment check uses. */
+static void an_option_takes_what_its_variable_takes(void **state) {
+  (void)state;
+  const char *ok[] = {"--shadow=0", "--tc-counters=off", "--tc-counters=0", "--tc-counters=1st"};
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    const char *dir = outdir("option_off");
+    char *argv[] = {(char *)mpprof,   "-o",     (char *)dir, (char *)ok[i], "--force",
+                    (char *)testprog, "gemmex", "1",         NULL};
+    result r = run(argv, NULL);
+    assert_int_equal(r.status, 0);
+    free(r.out);
+  }
+  const struct {
+    const char *arg, *msg;
+  } bad[] = {
+      {"--tc-counters=x", "mpprof: run: --tc-counters=N must be first, N >= 1, or off, not 'x'\n"},
+      {"--shadow=-1", "mpprof: run: --shadow=N must be an integer in [0, 4294967295], not '-1'\n"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char *argv[] = {(char *)mpprof, (char *)bad[i].arg, (char *)testprog, "gemmex", "1", NULL};
+    result r = run_err(argv, NULL);
+    assert_int_equal(r.status, 2);
+    assert_string_equal(r.out, "");
+    assert_string_equal(r.err, bad[i].msg);
+    free(r.out);
+    free(r.err);
+  }
+}
+
 /* -o '' is a usage error naming the option (it was "cannot create :
  * Invalid argument"), and the program does not run. */
 static void an_empty_output_name_is_a_usage_error(void **state) {
@@ -1159,6 +1191,7 @@ int main(void) {
       cmocka_unit_test(a_count_beyond_what_the_library_reads_is_a_usage_error),
       cmocka_unit_test(a_bad_setting_in_the_environment_is_refused_before_the_program_runs),
       cmocka_unit_test(an_empty_output_name_is_a_usage_error),
+      cmocka_unit_test(an_option_takes_what_its_variable_takes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
