@@ -81,6 +81,25 @@ static double fraction(uint64_t part, uint64_t whole) {
   return whole ? (double)part / (double)whole : 0.0;
 }
 
+/* subnormals out of the finite non-zero values that casts[MP_TGT_FP16] counts. */
+static double fp16_subnormal_of(const uint64_t casts[MP_TARGET_COUNT][MP_CAST_OUTCOMES],
+                                uint64_t subnormals) {
+  uint64_t n = 0;
+  for (int o = 0; o < MP_CAST_OUTCOMES; o++)
+    n += casts[MP_TGT_FP16][o];
+  return fraction(subnormals, n);
+}
+
+double mp_fp16_subnormal_share(const mp_stats *s, int scale_log2) {
+  mp_scaled_casts sc;
+  mp_scaled_casts_compute(s, MP_TGT_FP16, scale_log2, &sc);
+  return fp16_subnormal_of(s->casts, sc.hi[MP_CAST_SUBNORMAL]);
+}
+
+double mp_fp16_subnormal_share_unscaled(const uint64_t casts[MP_TARGET_COUNT][MP_CAST_OUTCOMES]) {
+  return fp16_subnormal_of(casts, casts[MP_TGT_FP16][MP_CAST_SUBNORMAL]);
+}
+
 /* Loss-scale window: every k in the search range at which fp16 certainly
  * fits (upper bounds of overflow and underflow within limits). Overflow grows
  * and underflow shrinks with k, so the k that fit form one interval. */

@@ -82,6 +82,12 @@ void mp_advice_params_default(mp_advice_params *p);
 void mp_scaled_casts_compute(const mp_stats *s, mp_target target, int scale_log2,
                              mp_scaled_casts *ret);
 void mp_advise(const mp_stats *s, const mp_advice_params *p, mp_advice *ret);
+/* The share of s's finite non-zero values that are fp16 subnormals once
+ * scaled by 2^scale_log2: exact at 0, an upper bound elsewhere where a binade
+ * straddles fp16's normal minimum. Compared with MP_ADVICE_FP16_SUBNORMAL_NOTE. */
+double mp_fp16_subnormal_share(const mp_stats *s, int scale_log2);
+/* The same at scale 1 from a record's cast counts alone (exact). */
+double mp_fp16_subnormal_share_unscaled(const uint64_t casts[MP_TARGET_COUNT][MP_CAST_OUTCOMES]);
 
 /* A loss scale as written on a command line or in MPPROF_LOSS_SCALE: a
  * positive finite number ("65536", "0x1p16", "1e3") or "2^k". 0 or -EINVAL. */

@@ -350,10 +350,7 @@ static int rule_fp16_subnormal(mpprof_model *m, const mpprof_layer *l) {
   for (size_t i = 0; i < l->n_tensors; i++) {
     const mpprof_layer_tensor *t = &l->tensors[i];
     if (t->cls != MP_TCLASS_FORWARD || !t->has_values) continue;
-    uint64_t nonzero = 0;
-    for (int o = 0; o < MP_CAST_OUTCOMES; o++)
-      nonzero += t->st.casts[MP_TGT_FP16][o];
-    double share = nonzero ? (double)t->st.casts[MP_TGT_FP16][MP_CAST_SUBNORMAL] / nonzero : 0;
+    double share = mp_fp16_subnormal_share_unscaled(t->st.casts); /* forward: never loss-scaled */
     if (share > ws) w = t, ws = share;
   }
   if (!w || ws < MP_ADVICE_FP16_SUBNORMAL_NOTE) return 0;

@@ -237,22 +237,11 @@ static void print_verdict(const mp_advice *a, const mp_advice_params *p) {
            frac(f8[i]->underflow_fraction, uf, sizeof uf), f8[i]->estimate ? " (estimate)" : "");
 }
 
-/* The share of s's finite non-zero values that are fp16 subnormals at 2^k
- * (an upper bound where a binade straddles the threshold). */
-static double fp16_subnormal_share(const mp_stats *s, int k) {
-  mp_scaled_casts sc;
-  mp_scaled_casts_compute(s, MP_TGT_FP16, k, &sc);
-  uint64_t n = 0;
-  for (int o = 0; o < MP_CAST_OUTCOMES; o++)
-    n += s->casts[MP_TGT_FP16][o];
-  return n ? (double)sc.hi[MP_CAST_SUBNORMAL] / (double)n : 0;
-}
-
 /* Where fp16 fits, what it keeps: from MP_ADVICE_FP16_SUBNORMAL_NOTE of the
  * values in fp16's subnormal range at 2^k on, the share, and the smallest
  * scale of the window at which fewer are. True when it printed a note. */
 static bool print_fp16_precision(const mp_stats *s, const mp_advice *a, int k) {
-  double share = fp16_subnormal_share(s, k);
+  double share = mp_fp16_subnormal_share(s, k);
   if (share < MP_ADVICE_FP16_SUBNORMAL_NOTE) return false;
   char sh[16];
   const mp_format *f16 = mp_format_of(MP_FP16);
@@ -260,9 +249,9 @@ static bool print_fp16_precision(const mp_stats *s, const mp_advice *a, int k) {
          "than %d significant bits); ",
          frac(share, sh, sizeof sh), k, f16->emin, (int)f16->man_bits + 1);
   for (int j = k + 1; a->has_window && j <= a->window_hi; j++)
-    if (j >= a->window_lo && fp16_subnormal_share(s, j) < MP_ADVICE_FP16_SUBNORMAL_NOTE) {
+    if (j >= a->window_lo && mp_fp16_subnormal_share(s, j) < MP_ADVICE_FP16_SUBNORMAL_NOTE) {
       printf("at 2^%d, inside the fp16 window, %s are\n", j,
-             frac(fp16_subnormal_share(s, j), sh, sizeof sh));
+             frac(mp_fp16_subnormal_share(s, j), sh, sizeof sh));
       return true;
     }
   puts("no scale that fits fp16 keeps them normal, bf16 does");

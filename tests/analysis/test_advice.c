@@ -95,6 +95,21 @@ static void scale_one_uses_the_exact_record_counts(void **state) {
   assert_int_equal(sc.lo[MP_CAST_OVERFLOW], 1);
 }
 
+/* The fp16 subnormal share (finding fp16_subnormal, inspect's precision
+ * line): out of the finite non-zero values, zeros left out; at scale 1 the
+ * record's exact count, the same from the casts alone; a scale that lifts
+ * the values above 2^-14 leaves none. */
+static void fp16_subnormal_share_counts_finite_non_zero_values(void **state) {
+  (void)state;
+  float v[5] = {0x1p-20f, 0x1.8p-18f, 0.0f, 1.0f, 0.0f};
+  mp_stats s;
+  record_of(&s, v, 5);
+  assert_true(mp_fp16_subnormal_share(&s, 0) == 2.0 / 3.0);
+  assert_true(mp_fp16_subnormal_share_unscaled(s.casts) == 2.0 / 3.0);
+  assert_true(mp_fp16_subnormal_share(&s, 6) == 0.0);
+  assert_true(mp_fp16_subnormal_share(&s, 5) == 1.0 / 3.0); /* 2^-15 stays subnormal */
+}
+
 /* Gradients in 2^-30 .. 2^-28: flushed at scale 1; 2^5 lifts the smallest
  * (1.5 * 2^-30, which min_abs_nonzero pins exactly) above 2^-25; 2^44 is the
  * last scale at which absmax (1.5 * 2^-29) stays below 65520 (searched up to
@@ -472,6 +487,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(scaled_casts_bound_the_truth_and_window_matches_brute_force),
       cmocka_unit_test(scale_one_uses_the_exact_record_counts),
+      cmocka_unit_test(fp16_subnormal_share_counts_finite_non_zero_values),
       cmocka_unit_test(loss_scale_window_edges_come_from_min_abs_and_absmax),
       cmocka_unit_test(window_is_an_estimate_when_a_boundary_binade_decides),
       cmocka_unit_test(well_behaved_activations_are_fp16_safe),
