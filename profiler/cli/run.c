@@ -481,21 +481,31 @@ static void prepend_env(const char *var, const char *value) {
 
 /* --- secure execution --- */
 
-/* The program file as execvp would find it: 0 and its stat, or -1. */
-static int stat_program(const char *prog, struct stat *ret) {
-  if (strchr(prog, '/')) return stat(prog, ret);
+/* The program file as execvp would find it, into buf; false when there is none. */
+static bool program_path(const char *prog, char *buf, size_t n) {
+  struct stat st;
+  if (strchr(prog, '/')) return snprintf(buf, n, "%s", prog) < (int)n && stat(prog, &st) == 0;
   const char *path = getenv("PATH");
   if (!path || !*path) path = "/bin:/usr/bin";
   while (*path) {
     const char *colon = strchr(path, ':');
     size_t len = colon ? (size_t)(colon - path) : strlen(path);
-    char p[PATH_MAX];
-    if (snprintf(p, sizeof p, "%.*s/%s", (int)len, len ? path : ".", prog) < (int)sizeof p &&
-        access(p, X_OK) == 0 && stat(p, ret) == 0 && S_ISREG(ret->st_mode))
-      return 0;
+    if (snprintf(buf, n, "%.*s/%s", (int)len, len ? path : ".", prog) < (int)n &&
+        access(buf, X_OK) == 0 && stat(buf, &st) == 0 && S_ISREG(st.st_mode))
+      return true;
     path += len + (colon ? 1 : 0);
   }
-  return -1;
+  return false;
+}
+
+/* The program file as execvp would find it: 0 and its stat, or -1 (errno). */
+static int stat_program(const char *prog, struct stat *ret) {
+  char file[PATH_MAX];
+  if (!program_path(prog, file, sizeof file)) {
+    if (!strchr(prog, '/')) errno = ENOENT;
+    return -1;
+  }
+  return stat(file, ret);
 }
 
 /* A setuid/setgid program runs in secure-execution mode (AT_SECURE): the
@@ -512,13 +522,58 @@ static void warn_secure_execution(const char *prog) {
             prog);
 }
 
-/* 0 when execvp could start prog (found, a regular file, executable), else
- * why not (an errno value). */
+/* A script's interpreter as its "#!" line names it, into buf; false when
+ * path is not such a script (or cannot be read). */
+static bool script_interpreter(const char *path, char *buf, size_t n) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char line[256];
+  ssize_t got = read(fd, line, sizeof line - 1);
+  close(fd);
+  if (got < 3 || line[0] != '#' || line[1] != '!') return false;
+  line[got] = '\0';
+  char *p = line + 2;
+  while (*p == ' ' || *p == '\t')
+    p++;
+  size_t len = strcspn(p, " \t\n");
+  if (!len || len >= n) return false;
+  memcpy(buf, p, len);
+  buf[len] = '\0';
+  return true;
+}
+
+/* 0 when execvp could start prog (found, a regular file, executable, and a
+ * script's interpreter found and executable), else why not (an errno value). */
 static int program_startable(const char *prog) {
   struct stat st;
   if (stat_program(prog, &st) != 0) return strchr(prog, '/') ? errno : ENOENT;
   if (!S_ISREG(st.st_mode)) return EACCES;
-  return strchr(prog, '/') && access(prog, X_OK) != 0 ? errno : 0;
+  if (strchr(prog, '/') && access(prog, X_OK) != 0) return errno;
+  char file[PATH_MAX], interp[PATH_MAX];
+  if (program_path(prog, file, sizeof file) && script_interpreter(file, interp, sizeof interp) &&
+      access(interp, X_OK) != 0)
+    return errno;
+  return 0;
+}
+
+/* Why prog could not be started (err from execvp), as one line on stderr
+ * (after "mpprof: cannot run "), and the exit status a shell gives: 127 when
+ * it was not found (nor a script's interpreter), 126 when it was found and
+ * cannot be run (not executable, a directory, not a program). */
+static int report_start_failure(const char *prog, int err, const char *tail) {
+  char file[PATH_MAX], interp[PATH_MAX];
+  bool found = program_path(prog, file, sizeof file);
+  if (found && (err == ENOENT || err == EACCES) &&
+      script_interpreter(file, interp, sizeof interp) && access(interp, X_OK) != 0)
+    fprintf(stderr, "mpprof: cannot run %s: its interpreter %s (#! line): %s%s\n", prog, interp,
+            strerror(errno), tail);
+  else if (found && err == ENOENT)
+    fprintf(stderr,
+            "mpprof: cannot run %s: %s (the file exists: its dynamic loader is missing)%s\n", prog,
+            strerror(err), tail);
+  else
+    fprintf(stderr, "mpprof: cannot run %s: %s%s\n", prog, strerror(err), tail);
+  return err == ENOENT || err == ENOTDIR ? 127 : 126;
 }
 
 /* --- the child and signals (docs/profiler.md, Signals) ---
@@ -700,8 +755,8 @@ static int wait_child(pid_t pid, int tty) {
   }
 }
 
-/* Runs the program; returns its exit status (128 + signal), or 127 when it
- * could not be started (then *ret_started is false). */
+/* Runs the program; returns its exit status (128 + signal), or 127/126 when
+ * it could not be started (report_start_failure; then *ret_started is false). */
 static int run_child(run_opts *o, const char *lib, const char *out, bool *ret_started) {
   int pipefd[2];
   *ret_started = false;
@@ -753,10 +808,7 @@ static int run_child(run_opts *o, const char *lib, const char *out, bool *ret_st
   set_handlers(NULL); /* the report phase can be interrupted (unless ignored) */
   child_pid = 0;
   give_terminal(tty, getpgrp());
-  if (n == (ssize_t)sizeof err) {
-    fprintf(stderr, "mpprof: cannot run %s: %s\n", o->argv[0], strerror(err));
-    return 127;
-  }
+  if (n == (ssize_t)sizeof err) return report_start_failure(o->argv[0], err, "");
   *ret_started = true;
   if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
   return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
@@ -801,9 +853,9 @@ int mpprof_cmd_run(int argc, char **argv) {
      * raw files: refused before they are removed. */
     int why = program_startable(o.argv[0]);
     if (why) {
-      fprintf(stderr, "mpprof: cannot run %s: %s (%s is left as it was)\n", o.argv[0],
-              strerror(why), o.out);
-      return 127;
+      char tail[PATH_MAX + 32];
+      snprintf(tail, sizeof tail, " (%s is left as it was)", o.out);
+      return report_start_failure(o.argv[0], why, tail);
     }
     if (remove_old_raw_files(out, o.out)) return 2;
   }

@@ -826,13 +826,52 @@ static void a_non_empty_output_directory_is_refused_without_force(void **state) 
   free_raws(&raw);
 }
 
-static void a_program_that_cannot_start_exits_127(void **state) {
+/* A program that cannot start gets a shell's status: 127 when it is not
+ * found (nor a script's interpreter, named then), 126 when it is found and
+ * cannot run (not executable, a directory). */
+static void a_program_that_cannot_start_exits_127_or_126(void **state) {
   (void)state;
-  const char *dir = outdir("missing");
-  char *argv[] = {(char *)mpprof, "-o", (char *)dir, "/nonexistent/program", NULL};
-  result r = run(argv, NULL);
-  assert_int_equal(r.status, 127);
-  free(r.out);
+  char script[4300], plain[4300], dirprog[4300];
+  snprintf(script, sizeof script, "%s/no_interp.sh", workdir);
+  snprintf(plain, sizeof plain, "%s/not_executable", workdir);
+  snprintf(dirprog, sizeof dirprog, "%s/a_directory", workdir);
+  FILE *f = fopen(script, "w");
+  assert_non_null(f);
+  fputs("#!/nonexistent/interp -x\necho ran\n", f);
+  fclose(f);
+  assert_int_equal(chmod(script, 0755), 0);
+  f = fopen(plain, "w");
+  assert_non_null(f);
+  fputs("echo ran\n", f);
+  fclose(f);
+  assert_int_equal(chmod(plain, 0644), 0);
+  mkdir(dirprog, 0755);
+  char want_script[4600];
+  snprintf(want_script, sizeof want_script,
+           "mpprof: cannot run %s: its interpreter /nonexistent/interp (#! line): No such file or "
+           "directory\n",
+           script);
+  const struct {
+    const char *prog;
+    int status;
+    const char *err; /* NULL: not checked */
+  } runs[] = {{"/nonexistent/program", 127,
+               "mpprof: cannot run /nonexistent/program: No such file or directory\n"},
+              {"no-such-command-anywhere", 127, NULL},
+              {script, 127, want_script},
+              {plain, 126, NULL},
+              {dirprog, 126, NULL}};
+  for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+    const char *dir = outdir("missing");
+    char *argv[] = {(char *)mpprof, "-o", (char *)dir, (char *)runs[i].prog, NULL};
+    result r = run_err(argv, NULL);
+    assert_int_equal(r.status, runs[i].status);
+    assert_string_equal(r.out, "");
+    if (runs[i].err) assert_string_equal(r.err, runs[i].err);
+    assert_int_equal(access(dir, F_OK), -1); /* made by this run: gone again */
+    free(r.out);
+    free(r.err);
+  }
 }
 
 /* --force on an earlier run's DIR with a program that cannot start (a typo):
@@ -844,13 +883,24 @@ static void force_keeps_the_old_raw_files_when_the_program_cannot_start(void **s
   result r = run(first, NULL);
   assert_int_equal(r.status, 0);
   free(r.out);
-  char *typo[] = {(char *)mpprof, "--force", "-o", (char *)dir, "/nonexistent/program", NULL};
-  r = run(typo, NULL);
-  assert_int_equal(r.status, 127);
-  free(r.out);
-  raws raw = load_raws(dir);
-  assert_int_equal(raw.n, 1);
-  free_raws(&raw);
+  char script[4300];
+  snprintf(script, sizeof script, "%s/force_no_interp.sh", workdir);
+  FILE *f = fopen(script, "w");
+  assert_non_null(f);
+  fputs("#! /nonexistent/interp\necho ran\n", f);
+  fclose(f);
+  assert_int_equal(chmod(script, 0755), 0);
+  /* a typo, then a script whose interpreter is missing: neither starts */
+  const char *progs[] = {"/nonexistent/program", script};
+  for (size_t i = 0; i < 2; i++) {
+    char *typo[] = {(char *)mpprof, "--force", "-o", (char *)dir, (char *)progs[i], NULL};
+    r = run(typo, NULL);
+    assert_int_equal(r.status, 127);
+    free(r.out);
+    raws raw = load_raws(dir);
+    assert_int_equal(raw.n, 1);
+    free_raws(&raw);
+  }
 }
 
 static bool dir_is_empty(const char *path) {
@@ -1183,7 +1233,7 @@ int main(void) {
       cmocka_unit_test(mpprof_disable_writes_nothing),
       cmocka_unit_test(environment_set_by_the_program_does_not_change_the_configuration),
       cmocka_unit_test(a_non_empty_output_directory_is_refused_without_force),
-      cmocka_unit_test(a_program_that_cannot_start_exits_127),
+      cmocka_unit_test(a_program_that_cannot_start_exits_127_or_126),
       cmocka_unit_test(force_keeps_the_old_raw_files_when_the_program_cannot_start),
       cmocka_unit_test(an_empty_output_directory_stays_empty_when_nothing_is_recorded),
       cmocka_unit_test(signals_ignored_by_the_caller_stay_ignored_in_the_program),
