@@ -21,7 +21,7 @@
 
 static atomic_bool api_on, api_seen;
 static atomic_int nvtx_inside;
-static atomic_bool nvtx_seen;
+static atomic_bool nvtx_seen, step_seen;
 static atomic_uint_fast64_t captured, outside[2];
 
 enum { NOT_STARTED = 0, STOPPED = 1 };
@@ -38,6 +38,8 @@ static int reason(void) {
     return atomic_load_explicit(&nvtx_seen, memory_order_relaxed) ? STOPPED : NOT_STARTED;
   case MP_CAPTURE_STEPS:
     if (!mpp_train_step(&step) || step < c->first) return NOT_STARTED;
+    if (!atomic_load_explicit(&step_seen, memory_order_relaxed))
+      atomic_store_explicit(&step_seen, true, memory_order_relaxed);
     return step > c->last ? STOPPED : -1;
   default:
     return -1;
@@ -96,6 +98,11 @@ void mpp_capture_write(struct mpp_jw *w) {
   }
   mpp_jw_key(w, MP_RK_CAPTURE.captured);
   mpp_jw_uint(w, atomic_load(&captured));
+  mpp_jw_key(w, MP_RK_CAPTURE.opened);
+  mpp_jw_bool(w, c->mode == MP_CAPTURE_PROFILER_API ? atomic_load(&api_seen)
+                 : c->mode == MP_CAPTURE_NVTX       ? atomic_load(&nvtx_seen)
+                 : c->mode == MP_CAPTURE_STEPS      ? atomic_load(&step_seen)
+                                                    : true);
   mpp_jw_key(w, MP_RK_CAPTURE.outside);
   mpp_jw_obj(w);
   mpp_jw_key(w, MP_RK_CAPTURE_OUTSIDE.NOT_STARTED);

@@ -565,6 +565,7 @@ static cJSON *capture_json(const mpprof_model *m) {
   cJSON *out = cJSON_AddObjectToObject(o, "outside");
   cJSON_AddItemToObject(out, "not_started", mpprof_json_u64((uint64_t)c.not_started));
   cJSON_AddItemToObject(out, "stopped", mpprof_json_u64((uint64_t)c.stopped));
+  cJSON_AddItemToObject(o, "never_opened", mpprof_json_u64(c.never_opened));
   char sentence[512];
   mpprof_capture_sentence(&c, sentence, sizeof sentence);
   cJSON_AddItemToObject(o, "message",

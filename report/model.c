@@ -490,6 +490,8 @@ void mpprof_capture_summary(const mpprof_model *m, mpprof_capture_sum *ret) {
       ret->mode = "mixed";
     }
     ret->any = true;
+    ret->procs++;
+    ret->never_opened += p->capture_never_opened;
     ret->captured += p->capture_captured;
     ret->not_started += p->capture_not_started;
     ret->stopped += p->capture_stopped;
@@ -516,10 +518,31 @@ void mpprof_capture_sentence(const mpprof_capture_sum *c, char *buf, size_t n) {
     snprintf(what, sizeof what, "between cudaProfilerStart and cudaProfilerStop");
   else
     snprintf(what, sizeof what, "%s", c->mode);
-  snprintf(buf, n,
-           "capture range %s: %" PRId64 " op calls recorded, %" PRId64
-           " outside it not recorded (%" PRId64 " before it opened, %" PRId64 " after it closed)",
-           what, c->captured, c->not_started + c->stopped, c->not_started, c->stopped);
+  int64_t outside = c->not_started + c->stopped;
+  if (c->never_opened && c->never_opened == c->procs) {
+    /* Where nothing opened it: the call, the range or the step never seen. */
+    char why[80];
+    if (!strcmp(c->mode, "steps") && c->has_steps)
+      snprintf(why, sizeof why, "no op call ran at step %" PRId64 " or later", c->first);
+    else
+      snprintf(why, sizeof why, "%s",
+               !strcmp(c->mode, "cudaProfilerApi") ? "cudaProfilerStart was never called"
+               : !strcmp(c->mode, "nvtx")          ? "no thread pushed that NVTX range"
+                                                   : "no process's range opened");
+    snprintf(buf, n,
+             "capture range %s: it never opened (%s), so none of the %" PRId64
+             " op call%s was recorded",
+             what, why, outside, outside == 1 ? "" : "s");
+    return;
+  }
+  int len = snprintf(buf, n,
+                     "capture range %s: %" PRId64 " op calls recorded, %" PRId64
+                     " outside it not recorded (%" PRId64 " before it opened, %" PRId64
+                     " after it closed)",
+                     what, c->captured, outside, c->not_started, c->stopped);
+  if (c->never_opened && len > 0 && (size_t)len < n)
+    snprintf(buf + len, n - (size_t)len, "; it never opened in %zu of %zu processes",
+             c->never_opened, c->procs);
 }
 
 int64_t mpprof_capture_all_outside(const mpprof_model *m) {

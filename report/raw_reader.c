@@ -1117,6 +1117,8 @@ static int capture_from_header(const cJSON *h, mpprof_process *p, char *err, siz
     p->capture_last = (int64_t)cJSON_GetArrayItem(steps, 1)->valuedouble;
   }
   get_i64(c, MP_RK_CAPTURE.captured, &p->capture_captured);
+  const cJSON *opened = cJSON_GetObjectItemCaseSensitive(c, MP_RK_CAPTURE.opened);
+  p->capture_never_opened = cJSON_IsFalse(opened); /* absent (older files): not known */
   const cJSON *out = cJSON_GetObjectItemCaseSensitive(c, MP_RK_CAPTURE.outside);
   get_i64(out, MP_RK_CAPTURE_OUTSIDE.NOT_STARTED, &p->capture_not_started);
   get_i64(out, MP_RK_CAPTURE_OUTSIDE.STOPPED, &p->capture_stopped);

@@ -163,6 +163,7 @@ typedef struct mpprof_process {
   bool has_capture_steps;
   int64_t capture_first, capture_last;
   int64_t capture_captured, capture_not_started, capture_stopped;
+  bool capture_never_opened; /* "opened": false (the range never opened) */
   /* "timeline" (MP_RAW_TIMELINE); -1: not in the file */
   int64_t max_events, events_dropped, max_ranges, ranges_dropped, kernel_events_dropped;
   size_t n_sites, n_events;
@@ -502,6 +503,8 @@ typedef struct mpprof_capture_sum {
   bool has_steps;
   int64_t first, last;
   int64_t captured, not_started, stopped;
+  size_t procs;        /* processes with a capture range */
+  size_t never_opened; /* of those, processes whose range never opened */
 } mpprof_capture_sum;
 void mpprof_capture_summary(const mpprof_model *m, mpprof_capture_sum *ret);
 /* One sentence for the summaries, "" when nothing was left out by a capture range. */

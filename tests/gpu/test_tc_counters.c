@@ -391,9 +391,12 @@ static void concurrent_threads_never_get_another_kernels_verdict(void **state) {
   cJSON_Delete(raw);
 }
 
+/* (=0 and =off are MPPROF_TC_COUNTERS's "not asked": profiler_e2e
+ * an_option_takes_what_its_variable_takes) */
 static void a_bad_tc_counters_value_is_a_usage_error(void **state) {
   (void)state;
-  const char *bad[] = {"--tc-counters=0", "--tc-counters=x", "--tc-counters=-3"};
+  const char *bad[] = {"--tc-counters=", "--tc-counters=x", "--tc-counters=-3",
+                       "--tc-counters=2nd"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char *argv[] = {(char *)mpprof,    "-o", (char *)outdir("bad"), (char *)bad[i],
                     (char *)mlp_train, NULL};

@@ -175,6 +175,7 @@ static void cuda_profiler_api_records_only_between_start_and_stop(void **state) 
   assert_int_equal(steps_in(rep, &calls), (1u << 2) | (1u << 3) | (1u << 5));
   assert_int_equal(calls, 6);
   check_capture(rep, "cudaProfilerApi", 6, 4, 6);
+  assert_int_equal(num(capture(rep), "never_opened"), 0);
   char *log = log_of("api");
   assert_non_null(strstr(log, "capture range between cudaProfilerStart and cudaProfilerStop: 6 op "
                               "calls recorded, 10 outside it not recorded"));
@@ -219,6 +220,7 @@ static void steps_records_only_the_steps_asked_for(void **state) {
   assert_int_equal(steps_in(rep, &calls), (1u << 1) | (1u << 2));
   assert_int_equal(calls, 4);
   check_capture(rep, "steps", 4, 2, 10);
+  assert_int_equal(num(capture(rep), "never_opened"), 0);
   const cJSON *steps = cJSON_GetObjectItem(capture(rep), "steps");
   assert_int_equal(cJSON_GetArrayItem(steps, 0)->valuedouble, 1);
   assert_int_equal(cJSON_GetArrayItem(steps, 1)->valuedouble, 2);
@@ -229,22 +231,43 @@ static void steps_records_only_the_steps_asked_for(void **state) {
   free(d);
 }
 
-/* A window nothing ran in: the report says so, not "no CUDA matrix ops were called". */
+/* A window nothing ran in: the report says so, not "no CUDA matrix ops were
+ * called", and a range that never opened is named as such, with why (it was
+ * "16 before it opened", as if it had). */
 static void a_window_without_calls_says_they_ran_outside_it(void **state) {
   (void)state;
-  char *d;
-  const char *opts[] = {"--steps", "100:200", NULL};
-  assert_int_equal(profile("empty", opts, &d), 0);
-  cJSON *rep = report_of(d);
-  check_capture(rep, "steps", 0, 16, 0);
-  const char *msg =
-      cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "summary"), "message")->valuestring;
-  assert_non_null(strstr(msg, "inside the capture range (16 ran outside it)"));
-  char *log = log_of("empty");
-  assert_non_null(strstr(log, "no CUDA matrix op ran inside the capture range"));
-  free(log);
-  cJSON_Delete(rep);
-  free(d);
+  const struct {
+    const char *name, *opts[5], *mode, *sentence;
+  } runs[] = {
+      {"empty",
+       {"--steps", "100:200", NULL},
+       "steps",
+       "capture range steps 100 to 200: it never opened (no op call ran at step 100 or later), "
+       "so none of the 16 op calls was recorded"},
+      {"empty_nvtx",
+       {"--capture-range", "nvtx", "--nvtx-capture", "never_pushed", NULL},
+       "nvtx",
+       "capture range inside NVTX ranges \"never_pushed\": it never opened (no thread pushed "
+       "that NVTX range), so none of the 16 op calls was recorded"},
+  };
+  for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+    char *d;
+    assert_int_equal(profile(runs[i].name, runs[i].opts, &d), 0);
+    cJSON *rep = report_of(d);
+    check_capture(rep, runs[i].mode, 0, 16, 0);
+    assert_int_equal(num(capture(rep), "never_opened"), 1);
+    assert_string_equal(cJSON_GetObjectItem(capture(rep), "message")->valuestring,
+                        runs[i].sentence);
+    const char *msg =
+        cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "summary"), "message")->valuestring;
+    assert_non_null(strstr(msg, "inside the capture range (16 ran outside it)"));
+    char *log = log_of(runs[i].name);
+    assert_non_null(strstr(log, "no CUDA matrix op ran inside the capture range"));
+    assert_non_null(strstr(log, runs[i].sentence));
+    free(log);
+    cJSON_Delete(rep);
+    free(d);
+  }
 }
 
 static void bad_values_are_one_line_and_exit_2(void **state) {
