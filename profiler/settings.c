@@ -13,7 +13,8 @@
 #define LIB "libmpprof"
 #define PHASE_WORDS "comma-separated words of NVTX range names that mark the phase"
 static const mpp_setting settings[] = {
-    {"MPPROF_OUT", MPP_SK_FREE, 0, 0, 0, LIB, "the output directory (default mpprof-out)"},
+    {"MPPROF_OUT", MPP_SK_FREE, 0, 0, 0, LIB,
+     "the output directory (default mpprof-out; mpprof run: -o when -o is not given)"},
     {"MPPROF_DISABLE", MPP_SK_FREE, 0, 0, 0, LIB, "any value but 0: every hook passes through"},
     {"MPPROF_SCAN", MPP_SK_SCAN, 0, 0, 0, LIB, NULL},
     {"MPPROF_SAMPLE", MPP_SK_SAMPLE, 1, MPP_SET_COUNT_MAX, 0, LIB, NULL},

@@ -71,8 +71,8 @@ static void usage(FILE *f) {
         "                    [--shadow[=N]] [--shadow-max-mb MB] [--shadow-max-rel X]\n"
         "                    [--] PROGRAM ARGS...\n"
         "  -o, --output DIR   where raw files and the report go\n"
-        "                     (default: a new mpprof-<program>-<date>[-N] in the current\n"
-        "                     directory)\n"
+        "                     (default: $MPPROF_OUT when set, else a new\n"
+        "                     mpprof-<program>-<date>[-N] in the current directory)\n"
         "  --force            use DIR even when it is not empty (its old raw files are removed)\n"
         "  --scan MODE        which tensors are scanned: all (default), outputs, none\n"
         "  --sample N|auto    scan every Nth call of each op site; auto (default): every call\n"
@@ -824,6 +824,10 @@ int mpprof_cmd_run(int argc, char **argv) {
 
   char outbuf[PATH_MAX];
   bool made_default = false;
+  /* MPPROF_OUT in the environment stands for -o, as the other variables
+   * stand for their options (it would otherwise be replaced silently). */
+  const char *env_out = getenv("MPPROF_OUT");
+  if (!o.out && env_out && *env_out) o.out = env_out;
   if (!o.out) {
     default_out(outbuf, sizeof outbuf, o.argv[0]);
     made_default = mpprof_mkdir_fresh(outbuf, sizeof outbuf);

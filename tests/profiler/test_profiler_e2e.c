@@ -1019,6 +1019,33 @@ static void an_option_takes_what_its_variable_takes(void **state) {
   }
 }
 
+/* MPPROF_OUT in mpprof's environment stands for -o, as the other variables
+ * stand for their options (it was replaced by a new mpprof-PROG-DATE
+ * directory, silently); -o wins over it, and a non-empty one is refused. */
+static void mpprof_out_in_the_environment_is_the_default_output(void **state) {
+  (void)state;
+  char envdir[4300], optdir[4300], env[4400], report[4400];
+  snprintf(envdir, sizeof envdir, "%s", outdir("env_out"));
+  snprintf(optdir, sizeof optdir, "%s", outdir("opt_out"));
+  snprintf(env, sizeof env, "MPPROF_OUT=%s", envdir);
+  const char *envv[] = {env, NULL};
+  char *argv[] = {(char *)mpprof, (char *)testprog, "gemmex", "1", NULL};
+  result r = run(argv, envv);
+  assert_int_equal(r.status, 0);
+  free(r.out);
+  snprintf(report, sizeof report, "%s/report.json", envdir);
+  assert_int_equal(access(report, F_OK), 0);
+  r = run(argv, envv); /* now not empty */
+  assert_int_equal(r.status, 2);
+  free(r.out);
+  char *with_o[] = {(char *)mpprof, "-o", optdir, (char *)testprog, "gemmex", "1", NULL};
+  r = run(with_o, envv);
+  assert_int_equal(r.status, 0);
+  free(r.out);
+  snprintf(report, sizeof report, "%s/report.json", optdir);
+  assert_int_equal(access(report, F_OK), 0);
+}
+
 /* -o '' is a usage error naming the option (it was "cannot create :
  * Invalid argument"), and the program does not run. */
 static void an_empty_output_name_is_a_usage_error(void **state) {
@@ -1242,6 +1269,7 @@ int main(void) {
       cmocka_unit_test(a_bad_setting_in_the_environment_is_refused_before_the_program_runs),
       cmocka_unit_test(an_empty_output_name_is_a_usage_error),
       cmocka_unit_test(an_option_takes_what_its_variable_takes),
+      cmocka_unit_test(mpprof_out_in_the_environment_is_the_default_output),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
