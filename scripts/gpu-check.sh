@@ -149,9 +149,9 @@ if [ -z "$B" ] || ! { [ -e "$B/profiler/libmpprof.so" ] && [ -e "$B/tests/gpu/de
       -o "$B/kernels/mpprof_scan.fatbin" "$ROOT/kernels/device.cu" &&
     python3 "$ROOT/kernels/embed_fatbin.py" "$B/kernels/mpprof_scan.fatbin" "$B/kernels/mpprof_scan_fatbin.c" &&
     tmo "$(left 90)" gcc $CF -shared -fPIC -fvisibility=hidden -o "$B/profiler/libmpprof.so" \
-      "$ROOT"/profiler/*.c "$ROOT"/profiler/hooks/*.c "$ROOT"/profiler/gpu/*.c "$ROOT"/analysis/*.c \
+      "$ROOT"/profiler/*.c "$ROOT"/profiler/hooks/*.c "$ROOT"/profiler/gpu/*.c "$ROOT"/analysis/*.c "$ROOT"/common/*.c \
       "$B/kernels/mpprof_scan_fatbin.c" -Wl,--version-script="$ROOT/profiler/libmpprof.map" \
-      -ldl -lpthread -lm &&
+      -Wl,--no-undefined -ldl -lpthread -lm &&
     tmo "$(left 60)" gcc $CF -o "$B/tests/gpu/devscan_check" "$ROOT/tests/gpu/devscan_check.c" \
       "$ROOT/tests/gpu/scan_data.c" "$ROOT"/profiler/gpu/{cuda_driver,devscan,scan_plan}.c \
       "$ROOT"/analysis/*.c "$B/kernels/mpprof_scan_fatbin.c" -ldl -lpthread -lm &&

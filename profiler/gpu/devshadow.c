@@ -216,7 +216,13 @@ static sh_ctx *ctx_of(const mpp_cu_api *cu, CUstream stream, int *rc) {
   }
   if (!cs->tried) {
     cs->tried = true;
+    /* The stream, events and handle belong to the stream's context, which
+     * need not be the current one (as in devscan.c's ctx_lookup). */
+    CUcontext cur = NULL;
+    bool switched = cu->ctx_current && cu->ctx_current(&cur) == CUDA_SUCCESS && cur != ctx &&
+                    cu->ctx_push && cu->ctx_push(ctx) == CUDA_SUCCESS;
     cs->rc = init_ctx(cu, cs);
+    if (switched && cu->ctx_pop) cu->ctx_pop(&cur);
     cs->ready = cs->rc == 0;
   }
   *rc = cs->rc;
