@@ -61,6 +61,7 @@
   X(cuptiProfilerGetCounterAvailability, availability,                                             \
     CUpti_Profiler_GetCounterAvailability_Params)                                                  \
   X(cuptiProfilerHostInitialize, host_init, mpp_host_initialize_params)                            \
+  X(cuptiProfilerHostDeinitialize, host_deinit, mpp_host_deinitialize_params)                      \
   X(cuptiProfilerHostConfigAddMetrics, host_add, mpp_host_config_add_metrics_params)               \
   X(cuptiProfilerHostGetConfigImageSize, host_config_size, mpp_host_get_config_image_size_params)  \
   X(cuptiProfilerHostGetConfigImage, host_config, mpp_host_get_config_image_params)                \
@@ -89,7 +90,8 @@ static struct {
 /* Tensor-pipe metrics per chip (cuptiDeviceGetChipName), from DESIGN.md /
  * cuda-facts.md. Instruction counts first; cycle counts catch a pipe that
  * issues no counted instruction class. A kernel used Tensor Cores when any
- * accepted metric is > 0. Names a chip does not know are dropped one by one. */
+ * accepted metric is > 0. Names a chip does not know are dropped one by one
+ * (on a fresh host object each time: see add_metrics). */
 typedef struct chip_metrics {
   const char *prefix; /* chip name or prefix (GA10 = GA102..GA107) */
   const char *metrics[MPP_TC_MAX_METRICS];
@@ -265,6 +267,42 @@ static bool enable_object(CUcontext ctx) {
   return true;
 }
 
+/* Adds cm's metrics to g_host one at a time, keeping those the chip
+ * accepts. The real host object refuses every later add once one name was
+ * refused (CUPTI_ERROR_UNKNOWN: seen with libcupti 13's host API, GA102
+ * refusing ..._dmma.sum), so after a refusal g_host is made again (hi) with
+ * the names kept so far. false (unavailable set) when that fails. */
+static bool add_metrics(const chip_metrics *cm, mpp_host_initialize_params *hi) {
+  for (int i = 0; i < MPP_TC_MAX_METRICS && cm->metrics[i]; i++) {
+    mpp_host_config_add_metrics_params am = {.structSize = MPP_HOST_CONFIG_ADD_METRICS_PARAMS_SIZE};
+    am.pHostObject = g_host;
+    const char *one[1] = {cm->metrics[i]};
+    am.ppMetricNames = one;
+    am.numMetrics = 1;
+    if (api.host_add(&am) == CUPTI_SUCCESS) {
+      g_metrics[g_nmetrics++] = cm->metrics[i];
+      continue;
+    }
+    mpp_log(1, "--tc-counters: chip %s does not know %s: not used", g_chip, cm->metrics[i]);
+    mpp_host_deinitialize_params hd = {.structSize = MPP_HOST_DEINITIALIZE_PARAMS_SIZE};
+    hd.pHostObject = g_host;
+    CUptiResult r = api.host_deinit(&hd);
+    g_host = NULL;
+    if (r != CUPTI_SUCCESS) return set_unavailable(NULL, tc_sym_host_deinit, r), false;
+    hi->pHostObject = NULL;
+    if ((r = api.host_init(hi)) != CUPTI_SUCCESS)
+      return set_unavailable(NULL, tc_sym_host_init, r), false;
+    g_host = hi->pHostObject;
+    if (!g_nmetrics) continue;
+    am.pHostObject = g_host;
+    am.ppMetricNames = g_metrics;
+    am.numMetrics = (size_t)g_nmetrics;
+    if ((r = api.host_add(&am)) != CUPTI_SUCCESS)
+      return set_unavailable(NULL, tc_sym_host_add, r), false;
+  }
+  return true;
+}
+
 /* The one-time setup; runs on the first sampled call's thread with g_busy held. */
 static bool init(void) {
   if (strcmp(mpp_cupti_status(), "ok")) {
@@ -348,17 +386,7 @@ static bool init(void) {
   }
   g_host = hi.pHostObject;
 
-  for (int i = 0; i < MPP_TC_MAX_METRICS && cm->metrics[i]; i++) {
-    mpp_host_config_add_metrics_params am = {.structSize = MPP_HOST_CONFIG_ADD_METRICS_PARAMS_SIZE};
-    am.pHostObject = g_host;
-    const char *one[1] = {cm->metrics[i]};
-    am.ppMetricNames = one;
-    am.numMetrics = 1;
-    if (api.host_add(&am) == CUPTI_SUCCESS)
-      g_metrics[g_nmetrics++] = cm->metrics[i];
-    else
-      mpp_log(1, "--tc-counters: chip %s does not know %s: not used", g_chip, cm->metrics[i]);
-  }
+  if (!add_metrics(cm, &hi)) return false;
   if (!g_nmetrics) {
     char why[160];
     snprintf(why, sizeof why, "chip %s accepted none of its Tensor Core metrics", g_chip);

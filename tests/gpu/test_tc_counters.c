@@ -211,6 +211,27 @@ static void ga100_metrics_decide_fp16_gemms_too(void **state) {
   cJSON_Delete(raw);
 }
 
+/* GA102 has no FP64 tensor pipe: CUPTI refuses ..._dmma.sum, and the real
+ * host object then refuses every later name too, so mpprof makes it again:
+ * the metric after the refused one is still used (it was lost). */
+static void a_refused_metric_does_not_cost_the_ones_after_it(void **state) {
+  (void)state;
+  const char *env[] = {"SIMCUDA_CHIP=GA102", NULL};
+  const char *dir = outdir("ga102");
+  run_mlp(dir, "fp16", "2", "--tc-counters", env);
+  cJSON *raw = load_raw(dir);
+  assert_string_equal(str(raw, "tc_counters.status"), "ok");
+  assert_string_equal(str(raw, "tc_counters.chip"), "GA102");
+  assert_string_equal(str(raw, "tc_counters.metrics.0"),
+                      "sm__inst_executed_pipe_tensor_op_hmma.sum");
+  assert_string_equal(str(raw, "tc_counters.metrics.1"),
+                      "sm__inst_executed_pipe_tensor_op_imma.sum");
+  assert_string_equal(str(raw, "tc_counters.metrics.2"), "sm__pipe_tensor_cycles_active.sum");
+  assert_null(get(raw, "tc_counters.metrics.3"));
+  check_raw_kernels(raw, 1, 1);
+  cJSON_Delete(raw);
+}
+
 /* The fp32 SGEMM is named ..._ffma_... (name rules: CUDA cores). When the
  * (simulated) counters say its tensor pipe was busy, the counters win. */
 static void counters_override_a_misleading_kernel_name(void **state) {
@@ -427,6 +448,7 @@ int main(void) {
       cmocka_unit_test(tf32_gemms_are_on_tensor_cores_by_counters),
       cmocka_unit_test(fp32_gemms_are_off_tensor_cores_by_counters),
       cmocka_unit_test(ga100_metrics_decide_fp16_gemms_too),
+      cmocka_unit_test(a_refused_metric_does_not_cost_the_ones_after_it),
       cmocka_unit_test(counters_override_a_misleading_kernel_name),
       cmocka_unit_test(a_cupti_that_configures_an_object_once_gets_a_fresh_object_per_call),
       cmocka_unit_test(insufficient_privileges_leave_a_complete_report_decided_by_names),

@@ -65,10 +65,10 @@ const std::vector<chip_info> &chips() {
        {"sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_imma.sum",
         "sm__inst_executed_pipe_tensor_op_dmma.sum", "sm__pipe_tensor_op_hmma_cycles_active.sum",
         "sm__pipe_tensor_cycles_active.sum"}},
+      /* no FP64 tensor pipe: libcupti 13's host API refuses ..._dmma.sum for GA102 */
       {"GA102",
        {"sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_imma.sum",
-        "sm__inst_executed_pipe_tensor_op_dmma.sum", "sm__pipe_tensor_op_hmma_cycles_active.sum",
-        "sm__pipe_tensor_cycles_active.sum"}},
+        "sm__pipe_tensor_op_hmma_cycles_active.sum", "sm__pipe_tensor_cycles_active.sum"}},
       {"GH100",
        {"sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_gmma.sum",
         "sm__inst_executed_pipe_tensor_op_dmma.sum", "sm__pipe_tensor_op_hmma_cycles_active.sum",
@@ -127,6 +127,7 @@ constexpr char CONFIG_MAGIC[8] = {'S', 'I', 'M', 'C', 'C', 'F', 'G', '1'};
 struct host_object {
   const chip_info *chip;
   std::vector<std::string> metrics;
+  bool refused; /* a name was refused: every later add fails, as libcupti 13's does */
 };
 
 enum class rp_state { enabled, configured, started, stopped };
@@ -287,7 +288,7 @@ SIM_API CUptiResult cuptiProfilerHostInitialize(CUpti_Profiler_Host_Initialize_P
     return CUPTI_ERROR_INVALID_PARAMETER;
   const chip_info *c = find_chip(p->pChipName);
   if (!c) return CUPTI_ERROR_INVALID_CHIP_NAME;
-  p->pHostObject = reinterpret_cast<CUpti_Profiler_Host_Object *>(new host_object{c, {}});
+  p->pHostObject = reinterpret_cast<CUpti_Profiler_Host_Object *>(new host_object{c, {}, false});
   return CUPTI_SUCCESS;
 }
 
@@ -305,11 +306,18 @@ cuptiProfilerHostConfigAddMetrics(CUpti_Profiler_Host_ConfigAddMetrics_Params *p
       !p->ppMetricNames || !p->numMetrics)
     return CUPTI_ERROR_INVALID_PARAMETER;
   auto *h = reinterpret_cast<host_object *>(p->pHostObject);
+  /* The real host object (libcupti 13, host API run without a GPU): an
+   * unknown name gives CUPTI_ERROR_INVALID_PARAMETER, and from then on every
+   * add on that object gives CUPTI_ERROR_UNKNOWN, known names included. */
+  if (h->refused) return CUPTI_ERROR_UNKNOWN;
   for (size_t i = 0; i < p->numMetrics; i++) {
     bool known = false;
     for (const auto &m : h->chip->metrics)
       known |= p->ppMetricNames[i] && m == p->ppMetricNames[i];
-    if (!known) return CUPTI_ERROR_INVALID_METRIC_NAME;
+    if (!known) {
+      h->refused = true;
+      return CUPTI_ERROR_INVALID_PARAMETER;
+    }
   }
   for (size_t i = 0; i < p->numMetrics; i++)
     h->metrics.emplace_back(p->ppMetricNames[i]);
