@@ -75,6 +75,11 @@
   X(cuStreamWaitEvent, stream_wait_event, 3020, CUresult, (CUstream, CUevent, unsigned))           \
   X(cuMemAllocAsync, mem_alloc_async, 11020, CUresult, (CUdeviceptr *, size_t, CUstream))          \
   X(cuMemFreeAsync, mem_free_async, 11020, CUresult, (CUdeviceptr, CUstream))                      \
+  X(cuMemPoolCreate, mem_pool_create, 11020, CUresult, (CUmemoryPool *, const CUmemPoolProps *))   \
+  X(cuMemPoolSetAttribute, mem_pool_set_attr, 11020, CUresult,                                     \
+    (CUmemoryPool, CUmemPool_attribute, void *))                                                   \
+  X(cuMemAllocFromPoolAsync, mem_alloc_pool_async, 11020, CUresult,                                \
+    (CUdeviceptr *, size_t, CUmemoryPool, CUstream))                                               \
   /* used by the standalone checks (tests/gpu/devscan_check.c), not by hooks */                    \
   X(cuDevicePrimaryCtxRetain, primary_ctx_retain, 7000, CUresult, (CUcontext *, CUdevice))         \
   X(cuMemcpyHtoD, memcpy_htod, 3020, CUresult, (CUdeviceptr, const void *, size_t))                \

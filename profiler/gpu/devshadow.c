@@ -3,8 +3,9 @@
  * by shadow_plan.c, on a private stream and cuBLAS handle of the op's context.
  *
  * Per shadowed call, on the op's own stream right after the op:
- * stream-ordered work memory (cuMemAllocAsync, freed on the private stream
- * when the work is done) and one launch of mpp_shadow_copy, which copies the
+ * stream-ordered work memory (cuMemAllocFromPoolAsync from a pool of
+ * mpprof's own, freed on the private stream when the work is done) and one
+ * launch of mpp_shadow_copy, which copies the
  * operands (and the bias) as the op read them (of mpp_shadow_gather for a
  * convolution: its implicit GEMM's operands, gathered from its tensors).
  * Then on the private stream, behind an event recorded on the op's stream
@@ -56,6 +57,12 @@ typedef struct sh_ctx {
   CUevent after_op[JOBS], done[JOBS];
   unsigned grid_cap;   /* blocks of quant/amax/err launches */
   CUdeviceptr out_dev; /* g_out as this context addresses it */
+  /* Work memory: a pool of mpprof's own, not the device's default pool the
+   * program may allocate from, with reuse across streams through inserted
+   * dependencies off: an allocation on the op's stream never waits for the
+   * private stream's work on a block freed there (the default pool allows
+   * it: CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES, cuda.h). */
+  CUmemoryPool pool;
 } sh_ctx;
 
 /* What the device writes for one job: in pinned, mapped host memory. */
@@ -161,9 +168,10 @@ static bool kernels(void) {
 /* Stream, events, cuBLAS handle and the mapped results of the current
  * context (cs->ctx). */
 static int init_ctx(const mpp_cu_api *cu, sh_ctx *cs) {
-  if (!cu->stream_create || !cu->stream_wait_event || !cu->mem_alloc_async || !cu->mem_free_async ||
-      !cu->event_create || !cu->event_record || !cu->event_query || !cu->memset_d8_async ||
-      !cu->memcpy_dtoh_async || !cu->mem_host_alloc || !cu->mem_host_device_ptr || !cu->launch)
+  if (!cu->stream_create || !cu->stream_wait_event || !cu->mem_alloc_pool_async ||
+      !cu->mem_free_async || !cu->mem_pool_create || !cu->mem_pool_set_attr || !cu->event_create ||
+      !cu->event_record || !cu->event_query || !cu->memset_d8_async || !cu->memcpy_dtoh_async ||
+      !cu->mem_host_alloc || !cu->mem_host_device_ptr || !cu->launch)
     return -ENOSYS;
   if (!g_out) {
     void *h = NULL;
@@ -179,6 +187,20 @@ static int init_ctx(const mpp_cu_api *cu, sh_ctx *cs) {
   if (cu->ctx_device && cu->ctx_device(&dev) == CUDA_SUCCESS && cu->device_attr)
     cu->device_attr(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
   cs->grid_cap = grid_cap_of(sms);
+  CUmemPoolProps props;
+  memset(&props, 0, sizeof props);
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = (int)dev;
+  int off = 0;
+  if (cu->mem_pool_create(&cs->pool, &props) != CUDA_SUCCESS) {
+    cs->pool = NULL;
+    return -ENODEV;
+  }
+  if (cu->mem_pool_set_attr(cs->pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES, &off) !=
+      CUDA_SUCCESS)
+    return -ENODEV;
   if (cu->stream_create(&cs->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) return -ENODEV;
   for (int j = 0; j < JOBS; j++)
     if (cu->event_create(&cs->after_op[j], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
@@ -363,7 +385,7 @@ static int enqueue(void *stream, const mp_shadow_gemm *g, const mp_shadow_conv *
   mp_shadow_gemm snap; /* g reading the copies */
   if (cs && rc == 0) {
     mpp_cupti_push(MPP_OWN_OP_ID);
-    if (cu->mem_alloc_async(&mem, l.total, (CUstream)stream) != CUDA_SUCCESS) {
+    if (cu->mem_alloc_pool_async(&mem, l.total, cs->pool, (CUstream)stream) != CUDA_SUCCESS) {
       rc = -EIO;
     } else {
       void *dst[MPP_SH_COPY_PIECES];

@@ -271,6 +271,12 @@ static void check_matches_host(const gemm *g) {
   assert_ptr_not_equal(last_stream, s);
   assert_int_equal(((long (*)(void))fake("libcuda.so.1", "fakecuda_async_live"))(), 0);
   assert_int_equal(FAKE_INT("libcuda.so.1", "fakecuda_unrecorded_waits"), 0);
+  /* work memory from mpprof's own pool, never the program's default pool, and
+   * never reused through a dependency on the private stream */
+  long (*fake_long)(void) = (long (*)(void))fake("libcuda.so.1", "fakecuda_default_pool_allocs");
+  assert_int_equal(fake_long(), 0);
+  fake_long = (long (*)(void))fake("libcuda.so.1", "fakecuda_pool_allocs_with_internal_deps");
+  assert_int_equal(fake_long(), 0);
 
   /* expected: the host path's candidate outputs of the same two calls */
   size_t mn = (size_t)(g->m * g->n * g->batch);

@@ -319,10 +319,62 @@ static std::atomic<long> g_async_live; /* cuMemAllocAsync blocks not yet freed *
 API long fakecuda_async_live(void) {
   return g_async_live;
 }
+/* cuMemAllocAsync takes the device's default pool, the program's: mpprof
+ * allocates from a pool of its own (counted apart). */
+static std::atomic<long> g_default_pool_allocs;
+API long fakecuda_default_pool_allocs(void) {
+  return g_default_pool_allocs;
+}
 static CUresult CUDAAPI f_alloc_async(CUdeviceptr *p, size_t n, CUstream) {
   CUresult r = f_alloc(p, n);
-  if (r == CUDA_SUCCESS) g_async_live++;
+  if (r == CUDA_SUCCESS) g_async_live++, g_default_pool_allocs++;
   return r;
+}
+/* Pools: a token each; the internal-dependency reuse attribute as set (the
+ * driver's default: 1); allocations only from a created pool. */
+struct fake_pool {
+  int internal_deps = 1;
+  long allocs = 0;
+};
+static std::mutex g_pool_mu;
+static std::vector<fake_pool *> g_pools;
+static CUresult CUDAAPI f_pool_create(CUmemoryPool *pool, const CUmemPoolProps *props) {
+  t_calls++;
+  if (!pool || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+      props->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> l(g_pool_mu);
+  g_pools.push_back(new fake_pool);
+  *pool = (CUmemoryPool)g_pools.back();
+  return CUDA_SUCCESS;
+}
+static bool known_pool(CUmemoryPool pool) {
+  std::lock_guard<std::mutex> l(g_pool_mu);
+  for (fake_pool *p : g_pools)
+    if ((CUmemoryPool)p == pool) return true;
+  return false;
+}
+static CUresult CUDAAPI f_pool_set_attr(CUmemoryPool pool, CUmemPool_attribute attr, void *v) {
+  t_calls++;
+  if (!known_pool(pool) || !v) return CUDA_ERROR_INVALID_VALUE;
+  if (attr == CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES)
+    ((fake_pool *)pool)->internal_deps = *(int *)v;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI f_alloc_pool_async(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream) {
+  if (!known_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = f_alloc(p, n);
+  if (r == CUDA_SUCCESS) g_async_live++, ((fake_pool *)pool)->allocs++;
+  return r;
+}
+/* Allocations from created pools that reuse blocks through inserted
+ * dependencies (the attribute left on). */
+API long fakecuda_pool_allocs_with_internal_deps(void) {
+  std::lock_guard<std::mutex> l(g_pool_mu);
+  long n = 0;
+  for (fake_pool *p : g_pools)
+    if (p->internal_deps) n += p->allocs;
+  return n;
 }
 static void release(CUdeviceptr p) {
   {
@@ -439,6 +491,9 @@ static const struct {
     {"cuStreamWaitEvent", (void *)f_stream_wait_event},
     {"cuMemAllocAsync", (void *)f_alloc_async},
     {"cuMemFreeAsync", (void *)f_free_async},
+    {"cuMemPoolCreate", (void *)f_pool_create},
+    {"cuMemPoolSetAttribute", (void *)f_pool_set_attr},
+    {"cuMemAllocFromPoolAsync", (void *)f_alloc_pool_async},
     {"cuInit", (void *)f_init},
     {"cuDriverGetVersion", (void *)f_driver_version},
     {"cuDeviceGet", (void *)f_device_get},
