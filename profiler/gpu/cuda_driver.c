@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "profiler/gpu/gpu.h"
 
@@ -194,4 +195,16 @@ int mpp_cuda_device_info(char *ret_name, size_t n, int *ret_cc_major, int *ret_c
   if (ret_cc_major) *ret_cc_major = major;
   if (ret_cc_minor) *ret_cc_minor = minor;
   return 0;
+}
+
+void *mpp_cu_mapped_host(const mpp_cu_api *cu, size_t bytes) {
+  if (!cu->mem_host_register || !bytes) return NULL;
+  void *h = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (h == MAP_FAILED) return NULL;
+  if (cu->mem_host_register(h, bytes, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP) !=
+      CUDA_SUCCESS) {
+    munmap(h, bytes);
+    return NULL;
+  }
+  return h;
 }

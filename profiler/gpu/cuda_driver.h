@@ -54,6 +54,7 @@
   X(cuMemAllocHost, mem_alloc_host, 3020, CUresult, (void **, size_t))                             \
   X(cuMemFreeHost, mem_free_host, 2000, CUresult, (void *))                                        \
   X(cuMemHostAlloc, mem_host_alloc, 2020, CUresult, (void **, size_t, unsigned))                   \
+  X(cuMemHostRegister, mem_host_register, 6050, CUresult, (void *, size_t, unsigned))              \
   X(cuMemHostGetDevicePointer, mem_host_device_ptr, 3020, CUresult,                                \
     (CUdeviceptr *, void *, unsigned))                                                             \
   X(cuMemcpyHtoDAsync, memcpy_htod_async, 3020, CUresult,                                          \
@@ -98,6 +99,14 @@ typedef struct mpp_cu_api {
 const mpp_cu_api *mpp_cu(void);
 /* Driver version (e.g. 13000) or 0 when no driver. */
 int mpp_cuda_driver_version(void);
+
+/* bytes of zeroed host memory of mpprof's own, page-locked for every context
+ * and mapped into the device (cuMemHostRegister, PORTABLE | DEVICEMAP), or
+ * NULL. Not cuMemHostAlloc: the context that made such memory frees it when
+ * it is destroyed (cudaDeviceReset, at the end of many programs), under a
+ * poller or exit handler that still reads it; registered memory stays
+ * mpprof's, only its mapping goes. Never freed. */
+void *mpp_cu_mapped_host(const mpp_cu_api *cu, size_t bytes);
 
 /* While another thread captures a CUDA graph in the default (global) mode,
  * "potentially unsafe" calls from any thread in global mode (cuEventQuery,

@@ -130,15 +130,13 @@ static bool load_kernel(const mpp_cu_api *cu, ctx_state *cs, CUdeviceptr *ret_gl
   return bytes == sizeof(mpp_scan_ctx);
 }
 
-/* The ring, once per process: portable (every context may use it) and mapped. */
+/* The ring, once per process: portable (every context may use it), mapped,
+ * and mpprof's own memory (mpp_cu_mapped_host: it outlives a context reset). */
 static bool alloc_ring(const mpp_cu_api *cu) {
   if (g_ring) return true;
-  void *h = NULL;
   size_t bytes = sizeof(mpp_scan_slot) * RING + sizeof(mpp_scan_ctx) * MAX_CTX;
-  if (cu->mem_host_alloc(&h, bytes, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP) !=
-      CUDA_SUCCESS)
-    return false;
-  memset(h, 0, bytes);
+  void *h = mpp_cu_mapped_host(cu, bytes);
+  if (!h) return false;
   g_ring = h;
   g_staging = (mpp_scan_ctx *)(g_ring + RING);
   return true;
@@ -148,7 +146,7 @@ static bool alloc_ring(const mpp_cu_api *cu) {
  * zeroed accumulators and the kernel's view of them, both written on
  * `stream` ahead of the first scan there (no synchronisation). g_mu held. */
 static bool init_ctx(const mpp_cu_api *cu, ctx_state *cs, CUstream stream) {
-  if (!cu->mem_alloc || !cu->mem_host_alloc || !cu->mem_host_device_ptr || !cu->launch ||
+  if (!cu->mem_alloc || !cu->mem_host_register || !cu->mem_host_device_ptr || !cu->launch ||
       !cu->memset_d8_async || !cu->memcpy_htod_async)
     return false;
   CUdeviceptr global = 0;

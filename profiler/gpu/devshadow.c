@@ -171,16 +171,10 @@ static int init_ctx(const mpp_cu_api *cu, sh_ctx *cs) {
   if (!cu->stream_create || !cu->stream_wait_event || !cu->mem_alloc_pool_async ||
       !cu->mem_free_async || !cu->mem_pool_create || !cu->mem_pool_set_attr || !cu->event_create ||
       !cu->event_record || !cu->event_query || !cu->memset_d8_async || !cu->memcpy_dtoh_async ||
-      !cu->mem_host_alloc || !cu->mem_host_device_ptr || !cu->launch)
+      !cu->mem_host_register || !cu->mem_host_device_ptr || !cu->launch)
     return -ENOSYS;
-  if (!g_out) {
-    void *h = NULL;
-    if (cu->mem_host_alloc(&h, sizeof(sh_out) * JOBS,
-                           CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP) != CUDA_SUCCESS)
-      return -ENODEV;
-    memset(h, 0, sizeof(sh_out) * JOBS);
-    g_out = h;
-  }
+  /* mpprof's own memory (mpp_cu_mapped_host: it outlives a context reset) */
+  if (!g_out && !(g_out = mpp_cu_mapped_host(cu, sizeof(sh_out) * JOBS))) return -ENODEV;
   if (cu->mem_host_device_ptr(&cs->out_dev, g_out, 0) != CUDA_SUCCESS) return -ENODEV;
   CUdevice dev = 0;
   int sms = 0;

@@ -137,6 +137,28 @@ static void poller_delivers_without_a_drain(void **state) {
   free(c);
 }
 
+/* A program that resets its device (cudaDeviceReset, at the end of many
+ * samples) frees the memory its contexts made with cuMemHostAlloc. The ring
+ * the poller and the exit drain read is mpprof's own memory, registered
+ * (cuMemHostRegister), so it stays readable: reading a ring made by
+ * cuMemHostAlloc there was a crash of the program. Run last: the fake's
+ * contexts are gone after it. */
+static void a_device_reset_does_not_take_the_ring_away(void **state) {
+  (void)state;
+  float x[64];
+  for (int i = 0; i < 64; i++)
+    x[i] = (float)i;
+  mp_view v = {MP_FP32, x, 64, 1, 64, 1, 0};
+  collect *c = calloc(1, sizeof *c);
+  mp_stats_init(&c->stats, MP_FP32);
+  assert_int_equal(mpp_devscan_enqueue(NULL, &v, sink, c), 0);
+  assert_true(((long (*)(void))fake("fakecuda_host_registered"))() > 0);
+  ((void (*)(void))fake("fakecuda_destroy_contexts"))();
+  mpp_devscan_drain();
+  assert_int_equal(__atomic_load_n(&c->calls, __ATOMIC_SEQ_CST), 1);
+  free(c);
+}
+
 static void full_ring_says_ebusy_and_recovers(void **state) {
   (void)state;
   void (*hold)(int) = (void (*)(int))fake("fakecuda_hold");
@@ -370,6 +392,7 @@ int main(void) {
       cmocka_unit_test(bad_views_are_refused),
       cmocka_unit_test(scans_run_in_relaxed_capture_mode_and_restore_the_callers),
       cmocka_unit_test(driver_entry_points_are_asked_for_the_abi_they_are_called_with),
+      cmocka_unit_test(a_device_reset_does_not_take_the_ring_away), /* last */
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

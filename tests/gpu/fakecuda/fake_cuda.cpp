@@ -30,6 +30,7 @@
 #include <mutex>
 #include <vector>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <cuda.h>
 
@@ -279,11 +280,38 @@ static CUresult CUDAAPI f_alloc_host(void **p, size_t n) {
   *p = calloc(1, n);
   return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
+/* cuMemHostAlloc memory belongs to the context: fakecuda_destroy_contexts()
+ * takes it away (unreadable), as cuCtxDestroy / cudaDeviceReset free it. */
+static std::mutex g_host_mu;
+static std::map<uintptr_t, size_t> g_host_allocs;
 static CUresult CUDAAPI f_host_alloc(void **p, size_t n, unsigned) {
   t_calls++;
   unsafe_call();
-  *p = calloc(1, n);
-  return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+  void *h = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (h == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard<std::mutex> l(g_host_mu);
+  g_host_allocs[(uintptr_t)h] = n;
+  *p = h;
+  return CUDA_SUCCESS;
+}
+API void fakecuda_destroy_contexts(void) {
+  std::lock_guard<std::mutex> l(g_host_mu);
+  for (auto &a : g_host_allocs)
+    mprotect((void *)a.first, a.second, PROT_NONE);
+}
+/* cuMemHostRegister: the caller's memory, only flags checked (the mapping
+ * needs DEVICEMAP; every context may use it with PORTABLE). */
+static std::atomic<long> g_registered;
+API long fakecuda_host_registered(void) {
+  return g_registered;
+}
+static CUresult CUDAAPI f_host_register(void *p, size_t n, unsigned flags) {
+  t_calls++;
+  unsafe_call();
+  if (!p || !n || !(flags & CU_MEMHOSTREGISTER_DEVICEMAP) || !(flags & CU_MEMHOSTREGISTER_PORTABLE))
+    return CUDA_ERROR_INVALID_VALUE;
+  g_registered++;
+  return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI f_host_device_ptr(CUdeviceptr *d, void *p, unsigned) {
   t_calls++;
@@ -297,6 +325,15 @@ static CUresult CUDAAPI f_htod_async(CUdeviceptr dst, const void *src, size_t n,
 }
 static CUresult CUDAAPI f_free_host(void *p) {
   t_calls++;
+  {
+    std::lock_guard<std::mutex> l(g_host_mu);
+    auto it = g_host_allocs.find((uintptr_t)p);
+    if (it != g_host_allocs.end()) {
+      munmap(p, it->second);
+      g_host_allocs.erase(it);
+      return CUDA_SUCCESS;
+    }
+  }
   free(p);
   return CUDA_SUCCESS;
 }
@@ -507,6 +544,7 @@ static const struct {
     {"cuLibraryGetKernel", (void *)f_library_kernel},
     {"cuLibraryGetGlobal", (void *)f_library_global},
     {"cuMemHostAlloc", (void *)f_host_alloc},
+    {"cuMemHostRegister", (void *)f_host_register},
     {"cuMemHostGetDevicePointer", (void *)f_host_device_ptr},
     {"cuMemcpyHtoDAsync", (void *)f_htod_async},
     {"cuLaunchKernel", (void *)f_launch},
