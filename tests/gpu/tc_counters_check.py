@@ -14,12 +14,21 @@ disagreement is a name-rule bug to look at, not a failure of this check.
 Prints one table row (plus problem and note lines). Exit 0 pass, 1 fail, 77
 when counters were unavailable on this machine (the reason is printed: e.g.
 CUPTI_ERROR_INSUFFICIENT_PRIVILEGES without admin rights on GPU counters).
+Only reasons that are the machine's give 77 (MACHINE_REASONS); any other
+(CUPTI_ERROR_INVALID_PARAMETER, ...: mpprof calling CUPTI wrongly) fails.
 """
 import argparse
 import glob
 import json
 import subprocess
 import sys
+
+
+# "unavailable" reasons that say the machine cannot give counters (no
+# permission, a device or driver without the range profiler, no metric list
+# for the chip), not that mpprof called CUPTI wrongly.
+MACHINE_REASONS = ("INSUFFICIENT_PRIVILEGES", "NOT_SUPPORTED", "CUPTI not loaded",
+                   "not in this CUPTI", "no Tensor Core metric known for chip")
 
 
 def name_verdicts(audit, names):
@@ -64,8 +73,10 @@ def main():
     if not files:
         problems.append("no raw file")
     if status == "unavailable":
-        print(f"| {o.label:<30} | counters unavailable: {reason}")
-        return 77
+        if any(m in (reason or "") for m in MACHINE_REASONS):
+            print(f"| {o.label:<30} | counters unavailable: {reason}")
+            return 77
+        problems.append(f"counters unavailable for a reason that is not the machine's: {reason}")
     if status != "ok":
         problems.append(f"tc_counters status '{status}' (reason: {reason})")
     if not measured:

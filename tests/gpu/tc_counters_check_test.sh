@@ -1,7 +1,8 @@
 #!/bin/sh
 # tc_counters_check.py (scripts/gpu-check.sh's judge of --tc-counters runs) on
 # runs under simcuda's range profiler: fp16 and fp32 pass (0), an fp32 run
-# judged as fp16 fails (1), counters not permitted give 77 with CUPTI's reason.
+# judged as fp16 fails (1), counters not permitted give 77 with CUPTI's reason,
+# counters unavailable for a reason of mpprof's (a refused parameter) fail.
 # usage: tc_counters_check_test.sh PYTHON CHECKER MPPROF MLP_TRAIN SIMCUDA_DIR TC_AUDIT WORKDIR
 set -u
 py=$1 check=$2 mpprof=$3 mlp=$4 sim=$5 audit=$6 work=$7
@@ -26,6 +27,12 @@ expect 0 fp16 fp16
 expect 0 fp32 fp32
 expect 1 fp32 fp16
 expect 77 denied fp16
+# the same run, as if CUPTI had refused a parameter of mpprof's: a failure, not a skip
+mkdir -p "$work/badparam/raw" && for f in "$work/denied/raw/"*.json; do
+  "$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); d["tc_counters"]["reason"]="cuptiRangeProfilerSetConfig failed: CUPTI_ERROR_INVALID_PARAMETER (1)"; json.dump(d, open(sys.argv[2], "w"))' \
+    "$f" "$work/badparam/raw/$(basename "$f")" || exit 1
+done
+expect 1 badparam fp16
 grep -q "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES" "$work/denied-fp16.out" ||
   { echo "denied: no reason in the checker's line"; fails=$((fails + 1)); }
 grep -q "| fp16 .* 8 / 0 .* GH100 | PASS" "$work/fp16-fp16.out" ||
