@@ -97,6 +97,15 @@ NVCC=$CUDA/bin/nvcc
 [ -x "$NVCC" ] || NVCC=$(command -v nvcc || true)
 TORCH=$(tmo 60 python3 -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())' 2>/dev/null || echo "not importable")
 say "GPU: ${GPU:-unknown (nvidia-smi missing)} (cc ${GPU_CC:-?}); nvcc: ${NVCC:-missing}; torch: $TORCH"
+# The libraries the runs link and load from $CUDA: said up front, so a run
+# that fails for want of one says why (an image may carry them only as
+# Python wheels, nvidia-cublas / nvidia-cuda-cupti).
+LIBS=""
+for l in libcublas.so.13 libcublasLt.so.13 libcupti.so.13 libcudnn.so.9; do
+  f=$(ls "$CUDA"/lib64/$l "$CUDA"/extras/CUPTI/lib64/$l "$CUDA"/targets/*/lib/$l 2>/dev/null | head -1)
+  LIBS+="${LIBS:+, }$l ${f:-missing}"
+done
+say "libraries: $LIBS"
 
 # ---------- build ----------
 B=""        # build dir in use
