@@ -458,17 +458,27 @@ int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_d
     mpprof_error_set(ret_error, ENOMEM, "diff: out of memory");
   }
   if (!rc && summary) {
-    size_t changed = 0;
+    /* A layer in one run only is counted as such, not as changed. */
+    size_t changed = 0, only_a = 0, only_b = 0;
     const cJSON *row;
     cJSON_ArrayForEach(row, get(d, "layers")) {
-      const cJSON *va = get(get(row, "a"), "verdict"), *vb = get(get(row, "b"), "verdict");
-      const cJSON *ta = get(get(row, "a"), "dtypes"), *tb = get(get(row, "b"), "dtypes");
-      if (!cJSON_Compare(va, vb, true) || !cJSON_Compare(ta, tb, true)) changed++;
+      const cJSON *sa = get(row, "a"), *sb = get(row, "b");
+      if (cJSON_IsNull(sb)) {
+        only_a++;
+        continue;
+      }
+      if (cJSON_IsNull(sa)) {
+        only_b++;
+        continue;
+      }
+      if (!cJSON_Compare(get(sa, "verdict"), get(sb, "verdict"), true) ||
+          !cJSON_Compare(get(sa, "dtypes"), get(sb, "dtypes"), true))
+        changed++;
     }
     fprintf(summary,
-            "mpprof diff: %d layers, %zu with other dtypes or verdicts; %d op sites only in A, %d "
-            "only in B\n",
-            cJSON_GetArraySize(get(d, "layers")), changed,
+            "mpprof diff: %d layers: %zu with other dtypes or verdicts, %zu only in A, %zu only in "
+            "B; %d op sites only in A, %d only in B\n",
+            cJSON_GetArraySize(get(d, "layers")), changed, only_a, only_b,
             cJSON_GetArraySize(get(d, "sites_only_in_a")),
             cJSON_GetArraySize(get(d, "sites_only_in_b")));
     if (!cJSON_IsTrue(get(d, "same_program")))
