@@ -89,13 +89,65 @@ static double num(const cJSON *o, const char *k, double dflt) {
   return mpprof_json_get_double(get(o, k), &d) ? dflt : d;
 }
 
-static const cJSON *find_layer(const cJSON *rep, const char *name) {
-  const cJSON *l;
-  cJSON_ArrayForEach(l, get(rep, "layers")) {
-    const cJSON *n = get(l, "name");
-    if (cJSON_IsString(n) && !strcmp(n->valuestring, name)) return l;
+/* Layers and sites are looked up by name or match key in a sorted index, and
+ * a layer's sites by position in an array: the diff is O(n log n) in layers
+ * and sites (it was quadratic: two reports of 20k sites took minutes). */
+typedef struct keyed {
+  char *key; /* owned */
+  const cJSON *item;
+} keyed;
+
+typedef struct key_index {
+  keyed *v;
+  size_t n;
+} index_t;
+
+static int keyed_cmp(const void *a, const void *b) {
+  return strcmp(((const keyed *)a)->key, ((const keyed *)b)->key);
+}
+
+static void index_free(index_t *ix) {
+  for (size_t i = 0; ix->v && i < ix->n; i++)
+    free(ix->v[i].key);
+  free(ix->v);
+  memset(ix, 0, sizeof *ix);
+}
+
+/* Every element of arr with a key (key_of returns NULL to skip it), sorted
+ * (a lookup asks whether a key is there, or finds a layer by its unique
+ * name: ties need no order). -1 when out of memory. */
+static int index_build(const cJSON *arr, char *(*key_of)(const cJSON *), index_t *ret) {
+  memset(ret, 0, sizeof *ret);
+  int n = cJSON_GetArraySize(arr);
+  ret->v = calloc(n > 0 ? (size_t)n : 1, sizeof *ret->v);
+  if (!ret->v) return -1;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, arr) {
+    char *k = key_of(e);
+    if (!k) continue;
+    ret->v[ret->n].key = k;
+    ret->v[ret->n].item = e;
+    ret->n++;
   }
-  return NULL;
+  qsort(ret->v, ret->n, sizeof *ret->v, keyed_cmp);
+  return 0;
+}
+
+static const cJSON *index_find(const index_t *ix, const char *key) {
+  size_t lo = 0, hi = ix->n;
+  while (lo < hi) { /* the first element not below key */
+    size_t mid = lo + (hi - lo) / 2;
+    if (strcmp(ix->v[mid].key, key) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < ix->n && !strcmp(ix->v[lo].key, key) ? ix->v[lo].item : NULL;
+}
+
+static char *layer_name_key(const cJSON *l) {
+  const cJSON *n = get(l, "name");
+  return cJSON_IsString(n) ? strdup(n->valuestring) : NULL;
 }
 
 /* "A=fp16 B=fp16 D=fp32": a layer's dtypes object flattened. */
@@ -125,20 +177,36 @@ static char *strings_str(const cJSON *arr) {
   return strdup(buf);
 }
 
+/* A report's sites by position (a layer's "sites" are their indices; cJSON's
+ * own lookup by index walks the list). */
+typedef struct site_vec {
+  const cJSON **at;
+  size_t n;
+} site_vec;
+
+static int site_vec_build(const cJSON *rep, site_vec *ret) {
+  const cJSON *arr = get(rep, "sites"), *s;
+  int n = cJSON_GetArraySize(arr);
+  ret->n = 0;
+  ret->at = calloc(n > 0 ? (size_t)n : 1, sizeof *ret->at);
+  if (!ret->at) return -1;
+  cJSON_ArrayForEach(s, arr) ret->at[ret->n++] = s;
+  return 0;
+}
+
 /* TF32 when some site of the layer runs TF32 (report.json sites[].tf32). */
-static bool layer_tf32(const cJSON *rep, const cJSON *l) {
-  const cJSON *id, *sites = get(rep, "sites");
+static bool layer_tf32(const site_vec *sites, const cJSON *l) {
+  const cJSON *id;
   cJSON_ArrayForEach(id, get(l, "sites")) {
     double d;
-    if (mpprof_json_get_double(id, &d)) continue;
-    const cJSON *s = cJSON_GetArrayItem(sites, (int)d);
-    if (cJSON_IsTrue(get(s, "tf32"))) return true;
+    if (mpprof_json_get_double(id, &d) || !(d >= 0 && d < (double)sites->n)) continue;
+    if (cJSON_IsTrue(get(sites->at[(size_t)d], "tf32"))) return true;
   }
   return false;
 }
 
 /* One side of a layer row. */
-static cJSON *side_json(const cJSON *rep, const cJSON *l) {
+static cJSON *side_json(const site_vec *sites, const cJSON *l) {
   if (!l) return cJSON_CreateNull();
   cJSON *o = cJSON_CreateObject();
   char *dt = dtypes_str(l), *ct = strings_str(get(l, "compute_types"));
@@ -146,7 +214,7 @@ static cJSON *side_json(const cJSON *rep, const cJSON *l) {
   cJSON_AddStringToObject(o, "compute_types", ct ? ct : "");
   free(dt);
   free(ct);
-  cJSON_AddBoolToObject(o, "tf32", layer_tf32(rep, l));
+  cJSON_AddBoolToObject(o, "tf32", layer_tf32(sites, l));
   double kns = num(l, "kernel_ns", 0), tns = num(l, "tc_ns", 0);
   cJSON_AddItemToObject(o, "tc_share",
                         kns > 0 ? mpprof_json_double(tns / kns) : cJSON_CreateNull());
@@ -171,23 +239,14 @@ static char *site_match_key(const cJSON *s) {
                          num(s, "k", 0), num(s, "batch", 1));
 }
 
-static bool has_site(const cJSON *rep, const char *key) {
-  const cJSON *s;
-  cJSON_ArrayForEach(s, get(rep, "sites")) {
-    char *k = site_match_key(s);
-    bool eq = k && !strcmp(k, key);
-    free(k);
-    if (eq) return true;
-  }
-  return false;
-}
-
-static cJSON *only_in(const cJSON *rep, const cJSON *other) {
+/* The sites of rep whose match key is not in other (an index of the other
+ * run's sites). */
+static cJSON *only_in(const cJSON *rep, const index_t *other) {
   cJSON *arr = cJSON_CreateArray();
   const cJSON *s;
   cJSON_ArrayForEach(s, get(rep, "sites")) {
     char *k = site_match_key(s);
-    if (k && !has_site(other, k)) {
+    if (k && !index_find(other, k)) {
       cJSON *e = cJSON_CreateObject();
       cJSON_AddItemToObject(e, "site", cJSON_Duplicate(get(s, "id"), true));
       const cJSON *v;
@@ -268,24 +327,43 @@ static cJSON *build_diff(const char *da, const cJSON *a, const char *db, const c
   mpprof_program_identity(strings ? pb->valuestring : "", idb, sizeof idb);
   cJSON_AddBoolToObject(d, "same_program", strings && ida[0] && !strcmp(ida, idb));
   cJSON_AddBoolToObject(d, "same_command", strings && !strcmp(pa->valuestring, pb->valuestring));
+  index_t la, lb, sa, sb;
+  site_vec va, vb;
+  int rc = index_build(get(a, "layers"), layer_name_key, &la) |
+           index_build(get(b, "layers"), layer_name_key, &lb) |
+           index_build(get(a, "sites"), site_match_key, &sa) |
+           index_build(get(b, "sites"), site_match_key, &sb) | site_vec_build(a, &va) |
+           site_vec_build(b, &vb);
   cJSON *layers = cJSON_AddArrayToObject(d, "layers");
   const cJSON *l;
   /* A's layers in A's order, then those only in B. */
-  for (int pass = 0; pass < 2; pass++) {
+  for (int pass = 0; pass < 2 && !rc; pass++) {
     cJSON_ArrayForEach(l, get(pass ? b : a, "layers")) {
       const cJSON *n = get(l, "name");
       if (!cJSON_IsString(n)) continue;
-      const cJSON *other = find_layer(pass ? a : b, n->valuestring);
+      const cJSON *other = index_find(pass ? &la : &lb, n->valuestring);
       if (pass && other) continue;
       cJSON *row = cJSON_CreateObject();
       cJSON_AddStringToObject(row, "layer", n->valuestring);
-      cJSON_AddItemToObject(row, "a", side_json(a, pass ? NULL : l));
-      cJSON_AddItemToObject(row, "b", side_json(b, pass ? l : other));
+      cJSON_AddItemToObject(row, "a", side_json(&va, pass ? NULL : l));
+      cJSON_AddItemToObject(row, "b", side_json(&vb, pass ? l : other));
       cJSON_AddItemToArray(layers, row);
     }
   }
-  cJSON_AddItemToObject(d, "sites_only_in_a", only_in(a, b));
-  cJSON_AddItemToObject(d, "sites_only_in_b", only_in(b, a));
+  if (!rc) {
+    cJSON_AddItemToObject(d, "sites_only_in_a", only_in(a, &sb));
+    cJSON_AddItemToObject(d, "sites_only_in_b", only_in(b, &sa));
+  }
+  index_free(&la);
+  index_free(&lb);
+  index_free(&sa);
+  index_free(&sb);
+  free(va.at);
+  free(vb.at);
+  if (rc) {
+    cJSON_Delete(d);
+    return NULL;
+  }
   return d;
 }
 

@@ -1,6 +1,7 @@
 /* `mpprof diff` on hand-written report.json files: what its summary counts,
  * how sites are matched, what a bad report.json is called. */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -72,9 +73,81 @@ static void layers_in_one_run_only_are_counted_apart_from_changed_ones(void **st
   free(b);
 }
 
+/* n sites of one layer with m = first .. first + n - 1, the last one TF32
+ * when tf32_last; ids into *ret_ids (the layer's "sites"). */
+static char *sites_json(size_t first, size_t n, bool tf32_last, char **ret_ids) {
+  char *text = NULL, *ids = NULL;
+  size_t len = 0, ids_len = 0;
+  FILE *f = open_memstream(&text, &len), *g = open_memstream(&ids, &ids_len);
+  assert_non_null(f);
+  assert_non_null(g);
+  fputc('[', f);
+  fputc('[', g);
+  for (size_t i = 0; i < n; i++) {
+    fprintf(f,
+            "%s{\"id\": %zu, \"layer\": \"net/fc/fwd\", \"layer_name\": \"net/fc\", \"api\": "
+            "\"cublasGemmEx\", \"op\": \"gemm\", \"m\": %zu, \"n\": 64, \"k\": 64, "
+            "\"batch\": 1, \"tf32\": %s}",
+            i ? "," : "", i, first + i, tf32_last && i == n - 1 ? "true" : "false");
+    fprintf(g, "%s%zu", i ? "," : "", i);
+  }
+  fputc(']', f);
+  fputc(']', g);
+  assert_int_equal(fclose(f), 0);
+  assert_int_equal(fclose(g), 0);
+  *ret_ids = ids;
+  return text;
+}
+
+static char *report_with_sites(const char *tag, size_t first, size_t n, bool tf32_last) {
+  char *ids = NULL;
+  char *dir = rg_tmpdir(tag), *sites = sites_json(first, n, tf32_last, &ids);
+  char *text = mpprof_asprintf("{\"schema\": \"mpprof.report/1\", \"program\": \"./train\", "
+                               "\"layers\": [{\"name\": \"net/fc\", \"sites\": %s}], "
+                               "\"sites\": %s}",
+                               ids, sites);
+  assert_non_null(text);
+  write_file(dir, "report.json", text);
+  free(text);
+  free(sites);
+  free(ids);
+  return dir;
+}
+
+/* Sites are matched through an index, and a layer's sites found by
+ * position, not each against every other: two runs of 100k sites each (a
+ * merged job's worth) in one layer diff in well under the test's timeout
+ * (it took hours: every pair's key was formatted). The one site only in A
+ * and the one only in B are found, and B's last site's TF32. */
+static void a_diff_of_100k_sites_matches_them_in_n_log_n(void **state) {
+  (void)state;
+  const size_t n = 100000;
+  char *a = report_with_sites("diffbiga", 0, n, false),
+       *b = report_with_sites("diffbigb", 1, n, true);
+  cJSON *d = NULL;
+  char *s = summary_of(a, b, &d);
+  assert_non_null(strstr(s, "; 1 op sites only in A, 1 only in B\n"));
+  const cJSON *oa = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "sites_only_in_a"), 0);
+  const cJSON *ob = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "sites_only_in_b"), 0);
+  assert_string_equal(cJSON_GetObjectItem(oa, "match_key")->valuestring,
+                      "net/fc/fwd|gemm|0|64|64|1");
+  assert_string_equal(cJSON_GetObjectItem(ob, "match_key")->valuestring,
+                      "net/fc/fwd|gemm|100000|64|64|1");
+  const cJSON *row = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "layers"), 0);
+  assert_false(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(row, "a"), "tf32")));
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(row, "b"), "tf32")));
+  cJSON_Delete(d);
+  free(s);
+  rg_rmdir(a);
+  rg_rmdir(b);
+  free(a);
+  free(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(layers_in_one_run_only_are_counted_apart_from_changed_ones),
+      cmocka_unit_test(a_diff_of_100k_sites_matches_them_in_n_log_n),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
