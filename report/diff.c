@@ -21,6 +21,34 @@
 #include "report/report_internal.h"
 #include "report/tensorio/stats_json.h"
 
+/* Whether text that did not parse is the start of a JSON object or array cut
+ * short: it opens one and ends inside a string or an open bracket, with no
+ * bracket closed that was not open. */
+static bool ends_early(const char *text, size_t len) {
+  size_t i = 0, depth = 0;
+  while (i < len && strchr(" \t\r\n", text[i]))
+    i++;
+  if (i == len || (text[i] != '{' && text[i] != '[')) return false;
+  bool in_string = false;
+  for (; i < len; i++) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        i++;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      depth++;
+    } else if (c == '}' || c == ']') {
+      if (depth-- == 0) return false;
+      if (depth == 0) return false; /* the top value closed: the fault is elsewhere */
+    }
+  }
+  return in_string || depth > 0;
+}
+
 static cJSON *load_report(const char *dir, mpprof_error *ret_error) {
   char *path = mpprof_asprintf("%s/report.json", dir);
   if (!path) {
@@ -64,20 +92,36 @@ static cJSON *load_report(const char *dir, mpprof_error *ret_error) {
     text[len] = 0;
     j = cJSON_ParseWithLength(text, len);
   }
+  bool truncated = !j && text && ends_early(text, len);
   free(text);
   const cJSON *schema = cJSON_GetObjectItemCaseSensitive(j, "schema");
-  if (!j || !cJSON_IsString(schema) || strcmp(schema->valuestring, MP_SCHEMA_REPORT) ||
-      !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "layers")) ||
-      !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "sites"))) {
+  const char *sv = cJSON_IsString(schema) ? schema->valuestring : NULL;
+  if (truncated) {
+    mpprof_error_set(ret_error, EINVAL,
+                     "diff: %s: truncated (the JSON ends early; rebuild it with 'mpprof report "
+                     "%s')",
+                     path, dir);
+  } else if (sv && strcmp(sv, MP_SCHEMA_REPORT) &&
+             !strncmp(sv, MP_SCHEMA_REPORT, sizeof MP_SCHEMA_REPORT - 2)) {
+    mpprof_error_set(ret_error, EINVAL,
+                     "diff: %s: unsupported version (schema \"%.40s\"; this mpprof reads %s)", path,
+                     sv, MP_SCHEMA_REPORT);
+  } else if (sv && strcmp(sv, MP_SCHEMA_REPORT)) {
+    mpprof_error_set(ret_error, EINVAL, "diff: %s: not an mpprof report (schema \"%.40s\")", path,
+                     sv);
+  } else if (!j || !sv || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "layers")) ||
+             !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "sites"))) {
     mpprof_error_set(ret_error, EINVAL, "diff: %s: not an mpprof report (%s)", path,
                      j     ? "schema or layers/sites missing"
                      : len ? "not JSON"
                            : "empty file");
-    cJSON_Delete(j);
-    j = NULL;
+  } else {
+    free(path);
+    return j;
   }
+  cJSON_Delete(j);
   free(path);
-  return j;
+  return NULL;
 }
 
 static const cJSON *get(const cJSON *o, const char *k) {

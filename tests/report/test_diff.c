@@ -144,10 +144,58 @@ static void a_diff_of_100k_sites_matches_them_in_n_log_n(void **state) {
   free(b);
 }
 
+/* The error of a diff whose B holds `text` as its report.json, "%s" in want
+ * standing for B's directory. */
+static void assert_bad_report(const char *text, const char *want) {
+  char *a = report_dir("diffgood", "[" LAYER("fc1", "bf16", "fp32") "]");
+  char *b = rg_tmpdir("diffbad"), *out = rg_tmpdir("diffout");
+  write_file(b, "report.json", text);
+  mpprof_error err = {0};
+  assert_int_equal(mpprof_diff_generate(a, b, out, NULL, &err), -1);
+  char *w = mpprof_asprintf(want, b, b);
+  assert_string_equal(err.message, w);
+  free(w);
+  rg_rmdir(a);
+  rg_rmdir(b);
+  rg_rmdir(out);
+  free(a);
+  free(b);
+  free(out);
+}
+
+/* A report.json cut short (a copy interrupted, a full disk) is called
+ * truncated, with the command that rebuilds it, not "not JSON"; a file that
+ * is no JSON at all, or empty, is still called so. */
+static void a_truncated_report_is_called_truncated(void **state) {
+  (void)state;
+  assert_bad_report("{\"schema\": \"mpprof.report/1\", \"layers\": [{\"name\": \"fc1\", \"dty",
+                    "diff: %s/report.json: truncated (the JSON ends early; rebuild it with "
+                    "'mpprof report %s')");
+  assert_bad_report("{\"schema\": \"mpprof.report/1\", \"layers\": [{}, {",
+                    "diff: %s/report.json: truncated (the JSON ends early; rebuild it with "
+                    "'mpprof report %s')");
+  assert_bad_report("hello\n", "diff: %s/report.json: not an mpprof report (not JSON)");
+  assert_bad_report("", "diff: %s/report.json: not an mpprof report (empty file)");
+}
+
+/* A report.json of another kind or version names its schema. */
+static void a_report_of_another_schema_names_it(void **state) {
+  (void)state;
+  assert_bad_report("{\"schema\": \"mpprof.raw/1\", \"sites\": []}",
+                    "diff: %s/report.json: not an mpprof report (schema \"mpprof.raw/1\")");
+  assert_bad_report("{\"schema\": \"mpprof.report/2\", \"layers\": [], \"sites\": []}",
+                    "diff: %s/report.json: unsupported version (schema \"mpprof.report/2\"; this "
+                    "mpprof reads mpprof.report/1)");
+  assert_bad_report("{\"schema\": \"mpprof.report/1\", \"layers\": []}",
+                    "diff: %s/report.json: not an mpprof report (schema or layers/sites missing)");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(layers_in_one_run_only_are_counted_apart_from_changed_ones),
       cmocka_unit_test(a_diff_of_100k_sites_matches_them_in_n_log_n),
+      cmocka_unit_test(a_truncated_report_is_called_truncated),
+      cmocka_unit_test(a_report_of_another_schema_names_it),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
