@@ -268,6 +268,19 @@ static cJSON *side_json(const site_vec *sites, const cJSON *l) {
   const cJSON *pc = get(l, "percent");
   cJSON_AddItemToObject(o, "fp16_overflow_pct", mpprof_json_double(num(pc, "fp16_overflow", 0)));
   cJSON_AddItemToObject(o, "fp16_underflow_pct", mpprof_json_double(num(pc, "fp16_underflow", 0)));
+  /* The same for the worst gradient as recorded, at the loss scale the run
+   * applied: what a change of loss scale changes (the above are unscaled). */
+  const cJSON *sh = get(l, "shares");
+  static const char *const applied[][2] = {
+      {"fp16_overflow_at_applied_scale", "fp16_overflow_at_applied_scale_pct"},
+      {"fp16_underflow_at_applied_scale", "fp16_underflow_at_applied_scale_pct"}};
+  for (size_t i = 0; i < 2; i++) {
+    double pct;
+    cJSON_AddItemToObject(o, applied[i][1],
+                          mpprof_json_get_double(get(get(sh, applied[i][0]), "pct"), &pct)
+                              ? cJSON_CreateNull()
+                              : mpprof_json_double(pct));
+  }
   const cJSON *rec = get(get(l, "advice"), "recommended");
   cJSON_AddItemToObject(o, "verdict",
                         cJSON_IsString(rec) ? cJSON_CreateString(rec->valuestring)
@@ -319,6 +332,17 @@ static cJSON *run_json(const char *dir, const cJSON *rep) {
   const cJSON *tc = get(get(rep, "tensor_cores"), "tensor_core_share");
   cJSON_AddItemToObject(o, "tc_share",
                         tc && !cJSON_IsNull(tc) ? cJSON_Duplicate(tc, true) : cJSON_CreateNull());
+  /* The loss scale(s) the run applied (report.json loss_scale.applied). */
+  const cJSON *ap = get(get(rep, "loss_scale"), "applied");
+  double lo, hi;
+  if (cJSON_IsTrue(get(ap, "known")) && !mpprof_json_get_double(get(ap, "min"), &lo) &&
+      !mpprof_json_get_double(get(ap, "max"), &hi)) {
+    cJSON *ls = cJSON_AddObjectToObject(o, "loss_scale_applied");
+    cJSON_AddItemToObject(ls, "min", mpprof_json_double(lo));
+    cJSON_AddItemToObject(ls, "max", mpprof_json_double(hi));
+  } else {
+    cJSON_AddNullToObject(o, "loss_scale_applied");
+  }
   return o;
 }
 
@@ -448,7 +472,8 @@ static void write_html(const cJSON *d, FILE *f) {
   fprintf(f, "<style>%s</style></head><body>\n<h1>mpprof diff</h1>\n", css);
   const char *side[2] = {"a", "b"};
   fputs("<section id=\"runs\"><table><thead><tr><th></th><th>Run</th><th>Program</th><th>Calls"
-        "</th><th>GPU ms</th><th>TC share %</th></tr></thead><tbody>\n",
+        "</th><th>GPU ms</th><th>TC share %</th><th>Loss scale applied</th></tr></thead>"
+        "<tbody>\n",
         f);
   for (int i = 0; i < 2; i++) {
     const cJSON *r = get(d, side[i]);
@@ -460,7 +485,16 @@ static void write_html(const cJSON *d, FILE *f) {
     cell_num(f, r, "calls", 1, "%.0f");
     cell_num(f, r, "gpu_ns", 1e-6, "%.3f");
     cell_num(f, r, "tc_share", 100, "%.1f");
-    fputs("</tr>\n", f);
+    const cJSON *ls = get(r, "loss_scale_applied");
+    double lo, hi;
+    fputs("<td class=\"n\">", f);
+    if (mpprof_json_get_double(get(ls, "min"), &lo) || mpprof_json_get_double(get(ls, "max"), &hi))
+      fputs("unknown", f);
+    else if (lo == hi)
+      fprintf(f, "%g", lo);
+    else
+      fprintf(f, "%g .. %g", lo, hi);
+    fputs("</td></tr>\n", f);
   }
   fputs("</tbody></table>\n", f);
   if (!cJSON_IsTrue(get(d, "same_program")))
@@ -471,10 +505,15 @@ static void write_html(const cJSON *d, FILE *f) {
     fputs("<p>The same program with other arguments (command lines above).</p>\n", f);
   fputs("</section>\n<section id=\"layers\"><h2>Layers</h2><p>Per layer, A then B; changed "
         "cells are highlighted. TC share: Tensor Core kernel time over the layer's kernel time. "
-        "fp16 overflow/flush: percent of values, worst tensor (report.json "
-        "<code>percent</code>).</p>\n<div class=\"scroll\"><table><thead><tr><th>Layer</th>"
-        "<th>Run</th><th>Dtypes</th><th>Compute</th><th>TC share %</th><th>GPU ms</th><th>fp16 "
-        "overflow %</th><th>fp16 flush %</th><th>Verdict</th></tr></thead><tbody>\n",
+        "fp16 overflow/flush, unscaled: percent of the finite non-zero values of the layer's "
+        "worst tensor that a cast to fp16 overflows / flushes to zero, gradients divided by the "
+        "loss scale the run applied (as at scale 1; report.json <code>percent</code>). At applied "
+        "scale: the same for the worst gradient as recorded, at the loss scale the run applied "
+        "(report.json <code>shares</code>), what a change of loss scale changes.</p>\n"
+        "<div class=\"scroll\"><table><thead><tr><th>Layer</th><th>Run</th><th>Dtypes</th>"
+        "<th>Compute</th><th>TC share %</th><th>GPU ms</th><th>fp16 overflow %, unscaled</th>"
+        "<th>fp16 flush %, unscaled</th><th>fp16 gradient overflow % at applied scale</th>"
+        "<th>fp16 gradient flush % at applied scale</th><th>Verdict</th></tr></thead><tbody>\n",
         f);
   const cJSON *row;
   cJSON_ArrayForEach(row, get(d, "layers")) {
@@ -489,11 +528,17 @@ static void write_html(const cJSON *d, FILE *f) {
       }
       fprintf(f, "<td>%s</td>", i ? "B" : "A");
       if (cJSON_IsNull(s)) {
-        fputs("<td colspan=\"7\">(not in this run)</td></tr>\n", f);
+        fputs("<td colspan=\"9\">(not in this run)</td></tr>\n", f);
         continue;
       }
-      static const char *const keys[] = {"dtypes", "compute_types",     "tc_share",
-                                         "gpu_ns", "fp16_overflow_pct", "fp16_underflow_pct",
+      static const char *const keys[] = {"dtypes",
+                                         "compute_types",
+                                         "tc_share",
+                                         "gpu_ns",
+                                         "fp16_overflow_pct",
+                                         "fp16_underflow_pct",
+                                         "fp16_overflow_at_applied_scale_pct",
+                                         "fp16_underflow_at_applied_scale_pct",
                                          "verdict"};
       for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
         const cJSON *v = get(s, keys[k]), *w = get(o, keys[k]);

@@ -144,6 +144,65 @@ static void a_diff_of_100k_sites_matches_them_in_n_log_n(void **state) {
   free(b);
 }
 
+/* A report of one layer fc2 whose gradients flush 65.3% unscaled, `flush`
+ * percent at the loss scale `scale` the run applied. */
+static char *scaled_run(const char *tag, const char *scale, const char *flush) {
+  char *dir = rg_tmpdir(tag);
+  char *text = mpprof_asprintf(
+      "{\"schema\": \"mpprof.report/1\", \"program\": \"./train\", \"loss_scale\": "
+      "{\"applied\": {\"known\": true, \"min\": %s, \"max\": %s}}, \"layers\": [{\"name\": "
+      "\"fc2\", \"dtypes\": {\"A\": [\"fp16\"]}, \"percent\": {\"fp16_overflow\": 0, "
+      "\"fp16_underflow\": 65.3}, \"shares\": {\"fp16_overflow_at_applied_scale\": {\"pct\": "
+      "0}, \"fp16_underflow_at_applied_scale\": {\"pct\": %s}}, \"advice\": {\"recommended\": "
+      "\"fp16_loss_scale\"}}], \"sites\": []}",
+      scale, scale, flush);
+  assert_non_null(text);
+  write_file(dir, "report.json", text);
+  free(text);
+  return dir;
+}
+
+/* Two fp16 runs at loss scales 1 and 65536: the unscaled figures are the
+ * same by design, so the diff also gives each run's applied scale and the
+ * gradients' flush at it (65.3% against 0.0014%), and the page says which
+ * figure is which. */
+static void a_diff_of_two_loss_scales_shows_the_flush_at_each_runs_scale(void **state) {
+  (void)state;
+  char *a = scaled_run("diffs1", "1", "65.3"), *b = scaled_run("diffs16", "65536", "0.0014");
+  char *out = rg_tmpdir("diffout");
+  mpprof_error err = {0};
+  assert_int_equal(mpprof_diff_generate(a, b, out, NULL, &err), 0);
+  cJSON *d = rg_read_json(out, "diff.json");
+  assert_non_null(d);
+  const cJSON *ra = cJSON_GetObjectItem(d, "a"), *rb = cJSON_GetObjectItem(d, "b");
+  assert_true(
+      cJSON_GetObjectItem(cJSON_GetObjectItem(ra, "loss_scale_applied"), "max")->valuedouble == 1);
+  assert_true(
+      cJSON_GetObjectItem(cJSON_GetObjectItem(rb, "loss_scale_applied"), "min")->valuedouble ==
+      65536);
+  const cJSON *row = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "layers"), 0);
+  const cJSON *la = cJSON_GetObjectItem(row, "a"), *lb = cJSON_GetObjectItem(row, "b");
+  assert_true(cJSON_GetObjectItem(la, "fp16_underflow_pct")->valuedouble == 65.3);
+  assert_true(cJSON_GetObjectItem(lb, "fp16_underflow_pct")->valuedouble == 65.3);
+  assert_true(cJSON_GetObjectItem(la, "fp16_underflow_at_applied_scale_pct")->valuedouble == 65.3);
+  assert_true(cJSON_GetObjectItem(lb, "fp16_underflow_at_applied_scale_pct")->valuedouble ==
+              0.0014);
+  assert_true(cJSON_GetObjectItem(lb, "fp16_overflow_at_applied_scale_pct")->valuedouble == 0);
+  char *html = rg_read_text(out, "diff.html", NULL);
+  assert_non_null(html);
+  assert_non_null(strstr(html, "<th>fp16 flush %, unscaled</th>"));
+  assert_non_null(strstr(html, "<th>fp16 gradient flush % at applied scale</th>"));
+  assert_non_null(strstr(html, "<td class=\"n\">65536</td>"));
+  free(html);
+  cJSON_Delete(d);
+  rg_rmdir(a);
+  rg_rmdir(b);
+  rg_rmdir(out);
+  free(a);
+  free(b);
+  free(out);
+}
+
 /* The error of a diff whose B holds `text` as its report.json, "%s" in want
  * standing for B's directory. */
 static void assert_bad_report(const char *text, const char *want) {
@@ -194,6 +253,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(layers_in_one_run_only_are_counted_apart_from_changed_ones),
       cmocka_unit_test(a_diff_of_100k_sites_matches_them_in_n_log_n),
+      cmocka_unit_test(a_diff_of_two_loss_scales_shows_the_flush_at_each_runs_scale),
       cmocka_unit_test(a_truncated_report_is_called_truncated),
       cmocka_unit_test(a_report_of_another_schema_names_it),
   };
