@@ -455,6 +455,26 @@ static void cell_num(FILE *f, const cJSON *side, const char *k, double scale, co
   fputs("</td>", f);
 }
 
+/* Cell k of a layer row (key k of the row's keys) as shown, into buf: text
+ * as is (compute types with " (TF32)"), TC share in percent, GPU time in ms,
+ * the rest to 3 significant digits; "" when absent. */
+static void layer_cell_text(const cJSON *side, const char *key, size_t k, char *buf, size_t n) {
+  const cJSON *v = get(side, key);
+  double x;
+  buf[0] = '\0';
+  if (cJSON_IsString(v))
+    snprintf(buf, n, "%s%s", v->valuestring,
+             k == 1 && cJSON_IsTrue(get(side, "tf32")) ? " (TF32)" : "");
+  else if (!mpprof_json_get_double(v, &x))
+    snprintf(buf, n,
+             k == 2   ? "%.1f"
+             : k == 3 ? "%.3f"
+                      : "%.3g",
+             k == 2   ? x * 100
+             : k == 3 ? x / 1e6
+                      : x);
+}
+
 static const char css[] =
     "body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1500px;color:#222;"
     "padding:0 16px}h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid "
@@ -541,23 +561,15 @@ static void write_html(const cJSON *d, FILE *f) {
                                          "fp16_underflow_at_applied_scale_pct",
                                          "verdict"};
       for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
-        const cJSON *v = get(s, keys[k]), *w = get(o, keys[k]);
-        bool chg = i && !cJSON_IsNull(o) && k != 3 && !cJSON_Compare(v, w, true);
+        /* changed: the cells read differently (13.216 and 13.22 are both 13.2) */
+        char tv[256], tw[256];
+        const cJSON *v = get(s, keys[k]);
+        layer_cell_text(s, keys[k], k, tv, sizeof tv);
+        layer_cell_text(o, keys[k], k, tw, sizeof tw);
+        bool chg = i && !cJSON_IsNull(o) && k != 3 && strcmp(tv, tw);
         fprintf(f, "<td%s%s>", chg ? " class=\"chg\"" : "",
                 cJSON_IsNumber(v) || cJSON_IsRaw(v) ? " style=\"text-align:right\"" : "");
-        double x;
-        if (cJSON_IsString(v)) {
-          html(f, v->valuestring);
-          if (k == 1 && cJSON_IsTrue(get(s, "tf32"))) fputs(" (TF32)", f);
-        } else if (!mpprof_json_get_double(v, &x)) {
-          fprintf(f,
-                  k == 2   ? "%.1f"
-                  : k == 3 ? "%.3f"
-                           : "%.3g",
-                  k == 2   ? x * 100
-                  : k == 3 ? x / 1e6
-                           : x);
-        }
+        html(f, tv);
         fputs("</td>", f);
       }
       fputs("</tr>\n", f);

@@ -203,6 +203,40 @@ static void a_diff_of_two_loss_scales_shows_the_flush_at_each_runs_scale(void **
   free(out);
 }
 
+static size_t count(const char *hay, const char *needle) {
+  size_t n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+    n++;
+  return n;
+}
+
+#define PCT_LAYER(ov, fl)                                                                          \
+  "[{\"name\": \"fc1\", \"dtypes\": {\"A\": [\"fp16\"]}, \"percent\": {\"fp16_overflow\": " ov     \
+  ", \"fp16_underflow\": " fl "}, \"advice\": {\"recommended\": \"bf16\"}}]"
+
+/* A cell of B is highlighted when it reads differently from A's: an
+ * overflow of 13.216% against 13.22% (both 13.2) is not, a flush of 65.3%
+ * against 70% is. */
+static void only_cells_that_read_differently_are_highlighted(void **state) {
+  (void)state;
+  char *a = report_dir("diffhla", PCT_LAYER("13.216", "65.3"));
+  char *b = report_dir("diffhlb", PCT_LAYER("13.22", "70"));
+  char *out = rg_tmpdir("diffout");
+  mpprof_error err = {0};
+  assert_int_equal(mpprof_diff_generate(a, b, out, NULL, &err), 0);
+  char *html = rg_read_text(out, "diff.html", NULL);
+  assert_non_null(html);
+  assert_int_equal(count(html, "class=\"chg\""), 1);
+  assert_non_null(strstr(html, "<td class=\"chg\" style=\"text-align:right\">70</td>"));
+  free(html);
+  rg_rmdir(a);
+  rg_rmdir(b);
+  rg_rmdir(out);
+  free(a);
+  free(b);
+  free(out);
+}
+
 /* The error of a diff whose B holds `text` as its report.json, "%s" in want
  * standing for B's directory. */
 static void assert_bad_report(const char *text, const char *want) {
@@ -254,6 +288,7 @@ int main(void) {
       cmocka_unit_test(layers_in_one_run_only_are_counted_apart_from_changed_ones),
       cmocka_unit_test(a_diff_of_100k_sites_matches_them_in_n_log_n),
       cmocka_unit_test(a_diff_of_two_loss_scales_shows_the_flush_at_each_runs_scale),
+      cmocka_unit_test(only_cells_that_read_differently_are_highlighted),
       cmocka_unit_test(a_truncated_report_is_called_truncated),
       cmocka_unit_test(a_report_of_another_schema_names_it),
   };
