@@ -21,6 +21,34 @@
 #include "report/report_internal.h"
 #include "report/tensorio/stats_json.h"
 
+/* Whether text that did not parse is the start of a JSON object or array cut
+ * short: it opens one and ends inside a string or an open bracket, with no
+ * bracket closed that was not open. */
+static bool ends_early(const char *text, size_t len) {
+  size_t i = 0, depth = 0;
+  while (i < len && strchr(" \t\r\n", text[i]))
+    i++;
+  if (i == len || (text[i] != '{' && text[i] != '[')) return false;
+  bool in_string = false;
+  for (; i < len; i++) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        i++;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      depth++;
+    } else if (c == '}' || c == ']') {
+      if (depth-- == 0) return false;
+      if (depth == 0) return false; /* the top value closed: the fault is elsewhere */
+    }
+  }
+  return in_string || depth > 0;
+}
+
 static cJSON *load_report(const char *dir, mpprof_error *ret_error) {
   char *path = mpprof_asprintf("%s/report.json", dir);
   if (!path) {
@@ -64,20 +92,36 @@ static cJSON *load_report(const char *dir, mpprof_error *ret_error) {
     text[len] = 0;
     j = cJSON_ParseWithLength(text, len);
   }
+  bool truncated = !j && text && ends_early(text, len);
   free(text);
   const cJSON *schema = cJSON_GetObjectItemCaseSensitive(j, "schema");
-  if (!j || !cJSON_IsString(schema) || strcmp(schema->valuestring, MP_SCHEMA_REPORT) ||
-      !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "layers")) ||
-      !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "sites"))) {
+  const char *sv = cJSON_IsString(schema) ? schema->valuestring : NULL;
+  if (truncated) {
+    mpprof_error_set(ret_error, EINVAL,
+                     "diff: %s: truncated (the JSON ends early; rebuild it with 'mpprof report "
+                     "%s')",
+                     path, dir);
+  } else if (sv && strcmp(sv, MP_SCHEMA_REPORT) &&
+             !strncmp(sv, MP_SCHEMA_REPORT, sizeof MP_SCHEMA_REPORT - 2)) {
+    mpprof_error_set(ret_error, EINVAL,
+                     "diff: %s: unsupported version (schema \"%.40s\"; this mpprof reads %s)", path,
+                     sv, MP_SCHEMA_REPORT);
+  } else if (sv && strcmp(sv, MP_SCHEMA_REPORT)) {
+    mpprof_error_set(ret_error, EINVAL, "diff: %s: not an mpprof report (schema \"%.40s\")", path,
+                     sv);
+  } else if (!j || !sv || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "layers")) ||
+             !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "sites"))) {
     mpprof_error_set(ret_error, EINVAL, "diff: %s: not an mpprof report (%s)", path,
                      j     ? "schema or layers/sites missing"
                      : len ? "not JSON"
                            : "empty file");
-    cJSON_Delete(j);
-    j = NULL;
+  } else {
+    free(path);
+    return j;
   }
+  cJSON_Delete(j);
   free(path);
-  return j;
+  return NULL;
 }
 
 static const cJSON *get(const cJSON *o, const char *k) {
@@ -89,13 +133,65 @@ static double num(const cJSON *o, const char *k, double dflt) {
   return mpprof_json_get_double(get(o, k), &d) ? dflt : d;
 }
 
-static const cJSON *find_layer(const cJSON *rep, const char *name) {
-  const cJSON *l;
-  cJSON_ArrayForEach(l, get(rep, "layers")) {
-    const cJSON *n = get(l, "name");
-    if (cJSON_IsString(n) && !strcmp(n->valuestring, name)) return l;
+/* Layers and sites are looked up by name or match key in a sorted index, and
+ * a layer's sites by position in an array: the diff is O(n log n) in layers
+ * and sites (it was quadratic: two reports of 20k sites took minutes). */
+typedef struct keyed {
+  char *key; /* owned */
+  const cJSON *item;
+} keyed;
+
+typedef struct key_index {
+  keyed *v;
+  size_t n;
+} index_t;
+
+static int keyed_cmp(const void *a, const void *b) {
+  return strcmp(((const keyed *)a)->key, ((const keyed *)b)->key);
+}
+
+static void index_free(index_t *ix) {
+  for (size_t i = 0; ix->v && i < ix->n; i++)
+    free(ix->v[i].key);
+  free(ix->v);
+  memset(ix, 0, sizeof *ix);
+}
+
+/* Every element of arr with a key (key_of returns NULL to skip it), sorted
+ * (a lookup asks whether a key is there, or finds a layer by its unique
+ * name: ties need no order). -1 when out of memory. */
+static int index_build(const cJSON *arr, char *(*key_of)(const cJSON *), index_t *ret) {
+  memset(ret, 0, sizeof *ret);
+  int n = cJSON_GetArraySize(arr);
+  ret->v = calloc(n > 0 ? (size_t)n : 1, sizeof *ret->v);
+  if (!ret->v) return -1;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, arr) {
+    char *k = key_of(e);
+    if (!k) continue;
+    ret->v[ret->n].key = k;
+    ret->v[ret->n].item = e;
+    ret->n++;
   }
-  return NULL;
+  qsort(ret->v, ret->n, sizeof *ret->v, keyed_cmp);
+  return 0;
+}
+
+static const cJSON *index_find(const index_t *ix, const char *key) {
+  size_t lo = 0, hi = ix->n;
+  while (lo < hi) { /* the first element not below key */
+    size_t mid = lo + (hi - lo) / 2;
+    if (strcmp(ix->v[mid].key, key) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < ix->n && !strcmp(ix->v[lo].key, key) ? ix->v[lo].item : NULL;
+}
+
+static char *layer_name_key(const cJSON *l) {
+  const cJSON *n = get(l, "name");
+  return cJSON_IsString(n) ? strdup(n->valuestring) : NULL;
 }
 
 /* "A=fp16 B=fp16 D=fp32": a layer's dtypes object flattened. */
@@ -125,20 +221,36 @@ static char *strings_str(const cJSON *arr) {
   return strdup(buf);
 }
 
+/* A report's sites by position (a layer's "sites" are their indices; cJSON's
+ * own lookup by index walks the list). */
+typedef struct site_vec {
+  const cJSON **at;
+  size_t n;
+} site_vec;
+
+static int site_vec_build(const cJSON *rep, site_vec *ret) {
+  const cJSON *arr = get(rep, "sites"), *s;
+  int n = cJSON_GetArraySize(arr);
+  ret->n = 0;
+  ret->at = calloc(n > 0 ? (size_t)n : 1, sizeof *ret->at);
+  if (!ret->at) return -1;
+  cJSON_ArrayForEach(s, arr) ret->at[ret->n++] = s;
+  return 0;
+}
+
 /* TF32 when some site of the layer runs TF32 (report.json sites[].tf32). */
-static bool layer_tf32(const cJSON *rep, const cJSON *l) {
-  const cJSON *id, *sites = get(rep, "sites");
+static bool layer_tf32(const site_vec *sites, const cJSON *l) {
+  const cJSON *id;
   cJSON_ArrayForEach(id, get(l, "sites")) {
     double d;
-    if (mpprof_json_get_double(id, &d)) continue;
-    const cJSON *s = cJSON_GetArrayItem(sites, (int)d);
-    if (cJSON_IsTrue(get(s, "tf32"))) return true;
+    if (mpprof_json_get_double(id, &d) || !(d >= 0 && d < (double)sites->n)) continue;
+    if (cJSON_IsTrue(get(sites->at[(size_t)d], "tf32"))) return true;
   }
   return false;
 }
 
 /* One side of a layer row. */
-static cJSON *side_json(const cJSON *rep, const cJSON *l) {
+static cJSON *side_json(const site_vec *sites, const cJSON *l) {
   if (!l) return cJSON_CreateNull();
   cJSON *o = cJSON_CreateObject();
   char *dt = dtypes_str(l), *ct = strings_str(get(l, "compute_types"));
@@ -146,7 +258,7 @@ static cJSON *side_json(const cJSON *rep, const cJSON *l) {
   cJSON_AddStringToObject(o, "compute_types", ct ? ct : "");
   free(dt);
   free(ct);
-  cJSON_AddBoolToObject(o, "tf32", layer_tf32(rep, l));
+  cJSON_AddBoolToObject(o, "tf32", layer_tf32(sites, l));
   double kns = num(l, "kernel_ns", 0), tns = num(l, "tc_ns", 0);
   cJSON_AddItemToObject(o, "tc_share",
                         kns > 0 ? mpprof_json_double(tns / kns) : cJSON_CreateNull());
@@ -156,6 +268,19 @@ static cJSON *side_json(const cJSON *rep, const cJSON *l) {
   const cJSON *pc = get(l, "percent");
   cJSON_AddItemToObject(o, "fp16_overflow_pct", mpprof_json_double(num(pc, "fp16_overflow", 0)));
   cJSON_AddItemToObject(o, "fp16_underflow_pct", mpprof_json_double(num(pc, "fp16_underflow", 0)));
+  /* The same for the worst gradient as recorded, at the loss scale the run
+   * applied: what a change of loss scale changes (the above are unscaled). */
+  const cJSON *sh = get(l, "shares");
+  static const char *const applied[][2] = {
+      {"fp16_overflow_at_applied_scale", "fp16_overflow_at_applied_scale_pct"},
+      {"fp16_underflow_at_applied_scale", "fp16_underflow_at_applied_scale_pct"}};
+  for (size_t i = 0; i < 2; i++) {
+    double pct;
+    cJSON_AddItemToObject(o, applied[i][1],
+                          mpprof_json_get_double(get(get(sh, applied[i][0]), "pct"), &pct)
+                              ? cJSON_CreateNull()
+                              : mpprof_json_double(pct));
+  }
   const cJSON *rec = get(get(l, "advice"), "recommended");
   cJSON_AddItemToObject(o, "verdict",
                         cJSON_IsString(rec) ? cJSON_CreateString(rec->valuestring)
@@ -171,23 +296,14 @@ static char *site_match_key(const cJSON *s) {
                          num(s, "k", 0), num(s, "batch", 1));
 }
 
-static bool has_site(const cJSON *rep, const char *key) {
-  const cJSON *s;
-  cJSON_ArrayForEach(s, get(rep, "sites")) {
-    char *k = site_match_key(s);
-    bool eq = k && !strcmp(k, key);
-    free(k);
-    if (eq) return true;
-  }
-  return false;
-}
-
-static cJSON *only_in(const cJSON *rep, const cJSON *other) {
+/* The sites of rep whose match key is not in other (an index of the other
+ * run's sites). */
+static cJSON *only_in(const cJSON *rep, const index_t *other) {
   cJSON *arr = cJSON_CreateArray();
   const cJSON *s;
   cJSON_ArrayForEach(s, get(rep, "sites")) {
     char *k = site_match_key(s);
-    if (k && !has_site(other, k)) {
+    if (k && !index_find(other, k)) {
       cJSON *e = cJSON_CreateObject();
       cJSON_AddItemToObject(e, "site", cJSON_Duplicate(get(s, "id"), true));
       const cJSON *v;
@@ -216,6 +332,17 @@ static cJSON *run_json(const char *dir, const cJSON *rep) {
   const cJSON *tc = get(get(rep, "tensor_cores"), "tensor_core_share");
   cJSON_AddItemToObject(o, "tc_share",
                         tc && !cJSON_IsNull(tc) ? cJSON_Duplicate(tc, true) : cJSON_CreateNull());
+  /* The loss scale(s) the run applied (report.json loss_scale.applied). */
+  const cJSON *ap = get(get(rep, "loss_scale"), "applied");
+  double lo, hi;
+  if (cJSON_IsTrue(get(ap, "known")) && !mpprof_json_get_double(get(ap, "min"), &lo) &&
+      !mpprof_json_get_double(get(ap, "max"), &hi)) {
+    cJSON *ls = cJSON_AddObjectToObject(o, "loss_scale_applied");
+    cJSON_AddItemToObject(ls, "min", mpprof_json_double(lo));
+    cJSON_AddItemToObject(ls, "max", mpprof_json_double(hi));
+  } else {
+    cJSON_AddNullToObject(o, "loss_scale_applied");
+  }
   return o;
 }
 
@@ -268,24 +395,43 @@ static cJSON *build_diff(const char *da, const cJSON *a, const char *db, const c
   mpprof_program_identity(strings ? pb->valuestring : "", idb, sizeof idb);
   cJSON_AddBoolToObject(d, "same_program", strings && ida[0] && !strcmp(ida, idb));
   cJSON_AddBoolToObject(d, "same_command", strings && !strcmp(pa->valuestring, pb->valuestring));
+  index_t la, lb, sa, sb;
+  site_vec va, vb;
+  int rc = index_build(get(a, "layers"), layer_name_key, &la) |
+           index_build(get(b, "layers"), layer_name_key, &lb) |
+           index_build(get(a, "sites"), site_match_key, &sa) |
+           index_build(get(b, "sites"), site_match_key, &sb) | site_vec_build(a, &va) |
+           site_vec_build(b, &vb);
   cJSON *layers = cJSON_AddArrayToObject(d, "layers");
   const cJSON *l;
   /* A's layers in A's order, then those only in B. */
-  for (int pass = 0; pass < 2; pass++) {
+  for (int pass = 0; pass < 2 && !rc; pass++) {
     cJSON_ArrayForEach(l, get(pass ? b : a, "layers")) {
       const cJSON *n = get(l, "name");
       if (!cJSON_IsString(n)) continue;
-      const cJSON *other = find_layer(pass ? a : b, n->valuestring);
+      const cJSON *other = index_find(pass ? &la : &lb, n->valuestring);
       if (pass && other) continue;
       cJSON *row = cJSON_CreateObject();
       cJSON_AddStringToObject(row, "layer", n->valuestring);
-      cJSON_AddItemToObject(row, "a", side_json(a, pass ? NULL : l));
-      cJSON_AddItemToObject(row, "b", side_json(b, pass ? l : other));
+      cJSON_AddItemToObject(row, "a", side_json(&va, pass ? NULL : l));
+      cJSON_AddItemToObject(row, "b", side_json(&vb, pass ? l : other));
       cJSON_AddItemToArray(layers, row);
     }
   }
-  cJSON_AddItemToObject(d, "sites_only_in_a", only_in(a, b));
-  cJSON_AddItemToObject(d, "sites_only_in_b", only_in(b, a));
+  if (!rc) {
+    cJSON_AddItemToObject(d, "sites_only_in_a", only_in(a, &sb));
+    cJSON_AddItemToObject(d, "sites_only_in_b", only_in(b, &sa));
+  }
+  index_free(&la);
+  index_free(&lb);
+  index_free(&sa);
+  index_free(&sb);
+  free(va.at);
+  free(vb.at);
+  if (rc) {
+    cJSON_Delete(d);
+    return NULL;
+  }
   return d;
 }
 
@@ -309,6 +455,26 @@ static void cell_num(FILE *f, const cJSON *side, const char *k, double scale, co
   fputs("</td>", f);
 }
 
+/* Cell k of a layer row (key k of the row's keys) as shown, into buf: text
+ * as is (compute types with " (TF32)"), TC share in percent, GPU time in ms,
+ * the rest to 3 significant digits; "" when absent. */
+static void layer_cell_text(const cJSON *side, const char *key, size_t k, char *buf, size_t n) {
+  const cJSON *v = get(side, key);
+  double x;
+  buf[0] = '\0';
+  if (cJSON_IsString(v))
+    snprintf(buf, n, "%s%s", v->valuestring,
+             k == 1 && cJSON_IsTrue(get(side, "tf32")) ? " (TF32)" : "");
+  else if (!mpprof_json_get_double(v, &x))
+    snprintf(buf, n,
+             k == 2   ? "%.1f"
+             : k == 3 ? "%.3f"
+                      : "%.3g",
+             k == 2   ? x * 100
+             : k == 3 ? x / 1e6
+                      : x);
+}
+
 static const char css[] =
     "body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1500px;color:#222;"
     "padding:0 16px}h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid "
@@ -326,7 +492,8 @@ static void write_html(const cJSON *d, FILE *f) {
   fprintf(f, "<style>%s</style></head><body>\n<h1>mpprof diff</h1>\n", css);
   const char *side[2] = {"a", "b"};
   fputs("<section id=\"runs\"><table><thead><tr><th></th><th>Run</th><th>Program</th><th>Calls"
-        "</th><th>GPU ms</th><th>TC share %</th></tr></thead><tbody>\n",
+        "</th><th>GPU ms</th><th>TC share %</th><th>Loss scale applied</th></tr></thead>"
+        "<tbody>\n",
         f);
   for (int i = 0; i < 2; i++) {
     const cJSON *r = get(d, side[i]);
@@ -338,7 +505,16 @@ static void write_html(const cJSON *d, FILE *f) {
     cell_num(f, r, "calls", 1, "%.0f");
     cell_num(f, r, "gpu_ns", 1e-6, "%.3f");
     cell_num(f, r, "tc_share", 100, "%.1f");
-    fputs("</tr>\n", f);
+    const cJSON *ls = get(r, "loss_scale_applied");
+    double lo, hi;
+    fputs("<td class=\"n\">", f);
+    if (mpprof_json_get_double(get(ls, "min"), &lo) || mpprof_json_get_double(get(ls, "max"), &hi))
+      fputs("unknown", f);
+    else if (lo == hi)
+      fprintf(f, "%g", lo);
+    else
+      fprintf(f, "%g .. %g", lo, hi);
+    fputs("</td></tr>\n", f);
   }
   fputs("</tbody></table>\n", f);
   if (!cJSON_IsTrue(get(d, "same_program")))
@@ -349,10 +525,15 @@ static void write_html(const cJSON *d, FILE *f) {
     fputs("<p>The same program with other arguments (command lines above).</p>\n", f);
   fputs("</section>\n<section id=\"layers\"><h2>Layers</h2><p>Per layer, A then B; changed "
         "cells are highlighted. TC share: Tensor Core kernel time over the layer's kernel time. "
-        "fp16 overflow/flush: percent of values, worst tensor (report.json "
-        "<code>percent</code>).</p>\n<div class=\"scroll\"><table><thead><tr><th>Layer</th>"
-        "<th>Run</th><th>Dtypes</th><th>Compute</th><th>TC share %</th><th>GPU ms</th><th>fp16 "
-        "overflow %</th><th>fp16 flush %</th><th>Verdict</th></tr></thead><tbody>\n",
+        "fp16 overflow/flush, unscaled: percent of the finite non-zero values of the layer's "
+        "worst tensor that a cast to fp16 overflows / flushes to zero, gradients divided by the "
+        "loss scale the run applied (as at scale 1; report.json <code>percent</code>). At applied "
+        "scale: the same for the worst gradient as recorded, at the loss scale the run applied "
+        "(report.json <code>shares</code>), what a change of loss scale changes.</p>\n"
+        "<div class=\"scroll\"><table><thead><tr><th>Layer</th><th>Run</th><th>Dtypes</th>"
+        "<th>Compute</th><th>TC share %</th><th>GPU ms</th><th>fp16 overflow %, unscaled</th>"
+        "<th>fp16 flush %, unscaled</th><th>fp16 gradient overflow % at applied scale</th>"
+        "<th>fp16 gradient flush % at applied scale</th><th>Verdict</th></tr></thead><tbody>\n",
         f);
   const cJSON *row;
   cJSON_ArrayForEach(row, get(d, "layers")) {
@@ -367,30 +548,28 @@ static void write_html(const cJSON *d, FILE *f) {
       }
       fprintf(f, "<td>%s</td>", i ? "B" : "A");
       if (cJSON_IsNull(s)) {
-        fputs("<td colspan=\"7\">(not in this run)</td></tr>\n", f);
+        fputs("<td colspan=\"9\">(not in this run)</td></tr>\n", f);
         continue;
       }
-      static const char *const keys[] = {"dtypes", "compute_types",     "tc_share",
-                                         "gpu_ns", "fp16_overflow_pct", "fp16_underflow_pct",
+      static const char *const keys[] = {"dtypes",
+                                         "compute_types",
+                                         "tc_share",
+                                         "gpu_ns",
+                                         "fp16_overflow_pct",
+                                         "fp16_underflow_pct",
+                                         "fp16_overflow_at_applied_scale_pct",
+                                         "fp16_underflow_at_applied_scale_pct",
                                          "verdict"};
       for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
-        const cJSON *v = get(s, keys[k]), *w = get(o, keys[k]);
-        bool chg = i && !cJSON_IsNull(o) && k != 3 && !cJSON_Compare(v, w, true);
+        /* changed: the cells read differently (13.216 and 13.22 are both 13.2) */
+        char tv[256], tw[256];
+        const cJSON *v = get(s, keys[k]);
+        layer_cell_text(s, keys[k], k, tv, sizeof tv);
+        layer_cell_text(o, keys[k], k, tw, sizeof tw);
+        bool chg = i && !cJSON_IsNull(o) && k != 3 && strcmp(tv, tw);
         fprintf(f, "<td%s%s>", chg ? " class=\"chg\"" : "",
                 cJSON_IsNumber(v) || cJSON_IsRaw(v) ? " style=\"text-align:right\"" : "");
-        double x;
-        if (cJSON_IsString(v)) {
-          html(f, v->valuestring);
-          if (k == 1 && cJSON_IsTrue(get(s, "tf32"))) fputs(" (TF32)", f);
-        } else if (!mpprof_json_get_double(v, &x)) {
-          fprintf(f,
-                  k == 2   ? "%.1f"
-                  : k == 3 ? "%.3f"
-                           : "%.3g",
-                  k == 2   ? x * 100
-                  : k == 3 ? x / 1e6
-                           : x);
-        }
+        html(f, tv);
         fputs("</td>", f);
       }
       fputs("</tr>\n", f);
@@ -458,17 +637,27 @@ int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_d
     mpprof_error_set(ret_error, ENOMEM, "diff: out of memory");
   }
   if (!rc && summary) {
-    size_t changed = 0;
+    /* A layer in one run only is counted as such, not as changed. */
+    size_t changed = 0, only_a = 0, only_b = 0;
     const cJSON *row;
     cJSON_ArrayForEach(row, get(d, "layers")) {
-      const cJSON *va = get(get(row, "a"), "verdict"), *vb = get(get(row, "b"), "verdict");
-      const cJSON *ta = get(get(row, "a"), "dtypes"), *tb = get(get(row, "b"), "dtypes");
-      if (!cJSON_Compare(va, vb, true) || !cJSON_Compare(ta, tb, true)) changed++;
+      const cJSON *sa = get(row, "a"), *sb = get(row, "b");
+      if (cJSON_IsNull(sb)) {
+        only_a++;
+        continue;
+      }
+      if (cJSON_IsNull(sa)) {
+        only_b++;
+        continue;
+      }
+      if (!cJSON_Compare(get(sa, "verdict"), get(sb, "verdict"), true) ||
+          !cJSON_Compare(get(sa, "dtypes"), get(sb, "dtypes"), true))
+        changed++;
     }
     fprintf(summary,
-            "mpprof diff: %d layers, %zu with other dtypes or verdicts; %d op sites only in A, %d "
-            "only in B\n",
-            cJSON_GetArraySize(get(d, "layers")), changed,
+            "mpprof diff: %d layers: %zu with other dtypes or verdicts, %zu only in A, %zu only in "
+            "B; %d op sites only in A, %d only in B\n",
+            cJSON_GetArraySize(get(d, "layers")), changed, only_a, only_b,
             cJSON_GetArraySize(get(d, "sites_only_in_a")),
             cJSON_GetArraySize(get(d, "sites_only_in_b")));
     if (!cJSON_IsTrue(get(d, "same_program")))

@@ -1,0 +1,296 @@
+/* `mpprof diff` on hand-written report.json files: what its summary counts,
+ * how sites are matched, what a bad report.json is called. */
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rawgen.h"
+#include "report/diff.h"
+#include "report/report_internal.h"
+
+static void write_file(const char *dir, const char *name, const char *text) {
+  char *path = mpprof_asprintf("%s/%s", dir, name);
+  FILE *f = path ? fopen(path, "w") : NULL;
+  assert_non_null(f);
+  fputs(text, f);
+  assert_int_equal(fclose(f), 0);
+  free(path);
+}
+
+/* A report.json with the given layers (name, verdict, A's dtype) and no sites. */
+static char *report_dir(const char *tag, const char *layers_json) {
+  char *dir = rg_tmpdir(tag);
+  char *text = mpprof_asprintf("{\"schema\": \"mpprof.report/1\", \"program\": \"./train\", "
+                               "\"layers\": %s, \"sites\": []}",
+                               layers_json);
+  assert_non_null(text);
+  write_file(dir, "report.json", text);
+  free(text);
+  return dir;
+}
+
+static char *summary_of(const char *a, const char *b, cJSON **ret_diff) {
+  char *out = rg_tmpdir("diffout");
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  assert_non_null(f);
+  mpprof_error err = {0};
+  if (mpprof_diff_generate(a, b, out, f, &err)) fail_msg("%s", err.message);
+  fclose(f);
+  if (ret_diff) *ret_diff = rg_read_json(out, "diff.json");
+  rg_rmdir(out);
+  free(out);
+  return text;
+}
+
+#define LAYER(name, rec, dt)                                                                       \
+  "{\"name\": \"" name "\", \"dtypes\": {\"A\": [\"" dt                                            \
+  "\"]}, \"advice\": {\"recommended\": \"" rec "\"}}"
+
+/* A layer in one run only has no "other dtypes or verdict": it is counted as
+ * only in A or only in B, not as changed. */
+static void layers_in_one_run_only_are_counted_apart_from_changed_ones(void **state) {
+  (void)state;
+  char *a = report_dir("diffa", "[" LAYER("fc1", "bf16", "fp32") "," LAYER(
+                                    "fc2", "fp16", "fp32") "," LAYER("old", "fp16", "fp32") "]");
+  char *b = report_dir("diffb",
+                       "[" LAYER("fc1", "bf16", "fp32") "," LAYER("fc2", "bf16", "fp32") "," LAYER(
+                           "new1", "fp16", "fp32") "," LAYER("new2", "fp16", "fp32") "]");
+  char *s = summary_of(a, b, NULL);
+  assert_non_null(strstr(s, "mpprof diff: 5 layers: 1 with other dtypes or verdicts, 1 only in A, "
+                            "2 only in B; 0 op sites only in A, 0 only in B\n"));
+  free(s);
+  rg_rmdir(a);
+  rg_rmdir(b);
+  free(a);
+  free(b);
+}
+
+/* n sites of one layer with m = first .. first + n - 1, the last one TF32
+ * when tf32_last; ids into *ret_ids (the layer's "sites"). */
+static char *sites_json(size_t first, size_t n, bool tf32_last, char **ret_ids) {
+  char *text = NULL, *ids = NULL;
+  size_t len = 0, ids_len = 0;
+  FILE *f = open_memstream(&text, &len), *g = open_memstream(&ids, &ids_len);
+  assert_non_null(f);
+  assert_non_null(g);
+  fputc('[', f);
+  fputc('[', g);
+  for (size_t i = 0; i < n; i++) {
+    fprintf(f,
+            "%s{\"id\": %zu, \"layer\": \"net/fc/fwd\", \"layer_name\": \"net/fc\", \"api\": "
+            "\"cublasGemmEx\", \"op\": \"gemm\", \"m\": %zu, \"n\": 64, \"k\": 64, "
+            "\"batch\": 1, \"tf32\": %s}",
+            i ? "," : "", i, first + i, tf32_last && i == n - 1 ? "true" : "false");
+    fprintf(g, "%s%zu", i ? "," : "", i);
+  }
+  fputc(']', f);
+  fputc(']', g);
+  assert_int_equal(fclose(f), 0);
+  assert_int_equal(fclose(g), 0);
+  *ret_ids = ids;
+  return text;
+}
+
+static char *report_with_sites(const char *tag, size_t first, size_t n, bool tf32_last) {
+  char *ids = NULL;
+  char *dir = rg_tmpdir(tag), *sites = sites_json(first, n, tf32_last, &ids);
+  char *text = mpprof_asprintf("{\"schema\": \"mpprof.report/1\", \"program\": \"./train\", "
+                               "\"layers\": [{\"name\": \"net/fc\", \"sites\": %s}], "
+                               "\"sites\": %s}",
+                               ids, sites);
+  assert_non_null(text);
+  write_file(dir, "report.json", text);
+  free(text);
+  free(sites);
+  free(ids);
+  return dir;
+}
+
+/* Sites are matched through an index, and a layer's sites found by
+ * position, not each against every other: two runs of 100k sites each (a
+ * merged job's worth) in one layer diff in well under the test's timeout
+ * (it took hours: every pair's key was formatted). The one site only in A
+ * and the one only in B are found, and B's last site's TF32. */
+static void a_diff_of_100k_sites_matches_them_in_n_log_n(void **state) {
+  (void)state;
+  const size_t n = 100000;
+  char *a = report_with_sites("diffbiga", 0, n, false),
+       *b = report_with_sites("diffbigb", 1, n, true);
+  cJSON *d = NULL;
+  char *s = summary_of(a, b, &d);
+  assert_non_null(strstr(s, "; 1 op sites only in A, 1 only in B\n"));
+  const cJSON *oa = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "sites_only_in_a"), 0);
+  const cJSON *ob = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "sites_only_in_b"), 0);
+  assert_string_equal(cJSON_GetObjectItem(oa, "match_key")->valuestring,
+                      "net/fc/fwd|gemm|0|64|64|1");
+  assert_string_equal(cJSON_GetObjectItem(ob, "match_key")->valuestring,
+                      "net/fc/fwd|gemm|100000|64|64|1");
+  const cJSON *row = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "layers"), 0);
+  assert_false(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(row, "a"), "tf32")));
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(row, "b"), "tf32")));
+  cJSON_Delete(d);
+  free(s);
+  rg_rmdir(a);
+  rg_rmdir(b);
+  free(a);
+  free(b);
+}
+
+/* A report of one layer fc2 whose gradients flush 65.3% unscaled, `flush`
+ * percent at the loss scale `scale` the run applied. */
+static char *scaled_run(const char *tag, const char *scale, const char *flush) {
+  char *dir = rg_tmpdir(tag);
+  char *text = mpprof_asprintf(
+      "{\"schema\": \"mpprof.report/1\", \"program\": \"./train\", \"loss_scale\": "
+      "{\"applied\": {\"known\": true, \"min\": %s, \"max\": %s}}, \"layers\": [{\"name\": "
+      "\"fc2\", \"dtypes\": {\"A\": [\"fp16\"]}, \"percent\": {\"fp16_overflow\": 0, "
+      "\"fp16_underflow\": 65.3}, \"shares\": {\"fp16_overflow_at_applied_scale\": {\"pct\": "
+      "0}, \"fp16_underflow_at_applied_scale\": {\"pct\": %s}}, \"advice\": {\"recommended\": "
+      "\"fp16_loss_scale\"}}], \"sites\": []}",
+      scale, scale, flush);
+  assert_non_null(text);
+  write_file(dir, "report.json", text);
+  free(text);
+  return dir;
+}
+
+/* Two fp16 runs at loss scales 1 and 65536: the unscaled figures are the
+ * same by design, so the diff also gives each run's applied scale and the
+ * gradients' flush at it (65.3% against 0.0014%), and the page says which
+ * figure is which. */
+static void a_diff_of_two_loss_scales_shows_the_flush_at_each_runs_scale(void **state) {
+  (void)state;
+  char *a = scaled_run("diffs1", "1", "65.3"), *b = scaled_run("diffs16", "65536", "0.0014");
+  char *out = rg_tmpdir("diffout");
+  mpprof_error err = {0};
+  assert_int_equal(mpprof_diff_generate(a, b, out, NULL, &err), 0);
+  cJSON *d = rg_read_json(out, "diff.json");
+  assert_non_null(d);
+  const cJSON *ra = cJSON_GetObjectItem(d, "a"), *rb = cJSON_GetObjectItem(d, "b");
+  assert_true(
+      cJSON_GetObjectItem(cJSON_GetObjectItem(ra, "loss_scale_applied"), "max")->valuedouble == 1);
+  assert_true(
+      cJSON_GetObjectItem(cJSON_GetObjectItem(rb, "loss_scale_applied"), "min")->valuedouble ==
+      65536);
+  const cJSON *row = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "layers"), 0);
+  const cJSON *la = cJSON_GetObjectItem(row, "a"), *lb = cJSON_GetObjectItem(row, "b");
+  assert_true(cJSON_GetObjectItem(la, "fp16_underflow_pct")->valuedouble == 65.3);
+  assert_true(cJSON_GetObjectItem(lb, "fp16_underflow_pct")->valuedouble == 65.3);
+  assert_true(cJSON_GetObjectItem(la, "fp16_underflow_at_applied_scale_pct")->valuedouble == 65.3);
+  assert_true(cJSON_GetObjectItem(lb, "fp16_underflow_at_applied_scale_pct")->valuedouble ==
+              0.0014);
+  assert_true(cJSON_GetObjectItem(lb, "fp16_overflow_at_applied_scale_pct")->valuedouble == 0);
+  char *html = rg_read_text(out, "diff.html", NULL);
+  assert_non_null(html);
+  assert_non_null(strstr(html, "<th>fp16 flush %, unscaled</th>"));
+  assert_non_null(strstr(html, "<th>fp16 gradient flush % at applied scale</th>"));
+  assert_non_null(strstr(html, "<td class=\"n\">65536</td>"));
+  free(html);
+  cJSON_Delete(d);
+  rg_rmdir(a);
+  rg_rmdir(b);
+  rg_rmdir(out);
+  free(a);
+  free(b);
+  free(out);
+}
+
+static size_t count(const char *hay, const char *needle) {
+  size_t n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+    n++;
+  return n;
+}
+
+#define PCT_LAYER(ov, fl)                                                                          \
+  "[{\"name\": \"fc1\", \"dtypes\": {\"A\": [\"fp16\"]}, \"percent\": {\"fp16_overflow\": " ov     \
+  ", \"fp16_underflow\": " fl "}, \"advice\": {\"recommended\": \"bf16\"}}]"
+
+/* A cell of B is highlighted when it reads differently from A's: an
+ * overflow of 13.216% against 13.22% (both 13.2) is not, a flush of 65.3%
+ * against 70% is. */
+static void only_cells_that_read_differently_are_highlighted(void **state) {
+  (void)state;
+  char *a = report_dir("diffhla", PCT_LAYER("13.216", "65.3"));
+  char *b = report_dir("diffhlb", PCT_LAYER("13.22", "70"));
+  char *out = rg_tmpdir("diffout");
+  mpprof_error err = {0};
+  assert_int_equal(mpprof_diff_generate(a, b, out, NULL, &err), 0);
+  char *html = rg_read_text(out, "diff.html", NULL);
+  assert_non_null(html);
+  assert_int_equal(count(html, "class=\"chg\""), 1);
+  assert_non_null(strstr(html, "<td class=\"chg\" style=\"text-align:right\">70</td>"));
+  free(html);
+  rg_rmdir(a);
+  rg_rmdir(b);
+  rg_rmdir(out);
+  free(a);
+  free(b);
+  free(out);
+}
+
+/* The error of a diff whose B holds `text` as its report.json, "%s" in want
+ * standing for B's directory. */
+static void assert_bad_report(const char *text, const char *want) {
+  char *a = report_dir("diffgood", "[" LAYER("fc1", "bf16", "fp32") "]");
+  char *b = rg_tmpdir("diffbad"), *out = rg_tmpdir("diffout");
+  write_file(b, "report.json", text);
+  mpprof_error err = {0};
+  assert_int_equal(mpprof_diff_generate(a, b, out, NULL, &err), -1);
+  char *w = mpprof_asprintf(want, b, b);
+  assert_string_equal(err.message, w);
+  free(w);
+  rg_rmdir(a);
+  rg_rmdir(b);
+  rg_rmdir(out);
+  free(a);
+  free(b);
+  free(out);
+}
+
+/* A report.json cut short (a copy interrupted, a full disk) is called
+ * truncated, with the command that rebuilds it, not "not JSON"; a file that
+ * is no JSON at all, or empty, is still called so. */
+static void a_truncated_report_is_called_truncated(void **state) {
+  (void)state;
+  assert_bad_report("{\"schema\": \"mpprof.report/1\", \"layers\": [{\"name\": \"fc1\", \"dty",
+                    "diff: %s/report.json: truncated (the JSON ends early; rebuild it with "
+                    "'mpprof report %s')");
+  assert_bad_report("{\"schema\": \"mpprof.report/1\", \"layers\": [{}, {",
+                    "diff: %s/report.json: truncated (the JSON ends early; rebuild it with "
+                    "'mpprof report %s')");
+  assert_bad_report("hello\n", "diff: %s/report.json: not an mpprof report (not JSON)");
+  assert_bad_report("", "diff: %s/report.json: not an mpprof report (empty file)");
+}
+
+/* A report.json of another kind or version names its schema. */
+static void a_report_of_another_schema_names_it(void **state) {
+  (void)state;
+  assert_bad_report("{\"schema\": \"mpprof.raw/1\", \"sites\": []}",
+                    "diff: %s/report.json: not an mpprof report (schema \"mpprof.raw/1\")");
+  assert_bad_report("{\"schema\": \"mpprof.report/2\", \"layers\": [], \"sites\": []}",
+                    "diff: %s/report.json: unsupported version (schema \"mpprof.report/2\"; this "
+                    "mpprof reads mpprof.report/1)");
+  assert_bad_report("{\"schema\": \"mpprof.report/1\", \"layers\": []}",
+                    "diff: %s/report.json: not an mpprof report (schema or layers/sites missing)");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(layers_in_one_run_only_are_counted_apart_from_changed_ones),
+      cmocka_unit_test(a_diff_of_100k_sites_matches_them_in_n_log_n),
+      cmocka_unit_test(a_diff_of_two_loss_scales_shows_the_flush_at_each_runs_scale),
+      cmocka_unit_test(only_cells_that_read_differently_are_highlighted),
+      cmocka_unit_test(a_truncated_report_is_called_truncated),
+      cmocka_unit_test(a_report_of_another_schema_names_it),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
