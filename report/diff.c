@@ -50,6 +50,14 @@ static bool ends_early(const char *text, size_t len) {
 }
 
 static cJSON *load_report(const char *dir, mpprof_error *ret_error) {
+  struct stat dst;
+  if (stat(dir, &dst) == 0 && !S_ISDIR(dst.st_mode)) {
+    mpprof_error_set(ret_error, ENOTDIR,
+                     "diff: %s: not a directory (give the output directory of a run, the one "
+                     "holding report.json)",
+                     dir);
+    return NULL;
+  }
   char *path = mpprof_asprintf("%s/report.json", dir);
   if (!path) {
     mpprof_error_set(ret_error, ENOMEM, "diff: out of memory");
@@ -90,7 +98,9 @@ static cJSON *load_report(const char *dir, mpprof_error *ret_error) {
   cJSON *j = NULL;
   if (text) {
     text[len] = 0;
-    j = cJSON_ParseWithLength(text, len);
+    /* The whole file is one JSON value: text after it is not a report. */
+    const char *end = NULL;
+    j = cJSON_ParseWithLengthOpts(text, len + 1, &end, true);
   }
   bool truncated = !j && text && ends_early(text, len);
   free(text);
@@ -654,14 +664,16 @@ int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_d
           !cJSON_Compare(get(sa, "dtypes"), get(sb, "dtypes"), true))
         changed++;
     }
+    int nl = cJSON_GetArraySize(get(d, "layers"));
     fprintf(summary,
-            "mpprof diff: %d layers: %zu with other dtypes or verdicts, %zu only in A, %zu only in "
-            "B; %d op sites only in A, %d only in B\n",
-            cJSON_GetArraySize(get(d, "layers")), changed, only_a, only_b,
+            "mpprof diff: %d layer%s: %zu with other dtypes or verdicts, %zu only in A, %zu only "
+            "in B; %d op sites only in A, %d only in B\n",
+            nl, nl == 1 ? "" : "s", changed, only_a, only_b,
             cJSON_GetArraySize(get(d, "sites_only_in_a")),
             cJSON_GetArraySize(get(d, "sites_only_in_b")));
+    /* On stderr, as merge's warning of the same kind. */
     if (!cJSON_IsTrue(get(d, "same_program")))
-      fputs("mpprof diff: warning: the two runs profiled different programs\n", summary);
+      fputs("mpprof diff: warning: the two runs profiled different programs\n", stderr);
     fprintf(summary, "  diff: %s (also diff.json)\n", ph);
   }
   free(pj);

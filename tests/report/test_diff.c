@@ -283,6 +283,31 @@ static void a_report_of_another_schema_names_it(void **state) {
                     "diff: %s/report.json: not an mpprof report (schema or layers/sites missing)");
 }
 
+/* Text after the JSON value is not a report (cJSON stops at the value's
+ * end: '{...}}' was read as a report missing its layers); a file given where
+ * a run's directory goes is named as such (was "FILE/report.json: Not a
+ * directory"). */
+static void trailing_text_and_a_file_for_a_directory_are_named(void **state) {
+  (void)state;
+  assert_bad_report("{\"schema\": \"mpprof.report/1\", \"layers\": [], \"sites\": []}}\n",
+                    "diff: %s/report.json: not an mpprof report (not JSON)");
+  char *a = report_dir("diffgood", "[" LAYER("fc1", "bf16", "fp32") "]");
+  char *out = rg_tmpdir("diffout");
+  char *file = mpprof_asprintf("%s/report.json", a);
+  mpprof_error err = {0};
+  assert_int_equal(mpprof_diff_generate(file, a, out, NULL, &err), -1);
+  char *w = mpprof_asprintf("diff: %s: not a directory (give the output directory of a run, the "
+                            "one holding report.json)",
+                            file);
+  assert_string_equal(err.message, w);
+  free(w);
+  free(file);
+  rg_rmdir(a);
+  rg_rmdir(out);
+  free(a);
+  free(out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(layers_in_one_run_only_are_counted_apart_from_changed_ones),
@@ -291,6 +316,7 @@ int main(void) {
       cmocka_unit_test(only_cells_that_read_differently_are_highlighted),
       cmocka_unit_test(a_truncated_report_is_called_truncated),
       cmocka_unit_test(a_report_of_another_schema_names_it),
+      cmocka_unit_test(trailing_text_and_a_file_for_a_directory_are_named),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
