@@ -40,14 +40,17 @@ static char *slurp(const char *path) {
   return b;
 }
 
-/* Run argv (NULL-terminated) with stdout/stderr captured. */
-static run_result run(char *const argv[]) {
+/* Run argv (NULL-terminated) with stdout to stdout_path (NULL: captured in
+ * out) and stderr captured. */
+static run_result run_to(char *const argv[], const char *stdout_path) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   char out_path[512], err_path[512];
   snprintf(out_path, sizeof out_path, "%s", tmp_path("stdout"));
   snprintf(err_path, sizeof err_path, "%s", tmp_path("stderr"));
-  posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  write_bytes(out_path, "", 0);
+  posix_spawn_file_actions_addopen(&fa, 1, stdout_path ? stdout_path : out_path,
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid;
   assert_int_equal(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), 0);
@@ -56,6 +59,10 @@ static run_result run(char *const argv[]) {
   assert_int_equal(waitpid(pid, &ws, 0), pid);
   run_result r = {WIFEXITED(ws) ? WEXITSTATUS(ws) : -1, slurp(out_path), slurp(err_path)};
   return r;
+}
+
+static run_result run(char *const argv[]) {
+  return run_to(argv, NULL);
 }
 
 static void run_free(run_result *r) {
@@ -203,6 +210,25 @@ static void bad_file_among_good_ones_is_one_stderr_line_and_exit_1(void **st) {
   assert_non_null(strstr(second, tmp_path("missing.npy")));
   assert_non_null(strstr(second, "No such file"));
   run_free(&r);
+}
+
+/* Output that cannot be written (a full disk) fails the command in one
+ * line, as a file that cannot be read does: a script must not take an
+ * empty or cut result for a complete one. */
+static void a_failed_write_to_stdout_is_one_stderr_line_and_exit_1(void **st) {
+  (void)st;
+  if (access("/dev/full", W_OK) != 0) skip();
+  write_small_npy("good.npy", small, 6);
+  for (int json = 0; json < 2; json++) {
+    char *argv[] = {(char *)mpprof_path, "inspect", (char *)tmp_path("good.npy"),
+                    json ? "--json" : NULL, NULL};
+    run_result r = run_to(argv, "/dev/full");
+    assert_int_equal(r.status, 1);
+    assert_int_equal(count_lines(r.err), 1);
+    assert_non_null(strstr(r.err, "mpprof: inspect: standard output: write failed: "));
+    assert_non_null(strstr(r.err, "No space left on device"));
+    run_free(&r);
+  }
 }
 
 static void summary_names_verdict_and_what_to_do(void **st) {
@@ -381,6 +407,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(demo_gradient_needs_a_loss_scale),
       cmocka_unit_test(demo_overflowing_tensor_needs_bf16),
       cmocka_unit_test(bad_file_among_good_ones_is_one_stderr_line_and_exit_1),
+      cmocka_unit_test(a_failed_write_to_stdout_is_one_stderr_line_and_exit_1),
       cmocka_unit_test(summary_names_verdict_and_what_to_do),
       cmocka_unit_test(raw_file_is_read_with_dtype_and_shape),
       cmocka_unit_test(fp16_subnormal_values_are_named_with_their_precision),
