@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "analysis/scan.h"
+#include "common/utf8.h"
 #include "helpers.h"
 #include "report/tensorio/stats_json.h"
 
@@ -126,6 +127,31 @@ static void json_object_has_exactly_the_tensor_schema_keys_in_order(void **st) {
   assert_int_equal(cJSON_GetArraySize(adv), 5);
   i = 0;
   cJSON_ArrayForEach(item, adv) assert_string_equal(item->string, adv_keys[i++]);
+  cJSON_Delete(j);
+  run_free(&r);
+}
+
+/* A file name is bytes: one that is not UTF-8 (a Latin-1 name) must still
+ * give a valid JSON line, its bad bytes replaced as in every other output. */
+static void json_of_a_file_name_that_is_not_utf8_is_valid_utf8(void **st) {
+  (void)st;
+  write_small_npy("gr\xfc\xdf"
+                  "e.npy",
+                  small, 6);
+  char *argv[] = {(char *)mpprof_path, "inspect", "--json",
+                  (char *)tmp_path("gr\xfc\xdf"
+                                   "e.npy"),
+                  NULL};
+  run_result r = run(argv);
+  assert_int_equal(r.status, 0);
+  const size_t n = strlen(r.out);
+  for (size_t i = 0, k; i < n; i += k) {
+    k = mpp_utf8_seq_len((const unsigned char *)r.out + i, n - i);
+    assert_int_not_equal(k, 0);
+  }
+  cJSON *j = cJSON_Parse(r.out);
+  assert_non_null(j);
+  assert_string_equal(cJSON_GetObjectItem(j, "file")->valuestring, tmp_path("gr??e.npy"));
   cJSON_Delete(j);
   run_free(&r);
 }
@@ -402,6 +428,7 @@ int main(int argc, char **argv) {
   gen_path = argv[2];
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(json_object_has_exactly_the_tensor_schema_keys_in_order),
+      cmocka_unit_test(json_of_a_file_name_that_is_not_utf8_is_valid_utf8),
       cmocka_unit_test(json_stats_equal_a_direct_scan),
       cmocka_unit_test(demo_activation_fits_fp16_as_is),
       cmocka_unit_test(demo_gradient_needs_a_loss_scale),
