@@ -596,6 +596,14 @@ def install(torch):
          _fn(lib, "mpprof_step", None, ctypes.c_uint64),
          _fn(lib, "mpprof_step_skipped", None, ctypes.c_uint64),
          _fn(lib, "mpprof_scope_ops", ctypes.c_uint32))
+    checkpoint = _fn(lib, "mpprof_checkpoint", None)
+    if checkpoint is not None:
+        # Ctrl-C: CPython ends an uncaught KeyboardInterrupt by SIGINT after
+        # its finalisation, where no C exit handler runs: the raw file is
+        # written at Python's exit (the C exit, when there is one, rewrites it).
+        import atexit
+
+        atexit.register(checkpoint)
     framework = _fn(lib, "mpprof_framework", None, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p)
     if framework is not None:  # the raw file's "framework" (values: raw_format.h MP_RAW_MARKS_*)
         framework(b"torch", str(getattr(torch, "__version__", "")).encode("utf-8", "replace"),
