@@ -281,7 +281,8 @@ def _patch_optimizer(torch):
 #
 # The scale only changes in update(): backoff when some optimizer's step was
 # skipped (found inf: the scaler did not call optimizer.step), growth after
-# growth_interval clean steps, as torch._amp_update_scale_ does, in float32.
+# growth_interval clean steps, as torch._amp_update_scale_ does, in float32;
+# and in load_state_dict (a resumed or rolled-back scaler).
 # A skip happening inside a fused optimizer (_step_supports_amp_scaling), or
 # update(new_scale=<tensor>), cannot be seen without a sync: that scaler is
 # then no longer fed.
@@ -327,6 +328,22 @@ def _patch_scaler(cls):
             return r
 
         cls._lazy_init_scale_growth_tracker = mpprof_lazy_init
+
+    if "load_state_dict" in d:
+        load = d["load_state_dict"]
+
+        @functools.wraps(load)
+        def mpprof_load_state_dict(self, *args, **kwargs):
+            r = load(self, *args, **kwargs)
+            # It sets _init_scale / _init_growth_tracker and refills a scale
+            # already made (a scaler in use: no lazy init follows): the replay
+            # restarts from the loaded values now.
+            if getattr(self, "_enabled", False) and getattr(self, "_scale", None) is not None:
+                _scalers.pop(self, None)
+                _scaler_state(self, True)
+            return r
+
+        cls.load_state_dict = mpprof_load_state_dict
 
     if "step" in d:
         step = d["step"]
