@@ -31,6 +31,10 @@ MPP_EXPORT void mpprof_framework(const char *name, const char *version,
   if (enabled()) mpp_process_note_framework(name, version, backward_marks);
 }
 
+MPP_EXPORT void mpprof_checkpoint(void) {
+  if (enabled()) mpp_runtime_checkpoint();
+}
+
 MPP_EXPORT void mpprof_step(uint64_t n) {
   if (enabled()) mpp_train_mark_step(n);
 }

@@ -250,6 +250,25 @@ void mpp_runtime_before_exec(void) {
   depth--;
 }
 
+/* mpprof_checkpoint(): the checkpoint thread's pass (CUPTI flush, raw file
+ * not final), on the calling thread, for a runtime that may end without
+ * exit handlers (CPython ends an uncaught KeyboardInterrupt by SIGINT after
+ * its own finalisation). Not before activation (nothing to write), after
+ * exit began, inside a hooked call or the site lock, or in a vfork child. */
+void mpp_runtime_checkpoint(void) {
+  if (!atomic_load(&activated) || atomic_load(&finishing)) return;
+  if ((int)getpid() != mpp_process_pid() || depth > 0 || mpp_sites_locked_by_caller()) return;
+  depth++;
+  pthread_mutex_lock(&pass_mu); /* one pass at a time, as the checkpoint thread's */
+  if (!atomic_load(&finishing)) {
+    if (!mpp_in_forked_child()) mpp_cupti_flush();
+    int err = mpp_raw_write(false);
+    if (err < 0) mpp_log(1, "checkpoint not written: %s", strerror(-err));
+  }
+  pthread_mutex_unlock(&pass_mu);
+  depth--;
+}
+
 void mpp_runtime_exec_failed(void) {
   if (!atomic_load(&activated) || (int)getpid() != mpp_process_pid()) return;
   mpp_raw_exec_failed();

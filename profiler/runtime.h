@@ -41,4 +41,7 @@ void mpp_runtime_set_real_dlsym(mpp_dlsym_fn fn);
 void mpp_runtime_before_exec(void); /* writes the raw file as final */
 void mpp_runtime_exec_failed(void); /* the image goes on: later writes follow */
 
+/* --- mpprof_checkpoint (entry.c, mpprof.h) --- */
+void mpp_runtime_checkpoint(void); /* a checkpoint pass now, on the calling thread */
+
 #endif

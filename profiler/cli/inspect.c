@@ -4,7 +4,7 @@
  * (analysis/advice.h) and print either a summary a person can act on or, with
  * --json, one mpprof.tensor/1 object per line (JSON Lines). A bad file costs
  * one line on stderr; the others are still processed and the exit status is 1
- * at the end. Usage errors exit 2. */
+ * at the end, as it is when stdout could not be written. Usage errors exit 2. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -47,8 +47,8 @@ static void usage(FILE *out) {
           "  --prefer-fp8           recommend an fp8 format when one fits\n"
           "  -h, --help             this text\n"
           "\n"
-          "Exit status: 0 when every file was read, 1 when some file could not be, 2 on a\n"
-          "usage error.\n",
+          "Exit status: 0 when every file was read, 1 when some file could not be (or the\n"
+          "output could not be written), 2 on a usage error.\n",
           MP_ADVICE_DEFAULT_UNDERFLOW_MAX, MP_ADVICE_DEFAULT_FP8_UNDERFLOW_MAX);
 }
 
@@ -368,7 +368,6 @@ static int inspect_file(const char *path, const inspect_opts *o, int *printed) {
   }
   free(s);
   mpprof_tensor_close(&t);
-  fflush(stdout);
   return rc;
 }
 
@@ -380,8 +379,17 @@ int mpprof_cmd_inspect(int argc, char **argv) {
   int rc = parse_args(argc, argv, &o, &first);
   if (rc == -0x100) return 0;
   if (rc < 0) return -rc;
-  int failed = 0, printed = 0;
-  for (int i = first; i < argc; i++)
+  int failed = 0, printed = 0, out_errno = 0;
+  for (int i = first; i < argc; i++) {
     if (inspect_file(argv[i], &o, &printed) < 0) failed++;
+    /* Each file's output before the next file's stderr line; a failed write
+     * (a full disk, a closed pipe) is kept to fail the command. */
+    if (fflush(stdout) != 0 && !out_errno) out_errno = errno ? errno : EIO;
+  }
+  if (out_errno || ferror(stdout)) {
+    fprintf(stderr, "mpprof: inspect: standard output: write failed: %s\n",
+            strerror(out_errno ? out_errno : EIO));
+    return 1;
+  }
   return failed ? 1 : 0;
 }

@@ -3,9 +3,9 @@
  * libmpprof.so is injected by `mpprof run` (LD_PRELOAD); these functions are
  * looked up at run time (dlsym(RTLD_DEFAULT, "mpprof_loss_scale"), or ctypes
  * as the PyTorch integration does), so a program that uses them runs
- * unchanged without mpprof. Every function is cheap, callable from any
- * thread, never blocks on the device, and does nothing when mpprof is
- * disabled (MPPROF_DISABLE=1).
+ * unchanged without mpprof. Every function is callable from any thread and
+ * does nothing when mpprof is disabled (MPPROF_DISABLE=1); all but
+ * mpprof_checkpoint are cheap and never block.
  *
  * Loss scale and steps: a C program usually declares them through NVTX instead
  * (domain "mpprof", marks "loss_scale", "step", "step_skipped"; README.md),
@@ -69,6 +69,15 @@ uint32_t mpprof_scope_ops(void);
  * "python"; may be NULL); strings longer than mpprof keeps are cut
  * (profiler/process.h). The latest call holds. */
 void mpprof_framework(const char *name, const char *version, const char *backward_marks);
+
+/* Write this process's raw file now, as the periodic checkpoint does (not
+ * final; the exit still writes the final one). For a runtime that may end
+ * without running exit handlers: the PyTorch integration calls it from
+ * Python's atexit, since CPython ends an uncaught KeyboardInterrupt (Ctrl-C)
+ * by killing itself with SIGINT after its own finalisation. Unlike the
+ * functions above it writes a file and may wait for a checkpoint in
+ * progress; a no-op before the process's first CUDA call. */
+void mpprof_checkpoint(void);
 
 #ifdef __cplusplus
 }

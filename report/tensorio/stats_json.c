@@ -18,6 +18,7 @@
 
 #include "analysis/formats.h"
 #include "analysis/schema_keys.h"
+#include "common/utf8.h"
 
 static const char *const outcome_names[MP_CAST_OUTCOMES] = MP_CAST_OUTCOME_NAMES;
 
@@ -361,7 +362,12 @@ cJSON *mpprof_tensor_to_json(const char *file, const uint64_t *shape, int ndim, 
     }
   }
   add(o, MP_K_SCHEMA, cJSON_CreateString(MP_SCHEMA_TENSOR), &failed);
-  add(o, MP_K_FILE, cJSON_CreateString(file), &failed);
+  /* A path is bytes: those that are not UTF-8 are replaced (common/utf8.h),
+   * so the object is valid JSON whatever the file is called. */
+  char *name = strdup(file);
+  if (name) mpp_utf8_sanitize(name, strlen(name));
+  add(o, MP_K_FILE, name ? cJSON_CreateString(name) : NULL, &failed);
+  free(name);
   /* Key order as documented: dtype before shape, the other stats after. */
   add(o, MP_K_DTYPE, cJSON_DetachItemFromObjectCaseSensitive(stats, MP_K_DTYPE), &failed);
   add(o, MP_K_SHAPE, dims, &failed);

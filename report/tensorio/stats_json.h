@@ -39,7 +39,8 @@ cJSON *mpprof_advice_to_json(const mp_advice *a);
 int mpprof_stats_from_json(const cJSON *obj, mp_stats *ret, char *err, size_t errlen);
 
 /* The mpprof.tensor/1 object of `mpprof inspect --json`: schema, file, dtype,
- * shape, then the rest of the STATS object with advice (which may be NULL). */
+ * shape, then the rest of the STATS object with advice (which may be NULL).
+ * Bytes of file that are not UTF-8 become MPP_UTF8_REPLACEMENT. */
 cJSON *mpprof_tensor_to_json(const char *file, const uint64_t *shape, int ndim, const mp_stats *s,
                              const mp_advice *advice);
 

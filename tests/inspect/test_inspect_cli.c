@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "analysis/scan.h"
+#include "common/utf8.h"
 #include "helpers.h"
 #include "report/tensorio/stats_json.h"
 
@@ -40,14 +41,17 @@ static char *slurp(const char *path) {
   return b;
 }
 
-/* Run argv (NULL-terminated) with stdout/stderr captured. */
-static run_result run(char *const argv[]) {
+/* Run argv (NULL-terminated) with stdout to stdout_path (NULL: captured in
+ * out) and stderr captured. */
+static run_result run_to(char *const argv[], const char *stdout_path) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   char out_path[512], err_path[512];
   snprintf(out_path, sizeof out_path, "%s", tmp_path("stdout"));
   snprintf(err_path, sizeof err_path, "%s", tmp_path("stderr"));
-  posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  write_bytes(out_path, "", 0);
+  posix_spawn_file_actions_addopen(&fa, 1, stdout_path ? stdout_path : out_path,
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid;
   assert_int_equal(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), 0);
@@ -56,6 +60,10 @@ static run_result run(char *const argv[]) {
   assert_int_equal(waitpid(pid, &ws, 0), pid);
   run_result r = {WIFEXITED(ws) ? WEXITSTATUS(ws) : -1, slurp(out_path), slurp(err_path)};
   return r;
+}
+
+static run_result run(char *const argv[]) {
+  return run_to(argv, NULL);
 }
 
 static void run_free(run_result *r) {
@@ -119,6 +127,31 @@ static void json_object_has_exactly_the_tensor_schema_keys_in_order(void **st) {
   assert_int_equal(cJSON_GetArraySize(adv), 5);
   i = 0;
   cJSON_ArrayForEach(item, adv) assert_string_equal(item->string, adv_keys[i++]);
+  cJSON_Delete(j);
+  run_free(&r);
+}
+
+/* A file name is bytes: one that is not UTF-8 (a Latin-1 name) must still
+ * give a valid JSON line, its bad bytes replaced as in every other output. */
+static void json_of_a_file_name_that_is_not_utf8_is_valid_utf8(void **st) {
+  (void)st;
+  write_small_npy("gr\xfc\xdf"
+                  "e.npy",
+                  small, 6);
+  char *argv[] = {(char *)mpprof_path, "inspect", "--json",
+                  (char *)tmp_path("gr\xfc\xdf"
+                                   "e.npy"),
+                  NULL};
+  run_result r = run(argv);
+  assert_int_equal(r.status, 0);
+  const size_t n = strlen(r.out);
+  for (size_t i = 0, k; i < n; i += k) {
+    k = mpp_utf8_seq_len((const unsigned char *)r.out + i, n - i);
+    assert_int_not_equal(k, 0);
+  }
+  cJSON *j = cJSON_Parse(r.out);
+  assert_non_null(j);
+  assert_string_equal(cJSON_GetObjectItem(j, "file")->valuestring, tmp_path("gr??e.npy"));
   cJSON_Delete(j);
   run_free(&r);
 }
@@ -203,6 +236,25 @@ static void bad_file_among_good_ones_is_one_stderr_line_and_exit_1(void **st) {
   assert_non_null(strstr(second, tmp_path("missing.npy")));
   assert_non_null(strstr(second, "No such file"));
   run_free(&r);
+}
+
+/* Output that cannot be written (a full disk) fails the command in one
+ * line, as a file that cannot be read does: a script must not take an
+ * empty or cut result for a complete one. */
+static void a_failed_write_to_stdout_is_one_stderr_line_and_exit_1(void **st) {
+  (void)st;
+  if (access("/dev/full", W_OK) != 0) skip();
+  write_small_npy("good.npy", small, 6);
+  for (int json = 0; json < 2; json++) {
+    char *argv[] = {(char *)mpprof_path, "inspect", (char *)tmp_path("good.npy"),
+                    json ? "--json" : NULL, NULL};
+    run_result r = run_to(argv, "/dev/full");
+    assert_int_equal(r.status, 1);
+    assert_int_equal(count_lines(r.err), 1);
+    assert_non_null(strstr(r.err, "mpprof: inspect: standard output: write failed: "));
+    assert_non_null(strstr(r.err, "No space left on device"));
+    run_free(&r);
+  }
 }
 
 static void summary_names_verdict_and_what_to_do(void **st) {
@@ -376,11 +428,13 @@ int main(int argc, char **argv) {
   gen_path = argv[2];
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(json_object_has_exactly_the_tensor_schema_keys_in_order),
+      cmocka_unit_test(json_of_a_file_name_that_is_not_utf8_is_valid_utf8),
       cmocka_unit_test(json_stats_equal_a_direct_scan),
       cmocka_unit_test(demo_activation_fits_fp16_as_is),
       cmocka_unit_test(demo_gradient_needs_a_loss_scale),
       cmocka_unit_test(demo_overflowing_tensor_needs_bf16),
       cmocka_unit_test(bad_file_among_good_ones_is_one_stderr_line_and_exit_1),
+      cmocka_unit_test(a_failed_write_to_stdout_is_one_stderr_line_and_exit_1),
       cmocka_unit_test(summary_names_verdict_and_what_to_do),
       cmocka_unit_test(raw_file_is_read_with_dtype_and_shape),
       cmocka_unit_test(fp16_subnormal_values_are_named_with_their_precision),

@@ -67,6 +67,7 @@ static const char *const expected[] = {
     "execvp",
     "execvpe",
     "fexecve",
+    "mpprof_checkpoint",
     "mpprof_framework",
     "mpprof_layer_id",
     "mpprof_scope_ops",

@@ -464,6 +464,28 @@ class ScalerTests(unittest.TestCase):
         self.assertEqual(len(steps), 12)  # each step, skipped or not, ends and the next starts
         self.assertEqual([s - steps[0] + 1 for s in skipped], sorted(overflow))
 
+    def test_a_state_dict_loaded_mid_run_is_the_scale_in_force(self):
+        # resuming (or rolling back) a scaler already in use: load_state_dict
+        # refills its scale and tracker; the replay follows at once
+        torch._amp_update_scale_ = _update_scale
+        scaler = CpuGradScaler(init_scale=1024.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=2)
+        w = nn.Parameter(torch.ones(3))
+        opt = torch.optim.SGD([w], lr=1e-3)
+        stub.calls.clear()
+        for step in range(6):
+            if step == 3:
+                sd = scaler.state_dict()
+                sd["scale"], sd["_growth_tracker"] = 8.0, 1
+                scaler.load_state_dict(sd)
+                fed = [v for k, v in stub.calls if k == "loss_scale"]
+                self.assertEqual(fed[-1], 8.0, "after load_state_dict")
+            opt.zero_grad()
+            scaler.scale((w * 1.0).sum()).backward()
+            scaler.step(opt)
+            scaler.update()
+            fed = [v for k, v in stub.calls if k == "loss_scale"]
+            self.assertEqual(fed[-1], scaler._scale.item(), "step %d" % step)
+
 
 if __name__ == "__main__":
     install()

@@ -1,7 +1,9 @@
 """PyTorch end-to-end: `mpprof /usr/bin/python3 torch_model.py` with no code
 change names every op by its module, forward and backward, and the program's
 output is the same as without mpprof; GradScaler's scale per step and its
-skipped step reach the report. Also: a shell script that starts python and a
+skipped step reach the report; a program ended by Ctrl-C (an uncaught
+KeyboardInterrupt, which CPython turns into SIGINT) keeps its status and its
+ops. Also: a shell script that starts python and a
 launcher starting 2 ranked workers are attributed the same; the program's own
 sitecustomize
 still runs, --python off / MPPROF_PYTHON=0 leave attribution to NVTX, a
@@ -169,6 +171,22 @@ def main():
         check_model_report(rep)
     else:
         check(False, "report.json of the model run")
+
+    # Ctrl-C: an uncaught KeyboardInterrupt ends CPython by SIGINT after its
+    # own finalisation, so C exit handlers never run. The status is the same
+    # as without mpprof (130 for the shell), and the ops run so far are still
+    # in the report (--checkpoint 0: no periodic checkpoint to fall back on).
+    kbint = os.path.join(WORK, "kbint.py")
+    with open(kbint, "w") as f:
+        f.write("import runpy, sys\nsys.argv = [%r]\nrunpy.run_path(%r, run_name='__main__')\n"
+                "raise KeyboardInterrupt\n" % (MODEL, MODEL))
+    rc0, plain, _ = run([PY, kbint], MPP_STEPS="1")
+    rc, out, err, rep = profile("kbint", [PY, kbint], "--checkpoint", "0", MPP_STEPS="1")
+    check(rc0 == -2 and rc == 130 and out == plain,
+          "KeyboardInterrupt: status %d under mpprof (%d without), same output: %s" % (rc, rc0, out == plain))
+    names = sorted(l["name"] for l in rep["layers"]) if rep else []
+    check(names == sorted(set(LAYERS) | {"optimizer"}),
+          "KeyboardInterrupt: the ops before it are reported by module: %s %s" % (names, err[-300:]))
 
     # A shell script that starts python, and torchrun with 2 workers: the
     # integration reaches every interpreter through the environment.

@@ -281,7 +281,8 @@ def _patch_optimizer(torch):
 #
 # The scale only changes in update(): backoff when some optimizer's step was
 # skipped (found inf: the scaler did not call optimizer.step), growth after
-# growth_interval clean steps, as torch._amp_update_scale_ does, in float32.
+# growth_interval clean steps, as torch._amp_update_scale_ does, in float32;
+# and in load_state_dict (a resumed or rolled-back scaler).
 # A skip happening inside a fused optimizer (_step_supports_amp_scaling), or
 # update(new_scale=<tensor>), cannot be seen without a sync: that scaler is
 # then no longer fed.
@@ -327,6 +328,22 @@ def _patch_scaler(cls):
             return r
 
         cls._lazy_init_scale_growth_tracker = mpprof_lazy_init
+
+    if "load_state_dict" in d:
+        load = d["load_state_dict"]
+
+        @functools.wraps(load)
+        def mpprof_load_state_dict(self, *args, **kwargs):
+            r = load(self, *args, **kwargs)
+            # It sets _init_scale / _init_growth_tracker and refills a scale
+            # already made (a scaler in use: no lazy init follows): the replay
+            # restarts from the loaded values now.
+            if getattr(self, "_enabled", False) and getattr(self, "_scale", None) is not None:
+                _scalers.pop(self, None)
+                _scaler_state(self, True)
+            return r
+
+        cls.load_state_dict = mpprof_load_state_dict
 
     if "step" in d:
         step = d["step"]
@@ -596,6 +613,14 @@ def install(torch):
          _fn(lib, "mpprof_step", None, ctypes.c_uint64),
          _fn(lib, "mpprof_step_skipped", None, ctypes.c_uint64),
          _fn(lib, "mpprof_scope_ops", ctypes.c_uint32))
+    checkpoint = _fn(lib, "mpprof_checkpoint", None)
+    if checkpoint is not None:
+        # Ctrl-C: CPython ends an uncaught KeyboardInterrupt by SIGINT after
+        # its finalisation, where no C exit handler runs: the raw file is
+        # written at Python's exit (the C exit, when there is one, rewrites it).
+        import atexit
+
+        atexit.register(checkpoint)
     framework = _fn(lib, "mpprof_framework", None, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p)
     if framework is not None:  # the raw file's "framework" (values: raw_format.h MP_RAW_MARKS_*)
         framework(b"torch", str(getattr(torch, "__version__", "")).encode("utf-8", "replace"),
