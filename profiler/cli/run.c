@@ -891,8 +891,9 @@ int mpprof_cmd_run(int argc, char **argv) {
               o.argv[0], off);
     else
       fprintf(stderr,
-              "mpprof: %s: no CUDA matrix ops were seen (no process loaded the CUDA libraries "
-              "mpprof hooks, so nothing was recorded)\n",
+              "mpprof: %s: no CUDA matrix ops were seen: no process wrote a raw file (none "
+              "called the CUDA libraries mpprof hooks, or each that did ended without exit "
+              "handlers, as os._exit() and SIGKILL do, before its first checkpoint)\n",
               o.argv[0]);
     /* --force removed the earlier run's raw files, not its report: say that
      * what is left there no longer has raw files behind it. */

@@ -325,6 +325,9 @@ static void the_launcher_explains_itself(void **state) {
   char *text = rg_read_text(workdir, "log.txt", NULL);
   assert_non_null(text);
   assert_non_null(strstr(text, "no CUDA matrix ops were seen"));
+  /* both causes named: no hooked call, or no exit handlers (os._exit, SIGKILL) */
+  assert_non_null(strstr(text, "no process wrote a raw file"));
+  assert_non_null(strstr(text, "os._exit() and SIGKILL"));
   assert_null(strstr(text, "/raw"));
   free(text);
   unlink(log);
