@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis/raw_format.h"
 #include "commands.h"
 #include "profiler/settings.h"
 #include "report/diff.h"
@@ -218,6 +219,92 @@ static int bring_dir(const char *dir, int out_raw, const char *out_raw_name) {
   return rc;
 }
 
+/* The rank in a raw file's header ("rank": N near its start), or -1 (null,
+ * absent, unreadable). */
+static long rank_of_raw(const char *path) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[4097];
+  struct stat st;
+  ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, buf, sizeof buf - 1) : -1;
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  char key[32];
+  snprintf(key, sizeof key, "\"%s\":", MP_RK_TOP.rank);
+  const char *k = strstr(buf, key);
+  if (!k) return -1;
+  char *end;
+  long r = strtol(k + strlen(key), &end, 10);
+  return end == k + strlen(key) || r < 0 ? -1 : r;
+}
+
+/* A raw file of an input with a rank: the file's name is the process
+ * (host-pid.json: the same name in two inputs is one process, brought once). */
+typedef struct ranked {
+  long rank;
+  char name[256];
+} ranked;
+
+/* The raw files of dir that hold a rank, into *ret (malloc'd). */
+static size_t ranks_of_input(const char *dir, ranked **ret) {
+  *ret = NULL;
+  char *raw = NULL;
+  DIR *d = open_input(dir, &raw);
+  if (!d) return 0;
+  size_t n = 0, cap = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t len = strlen(e->d_name);
+    if (e->d_name[0] == '.' || len < 6 || len >= sizeof(*ret)->name ||
+        strcmp(e->d_name + len - 5, ".json"))
+      continue;
+    char *p = NULL;
+    if (asprintf(&p, "%s/%s", raw, e->d_name) < 0) break;
+    long r = rank_of_raw(p);
+    free(p);
+    if (r < 0) continue;
+    if (n == cap) {
+      ranked *g = realloc(*ret, (cap = cap ? 2 * cap : 8) * sizeof *g);
+      if (!g) break;
+      *ret = g;
+    }
+    (*ret)[n].rank = r;
+    memcpy((*ret)[n].name, e->d_name, len + 1);
+    n++;
+  }
+  closedir(d);
+  free(raw);
+  return n;
+}
+
+/* One rank in two inputs, in two different processes, is most likely the
+ * same rank profiled twice: its calls would be added together as if they
+ * were one rank's. Said, not refused (runs merged on purpose are the user's
+ * call); the same input given twice is not a second rank. */
+static void warn_repeated_ranks(char **dirs, int ndirs) {
+  ranked **rk = calloc((size_t)ndirs, sizeof *rk);
+  size_t *n = calloc((size_t)ndirs, sizeof *n);
+  for (int i = 0; rk && n && i < ndirs; i++) {
+    n[i] = ranks_of_input(dirs[i], &rk[i]);
+    bool warned = false;
+    for (int j = 0; j < i && !warned; j++)
+      for (size_t a = 0; a < n[i] && !warned; a++)
+        for (size_t b = 0; b < n[j] && !warned; b++)
+          if (rk[i][a].rank == rk[j][b].rank && strcmp(rk[i][a].name, rk[j][b].name)) {
+            fprintf(stderr,
+                    "mpprof: merge: warning: rank %ld is in both %s and %s (the same rank "
+                    "profiled twice?); its processes are merged all the same\n",
+                    rk[i][a].rank, dirs[j], dirs[i]);
+            warned = true;
+          }
+  }
+  for (int i = 0; rk && i < ndirs; i++)
+    free(rk[i]);
+  free(rk);
+  free(n);
+}
+
 /* Runs of different programs would blend unrelated layers: say so (ranks of
  * one job share their command line; a run's own child processes are kept
  * together, so two runs match when they share any command line). */
@@ -307,6 +394,7 @@ int mpprof_cmd_merge(int argc, char **argv) {
     }
   }
   warn_different_programs(dirs, ndirs);
+  warn_repeated_ranks(dirs, ndirs);
   for (int i = 0; rc == 0 && i < ndirs; i++)
     rc = bring_dir(dirs[i], raw_fd, out_raw);
   if (raw_fd >= 0) close(raw_fd);

@@ -582,6 +582,49 @@ static void merge_of_different_programs_warns(void **state) {
   free(c);
 }
 
+/* merge of two runs of one rank warns (their calls are added together as if
+ * one rank's); two ranks, or one run given twice, do not. */
+static void merge_of_the_same_rank_twice_warns(void **state) {
+  (void)state;
+  char *a = out_dir("mr-a"), *b = out_dir("mr-b"), *r1 = out_dir("mr-r1"), *c = out_dir("mr-c");
+  char *ra[] = {(char *)mpprof, "-o", a, (char *)mlp_train, "--steps", "2", NULL};
+  char *rb[] = {(char *)mpprof, "-o", b, (char *)mlp_train, "--steps", "2", NULL};
+  char *rr1[] = {(char *)mpprof, "-o", r1, (char *)mlp_train, "--steps", "2", NULL};
+  setenv("RANK", "0", 1);
+  assert_int_equal(run(ra), 0);
+  assert_int_equal(run(rb), 0);
+  setenv("RANK", "1", 1);
+  assert_int_equal(run(rr1), 0);
+  unsetenv("RANK");
+  char log[4200];
+  snprintf(log, sizeof log, "%s/log.txt", workdir);
+  const char *const pairs[][2] = {{a, r1}, {a, a}, {a, b}};
+  for (int i = 0; i < 3; i++) {
+    unlink(log);
+    rg_rmdir(c);
+    char *argv[] = {
+        (char *)mpprof, "merge", (char *)pairs[i][0], (char *)pairs[i][1], "-o", c, NULL};
+    assert_int_equal(run(argv), 0);
+    char *text = rg_read_text(workdir, "log.txt", NULL);
+    if (i < 2) {
+      assert_null(strstr(text, "rank 0 is in both"));
+    } else {
+      char *want = NULL;
+      assert_true(asprintf(&want,
+                           "mpprof: merge: warning: rank 0 is in both %s and %s (the same rank "
+                           "profiled twice?); its processes are merged all the same\n",
+                           a, b) > 0);
+      assert_non_null(strstr(text, want));
+      free(want);
+    }
+    free(text);
+  }
+  free(a);
+  free(b);
+  free(r1);
+  free(c);
+}
+
 int main(void) {
   mpprof = getenv("MPP_MPPROF");
   mlp_train = getenv("MPP_MLP_TRAIN");
@@ -600,6 +643,7 @@ int main(void) {
       cmocka_unit_test(mpprof_diff_compares_fp32_and_fp16_runs),
       cmocka_unit_test(the_launcher_explains_itself),
       cmocka_unit_test(merge_of_different_programs_warns),
+      cmocka_unit_test(merge_of_the_same_rank_twice_warns),
       cmocka_unit_test(two_runs_in_one_second_get_two_default_directories),
       cmocka_unit_test(two_diffs_in_one_second_get_two_default_directories),
       cmocka_unit_test(a_failed_merge_leaves_no_empty_directory),
