@@ -194,6 +194,7 @@ void mp_advise(const mp_stats *s, const mp_advice_params *p, mp_advice *ret) {
     ret->fp8_e5m2.fits = false;
   }
 
+  ret->fp32_overflow = s->dtype == MP_FP64 && s->absmax >= 0x1.ffffffp127;
   if (ret->nonfinite_input && !narrow_source(s->dtype))
     ret->recommended = MP_REC_FP32;
   else if (p->prefer_fp8 && ret->fp8_e4m3.fits)
@@ -323,6 +324,11 @@ const char *mp_recommendation_name(mp_recommendation r) {
                                                   "fp32", "fp8_e4m3",        "fp8_e5m2"};
   if (r < 0 || r >= MP_REC_COUNT) return "invalid";
   return names[r];
+}
+
+const char *mp_advice_recommended_name(const mp_advice *a) {
+  return a->fp32_overflow && a->recommended == MP_REC_FP32 ? "fp64"
+                                                           : mp_recommendation_name(a->recommended);
 }
 
 const char *mp_fp16_verdict_name(mp_fp16_verdict v) {

@@ -76,7 +76,14 @@ typedef struct mp_advice {
   bool nonfinite_input; /* the source already holds NaN/inf */
   bool judged;          /* some finite non-zero value: without one there is nothing to judge
                            and no field above is a verdict (recommended is shown as null) */
+  /* An fp64 source with |x| at or above fp32's overflow threshold (2^128 -
+   * 2^103: rounds to inf): fp32 cannot keep it either (exact, from absmax). */
+  bool fp32_overflow;
 } mp_advice;
+
+/* The name of a's recommendation: "fp64" where fp32 would overflow
+ * (fp32_overflow), else mp_recommendation_name(a->recommended). */
+const char *mp_advice_recommended_name(const mp_advice *a);
 
 void mp_advice_params_default(mp_advice_params *p);
 void mp_scaled_casts_compute(const mp_stats *s, mp_target target, int scale_log2,

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -259,7 +260,7 @@ static bool print_fp16_precision(const mp_stats *s, const mp_advice *a, int k) {
 }
 
 static void print_todo(const mp_stats *s, const mp_advice *a) {
-  printf("  recommended %s\n", mp_recommendation_name(a->recommended));
+  printf("  recommended %s\n", mp_advice_recommended_name(a));
   bool subnormal =
       a->recommended == MP_REC_FP16 ? print_fp16_precision(s, a, 0)
       : a->recommended == MP_REC_FP16_LOSS_SCALE
@@ -283,7 +284,10 @@ static void print_todo(const mp_stats *s, const mp_advice *a) {
     puts("use bf16: no power-of-two scale fits fp16, bf16's range holds the values.");
     break;
   case MP_REC_FP32:
-    if (a->nonfinite_input)
+    if (a->fp32_overflow)
+      printf("keep fp64: |x| reaches %g, beyond fp32's range (largest %g) too.\n", s->absmax,
+             (double)FLT_MAX);
+    else if (a->nonfinite_input)
       puts("keep fp32 until then: the verdicts above judge only the finite values.");
     else
       puts("keep fp32: the values do not fit bf16 either.");

@@ -255,7 +255,7 @@ cJSON *mpprof_advice_to_json(const mp_advice *a) {
   add(o, MP_K_ADV_FP8_E4M3, fp8_advice_to_json(&a->fp8_e4m3, &failed), &failed);
   add(o, MP_K_ADV_FP8_E5M2, fp8_advice_to_json(&a->fp8_e5m2, &failed), &failed);
   add(o, MP_K_ADV_RECOMMENDED,
-      a->judged ? cJSON_CreateString(mp_recommendation_name(a->recommended)) : cJSON_CreateNull(),
+      a->judged ? cJSON_CreateString(mp_advice_recommended_name(a)) : cJSON_CreateNull(),
       &failed); /* nothing to judge: no finite non-zero value */
   if (failed) {
     cJSON_Delete(o);

@@ -314,6 +314,38 @@ static void fp16_subnormal_values_are_named_with_their_precision(void **st) {
   run_free(&r);
 }
 
+/* An fp64 tensor beyond fp32's range is advised fp64 (it was "fp32", which
+ * overflows too); just below fp32's overflow threshold, fp32 stays. */
+static void fp64_values_beyond_fp32_are_advised_fp64(void **st) {
+  (void)st;
+  const double big[4] = {1e300, -2.0, 0.5, 1e-3};
+  const char *dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }";
+  write_npy(tmp_path("big64.npy"), 1, dict, big, sizeof big);
+  char *argv[] = {(char *)mpprof_path, "inspect", (char *)tmp_path("big64.npy"), NULL};
+  run_result r = run(argv);
+  assert_int_equal(r.status, 0);
+  assert_non_null(strstr(r.out, "recommended fp64"));
+  assert_non_null(strstr(r.out, "keep fp64: |x| reaches 1e+300, beyond fp32's range"));
+  run_free(&r);
+  char *json[] = {(char *)mpprof_path, "inspect", "--json", (char *)tmp_path("big64.npy"), NULL};
+  r = run(json);
+  cJSON *j = cJSON_Parse(r.out);
+  assert_non_null(j);
+  const cJSON *rec = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "advice"), "recommended");
+  assert_true(cJSON_IsString(rec));
+  assert_string_equal(rec->valuestring, "fp64");
+  cJSON_Delete(j);
+  run_free(&r);
+  const double edge[2] = {0x1.fffffefffffffp127, 1.0}; /* rounds to FLT_MAX in fp32 */
+  const char *dict2 = "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }";
+  write_npy(tmp_path("edge64.npy"), 1, dict2, edge, sizeof edge);
+  char *argv2[] = {(char *)mpprof_path, "inspect", (char *)tmp_path("edge64.npy"), NULL};
+  r = run(argv2);
+  assert_int_equal(r.status, 0);
+  assert_non_null(strstr(r.out, "recommended fp32"));
+  run_free(&r);
+}
+
 static void an_all_zero_tensor_has_nothing_to_judge(void **st) {
   (void)st;
   static const float zeros[64];
@@ -429,6 +461,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(json_object_has_exactly_the_tensor_schema_keys_in_order),
       cmocka_unit_test(json_of_a_file_name_that_is_not_utf8_is_valid_utf8),
+      cmocka_unit_test(fp64_values_beyond_fp32_are_advised_fp64),
       cmocka_unit_test(json_stats_equal_a_direct_scan),
       cmocka_unit_test(demo_activation_fits_fp16_as_is),
       cmocka_unit_test(demo_gradient_needs_a_loss_scale),
