@@ -194,7 +194,10 @@ void mp_advise(const mp_stats *s, const mp_advice_params *p, mp_advice *ret) {
     ret->fp8_e5m2.fits = false;
   }
 
-  ret->fp32_overflow = s->dtype == MP_FP64 && s->absmax >= 0x1.ffffffp127;
+  const mp_format *f32 = mp_format_of(MP_FP32);
+  ret->fp32_overflow =
+      s->dtype == MP_FP64 &&
+      (f32->overflow_strict ? s->absmax > f32->overflow_at : s->absmax >= f32->overflow_at);
   if (ret->nonfinite_input && !narrow_source(s->dtype))
     ret->recommended = MP_REC_FP32;
   else if (p->prefer_fp8 && ret->fp8_e4m3.fits)

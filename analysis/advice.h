@@ -76,8 +76,8 @@ typedef struct mp_advice {
   bool nonfinite_input; /* the source already holds NaN/inf */
   bool judged;          /* some finite non-zero value: without one there is nothing to judge
                            and no field above is a verdict (recommended is shown as null) */
-  /* An fp64 source with |x| at or above fp32's overflow threshold (2^128 -
-   * 2^103: rounds to inf): fp32 cannot keep it either (exact, from absmax). */
+  /* An fp64 source with |x| past fp32's overflow threshold (formats.h
+   * overflow_at: rounds to inf): fp32 cannot keep it either (exact, from absmax). */
   bool fp32_overflow;
 } mp_advice;
 

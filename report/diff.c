@@ -692,7 +692,7 @@ static int str_cmp(const void *a, const void *b) {
 
 /* argv of one raw file: the header comes before "sites", so the first 64 KiB hold it.
  * Only a regular file is read (a FIFO among the raw files must not block). */
-static char *argv_of_file(const char *path) {
+char *mpprof_raw_head(const char *path) {
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   struct stat st;
   if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
@@ -707,8 +707,13 @@ static char *argv_of_file(const char *path) {
   char *buf = malloc(65537);
   size_t n = buf ? fread(buf, 1, 65536, f) : 0;
   fclose(f);
+  if (buf) buf[n] = 0;
+  return buf;
+}
+
+static char *argv_of_file(const char *path) {
+  char *buf = mpprof_raw_head(path);
   if (!buf) return NULL;
-  buf[n] = 0;
   char *out = NULL;
   const char *k = strstr(buf, "\"argv\":");
   cJSON *arr = k ? cJSON_ParseWithOpts(k + 7, NULL, false) : NULL;

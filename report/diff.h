@@ -28,4 +28,8 @@ void mpprof_program_identity(const char *cmdline, char *buf, size_t n);
  * each file's header; malloc'd, "" when none. */
 char *mpprof_run_programs(const char *dir);
 
+/* The start of raw file `path` (its header: the first 64 KiB), NUL-terminated
+ * and malloc'd; NULL when it is not a readable regular file. */
+char *mpprof_raw_head(const char *path);
+
 #endif

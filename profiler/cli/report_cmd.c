@@ -222,21 +222,16 @@ static int bring_dir(const char *dir, int out_raw, const char *out_raw_name) {
 /* The rank in a raw file's header ("rank": N near its start), or -1 (null,
  * absent, unreadable). */
 static long rank_of_raw(const char *path) {
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return -1;
-  char buf[4097];
-  struct stat st;
-  ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, buf, sizeof buf - 1) : -1;
-  close(fd);
-  if (n <= 0) return -1;
-  buf[n] = '\0';
+  char *buf = mpprof_raw_head(path);
+  if (!buf) return -1;
   char key[32];
   snprintf(key, sizeof key, "\"%s\":", MP_RK_TOP.rank);
   const char *k = strstr(buf, key);
-  if (!k) return -1;
-  char *end;
-  long r = strtol(k + strlen(key), &end, 10);
-  return end == k + strlen(key) || r < 0 ? -1 : r;
+  char *end = NULL;
+  long r = k ? strtol(k + strlen(key), &end, 10) : -1;
+  if (k && end == k + strlen(key)) r = -1;
+  free(buf);
+  return r < 0 ? -1 : r;
 }
 
 /* A raw file of an input with a rank: the file's name is the process

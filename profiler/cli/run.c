@@ -129,8 +129,6 @@ static bool is_opt(const char *arg, const char *name) {
   return !strncmp(arg, name, n) && (arg[n] == '\0' || arg[n] == '=');
 }
 
-/* An integer in [lo, hi]: the range libmpprof reads (profiler/core.c); a
- * value beyond it would be ignored there and the default used. */
 /* Whether v, the value of option opt, is one the variable it sets (var)
  * takes (settings.c); else the one-line refusal. */
 static bool opt_ok(const char *opt, const char *var, const char *v) {
@@ -542,18 +540,22 @@ static bool script_interpreter(const char *path, char *buf, size_t n) {
   return true;
 }
 
+/* When file is a script whose interpreter cannot be run: why (an errno
+ * value), the interpreter in interp; else 0. */
+static int interpreter_missing(const char *file, char *interp, size_t n) {
+  return script_interpreter(file, interp, n) && access(interp, X_OK) != 0 ? errno : 0;
+}
+
 /* 0 when execvp could start prog (found, a regular file, executable, and a
  * script's interpreter found and executable), else why not (an errno value). */
 static int program_startable(const char *prog) {
-  struct stat st;
-  if (stat_program(prog, &st) != 0) return strchr(prog, '/') ? errno : ENOENT;
-  if (!S_ISREG(st.st_mode)) return EACCES;
-  if (strchr(prog, '/') && access(prog, X_OK) != 0) return errno;
   char file[PATH_MAX], interp[PATH_MAX];
-  if (program_path(prog, file, sizeof file) && script_interpreter(file, interp, sizeof interp) &&
-      access(interp, X_OK) != 0)
-    return errno;
-  return 0;
+  struct stat st;
+  if (!program_path(prog, file, sizeof file) || stat(file, &st) != 0)
+    return strchr(prog, '/') ? errno : ENOENT;
+  if (!S_ISREG(st.st_mode)) return EACCES;
+  if (access(file, X_OK) != 0) return errno;
+  return interpreter_missing(file, interp, sizeof interp);
 }
 
 /* Why prog could not be started (err from execvp), as one line on stderr
@@ -563,10 +565,12 @@ static int program_startable(const char *prog) {
 static int report_start_failure(const char *prog, int err, const char *tail) {
   char file[PATH_MAX], interp[PATH_MAX];
   bool found = program_path(prog, file, sizeof file);
-  if (found && (err == ENOENT || err == EACCES) &&
-      script_interpreter(file, interp, sizeof interp) && access(interp, X_OK) != 0)
+  int why = found && (err == ENOENT || err == EACCES)
+                ? interpreter_missing(file, interp, sizeof interp)
+                : 0;
+  if (why)
     fprintf(stderr, "mpprof: cannot run %s: its interpreter %s (#! line): %s%s\n", prog, interp,
-            strerror(errno), tail);
+            strerror(why), tail);
   else if (found && err == ENOENT)
     fprintf(stderr,
             "mpprof: cannot run %s: %s (the file exists: its dynamic loader is missing)%s\n", prog,

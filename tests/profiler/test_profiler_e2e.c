@@ -826,6 +826,15 @@ static void a_non_empty_output_directory_is_refused_without_force(void **state) 
   free_raws(&raw);
 }
 
+/* A file of text with mode, for programs that cannot start. */
+static void write_mode(const char *path, const char *text, mode_t mode) {
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+  assert_int_equal(chmod(path, mode), 0);
+}
+
 /* A program that cannot start gets a shell's status: 127 when it is not
  * found (nor a script's interpreter, named then), 126 when it is found and
  * cannot run (not executable, a directory). */
@@ -835,16 +844,8 @@ static void a_program_that_cannot_start_exits_127_or_126(void **state) {
   snprintf(script, sizeof script, "%s/no_interp.sh", workdir);
   snprintf(plain, sizeof plain, "%s/not_executable", workdir);
   snprintf(dirprog, sizeof dirprog, "%s/a_directory", workdir);
-  FILE *f = fopen(script, "w");
-  assert_non_null(f);
-  fputs("#!/nonexistent/interp -x\necho ran\n", f);
-  fclose(f);
-  assert_int_equal(chmod(script, 0755), 0);
-  f = fopen(plain, "w");
-  assert_non_null(f);
-  fputs("echo ran\n", f);
-  fclose(f);
-  assert_int_equal(chmod(plain, 0644), 0);
+  write_mode(script, "#!/nonexistent/interp -x\necho ran\n", 0755);
+  write_mode(plain, "echo ran\n", 0644);
   mkdir(dirprog, 0755);
   char want_script[4600];
   snprintf(want_script, sizeof want_script,
@@ -885,11 +886,7 @@ static void force_keeps_the_old_raw_files_when_the_program_cannot_start(void **s
   free(r.out);
   char script[4300];
   snprintf(script, sizeof script, "%s/force_no_interp.sh", workdir);
-  FILE *f = fopen(script, "w");
-  assert_non_null(f);
-  fputs("#! /nonexistent/interp\necho ran\n", f);
-  fclose(f);
-  assert_int_equal(chmod(script, 0755), 0);
+  write_mode(script, "#! /nonexistent/interp\necho ran\n", 0755);
   /* a typo, then a script whose interpreter is missing: neither starts */
   const char *progs[] = {"/nonexistent/program", script};
   for (size_t i = 0; i < 2; i++) {
