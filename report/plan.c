@@ -172,10 +172,34 @@ void mpprof_plan_free(mpprof_model *m) {
   plan_free(&m->plan_alt);
 }
 
-/* The module name a user would look up: the last NVTX path component. */
-static const char *module_of(const char *layer) {
-  const char *slash = strrchr(layer, '/');
-  return slash ? slash + 1 : layer;
+/* The module path the snippet looks a kept layer up by (malloc'ed; NULL when
+ * there is none): the layer's name with NVTX's '/' as PyTorch's '.', so that
+ * "enc/fc1" and "dec/fc1" stay two modules. keep_in() in the snippet takes the
+ * longest tail of it that names a submodule, so NVTX ranges around module
+ * names and a DDP wrapper's "module." do not matter. No path: ops outside any
+ * layer, and a PyTorch model's own forward() (mpprof_torch names the root by
+ * its class, a name that is no path: its ops are no submodule's). */
+static char *module_path(const mpprof_layer *l) {
+  if (!l->name[0]) return NULL;
+  if (l->module_class && !strcmp(l->name, l->module_class) && !strchr(l->name, '.')) return NULL;
+  char *p = strdup(l->name);
+  if (!p) return NULL;
+  for (char *c = p; *c; c++)
+    if (*c == '/') *c = '.';
+  return p;
+}
+
+/* Some other layer's module path lies under this one's: wrapping this module
+ * wraps those too. */
+static bool has_sublayers(const mpprof_model *m, const char *path) {
+  size_t n = strlen(path);
+  for (size_t i = 0; i < m->n_layers; i++) {
+    char *q = module_path(&m->layers[i]);
+    bool under = q && !strncmp(q, path, n) && q[n] == '.';
+    free(q);
+    if (under) return true;
+  }
+  return false;
 }
 
 static const char *torch_dtype(mp_dtype d) {
@@ -203,31 +227,63 @@ static void py_comment(FILE *f, const char *s) {
 
 void mpprof_plan_snippet(const mpprof_model *m, const mpprof_plan *p, FILE *f) {
   const char *ad = torch_dtype(p->autocast);
-  fputs("import torch\n\n# mpprof plan: ", f);
+  fputs(p->n_keep ? "import warnings\n\nimport torch\n\n# mpprof plan: "
+                  : "import torch\n\n# mpprof plan: ",
+        f);
   py_comment(f, p->headline);
   fputs("\n", f);
   if (p->n_keep) {
-    fprintf(f,
-            "def keep_in(module, dtype):\n"
-            "    \"\"\"Run one module in `dtype` inside the autocast region.\"\"\"\n"
-            "    forward = module.forward\n"
-            "    def wrapped(*args, **kwargs):\n"
-            "        cast = lambda t: t.to(dtype) if torch.is_tensor(t) and "
-            "t.is_floating_point() else t\n"
-            "        region = (torch.autocast(\"cuda\", enabled=False) if dtype is torch.float32\n"
-            "                  else torch.autocast(\"cuda\", dtype=dtype))\n"
-            "        with region:\n"
-            "            return forward(*map(cast, args), **kwargs)\n"
-            "    module.forward = wrapped\n\n");
-    for (size_t k = 0; k < p->n_keep && k < 50; k++) {
+    fputs("def keep_in(model, layer, dtype):\n"
+          "    \"\"\"Run the submodule of model that mpprof's layer names in dtype inside the\n"
+          "    autocast region: the longest tail of the layer's path that names a module.\"\"\"\n"
+          "    modules = dict(model.named_modules())\n"
+          "    parts, found = layer.split(\".\"), []\n"
+          "    for k in range(len(parts)):\n"
+          "        tail = \".\".join(parts[k:])\n"
+          "        found = [modules[tail]] if tail in modules else [\n"
+          "            m for n, m in modules.items() if n.endswith(\".\" + tail)]\n"
+          "        if found:\n"
+          "            break\n"
+          "    if len(found) != 1:\n"
+          "        warnings.warn(\"mpprof plan: %s: %s; it stays in autocast\" % (layer,\n"
+          "            \"no submodule of model has that name\" if not found else\n"
+          "            \"%d submodules of model end with that name\" % len(found)))\n"
+          "        return\n"
+          "    module = found[0]\n"
+          "    forward = module.forward\n"
+          "    def wrapped(*args, **kwargs):\n"
+          "        cast = lambda t: t.to(dtype) if torch.is_tensor(t) and "
+          "t.is_floating_point() else t\n"
+          "        region = (torch.autocast(\"cuda\", enabled=False) if dtype is torch.float32\n"
+          "                  else torch.autocast(\"cuda\", dtype=dtype))\n"
+          "        with region:\n"
+          "            return forward(*map(cast, args), **kwargs)\n"
+          "    module.forward = wrapped\n\n",
+          f);
+    for (size_t k = 0; k < p->n_keep && k < MPPROF_PLAN_SNIPPET_LINES; k++) {
       const mpprof_layer *l = &m->layers[p->keep[k].layer];
-      fputs("keep_in(model.get_submodule(\"", f);
-      py_str(f, module_of(layer_label(l)));
-      fprintf(f, "\"), %s)  # layer ", torch_dtype(p->keep[k].dtype));
+      char *path = module_path(l);
+      if (!path) {
+        fputs("# layer ", f);
+        py_comment(f, layer_label(l));
+        fprintf(f, ": %s; keep it in %s by hand (%s around those ops)\n",
+                l->name[0] ? "the ops of the model's own forward(), in no submodule"
+                           : "ops outside every layer",
+                mp_dtype_name(p->keep[k].dtype),
+                p->keep[k].dtype == MP_FP32 ? "torch.autocast(\"cuda\", enabled=False)"
+                                            : "torch.autocast(\"cuda\", dtype=torch.bfloat16)");
+        continue;
+      }
+      fputs("keep_in(model, \"", f);
+      py_str(f, path);
+      fprintf(f, "\", %s)  # layer ", torch_dtype(p->keep[k].dtype));
       py_comment(f, layer_label(l));
+      if (has_sublayers(m, path)) fputs(" (its submodules run in this dtype too)", f);
       fputs("\n", f);
+      free(path);
     }
-    if (p->n_keep > 50) fprintf(f, "# ... %zu more layers: see plan.json\n", p->n_keep - 50);
+    if (p->n_keep > MPPROF_PLAN_SNIPPET_LINES)
+      fprintf(f, "# ... %zu more layers: see plan.json\n", p->n_keep - MPPROF_PLAN_SNIPPET_LINES);
     fputs("\n", f);
   }
   if (p->scaler)
@@ -274,7 +330,9 @@ static cJSON *plan_json(const mpprof_model *m, const mpprof_plan *p) {
       cJSON_AddStringToObject(e, "verdict", mp_recommendation_name(l->adv.rec));
     else
       cJSON_AddNullToObject(e, "verdict");
-    cJSON_AddStringToObject(e, "module", module_of(layer_label(l)));
+    char *path = module_path(l);
+    cJSON_AddItemToObject(e, "module", path ? cJSON_CreateString(path) : cJSON_CreateNull());
+    free(path);
     cJSON_AddItemToObject(layers, layer_label(l), e);
     if (kept) k++;
   }

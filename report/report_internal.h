@@ -437,6 +437,7 @@ typedef struct mpprof_tc_summary {
 } mpprof_tc_summary;
 
 /* plan.c: one recommended configuration for the whole program. */
+#define MPPROF_PLAN_SNIPPET_LINES 50 /* keep_in() lines in the snippet; the rest: plan.json */
 typedef struct mpprof_plan_keep {
   size_t layer;   /* index in model.layers */
   mp_dtype dtype; /* MP_BF16 or MP_FP32: kept out of the autocast dtype */

@@ -520,6 +520,66 @@ static void values_beyond_bf16_keep_fp32(void **state) {
   free(dir);
 }
 
+/* A site of layer_path whose output passes bf16's range: its layer is kept in
+ * fp32 by every plan. module_class: a PyTorch module's class, or NULL. */
+static cJSON *beyond_bf16_site(int id, const char *layer_path, const char *module_class) {
+  cJSON *s = rg_gemm(id, "cublasSgemm_v2", layer_path, "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
+                     "DEFAULT", 64, 64, 64, 4);
+  rg_tensor(s, "A", MP_FP32, -4, 4, 100);
+  const double huge[] = {3.4e38, -3.4e38, 1.0, 2.0};
+  rg_tensor_values(s, "D", MP_FP32, huge, 4);
+  if (module_class) cJSON_AddStringToObject(s, "module_class", module_class);
+  return s;
+}
+
+/* The plan's snippet names each kept layer by its whole path, NVTX's '/' as
+ * '.': enc/fc4 and dec/fc4 are two modules (it used to look both up as
+ * "fc4"). A PyTorch model's own forward() (its layer named by its class) and
+ * the ops outside every layer are no submodule: a comment says to keep them by
+ * hand, and plan.json's module is null for them. */
+static void the_plan_names_kept_modules_by_their_whole_path(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("planpath");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_site_end(&r, beyond_bf16_site(0, "enc/fc4", NULL));
+  rg_site_end(&r, beyond_bf16_site(1, "dec/fc4", NULL));
+  rg_site_end(&r, beyond_bf16_site(2, "Net", "Net"));
+  rg_site_end(&r, beyond_bf16_site(3, "", NULL));
+  rg_site_end(&r, beyond_bf16_site(4, "body.0.fc1", "Linear"));
+  rg_end(&r);
+  cJSON_Delete(report_of(dir));
+  cJSON *plan = rg_read_json(dir, "plan.json");
+  assert_non_null(plan);
+  const cJSON *ls = get(plan, "recommended.layers");
+  const char *modules[][2] = {{"enc/fc4", "enc.fc4"},
+                              {"dec/fc4", "dec.fc4"},
+                              {"body.0.fc1", "body.0.fc1"},
+                              {"Net", NULL},
+                              {"(no NVTX range)", NULL}};
+  for (size_t i = 0; i < sizeof modules / sizeof *modules; i++) {
+    const cJSON *m = get(cJSON_GetObjectItemCaseSensitive(ls, modules[i][0]), "module");
+    assert_non_null(m);
+    if (modules[i][1])
+      assert_string_equal(m->valuestring, modules[i][1]);
+    else
+      assert_true(cJSON_IsNull(m));
+  }
+  const char *code = get(plan, "pytorch")->valuestring;
+  assert_non_null(strstr(code, "keep_in(model, \"enc.fc4\", torch.float32)  # layer enc/fc4\n"));
+  assert_non_null(strstr(code, "keep_in(model, \"dec.fc4\", torch.float32)  # layer dec/fc4\n"));
+  assert_non_null(strstr(code, "keep_in(model, \"body.0.fc1\", torch.float32)"));
+  assert_null(strstr(code, "\"fc4\""));
+  assert_null(strstr(code, "keep_in(model, \"Net\""));
+  assert_non_null(strstr(code, "# layer Net: the ops of the model's own forward(), in no "
+                               "submodule; keep it in fp32 by hand"));
+  assert_non_null(strstr(code, "# layer (no NVTX range): ops outside every layer; keep it in "
+                               "fp32 by hand"));
+  cJSON_Delete(plan);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static void tiny_forward_values_are_not_rescued_by_a_loss_scale(void **state) {
   (void)state;
   char *dir = rg_tmpdir("fwdunder");
@@ -1204,6 +1264,7 @@ int main(void) {
       cmocka_unit_test(underflowing_gradients_get_a_loss_scale_window),
       cmocka_unit_test(values_inside_fp16_give_fp16),
       cmocka_unit_test(values_beyond_bf16_keep_fp32),
+      cmocka_unit_test(the_plan_names_kept_modules_by_their_whole_path),
       cmocka_unit_test(tiny_forward_values_are_not_rescued_by_a_loss_scale),
       cmocka_unit_test(global_loss_scale_is_the_intersection_of_layer_windows),
       cmocka_unit_test(conflicting_windows_name_the_layers_that_empty_the_intersection),

@@ -147,6 +147,51 @@ def check_model_report(rep):
           "optimizer calls %d" % calls[("optimizer", "optimizer")])
 
 
+# The plan's PyTorch snippet, run on the model the program trains: body.1.fc1's
+# weights scaled by 2^-140 make its values, and so its block's (body.1, the
+# block's own GEMM) and body.1.fc2's, flush to zero in bf16, so the plan keeps
+# those three in fp32. The keep_in() lines must wrap exactly those modules of
+# the DDP-style wrapped model, with no warning (body.0.fc1 shares the last
+# name component with body.1.fc1; "fc1" is no submodule of the model), and
+# the wrapped model must still run.
+PLAN_CHECK = r"""
+import json, sys, warnings
+sys.path.insert(0, %r)
+import torch, torch_model
+plan = json.load(open(%r))
+model = torch_model.Wrapper(torch_model.Net())
+x = torch.randn(4, 16)
+before = model(x)
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    exec(plan["pytorch"].split("\nfor inputs")[0], {"model": model})
+wrapped = sorted(n for n, m in model.named_modules() if "forward" in m.__dict__)
+print(json.dumps({"wrapped": wrapped, "warnings": [str(x.message) for x in w
+                  if "mpprof" in str(x.message)], "same": bool(torch.equal(before, model(x)))}))
+"""
+
+
+def check_plan_snippet():
+    rc, out, err, rep = profile("plan", [PY, MODEL], MPP_STEPS="1", MPP_TINY="body.1.fc1")
+    plan = os.path.join(WORK, "plan", "plan.json")
+    kept = []
+    try:
+        with open(plan) as f:
+            layers = json.load(f)["recommended"]["layers"]
+        kept = sorted(n for n, l in layers.items() if not l["autocast"])
+    except (OSError, KeyError, TypeError, ValueError) as e:
+        check(False, "plan.json of the plan run (rc %d): %s %s" % (rc, e, err[-500:]))
+    check(kept == ["body.1", "body.1.fc1", "body.1.fc2"], "plan keeps body.1's modules: %s" % kept)
+    rc, out, err = run([PY, "-c", PLAN_CHECK % (HERE, plan)])
+    try:
+        got = json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        got = None
+    check(rc == 0 and got == {"wrapped": ["module.body.1", "module.body.1.fc1", "module.body.1.fc2"],
+                              "warnings": [], "same": True},
+          "the plan's keep_in lines wrap the kept modules: rc %d, %s %s" % (rc, got, err[-800:]))
+
+
 def main():
     os.makedirs(WORK, exist_ok=True)
     probe = subprocess.run([PY, "-c", "import torch"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -171,6 +216,8 @@ def main():
         check_model_report(rep)
     else:
         check(False, "report.json of the model run")
+
+    check_plan_snippet()
 
     # Ctrl-C: an uncaught KeyboardInterrupt ends CPython by SIGINT after its
     # own finalisation, so C exit handlers never run. The status is the same
