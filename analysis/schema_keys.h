@@ -31,6 +31,7 @@
 /* mpprof.tensor/1 (`mpprof inspect --json`): the stats object plus these. */
 #define MP_K_SCHEMA "schema"
 #define MP_K_FILE "file"
+#define MP_K_TENSOR "tensor" /* a tensor's name inside FILE (safetensors); absent for .npy/raw */
 #define MP_K_SHAPE "shape"
 
 /* The advice object (analysis/advice.h as JSON). */

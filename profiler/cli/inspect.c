@@ -1,11 +1,13 @@
 /* `mpprof inspect`: the numerics of tensors saved to files, no GPU needed.
  *
- * For each file: map it (report/tensorio), scan it (analysis/scan.h), advise
+ * For each file (each tensor of a safetensors file): map it
+ * (report/tensorio), scan it (analysis/scan.h), advise
  * (analysis/advice.h) and print either a summary a person can act on or, with
  * --json, one mpprof.tensor/1 object per line (JSON Lines). A bad file costs
  * one line on stderr; the others are still processed and the exit status is 1
  * at the end, as it is when stdout could not be written. Usage errors exit 2. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <float.h>
@@ -14,12 +16,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "analysis/advice.h"
 #include "analysis/formats.h"
 #include "analysis/stats.h"
 #include "commands.h"
 #include "report/tensorio/npy.h"
+#include "report/tensorio/safetensors.h"
 #include "report/tensorio/stats_json.h"
 
 typedef struct inspect_opts {
@@ -35,10 +40,12 @@ static void usage(FILE *out) {
           "fp16/bf16/fp8 does to them, and the precision (and loss scale) they fit.\n"
           "\n"
           "FILE is a NumPy .npy file (versions 1-3, f8/f4/f2, either byte order, C or\n"
-          "Fortran order), or headerless little-endian data with --shape.\n"
+          "Fortran order), a safetensors file (each F64/F32/F16/BF16/F8 tensor as\n"
+          "FILE:NAME), or headerless little-endian data with --shape.\n"
           "\n"
-          "  --json                 one mpprof.tensor/1 JSON object per file, one per line\n"
-          "  --dtype D              element type: fp64 fp32 fp16 bf16 fp8_e4m3 fp8_e5m2;\n"
+          "  --json                 one mpprof.tensor/1 JSON object per tensor, one per line\n"
+          "  --dtype D              element type: fp64 fp32 fp16 bf16 fp8_e4m3 fp8_e5m2\n"
+          "                         (not for safetensors, which names its dtypes);\n"
           "                         for .npy, reads integer storage of the same width\n"
           "                         (u2 for bf16, u1 for fp8) as the raw bits of D\n"
           "  --shape S              headerless raw file of this shape (e.g. 1024x768);\n"
@@ -334,43 +341,114 @@ static void print_summary(const char *path, const mpprof_tensor *t, const mp_sta
 
 /* ---- one file ---- */
 
-/* printed: summaries printed so far (they are separated by a blank line). */
-static int inspect_file(const char *path, const inspect_opts *o, int *printed) {
-  char err[512];
-  mpprof_tensor t;
-  if (mpprof_tensor_open(path, &o->spec, &t, err, sizeof err) < 0) {
-    fprintf(stderr, "mpprof: inspect: %s\n", err);
-    return -1;
-  }
+/* Scan one tensor and print its summary or JSON line. label: what the
+ * summary calls it; file and tensor (NULL for a file of one): the JSON's
+ * names. printed: summaries printed so far (separated by a blank line). */
+static int inspect_tensor(const char *label, const char *file, const char *tensor,
+                          const mpprof_tensor *t, const inspect_opts *o, int *printed) {
   mp_stats *s = malloc(sizeof *s); /* ~17 KiB of histogram: keep it off the stack */
-  int rc = s ? mpprof_tensor_scan(&t, s) : -ENOMEM;
+  int rc = s ? mpprof_tensor_scan(t, s) : -ENOMEM;
   if (rc < 0) {
     if (rc == -ESTALE)
-      fprintf(stderr, "mpprof: inspect: %s: %s\n", path, MPPROF_TENSOR_CHANGED_MSG);
+      fprintf(stderr, "mpprof: inspect: %s: %s\n", label, MPPROF_TENSOR_CHANGED_MSG);
     else
-      fprintf(stderr, "mpprof: inspect: %s: scan failed: %s\n", path, strerror(-rc));
+      fprintf(stderr, "mpprof: inspect: %s: scan failed: %s\n", label, strerror(-rc));
     free(s);
-    mpprof_tensor_close(&t);
     return -1;
   }
   mp_advice a;
   mp_advise(s, &o->params, &a);
   if (o->json) {
-    cJSON *j = mpprof_tensor_to_json(path, t.shape, t.ndim, s, &a);
+    cJSON *j = mpprof_tensor_to_json(file, tensor, t->shape, t->ndim, s, &a);
     char *text = j ? cJSON_PrintUnformatted(j) : NULL;
     if (text) {
       puts(text);
     } else {
-      fprintf(stderr, "mpprof: inspect: %s: out of memory\n", path);
+      fprintf(stderr, "mpprof: inspect: %s: out of memory\n", label);
       rc = -1;
     }
     free(text);
     cJSON_Delete(j);
   } else {
     if ((*printed)++) putchar('\n');
-    print_summary(path, &t, s, &a, &o->params);
+    print_summary(label, t, s, &a, &o->params);
   }
   free(s);
+  return rc;
+}
+
+/* Does path start as a safetensors file does? (A file that cannot be read
+ * says so when it is opened as a .npy.) */
+static bool is_safetensors(const char *path) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  unsigned char head[9];
+  bool yes = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+             pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head &&
+             mpprof_safetensors_sniff(head, sizeof head, (size_t)st.st_size);
+  close(fd);
+  return yes;
+}
+
+/* Every tensor of a safetensors file, in the header's order, each as
+ * "FILE:NAME"; tensors of other dtypes (integers, ...) get one line in the
+ * summary and none in --json. */
+static int inspect_safetensors(const char *path, const inspect_opts *o, int *printed) {
+  char err[512];
+  if (o->spec.dtype != MP_DTYPE_INVALID) {
+    fprintf(stderr,
+            "mpprof: inspect: %s: a safetensors file names its tensors' dtypes (--dtype is for "
+            ".npy and raw files)\n",
+            path);
+    return -1;
+  }
+  mpprof_safetensors f;
+  if (mpprof_safetensors_open(path, &f, err, sizeof err) < 0) {
+    fprintf(stderr, "mpprof: inspect: %s\n", err);
+    return -1;
+  }
+  int rc = 0;
+  for (size_t i = 0; i < f.n; i++) {
+    const mpprof_st_entry *e = &f.entries[i];
+    char *label = NULL;
+    if (asprintf(&label, "%s:%s", path, e->name) < 0) {
+      fprintf(stderr, "mpprof: inspect: %s: out of memory\n", path);
+      rc = -1;
+      break;
+    }
+    if (e->t.dtype == MP_DTYPE_INVALID) {
+      if (!o->json) {
+        char shape[128];
+        mpprof_shape_format(e->t.shape, e->t.ndim, shape, sizeof shape);
+        if ((*printed)++) putchar('\n');
+        printf("%s: %s %s: not a floating-point format mpprof reads, skipped\n", label, e->st_dtype,
+               shape);
+      }
+    } else {
+      if (inspect_tensor(label, path, e->name, &e->t, o, printed) < 0) rc = -1;
+    }
+    free(label);
+    if (fflush(stdout) != 0) break; /* the caller reports the failed write */
+  }
+  if (!f.n && !o->json) {
+    if ((*printed)++) putchar('\n');
+    printf("%s: a safetensors file with no tensors\n", path);
+  }
+  mpprof_safetensors_close(&f);
+  return rc;
+}
+
+/* printed: summaries printed so far (they are separated by a blank line). */
+static int inspect_file(const char *path, const inspect_opts *o, int *printed) {
+  if (!o->spec.raw && is_safetensors(path)) return inspect_safetensors(path, o, printed);
+  char err[512];
+  mpprof_tensor t;
+  if (mpprof_tensor_open(path, &o->spec, &t, err, sizeof err) < 0) {
+    fprintf(stderr, "mpprof: inspect: %s\n", err);
+    return -1;
+  }
+  int rc = inspect_tensor(path, path, NULL, &t, o, printed);
   mpprof_tensor_close(&t);
   return rc;
 }

@@ -60,7 +60,7 @@ void mpprof_shape_format(const uint64_t *shape, int ndim, char *buf, size_t len)
 }
 
 /* count = product of shape, bytes = count * size; -1 on overflow of either. */
-static int shape_size(const uint64_t *shape, int ndim, unsigned size, uint64_t *ret_count,
+int mpprof_shape_size(const uint64_t *shape, int ndim, unsigned size, uint64_t *ret_count,
                       uint64_t *ret_bytes) {
   uint64_t count = 1;
   for (int i = 0; i < ndim; i++) {
@@ -119,7 +119,7 @@ int mpprof_tensor_spec_shape(mpprof_tensor_spec *spec, const char *text, char *e
     p++;
   if (*p) return fail(err, errlen, "shape '%s': trailing text '%s'", text, p);
   uint64_t count, bytes;
-  if (shape_size(spec->shape, ndim, 8, &count, &bytes) < 0)
+  if (mpprof_shape_size(spec->shape, ndim, 8, &count, &bytes) < 0)
     return fail(err, errlen, "shape '%s': product of dimensions overflows", text);
   spec->ndim = ndim;
   spec->raw = true;
@@ -300,7 +300,7 @@ static int check_data(mpprof_tensor *t, size_t avail, char *err, size_t errlen) 
   uint64_t bytes;
   char shape[64];
   mpprof_shape_format(t->shape, t->ndim, shape, sizeof shape);
-  if (shape_size(t->shape, t->ndim, mp_dtype_size(t->dtype), &t->count, &bytes) < 0)
+  if (mpprof_shape_size(t->shape, t->ndim, mp_dtype_size(t->dtype), &t->count, &bytes) < 0)
     return fail(err, errlen, "shape %s overflows: its product exceeds 2^64 bytes", shape);
   if (bytes > avail)
     return fail(err, errlen, "truncated data: shape %s of %s needs %" PRIu64 " bytes, %zu present",
@@ -361,7 +361,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *ctx) {
   signal(sig, SIG_DFL); /* not ours: the fault repeats with the default action */
 }
 
-static int with_bus_guard(const void *map, size_t len, int (*fn)(void *), void *arg) {
+int mpprof_tensor_guard(const void *map, size_t len, int (*fn)(void *), void *arg) {
   struct sigaction sa = {0}, old;
   sa.sa_sigaction = on_sigbus;
   sa.sa_flags = SA_SIGINFO | SA_NODEFER;
@@ -405,12 +405,10 @@ static int open_fail(mpprof_tensor *t, const char *path, char *err, size_t errle
   return -1;
 }
 
-int mpprof_tensor_open(const char *path, const mpprof_tensor_spec *spec, mpprof_tensor *ret,
-                       char *err, size_t errlen) {
-  memset(ret, 0, sizeof *ret);
-  ret->dtype = MP_DTYPE_INVALID;
-  if (spec->raw && !mp_dtype_scannable(spec->dtype))
-    return fail(err, errlen, "%s: raw data needs a source dtype (--dtype)", path);
+int mpprof_tensor_map_file(const char *path, void **ret_map, size_t *ret_len, char *err,
+                           size_t errlen) {
+  *ret_map = NULL;
+  *ret_len = 0;
   /* O_NONBLOCK: a FIFO must not hang the open; fstat below refuses it. */
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
@@ -437,20 +435,27 @@ int mpprof_tensor_open(const char *path, const mpprof_tensor_spec *spec, mpprof_
       return fail(err, errlen, "%s: cannot map: %s", path, strerror(e));
     }
     madvise(map, size, MADV_SEQUENTIAL);
-    ret->map_ = map;
-    ret->map_len_ = size;
+    *ret_map = map;
+    *ret_len = size;
   }
   close(fd);
+  return 0;
+}
+
+int mpprof_tensor_open(const char *path, const mpprof_tensor_spec *spec, mpprof_tensor *ret,
+                       char *err, size_t errlen) {
+  memset(ret, 0, sizeof *ret);
+  ret->dtype = MP_DTYPE_INVALID;
+  if (spec->raw && !mp_dtype_scannable(spec->dtype))
+    return fail(err, errlen, "%s: raw data needs a source dtype (--dtype)", path);
+  if (mpprof_tensor_map_file(path, &ret->map_, &ret->map_len_, err, errlen) < 0) return -1;
+  const size_t size = ret->map_len_;
   if (!spec->raw) {
     if (!size) return fail(err, errlen, "%s: empty file, not a .npy file", path);
     void *map = ret->map_;
     parse_args pa = {map, size, spec->dtype, ret, err, errlen};
-    int rc = with_bus_guard(map, size, guarded_parse, &pa);
-    if (rc == -ESTALE) {
-      ret->map_ = map;
-      ret->map_len_ = size;
-      snprintf(err, errlen, "%s", MPPROF_TENSOR_CHANGED_MSG);
-    }
+    int rc = mpprof_tensor_guard(map, size, guarded_parse, &pa);
+    if (rc == -ESTALE) snprintf(err, errlen, "%s", MPPROF_TENSOR_CHANGED_MSG);
     ret->map_ = map; /* parse zeroed the tensor */
     ret->map_len_ = size;
     return rc < 0 ? open_fail(ret, path, err, errlen, EINVAL) : 0;
@@ -529,7 +534,7 @@ int mpprof_tensor_scan(const mpprof_tensor *t, mp_stats *ret) {
   for (uint64_t done = 0; done < t->count && rc == 0;) {
     size_t n = t->count - done < per_chunk ? (size_t)(t->count - done) : per_chunk;
     copy_args c = {buf, t->data + done * size, n * size};
-    rc = t->map_ ? with_bus_guard(t->map_, t->map_len_, copy_body, &c) : copy_body(&c);
+    rc = t->map_ ? mpprof_tensor_guard(t->map_, t->map_len_, copy_body, &c) : copy_body(&c);
     if (rc) break;
     if (t->byteswap) swap_bytes(buf, n, size);
     rc = mp_scan_contiguous(ret, buf, n);

@@ -76,6 +76,20 @@ int mpprof_tensor_view(const mpprof_tensor *t, mp_view *ret);
  * file shrank while it was read (MPPROF_TENSOR_CHANGED_MSG). */
 int mpprof_tensor_scan(const mpprof_tensor *t, mp_stats *ret);
 
+/* The element count and byte size of a shape of elements of size bytes: 0,
+ * or -1 when either overflows 64 bits (or size_t). */
+int mpprof_shape_size(const uint64_t *shape, int ndim, unsigned size, uint64_t *ret_count,
+                      uint64_t *ret_bytes);
+
+/* Open and map a regular file read-only (*ret_map NULL for an empty one). 0,
+ * or -1 with "PATH: problem" in err (missing, a directory, a FIFO ...). */
+int mpprof_tensor_map_file(const char *path, void **ret_map, size_t *ret_len, char *err,
+                           size_t errlen);
+
+/* Run fn(arg) with reads of [map, map + len) guarded: a SIGBUS there (the
+ * file shrank under its mapping) makes it return -ESTALE. */
+int mpprof_tensor_guard(const void *map, size_t len, int (*fn)(void *), void *arg);
+
 /* "(3, 4)", "(5,)", "()" into buf, as NumPy prints shapes. */
 void mpprof_shape_format(const uint64_t *shape, int ndim, char *buf, size_t len);
 

@@ -342,8 +342,18 @@ cJSON *mpprof_stats_to_json(const mp_stats *s, const mp_advice *advice) {
   return o;
 }
 
-cJSON *mpprof_tensor_to_json(const char *file, const uint64_t *shape, int ndim, const mp_stats *s,
-                             const mp_advice *advice) {
+/* A UTF-8 copy of text (bytes that are not UTF-8 replaced) as a JSON string. */
+static cJSON *utf8_string(const char *text) {
+  char *copy = strdup(text);
+  if (!copy) return NULL;
+  mpp_utf8_sanitize(copy, strlen(copy));
+  cJSON *j = cJSON_CreateString(copy);
+  free(copy);
+  return j;
+}
+
+cJSON *mpprof_tensor_to_json(const char *file, const char *tensor, const uint64_t *shape, int ndim,
+                             const mp_stats *s, const mp_advice *advice) {
   int failed = 0;
   cJSON *stats = mpprof_stats_to_json(s, advice);
   cJSON *o = cJSON_CreateObject();
@@ -364,10 +374,8 @@ cJSON *mpprof_tensor_to_json(const char *file, const uint64_t *shape, int ndim, 
   add(o, MP_K_SCHEMA, cJSON_CreateString(MP_SCHEMA_TENSOR), &failed);
   /* A path is bytes: those that are not UTF-8 are replaced (common/utf8.h),
    * so the object is valid JSON whatever the file is called. */
-  char *name = strdup(file);
-  if (name) mpp_utf8_sanitize(name, strlen(name));
-  add(o, MP_K_FILE, name ? cJSON_CreateString(name) : NULL, &failed);
-  free(name);
+  add(o, MP_K_FILE, utf8_string(file), &failed);
+  if (tensor) add(o, MP_K_TENSOR, utf8_string(tensor), &failed);
   /* Key order as documented: dtype before shape, the other stats after. */
   add(o, MP_K_DTYPE, cJSON_DetachItemFromObjectCaseSensitive(stats, MP_K_DTYPE), &failed);
   add(o, MP_K_SHAPE, dims, &failed);

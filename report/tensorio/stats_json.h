@@ -38,11 +38,12 @@ cJSON *mpprof_advice_to_json(const mp_advice *a);
  * ("casts.fp16: outcomes sum to 7, expected 8 finite non-zero values"). */
 int mpprof_stats_from_json(const cJSON *obj, mp_stats *ret, char *err, size_t errlen);
 
-/* The mpprof.tensor/1 object of `mpprof inspect --json`: schema, file, dtype,
- * shape, then the rest of the STATS object with advice (which may be NULL).
- * Bytes of file that are not UTF-8 become MPP_UTF8_REPLACEMENT. */
-cJSON *mpprof_tensor_to_json(const char *file, const uint64_t *shape, int ndim, const mp_stats *s,
-                             const mp_advice *advice);
+/* The mpprof.tensor/1 object of `mpprof inspect --json`: schema, file,
+ * tensor (its name in a file of many; left out when NULL), dtype, shape, then
+ * the rest of the STATS object with advice (which may be NULL). Bytes of file
+ * and tensor that are not UTF-8 become MPP_UTF8_REPLACEMENT. */
+cJSON *mpprof_tensor_to_json(const char *file, const char *tensor, const uint64_t *shape, int ndim,
+                             const mp_stats *s, const mp_advice *advice);
 
 /* A double as a JSON number that reads back bit for bit (null when not finite).
  * Exposed for other writers of mpprof JSON (fractions, timings). */

@@ -14,9 +14,11 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
+#include "analysis/convert.h"
 #include "analysis/scan.h"
 #include "common/utf8.h"
 #include "helpers.h"
+#include "report/tensorio/safetensors.h"
 #include "report/tensorio/stats_json.h"
 
 extern char **environ;
@@ -235,6 +237,85 @@ static void bad_file_among_good_ones_is_one_stderr_line_and_exit_1(void **st) {
   assert_true(strstr(r.err, "bad magic") < second);
   assert_non_null(strstr(second, tmp_path("missing.npy")));
   assert_non_null(strstr(second, "No such file"));
+  run_free(&r);
+}
+
+/* A safetensors checkpoint: each floating-point tensor is summarised as
+ * FILE:NAME in the header's order, an integer tensor gets one "skipped" line
+ * (and no --json line); --json lines carry "tensor" right after "file" and
+ * the same stats as a direct scan. --dtype does not apply to such a file, and
+ * a bad header is one stderr line while the other files are still read. */
+static void a_safetensors_file_is_read_tensor_by_tensor(void **st) {
+  (void)st;
+  uint16_t w[8];
+  float g[4] = {1e-6f, -2e-8f, 3e-6f, 0.0f};
+  int32_t ids[2] = {7, 8};
+  for (int i = 0; i < 8; i++)
+    mp_store(MP_BF16, w, (uint64_t)i, 0.5 * (i + 1));
+  const uint64_t s24[] = {2, 4}, s4[] = {4}, s2[] = {2};
+  const mpprof_st_write t[] = {{"model.w", "BF16", 2, s24, w, sizeof w},
+                               {"ids", "I32", 1, s2, ids, sizeof ids},
+                               {"model.g", "F32", 1, s4, g, sizeof g}};
+  char err[256];
+  const char *path = tmp_path("m.safetensors");
+  assert_int_equal(mpprof_safetensors_write(path, t, 3, err, sizeof err), 0);
+  char *argv[] = {(char *)mpprof_path, "inspect", (char *)path, NULL};
+  run_result r = run(argv);
+  assert_int_equal(r.status, 0);
+  char want[600];
+  snprintf(want, sizeof want, "%s:model.w: bf16 (2, 4), 8 values\n", path);
+  char *a = strstr(r.out, want);
+  snprintf(want, sizeof want,
+           "%s:ids: I32 (2,): not a floating-point format mpprof reads, skipped\n", path);
+  char *b = strstr(r.out, want);
+  snprintf(want, sizeof want, "%s:model.g: fp32 (4,), 4 values\n", path);
+  char *c = strstr(r.out, want);
+  assert_true(a && b && c && a == r.out && a < b && b < c);
+  assert_non_null(strstr(c, "recommended fp16_loss_scale"));
+  run_free(&r);
+
+  char *jargv[] = {(char *)mpprof_path, "inspect", "--json", (char *)path, NULL};
+  r = run(jargv);
+  assert_int_equal(r.status, 0);
+  assert_int_equal(count_lines(r.out), 2);
+  cJSON *j = cJSON_Parse(strchr(r.out, '\n') + 1);
+  assert_non_null(j);
+  assert_string_equal(j->child->next->string, "file");
+  assert_string_equal(j->child->next->valuestring, path);
+  assert_string_equal(j->child->next->next->string, "tensor");
+  assert_string_equal(j->child->next->next->valuestring, "model.g");
+  mp_stats got, want_st;
+  assert_int_equal(mpprof_stats_from_json(j, &got, err, sizeof err), 0);
+  mp_stats_init(&want_st, MP_FP32);
+  assert_int_equal(mp_scan_contiguous(&want_st, g, 4), 0);
+  assert_true(stats_identical(&got, &want_st));
+  cJSON_Delete(j);
+  run_free(&r);
+
+  char *dargv[] = {(char *)mpprof_path, "inspect", "--dtype", "fp16", (char *)path, NULL};
+  r = run(dargv);
+  assert_int_equal(r.status, 1);
+  assert_int_equal(count_lines(r.err), 1);
+  assert_non_null(strstr(r.err, "a safetensors file names its tensors' dtypes"));
+  run_free(&r);
+
+  /* a header whose tensor runs past the data, between two good files */
+  const char hdr[] = "{\"x\":{\"dtype\":\"F16\",\"shape\":[4],\"data_offsets\":[0,8]}}";
+  unsigned char img[8 + sizeof hdr - 1 + 4] = {sizeof hdr - 1};
+  memcpy(img + 8, hdr, sizeof hdr - 1);
+  write_bytes(tmp_path("bad.safetensors"), img, sizeof img);
+  char *bargv[] = {
+      (char *)mpprof_path, "inspect", "--json", (char *)path, (char *)tmp_path("bad.safetensors"),
+      (char *)path,        NULL};
+  r = run(bargv);
+  assert_int_equal(r.status, 1);
+  assert_int_equal(count_lines(r.out), 4);
+  assert_int_equal(count_lines(r.err), 1);
+  snprintf(want, sizeof want,
+           "mpprof: inspect: %s: tensor 'x': truncated data: it ends at byte 8 of the data, which "
+           "has 4\n",
+           tmp_path("bad.safetensors"));
+  assert_string_equal(r.err, want);
   run_free(&r);
 }
 
@@ -468,6 +549,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(demo_overflowing_tensor_needs_bf16),
       cmocka_unit_test(bad_file_among_good_ones_is_one_stderr_line_and_exit_1),
       cmocka_unit_test(a_failed_write_to_stdout_is_one_stderr_line_and_exit_1),
+      cmocka_unit_test(a_safetensors_file_is_read_tensor_by_tensor),
       cmocka_unit_test(summary_names_verdict_and_what_to_do),
       cmocka_unit_test(raw_file_is_read_with_dtype_and_shape),
       cmocka_unit_test(fp16_subnormal_values_are_named_with_their_precision),

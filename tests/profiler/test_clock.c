@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -115,6 +116,10 @@ static void a_fork_child_reads_the_same_clock(void **state) {
     mpp_clock_fork_child(); /* as runtime.c's atfork handler does */
     outcome o = {0};
     read_for_a_while(&o);
+    if (o.outside || o.backwards) /* which one, for whoever reads a failure */
+      fprintf(stderr, "fork child: %llu reads, %llu outside the bound, %llu backwards\n",
+              (unsigned long long)o.reads, (unsigned long long)o.outside,
+              (unsigned long long)o.backwards);
     _exit(o.outside || o.backwards ? 1 : 0);
   }
   int st;

@@ -1,0 +1,68 @@
+/* safetensors files (Hugging Face's checkpoint format): many named tensors,
+ * each scanned as one mpprof_tensor.
+ *
+ * Layout: an 8-byte little-endian header length N, N bytes of a JSON object
+ * (each member a tensor, {"dtype": "BF16", "shape": [4096, 4096],
+ * "data_offsets": [begin, end]}, offsets into the data after the header; or
+ * "__metadata__", an object of strings), then the data, little-endian, C
+ * order. Floating-point dtypes mpprof scans: F64 F32 F16 BF16 F8_E4M3
+ * F8_E5M2. Any other dtype (integers, BOOL, F8_E8M0, complex ...) is listed
+ * with dtype MP_DTYPE_INVALID and never scanned.
+ *
+ * Every check that can fail on a hostile file fails with a one-line message
+ * (the fuzz target in tests/fuzz holds the parser to it). */
+#ifndef MPPROF_REPORT_TENSORIO_SAFETENSORS_H
+#define MPPROF_REPORT_TENSORIO_SAFETENSORS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "report/tensorio/npy.h"
+
+/* The format's own bound on the header (the reference implementation refuses
+ * larger ones), which also bounds what a hostile file makes us parse. */
+#define MPPROF_SAFETENSORS_MAX_HEADER (100u << 20)
+
+typedef struct mpprof_st_entry {
+  char *name;        /* the member's key, as in the header */
+  char st_dtype[16]; /* the dtype as the file names it ("BF16") */
+  mpprof_tensor t;   /* dtype MP_DTYPE_INVALID: not a format mpprof scans */
+} mpprof_st_entry;
+
+typedef struct mpprof_safetensors {
+  size_t n; /* tensors, in the header's order */
+  mpprof_st_entry *entries;
+  void *map_; /* private: the file's mapping (NULL when parsed from memory) */
+  size_t map_len_;
+} mpprof_safetensors;
+
+/* Does a file that starts with these bytes (len of them, and size in all)
+ * look like a safetensors file: a header length that fits the file, then
+ * '{'? An .npy file never does (its magic makes a length beyond any file). */
+bool mpprof_safetensors_sniff(const void *head, size_t len, size_t size);
+
+/* Parse a safetensors image in memory; the tensors point into buf. 0, or -1
+ * with the problem in err (nothing to free then). */
+int mpprof_safetensors_parse(const void *buf, size_t len, mpprof_safetensors *ret, char *err,
+                             size_t errlen);
+
+/* Map a file and parse it: 0, or -1 with "PATH: problem" in err. The
+ * tensors are scanned with mpprof_tensor_scan() and never closed one by one:
+ * mpprof_safetensors_close() releases them all. */
+int mpprof_safetensors_open(const char *path, mpprof_safetensors *ret, char *err, size_t errlen);
+void mpprof_safetensors_close(mpprof_safetensors *f); /* accepts a zeroed one */
+
+/* Write a safetensors file of the given tensors (names, file dtype names,
+ * shapes, data), for tests and the demo generator. 0, or -1 with
+ * "PATH: problem" in err. */
+typedef struct mpprof_st_write {
+  const char *name, *st_dtype;
+  int ndim;
+  const uint64_t *shape;
+  const void *data;
+  size_t nbytes;
+} mpprof_st_write;
+int mpprof_safetensors_write(const char *path, const mpprof_st_write *t, size_t n, char *err,
+                             size_t errlen);
+
+#endif

@@ -1,0 +1,217 @@
+/* The safetensors reader: every tensor of a valid file reads back with the
+ * stats of its values scanned directly (whatever its alignment), tensors of
+ * other dtypes are listed and not scanned, and every malformed header is
+ * refused with a message naming the file and the problem. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "analysis/convert.h"
+#include "analysis/scan.h"
+#include "helpers.h"
+#include "report/tensorio/safetensors.h"
+
+static const float vals[8] = {1.0f, -2.5f, 0.0f, NAN, 65520.0f, 1e-8f, 3e38f, -448.0f};
+
+/* A safetensors image: the 8-byte length, the header text padded with pad
+ * spaces, then data. Caller frees. */
+static unsigned char *image(const char *header, size_t pad, const void *data, size_t nbytes,
+                            size_t *ret_len) {
+  size_t h = strlen(header) + pad;
+  unsigned char *b = malloc(8 + h + nbytes + 1);
+  for (int i = 0; i < 8; i++)
+    b[i] = (unsigned char)((uint64_t)h >> (8 * i));
+  memcpy(b + 8, header, strlen(header));
+  memset(b + 8 + strlen(header), ' ', pad);
+  if (nbytes) memcpy(b + 8 + h, data, nbytes);
+  *ret_len = 8 + h + nbytes;
+  return b;
+}
+
+static void expect_same_stats(const mpprof_tensor *t, mp_dtype dtype, const void *native,
+                              uint64_t n) {
+  assert_int_equal(t->dtype, dtype);
+  assert_int_equal(t->count, n);
+  mp_stats *got = malloc(sizeof *got), *want = malloc(sizeof *want);
+  assert_int_equal(mpprof_tensor_scan(t, got), 0);
+  mp_stats_init(want, dtype);
+  assert_int_equal(mp_scan_contiguous(want, native, n), 0);
+  assert_true(stats_identical(got, want));
+  free(got);
+  free(want);
+}
+
+/* Written by mpprof_safetensors_write, read back: names in order, the file's
+ * dtype names, shapes, an integer tensor listed but not scannable, and each
+ * float tensor's stats equal to a direct scan. */
+static void a_written_file_reads_back_tensor_by_tensor(void **s) {
+  (void)s;
+  float f32[8];
+  uint16_t bf16[8], f16[8];
+  int64_t ids[3] = {1, 2, 3};
+  double f64[8];
+  for (int i = 0; i < 8; i++) {
+    f32[i] = vals[i];
+    mp_store(MP_BF16, bf16, (uint64_t)i, vals[i]);
+    mp_store(MP_FP16, f16, (uint64_t)i, vals[i]);
+    f64[i] = vals[i];
+  }
+  const uint64_t s24[] = {2, 4}, s8[] = {8}, s3[] = {3};
+  const mpprof_st_write t[] = {
+      {"layers.0.weight", "BF16", 2, s24, bf16, sizeof bf16},
+      {"ids", "I64", 1, s3, ids, sizeof ids},
+      {"layers.0.bias", "F32", 1, s8, f32, sizeof f32},
+      {"h", "F16", 2, s24, f16, sizeof f16},
+      {"d", "F64", 1, s8, f64, sizeof f64},
+  };
+  char err[512] = "";
+  const char *path = tmp_path("w.safetensors");
+  assert_int_equal(mpprof_safetensors_write(path, t, 5, err, sizeof err), 0);
+  mpprof_safetensors f;
+  int rc = mpprof_safetensors_open(path, &f, err, sizeof err);
+  if (rc) print_error("%s\n", err);
+  assert_int_equal(rc, 0);
+  assert_int_equal(f.n, 5);
+  const char *names[] = {"layers.0.weight", "ids", "layers.0.bias", "h", "d"};
+  for (int i = 0; i < 5; i++) {
+    assert_string_equal(f.entries[i].name, names[i]);
+    assert_string_equal(f.entries[i].st_dtype, t[i].st_dtype);
+    assert_int_equal(f.entries[i].t.ndim, t[i].ndim);
+  }
+  assert_int_equal(f.entries[0].t.shape[1], 4);
+  assert_int_equal(f.entries[1].t.dtype, MP_DTYPE_INVALID);
+  expect_same_stats(&f.entries[0].t, MP_BF16, bf16, 8);
+  expect_same_stats(&f.entries[2].t, MP_FP32, f32, 8);
+  expect_same_stats(&f.entries[3].t, MP_FP16, f16, 8);
+  expect_same_stats(&f.entries[4].t, MP_FP64, f64, 8);
+  mpprof_safetensors_close(&f);
+}
+
+/* A header whose length is no multiple of the element size leaves the data
+ * misaligned: it is scanned through a copy, with the same stats; the
+ * __metadata__ member is no tensor; FP8 dtypes are read. */
+static void misaligned_data_and_metadata_and_fp8(void **s) {
+  (void)s;
+  float f32[8];
+  uint8_t e4m3[8], e5m2[8];
+  for (int i = 0; i < 8; i++) {
+    f32[i] = vals[i];
+    mp_store(MP_FP8_E4M3, e4m3, (uint64_t)i, vals[i]);
+    mp_store(MP_FP8_E5M2, e5m2, (uint64_t)i, vals[i]);
+  }
+  unsigned char data[48];
+  memcpy(data, f32, 32);
+  memcpy(data + 32, e4m3, 8);
+  memcpy(data + 40, e5m2, 8);
+  const char *hdr = "{\"__metadata__\":{\"format\":\"pt\"},\"x\":{\"dtype\":\"F32\",\"shape\":[8],"
+                    "\"data_offsets\":[0,32]},\"q\":{\"shape\":[2,4],\"dtype\":\"F8_E4M3\","
+                    "\"data_offsets\":[32,40]},\"r\":{\"dtype\":\"F8_E5M2\",\"shape\":[8],"
+                    "\"data_offsets\":[40,48]}}";
+  size_t len;
+  unsigned char *img = image(hdr, 8 - strlen(hdr) % 8 + 1, data, sizeof data, &len);
+  mpprof_safetensors f;
+  char err[256] = "";
+  assert_int_equal(mpprof_safetensors_parse(img, len, &f, err, sizeof err), 0);
+  assert_int_equal(f.n, 3);
+  assert_true((uintptr_t)f.entries[0].t.data % 4 != 0);
+  expect_same_stats(&f.entries[0].t, MP_FP32, f32, 8);
+  expect_same_stats(&f.entries[1].t, MP_FP8_E4M3, e4m3, 8);
+  expect_same_stats(&f.entries[2].t, MP_FP8_E5M2, e5m2, 8);
+  mpprof_safetensors_close(&f);
+  /* a file of no tensors is a file */
+  free(img);
+  img = image("{}", 6, NULL, 0, &len);
+  assert_int_equal(mpprof_safetensors_parse(img, len, &f, err, sizeof err), 0);
+  assert_int_equal(f.n, 0);
+  mpprof_safetensors_close(&f);
+  free(img);
+}
+
+static void expect_refused(const char *hdr, size_t data_len, const char *problem) {
+  unsigned char data[64] = {0};
+  size_t len;
+  unsigned char *img = image(hdr, 0, data, data_len, &len);
+  const char *path = tmp_path("bad.safetensors");
+  write_bytes(path, img, len);
+  free(img);
+  mpprof_safetensors f;
+  char err[512] = "";
+  assert_int_equal(mpprof_safetensors_open(path, &f, err, sizeof err), -1);
+  assert_int_equal(f.n, 0);
+  if (strncmp(err, path, strlen(path)) || !strstr(err, problem))
+    fail_msg("header %s: got '%s', expected '%s: ...%s...'", hdr, err, path, problem);
+}
+
+#define T(body) "{\"t\":{" body "}}"
+static void malformed_headers_are_refused_with_the_problem(void **s) {
+  (void)s;
+  expect_refused("[1]", 0, "not a JSON object");
+  expect_refused("{\"t\":", 0, "invalid JSON");
+  expect_refused("{} x", 0, "text after the header");
+  expect_refused("{\"t\":3}", 0, "tensor 't': not a JSON object");
+  expect_refused(T("\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"x\":1"), 4,
+                 "unknown key 'x'");
+  expect_refused(T("\"dtype\":\"F32\",\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]"), 4,
+                 "key 'dtype' twice");
+  expect_refused(T("\"dtype\":\"F32\",\"data_offsets\":[0,4]"), 4, "no 'shape'");
+  expect_refused(T("\"dtype\":7,\"shape\":[1],\"data_offsets\":[0,4]"), 4, "not a dtype name");
+  expect_refused(T("\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]"), 4,
+                 "other than a size");
+  expect_refused(T("\"dtype\":\"F32\",\"shape\":[1.5],\"data_offsets\":[0,4]"), 4,
+                 "other than a size");
+  expect_refused(T("\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,0]"), 4, "begin <= end");
+  expect_refused(T("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]"), 4,
+                 "truncated data: it ends at byte 8 of the data, which has 4");
+  expect_refused(T("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]"), 4,
+                 "shape (2,) of F32 needs 8 bytes, data_offsets hold 4");
+  expect_refused(T("\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,4]"), 4,
+                 "overflows 64 bits");
+  expect_refused("{\"t\":{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[0,1]},"
+                 "\"t\":{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[0,1]}}",
+                 1, "tensor 't' twice");
+  expect_refused("{\"__metadata__\":[]}", 0, "__metadata__ is not a JSON object");
+  char many[1024] = "{\"t\":{\"dtype\":\"F32\",\"data_offsets\":[0,4],\"shape\":[";
+  for (int i = 0; i < MPPROF_TENSOR_MAX_DIMS + 1; i++)
+    strcat(many, i ? ",1" : "1");
+  strcat(many, "]}}");
+  expect_refused(many, 4, "65 dimensions (at most 64)");
+}
+
+/* The 8-byte length: short files, a length beyond the file or the format's
+ * limit; an empty or non-regular file is named as such. */
+static void a_bad_length_is_refused(void **s) {
+  (void)s;
+  mpprof_safetensors f;
+  char err[512];
+  const unsigned char shortb[4] = {1, 0, 0, 0};
+  assert_int_equal(mpprof_safetensors_parse(shortb, sizeof shortb, &f, err, sizeof err), -1);
+  assert_non_null(strstr(err, "truncated: 4 bytes"));
+  unsigned char b[16] = {100, 0, 0, 0, 0, 0, 0, 0, '{', '}'};
+  assert_int_equal(mpprof_safetensors_parse(b, sizeof b, &f, err, sizeof err), -1);
+  assert_non_null(strstr(err, "header length 100 beyond the file (8 bytes after it)"));
+  b[3] = 0x10; /* 256 MiB + 100 */
+  assert_int_equal(mpprof_safetensors_parse(b, sizeof b, &f, err, sizeof err), -1);
+  assert_non_null(strstr(err, "beyond the format's limit of 104857600 bytes"));
+  assert_false(mpprof_safetensors_sniff(b, sizeof b, sizeof b));
+  b[3] = 0;
+  b[0] = 2;
+  assert_true(mpprof_safetensors_sniff(b, sizeof b, sizeof b));
+  const unsigned char npy[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 'v', 0};
+  assert_false(mpprof_safetensors_sniff(npy, sizeof npy, 1u << 30));
+  assert_int_equal(mpprof_safetensors_open(tmp_dir, &f, err, sizeof err), -1);
+  assert_non_null(strstr(err, "is a directory"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(a_written_file_reads_back_tensor_by_tensor),
+      cmocka_unit_test(misaligned_data_and_metadata_and_fp8),
+      cmocka_unit_test(malformed_headers_are_refused_with_the_problem),
+      cmocka_unit_test(a_bad_length_is_refused),
+  };
+  return cmocka_run_group_tests(tests, make_tmp_dir, remove_tmp_dir);
+}
