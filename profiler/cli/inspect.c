@@ -1,6 +1,6 @@
 /* `mpprof inspect`: the numerics of tensors saved to files, no GPU needed.
  *
- * For each file (each tensor of a safetensors file): map it
+ * For each file (each tensor of a safetensors, torch.save or .npz file): map it
  * (report/tensorio), scan it (analysis/scan.h), advise
  * (analysis/advice.h) and print either a summary a person can act on or, with
  * --json, one mpprof.tensor/1 object per line (JSON Lines). A bad file costs
@@ -26,6 +26,7 @@
 #include "report/tensorio/npy.h"
 #include "report/tensorio/safetensors.h"
 #include "report/tensorio/stats_json.h"
+#include "report/tensorio/zipfile.h"
 
 typedef struct inspect_opts {
   bool json;
@@ -40,12 +41,13 @@ static void usage(FILE *out) {
           "fp16/bf16/fp8 does to them, and the precision (and loss scale) they fit.\n"
           "\n"
           "FILE is a NumPy .npy file (versions 1-3, f8/f4/f2, either byte order, C or\n"
-          "Fortran order), a safetensors file (each F64/F32/F16/BF16/F8 tensor as\n"
-          "FILE:NAME), or headerless little-endian data with --shape.\n"
+          "Fortran order), a safetensors file, a torch.save checkpoint or an np.savez\n"
+          "archive (each float tensor as FILE:NAME), or headerless little-endian data\n"
+          "with --shape.\n"
           "\n"
           "  --json                 one mpprof.tensor/1 JSON object per tensor, one per line\n"
           "  --dtype D              element type: fp64 fp32 fp16 bf16 fp8_e4m3 fp8_e5m2\n"
-          "                         (not for safetensors, which names its dtypes);\n"
+          "                         (not for files of many tensors: they name their dtypes);\n"
           "                         for .npy, reads integer storage of the same width\n"
           "                         (u2 for bf16, u1 for fp8) as the raw bits of D\n"
           "  --shape S              headerless raw file of this shape (e.g. 1024x768);\n"
@@ -377,42 +379,49 @@ static int inspect_tensor(const char *label, const char *file, const char *tenso
   return rc;
 }
 
-/* Does path start as a safetensors file does? (A file that cannot be read
- * says so when it is opened as a .npy.) */
-static bool is_safetensors(const char *path) {
+/* Which reader a file's first bytes call for: 's' safetensors, 'z' a zip
+ * (torch.save, .npz), 0 anything else (a file that cannot be read says so
+ * when it is opened as a .npy). */
+static int file_kind(const char *path) {
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return false;
+  if (fd < 0) return 0;
   struct stat st;
   unsigned char head[9];
-  bool yes = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-             pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head &&
-             mpprof_safetensors_sniff(head, sizeof head, (size_t)st.st_size);
+  int kind = 0;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head)
+    kind = mpprof_safetensors_sniff(head, sizeof head, (size_t)st.st_size) ? 's'
+           : mpprof_zip_sniff(head, sizeof head)                           ? 'z'
+                                                                           : 0;
   close(fd);
-  return yes;
+  return kind;
 }
 
-/* Every tensor of a safetensors file, in the header's order, each as
- * "FILE:NAME"; tensors of other dtypes (integers, ...) get one line in the
+/* Every tensor of a file of many (safetensors, torch.save, .npz), in the
+ * file's order, each as "FILE:NAME" ("FILE" for a file that saved one bare
+ * tensor); tensors of other dtypes (integers, ...) get one line in the
  * summary and none in --json. */
-static int inspect_safetensors(const char *path, const inspect_opts *o, int *printed) {
+static int inspect_set(const char *path, int kind, const inspect_opts *o, int *printed) {
   char err[512];
+  const char *what = kind == 's' ? "a safetensors file" : "a zip archive (torch.save or .npz)";
   if (o->spec.dtype != MP_DTYPE_INVALID) {
     fprintf(stderr,
-            "mpprof: inspect: %s: a safetensors file names its tensors' dtypes (--dtype is for "
-            ".npy and raw files)\n",
-            path);
+            "mpprof: inspect: %s: %s names its tensors' dtypes (--dtype is for .npy and raw "
+            "files)\n",
+            path, what);
     return -1;
   }
-  mpprof_safetensors f;
-  if (mpprof_safetensors_open(path, &f, err, sizeof err) < 0) {
+  mpprof_tensor_set f;
+  int rc = kind == 's' ? mpprof_safetensors_open(path, &f, err, sizeof err)
+                       : mpprof_zip_open(path, &f, err, sizeof err);
+  if (rc < 0) {
     fprintf(stderr, "mpprof: inspect: %s\n", err);
     return -1;
   }
-  int rc = 0;
   for (size_t i = 0; i < f.n; i++) {
-    const mpprof_st_entry *e = &f.entries[i];
+    const mpprof_named_tensor *e = &f.entries[i];
     char *label = NULL;
-    if (asprintf(&label, "%s:%s", path, e->name) < 0) {
+    if (asprintf(&label, e->name[0] ? "%s:%s" : "%s", path, e->name) < 0) {
       fprintf(stderr, "mpprof: inspect: %s: out of memory\n", path);
       rc = -1;
       break;
@@ -422,26 +431,27 @@ static int inspect_safetensors(const char *path, const inspect_opts *o, int *pri
         char shape[128];
         mpprof_shape_format(e->t.shape, e->t.ndim, shape, sizeof shape);
         if ((*printed)++) putchar('\n');
-        printf("%s: %s %s: not a floating-point format mpprof reads, skipped\n", label, e->st_dtype,
-               shape);
+        printf("%s: %s %s: not a floating-point format mpprof reads, skipped\n", label,
+               e->dtype_name, shape);
       }
-    } else {
-      if (inspect_tensor(label, path, e->name, &e->t, o, printed) < 0) rc = -1;
+    } else if (inspect_tensor(label, path, e->name, &e->t, o, printed) < 0) {
+      rc = -1;
     }
     free(label);
     if (fflush(stdout) != 0) break; /* the caller reports the failed write */
   }
   if (!f.n && !o->json) {
     if ((*printed)++) putchar('\n');
-    printf("%s: a safetensors file with no tensors\n", path);
+    printf("%s: %s with no tensors\n", path, what);
   }
-  mpprof_safetensors_close(&f);
+  mpprof_tensor_set_close(&f);
   return rc;
 }
 
 /* printed: summaries printed so far (they are separated by a blank line). */
 static int inspect_file(const char *path, const inspect_opts *o, int *printed) {
-  if (!o->spec.raw && is_safetensors(path)) return inspect_safetensors(path, o, printed);
+  int kind = o->spec.raw ? 0 : file_kind(path);
+  if (kind) return inspect_set(path, kind, o, printed);
   char err[512];
   mpprof_tensor t;
   if (mpprof_tensor_open(path, &o->spec, &t, err, sizeof err) < 0) {

@@ -475,9 +475,26 @@ void mpprof_tensor_close(mpprof_tensor *t) {
   t->data = NULL;
 }
 
+void mpprof_tensor_set_close(mpprof_tensor_set *s) {
+  for (size_t i = 0; i < s->n; i++)
+    free(s->entries[i].name);
+  free(s->entries);
+  if (s->map_) munmap(s->map_, s->map_len_);
+  memset(s, 0, sizeof *s);
+}
+
+void mpprof_tensor_set_own_map(mpprof_tensor_set *s, void *map, size_t len) {
+  s->map_ = map;
+  s->map_len_ = len;
+  for (size_t i = 0; i < s->n; i++) {
+    s->entries[i].t.map_ = map;
+    s->entries[i].t.map_len_ = len;
+  }
+}
+
 int mpprof_tensor_view(const mpprof_tensor *t, mp_view *ret) {
   const unsigned size = mp_dtype_size(t->dtype);
-  if (t->byteswap || !size || (uintptr_t)t->data % size) return -1;
+  if (t->byteswap || t->strided || !size || (uintptr_t)t->data % size) return -1;
   memset(ret, 0, sizeof *ret);
   ret->dtype = t->dtype;
   ret->data = t->data;
@@ -516,6 +533,32 @@ static int copy_body(void *arg) {
   return 0;
 }
 
+/* A strided view's next n elements, from the index in at (advanced), into
+ * dst: an odometer over the shape, last dimension fastest. */
+typedef struct gather_args {
+  const mpprof_tensor *t;
+  uint64_t *at; /* t->ndim indices */
+  unsigned char *dst;
+  size_t n;
+} gather_args;
+
+static int gather_body(void *arg) {
+  const gather_args *g = arg;
+  const mpprof_tensor *t = g->t;
+  const unsigned size = mp_dtype_size(t->dtype);
+  for (size_t i = 0; i < g->n; i++) {
+    uint64_t off = 0;
+    for (int k = 0; k < t->ndim; k++)
+      off += g->at[k] * t->stride[k];
+    memcpy(g->dst + i * size, t->data + off * size, size);
+    for (int k = t->ndim - 1; k >= 0; k--) {
+      if (++g->at[k] < t->shape[k]) break;
+      g->at[k] = 0;
+    }
+  }
+  return 0;
+}
+
 /* A mapped tensor is copied in 1 MiB chunks under the SIGBUS guard and each
  * chunk scanned outside it: a longjmp never leaves the scanner (it would leak
  * its work buffer). Chunks accumulate into one record; the result equals one
@@ -531,10 +574,14 @@ int mpprof_tensor_scan(const mpprof_tensor *t, mp_stats *ret) {
   unsigned char *buf = aligned_alloc(64, CHUNK_BYTES);
   if (!buf) return -ENOMEM;
   int rc = 0;
+  uint64_t at[MPPROF_TENSOR_MAX_DIMS] = {0};
   for (uint64_t done = 0; done < t->count && rc == 0;) {
     size_t n = t->count - done < per_chunk ? (size_t)(t->count - done) : per_chunk;
     copy_args c = {buf, t->data + done * size, n * size};
-    rc = t->map_ ? mpprof_tensor_guard(t->map_, t->map_len_, copy_body, &c) : copy_body(&c);
+    gather_args g = {t, at, buf, n};
+    int (*body)(void *) = t->strided ? gather_body : copy_body;
+    void *arg = t->strided ? (void *)&g : (void *)&c;
+    rc = t->map_ ? mpprof_tensor_guard(t->map_, t->map_len_, body, arg) : body(arg);
     if (rc) break;
     if (t->byteswap) swap_bytes(buf, n, size);
     rc = mp_scan_contiguous(ret, buf, n);

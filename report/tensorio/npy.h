@@ -42,10 +42,37 @@ typedef struct mpprof_tensor {
   bool byteswap;             /* stored in the other byte order than the host's */
   int npy_version;           /* 1, 2, 3; 0 for raw */
   char descr[16];            /* the .npy descr as found ("<f4"); "" for raw */
-  const unsigned char *data; /* count * mp_dtype_size(dtype) bytes */
-  void *map_;                /* private: the mapping (NULL when parsed from memory) */
+  const unsigned char *data; /* count * mp_dtype_size(dtype) bytes (strided: the first element) */
+  /* A view with strides (PyTorch): element i0..in at data + sum(i_k * stride[k]) elements;
+   * scanned through a gathering copy. */
+  bool strided;
+  uint64_t stride[MPPROF_TENSOR_MAX_DIMS];
+  void *map_; /* private: the mapping (NULL when parsed from memory) */
   size_t map_len_;
 } mpprof_tensor;
+
+/* A file of many named tensors (safetensors, torch.save): the tensors point
+ * into the one mapping the set holds; they are scanned with
+ * mpprof_tensor_scan() and never closed one by one. */
+typedef struct mpprof_named_tensor {
+  char *name;          /* its name in the file */
+  char dtype_name[24]; /* the dtype as the file names it ("BF16", "HalfStorage") */
+  mpprof_tensor t;     /* dtype MP_DTYPE_INVALID: not a format mpprof scans (listed only) */
+} mpprof_named_tensor;
+
+typedef struct mpprof_tensor_set {
+  size_t n;
+  mpprof_named_tensor *entries;
+  void *map_; /* private: the file's mapping (NULL when parsed from memory) */
+  size_t map_len_;
+} mpprof_tensor_set;
+
+/* Frees the names and entries and unmaps the file; accepts a zeroed set. */
+void mpprof_tensor_set_close(mpprof_tensor_set *s);
+
+/* Points every tensor of s at its mapping (map, len) for the SIGBUS guard of
+ * the scan, and gives the mapping to s. */
+void mpprof_tensor_set_own_map(mpprof_tensor_set *s, void *map, size_t len);
 
 /* A spec that reads .npy files with the header's dtype. */
 void mpprof_tensor_spec_init(mpprof_tensor_spec *spec);

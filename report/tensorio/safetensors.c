@@ -25,14 +25,14 @@
 static const struct {
   const char *name;
   mp_dtype dtype;
-} st_dtypes[] = {
+} dtype_names[] = {
     {"F64", MP_FP64},  {"F32", MP_FP32},         {"F16", MP_FP16},
     {"BF16", MP_BF16}, {"F8_E4M3", MP_FP8_E4M3}, {"F8_E5M2", MP_FP8_E5M2},
 };
 
 static mp_dtype dtype_of(const char *name) {
-  for (size_t i = 0; i < sizeof st_dtypes / sizeof *st_dtypes; i++)
-    if (!strcmp(st_dtypes[i].name, name)) return st_dtypes[i].dtype;
+  for (size_t i = 0; i < sizeof dtype_names / sizeof *dtype_names; i++)
+    if (!strcmp(dtype_names[i].name, name)) return dtype_names[i].dtype;
   return MP_DTYPE_INVALID;
 }
 
@@ -60,14 +60,6 @@ bool mpprof_safetensors_sniff(const void *head, size_t len, size_t size) {
   return n >= 2 && n <= size - 8 && b[8] == '{';
 }
 
-void mpprof_safetensors_close(mpprof_safetensors *f) {
-  for (size_t i = 0; i < f->n; i++)
-    free(f->entries[i].name);
-  free(f->entries);
-  if (f->map_) munmap(f->map_, f->map_len_);
-  memset(f, 0, sizeof *f);
-}
-
 /* A JSON number that is a whole number in [0, 2^53] (exact as a double). */
 static bool whole(const cJSON *v, uint64_t *ret) {
   if (!cJSON_IsNumber(v)) return false;
@@ -80,7 +72,7 @@ static bool whole(const cJSON *v, uint64_t *ret) {
 /* One member of the header: a tensor's dtype, shape and data offsets, checked
  * against the data (data_len bytes at data). */
 static int tensor_entry(const cJSON *m, const unsigned char *data, uint64_t data_len,
-                        mpprof_st_entry *e, char *err, size_t errlen) {
+                        mpprof_named_tensor *e, char *err, size_t errlen) {
   const char *name = m->string;
   if (!cJSON_IsObject(m)) return fail(err, errlen, "tensor '%s': not a JSON object", name);
   const cJSON *dt = NULL, *shape = NULL, *offs = NULL, *k;
@@ -98,11 +90,11 @@ static int tensor_entry(const cJSON *m, const unsigned char *data, uint64_t data
                 !dt      ? "dtype"
                 : !shape ? "shape"
                          : "data_offsets");
-  if (!cJSON_IsString(dt) || strlen(dt->valuestring) >= sizeof e->st_dtype || !dt->valuestring[0])
+  if (!cJSON_IsString(dt) || strlen(dt->valuestring) >= sizeof e->dtype_name || !dt->valuestring[0])
     return fail(err, errlen, "tensor '%s': dtype is not a dtype name", name);
-  snprintf(e->st_dtype, sizeof e->st_dtype, "%s", dt->valuestring);
+  snprintf(e->dtype_name, sizeof e->dtype_name, "%s", dt->valuestring);
   mpprof_tensor *t = &e->t;
-  t->dtype = dtype_of(e->st_dtype);
+  t->dtype = dtype_of(e->dtype_name);
   if (!cJSON_IsArray(shape)) return fail(err, errlen, "tensor '%s': shape is not an array", name);
   int ndim = cJSON_GetArraySize(shape);
   if (ndim > MPPROF_TENSOR_MAX_DIMS)
@@ -136,16 +128,16 @@ static int tensor_entry(const cJSON *m, const unsigned char *data, uint64_t data
   if (bytes != end - begin)
     return fail(err, errlen,
                 "tensor '%s': shape %s of %s needs %" PRIu64 " bytes, data_offsets hold %" PRIu64,
-                name, text, e->st_dtype, bytes, end - begin);
+                name, text, e->dtype_name, bytes, end - begin);
   return 0;
 }
 
 static int by_name(const void *a, const void *b) {
-  return strcmp((*(const mpprof_st_entry *const *)a)->name,
-                (*(const mpprof_st_entry *const *)b)->name);
+  return strcmp((*(const mpprof_named_tensor *const *)a)->name,
+                (*(const mpprof_named_tensor *const *)b)->name);
 }
 
-int mpprof_safetensors_parse(const void *buf, size_t len, mpprof_safetensors *ret, char *err,
+int mpprof_safetensors_parse(const void *buf, size_t len, mpprof_tensor_set *ret, char *err,
                              size_t errlen) {
   const unsigned char *b = buf;
   memset(ret, 0, sizeof *ret);
@@ -176,7 +168,7 @@ int mpprof_safetensors_parse(const void *buf, size_t len, mpprof_safetensors *re
   const cJSON *m;
   cJSON_ArrayForEach(m, root) count++;
   ret->entries = calloc(count ? count : 1, sizeof *ret->entries);
-  mpprof_st_entry **sorted = calloc(count ? count : 1, sizeof *sorted);
+  mpprof_named_tensor **sorted = calloc(count ? count : 1, sizeof *sorted);
   int rc = ret->entries && sorted ? 0 : fail(err, errlen, "out of memory");
   cJSON_ArrayForEach(m, root) {
     if (rc) break;
@@ -184,7 +176,7 @@ int mpprof_safetensors_parse(const void *buf, size_t len, mpprof_safetensors *re
       if (!cJSON_IsObject(m)) rc = fail(err, errlen, "__metadata__ is not a JSON object");
       continue;
     }
-    mpprof_st_entry *e = &ret->entries[ret->n];
+    mpprof_named_tensor *e = &ret->entries[ret->n];
     e->t.dtype = MP_DTYPE_INVALID;
     e->name = strdup(m->string);
     if (!e->name) {
@@ -203,14 +195,14 @@ int mpprof_safetensors_parse(const void *buf, size_t len, mpprof_safetensors *re
   }
   free(sorted);
   cJSON_Delete(root);
-  if (rc) mpprof_safetensors_close(ret);
+  if (rc) mpprof_tensor_set_close(ret);
   return rc;
 }
 
 typedef struct parse_args {
   const void *map;
   size_t len;
-  mpprof_safetensors *f;
+  mpprof_tensor_set *f;
   char *err;
   size_t errlen;
 } parse_args;
@@ -220,7 +212,7 @@ static int guarded_parse(void *arg) {
   return mpprof_safetensors_parse(p->map, p->len, p->f, p->err, p->errlen);
 }
 
-int mpprof_safetensors_open(const char *path, mpprof_safetensors *ret, char *err, size_t errlen) {
+int mpprof_safetensors_open(const char *path, mpprof_tensor_set *ret, char *err, size_t errlen) {
   memset(ret, 0, sizeof *ret);
   void *map;
   size_t len;
@@ -234,16 +226,11 @@ int mpprof_safetensors_open(const char *path, mpprof_safetensors *ret, char *err
     char *msg = rc == -ESTALE ? NULL : strdup(err);
     snprintf(err, errlen, "%s: %s", path, msg ? msg : MPPROF_TENSOR_CHANGED_MSG);
     free(msg);
-    mpprof_safetensors_close(ret);
+    mpprof_tensor_set_close(ret);
     if (map) munmap(map, len);
     return -1;
   }
-  ret->map_ = map;
-  ret->map_len_ = len;
-  for (size_t i = 0; i < ret->n; i++) { /* scans read the map under the same guard */
-    ret->entries[i].t.map_ = map;
-    ret->entries[i].t.map_len_ = len;
-  }
+  mpprof_tensor_set_own_map(ret, map, len);
   return 0;
 }
 
@@ -255,7 +242,7 @@ int mpprof_safetensors_write(const char *path, const mpprof_st_write *t, size_t 
     cJSON *m = cJSON_AddObjectToObject(root, t[i].name);
     cJSON *shape = m ? cJSON_AddArrayToObject(m, "shape") : NULL;
     cJSON *offs = shape ? cJSON_AddArrayToObject(m, "data_offsets") : NULL;
-    if (!offs || !cJSON_AddStringToObject(m, "dtype", t[i].st_dtype)) {
+    if (!offs || !cJSON_AddStringToObject(m, "dtype", t[i].dtype_name)) {
       cJSON_Delete(root);
       root = NULL;
       break;

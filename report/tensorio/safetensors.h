@@ -7,7 +7,7 @@
  * "__metadata__", an object of strings), then the data, little-endian, C
  * order. Floating-point dtypes mpprof scans: F64 F32 F16 BF16 F8_E4M3
  * F8_E5M2. Any other dtype (integers, BOOL, F8_E8M0, complex ...) is listed
- * with dtype MP_DTYPE_INVALID and never scanned.
+ * with dtype MP_DTYPE_INVALID and never scanned. dtype_name: the file's.
  *
  * Every check that can fail on a hostile file fails with a one-line message
  * (the fuzz target in tests/fuzz holds the parser to it). */
@@ -23,19 +23,6 @@
  * larger ones), which also bounds what a hostile file makes us parse. */
 #define MPPROF_SAFETENSORS_MAX_HEADER (100u << 20)
 
-typedef struct mpprof_st_entry {
-  char *name;        /* the member's key, as in the header */
-  char st_dtype[16]; /* the dtype as the file names it ("BF16") */
-  mpprof_tensor t;   /* dtype MP_DTYPE_INVALID: not a format mpprof scans */
-} mpprof_st_entry;
-
-typedef struct mpprof_safetensors {
-  size_t n; /* tensors, in the header's order */
-  mpprof_st_entry *entries;
-  void *map_; /* private: the file's mapping (NULL when parsed from memory) */
-  size_t map_len_;
-} mpprof_safetensors;
-
 /* Does a file that starts with these bytes (len of them, and size in all)
  * look like a safetensors file: a header length that fits the file, then
  * '{'? An .npy file never does (its magic makes a length beyond any file). */
@@ -43,20 +30,18 @@ bool mpprof_safetensors_sniff(const void *head, size_t len, size_t size);
 
 /* Parse a safetensors image in memory; the tensors point into buf. 0, or -1
  * with the problem in err (nothing to free then). */
-int mpprof_safetensors_parse(const void *buf, size_t len, mpprof_safetensors *ret, char *err,
+int mpprof_safetensors_parse(const void *buf, size_t len, mpprof_tensor_set *ret, char *err,
                              size_t errlen);
 
-/* Map a file and parse it: 0, or -1 with "PATH: problem" in err. The
- * tensors are scanned with mpprof_tensor_scan() and never closed one by one:
- * mpprof_safetensors_close() releases them all. */
-int mpprof_safetensors_open(const char *path, mpprof_safetensors *ret, char *err, size_t errlen);
-void mpprof_safetensors_close(mpprof_safetensors *f); /* accepts a zeroed one */
+/* Map a file and parse it: 0, or -1 with "PATH: problem" in err.
+ * mpprof_tensor_set_close() releases the set. */
+int mpprof_safetensors_open(const char *path, mpprof_tensor_set *ret, char *err, size_t errlen);
 
 /* Write a safetensors file of the given tensors (names, file dtype names,
  * shapes, data), for tests and the demo generator. 0, or -1 with
  * "PATH: problem" in err. */
 typedef struct mpprof_st_write {
-  const char *name, *st_dtype;
+  const char *name, *dtype_name;
   int ndim;
   const uint64_t *shape;
   const void *data;

@@ -12,7 +12,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static mp_stats stats; /* ~17 KiB: not on the fuzzer's stack */
   char err[256];
-  mpprof_safetensors f;
+  mpprof_tensor_set f;
   if (mpprof_safetensors_parse(data, size, &f, err, sizeof err) != 0) return 0;
   for (size_t i = 0; i < f.n; i++) {
     const mpprof_tensor *t = &f.entries[i].t;
@@ -20,6 +20,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (mpprof_tensor_scan(t, &stats) != 0) abort(); /* a parsed tensor always scans */
     if (stats.count != t->count) abort();
   }
-  mpprof_safetensors_close(&f);
+  mpprof_tensor_set_close(&f);
   return 0;
 }

@@ -71,7 +71,7 @@ static void a_written_file_reads_back_tensor_by_tensor(void **s) {
   char err[512] = "";
   const char *path = tmp_path("w.safetensors");
   assert_int_equal(mpprof_safetensors_write(path, t, 5, err, sizeof err), 0);
-  mpprof_safetensors f;
+  mpprof_tensor_set f;
   int rc = mpprof_safetensors_open(path, &f, err, sizeof err);
   if (rc) print_error("%s\n", err);
   assert_int_equal(rc, 0);
@@ -79,7 +79,7 @@ static void a_written_file_reads_back_tensor_by_tensor(void **s) {
   const char *names[] = {"layers.0.weight", "ids", "layers.0.bias", "h", "d"};
   for (int i = 0; i < 5; i++) {
     assert_string_equal(f.entries[i].name, names[i]);
-    assert_string_equal(f.entries[i].st_dtype, t[i].st_dtype);
+    assert_string_equal(f.entries[i].dtype_name, t[i].dtype_name);
     assert_int_equal(f.entries[i].t.ndim, t[i].ndim);
   }
   assert_int_equal(f.entries[0].t.shape[1], 4);
@@ -88,7 +88,7 @@ static void a_written_file_reads_back_tensor_by_tensor(void **s) {
   expect_same_stats(&f.entries[2].t, MP_FP32, f32, 8);
   expect_same_stats(&f.entries[3].t, MP_FP16, f16, 8);
   expect_same_stats(&f.entries[4].t, MP_FP64, f64, 8);
-  mpprof_safetensors_close(&f);
+  mpprof_tensor_set_close(&f);
 }
 
 /* A header whose length is no multiple of the element size leaves the data
@@ -113,7 +113,7 @@ static void misaligned_data_and_metadata_and_fp8(void **s) {
                     "\"data_offsets\":[40,48]}}";
   size_t len;
   unsigned char *img = image(hdr, 8 - strlen(hdr) % 8 + 1, data, sizeof data, &len);
-  mpprof_safetensors f;
+  mpprof_tensor_set f;
   char err[256] = "";
   assert_int_equal(mpprof_safetensors_parse(img, len, &f, err, sizeof err), 0);
   assert_int_equal(f.n, 3);
@@ -121,13 +121,13 @@ static void misaligned_data_and_metadata_and_fp8(void **s) {
   expect_same_stats(&f.entries[0].t, MP_FP32, f32, 8);
   expect_same_stats(&f.entries[1].t, MP_FP8_E4M3, e4m3, 8);
   expect_same_stats(&f.entries[2].t, MP_FP8_E5M2, e5m2, 8);
-  mpprof_safetensors_close(&f);
+  mpprof_tensor_set_close(&f);
   /* a file of no tensors is a file */
   free(img);
   img = image("{}", 6, NULL, 0, &len);
   assert_int_equal(mpprof_safetensors_parse(img, len, &f, err, sizeof err), 0);
   assert_int_equal(f.n, 0);
-  mpprof_safetensors_close(&f);
+  mpprof_tensor_set_close(&f);
   free(img);
 }
 
@@ -138,7 +138,7 @@ static void expect_refused(const char *hdr, size_t data_len, const char *problem
   const char *path = tmp_path("bad.safetensors");
   write_bytes(path, img, len);
   free(img);
-  mpprof_safetensors f;
+  mpprof_tensor_set f;
   char err[512] = "";
   assert_int_equal(mpprof_safetensors_open(path, &f, err, sizeof err), -1);
   assert_int_equal(f.n, 0);
@@ -185,7 +185,7 @@ static void malformed_headers_are_refused_with_the_problem(void **s) {
  * limit; an empty or non-regular file is named as such. */
 static void a_bad_length_is_refused(void **s) {
   (void)s;
-  mpprof_safetensors f;
+  mpprof_tensor_set f;
   char err[512];
   const unsigned char shortb[4] = {1, 0, 0, 0};
   assert_int_equal(mpprof_safetensors_parse(shortb, sizeof shortb, &f, err, sizeof err), -1);

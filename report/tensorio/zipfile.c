@@ -1,0 +1,774 @@
+/* Zip archives of tensors: torch.save checkpoints and .npz archives. The zip
+ * directory (with its zip64 forms), a bounded pickle interpreter for
+ * data.pkl, and the walk that names the tensors it built. */
+#include "zipfile.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "analysis/formats.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define HOST_BIG_ENDIAN 1
+#else
+#define HOST_BIG_ENDIAN 0
+#endif
+
+#define MAX_DEPTH 200          /* nesting of saved containers walked */
+#define MAX_MEMO (1u << 24)    /* pickle memo slots */
+#define MAX_MEMBERS (1u << 20) /* zip members */
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) {
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
+
+static uint64_t le(const unsigned char *b, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; i--)
+    v = v << 8 | b[i];
+  return v;
+}
+
+bool mpprof_zip_sniff(const void *head, size_t len) {
+  return len >= 4 && !memcmp(head, "PK\3\4", 4);
+}
+
+/* ---- the zip directory ---- */
+
+typedef struct member {
+  const char *name; /* into the image, not terminated */
+  size_t name_len;
+  unsigned method;
+  uint64_t size; /* uncompressed */
+  const unsigned char *data;
+} member;
+
+typedef struct zip {
+  member *m;
+  size_t n;
+} zip;
+
+static int zip_read(const unsigned char *b, size_t len, zip *z, char *err, size_t errlen) {
+  memset(z, 0, sizeof *z);
+  if (len < 22) return fail(err, errlen, "truncated zip archive (%zu bytes)", len);
+  size_t eocd = SIZE_MAX;
+  for (size_t i = len - 22 + 1, stop = len - 22 > 65535 ? len - 22 - 65535 : 0; i-- > stop;)
+    if (!memcmp(b + i, "PK\5\6", 4)) {
+      eocd = i;
+      break;
+    }
+  if (eocd == SIZE_MAX) return fail(err, errlen, "no zip directory (a truncated archive?)");
+  uint64_t count = le(b + eocd + 10, 2), cd_size = le(b + eocd + 12, 4),
+           cd_off = le(b + eocd + 16, 4);
+  if (count == 0xffff || cd_size == 0xffffffff || cd_off == 0xffffffff) { /* zip64 */
+    if (eocd < 20 || memcmp(b + eocd - 20, "PK\6\7", 4))
+      return fail(err, errlen, "zip64 archive without its locator");
+    uint64_t e64 = le(b + eocd - 20 + 8, 8);
+    if (len < 56 || e64 > len - 56 || memcmp(b + e64, "PK\6\6", 4))
+      return fail(err, errlen, "zip64 directory record out of the file");
+    count = le(b + e64 + 32, 8);
+    cd_size = le(b + e64 + 40, 8);
+    cd_off = le(b + e64 + 48, 8);
+  }
+  if (cd_off > len || cd_size > len - cd_off)
+    return fail(err, errlen, "zip directory out of the file");
+  if (count > MAX_MEMBERS || count > cd_size / 46 + 1)
+    return fail(err, errlen, "zip directory claims %" PRIu64 " members", count);
+  z->m = calloc(count ? count : 1, sizeof *z->m);
+  if (!z->m) return fail(err, errlen, "out of memory");
+  const unsigned char *p = b + cd_off, *end = b + cd_off + cd_size;
+  for (uint64_t i = 0; i < count; i++) {
+    if (end - p < 46 || memcmp(p, "PK\1\2", 4))
+      return fail(err, errlen, "zip directory entry %" PRIu64 " malformed", i);
+    member *m = &z->m[z->n];
+    m->method = (unsigned)le(p + 10, 2);
+    uint64_t csize = le(p + 20, 4), usize = le(p + 24, 4);
+    size_t nl = (size_t)le(p + 28, 2), xl = (size_t)le(p + 30, 2), cl = (size_t)le(p + 32, 2);
+    uint64_t off = le(p + 42, 4);
+    if ((size_t)(end - p) - 46 < nl + xl + cl)
+      return fail(err, errlen, "zip directory entry %" PRIu64 " malformed", i);
+    m->name = (const char *)p + 46;
+    m->name_len = nl;
+    for (const unsigned char *x = p + 46 + nl; x + 4 <= p + 46 + nl + xl;) { /* zip64 sizes */
+      size_t id = (size_t)le(x, 2), sz = (size_t)le(x + 2, 2);
+      const unsigned char *v = x + 4, *vend = v + sz;
+      if (vend > p + 46 + nl + xl) break;
+      if (id == 1) {
+        if (usize == 0xffffffff && vend - v >= 8) usize = le(v, 8), v += 8;
+        if (csize == 0xffffffff && vend - v >= 8) csize = le(v, 8), v += 8;
+        if (off == 0xffffffff && vend - v >= 8) off = le(v, 8);
+      }
+      x = vend;
+    }
+    p += 46 + nl + xl + cl;
+    if (off > len || len - off < 30 || memcmp(b + off, "PK\3\4", 4))
+      return fail(err, errlen, "zip member '%.*s': its header is out of the file", (int)nl,
+                  m->name);
+    uint64_t start = off + 30 + le(b + off + 26, 2) + le(b + off + 28, 2);
+    if (start > len || csize > len - start)
+      return fail(err, errlen, "zip member '%.*s': truncated data", (int)nl, m->name);
+    if (m->method == 0 && csize != usize)
+      return fail(err, errlen, "zip member '%.*s': stored with two sizes", (int)nl, m->name);
+    m->size = csize;
+    m->data = b + start;
+    z->n++;
+  }
+  return 0;
+}
+
+static const member *find(const zip *z, const char *prefix, size_t plen, const char *name) {
+  size_t nl = strlen(name);
+  for (size_t i = 0; i < z->n; i++)
+    if (z->m[i].name_len == plen + nl && !memcmp(z->m[i].name, prefix, plen) &&
+        !memcmp(z->m[i].name + plen, name, nl))
+      return &z->m[i];
+  return NULL;
+}
+
+/* ---- the pickle interpreter ---- */
+
+typedef enum kind {
+  K_NONE,
+  K_BOOL,
+  K_INT,
+  K_FLOAT,
+  K_STR,
+  K_TUPLE,
+  K_LIST,
+  K_DICT,
+  K_GLOBAL,
+  K_STORAGE,
+  K_TENSOR,
+  K_OBJ,
+  K_MARK
+} kind;
+
+typedef struct node node;
+struct node {
+  kind k;
+  bool seen; /* walked already */
+  int64_t i;
+  const char *s; /* K_STR: text (into the image); K_GLOBAL: "module.name" (owned by the arena) */
+  size_t slen;
+  node **c; /* K_TUPLE/K_LIST: items; K_DICT: key, value, ...; K_OBJ: callable, args, state */
+  size_t n, cap;
+  /* K_STORAGE */
+  mp_dtype dtype;
+  char dtype_name[24];
+  const unsigned char *data;
+  uint64_t numel;
+  /* K_TENSOR */
+  node *storage;
+  uint64_t offset;
+  int ndim;
+  uint64_t shape[MPPROF_TENSOR_MAX_DIMS], stride[MPPROF_TENSOR_MAX_DIMS];
+};
+
+typedef struct vm {
+  const unsigned char *p, *end;
+  node **all; /* every node, freed at the end */
+  size_t n_all, cap_all;
+  node **stack;
+  size_t sp, stack_cap;
+  size_t *marks;
+  size_t n_marks, marks_cap;
+  node **memo;
+  size_t memo_cap, memo_used;
+  const zip *z;
+  const char *prefix; /* "archive/" */
+  size_t plen;
+  bool big_endian;
+  char *err;
+  size_t errlen;
+  int failed;
+} vm;
+
+static bool grow(void **arr, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return true;
+  size_t c = *cap ? *cap * 2 : 16;
+  while (c < need)
+    c *= 2;
+  void *n = realloc(*arr, c * elem);
+  if (!n) return false;
+  memset((char *)n + *cap * elem, 0, (c - *cap) * elem);
+  *arr = n;
+  *cap = c;
+  return true;
+}
+
+static node *mk(vm *v, kind k) {
+  if (!grow((void **)&v->all, &v->cap_all, v->n_all + 1, sizeof *v->all)) return NULL;
+  node *x = calloc(1, sizeof *x);
+  if (!x) return NULL;
+  x->k = k;
+  v->all[v->n_all++] = x;
+  return x;
+}
+
+static bool add_child(node *x, node *c) {
+  if (!grow((void **)&x->c, &x->cap, x->n + 1, sizeof *x->c)) return false;
+  x->c[x->n++] = c;
+  return true;
+}
+
+static bool push(vm *v, node *x) {
+  if (!x || !grow((void **)&v->stack, &v->stack_cap, v->sp + 1, sizeof *v->stack)) return false;
+  v->stack[v->sp++] = x;
+  return true;
+}
+
+static node *pop(vm *v) {
+  return v->sp && v->stack[v->sp - 1]->k != K_MARK ? v->stack[--v->sp] : NULL;
+}
+
+static node *top(vm *v) {
+  return v->sp && v->stack[v->sp - 1]->k != K_MARK ? v->stack[v->sp - 1] : NULL;
+}
+
+/* Whatever is above the last MARK, as the items of a new node of kind k. */
+static node *pop_mark(vm *v, kind k) {
+  if (!v->n_marks) return NULL;
+  size_t m = v->marks[--v->n_marks];
+  if (m >= v->sp || v->stack[m]->k != K_MARK) return NULL;
+  node *x = mk(v, k);
+  if (!x) return NULL;
+  for (size_t i = m + 1; i < v->sp; i++)
+    if (!add_child(x, v->stack[i])) return NULL;
+  v->sp = m;
+  return x;
+}
+
+static bool need(vm *v, size_t n) {
+  return (size_t)(v->end - v->p) >= n;
+}
+
+static bool is_global(const node *g, const char *name) {
+  return g && g->k == K_GLOBAL && !strcmp(g->s, name);
+}
+
+static const struct {
+  const char *name;
+  mp_dtype dtype;
+} storages[] = {
+    {"torch.FloatStorage", MP_FP32},
+    {"torch.DoubleStorage", MP_FP64},
+    {"torch.HalfStorage", MP_FP16},
+    {"torch.BFloat16Storage", MP_BF16},
+    {"torch.Float8_e4m3fnStorage", MP_FP8_E4M3},
+    {"torch.Float8_e5m2Storage", MP_FP8_E5M2},
+};
+
+/* BINPERSID: ('storage', torch.XStorage, key, location, numel). */
+static node *storage(vm *v, node *pid) {
+  if (!pid || pid->k != K_TUPLE || pid->n != 5 || pid->c[0]->k != K_STR || pid->c[0]->slen != 7 ||
+      memcmp(pid->c[0]->s, "storage", 7) || pid->c[1]->k != K_GLOBAL || pid->c[2]->k != K_STR ||
+      pid->c[4]->k != K_INT || pid->c[4]->i < 0)
+    return NULL;
+  node *s = mk(v, K_STORAGE);
+  if (!s) return NULL;
+  const char *type = pid->c[1]->s;
+  s->dtype = MP_DTYPE_INVALID;
+  for (size_t i = 0; i < sizeof storages / sizeof *storages; i++)
+    if (!strcmp(type, storages[i].name)) s->dtype = storages[i].dtype;
+  snprintf(s->dtype_name, sizeof s->dtype_name, "%s", strncmp(type, "torch.", 6) ? type : type + 6);
+  s->numel = (uint64_t)pid->c[4]->i;
+  char key[80];
+  if (pid->c[2]->slen > 64) return NULL;
+  snprintf(key, sizeof key, "data/%.*s", (int)pid->c[2]->slen, pid->c[2]->s);
+  const member *m = find(v->z, v->prefix, v->plen, key);
+  if (!m) {
+    v->failed = fail(v->err, v->errlen, "storage '%s' is not in the archive", key + 5);
+    return NULL;
+  }
+  if (m->method != 0) {
+    v->failed =
+        fail(v->err, v->errlen, "storage '%s' is compressed (torch.save stores them)", key + 5);
+    return NULL;
+  }
+  if (s->dtype != MP_DTYPE_INVALID && m->size / mp_dtype_size(s->dtype) < s->numel) {
+    v->failed =
+        fail(v->err, v->errlen,
+             "storage '%s': %" PRIu64 " elements of %s need more than its %" PRIu64 " bytes",
+             key + 5, s->numel, s->dtype_name, m->size);
+    return NULL;
+  }
+  s->data = m->data;
+  return s;
+}
+
+/* A tuple of sizes (or strides) into out. */
+static bool dims(const node *t, uint64_t *out, int *n) {
+  if (!t || t->k != K_TUPLE || t->n > MPPROF_TENSOR_MAX_DIMS) return false;
+  for (size_t i = 0; i < t->n; i++) {
+    if (t->c[i]->k != K_INT || t->c[i]->i < 0) return false;
+    out[i] = (uint64_t)t->c[i]->i;
+  }
+  *n = (int)t->n;
+  return true;
+}
+
+/* _rebuild_tensor_v2(storage, offset, size, stride, ...): checked against
+ * the storage's elements. */
+static node *tensor(vm *v, node *args) {
+  if (!args || args->k != K_TUPLE || args->n < 4 || args->c[0]->k != K_STORAGE ||
+      args->c[1]->k != K_INT || args->c[1]->i < 0)
+    return NULL;
+  node *t = mk(v, K_TENSOR);
+  int ns = 0;
+  if (!t || !dims(args->c[2], t->shape, &t->ndim) || !dims(args->c[3], t->stride, &ns) ||
+      ns != t->ndim)
+    return NULL;
+  t->storage = args->c[0];
+  t->offset = (uint64_t)args->c[1]->i;
+  if (t->storage->dtype == MP_DTYPE_INVALID) return t;
+  uint64_t count = 1, last = t->offset;
+  for (int k = 0; k < t->ndim; k++) {
+    if (t->shape[k] && count > UINT64_MAX / t->shape[k]) return NULL;
+    count *= t->shape[k];
+  }
+  if (count) {
+    for (int k = 0; k < t->ndim; k++) {
+      uint64_t span = t->shape[k] - 1;
+      if (t->stride[k] && span > (UINT64_MAX - last) / t->stride[k]) return NULL;
+      last += span * t->stride[k];
+    }
+    if (last >= t->storage->numel) {
+      v->failed =
+          fail(v->err, v->errlen, "a tensor reaches element %" PRIu64 " of a storage of %" PRIu64,
+               last, t->storage->numel);
+      return NULL;
+    }
+  }
+  return t;
+}
+
+static int run(vm *v) {
+  while (v->p < v->end) {
+    unsigned op = *v->p++;
+    node *x = NULL, *a, *b;
+    uint64_t n = 0;
+    switch (op) {
+    case 0x80: /* PROTO */
+      if (!need(v, 1)) return -1;
+      v->p++;
+      continue;
+    case 0x95: /* FRAME */
+      if (!need(v, 8)) return -1;
+      v->p += 8;
+      continue;
+    case '.': /* STOP */
+      return v->sp == 1 ? 0 : -1;
+    case '(': /* MARK */
+      if (!grow((void **)&v->marks, &v->marks_cap, v->n_marks + 1, sizeof *v->marks)) return -1;
+      v->marks[v->n_marks++] = v->sp;
+      x = mk(v, K_MARK);
+      break;
+    case 'N':
+      x = mk(v, K_NONE);
+      break;
+    case 0x88:
+    case 0x89:
+      if ((x = mk(v, K_BOOL))) x->i = op == 0x88;
+      break;
+    case 'J':
+      if (!need(v, 4)) return -1;
+      if ((x = mk(v, K_INT))) x->i = (int32_t)(uint32_t)le(v->p, 4);
+      v->p += 4;
+      break;
+    case 'K':
+      if (!need(v, 1)) return -1;
+      if ((x = mk(v, K_INT))) x->i = *v->p;
+      v->p += 1;
+      break;
+    case 'M':
+      if (!need(v, 2)) return -1;
+      if ((x = mk(v, K_INT))) x->i = (int64_t)le(v->p, 2);
+      v->p += 2;
+      break;
+    case 0x8a: /* LONG1: n bytes, little-endian two's complement */
+      if (!need(v, 1) || !need(v, 1 + (size_t)v->p[0])) return -1;
+      n = v->p[0];
+      if ((x = mk(v, K_INT))) {
+        if (n > 8) { /* beyond int64: a number, never a size */
+          x->i = -1;
+        } else if (n) {
+          uint64_t u = le(v->p + 1, (int)n);
+          if (n < 8 && (v->p[n] & 0x80)) u |= ~UINT64_C(0) << (8 * n);
+          x->i = (int64_t)u;
+        }
+      }
+      v->p += 1 + n;
+      break;
+    case 'G':
+      if (!need(v, 8)) return -1;
+      x = mk(v, K_FLOAT);
+      v->p += 8;
+      break;
+    case 'X':   /* BINUNICODE */
+    case 'B':   /* BINBYTES */
+    case 'T':   /* BINSTRING */
+    case 0x8c:  /* SHORT_BINUNICODE */
+    case 'C':   /* SHORT_BINBYTES */
+    case 'U': { /* SHORT_BINSTRING */
+      int w = op == 'X' || op == 'B' || op == 'T' ? 4 : 1;
+      if (!need(v, (size_t)w)) return -1;
+      n = le(v->p, w);
+      if (!need(v, (size_t)w + n)) return -1;
+      if ((x = mk(v, K_STR))) {
+        x->s = (const char *)v->p + w;
+        x->slen = (size_t)n;
+      }
+      v->p += (size_t)w + n;
+      break;
+    }
+    case ')':
+      x = mk(v, K_TUPLE);
+      break;
+    case ']':
+      x = mk(v, K_LIST);
+      break;
+    case '}':
+      x = mk(v, K_DICT);
+      break;
+    case 't':
+      x = pop_mark(v, K_TUPLE);
+      break;
+    case 'l':
+      x = pop_mark(v, K_LIST);
+      break;
+    case 0x85:
+    case 0x86:
+    case 0x87: {
+      size_t k = op - 0x84;
+      if (v->sp < k) return -1;
+      if (!(x = mk(v, K_TUPLE))) return -1;
+      for (size_t i = v->sp - k; i < v->sp; i++)
+        if (v->stack[i]->k == K_MARK || !add_child(x, v->stack[i])) return -1;
+      v->sp -= k;
+      break;
+    }
+    case 'c': { /* GLOBAL: "module\nname\n" */
+      const char *s = (const char *)v->p, *e1 = memchr(s, '\n', (size_t)(v->end - v->p));
+      const char *e2 =
+          e1 ? memchr(e1 + 1, '\n', (size_t)(v->end - (const unsigned char *)e1 - 1)) : NULL;
+      if (!e2 || e2 - s > 200) return -1;
+      if (!(x = mk(v, K_GLOBAL))) return -1;
+      char *g = malloc((size_t)(e2 - s) + 1);
+      if (!g) return -1;
+      snprintf(g, (size_t)(e2 - s) + 1, "%.*s.%.*s", (int)(e1 - s), s, (int)(e2 - e1 - 1), e1 + 1);
+      x->s = g;
+      x->slen = 1; /* owned */
+      v->p = (const unsigned char *)e2 + 1;
+      break;
+    }
+    case 0x93: { /* STACK_GLOBAL */
+      b = pop(v);
+      a = pop(v);
+      if (!a || !b || a->k != K_STR || b->k != K_STR || a->slen + b->slen > 200) return -1;
+      if (!(x = mk(v, K_GLOBAL))) return -1;
+      char *g = malloc(a->slen + b->slen + 2);
+      if (!g) return -1;
+      snprintf(g, a->slen + b->slen + 2, "%.*s.%.*s", (int)a->slen, a->s, (int)b->slen, b->s);
+      x->s = g;
+      x->slen = 1;
+      break;
+    }
+    case 'Q': /* BINPERSID */
+      x = storage(v, pop(v));
+      break;
+    case 'R':    /* REDUCE */
+    case 0x81: { /* NEWOBJ */
+      b = pop(v);
+      a = pop(v);
+      if (!a || !b) return -1;
+      if (op == 'R' && (is_global(a, "torch._utils._rebuild_tensor_v2") ||
+                        is_global(a, "torch._utils._rebuild_tensor"))) {
+        x = tensor(v, b);
+      } else if (op == 'R' &&
+                 (is_global(a, "torch._utils._rebuild_parameter") ||
+                  is_global(a, "torch._utils._rebuild_parameter_with_state")) &&
+                 b->k == K_TUPLE && b->n >= 1) {
+        x = b->c[0];
+      } else if (is_global(a, "collections.OrderedDict")) {
+        x = mk(v, K_DICT);
+      } else if ((x = mk(v, K_OBJ))) {
+        if (!add_child(x, a) || !add_child(x, b)) return -1;
+      }
+      break;
+    }
+    case 'b': /* BUILD: the state goes with the object, searched as its arguments are */
+      a = pop(v);
+      x = top(v);
+      if (!a || !x) return -1;
+      if (x->k == K_OBJ && !add_child(x, a)) return -1;
+      continue;
+    case 's': /* SETITEM */
+      b = pop(v);
+      a = pop(v);
+      x = top(v);
+      if (!a || !b || !x || x->k != K_DICT || !add_child(x, a) || !add_child(x, b)) return -1;
+      continue;
+    case 'u':    /* SETITEMS */
+    case 'e':    /* APPENDS */
+    case 0x90: { /* ADDITEMS */
+      node *items = pop_mark(v, K_TUPLE);
+      x = top(v);
+      if (!items || !x || (op == 'u' ? x->k != K_DICT || items->n % 2 : x->k != K_LIST)) return -1;
+      for (size_t i = 0; i < items->n; i++)
+        if (!add_child(x, items->c[i])) return -1;
+      continue;
+    }
+    case 'a': /* APPEND */
+      a = pop(v);
+      x = top(v);
+      if (!a || !x || x->k != K_LIST || !add_child(x, a)) return -1;
+      continue;
+    case 0x8f: /* EMPTY_SET */
+      x = mk(v, K_LIST);
+      break;
+    case '0': /* POP */
+      if (!pop(v)) return -1;
+      continue;
+    case '2': /* DUP */
+      x = top(v);
+      break;
+    case 'q':
+    case 'r':
+    case 0x94: { /* BINPUT, LONG_BINPUT, MEMOIZE */
+      int w = op == 'q' ? 1 : op == 'r' ? 4 : 0;
+      if (!need(v, (size_t)w)) return -1;
+      n = w ? le(v->p, w) : v->memo_used; /* MEMOIZE: the memo's size, as Python's */
+      v->p += w;
+      x = top(v);
+      if (!x || n >= MAX_MEMO || !grow((void **)&v->memo, &v->memo_cap, n + 1, sizeof *v->memo))
+        return -1;
+      v->memo_used += !v->memo[n];
+      v->memo[n] = x;
+      continue;
+    }
+    case 'h':
+    case 'j': { /* BINGET, LONG_BINGET */
+      int w = op == 'h' ? 1 : 4;
+      if (!need(v, (size_t)w)) return -1;
+      n = le(v->p, w);
+      v->p += w;
+      if (n >= v->memo_cap || !v->memo[n]) return -1;
+      x = v->memo[n];
+      break;
+    }
+    default:
+      return -1;
+    }
+    if (!push(v, x)) return -1;
+  }
+  return -1;
+}
+
+/* ---- the walk: tensors named by their path ---- */
+
+typedef struct walk {
+  mpprof_tensor_set *set;
+  size_t cap;
+  bool big_endian;
+} walk;
+
+static bool module_level(const char *s, size_t n) {
+  return (n == 11 && !memcmp(s, "_parameters", 11)) || (n == 8 && !memcmp(s, "_buffers", 8)) ||
+         (n == 8 && !memcmp(s, "_modules", 8));
+}
+
+static int add_tensor(walk *w, const node *t, const char *path) {
+  if (!grow((void **)&w->set->entries, &w->cap, w->set->n + 1, sizeof *w->set->entries)) return -1;
+  mpprof_named_tensor *e = &w->set->entries[w->set->n];
+  memset(e, 0, sizeof *e);
+  e->name = strdup(path);
+  if (!e->name) return -1;
+  w->set->n++;
+  const node *s = t->storage;
+  snprintf(e->dtype_name, sizeof e->dtype_name, "%s", s->dtype_name);
+  mpprof_tensor *x = &e->t;
+  x->dtype = s->dtype;
+  x->ndim = t->ndim;
+  memcpy(x->shape, t->shape, sizeof x->shape);
+  x->byteswap = w->big_endian != HOST_BIG_ENDIAN;
+  if (s->dtype == MP_DTYPE_INVALID) return 0;
+  x->count = 1;
+  for (int k = 0; k < t->ndim; k++)
+    x->count *= t->shape[k];
+  x->data = x->count ? s->data + t->offset * mp_dtype_size(s->dtype) : s->data;
+  uint64_t expect = 1; /* C order: the last dimension moves by 1 */
+  for (int k = t->ndim - 1; k >= 0; k--) {
+    if (t->shape[k] != 1 && t->stride[k] != expect) x->strided = true;
+    expect *= t->shape[k];
+  }
+  if (x->strided) memcpy(x->stride, t->stride, sizeof x->stride);
+  if (!x->count) x->strided = false;
+  return 0;
+}
+
+static int walk_node(walk *w, node *x, char *path, size_t len, size_t cap, int depth) {
+  if (x->seen || depth > MAX_DEPTH) return 0;
+  if (x->k == K_TENSOR) {
+    x->seen = true;
+    return add_tensor(w, x, path);
+  }
+  if (x->k != K_DICT && x->k != K_LIST && x->k != K_TUPLE && x->k != K_OBJ) return 0;
+  x->seen = true;
+  size_t step = x->k == K_DICT ? 2 : 1;
+  for (size_t i = x->k == K_OBJ ? 1 : 0; i + step - 1 < x->n; i += step) {
+    node *val = x->c[i + step - 1];
+    char seg[96];
+    size_t sl = 0;
+    if (x->k == K_DICT) {
+      node *key = x->c[i];
+      if (key->k == K_STR)
+        sl = (size_t)snprintf(seg, sizeof seg, "%.*s", (int)(key->slen < 90 ? key->slen : 90),
+                              key->s);
+      else if (key->k == K_INT)
+        sl = (size_t)snprintf(seg, sizeof seg, "%" PRId64, key->i);
+      else
+        sl = (size_t)snprintf(seg, sizeof seg, "%zu", i / 2);
+      if (key->k == K_STR && module_level(key->s, key->slen)) sl = 0;
+    } else if (x->k != K_OBJ) {
+      sl = (size_t)snprintf(seg, sizeof seg, "%zu", i);
+    }
+    size_t nl = len;
+    if (sl) {
+      if (len + sl + 2 > cap) continue; /* a path too long to name: not walked */
+      if (len) path[nl++] = '.';
+      memcpy(path + nl, seg, sl);
+      nl += sl;
+    }
+    path[nl] = '\0';
+    if (walk_node(w, val, path, nl, cap, depth + 1) < 0) return -1;
+    path[len] = '\0';
+  }
+  return 0;
+}
+
+/* ---- the two kinds of archive ---- */
+
+static int torch_parse(const zip *z, const member *pkl, mpprof_tensor_set *ret, char *err,
+                       size_t errlen) {
+  vm v = {.p = pkl->data, .end = pkl->data + pkl->size, .z = z, .err = err, .errlen = errlen};
+  v.prefix = pkl->name;
+  v.plen = pkl->name_len - strlen("data.pkl");
+  const member *bo = find(z, v.prefix, v.plen, "byteorder");
+  if (bo && bo->method == 0 && bo->size == 3 && !memcmp(bo->data, "big", 3)) v.big_endian = true;
+  if (pkl->method != 0)
+    v.failed = fail(err, errlen, "data.pkl is compressed (torch.save stores it)");
+  int rc = v.failed ? -1 : run(&v);
+  if (rc < 0 && !v.failed) fail(err, errlen, "data.pkl: not a pickle this reader follows");
+  if (rc == 0) {
+    walk w = {ret, 0, v.big_endian};
+    char *path = calloc(1, 4096);
+    rc = path ? walk_node(&w, v.stack[0], path, 0, 4096, 0) : -1;
+    free(path);
+    if (rc < 0) fail(err, errlen, "out of memory");
+  }
+  for (size_t i = 0; i < v.n_all; i++) {
+    if (v.all[i]->k == K_GLOBAL) free((char *)v.all[i]->s);
+    free(v.all[i]->c);
+    free(v.all[i]);
+  }
+  free(v.all);
+  free(v.stack);
+  free(v.marks);
+  free(v.memo);
+  return rc;
+}
+
+static int npz_parse(const zip *z, mpprof_tensor_set *ret, char *err, size_t errlen) {
+  size_t cap = 0;
+  for (size_t i = 0; i < z->n; i++) {
+    const member *m = &z->m[i];
+    if (m->name_len < 4 || memcmp(m->name + m->name_len - 4, ".npy", 4)) continue;
+    if (m->method != 0)
+      return fail(err, errlen,
+                  "member '%.*s' is compressed (np.savez_compressed); save with np.savez to "
+                  "inspect it",
+                  (int)m->name_len, m->name);
+    if (!grow((void **)&ret->entries, &cap, ret->n + 1, sizeof *ret->entries))
+      return fail(err, errlen, "out of memory");
+    mpprof_named_tensor *e = &ret->entries[ret->n];
+    memset(e, 0, sizeof *e);
+    e->name = strndup(m->name, m->name_len - 4);
+    if (!e->name) return fail(err, errlen, "out of memory");
+    ret->n++;
+    char sub[256];
+    int prc = mpprof_npy_parse(m->data, (size_t)m->size, MP_DTYPE_INVALID, &e->t, sub, sizeof sub);
+    snprintf(e->dtype_name, sizeof e->dtype_name, "%s", e->t.descr);
+    /* A dtype it does not read (labels as '<i8'): listed, as in a checkpoint. */
+    if (prc < 0 && e->t.descr[0] && e->t.dtype == MP_DTYPE_INVALID) {
+      e->t.count = 0;
+      e->t.data = NULL;
+      continue;
+    }
+    if (prc < 0) return fail(err, errlen, "member '%s': %s", e->name, sub);
+  }
+  return 0;
+}
+
+int mpprof_zip_parse(const void *buf, size_t len, mpprof_tensor_set *ret, char *err,
+                     size_t errlen) {
+  memset(ret, 0, sizeof *ret);
+  zip z;
+  int rc = zip_read(buf, len, &z, err, errlen);
+  const member *pkl = NULL;
+  for (size_t i = 0; rc == 0 && i < z.n && !pkl; i++) { /* "<archive>/data.pkl" */
+    const member *m = &z.m[i];
+    const char *slash = memchr(m->name, '/', m->name_len);
+    if (slash && (size_t)(slash - m->name) + 9 == m->name_len && !memcmp(slash + 1, "data.pkl", 8))
+      pkl = m;
+  }
+  if (rc == 0) rc = pkl ? torch_parse(&z, pkl, ret, err, errlen) : npz_parse(&z, ret, err, errlen);
+  if (rc == 0 && !pkl && !ret->n)
+    rc = fail(err, errlen, "a zip archive with neither data.pkl (torch.save) nor .npy members");
+  free(z.m);
+  if (rc) mpprof_tensor_set_close(ret);
+  return rc;
+}
+
+typedef struct parse_args {
+  const void *map;
+  size_t len;
+  mpprof_tensor_set *s;
+  char *err;
+  size_t errlen;
+} parse_args;
+
+static int guarded_parse(void *arg) {
+  parse_args *p = arg;
+  return mpprof_zip_parse(p->map, p->len, p->s, p->err, p->errlen);
+}
+
+int mpprof_zip_open(const char *path, mpprof_tensor_set *ret, char *err, size_t errlen) {
+  memset(ret, 0, sizeof *ret);
+  void *map;
+  size_t len;
+  if (mpprof_tensor_map_file(path, &map, &len, err, errlen) < 0) return -1;
+  parse_args pa = {map, len, ret, err, errlen};
+  int rc = mpprof_tensor_guard(map, len, guarded_parse, &pa);
+  if (rc < 0) {
+    /* -ESTALE: cut short while reading the map (what it had built is lost) */
+    char *msg = rc == -ESTALE ? NULL : strdup(err);
+    snprintf(err, errlen, "%s: %s", path, msg ? msg : MPPROF_TENSOR_CHANGED_MSG);
+    free(msg);
+    if (rc != -ESTALE) mpprof_tensor_set_close(ret);
+    if (map) munmap(map, len);
+    return -1;
+  }
+  mpprof_tensor_set_own_map(ret, map, len);
+  return 0;
+}

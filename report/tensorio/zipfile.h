@@ -1,0 +1,35 @@
+/* Zip archives of tensors: PyTorch checkpoints (torch.save since 1.6: a zip
+ * of data.pkl, a pickle naming each tensor's storage, dtype, offset, shape
+ * and strides, and one stored member per storage) and NumPy .npz archives
+ * (np.savez: one .npy member per array).
+ *
+ * Only stored (uncompressed) members are read, as both writers store them
+ * (np.savez_compressed deflates: refused with a message). The pickle is read
+ * by a small interpreter of the opcodes torch.save writes that builds plain
+ * data (dicts, lists, tuples, strings, numbers) and tensors; it never imports
+ * or calls anything: a GLOBAL is a name, and REDUCE of a name it does not
+ * know is an opaque object whose arguments and state are still searched for
+ * tensors. Every check that can fail on a hostile file fails with a one-line
+ * message (the fuzz target in tests/fuzz holds the reader to it). */
+#ifndef MPPROF_REPORT_TENSORIO_ZIPFILE_H
+#define MPPROF_REPORT_TENSORIO_ZIPFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "report/tensorio/npy.h"
+
+/* Does a file start as a zip archive does (a local file header)? */
+bool mpprof_zip_sniff(const void *head, size_t len);
+
+/* Parse a torch.save or .npz image in memory; the tensors point into buf.
+ * Tensors are named by their path in the saved object, '.'-joined (dict keys,
+ * list indices; a module's _parameters/_buffers/_modules levels left out, so
+ * torch.save(model) names them as its state_dict does), .npz members by their
+ * name without ".npy". 0, or -1 with the problem in err. */
+int mpprof_zip_parse(const void *buf, size_t len, mpprof_tensor_set *ret, char *err, size_t errlen);
+
+/* Map a file and parse it: 0, or -1 with "PATH: problem" in err. */
+int mpprof_zip_open(const char *path, mpprof_tensor_set *ret, char *err, size_t errlen);
+
+#endif

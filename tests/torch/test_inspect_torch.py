@@ -1,0 +1,219 @@
+"""`mpprof inspect` on files PyTorch and NumPy write: torch.save checkpoints
+(a state_dict, a whole model, a training checkpoint with optimizer state, a
+bare tensor, views with strides and offsets into shared storages, fp16, bf16,
+fp64, integer buffers) and np.savez archives.
+
+The oracle is mpprof's own .npy path, tested on its own against direct scans
+(tests/inspect): every tensor of a checkpoint must give the very stats and
+advice that the same values saved as .npy give (bf16 as its int16 bits with
+--dtype bf16), and the names must be the state_dict's. Hostile archives (cut
+short, a storage missing or too small, a tensor beyond its storage, a
+compressed member) are one stderr line naming the file, exit status 1.
+
+Environment (from meson): MPP_MPPROF, MPP_WORKDIR. Exit 77 (skipped) only
+when /usr/bin/python3 cannot import torch."""
+import collections
+import io
+import json
+import os
+import subprocess
+import sys
+import zipfile
+
+MPPROF = os.environ["MPP_MPPROF"]
+WORK = os.environ["MPP_WORKDIR"]
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL: " + what)
+
+
+def inspect(*args):
+    p = subprocess.run([MPPROF, "inspect", *args], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=120)
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def stats_only(obj):
+    return {k: v for k, v in obj.items() if k not in ("file", "tensor")}
+
+
+def npy_oracle(torch, np, name, t):
+    """The JSON object of t's values saved as .npy and inspected."""
+    path = os.path.join(WORK, "oracle-%s.npy" % name.replace(".", "_") or "bare")
+    t = t.detach().contiguous()
+    opts = []
+    if t.dtype == torch.bfloat16:
+        np.save(path, t.view(torch.int16).numpy())
+        opts = ["--dtype", "bf16"]
+    else:
+        np.save(path, t.numpy())
+    rc, out, err = inspect("--json", *opts, path)
+    return json.loads(out) if rc == 0 else {"error": err}
+
+
+def check_file(torch, np, path, want):
+    """Every tensor of want (name -> tensor) reported with the .npy oracle's
+    stats, in some order, and nothing else; non-float tensors skipped."""
+    rc, out, err = inspect("--json", path)
+    check(rc == 0, "%s: exit %d: %s" % (path, rc, err))
+    got = {}
+    for line in out.splitlines():
+        o = json.loads(line)
+        check(o["file"] == path, "%s: file key %r" % (path, o["file"]))
+        got[o["tensor"]] = o
+    floats = {n: t for n, t in want.items() if t.is_floating_point()}
+    check(sorted(got) == sorted(floats), "%s: tensors %s, expected %s" % (path, sorted(got), sorted(floats)))
+    for n, t in floats.items():
+        if n in got:
+            exp = npy_oracle(torch, np, os.path.basename(path) + "-" + n, t)
+            check(stats_only(got[n]) == stats_only(exp),
+                  "%s: %s differs from its .npy: %s vs %s" % (path, n, stats_only(got[n]), stats_only(exp)))
+    rc, out, err = inspect(path)
+    skipped = [n for n, t in want.items() if not t.is_floating_point()]
+    for n in skipped:
+        check(("%s:%s: " % (path, n)) in out and "skipped" in out, "%s: %s not listed as skipped" % (path, n))
+
+
+def main():
+    try:
+        import numpy as np
+        import torch
+    except ImportError as e:
+        print("SKIP: /usr/bin/python3 cannot import torch/numpy (python3-torch): %s" % e)
+        return 77
+    os.makedirs(WORK, exist_ok=True)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 6), torch.nn.BatchNorm1d(6), torch.nn.Linear(6, 3))
+    opt = torch.optim.Adam(model.parameters())
+    model(torch.randn(5, 8)).sum().backward()
+    opt.step()
+    sd = model.state_dict()
+
+    p = os.path.join(WORK, "sd.pt")
+    torch.save(sd, p)
+    check_file(torch, np, p, dict(sd))
+
+    p = os.path.join(WORK, "model.pt")  # the whole module: named as its state_dict
+    torch.save(model, p)
+    check_file(torch, np, p, dict(sd))
+
+    p = os.path.join(WORK, "ckpt.pt")
+    ck = {"model": sd, "optimizer": opt.state_dict(), "epoch": 3, "note": "x"}
+    torch.save(ck, p)
+    want = {"model." + k: v for k, v in sd.items()}
+    for i, st in opt.state_dict()["state"].items():
+        for k, v in st.items():
+            want["optimizer.state.%d.%s" % (i, k)] = v
+    check_file(torch, np, p, want)
+
+    # views: a transpose (strides), a strided slice at an offset of a bf16
+    # storage, an fp16 half sharing its storage with the whole, fp64, a list
+    # and a tuple, a tensor reached twice (reported once)
+    w = torch.randn(7, 5) * 1e3
+    h = (torch.randn(4, 6) * 1e-5).half()
+    b = (torch.randn(9, 4) * 1e6).bfloat16()
+    views = collections.OrderedDict([
+        ("t", w.t()), ("bf", b[1::2, 1:]), ("h", h), ("h_tail", h[2:]), ("f64", w.double() * 1e-300),
+        ("lst", [h[:, ::3], torch.zeros(0, 3)]), ("tup", (w[3],)), ("again", w.t()),
+    ])
+    p = os.path.join(WORK, "views.pt")
+    torch.save(views, p)
+    want = {"t": w.t(), "bf": b[1::2, 1:], "h": h, "h_tail": h[2:], "f64": w.double() * 1e-300,
+            "lst.0": h[:, ::3], "lst.1": torch.zeros(0, 3), "tup.0": w[3], "again": w.t()}
+    check_file(torch, np, p, want)
+
+    p = os.path.join(WORK, "bare.pt")
+    torch.save(h, p)
+    rc, out, err = inspect("--json", p)
+    o = json.loads(out) if rc == 0 else {}
+    check(rc == 0 and o.get("tensor") == "" and stats_only(o) == stats_only(npy_oracle(torch, np, "bare", h)),
+          "bare tensor: %d %s %s" % (rc, out[:200], err))
+    rc, out, err = inspect(p)
+    check(out.startswith("%s: fp16 (4, 6), 24 values\n" % p), "bare tensor summary names the file: %r" % out[:80])
+
+    p = os.path.join(WORK, "a.npz")
+    x, y = np.linspace(-3, 3, 11).astype(np.float32), np.full((2, 3), 6e4, np.float16)
+    np.savez(p, x=x, y=y, labels=np.arange(4))
+    rc, out, err = inspect("--json", p)
+    got = {json.loads(l)["tensor"]: json.loads(l) for l in out.splitlines()}
+    check(rc == 0 and sorted(got) == ["x", "y"], ".npz members: %d %s %s" % (rc, sorted(got), err))
+    for n, arr in (("x", x), ("y", y)):
+        np.save(os.path.join(WORK, "npz-%s.npy" % n), arr)
+        rc2, out2, _ = inspect("--json", os.path.join(WORK, "npz-%s.npy" % n))
+        check(n in got and rc2 == 0 and stats_only(got[n]) == stats_only(json.loads(out2)),
+              ".npz member %s differs from its .npy" % n)
+    rc, out, err = inspect(p)
+    check(rc == 0 and ("%s:labels: <i8 (4,): not a floating-point format mpprof reads, skipped" % p) in out,
+          ".npz integer member listed as skipped: %r" % out[-300:])
+
+    # hostile archives: one stderr line naming the file and the problem, exit 1
+    good = open(os.path.join(WORK, "sd.pt"), "rb").read()
+
+    def refused(name, data, problem):
+        q = os.path.join(WORK, name)
+        with open(q, "wb") as f:
+            f.write(data)
+        rc, out, err = inspect(q)
+        check(rc == 1 and err.count("\n") == 1 and err.startswith("mpprof: inspect: %s: " % q) and problem in err,
+              "%s: expected one line with %r, got %d %r" % (name, problem, rc, err))
+
+    refused("cut.pt", good[: len(good) // 2], "no zip directory")
+
+    def rezip(drop=None, replace=None, compress=None):
+        src = zipfile.ZipFile(io.BytesIO(good))
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as out:
+            for info in src.infolist():
+                if drop and info.filename.endswith(drop):
+                    continue
+                data = src.read(info.filename)
+                if replace and info.filename.endswith(replace[0]):
+                    data = replace[1](data)
+                ct = zipfile.ZIP_DEFLATED if compress and info.filename.endswith(compress) else zipfile.ZIP_STORED
+                out.writestr(info.filename, data, compress_type=ct)
+        return buf.getvalue()
+
+    refused("nostorage.pt", rezip(drop="/data/0"), "storage '0' is not in the archive")
+    refused("small.pt", rezip(replace=("/data/0", lambda d: d[:8])), "storage '0': 48 elements of FloatStorage need more than its 8 bytes")
+    refused("deflated.pt", rezip(compress="data.pkl"), "data.pkl is compressed")
+    refused("nopickle.pt", rezip(replace=("data.pkl", lambda d: b"\x80\x02garbage")), "data.pkl: not a pickle this reader follows")
+    # a view reaching past its storage: the pickle's offset patched upward
+    t = torch.randn(4)
+    q = os.path.join(WORK, "beyond.pt")
+    torch.save(t[1:], q)
+    z = zipfile.ZipFile(q)
+    pkl = [i.filename for i in z.infolist() if i.filename.endswith("data.pkl")][0]
+    data = z.read(pkl)
+    z.close()
+    # _rebuild_tensor_v2(storage, 1, (3,), (1,), ...): BININT1 1 -> BININT1 2
+    i = data.index(b"K\x01K\x03\x85")
+    patched = data[:i] + b"K\x02" + data[i + 2:]
+    refused("beyond2.pt", rezip_bytes(open(q, "rb").read(), pkl, patched), "a tensor reaches element 4 of a storage of 4")
+    np.savez_compressed(os.path.join(WORK, "c.npz"), x=x)
+    rc, out, err = inspect(os.path.join(WORK, "c.npz"))
+    check(rc == 1 and "np.savez_compressed" in err, "compressed .npz refused: %d %r" % (rc, err))
+    rc, out, err = inspect("--dtype", "fp16", os.path.join(WORK, "sd.pt"))
+    check(rc == 1 and "names its tensors' dtypes" in err, "--dtype with a .pt refused: %d %r" % (rc, err))
+
+    if failures:
+        print("%d failure(s)" % len(failures))
+        return 1
+    print("ok")
+    return 0
+
+
+def rezip_bytes(archive, member, data):
+    src = zipfile.ZipFile(io.BytesIO(archive))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as out:
+        for info in src.infolist():
+            out.writestr(info.filename, data if info.filename == member else src.read(info.filename))
+    return buf.getvalue()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
