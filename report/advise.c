@@ -305,7 +305,10 @@ static int judge(const mp_advice_params *prm, mpprof_layer *l) {
   a->window_estimate = v.window_estimate;
   a->fp8_e4m3_fits = v.fp8_e4m3_fits;
   a->fp8_e5m2_fits = v.fp8_e5m2_fits;
-  a->dead_gradients = !v.known && v.n_reasons && v.reasons[0].code == MP_REASON_GRAD_NEVER_SEEN;
+  /* Not only the first reason: a forward overflow is said before the dead gradient. */
+  a->dead_gradients = false;
+  for (size_t i = 0; !v.known && i < v.n_reasons; i++)
+    a->dead_gradients = a->dead_gradients || v.reasons[i].code == MP_REASON_GRAD_NEVER_SEEN;
   for (size_t i = 0; i < l->n_tensors; i++) /* a scale that is not a power of two */
     if (l->tensors[i].cls == MP_TCLASS_GRADIENT && l->tensors[i].unscale_estimate &&
         l->tensors[i].has_values)

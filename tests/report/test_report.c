@@ -1092,6 +1092,30 @@ static void the_summary_says_what_each_number_is(void **state) {
   free(dir);
 }
 
+/* A layer whose forward output overflows fp16 and whose gradient is zero in
+ * every call: the summary gives the dead gradient as the reason it has no
+ * verdict, not "no forward tensor or gradient held a finite non-zero value"
+ * (its forward tensors did: the overflow is a finding of its own). */
+static void the_summary_says_a_dead_gradient_after_a_forward_overflow(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("summary_dead");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &P0);
+  rg_site_end(&r, fwd_site(0, "net/fc/fwd", 10, 17)); /* beyond fp16's 65504 */
+  cJSON *b = rg_gemm(1, "cublasGemmEx", "net/fc/bwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F",
+                     "DEFAULT", 64, 64, 64, 10);
+  const double zeros[4] = {0, 0, 0, 0};
+  rg_tensor_values(b, "D", MP_FP32, zeros, 4);
+  rg_site_end(&r, b);
+  rg_end(&r);
+  char *text = summary_text(dir);
+  assert_non_null(strstr(text, "no verdict (its gradients were zero in every scanned call)"));
+  assert_null(strstr(text, "no forward tensor or gradient held"));
+  free(text);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static void a_run_without_cuda_ops_says_so(void **state) {
   (void)state;
   char *dir = rg_tmpdir("empty");
@@ -1222,6 +1246,7 @@ int main(void) {
       cmocka_unit_test(the_summary_names_the_site_cap_before_a_timeline_cap),
       cmocka_unit_test(a_run_without_cuda_ops_says_so),
       cmocka_unit_test(the_summary_says_what_each_number_is),
+      cmocka_unit_test(the_summary_says_a_dead_gradient_after_a_forward_overflow),
       cmocka_unit_test(an_empty_raw_directory_gives_an_empty_report),
       cmocka_unit_test(a_raw_directory_of_only_bad_files_says_they_were_skipped),
       cmocka_unit_test(a_missing_raw_directory_is_an_error),
