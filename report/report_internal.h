@@ -450,6 +450,7 @@ typedef struct mpprof_plan {
   size_t n_known, n_fit;  /* layers with values; of which run in the autocast dtype */
   mpprof_plan_keep *keep; /* layers kept out, in layer order */
   size_t n_keep;
+  size_t n_unchecked, first_unchecked;    /* layers without a verdict left in the autocast dtype */
   double max_overflow_pct, max_flush_pct; /* over the layers in the autocast dtype */
   char *headline;
 } mpprof_plan;
