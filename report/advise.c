@@ -462,6 +462,7 @@ static void first_nonfinite(mpprof_model *m) {
 }
 
 int mpprof_advise_layers(mpprof_model *m) {
+  bool outputs_only = mpprof_outputs_only_procs(m) > 0;
   mp_stats *scratch = malloc(2 * sizeof *scratch);
   if (!scratch) return -1;
   int rc = 0;
@@ -478,6 +479,14 @@ int mpprof_advise_layers(mpprof_model *m) {
       mp_advise(&scratch[0], &m->params, &lt->adv);
     }
     rc = judge(&m->params, l);
+    if (rc == 0 && l->adv.known && outputs_only) {
+      /* "every forward tensor fits" is of the tensors scanned: say which were not. */
+      cJSON *s = cJSON_CreateString(
+          "inputs were not scanned (--scan outputs): this verdict rests on the ops' outputs; "
+          "weights and incoming activations are not part of it");
+      if (!s) rc = -1;
+      cJSON_AddItemToArray(l->adv.reasons, s);
+    }
   }
   free(scratch);
   if (rc || global_loss_scale(m) || applied_scale(m)) return -1;

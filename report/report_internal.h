@@ -764,6 +764,9 @@ mpprof_share mpprof_share_of(const mpprof_layer_tensor *lt, mp_target t, mp_cast
 cJSON *mpprof_share_json(const mpprof_share *s);
 /* "2^16" for powers of two, else "%g" (buf of 32). */
 const char *mpprof_scale_str(double s, char *buf);
+/* Processes that scanned op outputs only (--scan outputs): their inputs,
+ * weights and incoming activations, are in no verdict. */
+size_t mpprof_outputs_only_procs(const mpprof_model *m);
 void mpprof_fput_json_string(FILE *f, const char *s);
 /* "A=fp16 B=fp16 D=fp32": the layer's operand dtypes per role (malloc'd). */
 char *mpprof_layer_dtypes(const mpprof_model *m, const mpprof_layer *l);
