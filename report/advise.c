@@ -305,7 +305,10 @@ static int judge(const mp_advice_params *prm, mpprof_layer *l) {
   a->window_estimate = v.window_estimate;
   a->fp8_e4m3_fits = v.fp8_e4m3_fits;
   a->fp8_e5m2_fits = v.fp8_e5m2_fits;
-  a->dead_gradients = !v.known && v.n_reasons && v.reasons[0].code == MP_REASON_GRAD_NEVER_SEEN;
+  /* Not only the first reason: a forward overflow is said before the dead gradient. */
+  a->dead_gradients = false;
+  for (size_t i = 0; !v.known && i < v.n_reasons; i++)
+    a->dead_gradients = a->dead_gradients || v.reasons[i].code == MP_REASON_GRAD_NEVER_SEEN;
   for (size_t i = 0; i < l->n_tensors; i++) /* a scale that is not a power of two */
     if (l->tensors[i].cls == MP_TCLASS_GRADIENT && l->tensors[i].unscale_estimate &&
         l->tensors[i].has_values)
@@ -459,6 +462,7 @@ static void first_nonfinite(mpprof_model *m) {
 }
 
 int mpprof_advise_layers(mpprof_model *m) {
+  bool outputs_only = mpprof_outputs_only_procs(m) > 0;
   mp_stats *scratch = malloc(2 * sizeof *scratch);
   if (!scratch) return -1;
   int rc = 0;
@@ -475,6 +479,14 @@ int mpprof_advise_layers(mpprof_model *m) {
       mp_advise(&scratch[0], &m->params, &lt->adv);
     }
     rc = judge(&m->params, l);
+    if (rc == 0 && l->adv.known && outputs_only) {
+      /* "every forward tensor fits" is of the tensors scanned: say which were not. */
+      cJSON *s = cJSON_CreateString(
+          "inputs were not scanned (--scan outputs): this verdict rests on the ops' outputs; "
+          "weights and incoming activations are not part of it");
+      if (!s) rc = -1;
+      cJSON_AddItemToArray(l->adv.reasons, s);
+    }
   }
   free(scratch);
   if (rc || global_loss_scale(m) || applied_scale(m)) return -1;

@@ -389,6 +389,22 @@ static void gradient_evidence(mpprof_finding *f, const mpprof_layer *l,
   f->impact_elements = gu->st.casts[MP_TGT_FP16][MP_CAST_UNDERFLOW];
 }
 
+/* The loss scale a layer's finding gives as its example: the global
+ * recommendation when it is in the layer's window (one scale multiplies every
+ * gradient, so another one would contradict the summary), else the middle. */
+static int example_scale_log2(const mpprof_model *m, int wlo, int whi) {
+  const mpprof_applied_scale *g = &m->loss_scale;
+  if (g->applicable && g->has_window && g->recommended_log2 >= wlo && g->recommended_log2 <= whi)
+    return g->recommended_log2;
+  return wlo + (whi - wlo) / 2;
+}
+
+/* Every scale the program declared lies in [2^wlo, 2^whi]. */
+static bool applied_inside(const mpprof_model *m, int wlo, int whi) {
+  const mpprof_applied_scale *g = &m->loss_scale;
+  return g->declared && g->min >= ldexp(1.0, wlo) && g->max <= ldexp(1.0, whi);
+}
+
 static int rule_gradient_underflow(mpprof_model *m, const mpprof_layer *l) {
   const mpprof_layer_tensor *gu = unsafe_gradient(l);
   const mpprof_layer_advice *a = &l->adv;
@@ -397,23 +413,50 @@ static int rule_gradient_underflow(mpprof_model *m, const mpprof_layer *l) {
   int wlo = a->has_window ? a->window_lo : gu->adv.window_lo;
   int whi = a->has_window ? a->window_hi : gu->adv.window_hi;
   bool scaled = a->rec == MP_REC_FP16_LOSS_SCALE;
-  mpprof_finding *f =
-      add(m, "gradient_underflow", scaled ? "medium" : "low", l->name,
-          mpprof_asprintf("gradients of %s (%s) flush to zero in fp16 for %.3g%% of values at "
-                          "scale 1; every loss scale in [2^%d, 2^%d] fits%s",
-                          layer_label(l), gu->name, 100 * gu->adv.fp16_underflow_fraction, wlo, whi,
-                          whi == m->params.scale_log2_max ? " (the search stops there)" : ""),
-          scaled ? mpprof_asprintf("train this layer in fp16 with a loss scale in [2^%d, 2^%d] "
-                                   "(e.g. 2^%d), or use bf16",
-                                   wlo, whi, wlo + (whi - wlo) / 2)
-                 : mpprof_asprintf("nothing for the gradients alone: the layer is advised %s "
-                                   "for its other tensors",
-                                   mp_recommendation_name(a->rec)));
+  /* A program that already applies a scale of the window needs nothing: the
+   * unscaled share is what it would lose at scale 1, not what it loses. */
+  const mpprof_applied_scale *g = &m->loss_scale;
+  bool done = scaled && applied_inside(m, wlo, whi);
+  char sa[32], sb[32], applied[224] = "";
+  if (done) {
+    const mpprof_share *at = &l->applied_fp16_underflow;
+    char scales[72];
+    if (g->min == g->max)
+      snprintf(scales, sizeof scales, "%s", mpprof_scale_str(g->min, sa));
+    else
+      snprintf(scales, sizeof scales, "%s..%s", mpprof_scale_str(g->min, sa),
+               mpprof_scale_str(g->max, sb));
+    if (at->tensor)
+      snprintf(applied, sizeof applied,
+               "; the applied loss scale %s is inside it (at it %.3g%% of %s flush)", scales,
+               at->pct, at->tensor);
+    else
+      snprintf(applied, sizeof applied, "; the applied loss scale %s is inside it", scales);
+  }
+  mpprof_finding *f = add(
+      m, "gradient_underflow",
+      done     ? "info"
+      : scaled ? "medium"
+               : "low",
+      l->name,
+      mpprof_asprintf("gradients of %s (%s) flush to zero in fp16 for %.3g%% of values at "
+                      "scale 1; every loss scale in [2^%d, 2^%d] fits%s%s",
+                      layer_label(l), gu->name, 100 * gu->adv.fp16_underflow_fraction, wlo, whi,
+                      whi == m->params.scale_log2_max ? " (the search stops there)" : "", applied),
+      done     ? strdup("nothing to change: keep the loss scale in that window")
+      : scaled ? mpprof_asprintf("train this layer in fp16 with a loss scale in [2^%d, 2^%d] "
+                                 "(e.g. 2^%d), or use bf16",
+                                 wlo, whi, example_scale_log2(m, wlo, whi))
+               : mpprof_asprintf("nothing for the gradients alone: the layer is advised %s "
+                                 "for its other tensors",
+                                 mp_recommendation_name(a->rec)));
   if (!f) return -1;
   cJSON *w = cJSON_AddArrayToObject(f->evidence, "window_log2");
   cJSON_AddItemToArray(w, cJSON_CreateNumber(wlo));
   cJSON_AddItemToArray(w, cJSON_CreateNumber(whi));
   gradient_evidence(f, l, gu);
+  if (done && l->applied_fp16_underflow.tensor)
+    ev_share(f->evidence, "fp16_underflow_at_applied", &l->applied_fp16_underflow);
   return 0;
 }
 

@@ -623,6 +623,13 @@ static void verdict_basis(const mpprof_model *m, FILE *f) {
           "zero). Run with <code>--shadow</code> to measure the error each precision would "
           "really cause.</p>\n",
           f);
+  size_t outs = mpprof_outputs_only_procs(m);
+  if (outs)
+    fprintf(f,
+            "<p class=\"high\">Inputs were not scanned in %zu of %zu processes "
+            "(<code>--scan outputs</code>): the verdicts rest on the ops' outputs; weights and "
+            "incoming activations are not part of them.</p>\n",
+            outs, m->n_procs);
 }
 
 static void layer_table(const mpprof_model *m, const size_t *order, const bool *charted, FILE *f) {

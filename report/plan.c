@@ -72,7 +72,10 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
     double ov = dt == MP_BF16 ? l->bf16_overflow.pct : l->fp16_overflow.pct;
     /* No verdict (say its gradients were never seen non-zero): only a value
      * that overflows the autocast dtype, a fact, keeps the layer out. */
-    if (!known && ov == 0) continue;
+    if (!known && ov == 0) {
+      if (!p->n_unchecked++) p->first_unchecked = i;
+      continue;
+    }
     if (known) {
       p->n_known++;
       if (dt == MP_BF16 ? fits_bf16(m, l) : fits_fp16(m, l)) {
@@ -118,6 +121,16 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
              p->n_fit == 1 ? "" : "s", p->n_fit == 1 ? "s" : "");
   else
     snprintf(fit, sizeof fit, "%zu of %zu layers fit %s", p->n_fit, p->n_known, mp_dtype_name(dt));
+  /* Layers without a verdict that run in the autocast dtype: named, never
+   * counted as fitting (nothing was seen that says they do). */
+  char unchecked[320] = "";
+  if (p->n_unchecked == 1)
+    snprintf(unchecked, sizeof unchecked, "; %s has no verdict and runs in %s unchecked",
+             layer_label(&m->layers[p->first_unchecked]), mp_dtype_name(dt));
+  else if (p->n_unchecked > 1)
+    snprintf(unchecked, sizeof unchecked,
+             "; %zu layers without a verdict run in %s unchecked (%s and %zu more)", p->n_unchecked,
+             mp_dtype_name(dt), layer_label(&m->layers[p->first_unchecked]), p->n_unchecked - 1);
   bool all_fp32 = p->n_keep > 0;
   for (size_t k = 0; k < p->n_keep; k++)
     all_fp32 = all_fp32 && p->keep[k].dtype == MP_FP32;
@@ -127,11 +140,11 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
                         mp_dtype_name(dt), p->n_keep == 1 ? "the layer" : "every layer");
   else if (dt == MP_FP16 && p->scaler)
     p->headline = mpprof_asprintf("%s%s: %s (0%% overflow; gradients fit at every scale in "
-                                  "[2^%d, 2^%d])",
-                                  what, keep, fit, p->window_lo, p->window_hi);
+                                  "[2^%d, 2^%d])%s",
+                                  what, keep, fit, p->window_lo, p->window_hi, unchecked);
   else
-    p->headline = mpprof_asprintf("%s%s: %s (%.3g%% overflow, %.3g%% flush)", what, keep, fit,
-                                  p->max_overflow_pct, p->max_flush_pct);
+    p->headline = mpprof_asprintf("%s%s: %s (%.3g%% overflow, %.3g%% flush)%s", what, keep, fit,
+                                  p->max_overflow_pct, p->max_flush_pct, unchecked);
   p->known = true;
   return p->headline ? 0 : -1;
 }
@@ -322,7 +335,8 @@ static cJSON *plan_json(const mpprof_model *m, const mpprof_plan *p) {
   for (size_t i = 0; i < m->n_layers; i++) {
     const mpprof_layer *l = &m->layers[i];
     bool kept = k < p->n_keep && p->keep[k].layer == i;
-    if (!l->adv.known && !kept) continue; /* kept without a verdict: listed, verdict null */
+    /* A layer without a verdict is listed either way (verdict null): kept
+     * out, or in the autocast dtype unchecked. */
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "dtype", mp_dtype_name(kept ? p->keep[k].dtype : p->autocast));
     cJSON_AddBoolToObject(e, "autocast", !kept);

@@ -95,6 +95,12 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
                 f);
         fputc('\n', f);
       }
+    size_t outs = mpprof_outputs_only_procs(m);
+    if (outs)
+      fprintf(f,
+              "  inputs not scanned in %zu of %zu process%s (--scan outputs): verdicts leave out "
+              "weights and incoming activations\n",
+              outs, m->n_procs, m->n_procs == 1 ? "" : "es");
     if (m->plan.known) fprintf(f, "  plan: %s\n", m->plan.headline);
     const mpprof_applied_scale *g = &m->loss_scale;
     if (g->applicable && g->has_window)

@@ -451,6 +451,7 @@ typedef struct mpprof_plan {
   size_t n_known, n_fit;  /* layers with values; of which run in the autocast dtype */
   mpprof_plan_keep *keep; /* layers kept out, in layer order */
   size_t n_keep;
+  size_t n_unchecked, first_unchecked;    /* layers without a verdict left in the autocast dtype */
   double max_overflow_pct, max_flush_pct; /* over the layers in the autocast dtype */
   char *headline;
 } mpprof_plan;
@@ -764,6 +765,9 @@ mpprof_share mpprof_share_of(const mpprof_layer_tensor *lt, mp_target t, mp_cast
 cJSON *mpprof_share_json(const mpprof_share *s);
 /* "2^16" for powers of two, else "%g" (buf of 32). */
 const char *mpprof_scale_str(double s, char *buf);
+/* Processes that scanned op outputs only (--scan outputs): their inputs,
+ * weights and incoming activations, are in no verdict. */
+size_t mpprof_outputs_only_procs(const mpprof_model *m);
 void mpprof_fput_json_string(FILE *f, const char *s);
 /* "A=fp16 B=fp16 D=fp32": the layer's operand dtypes per role (malloc'd). */
 char *mpprof_layer_dtypes(const mpprof_model *m, const mpprof_layer *l);

@@ -103,6 +103,13 @@ cJSON *mpprof_share_json(const mpprof_share *s) {
   return o;
 }
 
+size_t mpprof_outputs_only_procs(const mpprof_model *m) {
+  size_t n = 0;
+  for (size_t i = 0; i < m->n_procs; i++)
+    n += m->procs[i].scan && !strcmp(m->procs[i].scan, "outputs");
+  return n;
+}
+
 const char *mpprof_scale_str(double s, char *buf) {
   int k;
   if (s > 0 && mp_scale_log2(s, &k))

@@ -325,6 +325,66 @@ static void gradient_underflow(void **state) {
   mpprof_model_free(&m);
 }
 
+/* The action's example scale is the global recommendation when it is in the
+ * layer's window: another one (the layer's middle) could overflow another
+ * layer's gradients, contradicting the summary's loss scale. */
+static void gradient_underflow_example_is_the_global_scale(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_FP16_LOSS_SCALE);
+  mpprof_layer_tensor *g = tensor(l, "backward.D", MP_TCLASS_GRADIENT);
+  g->adv.fp16 = MP_FP16_LOSS_SCALE;
+  g->adv.fp16_underflow_fraction = 0.68;
+  l->adv.has_window = true;
+  l->adv.window_lo = 14;
+  l->adv.window_hi = 29;
+  m.loss_scale.applicable = m.loss_scale.has_window = true;
+  m.loss_scale.window_lo = 14;
+  m.loss_scale.window_hi = 18;
+  m.loss_scale.recommended_log2 = 16;
+  assert_int_equal(run(&m, "gradient_underflow"), 1);
+  assert_non_null(strstr(m.findings[0].action, "(e.g. 2^16)"));
+  m.loss_scale.recommended_log2 = 12; /* global window elsewhere: the layer's middle */
+  m.loss_scale.window_lo = 10;
+  assert_int_equal(run(&m, "gradient_underflow"), 1);
+  assert_non_null(strstr(m.findings[1].action, "(e.g. 2^21)"));
+  mpprof_model_free(&m);
+}
+
+/* A program that already applies a scale inside the window: the finding says
+ * so, with the share at that scale, as info, not "train it with a loss scale". */
+static void gradient_underflow_with_the_applied_scale_inside_is_info(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_FP16_LOSS_SCALE);
+  mpprof_layer_tensor *g = tensor(l, "backward.D", MP_TCLASS_GRADIENT);
+  g->adv.fp16 = MP_FP16_LOSS_SCALE;
+  g->adv.fp16_underflow_fraction = 0.68;
+  l->adv.has_window = true;
+  l->adv.window_lo = 14;
+  l->adv.window_hi = 29;
+  l->applied_fp16_underflow =
+      (mpprof_share){.pct = 0.00712, .num = 35, .den = 491520, .tensor = "backward.D"};
+  m.loss_scale.declared = true;
+  m.loss_scale.min = m.loss_scale.max = 1; /* below the window */
+  assert_int_equal(run(&m, "gradient_underflow"), 1);
+  assert_string_equal(m.findings[0].severity, "medium");
+  assert_null(strstr(m.findings[0].message, "applied"));
+  m.loss_scale.min = 0x1p14;
+  m.loss_scale.max = 0x1p16;
+  assert_int_equal(run(&m, "gradient_underflow"), 1);
+  const mpprof_finding *f = &m.findings[1];
+  assert_string_equal(f->severity, "info");
+  assert_non_null(strstr(f->message, "the applied loss scale 2^14..2^16 is inside it (at it "
+                                     "0.00712% of backward.D flush)"));
+  assert_non_null(strstr(f->action, "nothing to change"));
+  assert_non_null(cJSON_GetObjectItem(f->evidence, "fp16_underflow_at_applied"));
+  m.loss_scale.max = 0x1p30; /* one scale above the window: the advice stands */
+  assert_int_equal(run(&m, "gradient_underflow"), 1);
+  assert_string_equal(m.findings[2].severity, "medium");
+  mpprof_model_free(&m);
+}
+
 static void gradient_range(void **state) {
   (void)state;
   mpprof_model m;
@@ -727,6 +787,8 @@ int main(void) {
       cmocka_unit_test(fp16_overflow),
       cmocka_unit_test(fp16_forward_underflow),
       cmocka_unit_test(gradient_underflow),
+      cmocka_unit_test(gradient_underflow_example_is_the_global_scale),
+      cmocka_unit_test(gradient_underflow_with_the_applied_scale_inside_is_info),
       cmocka_unit_test(gradient_range),
       cmocka_unit_test(bf16_unsafe),
       cmocka_unit_test(lower_precision_possible),

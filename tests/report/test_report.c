@@ -1152,6 +1152,72 @@ static void the_summary_says_what_each_number_is(void **state) {
   free(dir);
 }
 
+/* A layer whose forward output overflows fp16 and whose gradient is zero in
+ * every call: the summary gives the dead gradient as the reason it has no
+ * verdict, not "no forward tensor or gradient held a finite non-zero value"
+ * (its forward tensors did: the overflow is a finding of its own). */
+static void the_summary_says_a_dead_gradient_after_a_forward_overflow(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("summary_dead");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &P0);
+  rg_site_end(&r, fwd_site(0, "net/fc/fwd", 10, 17)); /* beyond fp16's 65504 */
+  cJSON *b = rg_gemm(1, "cublasGemmEx", "net/fc/bwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F",
+                     "DEFAULT", 64, 64, 64, 10);
+  const double zeros[4] = {0, 0, 0, 0};
+  rg_tensor_values(b, "D", MP_FP32, zeros, 4);
+  rg_site_end(&r, b);
+  rg_end(&r);
+  char *text = summary_text(dir);
+  assert_non_null(strstr(text, "no verdict (its gradients were zero in every scanned call)"));
+  assert_null(strstr(text, "no forward tensor or gradient held"));
+  free(text);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+/* --scan outputs: a verdict of "every forward tensor fits" would claim the
+ * weights and incoming activations, which were never scanned. The layer's
+ * reasons, the page and the summary say that inputs were not scanned. */
+static void outputs_only_scans_say_the_inputs_are_in_no_verdict(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("outputs_only");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &P0);
+  cJSON *s = rg_gemm(0, "cublasGemmEx", "net/fc/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
+                     "DEFAULT", 64, 64, 64, 10);
+  rg_tensor(s, "D", MP_FP32, -4, 4, 400);
+  rg_site_end(&r, s);
+  rg_end(&r);
+  size_t len = 0;
+  char *raw = rg_read_text(dir, "raw/a.json", &len);
+  assert_non_null(raw);
+  char *at = strstr(raw, "\"scan\":\"all\"");
+  assert_non_null(at);
+  char *edited = NULL;
+  assert_true(asprintf(&edited, "%.*s\"scan\":\"outputs\"%s", (int)(at - raw), raw,
+                       at + strlen("\"scan\":\"all\"")) > 0);
+  rg_write_text(dir, "a.json", edited, strlen(edited));
+  char *text = summary_text(dir);
+  assert_non_null(strstr(text, "inputs not scanned in 1 of 1 process (--scan outputs)"));
+  cJSON *rep = rg_read_json(dir, "report.json");
+  assert_non_null(rep);
+  const cJSON *adv = get(cJSON_GetArrayItem(get(rep, "layers"), 0), "advice");
+  assert_string_equal(get(adv, "recommended")->valuestring, "fp16");
+  const cJSON *reasons = get(adv, "reasons");
+  const cJSON *last = cJSON_GetArrayItem(reasons, cJSON_GetArraySize(reasons) - 1);
+  assert_non_null(strstr(last->valuestring, "inputs were not scanned (--scan outputs)"));
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(strstr(html, "Inputs were not scanned in 1 of 1 processes"));
+  free(html);
+  cJSON_Delete(rep);
+  free(text);
+  free(edited);
+  free(raw);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static void a_run_without_cuda_ops_says_so(void **state) {
   (void)state;
   char *dir = rg_tmpdir("empty");
@@ -1283,6 +1349,8 @@ int main(void) {
       cmocka_unit_test(the_summary_names_the_site_cap_before_a_timeline_cap),
       cmocka_unit_test(a_run_without_cuda_ops_says_so),
       cmocka_unit_test(the_summary_says_what_each_number_is),
+      cmocka_unit_test(the_summary_says_a_dead_gradient_after_a_forward_overflow),
+      cmocka_unit_test(outputs_only_scans_say_the_inputs_are_in_no_verdict),
       cmocka_unit_test(an_empty_raw_directory_gives_an_empty_report),
       cmocka_unit_test(a_raw_directory_of_only_bad_files_says_they_were_skipped),
       cmocka_unit_test(a_missing_raw_directory_is_an_error),

@@ -252,6 +252,19 @@ static void a_layer_without_a_verdict_that_overflows_fp16_stays_out_of_fp16(void
   assert_true(cJSON_IsNull(cJSON_GetObjectItem(fc1, "verdict")));
   assert_non_null(
       strstr(cJSON_GetObjectItem(fp16, "summary")->valuestring, "keep step/mlp/fc1 in bf16"));
+  /* The bf16 plan runs fc1 in bf16 (it overflows nothing there), but nothing
+   * seen says it fits: its headline names it as unchecked (it said "all 2
+   * layers fit" of a 3-layer model) and plan.json lists it, verdict null. */
+  const cJSON *bf16 = cJSON_GetObjectItem(
+      plan, fp16 == cJSON_GetObjectItem(plan, "recommended") ? "alternative" : "recommended");
+  assert_string_equal(cJSON_GetObjectItem(bf16, "autocast")->valuestring, "bf16");
+  assert_non_null(strstr(cJSON_GetObjectItem(bf16, "summary")->valuestring,
+                         "; step/mlp/fc1 has no verdict and runs in bf16 unchecked"));
+  fc1 = cJSON_GetObjectItem(cJSON_GetObjectItem(bf16, "layers"), "step/mlp/fc1");
+  assert_non_null(fc1);
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItem(fc1, "autocast")));
+  assert_string_equal(cJSON_GetObjectItem(fc1, "dtype")->valuestring, "bf16");
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(fc1, "verdict")));
   cJSON_Delete(plan);
   cJSON_Delete(rep);
   free(d);
