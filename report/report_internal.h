@@ -702,6 +702,11 @@ static inline void mpprof_tb_put(mpprof_tb *b, const char *s, size_t len) {
 void mpprof_tb_cstr(mpprof_tb *b, const char *s);
 void mpprof_tb_json_str(mpprof_tb *b, const char *s); /* escaped as cJSON does; NULL: null */
 void mpprof_tb_u64(mpprof_tb *b, uint64_t v);
+/* Text without printf: v's digits ("%" PRIu64), and v / 1000 with three
+ * decimals as printf("%.3f", (double)v / 1e3) prints it (a time in ns as
+ * µs); NUL-terminated, their length returned. */
+size_t mpprof_u64_text(uint64_t v, char buf[24]);
+size_t mpprof_milli_text(int64_t v, char buf[32]);
 /* A double as mpprof_json_double writes it (mpprof_double_text: the first of %.15g/16g/17g that
  * reads back; null when not finite). */
 void mpprof_tb_double(mpprof_tb *b, double d);
@@ -764,6 +769,8 @@ cJSON *mpprof_share_json(const mpprof_share *s);
 /* "2^16" for powers of two, else "%g" (buf of 32). */
 const char *mpprof_scale_str(double s, char *buf);
 void mpprof_fput_json_string(FILE *f, const char *s);
+/* The first n bytes of s (no NUL among them) as mpprof_fput_json_string writes them. */
+void mpprof_fput_json_string_n(FILE *f, const char *s, size_t n);
 /* "A=fp16 B=fp16 D=fp32": the layer's operand dtypes per role (malloc'd). */
 char *mpprof_layer_dtypes(const mpprof_model *m, const mpprof_layer *l);
 /* Output of the stats of a layer tensor as cJSON (with advice). */
