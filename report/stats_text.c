@@ -498,73 +498,93 @@ int mpprof_tensors_scan(mpprof_strpool *pool, const char *text, size_t len, mppr
 
 /* ---- writing ---- */
 
+/* A literal piece of text: its length is known (most of a site's text is
+ * such pieces; a strlen each was a tenth of writing it). */
+#define TB_LIT(b, lit) mpprof_tb_put(b, lit, sizeof lit - 1)
+
 static void tb_int(mpprof_tb *b, int v) {
-  char buf[16];
-  mpprof_tb_put(b, buf, (size_t)snprintf(buf, sizeof buf, "%d", v));
+  if (v < 0) TB_LIT(b, "-");
+  mpprof_tb_u64(b, v < 0 ? -(uint64_t)v : (uint64_t)v);
 }
 
-static void tb_key(mpprof_tb *b, const char *key) {
-  mpprof_tb_put(b, ",\"", 2);
-  mpprof_tb_cstr(b, key);
-  mpprof_tb_put(b, "\":", 2);
+/* '{"name":' ... for each cast target, and '"name":' for each outcome:
+ * built on first use (the report is built on one thread). */
+typedef struct piece {
+  unsigned char len;
+  char text[30];
+} piece;
+
+static void make_piece(piece *p, const char *before, const char *name) {
+  int n = snprintf(p->text, sizeof p->text, "%s\"%s\":", before, name);
+  p->len = n > 0 && (size_t)n < sizeof p->text ? (unsigned char)n : 0;
 }
 
 void mpprof_tb_cstats(mpprof_tb *b, const mpprof_cstats *c) {
-  static const char *const outcome_names[MP_CAST_OUTCOMES] = MP_CAST_OUTCOME_NAMES;
-  mpprof_tb_cstr(b, "{\"" MP_K_DTYPE "\":");
+  static piece target_first[MP_TARGET_COUNT], target_next[MP_TARGET_COUNT],
+      outcome_first[MP_CAST_OUTCOMES], outcome_next[MP_CAST_OUTCOMES];
+  static bool made;
+  if (!made) {
+    static const char *const outcome_names[MP_CAST_OUTCOMES] = MP_CAST_OUTCOME_NAMES;
+    for (int t = 0; t < MP_TARGET_COUNT; t++) {
+      make_piece(&target_first[t], "{", mp_target_name((mp_target)t));
+      make_piece(&target_next[t], ",", mp_target_name((mp_target)t));
+    }
+    for (int o = 0; o < MP_CAST_OUTCOMES; o++) {
+      make_piece(&outcome_first[o], "{", outcome_names[o]);
+      make_piece(&outcome_next[o], ",", outcome_names[o]);
+    }
+    made = true;
+  }
+  TB_LIT(b, "{\"" MP_K_DTYPE "\":");
   mpprof_tb_json_str(b, c->dtype == MP_DTYPE_INVALID ? NULL : mp_dtype_name(c->dtype));
-  const struct {
-    const char *key;
-    uint64_t v;
-  } counts[] = {{MP_K_COUNT, c->count},        {MP_K_ZEROS, c->zeros},
-                {MP_K_NANS, c->nans},          {MP_K_POS_INFS, c->pos_infs},
-                {MP_K_NEG_INFS, c->neg_infs},  {MP_K_NEGATIVES, c->negatives},
-                {MP_K_SATURATED, c->saturated}};
-  for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
-    if (!strcmp(counts[i].key, MP_K_SATURATED) && !c->saturated) continue; /* only when set */
-    tb_key(b, counts[i].key);
-    mpprof_tb_u64(b, counts[i].v);
+  TB_LIT(b, ",\"" MP_K_COUNT "\":");
+  mpprof_tb_u64(b, c->count);
+  TB_LIT(b, ",\"" MP_K_ZEROS "\":");
+  mpprof_tb_u64(b, c->zeros);
+  TB_LIT(b, ",\"" MP_K_NANS "\":");
+  mpprof_tb_u64(b, c->nans);
+  TB_LIT(b, ",\"" MP_K_POS_INFS "\":");
+  mpprof_tb_u64(b, c->pos_infs);
+  TB_LIT(b, ",\"" MP_K_NEG_INFS "\":");
+  mpprof_tb_u64(b, c->neg_infs);
+  TB_LIT(b, ",\"" MP_K_NEGATIVES "\":");
+  mpprof_tb_u64(b, c->negatives);
+  if (c->saturated) { /* only when set */
+    TB_LIT(b, ",\"" MP_K_SATURATED "\":");
+    mpprof_tb_u64(b, c->saturated);
   }
-  const struct {
-    const char *key;
-    double v;
-  } extremes[] = {{MP_K_MIN, c->min},
-                  {MP_K_MAX, c->max},
-                  {MP_K_ABSMAX, c->absmax},
-                  {MP_K_MIN_ABS_NONZERO, c->min_abs_nonzero}};
-  for (size_t i = 0; i < sizeof extremes / sizeof extremes[0]; i++) {
-    tb_key(b, extremes[i].key);
-    mpprof_tb_double(b, extremes[i].v);
-  }
+  TB_LIT(b, ",\"" MP_K_MIN "\":");
+  mpprof_tb_double(b, c->min);
+  TB_LIT(b, ",\"" MP_K_MAX "\":");
+  mpprof_tb_double(b, c->max);
+  TB_LIT(b, ",\"" MP_K_ABSMAX "\":");
+  mpprof_tb_double(b, c->absmax);
+  TB_LIT(b, ",\"" MP_K_MIN_ABS_NONZERO "\":");
+  mpprof_tb_double(b, c->min_abs_nonzero);
   int lo, hi;
   mp_hist_written_range(c->hist_lo, c->hist_hi, c->nz_lo, c->nz_hi, &lo, &hi);
-  tb_key(b, MP_K_EXP_HIST);
-  mpprof_tb_cstr(b, "{\"" MP_K_HIST_LO "\":");
+  TB_LIT(b, ",\"" MP_K_EXP_HIST "\":{\"" MP_K_HIST_LO "\":");
   tb_int(b, lo);
-  tb_key(b, MP_K_HIST_HI);
+  TB_LIT(b, ",\"" MP_K_HIST_HI "\":");
   tb_int(b, hi);
-  tb_key(b, MP_K_HIST_COUNTS);
-  mpprof_tb_put(b, "[", 1);
+  TB_LIT(b, ",\"" MP_K_HIST_COUNTS "\":[");
   for (int e = lo; e <= hi; e++) {
-    if (e > lo) mpprof_tb_put(b, ",", 1);
+    if (e > lo) TB_LIT(b, ",");
     if (e < c->nz_lo || e > c->nz_hi)
-      mpprof_tb_put(b, "0", 1);
+      TB_LIT(b, "0");
     else
       mpprof_tb_u64(b, c->bins[e - c->nz_lo]);
   }
-  mpprof_tb_put(b, "]}", 2);
-  tb_key(b, MP_K_CASTS);
+  TB_LIT(b, "]},\"" MP_K_CASTS "\":");
   for (int t = 0; t < MP_TARGET_COUNT; t++) {
-    mpprof_tb_put(b, t ? ",\"" : "{\"", 2);
-    mpprof_tb_cstr(b, mp_target_name((mp_target)t));
-    mpprof_tb_put(b, "\":", 2);
+    const piece *tp = t ? &target_next[t] : &target_first[t];
+    mpprof_tb_put(b, tp->text, tp->len);
     for (int o = 0; o < MP_CAST_OUTCOMES; o++) {
-      mpprof_tb_put(b, o ? ",\"" : "{\"", 2);
-      mpprof_tb_cstr(b, outcome_names[o]);
-      mpprof_tb_put(b, "\":", 2);
+      const piece *op = o ? &outcome_next[o] : &outcome_first[o];
+      mpprof_tb_put(b, op->text, op->len);
       mpprof_tb_u64(b, c->casts[t][o]);
     }
-    mpprof_tb_put(b, "}", 1);
+    TB_LIT(b, "}");
   }
-  mpprof_tb_put(b, "}}", 2);
+  TB_LIT(b, "}}");
 }
