@@ -275,7 +275,8 @@ typedef struct mpprof_site {
   int tc_used;     /* -1 unknown, 0, 1 */
   mp_tc_source tc_source;
   uint64_t kernel_ns, tc_ns, unknown_ns; /* kernel GPU time split by verdict */
-  uint64_t elements;      /* elements scanned over all roles (impact without GPU time) */
+  uint64_t elements;      /* elements scanned over all roles (impact without GPU time);
+                           * set when the tensors are packed, else by mpprof_model_finish */
   uint64_t flop_per_call; /* 2*m*n*k*batch (convs: of the implicit GEMM); 0 unknown */
 } mpprof_site;
 

@@ -350,8 +350,17 @@ size_t mpprof_milli_text(int64_t v, char buf[32]) {
 }
 
 void mpprof_tb_u64(mpprof_tb *b, uint64_t v) {
-  char buf[24], *p = u64_digits(v, buf);
-  mpprof_tb_put(b, p, (size_t)(buf + 24 - p));
+  /* in place, not through a memcpy call: most of a site's text is counts */
+  size_t n = 1;
+  for (uint64_t t = v; t >= 10; t /= 10)
+    n++;
+  if (b->oom || (b->n + n + 1 > b->cap && !mpprof_tb_room(b, n))) return;
+  char *e = b->p + b->n + n;
+  *e = '\0';
+  do
+    *--e = (char)('0' + v % 10);
+  while (v /= 10);
+  b->n += n;
 }
 
 void mpprof_tb_double(mpprof_tb *b, double d) {
