@@ -12,6 +12,8 @@
  * message are that reader's. */
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +26,8 @@ typedef struct scan {
 } scan;
 
 static void ws(scan *s) {
+  /* mpprof writes none: one comparison says so (JSON's four are below '!') */
+  if (s->p >= s->end || (unsigned char)*s->p > ' ') return;
   while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t'))
     s->p++;
 }
@@ -91,10 +95,10 @@ static bool integer(scan *s, int *ret) {
   return true;
 }
 
-/* A JSON-grammar number b..e of at most 15 significant digits and a power
- * of ten up to 10^22 either way, as strtod reads it: both factors are exact
- * doubles, so one multiplication or division rounds once, correctly
- * (Clinger's fast path). false: not such a number. */
+/* A JSON-grammar number b..e whose significant digits make an integer up to
+ * 2^53 and a power of ten up to 10^22 either way, as strtod reads it: both
+ * factors are exact doubles, so one multiplication or division rounds once,
+ * correctly (Clinger's fast path). false: not such a number. */
 static bool exact_decimal(const char *b, const char *e, double *ret) {
   static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
@@ -115,9 +119,10 @@ static bool exact_decimal(const char *b, const char *e, double *ret) {
         digits++;
       }
       scale--;
-      if (digits > 15) return false;
+      if (digits > 16) return false;
     }
-  if (p != e || digits > 15) return false; /* an exponent part: strtod */
+  /* an exponent part, or more than 2^53: strtod */
+  if (p != e || digits > 16 || m > (UINT64_C(1) << 53)) return false;
   double v = (double)m;
   if (scale < -22) return false;
   v = scale ? v / pow10[-scale] : v;
@@ -389,17 +394,23 @@ typedef struct stats_read {
 static bool stats_value(scan *s, int f, void *ctx) {
   stats_read *r = ctx;
   mpprof_cstats *c = r->c;
-  uint64_t *const counts[] = {
-      [F_COUNT] = &c->count,        [F_ZEROS] = &c->zeros,       [F_NANS] = &c->nans,
-      [F_POS_INFS] = &c->pos_infs,  [F_NEG_INFS] = &c->neg_infs, [F_NEGATIVES] = &c->negatives,
-      [F_SATURATED] = &c->saturated};
-  double *const extremes[] = {[F_MIN] = &c->min,
-                              [F_MAX] = &c->max,
-                              [F_ABSMAX] = &c->absmax,
-                              [F_MIN_ABS_NONZERO] = &c->min_abs_nonzero};
+  /* where each field goes, as offsets (not a table of pointers built per call) */
+  static const size_t at[F_COUNT_] = {[F_COUNT] = offsetof(mpprof_cstats, count),
+                                      [F_ZEROS] = offsetof(mpprof_cstats, zeros),
+                                      [F_NANS] = offsetof(mpprof_cstats, nans),
+                                      [F_POS_INFS] = offsetof(mpprof_cstats, pos_infs),
+                                      [F_NEG_INFS] = offsetof(mpprof_cstats, neg_infs),
+                                      [F_NEGATIVES] = offsetof(mpprof_cstats, negatives),
+                                      [F_SATURATED] = offsetof(mpprof_cstats, saturated),
+                                      [F_MIN] = offsetof(mpprof_cstats, min),
+                                      [F_MAX] = offsetof(mpprof_cstats, max),
+                                      [F_ABSMAX] = offsetof(mpprof_cstats, absmax),
+                                      [F_MIN_ABS_NONZERO] =
+                                          offsetof(mpprof_cstats, min_abs_nonzero)};
+  void *field = (char *)c + at[f];
   return f == F_DTYPE             ? dtype(s, &c->dtype)
-         : f <= F_SATURATED       ? count(s, counts[f])
-         : f <= F_MIN_ABS_NONZERO ? extreme(s, extremes[f])
+         : f <= F_SATURATED       ? count(s, field)
+         : f <= F_MIN_ABS_NONZERO ? extreme(s, field)
          : f == F_EXP_HIST        ? hist(s, c, r->bins)
                                   : casts(s, c);
 }
