@@ -369,6 +369,12 @@ static cJSON *plain_scalar(const char *p, const char *e) {
 
 static cJSON *tree_value(const char **pp, const char *end, int depth);
 
+/* A byte a JSON value can start with (one test per value, not a strchr). */
+static bool value_start(char c) {
+  return c == '{' || c == '[' || c == '"' || c == '-' || (c >= '0' && c <= '9') || c == 't' ||
+         c == 'f' || c == 'n';
+}
+
 /* The object (obj) or array at *pp, its members read by tree_value. */
 static cJSON *tree_container(const char **pp, const char *end, int depth, bool obj) {
   const char *p = *pp + 1;
@@ -429,7 +435,7 @@ static cJSON *tree_container(const char **pp, const char *end, int depth, bool o
  * nothing past its end, which is checked. */
 static cJSON *tree_value(const char **pp, const char *end, int depth) {
   const char *p = *pp;
-  if (p >= end || !strchr("{[\"-0123456789tfn", *p)) return NULL;
+  if (p >= end || !value_start(*p)) return NULL;
   if (*p == '{' || *p == '[')
     return depth < TREE_DEPTH ? tree_container(pp, end, depth, *p == '{') : NULL;
   const char *ve = skip_value_raw(p, end);

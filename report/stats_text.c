@@ -36,7 +36,7 @@ static inline void ws(scan *s) {
   if (s->p < s->end && (unsigned char)*s->p <= ' ') ws_run(s);
 }
 
-static bool punct(scan *s, char c) {
+static inline bool punct(scan *s, char c) {
   ws(s);
   if (s->p >= s->end || *s->p != c) return false;
   s->p++;
