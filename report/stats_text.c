@@ -276,11 +276,23 @@ static bool outcome_value(scan *s, int o, void *counts) {
   return count(s, &((uint64_t *)counts)[o]);
 }
 
+static const char *const outcome_names[MP_CAST_OUTCOMES] = MP_CAST_OUTCOME_NAMES;
+static keyset outcome_keys = {.names = outcome_names, .count = MP_CAST_OUTCOMES};
+static const char *target_names[MP_TARGET_COUNT];
+static keyset target_keys = {.names = target_names, .count = MP_TARGET_COUNT};
+
+/* The cast targets' keys (names from mp_target_name), filled on first use
+ * (the report is built on one thread). */
+static const keyset *targets_ready(void) {
+  if (!target_names[0])
+    for (int t = 0; t < MP_TARGET_COUNT; t++)
+      target_names[t] = mp_target_name((mp_target)t);
+  return keys_ready(&target_keys);
+}
+
 /* {"overflow": n, ...}: the four outcomes of one target, each once. */
 static bool outcomes(scan *s, uint64_t ret[MP_CAST_OUTCOMES]) {
-  static const char *const names[MP_CAST_OUTCOMES] = MP_CAST_OUTCOME_NAMES;
-  static keyset keys = {.names = names, .count = MP_CAST_OUTCOMES};
-  return known_keys(s, &keys, outcome_value, ret) == ALL_KEYS(MP_CAST_OUTCOMES);
+  return known_keys(s, &outcome_keys, outcome_value, ret) == ALL_KEYS(MP_CAST_OUTCOMES);
 }
 
 static bool target_value(scan *s, int t, void *c) {
@@ -288,12 +300,8 @@ static bool target_value(scan *s, int t, void *c) {
 }
 
 static bool casts(scan *s, mpprof_cstats *c) {
-  static const char *names[MP_TARGET_COUNT];
-  static keyset keys = {.names = names, .count = MP_TARGET_COUNT};
-  if (!names[0]) /* the report is built on one thread */
-    for (int t = 0; t < MP_TARGET_COUNT; t++)
-      names[t] = mp_target_name((mp_target)t);
-  return known_keys(s, &keys, target_value, c) == ALL_KEYS(MP_TARGET_COUNT);
+  targets_ready();
+  return known_keys(s, &target_keys, target_value, c) == ALL_KEYS(MP_TARGET_COUNT);
 }
 
 /* The histogram being read: its bounds into c, its counts into bins. */
@@ -332,14 +340,18 @@ static bool hist_value(scan *s, int f, void *ctx) {
                   : hist_counts(s, h);
 }
 
+/* The bounds read hold nb counts and lie in the histogram's range. */
+static bool hist_fits(const mpprof_cstats *c, size_t nb) {
+  return c->hist_lo >= MP_HIST_MIN && c->hist_hi <= MP_HIST_MAX && c->hist_lo <= c->hist_hi &&
+         nb == (size_t)(c->hist_hi - c->hist_lo + 1);
+}
+
 /* {"lo": a, "hi": b, "counts": [...]}: counts into bins (MP_HIST_BINS). */
 static bool hist(scan *s, mpprof_cstats *c, uint64_t *bins) {
   static const char *const names[] = {MP_K_HIST_LO, MP_K_HIST_HI, MP_K_HIST_COUNTS};
   static keyset keys = {.names = names, .count = 3};
   hist_read h = {c, bins, 0};
-  return known_keys(s, &keys, hist_value, &h) == ALL_KEYS(3) && c->hist_lo >= MP_HIST_MIN &&
-         c->hist_hi <= MP_HIST_MAX && c->hist_lo <= c->hist_hi &&
-         h.nb == (size_t)(c->hist_hi - c->hist_lo + 1);
+  return known_keys(s, &keys, hist_value, &h) == ALL_KEYS(3) && hist_fits(c, h.nb);
 }
 
 enum {
@@ -430,15 +442,69 @@ static bool stats_value(scan *s, int f, void *ctx) {
                                   : casts(s, c);
 }
 
+/* The text at s->p is lit (n bytes): consumed, true; else nothing consumed. */
+static inline bool lit(scan *s, const char *lit, size_t n) {
+  if ((size_t)(s->end - s->p) < n || memcmp(s->p, lit, n)) return false;
+  s->p += n;
+  return true;
+}
+#define LIT(s, text) lit(s, text, sizeof text - 1)
+
+/* One byte c, then key f of k, at s->p: consumed, true. */
+static inline bool next_key(scan *s, char c, const keyset *k, int f) {
+  if (s->p >= s->end || *s->p != c) return false;
+  s->p++;
+  return expect_key(s, k, f);
+}
+
+/* A STATS object in exactly the order and spelling mpprof writes it
+ * (mpprof_tb_cstats; no whitespace): each key is compared with the one that
+ * comes next, nothing is looked up or counted (the generic reader's work
+ * per key was most of reading a site). false at the first byte that
+ * differs, where the caller reads the object again by known_keys, which
+ * takes any order; true only where known_keys reads the same values. */
+static bool stats_in_order(scan *s, mpprof_cstats *c, uint64_t *bins) {
+  const keyset *tk = targets_ready(), *ok = keys_ready(&outcome_keys);
+  if (!LIT(s, "{\"" MP_K_DTYPE "\":") || !dtype(s, &c->dtype) || !LIT(s, ",\"" MP_K_COUNT "\":") ||
+      !count(s, &c->count) || !LIT(s, ",\"" MP_K_ZEROS "\":") || !count(s, &c->zeros) ||
+      !LIT(s, ",\"" MP_K_NANS "\":") || !count(s, &c->nans) || !LIT(s, ",\"" MP_K_POS_INFS "\":") ||
+      !count(s, &c->pos_infs) || !LIT(s, ",\"" MP_K_NEG_INFS "\":") || !count(s, &c->neg_infs) ||
+      !LIT(s, ",\"" MP_K_NEGATIVES "\":") || !count(s, &c->negatives))
+    return false;
+  if (LIT(s, ",\"" MP_K_SATURATED "\":") && !count(s, &c->saturated)) return false; /* when set */
+  hist_read h = {c, bins, 0};
+  if (!LIT(s, ",\"" MP_K_MIN "\":") || !extreme(s, &c->min) || !LIT(s, ",\"" MP_K_MAX "\":") ||
+      !extreme(s, &c->max) || !LIT(s, ",\"" MP_K_ABSMAX "\":") || !extreme(s, &c->absmax) ||
+      !LIT(s, ",\"" MP_K_MIN_ABS_NONZERO "\":") || !extreme(s, &c->min_abs_nonzero) ||
+      !LIT(s, ",\"" MP_K_EXP_HIST "\":{\"" MP_K_HIST_LO "\":") || !integer(s, &c->hist_lo) ||
+      !LIT(s, ",\"" MP_K_HIST_HI "\":") || !integer(s, &c->hist_hi) ||
+      !LIT(s, ",\"" MP_K_HIST_COUNTS "\":") || !hist_counts(s, &h) || !LIT(s, "}") ||
+      !hist_fits(c, h.nb) || !LIT(s, ",\"" MP_K_CASTS "\":"))
+    return false;
+  for (int t = 0; t < MP_TARGET_COUNT; t++) {
+    if (!next_key(s, t ? ',' : '{', tk, t)) return false;
+    for (int o = 0; o < MP_CAST_OUTCOMES; o++)
+      if (!next_key(s, o ? ',' : '{', ok, o) || !count(s, &c->casts[t][o])) return false;
+    if (!LIT(s, "}")) return false;
+  }
+  return LIT(s, "}}");
+}
+
 /* One STATS object into *c (bins allocated); false: not in mpprof's
  * spelling, or not valid (the cJSON reader says why). */
 static bool stats(scan *s, mpprof_cstats *c, uint64_t *bins, bool *oom) {
-  *c = (mpprof_cstats){
+  const mpprof_cstats none = {
       .min = NAN, .max = NAN, .absmax = NAN, .min_abs_nonzero = INFINITY, .nz_lo = 1, .nz_hi = 0};
-  stats_read r = {c, bins};
-  static keyset keys = {.names = field_names, .count = F_COUNT_};
-  unsigned seen = known_keys(s, &keys, stats_value, &r);
-  if ((seen | 1u << F_SATURATED) != ALL_KEYS(F_COUNT_)) return false;
+  const char *start = s->p;
+  *c = none;
+  if (!stats_in_order(s, c, bins)) {
+    s->p = start;
+    *c = none;
+    stats_read r = {c, bins};
+    static keyset keys = {.names = field_names, .count = F_COUNT_};
+    unsigned seen = known_keys(s, &keys, stats_value, &r);
+    if ((seen | 1u << F_SATURATED) != ALL_KEYS(F_COUNT_)) return false;
+  }
   size_t nb = (size_t)(c->hist_hi - c->hist_lo + 1);
   if (!sums_hold(c, bins, nb)) return false;
   size_t lo = 0, hi = nb;
