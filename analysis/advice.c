@@ -42,6 +42,39 @@ static mp_cast_outcome classify_scaled(double x, int k, mp_target t) {
   return mp_cast_classify(y, t);
 }
 
+/* A non-empty binade of a record: its count and the range [bottom, top] its
+ * values lie in, which does not depend on the scale. */
+typedef struct binade {
+  uint64_t c;
+  double bottom, top;
+} binade;
+
+static binade binade_of(const mp_stats *s, const mp_format *src, int e, uint64_t c) {
+  /* Without a known source format (merged records), top is the largest
+   * double below 2^(e+1). */
+  double bottom = ldexp(1.0, e);
+  double top = src && src->is_float && e >= src->emin_sub && e <= src->emax
+                   ? mp_format_binade_top(src, e)
+                   : nextafter(ldexp(1.0, e + 1), 0.0);
+  if (s->min_abs_nonzero > bottom && s->min_abs_nonzero <= top) bottom = s->min_abs_nonzero;
+  if (s->absmax >= bottom && s->absmax < top) top = s->absmax;
+  return (binade){c, bottom, top};
+}
+
+/* Binade b's values, multiplied by 2^scale_log2, cast to target: into ret. */
+static void add_binade(const binade *b, mp_target target, int scale_log2, mp_scaled_casts *ret) {
+  int r0 = rank_of(classify_scaled(b->bottom, scale_log2, target));
+  int r1 = rank_of(classify_scaled(b->top, scale_log2, target));
+  if (r0 == r1) {
+    ret->lo[by_rank[r0]] += b->c;
+    ret->hi[by_rank[r0]] += b->c;
+    return;
+  }
+  ret->estimate = true;
+  for (int r = r0; r <= r1; r++)
+    ret->hi[by_rank[r]] += b->c;
+}
+
 void mp_scaled_casts_compute(const mp_stats *s, mp_target target, int scale_log2,
                              mp_scaled_casts *ret) {
   memset(ret, 0, sizeof *ret);
@@ -56,25 +89,25 @@ void mp_scaled_casts_compute(const mp_stats *s, mp_target target, int scale_log2
   for (int e = lo; e <= hi; e++) {
     uint64_t c = s->exp_hist[e - MP_HIST_MIN];
     if (!c) continue;
-    /* The binade's values lie in [bottom, top]; without a known source
-     * format (merged records), top is the largest double below 2^(e+1). */
-    double bottom = ldexp(1.0, e);
-    double top = src && src->is_float && e >= src->emin_sub && e <= src->emax
-                     ? mp_format_binade_top(src, e)
-                     : nextafter(ldexp(1.0, e + 1), 0.0);
-    if (s->min_abs_nonzero > bottom && s->min_abs_nonzero <= top) bottom = s->min_abs_nonzero;
-    if (s->absmax >= bottom && s->absmax < top) top = s->absmax;
-    int r0 = rank_of(classify_scaled(bottom, scale_log2, target));
-    int r1 = rank_of(classify_scaled(top, scale_log2, target));
-    if (r0 == r1) {
-      ret->lo[by_rank[r0]] += c;
-      ret->hi[by_rank[r0]] += c;
-      continue;
-    }
-    ret->estimate = true;
-    for (int r = r0; r <= r1; r++)
-      ret->hi[by_rank[r]] += c;
+    binade b = binade_of(s, src, e, c);
+    add_binade(&b, target, scale_log2, ret);
   }
+}
+
+/* The binades of s, when at most cap are non-empty (into b; their number),
+ * else SIZE_MAX. */
+static size_t binades_of(const mp_stats *s, binade *b, size_t cap) {
+  const mp_format *src = mp_format_of(s->dtype);
+  int lo = s->hist_lo < MP_HIST_MIN ? MP_HIST_MIN : s->hist_lo;
+  int hi = s->hist_hi > MP_HIST_MAX ? MP_HIST_MAX : s->hist_hi;
+  size_t n = 0;
+  for (int e = lo; e <= hi; e++) {
+    uint64_t c = s->exp_hist[e - MP_HIST_MIN];
+    if (!c) continue;
+    if (n == cap) return SIZE_MAX;
+    b[n++] = binade_of(s, src, e, c);
+  }
+  return n;
 }
 
 static double fraction(uint64_t part, uint64_t whole) {
@@ -106,9 +139,20 @@ double mp_fp16_subnormal_share_unscaled(const uint64_t casts[MP_TARGET_COUNT][MP
 static void fp16_window(const mp_stats *s, const mp_advice_params *p, uint64_t n, mp_advice *ret) {
   ret->has_window = false;
   ret->window_estimate = false;
+  /* The binades once, not at each of some 65 scales (their ldexp calls were
+   * most of the advice); a record with more than fit here (a wide fp64
+   * one) has them computed at each scale. */
+  binade b[128];
+  size_t nb = binades_of(s, b, sizeof b / sizeof b[0]);
   for (int k = p->scale_log2_min; k <= p->scale_log2_max; k++) {
     mp_scaled_casts sc;
-    mp_scaled_casts_compute(s, MP_TGT_FP16, k, &sc);
+    if (k == 0 || nb == SIZE_MAX) {
+      mp_scaled_casts_compute(s, MP_TGT_FP16, k, &sc);
+    } else {
+      memset(&sc, 0, sizeof sc);
+      for (size_t i = 0; i < nb; i++)
+        add_binade(&b[i], MP_TGT_FP16, k, &sc);
+    }
     bool fits_surely =
         sc.hi[MP_CAST_OVERFLOW] == 0 && fraction(sc.hi[MP_CAST_UNDERFLOW], n) <= p->underflow_max;
     bool fits_maybe =

@@ -393,13 +393,11 @@ int mpprof_model_finish(mpprof_model *m) {
       s->phase = mpprof_phase_of(&m->phases, s->layer, &s->layer_name);
     }
     if (!s->layer_name) return -1;
-    s->elements = 0;
-    const mpprof_role_stats *ts;
-    bool owned;
-    if (mpprof_site_tensors(s, &ts, &owned)) return -1;
-    for (size_t t = 0; t < s->n_tensors; t++)
-      s->elements += ts[t].st.count;
-    if (owned) mpprof_role_stats_free((mpprof_role_stats *)ts, s->n_tensors);
+    if (!s->tpack) { /* packed ones were summed when packed */
+      s->elements = 0;
+      for (size_t t = 0; t < s->n_tensors; t++)
+        s->elements += s->tensors[t].st.count;
+    }
   }
   /* Sort pointers, renumber events by the old index, then move the sites
    * in place along the permutation's cycles (no second array of them). */

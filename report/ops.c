@@ -44,6 +44,23 @@ bool mpprof_site_is_tf32(const mpprof_site *s) {
   return false;
 }
 
+/* Appends s to buf (n bytes, *used of them used) as snprintf(buf + *used,
+ * n - *used, "%s", s) would: cut to what fits, NUL-terminated. Some 100k
+ * rows of ops.csv are built of such pieces; printf's parse was most of it. */
+static void cat(char *buf, size_t n, size_t *used, const char *s) {
+  size_t len = strlen(s), room = n - *used - 1;
+  if (len > room) len = room;
+  memcpy(buf + *used, s, len);
+  *used += len;
+  buf[*used] = '\0';
+}
+
+static void cat_u64(char *buf, size_t n, size_t *used, uint64_t v) {
+  char d[24];
+  mpprof_u64_text(v, d);
+  cat(buf, n, used, d);
+}
+
 void mpprof_site_compute_label(const mpprof_site *s, char *buf, size_t n) {
   const char *ct = s->compute_type ? s->compute_type : "?";
   const char *mm = s->math_mode;
@@ -58,7 +75,8 @@ void mpprof_site_compute_label(const mpprof_site *s, char *buf, size_t n) {
     else
       snprintf(buf, n, "TF32 (compute %s; its kernels are TF32)", ct);
   } else if (plain_mm) {
-    snprintf(buf, n, "%s", ct);
+    size_t used = 0;
+    cat(buf, n, &used, ct);
   } else {
     snprintf(buf, n, "%s, math mode %s", ct, mm);
   }
@@ -94,17 +112,25 @@ void mpprof_site_shape(const mpprof_site *s, char *buf, size_t n) {
              "conv n=%" PRId64 " c=%" PRId64 " %" PRId64 "x%" PRId64 " k=%" PRId64 " %" PRId64
              "x%" PRId64,
              d[0], d[1], d[2], d[3], d[4], d[5], d[6]);
-  else
-    snprintf(buf, n, "%" PRIu64 "x%" PRIu64 "x%" PRIu64 "x%" PRIu64, s->m, s->n, s->k,
-             s->batch ? s->batch : 1);
+  else {
+    size_t used = 0;
+    const uint64_t dims[] = {s->m, s->n, s->k, s->batch ? s->batch : 1};
+    buf[0] = 0;
+    for (int i = 0; i < 4; i++) {
+      if (i) cat(buf, n, &used, "x");
+      cat_u64(buf, n, &used, dims[i]);
+    }
+  }
 }
 
 void mpprof_site_dtypes(const mpprof_site *s, char *buf, size_t n) {
+  size_t used = 0;
   buf[0] = 0;
   for (int t = 0; t < s->n_types; t++) {
-    size_t used = strlen(buf);
-    snprintf(buf + used, n - used, "%s%s=%s", t ? " " : "", s->types[t].role,
-             mp_dtype_name(s->types[t].dtype));
+    if (t) cat(buf, n, &used, " ");
+    cat(buf, n, &used, s->types[t].role);
+    cat(buf, n, &used, "=");
+    cat(buf, n, &used, mp_dtype_name(s->types[t].dtype));
   }
 }
 
@@ -154,19 +180,19 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     mpprof_site_extra_of(s, &x);
     char id[24], shape[160], mm[24], nn[24], kk[24], bb[24], dt[128], comp[160], calls[24], gpu[24],
         share[32], tfl[32];
-    snprintf(id, sizeof id, "%zu", s->id);
+    mpprof_u64_text(s->id, id);
     mpprof_site_shape(s, shape, sizeof shape);
-    snprintf(mm, sizeof mm, "%" PRIu64, s->m);
-    snprintf(nn, sizeof nn, "%" PRIu64, s->n);
-    snprintf(kk, sizeof kk, "%" PRIu64, s->k);
-    snprintf(bb, sizeof bb, "%" PRIu64, s->batch ? s->batch : 1);
+    mpprof_u64_text(s->m, mm);
+    mpprof_u64_text(s->n, nn);
+    mpprof_u64_text(s->k, kk);
+    mpprof_u64_text(s->batch ? s->batch : 1, bb);
     mpprof_site_dtypes(s, dt, sizeof dt);
     mpprof_site_compute_label(s, comp, sizeof comp);
-    snprintf(calls, sizeof calls, "%" PRIu64, s->calls);
+    mpprof_u64_text(s->calls, calls);
     bool known;
     uint64_t ns = mpprof_site_gpu_ns(s, &known);
     if (known)
-      snprintf(gpu, sizeof gpu, "%" PRIu64, ns);
+      mpprof_u64_text(ns, gpu);
     else
       gpu[0] = 0;
     double sh = mpprof_site_gpu_share_pct(m, s), tf = mpprof_site_tflops(m, s);

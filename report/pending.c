@@ -15,14 +15,18 @@
 
 /* ---- writing ---- */
 
+/* Written in place (some hundred a site: a memcpy call each was most of
+ * packing). */
 static void put_u(mpprof_tb *b, uint64_t v) {
-  unsigned char t[10];
+  if (b->oom || (b->n + 11 > b->cap && !mpprof_tb_room(b, 10))) return;
+  unsigned char *t = (unsigned char *)b->p + b->n;
   size_t n = 0;
   do {
     t[n++] = (unsigned char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
     v >>= 7;
   } while (v);
-  mpprof_tb_put(b, (const char *)t, n);
+  b->n += n;
+  b->p[b->n] = '\0';
 }
 
 static void put_z(mpprof_tb *b, int64_t v) {
@@ -294,9 +298,11 @@ int mpprof_site_pack_tensors(mpprof_site *s, mpprof_tb *scratch) {
   }
   mpprof_tb b = *scratch;
   b.n = 0;
+  s->elements = 0;
   for (size_t i = 0; i < s->n_tensors; i++) {
     mpprof_tb_put(&b, (const char *)&s->tensors[i].role, sizeof s->tensors[i].role);
     put_cstats(&b, &s->tensors[i].st);
+    s->elements += s->tensors[i].st.count;
   }
   *scratch = b;
   unsigned char *p = b.oom ? NULL : malloc(b.n ? b.n : 1);

@@ -369,6 +369,12 @@ static cJSON *plain_scalar(const char *p, const char *e) {
 
 static cJSON *tree_value(const char **pp, const char *end, int depth);
 
+/* A byte a JSON value can start with (one test per value, not a strchr). */
+static bool value_start(char c) {
+  return c == '{' || c == '[' || c == '"' || c == '-' || (c >= '0' && c <= '9') || c == 't' ||
+         c == 'f' || c == 'n';
+}
+
 /* The object (obj) or array at *pp, its members read by tree_value. */
 static cJSON *tree_container(const char **pp, const char *end, int depth, bool obj) {
   const char *p = *pp + 1;
@@ -429,7 +435,7 @@ static cJSON *tree_container(const char **pp, const char *end, int depth, bool o
  * nothing past its end, which is checked. */
 static cJSON *tree_value(const char **pp, const char *end, int depth) {
   const char *p = *pp;
-  if (p >= end || !strchr("{[\"-0123456789tfn", *p)) return NULL;
+  if (p >= end || !value_start(*p)) return NULL;
   if (*p == '{' || *p == '[')
     return depth < TREE_DEPTH ? tree_container(pp, end, depth, *p == '{') : NULL;
   const char *ve = skip_value_raw(p, end);
@@ -657,25 +663,38 @@ static const cJSON *member(const members *m, const char *key) {
 
 /* ---- sites ---- */
 
-/* By hash: every member of every site is asked (the report is built on one
- * thread; the set is filled on first use). */
-static bool is_identity_key(const char *k) {
+static int str_ptr_cmp(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* 1 + the place of k among the identity keys sorted by strcmp, or 0 when k
+ * is none of them: the sort of a site's identity members compares these
+ * (their strcmp was a tenth of reading a site). By hash: every member of
+ * every site is asked (the report is built on one thread; the set is
+ * filled on first use). */
+static int identity_rank(const char *k) {
   static const char *set[MEMBER_SLOTS];
+  static int rank[MEMBER_SLOTS];
   static bool filled;
   if (!filled) {
-    for (const char *const *i = mp_raw_identity_keys; *i; i++) {
-      if (!**i) continue;
-      unsigned h = key_hash(*i);
-      while (set[h] && strcmp(set[h], *i))
+    const char *sorted[MEMBER_SLOTS];
+    size_t n = 0;
+    for (const char *const *i = mp_raw_identity_keys; *i; i++)
+      if (**i && n < MEMBER_SLOTS / 2) sorted[n++] = *i;
+    qsort(sorted, n, sizeof *sorted, str_ptr_cmp);
+    for (size_t r = 0; r < n; r++) {
+      unsigned h = key_hash(sorted[r]);
+      while (set[h] && strcmp(set[h], sorted[r]))
         h = (h + 1) & (MEMBER_SLOTS - 1);
-      set[h] = *i;
+      set[h] = sorted[r];
+      rank[h] = (int)r + 1;
     }
     filled = true;
   }
   unsigned h = key_hash(k);
   while (set[h] && strcmp(set[h], k))
     h = (h + 1) & (MEMBER_SLOTS - 1);
-  return set[h] != NULL;
+  return set[h] ? rank[h] : 0;
 }
 
 /* v as cJSON_PrintUnformatted prints it, without building its text through
@@ -720,17 +739,23 @@ static void json_text(mpprof_tb *b, const cJSON *v) {
  * of those fields). Everything else merges. The text lies in *text, a buffer
  * kept across sites; NULL when out of memory. */
 static const char *identity_of(const cJSON *o, mpprof_tb *text) {
-  const cJSON *few[64], **v = few;
+  typedef struct ranked {
+    const cJSON *c;
+    int rank; /* identity_rank */
+  } ranked;
+  ranked few[64], *v = few;
   size_t n = 0, k = 0;
   for (const cJSON *c = o->child; c; c = c->next)
     n++;
   if (n > sizeof few / sizeof few[0] && !(v = malloc(n * sizeof *v))) return NULL;
-  for (const cJSON *c = o->child; c; c = c->next)
-    if (is_identity_key(c->string)) v[k++] = c;
+  for (const cJSON *c = o->child; c; c = c->next) {
+    int r = identity_rank(c->string);
+    if (r) v[k++] = (ranked){c, r};
+  }
   for (size_t i = 1; i < k; i++) { /* some 15 keys, mostly in order: insertion */
-    const cJSON *x = v[i];
+    ranked x = v[i];
     size_t j = i;
-    for (; j && strcmp(v[j - 1]->string, x->string) > 0; j--)
+    for (; j && v[j - 1].rank > x.rank; j--)
       v[j] = v[j - 1];
     v[j] = x;
   }
@@ -739,9 +764,9 @@ static const char *identity_of(const cJSON *o, mpprof_tb *text) {
   mpprof_tb_put(&b, "{", 1);
   for (size_t i = 0; i < k; i++) {
     if (i) mpprof_tb_put(&b, ",", 1);
-    mpprof_tb_json_str(&b, v[i]->string);
+    mpprof_tb_json_str(&b, v[i].c->string);
     mpprof_tb_put(&b, ":", 1);
-    json_text(&b, v[i]);
+    json_text(&b, v[i].c);
   }
   mpprof_tb_put(&b, "}", 1);
   if (v != few) free(v);

@@ -275,7 +275,8 @@ typedef struct mpprof_site {
   int tc_used;     /* -1 unknown, 0, 1 */
   mp_tc_source tc_source;
   uint64_t kernel_ns, tc_ns, unknown_ns; /* kernel GPU time split by verdict */
-  uint64_t elements;      /* elements scanned over all roles (impact without GPU time) */
+  uint64_t elements;      /* elements scanned over all roles (impact without GPU time);
+                           * set when the tensors are packed, else by mpprof_model_finish */
   uint64_t flop_per_call; /* 2*m*n*k*batch (convs: of the implicit GEMM); 0 unknown */
 } mpprof_site;
 
@@ -704,6 +705,11 @@ static inline void mpprof_tb_put(mpprof_tb *b, const char *s, size_t len) {
 void mpprof_tb_cstr(mpprof_tb *b, const char *s);
 void mpprof_tb_json_str(mpprof_tb *b, const char *s); /* escaped as cJSON does; NULL: null */
 void mpprof_tb_u64(mpprof_tb *b, uint64_t v);
+/* Text without printf: v's digits ("%" PRIu64), and v / 1000 with three
+ * decimals as printf("%.3f", (double)v / 1e3) prints it (a time in ns as
+ * µs); NUL-terminated, their length returned. */
+size_t mpprof_u64_text(uint64_t v, char buf[24]);
+size_t mpprof_milli_text(int64_t v, char buf[32]);
 /* A double as mpprof_json_double writes it (mpprof_double_text: the first of %.15g/16g/17g that
  * reads back; null when not finite). */
 void mpprof_tb_double(mpprof_tb *b, double d);
@@ -769,6 +775,8 @@ const char *mpprof_scale_str(double s, char *buf);
  * weights and incoming activations, are in no verdict. */
 size_t mpprof_outputs_only_procs(const mpprof_model *m);
 void mpprof_fput_json_string(FILE *f, const char *s);
+/* The first n bytes of s (no NUL among them) as mpprof_fput_json_string writes them. */
+void mpprof_fput_json_string_n(FILE *f, const char *s, size_t n);
 /* "A=fp16 B=fp16 D=fp32": the layer's operand dtypes per role (malloc'd). */
 char *mpprof_layer_dtypes(const mpprof_model *m, const mpprof_layer *l);
 /* Output of the stats of a layer tensor as cJSON (with advice). */

@@ -12,6 +12,8 @@
  * message are that reader's. */
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,12 +25,18 @@ typedef struct scan {
   const char *p, *end;
 } scan;
 
-static void ws(scan *s) {
+static void ws_run(scan *s) {
   while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t'))
     s->p++;
 }
 
-static bool punct(scan *s, char c) {
+/* mpprof writes no whitespace: one comparison says so (JSON's four are
+ * below '!'), inline. */
+static inline void ws(scan *s) {
+  if (s->p < s->end && (unsigned char)*s->p <= ' ') ws_run(s);
+}
+
+static inline bool punct(scan *s, char c) {
   ws(s);
   if (s->p >= s->end || *s->p != c) return false;
   s->p++;
@@ -91,10 +99,10 @@ static bool integer(scan *s, int *ret) {
   return true;
 }
 
-/* A JSON-grammar number b..e of at most 15 significant digits and a power
- * of ten up to 10^22 either way, as strtod reads it: both factors are exact
- * doubles, so one multiplication or division rounds once, correctly
- * (Clinger's fast path). false: not such a number. */
+/* A JSON-grammar number b..e whose significant digits make an integer up to
+ * 2^53 and a power of ten up to 10^22 either way, as strtod reads it: both
+ * factors are exact doubles, so one multiplication or division rounds once,
+ * correctly (Clinger's fast path). false: not such a number. */
 static bool exact_decimal(const char *b, const char *e, double *ret) {
   static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
@@ -115,9 +123,10 @@ static bool exact_decimal(const char *b, const char *e, double *ret) {
         digits++;
       }
       scale--;
-      if (digits > 15) return false;
+      if (digits > 16) return false;
     }
-  if (p != e || digits > 15) return false; /* an exponent part: strtod */
+  /* an exponent part, or more than 2^53: strtod */
+  if (p != e || digits > 16 || m > (UINT64_C(1) << 53)) return false;
   double v = (double)m;
   if (scale < -22) return false;
   v = scale ? v / pow10[-scale] : v;
@@ -186,39 +195,74 @@ static int key_index(const char *k, size_t n, const char *const *names, int coun
   return f;
 }
 
-/* The key name written plainly at s->p, '"name":' (the spelling mpprof
- * writes, in order: one comparison, no scan of the string): consumed, true.
- * false, nothing consumed: any other text (plain_string reads it). */
-static bool expect_key(scan *s, const char *name) {
-  const char *p = s->p;
-  if (p >= s->end || *p++ != '"') return false;
-  for (; *name; name++, p++)
-    if (p >= s->end || *p != *name) return false;
-  if (s->end - p < 2 || p[0] != '"' || p[1] != ':') return false;
-  s->p = p + 2;
+/* The keys of an object (at most 32) and each one's spelling as mpprof
+ * writes it, '"name":', compared in one memcmp (the byte loop was half of
+ * the keys' time); filled on first use (the report is built on one thread). */
+typedef struct keyset {
+  const char *const *names;
+  int count;
+  bool ready;
+  unsigned char len[32]; /* of quoted[f]; 0: too long, plain_string reads it */
+  char quoted[32][32];
+} keyset;
+
+static const keyset *keys_ready(keyset *k) {
+  if (!k->ready) {
+    for (int f = 0; f < k->count; f++) {
+      size_t n = strlen(k->names[f]);
+      if (n + 3 >= sizeof k->quoted[f]) continue;
+      k->quoted[f][0] = '"';
+      memcpy(k->quoted[f] + 1, k->names[f], n);
+      memcpy(k->quoted[f] + 1 + n, "\":", 2);
+      k->len[f] = (unsigned char)(n + 3);
+    }
+    k->ready = true;
+  }
+  return k;
+}
+
+/* Key f written plainly at s->p (the spelling mpprof writes, in order: one
+ * comparison, no scan of the string): consumed, true. false, nothing
+ * consumed: any other text (plain_string reads it). */
+static bool expect_key(scan *s, const keyset *k, int f) {
+  size_t n = k->len[f];
+  const char *q = k->quoted[f];
+  if (!n || (size_t)(s->end - s->p) < n) return false;
+  if (n >= 8 && n <= 16) { /* most keys: two 8-byte words (overlapping), not a call */
+    uint64_t a0, a1, b0, b1;
+    memcpy(&a0, s->p, 8);
+    memcpy(&a1, s->p + n - 8, 8);
+    memcpy(&b0, q, 8);
+    memcpy(&b1, q + n - 8, 8);
+    if (a0 != b0 || a1 != b1) return false;
+  } else if (memcmp(s->p, q, n)) {
+    return false;
+  }
+  s->p += n;
   return true;
 }
 
-/* An object whose keys are names[0..count) (at most 32), each at most once:
- * value(s, f, ctx) reads the value of key f. mpprof writes the keys in
- * order, so the one after the last is tried first. The keys seen, or 0 when
- * the text is anything else. */
+/* An object whose keys are those of k, each at most once: value(s, f, ctx)
+ * reads the value of key f. mpprof writes the keys in order, so the one
+ * after the last is tried first. The keys seen, or 0 when the text is
+ * anything else. */
 typedef bool (*value_fn)(scan *s, int f, void *ctx);
-static unsigned known_keys(scan *s, const char *const *names, int count, value_fn value,
-                           void *ctx) {
+static unsigned known_keys(scan *s, keyset *keys, value_fn value, void *ctx) {
+  const keyset *k = keys_ready(keys);
+  int count = k->count;
   unsigned seen = 0;
   int last = -1;
   if (!punct(s, '{')) return 0;
   do {
     ws(s);
     int f = last + 1 < count ? last + 1 : 0;
-    if (expect_key(s, names[f])) {
+    if (expect_key(s, k, f)) {
       last = f;
     } else {
-      const char *k;
+      const char *kt;
       size_t n;
-      if (!plain_string(s, &k, &n) || !punct(s, ':')) return 0;
-      f = key_index(k, n, names, count, &last);
+      if (!plain_string(s, &kt, &n) || !punct(s, ':')) return 0;
+      f = key_index(kt, n, k->names, count, &last);
     }
     if (f == count || seen & 1u << f || !value(s, f, ctx)) return 0;
     seen |= 1u << f;
@@ -232,10 +276,23 @@ static bool outcome_value(scan *s, int o, void *counts) {
   return count(s, &((uint64_t *)counts)[o]);
 }
 
+static const char *const outcome_names[MP_CAST_OUTCOMES] = MP_CAST_OUTCOME_NAMES;
+static keyset outcome_keys = {.names = outcome_names, .count = MP_CAST_OUTCOMES};
+static const char *target_names[MP_TARGET_COUNT];
+static keyset target_keys = {.names = target_names, .count = MP_TARGET_COUNT};
+
+/* The cast targets' keys (names from mp_target_name), filled on first use
+ * (the report is built on one thread). */
+static const keyset *targets_ready(void) {
+  if (!target_names[0])
+    for (int t = 0; t < MP_TARGET_COUNT; t++)
+      target_names[t] = mp_target_name((mp_target)t);
+  return keys_ready(&target_keys);
+}
+
 /* {"overflow": n, ...}: the four outcomes of one target, each once. */
 static bool outcomes(scan *s, uint64_t ret[MP_CAST_OUTCOMES]) {
-  static const char *const names[MP_CAST_OUTCOMES] = MP_CAST_OUTCOME_NAMES;
-  return known_keys(s, names, MP_CAST_OUTCOMES, outcome_value, ret) == ALL_KEYS(MP_CAST_OUTCOMES);
+  return known_keys(s, &outcome_keys, outcome_value, ret) == ALL_KEYS(MP_CAST_OUTCOMES);
 }
 
 static bool target_value(scan *s, int t, void *c) {
@@ -243,11 +300,8 @@ static bool target_value(scan *s, int t, void *c) {
 }
 
 static bool casts(scan *s, mpprof_cstats *c) {
-  static const char *names[MP_TARGET_COUNT];
-  if (!names[0]) /* the report is built on one thread */
-    for (int t = 0; t < MP_TARGET_COUNT; t++)
-      names[t] = mp_target_name((mp_target)t);
-  return known_keys(s, names, MP_TARGET_COUNT, target_value, c) == ALL_KEYS(MP_TARGET_COUNT);
+  targets_ready();
+  return known_keys(s, &target_keys, target_value, c) == ALL_KEYS(MP_TARGET_COUNT);
 }
 
 /* The histogram being read: its bounds into c, its counts into bins. */
@@ -286,13 +340,18 @@ static bool hist_value(scan *s, int f, void *ctx) {
                   : hist_counts(s, h);
 }
 
+/* The bounds read hold nb counts and lie in the histogram's range. */
+static bool hist_fits(const mpprof_cstats *c, size_t nb) {
+  return c->hist_lo >= MP_HIST_MIN && c->hist_hi <= MP_HIST_MAX && c->hist_lo <= c->hist_hi &&
+         nb == (size_t)(c->hist_hi - c->hist_lo + 1);
+}
+
 /* {"lo": a, "hi": b, "counts": [...]}: counts into bins (MP_HIST_BINS). */
 static bool hist(scan *s, mpprof_cstats *c, uint64_t *bins) {
   static const char *const names[] = {MP_K_HIST_LO, MP_K_HIST_HI, MP_K_HIST_COUNTS};
+  static keyset keys = {.names = names, .count = 3};
   hist_read h = {c, bins, 0};
-  return known_keys(s, names, 3, hist_value, &h) == ALL_KEYS(3) && c->hist_lo >= MP_HIST_MIN &&
-         c->hist_hi <= MP_HIST_MAX && c->hist_lo <= c->hist_hi &&
-         h.nb == (size_t)(c->hist_hi - c->hist_lo + 1);
+  return known_keys(s, &keys, hist_value, &h) == ALL_KEYS(3) && hist_fits(c, h.nb);
 }
 
 enum {
@@ -362,29 +421,90 @@ typedef struct stats_read {
 static bool stats_value(scan *s, int f, void *ctx) {
   stats_read *r = ctx;
   mpprof_cstats *c = r->c;
-  uint64_t *const counts[] = {
-      [F_COUNT] = &c->count,        [F_ZEROS] = &c->zeros,       [F_NANS] = &c->nans,
-      [F_POS_INFS] = &c->pos_infs,  [F_NEG_INFS] = &c->neg_infs, [F_NEGATIVES] = &c->negatives,
-      [F_SATURATED] = &c->saturated};
-  double *const extremes[] = {[F_MIN] = &c->min,
-                              [F_MAX] = &c->max,
-                              [F_ABSMAX] = &c->absmax,
-                              [F_MIN_ABS_NONZERO] = &c->min_abs_nonzero};
+  /* where each field goes, as offsets (not a table of pointers built per call) */
+  static const size_t at[F_COUNT_] = {[F_COUNT] = offsetof(mpprof_cstats, count),
+                                      [F_ZEROS] = offsetof(mpprof_cstats, zeros),
+                                      [F_NANS] = offsetof(mpprof_cstats, nans),
+                                      [F_POS_INFS] = offsetof(mpprof_cstats, pos_infs),
+                                      [F_NEG_INFS] = offsetof(mpprof_cstats, neg_infs),
+                                      [F_NEGATIVES] = offsetof(mpprof_cstats, negatives),
+                                      [F_SATURATED] = offsetof(mpprof_cstats, saturated),
+                                      [F_MIN] = offsetof(mpprof_cstats, min),
+                                      [F_MAX] = offsetof(mpprof_cstats, max),
+                                      [F_ABSMAX] = offsetof(mpprof_cstats, absmax),
+                                      [F_MIN_ABS_NONZERO] =
+                                          offsetof(mpprof_cstats, min_abs_nonzero)};
+  void *field = (char *)c + at[f];
   return f == F_DTYPE             ? dtype(s, &c->dtype)
-         : f <= F_SATURATED       ? count(s, counts[f])
-         : f <= F_MIN_ABS_NONZERO ? extreme(s, extremes[f])
+         : f <= F_SATURATED       ? count(s, field)
+         : f <= F_MIN_ABS_NONZERO ? extreme(s, field)
          : f == F_EXP_HIST        ? hist(s, c, r->bins)
                                   : casts(s, c);
+}
+
+/* The text at s->p is lit (n bytes): consumed, true; else nothing consumed. */
+static inline bool lit(scan *s, const char *lit, size_t n) {
+  if ((size_t)(s->end - s->p) < n || memcmp(s->p, lit, n)) return false;
+  s->p += n;
+  return true;
+}
+#define LIT(s, text) lit(s, text, sizeof text - 1)
+
+/* One byte c, then key f of k, at s->p: consumed, true. */
+static inline bool next_key(scan *s, char c, const keyset *k, int f) {
+  if (s->p >= s->end || *s->p != c) return false;
+  s->p++;
+  return expect_key(s, k, f);
+}
+
+/* A STATS object in exactly the order and spelling mpprof writes it
+ * (mpprof_tb_cstats; no whitespace): each key is compared with the one that
+ * comes next, nothing is looked up or counted (the generic reader's work
+ * per key was most of reading a site). false at the first byte that
+ * differs, where the caller reads the object again by known_keys, which
+ * takes any order; true only where known_keys reads the same values. */
+static bool stats_in_order(scan *s, mpprof_cstats *c, uint64_t *bins) {
+  const keyset *tk = targets_ready(), *ok = keys_ready(&outcome_keys);
+  if (!LIT(s, "{\"" MP_K_DTYPE "\":") || !dtype(s, &c->dtype) || !LIT(s, ",\"" MP_K_COUNT "\":") ||
+      !count(s, &c->count) || !LIT(s, ",\"" MP_K_ZEROS "\":") || !count(s, &c->zeros) ||
+      !LIT(s, ",\"" MP_K_NANS "\":") || !count(s, &c->nans) || !LIT(s, ",\"" MP_K_POS_INFS "\":") ||
+      !count(s, &c->pos_infs) || !LIT(s, ",\"" MP_K_NEG_INFS "\":") || !count(s, &c->neg_infs) ||
+      !LIT(s, ",\"" MP_K_NEGATIVES "\":") || !count(s, &c->negatives))
+    return false;
+  if (LIT(s, ",\"" MP_K_SATURATED "\":") && !count(s, &c->saturated)) return false; /* when set */
+  hist_read h = {c, bins, 0};
+  if (!LIT(s, ",\"" MP_K_MIN "\":") || !extreme(s, &c->min) || !LIT(s, ",\"" MP_K_MAX "\":") ||
+      !extreme(s, &c->max) || !LIT(s, ",\"" MP_K_ABSMAX "\":") || !extreme(s, &c->absmax) ||
+      !LIT(s, ",\"" MP_K_MIN_ABS_NONZERO "\":") || !extreme(s, &c->min_abs_nonzero) ||
+      !LIT(s, ",\"" MP_K_EXP_HIST "\":{\"" MP_K_HIST_LO "\":") || !integer(s, &c->hist_lo) ||
+      !LIT(s, ",\"" MP_K_HIST_HI "\":") || !integer(s, &c->hist_hi) ||
+      !LIT(s, ",\"" MP_K_HIST_COUNTS "\":") || !hist_counts(s, &h) || !LIT(s, "}") ||
+      !hist_fits(c, h.nb) || !LIT(s, ",\"" MP_K_CASTS "\":"))
+    return false;
+  for (int t = 0; t < MP_TARGET_COUNT; t++) {
+    if (!next_key(s, t ? ',' : '{', tk, t)) return false;
+    for (int o = 0; o < MP_CAST_OUTCOMES; o++)
+      if (!next_key(s, o ? ',' : '{', ok, o) || !count(s, &c->casts[t][o])) return false;
+    if (!LIT(s, "}")) return false;
+  }
+  return LIT(s, "}}");
 }
 
 /* One STATS object into *c (bins allocated); false: not in mpprof's
  * spelling, or not valid (the cJSON reader says why). */
 static bool stats(scan *s, mpprof_cstats *c, uint64_t *bins, bool *oom) {
-  *c = (mpprof_cstats){
+  const mpprof_cstats none = {
       .min = NAN, .max = NAN, .absmax = NAN, .min_abs_nonzero = INFINITY, .nz_lo = 1, .nz_hi = 0};
-  stats_read r = {c, bins};
-  unsigned seen = known_keys(s, field_names, F_COUNT_, stats_value, &r);
-  if ((seen | 1u << F_SATURATED) != ALL_KEYS(F_COUNT_)) return false;
+  const char *start = s->p;
+  *c = none;
+  if (!stats_in_order(s, c, bins)) {
+    s->p = start;
+    *c = none;
+    stats_read r = {c, bins};
+    static keyset keys = {.names = field_names, .count = F_COUNT_};
+    unsigned seen = known_keys(s, &keys, stats_value, &r);
+    if ((seen | 1u << F_SATURATED) != ALL_KEYS(F_COUNT_)) return false;
+  }
   size_t nb = (size_t)(c->hist_hi - c->hist_lo + 1);
   if (!sums_hold(c, bins, nb)) return false;
   size_t lo = 0, hi = nb;
@@ -470,73 +590,93 @@ int mpprof_tensors_scan(mpprof_strpool *pool, const char *text, size_t len, mppr
 
 /* ---- writing ---- */
 
+/* A literal piece of text: its length is known (most of a site's text is
+ * such pieces; a strlen each was a tenth of writing it). */
+#define TB_LIT(b, lit) mpprof_tb_put(b, lit, sizeof lit - 1)
+
 static void tb_int(mpprof_tb *b, int v) {
-  char buf[16];
-  mpprof_tb_put(b, buf, (size_t)snprintf(buf, sizeof buf, "%d", v));
+  if (v < 0) TB_LIT(b, "-");
+  mpprof_tb_u64(b, v < 0 ? -(uint64_t)v : (uint64_t)v);
 }
 
-static void tb_key(mpprof_tb *b, const char *key) {
-  mpprof_tb_put(b, ",\"", 2);
-  mpprof_tb_cstr(b, key);
-  mpprof_tb_put(b, "\":", 2);
+/* '{"name":' ... for each cast target, and '"name":' for each outcome:
+ * built on first use (the report is built on one thread). */
+typedef struct piece {
+  unsigned char len;
+  char text[30];
+} piece;
+
+static void make_piece(piece *p, const char *before, const char *name) {
+  int n = snprintf(p->text, sizeof p->text, "%s\"%s\":", before, name);
+  p->len = n > 0 && (size_t)n < sizeof p->text ? (unsigned char)n : 0;
 }
 
 void mpprof_tb_cstats(mpprof_tb *b, const mpprof_cstats *c) {
-  static const char *const outcome_names[MP_CAST_OUTCOMES] = MP_CAST_OUTCOME_NAMES;
-  mpprof_tb_cstr(b, "{\"" MP_K_DTYPE "\":");
+  static piece target_first[MP_TARGET_COUNT], target_next[MP_TARGET_COUNT],
+      outcome_first[MP_CAST_OUTCOMES], outcome_next[MP_CAST_OUTCOMES];
+  static bool made;
+  if (!made) {
+    static const char *const outcome_names[MP_CAST_OUTCOMES] = MP_CAST_OUTCOME_NAMES;
+    for (int t = 0; t < MP_TARGET_COUNT; t++) {
+      make_piece(&target_first[t], "{", mp_target_name((mp_target)t));
+      make_piece(&target_next[t], ",", mp_target_name((mp_target)t));
+    }
+    for (int o = 0; o < MP_CAST_OUTCOMES; o++) {
+      make_piece(&outcome_first[o], "{", outcome_names[o]);
+      make_piece(&outcome_next[o], ",", outcome_names[o]);
+    }
+    made = true;
+  }
+  TB_LIT(b, "{\"" MP_K_DTYPE "\":");
   mpprof_tb_json_str(b, c->dtype == MP_DTYPE_INVALID ? NULL : mp_dtype_name(c->dtype));
-  const struct {
-    const char *key;
-    uint64_t v;
-  } counts[] = {{MP_K_COUNT, c->count},        {MP_K_ZEROS, c->zeros},
-                {MP_K_NANS, c->nans},          {MP_K_POS_INFS, c->pos_infs},
-                {MP_K_NEG_INFS, c->neg_infs},  {MP_K_NEGATIVES, c->negatives},
-                {MP_K_SATURATED, c->saturated}};
-  for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
-    if (!strcmp(counts[i].key, MP_K_SATURATED) && !c->saturated) continue; /* only when set */
-    tb_key(b, counts[i].key);
-    mpprof_tb_u64(b, counts[i].v);
+  TB_LIT(b, ",\"" MP_K_COUNT "\":");
+  mpprof_tb_u64(b, c->count);
+  TB_LIT(b, ",\"" MP_K_ZEROS "\":");
+  mpprof_tb_u64(b, c->zeros);
+  TB_LIT(b, ",\"" MP_K_NANS "\":");
+  mpprof_tb_u64(b, c->nans);
+  TB_LIT(b, ",\"" MP_K_POS_INFS "\":");
+  mpprof_tb_u64(b, c->pos_infs);
+  TB_LIT(b, ",\"" MP_K_NEG_INFS "\":");
+  mpprof_tb_u64(b, c->neg_infs);
+  TB_LIT(b, ",\"" MP_K_NEGATIVES "\":");
+  mpprof_tb_u64(b, c->negatives);
+  if (c->saturated) { /* only when set */
+    TB_LIT(b, ",\"" MP_K_SATURATED "\":");
+    mpprof_tb_u64(b, c->saturated);
   }
-  const struct {
-    const char *key;
-    double v;
-  } extremes[] = {{MP_K_MIN, c->min},
-                  {MP_K_MAX, c->max},
-                  {MP_K_ABSMAX, c->absmax},
-                  {MP_K_MIN_ABS_NONZERO, c->min_abs_nonzero}};
-  for (size_t i = 0; i < sizeof extremes / sizeof extremes[0]; i++) {
-    tb_key(b, extremes[i].key);
-    mpprof_tb_double(b, extremes[i].v);
-  }
+  TB_LIT(b, ",\"" MP_K_MIN "\":");
+  mpprof_tb_double(b, c->min);
+  TB_LIT(b, ",\"" MP_K_MAX "\":");
+  mpprof_tb_double(b, c->max);
+  TB_LIT(b, ",\"" MP_K_ABSMAX "\":");
+  mpprof_tb_double(b, c->absmax);
+  TB_LIT(b, ",\"" MP_K_MIN_ABS_NONZERO "\":");
+  mpprof_tb_double(b, c->min_abs_nonzero);
   int lo, hi;
   mp_hist_written_range(c->hist_lo, c->hist_hi, c->nz_lo, c->nz_hi, &lo, &hi);
-  tb_key(b, MP_K_EXP_HIST);
-  mpprof_tb_cstr(b, "{\"" MP_K_HIST_LO "\":");
+  TB_LIT(b, ",\"" MP_K_EXP_HIST "\":{\"" MP_K_HIST_LO "\":");
   tb_int(b, lo);
-  tb_key(b, MP_K_HIST_HI);
+  TB_LIT(b, ",\"" MP_K_HIST_HI "\":");
   tb_int(b, hi);
-  tb_key(b, MP_K_HIST_COUNTS);
-  mpprof_tb_put(b, "[", 1);
+  TB_LIT(b, ",\"" MP_K_HIST_COUNTS "\":[");
   for (int e = lo; e <= hi; e++) {
-    if (e > lo) mpprof_tb_put(b, ",", 1);
+    if (e > lo) TB_LIT(b, ",");
     if (e < c->nz_lo || e > c->nz_hi)
-      mpprof_tb_put(b, "0", 1);
+      TB_LIT(b, "0");
     else
       mpprof_tb_u64(b, c->bins[e - c->nz_lo]);
   }
-  mpprof_tb_put(b, "]}", 2);
-  tb_key(b, MP_K_CASTS);
+  TB_LIT(b, "]},\"" MP_K_CASTS "\":");
   for (int t = 0; t < MP_TARGET_COUNT; t++) {
-    mpprof_tb_put(b, t ? ",\"" : "{\"", 2);
-    mpprof_tb_cstr(b, mp_target_name((mp_target)t));
-    mpprof_tb_put(b, "\":", 2);
+    const piece *tp = t ? &target_next[t] : &target_first[t];
+    mpprof_tb_put(b, tp->text, tp->len);
     for (int o = 0; o < MP_CAST_OUTCOMES; o++) {
-      mpprof_tb_put(b, o ? ",\"" : "{\"", 2);
-      mpprof_tb_cstr(b, outcome_names[o]);
-      mpprof_tb_put(b, "\":", 2);
+      const piece *op = o ? &outcome_next[o] : &outcome_first[o];
+      mpprof_tb_put(b, op->text, op->len);
       mpprof_tb_u64(b, c->casts[t][o]);
     }
-    mpprof_tb_put(b, "}", 1);
+    TB_LIT(b, "}");
   }
-  mpprof_tb_put(b, "}}", 2);
+  TB_LIT(b, "}}");
 }
