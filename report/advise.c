@@ -479,6 +479,21 @@ int mpprof_advise_layers(mpprof_model *m) {
       mp_advise(&scratch[0], &m->params, &lt->adv);
     }
     rc = judge(&m->params, l);
+    bool leans_on_fp16 = l->adv.rec == MP_REC_FP16 || l->adv.rec == MP_REC_FP16_LOSS_SCALE;
+    for (size_t t = 0; rc == 0 && l->adv.known && leans_on_fp16 && t < l->n_tensors; t++) {
+      double share = mpprof_fp16_flush_edge(&l->tensors[t]);
+      if (share == 0) continue;
+      /* the verdict judged outputs computed from what survived the flush */
+      char *text = mpprof_asprintf(
+          "%s was flushed before mpprof saw it (%.3g%% of its non-zero fp16 values subnormal): "
+          "this verdict is judged from values computed from what survived (finding "
+          "fp16_flush_edge)",
+          l->tensors[t].name, 100 * share);
+      cJSON *s = text ? cJSON_CreateString(text) : NULL;
+      free(text);
+      if (!s) rc = -1;
+      cJSON_AddItemToArray(l->adv.reasons, s);
+    }
     if (rc == 0 && l->adv.known && outputs_only) {
       /* "every forward tensor fits" is of the tensors scanned: say which were not. */
       cJSON *s = cJSON_CreateString(

@@ -220,6 +220,50 @@ static int flushed_findings(mpprof_model *m, const mpprof_layer *l) {
   return 0;
 }
 
+/* mpprof_fp16_flush_edge tensors: flushed before mpprof saw them. Their
+ * zeros cannot be told from true zeros, but the subnormals can: this catches
+ * a flushed incoming gradient (a backward GEMM's input) that the verdicts,
+ * which judge the GEMM's output, cannot see. */
+static int flush_edge_findings(mpprof_model *m, const mpprof_layer *l) {
+  for (size_t i = 0; i < l->n_tensors; i++) {
+    const mpprof_layer_tensor *t = &l->tensors[i];
+    const mpprof_cstats *c = t->at_scale.count ? &t->at_scale : &t->st; /* as recorded */
+    double share = mpprof_fp16_flush_edge(t);
+    if (share == 0) continue;
+    uint64_t sub = c->casts[MP_TGT_FP16][MP_CAST_SUBNORMAL];
+    double fp16_max = mp_format_of(MP_FP16)->max_finite;
+    int room = c->absmax > 0 ? (int)floor(log2(fp16_max / c->absmax)) : 0;
+    char scale[64];
+    if (t->scale_min > 0 && t->scale_min == t->scale_max)
+      snprintf(scale, sizeof scale, "at the applied loss scale %.6g", t->scale_min);
+    else
+      snprintf(scale, sizeof scale, "as the program wrote it");
+    mpprof_finding *f =
+        add(m, "fp16_flush_edge", "high", l->name,
+            mpprof_asprintf("%s: %s (fp16, %s) lost values to flush-to-zero before mpprof saw it: "
+                            "%.3g%% of its non-zero values are fp16 subnormals (below 2^-14, fewer "
+                            "than 11 significant bits), so values below 2^-24 became zeros (it is "
+                            "%.3g%% zeros); figures computed from it, this layer's outputs and "
+                            "verdict among them, miss what was flushed",
+                            layer_label(l), t->name, scale, 100.0 * share, 100 * zero_share(c)),
+            room > 0 ? mpprof_asprintf("raise the loss scale: this tensor's largest value %.4g "
+                                       "leaves 2^%d of headroom below fp16's max; or run this "
+                                       "layer's backward in bf16",
+                                       c->absmax, room)
+                     : strdup("run this layer's backward in bf16: its largest value leaves no room "
+                              "to scale it up in fp16"));
+    if (!f) return -1;
+    cJSON_AddStringToObject(f->evidence, "tensor", t->name);
+    ev_num(f->evidence, "subnormal_fraction", share);
+    ev_num(f->evidence, "zero_fraction", zero_share(c));
+    ev_num(f->evidence, "absmax", c->absmax);
+    ev_num(f->evidence, "headroom_log2", room);
+    f->impact_gpu_ns = layer_gpu(l);
+    f->impact_elements = c->zeros + sub;
+  }
+  return 0;
+}
+
 /* The layer rules below run for every layer, with a verdict or not: a dead or
  * overflowed gradient is what takes a layer's verdict away. */
 static int each_layer(mpprof_model *m, int (*fn)(mpprof_model *, const mpprof_layer *)) {
@@ -280,6 +324,10 @@ static int rule_dead_output(mpprof_model *m) {
 
 static int rule_gradients_flushed(mpprof_model *m) {
   return each_layer(m, flushed_findings);
+}
+
+static int rule_fp16_flush_edge(mpprof_model *m) {
+  return each_layer(m, flush_edge_findings);
 }
 
 /* ---- layer rules: called only for layers with a verdict (adv.known), or
@@ -1199,6 +1247,7 @@ const mpprof_finding_rule mpprof_finding_rules[] = {
     {"dead_gradient", NULL, rule_dead_gradient, false, false},
     {"dead_output", NULL, rule_dead_output, false, false},
     {"gradients_flushed", NULL, rule_gradients_flushed, false, false},
+    {"fp16_flush_edge", NULL, rule_fp16_flush_edge, false, false},
     {"fp8_candidate", NULL, rule_fp8_candidate, false, false},
     {"loss_scale_applied", NULL, rule_loss_scale_applied, false, false},
     {"loss_scale_unknown", NULL, rule_loss_scale_unknown, false, false},

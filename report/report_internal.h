@@ -347,6 +347,13 @@ typedef struct mpprof_layer_advice {
   cJSON *reasons;      /* array of strings */
 } mpprof_layer_advice;
 
+/* A backward-phase tensor stored in fp16 with at least this share of its
+ * non-zero values (as recorded, at the applied scale) fp16 subnormals runs
+ * below fp16's range: values under 2^-24 were flushed to zero when it was
+ * written, before mpprof saw it (finding fp16_flush_edge, and a reason on a
+ * verdict that leans on fp16 gradients). */
+#define MPPROF_FLUSH_EDGE_SUBNORMAL_MIN 0.5
+
 /* The class torch.compile wraps a compiled model in
  * (torch._dynamo.eval_frame.OptimizedModule): a layer of that class holds
  * every op of the compiled region (profiler/python/mpprof_torch). */
@@ -436,6 +443,10 @@ typedef struct mpprof_tc_summary {
                                     were unavailable or never ran; -1 none */
   int64_t counters_ops, counters_unmatched; /* calls profiled / without a verdict, all processes */
 } mpprof_tc_summary;
+
+/* util.c: t's subnormal share of non-zero values when t is at fp16's flush
+ * edge (MPPROF_FLUSH_EDGE_SUBNORMAL_MIN), else 0. */
+double mpprof_fp16_flush_edge(const mpprof_layer_tensor *t);
 
 /* plan.c: one recommended configuration for the whole program. */
 #define MPPROF_PLAN_SNIPPET_LINES 50 /* keep_in() lines in the snippet; the rest: plan.json */

@@ -703,3 +703,12 @@ void mpprof_strpool_free(mpprof_strpool *p) {
   free(p->slot);
   memset(p, 0, sizeof *p);
 }
+
+double mpprof_fp16_flush_edge(const mpprof_layer_tensor *t) {
+  const mpprof_cstats *c = t->at_scale.count ? &t->at_scale : &t->st; /* as recorded */
+  if (c->dtype != MP_FP16 || strncmp(t->name, "backward.", 9)) return 0;
+  uint64_t sub = c->casts[MP_TGT_FP16][MP_CAST_SUBNORMAL],
+           nonzero = sub + c->casts[MP_TGT_FP16][MP_CAST_NORMAL];
+  double share = nonzero ? (double)sub / (double)nonzero : 0;
+  return share >= MPPROF_FLUSH_EDGE_SUBNORMAL_MIN ? share : 0;
+}

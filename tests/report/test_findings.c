@@ -41,6 +41,7 @@ static const char *const tested[] = {
     "dead_gradient",
     "dead_output",
     "gradients_flushed",
+    "fp16_flush_edge",
     "loss_scale_applied",
     "loss_scale_unknown",
     "first_nonfinite",
@@ -215,6 +216,49 @@ static void gradients_flushed(void **state) {
   assert_int_equal(run(&m, "gradients_flushed"), 1);
   g->st.zeros = 8; /* 8% zeros: below the 10% floor */
   assert_int_equal(run(&m, "gradients_flushed"), 0);
+  mpprof_model_free(&m);
+}
+
+/* An fp16 backward tensor, as recorded, with at least half of its non-zero
+ * values fp16 subnormals: flushed at the source (mlp_train --precision fp16
+ * --loss-scale 65536: fc1's incoming gradient is 94% zeros and the rest all
+ * subnormal, while its fp32 output looked fine). Only fp16, only backward,
+ * only as recorded: a gradient's unscaled record does not count. */
+static void fp16_flush_edge(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_BF16);
+  mpprof_layer_tensor *a = tensor(l, "backward.A", MP_TCLASS_AMBIGUOUS);
+  a->st.dtype = MP_FP16;
+  a->st.zeros = 60;
+  a->st.absmax = 0x1p-15;
+  a->scale_min = a->scale_max = 65536;
+  a->st.casts[MP_TGT_FP16][MP_CAST_SUBNORMAL] = 19;
+  a->st.casts[MP_TGT_FP16][MP_CAST_NORMAL] = 21; /* 47.5%: below half */
+  assert_int_equal(run(&m, "fp16_flush_edge"), 0);
+  a->st.casts[MP_TGT_FP16][MP_CAST_SUBNORMAL] = 21;
+  a->st.casts[MP_TGT_FP16][MP_CAST_NORMAL] = 19;
+  assert_int_equal(run(&m, "fp16_flush_edge"), 1);
+  const mpprof_finding *f = &m.findings[m.n_findings - 1];
+  assert_string_equal(f->severity, "high");
+  assert_non_null(strstr(f->message, "backward.A (fp16, at the applied loss scale 65536) lost "
+                                     "values to flush-to-zero before mpprof saw it: 52.5% of its "
+                                     "non-zero values are fp16 subnormals"));
+  assert_non_null(strstr(f->action, "leaves 2^30 of headroom"));
+  a->st.dtype = MP_BF16; /* bf16 keeps fp32's range */
+  assert_int_equal(run(&m, "fp16_flush_edge"), 0);
+  a->st.dtype = MP_FP16;
+  free(a->name);
+  a->name = strdup("forward.A"); /* forward values: fp16_subnormal's business */
+  assert_int_equal(run(&m, "fp16_flush_edge"), 0);
+  /* a gradient: its at-scale record is what was written; st is unscaled */
+  mpprof_layer_tensor *g = tensor(l, "backward.D", MP_TCLASS_GRADIENT);
+  g->st.dtype = MP_FP16;
+  g->st.casts[MP_TGT_FP16][MP_CAST_SUBNORMAL] = 90; /* unscaled: subnormal */
+  g->at_scale = g->st;
+  g->at_scale.casts[MP_TGT_FP16][MP_CAST_SUBNORMAL] = 0; /* as written: all normal */
+  g->at_scale.casts[MP_TGT_FP16][MP_CAST_NORMAL] = 90;
+  assert_int_equal(run(&m, "fp16_flush_edge"), 0);
   mpprof_model_free(&m);
 }
 
@@ -782,6 +826,7 @@ int main(void) {
       cmocka_unit_test(loss_scale_overflow),
       cmocka_unit_test(dead_gradient_and_dead_output),
       cmocka_unit_test(gradients_flushed),
+      cmocka_unit_test(fp16_flush_edge),
       cmocka_unit_test(loss_scale_applied_and_unknown),
       cmocka_unit_test(first_nonfinite),
       cmocka_unit_test(fp16_overflow),

@@ -580,6 +580,35 @@ static void the_plan_names_kept_modules_by_their_whole_path(void **state) {
   free(dir);
 }
 
+/* A verdict that leans on fp16 gradients (fp16 with a loss scale) whose
+ * layer's incoming fp16 gradient (backward.A) is mostly subnormal as written:
+ * the verdict says it is judged from what survived the flush. */
+static void a_flushed_fp16_input_is_a_reason_on_an_fp16_verdict(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("flushedge");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &P0);
+  rg_site_end(&r, fwd_site(0, "l/fwd", -6, 6));
+  cJSON *s = rg_gemm(1, "cublasGemmEx", "l/bwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F", "DEFAULT",
+                     64, 64, 64, 10);
+  rg_tensor(s, "A", MP_FP16, -22, -16, 100); /* every value an fp16 subnormal */
+  rg_tensor(s, "D", MP_FP32, -34, -20, 400);
+  rg_site_end(&r, s);
+  rg_end(&r);
+  cJSON *rep = report_of(dir);
+  assert_string_equal(recommended(rep, "l"), "fp16_loss_scale");
+  bool said = false;
+  const cJSON *why;
+  cJSON_ArrayForEach(why, get(layer(rep, "l"), "advice.reasons")) said =
+      said || strstr(why->valuestring, "backward.A was flushed before mpprof saw it (100% "
+                                       "of its non-zero fp16 values subnormal)");
+  assert_true(said);
+  assert_true(has_finding(rep, "fp16_flush_edge", "l"));
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static void tiny_forward_values_are_not_rescued_by_a_loss_scale(void **state) {
   (void)state;
   char *dir = rg_tmpdir("fwdunder");
@@ -1331,6 +1360,7 @@ int main(void) {
       cmocka_unit_test(values_inside_fp16_give_fp16),
       cmocka_unit_test(values_beyond_bf16_keep_fp32),
       cmocka_unit_test(the_plan_names_kept_modules_by_their_whole_path),
+      cmocka_unit_test(a_flushed_fp16_input_is_a_reason_on_an_fp16_verdict),
       cmocka_unit_test(tiny_forward_values_are_not_rescued_by_a_loss_scale),
       cmocka_unit_test(global_loss_scale_is_the_intersection_of_layer_windows),
       cmocka_unit_test(conflicting_windows_name_the_layers_that_empty_the_intersection),

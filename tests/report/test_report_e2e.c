@@ -283,6 +283,22 @@ static void mpprof_diff_compares_fp32_and_fp16_runs(void **state) {
       "--loss-scale", "65536", NULL};
   assert_int_equal(run(ra), 0);
   assert_int_equal(run(rb), 0);
+  /* At 2^16 fc1's incoming fp16 gradient (its backward GEMM's A) is mostly
+   * zeros and every other value subnormal: flushed before mpprof saw it. */
+  cJSON *rep_b = rg_read_json(b, "report.json");
+  assert_non_null(rep_b);
+  bool edge = false;
+  const cJSON *fd;
+  cJSON_ArrayForEach(fd, cJSON_GetObjectItem(rep_b, "findings")) {
+    const cJSON *l = cJSON_GetObjectItem(fd, "layer");
+    if (!strcmp(cJSON_GetObjectItem(fd, "kind")->valuestring, "fp16_flush_edge") &&
+        cJSON_IsString(l) && !strcmp(l->valuestring, "step/mlp/fc1"))
+      edge =
+          !strcmp(cJSON_GetObjectItem(cJSON_GetObjectItem(fd, "evidence"), "tensor")->valuestring,
+                  "backward.A");
+  }
+  assert_true(edge);
+  cJSON_Delete(rep_b);
   char *argv[] = {(char *)mpprof, "diff", a, b, "-o", c, NULL};
   assert_int_equal(run(argv), 0);
   cJSON *d = rg_read_json(c, "diff.json");
