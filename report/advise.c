@@ -270,6 +270,30 @@ static char *reason_text(const mp_reason *r, const mpprof_layer *l, const mp_lay
   return mpprof_asprintf("%s", mp_reason_code_name(r->code));
 }
 
+/* A gradient's loss-scale window (mp_advise: every 2^k at which fp16
+ * certainly fits, from its histogram, which counts a binade across fp16's
+ * flush threshold as flushing) widened to the scale the program applied when
+ * the record as taken says exactly that fp16 fits there: no overflow, flush
+ * within the limit. The window stays one interval: overflow only grows and
+ * flush only shrinks with k, so every scale between the applied one and the
+ * window fits too. A window the histogram found none of is left alone. */
+static void exact_window_end(const mp_advice_params *p, mpprof_layer_tensor *t) {
+  mp_advice *a = &t->adv;
+  int e;
+  if (t->cls != MP_TCLASS_GRADIENT || !a->has_window || !t->at_scale.count || t->scale_undeclared ||
+      t->scale_min <= 0 || t->scale_min != t->scale_max || frexp(t->scale_min, &e) != 0.5)
+    return;
+  int k = e - 1; /* the applied scale is 2^k */
+  const uint64_t *c = t->at_scale.casts[MP_TGT_FP16];
+  uint64_t n =
+      c[MP_CAST_OVERFLOW] + c[MP_CAST_UNDERFLOW] + c[MP_CAST_SUBNORMAL] + c[MP_CAST_NORMAL];
+  if (!n || c[MP_CAST_OVERFLOW] || (double)c[MP_CAST_UNDERFLOW] > p->underflow_max * (double)n ||
+      k < p->scale_log2_min || k > p->scale_log2_max)
+    return;
+  if (k < a->window_lo) a->window_lo = k;
+  if (k > a->window_hi) a->window_hi = k;
+}
+
 /* The verdict of one layer (analysis/verdict.h) and its reasons as sentences. */
 static int judge(const mp_advice_params *prm, mpprof_layer *l) {
   mpprof_layer_advice *a = &l->adv;
@@ -477,6 +501,7 @@ int mpprof_advise_layers(mpprof_model *m) {
       mpprof_cstats_unpack(&lt->st, &scratch[0]);
       lt->has_values = mp_stats_nonzero_finite(&scratch[0]) > 0;
       mp_advise(&scratch[0], &m->params, &lt->adv);
+      exact_window_end(&m->params, lt);
     }
     rc = judge(&m->params, l);
     bool leans_on_fp16 = l->adv.rec == MP_REC_FP16 || l->adv.rec == MP_REC_FP16_LOSS_SCALE;

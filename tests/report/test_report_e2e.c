@@ -270,6 +270,40 @@ static void a_layer_without_a_verdict_that_overflows_fp16_stays_out_of_fp16(void
   free(d);
 }
 
+/* mlp_train --precision fp16 --loss-scale 65536 (20 steps): fc1's gradient
+ * window from its histogram starts at 2^17 (a binade across fp16's flush
+ * threshold counts as flushing), but the record at the applied 2^16 says
+ * exactly that fp16 fits there (0.0764% flush, under 0.1%): the window
+ * starts at 2^16, and the finding says so. */
+static void the_applied_scale_joins_the_window_when_it_exactly_fits(void **state) {
+  (void)state;
+  char *d = out_dir("exact-window");
+  char *argv[] = {(char *)mpprof, "-o",    d,   (char *)mlp_train, "--precision", "fp16",
+                  "--loss-scale", "65536", NULL};
+  assert_int_equal(run(argv), 0);
+  cJSON *rep = rg_read_json(d, "report.json");
+  assert_non_null(rep);
+  const cJSON *win = cJSON_GetObjectItem(
+      cJSON_GetObjectItem(
+          cJSON_GetObjectItem(cJSON_GetObjectItem(layer(rep, "step/mlp/fc1"), "tensors"),
+                              "backward.D"),
+          "advice"),
+      "loss_scale_log2");
+  assert_true(cJSON_IsArray(win));
+  assert_int_equal(cJSON_GetArrayItem(win, 0)->valueint, 16);
+  bool said = false;
+  const cJSON *f;
+  cJSON_ArrayForEach(f, cJSON_GetObjectItem(rep, "findings")) {
+    const cJSON *l = cJSON_GetObjectItem(f, "layer");
+    if (!strcmp(cJSON_GetObjectItem(f, "kind")->valuestring, "gradient_underflow") &&
+        cJSON_IsString(l) && !strcmp(l->valuestring, "step/mlp/fc1"))
+      said = strstr(cJSON_GetObjectItem(f, "message")->valuestring, "[2^16, 2^32]") != NULL;
+  }
+  assert_true(said);
+  cJSON_Delete(rep);
+  free(d);
+}
+
 /* mpprof diff on the fp32 and fp16 runs of mlp_train: every layer in both,
  * dtypes fp32 before and fp16 after, TC share 0 before and 1 after, nothing
  * only in one run; the output directory is refused when not empty. */
@@ -669,6 +703,7 @@ int main(void) {
       cmocka_unit_test(mpprof_report_rebuilds_the_same_report),
       cmocka_unit_test(mpprof_merge_combines_runs),
       cmocka_unit_test(the_plan_is_bf16_autocast_and_plan_json_says_so),
+      cmocka_unit_test(the_applied_scale_joins_the_window_when_it_exactly_fits),
       cmocka_unit_test(mpprof_diff_compares_fp32_and_fp16_runs),
       cmocka_unit_test(the_launcher_explains_itself),
       cmocka_unit_test(merge_of_different_programs_warns),
