@@ -491,7 +491,11 @@ static int rule_gradient_underflow(mpprof_model *m, const mpprof_layer *l) {
                       "scale 1; every loss scale in [2^%d, 2^%d] fits%s%s",
                       layer_label(l), gu->name, 100 * gu->adv.fp16_underflow_fraction, wlo, whi,
                       whi == m->params.scale_log2_max ? " (the search stops there)" : "", applied),
-      done     ? strdup("nothing to change: keep the loss scale in that window")
+      done     ? (g->applicable && g->has_window
+                      ? mpprof_asprintf("nothing to change: keep the loss scale in the "
+                                            "model-wide window [2^%d, 2^%d]",
+                                        g->window_lo, g->window_hi)
+                      : strdup("nothing to change: keep the loss scale in that window"))
       : scaled ? mpprof_asprintf("train this layer in fp16 with a loss scale in [2^%d, 2^%d] "
                                  "(e.g. 2^%d), or use bf16",
                                  wlo, whi, example_scale_log2(m, wlo, whi))

@@ -423,9 +423,17 @@ static void gradient_underflow_with_the_applied_scale_inside_is_info(void **stat
                                      "0.00712% of backward.D flush)"));
   assert_non_null(strstr(f->action, "nothing to change"));
   assert_non_null(cJSON_GetObjectItem(f->evidence, "fp16_underflow_at_applied"));
+  /* with a model-wide window the action names it, not the layer's wider one */
+  m.loss_scale.applicable = m.loss_scale.has_window = true;
+  m.loss_scale.window_lo = 14;
+  m.loss_scale.window_hi = 18;
+  assert_int_equal(run(&m, "gradient_underflow"), 1);
+  assert_string_equal(m.findings[2].action,
+                      "nothing to change: keep the loss scale in the model-wide window "
+                      "[2^14, 2^18]");
   m.loss_scale.max = 0x1p30; /* one scale above the window: the advice stands */
   assert_int_equal(run(&m, "gradient_underflow"), 1);
-  assert_string_equal(m.findings[2].severity, "medium");
+  assert_string_equal(m.findings[3].severity, "medium");
   mpprof_model_free(&m);
 }
 
