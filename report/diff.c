@@ -275,12 +275,11 @@ static cJSON *side_json(const site_vec *sites, const cJSON *l) {
   const cJSON *g = get(l, "gpu_ns");
   cJSON_AddItemToObject(o, "gpu_ns",
                         g && !cJSON_IsNull(g) ? cJSON_Duplicate(g, true) : cJSON_CreateNull());
-  const cJSON *pc = get(l, "percent");
+  const cJSON *pc = get(l, "percent"), *sh = get(l, "shares");
   cJSON_AddItemToObject(o, "fp16_overflow_pct", mpprof_json_double(num(pc, "fp16_overflow", 0)));
   cJSON_AddItemToObject(o, "fp16_underflow_pct", mpprof_json_double(num(pc, "fp16_underflow", 0)));
   /* The same for the worst gradient as recorded, at the loss scale the run
    * applied: what a change of loss scale changes (the above are unscaled). */
-  const cJSON *sh = get(l, "shares");
   static const char *const applied[][2] = {
       {"fp16_overflow_at_applied_scale", "fp16_overflow_at_applied_scale_pct"},
       {"fp16_underflow_at_applied_scale", "fp16_underflow_at_applied_scale_pct"}};
@@ -290,6 +289,20 @@ static cJSON *side_json(const site_vec *sites, const cJSON *l) {
                           mpprof_json_get_double(get(get(sh, applied[i][0]), "pct"), &pct)
                               ? cJSON_CreateNull()
                               : mpprof_json_double(pct));
+  }
+  /* Which tensor each of the four is of (report.json shares.*.tensor): two
+   * runs' figures of different tensors (a gradient all zero in one run, so
+   * the worst tensor there is a forward one) are not the same measurement. */
+  static const char *const named[][2] = {
+      {"fp16_overflow", "fp16_overflow_tensor"},
+      {"fp16_underflow", "fp16_underflow_tensor"},
+      {"fp16_overflow_at_applied_scale", "fp16_overflow_at_applied_scale_tensor"},
+      {"fp16_underflow_at_applied_scale", "fp16_underflow_at_applied_scale_tensor"}};
+  for (size_t i = 0; i < 4; i++) {
+    const cJSON *t = get(get(sh, named[i][0]), "tensor");
+    cJSON_AddItemToObject(o, named[i][1],
+                          cJSON_IsString(t) ? cJSON_CreateString(t->valuestring)
+                                            : cJSON_CreateNull());
   }
   const cJSON *rec = get(get(l, "advice"), "recommended");
   cJSON_AddItemToObject(o, "verdict",
@@ -472,10 +485,10 @@ static void layer_cell_text(const cJSON *side, const char *key, size_t k, char *
   const cJSON *v = get(side, key);
   double x;
   buf[0] = '\0';
-  if (cJSON_IsString(v))
+  if (cJSON_IsString(v)) {
     snprintf(buf, n, "%s%s", v->valuestring,
              k == 1 && cJSON_IsTrue(get(side, "tf32")) ? " (TF32)" : "");
-  else if (!mpprof_json_get_double(v, &x))
+  } else if (!mpprof_json_get_double(v, &x)) {
     snprintf(buf, n,
              k == 2   ? "%.1f"
              : k == 3 ? "%.3f"
@@ -483,6 +496,16 @@ static void layer_cell_text(const cJSON *side, const char *key, size_t k, char *
              k == 2   ? x * 100
              : k == 3 ? x / 1e6
                       : x);
+    /* a share: of which tensor */
+    char tkey[96];
+    snprintf(tkey, sizeof tkey, "%.*s_tensor", (int)(strlen(key) - 4), key);
+    const cJSON *t =
+        strlen(key) > 4 && !strcmp(key + strlen(key) - 4, "_pct") ? get(side, tkey) : NULL;
+    size_t used = strlen(buf);
+    if (cJSON_IsString(t) && used < n) snprintf(buf + used, n - used, " (%s)", t->valuestring);
+  } else if (!strcmp(key, "verdict")) {
+    snprintf(buf, n, "no verdict");
+  }
 }
 
 static const char css[] =

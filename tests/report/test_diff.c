@@ -203,6 +203,55 @@ static void a_diff_of_two_loss_scales_shows_the_flush_at_each_runs_scale(void **
   free(out);
 }
 
+/* A run whose fc1 gradients were zero in every call (no verdict; its worst
+ * fp16 flush is then of a forward tensor, 0%) against one where they flush
+ * 100%: each figure names its tensor, in diff.json and on the page, and the
+ * missing verdict reads "no verdict" (it was a blank cell and "0" against
+ * "100", as if B had made things worse). */
+static char *one_layer_run(const char *tag, const char *pct, const char *tensor, const char *rec) {
+  char *dir = rg_tmpdir(tag);
+  char *text = mpprof_asprintf(
+      "{\"schema\": \"mpprof.report/1\", \"program\": \"./train\", \"layers\": [{\"name\": "
+      "\"fc1\", \"dtypes\": {\"A\": [\"fp16\"]}, \"percent\": {\"fp16_overflow\": 0, "
+      "\"fp16_underflow\": %s}, \"shares\": {\"fp16_underflow\": {\"pct\": %s, \"tensor\": "
+      "\"%s\"}}, \"advice\": {\"recommended\": %s}}], \"sites\": []}",
+      pct, pct, tensor, rec);
+  assert_non_null(text);
+  write_file(dir, "report.json", text);
+  free(text);
+  return dir;
+}
+
+static void each_share_names_its_tensor_and_no_verdict_says_so(void **state) {
+  (void)state;
+  char *a = one_layer_run("diffdead", "0", "forward.A", "null"),
+       *b = one_layer_run("diffflush", "100", "backward.D", "\"bf16\"");
+  char *out = rg_tmpdir("diffout");
+  mpprof_error err = {0};
+  assert_int_equal(mpprof_diff_generate(a, b, out, NULL, &err), 0);
+  cJSON *d = rg_read_json(out, "diff.json");
+  assert_non_null(d);
+  const cJSON *row = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "layers"), 0);
+  const cJSON *la = cJSON_GetObjectItem(row, "a"), *lb = cJSON_GetObjectItem(row, "b");
+  assert_string_equal(cJSON_GetObjectItem(la, "fp16_underflow_tensor")->valuestring, "forward.A");
+  assert_string_equal(cJSON_GetObjectItem(lb, "fp16_underflow_tensor")->valuestring, "backward.D");
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(la, "fp16_overflow_tensor")));
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(la, "verdict")));
+  char *html = rg_read_text(out, "diff.html", NULL);
+  assert_non_null(html);
+  assert_non_null(strstr(html, ">0 (forward.A)</td>"));
+  assert_non_null(strstr(html, ">100 (backward.D)</td>"));
+  assert_non_null(strstr(html, ">no verdict</td>"));
+  free(html);
+  cJSON_Delete(d);
+  rg_rmdir(a);
+  rg_rmdir(b);
+  rg_rmdir(out);
+  free(a);
+  free(b);
+  free(out);
+}
+
 static size_t count(const char *hay, const char *needle) {
   size_t n = 0;
   for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
@@ -313,6 +362,7 @@ int main(void) {
       cmocka_unit_test(layers_in_one_run_only_are_counted_apart_from_changed_ones),
       cmocka_unit_test(a_diff_of_100k_sites_matches_them_in_n_log_n),
       cmocka_unit_test(a_diff_of_two_loss_scales_shows_the_flush_at_each_runs_scale),
+      cmocka_unit_test(each_share_names_its_tensor_and_no_verdict_says_so),
       cmocka_unit_test(only_cells_that_read_differently_are_highlighted),
       cmocka_unit_test(a_truncated_report_is_called_truncated),
       cmocka_unit_test(a_report_of_another_schema_names_it),
