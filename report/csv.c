@@ -56,6 +56,10 @@ static const char *const columns[] = {
     "tc_eligible_with_tf32",
     "tc_used",
     "tc_source",
+    "fp16_overflow_at_applied_scale_pct",
+    "fp16_underflow_at_applied_scale_pct",
+    "fp16_overflow_at_applied_scale_tensor",
+    "fp16_underflow_at_applied_scale_tensor",
 };
 
 static int write_rows(const mpprof_model *m, FILE *f) {
@@ -103,7 +107,19 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     mpprof_csv_field(f, mpprof_csv_tri(l->tc_eligible), false);
     mpprof_csv_field(f, mpprof_csv_tri(l->tc_eligible_with_tf32), false);
     mpprof_csv_field(f, mpprof_csv_tri(l->tc_used), false);
-    mpprof_csv_field(f, mp_tc_source_name(l->tc_source), true);
+    mpprof_csv_field(f, mp_tc_source_name(l->tc_source), false);
+    /* the worst gradient as recorded, at the loss scale the run applied
+     * (report.json shares.*_at_applied_scale); empty without one */
+    const mpprof_share *at[2] = {&l->applied_fp16_overflow, &l->applied_fp16_underflow};
+    for (int k = 0; k < 2; k++) {
+      if (at[k]->tensor)
+        snprintf(num[9 + k], 32, "%.6g", at[k]->pct);
+      else
+        num[9 + k][0] = 0;
+      mpprof_csv_field(f, num[9 + k], false);
+    }
+    for (int k = 0; k < 2; k++)
+      mpprof_csv_field(f, at[k]->tensor ? at[k]->tensor : "", k == 1);
     free(dt);
   }
   return 0;

@@ -300,6 +300,26 @@ static void the_applied_scale_joins_the_window_when_it_exactly_fits(void **state
       said = strstr(cJSON_GetObjectItem(f, "message")->valuestring, "[2^16, 2^32]") != NULL;
   }
   assert_true(said);
+  /* layers.csv has the same run's share at the applied scale, and of which tensor */
+  char *csv = rg_read_text(d, "layers.csv", NULL);
+  assert_non_null(csv);
+  const char *row = strstr(csv, "\r\nstep/mlp/fc1,");
+  assert_non_null(row);
+  char *head = strndup(csv, (size_t)(strchr(csv, '\r') - csv));
+  int col = -1, i = 0;
+  for (char *sv = NULL, *t = strtok_r(head, ",", &sv); t; t = strtok_r(NULL, ",", &sv), i++)
+    if (!strcmp(t, "fp16_underflow_at_applied_scale_pct")) col = i;
+  assert_true(col > 0);
+  const char *p = row + 2; /* field col of the row, quotes kept */
+  for (int c = 0; c < col; c++) {
+    bool q = false;
+    for (; *p && (q || *p != ','); p++)
+      if (*p == '"') q = !q;
+    p++;
+  }
+  assert_int_equal(strncmp(p, "0.0764078,backward.D,backward.D\r\n", 33), 0);
+  free(head);
+  free(csv);
   cJSON_Delete(rep);
   free(d);
 }
