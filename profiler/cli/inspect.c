@@ -346,8 +346,53 @@ static void print_summary(const char *path, const mpprof_tensor *t, const mp_sta
 /* Scan one tensor and print its summary or JSON line. label: what the
  * summary calls it; file and tensor (NULL for a file of one): the JSON's
  * names. printed: summaries printed so far (separated by a blank line). */
+/* What a file of many tensors adds up to: its last line. */
+typedef struct rollup {
+  size_t read, skipped, failed, nothing; /* nothing: no finite non-zero value */
+  struct {
+    const char *name;
+    size_t n;
+  } rec[MP_REC_COUNT + 1]; /* + fp64 */
+  size_t nrec;
+  size_t overflow; /* tensors with values beyond fp16's range */
+  char first[3][96];
+} rollup;
+
+static void rollup_add(rollup *r, const char *name, const mp_advice *a) {
+  r->read++;
+  if (!a->judged) {
+    r->nothing++;
+    return;
+  }
+  const char *rec = mp_advice_recommended_name(a);
+  size_t i = 0;
+  while (i < r->nrec && strcmp(r->rec[i].name, rec))
+    i++;
+  if (i == r->nrec && r->nrec < sizeof r->rec / sizeof r->rec[0]) r->rec[r->nrec++].name = rec;
+  if (i < r->nrec) r->rec[i].n++;
+  if (a->fp16_overflow_fraction > 0 && r->overflow++ < 3)
+    snprintf(r->first[r->overflow - 1], sizeof r->first[0], "%s", name);
+}
+
+static void rollup_print(const char *path, const rollup *r, size_t n) {
+  printf("%s: %zu tensor%s: %zu read", path, n, n == 1 ? "" : "s", r->read);
+  for (size_t i = 0; i < r->nrec; i++)
+    printf("%s%s %zu", i ? ", " : " (recommended: ", r->rec[i].name, r->rec[i].n);
+  if (r->nrec) putchar(')');
+  if (r->nothing) printf(", %zu with no finite non-zero value", r->nothing);
+  if (r->skipped) printf(", %zu skipped (not a floating-point format)", r->skipped);
+  if (r->failed) printf(", %zu could not be read", r->failed);
+  if (r->overflow) {
+    printf("; %zu overflow fp16:", r->overflow);
+    for (size_t i = 0; i < r->overflow && i < 3; i++)
+      printf("%s %s", i ? "," : "", r->first[i]);
+    if (r->overflow > 3) fputs(", ...", stdout);
+  }
+  putchar('\n');
+}
+
 static int inspect_tensor(const char *label, const char *file, const char *tensor,
-                          const mpprof_tensor *t, const inspect_opts *o, int *printed) {
+                          const mpprof_tensor *t, const inspect_opts *o, int *printed, rollup *r) {
   mp_stats *s = malloc(sizeof *s); /* ~17 KiB of histogram: keep it off the stack */
   int rc = s ? mpprof_tensor_scan(t, s) : -ENOMEM;
   if (rc < 0) {
@@ -360,6 +405,7 @@ static int inspect_tensor(const char *label, const char *file, const char *tenso
   }
   mp_advice a;
   mp_advise(s, &o->params, &a);
+  if (r) rollup_add(r, tensor, &a);
   if (o->json) {
     cJSON *j = mpprof_tensor_to_json(file, tensor, t->shape, t->ndim, s, &a);
     char *text = j ? cJSON_PrintUnformatted(j) : NULL;
@@ -418,6 +464,7 @@ static int inspect_set(const char *path, int kind, const inspect_opts *o, int *p
     fprintf(stderr, "mpprof: inspect: %s\n", err);
     return -1;
   }
+  rollup sum = {0};
   for (size_t i = 0; i < f.n; i++) {
     const mpprof_named_tensor *e = &f.entries[i];
     char *label = NULL;
@@ -427,6 +474,7 @@ static int inspect_set(const char *path, int kind, const inspect_opts *o, int *p
       break;
     }
     if (e->t.dtype == MP_DTYPE_INVALID) {
+      sum.skipped++;
       if (!o->json) {
         char shape[128];
         mpprof_shape_format(e->t.shape, e->t.ndim, shape, sizeof shape);
@@ -434,7 +482,8 @@ static int inspect_set(const char *path, int kind, const inspect_opts *o, int *p
         printf("%s: %s %s: not a floating-point format mpprof reads, skipped\n", label,
                e->dtype_name, shape);
       }
-    } else if (inspect_tensor(label, path, e->name, &e->t, o, printed) < 0) {
+    } else if (inspect_tensor(label, path, e->name, &e->t, o, printed, &sum) < 0) {
+      sum.failed++;
       rc = -1;
     }
     free(label);
@@ -443,6 +492,9 @@ static int inspect_set(const char *path, int kind, const inspect_opts *o, int *p
   if (!f.n && !o->json) {
     if ((*printed)++) putchar('\n');
     printf("%s: %s with no tensors\n", path, what);
+  } else if (f.n > 1 && !o->json) {
+    putchar('\n');
+    rollup_print(path, &sum, f.n);
   }
   mpprof_tensor_set_close(&f);
   return rc;
@@ -458,7 +510,7 @@ static int inspect_file(const char *path, const inspect_opts *o, int *printed) {
     fprintf(stderr, "mpprof: inspect: %s\n", err);
     return -1;
   }
-  int rc = inspect_tensor(path, path, NULL, &t, o, printed);
+  int rc = inspect_tensor(path, path, NULL, &t, o, printed, NULL);
   mpprof_tensor_close(&t);
   return rc;
 }

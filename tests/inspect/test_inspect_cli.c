@@ -272,6 +272,12 @@ static void a_safetensors_file_is_read_tensor_by_tensor(void **st) {
   char *c = strstr(r.out, want);
   assert_true(a && b && c && a == r.out && a < b && b < c);
   assert_non_null(strstr(c, "recommended fp16_loss_scale"));
+  /* the file's last line adds them up */
+  snprintf(want, sizeof want,
+           "\n\n%s: 3 tensors: 2 read (recommended: fp16 1, fp16_loss_scale 1), 1 skipped (not "
+           "a floating-point format)\n",
+           path);
+  assert_true(strlen(r.out) > strlen(want) && !strcmp(r.out + strlen(r.out) - strlen(want), want));
   run_free(&r);
 
   char *jargv[] = {(char *)mpprof_path, "inspect", "--json", (char *)path, NULL};
