@@ -542,18 +542,46 @@ typedef struct gather_args {
   size_t n;
 } gather_args;
 
+/* One run along the last dimension: n elements of size bytes, stride apart. */
+static void gather_run(unsigned char *dst, const unsigned char *src, size_t n, uint64_t stride,
+                       unsigned size) {
+  switch (size) {
+  case 1:
+    for (size_t i = 0; i < n; i++)
+      dst[i] = src[i * stride];
+    break;
+  case 2:
+    for (size_t i = 0; i < n; i++)
+      memcpy(dst + 2 * i, src + 2 * i * stride, 2);
+    break;
+  case 4:
+    for (size_t i = 0; i < n; i++)
+      memcpy(dst + 4 * i, src + 4 * i * stride, 4);
+    break;
+  default:
+    for (size_t i = 0; i < n; i++)
+      memcpy(dst + size * i, src + size * i * stride, size);
+  }
+}
+
 static int gather_body(void *arg) {
   const gather_args *g = arg;
   const mpprof_tensor *t = g->t;
   const unsigned size = mp_dtype_size(t->dtype);
-  for (size_t i = 0; i < g->n; i++) {
+  const int last = t->ndim - 1; /* a strided tensor has a dimension */
+  for (size_t done = 0; done < g->n;) {
     uint64_t off = 0;
     for (int k = 0; k < t->ndim; k++)
       off += g->at[k] * t->stride[k];
-    memcpy(g->dst + i * size, t->data + off * size, size);
-    for (int k = t->ndim - 1; k >= 0; k--) {
-      if (++g->at[k] < t->shape[k]) break;
+    /* the rest of this run along the last dimension, within this chunk */
+    uint64_t left = t->shape[last] - g->at[last];
+    size_t n = left < g->n - done ? (size_t)left : g->n - done;
+    gather_run(g->dst + done * size, t->data + off * size, n, t->stride[last], size);
+    done += n;
+    g->at[last] += n;
+    for (int k = last; k > 0 && g->at[k] == t->shape[k]; k--) {
       g->at[k] = 0;
+      g->at[k - 1]++;
     }
   }
   return 0;
