@@ -426,19 +426,23 @@ static int inspect_tensor(const char *label, const char *file, const char *tenso
 }
 
 /* Which reader a file's first bytes call for: 's' safetensors, 'z' a zip
- * (torch.save, .npz), 0 anything else (a file that cannot be read says so
- * when it is opened as a .npy). */
+ * (torch.save, .npz), 'l' torch.save's legacy format (named, not read), 0
+ * anything else (a file that cannot be read says so when it is opened as a
+ * .npy). */
 static int file_kind(const char *path) {
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return 0;
   struct stat st;
-  unsigned char head[9];
+  unsigned char head[32];
   int kind = 0;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-      pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head)
-    kind = mpprof_safetensors_sniff(head, sizeof head, (size_t)st.st_size) ? 's'
-           : mpprof_zip_sniff(head, sizeof head)                           ? 'z'
-                                                                           : 0;
+  ssize_t got = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? pread(fd, head, sizeof head, 0) : -1;
+  if (got > 0) {
+    size_t n = (size_t)got;
+    kind = mpprof_safetensors_sniff(head, n, (size_t)st.st_size) ? 's'
+           : mpprof_zip_sniff(head, n)                           ? 'z'
+           : mpprof_zip_torch_legacy_sniff(head, n)              ? 'l'
+                                                                 : 0;
+  }
   close(fd);
   return kind;
 }
@@ -503,6 +507,14 @@ static int inspect_set(const char *path, int kind, const inspect_opts *o, int *p
 /* printed: summaries printed so far (they are separated by a blank line). */
 static int inspect_file(const char *path, const inspect_opts *o, int *printed) {
   int kind = o->spec.raw ? 0 : file_kind(path);
+  if (kind == 'l') {
+    fprintf(stderr,
+            "mpprof: inspect: %s: torch.save's legacy format (_use_new_zipfile_serialization=False "
+            "or PyTorch before 1.6), which mpprof does not read: save it again with "
+            "torch.save(obj, path) to inspect it\n",
+            path);
+    return -1;
+  }
   if (kind) return inspect_set(path, kind, o, printed);
   char err[512];
   mpprof_tensor t;

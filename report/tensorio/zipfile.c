@@ -44,6 +44,15 @@ bool mpprof_zip_sniff(const void *head, size_t len) {
   return len >= 4 && !memcmp(head, "PK\3\4", 4);
 }
 
+bool mpprof_zip_torch_legacy_sniff(const void *head, size_t len) {
+  /* PROTO n, [FRAME,] LONG1 of 10 bytes: 0x1950a86a20f9469cfc6c, torch's MAGIC_NUMBER */
+  static const unsigned char magic[] = {0x8a, 10,   0x6c, 0xfc, 0x9c, 0x46,
+                                        0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+  const unsigned char *b = head;
+  size_t at = len > 2 && b[2] == 0x95 ? 11 : 2; /* a FRAME (protocol 4 on) first */
+  return len >= at + sizeof magic && b[0] == 0x80 && !memcmp(b + at, magic, sizeof magic);
+}
+
 /* ---- the zip directory ---- */
 
 typedef struct member {
@@ -57,7 +66,24 @@ typedef struct member {
 typedef struct zip {
   member *m;
   size_t n;
+  member **by_name; /* the members sorted by name (then archive order), for find() */
 } zip;
+
+/* a (al bytes) against the name p1 + p2, as memcmp orders them. */
+static int name_cmp(const char *a, size_t al, const char *p1, size_t l1, const char *p2,
+                    size_t l2) {
+  int c = memcmp(a, p1, al < l1 ? al : l1);
+  if (c || al < l1) return c ? c : -1;
+  a += l1, al -= l1;
+  c = memcmp(a, p2, al < l2 ? al : l2);
+  return c ? c : (al > l2) - (al < l2);
+}
+
+static int by_name(const void *x, const void *y) {
+  const member *a = *(const member *const *)x, *b = *(const member *const *)y;
+  int c = name_cmp(a->name, a->name_len, b->name, b->name_len, "", 0);
+  return c ? c : (a > b) - (a < b);
+}
 
 static int zip_read(const unsigned char *b, size_t len, zip *z, char *err, size_t errlen) {
   memset(z, 0, sizeof *z);
@@ -124,16 +150,28 @@ static int zip_read(const unsigned char *b, size_t len, zip *z, char *err, size_
     m->data = b + start;
     z->n++;
   }
+  z->by_name = malloc((z->n ? z->n : 1) * sizeof *z->by_name);
+  if (!z->by_name) return fail(err, errlen, "out of memory");
+  for (size_t i = 0; i < z->n; i++)
+    z->by_name[i] = &z->m[i];
+  qsort(z->by_name, z->n, sizeof *z->by_name, by_name);
   return 0;
 }
 
+/* The first member named prefix + name (a binary search: a checkpoint of n
+ * tensors looks up n storages). */
 static const member *find(const zip *z, const char *prefix, size_t plen, const char *name) {
-  size_t nl = strlen(name);
-  for (size_t i = 0; i < z->n; i++)
-    if (z->m[i].name_len == plen + nl && !memcmp(z->m[i].name, prefix, plen) &&
-        !memcmp(z->m[i].name + plen, name, nl))
-      return &z->m[i];
-  return NULL;
+  size_t nl = strlen(name), lo = 0, hi = z->n;
+  while (lo < hi) { /* the first member not below the name */
+    size_t mid = lo + (hi - lo) / 2;
+    const member *m = z->by_name[mid];
+    if (name_cmp(m->name, m->name_len, prefix, plen, name, nl) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  const member *m = lo < z->n ? z->by_name[lo] : NULL;
+  return m && !name_cmp(m->name, m->name_len, prefix, plen, name, nl) ? m : NULL;
 }
 
 /* ---- the pickle interpreter ---- */
@@ -157,7 +195,7 @@ typedef enum kind {
 typedef struct node node;
 struct node {
   kind k;
-  bool seen; /* walked already */
+  bool open; /* being walked: a container reached from inside itself is not walked again */
   int64_t i;
   const char *s; /* K_STR: text (into the image); K_GLOBAL: "module.name" (owned by the arena) */
   size_t slen;
@@ -415,16 +453,19 @@ static int run(vm *v) {
       x = mk(v, K_FLOAT);
       v->p += 8;
       break;
-    case 'X':   /* BINUNICODE */
-    case 'B':   /* BINBYTES */
-    case 'T':   /* BINSTRING */
-    case 0x8c:  /* SHORT_BINUNICODE */
-    case 'C':   /* SHORT_BINBYTES */
-    case 'U': { /* SHORT_BINSTRING */
-      int w = op == 'X' || op == 'B' || op == 'T' ? 4 : 1;
+    case 'X':    /* BINUNICODE */
+    case 'B':    /* BINBYTES */
+    case 'T':    /* BINSTRING */
+    case 0x8c:   /* SHORT_BINUNICODE */
+    case 'C':    /* SHORT_BINBYTES */
+    case 'U':    /* SHORT_BINSTRING */
+    case 0x8d:   /* BINUNICODE8 */
+    case 0x8e:   /* BINBYTES8 */
+    case 0x96: { /* BYTEARRAY8 */
+      int w = op == 'X' || op == 'B' || op == 'T' ? 4 : op >= 0x8d ? 8 : 1;
       if (!need(v, (size_t)w)) return -1;
       n = le(v->p, w);
-      if (!need(v, (size_t)w + n)) return -1;
+      if (n > (uint64_t)(v->end - v->p) - (size_t)w) return -1;
       if ((x = mk(v, K_STR))) {
         x->s = (const char *)v->p + w;
         x->slen = (size_t)n;
@@ -445,6 +486,7 @@ static int run(vm *v) {
       x = pop_mark(v, K_TUPLE);
       break;
     case 'l':
+    case 0x91: /* FROZENSET */
       x = pop_mark(v, K_LIST);
       break;
     case 0x85:
@@ -488,7 +530,10 @@ static int run(vm *v) {
       x = storage(v, pop(v));
       break;
     case 'R':    /* REDUCE */
-    case 0x81: { /* NEWOBJ */
+    case 0x81:   /* NEWOBJ */
+    case 0x92: { /* NEWOBJ_EX: cls, args, kwargs (searched as the state is) */
+      node *kw = op == 0x92 ? pop(v) : NULL;
+      if (op == 0x92 && !kw) return -1;
       b = pop(v);
       a = pop(v);
       if (!a || !b) return -1;
@@ -503,7 +548,7 @@ static int run(vm *v) {
       } else if (is_global(a, "collections.OrderedDict")) {
         x = mk(v, K_DICT);
       } else if ((x = mk(v, K_OBJ))) {
-        if (!add_child(x, a) || !add_child(x, b)) return -1;
+        if (!add_child(x, a) || !add_child(x, b) || (kw && !add_child(x, kw))) return -1;
       }
       break;
     }
@@ -577,10 +622,21 @@ static int run(vm *v) {
 
 /* ---- the walk: tensors named by their path ---- */
 
+/* Every path to a tensor is named, as a state_dict names a tied weight or a
+ * shared submodule under each of its names; a container inside itself is
+ * walked once. Objects shared along many paths multiply the walk: bounded. */
+#define MAX_VISITS (1u << 22)  /* nodes walked, one reached by k paths counting k times */
+#define MAX_TENSORS (1u << 20) /* tensors named */
+
 typedef struct walk {
   mpprof_tensor_set *set;
   size_t cap;
   bool big_endian;
+  char *path; /* the path walked so far, '.'-joined */
+  size_t path_cap;
+  uint64_t visits;
+  char *err;
+  size_t errlen;
 } walk;
 
 static bool module_level(const char *s, size_t n) {
@@ -588,12 +644,15 @@ static bool module_level(const char *s, size_t n) {
          (n == 8 && !memcmp(s, "_modules", 8));
 }
 
-static int add_tensor(walk *w, const node *t, const char *path) {
-  if (!grow((void **)&w->set->entries, &w->cap, w->set->n + 1, sizeof *w->set->entries)) return -1;
+static int add_tensor(walk *w, const node *t) {
+  if (w->set->n >= MAX_TENSORS)
+    return fail(w->err, w->errlen, "data.pkl: more than %u tensors", MAX_TENSORS);
+  if (!grow((void **)&w->set->entries, &w->cap, w->set->n + 1, sizeof *w->set->entries))
+    return fail(w->err, w->errlen, "out of memory");
   mpprof_named_tensor *e = &w->set->entries[w->set->n];
   memset(e, 0, sizeof *e);
-  e->name = strdup(path);
-  if (!e->name) return -1;
+  e->name = strdup(w->path);
+  if (!e->name) return fail(w->err, w->errlen, "out of memory");
   w->set->n++;
   const node *s = t->storage;
   snprintf(e->dtype_name, sizeof e->dtype_name, "%s", s->dtype_name);
@@ -617,44 +676,54 @@ static int add_tensor(walk *w, const node *t, const char *path) {
   return 0;
 }
 
-static int walk_node(walk *w, node *x, char *path, size_t len, size_t cap, int depth) {
-  if (x->seen || depth > MAX_DEPTH) return 0;
-  if (x->k == K_TENSOR) {
-    x->seen = true;
-    return add_tensor(w, x, path);
+/* The i-th child's name under x into seg (or a pointer to the key's text):
+ * its length, 0 for a level that names nothing (a module's _parameters, an
+ * object's arguments and state). */
+static size_t segment(const node *x, size_t i, char *num, size_t numlen, const char **ret) {
+  *ret = num;
+  if (x->k == K_OBJ) return 0;
+  if (x->k != K_DICT) return (size_t)snprintf(num, numlen, "%zu", i);
+  const node *key = x->c[i];
+  if (key->k == K_STR) {
+    *ret = key->s;
+    return module_level(key->s, key->slen) ? 0 : key->slen;
   }
+  if (key->k == K_INT) return (size_t)snprintf(num, numlen, "%" PRId64, key->i);
+  return (size_t)snprintf(num, numlen, "%zu", i / 2);
+}
+
+static int walk_node(walk *w, node *x, size_t len, int depth) {
+  if (x->open) return 0;
+  if (++w->visits > MAX_VISITS)
+    return fail(w->err, w->errlen,
+                "data.pkl: more than %u objects to walk (objects shared along many paths)",
+                MAX_VISITS);
+  if (depth > MAX_DEPTH)
+    return fail(w->err, w->errlen, "data.pkl: objects nested deeper than %d levels", MAX_DEPTH);
+  if (x->k == K_TENSOR) return add_tensor(w, x);
   if (x->k != K_DICT && x->k != K_LIST && x->k != K_TUPLE && x->k != K_OBJ) return 0;
-  x->seen = true;
+  x->open = true;
   size_t step = x->k == K_DICT ? 2 : 1;
-  for (size_t i = x->k == K_OBJ ? 1 : 0; i + step - 1 < x->n; i += step) {
-    node *val = x->c[i + step - 1];
-    char seg[96];
-    size_t sl = 0;
-    if (x->k == K_DICT) {
-      node *key = x->c[i];
-      if (key->k == K_STR)
-        sl = (size_t)snprintf(seg, sizeof seg, "%.*s", (int)(key->slen < 90 ? key->slen : 90),
-                              key->s);
-      else if (key->k == K_INT)
-        sl = (size_t)snprintf(seg, sizeof seg, "%" PRId64, key->i);
-      else
-        sl = (size_t)snprintf(seg, sizeof seg, "%zu", i / 2);
-      if (key->k == K_STR && module_level(key->s, key->slen)) sl = 0;
-    } else if (x->k != K_OBJ) {
-      sl = (size_t)snprintf(seg, sizeof seg, "%zu", i);
-    }
-    size_t nl = len;
+  int rc = 0;
+  for (size_t i = x->k == K_OBJ ? 1 : 0; rc == 0 && i + step - 1 < x->n; i += step) {
+    char num[24];
+    const char *seg;
+    size_t sl = segment(x, i, num, sizeof num, &seg), nl = len;
     if (sl) {
-      if (len + sl + 2 > cap) continue; /* a path too long to name: not walked */
-      if (len) path[nl++] = '.';
-      memcpy(path + nl, seg, sl);
+      if (!grow((void **)&w->path, &w->path_cap, len + sl + 2, 1)) {
+        rc = fail(w->err, w->errlen, "out of memory");
+        break;
+      }
+      if (len) w->path[nl++] = '.';
+      memcpy(w->path + nl, seg, sl);
       nl += sl;
     }
-    path[nl] = '\0';
-    if (walk_node(w, val, path, nl, cap, depth + 1) < 0) return -1;
-    path[len] = '\0';
+    w->path[nl] = '\0';
+    rc = walk_node(w, x->c[i + step - 1], nl, depth + 1);
+    w->path[len] = '\0';
   }
-  return 0;
+  x->open = false;
+  return rc;
 }
 
 /* ---- the two kinds of archive ---- */
@@ -671,11 +740,10 @@ static int torch_parse(const zip *z, const member *pkl, mpprof_tensor_set *ret, 
   int rc = v.failed ? -1 : run(&v);
   if (rc < 0 && !v.failed) fail(err, errlen, "data.pkl: not a pickle this reader follows");
   if (rc == 0) {
-    walk w = {ret, 0, v.big_endian};
-    char *path = calloc(1, 4096);
-    rc = path ? walk_node(&w, v.stack[0], path, 0, 4096, 0) : -1;
-    free(path);
-    if (rc < 0) fail(err, errlen, "out of memory");
+    walk w = {.set = ret, .big_endian = v.big_endian, .err = err, .errlen = errlen};
+    rc = grow((void **)&w.path, &w.path_cap, 1, 1) ? walk_node(&w, v.stack[0], 0, 0)
+                                                   : fail(err, errlen, "out of memory");
+    free(w.path);
   }
   for (size_t i = 0; i < v.n_all; i++) {
     if (v.all[i]->k == K_GLOBAL) free((char *)v.all[i]->s);
@@ -736,6 +804,7 @@ int mpprof_zip_parse(const void *buf, size_t len, mpprof_tensor_set *ret, char *
   if (rc == 0 && !pkl && !ret->n)
     rc = fail(err, errlen, "a zip archive with neither data.pkl (torch.save) nor .npy members");
   free(z.m);
+  free(z.by_name);
   if (rc) mpprof_tensor_set_close(ret);
   return rc;
 }

@@ -22,11 +22,17 @@
 /* Does a file start as a zip archive does (a local file header)? */
 bool mpprof_zip_sniff(const void *head, size_t len);
 
+/* Does a file start as torch.save's legacy format does (before PyTorch 1.6,
+ * or _use_new_zipfile_serialization=False): a pickle of torch's magic number?
+ * That format is not read; this names it. */
+bool mpprof_zip_torch_legacy_sniff(const void *head, size_t len);
+
 /* Parse a torch.save or .npz image in memory; the tensors point into buf.
  * Tensors are named by their path in the saved object, '.'-joined (dict keys,
  * list indices; a module's _parameters/_buffers/_modules levels left out, so
- * torch.save(model) names them as its state_dict does), .npz members by their
- * name without ".npy". 0, or -1 with the problem in err. */
+ * torch.save(model) names them as its state_dict does: a tied weight or a
+ * shared submodule under each of its names), .npz members by their name
+ * without ".npy". 0, or -1 with the problem in err. */
 int mpprof_zip_parse(const void *buf, size_t len, mpprof_tensor_set *ret, char *err, size_t errlen);
 
 /* Map a file and parse it: 0, or -1 with "PATH: problem" in err. */

@@ -18,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import zipfile
 
 MPPROF = os.environ["MPP_MPPROF"]
@@ -150,6 +151,48 @@ def main():
     check(rc == 0 and ("%s:labels: <i8 (4,): not a floating-point format mpprof reads, skipped" % p) in out,
           ".npz integer member listed as skipped: %r" % out[-300:])
 
+    # torch.save(model) names a tied weight and a shared submodule under each
+    # of their names, as the model's state_dict does
+    tied = tied_model(torch)
+    p = os.path.join(WORK, "tied.pt")
+    torch.save(tied, p)
+    check_file(torch, np, p, dict(tied.state_dict()))
+
+    # a key is named in full: two keys of 100 characters differing at the end
+    long_key = "encoder." * 12
+    p = os.path.join(WORK, "longkeys.pt")
+    torch.save({long_key + "a": torch.randn(2), long_key + "b": torch.randn(3)}, p)
+    check_file(torch, np, p, {long_key + "a": torch.load(p)[long_key + "a"],
+                              long_key + "b": torch.load(p)[long_key + "b"]})
+
+    # pickle protocol 4 (a frozenset is its own opcode there)
+    p = os.path.join(WORK, "proto4.pt")
+    torch.save({"w": w, "tags": frozenset(["a"]), "n": "x" * 300}, p, pickle_protocol=4)
+    check_file(torch, np, p, {"w": w})
+
+    # 100000 storages: looked up by name in one pass, not one scan of the
+    # directory each
+    buf = io.BytesIO()
+    n_st = 100000
+    pkl = [b"\x80\x02}(" ]
+    for i in range(n_st):
+        k = str(i).encode()
+        pkl.append(b"X" + len(k).to_bytes(4, "little") + k + b"(X\x07\x00\x00\x00storagectorch\nFloatStorage\n" +
+                   b"X" + len(k).to_bytes(4, "little") + k + b"X\x03\x00\x00\x00cpuK\x01tQ")
+    pkl.append(b"u.")
+    with zipfile.ZipFile(buf, "w") as out:
+        out.writestr("many/data.pkl", b"".join(pkl))
+        for i in range(n_st):
+            out.writestr("many/data/%d" % i, b"\0\0\0\0")
+    p = os.path.join(WORK, "many_storages.pt")
+    with open(p, "wb") as f:
+        f.write(buf.getvalue())
+    t0 = time.monotonic()
+    rc, out, err = inspect(p)
+    took = time.monotonic() - t0
+    check(rc == 0 and "with no tensors" in out and took < 20,
+          "100000 storages: exit %d in %.1f s: %r" % (rc, took, err or out[-200:]))
+
     # hostile archives: one stderr line naming the file and the problem, exit 1
     good = open(os.path.join(WORK, "sd.pt"), "rb").read()
 
@@ -162,6 +205,10 @@ def main():
               "%s: expected one line with %r, got %d %r" % (name, problem, rc, err))
 
     refused("cut.pt", good[: len(good) // 2], "no zip directory")
+    for proto in (2, 4):
+        buf = io.BytesIO()
+        torch.save(sd, buf, _use_new_zipfile_serialization=False, pickle_protocol=proto)
+        refused("legacy%d.pt" % proto, buf.getvalue(), "torch.save's legacy format")
 
     def rezip(drop=None, replace=None, compress=None):
         src = zipfile.ZipFile(io.BytesIO(good))
@@ -204,6 +251,24 @@ def main():
         return 1
     print("ok")
     return 0
+
+
+def tied_model(torch):
+    """A model with a tied weight (head.weight is emb.weight) and a submodule
+    under two names (b is a)."""
+    global Tied
+
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(10, 4)
+            self.head = torch.nn.Linear(4, 10, bias=False)
+            self.head.weight = self.emb.weight
+            self.a = torch.nn.Linear(3, 2)
+            self.b = self.a
+
+    Tied.__qualname__ = "Tied"
+    return Tied()
 
 
 def rezip_bytes(archive, member, data):
