@@ -464,6 +464,31 @@ class ScalerTests(unittest.TestCase):
         self.assertEqual(len(steps), 12)  # each step, skipped or not, ends and the next starts
         self.assertEqual([s - steps[0] + 1 for s in skipped], sorted(overflow))
 
+    def test_two_optimizers_sharing_a_scaler_make_one_step_per_update(self):
+        # a GAN's loop: scaler.step(opt_d); scaler.step(opt_g); scaler.update()
+        # is one training step, skipped when either optimizer's step was
+        torch._amp_update_scale_ = _update_scale
+        scaler = CpuGradScaler(init_scale=1024.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=2)
+        wd, wg = nn.Parameter(torch.ones(3)), nn.Parameter(torch.ones(3))
+        opt_d, opt_g = torch.optim.SGD([wd], lr=1e-3), torch.optim.Adam([wg], lr=1e-3)
+        stub.calls.clear()
+        inf_d, inf_g = {2, 4}, {4, 5}
+        for it in range(7):
+            opt_d.zero_grad()
+            scaler.scale((wd * (float("inf") if it in inf_d else 1.0)).sum()).backward()
+            scaler.step(opt_d)
+            opt_g.zero_grad()
+            scaler.scale((wg * (float("inf") if it in inf_g else 1.0)).sum()).backward()
+            scaler.step(opt_g)
+            scaler.update()
+            fed = [v for k, v in stub.calls if k == "loss_scale"]
+            self.assertEqual(fed[-1], scaler._scale.item(), "iteration %d" % it)
+        steps = [v for k, v in stub.calls if k == "step"]
+        skipped = [v for k, v in stub.calls if k == "step_skipped"]
+        self.assertEqual(len(steps), 7, stub.calls)
+        self.assertEqual(steps, list(range(steps[0], steps[0] + 7)))
+        self.assertEqual([s - steps[0] + 1 for s in skipped], [2, 4, 5])
+
     def test_a_state_dict_loaded_mid_run_is_the_scale_in_force(self):
         # resuming (or rolling back) a scaler already in use: load_state_dict
         # refills its scale and tracker; the replay follows at once

@@ -130,12 +130,15 @@ def check_model_report(rep):
                 dims = {s["m"], s["n"], s["k"]}
                 check(dims <= {BATCH, i, o} and {i, o} <= dims | {BATCH} and s["phase"] != "unknown",
                       "%s: %s site of shape %s does not belong to it" % (name, s["phase"], sorted(dims)))
-    # GradScaler (init 1024, growth every 2 clean steps; step 3's gradients are
+    # GradScaler (init 1024, growth every 2 clean steps; step 2's gradients are
     # infinite): its scales reach the report as the loss-scale protocol, with
-    # the skipped step, so the report works in unscaled terms.
+    # the skipped step, so the report works in unscaled terms. A step ends at
+    # scaler.update(), which sets the next step's scale first: step 2 runs
+    # under the grown 2048, step 3 under the backed-off 1024 (step 0, before
+    # any step mark, under 1024; step 4 is the program's end).
     ap = rep["loss_scale"]["applied"]
     runs = [(r["first"], r["last"], r["scale"]) for r in ap["per_step"]]
-    check(ap["source"] == "marks" and runs == [(1, 2, 1024), (3, 3, 2048), (4, 4, 1024)],
+    check(ap["source"] == "marks" and runs == [(1, 1, 1024), (2, 2, 2048), (3, 4, 1024)],
           "GradScaler's scale per step: %s %s" % (ap["source"], runs))
     check(ap["steps_marked"] == STEPS and ap["skipped_steps"] == SKIPPED,
           "steps %s, skipped %s" % (ap["steps_marked"], ap["skipped_steps"]))

@@ -17,9 +17,11 @@ The per-module-call work is in C (_fast.c, one stable-ABI extension):
   Python tensor for the gradient); MPPROF_TORCH_MARKS=0 keeps Python hooks.
 - torch.autograd.backward/grad open a "backward, no module" scope on the
   calling thread (and restore the caller's afterwards); Optimizer.step opens
-  an optimizer scope and ends a step (mpprof_step); GradScaler's scale and
-  skipped steps go through mpprof_loss_scale / mpprof_step_skipped when
-  libmpprof has them.
+  an optimizer scope. A training step (mpprof_step) ends at
+  GradScaler.update() while an enabled GradScaler is in use (all optimizers
+  it steps, one update: one step), else at each Optimizer.step() (_step_ended
+  is the one place). GradScaler's scale and skipped steps go through
+  mpprof_loss_scale / mpprof_step_skipped when libmpprof has them.
 - While Dynamo traces, every hook returns at once.
 """
 import collections
@@ -220,7 +222,10 @@ _step_n = 0
 
 
 def _step_ended(skipped):
-    """Optimizer.step() (or a step GradScaler skipped) ends step n; n+1 starts."""
+    """Step n ends (skipped: its update was skipped for non-finite
+    gradients) and n+1 starts. Called by GradScaler.update() of an enabled
+    scaler, or by Optimizer.step() while no enabled scaler is in use
+    (_scaler_in_use): the one definition of a step."""
     global _step_n
     with _lock:
         n = _step_n
@@ -256,7 +261,8 @@ def _wrap_step(step):
         finally:
             _pop()
             t.in_step = False
-            _step_ended(False)
+            if not t.in_scaler and not _scaler_in_use():  # else the scaler's update() ends it
+                _step_ended(False)
 
     mpprof_step._mpprof = True
     return mpprof_step
@@ -303,6 +309,12 @@ class _ScaleState:
 
 
 _scalers = weakref.WeakKeyDictionary()
+
+
+def _scaler_in_use():
+    """An enabled GradScaler has scaled a loss (its state is made then): its
+    update() ends the steps, and optimizer steps do not."""
+    return len(_scalers) > 0
 
 
 def _scaler_state(scaler, create):
@@ -362,9 +374,8 @@ def _patch_scaler(cls):
                 t.in_scaler -= 1
             if getattr(optimizer, "_step_supports_amp_scaling", False):
                 st.reliable = False
-            if not t.opt_stepped:
+            if not t.opt_stepped:  # this optimizer's step was skipped: update() backs off
                 st.found_inf = True
-                _step_ended(True)
             return r
 
         cls.step = mpprof_scaler_step
@@ -398,9 +409,10 @@ def _patch_scaler(cls):
                     if math.isfinite(grown):
                         st.scale = grown
                     st.tracker = 0
-            st.found_inf = False
+            skipped, st.found_inf = st.found_inf, False
             if st.reliable and _loss_scale is not None:
-                _loss_scale(st.scale)
+                _loss_scale(st.scale)  # before the next step starts: it runs under this scale
+            _step_ended(skipped)
             return r
 
         cls.update = mpprof_scaler_update
