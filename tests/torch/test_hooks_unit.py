@@ -288,6 +288,41 @@ class FastPathTests(unittest.TestCase):
         self.assertEqual(_fast().depth()[0], 0)
         self.assertEqual(stub.stack(), [])  # every push popped
 
+    def test_an_exception_escaping_the_model_leaves_nothing_behind(self):
+        # the training loop catches it (an OOM retried, a bad batch skipped)
+        # and goes on: the raising module is not the scope of later ops, nor
+        # the parent of a model called later (before torch 2.1 no post-hook
+        # runs when forward raises)
+        class Boom(nn.Module):
+            def forward(self, x):
+                raise ValueError("boom")
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = Leaf("a")
+                self.boom = Boom()
+
+            def forward(self, x, fail):
+                x = self.a(x)
+                return self.boom(x) if fail else x
+
+        model, other = Model(), Leaf("other")
+        for retry in (model, other):
+            with self.assertRaises(ValueError):
+                model(torch.ones(2, requires_grad=True), True)
+            seen.clear()
+            if retry is model:  # the same model again
+                out = model(torch.ones(2, requires_grad=True), False)
+            else:  # a model never called before
+                out = other(torch.ones(2, requires_grad=True))
+            Probe.apply(torch.ones(1), "outside")
+            out.sum().backward()
+            want = ("a", "a") if retry is model else ("other", "Leaf")
+            self.assertEqual(seen, [(want[0], (want[1], "forward")), ("outside", ("", "none")),
+                                    (want[0] + "'", (want[1], "backward"))])
+            self.assertEqual((_fast().depth()[0], stub.stack()), (0, []))
+
     def test_deeper_than_the_kept_stack_stays_balanced(self):
         class Chain(nn.Module):
             def __init__(self, n):

@@ -25,6 +25,7 @@
 #define UNSET INT32_MIN /* a mark's start or end not given */
 #define MAX_STACK 256   /* frames kept per thread; deeper ones are counted */
 #define SCAN_DEPTH 2    /* containers looked into for tensors: (x,), [(x,)] */
+#define MAX_CTX 32      /* open backward/optimizer scopes kept per thread */
 
 typedef void (*push_fn)(int32_t, int32_t);
 typedef void (*pop_fn)(void);
@@ -39,6 +40,7 @@ static PyObject *grad_enabled;   /* torch.is_grad_enabled */
 static PyObject *resolve;        /* hooks._resolve(module, root, parent) -> lid */
 static PyObject *log_fn;         /* hooks._log(msg) */
 static PyObject *ids;            /* dict id(module) -> (weakref, lid), hooks._ids */
+static PyObject *root_fns;       /* (begins, ends, live) of hooks._root_frames, or NULL */
 static PyObject *mark_type;      /* MarkHook */
 static int direct = 1;           /* register through _backward_hooks (see register_hook) */
 static const mpp_marks_api *cxx; /* marks as C++ pre-hooks on grad_fn (_marks.cpp), or NULL */
@@ -52,6 +54,8 @@ typedef struct tstate {
   int n, overflow;          /* frames kept, frames beyond MAX_STACK */
   int bwd;                  /* depth of torch.autograd.backward/grad calls here */
   int worker;               /* a mark ran here outside such a call: an autograd thread */
+  int nctx, ctx_overflow;   /* open backward/optimizer scopes (kept, beyond MAX_CTX) */
+  int ctx_base[MAX_CTX];    /* module frames below each */
   PyObject *mod[MAX_STACK]; /* strong references */
   int32_t lid[MAX_STACK];
 } tstate;
@@ -275,14 +279,23 @@ static int mark_all(PyObject *obj, int depth, int32_t start, int32_t end) {
 
 /* --- the global module hooks --- */
 
-static int32_t layer_of(tstate *t, PyObject *module) {
+static int named_layer(PyObject *module, int32_t *ret_lid) {
+  /* 1 and its layer id when module is named already */
   PyObject *key = PyLong_FromVoidPtr(module);
-  if (!key) return NO_LAYER;
+  if (!key) {
+    PyErr_Clear();
+    return 0;
+  }
   PyObject *ent = PyDict_GetItem(ids, key); /* borrowed */
   Py_DECREF(key);
-  if (ent && PyTuple_Check(ent) && PyTuple_Size(ent) == 2 &&
-      PyWeakref_GetObject(PyTuple_GetItem(ent, 0)) == module)
-    return (int32_t)PyLong_AsLong(PyTuple_GetItem(ent, 1));
+  if (!ent || !PyTuple_Check(ent) || PyTuple_Size(ent) != 2 ||
+      PyWeakref_GetObject(PyTuple_GetItem(ent, 0)) != module)
+    return 0;
+  *ret_lid = (int32_t)PyLong_AsLong(PyTuple_GetItem(ent, 1));
+  return 1;
+}
+
+static int32_t name_layer(tstate *t, PyObject *module) {
   PyObject *root = t->n ? t->mod[0] : Py_None, *parent = t->n ? t->mod[t->n - 1] : Py_None;
   PyObject *r = PyObject_CallFunctionObjArgs(resolve, module, root, parent, NULL);
   long lid = r ? PyLong_AsLong(r) : -1;
@@ -295,14 +308,25 @@ static int32_t layer_of(tstate *t, PyObject *module) {
   return (int32_t)lid;
 }
 
+static void settle(tstate *t);
+static int root_call(int which);
+
 static PyObject *pre(PyObject *self, PyObject *args) {
   (void)self;
   PyObject *module, *margs;
   if (!PyArg_UnpackTuple(args, "pre", 2, 2, &module, &margs)) return NULL;
   tstate *t = thread_state();
   if (!t) Py_RETURN_NONE;
-  if (!t->n && !t->overflow) generation++;
-  int32_t lid = layer_of(t, module);
+  int32_t lid = NO_LAYER;
+  int named = named_layer(module, &lid);
+  /* the root again (a new call, or one inside it), or a module named by its
+   * parent here: are the frames kept still running? */
+  if (t->n && (!named || module == t->mod[0])) settle(t);
+  if (!t->n && !t->overflow) {
+    generation++;
+    if (!t->nctx && root_fns) root_call(0);
+  }
+  if (!named) lid = name_layer(t, module);
   int32_t phase = t->bwd || t->worker ? MPPROF_SCOPE_RECOMPUTE : MPPROF_SCOPE_FORWARD;
   if (t->n < MAX_STACK) {
     Py_INCREF(module);
@@ -320,6 +344,57 @@ static void frame_pop(tstate *t) {
   t->n--;
   Py_DECREF(t->mod[t->n]);
   c_pop();
+}
+
+/* --- forwards that raised ---
+ * Before torch 2.1 no post-hook runs when a forward raises, so its frames
+ * stay. The post-hook of a parent that caught the exception takes them
+ * (post); a backward or optimizer scope takes those opened inside it when it
+ * closes (ctx_exit); and frames of a root call that an exception left (the
+ * training loop caught it) go once that call is seen to be over (settle),
+ * so they are never the scope of later ops nor the parent of later roots. */
+
+static void drop_frames(tstate *t, int keep) {
+  while (t->overflow && t->n + t->overflow > keep) {
+    t->overflow--;
+    c_pop();
+  }
+  while (t->n > keep)
+    frame_pop(t);
+}
+
+static int root_call(int which) {
+  /* hooks._root_frames' begins (0), ends (1) or live (2); live: 1 when unsure */
+  PyObject *r = PyObject_CallObject(PyTuple_GetItem(root_fns, which), NULL);
+  int v = r ? PyObject_IsTrue(r) : -1;
+  Py_XDECREF(r);
+  if (v < 0) {
+    report("root call not followed:", NULL);
+    return 1;
+  }
+  return v;
+}
+
+static void settle(tstate *t) {
+  /* at the top of the thread (no backward or optimizer scope open): is the
+   * root call of the frames kept still running? */
+  if (!root_fns || !t->n || t->nctx || t->ctx_overflow || t->worker) return;
+  if (!root_call(2)) drop_frames(t, 0);
+}
+
+static void ctx_enter(tstate *t) {
+  settle(t);
+  if (t->nctx < MAX_CTX)
+    t->ctx_base[t->nctx++] = t->n + t->overflow;
+  else
+    t->ctx_overflow++;
+}
+
+static void ctx_exit(tstate *t) {
+  if (t->ctx_overflow)
+    t->ctx_overflow--;
+  else if (t->nctx)
+    drop_frames(t, t->ctx_base[--t->nctx]);
 }
 
 static PyObject *post(PyObject *self, PyObject *args) {
@@ -348,6 +423,7 @@ static PyObject *post(PyObject *self, PyObject *args) {
    * (back to "backward, no module", where ops outside modules run). */
   int own = !c_ops || c_ops() > 0;
   frame_pop(t);
+  if (!t->n && !t->overflow && !t->nctx && root_fns) root_call(1); /* the root call is over */
   int back = !c_ops || !t->n || c_ops() > 0;
   if ((own || back) && truthy_call(grad_enabled)) {
     int32_t parent = t->n ? t->lid[t->n - 1] : NO_LAYER;
@@ -365,7 +441,10 @@ static PyObject *backward_enter(PyObject *self, PyObject *unused) {
   (void)self;
   (void)unused;
   tstate *t = thread_state();
-  if (t) t->bwd++;
+  if (t) {
+    ctx_enter(t);
+    t->bwd++;
+  }
   c_push(NO_LAYER, MPPROF_SCOPE_BACKWARD);
   Py_RETURN_NONE;
 }
@@ -373,9 +452,45 @@ static PyObject *backward_enter(PyObject *self, PyObject *unused) {
 static PyObject *backward_exit(PyObject *self, PyObject *unused) {
   (void)self;
   (void)unused;
-  c_pop();
   tstate *t = thread_state();
+  if (t) ctx_exit(t);
+  c_pop();
   if (t && t->bwd) t->bwd--;
+  Py_RETURN_NONE;
+}
+
+static PyObject *scope_enter(PyObject *self, PyObject *args) {
+  /* hooks.py's optimizer scope: mpprof_scope_push, as a context */
+  (void)self;
+  int lid, phase;
+  if (!PyArg_ParseTuple(args, "ii", &lid, &phase)) return NULL;
+  tstate *t = thread_state();
+  if (t) ctx_enter(t);
+  c_push(lid, phase);
+  Py_RETURN_NONE;
+}
+
+static PyObject *scope_exit(PyObject *self, PyObject *unused) {
+  (void)self;
+  (void)unused;
+  tstate *t = thread_state();
+  if (t) ctx_exit(t);
+  c_pop();
+  Py_RETURN_NONE;
+}
+
+static PyObject *follow_roots(PyObject *self, PyObject *fns) {
+  /* (begins, ends, live) of hooks._root_frames, or None: torch's post-hook
+   * runs when forward raises */
+  (void)self;
+  if (fns != Py_None && (!PyTuple_Check(fns) || PyTuple_Size(fns) != 3)) {
+    PyErr_SetString(PyExc_TypeError, "follow_roots takes (begins, ends, live) or None");
+    return NULL;
+  }
+  PyObject *old = root_fns;
+  root_fns = fns == Py_None ? NULL : fns;
+  Py_XINCREF(root_fns);
+  Py_XDECREF(old);
   Py_RETURN_NONE;
 }
 
@@ -498,6 +613,10 @@ static PyMethodDef methods[] = {
     {"post", post, METH_VARARGS, "global module forward hook"},
     {"backward_enter", backward_enter, METH_NOARGS, "torch.autograd.backward/grad starts here"},
     {"backward_exit", backward_exit, METH_NOARGS, "... and returns"},
+    {"scope_enter", scope_enter, METH_VARARGS,
+     "open a (layer, phase) scope: frames left inside go with it"},
+    {"scope_exit", scope_exit, METH_NOARGS, "close it"},
+    {"follow_roots", follow_roots, METH_O, "(begins, ends, live) of root calls, or None"},
     {"mark_root", mark_root, METH_O, "mark a backward root: backward, no module"},
     {"register_probe", register_probe, METH_VARARGS, "start-up check of the direct registration"},
     {"set_direct", set_direct, METH_O, "use the direct registration (True) or register_hook"},

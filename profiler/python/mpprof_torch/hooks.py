@@ -255,11 +255,11 @@ def _wrap_step(step):
         if t.in_step:  # a subclass's step calling super().step(): one step
             return step(self, *args, **kwargs)
         t.in_step = True
-        _push(_optimizer_layer(self), OPTIMIZER)
+        _fast.scope_enter(_optimizer_layer(self), OPTIMIZER)
         try:
             return step(self, *args, **kwargs)
         finally:
-            _pop()
+            _fast.scope_exit()  # (and module frames a raising closure left)
             t.in_step = False
             if not t.in_scaler and not _scaler_in_use():  # else the scaler's update() ends it
                 _step_ended(False)
@@ -556,6 +556,43 @@ def _module_hooks(compiling):
     return pre, post
 
 
+def _root_frames(torch):
+    """For a torch whose post-hook does not run when forward raises: the
+    frame of each thread's root module call (Module._call_impl's), kept
+    while it runs, so that _fast can tell frames an exception left (the
+    call is over, the loop caught it) from a call inside that root."""
+    code = getattr(torch.nn.Module, "_call_impl", None)
+    code = getattr(code, "__code__", None)
+    if code is None:
+        return None
+    local = threading.local()
+
+    def begins():
+        f = sys._getframe(1)
+        for _ in range(4):  # (under the Python hooks of a torch with Dynamo: one frame more)
+            if f is None or f.f_code is code:
+                break
+            f = f.f_back
+        local.frame = f if f is not None and f.f_code is code else None
+
+    def ends():
+        local.frame = None  # (a finished frame would keep the call's tensors)
+
+    def live():
+        root = getattr(local, "frame", None)
+        if root is None:
+            return True  # unknown: the frames stay
+        f = sys._getframe(1)
+        while f is not None:
+            if f is root:
+                return True
+            f = f.f_back
+        local.frame = None
+        return False
+
+    return begins, ends, live
+
+
 def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skipped=None, ops=None):
     """Install the hooks on top of these scope functions: push, pop, set_
     and ops are ctypes function pointers (libmpprof.so's, or a test's
@@ -579,8 +616,10 @@ def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skip
     mm.register_module_forward_pre_hook(pre)
     try:  # 2.1+: the post hook also runs when forward raises
         mm.register_module_forward_hook(post, always_call=True)
+        _fast.follow_roots(None)
     except TypeError:
         mm.register_module_forward_hook(post)
+        _fast.follow_roots(_root_frames(torch))
     torch.autograd.backward = _wrap_autograd(torch.autograd.backward)
     torch.autograd.grad = _wrap_autograd(torch.autograd.grad)
     _patch_optimizer(torch)
