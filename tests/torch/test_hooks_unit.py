@@ -323,6 +323,27 @@ class FastPathTests(unittest.TestCase):
                                     (want[0] + "'", (want[1], "backward"))])
             self.assertEqual((_fast().depth()[0], stub.stack()), (0, []))
 
+    def test_a_closure_raising_inside_optimizer_step_leaves_nothing_behind(self):
+        # LBFGS-style: the closure's forward raises out of opt.step(closure)
+        class Boom(nn.Module):
+            def forward(self, x):
+                raise ValueError("boom")
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = Leaf("a")
+                self.boom = Boom()
+
+            def forward(self, x):
+                return self.boom(self.a(x))
+
+        model = Model()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        with self.assertRaises(ValueError):
+            opt.step(lambda: model(torch.ones(2, requires_grad=True)).sum())
+        self.assertEqual((_fast().depth()[0], stub.stack()), (0, []))
+
     def test_deeper_than_the_kept_stack_stays_balanced(self):
         class Chain(nn.Module):
             def __init__(self, n):
