@@ -63,7 +63,7 @@
   X(api, "api", STR, "the hooked entry point")                                                     \
   X(kind, "op", OPKIND, "gemm | conv_fwd | conv_bwd_data | conv_bwd_filter | matmul")              \
   X(layer, "layer", LAYER, "NVTX range stack of the calling thread joined with /, or a scope's")   \
-  X(phase, "phase", PHASE, "a scope's phase: forward | backward | optimizer | recompute")          \
+  X(phase, "phase", PHASE, "a scope's phase: forward | backward | optimizer | recompute | eval")   \
   X(module_class, "module_class", CLASS, "a scope's module class (PyTorch: Linear, ...)")          \
   X(m, "m", I64, "GEMM m (convs: implicit-GEMM shape)")                                            \
   X(n, "n", I64, "GEMM n")                                                                         \

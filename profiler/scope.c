@@ -132,7 +132,7 @@ out:
 }
 
 static uint8_t valid_phase(int32_t phase) {
-  return phase >= MPPROF_SCOPE_NONE && phase <= MPPROF_SCOPE_RECOMPUTE ? (uint8_t)phase : 0;
+  return phase >= MPPROF_SCOPE_NONE && phase <= MPPROF_SCOPE_EVAL ? (uint8_t)phase : 0;
 }
 
 MPP_EXPORT void mpprof_scope_push(int32_t layer, int32_t phase) {
@@ -175,7 +175,8 @@ MPP_EXPORT uint32_t mpprof_scope_ops(void) {
 }
 
 const char *mpp_scope_phase_name(int phase) {
-  static const char *const names[] = {NULL, "forward", "backward", "optimizer", "recompute"};
+  static const char *const names[] = {NULL,        "forward",   "backward",
+                                      "optimizer", "recompute", "eval"};
   return phase > 0 && phase < (int)(sizeof names / sizeof names[0]) ? names[phase] : NULL;
 }
 

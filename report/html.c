@@ -496,7 +496,7 @@ static void share_cell(FILE *f, const mpprof_share *s) {
   "<th title=\"The op site's id: one per layer, phase, API, dtypes, compute type, shape and "      \
   "the rest of the site key (report.json sites)\">Site</th>"                                       \
   "<th title=\"The layer the site's calls ran in (its row in the layer table)\">Layer</th>"        \
-  "<th title=\"forward, backward, optimizer, recompute or unknown\">Phase</th>"                    \
+  "<th title=\"forward, backward, optimizer, recompute, eval or unknown\">Phase</th>"              \
   "<th title=\"The hooked entry point called\">API</th>"                                           \
   "<th title=\"The GEMM's m, n, k and batch count (convolutions: their implicit GEMM's)\">"        \
   "m&times;n&times;k&times;batch</th>"                                                             \
@@ -529,7 +529,8 @@ static void layer_headers(FILE *f, const mpprof_model *m) {
   fputs("<th title=\"The NVTX range path of the ops, or the PyTorch module's name (its class "
         "beside it)\">Layer</th>"
         "<th title=\"forward, backward, optimizer, recompute (activation-checkpoint "
-        "recomputation), unknown (no marker); mixed: the layer's sites ran in several "
+        "recomputation), eval (a forward outside training: PyTorch under no_grad), unknown (no "
+        "marker); mixed: the layer's sites ran in several "
         "phases\">Phase</th>"
         "<th title=\"Hooked calls of the layer's op sites, scanned or not\">Calls</th>"
         "<th title=\"GPU time of the layer's ops from CUPTI's kernel records, in milliseconds; "

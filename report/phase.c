@@ -26,8 +26,8 @@ static const char *const env_names[MPPROF_PHASE_COUNT] = {
 };
 
 const char *mpprof_phase_name(mpprof_phase p) {
-  static const char *const names[] = {"unknown",   "forward",   "backward",
-                                      "optimizer", "recompute", "mixed"};
+  static const char *const names[] = {"unknown",   "forward", "backward", "optimizer",
+                                      "recompute", "eval",    "mixed"};
   return (unsigned)p < MPPROF_PHASE_COUNT ? names[p] : "unknown";
 }
 

@@ -97,6 +97,8 @@ typedef enum mpprof_phase {
   MPPROF_PHASE_OPTIMIZER,
   /* activation-checkpoint recomputation: forward values */
   MPPROF_PHASE_RECOMPUTE,
+  /* a forward outside training (PyTorch: a root module called under no_grad) */
+  MPPROF_PHASE_EVAL,
   MPPROF_PHASE_MIXED, /* layers only: sites of several phases */
   MPPROF_PHASE_COUNT
 } mpprof_phase;

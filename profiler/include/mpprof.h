@@ -36,13 +36,14 @@ void mpprof_step(uint64_t n);
 void mpprof_step_skipped(uint64_t n);
 
 /* Phase of a scope; the raw file and the report spell them "forward",
- * "backward", "optimizer" and "recompute". */
+ * "backward", "optimizer", "recompute" and "eval". */
 enum mpprof_scope_phase {
   MPPROF_SCOPE_NONE = 0, /* layer only: the phase comes from NVTX range words */
   MPPROF_SCOPE_FORWARD = 1,
   MPPROF_SCOPE_BACKWARD = 2,
   MPPROF_SCOPE_OPTIMIZER = 3,
   MPPROF_SCOPE_RECOMPUTE = 4, /* activation-checkpoint recomputation: forward values */
+  MPPROF_SCOPE_EVAL = 5, /* a forward outside training (PyTorch: under no_grad): forward values */
 };
 
 /* Id of the layer `name` (e.g. "encoder.layers.0.fc1", at most 1023 bytes)

@@ -22,7 +22,7 @@ except ImportError as e:
 sys.path.insert(0, sys.argv[1] if len(sys.argv) > 1 else os.environ["MPP_PYTHON_DIR"])
 from mpprof_torch import hooks  # noqa: E402
 
-PHASES = {1: "forward", 2: "backward", 3: "optimizer", 4: "recompute"}
+PHASES = {1: "forward", 2: "backward", 3: "optimizer", 4: "recompute", 5: "eval"}
 
 
 class StubLib:
@@ -200,6 +200,30 @@ class Tests(unittest.TestCase):
         self.assertEqual(seen, [("a", ("a", "forward")), ("a", ("a", "forward")), ("b", ("b", "forward")),
                                 ("b'", ("b", "backward")), ("a", ("a", "recompute")),
                                 ("a'", ("a", "backward")), ("a'", ("a", "backward"))])
+
+    def test_a_model_called_under_no_grad_is_eval_all_through(self):
+        # an evaluation loop between training steps; a frozen part called
+        # under no_grad inside a training forward stays forward
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.frozen = Leaf("frozen")
+                self.head = Leaf("head")
+
+            def forward(self, x):
+                with torch.no_grad():
+                    f = self.frozen(x)
+                return self.head(x + f)
+
+        model = Model()
+        x = torch.ones(2, requires_grad=True)
+        model(x)
+        with torch.no_grad():
+            model(x)
+        with torch.inference_mode():
+            model(x)
+        self.assertEqual([s for _, s in seen], [("frozen", "forward"), ("head", "forward")]
+                         + [("frozen", "eval"), ("head", "eval")] * 2)
 
     def test_a_second_root_model_is_prefixed_by_its_class(self):
         class Gen(nn.Module):

@@ -122,6 +122,7 @@ def check_model_report(rep):
         check(calls[(name, "forward")] == STEPS * fwd, "%s: forward calls %d" % (name, calls[(name, "forward")]))
         check(calls[(name, "recompute")] == (STEPS * fwd if rec else 0),
               "%s: recompute calls %d" % (name, calls[(name, "recompute")]))
+        check(calls[(name, "eval")] == fwd, "%s: eval calls %d (one pass under no_grad)" % (name, calls[(name, "eval")]))
         # dx and dw per forward GEMM; embed's input needs no gradient: dw only
         bwd = STEPS * fwd * (1 if name == "embed" else 2)
         check(calls[(name, "backward")] == bwd, "%s: backward calls %d, want %d" % (name, calls[(name, "backward")], bwd))

@@ -9,7 +9,8 @@ nested containers (Sequential, ModuleList), a module called twice per step
 own forward (Block.mix), activation checkpointing on body.1, loss.backward()
 on another thread, an optimizer whose step runs GEMMs, and the real
 torch.cuda.amp.GradScaler made to run on the CPU (its two CUDA-only ops
-replaced by Python stand-ins) with one step whose gradients are infinite.
+replaced by Python stand-ins) with one step whose gradients are infinite,
+and an evaluation pass under torch.no_grad() at the end.
 
 Prints the model's final weights' checksum (the same with and without
 mpprof) and exits 0."""
@@ -203,6 +204,8 @@ def main():
         t.join()
         scaler.step(opt)
         scaler.update()
+    with torch.no_grad():  # an evaluation pass: phase eval, no step
+        model(x)
     user_site = getattr(__import__("builtins"), "MPP_USER_SITECUSTOMIZE", False)
     print("user sitecustomize ran: %s" % user_site)
     print("scale %.1f" % scaler._scale.item())

@@ -58,6 +58,7 @@ typedef struct tstate {
   int ctx_base[MAX_CTX];    /* module frames below each */
   PyObject *mod[MAX_STACK]; /* strong references */
   int32_t lid[MAX_STACK];
+  int8_t phase[MAX_STACK];
 } tstate;
 
 static _Thread_local tstate *ts;
@@ -327,11 +328,20 @@ static PyObject *pre(PyObject *self, PyObject *args) {
     if (!t->nctx && root_fns) root_call(0);
   }
   if (!named) lid = name_layer(t, module);
-  int32_t phase = t->bwd || t->worker ? MPPROF_SCOPE_RECOMPUTE : MPPROF_SCOPE_FORWARD;
+  /* inside a backward: recomputation; else a root called without grad is
+   * evaluation, and so is all it calls; the rest (a checkpoint's first
+   * forward, a frozen part under no_grad inside a training forward) forward */
+  int32_t phase = MPPROF_SCOPE_FORWARD;
+  if (t->bwd || t->worker)
+    phase = MPPROF_SCOPE_RECOMPUTE;
+  else if (t->n ? t->phase[t->n - 1] == MPPROF_SCOPE_EVAL
+                : !t->overflow && !truthy_call(grad_enabled))
+    phase = MPPROF_SCOPE_EVAL;
   if (t->n < MAX_STACK) {
     Py_INCREF(module);
     t->mod[t->n] = module;
     t->lid[t->n] = lid;
+    t->phase[t->n] = (int8_t)phase;
     t->n++;
   } else {
     t->overflow++;
