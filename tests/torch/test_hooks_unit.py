@@ -569,6 +569,52 @@ class ScalerTests(unittest.TestCase):
         self.assertEqual(steps, list(range(steps[0], steps[0] + 7)))
         self.assertEqual([s - steps[0] + 1 for s in skipped], [2, 4, 5])
 
+    def test_one_scaler_per_optimizer_declares_each_backwards_scale_and_one_step(self):
+        # scaler_d / scaler_g, each with its own update(): each backward's
+        # gradients carry its own scaler's scale, and an iteration is one step
+        torch._amp_update_scale_ = _update_scale
+
+        class Scaler(CpuGradScaler):  # scale() of its own, wrapped as torch's is
+            def scale(self, outputs):
+                return super().scale(outputs)
+
+        hooks._patch_scaler(Scaler)
+        sd = Scaler(init_scale=1024.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=1)
+        sg = Scaler(init_scale=8.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=1000)
+        wd, wg = nn.Parameter(torch.ones(3)), nn.Parameter(torch.ones(3))
+        opt_d, opt_g = torch.optim.SGD([wd], lr=1e-3), torch.optim.SGD([wg], lr=1e-3)
+        stub.calls.clear()
+        under = []  # (the scale declared when each backward ran, the scaler's own)
+
+        def backward(scaler, w, inf):
+            loss = scaler.scale((w * (float("inf") if inf else 1.0)).sum())
+            under.append(([v for k, v in stub.calls if k == "loss_scale"][-1], scaler._scale.item()))
+            loss.backward()
+
+        for it in range(5):
+            opt_d.zero_grad()
+            backward(sd, wd, False)
+            sd.step(opt_d)
+            sd.update()
+            opt_g.zero_grad()
+            backward(sg, wg, it == 2)
+            sg.step(opt_g)
+            sg.update()
+        self.assertEqual([a for a, _ in under], [b for _, b in under])
+        steps = [v for k, v in stub.calls if k == "step"]
+        skipped = [v for k, v in stub.calls if k == "step_skipped"]
+        self.assertEqual(len(steps), 5, stub.calls)
+        self.assertEqual([s - steps[0] + 1 for s in skipped], [3])  # counted when the next step ends
+        # scaler_d no longer used (it stays alive): scaler_g's updates end the
+        # steps (from its second update since scaler_d's last: here the first)
+        stub.calls.clear()
+        for it in range(4):
+            opt_g.zero_grad()
+            sg.scale(wg.sum()).backward()
+            sg.step(opt_g)
+            sg.update()
+        self.assertEqual(len([k for k, _ in stub.calls if k == "step"]), 4)
+
     def test_a_state_dict_loaded_mid_run_is_the_scale_in_force(self):
         # resuming (or rolling back) a scaler already in use: load_state_dict
         # refills its scale and tracker; the replay follows at once

@@ -311,6 +311,41 @@ class _ScaleState:
 _scalers = weakref.WeakKeyDictionary()
 
 
+_declared = None  # the scale last declared (mpprof_loss_scale), process-wide
+_primary = None  # weakref: the scaler whose update() ends a step (the first to update)
+_skip_pending = False  # a scaler's update since the last step end followed a skipped step
+
+
+def _declare(st):
+    """The scale st replays is in force from now on (when it is known)."""
+    global _declared
+    if st.reliable and _loss_scale is not None:
+        _loss_scale(st.scale)
+        _declared = st.scale
+
+
+_updated = weakref.WeakSet()  # scalers that updated since the last step end
+
+
+def _update_ends_step(scaler, skipped):
+    """One step per update() of the primary scaler: with one scaler, each
+    update; with one per optimizer (scaler_d, scaler_g: against PyTorch's
+    advice, but common), the first scaler to update ends the steps and the
+    others' skipped steps count in the step in progress. A scaler updating
+    twice within one step (the primary is no longer used) becomes primary."""
+    global _primary, _skip_pending
+    p = _primary() if _primary is not None else None
+    if p is None or (p is not scaler and scaler in _updated):
+        _primary, p = weakref.ref(scaler), scaler
+    _skip_pending = _skip_pending or skipped
+    if p is scaler:
+        skipped, _skip_pending = _skip_pending, False
+        _updated.clear()
+        _step_ended(skipped)
+    else:
+        _updated.add(scaler)
+
+
 def _scaler_in_use():
     """An enabled GradScaler has scaled a loss (its state is made then): its
     update() ends the steps, and optimizer steps do not."""
@@ -321,8 +356,7 @@ def _scaler_state(scaler, create):
     st = _scalers.get(scaler)
     if st is None and create:
         st = _scalers[scaler] = _ScaleState(scaler)
-        if _loss_scale is not None:
-            _loss_scale(st.scale)
+        _declare(st)
     return st
 
 
@@ -356,6 +390,21 @@ def _patch_scaler(cls):
             return r
 
         cls.load_state_dict = mpprof_load_state_dict
+
+    if "scale" in d:
+        scale = d["scale"]
+
+        @functools.wraps(scale)
+        def mpprof_scale(self, outputs):
+            r = scale(self, outputs)
+            # the gradients of this loss carry this scaler's scale: with one
+            # scaler per optimizer, each backward's own (one scaler: already so)
+            st = _scalers.get(self) if getattr(self, "_enabled", False) else None
+            if st is not None and st.scale != _declared:
+                _declare(st)
+            return r
+
+        cls.scale = mpprof_scale
 
     if "step" in d:
         step = d["step"]
@@ -410,9 +459,8 @@ def _patch_scaler(cls):
                         st.scale = grown
                     st.tracker = 0
             skipped, st.found_inf = st.found_inf, False
-            if st.reliable and _loss_scale is not None:
-                _loss_scale(st.scale)  # before the next step starts: it runs under this scale
-            _step_ended(skipped)
+            _declare(st)  # before the next step starts: it runs under this scale
+            _update_ends_step(self, skipped)
             return r
 
         cls.update = mpprof_scaler_update
