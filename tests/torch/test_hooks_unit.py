@@ -241,6 +241,35 @@ class Tests(unittest.TestCase):
         d(g(torch.ones(2)))
         self.assertEqual(seen[-2:], [("g", ("fc", "forward")), ("g", ("Disc.fc", "forward"))])
 
+    def test_a_model_fed_by_another_models_output_leaves_its_backward_alone(self):
+        # a GAN's D(G(z)), an encoder and a decoder called as two roots: G's
+        # output is marked by G's last layer ("its backward starts") and then
+        # by D as a root input ("back to no module"); G's backward is G's
+        class Two(nn.Module):
+            def __init__(self, tag):
+                super().__init__()
+                self.fc1 = Leaf(tag + "1")
+                self.fc2 = Leaf(tag + "2")
+
+            def forward(self, x):
+                return self.fc2(self.fc1(x))
+
+        class Gen(Two):
+            pass
+
+        class Disc(Two):
+            pass
+
+        g, d = Gen("g"), Disc("d")
+        z = torch.ones(2, requires_grad=True)
+        g(z)  # names g's layers first: the first root model
+        seen.clear()
+        d(g(z)).sum().backward()
+        name = lambda m: hooks._lib_names[hooks._ids[id(m)][1]]  # noqa: E731
+        self.assertEqual([(t, s) for t, s in seen if t.endswith("'")],
+                         [("d2'", (name(d.fc2), "backward")), ("d1'", (name(d.fc1), "backward")),
+                          ("g2'", (name(g.fc2), "backward")), ("g1'", (name(g.fc1), "backward"))])
+
     def test_optimizer_step_is_phase_optimizer_and_ends_a_step(self):
         class Opt(torch.optim.SGD):
             @torch.no_grad()

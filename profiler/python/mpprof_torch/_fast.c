@@ -123,11 +123,13 @@ typedef struct {
 
 /* The marking rule, for a Python mark and a C++ one alike: within one root
  * forward an innermost module's start stays and the outermost module's end
- * wins; a mark from an older root forward starts afresh. */
+ * wins; a mark from an older root forward starts afresh, but for the start
+ * of the module that made the tensor, which only another start replaces (a
+ * model's output fed to another root model, D(G(z)): G's backward is G's). */
 static void mark_update(mpp_mark_state *m, int32_t start, int32_t end, int fresh) {
   if (fresh || m->gen != generation) {
     m->gen = generation;
-    m->start = start;
+    if (fresh || start != UNSET) m->start = start;
     m->end = end;
   } else {
     if (start != UNSET && m->start == UNSET) m->start = start;
