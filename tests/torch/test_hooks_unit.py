@@ -292,6 +292,26 @@ class Tests(unittest.TestCase):
         self.assertEqual(stub.calls, [("step", n - 1), ("step", n)])
 
 
+    def test_two_optimizers_without_a_scaler_make_one_step_per_iteration(self):
+        # a bf16 GAN's opt_d.step(); opt_g.step(), or Muon for the matrices
+        # and AdamW for the rest: the first optimizer's steps end the steps
+        wd, wg = nn.Parameter(torch.ones(2)), nn.Parameter(torch.ones(2))
+        wd.grad, wg.grad = torch.ones(2), torch.ones(2)
+        opt_d, opt_g = torch.optim.SGD([wd], lr=0.1), torch.optim.Adam([wg], lr=0.1)
+        stub.calls.clear()
+        for it in range(4):
+            opt_d.step()
+            opt_g.step()
+        steps = [n for k, n in stub.calls if k == "step"]
+        self.assertEqual(steps, list(range(steps[0], steps[0] + 4)) if steps else [], stub.calls)
+        self.assertEqual(len(steps), 4)
+        # opt_d no longer stepped (it stays alive): opt_g's steps end them
+        stub.calls.clear()
+        for it in range(3):
+            opt_g.step()
+        self.assertEqual(len([k for k, _ in stub.calls if k == "step"]), 3)
+
+
 class FastPathTests(unittest.TestCase):
     """What the C hot path (mpprof_torch/_fast.c) must keep true of the program."""
 

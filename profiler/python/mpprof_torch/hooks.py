@@ -223,9 +223,9 @@ _step_n = 0
 
 def _step_ended(skipped):
     """Step n ends (skipped: its update was skipped for non-finite
-    gradients) and n+1 starts. Called by GradScaler.update() of an enabled
-    scaler, or by Optimizer.step() while no enabled scaler is in use
-    (_scaler_in_use): the one definition of a step."""
+    gradients) and n+1 starts. Called (through _Updaters) by
+    GradScaler.update() while an enabled scaler is in use (_scaler_in_use),
+    else by Optimizer.step(): the one definition of a step."""
     global _step_n
     with _lock:
         n = _step_n
@@ -262,7 +262,7 @@ def _wrap_step(step):
             _fast.scope_exit()  # (and module frames a raising closure left)
             t.in_step = False
             if not t.in_scaler and not _scaler_in_use():  # else the scaler's update() ends it
-                _step_ended(False)
+                _optimizer_updates.updated(self, False)
 
     mpprof_step._mpprof = True
     return mpprof_step
@@ -312,8 +312,6 @@ _scalers = weakref.WeakKeyDictionary()
 
 
 _declared = None  # the scale last declared (mpprof_loss_scale), process-wide
-_primary = None  # weakref: the scaler whose update() ends a step (the first to update)
-_skip_pending = False  # a scaler's update since the last step end followed a skipped step
 
 
 def _declare(st):
@@ -324,26 +322,34 @@ def _declare(st):
         _declared = st.scale
 
 
-_updated = weakref.WeakSet()  # scalers that updated since the last step end
+class _Updaters:
+    """One step per update of the primary updater (the first to update; one
+    updating twice within a step takes over from one no longer used): with
+    one scaler (or optimizer), each update; with one per part of the model
+    (scaler_d and scaler_g; an optimizer per parameter kind, Muon and AdamW;
+    a GAN's two optimizers without a scaler), one per iteration, the others'
+    skipped steps counting in the step in progress."""
+
+    def __init__(self):
+        self.primary = None  # weakref
+        self.since = weakref.WeakSet()  # the others that updated since the last step end
+        self.skipped = False
+
+    def updated(self, who, skipped):
+        p = self.primary() if self.primary is not None else None
+        if p is None or (p is not who and who in self.since):
+            self.primary, p = weakref.ref(who), who
+        self.skipped = self.skipped or skipped
+        if p is who:
+            skipped, self.skipped = self.skipped, False
+            self.since.clear()
+            _step_ended(skipped)
+        else:
+            self.since.add(who)
 
 
-def _update_ends_step(scaler, skipped):
-    """One step per update() of the primary scaler: with one scaler, each
-    update; with one per optimizer (scaler_d, scaler_g: against PyTorch's
-    advice, but common), the first scaler to update ends the steps and the
-    others' skipped steps count in the step in progress. A scaler updating
-    twice within one step (the primary is no longer used) becomes primary."""
-    global _primary, _skip_pending
-    p = _primary() if _primary is not None else None
-    if p is None or (p is not scaler and scaler in _updated):
-        _primary, p = weakref.ref(scaler), scaler
-    _skip_pending = _skip_pending or skipped
-    if p is scaler:
-        skipped, _skip_pending = _skip_pending, False
-        _updated.clear()
-        _step_ended(skipped)
-    else:
-        _updated.add(scaler)
+_scaler_updates = _Updaters()  # GradScaler.update() while an enabled scaler is in use
+_optimizer_updates = _Updaters()  # Optimizer.step() otherwise
 
 
 def _scaler_in_use():
@@ -460,7 +466,7 @@ def _patch_scaler(cls):
                     st.tracker = 0
             skipped, st.found_inf = st.found_inf, False
             _declare(st)  # before the next step starts: it runs under this scale
-            _update_ends_step(self, skipped)
+            _scaler_updates.updated(self, skipped)
             return r
 
         cls.update = mpprof_scaler_update
