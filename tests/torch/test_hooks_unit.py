@@ -270,6 +270,25 @@ class Tests(unittest.TestCase):
                          [("d2'", (name(d.fc2), "backward")), ("d1'", (name(d.fc1), "backward")),
                           ("g2'", (name(g.fc2), "backward")), ("g1'", (name(g.fc1), "backward"))])
 
+    def test_other_root_models_of_one_class_keep_apart(self):
+        # a GAN whose G and D are both nn.Sequential, with an EMA copy of G:
+        # D and the copy are two models, not one set of layers
+        class Main(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = Leaf("main")
+
+            def forward(self, x):
+                return self.fc(x)
+
+        main, d, ema = Main(), nn.Sequential(Leaf("d")), nn.Sequential(Leaf("ema"))
+        x = torch.ones(2)
+        for m in (main, d, ema, d, ema):
+            m(x)
+        names = {t: s[0] for t, s in seen}
+        self.assertEqual(len({names["main"], names["d"], names["ema"]}), 3, names)
+        self.assertEqual(names["d"], "Sequential.0")
+
     def test_optimizer_step_is_phase_optimizer_and_ends_a_step(self):
         class Opt(torch.optim.SGD):
             @torch.no_grad()

@@ -133,6 +133,9 @@ def _label(module, qualname, prefix):
     return prefix + name
 
 
+_root_prefix = weakref.WeakKeyDictionary()  # another root model -> the prefix its names carry
+
+
 def _name_root(root):
     """Name every module under a newly seen root."""
     global _main_root
@@ -143,7 +146,14 @@ def _name_root(root):
         if main is None or any(m is main for _, m in children):
             _main_root = weakref.ref(root)
         else:
-            prefix = _inner_class(root) + "."
+            prefix = _root_prefix.get(root)
+            if prefix is None:  # one per live root: D and an EMA copy of G, both Sequential, stay apart
+                cls, used, n = _inner_class(root), set(_root_prefix.values()), 1
+                prefix = cls + "."
+                while prefix in used:
+                    n += 1
+                    prefix = "%s_%d." % (cls, n)
+                _root_prefix[root] = prefix
     for qualname, m in children:
         name = _label(m, qualname, prefix)
         lid = _layer_id(name.encode(), type(m).__name__.encode())
