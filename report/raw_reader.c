@@ -62,10 +62,11 @@ typedef struct walk {
   spans sites, events, ranges, kevents;
   mpprof_range *rg; /* parsed "ranges" and "kernel_events" (names owned until committed) */
   mpprof_kevent *kv;
-  char *rest;       /* a site's text without its tensors (scan_tensors) */
-  mpprof_tb idtext; /* a site's identity text (identity_of) */
-  mpprof_tb pack;   /* a merging site's packed record (mpprof_pending_pack) */
-  size_t parsed;    /* sites parsed: staged (m->sites[at[i]]) or packed (pend[i]) */
+  char *rest;            /* a site's text without its tensors (scan_tensors) */
+  mpprof_tb idtext;      /* a site's identity text (identity_of) */
+  mpprof_tb pack;        /* a merging site's packed record (mpprof_pending_pack) */
+  size_t parsed;         /* sites parsed: staged (m->sites[at[i]]) or packed (pend[i]) */
+  const char *rank_name; /* the name of a site's calls without "ranks" (default_ranks) */
   size_t rest_cap;
   bool has_sites;
   bool ended; /* a value ran into the end of the data */
@@ -937,10 +938,17 @@ static const char *intern_or_null(mpprof_strpool *pool, const cJSON *item, bool 
 }
 
 /* A site without "ranks": all its calls are its process's, named by rank,
- * else host:pid. 0 or -1 (memory). */
-static int default_ranks(mpprof_strpool *sp, const mpprof_process *p, mpprof_site *s) {
+ * else host:pid (the interned name made once per file, in *name_of_p).
+ * 0 or -1 (memory). */
+static int default_ranks(mpprof_strpool *sp, const mpprof_process *p, const char **name_of_p,
+                         mpprof_site *s) {
   s->ranks = calloc(1, sizeof *s->ranks);
   if (!s->ranks) return -1;
+  if (*name_of_p) {
+    s->ranks[0] = (mpprof_count){.name = *name_of_p, .n = s->calls};
+    s->n_ranks = 1;
+    return 0;
+  }
   char name[256], *long_name = NULL;
   if (p->has_rank)
     snprintf(name, sizeof name, "%" PRId64, p->rank);
@@ -948,7 +956,7 @@ static int default_ranks(mpprof_strpool *sp, const mpprof_process *p, mpprof_sit
     snprintf(name, sizeof name, "%s:%" PRId64, p->host, p->pid);
   else if (!(long_name = mpprof_asprintf("%s:%" PRId64, p->host, p->pid)))
     return -1;
-  s->ranks[0].name = mpprof_intern(sp, long_name ? long_name : name);
+  s->ranks[0].name = *name_of_p = mpprof_intern(sp, long_name ? long_name : name);
   free(long_name);
   s->ranks[0].n = s->calls;
   if (!s->ranks[0].name) return -1;
@@ -962,8 +970,9 @@ static int default_ranks(mpprof_strpool *sp, const mpprof_process *p, mpprof_sit
  * (no identity strings, no key: site *ret_into has them). 0, or -1 with err
  * set ("" for ENOMEM). */
 static int site_from_json(cJSON *o, const mpprof_process *p, mpprof_model *m, mp_stats *scratch,
-                          mpprof_tb *text, mpprof_site *s, mpprof_role_stats *pre, size_t n_pre,
-                          int64_t *ret_id, size_t *ret_into, char *err, size_t errlen) {
+                          mpprof_tb *text, const char **rank_name, mpprof_site *s,
+                          mpprof_role_stats *pre, size_t n_pre, int64_t *ret_id, size_t *ret_into,
+                          char *err, size_t errlen) {
   memset(s, 0, sizeof *s);
   s->tensors = pre;
   s->n_tensors = n_pre;
@@ -1061,7 +1070,7 @@ static int site_from_json(cJSON *o, const mpprof_process *p, mpprof_model *m, mp
   const cJSON *ranks = M(MP_RK_SITE.ranks);
   if (cJSON_IsObject(ranks)) {
     if (parse_counts(sp, ranks, &s->ranks, &s->n_ranks, MP_RK_SITE.ranks, err, errlen)) return -1;
-  } else if (default_ranks(sp, p, s)) {
+  } else if (default_ranks(sp, p, rank_name, s)) {
     return -1;
   }
 #undef M
@@ -1349,6 +1358,7 @@ static int site_fast(walk *w, const mpprof_process *p, mpprof_model *m, const ch
                      mpprof_site *s, int64_t *ret_id, size_t *ret_into) {
   const sf_keys *keys = sf_keys_ready();
   sf_value v[SF_COUNT];
+  const char *member_at[SF_COUNT]; /* where its "key": starts */
   sf_kernel kv[SF_KERNELS];
   size_t nk = 0;
   uint64_t seen = 0;
@@ -1359,12 +1369,13 @@ static int site_fast(walk *w, const mpprof_process *p, mpprof_model *m, const ch
   int rc = 0;
   if (q >= end || *q++ != '{' || q >= end || *q == '}') return 0;
   while (true) {
-    const char *k;
+    const char *k, *at = q;
     size_t kn;
     if (!sf_key(&q, end, &k, &kn)) goto out;
     int f = sf_field(keys, k, kn);
     if (f < 0 || seen >> f & 1) goto out;
     seen |= 1ull << f;
+    member_at[f] = at;
     bool ok;
     if (f == SF_types) {
       ok = sf_types(&q, end, &v[f]);
@@ -1450,14 +1461,9 @@ static int site_fast(walk *w, const mpprof_process *p, mpprof_model *m, const ch
   mpprof_tb_put(&b, "{", 1);
   for (int i = 0; i < k; i++) {
     int f = order[i];
+    const char *e = v[f].p + v[f].n + (v[f].kind == 's'); /* a string's closing quote */
     if (i) mpprof_tb_put(&b, ",", 1);
-    mpprof_tb_put(&b, "\"", 1);
-    mpprof_tb_put(&b, keys->json[f], keys->len[f]);
-    mpprof_tb_put(&b, "\":", 2);
-    bool quoted = v[f].kind == 's';
-    if (quoted) mpprof_tb_put(&b, "\"", 1);
-    mpprof_tb_put(&b, v[f].p, v[f].n);
-    if (quoted) mpprof_tb_put(&b, "\"", 1);
+    mpprof_tb_put(&b, member_at[f], (size_t)(e - member_at[f]));
   }
   mpprof_tb_put(&b, "}", 2); /* and its NUL */
   w->idtext = b;
@@ -1544,7 +1550,7 @@ static int site_fast(walk *w, const mpprof_process *p, mpprof_model *m, const ch
       s->n_kernels++;
     }
   }
-  if (default_ranks(sp, p, s)) goto oom;
+  if (default_ranks(sp, p, &w->rank_name, s)) goto oom;
 #undef SF_STR
 #undef SF_INTERN
 #undef SF_U64
@@ -1870,8 +1876,8 @@ static int parse_file(walk *w, const char *path, mpprof_model *m, mpprof_process
       bool arena = mpprof_json_arena_begin();
       cJSON *o = mpprof_object_tree(t, len);
       char e[200] = "";
-      int rc = o ? site_from_json(o, p, m, scratch, &w->idtext, &cur, pre, n_pre, &rid, &into[i], e,
-                                  sizeof e)
+      int rc = o ? site_from_json(o, p, m, scratch, &w->idtext, &w->rank_name, &cur, pre, n_pre,
+                                  &rid, &into[i], e, sizeof e)
                  : -1;
       if (!o && pre) { /* not taken over */
         mpprof_site unused = {.tensors = pre, .n_tensors = n_pre};
