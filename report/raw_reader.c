@@ -62,10 +62,11 @@ typedef struct walk {
   spans sites, events, ranges, kevents;
   mpprof_range *rg; /* parsed "ranges" and "kernel_events" (names owned until committed) */
   mpprof_kevent *kv;
-  char *rest;       /* a site's text without its tensors (scan_tensors) */
-  mpprof_tb idtext; /* a site's identity text (identity_of) */
-  mpprof_tb pack;   /* a merging site's packed record (mpprof_pending_pack) */
-  size_t parsed;    /* sites parsed: staged (m->sites[at[i]]) or packed (pend[i]) */
+  char *rest;            /* a site's text without its tensors (scan_tensors) */
+  mpprof_tb idtext;      /* a site's identity text (identity_of) */
+  mpprof_tb pack;        /* a merging site's packed record (mpprof_pending_pack) */
+  size_t parsed;         /* sites parsed: staged (m->sites[at[i]]) or packed (pend[i]) */
+  const char *rank_name; /* the name of a site's calls without "ranks" (default_ranks) */
   size_t rest_cap;
   bool has_sites;
   bool ended; /* a value ran into the end of the data */
@@ -936,14 +937,42 @@ static const char *intern_or_null(mpprof_strpool *pool, const cJSON *item, bool 
   return r;
 }
 
+/* A site without "ranks": all its calls are its process's, named by rank,
+ * else host:pid (the interned name made once per file, in *name_of_p).
+ * 0 or -1 (memory). */
+static int default_ranks(mpprof_strpool *sp, const mpprof_process *p, const char **name_of_p,
+                         mpprof_site *s) {
+  s->ranks = calloc(1, sizeof *s->ranks);
+  if (!s->ranks) return -1;
+  if (*name_of_p) {
+    s->ranks[0] = (mpprof_count){.name = *name_of_p, .n = s->calls};
+    s->n_ranks = 1;
+    return 0;
+  }
+  char name[256], *long_name = NULL;
+  if (p->has_rank)
+    snprintf(name, sizeof name, "%" PRId64, p->rank);
+  else if (strlen(p->host) < 200)
+    snprintf(name, sizeof name, "%s:%" PRId64, p->host, p->pid);
+  else if (!(long_name = mpprof_asprintf("%s:%" PRId64, p->host, p->pid)))
+    return -1;
+  s->ranks[0].name = *name_of_p = mpprof_intern(sp, long_name ? long_name : name);
+  free(long_name);
+  s->ranks[0].n = s->calls;
+  if (!s->ranks[0].name) return -1;
+  s->n_ranks = 1;
+  return 0;
+}
+
 /* Parse one SITE of process p into *s; its tensors are pre (n_pre, taken
  * over) when read already, else o's. *ret_into: the index of the site of m
  * it merges into, else SIZE_MAX; when it merges, s keeps only what merges
  * (no identity strings, no key: site *ret_into has them). 0, or -1 with err
  * set ("" for ENOMEM). */
 static int site_from_json(cJSON *o, const mpprof_process *p, mpprof_model *m, mp_stats *scratch,
-                          mpprof_tb *text, mpprof_site *s, mpprof_role_stats *pre, size_t n_pre,
-                          int64_t *ret_id, size_t *ret_into, char *err, size_t errlen) {
+                          mpprof_tb *text, const char **rank_name, mpprof_site *s,
+                          mpprof_role_stats *pre, size_t n_pre, int64_t *ret_id, size_t *ret_into,
+                          char *err, size_t errlen) {
   memset(s, 0, sizeof *s);
   s->tensors = pre;
   s->n_tensors = n_pre;
@@ -1041,21 +1070,8 @@ static int site_from_json(cJSON *o, const mpprof_process *p, mpprof_model *m, mp
   const cJSON *ranks = M(MP_RK_SITE.ranks);
   if (cJSON_IsObject(ranks)) {
     if (parse_counts(sp, ranks, &s->ranks, &s->n_ranks, MP_RK_SITE.ranks, err, errlen)) return -1;
-  } else {
-    s->ranks = calloc(1, sizeof *s->ranks);
-    if (!s->ranks) return -1;
-    char name[256], *long_name = NULL;
-    if (p->has_rank)
-      snprintf(name, sizeof name, "%" PRId64, p->rank);
-    else if (strlen(p->host) < 200)
-      snprintf(name, sizeof name, "%s:%" PRId64, p->host, p->pid);
-    else if (!(long_name = mpprof_asprintf("%s:%" PRId64, p->host, p->pid)))
-      return -1;
-    s->ranks[0].name = mpprof_intern(sp, long_name ? long_name : name);
-    free(long_name);
-    s->ranks[0].n = s->calls;
-    if (!s->ranks[0].name) return -1;
-    s->n_ranks = 1;
+  } else if (default_ranks(sp, p, rank_name, s)) {
+    return -1;
   }
 #undef M
   return 0;
@@ -1116,6 +1132,439 @@ static int scan_tensors(walk *w, mpprof_strpool *pool, const char *t, size_t n,
   *ret_rest = w->rest;
   *ret_rest_len = rest;
   return 1;
+}
+
+/* ---- a site in mpprof's own spelling, without cJSON ---- */
+
+/* A site read straight from its text into the record, without a cJSON tree:
+ * at 100k sites the trees of the members other than tensors, their look-ups
+ * and the identity built from them were a fifth of the report's time.
+ *
+ * A fast path, not a second definition: it takes only a site in the
+ * spelling mpprof writes, valid as site_from_json reads it, with nothing
+ * site_from_json would read otherwise: no whitespace, keys without escapes
+ * each once and each a site key of analysis/raw_format.h, scalars that are
+ * strings without escapes or control bytes, integers of at most 15 digits
+ * without sign or leading zero, or null; "types" an object of such strings,
+ * "kernels" an array of objects of name, count and gpu_ns only, "tensors"
+ * what mpprof_tensors_scan reads; no conv, fp8, shadow, not_scanned or ranks
+ * member. Anything else answers "not mine" and the site is read by cJSON and
+ * site_from_json, which accept it or say what is wrong. Every member's text
+ * is then its compact JSON, so the identity is the identity members' texts
+ * in identity_of's order. The test report_fast_sites reads the same files
+ * both ways and requires the same outputs. */
+bool mpprof_raw_fast_sites = true;
+size_t mpprof_raw_fast_sites_read;
+
+#define SF_ENUM_(name, json, ...) SF_##name,
+enum { MP_RAW_SITE_ALL_(SF_ENUM_) SF_COUNT };
+#undef SF_ENUM_
+_Static_assert(SF_COUNT <= 64, "a site's members are marked in a 64-bit word");
+
+typedef struct sf_value {
+  const char *p; /* the value's text (a string's without its quotes) */
+  uint32_t n;
+  char kind;  /* 's' string, 'i' integer, 'z' null, 'o' object, 'a' array */
+  uint64_t u; /* an integer's value */
+} sf_value;
+
+#define SF_KEY_SLOTS 128
+typedef struct sf_keys {
+  signed char slot[SF_KEY_SLOTS]; /* field + 1, 0 empty */
+  const char *json[SF_COUNT];
+  unsigned char len[SF_COUNT];
+  int rank[SF_COUNT]; /* identity_rank */
+} sf_keys;
+
+static unsigned sf_hash(const char *k, size_t n) {
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ (unsigned char)k[i]) * 16777619u;
+  return h & (SF_KEY_SLOTS - 1);
+}
+
+static const sf_keys *sf_keys_ready(void) {
+  static sf_keys k;
+  static bool filled;
+  if (filled) return &k;
+#define SF_JSON_(name, json, ...) json,
+  static const char *const json[SF_COUNT] = {MP_RAW_SITE_ALL_(SF_JSON_)};
+#undef SF_JSON_
+  for (int f = 0; f < SF_COUNT; f++) {
+    k.json[f] = json[f];
+    k.len[f] = (unsigned char)strlen(json[f]);
+    k.rank[f] = identity_rank(json[f]);
+    if (!k.len[f]) continue; /* roles: no key of its own */
+    unsigned h = sf_hash(json[f], k.len[f]);
+    while (k.slot[h])
+      h = (h + 1) & (SF_KEY_SLOTS - 1);
+    k.slot[h] = (signed char)(f + 1);
+  }
+  filled = true;
+  return &k;
+}
+
+/* The field of key k (n bytes), or -1. */
+static int sf_field(const sf_keys *k, const char *s, size_t n) {
+  for (unsigned h = sf_hash(s, n); k->slot[h]; h = (h + 1) & (SF_KEY_SLOTS - 1)) {
+    int f = k->slot[h] - 1;
+    if (k->len[f] == n && !memcmp(k->json[f], s, n)) return f;
+  }
+  return -1;
+}
+
+/* A key: p at its '"', *p moved past its ':'. */
+static bool sf_key(const char **pp, const char *end, const char **ret, size_t *ret_n) {
+  const char *p = *pp;
+  if (p >= end || *p != '"') return false;
+  const char *b = ++p;
+  while (p < end && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
+    p++;
+  if (p + 1 >= end || *p != '"' || p[1] != ':') return false;
+  *ret = b;
+  *ret_n = (size_t)(p - b);
+  *pp = p + 2;
+  return true;
+}
+
+/* A scalar (string, integer, null) at *pp into *v. */
+static bool sf_scalar(const char **pp, const char *end, sf_value *v) {
+  const char *p = *pp;
+  if (p >= end) return false;
+  if (*p == '"') {
+    const char *b = ++p;
+    while (p < end && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
+      p++;
+    if (p >= end || *p != '"' || p - b > UINT32_MAX) return false;
+    *v = (sf_value){.p = b, .n = (uint32_t)(p - b), .kind = 's'};
+    *pp = p + 1;
+    return true;
+  }
+  if ((unsigned)(*p - '0') < 10) {
+    const char *b = p;
+    uint64_t u = 0;
+    while (p < end && (unsigned)(*p - '0') < 10)
+      u = u * 10 + (uint64_t)(*p++ - '0');
+    if (p - b > 15 || (p - b > 1 && *b == '0')) return false;
+    if (p < end && (*p == '.' || *p == 'e' || *p == 'E')) return false;
+    *v = (sf_value){.p = b, .n = (uint32_t)(p - b), .kind = 'i', .u = u};
+    *pp = p;
+    return true;
+  }
+  if (end - p >= 4 && !memcmp(p, "null", 4)) {
+    *v = (sf_value){.p = p, .n = 4, .kind = 'z'};
+    *pp = p + 4;
+    return true;
+  }
+  return false;
+}
+
+/* "types": an object of strings, its text in *v. */
+static bool sf_types(const char **pp, const char *end, sf_value *v) {
+  const char *p = *pp, *b = p;
+  if (p >= end || *p++ != '{') return false;
+  if (p < end && *p == '}') {
+    p++;
+  } else {
+    while (true) {
+      const char *k;
+      size_t kn;
+      sf_value s;
+      if (!sf_key(&p, end, &k, &kn) || !sf_scalar(&p, end, &s) || s.kind != 's') return false;
+      if (p < end && *p == ',') {
+        p++;
+        continue;
+      }
+      if (p < end && *p == '}') {
+        p++;
+        break;
+      }
+      return false;
+    }
+  }
+  *v = (sf_value){.p = b, .n = (uint32_t)(p - b), .kind = 'o'};
+  *pp = p;
+  return true;
+}
+
+#define SF_KERNELS 32
+typedef struct sf_kernel {
+  sf_value name;
+  uint64_t count, gpu_ns;
+} sf_kernel;
+
+/* "kernels": an array of {"name", "count", "gpu_ns"} objects. */
+static bool sf_kernels(const char **pp, const char *end, sf_kernel *kv, size_t *ret_n) {
+  const char *p = *pp;
+  size_t n = 0;
+  if (p >= end || *p++ != '[') return false;
+  if (p < end && *p == ']') {
+    *ret_n = 0;
+    *pp = p + 1;
+    return true;
+  }
+  while (true) {
+    if (n == SF_KERNELS || p >= end || *p++ != '{') return false;
+    unsigned seen = 0;
+    sf_kernel *k = &kv[n++];
+    *k = (sf_kernel){0};
+    while (true) {
+      const char *key;
+      size_t kn;
+      sf_value v;
+      if (!sf_key(&p, end, &key, &kn) || !sf_scalar(&p, end, &v)) return false;
+      unsigned bit;
+      if (kn == strlen(MP_RK_KERNEL.name) && !memcmp(key, MP_RK_KERNEL.name, kn) && v.kind == 's')
+        k->name = v, bit = 1;
+      else if (kn == strlen(MP_RK_KERNEL.count) && !memcmp(key, MP_RK_KERNEL.count, kn) &&
+               v.kind == 'i')
+        k->count = v.u, bit = 2;
+      else if (kn == strlen(MP_RK_KERNEL.gpu_ns) && !memcmp(key, MP_RK_KERNEL.gpu_ns, kn) &&
+               v.kind == 'i')
+        k->gpu_ns = v.u, bit = 4;
+      else
+        return false;
+      if (seen & bit) return false;
+      seen |= bit;
+      if (p < end && *p == ',') {
+        p++;
+        continue;
+      }
+      if (p < end && *p == '}') {
+        p++;
+        break;
+      }
+      return false;
+    }
+    if ((seen & 3) != 3) return false; /* site_from_json names what is missing */
+    if (p < end && *p == ',') {
+      p++;
+      continue;
+    }
+    if (p < end && *p == ']') {
+      *ret_n = n;
+      *pp = p + 1;
+      return true;
+    }
+    return false;
+  }
+}
+
+/* Site text t (n bytes) of process p read as site_from_json reads it, its
+ * tensors too: 1 (*s, *ret_id, *ret_into as there), 0 (not mpprof's
+ * spelling, or a site that reader rejects: read it that way; nothing
+ * changed but strings interned), -1 (memory). */
+static int site_fast(walk *w, const mpprof_process *p, mpprof_model *m, const char *t, size_t n,
+                     mpprof_site *s, int64_t *ret_id, size_t *ret_into) {
+  const sf_keys *keys = sf_keys_ready();
+  sf_value v[SF_COUNT];
+  const char *member_at[SF_COUNT]; /* where its "key": starts */
+  sf_kernel kv[SF_KERNELS];
+  size_t nk = 0;
+  uint64_t seen = 0;
+  mpprof_strpool *sp = &m->strings;
+  mpprof_role_stats *tensors = NULL;
+  size_t n_tensors = 0;
+  const char *q = t, *end = t + n;
+  int rc = 0;
+  if (q >= end || *q++ != '{' || q >= end || *q == '}') return 0;
+  while (true) {
+    const char *k, *at = q;
+    size_t kn;
+    if (!sf_key(&q, end, &k, &kn)) goto out;
+    int f = sf_field(keys, k, kn);
+    if (f < 0 || seen >> f & 1) goto out;
+    seen |= 1ull << f;
+    member_at[f] = at;
+    bool ok;
+    if (f == SF_types) {
+      ok = sf_types(&q, end, &v[f]);
+    } else if (f == SF_kernels && q < end && *q == 'n') { /* null: none */
+      ok = sf_scalar(&q, end, &v[f]) && v[f].kind == 'z';
+    } else if (f == SF_kernels) {
+      ok = sf_kernels(&q, end, kv, &nk);
+      v[f].kind = 'a';
+    } else if (f == SF_tensors) {
+      size_t len;
+      int r = mpprof_tensors_scan(sp, q, (size_t)(end - q), &tensors, &n_tensors, &len);
+      if (r < 0) rc = -1;
+      ok = r == 1;
+      q += ok ? len : 0;
+      v[f].kind = 'o';
+    } else {
+      ok = sf_scalar(&q, end, &v[f]);
+    }
+    if (!ok) goto out;
+    if (q < end && *q == ',') {
+      q++;
+      continue;
+    }
+    if (q + 1 == end && *q == '}') break;
+    goto out;
+  }
+  /* members read otherwise, or that must be there */
+  const uint64_t other = 1ull << SF_conv | 1ull << SF_fp8_scales | 1ull << SF_fp8_scale_values |
+                         1ull << SF_amax_D | 1ull << SF_not_scanned | 1ull << SF_shadow |
+                         1ull << SF_ranks;
+  const uint64_t need = 1ull << SF_id | 1ull << SF_api | 1ull << SF_kind | 1ull << SF_layer |
+                        1ull << SF_calls | 1ull << SF_tensors;
+  if (seen & other || (seen & need) != need) goto out;
+  if (!(seen >> SF_types & 1)) v[SF_types].kind = 0;
+  for (int f = 0; f < SF_COUNT; f++) {
+    if (!(seen >> f & 1) || f == SF_types || f == SF_kernels || f == SF_tensors) continue;
+    char want; /* 's' or 'i'; null reads as absent for both */
+    switch (f) {
+    case SF_api:
+    case SF_kind:
+    case SF_layer:
+    case SF_phase:
+    case SF_module_class:
+    case SF_compute_type:
+    case SF_scale_type:
+    case SF_math_mode:
+    case SF_epilogue:
+    case SF_conv_math:
+    case SF_transa:
+    case SF_transb:
+      want = 's';
+      break;
+    default:
+      want = 'i';
+    }
+    if (v[f].kind != want && v[f].kind != 'z') goto out;
+  }
+  const sf_value *api = &v[SF_api], *op = &v[SF_kind], *layer = &v[SF_layer];
+  if (v[SF_id].kind != 'i' || api->kind != 's' || op->kind != 's' || layer->kind != 's' ||
+      v[SF_calls].kind != 'i')
+    goto out;
+  char phase[32] = "";
+  int scope_phase = 0;
+  if (seen >> SF_phase & 1 && v[SF_phase].kind == 's') {
+    if (v[SF_phase].n >= sizeof phase) goto out;
+    memcpy(phase, v[SF_phase].p, v[SF_phase].n);
+    phase[v[SF_phase].n] = '\0';
+    if ((scope_phase = mpprof_phase_parse(phase)) <= 0) goto out;
+  }
+  if (seen >> SF_loss_scale & 1 && v[SF_loss_scale].kind == 'i' && !v[SF_loss_scale].u) goto out;
+
+  /* the identity: its members' texts, as identity_of orders them */
+  int order[SF_COUNT], k = 0;
+  for (int f = 0; f < SF_COUNT; f++) {
+    if (!(seen >> f & 1) || !keys->rank[f]) continue;
+    int j = k++;
+    for (; j && keys->rank[order[j - 1]] > keys->rank[f]; j--)
+      order[j] = order[j - 1];
+    order[j] = f;
+  }
+  mpprof_tb b = w->idtext;
+  b.n = 0;
+  mpprof_tb_put(&b, "{", 1);
+  for (int i = 0; i < k; i++) {
+    int f = order[i];
+    const char *e = v[f].p + v[f].n + (v[f].kind == 's'); /* a string's closing quote */
+    if (i) mpprof_tb_put(&b, ",", 1);
+    mpprof_tb_put(&b, member_at[f], (size_t)(e - member_at[f]));
+  }
+  mpprof_tb_put(&b, "}", 2); /* and its NUL */
+  w->idtext = b;
+  if (b.oom) {
+    rc = -1;
+    goto out;
+  }
+
+  memset(s, 0, sizeof *s);
+  s->tensors = tensors;
+  s->n_tensors = n_tensors;
+  tensors = NULL;
+  *ret_id = (int64_t)v[SF_id].u;
+  s->calls = v[SF_calls].u;
+  *ret_into = mpprof_model_find_site(m, b.p);
+#define SF_STR(f) (seen >> (f)&1 && v[f].kind == 's')
+#define SF_INTERN(f) (SF_STR(f) ? mpprof_intern_n(sp, v[f].p, v[f].n) : NULL)
+#define SF_U64(f, dst) (seen >> (f)&1 && v[f].kind == 'i' ? ((dst) = v[f].u, true) : false)
+  if (*ret_into == SIZE_MAX) {
+    if (!(s->key = malloc(b.n))) goto oom;
+    memcpy(s->key, b.p, b.n);
+    const int opt[] = {SF_compute_type, SF_math_mode, SF_scale_type,
+                       SF_epilogue,     SF_conv_math, SF_module_class};
+    const char **dst[] = {&s->compute_type, &s->math_mode,      &s->scale_type,
+                          &s->epilogue,     &s->conv_math_type, &s->module_class};
+    s->api = SF_INTERN(SF_api);
+    s->op = SF_INTERN(SF_kind);
+    s->layer = SF_INTERN(SF_layer);
+    if (!s->api || !s->op || !s->layer) goto oom;
+    for (int i = 0; i < 6; i++)
+      if (SF_STR(opt[i]) && !(*dst[i] = SF_INTERN(opt[i]))) goto oom;
+  }
+  if (seen >> SF_loss_scale & 1 && v[SF_loss_scale].kind == 'i')
+    s->loss_scale = (double)v[SF_loss_scale].u;
+  s->scope_phase = scope_phase;
+  s->batch = 1;
+  SF_U64(SF_scanned_calls, s->scanned_calls);
+  SF_U64(SF_autotune_calls, s->autotune_calls);
+  SF_U64(SF_m, s->m);
+  SF_U64(SF_n, s->n);
+  SF_U64(SF_k, s->k);
+  SF_U64(SF_batch, s->batch);
+  SF_U64(SF_lda, s->lda);
+  SF_U64(SF_ldb, s->ldb);
+  SF_U64(SF_ldc, s->ldc);
+  SF_U64(SF_ldd, s->ldd);
+  s->transa = SF_STR(SF_transa) && v[SF_transa].n == 1 ? v[SF_transa].p[0] : 0;
+  s->transb = SF_STR(SF_transb) && v[SF_transb].n == 1 ? v[SF_transb].p[0] : 0;
+  if (v[SF_types].kind == 'o') { /* as parse_types: the first six, roles cut */
+    const char *tq = v[SF_types].p + 1, *te = v[SF_types].p + v[SF_types].n;
+    while (s->n_types < 6 && tq + 1 < te) {
+      const char *rk;
+      size_t rn;
+      sf_value d;
+      sf_key(&tq, te, &rk, &rn);
+      sf_scalar(&tq, te, &d);
+      tq++; /* ',' or '}' */
+      size_t cut = rn < sizeof s->types[0].role - 1 ? rn : sizeof s->types[0].role - 1;
+      memcpy(s->types[s->n_types].role, rk, cut);
+      s->types[s->n_types].role[cut] = '\0';
+      char name[64];
+      s->types[s->n_types].dtype = MP_DTYPE_INVALID;
+      if (d.n < sizeof name) {
+        memcpy(name, d.p, d.n);
+        name[d.n] = '\0';
+        s->types[s->n_types].dtype = mp_dtype_from_name(name);
+      }
+      s->n_types++;
+    }
+  }
+  uint64_t align = 0;
+  if (SF_U64(SF_ptr_align, align)) s->ptr_align = align > 4096 ? 4096 : (unsigned)align;
+  s->has_gpu_ns = SF_U64(SF_gpu_ns, s->gpu_ns);
+  s->cc_major = p->cc_major;
+  s->cc_minor = p->cc_minor;
+  if (seen >> SF_kernels & 1 && v[SF_kernels].kind == 'a') { /* as parse_kernels */
+    if (!(s->kernels = calloc(nk ? nk : 1, sizeof *s->kernels))) goto oom;
+    for (size_t i = 0; i < nk; i++) {
+      s->kernels[i] = (mpprof_kernel){.count = kv[i].count,
+                                      .gpu_ns = kv[i].gpu_ns,
+                                      .counters_tc = -1,
+                                      .name = mpprof_intern_n(sp, kv[i].name.p, kv[i].name.n)};
+      if (!s->kernels[i].name) goto oom;
+      s->n_kernels++;
+    }
+  }
+  if (default_ranks(sp, p, &w->rank_name, s)) goto oom;
+#undef SF_STR
+#undef SF_INTERN
+#undef SF_U64
+  mpprof_raw_fast_sites_read++;
+  return 1;
+oom:
+  mpprof_site_free(s);
+  return -1;
+out:
+  if (tensors) {
+    mpprof_site unused = {.tensors = tensors, .n_tensors = n_tensors};
+    mpprof_site_free(&unused);
+  }
+  return rc;
 }
 
 /* ---- the process header ---- */
@@ -1415,28 +1864,33 @@ static int parse_file(walk *w, const char *path, mpprof_model *m, mpprof_process
   for (size_t i = 0; i < ns; i++) {
     const char *t = element(w, &w->sites, i);
     if (!t) return element_failed(w, err, errlen);
-    mpprof_role_stats *pre = NULL;
-    size_t n_pre = 0, len = w->sites.v[i].len;
-    if (scan_tensors(w, &m->strings, t, len, &pre, &n_pre, &t, &len) < 0) return -1;
-    bool arena = mpprof_json_arena_begin();
-    cJSON *o = mpprof_object_tree(t, len);
-    char e[200] = "";
     int64_t rid = 0;
     mpprof_site cur;
-    int rc = o ? site_from_json(o, p, m, scratch, &w->idtext, &cur, pre, n_pre, &rid, &into[i], e,
-                                sizeof e)
-               : -1;
-    if (!o && pre) { /* not taken over */
-      mpprof_site unused = {.tensors = pre, .n_tensors = n_pre};
-      mpprof_site_free(&unused);
-    }
-    cJSON_Delete(o);
-    if (arena) mpprof_json_arena_end();
-    if (rc) {
-      if (o) mpprof_site_free(&cur);
-      if (o && !e[0]) return -1;
-      snprintf(err, errlen, "sites[%zu]: %s", i, o ? e : "not valid JSON");
-      return 1;
+    size_t len = w->sites.v[i].len;
+    int fast = mpprof_raw_fast_sites ? site_fast(w, p, m, t, len, &cur, &rid, &into[i]) : 0;
+    if (fast < 0) return -1;
+    if (!fast) {
+      mpprof_role_stats *pre = NULL;
+      size_t n_pre = 0;
+      if (scan_tensors(w, &m->strings, t, len, &pre, &n_pre, &t, &len) < 0) return -1;
+      bool arena = mpprof_json_arena_begin();
+      cJSON *o = mpprof_object_tree(t, len);
+      char e[200] = "";
+      int rc = o ? site_from_json(o, p, m, scratch, &w->idtext, &w->rank_name, &cur, pre, n_pre,
+                                  &rid, &into[i], e, sizeof e)
+                 : -1;
+      if (!o && pre) { /* not taken over */
+        mpprof_site unused = {.tensors = pre, .n_tensors = n_pre};
+        mpprof_site_free(&unused);
+      }
+      cJSON_Delete(o);
+      if (arena) mpprof_json_arena_end();
+      if (rc) {
+        if (o) mpprof_site_free(&cur);
+        if (o && !e[0]) return -1;
+        snprintf(err, errlen, "sites[%zu]: %s", i, o ? e : "not valid JSON");
+        return 1;
+      }
     }
     p->calls += cur.calls;
     if (into[i] == SIZE_MAX) {

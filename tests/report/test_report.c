@@ -1064,6 +1064,215 @@ static void stats_in_any_spelling_read_alike_and_bad_ones_are_named(void **state
   free(dir);
 }
 
+/* What a report of dir writes (report.json, ops.csv, layers.csv), one text. */
+static char *outputs_text(const char *dir) {
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL, .warnings = NULL};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+  const char *names[] = {"report.json", "ops.csv", "layers.csv"};
+  size_t n = 0;
+  char *all = NULL;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    size_t len = 0;
+    char *t = rg_read_text(dir, names[i], &len);
+    assert_non_null(t);
+    all = realloc(all, n + len + 1);
+    assert_non_null(all);
+    memcpy(all + n, t, len);
+    n += len;
+    all[n] = '\0';
+    free(t);
+  }
+  return all;
+}
+
+/* The site records the reader makes of dir/raw (before mpprof_model_finish),
+ * every field the reader sets, as text. */
+static char *sites_text(const char *dir) {
+  mpprof_model m;
+  mpprof_model_init(&m);
+  assert_int_equal(mpprof_read_raw_dir(&m, dir, NULL, NULL), 0);
+  size_t cap = 1 << 16, n = 0;
+  char *t = malloc(cap);
+  assert_non_null(t);
+#define OUT(...)                                                                                   \
+  do {                                                                                             \
+    int k_ = snprintf(t + n, cap - n, __VA_ARGS__);                                                \
+    assert_true(k_ >= 0 && (size_t)k_ < cap - n);                                                  \
+    n += (size_t)k_;                                                                               \
+  } while (0)
+#define S(x) ((x) ? (x) : "(null)")
+  for (size_t i = 0; i < m.n_sites; i++) {
+    const mpprof_site *x = &m.sites[i];
+    OUT("%s|%s|%s|%s|%s|%d|%s|%s|%s|%s|%s|%s|%.17g|", S(x->key), S(x->layer), S(x->module_class),
+        S(x->api), S(x->op), x->scope_phase, S(x->compute_type), S(x->math_mode), S(x->scale_type),
+        S(x->epilogue), S(x->conv_math_type), x->conv ? "conv" : "-", x->loss_scale);
+    for (int j = 0; j < x->n_types; j++)
+      OUT("%s=%d,", x->types[j].role, (int)x->types[j].dtype);
+    OUT("|%llu %llu %llu %llu %llu %llu %llu %llu %c%c %u|%llu %llu %llu|",
+        (unsigned long long)x->m, (unsigned long long)x->n, (unsigned long long)x->k,
+        (unsigned long long)x->batch, (unsigned long long)x->lda, (unsigned long long)x->ldb,
+        (unsigned long long)x->ldc, (unsigned long long)x->ldd, x->transa ? x->transa : '-',
+        x->transb ? x->transb : '-', x->fp8_scales, (unsigned long long)x->calls,
+        (unsigned long long)x->scanned_calls, (unsigned long long)x->autotune_calls);
+    for (size_t j = 0; j < x->n_not_scanned; j++)
+      OUT("%s=%llu,", x->not_scanned[j].name, (unsigned long long)x->not_scanned[j].n);
+    OUT("|");
+    for (size_t j = 0; j < x->n_ranks; j++)
+      OUT("%s=%llu,", x->ranks[j].name, (unsigned long long)x->ranks[j].n);
+    const mpprof_role_stats *rs;
+    bool owned;
+    assert_int_equal(mpprof_site_tensors(x, &rs, &owned), 0);
+    mpprof_tb b = {0};
+    for (size_t j = 0; j < x->n_tensors; j++) {
+      mpprof_tb_cstats(&b, &rs[j].st);
+      mpprof_tb_put(&b, "", 1);
+      OUT("%s:%s,", rs[j].role, b.p);
+      b.n = 0;
+    }
+    free(b.p);
+    if (owned) mpprof_role_stats_free((mpprof_role_stats *)rs, x->n_tensors);
+    OUT("|%d %llu|", x->has_gpu_ns, (unsigned long long)x->gpu_ns);
+    for (size_t j = 0; j < x->n_kernels; j++) {
+      const mpprof_kernel *k = &x->kernels[j];
+      OUT("%s %llu %llu %d %llu %d,", k->name, (unsigned long long)k->count,
+          (unsigned long long)k->gpu_ns, k->counters_tc, (unsigned long long)k->tc_profiled,
+          k->n_tc_values);
+    }
+    OUT("|%s %u %s %s %d.%d %llu\n", x->kernels ? "k" : "-", x->ptr_align, x->fp8 ? "fp8" : "-",
+        x->shadow ? "shadow" : "-", x->cc_major, x->cc_minor, (unsigned long long)x->elements);
+  }
+  for (size_t i = 0; i < m.n_skipped; i++)
+    OUT("skipped %s\n", m.skipped[i].reason);
+#undef S
+#undef OUT
+  mpprof_model_free(&m);
+  return t;
+}
+
+/* Sites in mpprof's own spelling are read without cJSON (site_fast in
+ * raw_reader.c, mpprof_raw_fast_sites); every other spelling, and every site
+ * the cJSON reader rejects, goes that reader's way. Both ways give the same
+ * outputs for every text here: mpprof's own, the members the fast path
+ * leaves to cJSON, odd spellings, and invalid sites (the same reasons). */
+static void sites_read_alike_with_and_without_cjson(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("fastsites");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &P0);
+  cJSON *s0 = fwd_site(0, "net/fc1/fwd", -4, 4);
+  rg_kernel(s0, "nvjet_hsh_128x64_64x4_1x2_h_bz_coopA_NNT", 10, 12345);
+  rg_site_end(&r, s0);
+  rg_site_end(&r, bwd_site(1, "net/fc1/bwd", -20, -10));
+  rg_site_end(&r, fwd_site(2, "net/fc2/fwd", -6, 2));
+  for (int i = 0; i < 6; i++)
+    rg_event(&r, i % 3, 1000L * i, 500, 7);
+  rg_end(&r);
+  char *raw = rg_read_text(dir, "raw/a.json", NULL);
+  /* a second process with a site of the first: they merge (not site 0,
+   * whose record would hide what the merge keeps of the other) */
+  rg_begin(&r, dir, "b.json", &P1);
+  rg_site_end(&r, fwd_site(0, "net/fc2/fwd", -4, 4));
+  rg_site_end(&r, fwd_site(5, "net/fc3/fwd", -4, 4));
+  rg_end(&r);
+  /* each edit of site 0's text, and how many of the two files' five sites
+   * the fast path reads then (5: all, 4: not site 0, 2: a.json is skipped) */
+  const char *at = "{\"id\":0,";
+  const char *kern = "\"kernels\":[{\"name\":\"nvjet_hsh_128x64_64x4_1x2_h_bz_coopA_NNT\","
+                     "\"count\":10,\"gpu_ns\":12345}]";
+  const struct {
+    const char *from, *to;
+    size_t fast;
+  } edits[] = {
+      {at, at, 5},
+      {at,
+       "{\"id\":0,\"phase\":\"backward\",\"module_class\":\"Linear\",\"loss_scale\":65536,"
+       "\"epilogue\":null,\"conv_math_type\":\"x\",\"autotune_calls\":3,\"ldd\":64,",
+       5},
+      {"\"batch\":1,", "\"batch\":null,", 5},
+      {"\"compute_type\":\"32F\"", "\"compute_type\":null", 5},
+      {"\"scanned_calls\":10", "\"scanned_calls\":null", 5},
+      {"\"ptr_align\":256", "\"ptr_align\":65536", 5},
+      {"}],\"gpu_ns\":12345", "}],\"gpu_ns\":null", 5},
+      {at, "{\"id\":0,\"loss_scale\":null,", 5},
+      {"\"transa\":\"N\"", "\"transa\":\"NT\"", 5},
+      {"\"layer\":\"net/fc1/fwd\"", "\"layer\":\"net/f\xc3\xa9/fwd\"", 5},
+      {"\"types\":{\"A\":\"fp16\",",
+       "\"types\":{\"Activations\":\"fp16\",\"E\":\"fp8_e4m3\",\"F\":\"bf16\",\"G\":\"x\","
+       "\"H\":\"fp16\",\"A\":\"fp16\",",
+       5},
+      {"\"types\":{\"A\":\"fp16\",", "\"types\":{\"A\":\"fp16\",\"A\":\"bf16\",", 5},
+      {"\"count\":10,\"gpu_ns\":12345}", "\"count\":10}", 5},
+      {"\"count\":10,\"gpu_ns\":12345}]",
+       "\"count\":10,\"gpu_ns\":12345},{\"name\":\"k2\",\"count\":1}]", 5},
+      {kern, "\"kernels\":[]", 5},
+      {kern, "\"kernels\":null", 5},
+      {"\"tensors\":{\"A\":{", "\"tensors\":{\"A\" :{", 5},
+      {at, "{\"id\":0,\"loss_scale\":1.5e3,", 4},
+      {at, "{\"id\":0,\"phase\":5,", 4},
+      {at, "{\"id\":0,\"zzz\":1,", 4},
+      {at, "{\"id\":0,\"\":1,", 4},
+      {at, "{\"id\":0,\"i\\u0064\":1,", 4},
+      {at, "{\"id\":0,\"m\":9,", 4},
+      {at, "{\"id\":0, ", 4},
+      {at, "{\"id\":-0,", 4},
+      {at, "{\"id\":0,\"ranks\":{\"7\":4},", 4},
+      {at, "{\"id\":0,\"not_scanned\":{\"sampled_out\":2},", 4},
+      {at,
+       "{\"id\":0,\"conv\":{\"n\":1,\"c\":3,\"h\":8,\"w\":8,\"k\":4,\"r\":3,\"s\":3,"
+       "\"pad\":[1,1],\"stride\":[1,1],\"dilation\":[1,1]},",
+       4},
+      {at, "{\"id\":0,\"fp8_scales\":{\"A\":true},", 4},
+      {"\"m\":64,", "\"m\":064,", 4},
+      {"\"m\":64,", "\"m\":6.4e1,", 4},
+      {"\"m\":64,", "\"m\":1234567890123456,", 4},
+      {"\"m\":64,", "\"m\":-64,", 4},
+      {"\"m\":64,", "\"m\":\"64\",", 4},
+      {"\"transa\":\"N\"", "\"transa\":\"T\\u0000\"", 4},
+      {"\"api\":\"cublasGemmEx\"", "\"api\":\"cublas\\/GemmEx\"", 4},
+      {"\"types\":{\"A\":\"fp16\",", "\"types\":{\"A\":null,", 4},
+      {"\"count\":10,\"gpu_ns\":12345}", "\"count\":10,\"gpu_ns\":12345,\"tc\":true}", 4},
+      {"\"count\":10,\"gpu_ns\":12345}", "\"count\":10,\"gpu_ns\":12345,\"count\":3}", 4},
+      {at, "{\"id\":0,\"loss_scale\":0,", 2},
+      {at, "{\"id\":0,\"phase\":\"sideways\",", 2},
+      {"\"api\":\"cublasGemmEx\"", "\"api\":null", 2},
+      {"\"calls\":10,", "", 2},
+      {"\"count\":10,\"gpu_ns\":12345}", "\"gpu_ns\":12345}", 2},
+  };
+  char *want = NULL;
+  for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
+    char *t = replaced(raw, edits[i].from, edits[i].to);
+    rg_write_text(dir, "a.json", t, strlen(t));
+    free(t);
+    char *got[2];
+    for (int fast = 0; fast < 2; fast++) {
+      mpprof_raw_fast_sites = fast;
+      mpprof_raw_fast_sites_read = 0;
+      char *sites = sites_text(dir), *out = outputs_text(dir);
+      got[fast] = malloc(strlen(sites) + strlen(out) + 1);
+      assert_non_null(got[fast]);
+      strcpy(got[fast], sites);
+      strcat(got[fast], out);
+      free(sites);
+      free(out);
+    }
+    mpprof_raw_fast_sites = true;
+    if (strcmp(got[0], got[1])) fail_msg("edit %zu (%s): the two ways differ", i, edits[i].to);
+    if (mpprof_raw_fast_sites_read != 2 * edits[i].fast) /* read twice */
+      fail_msg("edit %zu (%s): %zu sites read without cJSON, expected %zu", i, edits[i].to,
+               mpprof_raw_fast_sites_read, edits[i].fast);
+    if (!want)
+      want = got[0];
+    else
+      free(got[0]);
+    free(got[1]);
+  }
+  assert_non_null(strstr(want, "nvjet_hsh"));
+  free(want);
+  free(raw);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static void a_checkpoint_file_marks_the_report_incomplete(void **state) {
   (void)state;
   char *dir = rg_tmpdir("ckpt");
@@ -1372,6 +1581,7 @@ int main(void) {
       cmocka_unit_test(bad_raw_files_are_skipped_and_listed),
       cmocka_unit_test(a_tiny_read_window_reads_every_file_the_same),
       cmocka_unit_test(stats_in_any_spelling_read_alike_and_bad_ones_are_named),
+      cmocka_unit_test(sites_read_alike_with_and_without_cjson),
       cmocka_unit_test(escapes_and_brackets_in_strings_are_skipped_at_any_offset),
       cmocka_unit_test(doubles_are_written_as_mpprof_json_double_writes_them),
       cmocka_unit_test(a_checkpoint_file_marks_the_report_incomplete),
