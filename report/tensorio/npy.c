@@ -23,13 +23,7 @@
 
 static const unsigned char npy_magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#define HOST_BIG_ENDIAN 1
-#else
-#define HOST_BIG_ENDIAN 0
-#endif
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
+int mpprof_tensorio_fail(char *err, size_t errlen, const char *fmt, ...) {
   if (err && errlen) {
     va_list ap;
     va_start(ap, fmt);
@@ -37,6 +31,13 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
     va_end(ap);
   }
   return -1;
+}
+
+uint64_t mpprof_le_uint(const unsigned char *b, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; i--)
+    v = v << 8 | b[i];
+  return v;
 }
 
 void mpprof_tensor_spec_init(mpprof_tensor_spec *spec) {
@@ -86,16 +87,18 @@ int mpprof_tensor_spec_shape(mpprof_tensor_spec *spec, const char *text, char *e
   if (close) p++;
   while (*p == ' ')
     p++;
-  if (!close && !*p) return fail(err, errlen, "shape '%s': empty (a scalar is ())", text);
+  if (!close && !*p)
+    return mpprof_tensorio_fail(err, errlen, "shape '%s': empty (a scalar is ())", text);
   while (*p && *p != close) {
     if (*p < '0' || *p > '9')
-      return fail(err, errlen, "shape '%s': expected a dimension at '%s'", text, p);
+      return mpprof_tensorio_fail(err, errlen, "shape '%s': expected a dimension at '%s'", text, p);
     if (ndim == MPPROF_TENSOR_MAX_DIMS)
-      return fail(err, errlen, "shape '%s': more than %d dimensions", text, MPPROF_TENSOR_MAX_DIMS);
+      return mpprof_tensorio_fail(err, errlen, "shape '%s': more than %d dimensions", text,
+                                  MPPROF_TENSOR_MAX_DIMS);
     uint64_t d = 0;
     for (; *p >= '0' && *p <= '9'; p++) {
       if (d > (UINT64_MAX - 9) / 10)
-        return fail(err, errlen, "shape '%s': dimension too large", text);
+        return mpprof_tensorio_fail(err, errlen, "shape '%s': dimension too large", text);
       d = d * 10 + (uint64_t)(*p - '0');
     }
     spec->shape[ndim++] = d;
@@ -107,20 +110,22 @@ int mpprof_tensor_spec_shape(mpprof_tensor_spec *spec, const char *text, char *e
         p++;
       if (!*p || *p == close) {
         if (sep == ',' && close && *p == close) break; /* (3,) */
-        return fail(err, errlen, "shape '%s': a dimension must follow '%c'", text, sep);
+        return mpprof_tensorio_fail(err, errlen, "shape '%s': a dimension must follow '%c'", text,
+                                    sep);
       }
     } else if (*p && *p != close) {
-      return fail(err, errlen, "shape '%s': unexpected '%c'", text, *p);
+      return mpprof_tensorio_fail(err, errlen, "shape '%s': unexpected '%c'", text, *p);
     }
   }
-  if (close && *p != close) return fail(err, errlen, "shape '%s': no closing '%c'", text, close);
+  if (close && *p != close)
+    return mpprof_tensorio_fail(err, errlen, "shape '%s': no closing '%c'", text, close);
   if (close) p++;
   while (*p == ' ')
     p++;
-  if (*p) return fail(err, errlen, "shape '%s': trailing text '%s'", text, p);
+  if (*p) return mpprof_tensorio_fail(err, errlen, "shape '%s': trailing text '%s'", text, p);
   uint64_t count, bytes;
   if (mpprof_shape_size(spec->shape, ndim, 8, &count, &bytes) < 0)
-    return fail(err, errlen, "shape '%s': product of dimensions overflows", text);
+    return mpprof_tensorio_fail(err, errlen, "shape '%s': product of dimensions overflows", text);
   spec->ndim = ndim;
   spec->raw = true;
   return 0;
@@ -179,27 +184,27 @@ static int parse_shape(cursor *c, mpprof_tensor *t, char *err, size_t errlen) {
   else if (eat(c, '['))
     close = ']';
   else
-    return fail(err, errlen, "malformed header: 'shape' is not a tuple");
+    return mpprof_tensorio_fail(err, errlen, "malformed header: 'shape' is not a tuple");
   t->ndim = 0;
   for (;;) {
     if (eat(c, close)) return 0;
     skip_ws(c);
     if (c->p >= c->end || *c->p < '0' || *c->p > '9')
-      return fail(err, errlen, "malformed header: 'shape' holds a non-integer");
+      return mpprof_tensorio_fail(err, errlen, "malformed header: 'shape' holds a non-integer");
     if (t->ndim == MPPROF_TENSOR_MAX_DIMS)
-      return fail(err, errlen, "unsupported shape: more than %d dimensions",
-                  MPPROF_TENSOR_MAX_DIMS);
+      return mpprof_tensorio_fail(err, errlen, "unsupported shape: more than %d dimensions",
+                                  MPPROF_TENSOR_MAX_DIMS);
     uint64_t d = 0;
     for (; c->p < c->end && *c->p >= '0' && *c->p <= '9'; c->p++) {
       if (d > (UINT64_MAX - 9) / 10)
-        return fail(err, errlen, "shape overflows: a dimension exceeds 2^64");
+        return mpprof_tensorio_fail(err, errlen, "shape overflows: a dimension exceeds 2^64");
       d = d * 10 + (uint64_t)(*c->p - '0');
     }
     if (c->p < c->end && *c->p == 'L') c->p++;
     t->shape[t->ndim++] = d;
     if (!eat(c, ',')) {
       if (eat(c, close)) return 0;
-      return fail(err, errlen, "malformed header: 'shape' tuple not closed");
+      return mpprof_tensorio_fail(err, errlen, "malformed header: 'shape' tuple not closed");
     }
   }
 }
@@ -213,36 +218,38 @@ static int decode_descr(const char *descr, mp_dtype want, mpprof_tensor *t, char
   long size =
       (order && kind && descr[2] >= '0' && descr[2] <= '9') ? strtol(descr + 2, &end, 10) : -1;
   if (size <= 0 || *end || errno || !strchr("<>|=", order))
-    return fail(err, errlen, "unsupported dtype '%s'", descr);
+    return mpprof_tensorio_fail(err, errlen, "unsupported dtype '%s'", descr);
   if (order == '|' && size != 1)
-    return fail(err, errlen, "unsupported dtype '%s': no byte order for a %ld-byte type", descr,
-                size);
-  const bool big = order == '>' || (order == '=' && HOST_BIG_ENDIAN);
-  t->byteswap = size > 1 && big != HOST_BIG_ENDIAN;
+    return mpprof_tensorio_fail(
+        err, errlen, "unsupported dtype '%s': no byte order for a %ld-byte type", descr, size);
+  const bool big = order == '>' || (order == '=' && MPPROF_HOST_BIG_ENDIAN);
+  t->byteswap = size > 1 && big != MPPROF_HOST_BIG_ENDIAN;
   if (kind == 'f') {
     mp_dtype d = size == 8 ? MP_FP64 : size == 4 ? MP_FP32 : size == 2 ? MP_FP16 : MP_DTYPE_INVALID;
     if (d == MP_DTYPE_INVALID)
-      return fail(err, errlen, "unsupported dtype '%s' (float%ld)", descr, size * 8);
+      return mpprof_tensorio_fail(err, errlen, "unsupported dtype '%s' (float%ld)", descr,
+                                  size * 8);
     if (want != MP_DTYPE_INVALID && want != d)
-      return fail(err, errlen, "dtype '%s' is %s, not %s (raw bits need integer storage '%cu%u')",
-                  descr, mp_dtype_name(d), mp_dtype_name(want), order == '|' ? '<' : order,
-                  mp_dtype_size(want));
+      return mpprof_tensorio_fail(
+          err, errlen, "dtype '%s' is %s, not %s (raw bits need integer storage '%cu%u')", descr,
+          mp_dtype_name(d), mp_dtype_name(want), order == '|' ? '<' : order, mp_dtype_size(want));
     t->dtype = d;
     return 0;
   }
   if (kind == 'u' || kind == 'i') {
     if (want == MP_DTYPE_INVALID)
-      return fail(err, errlen,
-                  "unsupported dtype '%s' (integers; for raw float bits give --dtype "
-                  "bf16|fp8_e4m3|fp8_e5m2|fp16|fp32|fp64 of the same width)",
-                  descr);
+      return mpprof_tensorio_fail(
+          err, errlen,
+          "unsupported dtype '%s' (integers; for raw float bits give --dtype "
+          "bf16|fp8_e4m3|fp8_e5m2|fp16|fp32|fp64 of the same width)",
+          descr);
     if ((long)mp_dtype_size(want) != size)
-      return fail(err, errlen, "dtype '%s' has %ld-byte elements, %s needs %u", descr, size,
-                  mp_dtype_name(want), mp_dtype_size(want));
+      return mpprof_tensorio_fail(err, errlen, "dtype '%s' has %ld-byte elements, %s needs %u",
+                                  descr, size, mp_dtype_name(want), mp_dtype_size(want));
     t->dtype = want;
     return 0;
   }
-  return fail(err, errlen, "unsupported dtype '%s'", descr);
+  return mpprof_tensorio_fail(err, errlen, "unsupported dtype '%s'", descr);
 }
 
 static int parse_header(const char *text, size_t len, mp_dtype want, mpprof_tensor *t, char *err,
@@ -250,19 +257,20 @@ static int parse_header(const char *text, size_t len, mp_dtype want, mpprof_tens
   cursor c = {text, text + len};
   bool have_descr = false, have_order = false, have_shape = false;
   char descr[sizeof t->descr];
-  if (!eat(&c, '{')) return fail(err, errlen, "malformed header: not a dict");
+  if (!eat(&c, '{')) return mpprof_tensorio_fail(err, errlen, "malformed header: not a dict");
   for (;;) {
     if (eat(&c, '}')) break;
     char key[32];
     if (parse_str(&c, key, sizeof key) < 0)
-      return fail(err, errlen, "malformed header: expected a quoted key or '}'");
-    if (!eat(&c, ':')) return fail(err, errlen, "malformed header: expected ':' after '%s'", key);
+      return mpprof_tensorio_fail(err, errlen, "malformed header: expected a quoted key or '}'");
+    if (!eat(&c, ':'))
+      return mpprof_tensorio_fail(err, errlen, "malformed header: expected ':' after '%s'", key);
     if (!strcmp(key, "descr") && !have_descr) {
       skip_ws(&c);
       if (c.p < c.end && *c.p == '[')
-        return fail(err, errlen, "unsupported dtype: structured (record) array");
+        return mpprof_tensorio_fail(err, errlen, "unsupported dtype: structured (record) array");
       if (parse_str(&c, descr, sizeof descr) < 0)
-        return fail(err, errlen, "malformed header: 'descr' is not a dtype string");
+        return mpprof_tensorio_fail(err, errlen, "malformed header: 'descr' is not a dtype string");
       have_descr = true;
     } else if (!strcmp(key, "fortran_order") && !have_order) {
       skip_ws(&c);
@@ -271,46 +279,72 @@ static int parse_header(const char *text, size_t len, mp_dtype want, mpprof_tens
       else if (starts_with(&c, "False"))
         t->fortran_order = false;
       else
-        return fail(err, errlen, "malformed header: 'fortran_order' is not True or False");
+        return mpprof_tensorio_fail(err, errlen,
+                                    "malformed header: 'fortran_order' is not True or False");
       have_order = true;
     } else if (!strcmp(key, "shape") && !have_shape) {
       if (parse_shape(&c, t, err, errlen) < 0) return -1;
       have_shape = true;
     } else {
-      return fail(err, errlen, "malformed header: unexpected or repeated key '%s'", key);
+      return mpprof_tensorio_fail(err, errlen, "malformed header: unexpected or repeated key '%s'",
+                                  key);
     }
     if (!eat(&c, ',')) {
       if (eat(&c, '}')) break;
-      return fail(err, errlen, "malformed header: expected ',' or '}'");
+      return mpprof_tensorio_fail(err, errlen, "malformed header: expected ',' or '}'");
     }
   }
   skip_ws(&c);
-  if (c.p != c.end) return fail(err, errlen, "malformed header: text after the dict");
+  if (c.p != c.end)
+    return mpprof_tensorio_fail(err, errlen, "malformed header: text after the dict");
   if (!have_descr || !have_order || !have_shape)
-    return fail(err, errlen, "malformed header: missing key '%s'",
-                !have_descr   ? "descr"
-                : !have_order ? "fortran_order"
-                              : "shape");
+    return mpprof_tensorio_fail(err, errlen, "malformed header: missing key '%s'",
+                                !have_descr   ? "descr"
+                                : !have_order ? "fortran_order"
+                                              : "shape");
   memcpy(t->descr, descr, sizeof descr);
   return decode_descr(descr, want, t, err, errlen);
 }
 
-/* Check that exactly count * size bytes of data follow the header. */
-static int check_data(mpprof_tensor *t, size_t avail, char *err, size_t errlen) {
+/* Check that exactly count * size bytes of data follow the header, for
+ * elements of size bytes of the type named type. */
+static int check_bytes(mpprof_tensor *t, unsigned size, const char *type, size_t avail, char *err,
+                       size_t errlen) {
   uint64_t bytes;
   char shape[64];
   mpprof_shape_format(t->shape, t->ndim, shape, sizeof shape);
-  if (mpprof_shape_size(t->shape, t->ndim, mp_dtype_size(t->dtype), &t->count, &bytes) < 0)
-    return fail(err, errlen, "shape %s overflows: its product exceeds 2^64 bytes", shape);
+  if (mpprof_shape_size(t->shape, t->ndim, size, &t->count, &bytes) < 0)
+    return mpprof_tensorio_fail(err, errlen, "shape %s overflows: its product exceeds 2^64 bytes",
+                                shape);
   if (bytes > avail)
-    return fail(err, errlen, "truncated data: shape %s of %s needs %" PRIu64 " bytes, %zu present",
-                shape, mp_dtype_name(t->dtype), bytes, avail);
+    return mpprof_tensorio_fail(
+        err, errlen, "truncated data: shape %s of %s needs %" PRIu64 " bytes, %zu present", shape,
+        type, bytes, avail);
   if (bytes < avail)
-    return fail(err, errlen,
-                "%" PRIu64 " bytes after the data: shape %s of %s needs %" PRIu64
-                " (shape or header size wrong?)",
-                (uint64_t)avail - bytes, shape, mp_dtype_name(t->dtype), bytes);
+    return mpprof_tensorio_fail(err, errlen,
+                                "%" PRIu64 " bytes after the data: shape %s of %s needs %" PRIu64
+                                " (shape or header size wrong?)",
+                                (uint64_t)avail - bytes, shape, type, bytes);
   return 0;
+}
+
+static int check_data(mpprof_tensor *t, size_t avail, char *err, size_t errlen) {
+  return check_bytes(t, mp_dtype_size(t->dtype), mp_dtype_name(t->dtype), avail, err, errlen);
+}
+
+/* The element size of a .npy descr (NumPy's type string: byte order, kind,
+ * size) whose data is raw elements; 0 when it has none (objects) or is not
+ * understood. */
+static unsigned descr_item_size(const char *descr) {
+  if (!descr[0] || !descr[1] || !strchr("<>|=", descr[0]) || !strchr("biufcmMSUV", descr[1]))
+    return 0;
+  const char kind = descr[1];
+  char *end;
+  errno = 0;
+  const unsigned long n = strtoul(descr + 2, &end, 10);
+  if (end == descr + 2 || errno || !n || n > (1ul << 20)) return 0;
+  if (*end && !((kind == 'm' || kind == 'M') && *end == '[')) return 0; /* "<M8[ns]" */
+  return (unsigned)(kind == 'U' ? 4 * n : n);
 }
 
 int mpprof_npy_parse(const void *buf, size_t len, mp_dtype dtype, mpprof_tensor *ret, char *err,
@@ -319,25 +353,36 @@ int mpprof_npy_parse(const void *buf, size_t len, mp_dtype dtype, mpprof_tensor 
   memset(ret, 0, sizeof *ret);
   ret->dtype = MP_DTYPE_INVALID;
   if (len < sizeof npy_magic || memcmp(b, npy_magic, sizeof npy_magic))
-    return fail(err, errlen, "bad magic: not a .npy file (raw data needs --dtype and --shape)");
-  if (len < 10) return fail(err, errlen, "truncated header: %zu bytes", len);
+    return mpprof_tensorio_fail(err, errlen,
+                                "bad magic: not a .npy file (raw data needs --dtype and --shape)");
+  if (len < 10) return mpprof_tensorio_fail(err, errlen, "truncated header: %zu bytes", len);
   const int major = b[6], minor = b[7];
   if (major < 1 || major > 3 || minor != 0)
-    return fail(err, errlen, "unsupported .npy format version %d.%d", major, minor);
+    return mpprof_tensorio_fail(err, errlen, "unsupported .npy format version %d.%d", major, minor);
   size_t hstart, hlen;
   if (major == 1) {
     hstart = 10;
     hlen = (size_t)b[8] | (size_t)b[9] << 8;
   } else {
-    if (len < 12) return fail(err, errlen, "truncated header: %zu bytes", len);
+    if (len < 12) return mpprof_tensorio_fail(err, errlen, "truncated header: %zu bytes", len);
     hstart = 12;
     hlen = (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24;
   }
   if (hlen > len - hstart)
-    return fail(err, errlen, "header length %zu exceeds the file's %zu bytes after the preamble",
-                hlen, len - hstart);
+    return mpprof_tensorio_fail(err, errlen,
+                                "header length %zu exceeds the file's %zu bytes after the preamble",
+                                hlen, len - hstart);
   ret->npy_version = major;
-  if (parse_header((const char *)b + hstart, hlen, dtype, ret, err, errlen) < 0) return -1;
+  if (parse_header((const char *)b + hstart, hlen, dtype, ret, err, errlen) < 0) {
+    /* A sound header of a dtype mpprof does not read: its data must still be
+     * whole for the file to be sound. */
+    ret->dtype_unread = ret->descr[0] && ret->dtype == MP_DTYPE_INVALID;
+    const unsigned isize = ret->dtype_unread ? descr_item_size(ret->descr) : 0;
+    if (isize && check_bytes(ret, isize, ret->descr, len - hstart - hlen, err, errlen) < 0)
+      ret->dtype_unread = false;
+    ret->count = 0;
+    return -1;
+  }
   ret->data = b + hstart + hlen;
   return check_data(ret, len - hstart - hlen, err, errlen);
 }
@@ -411,20 +456,21 @@ int mpprof_tensor_map_file(const char *path, void **ret_map, size_t *ret_len, ch
   *ret_len = 0;
   /* O_NONBLOCK: a FIFO must not hang the open; fstat below refuses it. */
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+  if (fd < 0)
+    return mpprof_tensorio_fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
   struct stat st;
   if (fstat(fd, &st) < 0) {
     int e = errno;
     close(fd);
-    return fail(err, errlen, "%s: cannot stat: %s", path, strerror(e));
+    return mpprof_tensorio_fail(err, errlen, "%s: cannot stat: %s", path, strerror(e));
   }
   if (S_ISDIR(st.st_mode)) {
     close(fd);
-    return fail(err, errlen, "%s: is a directory", path);
+    return mpprof_tensorio_fail(err, errlen, "%s: is a directory", path);
   }
   if (!S_ISREG(st.st_mode)) {
     close(fd);
-    return fail(err, errlen, "%s: not a regular file", path);
+    return mpprof_tensorio_fail(err, errlen, "%s: not a regular file", path);
   }
   const size_t size = (size_t)st.st_size;
   if (size) {
@@ -432,7 +478,7 @@ int mpprof_tensor_map_file(const char *path, void **ret_map, size_t *ret_len, ch
     if (map == MAP_FAILED) {
       int e = errno;
       close(fd);
-      return fail(err, errlen, "%s: cannot map: %s", path, strerror(e));
+      return mpprof_tensorio_fail(err, errlen, "%s: cannot map: %s", path, strerror(e));
     }
     madvise(map, size, MADV_SEQUENTIAL);
     *ret_map = map;
@@ -447,11 +493,11 @@ int mpprof_tensor_open(const char *path, const mpprof_tensor_spec *spec, mpprof_
   memset(ret, 0, sizeof *ret);
   ret->dtype = MP_DTYPE_INVALID;
   if (spec->raw && !mp_dtype_scannable(spec->dtype))
-    return fail(err, errlen, "%s: raw data needs a source dtype (--dtype)", path);
+    return mpprof_tensorio_fail(err, errlen, "%s: raw data needs a source dtype (--dtype)", path);
   if (mpprof_tensor_map_file(path, &ret->map_, &ret->map_len_, err, errlen) < 0) return -1;
   const size_t size = ret->map_len_;
   if (!spec->raw) {
-    if (!size) return fail(err, errlen, "%s: empty file, not a .npy file", path);
+    if (!size) return mpprof_tensorio_fail(err, errlen, "%s: empty file, not a .npy file", path);
     void *map = ret->map_;
     parse_args pa = {map, size, spec->dtype, ret, err, errlen};
     int rc = mpprof_tensor_guard(map, size, guarded_parse, &pa);
@@ -481,6 +527,42 @@ void mpprof_tensor_set_close(mpprof_tensor_set *s) {
   free(s->entries);
   if (s->map_) munmap(s->map_, s->map_len_);
   memset(s, 0, sizeof *s);
+}
+
+typedef struct set_parse_args {
+  mpprof_tensor_set_parser parse;
+  const void *map;
+  size_t len;
+  mpprof_tensor_set *s;
+  char *err;
+  size_t errlen;
+} set_parse_args;
+
+static int guarded_set_parse(void *arg) {
+  set_parse_args *p = arg;
+  return p->parse(p->map, p->len, p->s, p->err, p->errlen);
+}
+
+int mpprof_tensor_set_open(const char *path, mpprof_tensor_set_parser parse, mpprof_tensor_set *ret,
+                           char *err, size_t errlen) {
+  memset(ret, 0, sizeof *ret);
+  void *map;
+  size_t len;
+  if (mpprof_tensor_map_file(path, &map, &len, err, errlen) < 0) return -1;
+  set_parse_args pa = {parse, map, len, ret, err, errlen};
+  int rc = mpprof_tensor_guard(map, len, guarded_set_parse, &pa);
+  if (rc < 0) {
+    /* -ESTALE: the parse was cut short while it read the map; what it had
+     * built may be half-linked, so it is left (lost) rather than freed. */
+    char *msg = rc == -ESTALE ? NULL : strdup(err);
+    snprintf(err, errlen, "%s: %s", path, msg ? msg : MPPROF_TENSOR_CHANGED_MSG);
+    free(msg);
+    if (rc != -ESTALE) mpprof_tensor_set_close(ret);
+    if (map) munmap(map, len);
+    return -1;
+  }
+  mpprof_tensor_set_own_map(ret, map, len);
+  return 0;
 }
 
 void mpprof_tensor_set_own_map(mpprof_tensor_set *s, void *map, size_t len) {
@@ -622,7 +704,8 @@ int mpprof_tensor_scan(const mpprof_tensor *t, mp_stats *ret) {
 int mpprof_npy_write(const char *path, int version, const char *descr, bool fortran_order, int ndim,
                      const uint64_t *shape, const void *data, size_t nbytes, char *err,
                      size_t errlen) {
-  if (version < 1 || version > 3) return fail(err, errlen, "%s: no .npy version %d", path, version);
+  if (version < 1 || version > 3)
+    return mpprof_tensorio_fail(err, errlen, "%s: no .npy version %d", path, version);
   char shape_text[MPPROF_TENSOR_MAX_DIMS * 22 + 4];
   mpprof_shape_format(shape, ndim, shape_text, sizeof shape_text);
   char dict[sizeof shape_text + 128];
@@ -632,9 +715,10 @@ int mpprof_npy_write(const char *path, int version, const char *descr, bool fort
   size_t total = pre + (size_t)n + 1; /* + '\n' */
   total = (total + 63) / 64 * 64;
   const size_t hlen = total - pre;
-  if (version == 1 && hlen > 0xffff) return fail(err, errlen, "%s: header too long for v1", path);
+  if (version == 1 && hlen > 0xffff)
+    return mpprof_tensorio_fail(err, errlen, "%s: header too long for v1", path);
   unsigned char *hdr = malloc(total);
-  if (!hdr) return fail(err, errlen, "%s: out of memory", path);
+  if (!hdr) return mpprof_tensorio_fail(err, errlen, "%s: out of memory", path);
   memcpy(hdr, npy_magic, sizeof npy_magic);
   hdr[6] = (unsigned char)version;
   hdr[7] = 0;
@@ -646,12 +730,12 @@ int mpprof_npy_write(const char *path, int version, const char *descr, bool fort
   FILE *f = fopen(path, "wb");
   int rc = 0;
   if (!f) {
-    rc = fail(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+    rc = mpprof_tensorio_fail(err, errlen, "%s: cannot create: %s", path, strerror(errno));
   } else {
     if (fwrite(hdr, 1, total, f) != total || (nbytes && fwrite(data, 1, nbytes, f) != nbytes))
-      rc = fail(err, errlen, "%s: write failed: %s", path, strerror(errno));
+      rc = mpprof_tensorio_fail(err, errlen, "%s: write failed: %s", path, strerror(errno));
     if (fclose(f) != 0 && rc == 0)
-      rc = fail(err, errlen, "%s: write failed: %s", path, strerror(errno));
+      rc = mpprof_tensorio_fail(err, errlen, "%s: write failed: %s", path, strerror(errno));
   }
   free(hdr);
   return rc;

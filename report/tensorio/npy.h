@@ -39,9 +39,12 @@ typedef struct mpprof_tensor {
   uint64_t shape[MPPROF_TENSOR_MAX_DIMS];
   uint64_t count;
   bool fortran_order;
-  bool byteswap;             /* stored in the other byte order than the host's */
-  int npy_version;           /* 1, 2, 3; 0 for raw */
-  char descr[16];            /* the .npy descr as found ("<f4"); "" for raw */
+  bool byteswap;   /* stored in the other byte order than the host's */
+  int npy_version; /* 1, 2, 3; 0 for raw */
+  char descr[16];  /* the .npy descr as found ("<f4"); "" for raw */
+  /* mpprof_npy_parse failed only because mpprof does not read the dtype
+   * (descr): the header and the data's size are sound. */
+  bool dtype_unread;
   const unsigned char *data; /* count * mp_dtype_size(dtype) bytes (strided: the first element) */
   /* A view with strides (PyTorch): element i0..in at data + sum(i_k * stride[k]) elements;
    * scanned through a gathering copy. */
@@ -67,12 +70,38 @@ typedef struct mpprof_tensor_set {
   size_t map_len_;
 } mpprof_tensor_set;
 
+/* A parser of a file format holding many tensors: the image buf of len bytes
+ * into *ret (the tensors point into buf). 0, or -1 with the problem in err. */
+typedef int (*mpprof_tensor_set_parser)(const void *buf, size_t len, mpprof_tensor_set *ret,
+                                        char *err, size_t errlen);
+
+/* Map the file at path and parse it with parse, reads of the mapping guarded
+ * against the file shrinking; on success *ret owns the mapping. 0, or -1 with
+ * "PATH: problem" in err. */
+int mpprof_tensor_set_open(const char *path, mpprof_tensor_set_parser parse, mpprof_tensor_set *ret,
+                           char *err, size_t errlen);
+
 /* Frees the names and entries and unmaps the file; accepts a zeroed set. */
 void mpprof_tensor_set_close(mpprof_tensor_set *s);
 
 /* Points every tensor of s at its mapping (map, len) for the SIGBUS guard of
  * the scan, and gives the mapping to s. */
 void mpprof_tensor_set_own_map(mpprof_tensor_set *s, void *map, size_t len);
+
+/* The host's byte order (1: big-endian). */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define MPPROF_HOST_BIG_ENDIAN 1
+#else
+#define MPPROF_HOST_BIG_ENDIAN 0
+#endif
+
+/* The tensor readers' error convention: the message formatted into err (when
+ * err is given), and -1 returned. */
+int mpprof_tensorio_fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The unsigned little-endian integer of the n (1 to 8) bytes at b. */
+uint64_t mpprof_le_uint(const unsigned char *b, int n);
 
 /* A spec that reads .npy files with the header's dtype. */
 void mpprof_tensor_spec_init(mpprof_tensor_spec *spec);

@@ -7,19 +7,12 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "analysis/formats.h"
-
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#define HOST_BIG_ENDIAN 1
-#else
-#define HOST_BIG_ENDIAN 0
-#endif
 
 /* The file's dtype names of the formats mpprof scans. */
 static const struct {
@@ -36,27 +29,10 @@ static mp_dtype dtype_of(const char *name) {
   return MP_DTYPE_INVALID;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
-
-static uint64_t le64(const unsigned char *b) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--)
-    v = v << 8 | b[i];
-  return v;
-}
-
 bool mpprof_safetensors_sniff(const void *head, size_t len, size_t size) {
   const unsigned char *b = head;
   if (len < 9 || size < 9) return false;
-  uint64_t n = le64(b);
+  uint64_t n = mpprof_le_uint(b, 8);
   return n >= 2 && n <= size - 8 && b[8] == '{';
 }
 
@@ -74,61 +50,67 @@ static bool whole(const cJSON *v, uint64_t *ret) {
 static int tensor_entry(const cJSON *m, const unsigned char *data, uint64_t data_len,
                         mpprof_named_tensor *e, char *err, size_t errlen) {
   const char *name = m->string;
-  if (!cJSON_IsObject(m)) return fail(err, errlen, "tensor '%s': not a JSON object", name);
+  if (!cJSON_IsObject(m))
+    return mpprof_tensorio_fail(err, errlen, "tensor '%s': not a JSON object", name);
   const cJSON *dt = NULL, *shape = NULL, *offs = NULL, *k;
   cJSON_ArrayForEach(k, m) {
     const cJSON **slot = !strcmp(k->string, "dtype")          ? &dt
                          : !strcmp(k->string, "shape")        ? &shape
                          : !strcmp(k->string, "data_offsets") ? &offs
                                                               : NULL;
-    if (!slot) return fail(err, errlen, "tensor '%s': unknown key '%s'", name, k->string);
-    if (*slot) return fail(err, errlen, "tensor '%s': key '%s' twice", name, k->string);
+    if (!slot)
+      return mpprof_tensorio_fail(err, errlen, "tensor '%s': unknown key '%s'", name, k->string);
+    if (*slot)
+      return mpprof_tensorio_fail(err, errlen, "tensor '%s': key '%s' twice", name, k->string);
     *slot = k;
   }
   if (!dt || !shape || !offs)
-    return fail(err, errlen, "tensor '%s': no '%s'", name,
-                !dt      ? "dtype"
-                : !shape ? "shape"
-                         : "data_offsets");
+    return mpprof_tensorio_fail(err, errlen, "tensor '%s': no '%s'", name,
+                                !dt      ? "dtype"
+                                : !shape ? "shape"
+                                         : "data_offsets");
   if (!cJSON_IsString(dt) || strlen(dt->valuestring) >= sizeof e->dtype_name || !dt->valuestring[0])
-    return fail(err, errlen, "tensor '%s': dtype is not a dtype name", name);
+    return mpprof_tensorio_fail(err, errlen, "tensor '%s': dtype is not a dtype name", name);
   snprintf(e->dtype_name, sizeof e->dtype_name, "%s", dt->valuestring);
   mpprof_tensor *t = &e->t;
   t->dtype = dtype_of(e->dtype_name);
-  if (!cJSON_IsArray(shape)) return fail(err, errlen, "tensor '%s': shape is not an array", name);
+  if (!cJSON_IsArray(shape))
+    return mpprof_tensorio_fail(err, errlen, "tensor '%s': shape is not an array", name);
   int ndim = cJSON_GetArraySize(shape);
   if (ndim > MPPROF_TENSOR_MAX_DIMS)
-    return fail(err, errlen, "tensor '%s': %d dimensions (at most %d)", name, ndim,
-                MPPROF_TENSOR_MAX_DIMS);
+    return mpprof_tensorio_fail(err, errlen, "tensor '%s': %d dimensions (at most %d)", name, ndim,
+                                MPPROF_TENSOR_MAX_DIMS);
   t->ndim = 0;
   cJSON_ArrayForEach(k, shape) {
     if (!whole(k, &t->shape[t->ndim]))
-      return fail(err, errlen, "tensor '%s': shape holds something other than a size", name);
+      return mpprof_tensorio_fail(err, errlen,
+                                  "tensor '%s': shape holds something other than a size", name);
     t->ndim++;
   }
   uint64_t begin, end;
   if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 ||
       !whole(cJSON_GetArrayItem(offs, 0), &begin) || !whole(cJSON_GetArrayItem(offs, 1), &end) ||
       begin > end)
-    return fail(err, errlen, "tensor '%s': data_offsets is not [begin, end] with begin <= end",
-                name);
+    return mpprof_tensorio_fail(
+        err, errlen, "tensor '%s': data_offsets is not [begin, end] with begin <= end", name);
   if (end > data_len)
-    return fail(err, errlen,
-                "tensor '%s': truncated data: it ends at byte %" PRIu64
-                " of the data, which has %" PRIu64,
-                name, end, data_len);
+    return mpprof_tensorio_fail(err, errlen,
+                                "tensor '%s': truncated data: it ends at byte %" PRIu64
+                                " of the data, which has %" PRIu64,
+                                name, end, data_len);
   t->data = data + begin;
-  t->byteswap = HOST_BIG_ENDIAN;
+  t->byteswap = MPPROF_HOST_BIG_ENDIAN;
   if (t->dtype == MP_DTYPE_INVALID) return 0; /* listed, never scanned */
   uint64_t bytes;
   char text[64];
   mpprof_shape_format(t->shape, t->ndim, text, sizeof text);
   if (mpprof_shape_size(t->shape, t->ndim, mp_dtype_size(t->dtype), &t->count, &bytes) < 0)
-    return fail(err, errlen, "tensor '%s': shape %s overflows 64 bits", name, text);
+    return mpprof_tensorio_fail(err, errlen, "tensor '%s': shape %s overflows 64 bits", name, text);
   if (bytes != end - begin)
-    return fail(err, errlen,
-                "tensor '%s': shape %s of %s needs %" PRIu64 " bytes, data_offsets hold %" PRIu64,
-                name, text, e->dtype_name, bytes, end - begin);
+    return mpprof_tensorio_fail(err, errlen,
+                                "tensor '%s': shape %s of %s needs %" PRIu64
+                                " bytes, data_offsets hold %" PRIu64,
+                                name, text, e->dtype_name, bytes, end - begin);
   return 0;
 }
 
@@ -141,26 +123,30 @@ int mpprof_safetensors_parse(const void *buf, size_t len, mpprof_tensor_set *ret
                              size_t errlen) {
   const unsigned char *b = buf;
   memset(ret, 0, sizeof *ret);
-  if (len < 8) return fail(err, errlen, "truncated: %zu bytes, no safetensors header length", len);
-  const uint64_t n = le64(b);
+  if (len < 8)
+    return mpprof_tensorio_fail(err, errlen, "truncated: %zu bytes, no safetensors header length",
+                                len);
+  const uint64_t n = mpprof_le_uint(b, 8);
   if (n > MPPROF_SAFETENSORS_MAX_HEADER)
-    return fail(err, errlen, "header length %" PRIu64 " beyond the format's limit of %u bytes", n,
-                MPPROF_SAFETENSORS_MAX_HEADER);
+    return mpprof_tensorio_fail(err, errlen,
+                                "header length %" PRIu64 " beyond the format's limit of %u bytes",
+                                n, MPPROF_SAFETENSORS_MAX_HEADER);
   if (n > len - 8)
-    return fail(err, errlen, "header length %" PRIu64 " beyond the file (%zu bytes after it)", n,
-                len - 8);
+    return mpprof_tensorio_fail(
+        err, errlen, "header length %" PRIu64 " beyond the file (%zu bytes after it)", n, len - 8);
   const char *h = (const char *)b + 8;
-  if (!n || h[0] != '{') return fail(err, errlen, "the header is not a JSON object");
+  if (!n || h[0] != '{')
+    return mpprof_tensorio_fail(err, errlen, "the header is not a JSON object");
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(h, (size_t)n, &end, false);
   if (!root || !cJSON_IsObject(root)) {
     cJSON_Delete(root);
-    return fail(err, errlen, "the header is not a JSON object (invalid JSON)");
+    return mpprof_tensorio_fail(err, errlen, "the header is not a JSON object (invalid JSON)");
   }
   for (const char *p = end; p < h + n; p++) /* writers pad the header with spaces */
     if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
       cJSON_Delete(root);
-      return fail(err, errlen, "text after the header's JSON object");
+      return mpprof_tensorio_fail(err, errlen, "text after the header's JSON object");
     }
   const unsigned char *data = b + 8 + n;
   const uint64_t data_len = len - 8 - n;
@@ -169,18 +155,19 @@ int mpprof_safetensors_parse(const void *buf, size_t len, mpprof_tensor_set *ret
   cJSON_ArrayForEach(m, root) count++;
   ret->entries = calloc(count ? count : 1, sizeof *ret->entries);
   mpprof_named_tensor **sorted = calloc(count ? count : 1, sizeof *sorted);
-  int rc = ret->entries && sorted ? 0 : fail(err, errlen, "out of memory");
+  int rc = ret->entries && sorted ? 0 : mpprof_tensorio_fail(err, errlen, "out of memory");
   cJSON_ArrayForEach(m, root) {
     if (rc) break;
     if (!strcmp(m->string, "__metadata__")) {
-      if (!cJSON_IsObject(m)) rc = fail(err, errlen, "__metadata__ is not a JSON object");
+      if (!cJSON_IsObject(m))
+        rc = mpprof_tensorio_fail(err, errlen, "__metadata__ is not a JSON object");
       continue;
     }
     mpprof_named_tensor *e = &ret->entries[ret->n];
     e->t.dtype = MP_DTYPE_INVALID;
     e->name = strdup(m->string);
     if (!e->name) {
-      rc = fail(err, errlen, "out of memory");
+      rc = mpprof_tensorio_fail(err, errlen, "out of memory");
       break;
     }
     sorted[ret->n] = e;
@@ -191,7 +178,7 @@ int mpprof_safetensors_parse(const void *buf, size_t len, mpprof_tensor_set *ret
     qsort(sorted, ret->n, sizeof *sorted, by_name);
     for (size_t i = 1; i < ret->n && !rc; i++)
       if (!strcmp(sorted[i - 1]->name, sorted[i]->name))
-        rc = fail(err, errlen, "tensor '%s' twice in the header", sorted[i]->name);
+        rc = mpprof_tensorio_fail(err, errlen, "tensor '%s' twice in the header", sorted[i]->name);
   }
   free(sorted);
   cJSON_Delete(root);
@@ -199,39 +186,8 @@ int mpprof_safetensors_parse(const void *buf, size_t len, mpprof_tensor_set *ret
   return rc;
 }
 
-typedef struct parse_args {
-  const void *map;
-  size_t len;
-  mpprof_tensor_set *f;
-  char *err;
-  size_t errlen;
-} parse_args;
-
-static int guarded_parse(void *arg) {
-  parse_args *p = arg;
-  return mpprof_safetensors_parse(p->map, p->len, p->f, p->err, p->errlen);
-}
-
 int mpprof_safetensors_open(const char *path, mpprof_tensor_set *ret, char *err, size_t errlen) {
-  memset(ret, 0, sizeof *ret);
-  void *map;
-  size_t len;
-  if (mpprof_tensor_map_file(path, &map, &len, err, errlen) < 0) return -1;
-  parse_args pa = {map, len, ret, err, errlen};
-  int rc = mpprof_tensor_guard(map, len, guarded_parse, &pa);
-  if (rc < 0) {
-    /* -ESTALE: the parse was cut short while it read the map, which it does
-     * before it allocates anything of ret (cJSON's tree of the header is
-     * lost). */
-    char *msg = rc == -ESTALE ? NULL : strdup(err);
-    snprintf(err, errlen, "%s: %s", path, msg ? msg : MPPROF_TENSOR_CHANGED_MSG);
-    free(msg);
-    mpprof_tensor_set_close(ret);
-    if (map) munmap(map, len);
-    return -1;
-  }
-  mpprof_tensor_set_own_map(ret, map, len);
-  return 0;
+  return mpprof_tensor_set_open(path, mpprof_safetensors_parse, ret, err, errlen);
 }
 
 int mpprof_safetensors_write(const char *path, const mpprof_st_write *t, size_t n, char *err,
@@ -255,7 +211,7 @@ int mpprof_safetensors_write(const char *path, const mpprof_st_write *t, size_t 
   }
   char *text = root ? cJSON_PrintUnformatted(root) : NULL;
   cJSON_Delete(root);
-  if (!text) return fail(err, errlen, "%s: out of memory", path);
+  if (!text) return mpprof_tensorio_fail(err, errlen, "%s: out of memory", path);
   size_t hlen = strlen(text), padded = (hlen + 7) / 8 * 8;
   unsigned char len8[8];
   for (int i = 0; i < 8; i++)
@@ -263,16 +219,16 @@ int mpprof_safetensors_write(const char *path, const mpprof_st_write *t, size_t 
   FILE *f = fopen(path, "wb");
   int rc = 0;
   if (!f) {
-    rc = fail(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+    rc = mpprof_tensorio_fail(err, errlen, "%s: cannot create: %s", path, strerror(errno));
   } else {
     bool ok = fwrite(len8, 1, 8, f) == 8 && fwrite(text, 1, hlen, f) == hlen;
     for (size_t i = hlen; ok && i < padded; i++)
       ok = fputc(' ', f) != EOF;
     for (size_t i = 0; ok && i < n; i++)
       ok = !t[i].nbytes || fwrite(t[i].data, 1, t[i].nbytes, f) == t[i].nbytes;
-    if (!ok) rc = fail(err, errlen, "%s: write failed: %s", path, strerror(errno));
+    if (!ok) rc = mpprof_tensorio_fail(err, errlen, "%s: write failed: %s", path, strerror(errno));
     if (fclose(f) != 0 && rc == 0)
-      rc = fail(err, errlen, "%s: write failed: %s", path, strerror(errno));
+      rc = mpprof_tensorio_fail(err, errlen, "%s: write failed: %s", path, strerror(errno));
   }
   free(text);
   return rc;

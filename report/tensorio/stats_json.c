@@ -11,7 +11,6 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include "analysis/formats.h"
 #include "analysis/schema_keys.h"
 #include "common/utf8.h"
+#include "report/tensorio/npy.h"
 
 static const char *const outcome_names[MP_CAST_OUTCOMES] = MP_CAST_OUTCOME_NAMES;
 
@@ -396,33 +396,23 @@ cJSON *mpprof_tensor_to_json(const char *file, const char *tensor, const uint64_
 
 /* ---- reading ---- */
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
-
 static int read_count(const cJSON *obj, const char *where, const char *key, uint64_t *ret,
                       char *err, size_t errlen) {
   const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
-  if (!item) return fail(err, errlen, "%s%s: missing", where, key);
+  if (!item) return mpprof_tensorio_fail(err, errlen, "%s%s: missing", where, key);
   if (get_u64(item, ret) < 0)
-    return fail(err, errlen, "%s%s: not a non-negative integer", where, key);
+    return mpprof_tensorio_fail(err, errlen, "%s%s: not a non-negative integer", where, key);
   return 0;
 }
 
 /* A finite number, or null meaning "none" (then *ret is left as initialised). */
 static int read_extreme(const cJSON *obj, const char *key, double *ret, char *err, size_t errlen) {
   const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
-  if (!item) return fail(err, errlen, "%s: missing", key);
+  if (!item) return mpprof_tensorio_fail(err, errlen, "%s: missing", key);
   if (cJSON_IsNull(item)) return 0;
   double d;
   if (mpprof_json_get_double(item, &d) < 0 || !isfinite(d))
-    return fail(err, errlen, "%s: not a number or null", key);
+    return mpprof_tensorio_fail(err, errlen, "%s: not a number or null", key);
   *ret = d;
   return 0;
 }
@@ -431,14 +421,15 @@ static int read_counts(const cJSON *counts, int lo, int hi, mp_stats *s, char *e
 
 static int read_hist(const cJSON *obj, mp_stats *s, char *err, size_t errlen) {
   const cJSON *h = cJSON_GetObjectItemCaseSensitive(obj, MP_K_EXP_HIST);
-  if (!cJSON_IsObject(h)) return fail(err, errlen, MP_K_EXP_HIST ": missing or not an object");
+  if (!cJSON_IsObject(h))
+    return mpprof_tensorio_fail(err, errlen, MP_K_EXP_HIST ": missing or not an object");
   int lo, hi;
   if (get_int(cJSON_GetObjectItemCaseSensitive(h, MP_K_HIST_LO), &lo) < 0 ||
       get_int(cJSON_GetObjectItemCaseSensitive(h, MP_K_HIST_HI), &hi) < 0)
-    return fail(err, errlen, MP_K_EXP_HIST ": lo/hi missing or not integers");
+    return mpprof_tensorio_fail(err, errlen, MP_K_EXP_HIST ": lo/hi missing or not integers");
   if (lo < MP_HIST_MIN || hi > MP_HIST_MAX || lo > hi)
-    return fail(err, errlen, MP_K_EXP_HIST ": range [%d, %d] not within [%d, %d]", lo, hi,
-                MP_HIST_MIN, MP_HIST_MAX);
+    return mpprof_tensorio_fail(err, errlen, MP_K_EXP_HIST ": range [%d, %d] not within [%d, %d]",
+                                lo, hi, MP_HIST_MIN, MP_HIST_MAX);
   const cJSON *counts = cJSON_GetObjectItemCaseSensitive(h, MP_K_HIST_COUNTS);
   /* A tree made by mpprof_stats_to_json (not parsed from text) holds the
    * counts as one raw item: its text is parsed here. */
@@ -452,12 +443,13 @@ static int read_hist(const cJSON *obj, mp_stats *s, char *err, size_t errlen) {
 
 static int read_counts(const cJSON *counts, int lo, int hi, mp_stats *s, char *err, size_t errlen) {
   if (!cJSON_IsArray(counts))
-    return fail(err, errlen, MP_K_EXP_HIST "." MP_K_HIST_COUNTS ": missing or not an array");
+    return mpprof_tensorio_fail(err, errlen,
+                                MP_K_EXP_HIST "." MP_K_HIST_COUNTS ": missing or not an array");
   int n = cJSON_GetArraySize(counts);
   if (n != hi - lo + 1)
-    return fail(err, errlen,
-                MP_K_EXP_HIST "." MP_K_HIST_COUNTS ": %d entries, expected %d (lo %d, hi %d)", n,
-                hi - lo + 1, lo, hi);
+    return mpprof_tensorio_fail(
+        err, errlen, MP_K_EXP_HIST "." MP_K_HIST_COUNTS ": %d entries, expected %d (lo %d, hi %d)",
+        n, hi - lo + 1, lo, hi);
   s->hist_lo = lo;
   s->hist_hi = hi;
   mp_stats_hist_read_range(s->dtype, &s->hist_lo, &s->hist_hi);
@@ -465,8 +457,9 @@ static int read_counts(const cJSON *counts, int lo, int hi, mp_stats *s, char *e
   const cJSON *c;
   cJSON_ArrayForEach(c, counts) {
     if (get_u64(c, &s->exp_hist[e - MP_HIST_MIN]) < 0)
-      return fail(err, errlen,
-                  MP_K_EXP_HIST "." MP_K_HIST_COUNTS "[%d]: not a non-negative integer", e - lo);
+      return mpprof_tensorio_fail(
+          err, errlen, MP_K_EXP_HIST "." MP_K_HIST_COUNTS "[%d]: not a non-negative integer",
+          e - lo);
     e++;
   }
   return 0;
@@ -474,12 +467,13 @@ static int read_counts(const cJSON *counts, int lo, int hi, mp_stats *s, char *e
 
 static int read_casts(const cJSON *obj, mp_stats *s, char *err, size_t errlen) {
   const cJSON *casts = cJSON_GetObjectItemCaseSensitive(obj, MP_K_CASTS);
-  if (!cJSON_IsObject(casts)) return fail(err, errlen, MP_K_CASTS ": missing or not an object");
+  if (!cJSON_IsObject(casts))
+    return mpprof_tensorio_fail(err, errlen, MP_K_CASTS ": missing or not an object");
   for (int t = 0; t < MP_TARGET_COUNT; t++) {
     const char *name = mp_target_name((mp_target)t);
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(casts, name);
     if (!cJSON_IsObject(o))
-      return fail(err, errlen, MP_K_CASTS ".%s: missing or not an object", name);
+      return mpprof_tensorio_fail(err, errlen, MP_K_CASTS ".%s: missing or not an object", name);
     char where[48];
     snprintf(where, sizeof where, MP_K_CASTS ".%s.", name);
     for (int k = 0; k < MP_CAST_OUTCOMES; k++)
@@ -499,36 +493,37 @@ static int check_sums(const mp_stats *s, char *err, size_t errlen) {
   uint64_t special = 0;
   if (add_u64(&special, s->zeros) || add_u64(&special, s->nans) || add_u64(&special, s->pos_infs) ||
       add_u64(&special, s->neg_infs) || special > s->count)
-    return fail(err, errlen, "zeros + nans + infs exceed count %" PRIu64, s->count);
+    return mpprof_tensorio_fail(err, errlen, "zeros + nans + infs exceed count %" PRIu64, s->count);
   if (s->saturated > s->count)
-    return fail(err, errlen, "saturated %" PRIu64 " exceeds count %" PRIu64, s->saturated,
-                s->count);
+    return mpprof_tensorio_fail(err, errlen, "saturated %" PRIu64 " exceeds count %" PRIu64,
+                                s->saturated, s->count);
   if (s->negatives > s->count)
-    return fail(err, errlen, "negatives %" PRIu64 " exceed count %" PRIu64, s->negatives, s->count);
+    return mpprof_tensorio_fail(err, errlen, "negatives %" PRIu64 " exceed count %" PRIu64,
+                                s->negatives, s->count);
   const uint64_t finite_nonzero = s->count - special;
   for (int t = 0; t < MP_TARGET_COUNT; t++) {
     uint64_t sum = 0;
     for (int k = 0; k < MP_CAST_OUTCOMES; k++)
       if (add_u64(&sum, s->casts[t][k])) sum = UINT64_MAX;
     if (sum != finite_nonzero)
-      return fail(err, errlen,
-                  MP_K_CASTS ".%s: outcomes sum to %" PRIu64 ", expected %" PRIu64
-                             " finite non-zero values",
-                  mp_target_name((mp_target)t), sum, finite_nonzero);
+      return mpprof_tensorio_fail(err, errlen,
+                                  MP_K_CASTS ".%s: outcomes sum to %" PRIu64 ", expected %" PRIu64
+                                             " finite non-zero values",
+                                  mp_target_name((mp_target)t), sum, finite_nonzero);
   }
   uint64_t hsum = 0;
   for (int e = s->hist_lo; e <= s->hist_hi; e++)
     if (add_u64(&hsum, s->exp_hist[e - MP_HIST_MIN])) hsum = UINT64_MAX;
   if (hsum != finite_nonzero)
-    return fail(err, errlen,
-                MP_K_EXP_HIST ": counts sum to %" PRIu64 ", expected %" PRIu64
-                              " finite non-zero values",
-                hsum, finite_nonzero);
+    return mpprof_tensorio_fail(err, errlen,
+                                MP_K_EXP_HIST ": counts sum to %" PRIu64 ", expected %" PRIu64
+                                              " finite non-zero values",
+                                hsum, finite_nonzero);
   return 0;
 }
 
 int mpprof_stats_from_json(const cJSON *obj, mp_stats *ret, char *err, size_t errlen) {
-  if (!cJSON_IsObject(obj)) return fail(err, errlen, "stats: not an object");
+  if (!cJSON_IsObject(obj)) return mpprof_tensorio_fail(err, errlen, "stats: not an object");
   const cJSON *dt = cJSON_GetObjectItemCaseSensitive(obj, MP_K_DTYPE);
   mp_dtype dtype;
   if (cJSON_IsNull(dt)) {
@@ -536,9 +531,10 @@ int mpprof_stats_from_json(const cJSON *obj, mp_stats *ret, char *err, size_t er
   } else if (cJSON_IsString(dt)) {
     dtype = mp_dtype_from_name(dt->valuestring);
     if (!mp_dtype_scannable(dtype))
-      return fail(err, errlen, MP_K_DTYPE ": '%s' is not a source dtype", dt->valuestring);
+      return mpprof_tensorio_fail(err, errlen, MP_K_DTYPE ": '%s' is not a source dtype",
+                                  dt->valuestring);
   } else {
-    return fail(err, errlen, MP_K_DTYPE ": missing or not a string");
+    return mpprof_tensorio_fail(err, errlen, MP_K_DTYPE ": missing or not a string");
   }
   /* The "none" values of min/max/... are whatever mp_stats_init uses, so a
    * record with no finite value reads back identical to a fresh one. */

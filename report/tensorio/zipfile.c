@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,32 +12,9 @@
 
 #include "analysis/formats.h"
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#define HOST_BIG_ENDIAN 1
-#else
-#define HOST_BIG_ENDIAN 0
-#endif
-
 #define MAX_DEPTH 200          /* nesting of saved containers walked */
 #define MAX_MEMO (1u << 24)    /* pickle memo slots */
 #define MAX_MEMBERS (1u << 20) /* zip members */
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
-
-static uint64_t le(const unsigned char *b, int n) {
-  uint64_t v = 0;
-  for (int i = n - 1; i >= 0; i--)
-    v = v << 8 | b[i];
-  return v;
-}
 
 bool mpprof_zip_sniff(const void *head, size_t len) {
   return len >= 4 && !memcmp(head, "PK\3\4", 4);
@@ -87,71 +63,75 @@ static int by_name(const void *x, const void *y) {
 
 static int zip_read(const unsigned char *b, size_t len, zip *z, char *err, size_t errlen) {
   memset(z, 0, sizeof *z);
-  if (len < 22) return fail(err, errlen, "truncated zip archive (%zu bytes)", len);
+  if (len < 22) return mpprof_tensorio_fail(err, errlen, "truncated zip archive (%zu bytes)", len);
   size_t eocd = SIZE_MAX;
   for (size_t i = len - 22 + 1, stop = len - 22 > 65535 ? len - 22 - 65535 : 0; i-- > stop;)
     if (!memcmp(b + i, "PK\5\6", 4)) {
       eocd = i;
       break;
     }
-  if (eocd == SIZE_MAX) return fail(err, errlen, "no zip directory (a truncated archive?)");
-  uint64_t count = le(b + eocd + 10, 2), cd_size = le(b + eocd + 12, 4),
-           cd_off = le(b + eocd + 16, 4);
+  if (eocd == SIZE_MAX)
+    return mpprof_tensorio_fail(err, errlen, "no zip directory (a truncated archive?)");
+  uint64_t count = mpprof_le_uint(b + eocd + 10, 2), cd_size = mpprof_le_uint(b + eocd + 12, 4),
+           cd_off = mpprof_le_uint(b + eocd + 16, 4);
   if (count == 0xffff || cd_size == 0xffffffff || cd_off == 0xffffffff) { /* zip64 */
     if (eocd < 20 || memcmp(b + eocd - 20, "PK\6\7", 4))
-      return fail(err, errlen, "zip64 archive without its locator");
-    uint64_t e64 = le(b + eocd - 20 + 8, 8);
+      return mpprof_tensorio_fail(err, errlen, "zip64 archive without its locator");
+    uint64_t e64 = mpprof_le_uint(b + eocd - 20 + 8, 8);
     if (len < 56 || e64 > len - 56 || memcmp(b + e64, "PK\6\6", 4))
-      return fail(err, errlen, "zip64 directory record out of the file");
-    count = le(b + e64 + 32, 8);
-    cd_size = le(b + e64 + 40, 8);
-    cd_off = le(b + e64 + 48, 8);
+      return mpprof_tensorio_fail(err, errlen, "zip64 directory record out of the file");
+    count = mpprof_le_uint(b + e64 + 32, 8);
+    cd_size = mpprof_le_uint(b + e64 + 40, 8);
+    cd_off = mpprof_le_uint(b + e64 + 48, 8);
   }
   if (cd_off > len || cd_size > len - cd_off)
-    return fail(err, errlen, "zip directory out of the file");
+    return mpprof_tensorio_fail(err, errlen, "zip directory out of the file");
   if (count > MAX_MEMBERS || count > cd_size / 46 + 1)
-    return fail(err, errlen, "zip directory claims %" PRIu64 " members", count);
+    return mpprof_tensorio_fail(err, errlen, "zip directory claims %" PRIu64 " members", count);
   z->m = calloc(count ? count : 1, sizeof *z->m);
-  if (!z->m) return fail(err, errlen, "out of memory");
+  if (!z->m) return mpprof_tensorio_fail(err, errlen, "out of memory");
   const unsigned char *p = b + cd_off, *end = b + cd_off + cd_size;
   for (uint64_t i = 0; i < count; i++) {
     if (end - p < 46 || memcmp(p, "PK\1\2", 4))
-      return fail(err, errlen, "zip directory entry %" PRIu64 " malformed", i);
+      return mpprof_tensorio_fail(err, errlen, "zip directory entry %" PRIu64 " malformed", i);
     member *m = &z->m[z->n];
-    m->method = (unsigned)le(p + 10, 2);
-    uint64_t csize = le(p + 20, 4), usize = le(p + 24, 4);
-    size_t nl = (size_t)le(p + 28, 2), xl = (size_t)le(p + 30, 2), cl = (size_t)le(p + 32, 2);
-    uint64_t off = le(p + 42, 4);
+    m->method = (unsigned)mpprof_le_uint(p + 10, 2);
+    uint64_t csize = mpprof_le_uint(p + 20, 4), usize = mpprof_le_uint(p + 24, 4);
+    size_t nl = (size_t)mpprof_le_uint(p + 28, 2), xl = (size_t)mpprof_le_uint(p + 30, 2),
+           cl = (size_t)mpprof_le_uint(p + 32, 2);
+    uint64_t off = mpprof_le_uint(p + 42, 4);
     if ((size_t)(end - p) - 46 < nl + xl + cl)
-      return fail(err, errlen, "zip directory entry %" PRIu64 " malformed", i);
+      return mpprof_tensorio_fail(err, errlen, "zip directory entry %" PRIu64 " malformed", i);
     m->name = (const char *)p + 46;
     m->name_len = nl;
     for (const unsigned char *x = p + 46 + nl; x + 4 <= p + 46 + nl + xl;) { /* zip64 sizes */
-      size_t id = (size_t)le(x, 2), sz = (size_t)le(x + 2, 2);
+      size_t id = (size_t)mpprof_le_uint(x, 2), sz = (size_t)mpprof_le_uint(x + 2, 2);
       const unsigned char *v = x + 4, *vend = v + sz;
       if (vend > p + 46 + nl + xl) break;
       if (id == 1) {
-        if (usize == 0xffffffff && vend - v >= 8) usize = le(v, 8), v += 8;
-        if (csize == 0xffffffff && vend - v >= 8) csize = le(v, 8), v += 8;
-        if (off == 0xffffffff && vend - v >= 8) off = le(v, 8);
+        if (usize == 0xffffffff && vend - v >= 8) usize = mpprof_le_uint(v, 8), v += 8;
+        if (csize == 0xffffffff && vend - v >= 8) csize = mpprof_le_uint(v, 8), v += 8;
+        if (off == 0xffffffff && vend - v >= 8) off = mpprof_le_uint(v, 8);
       }
       x = vend;
     }
     p += 46 + nl + xl + cl;
     if (off > len || len - off < 30 || memcmp(b + off, "PK\3\4", 4))
-      return fail(err, errlen, "zip member '%.*s': its header is out of the file", (int)nl,
-                  m->name);
-    uint64_t start = off + 30 + le(b + off + 26, 2) + le(b + off + 28, 2);
+      return mpprof_tensorio_fail(err, errlen, "zip member '%.*s': its header is out of the file",
+                                  (int)nl, m->name);
+    uint64_t start = off + 30 + mpprof_le_uint(b + off + 26, 2) + mpprof_le_uint(b + off + 28, 2);
     if (start > len || csize > len - start)
-      return fail(err, errlen, "zip member '%.*s': truncated data", (int)nl, m->name);
+      return mpprof_tensorio_fail(err, errlen, "zip member '%.*s': truncated data", (int)nl,
+                                  m->name);
     if (m->method == 0 && csize != usize)
-      return fail(err, errlen, "zip member '%.*s': stored with two sizes", (int)nl, m->name);
+      return mpprof_tensorio_fail(err, errlen, "zip member '%.*s': stored with two sizes", (int)nl,
+                                  m->name);
     m->size = csize;
     m->data = b + start;
     z->n++;
   }
   z->by_name = malloc((z->n ? z->n : 1) * sizeof *z->by_name);
-  if (!z->by_name) return fail(err, errlen, "out of memory");
+  if (!z->by_name) return mpprof_tensorio_fail(err, errlen, "out of memory");
   for (size_t i = 0; i < z->n; i++)
     z->by_name[i] = &z->m[i];
   qsort(z->by_name, z->n, sizeof *z->by_name, by_name);
@@ -326,19 +306,20 @@ static node *storage(vm *v, node *pid) {
   snprintf(key, sizeof key, "data/%.*s", (int)pid->c[2]->slen, pid->c[2]->s);
   const member *m = find(v->z, v->prefix, v->plen, key);
   if (!m) {
-    v->failed = fail(v->err, v->errlen, "storage '%s' is not in the archive", key + 5);
+    v->failed =
+        mpprof_tensorio_fail(v->err, v->errlen, "storage '%s' is not in the archive", key + 5);
     return NULL;
   }
   if (m->method != 0) {
-    v->failed =
-        fail(v->err, v->errlen, "storage '%s' is compressed (torch.save stores them)", key + 5);
+    v->failed = mpprof_tensorio_fail(
+        v->err, v->errlen, "storage '%s' is compressed (torch.save stores them)", key + 5);
     return NULL;
   }
   if (s->dtype != MP_DTYPE_INVALID && m->size / mp_dtype_size(s->dtype) < s->numel) {
-    v->failed =
-        fail(v->err, v->errlen,
-             "storage '%s': %" PRIu64 " elements of %s need more than its %" PRIu64 " bytes",
-             key + 5, s->numel, s->dtype_name, m->size);
+    v->failed = mpprof_tensorio_fail(v->err, v->errlen,
+                                     "storage '%s': %" PRIu64
+                                     " elements of %s need more than its %" PRIu64 " bytes",
+                                     key + 5, s->numel, s->dtype_name, m->size);
     return NULL;
   }
   s->data = m->data;
@@ -382,9 +363,9 @@ static node *tensor(vm *v, node *args) {
       last += span * t->stride[k];
     }
     if (last >= t->storage->numel) {
-      v->failed =
-          fail(v->err, v->errlen, "a tensor reaches element %" PRIu64 " of a storage of %" PRIu64,
-               last, t->storage->numel);
+      v->failed = mpprof_tensorio_fail(
+          v->err, v->errlen, "a tensor reaches element %" PRIu64 " of a storage of %" PRIu64, last,
+          t->storage->numel);
       return NULL;
     }
   }
@@ -421,7 +402,7 @@ static int run(vm *v) {
       break;
     case 'J':
       if (!need(v, 4)) return -1;
-      if ((x = mk(v, K_INT))) x->i = (int32_t)(uint32_t)le(v->p, 4);
+      if ((x = mk(v, K_INT))) x->i = (int32_t)(uint32_t)mpprof_le_uint(v->p, 4);
       v->p += 4;
       break;
     case 'K':
@@ -431,7 +412,7 @@ static int run(vm *v) {
       break;
     case 'M':
       if (!need(v, 2)) return -1;
-      if ((x = mk(v, K_INT))) x->i = (int64_t)le(v->p, 2);
+      if ((x = mk(v, K_INT))) x->i = (int64_t)mpprof_le_uint(v->p, 2);
       v->p += 2;
       break;
     case 0x8a: /* LONG1: n bytes, little-endian two's complement */
@@ -441,7 +422,7 @@ static int run(vm *v) {
         if (n > 8) { /* beyond int64: a number, never a size */
           x->i = -1;
         } else if (n) {
-          uint64_t u = le(v->p + 1, (int)n);
+          uint64_t u = mpprof_le_uint(v->p + 1, (int)n);
           if (n < 8 && (v->p[n] & 0x80)) u |= ~UINT64_C(0) << (8 * n);
           x->i = (int64_t)u;
         }
@@ -464,7 +445,7 @@ static int run(vm *v) {
     case 0x96: { /* BYTEARRAY8 */
       int w = op == 'X' || op == 'B' || op == 'T' ? 4 : op >= 0x8d ? 8 : 1;
       if (!need(v, (size_t)w)) return -1;
-      n = le(v->p, w);
+      n = mpprof_le_uint(v->p, w);
       if (n > (uint64_t)(v->end - v->p) - (size_t)w) return -1;
       if ((x = mk(v, K_STR))) {
         x->s = (const char *)v->p + w;
@@ -593,7 +574,7 @@ static int run(vm *v) {
     case 0x94: { /* BINPUT, LONG_BINPUT, MEMOIZE */
       int w = op == 'q' ? 1 : op == 'r' ? 4 : 0;
       if (!need(v, (size_t)w)) return -1;
-      n = w ? le(v->p, w) : v->memo_used; /* MEMOIZE: the memo's size, as Python's */
+      n = w ? mpprof_le_uint(v->p, w) : v->memo_used; /* MEMOIZE: the memo's size, as Python's */
       v->p += w;
       x = top(v);
       if (!x || n >= MAX_MEMO || !grow((void **)&v->memo, &v->memo_cap, n + 1, sizeof *v->memo))
@@ -606,7 +587,7 @@ static int run(vm *v) {
     case 'j': { /* BINGET, LONG_BINGET */
       int w = op == 'h' ? 1 : 4;
       if (!need(v, (size_t)w)) return -1;
-      n = le(v->p, w);
+      n = mpprof_le_uint(v->p, w);
       v->p += w;
       if (n >= v->memo_cap || !v->memo[n]) return -1;
       x = v->memo[n];
@@ -646,13 +627,13 @@ static bool module_level(const char *s, size_t n) {
 
 static int add_tensor(walk *w, const node *t) {
   if (w->set->n >= MAX_TENSORS)
-    return fail(w->err, w->errlen, "data.pkl: more than %u tensors", MAX_TENSORS);
+    return mpprof_tensorio_fail(w->err, w->errlen, "data.pkl: more than %u tensors", MAX_TENSORS);
   if (!grow((void **)&w->set->entries, &w->cap, w->set->n + 1, sizeof *w->set->entries))
-    return fail(w->err, w->errlen, "out of memory");
+    return mpprof_tensorio_fail(w->err, w->errlen, "out of memory");
   mpprof_named_tensor *e = &w->set->entries[w->set->n];
   memset(e, 0, sizeof *e);
   e->name = strdup(w->path);
-  if (!e->name) return fail(w->err, w->errlen, "out of memory");
+  if (!e->name) return mpprof_tensorio_fail(w->err, w->errlen, "out of memory");
   w->set->n++;
   const node *s = t->storage;
   snprintf(e->dtype_name, sizeof e->dtype_name, "%s", s->dtype_name);
@@ -660,7 +641,7 @@ static int add_tensor(walk *w, const node *t) {
   x->dtype = s->dtype;
   x->ndim = t->ndim;
   memcpy(x->shape, t->shape, sizeof x->shape);
-  x->byteswap = w->big_endian != HOST_BIG_ENDIAN;
+  x->byteswap = w->big_endian != MPPROF_HOST_BIG_ENDIAN;
   if (s->dtype == MP_DTYPE_INVALID) return 0;
   x->count = 1;
   for (int k = 0; k < t->ndim; k++)
@@ -695,11 +676,12 @@ static size_t segment(const node *x, size_t i, char *num, size_t numlen, const c
 static int walk_node(walk *w, node *x, size_t len, int depth) {
   if (x->open) return 0;
   if (++w->visits > MAX_VISITS)
-    return fail(w->err, w->errlen,
-                "data.pkl: more than %u objects to walk (objects shared along many paths)",
-                MAX_VISITS);
+    return mpprof_tensorio_fail(
+        w->err, w->errlen,
+        "data.pkl: more than %u objects to walk (objects shared along many paths)", MAX_VISITS);
   if (depth > MAX_DEPTH)
-    return fail(w->err, w->errlen, "data.pkl: objects nested deeper than %d levels", MAX_DEPTH);
+    return mpprof_tensorio_fail(w->err, w->errlen, "data.pkl: objects nested deeper than %d levels",
+                                MAX_DEPTH);
   if (x->k == K_TENSOR) return add_tensor(w, x);
   if (x->k != K_DICT && x->k != K_LIST && x->k != K_TUPLE && x->k != K_OBJ) return 0;
   x->open = true;
@@ -711,7 +693,7 @@ static int walk_node(walk *w, node *x, size_t len, int depth) {
     size_t sl = segment(x, i, num, sizeof num, &seg), nl = len;
     if (sl) {
       if (!grow((void **)&w->path, &w->path_cap, len + sl + 2, 1)) {
-        rc = fail(w->err, w->errlen, "out of memory");
+        rc = mpprof_tensorio_fail(w->err, w->errlen, "out of memory");
         break;
       }
       if (len) w->path[nl++] = '.';
@@ -736,13 +718,15 @@ static int torch_parse(const zip *z, const member *pkl, mpprof_tensor_set *ret, 
   const member *bo = find(z, v.prefix, v.plen, "byteorder");
   if (bo && bo->method == 0 && bo->size == 3 && !memcmp(bo->data, "big", 3)) v.big_endian = true;
   if (pkl->method != 0)
-    v.failed = fail(err, errlen, "data.pkl is compressed (torch.save stores it)");
+    v.failed = mpprof_tensorio_fail(err, errlen, "data.pkl is compressed (torch.save stores it)");
   int rc = v.failed ? -1 : run(&v);
-  if (rc < 0 && !v.failed) fail(err, errlen, "data.pkl: not a pickle this reader follows");
+  if (rc < 0 && !v.failed)
+    mpprof_tensorio_fail(err, errlen, "data.pkl: not a pickle this reader follows");
   if (rc == 0) {
     walk w = {.set = ret, .big_endian = v.big_endian, .err = err, .errlen = errlen};
-    rc = grow((void **)&w.path, &w.path_cap, 1, 1) ? walk_node(&w, v.stack[0], 0, 0)
-                                                   : fail(err, errlen, "out of memory");
+    rc = grow((void **)&w.path, &w.path_cap, 1, 1)
+             ? walk_node(&w, v.stack[0], 0, 0)
+             : mpprof_tensorio_fail(err, errlen, "out of memory");
     free(w.path);
   }
   for (size_t i = 0; i < v.n_all; i++) {
@@ -763,27 +747,28 @@ static int npz_parse(const zip *z, mpprof_tensor_set *ret, char *err, size_t err
     const member *m = &z->m[i];
     if (m->name_len < 4 || memcmp(m->name + m->name_len - 4, ".npy", 4)) continue;
     if (m->method != 0)
-      return fail(err, errlen,
-                  "member '%.*s' is compressed (np.savez_compressed); save with np.savez to "
-                  "inspect it",
-                  (int)m->name_len, m->name);
+      return mpprof_tensorio_fail(
+          err, errlen,
+          "member '%.*s' is compressed (np.savez_compressed); save with np.savez to "
+          "inspect it",
+          (int)m->name_len, m->name);
     if (!grow((void **)&ret->entries, &cap, ret->n + 1, sizeof *ret->entries))
-      return fail(err, errlen, "out of memory");
+      return mpprof_tensorio_fail(err, errlen, "out of memory");
     mpprof_named_tensor *e = &ret->entries[ret->n];
     memset(e, 0, sizeof *e);
     e->name = strndup(m->name, m->name_len - 4);
-    if (!e->name) return fail(err, errlen, "out of memory");
+    if (!e->name) return mpprof_tensorio_fail(err, errlen, "out of memory");
     ret->n++;
     char sub[256];
     int prc = mpprof_npy_parse(m->data, (size_t)m->size, MP_DTYPE_INVALID, &e->t, sub, sizeof sub);
     snprintf(e->dtype_name, sizeof e->dtype_name, "%s", e->t.descr);
     /* A dtype it does not read (labels as '<i8'): listed, as in a checkpoint. */
-    if (prc < 0 && e->t.descr[0] && e->t.dtype == MP_DTYPE_INVALID) {
+    if (prc < 0 && e->t.dtype_unread) {
       e->t.count = 0;
       e->t.data = NULL;
       continue;
     }
-    if (prc < 0) return fail(err, errlen, "member '%s': %s", e->name, sub);
+    if (prc < 0) return mpprof_tensorio_fail(err, errlen, "member '%s': %s", e->name, sub);
   }
   return 0;
 }
@@ -802,42 +787,14 @@ int mpprof_zip_parse(const void *buf, size_t len, mpprof_tensor_set *ret, char *
   }
   if (rc == 0) rc = pkl ? torch_parse(&z, pkl, ret, err, errlen) : npz_parse(&z, ret, err, errlen);
   if (rc == 0 && !pkl && !ret->n)
-    rc = fail(err, errlen, "a zip archive with neither data.pkl (torch.save) nor .npy members");
+    rc = mpprof_tensorio_fail(err, errlen,
+                              "a zip archive with neither data.pkl (torch.save) nor .npy members");
   free(z.m);
   free(z.by_name);
   if (rc) mpprof_tensor_set_close(ret);
   return rc;
 }
 
-typedef struct parse_args {
-  const void *map;
-  size_t len;
-  mpprof_tensor_set *s;
-  char *err;
-  size_t errlen;
-} parse_args;
-
-static int guarded_parse(void *arg) {
-  parse_args *p = arg;
-  return mpprof_zip_parse(p->map, p->len, p->s, p->err, p->errlen);
-}
-
 int mpprof_zip_open(const char *path, mpprof_tensor_set *ret, char *err, size_t errlen) {
-  memset(ret, 0, sizeof *ret);
-  void *map;
-  size_t len;
-  if (mpprof_tensor_map_file(path, &map, &len, err, errlen) < 0) return -1;
-  parse_args pa = {map, len, ret, err, errlen};
-  int rc = mpprof_tensor_guard(map, len, guarded_parse, &pa);
-  if (rc < 0) {
-    /* -ESTALE: cut short while reading the map (what it had built is lost) */
-    char *msg = rc == -ESTALE ? NULL : strdup(err);
-    snprintf(err, errlen, "%s: %s", path, msg ? msg : MPPROF_TENSOR_CHANGED_MSG);
-    free(msg);
-    if (rc != -ESTALE) mpprof_tensor_set_close(ret);
-    if (map) munmap(map, len);
-    return -1;
-  }
-  mpprof_tensor_set_own_map(ret, map, len);
-  return 0;
+  return mpprof_tensor_set_open(path, mpprof_zip_parse, ret, err, errlen);
 }

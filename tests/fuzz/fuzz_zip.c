@@ -1,26 +1,8 @@
-/* libFuzzer target for the zip reader (torch.save checkpoints, .npz): any
- * byte string is parsed as an archive, its pickle interpreted, and every
- * tensor it names with a dtype mpprof reads is scanned (strided views
- * gathered), so ASan sees every byte the reader and the scanner touch stay
- * inside the input. */
-#include <stddef.h>
-#include <stdint.h>
-#include <stdlib.h>
-
-#include "analysis/stats.h"
+/* libFuzzer target for the zip reader (torch.save checkpoints, .npz; strided
+ * views gathered when scanned): fuzz_tensor_set.h. */
 #include "report/tensorio/zipfile.h"
+#include "tests/fuzz/fuzz_tensor_set.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static mp_stats stats; /* ~17 KiB: not on the fuzzer's stack */
-  char err[256];
-  mpprof_tensor_set f;
-  if (mpprof_zip_parse(data, size, &f, err, sizeof err) != 0) return 0;
-  for (size_t i = 0; i < f.n; i++) {
-    const mpprof_tensor *t = &f.entries[i].t;
-    if (t->dtype == MP_DTYPE_INVALID) continue;
-    if (mpprof_tensor_scan(t, &stats) != 0) abort(); /* a parsed tensor always scans */
-    if (stats.count != t->count) abort();
-  }
-  mpprof_tensor_set_close(&f);
-  return 0;
+  return fuzz_tensor_set(mpprof_zip_parse, data, size);
 }

@@ -243,6 +243,14 @@ def main():
     np.savez_compressed(os.path.join(WORK, "c.npz"), x=x)
     rc, out, err = inspect(os.path.join(WORK, "c.npz"))
     check(rc == 1 and "np.savez_compressed" in err, "compressed .npz refused: %d %r" % (rc, err))
+    # an .npz member of a dtype mpprof does not read is still checked whole:
+    # cut short (or with bytes after it) it is an error, not "skipped"
+    a_npz = open(os.path.join(WORK, "a.npz"), "rb").read()
+    labels = zipfile.ZipFile(io.BytesIO(a_npz)).read("labels.npy")
+    refused("cut_labels.npz", rezip_bytes(a_npz, "labels.npy", labels[:-8]),
+            "member 'labels': truncated data: shape (4,) of <i8 needs 32 bytes, 24 present")
+    refused("long_labels.npz", rezip_bytes(a_npz, "labels.npy", labels + b"\0" * 8),
+            "member 'labels': 8 bytes after the data: shape (4,) of <i8 needs 32")
     rc, out, err = inspect("--dtype", "fp16", os.path.join(WORK, "sd.pt"))
     check(rc == 1 and "names its tensors' dtypes" in err, "--dtype with a .pt refused: %d %r" % (rc, err))
 
