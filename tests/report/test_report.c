@@ -1188,6 +1188,7 @@ static void sites_read_alike_with_and_without_cjson(void **state) {
        "{\"id\":0,\"phase\":\"backward\",\"module_class\":\"Linear\",\"loss_scale\":65536,"
        "\"epilogue\":null,\"conv_math_type\":\"x\",\"autotune_calls\":3,\"ldd\":64,",
        5},
+      {at, "{\"id\":0,\"phase\":\"eval\",", 5},
       {"\"batch\":1,", "\"batch\":null,", 5},
       {"\"compute_type\":\"32F\"", "\"compute_type\":null", 5},
       {"\"scanned_calls\":10", "\"scanned_calls\":null", 5},
