@@ -424,20 +424,28 @@ static void shape_whose_product_overflows_is_refused(void **s) {
 
 static void unsupported_dtypes_are_refused(void **s) {
   (void)s;
-  const char *dicts[] = {
-      "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }",
-      "{'descr': '<f16', 'fortran_order': False, 'shape': (1,), }",
-      "{'descr': '<i4', 'fortran_order': False, 'shape': (1,), }",
-      "{'descr': '|f4', 'fortran_order': False, 'shape': (1,), }",
-      "{'descr': 'f4', 'fortran_order': False, 'shape': (1,), }",
-      "{'descr': '<U8', 'fortran_order': False, 'shape': (1,), }",
-      "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }",
+  /* each header with exactly its data's bytes (one element) */
+  const struct {
+    const char *dict;
+    size_t bytes;
+  } files[] = {
+      {"{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", 8},
+      {"{'descr': '<f16', 'fortran_order': False, 'shape': (1,), }", 16},
+      {"{'descr': '<i4', 'fortran_order': False, 'shape': (1,), }", 4},
+      {"{'descr': '|f4', 'fortran_order': False, 'shape': (1,), }", 4},
+      {"{'descr': 'f4', 'fortran_order': False, 'shape': (1,), }", 4},
+      {"{'descr': '<U8', 'fortran_order': False, 'shape': (1,), }", 32},
+      {"{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }", 4},
   };
   mpprof_tensor_spec spec = npy_spec(MP_DTYPE_INVALID);
-  for (size_t i = 0; i < sizeof dicts / sizeof dicts[0]; i++) {
-    write_f4_header("dt.npy", 1, dicts[i], 4);
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    write_f4_header("dt.npy", 1, files[i].dict, files[i].bytes);
     expect_error(tmp_path("dt.npy"), &spec, "unsupported dtype");
   }
+  /* a file of such a dtype whose data is cut short is, first, cut short */
+  write_f4_header("dt.npy", 1, files[0].dict, 4);
+  expect_error(tmp_path("dt.npy"), &spec,
+               "truncated data: shape (1,) of <c8 needs 8 bytes, 4 present");
 }
 
 static void explicit_dtype_contradicting_the_header_is_refused(void **s) {
