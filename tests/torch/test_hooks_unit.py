@@ -289,6 +289,40 @@ class Tests(unittest.TestCase):
         self.assertEqual(len({names["main"], names["d"], names["ema"]}), 3, names)
         self.assertEqual(names["d"], "Sequential.0")
 
+    def test_a_dataclass_output_is_marked_for_backward(self):
+        # models that return a dataclass (not a dict: a plain @dataclass
+        # ModelOutput) name their backward as a tuple's or a dict's would
+        import dataclasses
+
+        @dataclasses.dataclass
+        class Out:
+            logits: torch.Tensor
+            aux: object = None
+
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = Leaf("fc")
+
+            def forward(self, x):
+                return Out(Probe.apply(self.fc(x), "head-own"), [Probe.apply(x, "aux")])
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.head = Head()
+                self.post = Leaf("post")
+
+            def forward(self, x):
+                o = self.head(x)
+                return self.post(o.logits) + o.aux[0]
+
+        model = Model()
+        model(torch.ones(2, requires_grad=True)).sum().backward()
+        self.assertEqual(sorted((t, s) for t, s in seen if t.endswith("'")),
+                         [("aux'", ("head", "backward")), ("fc'", ("head.fc", "backward")),
+                          ("head-own'", ("head", "backward")), ("post'", ("post", "backward"))])
+
     def test_optimizer_step_is_phase_optimizer_and_ends_a_step(self):
         class Opt(torch.optim.SGD):
             @torch.no_grad()

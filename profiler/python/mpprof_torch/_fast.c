@@ -45,8 +45,8 @@ static PyObject *mark_type;      /* MarkHook */
 static int direct = 1;           /* register through _backward_hooks (see register_hook) */
 static const mpp_marks_api *cxx; /* marks as C++ pre-hooks on grad_fn (_marks.cpp), or NULL */
 static unsigned long generation; /* root forwards begun: a mark from an older one starts afresh */
-static PyObject *s_requires_grad, *s_grad_fn, *s_backward_hooks, *s_register_hook_dict,
-    *s_register_hook;
+static PyObject *s_requires_grad, *s_grad_fn, *s_backward_hooks, *s_dataclass_fields,
+    *s_register_hook_dict, *s_register_hook;
 
 /* --- per-thread state --- */
 
@@ -253,7 +253,8 @@ out:
 }
 
 /* Every tensor in obj (itself, or in tuples, lists and dict values down to
- * SCAN_DEPTH levels) gets the mark. */
+ * SCAN_DEPTH levels, and in a dataclass's fields as in a dict's values) gets
+ * the mark. */
 static int mark_all(PyObject *obj, int depth, int32_t start, int32_t end) {
   int is_tensor = PyObject_IsInstance(obj, tensor_type);
   if (is_tensor) return is_tensor < 0 ? -1 : mark(obj, start, end);
@@ -275,6 +276,32 @@ static int mark_all(PyObject *obj, int depth, int32_t start, int32_t end) {
     if (!vals) return -1;
     int rc = mark_all(vals, depth, start, end); /* a list: one level, as the dict */
     Py_DECREF(vals);
+    return rc;
+  } else if (obj != Py_None && !PyLong_Check(obj) && !PyFloat_Check(obj) && !PyUnicode_Check(obj)) {
+    /* a dataclass instance (a model's output class): its fields, one level,
+     * as a dict's values; anything else holds no tensors mpprof looks for */
+    PyObject *fields = PyObject_GetAttr((PyObject *)Py_TYPE(obj), s_dataclass_fields);
+    if (!fields) {
+      PyErr_Clear();
+      return 0;
+    }
+    PyObject *names = PyDict_Check(fields) ? PyDict_Keys(fields) : NULL;
+    Py_DECREF(fields);
+    if (!names) {
+      PyErr_Clear();
+      return 0;
+    }
+    int rc = 0;
+    for (Py_ssize_t i = 0; rc >= 0 && i < PyList_Size(names); i++) {
+      PyObject *v = PyObject_GetAttr(obj, PyList_GetItem(names, i));
+      if (!v) {
+        PyErr_Clear(); /* a field deleted or a property raising: not the program's concern */
+        continue;
+      }
+      rc = mark_all(v, depth + 1, start, end);
+      Py_DECREF(v);
+    }
+    Py_DECREF(names);
     return rc;
   }
   return 0;
@@ -656,6 +683,7 @@ PyMODINIT_FUNC PyInit__fast(void) {
   if (!(s_requires_grad = PyUnicode_InternFromString("requires_grad")) ||
       !(s_grad_fn = PyUnicode_InternFromString("grad_fn")) ||
       !(s_backward_hooks = PyUnicode_InternFromString("_backward_hooks")) ||
+      !(s_dataclass_fields = PyUnicode_InternFromString("__dataclass_fields__")) ||
       !(s_register_hook_dict = PyUnicode_InternFromString("_register_hook_dict")) ||
       !(s_register_hook = PyUnicode_InternFromString("register_hook")))
     goto fail;
