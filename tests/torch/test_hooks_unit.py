@@ -289,6 +289,14 @@ class Tests(unittest.TestCase):
         self.assertEqual(len({names["main"], names["d"], names["ema"]}), 3, names)
         self.assertEqual(names["d"], "Sequential.0")
 
+    def test_bare_root_layers_of_one_class_keep_apart(self):
+        # layers used as models (no children): two nn.Linear of a small script
+        a, b = Leaf("a"), Leaf("b")
+        x = torch.ones(2)
+        for m in (a, b, a):
+            m(x)
+        self.assertEqual([(t, s[0]) for t, s in seen], [("a", "Leaf"), ("b", "Leaf_2"), ("a", "Leaf")])
+
     def test_a_dataclass_output_is_marked_for_backward(self):
         # models that return a dataclass (not a dict: a plain @dataclass
         # ModelOutput) name their backward as a tuple's or a dict's would

@@ -134,6 +134,7 @@ def _label(module, qualname, prefix):
 
 
 _root_prefix = weakref.WeakKeyDictionary()  # another root model -> the prefix its names carry
+_bare_names = weakref.WeakKeyDictionary()  # a root without children -> its name
 
 
 def _name_root(root):
@@ -154,8 +155,17 @@ def _name_root(root):
                     n += 1
                     prefix = "%s_%d." % (cls, n)
                 _root_prefix[root] = prefix
+    else:  # a bare root (a layer used as a model): its class, numbered from the second live one
+        bare = _bare_names.get(root)
+        if bare is None:
+            cls, used, n = _inner_class(root), set(_bare_names.values()), 1
+            bare = cls
+            while bare in used:
+                n += 1
+                bare = "%s_%d" % (cls, n)
+            _bare_names[root] = bare
     for qualname, m in children:
-        name = _label(m, qualname, prefix)
+        name = _label(m, qualname, prefix) if len(children) > 1 else bare
         lid = _layer_id(name.encode(), type(m).__name__.encode())
         _ids[id(m)] = (weakref.ref(m), lid)
         _lib_names[lid] = name
