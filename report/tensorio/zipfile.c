@@ -715,9 +715,25 @@ static int torch_parse(const zip *z, const member *pkl, mpprof_tensor_set *ret, 
   vm v = {.p = pkl->data, .end = pkl->data + pkl->size, .z = z, .err = err, .errlen = errlen};
   v.prefix = pkl->name;
   v.plen = pkl->name_len - strlen("data.pkl");
+  /* the byte order of the storages (torch.save writes it from torch 2.1 on;
+   * without it torch.load takes the reading host's, as here) */
   const member *bo = find(z, v.prefix, v.plen, "byteorder");
-  if (bo && bo->method == 0 && bo->size == 3 && !memcmp(bo->data, "big", 3)) v.big_endian = true;
-  if (pkl->method != 0)
+  if (bo && bo->method != 0)
+    v.failed = mpprof_tensorio_fail(err, errlen, "byteorder is compressed (torch.save stores it)");
+  else if (bo && bo->size == 3 && !memcmp(bo->data, "big", 3))
+    v.big_endian = true;
+  else if (bo && !(bo->size == 6 && !memcmp(bo->data, "little", 6))) {
+    int n = bo->size > 16 ? -1 : (int)bo->size; /* shown when short and printable */
+    for (int i = 0; i < n; i++)
+      if (bo->data[i] < 0x20 || bo->data[i] > 0x7e || bo->data[i] == '"') n = -1;
+    v.failed =
+        n < 0 ? mpprof_tensorio_fail(err, errlen, "byteorder is neither \"little\" nor \"big\"")
+              : mpprof_tensorio_fail(err, errlen,
+                                     "byteorder \"%.*s\" is neither \"little\" nor \"big\"", n,
+                                     (const char *)bo->data);
+  } else
+    v.big_endian = bo ? false : MPPROF_HOST_BIG_ENDIAN;
+  if (!v.failed && pkl->method != 0)
     v.failed = mpprof_tensorio_fail(err, errlen, "data.pkl is compressed (torch.save stores it)");
   int rc = v.failed ? -1 : run(&v);
   if (rc < 0 && !v.failed)

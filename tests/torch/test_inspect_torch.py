@@ -127,6 +127,18 @@ def main():
             "lst.0": h[:, ::3], "lst.1": torch.zeros(0, 3), "tup.0": w[3], "again": w.t()}
     check_file(torch, np, p, want)
 
+    # the same views as a big-endian host writes them (torch 2.1+ records the
+    # byte order): the very same statistics
+    views_pt = open(p, "rb").read()
+    for order, data in (("big", big_endian_copy(views_pt)), ("little", views_pt)):
+        q = os.path.join(WORK, "views_%s.pt" % order)
+        with open(q, "wb") as f:
+            f.write(with_byteorder(data, order.encode()))
+        got = [inspect("--json", x) for x in (p, q)]
+        check(got[1][0] == 0 and got[0][1].replace(p, q) == got[1][1],
+              "byteorder %s: %d %r differs from %r" % (order, got[1][0], got[1][2] or got[1][1][:300],
+                                                       got[0][1][:300]))
+
     p = os.path.join(WORK, "bare.pt")
     torch.save(h, p)
     rc, out, err = inspect("--json", p)
@@ -205,6 +217,9 @@ def main():
               "%s: expected one line with %r, got %d %r" % (name, problem, rc, err))
 
     refused("cut.pt", good[: len(good) // 2], "no zip directory")
+    refused("middle.pt", with_byteorder(good, b"middle"), 'byteorder "middle" is neither "little" nor "big"')
+    refused("newline.pt", with_byteorder(good, b"big\n"), 'byteorder is neither "little" nor "big"')
+    refused("zbig.pt", with_byteorder(good, b"big", zipfile.ZIP_DEFLATED), "byteorder is compressed")
     for proto in (2, 4):
         buf = io.BytesIO()
         torch.save(sd, buf, _use_new_zipfile_serialization=False, pickle_protocol=proto)
@@ -277,6 +292,51 @@ def tied_model(torch):
 
     Tied.__qualname__ = "Tied"
     return Tied()
+
+
+def with_byteorder(archive, order, compress=zipfile.ZIP_STORED):
+    """archive with a byteorder record (torch.save's, beside data.pkl)."""
+    src = zipfile.ZipFile(io.BytesIO(archive))
+    prefix = next(n for n in src.namelist() if n.endswith("/data.pkl"))[: -len("data.pkl")]
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as out:
+        for info in src.infolist():
+            out.writestr(info.filename, src.read(info.filename))
+        out.writestr(prefix + "byteorder", order, compress_type=compress)
+    return buf.getvalue()
+
+
+def big_endian_copy(archive):
+    """archive's storages byte-swapped element by element, as a big-endian
+    host's torch.save writes them (the element size from each storage's
+    class in data.pkl)."""
+    import pickle
+
+    src = zipfile.ZipFile(io.BytesIO(archive))
+    pkl = next(n for n in src.namelist() if n.endswith("/data.pkl"))
+    sizes = {}
+
+    class Storages(pickle.Unpickler):
+        def find_class(self, module, name):
+            if name.startswith("_rebuild"):  # tensors: only their storages matter here
+                return lambda *a, **k: None
+            return super().find_class(module, name)
+
+        def persistent_load(self, pid):
+            sizes[pid[2]] = pid[1](0).element_size()
+
+    Storages(io.BytesIO(src.read(pkl))).load()
+    prefix = pkl[: -len("data.pkl")] + "data/"
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as out:
+        for info in src.infolist():
+            data = src.read(info.filename)
+            key = info.filename[len(prefix):] if info.filename.startswith(prefix) else None
+            if key in sizes:
+                n = sizes[key]
+                data = b"".join(data[i:i + n][::-1] for i in range(0, len(data), n))
+            out.writestr(info.filename, data)
+    return buf.getvalue()
 
 
 def rezip_bytes(archive, member, data):
