@@ -1750,8 +1750,20 @@ static const char *base_name(const char *path) {
   return s ? s + 1 : path;
 }
 
+/* " (from INPUT)" when the raw file at path was brought from an input
+ * (mpprof merge), else "". */
+static const char *origin_note(const mpprof_model *m, const char *path, char *buf, size_t len) {
+  const char *from = m->raw_origin ? m->raw_origin(m->raw_origin_ctx, base_name(path)) : NULL;
+  if (!from) return "";
+  snprintf(buf, len, " (from %s)", from);
+  return buf;
+}
+
 static int skip_file(mpprof_model *m, const char *path, const char *reason, FILE *warn) {
-  if (warn) mpprof_fprint_term(warn, "mpprof: skipping %s: %s\n", path, reason);
+  char from[4200];
+  if (warn)
+    mpprof_fprint_term(warn, "mpprof: skipping %s%s: %s\n", path,
+                       origin_note(m, path, from, sizeof from), reason);
   m->incomplete = true; /* the report covers less than the run */
   return mpprof_model_add_skipped(m, base_name(path), reason) ? -1 : 1;
 }
@@ -2076,11 +2088,12 @@ int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
       free(idx);
       mpprof_process *pp = &m->procs[proc];
       if (!pp->final || pp->incomplete) m->incomplete = true;
+      char from[4200];
       if (!pp->final && warn)
         mpprof_fprint_term(warn,
-                           "mpprof: %s is a checkpoint (\"final\": false): process %" PRId64
+                           "mpprof: %s%s is a checkpoint (\"final\": false): process %" PRId64
                            " did not finish; its data is incomplete\n",
-                           path, pp->pid);
+                           path, origin_note(m, path, from, sizeof from), pp->pid);
     }
   }
   if (rc == 1) {

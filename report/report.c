@@ -200,6 +200,8 @@ int mpprof_report_generate(const mpprof_report_options *opts) {
   mpprof_error *err = opts->error;
   mpprof_model m;
   mpprof_model_init(&m);
+  m.raw_origin = opts->raw_origin;
+  m.raw_origin_ctx = opts->raw_origin_ctx;
   int rc = mpprof_read_raw_dir(&m, opts->out_dir, opts->warnings, err);
   if (rc == 0 && opts->need_raw_files && m.n_procs == 0) {
     if (m.n_skipped)

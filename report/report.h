@@ -35,6 +35,11 @@ typedef struct mpprof_report_options {
    * already in out_dir stays); false: the report says that nothing was
    * profiled, or lists the files it skipped. */
   bool need_raw_files;
+  /* Where out_dir/raw's files were brought from (mpprof merge): the input
+   * path of the raw file of that name, or NULL; warnings name it beside the
+   * file. NULL: the files are the run's own. */
+  const char *(*raw_origin)(void *ctx, const char *name);
+  void *raw_origin_ctx;
 } mpprof_report_options;
 
 /* 0 on success (also for an empty run unless opts->need_raw_files: the report

@@ -506,6 +506,9 @@ typedef struct mpprof_model {
   mp_advice_params params;
   double shadow_max_rel; /* --shadow-max-rel; 0: MP_SHADOW_DEFAULT_MAX_REL */
   bool has_shadow;       /* some site was shadowed: verdicts use measured errors */
+  /* mpprof_report_options.raw_origin and its ctx (warnings name the input) */
+  const char *(*raw_origin)(void *ctx, const char *name);
+  void *raw_origin_ctx;
 } mpprof_model;
 
 /* model.c */

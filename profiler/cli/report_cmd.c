@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -143,16 +144,66 @@ static bool same_file(const char *a, int dir, const char *name) {
          x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
+/* The raw files merge brought: OUT/raw's name of each, and the input path it
+ * came from (warnings of the report name both). */
+typedef struct brought {
+  char **name, **src;
+  size_t n, cap;
+} brought;
+
+static int brought_add(brought *b, const char *name, const char *src) {
+  if (b->n == b->cap && b->cap > SIZE_MAX / 4 / sizeof(char *)) goto oom;
+  if (b->n == b->cap) {
+    size_t cap = b->cap ? 2 * b->cap : 16;
+    char **n = realloc(b->name, cap * sizeof *n);
+    if (n) b->name = n;
+    char **s = realloc(b->src, cap * sizeof *s);
+    if (s) b->src = s;
+    if (!n || !s) goto oom;
+    b->cap = cap;
+  }
+  b->name[b->n] = strdup(name);
+  b->src[b->n] = strdup(src);
+  if (!b->name[b->n] || !b->src[b->n]) {
+    free(b->name[b->n]);
+    free(b->src[b->n]);
+    goto oom;
+  }
+  b->n++;
+  return 0;
+oom:
+  fputs("mpprof: merge: out of memory\n", stderr);
+  return -1;
+}
+
+static void brought_free(brought *b) {
+  for (size_t i = 0; i < b->n; i++) {
+    free(b->name[i]);
+    free(b->src[i]);
+  }
+  free(b->name);
+  free(b->src);
+}
+
+static const char *brought_origin(void *ctx, const char *name) {
+  const brought *b = ctx;
+  for (size_t i = 0; i < b->n; i++)
+    if (!strcmp(b->name[i], name)) return b->src[i];
+  return NULL;
+}
+
 /* Link or copy src into out_raw under its name, or a numbered variant when the
- * name is taken by another file. */
-static int bring(const char *src, const char *name, int out_raw, const char *out_raw_name) {
+ * name is taken by another file; noted in *b. */
+static int bring(const char *src, const char *name, int out_raw, const char *out_raw_name,
+                 brought *b) {
   for (int i = 0; i < 1000; i++) {
     char dst[300];
     if (i)
       snprintf(dst, sizeof dst, "%d-%s", i, name);
     else
       snprintf(dst, sizeof dst, "%s", name);
-    if (same_file(src, out_raw, dst)) return 0; /* already there (merging into one of the inputs) */
+    if (same_file(src, out_raw, dst)) /* already there (merging into one of the inputs) */
+      return brought_add(b, dst, src);
     struct stat st;
     if (fstatat(out_raw, dst, &st, AT_SYMLINK_NOFOLLOW) == 0) continue;
     /* A regular file is hard-linked where it can be; anything else (a
@@ -165,10 +216,12 @@ static int bring(const char *src, const char *name, int out_raw, const char *out
       fprintf(stderr, "mpprof: merge: %s: not a regular file, skipped\n", src);
       return 0;
     }
-    if (rc)
+    if (rc) {
       fprintf(stderr, "mpprof: merge: cannot copy %s to %s/%s: %s\n", src, out_raw_name, dst,
               strerror(errno));
-    return rc;
+      return rc;
+    }
+    return brought_add(b, dst, src);
   }
   fprintf(stderr, "mpprof: merge: too many files named %s\n", name);
   return -1;
@@ -195,7 +248,7 @@ static DIR *open_input(const char *dir, char **ret_raw) {
   return d;
 }
 
-static int bring_dir(const char *dir, int out_raw, const char *out_raw_name) {
+static int bring_dir(const char *dir, int out_raw, const char *out_raw_name, brought *b) {
   char *raw = NULL;
   DIR *d = open_input(dir, &raw);
   if (!d) return -1;
@@ -209,7 +262,7 @@ static int bring_dir(const char *dir, int out_raw, const char *out_raw_name) {
       rc = -1;
       break;
     }
-    rc = bring(src, e->d_name, out_raw, out_raw_name);
+    rc = bring(src, e->d_name, out_raw, out_raw_name, b);
     free(src);
     n++;
   }
@@ -390,8 +443,9 @@ int mpprof_cmd_merge(int argc, char **argv) {
   }
   warn_different_programs(dirs, ndirs);
   warn_repeated_ranks(dirs, ndirs);
+  brought b = {0};
   for (int i = 0; rc == 0 && i < ndirs; i++)
-    rc = bring_dir(dirs[i], raw_fd, out_raw);
+    rc = bring_dir(dirs[i], raw_fd, out_raw, &b);
   if (raw_fd >= 0) close(raw_fd);
   if (rc && out_fd >= 0 && !existed) {
     /* a failed merge leaves no empty OUT_DIR it made (only if still empty) */
@@ -400,12 +454,17 @@ int mpprof_cmd_merge(int argc, char **argv) {
   if (out_fd >= 0) close(out_fd);
   free(dirs);
   if (rc == 0) {
-    mpprof_report_options o = {
-        .out_dir = out, .program = NULL, .summary = stdout, .need_raw_files = true};
+    mpprof_report_options o = {.out_dir = out,
+                               .program = NULL,
+                               .summary = stdout,
+                               .need_raw_files = true,
+                               .raw_origin = brought_origin,
+                               .raw_origin_ctx = &b};
     rc = generate(&o);
     /* inputs without raw files: nothing was brought, nothing is left */
     if (rc && !existed && rmdir(out_raw) == 0) rmdir(out);
   }
+  brought_free(&b);
   free(out_raw);
   return rc ? 1 : 0;
 }

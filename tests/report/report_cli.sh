@@ -29,6 +29,13 @@ cp -r "$work/a" "$work/b"
 [[ $(ls "$work/c/raw" | wc -l) -eq 2 ]] || fail "merge did not copy both raw files"
 grep -q 'not counted twice' "$work/merge.out" || fail "merge did not name the duplicate process"
 grep -q '^mpprof: 1 process, 101 op calls' "$work/merge.out" || fail "merged summary: $(cat "$work/merge.out")"
+# A bad raw file among the inputs is skipped, named with the input it came
+# from (the warning named only its copy in OUT_DIR/raw).
+mkdir -p "$work/bad/raw" && echo garbage >"$work/bad/raw/r1.json" || fail "bad raw file"
+"$mpprof" merge "$work/a" "$work/bad" -o "$work/mb" >"$work/mb.out" 2>"$work/mb.err" ||
+  fail "merge with a bad raw file: $(cat "$work/mb.err")"
+grep -qxF "mpprof: skipping $work/mb/raw/r1.json (from $work/bad/raw/r1.json): not valid JSON at byte 0 (expected a JSON object)" \
+  "$work/mb.err" || fail "merge's warning of a bad raw file: $(cat "$work/mb.err")"
 
 # An input that cannot be read, after a good one: one line naming it, exit 1,
 # and nothing is brought (the good input's raw files were left in OUT_DIR/raw,
