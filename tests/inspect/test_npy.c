@@ -422,20 +422,24 @@ static void shape_whose_product_overflows_is_refused(void **s) {
   expect_error(tmp_path("ovf3.npy"), &spec, "overflows");
 }
 
+/* (each file's data whole for its dtype: a file cut short says so first) */
 static void unsupported_dtypes_are_refused(void **s) {
   (void)s;
-  const char *dicts[] = {
-      "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }",
-      "{'descr': '<f16', 'fortran_order': False, 'shape': (1,), }",
-      "{'descr': '<i4', 'fortran_order': False, 'shape': (1,), }",
-      "{'descr': '|f4', 'fortran_order': False, 'shape': (1,), }",
-      "{'descr': 'f4', 'fortran_order': False, 'shape': (1,), }",
-      "{'descr': '<U8', 'fortran_order': False, 'shape': (1,), }",
-      "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }",
+  const struct {
+    const char *dict;
+    size_t nbytes;
+  } dicts[] = {
+      {"{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", 8},
+      {"{'descr': '<f16', 'fortran_order': False, 'shape': (1,), }", 16},
+      {"{'descr': '<i4', 'fortran_order': False, 'shape': (1,), }", 4},
+      {"{'descr': '|f4', 'fortran_order': False, 'shape': (1,), }", 4},
+      {"{'descr': 'f4', 'fortran_order': False, 'shape': (1,), }", 4},
+      {"{'descr': '<U8', 'fortran_order': False, 'shape': (1,), }", 32},
+      {"{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }", 4},
   };
   mpprof_tensor_spec spec = npy_spec(MP_DTYPE_INVALID);
   for (size_t i = 0; i < sizeof dicts / sizeof dicts[0]; i++) {
-    write_f4_header("dt.npy", 1, dicts[i], 4);
+    write_f4_header("dt.npy", 1, dicts[i].dict, dicts[i].nbytes);
     expect_error(tmp_path("dt.npy"), &spec, "unsupported dtype");
   }
 }
