@@ -616,9 +616,23 @@ typedef struct walk {
   char *path; /* the path walked so far, '.'-joined */
   size_t path_cap;
   uint64_t visits;
+  uint64_t mem, mem_max; /* bytes of entries and names, and their bound */
   char *err;
   size_t errlen;
 } walk;
+
+/* Charge n bytes of entries and names to w: 0, or -1 beyond its bound. */
+static int charge(walk *w, uint64_t n) {
+  if (n <= w->mem_max - w->mem) {
+    w->mem += n;
+    return 0;
+  }
+  return mpprof_tensorio_fail(w->err, w->errlen,
+                              "data.pkl: its tensors' names would take more than %" PRIu64
+                              " bytes of memory (one tensor named along many paths, or names "
+                              "joined from very long keys)",
+                              w->mem_max);
+}
 
 static bool module_level(const char *s, size_t n) {
   return (n == 11 && !memcmp(s, "_parameters", 11)) || (n == 8 && !memcmp(s, "_buffers", 8)) ||
@@ -628,6 +642,7 @@ static bool module_level(const char *s, size_t n) {
 static int add_tensor(walk *w, const node *t) {
   if (w->set->n >= MAX_TENSORS)
     return mpprof_tensorio_fail(w->err, w->errlen, "data.pkl: more than %u tensors", MAX_TENSORS);
+  if (charge(w, sizeof *w->set->entries + strlen(w->path) + 1) < 0) return -1;
   if (!grow((void **)&w->set->entries, &w->cap, w->set->n + 1, sizeof *w->set->entries))
     return mpprof_tensorio_fail(w->err, w->errlen, "out of memory");
   mpprof_named_tensor *e = &w->set->entries[w->set->n];
@@ -692,6 +707,10 @@ static int walk_node(walk *w, node *x, size_t len, int depth) {
     const char *seg;
     size_t sl = segment(x, i, num, sizeof num, &seg), nl = len;
     if (sl) {
+      if (len + sl + 2 > w->mem_max - w->mem) { /* a name that alone would not fit */
+        rc = charge(w, len + sl + 2);
+        break;
+      }
       if (!grow((void **)&w->path, &w->path_cap, len + sl + 2, 1)) {
         rc = mpprof_tensorio_fail(w->err, w->errlen, "out of memory");
         break;
@@ -710,8 +729,8 @@ static int walk_node(walk *w, node *x, size_t len, int depth) {
 
 /* ---- the two kinds of archive ---- */
 
-static int torch_parse(const zip *z, const member *pkl, mpprof_tensor_set *ret, char *err,
-                       size_t errlen) {
+static int torch_parse(const zip *z, const member *pkl, size_t file_len, mpprof_tensor_set *ret,
+                       char *err, size_t errlen) {
   vm v = {.p = pkl->data, .end = pkl->data + pkl->size, .z = z, .err = err, .errlen = errlen};
   v.prefix = pkl->name;
   v.plen = pkl->name_len - strlen("data.pkl");
@@ -724,6 +743,10 @@ static int torch_parse(const zip *z, const member *pkl, mpprof_tensor_set *ret, 
     mpprof_tensorio_fail(err, errlen, "data.pkl: not a pickle this reader follows");
   if (rc == 0) {
     walk w = {.set = ret, .big_endian = v.big_endian, .err = err, .errlen = errlen};
+    w.mem_max = (uint64_t)file_len > UINT64_MAX / MPPROF_ZIP_NAMES_MEM_PER_FILE_BYTE
+                    ? UINT64_MAX
+                    : (uint64_t)file_len * MPPROF_ZIP_NAMES_MEM_PER_FILE_BYTE;
+    if (w.mem_max < MPPROF_ZIP_NAMES_MEM_MIN) w.mem_max = MPPROF_ZIP_NAMES_MEM_MIN;
     rc = grow((void **)&w.path, &w.path_cap, 1, 1)
              ? walk_node(&w, v.stack[0], 0, 0)
              : mpprof_tensorio_fail(err, errlen, "out of memory");
@@ -785,7 +808,8 @@ int mpprof_zip_parse(const void *buf, size_t len, mpprof_tensor_set *ret, char *
     if (slash && (size_t)(slash - m->name) + 9 == m->name_len && !memcmp(slash + 1, "data.pkl", 8))
       pkl = m;
   }
-  if (rc == 0) rc = pkl ? torch_parse(&z, pkl, ret, err, errlen) : npz_parse(&z, ret, err, errlen);
+  if (rc == 0)
+    rc = pkl ? torch_parse(&z, pkl, len, ret, err, errlen) : npz_parse(&z, ret, err, errlen);
   if (rc == 0 && !pkl && !ret->n)
     rc = mpprof_tensorio_fail(err, errlen,
                               "a zip archive with neither data.pkl (torch.save) nor .npy members");

@@ -197,6 +197,7 @@ def main():
     tied_weights_are_scanned_once(torch, np)
     identical_views_are_scanned_once(torch, np)
     overlapping_views_beyond_the_bound_are_refused()
+    names_beyond_the_memory_bound_are_refused()
 
     # hostile archives: one stderr line naming the file and the problem, exit 1
     good = open(os.path.join(WORK, "sd.pt"), "rb").read()
@@ -389,6 +390,31 @@ def overlapping_views_beyond_the_bound_are_refused():
               "overlapping views %s: expected one line, refused: %d %r %r" % (args, rc, out[:200], err[:300]))
         check(cost.get(p, (0,) * 4)[:3] == (100000, 100000, 52428800000),
               "overlapping views: cost line %r" % cost)
+
+
+def names_beyond_the_memory_bound_are_refused():
+    """A pickle of 60 KB that names one tensor 12 times at the bottom of 150
+    nested dicts, each under the same key of 60000 characters: 12 names of
+    9 MB each. The names a pickle makes are bounded by the file's size (64
+    bytes per byte, 64 MiB at least): refused, one line, exit 1 (before:
+    108 MB of names printed)."""
+    def string(b):
+        return b"X" + len(b).to_bytes(4, "little") + b
+
+    depth, refs = 150, 12
+    tensor = (b"ctorch._utils\n_rebuild_tensor_v2\n((" + string(b"storage") + b"ctorch\nFloatStorage\n" +
+              string(b"0") + string(b"cpu") + b"K\x04tQK\x00(K\x04t(K\x01ttR")
+    pkl = (b"\x80\x02" + string(b"k" * 60000) + b"q\x020" + b"}h\x02" * depth +
+           b"](" + tensor + b"q\x03" + b"h\x03" * (refs - 1) + b"e" + b"s" * depth + b".")
+    p = os.path.join(WORK, "long_names.pt")
+    with zipfile.ZipFile(p, "w") as out:
+        out.writestr("archive/data.pkl", pkl)
+        out.writestr("archive/data/0", bytes(16))
+    rc, out, err = inspect("--json", p)
+    check(rc == 1 and out == "" and err.count("\n") == 1 and
+          err.startswith("mpprof: inspect: %s: data.pkl: its tensors' names would take more than %d bytes of memory"
+                         % (p, 64 << 20)),
+          "names beyond the memory bound: expected one line, refused: %d %d bytes out %r" % (rc, len(out), err[:300]))
 
 
 def tied_model(torch):
