@@ -190,7 +190,8 @@ struct node {
   node *storage;
   uint64_t offset;
   int ndim;
-  uint64_t shape[MPPROF_TENSOR_MAX_DIMS], stride[MPPROF_TENSOR_MAX_DIMS];
+  uint64_t *shape, *stride; /* ndim each, one block owned by the node: a node per opcode
+                               stays small */
 };
 
 typedef struct vm {
@@ -344,10 +345,14 @@ static node *tensor(vm *v, node *args) {
       args->c[1]->k != K_INT || args->c[1]->i < 0)
     return NULL;
   node *t = mk(v, K_TENSOR);
+  uint64_t shape[MPPROF_TENSOR_MAX_DIMS], stride[MPPROF_TENSOR_MAX_DIMS];
   int ns = 0;
-  if (!t || !dims(args->c[2], t->shape, &t->ndim) || !dims(args->c[3], t->stride, &ns) ||
-      ns != t->ndim)
+  if (!t || !dims(args->c[2], shape, &t->ndim) || !dims(args->c[3], stride, &ns) || ns != t->ndim ||
+      !(t->shape = malloc(2 * sizeof *shape * (size_t)(ns ? ns : 1))))
     return NULL;
+  t->stride = t->shape + ns;
+  memcpy(t->shape, shape, sizeof *shape * (size_t)ns);
+  memcpy(t->stride, stride, sizeof *stride * (size_t)ns);
   t->storage = args->c[0];
   t->offset = (uint64_t)args->c[1]->i;
   if (t->storage->dtype == MP_DTYPE_INVALID) return t;
@@ -655,7 +660,7 @@ static int add_tensor(walk *w, const node *t) {
   mpprof_tensor *x = &e->t;
   x->dtype = s->dtype;
   x->ndim = t->ndim;
-  memcpy(x->shape, t->shape, sizeof x->shape);
+  memcpy(x->shape, t->shape, sizeof *x->shape * (size_t)t->ndim);
   x->byteswap = w->big_endian != MPPROF_HOST_BIG_ENDIAN;
   if (s->dtype == MP_DTYPE_INVALID) return 0;
   x->count = 1;
@@ -667,7 +672,7 @@ static int add_tensor(walk *w, const node *t) {
     if (t->shape[k] != 1 && t->stride[k] != expect) x->strided = true;
     expect *= t->shape[k];
   }
-  if (x->strided) memcpy(x->stride, t->stride, sizeof x->stride);
+  if (x->strided) memcpy(x->stride, t->stride, sizeof *x->stride * (size_t)t->ndim);
   if (!x->count) x->strided = false;
   return 0;
 }
@@ -754,6 +759,7 @@ static int torch_parse(const zip *z, const member *pkl, size_t file_len, mpprof_
   }
   for (size_t i = 0; i < v.n_all; i++) {
     if (v.all[i]->k == K_GLOBAL) free((char *)v.all[i]->s);
+    if (v.all[i]->k == K_TENSOR) free(v.all[i]->shape);
     free(v.all[i]->c);
     free(v.all[i]);
   }

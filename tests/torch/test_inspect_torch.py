@@ -348,6 +348,21 @@ def identical_views_are_scanned_once(torch, np):
     check(cost.get(p, (0,) * 4)[:3] == (len(views), 4, scanned),
           "identical views: expected %d tensors, 4 scans of %d bytes, got %r" % (len(views), scanned, cost))
 
+    # 300 views each named twice, all first names before the second ones:
+    # the stats of 256 are kept for their second name, 44 are scanned again
+    views = collections.OrderedDict()
+    for k in ("x", "y"):
+        for i in range(300):
+            views["%s.%d" % (k, i)] = (i, (2,), (1,))
+    p = os.path.join(WORK, "twice_named_views.pt")
+    torch_zip(p, vals[:301].numpy().tobytes(), views)
+    rc, out, err, cost = inspect_logged("--json", p)
+    got = {json.loads(l)["tensor"]: stats_only(json.loads(l)) for l in out.splitlines()} if rc == 0 else {}
+    check(rc == 0 and len(got) == 600 and all(got["x.%d" % i] == got["y.%d" % i] for i in range(300)) and
+          got["x.0"] != got["x.1"], "views named twice: exit %d, %d names: %r" % (rc, len(got), err[:300]))
+    check(cost.get(p, (0,) * 4)[:3] == (600, 344, 344 * 8),
+          "views named twice: expected 600 tensors, 344 scans of %d bytes, got %r" % (344 * 8, cost))
+
 
 def tied_weights_are_scanned_once(torch, np):
     """torch.save of a state_dict whose lm_head is tied to the embedding (and
