@@ -391,21 +391,22 @@ static void rollup_print(const char *path, const rollup *r, size_t n) {
   putchar('\n');
 }
 
-static int inspect_tensor(const char *label, const char *file, const char *tensor,
-                          const mpprof_tensor *t, const inspect_opts *o, int *printed, rollup *r) {
-  mp_stats *s = malloc(sizeof *s); /* ~17 KiB of histogram: keep it off the stack */
-  int rc = s ? mpprof_tensor_scan(t, s) : -ENOMEM;
-  if (rc < 0) {
-    if (rc == -ESTALE)
-      fprintf(stderr, "mpprof: inspect: %s: %s\n", label, MPPROF_TENSOR_CHANGED_MSG);
-    else
-      fprintf(stderr, "mpprof: inspect: %s: scan failed: %s\n", label, strerror(-rc));
-    free(s);
-    return -1;
-  }
+/* A failed scan of the tensor called label: one stderr line. */
+static void scan_failed(const char *label, int rc) {
+  if (rc == -ESTALE)
+    fprintf(stderr, "mpprof: inspect: %s: %s\n", label, MPPROF_TENSOR_CHANGED_MSG);
+  else
+    fprintf(stderr, "mpprof: inspect: %s: scan failed: %s\n", label, strerror(-rc));
+}
+
+/* Advise on t's stats s and print its summary or JSON line. */
+static int report_tensor(const char *label, const char *file, const char *tensor,
+                         const mpprof_tensor *t, const mp_stats *s, const inspect_opts *o,
+                         int *printed, rollup *r) {
   mp_advice a;
   mp_advise(s, &o->params, &a);
   if (r) rollup_add(r, tensor, &a);
+  int rc = 0;
   if (o->json) {
     cJSON *j = mpprof_tensor_to_json(file, tensor, t->shape, t->ndim, s, &a);
     char *text = j ? cJSON_PrintUnformatted(j) : NULL;
@@ -421,7 +422,6 @@ static int inspect_tensor(const char *label, const char *file, const char *tenso
     if ((*printed)++) putchar('\n');
     print_summary(label, t, s, &a, &o->params);
   }
-  free(s);
   return rc;
 }
 
@@ -447,6 +447,97 @@ static int file_kind(const char *path) {
   return kind;
 }
 
+/* How many times its size a file of many tensors may have scanned:
+ * identical views are scanned once, so only views overlapping in one storage
+ * (or repeating elements, stride 0) come near it; beyond it the file is
+ * refused before anything is printed. README, `mpprof inspect`. */
+#define MPPROF_INSPECT_SCAN_PER_FILE_BYTE 64
+
+/* The stats of a view with identical views later in the file are kept for
+ * them in one of at most this many slots (beyond, they are scanned again). */
+#define MAX_KEPT 256
+
+/* What reading a file of many does per entry, decided before anything is
+ * printed: scan its view (keeping the stats in slot keep[i] >= 0 for an
+ * identical view later), or take them from slot from[i] >= 0. */
+typedef struct scan_plan {
+  int32_t *keep, *from;
+  int32_t slots;  /* slots used */
+  uint64_t bytes; /* scanned in all (UINT64_MAX when beyond) */
+  uint64_t scans;
+} scan_plan;
+
+static void plan_free(scan_plan *p) {
+  free(p->keep);
+  free(p->from);
+}
+
+static int plan_scans(const mpprof_tensor_set *f, scan_plan *p) {
+  memset(p, 0, sizeof *p);
+  const size_t n = f->n ? f->n : 1;
+  size_t *first = malloc(n * sizeof *first), *last = malloc(n * sizeof *last);
+  int32_t *slot_of = malloc(n * sizeof *slot_of), free_slots[MAX_KEPT];
+  p->keep = malloc(n * sizeof *p->keep);
+  p->from = malloc(n * sizeof *p->from);
+  int rc = first && last && slot_of && p->keep && p->from ? mpprof_tensor_set_same_views(f, first)
+                                                          : -ENOMEM;
+  int32_t n_free = 0;
+  for (int32_t k = MAX_KEPT; k-- > 0;)
+    free_slots[n_free++] = k;
+  for (size_t i = 0; rc == 0 && i < f->n; i++) {
+    last[first[i]] = i;
+    slot_of[i] = -1;
+  }
+  for (size_t i = 0; rc == 0 && i < f->n; i++) {
+    const mpprof_tensor *t = &f->entries[i].t;
+    const size_t g = first[i];
+    p->keep[i] = p->from[i] = -1;
+    if (!mp_dtype_scannable(t->dtype)) continue;
+    if (slot_of[g] >= 0) {
+      p->from[i] = slot_of[g];
+      if (last[g] == i) free_slots[n_free++] = slot_of[g];
+      continue;
+    }
+    uint64_t b = mpprof_tensor_scan_bytes(t);
+    p->bytes = b > UINT64_MAX - p->bytes ? UINT64_MAX : p->bytes + b;
+    p->scans++;
+    if (last[g] != i && n_free) {
+      p->keep[i] = slot_of[g] = free_slots[--n_free];
+      if (slot_of[g] >= p->slots) p->slots = slot_of[g] + 1;
+    }
+  }
+  free(first);
+  free(last);
+  free(slot_of);
+  if (rc) plan_free(p);
+  return rc;
+}
+
+/* MPPROF_LOG=2 or more: what reading a file of many cost, for tests and the
+ * curious. */
+static void log_scans(const char *path, const mpprof_tensor_set *f, const scan_plan *p) {
+  const char *v = getenv("MPPROF_LOG");
+  if (v && atoi(v) >= 2)
+    fprintf(stderr,
+            "mpprof: inspect: %s: %zu tensors, %" PRIu64 " scans of %" PRIu64
+            " bytes in all (file: %zu bytes)\n",
+            path, f->n, p->scans, p->bytes, mpprof_tensor_set_file_bytes(f));
+}
+
+/* The plan's bytes within MPPROF_INSPECT_SCAN_PER_FILE_BYTE times the file's:
+ * 0, or -1 after one stderr line. */
+static int check_scan_bound(const char *path, const mpprof_tensor_set *f, const scan_plan *p) {
+  const uint64_t size = mpprof_tensor_set_file_bytes(f);
+  if (size > UINT64_MAX / MPPROF_INSPECT_SCAN_PER_FILE_BYTE ||
+      p->bytes <= size * MPPROF_INSPECT_SCAN_PER_FILE_BYTE)
+    return 0;
+  fprintf(stderr,
+          "mpprof: inspect: %s: its tensors overlap too much: reading them scans %" PRIu64
+          " bytes, more than %d times the file's %" PRIu64 " (views overlapping in one storage)\n",
+          path, p->bytes, MPPROF_INSPECT_SCAN_PER_FILE_BYTE, size);
+  return -1;
+}
+
 /* Every tensor of a file of many (safetensors, torch.save, .npz), in the
  * file's order, each as "FILE:NAME" ("FILE" for a file that saved one bare
  * tensor); tensors of other dtypes (integers, ...) get one line in the
@@ -468,8 +559,23 @@ static int inspect_set(const char *path, int kind, const inspect_opts *o, int *p
     fprintf(stderr, "mpprof: inspect: %s\n", err);
     return -1;
   }
+  scan_plan plan;
+  if (plan_scans(&f, &plan) < 0) {
+    fprintf(stderr, "mpprof: inspect: %s: out of memory\n", path);
+    mpprof_tensor_set_close(&f);
+    return -1;
+  }
+  log_scans(path, &f, &plan);
+  mp_stats *slots = NULL, *scratch = NULL; /* ~17 KiB each: off the stack */
+  int slot_rc[MAX_KEPT];
+  bool refused = check_scan_bound(path, &f, &plan) < 0;
+  if (!refused && (!(scratch = malloc(sizeof *scratch)) ||
+                   (plan.slots && !(slots = malloc((size_t)plan.slots * sizeof *slots))))) {
+    fprintf(stderr, "mpprof: inspect: %s: out of memory\n", path);
+    refused = true;
+  }
   rollup sum = {0};
-  for (size_t i = 0; i < f.n; i++) {
+  for (size_t i = 0; !refused && i < f.n; i++) {
     const mpprof_named_tensor *e = &f.entries[i];
     char *label = NULL;
     if (asprintf(&label, e->name[0] ? "%s:%s" : "%s", path, e->name) < 0) {
@@ -486,14 +592,29 @@ static int inspect_set(const char *path, int kind, const inspect_opts *o, int *p
         printf("%s: %s %s: not a floating-point format mpprof reads, skipped\n", label,
                e->dtype_name, shape);
       }
-    } else if (inspect_tensor(label, path, e->name, &e->t, o, printed, &sum) < 0) {
-      sum.failed++;
-      rc = -1;
+    } else {
+      const int32_t from = plan.from[i], keep = plan.keep[i];
+      mp_stats *s = from >= 0 ? &slots[from] : keep >= 0 ? &slots[keep] : scratch;
+      int trc = from >= 0 ? slot_rc[from] : mpprof_tensor_scan(&e->t, s);
+      if (keep >= 0) slot_rc[keep] = trc;
+      if (trc < 0)
+        scan_failed(label, trc);
+      else
+        trc = report_tensor(label, path, e->name, &e->t, s, o, printed, &sum);
+      if (trc < 0) {
+        sum.failed++;
+        rc = -1;
+      }
     }
     free(label);
     if (fflush(stdout) != 0) break; /* the caller reports the failed write */
   }
-  if (!f.n && !o->json) {
+  free(scratch);
+  free(slots);
+  plan_free(&plan);
+  if (refused) {
+    rc = -1;
+  } else if (!f.n && !o->json) {
     if ((*printed)++) putchar('\n');
     printf("%s: %s with no tensors\n", path, what);
   } else if (f.n > 1 && !o->json) {
@@ -522,7 +643,13 @@ static int inspect_file(const char *path, const inspect_opts *o, int *printed) {
     fprintf(stderr, "mpprof: inspect: %s\n", err);
     return -1;
   }
-  int rc = inspect_tensor(path, path, NULL, &t, o, printed, NULL);
+  mp_stats *s = malloc(sizeof *s); /* ~17 KiB of histogram: keep it off the stack */
+  int rc = s ? mpprof_tensor_scan(&t, s) : -ENOMEM;
+  if (rc < 0)
+    scan_failed(path, rc);
+  else
+    rc = report_tensor(path, path, NULL, &t, s, o, printed, NULL);
+  free(s);
   mpprof_tensor_close(&t);
   return rc;
 }

@@ -574,6 +574,60 @@ void mpprof_tensor_set_own_map(mpprof_tensor_set *s, void *map, size_t len) {
   }
 }
 
+size_t mpprof_tensor_set_file_bytes(const mpprof_tensor_set *s) {
+  return s->map_len_;
+}
+
+uint64_t mpprof_tensor_scan_bytes(const mpprof_tensor *t) {
+  const unsigned size = mp_dtype_size(t->dtype);
+  return t->count > UINT64_MAX / (size ? size : 1) ? UINT64_MAX : t->count * size;
+}
+
+typedef struct view_ref {
+  const mpprof_tensor *t;
+  size_t i;
+} view_ref;
+
+static int cmp_u64(uint64_t a, uint64_t b) {
+  return (a > b) - (a < b);
+}
+
+/* Views in an order where identical ones are adjacent, each run in entry order. */
+static int view_order(const void *x, const void *y) {
+  const view_ref *p = x, *q = y;
+  const mpprof_tensor *a = p->t, *b = q->t;
+  int c = cmp_u64((uintptr_t)a->data, (uintptr_t)b->data);
+  if (!c) c = cmp_u64((uint64_t)a->dtype, (uint64_t)b->dtype);
+  if (!c) c = cmp_u64(a->byteswap, b->byteswap);
+  if (!c) c = cmp_u64(a->fortran_order, b->fortran_order);
+  if (!c) c = cmp_u64(a->strided, b->strided);
+  if (!c) c = cmp_u64((uint64_t)a->ndim, (uint64_t)b->ndim);
+  if (!c) c = cmp_u64(a->count, b->count);
+  for (int k = 0; !c && k < a->ndim; k++) {
+    c = cmp_u64(a->shape[k], b->shape[k]);
+    if (!c && a->strided) c = cmp_u64(a->stride[k], b->stride[k]);
+  }
+  return c ? c : cmp_u64(p->i, q->i);
+}
+
+int mpprof_tensor_set_same_views(const mpprof_tensor_set *s, size_t *ret_first) {
+  view_ref *v = malloc((s->n ? s->n : 1) * sizeof *v);
+  if (!v) return -ENOMEM;
+  size_t n = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    ret_first[i] = i;
+    if (mp_dtype_scannable(s->entries[i].t.dtype)) v[n++] = (view_ref){&s->entries[i].t, i};
+  }
+  qsort(v, n, sizeof *v, view_order);
+  for (size_t j = 1; j < n; j++) {
+    view_ref a = v[j - 1], b = v[j];
+    a.i = b.i = 0; /* the views alone */
+    if (!view_order(&a, &b)) ret_first[v[j].i] = ret_first[v[j - 1].i];
+  }
+  free(v);
+  return 0;
+}
+
 int mpprof_tensor_view(const mpprof_tensor *t, mp_view *ret) {
   const unsigned size = mp_dtype_size(t->dtype);
   if (t->byteswap || t->strided || !size || (uintptr_t)t->data % size) return -1;

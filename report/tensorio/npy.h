@@ -88,6 +88,20 @@ void mpprof_tensor_set_close(mpprof_tensor_set *s);
  * the scan, and gives the mapping to s. */
 void mpprof_tensor_set_own_map(mpprof_tensor_set *s, void *map, size_t len);
 
+/* The bytes of the file the set was read from (0 when parsed from memory). */
+size_t mpprof_tensor_set_file_bytes(const mpprof_tensor_set *s);
+
+/* For each entry i of s, into ret_first[i] (s->n of them): the first entry
+ * holding the identical view (same data, dtype, byte order, shape and
+ * strides: a tied weight under each of its names), whose stats are its
+ * stats; i itself when no entry before it does, and for a dtype mpprof does
+ * not scan. 0, or -ENOMEM. */
+int mpprof_tensor_set_same_views(const mpprof_tensor_set *s, size_t *ret_first);
+
+/* The bytes a scan of t reads: count times the element size, UINT64_MAX
+ * when that overflows (a view repeating elements, stride 0). */
+uint64_t mpprof_tensor_scan_bytes(const mpprof_tensor *t);
+
 /* The host's byte order (1: big-endian). */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 #define MPPROF_HOST_BIG_ENDIAN 1

@@ -48,7 +48,8 @@ static bool whole(const cJSON *v, uint64_t *ret) {
 /* One member of the header: a tensor's dtype, shape and data offsets, checked
  * against the data (data_len bytes at data). */
 static int tensor_entry(const cJSON *m, const unsigned char *data, uint64_t data_len,
-                        mpprof_named_tensor *e, char *err, size_t errlen) {
+                        mpprof_named_tensor *e, uint64_t *ret_begin, uint64_t *ret_end, char *err,
+                        size_t errlen) {
   const char *name = m->string;
   if (!cJSON_IsObject(m))
     return mpprof_tensorio_fail(err, errlen, "tensor '%s': not a JSON object", name);
@@ -99,6 +100,8 @@ static int tensor_entry(const cJSON *m, const unsigned char *data, uint64_t data
                                 " of the data, which has %" PRIu64,
                                 name, end, data_len);
   t->data = data + begin;
+  *ret_begin = begin;
+  *ret_end = end;
   t->byteswap = MPPROF_HOST_BIG_ENDIAN;
   if (t->dtype == MP_DTYPE_INVALID) return 0; /* listed, never scanned */
   uint64_t bytes;
@@ -117,6 +120,42 @@ static int tensor_entry(const cJSON *m, const unsigned char *data, uint64_t data
 static int by_name(const void *a, const void *b) {
   return strcmp((*(const mpprof_named_tensor *const *)a)->name,
                 (*(const mpprof_named_tensor *const *)b)->name);
+}
+
+/* A tensor's data_offsets, for the overlap check. */
+typedef struct span {
+  uint64_t begin, end;
+  const char *name;
+} span;
+
+static int by_begin(const void *a, const void *b) {
+  const span *x = a, *y = b;
+  return x->begin != y->begin ? (x->begin > y->begin) - (x->begin < y->begin)
+                              : (x->end > y->end) - (x->end < y->end);
+}
+
+/* The format promises that tensors do not overlap: its README ("when reading
+ * the file, there's a guarantee that addresses in the file do not overlap in
+ * any way") and its reader (Metadata::validate, huggingface/safetensors,
+ * refuses with InvalidOffset a tensor that does not begin where the one
+ * before it, by offset, ended). Overlapping tensors would also make a small
+ * file scan its data many times over. Tensors of no bytes overlap nothing;
+ * bytes no tensor names (which that reader refuses too) cost no scan and are
+ * let be. */
+static int check_overlap(span *sp, size_t n, char *err, size_t errlen) {
+  qsort(sp, n, sizeof *sp, by_begin);
+  const span *last = NULL; /* the non-empty tensor that ends last so far */
+  for (size_t i = 0; i < n; i++) {
+    if (sp[i].begin == sp[i].end) continue;
+    if (last && sp[i].begin < last->end)
+      return mpprof_tensorio_fail(
+          err, errlen,
+          "tensors '%s' and '%s' overlap (data_offsets [%" PRIu64 ", %" PRIu64 "] and [%" PRIu64
+          ", %" PRIu64 "]): the format does not allow it",
+          last->name, sp[i].name, last->begin, last->end, sp[i].begin, sp[i].end);
+    if (!last || sp[i].end > last->end) last = &sp[i];
+  }
+  return 0;
 }
 
 int mpprof_safetensors_parse(const void *buf, size_t len, mpprof_tensor_set *ret, char *err,
@@ -155,7 +194,8 @@ int mpprof_safetensors_parse(const void *buf, size_t len, mpprof_tensor_set *ret
   cJSON_ArrayForEach(m, root) count++;
   ret->entries = calloc(count ? count : 1, sizeof *ret->entries);
   mpprof_named_tensor **sorted = calloc(count ? count : 1, sizeof *sorted);
-  int rc = ret->entries && sorted ? 0 : mpprof_tensorio_fail(err, errlen, "out of memory");
+  span *spans = calloc(count ? count : 1, sizeof *spans);
+  int rc = ret->entries && sorted && spans ? 0 : mpprof_tensorio_fail(err, errlen, "out of memory");
   cJSON_ArrayForEach(m, root) {
     if (rc) break;
     if (!strcmp(m->string, "__metadata__")) {
@@ -171,8 +211,9 @@ int mpprof_safetensors_parse(const void *buf, size_t len, mpprof_tensor_set *ret
       break;
     }
     sorted[ret->n] = e;
-    ret->n++;
-    rc = tensor_entry(m, data, data_len, e, err, errlen);
+    span *sp = &spans[ret->n++];
+    sp->name = e->name;
+    rc = tensor_entry(m, data, data_len, e, &sp->begin, &sp->end, err, errlen);
   }
   if (!rc && ret->n > 1) { /* cJSON keeps both of a repeated key */
     qsort(sorted, ret->n, sizeof *sorted, by_name);
@@ -180,6 +221,8 @@ int mpprof_safetensors_parse(const void *buf, size_t len, mpprof_tensor_set *ret
       if (!strcmp(sorted[i - 1]->name, sorted[i]->name))
         rc = mpprof_tensorio_fail(err, errlen, "tensor '%s' twice in the header", sorted[i]->name);
   }
+  if (!rc) rc = check_overlap(spans, ret->n, err, errlen);
+  free(spans);
   free(sorted);
   cJSON_Delete(root);
   if (rc) mpprof_tensor_set_close(ret);

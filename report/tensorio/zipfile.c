@@ -190,7 +190,8 @@ struct node {
   node *storage;
   uint64_t offset;
   int ndim;
-  uint64_t shape[MPPROF_TENSOR_MAX_DIMS], stride[MPPROF_TENSOR_MAX_DIMS];
+  uint64_t *shape, *stride; /* ndim each, one block owned by the node: a node per opcode
+                               stays small */
 };
 
 typedef struct vm {
@@ -344,10 +345,14 @@ static node *tensor(vm *v, node *args) {
       args->c[1]->k != K_INT || args->c[1]->i < 0)
     return NULL;
   node *t = mk(v, K_TENSOR);
+  uint64_t shape[MPPROF_TENSOR_MAX_DIMS], stride[MPPROF_TENSOR_MAX_DIMS];
   int ns = 0;
-  if (!t || !dims(args->c[2], t->shape, &t->ndim) || !dims(args->c[3], t->stride, &ns) ||
-      ns != t->ndim)
+  if (!t || !dims(args->c[2], shape, &t->ndim) || !dims(args->c[3], stride, &ns) || ns != t->ndim ||
+      !(t->shape = malloc(2 * sizeof *shape * (size_t)(ns ? ns : 1))))
     return NULL;
+  t->stride = t->shape + ns;
+  memcpy(t->shape, shape, sizeof *shape * (size_t)ns);
+  memcpy(t->stride, stride, sizeof *stride * (size_t)ns);
   t->storage = args->c[0];
   t->offset = (uint64_t)args->c[1]->i;
   if (t->storage->dtype == MP_DTYPE_INVALID) return t;
@@ -616,9 +621,23 @@ typedef struct walk {
   char *path; /* the path walked so far, '.'-joined */
   size_t path_cap;
   uint64_t visits;
+  uint64_t mem, mem_max; /* bytes of entries and names, and their bound */
   char *err;
   size_t errlen;
 } walk;
+
+/* Charge n bytes of entries and names to w: 0, or -1 beyond its bound. */
+static int charge(walk *w, uint64_t n) {
+  if (n <= w->mem_max - w->mem) {
+    w->mem += n;
+    return 0;
+  }
+  return mpprof_tensorio_fail(w->err, w->errlen,
+                              "data.pkl: its tensors' names would take more than %" PRIu64
+                              " bytes of memory (one tensor named along many paths, or names "
+                              "joined from very long keys)",
+                              w->mem_max);
+}
 
 static bool module_level(const char *s, size_t n) {
   return (n == 11 && !memcmp(s, "_parameters", 11)) || (n == 8 && !memcmp(s, "_buffers", 8)) ||
@@ -628,6 +647,7 @@ static bool module_level(const char *s, size_t n) {
 static int add_tensor(walk *w, const node *t) {
   if (w->set->n >= MAX_TENSORS)
     return mpprof_tensorio_fail(w->err, w->errlen, "data.pkl: more than %u tensors", MAX_TENSORS);
+  if (charge(w, sizeof *w->set->entries + strlen(w->path) + 1) < 0) return -1;
   if (!grow((void **)&w->set->entries, &w->cap, w->set->n + 1, sizeof *w->set->entries))
     return mpprof_tensorio_fail(w->err, w->errlen, "out of memory");
   mpprof_named_tensor *e = &w->set->entries[w->set->n];
@@ -640,7 +660,7 @@ static int add_tensor(walk *w, const node *t) {
   mpprof_tensor *x = &e->t;
   x->dtype = s->dtype;
   x->ndim = t->ndim;
-  memcpy(x->shape, t->shape, sizeof x->shape);
+  memcpy(x->shape, t->shape, sizeof *x->shape * (size_t)t->ndim);
   x->byteswap = w->big_endian != MPPROF_HOST_BIG_ENDIAN;
   if (s->dtype == MP_DTYPE_INVALID) return 0;
   x->count = 1;
@@ -652,7 +672,7 @@ static int add_tensor(walk *w, const node *t) {
     if (t->shape[k] != 1 && t->stride[k] != expect) x->strided = true;
     expect *= t->shape[k];
   }
-  if (x->strided) memcpy(x->stride, t->stride, sizeof x->stride);
+  if (x->strided) memcpy(x->stride, t->stride, sizeof *x->stride * (size_t)t->ndim);
   if (!x->count) x->strided = false;
   return 0;
 }
@@ -692,6 +712,10 @@ static int walk_node(walk *w, node *x, size_t len, int depth) {
     const char *seg;
     size_t sl = segment(x, i, num, sizeof num, &seg), nl = len;
     if (sl) {
+      if (len + sl + 2 > w->mem_max - w->mem) { /* a name that alone would not fit */
+        rc = charge(w, len + sl + 2);
+        break;
+      }
       if (!grow((void **)&w->path, &w->path_cap, len + sl + 2, 1)) {
         rc = mpprof_tensorio_fail(w->err, w->errlen, "out of memory");
         break;
@@ -710,8 +734,8 @@ static int walk_node(walk *w, node *x, size_t len, int depth) {
 
 /* ---- the two kinds of archive ---- */
 
-static int torch_parse(const zip *z, const member *pkl, mpprof_tensor_set *ret, char *err,
-                       size_t errlen) {
+static int torch_parse(const zip *z, const member *pkl, size_t file_len, mpprof_tensor_set *ret,
+                       char *err, size_t errlen) {
   vm v = {.p = pkl->data, .end = pkl->data + pkl->size, .z = z, .err = err, .errlen = errlen};
   v.prefix = pkl->name;
   v.plen = pkl->name_len - strlen("data.pkl");
@@ -740,6 +764,10 @@ static int torch_parse(const zip *z, const member *pkl, mpprof_tensor_set *ret, 
     mpprof_tensorio_fail(err, errlen, "data.pkl: not a pickle this reader follows");
   if (rc == 0) {
     walk w = {.set = ret, .big_endian = v.big_endian, .err = err, .errlen = errlen};
+    w.mem_max = (uint64_t)file_len > UINT64_MAX / MPPROF_ZIP_NAMES_MEM_PER_FILE_BYTE
+                    ? UINT64_MAX
+                    : (uint64_t)file_len * MPPROF_ZIP_NAMES_MEM_PER_FILE_BYTE;
+    if (w.mem_max < MPPROF_ZIP_NAMES_MEM_MIN) w.mem_max = MPPROF_ZIP_NAMES_MEM_MIN;
     rc = grow((void **)&w.path, &w.path_cap, 1, 1)
              ? walk_node(&w, v.stack[0], 0, 0)
              : mpprof_tensorio_fail(err, errlen, "out of memory");
@@ -747,6 +775,7 @@ static int torch_parse(const zip *z, const member *pkl, mpprof_tensor_set *ret, 
   }
   for (size_t i = 0; i < v.n_all; i++) {
     if (v.all[i]->k == K_GLOBAL) free((char *)v.all[i]->s);
+    if (v.all[i]->k == K_TENSOR) free(v.all[i]->shape);
     free(v.all[i]->c);
     free(v.all[i]);
   }
@@ -801,7 +830,8 @@ int mpprof_zip_parse(const void *buf, size_t len, mpprof_tensor_set *ret, char *
     if (slash && (size_t)(slash - m->name) + 9 == m->name_len && !memcmp(slash + 1, "data.pkl", 8))
       pkl = m;
   }
-  if (rc == 0) rc = pkl ? torch_parse(&z, pkl, ret, err, errlen) : npz_parse(&z, ret, err, errlen);
+  if (rc == 0)
+    rc = pkl ? torch_parse(&z, pkl, len, ret, err, errlen) : npz_parse(&z, ret, err, errlen);
   if (rc == 0 && !pkl && !ret->n)
     rc = mpprof_tensorio_fail(err, errlen,
                               "a zip archive with neither data.pkl (torch.save) nor .npy members");

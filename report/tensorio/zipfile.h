@@ -19,6 +19,13 @@
 
 #include "report/tensorio/npy.h"
 
+/* What the tensors a pickle names may take in memory: one entry and one name
+ * per path to a tensor, and a pickle can name one tensor along many paths,
+ * each name as long as the keys it joins. At most this many bytes per byte
+ * of the file, and the floor whatever its size; beyond, the file is refused. */
+#define MPPROF_ZIP_NAMES_MEM_PER_FILE_BYTE 64
+#define MPPROF_ZIP_NAMES_MEM_MIN (64u << 20)
+
 /* Does a file start as a zip archive does (a local file header)? */
 bool mpprof_zip_sniff(const void *head, size_t len);
 

@@ -181,6 +181,34 @@ static void malformed_headers_are_refused_with_the_problem(void **s) {
   expect_refused(many, 4, "65 dimensions (at most 64)");
 }
 
+/* Tensors may not share data bytes (the format promises it, and a small
+ * file of many tensors over the same bytes would scan them many times over):
+ * refused naming both; a tensor of no bytes overlaps nothing. */
+#define F32_AT(name, n, b, e)                                                                      \
+  "\"" name "\":{\"dtype\":\"F32\",\"shape\":[" #n "],\"data_offsets\":[" #b "," #e "]}"
+static void overlapping_tensors_are_refused(void **s) {
+  (void)s;
+  expect_refused("{" F32_AT("a", 2, 0, 8) "," F32_AT("b", 2, 4, 12) "}", 12,
+                 "tensors 'a' and 'b' overlap (data_offsets [0, 8] and [4, 12])");
+  expect_refused("{" F32_AT("b", 1, 4, 8) "," F32_AT("a", 3, 0, 12) "}", 12,
+                 "tensors 'a' and 'b' overlap (data_offsets [0, 12] and [4, 8])");
+  expect_refused("{" F32_AT("x", 1, 0, 4) "," F32_AT("y", 1, 0, 4) "}", 4,
+                 "tensors 'x' and 'y' overlap (data_offsets [0, 4] and [0, 4])");
+  /* the overlap is found past tensors that end before it */
+  expect_refused("{" F32_AT("p", 1, 0, 4) "," F32_AT("q", 2, 4, 12) "," F32_AT("r", 1, 8, 12) "}",
+                 12, "tensors 'q' and 'r' overlap");
+  unsigned char data[12] = {0};
+  size_t len;
+  unsigned char *img =
+      image("{" F32_AT("a", 3, 0, 12) "," F32_AT("e", 0, 4, 4) "}", 0, data, sizeof data, &len);
+  mpprof_tensor_set f;
+  char err[256] = "";
+  assert_int_equal(mpprof_safetensors_parse(img, len, &f, err, sizeof err), 0);
+  assert_int_equal(f.n, 2);
+  mpprof_tensor_set_close(&f);
+  free(img);
+}
+
 /* The 8-byte length: short files, a length beyond the file or the format's
  * limit; an empty or non-regular file is named as such. */
 static void a_bad_length_is_refused(void **s) {
@@ -211,6 +239,7 @@ int main(void) {
       cmocka_unit_test(a_written_file_reads_back_tensor_by_tensor),
       cmocka_unit_test(misaligned_data_and_metadata_and_fp8),
       cmocka_unit_test(malformed_headers_are_refused_with_the_problem),
+      cmocka_unit_test(overlapping_tensors_are_refused),
       cmocka_unit_test(a_bad_length_is_refused),
   };
   return cmocka_run_group_tests(tests, make_tmp_dir, remove_tmp_dir);

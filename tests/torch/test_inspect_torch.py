@@ -16,6 +16,7 @@ import collections
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -205,6 +206,11 @@ def main():
     check(rc == 0 and "with no tensors" in out and took < 20,
           "100000 storages: exit %d in %.1f s: %r" % (rc, took, err or out[-200:]))
 
+    tied_weights_are_scanned_once(torch, np)
+    identical_views_are_scanned_once(torch, np)
+    overlapping_views_beyond_the_bound_are_refused()
+    names_beyond_the_memory_bound_are_refused()
+
     # hostile archives: one stderr line naming the file and the problem, exit 1
     good = open(os.path.join(WORK, "sd.pt"), "rb").read()
 
@@ -274,6 +280,171 @@ def main():
         return 1
     print("ok")
     return 0
+
+
+def inspect_logged(*args):
+    """inspect with MPPROF_LOG=2: (exit status, stdout, stderr without the
+    cost lines, {file: (tensors, scans, bytes scanned, file bytes)})."""
+    env = dict(os.environ, MPPROF_LOG="2")
+    try:
+        p = subprocess.run([MPPROF, "inspect", *args], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=300, env=env)
+    except subprocess.TimeoutExpired as e:
+        return -1, "", "still running after %g s" % e.timeout, {}
+    cost, rest = {}, []
+    for line in p.stderr.decode().splitlines(True):
+        m = re.match(r"mpprof: inspect: (.*): (\d+) tensors, (\d+) scans of (\d+) bytes in all "
+                     r"\(file: (\d+) bytes\)$", line.rstrip("\n"))
+        if m:
+            cost[m.group(1)] = tuple(int(g) for g in m.groups()[1:])
+        else:
+            rest.append(line)
+    return p.returncode, p.stdout.decode(), "".join(rest), cost
+
+
+def torch_zip(path, storage, views, extra_pickle=b""):
+    """A torch.save-style archive written by hand: one FloatStorage of the
+    float32 bytes storage, and a dict of name -> (offset, shape, stride)
+    views of it, each a _rebuild_tensor_v2 call (the GLOBAL and the storage's
+    persistent id memoized, as torch.save writes them)."""
+    def s(text):
+        b = text.encode()
+        return b"X" + len(b).to_bytes(4, "little") + b
+
+    def i32(n):
+        return b"J" + n.to_bytes(4, "little", signed=True)
+
+    def tup(ns):
+        return b"(" + b"".join(i32(n) for n in ns) + b"t"
+
+    pkl = [b"\x80\x02}(", ]
+    first = True
+    for name, (offset, shape, stride) in views.items():
+        pkl.append(s(name))
+        if first:
+            pkl.append(b"ctorch._utils\n_rebuild_tensor_v2\nq\x00(" + b"(" + s("storage") +
+                       b"ctorch\nFloatStorage\n" + s("0") + s("cpu") + i32(len(storage) // 4) +
+                       b"tQq\x01")
+            first = False
+        else:
+            pkl.append(b"h\x00(h\x01")
+        pkl.append(i32(offset) + tup(shape) + tup(stride) + b"tR")
+    pkl.append(b"u" + extra_pickle + b".")
+    with zipfile.ZipFile(path, "w") as out:
+        out.writestr("archive/data.pkl", b"".join(pkl))
+        out.writestr("archive/data/0", storage)
+
+
+def identical_views_are_scanned_once(torch, np):
+    """2000 names of one view of a 64 KiB storage, and 3 other views of it
+    named in turn: every name is reported with the stats of its view, and
+    each distinct view is scanned once (without that, 125 MiB would be
+    scanned from a file of about 200 KiB)."""
+    vals = (torch.randn(16384) * 3e3).float()
+    views = collections.OrderedDict()
+    for i in range(2000):
+        views["same.%d" % i] = (0, (128, 128), (128, 1))
+    parts = {"head": (0, (100,), (1,)), "tail": (16000, (384,), (1,)), "cols": (5, (128, 60), (128, 2))}
+    for i in range(30):
+        for k, v in parts.items():
+            views["%s.%d" % (k, i)] = v
+    p = os.path.join(WORK, "identical_views.pt")
+    torch_zip(p, vals.numpy().tobytes(), views)
+    rc, out, err, cost = inspect_logged("--json", p)
+    lines = [json.loads(l) for l in out.splitlines()] if rc == 0 else []
+    check(rc == 0 and [o["tensor"] for o in lines] == list(views),
+          "identical views: exit %d, %d of %d names: %r" % (rc, len(lines), len(views), err[:300]))
+    full = vals.view(128, 128)
+    want = {"same": full, "head": vals[:100], "tail": vals[16000:], "cols": full[:, 5:125:2]}
+    oracle = {k: stats_only(npy_oracle(torch, np, "identical-" + k, t)) for k, t in want.items()}
+    wrong = [o["tensor"] for o in lines if stats_only(o) != oracle[o["tensor"].split(".")[0]]]
+    check(not wrong, "identical views: stats differ from the view's .npy for %s" % wrong[:5])
+    scanned = 65536 + 400 + 384 * 4 + 128 * 60 * 4
+    check(cost.get(p, (0,) * 4)[:3] == (len(views), 4, scanned),
+          "identical views: expected %d tensors, 4 scans of %d bytes, got %r" % (len(views), scanned, cost))
+
+    # 300 views each named twice, all first names before the second ones:
+    # the stats of 256 are kept for their second name, 44 are scanned again
+    views = collections.OrderedDict()
+    for k in ("x", "y"):
+        for i in range(300):
+            views["%s.%d" % (k, i)] = (i, (2,), (1,))
+    p = os.path.join(WORK, "twice_named_views.pt")
+    torch_zip(p, vals[:301].numpy().tobytes(), views)
+    rc, out, err, cost = inspect_logged("--json", p)
+    got = {json.loads(l)["tensor"]: stats_only(json.loads(l)) for l in out.splitlines()} if rc == 0 else {}
+    check(rc == 0 and len(got) == 600 and all(got["x.%d" % i] == got["y.%d" % i] for i in range(300)) and
+          got["x.0"] != got["x.1"], "views named twice: exit %d, %d names: %r" % (rc, len(got), err[:300]))
+    check(cost.get(p, (0,) * 4)[:3] == (600, 344, 344 * 8),
+          "views named twice: expected 600 tensors, 344 scans of %d bytes, got %r" % (344 * 8, cost))
+
+
+def tied_weights_are_scanned_once(torch, np):
+    """torch.save of a state_dict whose lm_head is tied to the embedding (and
+    a submodule kept under two names): every name is reported, and the summary of each is the very text of the
+    same checkpoint with the weight untied (a copy of its own), while the tied
+    storage is scanned once."""
+    torch.manual_seed(1)
+    tied = tied_model(torch)
+    sd = tied.state_dict()
+    check(sd["emb.weight"].data_ptr() == sd["head.weight"].data_ptr(), "tied model shares its storage")
+    p_tied, p_copy = os.path.join(WORK, "tied_sd.pt"), os.path.join(WORK, "untied_sd.pt")
+    torch.save(sd, p_tied)
+    untied = collections.OrderedDict((k, v.clone()) for k, v in sd.items())
+    torch.save(untied, p_copy)
+    check_file(torch, np, p_tied, dict(sd))
+    for args in ((), ("--json",)):
+        rc, out, err, cost = inspect_logged(*args, p_tied)
+        rc2, out2, err2, cost2 = inspect_logged(*args, p_copy)
+        check(rc == 0 and rc2 == 0 and out.replace(p_tied, "F") == out2.replace(p_copy, "F"),
+              "tied weights %s: output differs from the untied copy's:\n%s\n---\n%s" % (args, out[:600], out2[:600]))
+        n, views = len(sd), len({(v.data_ptr(), v.shape, v.stride()) for v in sd.values()})
+        check(views < n and cost.get(p_tied, (0, 0))[:2] == (n, views) and cost2.get(p_copy, (0, 0))[:2] == (n, n),
+              "tied weights %s: expected %d tensors in %d scans (untied: %d), got %r %r" % (args, n, views, n, cost, cost2))
+
+
+def overlapping_views_beyond_the_bound_are_refused():
+    """100000 different views of one 1 MiB storage, overlapping (each starts
+    one element after the one before): reading them would scan 50 GB from a
+    file of about 4 MB. Refused before anything is printed, one line naming
+    the file and the problem, exit 1; the cost line says what it would have
+    scanned."""
+    views = collections.OrderedDict(("v%d" % i, (i, (131072,), (1,))) for i in range(100000))
+    p = os.path.join(WORK, "overlapping_views.pt")
+    torch_zip(p, bytes(1 << 20), views)
+    for args in ((), ("--json",)):
+        rc, out, err, cost = inspect_logged(*args, p)
+        check(rc == 1 and out == "" and err.count("\n") == 1 and
+              err.startswith("mpprof: inspect: %s: its tensors overlap too much: reading them scans 52428800000 "
+                             "bytes, more than 64 times the file's %d" % (p, os.path.getsize(p))),
+              "overlapping views %s: expected one line, refused: %d %r %r" % (args, rc, out[:200], err[:300]))
+        check(cost.get(p, (0,) * 4)[:3] == (100000, 100000, 52428800000),
+              "overlapping views: cost line %r" % cost)
+
+
+def names_beyond_the_memory_bound_are_refused():
+    """A pickle of 60 KB that names one tensor 12 times at the bottom of 150
+    nested dicts, each under the same key of 60000 characters: 12 names of
+    9 MB each. The names a pickle makes are bounded by the file's size (64
+    bytes per byte, 64 MiB at least): refused, one line, exit 1 (before:
+    108 MB of names printed)."""
+    def string(b):
+        return b"X" + len(b).to_bytes(4, "little") + b
+
+    depth, refs = 150, 12
+    tensor = (b"ctorch._utils\n_rebuild_tensor_v2\n((" + string(b"storage") + b"ctorch\nFloatStorage\n" +
+              string(b"0") + string(b"cpu") + b"K\x04tQK\x00(K\x04t(K\x01ttR")
+    pkl = (b"\x80\x02" + string(b"k" * 60000) + b"q\x020" + b"}h\x02" * depth +
+           b"](" + tensor + b"q\x03" + b"h\x03" * (refs - 1) + b"e" + b"s" * depth + b".")
+    p = os.path.join(WORK, "long_names.pt")
+    with zipfile.ZipFile(p, "w") as out:
+        out.writestr("archive/data.pkl", pkl)
+        out.writestr("archive/data/0", bytes(16))
+    rc, out, err = inspect("--json", p)
+    check(rc == 1 and out == "" and err.count("\n") == 1 and
+          err.startswith("mpprof: inspect: %s: data.pkl: its tensors' names would take more than %d bytes of memory"
+                         % (p, 64 << 20)),
+          "names beyond the memory bound: expected one line, refused: %d %d bytes out %r" % (rc, len(out), err[:300]))
 
 
 def tied_model(torch):
