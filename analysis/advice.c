@@ -33,10 +33,19 @@ static int rank_of(mp_cast_outcome o) {
   return 0;
 }
 
+/* 2^k, for -1022 <= k <= 1023 (a normal double: its exponent bits). */
+static double pow2(int k) {
+  uint64_t bits = (uint64_t)(k + 1023) << 52;
+  double d;
+  memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
 /* Outcome of x * 2^k for finite non-zero x. Scaling is exact in double except
- * far below 2^-1022, where every target flushes anyway. */
+ * far below 2^-1022, where every target flushes anyway. A product by 2^k
+ * rounds once, as ldexp does, without a library call at each scale. */
 static mp_cast_outcome classify_scaled(double x, int k, mp_target t) {
-  double y = ldexp(x, k);
+  double y = k >= -1022 && k <= 1023 ? x * pow2(k) : ldexp(x, k);
   if (isinf(y)) return MP_CAST_OVERFLOW;
   if (y == 0) return MP_CAST_UNDERFLOW;
   return mp_cast_classify(y, t);

@@ -91,10 +91,18 @@ const char *mp_dtype_name(mp_dtype dtype) {
   return f ? f->name : "invalid";
 }
 
+/* Inline, not strcmp: the names are a few bytes and most differ early
+ * (the report looks up one per tensor read). */
+static bool same_name(const char *a, const char *b) {
+  while (*a && *a == *b)
+    a++, b++;
+  return *a == *b;
+}
+
 mp_dtype mp_dtype_from_name(const char *name) {
   if (!name) return MP_DTYPE_INVALID;
   for (int i = 0; i < MP_DTYPE_COUNT; i++)
-    if (strcmp(formats[i].name, name) == 0) return (mp_dtype)i;
+    if (formats[i].name && same_name(formats[i].name, name)) return (mp_dtype)i;
   return MP_DTYPE_INVALID;
 }
 

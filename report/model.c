@@ -383,14 +383,20 @@ static int site_ptr_cmp(const void *a, const void *b) {
 }
 
 int mpprof_model_finish(mpprof_model *m) {
+  const mpprof_site *prev = NULL; /* the last site whose path was read for markers */
   for (size_t i = 0; i < m->n_sites; i++) {
     mpprof_site *s = &m->sites[i];
-    /* A framework scope names its phase; an NVTX path carries marker words. */
+    /* A framework scope names its phase; an NVTX path carries marker words
+     * (read once for a run of sites of one layer: the paths are interned). */
     if (s->scope_phase > 0) {
       s->phase = (mpprof_phase)s->scope_phase;
       s->layer_name = strdup(s->layer);
+    } else if (prev && prev->layer == s->layer) {
+      s->phase = prev->phase;
+      s->layer_name = strdup(prev->layer_name);
     } else {
       s->phase = mpprof_phase_of(&m->phases, s->layer, &s->layer_name);
+      prev = s;
     }
     if (!s->layer_name) return -1;
     if (!s->tpack) { /* packed ones were summed when packed */

@@ -15,17 +15,22 @@
 
 /* ---- writing ---- */
 
-/* Written in place (some hundred a site: a memcpy call each was most of
- * packing). */
+/* A varint at t (at most 10 bytes): the byte after it. Written in place
+ * (some hundred a site: a memcpy call each was most of packing). */
+static unsigned char *varint(unsigned char *t, uint64_t v) {
+  for (; v > 0x7f; v >>= 7)
+    *t++ = (unsigned char)(v | 0x80);
+  *t++ = (unsigned char)v;
+  return t;
+}
+
+static unsigned char *zigzag(unsigned char *t, int64_t v) {
+  return varint(t, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
 static void put_u(mpprof_tb *b, uint64_t v) {
   if (b->oom || (b->n + 11 > b->cap && !mpprof_tb_room(b, 10))) return;
-  unsigned char *t = (unsigned char *)b->p + b->n;
-  size_t n = 0;
-  do {
-    t[n++] = (unsigned char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-    v >>= 7;
-  } while (v);
-  b->n += n;
+  b->n = (size_t)((char *)varint((unsigned char *)b->p + b->n, v) - b->p);
   b->p[b->n] = '\0';
 }
 
@@ -61,25 +66,32 @@ static void put_fp8(mpprof_tb *b, const mpprof_fp8_value *v) {
   }
 }
 
+/* Room for the most a record takes is made once, and its varints written
+ * in place (a check per number was most of the packing). */
 static void put_cstats(mpprof_tb *b, const mpprof_cstats *c) {
-  put_z(b, c->dtype);
-  put_z(b, c->hist_lo);
-  put_z(b, c->hist_hi);
+  size_t nb = c->nz_lo <= c->nz_hi ? (size_t)(c->nz_hi - c->nz_lo + 1) : 0;
+  size_t most = (3 + 7 + MP_TARGET_COUNT * MP_CAST_OUTCOMES + 2 + nb) * 10 + 4 * sizeof(double);
+  if (b->oom || (b->n + most + 1 > b->cap && !mpprof_tb_room(b, most))) return;
+  unsigned char *t = (unsigned char *)b->p + b->n;
+  t = zigzag(t, c->dtype);
+  t = zigzag(t, c->hist_lo);
+  t = zigzag(t, c->hist_hi);
   const uint64_t counts[] = {c->count,    c->zeros,     c->nans,     c->pos_infs,
                              c->neg_infs, c->negatives, c->saturated};
   for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
-    put_u(b, counts[i]);
-  put_d(b, c->min);
-  put_d(b, c->max);
-  put_d(b, c->absmax);
-  put_d(b, c->min_abs_nonzero);
-  for (int t = 0; t < MP_TARGET_COUNT; t++)
+    t = varint(t, counts[i]);
+  const double extremes[] = {c->min, c->max, c->absmax, c->min_abs_nonzero};
+  memcpy(t, extremes, sizeof extremes);
+  t += sizeof extremes;
+  for (int g = 0; g < MP_TARGET_COUNT; g++)
     for (int o = 0; o < MP_CAST_OUTCOMES; o++)
-      put_u(b, c->casts[t][o]);
-  put_z(b, c->nz_lo);
-  put_z(b, c->nz_hi);
-  for (int i = c->nz_lo; i <= c->nz_hi; i++)
-    put_u(b, c->bins[i - c->nz_lo]);
+      t = varint(t, c->casts[g][o]);
+  t = zigzag(t, c->nz_lo);
+  t = zigzag(t, c->nz_hi);
+  for (size_t i = 0; i < nb; i++)
+    t = varint(t, c->bins[i]);
+  b->n = (size_t)((char *)t - b->p);
+  b->p[b->n] = '\0';
 }
 
 static void put_kernel(mpprof_tb *b, const mpprof_kernel *k) {
@@ -191,14 +203,20 @@ static void get_fp8(rd *r, mpprof_fp8_value *v) {
   }
 }
 
-static int get_cstats(rd *r, mpprof_cstats *c) {
+/* Read through a local copy of *r: the stores into *c then cannot move its
+ * position, which stays in a register (half of unpacking's instructions). */
+static int get_cstats(rd *from, mpprof_cstats *c) {
+  rd l = *from, *r = &l;
   c->dtype = (mp_dtype)get_z(r);
   c->hist_lo = (int)get_z(r);
   c->hist_hi = (int)get_z(r);
-  uint64_t *const counts[] = {&c->count,    &c->zeros,     &c->nans,     &c->pos_infs,
-                              &c->neg_infs, &c->negatives, &c->saturated};
-  for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
-    *counts[i] = get_u(r);
+  c->count = get_u(r);
+  c->zeros = get_u(r);
+  c->nans = get_u(r);
+  c->pos_infs = get_u(r);
+  c->neg_infs = get_u(r);
+  c->negatives = get_u(r);
+  c->saturated = get_u(r);
   c->min = get_d(r);
   c->max = get_d(r);
   c->absmax = get_d(r);
@@ -208,10 +226,14 @@ static int get_cstats(rd *r, mpprof_cstats *c) {
       c->casts[t][o] = get_u(r);
   c->nz_lo = (int)get_z(r);
   c->nz_hi = (int)get_z(r);
+  *from = l;
   if (c->nz_lo > c->nz_hi) return 0;
-  if (!(c->bins = malloc((size_t)(c->nz_hi - c->nz_lo + 1) * sizeof *c->bins))) return -1;
-  for (int i = c->nz_lo; i <= c->nz_hi; i++)
-    c->bins[i - c->nz_lo] = get_u(r);
+  size_t nb = (size_t)(c->nz_hi - c->nz_lo + 1);
+  uint64_t *bins = malloc(nb * sizeof *bins);
+  if (!(c->bins = bins)) return -1;
+  for (size_t i = 0; i < nb; i++)
+    bins[i] = get_u(r);
+  *from = l;
   return 0;
 }
 

@@ -1837,6 +1837,31 @@ static int parse_timeline(walk *w, const mpprof_model *m, const size_t *at,
 }
 
 /* Parse the mapped file into temporaries; 0 ok, 1 invalid (reason in err), -1 ENOMEM. */
+/* An event in mpprof's own spelling (profiler/rawwrite.c: MP_RAW_EVENT's
+ * members in its order, "call" optional, no whitespace, integers and the
+ * stream string as sf_scalar reads them): its members in ret[], read in
+ * place, as the cJSON path reads them; how many (5 or 6). 0 for any other
+ * text, which the cJSON path reads. */
+static int event_fast(const char *t, size_t n, sf_value ret[6]) {
+#define EV_JSON_(name, json, ...) json,
+  static const char *const keys[] = {MP_RAW_EVENT(EV_JSON_)};
+#undef EV_JSON_
+  _Static_assert(sizeof keys / sizeof keys[0] == 6, "an event's members, stream the fifth");
+  const char *p = t, *end = t + n;
+  if (p >= end || *p++ != '{') return 0;
+  int i = 0;
+  for (; i < 6 && p < end; i++) {
+    if (i == 5 && *p == '}') break; /* no "call" */
+    if (i && *p++ != ',') return 0;
+    const char *k;
+    size_t kn;
+    if (!sf_key(&p, end, &k, &kn) || strlen(keys[i]) != kn || memcmp(keys[i], k, kn) ||
+        !sf_scalar(&p, end, &ret[i]) || ret[i].kind != (i == 4 ? 's' : 'i'))
+      return 0;
+  }
+  return i >= 5 && p + 1 == end && *p == '}' ? i : 0;
+}
+
 static int parse_file(walk *w, const char *path, mpprof_model *m, mpprof_process *p,
                       size_t **ret_at, mpprof_pending **ret_pend, size_t **ret_into,
                       id_map **ret_ids, mpprof_event **ret_ev, mp_stats *scratch, char *err,
@@ -1946,19 +1971,37 @@ static int parse_file(walk *w, const char *path, mpprof_model *m, mpprof_process
   for (size_t i = 0; i < w->events.n; i++) {
     const char *text = element(w, &w->events, i);
     if (!text) return element_failed(w, err, errlen);
-    bool arena = mpprof_json_arena_begin();
-    cJSON *o = mpprof_object_tree(text, w->events.v[i].len);
     int64_t sid, t = 0, dur = 0, thread = 0, call = -1;
-    bool ok = o && get_i64(o, MP_RK_EVENT.site, &sid) && get_i64(o, MP_RK_EVENT.t_ns, &t);
+    sf_value v[6];
+    int nv = mpprof_raw_fast_sites ? event_fast(text, w->events.v[i].len, v) : 0;
+    bool ok = nv > 0;
     if (ok) {
-      if (!get_i64(o, MP_RK_EVENT.call, &call) || call < 0) call = -1;
-      get_i64(o, MP_RK_EVENT.dur_ns, &dur);
-      get_i64(o, MP_RK_EVENT.thread, &thread);
-      const char *stream = get_str(o, MP_RK_EVENT.stream);
-      ev[i].stream = stream ? strtoull(stream, NULL, 0) : 0;
+      sid = (int64_t)v[0].u, t = (int64_t)v[1].u, dur = (int64_t)v[2].u, thread = (int64_t)v[3].u;
+      if (nv == 6) call = (int64_t)v[5].u;
+      char stream[32];
+      if (v[4].n < sizeof stream) {
+        memcpy(stream, v[4].p, v[4].n);
+        stream[v[4].n] = '\0';
+        ev[i].stream = strtoull(stream, NULL, 0);
+      } else {
+        ok = false;
+      }
     }
-    cJSON_Delete(o);
-    if (arena) mpprof_json_arena_end();
+    if (!ok) {
+      bool arena = mpprof_json_arena_begin();
+      cJSON *o = mpprof_object_tree(text, w->events.v[i].len);
+      call = -1, t = dur = thread = 0;
+      ok = o && get_i64(o, MP_RK_EVENT.site, &sid) && get_i64(o, MP_RK_EVENT.t_ns, &t);
+      if (ok) {
+        if (!get_i64(o, MP_RK_EVENT.call, &call) || call < 0) call = -1;
+        get_i64(o, MP_RK_EVENT.dur_ns, &dur);
+        get_i64(o, MP_RK_EVENT.thread, &thread);
+        const char *stream = get_str(o, MP_RK_EVENT.stream);
+        ev[i].stream = stream ? strtoull(stream, NULL, 0) : 0;
+      }
+      cJSON_Delete(o);
+      if (arena) mpprof_json_arena_end();
+    }
     id_map key = {ok ? sid : 0, 0}, *hit = ok ? bsearch(&key, ids, ns, sizeof *ids, id_cmp) : NULL;
     if (!hit) {
       snprintf(err, errlen, "events[%zu]: %s", i,

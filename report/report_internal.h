@@ -581,8 +581,8 @@ cJSON *mpprof_object_tree(const char *t, size_t n);
 /* Bytes a raw file is read by (1 MiB; a larger value or element grows the
  * window). Tests make it tiny so that every value crosses a window's end. */
 extern size_t mpprof_raw_window;
-/* Sites in mpprof's own spelling are read without cJSON (true); false reads
- * every site through cJSON, as tests do to compare the two. */
+/* Sites and events in mpprof's own spelling are read without cJSON (true);
+ * false reads every one through cJSON, as tests do to compare the two. */
 extern bool mpprof_raw_fast_sites;
 extern size_t mpprof_raw_fast_sites_read; /* sites read so, counted for tests */
 

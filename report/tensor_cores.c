@@ -82,7 +82,26 @@ static int eligibility(mpprof_strpool *pool, mpprof_site *s) {
   return s->elig.reason ? 0 : -1;
 }
 
-static void classify_kernels(mpprof_site *s) {
+/* Most sites share a few kernel names: each live name (by address; the
+ * model's are interned) is classified once, then looked up. */
+enum { KMEMO_SLOTS = 256 };
+typedef struct kernel_memo {
+  const char *name[KMEMO_SLOTS];
+  mp_kernel_class cls[KMEMO_SLOTS];
+} kernel_memo;
+
+static void classify_name(kernel_memo *km, const char *name, mp_kernel_class *ret) {
+  size_t h = (size_t)(((uintptr_t)name * UINT64_C(0x9E3779B97F4A7C15)) >> 56) % KMEMO_SLOTS;
+  if (name && km->name[h] == name) {
+    *ret = km->cls[h];
+    return;
+  }
+  mp_kernel_classify(name, ret);
+  km->name[h] = name;
+  km->cls[h] = *ret;
+}
+
+static void classify_kernels(kernel_memo *km, mpprof_site *s) {
   s->kernel_ns = s->tc_ns = s->unknown_ns = 0;
   s->tc_used = -1;
   s->tc_source = MP_TC_SRC_UNKNOWN;
@@ -95,7 +114,7 @@ static void classify_kernels(mpprof_site *s) {
       k->cls.source = MP_TC_SRC_COUNTERS;
       k->cls.a_dtype = k->cls.acc_dtype = MP_DTYPE_INVALID;
     } else {
-      mp_kernel_classify(k->name, &k->cls);
+      classify_name(km, k->name, &k->cls);
     }
     s->kernel_ns += k->gpu_ns;
     if (k->cls.tc == MP_TC_YES) s->tc_ns += k->gpu_ns, yes = true;
@@ -163,10 +182,11 @@ int mpprof_tensor_cores(mpprof_model *m) {
     if (note && t->cupti_notes) cJSON_AddItemToArray(t->cupti_notes, cJSON_CreateString(note));
     free(note);
   }
+  kernel_memo km = {0};
   for (size_t i = 0; i < m->n_sites; i++) {
     mpprof_site *s = &m->sites[i];
     if (eligibility(&m->strings, s)) rc = -1;
-    classify_kernels(s);
+    classify_kernels(&km, s);
     for (size_t k = 0; k < s->n_kernels; k++)
       if (s->kernels[k].cls.source == MP_TC_SRC_COUNTERS)
         t->kernels_by_counters++;

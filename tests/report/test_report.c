@@ -1068,7 +1068,7 @@ static void stats_in_any_spelling_read_alike_and_bad_ones_are_named(void **state
 static char *outputs_text(const char *dir) {
   mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL, .warnings = NULL};
   assert_int_equal(mpprof_report_generate(&o), 0);
-  const char *names[] = {"report.json", "ops.csv", "layers.csv"};
+  const char *names[] = {"report.json", "ops.csv", "layers.csv", "trace.json"};
   size_t n = 0;
   char *all = NULL;
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -1238,6 +1238,19 @@ static void sites_read_alike_with_and_without_cjson(void **state) {
       {"\"api\":\"cublasGemmEx\"", "\"api\":null", 2},
       {"\"calls\":10,", "", 2},
       {"\"count\":10,\"gpu_ns\":12345}", "\"gpu_ns\":12345}", 2},
+      /* the first event (trace.json shows its fields) */
+      {"\"stream\":\"0x0\"}", "\"stream\":\"0x1f\",\"call\":3}", 5},
+      {"\"stream\":\"0x0\"}", "\"stream\":\"0x1f\",\"call\":-3}", 5},
+      {"\"stream\":\"0x0\"}", "\"stream\":\"\\u0030x1f\"}", 5},
+      {"\"stream\":\"0x0\"}", "\"stream\":7}", 5},
+      {"\"stream\":\"0x0\"}", "\"stream\":\"0x0\",\"call\":1,\"x\":2}", 5},
+      {"{\"site\":0,\"t_ns\":0,", "{\"site\":0, \"t_ns\":0,", 5},
+      {"{\"site\":0,\"t_ns\":0,", "{\"site\":0,\"t_ns\":0.5,", 5},
+      {"{\"site\":0,\"t_ns\":0,", "{\"site\":0,\"t_ns\":0,\"call\":2,", 5},
+      {"{\"site\":0,\"t_ns\":0,\"dur_ns\":500", "{\"site\":0,\"t_ns\":0,\"dur_ns\":-5", 5},
+      {"{\"site\":0,\"t_ns\":0,", "{\"site\":0,\"site\":1,\"t_ns\":0,", 5},
+      {"{\"site\":0,\"t_ns\":0,", "{\"site\":9,\"t_ns\":0,", 5}, /* sites are read before events */
+      {"{\"site\":0,\"t_ns\":0,", "{\"t_ns\":0,", 5},
   };
   char *want = NULL;
   for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
