@@ -25,6 +25,7 @@
 #include "profiler/hooks/gemm_decode.h"
 #include "profiler/hostmem.h"
 #include "profiler/mpp.h"
+#include "profiler/gpu/cuda_driver.h"
 #include "profiler/call.h"
 #include "profiler/nvtx.h"
 #include "profiler/op.h"
@@ -341,6 +342,13 @@ static void fork_child_gemm_on_unreadable_pointers_is_not_scanned(void **state) 
   void *none = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   assert_true(none != MAP_FAILED);
   static float b[16], c[16];
+  /* The parent is a CUDA process as mpprof sees one: its first hooked call
+   * asked the driver (with simcuda on LD_LIBRARY_PATH that initialises it;
+   * without a driver there is none in the child either). Otherwise the child
+   * would be the first to ask, and a driver that lets a fork child initialise
+   * (simcuda does, the real one answers CUDA_ERROR_NOT_INITIALIZED) would call
+   * the page host memory. */
+  (void)mpp_cuda_available();
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
