@@ -5,6 +5,7 @@
  * NVTX after mpprof's own cleanup, and GEMM calls whose operands cuBLAS never
  * reads. Each test fails (or hangs, bounded by an alarm in a child process)
  * without the fix it guards. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -335,20 +336,13 @@ static void gemm_with_an_invalid_transpose_code_does_not_scan_that_operand(void 
  * mpprof does not ask the driver there; a GEMM it issues may still carry the
  * parent's device pointers, which are not readable in the child (cuBLAS
  * fails the call). mpprof must not crash the child by scanning them or by
- * reading a device-mode beta. An inaccessible page stands for them here. */
-static void fork_child_gemm_on_unreadable_pointers_is_not_scanned(void **state) {
-  (void)state;
+ * reading a device-mode beta. An inaccessible page stands for them here.
+ * Returns the child's status: 0 when A and C were left alone. */
+static int child_gemm_on_unreadable_pointers(void) {
   long page = sysconf(_SC_PAGESIZE);
   void *none = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   assert_true(none != MAP_FAILED);
   static float b[16], c[16];
-  /* The parent is a CUDA process as mpprof sees one: its first hooked call
-   * asked the driver (with simcuda on LD_LIBRARY_PATH that initialises it;
-   * without a driver there is none in the child either). Otherwise the child
-   * would be the first to ask, and a driver that lets a fork child initialise
-   * (simcuda does, the real one answers CUDA_ERROR_NOT_INITIALIZED) would call
-   * the page host memory. */
-  (void)mpp_cuda_available();
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
@@ -363,8 +357,39 @@ static void fork_child_gemm_on_unreadable_pointers_is_not_scanned(void **state) 
     /* A and C: not readable here; B and D: scanned. */
     _exit(op.roles[2].present || call.ns_counts[MPP_NS_DEVICE_UNAVAILABLE] != 1 ? 1 : 0);
   }
-  assert_int_equal(child_status(pid), 0);
+  int st = child_status(pid);
   munmap(none, (size_t)page);
+  return st;
+}
+
+/* The program initialised CUDA itself and mpprof never asked the driver
+ * before the fork (no hooked call yet): the child's first question goes to a
+ * driver that refuses a fork child (CUDA_ERROR_NOT_INITIALIZED), and the page
+ * must still not be taken for host memory. The driver is simcuda's, loaded by
+ * path (mpprof's dlopen of libcuda.so.1 finds it by its soname). Must run
+ * before any test that lets mpprof ask the driver in this process. */
+static void
+fork_child_of_a_program_that_initialised_cuda_leaves_unreadable_pointers_alone(void **state) {
+  (void)state;
+  const char *dir = getenv("MPP_SIMCUDA");
+  if (!dir || !*dir) skip(); /* no driver anywhere: the next test covers it */
+  char path[4096];
+  snprintf(path, sizeof path, "%s/libcuda.so.1", dir);
+  void *lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  assert_non_null(lib);
+  CUresult (*init)(unsigned) = (CUresult(*)(unsigned))dlsym(lib, "cuInit");
+  assert_non_null(init);
+  assert_int_equal(init(0), CUDA_SUCCESS);
+  assert_int_equal(child_gemm_on_unreadable_pointers(), 0);
+}
+
+/* The parent is a CUDA process as mpprof sees one: its first hooked call
+ * asked the driver (none, or the one the test above loaded), so the child
+ * never asks. */
+static void fork_child_gemm_on_unreadable_pointers_is_not_scanned(void **state) {
+  (void)state;
+  (void)mpp_cuda_available();
+  assert_int_equal(child_gemm_on_unreadable_pointers(), 0);
 }
 
 int main(void) {
@@ -376,6 +401,8 @@ int main(void) {
       cmocka_unit_test(a_fork_right_after_activation_gives_a_child_that_exits),
       cmocka_unit_test(nvtx_push_from_a_later_thread_destructor_gets_a_fresh_stack),
       cmocka_unit_test(gemm_with_batch_count_zero_reads_no_operand),
+      cmocka_unit_test(
+          fork_child_of_a_program_that_initialised_cuda_leaves_unreadable_pointers_alone),
       cmocka_unit_test(fork_child_gemm_on_unreadable_pointers_is_not_scanned),
       cmocka_unit_test(gemm_with_an_invalid_transpose_code_does_not_scan_that_operand),
   };

@@ -180,7 +180,12 @@ SIM_API cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle) {
   if (handle == NULL) return CUBLAS_STATUS_INVALID_VALUE;
   struct cublasLtContext *h = calloc(1, sizeof(*h));
   if (h == NULL) return CUBLAS_STATUS_ALLOC_FAILED;
-  cuInit(0); /* the real library initialises the driver here */
+  /* The real library initialises the driver here, and fails where it cannot
+   * (a fork child of a process that had initialised it). */
+  if (cuInit(0) != CUDA_SUCCESS) {
+    free(h);
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  }
   h->magic = LT_HANDLE_MAGIC;
   *handle = h;
   return CUBLAS_STATUS_SUCCESS;

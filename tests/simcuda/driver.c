@@ -10,6 +10,7 @@
  * work still runs when issued, and the graph EndCapture returns cannot be
  * instantiated or launched (CUDA_ERROR_NOT_SUPPORTED). */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -55,6 +56,14 @@ struct CUgraph_st {
 };
 
 static atomic_int sim_initialized;
+/* Set in a fork child of a process whose driver was initialised: the real
+ * driver answers CUDA_ERROR_NOT_INITIALIZED there, to cuInit and to every
+ * call that needs it (a child forked before any cuInit initialises as usual). */
+static atomic_int sim_forked_after_init;
+
+static void sim_fork_child(void) {
+  atomic_store(&sim_forked_after_init, 1);
+}
 static atomic_uint sim_next_stream_id = SIM_FIRST_STREAM_ID;
 static _Thread_local CUcontext sim_current_ctx; /* NULL until cuCtxSetCurrent / a retain */
 static _Thread_local char sim_thread_token;     /* its address names the calling thread */
@@ -128,7 +137,8 @@ SIM_API void simcuda_kernel_finish(const simcuda_kernel *k, uint64_t token) {
 
 #define SIM_REQUIRE_INIT()                                                                         \
   do {                                                                                             \
-    if (!atomic_load(&sim_initialized)) return CUDA_ERROR_NOT_INITIALIZED;                         \
+    if (!atomic_load(&sim_initialized) || atomic_load(&sim_forked_after_init))                     \
+      return CUDA_ERROR_NOT_INITIALIZED;                                                           \
   } while (0)
 
 /* The driver loads the library named by CUDA_INJECTION64_PATH during the
@@ -147,8 +157,12 @@ static void sim_load_injection(void) {
 
 SIM_API CUresult cuInit(unsigned int flags) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (atomic_load(&sim_forked_after_init)) return CUDA_ERROR_NOT_INITIALIZED;
   int expected = 0;
-  if (atomic_compare_exchange_strong(&sim_initialized, &expected, 1)) sim_load_injection();
+  if (atomic_compare_exchange_strong(&sim_initialized, &expected, 1)) {
+    pthread_atfork(NULL, NULL, sim_fork_child);
+    sim_load_injection();
+  }
   return CUDA_SUCCESS;
 }
 

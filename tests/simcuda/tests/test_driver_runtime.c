@@ -3,8 +3,11 @@
  * streams, events), and what they refuse (unknown attributes, symbols they
  * do not implement, foreign pointers). */
 #include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -252,6 +255,30 @@ static void streams_have_distinct_ids_and_events_measure_host_time(void **state)
   cudaGetLastError();
 }
 
+/* A fork child of a process that initialised the driver cannot use it: the
+ * real driver answers CUDA_ERROR_NOT_INITIALIZED to cuInit and to the calls
+ * that need it there; the parent goes on as before. */
+static void a_fork_child_of_an_initialised_process_cannot_use_the_driver(void **state) {
+  (void)state;
+  int count = -1;
+  assert_int_equal(cuInit(0), CUDA_SUCCESS);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    CUdevice dev = -1;
+    bool refused = cuInit(0) == CUDA_ERROR_NOT_INITIALIZED &&
+                   cuDeviceGetCount(&count) == CUDA_ERROR_NOT_INITIALIZED &&
+                   cuDeviceGet(&dev, 0) == CUDA_ERROR_NOT_INITIALIZED;
+    _exit(refused ? 0 : 1);
+  }
+  int st = -1;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  assert_int_equal(cuDeviceGetCount(&count), CUDA_SUCCESS);
+  assert_int_equal(count, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(driver_reports_one_simcuda_device_of_compute_capability_9_0),
@@ -264,6 +291,7 @@ int main(void) {
       cmocka_unit_test(runtime_refuses_pointers_it_did_not_allocate),
       cmocka_unit_test(runtime_reports_the_device_and_versions),
       cmocka_unit_test(streams_have_distinct_ids_and_events_measure_host_time),
+      cmocka_unit_test(a_fork_child_of_an_initialised_process_cannot_use_the_driver),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
