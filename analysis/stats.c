@@ -98,6 +98,21 @@ void mp_stats_merge_scanned(mp_stats *dst, const mp_stats *src) {
     dst->exp_hist[e - MP_HIST_MIN] += src->exp_hist[e - MP_HIST_MIN];
 }
 
+void mp_stats_repeat(mp_stats *s, uint64_t k) {
+  s->count *= k;
+  s->zeros *= k;
+  s->nans *= k;
+  s->pos_infs *= k;
+  s->neg_infs *= k;
+  s->negatives *= k;
+  s->saturated *= k;
+  for (int t = 0; t < MP_TARGET_COUNT; t++)
+    for (int o = 0; o < MP_CAST_OUTCOMES; o++)
+      s->casts[t][o] *= k;
+  for (int b = 0; b < MP_HIST_BINS; b++)
+    s->exp_hist[b] *= k;
+}
+
 uint64_t mp_stats_nonzero_finite(const mp_stats *s) {
   return s->count - s->zeros - s->nans - s->pos_infs - s->neg_infs;
 }

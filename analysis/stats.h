@@ -62,6 +62,11 @@ void mp_stats_merge(mp_stats *dst, const mp_stats *src);
  * Same results as mp_stats_merge and mp_stats_init. */
 void mp_stats_merge_scanned(mp_stats *dst, const mp_stats *src);
 void mp_stats_reinit_scanned(mp_stats *s, mp_dtype dtype);
+/* The record of s's values each seen k >= 1 times (a view that repeats its
+ * elements, stride 0): every count times k, the extremes as they are; the
+ * same record as merging k copies. The caller knows the counts fit (k times
+ * s->count is the repeated view's element count). */
+void mp_stats_repeat(mp_stats *s, uint64_t k);
 /* How mp_stats_merge combines min, max and absmax (NaN: none; -0 < +0), for
  * records kept in another form (the report's compact stats). */
 double mp_stats_pick_min(double a, double b);

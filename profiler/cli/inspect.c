@@ -448,9 +448,10 @@ static int file_kind(const char *path) {
 }
 
 /* How many times its size a file of many tensors may have scanned:
- * identical views are scanned once, so only views overlapping in one storage
- * (or repeating elements, stride 0) come near it; beyond it the file is
- * refused before anything is printed. README, `mpprof inspect`. */
+ * identical views are scanned once and a repeated dimension (stride 0, an
+ * expanded tensor) is read once, so only views overlapping in one storage
+ * come near it; beyond it the file is refused before anything is printed.
+ * README, `mpprof inspect`. */
 #define MPPROF_INSPECT_SCAN_PER_FILE_BYTE 64
 
 /* The stats of a view with identical views later in the file are kept for

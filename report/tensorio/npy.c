@@ -578,9 +578,27 @@ size_t mpprof_tensor_set_file_bytes(const mpprof_tensor_set *s) {
   return s->map_len_;
 }
 
+/* *ret: t without the dimensions it repeats (stride 0, more than one
+ * element: an expanded tensor), their sizes 1. Returns how many times t
+ * holds each element of *ret (1: nothing repeated). */
+static uint64_t without_repeats(const mpprof_tensor *t, mpprof_tensor *ret) {
+  *ret = *t;
+  uint64_t k = 1;
+  if (!t->strided || t->count == 0) return 1;
+  for (int d = 0; d < t->ndim; d++)
+    if (t->stride[d] == 0 && t->shape[d] > 1) {
+      k *= t->shape[d]; /* a divisor of count: no overflow */
+      ret->shape[d] = 1;
+    }
+  ret->count = t->count / k;
+  return k;
+}
+
 uint64_t mpprof_tensor_scan_bytes(const mpprof_tensor *t) {
-  const unsigned size = mp_dtype_size(t->dtype);
-  return t->count > UINT64_MAX / (size ? size : 1) ? UINT64_MAX : t->count * size;
+  mpprof_tensor r;
+  without_repeats(t, &r);
+  const unsigned size = mp_dtype_size(r.dtype);
+  return r.count > UINT64_MAX / (size ? size : 1) ? UINT64_MAX : r.count * size;
 }
 
 typedef struct view_ref {
@@ -729,6 +747,14 @@ static int gather_body(void *arg) {
  * pass over the whole tensor. */
 int mpprof_tensor_scan(const mpprof_tensor *t, mp_stats *ret) {
   if (!mp_dtype_scannable(t->dtype)) return -EINVAL;
+  mpprof_tensor once;
+  const uint64_t repeats = without_repeats(t, &once);
+  if (repeats > 1) {
+    /* Each element once, the counts times the repeats: the same record. */
+    int rc = mpprof_tensor_scan(&once, ret);
+    if (rc == 0) mp_stats_repeat(ret, repeats);
+    return rc;
+  }
   mp_stats_init(ret, t->dtype);
   if (!t->count) return 0;
   mp_view v;

@@ -98,8 +98,9 @@ size_t mpprof_tensor_set_file_bytes(const mpprof_tensor_set *s);
  * not scan. 0, or -ENOMEM. */
 int mpprof_tensor_set_same_views(const mpprof_tensor_set *s, size_t *ret_first);
 
-/* The bytes a scan of t reads: count times the element size, UINT64_MAX
- * when that overflows (a view repeating elements, stride 0). */
+/* The bytes a scan of t reads: its elements times their size, a repeated
+ * dimension (stride 0, an expanded tensor) read once; UINT64_MAX when that
+ * overflows. */
 uint64_t mpprof_tensor_scan_bytes(const mpprof_tensor *t);
 
 /* The host's byte order (1: big-endian). */
@@ -142,7 +143,8 @@ void mpprof_tensor_close(mpprof_tensor *t); /* accepts a closed/zeroed tensor */
 int mpprof_tensor_view(const mpprof_tensor *t, mp_view *ret);
 
 /* Initialise *ret for t's dtype and scan every element (byte-swapping or
- * realigning in chunks when needed). 0, or a negative errno: -ESTALE when the
+ * realigning in chunks when needed; a repeated dimension, stride 0, is read
+ * once and its counts multiplied). 0, or a negative errno: -ESTALE when the
  * file shrank while it was read (MPPROF_TENSOR_CHANGED_MSG). */
 int mpprof_tensor_scan(const mpprof_tensor *t, mp_stats *ret);
 

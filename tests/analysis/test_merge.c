@@ -203,6 +203,34 @@ static void reinit_of_a_scanned_record_equals_a_fresh_init(void **state) {
   free(fresh);
 }
 
+/* A view that repeats its elements (an expanded tensor) is scanned once and
+ * its record repeated: k repeats must be the record of k merged copies, byte
+ * for byte (the extremes as they are, every count times k), for every dtype
+ * and for parts holding NaN, inf, zeros of both signs or nothing. */
+static void repeating_a_record_equals_merging_its_copies(void **state) {
+  (void)state;
+  mp_stats *part = malloc(sizeof *part), *merged = malloc(sizeof *merged);
+  assert_true(part && merged);
+  uint64_t rng = 13;
+  for (size_t k = 0; k < sizeof scannable / sizeof scannable[0]; k++)
+    for (int p = 0; p < 12; p++) {
+      mp_dtype d = scannable[k];
+      scan_part(part, d, p, -25 + 4 * p, p % 3 == 0 ? 1 : 35, &rng);
+      if (p == 11) {
+        mp_stats_init(part, d);
+        assert_int_equal(mp_scan_contiguous(part, (const double[]){0.0}, 0), 0);
+      }
+      const uint64_t repeats = 1 + (uint64_t)(p % 4) * 3; /* 1, 4, 7, 10 */
+      mp_stats_init(merged, d);
+      for (uint64_t r = 0; r < repeats; r++)
+        mp_stats_merge(merged, part);
+      mp_stats_repeat(part, repeats);
+      assert_memory_equal(part, merged, sizeof *part);
+    }
+  free(part);
+  free(merged);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(merge_is_order_and_grouping_independent),
@@ -211,6 +239,7 @@ int main(void) {
       cmocka_unit_test(merging_different_source_dtypes_widens_the_bin_range),
       cmocka_unit_test(merging_only_the_touched_bins_gives_the_full_merge),
       cmocka_unit_test(reinit_of_a_scanned_record_equals_a_fresh_init),
+      cmocka_unit_test(repeating_a_record_equals_merging_its_copies),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

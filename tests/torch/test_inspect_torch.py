@@ -207,6 +207,7 @@ def main():
           "100000 storages: exit %d in %.1f s: %r" % (rc, took, err or out[-200:]))
 
     tied_weights_are_scanned_once(torch, np)
+    expanded_tensors_are_read_once(torch, np)
     identical_views_are_scanned_once(torch, np)
     overlapping_views_beyond_the_bound_are_refused()
     names_beyond_the_memory_bound_are_refused()
@@ -401,6 +402,35 @@ def tied_weights_are_scanned_once(torch, np):
         n, views = len(sd), len({(v.data_ptr(), v.shape, v.stride()) for v in sd.values()})
         check(views < n and cost.get(p_tied, (0, 0))[:2] == (n, views) and cost2.get(p_copy, (0, 0))[:2] == (n, n),
               "tied weights %s: expected %d tensors in %d scans (untied: %d), got %r %r" % (args, n, views, n, cost, cost2))
+
+
+def expanded_tensors_are_read_once(torch, np):
+    """torch.save keeps an expanded tensor as a view of stride 0 over its small
+    storage. Its summary is the very text of its contiguous copy's (every
+    count multiplied by the repeats), and reading it costs its storage, not
+    every repeated element (which was refused beyond 64 times the file's size,
+    1.2 MB of scans from a file of about 2 KB)."""
+    torch.manual_seed(3)
+    tensors = collections.OrderedDict([
+        ("row", torch.randn(100).expand(3000, 100)),             # strides (0, 1)
+        ("mid", (torch.randn(60, 1, 50) * 1e4).expand(60, 40, 50)),  # (50, 0, 1)
+        ("one", torch.tensor(-0.0).expand(7, 9)),                # (0, 0): one element
+        ("half", torch.randn(1, 64).half().expand(500, 64)),     # fp16, (64, 1) -> (0, 1)
+    ])
+    check(all(0 in t.stride() for t in tensors.values()), "expanded views have a stride 0")
+    p_exp, p_copy = os.path.join(WORK, "expanded.pt"), os.path.join(WORK, "expanded_copy.pt")
+    torch.save(tensors, p_exp)
+    torch.save(collections.OrderedDict((k, v.contiguous()) for k, v in tensors.items()), p_copy)
+    once = sum(t.numel() // max(1, int(np.prod([n for n, st in zip(t.shape, t.stride()) if st == 0])))
+               * t.element_size() for t in tensors.values())
+    for args in ((), ("--json",)):
+        rc, out, err, cost = inspect_logged(*args, p_exp)
+        rc2, out2, err2, cost2 = inspect_logged(*args, p_copy)
+        check(rc == 0 and rc2 == 0 and out.replace(p_exp, "F") == out2.replace(p_copy, "F"),
+              "expanded %s: output differs from the contiguous copy's (%d %r):\n%s\n---\n%s"
+              % (args, rc, err[:300], out[:600], out2[:600]))
+        check(cost.get(p_exp, (0,) * 4)[:3] == (4, 4, once),
+              "expanded %s: expected 4 scans of %d bytes, got %r" % (args, once, cost))
 
 
 def overlapping_views_beyond_the_bound_are_refused():
