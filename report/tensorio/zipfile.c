@@ -204,6 +204,7 @@ typedef struct vm {
   size_t n_marks, marks_cap;
   node **memo;
   size_t memo_cap, memo_used;
+  size_t size; /* the pickle's bytes: a memo index beyond them is refused */
   const zip *z;
   const char *prefix; /* "archive/" */
   size_t plen;
@@ -582,8 +583,17 @@ static int run(vm *v) {
       n = w ? mpprof_le_uint(v->p, w) : v->memo_used; /* MEMOIZE: the memo's size, as Python's */
       v->p += w;
       x = top(v);
-      if (!x || n >= MAX_MEMO || !grow((void **)&v->memo, &v->memo_cap, n + 1, sizeof *v->memo))
+      if (!x) return -1;
+      /* A pickler numbers its memo 0, 1, 2 ... (two bytes at least per
+       * entry): an index beyond the pickle's size is no pickler's, and would
+       * make the memo a thousand times the file (Python's is a dict). */
+      if (n >= MAX_MEMO || n >= v->size) {
+        v->failed = mpprof_tensorio_fail(
+            v->err, v->errlen, "data.pkl: memo index %" PRIu64 " beyond the pickle's %zu bytes", n,
+            v->size);
         return -1;
+      }
+      if (!grow((void **)&v->memo, &v->memo_cap, n + 1, sizeof *v->memo)) return -1;
       v->memo_used += !v->memo[n];
       v->memo[n] = x;
       continue;
@@ -736,7 +746,12 @@ static int walk_node(walk *w, node *x, size_t len, int depth) {
 
 static int torch_parse(const zip *z, const member *pkl, size_t file_len, mpprof_tensor_set *ret,
                        char *err, size_t errlen) {
-  vm v = {.p = pkl->data, .end = pkl->data + pkl->size, .z = z, .err = err, .errlen = errlen};
+  vm v = {.p = pkl->data,
+          .end = pkl->data + pkl->size,
+          .size = pkl->size,
+          .z = z,
+          .err = err,
+          .errlen = errlen};
   v.prefix = pkl->name;
   v.plen = pkl->name_len - strlen("data.pkl");
   /* the byte order of the storages (torch.save writes it from torch 2.1 on;

@@ -250,6 +250,18 @@ def main():
     refused("small.pt", rezip(replace=("/data/0", lambda d: d[:8])), "storage '0': 48 elements of FloatStorage need more than its 8 bytes")
     refused("deflated.pt", rezip(compress="data.pkl"), "data.pkl is compressed")
     refused("nopickle.pt", rezip(replace=("data.pkl", lambda d: b"\x80\x02garbage")), "data.pkl: not a pickle this reader follows")
+    # a memo index no pickler writes (LONG_BINPUT 2^24 - 16 in a pickle of
+    # ~200 bytes): accepted before, with a memo of 128 MiB
+    memo_pt = os.path.join(WORK, "memo_src.pt")
+    torch_zip(memo_pt, bytes(16), collections.OrderedDict([("w", (0, (4,), (1,)))]),
+              extra_pickle=b"r\xf0\xff\xff\x00")
+    memo_pkl = zipfile.ZipFile(memo_pt).read("archive/data.pkl")
+    refused("memo.pt", open(memo_pt, "rb").read(),
+            "data.pkl: memo index 16777200 beyond the pickle's %d bytes" % len(memo_pkl))
+    torch_zip(memo_pt, bytes(16), collections.OrderedDict([("w", (0, (4,), (1,)))]),
+              extra_pickle=b"r\x05\x00\x00\x00")  # an index within the pickle: read
+    rc, out, err = inspect(memo_pt)
+    check(rc == 0 and ":w: fp32 (4,), 4 values" in out, "memo index within the pickle: %d %r" % (rc, err or out[:200]))
     # a view reaching past its storage: the pickle's offset patched upward
     t = torch.randn(4)
     q = os.path.join(WORK, "beyond.pt")
