@@ -1155,6 +1155,7 @@ static int scan_tensors(walk *w, mpprof_strpool *pool, const char *t, size_t n,
  * both ways and requires the same outputs. */
 bool mpprof_raw_fast_sites = true;
 size_t mpprof_raw_fast_sites_read;
+size_t mpprof_raw_fast_events_read;
 
 #define SF_ENUM_(name, json, ...) SF_##name,
 enum { MP_RAW_SITE_ALL_(SF_ENUM_) SF_COUNT };
@@ -1228,6 +1229,21 @@ static bool sf_key(const char **pp, const char *end, const char **ret, size_t *r
 }
 
 /* A scalar (string, integer, null) at *pp into *v. */
+/* A JSON integer at *pp of at most max_digits digits (no sign, no leading
+ * zero, no fraction or exponent): its value, exact below 10^19, in *u and
+ * *pp past it; false for anything else. */
+static bool sf_uint(const char **pp, const char *end, int max_digits, uint64_t *u) {
+  const char *p = *pp, *b = p;
+  uint64_t x = 0;
+  while (p < end && (unsigned)(*p - '0') < 10 && p - b <= max_digits)
+    x = x * 10 + (uint64_t)(*p++ - '0');
+  if (p == b || p - b > max_digits || (p - b > 1 && *b == '0')) return false;
+  if (p < end && (*p == '.' || *p == 'e' || *p == 'E')) return false;
+  *u = x;
+  *pp = p;
+  return true;
+}
+
 static bool sf_scalar(const char **pp, const char *end, sf_value *v) {
   const char *p = *pp;
   if (p >= end) return false;
@@ -1242,11 +1258,8 @@ static bool sf_scalar(const char **pp, const char *end, sf_value *v) {
   }
   if ((unsigned)(*p - '0') < 10) {
     const char *b = p;
-    uint64_t u = 0;
-    while (p < end && (unsigned)(*p - '0') < 10)
-      u = u * 10 + (uint64_t)(*p++ - '0');
-    if (p - b > 15 || (p - b > 1 && *b == '0')) return false;
-    if (p < end && (*p == '.' || *p == 'e' || *p == 'E')) return false;
+    uint64_t u;
+    if (!sf_uint(&p, end, 15, &u)) return false; /* exact as cJSON's double */
     *v = (sf_value){.p = b, .n = (uint32_t)(p - b), .kind = 'i', .u = u};
     *pp = p;
     return true;
@@ -1836,12 +1849,13 @@ static int parse_timeline(walk *w, const mpprof_model *m, const size_t *at,
   return 0;
 }
 
-/* Parse the mapped file into temporaries; 0 ok, 1 invalid (reason in err), -1 ENOMEM. */
 /* An event in mpprof's own spelling (profiler/rawwrite.c: MP_RAW_EVENT's
- * members in its order, "call" optional, no whitespace, integers and the
- * stream string as sf_scalar reads them): its members in ret[], read in
- * place, as the cJSON path reads them; how many (5 or 6). 0 for any other
- * text, which the cJSON path reads. */
+ * members in its order, "call" optional, no whitespace, the stream string as
+ * sf_scalar reads it): its members in ret[], read in place, as the cJSON path
+ * reads them; how many (5 or 6). 0 for any other text, which the cJSON path
+ * reads. Integers take up to 19 digits (a CLOCK_REALTIME t_ns has 19) and
+ * become what that path makes of them: the double nearest the value (strtod's
+ * and the conversion's rounding agree), within +-2^61 (i64_of), truncated. */
 static int event_fast(const char *t, size_t n, sf_value ret[6]) {
 #define EV_JSON_(name, json, ...) json,
   static const char *const keys[] = {MP_RAW_EVENT(EV_JSON_)};
@@ -1855,12 +1869,21 @@ static int event_fast(const char *t, size_t n, sf_value ret[6]) {
     if (i && *p++ != ',') return 0;
     const char *k;
     size_t kn;
-    if (!sf_key(&p, end, &k, &kn) || strlen(keys[i]) != kn || memcmp(keys[i], k, kn) ||
-        !sf_scalar(&p, end, &ret[i]) || ret[i].kind != (i == 4 ? 's' : 'i'))
-      return 0;
+    if (!sf_key(&p, end, &k, &kn) || strlen(keys[i]) != kn || memcmp(keys[i], k, kn)) return 0;
+    if (i == 4) {
+      if (!sf_scalar(&p, end, &ret[i]) || ret[i].kind != 's') return 0;
+      continue;
+    }
+    uint64_t u;
+    if (!sf_uint(&p, end, 19, &u)) return 0;
+    double d = (double)u;
+    if (d > 0x1p61) return 0;
+    ret[i] = (sf_value){.kind = 'i', .u = (uint64_t)(int64_t)d};
   }
   return i >= 5 && p + 1 == end && *p == '}' ? i : 0;
 }
+
+/* Parse the mapped file into temporaries; 0 ok, 1 invalid (reason in err), -1 ENOMEM. */
 
 static int parse_file(walk *w, const char *path, mpprof_model *m, mpprof_process *p,
                       size_t **ret_at, mpprof_pending **ret_pend, size_t **ret_into,
@@ -1986,6 +2009,7 @@ static int parse_file(walk *w, const char *path, mpprof_model *m, mpprof_process
       } else {
         ok = false;
       }
+      mpprof_raw_fast_events_read += ok;
     }
     if (!ok) {
       bool arena = mpprof_json_arena_begin();

@@ -584,7 +584,8 @@ extern size_t mpprof_raw_window;
 /* Sites and events in mpprof's own spelling are read without cJSON (true);
  * false reads every one through cJSON, as tests do to compare the two. */
 extern bool mpprof_raw_fast_sites;
-extern size_t mpprof_raw_fast_sites_read; /* sites read so, counted for tests */
+extern size_t mpprof_raw_fast_sites_read;  /* sites read so, counted for tests */
+extern size_t mpprof_raw_fast_events_read; /* events read so (event_fast), likewise */
 
 /* advise.c */
 int mpprof_advise_layers(mpprof_model *m);

@@ -45,8 +45,9 @@ static void make_run(const char *dir, int sites) {
       fprintf(r.f, "%s{\"id\":%d,\"layer\":\"block%05d/%s\",\"m\":%d,%s", i ? ",\n" : "", i,
               i / 200, (i / 100) % 2 ? "bwd" : "fwd", 8 * (1 + i % 100), text + 1);
     r.nsites = sites;
+    /* event times as a run writes them: CLOCK_REALTIME ns, 19 digits */
     for (int i = 0; i < sites; i++)
-      rg_event(&r, i, 1000L * i, 500, 7);
+      rg_event(&r, i, 1796385748327034849L + 1000L * i, 500, 7);
     free(text);
     if (rg_end(&r)) exit(1);
   }

@@ -584,13 +584,21 @@ static int run(vm *v) {
       v->p += w;
       x = top(v);
       if (!x) return -1;
-      /* A pickler numbers its memo 0, 1, 2 ... (two bytes at least per
-       * entry): an index beyond the pickle's size is no pickler's, and would
-       * make the memo a thousand times the file (Python's is a dict). */
-      if (n >= MAX_MEMO || n >= v->size) {
+      /* A pickler numbers its memo 0, 1, 2 ... (a byte at least per entry):
+       * an index beyond the pickle's size is no pickler's, and would make the
+       * memo many times the file (Python's is a dict). MAX_MEMO bounds a
+       * large pickle's. */
+      if (n >= v->size) {
         v->failed = mpprof_tensorio_fail(
             v->err, v->errlen, "data.pkl: memo index %" PRIu64 " beyond the pickle's %zu bytes", n,
             v->size);
+        return -1;
+      }
+      if (n >= MAX_MEMO) {
+        v->failed = mpprof_tensorio_fail(v->err, v->errlen,
+                                         "data.pkl: memo index %" PRIu64
+                                         " beyond the %u entries this reader keeps",
+                                         n, MAX_MEMO);
         return -1;
       }
       if (!grow((void **)&v->memo, &v->memo_cap, n + 1, sizeof *v->memo)) return -1;

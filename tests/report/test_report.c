@@ -1166,6 +1166,7 @@ static void sites_read_alike_with_and_without_cjson(void **state) {
   rg_site_end(&r, fwd_site(2, "net/fc2/fwd", -6, 2));
   for (int i = 0; i < 6; i++)
     rg_event(&r, i % 3, 1000L * i, 500, 7);
+  rg_event(&r, 1, 1796385748327034849L, 562355, 26892); /* a CLOCK_REALTIME t_ns: 19 digits */
   rg_end(&r);
   char *raw = rg_read_text(dir, "raw/a.json", NULL);
   /* a second process with a site of the first: they merge (not site 0,
@@ -1260,7 +1261,7 @@ static void sites_read_alike_with_and_without_cjson(void **state) {
     char *got[2];
     for (int fast = 0; fast < 2; fast++) {
       mpprof_raw_fast_sites = fast;
-      mpprof_raw_fast_sites_read = 0;
+      mpprof_raw_fast_sites_read = mpprof_raw_fast_events_read = 0;
       char *sites = sites_text(dir), *out = outputs_text(dir);
       got[fast] = malloc(strlen(sites) + strlen(out) + 1);
       assert_non_null(got[fast]);
@@ -1274,6 +1275,8 @@ static void sites_read_alike_with_and_without_cjson(void **state) {
     if (mpprof_raw_fast_sites_read != 2 * edits[i].fast) /* read twice */
       fail_msg("edit %zu (%s): %zu sites read without cJSON, expected %zu", i, edits[i].to,
                mpprof_raw_fast_sites_read, edits[i].fast);
+    if (i == 0 && mpprof_raw_fast_events_read != 2 * 7) /* mpprof's own events, all of them */
+      fail_msg("%zu events read without cJSON, expected 7", mpprof_raw_fast_events_read / 2);
     if (!want)
       want = got[0];
     else
