@@ -55,6 +55,7 @@ _Static_assert(TH_COUNT == 10 && IND_ZEROS == 10 && IND_NEGATIVES == 11, "unroll
     uint64_t start = i;                                                                            \
     uint64_t end = n - i > 16 * (uint64_t)KERNEL_VECTORS ? i + 16 * (uint64_t)KERNEL_VECTORS : n;  \
     for (; i + 16 <= end; i += 16) {                                                               \
+      scan_prefetch(p + i, 1); /* 16-bit sources ask for each line twice */                        \
       __m512i v = LOAD_BITS(p + i);                                                                \
       __m512i a = _mm512_and_si512(v, absmask);                                                    \
       __mmask16 nonzero = _mm512_test_epi32_mask(a, a);                                            \

@@ -201,6 +201,7 @@ CLS_INLINE void cls8_kernel(cls_out *o, const cls_scan *C, const uint8_t *p, uin
   for (uint64_t chunk = 0; chunk < nsteps; chunk += CLS_CHUNK_STEPS) {
     uint64_t end = nsteps - chunk < CLS_CHUNK_STEPS ? nsteps : chunk + CLS_CHUNK_STEPS;
     for (uint64_t i = chunk; i < end; i++) {
+      scan_prefetch(p + 128 * i, 2);
       __m512i v0 = _mm512_loadu_si512(p + 128 * i), v1 = _mm512_loadu_si512(p + 128 * i + 64);
       CLS8_EXTREMES(v0);
       CLS8_EXTREMES(v1);
@@ -480,6 +481,7 @@ CLS_INLINE void cls16_kernel(cls_out *o, const cls_scan *C, const uint16_t *p, u
     uint64_t end = nsteps - chunk < CLS_CHUNK_STEPS ? nsteps : chunk + CLS_CHUNK_STEPS;
     for (uint64_t i = chunk; i < end; i++) {
       const uint16_t *q = p + 128 * i;
+      scan_prefetch(q, 4);
       __m512i c0, c1;
       __m512i v0 = _mm512_loadu_si512(q), v1 = _mm512_loadu_si512(q + 32);
       __m512i v2 = _mm512_loadu_si512(q + 64), v3 = _mm512_loadu_si512(q + 96);

@@ -121,6 +121,7 @@ __attribute__((target("avx512f"), noinline)) static uint64_t f64_kernel(f64_vec 
   uint64_t start = i;
   uint64_t end = n - i > 8 * (uint64_t)F64V_KERNEL_VECTORS ? i + 8 * F64V_KERNEL_VECTORS : n;
   for (; i + 8 <= end; i += 8) {
+    scan_prefetch(p + i, 1);
     __m512i v = _mm512_loadu_si512(p + i);
     __m512i a = _mm512_and_si512(v, absmask);
     __mmask8 nonzero = _mm512_test_epi64_mask(a, a);

@@ -185,6 +185,7 @@ PLANE_INLINE void plane_kernel(plane_out *o, const plane_tables *T, const void *
     __m512i b0 = zero, b1 = zero, b2 = zero;
     for (uint64_t i = chunk; i < end; i += 8) {
       uint64_t q = 16 * i;
+      scan_prefetch((const char *)p + (kind == 0 ? 4 : 2) * q, kind == 0 ? 8 : 4);
       __m512i ca0, ca1, ca2, cb0, cb1, cb2, fa0, fa1, fa2, ga0, ga1, ga2, e8;
       PLANE_PAIR(q, ca0, ca1, ca2);
       PLANE_PAIR(q + 32, cb0, cb1, cb2);
