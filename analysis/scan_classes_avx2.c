@@ -348,6 +348,7 @@ C2_INLINE void c2_16_kernel(c2_out *o, uint16_t (*bank)[C2_IDS * C2_IDS], const 
   uint16_t *b0 = bank[0], *b1 = bank[1], *b2 = bank[2], *b3 = bank[3];
   for (uint64_t i = 0; i < nsteps; i++) {
     __m256i x0, x1;
+    scan_prefetch(p + 32 * i, 1);
     C2_16_IDS(p + 32 * i, x0);
     C2_16_IDS(p + 32 * i + 16, x1);
     /* Out through general registers (vmovq, vpextrq): a vector store
@@ -670,6 +671,7 @@ C2_INLINE void c2_8_kernel(c2_out8 *o, uint16_t (*bank)[C2_IDS * C2_IDS], const 
     uint64_t len = nsteps - chunk < C2_CHUNK8_STEPS ? nsteps - chunk : C2_CHUNK8_STEPS;
     const uint8_t *q = p + 32 * chunk;
     for (uint64_t i = 0; i < len; i++) {
+      scan_prefetch(q + 32 * i, 1); /* each line asked for twice: cheaper than a test */
       __m256i v = _mm256_loadu_si256((const __m256i *)(q + 32 * i));
       __m256i m = _mm256_and_si256(v, low7);
       __m256i isneg = _mm256_cmpgt_epi8(_mm256_xor_si256(v, sign), zero); /* sign, m != 0 */

@@ -113,6 +113,7 @@ f64a_kernel_np(f64a_block *o, uint32_t (*sub)[2048], const int32_t *level, const
     above[j] = zero;
   uint32_t *s0 = sub[0], *s1 = sub[1], *s2 = sub[2], *s3 = sub[3];
   for (uint64_t i = 0; i < nvec; i += 2) {
+    scan_prefetch(p + 4 * i, 1);
     __m256i v0 = _mm256_loadu_si256((const __m256i *)(p + 4 * i));
     __m256i v1 = _mm256_loadu_si256((const __m256i *)(p + 4 * i + 4));
     F64A_LANES(v0);

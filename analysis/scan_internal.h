@@ -31,12 +31,16 @@
  * of the step they are on (prefetcht0, one per 64-byte line the step reads).
  * A kernel's step is long (tens of vector operations per line), so the
  * hardware's own prefetch and out-of-order loads keep too few misses in
- * flight to hide memory's latency: on a 2-core Intel AVX-512 VM (2026-12-04,
- * `scan_host 256 3 fp16`) the fp16 class kernel scanned 13.6 GB/s from cache
- * but 5.6-6.2 from memory (0.45 of a plain read); 1, 2 and 4 KB ahead gave
- * 0.65-0.70, 0.73-0.77 and 0.68-0.72. Prefetches never fault, and the
- * address is formed as an integer, so lines past the buffer's end are only
- * asked for, never read. */
+ * flight to hide memory's latency. On a 2-core Intel AVX-512 VM (2026-12-04,
+ * `scan_host 256 3`, ratios to a read of the same 256 MiB) the fp16 class
+ * kernel scanned 13.6 GB/s from cache but 5.6-7.7 from memory (0.48-0.51
+ * of the read); 1, 2, 3 and 4 KB ahead gave 0.62, 0.69-0.71, 0.73-0.75 and
+ * 0.73. With 3 KB: AVX-512 fp32 0.59-0.66 -> 0.69-0.71, 16-bit 0.47-0.51 ->
+ * 0.72-0.74, fp8 0.46-0.57 -> 0.76-0.82, fp64 0.25-0.28 -> 0.68-0.69; the
+ * AVX2 kernels 0.11-0.29 -> 0.26-0.54. From cache it costs AVX-512 fp32
+ * about 6%. Prefetches never fault, and the address is formed as an
+ * integer, so lines past the buffer's end are only asked for, never read.
+ * Another distance can be tried with -DSCAN_PREFETCH_AHEAD=N. */
 #ifndef SCAN_PREFETCH_AHEAD
 #define SCAN_PREFETCH_AHEAD 3072
 #endif
