@@ -1785,6 +1785,62 @@ static bool same_process(const mpprof_process *a, const mpprof_process *b) {
   return a->pid == b->pid && a->start_ns == b->start_ns && !strcmp(a->host, b->host);
 }
 
+/* ---- times to the nanosecond ----
+ * cJSON keeps a number as a double, and i64_of truncates that: a time in ns
+ * since 1970 (19 digits, about 2^60.6: CLOCK_REALTIME, CUPTI's timestamps)
+ * comes back in steps of 256 ns, so a trace would show every kernel as a
+ * multiple of 256 ns (1.792 or 2.048 us for one of 2.000). Times are
+ * therefore read again from their text, exactly, where that text is a
+ * plain integer that reads as cJSON read it. */
+
+/* u (negated when neg), the integer whose text cJSON's path read as approx:
+ * u itself when it is within i64_of's bound and its nearest double (what
+ * strtod gives) truncates to approx; approx otherwise. */
+static int64_t exact_integer(uint64_t u, bool neg, int64_t approx) {
+  if (u > (1ull << 61)) return approx;
+  double d = neg ? -(double)u : (double)u;
+  int64_t v = neg ? -(int64_t)u : (int64_t)u;
+  return (int64_t)d == approx ? v : approx;
+}
+
+static const char *json_ws(const char *p, const char *end) {
+  while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+    p++;
+  return p;
+}
+
+/* Member key of the object text t (n bytes) to the nanosecond, where its
+ * cJSON tree gave approx: the first member spelled key, as
+ * cJSON_GetObjectItemCaseSensitive finds it; approx where a key before it
+ * has an escape (it might be key spelled otherwise), where its value is not
+ * an integer (optional '-', at most 19 digits), or where that integer does
+ * not read as approx. */
+static int64_t exact_member(const char *t, size_t n, const char *key, int64_t approx) {
+  const char *p = t, *end = t + n;
+  size_t kn = strlen(key);
+  p = json_ws(p, end);
+  if (p >= end || *p++ != '{') return approx;
+  while (true) {
+    p = json_ws(p, end);
+    const char *ke = p < end && *p == '"' ? skip_string(p, end) : NULL;
+    if (!ke || memchr(p, '\\', (size_t)(ke - p))) return approx;
+    bool match = (size_t)(ke - p) == kn + 2 && !memcmp(p + 1, key, kn);
+    p = json_ws(ke, end);
+    if (p >= end || *p++ != ':') return approx;
+    p = json_ws(p, end);
+    if (match) {
+      bool neg = p < end && *p == '-';
+      const char *q = p + neg;
+      uint64_t u;
+      return sf_uint(&q, end, 19, &u) ? exact_integer(u, neg, approx) : approx;
+    }
+    p = skip_value_raw(p, end);
+    if (!p) return approx;
+    p = json_ws(p, end);
+    if (p >= end || *p++ != ',') return approx;
+  }
+}
+
 /* "ranges" and "kernel_events" into w->rg / w->kv; 0, 1 (invalid: err), -1 (memory). */
 static int parse_timeline(walk *w, const mpprof_model *m, const size_t *at,
                           const mpprof_pending *pend, const size_t *into, const id_map *ids,
@@ -1800,6 +1856,8 @@ static int parse_timeline(walk *w, const mpprof_model *m, const size_t *at,
     const char *name = o ? get_str(o, MP_RK_RANGE.name) : NULL;
     bool ok = name && get_i64(o, MP_RK_RANGE.start_ns, &t0) && get_i64(o, MP_RK_RANGE.end_ns, &t1);
     if (ok) {
+      t0 = exact_member(t, w->ranges.v[i].len, MP_RK_RANGE.start_ns, t0);
+      t1 = exact_member(t, w->ranges.v[i].len, MP_RK_RANGE.end_ns, t1);
       get_i64(o, MP_RK_RANGE.thread, &thread);
       get_i64(o, MP_RK_RANGE.depth, &depth);
       w->rg[i] = (mpprof_range){.depth = depth < 0 ? 0 : (uint32_t)depth,
@@ -1824,7 +1882,11 @@ static int parse_timeline(walk *w, const mpprof_model *m, const size_t *at,
         o && get_i64(o, MP_RK_KERNEL_EVENT.site, &sid) &&
         get_i64(o, MP_RK_KERNEL_EVENT.call, &call) && get_i64(o, MP_RK_KERNEL_EVENT.kernel, &k) &&
         get_i64(o, MP_RK_KERNEL_EVENT.start_ns, &t0) && get_i64(o, MP_RK_KERNEL_EVENT.end_ns, &t1);
-    if (ok) get_i64(o, MP_RK_KERNEL_EVENT.stream, &stream);
+    if (ok) {
+      get_i64(o, MP_RK_KERNEL_EVENT.stream, &stream);
+      t0 = exact_member(t, w->kevents.v[i].len, MP_RK_KERNEL_EVENT.start_ns, t0);
+      t1 = exact_member(t, w->kevents.v[i].len, MP_RK_KERNEL_EVENT.end_ns, t1);
+    }
     cJSON_Delete(o);
     id_map key = {sid, 0};
     const id_map *hit = ok ? bsearch(&key, ids, ns, sizeof *ids, id_cmp) : NULL;
@@ -1855,7 +1917,8 @@ static int parse_timeline(walk *w, const mpprof_model *m, const size_t *at,
  * reads them; how many (5 or 6). 0 for any other text, which the cJSON path
  * reads. Integers take up to 19 digits (a CLOCK_REALTIME t_ns has 19) and
  * become what that path makes of them: the double nearest the value (strtod's
- * and the conversion's rounding agree), within +-2^61 (i64_of), truncated. */
+ * and the conversion's rounding agree), within +-2^61 (i64_of), truncated;
+ * t_ns then to the nanosecond, as exact_member reads it there. */
 static int event_fast(const char *t, size_t n, sf_value ret[6]) {
 #define EV_JSON_(name, json, ...) json,
   static const char *const keys[] = {MP_RAW_EVENT(EV_JSON_)};
@@ -1878,7 +1941,9 @@ static int event_fast(const char *t, size_t n, sf_value ret[6]) {
     if (!sf_uint(&p, end, 19, &u)) return 0;
     double d = (double)u;
     if (d > 0x1p61) return 0;
-    ret[i] = (sf_value){.kind = 'i', .u = (uint64_t)(int64_t)d};
+    int64_t v = (int64_t)d;
+    if (i == 1) v = exact_integer(u, false, v); /* t_ns */
+    ret[i] = (sf_value){.kind = 'i', .u = (uint64_t)v};
   }
   return i >= 5 && p + 1 == end && *p == '}' ? i : 0;
 }
@@ -2017,6 +2082,7 @@ static int parse_file(walk *w, const char *path, mpprof_model *m, mpprof_process
       call = -1, t = dur = thread = 0;
       ok = o && get_i64(o, MP_RK_EVENT.site, &sid) && get_i64(o, MP_RK_EVENT.t_ns, &t);
       if (ok) {
+        t = exact_member(text, w->events.v[i].len, MP_RK_EVENT.t_ns, t);
         if (!get_i64(o, MP_RK_EVENT.call, &call) || call < 0) call = -1;
         get_i64(o, MP_RK_EVENT.dur_ns, &dur);
         get_i64(o, MP_RK_EVENT.thread, &thread);

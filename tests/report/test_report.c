@@ -323,6 +323,67 @@ static void a_kernel_event_of_a_merging_site_names_its_own_files_kernel(void **s
   free(dir);
 }
 
+/* Times are ns since 1970 (19 digits), which cJSON reads through a double in
+ * steps of 256 ns: the trace shows every event, range and kernel to the
+ * nanosecond, read from mpprof's spelling (the event fast path) and from any
+ * other (an event with spaces, ranges and kernel events through cJSON). */
+static void trace_times_are_exact_to_the_nanosecond(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("exact_ns");
+  rg_file r;
+  assert_int_equal(rg_begin(&r, dir, "node01-100.json", &P0), 0);
+  cJSON *s = fwd_site(7, "net/fc1/fwd", -4, 4);
+  rg_kernel(s, "k_exact", 1, 1000);
+  rg_site_end(&r, s);
+  if (!r.in_events) fputs("],\n\"events\":[", r.f);
+  /* T = 1796385748327034849 (T mod 256 = 225) */
+  fputs("{\"site\":7,\"t_ns\":1796385748327034849,\"dur_ns\":5000,\"thread\":42,"
+        "\"stream\":\"0x0\",\"call\":0},\n"
+        "{ \"site\": 7, \"t_ns\": 1796385748327034926, \"dur_ns\": 10, \"thread\": 42 }",
+        r.f);
+  fputs("],\"ranges\":[{\"name\":\"step\",\"thread\":42,\"depth\":0,"
+        "\"start_ns\":1796385748327034850,\"end_ns\":1796385748327038850}],"
+        "\"kernel_events\":[{\"site\":7,\"call\":0,\"kernel\":0,\"stream\":0,"
+        "\"start_ns\":1796385748327034852,\"end_ns\":1796385748327035852}]}\n",
+        r.f);
+  assert_int_equal(fclose(r.f), 0);
+  for (int fast = 1; fast >= 0; fast--) {
+    mpprof_raw_fast_sites = fast;
+    size_t fast_events = mpprof_raw_fast_events_read;
+    cJSON *rep = report_of(dir);
+    assert_int_equal(mpprof_raw_fast_events_read - fast_events, fast ? 1 : 0);
+    cJSON_Delete(rep);
+    cJSON *t = rg_read_json(dir, "trace.json");
+    assert_non_null(t);
+    /* cat, ts and dur in us, each slice once */
+    static const struct {
+      const char *cat;
+      double ts, dur;
+    } want[] = {
+        {"op", 0.0, 5.0}, {"op", 0.077, 0.010}, {"range", 0.001, 4.0}, {"kernel", 0.003, 1.0}};
+    int seen[4] = {0};
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(t, "traceEvents")) {
+      const cJSON *cat = cJSON_GetObjectItem(e, "cat"), *ph = cJSON_GetObjectItem(e, "ph");
+      if (!cat || strcmp(ph->valuestring, "X") || !strcmp(cat->valuestring, "layer")) continue;
+      double ts = cJSON_GetObjectItem(e, "ts")->valuedouble;
+      double dur = cJSON_GetObjectItem(e, "dur")->valuedouble;
+      int k = 0;
+      while (k < 4 && !(!strcmp(want[k].cat, cat->valuestring) && fabs(want[k].ts - ts) < 1e-6))
+        k++;
+      if (k == 4) fail_msg("%s slice at %.3f us: no such time in the file", cat->valuestring, ts);
+      assert_true(fabs(want[k].dur - dur) < 1e-6);
+      seen[k]++;
+    }
+    for (int k = 0; k < 4; k++)
+      assert_int_equal(seen[k], 1);
+    cJSON_Delete(t);
+  }
+  mpprof_raw_fast_sites = true;
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* A file's new sites are staged after the model's until it validates: a
  * file skipped late (a bad event) leaves nothing behind, and the next file's
  * new sites take the places. */
@@ -1575,6 +1636,7 @@ int main(void) {
       cmocka_unit_test(a_packed_merging_site_unpacks_to_the_same_merged_fields),
       cmocka_unit_test(a_model_sites_packed_tensors_read_back_bit_for_bit),
       cmocka_unit_test(a_kernel_event_of_a_merging_site_names_its_own_files_kernel),
+      cmocka_unit_test(trace_times_are_exact_to_the_nanosecond),
       cmocka_unit_test(a_file_skipped_after_its_sites_leaves_no_site_behind),
       cmocka_unit_test(sites_that_differ_only_in_autotune_calls_merge),
       cmocka_unit_test(sites_that_differ_in_dtype_stay_apart),
