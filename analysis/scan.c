@@ -415,6 +415,29 @@ int mp_scan(mp_stats *s, const mp_view *v) {
   return mp_scan_with(s, v, MP_SCAN_AUTO);
 }
 
+struct mp_scan_stream {
+  scanner S;
+};
+
+mp_scan_stream *mp_scan_stream_begin(mp_stats *s, uint64_t total) {
+  if (!s || !mp_dtype_scannable(s->dtype)) return NULL;
+  mp_scan_stream *st = malloc(sizeof *st);
+  if (!st) return NULL;
+  st->S = (scanner){.s = s, .I = mp_scan_info_of(s->dtype), .dtype = s->dtype};
+  choose_kind(&st->S, MP_SCAN_AUTO, total);
+  return st;
+}
+
+void mp_scan_stream_feed(mp_scan_stream *st, const void *data, uint64_t n) {
+  if (n) scan_run(&st->S, data, n);
+}
+
+void mp_scan_stream_end(mp_scan_stream *st) {
+  if (!st) return;
+  finish(&st->S);
+  free(st);
+}
+
 int mp_scan_contiguous(mp_stats *s, const void *data, uint64_t n) {
   if (!s) return -EINVAL;
   mp_view v = {.dtype = s->dtype, .data = data, .rows = n, .cols = 1, .ld = n, .batch = 1};

@@ -41,6 +41,16 @@ int mp_saturated_pattern(mp_dtype dtype);
 int mp_scan_with(mp_stats *s, const mp_view *v, mp_scan_impl impl);
 /* Shorthand for a contiguous buffer of n elements of s->dtype. */
 int mp_scan_contiguous(mp_stats *s, const void *data, uint64_t n);
+/* One contiguous scan fed in pieces: begin (the path is chosen for total
+ * elements; NULL for an unscannable dtype or no memory), feed each piece in
+ * order (it reads the data only where it holds no lock and every allocation
+ * is already in the state: a SIGBUS guard may leave it by longjmp, after
+ * which only end may follow), end (the counts into s, the state freed). The record equals
+ * mp_scan_contiguous's over the pieces put together. */
+typedef struct mp_scan_stream mp_scan_stream;
+mp_scan_stream *mp_scan_stream_begin(mp_stats *s, uint64_t total);
+void mp_scan_stream_feed(mp_scan_stream *st, const void *data, uint64_t n);
+void mp_scan_stream_end(mp_scan_stream *st);
 /* Name of the implementation MP_SCAN_AUTO picks on this CPU ("avx512", "avx2", "portable"). */
 const char *mp_scan_auto_name(void);
 /* Builds the per-format tables every scan uses (done by the first scan

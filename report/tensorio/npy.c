@@ -741,10 +741,27 @@ static int gather_body(void *arg) {
   return 0;
 }
 
-/* A mapped tensor is copied in 1 MiB chunks under the SIGBUS guard and each
- * chunk scanned outside it: a longjmp never leaves the scanner (it would leak
- * its work buffer). Chunks accumulate into one record; the result equals one
- * pass over the whole tensor. */
+typedef struct feed_args {
+  mp_scan_stream *st;
+  const void *data;
+  uint64_t n;
+} feed_args;
+
+static int feed_body(void *arg) {
+  const feed_args *f = arg;
+  mp_scan_stream_feed(f->st, f->data, f->n);
+  return 0;
+}
+
+/* A contiguous mapped tensor in the host's byte order is scanned in place,
+ * in one pass under the SIGBUS guard: the scanner's state is made before
+ * the guard and ended after it, so a longjmp out of the scan leaks nothing
+ * (mp_scan_stream). Before, it was copied 1 MiB at a time into a buffer and
+ * scanned from there, which took half the time of `mpprof inspect` on a
+ * 1 GiB fp16 .npy (perf, Intel VM, 2026-12-04). A strided or byte-swapped
+ * tensor is still copied (gathered, swapped) in 1 MiB chunks under the guard
+ * and each chunk scanned outside it. Either way the record equals one pass
+ * over the whole tensor. */
 int mpprof_tensor_scan(const mpprof_tensor *t, mp_stats *ret) {
   if (!mp_dtype_scannable(t->dtype)) return -EINVAL;
   mpprof_tensor once;
@@ -759,6 +776,14 @@ int mpprof_tensor_scan(const mpprof_tensor *t, mp_stats *ret) {
   if (!t->count) return 0;
   mp_view v;
   if (!t->map_ && mpprof_tensor_view(t, &v) == 0) return mp_scan(ret, &v);
+  if (t->map_ && !t->strided && !t->byteswap) {
+    mp_scan_stream *st = mp_scan_stream_begin(ret, t->count);
+    if (!st) return -ENOMEM;
+    feed_args f = {st, t->data, t->count};
+    int rc = mpprof_tensor_guard(t->map_, t->map_len_, feed_body, &f);
+    mp_scan_stream_end(st);
+    return rc;
+  }
   const unsigned size = mp_dtype_size(t->dtype);
   const size_t per_chunk = CHUNK_BYTES / size;
   unsigned char *buf = aligned_alloc(64, CHUNK_BYTES);

@@ -596,6 +596,44 @@ static void scan_accumulates_into_an_existing_record(void **state) {
   assert_int_equal(s.casts[MP_TGT_FP16][MP_CAST_NORMAL], 2);
 }
 
+/* A scan fed in pieces (mp_scan_stream, what inspect runs on a mapped file)
+ * equals one scan of the whole, for every dtype, with pieces that split the
+ * kernels' steps and blocks anywhere (one value, odd sizes, a block and a
+ * bit), and with the path chosen for the whole (pattern counts need 2^18). */
+static void a_scan_fed_in_pieces_equals_one_scan_of_the_whole(void **state) {
+  (void)state;
+  const mp_dtype ds[] = {MP_FP64, MP_FP32, MP_FP16, MP_BF16, MP_FP8_E4M3, MP_FP8_E5M2};
+  const uint64_t pieces[] = {1, 127, 3, 4096 + 5, 255, 1, (1u << 18) + 17, 64, 1000, 33};
+  uint64_t n = 0;
+  for (size_t k = 0; k < sizeof pieces / sizeof pieces[0]; k++)
+    n += pieces[k];
+  mp_stats *whole = malloc(sizeof *whole), *fed = malloc(sizeof *fed);
+  unsigned char *buf = malloc(n * 8);
+  assert_true(whole && fed && buf);
+  for (size_t di = 0; di < sizeof ds / sizeof ds[0]; di++) {
+    unsigned sz = mp_dtype_size(ds[di]);
+    fill(ds[di], buf, n, 4242 + di);
+    mp_stats_init(whole, ds[di]);
+    assert_int_equal(mp_scan_contiguous(whole, buf, n), 0);
+    mp_stats_init(fed, ds[di]);
+    mp_scan_stream *st = mp_scan_stream_begin(fed, n);
+    assert_non_null(st);
+    uint64_t at = 0;
+    for (size_t k = 0; k < sizeof pieces / sizeof pieces[0]; k++) {
+      mp_scan_stream_feed(st, buf + at * sz, pieces[k]);
+      at += pieces[k];
+    }
+    mp_scan_stream_end(st);
+    assert_int_equal(fed->count, n);
+    assert_true(ref_stats_equal(fed, whole));
+  }
+  mp_stats_init(fed, MP_DTYPE_INVALID);
+  assert_null(mp_scan_stream_begin(fed, 10));
+  free(buf);
+  free(whole);
+  free(fed);
+}
+
 /* AUTO names the widest path this CPU has (the dispatch picks it the same way). */
 static void auto_implementation_follows_the_cpu(void **state) {
   (void)state;
@@ -626,6 +664,7 @@ int main(void) {
       cmocka_unit_test(batch_zero_means_one_and_empty_views_add_nothing),
       cmocka_unit_test(bad_views_are_rejected),
       cmocka_unit_test(scan_accumulates_into_an_existing_record),
+      cmocka_unit_test(a_scan_fed_in_pieces_equals_one_scan_of_the_whole),
       cmocka_unit_test(auto_implementation_follows_the_cpu),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
