@@ -753,13 +753,14 @@ static int feed_body(void *arg) {
   return 0;
 }
 
-/* A contiguous mapped tensor in the host's byte order is scanned in place,
+/* A contiguous mapped tensor, element-aligned, in the host's byte order is
+ * scanned in place,
  * in one pass under the SIGBUS guard: the scanner's state is made before
  * the guard and ended after it, so a longjmp out of the scan leaks nothing
  * (mp_scan_stream). Before, it was copied 1 MiB at a time into a buffer and
  * scanned from there, which took half the time of `mpprof inspect` on a
- * 1 GiB fp16 .npy (perf, Intel VM, 2026-12-04). A strided or byte-swapped
- * tensor is still copied (gathered, swapped) in 1 MiB chunks under the guard
+ * 1 GiB fp16 .npy (perf, Intel VM, 2026-12-04). A strided, byte-swapped or
+ * misaligned tensor is still copied (gathered, swapped) in 1 MiB chunks under the guard
  * and each chunk scanned outside it. Either way the record equals one pass
  * over the whole tensor. */
 int mpprof_tensor_scan(const mpprof_tensor *t, mp_stats *ret) {
@@ -775,8 +776,9 @@ int mpprof_tensor_scan(const mpprof_tensor *t, mp_stats *ret) {
   mp_stats_init(ret, t->dtype);
   if (!t->count) return 0;
   mp_view v;
-  if (!t->map_ && mpprof_tensor_view(t, &v) == 0) return mp_scan(ret, &v);
-  if (t->map_ && !t->strided && !t->byteswap) {
+  const bool in_place = mpprof_tensor_view(t, &v) == 0; /* host order, element-aligned */
+  if (in_place && !t->map_) return mp_scan(ret, &v);
+  if (in_place) { /* the view is dense: its elements are the storage's, in any order */
     mp_scan_stream *st = mp_scan_stream_begin(ret, t->count);
     if (!st) return -ENOMEM;
     feed_args f = {st, t->data, t->count};
