@@ -761,7 +761,7 @@ static int feed_body(void *arg) {
  * scanned from there, which took half the time of `mpprof inspect` on a
  * 1 GiB fp16 .npy (perf, Intel VM, 2026-12-04). A strided, byte-swapped or
  * misaligned tensor is still copied (gathered, swapped) in 1 MiB chunks under the guard
- * and each chunk scanned outside it. Either way the record equals one pass
+ * and each chunk fed to one scan outside it. Either way the record equals one pass
  * over the whole tensor. */
 int mpprof_tensor_scan(const mpprof_tensor *t, mp_stats *ret) {
   if (!mp_dtype_scannable(t->dtype)) return -EINVAL;
@@ -789,7 +789,11 @@ int mpprof_tensor_scan(const mpprof_tensor *t, mp_stats *ret) {
   const unsigned size = mp_dtype_size(t->dtype);
   const size_t per_chunk = CHUNK_BYTES / size;
   unsigned char *buf = aligned_alloc(64, CHUNK_BYTES);
-  if (!buf) return -ENOMEM;
+  mp_scan_stream *st = buf ? mp_scan_stream_begin(ret, t->count) : NULL;
+  if (!st) {
+    free(buf);
+    return -ENOMEM;
+  }
   int rc = 0;
   uint64_t at[MPPROF_TENSOR_MAX_DIMS] = {0};
   for (uint64_t done = 0; done < t->count && rc == 0;) {
@@ -801,9 +805,10 @@ int mpprof_tensor_scan(const mpprof_tensor *t, mp_stats *ret) {
     rc = t->map_ ? mpprof_tensor_guard(t->map_, t->map_len_, body, arg) : body(arg);
     if (rc) break;
     if (t->byteswap) swap_bytes(buf, n, size);
-    rc = mp_scan_contiguous(ret, buf, n);
+    mp_scan_stream_feed(st, buf, n);
     done += n;
   }
+  mp_scan_stream_end(st);
   free(buf);
   return rc;
 }
