@@ -594,6 +594,28 @@ static uint64_t without_repeats(const mpprof_tensor *t, mpprof_tensor *ret) {
   return k;
 }
 
+/* Whether the strided view t holds exactly the count consecutive elements
+ * from its first one, in some order (a transposed or permuted contiguous
+ * tensor: its dimensions of more than one element, by stride, are laid out
+ * as a C-order array's). The record does not depend on the order, so such a
+ * view is scanned as the contiguous block it covers. */
+static bool dense_in_some_order(const mpprof_tensor *t) {
+  int dims[MPPROF_TENSOR_MAX_DIMS], n = 0;
+  for (int d = 0; d < t->ndim; d++)
+    if (t->shape[d] > 1) {
+      int k = n++;
+      for (; k > 0 && t->stride[dims[k - 1]] > t->stride[d]; k--)
+        dims[k] = dims[k - 1];
+      dims[k] = d;
+    }
+  uint64_t expect = 1; /* the product of shapes so far: at most count */
+  for (int k = 0; k < n; k++) {
+    if (t->stride[dims[k]] != expect) return false;
+    expect *= t->shape[dims[k]];
+  }
+  return true;
+}
+
 uint64_t mpprof_tensor_scan_bytes(const mpprof_tensor *t) {
   mpprof_tensor r;
   without_repeats(t, &r);
@@ -763,6 +785,8 @@ static int feed_body(void *arg) {
  * misaligned tensor is still copied (gathered, swapped) in 1 MiB chunks under the guard
  * and each chunk fed to one scan outside it. Either way the record equals one pass
  * over the whole tensor. */
+uint64_t mpprof_tensor_copied_elements;
+
 int mpprof_tensor_scan(const mpprof_tensor *t, mp_stats *ret) {
   if (!mp_dtype_scannable(t->dtype)) return -EINVAL;
   mpprof_tensor once;
@@ -772,6 +796,10 @@ int mpprof_tensor_scan(const mpprof_tensor *t, mp_stats *ret) {
     int rc = mpprof_tensor_scan(&once, ret);
     if (rc == 0) mp_stats_repeat(ret, repeats);
     return rc;
+  }
+  if (t->strided && dense_in_some_order(t)) {
+    once.strided = false; /* the same elements, read in storage order */
+    t = &once;
   }
   mp_stats_init(ret, t->dtype);
   if (!t->count) return 0;
@@ -806,6 +834,7 @@ int mpprof_tensor_scan(const mpprof_tensor *t, mp_stats *ret) {
     if (rc) break;
     if (t->byteswap) swap_bytes(buf, n, size);
     mp_scan_stream_feed(st, buf, n);
+    __atomic_fetch_add(&mpprof_tensor_copied_elements, n, __ATOMIC_RELAXED);
     done += n;
   }
   mp_scan_stream_end(st);

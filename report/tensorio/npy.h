@@ -47,7 +47,8 @@ typedef struct mpprof_tensor {
   bool dtype_unread;
   const unsigned char *data; /* count * mp_dtype_size(dtype) bytes (strided: the first element) */
   /* A view with strides (PyTorch): element i0..in at data + sum(i_k * stride[k]) elements;
-   * scanned through a gathering copy. */
+   * scanned through a gathering copy, or in place when it covers a block of
+   * count elements (a transposed or permuted contiguous tensor). */
   bool strided;
   uint64_t stride[MPPROF_TENSOR_MAX_DIMS];
   void *map_; /* private: the mapping (NULL when parsed from memory) */
@@ -147,6 +148,9 @@ int mpprof_tensor_view(const mpprof_tensor *t, mp_view *ret);
  * once and its counts multiplied). 0, or a negative errno: -ESTALE when the
  * file shrank while it was read (MPPROF_TENSOR_CHANGED_MSG). */
 int mpprof_tensor_scan(const mpprof_tensor *t, mp_stats *ret);
+/* Elements mpprof_tensor_scan has read through its copying path (gathered,
+ * byte-swapped or realigned), summed over the process: for tests. */
+extern uint64_t mpprof_tensor_copied_elements;
 
 /* The element count and byte size of a shape of elements of size bytes: 0,
  * or -1 when either overflows 64 bits (or size_t). */

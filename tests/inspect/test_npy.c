@@ -216,7 +216,64 @@ static void misaligned_data_is_scanned_through_a_copy(void **s) {
   write_bytes(tmp_path("odd.npy"), img, len);
   free(img);
   mpprof_tensor_spec spec = npy_spec(MP_DTYPE_INVALID);
+  uint64_t copied = mpprof_tensor_copied_elements;
   expect_stats_of(tmp_path("odd.npy"), &spec, MP_FP32, native, NV);
+  assert_int_equal(mpprof_tensor_copied_elements - copied, NV);
+}
+
+/* A strided view (PyTorch) that covers a block of count elements in another
+ * order (a transpose, a permutation, with dimensions of one element
+ * anywhere) is scanned in place; one with gaps or overlaps is gathered.
+ * Either way the record is the scan of the elements it holds. */
+static void permuted_views_are_scanned_in_place_and_others_gathered(void **s) {
+  (void)s;
+  float buf[120];
+  for (int i = 0; i < 120; i++)
+    buf[i] = i % 7 == 0 ? 0.0f : (float)(i - 60) * 0.37f * (i % 3 ? 1e-4f : 1e3f);
+  const struct {
+    int ndim;
+    uint64_t shape[4], stride[4];
+    bool in_place;
+  } views[] = {
+      {3, {4, 5, 6}, {1, 4, 20}, true},        /* C order reversed */
+      {3, {5, 4, 6}, {4, 1, 20}, true},        /* a permutation */
+      {4, {6, 1, 20, 1}, {20, 7, 1, 3}, true}, /* ones anywhere, their strides any */
+      {2, {4, 5}, {1, 8}, false},              /* gaps */
+      {2, {3, 3}, {1, 1}, false},              /* overlaps */
+      {2, {10, 12}, {12, 1}, true},            /* already C order */
+  };
+  mp_stats *got = malloc(sizeof *got), *want = malloc(sizeof *want);
+  for (size_t k = 0; k < sizeof views / sizeof views[0]; k++) {
+    mpprof_tensor t;
+    memset(&t, 0, sizeof t);
+    t.dtype = MP_FP32;
+    t.ndim = views[k].ndim;
+    t.count = 1;
+    t.strided = true;
+    t.data = (const unsigned char *)buf;
+    float elems[120];
+    for (int d = 0; d < t.ndim; d++) {
+      t.shape[d] = views[k].shape[d];
+      t.stride[d] = views[k].stride[d];
+      t.count *= t.shape[d];
+    }
+    for (uint64_t i = 0; i < t.count; i++) { /* the view's elements, by a plain odometer */
+      uint64_t rest = i, off = 0;
+      for (int d = t.ndim - 1; d >= 0; d--) {
+        off += rest % t.shape[d] * t.stride[d];
+        rest /= t.shape[d];
+      }
+      elems[i] = buf[off];
+    }
+    mp_stats_init(want, MP_FP32);
+    assert_int_equal(mp_scan_contiguous(want, elems, t.count), 0);
+    uint64_t copied = mpprof_tensor_copied_elements;
+    assert_int_equal(mpprof_tensor_scan(&t, got), 0);
+    assert_true(stats_identical(got, want));
+    assert_int_equal(mpprof_tensor_copied_elements - copied, views[k].in_place ? 0 : t.count);
+  }
+  free(got);
+  free(want);
 }
 
 static void writer_output_reads_back(void **s) {
@@ -521,6 +578,7 @@ int main(void) {
       cmocka_unit_test(zero_sized_shape_has_no_elements),
       cmocka_unit_test(python2_long_suffix_in_shape_is_accepted),
       cmocka_unit_test(misaligned_data_is_scanned_through_a_copy),
+      cmocka_unit_test(permuted_views_are_scanned_in_place_and_others_gathered),
       cmocka_unit_test(writer_output_reads_back),
       cmocka_unit_test(raw_file_with_dtype_and_shape_is_read),
       cmocka_unit_test(raw_file_of_the_wrong_size_is_refused),
