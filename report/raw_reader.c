@@ -69,6 +69,10 @@ typedef struct walk {
   const char *rank_name; /* the name of a site's calls without "ranks" (default_ranks) */
   size_t rest_cap;
   bool has_sites;
+  /* start_ns, end_ns to the nanosecond where the header's text gave them
+   * (exact_value; the cJSON header holds them through a double) */
+  int64_t exact_ns[2];
+  bool has_exact_ns[2];
   bool ended; /* a value ran into the end of the data */
 } walk;
 
@@ -327,6 +331,81 @@ static const char *skip_value_raw(const char *p, const char *end) {
   return p > s ? p : NULL;
 }
 
+/* A JSON integer at *pp of at most max_digits digits (no sign, no leading
+ * zero, no fraction or exponent): its value, exact below 10^19, in *u and
+ * *pp past it; false for anything else. */
+static bool sf_uint(const char **pp, const char *end, int max_digits, uint64_t *u) {
+  const char *p = *pp, *b = p;
+  uint64_t x = 0;
+  while (p < end && (unsigned)(*p - '0') < 10 && p - b <= max_digits)
+    x = x * 10 + (uint64_t)(*p++ - '0');
+  if (p == b || p - b > max_digits || (p - b > 1 && *b == '0')) return false;
+  if (p < end && (*p == '.' || *p == 'e' || *p == 'E')) return false;
+  *u = x;
+  *pp = p;
+  return true;
+}
+
+/* ---- times to the nanosecond ----
+ * cJSON keeps a number as a double, and i64_of truncates that: a time in ns
+ * since 1970 (19 digits, about 2^60.6: CLOCK_REALTIME, CUPTI's timestamps)
+ * comes back in steps of 256 ns, so a trace would show every kernel as a
+ * multiple of 256 ns (1.792 or 2.048 us for one of 2.000). Times are
+ * therefore read again from their text, exactly, where that text is a
+ * plain integer that reads as cJSON read it. */
+
+/* u (negated when neg), the integer whose text cJSON's path read as approx:
+ * u itself when it is within i64_of's bound and its nearest double (what
+ * strtod gives) truncates to approx; approx otherwise. */
+static int64_t exact_integer(uint64_t u, bool neg, int64_t approx) {
+  if (u > (1ull << 61)) return approx;
+  double d = neg ? -(double)u : (double)u;
+  int64_t v = neg ? -(int64_t)u : (int64_t)u;
+  return (int64_t)d == approx ? v : approx;
+}
+
+/* The integer whose text starts at p (optional '-', at most 19 digits),
+ * exactly, where cJSON's path read it as approx; approx for any other text. */
+static int64_t exact_value(const char *p, const char *end, int64_t approx) {
+  bool neg = p < end && *p == '-';
+  const char *q = p + neg;
+  uint64_t u;
+  return sf_uint(&q, end, 19, &u) ? exact_integer(u, neg, approx) : approx;
+}
+
+static const char *json_ws(const char *p, const char *end) {
+  while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+    p++;
+  return p;
+}
+
+/* Member key of the object text t (n bytes) to the nanosecond, where its
+ * cJSON tree gave approx: the first member spelled key, as
+ * cJSON_GetObjectItemCaseSensitive finds it; approx where a key before it
+ * has an escape (it might be key spelled otherwise), where its value is not
+ * an integer (optional '-', at most 19 digits), or where that integer does
+ * not read as approx. */
+static int64_t exact_member(const char *t, size_t n, const char *key, int64_t approx) {
+  const char *p = t, *end = t + n;
+  size_t kn = strlen(key);
+  p = json_ws(p, end);
+  if (p >= end || *p++ != '{') return approx;
+  while (true) {
+    p = json_ws(p, end);
+    const char *ke = p < end && *p == '"' ? skip_string(p, end) : NULL;
+    if (!ke || memchr(p, '\\', (size_t)(ke - p))) return approx;
+    bool match = (size_t)(ke - p) == kn + 2 && !memcmp(p + 1, key, kn);
+    p = json_ws(ke, end);
+    if (p >= end || *p++ != ':') return approx;
+    p = json_ws(p, end);
+    if (match) return exact_value(p, end, approx);
+    p = skip_value_raw(p, end);
+    if (!p) return approx;
+    p = json_ws(p, end);
+    if (p >= end || *p++ != ',') return approx;
+  }
+}
+
 /* ---- an element's cJSON tree ---- */
 
 /* A scalar member value p..e (e from skip_value_raw) that cJSON reads in a
@@ -517,6 +596,8 @@ static int walk_array(walk *w, spans *out, const char *key) {
   }
 }
 
+static bool i64_of(const cJSON *v, int64_t *ret);
+
 static int walk_top(walk *w) {
   skip_ws(w);
   if (w->p >= w->end) return fail(w, "before any JSON");
@@ -564,6 +645,12 @@ static int walk_top(walk *w) {
       sanitize(w, w->p, (size_t)(e - w->p));
       cJSON *v = cJSON_ParseWithLength(w->p, (size_t)(e - w->p));
       if (!v) return fail(w, key);
+      int which = !strcmp(key, MP_RK_TOP.start_ns) ? 0 : !strcmp(key, MP_RK_TOP.end_ns) ? 1 : -1;
+      int64_t approx;
+      if (which >= 0 && i64_of(v, &approx)) {
+        w->exact_ns[which] = exact_value(w->p, e, approx);
+        w->has_exact_ns[which] = true;
+      }
       cJSON_AddItemToObject(w->header, key, v);
       w->p = e;
     }
@@ -1229,21 +1316,6 @@ static bool sf_key(const char **pp, const char *end, const char **ret, size_t *r
 }
 
 /* A scalar (string, integer, null) at *pp into *v. */
-/* A JSON integer at *pp of at most max_digits digits (no sign, no leading
- * zero, no fraction or exponent): its value, exact below 10^19, in *u and
- * *pp past it; false for anything else. */
-static bool sf_uint(const char **pp, const char *end, int max_digits, uint64_t *u) {
-  const char *p = *pp, *b = p;
-  uint64_t x = 0;
-  while (p < end && (unsigned)(*p - '0') < 10 && p - b <= max_digits)
-    x = x * 10 + (uint64_t)(*p++ - '0');
-  if (p == b || p - b > max_digits || (p - b > 1 && *b == '0')) return false;
-  if (p < end && (*p == '.' || *p == 'e' || *p == 'E')) return false;
-  *u = x;
-  *pp = p;
-  return true;
-}
-
 static bool sf_scalar(const char **pp, const char *end, sf_value *v) {
   const char *p = *pp;
   if (p >= end) return false;
@@ -1785,62 +1857,6 @@ static bool same_process(const mpprof_process *a, const mpprof_process *b) {
   return a->pid == b->pid && a->start_ns == b->start_ns && !strcmp(a->host, b->host);
 }
 
-/* ---- times to the nanosecond ----
- * cJSON keeps a number as a double, and i64_of truncates that: a time in ns
- * since 1970 (19 digits, about 2^60.6: CLOCK_REALTIME, CUPTI's timestamps)
- * comes back in steps of 256 ns, so a trace would show every kernel as a
- * multiple of 256 ns (1.792 or 2.048 us for one of 2.000). Times are
- * therefore read again from their text, exactly, where that text is a
- * plain integer that reads as cJSON read it. */
-
-/* u (negated when neg), the integer whose text cJSON's path read as approx:
- * u itself when it is within i64_of's bound and its nearest double (what
- * strtod gives) truncates to approx; approx otherwise. */
-static int64_t exact_integer(uint64_t u, bool neg, int64_t approx) {
-  if (u > (1ull << 61)) return approx;
-  double d = neg ? -(double)u : (double)u;
-  int64_t v = neg ? -(int64_t)u : (int64_t)u;
-  return (int64_t)d == approx ? v : approx;
-}
-
-static const char *json_ws(const char *p, const char *end) {
-  while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
-    p++;
-  return p;
-}
-
-/* Member key of the object text t (n bytes) to the nanosecond, where its
- * cJSON tree gave approx: the first member spelled key, as
- * cJSON_GetObjectItemCaseSensitive finds it; approx where a key before it
- * has an escape (it might be key spelled otherwise), where its value is not
- * an integer (optional '-', at most 19 digits), or where that integer does
- * not read as approx. */
-static int64_t exact_member(const char *t, size_t n, const char *key, int64_t approx) {
-  const char *p = t, *end = t + n;
-  size_t kn = strlen(key);
-  p = json_ws(p, end);
-  if (p >= end || *p++ != '{') return approx;
-  while (true) {
-    p = json_ws(p, end);
-    const char *ke = p < end && *p == '"' ? skip_string(p, end) : NULL;
-    if (!ke || memchr(p, '\\', (size_t)(ke - p))) return approx;
-    bool match = (size_t)(ke - p) == kn + 2 && !memcmp(p + 1, key, kn);
-    p = json_ws(ke, end);
-    if (p >= end || *p++ != ':') return approx;
-    p = json_ws(p, end);
-    if (match) {
-      bool neg = p < end && *p == '-';
-      const char *q = p + neg;
-      uint64_t u;
-      return sf_uint(&q, end, 19, &u) ? exact_integer(u, neg, approx) : approx;
-    }
-    p = skip_value_raw(p, end);
-    if (!p) return approx;
-    p = json_ws(p, end);
-    if (p >= end || *p++ != ',') return approx;
-  }
-}
-
 /* "ranges" and "kernel_events" into w->rg / w->kv; 0, 1 (invalid: err), -1 (memory). */
 static int parse_timeline(walk *w, const mpprof_model *m, const size_t *at,
                           const mpprof_pending *pend, const size_t *into, const id_map *ids,
@@ -1967,6 +1983,8 @@ static int parse_file(walk *w, const char *path, mpprof_model *m, mpprof_process
     return 1;
   }
   if (process_from_header(w->header, base_name(path), p, err, errlen)) return err[0] ? 1 : -1;
+  if (w->has_exact_ns[0]) p->start_ns = w->exact_ns[0];
+  if (w->has_exact_ns[1]) p->end_ns = w->exact_ns[1];
   if (!w->has_sites) {
     snprintf(err, errlen, "no \"sites\" array");
     return 1;

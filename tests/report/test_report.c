@@ -347,12 +347,30 @@ static void trace_times_are_exact_to_the_nanosecond(void **state) {
         "\"start_ns\":1796385748327034852,\"end_ns\":1796385748327035852}]}\n",
         r.f);
   assert_int_equal(fclose(r.f), 0);
+  /* the process's own times too (rawgen writes 1000 and 2000000) */
+  size_t len;
+  char *text = rg_read_text(dir, "raw/node01-100.json", &len);
+  assert_non_null(text);
+  const char *old = "\"start_ns\":1000,\"end_ns\":2000000,";
+  char *at = strstr(text, old), *edited = NULL;
+  assert_non_null(at);
+  int n =
+      asprintf(&edited, "%.*s\"start_ns\":1796385748327034001,\"end_ns\":1796385748327039001,%s",
+               (int)(at - text), text, at + strlen(old));
+  assert_true(n > 0);
+  assert_int_equal(rg_write_text(dir, "node01-100.json", edited, (size_t)n), 0);
+  free(text);
+  free(edited);
   for (int fast = 1; fast >= 0; fast--) {
     mpprof_raw_fast_sites = fast;
     size_t fast_events = mpprof_raw_fast_events_read;
     cJSON *rep = report_of(dir);
     assert_int_equal(mpprof_raw_fast_events_read - fast_events, fast ? 1 : 0);
     cJSON_Delete(rep);
+    char *rj = rg_read_text(dir, "report.json", NULL);
+    assert_non_null(strstr(rj, "\"start_ns\":\t1796385748327034001,"));
+    assert_non_null(strstr(rj, "\"end_ns\":\t1796385748327039001,"));
+    free(rj);
     cJSON *t = rg_read_json(dir, "trace.json");
     assert_non_null(t);
     /* cat, ts and dur in us, each slice once */
