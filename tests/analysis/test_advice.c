@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "analysis/advice.h"
+#include "analysis/convert.h"
 #include "analysis/scan.h"
 #include "ref.h"
 
@@ -79,6 +80,72 @@ static void scaled_casts_bound_the_truth_and_window_matches_brute_force(void **s
       assert_true(true_lo <= a.window_lo && a.window_hi <= true_hi);
     }
   }
+  free(v);
+}
+
+/* The window as fp16_window defines it, one mp_scaled_casts_compute per
+ * scale: mp_advise finds where each binade's ends change outcome instead, and
+ * must give the same window and estimate flag to the scale. */
+static void window_per_scale(const mp_stats *s, const mp_advice_params *p, mp_advice *w) {
+  uint64_t n = mp_stats_nonzero_finite(s);
+  w->has_window = w->window_estimate = false;
+  w->window_lo = w->window_hi = 0;
+  for (int k = p->scale_log2_min; k <= p->scale_log2_max; k++) {
+    mp_scaled_casts sc;
+    mp_scaled_casts_compute(s, MP_TGT_FP16, k, &sc);
+    double hi_u = n ? (double)sc.hi[MP_CAST_UNDERFLOW] / (double)n : 0.0;
+    double lo_u = n ? (double)sc.lo[MP_CAST_UNDERFLOW] / (double)n : 0.0;
+    bool surely = sc.hi[MP_CAST_OVERFLOW] == 0 && hi_u <= p->underflow_max;
+    bool maybe = sc.lo[MP_CAST_OVERFLOW] == 0 && lo_u <= p->underflow_max;
+    if (surely != maybe) w->window_estimate = true;
+    if (!surely) continue;
+    if (!w->has_window) w->window_lo = k;
+    w->window_hi = k;
+    w->has_window = true;
+  }
+}
+
+static void window_equals_the_per_scale_computation(void **state) {
+  (void)state;
+  enum { N = 3000 };
+  double *v = malloc(N * sizeof *v);
+  assert_non_null(v);
+  mp_stats *s = malloc(sizeof *s);
+  const mp_dtype ds[] = {MP_FP32, MP_FP16, MP_BF16, MP_FP64, MP_FP8_E4M3};
+  int checked = 0, estimates = 0, windows = 0;
+  for (uint64_t seed = 1; seed <= 400; seed++) {
+    uint64_t rng = seed * 7919;
+    mp_dtype d = ds[seed % 5];
+    int lo_exp = (int)(ref_rand(&rng) % 90) - 70, span = 1 + (int)(ref_rand(&rng) % 40);
+    mp_stats_init(s, d);
+    for (int i = 0; i < N; i++) {
+      uint64_t r = ref_rand(&rng);
+      double m = seed % 3 == 0 ? 1.0 + (double)(r % 4) / 4 : 1.0 + (double)(r >> 40) / 16777216.0;
+      v[i] =
+          (r & 7) == 0 ? 0.0 : ldexp((r & 1) ? -m : m, lo_exp + (int)((r >> 8) % (uint64_t)span));
+      unsigned char cell[8]; /* the value as stored in d */
+      mp_store(d, cell, 0, v[i]);
+      mp_stats_add(s, mp_load(d, cell, 0));
+    }
+    mp_advice_params p;
+    mp_advice_params_default(&p);
+    if (seed % 7 == 0) p.scale_log2_min = -60, p.scale_log2_max = 70;
+    if (seed % 11 == 0) p.underflow_max = 0.05;
+    mp_advice a, w;
+    mp_advise(s, &p, &a);
+    window_per_scale(s, &p, &w);
+    assert_int_equal(a.has_window, w.has_window);
+    assert_int_equal(a.window_lo, w.window_lo);
+    assert_int_equal(a.window_hi, w.window_hi);
+    assert_int_equal(a.window_estimate, w.window_estimate);
+    checked++;
+    estimates += w.window_estimate;
+    windows += w.has_window;
+  }
+  /* the records reach both kinds of answer */
+  assert_true(estimates > 20 && estimates < checked - 20);
+  assert_true(windows > 20 && windows < checked - 20);
+  free(s);
   free(v);
 }
 
@@ -486,6 +553,7 @@ static void underflow_threshold_is_a_parameter(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(scaled_casts_bound_the_truth_and_window_matches_brute_force),
+      cmocka_unit_test(window_equals_the_per_scale_computation),
       cmocka_unit_test(scale_one_uses_the_exact_record_counts),
       cmocka_unit_test(fp16_subnormal_share_counts_finite_non_zero_values),
       cmocka_unit_test(loss_scale_window_edges_come_from_min_abs_and_absmax),
