@@ -457,7 +457,8 @@ static void first_nonfinite(mpprof_model *m) {
     const mpprof_process *p = &m->procs[i];
     const cJSON *nf = cJSON_GetObjectItemCaseSensitive(p->training, MP_RK_TRAINING.first_nonfinite);
     if (!cJSON_IsObject(nf) || !p->nonfinite_site_key) continue;
-    uint64_t t = (uint64_t)jnum(nf, MP_RK_NONFINITE.t_ns, 0);
+    uint64_t t = p->has_nonfinite_t_ns ? (uint64_t)p->nonfinite_t_ns
+                                       : (uint64_t)jnum(nf, MP_RK_NONFINITE.t_ns, 0);
     if (r->found && t >= r->t_ns) continue;
     size_t site = m->n_sites;
     for (size_t j = 0; j < m->n_sites; j++)

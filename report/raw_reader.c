@@ -73,6 +73,9 @@ typedef struct walk {
    * (exact_value; the cJSON header holds them through a double) */
   int64_t exact_ns[2];
   bool has_exact_ns[2];
+  /* training.first_nonfinite.t_ns likewise */
+  int64_t exact_nf_t_ns;
+  bool has_exact_nf_t_ns;
   bool ended; /* a value ran into the end of the data */
 } walk;
 
@@ -379,31 +382,36 @@ static const char *json_ws(const char *p, const char *end) {
   return p;
 }
 
-/* Member key of the object text t (n bytes) to the nanosecond, where its
- * cJSON tree gave approx: the first member spelled key, as
- * cJSON_GetObjectItemCaseSensitive finds it; approx where a key before it
- * has an escape (it might be key spelled otherwise), where its value is not
- * an integer (optional '-', at most 19 digits), or where that integer does
- * not read as approx. */
-static int64_t exact_member(const char *t, size_t n, const char *key, int64_t approx) {
+/* The value text of member key of the object text t (n bytes): the first
+ * member spelled key, as cJSON_GetObjectItemCaseSensitive finds it; NULL
+ * where a key before it has an escape (it might be key spelled otherwise)
+ * or the text ends first. */
+static const char *member_value(const char *t, size_t n, const char *key) {
   const char *p = t, *end = t + n;
   size_t kn = strlen(key);
   p = json_ws(p, end);
-  if (p >= end || *p++ != '{') return approx;
+  if (p >= end || *p++ != '{') return NULL;
   while (true) {
     p = json_ws(p, end);
     const char *ke = p < end && *p == '"' ? skip_string(p, end) : NULL;
-    if (!ke || memchr(p, '\\', (size_t)(ke - p))) return approx;
+    if (!ke || memchr(p, '\\', (size_t)(ke - p))) return NULL;
     bool match = (size_t)(ke - p) == kn + 2 && !memcmp(p + 1, key, kn);
     p = json_ws(ke, end);
-    if (p >= end || *p++ != ':') return approx;
+    if (p >= end || *p++ != ':') return NULL;
     p = json_ws(p, end);
-    if (match) return exact_value(p, end, approx);
+    if (match) return p;
     p = skip_value_raw(p, end);
-    if (!p) return approx;
+    if (!p) return NULL;
     p = json_ws(p, end);
-    if (p >= end || *p++ != ',') return approx;
+    if (p >= end || *p++ != ',') return NULL;
   }
+}
+
+/* Member key of the object text t (n bytes) to the nanosecond, where its
+ * cJSON tree gave approx (member_value, exact_value); approx otherwise. */
+static int64_t exact_member(const char *t, size_t n, const char *key, int64_t approx) {
+  const char *v = member_value(t, n, key);
+  return v ? exact_value(v, t + n, approx) : approx;
 }
 
 /* ---- an element's cJSON tree ---- */
@@ -650,6 +658,14 @@ static int walk_top(walk *w) {
       if (which >= 0 && i64_of(v, &approx)) {
         w->exact_ns[which] = exact_value(w->p, e, approx);
         w->has_exact_ns[which] = true;
+      }
+      const cJSON *nf = cJSON_GetObjectItemCaseSensitive(v, MP_RK_TRAINING.first_nonfinite);
+      const char *nft = !strcmp(key, MP_RK_TOP.training) && cJSON_IsObject(nf)
+                            ? member_value(w->p, (size_t)(e - w->p), MP_RK_TRAINING.first_nonfinite)
+                            : NULL;
+      if (nft && i64_of(cJSON_GetObjectItemCaseSensitive(nf, MP_RK_NONFINITE.t_ns), &approx)) {
+        w->exact_nf_t_ns = exact_member(nft, (size_t)(e - nft), MP_RK_NONFINITE.t_ns, approx);
+        w->has_exact_nf_t_ns = true;
       }
       cJSON_AddItemToObject(w->header, key, v);
       w->p = e;
@@ -1985,6 +2001,8 @@ static int parse_file(walk *w, const char *path, mpprof_model *m, mpprof_process
   if (process_from_header(w->header, base_name(path), p, err, errlen)) return err[0] ? 1 : -1;
   if (w->has_exact_ns[0]) p->start_ns = w->exact_ns[0];
   if (w->has_exact_ns[1]) p->end_ns = w->exact_ns[1];
+  p->has_nonfinite_t_ns = w->has_exact_nf_t_ns;
+  p->nonfinite_t_ns = w->exact_nf_t_ns;
   if (!w->has_sites) {
     snprintf(err, errlen, "no \"sites\" array");
     return 1;

@@ -158,6 +158,10 @@ typedef struct mpprof_process {
   int64_t failed_calls;
   int64_t nvtx_marks, nvtx_start_end_ranges;
   char *nonfinite_site_key; /* key of the site of training.first_nonfinite, or NULL */
+  /* its t_ns to the nanosecond (the "training" tree holds it through a
+   * double); has_ false: read it from the tree */
+  bool has_nonfinite_t_ns;
+  int64_t nonfinite_t_ns;
   /* "capture" (MP_RAW_CAPTURE): has_capture false in files without it (all recorded). */
   bool has_capture;
   char *capture_mode; /* "all", "cudaProfilerApi", "nvtx", "steps" */

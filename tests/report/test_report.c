@@ -354,9 +354,13 @@ static void trace_times_are_exact_to_the_nanosecond(void **state) {
   const char *old = "\"start_ns\":1000,\"end_ns\":2000000,";
   char *at = strstr(text, old), *edited = NULL;
   assert_non_null(at);
-  int n =
-      asprintf(&edited, "%.*s\"start_ns\":1796385748327034001,\"end_ns\":1796385748327039001,%s",
-               (int)(at - text), text, at + strlen(old));
+  int n = asprintf(&edited,
+                   "%.*s\"start_ns\":1796385748327034001,\"end_ns\":1796385748327039001,"
+                   "\"training\":{\"first_nonfinite\":{\"site\":7,\"call_index\":1,"
+                   "\"t_ns\":1796385748327034927,\"thread\":42,\"step\":null,\"loss_scale\":null,"
+                   "\"role\":\"D\",\"inputs_scanned\":true,\"count\":4,\"nans\":1,"
+                   "\"pos_infs\":0,\"neg_infs\":0}},%s",
+                   (int)(at - text), text, at + strlen(old));
   assert_true(n > 0);
   assert_int_equal(rg_write_text(dir, "node01-100.json", edited, (size_t)n), 0);
   free(text);
@@ -370,6 +374,9 @@ static void trace_times_are_exact_to_the_nanosecond(void **state) {
     char *rj = rg_read_text(dir, "report.json", NULL);
     assert_non_null(strstr(rj, "\"start_ns\":\t1796385748327034001,"));
     assert_non_null(strstr(rj, "\"end_ns\":\t1796385748327039001,"));
+    char *nf = strstr(rj, "\"first_nonfinite\":");
+    assert_non_null(nf);
+    assert_non_null(strstr(nf, "\"t_ns\":\t1796385748327034927,"));
     free(rj);
     cJSON *t = rg_read_json(dir, "trace.json");
     assert_non_null(t);
