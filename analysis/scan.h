@@ -45,8 +45,8 @@ int mp_scan_contiguous(mp_stats *s, const void *data, uint64_t n);
  * elements; NULL for an unscannable dtype or no memory), feed each piece in
  * order (it reads the data only where it holds no lock and every allocation
  * is already in the state: a SIGBUS guard may leave it by longjmp, after
- * which only end may follow), end (the counts into s, the state freed). The record equals
- * mp_scan_contiguous's over the pieces put together. */
+ * which only end may follow), end (the counts into s, the state freed). The
+ * record equals mp_scan_contiguous's over the pieces put together. */
 typedef struct mp_scan_stream mp_scan_stream;
 mp_scan_stream *mp_scan_stream_begin(mp_stats *s, uint64_t total);
 void mp_scan_stream_feed(mp_scan_stream *st, const void *data, uint64_t n);

@@ -75,7 +75,7 @@ typedef struct walk {
   bool has_exact_ns[2];
   /* training.first_nonfinite.t_ns likewise */
   int64_t exact_nf_t_ns;
-  bool has_exact_nf_t_ns;
+  bool has_exact_nf_t_ns, seen_training;
   bool ended; /* a value ran into the end of the data */
 } walk;
 
@@ -655,18 +655,20 @@ static int walk_top(walk *w) {
       if (!v) return fail(w, key);
       int which = !strcmp(key, MP_RK_TOP.start_ns) ? 0 : !strcmp(key, MP_RK_TOP.end_ns) ? 1 : -1;
       int64_t approx;
-      if (which >= 0 && i64_of(v, &approx)) {
+      /* the first of a repeated key, as the header's getters find it */
+      if (which >= 0 && !w->has_exact_ns[which] && i64_of(v, &approx)) {
         w->exact_ns[which] = exact_value(w->p, e, approx);
         w->has_exact_ns[which] = true;
       }
       const cJSON *nf = cJSON_GetObjectItemCaseSensitive(v, MP_RK_TRAINING.first_nonfinite);
-      const char *nft = !strcmp(key, MP_RK_TOP.training) && cJSON_IsObject(nf)
+      const char *nft = !strcmp(key, MP_RK_TOP.training) && !w->seen_training && cJSON_IsObject(nf)
                             ? member_value(w->p, (size_t)(e - w->p), MP_RK_TRAINING.first_nonfinite)
                             : NULL;
       if (nft && i64_of(cJSON_GetObjectItemCaseSensitive(nf, MP_RK_NONFINITE.t_ns), &approx)) {
         w->exact_nf_t_ns = exact_member(nft, (size_t)(e - nft), MP_RK_NONFINITE.t_ns, approx);
         w->has_exact_nf_t_ns = true;
       }
+      if (!strcmp(key, MP_RK_TOP.training)) w->seen_training = true;
       cJSON_AddItemToObject(w->header, key, v);
       w->p = e;
     }

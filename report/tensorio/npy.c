@@ -776,14 +776,15 @@ static int feed_body(void *arg) {
 }
 
 /* A contiguous mapped tensor, element-aligned, in the host's byte order is
- * scanned in place,
- * in one pass under the SIGBUS guard: the scanner's state is made before
- * the guard and ended after it, so a longjmp out of the scan leaks nothing
- * (mp_scan_stream). Before, it was copied 1 MiB at a time into a buffer and
- * scanned from there, which took half the time of `mpprof inspect` on a
- * 1 GiB fp16 .npy (perf, Intel VM, 2026-12-04). A strided, byte-swapped or
- * misaligned tensor is still copied (gathered, swapped) in 1 MiB chunks under the guard
- * and each chunk fed to one scan outside it. Either way the record equals one pass
+ * scanned in place, in one pass under the SIGBUS guard: the scanner's state
+ * is made before the guard and ended after it, so a longjmp out of the scan
+ * leaks nothing (mp_scan_stream). Before, it was copied 1 MiB at a time into
+ * a buffer and scanned from there, which took half the time of `mpprof
+ * inspect` on a 1 GiB fp16 .npy (perf, Intel VM, 2026-12-04). A strided
+ * view that covers a block of its storage in another order (a transpose) is
+ * that block. Any other strided, a byte-swapped or a misaligned tensor is
+ * still copied (gathered, swapped) in 1 MiB chunks under the guard and each
+ * chunk fed to one scan outside it. Either way the record equals one pass
  * over the whole tensor. */
 uint64_t mpprof_tensor_copied_elements;
 
