@@ -70,18 +70,23 @@ static binade binade_of(const mp_stats *s, const mp_format *src, int e, uint64_t
   return (binade){c, bottom, top};
 }
 
-/* Binade b's values, multiplied by 2^scale_log2, cast to target: into ret. */
-static void add_binade(const binade *b, mp_target target, int scale_log2, mp_scaled_casts *ret) {
-  int r0 = rank_of(classify_scaled(b->bottom, scale_log2, target));
-  int r1 = rank_of(classify_scaled(b->top, scale_log2, target));
+/* c values whose ends cast to ranks r0 <= r1 (their bottom's and top's
+ * outcomes): exact when they agree, else [0, c] in each outcome between. */
+static void add_ranks(uint64_t c, int r0, int r1, mp_scaled_casts *ret) {
   if (r0 == r1) {
-    ret->lo[by_rank[r0]] += b->c;
-    ret->hi[by_rank[r0]] += b->c;
+    ret->lo[by_rank[r0]] += c;
+    ret->hi[by_rank[r0]] += c;
     return;
   }
   ret->estimate = true;
   for (int r = r0; r <= r1; r++)
-    ret->hi[by_rank[r]] += b->c;
+    ret->hi[by_rank[r]] += c;
+}
+
+/* Binade b's values, multiplied by 2^scale_log2, cast to target: into ret. */
+static void add_binade(const binade *b, mp_target target, int scale_log2, mp_scaled_casts *ret) {
+  add_ranks(b->c, rank_of(classify_scaled(b->bottom, scale_log2, target)),
+            rank_of(classify_scaled(b->top, scale_log2, target)), ret);
 }
 
 void mp_scaled_casts_compute(const mp_stats *s, mp_target target, int scale_log2,
@@ -195,15 +200,9 @@ static void fp16_window(const mp_stats *s, const mp_advice_params *p, uint64_t n
     if (k == 0 || nb == SIZE_MAX) {
       mp_scaled_casts_compute(s, MP_TGT_FP16, k, &sc);
     } else {
-      /* add_binade's sums, from the steps */
-      memset(&sc, 0, sizeof sc);
-      for (size_t i = 0; i < nb; i++) {
-        int r0 = rank_at(steps[i][0], k - k0), r1 = rank_at(steps[i][1], k - k0);
-        sc.lo[by_rank[r0]] += r0 == r1 ? b[i].c : 0;
-        for (int r = r0; r <= r1; r++)
-          sc.hi[by_rank[r]] += b[i].c;
-        sc.estimate |= r0 != r1;
-      }
+      memset(&sc, 0, sizeof sc); /* add_binade's sums, the ranks from the steps */
+      for (size_t i = 0; i < nb; i++)
+        add_ranks(b[i].c, rank_at(steps[i][0], k - k0), rank_at(steps[i][1], k - k0), &sc);
     }
     bool fits_surely =
         sc.hi[MP_CAST_OVERFLOW] == 0 && fraction(sc.hi[MP_CAST_UNDERFLOW], n) <= p->underflow_max;

@@ -69,14 +69,6 @@ static void add_fp8_values(cJSON *o, const mpprof_site *s) {
     cJSON_AddItemToObject(o, MP_RK_SITE.amax_D, fp8_value_json(&v->amax_d));
 }
 
-/* An integer written with all its digits (a time in ns has 19: a double's
- * 17 would round it to 256 ns). */
-static cJSON *json_i64(int64_t v) {
-  char buf[24];
-  snprintf(buf, sizeof buf, "%" PRId64, v);
-  return cJSON_CreateRaw(buf);
-}
-
 static cJSON *process_json(const mpprof_process *p) {
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
@@ -90,8 +82,8 @@ static cJSON *process_json(const mpprof_process *p) {
   cJSON_AddBoolToObject(o, "final", p->final);
   cJSON_AddBoolToObject(o, "incomplete", p->incomplete);
   cJSON_AddItemToObject(o, "incomplete_reasons", cJSON_Duplicate(p->incomplete_reasons, true));
-  cJSON_AddItemToObject(o, "start_ns", json_i64(p->start_ns));
-  cJSON_AddItemToObject(o, "end_ns", json_i64(p->end_ns));
+  cJSON_AddItemToObject(o, "start_ns", mpprof_json_i64(p->start_ns));
+  cJSON_AddItemToObject(o, "end_ns", mpprof_json_i64(p->end_ns));
   cJSON_AddStringToObject(o, "scan", p->scan);
   if (p->sample == 0)
     cJSON_AddStringToObject(o, "sample", "auto");

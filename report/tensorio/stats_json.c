@@ -178,6 +178,12 @@ cJSON *mpprof_json_u64(uint64_t v) {
   return cJSON_CreateRaw(buf);
 }
 
+cJSON *mpprof_json_i64(int64_t v) {
+  char buf[24];
+  snprintf(buf, sizeof buf, "%" PRId64, v);
+  return cJSON_CreateRaw(buf);
+}
+
 int mpprof_json_get_double(const cJSON *item, double *ret) {
   if (cJSON_IsNumber(item)) {
     *ret = item->valuedouble;

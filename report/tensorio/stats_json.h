@@ -50,6 +50,9 @@ cJSON *mpprof_tensor_to_json(const char *file, const char *tensor, const uint64_
 cJSON *mpprof_json_double(double d);
 /* An unsigned count, printed exactly. */
 cJSON *mpprof_json_u64(uint64_t v);
+/* A signed integer, printed exactly (a time in ns has 19 digits: a double's
+ * 17 would round it to 256 ns). */
+cJSON *mpprof_json_i64(int64_t v);
 /* Read a number written by either helper (or any JSON number); 0 or -1. */
 int mpprof_json_get_double(const cJSON *item, double *ret);
 
