@@ -167,17 +167,19 @@ SIM_API cublasStatus_t cublasGetSmCountTarget(cublasHandle_t handle, int *count)
 /* ---- host <-> "device" copies (cublasSetMatrix & co.) ----
  * All memory is host memory in simcuda, so each is a strided copy. Argument
  * rules of the cuBLAS documentation: vectors INVALID_VALUE when incx, incy
- * or elemSize <= 0 (and for n < 0); matrices INVALID_VALUE when rows or
- * cols < 0 or elemSize, lda, ldb <= 0. A leading dimension shorter than
- * rows passes those checks but is an invalid pitch for the cudaMemcpy2D the
- * library issues: MAPPING_ERROR, the status it maps copy failures to. The
- * Async forms check the stream the copy is issued on the same way. */
+ * or elemSize <= 0; matrices INVALID_VALUE when rows or cols < 0 or
+ * elemSize, lda, ldb <= 0. A vector length n < 0 passes those checks and
+ * fails in the copy the library issues, as does a leading dimension shorter
+ * than rows (an invalid pitch for its cudaMemcpy2D): MAPPING_ERROR, the
+ * status it maps copy failures to (both seen on an H200 with cuBLAS 13.0,
+ * tests/simcuda/fidelity). The Async forms check the stream the copy is
+ * issued on the same way. */
 
 static cublasStatus_t copy_vector(int64_t n, int64_t elem, const void *x, int64_t incx, void *y,
                                   int64_t incy) {
-  if (n < 0 || elem <= 0 || incx <= 0 || incy <= 0) return CUBLAS_STATUS_INVALID_VALUE;
+  if (elem <= 0 || incx <= 0 || incy <= 0) return CUBLAS_STATUS_INVALID_VALUE;
   if (n == 0) return CUBLAS_STATUS_SUCCESS;
-  if (x == NULL || y == NULL) return CUBLAS_STATUS_MAPPING_ERROR;
+  if (n < 0 || x == NULL || y == NULL) return CUBLAS_STATUS_MAPPING_ERROR;
   if (incx == 1 && incy == 1) {
     memmove(y, x, (size_t)(n * elem));
     return CUBLAS_STATUS_SUCCESS;
