@@ -381,7 +381,9 @@ if tmo "$(left 60)" gcc -std=gnu11 -O2 -I"$CUDA/include" -o "$OUT/shadow_fp8_che
      -L"$CUDA/lib64" -Wl,-rpath,"$CUDA/lib64" -lcublasLt -lcudart -lm >"$LOG/shadow_fp8_check.txt" 2>&1 && [ -e "$LIB" ]; then
   # scalar: per-tensor A/B/D scales, e4m3 D; h128: Hopper's 1x128 / 128x128 block scales, bf16 D
   for mode in scalar h128; do
-    PENV=(LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$CUDA/lib64" MPPROF_SCAN=none MPPROF_SHADOW=1)
+    # cuBLASLt's own error log says why a call it refuses failed (level 1: errors only).
+    PENV=(LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$CUDA/lib64" MPPROF_SCAN=none MPPROF_SHADOW=1
+          CUBLASLT_LOG_LEVEL=1 CUBLASLT_LOG_FILE="$LOG/cublaslt_fp8_$mode.log")
     profile "$(left 60)" "$OUT/shadow_fp8_$mode" "$OUT/shadow_fp8_check" 4 256 "$mode" \
       >"$LOG/shadow_fp8_${mode}_out.txt" 2>>"$LOG/shadow_fp8_check.txt"
     rc=$?

@@ -26,11 +26,14 @@
 
 #define CHECK(x)                                                                                   \
   do {                                                                                             \
-    if ((x) != 0) {                                                                                \
-      fprintf(stderr, "shadow_fp8_check: %s failed\n", #x);                                        \
+    int rc_ = (int)(x);                                                                            \
+    if (rc_ != 0) {                                                                                \
+      fprintf(stderr, "shadow_fp8_check: %s failed: status %d\n", #x, rc_);                        \
       return 1;                                                                                    \
     }                                                                                              \
   } while (0)
+
+#define WORKSPACE ((size_t)32 << 20)
 
 /* Value of an e4m3 byte (no infinities; 0x7f/0xff NaN). */
 static double e4m3(uint8_t b) {
@@ -122,12 +125,18 @@ int main(int argc, char **argv) {
   if (mode != SCALAR && (!hsa || !hsb)) return 1;
   if (!junk) return 1;
   memset(junk, 0x7e, sa_bytes > sb_bytes ? sa_bytes : sb_bytes);
-  uint8_t *A, *B, *D;
+  uint8_t *A, *B, *C, *D;
   float *sc;
+  void *ws; /* cuBLASLt's workspace: its FP8 kernels may need one */
   void *dsa = NULL, *dsb = NULL;
   CHECK(cudaMalloc((void **)&A, elems));
   CHECK(cudaMalloc((void **)&B, elems));
   CHECK(cudaMalloc((void **)&D, elems * dsize));
+  /* C (bf16, zero, beta 0) given as NVIDIA's LtFp8Matmul sample gives it: on
+   * an H200 the per-tensor e4m3-D call with C = NULL failed. */
+  CHECK(cudaMalloc((void **)&C, elems * 2));
+  CHECK(cudaMemset(C, 0, elems * 2));
+  CHECK(cudaMalloc(&ws, WORKSPACE));
   CHECK(cudaMalloc((void **)&sc, sizeof scales));
   if (mode != SCALAR) {
     CHECK(cudaMalloc(&dsa, sa_bytes));
@@ -172,8 +181,8 @@ int main(int argc, char **argv) {
       CHECK(cudaMemcpyAsync(dsa, hsa, sa_bytes, cudaMemcpyHostToDevice, s));
       CHECK(cudaMemcpyAsync(dsb, hsb, sb_bytes, cudaMemcpyHostToDevice, s));
     }
-    CHECK(cublasLtMatmul(lt, desc, &alpha, A, l8, B, l8, &beta, NULL, l16, D,
-                         mode == SCALAR ? l8 : l16, NULL, NULL, 0, s));
+    CHECK(cublasLtMatmul(lt, desc, &alpha, A, l8, B, l8, &beta, C, l16, D,
+                         mode == SCALAR ? l8 : l16, NULL, ws, WORKSPACE, s));
     /* the next step's scales, on the program's stream right behind the op */
     if (mode == SCALAR) {
       CHECK(cudaMemcpyAsync(sc, next, sizeof next, cudaMemcpyHostToDevice, s));
@@ -220,7 +229,8 @@ int main(int argc, char **argv) {
   cublasLtMatmulDescDestroy(desc);
   cublasLtDestroy(lt);
   cudaStreamDestroy(s);
-  cudaFree(A), cudaFree(B), cudaFree(D), cudaFree(sc), cudaFree(dsa), cudaFree(dsb);
+  cudaFree(A), cudaFree(B), cudaFree(C), cudaFree(D), cudaFree(ws), cudaFree(sc), cudaFree(dsa),
+      cudaFree(dsb);
   free(ha), free(hb), free(hd), free(hsa), free(hsb), free(junk);
   return 0;
 }
