@@ -7,11 +7,10 @@
  * Shape: grid-stride loop, 16-byte vector loads on the contiguous path,
  * per-element classification on bit patterns only (no float math, so no
  * rounding or flush-to-zero can creep in), a privatised shared-memory
- * histogram per block fed through warp aggregation (__match_any_sync: one
- * shared atomic per distinct binade in a warp, since exponents cluster), a
- * rarely taken path for the few binades holding a cast threshold, register
- * counters and extrema reduced per warp, and one global atomic merge per
- * block. Min/max are ordered-integer keys (-0 < +0), NaNs are counted and
+ * histogram (how it is fed: MPP_SCAN_HIST below), a rarely taken path for
+ * the few binades holding a cast threshold that counts in registers,
+ * register counters and extrema reduced per warp, and one global atomic
+ * merge per block. Min/max are ordered-integer keys (-0 < +0), NaNs are counted and
  * never compared. The kernel is extern "C" so CUPTI shows "mpp_scan_ops".
  * Batched GEMMs by pointer array take the general (non-flat) path, each
  * element's matrix base read from the device-resident array. The last block
@@ -26,6 +25,27 @@
 #define MPP_FULL 0xffffffffu
 #define MPP_NCNT 8 /* nans pinf ninf neg | max_key min_inv absmax minabs_inv */
 #define MPP_NSUM 4
+#define MPP_NTHR (MPP_SCAN_TARGETS * MPP_SCAN_LEVELS)
+/* Bins of a warp's own histogram slice (MPP_HIST_WARP): fp32 has 277, bf16
+ * 261, fp16 40; fp64's 2098 stay in the block's histogram. */
+#define MPP_WARP_BINS 280
+
+/* How a block's histogram is fed, one element at a time:
+ *   MPP_HIST_MATCH  warp aggregation: __match_any_sync elects one lane per
+ *                   distinct binade in the warp, which adds the count (one
+ *                   shared atomic per binade, but a slow warp-wide match);
+ *   MPP_HIST_BLOCK  every lane adds 1 to the block's histogram;
+ *   MPP_HIST_WARP   every lane adds 1 to its warp's own slice (no contention
+ *                   between warps), the slices summed at the end.
+ * mpp_scan_ops uses MPP_SCAN_HIST; with MPP_SCAN_VARIANTS defined the fatbin
+ * also carries mpp_scan_ops_match, _block, _warp and _warp4 (tests/gpu/devscan_check
+ * --variants measures each, bit-identical records required). */
+#define MPP_HIST_MATCH 0
+#define MPP_HIST_BLOCK 1
+#define MPP_HIST_WARP 2
+#ifndef MPP_SCAN_HIST
+#define MPP_SCAN_HIST MPP_HIST_MATCH
+#endif
 
 /* The word the per-element logic works in: 32-bit integer ops for sources up
  * to 32 bits (half the instructions of 64-bit ones), 64-bit for fp64. */
@@ -51,33 +71,34 @@ __device__ __forceinline__ unsigned long long key_of(const mpp_scan_fmt *f, unsi
 }
 
 struct block_state {
-  unsigned int hist[MPP_SCAN_MAX_BINS];
+  union {
+    unsigned int hist[MPP_SCAN_MAX_BINS];         /* MPP_HIST_MATCH, _BLOCK; fp64 */
+    unsigned int whist[MPP_WARPS][MPP_WARP_BINS]; /* MPP_HIST_WARP, up to 32-bit sources */
+  };
   unsigned char thr_flag[MPP_SCAN_MAX_BINS];
-  unsigned long long within[MPP_SCAN_TARGETS * MPP_SCAN_LEVELS];
-  unsigned long long thr[MPP_SCAN_TARGETS * MPP_SCAN_LEVELS]; /* copies of the params' */
-  int thr_bin[MPP_SCAN_TARGETS * MPP_SCAN_LEVELS];
+  unsigned long long within[MPP_NTHR];
+  unsigned long long thr[MPP_NTHR]; /* copies of the params' */
+  int thr_bin[MPP_NTHR];
   unsigned long long warp_part[MPP_WARPS][MPP_NCNT];
 };
 
-/* Per-thread: counts fit 32 bits (a thread sees far fewer than 2^32 elements). */
+/* Per-thread: counts fit 32 bits (a thread sees far fewer than 2^32
+ * elements), the threshold counts too (registers: constant indices only). */
 template <typename W> struct thread_acc {
   unsigned int nans, pinf, ninf, neg;
   W max_key, min_inv, absmax, minabs_inv;
+  unsigned int within[MPP_NTHR];
 };
 
-/* The few binades holding a cast threshold: rare, kept out of line. The
- * thresholds are read from shared memory (taking the address of the kernel
- * parameters would copy them to local memory in every thread). */
-__device__ __noinline__ void count_within(const unsigned long long *thr, const int *thr_bin,
-                                          unsigned long long *within, int bin, uint64_t abs) {
-  for (int i = 0; i < MPP_SCAN_TARGETS * MPP_SCAN_LEVELS; i++)
-    if (bin == thr_bin[i] && abs >= thr[i]) atomicAdd(&within[i], 1ull);
-}
+/* Whether a source's histogram lives in per-warp slices under MPP_HIST_WARP. */
+template <int HV, typename T> struct warp_slices {
+  static const bool value = HV == MPP_HIST_WARP && sizeof(T) <= 4;
+};
 
-template <int SRC, typename T>
+template <int SRC, typename T, int HV>
 __device__ __forceinline__ void scan_element(const mpp_scan_params &p, block_state &sh,
                                              thread_acc<typename word_of<T>::type> &a, T raw,
-                                             bool valid, unsigned lane) {
+                                             bool valid, unsigned lane, unsigned warp) {
   typedef typename word_of<T>::type W;
   const mpp_scan_fmt f = mpp_scan_fmt_of(SRC);
   const W key_mask = (W)(~(W)0 >> (sizeof(W) * 8 - f.width));
@@ -98,11 +119,21 @@ __device__ __forceinline__ void scan_element(const mpp_scan_params &p, block_sta
     a.ninf += cls == MPP_EL_NINF;
     a.neg += cls == MPP_EL_NINF;
   }
-  /* Warp aggregation: lanes with the same binade elect one leader. */
-  unsigned peers = __match_any_sync(MPP_FULL, bin);
-  if (bin != MPP_SCAN_NO_BIN) {
-    if (lane == (unsigned)(__ffs(peers) - 1)) atomicAdd(&sh.hist[bin], (unsigned)__popc(peers));
-    if (sh.thr_flag[bin]) count_within(sh.thr, sh.thr_bin, sh.within, bin, abs);
+  if (HV == MPP_HIST_MATCH) {
+    /* Warp aggregation: lanes with the same binade elect one leader. */
+    unsigned peers = __match_any_sync(MPP_FULL, bin);
+    if (bin != MPP_SCAN_NO_BIN && lane == (unsigned)(__ffs(peers) - 1))
+      atomicAdd(&sh.hist[bin], (unsigned)__popc(peers));
+  } else if (bin != MPP_SCAN_NO_BIN) {
+    atomicAdd(warp_slices<HV, T>::value ? &sh.whist[warp][bin] : &sh.hist[bin], 1u);
+  }
+  /* The few binades holding a cast threshold (rare): the thresholds are read
+   * from shared memory (taking the address of the kernel parameters would
+   * copy them to local memory in every thread), the counts kept in registers. */
+  if (bin != MPP_SCAN_NO_BIN && sh.thr_flag[bin]) {
+#pragma unroll
+    for (int i = 0; i < MPP_NTHR; i++)
+      a.within[i] += (unsigned)(bin == sh.thr_bin[i] && (uint64_t)abs >= sh.thr[i]);
   }
 }
 
@@ -178,16 +209,22 @@ __device__ void scan_patterns(const mpp_scan_params &p, unsigned int *hist_base,
   }
 }
 
-template <int SRC, typename T>
+template <int SRC, typename T, int HV>
 __device__ void scan_general(const mpp_scan_params &p, block_state &sh, mpp_scan_result *out,
                              unsigned bid, unsigned nblk) {
   const mpp_scan_fmt f = mpp_scan_fmt_of(SRC);
   const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const bool slices = warp_slices<HV, T>::value;
   for (int b = tid; b < f.nbins; b += MPP_BLOCK) {
-    sh.hist[b] = 0;
+    if (slices) {
+      for (int w = 0; w < MPP_WARPS; w++)
+        sh.whist[w][b] = 0;
+    } else {
+      sh.hist[b] = 0;
+    }
     sh.thr_flag[b] = 0;
   }
-  if (tid < MPP_SCAN_TARGETS * MPP_SCAN_LEVELS) {
+  if (tid < MPP_NTHR) {
     sh.within[tid] = 0;
     sh.thr[tid] = p.thr[tid / MPP_SCAN_LEVELS][tid % MPP_SCAN_LEVELS];
     sh.thr_bin[tid] = p.thr_bin[tid / MPP_SCAN_LEVELS][tid % MPP_SCAN_LEVELS];
@@ -197,7 +234,7 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, mpp_scan
     sh.thr_flag[sh.thr_bin[tid]] = 1;
   __syncthreads();
 
-  thread_acc<typename word_of<T>::type> a = {0, 0, 0, 0, 0, 0, 0, 0};
+  thread_acc<typename word_of<T>::type> a = {};
   const T *data = (const T *)p.data;
   const uint64_t grid = (uint64_t)nblk * MPP_BLOCK;
   if (p.flat) {
@@ -221,17 +258,17 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, mpp_scan
       u1.v = valid1 ? __ldg(vdata + vi1) : make_uint4(0, 0, 0, 0);
 #pragma unroll
       for (int j = 0; j < VEC; j++)
-        scan_element<SRC, T>(p, sh, a, u0.e[j], valid0, lane);
+        scan_element<SRC, T, HV>(p, sh, a, u0.e[j], valid0, lane, warp);
 #pragma unroll
       for (int j = 0; j < VEC; j++)
-        scan_element<SRC, T>(p, sh, a, u1.e[j], valid1, lane);
+        scan_element<SRC, T, HV>(p, sh, a, u1.e[j], valid1, lane, warp);
     }
     if (bid == nblk - 1) {
       for (uint64_t base = 0; base < nscalar; base += MPP_BLOCK) {
         uint64_t s = base + tid;
         bool valid = s < nscalar;
         uint64_t i = s < head ? s : tail0 + (s - head);
-        scan_element<SRC, T>(p, sh, a, valid ? data[i] : (T)0, valid, lane);
+        scan_element<SRC, T, HV>(p, sh, a, valid ? data[i] : (T)0, valid, lane, warp);
       }
     }
   } else {
@@ -247,7 +284,7 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, mpp_scan
         const T *m = p.ptrs ? (const T *)p.ptrs[b] : data + (int64_t)b * p.batch_stride;
         raw = m[c * p.ld + r];
       }
-      scan_element<SRC, T>(p, sh, a, raw, valid, lane);
+      scan_element<SRC, T, HV>(p, sh, a, raw, valid, lane, warp);
     }
   }
 
@@ -260,6 +297,11 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, mpp_scan
   if (lane == 0)
     for (int c = 0; c < MPP_NCNT; c++)
       sh.warp_part[warp][c] = v[c];
+#pragma unroll
+  for (int i = 0; i < MPP_NTHR; i++) {
+    unsigned long long w = warp_sum(a.within[i]);
+    if (lane == 0 && w) atomicAdd(&sh.within[i], w);
+  }
   __syncthreads();
   if (tid < MPP_NCNT) {
     unsigned long long s = 0;
@@ -276,10 +318,18 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, mpp_scan
       atomicMax(dst[tid], s);
     }
   }
-  if (tid < MPP_SCAN_TARGETS * MPP_SCAN_LEVELS && sh.within[tid])
+  if (tid < MPP_NTHR && sh.within[tid])
     atomicAdd(&out->within[tid / MPP_SCAN_LEVELS][tid % MPP_SCAN_LEVELS], sh.within[tid]);
-  for (int b = tid; b < f.nbins; b += MPP_BLOCK)
-    if (sh.hist[b]) atomicAdd(&out->hist[b], (unsigned long long)sh.hist[b]);
+  for (int b = tid; b < f.nbins; b += MPP_BLOCK) {
+    unsigned long long sum = 0;
+    if (slices) {
+      for (int w = 0; w < MPP_WARPS; w++)
+        sum += sh.whist[w][b];
+    } else {
+      sum = sh.hist[b];
+    }
+    if (sum) atomicAdd(&out->hist[b], sum);
+  }
 }
 
 /* Shared memory of a block, whichever tensor it scans (one static buffer for
@@ -289,7 +339,7 @@ union block_smem {
   unsigned int patterns[MPP_WARPS * 256]; /* one 256-pattern slice per warp */
 };
 
-template <int SRC, typename T>
+template <int SRC, typename T, int HV>
 __device__ void scan_impl(const mpp_scan_params &p, block_smem &sm, mpp_scan_result *out,
                           unsigned bid, unsigned nblk) {
   if constexpr (sizeof(T) == 1) {
@@ -298,33 +348,34 @@ __device__ void scan_impl(const mpp_scan_params &p, block_smem &sm, mpp_scan_res
     __syncthreads();
     scan_patterns(p, sm.patterns, out, bid, nblk);
   } else {
-    scan_general<SRC, T>(p, sm.general, out, bid, nblk);
+    scan_general<SRC, T, HV>(p, sm.general, out, bid, nblk);
   }
 }
 
 /* Per context: where its accumulators are (set by the host once per context). */
 __device__ mpp_scan_ctx mpp_scan_ctx_info;
 
+template <int HV>
 __device__ void scan_tensor(const mpp_scan_params &p, block_smem &sm, mpp_scan_result *out,
                             unsigned bid, unsigned nblk) {
   switch (p.src) {
   case MPP_SRC_FP64:
-    scan_impl<MPP_SRC_FP64, unsigned long long>(p, sm, out, bid, nblk);
+    scan_impl<MPP_SRC_FP64, unsigned long long, HV>(p, sm, out, bid, nblk);
     break;
   case MPP_SRC_FP32:
-    scan_impl<MPP_SRC_FP32, unsigned int>(p, sm, out, bid, nblk);
+    scan_impl<MPP_SRC_FP32, unsigned int, HV>(p, sm, out, bid, nblk);
     break;
   case MPP_SRC_FP16:
-    scan_impl<MPP_SRC_FP16, unsigned short>(p, sm, out, bid, nblk);
+    scan_impl<MPP_SRC_FP16, unsigned short, HV>(p, sm, out, bid, nblk);
     break;
   case MPP_SRC_BF16:
-    scan_impl<MPP_SRC_BF16, unsigned short>(p, sm, out, bid, nblk);
+    scan_impl<MPP_SRC_BF16, unsigned short, HV>(p, sm, out, bid, nblk);
     break;
   case MPP_SRC_E4M3:
-    scan_impl<MPP_SRC_E4M3, unsigned char>(p, sm, out, bid, nblk);
+    scan_impl<MPP_SRC_E4M3, unsigned char, HV>(p, sm, out, bid, nblk);
     break;
   default:
-    scan_impl<MPP_SRC_E5M2, unsigned char>(p, sm, out, bid, nblk);
+    scan_impl<MPP_SRC_E5M2, unsigned char, HV>(p, sm, out, bid, nblk);
     break;
   }
 }
@@ -370,7 +421,7 @@ __device__ void finish_launch(const mpp_scan_launch &l, mpp_scan_acc *acc) {
 /* All tensors of an op in one launch: each block scans its tensor's share
  * and merges it into the context's accumulators with atomics; the block that
  * finishes last (atomic ticket) delivers the records. */
-extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops(mpp_scan_launch l) {
+template <int HV> __device__ __forceinline__ void scan_ops(const mpp_scan_launch &l) {
   __shared__ block_smem sm;
   __shared__ unsigned last;
   const mpp_scan_ctx c = mpp_scan_ctx_info;
@@ -387,7 +438,7 @@ extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops(mpp_scan_la
   while (k + 1 < l.nt && blockIdx.x >= l.blk0[k + 1])
     k++;
   if (l.nt) /* else a launch for the scalars alone */
-    scan_tensor(l.t[k], sm, &acc->rec[k], blockIdx.x - l.blk0[k], l.blk0[k + 1] - l.blk0[k]);
+    scan_tensor<HV>(l.t[k], sm, &acc->rec[k], blockIdx.x - l.blk0[k], l.blk0[k + 1] - l.blk0[k]);
   __threadfence(); /* this block's merges before its ticket */
   __syncthreads();
   if (threadIdx.x == 0) last = atomicAdd(&acc->ticket, 1u) == gridDim.x - 1;
@@ -396,3 +447,23 @@ extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops(mpp_scan_la
   __threadfence();
   finish_launch(l, acc);
 }
+
+extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops(mpp_scan_launch l) {
+  scan_ops<MPP_SCAN_HIST>(l);
+}
+
+#ifdef MPP_SCAN_VARIANTS
+extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops_match(mpp_scan_launch l) {
+  scan_ops<MPP_HIST_MATCH>(l);
+}
+extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops_block(mpp_scan_launch l) {
+  scan_ops<MPP_HIST_BLOCK>(l);
+}
+extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops_warp(mpp_scan_launch l) {
+  scan_ops<MPP_HIST_WARP>(l);
+}
+/* The same held to 64 registers (4 blocks an SM, more loads in flight, some spills). */
+extern "C" __global__ void __launch_bounds__(MPP_BLOCK, 4) mpp_scan_ops_warp4(mpp_scan_launch l) {
+  scan_ops<MPP_HIST_WARP>(l);
+}
+#endif

@@ -22,7 +22,8 @@
 #     `mpprof --version` reads from the embedded fatbin
 #   - device scan vs host scanner, bit-identical (every dtype, random and
 #     boundary data, all 8/16-bit patterns, misaligned and strided views), and
-#     its bandwidth against a device-to-device copy in the same run (aim 0.85)
+#     its bandwidth against a device-to-device copy in the same run (aim 0.9
+#     on normal data, issue 16; boundary-heavy data informative)
 #   - samples/mlp_train in fp32 (TF32 off), tf32, fp16, bf16 under mpprof:
 #     Tensor Core use reported exactly for the modes that use it
 #   - samples/mlp_train fp16 and fp32 (TF32 off) with --tc-counters: the CUPTI
@@ -263,14 +264,16 @@ if [ -x "$B/tests/gpu/devscan_check" ]; then
     *) row "device scan == host scanner" FAIL "rc $rc, see $LOG/devscan_check.txt" ;;
   esac
   if [ $QUICK = 0 ] && [ $rc -ne 77 ]; then
-    # Bandwidth rows end in "| met" or "| BELOW"; field 6 is scan / copy.
-    worst=$(awk -F'|' '/\| (met|BELOW)$/{gsub(/ /,"",$6); print $6}' "$LOG/devscan_check.txt" | sort -n | head -1)
-    fp32=$(awk -F'|' '$2 ~ /fp32/ && /\| (met|BELOW)$/{gsub(/ /,"",$6); print $6}' "$LOG/devscan_check.txt")
+    # Bandwidth rows on normal data end in "| met" or "| BELOW" (devscan_check's
+    # aim, in its header), boundary-heavy rows in "| -"; field 7 is scan / copy.
+    aim=$(sed -n 's/^| dtype .*| aim \([0-9.]*\)$/\1/p' "$LOG/devscan_check.txt" | head -1)
+    worst=$(awk -F'|' '/\| (met|BELOW)$/{gsub(/ /,"",$7); print $7}' "$LOG/devscan_check.txt" | sort -n | head -1)
+    fp32=$(awk -F'|' '$2 ~ /fp32/ && /\| (met|BELOW)$/{gsub(/ /,"",$7); print $7}' "$LOG/devscan_check.txt")
     if [ -n "$fp32" ]; then
-      row "scan bandwidth / copy (aim 0.85)" "$(awk -v r="$fp32" 'BEGIN{print (r >= 0.85) ? "PASS" : "BELOW"}')" \
-        "fp32 $fp32, worst dtype $worst (informative: not a pass/fail of the tool)"
+      row "scan bandwidth / copy (aim ${aim:-?})" "$(grep -qE '\| BELOW$' "$LOG/devscan_check.txt" && echo BELOW || echo PASS)" \
+        "normal data: fp32 $fp32, worst dtype $worst (informative: not a pass/fail of the tool)"
     else
-      row "scan bandwidth / copy (aim 0.85)" FAIL "no bandwidth table, see $LOG/devscan_check.txt"
+      row "scan bandwidth / copy" FAIL "no bandwidth table, see $LOG/devscan_check.txt"
     fi
   fi
   if [ $rc -ne 77 ]; then
@@ -448,7 +451,7 @@ printf '| %-40s | %-6s | %s\n' check result detail
 printf '|%s|%s|%s\n' "$(printf -- '-%.0s' {1..42})" "--------" "--------"
 printf '%s\n' "${ROWS[@]}"
 # The device scan's bandwidth table and verdict line (its per-layout rows are in the log).
-if [ -n "$DEVSCAN_TABLE" ]; then echo; echo "$DEVSCAN_TABLE" | sed -n -e '/^| dtype    | GiB/,$p' -e '/^devscan_check on/p' -e '/^host us per scanned op/p'; fi
+if [ -n "$DEVSCAN_TABLE" ]; then echo; echo "$DEVSCAN_TABLE" | sed -n -e '/^| dtype    | data/,$p' -e '/^devscan_check on/p' -e '/^host us per scanned op/p'; fi
 echo
 # tc_check.py pads the run label to 14 columns; the header matches it.
 echo "GEMM sites with kernels, per run:"

@@ -12,8 +12,14 @@
 
 #include "analysis/convert.h"
 
+static const char *g_kernel_name = "mpp_scan_ops";
+
 const char *mpp_scan_kernel_name(void) {
-  return "mpp_scan_ops";
+  return g_kernel_name;
+}
+
+void mpp_scan_kernel_select(const char *name) {
+  g_kernel_name = name;
 }
 
 static int src_of(mp_dtype d) {

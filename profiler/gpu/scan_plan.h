@@ -23,5 +23,9 @@ void mpp_scan_finish(const mpp_scan_params *p, const mpp_scan_result *r, mp_stat
 void mpp_scan_emulate(const mpp_scan_params *p, mpp_scan_result *r);
 /* Kernel symbol of the one scan kernel ("mpp_scan_ops": CUPTI skips mpp_scan_*). */
 const char *mpp_scan_kernel_name(void);
+/* Another entry point of the same kernel for the scans set up after this
+ * call (tests/gpu/devscan_check --kernel: the variants a fatbin built with
+ * MPP_SCAN_VARIANTS carries, kernels/scan.cu). `name` must outlive them. */
+void mpp_scan_kernel_select(const char *name);
 
 #endif

@@ -1,6 +1,7 @@
 /* Scan test data and bitwise record comparison (see scan_data.h). */
 #include "tests/gpu/scan_data.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +57,20 @@ void *mpp_scan_test_data(mp_dtype dtype, uint64_t n, uint64_t seed) {
       x = ldexp(m, e) * (((r >> 40) & 1) ? -1 : 1);
     }
     mp_store(dtype, buf, i, x);
+  }
+  return buf;
+}
+
+void *mpp_scan_normal_data(mp_dtype dtype, uint64_t n, uint64_t seed) {
+  unsigned w = mp_dtype_size(dtype);
+  uint8_t *buf = malloc(n * w + 1);
+  if (!buf) return NULL;
+  for (uint64_t i = 0; i < n; i += 2) { /* Box-Muller: two normals a draw */
+    double u1 = ((double)(next(&seed) >> 11) + 1) * 0x1p-53,
+           u2 = (double)(next(&seed) >> 11) * 0x1p-53;
+    double r = sqrt(-2.0 * log(u1));
+    mp_store(dtype, buf, i, r * cos(2 * M_PI * u2));
+    if (i + 1 < n) mp_store(dtype, buf, i + 1, r * sin(2 * M_PI * u2));
   }
   return buf;
 }

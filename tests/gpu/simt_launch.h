@@ -61,9 +61,14 @@ template <class F> static void simt_run(unsigned grid, unsigned block, const F &
 }
 
 #ifdef MPP_BLOCK
-/* Runs mpp_scan_ops(*l) with `grid` blocks (l->blk0[l->nt] on a real launch). */
+/* The scan kernel's entry point launch() runs: mpp_scan_ops, or one of its
+ * variants (kernels/scan.cu, MPP_SCAN_VARIANTS). */
+static void (*simt_scan_kernel)(mpp_scan_launch) = mpp_scan_ops;
+
+/* Runs simt_scan_kernel(*l) with `grid` blocks (l->blk0[l->nt] on a real launch). */
 static void launch(const mpp_scan_launch *l, unsigned grid) {
-  simt_run(grid, MPP_BLOCK, [l] { mpp_scan_ops(*l); });
+  void (*fn)(mpp_scan_launch) = simt_scan_kernel;
+  simt_run(grid, MPP_BLOCK, [l, fn] { fn(*l); });
 }
 #endif
 

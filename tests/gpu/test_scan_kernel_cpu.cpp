@@ -8,6 +8,7 @@
 // GPU memory behaviour and speed (scripts/gpu-check.sh does, on a GPU).
 #include "tests/gpu/simt_shim.h"
 
+#define MPP_SCAN_VARIANTS /* every entry point, each checked below */
 #include "kernels/scan.cu"
 
 #include <stdio.h>
@@ -367,8 +368,8 @@ static int check_no_context(void) {
   return bad;
 }
 
-int main() {
-  set_up_context();
+/* Every check, with the kernel's entry point set to `fn`. */
+static int check_all(void) {
   static const mp_dtype dts[] = {MP_FP64, MP_FP32, MP_FP16, MP_BF16, MP_FP8_E4M3, MP_FP8_E5M2};
   int bad = 0;
   for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++) {
@@ -403,6 +404,25 @@ int main() {
   bad += check_multi(1, 1, 1, 1);
   bad += check_multi(2, 3, 1, 2);
   bad += check_no_context();
+  return bad;
+}
+
+int main() {
+  set_up_context();
+  /* Each way of feeding the histogram (kernels/scan.cu MPP_HIST_*); _warp4
+   * differs from _warp only in its register bound, nothing the CPU runs. */
+  static const struct {
+    void (*fn)(mpp_scan_launch);
+    const char *name;
+  } variants[] = {{mpp_scan_ops_match, "mpp_scan_ops_match"},
+                  {mpp_scan_ops_block, "mpp_scan_ops_block"},
+                  {mpp_scan_ops_warp, "mpp_scan_ops_warp"}};
+  int bad = 0;
+  for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
+    printf("--- %s\n", variants[i].name);
+    simt_scan_kernel = variants[i].fn;
+    bad += check_all();
+  }
   printf("%s\n", bad ? "FAILED" : "all bit-identical");
   return bad ? 1 : 0;
 }
