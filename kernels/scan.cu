@@ -15,6 +15,7 @@
  * Batched GEMMs by pointer array take the general (non-flat) path, each
  * element's matrix base read from the device-resident array. The last block
  * also copies the op's scalars (FP8 scale factors, AMAX_D) into the slot. */
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,13 +37,24 @@
  *                   shared atomic per binade, but a slow warp-wide match);
  *   MPP_HIST_BLOCK  every lane adds 1 to the block's histogram;
  *   MPP_HIST_WARP   every lane adds 1 to its warp's own slice (no contention
- *                   between warps), the slices summed at the end.
+ *                   between warps), the slices summed at the end;
+ *   MPP_HIST_WINDOW each thread counts a window of MPP_WIN binades in
+ *                   registers (16-bit fields of two 64-bit words, placed at
+ *                   its first element's binade: values cluster), the rest and
+ *                   the threshold binades go to the block's histogram; the
+ *                   fields are flushed to it before they can overflow.
  * mpp_scan_ops uses MPP_SCAN_HIST; with MPP_SCAN_VARIANTS defined the fatbin
- * also carries mpp_scan_ops_match, _block, _warp and _warp4 (tests/gpu/devscan_check
+ * also carries mpp_scan_ops_match, _block, _warp, _warp4 and _window (tests/gpu/devscan_check
  * --variants measures each, bit-identical records required). */
 #define MPP_HIST_MATCH 0
 #define MPP_HIST_BLOCK 1
 #define MPP_HIST_WARP 2
+#define MPP_HIST_WINDOW 3
+#define MPP_WIN 8       /* binades a thread counts in registers */
+#define MPP_WIN_BELOW 5 /* of them below its first element's binade */
+#ifndef MPP_WIN_MAX     /* a 16-bit field's count (tests flush more often) */
+#define MPP_WIN_MAX 65535u
+#endif
 #ifndef MPP_SCAN_HIST
 #define MPP_SCAN_HIST MPP_HIST_MATCH
 #endif
@@ -88,7 +100,24 @@ template <typename W> struct thread_acc {
   unsigned int nans, pinf, ninf, neg;
   W max_key, min_inv, absmax, minabs_inv;
   unsigned int within[MPP_NTHR];
+  /* MPP_HIST_WINDOW: binades win_lo .. win_lo + MPP_WIN - 1, 16 bits each
+   * (lo: the first 4); thr_win: which of them hold a threshold (counted on
+   * the slow path). win_lo == INT_MIN: not placed yet. */
+  int win_lo;
+  unsigned thr_win;
+  unsigned long long win[2];
 };
+
+/* A thread's window counts into the block's histogram (shared atomics). */
+template <typename W>
+__device__ __forceinline__ void flush_window(unsigned *hist, thread_acc<W> &a) {
+#pragma unroll
+  for (int i = 0; i < MPP_WIN; i++) {
+    unsigned c = (unsigned)(a.win[i / 4] >> (16 * (i % 4))) & 0xffffu;
+    if (c) atomicAdd(&hist[a.win_lo + i], c);
+  }
+  a.win[0] = a.win[1] = 0;
+}
 
 /* Whether a source's histogram lives in per-warp slices under MPP_HIST_WARP. */
 template <int HV, typename T> struct warp_slices {
@@ -124,6 +153,27 @@ __device__ __forceinline__ void scan_element(const mpp_scan_params &p, block_sta
     unsigned peers = __match_any_sync(MPP_FULL, bin);
     if (bin != MPP_SCAN_NO_BIN && lane == (unsigned)(__ffs(peers) - 1))
       atomicAdd(&sh.hist[bin], (unsigned)__popc(peers));
+  } else if (HV == MPP_HIST_WINDOW) {
+    if (bin != MPP_SCAN_NO_BIN) {
+      if (a.win_lo == INT_MIN) { /* place the window (once per thread) */
+        a.win_lo = bin - MPP_WIN_BELOW;
+        a.thr_win = 0;
+        for (int i = 0; i < MPP_WIN; i++) {
+          int b = a.win_lo + i;
+          if (b >= 0 && b < MPP_SCAN_MAX_BINS && sh.thr_flag[b]) a.thr_win |= 1u << i;
+        }
+      }
+      unsigned d = (unsigned)(bin - a.win_lo);
+      if (d < MPP_WIN && !(a.thr_win >> d & 1)) {
+        unsigned long long inc = 1ull << (16 * (d & 3));
+        if (d & 4)
+          a.win[1] += inc;
+        else
+          a.win[0] += inc;
+        return; /* not a threshold binade: nothing more to count */
+      }
+      atomicAdd(&sh.hist[bin], 1u);
+    }
   } else if (bin != MPP_SCAN_NO_BIN) {
     atomicAdd(warp_slices<HV, T>::value ? &sh.whist[warp][bin] : &sh.hist[bin], 1u);
   }
@@ -235,6 +285,12 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, mpp_scan
   __syncthreads();
 
   thread_acc<typename word_of<T>::type> a = {};
+  a.win_lo = INT_MIN;
+  /* Window fields flushed every `flush_every` loop rounds: at most
+   * MPP_WIN_MAX elements each (2 vectors a round on the flat path). */
+  const unsigned flush_every =
+      MPP_WIN_MAX >= 2 * 16 / sizeof(T) ? MPP_WIN_MAX / (2 * 16 / sizeof(T)) : 1;
+  unsigned rounds = 0;
   const T *data = (const T *)p.data;
   const uint64_t grid = (uint64_t)nblk * MPP_BLOCK;
   if (p.flat) {
@@ -262,6 +318,10 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, mpp_scan
 #pragma unroll
       for (int j = 0; j < VEC; j++)
         scan_element<SRC, T, HV>(p, sh, a, u1.e[j], valid1, lane, warp);
+      if (HV == MPP_HIST_WINDOW && ++rounds == flush_every) {
+        if (a.win_lo != INT_MIN) flush_window(sh.hist, a);
+        rounds = 0;
+      }
     }
     if (bid == nblk - 1) {
       for (uint64_t base = 0; base < nscalar; base += MPP_BLOCK) {
@@ -285,8 +345,13 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, mpp_scan
         raw = m[c * p.ld + r];
       }
       scan_element<SRC, T, HV>(p, sh, a, raw, valid, lane, warp);
+      if (HV == MPP_HIST_WINDOW && ++rounds == MPP_WIN_MAX) {
+        if (a.win_lo != INT_MIN) flush_window(sh.hist, a);
+        rounds = 0;
+      }
     }
   }
+  if (HV == MPP_HIST_WINDOW && a.win_lo != INT_MIN) flush_window(sh.hist, a);
 
   /* Per-warp reduction of the register counters, then one merge per block. */
   unsigned long long v[MPP_NCNT] = {a.nans,    a.pinf,    a.ninf,   a.neg,
@@ -462,7 +527,10 @@ extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops_block(mpp_s
 extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops_warp(mpp_scan_launch l) {
   scan_ops<MPP_HIST_WARP>(l);
 }
-/* The same held to 64 registers (4 blocks an SM, more loads in flight, some spills). */
+extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops_window(mpp_scan_launch l) {
+  scan_ops<MPP_HIST_WINDOW>(l);
+}
+/* The same as _warp held to 64 registers (4 blocks an SM, more loads in flight, some spills). */
 extern "C" __global__ void __launch_bounds__(MPP_BLOCK, 4) mpp_scan_ops_warp4(mpp_scan_launch l) {
   scan_ops<MPP_HIST_WARP>(l);
 }

@@ -21,7 +21,7 @@
  * Prints a table; exit 0 when every record matched, 1 on a mismatch, 77 (skip)
  * without a CUDA driver or GPU. Options: --bytes N (bandwidth buffer, default
  * 1 GiB), --quick (correctness only), --kernel NAME (another entry point of
- * the scan kernel: mpp_scan_ops_match, _block, _warp, _warp4 in a fatbin
+ * the scan kernel: mpp_scan_ops_match, _block, _warp, _warp4, _window in a fatbin
  * built with -Dscan_variants=true; kernels/scan.cu). */
 #include <errno.h>
 #include <stdbool.h>

@@ -9,6 +9,7 @@
 #include "tests/gpu/simt_shim.h"
 
 #define MPP_SCAN_VARIANTS /* every entry point, each checked below */
+#define MPP_WIN_MAX 4u    /* _window flushes its registers every few rounds */
 #include "kernels/scan.cu"
 
 #include <stdio.h>
@@ -416,7 +417,8 @@ int main() {
     const char *name;
   } variants[] = {{mpp_scan_ops_match, "mpp_scan_ops_match"},
                   {mpp_scan_ops_block, "mpp_scan_ops_block"},
-                  {mpp_scan_ops_warp, "mpp_scan_ops_warp"}};
+                  {mpp_scan_ops_warp, "mpp_scan_ops_warp"},
+                  {mpp_scan_ops_window, "mpp_scan_ops_window"}};
   int bad = 0;
   for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
     printf("--- %s\n", variants[i].name);
