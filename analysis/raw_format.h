@@ -133,8 +133,10 @@
     "not a GEMM, dtype, layout, fp8 scale mode, DRELU/DGELU, alpha")                               \
   X(NO_MEMORY, "out_of_memory", "work memory could not be allocated")                              \
   X(BUSY, "shadow_busy", "device: earlier shadowed calls still running (slots or memory cap)")     \
-  X(NO_HANDLE, "no_cublas_handle", "device: private stream or cuBLAS handle not made")             \
-  X(DEVICE_ERROR, "device_error", "device: a driver or cuBLAS call of the shadow work failed")
+  X(NO_HANDLE, "no_cublas_handle",                                                                 \
+    "device: private stream or cuBLAS/cuBLASLt handle not made (neither library loaded)")          \
+  X(DEVICE_ERROR, "device_error",                                                                  \
+    "device: a driver or cuBLAS/cuBLASLt call of the shadow work failed")
 #define MP_RAW_ENUM_ROW_(id, json, doc) MP_RAW_SHADOW_SKIP_##id,
 enum { MP_RAW_SHADOW_SKIPPED(MP_RAW_ENUM_ROW_) MP_RAW_SHADOW_SKIP_COUNT };
 #undef MP_RAW_ENUM_ROW_

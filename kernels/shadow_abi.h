@@ -22,7 +22,8 @@
  *                     order (deterministic for a given grid) into `result`
  *
  * Between quant and err the host runs the products themselves: one fp32
- * (no TF32) strided-batched GEMM per candidate on its private cuBLAS handle.
+ * (no TF32) strided-batched GEMM per candidate on its private cuBLAS handle
+ * (a cuBLASLt one in a program without libcublas).
  * The per-value definitions are analysis/shadow_core.h, the host path's own. */
 #ifndef MPPROF_KERNELS_SHADOW_ABI_H
 #define MPPROF_KERNELS_SHADOW_ABI_H

@@ -1,6 +1,6 @@
 /* Shadow execution on the device (`--shadow` with operands in device memory):
  * the launches of kernels/shadow.cu and the fp32 GEMMs between them, planned
- * by shadow_plan.c, on a private stream and cuBLAS handle of the op's context.
+ * by shadow_plan.c, on a private stream and BLAS handle of the op's context.
  *
  * Per shadowed call, on the op's own stream right after the op:
  * stream-ordered work memory (cuMemAllocFromPoolAsync from a pool of
@@ -23,14 +23,16 @@
  * hands finished calls to their sink when the event says so; at exit
  * mpp_devshadow_drain waits, bounded.
  *
- * cuBLAS is the program's libcublas.so.13, its own functions (never mpprof's
- * hooks), handed over by the cuBLAS hook module (devshadow_blas.h).
+ * The GEMMs are the program's libcublas.so.13 (a handle in pedantic math) or,
+ * in a program that loaded only libcublasLt.so.13, its cuBLASLt (compute
+ * type COMPUTE_32F_PEDANTIC): the library's own functions (never mpprof's
+ * hooks), handed over by the hook modules (devshadow_blas.h).
  *
  * Every kernel of the work runs inside a pushed external correlation id
  * (MPP_OWN_OP_ID) that the CUPTI sink drops: the private handle's GEMM kernels
  * are not the program's. The caller (profiler/shadow.c) serialises all calls
  * and keeps the depth guard held (calls come from inside a hooked call), so
- * cuBLAS's own inner calls pass through mpprof's hooks unrecorded. */
+ * the library's own inner calls pass through mpprof's hooks unrecorded. */
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
@@ -53,7 +55,7 @@ typedef struct sh_ctx {
   bool tried, ready;
   int rc; /* why not ready */
   CUstream stream;
-  cublasHandle_t handle;
+  void *handle; /* g_blas's */
   CUevent after_op[JOBS], done[JOBS];
   unsigned grid_cap;   /* blocks of quant/amax/err launches */
   CUdeviceptr out_dev; /* g_out as this context addresses it */
@@ -88,12 +90,20 @@ static sh_out *g_out; /* JOBS entries */
 static uint64_t g_bytes_in_flight;
 static CUfunction g_copy, g_gather, g_amax, g_quant, g_err;
 static bool g_kernels_tried;
-static mpp_devshadow_blas g_blas;
-static bool g_blas_ok;
-static mpp_devshadow_blas_fn _Atomic g_blas_get;
+static const mpp_devshadow_blas *g_blas; /* the first backend found, kept */
+static mpp_devshadow_blas_fn _Atomic g_blas_get[MPP_DEVSHADOW_BACKENDS];
 
-void mpp_devshadow_set_blas(mpp_devshadow_blas_fn get) {
-  g_blas_get = get;
+void mpp_devshadow_set_blas(mpp_devshadow_backend which, mpp_devshadow_blas_fn get) {
+  if ((unsigned)which < MPP_DEVSHADOW_BACKENDS) g_blas_get[which] = get;
+}
+
+/* The first backend whose library is loaded (callers are serialised). */
+static const mpp_devshadow_blas *blas(void) {
+  for (int b = 0; b < MPP_DEVSHADOW_BACKENDS && !g_blas; b++) {
+    mpp_devshadow_blas_fn get = g_blas_get[b];
+    if (get) g_blas = get();
+  }
+  return g_blas;
 }
 static mpp_devshadow_result g_result; /* delivery scratch (calls are serialised) */
 
@@ -165,7 +175,7 @@ static bool kernels(void) {
   return g_copy && g_gather && g_amax && g_quant && g_err;
 }
 
-/* Stream, events, cuBLAS handle and the mapped results of the current
+/* Stream, events, BLAS handle and the mapped results of the current
  * context (cs->ctx). */
 static int init_ctx(const mpp_cu_api *cu, sh_ctx *cs) {
   if (!cu->stream_create || !cu->stream_wait_event || !cu->mem_alloc_pool_async ||
@@ -200,13 +210,10 @@ static int init_ctx(const mpp_cu_api *cu, sh_ctx *cs) {
     if (cu->event_create(&cs->after_op[j], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
         cu->event_create(&cs->done[j], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
       return -ENODEV;
-  if (g_blas.create(&cs->handle) != CUBLAS_STATUS_SUCCESS) {
+  if (!g_blas->create(&cs->handle)) {
     cs->handle = NULL;
     return -ENODEV;
   }
-  if (g_blas.set_stream(cs->handle, (cudaStream_t)cs->stream) != CUBLAS_STATUS_SUCCESS ||
-      g_blas.set_math_mode(cs->handle, CUBLAS_PEDANTIC_MATH) != CUBLAS_STATUS_SUCCESS)
-    return -ENODEV;
   return 0;
 }
 
@@ -254,10 +261,10 @@ static bool sgemm(const sh_ctx *cs, const mp_shadow_gemm *g, CUdeviceptr qa, CUd
                   CUdeviceptr out) {
   static const float one = 1, zero = 0;
   int m = (int)g->m, n = (int)g->n, k = (int)g->k;
-  return g_blas.sgemm_strided(
-             cs->handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, (const float *)(uintptr_t)qa, m,
-             (long long)m * k, (const float *)(uintptr_t)qb, k, (long long)k * n, &zero,
-             (float *)(uintptr_t)out, m, (long long)m * n, (int)g->batch) == CUBLAS_STATUS_SUCCESS;
+  return g_blas->sgemm_strided(cs->handle, (cudaStream_t)cs->stream, CUBLAS_OP_N, CUBLAS_OP_N, m, n,
+                               k, &one, (const float *)(uintptr_t)qa, m, (long long)m * k,
+                               (const float *)(uintptr_t)qb, k, (long long)k * n, &zero,
+                               (float *)(uintptr_t)out, m, (long long)m * n, (int)g->batch);
 }
 
 /* The products of columns [j0, j0 + l->cols) of D (op(A) whole, the slice
@@ -338,10 +345,7 @@ static int enqueue(void *stream, const mp_shadow_gemm *g, const mp_shadow_conv *
                    void *cookie) {
   const mpp_cu_api *cu = mpp_cu();
   if (!cu || !kernels()) return -ENOSYS;
-  if (!g_blas_ok) {
-    mpp_devshadow_blas_fn get = g_blas_get;
-    if (!get || !(g_blas_ok = get(&g_blas))) return -ENODEV;
-  }
+  if (!blas()) return -ENODEV;
   if (g->m > INT_MAX || g->n > INT_MAX || g->k > INT_MAX || g->batch > INT_MAX || g->m <= 0 ||
       g->n <= 0 || g->k <= 0 || g->batch <= 0)
     return -EINVAL;

@@ -1,7 +1,11 @@
-/* The real cuBLAS entry points devshadow.c's own work calls (its private
- * handle): the library's functions, never mpprof's hooks. The cuBLAS hook
- * module hands them over (hooks/cublas.c, a layer above profiler/gpu) with a
- * function that resolves them once libcublas.so.13 is loaded. */
+/* The fp32 GEMMs of devshadow.c's own work (the reference and each
+ * candidate's product) on a private handle: the library's real functions,
+ * never mpprof's hooks. The hook modules (a layer above profiler/gpu) hand
+ * over a backend each, with a function that gives it once its library is
+ * loaded: hooks/cublas.c a cuBLAS handle in pedantic math, hooks/cublaslt.c
+ * cuBLASLt matmuls of compute type COMPUTE_32F_PEDANTIC (for programs that
+ * load only libcublasLt.so.13, as FP8 code does). The first backend in
+ * mpp_devshadow_backend's order that is there is used. */
 #ifndef MPPROF_PROFILER_GPU_DEVSHADOW_BLAS_H
 #define MPPROF_PROFILER_GPU_DEVSHADOW_BLAS_H
 
@@ -10,17 +14,28 @@
 #include <cublas_api.h>
 
 typedef struct mpp_devshadow_blas {
-  cublasStatus_t (*create)(cublasHandle_t *);
-  cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);
-  cublasStatus_t (*set_math_mode)(cublasHandle_t, cublasMath_t);
-  cublasStatus_t (*sgemm_strided)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
-                                  int, const float *, const float *, int, long long int,
-                                  const float *, int, long long int, const float *, float *, int,
-                                  long long int, int);
+  /* A handle of the current context whose GEMMs use neither TF32 nor
+   * reduced-precision reductions. */
+  bool (*create)(void **ret_handle);
+  /* C[b] = alpha op(A[b]) op(B[b]) + beta C[b] for b < batch (fp32,
+   * column-major, batch strides sa, sb, sc), enqueued on `stream`. */
+  bool (*sgemm_strided)(void *handle, cudaStream_t stream, cublasOperation_t ta,
+                        cublasOperation_t tb, int m, int n, int k, const float *alpha,
+                        const float *A, int lda, long long sa, const float *B, int ldb,
+                        long long sb, const float *beta, float *C, int ldc, long long sc,
+                        int batch);
 } mpp_devshadow_blas;
 
-/* Fill every member, or return false (not loaded yet: asked again later). */
-typedef bool (*mpp_devshadow_blas_fn)(mpp_devshadow_blas *ret);
-void mpp_devshadow_set_blas(mpp_devshadow_blas_fn get);
+/* The backends, first choice first. */
+typedef enum mpp_devshadow_backend {
+  MPP_DEVSHADOW_CUBLAS,
+  MPP_DEVSHADOW_CUBLASLT,
+  MPP_DEVSHADOW_BACKENDS
+} mpp_devshadow_backend;
+
+/* The backend's functions, or NULL while its library is not loaded (asked
+ * again later). */
+typedef const mpp_devshadow_blas *(*mpp_devshadow_blas_fn)(void);
+void mpp_devshadow_set_blas(mpp_devshadow_backend which, mpp_devshadow_blas_fn get);
 
 #endif

@@ -158,7 +158,7 @@ void *mpp_devscan_library_kernel(const char *name);
 /* --- device shadow execution (devshadow.c, kernels/shadow.cu) ---
  * Not thread-safe: the caller serialises every call (profiler/shadow.c's lock). */
 typedef struct mpp_devshadow_result {
-  int rc;        /* 0, or -EIO: a launch or cuBLAS call of the work failed (nothing measured) */
+  int rc;        /* 0, or -EIO: a launch or GEMM call of the work failed (nothing measured) */
   unsigned done; /* candidates computed: bits 1u << mp_shadow_cand */
   mp_sh_err err[MP_SH_COUNT];
   float amax[2]; /* op(A), op(B) of this call: delayed scaling's history */
@@ -171,7 +171,8 @@ typedef void (*mpp_devshadow_sink)(void *cookie, const mpp_devshadow_result *r);
  * scaling's scales. max_bytes caps the work memory of all shadowed calls in
  * flight. Returns 0 (sink called once when the device finished: from
  * mpp_devshadow_poll or _drain), -ENOSYS (no driver, no device kernels),
- * -ENODEV (the private stream or cuBLAS handle could not be made), -EBUSY
+ * -ENODEV (neither libcublas nor libcublasLt loaded, or the private stream
+ * or BLAS handle could not be made), -EBUSY
  * (earlier shadowed calls still running: slots or memory; the caller polls
  * first to free what finished), -E2BIG (g alone
  * needs more than max_bytes), -EINVAL (dimensions beyond cuBLAS's int API),

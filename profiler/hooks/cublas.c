@@ -446,16 +446,37 @@ MPP_STATE_HOOK(syms, cublasStatus_t, cublasDestroy_v2, (cublasHandle_t handle), 
 MPP_STATE_HOOK(syms, cublasStatus_t, cublasSetMathMode, (cublasHandle_t handle, cublasMath_t mode),
                (handle, mode), FAIL, succeeded, handle_set, (handle, (int)mode))
 
-/* --- the real functions for mpprof's own cuBLAS work (profiler/gpu/devshadow.c) --- */
+/* --- mpprof's own fp32 GEMMs (profiler/gpu/devshadow.c): the real functions --- */
 
-static bool own_blas(mpp_devshadow_blas *ret) {
-  ret->create = MPP_REAL(syms, cublasCreate_v2);
-  ret->set_stream = MPP_REAL(syms, cublasSetStream_v2);
-  ret->set_math_mode = MPP_REAL(syms, cublasSetMathMode);
-  ret->sgemm_strided = MPP_REAL(syms, cublasSgemmStridedBatched);
-  return ret->create && ret->set_stream && ret->set_math_mode && ret->sgemm_strided;
+static bool own_create(void **ret_handle) {
+  cublasHandle_t h = NULL;
+  if (MPP_REAL(syms, cublasCreate_v2)(&h) != CUBLAS_STATUS_SUCCESS) return false;
+  if (MPP_REAL(syms, cublasSetMathMode)(h, CUBLAS_PEDANTIC_MATH) != CUBLAS_STATUS_SUCCESS) {
+    MPP_REAL(syms, cublasDestroy_v2)(h);
+    return false;
+  }
+  *ret_handle = h;
+  return true;
+}
+
+static bool own_sgemm(void *handle, cudaStream_t stream, cublasOperation_t ta, cublasOperation_t tb,
+                      int m, int n, int k, const float *alpha, const float *A, int lda,
+                      long long sa, const float *B, int ldb, long long sb, const float *beta,
+                      float *C, int ldc, long long sc, int batch) {
+  return MPP_REAL(syms, cublasSetStream_v2)(handle, stream) == CUBLAS_STATUS_SUCCESS &&
+         MPP_REAL(syms, cublasSgemmStridedBatched)(handle, ta, tb, m, n, k, alpha, A, lda, sa, B,
+                                                   ldb, sb, beta, C, ldc, sc,
+                                                   batch) == CUBLAS_STATUS_SUCCESS;
+}
+
+static const mpp_devshadow_blas *own_blas(void) {
+  static const mpp_devshadow_blas fns = {.create = own_create, .sgemm_strided = own_sgemm};
+  bool loaded = MPP_REAL(syms, cublasCreate_v2) && MPP_REAL(syms, cublasDestroy_v2) &&
+                MPP_REAL(syms, cublasSetMathMode) && MPP_REAL(syms, cublasSetStream_v2) &&
+                MPP_REAL(syms, cublasSgemmStridedBatched);
+  return loaded ? &fns : NULL;
 }
 
 __attribute__((constructor)) static void own_blas_register(void) {
-  mpp_devshadow_set_blas(own_blas);
+  mpp_devshadow_set_blas(MPP_DEVSHADOW_CUBLAS, own_blas);
 }

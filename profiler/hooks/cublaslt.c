@@ -2,11 +2,14 @@
  * its precision lives in opaque descriptors, read back here through the
  * host-only getters (dtypes, compute and scale type, transposes, epilogue,
  * FP8 scale and amax pointers, layouts). When libcublas calls this from
- * inside a hooked cuBLAS GEMM, the depth guard lets it pass unrecorded. */
+ * inside a hooked cuBLAS GEMM, the depth guard lets it pass unrecorded.
+ * Also the real functions of mpprof's own fp32 GEMMs in a program that loads
+ * cuBLASLt without cuBLAS (profiler/gpu/devshadow_blas.h). */
 #include <cublasLt.h>
 
 #include "gemm_decode.h"
 #include "hook.h"
+#include "profiler/gpu/devshadow_blas.h"
 #include "profiler/gpu/gpu.h"
 #include "profiler/hostmem.h"
 
@@ -14,7 +17,14 @@
 #define MPP_MODULE_SYMS(X)                                                                         \
   X(cublasLtMatmul)                                                                                \
   X(cublasLtMatmulDescGetAttribute)                                                                \
-  X(cublasLtMatrixLayoutGetAttribute)
+  X(cublasLtMatrixLayoutGetAttribute)                                                              \
+  X(cublasLtCreate)                                                                                \
+  X(cublasLtMatmulDescCreate)                                                                      \
+  X(cublasLtMatmulDescSetAttribute)                                                                \
+  X(cublasLtMatmulDescDestroy)                                                                     \
+  X(cublasLtMatrixLayoutCreate)                                                                    \
+  X(cublasLtMatrixLayoutSetAttribute)                                                              \
+  X(cublasLtMatrixLayoutDestroy)
 MPP_MODULE_TABLE(syms)
 
 static bool desc_get(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, void *buf,
@@ -116,3 +126,78 @@ MPP_MEMO_OP_HOOK(syms, cublasStatus_t, cublasLtMatmul,
                   algo, workspace, workspaceSizeInBytes, stream),
                  CUBLAS_STATUS_NOT_INITIALIZED, succeeded, decode,
                  (computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, stream))
+
+/* --- mpprof's own fp32 GEMMs (profiler/gpu/devshadow.c): the real functions --- */
+
+static bool own_create(void **ret_handle) {
+  cublasLtHandle_t h = NULL;
+  if (MPP_REAL(syms, cublasLtCreate)(&h) != CUBLAS_STATUS_SUCCESS) return false;
+  *ret_handle = h;
+  return true;
+}
+
+static bool own_desc_set(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, int32_t v) {
+  return MPP_REAL(syms, cublasLtMatmulDescSetAttribute)(d, a, &v, sizeof v) ==
+         CUBLAS_STATUS_SUCCESS;
+}
+
+/* fp32 rows x cols matrices, `batch` of them `stride` elements apart; NULL on failure. */
+static cublasLtMatrixLayout_t own_layout(int rows, int cols, int ld, int32_t batch,
+                                         int64_t stride) {
+  cublasLtMatrixLayout_t l = NULL;
+  if (MPP_REAL(syms, cublasLtMatrixLayoutCreate)(&l, CUDA_R_32F, (uint64_t)rows, (uint64_t)cols,
+                                                 ld) != CUBLAS_STATUS_SUCCESS)
+    return NULL;
+  __typeof__(&cublasLtMatrixLayoutSetAttribute) set =
+      MPP_REAL(syms, cublasLtMatrixLayoutSetAttribute);
+  if (set(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch) != CUBLAS_STATUS_SUCCESS ||
+      set(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride) !=
+          CUBLAS_STATUS_SUCCESS) {
+    MPP_REAL(syms, cublasLtMatrixLayoutDestroy)(l);
+    return NULL;
+  }
+  return l;
+}
+
+/* cublasSgemmStridedBatched's product as one matmul: compute type
+ * COMPUTE_32F_PEDANTIC (no TF32, no reduced-precision reduction: what
+ * CUBLAS_PEDANTIC_MATH is on a cuBLAS handle), fp32 scale, the default
+ * heuristic (algo NULL) without workspace. The descriptors live for the call
+ * only: shadowed calls are sampled, and a few host calls are small beside
+ * the GEMM. */
+static bool own_sgemm(void *handle, cudaStream_t stream, cublasOperation_t ta, cublasOperation_t tb,
+                      int m, int n, int k, const float *alpha, const float *A, int lda,
+                      long long sa, const float *B, int ldb, long long sb, const float *beta,
+                      float *C, int ldc, long long sc, int batch) {
+  cublasLtMatmulDesc_t desc = NULL;
+  if (MPP_REAL(syms, cublasLtMatmulDescCreate)(&desc, CUBLAS_COMPUTE_32F_PEDANTIC, CUDA_R_32F) !=
+      CUBLAS_STATUS_SUCCESS)
+    return false;
+  bool na = ta == CUBLAS_OP_N, nb = tb == CUBLAS_OP_N;
+  cublasLtMatrixLayout_t l[3] = {own_layout(na ? m : k, na ? k : m, lda, batch, sa),
+                                 own_layout(nb ? k : n, nb ? n : k, ldb, batch, sb),
+                                 own_layout(m, n, ldc, batch, sc)};
+  bool ok = l[0] && l[1] && l[2] && own_desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSA, ta) &&
+            own_desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSB, tb) &&
+            MPP_REAL(syms, cublasLtMatmul)(handle, desc, alpha, A, l[0], B, l[1], beta, C, l[2], C,
+                                           l[2], NULL, NULL, 0, stream) == CUBLAS_STATUS_SUCCESS;
+  for (int i = 0; i < 3; i++)
+    if (l[i]) MPP_REAL(syms, cublasLtMatrixLayoutDestroy)(l[i]);
+  MPP_REAL(syms, cublasLtMatmulDescDestroy)(desc);
+  return ok;
+}
+
+static const mpp_devshadow_blas *own_blas(void) {
+  static const mpp_devshadow_blas fns = {.create = own_create, .sgemm_strided = own_sgemm};
+  bool loaded =
+      MPP_REAL(syms, cublasLtMatmul) && MPP_REAL(syms, cublasLtCreate) &&
+      MPP_REAL(syms, cublasLtMatmulDescCreate) && MPP_REAL(syms, cublasLtMatmulDescSetAttribute) &&
+      MPP_REAL(syms, cublasLtMatmulDescDestroy) && MPP_REAL(syms, cublasLtMatrixLayoutCreate) &&
+      MPP_REAL(syms, cublasLtMatrixLayoutSetAttribute) &&
+      MPP_REAL(syms, cublasLtMatrixLayoutDestroy);
+  return loaded ? &fns : NULL;
+}
+
+__attribute__((constructor)) static void own_blas_register(void) {
+  mpp_devshadow_set_blas(MPP_DEVSHADOW_CUBLASLT, own_blas);
+}

@@ -19,8 +19,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from shadow_raw_check import shadows  # noqa: E402  (one walk of the raw files' sites)
 
 
-def main():
-    prog, lib, fake, work = sys.argv[1:5]
+def profile(prog, lib, fake, work):
+    """prog bare and under libmpprof.so --shadow=1 (raw files in WORK/out):
+    the two runs and the sites of the raw files, with the problems seen so far."""
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     env = dict(os.environ, LD_LIBRARY_PATH=fake)
@@ -32,36 +33,53 @@ def main():
     if bare.returncode != 0:
         problems.append(f"the program itself failed: {bare.returncode}")
     if run.returncode != bare.returncode or run.stdout != bare.stdout:
-        problems.append("output or exit code differs under mpprof")
-    found = []
+        problems.append(f"output or exit code ({run.returncode}) differs under mpprof")
+    sites = []
     for path in glob.glob(os.path.join(out, "raw", "*.json")):
         with open(path) as f:
-            found.extend(shadows(json.load(f)))
-    if len(found) != 1:
-        problems.append(f"{len(found)} sites with a shadow object, want 1")
-    else:
-        sh = found[0]
-        cands = sh.get("candidates", {})
-        if sh.get("calls") != 3 or sh.get("skipped"):
-            problems.append(f"calls {sh.get('calls')}, skipped {sh.get('skipped')}: want 3, none")
-        for name in ["current", "fp16", "bf16", "fp8_e4m3_current", "fp8_e4m3_delayed",
-                     "mxfp8_e4m3", "fp8_e5m2_current", "mxfp8_e5m2"]:
-            if name not in cands:
-                problems.append(f"{name} not measured")
-        if cands.get("current", {}).get("rel_l2") != 0:
-            problems.append(f"current rel_l2 {cands.get('current', {}).get('rel_l2')}, want 0")
-        if cands.get("fp8_e4m3_delayed", {}).get("calls") != 2:
-            problems.append("delayed scaling: want 2 calls (the first seeds the history)")
-        rel = cands.get("fp16", {}).get("rel_l2")
-        if rel is None or not 0 < rel < 2 ** -8:
-            problems.append(f"fp16 rel_l2 {rel}")
+            sites.extend(json.load(f).get("sites", []))
+    return bare, run, sites, problems
+
+
+def shadow_problems(sh):
+    """What is wrong with the shadow object of the three calls' site."""
+    problems = []
+    cands = sh.get("candidates", {})
+    if sh.get("calls") != 3 or sh.get("skipped"):
+        problems.append(f"calls {sh.get('calls')}, skipped {sh.get('skipped')}: want 3, none")
+    for name in ["current", "fp16", "bf16", "fp8_e4m3_current", "fp8_e4m3_delayed",
+                 "mxfp8_e4m3", "fp8_e5m2_current", "mxfp8_e5m2"]:
+        if name not in cands:
+            problems.append(f"{name} not measured")
+    if cands.get("current", {}).get("rel_l2") != 0:
+        problems.append(f"current rel_l2 {cands.get('current', {}).get('rel_l2')}, want 0")
+    if cands.get("fp8_e4m3_delayed", {}).get("calls") != 2:
+        problems.append("delayed scaling: want 2 calls (the first seeds the history)")
+    rel = cands.get("fp16", {}).get("rel_l2")
+    if rel is None or not 0 < rel < 2 ** -8:
+        problems.append(f"fp16 rel_l2 {rel}")
+    return problems
+
+
+def report(problems, run, ok_line):
     for p in problems:
         print("problem:", p)
     if problems:
         sys.stderr.write(run.stderr.decode(errors="replace"))
         return 1
-    print("shadow on device memory under LD_PRELOAD: 3 calls, output identical")
+    print(ok_line)
     return 0
+
+
+def main():
+    prog, lib, fake, work = sys.argv[1:5]
+    bare, run, sites, problems = profile(prog, lib, fake, work)
+    found = [s for site in sites for s in shadows(site)]
+    if len(found) != 1:
+        problems.append(f"{len(found)} sites with a shadow object, want 1")
+    else:
+        problems += shadow_problems(found[0])
+    return report(problems, run, "shadow on device memory under LD_PRELOAD: 3 calls, output identical")
 
 
 if __name__ == "__main__":

@@ -56,21 +56,46 @@ static void *fake(const char *lib, const char *name) {
 }
 #define FAKE_INT(lib, name) ((int (*)(void))fake(lib, name))()
 
-/* What hooks/cublas.c hands devshadow.c in libmpprof (this test links no hooks). */
-static bool test_blas(mpp_devshadow_blas *ret) {
+/* What hooks/cublas.c hands devshadow.c in libmpprof (this test links no
+ * hooks): the fake libcublas.so.13's functions, a handle in pedantic math. */
+static cublasStatus_t (*blas_create)(cublasHandle_t *);
+static cublasStatus_t (*blas_set_math)(cublasHandle_t, cublasMath_t);
+static cublasStatus_t (*blas_set_stream)(cublasHandle_t, cudaStream_t);
+static __typeof__(&cublasSgemmStridedBatched) blas_sgemm;
+
+static bool test_create(void **ret_handle) {
+  cublasHandle_t h = NULL;
+  if (blas_create(&h) != CUBLAS_STATUS_SUCCESS ||
+      blas_set_math(h, CUBLAS_PEDANTIC_MATH) != CUBLAS_STATUS_SUCCESS)
+    return false;
+  *ret_handle = h;
+  return true;
+}
+
+static bool test_sgemm(void *h, cudaStream_t s, cublasOperation_t ta, cublasOperation_t tb, int m,
+                       int n, int k, const float *alpha, const float *A, int lda, long long sa,
+                       const float *B, int ldb, long long sb, const float *beta, float *C, int ldc,
+                       long long sc, int batch) {
+  return blas_set_stream(h, s) == CUBLAS_STATUS_SUCCESS &&
+         blas_sgemm(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch) ==
+             CUBLAS_STATUS_SUCCESS;
+}
+
+static const mpp_devshadow_blas *test_blas(void) {
+  static const mpp_devshadow_blas fns = {.create = test_create, .sgemm_strided = test_sgemm};
   void *h = dlopen("libcublas.so.13", RTLD_NOW | RTLD_NOLOAD);
-  if (!h) return false;
-  *(void **)&ret->create = dlsym(h, "cublasCreate_v2");
-  *(void **)&ret->set_stream = dlsym(h, "cublasSetStream_v2");
-  *(void **)&ret->set_math_mode = dlsym(h, "cublasSetMathMode");
-  *(void **)&ret->sgemm_strided = dlsym(h, "cublasSgemmStridedBatched");
-  return ret->create && ret->set_stream && ret->set_math_mode && ret->sgemm_strided;
+  if (!h) return NULL;
+  *(void **)&blas_create = dlsym(h, "cublasCreate_v2");
+  *(void **)&blas_set_stream = dlsym(h, "cublasSetStream_v2");
+  *(void **)&blas_set_math = dlsym(h, "cublasSetMathMode");
+  *(void **)&blas_sgemm = dlsym(h, "cublasSgemmStridedBatched");
+  return blas_create && blas_set_stream && blas_set_math && blas_sgemm ? &fns : NULL;
 }
 
 static int setup_all(void **state) {
   (void)state;
   if (!dlopen("libcublas.so.13", RTLD_NOW | RTLD_GLOBAL)) return -1;
-  mpp_devshadow_set_blas(test_blas);
+  mpp_devshadow_set_blas(MPP_DEVSHADOW_CUBLAS, test_blas);
   return mpp_cuda_available() ? 0 : -1;
 }
 

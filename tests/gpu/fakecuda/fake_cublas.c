@@ -2,17 +2,15 @@
  * cuBLAS work (profiler/gpu/devshadow.c's private handle): the five entry
  * points it uses, with the real library's status codes for what they check.
  * "Device" memory is host memory here. cublasSgemmStridedBatched (N/N or
- * transposed) accumulates each output in k order with fmaf in fp32 (what
- * analysis/shadow.h defines a candidate's product as); beta 0 does not read
- * C, as in cuBLAS. It records the math mode and stream of the last GEMM for
- * the tests (fakecublas_*). A GEMM on a stream the fake libcuda.so.1 holds
- * back (fakecuda_lag) runs on that stream's turn (fakecuda_defer). */
-#include <dlfcn.h>
-#include <math.h>
+ * transposed) is fake_sgemm.h's GEMM. It records the math mode and stream of
+ * the last GEMM for the tests (fakecublas_*). A GEMM on a stream the fake
+ * libcuda.so.1 holds back (fakecuda_lag) runs on that stream's turn. */
 #include <stdatomic.h>
 #include <stdlib.h>
 
 #include <cublas_api.h>
+
+#include "fake_sgemm.h"
 
 #define API __attribute__((visibility("default")))
 
@@ -78,51 +76,6 @@ API cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t mode) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
-typedef struct sgemm_args {
-  cublasOperation_t ta, tb;
-  int m, n, k, lda, ldb, ldc, batch;
-  float alpha, beta;
-  const float *A, *B;
-  float *C;
-  long long sa, sb, sc;
-  int heap;
-} sgemm_args;
-
-static void run_sgemm(void *arg) {
-  const sgemm_args *g = arg;
-  for (int b = 0; b < g->batch; b++)
-    for (int j = 0; j < g->n; j++)
-      for (int i = 0; i < g->m; i++) {
-        float acc = 0;
-        for (int q = 0; q < g->k; q++) {
-          float x = g->ta == CUBLAS_OP_N ? g->A[b * g->sa + i + (long long)q * g->lda]
-                                         : g->A[b * g->sa + q + (long long)i * g->lda];
-          float y = g->tb == CUBLAS_OP_N ? g->B[b * g->sb + q + (long long)j * g->ldb]
-                                         : g->B[b * g->sb + j + (long long)q * g->ldb];
-          acc = fmaf(x, y, acc);
-        }
-        float *out = &g->C[b * g->sc + i + (long long)j * g->ldc];
-        float r = g->alpha * acc;
-        *out = g->beta == 0 ? r : fmaf(g->beta, *out, r);
-      }
-  if (g->heap) free(arg);
-}
-
-/* fn(arg) now, or on the stream's turn when the fake driver holds it back. */
-static void on_stream(cudaStream_t s, sgemm_args *a) {
-  void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  int (*defer)(void *, void (*)(void *), void *) =
-      (int (*)(void *, void (*)(void *), void *))(cuda ? dlsym(cuda, "fakecuda_defer") : NULL);
-  sgemm_args *heap = malloc(sizeof *heap);
-  if (defer && heap) {
-    *heap = *a;
-    heap->heap = 1;
-    if (defer(s, run_sgemm, heap)) return;
-  }
-  free(heap);
-  run_sgemm(a);
-}
-
 API cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
                                              cublasOperation_t tb, int m, int n, int k,
                                              const float *alpha, const float *A, int lda,
@@ -138,7 +91,8 @@ API cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t
   g_gemms++;
   g_last_math = (int)h->math;
   g_last_stream = h->stream;
-  sgemm_args a = {ta, tb, m, n, k, lda, ldb, ldc, batch, *alpha, *beta, A, B, C, sa, sb, sc, 0};
-  on_stream(h->stream, &a);
+  fake_sgemm g = {ta,     tb,    m, n, k, lda, ldb, ldc, ldc, batch,
+                  *alpha, *beta, A, B, C, C,   sa,  sb,  sc,  sc};
+  fake_sgemm_on_stream(h->stream, &g);
   return CUBLAS_STATUS_SUCCESS;
 }
