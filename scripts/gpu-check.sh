@@ -199,7 +199,11 @@ if [ $USE_CLI = 1 ]; then
   [ -x "$CUOBJDUMP" ] || CUOBJDUMP=$(command -v cuobjdump || true)
   want=$(sed -n 's/^device code: \(.*\) (embedded in .*/\1/p' "$LOG/version.txt")
   if [ -n "$CUOBJDUMP" ] && [ -n "$want" ]; then
-    if tmo "$(left 30)" sh "$ROOT/tests/gpu/cuobjdump_archs.sh" "$CUOBJDUMP" "$LIB" "$want" \
+    # The .so carries the fatbin as data (cuobjdump finds no device code in it,
+    # seen on the H200); the fatbin file it embeds is what cuobjdump reads.
+    FATBIN=$B/kernels/mpprof_scan.fatbin
+    [ -e "$FATBIN" ] || FATBIN=$LIB
+    if tmo "$(left 30)" sh "$ROOT/tests/gpu/cuobjdump_archs.sh" "$CUOBJDUMP" "$FATBIN" "$want" \
          >"$LOG/cuobjdump.txt" 2>&1; then
       row "cuobjdump lists the embedded archs" PASS "$want"
     else
@@ -384,9 +388,9 @@ if tmo "$(left 60)" gcc -std=gnu11 -O2 -I"$CUDA/include" -o "$OUT/shadow_fp8_che
      -L"$CUDA/lib64" -Wl,-rpath,"$CUDA/lib64" -lcublasLt -lcudart -lm >"$LOG/shadow_fp8_check.txt" 2>&1 && [ -e "$LIB" ]; then
   # scalar: per-tensor A/B/D scales, e4m3 D; h128: Hopper's 1x128 / 128x128 block scales, bf16 D
   for mode in scalar h128; do
-    # cuBLASLt's own error log says why a call it refuses failed (level 1: errors only).
+    # cuBLASLt's own log (level 4: errors, traces, hints, info) says why a call it refuses failed.
     PENV=(LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$CUDA/lib64" MPPROF_SCAN=none MPPROF_SHADOW=1
-          CUBLASLT_LOG_LEVEL=1 CUBLASLT_LOG_FILE="$LOG/cublaslt_fp8_$mode.log")
+          CUBLASLT_LOG_LEVEL=4 CUBLASLT_LOG_FILE="$LOG/cublaslt_fp8_$mode.log")
     profile "$(left 60)" "$OUT/shadow_fp8_$mode" "$OUT/shadow_fp8_check" 4 256 "$mode" \
       >"$LOG/shadow_fp8_${mode}_out.txt" 2>>"$LOG/shadow_fp8_check.txt"
     rc=$?

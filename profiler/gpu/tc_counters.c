@@ -88,33 +88,60 @@ static struct {
 } api;
 
 /* Tensor-pipe metrics per chip (cuptiDeviceGetChipName), from DESIGN.md /
- * cuda-facts.md. Instruction counts first; cycle counts catch a pipe that
- * issues no counted instruction class. A kernel used Tensor Cores when any
- * accepted metric is > 0. Names a chip does not know are dropped one by one
- * (on a fresh host object each time: see add_metrics). */
+ * cuda-facts.md, each with its role in the verdict (tc_role). Not every
+ * tensor-pipe instruction is matrix math: on an H200 (GH100, cuBLAS 13.0,
+ * 2026-12-04) cuBLAS's CUDA-core xmma ffma SGEMMs and split-K reduce kernels
+ * issued a few HFMA2 on the tensor pipe (ncu agreed), counted by ..._hmma and
+ * every all-instruction cycle metric, so "any tensor metric > 0" called them
+ * Tensor Core kernels. A kernel used Tensor Cores when a TC_MATH metric is
+ * > 0, or its TC_INST counts exceed its TC_NOT_MATH counts, or (lists not
+ * yet checked against a GPU) any TC_ANY metric is > 0. Names a chip does not
+ * know are dropped one by one (on a fresh host object each time: see
+ * add_metrics); a dropped TC_NOT_MATH leaves TC_INST counting moves too. */
+typedef enum tc_role {
+  TC_ANY = 0,  /* > 0: Tensor Cores (unchecked lists) */
+  TC_MATH,     /* counts MMA work only: > 0 is Tensor Core math */
+  TC_INST,     /* tensor-pipe instructions, moves included */
+  TC_NOT_MATH, /* the part of TC_INST that is not MMA (HFMA2 on the tensor pipe) */
+} tc_role;
+
 typedef struct chip_metrics {
   const char *prefix; /* chip name or prefix (GA10 = GA102..GA107) */
   const char *metrics[MPP_TC_MAX_METRICS];
+  tc_role roles[MPP_TC_MAX_METRICS];
 } chip_metrics;
 
 static const chip_metrics chips[] = {
+    /* Ampere: the same sm80 kernels as on GH100, so the same HFMA2 subtracted
+     * (where the chip knows the metric; not seen on an Ampere GPU yet). */
     {"GA100",
-     {"sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_imma.sum",
-      "sm__inst_executed_pipe_tensor_op_dmma.sum", "sm__pipe_tensor_cycles_active.sum"}},
+     {"sm__inst_executed_pipe_tensor_op_hmma.sum",
+      "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum",
+      "sm__inst_executed_pipe_tensor_op_imma.sum", "sm__inst_executed_pipe_tensor_op_dmma.sum"},
+     {TC_INST, TC_NOT_MATH, TC_MATH, TC_MATH}},
     {"GA10",
-     {"sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_imma.sum",
-      "sm__inst_executed_pipe_tensor_op_dmma.sum", "sm__pipe_tensor_cycles_active.sum"}},
+     {"sm__inst_executed_pipe_tensor_op_hmma.sum",
+      "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum",
+      "sm__inst_executed_pipe_tensor_op_imma.sum", "sm__inst_executed_pipe_tensor_op_dmma.sum"},
+     {TC_INST, TC_NOT_MATH, TC_MATH, TC_MATH}},
+    /* GH100: the MMA-only cycle counts decide (zero for every CUDA-core
+     * kernel on the H200, non-zero for every wgmma and mma.sync one); the
+     * instruction counts are kept for the report and as a second witness. */
     {"GH100",
-     {"sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_gmma.sum",
-      "sm__inst_executed_pipe_tensor_op_dmma.sum", "sm__pipe_tensor_cycles_active.sum"}},
+     {"sm__pipe_tensor_type_hmma_hgmma_qgmma_imma_igmma_bmma_bgmma_cycles_active.sum",
+      "sm__pipe_tensor_op_dmma_cycles_active.sum", "sm__inst_executed_pipe_tensor_op_hmma.sum",
+      "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum"},
+     {TC_MATH, TC_MATH, TC_INST, TC_NOT_MATH}},
     {"AD10",
      {"sm__inst_executed_pipe_tensor_op_hmma_v2.sum",
       "sm__pipe_tensor_op_hmma_cycles_active_v2.sum", "sm__pipe_tensor_op_hmma_cycles_active.sum",
-      "sm__pipe_tensor_cycles_active_v2.sum"}},
+      "sm__pipe_tensor_cycles_active_v2.sum"},
+     {TC_ANY, TC_ANY, TC_ANY, TC_ANY}},
     {"GB10",
      {"sm__inst_executed_pipe_tensor_subpipe_hmma.sum",
       "sm__inst_executed_pipe_tensor_subpipe_imma.sum", "sm__pipe_tensor_cycles_active.sum",
-      "sm__pipe_tensor_subpipe_hmma_cycles_active.sum"}},
+      "sm__pipe_tensor_subpipe_hmma_cycles_active.sum"},
+     {TC_ANY, TC_ANY, TC_ANY, TC_ANY}},
 };
 
 /* A profiled call waiting for its kernels' activity records. */
@@ -141,7 +168,27 @@ static atomic_uint_fast64_t g_end_seq;
 static char g_reason[256];
 static char g_chip[64];
 static const char *g_metrics[MPP_TC_MAX_METRICS];
+static tc_role g_roles[MPP_TC_MAX_METRICS]; /* of g_metrics */
 static int g_nmetrics;
+
+/* Whether one range's values (g_metrics' order) say Tensor Core math (tc_role). */
+static uint8_t tc_verdict(const double *v) {
+  double inst = 0, not_math = 0;
+  for (int m = 0; m < g_nmetrics; m++) {
+    switch (g_roles[m]) {
+    case TC_INST:
+      inst += v[m];
+      break;
+    case TC_NOT_MATH:
+      not_math += v[m];
+      break;
+    default: /* TC_ANY, TC_MATH */
+      if (v[m] > 0) return 1;
+    }
+  }
+  return inst - not_math > 0;
+}
+
 static size_t g_passes;
 static CUcontext g_ctx;
 static CUpti_RangeProfiler_Object *g_obj;
@@ -280,6 +327,7 @@ static bool add_metrics(const chip_metrics *cm, mpp_host_initialize_params *hi) 
     am.ppMetricNames = one;
     am.numMetrics = 1;
     if (api.host_add(&am) == CUPTI_SUCCESS) {
+      g_roles[g_nmetrics] = cm->roles[i];
       g_metrics[g_nmetrics++] = cm->metrics[i];
       continue;
     }
@@ -637,9 +685,7 @@ void mpp_tc_end(uint64_t op_id) {
         set_unavailable(NULL, tc_sym_host_eval, r), ok = false;
         break;
       }
-      tc[i] = 0;
-      for (int m = 0; m < g_nmetrics; m++)
-        if (values[i][m] > 0) tc[i] = 1;
+      tc[i] = tc_verdict(values[i]);
     }
   }
   mpp_cu_capture_restore(mpp_cu(), mode);

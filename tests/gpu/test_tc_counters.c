@@ -136,10 +136,15 @@ static int check_report_kernels(cJSON *report, int want_tc, const char *want_sou
   return n;
 }
 
-/* Raw file: every kernel measured `profiled` times, verdict want_tc. */
-static void check_raw_kernels(cJSON *raw, int want_tc, int profiled) {
-  int nmetrics = cJSON_GetArraySize(get(raw, "tc_counters.metrics"));
+/* Raw file: every kernel measured `profiled` times, verdict want_tc. A
+ * kernel off Tensor Cores may still have tensor-pipe instructions (HFMA2
+ * moves, simcuda's GH100 as the H200 showed): it has no MMA cycles then.
+ * Returns how many kernels were judged off Tensor Cores with such moves. */
+static int check_raw_kernels(cJSON *raw, int want_tc, int profiled) {
+  cJSON *names = get(raw, "tc_counters.metrics");
+  int nmetrics = cJSON_GetArraySize(names);
   assert_true(nmetrics > 0);
+  int moves = 0;
   cJSON *s, *k;
   cJSON_ArrayForEach(s, get(raw, "sites")) {
     cJSON_ArrayForEach(k, get(s, "kernels")) {
@@ -149,16 +154,28 @@ static void check_raw_kernels(cJSON *raw, int want_tc, int profiled) {
       assert_int_equal(num(k, "tc_profiled"), profiled);
       cJSON *vals = get(k, "tc_values");
       assert_int_equal(cJSON_GetArraySize(vals), nmetrics);
-      double sum = 0;
-      cJSON *v;
-      cJSON_ArrayForEach(v, vals) sum += cJSON_GetNumberValue(v);
-      assert_true(want_tc ? sum > 0 : sum == 0);
+      double sum = 0, mma = 0, hmma = 0;
+      for (int m = 0; m < nmetrics; m++) {
+        const char *name = cJSON_GetStringValue(cJSON_GetArrayItem(names, m));
+        double v = cJSON_GetNumberValue(cJSON_GetArrayItem(vals, m));
+        sum += v;
+        if (strstr(name, "_type_hmma_hgmma_qgmma") || strstr(name, "dmma")) mma += v;
+        if (!strcmp(name, "sm__inst_executed_pipe_tensor_op_hmma.sum")) hmma += v;
+      }
+      if (want_tc) {
+        assert_true(sum > 0);
+      } else {
+        assert_true(mma == 0);
+        moves += hmma > 0;
+      }
     }
   }
+  return moves;
 }
 
-static void mlp_precision_decided_by_counters(const char *name, const char *precision, int want_tc,
-                                              const char *const env[]) {
+/* Returns check_raw_kernels' count of kernels off Tensor Cores with tensor-pipe moves. */
+static int mlp_precision_decided_by_counters(const char *name, const char *precision, int want_tc,
+                                             const char *const env[]) {
   const char *dir = outdir(name);
   run_mlp(dir, precision, "2", "--tc-counters", env);
   cJSON *raw = load_raw(dir);
@@ -170,7 +187,7 @@ static void mlp_precision_decided_by_counters(const char *name, const char *prec
   assert_int_equal(num(raw, "tc_counters.ops_profiled"), nsites);
   assert_int_equal(num(raw, "tc_counters.kernels_profiled"), nsites);
   assert_int_equal(num(raw, "tc_counters.ops_unmatched"), 0);
-  check_raw_kernels(raw, want_tc, 1);
+  int moves = check_raw_kernels(raw, want_tc, 1);
   cJSON *report = load_report(dir);
   int nk = check_report_kernels(report, want_tc, "counters");
   assert_int_equal(num(report, "tensor_cores.kernels_by_counters"), nk);
@@ -179,6 +196,7 @@ static void mlp_precision_decided_by_counters(const char *name, const char *prec
   assert_int_equal(cJSON_GetArraySize(get(report, "tensor_cores.counters_notes")), 0);
   cJSON_Delete(raw);
   cJSON_Delete(report);
+  return moves;
 }
 
 static void fp16_gemms_are_on_tensor_cores_by_counters(void **state) {
@@ -193,7 +211,9 @@ static void tf32_gemms_are_on_tensor_cores_by_counters(void **state) {
 
 static void fp32_gemms_are_off_tensor_cores_by_counters(void **state) {
   (void)state;
-  mlp_precision_decided_by_counters("fp32", "fp32", 0, NULL);
+  /* cuBLAS's xmma ffma SGEMMs issue HFMA2 on the tensor pipe (seen on an
+   * H200): counted as tensor instructions, judged CUDA-core all the same. */
+  assert_true(mlp_precision_decided_by_counters("fp32", "fp32", 0, NULL) > 0);
 }
 
 /* Ampere's metric set (no gmma) decides the same way. */
@@ -224,10 +244,10 @@ static void a_refused_metric_does_not_cost_the_ones_after_it(void **state) {
   assert_string_equal(str(raw, "tc_counters.chip"), "GA102");
   assert_string_equal(str(raw, "tc_counters.metrics.0"),
                       "sm__inst_executed_pipe_tensor_op_hmma.sum");
+  /* ..._hmma_type_hfma2.sum (not in simcuda's GA102 list) refused before it */
   assert_string_equal(str(raw, "tc_counters.metrics.1"),
                       "sm__inst_executed_pipe_tensor_op_imma.sum");
-  assert_string_equal(str(raw, "tc_counters.metrics.2"), "sm__pipe_tensor_cycles_active.sum");
-  assert_null(get(raw, "tc_counters.metrics.3"));
+  assert_null(get(raw, "tc_counters.metrics.2"));
   check_raw_kernels(raw, 1, 1);
   cJSON_Delete(raw);
 }

@@ -27,7 +27,14 @@
  * dgrad2d_alg and wgrad_alg kernels, simcuda's unlisted fallbacks). Counter
  * values per kernel: tensor instructions = 16 per warp of the grid, active
  * cycles = 64 per warp, zero for CUDA-core kernels. On GH100 the sm90 / nvjet
- * (wgmma) kernels count under ..._gmma, the others under ..._hmma.
+ * (wgmma) kernels count under ..._gmma and ..._hmma alike, the others under
+ * ..._hmma. Also on GH100, as seen on an H200 (ncu and mpprof, cuBLAS 13.0,
+ * 2026-12-04): cuBLAS's CUDA-core xmma ffma SGEMMs and its split-K reduce
+ * kernels issue a few HFMA2 instructions on the tensor pipe (moves, not
+ * matrix math), counted by ..._hmma, by ..._hmma_type_hfma2 and by the cycle
+ * metrics that take every tensor-pipe instruction (2 cycles each), and by
+ * neither the MMA-only cycle metrics (..._type_hmma_hgmma_qgmma...) nor
+ * ..._gmma: here one per warp. Cutlass simt SGEMMs issue none.
  *
  * Knobs (environment): SIMCUDA_CHIP (cuptiDeviceGetChipName; default
  * GH100), SIMCUDA_PROFILER_DENIED=1 (cuptiRangeProfilerEnable answers
@@ -69,10 +76,15 @@ const std::vector<chip_info> &chips() {
       {"GA102",
        {"sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_imma.sum",
         "sm__pipe_tensor_op_hmma_cycles_active.sum", "sm__pipe_tensor_cycles_active.sum"}},
+      /* as libcupti 13 / ncu list them for gh100 (names with "tensor" or "mma") */
       {"GH100",
        {"sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_gmma.sum",
-        "sm__inst_executed_pipe_tensor_op_dmma.sum", "sm__pipe_tensor_op_hmma_cycles_active.sum",
-        "sm__pipe_tensor_cycles_active.sum"}},
+        "sm__inst_executed_pipe_tensor_op_dmma.sum", "sm__inst_executed_pipe_tensor_op_imma.sum",
+        "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum",
+        "sm__pipe_tensor_op_hmma_cycles_active.sum", "sm__pipe_tensor_cycles_active.sum",
+        "sm__pipe_tensor_op_dmma_cycles_active.sum", "sm__pipe_tensor_op_imma_cycles_active.sum",
+        "sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.sum",
+        "sm__pipe_tensor_type_hmma_hgmma_qgmma_imma_igmma_bmma_bgmma_cycles_active.sum"}},
       {"AD102",
        {"sm__inst_executed_pipe_tensor_op_hmma_v2.sum",
         "sm__pipe_tensor_op_hmma_cycles_active_v2.sum", "sm__pipe_tensor_op_hmma_cycles_active.sum",
@@ -104,6 +116,7 @@ struct range {
   bool tc;
   mma kind; /* which instruction class a Tensor Core kernel issues */
   double warps;
+  double hfma2; /* GH100: HFMA2 instructions a CUDA-core kernel issues on the tensor pipe */
 };
 
 /* Counter data image layout (simcuda's own; clients only size and pass it). */
@@ -204,14 +217,30 @@ bool valid_data(const uint8_t *data, size_t size) {
 /* Instruction counts by class (GH100: wgmma kernels under _gmma; other chips
  * count every 16-bit / tf32 / fp8 MMA under _hmma), cycle counts for any class. */
 double metric_value(const std::string &metric, const range &r) {
-  if (!r.tc) return 0;
-  if (metric.find("inst_executed") == std::string::npos) return 64 * r.warps;
   bool gh100 = !strcmp(sim_chip(), "GH100");
+  bool inst = metric.find("inst_executed") != std::string::npos;
+  /* The MMA-only cycle metrics (GH100): every class but DMMA, or 16-bit/tf32/fp8 only. */
+  bool mma_cycles = metric.find("_type_hmma_hgmma_qgmma") != std::string::npos;
+  bool mma_int_too = metric.find("_imma_igmma_bmma_bgmma") != std::string::npos;
+  if (metric.find("_hmma_type_hfma2") != std::string::npos) return r.hfma2;
+  if (!r.tc) {
+    /* Tensor-pipe HFMA2: in the all-instruction counts, never in the MMA-only ones. */
+    if (mma_cycles || metric.find("_gmma") != std::string::npos ||
+        metric.find("_dmma") != std::string::npos || metric.find("_imma") != std::string::npos)
+      return 0;
+    return inst ? r.hfma2 : 2 * r.hfma2;
+  }
   mma k = r.kind == mma::wgmma && !gh100 ? mma::hmma : r.kind;
+  if (!inst) {
+    if (mma_cycles) return k == mma::dmma || (k == mma::imma && !mma_int_too) ? 0 : 64 * r.warps;
+    if (metric.find("_op_dmma") != std::string::npos) return k == mma::dmma ? 64 * r.warps : 0;
+    if (metric.find("_op_imma") != std::string::npos) return k == mma::imma ? 64 * r.warps : 0;
+    return 64 * r.warps;
+  }
   bool counted = metric.find("_gmma") != std::string::npos   ? k == mma::wgmma
                  : metric.find("_dmma") != std::string::npos ? k == mma::dmma
                  : metric.find("_imma") != std::string::npos ? k == mma::imma
-                 : metric.find("_hmma") != std::string::npos ? k == mma::hmma
+                 : metric.find("_hmma") != std::string::npos ? k == mma::hmma || k == mma::wgmma
                                                              : false;
   return counted ? 16 * r.warps : 0;
 }
@@ -230,7 +259,11 @@ extern "C" void simcuda_rp_kernel(const simcuda_kernel_event *ev) {
              : strstr(name, "i8i32") || strstr(name, "_i8_")      ? mma::imma
              : strstr(name, "sm90") || !strncmp(name, "nvjet", 5) ? mma::wgmma
                                                                   : mma::hmma;
-  range r{uses_tensor_pipe(name), kind, warps};
+  bool tc = uses_tensor_pipe(name);
+  bool gh100 = !strcmp(sim_chip(), "GH100");
+  double hfma2 =
+      !tc && gh100 && (strstr(name, "_xmma_") || strstr(name, "splitKreduce")) ? warps : 0;
+  range r{tc, kind, warps, hfma2};
   if (active->pending.size() >= active->max_per_pass)
     active->dropped++;
   else
