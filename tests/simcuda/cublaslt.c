@@ -1111,6 +1111,14 @@ SIM_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDes
   if (p.blk != 0 && (p.desc->a_scale == NULL || p.desc->b_scale == NULL))
     return CUBLAS_STATUS_INVALID_VALUE; /* block scales have no default */
   if (is_fp8((int)p.a->type)) {
+    /* Per-tensor scale and amax pointers 16-byte aligned, else NOT_SUPPORTED
+     * (the H200's cuBLASLt 13.1 refused scales 4 bytes apart and took them
+     * 256 apart; 16 is the inferred rule: tests/simcuda/fidelity). */
+    const void *scalars[] = {p.blk == 0 ? p.desc->a_scale : NULL,
+                             p.blk == 0 ? p.desc->b_scale : NULL, p.desc->c_scale, p.desc->d_scale,
+                             p.desc->amax_d};
+    for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++)
+      if ((uintptr_t)scalars[i] % 16) return CUBLAS_STATUS_NOT_SUPPORTED;
     if (p.blk == 0) x.alpha *= scale_or_one(p.desc->a_scale) * scale_or_one(p.desc->b_scale);
     x.beta *= scale_or_one(p.desc->c_scale);
   }

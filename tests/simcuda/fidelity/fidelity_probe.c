@@ -228,6 +228,64 @@ static void probe_block(cublasLtHandle_t lt, const char *name, bs_case c) {
   cublasLtMatmulDescDestroy(desc);
 }
 
+/* Per-tensor FP8 (e4m3 A^T x e4m3 B, bf16 C, e4m3 D at a D scale, AMAX_D):
+ * the A, B and D scale pointers `apart` bytes from each other in one
+ * allocation. Status of the call only. */
+static void probe_scale_apart(cublasLtHandle_t lt, const char *name, size_t apart) {
+  const int n = 128;
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, lc, ld;
+  int32_t opT = CUBLAS_OP_T;
+  cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT);
+  char *sc = NULL;
+  float *amax = NULL;
+  cudaMalloc((void **)&sc, 3 * 256);
+  cudaMalloc((void **)&amax, 256);
+  const float one = 1;
+  void *p[3];
+  for (int i = 0; i < 3; i++) {
+    p[i] = sc + i * apart;
+    cudaMemcpy(p[i], &one, sizeof one, cudaMemcpyHostToDevice);
+  }
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &p[0], sizeof p[0]);
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &p[1], sizeof p[1]);
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &p[2], sizeof p[2]);
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &amax, sizeof amax);
+  cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, n, n, n);
+  cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, n, n, n);
+  cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, n, n, n);
+  cublasLtMatrixLayoutCreate(&ld, CUDA_R_8F_E4M3, n, n, n);
+  void *A = operand(CUDA_R_8F_E4M3, 1, n, n), *B = operand(CUDA_R_8F_E4M3, 2, n, n), *C = NULL,
+       *D = NULL;
+  cudaMalloc(&C, (size_t)n * n * 2);
+  cudaMemset(C, 0, (size_t)n * n * 2);
+  cudaMalloc(&D, (size_t)n * n);
+  size_t ws_size = 32u << 20;
+  void *ws = NULL;
+  cudaMalloc(&ws, ws_size);
+  cublasLtMatmulPreference_t pref;
+  cublasLtMatmulPreferenceCreate(&pref);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_size,
+                                       sizeof ws_size);
+  cublasLtMatmulHeuristicResult_t r;
+  int found = 0;
+  cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, ld, pref, 1, &r, &found);
+  if (s == CUBLAS_STATUS_SUCCESS && found == 0) s = CUBLAS_STATUS_NOT_SUPPORTED;
+  float alpha = 1, beta = 0;
+  if (s == CUBLAS_STATUS_SUCCESS)
+    s = cublasLtMatmul(lt, desc, &alpha, A, la, B, lb, &beta, C, lc, D, ld, &r.algo, ws, ws_size,
+                       0);
+  if (s == CUBLAS_STATUS_SUCCESS && cudaDeviceSynchronize() != cudaSuccess)
+    s = CUBLAS_STATUS_EXECUTION_FAILED;
+  put(name, "%s", st(s));
+  cudaFree(A), cudaFree(B), cudaFree(C), cudaFree(D), cudaFree(ws), cudaFree(sc), cudaFree(amax);
+  cublasLtMatmulPreferenceDestroy(pref);
+  cublasLtMatrixLayoutDestroy(la), cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatrixLayoutDestroy(lc), cublasLtMatrixLayoutDestroy(ld);
+  cublasLtMatmulDescDestroy(desc);
+}
+
 static void probe_lt(cublasLtHandle_t lt) {
   const int V128 = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F,
             B128 = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F,
@@ -246,6 +304,9 @@ static void probe_lt(cublasLtHandle_t lt) {
   probe_block(lt, name, (bs_case){MX, MX, CUDA_R_8F_E4M3, 256, 128, 256});
   snprintf(name, sizeof name, "lt.block.nvfp4.sm%d", sm);
   probe_block(lt, name, (bs_case){NV, NV, CUDA_R_4F_E2M1, 256, 128, 256});
+  probe_scale_apart(lt, "lt.fp8_scalar.scales_4_apart", 4);
+  probe_scale_apart(lt, "lt.fp8_scalar.scales_16_apart", 16);
+  probe_scale_apart(lt, "lt.fp8_scalar.scales_256_apart", 256);
 
   /* An algo made for fp16 used with fp32 descriptors. */
   cublasLtMatmulAlgo_t algo;

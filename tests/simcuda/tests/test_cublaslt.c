@@ -319,7 +319,11 @@ static void fp8_scales_amax_and_fp8_output_follow_the_documented_formula(void **
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     lt_case c = lt_make(CUBLAS_COMPUTE_32F, CUDA_R_32F, cases[i].at, cases[i].bt, cases[i].ct,
                         cases[i].dt, 'T', 'N', 8, 6, 32, 1, 50u + (uint32_t)i);
-    float sa = 0.5f, sb = 4.0f, sd = 0.25f, amax = -1;
+    /* 16-byte aligned, as the real cuBLASLt wants FP8 scales (fidelity_probe) */
+    _Alignas(16) float sa = 0.5f;
+    _Alignas(16) float sb = 4.0f;
+    _Alignas(16) float sd = 0.25f;
+    _Alignas(16) float amax = -1;
     set_ptr(c.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa);
     set_ptr(c.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb);
     set_ptr(c.desc, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &sd);
