@@ -44,15 +44,28 @@
  *                   the threshold binades go to the block's histogram; the
  *                   fields are flushed to it before they can overflow.
  * mpp_scan_ops uses MPP_SCAN_HIST; with MPP_SCAN_VARIANTS defined the fatbin
- * also carries mpp_scan_ops_match, _block, _warp, _warp4 and _window (tests/gpu/devscan_check
+ * also carries mpp_scan_ops_match, _block, _warp, _warp4, _window, _pat and _pat0
+ * (tests/gpu/devscan_check
  * --variants measures each, bit-identical records required). */
 #define MPP_HIST_MATCH 0
 #define MPP_HIST_BLOCK 1
 #define MPP_HIST_WARP 2
 #define MPP_HIST_WINDOW 3
-#define MPP_WIN 8       /* binades a thread counts in registers */
-#define MPP_WIN_BELOW 5 /* of them below its first element's binade */
-#ifndef MPP_WIN_MAX     /* a 16-bit field's count (tests flush more often) */
+/* MPP_HIST_PAT (sources of 16 and 32 bits): an element whose exponent field is
+ * neither 0 nor all ones and whose binade holds no cast threshold (nearly
+ * all of them in training tensors) only adds 1 to its warp's count of its
+ * sign-and-exponent bits (bits >> man_bits: 64 patterns for fp16, 512 for
+ * bf16 and fp32) and updates the extrema; sign and binade come from the
+ * pattern when the block folds its counts into the record. Every other
+ * element (zero, subnormal, NaN, inf, threshold binades, past the end) takes
+ * the full per-element path into the block's histogram. The instruction
+ * count, not the memory, bounds the other feeds (Nsight Compute on an H200:
+ * about 71 instructions an element for fp16); this one was not yet measured. */
+#define MPP_HIST_PAT 4
+#define MPP_PAT_BINS 512 /* sign + 8 exponent bits (bf16, fp32) */
+#define MPP_WIN 8        /* binades a thread counts in registers */
+#define MPP_WIN_BELOW 5  /* of them below its first element's binade */
+#ifndef MPP_WIN_MAX      /* a 16-bit field's count (tests flush more often) */
 #define MPP_WIN_MAX 65535u
 #endif
 /* mpp_scan_ops': the fastest on an H200 (devscan_check --kernel, 1 GiB of
@@ -95,7 +108,8 @@ struct block_state {
     unsigned int hist[MPP_SCAN_MAX_BINS];         /* MPP_HIST_MATCH, _BLOCK; fp64 */
     unsigned int whist[MPP_WARPS][MPP_WARP_BINS]; /* MPP_HIST_WARP, up to 32-bit sources */
   };
-  unsigned char thr_flag[MPP_SCAN_MAX_BINS];
+  /* one more: MPP_HIST_PAT reads the flag of an all-ones exponent's binade */
+  unsigned char thr_flag[MPP_SCAN_MAX_BINS + 1];
   unsigned long long within[MPP_NTHR];
   unsigned long long thr[MPP_NTHR]; /* copies of the params' */
   int thr_bin[MPP_NTHR];
@@ -126,6 +140,17 @@ __device__ __forceinline__ void flush_window(unsigned *hist, thread_acc<W> &a) {
   }
   a.win[0] = a.win[1] = 0;
 }
+
+/* MPP_HIST_PAT's per-warp pattern counts: beside the block's histogram, which
+ * the rare elements feed at the same time. */
+struct pat_state {
+  unsigned int phist[MPP_WARPS][MPP_PAT_BINS];
+};
+
+/* Whether a source takes MPP_HIST_PAT's pattern path (fp64 does not). */
+template <int HV, typename T> struct pat_path {
+  static const bool value = HV == MPP_HIST_PAT && sizeof(T) <= 4;
+};
 
 /* Whether a source's histogram lives in per-warp slices under MPP_HIST_WARP. */
 template <int HV, typename T> struct warp_slices {
@@ -193,6 +218,41 @@ __device__ __forceinline__ void scan_element(const mpp_scan_params &p, block_sta
     for (int i = 0; i < MPP_NTHR; i++)
       a.within[i] += (unsigned)(bin == sh.thr_bin[i] && (uint64_t)abs >= sh.thr[i]);
   }
+}
+
+/* MPP_HIST_PAT's element: the common case here, the rest by scan_element. */
+template <int SRC, typename T>
+__device__ __forceinline__ void pat_element(const mpp_scan_params &p, block_state &sh, unsigned *ph,
+                                            thread_acc<unsigned> &a, T raw, bool valid,
+                                            unsigned lane, unsigned warp) {
+  const mpp_scan_fmt f = mpp_scan_fmt_of(SRC);
+  const unsigned key_mask = ~0u >> (32 - f.width), abs_mask = key_mask >> 1;
+  const unsigned sign = 1u << (f.width - 1), emask = (1u << f.exp_bits) - 1;
+  const unsigned bits = (unsigned)raw, abs = bits & abs_mask, e = abs >> f.man_bits;
+  /* e + man_bits - 1 is the binade of a normal value; for e = 0 and e = emask
+   * the flag read is harmless (those are rare anyway) */
+  if (!valid || e == 0 || e == emask || sh.thr_flag[e + f.man_bits - 1]) {
+    scan_element<SRC, T, MPP_HIST_BLOCK>(p, sh, a, raw, valid, lane, warp);
+    return;
+  }
+  atomicAdd(&ph[bits >> f.man_bits], 1u);
+  const unsigned key = (bits & sign) ? (~bits & key_mask) : (bits | sign);
+  a.max_key = key > a.max_key ? key : a.max_key;
+  a.min_inv = (key ^ key_mask) > a.min_inv ? (key ^ key_mask) : a.min_inv;
+  a.absmax = abs > a.absmax ? abs : a.absmax;
+  a.minabs_inv = (abs ^ abs_mask) > a.minabs_inv ? (abs ^ abs_mask) : a.minabs_inv;
+}
+
+/* Calls the element function of the feed HV. */
+template <int SRC, typename T, int HV>
+__device__ __forceinline__ void feed_element(const mpp_scan_params &p, block_state &sh,
+                                             unsigned *ph, thread_acc<typename word_of<T>::type> &a,
+                                             T raw, bool valid, unsigned lane, unsigned warp) {
+  if constexpr (pat_path<HV, T>::value)
+    pat_element<SRC, T>(p, sh, ph, a, raw, valid, lane, warp);
+  else
+    scan_element<SRC, T, HV == MPP_HIST_PAT ? MPP_HIST_BLOCK : HV>(p, sh, a, raw, valid, lane,
+                                                                   warp);
 }
 
 __device__ __forceinline__ unsigned long long warp_sum(unsigned long long v) {
@@ -268,20 +328,27 @@ __device__ void scan_patterns(const mpp_scan_params &p, unsigned int *hist_base,
 }
 
 template <int SRC, typename T, int HV>
-__device__ void scan_general(const mpp_scan_params &p, block_state &sh, mpp_scan_result *out,
-                             unsigned bid, unsigned nblk) {
+__device__ void scan_general(const mpp_scan_params &p, block_state &sh, pat_state *ps,
+                             mpp_scan_result *out, unsigned bid, unsigned nblk) {
   const mpp_scan_fmt f = mpp_scan_fmt_of(SRC);
   const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const bool slices = warp_slices<HV, T>::value;
-  for (int b = tid; b < f.nbins; b += MPP_BLOCK) {
-    if (slices) {
-      for (int w = 0; w < MPP_WARPS; w++)
-        sh.whist[w][b] = 0;
-    } else {
-      sh.hist[b] = 0;
+  const bool slices = warp_slices<HV, T>::value, pat = pat_path<HV, T>::value;
+  const int npat = 1 << (f.width - f.man_bits); /* sign and exponent patterns */
+  unsigned *ph = pat ? ps->phist[warp] : nullptr;
+  for (int b = tid; b <= f.nbins && b < MPP_SCAN_MAX_BINS + 1; b += MPP_BLOCK) {
+    if (b < f.nbins) {
+      if (slices) {
+        for (int w = 0; w < MPP_WARPS; w++)
+          sh.whist[w][b] = 0;
+      } else {
+        sh.hist[b] = 0;
+      }
     }
     sh.thr_flag[b] = 0;
   }
+  if (pat)
+    for (int b = tid; b < MPP_WARPS * npat; b += MPP_BLOCK)
+      ps->phist[b / npat][b % npat] = 0;
   if (tid < MPP_NTHR) {
     sh.within[tid] = 0;
     sh.thr[tid] = p.thr[tid / MPP_SCAN_LEVELS][tid % MPP_SCAN_LEVELS];
@@ -322,10 +389,10 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, mpp_scan
       u1.v = valid1 ? __ldg(vdata + vi1) : make_uint4(0, 0, 0, 0);
 #pragma unroll
       for (int j = 0; j < VEC; j++)
-        scan_element<SRC, T, HV>(p, sh, a, u0.e[j], valid0, lane, warp);
+        feed_element<SRC, T, HV>(p, sh, ph, a, u0.e[j], valid0, lane, warp);
 #pragma unroll
       for (int j = 0; j < VEC; j++)
-        scan_element<SRC, T, HV>(p, sh, a, u1.e[j], valid1, lane, warp);
+        feed_element<SRC, T, HV>(p, sh, ph, a, u1.e[j], valid1, lane, warp);
       if (HV == MPP_HIST_WINDOW && ++rounds == flush_every) {
         if (a.win_lo != INT_MIN) flush_window(sh.hist, a);
         rounds = 0;
@@ -336,7 +403,7 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, mpp_scan
         uint64_t s = base + tid;
         bool valid = s < nscalar;
         uint64_t i = s < head ? s : tail0 + (s - head);
-        scan_element<SRC, T, HV>(p, sh, a, valid ? data[i] : (T)0, valid, lane, warp);
+        feed_element<SRC, T, HV>(p, sh, ph, a, valid ? data[i] : (T)0, valid, lane, warp);
       }
     }
   } else {
@@ -352,7 +419,7 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, mpp_scan
         const T *m = p.ptrs ? (const T *)p.ptrs[b] : data + (int64_t)b * p.batch_stride;
         raw = m[c * p.ld + r];
       }
-      scan_element<SRC, T, HV>(p, sh, a, raw, valid, lane, warp);
+      feed_element<SRC, T, HV>(p, sh, ph, a, raw, valid, lane, warp);
       if (HV == MPP_HIST_WINDOW && ++rounds == MPP_WIN_MAX) {
         if (a.win_lo != INT_MIN) flush_window(sh.hist, a);
         rounds = 0;
@@ -360,6 +427,21 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, mpp_scan
     }
   }
   if (HV == MPP_HIST_WINDOW && a.win_lo != INT_MIN) flush_window(sh.hist, a);
+  if (pat) {
+    /* Fold the warps' pattern counts into the block's histogram (binade
+     * e + man_bits - 1) and this thread's negatives (sign set). */
+    __syncthreads();
+    const int ne = npat / 2;
+    for (int e = tid; e < ne; e += MPP_BLOCK) {
+      unsigned long long pos = 0, neg = 0;
+      for (int w = 0; w < MPP_WARPS; w++) {
+        pos += ps->phist[w][e];
+        neg += ps->phist[w][e + ne];
+      }
+      if (pos + neg) atomicAdd(&sh.hist[e + f.man_bits - 1], (unsigned)(pos + neg));
+      a.neg += (unsigned)neg;
+    }
+  }
 
   /* Per-warp reduction of the register counters, then one merge per block. */
   unsigned long long v[MPP_NCNT] = {a.nans,    a.pinf,    a.ninf,   a.neg,
@@ -413,15 +495,15 @@ union block_smem {
 };
 
 template <int SRC, typename T, int HV>
-__device__ void scan_impl(const mpp_scan_params &p, block_smem &sm, mpp_scan_result *out,
-                          unsigned bid, unsigned nblk) {
+__device__ void scan_impl(const mpp_scan_params &p, block_smem &sm, pat_state *ps,
+                          mpp_scan_result *out, unsigned bid, unsigned nblk) {
   if constexpr (sizeof(T) == 1) {
     for (int b = threadIdx.x; b < MPP_WARPS * 256; b += MPP_BLOCK)
       sm.patterns[b] = 0;
     __syncthreads();
     scan_patterns(p, sm.patterns, out, bid, nblk);
   } else {
-    scan_general<SRC, T, HV>(p, sm.general, out, bid, nblk);
+    scan_general<SRC, T, HV>(p, sm.general, ps, out, bid, nblk);
   }
 }
 
@@ -429,26 +511,26 @@ __device__ void scan_impl(const mpp_scan_params &p, block_smem &sm, mpp_scan_res
 __device__ mpp_scan_ctx mpp_scan_ctx_info;
 
 template <int HV>
-__device__ void scan_tensor(const mpp_scan_params &p, block_smem &sm, mpp_scan_result *out,
-                            unsigned bid, unsigned nblk) {
+__device__ void scan_tensor(const mpp_scan_params &p, block_smem &sm, pat_state *ps,
+                            mpp_scan_result *out, unsigned bid, unsigned nblk) {
   switch (p.src) {
   case MPP_SRC_FP64:
-    scan_impl<MPP_SRC_FP64, unsigned long long, HV>(p, sm, out, bid, nblk);
+    scan_impl<MPP_SRC_FP64, unsigned long long, HV>(p, sm, ps, out, bid, nblk);
     break;
   case MPP_SRC_FP32:
-    scan_impl<MPP_SRC_FP32, unsigned int, HV>(p, sm, out, bid, nblk);
+    scan_impl<MPP_SRC_FP32, unsigned int, HV>(p, sm, ps, out, bid, nblk);
     break;
   case MPP_SRC_FP16:
-    scan_impl<MPP_SRC_FP16, unsigned short, HV>(p, sm, out, bid, nblk);
+    scan_impl<MPP_SRC_FP16, unsigned short, HV>(p, sm, ps, out, bid, nblk);
     break;
   case MPP_SRC_BF16:
-    scan_impl<MPP_SRC_BF16, unsigned short, HV>(p, sm, out, bid, nblk);
+    scan_impl<MPP_SRC_BF16, unsigned short, HV>(p, sm, ps, out, bid, nblk);
     break;
   case MPP_SRC_E4M3:
-    scan_impl<MPP_SRC_E4M3, unsigned char, HV>(p, sm, out, bid, nblk);
+    scan_impl<MPP_SRC_E4M3, unsigned char, HV>(p, sm, ps, out, bid, nblk);
     break;
   default:
-    scan_impl<MPP_SRC_E5M2, unsigned char, HV>(p, sm, out, bid, nblk);
+    scan_impl<MPP_SRC_E5M2, unsigned char, HV>(p, sm, ps, out, bid, nblk);
     break;
   }
 }
@@ -497,6 +579,11 @@ __device__ void finish_launch(const mpp_scan_launch &l, mpp_scan_acc *acc) {
 template <int HV> __device__ __forceinline__ void scan_ops(const mpp_scan_launch &l) {
   __shared__ block_smem sm;
   __shared__ unsigned last;
+  pat_state *ps = nullptr; /* MPP_HIST_PAT's counts: only its kernels hold them */
+  if constexpr (HV == MPP_HIST_PAT) {
+    __shared__ pat_state pat;
+    ps = &pat;
+  }
   const mpp_scan_ctx c = mpp_scan_ctx_info;
   if (c.check != mpp_scan_ctx_check(&c) || !c.acc || l.slot >= c.nslots) {
     if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -511,7 +598,8 @@ template <int HV> __device__ __forceinline__ void scan_ops(const mpp_scan_launch
   while (k + 1 < l.nt && blockIdx.x >= l.blk0[k + 1])
     k++;
   if (l.nt) /* else a launch for the scalars alone */
-    scan_tensor<HV>(l.t[k], sm, &acc->rec[k], blockIdx.x - l.blk0[k], l.blk0[k + 1] - l.blk0[k]);
+    scan_tensor<HV>(l.t[k], sm, ps, &acc->rec[k], blockIdx.x - l.blk0[k],
+                    l.blk0[k + 1] - l.blk0[k]);
   __threadfence(); /* this block's merges before its ticket */
   __syncthreads();
   if (threadIdx.x == 0) last = atomicAdd(&acc->ticket, 1u) == gridDim.x - 1;
@@ -538,6 +626,14 @@ extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops_warp(mpp_sc
 }
 extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops_window(mpp_scan_launch l) {
   scan_ops<MPP_HIST_WINDOW>(l);
+}
+/* Sign-and-exponent pattern counts (MPP_HIST_PAT), with and without the register bound. */
+extern "C" __global__ void __launch_bounds__(MPP_BLOCK, MPP_SCAN_MIN_BLOCKS)
+    mpp_scan_ops_pat(mpp_scan_launch l) {
+  scan_ops<MPP_HIST_PAT>(l);
+}
+extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops_pat0(mpp_scan_launch l) {
+  scan_ops<MPP_HIST_PAT>(l);
 }
 /* The same as _warp held to 64 registers (4 blocks an SM, more loads in flight, some spills). */
 extern "C" __global__ void __launch_bounds__(MPP_BLOCK, MPP_SCAN_MIN_BLOCKS)

@@ -418,7 +418,8 @@ int main() {
   } variants[] = {{mpp_scan_ops_match, "mpp_scan_ops_match"},
                   {mpp_scan_ops_block, "mpp_scan_ops_block"},
                   {mpp_scan_ops_warp, "mpp_scan_ops_warp"},
-                  {mpp_scan_ops_window, "mpp_scan_ops_window"}};
+                  {mpp_scan_ops_window, "mpp_scan_ops_window"},
+                  {mpp_scan_ops_pat, "mpp_scan_ops_pat"}};
   int bad = 0;
   for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
     printf("--- %s\n", variants[i].name);
