@@ -191,6 +191,11 @@ if [ -e "$LIB" ]; then
 else
   row "build ($MODE)" FAIL "no libmpprof.so: see $LOG/build.log"
 fi
+# A carried CLI that does not start here (its libcjson / libpng are not on this
+# machine: carry them and put their folder on LD_LIBRARY_PATH) is said, not skipped.
+if [ $USE_CLI = 0 ] && [ -x "$MPPROF" ]; then
+  row "mpprof --version" FAIL "$(head -1 "$LOG/version.txt" | cut -c1-90) (runs fall back to LD_PRELOAD)"
+fi
 if [ $USE_CLI = 1 ]; then
   row "mpprof --version" PASS "$(grep 'device code' "$LOG/version.txt" | cut -c1-80)"
   # NVIDIA's own tool (not in every toolkit install) must list exactly the
@@ -428,7 +433,7 @@ if [[ $TORCH == *"gpu True"* ]]; then
   # The same sample without any NVTX range: module names from mpprof's PyTorch integration.
   # Judged from report.json: needs the mpprof CLI (not in build way 3).
   if [ $USE_CLI = 0 ]; then
-    row "PyTorch: layers = modules, fwd+bwd" SKIP "no mpprof CLI in this build (way 3): no report.json"
+    row "PyTorch: layers = modules, fwd+bwd" SKIP "no mpprof CLI that runs here: no report.json"
   else
     say "samples/python/amp_train.py --nvtx off"
     if profile "$(left 120)" "$OUT/amp_modules" python3 "$ROOT/samples/python/amp_train.py" --steps 10 --nvtx off \
