@@ -15,7 +15,6 @@
  * Batched GEMMs by pointer array take the general (non-flat) path, each
  * element's matrix base read from the device-resident array. The last block
  * also copies the op's scalars (FP8 scale factors, AMAX_D) into the slot. */
-#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,26 +30,22 @@
  * 261, fp16 40; fp64's 2098 stay in the block's histogram. */
 #define MPP_WARP_BINS 280
 
-/* How a block's histogram is fed, one element at a time:
+/* How a block's histogram is fed, one element at a time (a fourth feed,
+ * per-thread register windows of 8 binades, measured 0.22 / 0.11 / 0.33 of a
+ * copy for fp32 / fp16 / fp64 on the H200, was removed):
  *   MPP_HIST_MATCH  warp aggregation: __match_any_sync elects one lane per
  *                   distinct binade in the warp, which adds the count (one
  *                   shared atomic per binade, but a slow warp-wide match);
  *   MPP_HIST_BLOCK  every lane adds 1 to the block's histogram;
  *   MPP_HIST_WARP   every lane adds 1 to its warp's own slice (no contention
- *                   between warps), the slices summed at the end;
- *   MPP_HIST_WINDOW each thread counts a window of MPP_WIN binades in
- *                   registers (16-bit fields of two 64-bit words, placed at
- *                   its first element's binade: values cluster), the rest and
- *                   the threshold binades go to the block's histogram; the
- *                   fields are flushed to it before they can overflow.
+ *                   between warps), the slices summed at the end.
  * mpp_scan_ops uses MPP_SCAN_HIST; with MPP_SCAN_VARIANTS defined the fatbin
- * also carries mpp_scan_ops_match, _block, _warp, _warp4, _window, _pat and _pat0
- * (tests/gpu/devscan_check
- * --variants measures each, bit-identical records required). */
+ * also carries mpp_scan_ops_match, _block, _warp, _warp4, _pat and _pat0
+ * (tests/gpu/devscan_check --kernel NAME measures one; scan_kernel_on_cpu
+ * requires bit-identical records of each). */
 #define MPP_HIST_MATCH 0
 #define MPP_HIST_BLOCK 1
 #define MPP_HIST_WARP 2
-#define MPP_HIST_WINDOW 3
 /* MPP_HIST_PAT (sources of 16 and 32 bits): an element whose exponent field is
  * neither 0 nor all ones and whose binade holds no cast threshold (nearly
  * all of them in training tensors) only adds 1 to its warp's count of its
@@ -61,18 +56,13 @@
  * the full per-element path into the block's histogram. The instruction
  * count, not the memory, bounds the other feeds (Nsight Compute on an H200:
  * about 71 instructions an element for fp16); this one was not yet measured. */
-#define MPP_HIST_PAT 4
+#define MPP_HIST_PAT 3
 #define MPP_PAT_BINS 512 /* sign + 8 exponent bits (bf16, fp32) */
-#define MPP_WIN 8        /* binades a thread counts in registers */
-#define MPP_WIN_BELOW 5  /* of them below its first element's binade */
-#ifndef MPP_WIN_MAX      /* a 16-bit field's count (tests flush more often) */
-#define MPP_WIN_MAX 65535u
-#endif
 /* mpp_scan_ops': the fastest on an H200 (devscan_check --kernel, 1 GiB of
  * N(0, 1) data, 2026-12-04: scan / copy fp32 0.32, fp16 0.15, fp64 0.42,
  * against 0.25 / 0.12 / 0.36 for _match, 0.31 / 0.15 / 0.40 for _block,
- * 0.30 / 0.15 / 0.40 for _warp without the register bound, 0.22 / 0.11 / 0.33
- * for _window), held to MPP_SCAN_MIN_BLOCKS blocks an SM. */
+ * 0.30 / 0.15 / 0.40 for _warp without the register bound), held to
+ * MPP_SCAN_MIN_BLOCKS blocks an SM. */
 #ifndef MPP_SCAN_HIST
 #define MPP_SCAN_HIST MPP_HIST_WARP
 #endif
@@ -122,24 +112,7 @@ template <typename W> struct thread_acc {
   unsigned int nans, pinf, ninf, neg;
   W max_key, min_inv, absmax, minabs_inv;
   unsigned int within[MPP_NTHR];
-  /* MPP_HIST_WINDOW: binades win_lo .. win_lo + MPP_WIN - 1, 16 bits each
-   * (lo: the first 4); thr_win: which of them hold a threshold (counted on
-   * the slow path). win_lo == INT_MIN: not placed yet. */
-  int win_lo;
-  unsigned thr_win;
-  unsigned long long win[2];
 };
-
-/* A thread's window counts into the block's histogram (shared atomics). */
-template <typename W>
-__device__ __forceinline__ void flush_window(unsigned *hist, thread_acc<W> &a) {
-#pragma unroll
-  for (int i = 0; i < MPP_WIN; i++) {
-    unsigned c = (unsigned)(a.win[i / 4] >> (16 * (i % 4))) & 0xffffu;
-    if (c) atomicAdd(&hist[a.win_lo + i], c);
-  }
-  a.win[0] = a.win[1] = 0;
-}
 
 /* MPP_HIST_PAT's per-warp pattern counts: beside the block's histogram, which
  * the rare elements feed at the same time. */
@@ -186,27 +159,6 @@ __device__ __forceinline__ void scan_element(const mpp_scan_params &p, block_sta
     unsigned peers = __match_any_sync(MPP_FULL, bin);
     if (bin != MPP_SCAN_NO_BIN && lane == (unsigned)(__ffs(peers) - 1))
       atomicAdd(&sh.hist[bin], (unsigned)__popc(peers));
-  } else if (HV == MPP_HIST_WINDOW) {
-    if (bin != MPP_SCAN_NO_BIN) {
-      if (a.win_lo == INT_MIN) { /* place the window (once per thread) */
-        a.win_lo = bin - MPP_WIN_BELOW;
-        a.thr_win = 0;
-        for (int i = 0; i < MPP_WIN; i++) {
-          int b = a.win_lo + i;
-          if (b >= 0 && b < MPP_SCAN_MAX_BINS && sh.thr_flag[b]) a.thr_win |= 1u << i;
-        }
-      }
-      unsigned d = (unsigned)(bin - a.win_lo);
-      if (d < MPP_WIN && !(a.thr_win >> d & 1)) {
-        unsigned long long inc = 1ull << (16 * (d & 3));
-        if (d & 4)
-          a.win[1] += inc;
-        else
-          a.win[0] += inc;
-        return; /* not a threshold binade: nothing more to count */
-      }
-      atomicAdd(&sh.hist[bin], 1u);
-    }
   } else if (bin != MPP_SCAN_NO_BIN) {
     atomicAdd(warp_slices<HV, T>::value ? &sh.whist[warp][bin] : &sh.hist[bin], 1u);
   }
@@ -360,12 +312,6 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, pat_stat
   __syncthreads();
 
   thread_acc<typename word_of<T>::type> a = {};
-  a.win_lo = INT_MIN;
-  /* Window fields flushed every `flush_every` loop rounds: at most
-   * MPP_WIN_MAX elements each (2 vectors a round on the flat path). */
-  const unsigned flush_every =
-      MPP_WIN_MAX >= 2 * 16 / sizeof(T) ? MPP_WIN_MAX / (2 * 16 / sizeof(T)) : 1;
-  unsigned rounds = 0;
   const T *data = (const T *)p.data;
   const uint64_t grid = (uint64_t)nblk * MPP_BLOCK;
   if (p.flat) {
@@ -393,10 +339,6 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, pat_stat
 #pragma unroll
       for (int j = 0; j < VEC; j++)
         feed_element<SRC, T, HV>(p, sh, ph, a, u1.e[j], valid1, lane, warp);
-      if (HV == MPP_HIST_WINDOW && ++rounds == flush_every) {
-        if (a.win_lo != INT_MIN) flush_window(sh.hist, a);
-        rounds = 0;
-      }
     }
     if (bid == nblk - 1) {
       for (uint64_t base = 0; base < nscalar; base += MPP_BLOCK) {
@@ -420,13 +362,8 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, pat_stat
         raw = m[c * p.ld + r];
       }
       feed_element<SRC, T, HV>(p, sh, ph, a, raw, valid, lane, warp);
-      if (HV == MPP_HIST_WINDOW && ++rounds == MPP_WIN_MAX) {
-        if (a.win_lo != INT_MIN) flush_window(sh.hist, a);
-        rounds = 0;
-      }
     }
   }
-  if (HV == MPP_HIST_WINDOW && a.win_lo != INT_MIN) flush_window(sh.hist, a);
   if (pat) {
     /* Fold the warps' pattern counts into the block's histogram (binade
      * e + man_bits - 1) and this thread's negatives (sign set). */
@@ -623,9 +560,6 @@ extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops_block(mpp_s
 }
 extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops_warp(mpp_scan_launch l) {
   scan_ops<MPP_HIST_WARP>(l);
-}
-extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops_window(mpp_scan_launch l) {
-  scan_ops<MPP_HIST_WINDOW>(l);
 }
 /* Sign-and-exponent pattern counts (MPP_HIST_PAT), with and without the register bound. */
 extern "C" __global__ void __launch_bounds__(MPP_BLOCK, MPP_SCAN_MIN_BLOCKS)

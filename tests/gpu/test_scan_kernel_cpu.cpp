@@ -9,7 +9,6 @@
 #include "tests/gpu/simt_shim.h"
 
 #define MPP_SCAN_VARIANTS /* every entry point, each checked below */
-#define MPP_WIN_MAX 4u    /* _window flushes its registers every few rounds */
 #include "kernels/scan.cu"
 
 #include <stdio.h>
@@ -418,7 +417,6 @@ int main() {
   } variants[] = {{mpp_scan_ops_match, "mpp_scan_ops_match"},
                   {mpp_scan_ops_block, "mpp_scan_ops_block"},
                   {mpp_scan_ops_warp, "mpp_scan_ops_warp"},
-                  {mpp_scan_ops_window, "mpp_scan_ops_window"},
                   {mpp_scan_ops_pat, "mpp_scan_ops_pat"}};
   int bad = 0;
   for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {

@@ -161,6 +161,35 @@ static float bf2f(uint16_t b) {
   return f;
 }
 
+/* The call as NVIDIA's samples make it: the heuristic's first algorithm with a
+ * 32 MiB workspace on offer (none found: NOT_SUPPORTED), then the matmul on
+ * the default stream and a device sync (a fault: EXECUTION_FAILED). */
+static cublasStatus_t lt_matmul(cublasLtHandle_t lt, cublasLtMatmulDesc_t desc,
+                                cublasLtMatrixLayout_t la, const void *A, cublasLtMatrixLayout_t lb,
+                                const void *B, cublasLtMatrixLayout_t lc, const void *C,
+                                cublasLtMatrixLayout_t ld, void *D) {
+  cublasLtMatmulPreference_t pref;
+  cublasLtMatmulPreferenceCreate(&pref);
+  size_t ws_size = 32u << 20;
+  void *ws = NULL;
+  cudaMalloc(&ws, ws_size);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_size,
+                                       sizeof ws_size);
+  cublasLtMatmulHeuristicResult_t r;
+  int found = 0;
+  cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, ld, pref, 1, &r, &found);
+  if (s == CUBLAS_STATUS_SUCCESS && found == 0) s = CUBLAS_STATUS_NOT_SUPPORTED;
+  float alpha = 1, beta = 0;
+  if (s == CUBLAS_STATUS_SUCCESS)
+    s = cublasLtMatmul(lt, desc, &alpha, A, la, B, lb, &beta, C, lc, D, ld, &r.algo, ws, ws_size,
+                       0);
+  if (s == CUBLAS_STATUS_SUCCESS && cudaDeviceSynchronize() != cudaSuccess)
+    s = CUBLAS_STATUS_EXECUTION_FAILED;
+  cudaFree(ws);
+  cublasLtMatmulPreferenceDestroy(pref);
+  return s;
+}
+
 static void probe_block(cublasLtHandle_t lt, const char *name, bs_case c) {
   cublasLtMatmulDesc_t desc;
   cublasLtMatrixLayout_t la, lb, ld;
@@ -184,23 +213,7 @@ static void probe_block(cublasLtHandle_t lt, const char *name, bs_case c) {
   size_t dbytes = (size_t)c.m * c.n * 2;
   cudaMalloc(&D, dbytes);
   cudaMemset(D, 0, dbytes);
-  cublasLtMatmulPreference_t pref;
-  cublasLtMatmulPreferenceCreate(&pref);
-  size_t ws_size = 32u << 20;
-  void *ws = NULL;
-  cudaMalloc(&ws, ws_size);
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_size,
-                                       sizeof ws_size);
-  cublasLtMatmulHeuristicResult_t r;
-  int found = 0;
-  cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, ld, ld, pref, 1, &r, &found);
-  if (s == CUBLAS_STATUS_SUCCESS && found == 0) s = CUBLAS_STATUS_NOT_SUPPORTED;
-  float alpha = 1, beta = 0;
-  if (s == CUBLAS_STATUS_SUCCESS)
-    s = cublasLtMatmul(lt, desc, &alpha, A, la, B, lb, &beta, D, ld, D, ld, &r.algo, ws, ws_size,
-                       0);
-  if (s == CUBLAS_STATUS_SUCCESS && cudaDeviceSynchronize() != cudaSuccess)
-    s = CUBLAS_STATUS_EXECUTION_FAILED;
+  cublasStatus_t s = lt_matmul(lt, desc, la, A, lb, B, ld, D, ld, D);
   int bad = -1;
   if (s == CUBLAS_STATUS_SUCCESS) {
     uint16_t *h = malloc(dbytes);
@@ -221,9 +234,8 @@ static void probe_block(cublasLtHandle_t lt, const char *name, bs_case c) {
     put(name, "%s mismatches=%d", st(s), bad);
   else
     put(name, "%s", st(s));
-  cudaFree(A), cudaFree(B), cudaFree(D), cudaFree(ws), cudaFree(dsa), cudaFree(dsb);
+  cudaFree(A), cudaFree(B), cudaFree(D), cudaFree(dsa), cudaFree(dsb);
   free(hsa), free(hsb);
-  cublasLtMatmulPreferenceDestroy(pref);
   cublasLtMatrixLayoutDestroy(la), cublasLtMatrixLayoutDestroy(lb), cublasLtMatrixLayoutDestroy(ld);
   cublasLtMatmulDescDestroy(desc);
 }
@@ -261,26 +273,8 @@ static void probe_scale_apart(cublasLtHandle_t lt, const char *name, size_t apar
   cudaMalloc(&C, (size_t)n * n * 2);
   cudaMemset(C, 0, (size_t)n * n * 2);
   cudaMalloc(&D, (size_t)n * n);
-  size_t ws_size = 32u << 20;
-  void *ws = NULL;
-  cudaMalloc(&ws, ws_size);
-  cublasLtMatmulPreference_t pref;
-  cublasLtMatmulPreferenceCreate(&pref);
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_size,
-                                       sizeof ws_size);
-  cublasLtMatmulHeuristicResult_t r;
-  int found = 0;
-  cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, ld, pref, 1, &r, &found);
-  if (s == CUBLAS_STATUS_SUCCESS && found == 0) s = CUBLAS_STATUS_NOT_SUPPORTED;
-  float alpha = 1, beta = 0;
-  if (s == CUBLAS_STATUS_SUCCESS)
-    s = cublasLtMatmul(lt, desc, &alpha, A, la, B, lb, &beta, C, lc, D, ld, &r.algo, ws, ws_size,
-                       0);
-  if (s == CUBLAS_STATUS_SUCCESS && cudaDeviceSynchronize() != cudaSuccess)
-    s = CUBLAS_STATUS_EXECUTION_FAILED;
-  put(name, "%s", st(s));
-  cudaFree(A), cudaFree(B), cudaFree(C), cudaFree(D), cudaFree(ws), cudaFree(sc), cudaFree(amax);
-  cublasLtMatmulPreferenceDestroy(pref);
+  put(name, "%s", st(lt_matmul(lt, desc, la, A, lb, B, lc, C, ld, D)));
+  cudaFree(A), cudaFree(B), cudaFree(C), cudaFree(D), cudaFree(sc), cudaFree(amax);
   cublasLtMatrixLayoutDestroy(la), cublasLtMatrixLayoutDestroy(lb);
   cublasLtMatrixLayoutDestroy(lc), cublasLtMatrixLayoutDestroy(ld);
   cublasLtMatmulDescDestroy(desc);
