@@ -335,6 +335,29 @@ typedef struct c2_out {
     b3[w_ >> 48]++;                                                                                \
   } while (0)
 
+/* The 16 pair indices of one step at ix into the banks: eight read as two
+ * 64-bit words and split in registers, eight read one by one, which spreads
+ * the work over the load ports and the integer units (2-core Intel AVX-512 VM,
+ * L2-resident fp16: 0.355 ns a value, against 0.376 for 16 single loads and
+ * 0.41 for all 16 through vmovq / vpextrq). */
+#define C2_COUNT16(ix)                                                                             \
+  do {                                                                                             \
+    const uint16_t *ix_ = (ix);                                                                    \
+    uint64_t w0_, w1_;                                                                             \
+    memcpy(&w0_, ix_, 8);                                                                          \
+    memcpy(&w1_, ix_ + 4, 8);                                                                      \
+    C2_COUNT4(w0_);                                                                                \
+    C2_COUNT4(w1_);                                                                                \
+    b0[ix_[8]]++;                                                                                  \
+    b1[ix_[9]]++;                                                                                  \
+    b2[ix_[10]]++;                                                                                 \
+    b3[ix_[11]]++;                                                                                 \
+    b0[ix_[12]]++;                                                                                 \
+    b1[ix_[13]]++;                                                                                 \
+    b2[ix_[14]]++;                                                                                 \
+    b3[ix_[15]]++;                                                                                 \
+  } while (0)
+
 C2_INLINE void c2_16_kernel(c2_out *o, uint16_t (*bank)[C2_IDS * C2_IDS], const struct cls2_scan *C,
                             const uint16_t *p, uint64_t nsteps, int kind, int nth) {
   const __m256i absmask = _mm256_set1_epi16(0x7fff), minus_one = _mm256_set1_epi16(-1);
@@ -346,20 +369,18 @@ C2_INLINE void c2_16_kernel(c2_out *o, uint16_t (*bank)[C2_IDS * C2_IDS], const 
     th[k] = _mm256_set1_epi16((short)C->th[k]);
   __m256i smax = _mm256_set1_epi16((short)0x8000), umax = zero, aminm1 = minus_one, neg = zero;
   uint16_t *b0 = bank[0], *b1 = bank[1], *b2 = bank[2], *b3 = bank[3];
+  /* A step's pair indices are stored and counted during the next step, so
+   * that the vector unit computes ids while the integer unit counts. */
+  _Alignas(32) uint16_t ixbuf[2][16];
   for (uint64_t i = 0; i < nsteps; i++) {
     __m256i x0, x1;
     scan_prefetch(p + 32 * i, 1);
     C2_16_IDS(p + 32 * i, x0);
     C2_16_IDS(p + 32 * i + 16, x1);
-    /* Out through general registers (vmovq, vpextrq): a vector store
-     * reloaded in pieces stalls store-to-load forwarding. */
-    __m256i ix = _mm256_packus_epi32(x0, x1);
-    __m128i ixl = _mm256_castsi256_si128(ix), ixh = _mm256_extracti128_si256(ix, 1);
-    C2_COUNT4((uint64_t)_mm_cvtsi128_si64(ixl));
-    C2_COUNT4((uint64_t)_mm_extract_epi64(ixl, 1));
-    C2_COUNT4((uint64_t)_mm_cvtsi128_si64(ixh));
-    C2_COUNT4((uint64_t)_mm_extract_epi64(ixh, 1));
+    _mm256_store_si256((__m256i *)ixbuf[i & 1], _mm256_packus_epi32(x0, x1));
+    if (i > 0) C2_COUNT16(ixbuf[(i - 1) & 1]);
   }
+  if (nsteps > 0) C2_COUNT16(ixbuf[(nsteps - 1) & 1]);
   _mm256_storeu_si256((__m256i *)o->smax, smax);
   _mm256_storeu_si256((__m256i *)o->umax, umax);
   _mm256_storeu_si256((__m256i *)o->aminm1, aminm1);
