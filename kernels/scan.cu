@@ -40,7 +40,7 @@
  *   MPP_HIST_WARP   every lane adds 1 to its warp's own slice (no contention
  *                   between warps), the slices summed at the end.
  * mpp_scan_ops uses MPP_SCAN_HIST; with MPP_SCAN_VARIANTS defined the fatbin
- * also carries mpp_scan_ops_match, _block, _warp, _warp4, _pat and _pat0
+ * also carries mpp_scan_ops_match, _block, _warp, _warp4, _pat, _pat0, _lane and _lane0
  * (tests/gpu/devscan_check --kernel NAME measures one; scan_kernel_on_cpu
  * requires bit-identical records of each). */
 #define MPP_HIST_MATCH 0
@@ -58,6 +58,28 @@
  * about 71 instructions an element for fp16); this one was not yet measured. */
 #define MPP_HIST_PAT 3
 #define MPP_PAT_BINS 512 /* sign + 8 exponent bits (bf16, fp32) */
+/* MPP_HIST_LANE (sources of 16 and 32 bits): as MPP_HIST_PAT, but each lane
+ * counts its common elements in its own 16-bit counters (lane l of a warp
+ * owns column l of the warp's [pattern][32] slice: no two lanes share an
+ * address, so a plain load-add-store, no atomic, no conflict), and the test
+ * for "common" is one bit of a register mask instead of a shared-memory
+ * flag. A pattern is the sign and the exponent's offset in a window of 32
+ * exponent fields: all of fp16's, and for bf16 and fp32 the window around
+ * the first normal element a block reads (anything outside it takes the full
+ * path, so the window only moves work, never results). Each lane folds its
+ * counters into the block's histogram every MPP_LANE_FLUSH rounds (before a
+ * 16-bit counter can wrap) and at the end. Aimed at the instruction count
+ * (about 16 an element on the common path, against 71 measured for _warp4);
+ * not yet measured on a GPU. */
+#define MPP_HIST_LANE 4
+#define MPP_LANE_WIN 32 /* exponent fields of the window */
+#define MPP_LANE_PATS (2 * MPP_LANE_WIN)
+#ifndef MPP_LANE_FLUSH
+/* rounds of the vector loop between folds: a round adds at most 16 (fp16's
+ * two 16-byte loads) to a lane's counter */
+#define MPP_LANE_FLUSH 2048
+#endif
+static_assert(MPP_LANE_FLUSH * 16 <= 65535, "lane counters are 16 bits");
 /* mpp_scan_ops': the fastest on an H200 (devscan_check --kernel, 1 GiB of
  * N(0, 1) data, 2026-12-04: scan / copy fp32 0.32, fp16 0.15, fp64 0.42,
  * against 0.25 / 0.12 / 0.36 for _match, 0.31 / 0.15 / 0.40 for _block,
@@ -118,6 +140,31 @@ template <typename W> struct thread_acc {
  * the rare elements feed at the same time. */
 struct pat_state {
   unsigned int phist[MPP_WARPS][MPP_PAT_BINS];
+};
+
+/* A thread's MPP_HIST_LANE state: its column of counters, the window, and
+ * the extremes of its common elements (see lane_extremes). */
+struct lane_ctx {
+  unsigned short *lc;
+  unsigned base, fast, smax, umax, amin;
+};
+
+/* MPP_HIST_LANE's lane counters and the block's window. */
+struct lane_state {
+  unsigned short lh[MPP_WARPS][MPP_LANE_PATS][32];
+  unsigned base; /* exponent field of window offset 0 */
+};
+
+/* Shared memory only the _pat or the _lane kernels hold, beside block_smem
+ * (each its own: the other's pointer is null). */
+struct feed_state {
+  pat_state *pat;
+  lane_state *lane;
+};
+
+/* Whether a source takes MPP_HIST_LANE's lane path (fp64 does not). */
+template <int HV, typename T> struct lane_path {
+  static const bool value = HV == MPP_HIST_LANE && sizeof(T) <= 4;
 };
 
 /* Whether a source takes MPP_HIST_PAT's pattern path (fp64 does not). */
@@ -195,16 +242,83 @@ __device__ __forceinline__ void pat_element(const mpp_scan_params &p, block_stat
   a.minabs_inv = (abs ^ abs_mask) > a.minabs_inv ? (abs ^ abs_mask) : a.minabs_inv;
 }
 
+/* MPP_HIST_LANE's element: common ones into the lane's counter, the rest by
+ * scan_element. lc: this lane's column of its warp's slice (stride 32);
+ * fast: bit d set where window offset d is a normal exponent whose binade
+ * holds no cast threshold. */
+template <int SRC, typename T>
+__device__ __forceinline__ void lane_element(const mpp_scan_params &p, block_state &sh,
+                                             lane_ctx &lx, thread_acc<unsigned> &a, T raw,
+                                             bool valid, unsigned lane, unsigned warp) {
+  const mpp_scan_fmt f = mpp_scan_fmt_of(SRC);
+  const unsigned abs_mask = ~0u >> (33 - f.width), emask = (1u << f.exp_bits) - 1;
+  const unsigned bits = (unsigned)raw, d = ((bits >> f.man_bits) & emask) - lx.base;
+  /* shift clamped at 32: offsets outside the window (d wraps) read 0 */
+  if (!valid || !(__funnelshift_rc(lx.fast, 0u, d) & 1u)) {
+    scan_element<SRC, T, MPP_HIST_BLOCK>(p, sh, a, raw, valid, lane, warp);
+    return;
+  }
+  lx.lc[(((bits >> (f.width - 1)) * MPP_LANE_WIN) | d) * 32]++;
+  /* Sign-extended for the signed maximum: the largest positive element if
+   * the lane saw one; the unsigned one: the negative of largest magnitude. */
+  const int sbits = (int)(bits << (32 - f.width)) >> (32 - f.width);
+  lx.smax = (int)lx.smax > sbits ? lx.smax : (unsigned)sbits;
+  lx.umax = lx.umax > bits ? lx.umax : bits;
+  lx.amin = lx.amin < (bits & abs_mask) ? lx.amin : (bits & abs_mask);
+}
+
+/* A lane's counters into the block's histogram (binade of exponent field e:
+ * e + man_bits - 1) and its negatives, zeroing them. */
+template <int SRC>
+__device__ __forceinline__ void lane_fold(block_state &sh, unsigned short *lc, unsigned base,
+                                          thread_acc<unsigned> &a) {
+  const mpp_scan_fmt f = mpp_scan_fmt_of(SRC);
+  for (int pat = 0; pat < MPP_LANE_PATS; pat++) {
+    unsigned c = lc[pat * 32];
+    if (!c) continue;
+    lc[pat * 32] = 0;
+    atomicAdd(&sh.hist[(pat % MPP_LANE_WIN) + base + f.man_bits - 1], c);
+    if (pat >= MPP_LANE_WIN) a.neg += c;
+  }
+}
+
+/* The lane's extremes of its common elements (all finite, non-zero, normal)
+ * into its accumulators: smax is the largest element if one was positive,
+ * umax the smallest if one was negative; else all were negative (the largest
+ * is the one of least magnitude, amin) or all positive (the smallest is
+ * amin). */
+template <int SRC>
+__device__ __forceinline__ void lane_extremes(thread_acc<unsigned> &a, unsigned smax, unsigned umax,
+                                              unsigned amin) {
+  const mpp_scan_fmt f = mpp_scan_fmt_of(SRC);
+  const unsigned key_mask = ~0u >> (32 - f.width), abs_mask = key_mask >> 1, sign = abs_mask + 1;
+  if (amin > abs_mask) return; /* no common element */
+  const bool has_pos = (int)smax >= 0, has_neg = umax & sign;
+  const unsigned mx = has_pos ? smax & key_mask : amin | sign;
+  const unsigned mn = has_neg ? umax : amin;
+  const unsigned kmax = (mx & sign) ? (~mx & key_mask) : (mx | sign);
+  const unsigned kmin = (mn & sign) ? (~mn & key_mask) : (mn | sign);
+  a.max_key = kmax > a.max_key ? kmax : a.max_key;
+  a.min_inv = (kmin ^ key_mask) > a.min_inv ? (kmin ^ key_mask) : a.min_inv;
+  const unsigned apos = has_pos ? smax & abs_mask : 0, aneg = has_neg ? umax & abs_mask : 0;
+  const unsigned amax = apos > aneg ? apos : aneg;
+  a.absmax = amax > a.absmax ? amax : a.absmax;
+  a.minabs_inv = (amin ^ abs_mask) > a.minabs_inv ? (amin ^ abs_mask) : a.minabs_inv;
+}
+
 /* Calls the element function of the feed HV. */
 template <int SRC, typename T, int HV>
 __device__ __forceinline__ void feed_element(const mpp_scan_params &p, block_state &sh,
-                                             unsigned *ph, thread_acc<typename word_of<T>::type> &a,
-                                             T raw, bool valid, unsigned lane, unsigned warp) {
-  if constexpr (pat_path<HV, T>::value)
+                                             unsigned *ph, lane_ctx &lx,
+                                             thread_acc<typename word_of<T>::type> &a, T raw,
+                                             bool valid, unsigned lane, unsigned warp) {
+  if constexpr (lane_path<HV, T>::value)
+    lane_element<SRC, T>(p, sh, lx, a, raw, valid, lane, warp);
+  else if constexpr (pat_path<HV, T>::value)
     pat_element<SRC, T>(p, sh, ph, a, raw, valid, lane, warp);
   else
-    scan_element<SRC, T, HV == MPP_HIST_PAT ? MPP_HIST_BLOCK : HV>(p, sh, a, raw, valid, lane,
-                                                                   warp);
+    scan_element<SRC, T, HV == MPP_HIST_PAT || HV == MPP_HIST_LANE ? MPP_HIST_BLOCK : HV>(
+        p, sh, a, raw, valid, lane, warp);
 }
 
 __device__ __forceinline__ unsigned long long warp_sum(unsigned long long v) {
@@ -279,14 +393,41 @@ __device__ void scan_patterns(const mpp_scan_params &p, unsigned int *hist_base,
   }
 }
 
+/* MPP_HIST_LANE's window for a block: fp16's every exponent field; for
+ * wider exponents 32 fields around the first normal element among the
+ * first few the block reads (a default around 1 without one), 20 below it
+ * and 11 above (activations and gradients reach further down than up). */
+template <int SRC, typename T>
+__device__ unsigned lane_window(const mpp_scan_params &p, unsigned bid) {
+  const mpp_scan_fmt f = mpp_scan_fmt_of(SRC);
+  const unsigned emask = (1u << f.exp_bits) - 1;
+  if (emask < MPP_LANE_WIN) return 0;
+  unsigned e = (unsigned)f.bias;
+  if (p.flat) {
+    const T *data = (const T *)p.data;
+    uint64_t first = (uint64_t)bid * MPP_BLOCK * (16 / sizeof(T));
+    for (uint64_t i = first; i < first + 8 && i < p.n; i++) {
+      unsigned x = ((unsigned)data[i] >> f.man_bits) & emask;
+      if (x > 0 && x < emask) {
+        e = x;
+        break;
+      }
+    }
+  }
+  unsigned lo = e > 20 ? e - 20 : 1;
+  return lo + MPP_LANE_WIN <= emask ? lo : emask - MPP_LANE_WIN;
+}
+
 template <int SRC, typename T, int HV>
-__device__ void scan_general(const mpp_scan_params &p, block_state &sh, pat_state *ps,
+__device__ void scan_general(const mpp_scan_params &p, block_state &sh, const feed_state &xs,
                              mpp_scan_result *out, unsigned bid, unsigned nblk) {
   const mpp_scan_fmt f = mpp_scan_fmt_of(SRC);
   const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const bool slices = warp_slices<HV, T>::value, pat = pat_path<HV, T>::value;
   const int npat = 1 << (f.width - f.man_bits); /* sign and exponent patterns */
-  unsigned *ph = pat ? ps->phist[warp] : nullptr;
+  unsigned *ph = pat ? xs.pat->phist[warp] : nullptr;
+  const bool lanes = lane_path<HV, T>::value;
+  lane_ctx lx = {nullptr, 0, 0, 0x80000000u, 0, ~0u};
   for (int b = tid; b <= f.nbins && b < MPP_SCAN_MAX_BINS + 1; b += MPP_BLOCK) {
     if (b < f.nbins) {
       if (slices) {
@@ -300,7 +441,14 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, pat_stat
   }
   if (pat)
     for (int b = tid; b < MPP_WARPS * npat; b += MPP_BLOCK)
-      ps->phist[b / npat][b % npat] = 0;
+      xs.pat->phist[b / npat][b % npat] = 0;
+  if (lanes) {
+    unsigned short *all = &xs.lane->lh[0][0][0];
+    for (int b = tid; b < MPP_WARPS * MPP_LANE_PATS * 32; b += MPP_BLOCK)
+      all[b] = 0;
+    lx.lc = &xs.lane->lh[warp][0][lane];
+    if (tid == 0) xs.lane->base = lane_window<SRC, T>(p, bid);
+  }
   if (tid < MPP_NTHR) {
     sh.within[tid] = 0;
     sh.thr[tid] = p.thr[tid / MPP_SCAN_LEVELS][tid % MPP_SCAN_LEVELS];
@@ -310,6 +458,16 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, pat_stat
   if (tid < MPP_SCAN_TARGETS * MPP_SCAN_LEVELS && sh.thr_bin[tid] != MPP_SCAN_NO_BIN)
     sh.thr_flag[sh.thr_bin[tid]] = 1;
   __syncthreads();
+  if (lanes) {
+    /* Window offsets whose exponent is normal and whose binade holds no
+     * threshold (every thread the same mask). */
+    const unsigned emask = (1u << f.exp_bits) - 1;
+    lx.base = xs.lane->base;
+    for (unsigned d = 0; d < MPP_LANE_WIN; d++) {
+      unsigned e = lx.base + d;
+      if (e > 0 && e < emask && !sh.thr_flag[e + f.man_bits - 1]) lx.fast |= 1u << d;
+    }
+  }
 
   thread_acc<typename word_of<T>::type> a = {};
   const T *data = (const T *)p.data;
@@ -324,7 +482,14 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, pat_stat
     uint64_t tail0 = head + nvec * VEC, nscalar = head + (p.n - tail0);
     const uint4 *vdata = (const uint4 *)(data + head);
     /* Two 16-byte loads in flight per thread before any is consumed. */
+    unsigned rounds = 0;
     for (uint64_t base = (uint64_t)bid * MPP_BLOCK; base < nvec; base += 2 * grid) {
+      if constexpr (lane_path<HV, T>::value) {
+        if (++rounds == MPP_LANE_FLUSH) {
+          lane_fold<SRC>(sh, lx.lc, lx.base, a);
+          rounds = 0;
+        }
+      }
       uint64_t vi0 = base + tid, vi1 = vi0 + grid;
       bool valid0 = vi0 < nvec, valid1 = vi1 < nvec;
       union {
@@ -335,22 +500,29 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, pat_stat
       u1.v = valid1 ? __ldg(vdata + vi1) : make_uint4(0, 0, 0, 0);
 #pragma unroll
       for (int j = 0; j < VEC; j++)
-        feed_element<SRC, T, HV>(p, sh, ph, a, u0.e[j], valid0, lane, warp);
+        feed_element<SRC, T, HV>(p, sh, ph, lx, a, u0.e[j], valid0, lane, warp);
 #pragma unroll
       for (int j = 0; j < VEC; j++)
-        feed_element<SRC, T, HV>(p, sh, ph, a, u1.e[j], valid1, lane, warp);
+        feed_element<SRC, T, HV>(p, sh, ph, lx, a, u1.e[j], valid1, lane, warp);
     }
     if (bid == nblk - 1) {
       for (uint64_t base = 0; base < nscalar; base += MPP_BLOCK) {
         uint64_t s = base + tid;
         bool valid = s < nscalar;
         uint64_t i = s < head ? s : tail0 + (s - head);
-        feed_element<SRC, T, HV>(p, sh, ph, a, valid ? data[i] : (T)0, valid, lane, warp);
+        feed_element<SRC, T, HV>(p, sh, ph, lx, a, valid ? data[i] : (T)0, valid, lane, warp);
       }
     }
   } else {
     const uint64_t per = p.rows * p.cols;
+    unsigned rounds = 0;
     for (uint64_t base = (uint64_t)bid * MPP_BLOCK; base < p.n; base += grid) {
+      if constexpr (lane_path<HV, T>::value) {
+        if (++rounds == 16 * MPP_LANE_FLUSH) { /* one element a round */
+          lane_fold<SRC>(sh, lx.lc, lx.base, a);
+          rounds = 0;
+        }
+      }
       uint64_t i = base + tid;
       bool valid = i < p.n;
       T raw = 0;
@@ -361,8 +533,12 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, pat_stat
         const T *m = p.ptrs ? (const T *)p.ptrs[b] : data + (int64_t)b * p.batch_stride;
         raw = m[c * p.ld + r];
       }
-      feed_element<SRC, T, HV>(p, sh, ph, a, raw, valid, lane, warp);
+      feed_element<SRC, T, HV>(p, sh, ph, lx, a, raw, valid, lane, warp);
     }
+  }
+  if constexpr (lane_path<HV, T>::value) {
+    lane_fold<SRC>(sh, lx.lc, lx.base, a);
+    lane_extremes<SRC>(a, lx.smax, lx.umax, lx.amin);
   }
   if (pat) {
     /* Fold the warps' pattern counts into the block's histogram (binade
@@ -372,8 +548,8 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, pat_stat
     for (int e = tid; e < ne; e += MPP_BLOCK) {
       unsigned long long pos = 0, neg = 0;
       for (int w = 0; w < MPP_WARPS; w++) {
-        pos += ps->phist[w][e];
-        neg += ps->phist[w][e + ne];
+        pos += xs.pat->phist[w][e];
+        neg += xs.pat->phist[w][e + ne];
       }
       if (pos + neg) atomicAdd(&sh.hist[e + f.man_bits - 1], (unsigned)(pos + neg));
       a.neg += (unsigned)neg;
@@ -432,7 +608,7 @@ union block_smem {
 };
 
 template <int SRC, typename T, int HV>
-__device__ void scan_impl(const mpp_scan_params &p, block_smem &sm, pat_state *ps,
+__device__ void scan_impl(const mpp_scan_params &p, block_smem &sm, const feed_state &xs,
                           mpp_scan_result *out, unsigned bid, unsigned nblk) {
   if constexpr (sizeof(T) == 1) {
     for (int b = threadIdx.x; b < MPP_WARPS * 256; b += MPP_BLOCK)
@@ -440,7 +616,7 @@ __device__ void scan_impl(const mpp_scan_params &p, block_smem &sm, pat_state *p
     __syncthreads();
     scan_patterns(p, sm.patterns, out, bid, nblk);
   } else {
-    scan_general<SRC, T, HV>(p, sm.general, ps, out, bid, nblk);
+    scan_general<SRC, T, HV>(p, sm.general, xs, out, bid, nblk);
   }
 }
 
@@ -448,26 +624,26 @@ __device__ void scan_impl(const mpp_scan_params &p, block_smem &sm, pat_state *p
 __device__ mpp_scan_ctx mpp_scan_ctx_info;
 
 template <int HV>
-__device__ void scan_tensor(const mpp_scan_params &p, block_smem &sm, pat_state *ps,
+__device__ void scan_tensor(const mpp_scan_params &p, block_smem &sm, const feed_state &xs,
                             mpp_scan_result *out, unsigned bid, unsigned nblk) {
   switch (p.src) {
   case MPP_SRC_FP64:
-    scan_impl<MPP_SRC_FP64, unsigned long long, HV>(p, sm, ps, out, bid, nblk);
+    scan_impl<MPP_SRC_FP64, unsigned long long, HV>(p, sm, xs, out, bid, nblk);
     break;
   case MPP_SRC_FP32:
-    scan_impl<MPP_SRC_FP32, unsigned int, HV>(p, sm, ps, out, bid, nblk);
+    scan_impl<MPP_SRC_FP32, unsigned int, HV>(p, sm, xs, out, bid, nblk);
     break;
   case MPP_SRC_FP16:
-    scan_impl<MPP_SRC_FP16, unsigned short, HV>(p, sm, ps, out, bid, nblk);
+    scan_impl<MPP_SRC_FP16, unsigned short, HV>(p, sm, xs, out, bid, nblk);
     break;
   case MPP_SRC_BF16:
-    scan_impl<MPP_SRC_BF16, unsigned short, HV>(p, sm, ps, out, bid, nblk);
+    scan_impl<MPP_SRC_BF16, unsigned short, HV>(p, sm, xs, out, bid, nblk);
     break;
   case MPP_SRC_E4M3:
-    scan_impl<MPP_SRC_E4M3, unsigned char, HV>(p, sm, ps, out, bid, nblk);
+    scan_impl<MPP_SRC_E4M3, unsigned char, HV>(p, sm, xs, out, bid, nblk);
     break;
   default:
-    scan_impl<MPP_SRC_E5M2, unsigned char, HV>(p, sm, ps, out, bid, nblk);
+    scan_impl<MPP_SRC_E5M2, unsigned char, HV>(p, sm, xs, out, bid, nblk);
     break;
   }
 }
@@ -516,10 +692,14 @@ __device__ void finish_launch(const mpp_scan_launch &l, mpp_scan_acc *acc) {
 template <int HV> __device__ __forceinline__ void scan_ops(const mpp_scan_launch &l) {
   __shared__ block_smem sm;
   __shared__ unsigned last;
-  pat_state *ps = nullptr; /* MPP_HIST_PAT's counts: only its kernels hold them */
+  feed_state xs = {nullptr, nullptr}; /* _pat's and _lane's counts: only their kernels hold them */
   if constexpr (HV == MPP_HIST_PAT) {
     __shared__ pat_state pat;
-    ps = &pat;
+    xs.pat = &pat;
+  }
+  if constexpr (HV == MPP_HIST_LANE) {
+    __shared__ lane_state lanes;
+    xs.lane = &lanes;
   }
   const mpp_scan_ctx c = mpp_scan_ctx_info;
   if (c.check != mpp_scan_ctx_check(&c) || !c.acc || l.slot >= c.nslots) {
@@ -535,7 +715,7 @@ template <int HV> __device__ __forceinline__ void scan_ops(const mpp_scan_launch
   while (k + 1 < l.nt && blockIdx.x >= l.blk0[k + 1])
     k++;
   if (l.nt) /* else a launch for the scalars alone */
-    scan_tensor<HV>(l.t[k], sm, ps, &acc->rec[k], blockIdx.x - l.blk0[k],
+    scan_tensor<HV>(l.t[k], sm, xs, &acc->rec[k], blockIdx.x - l.blk0[k],
                     l.blk0[k + 1] - l.blk0[k]);
   __threadfence(); /* this block's merges before its ticket */
   __syncthreads();
@@ -568,6 +748,14 @@ extern "C" __global__ void __launch_bounds__(MPP_BLOCK, MPP_SCAN_MIN_BLOCKS)
 }
 extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops_pat0(mpp_scan_launch l) {
   scan_ops<MPP_HIST_PAT>(l);
+}
+/* Lane-private pattern counts (MPP_HIST_LANE), with and without the register bound. */
+extern "C" __global__ void __launch_bounds__(MPP_BLOCK, MPP_SCAN_MIN_BLOCKS)
+    mpp_scan_ops_lane(mpp_scan_launch l) {
+  scan_ops<MPP_HIST_LANE>(l);
+}
+extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops_lane0(mpp_scan_launch l) {
+  scan_ops<MPP_HIST_LANE>(l);
 }
 /* The same as _warp held to 64 registers (4 blocks an SM, more loads in flight, some spills). */
 extern "C" __global__ void __launch_bounds__(MPP_BLOCK, MPP_SCAN_MIN_BLOCKS)

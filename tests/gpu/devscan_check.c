@@ -22,8 +22,9 @@
  * without a CUDA driver or GPU. Options: --bytes N (bandwidth buffer, default
  * 1 GiB), --quick (correctness only), --bandwidth-only (the table alone, exit 0:
  * for a profiler, e.g. ncu -k regex:mpp_scan_ops -c 1), --kernel NAME (another entry point of
- * the scan kernel: mpp_scan_ops_match, _block, _warp, _warp4, _pat, _pat0 in a fatbin
- * built with -Dscan_variants=true; kernels/scan.cu). */
+ * the scan kernel: mpp_scan_ops_match, _block, _warp, _warp4, _pat, _pat0, _lane, _lane0 in
+ * a fatbin built with -Dscan_variants=true; kernels/scan.cu; scripts/gpu-scan-variants.sh
+ * runs them all). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>

@@ -78,6 +78,11 @@ static inline int __ffs(unsigned v) {
 static inline int __popc(unsigned v) {
   return __builtin_popcount(v);
 }
+/* (hi:lo) >> min(shift, 32), low 32 bits */
+static inline unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned shift) {
+  unsigned long long x = (unsigned long long)hi << 32 | lo;
+  return (unsigned)(x >> (shift < 32 ? shift : 32));
+}
 /* Lockstep exchange: every lane of the warp publishes a value, then reads. */
 static inline simt::warp_ex &simt_publish(unsigned long long v) {
   simt::warp_ex &w = simt::warps[threadIdx.x / 32];

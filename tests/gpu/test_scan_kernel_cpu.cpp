@@ -9,6 +9,7 @@
 #include "tests/gpu/simt_shim.h"
 
 #define MPP_SCAN_VARIANTS /* every entry point, each checked below */
+#define MPP_LANE_FLUSH 2  /* _lane's counters folded every other round: the folds run too */
 #include "kernels/scan.cu"
 
 #include <stdio.h>
@@ -417,7 +418,8 @@ int main() {
   } variants[] = {{mpp_scan_ops_match, "mpp_scan_ops_match"},
                   {mpp_scan_ops_block, "mpp_scan_ops_block"},
                   {mpp_scan_ops_warp, "mpp_scan_ops_warp"},
-                  {mpp_scan_ops_pat, "mpp_scan_ops_pat"}};
+                  {mpp_scan_ops_pat, "mpp_scan_ops_pat"},
+                  {mpp_scan_ops_lane, "mpp_scan_ops_lane"}};
   int bad = 0;
   for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
     printf("--- %s\n", variants[i].name);
