@@ -7,6 +7,7 @@
 #include "profiler/gpu/scan_plan.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,31 +68,26 @@ static int rank_of(mp_cast_outcome o) {
   }
 }
 
-int mpp_scan_plan(const mp_view *v, mpp_scan_params *p) {
-  memset(p, 0, sizeof *p);
-  int src = v ? src_of(v->dtype) : -1;
-  if (src < 0 || !v->data) return -EINVAL;
-  uint64_t batch = v->batch ? v->batch : 1;
-  if (v->ld < v->rows && v->cols > 1) return -EINVAL;
-  p->data = v->data;
-  p->rows = v->rows;
-  p->cols = v->cols;
-  p->ld = v->ld < v->rows ? v->rows : v->ld;
-  p->batch = batch;
-  p->batch_stride = v->batch_stride;
-  p->n = v->rows * v->cols * batch;
-  p->flat = (p->ld == p->rows || p->cols <= 1) &&
-            (batch == 1 || v->batch_stride == (int64_t)(p->rows * p->cols));
-  p->src = src;
+/* The thresholds of a source: a function of the format alone, found once per
+ * process for every source (per tensor they cost a binary search per target
+ * and level: 2-3 us a tensor, most of a scanned op's host time). */
+typedef struct src_thresholds {
+  uint64_t thr[MPP_SCAN_TARGETS][MPP_SCAN_LEVELS];
+  int thr_bin[MPP_SCAN_TARGETS][MPP_SCAN_LEVELS];
+} src_thresholds;
+
+static src_thresholds g_thresholds[MPP_SRC_COUNT];
+static pthread_once_t g_thresholds_once = PTHREAD_ONCE_INIT;
+
+static void find_thresholds(int src, src_thresholds *ret) {
   mpp_scan_fmt f = mpp_scan_fmt_of(src);
-  p->patterns = f.width == 8;
   /* Largest finite positive pattern. */
   uint64_t max_bits =
       f.has_inf ? (((1ull << f.exp_bits) - 1) << f.man_bits) - 1 : (1ull << (f.width - 1)) - 2;
   for (int t = 0; t < MPP_SCAN_TARGETS; t++) {
     for (int k = 1; k <= MPP_SCAN_LEVELS; k++) {
-      uint64_t *thr = &p->thr[t][k - 1];
-      int *bin = &p->thr_bin[t][k - 1];
+      uint64_t *thr = &ret->thr[t][k - 1];
+      int *bin = &ret->thr_bin[t][k - 1];
       if (rank_of(mp_cast_classify(value_of(src, max_bits), (mp_target)t)) < k) {
         *thr = UINT64_MAX;
         *bin = MPP_SCAN_NO_BIN;
@@ -110,6 +106,35 @@ int mpp_scan_plan(const mp_view *v, mpp_scan_params *p) {
       mpp_scan_classify64(&f, lo, &abs, bin);
     }
   }
+}
+
+static void find_all_thresholds(void) {
+  for (int src = 0; src < MPP_SRC_COUNT; src++)
+    find_thresholds(src, &g_thresholds[src]);
+}
+
+int mpp_scan_plan(const mp_view *v, mpp_scan_params *p) {
+  memset(p, 0, sizeof *p);
+  int src = v ? src_of(v->dtype) : -1;
+  if (src < 0 || !v->data) return -EINVAL;
+  uint64_t batch = v->batch ? v->batch : 1;
+  if (v->ld < v->rows && v->cols > 1) return -EINVAL;
+  p->data = v->data;
+  p->rows = v->rows;
+  p->cols = v->cols;
+  p->ld = v->ld < v->rows ? v->rows : v->ld;
+  p->batch = batch;
+  p->batch_stride = v->batch_stride;
+  p->n = v->rows * v->cols * batch;
+  p->flat = (p->ld == p->rows || p->cols <= 1) &&
+            (batch == 1 || v->batch_stride == (int64_t)(p->rows * p->cols));
+  p->src = src;
+  p->patterns = mpp_scan_fmt_of(src).width == 8;
+  pthread_once(&g_thresholds_once, find_all_thresholds);
+  _Static_assert(sizeof p->thr == sizeof g_thresholds[0].thr, "thresholds' shape");
+  _Static_assert(sizeof p->thr_bin == sizeof g_thresholds[0].thr_bin, "thresholds' shape");
+  memcpy(p->thr, g_thresholds[src].thr, sizeof p->thr);
+  memcpy(p->thr_bin, g_thresholds[src].thr_bin, sizeof p->thr_bin);
   return 0;
 }
 
