@@ -23,8 +23,10 @@ OUT=${OUT_DIR:-$PWD/gpu-scan-variants-out}
 KERNELS=()
 while [ $# -gt 0 ]; do
   case $1 in
-    -B) B=$2; shift 2 ;;
-    --bytes) BYTES=$2; shift 2 ;;
+    -B|--bytes)
+      if [ $# -lt 2 ]; then echo "gpu-scan-variants: $1 needs a value" >&2; exit 2; fi
+      if [ "$1" = -B ]; then B=$2; else BYTES=$2; fi
+      shift 2 ;;
     -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     -*) echo "gpu-scan-variants: unknown option $1" >&2; exit 2 ;;
     *) KERNELS+=("$1"); shift ;;
