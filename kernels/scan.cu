@@ -67,19 +67,18 @@
  * exponent fields: all of fp16's, and for bf16 and fp32 the window around
  * the first normal element a block reads (anything outside it takes the full
  * path, so the window only moves work, never results). Each lane folds its
- * counters into the block's histogram every MPP_LANE_FLUSH rounds (before a
- * 16-bit counter can wrap) and at the end. Aimed at the instruction count
+ * counters into the block's histogram before they could wrap (lane_room)
+ * and at the end. Aimed at the instruction count
  * (about 16 an element on the common path, against 71 measured for _warp4);
  * not yet measured on a GPU. */
 #define MPP_HIST_LANE 4
 #define MPP_LANE_WIN 32 /* exponent fields of the window */
 #define MPP_LANE_PATS (2 * MPP_LANE_WIN)
-#ifndef MPP_LANE_FLUSH
-/* rounds of the vector loop between folds: a round adds at most 16 (fp16's
- * two 16-byte loads) to a lane's counter */
-#define MPP_LANE_FLUSH 2048
+#ifndef MPP_LANE_FOLD_AT
+/* elements a lane counts between folds: a 16-bit counter holds them all */
+#define MPP_LANE_FOLD_AT 65535u
 #endif
-static_assert(MPP_LANE_FLUSH * 16 <= 65535, "lane counters are 16 bits");
+static_assert(MPP_LANE_FOLD_AT <= 65535u, "lane counters are 16 bits");
 /* mpp_scan_ops': the fastest on an H200 (devscan_check --kernel, 1 GiB of
  * N(0, 1) data, 2026-12-04: scan / copy fp32 0.32, fp16 0.15, fp64 0.42,
  * against 0.25 / 0.12 / 0.36 for _match, 0.31 / 0.15 / 0.40 for _block,
@@ -147,6 +146,7 @@ struct pat_state {
 struct lane_ctx {
   unsigned short *lc;
   unsigned base, fast, smax, umax, amin;
+  unsigned since; /* elements fed since the last fold */
 };
 
 /* MPP_HIST_LANE's lane counters and the block's window. */
@@ -280,6 +280,18 @@ __device__ __forceinline__ void lane_fold(block_state &sh, unsigned short *lc, u
     atomicAdd(&sh.hist[(pat % MPP_LANE_WIN) + base + f.man_bits - 1], c);
     if (pat >= MPP_LANE_WIN) a.neg += c;
   }
+}
+
+/* Before a round that feeds this lane n more elements: folds first if its
+ * counters could otherwise wrap. */
+template <int SRC>
+__device__ __forceinline__ void lane_room(block_state &sh, lane_ctx &lx, thread_acc<unsigned> &a,
+                                          unsigned n) {
+  if (lx.since + n > MPP_LANE_FOLD_AT) {
+    lane_fold<SRC>(sh, lx.lc, lx.base, a);
+    lx.since = 0;
+  }
+  lx.since += n;
 }
 
 /* The lane's extremes of its common elements (all finite, non-zero, normal)
@@ -426,8 +438,8 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, const fe
   const bool slices = warp_slices<HV, T>::value, pat = pat_path<HV, T>::value;
   const int npat = 1 << (f.width - f.man_bits); /* sign and exponent patterns */
   unsigned *ph = pat ? xs.pat->phist[warp] : nullptr;
-  const bool lanes = lane_path<HV, T>::value;
-  lane_ctx lx = {nullptr, 0, 0, 0x80000000u, 0, ~0u};
+  constexpr bool lanes = lane_path<HV, T>::value;
+  lane_ctx lx = {nullptr, 0, 0, 0x80000000u, 0, ~0u, 0};
   for (int b = tid; b <= f.nbins && b < MPP_SCAN_MAX_BINS + 1; b += MPP_BLOCK) {
     if (b < f.nbins) {
       if (slices) {
@@ -442,7 +454,7 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, const fe
   if (pat)
     for (int b = tid; b < MPP_WARPS * npat; b += MPP_BLOCK)
       xs.pat->phist[b / npat][b % npat] = 0;
-  if (lanes) {
+  if constexpr (lanes) {
     unsigned short *all = &xs.lane->lh[0][0][0];
     for (int b = tid; b < MPP_WARPS * MPP_LANE_PATS * 32; b += MPP_BLOCK)
       all[b] = 0;
@@ -458,7 +470,7 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, const fe
   if (tid < MPP_SCAN_TARGETS * MPP_SCAN_LEVELS && sh.thr_bin[tid] != MPP_SCAN_NO_BIN)
     sh.thr_flag[sh.thr_bin[tid]] = 1;
   __syncthreads();
-  if (lanes) {
+  if constexpr (lanes) {
     /* Window offsets whose exponent is normal and whose binade holds no
      * threshold (every thread the same mask). */
     const unsigned emask = (1u << f.exp_bits) - 1;
@@ -482,14 +494,8 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, const fe
     uint64_t tail0 = head + nvec * VEC, nscalar = head + (p.n - tail0);
     const uint4 *vdata = (const uint4 *)(data + head);
     /* Two 16-byte loads in flight per thread before any is consumed. */
-    unsigned rounds = 0;
     for (uint64_t base = (uint64_t)bid * MPP_BLOCK; base < nvec; base += 2 * grid) {
-      if constexpr (lane_path<HV, T>::value) {
-        if (++rounds == MPP_LANE_FLUSH) {
-          lane_fold<SRC>(sh, lx.lc, lx.base, a);
-          rounds = 0;
-        }
-      }
+      if constexpr (lanes) lane_room<SRC>(sh, lx, a, 2 * VEC);
       uint64_t vi0 = base + tid, vi1 = vi0 + grid;
       bool valid0 = vi0 < nvec, valid1 = vi1 < nvec;
       union {
@@ -510,19 +516,14 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, const fe
         uint64_t s = base + tid;
         bool valid = s < nscalar;
         uint64_t i = s < head ? s : tail0 + (s - head);
+        if constexpr (lanes) lane_room<SRC>(sh, lx, a, 1);
         feed_element<SRC, T, HV>(p, sh, ph, lx, a, valid ? data[i] : (T)0, valid, lane, warp);
       }
     }
   } else {
     const uint64_t per = p.rows * p.cols;
-    unsigned rounds = 0;
     for (uint64_t base = (uint64_t)bid * MPP_BLOCK; base < p.n; base += grid) {
-      if constexpr (lane_path<HV, T>::value) {
-        if (++rounds == 16 * MPP_LANE_FLUSH) { /* one element a round */
-          lane_fold<SRC>(sh, lx.lc, lx.base, a);
-          rounds = 0;
-        }
-      }
+      if constexpr (lanes) lane_room<SRC>(sh, lx, a, 1);
       uint64_t i = base + tid;
       bool valid = i < p.n;
       T raw = 0;
@@ -536,7 +537,7 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, const fe
       feed_element<SRC, T, HV>(p, sh, ph, lx, a, raw, valid, lane, warp);
     }
   }
-  if constexpr (lane_path<HV, T>::value) {
+  if constexpr (lanes) {
     lane_fold<SRC>(sh, lx.lc, lx.base, a);
     lane_extremes<SRC>(a, lx.smax, lx.umax, lx.amin);
   }

@@ -8,8 +8,8 @@
 // GPU memory behaviour and speed (scripts/gpu-check.sh does, on a GPU).
 #include "tests/gpu/simt_shim.h"
 
-#define MPP_SCAN_VARIANTS /* every entry point, each checked below */
-#define MPP_LANE_FLUSH 2  /* _lane's counters folded every other round: the folds run too */
+#define MPP_SCAN_VARIANTS    /* every entry point, each checked below */
+#define MPP_LANE_FOLD_AT 40u /* _lane's counters folded every few rounds: the folds run too */
 #include "kernels/scan.cu"
 
 #include <stdio.h>
