@@ -331,10 +331,16 @@ static uint64_t double_bits(double d) {
  * call. The checks are those of the site key (sites.c): the layer's path by
  * content against the site's own copy (an interned path by its address), its
  * class and phase, the scale in force. */
+static bool same_layer_as(uint8_t phase, const char *module_class, const char *path_seen,
+                          const char *site_layer, const mpp_layer *layer) {
+  return phase == layer->phase && module_class == layer->module_class &&
+         ((layer->interned && path_seen == layer->path) ||
+          (site_layer[0] == layer->path[0] &&
+           (!site_layer[0] || strcmp(site_layer, layer->path) == 0)));
+}
+
 static bool same_layer(const mpp_site_memo *m, const mpp_layer *layer) {
-  return m->phase == layer->phase && m->module_class == layer->module_class &&
-         ((layer->interned && m->path_seen == layer->path) ||
-          (m->layer[0] == layer->path[0] && (!m->layer[0] || strcmp(m->layer, layer->path) == 0)));
+  return same_layer_as(m->phase, m->module_class, m->path_seen, m->layer, layer);
 }
 
 static bool memo_holds(const mpp_site_memo *m, uint64_t gen, uint64_t scale_bits,
@@ -347,17 +353,25 @@ static bool memo_holds(const mpp_site_memo *m, uint64_t gen, uint64_t scale_bits
  * decoded op, a layer and a phase each: a 48-block transformer's GEMMs are
  * ~900 of them). An open-addressing table keyed by (decoded op, layer path,
  * class, phase), at most half full, growing from SITE_CACHE_FIRST entries
- * to SITE_CACHE_MAX (72 bytes each), after which new keys go to the site
+ * to SITE_CACHE_MAX (64 bytes each), after which new keys go to the site
  * table every call; an entry whose loss scale is not the one in force is
  * refilled in place. Emptied when the site tables are reset (its entries
  * point into them); freed at thread exit. */
 #define SITE_CACHE_FIRST 256
 #define SITE_CACHE_MAX 32768
 
+/* A memo's fields but its generation (the table's), in one cache line: a
+ * model's sites outgrow the CPU caches, and a lookup reads only this line. */
 typedef struct site_cache_entry {
+  uint64_t op; /* 0: empty */
   uint64_t layer_hash;
-  mpp_site_memo m; /* m.op == 0: empty */
-} site_cache_entry;
+  const char *layer, *path_seen, *module_class;
+  uint64_t loss_scale_bits;
+  struct mpp_site_hot *hot;
+  int site;
+  uint8_t phase;
+} __attribute__((aligned(64))) site_cache_entry;
+_Static_assert(sizeof(site_cache_entry) == 64, "a cache entry is one cache line");
 
 typedef struct site_cache {
   uint64_t gen; /* mpp_sites_generation() of the entries */
@@ -388,7 +402,8 @@ static uint64_t cache_hash(uint64_t op, uint64_t layer_hash, uint8_t phase) {
 }
 
 static bool cache_key_eq(const site_cache_entry *e, uint64_t op, const mpp_layer *layer) {
-  return e->m.op == op && e->layer_hash == layer->hash && same_layer(&e->m, layer);
+  return e->op == op && e->layer_hash == layer->hash &&
+         same_layer_as(e->phase, e->module_class, e->path_seen, e->layer, layer);
 }
 
 /* The key's entry, or the empty one where it would go; NULL without a cache. */
@@ -415,7 +430,7 @@ static site_cache_entry *cache_slot(uint64_t op, const mpp_layer *layer, uint64_
   }
   for (uint32_t j = (uint32_t)cache_hash(op, layer->hash, layer->phase) & (c->cap - 1);;
        j = (j + 1) & (c->cap - 1))
-    if (!c->e[j].m.op || cache_key_eq(&c->e[j], op, layer)) return &c->e[j];
+    if (!c->e[j].op || cache_key_eq(&c->e[j], op, layer)) return &c->e[j];
 }
 
 static bool cache_grow(site_cache *c) {
@@ -425,9 +440,9 @@ static bool cache_grow(site_cache *c) {
   if (!ne) return false;
   for (uint32_t i = 0; i < c->cap; i++) {
     const site_cache_entry *e = &c->e[i];
-    if (!e->m.op) continue;
-    uint32_t j = (uint32_t)cache_hash(e->m.op, e->layer_hash, e->m.phase) & (cap - 1);
-    while (ne[j].m.op)
+    if (!e->op) continue;
+    uint32_t j = (uint32_t)cache_hash(e->op, e->layer_hash, e->phase) & (cap - 1);
+    while (ne[j].op)
       j = (j + 1) & (cap - 1);
     ne[j] = *e;
   }
@@ -440,15 +455,22 @@ static bool cache_grow(site_cache *c) {
 /* The site just found for m's op in this layer, into e (cache_slot's). */
 static void cache_put(site_cache_entry *e, const mpp_layer *layer, const mpp_site_memo *m) {
   site_cache *c = cache;
-  if (!e->m.op) { /* a new key */
+  if (!e->op) { /* a new key */
     if ((c->n + 1) * 2 > c->cap) {
       if (!cache_grow(c)) return;
       e = cache_slot(m->op, layer, c->gen);
     }
     c->n++;
   }
-  e->layer_hash = layer->hash;
-  e->m = *m;
+  *e = (site_cache_entry){.op = m->op,
+                          .layer_hash = layer->hash,
+                          .layer = m->layer,
+                          .path_seen = m->path_seen,
+                          .module_class = m->module_class,
+                          .loss_scale_bits = m->loss_scale_bits,
+                          .hot = m->hot,
+                          .site = m->site,
+                          .phase = m->phase};
 }
 
 static int find_site(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_index) {
@@ -457,19 +479,27 @@ static int find_site(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_ind
   uint64_t scale_bits = double_bits(op->loss_scale);
   bool memoisable = m && !isnan(op->loss_scale);
   if (memoisable && memo_holds(m, gen, scale_bits, layer)) {
-    *ret_index = mpp_site_again(m->started);
+    *ret_index = mpp_site_again(m->hot);
     return m->site;
   }
   /* the entry's key is this op's in this layer, in this generation */
   site_cache_entry *e = memoisable && m->op ? cache_slot(m->op, layer, gen) : NULL;
-  if (e && e->m.op && e->m.loss_scale_bits == scale_bits) {
-    *m = e->m;
-    *ret_index = mpp_site_again(m->started);
+  if (e && e->op && e->loss_scale_bits == scale_bits) {
+    *m = (mpp_site_memo){.op = e->op,
+                         .sites_gen = gen,
+                         .layer = e->layer,
+                         .path_seen = e->path_seen,
+                         .module_class = e->module_class,
+                         .loss_scale_bits = e->loss_scale_bits,
+                         .phase = e->phase,
+                         .site = e->site,
+                         .hot = e->hot};
+    *ret_index = mpp_site_again(m->hot);
     return m->site;
   }
   const char *site_layer = NULL;
-  _Atomic uint64_t *started = NULL;
-  int site = mpp_site_find(op, layer, ret_index, &site_layer, &started);
+  mpp_site_hot *hot = NULL;
+  int site = mpp_site_find(op, layer, ret_index, &site_layer, &hot);
   if (memoisable && site >= 0) {
     *m = (mpp_site_memo){.op = m->op,
                          .sites_gen = gen,
@@ -479,7 +509,7 @@ static int find_site(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_ind
                          .loss_scale_bits = scale_bits,
                          .phase = layer->phase,
                          .site = site,
-                         .started = started};
+                         .hot = hot};
     if (e) cache_put(e, layer, m);
   }
   return site;

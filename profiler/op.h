@@ -60,7 +60,7 @@ typedef struct mpp_site_memo {
   uint64_t loss_scale_bits;
   uint8_t phase;
   int site;
-  _Atomic uint64_t *started; /* the site's call counter (sites.c) */
+  struct mpp_site_hot *hot; /* the site's call counters (sites.h) */
 } mpp_site_memo;
 
 /* A new decode's id for its memo's `op`: unique in the process (call.c's

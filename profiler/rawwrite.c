@@ -336,8 +336,8 @@ static void write_site(mpp_jw *w, uint32_t id, const mpp_site *s) {
   mpp_jw_obj(w);
   key_i64(w, MP_RK_SITE.id, id);
   write_site_key(w, s);
-  key_u64(w, MP_RK_SITE.calls, s->calls);
-  key_u64(w, MP_RK_SITE.scanned_calls, s->scanned_calls);
+  key_u64(w, MP_RK_SITE.calls, s->hot->calls);
+  key_u64(w, MP_RK_SITE.scanned_calls, s->hot->scanned_calls);
   if (s->autotune_calls) key_u64(w, MP_RK_SITE.autotune_calls, s->autotune_calls);
   mpp_jw_key(w, MP_RK_SITE.not_scanned);
   mpp_jw_obj(w);
@@ -361,7 +361,7 @@ static void write_site(mpp_jw *w, uint32_t id, const mpp_site *s) {
       write_kernel(w, &s->kernels[i]);
     mpp_jw_arr_end(w);
   }
-  if (s->ptr_align) key_u64(w, MP_RK_SITE.ptr_align, s->ptr_align);
+  if (s->hot->ptr_align) key_u64(w, MP_RK_SITE.ptr_align, s->hot->ptr_align);
   write_fp8_values(w, s);
   mpp_jw_obj_end(w);
 }
@@ -529,7 +529,7 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_
   mpp_jw_arr(w);
   /* Sites whose every call failed (or is still running) carry nothing. */
   for (uint32_t i = 0; i < t->nsites; i++)
-    if (t->sites[i].calls || t->sites[i].autotune_calls) write_site(w, i, &t->sites[i]);
+    if (t->sites[i].hot->calls || t->sites[i].autotune_calls) write_site(w, i, &t->sites[i]);
   mpp_jw_arr_end(w);
   mpp_jw_key(w, MP_RK_TOP.events);
   mpp_jw_arr(w);

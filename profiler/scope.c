@@ -23,13 +23,17 @@
 #define MAX_NAME 1023
 #define MAX_DEPTH 64
 
+/* Entries in place, indexed by id (no pointer to follow: a model's layers
+ * outgrow the CPU caches, and an op's layer is one line read). An entry is
+ * published by its name, stored last (release); a reader that loads it
+ * (acquire) sees the rest. Untouched entries cost no memory. */
 typedef struct layer_entry {
-  char *name;
-  char *cls; /* NULL when not given */
+  _Atomic(const char *) name; /* NULL: not (yet) an entry */
+  const char *cls;            /* NULL when not given */
   uint64_t hash;
 } layer_entry;
 
-static _Atomic(layer_entry *) layers[MAX_LAYERS];
+static layer_entry layers[MAX_LAYERS];
 static uint32_t index_[INDEX_CAP]; /* id + 1; 0 = empty; under mu */
 static uint32_t nlayers;           /* under mu */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -99,8 +103,9 @@ MPP_EXPORT int32_t mpprof_layer_id(const char *name, const char *module_class) {
   pthread_mutex_lock(&mu);
   uint32_t j = (uint32_t)slot_h & (INDEX_CAP - 1);
   for (; index_[j]; j = (j + 1) & (INDEX_CAP - 1)) {
-    layer_entry *e = atomic_load_explicit(&layers[index_[j] - 1], memory_order_relaxed);
-    if (e->hash == path_h && strlen(e->name) == nl && !memcmp(e->name, name, nl) &&
+    const layer_entry *e = &layers[index_[j] - 1];
+    const char *en = atomic_load_explicit(&e->name, memory_order_relaxed);
+    if (e->hash == path_h && strlen(en) == nl && !memcmp(en, name, nl) &&
         (e->cls == NULL) == (module_class == NULL) &&
         (!e->cls || (strlen(e->cls) == cl && !memcmp(e->cls, module_class, cl)))) {
       id = (int32_t)(index_[j] - 1);
@@ -108,20 +113,17 @@ MPP_EXPORT int32_t mpprof_layer_id(const char *name, const char *module_class) {
     }
   }
   if (nlayers < MAX_LAYERS) {
-    layer_entry *e = calloc(1, sizeof *e);
-    if (e) {
-      e->name = dup_n(name, nl);
-      e->cls = module_class ? dup_n(module_class, cl) : NULL;
+    char *n = dup_n(name, nl), *c = module_class ? dup_n(module_class, cl) : NULL;
+    if (n && (!module_class || c)) {
+      id = (int32_t)nlayers++;
+      layer_entry *e = &layers[id];
+      e->cls = c;
       e->hash = path_h;
-      if (e->name && (!module_class || e->cls)) {
-        id = (int32_t)nlayers++;
-        atomic_store_explicit(&layers[id], e, memory_order_release);
-        index_[j] = (uint32_t)id + 1;
-      } else {
-        free(e->name);
-        free(e->cls);
-        free(e);
-      }
+      atomic_store_explicit(&e->name, n, memory_order_release);
+      index_[j] = (uint32_t)id + 1;
+    } else {
+      free(n);
+      free(c);
     }
   }
   if (id < 0)
@@ -187,10 +189,10 @@ void mpp_layer_current(mpp_layer *ret) {
     if (t->e[t->n - 1].ops != UINT32_MAX) t->e[t->n - 1].ops++;
     int32_t id = t->e[t->n - 1].layer;
     ret->phase = t->e[t->n - 1].phase;
-    layer_entry *e =
-        id >= 0 && id < MAX_LAYERS ? atomic_load_explicit(&layers[id], memory_order_acquire) : NULL;
-    if (e) {
-      ret->path = e->name;
+    const layer_entry *e = id >= 0 && id < MAX_LAYERS ? &layers[id] : NULL;
+    const char *name = e ? atomic_load_explicit(&e->name, memory_order_acquire) : NULL;
+    if (name) {
+      ret->path = name;
       ret->hash = e->hash;
       ret->module_class = e->cls;
       ret->interned = true;

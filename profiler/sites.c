@@ -58,23 +58,40 @@ static atomic_bool events_full;
 static uint64_t nevents, events_cap, events_dropped;
 static mpp_kernel_event *kevents; /* filled by the CUPTI sink, capped by max_events too */
 static uint64_t nkevents, kevents_cap, kevents_dropped;
+/* Calls with no site (the cap, or no memory: each one counted) and calls
+ * that failed. The process's calls are the sites' begun calls and the
+ * unattributed ones (sites_total_calls); calls still in flight are the begun
+ * ones not ended by a success, a failure or as autotuning (sites_in_flight):
+ * no global counter is touched per call. */
 static uint64_t ops_unattributed, failed_calls;
-/* Counted without the lock by a memoised call (mpp_site_again), like each
- * site's call counter: atomics, relaxed (they are only summed). */
-static _Atomic uint64_t total_calls;
 static uint64_t table_finds; /* mpp_site_find calls (under mu): memos and caches spare them */
-/* Calls attributed to a site and not yet ended (recorded, failed or counted
- * as autotuning): at exit, calls other threads were still inside. */
-static _Atomic uint64_t in_flight;
 
-/* Each site's count of calls begun (the sampling index), in chunks that never
+/* Each site's counters every call touches (sites.h), in chunks that never
  * move when the site array grows: a memo keeps a pointer to its site's. */
-#define STARTED_CHUNK 1024u
-#define STARTED_CHUNKS ((1u << 20) / STARTED_CHUNK) /* MPPROF_MAX_SITES is at most 2^20 */
-static _Atomic uint64_t *started_chunks[STARTED_CHUNKS];
+#define HOT_CHUNK 1024u
+#define HOT_CHUNKS ((1u << 20) / HOT_CHUNK) /* MPPROF_MAX_SITES is at most 2^20 */
+static mpp_site_hot *hot_chunks[HOT_CHUNKS];
 
-static void count_in_flight(int delta) {
-  atomic_fetch_add_explicit(&in_flight, (uint64_t)(int64_t)delta, memory_order_relaxed);
+/* Site id's counters (id < nsites), from the chunk table alone: no line of
+ * the site array is read. */
+static mpp_site_hot *site_hot(uint32_t id) {
+  return &hot_chunks[id / HOT_CHUNK][id % HOT_CHUNK];
+}
+
+static uint64_t sites_total_calls_locked(void) {
+  uint64_t n = ops_unattributed;
+  for (uint32_t i = 0; i < nsites; i++)
+    n += atomic_load_explicit(&sites[i].hot->started, memory_order_relaxed);
+  return n;
+}
+
+static uint64_t sites_in_flight_locked(void) {
+  uint64_t begun = 0, ended = failed_calls;
+  for (uint32_t i = 0; i < nsites; i++) {
+    begun += atomic_load_explicit(&sites[i].hot->started, memory_order_relaxed);
+    ended += sites[i].hot->calls + sites[i].autotune_calls;
+  }
+  return begun > ended ? begun - ended : 0;
 }
 
 #define MAX_REASONS 16
@@ -263,11 +280,9 @@ void mpp_sites_reset(void) {
   atomic_store(&events_full, false);
   ops_unattributed = failed_calls = 0;
   table_finds = 0;
-  atomic_store(&total_calls, 0);
-  atomic_store(&in_flight, 0);
-  for (uint32_t i = 0; i < STARTED_CHUNKS; i++) {
-    free((void *)started_chunks[i]);
-    started_chunks[i] = NULL;
+  for (uint32_t i = 0; i < HOT_CHUNKS; i++) {
+    free(hot_chunks[i]);
+    hot_chunks[i] = NULL;
   }
   memset(unattributed, 0, sizeof unattributed);
   nreasons = 0;
@@ -305,7 +320,6 @@ void mpp_note_incomplete(const char *key, const char *fmt, ...) {
 void mpp_note_failed_call(void) {
   mpp_sites_lock();
   failed_calls++;
-  count_in_flight(-1);
   mpp_sites_unlock();
 }
 
@@ -463,9 +477,9 @@ static int add_site_locked(const mpp_op *op, const mpp_layer *layer, uint64_t h)
     sites = ns;
     sites_cap = cap;
   }
-  if (nsites / STARTED_CHUNK >= STARTED_CHUNKS) goto oom;
-  _Atomic uint64_t **chunk = &started_chunks[nsites / STARTED_CHUNK];
-  if (!*chunk && !(*chunk = calloc(STARTED_CHUNK, sizeof **chunk))) goto oom;
+  if (nsites / HOT_CHUNK >= HOT_CHUNKS) goto oom;
+  mpp_site_hot **chunk = &hot_chunks[nsites / HOT_CHUNK];
+  if (!*chunk && !(*chunk = aligned_alloc(64, HOT_CHUNK * sizeof **chunk))) goto oom;
   char *l = strdup(layer->path);
   if (!l) goto oom;
   mpp_site *s = &sites[nsites];
@@ -478,8 +492,8 @@ static int add_site_locked(const mpp_op *op, const mpp_layer *layer, uint64_t h)
   s->key.stream = NULL;
   s->key.ptr_align = 0;
   s->key.site_memo = NULL;
-  s->started = &(*chunk)[nsites % STARTED_CHUNK];
-  atomic_store_explicit(s->started, 0, memory_order_relaxed);
+  s->hot = site_hot(nsites);
+  memset(s->hot, 0, sizeof *s->hot);
   for (int i = 0; i < MPP_MAX_ROLES; i++) {
     memset(&s->key.roles[i].view, 0, sizeof s->key.roles[i].view);
     s->key.roles[i].view.dtype = op->roles[i].view.dtype;
@@ -496,12 +510,11 @@ oom:
 }
 
 int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_index,
-                  const char **ret_layer, _Atomic uint64_t **ret_started) {
+                  const char **ret_layer, mpp_site_hot **ret_hot) {
   uint64_t h = op_hash(op, layer);
   int id = -1;
   mpp_sites_lock();
   table_finds++;
-  atomic_fetch_add_explicit(&total_calls, 1, memory_order_relaxed);
   if (index_cap) {
     for (uint32_t j = (uint32_t)h & (index_cap - 1); index_[j]; j = (j + 1) & (index_cap - 1)) {
       mpp_site *s = &sites[index_[j] - 1];
@@ -513,10 +526,9 @@ int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_i
   }
   if (id < 0) id = add_site_locked(op, layer, h);
   if (id >= 0) {
-    *ret_call_index = atomic_fetch_add_explicit(sites[id].started, 1, memory_order_relaxed);
-    count_in_flight(1);
+    *ret_call_index = atomic_fetch_add_explicit(&sites[id].hot->started, 1, memory_order_relaxed);
     if (ret_layer) *ret_layer = sites[id].layer;
-    if (ret_started) *ret_started = sites[id].started;
+    if (ret_hot) *ret_hot = sites[id].hot;
   }
   mpp_sites_unlock();
   return id;
@@ -529,17 +541,14 @@ uint64_t mpp_sites_table_finds(void) {
   return n;
 }
 
-/* No lock: the three counters are atomics that stay where they are. */
-uint64_t mpp_site_again(_Atomic uint64_t *started) {
-  atomic_fetch_add_explicit(&total_calls, 1, memory_order_relaxed);
-  count_in_flight(1);
-  return atomic_fetch_add_explicit(started, 1, memory_order_relaxed);
+/* No lock: `started` is an atomic that stays where it is. */
+uint64_t mpp_site_again(mpp_site_hot *hot) {
+  return atomic_fetch_add_explicit(&hot->started, 1, memory_order_relaxed);
 }
 
 void mpp_site_record_autotune(int site) {
   mpp_sites_lock();
   sites[site].autotune_calls++;
-  count_in_flight(-1);
   mpp_sites_unlock();
 }
 
@@ -634,10 +643,10 @@ static void fp8_value_note(mpp_fp8_value *v, double x, bool unread) {
 
 void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur_ns) {
   mpp_sites_lock();
-  mpp_site *s = &sites[site];
-  s->calls++;
-  count_in_flight(-1);
-  if (c->scan) s->scanned_calls++;
+  mpp_site_hot *hot = site_hot((uint32_t)site);
+  hot->calls++;
+  if (c->scan) hot->scanned_calls++;
+  mpp_site *s = &sites[site]; /* its lines read only below, when there is more to record */
   /* Zero counts are not added: lines not written are not missed. */
   for (int r = 0; r < MPP_NS_COUNT; r++)
     if (c->ns_counts[r]) s->not_scanned[r] += c->ns_counts[r];
@@ -647,8 +656,8 @@ void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur
       mp_stats *dst = role_stats_locked(s, r, c->tmp[r]->dtype);
       if (dst) mp_stats_merge_scanned(dst, c->tmp[r]); /* a host scan's record */
     }
-  if (op->ptr_align && (!s->ptr_align || op->ptr_align < s->ptr_align))
-    s->ptr_align = op->ptr_align;
+  if (op->ptr_align && (!hot->ptr_align || op->ptr_align < hot->ptr_align))
+    hot->ptr_align = op->ptr_align;
   /* Values the device scan reads are noted by its sink (mpp_site_note_fp8).
    * Without a scale pointer (fp8_scales) every value is NAN and none unread. */
   if (op->fp8_scales)
@@ -760,7 +769,7 @@ void mpp_site_kernel_tc(int site, const char *name, bool tc, const double *value
 
 void mpp_sites_note_in_flight(void) {
   mpp_sites_lock();
-  uint64_t n = atomic_load(&in_flight);
+  uint64_t n = sites_in_flight_locked();
   if (n)
     note_reason("calls_in_flight",
                 "calls_in_flight: %llu calls had not returned at exit (other threads inside "
@@ -772,7 +781,7 @@ void mpp_sites_note_in_flight(void) {
 /* Reason texts with the counts as of now: "<first message>: N ops not attributed". */
 static void finish_reasons_locked(uint64_t ranges_dropped) {
   for (uint32_t i = 0; i < nreasons; i++) {
-    uint64_t n = 0;
+    uint64_t n = ops_unattributed;
     const char *what = NULL;
     if (!strcmp(reasons[i].key, "max_sites")) {
       n = ops_unattributed;
@@ -807,7 +816,7 @@ void mpp_tables_get(mpp_tables *t, uint64_t ranges_dropped) {
   t->kevents_dropped = kevents_dropped;
   t->ops_unattributed = ops_unattributed;
   t->failed_calls = failed_calls;
-  t->total_calls = atomic_load(&total_calls);
+  t->total_calls = sites_total_calls_locked();
   for (uint32_t i = 0; i < nreasons; i++)
     reason_ptrs[i] = reasons[i].text;
   t->nreasons = nreasons;

@@ -31,10 +31,22 @@ typedef struct mpp_fp8_value {
   uint64_t read, unread;
 } mpp_fp8_value;
 
-/* Fields every recorded call touches come first, in a few cache lines (a
- * model's sites outgrow the CPU caches: each line a call reads is a miss);
- * the key, read when a site is looked up in the table, and what only some
- * calls touch come after. */
+/* A site's counters that every call touches, kept apart from the site (two
+ * to a cache line, in chunks that never move when the site array grows): a
+ * call's begin counts it in `started` and so brings the line into the cache
+ * for its end, which then reads no line of the site itself unless it has
+ * more to record (scans, reasons not scanned, FP8 scalars). A model's sites
+ * outgrow the CPU caches: each line a call reads is a miss. */
+typedef struct mpp_site_hot {
+  _Atomic uint64_t started; /* calls begun, the sampling index (atomic: memoised calls count
+                               it without the lock) */
+  uint64_t calls;           /* calls that returned success (under the lock) */
+  uint64_t scanned_calls;   /* (under the lock) */
+  uint64_t ptr_align;       /* the least of the calls' (op.h), 0: none yet (under the lock) */
+} mpp_site_hot;             /* 32 bytes: two to a line */
+
+/* Fields a recorded call may touch come first; the key, read when a site is
+ * looked up in the table, and what only some calls touch come after. */
 typedef struct mpp_site {
   uint64_t hash;
   char *layer;
@@ -42,11 +54,7 @@ typedef struct mpp_site {
    * without) and phase (MPPROF_SCOPE_*, 0 without a scope phase). */
   const char *module_class;
   uint8_t phase;
-  _Atomic uint64_t *started; /* calls begun, the sampling index (sites.c: a counter that does
-                                not move with the table) */
-  uint64_t calls;            /* calls that returned success */
-  uint64_t scanned_calls;
-  uint64_t ptr_align; /* 0: none yet */
+  mpp_site_hot *hot; /* started, calls, scanned_calls, ptr_align */
   uint64_t gpu_ns;
   uint64_t kernel_launches;
   int nkernels;
@@ -93,14 +101,14 @@ void mpp_unattributed_write_locked(struct mpp_jw *w); /* the "cupti" object's co
 bool mpp_sites_locked_by_caller(void);                /* the calling thread holds the site lock */
 /* Site id for the op and the calling thread's layer; -1 when the site cap is
  * hit (the op is counted as not attributed). For a memo of the site (may be
- * NULL): ret_layer, the site's own copy of its layer path, and ret_started,
- * its call counter; both live until mpp_sites_reset. */
+ * NULL): ret_layer, the site's own copy of its layer path, and ret_hot, its
+ * counters; both live until mpp_sites_reset. */
 int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_index,
-                  const char **ret_layer, _Atomic uint64_t **ret_started);
+                  const char **ret_layer, mpp_site_hot **ret_hot);
 /* A call of a site mpp_site_find gave for the same key in this generation (a
- * memo's), by its call counter: counted as mpp_site_find counts a call it
- * finds, without the lock. Returns the call's index in its site. */
-uint64_t mpp_site_again(_Atomic uint64_t *started);
+ * memo's), by its counters: counted as mpp_site_find counts a call it finds,
+ * without the lock (one atomic add). Returns the call's index in its site. */
+uint64_t mpp_site_again(mpp_site_hot *hot);
 /* Calls that looked their site up in the table (mpp_site_find) since the
  * last reset: what the memos and caches of call.c did not spare. */
 uint64_t mpp_sites_table_finds(void);

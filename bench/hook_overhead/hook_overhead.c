@@ -14,12 +14,22 @@
  * built once and kept, a variant pack created, set, finalized and destroyed
  * around every execution.
  *
+ * A table of many layers times the same GEMM as a model's layers call it:
+ * LAYERS layers named as the PyTorch integration names them (mpprof_layer_id,
+ * a scope pushed around each call, as its module hooks do), each calling
+ * the GEMM in turn, so that every call is a site of its own, and between two
+ * calls the program reads SWEEP_BYTES of a SWEEP_TOTAL buffer, standing in
+ * for the framework's own work, which evicts mpprof's per-site data from
+ * the caches as a training step does (the bare call reads it too).
+ *
  * A further table times the first hooked call of a process on its own (what
  * start-up work mpprof leaves to the first call costs the caller's thread)
  * against the median of the next calls.
  *
  * usage: hook_overhead PATH/libmpprof.so [CALLS]   (LD_LIBRARY_PATH=<simcuda>) */
+#include <dlfcn.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +73,60 @@ static int child(long calls) {
   double t1 = now_ns(CLOCK_MONOTONIC), c1 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
   printf("%.1f %.1f\n", (t1 - t0) / (double)calls, (c1 - c0) / (double)calls);
   cublasDestroy(h);
+  return 0;
+}
+
+/* The many-layers table: 200 modules' forward and two backward GEMMs (the
+ * torch_hooks benchmark's GEMM model has as many sites). */
+enum { LAYERS = 600, SWEEP_BYTES = 8 << 10, SWEEP_TOTAL = 16 << 20 };
+
+static int layers_child(long calls) {
+  cublasHandle_t h;
+  float *a, *b, *c, host[DIM * DIM];
+  for (int i = 0; i < DIM * DIM; i++)
+    host[i] = (float)(i % 5) - 2.0f;
+  uint64_t *sweep = malloc(SWEEP_TOTAL);
+  if (!sweep || cublasCreate(&h) != CUBLAS_STATUS_SUCCESS || cudaMalloc((void **)&a, sizeof host) ||
+      cudaMalloc((void **)&b, sizeof host) || cudaMalloc((void **)&c, sizeof host)) {
+    fputs("hook_overhead: CUDA setup failed (is LD_LIBRARY_PATH the simcuda dir?)\n", stderr);
+    return 1;
+  }
+  for (size_t i = 0; i < SWEEP_TOTAL / sizeof *sweep; i++)
+    sweep[i] = i;
+  cudaMemcpy(a, host, sizeof host, cudaMemcpyHostToDevice);
+  cudaMemcpy(b, host, sizeof host, cudaMemcpyHostToDevice);
+  /* libmpprof.so's scope API when it is preloaded; the bare call has none. */
+  int32_t (*layer_id)(const char *, const char *) =
+      (int32_t(*)(const char *, const char *))dlsym(RTLD_DEFAULT, "mpprof_layer_id");
+  void (*push)(int32_t, int32_t) =
+      (void (*)(int32_t, int32_t))dlsym(RTLD_DEFAULT, "mpprof_scope_push");
+  void (*pop)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "mpprof_scope_pop");
+  static int32_t ids[LAYERS];
+  for (int l = 0; l < LAYERS; l++) {
+    char name[32];
+    snprintf(name, sizeof name, "model.%d", l);
+    ids[l] = layer_id && push && pop ? layer_id(name, "Linear") : -1;
+  }
+  const float one = 1, zero = 0;
+  uint64_t sum = 0;
+  size_t at = 0;
+  double t0 = 0, c0 = 0;
+  long warm = LAYERS * 128L; /* every site past --sample auto's first 64 scanned calls */
+  for (long i = 0; i < warm + calls; i++) {
+    if (i == warm) t0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+    int l = (int)(i % LAYERS);
+    if (ids[l] >= 0) push(ids[l], 0);
+    cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, DIM, DIM, DIM, &one, a, DIM, b, DIM, &zero, c, DIM);
+    if (ids[l] >= 0) pop();
+    for (size_t k = 0; k < SWEEP_BYTES / sizeof *sweep; k += 8) /* a line each */
+      sum += sweep[at + k];
+    at = (at + SWEEP_BYTES / sizeof *sweep) % (SWEEP_TOTAL / sizeof *sweep);
+  }
+  double t1 = now_ns(CLOCK_MONOTONIC), c1 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+  printf("%.1f %.1f %llu\n", (t1 - t0) / (double)calls, (c1 - c0) / (double)calls,
+         (unsigned long long)(sum & 1));
+  cublasDestroy(h);
+  free(sweep);
   return 0;
 }
 
@@ -348,6 +412,8 @@ static int table(const char *self, const char *lib, const char *out, long calls,
 int main(int argc, char **argv) {
   if (argc >= 2 && !strcmp(argv[1], "--child")) return child(argc > 2 ? atol(argv[2]) : 100000);
   if (argc >= 2 && !strcmp(argv[1], "--first-child")) return first_child();
+  if (argc >= 2 && !strcmp(argv[1], "--layers-child"))
+    return layers_child(argc > 2 ? atol(argv[2]) : 100000);
   if (argc >= 2 && !strcmp(argv[1], "--lt-child"))
     return lt_child(argc > 2 ? atol(argv[2]) : 100000);
 #ifdef HOOK_OVERHEAD_CUDNN
@@ -391,6 +457,11 @@ int main(int argc, char **argv) {
       {"mpprof, scan none, CUPTI off", {"MPPROF_SCAN=none", "MPPROF_CUPTI=off", NULL}, 1},
       {"mpprof default (scan all, sample auto, CUPTI on)", {NULL}, 1},
   };
+  printf("\nhook_overhead: %ld calls of the same GEMM from %d layers in turn (a scope each, as "
+         "the PyTorch integration pushes), %d KiB of a %d MiB buffer read between two calls\n",
+         calls, LAYERS, SWEEP_BYTES >> 10, SWEEP_TOTAL >> 20);
+  rc |= table(self, lib, out, calls, short_configs, sizeof short_configs / sizeof short_configs[0],
+              "--layers-child");
   printf("\nhook_overhead: %ld calls of cublasLtMatmul %dx%dx%d with a bias, descriptors and "
          "layouts made and destroyed around each (as PyTorch's addmm does)\n",
          calls, DIM, DIM, DIM);

@@ -206,6 +206,9 @@ _Static_assert(sizeof(gemm_key) == 24 * 8, "gemm_key has padding");
 #define LT_SETS 4
 #define LT_SLOTS (LT_SETS * MEMO_WAYS)
 #define LT_KEY_WORDS (15 + 4 * 8)
+/* memo_slot picks sets by a mask: no division on every call. */
+_Static_assert((MEMO_SETS & (MEMO_SETS - 1)) == 0 && (LT_SETS & (LT_SETS - 1)) == 0,
+               "memo sets are a power of two");
 
 /* A slot's tag: its key's hash and when it was used last. */
 typedef struct memo_tag {
@@ -257,14 +260,15 @@ static gemm_memo *memo_get(void) {
   return memo;
 }
 
-/* The slot for a key with this hash among tags (sets of MEMO_WAYS): a way of
- * the key's two sets holding it (same), *hit; else the way of the two used
- * least recently (or never), tagged with hash, for the caller to fill. */
+/* The slot for a key with this hash among tags (sets of MEMO_WAYS; sets a
+ * power of two): a way of the key's two sets holding it (same), *hit; else
+ * the way of the two used least recently (or never), tagged with hash, for
+ * the caller to fill. */
 static unsigned memo_slot(memo_tag *tags, unsigned sets, uint64_t hash,
                           bool (*same)(unsigned slot, const void *key), const void *key,
                           bool *hit) {
-  unsigned set[2] = {(unsigned)(hash % sets), (unsigned)((hash >> 32) % sets)};
-  if (set[1] == set[0]) set[1] = (set[0] + 1) % sets;
+  unsigned set[2] = {(unsigned)hash & (sets - 1), (unsigned)(hash >> 32) & (sets - 1)};
+  if (set[1] == set[0]) set[1] = (set[0] + 1) & (sets - 1);
   unsigned old = set[0] * MEMO_WAYS;
   for (int i = 0; i < 2; i++)
     for (unsigned w = set[i] * MEMO_WAYS; w < (set[i] + 1) * MEMO_WAYS; w++) {

@@ -860,6 +860,43 @@ static void a_failed_multi_op_call_counts_each_op_as_failed(void **state) {
   cJSON_Delete(doc);
 }
 
+/* The process's calls are every call begun, in a site or not (the cap), and
+ * the calls in flight at exit those begun and not ended, whether they ended
+ * by a success, a failure or as autotuning (sites.c derives both from the
+ * sites' counters instead of counting them on every call). */
+static void process_calls_and_calls_in_flight_count_every_kind_of_call(void **state) {
+  (void)state;
+  mpp_cfg.max_sites = 2;
+  run_op("one", true);
+  run_op("one", true);
+  run_op("one", false); /* failed */
+  static const char *const apis[] = {"conv"};
+  mpp_calls tune = {0};
+  reserve_ops(&tune, apis, 1);
+  tune.autotune = true;
+  mpp_calls_begin(&tune);
+  mpp_calls_end(&tune, true);
+  mpp_calls_release(&tune);
+  run_op("two", true); /* a third site: over the cap, not attributed */
+  mpp_op op;
+  mpp_call open;
+  make_op(&op, "one");
+  mpp_call_begin(&open, &op); /* still inside at "exit" */
+  mpp_sites_note_in_flight();
+  cJSON *doc = render();
+  assert_int_equal(num(doc, "calls"), 6);
+  assert_int_equal(num(doc, "failed_calls"), 1);
+  assert_int_equal(num(site_of(doc, "one"), "calls"), 2);
+  const cJSON *why = cJSON_GetObjectItem(doc, "incomplete_reasons");
+  bool in_flight = false;
+  for (int i = 0; i < cJSON_GetArraySize(why); i++)
+    in_flight |= strstr(cJSON_GetStringValue(cJSON_GetArrayItem(why, i)),
+                        "calls_in_flight: 1 calls") != NULL;
+  assert_true(in_flight);
+  cJSON_Delete(doc);
+  mpp_call_end(&open, &op, true);
+}
+
 static void an_autotuning_multi_op_call_counts_autotune_calls_not_calls(void **state) {
   (void)state;
   static const char *const apis[] = {"conv"};
@@ -1220,6 +1257,7 @@ int main(void) {
       cmocka_unit_test_setup(ops_in_different_layers_are_different_sites, reset_all),
       cmocka_unit_test_setup(scope_ops_counts_the_innermost_scopes_own_ops, reset_all),
       cmocka_unit_test_setup(site_cap_makes_the_raw_file_incomplete, reset_all),
+      cmocka_unit_test_setup(process_calls_and_calls_in_flight_count_every_kind_of_call, reset_all),
       cmocka_unit_test_setup(event_cap_makes_the_raw_file_incomplete, reset_all),
       cmocka_unit_test_setup(events_keep_every_call_in_order_across_chunks, reset_all),
       cmocka_unit_test_setup(sampling_scans_every_nth_call_of_a_site, reset_all),
