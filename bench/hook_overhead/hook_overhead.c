@@ -20,7 +20,10 @@
  * the GEMM in turn, so that every call is a site of its own, and between two
  * calls the program reads SWEEP_BYTES of a SWEEP_TOTAL buffer, standing in
  * for the framework's own work, which evicts mpprof's per-site data from
- * the caches as a training step does (the bare call reads it too).
+ * the caches as a training step does (the bare call reads it too). The
+ * calls are timed once every site's --sample auto schedule is at its cap,
+ * as in a long run (the warm-up: LAYERS x 4096 calls), and, as in a long
+ * run, past the default MPPROF_MAX_EVENTS (no timeline event, no clock read).
  *
  * A further table times the first hooked call of a process on its own (what
  * start-up work mpprof leaves to the first call costs the caller's thread)
@@ -40,6 +43,8 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+
+#include "profiler/call.h" /* MPP_SAMPLE_AUTO_*: where a site's --sample auto schedule settles */
 #ifdef HOOK_OVERHEAD_CUDNN
 #include <cudnn.h>
 #endif
@@ -111,7 +116,9 @@ static int layers_child(long calls) {
   uint64_t sum = 0;
   size_t at = 0;
   double t0 = 0, c0 = 0;
-  long warm = LAYERS * 128L; /* every site past --sample auto's first 64 scanned calls */
+  /* Warm-up: every site past --sample auto's phases, at its cap (1 in
+   * MPP_SAMPLE_AUTO_CAP), as in a long run. */
+  long warm = LAYERS * (long)(MPP_SAMPLE_AUTO_FIRST * MPP_SAMPLE_AUTO_CAP);
   for (long i = 0; i < warm + calls; i++) {
     if (i == warm) t0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
     int l = (int)(i % LAYERS);
@@ -458,7 +465,8 @@ int main(int argc, char **argv) {
       {"mpprof default (scan all, sample auto, CUPTI on)", {NULL}, 1},
   };
   printf("\nhook_overhead: %ld calls of the same GEMM from %d layers in turn (a scope each, as "
-         "the PyTorch integration pushes), %d KiB of a %d MiB buffer read between two calls\n",
+         "the PyTorch integration pushes), %d KiB of a %d MiB buffer read between two calls, timed "
+         "once every site samples at its cap\n",
          calls, LAYERS, SWEEP_BYTES >> 10, SWEEP_TOTAL >> 20);
   rc |= table(self, lib, out, calls, short_configs, sizeof short_configs / sizeof short_configs[0],
               "--layers-child");
