@@ -6,6 +6,8 @@
  * Also the real functions of mpprof's own fp32 GEMMs in a program that loads
  * cuBLASLt without cuBLAS (profiler/gpu/devshadow_blas.h). */
 #include <cublasLt.h>
+#include <pthread.h>
+#include <string.h>
 
 #include "gemm_decode.h"
 #include "hook.h"
@@ -65,6 +67,124 @@ static bool read_layout(cublasLtMatrixLayout_t l, mpp_lt_layout *ret) {
   return true;
 }
 
+/* --- what decode reads, memoised by the descriptors' bytes ---
+ * cuBLASLt's descriptors are plain data: cublasLtMatmulDescInit and
+ * cublasLtMatrixLayoutInit fill caller memory of sizeof(cublasLt*Opaque_t)
+ * (cublasLt.h) that nothing releases, so every attribute a getter returns is
+ * a function of those bytes (one library, one process). A call whose
+ * descriptors hold the bytes of an earlier call's reads what that call read:
+ * about 46 getter calls spared (PyTorch makes and destroys its descriptors
+ * around every call: their addresses say nothing, their bytes do). The key
+ * is the matmul descriptor's bytes and the four layouts' (C's zero when C's
+ * layout is not given, with a flag); bias, scale and AMAX pointers are among
+ * the bytes, so a model needs about an entry per layer and phase. Per
+ * thread, LT_RAW_SETS x LT_RAW_WAYS entries, least recently used replaced;
+ * after LT_RAW_TRIAL lookups a thread whose calls hit less than one time in
+ * four stops looking (its descriptors never repeat: the lookup would only
+ * add its cost). */
+#define LT_DESC_WORDS (sizeof(cublasLtMatmulDescOpaque_t) / 8)
+#define LT_LAYOUT_WORDS (sizeof(cublasLtMatrixLayoutOpaque_t) / 8)
+#define LT_RAW_WORDS (LT_DESC_WORDS + 4 * LT_LAYOUT_WORDS + 1)
+#define LT_RAW_SETS 256
+#define LT_RAW_WAYS 4
+#define LT_RAW_TRIAL 4096
+_Static_assert(sizeof(cublasLtMatmulDescOpaque_t) % 8 == 0 &&
+                   sizeof(cublasLtMatrixLayoutOpaque_t) % 8 == 0,
+               "descriptors are whole words");
+
+typedef struct lt_raw_entry {
+  uint64_t key[LT_RAW_WORDS];
+  uint64_t hash, last; /* last: the memo's clock when used; 0: empty */
+  mpp_lt_call g;       /* what decode read; the call's own pointers cleared */
+} lt_raw_entry;
+
+typedef struct lt_raw_memo {
+  uint64_t key[LT_RAW_WORDS]; /* the call being decoded */
+  uint64_t clock, lookups, hits;
+  bool off;
+  lt_raw_entry e[LT_RAW_SETS * LT_RAW_WAYS];
+} lt_raw_memo;
+
+static __thread MPP_TLS lt_raw_memo *raw_memo;
+static pthread_key_t raw_memo_key;
+static pthread_once_t raw_memo_once = PTHREAD_ONCE_INIT;
+
+static void raw_memo_free(void *p) {
+  mpp_unmap(p, sizeof(lt_raw_memo));
+  raw_memo = NULL;
+}
+
+static void raw_memo_key_init(void) {
+  pthread_key_create(&raw_memo_key, raw_memo_free);
+}
+
+/* Mapped, off the program's heap (pages touched as entries fill). */
+static lt_raw_memo *raw_memo_get(void) {
+  if (!raw_memo) {
+    pthread_once(&raw_memo_once, raw_memo_key_init);
+    raw_memo = mpp_map_zeroed(sizeof *raw_memo);
+    if (raw_memo) pthread_setspecific(raw_memo_key, raw_memo);
+  }
+  return raw_memo;
+}
+
+/* The key of these descriptors into m->key, and its hash. */
+static uint64_t raw_key(lt_raw_memo *m, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
+                        cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
+                        cublasLtMatrixLayout_t d) {
+  uint64_t *k = m->key;
+  memcpy(k, desc, LT_DESC_WORDS * 8);
+  k += LT_DESC_WORDS;
+  const cublasLtMatrixLayout_t l[4] = {a, b, c, d};
+  for (int i = 0; i < 4; i++, k += LT_LAYOUT_WORDS)
+    if (l[i])
+      memcpy(k, l[i], LT_LAYOUT_WORDS * 8);
+    else
+      memset(k, 0, LT_LAYOUT_WORDS * 8);
+  *k = c != NULL;
+  /* Four lanes, so that the multiplies overlap. */
+  uint64_t h[4] = {0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull,
+                   0x27d4eb2f165667c5ull};
+  for (size_t i = 0; i < LT_RAW_WORDS; i++)
+    h[i % 4] = (h[i % 4] ^ m->key[i]) * 0x100000001b3ull + (h[i % 4] >> 29);
+  uint64_t x =
+      h[0] ^ (h[1] << 1 | h[1] >> 63) ^ (h[2] << 2 | h[2] >> 62) ^ (h[3] << 3 | h[3] >> 61);
+  x ^= x >> 31;
+  x *= 0xbf58476d1ce4e5b9ull;
+  return x ^ x >> 29;
+}
+
+static lt_raw_entry *raw_set(lt_raw_memo *m, uint64_t hash) {
+  return &m->e[(hash & (LT_RAW_SETS - 1)) * LT_RAW_WAYS];
+}
+
+/* The entry holding m->key, or NULL. */
+static const lt_raw_entry *raw_find(lt_raw_memo *m, uint64_t hash) {
+  lt_raw_entry *set = raw_set(m, hash);
+  m->lookups++;
+  for (int w = 0; w < LT_RAW_WAYS; w++)
+    if (set[w].last && set[w].hash == hash && !memcmp(set[w].key, m->key, sizeof m->key)) {
+      set[w].last = ++m->clock;
+      m->hits++;
+      return &set[w];
+    }
+  if (m->lookups == LT_RAW_TRIAL && m->hits < LT_RAW_TRIAL / 4) m->off = true;
+  return NULL;
+}
+
+/* What decode read for m->key (the call's pointers are not kept). */
+static void raw_put(lt_raw_memo *m, uint64_t hash, const mpp_lt_call *g) {
+  lt_raw_entry *set = raw_set(m, hash), *old = &set[0];
+  for (int w = 1; w < LT_RAW_WAYS; w++)
+    if (set[w].last < old->last) old = &set[w];
+  memcpy(old->key, m->key, sizeof m->key);
+  old->hash = hash;
+  old->last = ++m->clock;
+  old->g = *g;
+  old->g.alpha = old->g.beta = old->g.A = old->g.B = old->g.C = NULL;
+  old->g.D = NULL;
+}
+
 static bool host_visible(const void *p) {
   return mpp_host_readable(p);
 }
@@ -76,6 +196,15 @@ static mpp_op *decode(mpp_op *scratch, cublasLtMatmulDesc_t desc, const void *al
   mpp_lt_call g = {.alpha = alpha, .beta = beta, .A = A, .B = B, .C = C, .D = D};
   int32_t compute = 0, scale = 0, pm = 0, ta = 0, tb = 0;
   uint32_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+  lt_raw_memo *rm = desc && Adesc && Bdesc && Ddesc ? raw_memo_get() : NULL;
+  if (rm && rm->off) rm = NULL;
+  uint64_t hash = rm ? raw_key(rm, desc, Adesc, Bdesc, Cdesc, Ddesc) : 0;
+  const lt_raw_entry *seen = rm ? raw_find(rm, hash) : NULL;
+  if (seen) {
+    g = seen->g;
+    g.alpha = alpha, g.beta = beta, g.A = A, g.B = B, g.C = C, g.D = D;
+    return mpp_lt_decode_memo(scratch, &g, stream, host_visible);
+  }
   if (!desc || !desc_get(desc, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE, &compute, sizeof compute) ||
       !desc_get(desc, CUBLASLT_MATMUL_DESC_SCALE_TYPE, &scale, sizeof scale))
     return NULL;
@@ -108,6 +237,7 @@ static mpp_op *decode(mpp_op *scratch, cublasLtMatmulDesc_t desc, const void *al
     return NULL;
   if (!Cdesc || !read_layout(Cdesc, &g.c))
     g.c = g.d; /* C described like D when its layout is not given */
+  if (rm) raw_put(rm, hash, &g);
   return mpp_lt_decode_memo(scratch, &g, stream, host_visible);
 }
 

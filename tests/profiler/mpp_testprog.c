@@ -250,6 +250,63 @@ static int mode_lt(void) {
   return 0;
 }
 
+/* One set of cuBLASLt descriptors used again and again, changed in place
+ * between calls (an attribute set on the matmul descriptor, a layout on the
+ * stack overwritten with another's bytes): each call must be decoded as its
+ * descriptors are now, whatever mpprof remembers of them. Five calls in
+ * "t/reuse": transb T + BIAS twice, then transb N, then the DEFAULT
+ * epilogue, then D in fp16. */
+static int mode_ltreuse(void) {
+  cublasLtHandle_t lt;
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb;
+  cublasLtMatrixLayoutOpaque_t lc, lc16;
+  mats m;
+  mats_init(&m, 2);
+  float bias_h[N];
+  for (int i = 0; i < N; i++)
+    bias_h[i] = (float)i;
+  void *bias = dev_upload(bias_h, sizeof bias_h);
+  CK(cublasLtCreate(&lt));
+  CK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+  cublasOperation_t t = CUBLAS_OP_T;
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &t, sizeof t));
+  CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16F, N, N, N));
+  CK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16F, N, N, N));
+  CK(cublasLtMatrixLayoutInit(&lc, CUDA_R_32F, N, N, N));
+  CK(cublasLtMatrixLayoutInit(&lc16, CUDA_R_16F, N, N, N));
+  const float one = 1, zero = 0;
+  double sum = 0;
+  nvtxRangePushA("t");
+  nvtxRangePushA("reuse");
+  for (int call = 0; call < 5; call++) {
+    if (call == 2) {
+      t = CUBLAS_OP_N;
+      CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &t, sizeof t));
+    } else if (call == 3) {
+      epi = CUBLASLT_EPILOGUE_DEFAULT;
+      CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    } else if (call == 4) {
+      memcpy(&lc, &lc16, sizeof lc); /* plain data: a copy is that layout */
+    }
+    void *c = call == 4 ? m.c16 : m.c32;
+    CK(cublasLtMatmul(lt, desc, &one, m.a16, la, m.b16, lb, &zero, c, &lc, c, &lc, NULL, NULL, 0,
+                      0));
+    sum += call == 4 ? 0 : sum32(m.c32, N * N);
+  }
+  nvtxRangePop();
+  nvtxRangePop();
+  printf("ltreuse checksum %.17g\n", sum);
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatmulDescDestroy(desc);
+  cublasLtDestroy(lt);
+  return 0;
+}
+
 /* Every GEMM entry point once: 15 pairs (entry point, _64 twin). */
 static int mode_variants(void) {
   cublasHandle_t h;
@@ -958,6 +1015,7 @@ int main(int argc, char **argv) {
   int arg = argc > 2 ? atoi(argv[2]) : 1;
   if (!strcmp(mode, "gemmex")) return mode_gemmex(arg);
   if (!strcmp(mode, "lt")) return mode_lt();
+  if (!strcmp(mode, "ltreuse")) return mode_ltreuse();
   if (!strcmp(mode, "setenv")) return mode_setenv();
   if (!strcmp(mode, "variants")) return mode_variants();
   if (!strcmp(mode, "mathmode")) return mode_mathmode();

@@ -383,6 +383,38 @@ static void direct_cublasLt_call_is_recorded_with_its_descriptor(void **state) {
   free_raws(&r);
 }
 
+/* The same descriptor objects changed in place between calls (mpprof
+ * remembers what it read for a descriptor's bytes): every call is recorded
+ * as its descriptors were at that call. */
+static void cublasLt_descriptors_changed_in_place_are_read_as_they_are(void **state) {
+  (void)state;
+  const char *dir = outdir("ltreuse");
+  char *argv[] = {(char *)testprog, "ltreuse", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  static const struct {
+    const char *transb, *epilogue, *d;
+    int calls;
+  } want[] = {{"T", "BIAS", "fp32", 2},
+              {"N", "BIAS", "fp32", 1},
+              {"N", "DEFAULT", "fp32", 1},
+              {"N", "DEFAULT", "fp16", 1}};
+  int found = 0;
+  cJSON *s;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItem(r.doc[0], "sites")) {
+    if (!str_is(s, "api", "cublasLtMatmul") || !str_is(s, "layer", "t/reuse")) continue;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+      if (str_is(s, "transb", want[i].transb) && str_is(s, "epilogue", want[i].epilogue) &&
+          str_is(s, "types.D", want[i].d)) {
+        assert_int_equal(num(s, "calls"), want[i].calls);
+        found |= 1 << i;
+      }
+  }
+  assert_int_equal(found, 0xf);
+  assert_int_equal(nsites(r.doc[0]), 4);
+  free_raws(&r);
+}
+
 static void every_cublas_gemm_entry_point_is_recorded(void **state) {
   (void)state;
   static const char *const apis[] = {"cublasSgemm_v2",
@@ -1234,6 +1266,7 @@ int main(void) {
       cmocka_unit_test(descriptor_churn_keeps_the_backend_plans_followed),
       cmocka_unit_test(backend_execute_on_a_small_thread_stack_is_recorded),
       cmocka_unit_test(direct_cublasLt_call_is_recorded_with_its_descriptor),
+      cmocka_unit_test(cublasLt_descriptors_changed_in_place_are_read_as_they_are),
       cmocka_unit_test(every_cublas_gemm_entry_point_is_recorded),
       cmocka_unit_test(math_mode_set_on_the_handle_is_recorded),
       cmocka_unit_test(each_thread_has_its_own_layer_stack),
