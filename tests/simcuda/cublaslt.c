@@ -50,6 +50,9 @@ typedef struct lt_desc {
   int32_t compute, scale_type, pointer_mode, transa, transb, transc, fill_mode;
   uint32_t epilogue;
   int32_t sm_count, aux_type, bias_type;
+  /* Attribute 16: no name in cublasLt.h, yet cuBLASLt 13.1 keeps an int32
+   * there (any value accepted, default 0; tests/simcuda/tests/lt_host_fidelity.c). */
+  int32_t attr16;
   int32_t a_scale_mode, b_scale_mode, c_scale_mode, d_scale_mode, aux_scale_mode, d_out_scale_mode;
   int8_t fast_accum;
   const void *bias;
@@ -106,6 +109,7 @@ static const attr_slot desc_slots[] = {
     SLOT(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, lt_desc, aux_stride),
     SLOT(CUBLASLT_MATMUL_DESC_ALPHA_VECTOR_BATCH_STRIDE, lt_desc, alpha_vec_stride),
     SLOT(CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, lt_desc, sm_count),
+    SLOT(16, lt_desc, attr16),
     SLOT(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, lt_desc, a_scale),
     SLOT(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, lt_desc, b_scale),
     SLOT(CUBLASLT_MATMUL_DESC_C_SCALE_POINTER, lt_desc, c_scale),
