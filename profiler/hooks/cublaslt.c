@@ -161,14 +161,14 @@ static lt_raw_entry *raw_set(lt_raw_memo *m, uint64_t hash) {
 /* The entry holding m->key, or NULL. */
 static const lt_raw_entry *raw_find(lt_raw_memo *m, uint64_t hash) {
   lt_raw_entry *set = raw_set(m, hash);
-  m->lookups++;
+  /* Judged once, on the lookups before this one. */
+  if (++m->lookups == LT_RAW_TRIAL && m->hits < LT_RAW_TRIAL / 4) m->off = true;
   for (int w = 0; w < LT_RAW_WAYS; w++)
     if (set[w].last && set[w].hash == hash && !memcmp(set[w].key, m->key, sizeof m->key)) {
       set[w].last = ++m->clock;
       m->hits++;
       return &set[w];
     }
-  if (m->lookups == LT_RAW_TRIAL && m->hits < LT_RAW_TRIAL / 4) m->off = true;
   return NULL;
 }
 
