@@ -158,10 +158,14 @@ int main(int argc, char **argv) {
   char *real = run(argv[1], &sr), *sim = run(argv[2], &ss);
   if (sr == 77) {
     printf("SKIP: %s cannot be loaded\n", argv[1]);
+    free(real);
+    free(sim);
     return 77;
   }
   if (!real || !sim || sr || ss) {
     printf("FAIL: the probe did not finish (real %d, simcuda %d)\n", sr, ss);
+    free(real);
+    free(sim);
     return 1;
   }
   int lines = 0, diffs = 0;
@@ -174,5 +178,7 @@ int main(int argc, char **argv) {
     }
   }
   printf("%d answers, %d differ\n", lines, diffs);
+  free(real);
+  free(sim);
   return diffs ? 1 : 0;
 }
