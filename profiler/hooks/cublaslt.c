@@ -26,7 +26,8 @@
   X(cublasLtMatmulDescDestroy)                                                                     \
   X(cublasLtMatrixLayoutCreate)                                                                    \
   X(cublasLtMatrixLayoutSetAttribute)                                                              \
-  X(cublasLtMatrixLayoutDestroy)
+  X(cublasLtMatrixLayoutDestroy)                                                                   \
+  X(cublasLtGetVersion)
 MPP_MODULE_TABLE(syms)
 
 static bool desc_get(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, void *buf,
@@ -81,7 +82,10 @@ static bool read_layout(cublasLtMatrixLayout_t l, mpp_lt_layout *ret) {
  * thread, LT_RAW_SETS x LT_RAW_WAYS entries, least recently used replaced;
  * after LT_RAW_TRIAL lookups a thread whose calls hit less than one time in
  * four stops looking (its descriptors never repeat: the lookup would only
- * add its cost). */
+ * add its cost). Only with a library of the major version whose header
+ * sized the key (cublasLtGetVersion): the hooks bind whatever cuBLASLt the
+ * program loaded, and older ones had smaller descriptors (a read of 256
+ * bytes could pass the end of one). */
 #define LT_DESC_WORDS (sizeof(cublasLtMatmulDescOpaque_t) / 8)
 #define LT_LAYOUT_WORDS (sizeof(cublasLtMatrixLayoutOpaque_t) / 8)
 #define LT_RAW_WORDS (LT_DESC_WORDS + 4 * LT_LAYOUT_WORDS + 1)
@@ -118,9 +122,24 @@ static void raw_memo_key_init(void) {
   pthread_key_create(&raw_memo_key, raw_memo_free);
 }
 
-/* Mapped, off the program's heap (pages touched as entries fill). */
+/* Whether the loaded cuBLASLt is of this header's major version. */
+static int raw_memo_usable; /* 0: not asked yet, 1: yes, -1: no (atomic) */
+
+static bool raw_memo_library_ok(void) {
+  int ok = __atomic_load_n(&raw_memo_usable, __ATOMIC_RELAXED);
+  if (!ok) {
+    __typeof__(&cublasLtGetVersion) version = MPP_REAL(syms, cublasLtGetVersion);
+    ok = version && version() / 10000 == CUBLAS_VER_MAJOR ? 1 : -1;
+    __atomic_store_n(&raw_memo_usable, ok, __ATOMIC_RELAXED);
+  }
+  return ok > 0;
+}
+
+/* Mapped, off the program's heap (pages touched as entries fill); NULL when
+ * the memo is not used. */
 static lt_raw_memo *raw_memo_get(void) {
   if (!raw_memo) {
+    if (!raw_memo_library_ok()) return NULL;
     pthread_once(&raw_memo_once, raw_memo_key_init);
     raw_memo = mpp_map_zeroed(sizeof *raw_memo);
     if (raw_memo) pthread_setspecific(raw_memo_key, raw_memo);
