@@ -214,25 +214,33 @@ static int mode_setenv(void) {
   return 0;
 }
 
+/* mode_lt's and mode_ltreuse's start: a handle, an fp32 matmul descriptor
+ * with the BIAS epilogue (a bias of 0 .. N-1 on the device) and transb T,
+ * fp16 layouts for A and B. */
+static void lt_start(cublasLtHandle_t *lt, cublasLtMatmulDesc_t *desc, cublasLtMatrixLayout_t *la,
+                     cublasLtMatrixLayout_t *lb) {
+  float bias_h[N];
+  for (int i = 0; i < N; i++)
+    bias_h[i] = (float)i;
+  void *bias = dev_upload(bias_h, sizeof bias_h);
+  CK(cublasLtCreate(lt));
+  CK(cublasLtMatmulDescCreate(desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+  cublasOperation_t t = CUBLAS_OP_T;
+  CK(cublasLtMatmulDescSetAttribute(*desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+  CK(cublasLtMatmulDescSetAttribute(*desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  CK(cublasLtMatmulDescSetAttribute(*desc, CUBLASLT_MATMUL_DESC_TRANSB, &t, sizeof t));
+  CK(cublasLtMatrixLayoutCreate(la, CUDA_R_16F, N, N, N));
+  CK(cublasLtMatrixLayoutCreate(lb, CUDA_R_16F, N, N, N));
+}
+
 static int mode_lt(void) {
   cublasLtHandle_t lt;
   cublasLtMatmulDesc_t desc;
   cublasLtMatrixLayout_t la, lb, lc;
   mats m;
   mats_init(&m, 2);
-  float bias_h[N];
-  for (int i = 0; i < N; i++)
-    bias_h[i] = (float)i;
-  void *bias = dev_upload(bias_h, sizeof bias_h);
-  CK(cublasLtCreate(&lt));
-  CK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-  cublasOperation_t t = CUBLAS_OP_T;
-  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &t, sizeof t));
-  CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16F, N, N, N));
-  CK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16F, N, N, N));
+  lt_start(&lt, &desc, &la, &lb);
   CK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, N, N, N));
   const float one = 1, zero = 0;
   nvtxRangePushA("t");
@@ -263,19 +271,9 @@ static int mode_ltreuse(void) {
   cublasLtMatrixLayoutOpaque_t lc, lc16;
   mats m;
   mats_init(&m, 2);
-  float bias_h[N];
-  for (int i = 0; i < N; i++)
-    bias_h[i] = (float)i;
-  void *bias = dev_upload(bias_h, sizeof bias_h);
-  CK(cublasLtCreate(&lt));
-  CK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-  cublasOperation_t t = CUBLAS_OP_T;
-  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &t, sizeof t));
-  CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16F, N, N, N));
-  CK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16F, N, N, N));
+  lt_start(&lt, &desc, &la, &lb);
+  cublasOperation_t t;
+  cublasLtEpilogue_t epi;
   CK(cublasLtMatrixLayoutInit(&lc, CUDA_R_32F, N, N, N));
   CK(cublasLtMatrixLayoutInit(&lc16, CUDA_R_16F, N, N, N));
   const float one = 1, zero = 0;

@@ -860,6 +860,17 @@ static void a_failed_multi_op_call_counts_each_op_as_failed(void **state) {
   cJSON_Delete(doc);
 }
 
+/* One multi-op execution of "conv" marked as autotuning. */
+static void run_autotune_call(void) {
+  static const char *const apis[] = {"conv"};
+  mpp_calls c = {0};
+  reserve_ops(&c, apis, 1);
+  c.autotune = true;
+  mpp_calls_begin(&c);
+  mpp_calls_end(&c, true);
+  mpp_calls_release(&c);
+}
+
 /* The process's calls are every call begun, in a site or not (the cap), and
  * the calls in flight at exit those begun and not ended, whether they ended
  * by a success, a failure or as autotuning (sites.c derives both from the
@@ -870,13 +881,7 @@ static void process_calls_and_calls_in_flight_count_every_kind_of_call(void **st
   run_op("one", true);
   run_op("one", true);
   run_op("one", false); /* failed */
-  static const char *const apis[] = {"conv"};
-  mpp_calls tune = {0};
-  reserve_ops(&tune, apis, 1);
-  tune.autotune = true;
-  mpp_calls_begin(&tune);
-  mpp_calls_end(&tune, true);
-  mpp_calls_release(&tune);
+  run_autotune_call();
   run_op("two", true); /* a third site: over the cap, not attributed */
   mpp_op op;
   mpp_call open;
@@ -899,13 +904,7 @@ static void process_calls_and_calls_in_flight_count_every_kind_of_call(void **st
 
 static void an_autotuning_multi_op_call_counts_autotune_calls_not_calls(void **state) {
   (void)state;
-  static const char *const apis[] = {"conv"};
-  mpp_calls c = {0};
-  reserve_ops(&c, apis, 1);
-  c.autotune = true;
-  mpp_calls_begin(&c);
-  mpp_calls_end(&c, true);
-  mpp_calls_release(&c);
+  run_autotune_call();
   cJSON *doc = render();
   cJSON *s = site_of(doc, "conv");
   assert_int_equal(num(s, "calls"), 0);
