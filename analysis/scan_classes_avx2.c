@@ -65,9 +65,13 @@ _Static_assert(4 * C2_BLOCK16_STEPS <= 65535, "pair counters are uint16");
 #define C2_BLOCK8_STEPS 8192
 #define C2_CHUNK8_STEPS 15
 _Static_assert(4 * C2_BLOCK8_STEPS <= 65535, "pair counters are uint16");
-/* fp8 ids the kernels count (below these: the classes). */
+/* fp8 ids the kernels count (below these: the classes), and the thresholds
+ * each compares (unused ones, 0x7f, never pass: a kernel may compare more
+ * than its format has, not fewer). */
 #define C2_E4M3_IDS 20
 #define C2_E5M2_IDS 34
+#define C2_E4M3_NTH 2
+#define C2_E5M2_NTH 1
 
 struct cls2_scan {
   mp_dtype dtype;
@@ -273,8 +277,9 @@ static void c2_build8(mp_dtype d) {
   }
   for (int k = C->nth; k < C2_NTH; k++)
     C->th[k] = 0x7f;
-  /* The kernels compare two thresholds. */
-  F->ok = C->nth <= 2 && c2_assign(C, I, 0, special - 1) &&
+  /* Each kernel compares a fixed number of thresholds. */
+  F->ok = C->nth <= (d == MP_FP8_E4M3 ? C2_E4M3_NTH : C2_E5M2_NTH) &&
+          c2_assign(C, I, 0, special - 1) &&
           C->nid <= (d == MP_FP8_E4M3 ? C2_E4M3_IDS : C2_E5M2_IDS);
 }
 
@@ -609,28 +614,36 @@ typedef struct c2_out8 {
   uint64_t neg;
 } c2_out8;
 
-/* The nibble counters of 15 steps or fewer into class counts: counters of
- * classes 2j (low nibbles) and 2j + 1 (high nibbles), summed over bytes. */
-C2_INLINE void c2_8_flush(uint64_t *counts, const __m256i *acc, int np) {
+/* Nibble-counter sums of a kernel call, by plane j (classes 2j, 2j + 1 of
+ * the ids counted that way): in 64-bit lanes, the low nibbles' sum and the
+ * whole bytes' sum (low + 16 high), so that a chunk's counters are added
+ * with two vpsadbw and the lanes are summed once per call. */
+typedef struct c2_nib {
+  __m256i low[C2_E4M3_IDS / 2], all[C2_E4M3_IDS / 2];
+} c2_nib;
+
+/* The nibble counters of 15 steps or fewer into the sums. */
+C2_INLINE void c2_8_flush(c2_nib *sum, const __m256i *acc, int j0, int np) {
   const __m256i low4 = _mm256_set1_epi8(0x0f), zero = _mm256_setzero_si256();
   for (int j = 0; j < np; j++) {
     __m256i lo = _mm256_sad_epu8(_mm256_and_si256(acc[j], low4), zero);
-    __m256i hi = _mm256_sad_epu8(_mm256_and_si256(_mm256_srli_epi16(acc[j], 4), low4), zero);
-    /* Four 64-bit sums each: lo in the even, hi in the odd ... add them up. */
-    __m256i both = _mm256_add_epi64(lo, _mm256_slli_epi64(hi, 32));
-    __m128i h = _mm_add_epi64(_mm256_castsi256_si128(both), _mm256_extracti128_si256(both, 1));
-    uint64_t w = (uint64_t)_mm_cvtsi128_si64(h) + (uint64_t)_mm_extract_epi64(h, 1);
-    counts[2 * j] += w & 0xffffffff;
-    counts[2 * j + 1] += w >> 32;
+    sum->low[j0 + j] = _mm256_add_epi64(sum->low[j0 + j], lo);
+    sum->all[j0 + j] = _mm256_add_epi64(sum->all[j0 + j], _mm256_sad_epu8(acc[j], zero));
   }
 }
 
-/* One group of 16 ids (ids 16g .. 16g + 15) over n steps of ids: nibble
- * counters in registers (tables from memory), summed into counts at the end.
- * np planes of two classes each. */
-C2_INLINE void c2_8_group(uint64_t *counts, const uint8_t *ids, uint64_t n, int g, int np) {
-  const __m256i sat = _mm256_set1_epi8(0x70), flip = _mm256_set1_epi8((char)(16 * g));
-  /* Table j: 1 at id 2j, 16 at id 2j + 1 (within the group). */
+C2_INLINE uint64_t c2_lanes64(__m256i v) {
+  __m128i h = _mm_add_epi64(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  return (uint64_t)_mm_cvtsi128_si64(h) + (uint64_t)_mm_extract_epi64(h, 1);
+}
+
+/* Planes j0 .. j0 + np - 1 (ids 2 j0 .. 2 (j0 + np) - 1, np <= 8) over n
+ * steps of ids: nibble counters in registers, added to the sums at the end.
+ * Five planes a pass: with their tables, GCC keeps all in registers (eight
+ * a pass spilled counters and copied the others every step). */
+C2_INLINE void c2_8_group(c2_nib *sum, const uint8_t *ids, uint64_t n, int j0, int np) {
+  const __m256i sat = _mm256_set1_epi8(0x70), base = _mm256_set1_epi8((char)(2 * j0));
+  /* Table j: 1 at id 2j, 16 at id 2j + 1 (less the pass's first id). */
   static const uint8_t tabs[8][16] = {{1, 16},
                                       {0, 0, 1, 16},
                                       {0, 0, 0, 0, 1, 16},
@@ -643,15 +656,16 @@ C2_INLINE void c2_8_group(uint64_t *counts, const uint8_t *ids, uint64_t n, int 
   for (int j = 0; j < np; j++)
     acc[j] = _mm256_setzero_si256();
   for (uint64_t i = 0; i < n; i++) {
-    /* Ids of other groups get bit 7 from the saturating add: vpshufb gives 0. */
+    /* Ids outside the pass's 16 get bit 7 from the saturating add (ids below
+     * it wrap to 0xf0 or more): vpshufb gives 0. */
     __m256i id = _mm256_loadu_si256((const __m256i *)(ids + 32 * i));
-    __m256i idx = _mm256_adds_epu8(g ? _mm256_xor_si256(id, flip) : id, sat);
+    __m256i idx = _mm256_adds_epu8(j0 ? _mm256_sub_epi8(id, base) : id, sat);
     _Pragma("GCC unroll 8") for (int j = 0; j < np; j++) {
       __m256i t = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)tabs[j]));
-      acc[j] = _mm256_add_epi8(acc[j], _mm256_shuffle_epi8(t, idx));
+      acc[j] = _mm256_add_epi8(_mm256_shuffle_epi8(t, idx), acc[j]);
     }
   }
-  c2_8_flush(counts + 16 * g, acc, np);
+  c2_8_flush(sum, acc, j0, np);
 }
 
 /* Pair indices of n steps (16 a step) counted by scalar increments into the
@@ -670,19 +684,24 @@ C2_INLINE void c2_8_pairs(uint16_t (*bank)[C2_IDS * C2_IDS], const uint16_t *ix,
  * class of its own (left out of min, max and negatives); np: nibble-counter
  * planes (ids below 2 np), or 0: pair counters in bank, folded into o->counts
  * at the end. Each chunk: ids into a buffer with the lane statistics, then
- * counted from the buffer (nibbles: one pass per group of 16 ids, so that
- * each pass's counters stay in registers). */
+ * counted from the buffer (nibbles: one pass per five planes, np <= 10, so
+ * that each pass's counters stay in registers). */
 C2_INLINE void c2_8_kernel(c2_out8 *o, uint16_t (*bank)[C2_IDS * C2_IDS], const struct cls2_scan *C,
-                           const uint8_t *p, uint64_t nsteps, int shift, bool nan, int np) {
+                           const uint8_t *p, uint64_t nsteps, int shift, bool nan, int nth,
+                           int np) {
   const __m256i low7 = _mm256_set1_epi8(0x7f), zero = _mm256_setzero_si256();
   const __m256i emask = _mm256_set1_epi8((char)(0x7f >> shift)), two = _mm256_set1_epi8(2);
   const __m256i minus_one = _mm256_set1_epi8(-1), sign = _mm256_set1_epi8((char)0x80);
+  const __m256i one = _mm256_set1_epi8(1);
   const __m256i t0 = _mm256_set1_epi8((char)C->th[0]), t1 = _mm256_set1_epi8((char)C->th[1]);
   __m256i smax = _mm256_set1_epi8((char)0x80), umax = zero, aminm1 = minus_one, neg = zero;
   __m256i neg_sum = zero;
   const __m256i pairw = _mm256_set1_epi16(64 << 8 | 1);
   uint16_t buf[16 * C2_CHUNK8_STEPS] __attribute__((aligned(32))); /* ids or pair indices */
   const uint8_t *ids = (const uint8_t *)buf;
+  c2_nib nib;
+  for (int j = 0; j < np; j++)
+    nib.low[j] = nib.all[j] = zero;
   memset(o->counts, 0, sizeof o->counts);
   for (uint64_t chunk = 0; chunk < nsteps; chunk += C2_CHUNK8_STEPS) {
     /* Byte counters of negatives take one count per step; the chunk's ids
@@ -694,24 +713,29 @@ C2_INLINE void c2_8_kernel(c2_out8 *o, uint16_t (*bank)[C2_IDS * C2_IDS], const 
       scan_prefetch(q + 32 * i, 1); /* each line asked for twice: cheaper than a test */
       __m256i v = _mm256_loadu_si256((const __m256i *)(q + 32 * i));
       __m256i m = _mm256_and_si256(v, low7);
-      __m256i isneg = _mm256_cmpgt_epi8(_mm256_xor_si256(v, sign), zero); /* sign, m != 0 */
-      __m256i m1 = _mm256_add_epi8(m, minus_one);
+      __m256i isneg;
       if (nan) {
-        __m256i isnan = _mm256_cmpeq_epi8(m, low7);
-        smax = _mm256_max_epi8(smax, _mm256_blendv_epi8(v, sign, isnan));
-        umax = _mm256_max_epu8(umax, _mm256_andnot_si256(isnan, v));
-        m1 = _mm256_or_si256(m1, isnan);
-        isneg = _mm256_andnot_si256(isnan, isneg);
+        /* The lanes take v + 1, where the NaNs (0x7f, 0xff) wrap to 0x80 and
+         * 0: below every other byte with the same sign, so neither can be
+         * smax or umax once one is taken off at the end, unless no other
+         * byte of that sign came. Negatives: v + 1 in 0x82 .. 0xff. */
+        __m256i w = _mm256_add_epi8(v, one);
+        smax = _mm256_max_epi8(smax, w);
+        umax = _mm256_max_epu8(umax, w);
+        isneg = _mm256_cmpgt_epi8(_mm256_xor_si256(w, sign), one);
       } else {
         smax = _mm256_max_epi8(smax, v);
         umax = _mm256_max_epu8(umax, v);
+        isneg = _mm256_cmpgt_epi8(_mm256_xor_si256(v, sign), zero); /* sign, m != 0 */
       }
-      aminm1 = _mm256_min_epu8(aminm1, m1);
+      /* e4m3: a NaN's m - 1 (0x7e) is above every finite one (0x7d at most),
+       * taken for none at the end. */
+      aminm1 = _mm256_min_epu8(aminm1, _mm256_sub_epi8(m, one));
       neg = _mm256_sub_epi8(neg, isneg);
       __m256i id = _mm256_and_si256(_mm256_srli_epi16(m, shift), emask);
       id = _mm256_add_epi8(id, _mm256_min_epu8(m, two));
-      if (C->nth > 0) id = _mm256_sub_epi8(id, _mm256_cmpgt_epi8(m, t0));
-      if (C->nth > 1) id = _mm256_sub_epi8(id, _mm256_cmpgt_epi8(m, t1));
+      if (nth > 0) id = _mm256_sub_epi8(id, _mm256_cmpgt_epi8(m, t0));
+      if (nth > 1) id = _mm256_sub_epi8(id, _mm256_cmpgt_epi8(m, t1));
       /* Pairs: lo + 64 hi (ids stay below 64 for every byte, inf and NaN included). */
       if (np == 0) id = _mm256_maddubs_epi16(id, pairw);
       _mm256_store_si256((__m256i *)(buf + 16 * i), id);
@@ -719,12 +743,16 @@ C2_INLINE void c2_8_kernel(c2_out8 *o, uint16_t (*bank)[C2_IDS * C2_IDS], const 
     if (np == 0) {
       c2_8_pairs(bank, buf, len);
     } else { /* written out so that each pass's plane count is a constant */
-      c2_8_group(o->counts, ids, len, 0, np < 8 ? np : 8);
-      if (np > 8) c2_8_group(o->counts, ids, len, 1, np < 16 ? np - 8 : 8);
-      if (np > 16) c2_8_group(o->counts, ids, len, 2, np < 24 ? np - 16 : 8);
+      c2_8_group(&nib, ids, len, 0, np < 5 ? np : 5);
+      if (np > 5) c2_8_group(&nib, ids, len, 5, np < 10 ? np - 5 : 5);
     }
     neg_sum = _mm256_add_epi64(neg_sum, _mm256_sad_epu8(neg, zero));
     neg = zero;
+  }
+  if (nan) { /* back to v's terms, NaNs out (saturating: an empty lane stays empty) */
+    smax = _mm256_subs_epi8(smax, one);
+    umax = _mm256_subs_epu8(umax, one);
+    aminm1 = _mm256_or_si256(aminm1, _mm256_cmpeq_epi8(aminm1, _mm256_set1_epi8(0x7e)));
   }
   _mm256_storeu_si256((__m256i *)o->smax, smax);
   _mm256_storeu_si256((__m256i *)o->umax, umax);
@@ -733,20 +761,29 @@ C2_INLINE void c2_8_kernel(c2_out8 *o, uint16_t (*bank)[C2_IDS * C2_IDS], const 
   _mm256_storeu_si256((__m256i *)ns, neg_sum);
   o->neg = ns[0] + ns[1] + ns[2] + ns[3];
   if (np == 0) c2_fold_pairs(bank, C->nid, o->counts);
+  for (int j = 0; j < np; j++) {
+    uint64_t low = c2_lanes64(nib.low[j]);
+    o->counts[2 * j] = low;
+    o->counts[2 * j + 1] = (c2_lanes64(nib.all[j]) - low) / 16;
+  }
 }
 
-/* e4m3's 20 ids by nibble counters, e5m2's 34 as pairs: on L2-resident data
- * 5.8 against 5.6 GB/s as pairs, and 6.2 against 4.2 by nibble counters. */
+/* e4m3's 20 ids by nibble counters, e5m2's 34 as pairs: L2-resident data on
+ * the 2-core Intel AVX-512 VM, e4m3 0.165-0.17 ns a value by nibbles (0.205
+ * before the five-plane passes and the vpsadbw sums), e5m2 0.19-0.20 as
+ * pairs against 0.235 by nibbles; a hybrid (a chunk's first 15 steps by
+ * nibbles, 5 to 60 more as pairs counted inside the nibble passes) was no
+ * faster than pairs. */
 __attribute__((target(C2_ISA), noinline)) static void
 e4m3_kernel(c2_out8 *o, uint16_t (*bank)[C2_IDS * C2_IDS], const struct cls2_scan *C,
             const uint8_t *p, uint64_t nsteps) {
-  c2_8_kernel(o, bank, C, p, nsteps, 3, true, C2_E4M3_IDS / 2);
+  c2_8_kernel(o, bank, C, p, nsteps, 3, true, C2_E4M3_NTH, C2_E4M3_IDS / 2);
 }
 
 __attribute__((target(C2_ISA), noinline)) static void
 e5m2_kernel(c2_out8 *o, uint16_t (*bank)[C2_IDS * C2_IDS], const struct cls2_scan *C,
             const uint8_t *p, uint64_t nsteps) {
-  c2_8_kernel(o, bank, C, p, nsteps, 2, false, 0);
+  c2_8_kernel(o, bank, C, p, nsteps, 2, false, C2_E5M2_NTH, 0);
 }
 
 static c2_rc c2_8_commit(struct cls2_scan *C, uint16_t (*bank)[C2_IDS * C2_IDS], const c2_out8 *o,

@@ -203,6 +203,16 @@ static void fp8_runs_of_one_or_two_patterns_match_portable(void **state) {
         buf[i] = ref_rand(&s) & 1 ? x : y;
       assert_paths_agree(fp8s[d], buf, n, "two patterns");
     }
+    /* One byte lane of the 32 (AVX2) or 64 holding one pattern, the others
+     * another: a lane's extremes must stand for nothing when it saw only
+     * NaN (e4m3, a class there) or zeros. */
+    const uint8_t others[] = {0x00, 0x80, 0x85, 0x05, 0xff, 0x7f};
+    for (int v = 0; v < 256; v++)
+      for (size_t o = 0; o < sizeof others; o++) {
+        for (uint64_t i = 0; i < n; i++)
+          buf[i] = i % 32 == 7 ? (uint8_t)v : others[o];
+        assert_paths_agree(fp8s[d], buf, n, "one lane");
+      }
   }
   free(buf);
 }
