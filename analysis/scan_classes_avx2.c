@@ -56,13 +56,13 @@
 #define C2_BANKS 4 /* 16-bit: pair counters */
 /* 16-bit: steps of 32 values per kernel call; a pair counter takes at most
  * four counts per step (16 increments over four banks). */
-#define C2_BLOCK16_STEPS 8192
+#define C2_BLOCK16_STEPS MP_CLS2_BLOCK_STEPS
 _Static_assert(4 * C2_BLOCK16_STEPS <= 65535, "pair counters are uint16");
 /* fp8: steps of 32 bytes per kernel call, in chunks of 15 steps or fewer
  * between the vector and the counting pass (a nibble counter takes one count
  * per step); a pair counter takes at most four counts per step, as for
  * 16-bit sources. */
-#define C2_BLOCK8_STEPS 8192
+#define C2_BLOCK8_STEPS MP_CLS2_BLOCK_STEPS
 #define C2_CHUNK8_STEPS 15
 _Static_assert(4 * C2_BLOCK8_STEPS <= 65535, "pair counters are uint16");
 /* fp8 ids the kernels count (below these: the classes), and the thresholds
@@ -528,7 +528,11 @@ static void c2_fold_counts(mp_stats *s, const src_info *I, struct cls2_scan *C) 
 
 /* A block the class kernel did not count: bit patterns (from 2^18 values on,
  * or once the counters exist), else value by value. */
-static uint64_t c2_fallbacks;
+static uint64_t c2_fallbacks, c2_blocks;
+
+uint64_t mp_scan_cls2_blocks(void) {
+  return __atomic_load_n(&c2_blocks, __ATOMIC_RELAXED);
+}
 
 uint64_t mp_scan_cls2_fallbacks(void) {
   return __atomic_load_n(&c2_fallbacks, __ATOMIC_RELAXED);
@@ -597,6 +601,7 @@ static void c2_16_run(mp_stats *s, const src_info *I, struct cls2_scan *C, const
           break;
         }
       }
+      if (done) __atomic_fetch_add(&c2_blocks, 1, __ATOMIC_RELAXED);
       c2_note_failure(C, done);
     }
     if (!done) c2_fallback(s, I, C, p + i, m);
@@ -835,6 +840,7 @@ static void c2_8_run(mp_stats *s, const src_info *I, struct cls2_scan *C, const 
         c2_rc rc = c2_8_commit(C, bank, &o, m);
         done = rc == C2_OK;
       }
+      if (done) __atomic_fetch_add(&c2_blocks, 1, __ATOMIC_RELAXED);
       c2_note_failure(C, done);
     }
     if (!done) c2_fallback(s, I, C, p + i, m);

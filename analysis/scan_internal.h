@@ -494,6 +494,13 @@ void mp_scan_cls2_finish(mp_stats *s, const src_info *I, cls2_scan *C);
  * started (tests: finite in-window data never falls back, so a kernel bug
  * cannot hide behind the fallback). */
 uint64_t mp_scan_cls2_fallbacks(void);
+/* Steps a class-kernel call (a block) takes at most: of 32 values for 16-bit
+ * sources, of 32 bytes for fp8. */
+#define MP_CLS2_BLOCK_STEPS 8192
+/* Blocks the class kernels counted (committed) since the process started
+ * (tests: the kernels run at all, rather than a path whose tables the build
+ * refused). */
+uint64_t mp_scan_cls2_blocks(void);
 #endif
 
 #endif

@@ -62,6 +62,20 @@ static void assert_paths_agree(mp_dtype d, const void *buf, uint64_t n, const ch
 static const mp_dtype fp8s[] = {MP_FP8_E4M3, MP_FP8_E5M2};
 static const mp_dtype sixteens[] = {MP_FP16, MP_BF16};
 
+#ifdef MP_HAVE_X86
+/* A scan of n values with MP_SCAN_AVX2 went through the class kernels: one
+ * committed block per MP_CLS2_BLOCK_STEPS steps of 32 values begun (none falling back, as
+ * the callers check), not through a path they would replace. Without this a
+ * format whose tables the build refused would pass every test, slowly. */
+static void assert_kernel_blocks(mp_dtype d, uint64_t blocks_before, uint64_t n, const char *what) {
+  uint64_t steps = n / 32, want = (steps + MP_CLS2_BLOCK_STEPS - 1) / MP_CLS2_BLOCK_STEPS;
+  uint64_t got = mp_scan_cls2_blocks() - blocks_before;
+  if (got != want)
+    fail_msg("%s (%s): %llu class-kernel block(s), expected %llu", mp_dtype_name(d), what,
+             (unsigned long long)got, (unsigned long long)want);
+}
+#endif
+
 /* The AVX2 class kernels count finite data (bf16: within one window of
  * binades) themselves: none of its blocks falls back to the path they
  * replace. The fallback would give the same record, so without this a
@@ -96,12 +110,13 @@ static void avx2_class_kernels_count_finite_data_without_falling_back(void **sta
     }
     const void *buf = d < 2 ? (const void *)b16 : (const void *)b8;
     mp_view v = {.dtype = dt, .data = buf, .rows = n, .cols = 1, .ld = n, .batch = 1};
-    uint64_t before = mp_scan_cls2_fallbacks();
+    uint64_t before = mp_scan_cls2_fallbacks(), blocks = mp_scan_cls2_blocks();
     mp_stats_init(st, dt);
     assert_int_equal(mp_scan_with(st, &v, MP_SCAN_AVX2), 0);
     if (mp_scan_cls2_fallbacks() != before)
       fail_msg("%s: %llu block(s) fell back", mp_dtype_name(dt),
                (unsigned long long)(mp_scan_cls2_fallbacks() - before));
+    assert_kernel_blocks(dt, blocks, n, "finite");
     assert_paths_agree(dt, buf, n, "finite");
   }
   free(st);
@@ -120,12 +135,13 @@ static void assert_fp8_avx2_counts_alone(mp_dtype d, const uint8_t *buf, uint64_
   mp_view v = {.dtype = d, .data = buf, .rows = n, .cols = 1, .ld = n, .batch = 1};
   mp_stats *st = malloc(sizeof *st);
   assert_non_null(st);
-  uint64_t before = mp_scan_cls2_fallbacks();
+  uint64_t before = mp_scan_cls2_fallbacks(), blocks = mp_scan_cls2_blocks();
   mp_stats_init(st, d);
   assert_int_equal(mp_scan_with(st, &v, MP_SCAN_AVX2), 0);
   if (mp_scan_cls2_fallbacks() != before)
     fail_msg("%s (%s): %llu block(s) fell back", mp_dtype_name(d), what,
              (unsigned long long)(mp_scan_cls2_fallbacks() - before));
+  assert_kernel_blocks(d, blocks, n, what);
   free(st);
   assert_paths_agree(d, buf, n, what);
 }
