@@ -415,6 +415,28 @@ int mp_scan(mp_stats *s, const mp_view *v) {
   return mp_scan_with(s, v, MP_SCAN_AUTO);
 }
 
+const char *mp_scan_path_name(mp_dtype d, uint64_t total, mp_scan_impl impl) {
+  static const char *const names[] = {
+      [RUN_PORTABLE] = "portable",     [RUN_F64_FAST] = "f64_fast",
+      [RUN_F64_AVX512] = "f64_avx512", [RUN_F64_AVX2] = "f64_avx2",
+      [RUN_F32_AVX2] = "f32_avx2",     [RUN_F32_AVX512] = "f32_avx512",
+      [RUN_CLASSES] = "classes",       [RUN_CLASSES_AVX2] = "classes_avx2",
+      [RUN_PATTERNS] = "patterns"};
+  if (!mp_dtype_scannable(d)) return NULL;
+  mp_stats *s = malloc(sizeof *s);
+  if (!s) return NULL;
+  mp_stats_init(s, d);
+  scanner S = {.s = s, .I = mp_scan_info_of(d), .dtype = d};
+  choose_kind(&S, impl, total);
+  const char *name = names[S.kind];
+#ifdef MP_HAVE_X86
+  if (S.kind == RUN_F32_AVX512 && S.f32->use_planes) name = "f32_avx512_planes";
+#endif
+  finish(&S);
+  free(s);
+  return name;
+}
+
 struct mp_scan_stream {
   scanner S;
 };

@@ -463,6 +463,13 @@ void mp_scan_f64a_finish(mp_stats *s, const src_info *I, f64_avx2 *F);
 /* Blocks handed to the scalar path since the process started (tests). */
 uint64_t mp_scan_f64a_fallbacks(void);
 
+/* scan.c: the kernel a scan of total elements of d with impl runs on this
+ * CPU ("portable", "patterns", "f64_fast", "f64_avx2", "f64_avx512",
+ * "f32_avx2", "f32_avx512", "f32_avx512_planes", "classes",
+ * "classes_avx2"); NULL for a dtype that cannot be scanned. For tests: a
+ * kernel whose tables the build refused would otherwise only cost speed. */
+const char *mp_scan_path_name(mp_dtype d, uint64_t total, mp_scan_impl impl);
+
 /* scan_planes.c */
 /* Sets up the tables; false if the thresholds do not fit them. */
 bool mp_scan_plane_tables_init(plane_tables *T, const int32_t th_bits[TH_COUNT]);

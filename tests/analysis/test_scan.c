@@ -648,6 +648,63 @@ static void auto_implementation_follows_the_cpu(void **state) {
   assert_string_equal(mp_scan_auto_name(), want);
 }
 
+/* The kernel each scan runs, for every dtype and implementation, as this
+ * CPU's features decide (analysis/scan.c's choose_kind): a kernel whose
+ * tables the build refused (thresholds that no longer fit, a class id past
+ * the counters) gives the same records through a slower path, which no other
+ * test notices. */
+static void each_view_takes_the_fastest_kernel_this_cpu_has(void **state) {
+  (void)state;
+  const uint64_t n = 1 << 20;
+  bool avx512 = false, avx2 = false, planes = false, classes = false, classes2 = false;
+#ifdef MP_HAVE_X86
+  __builtin_cpu_init();
+  avx512 = __builtin_cpu_supports("avx512f");
+  avx2 = __builtin_cpu_supports("avx2");
+  planes = mp_scan_cpu_has_planes();
+  classes = mp_scan_cpu_has_classes();
+  classes2 = mp_scan_cpu_has_classes_avx2();
+#endif
+  const char *f32_wide = planes ? "f32_avx512_planes" : "f32_avx512";
+  const char *c2 = classes2 ? "classes_avx2" : "patterns";
+  const mp_scan_impl impls[] = {MP_SCAN_AUTO, MP_SCAN_AVX2, MP_SCAN_AVX512_NO_PLANES};
+  const char *const impl_names[] = {"auto", "avx2", "avx512 without planes"};
+  const mp_dtype ds[] = {MP_FP64, MP_FP32, MP_FP16, MP_BF16, MP_FP8_E4M3, MP_FP8_E5M2};
+  for (size_t di = 0; di < sizeof ds / sizeof ds[0]; di++)
+    for (int i = 0; i < 3; i++) {
+      mp_dtype d = ds[di];
+      mp_scan_impl impl = impls[i];
+      bool wide = avx512 && impl != MP_SCAN_AVX2;
+      const char *want;
+      switch (d) {
+      case MP_FP64:
+        want = wide ? "f64_avx512" : avx2 ? "f64_avx2" : "f64_fast";
+        break;
+      case MP_FP32:
+        want = wide             ? (impl == MP_SCAN_AUTO ? f32_wide : "f32_avx512")
+               : avx2 || avx512 ? "f32_avx2"
+                                : "portable";
+        break;
+      case MP_FP16:
+      case MP_BF16:
+        if (wide)
+          want = impl == MP_SCAN_AUTO ? (classes ? "classes" : f32_wide) : "f32_avx512";
+        else
+          want = impl == MP_SCAN_AVX512_NO_PLANES ? "patterns" : c2;
+        break;
+      default: /* fp8 */
+        want = impl == MP_SCAN_AUTO && classes    ? "classes"
+               : impl == MP_SCAN_AVX512_NO_PLANES ? "patterns"
+                                                  : c2;
+      }
+      const char *got = mp_scan_path_name(d, n, impl);
+      assert_non_null(got);
+      if (strcmp(got, want) != 0)
+        fail_msg("%s, %s: kernel %s, expected %s", mp_dtype_name(d), impl_names[i], got, want);
+    }
+  assert_null(mp_scan_path_name(MP_INT8, n, MP_SCAN_AUTO));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(random_fp32_matches_the_simple_reference),
@@ -666,6 +723,7 @@ int main(void) {
       cmocka_unit_test(scan_accumulates_into_an_existing_record),
       cmocka_unit_test(a_scan_fed_in_pieces_equals_one_scan_of_the_whole),
       cmocka_unit_test(auto_implementation_follows_the_cpu),
+      cmocka_unit_test(each_view_takes_the_fastest_kernel_this_cpu_has),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
