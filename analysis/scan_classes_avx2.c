@@ -526,9 +526,8 @@ static void c2_fold_counts(mp_stats *s, const src_info *I, struct cls2_scan *C) 
   }
 }
 
-/* A block the class kernel did not count: bit patterns (from 2^18 values on,
- * or once the counters exist), else value by value. */
-static uint64_t c2_fallbacks, c2_blocks;
+/* Blocks the kernels counted, and blocks they left to the fallback (tests). */
+static uint64_t c2_blocks, c2_fallbacks;
 
 uint64_t mp_scan_cls2_blocks(void) {
   return __atomic_load_n(&c2_blocks, __ATOMIC_RELAXED);
@@ -538,6 +537,8 @@ uint64_t mp_scan_cls2_fallbacks(void) {
   return __atomic_load_n(&c2_fallbacks, __ATOMIC_RELAXED);
 }
 
+/* A block the class kernel did not count: bit patterns (from 2^18 values on,
+ * or once the counters exist), else value by value. */
 static void c2_fallback(mp_stats *s, const src_info *I, struct cls2_scan *C, const void *p,
                         uint64_t n) {
   __atomic_fetch_add(&c2_fallbacks, 1, __ATOMIC_RELAXED);
