@@ -6,7 +6,8 @@
  *
  * Paths come from the environment (set by meson): MPP_MPPROF, MPP_TESTPROG,
  * MPP_MLP_TRAIN, MPP_CONV_TRAIN, MPP_SIMCUDA (the stand-in libraries),
- * MPP_WORKDIR (a scratch directory owned by this test). */
+ * MPP_WORKDIR (a scratch directory owned by this test), MPP_LT_COUNT (a
+ * cuBLASLt shim counting descriptor getter calls: lt_getter_count.c). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -29,7 +30,7 @@
 
 #include "sim_run.h"
 
-static const char *mpprof, *testprog, *mlp_train, *conv_train;
+static const char *mpprof, *testprog, *mlp_train, *conv_train, *lt_count;
 
 /* --- running programs (slurp, spawn, wait_status, run, outdir: sim_run.h) --- */
 
@@ -413,6 +414,47 @@ static void cublasLt_descriptors_changed_in_place_are_read_as_they_are(void **st
   assert_int_equal(found, 0xf);
   assert_int_equal(nsites(r.doc[0]), 4);
   free_raws(&r);
+}
+
+/* Runs `mpp_testprog lt calls` under libmpprof.so with the counting shim
+ * preloaded after it (version: what the shim reports as cuBLASLt's, or
+ * NULL); returns the getter calls that reached cuBLASLt. */
+static unsigned long lt_getter_calls(int calls, const char *version) {
+  char lib[4200], preload[8500], out[4300], count[4300], ver[64], n[16];
+  snprintf(lib, sizeof lib, "%s", mpprof);
+  char *slash = strrchr(lib, '/');
+  assert_non_null(slash);
+  snprintf(slash, sizeof lib - (size_t)(slash - lib), "/profiler/libmpprof.so");
+  snprintf(preload, sizeof preload, "LD_PRELOAD=%s %s", lib, lt_count);
+  snprintf(out, sizeof out, "MPPROF_OUT=%s", outdir("ltcount"));
+  snprintf(count, sizeof count, "LT_COUNT_OUT=%s/ltcount.txt", workdir);
+  snprintf(ver, sizeof ver, "LT_COUNT_VERSION=%s", version ? version : "");
+  snprintf(n, sizeof n, "%d", calls);
+  const char *env[] = {preload, out, count, "MPPROF_CHECKPOINT_S=0", version ? ver : NULL, NULL};
+  char *argv[] = {(char *)testprog, "lt", n, NULL};
+  result r = run(argv, env);
+  assert_int_equal(r.status, 0);
+  free(r.out);
+  char *text = slurp(count + strlen("LT_COUNT_OUT="));
+  assert_non_null(text);
+  unsigned long got = strtoul(text, NULL, 10);
+  free(text);
+  return got;
+}
+
+/* The same descriptors in call after call (PyTorch's cuBLASLt path makes
+ * them anew around each call, with the same bytes): mpprof reads their
+ * attributes once and remembers them by their bytes, so the getter calls do
+ * not grow with the calls; from a cuBLASLt of another major version, whose
+ * descriptors may be smaller than the bytes the memo keys on, it reads them
+ * at every call. */
+static void cublasLt_descriptors_of_repeated_calls_are_read_once(void **state) {
+  (void)state;
+  unsigned long one = lt_getter_calls(1, NULL), many = lt_getter_calls(200, NULL);
+  unsigned long old = lt_getter_calls(200, "120900");
+  assert_true(one > 0);              /* the shim is on mpprof's path */
+  assert_true(many <= one + 8);      /* remembered: 199 calls read (almost) nothing */
+  assert_true(old >= 200 * one / 2); /* a 12.9 cuBLASLt: read every call */
 }
 
 static void every_cublas_gemm_entry_point_is_recorded(void **state) {
@@ -1252,6 +1294,7 @@ int main(void) {
   conv_train = need("MPP_CONV_TRAIN");
   simcuda = need("MPP_SIMCUDA");
   workdir = need("MPP_WORKDIR");
+  lt_count = need("MPP_LT_COUNT");
   mkdir(workdir, 0777);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(mlp_train_records_every_gemm_with_layer_dtypes_and_scans),
@@ -1267,6 +1310,7 @@ int main(void) {
       cmocka_unit_test(backend_execute_on_a_small_thread_stack_is_recorded),
       cmocka_unit_test(direct_cublasLt_call_is_recorded_with_its_descriptor),
       cmocka_unit_test(cublasLt_descriptors_changed_in_place_are_read_as_they_are),
+      cmocka_unit_test(cublasLt_descriptors_of_repeated_calls_are_read_once),
       cmocka_unit_test(every_cublas_gemm_entry_point_is_recorded),
       cmocka_unit_test(math_mode_set_on_the_handle_is_recorded),
       cmocka_unit_test(each_thread_has_its_own_layer_stack),
