@@ -82,6 +82,12 @@ void mpp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
  * is the same clock). Never below the calling thread's previous read unless
  * the system clock was set back. */
 uint64_t mpp_now_ns(void);
+/* How far a read may be from clock_gettime(CLOCK_REALTIME) at that moment:
+ * the bound clock.c derives (a pair's readings within 2^11 ticks of its TSC
+ * value, the rate's error over an anchor's 2^18 ticks). Timestamps of other
+ * sources (CUPTI's, simcuda's clock_gettime) compare with mpprof's only to
+ * this. */
+#define MPP_CLOCK_ERROR_NS 1000
 /* At init (tests: again, to choose): start measuring the TSC's rate if
  * allow_tsc and the CPU's TSC is invariant; otherwise clock_gettime. */
 void mpp_clock_init(bool allow_tsc);
