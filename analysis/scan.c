@@ -422,6 +422,7 @@ const char *mp_scan_path_name(mp_dtype d, uint64_t total, mp_scan_impl impl) {
       [RUN_F32_AVX2] = "f32_avx2",     [RUN_F32_AVX512] = "f32_avx512",
       [RUN_CLASSES] = "classes",       [RUN_CLASSES_AVX2] = "classes_avx2",
       [RUN_PATTERNS] = "patterns"};
+  _Static_assert(sizeof names / sizeof names[0] == RUN_PATTERNS + 1, "a name for every kind");
   if (!mp_dtype_scannable(d)) return NULL;
   mp_stats *s = malloc(sizeof *s);
   if (!s) return NULL;

@@ -72,6 +72,10 @@ _Static_assert(4 * C2_BLOCK8_STEPS <= 65535, "pair counters are uint16");
 #define C2_E5M2_IDS 34
 #define C2_E4M3_NTH 2
 #define C2_E5M2_NTH 1
+/* Nibble planes (two ids each) a counting pass keeps in registers: more made
+ * GCC spill counters. The kernel runs at most two passes. */
+#define C2_PASS_PLANES 5
+_Static_assert(C2_E4M3_IDS / 2 <= 2 * C2_PASS_PLANES, "e4m3's planes fit two passes");
 
 struct cls2_scan {
   mp_dtype dtype;
@@ -644,9 +648,9 @@ C2_INLINE uint64_t c2_lanes64(__m256i v) {
 }
 
 /* Planes j0 .. j0 + np - 1 (ids 2 j0 .. 2 (j0 + np) - 1, np <= 8) over n
- * steps of ids: nibble counters in registers, added to the sums at the end.
- * Five planes a pass: with their tables, GCC keeps all in registers (eight
- * a pass spilled counters and copied the others every step). */
+ * steps of ids: nibble counters in registers, added to the sums at the end
+ * (C2_PASS_PLANES a pass: eight spilled counters and copied the others
+ * every step). */
 C2_INLINE void c2_8_group(c2_nib *sum, const uint8_t *ids, uint64_t n, int j0, int np) {
   const __m256i sat = _mm256_set1_epi8(0x70), base = _mm256_set1_epi8((char)(2 * j0));
   /* Table j: 1 at id 2j, 16 at id 2j + 1 (less the pass's first id). */
@@ -690,8 +694,8 @@ C2_INLINE void c2_8_pairs(uint16_t (*bank)[C2_IDS * C2_IDS], const uint16_t *ix,
  * class of its own (left out of min, max and negatives); np: nibble-counter
  * planes (ids below 2 np), or 0: pair counters in bank, folded into o->counts
  * at the end. Each chunk: ids into a buffer with the lane statistics, then
- * counted from the buffer (nibbles: one pass per five planes, np <= 10, so
- * that each pass's counters stay in registers). */
+ * counted from the buffer (nibbles: one pass per C2_PASS_PLANES planes, two
+ * passes at most, so that each pass's counters stay in registers). */
 C2_INLINE void c2_8_kernel(c2_out8 *o, uint16_t (*bank)[C2_IDS * C2_IDS], const struct cls2_scan *C,
                            const uint8_t *p, uint64_t nsteps, int shift, bool nan, int nth,
                            int np) {
@@ -749,8 +753,9 @@ C2_INLINE void c2_8_kernel(c2_out8 *o, uint16_t (*bank)[C2_IDS * C2_IDS], const 
     if (np == 0) {
       c2_8_pairs(bank, buf, len);
     } else { /* written out so that each pass's plane count is a constant */
-      c2_8_group(&nib, ids, len, 0, np < 5 ? np : 5);
-      if (np > 5) c2_8_group(&nib, ids, len, 5, np < 10 ? np - 5 : 5);
+      const int k = C2_PASS_PLANES;
+      c2_8_group(&nib, ids, len, 0, np < k ? np : k);
+      if (np > k) c2_8_group(&nib, ids, len, k, np - k);
     }
     neg_sum = _mm256_add_epi64(neg_sum, _mm256_sad_epu8(neg, zero));
     neg = zero;
@@ -775,8 +780,8 @@ C2_INLINE void c2_8_kernel(c2_out8 *o, uint16_t (*bank)[C2_IDS * C2_IDS], const 
 }
 
 /* e4m3's 20 ids by nibble counters, e5m2's 34 as pairs: L2-resident data on
- * the 2-core Intel AVX-512 VM, e4m3 0.165-0.17 ns a value by nibbles (0.205
- * before the five-plane passes and the vpsadbw sums), e5m2 0.19-0.20 as
+ * the 2-core Intel AVX-512 VM, e4m3 0.146-0.16 ns a value by nibbles (0.205
+ * before the five-plane passes, the vpsadbw sums and -O3), e5m2 0.19-0.20 as
  * pairs against 0.235 by nibbles; a hybrid (a chunk's first 15 steps by
  * nibbles, 5 to 60 more as pairs counted inside the nibble passes) was no
  * faster than pairs. */

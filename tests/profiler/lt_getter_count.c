@@ -15,21 +15,17 @@ static unsigned long getter_calls;
   static __typeof__(&name) real_;                                                                  \
   if (!real_) real_ = (__typeof__(&name))dlsym(RTLD_NEXT, #name)
 
-cublasStatus_t cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t desc,
-                                              cublasLtMatmulDescAttributes_t attr, void *buf,
-                                              size_t size, size_t *written) {
-  REAL(cublasLtMatmulDescGetAttribute);
-  __atomic_fetch_add(&getter_calls, 1, __ATOMIC_RELAXED);
-  return real_ ? real_(desc, attr, buf, size, written) : CUBLAS_STATUS_NOT_INITIALIZED;
-}
+/* A getter that counts its call and passes it on. */
+#define COUNTED_GETTER(name, object_t, attr_t)                                                     \
+  cublasStatus_t name(object_t obj, attr_t attr, void *buf, size_t size, size_t *written) {        \
+    REAL(name);                                                                                    \
+    __atomic_fetch_add(&getter_calls, 1, __ATOMIC_RELAXED);                                        \
+    return real_ ? real_(obj, attr, buf, size, written) : CUBLAS_STATUS_NOT_INITIALIZED;           \
+  }
 
-cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_t layout,
-                                                cublasLtMatrixLayoutAttribute_t attr, void *buf,
-                                                size_t size, size_t *written) {
-  REAL(cublasLtMatrixLayoutGetAttribute);
-  __atomic_fetch_add(&getter_calls, 1, __ATOMIC_RELAXED);
-  return real_ ? real_(layout, attr, buf, size, written) : CUBLAS_STATUS_NOT_INITIALIZED;
-}
+COUNTED_GETTER(cublasLtMatmulDescGetAttribute, cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t)
+COUNTED_GETTER(cublasLtMatrixLayoutGetAttribute, cublasLtMatrixLayout_t,
+               cublasLtMatrixLayoutAttribute_t)
 
 size_t cublasLtGetVersion(void) {
   const char *v = getenv("LT_COUNT_VERSION");

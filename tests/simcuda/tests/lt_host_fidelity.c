@@ -68,26 +68,21 @@ static int probe(const char *path) {
       p_cublasLtMatrixLayoutCreate(&l, CUDA_R_16F, 64, 32, 64) ||
       p_cublasLtMatmulPreferenceCreate(&p))
     return 1;
-  for (int a = 0; a < 80; a++) {
-    uint64_t v4 = 0, v8 = 0;
-    size_t w4 = 999, w8 = 999, wq = 999;
-    int r4 = p_cublasLtMatmulDescGetAttribute(d, a, &v4, 4, &w4);
-    int r8 = p_cublasLtMatmulDescGetAttribute(d, a, &v8, 8, &w8);
-    int rq = p_cublasLtMatmulDescGetAttribute(d, a, NULL, 0, &wq);
-    printf("desc get %d: %d %llx %zu | %d %llx %zu | %d %zu\n", a, r4,
-           (unsigned long long)(r4 ? 0 : v4), r4 ? 0 : w4, r8, (unsigned long long)(r8 ? 0 : v8),
-           r8 ? 0 : w8, rq, rq ? 0 : wq);
+#define PROBE_GETS(label, get, obj, nattr)                                                         \
+  for (int a = 0; a < (nattr); a++) {                                                              \
+    uint64_t v4 = 0, v8 = 0;                                                                       \
+    size_t w4 = 999, w8 = 999, wq = 999;                                                           \
+    int r4 = get(obj, a, &v4, 4, &w4);                                                             \
+    int r8 = get(obj, a, &v8, 8, &w8);                                                             \
+    int rq = get(obj, a, NULL, 0, &wq);                                                            \
+    printf(label " get %d: %d %llx %zu | %d %llx %zu | %d %zu\n", a, r4,                           \
+           (unsigned long long)(r4 ? 0 : v4), r4 ? 0 : w4, r8, (unsigned long long)(r8 ? 0 : v8),  \
+           r8 ? 0 : w8, rq, rq ? 0 : wq);                                                          \
   }
-  for (int a = 0; a < 20; a++) {
-    uint64_t v4 = 0, v8 = 0;
-    size_t w4 = 999, w8 = 999, wq = 999;
-    int r4 = p_cublasLtMatrixLayoutGetAttribute(l, a, &v4, 4, &w4);
-    int r8 = p_cublasLtMatrixLayoutGetAttribute(l, a, &v8, 8, &w8);
-    int rq = p_cublasLtMatrixLayoutGetAttribute(l, a, NULL, 0, &wq);
-    printf("layout get %d: %d %llx %zu | %d %llx %zu | %d %zu\n", a, r4,
-           (unsigned long long)(r4 ? 0 : v4), r4 ? 0 : w4, r8, (unsigned long long)(r8 ? 0 : v8),
-           r8 ? 0 : w8, rq, rq ? 0 : wq);
-  }
+  /* Every attribute number at 4 and 8 bytes and by size query. */
+  PROBE_GETS("desc", p_cublasLtMatmulDescGetAttribute, d, 80)
+  PROBE_GETS("layout", p_cublasLtMatrixLayoutGetAttribute, l, 20)
+#undef PROBE_GETS
   for (int a = 0; a < 20; a++) {
     uint64_t v = 0;
     size_t w = 999;
