@@ -14,7 +14,9 @@
  * - fp32 (AVX-512, or AVX2): for normal and zero values every cast outcome
  *   follows from ten integer compares of |x|'s bits with the targets'
  *   thresholds, counted in vector lanes; exponents go to eight scalar
- *   sub-histograms; min/max through order-preserving integer keys. Vectors
+ *   sub-histograms (AVX2, in views of F32A_PAIRS_MIN_ELEMENTS and more: a
+ *   histogram of exponent pairs); min/max through order-preserving integer
+ *   keys. Vectors
  *   holding a subnormal, inf or NaN go to acc_value(). With AVX-512 the loop
  *   is a call-free kernel (accumulators stay in registers), and fp16/bf16
  *   are widened to fp32 in registers, their exponents counted in pairs
@@ -289,7 +291,8 @@ static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
 #ifdef MP_HAVE_X86
     if ((cpu_has_avx2() || cpu_has_avx512()) && total >= 8) {
       bool wide = cpu_has_avx512() && impl != MP_SCAN_AVX2;
-      start_f32_fast(S, wide, false, impl != MP_SCAN_AVX512_NO_PLANES);
+      start_f32_fast(S, wide, !wide && total >= F32A_PAIRS_MIN_ELEMENTS,
+                     impl != MP_SCAN_AVX512_NO_PLANES);
     }
 #endif
     break;
@@ -432,6 +435,7 @@ const char *mp_scan_path_name(mp_dtype d, uint64_t total, mp_scan_impl impl) {
   const char *name = names[S.kind];
 #ifdef MP_HAVE_X86
   if (S.kind == RUN_F32_AVX512 && S.f32->use_planes) name = "f32_avx512_planes";
+  if (S.kind == RUN_F32_AVX2 && S.f32->pairs) name = "f32_avx2_pairs";
 #endif
   finish(&S);
   free(s);

@@ -333,39 +333,8 @@ typedef struct c2_out {
     out = _mm256_and_si256(_mm256_or_si256(id_, _mm256_srli_epi32(id_, 10)), low12);               \
   } while (0)
 
-/* Four pair indices of a 64-bit word into the four banks. */
-#define C2_COUNT4(word)                                                                            \
-  do {                                                                                             \
-    uint64_t w_ = (word);                                                                          \
-    __asm__("" : "+r"(w_)); /* in a register, not spilled for the loads */                         \
-    b0[w_ & 0xffff]++;                                                                             \
-    b1[(w_ >> 16) & 0xffff]++;                                                                     \
-    b2[(w_ >> 32) & 0xffff]++;                                                                     \
-    b3[w_ >> 48]++;                                                                                \
-  } while (0)
-
-/* The 16 pair indices of one step at ix into the banks: eight read as two
- * 64-bit words and split in registers, eight read one by one, which spreads
- * the work over the load ports and the integer units (2-core Intel AVX-512 VM,
- * L2-resident fp16: 0.355 ns a value, against 0.376 for 16 single loads and
- * 0.41 for all 16 through vmovq / vpextrq). */
-#define C2_COUNT16(ix)                                                                             \
-  do {                                                                                             \
-    const uint16_t *ix_ = (ix);                                                                    \
-    uint64_t w0_, w1_;                                                                             \
-    memcpy(&w0_, ix_, 8);                                                                          \
-    memcpy(&w1_, ix_ + 4, 8);                                                                      \
-    C2_COUNT4(w0_);                                                                                \
-    C2_COUNT4(w1_);                                                                                \
-    b0[ix_[8]]++;                                                                                  \
-    b1[ix_[9]]++;                                                                                  \
-    b2[ix_[10]]++;                                                                                 \
-    b3[ix_[11]]++;                                                                                 \
-    b0[ix_[12]]++;                                                                                 \
-    b1[ix_[13]]++;                                                                                 \
-    b2[ix_[14]]++;                                                                                 \
-    b3[ix_[15]]++;                                                                                 \
-  } while (0)
+/* A step's 16 pair indices into the four banks b0 .. b3 (scan_internal.h). */
+#define C2_COUNT16(ix) PAIR_COUNT16(b0, b1, b2, b3, ix)
 
 C2_INLINE void c2_16_kernel(c2_out *o, uint16_t (*bank)[C2_IDS * C2_IDS], const struct cls2_scan *C,
                             const uint16_t *p, uint64_t nsteps, int kind, int nth) {

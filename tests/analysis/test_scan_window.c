@@ -1,8 +1,10 @@
-/* The AVX-512 scanner's windows and blocks against the portable path.
+/* The vector scanners' windows and blocks against the portable path.
  *
- * fp16 and bf16 exponents go through a histogram of exponent pairs coded
+ * fp16 and bf16 exponents (AVX-512), and fp32 exponents in views of 32768
+ * values and more (AVX2), go through a histogram of exponent pairs coded
  * relative to a 63-binade window that moves with the data, with the values
- * outside it counted apart; fp32 runs in kernel calls of a fixed number of
+ * outside it counted apart (AVX2: their block counted again vector by
+ * vector); fp32 with AVX-512 runs in kernel calls of a fixed number of
  * vectors that stop before any vector holding a subnormal, inf or NaN. These
  * tests aim at the edges of both: values spanning more binades than the
  * window, exponents at and just beyond the window's ends before and after it
@@ -20,6 +22,7 @@
 
 #include "analysis/convert.h"
 #include "analysis/scan.h"
+#include "analysis/scan_internal.h"
 #include "ref.h"
 
 /* Scans buf (n elements of d) with every implementation; all must agree. */
@@ -127,12 +130,19 @@ static void only_special_values_match_portable(void **state) {
 }
 
 /* A million copies of one value: every pair lands in the same counter of
- * each bank, which must fold into the exponent counts before it wraps. */
+ * each bank, which must fold into the exponent counts before it wraps
+ * (fp16 and bf16 with AVX-512; fp32 with AVX2, four pairs a vector). */
 static void long_runs_of_one_value_fold_before_counters_wrap(void **state) {
   (void)state;
   const uint64_t n = (1u << 20) + 21;
   uint16_t *buf = malloc(n * sizeof *buf);
-  assert_non_null(buf);
+  float *f = malloc(n * sizeof *f);
+  assert_true(buf && f);
+  for (uint64_t i = 0; i < n; i++)
+    f[i] = 1.0f;
+  f[n / 2] = 0.0f;
+  assert_paths_agree(MP_FP32, f, n);
+  free(f);
   const mp_dtype ds[] = {MP_FP16, MP_BF16};
   for (int d = 0; d < 2; d++) {
     uint16_t one = ds[d] == MP_FP16 ? 0x3c00 : 0x3f80;
@@ -182,8 +192,97 @@ static void special_values_at_kernel_call_boundaries_match_portable(void **state
   free(h);
 }
 
+/* 2^e with a random mantissa and sign, e in -126 .. 127 (fp32 normal). */
+static float f32_of_exponent(int e, uint64_t r) {
+  uint32_t u =
+      (uint32_t)((r >> 40) & 1) << 31 | (uint32_t)(e + 127) << 23 | (uint32_t)(r & 0x7fffff);
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* fp32 exponents through the AVX2 path's pairs, whose 63-binade window starts
+ * at 2^-45 .. 2^17 and moves to cover a block: runs of two blocks (2040 values each)
+ * at and just past each end of it, far above and below it, a block spanning
+ * exactly 63 binades and one spanning 64 (no window holds it: counted
+ * vector by vector), zeros among them, lengths that leave vectors outside the
+ * groups of four; every binade in random order (every block fails). */
+static void fp32_exponents_at_and_past_the_window_edges_match_portable(void **state) {
+  (void)state;
+  /* Two blocks a run: the view is past F32A_PAIRS_MIN_ELEMENTS. */
+  const uint64_t block = 2040, run_len = 2 * block, runs = 14, n = runs * run_len + 8 * 3 + 5;
+  float *f = malloc(n * sizeof *f);
+  assert_non_null(f);
+  uint64_t s = 21;
+  /* Per run: lowest and highest exponent of its values. */
+  const int span[14][2] = {{-45, 17},   {-45, 18}, {-46, 17},   {-30, 10},   {60, 120},
+                           {-126, -64}, {0, 0},    {-126, -63}, {-126, -62}, {65, 127},
+                           {64, 127},   {17, 17},  {-45, -45},  {-10, 52}};
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t r = ref_rand(&s), run = i / run_len < runs ? i / run_len : runs - 1;
+    int lo = span[run][0], hi = span[run][1];
+    /* Both ends in every block, zeros now and then. */
+    int e = i % block == 7      ? lo
+            : i % block == 1000 ? hi
+                                : lo + (int)((r >> 24) % (uint64_t)(hi - lo + 1));
+    f[i] = (r & 0xf) == 0 ? 0.0f : f32_of_exponent(e, r);
+  }
+#ifdef MP_HAVE_X86
+  assert_true(n - 29 >= F32A_PAIRS_MIN_ELEMENTS);
+#endif
+  for (uint64_t len = n - 29; len <= n; len += 29)
+    assert_paths_agree(MP_FP32, f, len);
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t r = ref_rand(&s);
+    f[i] = f32_of_exponent((int)(r % 254) - 126, r >> 8);
+  }
+  assert_paths_agree(MP_FP32, f, n);
+  free(f);
+}
+
+/* The AVX2 fp32 kernel keeps its pairs as the data moves: runs of blocks
+ * anywhere in fp32's range, each within 63 binades, all commit with pairs
+ * (the window moves to each run's first block); a run spanning 64 binades
+ * commits none. Either way the record is the portable path's. */
+static void fp32_pair_window_follows_the_data(void **state) {
+  (void)state;
+#ifdef MP_HAVE_X86
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2")) skip();
+  const uint64_t block = 8 * F32_BLOCK_VECTORS, runs = 6, n = runs * 3 * block;
+  const int span[6][2] = {{60, 120}, {-126, -64}, {-20, 10}, {65, 127}, {-3, 3}, {-126, -63}};
+  float *f = malloc(n * sizeof *f);
+  assert_non_null(f);
+  uint64_t s = 33;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t r = ref_rand(&s), run = i / (3 * block);
+    int lo = span[run][0], hi = span[run][1];
+    int e = i % block == 5   ? lo
+            : i % block == 9 ? hi
+                             : lo + (int)((r >> 24) % (uint64_t)(hi - lo + 1));
+    f[i] = (r & 0x3f) == 0 ? 0.0f : f32_of_exponent(e, r);
+  }
+  mp_stats *st = malloc(sizeof *st);
+  assert_non_null(st);
+  mp_view v = {.dtype = MP_FP32, .data = f, .rows = n, .cols = 1, .ld = n, .batch = 1};
+  uint64_t before = mp_scan_f32a_pair_blocks();
+  mp_stats_init(st, MP_FP32);
+  assert_int_equal(mp_scan_with(st, &v, MP_SCAN_AVX2), 0);
+  /* Every block but the three of the 64-binade run (the last: after a
+   * failure the kernel sits out blocks). */
+  assert_int_equal(mp_scan_f32a_pair_blocks() - before, 3 * (runs - 1));
+  free(st);
+  assert_paths_agree(MP_FP32, f, n);
+  free(f);
+#else
+  skip();
+#endif
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(fp32_pair_window_follows_the_data),
+      cmocka_unit_test(fp32_exponents_at_and_past_the_window_edges_match_portable),
       cmocka_unit_test(bf16_over_every_binade_matches_portable),
       cmocka_unit_test(bf16_exponents_at_the_window_edges_match_portable),
       cmocka_unit_test(only_special_values_match_portable),
