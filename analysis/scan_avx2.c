@@ -8,11 +8,11 @@
  * this path's time that was a third); in smaller ones, and in vectors a block
  * does not group by four, into eight scalar sub-histograms. A block of
  * vectors is counted without a check per vector and checked once at its end,
- * from its extremes; a block holding a subnormal, inf or NaN, or a non-zero
- * exponent outside the window, is taken back (the window first moves to
- * cover the block where it can, and the block is tried again) and counted
- * again with a check per vector, whose vectors holding a special value go to
- * acc_value(). */
+ * from its extremes. A block holding a non-zero exponent outside the window
+ * is taken back and tried again once the window has moved to cover it, else
+ * counted with the sub-histograms (f32_block_try). A block holding a
+ * subnormal, inf or NaN is taken back and counted again with a check per
+ * vector, whose vectors holding one go to acc_value(). */
 #include <stdint.h>
 
 #include "analysis/scan_internal.h"
