@@ -252,21 +252,6 @@ uint64_t mp_scan_f32a_pair_blocks(void) {
   return __atomic_load_n(&f32a_pair_blocks, __ATOMIC_RELAXED);
 }
 
-/* The window moved to hold the non-zero exponents lo .. hi (with a binade
- * to spare above, as mp_scan_pair_rebase leaves), the banks folded first;
- * false if they span more binades than it has. */
-static bool pairs_cover(f32_fast *F, int lo, int hi) {
-  pair_state *P = F->pairs;
-  int base = hi - (WINDOW_CODES - 2);
-  if (base > lo) base = lo;
-  if (base < 1) base = 1;
-  if (base > WINDOW_BASE_MAX) base = WINDOW_BASE_MAX;
-  if (lo < base || hi > base + WINDOW_CODES - 1) return false;
-  mp_scan_pair_fold(F);
-  P->base = base;
-  return true;
-}
-
 /* A block unchecked, its exponents as pairs unless the pairs sit out: a
  * block the window does not hold is tried again once the window moves to
  * cover it, else without pairs, which then sit out the next 1, 2, 4 ... 64
@@ -281,7 +266,7 @@ static f32a_rc f32_block_try(f32_fast *F, const float *p, uint64_t nvec) {
   if (P && P->pending + nvec > F32A_PAIR_FOLD_VECTORS) mp_scan_pair_fold(F);
   int lo = 0, hi = 0;
   f32a_rc rc = f32_block_unchecked(F, P, p, nvec, &lo, &hi);
-  if (rc == F32A_WINDOW && pairs_cover(F, lo, hi))
+  if (rc == F32A_WINDOW && mp_scan_pair_rebase(F, lo, hi))
     rc = f32_block_unchecked(F, P, p, nvec, &lo, &hi);
   if (rc == F32A_WINDOW) {
     F->pair_skip = 1u << (F->pair_fails < 6 ? F->pair_fails : 6);

@@ -1,6 +1,7 @@
 /* The host scanner's fp32, fp16 and bf16 path with AVX-512: the AVX2
  * computation sixteen values at a time in call-free kernels, 16-bit sources
  * widened to fp32 in registers and their exponents counted in pairs. */
+#include <limits.h>
 #include <stdint.h>
 
 #include "analysis/convert.h"
@@ -134,7 +135,8 @@ F32_KERNEL(bf16_kernel, uint16_t, LOAD_BF16, 1)
     uint64_t i = 0;                                                                                \
     while (i + 16 <= n) {                                                                          \
       uint64_t j = KERNEL(F, P, p, i, n);                                                          \
-      if (P && F->recent_escapes * 16 > j - i) mp_scan_pair_rebase(F, mp_scan_top_exponent(F));    \
+      if (P && F->recent_escapes * 16 > j - i)                                                     \
+        mp_scan_pair_rebase(F, INT_MAX, mp_scan_top_exponent(F));                                  \
       if (P && P->pending >= PAIR_FOLD_VECTORS) mp_scan_pair_fold(F);                              \
       if (F->vectors >= F32_FOLD_EVERY - KERNEL_VECTORS) mp_scan_f32_fold(s, F);                   \
       if (j == i) {                                                                                \

@@ -99,14 +99,17 @@ void mp_scan_pair_fold(f32_fast *F) {
   P->pending = 0;
 }
 
-void mp_scan_pair_rebase(f32_fast *F, int top) {
+bool mp_scan_pair_rebase(f32_fast *F, int lo, int top) {
   pair_state *P = F->pairs;
   int base = top - (WINDOW_CODES - 2); /* one binade of headroom above the top */
-  if (base < 1) base = 1;              /* zeros (exponent 0) must stay outside */
+  if (base > lo) base = lo;
+  if (base < 1) base = 1; /* zeros (exponent 0) must stay outside */
   if (base > WINDOW_BASE_MAX) base = WINDOW_BASE_MAX;
-  if (base == P->base) return;
+  if (lo < base || top > base + WINDOW_CODES - 1) return false;
+  if (base == P->base) return true;
   mp_scan_pair_fold(F);
   P->base = base;
+  return true;
 }
 
 void mp_scan_f32_fold(mp_stats *s, f32_fast *F) {

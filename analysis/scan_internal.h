@@ -278,7 +278,10 @@ enum { IND_ZEROS = TH_COUNT, IND_NEGATIVES, IND_COUNT };
 #define PAIR_KERNEL_VECTORS 1024
 #define PAIR_BANKS 4
 typedef uint16_t pair_count;
-#define PAIR_PER_BANK (8 / PAIR_BANKS)
+/* A vector of `lanes` values makes lanes / 2 pairs, spread evenly over the
+ * banks: counts a bank bin takes at most per vector. */
+#define PAIRS_PER_BANK(lanes) ((lanes) / 2 / PAIR_BANKS)
+#define PAIR_PER_BANK PAIRS_PER_BANK(16)
 /* Bank counters are uint16: fold before any could pass 65535. */
 #define PAIR_FOLD_VECTORS ((65535 / PAIR_PER_BANK) - PAIR_KERNEL_VECTORS)
 #define WINDOW_CODES 63 /* binades in the window; code 63 is "none" */
@@ -289,7 +292,7 @@ typedef uint16_t pair_count;
  * one per bank, so the banks fold before any counter could pass 65535. Only
  * views of F32A_PAIRS_MIN_ELEMENTS and more take them: below that the banks'
  * clearing and fold cost more than the halved increments save. */
-#define F32A_PAIR_PER_BANK (8 / 2 / PAIR_BANKS)
+#define F32A_PAIR_PER_BANK PAIRS_PER_BANK(8)
 #define F32A_PAIR_FOLD_VECTORS (65535 / F32A_PAIR_PER_BANK)
 #define F32A_PAIRS_MIN_ELEMENTS (1u << 15)
 
@@ -420,7 +423,11 @@ void mp_scan_f32_finish(mp_stats *s, f32_fast *F);
 /* Biased exponent of the largest |x| the lanes' keys have seen (0 if none). */
 int mp_scan_top_exponent(const f32_fast *F);
 void mp_scan_pair_fold(f32_fast *F);
-void mp_scan_pair_rebase(f32_fast *F, int top);
+/* The window moved (the banks folded first) to hold the non-zero exponents
+ * lo .. top, with a binade to spare above top where lo allows (lo = INT_MAX:
+ * only top to hold); false, and the window left as it was, if no window
+ * holds them. */
+bool mp_scan_pair_rebase(f32_fast *F, int lo, int top);
 
 /* scan_avx2.c */
 void mp_scan_f32_run_avx2(mp_stats *s, const src_info *I, f32_fast *F, const float *p, uint64_t n);
@@ -513,8 +520,8 @@ uint64_t mp_scan_f64a_fallbacks(void);
 
 /* scan.c: the kernel a scan of total elements of d with impl runs on this
  * CPU ("portable", "patterns", "f64_fast", "f64_avx2", "f64_avx512",
- * "f32_avx2", "f32_avx512", "f32_avx512_planes", "classes",
- * "classes_avx2"); NULL for a dtype that cannot be scanned. For tests: a
+ * "f32_avx2", "f32_avx2_pairs", "f32_avx512", "f32_avx512_planes",
+ * "classes", "classes_avx2"); NULL for a dtype that cannot be scanned. For tests: a
  * kernel whose tables the build refused would otherwise only cost speed. */
 const char *mp_scan_path_name(mp_dtype d, uint64_t total, mp_scan_impl impl);
 
