@@ -72,6 +72,14 @@ typedef struct be_graph {
   /* Plans executed with this graph, for the autotuning filter. */
   int nplans;
   void *plans[MAX_PLANS];
+  /* Each recorded op as decoded without its data pointers, built at the
+   * graph's first execution (NULL before, or without memory): an execution
+   * copies them and sets the pointers its variant pack gives (~140 ns of
+   * decoding a convolution saved per execution). nrec ops, op_of[i] the
+   * graph op of decoded[i]. */
+  mpp_op *decoded;
+  int nrec;
+  uint8_t op_of[MAX_GRAPH_OPS];
 } be_graph;
 
 typedef struct be_shadow {
@@ -106,7 +114,10 @@ static be_shadow *find_locked(void *d) {
 }
 
 static void graph_unref_locked(be_graph *g) {
-  if (g && --g->refs == 0) free(g);
+  if (g && --g->refs == 0) {
+    free(g->decoded);
+    free(g);
+  }
 }
 
 static void graph_set_locked(be_shadow *s, be_graph *g) {
@@ -480,11 +491,50 @@ static void decode_matmul(mpp_op *op, const be_op *o, void *pa, void *pb, void *
   mpp_op_note_ptr(op, pc);
 }
 
+/* Pointwise and reduction ops are the fused graph's epilogue, not ops of
+ * their own; an op without an input tensor is not one mpprof knows. */
+static bool recorded(const be_op *o) {
+  return o->type != CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR &&
+         o->type != CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR && o->t[OPND_X].set;
+}
+
+/* A graph op decoded without its data pointers: all of it but the pointers
+ * is fixed by the graph (and the process's settings). */
+static void decode_graph_op(mpp_op *op, const be_graph *g, const be_op *o) {
+  const be_tensor *out = materialised(g, &o->t[OPND_Y]);
+  if (o->type == CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR) {
+    decode_matmul(op, o, NULL, NULL, NULL);
+    return;
+  }
+  mpp_conv_desc c = o->conv;
+  if (!o->has_conv) memset(&c, 0, sizeof c);
+  mpp_conv_decode(op, "cudnnBackendExecute", kind_of(o->type), &o->t[OPND_X].d, &o->t[OPND_W].d,
+                  &out->d, &c, NULL, NULL, NULL);
+  /* Shadow execution re-computes alpha times the convolution: not a graph
+   * that fuses more into its output (a virtual one). */
+  if (mpp_cfg.shadow && o->has_conv && out == &o->t[OPND_Y] && !out->is_virtual)
+    mpp_conv_shadow_of_strided(op, &o->t[OPND_X].d, &o->t[OPND_W].d, &out->d, &c, o->alpha);
+}
+
+/* g->decoded, once (left NULL without memory: each execution decodes). */
+static void decode_graph_locked(be_graph *g) {
+  if (g->decoded) return;
+  int n = 0;
+  for (int k = 0; k < g->nops; k++)
+    if (recorded(&g->ops[k])) n++;
+  mpp_op *d = calloc(n ? (size_t)n : 1, sizeof *d);
+  if (!d) return;
+  n = 0;
+  for (int k = 0; k < g->nops; k++)
+    if (recorded(&g->ops[k])) decode_graph_op(&d[n++], g, &g->ops[k]);
+  g->decoded = d;
+}
+
 /* The plan's graph's convolutions and matmuls as ops (none when mpprof does
  * not know the plan); an execution of a further plan of a graph already run
  * is autotuning. */
 static bool decode_execute(mpp_calls *rec, cudnnHandle_t handle, void *plan, void *varpack) {
-  /* Room for a whole graph (~13 KB), reserved before the shadows' lock. */
+  /* Room for a whole graph (~16 KB), reserved before the shadows' lock. */
   if (!mpp_calls_reserve(rec, MAX_GRAPH_OPS, "a cuDNN graph execution")) return false;
   mpp_op *ops = rec->ops;
   int n = 0;
@@ -506,31 +556,24 @@ static bool decode_execute(mpp_calls *rec, cudnnHandle_t handle, void *plan, voi
       rec->autotune = g->nplans > 0;
       if (g->nplans < MAX_PLANS) g->plans[g->nplans++] = plan;
     }
+    decode_graph_locked(g);
     for (int k = 0; k < g->nops && n < MAX_GRAPH_OPS; k++) {
       const be_op *o = &g->ops[k];
-      /* Pointwise and reduction ops are the fused graph's epilogue, not ops of their own. */
-      if (o->type == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR ||
-          o->type == CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR || !o->t[OPND_X].set)
-        continue;
-      const be_tensor *out = materialised(g, &o->t[OPND_Y]);
-      void *p0 = ptr_of(vp, &o->t[OPND_X]), *p1 = ptr_of(vp, &o->t[OPND_W]), *p2 = ptr_of(vp, out);
-      if (o->type == CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR) {
-        decode_matmul(&ops[n], o, p0, p1, p2);
-      } else {
-        mpp_conv_desc c = o->conv;
-        if (!o->has_conv) memset(&c, 0, sizeof c);
-        mpp_conv_decode(&ops[n], "cudnnBackendExecute", kind_of(o->type), &o->t[OPND_X].d,
-                        &o->t[OPND_W].d, &out->d, &c, p0, p1, p2);
-        /* Shadow execution re-computes alpha times the convolution: not a
-         * graph that fuses more into its output (a virtual one). */
-        if (mpp_cfg.shadow && o->has_conv && out == &o->t[OPND_Y] && !out->is_virtual)
-          mpp_conv_shadow_of_strided(&ops[n], &o->t[OPND_X].d, &o->t[OPND_W].d, &out->d, &c,
-                                     o->alpha);
+      if (!recorded(o)) continue;
+      mpp_op *op = &ops[n];
+      if (g->decoded)
+        *op = g->decoded[n];
+      else
+        decode_graph_op(op, g, o);
+      /* The pointers, in the order the decode made the roles. Virtual
+       * operands (inside a fused graph) have no memory to read. */
+      const be_tensor *ts[3] = {&o->t[OPND_X], &o->t[OPND_W], materialised(g, &o->t[OPND_Y])};
+      for (int r = 0; r < 3; r++) {
+        void *ptr = ptr_of(vp, ts[r]);
+        op->roles[r].view.data = ptr;
+        mpp_op_note_ptr(op, ptr);
+        if (ts[r]->is_virtual || !ptr) op->roles[r].unscannable = MPP_NS_UNKNOWN;
       }
-      /* Virtual operands (inside a fused graph) have no memory to read. */
-      const be_tensor *ts[3] = {&o->t[OPND_X], &o->t[OPND_W], out};
-      for (int r = 0; r < 3; r++)
-        if (ts[r]->is_virtual || !ptr_of(vp, ts[r])) ops[n].roles[r].unscannable = MPP_NS_UNKNOWN;
       mpp_calls_memo(rec, n, g->op_ids[k]);
       n++;
     }

@@ -16,7 +16,10 @@
  *              cuBLAS call goes through an interposable symbol, but its
  *              kernel reaches CUPTI
  *   cudnnmm    cuDNN backend matmul graph, fp16 [1,4,8] x [1,8,4] -> fp16, with
- *              CUDNN_ATTR_MATMUL_COMP_TYPE = CUDNN_DATA_FLOAT
+ *              CUDNN_ATTR_MATMUL_COMP_TYPE = CUDNN_DATA_FLOAT, executed twice
+ *              with one plan and two variant packs: A holds 0..4, then
+ *              16..20 from another buffer (B 0..2 both times, C another
+ *              buffer each time)
  *   ltalgo     what NVIDIA's LtSgemmCustomFind sample does: cublasSetMatrix
  *              uploads, cublasLtMatmulAlgoGetIds / AlgoInit / capabilities /
  *              config / AlgoCheck for fp32, then cublasLtMatmul of 4x3x5
@@ -402,12 +405,30 @@ static int mode_cudnnmm(void) {
   range("cudnnmm");
   CK(cudnnBackendExecute(h, plan, vp));
   range_end();
-  CK(cudaMemcpy(hc, dc, sizeof hc, cudaMemcpyDeviceToHost));
+  /* The same plan again, as frameworks run it: a new variant pack, other
+   * buffers. */
+  for (int i = 0; i < M * K; i++)
+    ha[i] = f2h((float)(16 + i % 5));
+  void *da2 = upload(ha, sizeof ha), *dc2 = upload(hc, sizeof hc);
+  void *ptrs2[3] = {da2, db, dc2};
+  cudnnBackendDescriptor_t vp2 = be_new(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(vp2, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids));
+  CK(cudnnBackendSetAttribute(vp2, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3,
+                              ptrs2));
+  CK(cudnnBackendSetAttribute(vp2, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws));
+  CK(cudnnBackendFinalize(vp2));
+  range("cudnnmm");
+  CK(cudnnBackendExecute(h, plan, vp2));
+  range_end();
   double s = 0;
-  for (int i = 0; i < M * N; i++)
-    s += h2f(hc[i]) * (i + 1);
+  void *outs[2] = {dc, dc2};
+  for (int r = 0; r < 2; r++) {
+    CK(cudaMemcpy(hc, outs[r], sizeof hc, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < M * N; i++)
+      s += h2f(hc[i]) * (i + 1) * (r + 1);
+  }
   printf("cudnnmm checksum %.17g\n", s);
-  cudnnBackendDescriptor_t all[] = {vp, plan, cfg, engine, graph, op, mm, a, b, c};
+  cudnnBackendDescriptor_t all[] = {vp2, vp, plan, cfg, engine, graph, op, mm, a, b, c};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     cudnnBackendDestroyDescriptor(all[i]);
   cudnnDestroy(h);

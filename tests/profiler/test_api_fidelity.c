@@ -142,6 +142,15 @@ static void cudnn_backend_matmul_records_its_compute_type(void **state) {
   assert_true(str_is(s, "op", "matmul"));
   assert_true(str_is(s, "types.A", "fp16"));
   assert_true(str_is(s, "compute_type", "fp32"));
+  /* Two executions of one plan, each with its own variant pack's buffers:
+   * A held 0..4, then 16..20 (the second call's pointers, not the first's). */
+  assert_int_equal(num(s, "calls"), 2);
+  assert_int_equal(num(s, "tensors.A.count"), 2 * 4 * 8);
+  assert_int_equal(num(s, "tensors.A.min"), 0);
+  assert_int_equal(num(s, "tensors.A.max"), 20);
+  assert_int_equal(num(s, "tensors.B.count"), 2 * 8 * 4);
+  assert_int_equal(num(s, "tensors.B.max"), 2);
+  assert_int_equal(num(s, "tensors.C.count"), 2 * 4 * 4);
   cJSON_Delete(doc);
 }
 
