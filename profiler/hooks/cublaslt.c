@@ -99,15 +99,27 @@ _Static_assert(sizeof(cublasLtMatmulDescOpaque_t) % 8 == 0 &&
 typedef struct lt_raw_entry {
   uint64_t key[LT_RAW_WORDS];
   uint64_t hash, last; /* last: the memo's clock when used; 0: empty */
-  mpp_lt_call g;       /* what decode read; the call's own pointers cleared */
+  mpp_lt_call g;       /* what decode read; its pointers set from each call that hits */
 } lt_raw_entry;
 
 typedef struct lt_raw_memo {
-  uint64_t key[LT_RAW_WORDS]; /* the call being decoded */
   uint64_t clock, lookups, hits;
   bool off;
   lt_raw_entry e[LT_RAW_SETS * LT_RAW_WAYS];
 } lt_raw_memo;
+
+/* A call's key, where it lies: the matmul descriptor, then A's, B's, C's (NULL
+ * when not given: zeros in an entry's key, and the last word 0) and D's
+ * layouts. Read in place, copied only into a new entry. */
+typedef struct lt_raw_parts {
+  const void *p[5];
+} lt_raw_parts;
+
+static size_t raw_part_words(int i) {
+  return i == 0 ? LT_DESC_WORDS : LT_LAYOUT_WORDS;
+}
+
+_Static_assert(LT_DESC_WORDS % 2 == 0 && LT_LAYOUT_WORDS % 2 == 0, "parts hash by word pairs");
 
 static __thread MPP_TLS lt_raw_memo *raw_memo;
 static pthread_key_t raw_memo_key;
@@ -147,43 +159,58 @@ static lt_raw_memo *raw_memo_get(void) {
   return raw_memo;
 }
 
-/* The key of these descriptors into m->key, and its hash. */
-static uint64_t raw_key(lt_raw_memo *m, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
-                        cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
-                        cublasLtMatrixLayout_t d) {
-  uint64_t *k = m->key;
-  memcpy(k, desc, LT_DESC_WORDS * 8);
-  k += LT_DESC_WORDS;
-  const cublasLtMatrixLayout_t l[4] = {a, b, c, d};
-  for (int i = 0; i < 4; i++, k += LT_LAYOUT_WORDS)
-    if (l[i])
-      memcpy(k, l[i], LT_LAYOUT_WORDS * 8);
-    else
-      memset(k, 0, LT_LAYOUT_WORDS * 8);
-  *k = c != NULL;
-  /* Four lanes, so that the multiplies overlap. */
-  uint64_t h[4] = {0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull,
-                   0x27d4eb2f165667c5ull};
-  for (size_t i = 0; i < LT_RAW_WORDS; i++)
-    h[i % 4] = (h[i % 4] ^ m->key[i]) * 0x100000001b3ull + (h[i % 4] >> 29);
-  uint64_t x =
-      h[0] ^ (h[1] << 1 | h[1] >> 63) ^ (h[2] << 2 | h[2] >> 62) ^ (h[3] << 3 | h[3] >> 61);
-  x ^= x >> 31;
-  x *= 0xbf58476d1ce4e5b9ull;
-  return x ^ x >> 29;
+static uint64_t load64(const unsigned char *p) {
+  uint64_t w;
+  memcpy(&w, p, sizeof w);
+  return w;
+}
+
+/* The key's hash: each pair of words, xored with keys that differ by
+ * position, multiplied to 128 bits and folded, summed (one multiply per 16
+ * bytes, no dependency between pairs but the sum). A lookup compares the
+ * whole key, so the hash only spreads keys over sets. */
+static uint64_t raw_hash(const lt_raw_parts *k) {
+  uint64_t acc = 0x9e3779b97f4a7c15ull ^ (k->p[3] != NULL), kp = 0xc2b2ae3d27d4eb4full;
+  for (int i = 0; i < 5; i++) {
+    size_t n = raw_part_words(i);
+    const unsigned char *p = k->p[i];
+    if (!p) {
+      kp += (n / 2) * 0x165667b19e3779f9ull;
+      continue;
+    }
+    for (size_t j = 0; j < n; j += 2, kp += 0x165667b19e3779f9ull) {
+      __uint128_t x = (__uint128_t)(load64(p + 8 * j) ^ kp) *
+                      (load64(p + 8 * j + 8) ^ (kp * 0x27d4eb2f165667c5ull));
+      acc += (uint64_t)x ^ (uint64_t)(x >> 64);
+    }
+  }
+  acc ^= acc >> 31;
+  acc *= 0xbf58476d1ce4e5b9ull;
+  return acc ^ acc >> 29;
 }
 
 static lt_raw_entry *raw_set(lt_raw_memo *m, uint64_t hash) {
   return &m->e[(hash & (LT_RAW_SETS - 1)) * LT_RAW_WAYS];
 }
 
-/* The entry holding m->key, or NULL. */
-static const lt_raw_entry *raw_find(lt_raw_memo *m, uint64_t hash) {
+static bool raw_equal(const lt_raw_entry *e, const lt_raw_parts *k) {
+  static const uint64_t zeros[LT_LAYOUT_WORDS];
+  const uint64_t *w = e->key;
+  for (int i = 0; i < 5; i++) {
+    size_t n = raw_part_words(i);
+    if (memcmp(w, k->p[i] ? k->p[i] : zeros, n * 8)) return false;
+    w += n;
+  }
+  return *w == (k->p[3] != NULL);
+}
+
+/* The entry holding this key, or NULL. */
+static lt_raw_entry *raw_find(lt_raw_memo *m, uint64_t hash, const lt_raw_parts *k) {
   lt_raw_entry *set = raw_set(m, hash);
   /* Judged once, on the lookups before this one. */
   if (++m->lookups == LT_RAW_TRIAL && m->hits < LT_RAW_TRIAL / 4) m->off = true;
   for (int w = 0; w < LT_RAW_WAYS; w++)
-    if (set[w].last && set[w].hash == hash && !memcmp(set[w].key, m->key, sizeof m->key)) {
+    if (set[w].last && set[w].hash == hash && raw_equal(&set[w], k)) {
       set[w].last = ++m->clock;
       m->hits++;
       return &set[w];
@@ -191,12 +218,21 @@ static const lt_raw_entry *raw_find(lt_raw_memo *m, uint64_t hash) {
   return NULL;
 }
 
-/* What decode read for m->key (the call's pointers are not kept). */
-static void raw_put(lt_raw_memo *m, uint64_t hash, const mpp_lt_call *g) {
+/* What decode read for this key (the call's pointers are not kept). */
+static void raw_put(lt_raw_memo *m, uint64_t hash, const lt_raw_parts *k, const mpp_lt_call *g) {
   lt_raw_entry *set = raw_set(m, hash), *old = &set[0];
   for (int w = 1; w < LT_RAW_WAYS; w++)
     if (set[w].last < old->last) old = &set[w];
-  memcpy(old->key, m->key, sizeof m->key);
+  uint64_t *w = old->key;
+  for (int i = 0; i < 5; i++) {
+    size_t n = raw_part_words(i);
+    if (k->p[i])
+      memcpy(w, k->p[i], n * 8);
+    else
+      memset(w, 0, n * 8);
+    w += n;
+  }
+  *w = k->p[3] != NULL;
   old->hash = hash;
   old->last = ++m->clock;
   old->g = *g;
@@ -212,18 +248,19 @@ static mpp_op *decode(mpp_op *scratch, cublasLtMatmulDesc_t desc, const void *al
                       cublasLtMatrixLayout_t Adesc, const void *B, cublasLtMatrixLayout_t Bdesc,
                       const void *beta, const void *C, cublasLtMatrixLayout_t Cdesc, void *D,
                       cublasLtMatrixLayout_t Ddesc, cudaStream_t stream) {
+  lt_raw_memo *rm = desc && Adesc && Bdesc && Ddesc ? raw_memo_get() : NULL;
+  if (rm && rm->off) rm = NULL;
+  const lt_raw_parts key = {{desc, Adesc, Bdesc, Cdesc, Ddesc}};
+  uint64_t hash = rm ? raw_hash(&key) : 0;
+  lt_raw_entry *seen = rm ? raw_find(rm, hash, &key) : NULL;
+  if (seen) { /* the thread's own entry: this call's pointers set in place */
+    mpp_lt_call *s = &seen->g;
+    s->alpha = alpha, s->beta = beta, s->A = A, s->B = B, s->C = C, s->D = D;
+    return mpp_lt_decode_memo(scratch, s, stream, host_visible);
+  }
   mpp_lt_call g = {.alpha = alpha, .beta = beta, .A = A, .B = B, .C = C, .D = D};
   int32_t compute = 0, scale = 0, pm = 0, ta = 0, tb = 0;
   uint32_t epi = CUBLASLT_EPILOGUE_DEFAULT;
-  lt_raw_memo *rm = desc && Adesc && Bdesc && Ddesc ? raw_memo_get() : NULL;
-  if (rm && rm->off) rm = NULL;
-  uint64_t hash = rm ? raw_key(rm, desc, Adesc, Bdesc, Cdesc, Ddesc) : 0;
-  const lt_raw_entry *seen = rm ? raw_find(rm, hash) : NULL;
-  if (seen) {
-    g = seen->g;
-    g.alpha = alpha, g.beta = beta, g.A = A, g.B = B, g.C = C, g.D = D;
-    return mpp_lt_decode_memo(scratch, &g, stream, host_visible);
-  }
   if (!desc || !desc_get(desc, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE, &compute, sizeof compute) ||
       !desc_get(desc, CUBLASLT_MATMUL_DESC_SCALE_TYPE, &scale, sizeof scale))
     return NULL;
@@ -256,7 +293,7 @@ static mpp_op *decode(mpp_op *scratch, cublasLtMatmulDesc_t desc, const void *al
     return NULL;
   if (!Cdesc || !read_layout(Cdesc, &g.c))
     g.c = g.d; /* C described like D when its layout is not given */
-  if (rm) raw_put(rm, hash, &g);
+  if (rm) raw_put(rm, hash, &key, &g);
   return mpp_lt_decode_memo(scratch, &g, stream, host_visible);
 }
 
