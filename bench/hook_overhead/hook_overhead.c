@@ -12,7 +12,9 @@
  * Where cuDNN is there, another table times a cudnnBackendExecute of a tiny
  * convolution as PyTorch's cuDNN v8/v9 path makes it: the execution plan
  * built once and kept, a variant pack created, set, finalized and destroyed
- * around every execution.
+ * around every execution; and another a cudnnConvolutionForward of the same
+ * convolution through the legacy API, its descriptors made once, as C
+ * programs and older frameworks call it.
  *
  * A table of many layers times the same GEMM as a model's layers call it:
  * LAYERS layers named as the PyTorch integration names them (mpprof_layer_id,
@@ -305,6 +307,46 @@ static int cudnn_child(long calls) {
   cudnnDestroy(h);
   return 0;
 }
+/* The legacy API as C programs and older frameworks call it: descriptors
+ * made once, a cudnnConvolutionForward per call (the same 1x1 convolution). */
+static int cudnn_legacy_child(long calls) {
+  cudnnHandle_t h;
+  cudnnTensorDescriptor_t xd, yd;
+  cudnnFilterDescriptor_t wd;
+  cudnnConvolutionDescriptor_t cd;
+  float *x, *w, *y, host[DIM * DIM], one = 1, zero = 0;
+  void *ws;
+  for (int i = 0; i < DIM * DIM; i++)
+    host[i] = (float)(i % 5) - 2.0f;
+  if (cudnnCreate(&h) != CUDNN_STATUS_SUCCESS || cudaMalloc((void **)&x, sizeof host) ||
+      cudaMalloc((void **)&w, sizeof(float)) || cudaMalloc((void **)&y, sizeof host) ||
+      cudaMalloc(&ws, 1 << 16) || cudnnCreateTensorDescriptor(&xd) ||
+      cudnnCreateTensorDescriptor(&yd) || cudnnCreateFilterDescriptor(&wd) ||
+      cudnnCreateConvolutionDescriptor(&cd) ||
+      cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, DIM, DIM) ||
+      cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, DIM, DIM) ||
+      cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 1, 1, 1, 1) ||
+      cudnnSetConvolution2dDescriptor(cd, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                      CUDNN_DATA_FLOAT)) {
+    fputs("hook_overhead: cuDNN legacy setup failed (is LD_LIBRARY_PATH the simcuda dir?)\n",
+          stderr);
+    return 1;
+  }
+  cudaMemcpy(x, host, sizeof host, cudaMemcpyHostToDevice);
+  cudaMemcpy(w, host, sizeof(float), cudaMemcpyHostToDevice);
+  const cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  for (long i = 0; i < calls / 10 + 100; i++) /* warm up: sites, caches, lazy init */
+    if (cudnnConvolutionForward(h, &one, xd, x, wd, w, cd, algo, ws, 1 << 16, &zero, yd, y) !=
+        CUDNN_STATUS_SUCCESS)
+      return 1;
+  double t0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+  for (long i = 0; i < calls; i++)
+    cudnnConvolutionForward(h, &one, xd, x, wd, w, cd, algo, ws, 1 << 16, &zero, yd, y);
+  double t1 = now_ns(CLOCK_MONOTONIC), c1 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+  printf("%.1f %.1f\n", (t1 - t0) / (double)calls, (c1 - c0) / (double)calls);
+  cudnnDestroy(h);
+  return 0;
+}
 #endif
 
 static int cmp_double(const void *a, const void *b) {
@@ -426,6 +468,8 @@ int main(int argc, char **argv) {
 #ifdef HOOK_OVERHEAD_CUDNN
   if (argc >= 2 && !strcmp(argv[1], "--cudnn-child"))
     return cudnn_child(argc > 2 ? atol(argv[2]) : 100000);
+  if (argc >= 2 && !strcmp(argv[1], "--cudnn-legacy-child"))
+    return cudnn_legacy_child(argc > 2 ? atol(argv[2]) : 100000);
 #endif
   if (argc < 2) {
     fputs("usage: hook_overhead PATH/libmpprof.so [CALLS]\n", stderr);
@@ -482,6 +526,11 @@ int main(int argc, char **argv) {
          calls, DIM, DIM);
   rc |= table(self, lib, out, calls, short_configs, sizeof short_configs / sizeof short_configs[0],
               "--cudnn-child");
+  printf("\nhook_overhead: %ld calls of cudnnConvolutionForward (the legacy API), the same "
+         "convolution, its descriptors made once\n",
+         calls);
+  rc |= table(self, lib, out, calls, short_configs, sizeof short_configs / sizeof short_configs[0],
+              "--cudnn-legacy-child");
 #endif
   /* The first call: median over processes (each process has one first call). */
   static const config firsts[] = {

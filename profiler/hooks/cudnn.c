@@ -8,6 +8,7 @@
 
 #include "conv_decode.h"
 #include "cudnn_common.h"
+#include "gemm_decode.h"
 #include "hook.h"
 
 #define MPP_MODULE_SONAME "libcudnn.so.9"
@@ -97,84 +98,88 @@ void *mpp_cudnn_stream(cudnnHandle_t h) {
   return NULL;
 }
 
-/* Descriptors in role order (see mpp_conv_decode); is_filter marks which one
- * is w. alpha: the call's (shadow execution), NULL where the op is more than
- * alpha times the convolution (the fused bias-activation forward). */
-static bool decode(mpp_op *op, const char *api, mpp_op_kind kind, cudnnHandle_t h,
-                   const void *alpha, const void *d0, const void *d1, const void *d2,
-                   int filter_index, cudnnConvolutionDescriptor_t cd, const void *p0,
-                   const void *p1, const void *p2) {
-  mpp_tensor_desc t[3];
+/* Descriptors in role order (see mpp_conv_decode); filter_index marks which
+ * one is w. alpha: the call's (shadow execution), NULL where the op is more
+ * than alpha times the convolution (the fused bias-activation forward).
+ * Without shadow execution the op comes from the thread's memo
+ * (mpp_conv_decode_memo: what the getters said, decoded once); with it,
+ * decoded afresh with what shadow execution reads (alpha, the group count). */
+static mpp_op *decode(mpp_op *scratch, const char *api, mpp_op_kind kind, cudnnHandle_t h,
+                      const void *alpha, const void *d0, const void *d1, const void *d2,
+                      int filter_index, cudnnConvolutionDescriptor_t cd, const void *p0,
+                      const void *p1, const void *p2) {
+  mpp_tensor_desc t[3] = {0}; /* all of it: the memo compares its words */
   const void *d[3] = {d0, d1, d2};
-  mpp_conv_desc c;
+  mpp_conv_desc c = {0};
   for (int i = 0; i < 3; i++) {
     bool ok = i == filter_index ? filter_desc((cudnnFilterDescriptor_t)d[i], &t[i])
                                 : tensor_desc((cudnnTensorDescriptor_t)d[i], &t[i]);
-    if (!ok) return false;
+    if (!ok) return NULL;
   }
-  if (!conv_desc(cd, &c)) return false;
-  mpp_conv_decode(op, api, kind, &t[0], &t[1], &t[2], &c, p0, p1, p2);
-  op->conv_math = math_type_of(cd);
-  op->stream = mpp_cudnn_stream(h);
-  if (mpp_cfg.shadow) { /* what shadow execution needs besides (one more query) */
-    __typeof__(&cudnnGetConvolutionGroupCount) groups =
-        MPP_REAL(syms, cudnnGetConvolutionGroupCount);
-    int gc = 0;
-    c.groups = groups && groups(cd, &gc) == CUDNN_STATUS_SUCCESS ? gc : 0;
-    mpp_conv_shadow_of(op, &t[0], &t[1], &t[2], &c, alpha);
-  }
-  return true;
+  if (!conv_desc(cd, &c)) return NULL;
+  if (!mpp_cfg.shadow)
+    return mpp_conv_decode_memo(scratch, api, kind, t, &c, math_type_of(cd), mpp_cudnn_stream(h),
+                                p0, p1, p2);
+  mpp_conv_decode(scratch, api, kind, &t[0], &t[1], &t[2], &c, p0, p1, p2);
+  scratch->conv_math = math_type_of(cd);
+  scratch->stream = mpp_cudnn_stream(h);
+  /* what shadow execution needs besides (one more query) */
+  __typeof__(&cudnnGetConvolutionGroupCount) groups = MPP_REAL(syms, cudnnGetConvolutionGroupCount);
+  int gc = 0;
+  c.groups = groups && groups(cd, &gc) == CUDNN_STATUS_SUCCESS ? gc : 0;
+  mpp_conv_shadow_of(scratch, &t[0], &t[1], &t[2], &c, alpha);
+  return scratch;
 }
 
 #define FAIL CUDNN_STATUS_NOT_INITIALIZED
 
-MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionForward,
-            (cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc,
-             const void *x, const cudnnFilterDescriptor_t wDesc, const void *w,
-             const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo,
-             void *workSpace, size_t workSpaceSizeInBytes, const void *beta,
-             const cudnnTensorDescriptor_t yDesc, void *y),
-            (handle, alpha, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes,
-             beta, yDesc, y),
-            FAIL, mpp_cudnn_succeeded, decode,
-            ("cudnnConvolutionForward", MPP_OP_CONV_FWD, handle, alpha, xDesc, wDesc, yDesc, 1,
-             convDesc, x, w, y))
+MPP_MEMO_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionForward,
+                 (cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc,
+                  const void *x, const cudnnFilterDescriptor_t wDesc, const void *w,
+                  const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo,
+                  void *workSpace, size_t workSpaceSizeInBytes, const void *beta,
+                  const cudnnTensorDescriptor_t yDesc, void *y),
+                 (handle, alpha, xDesc, x, wDesc, w, convDesc, algo, workSpace,
+                  workSpaceSizeInBytes, beta, yDesc, y),
+                 FAIL, mpp_cudnn_succeeded, decode,
+                 ("cudnnConvolutionForward", MPP_OP_CONV_FWD, handle, alpha, xDesc, wDesc, yDesc, 1,
+                  convDesc, x, w, y))
 
-MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBiasActivationForward,
-            (cudnnHandle_t handle, const void *alpha1, const cudnnTensorDescriptor_t xDesc,
-             const void *x, const cudnnFilterDescriptor_t wDesc, const void *w,
-             const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo,
-             void *workSpace, size_t workSpaceSizeInBytes, const void *alpha2,
-             const cudnnTensorDescriptor_t zDesc, const void *z,
-             const cudnnTensorDescriptor_t biasDesc, const void *bias,
-             const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t yDesc,
-             void *y),
-            (handle, alpha1, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes,
-             alpha2, zDesc, z, biasDesc, bias, activationDesc, yDesc, y),
-            FAIL, mpp_cudnn_succeeded, decode,
-            ("cudnnConvolutionBiasActivationForward", MPP_OP_CONV_FWD, handle, NULL, xDesc, wDesc,
-             yDesc, 1, convDesc, x, w, y))
+MPP_MEMO_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBiasActivationForward,
+                 (cudnnHandle_t handle, const void *alpha1, const cudnnTensorDescriptor_t xDesc,
+                  const void *x, const cudnnFilterDescriptor_t wDesc, const void *w,
+                  const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo,
+                  void *workSpace, size_t workSpaceSizeInBytes, const void *alpha2,
+                  const cudnnTensorDescriptor_t zDesc, const void *z,
+                  const cudnnTensorDescriptor_t biasDesc, const void *bias,
+                  const cudnnActivationDescriptor_t activationDesc,
+                  const cudnnTensorDescriptor_t yDesc, void *y),
+                 (handle, alpha1, xDesc, x, wDesc, w, convDesc, algo, workSpace,
+                  workSpaceSizeInBytes, alpha2, zDesc, z, biasDesc, bias, activationDesc, yDesc, y),
+                 FAIL, mpp_cudnn_succeeded, decode,
+                 ("cudnnConvolutionBiasActivationForward", MPP_OP_CONV_FWD, handle, NULL, xDesc,
+                  wDesc, yDesc, 1, convDesc, x, w, y))
 
-MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBackwardData,
-            (cudnnHandle_t handle, const void *alpha, const cudnnFilterDescriptor_t wDesc,
-             const void *w, const cudnnTensorDescriptor_t dyDesc, const void *dy,
-             const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdDataAlgo_t algo,
-             void *workSpace, size_t workSpaceSizeInBytes, const void *beta,
-             const cudnnTensorDescriptor_t dxDesc, void *dx),
-            (handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes,
-             beta, dxDesc, dx),
-            FAIL, mpp_cudnn_succeeded, decode,
-            ("cudnnConvolutionBackwardData", MPP_OP_CONV_BWD_DATA, handle, alpha, dyDesc, wDesc,
-             dxDesc, 1, convDesc, dy, w, dx))
+MPP_MEMO_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBackwardData,
+                 (cudnnHandle_t handle, const void *alpha, const cudnnFilterDescriptor_t wDesc,
+                  const void *w, const cudnnTensorDescriptor_t dyDesc, const void *dy,
+                  const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdDataAlgo_t algo,
+                  void *workSpace, size_t workSpaceSizeInBytes, const void *beta,
+                  const cudnnTensorDescriptor_t dxDesc, void *dx),
+                 (handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo, workSpace,
+                  workSpaceSizeInBytes, beta, dxDesc, dx),
+                 FAIL, mpp_cudnn_succeeded, decode,
+                 ("cudnnConvolutionBackwardData", MPP_OP_CONV_BWD_DATA, handle, alpha, dyDesc,
+                  wDesc, dxDesc, 1, convDesc, dy, w, dx))
 
-MPP_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBackwardFilter,
-            (cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc,
-             const void *x, const cudnnTensorDescriptor_t dyDesc, const void *dy,
-             const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdFilterAlgo_t algo,
-             void *workSpace, size_t workSpaceSizeInBytes, const void *beta,
-             const cudnnFilterDescriptor_t dwDesc, void *dw),
-            (handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes,
-             beta, dwDesc, dw),
-            FAIL, mpp_cudnn_succeeded, decode,
-            ("cudnnConvolutionBackwardFilter", MPP_OP_CONV_BWD_FILTER, handle, alpha, xDesc, dyDesc,
-             dwDesc, 2, convDesc, x, dy, dw))
+MPP_MEMO_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBackwardFilter,
+                 (cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc,
+                  const void *x, const cudnnTensorDescriptor_t dyDesc, const void *dy,
+                  const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdFilterAlgo_t algo,
+                  void *workSpace, size_t workSpaceSizeInBytes, const void *beta,
+                  const cudnnFilterDescriptor_t dwDesc, void *dw),
+                 (handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace,
+                  workSpaceSizeInBytes, beta, dwDesc, dw),
+                 FAIL, mpp_cudnn_succeeded, decode,
+                 ("cudnnConvolutionBackwardFilter", MPP_OP_CONV_BWD_FILTER, handle, alpha, xDesc,
+                  dyDesc, dwDesc, 2, convDesc, x, dy, dw))

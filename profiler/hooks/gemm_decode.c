@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analysis/shadow_core.h"
+#include "conv_decode.h"
 #include "cuda_types.h"
 #include "profiler/mpp.h"
 #include "profiler/hostmem.h"
@@ -206,8 +207,18 @@ _Static_assert(sizeof(gemm_key) == 24 * 8, "gemm_key has padding");
 #define LT_SETS 4
 #define LT_SLOTS (LT_SETS * MEMO_WAYS)
 #define LT_KEY_WORDS (15 + 4 * 8)
+/* Legacy cuDNN convolutions' memo (mpp_conv_decode_memo), sets and
+ * replacement alike; its key is what the descriptors' getters said, as
+ * 8-byte words: api, kind, math type, stream; per tensor its type, rank,
+ * format, dims and strides (unused ones 0); the convolution's compute type,
+ * spatial rank, mode, groups, pads, strides, dilations. */
+#define CONV_SETS 4
+#define CONV_SLOTS (CONV_SETS * MEMO_WAYS)
+#define CONV_TENSOR_WORDS (3 + 2 * MPP_CONV_MAX_DIMS)
+#define CONV_KEY_WORDS (4 + 3 * CONV_TENSOR_WORDS + 10)
 /* memo_slot picks sets by a mask: no division on every call. */
-_Static_assert((MEMO_SETS & (MEMO_SETS - 1)) == 0 && (LT_SETS & (LT_SETS - 1)) == 0,
+_Static_assert((MEMO_SETS & (MEMO_SETS - 1)) == 0 && (LT_SETS & (LT_SETS - 1)) == 0 &&
+                   (CONV_SETS & (CONV_SETS - 1)) == 0,
                "memo sets are a power of two");
 
 /* A slot's tag: its key's hash and when it was used last. */
@@ -216,8 +227,8 @@ typedef struct memo_tag {
   uint64_t last; /* the memo's clock at the slot's last use; 0: never used */
 } memo_tag;
 
-/* One block per thread that calls the hooked GEMMs: the GEMM entries and
- * cublasLtMatmul's. */
+/* One block per thread that calls the hooked GEMMs and convolutions: the
+ * GEMM entries, cublasLtMatmul's and the legacy cuDNN convolutions'. */
 typedef struct gemm_memo {
   uint64_t clock; /* uses so far, both memos */
   memo_tag tag[MEMO_SLOTS];
@@ -232,6 +243,12 @@ typedef struct gemm_memo {
     mpp_op op;
     mpp_site_memo site;
   } lt[LT_SLOTS];
+  memo_tag conv_tag[CONV_SLOTS];
+  struct {
+    uint64_t key[CONV_KEY_WORDS];
+    mpp_op op;
+    mpp_site_memo site;
+  } conv[CONV_SLOTS];
 } gemm_memo;
 
 static __thread MPP_TLS gemm_memo *memo;
@@ -665,6 +682,82 @@ mpp_op *mpp_lt_decode_memo(mpp_op *scratch, const mpp_lt_call *g, void *stream,
     e->site = (mpp_site_memo){.op = mpp_site_memo_op()}; /* another op: its sites not known yet */
   }
   set_lt_pointers(&e->op, g);
+  e->op.site_memo = &e->site;
+  return &e->op;
+}
+
+/* --- legacy cuDNN convolutions --- */
+
+static bool conv_same(unsigned slot, const void *key) {
+  return memcmp(memo->conv[slot].key, key, sizeof memo->conv[slot].key) == 0;
+}
+
+static uint64_t *put_tensor(uint64_t *k, const mpp_tensor_desc *t) {
+  *k++ = (uint64_t)(int64_t)t->dtype;
+  *k++ = (uint64_t)(int64_t)t->nd;
+  *k++ = (uint64_t)(int64_t)t->format;
+  for (int i = 0; i < MPP_CONV_MAX_DIMS; i++)
+    *k++ = i < t->nd ? (uint64_t)t->dims[i] : 0;
+  for (int i = 0; i < MPP_CONV_MAX_DIMS; i++)
+    *k++ = i < t->nd ? (uint64_t)t->strides[i] : 0;
+  return k;
+}
+
+static void conv_decode_with(mpp_op *op, const char *api, mpp_op_kind kind,
+                             const mpp_tensor_desc t[3], const mpp_conv_desc *c,
+                             const char *conv_math, void *stream, const void *p0, const void *p1,
+                             const void *p2) {
+  mpp_conv_decode(op, api, kind, &t[0], &t[1], &t[2], c, p0, p1, p2);
+  op->conv_math = conv_math;
+  op->stream = stream;
+}
+
+mpp_op *mpp_conv_decode_memo(mpp_op *scratch, const char *api, mpp_op_kind kind,
+                             const mpp_tensor_desc t[3], const mpp_conv_desc *c,
+                             const char *conv_math, void *stream, const void *p0, const void *p1,
+                             const void *p2) {
+  gemm_memo *mm = memo_get();
+  if (!mm) {
+    conv_decode_with(scratch, api, kind, t, c, conv_math, stream, p0, p1, p2);
+    return scratch;
+  }
+  uint64_t key[CONV_KEY_WORDS], *k = key;
+  *k++ = (uint64_t)(uintptr_t)api;
+  *k++ = (uint64_t)kind;
+  *k++ = (uint64_t)(uintptr_t)conv_math;
+  *k++ = (uint64_t)(uintptr_t)stream;
+  for (int i = 0; i < 3; i++)
+    k = put_tensor(k, &t[i]);
+  *k++ = (uint64_t)(int64_t)c->comp_type;
+  *k++ = (uint64_t)(int64_t)c->nsp;
+  *k++ = (uint64_t)(int64_t)c->mode;
+  *k++ = (uint64_t)(int64_t)c->groups;
+  for (int i = 0; i < 2; i++) {
+    *k++ = (uint64_t)c->pad[i];
+    *k++ = (uint64_t)c->stride[i];
+    *k++ = (uint64_t)c->dilation[i];
+  }
+  /* x's first four dims, w's first, the kind and x's type (from the key:
+   * dims past a tensor's rank are 0 there) */
+  const uint64_t *x = key + 4, *w = x + CONV_TENSOR_WORDS;
+  uint64_t h = mix(x[3] * 0x9e3779b97f4a7c15ull ^ x[4] * 0xc2b2ae3d27d4eb4full ^
+                   x[5] * 0x165667b19e3779f9ull ^ x[6] ^ w[3] * 0x27d4eb2f165667c5ull ^
+                   ((uint64_t)kind << 4 | x[0] << 8));
+  bool hit;
+  __typeof__(mm->conv[0]) *e =
+      &mm->conv[memo_slot(mm->conv_tag, CONV_SETS, h, conv_same, key, &hit)];
+  if (!hit) {
+    conv_decode_with(&e->op, api, kind, t, c, conv_math, stream, NULL, NULL, NULL);
+    memcpy(e->key, key, sizeof key);
+    e->site = (mpp_site_memo){.op = mpp_site_memo_op()}; /* another op: its sites not known yet */
+  }
+  /* The pointers, where mpp_conv_decode puts them (roles in role order). */
+  const void *p[3] = {p0, p1, p2};
+  e->op.ptr_align = 0;
+  for (int i = 0; i < 3; i++) {
+    e->op.roles[i].view.data = p[i];
+    mpp_op_note_ptr(&e->op, p[i]);
+  }
   e->op.site_memo = &e->site;
   return &e->op;
 }

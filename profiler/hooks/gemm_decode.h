@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "conv_decode.h"
 #include "profiler/op.h"
 
 typedef struct mpp_gemm_call {
@@ -42,6 +43,14 @@ void mpp_gemm_decode(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx
  * keeps a thread's calls from nesting); calls with pointer arrays are
  * decoded afresh into `scratch`, and so is a call when no memory is left. */
 mpp_op *mpp_gemm_decode_memo(mpp_op *scratch, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx);
+
+/* A legacy cuDNN convolution (hooks/cudnn.c): mpp_conv_decode of these
+ * tensors (in role order) with its conv_math and stream set, through the
+ * same per-thread memo, keyed by everything but the three data pointers. */
+mpp_op *mpp_conv_decode_memo(mpp_op *scratch, const char *api, mpp_op_kind kind,
+                             const mpp_tensor_desc t[3], const mpp_conv_desc *c,
+                             const char *conv_math, void *stream, const void *p0, const void *p1,
+                             const void *p2);
 
 /* cublasLtMatmul, from attributes already read out of its descriptors (the
  * wrapper reads them with cublasLtMatmulDescGetAttribute and

@@ -20,6 +20,11 @@
  *              with one plan and two variant packs: A holds 0..4, then
  *              16..20 from another buffer (B 0..2 both times, C another
  *              buffer each time)
+ *   cudnnlegacy cudnnConvolutionForward (the legacy API), a 1x1 filter of 1,
+ *              three calls with one set of descriptors changed in place: x and
+ *              y [1,1,4,4] with x holding 1..16; then both set to [1,1,2,4]
+ *              with x holding 100..107 from another buffer; then the same
+ *              shapes with x holding -5..2 from a third buffer
  *   ltalgo     what NVIDIA's LtSgemmCustomFind sample does: cublasSetMatrix
  *              uploads, cublasLtMatmulAlgoGetIds / AlgoInit / capabilities /
  *              config / AlgoCheck for fp32, then cublasLtMatmul of 4x3x5
@@ -435,11 +440,65 @@ static int mode_cudnnmm(void) {
   return 0;
 }
 
+/* cudnnConvolutionForward with these shapes (set in place) and x values. */
+static double legacy_conv(cudnnHandle_t h, cudnnTensorDescriptor_t xd, cudnnTensorDescriptor_t yd,
+                          cudnnFilterDescriptor_t wd, cudnnConvolutionDescriptor_t cd,
+                          const void *dw, int hh, int ww, float first) {
+  float hx[16], hy[16];
+  for (int i = 0; i < hh * ww; i++)
+    hx[i] = first + (float)i;
+  CK(cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, hh, ww));
+  CK(cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, hh, ww));
+  void *dx = upload(hx, (size_t)(hh * ww) * sizeof(float)),
+       *dy = upload(hx, (size_t)(hh * ww) * sizeof(float));
+  const float one = 1, zero = 0;
+  void *ws;
+  CK(cudaMalloc(&ws, 1 << 16));
+  range("cudnnlegacy");
+  CK(cudnnConvolutionForward(h, &one, xd, dx, wd, dw, cd, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                             ws, 1 << 16, &zero, yd, dy));
+  range_end();
+  CK(cudaFree(ws));
+  CK(cudaMemcpy(hy, dy, (size_t)(hh * ww) * sizeof(float), cudaMemcpyDeviceToHost));
+  double s = 0;
+  for (int i = 0; i < hh * ww; i++)
+    s += hy[i] * (i + 1);
+  return s;
+}
+
+static int mode_cudnnlegacy(void) {
+  cudnnHandle_t h;
+  cudnnTensorDescriptor_t xd, yd;
+  cudnnFilterDescriptor_t wd;
+  cudnnConvolutionDescriptor_t cd;
+  CK(cudnnCreate(&h));
+  CK(cudnnCreateTensorDescriptor(&xd));
+  CK(cudnnCreateTensorDescriptor(&yd));
+  CK(cudnnCreateFilterDescriptor(&wd));
+  CK(cudnnCreateConvolutionDescriptor(&cd));
+  CK(cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 1, 1, 1, 1));
+  CK(cudnnSetConvolution2dDescriptor(cd, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                     CUDNN_DATA_FLOAT));
+  const float one = 1;
+  void *dw = upload(&one, sizeof one);
+  double s = legacy_conv(h, xd, yd, wd, cd, dw, 4, 4, 1);
+  s += 2 * legacy_conv(h, xd, yd, wd, cd, dw, 2, 4, 100);
+  s += 3 * legacy_conv(h, xd, yd, wd, cd, dw, 2, 4, -5);
+  printf("cudnnlegacy checksum %.17g\n", s);
+  CK(cudnnDestroyConvolutionDescriptor(cd));
+  CK(cudnnDestroyFilterDescriptor(wd));
+  CK(cudnnDestroyTensorDescriptor(yd));
+  CK(cudnnDestroyTensorDescriptor(xd));
+  CK(cudnnDestroy(h));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   if (!strcmp(mode, "grouped2")) return mode_grouped2();
   if (!strcmp(mode, "ltptr")) return mode_ltptr();
   if (!strcmp(mode, "cudnnmm")) return mode_cudnnmm();
+  if (!strcmp(mode, "cudnnlegacy")) return mode_cudnnlegacy();
   if (!strcmp(mode, "ltalgo")) return mode_ltalgo();
   if (!strcmp(mode, "fp8sat")) return mode_fp8sat();
   if (!strcmp(mode, "privblas")) return mode_privblas();

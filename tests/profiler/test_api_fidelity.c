@@ -154,6 +154,28 @@ static void cudnn_backend_matmul_records_its_compute_type(void **state) {
   cJSON_Delete(doc);
 }
 
+/* Legacy cuDNN convolutions are decoded through a per-thread memo keyed by
+ * what the descriptors' getters say: descriptors changed in place between
+ * calls give the new shape's site, and each call's own buffers are scanned. */
+static void legacy_conv_descriptors_changed_in_place_are_read_again(void **state) {
+  (void)state;
+  cJSON *doc = run_mode(outdir("cudnnlegacy"), "cudnnlegacy", NULL);
+  cJSON *a = site(doc, "cudnnConvolutionForward", 16), *b = site(doc, "cudnnConvolutionForward", 8);
+  assert_int_equal(num(a, "calls"), 1);
+  assert_int_equal(num(a, "conv.h"), 4);
+  assert_int_equal(num(a, "tensors.x.count"), 16);
+  assert_int_equal(num(a, "tensors.x.min"), 1);
+  assert_int_equal(num(a, "tensors.x.max"), 16);
+  assert_int_equal(num(b, "calls"), 2);
+  assert_int_equal(num(b, "conv.h"), 2);
+  assert_int_equal(num(b, "conv.w"), 4);
+  assert_int_equal(num(b, "tensors.x.count"), 16); /* 8 a call */
+  assert_int_equal(num(b, "tensors.x.min"), -5);   /* the third call's buffer */
+  assert_int_equal(num(b, "tensors.x.max"), 107);  /* the second's */
+  assert_int_equal(num(b, "tensors.y.max"), 107);
+  cJSON_Delete(doc);
+}
+
 /* A program that picks its cuBLASLt algorithm the way NVIDIA's
  * LtSgemmCustomFind sample does (AlgoGetIds, AlgoInit, capabilities, config,
  * AlgoCheck) runs unchanged under mpprof, and its matmul is recorded. */
@@ -362,6 +384,7 @@ int main(void) {
       cmocka_unit_test(each_group_of_a_grouped_gemm_has_its_own_operand_values),
       cmocka_unit_test(a_pointer_array_lt_batch_is_scanned_matrix_by_matrix),
       cmocka_unit_test(cudnn_backend_matmul_records_its_compute_type),
+      cmocka_unit_test(legacy_conv_descriptors_changed_in_place_are_read_again),
       cmocka_unit_test(a_cublaslt_program_choosing_its_algorithm_runs_and_is_recorded),
       cmocka_unit_test(a_saturated_fp8_output_is_overflow_with_its_scales_and_amax),
       cmocka_unit_test(a_scaled_fp8_call_is_shadowed_at_its_scales),

@@ -439,6 +439,145 @@ static void lt_calls_in_many_layers_find_their_sites_without_the_table(void **st
     assert_int_equal(calls[i], ROUNDS);
 }
 
+/* --- legacy cuDNN convolutions (mpp_conv_decode_memo) --- */
+
+static void conv_base(mpp_tensor_desc t[3], mpp_conv_desc *c) {
+  memset(t, 0, 3 * sizeof *t);
+  memset(c, 0, sizeof *c);
+  const int64_t xd[4] = {2, 3, 8, 8}, wd[4] = {4, 3, 3, 3}, yd[4] = {2, 4, 6, 6};
+  const int64_t *dims[3] = {xd, wd, yd};
+  for (int i = 0; i < 3; i++) {
+    t[i].dtype = 2; /* CUDNN_DATA_HALF */
+    t[i].nd = 4;
+    int64_t st = 1;
+    for (int d = 3; d >= 0; d--) {
+      t[i].dims[d] = dims[i][d];
+      t[i].strides[d] = i == 1 ? 0 : st; /* a filter: packed, no strides */
+      st *= dims[i][d];
+    }
+  }
+  c->comp_type = 0; /* CUDNN_DATA_FLOAT */
+  c->nsp = 2;
+  for (int i = 0; i < 2; i++)
+    c->stride[i] = c->dilation[i] = 1;
+}
+
+/* What the memo is keyed by, one field at a time. */
+static void conv_variant(int v, mpp_tensor_desc t[3], mpp_conv_desc *c, const char **math,
+                         void **stream, mpp_op_kind *kind) {
+  switch (v) {
+  case 0:
+    t[0].dtype = 0;
+    break;
+  case 1:
+    t[0].dims[2] = 9;
+    break;
+  case 2:
+    t[0].strides[3] = 2;
+    break;
+  case 3:
+    t[1].dims[0] = 5;
+    break;
+  case 4:
+    t[1].format = 1;
+    break;
+  case 5:
+    t[2].dims[3] = 7;
+    break;
+  case 6:
+    t[2].nd = 3;
+    break;
+  case 7:
+    c->pad[1] = 1;
+    break;
+  case 8:
+    c->stride[0] = 2;
+    break;
+  case 9:
+    c->dilation[1] = 2;
+    break;
+  case 10:
+    c->mode = 1;
+    break;
+  case 11:
+    c->comp_type = 2;
+    break;
+  case 12:
+    *math = "TENSOR_OP_MATH";
+    break;
+  case 13:
+    *stream = (void *)0x40;
+    break;
+  case 14:
+    *kind = MPP_OP_CONV_BWD_DATA;
+    break;
+  default:
+    break;
+  }
+}
+enum { CONV_VARIANTS = 15 };
+
+static void assert_same_conv_op(const mpp_op *a, const mpp_op *b) {
+  assert_same_op(a, b);
+  assert_memory_equal(&a->conv, &b->conv, sizeof a->conv);
+  assert_str_same(a->conv_math, b->conv_math);
+}
+
+static mpp_op *conv_memo(mpp_op *scratch, mpp_op_kind kind, const mpp_tensor_desc t[3],
+                         const mpp_conv_desc *c, const char *math, void *stream, int p) {
+  return mpp_conv_decode_memo(scratch, "cudnnConvolutionForward", kind, t, c, math, stream, mats[p],
+                              mats[p + 1], mats[p + 2]);
+}
+
+static void conv_fresh(mpp_op *op, mpp_op_kind kind, const mpp_tensor_desc t[3],
+                       const mpp_conv_desc *c, const char *math, void *stream, int p) {
+  mpp_conv_decode(op, "cudnnConvolutionForward", kind, &t[0], &t[1], &t[2], c, mats[p], mats[p + 1],
+                  mats[p + 2]);
+  op->conv_math = math;
+  op->stream = stream;
+}
+
+/* For a change of every field the key holds, the memo gives the op a fresh
+ * decode gives, from an entry of its own (then the base again from its
+ * entry); the same descriptors with other buffers hit the entry, the
+ * buffers put in. */
+static void conv_memo_gives_the_op_a_fresh_decode_gives(void **state) {
+  (void)state;
+  mpp_tensor_desc bt[3];
+  mpp_conv_desc bc;
+  conv_base(bt, &bc);
+  mpp_op fresh, scratch;
+  mpp_op *base = conv_memo(&scratch, MPP_OP_CONV_FWD, bt, &bc, "DEFAULT_MATH", NULL, 0);
+  assert_ptr_not_equal(base, &scratch);
+  mpp_site_memo *base_site = base->site_memo;
+  for (int v = 0; v < CONV_VARIANTS; v++) {
+    print_message("variant %d\n", v);
+    mpp_tensor_desc t[3];
+    mpp_conv_desc c;
+    conv_base(t, &c);
+    const char *math = "DEFAULT_MATH";
+    void *stream = NULL;
+    mpp_op_kind kind = MPP_OP_CONV_FWD;
+    conv_variant(v, t, &c, &math, &stream, &kind);
+    conv_fresh(&fresh, kind, t, &c, math, stream, 0);
+    mpp_op *a = conv_memo(&scratch, kind, t, &c, math, stream, 0);
+    assert_same_conv_op(a, &fresh);
+    assert_ptr_not_equal(a->site_memo, base_site); /* an entry of its own */
+    assert_same_conv_op(conv_memo(&scratch, kind, t, &c, math, stream, 0), &fresh);
+    conv_fresh(&fresh, MPP_OP_CONV_FWD, bt, &bc, "DEFAULT_MATH", NULL, 0);
+    mpp_op *b = conv_memo(&scratch, MPP_OP_CONV_FWD, bt, &bc, "DEFAULT_MATH", NULL, 0);
+    assert_same_conv_op(b, &fresh);
+    assert_ptr_equal(b->site_memo, base_site);
+  }
+  /* other buffers: the same entry, their pointers and alignment */
+  conv_fresh(&fresh, MPP_OP_CONV_FWD, bt, &bc, "DEFAULT_MATH", NULL, 1);
+  mpp_op *o = conv_memo(&scratch, MPP_OP_CONV_FWD, bt, &bc, "DEFAULT_MATH", NULL, 1);
+  assert_ptr_equal(o->site_memo, base_site);
+  assert_same_conv_op(o, &fresh);
+  assert_ptr_equal(o->roles[0].view.data, mats[1]);
+  assert_ptr_equal(o->roles[2].view.data, mats[3]);
+}
+
 static void same_arguments_with_other_matrices_hit_the_memo(void **state) {
   (void)state;
   mpp_gemm_call g = base_call();
@@ -889,6 +1028,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(memo_gives_the_op_a_fresh_decode_gives, reset_all),
       cmocka_unit_test_setup(same_arguments_with_other_matrices_hit_the_memo, reset_all),
+      cmocka_unit_test_setup(conv_memo_gives_the_op_a_fresh_decode_gives, reset_all),
       cmocka_unit_test_setup(pointer_array_calls_are_not_memoised, reset_all),
       cmocka_unit_test_setup(two_gemms_in_turn_keep_their_entries, reset_all),
       cmocka_unit_test_setup(a_models_gemms_in_turn_keep_their_entries, reset_all),
