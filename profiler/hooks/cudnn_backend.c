@@ -72,14 +72,12 @@ typedef struct be_graph {
   /* Plans executed with this graph, for the autotuning filter. */
   int nplans;
   void *plans[MAX_PLANS];
-  /* Each recorded op as decoded without its data pointers, built at the
-   * graph's first execution (NULL before, or without memory): an execution
-   * copies them and sets the pointers its variant pack gives (~140 ns of
-   * decoding a convolution saved per execution). nrec ops, op_of[i] the
-   * graph op of decoded[i]. */
+  /* The recorded ops (recorded()) in graph order, decoded without their
+   * data pointers, built at the graph's first execution (NULL before, or
+   * without memory): an execution copies them and sets the pointers its
+   * variant pack gives (~140 ns of decoding a convolution saved per
+   * execution). */
   mpp_op *decoded;
-  int nrec;
-  uint8_t op_of[MAX_GRAPH_OPS];
 } be_graph;
 
 typedef struct be_shadow {
