@@ -578,6 +578,89 @@ static void conv_memo_gives_the_op_a_fresh_decode_gives(void **state) {
   assert_ptr_equal(o->roles[2].view.data, mats[3]);
 }
 
+/* A ResNet-50's convolutions (batch 32, 224 x 224), forward, backward data
+ * and backward filter: 72 keys called in turn keep their entries and op ids
+ * after the first round, as a training loop calls them step after step.
+ * (With 32 entries every call of the three rounds was decoded again: keys
+ * called in a cycle longer than the memo evict each other before their turn.) */
+typedef struct conv_shape {
+  int64_t c, k, hw, r, stride;
+} conv_shape;
+
+static int resnet50_shapes(conv_shape *s) {
+  int n = 0;
+  s[n++] = (conv_shape){3, 64, 224, 7, 2};
+  const int64_t mid[4] = {64, 128, 256, 512}, size[4] = {56, 56, 28, 14};
+  int64_t in = 64;
+  for (int st = 0; st < 4; st++) {
+    int64_t m = mid[st], out = 4 * m, hw = size[st], stride = st ? 2 : 1, hw2 = hw / stride;
+    s[n++] = (conv_shape){in, m, hw, 1, 1};        /* first block: reduce */
+    s[n++] = (conv_shape){m, m, hw, 3, stride};    /* 3x3, strided after stage 1 */
+    s[n++] = (conv_shape){m, out, hw2, 1, 1};      /* expand */
+    s[n++] = (conv_shape){in, out, hw, 1, stride}; /* downsample */
+    s[n++] = (conv_shape){out, m, hw2, 1, 1};      /* other blocks: reduce */
+    if (stride != 1) s[n++] = (conv_shape){m, m, hw2, 3, 1};
+    in = out;
+  }
+  return n;
+}
+
+static void conv_of(const conv_shape *s, mpp_tensor_desc t[3], mpp_conv_desc *c) {
+  memset(t, 0, 3 * sizeof *t);
+  memset(c, 0, sizeof *c);
+  int64_t pad = s->r / 2, out = (s->hw + 2 * pad - s->r) / s->stride + 1;
+  const int64_t dims[3][4] = {
+      {32, s->c, s->hw, s->hw}, {s->k, s->c, s->r, s->r}, {32, s->k, out, out}};
+  for (int i = 0; i < 3; i++) {
+    t[i].dtype = 2;
+    t[i].nd = 4;
+    int64_t st = 1;
+    for (int d = 3; d >= 0; d--) {
+      t[i].dims[d] = dims[i][d];
+      t[i].strides[d] = i == 1 ? 0 : st;
+      st *= dims[i][d];
+    }
+  }
+  c->nsp = 2;
+  for (int i = 0; i < 2; i++) {
+    c->pad[i] = pad;
+    c->stride[i] = s->stride;
+    c->dilation[i] = 1;
+  }
+}
+
+static void a_resnets_convolutions_in_turn_keep_their_entries(void **state) {
+  (void)state;
+  conv_shape shapes[32];
+  int nshapes = resnet50_shapes(shapes);
+  enum { MAXKEYS = 96 };
+  mpp_tensor_desc t[MAXKEYS][3];
+  mpp_conv_desc c[MAXKEYS];
+  mpp_op_kind kind[MAXKEYS];
+  int n = 0;
+  const mpp_op_kind kinds[3] = {MPP_OP_CONV_FWD, MPP_OP_CONV_BWD_DATA, MPP_OP_CONV_BWD_FILTER};
+  for (int i = 0; i < nshapes; i++)
+    for (int k = 0; k < 3; k++, n++) {
+      assert_true(n < MAXKEYS);
+      conv_of(&shapes[i], t[n], &c[n]);
+      kind[n] = kinds[k];
+    }
+  assert_int_equal(n, 72);
+  mpp_op scratch, *first[MAXKEYS];
+  uint64_t ids[MAXKEYS];
+  for (int i = 0; i < n; i++) {
+    first[i] = conv_memo(&scratch, kind[i], t[i], &c[i], "DEFAULT_MATH", NULL, 0);
+    ids[i] = first[i]->site_memo->op;
+  }
+  int misses = 0;
+  for (int r = 0; r < 3; r++)
+    for (int i = 0; i < n; i++) {
+      mpp_op *op = conv_memo(&scratch, kind[i], t[i], &c[i], "DEFAULT_MATH", NULL, 0);
+      misses += op != first[i] || op->site_memo->op != ids[i];
+    }
+  assert_int_equal(misses, 0);
+}
+
 static void same_arguments_with_other_matrices_hit_the_memo(void **state) {
   (void)state;
   mpp_gemm_call g = base_call();
@@ -1029,6 +1112,7 @@ int main(void) {
       cmocka_unit_test_setup(memo_gives_the_op_a_fresh_decode_gives, reset_all),
       cmocka_unit_test_setup(same_arguments_with_other_matrices_hit_the_memo, reset_all),
       cmocka_unit_test_setup(conv_memo_gives_the_op_a_fresh_decode_gives, reset_all),
+      cmocka_unit_test_setup(a_resnets_convolutions_in_turn_keep_their_entries, reset_all),
       cmocka_unit_test_setup(pointer_array_calls_are_not_memoised, reset_all),
       cmocka_unit_test_setup(two_gemms_in_turn_keep_their_entries, reset_all),
       cmocka_unit_test_setup(a_models_gemms_in_turn_keep_their_entries, reset_all),
