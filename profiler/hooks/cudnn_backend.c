@@ -532,7 +532,7 @@ static void decode_graph_locked(be_graph *g) {
  * not know the plan); an execution of a further plan of a graph already run
  * is autotuning. */
 static bool decode_execute(mpp_calls *rec, cudnnHandle_t handle, void *plan, void *varpack) {
-  /* Room for a whole graph (~16 KB), reserved before the shadows' lock. */
+  /* Room for a whole graph (~19 KB, the thread's kept block), reserved before the shadows' lock. */
   if (!mpp_calls_reserve(rec, MAX_GRAPH_OPS, "a cuDNN graph execution")) return false;
   mpp_op *ops = rec->ops;
   int n = 0;
