@@ -361,6 +361,24 @@ static cudnnBackendDescriptor_t be_tensor3(int64_t uid, int64_t r, int64_t c) {
   return t;
 }
 
+/* One execution of cudnnmm's plan with a variant pack of its own (uids 1, 2,
+ * 3: A, B, C), in the mode's range; the pack is the caller's to destroy. */
+static cudnnBackendDescriptor_t execute_mm(cudnnHandle_t h, cudnnBackendDescriptor_t plan, void *a,
+                                           void *b, void *c) {
+  int64_t uids[3] = {1, 2, 3};
+  void *ptrs[3] = {a, b, c}, *ws = NULL;
+  cudnnBackendDescriptor_t vp = be_new(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids));
+  CK(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3,
+                              ptrs));
+  CK(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws));
+  CK(cudnnBackendFinalize(vp));
+  range("cudnnmm");
+  CK(cudnnBackendExecute(h, plan, vp));
+  range_end();
+  return vp;
+}
+
 static int mode_cudnnmm(void) {
   enum { M = 4, K = 8, N = 4 };
   cudnnHandle_t h;
@@ -399,32 +417,13 @@ static int mode_cudnnmm(void) {
   for (int i = 0; i < K * N; i++)
     hb[i] = f2h((float)(i % 3));
   void *da = upload(ha, sizeof ha), *db = upload(hb, sizeof hb), *dc = upload(hc, sizeof hc);
-  int64_t uids[3] = {1, 2, 3};
-  void *ptrs[3] = {da, db, dc}, *ws = NULL;
-  cudnnBackendDescriptor_t vp = be_new(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids));
-  CK(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3,
-                              ptrs));
-  CK(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws));
-  CK(cudnnBackendFinalize(vp));
-  range("cudnnmm");
-  CK(cudnnBackendExecute(h, plan, vp));
-  range_end();
+  cudnnBackendDescriptor_t vp = execute_mm(h, plan, da, db, dc);
   /* The same plan again, as frameworks run it: a new variant pack, other
    * buffers. */
   for (int i = 0; i < M * K; i++)
     ha[i] = f2h((float)(16 + i % 5));
   void *da2 = upload(ha, sizeof ha), *dc2 = upload(hc, sizeof hc);
-  void *ptrs2[3] = {da2, db, dc2};
-  cudnnBackendDescriptor_t vp2 = be_new(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(vp2, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids));
-  CK(cudnnBackendSetAttribute(vp2, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3,
-                              ptrs2));
-  CK(cudnnBackendSetAttribute(vp2, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws));
-  CK(cudnnBackendFinalize(vp2));
-  range("cudnnmm");
-  CK(cudnnBackendExecute(h, plan, vp2));
-  range_end();
+  cudnnBackendDescriptor_t vp2 = execute_mm(h, plan, da2, db, dc2);
   double s = 0;
   void *outs[2] = {dc, dc2};
   for (int r = 0; r < 2; r++) {

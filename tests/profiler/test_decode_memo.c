@@ -441,11 +441,15 @@ static void lt_calls_in_many_layers_find_their_sites_without_the_table(void **st
 
 /* --- legacy cuDNN convolutions (mpp_conv_decode_memo) --- */
 
-static void conv_base(mpp_tensor_desc t[3], mpp_conv_desc *c) {
+/* A 2-D convolution's descriptors as the legacy getters give them: fp16
+ * NCHW x (n, cin, hw, hw) and y, packed; a filter (k, cin, r, r) without
+ * strides; fp32 compute, square pads and strides, no dilation. */
+static void conv_descs(mpp_tensor_desc t[3], mpp_conv_desc *c, int64_t n, int64_t cin, int64_t k,
+                       int64_t hw, int64_t r, int64_t pad, int64_t stride) {
   memset(t, 0, 3 * sizeof *t);
   memset(c, 0, sizeof *c);
-  const int64_t xd[4] = {2, 3, 8, 8}, wd[4] = {4, 3, 3, 3}, yd[4] = {2, 4, 6, 6};
-  const int64_t *dims[3] = {xd, wd, yd};
+  int64_t out = (hw + 2 * pad - r) / stride + 1;
+  const int64_t dims[3][4] = {{n, cin, hw, hw}, {k, cin, r, r}, {n, k, out, out}};
   for (int i = 0; i < 3; i++) {
     t[i].dtype = 2; /* CUDNN_DATA_HALF */
     t[i].nd = 4;
@@ -458,8 +462,15 @@ static void conv_base(mpp_tensor_desc t[3], mpp_conv_desc *c) {
   }
   c->comp_type = 0; /* CUDNN_DATA_FLOAT */
   c->nsp = 2;
-  for (int i = 0; i < 2; i++)
-    c->stride[i] = c->dilation[i] = 1;
+  for (int i = 0; i < 2; i++) {
+    c->pad[i] = pad;
+    c->stride[i] = stride;
+    c->dilation[i] = 1;
+  }
+}
+
+static void conv_base(mpp_tensor_desc t[3], mpp_conv_desc *c) {
+  conv_descs(t, c, 2, 3, 4, 8, 3, 0, 1); /* y: 2, 4, 6, 6 */
 }
 
 /* What the memo is keyed by, one field at a time. */
@@ -606,27 +617,7 @@ static int resnet50_shapes(conv_shape *s) {
 }
 
 static void conv_of(const conv_shape *s, mpp_tensor_desc t[3], mpp_conv_desc *c) {
-  memset(t, 0, 3 * sizeof *t);
-  memset(c, 0, sizeof *c);
-  int64_t pad = s->r / 2, out = (s->hw + 2 * pad - s->r) / s->stride + 1;
-  const int64_t dims[3][4] = {
-      {32, s->c, s->hw, s->hw}, {s->k, s->c, s->r, s->r}, {32, s->k, out, out}};
-  for (int i = 0; i < 3; i++) {
-    t[i].dtype = 2;
-    t[i].nd = 4;
-    int64_t st = 1;
-    for (int d = 3; d >= 0; d--) {
-      t[i].dims[d] = dims[i][d];
-      t[i].strides[d] = i == 1 ? 0 : st;
-      st *= dims[i][d];
-    }
-  }
-  c->nsp = 2;
-  for (int i = 0; i < 2; i++) {
-    c->pad[i] = pad;
-    c->stride[i] = s->stride;
-    c->dilation[i] = 1;
-  }
+  conv_descs(t, c, 32, s->c, s->k, s->hw, s->r, s->r / 2, s->stride);
 }
 
 static void a_resnets_convolutions_in_turn_keep_their_entries(void **state) {
