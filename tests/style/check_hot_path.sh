@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# tests/style: the functions every hooked call runs carry no `rep stos` or
+# `rep movs` (the build's hot_path_c_args, top-level meson.build: their
+# start-up costs ~30 cycles, and GCC's generic tuning emits them for a
+# struct's memset or a bounded memcpy). From libmpprof.so's disassembly
+# (objdump); each function named must be there, so that a rename cannot make
+# the check pass unseen. Prints each offending instruction; exit 1 if any.
+set -uo pipefail
+objdump=${OBJDUMP:-objdump}
+(($# >= 2)) || { echo "usage: check_hot_path.sh LIBMPPROF.so FUNCTION..." >&2; exit 2; }
+lib=$1
+shift
+dis=$("$objdump" -d --no-show-raw-insn "$lib") || { echo "check_hot_path: $objdump failed on $lib" >&2; exit 2; }
+bad=0
+for fn in "$@"; do
+  body=$(awk -v fn="<$fn>:" '$2 == fn { on = 1; next } on && /^$/ { exit } on' <<<"$dis")
+  if [[ -z $body ]]; then
+    echo "check_hot_path: $fn not found in $lib (renamed or inlined? update the list in tests/profiler/meson.build)"
+    bad=1
+    continue
+  fi
+  reps=$(grep -E 'rep[a-z]* +(stos|movs)' <<<"$body")
+  if [[ -n $reps ]]; then
+    while IFS= read -r line; do echo "check_hot_path: $fn: $line"; done <<<"$reps"
+    bad=1
+  fi
+done
+((bad == 0)) && echo "check_hot_path: $# functions, no rep stos / rep movs"
+exit $bad
