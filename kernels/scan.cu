@@ -40,7 +40,8 @@
  *   MPP_HIST_WARP   every lane adds 1 to its warp's own slice (no contention
  *                   between warps), the slices summed at the end.
  * mpp_scan_ops uses MPP_SCAN_HIST; with MPP_SCAN_VARIANTS defined the fatbin
- * also carries mpp_scan_ops_match, _block, _warp, _warp4, _pat, _pat0, _lane and _lane0
+ * also carries mpp_scan_ops_match, _block, _warp, _warp4, _pat, _pat0, _lane, _lane0, _lane2
+ * and _lane20
  * (tests/gpu/devscan_check --kernel NAME measures one; scan_kernel_on_cpu
  * requires bit-identical records of each). */
 #define MPP_HIST_MATCH 0
@@ -72,6 +73,15 @@
  * (about 16 an element on the common path, against 71 measured for _warp4);
  * not yet measured on a GPU. */
 #define MPP_HIST_LANE 4
+/* MPP_HIST_LANE2: MPP_HIST_LANE, with 16-bit sources taken two elements at
+ * a time from each 32-bit word of a load: when both are common, one test of
+ * both, two counter increments, and the extremes by per-halfword SIMD
+ * max/min (__vmaxs2, __vmaxu2, __vminu2: one instruction each on sm_90)
+ * kept packed until the end; a word with a rare element feeds both through
+ * MPP_HIST_LANE's element path. Aimed at fp16 and bf16 (about 10
+ * instructions an element on the common path, against some 19 for _lane);
+ * sources of 32 bits run exactly as _lane. Not yet measured on a GPU. */
+#define MPP_HIST_LANE2 5
 #define MPP_LANE_WIN 32 /* exponent fields of the window */
 #define MPP_LANE_PATS (2 * MPP_LANE_WIN)
 #ifndef MPP_LANE_FOLD_AT
@@ -147,6 +157,9 @@ struct lane_ctx {
   unsigned short *lc;
   unsigned base, fast, smax, umax, amin;
   unsigned since; /* elements fed since the last fold */
+  /* MPP_HIST_LANE2's packed extremes of 16-bit pairs (per halfword: signed
+   * max, unsigned max, unsigned min of |x|), unpacked by lane_unpack2. */
+  unsigned smax2, umax2, amin2;
 };
 
 /* MPP_HIST_LANE's lane counters and the block's window. */
@@ -164,7 +177,12 @@ struct feed_state {
 
 /* Whether a source takes MPP_HIST_LANE's lane path (fp64 does not). */
 template <int HV, typename T> struct lane_path {
-  static const bool value = HV == MPP_HIST_LANE && sizeof(T) <= 4;
+  static const bool value = (HV == MPP_HIST_LANE || HV == MPP_HIST_LANE2) && sizeof(T) <= 4;
+};
+
+/* Whether a source takes MPP_HIST_LANE2's pairs (16-bit sources). */
+template <int HV, typename T> struct lane_pairs {
+  static const bool value = HV == MPP_HIST_LANE2 && sizeof(T) == 2;
 };
 
 /* Whether a source takes MPP_HIST_PAT's pattern path (fp64 does not). */
@@ -267,6 +285,44 @@ __device__ __forceinline__ void lane_element(const mpp_scan_params &p, block_sta
   lx.amin = lx.amin < (bits & abs_mask) ? lx.amin : (bits & abs_mask);
 }
 
+/* MPP_HIST_LANE2's pair: the two 16-bit elements of word w (low half
+ * first). Both common: counted here, extremes packed; else each by
+ * lane_element (which tests it again). */
+template <int SRC>
+__device__ __forceinline__ void lane_pair(const mpp_scan_params &p, block_state &sh, lane_ctx &lx,
+                                          thread_acc<unsigned> &a, unsigned w, bool valid,
+                                          unsigned lane, unsigned warp) {
+  const mpp_scan_fmt f = mpp_scan_fmt_of(SRC);
+  const unsigned emask = (1u << f.exp_bits) - 1;
+  const unsigned lo = w & 0xffffu, hi = w >> 16;
+  const unsigned dlo = ((lo >> f.man_bits) & emask) - lx.base;
+  const unsigned dhi = ((hi >> f.man_bits) & emask) - lx.base;
+  if (!valid || !(__funnelshift_rc(lx.fast, 0u, dlo) & __funnelshift_rc(lx.fast, 0u, dhi) & 1u)) {
+    lane_element<SRC, unsigned short>(p, sh, lx, a, (unsigned short)lo, valid, lane, warp);
+    lane_element<SRC, unsigned short>(p, sh, lx, a, (unsigned short)hi, valid, lane, warp);
+    return;
+  }
+  lx.lc[(((lo >> 15) * MPP_LANE_WIN) | dlo) * 32]++;
+  lx.lc[(((hi >> 15) * MPP_LANE_WIN) | dhi) * 32]++;
+  lx.smax2 = __vmaxs2(lx.smax2, w);
+  lx.umax2 = __vmaxu2(lx.umax2, w);
+  lx.amin2 = __vminu2(lx.amin2, w & 0x7fff7fffu);
+}
+
+/* The packed extremes into the lane's own (lane_element's terms: smax
+ * sign-extended, umax and amin zero-extended). Their start values change
+ * nothing: signed -32768 and 0 are no common element's bits (+-0 is rare),
+ * and 0xffff is above every |x| (lane_extremes reads it as none). */
+__device__ __forceinline__ void lane_unpack2(lane_ctx &lx) {
+  const int s0 = (int)(short)(lx.smax2 & 0xffffu), s1 = (int)(short)(lx.smax2 >> 16);
+  const int s = s0 > s1 ? s0 : s1;
+  lx.smax = (int)lx.smax > s ? lx.smax : (unsigned)s;
+  const unsigned u0 = lx.umax2 & 0xffffu, u1 = lx.umax2 >> 16, u = u0 > u1 ? u0 : u1;
+  lx.umax = lx.umax > u ? lx.umax : u;
+  const unsigned m0 = lx.amin2 & 0xffffu, m1 = lx.amin2 >> 16, m = m0 < m1 ? m0 : m1;
+  lx.amin = lx.amin < m ? lx.amin : m;
+}
+
 /* A lane's counters into the block's histogram (binade of exponent field e:
  * e + man_bits - 1) and its negatives, zeroing them. */
 template <int SRC>
@@ -329,7 +385,9 @@ __device__ __forceinline__ void feed_element(const mpp_scan_params &p, block_sta
   else if constexpr (pat_path<HV, T>::value)
     pat_element<SRC, T>(p, sh, ph, a, raw, valid, lane, warp);
   else
-    scan_element<SRC, T, HV == MPP_HIST_PAT || HV == MPP_HIST_LANE ? MPP_HIST_BLOCK : HV>(
+    scan_element<SRC, T,
+                 HV == MPP_HIST_PAT || HV == MPP_HIST_LANE || HV == MPP_HIST_LANE2 ? MPP_HIST_BLOCK
+                                                                                   : HV>(
         p, sh, a, raw, valid, lane, warp);
 }
 
@@ -439,7 +497,7 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, const fe
   const int npat = 1 << (f.width - f.man_bits); /* sign and exponent patterns */
   unsigned *ph = pat ? xs.pat->phist[warp] : nullptr;
   constexpr bool lanes = lane_path<HV, T>::value;
-  lane_ctx lx = {nullptr, 0, 0, 0x80000000u, 0, ~0u, 0};
+  lane_ctx lx = {nullptr, 0, 0, 0x80000000u, 0, ~0u, 0, 0x80008000u, 0, ~0u};
   for (int b = tid; b <= f.nbins && b < MPP_SCAN_MAX_BINS + 1; b += MPP_BLOCK) {
     if (b < f.nbins) {
       if (slices) {
@@ -504,12 +562,23 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, const fe
       } u0, u1;
       u0.v = valid0 ? __ldg(vdata + vi0) : make_uint4(0, 0, 0, 0);
       u1.v = valid1 ? __ldg(vdata + vi1) : make_uint4(0, 0, 0, 0);
+      if constexpr (lane_pairs<HV, T>::value) {
+        const unsigned w0[4] = {u0.v.x, u0.v.y, u0.v.z, u0.v.w};
+        const unsigned w1[4] = {u1.v.x, u1.v.y, u1.v.z, u1.v.w};
 #pragma unroll
-      for (int j = 0; j < VEC; j++)
-        feed_element<SRC, T, HV>(p, sh, ph, lx, a, u0.e[j], valid0, lane, warp);
+        for (int j = 0; j < 4; j++)
+          lane_pair<SRC>(p, sh, lx, a, w0[j], valid0, lane, warp);
 #pragma unroll
-      for (int j = 0; j < VEC; j++)
-        feed_element<SRC, T, HV>(p, sh, ph, lx, a, u1.e[j], valid1, lane, warp);
+        for (int j = 0; j < 4; j++)
+          lane_pair<SRC>(p, sh, lx, a, w1[j], valid1, lane, warp);
+      } else {
+#pragma unroll
+        for (int j = 0; j < VEC; j++)
+          feed_element<SRC, T, HV>(p, sh, ph, lx, a, u0.e[j], valid0, lane, warp);
+#pragma unroll
+        for (int j = 0; j < VEC; j++)
+          feed_element<SRC, T, HV>(p, sh, ph, lx, a, u1.e[j], valid1, lane, warp);
+      }
     }
     if (bid == nblk - 1) {
       for (uint64_t base = 0; base < nscalar; base += MPP_BLOCK) {
@@ -539,6 +608,7 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, const fe
   }
   if constexpr (lanes) {
     lane_fold<SRC>(sh, lx.lc, lx.base, a);
+    if constexpr (lane_pairs<HV, T>::value) lane_unpack2(lx);
     lane_extremes<SRC>(a, lx.smax, lx.umax, lx.amin);
   }
   if (pat) {
@@ -698,7 +768,7 @@ template <int HV> __device__ __forceinline__ void scan_ops(const mpp_scan_launch
     __shared__ pat_state pat;
     xs.pat = &pat;
   }
-  if constexpr (HV == MPP_HIST_LANE) {
+  if constexpr (HV == MPP_HIST_LANE || HV == MPP_HIST_LANE2) {
     __shared__ lane_state lanes;
     xs.lane = &lanes;
   }
@@ -757,6 +827,16 @@ extern "C" __global__ void __launch_bounds__(MPP_BLOCK, MPP_SCAN_MIN_BLOCKS)
 }
 extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops_lane0(mpp_scan_launch l) {
   scan_ops<MPP_HIST_LANE>(l);
+}
+/* Lane-private counts with 16-bit pairs (MPP_HIST_LANE2), with and without
+ * the register bound (ptxas for sm_90: 40 bytes spilled with it, none
+ * without). */
+extern "C" __global__ void __launch_bounds__(MPP_BLOCK, MPP_SCAN_MIN_BLOCKS)
+    mpp_scan_ops_lane2(mpp_scan_launch l) {
+  scan_ops<MPP_HIST_LANE2>(l);
+}
+extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops_lane20(mpp_scan_launch l) {
+  scan_ops<MPP_HIST_LANE2>(l);
 }
 /* The same as _warp held to 64 registers (4 blocks an SM, more loads in flight, some spills). */
 extern "C" __global__ void __launch_bounds__(MPP_BLOCK, MPP_SCAN_MIN_BLOCKS)

@@ -83,6 +83,23 @@ static inline unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned shift
   unsigned long long x = (unsigned long long)hi << 32 | lo;
   return (unsigned)(x >> (shift < 32 ? shift : 32));
 }
+/* Per-halfword SIMD max/min: signed max, unsigned max, unsigned min. */
+static inline unsigned simt_halves(unsigned lo, unsigned hi) {
+  return (lo & 0xffffu) | hi << 16;
+}
+static inline unsigned __vmaxs2(unsigned a, unsigned b) {
+  short a0 = (short)(a & 0xffffu), b0 = (short)(b & 0xffffu), a1 = (short)(a >> 16),
+        b1 = (short)(b >> 16);
+  return simt_halves((unsigned short)(a0 > b0 ? a0 : b0), (unsigned short)(a1 > b1 ? a1 : b1));
+}
+static inline unsigned __vmaxu2(unsigned a, unsigned b) {
+  unsigned a0 = a & 0xffffu, b0 = b & 0xffffu, a1 = a >> 16, b1 = b >> 16;
+  return simt_halves(a0 > b0 ? a0 : b0, a1 > b1 ? a1 : b1);
+}
+static inline unsigned __vminu2(unsigned a, unsigned b) {
+  unsigned a0 = a & 0xffffu, b0 = b & 0xffffu, a1 = a >> 16, b1 = b >> 16;
+  return simt_halves(a0 < b0 ? a0 : b0, a1 < b1 ? a1 : b1);
+}
 /* Lockstep exchange: every lane of the warp publishes a value, then reads. */
 static inline simt::warp_ex &simt_publish(unsigned long long v) {
   simt::warp_ex &w = simt::warps[threadIdx.x / 32];

@@ -370,6 +370,30 @@ static int check_no_context(void) {
 }
 
 /* Every check, with the kernel's entry point set to `fn`. */
+/* N(0, 1) data (few binades, nothing rare: the common paths of the _pat and
+ * _lane feeds, whose extremes then decide the record's), as drawn, all
+ * positive and all negative (the sign bit of every element cleared or set:
+ * an extreme is then the element of least magnitude). */
+static int check_normal(mp_dtype dt, uint64_t seed) {
+  static const char *const what[3] = {"N(0, 1)", "|N(0, 1)|", "-|N(0, 1)|"};
+  unsigned w = mp_dtype_size(dt);
+  uint64_t n = 3001;
+  uint8_t *buf = (uint8_t *)mpp_scan_normal_data(dt, n, seed);
+  uint8_t *al = (uint8_t *)aligned_alloc(16, (n * w + 15) / 16 * 16);
+  int bad = 0;
+  for (int sign = 0; sign < 3; sign++) {
+    memcpy(al, buf, n * w);
+    for (uint64_t i = 0; sign && i < n;
+         i++) /* little-endian: the sign is the last byte's top bit */
+      al[(i + 1) * w - 1] = sign == 1 ? al[(i + 1) * w - 1] & 0x7f : al[(i + 1) * w - 1] | 0x80;
+    mp_view v = {dt, al, n, 1, n, 1, 0};
+    bad += check(what[sign], &v, 2);
+  }
+  free(buf);
+  free(al);
+  return bad;
+}
+
 static int check_all(void) {
   static const mp_dtype dts[] = {MP_FP64, MP_FP32, MP_FP16, MP_BF16, MP_FP8_E4M3, MP_FP8_E5M2};
   int bad = 0;
@@ -396,6 +420,7 @@ static int check_all(void) {
     free(al);
     bad += check_ptrs(dt, 37, 11, 40, 3, 2, 900 + i * 10);
     bad += check_ptrs(dt, 29, 50, 33, 4, 3, 950 + i * 10); /* several grid-stride rounds */
+    bad += check_normal(dt, 700 + i);
   }
   for (unsigned grid = 1; grid <= 3; grid++) {
     bad += check_saturated(MP_FP8_E4M3, grid);
@@ -410,16 +435,16 @@ static int check_all(void) {
 
 int main() {
   set_up_context();
-  /* Each way of feeding the histogram (kernels/scan.cu MPP_HIST_*); _warp4
-   * differs from _warp only in its register bound, nothing the CPU runs. */
+  /* Each way of feeding the histogram (kernels/scan.cu MPP_HIST_*); _warp4,
+   * _pat0, _lane0 and _lane20 differ from _warp, _pat, _lane and _lane2 only
+   * in their register bound, nothing the CPU runs. */
   static const struct {
     void (*fn)(mpp_scan_launch);
     const char *name;
-  } variants[] = {{mpp_scan_ops_match, "mpp_scan_ops_match"},
-                  {mpp_scan_ops_block, "mpp_scan_ops_block"},
-                  {mpp_scan_ops_warp, "mpp_scan_ops_warp"},
-                  {mpp_scan_ops_pat, "mpp_scan_ops_pat"},
-                  {mpp_scan_ops_lane, "mpp_scan_ops_lane"}};
+  } variants[] = {
+      {mpp_scan_ops_match, "mpp_scan_ops_match"}, {mpp_scan_ops_block, "mpp_scan_ops_block"},
+      {mpp_scan_ops_warp, "mpp_scan_ops_warp"},   {mpp_scan_ops_pat, "mpp_scan_ops_pat"},
+      {mpp_scan_ops_lane, "mpp_scan_ops_lane"},   {mpp_scan_ops_lane2, "mpp_scan_ops_lane2"}};
   int bad = 0;
   for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
     printf("--- %s\n", variants[i].name);
