@@ -40,8 +40,8 @@
  *   MPP_HIST_WARP   every lane adds 1 to its warp's own slice (no contention
  *                   between warps), the slices summed at the end.
  * mpp_scan_ops uses MPP_SCAN_HIST; with MPP_SCAN_VARIANTS defined the fatbin
- * also carries mpp_scan_ops_match, _block, _warp, _warp4, _pat, _pat0, _lane, _lane0, _lane2
- * and _lane20
+ * also carries mpp_scan_ops_match, _block, _warp, _warp4, _pat, _pat0, _lane, _lane0, _lane2,
+ * _lane20 and _lane64
  * (tests/gpu/devscan_check --kernel NAME measures one; scan_kernel_on_cpu
  * requires bit-identical records of each). */
 #define MPP_HIST_MATCH 0
@@ -65,13 +65,13 @@
  * address, so a plain load-add-store, no atomic, no conflict), and the test
  * for "common" is one bit of a register mask instead of a shared-memory
  * flag. A pattern is the sign and the exponent's offset in a window of 32
- * exponent fields: all of fp16's, and for bf16 and fp32 the window around
- * the first normal element a block reads (anything outside it takes the full
- * path, so the window only moves work, never results). Each lane folds its
- * counters into the block's histogram before they could wrap (lane_room)
- * and at the end. Aimed at the instruction count
- * (about 16 an element on the common path, against 71 measured for _warp4);
- * not yet measured on a GPU. */
+ * exponent fields: all of fp16's, and for bf16 and fp32 (fp64 under
+ * MPP_HIST_LANE64) the window around the first normal element a block reads
+ * (anything outside it takes the full path, so the window only moves work,
+ * never results). Each lane folds its counters into the block's histogram
+ * before they could wrap (lane_room) and at the end. Aimed at the
+ * instruction count (about 16 an element on the common path, against 71
+ * measured for _warp4); not yet measured on a GPU. */
 #define MPP_HIST_LANE 4
 /* MPP_HIST_LANE2: MPP_HIST_LANE, with 16-bit sources taken two elements at
  * a time from each 32-bit word of a load: when both are common, one test of
@@ -82,6 +82,13 @@
  * instructions an element on the common path, against some 19 for _lane);
  * sources of 32 bits run exactly as _lane. Not yet measured on a GPU. */
 #define MPP_HIST_LANE2 5
+/* MPP_HIST_LANE64: MPP_HIST_LANE2, with fp64 on the lane path too (64-bit
+ * extremes). Aimed at the block histogram's contention: every lane of the
+ * other feeds' fp64 path adds to one shared histogram, and the lanes of a
+ * warp mostly hit the same few binades. Its own entry point because the
+ * 64-bit path raises the register count of the whole kernel (ptxas, sm_90:
+ * the spills of _lane2 grow); not yet measured on a GPU. */
+#define MPP_HIST_LANE64 6
 #define MPP_LANE_WIN 32 /* exponent fields of the window */
 #define MPP_LANE_PATS (2 * MPP_LANE_WIN)
 #ifndef MPP_LANE_FOLD_AT
@@ -151,11 +158,17 @@ struct pat_state {
   unsigned int phist[MPP_WARPS][MPP_PAT_BINS];
 };
 
+/* The signed word of the same width (MPP_HIST_LANE's signed maximum). */
+template <typename W> struct signed_of { typedef int type; };
+template <> struct signed_of<unsigned long long> { typedef long long type; };
+
 /* A thread's MPP_HIST_LANE state: its column of counters, the window, and
- * the extremes of its common elements (see lane_extremes). */
-struct lane_ctx {
+ * the extremes of its common elements in the source's word W (see
+ * lane_extremes). */
+template <typename W> struct lane_ctx {
   unsigned short *lc;
-  unsigned base, fast, smax, umax, amin;
+  unsigned base, fast;
+  W smax, umax, amin;
   unsigned since; /* elements fed since the last fold */
   /* MPP_HIST_LANE2's packed extremes of 16-bit pairs (per halfword: signed
    * max, unsigned max, unsigned min of |x|), unpacked by lane_unpack2. */
@@ -175,14 +188,17 @@ struct feed_state {
   lane_state *lane;
 };
 
-/* Whether a source takes MPP_HIST_LANE's lane path (fp64 does not). */
+/* Whether a source takes MPP_HIST_LANE's lane path (16- and 32-bit sources;
+ * fp64 under MPP_HIST_LANE64; 8-bit sources count their 256 patterns as they are). */
 template <int HV, typename T> struct lane_path {
-  static const bool value = (HV == MPP_HIST_LANE || HV == MPP_HIST_LANE2) && sizeof(T) <= 4;
+  static const bool value =
+      ((HV == MPP_HIST_LANE || HV == MPP_HIST_LANE2) && (sizeof(T) == 2 || sizeof(T) == 4)) ||
+      (HV == MPP_HIST_LANE64 && sizeof(T) >= 2);
 };
 
 /* Whether a source takes MPP_HIST_LANE2's pairs (16-bit sources). */
 template <int HV, typename T> struct lane_pairs {
-  static const bool value = HV == MPP_HIST_LANE2 && sizeof(T) == 2;
+  static const bool value = (HV == MPP_HIST_LANE2 || HV == MPP_HIST_LANE64) && sizeof(T) == 2;
 };
 
 /* Whether a source takes MPP_HIST_PAT's pattern path (fp64 does not). */
@@ -264,23 +280,26 @@ __device__ __forceinline__ void pat_element(const mpp_scan_params &p, block_stat
  * scan_element. lc: this lane's column of its warp's slice (stride 32);
  * fast: bit d set where window offset d is a normal exponent whose binade
  * holds no cast threshold. */
-template <int SRC, typename T>
+template <int SRC, typename T, typename W>
 __device__ __forceinline__ void lane_element(const mpp_scan_params &p, block_state &sh,
-                                             lane_ctx &lx, thread_acc<unsigned> &a, T raw,
-                                             bool valid, unsigned lane, unsigned warp) {
+                                             lane_ctx<W> &lx, thread_acc<W> &a, T raw, bool valid,
+                                             unsigned lane, unsigned warp) {
+  typedef typename signed_of<W>::type SW;
   const mpp_scan_fmt f = mpp_scan_fmt_of(SRC);
-  const unsigned abs_mask = ~0u >> (33 - f.width), emask = (1u << f.exp_bits) - 1;
-  const unsigned bits = (unsigned)raw, d = ((bits >> f.man_bits) & emask) - lx.base;
+  const int wbits = (int)sizeof(W) * 8;
+  const W abs_mask = ~(W)0 >> (wbits + 1 - f.width), bits = (W)raw;
+  const unsigned emask = (1u << f.exp_bits) - 1;
+  const unsigned d = ((unsigned)(bits >> f.man_bits) & emask) - lx.base;
   /* shift clamped at 32: offsets outside the window (d wraps) read 0 */
   if (!valid || !(__funnelshift_rc(lx.fast, 0u, d) & 1u)) {
     scan_element<SRC, T, MPP_HIST_BLOCK>(p, sh, a, raw, valid, lane, warp);
     return;
   }
-  lx.lc[(((bits >> (f.width - 1)) * MPP_LANE_WIN) | d) * 32]++;
+  lx.lc[(((unsigned)(bits >> (f.width - 1)) * MPP_LANE_WIN) | d) * 32]++;
   /* Sign-extended for the signed maximum: the largest positive element if
    * the lane saw one; the unsigned one: the negative of largest magnitude. */
-  const int sbits = (int)(bits << (32 - f.width)) >> (32 - f.width);
-  lx.smax = (int)lx.smax > sbits ? lx.smax : (unsigned)sbits;
+  const SW sbits = (SW)(bits << (wbits - f.width)) >> (wbits - f.width);
+  lx.smax = (SW)lx.smax > sbits ? lx.smax : (W)sbits;
   lx.umax = lx.umax > bits ? lx.umax : bits;
   lx.amin = lx.amin < (bits & abs_mask) ? lx.amin : (bits & abs_mask);
 }
@@ -289,9 +308,9 @@ __device__ __forceinline__ void lane_element(const mpp_scan_params &p, block_sta
  * first). Both common: counted here, extremes packed; else each by
  * lane_element (which tests it again). */
 template <int SRC>
-__device__ __forceinline__ void lane_pair(const mpp_scan_params &p, block_state &sh, lane_ctx &lx,
-                                          thread_acc<unsigned> &a, unsigned w, bool valid,
-                                          unsigned lane, unsigned warp) {
+__device__ __forceinline__ void lane_pair(const mpp_scan_params &p, block_state &sh,
+                                          lane_ctx<unsigned> &lx, thread_acc<unsigned> &a,
+                                          unsigned w, bool valid, unsigned lane, unsigned warp) {
   const mpp_scan_fmt f = mpp_scan_fmt_of(SRC);
   const unsigned emask = (1u << f.exp_bits) - 1;
   const unsigned lo = w & 0xffffu, hi = w >> 16;
@@ -313,7 +332,7 @@ __device__ __forceinline__ void lane_pair(const mpp_scan_params &p, block_state 
  * sign-extended, umax and amin zero-extended). Their start values change
  * nothing: signed -32768 and 0 are no common element's bits (+-0 is rare),
  * and 0xffff is above every |x| (lane_extremes reads it as none). */
-__device__ __forceinline__ void lane_unpack2(lane_ctx &lx) {
+__device__ __forceinline__ void lane_unpack2(lane_ctx<unsigned> &lx) {
   const int s0 = (int)(short)(lx.smax2 & 0xffffu), s1 = (int)(short)(lx.smax2 >> 16);
   const int s = s0 > s1 ? s0 : s1;
   lx.smax = (int)lx.smax > s ? lx.smax : (unsigned)s;
@@ -325,9 +344,9 @@ __device__ __forceinline__ void lane_unpack2(lane_ctx &lx) {
 
 /* A lane's counters into the block's histogram (binade of exponent field e:
  * e + man_bits - 1) and its negatives, zeroing them. */
-template <int SRC>
+template <int SRC, typename W>
 __device__ __forceinline__ void lane_fold(block_state &sh, unsigned short *lc, unsigned base,
-                                          thread_acc<unsigned> &a) {
+                                          thread_acc<W> &a) {
   const mpp_scan_fmt f = mpp_scan_fmt_of(SRC);
   for (int pat = 0; pat < MPP_LANE_PATS; pat++) {
     unsigned c = lc[pat * 32];
@@ -340,8 +359,8 @@ __device__ __forceinline__ void lane_fold(block_state &sh, unsigned short *lc, u
 
 /* Before a round that feeds this lane n more elements: folds first if its
  * counters could otherwise wrap. */
-template <int SRC>
-__device__ __forceinline__ void lane_room(block_state &sh, lane_ctx &lx, thread_acc<unsigned> &a,
+template <int SRC, typename W>
+__device__ __forceinline__ void lane_room(block_state &sh, lane_ctx<W> &lx, thread_acc<W> &a,
                                           unsigned n) {
   if (lx.since + n > MPP_LANE_FOLD_AT) {
     lane_fold<SRC>(sh, lx.lc, lx.base, a);
@@ -355,21 +374,22 @@ __device__ __forceinline__ void lane_room(block_state &sh, lane_ctx &lx, thread_
  * umax the smallest if one was negative; else all were negative (the largest
  * is the one of least magnitude, amin) or all positive (the smallest is
  * amin). */
-template <int SRC>
-__device__ __forceinline__ void lane_extremes(thread_acc<unsigned> &a, unsigned smax, unsigned umax,
-                                              unsigned amin) {
+template <int SRC, typename W>
+__device__ __forceinline__ void lane_extremes(thread_acc<W> &a, W smax, W umax, W amin) {
+  typedef typename signed_of<W>::type SW;
   const mpp_scan_fmt f = mpp_scan_fmt_of(SRC);
-  const unsigned key_mask = ~0u >> (32 - f.width), abs_mask = key_mask >> 1, sign = abs_mask + 1;
+  const W key_mask = ~(W)0 >> ((int)sizeof(W) * 8 - f.width), abs_mask = key_mask >> 1,
+          sign = abs_mask + 1;
   if (amin > abs_mask) return; /* no common element */
-  const bool has_pos = (int)smax >= 0, has_neg = umax & sign;
-  const unsigned mx = has_pos ? smax & key_mask : amin | sign;
-  const unsigned mn = has_neg ? umax : amin;
-  const unsigned kmax = (mx & sign) ? (~mx & key_mask) : (mx | sign);
-  const unsigned kmin = (mn & sign) ? (~mn & key_mask) : (mn | sign);
+  const bool has_pos = (SW)smax >= 0, has_neg = (umax & sign) != 0;
+  const W mx = has_pos ? smax & key_mask : amin | sign;
+  const W mn = has_neg ? umax : amin;
+  const W kmax = (mx & sign) ? (~mx & key_mask) : (mx | sign);
+  const W kmin = (mn & sign) ? (~mn & key_mask) : (mn | sign);
   a.max_key = kmax > a.max_key ? kmax : a.max_key;
   a.min_inv = (kmin ^ key_mask) > a.min_inv ? (kmin ^ key_mask) : a.min_inv;
-  const unsigned apos = has_pos ? smax & abs_mask : 0, aneg = has_neg ? umax & abs_mask : 0;
-  const unsigned amax = apos > aneg ? apos : aneg;
+  const W apos = has_pos ? smax & abs_mask : 0, aneg = has_neg ? umax & abs_mask : 0;
+  const W amax = apos > aneg ? apos : aneg;
   a.absmax = amax > a.absmax ? amax : a.absmax;
   a.minabs_inv = (amin ^ abs_mask) > a.minabs_inv ? (amin ^ abs_mask) : a.minabs_inv;
 }
@@ -377,18 +397,19 @@ __device__ __forceinline__ void lane_extremes(thread_acc<unsigned> &a, unsigned 
 /* Calls the element function of the feed HV. */
 template <int SRC, typename T, int HV>
 __device__ __forceinline__ void feed_element(const mpp_scan_params &p, block_state &sh,
-                                             unsigned *ph, lane_ctx &lx,
+                                             unsigned *ph, lane_ctx<typename word_of<T>::type> &lx,
                                              thread_acc<typename word_of<T>::type> &a, T raw,
                                              bool valid, unsigned lane, unsigned warp) {
   if constexpr (lane_path<HV, T>::value)
-    lane_element<SRC, T>(p, sh, lx, a, raw, valid, lane, warp);
+    lane_element<SRC, T, typename word_of<T>::type>(p, sh, lx, a, raw, valid, lane, warp);
   else if constexpr (pat_path<HV, T>::value)
     pat_element<SRC, T>(p, sh, ph, a, raw, valid, lane, warp);
   else
     scan_element<SRC, T,
-                 HV == MPP_HIST_PAT || HV == MPP_HIST_LANE || HV == MPP_HIST_LANE2 ? MPP_HIST_BLOCK
-                                                                                   : HV>(
-        p, sh, a, raw, valid, lane, warp);
+                 HV == MPP_HIST_PAT || HV == MPP_HIST_LANE || HV == MPP_HIST_LANE2 ||
+                         HV == MPP_HIST_LANE64
+                     ? MPP_HIST_BLOCK
+                     : HV>(p, sh, a, raw, valid, lane, warp);
 }
 
 __device__ __forceinline__ unsigned long long warp_sum(unsigned long long v) {
@@ -477,7 +498,7 @@ __device__ unsigned lane_window(const mpp_scan_params &p, unsigned bid) {
     const T *data = (const T *)p.data;
     uint64_t first = (uint64_t)bid * MPP_BLOCK * (16 / sizeof(T));
     for (uint64_t i = first; i < first + 8 && i < p.n; i++) {
-      unsigned x = ((unsigned)data[i] >> f.man_bits) & emask;
+      unsigned x = (unsigned)((typename word_of<T>::type)data[i] >> f.man_bits) & emask;
       if (x > 0 && x < emask) {
         e = x;
         break;
@@ -497,7 +518,8 @@ __device__ void scan_general(const mpp_scan_params &p, block_state &sh, const fe
   const int npat = 1 << (f.width - f.man_bits); /* sign and exponent patterns */
   unsigned *ph = pat ? xs.pat->phist[warp] : nullptr;
   constexpr bool lanes = lane_path<HV, T>::value;
-  lane_ctx lx = {nullptr, 0, 0, 0x80000000u, 0, ~0u, 0, 0x80008000u, 0, ~0u};
+  typedef typename word_of<T>::type W;
+  lane_ctx<W> lx = {nullptr, 0, 0, (W)1 << (sizeof(W) * 8 - 1), 0, ~(W)0, 0, 0x80008000u, 0, ~0u};
   for (int b = tid; b <= f.nbins && b < MPP_SCAN_MAX_BINS + 1; b += MPP_BLOCK) {
     if (b < f.nbins) {
       if (slices) {
@@ -768,7 +790,7 @@ template <int HV> __device__ __forceinline__ void scan_ops(const mpp_scan_launch
     __shared__ pat_state pat;
     xs.pat = &pat;
   }
-  if constexpr (HV == MPP_HIST_LANE || HV == MPP_HIST_LANE2) {
+  if constexpr (HV == MPP_HIST_LANE || HV == MPP_HIST_LANE2 || HV == MPP_HIST_LANE64) {
     __shared__ lane_state lanes;
     xs.lane = &lanes;
   }
@@ -837,6 +859,10 @@ extern "C" __global__ void __launch_bounds__(MPP_BLOCK, MPP_SCAN_MIN_BLOCKS)
 }
 extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops_lane20(mpp_scan_launch l) {
   scan_ops<MPP_HIST_LANE2>(l);
+}
+/* _lane2 with fp64 on the lane path (MPP_HIST_LANE64), without the register bound. */
+extern "C" __global__ void __launch_bounds__(MPP_BLOCK) mpp_scan_ops_lane64(mpp_scan_launch l) {
+  scan_ops<MPP_HIST_LANE64>(l);
 }
 /* The same as _warp held to 64 registers (4 blocks an SM, more loads in flight, some spills). */
 extern "C" __global__ void __launch_bounds__(MPP_BLOCK, MPP_SCAN_MIN_BLOCKS)

@@ -442,9 +442,10 @@ int main() {
     void (*fn)(mpp_scan_launch);
     const char *name;
   } variants[] = {
-      {mpp_scan_ops_match, "mpp_scan_ops_match"}, {mpp_scan_ops_block, "mpp_scan_ops_block"},
-      {mpp_scan_ops_warp, "mpp_scan_ops_warp"},   {mpp_scan_ops_pat, "mpp_scan_ops_pat"},
-      {mpp_scan_ops_lane, "mpp_scan_ops_lane"},   {mpp_scan_ops_lane2, "mpp_scan_ops_lane2"}};
+      {mpp_scan_ops_match, "mpp_scan_ops_match"},  {mpp_scan_ops_block, "mpp_scan_ops_block"},
+      {mpp_scan_ops_warp, "mpp_scan_ops_warp"},    {mpp_scan_ops_pat, "mpp_scan_ops_pat"},
+      {mpp_scan_ops_lane, "mpp_scan_ops_lane"},    {mpp_scan_ops_lane2, "mpp_scan_ops_lane2"},
+      {mpp_scan_ops_lane64, "mpp_scan_ops_lane64"}};
   int bad = 0;
   for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
     printf("--- %s\n", variants[i].name);
