@@ -193,3 +193,11 @@ void mpp_conv_shadow_of_strided(mpp_op *op, const mpp_tensor_desc *t0, const mpp
     if (x->strides[i] <= 0 || w->strides[i] <= 0 || y->strides[i] <= 0) return;
   conv_shadow_set(op, x, w->strides, y, c, alpha);
 }
+
+void mpp_conv_decode_call(mpp_op *op, const char *api, mpp_op_kind kind, const mpp_tensor_desc t[3],
+                          const mpp_conv_desc *c, const char *conv_math, void *stream,
+                          const void *p0, const void *p1, const void *p2) {
+  mpp_conv_decode(op, api, kind, &t[0], &t[1], &t[2], c, p0, p1, p2);
+  op->conv_math = conv_math;
+  op->stream = stream;
+}

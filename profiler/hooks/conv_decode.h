@@ -31,6 +31,12 @@ typedef struct mpp_conv_desc {
 void mpp_conv_decode(mpp_op *op, const char *api, mpp_op_kind kind, const mpp_tensor_desc *x,
                      const mpp_tensor_desc *w, const mpp_tensor_desc *y, const mpp_conv_desc *c,
                      const void *px, const void *pw, const void *py);
+/* mpp_conv_decode of a legacy cuDNN call, tensors in role order, with the
+ * call's math type (mpp_op.conv_math) and stream: what the decode memo keeps
+ * and what a call decoded afresh gets. */
+void mpp_conv_decode_call(mpp_op *op, const char *api, mpp_op_kind kind, const mpp_tensor_desc t[3],
+                          const mpp_conv_desc *c, const char *conv_math, void *stream,
+                          const void *p0, const void *p1, const void *p2);
 /* What shadow execution needs to re-compute the convolution op (decoded by
  * mpp_conv_decode; op.h conv_shadow), from its tensors in role order, c
  * (with its group count) and the call's alpha (host memory; NULL: the op is

@@ -120,9 +120,8 @@ static mpp_op *decode(mpp_op *scratch, const char *api, mpp_op_kind kind, cudnnH
   if (!mpp_cfg.shadow)
     return mpp_conv_decode_memo(scratch, api, kind, t, &c, math_type_of(cd), mpp_cudnn_stream(h),
                                 p0, p1, p2);
-  mpp_conv_decode(scratch, api, kind, &t[0], &t[1], &t[2], &c, p0, p1, p2);
-  scratch->conv_math = math_type_of(cd);
-  scratch->stream = mpp_cudnn_stream(h);
+  mpp_conv_decode_call(scratch, api, kind, t, &c, math_type_of(cd), mpp_cudnn_stream(h), p0, p1,
+                       p2);
   /* what shadow execution needs besides (one more query) */
   __typeof__(&cudnnGetConvolutionGroupCount) groups = MPP_REAL(syms, cudnnGetConvolutionGroupCount);
   int gc = 0;

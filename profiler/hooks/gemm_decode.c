@@ -706,22 +706,13 @@ static uint64_t *put_tensor(uint64_t *k, const mpp_tensor_desc *t) {
   return k;
 }
 
-static void conv_decode_with(mpp_op *op, const char *api, mpp_op_kind kind,
-                             const mpp_tensor_desc t[3], const mpp_conv_desc *c,
-                             const char *conv_math, void *stream, const void *p0, const void *p1,
-                             const void *p2) {
-  mpp_conv_decode(op, api, kind, &t[0], &t[1], &t[2], c, p0, p1, p2);
-  op->conv_math = conv_math;
-  op->stream = stream;
-}
-
 mpp_op *mpp_conv_decode_memo(mpp_op *scratch, const char *api, mpp_op_kind kind,
                              const mpp_tensor_desc t[3], const mpp_conv_desc *c,
                              const char *conv_math, void *stream, const void *p0, const void *p1,
                              const void *p2) {
   gemm_memo *mm = memo_get();
   if (!mm) {
-    conv_decode_with(scratch, api, kind, t, c, conv_math, stream, p0, p1, p2);
+    mpp_conv_decode_call(scratch, api, kind, t, c, conv_math, stream, p0, p1, p2);
     return scratch;
   }
   uint64_t key[CONV_KEY_WORDS], *k = key;
@@ -750,7 +741,7 @@ mpp_op *mpp_conv_decode_memo(mpp_op *scratch, const char *api, mpp_op_kind kind,
   __typeof__(mm->conv[0]) *e =
       &mm->conv[memo_slot(mm->conv_tag, CONV_SETS, h, conv_same, key, &hit)];
   if (!hit) {
-    conv_decode_with(&e->op, api, kind, t, c, conv_math, stream, NULL, NULL, NULL);
+    mpp_conv_decode_call(&e->op, api, kind, t, c, conv_math, stream, NULL, NULL, NULL);
     memcpy(e->key, key, sizeof key);
     e->site = (mpp_site_memo){.op = mpp_site_memo_op()}; /* another op: its sites not known yet */
   }
