@@ -193,7 +193,7 @@ static void keep_range(nvtx_thread *t, uint32_t i, uint64_t end_ns) {
   uint32_t re = i + 1 < t->n ? t->e[i + 1].start : t->len;
   if (i > 0 && rs < re) rs++; /* the "/" before the name */
   uint32_t nl = re - rs < sizeof r->name - 1 ? re - rs : (uint32_t)sizeof r->name - 1;
-  memcpy(r->name, t->path + rs, nl);
+  mpp_memcpy_n(r->name, t->path + rs, nl);
   r->name[nl] = '\0';
   r->thread = b->thread;
   r->depth = i;

@@ -704,7 +704,7 @@ void mpp_tc_end(uint64_t op_id) {
       drop_locked(p);
     } else {
       p->nranges = n;
-      memcpy(p->tc, tc, (size_t)n);
+      mpp_memcpy_n(p->tc, tc, (size_t)n);
       memcpy(p->values, values, (size_t)n * sizeof values[0]);
       p->end_seq = atomic_fetch_add(&g_end_seq, 1) + 1;
       nv = settle_locked(p, v);

@@ -227,7 +227,7 @@ static void raw_put(lt_raw_memo *m, uint64_t hash, const lt_raw_parts *k, const 
   for (int i = 0; i < 5; i++) {
     size_t n = raw_part_words(i);
     if (k->p[i])
-      memcpy(w, k->p[i], n * 8);
+      mpp_memcpy_n(w, k->p[i], n * 8);
     else
       memset(w, 0, n * 8);
     w += n;

@@ -204,7 +204,7 @@ static void on_destroy(void *desc) {
 /* --- attributes --- */
 
 static void copy_i64(int64_t *dst, const void *src, int64_t n, int max) {
-  memcpy(dst, src, (size_t)(n < max ? n : max) * sizeof(int64_t));
+  mpp_memcpy_n(dst, src, (size_t)(n < max ? n : max) * sizeof(int64_t));
 }
 
 static void set_tensor_attr(be_tensor *t, int name, int64_t n, const void *v) {
@@ -246,15 +246,15 @@ static void set_conv_attr(mpp_conv_desc *c, int name, int64_t n, const void *v) 
     break;
   case CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS:
     copy_i64(tmp, v, n, MPP_CONV_MAX_DIMS);
-    memcpy(c->pad, tmp, (size_t)k * sizeof(int64_t));
+    mpp_memcpy_n(c->pad, tmp, (size_t)k * sizeof(int64_t));
     break;
   case CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES:
     copy_i64(tmp, v, n, MPP_CONV_MAX_DIMS);
-    memcpy(c->stride, tmp, (size_t)k * sizeof(int64_t));
+    mpp_memcpy_n(c->stride, tmp, (size_t)k * sizeof(int64_t));
     break;
   case CUDNN_ATTR_CONVOLUTION_DILATIONS:
     copy_i64(tmp, v, n, MPP_CONV_MAX_DIMS);
-    memcpy(c->dilation, tmp, (size_t)k * sizeof(int64_t));
+    mpp_memcpy_n(c->dilation, tmp, (size_t)k * sizeof(int64_t));
     break;
   default:
     break;
@@ -328,9 +328,11 @@ static void set_op_attr_locked(be_op *op, int name, int atype, int64_t n, const 
   if (!ref) return;
   int o = operand_of(op->type, name);
   if (o >= 0 && ref->type == CUDNN_BACKEND_TENSOR_DESCRIPTOR)
-    op->t[o] = ref->u.tensor; /* a copy: the tensor descriptor may be destroyed */
+    /* a copy: the tensor descriptor may be destroyed (by libc: GCC copies
+     * a struct on a path it deems cold with `rep movs`) */
+    mpp_memcpy_n(&op->t[o], &ref->u.tensor, sizeof op->t[o]);
   else if (is_conv_desc_attr(name) && ref->type == CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR) {
-    op->conv = ref->u.conv;
+    mpp_memcpy_n(&op->conv, &ref->u.conv, sizeof op->conv);
     op->has_conv = true;
   } else if (is_comp_desc_attr(name) && is_comp_desc(ref->type)) {
     op->comp_type = ref->u.comp_type; /* a copy, like the tensors */
@@ -386,9 +388,9 @@ static void on_set(void *desc, int name, int atype, int64_t n, const void *v) {
     case CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR:
       if (name == CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS) {
         s->u.vp.n = (int)(n < MAX_VP ? n : MAX_VP);
-        memcpy(s->u.vp.uids, v, (size_t)s->u.vp.n * sizeof(int64_t));
+        mpp_memcpy_n(s->u.vp.uids, v, (size_t)s->u.vp.n * sizeof(int64_t));
       } else if (name == CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS) {
-        memcpy(s->u.vp.ptrs, v, (size_t)(n < MAX_VP ? n : MAX_VP) * sizeof(void *));
+        mpp_memcpy_n(s->u.vp.ptrs, v, (size_t)(n < MAX_VP ? n : MAX_VP) * sizeof(void *));
       }
       break;
     default:
