@@ -8,6 +8,9 @@
 #include <cublasLt.h>
 #include <pthread.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "gemm_decode.h"
 #include "hook.h"
@@ -98,8 +101,9 @@ _Static_assert(sizeof(cublasLtMatmulDescOpaque_t) % 8 == 0 &&
 
 typedef struct lt_raw_entry {
   uint64_t key[LT_RAW_WORDS];
-  uint64_t hash, last; /* last: the memo's clock when used; 0: empty */
-  mpp_lt_call g;       /* what decode read; its pointers set from each call that hits */
+  uint64_t hash, last;   /* last: the memo's clock when used; 0: empty */
+  mpp_lt_call g;         /* what decode read; its pointers set from each call that hits */
+  mpp_lt_memo_hint hint; /* where g's calls went in the decode memo */
 } lt_raw_entry;
 
 typedef struct lt_raw_memo {
@@ -159,16 +163,49 @@ static lt_raw_memo *raw_memo_get(void) {
   return raw_memo;
 }
 
+/* The key's hash. A lookup compares the whole key, so the hash only spreads
+ * keys over sets. With SSE2 (every x86-64), 16 bytes at a time: xored with
+ * keys that differ by position, each 8-byte half's two 32-bit halves
+ * multiplied (pmuludq) and summed, the xored bytes summed besides (so that a
+ * half whose low word the key zeroed still counts), about 6 instructions;
+ * elsewhere a pair of words multiplied to 128 bits and folded. Then both
+ * sums mixed down. */
+#if defined(__SSE2__)
+static uint64_t raw_hash(const lt_raw_parts *k) {
+  __m128i acc = _mm_set_epi64x(0, (long long)(k->p[3] != NULL)), sum = _mm_setzero_si128();
+  __m128i kv = _mm_set_epi64x((long long)0x9e3779b97f4a7c15ull, (long long)0xc2b2ae3d27d4eb4full);
+  const __m128i step =
+      _mm_set_epi64x((long long)0x165667b19e3779f9ull, (long long)0x27d4eb2f165667c5ull);
+  for (int i = 0; i < 5; i++) {
+    size_t n = raw_part_words(i) / 2;
+    const unsigned char *p = k->p[i];
+    if (!p) {
+      for (size_t j = 0; j < n; j++)
+        kv = _mm_add_epi64(kv, step);
+      continue;
+    }
+    for (size_t j = 0; j < n; j++, kv = _mm_add_epi64(kv, step)) {
+      __m128i v = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)(p + 16 * j)), kv);
+      acc = _mm_add_epi64(acc, _mm_mul_epu32(v, _mm_srli_epi64(v, 32)));
+      sum = _mm_add_epi64(sum, v);
+    }
+  }
+  uint64_t a[2], b[2];
+  _mm_storeu_si128((__m128i *)(void *)a, acc);
+  _mm_storeu_si128((__m128i *)(void *)b, sum);
+  uint64_t h =
+      a[0] ^ (a[1] << 29 | a[1] >> 35) ^ b[0] * 0x9e3779b97f4a7c15ull ^ (b[1] << 41 | b[1] >> 23);
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ull;
+  return h ^ h >> 29;
+}
+#else
 static uint64_t load64(const unsigned char *p) {
   uint64_t w;
   memcpy(&w, p, sizeof w);
   return w;
 }
 
-/* The key's hash: each pair of words, xored with keys that differ by
- * position, multiplied to 128 bits and folded, summed (one multiply per 16
- * bytes, no dependency between pairs but the sum). A lookup compares the
- * whole key, so the hash only spreads keys over sets. */
 static uint64_t raw_hash(const lt_raw_parts *k) {
   uint64_t acc = 0x9e3779b97f4a7c15ull ^ (k->p[3] != NULL), kp = 0xc2b2ae3d27d4eb4full;
   for (int i = 0; i < 5; i++) {
@@ -188,6 +225,7 @@ static uint64_t raw_hash(const lt_raw_parts *k) {
   acc *= 0xbf58476d1ce4e5b9ull;
   return acc ^ acc >> 29;
 }
+#endif
 
 static lt_raw_entry *raw_set(lt_raw_memo *m, uint64_t hash) {
   return &m->e[(hash & (LT_RAW_SETS - 1)) * LT_RAW_WAYS];
@@ -218,8 +256,10 @@ static lt_raw_entry *raw_find(lt_raw_memo *m, uint64_t hash, const lt_raw_parts 
   return NULL;
 }
 
-/* What decode read for this key (the call's pointers are not kept). */
-static void raw_put(lt_raw_memo *m, uint64_t hash, const lt_raw_parts *k, const mpp_lt_call *g) {
+/* What decode read for this key (the call's pointers are not kept): the
+ * entry now holding it. */
+static lt_raw_entry *raw_put(lt_raw_memo *m, uint64_t hash, const lt_raw_parts *k,
+                             const mpp_lt_call *g) {
   lt_raw_entry *set = raw_set(m, hash), *old = &set[0];
   for (int w = 1; w < LT_RAW_WAYS; w++)
     if (set[w].last < old->last) old = &set[w];
@@ -238,6 +278,8 @@ static void raw_put(lt_raw_memo *m, uint64_t hash, const lt_raw_parts *k, const 
   old->g = *g;
   old->g.alpha = old->g.beta = old->g.A = old->g.B = old->g.C = NULL;
   old->g.D = NULL;
+  old->hint = (mpp_lt_memo_hint){0}; /* another g */
+  return old;
 }
 
 static bool host_visible(const void *p) {
@@ -256,7 +298,7 @@ static mpp_op *decode(mpp_op *scratch, cublasLtMatmulDesc_t desc, const void *al
   if (seen) { /* the thread's own entry: this call's pointers set in place */
     mpp_lt_call *s = &seen->g;
     s->alpha = alpha, s->beta = beta, s->A = A, s->B = B, s->C = C, s->D = D;
-    return mpp_lt_decode_memo(scratch, s, stream, host_visible);
+    return mpp_lt_decode_memo_hinted(scratch, s, stream, host_visible, &seen->hint);
   }
   mpp_lt_call g = {.alpha = alpha, .beta = beta, .A = A, .B = B, .C = C, .D = D};
   int32_t compute = 0, scale = 0, pm = 0, ta = 0, tb = 0;
@@ -293,8 +335,9 @@ static mpp_op *decode(mpp_op *scratch, cublasLtMatmulDesc_t desc, const void *al
     return NULL;
   if (!Cdesc || !read_layout(Cdesc, &g.c))
     g.c = g.d; /* C described like D when its layout is not given */
-  if (rm) raw_put(rm, hash, &key, &g);
-  return mpp_lt_decode_memo(scratch, &g, stream, host_visible);
+  /* g and the new entry's differ only in their data pointers: its hint holds */
+  lt_raw_entry *put = rm ? raw_put(rm, hash, &key, &g) : NULL;
+  return mpp_lt_decode_memo_hinted(scratch, &g, stream, host_visible, put ? &put->hint : NULL);
 }
 
 static bool succeeded(cublasStatus_t r) {

@@ -25,41 +25,40 @@
   X(cudnnGetStream)
 MPP_MODULE_TABLE(syms)
 
-static bool tensor_desc(cudnnTensorDescriptor_t d, mpp_tensor_desc *t) {
+/* A tensor's type, rank, dims and strides, written into a zeroed key. */
+static bool tensor_desc(cudnnTensorDescriptor_t d, mpp_conv_key_tensor *t) {
   __typeof__(&cudnnGetTensorNdDescriptor) get = MPP_REAL(syms, cudnnGetTensorNdDescriptor);
   cudnnDataType_t dt;
-  int nd = 0, dims[MPP_CONV_MAX_DIMS], strides[MPP_CONV_MAX_DIMS];
-  if (!get || !d || get(d, MPP_CONV_MAX_DIMS, &dt, &nd, dims, strides) != CUDNN_STATUS_SUCCESS ||
-      nd < 1 || nd > MPP_CONV_MAX_DIMS)
+  int nd = 0;
+  if (!get || !d ||
+      get(d, MPP_CONV_MAX_DIMS, &dt, &nd, t->dims, t->strides) != CUDNN_STATUS_SUCCESS || nd < 1 ||
+      nd > MPP_CONV_MAX_DIMS)
     return false;
-  t->dtype = (int)dt;
+  t->dtype = (int32_t)dt;
   t->nd = nd;
-  for (int i = 0; i < nd; i++) {
-    t->dims[i] = dims[i];
-    t->strides[i] = strides[i];
-  }
   return true;
 }
 
-static bool filter_desc(cudnnFilterDescriptor_t d, mpp_tensor_desc *t) {
+/* A filter's type, format, rank and dims (logical K, C, R, S whatever the
+ * format; no strides: filters are packed), written into a zeroed key. */
+static bool filter_desc(cudnnFilterDescriptor_t d, mpp_conv_key_tensor *t) {
   __typeof__(&cudnnGetFilterNdDescriptor) get = MPP_REAL(syms, cudnnGetFilterNdDescriptor);
   cudnnDataType_t dt;
   cudnnTensorFormat_t fmt;
-  int nd = 0, dims[MPP_CONV_MAX_DIMS];
-  if (!get || !d || get(d, MPP_CONV_MAX_DIMS, &dt, &fmt, &nd, dims) != CUDNN_STATUS_SUCCESS ||
+  int nd = 0;
+  if (!get || !d || get(d, MPP_CONV_MAX_DIMS, &dt, &fmt, &nd, t->dims) != CUDNN_STATUS_SUCCESS ||
       nd < 1 || nd > MPP_CONV_MAX_DIMS)
     return false;
-  t->dtype = (int)dt;
+  t->dtype = (int32_t)dt;
   t->nd = nd;
-  t->format = (int)fmt;
-  for (int i = 0; i < nd; i++) {
-    t->dims[i] = dims[i]; /* logical K, C, R, S whatever the format */
-    t->strides[i] = 0;    /* filters are packed */
-  }
+  t->format = (int32_t)fmt;
   return true;
 }
 
-static bool conv_desc(cudnnConvolutionDescriptor_t d, mpp_conv_desc *c) {
+/* The convolution's compute type, spatial rank, mode, and its first two
+ * pads, strides and dilations, written into a zeroed key (groups: asked
+ * only for shadow execution, decode). */
+static bool conv_desc(cudnnConvolutionDescriptor_t d, mpp_conv_key *k) {
   __typeof__(&cudnnGetConvolutionNdDescriptor) get =
       MPP_REAL(syms, cudnnGetConvolutionNdDescriptor);
   int n = 0, pad[MPP_CONV_MAX_DIMS], stride[MPP_CONV_MAX_DIMS], dil[MPP_CONV_MAX_DIMS];
@@ -68,14 +67,13 @@ static bool conv_desc(cudnnConvolutionDescriptor_t d, mpp_conv_desc *c) {
   if (!get || !d ||
       get(d, MPP_CONV_MAX_DIMS - 2, &n, pad, stride, dil, &mode, &comp) != CUDNN_STATUS_SUCCESS)
     return false;
-  c->comp_type = (int)comp;
-  c->nsp = n;
-  c->mode = (int)mode;
-  c->groups = 0; /* asked only for shadow execution (decode) */
+  k->comp_type = (int32_t)comp;
+  k->nsp = n;
+  k->mode = (int32_t)mode;
   for (int i = 0; i < 2; i++) {
-    c->pad[i] = i < n ? pad[i] : 0;
-    c->stride[i] = i < n ? stride[i] : 1;
-    c->dilation[i] = i < n ? dil[i] : 1;
+    k->pad[i] = i < n ? pad[i] : 0;
+    k->stride[i] = i < n ? stride[i] : 1;
+    k->dilation[i] = i < n ? dil[i] : 1;
   }
   return true;
 }
@@ -101,27 +99,31 @@ void *mpp_cudnn_stream(cudnnHandle_t h) {
 /* Descriptors in role order (see mpp_conv_decode); filter_index marks which
  * one is w. alpha: the call's (shadow execution), NULL where the op is more
  * than alpha times the convolution (the fused bias-activation forward).
- * Without shadow execution the op comes from the thread's memo
- * (mpp_conv_decode_memo: what the getters said, decoded once); with it,
- * decoded afresh with what shadow execution reads (alpha, the group count). */
+ * The getters write into the memo's key (mpp_conv_decode_memo_key: decoded
+ * once per key); with shadow execution the op is decoded afresh with what
+ * shadow execution reads besides (alpha, the group count). */
 static mpp_op *decode(mpp_op *scratch, const char *api, mpp_op_kind kind, cudnnHandle_t h,
                       const void *alpha, const void *d0, const void *d1, const void *d2,
                       int filter_index, cudnnConvolutionDescriptor_t cd, const void *p0,
                       const void *p1, const void *p2) {
-  mpp_tensor_desc t[3] = {0}; /* all of it: the memo compares its words */
+  mpp_conv_key k;
+  memset(&k, 0, sizeof k); /* all of it: the memo compares its bytes */
   const void *d[3] = {d0, d1, d2};
-  mpp_conv_desc c = {0};
   for (int i = 0; i < 3; i++) {
-    bool ok = i == filter_index ? filter_desc((cudnnFilterDescriptor_t)d[i], &t[i])
-                                : tensor_desc((cudnnTensorDescriptor_t)d[i], &t[i]);
+    bool ok = i == filter_index ? filter_desc((cudnnFilterDescriptor_t)d[i], &k.t[i])
+                                : tensor_desc((cudnnTensorDescriptor_t)d[i], &k.t[i]);
     if (!ok) return NULL;
   }
-  if (!conv_desc(cd, &c)) return NULL;
-  if (!mpp_cfg.shadow)
-    return mpp_conv_decode_memo(scratch, api, kind, t, &c, math_type_of(cd), mpp_cudnn_stream(h),
-                                p0, p1, p2);
-  mpp_conv_decode_call(scratch, api, kind, t, &c, math_type_of(cd), mpp_cudnn_stream(h), p0, p1,
-                       p2);
+  if (!conv_desc(cd, &k)) return NULL;
+  k.api = api;
+  k.kind = (int32_t)kind;
+  k.conv_math = math_type_of(cd);
+  k.stream = mpp_cudnn_stream(h);
+  if (!mpp_cfg.shadow) return mpp_conv_decode_memo_key(scratch, &k, p0, p1, p2);
+  mpp_tensor_desc t[3];
+  mpp_conv_desc c;
+  mpp_conv_key_descs(&k, t, &c);
+  mpp_conv_decode_call(scratch, api, kind, t, &c, k.conv_math, k.stream, p0, p1, p2);
   /* what shadow execution needs besides (one more query) */
   __typeof__(&cudnnGetConvolutionGroupCount) groups = MPP_REAL(syms, cudnnGetConvolutionGroupCount);
   int gc = 0;

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -207,18 +208,16 @@ _Static_assert(sizeof(gemm_key) == 24 * 8, "gemm_key has padding");
 #define LT_SETS 4
 #define LT_SLOTS (LT_SETS * MEMO_WAYS)
 #define LT_KEY_WORDS (15 + 4 * 8)
-/* Legacy cuDNN convolutions' memo (mpp_conv_decode_memo), sets and
- * replacement alike; its key is what the descriptors' getters said, as
- * 8-byte words: api, kind, math type, stream; per tensor its type, rank,
- * format, dims and strides (unused ones 0); the convolution's compute type,
- * spatial rank, mode, groups, pads, strides, dilations. 128 entries: a
- * ResNet-50 trains with 72 keys (24 shapes, three kinds each), called in
- * turn (a_resnets_convolutions_in_turn_keep_their_entries); about 210 KB
- * a thread, its pages touched as entries fill. */
+/* Legacy cuDNN convolutions' memo (mpp_conv_decode_memo_key), sets and
+ * replacement alike; its key is an mpp_conv_key. 128 entries: a ResNet-50
+ * trains with 72 keys (24 shapes, three kinds each), called in turn
+ * (a_resnets_convolutions_in_turn_keep_their_entries); about 100 KB a
+ * thread, its pages touched as entries fill. */
 #define CONV_SETS 16
 #define CONV_SLOTS (CONV_SETS * MEMO_WAYS)
-#define CONV_TENSOR_WORDS (3 + 2 * MPP_CONV_MAX_DIMS)
-#define CONV_KEY_WORDS (4 + 3 * CONV_TENSOR_WORDS + 10)
+_Static_assert(sizeof(mpp_conv_key) == 3 * sizeof(void *) + sizeof(int32_t) +
+                                           3 * sizeof(mpp_conv_key_tensor) + 10 * sizeof(int32_t),
+               "a conv key has no padding: it is compared as bytes");
 /* memo_slot picks sets by a mask: no division on every call. */
 _Static_assert((MEMO_SETS & (MEMO_SETS - 1)) == 0 && (LT_SETS & (LT_SETS - 1)) == 0 &&
                    (CONV_SETS & (CONV_SETS - 1)) == 0,
@@ -243,12 +242,13 @@ typedef struct gemm_memo {
   memo_tag lt_tag[LT_SLOTS];
   struct {
     uint64_t key[LT_KEY_WORDS];
+    uint64_t fill; /* the clock when the key was put (mpp_lt_memo_hint) */
     mpp_op op;
     mpp_site_memo site;
   } lt[LT_SLOTS];
   memo_tag conv_tag[CONV_SLOTS];
   struct {
-    uint64_t key[CONV_KEY_WORDS];
+    mpp_conv_key key;
     mpp_op op;
     mpp_site_memo site;
   } conv[CONV_SLOTS];
@@ -271,11 +271,19 @@ static void memo_key_init(void) {
   pthread_key_create(&memo_key, memo_free);
 }
 
+/* Each memo's clock starts 2^40 uses past the one made before it: an lt
+ * entry's fill is then a stamp no other fill in the process has, even in a
+ * memo made again at a freed one's address (mpp_lt_memo_hint). */
+static _Atomic uint64_t memo_epochs;
+
 static gemm_memo *memo_get(void) {
   if (!memo) {
     pthread_once(&memo_once, memo_key_init);
     memo = mpp_map_zeroed(sizeof *memo);
-    if (memo) pthread_setspecific(memo_key, memo);
+    if (memo) {
+      memo->clock = (atomic_fetch_add_explicit(&memo_epochs, 1, memory_order_relaxed) + 1) << 40;
+      pthread_setspecific(memo_key, memo);
+    }
   }
   return memo;
 }
@@ -640,6 +648,11 @@ static bool lt_same(unsigned slot, const void *key) {
 
 mpp_op *mpp_lt_decode_memo(mpp_op *scratch, const mpp_lt_call *g, void *stream,
                            bool (*host_visible)(const void *p)) {
+  return mpp_lt_decode_memo_hinted(scratch, g, stream, host_visible, NULL);
+}
+
+mpp_op *mpp_lt_decode_memo_hinted(mpp_op *scratch, const mpp_lt_call *g, void *stream,
+                                  bool (*host_visible)(const void *p), mpp_lt_memo_hint *hint) {
   bool arrays = g->a.batch_mode == LT_BATCH_MODE_POINTER_ARRAY ||
                 g->b.batch_mode == LT_BATCH_MODE_POINTER_ARRAY ||
                 g->c.batch_mode == LT_BATCH_MODE_POINTER_ARRAY ||
@@ -647,12 +660,27 @@ mpp_op *mpp_lt_decode_memo(mpp_op *scratch, const mpp_lt_call *g, void *stream,
   bool fp8 = g->amax_d || g->scale_ptr[0] || g->scale_ptr[1] || g->scale_ptr[2] || g->scale_ptr[3];
   gemm_memo *mm = arrays || fp8 ? NULL : memo_get();
   if (!mm) {
+    if (hint) hint->fill = 0;
     mpp_lt_decode(scratch, g, stream, host_visible);
     return scratch;
   }
-  /* What mpp_lt_decode reads through alpha and beta, as it reads it. */
+  /* The key's words from the call's pointers: what mpp_lt_decode reads
+   * through alpha and beta, as it reads it, and the stream. */
   bool alpha_host = lt_alpha_host(g, host_visible);
   double alpha = alpha_value(g->alpha, g->scale_type, alpha_host);
+  uint64_t words[5] = {g->C != NULL, lt_beta_nonzero(g, host_visible), alpha_host, 0,
+                       (uint64_t)(uintptr_t)stream};
+  memcpy(&words[3], &alpha, sizeof alpha);
+  _Static_assert(sizeof words == sizeof hint->words, "a hint holds the call's words");
+  __typeof__(mm->lt[0]) *e;
+  if (hint && hint->fill && hint->slot < LT_SLOTS && mm->lt[hint->slot].fill == hint->fill &&
+      !memcmp(words, hint->words, sizeof words)) {
+    e = &mm->lt[hint->slot];
+    mm->lt_tag[hint->slot].last = ++mm->clock;
+    set_lt_pointers(&e->op, g);
+    e->op.site_memo = &e->site;
+    return &e->op;
+  }
   uint64_t key[LT_KEY_WORDS], *k = key;
   *k++ = (uint64_t)(int64_t)g->compute;
   *k++ = (uint64_t)(int64_t)g->scale_type;
@@ -663,11 +691,8 @@ mpp_op *mpp_lt_decode_memo(mpp_op *scratch, const mpp_lt_call *g, void *stream,
   *k++ = (uint64_t)(int64_t)g->bias_type;
   *k++ = (uint64_t)g->bias_stride;
   *k++ = g->bias != NULL;
-  *k++ = g->C != NULL;
-  *k++ = lt_beta_nonzero(g, host_visible);
-  *k++ = alpha_host;
-  memcpy(k++, &alpha, sizeof alpha);
-  *k++ = (uint64_t)(uintptr_t)stream;
+  for (int i = 0; i < 5; i++)
+    *k++ = words[i];
   *k++ = (uint64_t)(uintptr_t)host_visible;
   k = put_layout(k, &g->a);
   k = put_layout(k, &g->b);
@@ -678,11 +703,18 @@ mpp_op *mpp_lt_decode_memo(mpp_op *scratch, const mpp_lt_call *g, void *stream,
                (uint64_t)(g->transa << 2 | g->transb << 4 | g->a.type << 8) ^
                (uint64_t)g->epilogue << 20;
   bool hit;
-  __typeof__(mm->lt[0]) *e = &mm->lt[memo_slot(mm->lt_tag, LT_SETS, mix(h), lt_same, key, &hit)];
+  unsigned slot = memo_slot(mm->lt_tag, LT_SETS, mix(h), lt_same, key, &hit);
+  e = &mm->lt[slot];
   if (!hit) {
     mpp_lt_decode(&e->op, g, stream, host_visible);
     memcpy(e->key, key, sizeof key);
+    e->fill = mm->lt_tag[slot].last;                     /* the clock's value at this fill */
     e->site = (mpp_site_memo){.op = mpp_site_memo_op()}; /* another op: its sites not known yet */
+  }
+  if (hint) {
+    hint->fill = e->fill;
+    hint->slot = slot;
+    memcpy(hint->words, words, sizeof words);
   }
   set_lt_pointers(&e->op, g);
   e->op.site_memo = &e->site;
@@ -692,57 +724,54 @@ mpp_op *mpp_lt_decode_memo(mpp_op *scratch, const mpp_lt_call *g, void *stream,
 /* --- legacy cuDNN convolutions --- */
 
 static bool conv_same(unsigned slot, const void *key) {
-  return memcmp(memo->conv[slot].key, key, sizeof memo->conv[slot].key) == 0;
+  return memcmp(&memo->conv[slot].key, key, sizeof(mpp_conv_key)) == 0;
 }
 
-static uint64_t *put_tensor(uint64_t *k, const mpp_tensor_desc *t) {
-  *k++ = (uint64_t)(int64_t)t->dtype;
-  *k++ = (uint64_t)(int64_t)t->nd;
-  *k++ = (uint64_t)(int64_t)t->format;
-  for (int i = 0; i < MPP_CONV_MAX_DIMS; i++)
-    *k++ = i < t->nd ? (uint64_t)t->dims[i] : 0;
-  for (int i = 0; i < MPP_CONV_MAX_DIMS; i++)
-    *k++ = i < t->nd ? (uint64_t)t->strides[i] : 0;
-  return k;
+void mpp_conv_key_descs(const mpp_conv_key *k, mpp_tensor_desc t[3], mpp_conv_desc *c) {
+  for (int i = 0; i < 3; i++) {
+    const mpp_conv_key_tensor *kt = &k->t[i];
+    t[i] = (mpp_tensor_desc){.dtype = kt->dtype, .nd = kt->nd, .format = kt->format};
+    for (int d = 0; d < kt->nd && d < MPP_CONV_MAX_DIMS; d++) {
+      t[i].dims[d] = kt->dims[d];
+      t[i].strides[d] = kt->strides[d];
+    }
+  }
+  *c = (mpp_conv_desc){
+      .comp_type = k->comp_type, .nsp = k->nsp, .mode = k->mode, .groups = k->groups};
+  for (int i = 0; i < 2; i++) {
+    c->pad[i] = k->pad[i];
+    c->stride[i] = k->stride[i];
+    c->dilation[i] = k->dilation[i];
+  }
 }
 
-mpp_op *mpp_conv_decode_memo(mpp_op *scratch, const char *api, mpp_op_kind kind,
-                             const mpp_tensor_desc t[3], const mpp_conv_desc *c,
-                             const char *conv_math, void *stream, const void *p0, const void *p1,
-                             const void *p2) {
+mpp_op *mpp_conv_decode_memo_key(mpp_op *scratch, const mpp_conv_key *k, const void *p0,
+                                 const void *p1, const void *p2) {
   gemm_memo *mm = memo_get();
   if (!mm) {
-    mpp_conv_decode_call(scratch, api, kind, t, c, conv_math, stream, p0, p1, p2);
+    mpp_tensor_desc t[3];
+    mpp_conv_desc c;
+    mpp_conv_key_descs(k, t, &c);
+    mpp_conv_decode_call(scratch, k->api, (mpp_op_kind)k->kind, t, &c, k->conv_math, k->stream, p0,
+                         p1, p2);
     return scratch;
   }
-  uint64_t key[CONV_KEY_WORDS], *k = key;
-  *k++ = (uint64_t)(uintptr_t)api;
-  *k++ = (uint64_t)kind;
-  *k++ = (uint64_t)(uintptr_t)conv_math;
-  *k++ = (uint64_t)(uintptr_t)stream;
-  for (int i = 0; i < 3; i++)
-    k = put_tensor(k, &t[i]);
-  *k++ = (uint64_t)(int64_t)c->comp_type;
-  *k++ = (uint64_t)(int64_t)c->nsp;
-  *k++ = (uint64_t)(int64_t)c->mode;
-  *k++ = (uint64_t)(int64_t)c->groups;
-  for (int i = 0; i < 2; i++) {
-    *k++ = (uint64_t)c->pad[i];
-    *k++ = (uint64_t)c->stride[i];
-    *k++ = (uint64_t)c->dilation[i];
-  }
-  /* x's first four dims, w's first, the kind and x's type (from the key:
-   * dims past a tensor's rank are 0 there) */
-  const uint64_t *x = key + 4, *w = x + CONV_TENSOR_WORDS;
-  uint64_t h = mix(x[3] * 0x9e3779b97f4a7c15ull ^ x[4] * 0xc2b2ae3d27d4eb4full ^
-                   x[5] * 0x165667b19e3779f9ull ^ x[6] ^ w[3] * 0x27d4eb2f165667c5ull ^
-                   ((uint64_t)kind << 4 | x[0] << 8));
+  /* x's first four dims, w's first, the kind and x's type */
+  const int32_t *x = k->t[0].dims;
+  uint64_t h = mix((uint64_t)(uint32_t)x[0] * 0x9e3779b97f4a7c15ull ^
+                   (uint64_t)(uint32_t)x[1] * 0xc2b2ae3d27d4eb4full ^
+                   (uint64_t)(uint32_t)x[2] * 0x165667b19e3779f9ull ^ (uint64_t)(uint32_t)x[3] ^
+                   (uint64_t)(uint32_t)k->t[1].dims[0] * 0x27d4eb2f165667c5ull ^
+                   ((uint64_t)(uint32_t)k->kind << 4 | (uint64_t)(uint32_t)k->t[0].dtype << 8));
   bool hit;
-  __typeof__(mm->conv[0]) *e =
-      &mm->conv[memo_slot(mm->conv_tag, CONV_SETS, h, conv_same, key, &hit)];
+  __typeof__(mm->conv[0]) *e = &mm->conv[memo_slot(mm->conv_tag, CONV_SETS, h, conv_same, k, &hit)];
   if (!hit) {
-    mpp_conv_decode_call(&e->op, api, kind, t, c, conv_math, stream, NULL, NULL, NULL);
-    memcpy(e->key, key, sizeof key);
+    mpp_tensor_desc t[3];
+    mpp_conv_desc c;
+    mpp_conv_key_descs(k, t, &c);
+    mpp_conv_decode_call(&e->op, k->api, (mpp_op_kind)k->kind, t, &c, k->conv_math, k->stream, NULL,
+                         NULL, NULL);
+    memcpy(&e->key, k, sizeof *k);
     e->site = (mpp_site_memo){.op = mpp_site_memo_op()}; /* another op: its sites not known yet */
   }
   /* The pointers, where mpp_conv_decode puts them (roles in role order). */
@@ -754,4 +783,47 @@ mpp_op *mpp_conv_decode_memo(mpp_op *scratch, const char *api, mpp_op_kind kind,
   }
   e->op.site_memo = &e->site;
   return &e->op;
+}
+
+static bool fits_int32(int64_t v) {
+  return v >= INT32_MIN && v <= INT32_MAX;
+}
+
+mpp_op *mpp_conv_decode_memo(mpp_op *scratch, const char *api, mpp_op_kind kind,
+                             const mpp_tensor_desc t[3], const mpp_conv_desc *c,
+                             const char *conv_math, void *stream, const void *p0, const void *p1,
+                             const void *p2) {
+  mpp_conv_key k;
+  memset(&k, 0, sizeof k);
+  k.api = api;
+  k.conv_math = conv_math;
+  k.stream = stream;
+  k.kind = (int32_t)kind;
+  bool fits = true;
+  for (int i = 0; i < 3; i++) {
+    mpp_conv_key_tensor *kt = &k.t[i];
+    kt->dtype = t[i].dtype;
+    kt->nd = t[i].nd;
+    kt->format = t[i].format;
+    for (int d = 0; d < t[i].nd && d < MPP_CONV_MAX_DIMS; d++) {
+      fits = fits && fits_int32(t[i].dims[d]) && fits_int32(t[i].strides[d]);
+      kt->dims[d] = (int32_t)t[i].dims[d];
+      kt->strides[d] = (int32_t)t[i].strides[d];
+    }
+  }
+  k.comp_type = c->comp_type;
+  k.nsp = c->nsp;
+  k.mode = c->mode;
+  k.groups = c->groups;
+  for (int i = 0; i < 2; i++) {
+    fits = fits && fits_int32(c->pad[i]) && fits_int32(c->stride[i]) && fits_int32(c->dilation[i]);
+    k.pad[i] = (int32_t)c->pad[i];
+    k.stride[i] = (int32_t)c->stride[i];
+    k.dilation[i] = (int32_t)c->dilation[i];
+  }
+  if (!fits) {
+    mpp_conv_decode_call(scratch, api, kind, t, c, conv_math, stream, p0, p1, p2);
+    return scratch;
+  }
+  return mpp_conv_decode_memo_key(scratch, &k, p0, p1, p2);
 }

@@ -44,9 +44,39 @@ void mpp_gemm_decode(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx
  * decoded afresh into `scratch`, and so is a call when no memory is left. */
 mpp_op *mpp_gemm_decode_memo(mpp_op *scratch, const mpp_gemm_call *g, const mpp_gemm_ctx *ctx);
 
-/* A legacy cuDNN convolution (hooks/cudnn.c): mpp_conv_decode of these
- * tensors (in role order) with its conv_math and stream set, through the
- * same per-thread memo, keyed by everything but the three data pointers. */
+/* A legacy cuDNN convolution's memo key: everything mpp_conv_decode_call
+ * reads but the three data pointers, as ints, the way cuDNN's getters give
+ * them (hooks/cudnn.c zeroes one and has the getters write into it). A
+ * tensor's dims and strides past its rank are 0 (or what a getter wrote
+ * there); its format is a filter's (0 for a tensor), its strides a tensor's
+ * (0 for a filter). The convolution's first two spatial pads, strides and
+ * dilations (0, 1, 1 past its spatial rank); groups 0. Compared as bytes:
+ * no padding. */
+typedef struct mpp_conv_key_tensor {
+  int32_t dtype, nd, format;
+  int32_t dims[MPP_CONV_MAX_DIMS], strides[MPP_CONV_MAX_DIMS];
+} mpp_conv_key_tensor;
+
+typedef struct mpp_conv_key {
+  const char *api;
+  const char *conv_math;
+  void *stream;
+  int32_t kind; /* mpp_op_kind */
+  mpp_conv_key_tensor t[3];
+  int32_t comp_type, nsp, mode, groups;
+  int32_t pad[2], stride[2], dilation[2];
+} mpp_conv_key;
+
+/* The key's tensors and convolution as mpp_conv_decode_call takes them. */
+void mpp_conv_key_descs(const mpp_conv_key *k, mpp_tensor_desc t[3], mpp_conv_desc *c);
+
+/* mpp_conv_decode_call of the key's call with these data pointers (role
+ * order), through the same per-thread memo. */
+mpp_op *mpp_conv_decode_memo_key(mpp_op *scratch, const mpp_conv_key *k, const void *p0,
+                                 const void *p1, const void *p2);
+
+/* The same from tensors (in role order) and a convolution: decoded afresh
+ * into scratch where a value does not fit the key's ints. */
 mpp_op *mpp_conv_decode_memo(mpp_op *scratch, const char *api, mpp_op_kind kind,
                              const mpp_tensor_desc t[3], const mpp_conv_desc *c,
                              const char *conv_math, void *stream, const void *p0, const void *p1,
@@ -90,5 +120,25 @@ void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
  * (pointer arrays, FP8 scale or AMAX_D pointers: decoded afresh). */
 mpp_op *mpp_lt_decode_memo(mpp_op *scratch, const mpp_lt_call *g, void *stream,
                            bool (*host_visible)(const void *p));
+
+/* Where a call went in this thread's memo: its entry, the entry's fill (a
+ * stamp no other fill of any thread's memo has), and the words of the key
+ * that come from the call's pointers (C given, beta nonzero, alpha read on
+ * the host, alpha, the stream). 0 fill: none. */
+typedef struct mpp_lt_memo_hint {
+  uint64_t fill;
+  uint32_t slot;
+  uint64_t words[5];
+} mpp_lt_memo_hint;
+
+/* mpp_lt_decode_memo, for a caller that keeps g and hint together (the
+ * cuBLASLt hook's memo by descriptor bytes): while g's fields other than
+ * its six data pointers stay those of the call that set the hint, and
+ * host_visible the same function, a call whose per-call key words match the
+ * hint's goes to the hinted entry if it still holds them (built key,
+ * hash and compare of the key skipped); otherwise as mpp_lt_decode_memo,
+ * and the hint set anew. Zero the hint when g's other fields change. */
+mpp_op *mpp_lt_decode_memo_hinted(mpp_op *scratch, const mpp_lt_call *g, void *stream,
+                                  bool (*host_visible)(const void *p), mpp_lt_memo_hint *hint);
 
 #endif

@@ -3,6 +3,10 @@
  * without changing what the program does):
  *   gemmex N      N cublasGemmEx fp16 x fp16 -> fp32 calls in NVTX range "t/gemmex"
  *   lt            one cublasLtMatmul call (fp16, BIAS epilogue) in range "t/lt"
+ *   ltevict       2 rounds of 1500 cublasLtMatmul calls in range "t/evict", one
+ *                 descriptor changed in place between calls: call i's bias pointer is
+ *                 the bias + i % 1500 elements, its transb T for even i and N for odd
+ *                 (1500 descriptor contents: more than mpprof remembers per thread)
  *   variants      every cuBLAS GEMM entry point (and its _64 twin) once
  *   mathmode      cublasSgemm_v2 with the default and then the TF32 math mode
  *   threads T     T threads, each with its own handle and NVTX range "t<i>"
@@ -302,6 +306,45 @@ static int mode_ltreuse(void) {
   printf("ltreuse checksum %.17g\n", sum);
   cublasLtMatrixLayoutDestroy(la);
   cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatmulDescDestroy(desc);
+  cublasLtDestroy(lt);
+  return 0;
+}
+
+/* mode_ltevict: descriptor contents that keep mpprof's memo by descriptor
+ * bytes evicting entries, half of them replaced by a call of the other
+ * transb: each call must be recorded as its descriptor is. */
+enum { LTEVICT_KEYS = 1500 };
+static int mode_ltevict(void) {
+  cublasLtHandle_t lt;
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, lc;
+  mats m;
+  mats_init(&m, 2);
+  lt_start(&lt, &desc, &la, &lb);
+  CK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, N, N, N));
+  static float bias_h[LTEVICT_KEYS + N];
+  for (int i = 0; i < LTEVICT_KEYS + N; i++)
+    bias_h[i] = (float)(i % 7);
+  float *bias = dev_upload(bias_h, sizeof bias_h);
+  const float one = 1, zero = 0;
+  nvtxRangePushA("t");
+  nvtxRangePushA("evict");
+  for (int round = 0; round < 2; round++)
+    for (int i = 0; i < LTEVICT_KEYS; i++) {
+      const float *b = bias + i;
+      cublasOperation_t t = i % 2 ? CUBLAS_OP_N : CUBLAS_OP_T;
+      CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &b, sizeof b));
+      CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &t, sizeof t));
+      CK(cublasLtMatmul(lt, desc, &one, m.a16, la, m.b16, lb, &zero, m.c32, lc, m.c32, lc, NULL,
+                        NULL, 0, 0));
+    }
+  nvtxRangePop();
+  nvtxRangePop();
+  printf("ltevict checksum %.17g\n", sum32(m.c32, N * N));
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatrixLayoutDestroy(lc);
   cublasLtMatmulDescDestroy(desc);
   cublasLtDestroy(lt);
   return 0;
@@ -1016,6 +1059,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "gemmex")) return mode_gemmex(arg);
   if (!strcmp(mode, "lt")) return mode_lt(arg);
   if (!strcmp(mode, "ltreuse")) return mode_ltreuse();
+  if (!strcmp(mode, "ltevict")) return mode_ltevict();
   if (!strcmp(mode, "setenv")) return mode_setenv();
   if (!strcmp(mode, "variants")) return mode_variants();
   if (!strcmp(mode, "mathmode")) return mode_mathmode();
@@ -1038,7 +1082,8 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "wait")) mode_wait();
   fprintf(
       stderr,
-      "usage: mpp_testprog gemmex N | lt | variants | mathmode | threads T | fork | forkidle | "
+      "usage: mpp_testprog gemmex N | lt | ltreuse | ltevict | variants | mathmode | threads T | "
+      "fork | forkidle | "
       "capture | wrongpack | autotune_small | groups64 | chdir DIR | exit3 | wait | lossscale | "
       "overflow\n");
   return 2;

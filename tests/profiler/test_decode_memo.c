@@ -369,6 +369,87 @@ static void lt_memo_gives_the_op_a_fresh_decode_gives(void **state) {
   }
 }
 
+/* A hint (mpp_lt_memo_hint) takes a call to the entry it names only while
+ * that entry holds the call's key: not once other keys have been through
+ * the memo and refilled it, nor for a call whose alpha, beta, C or stream
+ * differ from the hinted call's. */
+static void an_lt_hint_goes_only_to_an_entry_holding_the_calls_key(void **state) {
+  (void)state;
+  mpp_lt_call g = lt_base();
+  mpp_lt_memo_hint hint = {0};
+  mpp_op scratch, fresh;
+  mpp_op *a = mpp_lt_decode_memo_hinted(&scratch, &g, NULL, NULL, &hint);
+  assert_ptr_not_equal(a, &scratch);
+  assert_int_not_equal(hint.fill, 0);
+  assert_ptr_equal(mpp_lt_decode_memo_hinted(&scratch, &g, NULL, NULL, &hint), a);
+  assert_ptr_equal(mpp_lt_decode_memo(&scratch, &g, NULL, NULL), a);
+  /* other pointers for alpha (2), beta (nonzero), C (none), the stream */
+  for (int v = 0; v < 4; v++) {
+    mpp_lt_call o = g;
+    mpp_lt_memo_hint h = hint;
+    void *stream = v == 3 ? (void *)0x1234 : NULL;
+    if (v == 0) o.alpha = &two;
+    if (v == 1) o.beta = &one;
+    if (v == 2) o.C = NULL;
+    mpp_lt_decode(&fresh, &o, stream, NULL);
+    assert_same_op(mpp_lt_decode_memo_hinted(&scratch, &o, stream, NULL, &h), &fresh);
+    assert_int_not_equal(memcmp(&h, &hint, sizeof h), 0); /* set to that call's entry */
+  }
+  /* 64 keys of other shapes through the memo (32 entries): g's entry
+   * refilled, the hint's words those of every one of them */
+  mpp_lt_memo_hint old = hint;
+  for (int i = 0; i < 64; i++) {
+    mpp_lt_call o = lt_base();
+    o.c.rows = o.d.rows = (uint64_t)(5 + i);
+    mpp_lt_decode_memo(&scratch, &o, NULL, NULL);
+  }
+  mpp_lt_decode(&fresh, &g, NULL, NULL);
+  mpp_op *b = mpp_lt_decode_memo_hinted(&scratch, &g, NULL, NULL, &old);
+  assert_same_op(b, &fresh);
+  assert_int_not_equal(old.fill, hint.fill);
+}
+
+/* Each thread's memo has its own clock, started past every other's: the
+ * same first fill of the same entry in two threads' memos (keys that differ
+ * in the compute type only) does not give one thread's hint to the other's
+ * entry. */
+typedef struct hint_run {
+  mpp_lt_call g;
+  mpp_lt_memo_hint *hint;
+  bool first; /* fill the memo with another key first */
+  mpp_op out;
+} hint_run;
+
+static void *hinted_in_a_thread(void *p) {
+  hint_run *r = p;
+  mpp_op scratch;
+  if (r->first) {
+    mpp_lt_call other = r->g;
+    other.compute = 77; /* CUBLAS_COMPUTE_32F_FAST_TF32 */
+    mpp_lt_decode_memo(&scratch, &other, NULL, NULL);
+  }
+  r->out = *mpp_lt_decode_memo_hinted(&scratch, &r->g, NULL, NULL, r->hint);
+  return NULL;
+}
+
+static void an_lt_hint_from_another_threads_memo_is_not_taken(void **state) {
+  (void)state;
+  mpp_lt_memo_hint hint = {0};
+  hint_run r1 = {.g = lt_base(), .hint = &hint},
+           r2 = {.g = lt_base(), .hint = &hint, .first = true};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, hinted_in_a_thread, &r1), 0);
+  pthread_join(t, NULL);
+  assert_int_not_equal(hint.fill, 0);
+  mpp_lt_memo_hint given = hint;
+  assert_int_equal(pthread_create(&t, NULL, hinted_in_a_thread, &r2), 0);
+  pthread_join(t, NULL);
+  mpp_op fresh;
+  mpp_lt_decode(&fresh, &r2.g, NULL, NULL);
+  assert_same_op(&r2.out, &fresh);
+  assert_int_not_equal(hint.fill, given.fill);
+}
+
 /* cublasLtMatmul as PyTorch's Linear layers call it (addmm with a bias, or
  * a GELU and a bias fused): the four Linear shapes of a transformer layer in
  * two model widths, with either epilogue, 16 keys called in turn, keep their
@@ -587,6 +668,24 @@ static void conv_memo_gives_the_op_a_fresh_decode_gives(void **state) {
   assert_same_conv_op(o, &fresh);
   assert_ptr_equal(o->roles[0].view.data, mats[1]);
   assert_ptr_equal(o->roles[2].view.data, mats[3]);
+}
+
+/* The memo keys on ints, as cuDNN's legacy getters give them: a tensor
+ * whose stride does not fit one is decoded afresh, not taken for the
+ * tensor with that stride's low 32 bits. */
+static void conv_values_past_an_int_are_decoded_afresh(void **state) {
+  (void)state;
+  mpp_tensor_desc t[3];
+  mpp_conv_desc c;
+  conv_base(t, &c);
+  mpp_op scratch, fresh;
+  mpp_op *base = conv_memo(&scratch, MPP_OP_CONV_FWD, t, &c, "DEFAULT_MATH", NULL, 0);
+  assert_ptr_not_equal(base, &scratch);
+  t[0].strides[0] += (int64_t)1 << 32;
+  conv_fresh(&fresh, MPP_OP_CONV_FWD, t, &c, "DEFAULT_MATH", NULL, 0);
+  mpp_op *big = conv_memo(&scratch, MPP_OP_CONV_FWD, t, &c, "DEFAULT_MATH", NULL, 0);
+  assert_ptr_equal(big, &scratch);
+  assert_same_conv_op(big, &fresh);
 }
 
 /* A ResNet-50's convolutions (batch 32, 224 x 224), forward, backward data
@@ -1104,12 +1203,15 @@ int main(void) {
       cmocka_unit_test_setup(same_arguments_with_other_matrices_hit_the_memo, reset_all),
       cmocka_unit_test_setup(conv_memo_gives_the_op_a_fresh_decode_gives, reset_all),
       cmocka_unit_test_setup(a_resnets_convolutions_in_turn_keep_their_entries, reset_all),
+      cmocka_unit_test_setup(conv_values_past_an_int_are_decoded_afresh, reset_all),
       cmocka_unit_test_setup(pointer_array_calls_are_not_memoised, reset_all),
       cmocka_unit_test_setup(two_gemms_in_turn_keep_their_entries, reset_all),
       cmocka_unit_test_setup(a_models_gemms_in_turn_keep_their_entries, reset_all),
       cmocka_unit_test_setup(models_of_many_widths_keep_their_entries, reset_all),
       cmocka_unit_test_setup(a_models_lt_calls_in_turn_keep_their_entries, reset_all),
       cmocka_unit_test_setup(lt_memo_gives_the_op_a_fresh_decode_gives, reset_all),
+      cmocka_unit_test_setup(an_lt_hint_goes_only_to_an_entry_holding_the_calls_key, reset_all),
+      cmocka_unit_test_setup(an_lt_hint_from_another_threads_memo_is_not_taken, reset_all),
       cmocka_unit_test_setup(lt_calls_in_many_layers_find_their_sites_without_the_table, reset_all),
       cmocka_unit_test_setup(a_repeated_call_goes_to_its_site_and_a_changed_one_to_another,
                              reset_all),

@@ -416,6 +416,28 @@ static void cublasLt_descriptors_changed_in_place_are_read_as_they_are(void **st
   free_raws(&r);
 }
 
+/* More descriptor contents than mpprof remembers per thread, entries
+ * replaced by calls of the other transb while what those entries decoded
+ * to is still remembered: each call is recorded as its descriptor is
+ * (1500 calls with transb T, 1500 with N). */
+static void cublasLt_calls_past_the_memo_are_read_as_they_are(void **state) {
+  (void)state;
+  const char *dir = outdir("ltevict");
+  char *argv[] = {(char *)testprog, "ltevict", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  double calls[2] = {0, 0};
+  cJSON *s;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItem(r.doc[0], "sites")) {
+    if (!str_is(s, "api", "cublasLtMatmul") || !str_is(s, "layer", "t/evict")) continue;
+    assert_true(str_is(s, "transb", "T") || str_is(s, "transb", "N"));
+    calls[str_is(s, "transb", "N")] += num(s, "calls");
+  }
+  assert_int_equal(calls[0], 1500);
+  assert_int_equal(calls[1], 1500);
+  free_raws(&r);
+}
+
 /* Runs `mpp_testprog lt calls` under libmpprof.so with the counting shim
  * preloaded after it (version: what the shim reports as cuBLASLt's, or
  * NULL); returns the getter calls that reached cuBLASLt. */
@@ -1310,6 +1332,7 @@ int main(void) {
       cmocka_unit_test(backend_execute_on_a_small_thread_stack_is_recorded),
       cmocka_unit_test(direct_cublasLt_call_is_recorded_with_its_descriptor),
       cmocka_unit_test(cublasLt_descriptors_changed_in_place_are_read_as_they_are),
+      cmocka_unit_test(cublasLt_calls_past_the_memo_are_read_as_they_are),
       cmocka_unit_test(cublasLt_descriptors_of_repeated_calls_are_read_once),
       cmocka_unit_test(every_cublas_gemm_entry_point_is_recorded),
       cmocka_unit_test(math_mode_set_on_the_handle_is_recorded),
