@@ -26,7 +26,8 @@
  *   chdir DIR     one GEMM, chdir(DIR), one more GEMM
  *   wait          three GEMMs, prints "ready", then sleeps until killed
  *   capture       on a stream being captured into a CUDA graph: two cublasGemmEx calls
- *                 (handle's stream) and one cublasLtMatmul (stream argument); then, after
+ *                 (handle's stream), one cublasLtMatmul (stream argument) and one legacy
+ *                 cudnnConvolutionForward (cuDNN handle's stream); then, after
  *                 EndCapture, the same three calls again outside capture. simcuda runs
  *                 captured work at once and refuses to instantiate the graph (printed)
  *   lossscale     the mpprof protocol: a second thread marks loss_scale 1024 and step 7, then
@@ -904,6 +905,40 @@ static int mode_autotune_small(int kib) {
   return rc;
 }
 
+/* A 1x1 fp32 convolution through cuDNN's legacy API: x, an N x N image,
+ * times a 1x1 filter (its first element w) into y. */
+typedef struct legacy_conv {
+  cudnnTensorDescriptor_t xd, yd;
+  cudnnFilterDescriptor_t wd;
+  cudnnConvolutionDescriptor_t cd;
+} legacy_conv;
+
+static void legacy_conv_init(legacy_conv *c) {
+  CK(cudnnCreateTensorDescriptor(&c->xd));
+  CK(cudnnCreateTensorDescriptor(&c->yd));
+  CK(cudnnCreateFilterDescriptor(&c->wd));
+  CK(cudnnCreateConvolutionDescriptor(&c->cd));
+  CK(cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, N, N));
+  CK(cudnnSetTensor4dDescriptor(c->yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, N, N));
+  CK(cudnnSetFilter4dDescriptor(c->wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 1, 1, 1, 1));
+  CK(cudnnSetConvolution2dDescriptor(c->cd, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                     CUDNN_DATA_FLOAT));
+}
+
+static void legacy_conv_run(cudnnHandle_t h, const legacy_conv *c, const void *x, const void *w,
+                            void *y) {
+  const float one = 1, zero = 0;
+  CK(cudnnConvolutionForward(h, &one, c->xd, x, c->wd, w, c->cd,
+                             CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL, 0, &zero, c->yd, y));
+}
+
+static void legacy_conv_destroy(legacy_conv *c) {
+  cudnnDestroyTensorDescriptor(c->xd);
+  cudnnDestroyTensorDescriptor(c->yd);
+  cudnnDestroyFilterDescriptor(c->wd);
+  cudnnDestroyConvolutionDescriptor(c->cd);
+}
+
 static int mode_capture(void) {
   cublasHandle_t h;
   cublasLtHandle_t lt;
@@ -913,7 +948,13 @@ static int mode_capture(void) {
   CK(cublasLtCreate(&lt));
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   CK(cublasSetStream(h, s));
+  cudnnHandle_t hd;
+  legacy_conv conv;
+  CK(cudnnCreate(&hd));
+  CK(cudnnSetStream(hd, s));
+  legacy_conv_init(&conv);
   mats_init(&m, 9);
+  void *conv_y = dev_alloc(N * N * sizeof(float));
   const float one = 1, zero = 0;
   nvtxRangePushA("t");
   CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
@@ -925,6 +966,7 @@ static int mode_capture(void) {
                     CUDA_R_16F, N, &zero, m.c32, CUDA_R_32F, N, CUBLAS_COMPUTE_32F,
                     CUBLAS_GEMM_DEFAULT));
   lt_matmul(lt, &m, s);
+  legacy_conv_run(hd, &conv, m.a32, m.b32, conv_y);
   cudaGraph_t graph = NULL;
   CK(cudaStreamEndCapture(s, &graph));
   cudaGraphExec_t exec = NULL;
@@ -944,9 +986,13 @@ static int mode_capture(void) {
                     CUDA_R_16F, N, &zero, m.c32, CUDA_R_32F, N, CUBLAS_COMPUTE_32F,
                     CUBLAS_GEMM_DEFAULT));
   lt_matmul(lt, &m, s);
+  legacy_conv_run(hd, &conv, m.a32, m.b32, conv_y);
   CK(cudaStreamSynchronize(s));
   nvtxRangePop();
-  printf("capture checksum %.17g eager checksum %.17g\n", captured, sum32(m.c32, N * N));
+  printf("capture checksum %.17g eager checksum %.17g conv checksum %.17g\n", captured,
+         sum32(m.c32, N * N), sum32(conv_y, N * N));
+  legacy_conv_destroy(&conv);
+  cudnnDestroy(hd);
   CK(cudaStreamDestroy(s));
   cublasLtDestroy(lt);
   CK(cublasDestroy(h));
