@@ -13,25 +13,26 @@ objdump=${OBJDUMP:-objdump}
 (($# >= 2)) || { echo "usage: check_hot_path.sh LIBMPPROF.so FUNCTION..." >&2; exit 2; }
 lib=$1
 shift
-dis=$("$objdump" -d --no-show-raw-insn "$lib") || { echo "check_hot_path: $objdump failed on $lib" >&2; exit 2; }
-bad=0
-for fn in "$@"; do
-  body=$(awk -v fn="<$fn>:" '$2 == fn { on = 1; next } on && /^$/ { exit } on' <<<"$dis")
-  if [[ -z $body ]]; then
-    echo "check_hot_path: $fn not found in $lib (renamed or inlined? update the list in tests/profiler/meson.build)"
-    bad=1
-    continue
-  fi
-  reps=$(grep -E 'rep[a-z]* +(stos|movs)' <<<"$body")
+# One pass over the disassembly (a sanitized build's is large).
+"$objdump" -d --no-show-raw-insn "$lib" | awk -v list="$*" '
+  BEGIN { n = split(list, names, " "); for (i = 1; i <= n; i++) want["<" names[i] ">:"] = names[i] }
+  /^[0-9a-f]+ <.*>:$/ { fn = ($2 in want) ? want[$2] : ""; if (fn != "") seen[fn] = 1; prev = ""; next }
+  fn == "" { next }
+  /rep[a-z]* +(stos|movs)/ { print "check_hot_path: " fn ": " $0; bad = 1 }
   # an indexed byte load, and the next instruction an indexed byte store
-  bytes=$(awk '/movzbl +[^ ]*\(%[a-z0-9]+,%[a-z0-9]+,1\),/ { prev = $0; next }
-               prev != "" && /mov +%(al|bl|cl|dl|sil|dil|bpl|r[0-9]+b),[^ ]*\(%[a-z0-9]+,%[a-z0-9]+,1\)/ { print prev " / " $0 }
-               { prev = "" }' <<<"$body")
-  [[ -n $bytes ]] && reps+=${reps:+$'\n'}$(sed 's/^/byte copy loop: /' <<<"$bytes")
-  if [[ -n $reps ]]; then
-    while IFS= read -r line; do echo "check_hot_path: $fn: $line"; done <<<"$reps"
-    bad=1
-  fi
-done
-((bad == 0)) && echo "check_hot_path: $# functions, no rep stos / rep movs, no byte copy loops"
-exit $bad
+  prev != "" && /mov +%(al|bl|cl|dl|sil|dil|bpl|r[0-9]+b),[^ ]*\(%[a-z0-9]+,%[a-z0-9]+,1\)/ {
+    print "check_hot_path: " fn ": byte copy loop: " prev " / " $0; bad = 1
+  }
+  { prev = $0 ~ /movzbl +[^ ]*\(%[a-z0-9]+,%[a-z0-9]+,1\),/ ? $0 : "" }
+  END {
+    for (i = 1; i <= n; i++)
+      if (!(names[i] in seen)) {
+        print "check_hot_path: " names[i] " not found (renamed or inlined? update the list in tests/profiler/meson.build)"
+        bad = 1
+      }
+    if (!bad) print "check_hot_path: " n " functions, no rep stos / rep movs, no byte copy loops"
+    exit bad
+  }'
+st=("${PIPESTATUS[@]}")
+((st[0] == 0)) || { echo "check_hot_path: $objdump failed on $lib" >&2; exit 2; }
+exit "${st[1]}"
