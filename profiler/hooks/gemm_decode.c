@@ -211,7 +211,7 @@ _Static_assert(sizeof(gemm_key) == 24 * 8, "gemm_key has padding");
 /* Legacy cuDNN convolutions' memo (mpp_conv_decode_memo_key), sets and
  * replacement alike; its key is an mpp_conv_key. 128 entries: a ResNet-50
  * trains with 72 keys (24 shapes, three kinds each), called in turn
- * (a_resnets_convolutions_in_turn_keep_their_entries); about 100 KB a
+ * (a_resnets_convolutions_in_turn_keep_their_entries); about 171 KB a
  * thread, its pages touched as entries fill. */
 #define CONV_SETS 16
 #define CONV_SLOTS (CONV_SETS * MEMO_WAYS)
