@@ -219,49 +219,59 @@ static int mode_setenv(void) {
   return 0;
 }
 
-/* mode_lt's and mode_ltreuse's start: a handle, an fp32 matmul descriptor
- * with the BIAS epilogue (a bias of 0 .. N-1 on the device) and transb T,
- * fp16 layouts for A and B. */
-static void lt_start(cublasLtHandle_t *lt, cublasLtMatmulDesc_t *desc, cublasLtMatrixLayout_t *la,
-                     cublasLtMatrixLayout_t *lb) {
+/* The cuBLASLt modes' set: a handle, an fp32 matmul descriptor with the
+ * BIAS epilogue (a bias of 0 .. N-1 on the device) and transb T, fp16
+ * layouts for A and B, and an fp32 layout for C and D where the mode asks
+ * for one (mode_ltreuse keeps its own on the stack). */
+typedef struct {
+  cublasLtHandle_t lt;
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, lc;
+} lt_set;
+
+static void lt_start(lt_set *s, bool with_lc) {
   float bias_h[N];
   for (int i = 0; i < N; i++)
     bias_h[i] = (float)i;
   void *bias = dev_upload(bias_h, sizeof bias_h);
-  CK(cublasLtCreate(lt));
-  CK(cublasLtMatmulDescCreate(desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  CK(cublasLtCreate(&s->lt));
+  CK(cublasLtMatmulDescCreate(&s->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
   cublasOperation_t t = CUBLAS_OP_T;
-  CK(cublasLtMatmulDescSetAttribute(*desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-  CK(cublasLtMatmulDescSetAttribute(*desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-  CK(cublasLtMatmulDescSetAttribute(*desc, CUBLASLT_MATMUL_DESC_TRANSB, &t, sizeof t));
-  CK(cublasLtMatrixLayoutCreate(la, CUDA_R_16F, N, N, N));
-  CK(cublasLtMatrixLayoutCreate(lb, CUDA_R_16F, N, N, N));
+  CK(cublasLtMatmulDescSetAttribute(s->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+  CK(cublasLtMatmulDescSetAttribute(s->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                    sizeof bias));
+  CK(cublasLtMatmulDescSetAttribute(s->desc, CUBLASLT_MATMUL_DESC_TRANSB, &t, sizeof t));
+  CK(cublasLtMatrixLayoutCreate(&s->la, CUDA_R_16F, N, N, N));
+  CK(cublasLtMatrixLayoutCreate(&s->lb, CUDA_R_16F, N, N, N));
+  s->lc = NULL;
+  if (with_lc) CK(cublasLtMatrixLayoutCreate(&s->lc, CUDA_R_32F, N, N, N));
+}
+
+static void lt_finish(lt_set *s) {
+  cublasLtMatrixLayoutDestroy(s->la);
+  cublasLtMatrixLayoutDestroy(s->lb);
+  if (s->lc) cublasLtMatrixLayoutDestroy(s->lc);
+  cublasLtMatmulDescDestroy(s->desc);
+  cublasLtDestroy(s->lt);
 }
 
 /* calls identical cublasLtMatmul calls (one descriptor set, made once). */
 static int mode_lt(int calls) {
-  cublasLtHandle_t lt;
-  cublasLtMatmulDesc_t desc;
-  cublasLtMatrixLayout_t la, lb, lc;
+  lt_set s;
   mats m;
   mats_init(&m, 2);
-  lt_start(&lt, &desc, &la, &lb);
-  CK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, N, N, N));
+  lt_start(&s, true);
   const float one = 1, zero = 0;
   nvtxRangePushA("t");
   nvtxRangePushA("lt");
   for (int i = 0; i < calls; i++)
-    CK(cublasLtMatmul(lt, desc, &one, m.a16, la, m.b16, lb, &zero, m.c32, lc, m.c32, lc, NULL, NULL,
-                      0, 0));
+    CK(cublasLtMatmul(s.lt, s.desc, &one, m.a16, s.la, m.b16, s.lb, &zero, m.c32, s.lc, m.c32, s.lc,
+                      NULL, NULL, 0, 0));
   nvtxRangePop();
   nvtxRangePop();
   printf("lt checksum %.17g\n", sum32(m.c32, N * N));
-  cublasLtMatrixLayoutDestroy(la);
-  cublasLtMatrixLayoutDestroy(lb);
-  cublasLtMatrixLayoutDestroy(lc);
-  cublasLtMatmulDescDestroy(desc);
-  cublasLtDestroy(lt);
+  lt_finish(&s);
   return 0;
 }
 
@@ -272,13 +282,11 @@ static int mode_lt(int calls) {
  * "t/reuse": transb T + BIAS twice, then transb N, then the DEFAULT
  * epilogue, then D in fp16. */
 static int mode_ltreuse(void) {
-  cublasLtHandle_t lt;
-  cublasLtMatmulDesc_t desc;
-  cublasLtMatrixLayout_t la, lb;
+  lt_set s;
   cublasLtMatrixLayoutOpaque_t lc, lc16;
   mats m;
   mats_init(&m, 2);
-  lt_start(&lt, &desc, &la, &lb);
+  lt_start(&s, false);
   cublasOperation_t t;
   cublasLtEpilogue_t epi;
   CK(cublasLtMatrixLayoutInit(&lc, CUDA_R_32F, N, N, N));
@@ -290,25 +298,22 @@ static int mode_ltreuse(void) {
   for (int call = 0; call < 5; call++) {
     if (call == 2) {
       t = CUBLAS_OP_N;
-      CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &t, sizeof t));
+      CK(cublasLtMatmulDescSetAttribute(s.desc, CUBLASLT_MATMUL_DESC_TRANSB, &t, sizeof t));
     } else if (call == 3) {
       epi = CUBLASLT_EPILOGUE_DEFAULT;
-      CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+      CK(cublasLtMatmulDescSetAttribute(s.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
     } else if (call == 4) {
       memcpy(&lc, &lc16, sizeof lc); /* plain data: a copy is that layout */
     }
     void *c = call == 4 ? m.c16 : m.c32;
-    CK(cublasLtMatmul(lt, desc, &one, m.a16, la, m.b16, lb, &zero, c, &lc, c, &lc, NULL, NULL, 0,
-                      0));
+    CK(cublasLtMatmul(s.lt, s.desc, &one, m.a16, s.la, m.b16, s.lb, &zero, c, &lc, c, &lc, NULL,
+                      NULL, 0, 0));
     sum += call == 4 ? 0 : sum32(m.c32, N * N);
   }
   nvtxRangePop();
   nvtxRangePop();
   printf("ltreuse checksum %.17g\n", sum);
-  cublasLtMatrixLayoutDestroy(la);
-  cublasLtMatrixLayoutDestroy(lb);
-  cublasLtMatmulDescDestroy(desc);
-  cublasLtDestroy(lt);
+  lt_finish(&s);
   return 0;
 }
 
@@ -317,13 +322,10 @@ static int mode_ltreuse(void) {
  * transb: each call must be recorded as its descriptor is. */
 enum { LTEVICT_KEYS = 1500 };
 static int mode_ltevict(void) {
-  cublasLtHandle_t lt;
-  cublasLtMatmulDesc_t desc;
-  cublasLtMatrixLayout_t la, lb, lc;
+  lt_set s;
   mats m;
   mats_init(&m, 2);
-  lt_start(&lt, &desc, &la, &lb);
-  CK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, N, N, N));
+  lt_start(&s, true);
   static float bias_h[LTEVICT_KEYS + N];
   for (int i = 0; i < LTEVICT_KEYS + N; i++)
     bias_h[i] = (float)(i % 7);
@@ -335,19 +337,15 @@ static int mode_ltevict(void) {
     for (int i = 0; i < LTEVICT_KEYS; i++) {
       const float *b = bias + i;
       cublasOperation_t t = i % 2 ? CUBLAS_OP_N : CUBLAS_OP_T;
-      CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &b, sizeof b));
-      CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &t, sizeof t));
-      CK(cublasLtMatmul(lt, desc, &one, m.a16, la, m.b16, lb, &zero, m.c32, lc, m.c32, lc, NULL,
-                        NULL, 0, 0));
+      CK(cublasLtMatmulDescSetAttribute(s.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &b, sizeof b));
+      CK(cublasLtMatmulDescSetAttribute(s.desc, CUBLASLT_MATMUL_DESC_TRANSB, &t, sizeof t));
+      CK(cublasLtMatmul(s.lt, s.desc, &one, m.a16, s.la, m.b16, s.lb, &zero, m.c32, s.lc, m.c32,
+                        s.lc, NULL, NULL, 0, 0));
     }
   nvtxRangePop();
   nvtxRangePop();
   printf("ltevict checksum %.17g\n", sum32(m.c32, N * N));
-  cublasLtMatrixLayoutDestroy(la);
-  cublasLtMatrixLayoutDestroy(lb);
-  cublasLtMatrixLayoutDestroy(lc);
-  cublasLtMatmulDescDestroy(desc);
-  cublasLtDestroy(lt);
+  lt_finish(&s);
   return 0;
 }
 
@@ -1099,38 +1097,121 @@ static int mode_orphan(int secs) {
   return pid > 0 ? 0 : 1;
 }
 
+/* The modes, their arguments as the usage line shows them, and how each
+ * reads argv[2] (NULL where it is missing). */
+static int num(const char *a, int dflt) {
+  return a ? atoi(a) : dflt;
+}
+static int run_gemmex(const char *a) {
+  return mode_gemmex(num(a, 1));
+}
+static int run_lt(const char *a) {
+  return mode_lt(num(a, 1));
+}
+static int run_ltreuse(const char *a) {
+  return (void)a, mode_ltreuse();
+}
+static int run_ltevict(const char *a) {
+  return (void)a, mode_ltevict();
+}
+static int run_setenv(const char *a) {
+  return (void)a, mode_setenv();
+}
+static int run_variants(const char *a) {
+  return (void)a, mode_variants();
+}
+static int run_mathmode(const char *a) {
+  return (void)a, mode_mathmode();
+}
+static int run_threads(const char *a) {
+  return mode_threads(num(a, 1));
+}
+static int run_fork(const char *a) {
+  return (void)a, mode_fork();
+}
+static int run_autotune(const char *a) {
+  return (void)a, mode_autotune(false, 0);
+}
+static int run_wrongpack(const char *a) {
+  return (void)a, mode_autotune(true, 0);
+}
+static int run_churn(const char *a) {
+  return mode_autotune(false, num(a, 1));
+}
+static int run_forkidle(const char *a) {
+  return (void)a, mode_forkidle();
+}
+static int run_capture(const char *a) {
+  return (void)a, mode_capture();
+}
+static int run_chdir(const char *a) {
+  return mode_chdir(a);
+}
+static int run_groups64(const char *a) {
+  return (void)a, mode_groups64();
+}
+static int run_autotune_small(const char *a) {
+  return mode_autotune_small(num(a, 0));
+}
+static int run_lossscale(const char *a) {
+  return (void)a, mode_lossscale();
+}
+static int run_overflow(const char *a) {
+  return (void)a, mode_overflow();
+}
+static int run_exec(const char *a) {
+  return mode_exec(num(a, 0));
+}
+static int run_inflight(const char *a) {
+  (void)a, mode_inflight();
+}
+static int run_orphan(const char *a) {
+  return mode_orphan(num(a, 3));
+}
+static int run_exit3(const char *a) {
+  (void)a, mode_exit3();
+}
+static int run_wait(const char *a) {
+  (void)a, mode_wait();
+}
+
+static const struct {
+  const char *name, *args;
+  int (*run)(const char *arg);
+} modes[] = {
+    {"gemmex", " N", run_gemmex},
+    {"lt", " N", run_lt},
+    {"ltreuse", "", run_ltreuse},
+    {"ltevict", "", run_ltevict},
+    {"setenv", "", run_setenv},
+    {"variants", "", run_variants},
+    {"mathmode", "", run_mathmode},
+    {"threads", " T", run_threads},
+    {"fork", "", run_fork},
+    {"autotune", "", run_autotune},
+    {"wrongpack", "", run_wrongpack},
+    {"churn", " N", run_churn},
+    {"forkidle", "", run_forkidle},
+    {"capture", "", run_capture},
+    {"chdir", " DIR", run_chdir},
+    {"groups64", "", run_groups64},
+    {"autotune_small", " [KIB]", run_autotune_small},
+    {"lossscale", "", run_lossscale},
+    {"overflow", "", run_overflow},
+    {"exec", " [N]", run_exec},
+    {"inflight", "", run_inflight},
+    {"orphan", " [SECS]", run_orphan},
+    {"exit3", "", run_exit3},
+    {"wait", "", run_wait},
+};
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
-  int arg = argc > 2 ? atoi(argv[2]) : 1;
-  if (!strcmp(mode, "gemmex")) return mode_gemmex(arg);
-  if (!strcmp(mode, "lt")) return mode_lt(arg);
-  if (!strcmp(mode, "ltreuse")) return mode_ltreuse();
-  if (!strcmp(mode, "ltevict")) return mode_ltevict();
-  if (!strcmp(mode, "setenv")) return mode_setenv();
-  if (!strcmp(mode, "variants")) return mode_variants();
-  if (!strcmp(mode, "mathmode")) return mode_mathmode();
-  if (!strcmp(mode, "threads")) return mode_threads(arg);
-  if (!strcmp(mode, "fork")) return mode_fork();
-  if (!strcmp(mode, "autotune")) return mode_autotune(false, 0);
-  if (!strcmp(mode, "wrongpack")) return mode_autotune(true, 0);
-  if (!strcmp(mode, "churn")) return mode_autotune(false, arg);
-  if (!strcmp(mode, "forkidle")) return mode_forkidle();
-  if (!strcmp(mode, "capture")) return mode_capture();
-  if (!strcmp(mode, "chdir")) return mode_chdir(argc > 2 ? argv[2] : NULL);
-  if (!strcmp(mode, "groups64")) return mode_groups64();
-  if (!strcmp(mode, "autotune_small")) return mode_autotune_small(argc > 2 ? arg : 0);
-  if (!strcmp(mode, "lossscale")) return mode_lossscale();
-  if (!strcmp(mode, "overflow")) return mode_overflow();
-  if (!strcmp(mode, "exec")) return mode_exec(argc > 2 ? arg : 0);
-  if (!strcmp(mode, "inflight")) mode_inflight();
-  if (!strcmp(mode, "orphan")) return mode_orphan(argc > 2 ? arg : 3);
-  if (!strcmp(mode, "exit3")) mode_exit3();
-  if (!strcmp(mode, "wait")) mode_wait();
-  fprintf(
-      stderr,
-      "usage: mpp_testprog gemmex N | lt | ltreuse | ltevict | variants | mathmode | threads T | "
-      "fork | forkidle | "
-      "capture | wrongpack | autotune_small | groups64 | chdir DIR | exit3 | wait | lossscale | "
-      "overflow\n");
+  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+    if (!strcmp(mode, modes[i].name)) return modes[i].run(argc > 2 ? argv[2] : NULL);
+  fputs("usage: mpp_testprog MODE [ARG], MODE one of:", stderr);
+  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+    fprintf(stderr, "%s %s%s", i ? " |" : "", modes[i].name, modes[i].args);
+  fputc('\n', stderr);
   return 2;
 }
