@@ -192,8 +192,8 @@ static int lt_child(long calls) {
 }
 
 #ifdef HOOK_OVERHEAD_CUDNN
-/* A 1x1 convolution of a 1x1x4x4 tensor: the backend graph up to its plan,
- * built once (PyTorch caches plans by shape). Returns the plan or NULL. */
+/* A 1x1 convolution of a 1x1xDIMxwidth tensor: the backend graph up to its
+ * plan, built once (PyTorch caches plans by shape). Returns the plan or NULL. */
 enum { CV_UID_X = 1, CV_UID_W, CV_UID_Y };
 static cudnnBackendDescriptor_t cv_tensor(int64_t uid, const int64_t dims[4]) {
   int64_t strides[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
@@ -209,8 +209,8 @@ static cudnnBackendDescriptor_t cv_tensor(int64_t uid, const int64_t dims[4]) {
   return cudnnBackendFinalize(t) ? NULL : t;
 }
 
-static cudnnBackendDescriptor_t cv_plan(cudnnHandle_t h) {
-  int64_t xd[4] = {1, 1, DIM, DIM}, wd[4] = {1, 1, 1, 1};
+static cudnnBackendDescriptor_t cv_plan(cudnnHandle_t h, int64_t width) {
+  int64_t xd[4] = {1, 1, DIM, width}, wd[4] = {1, 1, 1, 1};
   cudnnBackendDescriptor_t x = cv_tensor(CV_UID_X, xd), w = cv_tensor(CV_UID_W, wd),
                            y = cv_tensor(CV_UID_Y, xd);
   if (!x || !w || !y) return NULL;
@@ -277,11 +277,16 @@ static cudnnStatus_t cv_call(cudnnHandle_t h, cudnnBackendDescriptor_t plan, voi
   return st;
 }
 
-static int cudnn_child(long calls) {
+/* Executions as a model's layers make them: CV_PLANS plans (convolutions
+ * of widths DIM .. DIM + CV_PLANS - 1), executed in turn; plans = 1: the
+ * one convolution again and again. */
+enum { CV_PLANS = 64 };
+static int cudnn_child(long calls, int plans) {
+  enum { MAXW = DIM + CV_PLANS };
   cudnnHandle_t h;
-  float *x, *w, *y, host[DIM * DIM];
+  float *x, *w, *y, host[DIM * MAXW];
   void *ws;
-  for (int i = 0; i < DIM * DIM; i++)
+  for (int i = 0; i < DIM * MAXW; i++)
     host[i] = (float)(i % 5) - 2.0f;
   if (cudnnCreate(&h) != CUDNN_STATUS_SUCCESS || cudaMalloc((void **)&x, sizeof host) ||
       cudaMalloc((void **)&w, sizeof(float)) || cudaMalloc((void **)&y, sizeof host) ||
@@ -291,17 +296,18 @@ static int cudnn_child(long calls) {
   }
   cudaMemcpy(x, host, sizeof host, cudaMemcpyHostToDevice);
   cudaMemcpy(w, host, sizeof(float), cudaMemcpyHostToDevice);
-  cudnnBackendDescriptor_t plan = cv_plan(h);
-  if (!plan) {
-    fputs("hook_overhead: the cuDNN backend plan did not finalize\n", stderr);
-    return 1;
-  }
+  cudnnBackendDescriptor_t plan[CV_PLANS];
+  for (int i = 0; i < plans; i++)
+    if (!(plan[i] = cv_plan(h, DIM + i))) {
+      fputs("hook_overhead: the cuDNN backend plan did not finalize\n", stderr);
+      return 1;
+    }
   void *ptrs[3] = {x, w, y};
   for (long i = 0; i < calls / 10 + 100; i++) /* warm up: sites, caches, lazy init */
-    if (cv_call(h, plan, ptrs, ws) != CUDNN_STATUS_SUCCESS) return 1;
+    if (cv_call(h, plan[i % plans], ptrs, ws) != CUDNN_STATUS_SUCCESS) return 1;
   double t0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
   for (long i = 0; i < calls; i++)
-    cv_call(h, plan, ptrs, ws);
+    cv_call(h, plan[i % plans], ptrs, ws);
   double t1 = now_ns(CLOCK_MONOTONIC), c1 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
   printf("%.1f %.1f\n", (t1 - t0) / (double)calls, (c1 - c0) / (double)calls);
   cudnnDestroy(h);
@@ -467,7 +473,9 @@ int main(int argc, char **argv) {
     return lt_child(argc > 2 ? atol(argv[2]) : 100000);
 #ifdef HOOK_OVERHEAD_CUDNN
   if (argc >= 2 && !strcmp(argv[1], "--cudnn-child"))
-    return cudnn_child(argc > 2 ? atol(argv[2]) : 100000);
+    return cudnn_child(argc > 2 ? atol(argv[2]) : 100000, 1);
+  if (argc >= 2 && !strcmp(argv[1], "--cudnn-plans-child"))
+    return cudnn_child(argc > 2 ? atol(argv[2]) : 100000, CV_PLANS);
   if (argc >= 2 && !strcmp(argv[1], "--cudnn-legacy-child"))
     return cudnn_legacy_child(argc > 2 ? atol(argv[2]) : 100000);
 #endif
@@ -526,6 +534,12 @@ int main(int argc, char **argv) {
          calls, DIM, DIM);
   rc |= table(self, lib, out, calls, short_configs, sizeof short_configs / sizeof short_configs[0],
               "--cudnn-child");
+  printf("\nhook_overhead: %ld calls of cudnnBackendExecute from %d plans in turn (1x1 "
+         "convolutions of 1x1x%dx%d .. 1x1x%dx%d, as a model's layers make them), a variant pack "
+         "made and destroyed around each\n",
+         calls, CV_PLANS, DIM, DIM, DIM, DIM + CV_PLANS - 1);
+  rc |= table(self, lib, out, calls, short_configs, sizeof short_configs / sizeof short_configs[0],
+              "--cudnn-plans-child");
   printf("\nhook_overhead: %ld calls of cudnnConvolutionForward (the legacy API), the same "
          "convolution, its descriptors made once\n",
          calls);

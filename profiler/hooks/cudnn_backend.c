@@ -18,6 +18,7 @@
 #include <cudnn.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,22 +81,33 @@ typedef struct be_graph {
   mpp_op *decoded;
 } be_graph;
 
+/* A variant pack: its uids and data pointers, as many of each as were set
+ * (a uid past nptrs has no pointer). */
+typedef struct be_vp {
+  int nuids, nptrs;
+  int64_t uids[MAX_VP];
+  void *ptrs[MAX_VP];
+} be_vp;
+
 typedef struct be_shadow {
-  int type;
+  int type; /* cudnnBackendDescriptorType_t; UNTRACKED for a descriptor mpprof only knows of */
   bool finalized;
   union {
     be_tensor tensor;
     mpp_conv_desc conv;
     int comp_type; /* MATMUL_COMP_TYPE, POINTWISE_MATH_PREC, REDUCTION_COMP_TYPE; -1 unset */
     be_op op;
-    struct {
-      int n;
-      int64_t uids[MAX_VP];
-      void *ptrs[MAX_VP];
-    } vp;
+    be_vp vp;
   } u;
   be_graph *graph; /* graph, engine, heuristics, engine config, plan */
 } be_shadow;
+
+/* A descriptor of a type mpprof does not shadow is still entered in the
+ * map, with this shadow (never written): a descriptor the map lacks is then
+ * one mpprof never saw made, which may be another thread's variant pack
+ * (vp_slot). */
+enum { UNTRACKED = -1 };
+static const be_shadow untracked = {.type = UNTRACKED};
 
 static pthread_mutex_t shadows_mu = PTHREAD_MUTEX_INITIALIZER;
 static mpp_ptrmap shadows = MPP_PTRMAP_INIT(1024, MAX_SHADOWS); /* descriptor -> be_shadow */
@@ -107,8 +119,128 @@ __attribute__((constructor)) static void shadows_fork_protect(void) {
   mpp_fork_protect(&shadows_mu);
 }
 
+/* d's shadow, or NULL: not in the map, or an untracked descriptor's;
+ * *known (when given) says whether the map has d. */
+static be_shadow *lookup_locked(void *d, bool *known) {
+  be_shadow *s = mpp_ptrmap_get(&shadows, d);
+  if (known) *known = s != NULL;
+  return s == &untracked ? NULL : s;
+}
+
 static be_shadow *find_locked(void *d) {
-  return mpp_ptrmap_get(&shadows, d);
+  return lookup_locked(d, NULL);
+}
+
+/* --- a thread's own variant pack ---
+ *
+ * PyTorch (and cudnn-frontend's execute) makes a variant pack, sets it,
+ * finalizes it, executes it and destroys it on one thread around every
+ * execution. A thread keeps the pack it made, while it lives, in a slot of
+ * its own, away from the shared map and its lock: those five calls then
+ * take no lock (the execution takes one, for the plan). Further packs the
+ * thread makes while its slot is held go to the map.
+ *
+ * No other thread sees a slot. A thread that finds neither in its slot nor
+ * in the map a descriptor it sets a pack's attribute on, finalizes or
+ * destroys, may be touching another thread's pack: it moves foreign_epoch
+ * on. A slot made under an older epoch is then dropped at its next use: its
+ * pack is unknown from there on (an execution with it records its ops
+ * without tensor pointers, so no pointer that may have been replaced is
+ * scanned, and the run is noted incomplete). Every descriptor mpprof sees
+ * made is in a slot or the map (UNTRACKED types too), so in a run that
+ * keeps each pack on its thread the epoch does not move.
+ *
+ * The thread also remembers the plans it executed, with their graphs, in a
+ * table by plan address (PLAN_MEMOS entries, one a plan; a plan whose entry
+ * another took is looked up again), valid while chain_gen is unchanged: an
+ * execution with the thread's own pack and a plan it remembers takes no
+ * lock at all. A graph is never changed once its first execution decoded it
+ * (decode_graph_locked), and it lives as long as a plan that holds it;
+ * chain_gen moves whenever a plan leaves the map or is linked to another
+ * config, so a plan at a reused address is looked up again. */
+#define PLAN_MEMO_BITS 8
+#define PLAN_MEMOS (1 << PLAN_MEMO_BITS)
+
+typedef struct plan_memo {
+  void *plan; /* NULL: empty */
+  be_graph *graph;
+  uint64_t gen; /* chain_gen when filled */
+  /* The site memo of the graph's first recorded op (its decode id tells
+   * whose it is); the graph's further ops start afresh at each execution. */
+  mpp_site_memo site;
+} plan_memo;
+
+typedef struct vp_slot {
+  void *desc;     /* the pack; NULL when the slot is free */
+  uint64_t epoch; /* foreign_epoch when it was made */
+  bool dropped;   /* the epoch moved since: its pack is unknown until destroyed */
+  bool finalized;
+  be_vp vp;
+  plan_memo plans[PLAN_MEMOS]; /* ~25 KB, mapped: off the program's heap */
+} vp_slot;
+
+static _Atomic uint64_t foreign_epoch;
+static _Atomic uint64_t chain_gen; /* changed under shadows_mu */
+/* Variant packs in the map (changed under shadows_mu): while there are
+ * none, a pack made into a slot has no stale entry to remove there. */
+static _Atomic int map_vps;
+static __thread MPP_TLS vp_slot *slot;
+static pthread_key_t slot_key;
+static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
+
+static void slot_free(void *p) {
+  mpp_unmap(p, sizeof(vp_slot));
+  slot = NULL;
+}
+
+static void slot_key_init(void) {
+  pthread_key_create(&slot_key, slot_free);
+}
+
+static vp_slot *slot_get(void) {
+  if (!slot) {
+    pthread_once(&slot_once, slot_key_init);
+    slot = mpp_map_zeroed(sizeof *slot);
+    if (slot) pthread_setspecific(slot_key, slot);
+  }
+  return slot;
+}
+
+/* This thread's slot when it holds pack d and may be trusted, else NULL;
+ * *dropped says d is the thread's own pack, dropped. */
+static inline vp_slot *own_pack(void *d, bool *dropped) {
+  vp_slot *t = slot;
+  *dropped = false;
+  if (!t || !d || t->desc != d) return NULL;
+  if (!t->dropped && t->epoch != atomic_load_explicit(&foreign_epoch, memory_order_acquire))
+    t->dropped = true;
+  *dropped = t->dropped;
+  return t->dropped ? NULL : t;
+}
+
+/* A descriptor found nowhere was touched: it may be another thread's pack.
+ * This thread's own trusted slot stays trusted. */
+static void foreign_touch(void) {
+  uint64_t was = atomic_fetch_add_explicit(&foreign_epoch, 1, memory_order_acq_rel);
+  vp_slot *t = slot;
+  if (t && t->desc && !t->dropped && t->epoch == was) t->epoch = was + 1;
+}
+
+static void vp_set(be_vp *vp, int name, int64_t n, const void *v) {
+  int k = (int)(n < MAX_VP ? n : MAX_VP);
+  if (name == CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS) {
+    vp->nuids = k;
+    mpp_memcpy_n(vp->uids, v, (size_t)k * sizeof(int64_t));
+  } else if (name == CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS) {
+    vp->nptrs = k;
+    mpp_memcpy_n(vp->ptrs, v, (size_t)k * sizeof(void *));
+  }
+}
+
+static bool is_vp_attr(int name) {
+  return name == CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS ||
+         name == CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS ||
+         name == CUDNN_ATTR_VARIANT_PACK_WORKSPACE || name == CUDNN_ATTR_VARIANT_PACK_INTERMEDIATES;
 }
 
 static void graph_unref_locked(be_graph *g) {
@@ -119,6 +251,8 @@ static void graph_unref_locked(be_graph *g) {
 }
 
 static void graph_set_locked(be_shadow *s, be_graph *g) {
+  if (s->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)
+    atomic_fetch_add_explicit(&chain_gen, 1, memory_order_release);
   if (g) g->refs++;
   graph_unref_locked(s->graph);
   s->graph = g;
@@ -162,9 +296,53 @@ static bool is_chain_desc(int t) {
          t == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR;
 }
 
+/* Removes the map's entry for desc, if any (on a create: a descriptor at
+ * its address destroyed unseen); false when there was none. */
+static bool drop_locked(void *desc) {
+  be_shadow *stale = NULL;
+  if (!mpp_ptrmap_del(&shadows, desc, (void **)&stale)) return false;
+  if (stale == &untracked) return true;
+  if (stale->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)
+    atomic_fetch_add_explicit(&chain_gen, 1, memory_order_release);
+  if (stale->type == CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)
+    atomic_fetch_sub_explicit(&map_vps, 1, memory_order_relaxed);
+  graph_unref_locked(stale->graph);
+  mpp_pool_put(&shadow_pool, stale);
+  return true;
+}
+
+static void note_full(void) {
+  mpp_note_incomplete("cudnn_shadows",
+                      "more than %d live cuDNN backend descriptors: later ones not followed",
+                      MAX_SHADOWS);
+}
+
 static void on_create(int type, void *desc) {
-  if (!shadowed_type(type) || !desc) return;
+  if (!desc) return;
+  if (type == CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR) {
+    vp_slot *t = slot_get();
+    /* (A slot still holding desc: that pack was destroyed unseen.) */
+    if (t && (!t->desc || t->desc == desc)) {
+      if (atomic_load_explicit(&map_vps, memory_order_relaxed) > 0) {
+        pthread_mutex_lock(&shadows_mu);
+        drop_locked(desc);
+        pthread_mutex_unlock(&shadows_mu);
+      }
+      t->desc = desc;
+      t->epoch = atomic_load_explicit(&foreign_epoch, memory_order_acquire);
+      t->dropped = t->finalized = false;
+      t->vp.nuids = t->vp.nptrs = 0;
+      return;
+    }
+  }
   pthread_mutex_lock(&shadows_mu);
+  drop_locked(desc);
+  if (!shadowed_type(type)) {
+    int r = mpp_ptrmap_put(&shadows, desc, (void *)&untracked);
+    pthread_mutex_unlock(&shadows_mu);
+    if (r < 0) note_full();
+    return;
+  }
   be_shadow *s = mpp_pool_get(&shadow_pool);
   if (!s) {
     pthread_mutex_unlock(&shadows_mu);
@@ -180,25 +358,25 @@ static void on_create(int type, void *desc) {
     s->u.op.comp_type = -1;
     s->u.op.alpha = NAN;
   }
-  /* A descriptor at the address of one destroyed unseen: the new one replaces it. */
-  be_shadow *stale = NULL;
-  if (mpp_ptrmap_del(&shadows, desc, (void **)&stale)) graph_unref_locked(stale->graph);
-  mpp_pool_put(&shadow_pool, stale);
   int r = mpp_ptrmap_put(&shadows, desc, s);
-  if (r < 0) mpp_pool_put(&shadow_pool, s);
-  pthread_mutex_unlock(&shadows_mu);
   if (r < 0)
-    mpp_note_incomplete("cudnn_shadows",
-                        "more than %d live cuDNN backend descriptors: later ones not followed",
-                        MAX_SHADOWS);
+    mpp_pool_put(&shadow_pool, s);
+  else if (type == CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)
+    atomic_fetch_add_explicit(&map_vps, 1, memory_order_relaxed);
+  pthread_mutex_unlock(&shadows_mu);
+  if (r < 0) note_full();
 }
 
 static void on_destroy(void *desc) {
-  be_shadow *s = NULL;
+  vp_slot *t = slot;
+  if (t && desc && t->desc == desc) { /* the thread's own pack, trusted or dropped */
+    t->desc = NULL;
+    return;
+  }
   pthread_mutex_lock(&shadows_mu);
-  if (mpp_ptrmap_del(&shadows, desc, (void **)&s)) graph_unref_locked(s->graph);
-  mpp_pool_put(&shadow_pool, s);
+  bool known = drop_locked(desc);
   pthread_mutex_unlock(&shadows_mu);
+  if (!known) foreign_touch();
 }
 
 /* --- attributes --- */
@@ -366,8 +544,15 @@ static bool is_graph_link(int type, int name) {
 
 static void on_set(void *desc, int name, int atype, int64_t n, const void *v) {
   if (!v || n < 0) return;
+  bool dropped;
+  vp_slot *t = own_pack(desc, &dropped);
+  if (t || dropped) {
+    if (t) vp_set(&t->vp, name, n, v);
+    return;
+  }
   pthread_mutex_lock(&shadows_mu);
-  be_shadow *s = find_locked(desc);
+  bool known;
+  be_shadow *s = lookup_locked(desc, &known);
   if (s) {
     switch (s->type) {
     case CUDNN_BACKEND_TENSOR_DESCRIPTOR:
@@ -386,12 +571,7 @@ static void on_set(void *desc, int name, int atype, int64_t n, const void *v) {
         set_graph_ops_locked(s, n, v);
       break;
     case CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR:
-      if (name == CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS) {
-        s->u.vp.n = (int)(n < MAX_VP ? n : MAX_VP);
-        mpp_memcpy_n(s->u.vp.uids, v, (size_t)s->u.vp.n * sizeof(int64_t));
-      } else if (name == CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS) {
-        mpp_memcpy_n(s->u.vp.ptrs, v, (size_t)(n < MAX_VP ? n : MAX_VP) * sizeof(void *));
-      }
+      vp_set(&s->u.vp, name, n, v);
       break;
     default:
       if (is_graph_link(s->type, name) && atype == CUDNN_TYPE_BACKEND_DESCRIPTOR && n >= 1) {
@@ -407,13 +587,24 @@ static void on_set(void *desc, int name, int atype, int64_t n, const void *v) {
     }
   }
   pthread_mutex_unlock(&shadows_mu);
+  if (!known && is_vp_attr(name)) foreign_touch();
 }
 
 static void on_finalize(void *desc) {
+  bool dropped;
+  vp_slot *t = own_pack(desc, &dropped);
+  if (t || dropped) {
+    if (t) t->finalized = true;
+    return;
+  }
   pthread_mutex_lock(&shadows_mu);
-  be_shadow *s = find_locked(desc);
+  bool known;
+  be_shadow *s = lookup_locked(desc, &known);
   if (s) s->finalized = true;
   pthread_mutex_unlock(&shadows_mu);
+  /* (a pack another thread holds and has not finalized would stay unusable
+   * to it: its executions would not be recorded at all) */
+  if (!known) foreign_touch();
 }
 
 /* Engine configs handed out by heuristics belong to the heuristics' graph. */
@@ -446,10 +637,10 @@ static mpp_op_kind kind_of(int type) {
   }
 }
 
-static void *ptr_of(const be_shadow *vp, const be_tensor *t) {
+static void *ptr_of(const be_vp *vp, const be_tensor *t) {
   if (!vp || !t->set || t->is_virtual) return NULL;
-  for (int i = 0; i < vp->u.vp.n; i++)
-    if (vp->u.vp.uids[i] == t->uid) return vp->u.vp.ptrs[i];
+  for (int i = 0; i < vp->nuids; i++)
+    if (vp->uids[i] == t->uid) return i < vp->nptrs ? vp->ptrs[i] : NULL;
   return NULL;
 }
 
@@ -538,25 +729,57 @@ static bool decode_execute(mpp_calls *rec, cudnnHandle_t handle, void *plan, voi
   if (!mpp_calls_reserve(rec, MAX_GRAPH_OPS, "a cuDNN graph execution")) return false;
   mpp_op *ops = rec->ops;
   int n = 0;
-  pthread_mutex_lock(&shadows_mu);
-  be_shadow *p = find_locked(plan), *vp = find_locked(varpack);
-  /* Descriptors of another type (an application bug cuDNN refuses): their
-   * shadows must not be read as a plan or a variant pack, whose uid/pointer
-   * table would then be other fields, taken for pointers to scan. Nor a
-   * variant pack never finalized: cuDNN refuses it, its pointers may not be
-   * set yet. */
-  if (p && p->type != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) p = NULL;
-  if (vp && (vp->type != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR || !vp->finalized)) p = NULL;
-  be_graph *g = p && p->finalized ? p->graph : NULL; /* an unfinalized plan cannot run */
-  if (g) {
-    int i;
-    for (i = 0; i < g->nplans; i++)
-      if (g->plans[i] == plan) break;
-    if (i == g->nplans) {
-      rec->autotune = g->nplans > 0;
-      if (g->nplans < MAX_PLANS) g->plans[g->nplans++] = plan;
+  bool dropped;
+  vp_slot *own = own_pack(varpack, &dropped), *t = slot;
+  plan_memo *pm =
+      t && plan ? &t->plans[((uintptr_t)plan * 0x9e3779b97f4a7c15ull) >> (64 - PLAN_MEMO_BITS)]
+                : NULL;
+  bool cached =
+      pm && pm->plan == plan && pm->gen == atomic_load_explicit(&chain_gen, memory_order_acquire);
+  bool locked = !cached || (!own && !dropped);
+  if (locked) pthread_mutex_lock(&shadows_mu);
+  /* A pack of another type (an application bug cuDNN refuses) must not be
+   * read as one, whose uid/pointer table would then be other fields, taken
+   * for pointers to scan; nor one never finalized: cuDNN refuses it, its
+   * pointers may not be set yet. Such an execution is not recorded. */
+  const be_vp *vp = own ? &own->vp : NULL;
+  bool usable = !own || own->finalized;
+  bool unknown = dropped;
+  if (!own && !dropped) {
+    bool known;
+    be_shadow *vs = lookup_locked(varpack, &known);
+    if (known && (!vs || vs->type != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR || !vs->finalized))
+      usable = false;
+    else if (vs)
+      vp = &vs->u.vp;
+    else
+      unknown = true;
+  }
+  be_graph *g = NULL;
+  if (usable && cached) {
+    g = pm->graph;
+  } else if (usable) {
+    be_shadow *p = find_locked(plan);
+    /* likewise a plan of another type; an unfinalized plan cannot run */
+    if (p && p->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR && p->finalized) g = p->graph;
+    if (g) {
+      int i;
+      for (i = 0; i < g->nplans; i++)
+        if (g->plans[i] == plan) break;
+      if (i == g->nplans) {
+        rec->autotune = g->nplans > 0;
+        if (g->nplans < MAX_PLANS) g->plans[g->nplans++] = plan;
+      }
+      decode_graph_locked(g);
+      if (pm && g->decoded && i < MAX_PLANS) {
+        pm->plan = plan;
+        pm->graph = g;
+        pm->gen = atomic_load_explicit(&chain_gen, memory_order_relaxed);
+        cached = true;
+      }
     }
-    decode_graph_locked(g);
+  }
+  if (g) {
     for (int k = 0; k < g->nops && n < MAX_GRAPH_OPS; k++) {
       const be_op *o = &g->ops[k];
       if (!recorded(o)) continue;
@@ -574,11 +797,22 @@ static bool decode_execute(mpp_calls *rec, cudnnHandle_t handle, void *plan, voi
         mpp_op_note_ptr(op, ptr);
         if (ts[r]->is_virtual || !ptr) op->roles[r].unscannable = MPP_NS_UNKNOWN;
       }
-      mpp_calls_memo(rec, n, g->op_ids[k]);
+      if (cached && n == 0) { /* the memo the plan's last execution here left */
+        mpp_site_memo *m = &pm->site;
+        if (m->op != g->op_ids[k]) *m = (mpp_site_memo){.op = g->op_ids[k]};
+        op->site_memo = m;
+      } else {
+        mpp_calls_memo(rec, n, g->op_ids[k]);
+      }
       n++;
     }
   }
-  pthread_mutex_unlock(&shadows_mu);
+  if (locked) pthread_mutex_unlock(&shadows_mu);
+  if (unknown && n)
+    mpp_note_incomplete("cudnn_variant_pack_threads",
+                        "a cuDNN variant pack made on another thread than the one executing it, "
+                        "or changed by another thread, was executed: that execution's tensors "
+                        "were not scanned");
   void *stream = n ? mpp_cudnn_stream(handle) : NULL;
   for (int i = 0; i < n; i++)
     ops[i].stream = stream;

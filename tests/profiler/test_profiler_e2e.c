@@ -141,6 +141,15 @@ static void assert_role_scanned(cJSON *s, const char *role, double elements_per_
   assert_true(num(s, path) == elements_per_call * num(s, "calls"));
 }
 
+/* Whether the file's incomplete_reasons has one starting with prefix. */
+static bool has_reason(cJSON *doc, const char *prefix) {
+  const cJSON *x;
+  cJSON_ArrayForEach(x, get(doc, "incomplete_reasons")) {
+    if (cJSON_IsString(x) && !strncmp(x->valuestring, prefix, strlen(prefix))) return true;
+  }
+  return false;
+}
+
 /* --- mlp_train --- */
 
 static void check_mlp_sites(cJSON *doc, int calls_per_site) {
@@ -278,14 +287,22 @@ static void conv_train_backend_api_records_every_convolution(void **state) {
 
 /* --- purpose-built programs --- */
 
+/* Runs `mpp_testprog MODE` plain and under mpprof (same output, exit 0) into
+ * a directory named after the mode; *r: its raw files. Returns the backend
+ * convolution's site (layer "conv"). */
+static cJSON *backend_conv_site(const char *mode, raws *r) {
+  const char *dir = outdir(mode);
+  char *argv[] = {(char *)testprog, (char *)mode, NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  *r = load_raws(dir);
+  return site(r->doc[0], "cudnnBackendExecute", "conv", "conv_fwd");
+}
+
 static void cudnn_autotuning_executions_are_counted_apart(void **state) {
   (void)state;
-  const char *dir = outdir("autotune");
-  char *argv[] = {(char *)testprog, "autotune", NULL};
-  assert_int_equal(run_both(dir, argv, NULL), 0);
-  raws r = load_raws(dir);
+  raws r;
+  cJSON *s = backend_conv_site("autotune", &r);
   assert_int_equal(nsites(r.doc[0]), 1);
-  cJSON *s = site(r.doc[0], "cudnnBackendExecute", "conv", "conv_fwd");
   assert_int_equal(num(s, "calls"), 4); /* plan A once, B (tuning), then A three times */
   assert_int_equal(num(s, "autotune_calls"), 1);
   assert_int_equal(num(s, "scanned_calls"), 4);
@@ -312,6 +329,66 @@ static void descriptor_churn_keeps_the_backend_plans_followed(void **state) {
   assert_int_equal(num(s, "conv.c"), 4);
   assert_false(cJSON_IsTrue(cJSON_GetObjectItem(r.doc[0], "incomplete")));
   free_raws(&r);
+}
+
+/* mpprof follows a thread's own variant pack apart from the shared table
+ * (PyTorch makes, executes and destroys one per execution on one thread).
+ * Of the five executions counted, the second's pack is made while another
+ * is held (it goes to the table) and the fifth's just before another is
+ * made: both are scanned. The third's pack is made on another thread, and
+ * the fourth's gets its pointers and is finalized there, replacing the
+ * decoys (x: 1e20 everywhere) set here. Those two are counted but not
+ * scanned: no pointer that another thread may have replaced is read (x's
+ * decoys would show in its count), and the run says so. */
+static void variant_packs_used_across_threads_are_never_scanned_stale(void **state) {
+  (void)state;
+  raws r;
+  cJSON *s = backend_conv_site("packthreads", &r);
+  assert_int_equal(num(s, "calls"), 5);
+  assert_int_equal(num(s, "autotune_calls"), 1);
+  assert_int_equal(num(s, "tensors.x.count"), 3 * 4 * 8 * 8);
+  assert_int_equal(num(s, "tensors.y.count"), 3 * 4 * 8 * 8);
+  assert_int_equal(num(s, "not_scanned.pointer_unreadable"), 2 * 3);
+  assert_true(cJSON_IsTrue(get(r.doc[0], "incomplete")));
+  assert_true(has_reason(r.doc[0], "a cuDNN variant pack made on another thread"));
+  free_raws(&r);
+}
+
+/* A thread remembers the plan it executed last with its graph: a plan
+ * destroyed (with its graph) and another of another graph made at its
+ * address must be looked up afresh, not taken for the first (whose graph is
+ * freed). Two sites, one per graph's shape; the program says on stderr that
+ * the allocator did give the second plan the first's address (glibc's does;
+ * AddressSanitizer's does not). */
+static void a_plan_made_at_a_destroyed_plans_address_is_its_own(void **state) {
+  (void)state;
+  const char *dir = outdir("planswap");
+  char *argv[] = {(char *)testprog, "planswap", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(nsites(r.doc[0]), 2);
+  double ms = 0; /* m: 8 x 8 and 16 x 16 output pixels */
+  cJSON *s;
+  cJSON_ArrayForEach(s, get(r.doc[0], "sites")) {
+    assert_true(str_is(s, "api", "cudnnBackendExecute") && str_is(s, "layer", "swap"));
+    assert_int_equal(num(s, "calls"), 1);
+    assert_true(num(s, "tensors.x.count") == 4 * num(s, "m"));
+    ms += num(s, "m");
+  }
+  assert_true(ms == 8 * 8 + 16 * 16);
+  free_raws(&r);
+  char *prof[] = {(char *)mpprof, "-o", (char *)outdir("planswap2"), "--", (char *)testprog,
+                  "planswap",     NULL};
+  result e = run_err(prof, NULL);
+  assert_int_equal(e.status, 0);
+#ifndef __SANITIZE_ADDRESS__ /* its allocator holds freed memory back */
+  bool reused = strstr(e.err, "the second plan is at the first's address");
+#else
+  bool reused = true;
+#endif
+  free(e.out);
+  free(e.err);
+  assert_true(reused);
 }
 
 /* The application passes an operation descriptor where the variant pack
@@ -360,11 +437,8 @@ static void a_64_group_gemm_on_a_small_thread_stack_is_recorded_per_group(void *
  * with them there, 28 KiB crashed (SIGSEGV) where the program needs ~20. */
 static void backend_execute_on_a_small_thread_stack_is_recorded(void **state) {
   (void)state;
-  const char *dir = outdir("autotune_small");
-  char *argv[] = {(char *)testprog, "autotune_small", NULL};
-  assert_int_equal(run_both(dir, argv, NULL), 0);
-  raws r = load_raws(dir);
-  cJSON *s = site(r.doc[0], "cudnnBackendExecute", "conv", "conv_fwd");
+  raws r;
+  cJSON *s = backend_conv_site("autotune_small", &r);
   assert_int_equal(num(s, "calls"), 4);
   assert_int_equal(num(s, "autotune_calls"), 1);
   free_raws(&r);
@@ -1217,14 +1291,6 @@ static void every_image_of_a_program_that_execs_itself_is_recorded(void **state)
   free_raws(&r);
 }
 
-static bool has_reason(cJSON *doc, const char *prefix) {
-  const cJSON *x;
-  cJSON_ArrayForEach(x, get(doc, "incomplete_reasons")) {
-    if (cJSON_IsString(x) && !strncmp(x->valuestring, prefix, strlen(prefix))) return true;
-  }
-  return false;
-}
-
 /* exit() while another thread is inside a GEMM: the call is counted and the
  * raw file says it is in no site. */
 static void a_call_in_flight_at_exit_makes_the_file_incomplete(void **state) {
@@ -1331,6 +1397,8 @@ int main(void) {
       cmocka_unit_test(conv_train_backend_api_records_every_convolution),
       cmocka_unit_test(cudnn_autotuning_executions_are_counted_apart),
       cmocka_unit_test(a_wrong_descriptor_type_as_variant_pack_is_refused_not_scanned),
+      cmocka_unit_test(variant_packs_used_across_threads_are_never_scanned_stale),
+      cmocka_unit_test(a_plan_made_at_a_destroyed_plans_address_is_its_own),
       cmocka_unit_test(inner_cublasLt_call_under_cublasGemmEx_is_recorded_once),
       cmocka_unit_test(a_64_group_gemm_on_a_small_thread_stack_is_recorded_per_group),
       cmocka_unit_test(descriptor_churn_keeps_the_backend_plans_followed),
