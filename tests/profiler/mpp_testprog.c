@@ -998,6 +998,117 @@ static int mode_planswap(void) {
   return 0;
 }
 
+/* PyTorch's cuDNN path on several threads at once (after one execution in
+ * the layer "main": mode_convthreads): CONV_THREADS threads,
+ * each with its handle, its graph and plan, and CONV_EXECS executions in
+ * the layer "t<i>" (a variant pack made, set, finalized and destroyed
+ * around each), while another thread makes and destroys knob choices and
+ * plans of a graph of its own (descriptors mpprof does not shadow, plans
+ * leaving its table). */
+enum { CONV_THREADS = 4, CONV_EXECS = 200, CONV_CHURN = 400 };
+
+typedef struct conv_worker {
+  int index;
+  double sum;
+} conv_worker;
+
+static void *conv_worker_main(void *arg) {
+  conv_worker *cw = arg;
+  cudnnHandle_t h;
+  CK(cudnnCreate(&h));
+  conv_chain c;
+  conv_chain_build(h, 8, &c);
+  cudnnBackendDescriptor_t plan = first_plan(h, &c);
+  float xh[4 * 8 * 8], wh[4 * 4 * 3 * 3];
+  for (int i = 0; i < 4 * 8 * 8; i++)
+    xh[i] = (float)((i + cw->index) % 7) - 3;
+  for (int i = 0; i < 4 * 4 * 3 * 3; i++)
+    wh[i] = (float)(i % 5) - 2;
+  void *ptrs[3] = {dev_upload(xh, sizeof xh), dev_upload(wh, sizeof wh),
+                   dev_alloc(sizeof(float) * 4 * 8 * 8)};
+  void *ws = dev_alloc(1 << 20);
+  char layer[8];
+  snprintf(layer, sizeof layer, "t%d", cw->index);
+  nvtxRangePushA(layer);
+  for (int i = 0; i < CONV_EXECS; i++) {
+    conv_execute(h, plan, ptrs, ws);
+    cw->sum += sum32(ptrs[2], 4 * 8 * 8);
+  }
+  nvtxRangePop();
+  cudnnBackendDestroyDescriptor(plan);
+  conv_chain_destroy(&c);
+  CK(cudnnDestroy(h));
+  return NULL;
+}
+
+static void *conv_churn_main(void *arg) {
+  (void)arg;
+  cudnnHandle_t h;
+  CK(cudnnCreate(&h));
+  conv_chain c;
+  conv_chain_build(h, 8, &c);
+  for (int i = 0; i < CONV_CHURN; i++) {
+    cudnnBackendDescriptor_t knob = be_new(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR);
+    cudnnBackendDescriptor_t plan = first_plan(h, &c);
+    CK(cudnnBackendDestroyDescriptor(plan));
+    CK(cudnnBackendDestroyDescriptor(knob));
+  }
+  conv_chain_destroy(&c);
+  CK(cudnnDestroy(h));
+  return NULL;
+}
+
+static void *knob_main(void *arg) {
+  (void)arg;
+  CK(cudnnBackendDestroyDescriptor(be_new(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR)));
+  return NULL;
+}
+
+static int mode_convthreads(void) {
+  /* First, in the layer "main", one execution whose pack is held here
+   * while another thread makes and destroys a knob choice. */
+  cudnnHandle_t h;
+  CK(cudnnCreate(&h));
+  conv_chain c;
+  conv_chain_build(h, 8, &c);
+  cudnnBackendDescriptor_t plan = first_plan(h, &c);
+  float xh[4 * 8 * 8];
+  for (int i = 0; i < 4 * 8 * 8; i++)
+    xh[i] = (float)(i % 7) - 3;
+  void *ptrs[3] = {dev_upload(xh, sizeof xh), dev_upload(xh, 4 * 4 * 3 * 3 * sizeof(float)),
+                   dev_alloc(sizeof xh)};
+  void *ws = dev_alloc(1 << 20);
+  static const int64_t uids[3] = {'x', 'w', 'y'};
+  cudnnBackendDescriptor_t vp = be_new(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  pack_set(vp, uids, ptrs, ws);
+  CK(cudnnBackendFinalize(vp));
+  pthread_t k;
+  CK(pthread_create(&k, NULL, knob_main, NULL));
+  pthread_join(k, NULL);
+  nvtxRangePushA("main");
+  CK(cudnnBackendExecute(h, plan, vp));
+  nvtxRangePop();
+  CK(cudnnBackendDestroyDescriptor(vp));
+  double s = sum32(ptrs[2], 4 * 8 * 8);
+  cudnnBackendDestroyDescriptor(plan);
+  conv_chain_destroy(&c);
+  CK(cudnnDestroy(h));
+
+  pthread_t t[CONV_THREADS + 1];
+  conv_worker w[CONV_THREADS];
+  for (int i = 0; i < CONV_THREADS; i++) {
+    w[i] = (conv_worker){.index = i};
+    CK(pthread_create(&t[i], NULL, conv_worker_main, &w[i]));
+  }
+  CK(pthread_create(&t[CONV_THREADS], NULL, conv_churn_main, NULL));
+  for (int i = 0; i <= CONV_THREADS; i++)
+    pthread_join(t[i], NULL);
+  for (int i = 0; i < CONV_THREADS; i++)
+    s += w[i].sum;
+  printf("convthreads checksum %.17g\n", s);
+  return 0;
+}
+
 /* One cublasLtMatmul of the 16 x 16 fp16 matrices into c32 on `stream`. */
 static void lt_matmul(cublasLtHandle_t lt, const mats *m, cudaStream_t stream) {
   cublasLtMatmulDesc_t desc;
@@ -1270,6 +1381,9 @@ static int run_fork(const char *a) {
 static int run_autotune(const char *a) {
   return (void)a, mode_autotune(false, 0, false);
 }
+static int run_convthreads(const char *a) {
+  return (void)a, mode_convthreads();
+}
 static int run_planswap(const char *a) {
   return (void)a, mode_planswap();
 }
@@ -1337,6 +1451,7 @@ static const struct {
     {"churn", " N", run_churn},
     {"packthreads", "", run_packthreads},
     {"planswap", "", run_planswap},
+    {"convthreads", "", run_convthreads},
     {"forkidle", "", run_forkidle},
     {"capture", "", run_capture},
     {"chdir", " DIR", run_chdir},

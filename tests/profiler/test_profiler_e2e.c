@@ -391,6 +391,35 @@ static void a_plan_made_at_a_destroyed_plans_address_is_its_own(void **state) {
   assert_true(reused);
 }
 
+/* One execution whose pack is held while another thread makes and destroys
+ * a knob choice (a type mpprof does not shadow); then four threads execute
+ * their own plans, a variant pack each time, while a fifth makes and
+ * destroys knob choices and plans. Every execution is recorded and scanned
+ * in its layer, and nothing is noted incomplete: a descriptor mpprof knows
+ * of is never taken for another thread's pack. */
+static void backend_executions_on_four_threads_are_each_scanned(void **state) {
+  (void)state;
+  const char *dir = outdir("convthreads");
+  char *argv[] = {(char *)testprog, "convthreads", NULL};
+  const char *opts[] = {"--sample", "1", NULL};
+  assert_int_equal(run_both(dir, argv, opts), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(nsites(r.doc[0]), 5);
+  cJSON *m = site(r.doc[0], "cudnnBackendExecute", "main", "conv_fwd");
+  assert_int_equal(num(m, "calls"), 1);
+  assert_role_scanned(m, "x", 4 * 8 * 8);
+  for (int i = 0; i < 4; i++) {
+    char l[8];
+    snprintf(l, sizeof l, "t%d", i);
+    cJSON *s = site(r.doc[0], "cudnnBackendExecute", l, "conv_fwd");
+    assert_int_equal(num(s, "calls"), 200);
+    assert_role_scanned(s, "x", 4 * 8 * 8);
+    assert_role_scanned(s, "y", 4 * 8 * 8);
+  }
+  assert_false(cJSON_IsTrue(get(r.doc[0], "incomplete")));
+  free_raws(&r);
+}
+
 /* The application passes an operation descriptor where the variant pack
  * belongs, then a variant pack it never finalized (pointers not valid yet):
  * cuDNN refuses both calls and reads nothing. mpprof must not read that
@@ -1399,6 +1428,7 @@ int main(void) {
       cmocka_unit_test(a_wrong_descriptor_type_as_variant_pack_is_refused_not_scanned),
       cmocka_unit_test(variant_packs_used_across_threads_are_never_scanned_stale),
       cmocka_unit_test(a_plan_made_at_a_destroyed_plans_address_is_its_own),
+      cmocka_unit_test(backend_executions_on_four_threads_are_each_scanned),
       cmocka_unit_test(inner_cublasLt_call_under_cublasGemmEx_is_recorded_once),
       cmocka_unit_test(a_64_group_gemm_on_a_small_thread_stack_is_recorded_per_group),
       cmocka_unit_test(descriptor_churn_keeps_the_backend_plans_followed),
