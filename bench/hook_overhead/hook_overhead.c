@@ -12,9 +12,10 @@
  * Where cuDNN is there, another table times a cudnnBackendExecute of a tiny
  * convolution as PyTorch's cuDNN v8/v9 path makes it: the execution plan
  * built once and kept, a variant pack created, set, finalized and destroyed
- * around every execution; and another a cudnnConvolutionForward of the same
- * convolution through the legacy API, its descriptors made once, as C
- * programs and older frameworks call it.
+ * around every execution, then the same from 64 plans in turn (each of a
+ * graph of its own, as a model's layers make them); and another a
+ * cudnnConvolutionForward of the same convolution through the legacy API,
+ * its descriptors made once, as C programs and older frameworks call it.
  *
  * A table of many layers times the same GEMM as a model's layers call it:
  * LAYERS layers named as the PyTorch integration names them (mpprof_layer_id,
