@@ -334,6 +334,8 @@ static void on_create(int type, void *desc) {
       t->vp.nuids = t->vp.nptrs = 0;
       return;
     }
+  } else if (slot && slot->desc == desc) {
+    slot->desc = NULL; /* the slot's pack was destroyed unseen: its address is another's now */
   }
   pthread_mutex_lock(&shadows_mu);
   drop_locked(desc);
