@@ -146,9 +146,11 @@ static be_shadow *find_locked(void *d) {
  * on. A slot made under an older epoch is then dropped at its next use: its
  * pack is unknown from there on (an execution with it records its ops
  * without tensor pointers, so no pointer that may have been replaced is
- * scanned, and the run is noted incomplete). Every descriptor mpprof sees
- * made is in a slot or the map (UNTRACKED types too), so in a run that
- * keeps each pack on its thread the epoch does not move.
+ * scanned, and the run is noted incomplete); a thread that touches its own
+ * dropped pack moves the epoch too, since that address may be another
+ * thread's pack by now. Every descriptor mpprof sees made is in a slot or
+ * the map (UNTRACKED types too), so in a run that keeps each pack on its
+ * thread the epoch does not move.
  *
  * The thread also remembers the plans it executed, with their graphs, in a
  * table by plan address (PLAN_MEMOS entries, one a plan; a plan whose entry
@@ -370,9 +372,11 @@ static void on_create(int type, void *desc) {
 }
 
 static void on_destroy(void *desc) {
-  vp_slot *t = slot;
-  if (t && desc && t->desc == desc) { /* the thread's own pack, trusted or dropped */
-    t->desc = NULL;
+  bool dropped;
+  if (own_pack(desc, &dropped) || dropped) { /* the thread's own pack */
+    slot->desc = NULL;
+    /* Dropped: the address may be another thread's pack by now. */
+    if (dropped) foreign_touch();
     return;
   }
   pthread_mutex_lock(&shadows_mu);
@@ -548,8 +552,12 @@ static void on_set(void *desc, int name, int atype, int64_t n, const void *v) {
   if (!v || n < 0) return;
   bool dropped;
   vp_slot *t = own_pack(desc, &dropped);
-  if (t || dropped) {
-    if (t) vp_set(&t->vp, name, n, v);
+  if (t) {
+    vp_set(&t->vp, name, n, v);
+    return;
+  }
+  if (dropped) { /* the address may be another thread's pack by now */
+    if (is_vp_attr(name)) foreign_touch();
     return;
   }
   pthread_mutex_lock(&shadows_mu);
@@ -596,7 +604,10 @@ static void on_finalize(void *desc) {
   bool dropped;
   vp_slot *t = own_pack(desc, &dropped);
   if (t || dropped) {
-    if (t) t->finalized = true;
+    if (t)
+      t->finalized = true;
+    else
+      foreign_touch(); /* as on_set */
     return;
   }
   pthread_mutex_lock(&shadows_mu);

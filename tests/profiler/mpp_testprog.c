@@ -47,6 +47,7 @@
  * CUDA libraries by soname; run with LD_LIBRARY_PATH=<simcuda>. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <malloc.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1109,6 +1110,79 @@ static int mode_convthreads(void) {
   return 0;
 }
 
+/* packreuse: a pack made here is destroyed by another thread, which then
+ * makes a pack of its own (at the same address: one malloc arena for all
+ * threads; stderr says) and gives it decoy pointers (x: 1e20); this thread
+ * then sets the real pointers on it, taking it for its own; the other
+ * thread finalizes it and executes it in the layer "reuse". */
+typedef struct reuse_job {
+  cudnnHandle_t h;
+  cudnnBackendDescriptor_t plan, mine, vp;
+  void **decoy, *ws;
+  pthread_barrier_t *go, *made, *set;
+} reuse_job;
+
+static void *reuse_main(void *arg) {
+  reuse_job *j = arg;
+  static const int64_t uids[3] = {'x', 'w', 'y'};
+  pthread_barrier_wait(j->go);
+  CK(cudnnBackendDestroyDescriptor(j->mine));
+  j->vp = be_new(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  pack_set(j->vp, uids, j->decoy, j->ws);
+  pthread_barrier_wait(j->made);
+  pthread_barrier_wait(j->set);
+  CK(cudnnBackendFinalize(j->vp));
+  nvtxRangePushA("reuse");
+  CK(cudnnBackendExecute(j->h, j->plan, j->vp));
+  nvtxRangePop();
+  CK(cudnnBackendDestroyDescriptor(j->vp));
+  return NULL;
+}
+
+static int mode_packreuse(void) {
+  mallopt(M_ARENA_MAX, 1);
+  cudnnHandle_t h;
+  CK(cudnnCreate(&h));
+  conv_chain c;
+  conv_chain_build(h, 8, &c);
+  cudnnBackendDescriptor_t plan = first_plan(h, &c);
+  float xh[4 * 8 * 8];
+  for (int i = 0; i < 4 * 8 * 8; i++)
+    xh[i] = (float)(i % 7) - 3;
+  void *ws = dev_alloc(1 << 20), *y = dev_alloc(sizeof xh);
+  void *ptrs[3] = {dev_upload(xh, sizeof xh), dev_upload(xh, 4 * 4 * 3 * 3 * sizeof(float)), y};
+  for (int i = 0; i < 4 * 8 * 8; i++)
+    xh[i] = 1e20f;
+  void *decoy[3] = {dev_upload(xh, sizeof xh), ptrs[1], y};
+  pthread_barrier_t go, made, set;
+  pthread_barrier_init(&go, NULL, 2);
+  pthread_barrier_init(&made, NULL, 2);
+  pthread_barrier_init(&set, NULL, 2);
+  reuse_job j = {
+      .h = h, .plan = plan, .decoy = decoy, .ws = ws, .go = &go, .made = &made, .set = &set};
+  pthread_t t;
+  CK(pthread_create(&t, NULL, reuse_main, &j));
+  static const int64_t uids[3] = {'x', 'w', 'y'};
+  j.mine = be_new(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  pack_set(j.mine, uids, ptrs, ws);
+  pthread_barrier_wait(&go);
+  pthread_barrier_wait(&made);
+  fprintf(stderr, "packreuse: the other thread's pack is %sat the destroyed one's address\n",
+          j.vp == j.mine ? "" : "not ");
+  CK(cudnnBackendSetAttribute(j.vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3,
+                              ptrs));
+  pthread_barrier_wait(&set);
+  pthread_join(t, NULL);
+  pthread_barrier_destroy(&go);
+  pthread_barrier_destroy(&made);
+  pthread_barrier_destroy(&set);
+  printf("packreuse checksum %.17g\n", sum32(y, 4 * 8 * 8));
+  cudnnBackendDestroyDescriptor(plan);
+  conv_chain_destroy(&c);
+  CK(cudnnDestroy(h));
+  return 0;
+}
+
 /* One cublasLtMatmul of the 16 x 16 fp16 matrices into c32 on `stream`. */
 static void lt_matmul(cublasLtHandle_t lt, const mats *m, cudaStream_t stream) {
   cublasLtMatmulDesc_t desc;
@@ -1384,6 +1458,9 @@ static int run_autotune(const char *a) {
 static int run_convthreads(const char *a) {
   return (void)a, mode_convthreads();
 }
+static int run_packreuse(const char *a) {
+  return (void)a, mode_packreuse();
+}
 static int run_planswap(const char *a) {
   return (void)a, mode_planswap();
 }
@@ -1451,6 +1528,7 @@ static const struct {
     {"churn", " N", run_churn},
     {"packthreads", "", run_packthreads},
     {"planswap", "", run_planswap},
+    {"packreuse", "", run_packreuse},
     {"convthreads", "", run_convthreads},
     {"forkidle", "", run_forkidle},
     {"capture", "", run_capture},
