@@ -371,7 +371,10 @@ static void on_create(int type, void *desc) {
   if (r < 0) note_full();
 }
 
+/* (A NULL descriptor is no pack: cuDNN accepts destroying it; it must not
+ * move the epoch.) */
 static void on_destroy(void *desc) {
+  if (!desc) return;
   bool dropped;
   if (own_pack(desc, &dropped) || dropped) { /* the thread's own pack */
     slot->desc = NULL;
@@ -549,7 +552,7 @@ static bool is_graph_link(int type, int name) {
 }
 
 static void on_set(void *desc, int name, int atype, int64_t n, const void *v) {
-  if (!v || n < 0) return;
+  if (!desc || !v || n < 0) return;
   bool dropped;
   vp_slot *t = own_pack(desc, &dropped);
   if (t) {
@@ -601,6 +604,7 @@ static void on_set(void *desc, int name, int atype, int64_t n, const void *v) {
 }
 
 static void on_finalize(void *desc) {
+  if (!desc) return;
   bool dropped;
   vp_slot *t = own_pack(desc, &dropped);
   if (t || dropped) {

@@ -1062,12 +1062,14 @@ static void *conv_churn_main(void *arg) {
 static void *knob_main(void *arg) {
   (void)arg;
   CK(cudnnBackendDestroyDescriptor(be_new(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR)));
+  cudnnBackendDestroyDescriptor(NULL); /* not a pack either */
   return NULL;
 }
 
 static int mode_convthreads(void) {
   /* First, in the layer "main", one execution whose pack is held here
-   * while another thread makes and destroys a knob choice. */
+   * while another thread makes and destroys a knob choice, and destroys
+   * NULL. */
   cudnnHandle_t h;
   CK(cudnnCreate(&h));
   conv_chain c;

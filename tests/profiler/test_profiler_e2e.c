@@ -422,11 +422,11 @@ static void a_pack_at_a_reused_address_changed_elsewhere_is_not_scanned(void **s
 }
 
 /* One execution whose pack is held while another thread makes and destroys
- * a knob choice (a type mpprof does not shadow); then four threads execute
- * their own plans, a variant pack each time, while a fifth makes and
- * destroys knob choices and plans. Every execution is recorded and scanned
- * in its layer, and nothing is noted incomplete: a descriptor mpprof knows
- * of is never taken for another thread's pack. */
+ * a knob choice (a type mpprof does not shadow) and destroys NULL; then
+ * four threads execute their own plans, a variant pack each time, while a
+ * fifth makes and destroys knob choices and plans. Every execution is
+ * recorded and scanned in its layer, and nothing is noted incomplete: a
+ * descriptor mpprof knows of is never taken for another thread's pack. */
 static void backend_executions_on_four_threads_are_each_scanned(void **state) {
   (void)state;
   const char *dir = outdir("convthreads");
