@@ -143,12 +143,12 @@ static be_shadow *find_locked(void *d) {
  * No other thread sees a slot. A thread that finds neither in its slot nor
  * in the map a descriptor it sets a pack's attribute on, finalizes or
  * destroys, may be touching another thread's pack: it moves foreign_epoch
- * on. A slot made under an older epoch is then dropped at its next use: its
- * pack is unknown from there on (an execution with it records its ops
- * without tensor pointers, so no pointer that may have been replaced is
- * scanned, and the run is noted incomplete); a thread that touches its own
- * dropped pack moves the epoch too, since that address may be another
- * thread's pack by now. Every descriptor mpprof sees made is in a slot or
+ * on. A slot made under an older epoch is emptied at its next use: its
+ * pack is then one found nowhere, like any other (an execution with it
+ * records its ops without tensor pointers, so no pointer that may have been
+ * replaced is scanned, and the run is noted incomplete; setting, finalizing
+ * or destroying it moves the epoch again, since that address may be another
+ * thread's pack by now). Every descriptor mpprof sees made is in a slot or
  * the map (UNTRACKED types too), so in a run that keeps each pack on its
  * thread the epoch does not move.
  *
@@ -175,7 +175,6 @@ typedef struct plan_memo {
 typedef struct vp_slot {
   void *desc;     /* the pack; NULL when the slot is free */
   uint64_t epoch; /* foreign_epoch when it was made */
-  bool dropped;   /* the epoch moved since: its pack is unknown until destroyed */
   bool finalized;
   be_vp vp;
   plan_memo plans[PLAN_MEMOS]; /* ~25 KB, mapped: off the program's heap */
@@ -208,16 +207,14 @@ static vp_slot *slot_get(void) {
   return slot;
 }
 
-/* This thread's slot when it holds pack d and may be trusted, else NULL;
- * *dropped says d is the thread's own pack, dropped. */
-static inline vp_slot *own_pack(void *d, bool *dropped) {
+/* This thread's slot when it holds pack d and may be trusted, else NULL (a
+ * slot made under an older epoch is emptied). */
+static inline vp_slot *own_pack(void *d) {
   vp_slot *t = slot;
-  *dropped = false;
   if (!t || !d || t->desc != d) return NULL;
-  if (!t->dropped && t->epoch != atomic_load_explicit(&foreign_epoch, memory_order_acquire))
-    t->dropped = true;
-  *dropped = t->dropped;
-  return t->dropped ? NULL : t;
+  if (t->epoch == atomic_load_explicit(&foreign_epoch, memory_order_acquire)) return t;
+  t->desc = NULL;
+  return NULL;
 }
 
 /* A descriptor found nowhere was touched: it may be another thread's pack.
@@ -225,7 +222,7 @@ static inline vp_slot *own_pack(void *d, bool *dropped) {
 static void foreign_touch(void) {
   uint64_t was = atomic_fetch_add_explicit(&foreign_epoch, 1, memory_order_acq_rel);
   vp_slot *t = slot;
-  if (t && t->desc && !t->dropped && t->epoch == was) t->epoch = was + 1;
+  if (t && t->desc && t->epoch == was) t->epoch = was + 1;
 }
 
 static void vp_set(be_vp *vp, int name, int64_t n, const void *v) {
@@ -332,7 +329,7 @@ static void on_create(int type, void *desc) {
       }
       t->desc = desc;
       t->epoch = atomic_load_explicit(&foreign_epoch, memory_order_acquire);
-      t->dropped = t->finalized = false;
+      t->finalized = false;
       t->vp.nuids = t->vp.nptrs = 0;
       return;
     }
@@ -375,11 +372,8 @@ static void on_create(int type, void *desc) {
  * move the epoch.) */
 static void on_destroy(void *desc) {
   if (!desc) return;
-  bool dropped;
-  if (own_pack(desc, &dropped) || dropped) { /* the thread's own pack */
+  if (own_pack(desc)) {
     slot->desc = NULL;
-    /* Dropped: the address may be another thread's pack by now. */
-    if (dropped) foreign_touch();
     return;
   }
   pthread_mutex_lock(&shadows_mu);
@@ -553,14 +547,9 @@ static bool is_graph_link(int type, int name) {
 
 static void on_set(void *desc, int name, int atype, int64_t n, const void *v) {
   if (!desc || !v || n < 0) return;
-  bool dropped;
-  vp_slot *t = own_pack(desc, &dropped);
+  vp_slot *t = own_pack(desc);
   if (t) {
     vp_set(&t->vp, name, n, v);
-    return;
-  }
-  if (dropped) { /* the address may be another thread's pack by now */
-    if (is_vp_attr(name)) foreign_touch();
     return;
   }
   pthread_mutex_lock(&shadows_mu);
@@ -605,13 +594,9 @@ static void on_set(void *desc, int name, int atype, int64_t n, const void *v) {
 
 static void on_finalize(void *desc) {
   if (!desc) return;
-  bool dropped;
-  vp_slot *t = own_pack(desc, &dropped);
-  if (t || dropped) {
-    if (t)
-      t->finalized = true;
-    else
-      foreign_touch(); /* as on_set */
+  vp_slot *t = own_pack(desc);
+  if (t) {
+    t->finalized = true;
     return;
   }
   pthread_mutex_lock(&shadows_mu);
@@ -746,14 +731,13 @@ static bool decode_execute(mpp_calls *rec, cudnnHandle_t handle, void *plan, voi
   if (!mpp_calls_reserve(rec, MAX_GRAPH_OPS, "a cuDNN graph execution")) return false;
   mpp_op *ops = rec->ops;
   int n = 0;
-  bool dropped;
-  vp_slot *own = own_pack(varpack, &dropped), *t = slot;
+  vp_slot *own = own_pack(varpack), *t = slot;
   plan_memo *pm =
       t && plan ? &t->plans[((uintptr_t)plan * 0x9e3779b97f4a7c15ull) >> (64 - PLAN_MEMO_BITS)]
                 : NULL;
   bool cached =
       pm && pm->plan == plan && pm->gen == atomic_load_explicit(&chain_gen, memory_order_acquire);
-  bool locked = !cached || (!own && !dropped);
+  bool locked = !cached || !own;
   if (locked) pthread_mutex_lock(&shadows_mu);
   /* A pack of another type (an application bug cuDNN refuses) must not be
    * read as one, whose uid/pointer table would then be other fields, taken
@@ -761,8 +745,8 @@ static bool decode_execute(mpp_calls *rec, cudnnHandle_t handle, void *plan, voi
    * pointers may not be set yet. Such an execution is not recorded. */
   const be_vp *vp = own ? &own->vp : NULL;
   bool usable = !own || own->finalized;
-  bool unknown = dropped;
-  if (!own && !dropped) {
+  bool unknown = false;
+  if (!own) {
     bool known;
     be_shadow *vs = lookup_locked(varpack, &known);
     if (known && (!vs || vs->type != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR || !vs->finalized))
