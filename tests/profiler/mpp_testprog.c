@@ -1422,134 +1422,78 @@ static int mode_orphan(int secs) {
   return pid > 0 ? 0 : 1;
 }
 
-/* The modes, their arguments as the usage line shows them, and how each
- * reads argv[2] (NULL where it is missing). */
-static int num(const char *a, int dflt) {
-  return a ? atoi(a) : dflt;
+/* The autotune program's variants, and the modes that never return. */
+static int run_autotune(void) {
+  return mode_autotune(false, 0, false);
 }
-static int run_gemmex(const char *a) {
-  return mode_gemmex(num(a, 1));
+static int run_packthreads(void) {
+  return mode_autotune(false, 0, true);
 }
-static int run_lt(const char *a) {
-  return mode_lt(num(a, 1));
+static int run_wrongpack(void) {
+  return mode_autotune(true, 0, false);
 }
-static int run_ltreuse(const char *a) {
-  return (void)a, mode_ltreuse();
+static int run_churn(int n) {
+  return mode_autotune(false, n, false);
 }
-static int run_ltevict(const char *a) {
-  return (void)a, mode_ltevict();
+static int run_inflight(void) {
+  mode_inflight();
 }
-static int run_setenv(const char *a) {
-  return (void)a, mode_setenv();
+static int run_exit3(void) {
+  mode_exit3();
 }
-static int run_variants(const char *a) {
-  return (void)a, mode_variants();
-}
-static int run_mathmode(const char *a) {
-  return (void)a, mode_mathmode();
-}
-static int run_threads(const char *a) {
-  return mode_threads(num(a, 1));
-}
-static int run_fork(const char *a) {
-  return (void)a, mode_fork();
-}
-static int run_autotune(const char *a) {
-  return (void)a, mode_autotune(false, 0, false);
-}
-static int run_convthreads(const char *a) {
-  return (void)a, mode_convthreads();
-}
-static int run_packreuse(const char *a) {
-  return (void)a, mode_packreuse();
-}
-static int run_planswap(const char *a) {
-  return (void)a, mode_planswap();
-}
-static int run_packthreads(const char *a) {
-  return (void)a, mode_autotune(false, 0, true);
-}
-static int run_wrongpack(const char *a) {
-  return (void)a, mode_autotune(true, 0, false);
-}
-static int run_churn(const char *a) {
-  return mode_autotune(false, num(a, 1), false);
-}
-static int run_forkidle(const char *a) {
-  return (void)a, mode_forkidle();
-}
-static int run_capture(const char *a) {
-  return (void)a, mode_capture();
-}
-static int run_chdir(const char *a) {
-  return mode_chdir(a);
-}
-static int run_groups64(const char *a) {
-  return (void)a, mode_groups64();
-}
-static int run_autotune_small(const char *a) {
-  return mode_autotune_small(num(a, 0));
-}
-static int run_lossscale(const char *a) {
-  return (void)a, mode_lossscale();
-}
-static int run_overflow(const char *a) {
-  return (void)a, mode_overflow();
-}
-static int run_exec(const char *a) {
-  return mode_exec(num(a, 0));
-}
-static int run_inflight(const char *a) {
-  (void)a, mode_inflight();
-}
-static int run_orphan(const char *a) {
-  return mode_orphan(num(a, 3));
-}
-static int run_exit3(const char *a) {
-  (void)a, mode_exit3();
-}
-static int run_wait(const char *a) {
-  (void)a, mode_wait();
+static int run_wait(void) {
+  mode_wait();
 }
 
+/* The modes and their arguments as the usage line shows them. A mode takes
+ * no argument (plain), argv[2] as a number (counted; dflt when missing) or
+ * as it is (named; NULL when missing). */
 static const struct {
   const char *name, *args;
-  int (*run)(const char *arg);
+  int (*plain)(void);
+  int (*counted)(int);
+  int dflt;
+  int (*named)(const char *);
 } modes[] = {
-    {"gemmex", " N", run_gemmex},
-    {"lt", " N", run_lt},
-    {"ltreuse", "", run_ltreuse},
-    {"ltevict", "", run_ltevict},
-    {"setenv", "", run_setenv},
-    {"variants", "", run_variants},
-    {"mathmode", "", run_mathmode},
-    {"threads", " T", run_threads},
-    {"fork", "", run_fork},
-    {"autotune", "", run_autotune},
-    {"wrongpack", "", run_wrongpack},
-    {"churn", " N", run_churn},
-    {"packthreads", "", run_packthreads},
-    {"planswap", "", run_planswap},
-    {"packreuse", "", run_packreuse},
-    {"convthreads", "", run_convthreads},
-    {"forkidle", "", run_forkidle},
-    {"capture", "", run_capture},
-    {"chdir", " DIR", run_chdir},
-    {"groups64", "", run_groups64},
-    {"autotune_small", " [KIB]", run_autotune_small},
-    {"lossscale", "", run_lossscale},
-    {"overflow", "", run_overflow},
-    {"exec", " [N]", run_exec},
-    {"inflight", "", run_inflight},
-    {"orphan", " [SECS]", run_orphan},
-    {"exit3", "", run_exit3},
-    {"wait", "", run_wait},
+    {"gemmex", " N", .counted = mode_gemmex, .dflt = 1},
+    {"lt", " N", .counted = mode_lt, .dflt = 1},
+    {"ltreuse", "", .plain = mode_ltreuse},
+    {"ltevict", "", .plain = mode_ltevict},
+    {"setenv", "", .plain = mode_setenv},
+    {"variants", "", .plain = mode_variants},
+    {"mathmode", "", .plain = mode_mathmode},
+    {"threads", " T", .counted = mode_threads, .dflt = 1},
+    {"fork", "", .plain = mode_fork},
+    {"autotune", "", .plain = run_autotune},
+    {"wrongpack", "", .plain = run_wrongpack},
+    {"churn", " N", .counted = run_churn, .dflt = 1},
+    {"packthreads", "", .plain = run_packthreads},
+    {"planswap", "", .plain = mode_planswap},
+    {"packreuse", "", .plain = mode_packreuse},
+    {"convthreads", "", .plain = mode_convthreads},
+    {"forkidle", "", .plain = mode_forkidle},
+    {"capture", "", .plain = mode_capture},
+    {"chdir", " DIR", .named = mode_chdir},
+    {"groups64", "", .plain = mode_groups64},
+    {"autotune_small", " [KIB]", .counted = mode_autotune_small, .dflt = 0},
+    {"lossscale", "", .plain = mode_lossscale},
+    {"overflow", "", .plain = mode_overflow},
+    {"exec", " [N]", .counted = mode_exec, .dflt = 0},
+    {"inflight", "", .plain = run_inflight},
+    {"orphan", " [SECS]", .counted = mode_orphan, .dflt = 3},
+    {"exit3", "", .plain = run_exit3},
+    {"wait", "", .plain = run_wait},
 };
 
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
-    if (!strcmp(mode, modes[i].name)) return modes[i].run(argc > 2 ? argv[2] : NULL);
+    if (!strcmp(mode, modes[i].name)) {
+      const char *arg = argc > 2 ? argv[2] : NULL;
+      if (modes[i].plain) return modes[i].plain();
+      if (modes[i].counted) return modes[i].counted(arg ? atoi(arg) : modes[i].dflt);
+      return modes[i].named(arg);
+    }
   fputs("usage: mpp_testprog MODE [ARG], MODE one of:", stderr);
   for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
     fprintf(stderr, "%s %s%s", i ? " |" : "", modes[i].name, modes[i].args);

@@ -287,15 +287,40 @@ static void conv_train_backend_api_records_every_convolution(void **state) {
 
 /* --- purpose-built programs --- */
 
-/* Runs `mpp_testprog MODE` plain and under mpprof (same output, exit 0) into
- * a directory named after the mode; *r: its raw files. Returns the backend
- * convolution's site (layer "conv"). */
-static cJSON *backend_conv_site(const char *mode, raws *r) {
+/* Runs `mpp_testprog MODE` plain and under mpprof with opts (same output,
+ * exit 0) into a directory named after the mode; returns its raw files. */
+static raws run_mode(const char *mode, const char *const opts[]) {
   const char *dir = outdir(mode);
   char *argv[] = {(char *)testprog, (char *)mode, NULL};
-  assert_int_equal(run_both(dir, argv, NULL), 0);
-  *r = load_raws(dir);
+  assert_int_equal(run_both(dir, argv, opts), 0);
+  return load_raws(dir);
+}
+
+/* run_mode's raw files in *r; returns the backend convolution's site (layer "conv"). */
+static cJSON *backend_conv_site(const char *mode, raws *r) {
+  *r = run_mode(mode, NULL);
   return site(r->doc[0], "cudnnBackendExecute", "conv", "conv_fwd");
+}
+
+/* Whether `mpp_testprog MODE` under mpprof says `says` on stderr: the
+ * address reuse a mode arranges with glibc's allocator (AddressSanitizer's
+ * holds freed memory back: there, true). */
+static bool mode_says(const char *mode, const char *says) {
+  char dir[64];
+  snprintf(dir, sizeof dir, "%s-stderr", mode);
+  char *prof[] = {(char *)mpprof, "-o", (char *)outdir(dir), "--", (char *)testprog,
+                  (char *)mode,   NULL};
+  result e = run_err(prof, NULL);
+  assert_int_equal(e.status, 0);
+#ifndef __SANITIZE_ADDRESS__
+  bool said = strstr(e.err, says);
+#else
+  (void)says;
+  bool said = true;
+#endif
+  free(e.out);
+  free(e.err);
+  return said;
 }
 
 static void cudnn_autotuning_executions_are_counted_apart(void **state) {
@@ -362,10 +387,7 @@ static void variant_packs_used_across_threads_are_never_scanned_stale(void **sta
  * AddressSanitizer's does not). */
 static void a_plan_made_at_a_destroyed_plans_address_is_its_own(void **state) {
   (void)state;
-  const char *dir = outdir("planswap");
-  char *argv[] = {(char *)testprog, "planswap", NULL};
-  assert_int_equal(run_both(dir, argv, NULL), 0);
-  raws r = load_raws(dir);
+  raws r = run_mode("planswap", NULL);
   assert_int_equal(nsites(r.doc[0]), 2);
   double ms = 0; /* m: 8 x 8 and 16 x 16 output pixels */
   cJSON *s;
@@ -377,18 +399,7 @@ static void a_plan_made_at_a_destroyed_plans_address_is_its_own(void **state) {
   }
   assert_true(ms == 8 * 8 + 16 * 16);
   free_raws(&r);
-  char *prof[] = {(char *)mpprof, "-o", (char *)outdir("planswap2"), "--", (char *)testprog,
-                  "planswap",     NULL};
-  result e = run_err(prof, NULL);
-  assert_int_equal(e.status, 0);
-#ifndef __SANITIZE_ADDRESS__ /* its allocator holds freed memory back */
-  bool reused = strstr(e.err, "the second plan is at the first's address");
-#else
-  bool reused = true;
-#endif
-  free(e.out);
-  free(e.err);
-  assert_true(reused);
+  assert_true(mode_says("planswap", "the second plan is at the first's address"));
 }
 
 /* A pack another thread destroyed, whose address that thread's next pack
@@ -397,28 +408,14 @@ static void a_plan_made_at_a_destroyed_plans_address_is_its_own(void **state) {
  * scanned (the decoy x, 1e20, must not be read), and the run says so. */
 static void a_pack_at_a_reused_address_changed_elsewhere_is_not_scanned(void **state) {
   (void)state;
-  const char *dir = outdir("packreuse");
-  char *argv[] = {(char *)testprog, "packreuse", NULL};
-  assert_int_equal(run_both(dir, argv, NULL), 0);
-  raws r = load_raws(dir);
+  raws r = run_mode("packreuse", NULL);
   cJSON *s = site(r.doc[0], "cudnnBackendExecute", "reuse", "conv_fwd");
   assert_int_equal(num(s, "calls"), 1);
   assert_null(get(s, "tensors.x"));
   assert_int_equal(num(s, "not_scanned.pointer_unreadable"), 3);
   assert_true(has_reason(r.doc[0], "a cuDNN variant pack made on another thread"));
   free_raws(&r);
-  char *prof[] = {(char *)mpprof, "-o", (char *)outdir("packreuse2"), "--", (char *)testprog,
-                  "packreuse",    NULL};
-  result e = run_err(prof, NULL);
-  assert_int_equal(e.status, 0);
-#ifndef __SANITIZE_ADDRESS__ /* its allocator holds freed memory back */
-  bool reused = strstr(e.err, "pack is at the destroyed one's address");
-#else
-  bool reused = true;
-#endif
-  free(e.out);
-  free(e.err);
-  assert_true(reused);
+  assert_true(mode_says("packreuse", "pack is at the destroyed one's address"));
 }
 
 /* One execution whose pack is held while another thread makes and destroys
@@ -429,11 +426,8 @@ static void a_pack_at_a_reused_address_changed_elsewhere_is_not_scanned(void **s
  * descriptor mpprof knows of is never taken for another thread's pack. */
 static void backend_executions_on_four_threads_are_each_scanned(void **state) {
   (void)state;
-  const char *dir = outdir("convthreads");
-  char *argv[] = {(char *)testprog, "convthreads", NULL};
   const char *opts[] = {"--sample", "1", NULL};
-  assert_int_equal(run_both(dir, argv, opts), 0);
-  raws r = load_raws(dir);
+  raws r = run_mode("convthreads", opts);
   assert_int_equal(nsites(r.doc[0]), 5);
   cJSON *m = site(r.doc[0], "cudnnBackendExecute", "main", "conv_fwd");
   assert_int_equal(num(m, "calls"), 1);
