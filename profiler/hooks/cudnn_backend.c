@@ -140,17 +140,16 @@ static be_shadow *find_locked(void *d) {
  * take no lock (the execution takes one, for the plan). Further packs the
  * thread makes while its slot is held go to the map.
  *
- * No other thread sees a slot. A thread that finds neither in its slot nor
- * in the map a descriptor it sets a pack's attribute on, finalizes or
- * destroys, may be touching another thread's pack: it moves foreign_epoch
- * on. A slot made under an older epoch is emptied at its next use: its
- * pack is then one found nowhere, like any other (an execution with it
- * records its ops without tensor pointers, so no pointer that may have been
- * replaced is scanned, and the run is noted incomplete; setting, finalizing
- * or destroying it moves the epoch again, since that address may be another
- * thread's pack by now). Every descriptor mpprof sees made is in a slot or
- * the map (UNTRACKED types too), so in a run that keeps each pack on its
- * thread the epoch does not move.
+ * A slot is entered in a registry (slots) that other threads read: a
+ * thread that finds neither in its own slot nor in the map a descriptor it
+ * sets a pack's attribute on, finalizes or destroys, may be touching
+ * another thread's pack, and empties the slot that holds that address, if
+ * any (foreign_touch); no other slot is affected. That pack is then one
+ * found nowhere, like any other: an execution with it records its ops
+ * without tensor pointers, so no pointer that may have been replaced is
+ * scanned, and the run is noted incomplete. Every descriptor mpprof sees
+ * made is in a slot or the map (UNTRACKED types too), so in a run that
+ * keeps each pack on its thread no slot is ever emptied by another.
  *
  * The thread also remembers the plans it executed, with their graphs, in a
  * table by plan address (PLAN_MEMOS entries, one a plan; a plan whose entry
@@ -173,56 +172,108 @@ typedef struct plan_memo {
 } plan_memo;
 
 typedef struct vp_slot {
-  void *desc;     /* the pack; NULL when the slot is free */
-  uint64_t epoch; /* foreign_epoch when it was made */
+  /* The pack; NULL when the slot holds none. Written by its thread, and
+   * emptied (compare-and-swap) by any thread that touched that pack. */
+  void *_Atomic desc;
+  atomic_bool claimed; /* a live thread's slot */
   bool finalized;
   be_vp vp;
   plan_memo plans[PLAN_MEMOS]; /* ~25 KB, mapped: off the program's heap */
 } vp_slot;
 
-static _Atomic uint64_t foreign_epoch;
 static _Atomic uint64_t chain_gen; /* changed under shadows_mu */
 /* Variant packs in the map (changed under shadows_mu): while there are
  * none, a pack made into a slot has no stale entry to remove there. */
 static _Atomic int map_vps;
+
+/* The registry: slots made so far, the first nslots of MAX_SLOTS entries.
+ * A slot is never unmapped (another thread may be reading it); a thread
+ * that ends frees its slot for the next thread. Threads beyond MAX_SLOTS
+ * keep their packs in the map. */
+enum { MAX_SLOTS = 128 };
+static vp_slot *_Atomic slots[MAX_SLOTS];
+static _Atomic int nslots;
 static __thread MPP_TLS vp_slot *slot;
 static pthread_key_t slot_key;
 static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
 
+static void slot_release(vp_slot *t) {
+  atomic_store_explicit(&t->desc, NULL, memory_order_relaxed);
+  atomic_store_explicit(&t->claimed, false, memory_order_release);
+}
+
 static void slot_free(void *p) {
-  mpp_unmap(p, sizeof(vp_slot));
+  slot_release(p);
   slot = NULL;
+}
+
+/* In a forked child only the forking thread lives on. */
+static void slots_fork_child(void) {
+  int n = atomic_load_explicit(&nslots, memory_order_acquire);
+  for (int i = 0; i < n && i < MAX_SLOTS; i++) {
+    vp_slot *t = atomic_load_explicit(&slots[i], memory_order_acquire);
+    if (t && t != slot) slot_release(t);
+  }
 }
 
 static void slot_key_init(void) {
   pthread_key_create(&slot_key, slot_free);
+  pthread_atfork(NULL, NULL, slots_fork_child);
+}
+
+static vp_slot *slot_claim(void) {
+  int n = atomic_load_explicit(&nslots, memory_order_acquire);
+  for (int i = 0; i < n && i < MAX_SLOTS; i++) {
+    vp_slot *t = atomic_load_explicit(&slots[i], memory_order_acquire);
+    bool no = false;
+    if (t && atomic_compare_exchange_strong(&t->claimed, &no, true)) {
+      memset(t->plans, 0, sizeof t->plans);
+      return t;
+    }
+  }
+  int i = atomic_fetch_add_explicit(&nslots, 1, memory_order_acq_rel);
+  if (i >= MAX_SLOTS) {
+    atomic_store_explicit(&nslots, MAX_SLOTS, memory_order_relaxed);
+    return NULL;
+  }
+  vp_slot *t = mpp_map_zeroed(sizeof *t);
+  if (t) {
+    atomic_store_explicit(&t->claimed, true, memory_order_relaxed);
+    atomic_store_explicit(&slots[i], t, memory_order_release);
+  }
+  return t;
 }
 
 static vp_slot *slot_get(void) {
   if (!slot) {
     pthread_once(&slot_once, slot_key_init);
-    slot = mpp_map_zeroed(sizeof *slot);
+    slot = slot_claim();
     if (slot) pthread_setspecific(slot_key, slot);
   }
   return slot;
 }
 
-/* This thread's slot when it holds pack d and may be trusted, else NULL (a
- * slot made under an older epoch is emptied). */
-static inline vp_slot *own_pack(void *d) {
-  vp_slot *t = slot;
-  if (!t || !d || t->desc != d) return NULL;
-  if (t->epoch == atomic_load_explicit(&foreign_epoch, memory_order_acquire)) return t;
-  t->desc = NULL;
-  return NULL;
+static inline void *slot_desc(const vp_slot *t) {
+  return atomic_load_explicit(&((vp_slot *)t)->desc, memory_order_relaxed);
 }
 
-/* A descriptor found nowhere was touched: it may be another thread's pack.
- * This thread's own trusted slot stays trusted. */
-static void foreign_touch(void) {
-  uint64_t was = atomic_fetch_add_explicit(&foreign_epoch, 1, memory_order_acq_rel);
+/* This thread's slot when it holds pack d, else NULL. */
+static inline vp_slot *own_pack(void *d) {
   vp_slot *t = slot;
-  if (t && t->desc && t->epoch == was) t->epoch = was + 1;
+  return t && d && slot_desc(t) == d ? t : NULL;
+}
+
+/* d, found nowhere, was touched: it may be another thread's pack, which is
+ * then no longer trusted. */
+static void foreign_touch(void *d) {
+  int n = atomic_load_explicit(&nslots, memory_order_acquire);
+  for (int i = 0; i < n && i < MAX_SLOTS; i++) {
+    vp_slot *t = atomic_load_explicit(&slots[i], memory_order_acquire);
+    void *was = d;
+    if (t && slot_desc(t) == d)
+      atomic_compare_exchange_strong_explicit(&t->desc, &was, NULL, memory_order_acq_rel,
+                                              memory_order_relaxed);
+  }
 }
 
 static void vp_set(be_vp *vp, int name, int64_t n, const void *v) {
@@ -321,20 +372,21 @@ static void on_create(int type, void *desc) {
   if (type == CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR) {
     vp_slot *t = slot_get();
     /* (A slot still holding desc: that pack was destroyed unseen.) */
-    if (t && (!t->desc || t->desc == desc)) {
+    void *held = t ? slot_desc(t) : NULL;
+    if (t && (!held || held == desc)) {
       if (atomic_load_explicit(&map_vps, memory_order_relaxed) > 0) {
         pthread_mutex_lock(&shadows_mu);
         drop_locked(desc);
         pthread_mutex_unlock(&shadows_mu);
       }
-      t->desc = desc;
-      t->epoch = atomic_load_explicit(&foreign_epoch, memory_order_acquire);
       t->finalized = false;
       t->vp.nuids = t->vp.nptrs = 0;
+      atomic_store_explicit(&t->desc, desc, memory_order_release);
       return;
     }
-  } else if (slot && slot->desc == desc) {
-    slot->desc = NULL; /* the slot's pack was destroyed unseen: its address is another's now */
+  } else if (own_pack(desc)) {
+    /* the slot's pack was destroyed unseen: its address is another's now */
+    atomic_store_explicit(&slot->desc, NULL, memory_order_relaxed);
   }
   pthread_mutex_lock(&shadows_mu);
   drop_locked(desc);
@@ -368,18 +420,17 @@ static void on_create(int type, void *desc) {
   if (r < 0) note_full();
 }
 
-/* (A NULL descriptor is no pack: cuDNN accepts destroying it; it must not
- * move the epoch.) */
+/* (A NULL descriptor is no pack: cuDNN accepts destroying it.) */
 static void on_destroy(void *desc) {
   if (!desc) return;
   if (own_pack(desc)) {
-    slot->desc = NULL;
+    atomic_store_explicit(&slot->desc, NULL, memory_order_relaxed);
     return;
   }
   pthread_mutex_lock(&shadows_mu);
   bool known = drop_locked(desc);
   pthread_mutex_unlock(&shadows_mu);
-  if (!known) foreign_touch();
+  if (!known) foreign_touch(desc);
 }
 
 /* --- attributes --- */
@@ -589,7 +640,7 @@ static void on_set(void *desc, int name, int atype, int64_t n, const void *v) {
     }
   }
   pthread_mutex_unlock(&shadows_mu);
-  if (!known && is_vp_attr(name)) foreign_touch();
+  if (!known && is_vp_attr(name)) foreign_touch(desc);
 }
 
 static void on_finalize(void *desc) {
@@ -606,7 +657,7 @@ static void on_finalize(void *desc) {
   pthread_mutex_unlock(&shadows_mu);
   /* (a pack another thread holds and has not finalized would stay unusable
    * to it: its executions would not be recorded at all) */
-  if (!known) foreign_touch();
+  if (!known) foreign_touch(desc);
 }
 
 /* Engine configs handed out by heuristics belong to the heuristics' graph. */

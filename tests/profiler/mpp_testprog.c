@@ -999,6 +999,50 @@ static int mode_planswap(void) {
   return 0;
 }
 
+/* What the threaded backend modes execute: a handle, an 8 x 8
+ * convolution's chain and first plan, its x, w and y (x[i] and w[i] are
+ * (i + shift) % 7 - 3) and a workspace. */
+typedef struct conv_rig {
+  cudnnHandle_t h;
+  conv_chain c;
+  cudnnBackendDescriptor_t plan;
+  void *ptrs[3], *ws;
+} conv_rig;
+
+static const int64_t conv_uids[3] = {'x', 'w', 'y'};
+
+static void conv_rig_open(conv_rig *r, int shift) {
+  CK(cudnnCreate(&r->h));
+  conv_chain_build(r->h, 8, &r->c);
+  r->plan = first_plan(r->h, &r->c);
+  float xh[4 * 8 * 8];
+  for (int i = 0; i < 4 * 8 * 8; i++)
+    xh[i] = (float)((i + shift) % 7) - 3;
+  r->ptrs[0] = dev_upload(xh, sizeof xh);
+  r->ptrs[1] = dev_upload(xh, 4 * 4 * 3 * 3 * sizeof(float));
+  r->ptrs[2] = dev_alloc(sizeof xh);
+  r->ws = dev_alloc(1 << 20);
+}
+
+/* The sum of y. */
+static double conv_rig_y(const conv_rig *r) {
+  return sum32(r->ptrs[2], 4 * 8 * 8);
+}
+
+static void conv_rig_close(conv_rig *r) {
+  cudnnBackendDestroyDescriptor(r->plan);
+  conv_chain_destroy(&r->c);
+  CK(cudnnDestroy(r->h));
+}
+
+/* A pack of r's pointers, set and finalized. */
+static cudnnBackendDescriptor_t conv_rig_pack(const conv_rig *r) {
+  cudnnBackendDescriptor_t vp = be_new(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  pack_set(vp, conv_uids, (void **)r->ptrs, r->ws);
+  CK(cudnnBackendFinalize(vp));
+  return vp;
+}
+
 /* PyTorch's cuDNN path on several threads at once (after one execution in
  * the layer "main": mode_convthreads): CONV_THREADS threads,
  * each with its handle, its graph and plan, and CONV_EXECS executions in
@@ -1015,30 +1059,17 @@ typedef struct conv_worker {
 
 static void *conv_worker_main(void *arg) {
   conv_worker *cw = arg;
-  cudnnHandle_t h;
-  CK(cudnnCreate(&h));
-  conv_chain c;
-  conv_chain_build(h, 8, &c);
-  cudnnBackendDescriptor_t plan = first_plan(h, &c);
-  float xh[4 * 8 * 8], wh[4 * 4 * 3 * 3];
-  for (int i = 0; i < 4 * 8 * 8; i++)
-    xh[i] = (float)((i + cw->index) % 7) - 3;
-  for (int i = 0; i < 4 * 4 * 3 * 3; i++)
-    wh[i] = (float)(i % 5) - 2;
-  void *ptrs[3] = {dev_upload(xh, sizeof xh), dev_upload(wh, sizeof wh),
-                   dev_alloc(sizeof(float) * 4 * 8 * 8)};
-  void *ws = dev_alloc(1 << 20);
+  conv_rig r;
+  conv_rig_open(&r, cw->index);
   char layer[8];
   snprintf(layer, sizeof layer, "t%d", cw->index);
   nvtxRangePushA(layer);
   for (int i = 0; i < CONV_EXECS; i++) {
-    conv_execute(h, plan, ptrs, ws);
-    cw->sum += sum32(ptrs[2], 4 * 8 * 8);
+    conv_execute(r.h, r.plan, r.ptrs, r.ws);
+    cw->sum += conv_rig_y(&r);
   }
   nvtxRangePop();
-  cudnnBackendDestroyDescriptor(plan);
-  conv_chain_destroy(&c);
-  CK(cudnnDestroy(h));
+  conv_rig_close(&r);
   return NULL;
 }
 
@@ -1070,32 +1101,18 @@ static int mode_convthreads(void) {
   /* First, in the layer "main", one execution whose pack is held here
    * while another thread makes and destroys a knob choice, and destroys
    * NULL. */
-  cudnnHandle_t h;
-  CK(cudnnCreate(&h));
-  conv_chain c;
-  conv_chain_build(h, 8, &c);
-  cudnnBackendDescriptor_t plan = first_plan(h, &c);
-  float xh[4 * 8 * 8];
-  for (int i = 0; i < 4 * 8 * 8; i++)
-    xh[i] = (float)(i % 7) - 3;
-  void *ptrs[3] = {dev_upload(xh, sizeof xh), dev_upload(xh, 4 * 4 * 3 * 3 * sizeof(float)),
-                   dev_alloc(sizeof xh)};
-  void *ws = dev_alloc(1 << 20);
-  static const int64_t uids[3] = {'x', 'w', 'y'};
-  cudnnBackendDescriptor_t vp = be_new(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  pack_set(vp, uids, ptrs, ws);
-  CK(cudnnBackendFinalize(vp));
+  conv_rig r;
+  conv_rig_open(&r, 0);
+  cudnnBackendDescriptor_t vp = conv_rig_pack(&r);
   pthread_t k;
   CK(pthread_create(&k, NULL, knob_main, NULL));
   pthread_join(k, NULL);
   nvtxRangePushA("main");
-  CK(cudnnBackendExecute(h, plan, vp));
+  CK(cudnnBackendExecute(r.h, r.plan, vp));
   nvtxRangePop();
   CK(cudnnBackendDestroyDescriptor(vp));
-  double s = sum32(ptrs[2], 4 * 8 * 8);
-  cudnnBackendDestroyDescriptor(plan);
-  conv_chain_destroy(&c);
-  CK(cudnnDestroy(h));
+  double s = conv_rig_y(&r);
+  conv_rig_close(&r);
 
   pthread_t t[CONV_THREADS + 1];
   conv_worker w[CONV_THREADS];
@@ -1118,24 +1135,23 @@ static int mode_convthreads(void) {
  * then sets the real pointers on it, taking it for its own; the other
  * thread finalizes it and executes it in the layer "reuse". */
 typedef struct reuse_job {
-  cudnnHandle_t h;
-  cudnnBackendDescriptor_t plan, mine, vp;
-  void **decoy, *ws;
+  const conv_rig *r;
+  cudnnBackendDescriptor_t mine, vp;
+  void **decoy;
   pthread_barrier_t *go, *made, *set;
 } reuse_job;
 
 static void *reuse_main(void *arg) {
   reuse_job *j = arg;
-  static const int64_t uids[3] = {'x', 'w', 'y'};
   pthread_barrier_wait(j->go);
   CK(cudnnBackendDestroyDescriptor(j->mine));
   j->vp = be_new(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  pack_set(j->vp, uids, j->decoy, j->ws);
+  pack_set(j->vp, conv_uids, j->decoy, j->r->ws);
   pthread_barrier_wait(j->made);
   pthread_barrier_wait(j->set);
   CK(cudnnBackendFinalize(j->vp));
   nvtxRangePushA("reuse");
-  CK(cudnnBackendExecute(j->h, j->plan, j->vp));
+  CK(cudnnBackendExecute(j->r->h, j->r->plan, j->vp));
   nvtxRangePop();
   CK(cudnnBackendDestroyDescriptor(j->vp));
   return NULL;
@@ -1143,45 +1159,149 @@ static void *reuse_main(void *arg) {
 
 static int mode_packreuse(void) {
   mallopt(M_ARENA_MAX, 1);
-  cudnnHandle_t h;
-  CK(cudnnCreate(&h));
-  conv_chain c;
-  conv_chain_build(h, 8, &c);
-  cudnnBackendDescriptor_t plan = first_plan(h, &c);
+  conv_rig r;
+  conv_rig_open(&r, 0);
   float xh[4 * 8 * 8];
   for (int i = 0; i < 4 * 8 * 8; i++)
-    xh[i] = (float)(i % 7) - 3;
-  void *ws = dev_alloc(1 << 20), *y = dev_alloc(sizeof xh);
-  void *ptrs[3] = {dev_upload(xh, sizeof xh), dev_upload(xh, 4 * 4 * 3 * 3 * sizeof(float)), y};
-  for (int i = 0; i < 4 * 8 * 8; i++)
     xh[i] = 1e20f;
-  void *decoy[3] = {dev_upload(xh, sizeof xh), ptrs[1], y};
+  void *decoy[3] = {dev_upload(xh, sizeof xh), r.ptrs[1], r.ptrs[2]};
   pthread_barrier_t go, made, set;
   pthread_barrier_init(&go, NULL, 2);
   pthread_barrier_init(&made, NULL, 2);
   pthread_barrier_init(&set, NULL, 2);
-  reuse_job j = {
-      .h = h, .plan = plan, .decoy = decoy, .ws = ws, .go = &go, .made = &made, .set = &set};
+  reuse_job j = {.r = &r, .decoy = decoy, .go = &go, .made = &made, .set = &set};
   pthread_t t;
   CK(pthread_create(&t, NULL, reuse_main, &j));
-  static const int64_t uids[3] = {'x', 'w', 'y'};
   j.mine = be_new(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  pack_set(j.mine, uids, ptrs, ws);
+  pack_set(j.mine, conv_uids, r.ptrs, r.ws);
   pthread_barrier_wait(&go);
   pthread_barrier_wait(&made);
   fprintf(stderr, "packreuse: the other thread's pack is %sat the destroyed one's address\n",
           j.vp == j.mine ? "" : "not ");
   CK(cudnnBackendSetAttribute(j.vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3,
-                              ptrs));
+                              r.ptrs));
   pthread_barrier_wait(&set);
   pthread_join(t, NULL);
   pthread_barrier_destroy(&go);
   pthread_barrier_destroy(&made);
   pthread_barrier_destroy(&set);
-  printf("packreuse checksum %.17g\n", sum32(y, 4 * 8 * 8));
-  cudnnBackendDestroyDescriptor(plan);
-  conv_chain_destroy(&c);
-  CK(cudnnDestroy(h));
+  printf("packreuse checksum %.17g\n", conv_rig_y(&r));
+  conv_rig_close(&r);
+  return 0;
+}
+
+/* packcascade: two threads, A and B, each in the middle of PyTorch's
+ * sequence (a pack made, set and finalized, not yet executed) while this
+ * thread executes and destroys a pack made on another thread (layer "x");
+ * then A and B execute theirs (layers "a" and "b"), B makes its next pack,
+ * A destroys its first, and B executes its next. Only the execution in "x"
+ * may go unscanned: nothing that happened to another pack is a reason to
+ * distrust A's or B's. The steps are ordered by one barrier. */
+typedef struct cascade_worker {
+  const char *layer;
+  pthread_barrier_t *step;
+  double sum;
+} cascade_worker;
+
+static void *cascade_main(void *arg) {
+  cascade_worker *cw = arg;
+  bool b = cw->layer[0] == 'b';
+  conv_rig r;
+  conv_rig_open(&r, b);
+  cudnnBackendDescriptor_t vp = conv_rig_pack(&r), next = NULL;
+  pthread_barrier_wait(cw->step); /* 1: mid-sequence */
+  pthread_barrier_wait(cw->step); /* 2: "x" executed and destroyed */
+  nvtxRangePushA(cw->layer);
+  CK(cudnnBackendExecute(r.h, r.plan, vp));
+  cw->sum += conv_rig_y(&r);
+  if (b) {
+    CK(cudnnBackendDestroyDescriptor(vp));
+    next = conv_rig_pack(&r);
+  }
+  pthread_barrier_wait(cw->step); /* 3: B's next pack made */
+  if (!b) CK(cudnnBackendDestroyDescriptor(vp));
+  pthread_barrier_wait(cw->step); /* 4: A's first destroyed */
+  if (b) {
+    CK(cudnnBackendExecute(r.h, r.plan, next));
+    cw->sum += conv_rig_y(&r);
+    CK(cudnnBackendDestroyDescriptor(next));
+  }
+  nvtxRangePop();
+  conv_rig_close(&r);
+  return NULL;
+}
+
+static int mode_packcascade(void) {
+  conv_rig r;
+  conv_rig_open(&r, 2);
+  pthread_barrier_t step;
+  pthread_barrier_init(&step, NULL, 3);
+  cascade_worker w[2] = {{.layer = "a", .step = &step}, {.layer = "b", .step = &step}};
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++)
+    CK(pthread_create(&t[i], NULL, cascade_main, &w[i]));
+  pthread_barrier_wait(&step); /* 1 */
+  cudnnBackendDescriptor_t vp = pack_on_thread(NULL, conv_uids, r.ptrs, r.ws);
+  nvtxRangePushA("x");
+  CK(cudnnBackendExecute(r.h, r.plan, vp));
+  nvtxRangePop();
+  CK(cudnnBackendDestroyDescriptor(vp));
+  double s = conv_rig_y(&r);
+  for (int i = 2; i <= 4; i++)
+    pthread_barrier_wait(&step);
+  for (int i = 0; i < 2; i++) {
+    pthread_join(t[i], NULL);
+    s += w[i].sum;
+  }
+  pthread_barrier_destroy(&step);
+  printf("packcascade checksum %.17g\n", s);
+  conv_rig_close(&r);
+  return 0;
+}
+
+/* packmany: PACK_THREADS threads, all alive at once (more than
+ * cudnn_backend.c keeps slots for), each makes, sets and finalizes a pack,
+ * then executes it in turn (one handle, one plan, under a lock) in the
+ * layer "many" and destroys it: each execution is scanned. */
+enum { PACK_THREADS = 160 };
+
+typedef struct many_job {
+  const conv_rig *r;
+  pthread_barrier_t *all;
+  pthread_mutex_t *turn;
+  double sum;
+} many_job;
+
+static void *many_main(void *arg) {
+  many_job *j = arg;
+  pthread_barrier_wait(j->all);
+  cudnnBackendDescriptor_t vp = conv_rig_pack(j->r);
+  pthread_barrier_wait(j->all); /* every thread holds its pack */
+  pthread_mutex_lock(j->turn);
+  nvtxRangePushA("many");
+  CK(cudnnBackendExecute(j->r->h, j->r->plan, vp));
+  nvtxRangePop();
+  j->sum += conv_rig_y(j->r);
+  pthread_mutex_unlock(j->turn);
+  CK(cudnnBackendDestroyDescriptor(vp));
+  return NULL;
+}
+
+static int mode_packmany(void) {
+  conv_rig r;
+  conv_rig_open(&r, 0);
+  pthread_barrier_t all;
+  pthread_barrier_init(&all, NULL, PACK_THREADS);
+  pthread_mutex_t turn = PTHREAD_MUTEX_INITIALIZER;
+  many_job j = {.r = &r, .all = &all, .turn = &turn};
+  pthread_t t[PACK_THREADS];
+  for (int i = 0; i < PACK_THREADS; i++)
+    CK(pthread_create(&t[i], NULL, many_main, &j));
+  for (int i = 0; i < PACK_THREADS; i++)
+    pthread_join(t[i], NULL);
+  pthread_barrier_destroy(&all);
+  printf("packmany checksum %.17g\n", j.sum);
+  conv_rig_close(&r);
   return 0;
 }
 
@@ -1470,6 +1590,8 @@ static const struct {
     {"packthreads", "", .plain = run_packthreads},
     {"planswap", "", .plain = mode_planswap},
     {"packreuse", "", .plain = mode_packreuse},
+    {"packcascade", "", .plain = mode_packcascade},
+    {"packmany", "", .plain = mode_packmany},
     {"convthreads", "", .plain = mode_convthreads},
     {"forkidle", "", .plain = mode_forkidle},
     {"capture", "", .plain = mode_capture},

@@ -418,6 +418,52 @@ static void a_pack_at_a_reused_address_changed_elsewhere_is_not_scanned(void **s
   assert_true(mode_says("packreuse", "pack is at the destroyed one's address"));
 }
 
+/* The backend convolution site of layer: `calls` executions, x and y
+ * scanned in each; returns it. */
+static cJSON *assert_conv_scanned(cJSON *doc, const char *layer, int calls) {
+  cJSON *s = site(doc, "cudnnBackendExecute", layer, "conv_fwd");
+  assert_int_equal(num(s, "calls"), calls);
+  assert_role_scanned(s, "x", 4 * 8 * 8);
+  assert_role_scanned(s, "y", 4 * 8 * 8);
+  return s;
+}
+
+/* Two threads hold their own packs, made, set and finalized, while a third
+ * executes and destroys a pack made on yet another thread; then one of
+ * the two destroys its pack while the other holds its next. Those three
+ * executions (layers "a", "b") are each scanned: what happened to one pack
+ * is never a reason to distrust another thread's. Only the pack used
+ * across threads (layer "x") goes unscanned, and the run says so. */
+static void a_pack_used_across_threads_leaves_other_threads_packs_trusted(void **state) {
+  (void)state;
+  const char *opts[] = {"--sample", "1", NULL};
+  raws r = run_mode("packcascade", opts);
+  assert_int_equal(nsites(r.doc[0]), 3);
+  cJSON *x = site(r.doc[0], "cudnnBackendExecute", "x", "conv_fwd");
+  assert_int_equal(num(x, "calls"), 1);
+  assert_null(get(x, "tensors.x"));
+  assert_int_equal(num(x, "not_scanned.pointer_unreadable"), 3);
+  const char *layers[2] = {"a", "b"};
+  for (int i = 0; i < 2; i++) {
+    cJSON *s = assert_conv_scanned(r.doc[0], layers[i], i + 1);
+    assert_null(get(s, "not_scanned.pointer_unreadable"));
+  }
+  assert_true(has_reason(r.doc[0], "a cuDNN variant pack made on another thread"));
+  free_raws(&r);
+}
+
+/* 160 threads alive at once, more than mpprof keeps own-pack slots for,
+ * each executing a pack of its own: the threads beyond the slots keep
+ * theirs in the shared table, and every execution is scanned. */
+static void more_threads_than_pack_slots_are_each_scanned(void **state) {
+  (void)state;
+  const char *opts[] = {"--sample", "1", NULL};
+  raws r = run_mode("packmany", opts);
+  assert_conv_scanned(r.doc[0], "many", 160);
+  assert_false(cJSON_IsTrue(get(r.doc[0], "incomplete")));
+  free_raws(&r);
+}
+
 /* One execution whose pack is held while another thread makes and destroys
  * a knob choice (a type mpprof does not shadow) and destroys NULL; then
  * four threads execute their own plans, a variant pack each time, while a
@@ -429,16 +475,11 @@ static void backend_executions_on_four_threads_are_each_scanned(void **state) {
   const char *opts[] = {"--sample", "1", NULL};
   raws r = run_mode("convthreads", opts);
   assert_int_equal(nsites(r.doc[0]), 5);
-  cJSON *m = site(r.doc[0], "cudnnBackendExecute", "main", "conv_fwd");
-  assert_int_equal(num(m, "calls"), 1);
-  assert_role_scanned(m, "x", 4 * 8 * 8);
+  assert_conv_scanned(r.doc[0], "main", 1);
   for (int i = 0; i < 4; i++) {
     char l[8];
     snprintf(l, sizeof l, "t%d", i);
-    cJSON *s = site(r.doc[0], "cudnnBackendExecute", l, "conv_fwd");
-    assert_int_equal(num(s, "calls"), 200);
-    assert_role_scanned(s, "x", 4 * 8 * 8);
-    assert_role_scanned(s, "y", 4 * 8 * 8);
+    assert_conv_scanned(r.doc[0], l, 200);
   }
   assert_false(cJSON_IsTrue(get(r.doc[0], "incomplete")));
   free_raws(&r);
@@ -1453,6 +1494,8 @@ int main(void) {
       cmocka_unit_test(variant_packs_used_across_threads_are_never_scanned_stale),
       cmocka_unit_test(a_plan_made_at_a_destroyed_plans_address_is_its_own),
       cmocka_unit_test(a_pack_at_a_reused_address_changed_elsewhere_is_not_scanned),
+      cmocka_unit_test(a_pack_used_across_threads_leaves_other_threads_packs_trusted),
+      cmocka_unit_test(more_threads_than_pack_slots_are_each_scanned),
       cmocka_unit_test(backend_executions_on_four_threads_are_each_scanned),
       cmocka_unit_test(inner_cublasLt_call_under_cublasGemmEx_is_recorded_once),
       cmocka_unit_test(a_64_group_gemm_on_a_small_thread_stack_is_recorded_per_group),
