@@ -337,7 +337,7 @@ static void write_site(mpp_jw *w, uint32_t id, const mpp_site *s) {
   key_i64(w, MP_RK_SITE.id, id);
   write_site_key(w, s);
   key_u64(w, MP_RK_SITE.calls, s->hot->calls);
-  key_u64(w, MP_RK_SITE.scanned_calls, s->hot->scanned_calls);
+  key_u64(w, MP_RK_SITE.scanned_calls, s->scanned_calls);
   if (s->autotune_calls) key_u64(w, MP_RK_SITE.autotune_calls, s->autotune_calls);
   mpp_jw_key(w, MP_RK_SITE.not_scanned);
   mpp_jw_obj(w);

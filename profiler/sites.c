@@ -5,8 +5,10 @@
  *
  * Memory is bounded by MPPROF_MAX_SITES sites (each at most 4 stats records
  * and 32 kernel names) plus MPPROF_MAX_EVENTS events; a cap that is hit makes
- * the raw file say "incomplete" and why. One mutex protects everything: the
- * critical sections are short (a hash probe, a few counters, a stats merge). */
+ * the raw file say "incomplete" and why. One mutex protects everything but a
+ * site's hot counters (atomic) and the threads' event buffers (their own
+ * rules, below): the critical sections are short (a hash probe, a few
+ * counters, a stats merge). */
 #include "mpp.h"
 
 #include <math.h>
@@ -55,8 +57,9 @@ static size_t *event_chunk_size; /* bytes mapped */
 static uint32_t nevent_chunks, event_chunks_cap;
 static mpp_event *event_next; /* where the next event goes, in the last chunk */
 static atomic_bool events_full;
-static uint64_t nevents, events_cap, events_dropped;
-static mpp_kernel_event *kevents; /* filled by the CUPTI sink, capped by max_events too */
+static uint64_t nevents, events_cap;
+static _Atomic uint64_t events_dropped; /* also counted without the lock (mpp_site_record) */
+static mpp_kernel_event *kevents;       /* filled by the CUPTI sink, capped by max_events too */
 static uint64_t nkevents, kevents_cap, kevents_dropped;
 /* Calls with no site (the cap, or no memory: each one counted) and calls
  * that failed. The process's calls are the sites' begun calls and the
@@ -261,6 +264,8 @@ uint64_t mpp_sites_generation(void) {
   return atomic_load_explicit(&generation, memory_order_acquire);
 }
 
+static void event_bufs_reset(void);
+
 void mpp_sites_reset(void) {
   atomic_fetch_add_explicit(&generation, 1, memory_order_acq_rel);
   pthread_mutex_init(&mu, NULL);
@@ -270,12 +275,14 @@ void mpp_sites_reset(void) {
   free(sites);
   free(index_);
   free_event_chunks();
+  event_bufs_reset();
   free(kevents);
   sites = NULL;
   index_ = NULL;
   kevents = NULL;
   nsites = sites_cap = index_cap = 0;
-  nevents = events_cap = events_dropped = 0;
+  nevents = events_cap = 0;
+  atomic_store(&events_dropped, 0);
   nkevents = kevents_cap = kevents_dropped = 0;
   atomic_store(&events_full, false);
   ops_unattributed = failed_calls = 0;
@@ -598,33 +605,139 @@ bool mpp_events_wanted(void) {
   return !atomic_load_explicit(&events_full, memory_order_relaxed);
 }
 
-static void add_event_locked(int site, const mpp_op *op, const mpp_call *c, uint64_t dur_ns) {
-  if (!c->timed) {
-    events_dropped++;
-    return;
-  }
+/* One event into the list (or counted as dropped at its cap). */
+static void store_event_locked(const mpp_event *e) {
   if (nevents == events_cap) {
     if (events_cap >= mpp_cfg.max_events) {
       /* The hot path of a long run: count only, the text is made when read. */
-      if (events_dropped++ == 0)
+      if (atomic_fetch_add_explicit(&events_dropped, 1, memory_order_relaxed) == 0)
         note_reason("max_events", "max_events (%llu) reached",
                     (unsigned long long)mpp_cfg.max_events);
       atomic_store_explicit(&events_full, true, memory_order_relaxed);
       return;
     }
     if (!add_event_chunk_locked()) {
-      if (events_dropped++ == 0) note_reason("max_events", "out of memory for events");
+      if (atomic_fetch_add_explicit(&events_dropped, 1, memory_order_relaxed) == 0)
+        note_reason("max_events", "out of memory for events");
       return;
     }
   }
-  mpp_event *e = event_next++;
+  *event_next++ = *e;
   nevents++;
-  e->site = (uint32_t)site;
-  e->thread = mpp_thread_id();
-  e->t_ns = c->t0_ns;
-  e->dur_ns = dur_ns;
-  e->stream = (uintptr_t)op->stream;
-  e->call = c->index;
+}
+
+/* --- a thread's events, written without the lock ---
+ *
+ * A thread writes its calls' events into a buffer of its own and moves them
+ * to the list under the lock when the buffer is full; whoever reads the
+ * list (mpp_tables_get, under the lock) first takes every thread's events
+ * written so far. The owner alone writes `written` (release, after the
+ * event); `taken` is changed under the lock only, and so is `written` reset
+ * to 0 (by the owner, its buffer full). The buffers are listed (under the
+ * lock); a thread that ends moves its events and frees its buffer. */
+#define THREAD_EVENTS 128u
+
+typedef struct event_buf {
+  _Atomic uint32_t written;
+  uint32_t taken;
+  struct event_buf *next;
+  mpp_event ev[THREAD_EVENTS];
+} event_buf;
+
+static event_buf *event_bufs; /* under mu */
+static __thread MPP_TLS event_buf *my_events;
+static pthread_key_t events_key;
+static pthread_once_t events_once = PTHREAD_ONCE_INIT;
+
+static void take_events_locked(event_buf *b) {
+  uint32_t w = atomic_load_explicit(&b->written, memory_order_acquire);
+  for (uint32_t i = b->taken; i < w; i++)
+    store_event_locked(&b->ev[i]);
+  b->taken = w;
+}
+
+static void take_all_events_locked(void) {
+  for (event_buf *b = event_bufs; b; b = b->next)
+    take_events_locked(b);
+}
+
+static void event_buf_free(void *p) {
+  event_buf *b = p;
+  mpp_sites_lock();
+  take_events_locked(b);
+  for (event_buf **q = &event_bufs; *q; q = &(*q)->next)
+    if (*q == b) {
+      *q = b->next;
+      break;
+    }
+  mpp_sites_unlock();
+  mpp_unmap(b, sizeof *b);
+  my_events = NULL;
+}
+
+static void events_key_init(void) {
+  pthread_key_create(&events_key, event_buf_free);
+}
+
+static event_buf *event_buf_get(void) {
+  if (!my_events) {
+    pthread_once(&events_once, events_key_init);
+    event_buf *b = mpp_map_zeroed(sizeof *b);
+    if (!b) return NULL;
+    mpp_sites_lock();
+    b->next = event_bufs;
+    event_bufs = b;
+    mpp_sites_unlock();
+    my_events = b;
+    pthread_setspecific(events_key, b);
+  }
+  return my_events;
+}
+
+/* In a forked child (mpp_sites_reset) only this thread's buffer has an
+ * owner: the others are freed, this one emptied. */
+static void event_bufs_reset(void) {
+  for (event_buf *b = event_bufs, *next; b; b = next) {
+    next = b->next;
+    if (b != my_events) mpp_unmap(b, sizeof *b);
+  }
+  event_bufs = my_events;
+  if (my_events) {
+    my_events->next = NULL;
+    my_events->taken = 0;
+    atomic_store_explicit(&my_events->written, 0, memory_order_relaxed);
+  }
+}
+
+/* The call's event, into this thread's buffer (the list when there is none). */
+static void add_event(int site, const mpp_op *op, const mpp_call *c, uint64_t dur_ns) {
+  if (!c->timed) {
+    atomic_fetch_add_explicit(&events_dropped, 1, memory_order_relaxed);
+    return;
+  }
+  mpp_event e = {.site = (uint32_t)site,
+                 .thread = mpp_thread_id(),
+                 .t_ns = c->t0_ns,
+                 .dur_ns = dur_ns,
+                 .stream = (uintptr_t)op->stream,
+                 .call = c->index};
+  event_buf *b = event_buf_get();
+  uint32_t w = b ? atomic_load_explicit(&b->written, memory_order_relaxed) : 0;
+  if (!b || w == THREAD_EVENTS) {
+    mpp_sites_lock();
+    if (b) {
+      take_events_locked(b);
+      b->taken = 0;
+      atomic_store_explicit(&b->written, 0, memory_order_relaxed);
+      w = 0;
+    } else {
+      store_event_locked(&e);
+    }
+    mpp_sites_unlock();
+    if (!b) return;
+  }
+  b->ev[w] = e;
+  atomic_store_explicit(&b->written, w + 1, memory_order_release);
 }
 
 static void fp8_value_note(mpp_fp8_value *v, double x, bool unread) {
@@ -641,12 +754,41 @@ static void fp8_value_note(mpp_fp8_value *v, double x, bool unread) {
   if (x > v->max) v->max = x;
 }
 
+static void note_ptr_align(mpp_site_hot *hot, uint64_t align) {
+  uint64_t was = atomic_load_explicit(&hot->ptr_align, memory_order_relaxed);
+  while (align && (!was || align < was) &&
+         !atomic_compare_exchange_weak_explicit(&hot->ptr_align, &was, align, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+  }
+}
+
+/* Whether the call has more to record than its count, its sampled-out
+ * roles, its alignment and its event: a host scan's stats, other reasons
+ * not scanned, FP8 scalars. */
+static bool record_needs_lock(const mpp_op *op, const mpp_call *c) {
+  uint32_t others = 0; /* (no branch per reason) */
+#pragma GCC unroll 16
+  for (int r = 0; r < MPP_NS_COUNT; r++)
+    others |= r == MPP_NS_SAMPLED_OUT ? 0 : c->ns_counts[r];
+  return c->scan || op->fp8_scales || op->amax_d_ptr || others;
+}
+
+/* A call with nothing more to record than its count, sampled-out roles,
+ * alignment and event takes no lock. */
 void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur_ns) {
-  mpp_sites_lock();
   mpp_site_hot *hot = site_hot((uint32_t)site);
-  hot->calls++;
-  if (c->scan) hot->scanned_calls++;
-  mpp_site *s = &sites[site]; /* its lines read only below, when there is more to record */
+  atomic_fetch_add_explicit(&hot->calls, 1, memory_order_relaxed);
+  note_ptr_align(hot, op->ptr_align);
+  if (!record_needs_lock(op, c)) {
+    if (c->ns_counts[MPP_NS_SAMPLED_OUT])
+      atomic_fetch_add_explicit(&hot->sampled_out, c->ns_counts[MPP_NS_SAMPLED_OUT],
+                                memory_order_relaxed);
+    add_event(site, op, c, dur_ns);
+    return;
+  }
+  mpp_sites_lock();
+  mpp_site *s = &sites[site];
+  if (c->scan) s->scanned_calls++;
   /* Zero counts are not added: lines not written are not missed. */
   for (int r = 0; r < MPP_NS_COUNT; r++)
     if (c->ns_counts[r]) s->not_scanned[r] += c->ns_counts[r];
@@ -656,8 +798,6 @@ void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur
       mp_stats *dst = role_stats_locked(s, r, c->tmp[r]->dtype);
       if (dst) mp_stats_merge_scanned(dst, c->tmp[r]); /* a host scan's record */
     }
-  if (op->ptr_align && (!hot->ptr_align || op->ptr_align < hot->ptr_align))
-    hot->ptr_align = op->ptr_align;
   /* Values the device scan reads are noted by its sink (mpp_site_note_fp8).
    * Without a scale pointer (fp8_scales) every value is NAN and none unread. */
   if (op->fp8_scales)
@@ -666,8 +806,8 @@ void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur
         fp8_value_note(&s->fp8_scale[i], op->fp8_scale[i], op->fp8_scale_unread[i]);
   if (op->amax_d_ptr && !(c->fp8_on_device & MPP_FP8_AMAX_D))
     fp8_value_note(&s->amax_d, op->amax_d, isnan(op->amax_d));
-  add_event_locked(site, op, c, dur_ns);
   mpp_sites_unlock();
+  add_event(site, op, c, dur_ns);
 }
 
 void mpp_site_note_fp8(int site, const double values[5], unsigned requested, unsigned read) {
@@ -806,6 +946,10 @@ static void finish_reasons_locked(uint64_t ranges_dropped) {
 }
 
 void mpp_tables_get(mpp_tables *t, uint64_t ranges_dropped) {
+  take_all_events_locked();
+  for (uint32_t i = 0; i < nsites; i++)
+    sites[i].not_scanned[MPP_NS_SAMPLED_OUT] +=
+        atomic_exchange_explicit(&sites[i].hot->sampled_out, 0, memory_order_relaxed);
   finish_reasons_locked(ranges_dropped);
   t->sites = sites;
   t->nsites = nsites;

@@ -35,15 +35,17 @@ typedef struct mpp_fp8_value {
  * to a cache line, in chunks that never move when the site array grows): a
  * call's begin counts it in `started` and so brings the line into the cache
  * for its end, which then reads no line of the site itself unless it has
- * more to record (scans, reasons not scanned, FP8 scalars). A model's sites
- * outgrow the CPU caches: each line a call reads is a miss. */
+ * more to record (scans, reasons not scanned other than sampling, FP8
+ * scalars). A model's sites outgrow the CPU caches: each line a call reads
+ * is a miss. All four are atomic: a call with nothing more to record counts
+ * itself without the sites' lock (mpp_site_record). */
 typedef struct mpp_site_hot {
-  _Atomic uint64_t started; /* calls begun, the sampling index (atomic: memoised calls count
-                               it without the lock) */
-  uint64_t calls;           /* calls that returned success (under the lock) */
-  uint64_t scanned_calls;   /* (under the lock) */
-  uint64_t ptr_align;       /* the least of the calls' (op.h), 0: none yet (under the lock) */
-} mpp_site_hot;             /* 32 bytes: two to a line */
+  _Atomic uint64_t started;     /* calls begun, the sampling index */
+  _Atomic uint64_t calls;       /* calls that returned success */
+  _Atomic uint64_t ptr_align;   /* the least of the calls' (op.h), 0: none yet */
+  _Atomic uint64_t sampled_out; /* roles not scanned as sampled out, not yet in the
+                                   site's not_scanned (mpp_tables_get moves them) */
+} mpp_site_hot;                 /* 32 bytes: two to a line */
 
 /* Fields a recorded call may touch come first; the key, read when a site is
  * looked up in the table, and what only some calls touch come after. */
@@ -54,7 +56,8 @@ typedef struct mpp_site {
    * without) and phase (MPPROF_SCOPE_*, 0 without a scope phase). */
   const char *module_class;
   uint8_t phase;
-  mpp_site_hot *hot; /* started, calls, scanned_calls, ptr_align */
+  mpp_site_hot *hot; /* started, calls, ptr_align, sampled_out */
+  uint64_t scanned_calls;
   uint64_t gpu_ns;
   uint64_t kernel_launches;
   int nkernels;

@@ -466,8 +466,12 @@ static int mode_mathmode(void) {
   return 0;
 }
 
+/* A thread of `calls` GemmEx calls in its layer; with `linger`, it then
+ * waits there and never ends. */
 typedef struct thread_arg {
-  int index;
+  int index, calls;
+  char layer[16];
+  pthread_barrier_t *linger;
   double sum;
 } thread_arg;
 
@@ -475,14 +479,17 @@ static void *thread_main(void *p) {
   thread_arg *a = p;
   cublasHandle_t h;
   mats m;
-  char name[16];
   CK(cublasCreate(&h));
   mats_init(&m, a->index);
-  snprintf(name, sizeof name, "t%d", a->index);
-  nvtxRangePushA(name);
-  for (int i = 0; i < 5; i++)
+  nvtxRangePushA(a->layer);
+  for (int i = 0; i < a->calls; i++)
     a->sum += gemmex(h, &m);
   nvtxRangePop();
+  if (a->linger) {
+    pthread_barrier_wait(a->linger);
+    for (;;)
+      pause();
+  }
   CK(cublasDestroy(h));
   return NULL;
 }
@@ -492,7 +499,8 @@ static int mode_threads(int n) {
   thread_arg a[64];
   if (n < 1 || n > 64) return 2;
   for (int i = 0; i < n; i++) {
-    a[i] = (thread_arg){.index = i};
+    a[i] = (thread_arg){.index = i, .calls = 5};
+    snprintf(a[i].layer, sizeof a[i].layer, "t%d", i);
     CK(pthread_create(&t[i], NULL, thread_main, &a[i]));
   }
   double s = 0;
@@ -502,6 +510,42 @@ static int mode_threads(int n) {
   }
   printf("threads %d checksum %.17g\n", n, s);
   return 0;
+}
+
+/* threadevents: EV_THREADS threads of EV_CALLS GemmEx calls each (layers
+ * "w<i>", ended and joined), one that makes EV_CALLS in "linger" and is
+ * still waiting when the program exits, and EV_MAIN here in "main": more
+ * events per thread than a thread keeps before moving them to the list,
+ * and some kept by threads that ended or never end. */
+enum { EV_THREADS = 3, EV_CALLS = 300, EV_MAIN = 130 };
+
+static int mode_threadevents(void) {
+  pthread_t t[EV_THREADS + 1];
+  thread_arg a[EV_THREADS + 1];
+  pthread_barrier_t done;
+  pthread_barrier_init(&done, NULL, 2);
+  for (int i = 0; i <= EV_THREADS; i++) {
+    a[i] = (thread_arg){.index = 3, .calls = EV_CALLS, .linger = i < EV_THREADS ? NULL : &done};
+    snprintf(a[i].layer, sizeof a[i].layer, i < EV_THREADS ? "w%d" : "linger", i);
+    CK(pthread_create(&t[i], NULL, thread_main, &a[i]));
+  }
+  double s = 0;
+  for (int i = 0; i < EV_THREADS; i++) {
+    pthread_join(t[i], NULL);
+    s += a[i].sum;
+  }
+  pthread_barrier_wait(&done);
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 4);
+  nvtxRangePushA("main");
+  for (int i = 0; i < EV_MAIN; i++)
+    s += gemmex(h, &m);
+  nvtxRangePop();
+  printf("threadevents checksum %.17g\n", s + a[EV_THREADS].sum);
+  fflush(stdout);
+  exit(0);
 }
 
 /* Threads that frameworks create for work often get small stacks; the hooks
@@ -1583,6 +1627,7 @@ static const struct {
     {"variants", "", .plain = mode_variants},
     {"mathmode", "", .plain = mode_mathmode},
     {"threads", " T", .counted = mode_threads, .dflt = 1},
+    {"threadevents", "", .plain = mode_threadevents},
     {"fork", "", .plain = mode_fork},
     {"autotune", "", .plain = run_autotune},
     {"wrongpack", "", .plain = run_wrongpack},

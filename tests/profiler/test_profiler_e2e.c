@@ -719,6 +719,47 @@ static void each_thread_has_its_own_layer_stack(void **state) {
   free_raws(&r);
 }
 
+/* Whether doc's events are exactly one per call of each site: as many as
+ * its calls, with call indices 0 .. calls - 1 each once. */
+static bool one_event_per_call(cJSON *doc) {
+  cJSON *s, *e;
+  cJSON_ArrayForEach(s, get(doc, "sites")) {
+    int id = (int)num(s, "id"), calls = (int)num(s, "calls"), n = 0;
+    bool *seen = calloc((size_t)calls + 1, 1);
+    cJSON_ArrayForEach(e, get(doc, "events")) {
+      if ((int)num(e, "site") != id) continue;
+      int call = (int)num(e, "call");
+      if (call < 0 || call >= calls || seen[call]) {
+        free(seen);
+        return false;
+      }
+      seen[call] = true;
+      n++;
+    }
+    free(seen);
+    if (n != calls) return false;
+  }
+  return true;
+}
+
+/* Threads write their calls' events without the sites' lock: those of
+ * threads that ended, of one still running at exit and of the main thread,
+ * more than a thread keeps before moving them, are all in the raw file,
+ * one per call. */
+static void events_of_every_thread_reach_the_raw_file(void **state) {
+  (void)state;
+  const char *opts[] = {"--sample", "1", NULL};
+  raws r = run_mode("threadevents", opts);
+  assert_int_equal(nsites(r.doc[0]), 5);
+  const char *layers[4] = {"w0", "w1", "w2", "linger"};
+  for (int i = 0; i < 4; i++)
+    assert_int_equal(num(site(r.doc[0], "cublasGemmEx", layers[i], NULL), "calls"), 300);
+  assert_int_equal(num(site(r.doc[0], "cublasGemmEx", "main", NULL), "calls"), 130);
+  assert_int_equal(cJSON_GetArraySize(get(r.doc[0], "events")), 4 * 300 + 130);
+  assert_true(one_event_per_call(r.doc[0]));
+  free_raws(&r);
+}
+
 static cJSON *doc_where(raws *r, bool forked) {
   for (int i = 0; i < r->n; i++)
     if (cJSON_IsTrue(get(r->doc[i], "forked")) == forked) return r->doc[i];
@@ -737,6 +778,8 @@ static void a_forked_child_writes_its_own_raw_file(void **state) {
   assert_int_equal(num(child, "ppid"), num(parent, "pid"));
   assert_int_equal(num(site(parent, "cublasGemmEx", NULL, NULL), "calls"), 2);
   assert_int_equal(num(site(child, "cublasGemmEx", NULL, NULL), "calls"), 2);
+  /* the parent's event before the fork is not the child's */
+  assert_true(one_event_per_call(parent) && one_event_per_call(child));
   free_raws(&r);
 }
 
@@ -1508,6 +1551,7 @@ int main(void) {
       cmocka_unit_test(every_cublas_gemm_entry_point_is_recorded),
       cmocka_unit_test(math_mode_set_on_the_handle_is_recorded),
       cmocka_unit_test(each_thread_has_its_own_layer_stack),
+      cmocka_unit_test(events_of_every_thread_reach_the_raw_file),
       cmocka_unit_test(a_forked_child_writes_its_own_raw_file),
       cmocka_unit_test(a_forked_child_that_never_uses_cuda_writes_no_raw_file),
       cmocka_unit_test(loss_scale_marks_work_from_a_second_thread_and_in_a_forked_child),
