@@ -104,11 +104,17 @@ typedef struct lt_raw_entry {
   uint64_t hash, last;   /* last: the memo's clock when used; 0: empty */
   mpp_lt_call g;         /* what decode read; its pointers set from each call that hits */
   mpp_lt_memo_hint hint; /* where g's calls went in the decode memo */
+  /* The entry the thread's next call used the last time it used this one:
+   * a training loop calls its layers in the same order at every step, so
+   * that entry is compared first, without hashing the key (a guess: the
+   * key is compared whole). */
+  struct lt_raw_entry *next;
 } lt_raw_entry;
 
 typedef struct lt_raw_memo {
   uint64_t clock, lookups, hits;
   bool off;
+  lt_raw_entry *prev; /* the entry of the thread's last call, or NULL */
   lt_raw_entry e[LT_RAW_SETS * LT_RAW_WAYS];
 } lt_raw_memo;
 
@@ -231,29 +237,59 @@ static lt_raw_entry *raw_set(lt_raw_memo *m, uint64_t hash) {
   return &m->e[(hash & (LT_RAW_SETS - 1)) * LT_RAW_WAYS];
 }
 
+/* Whether n words at a and b are equal. */
+static bool words_equal(const uint64_t *a, const void *b, size_t n) {
+#if defined(__SSE2__)
+  /* Inline, 16 bytes at a time (n is even): a call to memcmp per part cost
+   * as much as the compare. */
+  __m128i diff = _mm_setzero_si128();
+  for (size_t j = 0; j < n; j += 2)
+    diff = _mm_or_si128(
+        diff, _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)(a + j)),
+                            _mm_loadu_si128((
+                                const __m128i *)(const void *)((const unsigned char *)b + 8 * j))));
+  return _mm_movemask_epi8(_mm_cmpeq_epi8(diff, _mm_setzero_si128())) == 0xffff;
+#else
+  return !memcmp(a, b, n * 8);
+#endif
+}
+
 static bool raw_equal(const lt_raw_entry *e, const lt_raw_parts *k) {
   static const uint64_t zeros[LT_LAYOUT_WORDS];
   const uint64_t *w = e->key;
   for (int i = 0; i < 5; i++) {
     size_t n = raw_part_words(i);
-    if (memcmp(w, k->p[i] ? k->p[i] : zeros, n * 8)) return false;
+    if (!words_equal(w, k->p[i] ? k->p[i] : zeros, n)) return false;
     w += n;
   }
   return *w == (k->p[3] != NULL);
 }
 
-/* The entry holding this key, or NULL. */
-static lt_raw_entry *raw_find(lt_raw_memo *m, uint64_t hash, const lt_raw_parts *k) {
-  lt_raw_entry *set = raw_set(m, hash);
+/* The entry holding this key, or NULL (then *ret_hash is the key's hash):
+ * the entry that followed the thread's last call's the last time first,
+ * then the key's set. */
+static lt_raw_entry *raw_find(lt_raw_memo *m, const lt_raw_parts *k, uint64_t *ret_hash) {
   /* Judged once, on the lookups before this one. */
   if (++m->lookups == LT_RAW_TRIAL && m->hits < LT_RAW_TRIAL / 4) m->off = true;
-  for (int w = 0; w < LT_RAW_WAYS; w++)
-    if (set[w].last && set[w].hash == hash && raw_equal(&set[w], k)) {
-      set[w].last = ++m->clock;
-      m->hits++;
-      return &set[w];
-    }
-  return NULL;
+  lt_raw_entry *guess = m->prev ? m->prev->next : NULL, *found = NULL;
+  if (guess && guess->last && raw_equal(guess, k)) {
+    found = guess;
+  } else {
+    uint64_t hash = *ret_hash = raw_hash(k);
+    lt_raw_entry *set = raw_set(m, hash);
+    for (int w = 0; w < LT_RAW_WAYS && !found; w++)
+      if (set[w].last && set[w].hash == hash && raw_equal(&set[w], k)) found = &set[w];
+    if (!found) return NULL;
+  }
+  found->last = ++m->clock;
+  m->hits++;
+  return found;
+}
+
+/* e is the entry of the thread's call now. */
+static void raw_follows(lt_raw_memo *m, lt_raw_entry *e) {
+  if (m->prev) m->prev->next = e;
+  m->prev = e;
 }
 
 /* What decode read for this key (the call's pointers are not kept): the
@@ -279,6 +315,7 @@ static lt_raw_entry *raw_put(lt_raw_memo *m, uint64_t hash, const lt_raw_parts *
   old->g.alpha = old->g.beta = old->g.A = old->g.B = old->g.C = NULL;
   old->g.D = NULL;
   old->hint = (mpp_lt_memo_hint){0}; /* another g */
+  old->next = NULL;
   return old;
 }
 
@@ -293,9 +330,10 @@ static mpp_op *decode(mpp_op *scratch, cublasLtMatmulDesc_t desc, const void *al
   lt_raw_memo *rm = desc && Adesc && Bdesc && Ddesc ? raw_memo_get() : NULL;
   if (rm && rm->off) rm = NULL;
   const lt_raw_parts key = {{desc, Adesc, Bdesc, Cdesc, Ddesc}};
-  uint64_t hash = rm ? raw_hash(&key) : 0;
-  lt_raw_entry *seen = rm ? raw_find(rm, hash, &key) : NULL;
+  uint64_t hash = 0;
+  lt_raw_entry *seen = rm ? raw_find(rm, &key, &hash) : NULL;
   if (seen) { /* the thread's own entry: this call's pointers set in place */
+    raw_follows(rm, seen);
     mpp_lt_call *s = &seen->g;
     s->alpha = alpha, s->beta = beta, s->A = A, s->B = B, s->C = C, s->D = D;
     return mpp_lt_decode_memo_hinted(scratch, s, stream, host_visible, &seen->hint);
@@ -337,6 +375,7 @@ static mpp_op *decode(mpp_op *scratch, cublasLtMatmulDesc_t desc, const void *al
     g.c = g.d; /* C described like D when its layout is not given */
   /* g and the new entry's differ only in their data pointers: its hint holds */
   lt_raw_entry *put = rm ? raw_put(rm, hash, &key, &g) : NULL;
+  if (put) raw_follows(rm, put);
   return mpp_lt_decode_memo_hinted(scratch, &g, stream, host_visible, put ? &put->hint : NULL);
 }
 
