@@ -33,8 +33,6 @@
 
 /* --- per-thread scratch stats --- */
 
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
 static __thread MPP_TLS mp_stats *scratch[MPP_MAX_ROLES];
 
 static void scratch_free(void *p) {
@@ -45,9 +43,7 @@ static void scratch_free(void *p) {
   }
 }
 
-static void scratch_key_init(void) {
-  pthread_key_create(&scratch_key, scratch_free);
-}
+static mpp_thread_key scratch_key = MPP_THREAD_KEY(scratch_free);
 
 /* Calls of this thread begun and not yet ended. A hook that opens several at
  * once (one per group of a grouped GEMM, one per operation of a cuDNN graph)
@@ -57,13 +53,12 @@ static __thread MPP_TLS int open_calls;
 
 static mp_stats *scratch_get(int role) {
   if (!scratch[role]) {
-    pthread_once(&scratch_once, scratch_key_init);
     scratch[role] = malloc(sizeof(mp_stats));
     if (!scratch[role]) return NULL;
     /* Initialised once in full; each use re-initialises only what the
      * previous one touched (mp_stats_reinit_scanned). */
     mp_stats_init(scratch[role], MP_DTYPE_INVALID);
-    pthread_setspecific(scratch_key, scratch);
+    mpp_thread_key_set(&scratch_key, scratch);
   }
   return scratch[role];
 }
@@ -379,8 +374,6 @@ typedef struct site_cache {
   site_cache_entry *e;
 } site_cache;
 
-static pthread_key_t site_cache_key;
-static pthread_once_t site_cache_once = PTHREAD_ONCE_INIT;
 static __thread MPP_TLS site_cache *cache;
 
 static void site_cache_free(void *p) {
@@ -390,9 +383,7 @@ static void site_cache_free(void *p) {
   cache = NULL;
 }
 
-static void site_cache_key_init(void) {
-  pthread_key_create(&site_cache_key, site_cache_free);
-}
+static mpp_thread_key site_cache_key = MPP_THREAD_KEY(site_cache_free);
 
 static uint64_t cache_hash(uint64_t op, uint64_t layer_hash, uint8_t phase) {
   uint64_t h = (op * 0x9e3779b97f4a7c15ull) ^ layer_hash ^ ((uint64_t)phase << 7);
@@ -410,7 +401,6 @@ static bool cache_key_eq(const site_cache_entry *e, uint64_t op, const mpp_layer
 static site_cache_entry *cache_slot(uint64_t op, const mpp_layer *layer, uint64_t gen) {
   site_cache *c = cache;
   if (!c) {
-    pthread_once(&site_cache_once, site_cache_key_init);
     c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->e = mpp_map_zeroed(SITE_CACHE_FIRST * sizeof *c->e); /* off the program's heap */
@@ -421,7 +411,7 @@ static site_cache_entry *cache_slot(uint64_t op, const mpp_layer *layer, uint64_
     c->cap = SITE_CACHE_FIRST;
     c->gen = gen;
     cache = c;
-    pthread_setspecific(site_cache_key, c);
+    mpp_thread_key_set(&site_cache_key, c);
   }
   if (c->gen != gen) {
     memset(c->e, 0, c->cap * sizeof *c->e);
@@ -668,8 +658,6 @@ typedef struct calls_block {
   bool lent;
 } calls_block;
 
-static pthread_key_t calls_block_key;
-static pthread_once_t calls_block_once = PTHREAD_ONCE_INIT;
 static __thread MPP_TLS calls_block *calls_tls;
 
 static void calls_block_free(void *p) {
@@ -679,19 +667,16 @@ static void calls_block_free(void *p) {
   calls_tls = NULL;
 }
 
-static void calls_block_key_init(void) {
-  pthread_key_create(&calls_block_key, calls_block_free);
-}
+static mpp_thread_key calls_block_key = MPP_THREAD_KEY(calls_block_free);
 
 /* The thread's block with room for cap ops, lent; NULL: none to lend. */
 static void *calls_lend(int cap) {
   calls_block *b = calls_tls;
   if (!b) {
-    pthread_once(&calls_block_once, calls_block_key_init);
     b = calloc(1, sizeof *b);
     if (!b) return NULL;
     calls_tls = b;
-    pthread_setspecific(calls_block_key, b);
+    mpp_thread_key_set(&calls_block_key, b);
   }
   if (b->lent) return NULL; /* a call inside a call (a signal handler's) */
   if (b->cap < cap) {       /* mapped: off the program's heap (mpp_map_zeroed) */

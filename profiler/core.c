@@ -199,6 +199,24 @@ void mpp_core_fork_child(void) {
 static pthread_mutex_t *fork_locks[MPP_MAX_FORK_LOCKS];
 static int nfork_locks;
 
+static pthread_mutex_t thread_keys_mu = PTHREAD_MUTEX_INITIALIZER;
+
+__attribute__((constructor)) static void thread_keys_fork_protect(void) {
+  mpp_fork_protect(&thread_keys_mu);
+}
+
+void mpp_thread_key_set(mpp_thread_key *k, void *block) {
+  if (!atomic_load_explicit(&k->made, memory_order_acquire)) {
+    pthread_mutex_lock(&thread_keys_mu);
+    if (!atomic_load_explicit(&k->made, memory_order_relaxed) &&
+        pthread_key_create(&k->key, k->release) == 0)
+      atomic_store_explicit(&k->made, 1, memory_order_release);
+    pthread_mutex_unlock(&thread_keys_mu);
+    if (!atomic_load_explicit(&k->made, memory_order_relaxed)) return; /* no key: kept */
+  }
+  pthread_setspecific(k->key, block);
+}
+
 void mpp_fork_protect(pthread_mutex_t *mu) {
   /* Called from constructors, which the loader runs one at a time. */
   if (nfork_locks < MPP_MAX_FORK_LOCKS) fork_locks[nfork_locks++] = mu;

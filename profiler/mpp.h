@@ -114,6 +114,20 @@ void mpp_fork_locks_lock(void);   /* atfork prepare: every protected mutex, in o
 void mpp_fork_locks_unlock(void); /* atfork parent */
 void mpp_fork_locks_reinit(void); /* atfork child */
 
+/* The key of a kind of per-thread block (a memo, a cache, a thread's state):
+ * mpp_thread_key_set registers a block as the calling thread's, and when
+ * the thread ends `release` runs on it with that block (a later destructor
+ * of the thread may use the kind again: release clears the module's
+ * thread-local pointer). The key is made at the first registration. */
+typedef struct mpp_thread_key {
+  void (*release)(void *block);
+  _Atomic int made;
+  pthread_key_t key;
+} mpp_thread_key;
+#define MPP_THREAD_KEY(release_fn)                                                                 \
+  { .release = (release_fn) }
+void mpp_thread_key_set(mpp_thread_key *k, void *block);
+
 /* Zeroed pages for a block of mpprof's own that lives as long as a thread or
  * grows (memos, caches): mapped, not taken from the program's heap, where a
  * block of mpprof's between the program's chunks changes how malloc treats

@@ -72,8 +72,6 @@ typedef struct nvtx_thread {
 } nvtx_thread;
 
 static __thread MPP_TLS nvtx_thread *tls;
-static pthread_key_t tls_key;
-static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
 static atomic_uint_fast64_t marks, start_end_ranges;
 static atomic_uint_fast32_t nstrings, ndomains;
 
@@ -85,15 +83,12 @@ static void tls_free(void *p) {
   free(p);
 }
 
-static void tls_key_init(void) {
-  pthread_key_create(&tls_key, tls_free);
-}
+static mpp_thread_key tls_key = MPP_THREAD_KEY(tls_free);
 
 static nvtx_thread *thread_state(void) {
   if (!tls) {
-    pthread_once(&tls_once, tls_key_init);
     tls = calloc(1, sizeof *tls);
-    if (tls) pthread_setspecific(tls_key, tls);
+    if (tls) mpp_thread_key_set(&tls_key, tls);
   }
   return tls;
 }

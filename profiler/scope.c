@@ -48,23 +48,18 @@ typedef struct scope_thread {
 } scope_thread;
 
 static __thread MPP_TLS scope_thread *tls;
-static pthread_key_t tls_key;
-static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
 
 static void tls_free(void *p) {
   if (tls == p) tls = NULL;
   free(p);
 }
 
-static void tls_key_init(void) {
-  pthread_key_create(&tls_key, tls_free);
-}
+static mpp_thread_key tls_key = MPP_THREAD_KEY(tls_free);
 
 static scope_thread *thread_state(void) {
   if (!tls) {
-    pthread_once(&tls_once, tls_key_init);
     tls = calloc(1, sizeof *tls);
-    if (tls) pthread_setspecific(tls_key, tls);
+    if (tls) mpp_thread_key_set(&tls_key, tls);
   }
   return tls;
 }

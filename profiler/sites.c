@@ -646,8 +646,6 @@ typedef struct event_buf {
 
 static event_buf *event_bufs; /* under mu */
 static __thread MPP_TLS event_buf *my_events;
-static pthread_key_t events_key;
-static pthread_once_t events_once = PTHREAD_ONCE_INIT;
 
 static void take_events_locked(event_buf *b) {
   uint32_t w = atomic_load_explicit(&b->written, memory_order_acquire);
@@ -675,13 +673,10 @@ static void event_buf_free(void *p) {
   my_events = NULL;
 }
 
-static void events_key_init(void) {
-  pthread_key_create(&events_key, event_buf_free);
-}
+static mpp_thread_key events_key = MPP_THREAD_KEY(event_buf_free);
 
 static event_buf *event_buf_get(void) {
   if (!my_events) {
-    pthread_once(&events_once, events_key_init);
     event_buf *b = mpp_map_zeroed(sizeof *b);
     if (!b) return NULL;
     mpp_sites_lock();
@@ -689,7 +684,7 @@ static event_buf *event_buf_get(void) {
     event_bufs = b;
     mpp_sites_unlock();
     my_events = b;
-    pthread_setspecific(events_key, b);
+    mpp_thread_key_set(&events_key, b);
   }
   return my_events;
 }

@@ -132,17 +132,13 @@ static size_t raw_part_words(int i) {
 _Static_assert(LT_DESC_WORDS % 2 == 0 && LT_LAYOUT_WORDS % 2 == 0, "parts hash by word pairs");
 
 static __thread MPP_TLS lt_raw_memo *raw_memo;
-static pthread_key_t raw_memo_key;
-static pthread_once_t raw_memo_once = PTHREAD_ONCE_INIT;
 
 static void raw_memo_free(void *p) {
   mpp_unmap(p, sizeof(lt_raw_memo));
   raw_memo = NULL;
 }
 
-static void raw_memo_key_init(void) {
-  pthread_key_create(&raw_memo_key, raw_memo_free);
-}
+static mpp_thread_key raw_memo_key = MPP_THREAD_KEY(raw_memo_free);
 
 /* Whether the loaded cuBLASLt is of this header's major version. */
 static int raw_memo_usable; /* 0: not asked yet, 1: yes, -1: no (atomic) */
@@ -162,9 +158,8 @@ static bool raw_memo_library_ok(void) {
 static lt_raw_memo *raw_memo_get(void) {
   if (!raw_memo) {
     if (!raw_memo_library_ok()) return NULL;
-    pthread_once(&raw_memo_once, raw_memo_key_init);
     raw_memo = mpp_map_zeroed(sizeof *raw_memo);
-    if (raw_memo) pthread_setspecific(raw_memo_key, raw_memo);
+    if (raw_memo) mpp_thread_key_set(&raw_memo_key, raw_memo);
   }
   return raw_memo;
 }

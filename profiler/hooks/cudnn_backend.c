@@ -194,8 +194,6 @@ enum { MAX_SLOTS = 128 };
 static vp_slot *_Atomic slots[MAX_SLOTS];
 static _Atomic int nslots;
 static __thread MPP_TLS vp_slot *slot;
-static pthread_key_t slot_key;
-static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
 
 static void slot_release(vp_slot *t) {
   atomic_store_explicit(&t->desc, NULL, memory_order_relaxed);
@@ -216,8 +214,10 @@ static void slots_fork_child(void) {
   }
 }
 
-static void slot_key_init(void) {
-  pthread_key_create(&slot_key, slot_free);
+static mpp_thread_key slot_key = MPP_THREAD_KEY(slot_free);
+static pthread_once_t slots_once = PTHREAD_ONCE_INIT;
+
+static void slots_init(void) {
   pthread_atfork(NULL, NULL, slots_fork_child);
 }
 
@@ -246,9 +246,9 @@ static vp_slot *slot_claim(void) {
 
 static vp_slot *slot_get(void) {
   if (!slot) {
-    pthread_once(&slot_once, slot_key_init);
+    pthread_once(&slots_once, slots_init);
     slot = slot_claim();
-    if (slot) pthread_setspecific(slot_key, slot);
+    if (slot) mpp_thread_key_set(&slot_key, slot);
   }
   return slot;
 }

@@ -255,8 +255,6 @@ typedef struct gemm_memo {
 } gemm_memo;
 
 static __thread MPP_TLS gemm_memo *memo;
-static pthread_key_t memo_key;
-static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
 
 /* The block is mapped (mpp_map_zeroed): on the program's heap it fenced the
  * program's chunks from the top, so that their frees stopped merging into it
@@ -267,9 +265,7 @@ static void memo_free(void *p) {
   memo = NULL;
 }
 
-static void memo_key_init(void) {
-  pthread_key_create(&memo_key, memo_free);
-}
+static mpp_thread_key memo_key = MPP_THREAD_KEY(memo_free);
 
 /* Each memo's clock starts 2^40 uses past the one made before it: an lt
  * entry's fill is then a stamp no other fill in the process has, even in a
@@ -278,11 +274,10 @@ static _Atomic uint64_t memo_epochs;
 
 static gemm_memo *memo_get(void) {
   if (!memo) {
-    pthread_once(&memo_once, memo_key_init);
     memo = mpp_map_zeroed(sizeof *memo);
     if (memo) {
       memo->clock = (atomic_fetch_add_explicit(&memo_epochs, 1, memory_order_relaxed) + 1) << 40;
-      pthread_setspecific(memo_key, memo);
+      mpp_thread_key_set(&memo_key, memo);
     }
   }
   return memo;
