@@ -661,6 +661,10 @@ static void take_all_events_locked(void) {
 
 static void event_buf_free(void *p) {
   event_buf *b = p;
+  /* A thread that ends from a signal handler that interrupted it inside
+   * the lock: its buffer stays listed, and the next raw write takes its
+   * events. */
+  if (mpp_sites_locked_by_caller()) return;
   mpp_sites_lock();
   take_events_locked(b);
   for (event_buf **q = &event_bufs; *q; q = &(*q)->next)
