@@ -137,8 +137,9 @@ static be_shadow *find_locked(void *d) {
  * finalizes it, executes it and destroys it on one thread around every
  * execution. A thread keeps the pack it made, while it lives, in a slot of
  * its own, away from the shared map and its lock: those five calls then
- * take no lock (the execution takes one, for the plan). Further packs the
- * thread makes while its slot is held go to the map.
+ * take no lock (the execution neither, once the thread remembers its plan:
+ * below). Further packs the thread makes while its slot is held go to the
+ * map.
  *
  * A slot is entered in a registry (slots) that other threads read: a
  * thread that finds neither in its own slot nor in the map a descriptor it
