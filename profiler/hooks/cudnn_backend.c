@@ -215,12 +215,11 @@ static void slots_fork_child(void) {
   }
 }
 
-static mpp_thread_key slot_key = MPP_THREAD_KEY(slot_free);
-static pthread_once_t slots_once = PTHREAD_ONCE_INIT;
-
-static void slots_init(void) {
+__attribute__((constructor)) static void slots_fork_setup(void) {
   pthread_atfork(NULL, NULL, slots_fork_child);
 }
+
+static mpp_thread_key slot_key = MPP_THREAD_KEY(slot_free);
 
 static vp_slot *slot_claim(void) {
   int n = atomic_load_explicit(&nslots, memory_order_acquire);
@@ -247,7 +246,6 @@ static vp_slot *slot_claim(void) {
 
 static vp_slot *slot_get(void) {
   if (!slot) {
-    pthread_once(&slots_once, slots_init);
     slot = slot_claim();
     if (slot) mpp_thread_key_set(&slot_key, slot);
   }
