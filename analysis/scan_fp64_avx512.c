@@ -56,6 +56,7 @@ static bool f64v_place_levels(f64_vec *F) {
     F->level_rank[k] = rank;
     F->level_field[k] = field;
   }
+  F->nfields = nb;
   F->slot_shift = find_slot_shift(binades, nb);
   if (F->slot_shift < 0) return false;
   for (int r = 0; r < 2; r++)
@@ -153,8 +154,17 @@ __attribute__((target("avx512f"), noinline)) static uint64_t f64_kernel(f64_vec 
     s2[(q[6] >> 52) & 0x7ff]++;
     s3[(q[7] >> 52) & 0x7ff]++;
   }
-  _mm512_storeu_si512(F->packed[0], above0);
-  _mm512_storeu_si512(F->packed[1], above1);
+  /* The fields into the lanes' wide counts: a fixed number of vector steps
+   * (a loop over the non-zero fields of each lane mispredicted its exits). */
+  const __m512i field_mask = _mm512_set1_epi64((1 << F64V_FIELD_BITS) - 1);
+  for (int j = 0; j < F->nfields; j++) {
+    _mm512_storeu_si512(F->above[0][j], _mm512_add_epi64(_mm512_loadu_si512(F->above[0][j]),
+                                                         _mm512_and_si512(above0, field_mask)));
+    _mm512_storeu_si512(F->above[1][j], _mm512_add_epi64(_mm512_loadu_si512(F->above[1][j]),
+                                                         _mm512_and_si512(above1, field_mask)));
+    above0 = _mm512_srli_epi64(above0, F64V_FIELD_BITS);
+    above1 = _mm512_srli_epi64(above1, F64V_FIELD_BITS);
+  }
   _mm512_storeu_si512(F->zeros, cz);
   _mm512_storeu_si512(F->negatives, cn);
   _mm512_storeu_si512(F->key_min, kmin);
@@ -162,14 +172,6 @@ __attribute__((target("avx512f"), noinline)) static uint64_t f64_kernel(f64_vec 
   _mm512_storeu_si512(F->abs_min_m1, aminm1);
   F->vectors += (i - start) / 8;
   return i;
-}
-
-/* Adds the packed fields of the last kernel call to above. */
-static void f64v_unpack(f64_vec *F) {
-  for (int r = 0; r < 2; r++)
-    for (int l = 0; l < 8; l++)
-      for (uint64_t w = F->packed[r][l], j = 0; w; w >>= F64V_FIELD_BITS, j++)
-        F->above[r][j] += w & ((1u << F64V_FIELD_BITS) - 1);
 }
 
 /* Biased exponents of the smallest non-zero and the largest |x| the lanes
@@ -212,7 +214,9 @@ static void f64v_fold(mp_stats *s, f64_vec *F) {
       if (E > F->level_binade[k] && !f64v_shares_slot(F, k, E)) F->ind_lev[k] += c;
   }
   for (int k = 0; k < F64_LEVELS; k++)
-    if (F->level_rank[k] >= 0) F->ind_lev[k] += F->above[F->level_rank[k]][F->level_field[k]];
+    if (F->level_rank[k] >= 0)
+      for (int l = 0; l < 8; l++)
+        F->ind_lev[k] += F->above[F->level_rank[k]][F->level_field[k]][l];
   memset(F->above, 0, sizeof F->above);
   for (int b = 0; b < F64V_BANKS; b++)
     F->sub[b][0] = 0; /* zeros: counted by the lanes */
@@ -229,7 +233,6 @@ void mp_scan_f64v_run(mp_stats *s, const src_info *I, f64_vec *F, const double *
   uint64_t i = 0;
   while (i + 8 <= n) {
     uint64_t j = f64_kernel(F, p, i, n);
-    f64v_unpack(F);
     if (F->vectors >= F64V_FOLD_VECTORS) f64v_fold(s, F);
     if (j == i) {
       for (int l = 0; l < 8; l++)

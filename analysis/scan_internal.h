@@ -471,8 +471,10 @@ typedef struct f64_vec {
   int slot_shift;
   /* Per level: its binade, its rank (-1: binade outside the window), field. */
   int level_binade[F64_LEVELS], level_rank[F64_LEVELS], level_field[F64_LEVELS];
-  uint64_t packed[2][8];          /* per rank, per lane: fields of 6 bits */
-  uint64_t above[2][F64V_FIELDS]; /* unpacked: values above the level */
+  int nfields; /* fields in use: the binades holding levels */
+  /* Per rank, field and lane: values above the level, unpacked from the
+   * kernel's 6-bit fields at the end of each call. */
+  uint64_t above[2][F64V_FIELDS][8];
   uint64_t zeros[8], negatives[8];
   int64_t key_min[8], key_max[8];
   uint64_t abs_min_m1[8];
