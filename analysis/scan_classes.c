@@ -73,15 +73,20 @@ struct cls_scan {
   int base, width; /* bf16: codes 1..width are exponents base..base + width - 1 */
   uint8_t hb_code[128], lb_code[128], lb_top;   /* fp16 binade codes */
   uint8_t hb_cid[128], lb_cid[128], lb_top_cid; /* fp16: the class ids of those codes */
-  unsigned skip, fails;                         /* 16-bit: blocks to sit out after failures */
-  uint32_t tail[256];                           /* fp8: bytes after the last whole step */
+  /* fp16, by high byte (its low 7 bits): the low byte above which a value
+   * is flagged (0xff: none; a high byte whose values are all flagged has
+   * the flag in hb_cid instead). */
+  uint8_t hb_flag_above[128];
+  unsigned skip, fails; /* 16-bit: blocks to sit out after failures */
+  uint32_t tail[256];   /* fp8: bytes after the last whole step */
 };
 
 /* What one kernel call leaves. */
 typedef struct cls_out {
   uint16_t twos[CLS_PLANES_MAX][64]; /* carry counts (weight 2) by byte position 8q + bit */
   uint16_t ones[CLS_PLANES_MAX][64];
-  uint16_t smax[32], umax[32], aminm1[32], neg[32]; /* 16-bit lanes; fp8 in the low byte */
+  uint16_t smax[32], umax[32], aminm1[32]; /* 16-bit lanes; fp8 in the low byte */
+  uint64_t negatives;                      /* 16-bit */
 } cls_out;
 
 /* Adds key -> class of sig (a new class if no equal one yet). false: too many. */
@@ -395,6 +400,29 @@ static bool cls16_tables(cls_scan *C) {
     C->lb_cid[k] = base[C->lb_code[k] & 63];
   }
   C->lb_top_cid = base[C->lb_top & 63];
+  /* The flag from the bytes: within one high byte the flagged values are
+   * those above some low byte (the flag is |x| > th of a slot of 512). */
+  for (int h = 0; h < 128; h++) {
+    int above = -1; /* the last unflagged low byte */
+    for (int l = 0; l < 256; l++) {
+      uint32_t m = (uint32_t)h << 8 | (uint32_t)l;
+      if (m >= 0x7c00) break; /* inf, NaN: blocks holding them fail */
+      bool f = m > C->th[cls16_slot(C, m)];
+      if (!f && above != l - 1) return false; /* flagged values not on top */
+      if (!f) above = l;
+    }
+    if (above < 0 && h > 0) C->hb_cid[h]++; /* all flagged; ch >= cl here */
+    if (above < 0 && h == 0) return false;  /* cannot be: zero is never flagged */
+    C->hb_flag_above[h] = (uint8_t)(above < 0 ? 0xff : above);
+  }
+  /* What the kernel computes, checked for every finite magnitude. */
+  for (uint32_t m = 0; m < 0x7c00; m++) {
+    uint32_t h = m >> 8, l = m & 0xff;
+    int ch = C->hb_cid[h], cl = l & 0x80 ? C->lb_top_cid : C->lb_cid[l];
+    int id = (ch > cl ? ch : cl) + (l > C->hb_flag_above[h]);
+    int want = base[cls16_group(C, m) & 63] + (m > C->th[cls16_slot(C, m)]);
+    if (id != want) return false;
+  }
   return true;
 }
 
@@ -431,6 +459,8 @@ CLS_INLINE void cls16_kernel(cls_out *o, const cls_scan *C, const uint16_t *p, u
   const __m512i absmask = _mm512_set1_epi16(0x7fff), minus_one = _mm512_set1_epi16(-1);
   const __m512i negzero = _mm512_set1_epi16((short)0x8000);
   const __m512i th_lo = _mm512_loadu_si512(C->th), th_hi = _mm512_loadu_si512(C->th + 32);
+  const __m512i fa_lo = _mm512_loadu_si512(C->hb_flag_above);
+  const __m512i fa_hi = _mm512_loadu_si512(C->hb_flag_above + 64);
   const __m512i basem1 = _mm512_set1_epi8((char)(C->base - 1));
   /* Byte i < 32: byte 2i of the first source; i >= 32: byte 2(i - 32) of the second. */
   __m512i even = _mm512_set_epi8(126, 124, 122, 120, 118, 116, 114, 112, 110, 108, 106, 104, 102,
@@ -445,28 +475,34 @@ CLS_INLINE void cls16_kernel(cls_out *o, const cls_scan *C, const uint16_t *p, u
   const __m512i flag_add = _mm512_set1_epi8(kind == 2 ? 0x40 : 1);
   for (int k = 0; k < np; k++)
     ones[k] = acc[k] = zero;
-  __m512i smax = _mm512_set1_epi16((short)0x8000), umax = zero, aminm1 = minus_one, neg = zero;
+  __m512i smax = _mm512_set1_epi16((short)0x8000), umax = zero, aminm1 = minus_one;
+  uint64_t negatives = 0; /* counted by the integer unit: the vector unit bounds the kernel */
   memset(o->twos, 0, sizeof o->twos);
-  /* Lane statistics of v, and its flags: |x| above its slot's threshold. */
+  /* Lane statistics of v, and (bf16) its exponents and flags: |x| above its
+   * slot's threshold. */
 #define CLS16_ONE(v, idx, flags)                                                                   \
   do {                                                                                             \
     __m512i a_ = _mm512_and_si512((v), absmask);                                                   \
     smax = _mm512_max_epi16(smax, (v));                                                            \
     umax = _mm512_max_epu16(umax, (v));                                                            \
     aminm1 = _mm512_min_epu16(aminm1, _mm512_add_epi16(a_, minus_one));                            \
-    neg = _mm512_mask_sub_epi16(neg, _mm512_cmpgt_epu16_mask((v), negzero), neg, minus_one);       \
-    idx = _mm512_srli_epi16((v), kind == 2 ? 7 : 9);                                               \
-    flags = _mm512_cmpgt_epu16_mask(a_, _mm512_permutex2var_epi16(th_lo, idx, th_hi));             \
+    negatives += (uint64_t)__builtin_popcount(_mm512_cmpgt_epu16_mask((v), negzero));              \
+    if (kind == 2) {                                                                               \
+      idx = _mm512_srli_epi16((v), 7);                                                             \
+      flags = _mm512_cmpgt_epu16_mask(a_, _mm512_permutex2var_epi16(th_lo, idx, th_hi));           \
+    }                                                                                              \
   } while (0)
   /* 64 values (v, w) into one code vector. */
 #define CLS16_CODES(v, w, c)                                                                       \
   do {                                                                                             \
-    __m512i iv_, iw_;                                                                              \
-    __mmask32 fv_, fw_;                                                                            \
+    __m512i iv_ = zero, iw_ = zero;                                                                \
+    __mmask32 fv_ = 0, fw_ = 0;                                                                    \
+    __mmask64 f_;                                                                                  \
     CLS16_ONE(v, iv_, fv_);                                                                        \
     CLS16_ONE(w, iw_, fw_);                                                                        \
     if (kind == 2) {                                                                               \
       c = _mm512_subs_epu8(_mm512_permutex2var_epi8(iv_, even, iw_), basem1);                      \
+      f_ = _mm512_kunpackd((__mmask64)fw_, (__mmask64)fv_);                                        \
     } else {                                                                                       \
       __m512i hb_ = _mm512_permutex2var_epi8((v), odd, (w));                                       \
       __m512i lb_ = _mm512_permutex2var_epi8((v), even, (w));                                      \
@@ -474,8 +510,9 @@ CLS_INLINE void cls16_kernel(cls_out *o, const cls_scan *C, const uint16_t *p, u
       __m512i cl_ = _mm512_permutex2var_epi8(lb_lo, lb_, lb_hi);                                   \
       cl_ = _mm512_mask_mov_epi8(cl_, _mm512_movepi8_mask(lb_), lb_top);                           \
       c = _mm512_max_epu8(ch_, cl_);                                                               \
+      f_ = _mm512_cmpgt_epu8_mask(lb_, _mm512_permutex2var_epi8(fa_lo, hb_, fa_hi));               \
     }                                                                                              \
-    c = _mm512_mask_add_epi8(c, _mm512_kunpackd((__mmask64)fw_, (__mmask64)fv_), c, flag_add);     \
+    c = _mm512_mask_add_epi8(c, f_, c, flag_add);                                                  \
   } while (0)
   for (uint64_t chunk = 0; chunk < nsteps; chunk += CLS_CHUNK_STEPS) {
     uint64_t end = nsteps - chunk < CLS_CHUNK_STEPS ? nsteps : chunk + CLS_CHUNK_STEPS;
@@ -501,7 +538,7 @@ CLS_INLINE void cls16_kernel(cls_out *o, const cls_scan *C, const uint16_t *p, u
   _mm512_storeu_si512(o->smax, smax);
   _mm512_storeu_si512(o->umax, umax);
   _mm512_storeu_si512(o->aminm1, aminm1);
-  _mm512_storeu_si512(o->neg, neg);
+  o->negatives = negatives;
 }
 
 __attribute__((target(CLS_ISA), noinline)) static void
@@ -553,8 +590,7 @@ static commit_rc cls16_commit(cls_scan *C, const cls_out *o, uint64_t nsteps) {
     if (C->rep[id] == 0) zeros = counts[id];
   }
   C->values += n;
-  for (int l = 0; l < 32; l++)
-    C->negatives += o->neg[l];
+  C->negatives += o->negatives;
   cls_block_extremes(C, o, 32, 16, zeros);
   return COMMIT_OK;
 }
