@@ -24,6 +24,9 @@
  *   (subnormals), give the class id of the binade directly (the larger of the
  *   two: ids rise with the binade); a value above its binade's threshold adds
  *   1 (the class above is the next id), so fp16 needs no class-id lookup.
+ *   The flag comes from the bytes as well: a third lookup by the high byte
+ *   gives the low byte above which the value is flagged (a high byte wholly
+ *   above its threshold has the flag in its class already).
  *   A 16-bit block is checked at its end: no inf or NaN, for bf16 no
  *   subnormal and every exponent in the window (else the window moves and the
  *   block is counted again). A block that fails goes to the fp16/bf16 path
