@@ -55,10 +55,10 @@
 
 /* What one kernel call leaves for plane_commit(). */
 typedef struct plane_out {
-  int32_t smax[16];    /* signed max of x's bits: the largest x if any x has its sign clear */
-  uint32_t umax[16];   /* unsigned max: the smallest x if any x has its sign set */
-  uint32_t aminm1[16]; /* min of |x|'s bits - 1: zeros wrap to UINT32_MAX and drop out */
-  uint32_t neg[16];
+  int32_t smax[16];       /* signed max of x's bits: the largest x if any x has its sign clear */
+  uint32_t umax[16];      /* unsigned max: the smallest x if any x has its sign set */
+  uint32_t aminm1[16];    /* min of |x|'s bits - 1: zeros wrap to UINT32_MAX and drop out */
+  uint64_t negatives;     /* x < -0, counted by the integer unit */
   uint16_t eights[3][32]; /* per plane and bit position: count of weight 8 */
   uint16_t rest[3][32];   /* the same, weight 1 (what the tree held at the end) */
 } plane_out;
@@ -128,7 +128,7 @@ PLANE_INLINE void plane_add_words(uint16_t *w, __m512i bytes) {
     umax = _mm512_max_epu32(umax, v);                                                              \
     __m512i nz = _mm512_min_epu32(a, one); /* 1 if x != 0 */                                       \
     aminm1 = _mm512_min_epu32(aminm1, _mm512_add_epi32(a, minus_one));                             \
-    neg = _mm512_mask_add_epi32(neg, _mm512_cmplt_epi32_mask(v, zero), neg, nz);                   \
+    negatives += (uint64_t)__builtin_popcount(_mm512_cmpgt_epu32_mask(v, signbit));                \
     __m512i e = _mm512_srli_epi32(v, 23);                                                          \
     X0 = _mm512_rolv_epi32(nz, e);                                                                 \
     X1 = _mm512_rolv_epi32(_mm512_and_si512(v, bit28), e);                                         \
@@ -176,7 +176,9 @@ PLANE_INLINE void plane_kernel(plane_out *o, const plane_tables *T, const void *
       0x1f1b17130f0b0703ll, 0x1e1a16120e0a0602ll, 0x1d1915110d090501ll, 0x1c1814100c080400ll);
   const __m512i columns = _mm512_set1_epi64(0x8040201008040201ll); /* byte k: 1 << k */
   __m512i smax = _mm512_set1_epi32(INT32_MIN), umax = zero;
-  __m512i aminm1 = _mm512_set1_epi32(-1), neg = zero;
+  __m512i aminm1 = _mm512_set1_epi32(-1);
+  const __m512i signbit = _mm512_set1_epi32(INT32_MIN); /* -0: not above it */
+  uint64_t negatives = 0; /* the vector unit bounds the kernel, the integer unit has room */
   __m512i ones0 = zero, ones1 = zero, ones2 = zero, twos0 = zero, twos1 = zero, twos2 = zero;
   __m512i fours0 = zero, fours1 = zero, fours2 = zero;
   memset(o->eights, 0, sizeof o->eights);
@@ -224,7 +226,7 @@ PLANE_INLINE void plane_kernel(plane_out *o, const plane_tables *T, const void *
   _mm512_storeu_si512(o->smax, smax);
   _mm512_storeu_si512(o->umax, umax);
   _mm512_storeu_si512(o->aminm1, aminm1);
-  _mm512_storeu_si512(o->neg, neg);
+  o->negatives = negatives;
 }
 
 __attribute__((target(PLANE_ISA), noinline)) static void
@@ -317,10 +319,7 @@ static bool plane_commit(mp_stats *s, f32_fast *F, const plane_out *o, uint64_t 
     above[k] = in - above_other + binades;
     above[k2] = 8u * o->eights[2][pos2] + o->rest[2][pos2] - above_other - above_same + binades;
   }
-  uint64_t neg = 0;
-  for (int l = 0; l < 16; l++) {
-    neg += o->neg[l];
-  }
+  uint64_t neg = o->negatives;
   for (int k = 0; k < TH_COUNT; k++)
     F->ind[k] += above[k];
   F->ind[IND_ZEROS] += zeros;
