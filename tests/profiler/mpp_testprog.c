@@ -279,12 +279,15 @@ static int mode_lt(int calls) {
 /* One set of cuBLASLt descriptors used again and again, changed in place
  * between calls (an attribute set on the matmul descriptor, a layout on the
  * stack overwritten with another's bytes): each call must be decoded as its
- * descriptors are now, whatever mpprof remembers of them. Five calls in
+ * descriptors are now, whatever mpprof remembers of them. Eight calls in
  * "t/reuse": transb T + BIAS twice, then transb N, then the DEFAULT
- * epilogue, then D in fp16. */
+ * epilogue, then D in fp16; then B read with a leading dimension of 2N,
+ * then twice with N again (B's layout on the stack, the only part of the
+ * calls that changes: the last call follows one whose successor, the time
+ * before, was the 2N call). */
 static int mode_ltreuse(void) {
   lt_set s;
-  cublasLtMatrixLayoutOpaque_t lc, lc16;
+  cublasLtMatrixLayoutOpaque_t lc, lc16, lb, lb_narrow, lb_wide;
   mats m;
   mats_init(&m, 2);
   lt_start(&s, false);
@@ -292,11 +295,19 @@ static int mode_ltreuse(void) {
   cublasLtEpilogue_t epi;
   CK(cublasLtMatrixLayoutInit(&lc, CUDA_R_32F, N, N, N));
   CK(cublasLtMatrixLayoutInit(&lc16, CUDA_R_16F, N, N, N));
+  CK(cublasLtMatrixLayoutInit(&lb, CUDA_R_16F, N, N, N));
+  CK(cublasLtMatrixLayoutInit(&lb_narrow, CUDA_R_16F, N, N, N));
+  CK(cublasLtMatrixLayoutInit(&lb_wide, CUDA_R_16F, N, N, 2 * N));
+  static uint16_t b_wide_h[2 * N * N]; /* fp16 ones in B's rows, zeros between */
+  for (int j = 0; j < N; j++)
+    for (int i = 0; i < N; i++)
+      b_wide_h[2 * N * j + i] = 0x3c00;
+  void *b_wide = dev_upload(b_wide_h, sizeof b_wide_h);
   const float one = 1, zero = 0;
   double sum = 0;
   nvtxRangePushA("t");
   nvtxRangePushA("reuse");
-  for (int call = 0; call < 5; call++) {
+  for (int call = 0; call < 8; call++) {
     if (call == 2) {
       t = CUBLAS_OP_N;
       CK(cublasLtMatmulDescSetAttribute(s.desc, CUBLASLT_MATMUL_DESC_TRANSB, &t, sizeof t));
@@ -305,11 +316,16 @@ static int mode_ltreuse(void) {
       CK(cublasLtMatmulDescSetAttribute(s.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
     } else if (call == 4) {
       memcpy(&lc, &lc16, sizeof lc); /* plain data: a copy is that layout */
+    } else if (call == 5) {
+      memcpy(&lb, &lb_wide, sizeof lb);
+    } else if (call == 6) {
+      memcpy(&lb, &lb_narrow, sizeof lb);
     }
-    void *c = call == 4 ? m.c16 : m.c32;
-    CK(cublasLtMatmul(s.lt, s.desc, &one, m.a16, s.la, m.b16, s.lb, &zero, c, &lc, c, &lc, NULL,
-                      NULL, 0, 0));
-    sum += call == 4 ? 0 : sum32(m.c32, N * N);
+    void *c = call >= 4 ? m.c16 : m.c32;
+    const void *b = call == 5 ? b_wide : m.b16;
+    CK(cublasLtMatmul(s.lt, s.desc, &one, m.a16, s.la, b, &lb, &zero, c, &lc, c, &lc, NULL, NULL, 0,
+                      0));
+    sum += call >= 4 ? 0 : sum32(m.c32, N * N);
   }
   nvtxRangePop();
   nvtxRangePop();

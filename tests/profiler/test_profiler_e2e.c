@@ -563,24 +563,25 @@ static void cublasLt_descriptors_changed_in_place_are_read_as_they_are(void **st
   raws r = load_raws(dir);
   static const struct {
     const char *transb, *epilogue, *d;
-    int calls;
-  } want[] = {{"T", "BIAS", "fp32", 2},
-              {"N", "BIAS", "fp32", 1},
-              {"N", "DEFAULT", "fp32", 1},
-              {"N", "DEFAULT", "fp16", 1}};
+    int ldb, calls;
+  } want[] = {{"T", "BIAS", "fp32", 16, 2},
+              {"N", "BIAS", "fp32", 16, 1},
+              {"N", "DEFAULT", "fp32", 16, 1},
+              {"N", "DEFAULT", "fp16", 16, 3},
+              {"N", "DEFAULT", "fp16", 32, 1}};
   int found = 0;
   cJSON *s;
   cJSON_ArrayForEach(s, cJSON_GetObjectItem(r.doc[0], "sites")) {
     if (!str_is(s, "api", "cublasLtMatmul") || !str_is(s, "layer", "t/reuse")) continue;
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
       if (str_is(s, "transb", want[i].transb) && str_is(s, "epilogue", want[i].epilogue) &&
-          str_is(s, "types.D", want[i].d)) {
+          str_is(s, "types.D", want[i].d) && num(s, "ldb") == want[i].ldb) {
         assert_int_equal(num(s, "calls"), want[i].calls);
         found |= 1 << i;
       }
   }
-  assert_int_equal(found, 0xf);
-  assert_int_equal(nsites(r.doc[0]), 4);
+  assert_int_equal(found, 0x1f);
+  assert_int_equal(nsites(r.doc[0]), 5);
   free_raws(&r);
 }
 
