@@ -54,6 +54,9 @@
 #define CLS16_PLANES_FP16 6
 #define CLS16_PLANES_BF16 7 /* at most: six where the window's classes fit */
 #define CLS_NOCLASS 63      /* class id of codes no class takes: no plane bit */
+/* |x| bits of +inf: every magnitude from it up is inf or NaN. */
+#define F16_INF_BITS 0x7c00u
+#define BF16_INF_BITS 0x7f80u
 
 struct cls_scan {
   mp_dtype dtype;
@@ -321,7 +324,7 @@ static bool cls16_init_groups(cls_scan *C, const src_info *I) {
       C->lb_code[l] = (uint8_t)f16_binade_code((uint32_t)l);
     C->lb_top = (uint8_t)f16_binade_code(0x80);
   }
-  uint32_t inf_bits = C->dtype == MP_BF16 ? 0x7f80 : 0x7c00;
+  uint32_t inf_bits = C->dtype == MP_BF16 ? BF16_INF_BITS : F16_INF_BITS;
   for (int j = 0; j < 64; j++)
     C->th[j] = 0x7fff;
   /* A threshold wherever an outcome changes between neighbours of one group
@@ -409,7 +412,7 @@ static bool cls16_tables(cls_scan *C) {
     int above = -1; /* the last unflagged low byte */
     for (int l = 0; l < 256; l++) {
       uint32_t m = (uint32_t)h << 8 | (uint32_t)l;
-      if (m >= 0x7c00) break; /* inf, NaN: blocks holding them fail */
+      if (m >= F16_INF_BITS) break; /* inf, NaN: blocks holding them fail */
       bool f = m > C->th[cls16_slot(C, m)];
       if (!f && above != l - 1) return false; /* flagged values not on top */
       if (!f) above = l;
@@ -419,7 +422,7 @@ static bool cls16_tables(cls_scan *C) {
     C->hb_flag_above[h] = (uint8_t)(above < 0 ? 0xff : above);
   }
   /* What the kernel computes, checked for every finite magnitude. */
-  for (uint32_t m = 0; m < 0x7c00; m++) {
+  for (uint32_t m = 0; m < F16_INF_BITS; m++) {
     uint32_t h = m >> 8, l = m & 0xff;
     int ch = C->hb_cid[h], cl = l & 0x80 ? C->lb_top_cid : C->lb_cid[l];
     int id = (ch > cl ? ch : cl) + (l > C->hb_flag_above[h]);
@@ -573,7 +576,7 @@ static commit_rc cls16_commit(cls_scan *C, const cls_out *o, uint64_t nsteps) {
   uint32_t amax = umax & 0x8000 ? umax & 0x7fff : 0;
   if (smax >= 0 && (uint32_t)smax > amax) amax = (uint32_t)smax;
   bool bf16 = C->dtype == MP_BF16;
-  if (amax >= (bf16 ? 0x7f80u : 0x7c00u)) return COMMIT_FAIL; /* inf or NaN */
+  if (amax >= (bf16 ? BF16_INF_BITS : F16_INF_BITS)) return COMMIT_FAIL; /* inf or NaN */
   if (aminm1 != 0xffff && bf16) {
     uint32_t amin = aminm1 + 1;
     if (amin < 0x80) return COMMIT_FAIL; /* subnormal */

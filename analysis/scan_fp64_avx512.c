@@ -88,8 +88,9 @@ bool mp_scan_f64v_init(f64_vec *F) {
   return f64v_place_levels(F);
 }
 
-/* Kernel calls end after this many vectors: the driver folds in between
- * (a packed field takes at most one count per vector). */
+/* Kernel calls end after this many vectors: a packed field takes at most one
+ * count per vector, and the kernel unpacks its fields into wide counts
+ * before it returns. */
 #define F64V_KERNEL_VECTORS ((1 << F64V_FIELD_BITS) - 1)
 /* Sub-histogram bins are uint32 and take two counts per vector. */
 #define F64V_FOLD_VECTORS (1ull << 30)
