@@ -181,15 +181,23 @@ static void print_range(const mp_stats *s) {
   printf("  range       min %s  max %s  |x| from %s to %s\n", num(s->min, a, sizeof a),
          num(s->max, b, sizeof b), num(s->min_abs_nonzero, c, sizeof c),
          num(s->absmax, d, sizeof d));
-  int lo = INT32_MAX, hi = INT32_MIN;
+  int lo = INT32_MAX, hi = INT32_MIN, held = 0;
   for (int e = s->hist_lo; e <= s->hist_hi; e++)
     if (mp_stats_hist_bin(s, e)) {
       if (e < lo) lo = e;
       hi = e;
+      held++;
     }
-  if (lo <= hi)
-    printf("  binades     2^%d .. 2^%d (%d binades hold the finite non-zero values)\n", lo, hi,
-           hi - lo + 1);
+  /* The span of the finite non-zero values, and how many of its binades hold
+   * any: a span with gaps says so rather than reading as full. */
+  if (lo == hi)
+    printf("  binades     2^%d (1 binade holds the finite non-zero values)\n", lo);
+  else if (lo < hi && held == hi - lo + 1)
+    printf("  binades     2^%d .. 2^%d (%d binades, each holding finite non-zero values)\n", lo, hi,
+           held);
+  else if (lo < hi)
+    printf("  binades     2^%d .. 2^%d (%d binades, %d of them holding finite non-zero values)\n",
+           lo, hi, hi - lo + 1, held);
   else
     printf("  binades     none (no finite non-zero value)\n");
 }
@@ -197,8 +205,8 @@ static void print_range(const mp_stats *s) {
 static void print_casts(const mp_stats *s) {
   const uint64_t base = mp_stats_nonzero_finite(s);
   char o[16], u[16], sub[16];
-  printf("  cast to     %-10s %-12s %-10s (of %" PRIu64 " finite non-zero values)\n", "overflow",
-         "flush-to-0", "subnormal", base);
+  printf("  cast to     %-10s %-12s %-10s (of %" PRIu64 " finite non-zero value%s)\n", "overflow",
+         "flush-to-0", "subnormal", base, base == 1 ? "" : "s");
   for (int t = 0; t < MP_TARGET_COUNT; t++)
     printf("    %-9s %-10s %-12s %s\n", mp_target_name((mp_target)t),
            pct(s->casts[t][MP_CAST_OVERFLOW], base, o, sizeof o),

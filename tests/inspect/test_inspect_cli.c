@@ -433,6 +433,29 @@ static void fp64_values_beyond_fp32_are_advised_fp64(void **st) {
   run_free(&r);
 }
 
+/* The binade line names the span of |x| and how many binades of it hold
+ * values: 1, 1024 and 3 span 2^0 .. 2^10 but fill only three binades (it
+ * said "11 binades hold the finite non-zero values"); one value is one
+ * binade and one value, in the singular. */
+static void the_binade_line_counts_the_binades_that_hold_values(void **st) {
+  (void)st;
+  const float gap[3] = {1.0f, 1024.0f, -3.0f}, one[1] = {3.5f};
+  write_small_npy("gap.npy", gap, 3);
+  write_small_npy("one.npy", one, 1);
+  char *argv[] = {(char *)mpprof_path, "inspect", (char *)tmp_path("gap.npy"), NULL};
+  run_result r = run(argv);
+  assert_int_equal(r.status, 0);
+  assert_non_null(strstr(
+      r.out, "binades     2^0 .. 2^10 (11 binades, 3 of them holding finite non-zero values)\n"));
+  run_free(&r);
+  char *argv2[] = {(char *)mpprof_path, "inspect", (char *)tmp_path("one.npy"), NULL};
+  r = run(argv2);
+  assert_int_equal(r.status, 0);
+  assert_non_null(strstr(r.out, "binades     2^1 (1 binade holds the finite non-zero values)\n"));
+  assert_non_null(strstr(r.out, "(of 1 finite non-zero value)\n"));
+  run_free(&r);
+}
+
 static void an_all_zero_tensor_has_nothing_to_judge(void **st) {
   (void)st;
   static const float zeros[64];
@@ -561,6 +584,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(fp16_subnormal_values_are_named_with_their_precision),
       cmocka_unit_test(an_unsafe_verdict_names_the_scales_searched),
       cmocka_unit_test(an_all_zero_tensor_has_nothing_to_judge),
+      cmocka_unit_test(the_binade_line_counts_the_binades_that_hold_values),
       cmocka_unit_test(underflow_threshold_option_changes_the_verdict),
       cmocka_unit_test(usage_errors_exit_2),
       cmocka_unit_test(an_unknown_option_is_one_line),
