@@ -10,10 +10,12 @@
  * Each size runs in a child process so that its peak RSS (wait4) is its own.
  * usage: report_scale [max_sites]   (default 100000)
  *        report_scale --make DIR N  (just write DIR/raw with N sites per process) */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -28,7 +30,10 @@ static void make_run(const char *dir, int sites) {
     rg_file r;
     char name[64];
     snprintf(name, sizeof name, "%s-%d.json", proc.host, proc.pid);
-    if (rg_begin(&r, dir, name, &proc)) exit(1);
+    if (rg_begin(&r, dir, name, &proc)) {
+      fprintf(stderr, "report_scale: %s/raw/%s: cannot write: %s\n", dir, name, strerror(errno));
+      exit(1);
+    }
     cJSON *proto = rg_gemm(0, "cublasGemmEx", "", "A=fp16,B=fp16,C=fp32,D=fp32", "32F", "DEFAULT",
                            64, 64, 64, 10);
     rg_tensor(proto, "A", MP_FP16, -10, 4, 256);
@@ -61,6 +66,10 @@ static double now(void) {
 
 int main(int argc, char **argv) {
   if (argc == 4 && !strcmp(argv[1], "--make")) { /* only write DIR/raw with N sites (profiling) */
+    char raw[4096];
+    snprintf(raw, sizeof raw, "%s/raw", argv[2]);
+    mkdir(argv[2], 0755); /* DIR and DIR/raw made when missing; rg_begin says if they cannot be */
+    mkdir(raw, 0755);
     make_run(argv[2], atoi(argv[3]));
     return 0;
   }
