@@ -3,7 +3,10 @@
  * Layout is column-major as cuBLAS stores matrices: `rows` contiguous elements
  * per column, `ld` elements between column starts (ld >= rows; only the rows
  * logical elements of each column are counted), `batch` matrices
- * `batch_stride` elements apart. A contiguous vector is rows = n, cols = 1. */
+ * `batch_stride` elements apart. A contiguous vector is rows = n, cols = 1.
+ * `data` is aligned to its element's size, as every tensor a library or
+ * framework hands over is: the scanners read through typed pointers (mpprof
+ * inspect copies a misaligned tensor from a file before scanning it). */
 #ifndef MPPROF_ANALYSIS_SCAN_H
 #define MPPROF_ANALYSIS_SCAN_H
 
