@@ -54,9 +54,6 @@
 #define CLS16_PLANES_FP16 6
 #define CLS16_PLANES_BF16 7 /* at most: six where the window's classes fit */
 #define CLS_NOCLASS 63      /* class id of codes no class takes: no plane bit */
-/* |x| bits of +inf: every magnitude from it up is inf or NaN. */
-#define F16_INF_BITS 0x7c00u
-#define BF16_INF_BITS 0x7f80u
 
 struct cls_scan {
   mp_dtype dtype;
@@ -238,7 +235,7 @@ e4m3_kernel(cls_out *o, const cls_scan *C, const uint8_t *p, uint64_t nsteps) {
 
 __attribute__((target(CLS_ISA), noinline)) static void
 e5m2_kernel(cls_out *o, const cls_scan *C, const uint8_t *p, uint64_t nsteps) {
-  cls8_kernel(o, C, p, nsteps, 5, 2, 0x7c);
+  cls8_kernel(o, C, p, nsteps, 5, 2, E5M2_INF_BITS);
 }
 
 /* Count of class bit b of plane k over the block. */
@@ -319,7 +316,8 @@ static int f16_binade_code(uint32_t m) {
 static bool cls16_init_groups(cls_scan *C, const src_info *I) {
   if (C->dtype == MP_FP16) {
     for (int h = 0; h < 128; h++)
-      C->hb_code[h] = (uint8_t)(h < 0x7c ? f16_binade_code((uint32_t)h << 8) : 63);
+      C->hb_code[h] =
+          (uint8_t)((uint32_t)h < F16_INF_BITS >> 8 ? f16_binade_code((uint32_t)h << 8) : 63);
     for (int l = 0; l < 128; l++)
       C->lb_code[l] = (uint8_t)f16_binade_code((uint32_t)l);
     C->lb_top = (uint8_t)f16_binade_code(0x80);

@@ -130,13 +130,13 @@ static bool c2_is8(mp_dtype d) {
 static uint32_t c2_special(mp_dtype d) {
   switch (d) {
   case MP_FP16:
-    return 0x7c00;
+    return F16_INF_BITS;
   case MP_BF16:
-    return 0x7f80;
+    return BF16_INF_BITS;
   case MP_FP8_E4M3:
     return 0x80; /* NaN (0x7f) is a class of its own */
   default:
-    return 0x7c;
+    return E5M2_INF_BITS;
   }
 }
 

@@ -66,6 +66,13 @@ __attribute__((always_inline)) static inline void scan_prefetch(const void *p, u
 }
 #endif
 
+/* |x| bits of +inf: every magnitude from it up is inf or NaN (the class
+ * kernels, AVX-512 and AVX2, leave those out of their extremes or to other
+ * paths). e4m3 has no inf. */
+#define F16_INF_BITS 0x7c00u
+#define BF16_INF_BITS 0x7f80u
+#define E5M2_INF_BITS 0x7cu
+
 /* fp64 has the widest range: emax - emin_sub + 1 bins. */
 #define SRC_MAX_BINS (1023 + 1074 + 1)
 #define OUTCOME_BOUNDARY 0xff
