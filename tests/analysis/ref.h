@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/scan.h"
 #include "analysis/stats.h"
 
 typedef struct ref_format {
@@ -64,6 +65,28 @@ static inline int ref_stats_equal(const mp_stats *a, const mp_stats *b) {
          memcmp(&a->min_abs_nonzero, &b->min_abs_nonzero, sizeof a->min_abs_nonzero) == 0 &&
          memcmp(a->casts, b->casts, sizeof a->casts) == 0 &&
          memcmp(a->exp_hist, b->exp_hist, sizeof a->exp_hist) == 0;
+}
+
+/* The fast scan paths held against MP_SCAN_PORTABLE, with their names. */
+static const struct {
+  mp_scan_impl impl;
+  const char *name;
+} ref_fast_paths[] = {{MP_SCAN_AUTO, "auto"},
+                      {MP_SCAN_AVX512_NO_PLANES, "avx512 without planes"},
+                      {MP_SCAN_AVX2, "avx2"}};
+
+/* v scanned by the portable path into want and by each fast path into got:
+ * the index in ref_fast_paths of the first whose record differs (got holds
+ * it), -1 when none does, -2 when a scan failed. */
+static inline int ref_fast_path_differs(const mp_view *v, mp_stats *want, mp_stats *got) {
+  mp_stats_init(want, v->dtype);
+  if (mp_scan_with(want, v, MP_SCAN_PORTABLE)) return -2;
+  for (int f = 0; f < (int)(sizeof ref_fast_paths / sizeof ref_fast_paths[0]); f++) {
+    mp_stats_init(got, v->dtype);
+    if (mp_scan_with(got, v, ref_fast_paths[f].impl)) return -2;
+    if (!ref_stats_equal(want, got)) return f;
+  }
+  return -1;
 }
 
 #endif

@@ -51,16 +51,10 @@ static void assert_dtype_paths_agree(mp_dtype d, const void *buf, uint64_t n) {
   mp_stats *a = malloc(sizeof *a), *b = malloc(sizeof *b);
   assert_true(a && b);
   mp_view v = {.dtype = d, .data = buf, .rows = n, .cols = 1, .ld = n, .batch = 1};
-  mp_stats_init(a, d);
-  assert_int_equal(mp_scan_with(a, &v, MP_SCAN_PORTABLE), 0);
+  int f = ref_fast_path_differs(&v, a, b);
+  assert_int_not_equal(f, -2);
   assert_int_equal(a->count, n);
-  const mp_scan_impl fast[] = {MP_SCAN_AUTO, MP_SCAN_AVX512_NO_PLANES, MP_SCAN_AVX2};
-  for (int f = 0; f < 3; f++) {
-    mp_stats_init(b, d);
-    assert_int_equal(mp_scan_with(b, &v, fast[f]), 0);
-    if (!ref_stats_equal(a, b))
-      fail_msg("%s: implementation %d differs from the portable path", mp_dtype_name(d), f);
-  }
+  if (f >= 0) fail_msg("%s: implementation %d differs from the portable path", mp_dtype_name(d), f);
   free(a);
   free(b);
 }
