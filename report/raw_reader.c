@@ -28,6 +28,7 @@
 
 #include "analysis/raw_format.h"
 #include "analysis/schema_keys.h"
+#include "common/safefile.h"
 #include "common/utf8.h"
 #include "report/report_internal.h"
 #include "report/tensorio/stats_json.h"
@@ -2152,9 +2153,17 @@ static int parse_file(walk *w, const char *path, mpprof_model *m, mpprof_process
 /* Open a raw file for the two passes. Regular files only, opened without
  * blocking (a FIFO must not hang the report). 0, 1 (err says why to skip
  * it), -1 (memory). */
-static int open_raw(const char *path, walk *w, char *err, size_t errlen) {
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+/* name in directory at (AT_FDCWD: a path). A symbolic link is not followed:
+ * raw files are mpprof's own regular files, and a link left in DIR/raw (by
+ * `--force`, which deletes only regular files) would bring another run's
+ * data, or any file, into the report. */
+static int open_raw(int at, const char *name, walk *w, char *err, size_t errlen) {
+  int fd = openat(at, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
   struct stat st;
+  if (fd < 0 && errno == ELOOP) {
+    snprintf(err, errlen, "a symbolic link: not read (raw files are mpprof's own regular files)");
+    return 1;
+  }
   if (fd < 0 || fstat(fd, &st) != 0) {
     snprintf(err, errlen, "cannot read: %s", strerror(errno));
     if (fd >= 0) close(fd);
@@ -2181,10 +2190,12 @@ static int open_raw(const char *path, walk *w, char *err, size_t errlen) {
   return 0;
 }
 
-int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
+/* The raw file name in directory dir_fd, called path in messages. */
+static int read_raw_at(mpprof_model *m, int dir_fd, const char *name, const char *path,
+                       FILE *warn) {
   char err[256] = "";
   walk w = {.fd = -1};
-  int rc0 = open_raw(path, &w, err, sizeof err);
+  int rc0 = open_raw(dir_fd, name, &w, err, sizeof err);
   if (rc0) return rc0 < 0 ? -1 : skip_file(m, path, err, warn);
   mp_stats *scratch = malloc(2 * sizeof *scratch);
   mpprof_process p = {0};
@@ -2308,16 +2319,31 @@ static int name_cmp(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+int mpprof_read_raw_file(mpprof_model *m, const char *path, FILE *warn) {
+  return read_raw_at(m, AT_FDCWD, path, path, warn);
+}
+
 int mpprof_read_raw_dir(mpprof_model *m, const char *out_dir, FILE *warn, mpprof_error *ret_error) {
   char *dir = mpprof_asprintf("%s/raw", out_dir);
   if (!dir) {
     mpprof_error_set(ret_error, ENOMEM, "report: out of memory");
     return -1;
   }
-  DIR *d = opendir(dir);
+  /* OUT as the user named it, raw/ below it never through a link (as the
+   * raw files are written: common/safefile.h). */
+  int out = mpp_sf_open_dir(AT_FDCWD, out_dir, MPP_SF_USER_PATH);
+  int raw = out < 0 ? out : mpp_sf_open_dir(out, "raw", 0);
+  if (out >= 0) close(out);
+  DIR *d = raw < 0 ? NULL : fdopendir(raw);
   if (!d) {
-    int e = errno;
-    mpprof_error_set(ret_error, e, "%s: %s", dir, strerror(e));
+    int e = raw < 0 ? -raw : errno;
+    if (raw >= 0) close(raw);
+    struct stat st;
+    if (e == ELOOP || (e == ENOTDIR && lstat(dir, &st) == 0 && S_ISLNK(st.st_mode)))
+      mpprof_error_set(ret_error, e,
+                       "%s: a symbolic link: not read (raw/ is mpprof's own directory)", dir);
+    else
+      mpprof_error_set(ret_error, e, "%s: %s", dir, strerror(e));
     free(dir);
     return -1;
   }
@@ -2334,13 +2360,13 @@ int mpprof_read_raw_dir(mpprof_model *m, const char *out_dir, FILE *warn, mpprof
       break;
     }
   }
-  closedir(d);
   if (rc == 0 && n) qsort(names, n, sizeof *names, name_cmp); /* deterministic order */
   for (size_t i = 0; rc == 0 && i < n; i++) {
     char *path = mpprof_asprintf("%s/%s", dir, names[i]);
-    if (!path || mpprof_read_raw_file(m, path, warn) < 0) rc = -1;
+    if (!path || read_raw_at(m, dirfd(d), names[i], path, warn) < 0) rc = -1;
     free(path);
   }
+  closedir(d);
   for (size_t i = 0; i < n; i++)
     free(names[i]);
   free(names);

@@ -23,6 +23,11 @@ void mpprof_print_error(const mpprof_error *e);
  * same second; the name made is left in buf). true when one was made; false
  * (buf as given) when none could be, and the caller's own checks say why. */
 bool mpprof_mkdir_fresh(char *buf, size_t n);
+/* report_cmd.c: takes the advisory lock of output directory fd (named name)
+ * that one run, merge or report holds while it writes there (released when
+ * fd is closed; not inherited: fd is O_CLOEXEC). 0, or -1 after one line on
+ * stderr: "mpprof: CMD: NAME is in use ...; HINT" (cmd "" for a run). */
+int mpprof_lock_out(int fd, const char *name, const char *cmd, const char *hint);
 /* --shadow-max-rel's value for command cmd: a number in (0, MPP_SET_MAX_REL_MAX);
  * 0, or -1 after one line on stderr naming the option. */
 int mpprof_parse_max_rel(const char *cmd, const char *v, double *ret);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,7 +47,8 @@ int mpprof_parse_max_rel(const char *cmd, const char *v, double *ret) {
 static void merge_usage(FILE *out) {
   fputs("usage: mpprof merge DIR... -o OUT_DIR\n"
         "  DIR is a run's output directory (with raw/) or a raw/ directory itself;\n"
-        "  their raw files go to OUT_DIR/raw, then the report is built there\n",
+        "  their raw files go to OUT_DIR/raw, then the report is built there;\n"
+        "  OUT_DIR must be new or empty\n",
         out);
 }
 
@@ -63,6 +65,17 @@ bool mpprof_mkdir_fresh(char *buf, size_t n) {
   }
   buf[len] = '\0';
   return false;
+}
+
+int mpprof_lock_out(int fd, const char *name, const char *cmd, const char *hint) {
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0) return 0;
+  const char *sep = *cmd ? ": " : "";
+  if (errno == EWOULDBLOCK)
+    fprintf(stderr, "mpprof: %s%s%s is in use by another mpprof run or merge (locked); %s\n", cmd,
+            sep, name, hint);
+  else
+    fprintf(stderr, "mpprof: %s%scannot lock %s: %s\n", cmd, sep, name, strerror(errno));
+  return -1;
 }
 
 /* The report of opts->out_dir: the raw files' warnings and the error on
@@ -107,12 +120,24 @@ int mpprof_cmd_report(int argc, char **argv) {
     fprintf(stderr, "mpprof: report: %s: %s\n", dir, strerror(e));
     return 1;
   }
+  /* Not while a run or a merge writes DIR (its lock, held to the end). */
+  int fd = mpp_sf_open_dir(AT_FDCWD, dir, MPP_SF_USER_PATH);
+  if (fd < 0) {
+    fprintf(stderr, "mpprof: report: %s: %s\n", dir, strerror(-fd));
+    return 1;
+  }
+  if (mpprof_lock_out(fd, dir, "report", "try again when it has ended")) {
+    close(fd);
+    return 2;
+  }
   mpprof_report_options o = {.out_dir = dir,
                              .program = NULL,
                              .summary = stdout,
                              .shadow_max_rel = max_rel,
                              .need_raw_files = true};
-  return generate(&o) ? 1 : 0;
+  int rc = generate(&o) ? 1 : 0;
+  close(fd);
+  return rc;
 }
 
 /* Copies src to name in out_raw, the one safe way (common/safefile.h). */
@@ -202,7 +227,7 @@ static int bring(const char *src, const char *name, int out_raw, const char *out
       snprintf(dst, sizeof dst, "%d-%s", i, name);
     else
       snprintf(dst, sizeof dst, "%s", name);
-    if (same_file(src, out_raw, dst)) /* already there (merging into one of the inputs) */
+    if (same_file(src, out_raw, dst)) /* already there (an input given twice) */
       return brought_add(b, dst, src);
     struct stat st;
     if (fstatat(out_raw, dst, &st, AT_SYMLINK_NOFOLLOW) == 0) continue;
@@ -385,6 +410,17 @@ static void warn_different_programs(char **dirs, int ndirs) {
   free(first);
 }
 
+/* Whether directory path holds nothing but . and .. (false if unreadable). */
+static bool dir_is_empty(const char *path) {
+  DIR *d = opendir(path);
+  bool empty = d != NULL;
+  struct dirent *e;
+  while (d && empty && (e = readdir(d)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) empty = false;
+  if (d) closedir(d);
+  return empty;
+}
+
 int mpprof_cmd_merge(int argc, char **argv) {
   const char *out = NULL;
   int ndirs = 0;
@@ -426,13 +462,24 @@ int mpprof_cmd_merge(int argc, char **argv) {
     closedir(d);
     free(raw);
   }
+  /* OUT_DIR is new or empty: raw files already there would be counted in a
+   * report the user asked of these inputs (another merge's, an input's own
+   * when merging into it), and an earlier report would be replaced. */
+  struct stat st;
+  bool existed = lstat(out, &st) == 0;
+  if (existed && stat(out, &st) == 0 && S_ISDIR(st.st_mode) && !dir_is_empty(out)) {
+    fprintf(stderr, "mpprof: merge: %s is not empty (merge writes a new OUT_DIR)\n", out);
+    free(dirs);
+    return 2;
+  }
   char *out_raw = NULL;
   int rc = asprintf(&out_raw, "%s/raw", out) < 0 ? -1 : 0;
   int out_fd = -1, raw_fd = -1;
-  struct stat st;
-  bool existed = lstat(out, &st) == 0;
+  if (rc == 0) out_fd = mpp_sf_open_dir(AT_FDCWD, out, MPP_SF_CREATE | MPP_SF_USER_PATH);
+  /* One command per OUT_DIR: a run or another merge that took it meanwhile. */
+  bool busy = out_fd >= 0 && mpprof_lock_out(out_fd, out, "merge", "name another OUT_DIR");
+  if (busy) rc = -1;
   if (rc == 0) {
-    out_fd = mpp_sf_open_dir(AT_FDCWD, out, MPP_SF_CREATE | MPP_SF_USER_PATH);
     /* OUT/raw is never a link: nothing is written outside OUT. */
     raw_fd = out_fd < 0 ? out_fd : mpp_sf_open_dir(out_fd, "raw", MPP_SF_CREATE);
     if (raw_fd < 0) {
@@ -441,17 +488,13 @@ int mpprof_cmd_merge(int argc, char **argv) {
       rc = -1;
     }
   }
-  warn_different_programs(dirs, ndirs);
-  warn_repeated_ranks(dirs, ndirs);
+  if (rc == 0) {
+    warn_different_programs(dirs, ndirs);
+    warn_repeated_ranks(dirs, ndirs);
+  }
   brought b = {0};
   for (int i = 0; rc == 0 && i < ndirs; i++)
     rc = bring_dir(dirs[i], raw_fd, out_raw, &b);
-  if (raw_fd >= 0) close(raw_fd);
-  if (rc && out_fd >= 0 && !existed) {
-    /* a failed merge leaves no empty OUT_DIR it made (only if still empty) */
-    if (unlinkat(out_fd, "raw", AT_REMOVEDIR) == 0) rmdir(out);
-  }
-  if (out_fd >= 0) close(out_fd);
   free(dirs);
   if (rc == 0) {
     mpprof_report_options o = {.out_dir = out,
@@ -461,12 +504,20 @@ int mpprof_cmd_merge(int argc, char **argv) {
                                .raw_origin = brought_origin,
                                .raw_origin_ctx = &b};
     rc = generate(&o);
-    /* inputs without raw files: nothing was brought, nothing is left */
-    if (rc && !existed && rmdir(out_raw) == 0) rmdir(out);
   }
+  /* A failed merge (an input unreadable, no usable raw file) leaves nothing:
+   * the files it brought, then raw/ and OUT_DIR when it made them. */
+  if (rc && !busy && out_fd >= 0) {
+    for (size_t i = 0; raw_fd >= 0 && i < b.n; i++)
+      unlinkat(raw_fd, b.name[i], 0);
+    unlinkat(out_fd, "raw", AT_REMOVEDIR);
+    if (!existed) rmdir(out);
+  }
+  if (raw_fd >= 0) close(raw_fd);
+  if (out_fd >= 0) close(out_fd);
   brought_free(&b);
   free(out_raw);
-  return rc ? 1 : 0;
+  return busy ? 2 : rc ? 1 : 0;
 }
 
 static void diff_usage(FILE *out) {
@@ -519,13 +570,7 @@ int mpprof_cmd_diff(int argc, char **argv) {
   struct stat st;
   bool existed = !made && stat(out, &st) == 0;
   if (existed) {
-    DIR *d = S_ISDIR(st.st_mode) ? opendir(out) : NULL;
-    bool empty = d != NULL;
-    struct dirent *e;
-    while (d && (e = readdir(d)))
-      if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) empty = false;
-    if (d) closedir(d);
-    if (!empty) {
+    if (!S_ISDIR(st.st_mode) || !dir_is_empty(out)) {
       fprintf(stderr, "mpprof: diff: %s %s\n", out,
               S_ISDIR(st.st_mode) ? "is not empty" : "exists and is not a directory");
       return 2;

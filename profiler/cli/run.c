@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/types.h>
@@ -372,18 +371,6 @@ static int check_out_writable(int out, const char *out_name) {
 static void remove_if_empty(int out, const char *out_abs, bool made_raw, bool made_out) {
   if (made_raw || made_out) unlinkat(out, "raw", AT_REMOVEDIR);
   if (made_out) rmdir(out_abs);
-}
-
-/* One run per OUT: an advisory lock on the directory, held until mpprof
- * exits (not inherited by the program: O_CLOEXEC). */
-static int lock_out(int out, const char *out_name) {
-  if (flock(out, LOCK_EX | LOCK_NB) == 0) return 0;
-  if (errno == EWOULDBLOCK)
-    fprintf(stderr, "mpprof: %s is in use by another mpprof run (locked); use another -o DIR\n",
-            out_name);
-  else
-    fprintf(stderr, "mpprof: cannot lock %s: %s\n", out_name, strerror(errno));
-  return -1;
 }
 
 static void default_out(char *buf, size_t n, const char *program) {
@@ -851,7 +838,7 @@ int mpprof_cmd_run(int argc, char **argv) {
     return 2;
   }
   /* out stays open (and locked) until mpprof exits. */
-  if (lock_out(out, o.out)) return 2;
+  if (mpprof_lock_out(out, o.out, "", "use another -o DIR")) return 2; /* one run per OUT */
   if (existed && !dir_is_empty(out)) {
     if (!o.force) {
       fprintf(stderr, "mpprof: %s is not empty (use --force to reuse it)\n", o.out);

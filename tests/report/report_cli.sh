@@ -73,6 +73,64 @@ grep -q "^mpprof: $work/me/raw: no raw files (\*.json): nothing to report$" "$wo
   fail "merge of an empty raw/: $(cat "$work/empty.err")"
 [[ ! -e $work/me ]] || fail "merge of an empty raw/ left $work/me"
 
+# merge writes a new OUT_DIR: one holding anything is refused, exit 2, and
+# left as it was (an earlier merge's raw files were counted in the new
+# report; merging into an input rewrote it in place).
+before=$(ls -lR "$work/c" "$work/a")
+for out in "$work/c" "$work/a"; do
+  "$mpprof" merge "$work/a" "$work/b" -o "$out" >/dev/null 2>"$work/ne.err"
+  rc=$?
+  [[ $rc -eq 2 ]] || fail "merge into the non-empty $out: exit $rc"
+  [[ $(cat "$work/ne.err") == "mpprof: merge: $out is not empty (merge writes a new OUT_DIR)" ]] ||
+    fail "merge into the non-empty $out: $(cat "$work/ne.err")"
+done
+[[ $(ls -lR "$work/c" "$work/a") == "$before" ]] || fail "a refused merge changed its OUT_DIR"
+# A merge whose every raw file is unusable leaves nothing (its copies of them
+# stayed in OUT_DIR/raw); an empty OUT_DIR the user made stays empty.
+"$mpprof" merge "$work/bad" -o "$work/mbad" >/dev/null 2>&1 && fail "merge of a bad raw file succeeded"
+[[ ! -e $work/mbad ]] || fail "a merge of unusable raw files left $work/mbad: $(ls -R "$work/mbad")"
+mkdir "$work/mbad2" || fail "mkdir"
+"$mpprof" merge "$work/bad" -o "$work/mbad2" >/dev/null 2>&1 && fail "merge of a bad raw file succeeded"
+[[ -z $(ls -A "$work/mbad2") ]] || fail "a merge of unusable raw files left $(ls -R "$work/mbad2")"
+
+# A symbolic link in DIR/raw is not read (one left there by --force, which
+# deletes only regular files, brought another run into the report), and a
+# DIR/raw that is one is refused.
+mkdir -p "$work/l/raw" && cp "$work/a/raw/"*.json "$work/l/raw/own.json" &&
+  ln -s "$work/b/raw/x.json" "$work/l/raw/link.json" || fail "link setup"
+"$mpprof" report "$work/l" >"$work/l.out" 2>"$work/l.err" || fail "report beside a link: $(cat "$work/l.err")"
+grep -qxF "mpprof: skipping $work/l/raw/link.json: a symbolic link: not read (raw files are mpprof's own regular files)" \
+  "$work/l.err" || fail "a linked raw file: $(cat "$work/l.err")"
+grep -A1 -E '"file":[[:space:]]*"link.json"' "$work/l/report.json" | grep -q 'symbolic link' ||
+  fail "the skipped link is not in report.json's skipped_files"
+mkdir "$work/lr" && ln -s "$work/a/raw" "$work/lr/raw" || fail "link setup"
+"$mpprof" report "$work/lr" >/dev/null 2>"$work/lr.err" && fail "report through a linked raw/ succeeded"
+[[ $(cat "$work/lr.err") == "mpprof: $work/lr/raw: a symbolic link: not read (raw/ is mpprof's own directory)" ]] ||
+  fail "report through a linked raw/: $(cat "$work/lr.err")"
+[[ ! -e $work/lr/report.json ]] || fail "report through a linked raw/ wrote a report"
+
+# A directory that a run or a merge holds (its lock) is neither reported on
+# nor merged into: the report would mix a half-written run's files.
+if command -v flock >/dev/null; then
+  mkdir "$work/held" && { flock "$work/held" sleep 30 >/dev/null 2>&1 & } && holder=$!
+  for _ in $(seq 100); do flock -n "$work/held" true || break; sleep 0.05; done
+  cp -r "$work/a/raw" "$work/held/raw" || fail "copy"
+  "$mpprof" report "$work/held" >/dev/null 2>"$work/held.err"
+  rc=$?
+  [[ $rc -eq 2 ]] || fail "report of a held directory: exit $rc"
+  [[ $(cat "$work/held.err") == "mpprof: report: $work/held is in use by another mpprof run or merge (locked); try again when it has ended" ]] ||
+    fail "report of a held directory: $(cat "$work/held.err")"
+  rm -rf "$work/held/raw"
+  "$mpprof" merge "$work/a" -o "$work/held" >/dev/null 2>"$work/held.err"
+  rc=$?
+  pkill -P "$holder" 2>/dev/null || kill "$holder" # flock's child holds the lock
+  wait "$holder" 2>/dev/null
+  [[ $rc -eq 2 ]] || fail "merge into a held directory: exit $rc"
+  grep -q "^mpprof: merge: $work/held is in use by another mpprof run or merge (locked)" "$work/held.err" ||
+    fail "merge into a held directory: $(cat "$work/held.err")"
+  [[ -z $(ls -A "$work/held") ]] || fail "merge into a held directory wrote $(ls -A "$work/held")"
+fi
+
 "$mpprof" diff "$work/a" "$work/none" -o "$work/d" >"$work/diff.out" 2>"$work/diff.err" &&
   fail "diff with a missing run succeeded"
 want="mpprof: diff: $work/none/report.json: No such file or directory (run 'mpprof report $work/none' first?)"
