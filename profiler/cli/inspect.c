@@ -399,6 +399,14 @@ static void rollup_print(const char *path, const rollup *r, size_t n) {
   putchar('\n');
 }
 
+/* A reader's "FILE: problem" (err) as the one stderr line of a bad file:
+ * the path and names in it escaped (mpprof_text_escape), as in all text. */
+static void report_err(const char *err) {
+  char *text = mpprof_text_escape(err, strlen(err));
+  fprintf(stderr, "mpprof: inspect: %s\n", text ? text : "out of memory");
+  free(text);
+}
+
 /* A failed scan of the tensor called label: one stderr line. */
 static void scan_failed(const char *label, int rc) {
   if (rc == -ESTALE)
@@ -407,13 +415,15 @@ static void scan_failed(const char *label, int rc) {
     fprintf(stderr, "mpprof: inspect: %s: scan failed: %s\n", label, strerror(-rc));
 }
 
-/* Advise on t's stats s and print its summary or JSON line. */
-static int report_tensor(const char *label, const char *file, const char *tensor,
+/* Advise on t's stats s and print its summary or JSON line. label: what the
+ * summary calls it, shown: its name there (both escaped); file and tensor:
+ * the JSON's (as they are). */
+static int report_tensor(const char *label, const char *shown, const char *file, const char *tensor,
                          const mpprof_tensor *t, const mp_stats *s, const inspect_opts *o,
                          int *printed, rollup *r) {
   mp_advice a;
   mp_advise(s, &o->params, &a);
-  if (r) rollup_add(r, tensor, &a);
+  if (r) rollup_add(r, shown, &a);
   int rc = 0;
   if (o->json) {
     cJSON *j = mpprof_tensor_to_json(file, tensor, t->shape, t->ndim, s, &a);
@@ -433,10 +443,11 @@ static int report_tensor(const char *label, const char *file, const char *tensor
   return rc;
 }
 
-/* Which reader a file's first bytes call for: 's' safetensors, 'z' a zip
- * (torch.save, .npz), 'l' torch.save's legacy format (named, not read), 0
- * anything else (a file that cannot be read says so when it is opened as a
- * .npy). */
+/* Which reader a file's first bytes (and, for safetensors, its name) call
+ * for: 's' safetensors, 'z' a zip (torch.save, .npz), 'l' torch.save's
+ * legacy format (named, not read), 0 anything else (a .npy; a file that
+ * cannot be read says so when it is opened as one). In this order: a .npy
+ * magic, a zip, the legacy magic, then mpprof_safetensors_sniff. */
 static int file_kind(const char *path) {
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return 0;
@@ -446,10 +457,11 @@ static int file_kind(const char *path) {
   ssize_t got = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? pread(fd, head, sizeof head, 0) : -1;
   if (got > 0) {
     size_t n = (size_t)got;
-    kind = mpprof_safetensors_sniff(head, n, (size_t)st.st_size) ? 's'
-           : mpprof_zip_sniff(head, n)                           ? 'z'
-           : mpprof_zip_torch_legacy_sniff(head, n)              ? 'l'
-                                                                 : 0;
+    kind = mpprof_npy_sniff(head, n)                 ? 0
+           : mpprof_zip_sniff(head, n)               ? 'z'
+           : mpprof_zip_torch_legacy_sniff(head, n)  ? 'l'
+           : mpprof_safetensors_sniff(head, n, path) ? 's'
+                                                     : 0;
   }
   close(fd);
   return kind;
@@ -550,45 +562,47 @@ static int check_scan_bound(const char *path, const mpprof_tensor_set *f, const 
 /* Every tensor of a file of many (safetensors, torch.save, .npz), in the
  * file's order, each as "FILE:NAME" ("FILE" for a file that saved one bare
  * tensor); tensors of other dtypes (integers, ...) get one line in the
- * summary and none in --json. */
-static int inspect_set(const char *path, int kind, const inspect_opts *o, int *printed) {
+ * summary and none in --json. shown: the path as text (escaped). */
+static int inspect_set(const char *path, const char *shown, int kind, const inspect_opts *o,
+                       int *printed) {
   char err[512];
   const char *what = kind == 's' ? "a safetensors file" : "a zip archive (torch.save or .npz)";
   if (o->spec.dtype != MP_DTYPE_INVALID) {
     fprintf(stderr,
             "mpprof: inspect: %s: %s names its tensors' dtypes (--dtype is for .npy and raw "
             "files)\n",
-            path, what);
+            shown, what);
     return -1;
   }
   mpprof_tensor_set f;
   int rc = kind == 's' ? mpprof_safetensors_open(path, &f, err, sizeof err)
                        : mpprof_zip_open(path, &f, err, sizeof err);
   if (rc < 0) {
-    fprintf(stderr, "mpprof: inspect: %s\n", err);
+    report_err(err);
     return -1;
   }
   scan_plan plan;
   if (plan_scans(&f, &plan) < 0) {
-    fprintf(stderr, "mpprof: inspect: %s: out of memory\n", path);
+    fprintf(stderr, "mpprof: inspect: %s: out of memory\n", shown);
     mpprof_tensor_set_close(&f);
     return -1;
   }
-  log_scans(path, &f, &plan);
+  log_scans(shown, &f, &plan);
   mp_stats *slots = NULL, *scratch = NULL; /* ~17 KiB each: off the stack */
   int slot_rc[MAX_KEPT];
-  bool refused = check_scan_bound(path, &f, &plan) < 0;
+  bool refused = check_scan_bound(shown, &f, &plan) < 0;
   if (!refused && (!(scratch = malloc(sizeof *scratch)) ||
                    (plan.slots && !(slots = malloc((size_t)plan.slots * sizeof *slots))))) {
-    fprintf(stderr, "mpprof: inspect: %s: out of memory\n", path);
+    fprintf(stderr, "mpprof: inspect: %s: out of memory\n", shown);
     refused = true;
   }
   rollup sum = {0};
   for (size_t i = 0; !refused && i < f.n; i++) {
     const mpprof_named_tensor *e = &f.entries[i];
-    char *label = NULL;
-    if (asprintf(&label, e->name[0] ? "%s:%s" : "%s", path, e->name) < 0) {
-      fprintf(stderr, "mpprof: inspect: %s: out of memory\n", path);
+    char *name = mpprof_text_escape(e->name, strlen(e->name)), *label = NULL;
+    if (!name || asprintf(&label, name[0] ? "%s:%s" : "%s", shown, name) < 0) {
+      free(name);
+      fprintf(stderr, "mpprof: inspect: %s: out of memory\n", shown);
       rc = -1;
       break;
     }
@@ -609,13 +623,14 @@ static int inspect_set(const char *path, int kind, const inspect_opts *o, int *p
       if (trc < 0)
         scan_failed(label, trc);
       else
-        trc = report_tensor(label, path, e->name, &e->t, s, o, printed, &sum);
+        trc = report_tensor(label, name, path, e->name, &e->t, s, o, printed, &sum);
       if (trc < 0) {
         sum.failed++;
         rc = -1;
       }
     }
     free(label);
+    free(name);
     if (fflush(stdout) != 0) break; /* the caller reports the failed write */
   }
   free(scratch);
@@ -625,10 +640,10 @@ static int inspect_set(const char *path, int kind, const inspect_opts *o, int *p
     rc = -1;
   } else if (!f.n && !o->json) {
     if ((*printed)++) putchar('\n');
-    printf("%s: %s with no tensors\n", path, what);
+    printf("%s: %s with no tensors\n", shown, what);
   } else if (f.n > 1 && !o->json) {
     putchar('\n');
-    rollup_print(path, &sum, f.n);
+    rollup_print(shown, &sum, f.n);
   }
   mpprof_tensor_set_close(&f);
   return rc;
@@ -636,30 +651,39 @@ static int inspect_set(const char *path, int kind, const inspect_opts *o, int *p
 
 /* printed: summaries printed so far (they are separated by a blank line). */
 static int inspect_file(const char *path, const inspect_opts *o, int *printed) {
-  int kind = o->spec.raw ? 0 : file_kind(path);
+  char *shown = mpprof_text_escape(path, strlen(path)); /* the path in text */
+  if (!shown) {
+    fputs("mpprof: inspect: out of memory\n", stderr);
+    return -1;
+  }
+  int kind = o->spec.raw ? 0 : file_kind(path), rc;
   if (kind == 'l') {
     fprintf(stderr,
             "mpprof: inspect: %s: torch.save's legacy format (_use_new_zipfile_serialization=False "
             "or PyTorch before 1.6), which mpprof does not read: save it again with "
             "torch.save(obj, path) to inspect it\n",
-            path);
-    return -1;
+            shown);
+    rc = -1;
+  } else if (kind) {
+    rc = inspect_set(path, shown, kind, o, printed);
+  } else {
+    char err[512];
+    mpprof_tensor t;
+    if (mpprof_tensor_open(path, &o->spec, &t, err, sizeof err) < 0) {
+      report_err(err);
+      rc = -1;
+    } else {
+      mp_stats *s = malloc(sizeof *s); /* ~17 KiB of histogram: keep it off the stack */
+      rc = s ? mpprof_tensor_scan(&t, s) : -ENOMEM;
+      if (rc < 0)
+        scan_failed(shown, rc);
+      else
+        rc = report_tensor(shown, shown, path, NULL, &t, s, o, printed, NULL);
+      free(s);
+      mpprof_tensor_close(&t);
+    }
   }
-  if (kind) return inspect_set(path, kind, o, printed);
-  char err[512];
-  mpprof_tensor t;
-  if (mpprof_tensor_open(path, &o->spec, &t, err, sizeof err) < 0) {
-    fprintf(stderr, "mpprof: inspect: %s\n", err);
-    return -1;
-  }
-  mp_stats *s = malloc(sizeof *s); /* ~17 KiB of histogram: keep it off the stack */
-  int rc = s ? mpprof_tensor_scan(&t, s) : -ENOMEM;
-  if (rc < 0)
-    scan_failed(path, rc);
-  else
-    rc = report_tensor(path, path, NULL, &t, s, o, printed, NULL);
-  free(s);
-  mpprof_tensor_close(&t);
+  free(shown);
   return rc;
 }
 

@@ -33,6 +33,26 @@ int mpprof_tensorio_fail(char *err, size_t errlen, const char *fmt, ...) {
   return -1;
 }
 
+char *mpprof_text_escape(const char *s, size_t n) {
+  char *out = n < SIZE_MAX / 4 ? malloc(4 * n + 1) : NULL, *o = out;
+  for (size_t i = 0; out && i < n; i++) {
+    const unsigned char c = (unsigned char)s[i];
+    const char *short_form = c == 0      ? "\\0"
+                             : c == '\t' ? "\\t"
+                             : c == '\n' ? "\\n"
+                             : c == '\r' ? "\\r"
+                                         : NULL;
+    if (short_form)
+      o += sprintf(o, "%s", short_form);
+    else if (c < 0x20 || c == 0x7f)
+      o += sprintf(o, "\\x%02x", c);
+    else
+      *o++ = (char)c;
+  }
+  if (out) *o = '\0';
+  return out;
+}
+
 uint64_t mpprof_le_uint(const unsigned char *b, int n) {
   uint64_t v = 0;
   for (int i = n - 1; i >= 0; i--)
@@ -347,12 +367,16 @@ static unsigned descr_item_size(const char *descr) {
   return (unsigned)(kind == 'U' ? 4 * n : n);
 }
 
+bool mpprof_npy_sniff(const void *head, size_t len) {
+  return len >= sizeof npy_magic && !memcmp(head, npy_magic, sizeof npy_magic);
+}
+
 int mpprof_npy_parse(const void *buf, size_t len, mp_dtype dtype, mpprof_tensor *ret, char *err,
                      size_t errlen) {
   const unsigned char *b = buf;
   memset(ret, 0, sizeof *ret);
   ret->dtype = MP_DTYPE_INVALID;
-  if (len < sizeof npy_magic || memcmp(b, npy_magic, sizeof npy_magic))
+  if (!mpprof_npy_sniff(b, len))
     return mpprof_tensorio_fail(err, errlen,
                                 "bad magic: not a .npy file (raw data needs --dtype and --shape)");
   if (len < 10) return mpprof_tensorio_fail(err, errlen, "truncated header: %zu bytes", len);

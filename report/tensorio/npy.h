@@ -116,6 +116,12 @@ uint64_t mpprof_tensor_scan_bytes(const mpprof_tensor *t);
 int mpprof_tensorio_fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The n bytes at s (a path, a tensor's name, a message naming them) as text
+ * of one line: each control byte (below 0x20, and 0x7f) written as \0 \t
+ * \n \r or \xHH, every other byte as it is. A malloc'd string, NULL when out
+ * of memory. */
+char *mpprof_text_escape(const char *s, size_t n);
+
 /* The unsigned little-endian integer of the n (1 to 8) bytes at b. */
 uint64_t mpprof_le_uint(const unsigned char *b, int n);
 
@@ -125,6 +131,10 @@ void mpprof_tensor_spec_init(mpprof_tensor_spec *spec);
 /* Parse "1024x768", "1024,768", "(1024, 768)" or "" / "()" (a scalar) into
  * spec->shape and set spec->raw. 0, or -1 with a reason in err. */
 int mpprof_tensor_spec_shape(mpprof_tensor_spec *spec, const char *text, char *err, size_t errlen);
+
+/* Does a file that starts with these bytes (len of them) start with the .npy
+ * magic, "\x93NUMPY"? */
+bool mpprof_npy_sniff(const void *head, size_t len);
 
 /* Parse a .npy image in memory (the fuzz target's entry point). The tensor
  * points into buf. dtype as in the spec. 0, or -1 with the problem in err. */

@@ -29,11 +29,11 @@ static mp_dtype dtype_of(const char *name) {
   return MP_DTYPE_INVALID;
 }
 
-bool mpprof_safetensors_sniff(const void *head, size_t len, size_t size) {
-  const unsigned char *b = head;
-  if (len < 9 || size < 9) return false;
-  uint64_t n = mpprof_le_uint(b, 8);
-  return n >= 2 && n <= size - 8 && b[8] == '{';
+bool mpprof_safetensors_sniff(const void *head, size_t len, const char *path) {
+  static const char ext[] = ".safetensors";
+  const size_t pl = strlen(path), el = sizeof ext - 1;
+  return (len >= 9 && ((const unsigned char *)head)[8] == '{') ||
+         (len > 0 && pl >= el && !strcmp(path + pl - el, ext));
 }
 
 /* A JSON number that is a whole number in [0, 2^53] (exact as a double). */

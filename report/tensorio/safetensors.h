@@ -23,10 +23,13 @@
  * larger ones), which also bounds what a hostile file makes us parse. */
 #define MPPROF_SAFETENSORS_MAX_HEADER (100u << 20)
 
-/* Does a file that starts with these bytes (len of them, and size in all)
- * look like a safetensors file: a header length that fits the file, then
- * '{'? An .npy file never does (its magic makes a length beyond any file). */
-bool mpprof_safetensors_sniff(const void *head, size_t len, size_t size);
+/* Is a file named path that starts with these bytes (len > 0 of them), and
+ * is neither a .npy (mpprof_npy_sniff) nor a zip archive, a safetensors
+ * file: its 9th byte '{' (after the 8-byte header length, whatever that
+ * length says), or its name ending in ".safetensors"? A file cut short or
+ * with a header length beyond it is then refused as safetensors, not as a
+ * .npy with a bad magic. */
+bool mpprof_safetensors_sniff(const void *head, size_t len, const char *path);
 
 /* Parse a safetensors image in memory; the tensors point into buf. 0, or -1
  * with the problem in err (nothing to free then). */

@@ -325,6 +325,67 @@ static void a_safetensors_file_is_read_tensor_by_tensor(void **st) {
   run_free(&r);
 }
 
+/* A safetensors file cut short (a truncated download) or with a header
+ * length beyond it is refused for that, as safetensors, not as a .npy of a
+ * bad magic: by its '{' after the length, or by its name. */
+static void a_safetensors_header_length_beyond_the_file_is_named(void **st) {
+  (void)st;
+  const char hdr[] = "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+  unsigned char img[8 + sizeof hdr - 1 + 4] = {sizeof hdr - 1};
+  memcpy(img + 8, hdr, sizeof hdr - 1);
+  write_bytes(tmp_path("cut.bin"), img, 30); /* the first 30 bytes */
+  img[3] = 0x10;                             /* 256 MiB + the length */
+  write_bytes(tmp_path("huge.bin"), img, sizeof img);
+  write_bytes(tmp_path("four.safetensors"), img, 4);
+  char *argv[] = {(char *)mpprof_path,
+                  "inspect",
+                  (char *)tmp_path("cut.bin"),
+                  (char *)tmp_path("huge.bin"),
+                  (char *)tmp_path("four.safetensors"),
+                  NULL};
+  run_result r = run(argv);
+  assert_int_equal(r.status, 1);
+  char want[1500];
+  snprintf(want, sizeof want,
+           "mpprof: inspect: %s: header length %zu beyond the file (22 bytes after it)\n"
+           "mpprof: inspect: %s: header length %zu beyond the format's limit of 104857600 "
+           "bytes\n"
+           "mpprof: inspect: %s: truncated: 4 bytes, no safetensors header length\n",
+           tmp_path("cut.bin"), sizeof hdr - 1, tmp_path("huge.bin"),
+           (sizeof hdr - 1) + ((size_t)0x10 << 24), tmp_path("four.safetensors"));
+  assert_string_equal(r.err, want);
+  run_free(&r);
+}
+
+/* A name is bytes too: control characters in a tensor's name or a file's
+ * are written escaped in the text and in error messages, so that a name
+ * cannot split a line or forge one ("a\nmpprof: inspect: ..."). */
+static void control_characters_of_names_are_escaped(void **st) {
+  (void)st;
+  float v[2] = {1.0f, 2.0f};
+  const uint64_t s2[] = {2};
+  const mpprof_st_write t[] = {{"a\nmpprof: inspect: fake", "F32", 1, s2, v, sizeof v},
+                               {"b\t\x01\x7f", "F32", 1, s2, v, sizeof v}};
+  char err[256], want[1200];
+  const char *path = tmp_path("ctl.safetensors"), *bad = tmp_path("bad\nname.npy");
+  assert_int_equal(mpprof_safetensors_write(path, t, 2, err, sizeof err), 0);
+  write_bytes(bad, "not a numpy file", 16);
+  char *argv[] = {(char *)mpprof_path, "inspect", (char *)path, (char *)bad, NULL};
+  run_result r = run(argv);
+  assert_int_equal(r.status, 1);
+  snprintf(want, sizeof want, "%s:a\\nmpprof: inspect: fake: fp32 (2,), 2 values\n", path);
+  assert_ptr_equal(strstr(r.out, want), r.out);
+  snprintf(want, sizeof want, "\n%s:b\\t\\x01\\x7f: fp32 (2,), 2 values\n", path);
+  assert_non_null(strstr(r.out, want));
+  assert_null(strstr(r.out, "\nmpprof: inspect: fake"));
+  snprintf(want, sizeof want,
+           "mpprof: inspect: %s/bad\\nname.npy: bad magic: not a .npy file (raw data needs "
+           "--dtype and --shape)\n",
+           tmp_dir);
+  assert_string_equal(r.err, want);
+  run_free(&r);
+}
+
 /* Output that cannot be written (a full disk) fails the command in one
  * line, as a file that cannot be read does: a script must not take an
  * empty or cut result for a complete one. */
@@ -579,6 +640,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(bad_file_among_good_ones_is_one_stderr_line_and_exit_1),
       cmocka_unit_test(a_failed_write_to_stdout_is_one_stderr_line_and_exit_1),
       cmocka_unit_test(a_safetensors_file_is_read_tensor_by_tensor),
+      cmocka_unit_test(a_safetensors_header_length_beyond_the_file_is_named),
+      cmocka_unit_test(control_characters_of_names_are_escaped),
       cmocka_unit_test(summary_names_verdict_and_what_to_do),
       cmocka_unit_test(raw_file_is_read_with_dtype_and_shape),
       cmocka_unit_test(fp16_subnormal_values_are_named_with_their_precision),

@@ -224,12 +224,18 @@ static void a_bad_length_is_refused(void **s) {
   b[3] = 0x10; /* 256 MiB + 100 */
   assert_int_equal(mpprof_safetensors_parse(b, sizeof b, &f, err, sizeof err), -1);
   assert_non_null(strstr(err, "beyond the format's limit of 104857600 bytes"));
-  assert_false(mpprof_safetensors_sniff(b, sizeof b, sizeof b));
-  b[3] = 0;
-  b[0] = 2;
-  assert_true(mpprof_safetensors_sniff(b, sizeof b, sizeof b));
+  /* a '{' after the length is safetensors whatever the length says, so that
+   * the length is refused as above, not the file as a .npy */
+  assert_true(mpprof_safetensors_sniff(b, sizeof b, "w.bin"));
+  b[8] = 'x';
+  assert_false(mpprof_safetensors_sniff(b, sizeof b, "w.bin"));
+  assert_true(mpprof_safetensors_sniff(b, sizeof b, "w.safetensors"));
+  assert_true(mpprof_safetensors_sniff(b, 1, "w.safetensors"));
+  assert_false(mpprof_safetensors_sniff(b, 0, "w.safetensors"));
+  assert_false(mpprof_safetensors_sniff(b, 8, "w.bin"));
   const unsigned char npy[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 'v', 0};
-  assert_false(mpprof_safetensors_sniff(npy, sizeof npy, 1u << 30));
+  assert_true(mpprof_npy_sniff(npy, sizeof npy));
+  assert_false(mpprof_npy_sniff(b, sizeof b));
   assert_int_equal(mpprof_safetensors_open(tmp_dir, &f, err, sizeof err), -1);
   assert_non_null(strstr(err, "is a directory"));
 }
