@@ -154,18 +154,27 @@ static int parse_args(int argc, char **argv, inspect_opts *o, int *ret_first_fil
 
 /* ---- the human summary ---- */
 
-/* "0", "<0.001%", "12.3%": exact zero stays visibly distinct from "tiny". */
-static const char *pct(uint64_t n, uint64_t of, char *buf, size_t len) {
-  if (n == 0 || of == 0) {
+/* A fraction f of the values as a percentage: "0" and "100%" only when
+ * exact, "<0.001%" and ">99.999%" for what is not, else three significant
+ * digits (more near 100%, where three would round up to it). */
+static const char *frac(double f, char *buf, size_t len) {
+  double p = 100 * f;
+  if (!isfinite(f) || f <= 0)
     snprintf(buf, len, "0");
-  } else {
-    double p = 100.0 * (double)n / (double)of;
-    if (p < 0.001)
-      snprintf(buf, len, "<0.001%%");
-    else
-      snprintf(buf, len, "%.3g%%", p);
-  }
+  else if (f >= 1)
+    snprintf(buf, len, "100%%");
+  else if (p < 0.001)
+    snprintf(buf, len, "<0.001%%");
+  else if (p > 99.999)
+    snprintf(buf, len, ">99.999%%");
+  else
+    snprintf(buf, len, p >= 99.95 ? "%.5g%%" : "%.3g%%", p);
   return buf;
+}
+
+/* n of `of` values, as frac() writes it. */
+static const char *pct(uint64_t n, uint64_t of, char *buf, size_t len) {
+  return frac(n == 0 || of == 0 ? 0 : n >= of ? 1 : (double)n / (double)of, buf, len);
 }
 
 static const char *num(double d, char *buf, size_t len) {
@@ -212,16 +221,6 @@ static void print_casts(const mp_stats *s) {
            pct(s->casts[t][MP_CAST_OVERFLOW], base, o, sizeof o),
            pct(s->casts[t][MP_CAST_UNDERFLOW], base, u, sizeof u),
            pct(s->casts[t][MP_CAST_SUBNORMAL], base, sub, sizeof sub));
-}
-
-static const char *frac(double f, char *buf, size_t len) {
-  if (!isfinite(f) || f == 0)
-    snprintf(buf, len, "0");
-  else if (f < 1e-5)
-    snprintf(buf, len, "<0.001%%");
-  else
-    snprintf(buf, len, "%.3g%%", 100 * f);
-  return buf;
 }
 
 static void print_verdict(const mp_advice *a, const mp_advice_params *p) {

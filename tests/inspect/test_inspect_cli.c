@@ -517,6 +517,36 @@ static void the_binade_line_counts_the_binades_that_hold_values(void **st) {
   run_free(&r);
 }
 
+/* A share that is not all of the values never reads "100%" (as one that is
+ * not none never reads "0"): 9,997 of 10,000 overflowing read 99.97%, and
+ * 100,000 of 100,001 ">99.999%" (both read "100%"). */
+static void a_share_short_of_all_never_reads_100_percent(void **st) {
+  (void)st;
+  enum { N = 100001 };
+  float *v = malloc(N * sizeof *v);
+  assert_non_null(v);
+  for (int i = 0; i < N; i++)
+    v[i] = 1e5f; /* over fp16's 65504 */
+  v[0] = v[1] = v[2] = 1.0f;
+  write_small_npy("most.npy", v, 10000);
+  v[1] = v[2] = 1e5f;
+  write_small_npy("nearly.npy", v, N);
+  free(v);
+  const char *want[2][2] = {
+      {"most.npy", "    fp16      99.97%     0            0\n"},
+      {"nearly.npy", "    fp16      >99.999%   0            0\n"},
+  };
+  for (int i = 0; i < 2; i++) {
+    char *argv[] = {(char *)mpprof_path, "inspect", (char *)tmp_path(want[i][0]), NULL};
+    run_result r = run(argv);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out, want[i][1]))
+      fail_msg("%s: want '%s' in:\n%s", want[i][0], want[i][1], r.out);
+    assert_null(strstr(r.out, "100%"));
+    run_free(&r);
+  }
+}
+
 static void an_all_zero_tensor_has_nothing_to_judge(void **st) {
   (void)st;
   static const float zeros[64];
@@ -646,6 +676,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(raw_file_is_read_with_dtype_and_shape),
       cmocka_unit_test(fp16_subnormal_values_are_named_with_their_precision),
       cmocka_unit_test(an_unsafe_verdict_names_the_scales_searched),
+      cmocka_unit_test(a_share_short_of_all_never_reads_100_percent),
       cmocka_unit_test(an_all_zero_tensor_has_nothing_to_judge),
       cmocka_unit_test(the_binade_line_counts_the_binades_that_hold_values),
       cmocka_unit_test(underflow_threshold_option_changes_the_verdict),
