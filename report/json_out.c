@@ -630,8 +630,10 @@ static cJSON *summary_json(const mpprof_model *m) {
     msg = strdup("no CUDA matrix ops (cuBLAS, cuBLASLt, cuDNN) were called by the profiled "
                  "program");
   else
-    msg = mpprof_asprintf("%" PRIu64 " calls in %zu sites, %zu layers, %zu processes",
-                          m->total_calls, m->n_sites, m->n_layers, m->n_procs);
+    msg = mpprof_asprintf("%" PRIu64 " call%s in %zu site%s, %zu layer%s, %zu process%s",
+                          m->total_calls, m->total_calls == 1 ? "" : "s", m->n_sites,
+                          m->n_sites == 1 ? "" : "s", m->n_layers, m->n_layers == 1 ? "" : "s",
+                          m->n_procs, m->n_procs == 1 ? "" : "es");
   cJSON_AddItemToObject(o, "message", cJSON_CreateString(msg ? msg : ""));
   free(msg);
   size_t recs[MP_REC_COUNT] = {0}, unknown = 0;

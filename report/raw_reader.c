@@ -202,7 +202,9 @@ static void skip_ws(walk *w) {
 static const char *value_end(walk *w);
 
 static int fail(walk *w, const char *what) {
-  if (w->p >= w->end || w->ended)
+  if ((w->p >= w->end || w->ended) && !strncmp(what, "expected ", 9))
+    snprintf(w->err, sizeof w->err, "truncated: file ends where %s was expected", what + 9);
+  else if (w->p >= w->end || w->ended)
     snprintf(w->err, sizeof w->err, "truncated: file ends %s", what);
   else
     snprintf(w->err, sizeof w->err, "not valid JSON at byte %zu (%s)",

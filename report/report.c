@@ -64,20 +64,27 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
             m->n_sites, m->n_sites == 1 ? "" : "s", m->n_layers, m->n_layers == 1 ? "" : "s");
     if (m->has_gpu_ns) fprintf(f, ", %.3f ms GPU", (double)m->total_gpu_ns / 1e6);
     fputc('\n', f);
-    size_t recs[MP_REC_COUNT] = {0};
+    /* Every layer in the tally: those without a verdict too (the count
+     * above included them, the tally left them out). */
+    size_t recs[MP_REC_COUNT] = {0}, no_verdict = 0;
     for (size_t i = 0; i < m->n_layers; i++)
-      if (m->layers[i].adv.known) recs[m->layers[i].adv.rec]++;
-    for (int r = 0, first = 1; r < MP_REC_COUNT; r++)
+      if (m->layers[i].adv.known)
+        recs[m->layers[i].adv.rec]++;
+      else
+        no_verdict++;
+    int first = 1;
+    for (int r = 0; r < MP_REC_COUNT; r++)
       if (recs[r]) {
         fprintf(f, "%s %s %zu", first ? "  layers:" : ",",
                 mp_recommendation_name((mp_recommendation)r), recs[r]);
         first = 0;
       }
-    for (int r = 0; r < MP_REC_COUNT; r++)
-      if (recs[r]) {
-        fputc('\n', f);
-        break;
-      }
+    if (no_verdict) fprintf(f, "%s no verdict %zu", first ? "  layers:" : ",", no_verdict);
+    if (m->n_layers) fputc('\n', f);
+    /* Why a layer saw no values: --scan none in every process, or not. */
+    bool scan_none = m->n_procs > 0;
+    for (size_t i = 0; i < m->n_procs; i++)
+      if (!m->procs[i].scan || strcmp(m->procs[i].scan, "none")) scan_none = false;
     if (m->n_layers <= 12) /* small models: every layer's verdict */
       for (size_t i = 0; i < m->n_layers; i++) {
         const mpprof_layer *l = &m->layers[i];
@@ -88,10 +95,11 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
                   l->adv.window_hi);
         else if (!l->adv.known)
           fputs(l->adv.dead_gradients ? " (its gradients were zero in every scanned call)"
-                : l->elements
-                    ? " (no forward tensor or gradient held a finite non-zero "
-                      "value)"
-                    : " (no values scanned: --scan none, or its tensors could not be read)",
+                : l->elements         ? " (no forward tensor or gradient held a finite non-zero "
+                                        "value)"
+                : scan_none           ? " (no values scanned: --scan none)"
+                                      : " (no values scanned: its tensors could not be read; see "
+                                        "not_scanned in report.json)",
                 f);
         fputc('\n', f);
       }
@@ -118,6 +126,14 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
       fprintf(f, "  Tensor Cores: %.1f%% of GEMM/conv GPU time%s\n",
               100.0 * (double)m->tc.tc_ns / (double)m->tc.gemm_conv_kernel_ns,
               m->tc.kernels_by_counters ? " (hardware counters decided some kernels)" : "");
+    else if (!m->tc.kernel_data &&
+             m->total_calls) /* said, not left out: why (the first process's) */
+      fprintf(f, "  Tensor Cores: unknown, no GPU kernel records%s%s%s\n",
+              cJSON_GetArraySize(m->tc.cupti_notes) ? " (" : "",
+              cJSON_GetArraySize(m->tc.cupti_notes)
+                  ? cJSON_GetStringValue(cJSON_GetArrayItem(m->tc.cupti_notes, 0))
+                  : "",
+              cJSON_GetArraySize(m->tc.cupti_notes) ? ")" : "");
     /* The three with most impact, and any further high-severity one (up to 6 lines). */
     for (size_t i = 0, shown = 0; i < m->n_findings && shown < 6; i++)
       if (i < 3 || !strcmp(m->findings[i].severity, "high")) {

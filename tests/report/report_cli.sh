@@ -31,6 +31,11 @@ grep -q 'not counted twice' "$work/merge.out" || fail "merge did not name the du
 grep -q '^mpprof: 1 process, 101 op calls' "$work/merge.out" || fail "merged summary: $(cat "$work/merge.out")"
 # A bad raw file among the inputs is skipped, named with the input it came
 # from (the warning named only its copy in OUT_DIR/raw).
+# A raw file cut short says what it ended before ("file ends expected a key").
+mkdir -p "$work/cut/raw" && printf '{' >"$work/cut/raw/r.json" || fail "cut raw file"
+"$mpprof" report "$work/cut" >/dev/null 2>"$work/cut.err"
+grep -qxF "mpprof: skipping $work/cut/raw/r.json: truncated: file ends where a key was expected" \
+  "$work/cut.err" || fail "a raw file cut short: $(cat "$work/cut.err")"
 mkdir -p "$work/bad/raw" && echo garbage >"$work/bad/raw/r1.json" || fail "bad raw file"
 "$mpprof" merge "$work/a" "$work/bad" -o "$work/mb" >"$work/mb.out" 2>"$work/mb.err" ||
   fail "merge with a bad raw file: $(cat "$work/mb.err")"

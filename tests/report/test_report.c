@@ -1474,8 +1474,11 @@ static void the_summary_says_what_each_number_is(void **state) {
   char *text = summary_text(dir);
   assert_non_null(strstr(text, "op calls in 3 sites, 2 layers"));
   assert_non_null(strstr(text, "fp16_loss_scale (its gradients fit loss scales 2^"));
-  assert_non_null(strstr(text, "no verdict (no values scanned: --scan none, or its tensors could "
-                               "not be read)"));
+  /* every layer in the tally, those without a verdict too (left out) */
+  assert_non_null(strstr(text, "  layers: fp16_loss_scale 1, no verdict 1\n"));
+  /* the run scanned (its --scan is not none): the tensors were unreadable */
+  assert_non_null(strstr(text, "no verdict (no values scanned: its tensors could not be read; "
+                               "see not_scanned in report.json)"));
   assert_non_null(strstr(text, "loss scale: 2^"));
   assert_non_null(strstr(text, "(every fp16 layer's gradients fit 2^"));
   free(text);
@@ -1488,6 +1491,45 @@ static void the_summary_says_what_each_number_is(void **state) {
   rg_end(&r);
   text = summary_text(dir);
   assert_non_null(strstr(text, "mpprof: 1 process, 1 op call in 1 site, 1 layer\n"));
+  free(text);
+  cJSON *rep = rg_read_json(dir, "report.json"); /* its summary.message too ("1 processes") */
+  assert_string_equal(get(get(rep, "summary"), "message")->valuestring,
+                      "1 call in 1 site, 1 layer, 1 process");
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+/* What the summary left out, it now says: a run without kernel records gets
+ * a Tensor Cores line saying the share is unknown and why (the line was
+ * dropped), and a --scan none run's layers say that it was --scan none. */
+static void the_summary_says_why_tensor_cores_and_verdicts_are_unknown(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("summary-unknown");
+  const rg_proc nocupti = {"node01", 100, 1, 0, true, "unavailable", "9.0", "./train"};
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &nocupti);
+  rg_site_end(&r, rg_gemm(0, "cublasGemmEx", "one/fwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F",
+                          "DEFAULT", 64, 64, 64, 1));
+  rg_end(&r);
+  /* the process ran --scan none (rawgen writes "all") */
+  size_t len = 0;
+  char *raw = rg_read_text(dir, "raw/a.json", &len);
+  assert_non_null(raw);
+  char *at = strstr(raw, "\"scan\":\"all\"");
+  assert_non_null(at);
+  char path[4200];
+  snprintf(path, sizeof path, "%s/raw/a.json", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "%.*s\"scan\":\"none\"%s", (int)(at - raw), raw, at + strlen("\"scan\":\"all\""));
+  fclose(f);
+  free(raw);
+  char *text = summary_text(dir);
+  assert_non_null(strstr(text, "  Tensor Cores: unknown, no GPU kernel records (a.json (pid 100): "
+                               "CUPTI was not available: no kernel data)\n"));
+  assert_non_null(strstr(text, "  layers: no verdict 1\n"));
+  assert_non_null(strstr(text, "no verdict (no values scanned: --scan none)\n"));
   free(text);
   rg_rmdir(dir);
   free(dir);
@@ -1693,6 +1735,7 @@ int main(void) {
       cmocka_unit_test(the_summary_names_the_site_cap_before_a_timeline_cap),
       cmocka_unit_test(a_run_without_cuda_ops_says_so),
       cmocka_unit_test(the_summary_says_what_each_number_is),
+      cmocka_unit_test(the_summary_says_why_tensor_cores_and_verdicts_are_unknown),
       cmocka_unit_test(the_summary_says_a_dead_gradient_after_a_forward_overflow),
       cmocka_unit_test(outputs_only_scans_say_the_inputs_are_in_no_verdict),
       cmocka_unit_test(an_empty_raw_directory_gives_an_empty_report),
