@@ -398,12 +398,23 @@ static void warn_different_programs(char **dirs, int ndirs) {
       line += len + (nl ? 1 : 0);
     }
     if (p && p[0] && !shared) {
+      /* The first command line of each; the same program (its script, else
+       * its executable, as diff judges it) with other arguments said so. */
       char *nl1 = strchr(first, '\n'), *nl2 = strchr(p, '\n');
+      int l1 = (int)(nl1 ? nl1 - first : (long)strlen(first));
+      int l2 = (int)(nl2 ? nl2 - p : (long)strlen(p));
+      char c1[4096], c2[4096], id1[256], id2[256];
+      snprintf(c1, sizeof c1, "%.*s", l1, first);
+      snprintf(c2, sizeof c2, "%.*s", l2, p);
+      mpprof_program_identity(c1, id1, sizeof id1);
+      mpprof_program_identity(c2, id2, sizeof id2);
       fprintf(stderr,
-              "mpprof: merge: warning: %s profiled another program than %s ('%.*s' vs '%.*s'); "
+              "mpprof: merge: warning: %s profiled %s than %s ('%s' vs '%s'); "
               "their layers are merged by name all the same\n",
-              dirs[i], dirs[0], (int)(nl2 ? nl2 - p : (long)strlen(p)), p,
-              (int)(nl1 ? nl1 - first : (long)strlen(first)), first);
+              dirs[i],
+              id1[0] && !strcmp(id1, id2) ? "the same program with other arguments"
+                                          : "another program",
+              dirs[0], c2, c1);
     }
     free(p);
   }

@@ -662,9 +662,28 @@ static void merge_of_different_programs_warns(void **state) {
   char *argv[] = {(char *)mpprof, "merge", a, b, "-o", c, NULL};
   assert_int_equal(run(argv), 0);
   text = rg_read_text(workdir, "log.txt", NULL);
+  /* one program with other arguments is said to be so (it read "another
+   * program", as diff does not) */
   assert_non_null(strstr(text, "warning"));
-  assert_non_null(strstr(text, "another program"));
+  assert_non_null(strstr(text, "profiled the same program with other arguments than"));
   free(text);
+  /* another executable: another program */
+  char *o = out_dir("mw-o"), *other = NULL;
+  assert_true(asprintf(&other, "%s/other_train", workdir) > 0);
+  unlink(other);
+  assert_int_equal(symlink(mlp_train, other), 0);
+  char *ro[] = {(char *)mpprof, "-o", o, other, "--steps", "2", NULL};
+  assert_int_equal(run(ro), 0);
+  free(c);
+  c = out_dir("mw-c");
+  char *argv2[] = {(char *)mpprof, "merge", a, o, "-o", c, NULL};
+  unlink(log);
+  assert_int_equal(run(argv2), 0);
+  text = rg_read_text(workdir, "log.txt", NULL);
+  assert_non_null(strstr(text, "profiled another program than"));
+  free(text);
+  free(other);
+  free(o);
   free(a);
   free(b);
   free(c);
