@@ -466,21 +466,31 @@ static void prepend_env(const char *var, const char *value) {
 
 /* --- secure execution --- */
 
-/* The program file as execvp would find it, into buf; false when there is none. */
-static bool program_path(const char *prog, char *buf, size_t n) {
+/* Where execvp finds prog (no '/') in the directories of path (NULL or
+ * empty: /bin:/usr/bin), into buf: 0, else ENOENT, or EACCES when only what
+ * cannot be run is there (as execvp). */
+static int search_path(const char *prog, const char *path, char *buf, size_t n) {
   struct stat st;
-  if (strchr(prog, '/')) return snprintf(buf, n, "%s", prog) < (int)n && stat(prog, &st) == 0;
-  const char *path = getenv("PATH");
+  int err = ENOENT;
   if (!path || !*path) path = "/bin:/usr/bin";
   while (*path) {
     const char *colon = strchr(path, ':');
     size_t len = colon ? (size_t)(colon - path) : strlen(path);
     if (snprintf(buf, n, "%.*s/%s", (int)len, len ? path : ".", prog) < (int)n &&
-        access(buf, X_OK) == 0 && stat(buf, &st) == 0 && S_ISREG(st.st_mode))
-      return true;
+        stat(buf, &st) == 0) {
+      if (access(buf, X_OK) == 0 && S_ISREG(st.st_mode)) return 0;
+      err = EACCES;
+    }
     path += len + (colon ? 1 : 0);
   }
-  return false;
+  return err;
+}
+
+/* The program file as execvp would find it, into buf; false when there is none. */
+static bool program_path(const char *prog, char *buf, size_t n) {
+  struct stat st;
+  if (strchr(prog, '/')) return snprintf(buf, n, "%s", prog) < (int)n && stat(prog, &st) == 0;
+  return search_path(prog, getenv("PATH"), buf, n) == 0;
 }
 
 /* The program file as execvp would find it: 0 and its stat, or -1 (errno). */
@@ -507,13 +517,17 @@ static void warn_secure_execution(const char *prog) {
             prog);
 }
 
-/* A script's interpreter as its "#!" line names it, into buf; false when
- * path is not such a script (or cannot be read). */
-static bool script_interpreter(const char *path, char *buf, size_t n) {
+#define MPP_SHEBANG_MAX 256 /* the bytes of a "#!" line read, as Linux reads them */
+
+/* A script's "#!" line, read into line (MPP_SHEBANG_MAX bytes) and cut in
+ * place into its interpreter (*interp) and the one argument the kernel passes
+ * with it (*arg: the rest of the line, the blanks around it dropped; "" when
+ * none, NULL when the line goes on past the bytes read); false when path is
+ * not such a script (or cannot be read). */
+static bool script_interpreter(const char *path, char *line, char **interp, char **arg) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
-  char line[256];
-  ssize_t got = read(fd, line, sizeof line - 1);
+  ssize_t got = read(fd, line, MPP_SHEBANG_MAX - 1);
   close(fd);
   if (got < 3 || line[0] != '#' || line[1] != '!') return false;
   line[got] = '\0';
@@ -521,43 +535,135 @@ static bool script_interpreter(const char *path, char *buf, size_t n) {
   while (*p == ' ' || *p == '\t')
     p++;
   size_t len = strcspn(p, " \t\n");
-  if (!len || len >= n) return false;
-  memcpy(buf, p, len);
-  buf[len] = '\0';
+  if (!len) return false;
+  char *end = strchr(p, '\n');
+  if (end) *end = '\0';
+  *interp = p;
+  *arg = end || got < MPP_SHEBANG_MAX - 1 ? p + len + (p[len] != '\0') : NULL;
+  p[len] = '\0';
+  if (*arg) {
+    while (**arg == ' ' || **arg == '\t')
+      (*arg)++;
+    for (char *t = *arg + strlen(*arg); t > *arg && (t[-1] == ' ' || t[-1] == '\t');)
+      *--t = '\0';
+  }
   return true;
 }
 
-/* When file is a script whose interpreter cannot be run: why (an errno
- * value), the interpreter in interp; else 0. */
-static int interpreter_missing(const char *file, char *interp, size_t n) {
-  return script_interpreter(file, interp, n) && access(interp, X_OK) != 0 ? errno : 0;
+/* The command env(1) runs for arg, the one argument a "#!" line gives it
+ * (-S splits it on blanks), and the PATH it searches (*path: mpprof's on
+ * entry, NULL when env unsets it), both in place in arg; NULL when env would
+ * run no command from the line (only options and assignments: it runs the
+ * script), or arg holds what this does not follow: an option other than -S,
+ * -i, -u, -v, -, a command with a blank (no -S), a quote, escape, variable or
+ * comment in -S's string. */
+static char *env_command(char *arg, const char **path) {
+  char *split = NULL;
+  if (!strncmp(arg, "--split-string=", 15)) {
+    split = arg + 15;
+  } else if (arg[0] == '-' && arg[1] && arg[1] != '-') {
+    for (char *c = arg + 1; *c && !split; c++)
+      if (*c == 'S')
+        split = c + 1;
+      else if (*c == 'i')
+        *path = NULL;
+      else if (*c != 'v')
+        return NULL; /* -u NAME takes the rest: no command */
+  }
+  if (!split) return arg[0] == '-' || strpbrk(arg, "= \t") ? NULL : arg;
+  if (strpbrk(split, "\\'\"$")) return NULL;
+  char *w[MPP_SHEBANG_MAX / 2];
+  size_t nw = 0;
+  for (char *save, *t = strtok_r(split, " \t", &save); t; t = strtok_r(NULL, " \t", &save))
+    w[nw++] = t;
+  size_t i = 0;
+  for (; i < nw && w[i][0] == '-' && w[i][1]; i++) {
+    const char *unset = NULL;
+    if (!strcmp(w[i], "--")) {
+      i++;
+      break;
+    } else if (!strcmp(w[i], "--ignore-environment"))
+      *path = NULL;
+    else if (!strncmp(w[i], "--unset=", 8))
+      unset = w[i] + 8;
+    else if (!strcmp(w[i], "--unset") && i + 1 < nw)
+      unset = w[++i];
+    else if (w[i][1] == '-')
+      return NULL;
+    else
+      for (const char *c = w[i] + 1; *c && !unset; c++)
+        if (*c == 'i')
+          *path = NULL;
+        else if (*c == 'u' && (c[1] || i + 1 < nw))
+          unset = c[1] ? c + 1 : w[++i];
+        else if (*c != 'v')
+          return NULL;
+    if (unset && !strcmp(unset, "PATH")) *path = NULL;
+  }
+  if (i < nw && !strcmp(w[i], "-")) {
+    *path = NULL;
+    i++;
+  }
+  for (; i < nw && strchr(w[i], '='); i++)
+    if (!strncmp(w[i], "PATH=", 5)) *path = w[i] + 5;
+  return i < nw && w[i][0] != '#' ? w[i] : NULL;
+}
+
+/* When file is a script whose interpreter cannot be run, or runs a command
+ * with env(1) that env cannot find or run: why (an errno value), the
+ * interpreter as the #! line names it (with env's argument) in interp and
+ * what is wrong, in words, in what; else 0. */
+static int interpreter_missing(const char *file, char *interp, size_t n, char *what, size_t wn) {
+  char line[MPP_SHEBANG_MAX], *in, *arg;
+  if (!script_interpreter(file, line, &in, &arg) || strlen(in) >= n) return 0;
+  snprintf(interp, n, "%s", in);
+  if (access(in, X_OK) != 0) {
+    int err = errno;
+    snprintf(what, wn, "%s", strerror(err));
+    return err;
+  }
+  const char *base = strrchr(in, '/');
+  if (!arg || strcmp(base ? base + 1 : in, "env") != 0) return 0;
+  snprintf(interp, n, "%s %s", in, arg);
+  const char *path = getenv("PATH");
+  char *cmd = env_command(arg, &path), found[PATH_MAX];
+  int err = !cmd               ? 0
+            : strchr(cmd, '/') ? (access(cmd, X_OK) != 0 ? errno : 0)
+                               : search_path(cmd, path, found, sizeof found);
+  if (err == ENOENT && !strchr(cmd, '/'))
+    snprintf(what, wn, "%s not found in PATH", cmd);
+  else if (err)
+    snprintf(what, wn, "%s: %s", cmd, strerror(err));
+  return err;
 }
 
 /* 0 when execvp could start prog (found, a regular file, executable, and a
- * script's interpreter found and executable), else why not (an errno value). */
+ * script's interpreter, and env's command, found and executable), else why
+ * not (an errno value). */
 static int program_startable(const char *prog) {
-  char file[PATH_MAX], interp[PATH_MAX];
+  char file[PATH_MAX], interp[PATH_MAX], what[PATH_MAX + 64];
   struct stat st;
   if (!program_path(prog, file, sizeof file) || stat(file, &st) != 0)
     return strchr(prog, '/') ? errno : ENOENT;
   if (!S_ISREG(st.st_mode)) return EACCES;
   if (access(file, X_OK) != 0) return errno;
-  return interpreter_missing(file, interp, sizeof interp);
+  return interpreter_missing(file, interp, sizeof interp, what, sizeof what);
 }
 
 /* Why prog could not be started (err from execvp), as one line on stderr
  * (after "mpprof: cannot run "), and the exit status a shell gives: 127 when
- * it was not found (nor a script's interpreter), 126 when it was found and
- * cannot be run (not executable, a directory, not a program). */
+ * it was not found (nor a script's interpreter, nor env's command), 126
+ * when it was found and cannot be run (not executable, a directory, not a
+ * program). */
 static int report_start_failure(const char *prog, int err, const char *tail) {
-  char file[PATH_MAX], interp[PATH_MAX];
+  char file[PATH_MAX], interp[PATH_MAX], what[PATH_MAX + 64];
   bool found = program_path(prog, file, sizeof file);
   int why = found && (err == ENOENT || err == EACCES)
-                ? interpreter_missing(file, interp, sizeof interp)
+                ? interpreter_missing(file, interp, sizeof interp, what, sizeof what)
                 : 0;
   if (why)
     fprintf(stderr, "mpprof: cannot run %s: its interpreter %s (#! line): %s%s\n", prog, interp,
-            strerror(why), tail);
+            what, tail);
   else if (found && err == ENOENT)
     fprintf(stderr,
             "mpprof: cannot run %s: %s (the file exists: its dynamic loader is missing)%s\n", prog,
@@ -777,8 +883,16 @@ static int run_child(run_opts *o, const char *lib, const char *out, bool *ret_st
     set_handlers(NULL);
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
     set_child_env(o, lib, out);
-    execvp(o->argv[0], o->argv);
-    int err = errno;
+    /* A script run by env(1) starts even when the command env runs is
+     * missing: refused as a missing interpreter is, in this environment. */
+    char file[PATH_MAX], interp[PATH_MAX], what[PATH_MAX + 64];
+    int err = program_path(o->argv[0], file, sizeof file)
+                  ? interpreter_missing(file, interp, sizeof interp, what, sizeof what)
+                  : 0;
+    if (!err) {
+      execvp(o->argv[0], o->argv);
+      err = errno;
+    }
     ssize_t ignored = write(pipefd[1], &err, sizeof err);
     (void)ignored;
     _exit(127);

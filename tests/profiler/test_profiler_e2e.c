@@ -1213,6 +1213,67 @@ static void force_keeps_the_old_raw_files_when_the_program_cannot_start(void **s
   }
 }
 
+/* A script run by env(1) ("#!/usr/bin/env python3") whose command is missing
+ * is refused as one whose interpreter is missing: env is there, the command
+ * it would run is not (also after -S, which splits the line). With --force,
+ * before the earlier run's raw files are removed; without, the DIR this run
+ * made goes again. One whose command is found still runs. */
+static void a_script_whose_env_command_is_missing_is_refused(void **state) {
+  (void)state;
+  if (access("/usr/bin/env", X_OK) != 0) skip();
+  char dir[4300], fresh[4300];
+  snprintf(dir, sizeof dir, "%s", outdir("force_env"));
+  snprintf(fresh, sizeof fresh, "%s", outdir("env_missing"));
+  char *first[] = {(char *)mpprof, "-o", dir, (char *)testprog, "gemmex", "1", NULL};
+  result r = run(first, NULL);
+  assert_int_equal(r.status, 0);
+  free(r.out);
+  raws before = load_raws(dir);
+  assert_int_equal(before.n, 1);
+  char *old = cJSON_PrintUnformatted(before.doc[0]);
+  const struct {
+    const char *line, *cmd;
+  } missing[] = {{"/usr/bin/env nonexistent_x", "nonexistent_x"},
+                 {"/usr/bin/env -S nonexistent_y -u", "nonexistent_y"}};
+  char script[4300], text[256], want[9000];
+  for (size_t i = 0; i < sizeof missing / sizeof missing[0]; i++) {
+    snprintf(script, sizeof script, "%s/env_missing_%zu.sh", workdir, i);
+    snprintf(text, sizeof text, "#!%s\necho ran\n", missing[i].line);
+    write_mode(script, text, 0755);
+    for (int force = 1; force >= 0; force--) {
+      char *argv[] = {(char *)mpprof, "-o", fresh, script, NULL};
+      char *forced[] = {(char *)mpprof, "--force", "-o", dir, script, NULL};
+      r = run_err(force ? forced : argv, NULL);
+      assert_int_equal(r.status, 127);
+      assert_string_equal(r.out, "");
+      char tail[4400] = "";
+      if (force) snprintf(tail, sizeof tail, " (%s is left as it was)", dir);
+      snprintf(want, sizeof want,
+               "mpprof: cannot run %s: its interpreter %s (#! line): %s not found in PATH%s\n",
+               script, missing[i].line, missing[i].cmd, tail);
+      assert_string_equal(r.err, want);
+      free(r.out);
+      free(r.err);
+    }
+    assert_int_equal(access(fresh, F_OK), -1); /* made by this run: gone again */
+    raws after = load_raws(dir);
+    assert_int_equal(after.n, 1);
+    char *now = cJSON_PrintUnformatted(after.doc[0]);
+    assert_string_equal(now, old);
+    free(now);
+    free_raws(&after);
+  }
+  free(old);
+  free_raws(&before);
+  snprintf(script, sizeof script, "%s/env_found.sh", workdir);
+  write_mode(script, "#!/usr/bin/env sh\nexit 3\n", 0755);
+  char *found[] = {(char *)mpprof, "--force", "-o", dir, script, NULL};
+  r = run_err(found, NULL);
+  assert_int_equal(r.status, 3);
+  free(r.out);
+  free(r.err);
+}
+
 static bool dir_is_empty(const char *path) {
   DIR *d = opendir(path);
   assert_non_null(d);
@@ -1575,6 +1636,7 @@ int main(void) {
       cmocka_unit_test(a_non_empty_output_directory_is_refused_without_force),
       cmocka_unit_test(a_program_that_cannot_start_exits_127_or_126),
       cmocka_unit_test(force_keeps_the_old_raw_files_when_the_program_cannot_start),
+      cmocka_unit_test(a_script_whose_env_command_is_missing_is_refused),
       cmocka_unit_test(an_empty_output_directory_stays_empty_when_nothing_is_recorded),
       cmocka_unit_test(signals_ignored_by_the_caller_stay_ignored_in_the_program),
       cmocka_unit_test(an_unknown_scan_mode_is_a_usage_error),
