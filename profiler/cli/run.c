@@ -775,6 +775,9 @@ static void set_child_env(const run_opts *o, const char *lib, const char *out) {
   char py[PATH_MAX];
   find_python_dir(lib, py, sizeof py);
   if (py[0] && !o->python_off) prepend_env("PYTHONPATH", py);
+  /* The option stands for the variable, as the others do: --python on in an
+   * environment holding MPPROF_PYTHON=0 turns it on in the program. */
+  if (!o->python_off) setenv("MPPROF_PYTHON", "1", 1);
   setenv("NVTX_INJECTION64_PATH", lib, 1);
   setenv("CUDA_INJECTION64_PATH", lib, 1);
   setenv("MPPROF_OUT", out, 1);

@@ -422,6 +422,74 @@ class FastPathTests(unittest.TestCase):
         self.assertEqual(_fast().depth()[0], 0)
         self.assertEqual(stub.stack(), [])  # every push popped
 
+    def test_a_keyboard_interrupt_in_mpprofs_helpers_reaches_the_program(self):
+        # A signal handler's KeyboardInterrupt that lands while mpprof names a
+        # module (here raised by the model's own named_modules, which the
+        # naming calls) is the program's: it leaves the module call, as it
+        # would have without mpprof at that moment (it was dropped).
+        class Touchy(nn.Module):
+            armed = True
+
+            def __init__(self):
+                super().__init__()
+                self.a = Leaf("a")
+
+            def named_modules(self, *args, **kwargs):
+                if Touchy.armed:
+                    Touchy.armed = False
+                    raise KeyboardInterrupt
+                return super().named_modules(*args, **kwargs)
+
+            def forward(self, x):
+                return self.a(x)
+
+        m = Touchy()
+        with self.assertRaises(KeyboardInterrupt):
+            m(torch.ones(2, requires_grad=True))
+        m(torch.ones(2, requires_grad=True))  # the next call runs (and names it)
+        self.assertEqual(_fast().depth()[0], 0)
+        self.assertEqual(stub.stack(), [])
+
+    def test_scripted_autograd_grad_compiles(self):
+        # TorchScript finds torch.autograd.grad by identity: the wrapper is
+        # registered as aten::grad (scripted force fields failed to compile).
+        class Energy(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(3, 1)
+
+            def forward(self, pos: torch.Tensor) -> torch.Tensor:
+                g = torch.autograd.grad([self.lin(pos).sum()], [pos], create_graph=True)[0]
+                assert g is not None
+                return -g
+
+        self.assertTrue(getattr(torch.autograd.grad, "_mpprof", False))  # the wrapper is in place
+        eager = Energy()
+        m = torch.jit.script(eager)
+        pos = torch.ones(2, 3, requires_grad=True)
+        self.assertTrue(torch.equal(m(pos), eager(pos)))
+
+    def test_a_backward_root_keeps_its_hooks_and_retained_grad_with_cxx_marks(self):
+        # The root of a backward (a loss) was marked with a Python hook dict,
+        # which torch 1.13 runs ahead of a retain_grad() called later: the
+        # program's later x7 hook then showed in loss.grad (7 instead of 1).
+        # With the C++ marks the root's mark is a C++ pre-hook too.
+        if not hooks._cxx:
+            self.skipTest("C++ marks not loaded (the Python marks keep this difference)")
+        w = torch.ones(3, requires_grad=True)
+        loss = (w * 2).sum()
+        loss.backward(retain_graph=True)
+        self.assertIsNone(loss._backward_hooks)
+        loss.retain_grad()
+        loss.register_hook(lambda g: g * 7)
+        loss.backward()
+        self.assertEqual(loss.grad.item(), 1.0)
+
+    def test_the_torch_version_is_compared_as_text(self):
+        # a TorchVersion compared with the marks' recorded version imported
+        # packaging (or pkg_resources, ~70 modules) into the program
+        self.assertIs(type(hooks._marks_torch(torch)["version"]), str)
+
     def test_an_exception_escaping_the_model_leaves_nothing_behind(self):
         # the training loop catches it (an OOM retried, a bad batch skipped)
         # and goes on: the raising module is not the scope of later ops, nor

@@ -272,6 +272,13 @@ def main():
         rc, out, err, rep = profile("model-" + name, [PY, MODEL], *opts, MPP_STEPS="1", **extra)
         layers = sorted(l["name"] for l in rep["layers"]) if rep else None
         check(rc == 0 and layers == [""], "%s: all ops unattributed, got %s" % (name, layers))
+    # --python on stands for the variable, as the other options do: it wins
+    # over MPPROF_PYTHON=0 in mpprof's environment (which the child kept)
+    rc, out, err, rep = profile("model-on-env0", [PY, MODEL], "--python", "on", MPP_STEPS="1",
+                                MPPROF_PYTHON="0")
+    names = sorted(l["name"] for l in rep["layers"]) if rep else None
+    check(rc == 0 and names == sorted(set(LAYERS) | {"optimizer"}),
+          "--python on over MPPROF_PYTHON=0: layers are the module names: %s" % names)
 
     # A Python program that never imports torch: nothing of torch is loaded, same output.
     notorch = os.path.join(WORK, "notorch.py")

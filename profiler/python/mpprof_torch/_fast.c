@@ -59,6 +59,7 @@ typedef struct tstate {
   PyObject *mod[MAX_STACK]; /* strong references */
   int32_t lid[MAX_STACK];
   int8_t phase[MAX_STACK];
+  PyObject *kept[3]; /* a KeyboardInterrupt or the like, to raise again (raise_kept) */
 } tstate;
 
 static _Thread_local tstate *ts;
@@ -84,8 +85,33 @@ static tstate *thread_state(void) {
   return ts;
 }
 
+/* An exception that is not an Exception (KeyboardInterrupt, SystemExit, a
+ * test runner's timeout: raised by a signal handler of the program while
+ * mpprof's helpers ran) is the program's: kept, the first one, and raised
+ * again when the hook returns (raise_kept), never dropped. */
+static void keep_pending(void) {
+  tstate *t = thread_state();
+  if (t && !t->kept[0])
+    PyErr_Fetch(&t->kept[0], &t->kept[1], &t->kept[2]);
+  else
+    PyErr_Clear();
+}
+
+/* What a hook returns: None, or NULL with the kept exception raised. */
+static PyObject *raise_kept(tstate *t) {
+  if (!t || !t->kept[0]) Py_RETURN_NONE;
+  PyErr_Restore(t->kept[0], t->kept[1], t->kept[2]);
+  t->kept[0] = t->kept[1] = t->kept[2] = NULL;
+  return NULL;
+}
+
 static void report(const char *what, PyObject *module) {
-  /* The pending exception, if any, is dropped; one line to hooks._log. */
+  /* The pending Exception, if any, is dropped (mpprof's failure is never
+   * the program's); one line to hooks._log. Anything else is kept. */
+  if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_Exception)) {
+    keep_pending();
+    return;
+  }
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
   if (log_fn) {
@@ -106,7 +132,10 @@ static void report(const char *what, PyObject *module) {
 static int truthy_call(PyObject *fn) {
   PyObject *r = PyObject_CallObject(fn, NULL);
   if (!r) {
-    PyErr_Clear();
+    if (PyErr_ExceptionMatches(PyExc_Exception))
+      PyErr_Clear();
+    else
+      keep_pending();
     return 0;
   }
   int v = PyObject_IsTrue(r);
@@ -376,7 +405,7 @@ static PyObject *pre(PyObject *self, PyObject *args) {
     t->overflow++;
   }
   c_push(lid, phase);
-  Py_RETURN_NONE;
+  return raise_kept(t);
 }
 
 static void frame_pop(tstate *t) {
@@ -471,7 +500,7 @@ static PyObject *post(PyObject *self, PyObject *args) {
       /* e.g. a tensor subclass refusing hooks: that backward stays unnamed */
       report("backward hooks not registered:", module);
   }
-  Py_RETURN_NONE;
+  return raise_kept(t);
 }
 
 /* --- for hooks.py --- */
@@ -485,7 +514,7 @@ static PyObject *backward_enter(PyObject *self, PyObject *unused) {
     t->bwd++;
   }
   c_push(NO_LAYER, MPPROF_SCOPE_BACKWARD);
-  Py_RETURN_NONE;
+  Py_RETURN_NONE; /* what ctx_enter kept is raised by backward_exit: its frames */
 }
 
 static PyObject *backward_exit(PyObject *self, PyObject *unused) {
@@ -495,7 +524,7 @@ static PyObject *backward_exit(PyObject *self, PyObject *unused) {
   if (t) ctx_exit(t);
   c_pop();
   if (t && t->bwd) t->bwd--;
-  Py_RETURN_NONE;
+  return raise_kept(t); /* also what backward_enter's ctx_enter kept */
 }
 
 static PyObject *scope_enter(PyObject *self, PyObject *args) {
@@ -506,7 +535,7 @@ static PyObject *scope_enter(PyObject *self, PyObject *args) {
   tstate *t = thread_state();
   if (t) ctx_enter(t);
   c_push(lid, phase);
-  Py_RETURN_NONE;
+  Py_RETURN_NONE; /* what ctx_enter kept is raised by scope_exit: its frames */
 }
 
 static PyObject *scope_exit(PyObject *self, PyObject *unused) {
@@ -515,7 +544,7 @@ static PyObject *scope_exit(PyObject *self, PyObject *unused) {
   tstate *t = thread_state();
   if (t) ctx_exit(t);
   c_pop();
-  Py_RETURN_NONE;
+  return raise_kept(t);
 }
 
 static PyObject *follow_roots(PyObject *self, PyObject *fns) {
@@ -539,7 +568,11 @@ static PyObject *mark_root(PyObject *self, PyObject *x) {
   PyObject *gf = PyObject_GetAttr(x, s_grad_fn);
   if (!gf) return NULL;
   int rc = 0;
-  if (gf != Py_None) {
+  /* A C++ pre-hook where _marks is loaded: a Python hook dict on the root
+   * (a loss) would run, before torch 2.0, ahead of a retain_grad() the
+   * program calls on it later, and show in its _backward_hooks. */
+  if (gf != Py_None &&
+      !(cxx && (PyObject *)Py_TYPE(x) == tensor_type && cxx->mark(x, NO_LAYER, UNSET))) {
     PyObject *hook = new_mark(NO_LAYER, UNSET);
     rc = hook ? register_hook(x, gf, hook, hook) : -1;
     Py_XDECREF(hook);

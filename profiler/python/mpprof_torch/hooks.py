@@ -238,6 +238,21 @@ def _wrap_autograd(fn):
     return run_backward
 
 
+def _script_as_builtins(torch):
+    """TorchScript compiles torch.autograd.grad and backward as the ops
+    aten::grad and aten::backward, found by the functions' identity: the
+    wrappers are registered as those ops too, else scripted code that calls
+    them (force fields, gradient penalties) fails to compile under mpprof
+    (the wrapper read as Python source). Scripted code runs the ops without
+    the wrapper's marks."""
+    try:
+        from torch.jit import _builtins
+        _builtins._register_builtin(torch.autograd.grad, "aten::grad")
+        _builtins._register_builtin(torch.autograd.backward, "aten::backward")
+    except Exception as e:
+        _log("TorchScript builtins not registered (%r): scripted autograd.grad may not compile" % (e,))
+
+
 _step_n = 0
 
 
@@ -279,10 +294,12 @@ def _wrap_step(step):
         try:
             return step(self, *args, **kwargs)
         finally:
-            _fast.scope_exit()  # (and module frames a raising closure left)
-            t.in_step = False
-            if not t.in_scaler and not _scaler_in_use():  # else the scaler's update() ends it
-                _optimizer_updates.updated(self, False)
+            try:  # (it raises what a signal handler raised in mpprof's helpers)
+                _fast.scope_exit()  # (and module frames a raising closure left)
+            finally:
+                t.in_step = False
+                if not t.in_scaler and not _scaler_in_use():  # else the scaler's update() ends it
+                    _optimizer_updates.updated(self, False)
 
     mpprof_step._mpprof = True
     return mpprof_step
@@ -530,7 +547,8 @@ def _direct_registration_works(torch):
 
 def _marks_torch(torch):
     """This torch as _marks.torch.json names the one _marks was built for."""
-    return {"file": os.path.realpath(torch.__file__), "version": torch.__version__,
+    # str(): comparing a TorchVersion imports packaging (or pkg_resources)
+    return {"file": os.path.realpath(torch.__file__), "version": str(torch.__version__),
             "cxx11_abi": bool(torch._C._GLIBCXX_USE_CXX11_ABI)}
 
 
@@ -696,6 +714,7 @@ def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skip
         _fast.follow_roots(_root_frames(torch))
     torch.autograd.backward = _wrap_autograd(torch.autograd.backward)
     torch.autograd.grad = _wrap_autograd(torch.autograd.grad)
+    _script_as_builtins(torch)
     _patch_optimizer(torch)
     seen = set()
     for modname in ("torch.amp.grad_scaler", "torch.cuda.amp.grad_scaler"):
