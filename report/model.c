@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/raw_format.h"
 #include "report/report_internal.h"
 
 void mpprof_model_init(mpprof_model *m) {
@@ -499,6 +500,9 @@ void mpprof_capture_summary(const mpprof_model *m, mpprof_capture_sum *ret) {
     ret->captured += p->capture_captured;
     ret->not_started += p->capture_not_started;
     ret->stopped += p->capture_stopped;
+    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(p->training, MP_RK_TRAINING.steps);
+    const cJSON *marked = cJSON_GetObjectItemCaseSensitive(steps, MP_RK_STEPS.marked);
+    if (cJSON_IsNumber(marked)) ret->steps_marked += (int64_t)marked->valuedouble;
   }
   if (!ret->any) { /* everything recorded: captured = all calls seen */
     ret->mode = "all";
@@ -526,7 +530,9 @@ void mpprof_capture_sentence(const mpprof_capture_sum *c, char *buf, size_t n) {
   if (c->never_opened && c->never_opened == c->procs) {
     /* Where nothing opened it: the call, the range or the step never seen. */
     char why[80];
-    if (!strcmp(c->mode, "steps") && c->has_steps)
+    if (!strcmp(c->mode, "steps") && c->has_steps && !c->steps_marked)
+      snprintf(why, sizeof why, "the program marked no step: mpprof_step() or NVTX mark \"step\"");
+    else if (!strcmp(c->mode, "steps") && c->has_steps)
       snprintf(why, sizeof why, "no op call ran at step %" PRId64 " or later", c->first);
     else
       snprintf(why, sizeof why, "%s",

@@ -58,6 +58,7 @@ static int profile(const char *name, const char *const opts[], char **ret_dir) {
   assert_true(pid >= 0);
   if (pid == 0) {
     setenv("LD_LIBRARY_PATH", simcuda, 1);
+    if (!strcmp(name, "no_marks")) setenv("MPP_NO_STEP_MARKS", "1", 1); /* a program marking none */
     unsetenv("LD_PRELOAD");
     unsetenv("MPPROF_CAPTURE_RANGE");
     unsetenv("MPPROF_NVTX_CAPTURE");
@@ -244,6 +245,11 @@ static void a_window_without_calls_says_they_ran_outside_it(void **state) {
        "steps",
        "capture range steps 100 to 200: it never opened (no op call ran at step 100 or later), "
        "so none of the 16 op calls was recorded"},
+      {"no_marks",
+       {"--steps", "2", NULL},
+       "steps",
+       "capture range steps 2 to 2: it never opened (the program marked no step: mpprof_step() "
+       "or NVTX mark \"step\"), so none of the 16 op calls was recorded"},
       {"empty_nvtx",
        {"--capture-range", "nvtx", "--nvtx-capture", "never_pushed", NULL},
        "nvtx",
