@@ -209,6 +209,8 @@ static int parse_shape(cursor *c, mpprof_tensor *t, char *err, size_t errlen) {
   for (;;) {
     if (eat(c, close)) return 0;
     skip_ws(c);
+    if (c->p < c->end && *c->p == '-')
+      return mpprof_tensorio_fail(err, errlen, "malformed header: 'shape' holds a negative size");
     if (c->p >= c->end || *c->p < '0' || *c->p > '9')
       return mpprof_tensorio_fail(err, errlen, "malformed header: 'shape' holds a non-integer");
     if (t->ndim == MPPROF_TENSOR_MAX_DIMS)

@@ -539,6 +539,9 @@ static void malformed_header_dicts_are_refused(void **s) {
     write_f4_header("bad.npy", 1, dicts[i], 4);
     expect_error(tmp_path("bad.npy"), &spec, "malformed header");
   }
+  /* a negative size is named as such (it read "holds a non-integer") */
+  write_f4_header("bad.npy", 1, dicts[6], 4);
+  expect_error(tmp_path("bad.npy"), &spec, "'shape' holds a negative size");
 }
 
 static void integer_storage_without_dtype_says_how_to_read_it(void **s) {
