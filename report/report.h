@@ -48,4 +48,11 @@ typedef struct mpprof_report_options {
  * and the warnings, on the streams given. */
 int mpprof_report_generate(const mpprof_report_options *opts);
 
+/* The n bytes at s (a path, a tensor's or layer's name, a message naming
+ * them) as text of one line, by the one rule the terminal summaries use
+ * (report/util.c): control bytes as \0 \t \n \r or \xNN, C1 controls as
+ * \u00NN, every other byte as it is. A malloc'd string; NULL when out of
+ * memory. */
+char *mpprof_text_escape(const char *s, size_t n);
+
 #endif

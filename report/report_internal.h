@@ -526,8 +526,8 @@ typedef struct mpprof_capture_sum {
   bool has_steps;
   int64_t first, last;
   int64_t captured, not_started, stopped;
-  size_t procs;        /* processes with a capture range */
-  size_t never_opened; /* of those, processes whose range never opened */
+  size_t procs;         /* processes with a capture range */
+  size_t never_opened;  /* of those, processes whose range never opened */
   int64_t steps_marked; /* step marks those processes made (training.steps.marked) */
 } mpprof_capture_sum;
 void mpprof_capture_summary(const mpprof_model *m, mpprof_capture_sum *ret);

@@ -526,15 +526,56 @@ int mpprof_afile_close(mpprof_afile *a, bool ok) {
 
 /* ---- text output helpers ---- */
 
-void mpprof_fput_term(FILE *f, const char *s) {
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if ((*p < 0x20 && *p != '\n') || *p == 0x7f)
-      fprintf(f, "\\x%02x", *p); /* ESC, BEL, CR...: nothing reaches the terminal raw */
-    else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) /* C1 controls (U+0080..U+009F) */
-      fprintf(f, "\\u%04x", *++p);
+/* The one rule for text from outside (names, paths, messages quoting them)
+ * shown as text: the character at p (before end) as out, and the bytes it
+ * takes. Control bytes (C0, DEL) become \0 \t \n \r or \xNN, C1 controls
+ * (UTF-8 U+0080..U+009F, which terminals act on) \u00NN; a newline stays
+ * one where keep_newline (a multi-line summary). */
+static size_t term_char(const unsigned char *p, const unsigned char *end, bool keep_newline,
+                        char out[8]) {
+  unsigned char c = *p;
+  if (c == '\n' && keep_newline) {
+    snprintf(out, 8, "\n");
+  } else if (c < 0x20 || c == 0x7f) {
+    const char *s = c == 0      ? "\\0"
+                    : c == '\t' ? "\\t"
+                    : c == '\n' ? "\\n"
+                    : c == '\r' ? "\\r"
+                                : NULL;
+    if (s)
+      snprintf(out, 8, "%s", s);
     else
-      fputc(*p, f);
+      snprintf(out, 8, "\\x%02x", c);
+  } else if (c == 0xc2 && end - p > 1 && p[1] >= 0x80 && p[1] <= 0x9f) {
+    snprintf(out, 8, "\\u%04x", p[1]);
+    return 2;
+  } else {
+    out[0] = (char)c;
+    out[1] = '\0';
   }
+  return 1;
+}
+
+void mpprof_fput_term(FILE *f, const char *s) {
+  const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
+  char out[8];
+  while (p < end) {
+    p += term_char(p, end, true, out);
+    fputs(out, f);
+  }
+}
+
+char *mpprof_text_escape(const char *s, size_t n) {
+  char *text = n < SIZE_MAX / 4 ? malloc(4 * n + 1) : NULL, *o = text, out[8];
+  const unsigned char *p = (const unsigned char *)s, *end = p + n;
+  while (text && p < end) {
+    p += term_char(p, end, false, out);
+    size_t len = strlen(out);
+    memcpy(o, out, len);
+    o += len;
+  }
+  if (text) *o = '\0';
+  return text;
 }
 
 void mpprof_fprint_term(FILE *f, const char *fmt, ...) {

@@ -33,26 +33,6 @@ int mpprof_tensorio_fail(char *err, size_t errlen, const char *fmt, ...) {
   return -1;
 }
 
-char *mpprof_text_escape(const char *s, size_t n) {
-  char *out = n < SIZE_MAX / 4 ? malloc(4 * n + 1) : NULL, *o = out;
-  for (size_t i = 0; out && i < n; i++) {
-    const unsigned char c = (unsigned char)s[i];
-    const char *short_form = c == 0      ? "\\0"
-                             : c == '\t' ? "\\t"
-                             : c == '\n' ? "\\n"
-                             : c == '\r' ? "\\r"
-                                         : NULL;
-    if (short_form)
-      o += sprintf(o, "%s", short_form);
-    else if (c < 0x20 || c == 0x7f)
-      o += sprintf(o, "\\x%02x", c);
-    else
-      *o++ = (char)c;
-  }
-  if (out) *o = '\0';
-  return out;
-}
-
 uint64_t mpprof_le_uint(const unsigned char *b, int n) {
   uint64_t v = 0;
   for (int i = n - 1; i >= 0; i--)

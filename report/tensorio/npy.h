@@ -116,12 +116,6 @@ uint64_t mpprof_tensor_scan_bytes(const mpprof_tensor *t);
 int mpprof_tensorio_fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* The n bytes at s (a path, a tensor's name, a message naming them) as text
- * of one line: each control byte (below 0x20, and 0x7f) written as \0 \t
- * \n \r or \xHH, every other byte as it is. A malloc'd string, NULL when out
- * of memory. */
-char *mpprof_text_escape(const char *s, size_t n);
-
 /* The unsigned little-endian integer of the n (1 to 8) bytes at b. */
 uint64_t mpprof_le_uint(const unsigned char *b, int n);
 
