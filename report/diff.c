@@ -406,6 +406,47 @@ void mpprof_program_identity(const char *cmdline, char *buf, size_t n) {
   if (first) word_base(first, first_len, buf, n);
 }
 
+static int str_cmp(const void *x, const void *y) {
+  return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* The command lines of a run's processes (each argv joined by spaces),
+ * sorted, each once, one a line: a merged run holds several, a launcher and
+ * its workers too. NULL when no process has one (or out of memory). */
+static char *command_lines(const cJSON *rep) {
+  const cJSON *procs = get(rep, "processes"), *p;
+  int n = cJSON_GetArraySize(procs), k = 0;
+  char **lines = n > 0 ? calloc((size_t)n, sizeof *lines) : NULL;
+  if (!lines) return NULL;
+  cJSON_ArrayForEach(p, procs) {
+    const cJSON *w;
+    char *line = NULL;
+    cJSON_ArrayForEach(w, get(p, "argv")) {
+      if (!cJSON_IsString(w)) continue;
+      char *next = mpprof_asprintf("%s%s%s", line ? line : "", line ? " " : "", w->valuestring);
+      free(line);
+      line = next;
+      if (!line) break;
+    }
+    if (line) lines[k++] = line;
+  }
+  char *all = NULL;
+  if (k) {
+    qsort(lines, (size_t)k, sizeof *lines, str_cmp);
+    all = strdup("");
+    for (int i = 0; all && i < k; i++) {
+      if (i && !strcmp(lines[i], lines[i - 1])) continue;
+      char *next = mpprof_asprintf("%s%s\n", all, lines[i]);
+      free(all);
+      all = next;
+    }
+  }
+  for (int i = 0; i < k; i++)
+    free(lines[i]);
+  free(lines);
+  return all;
+}
+
 static cJSON *build_diff(const char *da, const cJSON *a, const char *db, const cJSON *b) {
   cJSON *d = cJSON_CreateObject();
   cJSON_AddStringToObject(d, "schema", "mpprof.diff/1");
@@ -417,7 +458,14 @@ static cJSON *build_diff(const char *da, const cJSON *a, const char *db, const c
   mpprof_program_identity(strings ? pa->valuestring : "", ida, sizeof ida);
   mpprof_program_identity(strings ? pb->valuestring : "", idb, sizeof idb);
   cJSON_AddBoolToObject(d, "same_program", strings && ida[0] && !strcmp(ida, idb));
-  cJSON_AddBoolToObject(d, "same_command", strings && !strcmp(pa->valuestring, pb->valuestring));
+  /* The same command: every command line of one run is one of the other's
+   * (a merge of runs with other arguments is not the run it holds). */
+  char *ca = command_lines(a), *cb = command_lines(b);
+  bool same_command =
+      ca && cb ? !strcmp(ca, cb) : strings && !strcmp(pa->valuestring, pb->valuestring);
+  free(ca);
+  free(cb);
+  cJSON_AddBoolToObject(d, "same_command", same_command);
   index_t la, lb, sa, sb;
   site_vec va, vb;
   int rc = index_build(get(a, "layers"), layer_name_key, &la) |
@@ -708,10 +756,6 @@ int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_d
 }
 
 /* ---- the programs of a run directory ---- */
-
-static int str_cmp(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
 /* argv of one raw file: the header comes before "sites", so the first 64 KiB hold it.
  * Only a regular file is read (a FIFO among the raw files must not block). */

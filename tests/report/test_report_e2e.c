@@ -383,6 +383,28 @@ static void mpprof_diff_compares_fp32_and_fp16_runs(void **state) {
   assert_int_equal(run(argv), 2); /* not empty now */
   char *missing[] = {(char *)mpprof, "diff", a, "/nonexistent/run", "-o", c, NULL};
   assert_int_not_equal(run(missing), 0);
+  /* A merge of the two runs holds the fp16 command line too: not the same
+   * command as the fp32 run (it was: diff compared the first process's);
+   * a merge of the fp32 run alone is. */
+  char *m = out_dir("diff-merged"), *m1 = out_dir("diff-merged1");
+  char *merge[] = {(char *)mpprof, "merge", a, b, "-o", m, NULL};
+  char *merge1[] = {(char *)mpprof, "merge", a, "-o", m1, NULL};
+  assert_int_equal(run(merge), 0);
+  assert_int_equal(run(merge1), 0);
+  const char *const against[2] = {m, m1};
+  for (int i = 0; i < 2; i++) {
+    free(c);
+    c = out_dir("diff-out");
+    char *dm[] = {(char *)mpprof, "diff", a, (char *)against[i], "-o", c, NULL};
+    assert_int_equal(run(dm), 0);
+    d = rg_read_json(c, "diff.json");
+    assert_non_null(d);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(d, "same_program")));
+    assert_int_equal(cJSON_IsTrue(cJSON_GetObjectItem(d, "same_command")), i == 1);
+    cJSON_Delete(d);
+  }
+  free(m);
+  free(m1);
   free(a);
   free(b);
   free(c);
