@@ -379,6 +379,18 @@ static int global_loss_scale(mpprof_model *m) {
     g->window_hi = hi;
     g->recommended_log2 = (int)floor((lo + (double)hi) / 2); /* most margin both ways */
     g->needed = !(lo <= 0 && 0 <= hi);
+    /* A layer's fp16 gradient at the flush edge (mostly subnormal as
+     * recorded: what it lost flushed before mpprof saw it) needs a larger
+     * scale than the one it ran at, whatever the window of what survived
+     * says ("not needed" beside findings that say "raise it"). */
+    for (size_t i = 0; i < m->n_layers && !g->flush_edge; i++) {
+      const mpprof_layer *l = &m->layers[i];
+      if (!l->adv.has_window || (l->adv.rec != MP_REC_FP16 && l->adv.rec != MP_REC_FP16_LOSS_SCALE))
+        continue;
+      for (size_t t = 0; t < l->n_tensors && !g->flush_edge; t++)
+        g->flush_edge = mpprof_fp16_flush_edge(&l->tensors[t]) > 0;
+    }
+    if (g->flush_edge) g->needed = true;
   }
   return 0;
 }

@@ -412,7 +412,8 @@ typedef struct mpprof_applied_scale {
   bool has_window;
   int window_lo, window_hi;
   int recommended_log2;
-  bool needed;       /* 0 is not in the window */
+  bool needed;       /* 0 is not in the window, or flush_edge */
+  bool flush_edge;   /* an fp16 layer's gradient was mostly subnormal as recorded */
   cJSON *limited_by; /* array of layer names */
   /* What the program applied (raw "training" objects and site scales). */
   bool declared;             /* some site ran under a declared scale */

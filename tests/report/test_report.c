@@ -695,6 +695,44 @@ static void a_flushed_fp16_input_is_a_reason_on_an_fp16_verdict(void **state) {
   free(dir);
 }
 
+static char *summary_text(const char *dir);
+
+/* A layer whose gradients fit fp16 unscaled (2^0 in its window) but whose
+ * incoming fp16 gradient is mostly subnormal as recorded: the global loss
+ * scale is needed all the same (it read "not needed" beside findings that
+ * say "raise it"); with that gradient normal, it is not. */
+static void a_flush_edge_makes_the_loss_scale_needed(void **state) {
+  (void)state;
+  for (int edge = 0; edge < 2; edge++) {
+    char *dir = rg_tmpdir(edge ? "edgeneeded" : "edgenotneeded");
+    rg_file r;
+    rg_begin(&r, dir, "a.json", &P0);
+    rg_site_end(&r, fwd_site(0, "l/fwd", -6, 6));
+    cJSON *s = rg_gemm(1, "cublasGemmEx", "l/bwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F", "DEFAULT",
+                       64, 64, 64, 10);
+    if (edge)
+      rg_tensor(s, "A", MP_FP16, -22, -16, 100); /* every value an fp16 subnormal */
+    else
+      rg_tensor(s, "A", MP_FP16, -10, -2, 100);
+    rg_tensor(s, "D", MP_FP32, -12, -2, 400); /* fits fp16 at scale 1 */
+    rg_site_end(&r, s);
+    rg_end(&r);
+    cJSON *rep = report_of(dir);
+    const cJSON *ls = get(rep, "loss_scale");
+    assert_true(cJSON_IsTrue(get(ls, "applicable")));
+    assert_int_equal(cJSON_IsTrue(get(ls, "flush_edge")), edge);
+    assert_int_equal(cJSON_IsTrue(get(ls, "needed")), edge);
+    cJSON_Delete(rep);
+    char *text = summary_text(dir);
+    assert_int_equal(strstr(text, "needed all the same: gradients at fp16's flush edge") != NULL,
+                     edge);
+    assert_int_equal(strstr(text, "; not needed)") != NULL, !edge);
+    free(text);
+    rg_rmdir(dir);
+    free(dir);
+  }
+}
+
 static void tiny_forward_values_are_not_rescued_by_a_loss_scale(void **state) {
   (void)state;
   char *dir = rg_tmpdir("fwdunder");
@@ -1716,6 +1754,7 @@ int main(void) {
       cmocka_unit_test(values_beyond_bf16_keep_fp32),
       cmocka_unit_test(the_plan_names_kept_modules_by_their_whole_path),
       cmocka_unit_test(a_flushed_fp16_input_is_a_reason_on_an_fp16_verdict),
+      cmocka_unit_test(a_flush_edge_makes_the_loss_scale_needed),
       cmocka_unit_test(tiny_forward_values_are_not_rescued_by_a_loss_scale),
       cmocka_unit_test(global_loss_scale_is_the_intersection_of_layer_windows),
       cmocka_unit_test(conflicting_windows_name_the_layers_that_empty_the_intersection),
