@@ -182,6 +182,23 @@ int rg_write_text(const char *dir, const char *name, const char *text, size_t le
   return fclose(f) || w != len ? -1 : 0;
 }
 
+int rg_set_scan(const char *dir, const char *name, const char *mode) {
+  static const char was[] = "\"scan\":\"all\"";
+  char *path = NULL;
+  if (asprintf(&path, "raw/%s", name) < 0) return -1;
+  char *raw = rg_read_text(dir, path, NULL);
+  free(path);
+  char *at = raw ? strstr(raw, was) : NULL;
+  char *edited = NULL;
+  int rc = -1;
+  if (at &&
+      asprintf(&edited, "%.*s\"scan\":\"%s\"%s", (int)(at - raw), raw, mode, at + strlen(was)) > 0)
+    rc = rg_write_text(dir, name, edited, strlen(edited));
+  free(edited);
+  free(raw);
+  return rc;
+}
+
 char *rg_read_text(const char *dir, const char *name, size_t *ret_len) {
   char *path = NULL;
   if (asprintf(&path, "%s/%s", dir, name) < 0) return NULL;

@@ -52,6 +52,9 @@ int rg_end(rg_file *r);
 
 /* Write text as dir/raw/name (for corrupt files). */
 int rg_write_text(const char *dir, const char *name, const char *text, size_t len);
+/* Rewrite the header of dir/raw/name as a process run with --scan mode
+ * (rg_begin writes "all"). */
+int rg_set_scan(const char *dir, const char *name, const char *mode);
 /* Read and parse dir/name (NULL on failure). */
 cJSON *rg_read_json(const char *dir, const char *name);
 char *rg_read_text(const char *dir, const char *name, size_t *ret_len);
