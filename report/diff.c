@@ -410,41 +410,64 @@ static int str_cmp(const void *x, const void *y) {
   return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
-/* The command lines of a run's processes (each argv joined by spaces),
- * sorted, each once, one a line: a merged run holds several, a launcher and
+/* A process's command line: the strings of its argv array joined by spaces
+ * (malloc'd; NULL when out of memory or argv is no array). */
+static char *argv_line(const cJSON *argv) {
+  if (!cJSON_IsArray(argv)) return NULL;
+  size_t len = 1;
+  const cJSON *a;
+  cJSON_ArrayForEach(a, argv) if (cJSON_IsString(a)) len += strlen(a->valuestring) + 1;
+  char *out = malloc(len), *end = out;
+  if (!out) return NULL;
+  *end = 0;
+  cJSON_ArrayForEach(a, argv) if (cJSON_IsString(a)) {
+    if (end != out) *end++ = ' ';
+    end = stpcpy(end, a->valuestring);
+  }
+  return out;
+}
+
+/* lines[0..n) sorted, each once, one a line, in one malloc'd string (NULL
+ * when n is 0 or out of memory); frees the lines and the array. The one form
+ * of a run's command lines that diff and merge compare. */
+static char *line_set(char **lines, size_t n) {
+  char *out = NULL;
+  if (n) {
+    qsort(lines, n, sizeof *lines, str_cmp);
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++)
+      len += strlen(lines[i]) + 1;
+    char *end = out = malloc(len);
+    for (size_t i = 0; out && i < n; i++) {
+      if (i && !strcmp(lines[i], lines[i - 1])) continue;
+      end = stpcpy(end, lines[i]);
+      *end++ = '\n';
+      *end = 0;
+    }
+  }
+  for (size_t i = 0; i < n; i++)
+    free(lines[i]);
+  free(lines);
+  return out;
+}
+
+/* The command lines of a run's processes from report.json (argv_line of
+ * each), as line_set gives them: a merged run holds several, a launcher and
  * its workers too. NULL when no process has one (or out of memory). */
 static char *command_lines(const cJSON *rep) {
   const cJSON *procs = get(rep, "processes"), *p;
-  int n = cJSON_GetArraySize(procs), k = 0;
+  int n = cJSON_GetArraySize(procs);
+  size_t k = 0;
   char **lines = n > 0 ? calloc((size_t)n, sizeof *lines) : NULL;
   if (!lines) return NULL;
   cJSON_ArrayForEach(p, procs) {
-    const cJSON *w;
-    char *line = NULL;
-    cJSON_ArrayForEach(w, get(p, "argv")) {
-      if (!cJSON_IsString(w)) continue;
-      char *next = mpprof_asprintf("%s%s%s", line ? line : "", line ? " " : "", w->valuestring);
+    char *line = argv_line(get(p, "argv"));
+    if (line && *line)
+      lines[k++] = line;
+    else
       free(line);
-      line = next;
-      if (!line) break;
-    }
-    if (line) lines[k++] = line;
   }
-  char *all = NULL;
-  if (k) {
-    qsort(lines, (size_t)k, sizeof *lines, str_cmp);
-    all = strdup("");
-    for (int i = 0; all && i < k; i++) {
-      if (i && !strcmp(lines[i], lines[i - 1])) continue;
-      char *next = mpprof_asprintf("%s%s\n", all, lines[i]);
-      free(all);
-      all = next;
-    }
-  }
-  for (int i = 0; i < k; i++)
-    free(lines[i]);
-  free(lines);
-  return all;
+  return line_set(lines, k);
 }
 
 static cJSON *build_diff(const char *da, const cJSON *a, const char *db, const cJSON *b) {
@@ -781,22 +804,9 @@ char *mpprof_raw_head(const char *path) {
 static char *argv_of_file(const char *path) {
   char *buf = mpprof_raw_head(path);
   if (!buf) return NULL;
-  char *out = NULL;
   const char *k = strstr(buf, "\"argv\":");
   cJSON *arr = k ? cJSON_ParseWithOpts(k + 7, NULL, false) : NULL;
-  if (cJSON_IsArray(arr)) {
-    size_t len = 1;
-    const cJSON *a;
-    cJSON_ArrayForEach(a, arr) if (cJSON_IsString(a)) len += strlen(a->valuestring) + 1;
-    out = malloc(len);
-    if (out) {
-      out[0] = 0;
-      cJSON_ArrayForEach(a, arr) if (cJSON_IsString(a)) {
-        if (out[0]) strcat(out, " ");
-        strcat(out, a->valuestring);
-      }
-    }
-  }
+  char *out = argv_line(arr);
   cJSON_Delete(arr);
   free(buf);
   return out;
@@ -824,21 +834,6 @@ char *mpprof_run_programs(const char *dir) {
   }
   if (d) closedir(d);
   free(raw);
-  if (n) qsort(progs, n, sizeof *progs, str_cmp);
-  size_t len = 1;
-  for (size_t i = 0; i < n; i++)
-    len += strlen(progs[i]) + 1;
-  char *out = malloc(len);
-  if (out) {
-    out[0] = 0;
-    for (size_t i = 0; i < n; i++) {
-      if (i && !strcmp(progs[i], progs[i - 1])) continue;
-      strcat(out, progs[i]);
-      strcat(out, "\n");
-    }
-  }
-  for (size_t i = 0; i < n; i++)
-    free(progs[i]);
-  free(progs);
-  return out;
+  char *out = line_set(progs, n);
+  return out ? out : n ? NULL : strdup("");
 }
