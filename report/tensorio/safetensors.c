@@ -158,6 +158,25 @@ static int check_overlap(span *sp, size_t n, char *err, size_t errlen) {
   return 0;
 }
 
+/* Whether a key of the JSON text h[0..n) holds the escape \u0000: cJSON ends
+ * a string at its NUL, so "a\u0000x" and "a\u0000y" would both read as "a"
+ * (a duplicate, or a tensor under another's name). Values may hold one. */
+static bool key_holds_nul(const char *h, size_t n) {
+  bool nul = false;
+  for (size_t i = 0; i < n; i++) {
+    if (h[i] != '"') continue;
+    nul = false;
+    for (i++; i < n && h[i] != '"'; i++)
+      if (h[i] == '\\' && ++i < n && h[i] == 'u' && n - i > 4 && !memcmp(h + i + 1, "0000", 4))
+        nul = true;
+    size_t j = i + 1;
+    while (j < n && (h[j] == ' ' || h[j] == '\t' || h[j] == '\n' || h[j] == '\r'))
+      j++;
+    if (nul && j < n && h[j] == ':') return true;
+  }
+  return false;
+}
+
 int mpprof_safetensors_parse(const void *buf, size_t len, mpprof_tensor_set *ret, char *err,
                              size_t errlen) {
   const unsigned char *b = buf;
@@ -181,6 +200,12 @@ int mpprof_safetensors_parse(const void *buf, size_t len, mpprof_tensor_set *ret
   if (!root || !cJSON_IsObject(root)) {
     cJSON_Delete(root);
     return mpprof_tensorio_fail(err, errlen, "the header is not a JSON object (invalid JSON)");
+  }
+  if (key_holds_nul(h, (size_t)(end - h))) {
+    cJSON_Delete(root);
+    return mpprof_tensorio_fail(err, errlen,
+                                "a name in the header holds a NUL character (\\u0000), which "
+                                "would cut it short");
   }
   for (const char *p = end; p < h + n; p++) /* writers pad the header with spaces */
     if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {

@@ -174,6 +174,27 @@ static void malformed_headers_are_refused_with_the_problem(void **s) {
                  "\"t\":{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[0,1]}}",
                  1, "tensor 't' twice");
   expect_refused("{\"__metadata__\":[]}", 0, "__metadata__ is not a JSON object");
+  /* a NUL in a name (cJSON would cut both at it: a duplicate 'a'); in a
+   * metadata value it is harmless */
+  size_t len;
+  const unsigned char byte = 7;
+  unsigned char *img = image("{\"__metadata__\":{\"k\\u0000\\\\\":\"v\\u0000w\"},"
+                             "\"t\":{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[0,1]}}",
+                             0, &byte, 1, &len);
+  mpprof_tensor_set f;
+  char err[256] = "";
+  assert_int_equal(mpprof_safetensors_parse(img, len, &f, err, sizeof err), -1);
+  free(img);
+  img = image("{\"__metadata__\":{\"k\":\"v\\u0000w\\\\\"},"
+              "\"t\":{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[0,1]}}",
+              0, &byte, 1, &len);
+  assert_int_equal(mpprof_safetensors_parse(img, len, &f, err, sizeof err), 0);
+  assert_int_equal(f.n, 1);
+  mpprof_tensor_set_close(&f);
+  free(img);
+  expect_refused("{\"a\\u0000x\":{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[0,1]},"
+                 "\"a\\u0000y\" :{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[1,2]}}",
+                 2, "a name in the header holds a NUL character (\\u0000)");
   char many[1024] = "{\"t\":{\"dtype\":\"F32\",\"data_offsets\":[0,4],\"shape\":[";
   for (int i = 0; i < MPPROF_TENSOR_MAX_DIMS + 1; i++)
     strcat(many, i ? ",1" : "1");
