@@ -193,38 +193,41 @@ static char *reason_text(const mp_reason *r, const mpprof_layer *l, const mp_lay
                            (unsigned long long)t->st.nans,
                            (unsigned long long)(t->st.pos_infs + t->st.neg_infs));
   case MP_REASON_BF16_UNFIT:
-    return mpprof_asprintf("%s does not fit bf16: %.3g%% overflow, %.3g%% flush to "
-                           "zero (absmax %.4g, smallest |x| %.4g)",
-                           t->name, 100 * frac(t->st.casts[MP_TGT_BF16][MP_CAST_OVERFLOW], tnz),
-                           100 * frac(t->st.casts[MP_TGT_BF16][MP_CAST_UNDERFLOW], tnz),
-                           t->st.absmax, t->st.min_abs_nonzero);
+    return mpprof_asprintf(
+        "%s does not fit bf16: %s%% overflow, %s%% flush to zero (absmax %.4g, smallest |x| %.4g)",
+        t->name, mpprof_pct_text(100 * frac(t->st.casts[MP_TGT_BF16][MP_CAST_OVERFLOW], tnz)).s,
+        mpprof_pct_text(100 * frac(t->st.casts[MP_TGT_BF16][MP_CAST_UNDERFLOW], tnz)).s,
+        t->st.absmax, t->st.min_abs_nonzero);
   case MP_REASON_FWD_FP16_OVERFLOW:
     if (t->st.saturated)
-      return mpprof_asprintf("%s saturated: %.3g%% of values at the %s max (clamped by the op: "
+      return mpprof_asprintf("%s saturated: %s%% of values at the %s max (clamped by the op: "
                              "their true range is unknown, counted as overflow)",
-                             t->name, 100 * frac(t->st.saturated, tnz), mp_dtype_name(t->st.dtype));
-    return mpprof_asprintf("%s overflows fp16 in %.3g%% of values (absmax %.4g > fp16 max "
+                             t->name, mpprof_pct_text(100 * frac(t->st.saturated, tnz)).s,
+                             mp_dtype_name(t->st.dtype));
+    return mpprof_asprintf("%s overflows fp16 in %s%% of values (absmax %.4g > fp16 max "
                            "%.6g); forward tensors are not loss-scaled",
-                           t->name, 100 * d->fp16_overflow_fraction, t->st.absmax,
-                           mp_format_of(MP_FP16)->max_finite);
+                           t->name, mpprof_pct_text(100 * d->fp16_overflow_fraction).s,
+                           t->st.absmax, mp_format_of(MP_FP16)->max_finite);
   case MP_REASON_FWD_FP16_UNDERFLOW:
-    return mpprof_asprintf("%s flushes to zero in fp16 for %.3g%% of values at scale 1 "
+    return mpprof_asprintf("%s flushes to zero in fp16 for %s%% of values at scale 1 "
                            "(smallest |x| %.4g; allowed %.3g%%); forward tensors are not "
                            "loss-scaled",
-                           t->name, 100 * d->fp16_underflow_fraction, t->st.min_abs_nonzero,
-                           100 * prm->underflow_max);
+                           t->name, mpprof_pct_text(100 * d->fp16_underflow_fraction).s,
+                           t->st.min_abs_nonzero, 100 * prm->underflow_max);
   case MP_REASON_GRAD_NO_WINDOW:
-    return mpprof_asprintf("%s: no loss scale in [2^%d, 2^%d] fits fp16 (%.3g%% "
-                           "overflow, %.3g%% flush to zero at scale 1; |x| from "
+    return mpprof_asprintf("%s: no loss scale in [2^%d, 2^%d] fits fp16 (%s%% "
+                           "overflow, %s%% flush to zero at scale 1; |x| from "
                            "%.4g to %.4g)",
                            t->name, prm->scale_log2_min, prm->scale_log2_max,
-                           100 * d->fp16_overflow_fraction, 100 * d->fp16_underflow_fraction,
+                           mpprof_pct_text(100 * d->fp16_overflow_fraction).s,
+                           mpprof_pct_text(100 * d->fp16_underflow_fraction).s,
                            t->st.min_abs_nonzero, t->st.absmax);
   case MP_REASON_GRAD_WINDOW:
-    return mpprof_asprintf("%s: %.3g%% of gradients flush to zero and %.3g%% "
+    return mpprof_asprintf("%s: %s%% of gradients flush to zero and %s%% "
                            "overflow in fp16 at scale 1; loss scales 2^%d..2^%d fit",
-                           t->name, 100 * d->fp16_underflow_fraction,
-                           100 * d->fp16_overflow_fraction, d->window_lo, d->window_hi);
+                           t->name, mpprof_pct_text(100 * d->fp16_underflow_fraction).s,
+                           mpprof_pct_text(100 * d->fp16_overflow_fraction).s, d->window_lo,
+                           d->window_hi);
   case MP_REASON_GRAD_NEVER_SEEN: {
     bool zeros = t && t->st.zeros == t->st.count;
     return mpprof_asprintf("%s (gradient) is %s in all %llu scanned calls: gradients never seen "
@@ -237,11 +240,11 @@ static char *reason_text(const mp_reason *r, const mpprof_layer *l, const mp_lay
   case MP_REASON_WINDOWS_DISJOINT:
     return strdup("the loss-scale windows of this layer's gradients do not intersect");
   case MP_REASON_REC_FP16:
-    return mpprof_asprintf("fp16: every forward tensor%s fits fp16 at scale 1 (worst: %.3g%% "
-                           "overflow in %s, %.3g%% flush to zero in %s)",
-                           v->has_gradients ? " and gradient" : "", l->fp16_overflow.pct,
-                           l->fp16_overflow.tensor, l->fp16_underflow.pct,
-                           l->fp16_underflow.tensor);
+    return mpprof_asprintf("fp16: every forward tensor%s fits fp16 at scale 1 (worst: %s%% "
+                           "overflow in %s, %s%% flush to zero in %s)",
+                           v->has_gradients ? " and gradient" : "",
+                           mpprof_pct_text(l->fp16_overflow.pct).s, l->fp16_overflow.tensor,
+                           mpprof_pct_text(l->fp16_underflow.pct).s, l->fp16_underflow.tensor);
   case MP_REASON_REC_FP16_LOSS_SCALE:
     return mpprof_asprintf("fp16_loss_scale: forward tensors fit fp16 at scale 1; gradients fit "
                            "with any loss scale in [2^%d, 2^%d]%s",
@@ -249,20 +252,22 @@ static char *reason_text(const mp_reason *r, const mpprof_layer *l, const mp_lay
                            v->window_estimate ? " (boundary estimate)" : "");
   case MP_REASON_REC_BF16:
     return mpprof_asprintf("bf16: not fp16-safe (see above) but every tensor fits bf16 (worst: "
-                           "%.3g%% overflow in %s, %.3g%% flush to zero in %s)",
-                           l->bf16_overflow.pct, l->bf16_overflow.tensor, l->bf16_underflow.pct,
-                           l->bf16_underflow.tensor);
+                           "%s%% overflow in %s, %s%% flush to zero in %s)",
+                           mpprof_pct_text(l->bf16_overflow.pct).s, l->bf16_overflow.tensor,
+                           mpprof_pct_text(l->bf16_underflow.pct).s, l->bf16_underflow.tensor);
   case MP_REASON_REC_FP32:
     return strdup("fp32: values do not fit bf16 (see above)");
   case MP_REASON_FP8_E4M3:
     return mpprof_asprintf("fp8_e4m3 for forward tensors with per-tensor scaling: %s "
-                           "(worst flush to zero %.3g%%, allowed %.3g%%)",
-                           v->fp8_e4m3_fits ? "fits" : "does not fit", 100 * v->fp8_e4m3_underflow,
+                           "(worst flush to zero %s%%, allowed %.3g%%)",
+                           v->fp8_e4m3_fits ? "fits" : "does not fit",
+                           mpprof_pct_text(100 * v->fp8_e4m3_underflow).s,
                            100 * prm->fp8_underflow_max);
   case MP_REASON_FP8_E5M2:
     return mpprof_asprintf("fp8_e5m2 for gradients with per-tensor scaling: %s (worst "
-                           "flush to zero %.3g%%, allowed %.3g%%)",
-                           v->fp8_e5m2_fits ? "fits" : "does not fit", 100 * v->fp8_e5m2_underflow,
+                           "flush to zero %s%%, allowed %.3g%%)",
+                           v->fp8_e5m2_fits ? "fits" : "does not fit",
+                           mpprof_pct_text(100 * v->fp8_e5m2_underflow).s,
                            100 * prm->fp8_underflow_max);
   case MP_REASON_COUNT:
     break;
@@ -523,10 +528,10 @@ int mpprof_advise_layers(mpprof_model *m) {
       if (share == 0) continue;
       /* the verdict judged outputs computed from what survived the flush */
       char *text = mpprof_asprintf(
-          "%s was flushed before mpprof saw it (%.3g%% of its non-zero fp16 values subnormal): "
+          "%s was flushed before mpprof saw it (%s%% of its non-zero fp16 values subnormal): "
           "this verdict is judged from values computed from what survived (finding "
           "fp16_flush_edge)",
-          l->tensors[t].name, 100 * share);
+          l->tensors[t].name, mpprof_pct_text(100 * share).s);
       cJSON *s = text ? cJSON_CreateString(text) : NULL;
       free(text);
       if (!s) rc = -1;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "report/report_internal.h"
+#include "report/tensorio/stats_json.h"
 
 /* One CSV field (RFC 4180 quoting), then "," or the CRLF that ends the row.
  * Unlocked stdio: a report file is written by one thread (at 100k sites the
@@ -62,6 +63,11 @@ static const char *const columns[] = {
     "fp16_underflow_at_applied_scale_tensor",
 };
 
+/* A percentage as report.json writes it (mpprof_double_text), "" when not finite. */
+static void pct_text(double pct, char buf[40]) {
+  buf[mpprof_double_text(pct, buf)] = '\0';
+}
+
 static int write_rows(const mpprof_model *m, FILE *f) {
   size_t nc = sizeof columns / sizeof *columns;
   for (size_t i = 0; i < nc; i++)
@@ -71,7 +77,7 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     const mpprof_layer_advice *a = &l->adv;
     char *dt = mpprof_layer_dtypes(m, l);
     if (!dt) return -1;
-    char num[12][32];
+    char num[12][40];
     int nph = 0, ph = 0;
     for (int p = 0; p < MPPROF_PHASE_COUNT; p++)
       if (l->phase_mask & (1u << p)) nph++, ph = p;
@@ -87,10 +93,11 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     } else {
       num[3][0] = num[4][0] = 0;
     }
-    snprintf(num[5], 32, "%.6g", l->fp16_overflow.pct);
-    snprintf(num[6], 32, "%.6g", l->fp16_underflow.pct);
-    snprintf(num[7], 32, "%.6g", l->bf16_overflow.pct);
-    snprintf(num[8], 32, "%.6g", l->bf16_underflow.pct);
+    /* shares as report.json writes them: six digits would round 99.99995 to 100 */
+    pct_text(l->fp16_overflow.pct, num[5]);
+    pct_text(l->fp16_underflow.pct, num[6]);
+    pct_text(l->bf16_overflow.pct, num[7]);
+    pct_text(l->bf16_underflow.pct, num[8]);
     mpprof_csv_field(f, l->name, false);
     mpprof_csv_field(f, mpprof_phase_name(nph == 1 ? (mpprof_phase)ph : MPPROF_PHASE_MIXED), false);
     mpprof_csv_field(f, num[0], false);
@@ -113,7 +120,7 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     const mpprof_share *at[2] = {&l->applied_fp16_overflow, &l->applied_fp16_underflow};
     for (int k = 0; k < 2; k++) {
       if (at[k]->tensor)
-        snprintf(num[9 + k], 32, "%.6g", at[k]->pct);
+        pct_text(at[k]->pct, num[9 + k]);
       else
         num[9 + k][0] = 0;
       mpprof_csv_field(f, num[9 + k], false);

@@ -550,8 +550,9 @@ static void cell_num(FILE *f, const cJSON *side, const char *k, double scale, co
 }
 
 /* Cell k of a layer row (key k of the row's keys) as shown, into buf: text
- * as is (compute types with " (TF32)"), TC share in percent, GPU time in ms,
- * the rest to 3 significant digits; "" when absent. */
+ * as is (compute types with " (TF32)"), GPU time in ms, the TC share and the
+ * rest (percentages) as every output shows a percentage (mpprof_pct_text);
+ * "" when absent. */
 static void layer_cell_text(const cJSON *side, const char *key, size_t k, char *buf, size_t n) {
   const cJSON *v = get(side, key);
   double x;
@@ -560,13 +561,10 @@ static void layer_cell_text(const cJSON *side, const char *key, size_t k, char *
     snprintf(buf, n, "%s%s", v->valuestring,
              k == 1 && cJSON_IsTrue(get(side, "tf32")) ? " (TF32)" : "");
   } else if (!mpprof_json_get_double(v, &x)) {
-    snprintf(buf, n,
-             k == 2   ? "%.1f"
-             : k == 3 ? "%.3f"
-                      : "%.3g",
-             k == 2   ? x * 100
-             : k == 3 ? x / 1e6
-                      : x);
+    if (k == 3)
+      snprintf(buf, n, "%.3f", x / 1e6);
+    else
+      snprintf(buf, n, "%s", mpprof_pct_text(k == 2 ? x * 100 : x).s);
     /* a share: of which tensor */
     char tkey[96];
     snprintf(tkey, sizeof tkey, "%.*s_tensor", (int)(strlen(key) - 4), key);
@@ -608,7 +606,10 @@ static void write_html(const cJSON *d, FILE *f) {
     fputs("</code></td>", f);
     cell_num(f, r, "calls", 1, "%.0f");
     cell_num(f, r, "gpu_ns", 1e-6, "%.3f");
-    cell_num(f, r, "tc_share", 100, "%.1f");
+    double tc;
+    fputs("<td class=\"n\">", f);
+    if (!mpprof_json_get_double(get(r, "tc_share"), &tc)) html(f, mpprof_pct_text(100 * tc).s);
+    fputs("</td>", f);
     const cJSON *ls = get(r, "loss_scale_applied");
     double lo, hi;
     fputs("<td class=\"n\">", f);

@@ -121,12 +121,13 @@ static int nonfinite_finding(mpprof_model *m, const mpprof_layer *l, const mppro
   char *msg, *act;
   if (scaled) {
     char *win = window_text(m, l), *skip = skipped_text(m);
-    msg = mpprof_asprintf("loss scale %s overflows fp16 in %s's gradients: %s holds Inf/NaN in "
-                          "%.3g%% of all its values (%" PRIu64 " NaN, %" PRIu64 " +Inf, %" PRIu64
-                          " -Inf of %" PRIu64 "); %s%s",
-                          mpprof_scale_str(t->scale_max, sc), name, t->name,
-                          mpprof_pct(bad, t->st.count), t->st.nans, t->st.pos_infs, t->st.neg_infs,
-                          t->st.count, win ? win : "", skip ? skip : "");
+    msg =
+        mpprof_asprintf("loss scale %s overflows fp16 in %s's gradients: %s holds Inf/NaN in "
+                        "%s%% of all its values (%" PRIu64 " NaN, %" PRIu64 " +Inf, %" PRIu64
+                        " -Inf of %" PRIu64 "); %s%s",
+                        mpprof_scale_str(t->scale_max, sc), name, t->name,
+                        mpprof_pct_text(mpprof_pct(bad, t->st.count)).s, t->st.nans, t->st.pos_infs,
+                        t->st.neg_infs, t->st.count, win ? win : "", skip ? skip : "");
     act = m->loss_scale.has_window
               ? mpprof_asprintf("lower the loss scale into [2^%d, 2^%d] (e.g. 2^%d), or let a "
                                 "dynamic scaler (GradScaler) back off",
@@ -201,14 +202,15 @@ static int flushed_findings(mpprof_model *m, const mpprof_layer *l) {
     double z = zero_share(&t->st);
     if (z < FLUSHED_ZERO_SHARE_MIN || z < FLUSHED_ZERO_RATIO_MIN * fwd) continue;
     char *win = window_text(m, l);
-    mpprof_finding *f = add(
-        m, "gradients_flushed", "medium", l->name,
-        mpprof_asprintf("gradients of %s probably flushed to zero before mpprof saw them: %s (%s) "
-                        "is %.3g%% zeros (of all its values) against at most %.3g%% in the "
-                        "layer's forward outputs, at a loss scale of %s",
-                        layer_label(l), t->name, mp_dtype_name(t->st.dtype), 100 * z, 100 * fwd,
-                        t->scale_undeclared ? "1 or undeclared" : "1"),
-        mpprof_asprintf("raise the loss scale (%s)", win ? win : ""));
+    mpprof_finding *f =
+        add(m, "gradients_flushed", "medium", l->name,
+            mpprof_asprintf(
+                "gradients of %s probably flushed to zero before mpprof saw them: %s (%s) "
+                "is %s%% zeros (of all its values) against at most %s%% in the "
+                "layer's forward outputs, at a loss scale of %s",
+                layer_label(l), t->name, mp_dtype_name(t->st.dtype), mpprof_pct_text(100 * z).s,
+                mpprof_pct_text(100 * fwd).s, t->scale_undeclared ? "1 or undeclared" : "1"),
+            mpprof_asprintf("raise the loss scale (%s)", win ? win : ""));
     free(win);
     if (!f) return -1;
     cJSON_AddStringToObject(f->evidence, "tensor", t->name);
@@ -241,11 +243,12 @@ static int flush_edge_findings(mpprof_model *m, const mpprof_layer *l) {
     mpprof_finding *f =
         add(m, "fp16_flush_edge", "high", l->name,
             mpprof_asprintf("%s: %s (fp16, %s) lost values to flush-to-zero before mpprof saw it: "
-                            "%.3g%% of its non-zero values are fp16 subnormals (below 2^-14, fewer "
+                            "%s%% of its non-zero values are fp16 subnormals (below 2^-14, fewer "
                             "than 11 significant bits), so values below 2^-24 became zeros (it is "
-                            "%.3g%% zeros); figures computed from it, this layer's outputs and "
+                            "%s%% zeros); figures computed from it, this layer's outputs and "
                             "verdict among them, miss what was flushed",
-                            layer_label(l), t->name, scale, 100.0 * share, 100 * zero_share(c)),
+                            layer_label(l), t->name, scale, mpprof_pct_text(100.0 * share).s,
+                            mpprof_pct_text(100 * zero_share(c)).s),
             room > 0 ? mpprof_asprintf("raise the loss scale: this tensor's largest value %.4g "
                                        "leaves 2^%d of headroom below fp16's max; or run this "
                                        "layer's backward in bf16",
@@ -342,19 +345,18 @@ static int rule_fp16_overflow(mpprof_model *m, const mpprof_layer *l) {
   mpprof_finding *f;
   if (ov->st.saturated && own) /* an fp8 output the op clamped: overflow of unknown size */
     f = add(m, "fp16_overflow", "high", l->name,
-            mpprof_asprintf("%s: %s saturated: %" PRIu64 " of %" PRIu64
-                            " values (%.3g%%) at the %s "
+            mpprof_asprintf("%s: %s saturated: %" PRIu64 " of %" PRIu64 " values (%s%%) at the %s "
                             "max %.6g, clamped by the op, so their true range is unknown",
                             layer_label(l), ov->name, ov->st.saturated, ov->st.count,
-                            100.0 * (double)ov->st.saturated / (double)ov->st.count,
+                            mpprof_pct_text(mpprof_pct(ov->st.saturated, ov->st.count)).s,
                             mp_dtype_name(ov->st.dtype), own->max_finite),
             strdup("lower this output's fp8 scale (the D scale, from its amax), or keep the "
                    "output in bf16"));
   else
     f = add(m, "fp16_overflow", "high", l->name,
-            mpprof_asprintf("%s: %s reaches %.4g > fp16 max %.6g in %.3g%% of values",
-                            layer_label(l), ov->name, ov->st.absmax, fp16_max,
-                            100 * ov->adv.fp16_overflow_fraction),
+            mpprof_asprintf("%s: %s reaches %.4g > fp16 max %.6g in %s%% of values", layer_label(l),
+                            ov->name, ov->st.absmax, fp16_max,
+                            mpprof_pct_text(100 * ov->adv.fp16_overflow_fraction).s),
             strdup(fp32 ? "keep this layer in fp32 (it does not fit bf16 either)"
                         : "keep this layer in bf16 or fp32 (exclude it from fp16 autocast)"));
   if (!f) return -1;
@@ -375,9 +377,10 @@ static int rule_fp16_forward_underflow(mpprof_model *m, const mpprof_layer *l) {
     return 0;
   mpprof_finding *f =
       add(m, "fp16_forward_underflow", "medium", l->name,
-          mpprof_asprintf("%s: %s flushes to zero in fp16 for %.3g%% of values (smallest |x| "
+          mpprof_asprintf("%s: %s flushes to zero in fp16 for %s%% of values (smallest |x| "
                           "%.4g); a loss scale does not reach forward tensors",
-                          layer_label(l), fu->name, 100 * fu->adv.fp16_underflow_fraction,
+                          layer_label(l), fu->name,
+                          mpprof_pct_text(100 * fu->adv.fp16_underflow_fraction).s,
                           fu->st.min_abs_nonzero),
           strdup(l->adv.rec == MP_REC_FP32 ? "keep this layer in fp32" : "run this layer in bf16"));
   if (!f) return -1;
@@ -405,12 +408,12 @@ static int rule_fp16_subnormal(mpprof_model *m, const mpprof_layer *l) {
   const mp_format *f16 = mp_format_of(MP_FP16);
   mpprof_finding *f = add(
       m, "fp16_subnormal", "low", l->name,
-      mpprof_asprintf("%s: %s has %.3g%% of its values in fp16's subnormal range (|x| < 2^%d = "
+      mpprof_asprintf("%s: %s has %s%% of its values in fp16's subnormal range (|x| < 2^%d = "
                       "%.3g), where they keep fewer than %d significant bits (1 at 2^%d); the "
                       "fp16 verdict counts only values flushed to zero, and a loss scale does "
                       "not reach forward tensors",
-                      layer_label(l), w->name, 100 * ws, f16->emin, ldexp(1.0, f16->emin),
-                      (int)f16->man_bits + 1, f16->emin_sub),
+                      layer_label(l), w->name, mpprof_pct_text(100 * ws).s, f16->emin,
+                      ldexp(1.0, f16->emin), (int)f16->man_bits + 1, f16->emin_sub),
       strdup("measure this layer's error in fp16 (mpprof run --shadow) before switching, or run "
              "it in bf16, whose normal range reaches 2^-126"));
   if (!f) return -1;
@@ -476,8 +479,8 @@ static int rule_gradient_underflow(mpprof_model *m, const mpprof_layer *l) {
                mpprof_scale_str(g->max, sb));
     if (at->tensor)
       snprintf(applied, sizeof applied,
-               "; the applied loss scale %s is inside it (at it %.3g%% of %s flush)", scales,
-               at->pct, at->tensor);
+               "; the applied loss scale %s is inside it (at it %s%% of %s flush)", scales,
+               mpprof_pct_text(at->pct).s, at->tensor);
     else
       snprintf(applied, sizeof applied, "; the applied loss scale %s is inside it", scales);
   }
@@ -487,9 +490,10 @@ static int rule_gradient_underflow(mpprof_model *m, const mpprof_layer *l) {
       : scaled ? "medium"
                : "low",
       l->name,
-      mpprof_asprintf("gradients of %s (%s) flush to zero in fp16 for %.3g%% of values at "
+      mpprof_asprintf("gradients of %s (%s) flush to zero in fp16 for %s%% of values at "
                       "scale 1; every loss scale in [2^%d, 2^%d] fits%s%s",
-                      layer_label(l), gu->name, 100 * gu->adv.fp16_underflow_fraction, wlo, whi,
+                      layer_label(l), gu->name,
+                      mpprof_pct_text(100 * gu->adv.fp16_underflow_fraction).s, wlo, whi,
                       whi == m->params.scale_log2_max ? " (the search stops there)" : "", applied),
       done     ? (g->applicable && g->has_window
                       ? mpprof_asprintf("nothing to change: keep the loss scale in the "
@@ -515,15 +519,16 @@ static int rule_gradient_underflow(mpprof_model *m, const mpprof_layer *l) {
 static int rule_gradient_range(mpprof_model *m, const mpprof_layer *l) {
   const mpprof_layer_tensor *gu = unsafe_gradient(l);
   if (!gu || l->adv.has_window || gu->adv.has_window) return 0;
-  mpprof_finding *f = add(
-      m, "gradient_range", "high", l->name,
-      mpprof_asprintf("gradients of %s span more than fp16 holds: %.3g%% flush to zero "
-                      "and %.3g%% overflow at scale 1, and no single loss scale fits "
-                      "(|x| from %.4g to %.4g)",
-                      layer_label(l), 100 * gu->adv.fp16_underflow_fraction,
-                      100 * gu->adv.fp16_overflow_fraction, gu->st.min_abs_nonzero, gu->st.absmax),
-      strdup(l->adv.rec == MP_REC_FP32 ? "keep this layer's gradients in fp32"
-                                       : "use bf16 for this layer"));
+  mpprof_finding *f =
+      add(m, "gradient_range", "high", l->name,
+          mpprof_asprintf("gradients of %s span more than fp16 holds: %s%% flush to zero "
+                          "and %s%% overflow at scale 1, and no single loss scale fits "
+                          "(|x| from %.4g to %.4g)",
+                          layer_label(l), mpprof_pct_text(100 * gu->adv.fp16_underflow_fraction).s,
+                          mpprof_pct_text(100 * gu->adv.fp16_overflow_fraction).s,
+                          gu->st.min_abs_nonzero, gu->st.absmax),
+          strdup(l->adv.rec == MP_REC_FP32 ? "keep this layer's gradients in fp32"
+                                           : "use bf16 for this layer"));
   if (!f) return -1;
   gradient_evidence(f, l, gu);
   return 0;
@@ -533,10 +538,11 @@ static int rule_bf16_unsafe(mpprof_model *m, const mpprof_layer *l) {
   if (l->adv.rec != MP_REC_FP32) return 0;
   mpprof_finding *f =
       add(m, "bf16_unsafe", "high", l->name,
-          mpprof_asprintf("%s: values exceed bf16 (%.3g%% overflow in %s, %.3g%% flush to zero "
+          mpprof_asprintf("%s: values exceed bf16 (%s%% overflow in %s, %s%% flush to zero "
                           "in %s)",
-                          layer_label(l), l->bf16_overflow.pct, l->bf16_overflow.tensor,
-                          l->bf16_underflow.pct, l->bf16_underflow.tensor),
+                          layer_label(l), mpprof_pct_text(l->bf16_overflow.pct).s,
+                          l->bf16_overflow.tensor, mpprof_pct_text(l->bf16_underflow.pct).s,
+                          l->bf16_underflow.tensor),
           strdup("keep this layer in fp32"));
   if (!f) return -1;
   ev_share(f->evidence, "bf16_overflow", &l->bf16_overflow);
@@ -667,8 +673,9 @@ static int rule_fp8_candidate(mpprof_model *m) {
       add(m, "fp8_candidate", "info", NULL,
           mpprof_asprintf("%d layer%s advised a 16-bit format also fit%s fp8 with per-tensor "
                           "scaling (e4m3 forward, e5m2 gradients; worst e4m3 flush to zero "
-                          "%.3g%%): %s",
-                          n, n == 1 ? "" : "s", n == 1 ? "s" : "", worst, list ? list : ""),
+                          "%s%%): %s",
+                          n, n == 1 ? "" : "s", n == 1 ? "s" : "", mpprof_pct_text(worst).s,
+                          list ? list : ""),
           strdup("consider FP8 (e4m3 forward, e5m2 gradients) with per-tensor amax scaling, e.g. "
                  "Transformer Engine"));
   free(list);
@@ -727,11 +734,12 @@ static int rule_loss_scale_applied(mpprof_model *m) {
   else
     snprintf(scales, sizeof scales, "%s..%s", mpprof_scale_str(g->min, sa),
              mpprof_scale_str(g->max, sb));
-  char *detail = wl ? mpprof_asprintf("; at it %s's %s %s in fp16 for %.3g%% of its finite "
-                                      "non-zero values",
-                                      layer_label(wl), ws.tensor,
-                                      over ? "overflows" : "flushes to zero", ws.pct)
-                    : strdup("");
+  char *detail =
+      wl ? mpprof_asprintf("; at it %s's %s %s in fp16 for %s%% of its finite "
+                           "non-zero values",
+                           layer_label(wl), ws.tensor, over ? "overflows" : "flushes to zero",
+                           mpprof_pct_text(ws.pct).s)
+         : strdup("");
   char *msg;
   bool fp16 = fp16_backward(m);
   if (!fp16 && strcmp(verdict, "fine")) {

@@ -29,6 +29,11 @@ static void html(FILE *f, const char *s) {
   mpprof_html(f, s);
 }
 
+/* A percentage as every output shows it (mpprof_pct_text), without the "%". */
+static void pct(FILE *f, double p) {
+  html(f, mpprof_pct_text(p).s); /* "<0.001" is escaped */
+}
+
 static void base64(FILE *f, const unsigned char *p, size_t n) {
   static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   for (size_t i = 0; i < n; i += 3) {
@@ -290,11 +295,16 @@ static void tensor_cores(const mpprof_model *m, FILE *f) {
           "complete.</p>\n",
           f);
   } else {
+    if (t->gemm_conv_kernel_ns) {
+      fputs("<p class=\"big\">", f);
+      pct(f, mpprof_pct(t->tc_ns, t->gemm_conv_kernel_ns));
+      fputs("% of GEMM/conv GPU time ran on Tensor Cores</p>", f);
+    } else { /* 0 of 0 is no share */
+      fputs("<p>No GEMM/conv kernel time in the kernel records: no Tensor Core share.</p>", f);
+    }
     fprintf(f,
-            "<p class=\"big\">%.1f%% of GEMM/conv GPU time ran on Tensor Cores</p>"
             "<p>%.3f ms of %.3f ms (%.3f ms in kernels of unknown kind); %zu sites eligible, "
             "%zu on Tensor Cores, %zu eligible but not on them.</p>\n",
-            t->gemm_conv_kernel_ns ? 100.0 * (double)t->tc_ns / (double)t->gemm_conv_kernel_ns : 0,
             (double)t->tc_ns / 1e6, (double)t->gemm_conv_kernel_ns / 1e6,
             (double)t->unknown_ns / 1e6, t->sites_eligible, t->sites_on_tc,
             t->sites_eligible_not_used);
@@ -476,7 +486,8 @@ static void num_cell(FILE *f, double v, const char *fmt) {
 /* A share's cell: the percentage, and which tensor it is of. */
 static void share_cell(FILE *f, const mpprof_share *s) {
   fprintf(f, "<td class=\"n\" data-v=\"%.17g\" title=\"%s\">", s->pct, s->tensor ? s->tensor : "");
-  fprintf(f, "%.3g%s", s->pct, s->estimate ? "~" : "");
+  pct(f, s->pct);
+  if (s->estimate) fputc('~', f);
   if (s->tensor) fprintf(f, " <small>%s</small>", s->tensor);
   fputs("</td>", f);
 }
@@ -813,9 +824,11 @@ static int ops_table(const mpprof_model *m, FILE *f) {
     else
       fputs("<td class=\"n\" data-v=\"-1\"></td>", f);
     double sh = mpprof_site_gpu_share_pct(m, s), tf = mpprof_site_tflops(m, s);
-    if (sh >= 0)
-      num_cell(f, sh, "%.1f");
-    else
+    if (sh >= 0) {
+      fprintf(f, "<td class=\"n\" data-v=\"%.17g\">", sh);
+      pct(f, sh);
+      fputs("</td>", f);
+    } else
       fputs("<td class=\"n\" data-v=\"-1\"></td>", f);
     if (tf >= 0)
       num_cell(f, tf, "%.2f");

@@ -10,6 +10,7 @@
 
 #include "analysis/raw_format.h"
 #include "report/report_internal.h"
+#include "report/tensorio/stats_json.h"
 
 bool mpprof_times_real(const mpprof_model *m) {
   if (!m->has_gpu_ns && !m->tc.kernel_data) return false;
@@ -179,7 +180,7 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     mpprof_site_extra x;
     mpprof_site_extra_of(s, &x);
     char id[24], shape[160], mm[24], nn[24], kk[24], bb[24], dt[128], comp[160], calls[24], gpu[24],
-        share[32], tfl[32];
+        share[40], tfl[32];
     mpprof_u64_text(s->id, id);
     mpprof_site_shape(s, shape, sizeof shape);
     mpprof_u64_text(s->m, mm);
@@ -196,8 +197,8 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     else
       gpu[0] = 0;
     double sh = mpprof_site_gpu_share_pct(m, s), tf = mpprof_site_tflops(m, s);
-    if (sh >= 0)
-      snprintf(share, sizeof share, "%.6g", sh);
+    if (sh >= 0) /* as report.json writes numbers: six digits would round 99.99995 to 100 */
+      mpprof_double_text(sh, share);
     else
       share[0] = 0;
     if (tf >= 0)

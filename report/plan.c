@@ -143,8 +143,9 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
                                   "[2^%d, 2^%d])%s",
                                   what, keep, fit, p->window_lo, p->window_hi, unchecked);
   else
-    p->headline = mpprof_asprintf("%s%s: %s (%.3g%% overflow, %.3g%% flush)%s", what, keep, fit,
-                                  p->max_overflow_pct, p->max_flush_pct, unchecked);
+    p->headline = mpprof_asprintf("%s%s: %s (%s%% overflow, %s%% flush)%s", what, keep, fit,
+                                  mpprof_pct_text(p->max_overflow_pct).s,
+                                  mpprof_pct_text(p->max_flush_pct).s, unchecked);
   p->known = true;
   return p->headline ? 0 : -1;
 }

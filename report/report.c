@@ -126,8 +126,8 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
               g->source && !strcmp(g->source, "option") ? " (--loss-scale)" : "");
     if (g->unknown) fputs("  applied loss scale unknown; figures assume 1\n", f);
     if (m->tc.kernel_data && m->tc.gemm_conv_kernel_ns)
-      fprintf(f, "  Tensor Cores: %.1f%% of GEMM/conv GPU time%s\n",
-              100.0 * (double)m->tc.tc_ns / (double)m->tc.gemm_conv_kernel_ns,
+      fprintf(f, "  Tensor Cores: %s%% of GEMM/conv GPU time%s\n",
+              mpprof_pct_text(mpprof_pct(m->tc.tc_ns, m->tc.gemm_conv_kernel_ns)).s,
               m->tc.kernels_by_counters ? " (hardware counters decided some kernels)" : "");
     else if (!m->tc.kernel_data &&
              m->total_calls) /* said, not left out: why (the first process's) */

@@ -55,4 +55,15 @@ int mpprof_report_generate(const mpprof_report_options *opts);
  * memory. */
 char *mpprof_text_escape(const char *s, size_t n);
 
+/* A percentage as every output shows it (docs/report.md, Shares), without
+ * the "%": three significant digits (five from 99.95 up, where three round
+ * to 100); "0" and "100" only when exact, "<0.001" and ">99.999" for the
+ * shares that are not and would round to them. The text is in .s, which
+ * lives to the end of the full expression: printf("%s%%",
+ * mpprof_pct_text(p).s). */
+typedef struct mpprof_pct_str {
+  char s[12]; /* the longest: ">99.999" */
+} mpprof_pct_str;
+mpprof_pct_str mpprof_pct_text(double pct);
+
 #endif

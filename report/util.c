@@ -73,6 +73,21 @@ double mpprof_pct(uint64_t num, uint64_t den) {
 
 /* ---- shares: the one definition of every percentage the report prints ---- */
 
+mpprof_pct_str mpprof_pct_text(double pct) {
+  mpprof_pct_str t;
+  if (!(pct > 0)) /* NaN too */
+    snprintf(t.s, sizeof t.s, "0");
+  else if (pct >= 100)
+    snprintf(t.s, sizeof t.s, "100");
+  else if (pct < 0.001)
+    snprintf(t.s, sizeof t.s, "<0.001");
+  else if (pct > 99.999)
+    snprintf(t.s, sizeof t.s, ">99.999");
+  else
+    snprintf(t.s, sizeof t.s, pct >= 99.95 ? "%.5g" : "%.3g", pct);
+  return t;
+}
+
 static uint64_t finite_nonzero(const mpprof_cstats *c) {
   uint64_t bad = c->zeros + c->nans + c->pos_infs + c->neg_infs;
   return c->count > bad ? c->count - bad : 0;

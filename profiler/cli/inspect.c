@@ -154,21 +154,14 @@ static int parse_args(int argc, char **argv, inspect_opts *o, int *ret_first_fil
 
 /* ---- the human summary ---- */
 
-/* A fraction f of the values as a percentage: "0" and "100%" only when
- * exact, "<0.001%" and ">99.999%" for what is not, else three significant
- * digits (more near 100%, where three would round up to it). */
+/* A fraction f of the values as a percentage, by the rule of every output
+ * (mpprof_pct_text: "100%" only when exact, ">99.999%", "<0.001%"); none at
+ * all is a bare "0" in these tables. */
 static const char *frac(double f, char *buf, size_t len) {
-  double p = 100 * f;
   if (!isfinite(f) || f <= 0)
     snprintf(buf, len, "0");
-  else if (f >= 1)
-    snprintf(buf, len, "100%%");
-  else if (p < 0.001)
-    snprintf(buf, len, "<0.001%%");
-  else if (p > 99.999)
-    snprintf(buf, len, ">99.999%%");
   else
-    snprintf(buf, len, p >= 99.95 ? "%.5g%%" : "%.3g%%", p);
+    snprintf(buf, len, "%s%%", mpprof_pct_text(100 * f).s);
   return buf;
 }
 

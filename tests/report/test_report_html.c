@@ -378,6 +378,83 @@ static void trace_nests_ops_inside_layer_slices(void **state) {
   free(dir);
 }
 
+/* The one rule for a percentage in every output: "100" and "0" only when
+ * exact, ">99.999" and "<0.001" for the shares that would round to them. */
+static void a_percentage_reads_100_or_0_only_when_exact(void **state) {
+  (void)state;
+  assert_string_equal(mpprof_pct_text(0).s, "0");
+  assert_string_equal(mpprof_pct_text(1e-9).s, "<0.001");
+  assert_string_equal(mpprof_pct_text(0.0004).s, "<0.001");
+  assert_string_equal(mpprof_pct_text(0.001).s, "0.001");
+  assert_string_equal(mpprof_pct_text(13.25653076171875).s, "13.3");
+  assert_string_equal(mpprof_pct_text(99.94).s, "99.9");
+  assert_string_equal(mpprof_pct_text(99.97).s, "99.97");
+  assert_string_equal(mpprof_pct_text(99.9989).s, "99.999");
+  assert_string_equal(mpprof_pct_text(99.9991).s, ">99.999");
+  assert_string_equal(mpprof_pct_text(100).s, "100");
+}
+
+/* A layer whose forward.D overflows fp16 in 9997 of 10000 values and whose
+ * gradients flush in 9997 of 10000, with 99.97% of the GEMM time on Tensor
+ * Cores: no output rounds any of it to 100% (as "%.3g" did). */
+static void a_share_short_of_all_never_reads_100_percent(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("pct");
+  rg_proc p = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
+  rg_file r;
+  assert_int_equal(rg_begin(&r, dir, "a.json", &p), 0);
+  static double v[10000];
+  cJSON *s = rg_gemm(0, "cublasGemmEx", "big/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F", "DEFAULT",
+                     100, 100, 1, 1);
+  for (int i = 0; i < 10000; i++)
+    v[i] = i < 9997 ? 1e5 : 1.0;
+  rg_tensor_values(s, "D", MP_FP32, v, 10000);
+  rg_kernel(s, "nvjet_hsh_128x64_64x4_1x2_h_bz_coopA_NNT", 1, 999700);
+  rg_site_end(&r, s);
+  s = rg_gemm(1, "cublasGemmEx", "big/bwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F", "DEFAULT", 100,
+              100, 1, 1);
+  for (int i = 0; i < 10000; i++)
+    v[i] = i < 9997 ? 1e-12 : 1.0;
+  rg_tensor_values(s, "D", MP_FP32, v, 10000);
+  rg_kernel(s,
+            "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_"
+            "aligna4_alignc4_execute_kernel__5x_cublas",
+            1, 300);
+  rg_site_end(&r, s);
+  assert_int_equal(rg_end(&r), 0);
+  char *summary = NULL;
+  size_t summary_len = 0;
+  FILE *sf = open_memstream(&summary, &summary_len);
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = sf};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+  fclose(sf);
+  assert_non_null(strstr(summary, "Tensor Cores: 99.97% of GEMM/conv GPU time"));
+  assert_non_null(strstr(summary, "in 99.97% of values"));
+  assert_null(strstr(summary, "100%"));
+  char *json = rg_read_text(dir, "report.json", NULL);
+  assert_non_null(json);
+  assert_null(strstr(json, "100%")); /* findings' messages, the verdict's reasons */
+  assert_non_null(strstr(json, "forward.D reaches 1e+05 > fp16 max 65504 in 99.97% of values"));
+  assert_non_null(strstr(json, "flush to zero in fp16 for 99.97% of values at scale 1"));
+  free(json);
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  assert_null(strstr(html, "100%<"));
+  assert_null(strstr(html, "100% "));
+  assert_null(strstr(html, ">100 <small>")); /* the layer table's share cells */
+  assert_non_null(strstr(html, ">99.97 <small>forward.D</small>"));
+  assert_non_null(strstr(html, ">99.97% of GEMM/conv GPU time ran on Tensor Cores"));
+  free(html);
+  char *csv = rg_read_text(dir, "layers.csv", NULL);
+  assert_non_null(csv);
+  assert_string_equal(csv_field(csv, "big", 9), "99.97");  /* fp16_overflow_pct */
+  assert_string_equal(csv_field(csv, "big", 10), "99.97"); /* fp16_underflow_pct */
+  free(csv);
+  free(summary);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(hostile_nvtx_names_are_escaped),
@@ -388,6 +465,8 @@ int main(void) {
       cmocka_unit_test(a_layer_eligible_with_tf32_says_so_in_csv_json_and_html),
       cmocka_unit_test(every_layer_and_op_column_is_defined_where_it_is_shown),
       cmocka_unit_test(trace_nests_ops_inside_layer_slices),
+      cmocka_unit_test(a_percentage_reads_100_or_0_only_when_exact),
+      cmocka_unit_test(a_share_short_of_all_never_reads_100_percent),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
