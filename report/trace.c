@@ -21,8 +21,12 @@
 
 #include "report/report_internal.h"
 
-/* GPU stream tracks get tids of their own, apart from any Linux tid. */
-#define STREAM_TID_BASE UINT64_C(1000000000000)
+/* GPU stream tracks get tids of their own, apart from any Linux tid (at
+ * most 2^22, the kernel's PID_MAX_LIMIT) and inside the 31 bits Perfetto
+ * keeps of a JSON tid (a larger one is dropped or merges tracks): stream
+ * id s gets STREAM_TID_BASE + s, the rare id from 2^30 on the last tid. */
+#define STREAM_TID_BASE (UINT64_C(1) << 30)
+#define STREAM_TID_MAX ((UINT64_C(1) << 31) - 1)
 
 typedef enum slice_kind { SL_RANGE = 0, SL_LAYER, SL_OP, SL_KERNEL } slice_kind;
 
@@ -268,7 +272,9 @@ static void write_track_names(FILE *f, const slices *all) {
             "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu64
             ",\"args\":{\"name\":",
             s->proc + 1, s->tid);
-    if (s->tid >= STREAM_TID_BASE)
+    if (s->kind == SL_KERNEL && s->tid == STREAM_TID_MAX)
+      fprintf(f, "\"GPU streams %" PRIu64 " and up\"}}", s->tid - STREAM_TID_BASE);
+    else if (s->kind == SL_KERNEL)
       fprintf(f, "\"GPU stream %" PRIu64 "\"}}", s->tid - STREAM_TID_BASE);
     else
       fprintf(f, "\"thread %" PRIu64 "\"}}", s->tid);
@@ -318,7 +324,9 @@ static int collect(const mpprof_model *m, slices *all, int64_t *ret_t0) {
     /* Calls whose events were not kept (cap, older files) have no arrow. */
     bool linked = hit && m->events[hit->event].call >= 0;
     rc = push(all, (slice){.proc = k->proc,
-                           .tid = STREAM_TID_BASE + k->stream,
+                           .tid = k->stream < STREAM_TID_MAX - STREAM_TID_BASE
+                                      ? STREAM_TID_BASE + k->stream
+                                      : STREAM_TID_MAX,
                            .start = k->start_ns,
                            .dur = k->end_ns - k->start_ns,
                            .kind = SL_KERNEL,

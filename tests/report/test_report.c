@@ -323,6 +323,50 @@ static void a_kernel_event_of_a_merging_site_names_its_own_files_kernel(void **s
   free(dir);
 }
 
+/* Perfetto keeps 31 bits of a JSON tid (a larger one is dropped or merges
+ * tracks): a GPU stream's track has a tid from 2^30 (above any Linux tid)
+ * and below 2^31, named by CUPTI's stream id; ids too large for that share
+ * the last tid, named so. */
+static void stream_tracks_have_tids_perfetto_keeps(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("stream_tids");
+  rg_file r;
+  assert_int_equal(rg_begin(&r, dir, "node01-100.json", &P0), 0);
+  cJSON *s = fwd_site(7, "net/fc1/fwd", -4, 4);
+  rg_kernel(s, "k", 2, 100);
+  rg_site_end(&r, s);
+  fputs("],\n\"events\":[],\"kernel_events\":["
+        "{\"site\":7,\"call\":0,\"kernel\":0,\"stream\":13,\"start_ns\":1000,\"end_ns\":2000},"
+        "{\"site\":7,\"call\":1,\"kernel\":0,\"stream\":4294967295,\"start_ns\":3000,"
+        "\"end_ns\":4000}]}\n",
+        r.f);
+  assert_int_equal(fclose(r.f), 0);
+  cJSON_Delete(report_of(dir));
+  cJSON *tr = rg_read_json(dir, "trace.json");
+  assert_non_null(tr);
+  const cJSON *e;
+  int kernels = 0, names = 0;
+  cJSON_ArrayForEach(e, get(tr, "traceEvents")) {
+    double tid = get(e, "tid") ? get(e, "tid")->valuedouble : -1;
+    const char *ph = get(e, "ph")->valuestring;
+    if (!strcmp(ph, "X") && !strcmp(get(e, "cat")->valuestring, "kernel")) {
+      kernels++;
+      assert_true(tid == 0x1p30 + 13 || tid == 0x1p31 - 1);
+    }
+    if (!strcmp(ph, "M") && tid >= 0x1p30) {
+      const char *name = get(get(e, "args"), "name")->valuestring;
+      names++;
+      assert_string_equal(name,
+                          tid == 0x1p30 + 13 ? "GPU stream 13" : "GPU streams 1073741823 and up");
+    }
+  }
+  assert_int_equal(kernels, 2);
+  assert_int_equal(names, 2);
+  cJSON_Delete(tr);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* Times are ns since 1970 (19 digits), which cJSON reads through a double in
  * steps of 256 ns: the trace shows every event, range and kernel to the
  * nanosecond, read from mpprof's spelling (the event fast path) and from any
@@ -1719,6 +1763,7 @@ int main(void) {
       cmocka_unit_test(a_packed_merging_site_unpacks_to_the_same_merged_fields),
       cmocka_unit_test(a_model_sites_packed_tensors_read_back_bit_for_bit),
       cmocka_unit_test(a_kernel_event_of_a_merging_site_names_its_own_files_kernel),
+      cmocka_unit_test(stream_tracks_have_tids_perfetto_keeps),
       cmocka_unit_test(trace_times_are_exact_to_the_nanosecond),
       cmocka_unit_test(a_file_skipped_after_its_sites_leaves_no_site_behind),
       cmocka_unit_test(sites_that_differ_only_in_autotune_calls_merge),

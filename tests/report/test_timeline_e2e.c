@@ -216,8 +216,9 @@ static void each_kernel_has_a_flow_from_its_op(void **state) {
     if (!is(k, "X", "kernel")) continue;
     kernels++;
     const cJSON *ka = cJSON_GetObjectItem(k, "args");
-    /* on its stream's track, not a thread's */
-    assert_true(n_of(k, "tid") >= 1e12);
+    /* on its stream's track, not a thread's (Linux tids are below 2^22),
+     * and inside the 31 bits Perfetto keeps of a tid */
+    assert_true(n_of(k, "tid") >= 0x1p30 && n_of(k, "tid") < 0x1p31);
     const cJSON *fin = NULL, *e;
     cJSON_ArrayForEach(e, evs) {
       if (is(e, "f", "launch") && n_of(e, "pid") == n_of(k, "pid") &&
