@@ -41,12 +41,30 @@ static char *program_of(const mpprof_model *m) {
   return root ? join_argv(root->argv) : strdup("");
 }
 
+/* Text from outside (names, findings quoting them, paths) in a summary line:
+ * every control character escaped, a newline too, so that a name cannot
+ * start a line of its own (print_summary keeps only the summary's own line
+ * ends). */
+static void put_text(FILE *f, const char *s) {
+  char *t = s ? mpprof_text_escape(s, strlen(s)) : NULL;
+  if (t) fputs(t, f);
+  free(t);
+}
+
+static void put_finding(FILE *f, const mpprof_finding *x) {
+  fprintf(f, "  [%s] ", x->severity);
+  put_text(f, x->message);
+  fputc('\n', f);
+}
+
 static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
-  if (mpprof_model_all_skipped(m))
-    fprintf(f, "mpprof: no usable raw profile file in %s/raw: every one was skipped\n", out_dir);
-  else if (m->n_procs == 0)
-    fprintf(f, "mpprof: no raw profile files in %s/raw: nothing was profiled\n", out_dir);
-  else if (mpprof_capture_all_outside(m))
+  bool skipped = mpprof_model_all_skipped(m);
+  if (skipped || m->n_procs == 0) {
+    fputs(skipped ? "mpprof: no usable raw profile file in " : "mpprof: no raw profile files in ",
+          f);
+    put_text(f, out_dir);
+    fputs(skipped ? "/raw: every one was skipped\n" : "/raw: nothing was profiled\n", f);
+  } else if (mpprof_capture_all_outside(m))
     fprintf(f,
             "mpprof: %zu process%s, no CUDA matrix op ran inside the capture range (%" PRId64
             " ran outside it)\n",
@@ -56,8 +74,7 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
             m->n_procs, m->n_procs == 1 ? "" : "es");
     /* ... through an entry point mpprof intercepts: say so when their kernels ran. */
     for (size_t i = 0; i < m->n_findings; i++)
-      if (!strcmp(m->findings[i].kind, "library_not_intercepted"))
-        fprintf(f, "  [%s] %s\n", m->findings[i].severity, m->findings[i].message);
+      if (!strcmp(m->findings[i].kind, "library_not_intercepted")) put_finding(f, &m->findings[i]);
   } else {
     fprintf(f, "mpprof: %zu process%s, %" PRIu64 " op call%s in %zu site%s, %zu layer%s",
             m->n_procs, m->n_procs == 1 ? "" : "es", m->total_calls, m->total_calls == 1 ? "" : "s",
@@ -88,8 +105,13 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
     if (m->n_layers <= 12) /* small models: every layer's verdict */
       for (size_t i = 0; i < m->n_layers; i++) {
         const mpprof_layer *l = &m->layers[i];
-        fprintf(f, "    %-32s %s", l->name[0] ? l->name : "(no NVTX range)",
+        char *name = mpprof_text_escape(l->name, strlen(l->name));
+        fprintf(f, "    %-32s %s",
+                !name     ? ""
+                : name[0] ? name
+                          : "(no NVTX range)",
                 l->adv.known ? mp_recommendation_name(l->adv.rec) : "no verdict");
+        free(name);
         if (l->adv.known && l->adv.has_window && l->adv.rec == MP_REC_FP16_LOSS_SCALE)
           fprintf(f, " (its gradients fit loss scales 2^%d .. 2^%d)", l->adv.window_lo,
                   l->adv.window_hi);
@@ -109,7 +131,11 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
               "  inputs not scanned in %zu of %zu process%s (--scan outputs): verdicts leave out "
               "weights and incoming activations\n",
               outs, m->n_procs, m->n_procs == 1 ? "" : "es");
-    if (m->plan.known) fprintf(f, "  plan: %s\n", m->plan.headline);
+    if (m->plan.known) {
+      fputs("  plan: ", f);
+      put_text(f, m->plan.headline);
+      fputc('\n', f);
+    }
     const mpprof_applied_scale *g = &m->loss_scale;
     if (g->applicable && g->has_window)
       fprintf(f, "  loss scale: 2^%d (every fp16 layer's gradients fit 2^%d .. 2^%d%s)\n",
@@ -129,18 +155,21 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
       fprintf(f, "  Tensor Cores: %s%% of GEMM/conv GPU time%s\n",
               mpprof_pct_text(mpprof_pct(m->tc.tc_ns, m->tc.gemm_conv_kernel_ns)).s,
               m->tc.kernels_by_counters ? " (hardware counters decided some kernels)" : "");
-    else if (!m->tc.kernel_data &&
-             m->total_calls) /* said, not left out: why (the first process's) */
-      fprintf(f, "  Tensor Cores: unknown, no GPU kernel records%s%s%s\n",
-              cJSON_GetArraySize(m->tc.cupti_notes) ? " (" : "",
-              cJSON_GetArraySize(m->tc.cupti_notes)
-                  ? cJSON_GetStringValue(cJSON_GetArrayItem(m->tc.cupti_notes, 0))
-                  : "",
-              cJSON_GetArraySize(m->tc.cupti_notes) ? ")" : "");
+    else if (!m->tc.kernel_data && m->total_calls) {
+      /* said, not left out: why (the first process's) */
+      const char *note = cJSON_GetStringValue(cJSON_GetArrayItem(m->tc.cupti_notes, 0));
+      fputs("  Tensor Cores: unknown, no GPU kernel records", f);
+      if (note) {
+        fputs(" (", f);
+        put_text(f, note);
+        fputc(')', f);
+      }
+      fputc('\n', f);
+    }
     /* The three with most impact, and any further high-severity one (up to 6 lines). */
     for (size_t i = 0, shown = 0; i < m->n_findings && shown < 6; i++)
       if (i < 3 || !strcmp(m->findings[i].severity, "high")) {
-        fprintf(f, "  [%s] %s\n", m->findings[i].severity, m->findings[i].message);
+        put_finding(f, &m->findings[i]);
         shown++;
       }
   }
@@ -163,25 +192,34 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
       }
       n_incomplete++;
     }
-  if (n_incomplete)
-    fprintf(f,
-            "  incomplete: %zu process%s recorded only part of the run (%s%s); see report.json\n",
-            n_incomplete, n_incomplete == 1 ? "" : "es", why ? why : "see incomplete_reasons",
-            why && (n_incomplete > 1 || n_reasons > 1) ? ", ..." : "");
+  if (n_incomplete) {
+    fprintf(f, "  incomplete: %zu process%s recorded only part of the run (", n_incomplete,
+            n_incomplete == 1 ? "" : "es");
+    put_text(f, why ? why : "see incomplete_reasons");
+    fprintf(f, "%s); see report.json\n", why && (n_incomplete > 1 || n_reasons > 1) ? ", ..." : "");
+  }
   mpprof_capture_sum cs;
   char capture[512];
   mpprof_capture_summary(m, &cs);
   mpprof_capture_sentence(&cs, capture, sizeof capture);
-  if (capture[0]) fprintf(f, "  %s\n", capture);
+  if (capture[0]) {
+    fputs("  ", f);
+    put_text(f, capture);
+    fputc('\n', f);
+  }
   if (m->n_procs) {
     const char *dev = NULL;
     for (size_t i = 0; i < m->n_procs && !dev; i++)
       dev = m->procs[i].device_name;
-    fprintf(f, "  device: %s%s; mpprof %s\n", dev ? dev : "none",
+    fputs("  device: ", f);
+    put_text(f, dev ? dev : "none");
+    fprintf(f, "%s; mpprof %s\n",
             dev && !strncmp(dev, "simcuda", 7) ? " (GPU times not meaningful)" : "",
             MPPROF_VERSION_STRING);
   }
-  fprintf(f, "  report: %s/report.html (also " MPPROF_REPORT_OTHER_FILES ")\n", out_dir);
+  fputs("  report: ", f);
+  put_text(f, out_dir);
+  fputs("/report.html (also " MPPROF_REPORT_OTHER_FILES ")\n", f);
 }
 
 /* The summary goes to a terminal: written to memory first, then printed with

@@ -1582,6 +1582,26 @@ static void the_summary_says_what_each_number_is(void **state) {
   free(dir);
 }
 
+/* A layer name holding a newline cannot forge a summary line (a "[high]"
+ * finding of its own): inside the names, findings and plan that quote it the
+ * newline is escaped; the summary's own lines end as before. */
+static void a_newline_in_a_layer_name_stays_on_its_line(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("summary-newline");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &P0);
+  rg_site_end(&r, fwd_site(0, "net/fc\n  [high] forged", 10, 17)); /* overflows fp16 */
+  rg_end(&r);
+  char *text = summary_text(dir);
+  assert_null(strstr(text, "\n  [high] forged"));
+  assert_non_null(strstr(text, "\n    net/fc\\n  [high] forged "));
+  assert_non_null(strstr(text, "\n  [high] net/fc\\n  [high] forged"));
+  assert_non_null(strstr(text, "\n  report: "));
+  free(text);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* What the summary left out, it now says: a run without kernel records gets
  * a Tensor Cores line saying the share is unknown and why (the line was
  * dropped), and a --scan none run's layers say that it was --scan none. */
@@ -1798,6 +1818,7 @@ int main(void) {
       cmocka_unit_test(a_run_without_cuda_ops_says_so),
       cmocka_unit_test(the_summary_says_what_each_number_is),
       cmocka_unit_test(the_summary_says_why_tensor_cores_and_verdicts_are_unknown),
+      cmocka_unit_test(a_newline_in_a_layer_name_stays_on_its_line),
       cmocka_unit_test(the_summary_says_a_dead_gradient_after_a_forward_overflow),
       cmocka_unit_test(outputs_only_scans_say_the_inputs_are_in_no_verdict),
       cmocka_unit_test(an_empty_raw_directory_gives_an_empty_report),
