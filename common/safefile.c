@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -148,7 +149,18 @@ int mpp_sf_commit_new(mpp_sfile *f, int err) {
   return commit(f, err, false);
 }
 
+/* Writing at the file size limit (RLIMIT_FSIZE) sends SIGXFSZ, which ends a
+ * process that keeps its default action: a profiled program whose limit is
+ * below its raw file's size. Such a write is refused before it starts. */
+static bool beyond_size_limit(int fd, size_t n) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return false;
+  off_t at = lseek(fd, 0, SEEK_CUR); /* fails on a pipe, which has no size limit */
+  return at >= 0 && (uint64_t)at + n > (uint64_t)rl.rlim_cur;
+}
+
 int mpp_sf_write_all(int fd, const void *buf, size_t n) {
+  if (beyond_size_limit(fd, n)) return -EFBIG;
   const char *p = buf;
   while (n) {
     ssize_t k = write(fd, p, n);

@@ -61,6 +61,8 @@ int mpp_sf_commit(mpp_sfile *f, int err);
  * is removed). -EINVAL where the file system cannot rename without replacing. */
 int mpp_sf_commit_new(mpp_sfile *f, int err);
 
+/* All n bytes, or a negative errno; -EFBIG, nothing written, where they
+ * would pass the process's file size limit (no SIGXFSZ). */
 int mpp_sf_write_all(int fd, const void *buf, size_t n);
 
 /* Whether `name` is one of mpp_sf_create's temporaries. */

@@ -169,6 +169,19 @@ report_phase_can_be_interrupted)
   rc=$?
   [ $rc = 143 ] || fail "exit $rc, expected 143"
   ;;
+file_size_limit_ends_no_program)
+  # The program's file size limit (ulimit -f 1: 1 KiB or less) is below its
+  # raw file's size: the raw file is not written, and the program runs as it
+  # does without mpprof (writing past the limit sends SIGXFSZ, which ends it).
+  mkdir -p "$W/out/raw"
+  limited() { env LD_LIBRARY_PATH="$MPP_SIMCUDA" "$@" sh -c 'ulimit -f 1 && exec "$0" gemmex' "$MPP_TESTPROG"; }
+  want=$(limited) || fail "the program failed without mpprof"
+  got=$(limited LD_PRELOAD="$MPP_LIB" MPPROF_OUT="$W/out")
+  rc=$?
+  [ $rc = 0 ] || fail "exit $rc under mpprof, expected 0 (153: killed by SIGXFSZ)"
+  [ "$got" = "$want" ] || fail "output under mpprof: '$got', without: '$want'"
+  [ -z "$(ls -A "$W/out/raw")" ] || fail "files left in raw/: $(ls -A "$W/out/raw")"
+  ;;
 unwritable_out_refused_before_start)
   mkdir -p "$W/out"
   echo "not a directory" >"$W/out/raw"
