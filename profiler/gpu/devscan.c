@@ -435,6 +435,16 @@ static int plan_scalars(const mpp_devscan_scalars *sc, mpp_scan_launch *l) {
   return any;
 }
 
+/* An empty record into an item's sink, decoded in the shared buffer as
+ * deliver's: this runs inside the application's call, on its thread, whose
+ * stack may be small (a record is 17 KB). */
+static void deliver_empty(const mpp_devscan_item *it) {
+  pthread_mutex_lock(&g_deliver_mu);
+  mp_stats_init(&g_scratch, it->view.dtype);
+  it->sink(it->cookie, &g_scratch);
+  pthread_mutex_unlock(&g_deliver_mu);
+}
+
 int mpp_devscan_enqueue_op_scalars(void *stream, mpp_devscan_item *items, int n,
                                    mpp_devscan_scalars *scalars) {
   if (!have_fatbin()) {
@@ -458,10 +468,7 @@ int mpp_devscan_enqueue_op_scalars(void *stream, mpp_devscan_item *items, int n,
     mpp_scan_params p;
     it->rc = !cu ? -ENOSYS : l.nt == MPP_SCAN_MAX_TENSORS ? -E2BIG : plan_item(it, &p);
     if (it->rc == 0 && p.n == 0) {
-      /* Nothing to read: deliver the empty record without touching the GPU. */
-      mp_stats empty;
-      mp_stats_init(&empty, it->view.dtype);
-      it->sink(it->cookie, &empty);
+      deliver_empty(it); /* nothing to read: no GPU work */
       continue;
     }
     p.saturates = it->saturates;

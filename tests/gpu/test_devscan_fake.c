@@ -4,9 +4,11 @@
  * also for a batch by pointer array (one record for the whole batch) and
  * for all tensors of an op in one launch (records decoded into their sinks),
  * the poller delivers without a drain, a full ring says -EBUSY and recovers,
- * bad views are refused. Run with LD_LIBRARY_PATH=<fakecuda dir>. */
+ * bad views are refused, a thread with a small stack enqueues as well. Run
+ * with LD_LIBRARY_PATH=<fakecuda dir>. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -285,6 +287,63 @@ static void one_launch_scans_all_tensors_of_an_op(void **state) {
   free(want);
 }
 
+/* Scans are enqueued inside the application's call, on its thread: one
+ * with a small stack (16 KiB, above a 64 KiB guard that no frame jumps
+ * over) enqueues a tensor and an empty one. A record (17 KB) on that stack
+ * for the empty tensor was a crash there. Launches are held back: the fake
+ * driver's kernel runs on the main thread. */
+#ifdef __SANITIZE_ADDRESS__
+#define SMALL_STACK (4 * 16 * 1024) /* redzones */
+#else
+#define SMALL_STACK (16 * 1024)
+#endif
+
+typedef struct small_stack_job {
+  mpp_devscan_item it[2];
+  int rc;
+} small_stack_job;
+
+static void *enqueue_job(void *arg) {
+  small_stack_job *j = arg;
+  j->rc = mpp_devscan_enqueue_op(NULL, j->it, 2);
+  return NULL;
+}
+
+static void an_op_enqueued_on_a_small_thread_stack_is_delivered(void **state) {
+  (void)state;
+  void (*hold)(int) = (void (*)(int))fake("fakecuda_hold");
+  float x[64];
+  for (int i = 0; i < 64; i++)
+    x[i] = (float)i - 10.0f;
+  collect *got = calloc(2, sizeof *got);
+  small_stack_job j = {
+      .it = {{.view = {MP_FP32, x, 64, 1, 64, 1, 0}}, {.view = {MP_FP32, x, 0, 1, 1, 1, 0}}}};
+  for (int k = 0; k < 2; k++) {
+    mp_stats_init(&got[k].stats, MP_FP32);
+    j.it[k].sink = sink;
+    j.it[k].cookie = &got[k];
+  }
+  assert_int_equal(mpp_devscan_enqueue_op(NULL, j.it, 2), 0); /* the context, set up here */
+  mpp_devscan_drain();
+  pthread_attr_t at;
+  pthread_t t;
+  assert_int_equal(pthread_attr_init(&at), 0);
+  assert_int_equal(pthread_attr_setstacksize(&at, SMALL_STACK), 0);
+  assert_int_equal(pthread_attr_setguardsize(&at, 64 * 1024), 0);
+  hold(1);
+  assert_int_equal(pthread_create(&t, &at, enqueue_job, &j), 0);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  hold(0);
+  mpp_devscan_drain();
+  assert_int_equal(j.rc, 0);
+  assert_int_equal(got[0].calls, 2);
+  assert_int_equal(got[0].stats.count, 128);
+  assert_int_equal(got[1].calls, 2);
+  assert_int_equal(got[1].stats.count, 0);
+  pthread_attr_destroy(&at);
+  free(got);
+}
+
 typedef struct scalars_got {
   uint32_t bits[MPP_DEVSCAN_SCALARS];
   unsigned requested, read;
@@ -389,6 +448,7 @@ int main(void) {
       cmocka_unit_test(scalars_alone_are_one_launch_and_misaligned_ones_refused),
       cmocka_unit_test(poller_delivers_without_a_drain),
       cmocka_unit_test(full_ring_says_ebusy_and_recovers),
+      cmocka_unit_test(an_op_enqueued_on_a_small_thread_stack_is_delivered),
       cmocka_unit_test(bad_views_are_refused),
       cmocka_unit_test(scans_run_in_relaxed_capture_mode_and_restore_the_callers),
       cmocka_unit_test(driver_entry_points_are_asked_for_the_abi_they_are_called_with),
