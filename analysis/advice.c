@@ -352,16 +352,30 @@ static bool casts_from_hist(mp_stats *s, const mp_format *src, int shift) {
     double top = src && src->is_float && se >= src->emin_sub && se <= src->emax
                      ? ldexp(mp_format_binade_top(src, se), -shift)
                      : nextafter(ldexp(1.0, e + 1), 0.0);
+    /* The extremes are values of the tensor: one inside the binade is counted
+     * with its own outcome, so an overflow (or flush) it proves is never lost. */
+    bool lo_in = s->min_abs_nonzero >= bottom && s->min_abs_nonzero <= top;
+    bool hi_in = s->absmax >= bottom && s->absmax <= top;
     if (s->min_abs_nonzero > bottom && s->min_abs_nonzero <= top) bottom = s->min_abs_nonzero;
     if (s->absmax >= bottom && s->absmax < top) top = s->absmax;
     for (int t = 0; t < MP_TARGET_COUNT; t++) {
       mp_cast_outcome o0 = classify_scaled(bottom, 0, (mp_target)t);
       mp_cast_outcome o1 = classify_scaled(top, 0, (mp_target)t);
-      if (o0 != o1) {
-        if (t == MP_TGT_FP16 || t == MP_TGT_BF16) exact = false;
-        o0 = classify_scaled(bottom + (top - bottom) / 2, 0, (mp_target)t);
+      if (o0 == o1) {
+        s->casts[t][o0] += c;
+        continue;
       }
-      s->casts[t][o0] += c;
+      if (t == MP_TGT_FP16 || t == MP_TGT_BF16) exact = false;
+      uint64_t rest = c; /* the others count where the binade's midpoint goes */
+      if (lo_in && rest) {
+        s->casts[t][o0]++;
+        rest--;
+      }
+      if (hi_in && rest) {
+        s->casts[t][o1]++;
+        rest--;
+      }
+      s->casts[t][classify_scaled(bottom + (top - bottom) / 2, 0, (mp_target)t)] += rest;
     }
   }
   return exact;

@@ -109,8 +109,10 @@ bool mp_scale_log2(double scale, int *ret_log2);
  * extremes are divided, NaN/Inf counts stay. For a power of two the histogram
  * shift is exact; another scale moves it by the nearest integer (estimate).
  * Cast outcomes are re-derived from the shifted histogram (extremes narrow
- * the end binades); a binade that straddles a format threshold counts where
- * its midpoint goes. ret must not be in. Returns true when the histogram and
+ * the end binades); a binade that straddles a format threshold counts its
+ * smallest and largest |x| (when they lie in it) with their own outcomes and
+ * the rest where its midpoint goes, so an overflow or a flush that the
+ * extremes prove is always counted. ret must not be in. Returns true when the histogram and
  * the extremes are exact (a power of two). *ret_casts_estimate (may be NULL)
  * says whether an fp16 or bf16 cast count (what verdicts and shares use)
  * came from such a straddling binade; fp8 cast counts are always taken from

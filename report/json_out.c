@@ -497,9 +497,9 @@ static cJSON *layer_json(const mpprof_model *m, const mpprof_layer *l, mp_stats 
                                                : cJSON_CreateNull());
         cJSON_AddBoolToObject(ls, "undeclared", t->scale_undeclared);
         cJSON_AddStringToObject(ls, "values",
-                                t->cls != MP_TCLASS_GRADIENT ? "as_recorded"
-                                : t->unscale_estimate        ? "unscaled_estimate"
-                                                             : "unscaled");
+                                t->cls != MP_TCLASS_GRADIENT               ? "as_recorded"
+                                : t->unscale_estimate || t->casts_estimate ? "unscaled_estimate"
+                                                                           : "unscaled");
       }
     }
     cJSON_AddItemToObject(ts, t->name, js);

@@ -512,6 +512,34 @@ a_binade_across_the_fp16_flush_threshold_makes_the_cast_counts_an_estimate(void 
   assert_int_equal(u.exp_hist[-25 - MP_HIST_MIN], 2);
 }
 
+/* Taken at a loss scale of 2: unscaled, 65530 overflows fp16 and 65500 does
+ * not (binade 15), 2^-25 flushes and 1.5 * 2^-25 does not (binade -25). The
+ * largest and smallest |x| are values, so their outcomes are known: the
+ * midpoint of each binade alone said no overflow and no flush, fp16 safe. */
+static void unscaled_casts_count_the_overflow_and_flush_the_extremes_prove(void **state) {
+  (void)state;
+  float v[64];
+  for (int i = 0; i < 64; i++)
+    v[i] = 2.0f;
+  v[0] = 131000.0f;
+  v[1] = 131060.0f;
+  v[2] = 0x1p-24f;
+  v[3] = 0x1.8p-24f;
+  mp_stats s, u;
+  record_of(&s, v, 64);
+  bool casts_estimate;
+  assert_true(mp_stats_unscale(&s, 2, &u, &casts_estimate));
+  assert_true(casts_estimate);
+  assert_int_equal(u.casts[MP_TGT_FP16][MP_CAST_OVERFLOW], 1);
+  assert_int_equal(u.casts[MP_TGT_FP16][MP_CAST_UNDERFLOW], 1);
+  assert_int_equal(u.casts[MP_TGT_FP16][MP_CAST_SUBNORMAL], 1);
+  assert_int_equal(u.casts[MP_TGT_FP16][MP_CAST_NORMAL], 61);
+  mp_advice a;
+  mp_advise(&u, NULL, &a);
+  assert_int_not_equal(a.fp16, MP_FP16_SAFE);
+  assert_int_not_equal(a.recommended, MP_REC_FP16);
+}
+
 static void loss_scales_parse_as_numbers_or_powers_of_two(void **state) {
   (void)state;
   double s;
@@ -573,6 +601,7 @@ int main(void) {
       cmocka_unit_test(unscaling_by_another_scale_is_an_estimate),
       cmocka_unit_test(unscaling_beyond_double_saturates_and_advice_ends),
       cmocka_unit_test(a_binade_across_the_fp16_flush_threshold_makes_the_cast_counts_an_estimate),
+      cmocka_unit_test(unscaled_casts_count_the_overflow_and_flush_the_extremes_prove),
       cmocka_unit_test(loss_scales_parse_as_numbers_or_powers_of_two),
       cmocka_unit_test(underflow_threshold_is_a_parameter),
   };
