@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/types.h>
@@ -997,12 +998,21 @@ int mpprof_cmd_run(int argc, char **argv) {
               "mpprof: %s: nothing was recorded: MPPROF_DISABLE=%s is set in the environment "
               "(every hook passes straight through; unset it to profile)\n",
               o.argv[0], off);
-    else
+    else {
+      /* A raw file larger than the file size limit the program inherits is
+       * not written (libmpprof refuses it rather than take SIGXFSZ). */
+      struct rlimit fs;
+      char limit[96] = "";
+      if (getrlimit(RLIMIT_FSIZE, &fs) == 0 && fs.rlim_cur != RLIM_INFINITY)
+        snprintf(limit, sizeof limit, " (the file size limit, ulimit -f, is %llu bytes)",
+                 (unsigned long long)fs.rlim_cur);
       fprintf(stderr,
               "mpprof: %s: no CUDA matrix ops were seen: no process wrote a raw file (none "
-              "called the CUDA libraries mpprof hooks, or each that did ended without exit "
-              "handlers, as os._exit() and SIGKILL do, before its first checkpoint)\n",
-              o.argv[0]);
+              "called the CUDA libraries mpprof hooks, each that did ended without exit "
+              "handlers, as os._exit() and SIGKILL do, before its first checkpoint, or its raw "
+              "file could not be written%s: MPPROF_LOG=1 says why)\n",
+              o.argv[0], limit);
+    }
     /* --force removed the earlier run's raw files, not its report: say that
      * what is left there no longer has raw files behind it. */
     struct stat rs;

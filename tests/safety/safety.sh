@@ -181,6 +181,11 @@ file_size_limit_ends_no_program)
   [ $rc = 0 ] || fail "exit $rc under mpprof, expected 0 (153: killed by SIGXFSZ)"
   [ "$got" = "$want" ] || fail "output under mpprof: '$got', without: '$want'"
   [ -z "$(ls -A "$W/out/raw")" ] || fail "files left in raw/: $(ls -A "$W/out/raw")"
+  # mpprof run names the limit as a reason nothing was recorded
+  sh -c 'ulimit -f 1 && exec "$@"' sh env LD_LIBRARY_PATH="$MPP_SIMCUDA" "$M" -o "$W/run" \
+    "$MPP_TESTPROG" gemmex >/dev/null 2>"$W/err"
+  grep -q "the file size limit, ulimit -f, is [0-9]* bytes" "$W/err" ||
+    fail "mpprof run did not name the file size limit: $(cat "$W/err")"
   ;;
 unwritable_out_refused_before_start)
   mkdir -p "$W/out"
