@@ -939,10 +939,10 @@ static int rule_current_error_high(mpprof_model *m) {
   mpprof_finding *f =
       add(m, "current_error_high", "medium", n == 1 ? w->layer_name : NULL,
           mpprof_asprintf("%zu GEMM/conv site%s (%" PRIu64 " calls) already lose%s more than "
-                          "--shadow-max-rel %.3g in the precision %s run in now (measured): worst "
+                          "--shadow-max-rel %.3g in the precision %s in now (measured): worst "
                           "%s site %zu (%s), %s",
                           n, n == 1 ? "" : "s", t.calls, n == 1 ? "s" : "", lim,
-                          n == 1 ? "it" : "they", site_layer_label(w), w->id, types, werr),
+                          n == 1 ? "it runs" : "they run", site_layer_label(w), w->id, types, werr),
           strdup("widen what loses it: a bf16 or fp32 output instead of fp8 (or a smaller D scale "
                  "where outputs saturate), fp32 inputs without TF32 for sums that need them; the "
                  "Measured error columns compare each candidate with it"));

@@ -556,8 +556,9 @@ static void layer_headers(FILE *f, const mpprof_model *m) {
   fprintf(f,
           "<th title=\"[a, b]: every loss scale 2^a .. 2^b keeps the layer's gradients inside "
           "fp16 (no overflow, at most %g%% flushed)\">Loss scale (log2)</th>"
-          "<th title=\"Share of the worst tensor's finite non-zero values above fp16's largest "
-          "value (see below the table)\">fp16 overflow %%</th>"
+          "<th title=\"Share of the worst tensor's finite non-zero values that round beyond "
+          "fp16's largest finite value, 65504 (from 65520 on: to infinity; see below the "
+          "table)\">fp16 overflow %%</th>"
           "<th title=\"Share of the worst tensor's finite non-zero values that round to zero in "
           "fp16 (see below the table)\">fp16 underflow %%</th>"
           "<th title=\"As fp16 overflow %%, for bf16\">bf16 overflow %%</th>"

@@ -293,10 +293,16 @@ static void print_todo(const mp_stats *s, const mp_advice *a) {
     puts("use bf16: no power-of-two scale fits fp16, bf16's range holds the values.");
     break;
   case MP_REC_FP32:
-    if (a->fp32_overflow)
-      printf("keep fp64: |x| reaches %g, beyond fp32's range (largest %g) too.\n", s->absmax,
-             (double)FLT_MAX);
-    else if (a->nonfinite_input)
+    if (a->fp32_overflow) {
+      /* digits enough to tell them apart (2^128 - 2^103 reads 3.40282e+38 too) */
+      int d = 6;
+      char x[40], max[40];
+      do
+        snprintf(x, sizeof x, "%.*g", d, s->absmax),
+            snprintf(max, sizeof max, "%.*g", d, (double)FLT_MAX);
+      while (!strcmp(x, max) && ++d <= 17);
+      printf("keep fp64: |x| reaches %s, beyond fp32's range (largest %s) too.\n", x, max);
+    } else if (a->nonfinite_input)
       puts("keep fp32 until then: the verdicts above judge only the finite values.");
     else
       puts("keep fp32: the values do not fit bf16 either.");

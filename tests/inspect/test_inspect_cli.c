@@ -464,7 +464,8 @@ static void fp16_subnormal_values_are_named_with_their_precision(void **st) {
 }
 
 /* An fp64 tensor beyond fp32's range is advised fp64 (it was "fp32", which
- * overflows too); just below fp32's overflow threshold, fp32 stays. */
+ * overflows too); just below fp32's overflow threshold, fp32 stays; at it, the
+ * message prints the two apart. */
 static void fp64_values_beyond_fp32_are_advised_fp64(void **st) {
   (void)st;
   const double big[4] = {1e300, -2.0, 0.5, 1e-3};
@@ -492,6 +493,15 @@ static void fp64_values_beyond_fp32_are_advised_fp64(void **st) {
   r = run(argv2);
   assert_int_equal(r.status, 0);
   assert_non_null(strstr(r.out, "recommended fp32"));
+  run_free(&r);
+  /* at fp32's rounding edge, which %g printed as fp32's largest value */
+  const double tie[2] = {0x1p128 - 0x1p103, 1.0};
+  write_npy(tmp_path("tie64.npy"), 1, dict2, tie, sizeof tie);
+  char *argv3[] = {(char *)mpprof_path, "inspect", (char *)tmp_path("tie64.npy"), NULL};
+  r = run(argv3);
+  assert_int_equal(r.status, 0);
+  assert_non_null(
+      strstr(r.out, "|x| reaches 3.402824e+38, beyond fp32's range (largest 3.402823e+38)"));
   run_free(&r);
 }
 
