@@ -220,29 +220,29 @@ void mpp_scan_finish(const mpp_scan_params *p, const mpp_scan_result *r, mp_stat
     r = full;
   }
   mpp_scan_fmt f = mpp_scan_fmt_of(p->src);
-  mp_stats part;
-  mp_stats_init(&part, dtype_of(p->src));
+  /* Written into s itself: no 17 KB record on the stack of the thread that
+   * delivers, which may be the application's (exit(), exec). */
   uint64_t nonzero = 0;
   for (int b = 0; b < f.nbins; b++)
     nonzero += r->hist[b];
   uint64_t finite = p->n - r->nans - r->pos_infs - r->neg_infs;
-  part.count = p->n;
-  part.zeros = finite - nonzero;
-  part.nans = r->nans;
-  part.pos_infs = r->pos_infs;
-  part.neg_infs = r->neg_infs;
-  part.negatives = r->negatives;
-  part.saturated = saturated;
+  s->count = p->n;
+  s->zeros = finite - nonzero;
+  s->nans = r->nans;
+  s->pos_infs = r->pos_infs;
+  s->neg_infs = r->neg_infs;
+  s->negatives = r->negatives;
+  s->saturated = saturated;
   if (finite) {
     uint64_t mask = mpp_scan_key_mask(&f);
-    part.max = value_of(p->src, mpp_scan_key_to_bits(&f, r->max_key));
-    part.min = value_of(p->src, mpp_scan_key_to_bits(&f, mask ^ r->min_key_inv));
-    part.absmax = value_of(p->src, r->absmax);
+    s->max = value_of(p->src, mpp_scan_key_to_bits(&f, r->max_key));
+    s->min = value_of(p->src, mpp_scan_key_to_bits(&f, mask ^ r->min_key_inv));
+    s->absmax = value_of(p->src, r->absmax);
   }
   uint64_t abs_mask = (1ull << (f.width - 1)) - 1;
-  if (r->minabs_inv) part.min_abs_nonzero = value_of(p->src, abs_mask ^ r->minabs_inv);
+  if (r->minabs_inv) s->min_abs_nonzero = value_of(p->src, abs_mask ^ r->minabs_inv);
   for (int b = 0; b < f.nbins; b++)
-    part.exp_hist[f.hist_lo + b - MP_HIST_MIN] = r->hist[b];
+    s->exp_hist[f.hist_lo + b - MP_HIST_MIN] = r->hist[b];
   for (int t = 0; t < MPP_SCAN_TARGETS; t++) {
     uint64_t ge[MPP_SCAN_LEVELS + 1];
     ge[0] = nonzero;
@@ -257,12 +257,11 @@ void mpp_scan_finish(const mpp_scan_params *p, const mpp_scan_result *r, mp_stat
         above += r->hist[b];
       ge[k + 1] = above;
     }
-    part.casts[t][MP_CAST_UNDERFLOW] = ge[0] - ge[1];
-    part.casts[t][MP_CAST_SUBNORMAL] = ge[1] - ge[2];
-    part.casts[t][MP_CAST_NORMAL] = ge[2] - ge[3];
-    part.casts[t][MP_CAST_OVERFLOW] = ge[3];
+    s->casts[t][MP_CAST_UNDERFLOW] = ge[0] - ge[1];
+    s->casts[t][MP_CAST_SUBNORMAL] = ge[1] - ge[2];
+    s->casts[t][MP_CAST_NORMAL] = ge[2] - ge[3];
+    s->casts[t][MP_CAST_OVERFLOW] = ge[3];
   }
-  mp_stats_merge(s, &part);
   free(full);
 }
 

@@ -15,7 +15,7 @@ int mpp_scan_plan(const mp_view *v, mpp_scan_params *ret);
  * Matrix b starts at ptrs[b] (a device pointer for the kernel, a host one
  * for mpp_scan_emulate). Never flat. -EINVAL as above or when ptrs is NULL. */
 int mpp_scan_plan_ptrs(const mp_view *v, const void *const *ptrs, mpp_scan_params *ret);
-/* Accumulate a finished device record into s (s initialised for v's dtype);
+/* A finished device record into s (initialised for v's dtype, empty);
  * with p->saturates (set by the caller after planning) an fp8 source's +-max
  * values are counted in s->saturated as mp_count_saturated does. */
 void mpp_scan_finish(const mpp_scan_params *p, const mpp_scan_result *r, mp_stats *s);

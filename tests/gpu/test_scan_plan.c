@@ -3,6 +3,7 @@
  * the host scanner's record bit for bit: random and boundary data, every
  * source dtype, contiguous, strided and by pointer array. What only a GPU adds (atomics, warps,
  * vector loads) is checked by tests/gpu/devscan_check.c on a GPU. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -147,6 +148,61 @@ static void unscannable_dtype_is_refused(void **state) {
   assert_int_equal(mpp_scan_plan(&v, &p), -EINVAL);
 }
 
+/* The device record is decoded on the thread that delivers it, which may be
+ * the application's (in exit() or exec, pending scans are drained there):
+ * on a 16 KiB stack (above a 64 KiB guard no frame jumps over) it decodes as
+ * on the main thread. A 17 KB record on its stack was a crash there. */
+#ifdef __SANITIZE_ADDRESS__
+#define SMALL_STACK (4 * 16 * 1024) /* redzones */
+#else
+#define SMALL_STACK (16 * 1024)
+#endif
+
+typedef struct finish_job {
+  const mpp_scan_params *p;
+  const mpp_scan_result *r;
+  mp_stats *s;
+} finish_job;
+
+static void *finish_on_thread(void *arg) {
+  finish_job *j = arg;
+  mpp_scan_finish(j->p, j->r, j->s);
+  return NULL;
+}
+
+static void a_record_decodes_on_a_small_thread_stack(void **state) {
+  (void)state;
+  static const mp_dtype dts[] = {MP_FP16, MP_FP8_E4M3};
+  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+    uint8_t data[64];
+    for (int i = 0; i < 64; i++)
+      data[i] = (uint8_t)(i * 37 + 5);
+    mp_view v = {dts[d], data, 64 / mp_dtype_size(dts[d]), 1, 64 / mp_dtype_size(dts[d]), 1, 0};
+    mpp_scan_params p;
+    assert_int_equal(mpp_scan_plan(&v, &p), 0);
+    mpp_scan_result *r = calloc(1, sizeof *r);
+    mp_stats *want = malloc(sizeof *want), *got = malloc(sizeof *got);
+    mpp_scan_emulate(&p, r);
+    mp_stats_init(want, dts[d]);
+    mp_stats_init(got, dts[d]);
+    mpp_scan_finish(&p, r, want);
+    finish_job j = {&p, r, got};
+    pthread_attr_t at;
+    pthread_t t;
+    assert_int_equal(pthread_attr_init(&at), 0);
+    assert_int_equal(pthread_attr_setstacksize(&at, SMALL_STACK), 0);
+    assert_int_equal(pthread_attr_setguardsize(&at, 64 * 1024), 0);
+    assert_int_equal(pthread_create(&t, &at, finish_on_thread, &j), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    pthread_attr_destroy(&at);
+    const char *diff = mpp_stats_diff(want, got);
+    if (diff) fail_msg("%s: %s differs on a small stack", mp_dtype_name(dts[d]), diff);
+    free(want);
+    free(got);
+    free(r);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(random_and_boundary_data_match_host_scanner_for_every_dtype),
@@ -156,6 +212,7 @@ int main(void) {
       cmocka_unit_test(pointer_array_plan_is_never_flat),
       cmocka_unit_test(empty_and_all_special_tensors_match_host_scanner),
       cmocka_unit_test(unscannable_dtype_is_refused),
+      cmocka_unit_test(a_record_decodes_on_a_small_thread_stack),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
