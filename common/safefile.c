@@ -3,8 +3,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/resource.h>
@@ -14,19 +16,21 @@
 
 #define TEMP_SUFFIX_LEN 8
 
+/* (the copy on the heap: this runs in exit() on the application's thread) */
 static int mkdir_p(const char *path) {
-  char tmp[4096];
-  size_t n = strlen(path);
-  if (n >= sizeof tmp) return -ENAMETOOLONG;
-  memcpy(tmp, path, n + 1);
-  for (char *p = tmp + 1; *p; p++)
+  if (strlen(path) >= PATH_MAX) return -ENAMETOOLONG;
+  char *tmp = strdup(path);
+  if (!tmp) return -ENOMEM;
+  int err = 0;
+  for (char *p = tmp + 1; *p && !err; p++)
     if (*p == '/') {
       *p = '\0';
-      if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -errno;
+      if (mkdir(tmp, 0777) != 0 && errno != EEXIST) err = -errno;
       *p = '/';
     }
-  if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -errno;
-  return 0;
+  if (!err && mkdir(tmp, 0777) != 0 && errno != EEXIST) err = -errno;
+  free(tmp);
+  return err;
 }
 
 int mpp_sf_open_dir(int at, const char *path, int flags) {

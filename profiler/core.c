@@ -133,12 +133,13 @@ void mpp_config_read(void) {
   if (!v || !*v) v = "mpprof-out";
   /* Relative to the directory the process starts in: an application that
    * changes directory later (Hydra does) must not scatter its raw files. */
-  char cwd[4096];
+  /* (the directory read into out_dir itself: this may run in the first
+   * hooked call, on an application thread with a small stack) */
+  char *dir = mpp_cfg.out_dir;
   size_t lv = strlen(v), lc;
-  if (v[0] != '/' && getcwd(cwd, sizeof cwd) &&
-      (lc = strlen(cwd)) + 1 + lv < sizeof mpp_cfg.out_dir) {
-    memcpy(mpp_cfg.out_dir, cwd, lc);
-    mpp_cfg.out_dir[lc] = '/';
+  if (v[0] != '/' && getcwd(dir, sizeof mpp_cfg.out_dir) &&
+      (lc = strlen(dir)) + 1 + lv < sizeof mpp_cfg.out_dir) {
+    dir[lc] = '/';
     memcpy(mpp_cfg.out_dir + lc + 1, v, lv + 1);
   } else {
     snprintf(mpp_cfg.out_dir, sizeof mpp_cfg.out_dir, "%s", v);

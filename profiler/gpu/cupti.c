@@ -262,11 +262,13 @@ static void *open_cupti(void) {
   void *h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
   for (size_t i = 0; !h && i < sizeof names / sizeof names[0]; i++)
     h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-  if (!h && g_cuda_home && *g_cuda_home) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/extras/CUPTI/lib64/libcupti.so.13", g_cuda_home);
+  /* The path on the heap: a buffer here would sit on the stack under every
+   * dlopen above, in the first hooked call, on the application's thread. */
+  char *path = NULL;
+  if (!h && g_cuda_home && *g_cuda_home &&
+      asprintf(&path, "%s/extras/CUPTI/lib64/libcupti.so.13", g_cuda_home) > 0)
     h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  }
+  free(path);
   return h;
 }
 

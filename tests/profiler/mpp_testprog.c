@@ -22,6 +22,8 @@
  *   groups64      on a thread with a 48 KiB stack, one cublasSgemmGroupedBatched call
  *                 of 64 groups of one GEMM each, in NVTX range "t/groups"
  *   autotune_small [KiB]  autotune on a thread with a small stack (default 28 KiB)
+ *   first_stack FILE  the first CUDA call (cublasCreate: mpprof starts there) on a
+ *                 thread with a painted stack; the stack bytes it used into FILE
  *   exit3         one GEMM, then exit(3)
  *   chdir DIR     one GEMM, chdir(DIR), one more GEMM
  *   wait          three GEMMs, prints "ready", then sleeps until killed
@@ -623,6 +625,47 @@ static int mode_groups64(void) {
   pthread_join(t, NULL);
   pthread_attr_destroy(&at);
   printf("groups64 checksum %.17g\n", s);
+  return 0;
+}
+
+/* mpprof starts in the program's first hooked call, on that call's thread:
+ * its start-up (settings, CUPTI's dlopen) must take little of that stack,
+ * which may be small. The first call, cublasCreate, on a thread whose stack
+ * is painted: the bytes it used, written to FILE ("-1" under ASan, which
+ * moves frames off the stack). */
+enum { PAINTED_STACK = 1 << 20 };
+
+static void *first_stack_main(void *arg) {
+  cublasHandle_t h;
+  CK(cublasCreate(&h));
+  CK(cublasDestroy(h));
+  return arg;
+}
+
+static int mode_first_stack(const char *file) {
+  unsigned char *stk = malloc(PAINTED_STACK);
+  if (!stk) die("malloc", -1);
+  memset(stk, 0xa5, PAINTED_STACK);
+  pthread_attr_t at;
+  pthread_t t;
+  CK(pthread_attr_init(&at));
+  CK(pthread_attr_setstack(&at, stk, PAINTED_STACK));
+  CK(pthread_create(&t, &at, first_stack_main, NULL));
+  pthread_join(t, NULL);
+  pthread_attr_destroy(&at);
+  size_t i = 0;
+  while (i < PAINTED_STACK && stk[i] == 0xa5)
+    i++;
+  FILE *f = fopen(file, "w");
+  if (!f) die("fopen", -1);
+#ifdef __SANITIZE_ADDRESS__
+  fputs("-1\n", f);
+#else
+  fprintf(f, "%zu\n", (size_t)PAINTED_STACK - i);
+#endif
+  fclose(f);
+  free(stk);
+  puts("first_stack done");
   return 0;
 }
 
@@ -1658,6 +1701,7 @@ static const struct {
     {"capture", "", .plain = mode_capture},
     {"chdir", " DIR", .named = mode_chdir},
     {"groups64", "", .plain = mode_groups64},
+    {"first_stack", " FILE", .named = mode_first_stack},
     {"autotune_small", " [KIB]", .counted = mode_autotune_small, .dflt = 0},
     {"lossscale", "", .plain = mode_lossscale},
     {"overflow", "", .plain = mode_overflow},

@@ -527,6 +527,37 @@ static void a_64_group_gemm_on_a_small_thread_stack_is_recorded_per_group(void *
   free_raws(&r);
 }
 
+/* mpprof starts inside the program's first hooked call, on the program's
+ * thread, whose stack may be small (frameworks' worker threads): its
+ * start-up adds at most 5 KiB to what that call uses (3.5 KB here). It took
+ * 7.5 KB (a 4 KB buffer in settings, another under every dlopen of CUPTI):
+ * 16 KiB threads crashed. */
+static void mpprof_starts_on_little_of_the_threads_stack(void **state) {
+  (void)state;
+  const char *dir = outdir("first_stack");
+  char plain_file[4300], prof_file[4300];
+  snprintf(plain_file, sizeof plain_file, "%s.plain", dir);
+  snprintf(prof_file, sizeof prof_file, "%s.prof", dir);
+  char *plain[] = {(char *)testprog, "first_stack", plain_file, NULL};
+  char *prof[] = {(char *)mpprof,   "-o",          (char *)dir, "--",
+                  (char *)testprog, "first_stack", prof_file,   NULL};
+  result a = run(plain, NULL), b = run(prof, NULL);
+  assert_int_equal(a.status, 0);
+  assert_int_equal(b.status, 0);
+  free(a.out);
+  free(b.out);
+  char *pa = slurp(plain_file), *pb = slurp(prof_file);
+  assert_non_null(pa);
+  assert_non_null(pb);
+  long used_plain = atol(pa), used_prof = atol(pb);
+  free(pa);
+  free(pb);
+  if (used_plain < 0) skip(); /* ASan */
+  if (used_prof - used_plain > 5 * 1024)
+    fail_msg("mpprof's start-up took %ld bytes of the first call's stack (%ld bare, %ld)",
+             used_prof - used_plain, used_plain, used_prof);
+}
+
 /* The records of a backend graph's ops are not on the application's stack:
  * with them there, 28 KiB crashed (SIGSEGV) where the program needs ~20. */
 static void backend_execute_on_a_small_thread_stack_is_recorded(void **state) {
@@ -1604,6 +1635,7 @@ int main(void) {
       cmocka_unit_test(backend_executions_on_four_threads_are_each_scanned),
       cmocka_unit_test(inner_cublasLt_call_under_cublasGemmEx_is_recorded_once),
       cmocka_unit_test(a_64_group_gemm_on_a_small_thread_stack_is_recorded_per_group),
+      cmocka_unit_test(mpprof_starts_on_little_of_the_threads_stack),
       cmocka_unit_test(descriptor_churn_keeps_the_backend_plans_followed),
       cmocka_unit_test(backend_execute_on_a_small_thread_stack_is_recorded),
       cmocka_unit_test(direct_cublasLt_call_is_recorded_with_its_descriptor),
