@@ -138,6 +138,8 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
     p->headline =
         mpprof_asprintf("no autocast: 0 of %zu layers fit %s; keep %s in fp32", p->n_known,
                         mp_dtype_name(dt), p->n_keep == 1 ? "the layer" : "every layer");
+  else if (p->n_fit == 0) /* no layer runs in dt with a verdict: no share to give */
+    p->headline = mpprof_asprintf("%s%s: %s%s", what, keep, fit, unchecked);
   else if (dt == MP_FP16 && p->scaler)
     p->headline = mpprof_asprintf("%s%s: %s (0%% overflow; gradients fit at every scale in "
                                   "[2^%d, 2^%d])%s",
@@ -329,8 +331,11 @@ static cJSON *plan_json(const mpprof_model *m, const mpprof_plan *p) {
   cJSON_AddStringToObject(o, "summary", p->headline);
   cJSON_AddItemToObject(o, "layers_fit", mpprof_json_u64(p->n_fit));
   cJSON_AddItemToObject(o, "layers_known", mpprof_json_u64(p->n_known));
-  cJSON_AddItemToObject(o, "max_overflow_pct", mpprof_json_double(p->max_overflow_pct));
-  cJSON_AddItemToObject(o, "max_flush_pct", mpprof_json_double(p->max_flush_pct));
+  /* over the layers that fit: none, no figure (0 would read as measured) */
+  cJSON_AddItemToObject(o, "max_overflow_pct",
+                        p->n_fit ? mpprof_json_double(p->max_overflow_pct) : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, "max_flush_pct",
+                        p->n_fit ? mpprof_json_double(p->max_flush_pct) : cJSON_CreateNull());
   cJSON *layers = cJSON_AddObjectToObject(o, "layers");
   size_t k = 0;
   for (size_t i = 0; i < m->n_layers; i++) {

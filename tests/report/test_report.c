@@ -662,6 +662,52 @@ static cJSON *beyond_bf16_site(int id, const char *layer_path, const char *modul
   return s;
 }
 
+/* A plan in which no layer with a verdict runs in its autocast dtype (one
+ * layer, overflowing fp16 forward, kept in bf16 by the fp16 plan) gives no
+ * overflow or flush share: its headline read "0 of 1 layers fit fp16 (0%
+ * overflow, 0% flush)" and plan.json had 0, a maximum over no layer. */
+static void a_plan_where_no_layer_fits_gives_no_shares(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("plan_nofit");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &P0);
+  static double v[1000];
+  cJSON *s = rg_gemm(0, "cublasGemmEx", "big/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F", "DEFAULT",
+                     10, 100, 1, 1);
+  for (int i = 0; i < 1000; i++)
+    v[i] = i < 997 ? 1e5 : 1.0; /* beyond fp16, inside bf16 */
+  rg_tensor_values(s, "D", MP_FP32, v, 1000);
+  rg_site_end(&r, s);
+  s = rg_gemm(1, "cublasGemmEx", "big/bwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F", "DEFAULT", 10,
+              100, 1, 1);
+  for (int i = 0; i < 1000; i++)
+    v[i] = (double)(i % 7 + 1) / 64;
+  rg_tensor_values(s, "D", MP_FP32, v, 1000);
+  rg_site_end(&r, s);
+  rg_end(&r);
+  cJSON_Delete(report_of(dir));
+  cJSON *plan = rg_read_json(dir, "plan.json");
+  assert_non_null(plan);
+  int seen = 0;
+  for (int k = 0; k < 2; k++) {
+    const cJSON *p = get(plan, k ? "alternative" : "recommended");
+    if (!cJSON_IsObject(p)) continue;
+    const char *summary = get(p, "summary")->valuestring;
+    if (get(p, "layers_fit")->valuedouble == 0) {
+      seen++;
+      assert_true(cJSON_IsNull(get(p, "max_overflow_pct")));
+      assert_true(cJSON_IsNull(get(p, "max_flush_pct")));
+      assert_null(strstr(summary, "overflow"));
+    } else {
+      assert_true(cJSON_IsNumber(get(p, "max_overflow_pct")));
+    }
+  }
+  assert_int_equal(seen, 1);
+  cJSON_Delete(plan);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* The plan's snippet names each kept layer by its whole path, NVTX's '/' as
  * '.': enc/fc4 and dec/fc4 are two modules (it used to look both up as
  * "fc4"). A PyTorch model's own forward() (its layer named by its class) and
@@ -1796,6 +1842,7 @@ int main(void) {
       cmocka_unit_test(values_inside_fp16_give_fp16),
       cmocka_unit_test(values_beyond_bf16_keep_fp32),
       cmocka_unit_test(the_plan_names_kept_modules_by_their_whole_path),
+      cmocka_unit_test(a_plan_where_no_layer_fits_gives_no_shares),
       cmocka_unit_test(a_flushed_fp16_input_is_a_reason_on_an_fp16_verdict),
       cmocka_unit_test(a_flush_edge_makes_the_loss_scale_needed),
       cmocka_unit_test(tiny_forward_values_are_not_rescued_by_a_loss_scale),
