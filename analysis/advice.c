@@ -238,6 +238,8 @@ static void fp8_advice(const mp_stats *s, const mp_advice_params *p, uint64_t n,
     sc--;
   while (classify_scaled(s->absmax, sc + 1, t) != MP_CAST_OVERFLOW)
     sc++;
+  if (sc > MP_FP8_SCALE_LOG2_MAX) sc = MP_FP8_SCALE_LOG2_MAX; /* more flush */
+  if (sc < MP_FP8_SCALE_LOG2_MIN) sc = MP_FP8_SCALE_LOG2_MIN; /* overflow: no fit */
   mp_scaled_casts cs;
   mp_scaled_casts_compute(s, t, sc, &cs);
   ret->scale_log2 = sc;

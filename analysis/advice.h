@@ -8,6 +8,7 @@
 #ifndef MPPROF_ANALYSIS_ADVICE_H
 #define MPPROF_ANALYSIS_ADVICE_H
 
+#include <float.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -53,10 +54,17 @@ typedef struct mp_scaled_casts {
   bool estimate;
 } mp_scaled_casts;
 
+/* An fp8 per-tensor scale is an fp32 number (cuBLASLt's scale pointers,
+ * Transformer Engine's scale tensors): the powers of two it can be, fp32's
+ * normal range. A tensor that needs a scale outside it gets the nearest end. */
+#define MP_FP8_SCALE_LOG2_MIN (FLT_MIN_EXP - 1) /* -126 */
+#define MP_FP8_SCALE_LOG2_MAX (FLT_MAX_EXP - 1) /* 127 */
+
 typedef struct mp_fp8_advice {
   bool fits;      /* no overflow and underflow_fraction <= fp8_underflow_max;
                      false for a record with saturated values */
-  int scale_log2; /* power-of-two per-tensor scale: largest with absmax * 2^s not overflowing */
+  int scale_log2; /* power-of-two per-tensor scale: largest with absmax * 2^s not overflowing,
+                     inside [MP_FP8_SCALE_LOG2_MIN, MP_FP8_SCALE_LOG2_MAX] */
   double underflow_fraction; /* flushed to zero at that scale */
   bool estimate;
 } mp_fp8_advice;

@@ -336,6 +336,24 @@ static void fp8_scale_is_the_largest_power_of_two_without_overflow(void **state)
   assert_int_equal(a.recommended, MP_REC_FP8_E4M3);
 }
 
+/* A per-tensor scale is an fp32 number: for values near 2^-128 the scale
+ * that brings them to e4m3's max, 2^136, is none; 2^127 is used, and at it
+ * the values at 2^-140 flush (they fitted at 2^136). */
+static void fp8_scales_stay_inside_fp32(void **state) {
+  (void)state;
+  float v[100];
+  for (int i = 0; i < 100; i++)
+    v[i] = i < 90 ? 0x1p-128f : 0x1p-140f;
+  mp_stats s;
+  record_of(&s, v, 100);
+  mp_advice a;
+  mp_advise(&s, NULL, &a);
+  assert_int_equal(a.fp8_e4m3.scale_log2, MP_FP8_SCALE_LOG2_MAX);
+  assert_int_equal(MP_FP8_SCALE_LOG2_MAX, 127);
+  assert_true(a.fp8_e4m3.underflow_fraction == 0.1);
+  assert_false(a.fp8_e4m3.fits);
+}
+
 /* e4m3 covers 2^-9 .. 448 (about 2^18): values spread over 2^30 flush. */
 static void fp8_reports_the_flushed_fraction_at_its_scale(void **state) {
   (void)state;
@@ -593,6 +611,7 @@ int main(void) {
       cmocka_unit_test(values_below_bf16_range_keep_fp32),
       cmocka_unit_test(fp8_scale_is_the_largest_power_of_two_without_overflow),
       cmocka_unit_test(fp8_reports_the_flushed_fraction_at_its_scale),
+      cmocka_unit_test(fp8_scales_stay_inside_fp32),
       cmocka_unit_test(nan_in_fp32_source_keeps_fp32),
       cmocka_unit_test(inf_in_fp16_source_keeps_the_advice_on_finite_values),
       cmocka_unit_test(all_zero_tensor_has_nothing_to_judge),
