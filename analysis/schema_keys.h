@@ -35,13 +35,15 @@
 #define MP_K_SHAPE "shape"
 
 /* The advice object (analysis/advice.h as JSON). */
-#define MP_K_ADV_FP16 "fp16"                       /* "safe" | "loss_scale" | "unsafe" */
-#define MP_K_ADV_LOSS_SCALE_LOG2 "loss_scale_log2" /* [a, b] or null */
+#define MP_K_ADV_FP16 "fp16"                               /* "safe" | "loss_scale" | "unsafe" */
+#define MP_K_ADV_LOSS_SCALE_LOG2 "loss_scale_log2"         /* [a, b] or null */
+#define MP_K_ADV_LOSS_SCALE_ESTIMATE "loss_scale_estimate" /* a boundary binade decides an end */
 #define MP_K_ADV_FP8_E4M3 "fp8_e4m3"
 #define MP_K_ADV_FP8_E5M2 "fp8_e5m2"
 #define MP_K_ADV_FITS "fits"
 #define MP_K_ADV_SCALE_LOG2 "scale_log2"
 #define MP_K_ADV_UNDERFLOW_FRACTION "underflow_fraction"
+#define MP_K_ADV_ESTIMATE "estimate" /* underflow_fraction is an upper bound, not exact */
 #define MP_K_ADV_RECOMMENDED "recommended"
 
 /* Shadow execution in report.json: the raw keys (analysis/raw_format.h

@@ -244,6 +244,7 @@ static cJSON *fp8_advice_to_json(const mp_fp8_advice *f, int *failed) {
   add(o, MP_K_ADV_FITS, cJSON_CreateBool(f->fits), failed);
   add(o, MP_K_ADV_SCALE_LOG2, cJSON_CreateNumber(f->scale_log2), failed);
   add(o, MP_K_ADV_UNDERFLOW_FRACTION, mpprof_json_double(f->underflow_fraction), failed);
+  add(o, MP_K_ADV_ESTIMATE, cJSON_CreateBool(f->estimate), failed);
   return o;
 }
 
@@ -258,6 +259,8 @@ cJSON *mpprof_advice_to_json(const mp_advice *a) {
   } else {
     add(o, MP_K_ADV_LOSS_SCALE_LOG2, cJSON_CreateNull(), &failed);
   }
+  add(o, MP_K_ADV_LOSS_SCALE_ESTIMATE, cJSON_CreateBool(a->has_window && a->window_estimate),
+      &failed);
   add(o, MP_K_ADV_FP8_E4M3, fp8_advice_to_json(&a->fp8_e4m3, &failed), &failed);
   add(o, MP_K_ADV_FP8_E5M2, fp8_advice_to_json(&a->fp8_e5m2, &failed), &failed);
   add(o, MP_K_ADV_RECOMMENDED,

@@ -124,9 +124,10 @@ static void json_object_has_exactly_the_tensor_schema_keys_in_order(void **st) {
   const cJSON *shape = cJSON_GetObjectItem(j, "shape");
   assert_int_equal(cJSON_GetArraySize(shape), 1);
   assert_int_equal(cJSON_GetArrayItem(shape, 0)->valueint, 6);
-  const char *adv_keys[] = {"fp16", "loss_scale_log2", "fp8_e4m3", "fp8_e5m2", "recommended"};
+  const char *adv_keys[] = {"fp16",     "loss_scale_log2", "loss_scale_estimate",
+                            "fp8_e4m3", "fp8_e5m2",        "recommended"};
   const cJSON *adv = cJSON_GetObjectItem(j, "advice");
-  assert_int_equal(cJSON_GetArraySize(adv), 5);
+  assert_int_equal(cJSON_GetArraySize(adv), 6);
   i = 0;
   cJSON_ArrayForEach(item, adv) assert_string_equal(item->string, adv_keys[i++]);
   cJSON_Delete(j);
@@ -505,6 +506,31 @@ static void fp64_values_beyond_fp32_are_advised_fp64(void **st) {
   run_free(&r);
 }
 
+/* --json says which figures are estimates, as the text does: e4m3 at scale
+ * 2^8 flushes 2^-18 (2^-10 scaled, a tie to zero) and not 1.5 * 2^-18, one
+ * binade: the fraction, 0.1, counts both (an upper bound; 0.05 exact). */
+static void json_advice_says_what_is_an_estimate(void **st) {
+  (void)st;
+  float v[100];
+  for (int i = 0; i < 100; i++)
+    v[i] = i < 90 ? 1.0f : i < 95 ? 0x1p-18f : 0x1.8p-18f;
+  write_small_npy("est.npy", v, 100);
+  char *argv[] = {(char *)mpprof_path, "inspect", "--json", (char *)tmp_path("est.npy"), NULL};
+  run_result r = run(argv);
+  assert_int_equal(r.status, 0);
+  cJSON *j = cJSON_Parse(r.out);
+  assert_non_null(j);
+  const cJSON *adv = cJSON_GetObjectItem(j, "advice");
+  const cJSON *e4 = cJSON_GetObjectItem(adv, "fp8_e4m3");
+  assert_int_equal(cJSON_GetObjectItem(e4, "scale_log2")->valueint, 8);
+  assert_true(cJSON_GetObjectItem(e4, "underflow_fraction")->valuedouble == 0.1);
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItem(e4, "estimate")));
+  assert_true(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(adv, "fp8_e5m2"), "estimate")));
+  assert_true(cJSON_IsBool(cJSON_GetObjectItem(adv, "loss_scale_estimate")));
+  cJSON_Delete(j);
+  run_free(&r);
+}
+
 /* The binade line names the span of |x| and how many binades of it hold
  * values: 1, 1024 and 3 span 2^0 .. 2^10 but fill only three binades (it
  * said "11 binades hold the finite non-zero values"); one value is one
@@ -674,6 +700,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(json_object_has_exactly_the_tensor_schema_keys_in_order),
       cmocka_unit_test(json_of_a_file_name_that_is_not_utf8_is_valid_utf8),
       cmocka_unit_test(fp64_values_beyond_fp32_are_advised_fp64),
+      cmocka_unit_test(json_advice_says_what_is_an_estimate),
       cmocka_unit_test(json_stats_equal_a_direct_scan),
       cmocka_unit_test(demo_activation_fits_fp16_as_is),
       cmocka_unit_test(demo_gradient_needs_a_loss_scale),

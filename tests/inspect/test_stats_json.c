@@ -273,14 +273,16 @@ static void advice_key_is_present_only_when_given(void **st) {
   mp_advise(s, &p, &a);
   j = mpprof_stats_to_json(s, &a);
   const cJSON *adv = cJSON_GetObjectItemCaseSensitive(j, MP_K_ADVICE);
-  const char *keys[] = {"fp16", "loss_scale_log2", "fp8_e4m3", "fp8_e5m2", "recommended"};
-  assert_int_equal(cJSON_GetArraySize(adv), 5);
-  for (int i = 0; i < 5; i++)
+  const char *keys[] = {"fp16",     "loss_scale_log2", "loss_scale_estimate",
+                        "fp8_e4m3", "fp8_e5m2",        "recommended"};
+  assert_int_equal(cJSON_GetArraySize(adv), 6);
+  for (int i = 0; i < 6; i++)
     assert_non_null(cJSON_GetObjectItemCaseSensitive(adv, keys[i]));
   const cJSON *f8 = cJSON_GetObjectItemCaseSensitive(adv, "fp8_e4m3");
   assert_true(cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(f8, "fits")));
   assert_non_null(cJSON_GetObjectItemCaseSensitive(f8, "scale_log2"));
   assert_non_null(cJSON_GetObjectItemCaseSensitive(f8, "underflow_fraction"));
+  assert_true(cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(f8, "estimate")));
   /* Readers ignore advice: the record still reads back. */
   mp_stats *r = malloc(sizeof *r);
   char err[256];
