@@ -208,10 +208,43 @@ static void provenance(const mpprof_model *m, FILE *f) {
   fputs("</p>\n", f);
 }
 
+/* An argument as a shell would need it to read it back as one word: as is
+ * when it holds only such characters, else in single quotes; control
+ * characters escaped (mpprof_text_escape). */
+static void shell_word(FILE *f, const char *a) {
+  static const char plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                              "_./:=,+@%-";
+  char *t = mpprof_text_escape(a, strlen(a));
+  if (!t) return;
+  if (t[0] && t[strspn(t, plain)] == '\0') {
+    html(f, t);
+  } else {
+    fputc('\'', f);
+    for (char *p = t, *q; *p; p = q + 1) {
+      q = strchr(p, '\'');
+      if (!q) {
+        html(f, p);
+        break;
+      }
+      *q = '\0';
+      html(f, p);
+      fputs("'\\''", f);
+    }
+    fputc('\'', f);
+  }
+  free(t);
+}
+
 static void summary(const mpprof_model *m, FILE *f) {
   fputs("<section id=\"summary\"><h2>Summary</h2>\n", f);
   fputs("<p><b>Program:</b> <code>", f);
-  html(f, m->program && m->program[0] ? m->program : "(unknown)");
+  int words = 0;
+  const cJSON *a;
+  cJSON_ArrayForEach(a, m->program_argv) if (cJSON_IsString(a)) {
+    if (words++) fputc(' ', f);
+    shell_word(f, a->valuestring);
+  }
+  if (!words) html(f, m->program && m->program[0] ? m->program : "(unknown)");
   fputs("</code></p>\n", f);
   provenance(m, f);
   if (m->n_procs == 0) {

@@ -776,9 +776,7 @@ static cJSON *finding_json(const mpprof_finding *f) {
 }
 
 static cJSON *program_argv(const mpprof_model *m) {
-  for (size_t i = 0; i < m->n_procs; i++)
-    if (m->procs[i].argv) return cJSON_Duplicate(m->procs[i].argv, true);
-  return cJSON_CreateArray();
+  return m->program_argv ? cJSON_Duplicate(m->program_argv, true) : cJSON_CreateArray();
 }
 
 static int write_all(const mpprof_model *m, FILE *f, mp_stats *scratch) {

@@ -27,8 +27,9 @@ static char *join_argv(const cJSON *argv) {
   return s;
 }
 
-/* The program: the argv of the root process (whose parent is not profiled). */
-static char *program_of(const mpprof_model *m) {
+/* The program: the argv of the root process (whose parent is not profiled),
+ * kept in m->program_argv for report.json and the page. */
+static char *program_of(mpprof_model *m) {
   const mpprof_process *root = NULL;
   for (size_t i = 0; i < m->n_procs && !root; i++) {
     bool child = false;
@@ -38,6 +39,7 @@ static char *program_of(const mpprof_model *m) {
     if (!child && m->procs[i].argv) root = &m->procs[i];
   }
   if (!root && m->n_procs && m->procs[0].argv) root = &m->procs[0];
+  m->program_argv = root ? root->argv : NULL;
   return root ? join_argv(root->argv) : strdup("");
 }
 

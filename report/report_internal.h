@@ -500,6 +500,7 @@ typedef struct mpprof_model {
   mpprof_tc_summary tc;
   bool incomplete;
   char *program;
+  const cJSON *program_argv; /* the argv `program` joins: the root process's (NULL: none) */
   uint64_t total_calls, total_gpu_ns;
   bool has_gpu_ns;
   mpprof_strpool strings; /* the sites' interned strings */

@@ -455,6 +455,40 @@ static void a_share_short_of_all_never_reads_100_percent(void **state) {
   free(dir);
 }
 
+/* The page's Program line and report.json's argv are the root process's
+ * (a launcher's, whose workers' files may be read first): argv came from the
+ * first process with one. Words a shell would split are quoted on the page:
+ * "./my train's" read as two arguments. */
+static void the_program_line_is_the_root_process_argv_quoted(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("argv_root");
+  rg_proc worker = {"node01", 200, 100, 0, true, "ok", "9.0", "./worker"};
+  rg_proc root = {"node01", 100, 1, -1, true, "ok", "9.0", "./my train's"};
+  rg_file r;
+  assert_int_equal(rg_begin(&r, dir, "a-worker.json", &worker), 0);
+  cJSON *s =
+      rg_gemm(0, "cublasGemmEx", "l/fwd", "A=fp16,B=fp16,D=fp32", "32F", "DEFAULT", 8, 8, 8, 1);
+  rg_tensor(s, "D", MP_FP32, -4, 4, 100);
+  rg_site_end(&r, s);
+  assert_int_equal(rg_end(&r), 0);
+  assert_int_equal(rg_begin(&r, dir, "b-root.json", &root), 0);
+  assert_int_equal(rg_end(&r), 0);
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+  cJSON *rep = rg_read_json(dir, "report.json");
+  assert_non_null(rep);
+  assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "argv"), 0)->valuestring,
+                      "./my train's");
+  assert_string_equal(cJSON_GetObjectItem(rep, "program")->valuestring, "./my train's --steps 2");
+  cJSON_Delete(rep);
+  char *page = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(page);
+  assert_non_null(strstr(page, "<b>Program:</b> <code>'./my train'\\''s' --steps 2</code>"));
+  free(page);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(hostile_nvtx_names_are_escaped),
@@ -467,6 +501,7 @@ int main(void) {
       cmocka_unit_test(trace_nests_ops_inside_layer_slices),
       cmocka_unit_test(a_percentage_reads_100_or_0_only_when_exact),
       cmocka_unit_test(a_share_short_of_all_never_reads_100_percent),
+      cmocka_unit_test(the_program_line_is_the_root_process_argv_quoted),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
