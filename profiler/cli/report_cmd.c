@@ -217,6 +217,60 @@ static const char *brought_origin(void *ctx, const char *name) {
   return NULL;
 }
 
+/* The non-negative integer of key in a raw file's head, or -1 (null, absent). */
+static long long head_number(const char *buf, const char *name) {
+  char key[32];
+  snprintf(key, sizeof key, "\"%s\":", name);
+  const char *k = strstr(buf, key);
+  char *end = NULL;
+  long long v = k ? strtoll(k + strlen(key), &end, 10) : -1;
+  if (k && end == k + strlen(key)) v = -1;
+  return v < 0 ? -1 : v;
+}
+
+/* How far a raw file's process went, from its head: its start (the process),
+ * whether the file is final, and the time of its write. */
+typedef struct raw_progress {
+  long long start_ns, end_ns; /* -1: not in the head */
+  bool final;
+} raw_progress;
+
+static bool progress_of_raw(const char *path, raw_progress *ret) {
+  char *buf = mpprof_raw_head(path);
+  if (!buf) return false;
+  char key[32];
+  snprintf(key, sizeof key, "\"%s\":true", MP_RK_TOP.final);
+  ret->final = strstr(buf, key) != NULL;
+  ret->start_ns = head_number(buf, MP_RK_TOP.start_ns);
+  ret->end_ns = head_number(buf, MP_RK_TOP.end_ns);
+  free(buf);
+  return ret->start_ns >= 0;
+}
+
+/* Of two files of one name, whether they are the same process (same start)
+ * at two moments, one a checkpoint (a copy taken while the job ran): 1 when
+ * a went further (final, or the later checkpoint), -1 when b did, 0 when they
+ * are other processes or as far (the report counts such a copy once). */
+static int further(const char *a, const char *b) {
+  raw_progress x, y;
+  if (!progress_of_raw(a, &x) || !progress_of_raw(b, &y) || x.start_ns != y.start_ns ||
+      (x.final && y.final))
+    return 0;
+  if (x.final != y.final) return x.final ? 1 : -1;
+  return x.end_ns > y.end_ns ? 1 : x.end_ns < y.end_ns ? -1 : 0;
+}
+
+static void brought_forget(brought *b, const char *name) {
+  for (size_t i = 0; i < b->n; i++)
+    if (!strcmp(b->name[i], name)) {
+      free(b->name[i]);
+      free(b->src[i]);
+      b->name[i] = b->name[--b->n];
+      b->src[i] = b->src[b->n];
+      return;
+    }
+}
+
 /* Link or copy src into out_raw under its name, or a numbered variant when the
  * name is taken by another file; noted in *b. */
 static int bring(const char *src, const char *name, int out_raw, const char *out_raw_name,
@@ -230,7 +284,26 @@ static int bring(const char *src, const char *name, int out_raw, const char *out
     if (same_file(src, out_raw, dst)) /* already there (an input given twice) */
       return brought_add(b, dst, src);
     struct stat st;
-    if (fstatat(out_raw, dst, &st, AT_SYMLINK_NOFOLLOW) == 0) continue;
+    if (fstatat(out_raw, dst, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      /* One process twice, a checkpoint and a file that went further: only
+       * the latter is brought (the report would keep the one it reads first). */
+      char there[4400];
+      snprintf(there, sizeof there, "%s/%s", out_raw_name, dst);
+      int f = further(src, there);
+      const char *origin = brought_origin(b, dst), *held = origin ? origin : there;
+      if (f)
+        fprintf(stderr,
+                "mpprof: merge: skipping %s: a checkpoint of the same process as %s, which "
+                "went further\n",
+                f < 0 ? src : held, f < 0 ? held : src);
+      if (f < 0) return 0;
+      if (f == 0) continue;
+      if (unlinkat(out_raw, dst, 0)) {
+        fprintf(stderr, "mpprof: merge: cannot replace %s: %s\n", there, strerror(errno));
+        return -1;
+      }
+      brought_forget(b, dst);
+    }
     /* A regular file is hard-linked where it can be; anything else (a
      * symbolic link among the inputs, say) is copied from what it names, so
      * OUT/raw holds only its own regular files. */
@@ -298,26 +371,32 @@ static int bring_dir(const char *dir, int out_raw, const char *out_raw_name, bro
 }
 
 /* The rank in a raw file's header ("rank": N near its start), or -1 (null,
- * absent, unreadable). */
-static long rank_of_raw(const char *path) {
+ * absent, unreadable); its start_ns in *ret_start_ns (-1 when not in the
+ * head: an argv of more than 64 KiB before it). */
+static long rank_of_raw(const char *path, long long *ret_start_ns) {
+  *ret_start_ns = -1;
   char *buf = mpprof_raw_head(path);
   if (!buf) return -1;
-  char key[32];
-  snprintf(key, sizeof key, "\"%s\":", MP_RK_TOP.rank);
-  const char *k = strstr(buf, key);
-  char *end = NULL;
-  long r = k ? strtol(k + strlen(key), &end, 10) : -1;
-  if (k && end == k + strlen(key)) r = -1;
+  long r = (long)head_number(buf, MP_RK_TOP.rank);
+  *ret_start_ns = head_number(buf, MP_RK_TOP.start_ns);
   free(buf);
-  return r < 0 ? -1 : r;
+  return r;
 }
 
-/* A raw file of an input with a rank: the file's name is the process
- * (host-pid.json: the same name in two inputs is one process, brought once). */
+/* A raw file of an input with a rank. Its process is its name (host-pid.json)
+ * and start, as the report tells processes apart: the same name in two inputs
+ * is one process (brought once) unless it started at another time (a pid that
+ * came round again, as pids do in containers). */
 typedef struct ranked {
   long rank;
+  long long start_ns; /* -1: not known */
   char name[256];
 } ranked;
+
+static bool same_process(const ranked *a, const ranked *b) {
+  return !strcmp(a->name, b->name) &&
+         (a->start_ns < 0 || b->start_ns < 0 || a->start_ns == b->start_ns);
+}
 
 /* The raw files of dir that hold a rank, into *ret (malloc'd). */
 static size_t ranks_of_input(const char *dir, ranked **ret) {
@@ -334,7 +413,8 @@ static size_t ranks_of_input(const char *dir, ranked **ret) {
       continue;
     char *p = NULL;
     if (asprintf(&p, "%s/%s", raw, e->d_name) < 0) break;
-    long r = rank_of_raw(p);
+    long long start_ns;
+    long r = rank_of_raw(p, &start_ns);
     free(p);
     if (r < 0) continue;
     if (n == cap) {
@@ -343,6 +423,7 @@ static size_t ranks_of_input(const char *dir, ranked **ret) {
       *ret = g;
     }
     (*ret)[n].rank = r;
+    (*ret)[n].start_ns = start_ns;
     memcpy((*ret)[n].name, e->d_name, len + 1);
     n++;
   }
@@ -364,7 +445,7 @@ static void warn_repeated_ranks(char **dirs, int ndirs) {
     for (int j = 0; j < i && !warned; j++)
       for (size_t a = 0; a < n[i] && !warned; a++)
         for (size_t b = 0; b < n[j] && !warned; b++)
-          if (rk[i][a].rank == rk[j][b].rank && strcmp(rk[i][a].name, rk[j][b].name)) {
+          if (rk[i][a].rank == rk[j][b].rank && !same_process(&rk[i][a], &rk[j][b])) {
             fprintf(stderr,
                     "mpprof: merge: warning: rank %ld is in both %s and %s (the same rank "
                     "profiled twice?); its processes are merged all the same\n",

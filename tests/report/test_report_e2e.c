@@ -6,6 +6,7 @@
  *
  * Paths from the environment (set by meson): MPP_MPPROF, MPP_MLP_TRAIN,
  * MPP_SIMCUDA, MPP_WORKDIR. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -762,6 +763,104 @@ static void merge_of_the_same_rank_twice_warns(void **state) {
   free(c);
 }
 
+/* One rank in two runs whose processes share host and pid (pids repeat in
+ * containers) is two processes all the same, told apart by their start: the
+ * merge warns, although the two raw files have one name. */
+static void merge_of_the_same_rank_twice_warns_when_the_pids_coincide(void **state) {
+  (void)state;
+  char *a = out_dir("mp-a"), *b = out_dir("mp-b"), *c = out_dir("mp-c");
+  char *ra[] = {(char *)mpprof, "-o", a, (char *)mlp_train, "--steps", "2", NULL};
+  setenv("RANK", "0", 1);
+  assert_int_equal(run(ra), 0);
+  unsetenv("RANK");
+  /* b: a's raw file under its name, of a process that started 1 ns apart */
+  char *araw = NULL, *braw = NULL;
+  assert_true(asprintf(&araw, "%s/raw", a) > 0);
+  assert_true(asprintf(&braw, "%s/raw", b) > 0);
+  assert_int_equal(mkdir(b, 0755), 0);
+  assert_int_equal(mkdir(braw, 0755), 0);
+  DIR *d = opendir(araw);
+  assert_non_null(d);
+  struct dirent *e;
+  while ((e = readdir(d)) && !strstr(e->d_name, ".json"))
+    ;
+  assert_non_null(e);
+  size_t len = 0;
+  char *text = rg_read_text(araw, e->d_name, &len);
+  assert_non_null(text);
+  char *start = strstr(text, "\"start_ns\":");
+  assert_non_null(start);
+  char *last = start + strlen("\"start_ns\":");
+  while (last[1] >= '0' && last[1] <= '9')
+    last++;
+  *last = *last == '0' ? '1' : '0';
+  assert_int_equal(rg_write_text(b, e->d_name, text, len), 0);
+  closedir(d);
+  free(text);
+  char log[4200];
+  snprintf(log, sizeof log, "%s/log.txt", workdir);
+  unlink(log);
+  char *argv[] = {(char *)mpprof, "merge", a, b, "-o", c, NULL};
+  assert_int_equal(run(argv), 0);
+  text = rg_read_text(workdir, "log.txt", NULL);
+  assert_non_null(strstr(text, "warning: rank 0 is in both"));
+  free(text);
+  free(araw);
+  free(braw);
+  free(a);
+  free(b);
+  free(c);
+}
+
+/* A run merged with a copy of it taken while it ran (a checkpoint of the same
+ * process, same name and start): the report holds the final file's data,
+ * whichever input comes first, not the checkpoint's. */
+static void merge_keeps_the_final_file_over_a_checkpoint_of_its_process(void **state) {
+  (void)state;
+  char *a = out_dir("mf-a"), *b = out_dir("mf-b"), *araw = NULL, *braw = NULL;
+  char *ra[] = {(char *)mpprof, "-o", a, (char *)mlp_train, "--steps", "2", NULL};
+  assert_int_equal(run(ra), 0);
+  assert_true(asprintf(&araw, "%s/raw", a) > 0);
+  assert_true(asprintf(&braw, "%s/raw", b) > 0);
+  assert_int_equal(mkdir(b, 0755), 0);
+  assert_int_equal(mkdir(braw, 0755), 0);
+  DIR *d = opendir(araw);
+  assert_non_null(d);
+  struct dirent *e;
+  while ((e = readdir(d)) && !strstr(e->d_name, ".json"))
+    ;
+  assert_non_null(e);
+  char *text = rg_read_text(araw, e->d_name, NULL);
+  assert_non_null(text);
+  char *final = strstr(text, "\"final\":true"), *ck = NULL;
+  assert_non_null(final);
+  /* the checkpoint: the same file, not final */
+  int n = asprintf(&ck, "%.*s\"final\":false%s", (int)(final - text), text,
+                   final + strlen("\"final\":true"));
+  assert_true(n > 0);
+  assert_int_equal(rg_write_text(b, e->d_name, ck, (size_t)n), 0);
+  closedir(d);
+  free(ck);
+  free(text);
+  for (int i = 0; i < 2; i++) {
+    char *c = out_dir("mf-c");
+    char *argv[] = {(char *)mpprof, "merge", i ? b : a, i ? a : b, "-o", c, NULL};
+    assert_int_equal(run(argv), 0);
+    cJSON *rep = rg_read_json(c, "report.json");
+    assert_non_null(rep);
+    const cJSON *p = cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "processes"), 0);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(rep, "processes")), 1);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(p, "final")));
+    assert_false(cJSON_IsTrue(cJSON_GetObjectItem(rep, "incomplete")));
+    cJSON_Delete(rep);
+    free(c);
+  }
+  free(araw);
+  free(braw);
+  free(a);
+  free(b);
+}
+
 int main(void) {
   mpprof = getenv("MPP_MPPROF");
   mlp_train = getenv("MPP_MLP_TRAIN");
@@ -782,6 +881,8 @@ int main(void) {
       cmocka_unit_test(the_launcher_explains_itself),
       cmocka_unit_test(merge_of_different_programs_warns),
       cmocka_unit_test(merge_of_the_same_rank_twice_warns),
+      cmocka_unit_test(merge_of_the_same_rank_twice_warns_when_the_pids_coincide),
+      cmocka_unit_test(merge_keeps_the_final_file_over_a_checkpoint_of_its_process),
       cmocka_unit_test(two_runs_in_one_second_get_two_default_directories),
       cmocka_unit_test(two_diffs_in_one_second_get_two_default_directories),
       cmocka_unit_test(a_failed_merge_leaves_no_empty_directory),
