@@ -27,16 +27,19 @@ static char *join_argv(const cJSON *argv) {
   return s;
 }
 
-/* The program: the argv of the root process (whose parent is not profiled),
- * kept in m->program_argv for report.json and the page. */
+/* The program: the argv of the root process (whose parent is not profiled);
+ * of several roots (the workers of a launcher that used no CUDA, the images
+ * of a program that exec'd itself), the one that started first, not the
+ * first raw file's name (<host>-<pid>.2.json sorts before <host>-<pid>.json).
+ * Kept in m->program_argv for report.json and the page. */
 static char *program_of(mpprof_model *m) {
   const mpprof_process *root = NULL;
-  for (size_t i = 0; i < m->n_procs && !root; i++) {
+  for (size_t i = 0; i < m->n_procs; i++) {
+    const mpprof_process *p = &m->procs[i];
     bool child = false;
     for (size_t j = 0; j < m->n_procs; j++)
-      if (m->procs[j].pid == m->procs[i].ppid && !strcmp(m->procs[j].host, m->procs[i].host))
-        child = true;
-    if (!child && m->procs[i].argv) root = &m->procs[i];
+      if (m->procs[j].pid == p->ppid && !strcmp(m->procs[j].host, p->host)) child = true;
+    if (!child && p->argv && (!root || p->start_ns < root->start_ns)) root = p;
   }
   if (!root && m->n_procs && m->procs[0].argv) root = &m->procs[0];
   m->program_argv = root ? root->argv : NULL;

@@ -1521,6 +1521,25 @@ static void every_image_of_a_program_that_execs_itself_is_recorded(void **state)
   free_raws(&r);
 }
 
+/* The report's program of a program that execs itself is the command line
+ * that was run, its first image's: every image is a root (its parent is
+ * mpprof), and the later images' files (<host>-<pid>.2.json) sort first. */
+static void the_program_of_a_run_that_execs_itself_is_its_first_image(void **state) {
+  (void)state;
+  const char *dir = outdir("exec-program");
+  char *argv[] = {(char *)testprog, "exec", "2", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  char path[4300], want[4300];
+  snprintf(path, sizeof path, "%s/report.json", dir);
+  char *text = slurp(path);
+  cJSON *rep = cJSON_Parse(text);
+  free(text);
+  assert_non_null(rep);
+  snprintf(want, sizeof want, "%s exec 2", testprog);
+  assert_true(str_is(rep, "program", want));
+  cJSON_Delete(rep);
+}
+
 /* exit() while another thread is inside a GEMM: the call is counted and the
  * raw file says it is in no site. */
 static void a_call_in_flight_at_exit_makes_the_file_incomplete(void **state) {
@@ -1654,6 +1673,7 @@ int main(void) {
       cmocka_unit_test(first_nonfinite_is_the_gemm_that_overflowed_fp16),
       cmocka_unit_test(exit_status_3_is_passed_through_with_a_final_raw_file),
       cmocka_unit_test(every_image_of_a_program_that_execs_itself_is_recorded),
+      cmocka_unit_test(the_program_of_a_run_that_execs_itself_is_its_first_image),
       cmocka_unit_test(a_call_in_flight_at_exit_makes_the_file_incomplete),
       cmocka_unit_test(a_command_line_over_1_mib_is_cut_and_flagged),
       cmocka_unit_test(a_process_still_running_after_the_program_is_reported),
