@@ -248,6 +248,21 @@ static void fp8_advice(const mp_stats *s, const mp_advice_params *p, uint64_t n,
   ret->fits = cs.hi[MP_CAST_OVERFLOW] == 0 && ret->underflow_fraction <= p->fp8_underflow_max;
 }
 
+/* How many of an fp64 source's values fp32 rounds to zero (advice.h,
+ * fp32_flush_fraction): the histogram's binades below flush_at's, and in
+ * flush_at's binade [2^-150, 2^-149) only 2^-150 itself, known from the
+ * extremes. */
+static uint64_t fp32_flushes(const mp_stats *s, const mp_format *f32) {
+  int edge = f32->emin_sub - 1; /* flush_at = 2^edge */
+  uint64_t below = 0;
+  for (int e = MP_HIST_MIN; e < edge; e++)
+    below += s->exp_hist[e - MP_HIST_MIN];
+  uint64_t at = s->exp_hist[edge - MP_HIST_MIN];
+  if (!at) return below;
+  if (s->absmax <= f32->flush_at) return below + at; /* the binade holds 2^-150 alone */
+  return below + (s->min_abs_nonzero == f32->flush_at);
+}
+
 /* A source that is already 16- or 8-bit and holds NaN/inf produced them in
  * that format (an overflowed fp16 gradient, say): the advice about its finite
  * values still stands. A wider source holding NaN/inf cannot be shown safe in
@@ -295,6 +310,10 @@ void mp_advise(const mp_stats *s, const mp_advice_params *p, mp_advice *ret) {
   ret->fp32_overflow =
       s->dtype == MP_FP64 &&
       (f32->overflow_strict ? s->absmax > f32->overflow_at : s->absmax >= f32->overflow_at);
+  if (s->dtype == MP_FP64) {
+    ret->fp32_flush_fraction = fraction(fp32_flushes(s, f32), n);
+    ret->fp32_flush = ret->fp32_flush_fraction > p->underflow_max;
+  }
   if (ret->nonfinite_input && !narrow_source(s->dtype))
     ret->recommended = MP_REC_FP32;
   else if (p->prefer_fp8 && ret->fp8_e4m3.fits)
@@ -441,8 +460,9 @@ const char *mp_recommendation_name(mp_recommendation r) {
 }
 
 const char *mp_advice_recommended_name(const mp_advice *a) {
-  return a->fp32_overflow && a->recommended == MP_REC_FP32 ? "fp64"
-                                                           : mp_recommendation_name(a->recommended);
+  return (a->fp32_overflow || a->fp32_flush) && a->recommended == MP_REC_FP32
+             ? "fp64"
+             : mp_recommendation_name(a->recommended);
 }
 
 const char *mp_fp16_verdict_name(mp_fp16_verdict v) {

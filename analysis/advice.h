@@ -87,10 +87,17 @@ typedef struct mp_advice {
   /* An fp64 source with |x| past fp32's overflow threshold (formats.h
    * overflow_at: rounds to inf): fp32 cannot keep it either (exact, from absmax). */
   bool fp32_overflow;
+  /* An fp64 source's share of finite non-zero values that fp32 rounds to
+   * zero (|x| <= 2^-150, formats.h flush_at), from the exponent histogram:
+   * every value below 2^-150, and of those at 2^-150 itself (a tie to zero;
+   * the rest of its binade rounds up to 2^-149) the smallest value once
+   * unless the binade holds nothing else. 0 for other sources. */
+  double fp32_flush_fraction;
+  bool fp32_flush; /* fp32_flush_fraction > underflow_max: fp32 cannot keep them either */
 } mp_advice;
 
-/* The name of a's recommendation: "fp64" where fp32 would overflow
- * (fp32_overflow), else mp_recommendation_name(a->recommended). */
+/* The name of a's recommendation: "fp64" where fp32 would overflow or flush
+ * too much (fp32_overflow, fp32_flush), else mp_recommendation_name(a->recommended). */
 const char *mp_advice_recommended_name(const mp_advice *a);
 
 void mp_advice_params_default(mp_advice_params *p);

@@ -302,6 +302,12 @@ static void print_todo(const mp_stats *s, const mp_advice *a) {
             snprintf(max, sizeof max, "%.*g", d, (double)FLT_MAX);
       while (!strcmp(x, max) && ++d <= 17);
       printf("keep fp64: |x| reaches %s, beyond fp32's range (largest %s) too.\n", x, max);
+    } else if (a->fp32_flush) {
+      char sh[16];
+      printf("keep fp64: %s of the values are at most 2^%d (%g), which fp32 rounds to zero "
+             "too.\n",
+             frac(a->fp32_flush_fraction, sh, sizeof sh), mp_format_of(MP_FP32)->emin_sub - 1,
+             mp_format_of(MP_FP32)->flush_at);
     } else if (a->nonfinite_input)
       puts("keep fp32 until then: the verdicts above judge only the finite values.");
     else

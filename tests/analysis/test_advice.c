@@ -313,6 +313,71 @@ static void values_below_bf16_range_keep_fp32(void **state) {
   assert_string_equal(mp_recommendation_name(a.recommended), "fp32");
 }
 
+/* The advice on n fp64 values: `body` of 1.0, `low` of 2^-140 (flushed by
+ * bf16 and fp16, kept by fp32: the advice is fp32) and the `tail` values. */
+static void fp64_advice(const double *tail, int n_tail, mp_advice *a) {
+  enum { N = 1000 };
+  double *v = calloc(N, sizeof *v);
+  assert_non_null(v);
+  for (int i = 0; i < N; i++)
+    v[i] = i < n_tail ? tail[i] : i < n_tail + 10 ? 0x1p-140 : 1.0;
+  mp_stats s;
+  mp_stats_init(&s, MP_FP64);
+  assert_int_equal(mp_scan_contiguous(&s, v, N), 0);
+  mp_advise(&s, NULL, a);
+  free(v);
+}
+
+/* fp32 rounds |x| <= 2^-150 to zero (2^-150 itself a tie to even zero,
+ * 1.5 * 2^-150 up to 2^-149): an fp64 tensor with more than underflow_max
+ * (0.001) of its values there keeps fp64, as one beyond fp32's range does. */
+static void fp64_values_that_fp32_flushes_keep_fp64(void **state) {
+  (void)state;
+  mp_advice a;
+  fp64_advice(NULL, 0, &a);
+  assert_int_equal(a.recommended, MP_REC_FP32);
+  assert_string_equal(mp_advice_recommended_name(&a), "fp32");
+  assert_true(a.fp32_flush_fraction == 0);
+  const double one_below[1] = {0x1p-151};
+  fp64_advice(one_below, 1, &a); /* 0.001: at the limit, not over it */
+  assert_true(a.fp32_flush_fraction == 0.001);
+  assert_string_equal(mp_advice_recommended_name(&a), "fp32");
+  const double two_below[2] = {0x1p-151, -0x1p-1000};
+  fp64_advice(two_below, 2, &a);
+  assert_true(a.fp32_flush_fraction == 0.002);
+  assert_true(a.fp32_flush);
+  assert_string_equal(mp_advice_recommended_name(&a), "fp64");
+  const double round_up[3] = {0x1.8p-150, 0x1.8p-150, 0x1.8p-150}; /* to 2^-149: kept */
+  fp64_advice(round_up, 3, &a);
+  assert_true(a.fp32_flush_fraction == 0);
+  assert_string_equal(mp_advice_recommended_name(&a), "fp32");
+  /* two ties at 2^-150: the smallest value proves one; the other is not told
+   * apart from the rest of its binade, which rounds up (a lower bound) */
+  const double ties[2] = {0x1p-150, -0x1p-150};
+  fp64_advice(ties, 2, &a);
+  assert_true(a.fp32_flush_fraction == 0.001);
+  const double ties_below[3] = {0x1p-150, 0x1p-150, 0x1p-151}; /* 2^-151 proves none of them */
+  fp64_advice(ties_below, 3, &a);
+  assert_true(a.fp32_flush_fraction == 0.001);
+  const double ties_above[3] = {0x1p-150, 0x1p-150, 0x1.8p-150};
+  fp64_advice(ties_above, 3, &a);
+  assert_true(a.fp32_flush_fraction == 0.001);
+  /* a tensor of 2^-150 alone: every value a tie to zero */
+  double tiny[4] = {0x1p-150, -0x1p-150, 0x1p-150, 0x1p-150};
+  mp_stats s;
+  mp_stats_init(&s, MP_FP64);
+  assert_int_equal(mp_scan_contiguous(&s, tiny, 4), 0);
+  mp_advise(&s, NULL, &a);
+  assert_true(a.fp32_flush_fraction == 1);
+  assert_string_equal(mp_advice_recommended_name(&a), "fp64");
+  /* fp32 sources never say fp64 */
+  float f[4] = {0x1p-149f, 1.0f, 1.0f, 1.0f};
+  record_of(&s, f, 4);
+  mp_advise(&s, NULL, &a);
+  assert_true(a.fp32_flush_fraction == 0);
+  assert_string_not_equal(mp_advice_recommended_name(&a), "fp64");
+}
+
 /* absmax 3: e4m3 takes 3 * 2^7 = 384 (2^8 would give 768 > 464); e5m2 takes
  * 3 * 2^14 = 49152 (2^15 gives 98304 >= 61440). */
 static void fp8_scale_is_the_largest_power_of_two_without_overflow(void **state) {
@@ -609,6 +674,7 @@ int main(void) {
       cmocka_unit_test(saturated_fp8_values_count_as_overflow),
       cmocka_unit_test(only_fp8_views_have_saturated_values),
       cmocka_unit_test(values_below_bf16_range_keep_fp32),
+      cmocka_unit_test(fp64_values_that_fp32_flushes_keep_fp64),
       cmocka_unit_test(fp8_scale_is_the_largest_power_of_two_without_overflow),
       cmocka_unit_test(fp8_reports_the_flushed_fraction_at_its_scale),
       cmocka_unit_test(fp8_scales_stay_inside_fp32),

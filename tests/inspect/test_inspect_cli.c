@@ -464,9 +464,9 @@ static void fp16_subnormal_values_are_named_with_their_precision(void **st) {
   run_free(&r);
 }
 
-/* An fp64 tensor beyond fp32's range is advised fp64 (it was "fp32", which
- * overflows too); just below fp32's overflow threshold, fp32 stays; at it, the
- * message prints the two apart. */
+/* An fp64 tensor beyond fp32's range, or flushed by it, is advised fp64 (it
+ * was "fp32", which overflows or flushes too); just below fp32's overflow threshold, fp32 stays; at
+ * it, the message prints the two apart. */
 static void fp64_values_beyond_fp32_are_advised_fp64(void **st) {
   (void)st;
   const double big[4] = {1e300, -2.0, 0.5, 1e-3};
@@ -503,6 +503,17 @@ static void fp64_values_beyond_fp32_are_advised_fp64(void **st) {
   assert_int_equal(r.status, 0);
   assert_non_null(
       strstr(r.out, "|x| reaches 3.402824e+38, beyond fp32's range (largest 3.402823e+38)"));
+  run_free(&r);
+  /* below fp32's range: 2^-150 and less round to zero there (it said "keep
+   * fp32", which keeps none of them) */
+  const double tiny[4] = {1e-50, -2e-50, 0x1p-151, 1.0};
+  write_npy(tmp_path("tiny64.npy"), 1, dict, tiny, sizeof tiny);
+  char *argv4[] = {(char *)mpprof_path, "inspect", (char *)tmp_path("tiny64.npy"), NULL};
+  r = run(argv4);
+  assert_int_equal(r.status, 0);
+  assert_non_null(strstr(r.out, "recommended fp64"));
+  assert_non_null(strstr(
+      r.out, "keep fp64: 75% of the values are at most 2^-150 (7.00649e-46), which fp32 rounds"));
   run_free(&r);
 }
 
