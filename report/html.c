@@ -165,24 +165,11 @@ static void plan_section(const mpprof_model *m, FILE *f) {
 /* Device(s), mpprof's version, when the run started (UTC). */
 static void provenance(const mpprof_model *m, FILE *f) {
   fputs("<p class=\"muted\">", f);
-  const char *shown[8];
-  size_t ns = 0;
-  bool sim = false;
-  for (size_t i = 0; i < m->n_procs; i++) {
-    const char *d = m->procs[i].device_name ? m->procs[i].device_name : "no GPU";
-    bool dup = false;
-    for (size_t j = 0; j < ns; j++)
-      dup |= !strcmp(shown[j], d);
-    if (dup || ns == 8) continue;
-    shown[ns++] = d;
-    sim |= !strncmp(d, "simcuda", 7);
-  }
-  fputs("<b>Device:</b> ", f);
-  for (size_t j = 0; j < ns; j++) {
-    if (j) fputs(", ", f);
-    html(f, shown[j]);
-  }
-  if (!ns) fputs("none", f);
+  char dev[1024];
+  bool sim;
+  fputs(mpprof_devices_text(m, dev, sizeof dev, &sim) > 1 ? "<b>Devices:</b> " : "<b>Device:</b> ",
+        f);
+  html(f, dev);
   if (sim) fputs(" (the CPU stand-in: GPU times are not meaningful)", f);
   fputs(" &middot; <b>mpprof</b> " MPPROF_VERSION_STRING, f);
   mpprof_capture_sum cs;

@@ -478,6 +478,37 @@ int mpprof_model_finish(mpprof_model *m) {
   return 0;
 }
 
+/* --- devices --- */
+
+static const char *device_of(const mpprof_process *p) {
+  return p->device_name ? p->device_name : "no GPU";
+}
+
+size_t mpprof_devices_text(const mpprof_model *m, char *buf, size_t n, bool *ret_sim) {
+  size_t len = 0, distinct = 0;
+  bool sim = false;
+  const char **seen = calloc(m->n_procs ? m->n_procs : 1, sizeof *seen);
+  buf[0] = '\0';
+  for (size_t i = 0; i < m->n_procs; i++) {
+    const char *d = device_of(&m->procs[i]);
+    bool dup = false;
+    /* without memory, compared with the processes before it */
+    for (size_t j = 0; j < (seen ? distinct : i) && !dup; j++)
+      dup = !strcmp(d, seen ? seen[j] : device_of(&m->procs[j]));
+    if (dup) continue;
+    if (seen) seen[distinct] = d;
+    sim |= !strncmp(d, "simcuda", 7);
+    if (distinct++ < MPPROF_DEVICES_NAMED && len < n)
+      len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? ", " : "", d);
+  }
+  free(seen);
+  if (distinct > MPPROF_DEVICES_NAMED && len < n)
+    snprintf(buf + len, n - len, " and %zu more", distinct - MPPROF_DEVICES_NAMED);
+  if (!distinct) snprintf(buf, n, "none");
+  if (ret_sim) *ret_sim = sim;
+  return distinct;
+}
+
 /* --- the capture range --- */
 
 void mpprof_capture_summary(const mpprof_model *m, mpprof_capture_sum *ret) {

@@ -213,14 +213,11 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
     fputc('\n', f);
   }
   if (m->n_procs) {
-    const char *dev = NULL;
-    for (size_t i = 0; i < m->n_procs && !dev; i++)
-      dev = m->procs[i].device_name;
-    fputs("  device: ", f);
-    put_text(f, dev ? dev : "none");
-    fprintf(f, "%s; mpprof %s\n",
-            dev && !strncmp(dev, "simcuda", 7) ? " (GPU times not meaningful)" : "",
-            MPPROF_VERSION_STRING);
+    char dev[1024];
+    bool sim;
+    fputs(mpprof_devices_text(m, dev, sizeof dev, &sim) > 1 ? "  devices: " : "  device: ", f);
+    put_text(f, dev);
+    fprintf(f, "%s; mpprof %s\n", sim ? " (GPU times not meaningful)" : "", MPPROF_VERSION_STRING);
   }
   fputs("  report: ", f);
   put_text(f, out_dir);

@@ -533,6 +533,13 @@ typedef struct mpprof_capture_sum {
   int64_t steps_marked; /* step marks those processes made (training.steps.marked) */
 } mpprof_capture_sum;
 void mpprof_capture_summary(const mpprof_model *m, mpprof_capture_sum *ret);
+/* The devices the run's processes used, as the summary and the page name
+ * them: each name once, in the order of the processes ("no GPU" for a
+ * process without one), at most MPPROF_DEVICES_NAMED of them and then "and N
+ * more"; "none" without processes. *ret_sim when one is simcuda. Returns
+ * how many distinct names there are. */
+#define MPPROF_DEVICES_NAMED 4
+size_t mpprof_devices_text(const mpprof_model *m, char *buf, size_t n, bool *ret_sim);
 /* One sentence for the summaries, "" when nothing was left out by a capture range. */
 void mpprof_capture_sentence(const mpprof_capture_sum *c, char *buf, size_t n);
 /* No call was recorded but some ran outside the capture range: how many (else 0). */

@@ -182,8 +182,7 @@ int rg_write_text(const char *dir, const char *name, const char *text, size_t le
   return fclose(f) || w != len ? -1 : 0;
 }
 
-int rg_set_scan(const char *dir, const char *name, const char *mode) {
-  static const char was[] = "\"scan\":\"all\"";
+int rg_edit(const char *dir, const char *name, const char *was, const char *now) {
   char *path = NULL;
   if (asprintf(&path, "raw/%s", name) < 0) return -1;
   char *raw = rg_read_text(dir, path, NULL);
@@ -191,11 +190,18 @@ int rg_set_scan(const char *dir, const char *name, const char *mode) {
   char *at = raw ? strstr(raw, was) : NULL;
   char *edited = NULL;
   int rc = -1;
-  if (at &&
-      asprintf(&edited, "%.*s\"scan\":\"%s\"%s", (int)(at - raw), raw, mode, at + strlen(was)) > 0)
+  if (at && asprintf(&edited, "%.*s%s%s", (int)(at - raw), raw, now, at + strlen(was)) > 0)
     rc = rg_write_text(dir, name, edited, strlen(edited));
   free(edited);
   free(raw);
+  return rc;
+}
+
+int rg_set_scan(const char *dir, const char *name, const char *mode) {
+  char *now = NULL;
+  if (asprintf(&now, "\"scan\":\"%s\"", mode) < 0) return -1;
+  int rc = rg_edit(dir, name, "\"scan\":\"all\"", now);
+  free(now);
   return rc;
 }
 

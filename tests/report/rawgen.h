@@ -52,6 +52,9 @@ int rg_end(rg_file *r);
 
 /* Write text as dir/raw/name (for corrupt files). */
 int rg_write_text(const char *dir, const char *name, const char *text, size_t len);
+/* Rewrite dir/raw/name with the first `was` in it replaced by `now`
+ * (-1 when there is none). */
+int rg_edit(const char *dir, const char *name, const char *was, const char *now);
 /* Rewrite the header of dir/raw/name as a process run with --scan mode
  * (rg_begin writes "all"). */
 int rg_set_scan(const char *dir, const char *name, const char *mode);

@@ -453,6 +453,62 @@ static void trace_times_are_exact_to_the_nanosecond(void **state) {
   free(dir);
 }
 
+/* The summary's and the page's device line: one name per distinct device
+ * in process order, "no GPU" for a process without one, the fifth on as "and
+ * N more" (the summary named the first process's device only, the page
+ * dropped names past eight without saying so). */
+static void every_device_of_a_run_is_named_once(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("devices");
+  static const char *const devs[] = {"NVIDIA H200", "NVIDIA H100", "NVIDIA H200", "NVIDIA A100",
+                                     "NVIDIA L4",   NULL,          "Tesla T4"};
+  for (int p = 0; p < 7; p++) {
+    rg_proc P = {"node01", 100 + p, 1, p, true, "ok", devs[p] ? "8.0" : NULL, "./train"};
+    char name[32], dev[64];
+    snprintf(name, sizeof name, "node01-%d.json", 100 + p);
+    rg_file r;
+    assert_int_equal(rg_begin(&r, dir, name, &P), 0);
+    rg_site_end(&r, fwd_site(7, "net/fc1/fwd", -4, 4));
+    assert_int_equal(rg_end(&r), 0);
+    if (!devs[p]) continue;
+    snprintf(dev, sizeof dev, "\"name\":\"%s\"", devs[p]);
+    assert_int_equal(rg_edit(dir, name, "\"name\":\"NVIDIA H200\"", dev), 0);
+  }
+  char *text = NULL;
+  size_t len = 0;
+  FILE *sum = open_memstream(&text, &len);
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = sum};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+  fclose(sum);
+  const char *want = "NVIDIA H200, NVIDIA H100, NVIDIA A100, NVIDIA L4 and 2 more";
+  char line[128];
+  snprintf(line, sizeof line, "  devices: %s; mpprof", want);
+  assert_non_null(strstr(text, line));
+  free(text);
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  snprintf(line, sizeof line, "<b>Devices:</b> %s &middot;", want);
+  assert_non_null(strstr(html, line));
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+  /* one device: named as before */
+  dir = rg_tmpdir("device");
+  rg_file r;
+  assert_int_equal(rg_begin(&r, dir, "node01-100.json", &P0), 0);
+  rg_site_end(&r, fwd_site(7, "net/fc1/fwd", -4, 4));
+  assert_int_equal(rg_end(&r), 0);
+  text = NULL;
+  sum = open_memstream(&text, &len);
+  o = (mpprof_report_options){.out_dir = dir, .program = NULL, .summary = sum};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+  fclose(sum);
+  assert_non_null(strstr(text, "  device: NVIDIA H200; mpprof"));
+  free(text);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* A file's new sites are staged after the model's until it validates: a
  * file skipped late (a bad event) leaves nothing behind, and the next file's
  * new sites take the places. */
@@ -1832,6 +1888,7 @@ int main(void) {
       cmocka_unit_test(stream_tracks_have_tids_perfetto_keeps),
       cmocka_unit_test(trace_times_are_exact_to_the_nanosecond),
       cmocka_unit_test(a_file_skipped_after_its_sites_leaves_no_site_behind),
+      cmocka_unit_test(every_device_of_a_run_is_named_once),
       cmocka_unit_test(sites_that_differ_only_in_autotune_calls_merge),
       cmocka_unit_test(sites_that_differ_in_dtype_stay_apart),
       cmocka_unit_test(the_same_process_read_twice_is_counted_once),
