@@ -432,26 +432,73 @@ static size_t ranks_of_input(const char *dir, ranked **ret) {
   return n;
 }
 
+static int long_order(const void *x, const void *y) {
+  long a = *(const long *)x, b = *(const long *)y;
+  return (a > b) - (a < b);
+}
+
+/* "0-3, 5, 7" from n sorted ranks (repeats dropped), cut with ", ..." where
+ * buf is full. */
+static void ranks_text(const long *r, size_t n, char *buf, size_t cap) {
+  size_t len = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    while (j + 1 < n && (r[j + 1] == r[j] || r[j + 1] == r[j] + 1))
+      j++;
+    char part[48];
+    if (r[j] == r[i])
+      snprintf(part, sizeof part, "%s%ld", len ? ", " : "", r[i]);
+    else
+      snprintf(part, sizeof part, "%s%ld-%ld", len ? ", " : "", r[i], r[j]);
+    if (len + strlen(part) + 6 >= cap) {
+      snprintf(buf + len, cap - len, ", ...");
+      return;
+    }
+    len += (size_t)snprintf(buf + len, cap - len, "%s", part);
+    i = j + 1;
+  }
+}
+
 /* One rank in two inputs, in two different processes, is most likely the
  * same rank profiled twice: its calls would be added together as if they
  * were one rank's. Said, not refused (runs merged on purpose are the user's
- * call); the same input given twice is not a second rank. */
+ * call), once per pair of inputs with every such rank; the same input given
+ * twice is not a second rank. */
 static void warn_repeated_ranks(char **dirs, int ndirs) {
   ranked **rk = calloc((size_t)ndirs, sizeof *rk);
   size_t *n = calloc((size_t)ndirs, sizeof *n);
   for (int i = 0; rk && n && i < ndirs; i++) {
     n[i] = ranks_of_input(dirs[i], &rk[i]);
-    bool warned = false;
-    for (int j = 0; j < i && !warned; j++)
-      for (size_t a = 0; a < n[i] && !warned; a++)
-        for (size_t b = 0; b < n[j] && !warned; b++)
-          if (rk[i][a].rank == rk[j][b].rank && !same_process(&rk[i][a], &rk[j][b])) {
-            fprintf(stderr,
-                    "mpprof: merge: warning: rank %ld is in both %s and %s (the same rank "
-                    "profiled twice?); its processes are merged all the same\n",
-                    rk[i][a].rank, dirs[j], dirs[i]);
-            warned = true;
-          }
+    for (int j = 0; j < i; j++) {
+      long *both = malloc((n[i] ? n[i] : 1) * sizeof *both);
+      size_t nb = 0;
+      for (size_t a = 0; both && a < n[i]; a++) {
+        bool in_j = false;
+        for (size_t b = 0; b < n[j] && !in_j; b++)
+          in_j = rk[i][a].rank == rk[j][b].rank && !same_process(&rk[i][a], &rk[j][b]);
+        if (in_j) both[nb++] = rk[i][a].rank;
+      }
+      if (nb) {
+        qsort(both, nb, sizeof *both, long_order);
+        size_t distinct = 1;
+        for (size_t k = 1; k < nb; k++)
+          distinct += both[k] != both[k - 1];
+        char list[256];
+        ranks_text(both, nb, list, sizeof list);
+        if (distinct == 1)
+          fprintf(stderr,
+                  "mpprof: merge: warning: rank %s is in both %s and %s (the same rank "
+                  "profiled twice?); its processes are merged all the same\n",
+                  list, dirs[j], dirs[i]);
+        else
+          fprintf(stderr,
+                  "mpprof: merge: warning: %zu ranks (%s) are in both %s and %s (the same "
+                  "ranks profiled twice?); their processes are merged all the same\n",
+                  distinct, list, dirs[j], dirs[i]);
+      }
+      free(both);
+    }
   }
   for (int i = 0; rk && i < ndirs; i++)
     free(rk[i]);

@@ -763,6 +763,47 @@ static void merge_of_the_same_rank_twice_warns(void **state) {
   free(c);
 }
 
+/* Every rank two runs share is named, once per pair of runs (it named the
+ * first alone: eight ranks profiled twice read as one). */
+static void merge_names_every_rank_two_runs_share(void **state) {
+  (void)state;
+  char *in[2] = {rg_tmpdir("mranks-a"), rg_tmpdir("mranks-b")};
+  const int ranks[2][4] = {{0, 1, 3, 9}, {3, 1, 0, 4}};
+  for (int d = 0; d < 2; d++)
+    for (int k = 0; k < 4; k++) {
+      rg_proc P = {"node01", 100 * (d + 1) + k, 1, ranks[d][k], true, "ok", "9.0", "./train"};
+      char name[32];
+      snprintf(name, sizeof name, "node01-%d.json", P.pid);
+      rg_file r;
+      assert_int_equal(rg_begin(&r, in[d], name, &P), 0);
+      cJSON *site = rg_gemm(1, "cublasSgemm_v2", "net/fc", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
+                            "DEFAULT", 8, 8, 8, 1);
+      rg_tensor(site, "D", MP_FP32, -2, 2, 64);
+      rg_site_end(&r, site);
+      assert_int_equal(rg_end(&r), 0);
+    }
+  char *c = out_dir("mranks-c");
+  char *argv[] = {(char *)mpprof, "merge", in[0], in[1], "-o", c, NULL};
+  char log[4200];
+  snprintf(log, sizeof log, "%s/log.txt", workdir);
+  unlink(log);
+  assert_int_equal(run(argv), 0);
+  char *text = rg_read_text(workdir, "log.txt", NULL), *want = NULL;
+  assert_true(asprintf(&want,
+                       "mpprof: merge: warning: 3 ranks (0-1, 3) are in both %s and %s (the "
+                       "same ranks profiled twice?); their processes are merged all the same\n",
+                       in[0], in[1]) > 0);
+  assert_non_null(strstr(text, want));
+  assert_null(strstr(text, "rank 0 is in both"));
+  free(want);
+  free(text);
+  for (int d = 0; d < 2; d++) {
+    rg_rmdir(in[d]);
+    free(in[d]);
+  }
+  free(c);
+}
+
 /* One rank in two runs whose processes share host and pid (pids repeat in
  * containers) is two processes all the same, told apart by their start: the
  * merge warns, although the two raw files have one name. */
@@ -881,6 +922,7 @@ int main(void) {
       cmocka_unit_test(the_launcher_explains_itself),
       cmocka_unit_test(merge_of_different_programs_warns),
       cmocka_unit_test(merge_of_the_same_rank_twice_warns),
+      cmocka_unit_test(merge_names_every_rank_two_runs_share),
       cmocka_unit_test(merge_of_the_same_rank_twice_warns_when_the_pids_coincide),
       cmocka_unit_test(merge_keeps_the_final_file_over_a_checkpoint_of_its_process),
       cmocka_unit_test(two_runs_in_one_second_get_two_default_directories),
