@@ -343,12 +343,15 @@ static int rule_fp16_overflow(mpprof_model *m, const mpprof_layer *l) {
   bool fp32 = l->adv.known && l->adv.rec == MP_REC_FP32;
   const mp_format *own = mp_format_of(ov->st.dtype);
   mpprof_finding *f;
+  /* The share the layer table gives (of the finite non-zero values). */
+  mpprof_share sh = mpprof_share_of(ov, MP_TGT_FP16, MP_CAST_OVERFLOW, false);
   if (ov->st.saturated && own) /* an fp8 output the op clamped: overflow of unknown size */
     f = add(m, "fp16_overflow", "high", l->name,
-            mpprof_asprintf("%s: %s saturated: %" PRIu64 " of %" PRIu64 " values (%s%%) at the %s "
+            mpprof_asprintf("%s: %s saturated: %" PRIu64 " of %" PRIu64
+                            " finite non-zero values (%s%%) at the %s "
                             "max %.6g, clamped by the op, so their true range is unknown",
-                            layer_label(l), ov->name, ov->st.saturated, ov->st.count,
-                            mpprof_pct_text(mpprof_pct(ov->st.saturated, ov->st.count)).s,
+                            layer_label(l), ov->name, ov->st.saturated, sh.den,
+                            mpprof_pct_text(mpprof_pct(ov->st.saturated, sh.den)).s,
                             mp_dtype_name(ov->st.dtype), own->max_finite),
             strdup("lower this output's fp8 scale (the D scale, from its amax), or keep the "
                    "output in bf16"));
@@ -719,12 +722,19 @@ static int rule_loss_scale_applied(mpprof_model *m) {
   if (!g->declared || !g->has_window) return 0;
   double lo = ldexp(1.0, g->window_lo), hi = ldexp(1.0, g->window_hi);
   const char *verdict = g->max > hi ? "too_high" : g->min < lo ? "too_low" : "fine";
-  /* The layer whose gradients lose most at the applied scale. */
+  /* Of the layers the window is made of (advised fp16 or fp16 with a loss
+   * scale, with a window of their own), the one whose gradients lose most at
+   * the applied scale: a layer kept in bf16 or fp32 is not judged by the
+   * window, and named here it read as the window's evidence (mlp_train:
+   * fc1, advised bf16, "flushes 100%" beside fc2's 67.9%). */
   const mpprof_layer *wl = NULL;
   mpprof_share ws = {0};
   bool over = !strcmp(verdict, "too_high");
   for (size_t i = 0; i < m->n_layers; i++) {
     const mpprof_layer *l = &m->layers[i];
+    if (!l->adv.known || !l->adv.has_window ||
+        (l->adv.rec != MP_REC_FP16 && l->adv.rec != MP_REC_FP16_LOSS_SCALE))
+      continue;
     const mpprof_share *s = over ? &l->applied_fp16_overflow : &l->applied_fp16_underflow;
     if (s->tensor && (!wl || s->pct > ws.pct)) wl = l, ws = *s;
   }

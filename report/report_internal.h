@@ -611,6 +611,9 @@ void mpprof_shadow_free(mpprof_shadow *s);
 /* Per layer: merge, best fp8 recipe, verdict check (after mpprof_advise_layers). */
 int mpprof_shadow_layers(mpprof_model *m);
 double mpprof_shadow_max_rel(const mpprof_model *m);
+/* 1: layer l's measured worst rel_l2 of candidate c is within
+ * --shadow-max-rel; 0: above it (or non-finite); -1: c was not measured. */
+int mpprof_shadow_layer_within(const mpprof_model *m, const mpprof_layer *l, mp_shadow_cand c);
 const char *mpprof_fp8_recipe_name(int r);
 cJSON *mpprof_shadow_json(const mpprof_shadow *s, const mpprof_layer *l); /* l: layer extras */
 /* tensor_cores.c */

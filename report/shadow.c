@@ -195,6 +195,11 @@ static int add_reason(mpprof_layer *l, const char *fmt, double a, double b, uint
   return 0;
 }
 
+int mpprof_shadow_layer_within(const mpprof_model *m, const mpprof_layer *l, mp_shadow_cand c) {
+  if (!l->shadow || (unsigned)c >= MP_SH_COUNT) return -1;
+  return verdict_of(&l->shadow->cand[c], mpprof_shadow_max_rel(m));
+}
+
 /* The candidate that measures a recommendation, or -1 (fp32: nothing to check). */
 static int cand_of_rec(const mpprof_layer *l, mp_recommendation r, const mpprof_shadow_cand **ret) {
   switch (r) {

@@ -100,6 +100,11 @@ mpprof_share mpprof_share_of(const mpprof_layer_tensor *lt, mp_target t, mp_cast
   const mpprof_cstats *c = at_scale && lt->cls == MP_TCLASS_GRADIENT ? &lt->at_scale : &lt->st;
   s.tensor = lt->name;
   s.num = c->casts[t][o];
+  /* Values an op clamped to its fp8 output's max: their true size is
+   * unknown, and the advice counts them as fp16 overflow (docs/numerics.md,
+   * "Saturation"); the share says so too, so that the table, the CSV, the
+   * plan and diff read what the verdict and the finding read. */
+  if (t == MP_TGT_FP16 && o == MP_CAST_OVERFLOW) s.num += c->saturated;
   s.den = finite_nonzero(c);
   s.pct = mpprof_pct(s.num, s.den);
   s.estimate = !at_scale && (lt->unscale_estimate || lt->casts_estimate);

@@ -284,6 +284,28 @@ static void loss_scale_applied_and_unknown(void **state) {
   g->min = g->max = 0x1p16;
   assert_int_equal(run(&m, "loss_scale_applied"), 1);
   assert_string_equal(m.findings[m.n_findings - 1].severity, "info");
+  /* The worst layer it names is one the window is made of: a layer kept in
+   * bf16 (mlp_train's fc1, whose gradients flush 100% at 2^0 and at every
+   * scale of the window) is not the window's evidence. */
+  l->adv.has_window = true;
+  l->applied_fp16_underflow =
+      (mpprof_share){.tensor = "backward.D", .num = 5, .den = 100, .pct = 5};
+  m.layers = realloc(m.layers, 2 * sizeof *m.layers);
+  assert_non_null(m.layers);
+  mpprof_layer *kept = &m.layers[1];
+  memset(kept, 0, sizeof *kept);
+  m.n_layers = 2;
+  kept->name = strdup("net/fc0");
+  kept->adv.known = true;
+  kept->adv.rec = MP_REC_BF16;
+  kept->adv.has_window = true;
+  kept->applied_fp16_underflow =
+      (mpprof_share){.tensor = "backward.D", .num = 100, .den = 100, .pct = 100};
+  g->min = g->max = 1;
+  assert_int_equal(run(&m, "loss_scale_applied"), 1);
+  const char *msg = m.findings[m.n_findings - 1].message;
+  assert_non_null(strstr(msg, "at it net/fc1's backward.D flushes to zero in fp16 for 5%"));
+  assert_null(strstr(msg, "net/fc0"));
   assert_int_equal(run(&m, "loss_scale_unknown"), 0);
   g->unknown = true;
   assert_int_equal(run(&m, "loss_scale_unknown"), 1);

@@ -706,6 +706,114 @@ static void values_beyond_bf16_keep_fp32(void **state) {
   free(dir);
 }
 
+/* An fp8 output the op saturated: 200 of its 256 values clamped to e4m3's
+ * max 448. The advice counts them as fp16 overflow (docs/numerics.md,
+ * "Saturation") and so does the finding; the layer's fp16 overflow share
+ * (the table, layers.csv, report.json percent and shares, the plan, diff)
+ * said 0%, of the worst input tensor, beside a finding that said 100%. */
+static void a_saturated_fp8_output_is_fp16_overflow_in_the_layer_table(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("fp8sat_share");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &P0);
+  cJSON *s = rg_gemm(0, "cublasLtMatmul", "t/fp8", "A=fp8_e4m3,B=fp8_e4m3,D=fp8_e4m3", "32F",
+                     "DEFAULT", 16, 16, 1, 1);
+  rg_tensor(s, "A", MP_FP8_E4M3, -2, 2, 16);
+  rg_tensor(s, "B", MP_FP8_E4M3, -2, 2, 16);
+  double v[256];
+  for (int i = 0; i < 256; i++)
+    v[i] = i < 200 ? 448 : 1;
+  rg_tensor_values(s, "D", MP_FP8_E4M3, v, 256);
+  cJSON_AddNumberToObject(get(s, "tensors.D"), "saturated", 200);
+  rg_site_end(&r, s);
+  rg_end(&r);
+  cJSON *rep = report_of(dir);
+  const cJSON *l = layer(rep, "t/fp8");
+  const cJSON *d = cJSON_GetObjectItem(get(l, "tensors"), "unknown.D"); /* phase.role */
+  assert_non_null(d);
+  assert_int_equal((int)get(d, "saturated")->valuedouble, 200);
+  assert_true(get(l, "percent.fp16_overflow")->valuedouble == 100.0 * 200 / 256);
+  assert_string_equal(get(l, "shares.fp16_overflow.tensor")->valuestring, "unknown.D");
+  assert_int_equal((int)get(l, "shares.fp16_overflow.count")->valuedouble, 200);
+  assert_int_equal((int)get(l, "shares.fp16_overflow.of")->valuedouble, 256);
+  const cJSON *f;
+  bool seen = false;
+  cJSON_ArrayForEach(f, get(rep, "findings")) {
+    if (strcmp(get(f, "kind")->valuestring, "fp16_overflow")) continue;
+    seen = true; /* the finding quotes the table's share */
+    assert_non_null(
+        strstr(get(f, "message")->valuestring, "200 of 256 finite non-zero values (78.1%)"));
+  }
+  assert_true(seen);
+  cJSON_Delete(rep);
+  char *csv = rg_read_text(dir, "layers.csv", NULL);
+  assert_non_null(csv);
+  assert_non_null(strstr(csv, ",78.125,"));
+  assert_non_null(strstr(csv, ",unknown.D,"));
+  free(csv);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+/* A shadow candidate as the raw file has it: worst rel_l2 over n calls. */
+static cJSON *shadow_cand(double rel_l2, int n) {
+  cJSON *c = cJSON_CreateObject();
+  cJSON_AddNumberToObject(c, "calls", n);
+  cJSON_AddNumberToObject(c, "rel_l2", rel_l2);
+  cJSON_AddNumberToObject(c, "max_rel", rel_l2);
+  cJSON_AddNumberToObject(c, "flushed", 0);
+  cJSON_AddNumberToObject(c, "nonfinite", 0);
+  cJSON *smp = cJSON_AddArrayToObject(c, "rel_l2_samples");
+  cJSON_AddItemToArray(smp, cJSON_CreateNumber(rel_l2));
+  return c;
+}
+
+/* With --shadow, a layer whose measured bf16 error is above --shadow-max-rel
+ * does not fit a bf16 plan (docs/report.md, "The plan"), whatever its
+ * verdict: mlp_train's fc3 (verdict fp16, measured fp16 6.2e-4, bf16 5.3e-3 >
+ * 2^-8) ran in the bf16 plan's autocast, "all 3 layers fit", because only the
+ * verdict's own precision was checked against the limit. */
+static void a_bf16_plan_keeps_out_a_layer_whose_measured_bf16_error_is_too_large(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("plan_shadow_bf16");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &P0);
+  const char *paths[] = {"net/fc2/fwd", "net/fc3/fwd"};
+  const double bf16_err[] = {0.002, 0.0053}; /* the limit: 2^-8 = 0.0039 */
+  for (int i = 0; i < 2; i++) {
+    cJSON *s = fwd_site(i, paths[i], -4, 4);
+    cJSON *sh = cJSON_AddObjectToObject(s, "shadow");
+    cJSON_AddNumberToObject(sh, "calls", 1);
+    cJSON *cs = cJSON_AddObjectToObject(sh, "candidates");
+    cJSON_AddItemToObject(cs, "fp16", shadow_cand(0.0006, 1));
+    cJSON_AddItemToObject(cs, "bf16", shadow_cand(bf16_err[i], 1));
+    rg_site_end(&r, s);
+  }
+  rg_end(&r);
+  cJSON *rep = report_of(dir);
+  assert_string_equal(get(rep, "summary.verdict_basis")->valuestring, "range_and_measured_error");
+  assert_string_equal(recommended(rep, "net/fc3"), "fp16"); /* fp16 measured within the limit */
+  cJSON_Delete(rep);
+  cJSON *plan = rg_read_json(dir, "plan.json");
+  assert_non_null(plan);
+  int seen = 0;
+  for (int k = 0; k < 2; k++) {
+    const cJSON *p = get(plan, k ? "alternative" : "recommended");
+    if (!cJSON_IsObject(p) || strcmp(get(p, "autocast")->valuestring, "bf16")) continue;
+    seen++;
+    const cJSON *ls = get(p, "layers");
+    assert_true(cJSON_IsTrue(get(cJSON_GetObjectItem(ls, "net/fc2"), "autocast")));
+    const cJSON *fc3 = cJSON_GetObjectItem(ls, "net/fc3");
+    assert_false(cJSON_IsTrue(get(fc3, "autocast")));
+    assert_string_equal(get(fc3, "dtype")->valuestring, "fp32");
+    assert_int_equal((int)get(p, "layers_fit")->valuedouble, 1);
+  }
+  assert_int_equal(seen, 1);
+  cJSON_Delete(plan);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* A site of layer_path whose output passes bf16's range: its layer is kept in
  * fp32 by every plan. module_class: a PyTorch module's class, or NULL. */
 static cJSON *beyond_bf16_site(int id, const char *layer_path, const char *module_class) {
@@ -1900,6 +2008,8 @@ int main(void) {
       cmocka_unit_test(values_beyond_bf16_keep_fp32),
       cmocka_unit_test(the_plan_names_kept_modules_by_their_whole_path),
       cmocka_unit_test(a_plan_where_no_layer_fits_gives_no_shares),
+      cmocka_unit_test(a_saturated_fp8_output_is_fp16_overflow_in_the_layer_table),
+      cmocka_unit_test(a_bf16_plan_keeps_out_a_layer_whose_measured_bf16_error_is_too_large),
       cmocka_unit_test(a_flushed_fp16_input_is_a_reason_on_an_fp16_verdict),
       cmocka_unit_test(a_flush_edge_makes_the_loss_scale_needed),
       cmocka_unit_test(tiny_forward_values_are_not_rescued_by_a_loss_scale),
