@@ -84,6 +84,21 @@ static mpprof_layer_tensor *layer_tensor(mpprof_layer *l, const mpprof_site *s, 
   return t;
 }
 
+/* The +-Inf of role r of forward site s, an fp16 output, that its op made
+ * from finite values: none of the site's input roles held NaN or Inf in its
+ * scanned calls, and one of them was scanned (else 0: not known). */
+static uint64_t op_made_infs(const mpprof_site *s, const mpprof_role_stats *ts, size_t r) {
+  const mpprof_cstats *d = &ts[r].st;
+  if (!is_output_role(ts[r].role) || d->dtype != MP_FP16) return 0;
+  bool scanned = false;
+  for (size_t q = 0; q < s->n_tensors; q++) {
+    if (is_output_role(ts[q].role)) continue;
+    if (ts[q].st.nans + ts[q].st.pos_infs + ts[q].st.neg_infs) return 0;
+    scanned |= ts[q].st.count > 0;
+  }
+  return scanned ? d->pos_infs + d->neg_infs : 0;
+}
+
 /* Merge one site's tensors ts into the layer's per phase.role tensors. */
 static int collect_site(mpprof_layer *l, const mpprof_site *s, const mpprof_role_stats *ts,
                         mp_stats scratch[2]) {
@@ -100,6 +115,7 @@ static int collect_site(mpprof_layer *l, const mpprof_site *s, const mpprof_role
       t->scale_undeclared = true;
     }
     if (t->cls != MP_TCLASS_GRADIENT) {
+      if (t->cls == MP_TCLASS_FORWARD) t->op_infs += op_made_infs(s, ts, r);
       if (add_stats(&t->st, first, src)) return -1;
       continue;
     }
@@ -199,6 +215,12 @@ static char *reason_text(const mp_reason *r, const mpprof_layer *l, const mp_lay
         mpprof_pct_text(100 * frac(t->st.casts[MP_TGT_BF16][MP_CAST_UNDERFLOW], tnz)).s,
         t->st.absmax, t->st.min_abs_nonzero);
   case MP_REASON_FWD_FP16_OVERFLOW:
+    if (t->op_infs)
+      return mpprof_asprintf("%s holds %llu +-Inf that its op made from finite inputs: fp16 "
+                             "overflow of unknown size, %s%% of its finite non-zero values and "
+                             "those Inf; forward tensors are not loss-scaled",
+                             t->name, (unsigned long long)t->op_infs,
+                             mpprof_pct_text(100 * d->fp16_overflow_fraction).s);
     if (t->st.saturated)
       return mpprof_asprintf("%s saturated: %s%% of values at the %s max (clamped by the op: "
                              "their true range is unknown, counted as overflow)",
@@ -503,6 +525,24 @@ static void first_nonfinite(mpprof_model *m) {
   }
 }
 
+/* A forward fp16 output holding +-Inf its op made from finite inputs
+ * overflowed fp16 (op_infs): not fp16-safe, and neither an fp8 scale nor a
+ * loss scale can be shown to hold values of unknown size; its overflow
+ * fraction is the share's (report/util.c). bf16 stays as the finite values
+ * say (their true size is above 65504, inside bf16's range unless fp32
+ * overflowed too). */
+static void op_infs_overflow(mpprof_layer_tensor *lt) {
+  if (!lt->op_infs) return;
+  mp_advice *a = &lt->adv;
+  a->fp16_overflow_fraction = mpprof_share_of(lt, MP_TGT_FP16, MP_CAST_OVERFLOW, false).pct / 100;
+  a->fp16 = MP_FP16_UNSAFE;
+  a->has_window = false;
+  a->window_lo = a->window_hi = 0;
+  a->fp8_e4m3.fits = a->fp8_e5m2.fits = false;
+  if (a->recommended != MP_REC_FP32) a->recommended = a->bf16_ok ? MP_REC_BF16 : MP_REC_FP32;
+  lt->has_values = true;
+}
+
 int mpprof_advise_layers(mpprof_model *m) {
   bool outputs_only = mpprof_outputs_only_procs(m) > 0;
   mp_stats *scratch = malloc(2 * sizeof *scratch);
@@ -520,6 +560,7 @@ int mpprof_advise_layers(mpprof_model *m) {
       lt->has_values = mp_stats_nonzero_finite(&scratch[0]) > 0;
       mp_advise(&scratch[0], &m->params, &lt->adv);
       exact_window_end(&m->params, lt);
+      op_infs_overflow(lt);
     }
     rc = judge(&m->params, l);
     bool leans_on_fp16 = l->adv.rec == MP_REC_FP16 || l->adv.rec == MP_REC_FP16_LOSS_SCALE;

@@ -275,14 +275,20 @@ static int each_layer(mpprof_model *m, int (*fn)(mpprof_model *, const mpprof_la
   return 0;
 }
 
-/* The layer's tensor with the most Inf/NaN, when it ran under a loss scale
- * > 1 (scaled) or not: one finding per layer. */
+/* A tensor's Inf/NaN other than those its op made from finite inputs (op_infs:
+ * the fp16_overflow finding's). */
+static uint64_t held_nonfinite(const mpprof_layer_tensor *t) {
+  return t->st.nans + t->st.pos_infs + t->st.neg_infs - t->op_infs;
+}
+
+/* The layer's tensor with the most Inf/NaN it held, when it ran under a loss
+ * scale > 1 (scaled) or not: one finding per layer. */
 static const mpprof_layer_tensor *most_nonfinite(const mpprof_layer *l) {
   const mpprof_layer_tensor *nf = NULL;
   for (size_t i = 0; i < l->n_tensors; i++) {
     const mpprof_layer_tensor *t = &l->tensors[i];
-    uint64_t bad = t->st.nans + t->st.pos_infs + t->st.neg_infs;
-    if (bad && (!nf || bad > nf->st.nans + nf->st.pos_infs + nf->st.neg_infs)) nf = t;
+    uint64_t bad = held_nonfinite(t);
+    if (bad && (!nf || bad > held_nonfinite(nf))) nf = t;
   }
   return nf;
 }
@@ -355,6 +361,13 @@ static int rule_fp16_overflow(mpprof_model *m, const mpprof_layer *l) {
                             mp_dtype_name(ov->st.dtype), own->max_finite),
             strdup("lower this output's fp8 scale (the D scale, from its amax), or keep the "
                    "output in bf16"));
+  else if (ov->op_infs) /* +-Inf the op made from finite inputs: overflow of unknown size */
+    f = add(m, "fp16_overflow", "high", l->name,
+            mpprof_asprintf("%s: %s overflowed fp16: %" PRIu64 " +-Inf made by the op from "
+                            "finite inputs (%s%% of its finite non-zero values and those Inf)",
+                            layer_label(l), ov->name, ov->op_infs, mpprof_pct_text(sh.pct).s),
+            strdup(fp32 ? "keep this layer in fp32 (it does not fit bf16 either)"
+                        : "keep this layer in bf16 or fp32 (exclude it from fp16 autocast)"));
   else
     f = add(m, "fp16_overflow", "high", l->name,
             mpprof_asprintf("%s: %s reaches %.4g > fp16 max %.6g in %s%% of values", layer_label(l),
@@ -364,12 +377,13 @@ static int rule_fp16_overflow(mpprof_model *m, const mpprof_layer *l) {
                         : "keep this layer in bf16 or fp32 (exclude it from fp16 autocast)"));
   if (!f) return -1;
   if (ov->st.saturated) ev_num(f->evidence, "saturated", (double)ov->st.saturated);
+  if (ov->op_infs) ev_num(f->evidence, "op_infs", (double)ov->op_infs);
   cJSON_AddStringToObject(f->evidence, "tensor", ov->name);
   ev_num(f->evidence, "absmax", ov->st.absmax);
   ev_num(f->evidence, "fp16_max", fp16_max);
   ev_num(f->evidence, "overflow_fraction", ov->adv.fp16_overflow_fraction);
   f->impact_gpu_ns = layer_gpu(l);
-  f->impact_elements = ov->st.casts[MP_TGT_FP16][MP_CAST_OVERFLOW] + ov->st.saturated;
+  f->impact_elements = ov->st.casts[MP_TGT_FP16][MP_CAST_OVERFLOW] + ov->st.saturated + ov->op_infs;
   return 0;
 }
 

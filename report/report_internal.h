@@ -338,6 +338,12 @@ typedef struct mpprof_layer_tensor {
   bool scale_undeclared;       /* some site ran with no declared scale */
   bool unscale_estimate;       /* unscaled histogram not exact: a scale not a power of two */
   bool casts_estimate;         /* unscaled cast counts: a binade across a threshold decided some */
+  /* A forward fp16 output: the +-Inf its sites' ops made from finite inputs
+   * (a site counts when no input role of it held NaN or Inf in its scanned
+   * calls, and one was scanned): fp16 overflowed there, by an unknown amount.
+   * Counted as fp16 overflow in the share (numerator and base) and the
+   * advice, as saturated fp8 values are. */
+  uint64_t op_infs;
 } mpprof_layer_tensor;
 
 typedef struct mpprof_layer_advice {

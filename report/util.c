@@ -104,8 +104,14 @@ mpprof_share mpprof_share_of(const mpprof_layer_tensor *lt, mp_target t, mp_cast
    * unknown, and the advice counts them as fp16 overflow (docs/numerics.md,
    * "Saturation"); the share says so too, so that the table, the CSV, the
    * plan and diff read what the verdict and the finding read. */
-  if (t == MP_TGT_FP16 && o == MP_CAST_OVERFLOW) s.num += c->saturated;
   s.den = finite_nonzero(c);
+  /* So are the +-Inf an fp16 forward output's op made from finite inputs
+   * (op_infs): overflow of unknown size, counted in the base as well. */
+  if (t == MP_TGT_FP16 && o == MP_CAST_OVERFLOW) s.num += c->saturated;
+  if (c == &lt->st && t == MP_TGT_FP16) {
+    s.den += lt->op_infs;
+    if (o == MP_CAST_OVERFLOW) s.num += lt->op_infs;
+  }
   s.pct = mpprof_pct(s.num, s.den);
   s.estimate = !at_scale && (lt->unscale_estimate || lt->casts_estimate);
   return s;

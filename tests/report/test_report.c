@@ -755,6 +755,61 @@ static void a_saturated_fp8_output_is_fp16_overflow_in_the_layer_table(void **st
   free(dir);
 }
 
+/* An fp16 forward output holding +-Inf that its op made from finite inputs
+ * overflowed fp16: the layer is not fp16 (it was "fp16, 0% overflow" beside
+ * the first_nonfinite finding saying the op made them); the share counts
+ * them, and the finding says so. Where an input held Inf too, the output's
+ * Inf may be the input's: the verdict rests on the finite values as before. */
+static void infs_an_fp16_output_made_from_finite_inputs_are_fp16_overflow(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("opinf");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &P0);
+  double v[100];
+  for (int i = 0; i < 100; i++)
+    v[i] = i < 10 ? (i & 1 ? -INFINITY : INFINITY) : 1.0 + i;
+  for (int k = 0; k < 2; k++) {
+    cJSON *s = rg_gemm(k, "cublasGemmEx", k ? "t/fed" : "t/made", "A=fp16,B=fp16,D=fp16", "32F",
+                       "DEFAULT", 10, 10, 10, 1);
+    if (k)
+      rg_tensor_values(s, "A", MP_FP16, v, 100); /* an Inf in: D's may be A's */
+    else
+      rg_tensor(s, "A", MP_FP16, -2, 2, 100);
+    rg_tensor(s, "B", MP_FP16, -2, 2, 100);
+    rg_tensor_values(s, "D", MP_FP16, v, 100);
+    rg_site_end(&r, s);
+  }
+  rg_end(&r);
+  cJSON *rep = report_of(dir);
+  const cJSON *made = layer(rep, "t/made"), *fed = layer(rep, "t/fed");
+  assert_string_equal(get(made, "advice.recommended")->valuestring, "bf16");
+  assert_int_equal((int)get(made, "shares.fp16_overflow.count")->valuedouble, 10);
+  assert_int_equal((int)get(made, "shares.fp16_overflow.of")->valuedouble, 100);
+  assert_string_equal(get(made, "shares.fp16_overflow.tensor")->valuestring, "unknown.D");
+  assert_string_equal(get(fed, "advice.recommended")->valuestring, "fp16");
+  assert_int_equal((int)get(fed, "shares.fp16_overflow.count")->valuedouble, 0);
+  const cJSON *f;
+  int overflow = 0, held = 0;
+  cJSON_ArrayForEach(f, get(rep, "findings")) {
+    const char *kind = get(f, "kind")->valuestring, *msg = get(f, "message")->valuestring;
+    if (!strcmp(kind, "fp16_overflow")) {
+      overflow++;
+      assert_non_null(strstr(msg, "t/made: unknown.D overflowed fp16: 10 +-Inf made by the op "
+                                  "from finite inputs (10% of its finite non-zero values and "
+                                  "those Inf)"));
+    }
+    if (!strcmp(kind, "nonfinite_values")) {
+      held++;
+      assert_non_null(strstr(msg, "t/fed: "));
+    }
+  }
+  assert_int_equal(overflow, 1);
+  assert_int_equal(held, 1);
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* A shadow candidate as the raw file has it: worst rel_l2 over n calls. */
 static cJSON *shadow_cand(double rel_l2, int n) {
   cJSON *c = cJSON_CreateObject();
@@ -2009,6 +2064,7 @@ int main(void) {
       cmocka_unit_test(the_plan_names_kept_modules_by_their_whole_path),
       cmocka_unit_test(a_plan_where_no_layer_fits_gives_no_shares),
       cmocka_unit_test(a_saturated_fp8_output_is_fp16_overflow_in_the_layer_table),
+      cmocka_unit_test(infs_an_fp16_output_made_from_finite_inputs_are_fp16_overflow),
       cmocka_unit_test(a_bf16_plan_keeps_out_a_layer_whose_measured_bf16_error_is_too_large),
       cmocka_unit_test(a_flushed_fp16_input_is_a_reason_on_an_fp16_verdict),
       cmocka_unit_test(a_flush_edge_makes_the_loss_scale_needed),
