@@ -471,9 +471,12 @@ static void lt_view(mpp_role *r, const mpp_lt_layout *l, const void *p) {
   if (l->rows == 0 || l->cols == 0) r->present = false;
 }
 
-/* Can alpha be read on the host (shadow execution's scalar alpha)? */
+/* Can alpha be read on the host (shadow execution's scalar alpha)? Only
+ * a scalar: in the DEVICE_VECTOR modes (2, 3 and 4: ALPHA_DEVICE_VECTOR_
+ * BETA_HOST too, whose beta alone is on the host) alpha is a device array
+ * of m values (cublasLt.h), never read here. */
 static bool lt_alpha_host(const mpp_lt_call *g, bool (*host_visible)(const void *)) {
-  return g->pointer_mode == 0 || g->pointer_mode == 4 ||
+  return g->pointer_mode == 0 ||
          (g->pointer_mode == 1 && host_visible && g->alpha && host_visible(g->alpha));
 }
 

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <cjson/cJSON.h>
@@ -18,6 +20,7 @@
 #include "profiler/hooks/conv_decode.h"
 #include "profiler/hooks/gemm_decode.h"
 #include "profiler/hooks/gemm_decode.h" /* twice: the include guard covers all of it */
+#include "profiler/hostmem.h"
 #include "profiler/jsonw.h"
 #include "profiler/include/mpprof.h"
 #include "profiler/mpp.h"
@@ -508,6 +511,33 @@ static void lt_beta_zero_pointer_mode_drops_c(void **state) {
   g.pointer_mode = 3; /* ALPHA_DEVICE_VECTOR_BETA_ZERO */
   mpp_lt_decode(&op, &g, NULL, NULL);
   assert_false(op.roles[2].present);
+}
+
+/* CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST: beta is a host
+ * scalar, alpha a device array of m values (cublasLt.h), which the decode
+ * must not read on the host (device memory: the read faults; here a page
+ * that cannot be read stands for it), nor take alpha[0] for a scalar alpha.
+ * The memo's path reads alpha's readability too. */
+static void lt_alpha_device_vector_is_never_read(void **state) {
+  (void)state;
+  long page = sysconf(_SC_PAGESIZE);
+  void *dev = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(dev != MAP_FAILED);
+  const float beta = 1;
+  mpp_lt_call g = lt16();
+  g.alpha = dev;
+  g.beta = &beta;
+  for (int pm = 2; pm <= 4; pm++) {
+    g.pointer_mode = pm;
+    mpp_op op, scratch;
+    mpp_lt_decode(&op, &g, NULL, mpp_host_readable);
+    assert_true(isnan(op.alpha)); /* not a scalar: shadow execution does not model it */
+    assert_false(op.roles[0].ptr_array);
+    assert_true(op.roles[2].present == (pm != 3)); /* beta 1 (host-readable here), but BETA_ZERO */
+    mpp_op *m = mpp_lt_decode_memo(&scratch, &g, NULL, mpp_host_readable);
+    assert_true(isnan(m->alpha));
+  }
+  munmap(dev, (size_t)page);
 }
 
 /* --- convolutions --- */
@@ -1243,6 +1273,7 @@ int main(void) {
       cmocka_unit_test(lt_row_major_layout_is_viewed_transposed),
       cmocka_unit_test(lt_fp8_scale_and_amax_pointers_are_flagged),
       cmocka_unit_test(lt_beta_zero_pointer_mode_drops_c),
+      cmocka_unit_test(lt_alpha_device_vector_is_never_read),
       cmocka_unit_test(lt_epilogues_map_to_what_shadow_execution_applies),
       cmocka_unit_test(conv_forward_has_its_implicit_gemm_shape),
       cmocka_unit_test(conv_backward_roles_are_named_after_their_tensors),
