@@ -72,6 +72,11 @@ float mp_shadow_round(float x, mp_dtype fmt) {
   return mp_sh_round(x, fmt);
 }
 
+mp_dtype mp_shadow_current_format(const mp_shadow_gemm *g, mp_dtype src) {
+  bool reduced = g->fp32_as == MP_TF32 || g->fp32_as == MP_FP16 || g->fp32_as == MP_BF16;
+  return src == MP_FP32 && reduced ? g->fp32_as : MP_FP32;
+}
+
 static float fp8_max(mp_dtype fp8) {
   return (float)mp_format_of(fp8)->max_finite;
 }
@@ -201,9 +206,10 @@ static void quantize(mp_shadow_cand c, const mp_shadow_gemm *g, int which, const
   case MP_SH_CURRENT: { /* the stored values (load_a: exact) */
     const mp_shadow_operand *o = which ? &g->b : &g->a;
     double s = operand_scale(o);
+    mp_dtype cur = mp_shadow_current_format(g, src);
     for (size_t i = 0; i < n; i++) {
       float v = o->scale ? (float)(x[i] / s) : (float)x[i];
-      q[i] = g->tf32 && src == MP_FP32 ? mp_float_to_tf32(v) : v;
+      q[i] = mp_shadow_round(v, cur);
     }
     return;
   }

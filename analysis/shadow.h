@@ -94,7 +94,11 @@ typedef struct mp_shadow_gemm {
   mp_shadow_operand a, b; /* op(A) is m x k, op(B) is k x n */
   double alpha;
   mp_dtype out; /* D's dtype: the current precision's output */
-  bool tf32;    /* the call computes fp32 in tf32: current rounds fp32 operands to tf32 */
+  /* The format the call rounds fp32 operands to on Tensor Cores: MP_TF32
+   * (compute 32F_FAST_TF32, math mode TF32_TENSOR_OP), MP_FP16 (32F_FAST_16F,
+   * the deprecated math mode TENSOR_OP), MP_BF16 (32F_FAST_16BF); current
+   * rounds fp32 operands so. Any other value (0 included): as stored. */
+  mp_dtype fp32_as;
   /* MP_SH_FP16_SCALED: A and B are multiplied by 2^scale_log2[i] before the
    * fp16 cast; the fp16 output then carries 2^(scale_log2[0] + scale_log2[1]),
    * divided out after its cast (a gradient GEMM at its loss scale). */
@@ -147,6 +151,9 @@ int mp_mx_scale_exp(float amax, mp_dtype fp8);
 /* Candidate cast of one operand value (already multiplied by its scale for
  * fp8): RNE to the format, fp8 saturating (as CUDA's __nv_fp8 constructors). */
 float mp_shadow_round(float x, mp_dtype fmt);
+/* The format the current precision gives an operand stored as src:
+ * g->fp32_as for fp32 operands when it is tf32, fp16 or bf16, else fp32. */
+mp_dtype mp_shadow_current_format(const mp_shadow_gemm *g, mp_dtype src);
 
 /* The loss scale an operand of a backward GEMM is rounded at in
  * MP_SH_FP16_SCALED: 0 when it fits fp16 at scale 1 (mp_advise: safe), else

@@ -2,7 +2,8 @@
  * documented requirements (cuBLAS "Tensor Core usage", the CUDA arch tables):
  *   fp16 operands: HMMA from sm_70; bf16: sm_80; fp32 only as TF32 (compute
  *   type 32F_FAST_TF32 or math mode TF32_TENSOR_OP), sm_80; 32F_FAST_16F /
- *   32F_FAST_16BF down-convert fp32 to fp16/bf16 Tensor Cores; fp8: sm_89;
+ *   32F_FAST_16BF down-convert fp32 to fp16/bf16 Tensor Cores, and so does
+ *   the deprecated math mode TENSOR_OP with 32F compute (FAST_16F); fp8: sm_89;
  *   int8 with 32I compute: IMMA from sm_72; fp64: DMMA on sm_80, sm_90, sm_100.
  * Efficient when m, n, k and the leading dimensions are multiples of 16 bytes
  * of their operand type and every pointer is 16-byte aligned. */
@@ -76,6 +77,10 @@ static tc_path path_of(const mp_tc_query *q, char *why, size_t n) {
       return PATH_NONE;
     }
     if (q->math_mode && strstr(q->math_mode, "TF32_TENSOR_OP")) return PATH_TF32;
+    /* The deprecated CUBLAS_TENSOR_OP_MATH: "same effect as using
+     * CUBLAS_COMPUTE_32F_FAST_16F" (cublas_api.h) for 32F compute. */
+    if (q->math_mode && !strncmp(q->math_mode, "TENSOR_OP", 9) && eq(q->compute_type, "32F"))
+      return PATH_FP16;
     if (!q->math_mode && compute_is(q, "", MP_FP32))
       return PATH_TF32; /* cuDNN: default math type allows TF32 for fp32 convolutions */
     snprintf(why, n,

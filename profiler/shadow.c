@@ -180,6 +180,27 @@ static void conv_of(const mpp_op *op, mp_shadow_conv_kind kind, mp_shadow_conv *
   cv->alpha = op->alpha;
 }
 
+/* What the call rounds fp32 operands to (mp_shadow_gemm.fp32_as): its
+ * compute type's reduced format, or, for 32F compute (what cublasSgemm and
+ * the typed SGEMMs pass), the handle's math mode's: TF32_TENSOR_OP is TF32,
+ * the deprecated TENSOR_OP "same effect as using CUBLAS_COMPUTE_32F_FAST_16F"
+ * (cublas_api.h). cuBLASLt calls have no math mode (-1). */
+static mp_dtype fp32_as(const mpp_op *op) {
+  const char *ct = op->compute_type ? op->compute_type : "";
+  if (strstr(ct, "TF32")) return MP_TF32;
+  if (!strcmp(ct, "32F_FAST_16F")) return MP_FP16;
+  if (!strcmp(ct, "32F_FAST_16BF")) return MP_BF16;
+  if (strcmp(ct, "32F") != 0 || op->math_mode < 0) return MP_FP32;
+  switch (op->math_mode & 0xf) {
+  case 3: /* CUBLAS_TF32_TENSOR_OP_MATH */
+    return MP_TF32;
+  case 1: /* CUBLAS_TENSOR_OP_MATH */
+    return MP_FP16;
+  default:
+    return MP_FP32;
+  }
+}
+
 /* A legacy cuDNN convolution as its implicit GEMM (analysis/shadow.h
  * mp_shadow_conv_gemm): on host memory g reads the copies in *owned; on
  * device memory (*device) g is the shape and *conv what the device gathers
@@ -253,8 +274,7 @@ static shadow_skip describe(const mpp_op *op, mp_shadow_gemm *g, bool *device, v
   g->batch = op->batch;
   g->alpha = op->alpha;
   g->out = d->view.dtype;
-  g->tf32 = (op->compute_type && strstr(op->compute_type, "TF32")) ||
-            ((op->math_mode & 0xf) == 3 && a->view.dtype == MP_FP32);
+  g->fp32_as = fp32_as(op);
   g->epilogue = op->shadow_epi;
   g->bias = op->shadow_bias;
   g->bias_dtype = op->shadow_bias_dtype;

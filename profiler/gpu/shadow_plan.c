@@ -75,7 +75,7 @@ void mpp_sh_quant_plan(const mp_shadow_gemm *g, int cand, bool is_b, const float
   if (cand == MPP_SH_REFERENCE)
     fmt = MP_FP32;
   else if (cand == MP_SH_CURRENT)
-    fmt = g->tf32 && src == MP_FP32 ? MP_TF32 : MP_FP32;
+    fmt = mp_shadow_current_format(g, src);
   else
     fmt = mp_shadow_cand_format((mp_shadow_cand)cand);
   q.fmt = fmt;

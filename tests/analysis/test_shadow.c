@@ -273,10 +273,36 @@ static void current_is_the_calls_own_precision(void **state) {
   ref_cand c = {.fmt = MP_FP32, .out = MP_FP32};
   mp_shadow_metrics m = check(&r, MP_SH_CURRENT, &c, &g, NULL);
   assert_true(m.rel_l2 < 0x1p-20); /* fp32 accumulation only */
-  g.tf32 = true;
+  g.fp32_as = MP_TF32;
   mp_shadow_metrics out[MP_SH_COUNT];
   assert_int_equal(mp_shadow_run(&g, 1u << MP_SH_CURRENT, NULL, out), 1u << MP_SH_CURRENT);
   assert_true(out[MP_SH_CURRENT].rel_l2 > 16 * m.rel_l2); /* 10-bit tf32 operands */
+}
+
+/* An fp32 call on fp16 or bf16 Tensor Cores (compute 32F_FAST_16F or
+ * 32F_FAST_16BF, or cuBLAS's deprecated TENSOR_OP math mode, the same as
+ * FAST_16F): its own precision rounds the fp32 operands to that format and
+ * keeps D fp32; an operand beyond fp16's range becomes inf there. */
+static void current_of_an_fp32_call_on_16_bit_tensor_cores_rounds_its_operands(void **state) {
+  (void)state;
+  ref_gemm r = base_gemm();
+  mp_shadow_gemm g;
+  to_gemm(&r, &g);
+  const mp_dtype fmts[2] = {MP_FP16, MP_BF16};
+  for (int i = 0; i < 2; i++) {
+    g.fp32_as = fmts[i];
+    ref_cand c = {.fmt = fmts[i], .out = MP_FP32};
+    mp_shadow_metrics m = check(&r, MP_SH_CURRENT, &c, &g, NULL);
+    assert_true(m.rel_l2 > 0x1p-14);
+  }
+  A[0] = 1e5f; /* fp16 overflows it: every output of row 0 is non-finite */
+  g.fp32_as = MP_FP16;
+  ref_cand c = {.fmt = MP_FP16, .out = MP_FP32};
+  mp_shadow_metrics m = check(&r, MP_SH_CURRENT, &c, &g, NULL);
+  assert_true(m.nonfinite > 0);
+  g.fp32_as = MP_FP32;
+  ref_cand exact = {.fmt = MP_FP32, .out = MP_FP32};
+  assert_int_equal(check(&r, MP_SH_CURRENT, &exact, &g, NULL).nonfinite, 0);
 }
 
 static void fp8_current_scaling_maps_each_tensors_amax_to_the_format_max(void **state) {
@@ -946,6 +972,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(fp16_and_bf16_round_operands_and_output),
       cmocka_unit_test(current_is_the_calls_own_precision),
+      cmocka_unit_test(current_of_an_fp32_call_on_16_bit_tensor_cores_rounds_its_operands),
       cmocka_unit_test(fp8_current_scaling_maps_each_tensors_amax_to_the_format_max),
       cmocka_unit_test(mxfp8_blocks_run_along_k_and_the_last_one_straddles_its_end),
       cmocka_unit_test(scale_helpers_match_libm),

@@ -155,7 +155,7 @@ static void run_config(const config &c, const float *scales_of, const int *block
   g.b = shadow_operand(B);
   g.alpha = c.alpha;
   g.out = c.out;
-  g.tf32 = c.tf32;
+  g.fp32_as = c.tf32 ? MP_TF32 : MP_FP32;
   g.scale_log2[0] = 3;
   g.scale_log2[1] = -2;
   g.out_scale_log2 = 5; /* the output's own loss scale, beyond the operands' */

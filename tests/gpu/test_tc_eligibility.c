@@ -96,6 +96,22 @@ static void fp32_fast_16f_compute_uses_fp16_tensor_cores(void **state) {
   assert_true(check(q).eligible);
 }
 
+/* The deprecated CUBLAS_TENSOR_OP_MATH has "same effect as using
+ * CUBLAS_COMPUTE_32F_FAST_16F" (cublas_api.h): an SGEMM on such a handle
+ * runs on fp16 Tensor Cores, not on CUDA cores. */
+static void fp32_under_the_tensor_op_math_mode_uses_fp16_tensor_cores(void **state) {
+  (void)state;
+  mp_tc_eligibility e = check(base(MP_FP32, "32F", "TENSOR_OP"));
+  assert_true(e.eligible);
+  assert_false(e.tf32);
+  assert_string_equal(e.path, "fp16 HMMA");
+  e = check(base(MP_FP32, "32F", "TENSOR_OP+DISALLOW_REDUCED_PRECISION_REDUCTION"));
+  assert_true(e.eligible);
+  assert_string_equal(e.path, "fp16 HMMA");
+  assert_false(check(base(MP_FP32, "32F_PEDANTIC", "TENSOR_OP")).eligible);
+  assert_false(check(base(MP_FP32, "32F", "PEDANTIC")).eligible);
+}
+
 static void fp8_needs_sm89(void **state) {
   (void)state;
   mp_tc_query q = base(MP_FP8_E4M3, "32F", NULL);
@@ -213,6 +229,7 @@ int main(void) {
       cmocka_unit_test(fp32_with_tf32_math_mode_or_fast_tf32_compute_is_eligible_on_sm80),
       cmocka_unit_test(fp32_pedantic_is_not_eligible),
       cmocka_unit_test(fp32_fast_16f_compute_uses_fp16_tensor_cores),
+      cmocka_unit_test(fp32_under_the_tensor_op_math_mode_uses_fp16_tensor_cores),
       cmocka_unit_test(fp8_needs_sm89),
       cmocka_unit_test(int8_needs_32i_compute),
       cmocka_unit_test(fp64_dmma_only_on_datacenter_archs),
