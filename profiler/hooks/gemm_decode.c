@@ -398,6 +398,10 @@ const char *mpp_lt_epilogue_name(uint32_t e) {
   return "UNKNOWN";
 }
 
+static bool is_fp8(mp_dtype d) {
+  return d == MP_FP8_E4M3 || d == MP_FP8_E5M2;
+}
+
 /* How shadow execution models an epilogue's effect on D: false when it does
  * not (the backward DRELU/DGELU ones read an aux buffer; unknown values). */
 static bool lt_shadow_epilogue(mpp_op *op, const mpp_lt_call *g) {
@@ -436,7 +440,12 @@ static bool lt_shadow_epilogue(mpp_op *op, const mpp_lt_call *g) {
   if (!bias) return true;
   if (!g->bias) return false; /* cuBLASLt would refuse the call */
   op->shadow_bias = g->bias;
-  op->shadow_bias_dtype = mpp_cuda_dtype(g->bias_type >= 0 ? g->bias_type : g->d.type);
+  /* The default (-1) is D's type, but for an fp8 D, whose bias is C's type
+   * (cublasLt.h, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE; simcuda alike). */
+  bool fp8_d = is_fp8(mpp_cuda_dtype(g->d.type));
+  op->shadow_bias_dtype = mpp_cuda_dtype(g->bias_type >= 0 ? g->bias_type
+                                         : fp8_d           ? g->c.type
+                                                           : g->d.type);
   op->shadow_bias_stride = g->d.batch > 1 ? g->bias_stride : 0;
   return op->shadow_bias_dtype != MP_DTYPE_INVALID;
 }
@@ -500,10 +509,6 @@ static bool lt_alpha_nonzero(const mpp_lt_call *g, bool (*host_visible)(const vo
   if (g->pointer_mode != 0 && !(g->pointer_mode == 1 && host_visible && host_visible(g->alpha)))
     return false;
   return mpp_scalar_nonzero(g->alpha, g->scale_type) == 1;
-}
-
-static bool is_fp8(mp_dtype d) {
-  return d == MP_FP8_E4M3 || d == MP_FP8_E5M2;
 }
 
 /* The fp8 scales shadow execution applies (op->shadow_scale, and

@@ -495,6 +495,14 @@ static void lt_epilogues_map_to_what_shadow_execution_applies(void **state) {
   mpp_lt_decode(&op, &g, NULL, NULL);
   assert_int_equal(op.shadow_bias_dtype, MP_FP16);
   assert_int_equal(op.shadow_bias_stride, 9);
+  /* An fp8 D's default bias type is C's (bf16 here), not D's e4m3. */
+  g.bias = bias;
+  g.bias_type = -1;
+  g.d.batch = g.c.batch = 1;
+  g.a.type = g.b.type = g.d.type = 28; /* CUDA_R_8F_E4M3 */
+  g.c.type = 14;                       /* CUDA_R_16BF */
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_int_equal(op.shadow_bias_dtype, MP_BF16);
   g.bias = NULL; /* a bias epilogue without a bias pointer: not modelled */
   mpp_lt_decode(&op, &g, NULL, NULL);
   assert_true(op.shadow_unsupported);
