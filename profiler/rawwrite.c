@@ -164,10 +164,16 @@ static void write_stats(mpp_jw *w, const mp_stats *s) {
 
 /* --- sites --- */
 
-static const char *math_mode_name(int mode, char *buf, size_t n) {
-  static const char *const names[] = {"DEFAULT", "TENSOR_OP", "PEDANTIC", "TF32_TENSOR_OP"};
-  int base = mode & 0xf;
-  const char *b = base < 4 ? names[base] : "UNKNOWN";
+const char *mpp_math_mode_name(int mode, char *buf, size_t n) {
+  /* cublasMath_t's values (cublas_api.h), without the CUBLAS_ and _MATH */
+  static const char *const names[] = {[0] = "DEFAULT",
+                                      [1] = "TENSOR_OP",
+                                      [2] = "PEDANTIC",
+                                      [3] = "TF32_TENSOR_OP",
+                                      [4] = "FP32_EMULATED_BF16X9",
+                                      [8] = "FP64_EMULATED_FIXEDPOINT"};
+  unsigned base = (unsigned)mode & 0xf;
+  const char *b = base < sizeof names / sizeof names[0] && names[base] ? names[base] : "UNKNOWN";
   snprintf(buf, n, "%s%s", b, (mode & 16) ? "+DISALLOW_REDUCED_PRECISION_REDUCTION" : "");
   return buf;
 }
@@ -278,7 +284,7 @@ static void write_scale(mpp_jw *w, const char *key, double s) {
 
 static void write_math_mode(mpp_jw *w, const char *key, int mode) {
   char buf[96];
-  key_str(w, key, mode >= 0 ? math_mode_name(mode, buf, sizeof buf) : NULL);
+  key_str(w, key, mode >= 0 ? mpp_math_mode_name(mode, buf, sizeof buf) : NULL);
 }
 
 /* The site key, one step per row of MP_RAW_SITE_KEY (analysis/raw_format.h). */

@@ -17,6 +17,10 @@ char *mpp_raw_render(bool final, size_t *ret_len);
 /* The writer's own state (name claimed, final written): at init and in a fork child. */
 void mpp_raw_reset(void);
 void mpp_raw_exec_failed(void); /* the image goes on: later writes follow */
+/* A cublasMath_t as the raw file spells it ("TF32_TENSOR_OP",
+ * "+DISALLOW_REDUCED_PRECISION_REDUCTION" added when that flag is set,
+ * "UNKNOWN" for a value cublas_api.h does not name), into buf. */
+const char *mpp_math_mode_name(int mode, char *buf, size_t n);
 
 /* Everything in the raw document besides the site tables and the process
  * identity (pid, host, start): mpp_raw_render gathers it; tests give their own. */

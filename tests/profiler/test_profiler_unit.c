@@ -25,6 +25,8 @@
 #include "profiler/include/mpprof.h"
 #include "profiler/mpp.h"
 #include "profiler/rawwrite.h"
+
+#include <cublas_api.h>
 #include "profiler/call.h"
 #include "profiler/nvtx.h"
 #include "analysis/shadow_core.h"
@@ -1251,8 +1253,26 @@ static void a_misspelt_variable_names_the_one_meant(void **state) {
   assert_null(mpp_setting_find("MPPROF_SAMPLES"));
 }
 
+/* Every cublasMath_t of cublas_api.h has its name in the raw file (the
+ * BF16x9 and fixed-point emulation modes read "UNKNOWN"). */
+static void every_math_mode_of_the_header_is_named(void **state) {
+  (void)state;
+  char buf[96];
+  assert_string_equal(mpp_math_mode_name(CUBLAS_TF32_TENSOR_OP_MATH, buf, sizeof buf),
+                      "TF32_TENSOR_OP");
+  assert_string_equal(mpp_math_mode_name(CUBLAS_FP32_EMULATED_BF16X9_MATH, buf, sizeof buf),
+                      "FP32_EMULATED_BF16X9");
+  assert_string_equal(mpp_math_mode_name(CUBLAS_FP64_EMULATED_FIXEDPOINT_MATH |
+                                             CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION,
+                                         buf, sizeof buf),
+                      "FP64_EMULATED_FIXEDPOINT+DISALLOW_REDUCED_PRECISION_REDUCTION");
+  assert_string_equal(mpp_math_mode_name(5, buf, sizeof buf), "UNKNOWN");
+  assert_string_equal(mpp_math_mode_name(15, buf, sizeof buf), "UNKNOWN");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(every_math_mode_of_the_header_is_named),
       cmocka_unit_test_setup(layer_is_empty_without_ranges, reset_all),
       cmocka_unit_test_setup(settings_outside_their_rows_fall_back_to_the_defaults, reset_all),
       cmocka_unit_test(a_misspelt_variable_names_the_one_meant),
