@@ -61,6 +61,7 @@ static const char *const columns[] = {
     "fp16_underflow_at_applied_scale_pct",
     "fp16_overflow_at_applied_scale_tensor",
     "fp16_underflow_at_applied_scale_tensor",
+    "scanned_calls",
 };
 
 /* A percentage as report.json writes it (mpprof_double_text), "" when not finite. */
@@ -126,7 +127,9 @@ static int write_rows(const mpprof_model *m, FILE *f) {
       mpprof_csv_field(f, num[9 + k], false);
     }
     for (int k = 0; k < 2; k++)
-      mpprof_csv_field(f, at[k]->tensor ? at[k]->tensor : "", k == 1);
+      mpprof_csv_field(f, at[k]->tensor ? at[k]->tensor : "", false);
+    snprintf(num[11], 32, "%" PRIu64, l->scanned_calls);
+    mpprof_csv_field(f, num[11], true);
     free(dt);
   }
   return 0;

@@ -250,6 +250,11 @@ static void summary(const mpprof_model *m, FILE *f) {
     fprintf(f, "<p>%zu process%s, %" PRIu64 " calls in %zu sites, %zu layers", m->n_procs,
             m->n_procs == 1 ? "" : "es", m->total_calls, m->n_sites, m->n_layers);
     if (m->has_gpu_ns) fprintf(f, ", %.3f ms GPU time", (double)m->total_gpu_ns / 1e6);
+    if (m->total_scanned_calls < m->total_calls)
+      fprintf(f,
+              "; %" PRIu64 " of the calls scanned (every share and verdict is of their "
+              "values)",
+              m->total_scanned_calls);
     fputs(".</p>\n<p class=\"big\">", f);
     size_t recs[MP_REC_COUNT] = {0}, unknown = 0;
     for (size_t i = 0; i < m->n_layers; i++) {
@@ -525,6 +530,11 @@ static void share_cell(FILE *f, const mpprof_share *s) {
   "with the least relative L2 error (e4m3 forward, e5m2 backward)\">Measured best fp8</th>"
 
 /* The ops table's columns, each defined where it is shown (its title). */
+/* The Scanned columns' definition (the layer and ops tables). */
+#define SCANNED_TITLE                                                                              \
+  "Of the calls, those whose tensors mpprof scanned; --sample, --scan none and CUDA graph "        \
+  "capture leave the others out (report.json not_scanned says why). Every share and verdict is "   \
+  "of the scanned calls' values"
 #define OPS_HEADERS                                                                                \
   "<th title=\"The op site's id: one per layer, phase, API, dtypes, compute type, shape and "      \
   "the rest of the site key (report.json sites)\">Site</th>"                                       \
@@ -540,6 +550,7 @@ static void share_cell(FILE *f, const mpprof_share *s) {
   "<th title=\"cuBLASLt FP8 scale and amax pointers the calls set, with the values read over "     \
   "the calls (min..max; amax_D: its largest)\">FP8 scales</th>"                                    \
   "<th title=\"Hooked calls of the site, scanned or not\">Calls</th>"                              \
+  "<th title=\"" SCANNED_TITLE "\">Scanned</th>"                                                   \
   "<th title=\"GPU time of the site's kernels (CUPTI), in milliseconds; empty without kernel "     \
   "data\">GPU ms</th>"                                                                             \
   "<th title=\"The site's GPU time over the run's, in percent\">Share %</th>"                      \
@@ -566,6 +577,7 @@ static void layer_headers(FILE *f, const mpprof_model *m) {
         "marker); mixed: the layer's sites ran in several "
         "phases\">Phase</th>"
         "<th title=\"Hooked calls of the layer's op sites, scanned or not\">Calls</th>"
+        "<th title=\"" SCANNED_TITLE "\">Scanned</th>"
         "<th title=\"GPU time of the layer's ops from CUPTI's kernel records, in milliseconds; "
         "empty without kernel data\">GPU ms</th>"
         "<th title=\"Operand dtypes per role (A, B, C, D; convolutions x, w, y, ...); TF32 where "
@@ -708,6 +720,7 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
     }
     fprintf(f, "</td><td>%s</td>", phase_of(l));
     num_cell(f, (double)l->calls, "%.0f");
+    num_cell(f, (double)l->scanned_calls, "%.0f");
     if (l->has_gpu_ns)
       num_cell(f, (double)l->gpu_ns / 1e6, "%.3f");
     else
@@ -839,6 +852,7 @@ static int ops_table(const mpprof_model *m, FILE *f) {
     html(f, x.fp8_scales);
     fputs("</td>", f);
     num_cell(f, (double)s->calls, "%.0f");
+    num_cell(f, (double)s->scanned_calls, "%.0f");
     bool known;
     uint64_t ns = mpprof_site_gpu_ns(s, &known);
     if (known)

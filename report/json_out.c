@@ -473,6 +473,7 @@ static cJSON *layer_json(const mpprof_model *m, const mpprof_layer *l, mp_stats 
     add_distinct(apis, s->api);
   }
   cJSON_AddItemToObject(o, "calls", mpprof_json_u64(l->calls));
+  cJSON_AddItemToObject(o, "scanned_calls", mpprof_json_u64(l->scanned_calls));
   cJSON_AddItemToObject(o, "gpu_ns", u64_or_null(l->has_gpu_ns, l->gpu_ns));
   cJSON_AddItemToObject(o, "elements", mpprof_json_u64(l->elements));
   cJSON_AddItemToObject(o, "apis", apis);
@@ -605,6 +606,7 @@ static cJSON *summary_json(const mpprof_model *m) {
   cJSON_AddItemToObject(o, "sites", mpprof_json_u64(m->n_sites));
   cJSON_AddItemToObject(o, "layers", mpprof_json_u64(m->n_layers));
   cJSON_AddItemToObject(o, "calls", mpprof_json_u64(m->total_calls));
+  cJSON_AddItemToObject(o, "scanned_calls", mpprof_json_u64(m->total_scanned_calls));
   cJSON_AddItemToObject(o, "events", mpprof_json_u64(m->n_events));
   cJSON_AddItemToObject(o, "gpu_ns", u64_or_null(m->has_gpu_ns, m->total_gpu_ns));
   cJSON_AddBoolToObject(o, "no_cuda_ops", m->total_calls == 0);

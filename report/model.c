@@ -466,6 +466,7 @@ int mpprof_model_finish(mpprof_model *m) {
     l->phase_mask |= 1u << s->phase;
     if (!l->module_class && s->module_class) l->module_class = s->module_class;
     l->calls += s->calls;
+    l->scanned_calls += s->scanned_calls;
     l->elements += s->elements;
     if (s->has_gpu_ns) {
       l->gpu_ns += s->gpu_ns;
@@ -474,6 +475,7 @@ int mpprof_model_finish(mpprof_model *m) {
       m->has_gpu_ns = true;
     }
     m->total_calls += s->calls;
+    m->total_scanned_calls += s->scanned_calls;
   }
   return 0;
 }

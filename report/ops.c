@@ -169,6 +169,7 @@ static const char *const columns[] = {
     "tc_eligible_with_tf32",
     "tc_reason",
     "tc_source",
+    "scanned_calls",
 };
 
 static int write_rows(const mpprof_model *m, FILE *f) {
@@ -248,7 +249,9 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     mpprof_csv_field(f, s->elig_known ? (s->elig.eligible ? "yes" : "no") : "", false);
     mpprof_csv_field(f, s->elig.eligible_with_tf32 ? "yes" : "no", false);
     mpprof_csv_field(f, s->elig.reason, false);
-    mpprof_csv_field(f, mp_tc_source_name(s->tc_source), true);
+    mpprof_csv_field(f, mp_tc_source_name(s->tc_source), false);
+    mpprof_u64_text(s->scanned_calls, calls);
+    mpprof_csv_field(f, calls, true);
   }
   return 0;
 }

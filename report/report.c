@@ -85,6 +85,8 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
             m->n_procs, m->n_procs == 1 ? "" : "es", m->total_calls, m->total_calls == 1 ? "" : "s",
             m->n_sites, m->n_sites == 1 ? "" : "s", m->n_layers, m->n_layers == 1 ? "" : "s");
     if (m->has_gpu_ns) fprintf(f, ", %.3f ms GPU", (double)m->total_gpu_ns / 1e6);
+    if (m->total_scanned_calls < m->total_calls)
+      fprintf(f, "; %" PRIu64 " of the calls scanned", m->total_scanned_calls);
     fputc('\n', f);
     /* Every layer in the tally: those without a verdict too (the count
      * above included them, the tally left them out). */

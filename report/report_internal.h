@@ -378,6 +378,7 @@ typedef struct mpprof_layer {
   unsigned phase_mask;        /* 1 << mpprof_phase */
   size_t first_site, n_sites; /* sites are sorted by layer: a contiguous range */
   uint64_t calls, gpu_ns, kernel_ns, tc_ns, elements;
+  uint64_t scanned_calls; /* of calls: those whose tensors were scanned */
   bool has_gpu_ns;
   mpprof_layer_tensor *tensors;
   size_t n_tensors;
@@ -508,6 +509,7 @@ typedef struct mpprof_model {
   char *program;
   const cJSON *program_argv; /* the argv `program` joins: the root process's (NULL: none) */
   uint64_t total_calls, total_gpu_ns;
+  uint64_t total_scanned_calls; /* calls whose tensors were scanned, summed over the sites */
   bool has_gpu_ns;
   mpprof_strpool strings; /* the sites' interned strings */
   mpprof_tb pack;         /* scratch of mpprof_site_pack_tensors */

@@ -324,7 +324,7 @@ static void the_applied_scale_joins_the_window_when_it_exactly_fits(void **state
   /* the number report.json has, in the same digits (no rounding) */
   char *end;
   double pct = strtod(p, &end);
-  assert_int_equal(strncmp(end, ",backward.D,backward.D\r\n", 24), 0);
+  assert_int_equal(strncmp(end, ",backward.D,backward.D,", 23), 0); /* scanned_calls last */
   const cJSON *share = cJSON_GetObjectItem(
       cJSON_GetObjectItem(layer(rep, "step/mlp/fc1"), "shares"), "fp16_underflow_at_applied_scale");
   assert_true(pct == cJSON_GetObjectItem(share, "pct")->valuedouble);
@@ -763,6 +763,58 @@ static void merge_of_the_same_rank_twice_warns(void **state) {
   free(c);
 }
 
+/* With --sample 3 every output says how many calls were scanned, of how
+ * many: the summary line, report.json (summary, layers), the CSVs' last
+ * column and both tables of the page (only report.json's sites said it). */
+static void a_sampled_run_says_how_many_calls_were_scanned(void **state) {
+  (void)state;
+  char *d = out_dir("sampled");
+  char *argv[] = {(char *)mpprof,    "run",     "--sample", "3", "-o", d,
+                  (char *)mlp_train, "--steps", "6",        NULL};
+  char log[4200];
+  snprintf(log, sizeof log, "%s/log.txt", workdir);
+  unlink(log);
+  assert_int_equal(run(argv), 0);
+  cJSON *rep = rg_read_json(d, "report.json");
+  assert_non_null(rep);
+  const cJSON *sum = cJSON_GetObjectItem(rep, "summary");
+  double calls = cJSON_GetObjectItem(sum, "calls")->valuedouble,
+         scanned = cJSON_GetObjectItem(sum, "scanned_calls")->valuedouble, sites = 0, layers = 0;
+  assert_true(scanned > 0 && scanned < calls);
+  const cJSON *x;
+  cJSON_ArrayForEach(x, cJSON_GetObjectItem(rep, "sites")) sites +=
+      cJSON_GetObjectItem(x, "scanned_calls")->valuedouble;
+  cJSON_ArrayForEach(x, cJSON_GetObjectItem(rep, "layers")) layers +=
+      cJSON_GetObjectItem(x, "scanned_calls")->valuedouble;
+  assert_true(sites == scanned && layers == scanned);
+  char *text = rg_read_text(workdir, "log.txt", NULL), line[96];
+  snprintf(line, sizeof line, "; %.0f of the calls scanned\n", scanned);
+  assert_non_null(strstr(text, line));
+  free(text);
+  const cJSON *l = layer(rep, "step/mlp/fc1");
+  char *csv = rg_read_text(d, "layers.csv", NULL);
+  snprintf(line, sizeof line, ",%.0f\r\n", cJSON_GetObjectItem(l, "scanned_calls")->valuedouble);
+  const char *row = strstr(csv, "\r\nstep/mlp/fc1,");
+  assert_non_null(row);
+  assert_non_null(strstr(row + 2, line));
+  assert_true(strstr(row + 2, line) < strstr(row + 2, "\r\n") + 2);
+  assert_non_null(strstr(csv, ",scanned_calls\r\n"));
+  free(csv);
+  csv = rg_read_text(d, "ops.csv", NULL);
+  assert_non_null(strstr(csv, ",scanned_calls\r\n"));
+  free(csv);
+  char *html = rg_read_text(d, "report.html", NULL);
+  int cols = 0;
+  for (const char *p = html; (p = strstr(p, "\">Scanned</th>")); p++)
+    cols++;
+  assert_int_equal(cols, 2); /* the layer table and the ops table */
+  snprintf(line, sizeof line, "; %.0f of the calls scanned", scanned);
+  assert_non_null(strstr(html, line));
+  free(html);
+  cJSON_Delete(rep);
+  free(d);
+}
+
 /* Every rank two runs share is named, once per pair of runs (it named the
  * first alone: eight ranks profiled twice read as one). */
 static void merge_names_every_rank_two_runs_share(void **state) {
@@ -923,6 +975,7 @@ int main(void) {
       cmocka_unit_test(merge_of_different_programs_warns),
       cmocka_unit_test(merge_of_the_same_rank_twice_warns),
       cmocka_unit_test(merge_names_every_rank_two_runs_share),
+      cmocka_unit_test(a_sampled_run_says_how_many_calls_were_scanned),
       cmocka_unit_test(merge_of_the_same_rank_twice_warns_when_the_pids_coincide),
       cmocka_unit_test(merge_keeps_the_final_file_over_a_checkpoint_of_its_process),
       cmocka_unit_test(two_runs_in_one_second_get_two_default_directories),
