@@ -378,6 +378,20 @@ static int judge(const mp_advice_params *prm, mpprof_layer *l) {
   return rc;
 }
 
+const mpprof_layer_tensor *mpprof_subnormal_gradient(const mpprof_layer *l) {
+  if (!l->adv.has_window || (l->adv.rec != MP_REC_FP16 && l->adv.rec != MP_REC_FP16_LOSS_SCALE))
+    return NULL;
+  const mpprof_layer_tensor *w = NULL;
+  double ws = 0;
+  for (size_t t = 0; t < l->n_tensors; t++) {
+    const mpprof_layer_tensor *lt = &l->tensors[t];
+    if (lt->cls != MP_TCLASS_GRADIENT || !lt->has_values) continue;
+    double share = mp_fp16_subnormal_share_unscaled(lt->st.casts); /* unscaled: at scale 1 */
+    if (share > ws) w = lt, ws = share;
+  }
+  return ws >= MP_ADVICE_FP16_SUBNORMAL_NOTE ? w : NULL;
+}
+
 static int global_loss_scale(mpprof_model *m) {
   mpprof_applied_scale *g = &m->loss_scale;
   g->limited_by = cJSON_CreateArray();
@@ -418,6 +432,12 @@ static int global_loss_scale(mpprof_model *m) {
         g->flush_edge = mpprof_fp16_flush_edge(&l->tensors[t]) > 0;
     }
     if (g->flush_edge) g->needed = true;
+    /* Inside fp16's range at scale 1 is not inside its precision: a gradient
+     * that is partly fp16 subnormals unscaled keeps fewer bits than a scale
+     * in the window would give it. */
+    for (size_t i = 0; i < m->n_layers && !g->needed; i++)
+      g->subnormal = mpprof_subnormal_gradient(&m->layers[i]) != NULL;
+    if (g->subnormal) g->needed = true;
   }
   return 0;
 }

@@ -411,7 +411,7 @@ static int rule_fp16_forward_underflow(mpprof_model *m, const mpprof_layer *l) {
 
 /* A forward tensor of a layer advised fp16 with MP_ADVICE_FP16_SUBNORMAL_NOTE
  * or more of its finite non-zero values in fp16's subnormal range. */
-static int rule_fp16_subnormal(mpprof_model *m, const mpprof_layer *l) {
+static int fp16_subnormal_forward(mpprof_model *m, const mpprof_layer *l) {
   if (l->adv.rec != MP_REC_FP16 && l->adv.rec != MP_REC_FP16_LOSS_SCALE) return 0;
   const mpprof_layer_tensor *w = NULL;
   double ws = 0;
@@ -439,6 +439,46 @@ static int rule_fp16_subnormal(mpprof_model *m, const mpprof_layer *l) {
   f->impact_gpu_ns = layer_gpu(l);
   f->impact_elements = w->st.casts[MP_TGT_FP16][MP_CAST_SUBNORMAL];
   return 0;
+}
+
+/* A gradient of a layer advised fp16 that is partly fp16 subnormals
+ * unscaled (mpprof_subnormal_gradient) where the program applied no loss
+ * scale: the window's "fits at 2^0" is of range, not of precision. */
+static int fp16_subnormal_gradient(mpprof_model *m, const mpprof_layer *l) {
+  const mpprof_applied_scale *g = &m->loss_scale;
+  if (!g->subnormal || (g->declared && g->max > 1)) return 0;
+  const mpprof_layer_tensor *w = mpprof_subnormal_gradient(l);
+  if (!w) return 0;
+  double ws = mp_fp16_subnormal_share_unscaled(w->st.casts);
+  mp_stats *st = malloc(sizeof *st);
+  if (!st) return -1;
+  mpprof_cstats_unpack(&w->st, st);
+  double at = mp_fp16_subnormal_share(st, g->recommended_log2);
+  free(st);
+  const mp_format *f16 = mp_format_of(MP_FP16);
+  mpprof_finding *f =
+      add(m, "fp16_subnormal", "medium", l->name,
+          mpprof_asprintf("%s: %s has %s%% of its values in fp16's subnormal range without a loss "
+                          "scale (|x| < 2^%d = %.3g, fewer than %d significant bits); at the "
+                          "recommended scale 2^%d, %s%%",
+                          layer_label(l), w->name, mpprof_pct_text(100 * ws).s, f16->emin,
+                          ldexp(1.0, f16->emin), (int)f16->man_bits + 1, g->recommended_log2,
+                          mpprof_pct_text(100 * at).s),
+          mpprof_asprintf("apply a loss scale in [2^%d, 2^%d], e.g. 2^%d (or a dynamic scaler, "
+                          "GradScaler), before running this layer's gradients in fp16",
+                          g->window_lo, g->window_hi, g->recommended_log2));
+  if (!f) return -1;
+  cJSON_AddStringToObject(f->evidence, "tensor", w->name);
+  ev_num(f->evidence, "subnormal_fraction", ws);
+  ev_num(f->evidence, "subnormal_fraction_at_recommended", at);
+  f->impact_gpu_ns = layer_gpu(l);
+  f->impact_elements = w->st.casts[MP_TGT_FP16][MP_CAST_SUBNORMAL];
+  return 0;
+}
+
+/* fp16_subnormal: a forward tensor's, then a gradient's (each at most once). */
+static int rule_fp16_subnormal(mpprof_model *m, const mpprof_layer *l) {
+  return fp16_subnormal_forward(m, l) || fp16_subnormal_gradient(m, l) ? -1 : 0;
 }
 
 /* The gradient the two gradient rules are about: the worst by fp16 underflow,

@@ -668,6 +668,7 @@ static cJSON *loss_scale_json(const mpprof_applied_scale *g) {
   cJSON_AddItemToObject(o, "window_log2", window_json(g->has_window, g->window_lo, g->window_hi));
   cJSON_AddBoolToObject(o, "needed", g->needed);
   cJSON_AddBoolToObject(o, "flush_edge", g->flush_edge);
+  cJSON_AddBoolToObject(o, "subnormal", g->subnormal);
   cJSON_AddItemToObject(o, "limited_by",
                         g->limited_by ? cJSON_Duplicate(g->limited_by, true) : cJSON_CreateArray());
   cJSON *ap = cJSON_AddObjectToObject(o, "applied");

@@ -414,13 +414,24 @@ typedef struct mpprof_finding {
   uint64_t impact_gpu_ns, impact_elements;
 } mpprof_finding;
 
+/* Of a layer that would run in fp16 (verdict fp16 or fp16_loss_scale, with
+ * a window), the gradient with the largest share of fp16 subnormals
+ * unscaled, when that share is at least MP_ADVICE_FP16_SUBNORMAL_NOTE; else
+ * NULL. */
+const mpprof_layer_tensor *mpprof_subnormal_gradient(const mpprof_layer *l);
+
 typedef struct mpprof_applied_scale {
   bool applicable; /* some fp16/fp16_loss_scale layer has gradients */
   bool has_window;
   int window_lo, window_hi;
   int recommended_log2;
-  bool needed;       /* 0 is not in the window, or flush_edge */
-  bool flush_edge;   /* an fp16 layer's gradient was mostly subnormal as recorded */
+  bool needed;     /* 0 is not in the window, or flush_edge, or subnormal */
+  bool flush_edge; /* an fp16 layer's gradient was mostly subnormal as recorded */
+  /* 0 is in the window, but an fp16 layer's gradient has at least
+   * MP_ADVICE_FP16_SUBNORMAL_NOTE of its values fp16 subnormals unscaled
+   * (fewer than 11 significant bits): a scale keeps them normal (finding
+   * fp16_subnormal) */
+  bool subnormal;
   cJSON *limited_by; /* array of layer names */
   /* What the program applied (raw "training" objects and site scales). */
   bool declared;             /* some site ran under a declared scale */

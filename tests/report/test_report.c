@@ -1042,6 +1042,54 @@ static void a_flush_edge_makes_the_loss_scale_needed(void **state) {
   }
 }
 
+/* Gradients that fit fp16 unscaled (2^0 in the window) but are partly fp16
+ * subnormals there keep fewer than 11 significant bits: the loss scale is
+ * needed all the same and a finding says how many are subnormal with and
+ * without it (it read "not needed": conv_train fp32, 97% of conv1's
+ * backward.dy subnormal). Gradients inside fp16's normal range: not needed. */
+static void subnormal_gradients_make_the_loss_scale_needed(void **state) {
+  (void)state;
+  for (int sub = 0; sub < 2; sub++) {
+    char *dir = rg_tmpdir(sub ? "subneeded" : "subnotneeded");
+    rg_file r;
+    rg_begin(&r, dir, "a.json", &P0);
+    rg_site_end(&r, fwd_site(0, "l/fwd", -6, 6));
+    cJSON *s = rg_gemm(1, "cublasGemmEx", "l/bwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F", "DEFAULT",
+                       64, 64, 64, 10);
+    rg_tensor(s, "A", MP_FP16, -10, -2, 100);
+    rg_tensor(s, "D", MP_FP32, sub ? -20 : -13, -2, 400); /* fp16 normals from 2^-14 */
+    rg_site_end(&r, s);
+    rg_end(&r);
+    cJSON *rep = report_of(dir);
+    const cJSON *ls = get(rep, "loss_scale");
+    assert_true(cJSON_GetArrayItem(get(ls, "window_log2"), 0)->valuedouble <= 0);
+    assert_int_equal(cJSON_IsTrue(get(ls, "subnormal")), sub);
+    assert_int_equal(cJSON_IsTrue(get(ls, "needed")), sub);
+    assert_int_equal(has_finding(rep, "fp16_subnormal", "l"), sub);
+    const cJSON *f;
+    cJSON_ArrayForEach(f, get(rep, "findings")) {
+      if (strcmp(get(f, "kind")->valuestring, "fp16_subnormal")) continue;
+      char want[160];
+      snprintf(want, sizeof want, "at the recommended scale 2^%d, ",
+               (int)get(ls, "recommended_log2")->valuedouble);
+      assert_non_null(strstr(get(f, "message")->valuestring, "l: backward.D has "));
+      assert_non_null(strstr(get(f, "message")->valuestring, want));
+      assert_true(get(f, "evidence.subnormal_fraction")->valuedouble > 0.3);
+      assert_true(get(f, "evidence.subnormal_fraction_at_recommended")->valuedouble <
+                  get(f, "evidence.subnormal_fraction")->valuedouble);
+    }
+    cJSON_Delete(rep);
+    char *text = summary_text(dir);
+    assert_int_equal(
+        strstr(text, "needed all the same: without one, gradients are fp16 subnormals") != NULL,
+        sub);
+    assert_int_equal(strstr(text, "; not needed)") != NULL, !sub);
+    free(text);
+    rg_rmdir(dir);
+    free(dir);
+  }
+}
+
 static void tiny_forward_values_are_not_rescued_by_a_loss_scale(void **state) {
   (void)state;
   char *dir = rg_tmpdir("fwdunder");
@@ -2068,6 +2116,7 @@ int main(void) {
       cmocka_unit_test(a_bf16_plan_keeps_out_a_layer_whose_measured_bf16_error_is_too_large),
       cmocka_unit_test(a_flushed_fp16_input_is_a_reason_on_an_fp16_verdict),
       cmocka_unit_test(a_flush_edge_makes_the_loss_scale_needed),
+      cmocka_unit_test(subnormal_gradients_make_the_loss_scale_needed),
       cmocka_unit_test(tiny_forward_values_are_not_rescued_by_a_loss_scale),
       cmocka_unit_test(global_loss_scale_is_the_intersection_of_layer_windows),
       cmocka_unit_test(conflicting_windows_name_the_layers_that_empty_the_intersection),
