@@ -115,7 +115,8 @@
   X(s, "s", "filter width")                                                                        \
   X(pad, "pad", "[h, w]")                                                                          \
   X(stride, "stride", "[h, w]")                                                                    \
-  X(dilation, "dilation", "[h, w]")
+  X(dilation, "dilation", "[h, w]")                                                                \
+  X(groups, "groups", "filter groups (w: k filters of c / groups channels); absent: 1")
 
 /* Shadow execution of a site's sampled calls (analysis/shadow.h). */
 #define MP_RAW_SHADOW(X)                                                                           \

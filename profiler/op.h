@@ -36,6 +36,7 @@ const char *mpp_ns_reason_name(mpp_ns_reason r);
 typedef struct mpp_conv {
   int64_t n, c, h, w, k, r, s;
   int64_t pad[2], stride[2], dilation[2];
+  int64_t groups; /* >= 1: w holds c / groups input channels per filter */
 } mpp_conv;
 
 typedef struct mpp_role {

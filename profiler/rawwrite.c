@@ -214,6 +214,7 @@ static void write_conv(mpp_jw *w, const char *key, const mpp_op *op) {
     mpp_jw_int(w, vals[i][1]);
     mpp_jw_arr_end(w);
   }
+  if (c->groups > 1) key_i64(w, MP_RK_CONV.groups, c->groups);
   mpp_jw_obj_end(w);
 }
 

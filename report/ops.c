@@ -108,11 +108,13 @@ void mpprof_site_extra_of(const mpprof_site *s, mpprof_site_extra *ret) {
 
 void mpprof_site_shape(const mpprof_site *s, char *buf, size_t n) {
   const int64_t *d = s->conv ? s->conv->dims : NULL;
+  char groups[32] = "";
+  if (d && s->conv->groups > 1) snprintf(groups, sizeof groups, " g=%" PRId64, s->conv->groups);
   if (d)
     snprintf(buf, n,
              "conv n=%" PRId64 " c=%" PRId64 " %" PRId64 "x%" PRId64 " k=%" PRId64 " %" PRId64
-             "x%" PRId64,
-             d[0], d[1], d[2], d[3], d[4], d[5], d[6]);
+             "x%" PRId64 "%s",
+             d[0], d[1], d[2], d[3], d[4], d[5], d[6], groups);
   else {
     size_t used = 0;
     const uint64_t dims[] = {s->m, s->n, s->k, s->batch ? s->batch : 1};

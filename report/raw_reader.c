@@ -1004,6 +1004,12 @@ static int parse_conv(const cJSON *o, mpprof_site *s) {
       dst[i][j] = d >= 0 && d < (1 << 24) ? (int64_t)d : (i == 0 ? 0 : 1);
     }
   }
+  /* Groups that do not divide both channel counts are implausible: 1. */
+  int64_t g;
+  cv->groups = get_i64(o, MP_RK_CONV.groups, &g) && g > 1 && g < (1 << 24) &&
+                       cv->dims[1] % g == 0 && cv->dims[4] % g == 0
+                   ? g
+                   : 1;
   return 0;
 }
 

@@ -216,6 +216,7 @@ typedef struct mpprof_shadow {
 typedef struct mpprof_conv {
   int64_t dims[7]; /* n c h w k r s */
   int64_t pad[2], stride[2], dil[2];
+  int64_t groups; /* >= 1 (absent: 1) */
 } mpprof_conv;
 
 /* What mp_tc_eligible says of a site, with its reason interned (the

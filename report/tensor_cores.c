@@ -54,6 +54,9 @@ static int eligibility(mpprof_strpool *pool, mpprof_site *s) {
                      ? (d[3] + 2 * cv->pad[1] - cv->dil[1] * (d[6] - 1) - 1) / cv->stride[1] + 1
                      : 0;
     uint64_t p = pe > 0 ? (uint64_t)pe : 0, qq = qe > 0 ? (uint64_t)qe : 0;
+    /* per group: c / groups input and k / groups output channels */
+    uint64_t g = cv->groups > 1 ? (uint64_t)cv->groups : 1;
+    c /= g, k /= g;
     uint64_t npq = n * p * qq, crs = c * r * sx;
     if (!strcmp(s->op, "conv_bwd_data"))
       q.m = n * h * w, q.n = c, q.k = k * r * sx;
@@ -65,7 +68,10 @@ static int eligibility(mpprof_strpool *pool, mpprof_site *s) {
     q.m = s->m, q.n = s->n, q.k = s->k;
     q.lda = s->lda, q.ldb = s->ldb, q.ldc = s->ldc;
   }
-  s->flop_per_call = 2 * q.m * q.n * q.k * (s->conv || !s->batch ? 1 : s->batch);
+  s->flop_per_call = 2 * q.m * q.n * q.k *
+                     (s->conv     ? (s->conv->groups > 1 ? (uint64_t)s->conv->groups : 1)
+                      : !s->batch ? 1
+                                  : s->batch);
   s->elig_known = q.a != MP_DTYPE_INVALID;
   mp_tc_eligibility e;
   memset(&e, 0, sizeof e);

@@ -118,21 +118,28 @@ void mpp_conv_decode(mpp_op *op, const char *api, mpp_op_kind kind, const mpp_te
     g->stride[i] = c->stride[i];
     g->dilation[i] = c->dilation[i];
   }
-  int64_t npq = dim(y, 0) * spatial(y), crs = g->c * spatial(w), krs = g->k * spatial(w);
+  /* Groups: as the descriptor says, else x's channels over w's (a filter
+   * holds c / groups of them); each group is an implicit GEMM of its own, a
+   * batch of groups. */
+  int64_t wc = dim(w, 1);
+  g->groups = c->groups > 1 ? c->groups : wc > 0 && g->c > wc && g->c % wc == 0 ? g->c / wc : 1;
+  int64_t gc = g->c / g->groups, gk = g->k / g->groups;
+  int64_t npq = dim(y, 0) * spatial(y), crs = gc * spatial(w), krs = gk * spatial(w);
+  op->batch = g->groups;
   switch (kind) {
   case MPP_OP_CONV_BWD_DATA:
     op->m = g->n * spatial(x);
-    op->n = g->c;
+    op->n = gc;
     op->k = krs;
     break;
   case MPP_OP_CONV_BWD_FILTER:
-    op->m = g->k;
+    op->m = gk;
     op->n = crs;
     op->k = npq;
     break;
   default:
     op->m = npq;
-    op->n = g->k;
+    op->n = gk;
     op->k = crs;
   }
   mpp_op_type(op, "x", mpp_cudnn_dtype_name(x->dtype));

@@ -25,6 +25,8 @@
  *              y [1,1,4,4] with x holding 1..16; then both set to [1,1,2,4]
  *              with x holding 100..107 from another buffer; then the same
  *              shapes with x holding -5..2 from a third buffer
+ *   cudnngroups cudnnConvolutionForward of 2 groups (cudnnSetConvolutionGroupCount):
+ *              x [1,4,2,2] holding 1..16, w [6,2,1,1] of ones, y [1,6,2,2]
  *   ltalgo     what NVIDIA's LtSgemmCustomFind sample does: cublasSetMatrix
  *              uploads, cublasLtMatmulAlgoGetIds / AlgoInit / capabilities /
  *              config / AlgoCheck for fp32, then cublasLtMatmul of 4x3x5
@@ -492,12 +494,57 @@ static int mode_cudnnlegacy(void) {
   return 0;
 }
 
+static int mode_cudnngroups(void) {
+  cudnnHandle_t h;
+  cudnnTensorDescriptor_t xd, yd;
+  cudnnFilterDescriptor_t wd;
+  cudnnConvolutionDescriptor_t cd;
+  CK(cudnnCreate(&h));
+  CK(cudnnCreateTensorDescriptor(&xd));
+  CK(cudnnCreateTensorDescriptor(&yd));
+  CK(cudnnCreateFilterDescriptor(&wd));
+  CK(cudnnCreateConvolutionDescriptor(&cd));
+  CK(cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 4, 2, 2));
+  CK(cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 6, 2, 2));
+  CK(cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 6, 2, 1, 1));
+  CK(cudnnSetConvolution2dDescriptor(cd, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                     CUDNN_DATA_FLOAT));
+  CK(cudnnSetConvolutionGroupCount(cd, 2));
+  float hx[16], hw[12], hy[24];
+  for (int i = 0; i < 16; i++)
+    hx[i] = (float)(i + 1);
+  for (int i = 0; i < 12; i++)
+    hw[i] = 1;
+  void *dx = upload(hx, sizeof hx), *dw = upload(hw, sizeof hw), *dy;
+  CK(cudaMalloc(&dy, sizeof hy));
+  const float one = 1, zero = 0;
+  void *ws;
+  CK(cudaMalloc(&ws, 1 << 16));
+  range("cudnngroups");
+  CK(cudnnConvolutionForward(h, &one, xd, dx, wd, dw, cd, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                             ws, 1 << 16, &zero, yd, dy));
+  range_end();
+  CK(cudaMemcpy(hy, dy, sizeof hy, cudaMemcpyDeviceToHost));
+  double s = 0;
+  for (int i = 0; i < 24; i++)
+    s += hy[i] * (i + 1);
+  printf("cudnngroups checksum %.17g\n", s);
+  CK(cudaFree(ws));
+  CK(cudnnDestroyConvolutionDescriptor(cd));
+  CK(cudnnDestroyFilterDescriptor(wd));
+  CK(cudnnDestroyTensorDescriptor(yd));
+  CK(cudnnDestroyTensorDescriptor(xd));
+  CK(cudnnDestroy(h));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   if (!strcmp(mode, "grouped2")) return mode_grouped2();
   if (!strcmp(mode, "ltptr")) return mode_ltptr();
   if (!strcmp(mode, "cudnnmm")) return mode_cudnnmm();
   if (!strcmp(mode, "cudnnlegacy")) return mode_cudnnlegacy();
+  if (!strcmp(mode, "cudnngroups")) return mode_cudnngroups();
   if (!strcmp(mode, "ltalgo")) return mode_ltalgo();
   if (!strcmp(mode, "fp8sat")) return mode_fp8sat();
   if (!strcmp(mode, "privblas")) return mode_privblas();

@@ -176,6 +176,25 @@ static void legacy_conv_descriptors_changed_in_place_are_read_again(void **state
   cJSON_Delete(doc);
 }
 
+/* A grouped convolution (cudnnSetConvolutionGroupCount) is recorded with
+ * its groups and one group's implicit GEMM, a batch of groups: 4 input
+ * channels in 2 groups, 6 filters of 2 channels, 1x1, 2x2 outputs: m = 4,
+ * n = 3, k = 2, batch 2 (it was n = 6, k = 4: twice the flops). */
+static void a_grouped_convolution_records_its_groups(void **state) {
+  (void)state;
+  cJSON *doc = run_mode(outdir("cudnngroups"), "cudnngroups", NULL);
+  cJSON *s = site(doc, "cudnnConvolutionForward", 4);
+  assert_int_equal(num(s, "conv.groups"), 2);
+  assert_int_equal(num(s, "conv.c"), 4);
+  assert_int_equal(num(s, "conv.k"), 6);
+  assert_int_equal(num(s, "n"), 3);
+  assert_int_equal(num(s, "k"), 2);
+  assert_int_equal(num(s, "batch"), 2);
+  assert_int_equal(num(s, "tensors.x.count"), 16);
+  assert_int_equal(num(s, "tensors.y.count"), 24);
+  cJSON_Delete(doc);
+}
+
 /* A program that picks its cuBLASLt algorithm the way NVIDIA's
  * LtSgemmCustomFind sample does (AlgoGetIds, AlgoInit, capabilities, config,
  * AlgoCheck) runs unchanged under mpprof, and its matmul is recorded. */
@@ -385,6 +404,7 @@ int main(void) {
       cmocka_unit_test(a_pointer_array_lt_batch_is_scanned_matrix_by_matrix),
       cmocka_unit_test(cudnn_backend_matmul_records_its_compute_type),
       cmocka_unit_test(legacy_conv_descriptors_changed_in_place_are_read_again),
+      cmocka_unit_test(a_grouped_convolution_records_its_groups),
       cmocka_unit_test(a_cublaslt_program_choosing_its_algorithm_runs_and_is_recorded),
       cmocka_unit_test(a_saturated_fp8_output_is_overflow_with_its_scales_and_amax),
       cmocka_unit_test(a_scaled_fp8_call_is_shadowed_at_its_scales),

@@ -55,12 +55,13 @@ static void full_op(mpp_op *op) {
                         .c = 2,
                         .h = 3,
                         .w = 4,
-                        .k = 5,
+                        .k = 6,
                         .r = 3,
                         .s = 3,
                         .pad = {1, 2},
                         .stride = {2, 1},
-                        .dilation = {1, 3}};
+                        .dilation = {1, 3},
+                        .groups = 2};
   mpp_op_type(op, "A", "fp16");
   mpp_op_type(op, "B", "bf16");
   mpp_op_type(op, "C", "fp32");
@@ -569,7 +570,8 @@ static void every_emitted_key_is_read_back(void **state) {
   assert_int_equal(s->transa, 'T');
   assert_int_equal(s->transb, 'N');
   assert_non_null(s->conv);
-  assert_int_equal(s->conv->dims[4], 5);
+  assert_int_equal(s->conv->dims[4], 6);
+  assert_int_equal(s->conv->groups, 2);
   assert_int_equal(s->conv->dil[1], 3);
   assert_int_equal(s->n_types, 4);
   assert_int_equal(s->types[1].dtype, MP_BF16);

@@ -1297,6 +1297,47 @@ static void conv_sites_take_dtypes_from_their_descriptors(void **state) {
   free(dir);
 }
 
+/* A grouped convolution is groups implicit GEMMs of c / groups and k /
+ * groups channels: its flops are the ungrouped's over groups (they were the
+ * ungrouped's, so a depthwise conv's TFLOP/s read c times too high), and
+ * its shape says g=; groups that do not divide both channel counts read as
+ * one group. */
+static void a_grouped_convolution_is_a_batch_of_smaller_gemms(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("convg");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &P0);
+  const int groups[3] = {1, 16, 3};
+  for (int i = 0; i < 3; i++) {
+    char layer_path[32];
+    snprintf(layer_path, sizeof layer_path, "cnn/conv%d/fwd", i);
+    cJSON *s = conv_site(i, "conv_fwd", layer_path);
+    if (groups[i] > 1) cJSON_AddNumberToObject(get(s, "conv"), "groups", groups[i]);
+    rg_tensor(s, "x", MP_FP16, -4, 4, 100);
+    rg_tensor(s, "y", MP_FP16, -4, 6, 100);
+    rg_site_end(&r, s);
+  }
+  rg_end(&r);
+  cJSON *rep = report_of(dir);
+  const double full = 2.0 * (8 * 32 * 32) * 32 * (16 * 9); /* n p q, k, c r s */
+  double flops[3];
+  const cJSON *site;
+  cJSON_ArrayForEach(site, get(rep, "sites")) {
+    flops[(int)get(site, "id")->valuedouble] = get(site, "flop_per_call")->valuedouble;
+  }
+  assert_true(flops[0] == full);
+  assert_true(flops[1] == full / 16);
+  assert_true(flops[2] == full); /* 3 divides neither 16 nor 32: one group */
+  cJSON_Delete(rep);
+  char *csv = rg_read_text(dir, "ops.csv", NULL);
+  assert_non_null(strstr(csv, ",conv n=8 c=16 32x32 k=32 3x3 g=16,"));
+  assert_non_null(strstr(csv, ",conv n=8 c=16 32x32 k=32 3x3,"));
+  assert_null(strstr(csv, "g=3"));
+  free(csv);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* ---- bad input ---- */
 
 static void bad_raw_files_are_skipped_and_listed(void **state) {
@@ -2125,6 +2166,7 @@ int main(void) {
       cmocka_unit_test(without_kernel_data_numerics_are_still_reported),
       cmocka_unit_test(fp32_gemms_without_tf32_are_a_finding),
       cmocka_unit_test(conv_sites_take_dtypes_from_their_descriptors),
+      cmocka_unit_test(a_grouped_convolution_is_a_batch_of_smaller_gemms),
       cmocka_unit_test(bad_raw_files_are_skipped_and_listed),
       cmocka_unit_test(a_tiny_read_window_reads_every_file_the_same),
       cmocka_unit_test(stats_in_any_spelling_read_alike_and_bad_ones_are_named),
