@@ -280,17 +280,24 @@ static char *reason_text(const mp_reason *r, const mpprof_layer *l, const mp_lay
   case MP_REASON_REC_FP32:
     return strdup("fp32: values do not fit bf16 (see above)");
   case MP_REASON_FP8_E4M3:
-    return mpprof_asprintf("fp8_e4m3 for forward tensors with per-tensor scaling: %s "
-                           "(worst flush to zero %s%%, allowed %.3g%%)",
-                           v->fp8_e4m3_fits ? "fits" : "does not fit",
-                           mpprof_pct_text(100 * v->fp8_e4m3_underflow).s,
-                           100 * prm->fp8_underflow_max);
-  case MP_REASON_FP8_E5M2:
-    return mpprof_asprintf("fp8_e5m2 for gradients with per-tensor scaling: %s (worst "
-                           "flush to zero %s%%, allowed %.3g%%)",
-                           v->fp8_e5m2_fits ? "fits" : "does not fit",
-                           mpprof_pct_text(100 * v->fp8_e5m2_underflow).s,
-                           100 * prm->fp8_underflow_max);
+  case MP_REASON_FP8_E5M2: {
+    bool e4 = r->code == MP_REASON_FP8_E4M3;
+    int fits = e4 ? v->fp8_e4m3_fits : v->fp8_e5m2_fits;
+    double under = e4 ? v->fp8_e4m3_underflow : v->fp8_e5m2_underflow;
+    /* Not for flush: a value of unknown size (saturated by an fp8 op, or an
+     * Inf an fp16 op made) that no per-tensor scale can be shown to hold. */
+    bool unknown_size = !fits && under <= prm->fp8_underflow_max;
+    return mpprof_asprintf("%s for %s with per-tensor scaling: %s (worst flush to zero %s%%, "
+                           "allowed %.3g%%%s)",
+                           e4 ? "fp8_e4m3" : "fp8_e5m2", e4 ? "forward tensors" : "gradients",
+                           fits ? "fits" : "does not fit", mpprof_pct_text(100 * under).s,
+                           100 * prm->fp8_underflow_max,
+                           unknown_size
+                               ? "; some values overflowed by an unknown amount (saturated, "
+                                 "or Inf made from finite inputs), which no scale is "
+                                 "shown to hold"
+                               : "");
+  }
   case MP_REASON_COUNT:
     break;
   }

@@ -586,7 +586,8 @@ static void layer_headers(FILE *f, const mpprof_model *m) {
         "<th title=\"Operand dtypes per role (A, B, C, D; convolutions x, w, y, ...); TF32 where "
         "it applies\">Dtypes</th>"
         "<th title=\"The verdict: the cheapest precision whose range holds every forward tensor "
-        "and gradient (docs/report.md, Verdict)\">Recommended</th>",
+        "and gradient; with --shadow, one whose measured error is also within --shadow-max-rel "
+        "(else bf16, then fp32) (docs/report.md, Verdict)\">Recommended</th>",
         f);
   fprintf(f,
           "<th title=\"[a, b]: every loss scale 2^a .. 2^b keeps the layer's gradients inside "

@@ -732,6 +732,14 @@ static void a_saturated_fp8_output_is_fp16_overflow_in_the_layer_table(void **st
   const cJSON *d = cJSON_GetObjectItem(get(l, "tensors"), "unknown.D"); /* phase.role */
   assert_non_null(d);
   assert_int_equal((int)get(d, "saturated")->valuedouble, 200);
+  /* the fp8 reason says why it does not fit when nothing flushes */
+  const cJSON *why;
+  bool said = false;
+  cJSON_ArrayForEach(why, get(l, "advice.reasons")) said |=
+      strstr(why->valuestring, "fp8_e4m3 for forward tensors with per-tensor scaling: does not "
+                               "fit (worst flush to zero 0%, allowed 1%; some values overflowed "
+                               "by an unknown amount") != NULL;
+  assert_true(said);
   assert_true(get(l, "percent.fp16_overflow")->valuedouble == 100.0 * 200 / 256);
   assert_string_equal(get(l, "shares.fp16_overflow.tensor")->valuestring, "unknown.D");
   assert_int_equal((int)get(l, "shares.fp16_overflow.count")->valuedouble, 200);
