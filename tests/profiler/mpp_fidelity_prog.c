@@ -529,6 +529,7 @@ static int mode_cudnngroups(void) {
   for (int i = 0; i < 24; i++)
     s += hy[i] * (i + 1);
   printf("cudnngroups checksum %.17g\n", s);
+  CK(cudaFree(dy));
   CK(cudaFree(ws));
   CK(cudnnDestroyConvolutionDescriptor(cd));
   CK(cudnnDestroyFilterDescriptor(wd));
