@@ -55,6 +55,16 @@ static bool fits_fp16(const mpprof_model *m, const mpprof_layer *l) {
   }
 }
 
+/* A layer whose ops all ran in the optimizer step (an optimizer that runs
+ * GEMMs, PyTorch's "optimizer", an NVTX optimizer range) is no part of the
+ * plan: the step runs after the autocast region, outside the model, so no
+ * autocast dtype reaches it and no submodule of the model names it (the plan
+ * read "optimizer has no verdict and runs in bf16 unchecked", plan.json listed
+ * it as module "optimizer"). Its tensors are reported only, no verdict. */
+static bool optimizer_only(const mpprof_layer *l) {
+  return l->phase_mask == 1u << MPPROF_PHASE_OPTIMIZER;
+}
+
 static bool bf16_supported(const mpprof_model *m) {
   for (size_t i = 0; i < m->n_procs; i++)
     if (m->procs[i].device_name && m->procs[i].cc_major && m->procs[i].cc_major < 8) return false;
@@ -74,6 +84,7 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
   if (!p->keep) return -1;
   for (size_t i = 0; i < m->n_layers; i++) {
     const mpprof_layer *l = &m->layers[i];
+    if (optimizer_only(l)) continue;
     bool known = l->adv.known;
     double ov = dt == MP_BF16 ? l->bf16_overflow.pct : l->fp16_overflow.pct;
     /* No verdict (say its gradients were never seen non-zero): only a value
@@ -105,21 +116,27 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
     p->window_hi = g->window_hi;
   }
   /* The headline. */
-  char what[160], keep[512] = "";
+  char what[160];
   if (dt == MP_BF16)
     snprintf(what, sizeof what, "bf16 autocast, no loss scaler");
   else if (p->scaler)
     snprintf(what, sizeof what, "fp16 autocast with GradScaler(init_scale=2^%d)", p->scale_log2);
   else
     snprintf(what, sizeof what, "fp16 autocast, no loss scaler");
-  for (size_t k = 0; k < p->n_keep && k < 4; k++) {
-    size_t used = strlen(keep);
-    snprintf(keep + used, sizeof keep - used, "%s%s in %s", k ? ", " : "; keep ",
-             layer_label(&m->layers[p->keep[k].layer]), mp_dtype_name(p->keep[k].dtype));
-  }
-  if (p->n_keep > 4) {
-    size_t used = strlen(keep);
-    snprintf(keep + used, sizeof keep - used, " and %zu more layers", p->n_keep - 4);
+  /* The names in full: a fixed buffer cut a long one short, mid UTF-8
+   * sequence too (plan.json and the page were then not UTF-8), and dropped
+   * the dtypes after it. */
+  char *keep = NULL;
+  size_t keep_len = 0;
+  FILE *kf = open_memstream(&keep, &keep_len);
+  if (!kf) return -1;
+  for (size_t k = 0; k < p->n_keep && k < 4; k++)
+    fprintf(kf, "%s%s in %s", k ? ", " : "; keep ", layer_label(&m->layers[p->keep[k].layer]),
+            mp_dtype_name(p->keep[k].dtype));
+  if (p->n_keep > 4) fprintf(kf, " and %zu more layers", p->n_keep - 4);
+  if (fclose(kf) || !keep) {
+    free(keep);
+    return -1;
   }
   char fit[128];
   if (p->n_fit == p->n_known)
@@ -129,18 +146,29 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
     snprintf(fit, sizeof fit, "%zu of %zu layers fit %s", p->n_fit, p->n_known, mp_dtype_name(dt));
   /* Layers without a verdict that run in the autocast dtype: named, never
    * counted as fitting (nothing was seen that says they do). */
-  char unchecked[320] = "";
+  char *unchecked;
   if (p->n_unchecked == 1)
-    snprintf(unchecked, sizeof unchecked, "; %s has no verdict and runs in %s unchecked",
-             layer_label(&m->layers[p->first_unchecked]), mp_dtype_name(dt));
+    unchecked = mpprof_asprintf("; %s has no verdict and runs in %s unchecked",
+                                layer_label(&m->layers[p->first_unchecked]), mp_dtype_name(dt));
   else if (p->n_unchecked > 1)
-    snprintf(unchecked, sizeof unchecked,
-             "; %zu layers without a verdict run in %s unchecked (%s and %zu more)", p->n_unchecked,
-             mp_dtype_name(dt), layer_label(&m->layers[p->first_unchecked]), p->n_unchecked - 1);
+    unchecked = mpprof_asprintf("; %zu layers without a verdict run in %s unchecked (%s and %zu "
+                                "more)",
+                                p->n_unchecked, mp_dtype_name(dt),
+                                layer_label(&m->layers[p->first_unchecked]), p->n_unchecked - 1);
+  else
+    unchecked = strdup("");
+  if (!unchecked) {
+    free(keep);
+    return -1;
+  }
   bool all_fp32 = p->n_keep > 0;
   for (size_t k = 0; k < p->n_keep; k++)
     all_fp32 = all_fp32 && p->keep[k].dtype == MP_FP32;
-  if (p->n_fit == 0 && all_fp32) /* the autocast would change nothing: say so */
+  /* The autocast would change nothing: say so. Not while a layer without a
+   * verdict runs in dt unchecked: the headline read "no autocast: ...; keep
+   * every layer in fp32" while plan.json ran that layer in bf16. */
+  p->no_autocast = p->n_fit == 0 && all_fp32 && p->n_unchecked == 0;
+  if (p->no_autocast)
     p->headline =
         mpprof_asprintf("no autocast: 0 of %zu layers fit %s; keep %s in fp32", p->n_known,
                         mp_dtype_name(dt), p->n_keep == 1 ? "the layer" : "every layer");
@@ -154,6 +182,8 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
     p->headline = mpprof_asprintf("%s%s: %s (%s%% overflow, %s%% flush)%s", what, keep, fit,
                                   mpprof_pct_text(p->max_overflow_pct).s,
                                   mpprof_pct_text(p->max_flush_pct).s, unchecked);
+  free(keep);
+  free(unchecked);
   p->known = true;
   return p->headline ? 0 : -1;
 }
@@ -249,6 +279,14 @@ static void py_comment(FILE *f, const char *s) {
 
 void mpprof_plan_snippet(const mpprof_model *m, const mpprof_plan *p, FILE *f) {
   const char *ad = torch_dtype(p->autocast);
+  if (p->no_autocast) { /* every layer in fp32: the training step as it is, no autocast region */
+    fputs("import torch\n\n# mpprof plan: ", f);
+    py_comment(f, p->headline);
+    fputs("\nfor inputs, targets in loader:\n    optimizer.zero_grad()\n"
+          "    loss = loss_fn(model(inputs), targets)\n    loss.backward()\n    optimizer.step()\n",
+          f);
+    return;
+  }
   fputs(p->n_keep ? "import warnings\n\nimport torch\n\n# mpprof plan: "
                   : "import torch\n\n# mpprof plan: ",
         f);
@@ -308,8 +346,13 @@ void mpprof_plan_snippet(const mpprof_model *m, const mpprof_plan *p, FILE *f) {
       fprintf(f, "# ... %zu more layers: see plan.json\n", p->n_keep - MPPROF_PLAN_SNIPPET_LINES);
     fputs("\n", f);
   }
-  if (p->scaler)
-    fprintf(f, "scaler = torch.amp.GradScaler(\"cuda\", init_scale=2.0**%d)\n", p->scale_log2);
+  if (p->scaler) /* torch.amp.GradScaler is torch 2.3's; before it, only torch.cuda.amp's */
+    fprintf(f,
+            "if hasattr(torch.amp, \"GradScaler\"):  # torch 2.3 and later\n"
+            "    scaler = torch.amp.GradScaler(\"cuda\", init_scale=2.0**%d)\n"
+            "else:\n"
+            "    scaler = torch.cuda.amp.GradScaler(init_scale=2.0**%d)\n",
+            p->scale_log2, p->scale_log2);
   fputs("for inputs, targets in loader:\n    optimizer.zero_grad()\n", f);
   fprintf(f, "    with torch.autocast(\"cuda\", dtype=%s):\n", ad);
   fputs("        loss = loss_fn(model(inputs), targets)\n", f);
@@ -346,6 +389,7 @@ static cJSON *plan_json(const mpprof_model *m, const mpprof_plan *p) {
   size_t k = 0;
   for (size_t i = 0; i < m->n_layers; i++) {
     const mpprof_layer *l = &m->layers[i];
+    if (optimizer_only(l)) continue;
     bool kept = k < p->n_keep && p->keep[k].layer == i;
     /* A layer without a verdict is listed either way (verdict null): kept
      * out, or in the autocast dtype unchecked. */

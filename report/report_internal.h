@@ -491,6 +491,7 @@ typedef struct mpprof_plan {
   size_t n_keep;
   size_t n_unchecked, first_unchecked;    /* layers without a verdict left in the autocast dtype */
   double max_overflow_pct, max_flush_pct; /* over the layers in the autocast dtype */
+  bool no_autocast; /* every layer kept in fp32: the snippet has no autocast region */
   char *headline;
 } mpprof_plan;
 

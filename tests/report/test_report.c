@@ -935,6 +935,22 @@ static void a_plan_where_no_layer_fits_gives_no_shares(void **state) {
   free(dir);
 }
 
+/* A layer that fits fp16 and bf16 as it is: forward values and gradients in
+ * [1/64, 7/64]. */
+static void fitting_layer(rg_file *r, int id, const char *name) {
+  static double v[1000];
+  for (int i = 0; i < 1000; i++)
+    v[i] = (double)(i % 7 + 1) / 64;
+  for (int ph = 0; ph < 2; ph++) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", name, ph ? "bwd" : "fwd");
+    cJSON *s = rg_gemm(id + ph, "cublasGemmEx", path, "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
+                       "DEFAULT", 10, 100, 1, 1);
+    rg_tensor_values(s, "D", MP_FP32, v, 1000);
+    rg_site_end(r, s);
+  }
+}
+
 /* The plan's snippet names each kept layer by its whole path, NVTX's '/' as
  * '.': enc/fc4 and dec/fc4 are two modules (it used to look both up as
  * "fc4"). A PyTorch model's own forward() (its layer named by its class) and
@@ -950,6 +966,7 @@ static void the_plan_names_kept_modules_by_their_whole_path(void **state) {
   rg_site_end(&r, beyond_bf16_site(2, "Net", "Net"));
   rg_site_end(&r, beyond_bf16_site(3, "", NULL));
   rg_site_end(&r, beyond_bf16_site(4, "body.0.fc1", "Linear"));
+  fitting_layer(&r, 5, "ok"); /* an autocast region: not every layer in fp32 */
   rg_end(&r);
   cJSON_Delete(report_of(dir));
   cJSON *plan = rg_read_json(dir, "plan.json");
@@ -981,6 +998,195 @@ static void the_plan_names_kept_modules_by_their_whole_path(void **state) {
   cJSON_Delete(plan);
   rg_rmdir(dir);
   free(dir);
+}
+
+static bool utf8_valid(const unsigned char *s, size_t n) {
+  for (size_t i = 0; i < n;) {
+    unsigned char c = s[i];
+    size_t len = c < 0x80             ? 1
+                 : (c & 0xe0) == 0xc0 ? 2
+                 : (c & 0xf0) == 0xe0 ? 3
+                 : (c & 0xf8) == 0xf0 ? 4
+                                      : 0;
+    if (!len || i + len > n) return false;
+    for (size_t j = 1; j < len; j++)
+      if ((s[i + j] & 0xc0) != 0x80) return false;
+    i += len;
+  }
+  return true;
+}
+
+/* A kept layer's long name is whole in the headline: it was written into a
+ * 512-byte buffer, so "x" and 300 'é' were cut mid 'é' (plan.json, the page
+ * and the snippet's comment were not UTF-8: Python's json.load refused
+ * plan.json) and the headline lost "in fp32". */
+static void the_plan_headline_keeps_a_long_layer_name_whole(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("plan_longname");
+  char name[1 + 2 * 300 + 1] = "x";
+  for (int i = 0; i < 300; i++)
+    memcpy(name + 1 + 2 * i, "\xc3\xa9", 3); /* é; the last one's NUL ends it */
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_site_end(&r, beyond_bf16_site(0, name, NULL));
+  fitting_layer(&r, 1, "ok");
+  rg_end(&r);
+  cJSON_Delete(report_of(dir));
+  const char *files[] = {"plan.json", "report.html", "report.json"};
+  for (size_t i = 0; i < 3; i++) {
+    size_t len = 0;
+    char *text = rg_read_text(dir, files[i], &len);
+    assert_non_null(text);
+    if (!utf8_valid((const unsigned char *)text, len)) fail_msg("%s is not UTF-8", files[i]);
+    free(text);
+  }
+  cJSON *plan = rg_read_json(dir, "plan.json");
+  assert_non_null(plan);
+  char *want = mpprof_asprintf("; keep %s in fp32: ", name);
+  const char *summary = get(plan, "recommended.summary")->valuestring;
+  if (!strstr(summary, want)) fail_msg("summary: %s", summary);
+  assert_non_null(strstr(get(plan, "pytorch")->valuestring, want));
+  free(want);
+  cJSON_Delete(plan);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+/* The optimizer step runs after the autocast region and is no module of the
+ * model: a PyTorch optimizer's GEMMs (layer "optimizer", phase optimizer) are
+ * no part of the plan. The bf16 plan read "optimizer has no verdict and runs
+ * in bf16 unchecked", and the fp16 plan, its values being beyond fp16, had
+ * keep_in(model, "optimizer", torch.bfloat16) (no such submodule) and one
+ * layer more kept out. */
+static void an_optimizer_step_is_no_part_of_the_plan(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("plan_optimizer");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &P0);
+  fitting_layer(&r, 0, "fc");
+  static double v[100];
+  for (int i = 0; i < 100; i++)
+    v[i] = i % 2 ? 1e5 : 1.0; /* beyond fp16, inside bf16 */
+  cJSON *s = rg_gemm(2, "cublasSgemm_v2", "optimizer", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
+                     "DEFAULT", 10, 10, 1, 1);
+  cJSON_AddStringToObject(s, "phase", "optimizer");
+  cJSON_AddStringToObject(s, "module_class", "MatrixSGD");
+  rg_tensor_values(s, "D", MP_FP32, v, 100);
+  rg_site_end(&r, s);
+  rg_end(&r);
+  cJSON *rep = report_of(dir);
+  assert_non_null(layer(rep, "optimizer")); /* still reported */
+  cJSON_Delete(rep);
+  cJSON *plan = rg_read_json(dir, "plan.json");
+  assert_non_null(plan);
+  for (int k = 0; k < 2; k++) {
+    const cJSON *p = get(plan, k ? "alternative" : "recommended");
+    assert_true(cJSON_IsObject(p));
+    assert_null(get(p, "layers.optimizer"));
+    assert_non_null(get(p, "layers.fc"));
+    assert_null(strstr(get(p, "summary")->valuestring, "optimizer"));
+    assert_string_equal(get(p, "summary")->valuestring + strlen(get(p, "summary")->valuestring) -
+                            strlen(": the 1 layer fits (0% overflow, 0% flush)"),
+                        ": the 1 layer fits (0% overflow, 0% flush)");
+  }
+  assert_null(strstr(get(plan, "pytorch")->valuestring, "keep_in(model, \"optimizer\""));
+  cJSON_Delete(plan);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+/* The fp16 plan's GradScaler works on every torch the docs name (CPU torch
+ * 1.13 in the tests): torch.amp.GradScaler is torch 2.3's, and the snippet's
+ * bare `torch.amp.GradScaler("cuda", ...)` raised AttributeError before it;
+ * torch.cuda.amp.GradScaler(init_scale=...) is the spelling there. */
+static void the_plan_makes_its_grad_scaler_on_torch_before_2_3(void **state) {
+  (void)state;
+  static const rg_proc volta = {"node01", 100, 1, 0, true, "ok", "7.0", "./train"}; /* no bf16 */
+  char *dir = rg_tmpdir("plan_scaler");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &volta);
+  cJSON *s = rg_gemm(0, "cublasGemmEx", "fc/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F", "DEFAULT",
+                     10, 100, 1, 1);
+  rg_tensor(s, "D", MP_FP32, -4, 2, 1000);
+  rg_site_end(&r, s);
+  s = rg_gemm(1, "cublasGemmEx", "fc/bwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F", "DEFAULT", 10, 100,
+              1, 1);
+  rg_tensor(s, "D", MP_FP32, -30, -26, 1000); /* all below fp16's smallest subnormal at scale 1 */
+  rg_site_end(&r, s);
+  rg_end(&r);
+  cJSON_Delete(report_of(dir));
+  cJSON *plan = rg_read_json(dir, "plan.json");
+  assert_non_null(plan);
+  assert_string_equal(get(plan, "recommended.autocast")->valuestring, "fp16");
+  const cJSON *ls = get(plan, "recommended.loss_scale");
+  assert_true(cJSON_IsObject(ls));
+  int k = get(ls, "init_scale_log2")->valueint;
+  const char *code = get(plan, "pytorch")->valuestring;
+  char *want = mpprof_asprintf("if hasattr(torch.amp, \"GradScaler\"):  # torch 2.3 and later\n"
+                               "    scaler = torch.amp.GradScaler(\"cuda\", init_scale=2.0**%d)\n"
+                               "else:\n"
+                               "    scaler = torch.cuda.amp.GradScaler(init_scale=2.0**%d)\n"
+                               "for inputs, targets in loader:\n",
+                               k, k);
+  if (!strstr(code, want)) fail_msg("snippet:\n%s", code);
+  free(want);
+  cJSON_Delete(plan);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+/* Every layer kept in fp32: the headline says "no autocast" and the snippet is
+ * the training step without an autocast region (it had one in bf16 around
+ * keep_in(..., torch.float32) lines, so the ops outside every layer ran in
+ * bf16). A layer without a verdict that overflows nothing runs in the
+ * autocast dtype unchecked: then there is an autocast, and the headline says
+ * so (it read "no autocast: 0 of 1 layers fit bf16; keep the layer in fp32"
+ * while plan.json ran that layer in bf16). */
+static void a_plan_with_every_layer_in_fp32_has_no_autocast_region(void **state) {
+  (void)state;
+  for (int quiet = 0; quiet < 2; quiet++) {
+    char *dir = rg_tmpdir("plan_allfp32");
+    rg_file r;
+    rg_begin(&r, dir, "node01-100.json", &P0);
+    rg_site_end(&r, beyond_bf16_site(0, "big/fwd", NULL));
+    if (quiet) { /* gradients never seen non-zero: no verdict */
+      static double v[100], zero[100];
+      for (int i = 0; i < 100; i++)
+        v[i] = (double)(i % 7 + 1) / 64;
+      cJSON *s = rg_gemm(1, "cublasGemmEx", "quiet/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
+                         "DEFAULT", 10, 10, 1, 1);
+      rg_tensor_values(s, "D", MP_FP32, v, 100);
+      rg_site_end(&r, s);
+      s = rg_gemm(2, "cublasGemmEx", "quiet/bwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F", "DEFAULT",
+                  10, 10, 1, 1);
+      rg_tensor_values(s, "D", MP_FP32, zero, 100);
+      rg_site_end(&r, s);
+    }
+    rg_end(&r);
+    cJSON *rep = report_of(dir);
+    assert_string_equal(recommended(rep, "big"), "fp32");
+    cJSON_Delete(rep);
+    cJSON *plan = rg_read_json(dir, "plan.json");
+    assert_non_null(plan);
+    const char *summary = get(plan, "recommended.summary")->valuestring;
+    const char *code = get(plan, "pytorch")->valuestring;
+    if (!quiet) {
+      assert_string_equal(summary, "no autocast: 0 of 1 layers fit bf16; keep the layer in fp32");
+      assert_null(strstr(code, "autocast("));
+      assert_null(strstr(code, "keep_in("));
+      assert_non_null(strstr(code, "    loss = loss_fn(model(inputs), targets)\n"
+                                   "    loss.backward()\n"));
+    } else {
+      assert_null(strstr(summary, "no autocast"));
+      assert_non_null(strstr(summary, "; quiet has no verdict and runs in bf16 unchecked"));
+      assert_true(get(plan, "recommended.layers.quiet.autocast")->type == cJSON_True);
+      assert_non_null(strstr(code, "with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n"));
+      assert_non_null(strstr(code, "keep_in(model, \"big\", torch.float32)"));
+    }
+    cJSON_Delete(plan);
+    rg_rmdir(dir);
+    free(dir);
+  }
 }
 
 /* A verdict that leans on fp16 gradients (fp16 with a loss scale) whose
@@ -2159,6 +2365,10 @@ int main(void) {
       cmocka_unit_test(values_inside_fp16_give_fp16),
       cmocka_unit_test(values_beyond_bf16_keep_fp32),
       cmocka_unit_test(the_plan_names_kept_modules_by_their_whole_path),
+      cmocka_unit_test(the_plan_headline_keeps_a_long_layer_name_whole),
+      cmocka_unit_test(an_optimizer_step_is_no_part_of_the_plan),
+      cmocka_unit_test(the_plan_makes_its_grad_scaler_on_torch_before_2_3),
+      cmocka_unit_test(a_plan_with_every_layer_in_fp32_has_no_autocast_region),
       cmocka_unit_test(a_plan_where_no_layer_fits_gives_no_shares),
       cmocka_unit_test(a_saturated_fp8_output_is_fp16_overflow_in_the_layer_table),
       cmocka_unit_test(infs_an_fp16_output_made_from_finite_inputs_are_fp16_overflow),
