@@ -277,6 +277,13 @@ static void py_comment(FILE *f, const char *s) {
     fputc((unsigned char)*s < 0x20 ? ' ' : *s, f);
 }
 
+/* Some process said it ran PyTorch (raw "framework"). */
+static bool ran_torch(const mpprof_model *m) {
+  for (size_t i = 0; i < m->n_procs; i++)
+    if (m->procs[i].framework && !strcmp(m->procs[i].framework, "torch")) return true;
+  return false;
+}
+
 void mpprof_plan_snippet(const mpprof_model *m, const mpprof_plan *p, FILE *f) {
   const char *ad = torch_dtype(p->autocast);
   if (p->no_autocast) { /* every layer in fp32: the training step as it is, no autocast region */
@@ -292,6 +299,11 @@ void mpprof_plan_snippet(const mpprof_model *m, const mpprof_plan *p, FILE *f) {
         f);
   py_comment(f, p->headline);
   fputs("\n", f);
+  if (p->n_keep && !ran_torch(m))
+    fputs("# The profiled program did not run PyTorch (no process said so): its layers are\n"
+          "# NVTX range paths, which keep_in() looks up as module names by their tail; use\n"
+          "# your model's module names where they differ.\n",
+          f);
   if (p->n_keep) {
     fputs("def keep_in(model, layer, dtype):\n"
           "    \"\"\"Run the submodule of model that mpprof's layer names in dtype inside the\n"

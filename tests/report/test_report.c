@@ -995,6 +995,19 @@ static void the_plan_names_kept_modules_by_their_whole_path(void **state) {
                                "submodule; keep it in fp32 by hand"));
   assert_non_null(strstr(code, "# layer (no NVTX range): ops outside every layer; keep it in "
                                "fp32 by hand"));
+  /* no process said it ran PyTorch: the snippet says its names are NVTX paths */
+  assert_non_null(strstr(code, "# The profiled program did not run PyTorch"));
+  cJSON_Delete(plan);
+  assert_int_equal(rg_edit(dir, "node01-100.json", "\"cupti\":{",
+                           "\"framework\":{\"name\":\"torch\",\"version\":\"2.4.0\","
+                           "\"backward_marks\":\"cxx\"},\"cupti\":{"),
+                   0);
+  cJSON_Delete(report_of(dir));
+  plan = rg_read_json(dir, "plan.json");
+  assert_non_null(plan);
+  code = get(plan, "pytorch")->valuestring;
+  assert_non_null(strstr(code, "keep_in(model, \"enc.fc4\", torch.float32)"));
+  assert_null(strstr(code, "did not run PyTorch"));
   cJSON_Delete(plan);
   rg_rmdir(dir);
   free(dir);
