@@ -254,6 +254,21 @@ static bool has_sublayers(const mpprof_model *m, const char *path) {
   return false;
 }
 
+/* The kept layer of p whose module path is the longest proper prefix of
+ * path (its module contains path's), or NULL. */
+static const mpprof_plan_keep *kept_ancestor(const mpprof_model *m, const mpprof_plan *p,
+                                             const char *path) {
+  const mpprof_plan_keep *best = NULL;
+  size_t best_n = 0;
+  for (size_t k = 0; k < p->n_keep; k++) {
+    char *q = module_path(&m->layers[p->keep[k].layer]);
+    size_t n = q ? strlen(q) : 0;
+    if (q && n > best_n && !strncmp(path, q, n) && path[n] == '.') best = &p->keep[k], best_n = n;
+    free(q);
+  }
+  return best;
+}
+
 static const char *torch_dtype(mp_dtype d) {
   return d == MP_BF16 ? "torch.bfloat16" : d == MP_FP16 ? "torch.float16" : "torch.float32";
 }
@@ -403,17 +418,26 @@ static cJSON *plan_json(const mpprof_model *m, const mpprof_plan *p) {
     const mpprof_layer *l = &m->layers[i];
     if (optimizer_only(l)) continue;
     bool kept = k < p->n_keep && p->keep[k].layer == i;
+    char *path = module_path(l);
+    /* Inside a kept layer's module, a layer runs in that layer's dtype
+     * (keep_in wraps the whole module), not in the autocast dtype. */
+    const mpprof_plan_keep *in = kept || !path ? NULL : kept_ancestor(m, p, path);
     /* A layer without a verdict is listed either way (verdict null): kept
      * out, or in the autocast dtype unchecked. */
     cJSON *e = cJSON_CreateObject();
-    cJSON_AddStringToObject(e, "dtype", mp_dtype_name(kept ? p->keep[k].dtype : p->autocast));
-    cJSON_AddBoolToObject(e, "autocast", !kept);
+    cJSON_AddStringToObject(e, "dtype",
+                            mp_dtype_name(kept ? p->keep[k].dtype
+                                          : in ? in->dtype
+                                               : p->autocast));
+    cJSON_AddBoolToObject(e, "autocast", !kept && !in);
     if (l->adv.known)
       cJSON_AddStringToObject(e, "verdict", mp_recommendation_name(l->adv.rec));
     else
       cJSON_AddNullToObject(e, "verdict");
-    char *path = module_path(l);
     cJSON_AddItemToObject(e, "module", path ? cJSON_CreateString(path) : cJSON_CreateNull());
+    cJSON_AddItemToObject(e, "inside",
+                          in ? cJSON_CreateString(layer_label(&m->layers[in->layer]))
+                             : cJSON_CreateNull());
     free(path);
     cJSON_AddItemToObject(layers, layer_label(l), e);
     if (kept) k++;

@@ -1013,6 +1013,42 @@ static void the_plan_names_kept_modules_by_their_whole_path(void **state) {
   free(dir);
 }
 
+/* A layer inside a kept layer's module runs in that layer's dtype (keep_in
+ * wraps the whole module): plan.json says so (it said "bf16, autocast" for
+ * a child of a block kept in fp32), and names the layer it is inside. */
+static void a_layer_inside_a_kept_module_runs_in_its_dtype(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("planinside");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_site_end(&r, beyond_bf16_site(0, "enc", NULL)); /* the block's own GEMM: fp32 */
+  fitting_layer(&r, 1, "enc/fc1");
+  fitting_layer(&r, 3, "encoder/fc1"); /* a name that only starts alike */
+  rg_end(&r);
+  cJSON_Delete(report_of(dir));
+  cJSON *plan = rg_read_json(dir, "plan.json");
+  assert_non_null(plan);
+  const cJSON *ls = get(plan, "recommended.layers");
+  const cJSON *in = cJSON_GetObjectItemCaseSensitive(ls, "enc/fc1"),
+              *out = cJSON_GetObjectItemCaseSensitive(ls, "encoder/fc1"),
+              *block = cJSON_GetObjectItemCaseSensitive(ls, "enc");
+  assert_string_equal(get(block, "dtype")->valuestring, "fp32");
+  assert_true(cJSON_IsNull(get(block, "inside")));
+  assert_string_equal(get(in, "dtype")->valuestring, "fp32");
+  assert_true(cJSON_IsFalse(get(in, "autocast")));
+  assert_string_equal(get(in, "inside")->valuestring, "enc");
+  assert_string_equal(get(out, "dtype")->valuestring, "bf16");
+  assert_true(cJSON_IsTrue(get(out, "autocast")));
+  assert_true(cJSON_IsNull(get(out, "inside")));
+  /* one keep_in line: the block's */
+  const char *code = get(plan, "pytorch")->valuestring;
+  assert_non_null(strstr(code, "keep_in(model, \"enc\", torch.float32)"));
+  assert_null(strstr(code, "keep_in(model, \"enc.fc1\""));
+  cJSON_Delete(plan);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static bool utf8_valid(const unsigned char *s, size_t n) {
   for (size_t i = 0; i < n;) {
     unsigned char c = s[i];
@@ -2378,6 +2414,7 @@ int main(void) {
       cmocka_unit_test(values_inside_fp16_give_fp16),
       cmocka_unit_test(values_beyond_bf16_keep_fp32),
       cmocka_unit_test(the_plan_names_kept_modules_by_their_whole_path),
+      cmocka_unit_test(a_layer_inside_a_kept_module_runs_in_its_dtype),
       cmocka_unit_test(the_plan_headline_keeps_a_long_layer_name_whole),
       cmocka_unit_test(an_optimizer_step_is_no_part_of_the_plan),
       cmocka_unit_test(the_plan_makes_its_grad_scaler_on_torch_before_2_3),
