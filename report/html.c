@@ -132,6 +132,12 @@ static const char table_js[] =
 
 /* The plan first: one configuration, its PyTorch code, plan.json. */
 static void plan_section(const mpprof_model *m, FILE *f) {
+  if (!m->plan.known && m->n_layers) { /* say why there is none */
+    fputs("<section id=\"plan\"><h2>Plan</h2>\n<p class=\"big\">" MPPROF_NO_PLAN_TEXT
+          ".</p></section>\n",
+          f);
+    return;
+  }
   if (!m->plan.known) return;
   fputs("<section id=\"plan\"><h2>Plan</h2>\n<p class=\"big\">", f);
   html(f, m->plan.headline);

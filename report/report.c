@@ -142,6 +142,8 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
       fputs("  plan: ", f);
       put_text(f, m->plan.headline);
       fputc('\n', f);
+    } else if (m->n_layers) {
+      fputs("  plan: " MPPROF_NO_PLAN_TEXT "\n", f);
     }
     const mpprof_applied_scale *g = &m->loss_scale;
     if (g->applicable && g->has_window)

@@ -476,6 +476,11 @@ double mpprof_fp16_flush_edge(const mpprof_layer_tensor *t);
 
 /* plan.c: one recommended configuration for the whole program. */
 #define MPPROF_PLAN_SNIPPET_LINES 50 /* keep_in() lines in the snippet; the rest: plan.json */
+/* The summary's and the page's plan line when no layer has a verdict. */
+#define MPPROF_NO_PLAN_TEXT                                                                        \
+  "none: no layer has a verdict (no scanned values, or gradients never seen non-zero: each "       \
+  "layer's reasons say which)"
+
 typedef struct mpprof_plan_keep {
   size_t layer;   /* index in model.layers */
   mp_dtype dtype; /* MP_BF16 or MP_FP32: kept out of the autocast dtype */

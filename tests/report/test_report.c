@@ -1049,6 +1049,30 @@ static void a_layer_inside_a_kept_module_runs_in_its_dtype(void **state) {
   free(dir);
 }
 
+static char *summary_text(const char *dir);
+
+/* Without a layer verdict there is no plan, and the summary and the page say
+ * why (they said nothing: the plan section was missing without a word). */
+static void no_plan_says_why(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("noplan");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_site_end(&r, rg_gemm(0, "cublasSgemm_v2", "l/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
+                          "DEFAULT", 8, 8, 8, 2)); /* no tensor scanned */
+  rg_end(&r);
+  cJSON *rep = report_of(dir);
+  cJSON_Delete(rep);
+  char *text = summary_text(dir);
+  assert_non_null(strstr(text, "  plan: none: no layer has a verdict"));
+  free(text);
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(strstr(html, "<h2>Plan</h2>\n<p class=\"big\">none: no layer has a verdict"));
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static bool utf8_valid(const unsigned char *s, size_t n) {
   for (size_t i = 0; i < n;) {
     unsigned char c = s[i];
@@ -2415,6 +2439,7 @@ int main(void) {
       cmocka_unit_test(values_beyond_bf16_keep_fp32),
       cmocka_unit_test(the_plan_names_kept_modules_by_their_whole_path),
       cmocka_unit_test(a_layer_inside_a_kept_module_runs_in_its_dtype),
+      cmocka_unit_test(no_plan_says_why),
       cmocka_unit_test(the_plan_headline_keeps_a_long_layer_name_whole),
       cmocka_unit_test(an_optimizer_step_is_no_part_of_the_plan),
       cmocka_unit_test(the_plan_makes_its_grad_scaler_on_torch_before_2_3),
