@@ -399,8 +399,12 @@ const mpprof_layer_tensor *mpprof_subnormal_gradient(const mpprof_layer *l) {
   return ws >= MP_ADVICE_FP16_SUBNORMAL_NOTE ? w : NULL;
 }
 
-static int global_loss_scale(mpprof_model *m) {
+int mpprof_global_loss_scale(mpprof_model *m) {
   mpprof_applied_scale *g = &m->loss_scale;
+  /* again after the measured check moved verdicts: from scratch */
+  cJSON_Delete(g->limited_by);
+  g->applicable = g->has_window = g->needed = g->flush_edge = g->subnormal = false;
+  g->window_lo = g->window_hi = g->recommended_log2 = 0;
   g->limited_by = cJSON_CreateArray();
   if (!g->limited_by) return -1;
   int lo = INT32_MIN, hi = INT32_MAX;
@@ -615,7 +619,7 @@ int mpprof_advise_layers(mpprof_model *m) {
     }
   }
   free(scratch);
-  if (rc || global_loss_scale(m) || applied_scale(m)) return -1;
+  if (rc || mpprof_global_loss_scale(m) || applied_scale(m)) return -1;
   first_nonfinite(m);
   return 0;
 }

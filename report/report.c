@@ -300,6 +300,7 @@ int mpprof_report_generate(const mpprof_report_options *opts) {
     }
     if (rc == 0) rc = mpprof_advise_layers(&m);
     if (rc == 0) rc = mpprof_shadow_layers(&m);
+    if (rc == 0) rc = mpprof_global_loss_scale(&m); /* of the verdicts the check left */
     if (rc == 0) rc = mpprof_tensor_cores(&m);
     if (rc == 0) {
       m.program = opts->program ? strdup(opts->program) : program_of(&m);

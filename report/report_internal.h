@@ -628,6 +628,10 @@ extern size_t mpprof_raw_fast_sites_read;  /* sites read so, counted for tests *
 extern size_t mpprof_raw_fast_events_read; /* events read so (event_fast), likewise */
 
 /* advise.c */
+/* The global loss scale (m->loss_scale's window, recommendation, needed,
+ * limited_by) from the layers' verdicts as they are: in mpprof_advise_layers,
+ * and again after the measured check moved some (mpprof_shadow_layers). */
+int mpprof_global_loss_scale(mpprof_model *m);
 int mpprof_advise_layers(mpprof_model *m);
 
 /* shadow.c */

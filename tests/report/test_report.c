@@ -831,6 +831,50 @@ static cJSON *shadow_cand(double rel_l2, int n) {
   return c;
 }
 
+/* Two layers whose gradient windows do not meet: with --shadow, the check
+ * that moves one of them to bf16 (its loss-scaled fp16 error above the limit)
+ * leaves the other's window as the global one (the global loss scale was
+ * computed before the check and stayed empty, "no single scale fits"). */
+static void the_global_loss_scale_follows_the_measured_verdicts(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("globalshadow");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &P0);
+  const char *names[2] = {"tiny", "big"};
+  const double glo[2] = {-30, 8}, ghi[2] = {-26, 14}; /* windows [4.., 32] and [.., 1] */
+  for (int i = 0; i < 2; i++) {
+    char path[32];
+    snprintf(path, sizeof path, "%s/fwd", names[i]);
+    rg_site_end(&r, fwd_site(2 * i, path, -4, 4));
+    snprintf(path, sizeof path, "%s/bwd", names[i]);
+    cJSON *s = rg_gemm(2 * i + 1, "cublasGemmEx", path, "A=fp16,B=fp16,C=fp32,D=fp32", "32F",
+                       "DEFAULT", 64, 64, 64, 10);
+    rg_tensor(s, "D", MP_FP32, glo[i], ghi[i], 400);
+    if (i == 0) { /* measured: loss-scaled fp16 far off, bf16 fine */
+      cJSON *sh = cJSON_AddObjectToObject(s, "shadow");
+      cJSON_AddNumberToObject(sh, "calls", 1);
+      cJSON *cs = cJSON_AddObjectToObject(sh, "candidates");
+      cJSON_AddItemToObject(cs, "fp16_loss_scaled", shadow_cand(0.5, 1));
+      cJSON_AddItemToObject(cs, "bf16", shadow_cand(0.002, 1));
+    }
+    rg_site_end(&r, s);
+  }
+  rg_end(&r);
+  cJSON *rep = report_of(dir);
+  assert_string_equal(recommended(rep, "tiny"), "bf16");
+  const cJSON *g = get(rep, "loss_scale");
+  const cJSON *w = get(g, "window_log2"), *big = get(layer(rep, "big"), "advice.loss_scale_log2");
+  assert_true(cJSON_IsArray(w));
+  assert_true(cJSON_GetArrayItem(w, 0)->valuedouble == cJSON_GetArrayItem(big, 0)->valuedouble);
+  assert_true(cJSON_GetArrayItem(w, 1)->valuedouble == cJSON_GetArrayItem(big, 1)->valuedouble);
+  const cJSON *lb = get(g, "limited_by"), *x;
+  cJSON_ArrayForEach(x, lb) assert_string_not_equal(x->valuestring, "tiny");
+  assert_false(has_finding(rep, "loss_scale_conflict", NULL));
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* With --shadow, a layer whose measured bf16 error is above --shadow-max-rel
  * does not fit a bf16 plan (docs/report.md, "The plan"), whatever its
  * verdict: mlp_train's fc3 (verdict fp16, measured fp16 6.2e-4, bf16 5.3e-3 >
@@ -2448,6 +2492,7 @@ int main(void) {
       cmocka_unit_test(a_saturated_fp8_output_is_fp16_overflow_in_the_layer_table),
       cmocka_unit_test(infs_an_fp16_output_made_from_finite_inputs_are_fp16_overflow),
       cmocka_unit_test(a_bf16_plan_keeps_out_a_layer_whose_measured_bf16_error_is_too_large),
+      cmocka_unit_test(the_global_loss_scale_follows_the_measured_verdicts),
       cmocka_unit_test(a_flushed_fp16_input_is_a_reason_on_an_fp16_verdict),
       cmocka_unit_test(a_flush_edge_makes_the_loss_scale_needed),
       cmocka_unit_test(subnormal_gradients_make_the_loss_scale_needed),
