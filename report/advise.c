@@ -115,7 +115,11 @@ static int collect_site(mpprof_layer *l, const mpprof_site *s, const mpprof_role
       t->scale_undeclared = true;
     }
     if (t->cls != MP_TCLASS_GRADIENT) {
-      if (t->cls == MP_TCLASS_FORWARD) t->op_infs += op_made_infs(s, ts, r);
+      /* Not where a forward-class output may be a loss-scaled gradient (no
+       * phase marker, a declared scale > 1): its Inf are the scale's
+       * overflow, which a scaler skips (loss_scale_overflow's business). */
+      if (t->cls == MP_TCLASS_FORWARD && (s->phase == MPPROF_PHASE_FORWARD || !(s->loss_scale > 1)))
+        t->op_infs += op_made_infs(s, ts, r);
       if (add_stats(&t->st, first, src)) return -1;
       continue;
     }

@@ -341,7 +341,9 @@ typedef struct mpprof_layer_tensor {
   bool casts_estimate;         /* unscaled cast counts: a binade across a threshold decided some */
   /* A forward fp16 output: the +-Inf its sites' ops made from finite inputs
    * (a site counts when no input role of it held NaN or Inf in its scanned
-   * calls, and one was scanned): fp16 overflowed there, by an unknown amount.
+   * calls, and one was scanned; and when it is marked forward or ran under no
+   * declared loss scale > 1, else the output may be a scaled gradient): fp16
+   * overflowed there, by an unknown amount.
    * Counted as fp16 overflow in the share (numerator and base) and the
    * advice, as saturated fp8 values are. */
   uint64_t op_infs;
