@@ -560,24 +560,6 @@ static void first_nonfinite(mpprof_model *m) {
   }
 }
 
-/* A forward fp16 output holding +-Inf its op made from finite inputs
- * overflowed fp16 (op_infs): not fp16-safe, and neither an fp8 scale nor a
- * loss scale can be shown to hold values of unknown size; its overflow
- * fraction is the share's (report/util.c). bf16 stays as the finite values
- * say (their true size is above 65504, inside bf16's range unless fp32
- * overflowed too). */
-static void op_infs_overflow(mpprof_layer_tensor *lt) {
-  if (!lt->op_infs) return;
-  mp_advice *a = &lt->adv;
-  a->fp16_overflow_fraction = mpprof_share_of(lt, MP_TGT_FP16, MP_CAST_OVERFLOW, false).pct / 100;
-  a->fp16 = MP_FP16_UNSAFE;
-  a->has_window = false;
-  a->window_lo = a->window_hi = 0;
-  a->fp8_e4m3.fits = a->fp8_e5m2.fits = false;
-  if (a->recommended != MP_REC_FP32) a->recommended = a->bf16_ok ? MP_REC_BF16 : MP_REC_FP32;
-  lt->has_values = true;
-}
-
 int mpprof_advise_layers(mpprof_model *m) {
   bool outputs_only = mpprof_outputs_only_procs(m) > 0;
   mp_stats *scratch = malloc(2 * sizeof *scratch);
@@ -592,10 +574,17 @@ int mpprof_advise_layers(mpprof_model *m) {
     for (size_t t = 0; t < l->n_tensors; t++) {
       mpprof_layer_tensor *lt = &l->tensors[t];
       mpprof_cstats_unpack(&lt->st, &scratch[0]);
-      lt->has_values = mp_stats_nonzero_finite(&scratch[0]) > 0;
+      lt->has_values = mp_stats_nonzero_finite(&scratch[0]) > 0 || lt->op_infs;
+      /* +-Inf the op made from finite inputs (op_infs) overflowed fp16 by an
+       * unknown amount: mp_advise's count of such values (saturated) takes
+       * them, with its consequences (fp16 unsafe, no window, no fp8 fit);
+       * their fraction is the share's, whose base holds them too. */
+      scratch[0].saturated += lt->op_infs;
       mp_advise(&scratch[0], &m->params, &lt->adv);
+      if (lt->op_infs)
+        lt->adv.fp16_overflow_fraction =
+            mpprof_share_of(lt, MP_TGT_FP16, MP_CAST_OVERFLOW, false).pct / 100;
       exact_window_end(&m->params, lt);
-      op_infs_overflow(lt);
     }
     rc = judge(&m->params, l);
     bool leans_on_fp16 = l->adv.rec == MP_REC_FP16 || l->adv.rec == MP_REC_FP16_LOSS_SCALE;

@@ -100,13 +100,13 @@ mpprof_share mpprof_share_of(const mpprof_layer_tensor *lt, mp_target t, mp_cast
   const mpprof_cstats *c = at_scale && lt->cls == MP_TCLASS_GRADIENT ? &lt->at_scale : &lt->st;
   s.tensor = lt->name;
   s.num = c->casts[t][o];
+  s.den = finite_nonzero(c);
   /* Values an op clamped to its fp8 output's max: their true size is
    * unknown, and the advice counts them as fp16 overflow (docs/numerics.md,
    * "Saturation"); the share says so too, so that the table, the CSV, the
-   * plan and diff read what the verdict and the finding read. */
-  s.den = finite_nonzero(c);
-  /* So are the +-Inf an fp16 forward output's op made from finite inputs
-   * (op_infs): overflow of unknown size, counted in the base as well. */
+   * plan and diff read what the verdict and the finding read. So are the
+   * +-Inf an fp16 forward output's op made from finite inputs (op_infs),
+   * counted in the base as well. */
   if (t == MP_TGT_FP16 && o == MP_CAST_OVERFLOW) s.num += c->saturated;
   if (c == &lt->st && t == MP_TGT_FP16) {
     s.den += lt->op_infs;

@@ -441,6 +441,32 @@ static int mode_cudnnmm(void) {
   return 0;
 }
 
+/* A cuDNN handle and the descriptors of one legacy convolution. */
+typedef struct legacy_descs {
+  cudnnHandle_t h;
+  cudnnTensorDescriptor_t xd, yd;
+  cudnnFilterDescriptor_t wd;
+  cudnnConvolutionDescriptor_t cd;
+} legacy_descs;
+
+static legacy_descs legacy_open(void) {
+  legacy_descs L;
+  CK(cudnnCreate(&L.h));
+  CK(cudnnCreateTensorDescriptor(&L.xd));
+  CK(cudnnCreateTensorDescriptor(&L.yd));
+  CK(cudnnCreateFilterDescriptor(&L.wd));
+  CK(cudnnCreateConvolutionDescriptor(&L.cd));
+  return L;
+}
+
+static void legacy_close(legacy_descs *L) {
+  CK(cudnnDestroyConvolutionDescriptor(L->cd));
+  CK(cudnnDestroyFilterDescriptor(L->wd));
+  CK(cudnnDestroyTensorDescriptor(L->yd));
+  CK(cudnnDestroyTensorDescriptor(L->xd));
+  CK(cudnnDestroy(L->h));
+}
+
 /* cudnnConvolutionForward with these shapes (set in place) and x values. */
 static double legacy_conv(cudnnHandle_t h, cudnnTensorDescriptor_t xd, cudnnTensorDescriptor_t yd,
                           cudnnFilterDescriptor_t wd, cudnnConvolutionDescriptor_t cd,
@@ -468,15 +494,11 @@ static double legacy_conv(cudnnHandle_t h, cudnnTensorDescriptor_t xd, cudnnTens
 }
 
 static int mode_cudnnlegacy(void) {
-  cudnnHandle_t h;
-  cudnnTensorDescriptor_t xd, yd;
-  cudnnFilterDescriptor_t wd;
-  cudnnConvolutionDescriptor_t cd;
-  CK(cudnnCreate(&h));
-  CK(cudnnCreateTensorDescriptor(&xd));
-  CK(cudnnCreateTensorDescriptor(&yd));
-  CK(cudnnCreateFilterDescriptor(&wd));
-  CK(cudnnCreateConvolutionDescriptor(&cd));
+  legacy_descs L = legacy_open();
+  cudnnHandle_t h = L.h;
+  cudnnTensorDescriptor_t xd = L.xd, yd = L.yd;
+  cudnnFilterDescriptor_t wd = L.wd;
+  cudnnConvolutionDescriptor_t cd = L.cd;
   CK(cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 1, 1, 1, 1));
   CK(cudnnSetConvolution2dDescriptor(cd, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
                                      CUDNN_DATA_FLOAT));
@@ -486,24 +508,16 @@ static int mode_cudnnlegacy(void) {
   s += 2 * legacy_conv(h, xd, yd, wd, cd, dw, 2, 4, 100);
   s += 3 * legacy_conv(h, xd, yd, wd, cd, dw, 2, 4, -5);
   printf("cudnnlegacy checksum %.17g\n", s);
-  CK(cudnnDestroyConvolutionDescriptor(cd));
-  CK(cudnnDestroyFilterDescriptor(wd));
-  CK(cudnnDestroyTensorDescriptor(yd));
-  CK(cudnnDestroyTensorDescriptor(xd));
-  CK(cudnnDestroy(h));
+  legacy_close(&L);
   return 0;
 }
 
 static int mode_cudnngroups(void) {
-  cudnnHandle_t h;
-  cudnnTensorDescriptor_t xd, yd;
-  cudnnFilterDescriptor_t wd;
-  cudnnConvolutionDescriptor_t cd;
-  CK(cudnnCreate(&h));
-  CK(cudnnCreateTensorDescriptor(&xd));
-  CK(cudnnCreateTensorDescriptor(&yd));
-  CK(cudnnCreateFilterDescriptor(&wd));
-  CK(cudnnCreateConvolutionDescriptor(&cd));
+  legacy_descs L = legacy_open();
+  cudnnHandle_t h = L.h;
+  cudnnTensorDescriptor_t xd = L.xd, yd = L.yd;
+  cudnnFilterDescriptor_t wd = L.wd;
+  cudnnConvolutionDescriptor_t cd = L.cd;
   CK(cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 4, 2, 2));
   CK(cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 6, 2, 2));
   CK(cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 6, 2, 1, 1));
@@ -531,11 +545,7 @@ static int mode_cudnngroups(void) {
   printf("cudnngroups checksum %.17g\n", s);
   CK(cudaFree(dy));
   CK(cudaFree(ws));
-  CK(cudnnDestroyConvolutionDescriptor(cd));
-  CK(cudnnDestroyFilterDescriptor(wd));
-  CK(cudnnDestroyTensorDescriptor(yd));
-  CK(cudnnDestroyTensorDescriptor(xd));
-  CK(cudnnDestroy(h));
+  legacy_close(&L);
   return 0;
 }
 

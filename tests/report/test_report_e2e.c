@@ -856,17 +856,9 @@ static void merge_names_every_rank_two_runs_share(void **state) {
   free(c);
 }
 
-/* One rank in two runs whose processes share host and pid (pids repeat in
- * containers) is two processes all the same, told apart by their start: the
- * merge warns, although the two raw files have one name. */
-static void merge_of_the_same_rank_twice_warns_when_the_pids_coincide(void **state) {
-  (void)state;
-  char *a = out_dir("mp-a"), *b = out_dir("mp-b"), *c = out_dir("mp-c");
-  char *ra[] = {(char *)mpprof, "-o", a, (char *)mlp_train, "--steps", "2", NULL};
-  setenv("RANK", "0", 1);
-  assert_int_equal(run(ra), 0);
-  unsetenv("RANK");
-  /* b: a's raw file under its name, of a process that started 1 ns apart */
+/* For a hand-made copy of run a in b: b/raw made empty, and the first raw
+ * file of a: its name (*ret_name, malloc'd) and text (length in *ret_len). */
+static char *raw_for_a_copy(const char *a, const char *b, char **ret_name, size_t *ret_len) {
   char *araw = NULL, *braw = NULL;
   assert_true(asprintf(&araw, "%s/raw", a) > 0);
   assert_true(asprintf(&braw, "%s/raw", b) > 0);
@@ -878,17 +870,37 @@ static void merge_of_the_same_rank_twice_warns_when_the_pids_coincide(void **sta
   while ((e = readdir(d)) && !strstr(e->d_name, ".json"))
     ;
   assert_non_null(e);
-  size_t len = 0;
-  char *text = rg_read_text(araw, e->d_name, &len);
+  char *text = rg_read_text(araw, e->d_name, ret_len);
   assert_non_null(text);
+  *ret_name = strdup(e->d_name);
+  closedir(d);
+  free(araw);
+  free(braw);
+  return text;
+}
+
+/* One rank in two runs whose processes share host and pid (pids repeat in
+ * containers) is two processes all the same, told apart by their start: the
+ * merge warns, although the two raw files have one name. */
+static void merge_of_the_same_rank_twice_warns_when_the_pids_coincide(void **state) {
+  (void)state;
+  char *a = out_dir("mp-a"), *b = out_dir("mp-b"), *c = out_dir("mp-c");
+  char *ra[] = {(char *)mpprof, "-o", a, (char *)mlp_train, "--steps", "2", NULL};
+  setenv("RANK", "0", 1);
+  assert_int_equal(run(ra), 0);
+  unsetenv("RANK");
+  /* b: a's raw file under its name, of a process that started 1 ns apart */
+  char *name = NULL;
+  size_t len = 0;
+  char *text = raw_for_a_copy(a, b, &name, &len);
   char *start = strstr(text, "\"start_ns\":");
   assert_non_null(start);
   char *last = start + strlen("\"start_ns\":");
   while (last[1] >= '0' && last[1] <= '9')
     last++;
   *last = *last == '0' ? '1' : '0';
-  assert_int_equal(rg_write_text(b, e->d_name, text, len), 0);
-  closedir(d);
+  assert_int_equal(rg_write_text(b, name, text, len), 0);
+  free(name);
   free(text);
   char log[4200];
   snprintf(log, sizeof log, "%s/log.txt", workdir);
@@ -898,8 +910,6 @@ static void merge_of_the_same_rank_twice_warns_when_the_pids_coincide(void **sta
   text = rg_read_text(workdir, "log.txt", NULL);
   assert_non_null(strstr(text, "warning: rank 0 is in both"));
   free(text);
-  free(araw);
-  free(braw);
   free(a);
   free(b);
   free(c);
@@ -910,29 +920,19 @@ static void merge_of_the_same_rank_twice_warns_when_the_pids_coincide(void **sta
  * whichever input comes first, not the checkpoint's. */
 static void merge_keeps_the_final_file_over_a_checkpoint_of_its_process(void **state) {
   (void)state;
-  char *a = out_dir("mf-a"), *b = out_dir("mf-b"), *araw = NULL, *braw = NULL;
+  char *a = out_dir("mf-a"), *b = out_dir("mf-b");
   char *ra[] = {(char *)mpprof, "-o", a, (char *)mlp_train, "--steps", "2", NULL};
   assert_int_equal(run(ra), 0);
-  assert_true(asprintf(&araw, "%s/raw", a) > 0);
-  assert_true(asprintf(&braw, "%s/raw", b) > 0);
-  assert_int_equal(mkdir(b, 0755), 0);
-  assert_int_equal(mkdir(braw, 0755), 0);
-  DIR *d = opendir(araw);
-  assert_non_null(d);
-  struct dirent *e;
-  while ((e = readdir(d)) && !strstr(e->d_name, ".json"))
-    ;
-  assert_non_null(e);
-  char *text = rg_read_text(araw, e->d_name, NULL);
-  assert_non_null(text);
+  char *name = NULL;
+  char *text = raw_for_a_copy(a, b, &name, NULL);
   char *final = strstr(text, "\"final\":true"), *ck = NULL;
   assert_non_null(final);
   /* the checkpoint: the same file, not final */
   int n = asprintf(&ck, "%.*s\"final\":false%s", (int)(final - text), text,
                    final + strlen("\"final\":true"));
   assert_true(n > 0);
-  assert_int_equal(rg_write_text(b, e->d_name, ck, (size_t)n), 0);
-  closedir(d);
+  assert_int_equal(rg_write_text(b, name, ck, (size_t)n), 0);
+  free(name);
   free(ck);
   free(text);
   for (int i = 0; i < 2; i++) {
@@ -948,8 +948,6 @@ static void merge_keeps_the_final_file_over_a_checkpoint_of_its_process(void **s
     cJSON_Delete(rep);
     free(c);
   }
-  free(araw);
-  free(braw);
   free(a);
   free(b);
 }
