@@ -9,19 +9,36 @@
 #include "report/report_internal.h"
 #include "report/tensorio/stats_json.h"
 
+/* A field a spreadsheet would run as a formula: one that starts with '=',
+ * '+', '@', a tab or a CR, or with '-' and is not a whole number ("-3",
+ * "-1.5e-07" are ours; "-2+3+cmd|' /C calc'!A0" is a formula). Layer names,
+ * NVTX paths and kernel names are the profiled program's text. */
+static bool formula_like(const char *s) {
+  if (s[0] && strchr("=+@\t\r", s[0])) return true;
+  if (s[0] != '-') return false;
+  char *end;
+  (void)strtod(s, &end);
+  return end == s || *end;
+}
+
 /* One CSV field (RFC 4180 quoting), then "," or the CRLF that ends the row.
+ * A formula-like field is written with a leading "'" (the usual defence
+ * against CSV injection: a spreadsheet shows the text, runs nothing).
  * Unlocked stdio: a report file is written by one thread (at 100k sites the
  * lock of each put was most of ops.csv's time). */
 void mpprof_csv_field(FILE *f, const char *s, bool last) {
   size_t n = strcspn(s, ",\"\r\n");
+  bool formula = formula_like(s);
   if (s[n]) {
     putc_unlocked('"', f);
+    if (formula) putc_unlocked('\'', f);
     for (; *s; s++) {
       if (*s == '"') putc_unlocked('"', f);
       putc_unlocked(*s, f);
     }
     putc_unlocked('"', f);
   } else {
+    if (formula) putc_unlocked('\'', f);
     fwrite_unlocked(s, 1, n, f);
   }
   if (last)

@@ -13,6 +13,7 @@
 
 #include "rawgen.h"
 #include "report/report.h"
+#include "report/report_internal.h"
 
 static const char HOSTILE[] = "<script>alert(1)</script>";
 
@@ -162,6 +163,65 @@ static void csv_quotes_fields_per_rfc4180(void **state) {
   /* every record ends in CRLF, no bare LF */
   for (const char *p = csv; *p; p++)
     if (*p == '\n') assert_int_equal(p[-1], '\r');
+  free(csv);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+/* A field a spreadsheet would run as a formula is written as text, with a
+ * leading "'" (CSV injection: a layer name is the profiled program's text);
+ * mpprof's own numbers, negative ones too, stay numbers. */
+static void csv_fields_that_look_like_formulas_are_text(void **state) {
+  (void)state;
+  static const struct {
+    const char *in, *out;
+  } cases[] = {
+      {"=HYPERLINK(\"http://x\")", "\"'=HYPERLINK(\"\"http://x\"\")\""},
+      {"-2+3+cmd|' /C calc'!A0", "'-2+3+cmd|' /C calc'!A0"},
+      {"+1", "'+1"},
+      {"@SUM(A1)", "'@SUM(A1)"},
+      {"\tx", "'\tx"},
+      {"=a,b", "\"'=a,b\""},
+      {"-", "'-"},
+      {"-3", "-3"},
+      {"-1.5e-07", "-1.5e-07"},
+      {"a=b", "a=b"},
+      {"", ""},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    mpprof_csv_field(f, cases[i].in, true);
+    assert_int_equal(fclose(f), 0);
+    char *want = NULL;
+    assert_true(asprintf(&want, "%s\r\n", cases[i].out) > 0);
+    assert_string_equal(buf, want);
+    free(want);
+    free(buf);
+  }
+  /* and in a report: the layer named by an NVTX range "=cmd|..." */
+  char *dir = rg_tmpdir("csvf");
+  rg_proc p = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
+  rg_file r;
+  assert_int_equal(rg_begin(&r, dir, "a.json", &p), 0);
+  cJSON *s = rg_gemm(0, "cublasGemmEx", "=cmd|' /C calc'!A0/fwd", "A=fp16,B=fp16,D=fp32", "32F",
+                     "DEFAULT", 64, 64, 64, 5);
+  rg_tensor(s, "A", MP_FP16, -8, 4, 100);
+  rg_tensor(s, "D", MP_FP32, -4, 4, 200);
+  rg_site_end(&r, s);
+  assert_int_equal(rg_end(&r), 0);
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+  char *csv = rg_read_text(dir, "layers.csv", NULL);
+  assert_non_null(csv);
+  assert_non_null(strstr(csv, "\r\n'=cmd|' /C calc'!A0,forward,1,5,"));
+  free(csv);
+  csv = rg_read_text(dir, "ops.csv", NULL);
+  assert_non_null(csv);
+  assert_non_null(strstr(csv, ",'=cmd|' /C calc'!A0,'=cmd|' /C calc'!A0/fwd,forward,"));
+  assert_null(strstr(csv, ",=cmd"));
   free(csv);
   rg_rmdir(dir);
   free(dir);
@@ -495,6 +555,7 @@ int main(void) {
       cmocka_unit_test(the_page_loads_nothing_from_outside),
       cmocka_unit_test(every_embedded_image_decodes_as_png),
       cmocka_unit_test(csv_quotes_fields_per_rfc4180),
+      cmocka_unit_test(csv_fields_that_look_like_formulas_are_text),
       cmocka_unit_test(ops_csv_writes_tf32_out_and_tflops),
       cmocka_unit_test(a_layer_eligible_with_tf32_says_so_in_csv_json_and_html),
       cmocka_unit_test(every_layer_and_op_column_is_defined_where_it_is_shown),
