@@ -699,51 +699,148 @@ static int rule_lower_precision_possible(mpprof_model *m) {
   return rc;
 }
 
-/* The same predicate as the Tensor Core section's "eligible with TF32". */
-/* fp8 is an option only for layers advised a 16-bit format: one finding for
- * all of them (a layer another finding keeps in bf16/fp32 is not listed). */
+/* fp8 is an option only for layers advised a 16-bit format whose values fit
+ * fp8's range with per-tensor scaling (a layer another finding keeps in
+ * bf16/fp32 is not listed). */
 static bool fp8_candidate(const mpprof_layer *l) {
   const mpprof_layer_advice *a = &l->adv;
   return a->known && (a->rec == MP_REC_FP16 || a->rec == MP_REC_FP16_LOSS_SCALE) &&
          a->fp8_e4m3_fits == 1 && a->fp8_e5m2_fits != 0;
 }
 
+/* The layer's best fp8 recipe as shadow execution measured it, or NULL when
+ * no fp8 recipe was shadowed (range only). */
+static const mpprof_shadow_cand *fp8_measured(const mpprof_layer *l) {
+  if (l->best_fp8 < 0 || l->best_fp8 >= MPPROF_FP8_RECIPES || !l->fp8[l->best_fp8].calls)
+    return NULL;
+  return &l->fp8[l->best_fp8];
+}
+
+/* One finding for the layers that fit fp8's range. With --shadow, a layer
+ * whose best measured fp8 recipe errs more than --shadow-max-rel is no
+ * candidate (the finding said "consider FP8" for layers whose every fp8
+ * recipe measured 7-12% relative L2 error, against a 0.39% limit); the
+ * finding then names those layers and the least error, and says what would
+ * let them through. Evidence: per layer the recipe and its rel_l2. */
 static int rule_fp8_candidate(mpprof_model *m) {
-  cJSON *names = cJSON_CreateArray();
-  if (!names) return -1;
+  cJSON *names = cJSON_CreateArray(), *rejected = cJSON_CreateArray(),
+        *measured = cJSON_CreateObject();
+  if (!names || !rejected || !measured) goto oom;
+  double lim = mpprof_shadow_max_rel(m);
   uint64_t gpu = 0;
-  double worst = 0;
+  double worst = 0, least = INFINITY, most_ok = 0;
+  const mpprof_layer *least_l = NULL;
+  size_t n_measured_ok = 0;
+  int best_ok = -1;
   for (size_t i = 0; i < m->n_layers; i++) {
     const mpprof_layer *l = &m->layers[i];
     if (!fp8_candidate(l)) continue;
+    const mpprof_shadow_cand *c = fp8_measured(l);
+    if (c) {
+      cJSON *o = cJSON_CreateObject();
+      if (!o) goto oom;
+      cJSON_AddItemToObject(measured, layer_label(l), o);
+      cJSON_AddStringToObject(o, "recipe", mpprof_fp8_recipe_name(l->best_fp8));
+      cJSON_AddItemToObject(o, "rel_l2", mpprof_json_double(c->worst.rel_l2));
+    }
+    if (c && !(c->worst.rel_l2 <= lim)) {
+      cJSON_AddItemToArray(rejected, cJSON_CreateString(layer_label(l)));
+      if (!least_l || c->worst.rel_l2 < least) least = c->worst.rel_l2, least_l = l;
+      continue;
+    }
+    if (c) {
+      /* the recipe they share, -2 when they differ */
+      best_ok = !n_measured_ok++ ? l->best_fp8 : best_ok == l->best_fp8 ? best_ok : -2;
+      if (c->worst.rel_l2 > most_ok) most_ok = c->worst.rel_l2;
+    }
     cJSON_AddItemToArray(names, cJSON_CreateString(layer_label(l)));
     gpu += layer_gpu(l);
     if (l->e4m3_underflow.pct > worst) worst = l->e4m3_underflow.pct;
   }
-  int n = cJSON_GetArraySize(names);
-  if (!n) {
+  int n = cJSON_GetArraySize(names), nr = cJSON_GetArraySize(rejected);
+  if (!n && !nr) {
     cJSON_Delete(names);
+    cJSON_Delete(rejected);
+    cJSON_Delete(measured);
     return 0;
   }
-  char *list = cJSON_PrintUnformatted(names);
-  mpprof_finding *f =
-      add(m, "fp8_candidate", "info", NULL,
-          mpprof_asprintf("%d layer%s advised a 16-bit format also fit%s fp8 with per-tensor "
-                          "scaling (e4m3 forward, e5m2 gradients; worst e4m3 flush to zero "
-                          "%s%%): %s",
-                          n, n == 1 ? "" : "s", n == 1 ? "s" : "", mpprof_pct_text(worst).s,
-                          list ? list : ""),
-          strdup("consider FP8 (e4m3 forward, e5m2 gradients) with per-tensor amax scaling, e.g. "
-                 "Transformer Engine"));
-  free(list);
-  if (!f) {
-    cJSON_Delete(names);
-    return -1;
+  char *list = cJSON_PrintUnformatted(names), *rlist = cJSON_PrintUnformatted(rejected);
+  if (!list || !rlist) {
+    free(list);
+    free(rlist);
+    goto oom;
   }
+  /* Those that fit fp8's range, but not its measured error. */
+  char *rej =
+      nr ? mpprof_asprintf("%d layer%s advised a 16-bit format fit%s fp8's range with "
+                           "per-tensor scaling but %s measured fp8 error is above "
+                           "--shadow-max-rel %.3g (the least: %s, relative L2 %.3g on "
+                           "%s): %s",
+                           nr, nr == 1 ? "" : "s", nr == 1 ? "s" : "", nr == 1 ? "its" : "their",
+                           lim, mpprof_fp8_recipe_name(least_l->best_fp8), least,
+                           layer_label(least_l), rlist)
+         : strdup("");
+  char *how = !n_measured_ok ? strdup("")
+              : (size_t)n == n_measured_ok
+                  ? mpprof_asprintf("; measured: the best recipe's relative L2 error at most %.3g "
+                                    "<= --shadow-max-rel %.3g",
+                                    most_ok, lim)
+                  : mpprof_asprintf("; measured within --shadow-max-rel %.3g for %zu of them (the "
+                                    "others range only)",
+                                    lim, n_measured_ok);
+  char *msg = NULL, *act = NULL;
+  if (rej && how) {
+    if (!n) {
+      msg = mpprof_asprintf("no fp8 candidate: %s", rej);
+      act = mpprof_asprintf("keep %s in 16 bits: e4m3 keeps 4 significant bits, so an fp8 "
+                            "GEMM errs more than one bf16 rounding; to accept errors of that "
+                            "size, mpprof report --shadow-max-rel %.2g (it judges every "
+                            "precision by that limit)",
+                            nr == 1 ? "it" : "them", least * 1.25);
+    } else {
+      msg = mpprof_asprintf("%d layer%s advised a 16-bit format also fit%s fp8 with per-tensor "
+                            "scaling (e4m3 forward, e5m2 gradients; worst e4m3 flush to zero "
+                            "%s%%%s): %s%s%s",
+                            n, n == 1 ? "" : "s", n == 1 ? "s" : "", mpprof_pct_text(worst).s, how,
+                            list, nr ? "; " : "", rej);
+      if (n_measured_ok && best_ok >= 0)
+        act = mpprof_asprintf("consider FP8 (e4m3 forward, e5m2 gradients), e.g. Transformer "
+                              "Engine with the recipe measured best%s: %s (%s)",
+                              (size_t)n == n_measured_ok ? "" : " where measured",
+                              mpprof_fp8_recipe_te(best_ok), mpprof_fp8_recipe_name(best_ok));
+      else if (n_measured_ok)
+        act = strdup("consider FP8 (e4m3 forward, e5m2 gradients), e.g. Transformer Engine, "
+                     "with the recipe measured best for each layer (evidence.measured)");
+      else
+        act = strdup("consider FP8 (e4m3 forward, e5m2 gradients) with per-tensor amax "
+                     "scaling, e.g. Transformer Engine");
+    }
+  }
+  free(list);
+  free(rlist);
+  free(rej);
+  free(how);
+  mpprof_finding *f = add(m, "fp8_candidate", "info", NULL, msg, act);
+  if (!f) goto oom;
   cJSON_AddItemToObject(f->evidence, "layers", names);
+  if (nr)
+    cJSON_AddItemToObject(f->evidence, "rejected_by_measured_error", rejected);
+  else
+    cJSON_Delete(rejected);
+  if (measured->child) {
+    cJSON_AddItemToObject(f->evidence, "measured", measured);
+    cJSON_AddItemToObject(f->evidence, "shadow_max_rel", mpprof_json_double(lim));
+  } else {
+    cJSON_Delete(measured);
+  }
   f->impact_gpu_ns = gpu;
   f->impact_elements = 0; /* an option, not a problem: ranks after problems of equal time */
   return 0;
+oom:
+  cJSON_Delete(names);
+  cJSON_Delete(rejected);
+  cJSON_Delete(measured);
+  return -1;
 }
 
 /* The applied loss scale against the window: too low, too high, fine; or unknown. */

@@ -647,6 +647,8 @@ double mpprof_shadow_max_rel(const mpprof_model *m);
  * --shadow-max-rel; 0: above it (or non-finite); -1: c was not measured. */
 int mpprof_shadow_layer_within(const mpprof_model *m, const mpprof_layer *l, mp_shadow_cand c);
 const char *mpprof_fp8_recipe_name(int r);
+/* Transformer Engine's class for recipe r ("DelayedScaling", ...), or NULL. */
+const char *mpprof_fp8_recipe_te(int r);
 cJSON *mpprof_shadow_json(const mpprof_shadow *s, const mpprof_layer *l); /* l: layer extras */
 /* tensor_cores.c */
 int mpprof_tensor_cores(mpprof_model *m); /* 0 or -1 (memory) */

@@ -135,15 +135,20 @@ int mpprof_shadow_merge(mpprof_shadow **dst, const mpprof_shadow *src) {
 
 static const struct {
   const char *name;
+  const char *te; /* Transformer Engine's recipe class (transformer_engine.common.recipe) */
   mp_shadow_cand fwd, bwd;
 } fp8_recipes[MPPROF_FP8_RECIPES] = {
-    {"fp8_current", MP_SH_E4M3_CURRENT, MP_SH_E5M2_CURRENT},
-    {"fp8_delayed", MP_SH_E4M3_DELAYED, MP_SH_E5M2_DELAYED},
-    {"mxfp8", MP_SH_MXFP8_E4M3, MP_SH_MXFP8_E5M2},
+    {"fp8_current", "Float8CurrentScaling", MP_SH_E4M3_CURRENT, MP_SH_E5M2_CURRENT},
+    {"fp8_delayed", "DelayedScaling", MP_SH_E4M3_DELAYED, MP_SH_E5M2_DELAYED},
+    {"mxfp8", "MXFP8BlockScaling", MP_SH_MXFP8_E4M3, MP_SH_MXFP8_E5M2},
 };
 
 const char *mpprof_fp8_recipe_name(int r) {
   return r >= 0 && r < MPPROF_FP8_RECIPES ? fp8_recipes[r].name : NULL;
+}
+
+const char *mpprof_fp8_recipe_te(int r) {
+  return r >= 0 && r < MPPROF_FP8_RECIPES ? fp8_recipes[r].te : NULL;
 }
 
 double mpprof_shadow_max_rel(const mpprof_model *m) {

@@ -553,6 +553,42 @@ static void fp8_candidate(void **state) {
   l->adv.fp8_e4m3_fits = 1;
   assert_int_equal(run(&m, "fp8_candidate"), 1);
   assert_string_equal(m.findings[0].severity, "info");
+  assert_null(cJSON_GetObjectItem(m.findings[0].evidence, "measured")); /* range only */
+  mpprof_model_free(&m);
+}
+
+/* With --shadow, a layer that fits fp8's range but whose best measured fp8
+ * recipe errs more than --shadow-max-rel is no candidate: the finding said
+ * "consider FP8" for mlp_train's fc2 and fc3 at 7% and 11% relative L2
+ * error against the 0.39% limit. Within the limit, the recipe is named. */
+static void fp8_candidate_needs_its_measured_error_within_the_limit(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_FP16);
+  l->adv.fp8_e4m3_fits = 1;
+  l->best_fp8 = 2; /* mxfp8 */
+  l->fp8[2].calls = 4;
+  l->fp8[2].worst.rel_l2 = 0.0723;
+  assert_int_equal(run(&m, "fp8_candidate"), 1);
+  mpprof_finding *f = &m.findings[0];
+  assert_non_null(strstr(f->message, "no fp8 candidate"));
+  assert_non_null(strstr(f->message, "0.0723"));
+  assert_non_null(strstr(f->action, "keep it in 16 bits"));
+  assert_null(strstr(f->action, "consider FP8"));
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(f->evidence, "layers")), 0);
+  assert_int_equal(
+      cJSON_GetArraySize(cJSON_GetObjectItem(f->evidence, "rejected_by_measured_error")), 1);
+  /* a limit that admits the error: a candidate, with its recipe */
+  m.shadow_max_rel = 0.1;
+  assert_int_equal(run(&m, "fp8_candidate"), 1);
+  f = &m.findings[1];
+  assert_null(strstr(f->message, "no fp8 candidate"));
+  assert_non_null(strstr(f->action, "consider FP8"));
+  assert_non_null(strstr(f->action, "MXFP8BlockScaling"));
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(f->evidence, "layers")), 1);
+  assert_null(cJSON_GetObjectItem(f->evidence, "rejected_by_measured_error"));
+  cJSON *meas = cJSON_GetObjectItem(cJSON_GetObjectItem(f->evidence, "measured"), "net/fc1");
+  assert_string_equal(cJSON_GetObjectItem(meas, "recipe")->valuestring, "mxfp8");
   mpprof_model_free(&m);
 }
 
@@ -870,6 +906,7 @@ int main(void) {
       cmocka_unit_test(lower_precision_findings_merge_into_one_listing_the_layers),
       cmocka_unit_test(lower_precision_needs_fp32_inputs),
       cmocka_unit_test(fp8_candidate),
+      cmocka_unit_test(fp8_candidate_needs_its_measured_error_within_the_limit),
       cmocka_unit_test(fp32_without_tf32),
       cmocka_unit_test(current_error_high),
       cmocka_unit_test(fp16_subnormal),
