@@ -51,10 +51,6 @@ static uint64_t layer_gpu(const mpprof_layer *l) {
   return l->has_gpu_ns ? l->gpu_ns : l->kernel_ns;
 }
 
-static const char *layer_label(const mpprof_layer *l) {
-  return l->name[0] ? l->name : "(no NVTX range)";
-}
-
 static void ev_num(cJSON *e, const char *k, double v) {
   cJSON_AddItemToObject(e, k, mpprof_json_double(v));
 }
@@ -114,7 +110,7 @@ static char *skipped_text(const mpprof_model *m) {
 }
 
 static int nonfinite_finding(mpprof_model *m, const mpprof_layer *l, const mpprof_layer_tensor *t) {
-  const char *name = layer_label(l);
+  const char *name = mpprof_layer_label(l);
   uint64_t bad = t->st.nans + t->st.pos_infs + t->st.neg_infs;
   bool scaled = t->cls != MP_TCLASS_FORWARD && t->scale_max > 1;
   char sc[32];
@@ -169,8 +165,9 @@ static int dead_findings(mpprof_model *m, const mpprof_layer *l, bool grad) {
     if ((t->cls == MP_TCLASS_GRADIENT) != grad) continue;
     mpprof_finding *f = add(
         m, grad ? "dead_gradient" : "dead_output", "high", l->name,
-        mpprof_asprintf("%s: %s (%s) is zero in all %" PRIu64 " scanned calls: %s", layer_label(l),
-                        t->name, grad ? "gradient" : "output", t->scanned_calls,
+        mpprof_asprintf("%s: %s (%s) is zero in all %" PRIu64 " scanned calls: %s",
+                        mpprof_layer_label(l), t->name, grad ? "gradient" : "output",
+                        t->scanned_calls,
                         grad ? "this layer does not learn" : "this layer passes nothing on"),
         strdup(grad ? "check the loss scale (fp16 gradients flush to zero below 2^-24; see the "
                       "flushed-gradient findings), the layer's activation (dead ReLU, saturated "
@@ -202,15 +199,15 @@ static int flushed_findings(mpprof_model *m, const mpprof_layer *l) {
     double z = zero_share(&t->st);
     if (z < FLUSHED_ZERO_SHARE_MIN || z < FLUSHED_ZERO_RATIO_MIN * fwd) continue;
     char *win = window_text(m, l);
-    mpprof_finding *f =
-        add(m, "gradients_flushed", "medium", l->name,
-            mpprof_asprintf(
-                "gradients of %s probably flushed to zero before mpprof saw them: %s (%s) "
-                "is %s%% zeros (of all its values) against at most %s%% in the "
-                "layer's forward outputs, at a loss scale of %s",
-                layer_label(l), t->name, mp_dtype_name(t->st.dtype), mpprof_pct_text(100 * z).s,
-                mpprof_pct_text(100 * fwd).s, t->scale_undeclared ? "1 or undeclared" : "1"),
-            mpprof_asprintf("raise the loss scale (%s)", win ? win : ""));
+    mpprof_finding *f = add(
+        m, "gradients_flushed", "medium", l->name,
+        mpprof_asprintf("gradients of %s probably flushed to zero before mpprof saw them: %s (%s) "
+                        "is %s%% zeros (of all its values) against at most %s%% in the "
+                        "layer's forward outputs, at a loss scale of %s",
+                        mpprof_layer_label(l), t->name, mp_dtype_name(t->st.dtype),
+                        mpprof_pct_text(100 * z).s, mpprof_pct_text(100 * fwd).s,
+                        t->scale_undeclared ? "1 or undeclared" : "1"),
+        mpprof_asprintf("raise the loss scale (%s)", win ? win : ""));
     free(win);
     if (!f) return -1;
     cJSON_AddStringToObject(f->evidence, "tensor", t->name);
@@ -247,7 +244,7 @@ static int flush_edge_findings(mpprof_model *m, const mpprof_layer *l) {
                             "than 11 significant bits), so values below 2^-24 became zeros (it is "
                             "%s%% zeros); figures computed from it, this layer's outputs and "
                             "verdict among them, miss what was flushed",
-                            layer_label(l), t->name, scale, mpprof_pct_text(100.0 * share).s,
+                            mpprof_layer_label(l), t->name, scale, mpprof_pct_text(100.0 * share).s,
                             mpprof_pct_text(100 * zero_share(c)).s),
             room > 0 ? mpprof_asprintf("raise the loss scale: this tensor's largest value %.4g "
                                        "leaves 2^%d of headroom below fp16's max; or run this "
@@ -356,7 +353,7 @@ static int rule_fp16_overflow(mpprof_model *m, const mpprof_layer *l) {
             mpprof_asprintf("%s: %s saturated: %" PRIu64 " of %" PRIu64
                             " finite non-zero values (%s%%) at the %s "
                             "max %.6g, clamped by the op, so their true range is unknown",
-                            layer_label(l), ov->name, ov->st.saturated, sh.den,
+                            mpprof_layer_label(l), ov->name, ov->st.saturated, sh.den,
                             mpprof_pct_text(mpprof_pct(ov->st.saturated, sh.den)).s,
                             mp_dtype_name(ov->st.dtype), own->max_finite),
             strdup("lower this output's fp8 scale (the D scale, from its amax), or keep the "
@@ -365,13 +362,14 @@ static int rule_fp16_overflow(mpprof_model *m, const mpprof_layer *l) {
     f = add(m, "fp16_overflow", "high", l->name,
             mpprof_asprintf("%s: %s overflowed fp16: %" PRIu64 " +-Inf made by the op from "
                             "finite inputs (%s%% of its finite non-zero values and those Inf)",
-                            layer_label(l), ov->name, ov->op_infs, mpprof_pct_text(sh.pct).s),
+                            mpprof_layer_label(l), ov->name, ov->op_infs,
+                            mpprof_pct_text(sh.pct).s),
             strdup(fp32 ? "keep this layer in fp32 (it does not fit bf16 either)"
                         : "keep this layer in bf16 or fp32 (exclude it from fp16 autocast)"));
   else
     f = add(m, "fp16_overflow", "high", l->name,
-            mpprof_asprintf("%s: %s reaches %.4g > fp16 max %.6g in %s%% of values", layer_label(l),
-                            ov->name, ov->st.absmax, fp16_max,
+            mpprof_asprintf("%s: %s reaches %.4g > fp16 max %.6g in %s%% of values",
+                            mpprof_layer_label(l), ov->name, ov->st.absmax, fp16_max,
                             mpprof_pct_text(100 * ov->adv.fp16_overflow_fraction).s),
             strdup(fp32 ? "keep this layer in fp32 (it does not fit bf16 either)"
                         : "keep this layer in bf16 or fp32 (exclude it from fp16 autocast)"));
@@ -396,7 +394,7 @@ static int rule_fp16_forward_underflow(mpprof_model *m, const mpprof_layer *l) {
       add(m, "fp16_forward_underflow", "medium", l->name,
           mpprof_asprintf("%s: %s flushes to zero in fp16 for %s%% of values (smallest |x| "
                           "%.4g); a loss scale does not reach forward tensors",
-                          layer_label(l), fu->name,
+                          mpprof_layer_label(l), fu->name,
                           mpprof_pct_text(100 * fu->adv.fp16_underflow_fraction).s,
                           fu->st.min_abs_nonzero),
           strdup(l->adv.rec == MP_REC_FP32 ? "keep this layer in fp32" : "run this layer in bf16"));
@@ -429,7 +427,7 @@ static int fp16_subnormal_forward(mpprof_model *m, const mpprof_layer *l) {
                       "%.3g), where they keep fewer than %d significant bits (1 at 2^%d); the "
                       "fp16 verdict counts only values flushed to zero, and a loss scale does "
                       "not reach forward tensors",
-                      layer_label(l), w->name, mpprof_pct_text(100 * ws).s, f16->emin,
+                      mpprof_layer_label(l), w->name, mpprof_pct_text(100 * ws).s, f16->emin,
                       ldexp(1.0, f16->emin), (int)f16->man_bits + 1, f16->emin_sub),
       strdup("measure this layer's error in fp16 (mpprof run --shadow) before switching, or run "
              "it in bf16, whose normal range reaches 2^-126"));
@@ -461,7 +459,7 @@ static int fp16_subnormal_gradient(mpprof_model *m, const mpprof_layer *l) {
           mpprof_asprintf("%s: %s has %s%% of its values in fp16's subnormal range without a loss "
                           "scale (|x| < 2^%d = %.3g, fewer than %d significant bits); at the "
                           "recommended scale 2^%d, %s%%",
-                          layer_label(l), w->name, mpprof_pct_text(100 * ws).s, f16->emin,
+                          mpprof_layer_label(l), w->name, mpprof_pct_text(100 * ws).s, f16->emin,
                           ldexp(1.0, f16->emin), (int)f16->man_bits + 1, g->recommended_log2,
                           mpprof_pct_text(100 * at).s),
           mpprof_asprintf("apply a loss scale in [2^%d, 2^%d], e.g. 2^%d (or a dynamic scaler, "
@@ -549,7 +547,7 @@ static int rule_gradient_underflow(mpprof_model *m, const mpprof_layer *l) {
       l->name,
       mpprof_asprintf("gradients of %s (%s) flush to zero in fp16 for %s%% of values at "
                       "scale 1; every loss scale in [2^%d, 2^%d] fits%s%s",
-                      layer_label(l), gu->name,
+                      mpprof_layer_label(l), gu->name,
                       mpprof_pct_text(100 * gu->adv.fp16_underflow_fraction).s, wlo, whi,
                       whi == m->params.scale_log2_max ? " (the search stops there)" : "", applied),
       done     ? (g->applicable && g->has_window
@@ -581,7 +579,8 @@ static int rule_gradient_range(mpprof_model *m, const mpprof_layer *l) {
           mpprof_asprintf("gradients of %s span more than fp16 holds: %s%% flush to zero "
                           "and %s%% overflow at scale 1, and no single loss scale fits "
                           "(|x| from %.4g to %.4g)",
-                          layer_label(l), mpprof_pct_text(100 * gu->adv.fp16_underflow_fraction).s,
+                          mpprof_layer_label(l),
+                          mpprof_pct_text(100 * gu->adv.fp16_underflow_fraction).s,
                           mpprof_pct_text(100 * gu->adv.fp16_overflow_fraction).s,
                           gu->st.min_abs_nonzero, gu->st.absmax),
           strdup(l->adv.rec == MP_REC_FP32 ? "keep this layer's gradients in fp32"
@@ -597,7 +596,7 @@ static int rule_bf16_unsafe(mpprof_model *m, const mpprof_layer *l) {
       add(m, "bf16_unsafe", "high", l->name,
           mpprof_asprintf("%s: values exceed bf16 (%s%% overflow in %s, %s%% flush to zero "
                           "in %s)",
-                          layer_label(l), mpprof_pct_text(l->bf16_overflow.pct).s,
+                          mpprof_layer_label(l), mpprof_pct_text(l->bf16_overflow.pct).s,
                           l->bf16_overflow.tensor, mpprof_pct_text(l->bf16_underflow.pct).s,
                           l->bf16_underflow.tensor),
           strdup("keep this layer in fp32"));
@@ -655,7 +654,7 @@ static int rule_lower_precision_possible(mpprof_model *m) {
     ev_share(o, "fp16_underflow", &l->fp16_underflow);
     for (size_t k = 0; k < l->n_sites; k++)
       cJSON_AddItemToArray(sites, mpprof_json_u64(m->sites[l->first_site + k].id));
-    char *longer = mpprof_asprintf("%s%s%s (%s)", list, n > 1 ? ", " : "", layer_label(l),
+    char *longer = mpprof_asprintf("%s%s%s (%s)", list, n > 1 ? ", " : "", mpprof_layer_label(l),
                                    fits_text(l->adv.rec));
     free(list);
     if (!(list = longer)) rc = -1;
@@ -663,8 +662,8 @@ static int rule_lower_precision_possible(mpprof_model *m) {
   mpprof_finding *f = NULL;
   if (rc == 0 && n == 1)
     f = add(m, "lower_precision_possible", "medium", only->name,
-            mpprof_asprintf("%s runs fp32 GEMMs/convs but its values fit %s", layer_label(only),
-                            fits_text(only->adv.rec)),
+            mpprof_asprintf("%s runs fp32 GEMMs/convs but its values fit %s",
+                            mpprof_layer_label(only), fits_text(only->adv.rec)),
             mpprof_asprintf("run this layer in %s (autocast), halving its memory traffic and "
                             "using Tensor Cores",
                             only->adv.rec == MP_REC_BF16 ? "bf16" : "fp16"));
@@ -739,12 +738,12 @@ static int rule_fp8_candidate(mpprof_model *m) {
     if (c) {
       cJSON *o = cJSON_CreateObject();
       if (!o) goto oom;
-      cJSON_AddItemToObject(measured, layer_label(l), o);
+      cJSON_AddItemToObject(measured, mpprof_layer_label(l), o);
       cJSON_AddStringToObject(o, "recipe", mpprof_fp8_recipe_name(l->best_fp8));
       cJSON_AddItemToObject(o, "rel_l2", mpprof_json_double(c->worst.rel_l2));
     }
     if (c && !(c->worst.rel_l2 <= lim)) {
-      cJSON_AddItemToArray(rejected, cJSON_CreateString(layer_label(l)));
+      cJSON_AddItemToArray(rejected, cJSON_CreateString(mpprof_layer_label(l)));
       if (!least_l || c->worst.rel_l2 < least) least = c->worst.rel_l2, least_l = l;
       continue;
     }
@@ -753,7 +752,7 @@ static int rule_fp8_candidate(mpprof_model *m) {
       best_ok = !n_measured_ok++ ? l->best_fp8 : best_ok == l->best_fp8 ? best_ok : -2;
       if (c->worst.rel_l2 > most_ok) most_ok = c->worst.rel_l2;
     }
-    cJSON_AddItemToArray(names, cJSON_CreateString(layer_label(l)));
+    cJSON_AddItemToArray(names, cJSON_CreateString(mpprof_layer_label(l)));
     gpu += layer_gpu(l);
     if (l->e4m3_underflow.pct > worst) worst = l->e4m3_underflow.pct;
   }
@@ -778,7 +777,7 @@ static int rule_fp8_candidate(mpprof_model *m) {
                            "%s): %s",
                            nr, nr == 1 ? "" : "s", nr == 1 ? "s" : "", nr == 1 ? "its" : "their",
                            lim, mpprof_fp8_recipe_name(least_l->best_fp8), least,
-                           layer_label(least_l), rlist)
+                           mpprof_layer_label(least_l), rlist)
          : strdup("");
   char *how = !n_measured_ok ? strdup("")
               : (size_t)n == n_measured_ok
@@ -898,8 +897,8 @@ static int rule_loss_scale_applied(mpprof_model *m) {
   char *detail =
       wl ? mpprof_asprintf("; at it %s's %s %s in fp16 for %s%% of its finite "
                            "non-zero values",
-                           layer_label(wl), ws.tensor, over ? "overflows" : "flushes to zero",
-                           mpprof_pct_text(ws.pct).s)
+                           mpprof_layer_label(wl), ws.tensor,
+                           over ? "overflows" : "flushes to zero", mpprof_pct_text(ws.pct).s)
          : strdup("");
   char *msg;
   bool fp16 = fp16_backward(m);
@@ -960,10 +959,9 @@ static int rule_first_nonfinite(mpprof_model *m) {
           "first Inf/NaN: %s, %s (site %zu), call %" PRIu64 "%s: output %s held %" PRIu64
           " +Inf, %" PRIu64 " -Inf, %" PRIu64 " NaN of %" PRIu64 " values while its "
           "inputs were %s%s%s",
-          s->layer_name[0] ? s->layer_name : "(no NVTX range)", s->api, s->id, r->call_index, step,
-          r->role, r->pos_infs, r->neg_infs, r->nans, r->count,
-          r->inputs_scanned ? "finite" : "not scanned", r->scale > 0 ? "; loss scale " : "",
-          r->scale > 0 ? mpprof_scale_str(r->scale, sc) : ""),
+          mpprof_site_layer_label(s), s->api, s->id, r->call_index, step, r->role, r->pos_infs,
+          r->neg_infs, r->nans, r->count, r->inputs_scanned ? "finite" : "not scanned",
+          r->scale > 0 ? "; loss scale " : "", r->scale > 0 ? mpprof_scale_str(r->scale, sc) : ""),
       strdup("start here: this op produced the first non-finite values (an fp16 overflow of its "
              "output, a loss scale too high, or a division by zero), later ones may only "
              "propagate them"));
@@ -1033,10 +1031,6 @@ static int rule_fp32_without_tf32(mpprof_model *m) {
   return 0;
 }
 
-static const char *site_layer_label(const mpprof_site *s) {
-  return s->layer_name[0] ? s->layer_name : "(no NVTX range)";
-}
-
 static int rule_tensor_cores_not_used(mpprof_model *m) {
   for (size_t i = 0; i < m->n_sites; i++) {
     const mpprof_site *s = &m->sites[i];
@@ -1047,7 +1041,7 @@ static int rule_tensor_cores_not_used(mpprof_model *m) {
             mpprof_asprintf("%s: %s site %zu (m=%" PRIu64 " n=%" PRIu64 " k=%" PRIu64
                             ") is eligible for Tensor Cores but its kernels ran on CUDA cores "
                             "(%s%s)%s%s",
-                            site_layer_label(s), s->api, s->id, s->m, s->n, s->k, k0,
+                            mpprof_site_layer_label(s), s->api, s->id, s->m, s->n, s->k, k0,
                             s->n_kernels > 1 ? ", ..." : "", s->elig.efficient ? "" : ": ",
                             s->elig.efficient ? "" : s->elig.reason),
             strdup(s->elig.efficient
@@ -1103,7 +1097,8 @@ static int rule_current_error_high(mpprof_model *m) {
                           "--shadow-max-rel %.3g in the precision %s in now (measured): worst "
                           "%s site %zu (%s), %s",
                           n, n == 1 ? "" : "s", t.calls, n == 1 ? "s" : "", lim,
-                          n == 1 ? "it runs" : "they run", site_layer_label(w), w->id, types, werr),
+                          n == 1 ? "it runs" : "they run", mpprof_site_layer_label(w), w->id, types,
+                          werr),
           strdup("widen what loses it: a bf16 or fp32 output instead of fp8 (or a smaller D scale "
                  "where outputs saturate), fp32 inputs without TF32 for sums that need them; the "
                  "Measured error columns compare each candidate with it"));
@@ -1121,7 +1116,8 @@ static int rule_tensor_cores_inefficient(mpprof_model *m) {
         add(m, "tensor_cores_inefficient", "low", s->layer_name,
             mpprof_asprintf("%s: %s site %zu (m=%" PRIu64 " n=%" PRIu64 " k=%" PRIu64
                             ") is not aligned for efficient Tensor Core use: %s",
-                            site_layer_label(s), s->api, s->id, s->m, s->n, s->k, s->elig.reason),
+                            mpprof_site_layer_label(s), s->api, s->id, s->m, s->n, s->k,
+                            s->elig.reason),
             strdup("pad m, n, k and leading dimensions to multiples of 16 bytes and align "
                    "pointers to 16 bytes"));
     if (!f) return -1;
@@ -1383,8 +1379,8 @@ static int rule_compiled_region(mpprof_model *m) {
     const mpprof_layer *l = &m->layers[i];
     if (!l->module_class || strcmp(l->module_class, MPPROF_TORCH_COMPILED_CLASS)) continue;
     if (!layers && !(layers = cJSON_CreateArray())) return -1;
-    cJSON_AddItemToArray(layers, cJSON_CreateString(layer_label(l)));
-    if (!first) first = layer_label(l);
+    cJSON_AddItemToArray(layers, cJSON_CreateString(mpprof_layer_label(l)));
+    if (!first) first = mpprof_layer_label(l);
     n++;
   }
   if (!n) return 0;

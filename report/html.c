@@ -46,10 +46,6 @@ static void base64(FILE *f, const unsigned char *p, size_t n) {
   }
 }
 
-static const char *layer_label(const mpprof_layer *l) {
-  return l->name[0] ? l->name : "(no NVTX range)";
-}
-
 static const char *tri(int v) {
   return v < 0 ? "?" : v ? "yes" : "no";
 }
@@ -357,7 +353,7 @@ static void tensor_cores(const mpprof_model *m, FILE *f) {
       if (!(s->elig.eligible && s->tc_used == 0)) continue;
       shown++;
       fputs("<li><code>", f);
-      html(f, s->layer_name[0] ? s->layer_name : "(no NVTX range)");
+      html(f, mpprof_site_layer_label(s));
       fputs("</code> ", f);
       html(f, s->api);
       fprintf(f,
@@ -457,7 +453,7 @@ static void finding_links(const mpprof_model *m, const mpprof_finding *x, FILE *
   for (size_t j = 0; j < ls.n; j++) {
     fprintf(f, "%s<a href=\"#lrow-%zu\">", j ? ", " : " <span class=\"muted\">Layer:</span> ",
             ls.idx[j]);
-    html(f, layer_label(&m->layers[ls.idx[j]]));
+    html(f, mpprof_layer_label(&m->layers[ls.idx[j]]));
     fputs("</a>", f);
   }
 }
@@ -721,7 +717,7 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
     const mpprof_layer_advice *a = &l->adv;
     fprintf(f, "<tr id=\"lrow-%zu\" data-sel=\"%s\"><td>", i, rec_name(l));
     if (charted[i]) fprintf(f, "<a href=\"#layer-%zu\">", i);
-    html(f, layer_label(l));
+    html(f, mpprof_layer_label(l));
     if (charted[i]) fputs("</a>", f);
     if (l->module_class) { /* a PyTorch module: its class */
       fputs(" <small>", f);
@@ -833,7 +829,7 @@ static int ops_table(const mpprof_model *m, FILE *f) {
     fputs("<td>", f);
     const mpprof_layer *l = &m->layers[s->layer_idx];
     fprintf(f, "<a href=\"#lrow-%zu\">", s->layer_idx);
-    html(f, layer_label(l));
+    html(f, mpprof_layer_label(l));
     fprintf(f, "</a></td><td>%s</td><td>", mpprof_phase_name(s->phase));
     html(f, s->api);
     fputs("</td><td>", f);
@@ -974,7 +970,7 @@ static int charts(const mpprof_model *m, const size_t *order, const bool *charte
       return -1;
     }
     fprintf(f, "<div class=\"layer\" id=\"layer-%zu\"><h3>", i);
-    html(f, layer_label(l));
+    html(f, mpprof_layer_label(l));
     fprintf(f, " &mdash; <span class=\"rec %s\">%s</span>", rec_name(l), rec_name(l));
     if (l->adv.has_window)
       fprintf(f, ", loss scale window [2<sup>%d</sup>, 2<sup>%d</sup>], band at 2<sup>%d</sup>",
@@ -983,7 +979,7 @@ static int charts(const mpprof_model *m, const size_t *order, const bool *charte
           "</div><img width=\"" STR(MPPROF_CHART_W) "\" height=\"" STR(
               MPPROF_CHART_H) "\" alt=\"exponent histogram of ",
           f);
-    html(f, layer_label(l));
+    html(f, mpprof_layer_label(l));
     fputs("\" src=\"data:image/png;base64,", f);
     base64(f, png, len);
     free(png);

@@ -24,10 +24,6 @@
 #include "report/report_internal.h"
 #include "report/tensorio/stats_json.h"
 
-static const char *layer_label(const mpprof_layer *l) {
-  return l->name[0] ? l->name : "(no NVTX range)";
-}
-
 /* A layer whose verdict is fp32 (its measured bf16 error above
  * --shadow-max-rel, or non-finite values in a wide source) stays out of
  * bf16 autocast whatever its range says; so does a layer with another verdict
@@ -131,8 +127,8 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
   FILE *kf = open_memstream(&keep, &keep_len);
   if (!kf) return -1;
   for (size_t k = 0; k < p->n_keep && k < 4; k++)
-    fprintf(kf, "%s%s in %s", k ? ", " : "; keep ", layer_label(&m->layers[p->keep[k].layer]),
-            mp_dtype_name(p->keep[k].dtype));
+    fprintf(kf, "%s%s in %s", k ? ", " : "; keep ",
+            mpprof_layer_label(&m->layers[p->keep[k].layer]), mp_dtype_name(p->keep[k].dtype));
   if (p->n_keep > 4) fprintf(kf, " and %zu more layers", p->n_keep - 4);
   if (fclose(kf) || !keep) {
     free(keep);
@@ -148,13 +144,15 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
    * counted as fitting (nothing was seen that says they do). */
   char *unchecked;
   if (p->n_unchecked == 1)
-    unchecked = mpprof_asprintf("; %s has no verdict and runs in %s unchecked",
-                                layer_label(&m->layers[p->first_unchecked]), mp_dtype_name(dt));
+    unchecked =
+        mpprof_asprintf("; %s has no verdict and runs in %s unchecked",
+                        mpprof_layer_label(&m->layers[p->first_unchecked]), mp_dtype_name(dt));
   else if (p->n_unchecked > 1)
-    unchecked = mpprof_asprintf("; %zu layers without a verdict run in %s unchecked (%s and %zu "
-                                "more)",
-                                p->n_unchecked, mp_dtype_name(dt),
-                                layer_label(&m->layers[p->first_unchecked]), p->n_unchecked - 1);
+    unchecked =
+        mpprof_asprintf("; %zu layers without a verdict run in %s unchecked (%s and %zu "
+                        "more)",
+                        p->n_unchecked, mp_dtype_name(dt),
+                        mpprof_layer_label(&m->layers[p->first_unchecked]), p->n_unchecked - 1);
   else
     unchecked = strdup("");
   if (!unchecked) {
@@ -352,7 +350,7 @@ void mpprof_plan_snippet(const mpprof_model *m, const mpprof_plan *p, FILE *f) {
       char *path = module_path(l);
       if (!path) {
         fputs("# layer ", f);
-        py_comment(f, layer_label(l));
+        py_comment(f, mpprof_layer_label(l));
         fprintf(f, ": %s; keep it in %s by hand (%s around those ops)\n",
                 l->name[0] ? "the ops of the model's own forward(), in no submodule"
                            : "ops outside every layer",
@@ -364,7 +362,7 @@ void mpprof_plan_snippet(const mpprof_model *m, const mpprof_plan *p, FILE *f) {
       fputs("keep_in(model, \"", f);
       py_str(f, path);
       fprintf(f, "\", %s)  # layer ", torch_dtype(p->keep[k].dtype));
-      py_comment(f, layer_label(l));
+      py_comment(f, mpprof_layer_label(l));
       if (has_sublayers(m, path)) fputs(" (its submodules run in this dtype too)", f);
       fputs("\n", f);
       free(path);
@@ -436,10 +434,10 @@ static cJSON *plan_json(const mpprof_model *m, const mpprof_plan *p) {
       cJSON_AddNullToObject(e, "verdict");
     cJSON_AddItemToObject(e, "module", path ? cJSON_CreateString(path) : cJSON_CreateNull());
     cJSON_AddItemToObject(e, "inside",
-                          in ? cJSON_CreateString(layer_label(&m->layers[in->layer]))
+                          in ? cJSON_CreateString(mpprof_layer_label(&m->layers[in->layer]))
                              : cJSON_CreateNull());
     free(path);
-    cJSON_AddItemToObject(layers, layer_label(l), e);
+    cJSON_AddItemToObject(layers, mpprof_layer_label(l), e);
     if (kept) k++;
   }
   return o;

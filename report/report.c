@@ -116,7 +116,7 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
         fprintf(f, "    %-32s %s",
                 !name     ? ""
                 : name[0] ? name
-                          : "(no NVTX range)",
+                          : MPPROF_NO_LAYER_LABEL,
                 l->adv.known ? mp_recommendation_name(l->adv.rec) : "no verdict");
         free(name);
         if (l->adv.known && l->adv.has_window && l->adv.rec == MP_REC_FP16_LOSS_SCALE)

@@ -646,6 +646,11 @@ double mpprof_shadow_max_rel(const mpprof_model *m);
 /* 1: layer l's measured worst rel_l2 of candidate c is within
  * --shadow-max-rel; 0: above it (or non-finite); -1: c was not measured. */
 int mpprof_shadow_layer_within(const mpprof_model *m, const mpprof_layer *l, mp_shadow_cand c);
+/* What a layer or site without a name (ops outside every NVTX range or
+ * module) is called wherever one is shown. */
+#define MPPROF_NO_LAYER_LABEL "(no NVTX range)"
+const char *mpprof_layer_label(const mpprof_layer *l);
+const char *mpprof_site_layer_label(const mpprof_site *s);
 const char *mpprof_fp8_recipe_name(int r);
 /* Transformer Engine's class for recipe r ("DelayedScaling", ...), or NULL. */
 const char *mpprof_fp8_recipe_te(int r);

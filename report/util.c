@@ -779,3 +779,11 @@ double mpprof_fp16_flush_edge(const mpprof_layer_tensor *t) {
   double share = nonzero ? (double)sub / (double)nonzero : 0;
   return share >= MPPROF_FLUSH_EDGE_SUBNORMAL_MIN ? share : 0;
 }
+
+const char *mpprof_layer_label(const mpprof_layer *l) {
+  return l->name[0] ? l->name : MPPROF_NO_LAYER_LABEL;
+}
+
+const char *mpprof_site_layer_label(const mpprof_site *s) {
+  return s->layer_name[0] ? s->layer_name : MPPROF_NO_LAYER_LABEL;
+}
