@@ -698,23 +698,6 @@ static int rule_lower_precision_possible(mpprof_model *m) {
   return rc;
 }
 
-/* fp8 is an option only for layers advised a 16-bit format whose values fit
- * fp8's range with per-tensor scaling (a layer another finding keeps in
- * bf16/fp32 is not listed). */
-static bool fp8_candidate(const mpprof_layer *l) {
-  const mpprof_layer_advice *a = &l->adv;
-  return a->known && (a->rec == MP_REC_FP16 || a->rec == MP_REC_FP16_LOSS_SCALE) &&
-         a->fp8_e4m3_fits == 1 && a->fp8_e5m2_fits != 0;
-}
-
-/* The layer's best fp8 recipe as shadow execution measured it, or NULL when
- * no fp8 recipe was shadowed (range only). */
-static const mpprof_shadow_cand *fp8_measured(const mpprof_layer *l) {
-  if (l->best_fp8 < 0 || l->best_fp8 >= MPPROF_FP8_RECIPES || !l->fp8[l->best_fp8].calls)
-    return NULL;
-  return &l->fp8[l->best_fp8];
-}
-
 /* One finding for the layers that fit fp8's range. With --shadow, a layer
  * whose best measured fp8 recipe errs more than --shadow-max-rel is no
  * candidate (the finding said "consider FP8" for layers whose every fp8
@@ -733,8 +716,9 @@ static int rule_fp8_candidate(mpprof_model *m) {
   int best_ok = -1;
   for (size_t i = 0; i < m->n_layers; i++) {
     const mpprof_layer *l = &m->layers[i];
-    if (!fp8_candidate(l)) continue;
-    const mpprof_shadow_cand *c = fp8_measured(l);
+    const mpprof_shadow_cand *c;
+    mpprof_fp8_fit fit = mpprof_layer_fp8_fit(m, l, &c);
+    if (fit == MPPROF_FP8_NO) continue;
     if (c) {
       cJSON *o = cJSON_CreateObject();
       if (!o) goto oom;
@@ -742,7 +726,7 @@ static int rule_fp8_candidate(mpprof_model *m) {
       cJSON_AddStringToObject(o, "recipe", mpprof_fp8_recipe_name(l->best_fp8));
       cJSON_AddItemToObject(o, "rel_l2", mpprof_json_double(c->worst.rel_l2));
     }
-    if (c && !(c->worst.rel_l2 <= lim)) {
+    if (fit == MPPROF_FP8_ERROR_TOO_HIGH) {
       cJSON_AddItemToArray(rejected, cJSON_CreateString(mpprof_layer_label(l)));
       if (!least_l || c->worst.rel_l2 < least) least = c->worst.rel_l2, least_l = l;
       continue;

@@ -148,6 +148,11 @@ static void plan_section(const mpprof_model *m, FILE *f) {
     html(f, m->plan_alt.headline);
     fputs("</p>\n", f);
   }
+  if (m->plan_fp8.headline) { /* autocast has no fp8: a list beside the plan */
+    fputs("<p class=\"muted\">FP8 (e.g. Transformer Engine, not autocast): ", f);
+    html(f, m->plan_fp8.headline);
+    fputs("</p>\n", f);
+  }
   char *code = NULL;
   size_t len = 0;
   FILE *mf = open_memstream(&code, &len);
@@ -160,7 +165,7 @@ static void plan_section(const mpprof_model *m, FILE *f) {
   }
   free(code);
   fputs("<p><code>plan.json</code> has the same plan for scripts: layer &rarr; dtype, the loss "
-        "scale.</p></section>\n",
+        "scale, and the fp8 candidates.</p></section>\n",
         f);
 }
 

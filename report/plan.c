@@ -61,6 +61,23 @@ static bool optimizer_only(const mpprof_layer *l) {
   return l->phase_mask == 1u << MPPROF_PHASE_OPTIMIZER;
 }
 
+mpprof_fp8_fit mpprof_layer_fp8_fit(const mpprof_model *m, const mpprof_layer *l,
+                                    const mpprof_shadow_cand **ret_measured) {
+  const mpprof_layer_advice *a = &l->adv;
+  const mpprof_shadow_cand *c = NULL;
+  if (l->best_fp8 >= 0 && l->best_fp8 < MPPROF_FP8_RECIPES && l->fp8[l->best_fp8].calls)
+    c = &l->fp8[l->best_fp8];
+  *ret_measured = c;
+  /* fp8 is an option only for layers advised a 16-bit format (one kept in
+   * bf16/fp32 for its range is not) and not for an optimizer step */
+  if (!a->known || (a->rec != MP_REC_FP16 && a->rec != MP_REC_FP16_LOSS_SCALE) ||
+      a->fp8_e4m3_fits != 1 || a->fp8_e5m2_fits == 0 || optimizer_only(l))
+    return MPPROF_FP8_NO;
+  if (!c) return MPPROF_FP8_RANGE;
+  return c->worst.rel_l2 <= mpprof_shadow_max_rel(m) ? MPPROF_FP8_MEASURED
+                                                     : MPPROF_FP8_ERROR_TOO_HIGH;
+}
+
 static bool bf16_supported(const mpprof_model *m) {
   for (size_t i = 0; i < m->n_procs; i++)
     if (m->procs[i].device_name && m->procs[i].cc_major && m->procs[i].cc_major < 8) return false;
@@ -186,8 +203,81 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
   return p->headline ? 0 : -1;
 }
 
+/* The fp8 candidates and their headline. */
+static int build_fp8_plan(mpprof_model *m) {
+  mpprof_fp8_plan *p = &m->plan_fp8;
+  memset(p, 0, sizeof *p);
+  p->recipe = -1;
+  double lim = mpprof_shadow_max_rel(m), worst_ok = 0, least_bad = INFINITY;
+  char *names = NULL;
+  size_t names_len = 0;
+  FILE *nf = open_memstream(&names, &names_len);
+  if (!nf) return -1;
+  for (size_t i = 0; i < m->n_layers; i++) {
+    const mpprof_layer *l = &m->layers[i];
+    const mpprof_shadow_cand *c;
+    mpprof_fp8_fit fit = mpprof_layer_fp8_fit(m, l, &c);
+    if (fit == MPPROF_FP8_NO) continue;
+    p->n_range++;
+    if (fit == MPPROF_FP8_ERROR_TOO_HIGH) {
+      if (c->worst.rel_l2 < least_bad) least_bad = c->worst.rel_l2;
+      continue;
+    }
+    if (p->n_fit < 4) fprintf(nf, "%s%s", p->n_fit ? ", " : "", mpprof_layer_label(l));
+    p->n_fit++;
+    if (fit == MPPROF_FP8_MEASURED) {
+      p->recipe = !p->n_measured++ ? l->best_fp8 : p->recipe == l->best_fp8 ? p->recipe : -2;
+      if (c->worst.rel_l2 > worst_ok) worst_ok = c->worst.rel_l2;
+    }
+  }
+  if (p->n_fit > 4) fprintf(nf, " and %zu more", p->n_fit - 4);
+  if (fclose(nf) || !names) {
+    free(names);
+    return -1;
+  }
+  size_t n_bad = p->n_range - p->n_fit;
+  if (!p->n_range) {
+    p->headline = NULL;
+  } else if (!p->n_fit) {
+    p->headline = mpprof_asprintf("none: %zu layer%s fit%s fp8's range but %s best "
+                                  "measured fp8 recipe errs more than --shadow-max-rel %.3g "
+                                  "(relative L2 %.3g at least)",
+                                  n_bad, n_bad == 1 ? "" : "s", n_bad == 1 ? "s" : "",
+                                  n_bad == 1 ? "its" : "their", lim, least_bad);
+  } else {
+    char *basis;
+    if (!p->n_measured)
+      basis = strdup("range only, per-tensor scaling: --shadow measures the error");
+    else if (p->n_measured < p->n_fit)
+      basis = mpprof_asprintf("%zu of them measured within --shadow-max-rel %.3g, the others "
+                              "range only",
+                              p->n_measured, lim);
+    else if (p->recipe >= 0)
+      basis = mpprof_asprintf("measured best: %s, relative L2 at most %.3g <= --shadow-max-rel "
+                              "%.3g",
+                              mpprof_fp8_recipe_te(p->recipe), worst_ok, lim);
+    else
+      basis = mpprof_asprintf("measured within --shadow-max-rel %.3g, the best recipe per layer "
+                              "in plan.json",
+                              lim);
+    char *bad =
+        n_bad ? mpprof_asprintf("; %zu more fit%s fp8's range but err%s more than "
+                                "--shadow-max-rel %.3g (relative L2 %.3g at least)",
+                                n_bad, n_bad == 1 ? "s" : "", n_bad == 1 ? "s" : "", lim, least_bad)
+              : strdup("");
+    if (basis && bad)
+      p->headline = mpprof_asprintf("%zu layer%s (e4m3 forward, e5m2 gradients): %s (%s)%s",
+                                    p->n_fit, p->n_fit == 1 ? "" : "s", names, basis, bad);
+    free(basis);
+    free(bad);
+  }
+  free(names);
+  return p->n_range && !p->headline ? -1 : 0;
+}
+
 int mpprof_build_plan(mpprof_model *m) {
   mpprof_plan_free(m);
+  if (build_fp8_plan(m)) return -1;
   size_t known = 0;
   for (size_t i = 0; i < m->n_layers; i++)
     known += m->layers[i].adv.known;
@@ -220,6 +310,8 @@ int mpprof_build_plan(mpprof_model *m) {
 void mpprof_plan_free(mpprof_model *m) {
   plan_free(&m->plan);
   plan_free(&m->plan_alt);
+  free(m->plan_fp8.headline);
+  memset(&m->plan_fp8, 0, sizeof m->plan_fp8);
 }
 
 /* The module path the snippet looks a kept layer up by (malloc'ed; NULL when
@@ -443,12 +535,49 @@ static cJSON *plan_json(const mpprof_model *m, const mpprof_plan *p) {
   return o;
 }
 
+/* plan.json's "fp8": null when no layer fits fp8's range. */
+static cJSON *fp8_json(const mpprof_model *m) {
+  const mpprof_fp8_plan *p = &m->plan_fp8;
+  if (!p->headline) return cJSON_CreateNull();
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "summary", p->headline);
+  cJSON_AddStringToObject(o, "format", "HYBRID"); /* e4m3 forward, e5m2 gradients */
+  cJSON_AddItemToObject(o, "recipe",
+                        p->n_fit && p->n_measured == p->n_fit && p->recipe >= 0
+                            ? cJSON_CreateString(mpprof_fp8_recipe_te(p->recipe))
+                            : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, "layers_fit", mpprof_json_u64(p->n_fit));
+  cJSON_AddItemToObject(o, "layers_in_range", mpprof_json_u64(p->n_range));
+  cJSON_AddItemToObject(o, "shadow_max_rel", mpprof_json_double(mpprof_shadow_max_rel(m)));
+  cJSON *layers = cJSON_AddObjectToObject(o, "layers");
+  for (size_t i = 0; i < m->n_layers; i++) {
+    const mpprof_layer *l = &m->layers[i];
+    const mpprof_shadow_cand *c;
+    mpprof_fp8_fit fit = mpprof_layer_fp8_fit(m, l, &c);
+    if (fit == MPPROF_FP8_NO) continue;
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddBoolToObject(e, "candidate", fit != MPPROF_FP8_ERROR_TOO_HIGH);
+    cJSON_AddStringToObject(e, "basis", c ? "measured" : "range");
+    cJSON_AddItemToObject(e, "recipe",
+                          c ? cJSON_CreateString(mpprof_fp8_recipe_te(l->best_fp8))
+                            : cJSON_CreateNull());
+    cJSON_AddItemToObject(e, "rel_l2",
+                          c ? mpprof_json_double(c->worst.rel_l2) : cJSON_CreateNull());
+    char *path = module_path(l);
+    cJSON_AddItemToObject(e, "module", path ? cJSON_CreateString(path) : cJSON_CreateNull());
+    free(path);
+    cJSON_AddItemToObject(layers, mpprof_layer_label(l), e);
+  }
+  return o;
+}
+
 int mpprof_write_plan_json(const mpprof_model *m, const char *path) {
   cJSON *root = cJSON_CreateObject();
   if (!root) return -1;
   cJSON_AddStringToObject(root, "schema", "mpprof.plan/1");
   cJSON_AddItemToObject(root, "recommended", plan_json(m, &m->plan));
   cJSON_AddItemToObject(root, "alternative", plan_json(m, &m->plan_alt));
+  cJSON_AddItemToObject(root, "fp8", fp8_json(m));
   if (m->plan.known) {
     char *code = NULL;
     size_t len = 0;

@@ -145,6 +145,11 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
     } else if (m->n_layers) {
       fputs("  plan: " MPPROF_NO_PLAN_TEXT "\n", f);
     }
+    if (m->plan_fp8.headline) {
+      fputs("  fp8: ", f);
+      put_text(f, m->plan_fp8.headline);
+      fputc('\n', f);
+    }
     const mpprof_applied_scale *g = &m->loss_scale;
     if (g->applicable && g->has_window)
       fprintf(

@@ -483,6 +483,26 @@ double mpprof_fp16_flush_edge(const mpprof_layer_tensor *t);
   "none: no layer has a verdict (no scanned values, or gradients never seen non-zero: each "       \
   "layer's reasons say which)"
 
+/* How a layer stands as an fp8 candidate (e4m3 forward, e5m2 gradients):
+ * one definition for plan.json's "fp8" and the fp8_candidate finding. */
+typedef enum mpprof_fp8_fit {
+  MPPROF_FP8_NO,             /* no 16-bit verdict, or its values do not fit fp8's range */
+  MPPROF_FP8_RANGE,          /* fits the range with per-tensor scaling; not shadowed */
+  MPPROF_FP8_MEASURED,       /* and its best measured fp8 recipe is within --shadow-max-rel */
+  MPPROF_FP8_ERROR_TOO_HIGH, /* fits the range; its best measured recipe errs more */
+} mpprof_fp8_fit;
+
+/* plan.json's "fp8": the layers that could train in fp8 (HYBRID: e4m3
+ * forward, e5m2 gradients), e.g. with Transformer Engine; autocast has no
+ * fp8, so this is a list beside the plan, not part of it. */
+typedef struct mpprof_fp8_plan {
+  size_t n_range;    /* layers that fit fp8's range (mpprof_layer_fp8_fit != MPPROF_FP8_NO) */
+  size_t n_fit;      /* of which candidates: range only, or measured within the limit */
+  size_t n_measured; /* of the candidates, those measured */
+  int recipe;        /* the best recipe all measured candidates share; -1 none, -2 they differ */
+  char *headline;    /* NULL when n_range is 0 */
+} mpprof_fp8_plan;
+
 typedef struct mpprof_plan_keep {
   size_t layer;   /* index in model.layers */
   mp_dtype dtype; /* MP_BF16 or MP_FP32: kept out of the autocast dtype */
@@ -523,6 +543,7 @@ typedef struct mpprof_model {
   size_t n_findings, cap_findings;
   mpprof_applied_scale loss_scale;
   mpprof_plan plan, plan_alt; /* recommended, and the other autocast dtype (or unknown) */
+  mpprof_fp8_plan plan_fp8;   /* the fp8 candidates beside the plan */
   mpprof_nonfinite first_nonfinite;
   mpprof_tc_summary tc;
   bool incomplete;
@@ -685,6 +706,11 @@ int mpprof_build_plan(mpprof_model *m); /* after advice and the loss scale; 0 or
 void mpprof_plan_free(mpprof_model *m);
 /* The PyTorch code of a plan (autocast, per-module exclusions, GradScaler). */
 void mpprof_plan_snippet(const mpprof_model *m, const mpprof_plan *p, FILE *f);
+/* Layer l as an fp8 candidate; *ret_measured: its best fp8 recipe's
+ * aggregate when one was shadowed, else NULL. */
+mpprof_fp8_fit mpprof_layer_fp8_fit(const mpprof_model *m, const mpprof_layer *l,
+                                    const mpprof_shadow_cand **ret_measured);
+
 int mpprof_write_plan_json(const mpprof_model *m, const char *path);
 
 /* ops.c: per-site facts shown by the ops table and ops.csv (one definition each). */

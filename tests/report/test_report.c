@@ -926,6 +926,80 @@ static void a_bf16_plan_keeps_out_a_layer_whose_measured_bf16_error_is_too_large
   free(dir);
 }
 
+/* plan.json's "fp8" and the fp8_candidate finding say the same: layers that
+ * fit fp8's range, and with --shadow only those whose best measured fp8
+ * recipe is within --shadow-max-rel, named as Transformer Engine's class.
+ * Before, fp8 reached plan.json not at all, and the finding offered fp8 to
+ * layers whose every recipe measured 7-12% relative L2 error. */
+static void the_plan_lists_fp8_candidates_by_their_measured_error(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("plan_fp8");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &P0);
+  const char *paths[] = {"net/fc2/fwd", "net/fc3/fwd", "net/fc4/fwd"};
+  const double err[] = {0.02, 0.09, 0}; /* fc4: not shadowed */
+  for (int i = 0; i < 3; i++) {
+    cJSON *s = fwd_site(i, paths[i], -4, 4);
+    if (err[i] > 0) {
+      cJSON *sh = cJSON_AddObjectToObject(s, "shadow");
+      cJSON_AddNumberToObject(sh, "calls", 1);
+      cJSON *cs = cJSON_AddObjectToObject(sh, "candidates");
+      cJSON_AddItemToObject(cs, "fp16", shadow_cand(0.0006, 1));
+      cJSON_AddItemToObject(cs, "bf16", shadow_cand(0.002, 1));
+      cJSON_AddItemToObject(cs, "fp8_e4m3_current", shadow_cand(err[i] * 1.5, 1));
+      cJSON_AddItemToObject(cs, "fp8_e4m3_delayed", shadow_cand(err[i], 1));
+      cJSON_AddItemToObject(cs, "mxfp8_e4m3", shadow_cand(err[i] * 1.2, 1));
+    }
+    rg_site_end(&r, s);
+  }
+  rg_end(&r);
+  for (int pass = 0; pass < 2; pass++) {
+    /* the default limit (2^-8) admits none of the measured; 0.05 admits fc2 */
+    mpprof_report_options o = {.out_dir = dir, .shadow_max_rel = pass ? 0.05 : 0};
+    assert_int_equal(mpprof_report_generate(&o), 0);
+    cJSON *plan = rg_read_json(dir, "plan.json");
+    assert_non_null(plan);
+    const cJSON *fp8 = get(plan, "fp8");
+    assert_true(cJSON_IsObject(fp8));
+    assert_int_equal((int)get(fp8, "layers_in_range")->valuedouble, 3);
+    assert_int_equal((int)get(fp8, "layers_fit")->valuedouble, pass ? 2 : 1);
+    const cJSON *ls = get(fp8, "layers");
+    const cJSON *fc2 = cJSON_GetObjectItem(ls, "net/fc2"),
+                *fc3 = cJSON_GetObjectItem(ls, "net/fc3"),
+                *fc4 = cJSON_GetObjectItem(ls, "net/fc4");
+    assert_int_equal(cJSON_IsTrue(get(fc2, "candidate")), pass);
+    assert_false(cJSON_IsTrue(get(fc3, "candidate")));
+    assert_true(cJSON_IsTrue(get(fc4, "candidate"))); /* range only */
+    assert_string_equal(get(fc2, "basis")->valuestring, "measured");
+    assert_string_equal(get(fc2, "recipe")->valuestring, "DelayedScaling");
+    assert_true(get(fc2, "rel_l2")->valuedouble == 0.02);
+    assert_string_equal(get(fc4, "basis")->valuestring, "range");
+    assert_true(cJSON_IsNull(get(fc4, "recipe")));
+    assert_string_equal(get(fc4, "module")->valuestring, "net.fc4");
+    /* fc4 was not shadowed: no recipe for every candidate */
+    assert_true(cJSON_IsNull(get(fp8, "recipe")));
+    const char *sum = get(fp8, "summary")->valuestring;
+    assert_non_null(strstr(sum, pass ? "2 layers" : "1 layer"));
+    assert_non_null(strstr(sum, pass ? "1 more fits" : "2 more fit"));
+    cJSON_Delete(plan);
+    /* the finding lists the same candidates */
+    cJSON *rep = rg_read_json(dir, "report.json");
+    const cJSON *f, *fs = get(rep, "findings");
+    int found = 0;
+    cJSON_ArrayForEach(f, fs) {
+      if (strcmp(get(f, "kind")->valuestring, "fp8_candidate")) continue;
+      found++;
+      assert_int_equal(cJSON_GetArraySize(get(f, "evidence.layers")), pass ? 2 : 1);
+      assert_int_equal(cJSON_GetArraySize(get(f, "evidence.rejected_by_measured_error")),
+                       pass ? 1 : 2);
+    }
+    assert_int_equal(found, 1);
+    cJSON_Delete(rep);
+  }
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* A site of layer_path whose output passes bf16's range: its layer is kept in
  * fp32 by every plan. module_class: a PyTorch module's class, or NULL. */
 static cJSON *beyond_bf16_site(int id, const char *layer_path, const char *module_class) {
@@ -2497,6 +2571,7 @@ int main(void) {
       cmocka_unit_test(a_saturated_fp8_output_is_fp16_overflow_in_the_layer_table),
       cmocka_unit_test(infs_an_fp16_output_made_from_finite_inputs_are_fp16_overflow),
       cmocka_unit_test(a_bf16_plan_keeps_out_a_layer_whose_measured_bf16_error_is_too_large),
+      cmocka_unit_test(the_plan_lists_fp8_candidates_by_their_measured_error),
       cmocka_unit_test(the_global_loss_scale_follows_the_measured_verdicts),
       cmocka_unit_test(a_flushed_fp16_input_is_a_reason_on_an_fp16_verdict),
       cmocka_unit_test(a_flush_edge_makes_the_loss_scale_needed),
