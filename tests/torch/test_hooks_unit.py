@@ -297,6 +297,28 @@ class Tests(unittest.TestCase):
             m(x)
         self.assertEqual([(t, s[0]) for t, s in seen], [("a", "Leaf"), ("b", "Leaf_2"), ("a", "Leaf")])
 
+    def test_a_model_whose_forward_is_called_directly_names_its_layers_in_it(self):
+        # Lightning style: training_step calls self.forward(x), so no hook
+        # sees the model itself; its layers are still named in it (not enc's
+        # children as a model of their own, "0", nor head as a bare "Leaf")
+        class Lit(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.enc = nn.Sequential(Leaf("e0"), Leaf("e1"))
+                self.head = Leaf("head")
+
+            def forward(self, x):
+                return self.head(self.enc(x))
+
+            def training_step(self, x):
+                return self.forward(x).sum()
+
+        model = Lit()
+        model.training_step(torch.ones(2))
+        prefix = "" if hooks._main_root() is model else "Lit."  # (a model of an earlier test may live)
+        self.assertEqual([s for _, s in seen], [(prefix + "enc.0", "forward"), (prefix + "enc.1", "forward"),
+                                                (prefix + "head", "forward")])
+
     def test_a_dataclass_output_is_marked_for_backward(self):
         # models that return a dataclass (not a dict: a plain @dataclass
         # ModelOutput) name their backward as a tuple's or a dict's would

@@ -171,6 +171,25 @@ def _name_root(root):
         _lib_names[lid] = name
 
 
+def _forward_owner(module):
+    """The innermost module whose forward runs on this thread without its
+    __call__ (`self.forward(x)` in a Lightning-style training_step,
+    `model.forward(x)`), so no hook saw it, and that holds module; None when
+    there is none. Its children are then named in it, as they would be had it
+    been called: not module taken for a model of its own."""
+    f = sys._getframe(1)
+    for _ in range(64):
+        if f is None:
+            break
+        if f.f_code.co_name == "forward" and "self" in f.f_code.co_varnames:
+            owner = f.f_locals.get("self")
+            if (owner is not module and isinstance(owner, _Module)
+                    and any(m is module for m in owner.modules())):
+                return owner
+        f = f.f_back
+    return None
+
+
 def _resolve(module, root, parent):
     """Layer id of a module not named yet (_fast calls this on a miss of
     _ids): root and parent are the outermost and innermost modules whose
@@ -185,7 +204,8 @@ def _resolve(module, root, parent):
             pname = _lib_names.get(pent[1]) if pent else None
             name = (pname + "." if pname else "") + type(module).__name__
         else:
-            _name_root(module)
+            owner = _forward_owner(module)
+            _name_root(owner if owner is not None else module)
             ent = _ids.get(id(module))
             if ent is not None and ent[0]() is module:
                 return ent[1]
@@ -690,10 +710,11 @@ def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skip
     and ops are ctypes function pointers (libmpprof.so's, or a test's
     stand-ins); without ops, every module's backward is marked."""
     global _push, _pop, _layer_id, _loss_scale, _step, _step_skipped
-    global _compiling, _Tensor, _direct, _cxx
+    global _compiling, _Tensor, _Module, _direct, _cxx
     _push, _pop, _layer_id = push, pop, layer_id
     _loss_scale, _step, _step_skipped = loss_scale, step, step_skipped
     _Tensor = torch.Tensor
+    _Module = torch.nn.Module
     _compiling = _compiling_fn(torch)
     addr = [ctypes.cast(f, ctypes.c_void_p).value if f is not None else None for f in (push, pop, set_, ops)]
     _fast.init(addr[0], addr[1], addr[2], addr[3], torch.Tensor, torch.is_grad_enabled, _resolve, _log,
@@ -773,3 +794,4 @@ def install(torch):
 
 
 _Tensor = None
+_Module = None
