@@ -3,7 +3,8 @@ change names every op by its module, forward and backward, and the program's
 output is the same as without mpprof; GradScaler's scale per step and its
 skipped step reach the report; a program ended by Ctrl-C (an uncaught
 KeyboardInterrupt, which CPython turns into SIGINT) keeps its status and its
-ops. Also: a shell script that starts python and a
+ops, and so do a forked multiprocessing child and a program that end by
+os._exit(). Also: a shell script that starts python and a
 launcher starting 2 ranked workers are attributed the same; the program's own
 sitecustomize
 still runs, --python off / MPPROF_PYTHON=0 leave attribution to NVTX, a
@@ -238,6 +239,29 @@ def main():
     names = sorted(l["name"] for l in rep["layers"]) if rep else []
     check(names == sorted(set(LAYERS) | {"optimizer"}),
           "KeyboardInterrupt: the ops before it are reported by module: %s %s" % (names, err[-300:]))
+
+    # os._exit(): no exit handler runs, C or Python. A multiprocessing child
+    # started by fork (mp.Process, Hogwild) always ends so; here one trains
+    # the model (the parent never touches torch), and a program calls
+    # os._exit(5) itself. Each keeps its ops (as a checkpoint) and the status.
+    forked = os.path.join(WORK, "forked.py")
+    with open(forked, "w") as f:
+        f.write("import multiprocessing as mp, os, runpy, sys\n"
+                "def child():\n    sys.argv = [%r]\n    runpy.run_path(%r, run_name='__main__')\n"
+                "if __name__ == '__main__':\n"
+                "    p = mp.get_context('fork').Process(target=child)\n    p.start()\n    p.join()\n"
+                "    if os.environ.get('MPP_OS_EXIT'):\n        child()\n        sys.stdout.flush()\n"
+                "        os._exit(5)\n"
+                "    sys.exit(p.exitcode)\n" % (MODEL, MODEL))
+    for name, want_rc, want_procs, extra in (("fork", 0, 1, {}), ("os-exit", 5, 2, {"MPP_OS_EXIT": "1"})):
+        rc0, plain, _ = run([PY, forked], MPP_STEPS="1", **extra)
+        rc, out, err, rep = profile(name, [PY, forked], "--checkpoint", "0", MPP_STEPS="1", **extra)
+        names = sorted(l["name"] for l in rep["layers"]) if rep else []
+        procs = len(rep["processes"]) if rep else 0
+        check(rc == rc0 == want_rc and out == plain and procs == want_procs
+              and names == sorted(set(LAYERS) | {"optimizer"}),
+              "%s: status %d (%d without mpprof), same output %s, %d processes, layers %s %s"
+              % (name, rc, rc0, out == plain, procs, names, err[-300:]))
 
     # A shell script that starts python, and torchrun with 2 workers: the
     # integration reaches every interpreter through the environment.
