@@ -35,6 +35,10 @@ MPP_EXPORT void mpprof_checkpoint(void) {
   if (enabled()) mpp_runtime_checkpoint();
 }
 
+MPP_EXPORT void mpprof_exit_now(void) {
+  if (enabled()) mpp_runtime_before_exec();
+}
+
 MPP_EXPORT void mpprof_step(uint64_t n) {
   if (enabled()) mpp_train_mark_step(n);
 }

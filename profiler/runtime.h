@@ -38,7 +38,7 @@ typedef void *(*mpp_dlsym_fn)(void *handle, const char *name);
 void mpp_runtime_set_real_dlsym(mpp_dlsym_fn fn);
 
 /* --- exec (exec.c) --- */
-void mpp_runtime_before_exec(void); /* writes the raw file as final */
+void mpp_runtime_before_exec(void); /* writes the raw file as final (exec, mpprof_exit_now) */
 void mpp_runtime_exec_failed(void); /* the image goes on: later writes follow */
 
 /* --- mpprof_checkpoint (entry.c, mpprof.h) --- */

@@ -80,6 +80,12 @@ void mpprof_framework(const char *name, const char *version, const char *backwar
  * progress; a no-op before the process's first CUDA call. */
 void mpprof_checkpoint(void);
 
+/* The process ends now without exit handlers (Python's os._exit(), which a
+ * multiprocessing child started by fork always ends by): write its raw file
+ * as final, as before an exec. The PyTorch integration calls it from its
+ * os._exit wrapper. Same conditions as mpprof_checkpoint. */
+void mpprof_exit_now(void);
+
 #ifdef __cplusplus
 }
 #endif

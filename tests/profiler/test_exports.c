@@ -68,6 +68,7 @@ static const char *const expected[] = {
     "execvpe",
     "fexecve",
     "mpprof_checkpoint",
+    "mpprof_exit_now",
     "mpprof_framework",
     "mpprof_layer_id",
     "mpprof_scope_ops",

@@ -243,7 +243,7 @@ def main():
     # os._exit(): no exit handler runs, C or Python. A multiprocessing child
     # started by fork (mp.Process, Hogwild) always ends so; here one trains
     # the model (the parent never touches torch), and a program calls
-    # os._exit(5) itself. Each keeps its ops (as a checkpoint) and the status.
+    # os._exit(5) itself. Each keeps its ops (final: the process ended) and the status.
     forked = os.path.join(WORK, "forked.py")
     with open(forked, "w") as f:
         f.write("import multiprocessing as mp, os, runpy, sys\n"
@@ -258,10 +258,12 @@ def main():
         rc, out, err, rep = profile(name, [PY, forked], "--checkpoint", "0", MPP_STEPS="1", **extra)
         names = sorted(l["name"] for l in rep["layers"]) if rep else []
         procs = len(rep["processes"]) if rep else 0
-        check(rc == rc0 == want_rc and out == plain and procs == want_procs
+        # the process ended: its raw file is final, not "checkpoint only"
+        final = rep is not None and all(p["final"] for p in rep["processes"])
+        check(rc == rc0 == want_rc and out == plain and procs == want_procs and final
               and names == sorted(set(LAYERS) | {"optimizer"}),
-              "%s: status %d (%d without mpprof), same output %s, %d processes, layers %s %s"
-              % (name, rc, rc0, out == plain, procs, names, err[-300:]))
+              "%s: status %d (%d without mpprof), same output %s, %d processes, final %s, layers %s %s"
+              % (name, rc, rc0, out == plain, procs, final, names, err[-300:]))
 
     # A shell script that starts python, and torchrun with 2 workers: the
     # integration reaches every interpreter through the environment.

@@ -752,8 +752,9 @@ def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skip
 def _checkpoint_before_os_exit(checkpoint):
     """os._exit() ends the process without exit handlers, C or Python: a
     multiprocessing child started by fork (mp.Process, Hogwild workers)
-    always ends so, and a program may. The raw file is written first (as a
-    checkpoint); a forked child that never used CUDA writes none."""
+    always ends so, and a program may. The raw file is written first, final
+    (mpprof_exit_now; a checkpoint from a libmpprof.so without it); a forked
+    child that never used CUDA writes none."""
     real = os._exit
     if getattr(real, "_mpprof", False):
         return
@@ -806,7 +807,7 @@ def install(torch):
         import atexit
 
         atexit.register(checkpoint)
-        _checkpoint_before_os_exit(checkpoint)
+        _checkpoint_before_os_exit(_fn(lib, "mpprof_exit_now", None) or checkpoint)
     framework = _fn(lib, "mpprof_framework", None, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p)
     if framework is not None:  # the raw file's "framework" (values: raw_format.h MP_RAW_MARKS_*)
         framework(b"torch", str(getattr(torch, "__version__", "")).encode("utf-8", "replace"),
