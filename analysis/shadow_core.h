@@ -302,6 +302,9 @@ typedef struct mp_sh_err {
 } mp_sh_err;
 
 MP_CAST_FN void mp_sh_err_add(mp_sh_err *e, double ref, double dc) {
+  /* An output that reads an operand's Inf or NaN has no error to measure (and
+   * inf - inf would make the sums NaN, which a worst-of merge drops as 0). */
+  if (!mp_sh_isfinite_d(ref)) return;
   e->sr = MP_SH_DADD(e->sr, MP_SH_DMUL(ref, ref));
   double aref = ref < 0 ? -ref : ref;
   if (aref > e->maxr) e->maxr = aref;

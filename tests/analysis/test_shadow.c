@@ -146,6 +146,7 @@ static void ref_metrics(const double *d, const double *ref, size_t n, mp_shadow_
   double se = 0, sr = 0, md = 0, mr = 0;
   uint64_t nz = 0, fl = 0, nf = 0;
   for (size_t i = 0; i < n; i++) {
+    if (!isfinite(ref[i])) continue; /* over the outputs whose reference is finite */
     sr += ref[i] * ref[i];
     mr = fmax(mr, fabs(ref[i]));
     if (!isfinite(d[i])) {
@@ -184,6 +185,10 @@ static void to_gemm(const ref_gemm *r, mp_shadow_gemm *g) {
 }
 
 static void close_to(double got, double want) {
+  if (isnan(want)) {
+    assert_true(isnan(got));
+    return;
+  }
   if (isinf(want)) {
     assert_true(isinf(got));
     return;
@@ -465,6 +470,33 @@ static void fp16_output_overflow_is_counted_as_nonfinite(void **state) {
   mp_shadow_metrics out[MP_SH_COUNT];
   assert_int_equal(mp_shadow_run(&g, 1u << MP_SH_BF16, NULL, out), 1u << MP_SH_BF16);
   assert_int_equal(out[MP_SH_BF16].nonfinite, 0);
+}
+
+/* An operand's Inf or NaN makes the reference non-finite at the outputs that
+ * read it; the metrics leave those out, so each candidate is measured on the
+ * others: the call's own fp32 loses nothing. fp8 current scaling saturates
+ * the Inf (amax inf: scale 1) to a finite output there, which must not turn
+ * the sums into NaN (a worst-of merge would keep 0 for it). */
+static void outputs_whose_reference_is_not_finite_are_left_out(void **state) {
+  (void)state;
+  ref_gemm r = base_gemm();
+  A[0] = INFINITY;      /* op(A)(0, 0) of batch 0: row 0's outputs are inf */
+  B[LDB * N + 3] = NAN; /* op(B)(3, 0) of batch 1: column 0's outputs are NaN */
+  mp_shadow_gemm g;
+  to_gemm(&r, &g);
+  ref_cand c = {.fmt = MP_FP32, .out = MP_FP32};
+  mp_shadow_metrics m = check(&r, MP_SH_CURRENT, &c, &g, NULL);
+  assert_int_equal(m.nonfinite, 0);
+  assert_true(m.rel_l2 > 0 && m.rel_l2 < 0x1p-20);
+  ref_cand b = {.fmt = MP_BF16, .out = MP_BF16};
+  assert_true(check(&r, MP_SH_BF16, &b, &g, NULL).rel_l2 < 0x1p-8);
+  const mp_shadow_cand fp8[2] = {MP_SH_E4M3_CURRENT, MP_SH_E5M2_CURRENT};
+  for (int i = 0; i < 2; i++) {
+    mp_shadow_metrics out[MP_SH_COUNT];
+    assert_int_equal(mp_shadow_run(&g, 1u << fp8[i], NULL, out), 1u << fp8[i]);
+    assert_int_equal(out[fp8[i]].nonfinite, 0);
+    assert_true(out[fp8[i]].rel_l2 > 0x1p-8 && out[fp8[i]].rel_l2 < 0.25); /* not NaN */
+  }
 }
 
 static void gradients_flush_at_scale_1_and_fit_at_their_loss_scale(void **state) {
@@ -979,6 +1011,7 @@ int main(void) {
       cmocka_unit_test(delayed_scaling_uses_the_amax_of_earlier_calls),
       cmocka_unit_test(delayed_history_holds_1024_calls_and_keeps_the_scale_on_zero_amax),
       cmocka_unit_test(fp16_output_overflow_is_counted_as_nonfinite),
+      cmocka_unit_test(outputs_whose_reference_is_not_finite_are_left_out),
       cmocka_unit_test(gradients_flush_at_scale_1_and_fit_at_their_loss_scale),
       cmocka_unit_test(a_product_below_fp16_takes_the_outputs_own_scale),
       cmocka_unit_test(fp8_scale_pointers_scale_operands_and_output),

@@ -343,6 +343,7 @@ static void run_config(const config &c, const float *scales_of, const int *block
               MP_FP16, bias,
               (uint64_t)((int64_t)o / (c.m * c.n) * host.bias_stride + (int64_t)o % c.m));
         r = mp_sh_epi_d(c.epi, r);
+        if (!isfinite(r)) continue; /* over the outputs whose reference is finite */
         sr += r * r;
         maxr = fmax(maxr, fabs(r));
         if (!isfinite(d)) {
