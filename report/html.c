@@ -643,8 +643,13 @@ static void fp8_cell(FILE *f, const char *name, const mpprof_shadow_cand *c) {
 
 static void layer_shadow_cells(FILE *f, const mpprof_layer *l) {
   const mpprof_shadow *sh = l->shadow;
+  /* fp16 as AMP runs it: loss-scaled where the layer has gradients (backward
+   * sites, an fp16_loss_scale verdict); a loss scale never reaches a forward
+   * layer, whose fp16 is at scale 1 (what its verdict is measured by) */
+  bool scaled = (l->phase_mask & 1u << MPPROF_PHASE_BACKWARD) || l->adv.has_gradients ||
+                l->adv.rec == MP_REC_FP16_LOSS_SCALE;
   rel_cell(f, sh ? &sh->cand[MP_SH_CURRENT] : NULL);
-  rel_cell(f, sh ? &sh->cand[MP_SH_FP16_SCALED] : NULL);
+  rel_cell(f, sh ? &sh->cand[scaled ? MP_SH_FP16_SCALED : MP_SH_FP16] : NULL);
   rel_cell(f, sh ? &sh->cand[MP_SH_BF16] : NULL);
   fp8_cell(f, sh ? mpprof_fp8_recipe_name(l->best_fp8) : NULL,
            sh && l->best_fp8 >= 0 ? &l->fp8[l->best_fp8] : NULL);

@@ -316,6 +316,88 @@ static void ops_csv_writes_tf32_out_and_tflops(void **state) {
   free(dir);
 }
 
+/* A shadow object as the raw file has it: fp16 at scale 1, fp16 at the loss
+ * scales, bf16 (worst rel_l2 of one call each). */
+static void add_shadow(cJSON *site, double fp16, double fp16_scaled, double bf16) {
+  cJSON *sh = cJSON_AddObjectToObject(site, "shadow");
+  cJSON_AddNumberToObject(sh, "calls", 1);
+  cJSON *cs = cJSON_AddObjectToObject(sh, "candidates");
+  const char *names[3] = {"fp16", "fp16_loss_scaled", "bf16"};
+  const double rel[3] = {fp16, fp16_scaled, bf16};
+  for (int i = 0; i < 3; i++) {
+    cJSON *c = cJSON_AddObjectToObject(cs, names[i]);
+    cJSON_AddNumberToObject(c, "calls", 1);
+    cJSON_AddNumberToObject(c, "rel_l2", rel[i]);
+    cJSON_AddNumberToObject(c, "max_rel", rel[i]);
+    cJSON_AddNumberToObject(c, "flushed", 0);
+    cJSON_AddNumberToObject(c, "nonfinite", 0);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(c, "rel_l2_samples"), cJSON_CreateNumber(rel[i]));
+  }
+}
+
+/* The layer table's cell of the column headed `head` in the row of layer `name`. */
+static char *layer_cell(const char *html, const char *name, const char *head) {
+  const char *t = strstr(html, "<table id=\"layer-table\"");
+  assert_non_null(t);
+  const char *h = strstr(t, head), *tr = strstr(t, "<tr id=\"lrow-");
+  assert_true(h && tr && h < tr);
+  int col = 0; /* the cells before it */
+  for (const char *p = strstr(t, "</th>"); p && p < h; p = strstr(p + 1, "</th>"))
+    col++;
+  char want[160];
+  snprintf(want, sizeof want, ">%s<", name);
+  const char *row = strstr(t, want);
+  assert_non_null(row);
+  for (const char *b = row; b > t; b--)
+    if (!strncmp(b, "<tr", 3)) {
+      row = b;
+      break;
+    }
+  const char *td = strstr(row, "<td");
+  for (int i = 0; i < col; i++)
+    td = strstr(td + 1, "<td");
+  const char *end = strstr(td, "</td>");
+  char *cell = strndup(td, (size_t)(end - td));
+  assert_non_null(cell);
+  return cell;
+}
+
+/* With --shadow, the layer table's "Measured fp16 rel L2" is fp16 as AMP runs
+ * it: loss-scaled for a layer with gradients, at scale 1 for a forward layer,
+ * which a loss scale never reaches (and whose fp16 verdict is measured at 1).
+ * A forward layer whose product flushes in fp16 (0.26 at scale 1) showed the
+ * loss-scaled 0.0004 beside its bf16 verdict, as if fp16 lost nothing. */
+static void the_layer_tables_measured_fp16_is_at_scale_1_for_a_forward_layer(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("layer-shadow-fp16");
+  rg_proc p = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
+  rg_file r;
+  assert_int_equal(rg_begin(&r, dir, "a.json", &p), 0);
+  const char *paths[3] = {"act/fwd", "lin/fwd", "lin/bwd"};
+  for (int i = 0; i < 3; i++) {
+    cJSON *s = rg_gemm(i, "cublasGemmEx", paths[i], "A=fp32,B=fp32,C=fp32,D=fp32", "32F", "DEFAULT",
+                       64, 64, 64, 5);
+    rg_tensor(s, "D", MP_FP32, -4, 4, 100);
+    if (i == 0) add_shadow(s, 0.26, 0.0004, 0.003);
+    if (i == 2) add_shadow(s, 0.31, 0.0005, 0.003);
+    rg_site_end(&r, s);
+  }
+  assert_int_equal(rg_end(&r), 0);
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  char *act = layer_cell(html, "act", "Measured fp16 rel L2"),
+       *lin = layer_cell(html, "lin", "Measured fp16 rel L2");
+  assert_non_null(strstr(act, ">0.26"));
+  assert_non_null(strstr(lin, ">0.0005"));
+  free(act);
+  free(lin);
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* A layer of plain fp32 GEMMs that TF32 would put on Tensor Cores: the page's
  * layer table says "with TF32", and layers.csv and report.json say the same
  * (they said only tc_eligible no / false). */
@@ -558,6 +640,7 @@ int main(void) {
       cmocka_unit_test(csv_fields_that_look_like_formulas_are_text),
       cmocka_unit_test(ops_csv_writes_tf32_out_and_tflops),
       cmocka_unit_test(a_layer_eligible_with_tf32_says_so_in_csv_json_and_html),
+      cmocka_unit_test(the_layer_tables_measured_fp16_is_at_scale_1_for_a_forward_layer),
       cmocka_unit_test(every_layer_and_op_column_is_defined_where_it_is_shown),
       cmocka_unit_test(trace_nests_ops_inside_layer_slices),
       cmocka_unit_test(a_percentage_reads_100_or_0_only_when_exact),
