@@ -1180,15 +1180,23 @@ static int rule_incomplete_process(mpprof_model *m) {
     if (len >= sizeof why) len = sizeof why - 1;
     mpprof_finding *f =
         add(m, "incomplete_process", "info", NULL,
-            !p->final ? mpprof_asprintf("%s (pid %" PRId64 "): checkpoint only: the process did "
-                                        "not finish, its data is incomplete",
-                                        p->file, p->pid)
-                      : mpprof_asprintf("%s (pid %" PRId64 "): incomplete: %s", p->file, p->pid,
-                                        len ? why : "see incomplete_reasons"),
-            strdup(!p->final ? "let the program exit normally, or accept partial data"
-                             : "a limit named in incomplete_reasons can be raised "
-                               "(MPPROF_MAX_SITES, MPPROF_MAX_EVENTS); calls in flight at exit "
-                               "and a cut argv are only reported"));
+            p->final_unwritten
+                ? mpprof_asprintf("%s (pid %" PRId64 "): checkpoint only: the process exited but "
+                                  "its final raw file could not be written (a full disk?), the "
+                                  "ops after the checkpoint are missing",
+                                  p->file, p->pid)
+            : !p->final ? mpprof_asprintf("%s (pid %" PRId64 "): checkpoint only: the process did "
+                                          "not finish, its data is incomplete",
+                                          p->file, p->pid)
+                        : mpprof_asprintf("%s (pid %" PRId64 "): incomplete: %s", p->file, p->pid,
+                                          len ? why : "see incomplete_reasons"),
+            strdup(p->final_unwritten ? "make room on the output's file system (or raise its "
+                                        "quota) and run again; MPPROF_LOG=1 says why the write "
+                                        "failed"
+                   : !p->final        ? "let the program exit normally, or accept partial data"
+                                      : "a limit named in incomplete_reasons can be raised "
+                                        "(MPPROF_MAX_SITES, MPPROF_MAX_EVENTS); calls in flight at exit "
+                                        "and a cut argv are only reported"));
     if (!f) return -1;
     cJSON_AddItemToObject(f->evidence, "incomplete_reasons",
                           cJSON_Duplicate(p->incomplete_reasons, true));

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -1871,6 +1872,26 @@ static const char *origin_note(const mpprof_model *m, const char *path, char *bu
   return buf;
 }
 
+/* pp is the program mpprof run waited for, and it exited (not killed): this
+ * host's process of that pid. */
+static bool program_exited(const mpprof_model *m, const mpprof_process *pp) {
+  char host[256];
+  if (!m->exited_pid || pp->pid != m->exited_pid || !pp->host) return false;
+  if (gethostname(host, sizeof host) != 0) return false;
+  host[sizeof host - 1] = '\0';
+  return strcmp(host, pp->host) == 0;
+}
+
+/* "; N KiB free on its file system" for the file at path ("" when
+ * unknown): a full disk or quota is the likely cause of a failed write. */
+static const char *free_space_note(const char *path, char *buf, size_t len) {
+  struct statvfs vs;
+  if (statvfs(path, &vs) != 0) return "";
+  snprintf(buf, len, "; %llu KiB free on its file system",
+           (unsigned long long)vs.f_bavail * vs.f_frsize / 1024);
+  return buf;
+}
+
 static int skip_file(mpprof_model *m, const char *path, const char *reason, FILE *warn) {
   char from[4200];
   if (warn)
@@ -2278,8 +2299,17 @@ static int read_raw_at(mpprof_model *m, int dir_fd, const char *name, const char
       free(idx);
       mpprof_process *pp = &m->procs[proc];
       if (!pp->final || pp->incomplete) m->incomplete = true;
-      char from[4200];
-      if (!pp->final && warn)
+      char from[4200], free_note[96];
+      pp->final_unwritten = !pp->final && program_exited(m, pp);
+      if (pp->final_unwritten && warn)
+        mpprof_fprint_term(warn,
+                           "mpprof: %s%s is a checkpoint (\"final\": false): process %" PRId64
+                           " exited (status %d) but its final raw file could not be written "
+                           "(MPPROF_LOG=1 says why%s): the ops after this checkpoint are "
+                           "missing\n",
+                           path, origin_note(m, path, from, sizeof from), pp->pid, m->exit_status,
+                           free_space_note(path, free_note, sizeof free_note));
+      else if (!pp->final && warn)
         mpprof_fprint_term(warn,
                            "mpprof: %s%s is a checkpoint (\"final\": false): process %" PRId64
                            " did not finish; its data is incomplete\n",

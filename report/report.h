@@ -26,6 +26,11 @@ typedef struct mpprof_report_options {
    * is built (mpprof run): their raw files are missing or checkpoints. */
   const long *still_running;
   size_t n_still_running;
+  /* The program's own process (mpprof run), 0: not known. Its raw file
+   * still a checkpoint when it exited (not killed) means its final write
+   * failed (a full disk, a quota), not that it did not finish. */
+  long exited_pid;
+  int exit_status;
   /* Raw files skipped or read in part, one line each ("mpprof: FILE: ..."), as
    * they are read; NULL: not printed (report.json still lists the skipped). */
   FILE *warnings;

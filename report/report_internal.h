@@ -128,6 +128,9 @@ typedef struct mpprof_process {
   bool has_rank;
   int64_t rank;
   bool final, incomplete;
+  /* not final, yet the program mpprof run waited for exited (not killed):
+   * its final raw file could not be written (mpprof_report_options.exited_pid) */
+  bool final_unwritten;
   cJSON *incomplete_reasons; /* array of strings (owned) */
   cJSON *argv;               /* array of strings (owned), may be NULL */
   int64_t start_ns, end_ns;
@@ -529,6 +532,8 @@ typedef struct mpprof_model {
   size_t n_skipped, cap_skipped;
   long *still_running; /* pids (mpprof_report_options.still_running), owned */
   size_t n_still_running;
+  long exited_pid; /* mpprof_report_options.exited_pid and exit_status */
+  int exit_status;
   mpprof_site *sites;
   size_t n_sites, cap_sites;
   mpprof_event *events;

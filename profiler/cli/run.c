@@ -60,6 +60,8 @@ typedef struct run_opts {
   char **argv;                       /* program and its arguments */
   long alive[MPP_STILL_RUNNING_MAX]; /* still_running(): the program's group alive after it */
   size_t n_alive;                    /* how many (may exceed the pids kept) */
+  long exited_pid;                   /* the program, when it exited (not killed); else 0 */
+  int exit_status;                   /* its exit status then */
 } run_opts;
 
 static void usage(FILE *f) {
@@ -920,7 +922,10 @@ static int run_child(run_opts *o, const char *lib, const char *out, bool *ret_st
   if (n == (ssize_t)sizeof err) return report_start_failure(o->argv[0], err, "");
   *ret_started = true;
   if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+  if (!WIFEXITED(st)) return 1;
+  o->exited_pid = pid;
+  o->exit_status = WEXITSTATUS(st);
+  return WEXITSTATUS(st);
 }
 
 int mpprof_cmd_run(int argc, char **argv) {
@@ -1037,7 +1042,9 @@ int mpprof_cmd_run(int argc, char **argv) {
                               .summary = stderr,
                               .shadow_max_rel = o.shadow_max_rel,
                               .still_running = o.alive,
-                              .n_still_running = kept};
+                              .n_still_running = kept,
+                              .exited_pid = o.exited_pid,
+                              .exit_status = o.exit_status};
   mpprof_error err = {0};
   ro.warnings = stderr;
   ro.error = &err;

@@ -27,6 +27,9 @@
  *   exit3         one GEMM, then exit(3)
  *   chdir DIR     one GEMM, chdir(DIR), one more GEMM
  *   wait          three GEMMs, prints "ready", then sleeps until killed
+ *   finalfails    one GEMM, mpprof_checkpoint() (when preloaded), the file size limit set
+ *                 to that checkpoint's size, two GEMMs in "after_checkpoint", exit 0: the
+ *                 final raw file cannot be written
  *   capture       on a stream being captured into a CUDA graph: two cublasGemmEx calls
  *                 (handle's stream), one cublasLtMatmul (stream argument) and one legacy
  *                 cudnnConvolutionForward (cuDNN handle's stream); then, after
@@ -47,6 +50,8 @@
  *                 MPPROF_SCAN=none, then two GEMMs in "t/gemmex" with RANK=7 set between them
  * Every mode prints a checksum of its results on stdout. Linked against the
  * CUDA libraries by soname; run with LD_LIBRARY_PATH=<simcuda>. */
+#include <dirent.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <malloc.h>
@@ -55,6 +60,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1568,6 +1575,40 @@ static _Noreturn void mode_exit3(void) {
   exit(3);
 }
 
+/* A checkpoint (mpprof_checkpoint, when preloaded), then the file size limit
+ * lowered to that checkpoint's size and GEMMs of a second site: the final
+ * raw file, larger, cannot be written (as on a disk that filled up), and the
+ * program exits 0 all the same. */
+static int mode_finalfails(void) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 8);
+  double s = gemmex(h, &m);
+  void (*checkpoint)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "mpprof_checkpoint");
+  const char *out = getenv("MPPROF_OUT");
+  char path[4096], tail[32];
+  snprintf(path, sizeof path, "%s/raw", out ? out : "");
+  snprintf(tail, sizeof tail, "-%d.json", (int)getpid());
+  DIR *d = checkpoint && out ? (checkpoint(), opendir(path)) : NULL;
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    size_t n = strlen(e->d_name), t = strlen(tail);
+    struct stat st;
+    if (n > t && !strcmp(e->d_name + n - t, tail) && !fstatat(dirfd(d), e->d_name, &st, 0)) {
+      struct rlimit rl = {(rlim_t)st.st_size, (rlim_t)st.st_size};
+      setrlimit(RLIMIT_FSIZE, &rl);
+    }
+  }
+  if (d) closedir(d);
+  nvtxRangePushA("after_checkpoint");
+  s += gemmex(h, &m) + gemmex(h, &m);
+  nvtxRangePop();
+  printf("finalfails checksum %.17g\n", s);
+  CK(cublasDestroy(h));
+  return 0;
+}
+
 static _Noreturn void mode_wait(void) {
   cublasHandle_t h;
   mats m;
@@ -1710,6 +1751,7 @@ static const struct {
     {"orphan", " [SECS]", .counted = mode_orphan, .dflt = 3},
     {"exit3", "", .plain = run_exit3},
     {"wait", "", .plain = run_wait},
+    {"finalfails", "", .plain = mode_finalfails},
 };
 
 int main(int argc, char **argv) {

@@ -1057,6 +1057,29 @@ static void killed_by_sigterm_midway_keeps_the_last_checkpoint(void **state) {
   free(s);
 }
 
+/* The program exits, but its final raw file cannot be written (a disk that
+ * filled up): the report uses the checkpoint and says that the write failed
+ * and what is missing, not that the process did not finish. */
+static void a_final_raw_file_not_written_is_named_as_such(void **state) {
+  (void)state;
+  const char *dir = outdir("finalfails");
+  char *argv[] = {(char *)testprog, "finalfails", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 1);
+  assert_true(cJSON_IsFalse(get(r.doc[0], "final")));
+  free_raws(&r);
+  char *prof_argv[] = {(char *)mpprof,   "-o",         (char *)dir, "--force", "--",
+                       (char *)testprog, "finalfails", NULL};
+  result res = run_err(prof_argv, NULL);
+  assert_int_equal(res.status, 0);
+  assert_non_null(strstr(res.err, "exited (status 0) but its final raw file could not be written"));
+  assert_non_null(strstr(res.err, "the ops after this checkpoint are missing"));
+  assert_null(strstr(res.err, "did not finish"));
+  free(res.out);
+  free(res.err);
+}
+
 static void scan_none_records_calls_without_tensor_stats(void **state) {
   (void)state;
   const char *dir = outdir("scannone");
@@ -1678,6 +1701,7 @@ int main(void) {
       cmocka_unit_test(a_command_line_over_1_mib_is_cut_and_flagged),
       cmocka_unit_test(a_process_still_running_after_the_program_is_reported),
       cmocka_unit_test(killed_by_sigterm_midway_keeps_the_last_checkpoint),
+      cmocka_unit_test(a_final_raw_file_not_written_is_named_as_such),
       cmocka_unit_test(a_relative_mpprof_out_is_kept_when_the_program_changes_directory),
       cmocka_unit_test(a_shell_spawning_two_programs_gives_one_raw_file_per_cuda_process),
       cmocka_unit_test(scan_none_records_calls_without_tensor_stats),
