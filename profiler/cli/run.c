@@ -62,6 +62,7 @@ typedef struct run_opts {
   size_t n_alive;                    /* how many (may exceed the pids kept) */
   long exited_pid;                   /* the program, when it exited (not killed); else 0 */
   int exit_status;                   /* its exit status then */
+  int pass_on;                       /* the terminal's signal to end mpprof's group by; 0 none */
 } run_opts;
 
 static void usage(FILE *f) {
@@ -844,6 +845,40 @@ static size_t still_running(pid_t pgid, long *ret, size_t max) {
   return n;
 }
 
+/* The program, holding the terminal, was ended by sig: was it the
+ * terminal's Ctrl-C or Ctrl-\\? Without mpprof that signal would have reached
+ * the whole foreground group: the shell script, make or Python that runs
+ * mpprof too, which then stops (a shell stops its loop when it got SIGINT
+ * and its child died of it). With mpprof only the program's group got it,
+ * and a script went on to its next command. Only SIGINT and SIGQUIT, not
+ * forwarded by mpprof (a signal sent to mpprof's group reached the caller
+ * already), and not ignored where mpprof was started. Returns sig, or 0. */
+static int terminal_signal(int sig) {
+  if (sig != SIGINT && sig != SIGQUIT) return 0;
+  for (size_t i = 0; i < NFORWARDED; i++)
+    if (forwarded[i] == sig && (last_forward[i].t_ns || started_with[i].sa_handler == SIG_IGN))
+      return 0;
+  struct sigaction now;
+  if (sig == SIGQUIT && (sigaction(SIGQUIT, NULL, &now) || now.sa_handler == SIG_IGN)) return 0;
+  return sig;
+}
+
+/* Ends mpprof's process group by sig, as the terminal would have (see
+ * terminal_signal): after the report, so nothing of it is lost. mpprof
+ * itself dies of it: its caller sees "killed by SIGINT", as it would have
+ * seen of the program. */
+static int pass_on_terminal_signal(const run_opts *o, int status) {
+  if (!o->pass_on) return status;
+  fflush(NULL);
+  signal(o->pass_on, SIG_DFL);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, o->pass_on);
+  sigprocmask(SIG_UNBLOCK, &one, NULL);
+  kill(0, o->pass_on);
+  return status; /* not reached unless the signal is blocked after all */
+}
+
 static int wait_child(pid_t pid, int tty) {
   int st = 0;
   for (;;) {
@@ -921,6 +956,7 @@ static int run_child(run_opts *o, const char *lib, const char *out, bool *ret_st
   give_terminal(tty, getpgrp());
   if (n == (ssize_t)sizeof err) return report_start_failure(o->argv[0], err, "");
   *ret_started = true;
+  if (WIFSIGNALED(st) && tty >= 0) o->pass_on = terminal_signal(WTERMSIG(st));
   if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
   if (!WIFEXITED(st)) return 1;
   o->exited_pid = pid;
@@ -1027,7 +1063,7 @@ int mpprof_cmd_run(int argc, char **argv) {
               "--force, and this run recorded nothing)\n",
               out_abs);
     remove_if_empty(out, out_abs, made_raw, !existed);
-    return status;
+    return pass_on_terminal_signal(&o, status);
   }
 
   if (o.n_alive)
@@ -1053,5 +1089,5 @@ int mpprof_cmd_run(int argc, char **argv) {
     fprintf(stderr, "mpprof: the report of %s was not written; raw files are in %s/raw\n",
             o.argv[0], out_abs);
   }
-  return status;
+  return pass_on_terminal_signal(&o, status);
 }

@@ -146,6 +146,22 @@ group_signal_arrives_once)
   wait $pid
   grep -q "^signals 1$" "$W/stdout2" || fail "kill -INT: the program counted: $(cat "$W/stdout2")"
   ;;
+terminal_ctrl_c_stops_the_calling_script)
+  # Ctrl-C on a terminal reaches its foreground group: the program (which
+  # mpprof gives the terminal), and, without mpprof, the shell script that
+  # runs it, which then stops its loop. mpprof ends its own group by the
+  # same signal after its report: the loop stops as it does without mpprof
+  # (it went on to its next iteration).
+  PY=/usr/bin/python3
+  [ -x "$PY" ] || skip "needs $PY (pty)"
+  CC=$(dirname "$0")/ctrl_c.py
+  out=$("$PY" "$CC" "$W/ready0" "for i in 1 2; do echo r > '$W/ready0'; sleep 5; echo iter \$i; done; echo loop-finished")
+  case "$out" in *loop-finished* | *"iter 2"*) skip "bash here does not stop a loop on Ctrl-C: $out" ;; esac
+  out=$("$PY" "$CC" "$W/ready" "for i in 1 2; do LD_LIBRARY_PATH='$MPP_SIMCUDA' '$M' -o '$W/out'\$i --checkpoint 0.1 '$MPP_TESTPROG' wait >'$W/ready' 2>'$W/err'\$i; echo iter \$i rc=\$?; done; echo loop-finished")
+  case "$out" in *loop-finished* | *"iter 2"* | *"iter 1"*) fail "the script went on after Ctrl-C: $out" ;; esac
+  [ -f "$W/out1/report.json" ] || fail "no report before the signal was passed on: $(cat "$W/err1")"
+  [ ! -e "$W/out2" ] || fail "the loop's second run started"
+  ;;
 report_phase_can_be_interrupted)
   # The program fills mpprof's stderr (a pipe nobody reads): the report phase
   # then blocks writing its summary. SIGTERM must end it.
