@@ -25,6 +25,7 @@ const char *mp_reason_code_name(mp_reason_code c) {
       "rec_fp32",
       "fp8_e4m3",
       "fp8_e5m2",
+      "nonfinite_wide",
   };
   return (unsigned)c < MP_REASON_COUNT ? names[c] : "unknown";
 }
@@ -43,7 +44,7 @@ int mp_layer_verdict_of(const mp_verdict_tensor *t, size_t n, const mp_advice_pa
   /* At most three reasons per tensor (non-finite, bf16, fp16) and five for the layer. */
   v->reasons = malloc((3 * n + 5) * sizeof *v->reasons);
   if (!v->reasons) return -1;
-  bool fwd16 = true, grad1 = true, gwin = true, bf16 = true;
+  bool fwd16 = true, grad1 = true, gwin = true, bf16 = true, wide_failed = false;
   int lo = p->scale_log2_min, hi = p->scale_log2_max;
   uint64_t nz = 0, ovf16 = 0, unf16 = 0, ovfb = 0, unfb = 0;
   for (size_t i = 0; i < n; i++) {
@@ -56,7 +57,12 @@ int mp_layer_verdict_of(const mp_verdict_tensor *t, size_t n, const mp_advice_pa
     unf16 += x->fp16_underflow;
     ovfb += x->bf16_overflow;
     unfb += x->bf16_underflow;
-    if (d->nonfinite_input) note(v, MP_REASON_NONFINITE_INPUT, (int)i);
+    if (x->nonfinite_wide) {
+      wide_failed = true;
+      note(v, MP_REASON_NONFINITE_WIDE, (int)i);
+    } else if (d->nonfinite_input) {
+      note(v, MP_REASON_NONFINITE_INPUT, (int)i);
+    }
     if (!d->bf16_ok) {
       bf16 = false;
       note(v, MP_REASON_BF16_UNFIT, (int)i);
@@ -125,7 +131,12 @@ int mp_layer_verdict_of(const mp_verdict_tensor *t, size_t n, const mp_advice_pa
       note(v, MP_REASON_WINDOWS_DISJOINT, -1);
     }
   }
-  if (fwd16 && (!v->has_gradients || grad1))
+  if (wide_failed) { /* fp32 already made NaN/Inf: nothing narrower is shown safe */
+    v->rec = MP_REC_FP32;
+    v->nonfinite_wide = true;
+    if (v->fp8_e4m3_fits > 0) v->fp8_e4m3_fits = 0;
+    if (v->fp8_e5m2_fits > 0) v->fp8_e5m2_fits = 0;
+  } else if (fwd16 && (!v->has_gradients || grad1))
     v->rec = MP_REC_FP16;
   else if (fwd16 && gwin)
     v->rec = MP_REC_FP16_LOSS_SCALE;

@@ -42,6 +42,11 @@ typedef struct mp_verdict_tensor {
   uint64_t count;   /* values scanned (0: none) */
   uint64_t nonzero; /* finite non-zero values */
   uint64_t fp16_overflow, fp16_underflow, bf16_overflow, bf16_underflow; /* cast outcome counts */
+  /* NaN/Inf computed in fp32/fp64 where no loss scale > 1 explains them (a
+   * forward site, or one under no declared scale above 1): the wide format
+   * already failed, so no narrower one is shown safe and the layer stays
+   * fp32, as mp_advise recommends for such a tensor alone. */
+  bool nonfinite_wide;
 } mp_verdict_tensor;
 
 /* Why, in the order the decision met them. `tensor` indexes the input (or -1). */
@@ -59,8 +64,9 @@ typedef enum mp_reason_code {
   MP_REASON_REC_FP16_LOSS_SCALE,
   MP_REASON_REC_BF16,
   MP_REASON_REC_FP32,
-  MP_REASON_FP8_E4M3, /* forward tensors and fp8 e4m3 (fits or not: fp8_e4m3_fits) */
-  MP_REASON_FP8_E5M2, /* gradients and fp8 e5m2 */
+  MP_REASON_FP8_E4M3,       /* forward tensors and fp8 e4m3 (fits or not: fp8_e4m3_fits) */
+  MP_REASON_FP8_E5M2,       /* gradients and fp8 e5m2 */
+  MP_REASON_NONFINITE_WIDE, /* tensor holds NaN/Inf computed in fp32/fp64: the layer stays fp32 */
   MP_REASON_COUNT
 } mp_reason_code;
 const char *mp_reason_code_name(mp_reason_code c); /* "bf16_unfit", ... */
@@ -77,6 +83,7 @@ typedef struct mp_layer_verdict {
   bool has_window; /* fp16 layers only: every gradient fits for 2^k, k in [window_lo, window_hi] */
   int window_lo, window_hi;
   bool window_estimate;
+  bool nonfinite_wide;                           /* some tensor's nonfinite_wide decided fp32 */
   int fp8_e4m3_fits;                             /* -1: no forward tensors */
   int fp8_e5m2_fits;                             /* -1: no gradients */
   double fp8_e4m3_underflow, fp8_e5m2_underflow; /* worst tensor's fraction at its fp8 scale */

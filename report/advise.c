@@ -114,6 +114,9 @@ static int collect_site(mpprof_layer *l, const mpprof_site *s, const mpprof_role
     } else {
       t->scale_undeclared = true;
     }
+    if ((src->dtype == MP_FP32 || src->dtype == MP_FP64) &&
+        (s->phase == MPPROF_PHASE_FORWARD || !(s->loss_scale > 1)))
+      t->wide_nonfinite += src->nans + src->pos_infs + src->neg_infs;
     if (t->cls != MP_TCLASS_GRADIENT) {
       /* Not where a forward-class output may be a loss-scaled gradient (no
        * phase marker, a declared scale > 1): its Inf are the scale's
@@ -212,6 +215,13 @@ static char *reason_text(const mp_reason *r, const mpprof_layer *l, const mp_lay
     return mpprof_asprintf("%s already holds non-finite values (%llu NaN, %llu inf)", t->name,
                            (unsigned long long)t->st.nans,
                            (unsigned long long)(t->st.pos_infs + t->st.neg_infs));
+  case MP_REASON_NONFINITE_WIDE:
+    return mpprof_asprintf(
+        "%s already holds non-finite values computed in %s (%llu NaN, %llu inf) with no loss "
+        "scale to explain them: %s failed there already, so no narrower precision is shown safe "
+        "and the layer stays fp32",
+        t->name, mp_dtype_name(t->st.dtype), (unsigned long long)t->st.nans,
+        (unsigned long long)(t->st.pos_infs + t->st.neg_infs), mp_dtype_name(t->st.dtype));
   case MP_REASON_BF16_UNFIT:
     return mpprof_asprintf(
         "%s does not fit bf16: %s%% overflow, %s%% flush to zero (absmax %.4g, smallest |x| %.4g)",
@@ -282,7 +292,8 @@ static char *reason_text(const mp_reason *r, const mpprof_layer *l, const mp_lay
                            mpprof_pct_text(l->bf16_overflow.pct).s, l->bf16_overflow.tensor,
                            mpprof_pct_text(l->bf16_underflow.pct).s, l->bf16_underflow.tensor);
   case MP_REASON_REC_FP32:
-    return strdup("fp32: values do not fit bf16 (see above)");
+    return strdup(v->nonfinite_wide ? "fp32: it already made NaN or Inf in fp32 (see above)"
+                                    : "fp32: values do not fit bf16 (see above)");
   case MP_REASON_FP8_E4M3:
   case MP_REASON_FP8_E5M2: {
     bool e4 = r->code == MP_REASON_FP8_E4M3;
@@ -296,7 +307,9 @@ static char *reason_text(const mp_reason *r, const mpprof_layer *l, const mp_lay
                            e4 ? "fp8_e4m3" : "fp8_e5m2", e4 ? "forward tensors" : "gradients",
                            fits ? "fits" : "does not fit", mpprof_pct_text(100 * under).s,
                            100 * prm->fp8_underflow_max,
-                           unknown_size
+                           v->nonfinite_wide && !fits
+                               ? "; NaN or Inf computed in fp32, which no scale is shown to hold"
+                           : unknown_size
                                ? "; some values overflowed by an unknown amount (saturated, "
                                  "or Inf made from finite inputs), which no scale is "
                                  "shown to hold"
@@ -352,7 +365,8 @@ static int judge(const mp_advice_params *prm, mpprof_layer *l) {
                                 .fp16_overflow = t->st.casts[MP_TGT_FP16][MP_CAST_OVERFLOW],
                                 .fp16_underflow = t->st.casts[MP_TGT_FP16][MP_CAST_UNDERFLOW],
                                 .bf16_overflow = t->st.casts[MP_TGT_BF16][MP_CAST_OVERFLOW],
-                                .bf16_underflow = t->st.casts[MP_TGT_BF16][MP_CAST_UNDERFLOW]};
+                                .bf16_underflow = t->st.casts[MP_TGT_BF16][MP_CAST_UNDERFLOW],
+                                .nonfinite_wide = t->wide_nonfinite > 0};
   }
   mp_layer_verdict v;
   int rc = mp_layer_verdict_of(in, l->n_tensors, prm, &v);

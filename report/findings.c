@@ -592,6 +592,18 @@ static int rule_gradient_range(mpprof_model *m, const mpprof_layer *l) {
 
 static int rule_bf16_unsafe(mpprof_model *m, const mpprof_layer *l) {
   if (l->adv.rec != MP_REC_FP32) return 0;
+  /* Only when some value is beyond bf16's range: a layer kept in fp32 for
+   * NaN/Inf that fp32 made (nonfinite_values says so), or for its measured
+   * bf16 error (its reasons say so), read "values exceed bf16 (0% overflow,
+   * 0% flush)". */
+  bool beyond = false;
+  for (size_t t = 0; t < l->n_tensors; t++) {
+    const mpprof_layer_tensor *lt = &l->tensors[t];
+    if (lt->has_values && (lt->cls == MP_TCLASS_FORWARD || lt->cls == MP_TCLASS_GRADIENT) &&
+        !lt->adv.bf16_ok)
+      beyond = true;
+  }
+  if (!beyond) return 0;
   mpprof_finding *f =
       add(m, "bf16_unsafe", "high", l->name,
           mpprof_asprintf("%s: values exceed bf16 (%s%% overflow in %s, %s%% flush to zero "

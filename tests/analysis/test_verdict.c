@@ -192,6 +192,29 @@ static void non_finite_inputs_are_a_reason_of_their_own(void **state) {
   mp_layer_verdict_free(&v);
 }
 
+/* NaN/Inf computed in fp32 (nonfinite_wide): the layer stays fp32 and fits
+ * no fp8, whatever its finite values allow. */
+static void non_finite_values_made_in_fp32_keep_the_layer_in_fp32(void **state) {
+  (void)state;
+  mp_advice f = fits_all();
+  f.nonfinite_input = true;
+  f.fp8_e4m3.fits = true;
+  mp_verdict_tensor t[] = {in(MP_TCLASS_FORWARD, &f)};
+  t[0].nonfinite_wide = true;
+  mp_layer_verdict v;
+  assert_int_equal(mp_layer_verdict_of(t, 1, &prm, &v), 0);
+  assert_int_equal(v.rec, MP_REC_FP32);
+  assert_true(v.nonfinite_wide);
+  assert_int_equal(v.fp8_e4m3_fits, 0);
+  assert_true(has_reason(&v, MP_REASON_NONFINITE_WIDE, 0));
+  assert_false(has_reason(&v, MP_REASON_NONFINITE_INPUT, 0));
+  mp_layer_verdict_free(&v);
+  t[0].nonfinite_wide = false; /* an fp16 source's Inf: the finite values decide */
+  assert_int_equal(mp_layer_verdict_of(t, 1, &prm, &v), 0);
+  assert_int_equal(v.rec, MP_REC_FP16);
+  mp_layer_verdict_free(&v);
+}
+
 static void fp8_fit_is_the_worst_tensor_per_direction(void **state) {
   (void)state;
   mp_advice f1 = fits_all(), f2 = fits_all(), g = fits_all();
@@ -221,6 +244,7 @@ int main(void) {
       cmocka_unit_test_setup(gradients_scanned_but_never_finite_and_non_zero_give_no_verdict,
                              setup),
       cmocka_unit_test_setup(non_finite_inputs_are_a_reason_of_their_own, setup),
+      cmocka_unit_test_setup(non_finite_values_made_in_fp32_keep_the_layer_in_fp32, setup),
       cmocka_unit_test_setup(fp8_fit_is_the_worst_tensor_per_direction, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -823,6 +823,57 @@ static void infs_an_fp16_output_made_from_finite_inputs_are_fp16_overflow(void *
   free(dir);
 }
 
+/* A layer whose fp32 values already hold NaN/Inf that no loss scale
+ * explains stays fp32 (as mp_advise recommends for such a tensor alone, and
+ * `mpprof inspect` says): fp32 failed there, so no narrower precision is
+ * shown safe. The layer verdict named the Inf as a reason and then said
+ * "fp16: every forward tensor fits fp16", planned it in bf16 autocast, and
+ * offered it fp8. Under a declared loss scale > 1 without a phase marker
+ * the Inf may be the scale's overflow of a gradient: the finite values
+ * decide, as before. */
+static void a_layer_whose_fp32_values_hold_inf_stays_fp32(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("wide_nonfinite");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &P0);
+  double v[100];
+  for (int i = 0; i < 100; i++)
+    v[i] = i < 3 ? (i & 1 ? -INFINITY : INFINITY) : 0.5 + 0.01 * i;
+  const char *names[2] = {"t/wide", "t/scaled"};
+  for (int k = 0; k < 2; k++) {
+    cJSON *s = rg_gemm(k, "cublasSgemm_v2", names[k], "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
+                       "DEFAULT", 10, 10, 10, 1);
+    rg_tensor_values(s, "A", MP_FP32, v, 100);
+    rg_tensor(s, "B", MP_FP32, -2, 2, 100);
+    rg_tensor_values(s, "D", MP_FP32, v, 100);
+    if (k == 1) cJSON_AddNumberToObject(s, "loss_scale", 1024);
+    rg_site_end(&r, s);
+  }
+  rg_end(&r);
+  cJSON *rep = report_of(dir);
+  const cJSON *wide = layer(rep, "t/wide");
+  assert_string_equal(get(wide, "advice.recommended")->valuestring, "fp32");
+  const cJSON *why = get(wide, "advice.reasons");
+  assert_non_null(strstr(cJSON_GetArrayItem(why, 0)->valuestring,
+                         "unknown.A already holds non-finite values computed in fp32"));
+  assert_string_equal(recommended(rep, "t/scaled"), "fp16");
+  const cJSON *f;
+  cJSON_ArrayForEach(f, get(rep, "findings")) {
+    const char *kind = get(f, "kind")->valuestring, *msg = get(f, "message")->valuestring;
+    assert_false(strcmp(kind, "bf16_unsafe") == 0); /* no value is beyond bf16 */
+    if (!strcmp(kind, "lower_precision_possible") || !strcmp(kind, "fp8_candidate"))
+      assert_null(strstr(msg, "t/wide"));
+  }
+  cJSON_Delete(rep);
+  cJSON *plan = rg_read_json(dir, "plan.json");
+  assert_non_null(plan);
+  const cJSON *pl = cJSON_GetObjectItem(get(plan, "recommended.layers"), "t/wide");
+  assert_string_equal(get(pl, "dtype")->valuestring, "fp32");
+  cJSON_Delete(plan);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* A shadow candidate as the raw file has it: worst rel_l2 over n calls. */
 static cJSON *shadow_cand(double rel_l2, int n) {
   cJSON *c = cJSON_CreateObject();
@@ -2572,6 +2623,7 @@ int main(void) {
       cmocka_unit_test(infs_an_fp16_output_made_from_finite_inputs_are_fp16_overflow),
       cmocka_unit_test(a_bf16_plan_keeps_out_a_layer_whose_measured_bf16_error_is_too_large),
       cmocka_unit_test(the_plan_lists_fp8_candidates_by_their_measured_error),
+      cmocka_unit_test(a_layer_whose_fp32_values_hold_inf_stays_fp32),
       cmocka_unit_test(the_global_loss_scale_follows_the_measured_verdicts),
       cmocka_unit_test(a_flushed_fp16_input_is_a_reason_on_an_fp16_verdict),
       cmocka_unit_test(a_flush_edge_makes_the_loss_scale_needed),
