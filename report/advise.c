@@ -99,6 +99,25 @@ static uint64_t op_made_infs(const mpprof_site *s, const mpprof_role_stats *ts, 
   return scanned ? d->pos_infs + d->neg_infs : 0;
 }
 
+/* The NaN/Inf of role r of site s that fp32/fp64 made: an input's all (it
+ * holds them in a wide format), an output's only when none of the site's
+ * input roles held NaN or Inf in its scanned calls and one was scanned (else
+ * they may be its inputs', an fp16 gradient's overflow under a loss scale
+ * among them). */
+static uint64_t wide_nonfinite(const mpprof_site *s, const mpprof_role_stats *ts, size_t r) {
+  const mpprof_cstats *d = &ts[r].st;
+  if (d->dtype != MP_FP32 && d->dtype != MP_FP64) return 0;
+  uint64_t n = d->nans + d->pos_infs + d->neg_infs;
+  if (!n || !is_output_role(ts[r].role)) return n;
+  bool scanned = false;
+  for (size_t q = 0; q < s->n_tensors; q++) {
+    if (is_output_role(ts[q].role)) continue;
+    if (ts[q].st.nans + ts[q].st.pos_infs + ts[q].st.neg_infs) return 0;
+    scanned |= ts[q].st.count > 0;
+  }
+  return scanned ? n : 0;
+}
+
 /* Merge one site's tensors ts into the layer's per phase.role tensors. */
 static int collect_site(mpprof_layer *l, const mpprof_site *s, const mpprof_role_stats *ts,
                         mp_stats scratch[2]) {
@@ -114,9 +133,8 @@ static int collect_site(mpprof_layer *l, const mpprof_site *s, const mpprof_role
     } else {
       t->scale_undeclared = true;
     }
-    if ((src->dtype == MP_FP32 || src->dtype == MP_FP64) &&
-        (s->phase == MPPROF_PHASE_FORWARD || !(s->loss_scale > 1)))
-      t->wide_nonfinite += src->nans + src->pos_infs + src->neg_infs;
+    if (s->phase == MPPROF_PHASE_FORWARD || !(s->loss_scale > 1))
+      t->wide_nonfinite += wide_nonfinite(s, ts, r);
     if (t->cls != MP_TCLASS_GRADIENT) {
       /* Not where a forward-class output may be a loss-scaled gradient (no
        * phase marker, a declared scale > 1): its Inf are the scale's

@@ -351,8 +351,9 @@ typedef struct mpprof_layer_tensor {
    * advice, as saturated fp8 values are. */
   uint64_t op_infs;
   /* NaN/Inf of its fp32/fp64 records from sites where no loss scale > 1 can
-   * explain them (marked forward, or under no declared scale above 1): the
-   * wide format already failed (mp_verdict_tensor.nonfinite_wide). */
+   * explain them (marked forward, or under no declared scale above 1); of an
+   * output only those its op made from finite inputs: the wide format
+   * already failed (mp_verdict_tensor.nonfinite_wide). */
   uint64_t wide_nonfinite;
 } mpprof_layer_tensor;
 
