@@ -1,8 +1,9 @@
 /* Entry points other libraries and programs call into libmpprof.so (besides
- * the hooks): NVTX's injection initialiser and the mpprof.h training marks.
- * Each one initialises the runtime first, then hands over to the module that
- * does the work (nvtx.c, train.c), so those modules never call up into the
- * runtime (docs/profiler.md, "Inside libmpprof.so"). */
+ * the hooks): NVTX's injection initialiser and the mpprof.h training marks,
+ * framework and rank notes. Each one initialises the runtime first, then
+ * hands over to the module that does the work (nvtx.c, train.c, process.c),
+ * so those modules never call up into the runtime (docs/profiler.md, "Inside
+ * libmpprof.so"). */
 #include "mpp.h"
 
 #include "profiler/include/mpprof.h"
@@ -29,6 +30,10 @@ MPP_EXPORT void mpprof_loss_scale(double s) {
 MPP_EXPORT void mpprof_framework(const char *name, const char *version,
                                  const char *backward_marks) {
   if (enabled()) mpp_process_note_framework(name, version, backward_marks);
+}
+
+MPP_EXPORT void mpprof_rank(int32_t rank, int32_t world_size) {
+  if (enabled()) mpp_process_note_rank(rank, world_size);
 }
 
 MPP_EXPORT void mpprof_checkpoint(void) {

@@ -3,6 +3,7 @@
  * it all. */
 #include "profiler/process.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,6 +13,13 @@
 #include "profiler/sites.h"
 
 static mpp_process proc;
+
+/* mpprof_rank's rank and world size in one word, so that a checkpoint never
+ * reads a rank of one call and a world size of another: world_size << 32 |
+ * (rank + 1); 0: none. Not reset by mpp_process_info_reset (a fork child keeps
+ * it); a new image starts with none. */
+static _Atomic uint64_t learned_rank;
+static atomic_bool rank_logged_invalid, rank_logged_disagree;
 
 const mpp_process *mpp_process_info(void) {
   return &proc;
@@ -57,4 +65,27 @@ void mpp_process_note_framework(const char *name, const char *version, const cha
   snprintf(proc.backward_marks, sizeof proc.backward_marks, "%s",
            backward_marks ? backward_marks : "");
   mpp_sites_unlock();
+}
+
+void mpp_process_note_rank(int rank, int world_size) {
+  if (rank < 0 || world_size < 0 || (world_size && world_size <= rank)) {
+    if (!atomic_exchange(&rank_logged_invalid, true))
+      mpp_log(1, "mpprof_rank(%d, %d): not a rank of a world of that size, ignored", rank,
+              world_size);
+    return;
+  }
+  /* The launcher's variable wins (mpp_process_rank): say so when they differ.
+   * Read here, on the caller's (application) thread, as activation reads it. */
+  int env = mpp_rank_from_env();
+  if (env >= 0 && env != rank && !atomic_exchange(&rank_logged_disagree, true))
+    mpp_log(1, "the framework says rank %d, the environment rank %d: the environment's is kept",
+            rank, env);
+  atomic_store(&learned_rank, (uint64_t)(uint32_t)world_size << 32 | ((uint64_t)rank + 1));
+}
+
+int mpp_process_rank(int *ret_world_size) {
+  uint64_t v = atomic_load(&learned_rank);
+  if (ret_world_size) *ret_world_size = (int)(v >> 32);
+  if (mpp_cfg.rank >= 0) return mpp_cfg.rank;
+  return v ? (int)((v & 0xffffffffu) - 1) : -1;
 }

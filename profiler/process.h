@@ -29,5 +29,15 @@ void mpp_process_info_reset(void);  /* start time, pid, host: at init and in a f
 void mpp_process_note_device(void); /* once CUDA is up: device name and compute capability */
 int mpp_process_pid(void);          /* this image's pid as recorded at start / fork */
 void mpp_process_note_framework(const char *name, const char *version, const char *backward_marks);
+/* The rank a framework integration learned (mpprof_rank): rank >= 0 and
+ * world_size > rank, or world_size 0 (not known); anything else is ignored
+ * (logged once). The latest call holds. Lock-free, any thread. Kept in a fork
+ * child, which belongs to its parent's rank until it says otherwise (as it
+ * inherits a launcher's RANK); not across exec. */
+void mpp_process_note_rank(int rank, int world_size);
+/* The rank of the raw file: the launcher's (mpp_cfg.rank, from the
+ * environment at activation) when it set one, else the learned one, else -1.
+ * The learned world size (0: not known) in *ret_world_size when not NULL. */
+int mpp_process_rank(int *ret_world_size);
 
 #endif

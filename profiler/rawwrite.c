@@ -606,7 +606,7 @@ char *mpp_raw_render(bool final, size_t *ret_len) {
   bool child = mpp_in_forked_child();
   /* Read before the site lock is taken: CUPTI may call back into the kernel
    * sink, which takes it. */
-  mpp_raw_facts f = {.rank = mpp_cfg.rank,
+  mpp_raw_facts f = {.rank = mpp_process_rank(NULL),
                      .forked = child,
                      .cupti_status = child ? "disabled" : mpp_cupti_status(),
                      .cupti_dropped = child ? 0 : mpp_cupti_dropped(),

@@ -71,6 +71,17 @@ uint32_t mpprof_scope_ops(void);
  * (profiler/process.h). The latest call holds. */
 void mpprof_framework(const char *name, const char *version, const char *backward_marks);
 
+/* This process is rank `rank` of `world_size` processes (world_size > rank,
+ * or 0 when not known; other values are ignored, logged with MPPROF_LOG=1):
+ * for a program whose launcher set none of RANK, OMPI_COMM_WORLD_RANK,
+ * PMI_RANK, SLURM_PROCID (torch.multiprocessing.spawn with
+ * init_process_group(rank=r)). The PyTorch integration calls it when
+ * torch.distributed.init_process_group returns. A launcher's variable, when
+ * set, wins (a rank that differs is logged). The raw file written next (a
+ * checkpoint, the exit) carries it; the latest call holds, and a fork child
+ * keeps its parent's until it calls it itself. */
+void mpprof_rank(int32_t rank, int32_t world_size);
+
 /* Write this process's raw file now, as the periodic checkpoint does (not
  * final; the exit still writes the final one). For a runtime that may end
  * without running exit handlers: the PyTorch integration calls it from

@@ -46,6 +46,9 @@
  *                 the main thread exits 0 while it runs
  *   orphan S      one GEMM, fork: the child sleeps S seconds (default 3) and exits; the
  *                 parent exits 0 at once
+ *   rank          one GEMM, mpprof_checkpoint(), mpprof_rank(5, 2) (refused), mpprof_rank(1,
+ *                 2) (when preloaded), one GEMM, fork: the child does one GEMM and exits 0;
+ *                 the parent waits, one more GEMM (a rank learned late, and kept by a fork)
  *   setenv        sets MPPROF_CUPTI=off, MPPROF_TC_COUNTERS=first, MPPROF_LOSS_SCALE=8 and
  *                 MPPROF_SCAN=none, then two GEMMs in "t/gemmex" with RANK=7 set between them
  * Every mode prints a checksum of its results on stdout. Linked against the
@@ -1575,6 +1578,36 @@ static _Noreturn void mode_exit3(void) {
   exit(3);
 }
 
+/* The rank a framework learns once the process has run (and written a
+ * checkpoint without it): mpprof_rank, when preloaded. */
+static int mode_rank(void) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 10);
+  double s = gemmex(h, &m);
+  void (*checkpoint)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "mpprof_checkpoint");
+  void (*rank)(int32_t, int32_t) = (void (*)(int32_t, int32_t))dlsym(RTLD_DEFAULT, "mpprof_rank");
+  if (checkpoint) checkpoint();
+  if (rank) {
+    rank(5, 2);
+    rank(1, 2);
+  }
+  s += gemmex(h, &m);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    printf("rank child checksum %.17g\n", gemmex(h, &m));
+    exit(0);
+  }
+  int st = 0;
+  if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) return 1;
+  s += gemmex(h, &m);
+  printf("rank checksum %.17g\n", s);
+  CK(cublasDestroy(h));
+  return 0;
+}
+
 /* A checkpoint (mpprof_checkpoint, when preloaded), then the file size limit
  * lowered to that checkpoint's size and GEMMs of a second site: the final
  * raw file, larger, cannot be written (as on a disk that filled up), and the
@@ -1752,6 +1785,7 @@ static const struct {
     {"exit3", "", .plain = run_exit3},
     {"wait", "", .plain = run_wait},
     {"finalfails", "", .plain = mode_finalfails},
+    {"rank", "", .plain = mode_rank},
 };
 
 int main(int argc, char **argv) {

@@ -883,6 +883,42 @@ static void environment_set_by_the_program_does_not_change_the_configuration(voi
   free_raws(&r);
 }
 
+/* A rank learned once the process ran (mpprof_rank, as the PyTorch
+ * integration calls it after init_process_group), after a checkpoint written
+ * without one: the final raw file carries it, the report sees one process
+ * (not a rankless one and a ranked one), and a fork child keeps it. A
+ * launcher's RANK wins. */
+static void a_rank_learned_late_is_in_the_raw_file_and_kept_by_a_fork_child(void **state) {
+  (void)state;
+  for (int with_env = 0; with_env < 2; with_env++) {
+    const char *dir = outdir(with_env ? "rank-env" : "rank");
+    char *argv[] = {(char *)mpprof, "-o", (char *)dir, "--", (char *)testprog, "rank", NULL};
+    const char *env[] = {with_env ? "RANK=3" : NULL, NULL};
+    result res = run(argv, env);
+    assert_int_equal(res.status, 0);
+    free(res.out);
+    int want = with_env ? 3 : 1;
+    raws r = load_raws(dir);
+    assert_int_equal(r.n, 2);
+    for (int i = 0; i < r.n; i++) {
+      assert_true(cJSON_IsTrue(get(r.doc[i], "final")));
+      assert_int_equal(num(r.doc[i], "rank"), want);
+    }
+    assert_int_equal(num(site(doc_where(&r, false), "cublasGemmEx", NULL, NULL), "calls"), 3);
+    free_raws(&r);
+    char path[4300];
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    char *text = slurp(path);
+    cJSON *rep = cJSON_Parse(text);
+    free(text);
+    assert_non_null(rep);
+    cJSON *procs = get(rep, "processes"), *p;
+    assert_int_equal(cJSON_GetArraySize(procs), 2);
+    cJSON_ArrayForEach(p, procs) assert_int_equal(num(p, "rank"), want);
+    cJSON_Delete(rep);
+  }
+}
+
 static void a_loss_scale_that_is_not_a_positive_number_is_a_usage_error(void **state) {
   (void)state;
   const char *bad[] = {"0", "-2", "2^", "inf", "x"};
@@ -1689,6 +1725,7 @@ int main(void) {
       cmocka_unit_test(each_thread_has_its_own_layer_stack),
       cmocka_unit_test(events_of_every_thread_reach_the_raw_file),
       cmocka_unit_test(a_forked_child_writes_its_own_raw_file),
+      cmocka_unit_test(a_rank_learned_late_is_in_the_raw_file_and_kept_by_a_fork_child),
       cmocka_unit_test(a_forked_child_that_never_uses_cuda_writes_no_raw_file),
       cmocka_unit_test(loss_scale_marks_work_from_a_second_thread_and_in_a_forked_child),
       cmocka_unit_test(loss_scale_option_declares_the_scale_of_a_program_without_marks),

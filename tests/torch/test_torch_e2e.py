@@ -5,7 +5,9 @@ skipped step reach the report; a program ended by Ctrl-C (an uncaught
 KeyboardInterrupt, which CPython turns into SIGINT) keeps its status and its
 ops, and so do a forked multiprocessing child and a program that end by
 os._exit(). Also: a shell script that starts python and a
-launcher starting 2 ranked workers are attributed the same; the program's own
+launcher starting 2 ranked workers are attributed the same, and so are 2
+workers of torch.multiprocessing.spawn that pass their rank to
+init_process_group only (each with its rank); the program's own
 sitecustomize
 still runs, --python off / MPPROF_PYTHON=0 leave attribution to NVTX, a
 Python program without torch and a non-Python program are unaffected.
@@ -292,6 +294,36 @@ def main():
               "launcher with 2 ranks: ranks %s, layers %s" % (ranks, names))
     else:
         check(False, "launcher report (rc %d): %s" % (rc, err[-2000:]))
+
+    # torch.multiprocessing.spawn with init_process_group("gloo", rank=r): no
+    # RANK in any environment; the rank comes from init_process_group. Rank 0
+    # learns it before its first CUDA call, rank 1 after its ops ran and a
+    # checkpoint (mpprof_checkpoint) was written without it: each is one
+    # process with its rank. The spawn parent never touches CUDA.
+    spawn = os.path.join(WORK, "spawn.py")
+    with open(spawn, "w") as f:
+        f.write("import ctypes, os, runpy, sys, tempfile\n"
+                "import torch.distributed as dist, torch.multiprocessing as mp\n"
+                "def run_model():\n    sys.argv = [%r]\n    runpy.run_path(%r, run_name='__main__')\n"
+                "def worker(r, init):\n"
+                "    if r == 1:\n        run_model()\n"
+                "        getattr(ctypes.CDLL(None), 'mpprof_checkpoint', lambda: None)()\n"
+                "    dist.init_process_group('gloo', init_method='file://' + init, rank=r, world_size=2)\n"
+                "    if r == 0:\n        run_model()\n"
+                "    dist.barrier()\n    dist.destroy_process_group()\n"
+                "if __name__ == '__main__':\n"
+                "    assert 'RANK' not in os.environ\n"
+                "    mp.spawn(worker, args=(os.path.join(tempfile.mkdtemp(), 'init'),), nprocs=2)\n"
+                % (MODEL, MODEL))
+    rc, out, err, rep = profile("spawn", [PY, spawn], MPP_STEPS="1")
+    if rep:
+        ranks = sorted((p["rank"] is None, p["rank"]) for p in rep["processes"])
+        names = sorted(l["name"] for l in rep["layers"])
+        check(rc == 0 and ranks == [(False, 0), (False, 1)]
+              and names == sorted(set(LAYERS) | {"optimizer"}),
+              "mp.spawn + init_process_group(rank=r): ranks %s, layers %s %s" % (ranks, names, err[-1000:]))
+    else:
+        check(False, "mp.spawn report (rc %d): %s" % (rc, err[-2000:]))
 
     # --python off / MPPROF_PYTHON=0: no module names (the model pushes no NVTX ranges)
     for name, opts, extra in (("off", ["--python", "off"], {}), ("env0", [], {"MPPROF_PYTHON": "0"})):

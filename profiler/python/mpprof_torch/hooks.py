@@ -23,6 +23,9 @@ The per-module-call work is in C (_fast.c, one stable-ABI extension):
   is the one place). GradScaler's scale and skipped steps go through
   mpprof_loss_scale / mpprof_step_skipped when libmpprof has them.
 - While Dynamo traces, every hook returns at once.
+- torch.distributed.init_process_group, once it returned, tells libmpprof
+  the process group's rank (mpprof_rank), for launchers that set no RANK
+  (torch.multiprocessing.spawn).
 """
 import collections
 import ctypes
@@ -770,6 +773,41 @@ def _checkpoint_before_os_exit(checkpoint):
     os._exit = _exit
 
 
+def _tell_rank(dist, note_rank):
+    """The default process group's rank and size, to libmpprof (mpprof_rank)."""
+    try:
+        if dist.is_initialized():
+            note_rank(dist.get_rank(), dist.get_world_size())
+    except Exception as e:  # never break the program
+        _log("rank not known: %r" % (e,))
+
+
+def _patch_distributed(torch, note_rank):
+    """torch.distributed.init_process_group tells libmpprof this process's
+    rank once it returned: a program started by torch.multiprocessing.spawn
+    (or any launcher that sets no RANK) passes its rank there only. Wrapped
+    where torch.distributed and distributed_c10d (which its own callers, such
+    as init_device_mesh, use) hold it; the process group's own rank
+    (get_rank), whatever way it was given (argument, env://, a store)."""
+    dist = getattr(torch, "distributed", None)
+    c10d = sys.modules.get("torch.distributed.distributed_c10d")
+    real = getattr(c10d, "init_process_group", None)
+    if dist is None or real is None or getattr(real, "_mpprof", False):
+        return
+
+    @functools.wraps(real)
+    def init_process_group(*args, **kwargs):
+        ret = real(*args, **kwargs)
+        _tell_rank(dist, note_rank)
+        return ret
+
+    init_process_group._mpprof = True
+    c10d.init_process_group = init_process_group
+    if getattr(dist, "init_process_group", None) is real:
+        dist.init_process_group = init_process_group
+    _tell_rank(dist, note_rank)  # torch imported earlier, the group made already
+
+
 def install(torch):
     """Install the hooks once; nothing when libmpprof.so is not in the process."""
     global _installed, _lib, _fast
@@ -812,6 +850,12 @@ def install(torch):
     if framework is not None:  # the raw file's "framework" (values: raw_format.h MP_RAW_MARKS_*)
         framework(b"torch", str(getattr(torch, "__version__", "")).encode("utf-8", "replace"),
                   b"cxx" if _cxx else b"python")
+    note_rank = _fn(lib, "mpprof_rank", None, ctypes.c_int32, ctypes.c_int32)
+    if note_rank is not None:
+        try:
+            _patch_distributed(torch, note_rank)
+        except Exception as e:  # never break the program's import
+            _log("init_process_group not wrapped: %r" % (e,))
     _log("PyTorch module attribution installed")
 
 
