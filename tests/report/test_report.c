@@ -849,8 +849,20 @@ static void a_layer_whose_fp32_values_hold_inf_stays_fp32(void **state) {
     if (k == 1) cJSON_AddNumberToObject(s, "loss_scale", 1024);
     rg_site_end(&r, s);
   }
+  /* a backward fp32 output whose Inf come from an fp16 input's (an
+   * overflowed gradient under a scale nobody declared): not fp32's failure */
+  double h[100];
+  for (int i = 0; i < 100; i++)
+    h[i] = i < 3 ? INFINITY : 0.5 + 0.01 * i;
+  cJSON *s = rg_gemm(2, "cublasGemmEx", "t/grad/bwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F",
+                     "DEFAULT", 10, 10, 10, 1);
+  rg_tensor_values(s, "A", MP_FP16, h, 100);
+  rg_tensor(s, "B", MP_FP16, -2, 2, 100);
+  rg_tensor_values(s, "D", MP_FP32, h, 100);
+  rg_site_end(&r, s);
   rg_end(&r);
   cJSON *rep = report_of(dir);
+  assert_string_not_equal(recommended(rep, "t/grad"), "fp32");
   const cJSON *wide = layer(rep, "t/wide");
   assert_string_equal(get(wide, "advice.recommended")->valuestring, "fp32");
   const cJSON *why = get(wide, "advice.reasons");
