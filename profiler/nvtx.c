@@ -282,16 +282,37 @@ static void keep_handle(mpp_nvtx_string *h) {
     ;
 }
 
+/* The UTF-8 form of wide string w in buf (n > 0 bytes), cut before the first
+ * character that does not fit; a value that is no Unicode character (a
+ * surrogate, beyond U+10FFFF) is '?'. */
+static char *utf8_of_wide(const wchar_t *w, char *buf, size_t n) {
+  size_t o = 0;
+  for (; *w; w++) {
+    uint32_t c = (uint32_t)*w;
+    if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) c = '?';
+    size_t k = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+    if (k > n - 1 - o) break;
+    if (k == 1) {
+      buf[o++] = (char)c;
+      continue;
+    }
+    static const unsigned char lead[] = {0, 0, 0xC0, 0xE0, 0xF0};
+    for (size_t i = k - 1; i > 0; i--, c >>= 6)
+      buf[o + i] = (char)(0x80 | (c & 0x3F));
+    buf[o] = (char)(lead[k] | c);
+    o += k;
+  }
+  buf[o] = '\0';
+  return buf;
+}
+
+/* A heap copy of w in UTF-8 (its first MAX_PATH characters). */
 static char *narrow(const wchar_t *w) {
   size_t n = 0;
   while (w[n] && n < MAX_PATH)
     n++;
-  char *s = malloc(n + 1);
-  if (!s) return NULL;
-  for (size_t i = 0; i < n; i++)
-    s[i] = (w[i] > 0 && w[i] < 0x80) ? (char)w[i] : '?';
-  s[n] = '\0';
-  return s;
+  char *s = malloc(4 * n + 1);
+  return s ? utf8_of_wide(w, s, 4 * n + 1) : NULL;
 }
 
 static nvtxStringHandle_t register_string(char *copy) {
@@ -317,17 +338,7 @@ static const char *message_of(const nvtxEventAttributes_t *a, char *buf, size_t 
   case NVTX_MESSAGE_TYPE_ASCII:
     return a->message.ascii;
   case NVTX_MESSAGE_TYPE_UNICODE:
-    if (!a->message.unicode) return NULL;
-    for (size_t i = 0; i + 1 < n; i++) {
-      wchar_t c = a->message.unicode[i];
-      buf[i] = (c > 0 && c < 0x80) ? (char)c : '?';
-      if (!c) {
-        buf[i] = '\0';
-        return buf;
-      }
-    }
-    buf[n - 1] = '\0';
-    return buf;
+    return a->message.unicode ? utf8_of_wide(a->message.unicode, buf, n) : NULL;
   case NVTX_MESSAGE_TYPE_REGISTERED:
     return a->message.registered ? ((const mpp_nvtx_string *)a->message.registered)->s : NULL;
   default:
@@ -342,6 +353,12 @@ static const char *message_of(const nvtxEventAttributes_t *a, char *buf, size_t 
  * level (as some tools do) would change what the observed program sees. */
 static int NVTX_API core_push_a(const char *message) {
   mpp_nvtx_push(NULL, message);
+  return NVTX_NO_PUSH_POP_TRACKING;
+}
+
+static int NVTX_API core_push_w(const wchar_t *message) {
+  char buf[256];
+  mpp_nvtx_push(NULL, message ? utf8_of_wide(message, buf, sizeof buf) : NULL);
   return NVTX_NO_PUSH_POP_TRACKING;
 }
 
@@ -362,6 +379,18 @@ static nvtxRangeId_t NVTX_API core_start_ex(const nvtxEventAttributes_t *a) {
   return 0;
 }
 
+static nvtxRangeId_t NVTX_API core_start_a(const char *message) {
+  (void)message;
+  atomic_fetch_add(&start_end_ranges, 1);
+  return 0;
+}
+
+static nvtxRangeId_t NVTX_API core_start_w(const wchar_t *message) {
+  (void)message;
+  atomic_fetch_add(&start_end_ranges, 1);
+  return 0;
+}
+
 static void NVTX_API core_end(nvtxRangeId_t id) {
   (void)id;
 }
@@ -371,16 +400,38 @@ static void NVTX_API core_mark_a(const char *message) {
   atomic_fetch_add(&marks, 1);
 }
 
+static void NVTX_API core_mark_w(const wchar_t *message) {
+  (void)message;
+  atomic_fetch_add(&marks, 1);
+}
+
+static void NVTX_API core_mark_ex(const nvtxEventAttributes_t *a) {
+  (void)a;
+  atomic_fetch_add(&marks, 1);
+}
+
 /* --- CORE2 --- */
 
-static nvtxDomainHandle_t NVTX_API core2_domain_create_a(const char *name) {
-  if (atomic_fetch_add(&ndomains, 1) >= MAX_DOMAINS) return NULL;
-  /* The handle is opaque to the application; ours holds the name. */
-  mpp_nvtx_string *h = malloc(sizeof *h);
-  if (!h) return NULL;
-  h->s = strdup(name ? name : "");
+/* The handle is opaque to the application; ours holds the name (`copy`,
+ * taken over). */
+static nvtxDomainHandle_t new_domain(char *copy) {
+  mpp_nvtx_string *h = NULL;
+  if (copy && atomic_fetch_add(&ndomains, 1) < MAX_DOMAINS) h = malloc(sizeof *h);
+  if (!h) {
+    free(copy);
+    return NULL;
+  }
+  h->s = copy;
   keep_handle(h);
   return (nvtxDomainHandle_t)h;
+}
+
+static nvtxDomainHandle_t NVTX_API core2_domain_create_a(const char *name) {
+  return new_domain(strdup(name ? name : ""));
+}
+
+static nvtxDomainHandle_t NVTX_API core2_domain_create_w(const wchar_t *name) {
+  return new_domain(name ? narrow(name) : strdup(""));
 }
 
 static void NVTX_API core2_domain_destroy(nvtxDomainHandle_t d) {
@@ -406,6 +457,16 @@ static int NVTX_API core2_push_ex(nvtxDomainHandle_t d, const nvtxEventAttribute
 static int NVTX_API core2_pop(nvtxDomainHandle_t d) {
   mpp_nvtx_pop(d);
   return NVTX_NO_PUSH_POP_TRACKING;
+}
+
+static nvtxRangeId_t NVTX_API core2_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
+  (void)d;
+  return core_start_ex(a);
+}
+
+static void NVTX_API core2_end(nvtxDomainHandle_t d, nvtxRangeId_t id) {
+  (void)d;
+  (void)id;
 }
 
 /* A numeric payload as double / as an unsigned integer; false when the
@@ -497,21 +558,29 @@ int mpp_nvtx_inject(NvtxGetExportTableFunc_t get_export_table) {
   unsigned size = 0;
   if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &t, &size) && t) {
     fill(t, size, NVTX_CBID_CORE_RangePushA, FN(core_push_a));
+    fill(t, size, NVTX_CBID_CORE_RangePushW, FN(core_push_w));
     fill(t, size, NVTX_CBID_CORE_RangePushEx, FN(core_push_ex));
     fill(t, size, NVTX_CBID_CORE_RangePop, FN(core_pop));
+    fill(t, size, NVTX_CBID_CORE_RangeStartA, FN(core_start_a));
+    fill(t, size, NVTX_CBID_CORE_RangeStartW, FN(core_start_w));
     fill(t, size, NVTX_CBID_CORE_RangeStartEx, FN(core_start_ex));
     fill(t, size, NVTX_CBID_CORE_RangeEnd, FN(core_end));
     fill(t, size, NVTX_CBID_CORE_MarkA, FN(core_mark_a));
+    fill(t, size, NVTX_CBID_CORE_MarkW, FN(core_mark_w));
+    fill(t, size, NVTX_CBID_CORE_MarkEx, FN(core_mark_ex));
   }
   t = NULL;
   size = 0;
   if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &t, &size) && t) {
     fill(t, size, NVTX_CBID_CORE2_DomainCreateA, FN(core2_domain_create_a));
+    fill(t, size, NVTX_CBID_CORE2_DomainCreateW, FN(core2_domain_create_w));
     fill(t, size, NVTX_CBID_CORE2_DomainDestroy, FN(core2_domain_destroy));
     fill(t, size, NVTX_CBID_CORE2_DomainRegisterStringA, FN(core2_register_string_a));
     fill(t, size, NVTX_CBID_CORE2_DomainRegisterStringW, FN(core2_register_string_w));
     fill(t, size, NVTX_CBID_CORE2_DomainRangePushEx, FN(core2_push_ex));
     fill(t, size, NVTX_CBID_CORE2_DomainRangePop, FN(core2_pop));
+    fill(t, size, NVTX_CBID_CORE2_DomainRangeStartEx, FN(core2_start_ex));
+    fill(t, size, NVTX_CBID_CORE2_DomainRangeEnd, FN(core2_end));
     fill(t, size, NVTX_CBID_CORE2_DomainMarkEx, FN(core2_mark_ex));
   }
   return 1;

@@ -49,6 +49,13 @@
  *   rank          one GEMM, mpprof_checkpoint(), mpprof_rank(5, 2) (refused), mpprof_rank(1,
  *                 2) (when preloaded), one GEMM, fork: the child does one GEMM and exits 0;
  *                 the parent waits, one more GEMM (a rank learned late, and kept by a fork)
+ *   nvtxkinds     GemmEx calls in ranges of every kind of NVTX call a C program makes:
+ *                 nvtxRangePushW L"wide_\u00e4" in "outer", then in "outer" again;
+ *                 nvtxRangePushEx Unicode L"\u6ce8\u610f" and L"\u524d\u9988" in "outer" (two
+ *                 names of no ASCII letter); a range of a domain made by nvtxDomainCreateW
+ *                 with "outer" popped before it ("wd"); a "loss_scale" 64 mark in the domain
+ *                 nvtxDomainCreateW(L"mpprof") before a call in "scaled"; and one start/end
+ *                 range and one mark of each form (A, W, Ex, domain Ex) around a call in "se"
  *   setenv        sets MPPROF_CUPTI=off, MPPROF_TC_COUNTERS=first, MPPROF_LOSS_SCALE=8 and
  *                 MPPROF_SCAN=none, then two GEMMs in "t/gemmex" with RANK=7 set between them
  * Every mode prints a checksum of its results on stdout. Linked against the
@@ -756,6 +763,62 @@ static int mode_lossscale(void) {
   nvtxRangePushA("main");
   s += gemmex(h, &m);
   printf("parent checksum %.17g child status %d\n", s, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+  CK(cublasDestroy(h));
+  return 0;
+}
+
+/* Every kind of NVTX call a C program makes (wide, Unicode, domains made from
+ * wide names, start/end ranges and marks of each form) around GemmEx calls. */
+static int mode_nvtxkinds(void) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 1);
+  double s = 0;
+  nvtxRangePushA("outer");
+  nvtxRangePushW(L"wide_\u00e4");
+  s += gemmex(h, &m);
+  nvtxRangePop();
+  s += gemmex(h, &m);
+  nvtxEventAttributes_t a;
+  memset(&a, 0, sizeof a);
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_UNICODE;
+  const wchar_t *names[] = {L"\u6ce8\u610f", L"\u524d\u9988"};
+  for (int i = 0; i < 2; i++) {
+    a.message.unicode = names[i];
+    nvtxRangePushEx(&a);
+    s += gemmex(h, &m);
+    nvtxRangePop();
+  }
+  nvtxDomainHandle_t wd = nvtxDomainCreateW(L"wdom");
+  a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  a.message.ascii = "wd";
+  nvtxDomainRangePushEx(wd, &a);
+  nvtxRangePop(); /* "outer", the default domain's range */
+  s += gemmex(h, &m);
+  nvtxDomainRangePop(wd);
+  mpprof_domain = nvtxDomainCreateW(L"mpprof");
+  mark("loss_scale", true, 64, 0);
+  nvtxRangePushA("scaled");
+  s += gemmex(h, &m);
+  nvtxRangePop();
+  a.message.ascii = "se";
+  nvtxRangeId_t r[4] = {nvtxRangeStartA("se"), nvtxRangeStartW(L"se"), nvtxRangeStartEx(&a),
+                        nvtxDomainRangeStartEx(wd, &a)};
+  nvtxMarkA("m");
+  nvtxMarkW(L"m");
+  nvtxMarkEx(&a);
+  nvtxDomainMarkEx(wd, &a);
+  nvtxRangePushA("se");
+  s += gemmex(h, &m);
+  nvtxRangePop();
+  for (int i = 0; i < 3; i++)
+    nvtxRangeEnd(r[i]);
+  nvtxDomainRangeEnd(wd, r[3]);
+  printf("nvtxkinds checksum %.17g ids %llu %llu %llu %llu\n", s, (unsigned long long)r[0],
+         (unsigned long long)r[1], (unsigned long long)r[2], (unsigned long long)r[3]);
   CK(cublasDestroy(h));
   return 0;
 }
@@ -1778,6 +1841,7 @@ static const struct {
     {"first_stack", " FILE", .named = mode_first_stack},
     {"autotune_small", " [KIB]", .counted = mode_autotune_small, .dflt = 0},
     {"lossscale", "", .plain = mode_lossscale},
+    {"nvtxkinds", "", .plain = mode_nvtxkinds},
     {"overflow", "", .plain = mode_overflow},
     {"exec", " [N]", .counted = mode_exec, .dflt = 0},
     {"inflight", "", .plain = run_inflight},

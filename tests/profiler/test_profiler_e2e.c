@@ -751,6 +751,36 @@ static void each_thread_has_its_own_layer_stack(void **state) {
   free_raws(&r);
 }
 
+/* Every kind of NVTX call names the layer a user expects (docs/profiler.md,
+ * Layers): a wide push is a range (before, it was not seen, so its pop
+ * closed "outer"); Unicode names are UTF-8, so two names of no ASCII letter
+ * stay two layers; a domain made from a wide name is its own domain (its
+ * range survives the default domain's pop) and "mpprof" made so carries the
+ * training marks; start/end ranges and marks of every form are counted. */
+static void every_kind_of_nvtx_call_names_the_layer(void **state) {
+  (void)state;
+  const char *dir = outdir("nvtxkinds");
+  char *argv[] = {(char *)testprog, "nvtxkinds", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 1);
+  cJSON *d = r.doc[0];
+  const char *layers[] = {"outer/wide_\xc3\xa4",
+                          "outer",
+                          "outer/\xe6\xb3\xa8\xe6\x84\x8f",
+                          "outer/\xe5\x89\x8d\xe9\xa6\x88",
+                          "wd",
+                          "scaled",
+                          "se"};
+  for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++)
+    assert_int_equal(num(site(d, "cublasGemmEx", layers[i], NULL), "calls"), 1);
+  assert_int_equal(nsites(d), 7);
+  assert_true(num(site(d, "cublasGemmEx", "scaled", NULL), "loss_scale") == 64);
+  assert_int_equal(num(d, "nvtx.start_end_ranges"), 4);
+  assert_int_equal(num(d, "nvtx.marks"), 5); /* with the loss_scale mark */
+  free_raws(&r);
+}
+
 /* Whether doc's events are exactly one per call of each site: as many as
  * its calls, with call indices 0 .. calls - 1 each once. */
 static bool one_event_per_call(cJSON *doc) {
@@ -1723,6 +1753,7 @@ int main(void) {
       cmocka_unit_test(every_cublas_gemm_entry_point_is_recorded),
       cmocka_unit_test(math_mode_set_on_the_handle_is_recorded),
       cmocka_unit_test(each_thread_has_its_own_layer_stack),
+      cmocka_unit_test(every_kind_of_nvtx_call_names_the_layer),
       cmocka_unit_test(events_of_every_thread_reach_the_raw_file),
       cmocka_unit_test(a_forked_child_writes_its_own_raw_file),
       cmocka_unit_test(a_rank_learned_late_is_in_the_raw_file_and_kept_by_a_fork_child),

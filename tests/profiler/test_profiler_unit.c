@@ -206,6 +206,60 @@ static void injection_fills_core_and_core2_callbacks(void **state) {
   assert_string_equal(layer(), "");
 }
 
+/* Wide names (nvtxRangePushW, Unicode messages, wide registered strings and
+ * domain names) are UTF-8: characters of 1 to 4 bytes, a value that is no
+ * character is '?', and a name cut at 255 bytes keeps whole characters. */
+static void wide_names_are_utf8(void **state) {
+  (void)state;
+  memset(core_slots, 0, sizeof core_slots);
+  memset(core2_slots, 0, sizeof core2_slots);
+  assert_int_equal(InitializeInjectionNvtx2(get_export_table), 1);
+  nvtxRangePushW_impl_fntype push_w =
+      (nvtxRangePushW_impl_fntype)core_slots[NVTX_CBID_CORE_RangePushW];
+  nvtxRangePushEx_impl_fntype push_ex =
+      (nvtxRangePushEx_impl_fntype)core_slots[NVTX_CBID_CORE_RangePushEx];
+  nvtxRangePop_impl_fntype pop = (nvtxRangePop_impl_fntype)core_slots[NVTX_CBID_CORE_RangePop];
+  nvtxDomainCreateW_impl_fntype create_w =
+      (nvtxDomainCreateW_impl_fntype)core2_slots[NVTX_CBID_CORE2_DomainCreateW];
+  nvtxDomainRegisterStringW_impl_fntype reg_w =
+      (nvtxDomainRegisterStringW_impl_fntype)core2_slots[NVTX_CBID_CORE2_DomainRegisterStringW];
+  nvtxDomainRangePushEx_impl_fntype dpush =
+      (nvtxDomainRangePushEx_impl_fntype)core2_slots[NVTX_CBID_CORE2_DomainRangePushEx];
+  nvtxDomainRangePop_impl_fntype dpop =
+      (nvtxDomainRangePop_impl_fntype)core2_slots[NVTX_CBID_CORE2_DomainRangePop];
+  assert_non_null(push_w);
+  assert_non_null(create_w);
+  assert_int_equal(push_w(L"a\u00e4\u6ce8\U0001F600"), NVTX_NO_PUSH_POP_TRACKING);
+  assert_string_equal(layer(), "a\xc3\xa4\xe6\xb3\xa8\xf0\x9f\x98\x80");
+  const wchar_t bad[] = {'x', 0xD800, (wchar_t)0x110000, -1, 'y', 0};
+  push_w(bad);
+  assert_string_equal(layer(), "a\xc3\xa4\xe6\xb3\xa8\xf0\x9f\x98\x80/x???y");
+  pop();
+  pop();
+  wchar_t longw[200];
+  for (int i = 0; i < 199; i++)
+    longw[i] = i ? 0x6ce8 : 'z'; /* 1 + 3 x 84 = 253 bytes fit in 255, the 85th does not */
+  longw[199] = 0;
+  nvtxEventAttributes_t a = {0};
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_UNICODE;
+  a.message.unicode = longw;
+  push_ex(&a);
+  assert_int_equal(strlen(layer()), 253);
+  pop();
+  nvtxDomainHandle_t d = create_w(L"d\u00e4");
+  assert_non_null(d);
+  a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  a.message.registered = reg_w(d, L"r\u00e4");
+  dpush(d, &a);
+  assert_string_equal(layer(), "r\xc3\xa4");
+  assert_int_equal(pop(), NVTX_NO_PUSH_POP_TRACKING); /* not the default domain's */
+  assert_string_equal(layer(), "r\xc3\xa4");
+  dpop(d);
+  assert_string_equal(layer(), "");
+}
+
 static void injection_fills_every_nvtx_copy_that_asks(void **state) {
   (void)state;
   assert_int_equal(InitializeInjectionNvtx2(get_export_table), 1);
@@ -1287,6 +1341,7 @@ int main(void) {
       cmocka_unit_test_setup(ranges_beyond_64_levels_pop_back_to_the_same_layer, reset_all),
       cmocka_unit_test_setup(ranges_are_per_thread, reset_all),
       cmocka_unit_test_setup(injection_fills_core_and_core2_callbacks, reset_all),
+      cmocka_unit_test_setup(wide_names_are_utf8, reset_all),
       cmocka_unit_test_setup(injection_fills_every_nvtx_copy_that_asks, reset_all),
       cmocka_unit_test(transposed_a_is_viewed_as_stored_k_by_m),
       cmocka_unit_test(c_is_an_input_role_only_when_beta_is_nonzero),
