@@ -84,19 +84,24 @@ static mpprof_layer_tensor *layer_tensor(mpprof_layer *l, const mpprof_site *s, 
   return t;
 }
 
-/* The +-Inf of role r of forward site s, an fp16 output, that its op made
- * from finite values: none of the site's input roles held NaN or Inf in its
- * scanned calls, and one of them was scanned (else 0: not known). */
-static uint64_t op_made_infs(const mpprof_site *s, const mpprof_role_stats *ts, size_t r) {
-  const mpprof_cstats *d = &ts[r].st;
-  if (!is_output_role(ts[r].role) || d->dtype != MP_FP16) return 0;
+/* Site s's outputs were made from finite values: none of its input roles
+ * held NaN or Inf in its scanned calls, and one of them was scanned. */
+static bool inputs_seen_finite(const mpprof_site *s, const mpprof_role_stats *ts) {
   bool scanned = false;
   for (size_t q = 0; q < s->n_tensors; q++) {
     if (is_output_role(ts[q].role)) continue;
-    if (ts[q].st.nans + ts[q].st.pos_infs + ts[q].st.neg_infs) return 0;
+    if (ts[q].st.nans + ts[q].st.pos_infs + ts[q].st.neg_infs) return false;
     scanned |= ts[q].st.count > 0;
   }
-  return scanned ? d->pos_infs + d->neg_infs : 0;
+  return scanned;
+}
+
+/* The +-Inf of role r of forward site s, an fp16 output, that its op made
+ * from finite values (else 0: not known). */
+static uint64_t op_made_infs(const mpprof_site *s, const mpprof_role_stats *ts, size_t r) {
+  const mpprof_cstats *d = &ts[r].st;
+  if (!is_output_role(ts[r].role) || d->dtype != MP_FP16) return 0;
+  return inputs_seen_finite(s, ts) ? d->pos_infs + d->neg_infs : 0;
 }
 
 /* The NaN/Inf of role r of site s that fp32/fp64 made: an input's all (it
@@ -109,13 +114,7 @@ static uint64_t wide_nonfinite(const mpprof_site *s, const mpprof_role_stats *ts
   if (d->dtype != MP_FP32 && d->dtype != MP_FP64) return 0;
   uint64_t n = d->nans + d->pos_infs + d->neg_infs;
   if (!n || !is_output_role(ts[r].role)) return n;
-  bool scanned = false;
-  for (size_t q = 0; q < s->n_tensors; q++) {
-    if (is_output_role(ts[q].role)) continue;
-    if (ts[q].st.nans + ts[q].st.pos_infs + ts[q].st.neg_infs) return 0;
-    scanned |= ts[q].st.count > 0;
-  }
-  return scanned ? n : 0;
+  return inputs_seen_finite(s, ts) ? n : 0;
 }
 
 /* Merge one site's tensors ts into the layer's per phase.role tensors. */
