@@ -702,11 +702,35 @@ static void write_html(const cJSON *d, FILE *f) {
   fputs("</body></html>\n", f);
 }
 
-static int write_text(const char *path, const char *text) {
+static int write_text(const char *path, const char *text, mpprof_afile_set *set) {
   mpprof_afile af;
-  if (mpprof_afile_open(&af, path)) return -1;
+  if (mpprof_afile_open(&af, path, set)) return -1;
   fputs(text, af.f);
   return mpprof_afile_close(&af, true);
+}
+
+/* diff.json and diff.html appear together or not at all (a failed write
+ * leaves neither, nor a temporary). */
+static int write_both(const char *out_dir, const char *const paths[2], const char *const texts[2],
+                      mpprof_error *ret_error) {
+  mpprof_afile_set set;
+  mpprof_afile_set_init(&set);
+  for (int i = 0; i < 2; i++) {
+    if (write_text(paths[i], texts[i], &set)) {
+      mpprof_error_set(ret_error, errno, "diff: cannot write %s: %s; neither diff file was written",
+                       paths[i], strerror(errno));
+      mpprof_afile_set_abort(&set);
+      return -1;
+    }
+  }
+  const char *failed;
+  size_t done;
+  if (mpprof_afile_set_commit(&set, &failed, &done) == 0) return 0;
+  int e = errno;
+  mpprof_error_set(ret_error, e, "diff: cannot replace %s/%s: %s%s", out_dir, failed, strerror(e),
+                   done ? "; diff.json was written, diff.html not"
+                        : "; neither diff file was written");
+  return -1;
 }
 
 int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_dir, FILE *summary,
@@ -731,16 +755,11 @@ int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_d
   int rc = -1;
   char *pj = mpprof_asprintf("%s/diff.json", out_dir),
        *ph = mpprof_asprintf("%s/diff.html", out_dir);
-  if (json && html_text && pj && ph) {
-    rc = write_text(pj, json);
-    if (rc) mpprof_error_set(ret_error, errno, "diff: cannot write %s: %s", pj, strerror(errno));
-    if (!rc) {
-      rc = write_text(ph, html_text);
-      if (rc) mpprof_error_set(ret_error, errno, "diff: cannot write %s: %s", ph, strerror(errno));
-    }
-  } else {
+  if (json && html_text && pj && ph)
+    rc = write_both(out_dir, (const char *const[]){pj, ph}, (const char *const[]){json, html_text},
+                    ret_error);
+  else
     mpprof_error_set(ret_error, ENOMEM, "diff: out of memory");
-  }
   if (!rc && summary) {
     /* A layer in one run only is counted as such, not as changed. */
     size_t changed = 0, only_a = 0, only_b = 0;

@@ -1110,9 +1110,9 @@ static int write_page(const mpprof_model *m, FILE *f) {
   return rc;
 }
 
-int mpprof_write_report_html(const mpprof_model *m, const char *path) {
+int mpprof_write_report_html(const mpprof_model *m, const char *path, mpprof_afile_set *set) {
   mpprof_afile a;
-  if (mpprof_afile_open(&a, path)) return -1;
+  if (mpprof_afile_open(&a, path, set)) return -1;
   if (write_page(m, a.f)) {
     mpprof_afile_close(&a, false);
     errno = ENOMEM;

@@ -860,9 +860,9 @@ static int write_all(const mpprof_model *m, FILE *f, mp_stats *scratch) {
   return 0;
 }
 
-int mpprof_write_report_json(const mpprof_model *m, const char *path) {
+int mpprof_write_report_json(const mpprof_model *m, const char *path, mpprof_afile_set *set) {
   mpprof_afile a;
-  if (mpprof_afile_open(&a, path)) return -1;
+  if (mpprof_afile_open(&a, path, set)) return -1;
   mp_stats *scratch = malloc(sizeof *scratch);
   int rc = scratch ? write_all(m, a.f, scratch) : -1;
   free(scratch);

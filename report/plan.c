@@ -571,7 +571,7 @@ static cJSON *fp8_json(const mpprof_model *m) {
   return o;
 }
 
-int mpprof_write_plan_json(const mpprof_model *m, const char *path) {
+int mpprof_write_plan_json(const mpprof_model *m, const char *path, mpprof_afile_set *set) {
   cJSON *root = cJSON_CreateObject();
   if (!root) return -1;
   cJSON_AddStringToObject(root, "schema", "mpprof.plan/1");
@@ -598,7 +598,7 @@ int mpprof_write_plan_json(const mpprof_model *m, const char *path) {
     return -1;
   }
   mpprof_afile a;
-  if (mpprof_afile_open(&a, path)) {
+  if (mpprof_afile_open(&a, path, set)) {
     free(text);
     return -1;
   }

@@ -1,6 +1,7 @@
 /* mpprof_report_generate: read OUT/raw, merge, advise, and write every output
- * of the report (report.html and MPPROF_REPORT_OTHER_FILES), each via a
- * temporary file and rename. Prints a short human summary when asked. */
+ * of the report (report.html and MPPROF_REPORT_OTHER_FILES), each to a
+ * temporary file, all renamed once every one is written. Prints a short human summary when asked.
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -251,16 +252,55 @@ static void print_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
 }
 
 static int write_one(const mpprof_model *m, const char *dir, const char *name,
-                     int (*fn)(const mpprof_model *, const char *), mpprof_error *ret_error) {
+                     int (*fn)(const mpprof_model *, const char *, mpprof_afile_set *),
+                     mpprof_afile_set *set, mpprof_error *ret_error) {
   char *path = mpprof_asprintf("%s/%s", dir, name);
   if (!path) {
     mpprof_error_set(ret_error, ENOMEM, "report: out of memory");
     return -1;
   }
-  int rc = fn(m, path);
-  if (rc) mpprof_error_set(ret_error, errno, "cannot write %s: %s", path, strerror(errno));
+  int rc = fn(m, path, set);
+  if (rc)
+    mpprof_error_set(ret_error, errno, "cannot write %s: %s; no report file was replaced", path,
+                     strerror(errno));
   free(path);
   return rc;
+}
+
+/* The report's files replace the previous ones together: each is written to
+ * its temporary, and they are renamed only once all were (a full disk at
+ * report.html leaves the previous report.json, CSVs, plan and trace, which
+ * agree with the previous page). */
+static int write_all(const mpprof_model *m, const char *dir, mpprof_error *ret_error) {
+  static const struct {
+    const char *name;
+    int (*fn)(const mpprof_model *, const char *, mpprof_afile_set *);
+  } files[] = {
+      {"report.json", mpprof_write_report_json}, {"layers.csv", mpprof_write_layers_csv},
+      {"ops.csv", mpprof_write_ops_csv},         {"plan.json", mpprof_write_plan_json},
+      {"trace.json", mpprof_write_trace_json},   {"report.html", mpprof_write_report_html},
+  };
+  mpprof_afile_set set;
+  mpprof_afile_set_init(&set);
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    if (write_one(m, dir, files[i].name, files[i].fn, &set, ret_error)) {
+      mpprof_afile_set_abort(&set);
+      return -1;
+    }
+  }
+  const char *failed;
+  size_t done;
+  if (mpprof_afile_set_commit(&set, &failed, &done) == 0) return 0;
+  int e = errno;
+  if (done == 0)
+    mpprof_error_set(ret_error, e, "cannot replace %s/%s: %s; no report file was replaced", dir,
+                     failed, strerror(e));
+  else
+    mpprof_error_set(ret_error, e,
+                     "cannot replace %s/%s: %s; the %zu report files before it were replaced, "
+                     "it and the rest were not",
+                     dir, failed, strerror(e), done);
+  return -1;
 }
 
 int mpprof_report_generate(const mpprof_report_options *opts) {
@@ -317,13 +357,7 @@ int mpprof_report_generate(const mpprof_report_options *opts) {
     if (rc == 0) rc = mpprof_build_plan(&m);
     if (rc) mpprof_error_set(err, ENOMEM, "report: out of memory");
   }
-  if (rc == 0)
-    rc = write_one(&m, opts->out_dir, "report.json", mpprof_write_report_json, err) ||
-         write_one(&m, opts->out_dir, "layers.csv", mpprof_write_layers_csv, err) ||
-         write_one(&m, opts->out_dir, "ops.csv", mpprof_write_ops_csv, err) ||
-         write_one(&m, opts->out_dir, "plan.json", mpprof_write_plan_json, err) ||
-         write_one(&m, opts->out_dir, "trace.json", mpprof_write_trace_json, err) ||
-         write_one(&m, opts->out_dir, "report.html", mpprof_write_report_html, err);
+  if (rc == 0) rc = write_all(&m, opts->out_dir, err);
   if (rc == 0) print_summary(&m, opts->out_dir, opts->summary);
   mpprof_model_free(&m);
   return rc ? -1 : 0;

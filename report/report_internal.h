@@ -704,12 +704,14 @@ extern const size_t mpprof_n_finding_rules;
 /* Run one rule on the model (tests): its findings are appended, unranked. 0 or -1. */
 int mpprof_finding_rule_run(mpprof_model *m, const mpprof_finding_rule *r);
 
-/* writers */
-int mpprof_write_report_json(const mpprof_model *m, const char *path);
+/* writers: set NULL renames the file when written, else the set's commit does
+ * (util.c, mpprof_afile_set) */
+typedef struct mpprof_afile_set mpprof_afile_set;
+int mpprof_write_report_json(const mpprof_model *m, const char *path, mpprof_afile_set *set);
 cJSON *mpprof_tc_summary_json(const mpprof_model *m); /* the "tensor_cores" object */
-int mpprof_write_layers_csv(const mpprof_model *m, const char *path);
-int mpprof_write_trace_json(const mpprof_model *m, const char *path);
-int mpprof_write_report_html(const mpprof_model *m, const char *path);
+int mpprof_write_layers_csv(const mpprof_model *m, const char *path, mpprof_afile_set *set);
+int mpprof_write_trace_json(const mpprof_model *m, const char *path, mpprof_afile_set *set);
+int mpprof_write_report_html(const mpprof_model *m, const char *path, mpprof_afile_set *set);
 
 /* plan.c */
 int mpprof_build_plan(mpprof_model *m); /* after advice and the loss scale; 0 or -1 */
@@ -721,10 +723,10 @@ void mpprof_plan_snippet(const mpprof_model *m, const mpprof_plan *p, FILE *f);
 mpprof_fp8_fit mpprof_layer_fp8_fit(const mpprof_model *m, const mpprof_layer *l,
                                     const mpprof_shadow_cand **ret_measured);
 
-int mpprof_write_plan_json(const mpprof_model *m, const char *path);
+int mpprof_write_plan_json(const mpprof_model *m, const char *path, mpprof_afile_set *set);
 
 /* ops.c: per-site facts shown by the ops table and ops.csv (one definition each). */
-int mpprof_write_ops_csv(const mpprof_model *m, const char *path);
+int mpprof_write_ops_csv(const mpprof_model *m, const char *path, mpprof_afile_set *set);
 /* GPU times are measured on a real GPU (no process ran on simcuda). */
 bool mpprof_times_real(const mpprof_model *m);
 /* The site's GPU time: its own gpu_ns, else its kernels' time; *ret_known says if any. */
@@ -768,15 +770,40 @@ typedef struct mpprof_afile {
   int dir;
   int err; /* first write error (errno), reported by close */
   mpp_sfile sf;
-  char *buf; /* the FILE's buffer (MPPROF_AFILE_BUF bytes), or NULL: stdio's own */
+  char *buf;             /* the FILE's buffer (MPPROF_AFILE_BUF bytes), or NULL: stdio's own */
+  mpprof_afile_set *set; /* NULL: renamed at close; else when the set is */
 } mpprof_afile;
 /* An output file's buffer: report.json of 100k sites is some 300 MB, which
  * stdio's default buffer wrote by 75k write calls. */
 #define MPPROF_AFILE_BUF (1u << 20)
-int mpprof_afile_open(mpprof_afile *a, const char *path);
-/* Closes, and renames on success; removes the temporary file on failure or
- * when ok is false. 0 or -1 (errno set: the first write error, e.g. ENOSPC). */
+/* set: NULL, or the set whose commit renames this file (with the others). */
+int mpprof_afile_open(mpprof_afile *a, const char *path, mpprof_afile_set *set);
+/* Closes, and renames on success (or, in a set, leaves the complete temporary
+ * to the set); removes the temporary file on failure or when ok is false. 0
+ * or -1 (errno set: the first write error, e.g. ENOSPC). */
 int mpprof_afile_close(mpprof_afile *a, bool ok);
+
+/* Files that replace their previous versions together (the report's six, the
+ * diff's two): each is written whole to its temporary first; only when every
+ * one was does commit rename them, in the order written. A failed write
+ * leaves every previous file as it was. */
+#define MPPROF_AFILE_SET_MAX 8
+struct mpprof_afile_set {
+  size_t n;
+  struct {
+    mpp_sfile sf;
+    int dir; /* owned */
+  } done[MPPROF_AFILE_SET_MAX];
+};
+void mpprof_afile_set_init(mpprof_afile_set *s);
+/* Renames every file into place. Before the first rename, a name taken by
+ * something a file cannot replace (a directory) fails the whole set. 0, or
+ * -1 with errno set and *ret_failed the name that failed (the temporaries
+ * left are removed; where a rename itself failed, *ret_done of the files,
+ * those before it, are the new ones). */
+int mpprof_afile_set_commit(mpprof_afile_set *s, const char **ret_failed, size_t *ret_done);
+/* Removes the temporaries of a set not committed (after a failed write). */
+void mpprof_afile_set_abort(mpprof_afile_set *s);
 
 /* util.c: names -> entries of the caller's array, by hash (open addressing,
  * load at most one half): merging kernel entries by name stays linear. The

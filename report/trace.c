@@ -375,9 +375,9 @@ static int write_events(const mpprof_model *m, FILE *f) {
   return 0;
 }
 
-int mpprof_write_trace_json(const mpprof_model *m, const char *path) {
+int mpprof_write_trace_json(const mpprof_model *m, const char *path, mpprof_afile_set *set) {
   mpprof_afile a;
-  if (mpprof_afile_open(&a, path)) return -1;
+  if (mpprof_afile_open(&a, path, set)) return -1;
   if (write_events(m, a.f)) {
     mpprof_afile_close(&a, false);
     errno = ENOMEM;

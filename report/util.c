@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/safefile.h"
@@ -502,10 +503,14 @@ static ssize_t afile_write(void *cookie, const char *buf, size_t n) {
   return (ssize_t)n;
 }
 
-int mpprof_afile_open(mpprof_afile *a, const char *path) {
+int mpprof_afile_open(mpprof_afile *a, const char *path, mpprof_afile_set *set) {
   memset(a, 0, sizeof *a);
   a->dir = -1;
   a->sf.fd = -1;
+  if (set && set->n == MPPROF_AFILE_SET_MAX) {
+    errno = EMFILE;
+    return -1;
+  }
   const char *slash = strrchr(path, '/');
   char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
   int rc = dir ? 0 : -ENOMEM;
@@ -526,7 +531,10 @@ int mpprof_afile_open(mpprof_afile *a, const char *path) {
     free(a->buf);
     a->buf = NULL;
   }
-  if (rc == 0) return 0;
+  if (rc == 0) {
+    a->set = set;
+    return 0;
+  }
   if (a->sf.tmp[0]) mpp_sf_commit(&a->sf, rc);
   if (a->dir >= 0) close(a->dir);
   memset(a, 0, sizeof *a);
@@ -540,7 +548,23 @@ int mpprof_afile_close(mpprof_afile *a, bool ok) {
   if (fclose(a->f) != 0 || a->err) e = a->err ? a->err : errno ? errno : EIO;
   free(a->buf); /* after fclose: its last flush writes from it */
   if (!ok && !e) e = ECANCELED;
-  int rc = mpp_sf_commit(&a->sf, e ? -e : 0);
+  int rc;
+  if (a->set && !e) {
+    /* complete: the set renames it, from its directory (kept open) */
+    mpprof_afile_set *s = a->set;
+    rc = close(a->sf.fd) == 0 ? 0 : -errno;
+    a->sf.fd = -1;
+    if (rc == 0) {
+      s->done[s->n].sf = a->sf;
+      s->done[s->n].dir = a->dir;
+      s->n++;
+      memset(a, 0, sizeof *a);
+      return 0;
+    }
+    unlinkat(a->dir, a->sf.tmp, 0);
+  } else {
+    rc = mpp_sf_commit(&a->sf, e ? -e : 0);
+  }
   close(a->dir);
   memset(a, 0, sizeof *a);
   if (rc) {
@@ -548,6 +572,51 @@ int mpprof_afile_close(mpprof_afile *a, bool ok) {
     return -1;
   }
   return 0;
+}
+
+void mpprof_afile_set_init(mpprof_afile_set *s) {
+  s->n = 0;
+}
+
+/* What rename cannot replace with a file, found before anything is renamed:
+ * a directory at the name (EISDIR). */
+static int set_blocked(const mpprof_afile_set *s, size_t *ret_i) {
+  for (size_t i = 0; i < s->n; i++) {
+    struct stat st;
+    if (fstatat(s->done[i].dir, s->done[i].sf.name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISDIR(st.st_mode)) {
+      *ret_i = i;
+      return EISDIR;
+    }
+  }
+  return 0;
+}
+
+int mpprof_afile_set_commit(mpprof_afile_set *s, const char **ret_failed, size_t *ret_done) {
+  size_t i = 0, done = 0;
+  int e = set_blocked(s, &i);
+  for (; !e && i < s->n; i++, done++) {
+    int r = mpp_sf_commit(&s->done[i].sf, 0);
+    if (r) {
+      e = -r;
+      break;
+    }
+  }
+  *ret_done = done;
+  *ret_failed = e ? s->done[i].sf.name : NULL;
+  mpprof_afile_set_abort(s);
+  if (!e) return 0;
+  errno = e;
+  return -1;
+}
+
+void mpprof_afile_set_abort(mpprof_afile_set *s) {
+  for (size_t i = 0; i < s->n; i++) {
+    if (s->done[i].sf.tmp[0]) unlinkat(s->done[i].dir, s->done[i].sf.tmp, 0);
+    s->done[i].sf.tmp[0] = '\0';
+    close(s->done[i].dir);
+  }
+  s->n = 0;
 }
 
 /* ---- text output helpers ---- */

@@ -47,13 +47,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (mpprof_build_findings(&m)) abort();
   char out[320];
   snprintf(out, sizeof out, "%s/report.json", dir);
-  if (mpprof_write_report_json(&m, out)) abort();
+  if (mpprof_write_report_json(&m, out, NULL)) abort();
   snprintf(out, sizeof out, "%s/report.html", dir);
-  if (mpprof_write_report_html(&m, out)) abort();
+  if (mpprof_write_report_html(&m, out, NULL)) abort();
   snprintf(out, sizeof out, "%s/layers.csv", dir);
-  if (mpprof_write_layers_csv(&m, out)) abort();
+  if (mpprof_write_layers_csv(&m, out, NULL)) abort();
   snprintf(out, sizeof out, "%s/trace.json", dir);
-  if (mpprof_write_trace_json(&m, out)) abort();
+  if (mpprof_write_trace_json(&m, out, NULL)) abort();
   mpprof_model_free(&m);
   return 0;
 }

@@ -1,9 +1,11 @@
 /* Input files that change, lie or attack (issue 14): a raw file or a .npy
  * file that shrinks while it is read, invalid UTF-8 and terminal escape
- * sequences in a raw file, a full disk while the report is written, and a
- * site with 100k kernels (meson registers two tests: the 100k-kernel case,
- * argument 'kernels', has its own generous timeout). */
+ * sequences in a raw file, a full disk while the report is written (the
+ * report's and the diff's files replace their previous versions all or none:
+ * a write of one fails, --wrap=write), and a site with 100k kernels (meson registers two tests: the
+ * 100k-kernel case, argument 'kernels', has its own generous timeout). */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -21,7 +23,9 @@
 
 #include <cmocka.h>
 
+#include "common/safefile.h"
 #include "common/utf8.h"
+#include "report/diff.h"
 #include "report/report.h"
 #include "report/report_internal.h"
 #include "report/tensorio/npy.h"
@@ -45,6 +49,27 @@ int __wrap_fstat64(int fd, struct stat *st) {
     }
   }
   return rc;
+}
+
+/* --- a full disk at one output file (linked --wrap=write) --- */
+
+static const char *fail_name; /* writes to this file's temporary fail with ENOSPC */
+ssize_t __real_write(int fd, const void *buf, size_t n);
+ssize_t __wrap_write(int fd, const void *buf, size_t n) {
+  char link[64], target[4096];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t len = fail_name ? readlink(link, target, sizeof target - 1) : -1;
+  if (len > 0) {
+    target[len] = '\0';
+    const char *base = strrchr(target, '/');
+    size_t fl = strlen(fail_name);
+    /* the temporary ".NAME.XXXXXXXX" (common/safefile.h) */
+    if (base && base[1] == '.' && !strncmp(base + 2, fail_name, fl) && base[2 + fl] == '.') {
+      errno = ENOSPC;
+      return -1;
+    }
+  }
+  return __real_write(fd, buf, n);
 }
 
 static const rg_proc P0 = {"node01", 100, 1, 0, true, "ok", "9.0", "train"};
@@ -251,6 +276,110 @@ static void a_failing_report_write_names_the_real_error(void **state) {
   free(dir);
 }
 
+static const char *const REPORT_FILES[] = {"report.json", "plan.json",  "layers.csv",
+                                           "ops.csv",     "trace.json", "report.html"};
+enum { N_REPORT_FILES = sizeof REPORT_FILES / sizeof *REPORT_FILES };
+
+static char *slurp_in(const char *dir, const char *name, size_t *ret_len) {
+  char path[4300];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  return slurp(path, ret_len);
+}
+
+/* No name in dir is one of mpp_sf_create's temporaries (".NAME.XXXXXXXX"). */
+static void assert_no_temporary(const char *dir) {
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (mpp_sf_is_temp_name(e->d_name)) fail_msg("temporary left: %s/%s", dir, e->d_name);
+  closedir(d);
+}
+
+static int report_failing_at(const char *dir, const char *name, mpprof_error *ret_error) {
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL, .error = ret_error};
+  fail_name = name;
+  int rc = mpprof_report_generate(&o);
+  fail_name = NULL;
+  return rc;
+}
+
+/* A full disk at any one of the report's files (report.html among them):
+ * every file of the previous report is left as it was, byte for byte, no
+ * temporary stays, and the one error line names the file and the error. The
+ * set the run would have written differs (a second process's sites). */
+static void a_failing_report_file_leaves_the_previous_report_whole(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("allornone");
+  write_sites(dir, "node01-100.json", &P0, 3);
+  mpprof_error e = {0};
+  assert_int_equal(report_failing_at(dir, NULL, &e), 0);
+  char *old[N_REPORT_FILES];
+  size_t old_len[N_REPORT_FILES];
+  for (int i = 0; i < N_REPORT_FILES; i++)
+    old[i] = slurp_in(dir, REPORT_FILES[i], &old_len[i]);
+  write_sites(dir, "node01-101.json", &P1, 5);
+  for (int f = 0; f < N_REPORT_FILES; f++) {
+    memset(&e, 0, sizeof e);
+    assert_int_equal(report_failing_at(dir, REPORT_FILES[f], &e), -1);
+    assert_int_equal(e.errnum, ENOSPC);
+    if (!strstr(e.message, REPORT_FILES[f]) || !strstr(e.message, strerror(ENOSPC)) ||
+        strchr(e.message, '\n'))
+      fail_msg("failing %s, error: %s", REPORT_FILES[f], e.message);
+    for (int i = 0; i < N_REPORT_FILES; i++) {
+      size_t len;
+      char *now = slurp_in(dir, REPORT_FILES[i], &len);
+      if (len != old_len[i] || memcmp(now, old[i], len))
+        fail_msg("failing %s replaced %s", REPORT_FILES[f], REPORT_FILES[i]);
+      free(now);
+    }
+    assert_no_temporary(dir);
+  }
+  /* with room again, the new set replaces every file */
+  assert_int_equal(report_failing_at(dir, NULL, &e), 0);
+  size_t len;
+  char *now = slurp_in(dir, "report.json", &len);
+  assert_true(len != old_len[0] || memcmp(now, old[0], len));
+  free(now);
+  for (int i = 0; i < N_REPORT_FILES; i++)
+    free(old[i]);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+/* The same for the diff: diff.html failing leaves no diff.json either. */
+static void a_failing_diff_file_leaves_neither(void **state) {
+  (void)state;
+  char *a = rg_tmpdir("diffa"), *b = rg_tmpdir("diffb"), *out = rg_tmpdir("diffout");
+  write_sites(a, "node01-100.json", &P0, 3);
+  write_sites(b, "node01-100.json", &P0, 4);
+  mpprof_error e = {0};
+  assert_int_equal(report_failing_at(a, NULL, &e), 0);
+  assert_int_equal(report_failing_at(b, NULL, &e), 0);
+  static const char *const names[] = {"diff.json", "diff.html"};
+  for (int f = 0; f < 2; f++) {
+    memset(&e, 0, sizeof e);
+    fail_name = names[f];
+    assert_int_equal(mpprof_diff_generate(a, b, out, NULL, &e), -1);
+    fail_name = NULL;
+    assert_int_equal(e.errnum, ENOSPC);
+    if (!strstr(e.message, names[f])) fail_msg("failing %s, error: %s", names[f], e.message);
+    for (int i = 0; i < 2; i++) {
+      char path[4300];
+      snprintf(path, sizeof path, "%s/%s", out, names[i]);
+      if (access(path, F_OK) == 0) fail_msg("failing %s left %s", names[f], names[i]);
+    }
+    assert_no_temporary(out);
+  }
+  assert_int_equal(mpprof_diff_generate(a, b, out, NULL, &e), 0);
+  rg_rmdir(a);
+  rg_rmdir(b);
+  rg_rmdir(out);
+  free(a);
+  free(b);
+  free(out);
+}
+
 /* Two processes with the same site, 100k kernels each (same names): merged
  * by name into 100k entries with summed counts. The figure printed is the
  * time of the whole report (no threshold: the bound is meson's timeout). */
@@ -300,6 +429,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(invalid_utf8_in_a_raw_file_gives_valid_reports),
       cmocka_unit_test(terminal_escape_sequences_in_names_are_escaped_in_the_summary),
       cmocka_unit_test(a_failing_report_write_names_the_real_error),
+      cmocka_unit_test(a_failing_report_file_leaves_the_previous_report_whole),
+      cmocka_unit_test(a_failing_diff_file_leaves_neither),
   };
   const struct CMUnitTest kernels[] = {
       cmocka_unit_test(kernels_100k_in_one_site_merge_by_name),
