@@ -120,11 +120,12 @@
 
 /* Shadow execution of a site's sampled calls (analysis/shadow.h). */
 #define MP_RAW_SHADOW(X)                                                                           \
-  X(calls, "calls", "calls shadowed, summed")                                                      \
+  X(calls, "calls", "calls shadowed and measured, summed")                                         \
   X(skipped, "skipped", "sampled calls not shadowed, summed per reason (MP_RAW_SHADOW_SKIPPED)")   \
   X(candidates, "candidates", "MP_RAW_SHADOW_CAND per candidate name (mp_shadow_cand_name)")
 
-/* Why a sampled call was not shadowed (profiler/shadow.c's reasons, in this order). */
+/* Why a sampled call was not shadowed, or shadowed but not measured
+ * (profiler/shadow.c's reasons, in this order). */
 #define MP_RAW_SHADOW_SKIPPED(X)                                                                   \
   X(TOO_LARGE, "shadow_too_large", "work memory above MPPROF_SHADOW_MAX_MB")                       \
   X(GRAPH_CAPTURE, "graph_capture", "stream being captured into a CUDA graph")                     \
@@ -137,13 +138,15 @@
   X(NO_HANDLE, "no_cublas_handle",                                                                 \
     "device: private stream or cuBLAS/cuBLASLt handle not made (neither library loaded)")          \
   X(DEVICE_ERROR, "device_error",                                                                  \
-    "device: a driver or cuBLAS/cuBLASLt call of the shadow work failed")
+    "device: a driver or cuBLAS/cuBLASLt call of the shadow work failed")                          \
+  X(NO_FINITE_REFERENCE, "no_finite_reference",                                                    \
+    "computed, but every output's reference is inf/NaN (operands' Inf/NaN): nothing to measure")
 #define MP_RAW_ENUM_ROW_(id, json, doc) MP_RAW_SHADOW_SKIP_##id,
 enum { MP_RAW_SHADOW_SKIPPED(MP_RAW_ENUM_ROW_) MP_RAW_SHADOW_SKIP_COUNT };
 #undef MP_RAW_ENUM_ROW_
 
 #define MP_RAW_SHADOW_CAND(X)                                                                      \
-  X(calls, "calls", "calls that computed the candidate, summed")                                   \
+  X(calls, "calls", "calls that measured the candidate, summed")                                   \
   X(rel_l2, "rel_l2", "maximum over calls; null = +inf")                                           \
   X(max_rel, "max_rel", "maximum; null = +inf")                                                    \
   X(flushed, "flushed", "maximum")                                                                 \

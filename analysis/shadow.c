@@ -258,11 +258,12 @@ static double ratio(double num, double den) {
   return num > 0 ? INFINITY : 0;
 }
 
-void mp_shadow_metrics_of(const mp_sh_err *e, mp_shadow_metrics *m) {
+bool mp_shadow_metrics_of(const mp_sh_err *e, mp_shadow_metrics *m) {
   m->nonfinite = e->nonfinite;
   m->rel_l2 = e->nonfinite ? INFINITY : sqrt(ratio(e->se, e->sr));
   m->max_rel = e->nonfinite ? INFINITY : ratio(e->maxd, e->maxr);
   m->flushed = e->nonzero ? (double)e->flushed / (double)e->nonzero : 0;
+  return e->measured > 0;
 }
 
 /* --- dot products ---
@@ -509,13 +510,15 @@ int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2
       }
     }
   }
+  /* The reference is every candidate's: all are measured, or none. */
+  bool measured = true;
   for (int c = 0; c < MP_SH_COUNT; c++)
-    if (mask >> c & 1) mp_shadow_metrics_of(&acc[c], &ret[c]);
+    if (mask >> c & 1) measured = mp_shadow_metrics_of(&acc[c], &ret[c]) && measured;
   if (seed) {
     mp_amax_history_push(&hist[0], amax[0]);
     mp_amax_history_push(&hist[1], amax[1]);
   }
-  rc = (int)mask;
+  rc = measured ? (int)mask : -EDOM;
 out:
   free(ax);
   free(bx);

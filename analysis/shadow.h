@@ -53,8 +53,10 @@ typedef struct mp_shadow_metrics {
   uint64_t nonfinite; /* outputs that are inf/NaN in the candidate (finite in the reference) */
 } mp_shadow_metrics;
 
-/* The metrics of one candidate's error sums (shadow_core.h's accumulator). */
-void mp_shadow_metrics_of(const mp_sh_err *e, mp_shadow_metrics *m);
+/* The metrics of one candidate's error sums (shadow_core.h's accumulator).
+ * false when no output was measured (every reference inf/NaN): *m then reads
+ * 0, which is not a measurement and must not be merged as one. */
+bool mp_shadow_metrics_of(const mp_sh_err *e, mp_shadow_metrics *m);
 
 /* SQNR in dB of a relative L2 error: -20 log10(rel_l2) (+inf for 0, -inf for +inf). */
 double mp_shadow_sqnr_db(double rel_l2);
@@ -172,7 +174,9 @@ uint64_t mp_shadow_work_bytes(const mp_shadow_gemm *g);
  * empty history (a site's first call) the delayed candidates are not computed,
  * the call only seeds it; with hist NULL never. Returns the mask of the
  * candidates computed (>= 0), -EINVAL (bad geometry or an operand dtype that
- * is not a float format), -ENOMEM. */
+ * is not a float format), -ENOMEM, or -EDOM when no output's reference is
+ * finite (every output reads an operand's Inf or NaN): nothing was measured,
+ * ret[] holds no metrics (the call's amax still joins hist, as when measured). */
 #define MP_SHADOW_ALL ((1u << MP_SH_COUNT) - 1)
 int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2],
                   mp_shadow_metrics ret[MP_SH_COUNT]);

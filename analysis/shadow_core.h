@@ -295,16 +295,19 @@ MP_CAST_FN float mp_sh_current_scaled_output(mp_dtype out_dtype, float v, float 
 
 /* Error of a candidate against the reference, accumulated over outputs whose
  * reference is finite (docs/numerics.md): sums of squares, maxima, counts.
+ * `measured` counts those outputs: with none, every sum reads 0 and means
+ * nothing was measured, not no error (mp_shadow_metrics_of says which).
  * mp_shadow_run turns it into the metrics (shadow.c). */
 typedef struct mp_sh_err {
   double se, sr, maxd, maxr;
-  unsigned long long nonzero, flushed, nonfinite;
+  unsigned long long nonzero, flushed, nonfinite, measured;
 } mp_sh_err;
 
 MP_CAST_FN void mp_sh_err_add(mp_sh_err *e, double ref, double dc) {
   /* An output that reads an operand's Inf or NaN has no error to measure (and
    * inf - inf would make the sums NaN, which a worst-of merge drops as 0). */
   if (!mp_sh_isfinite_d(ref)) return;
+  e->measured++;
   e->sr = MP_SH_DADD(e->sr, MP_SH_DMUL(ref, ref));
   double aref = ref < 0 ? -ref : ref;
   if (aref > e->maxr) e->maxr = aref;
@@ -331,6 +334,7 @@ MP_CAST_FN void mp_sh_err_merge(mp_sh_err *dst, const mp_sh_err *src) {
   dst->nonzero += src->nonzero;
   dst->flushed += src->flushed;
   dst->nonfinite += src->nonfinite;
+  dst->measured += src->measured;
 }
 
 #endif

@@ -171,7 +171,7 @@ extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_err(mpp_sh
   }
   if (p.post_a) inv_a = *p.post_a;
   if (p.post_b) inv_b = *p.post_b;
-  mp_sh_err e = {0, 0, 0, 0, 0, 0, 0};
+  mp_sh_err e = {0, 0, 0, 0, 0, 0, 0, 0};
   for (uint64_t o = (uint64_t)blockIdx.x * MPP_SH_BLOCK + threadIdx.x; o < p.n;
        o += (uint64_t)gridDim.x * MPP_SH_BLOCK) {
     float v = p.cand[o] * inv_a * inv_b * p.alpha_f;

@@ -328,6 +328,7 @@ static shadow_skip run_host_locked(struct mpp_shadow_site *site, mp_shadow_gemm 
   if (!scaled) mask &= ~(1u << MP_SH_FP16_SCALED);
   mp_shadow_metrics m[MP_SH_COUNT];
   int done = mp_shadow_run(g, mask, site->hist, m);
+  if (done == -EDOM) return SKIP_NO_FINITE_REFERENCE;
   if (done < 0) return done == -EINVAL ? SKIP_UNSUPPORTED : SKIP_NO_MEMORY;
   if (!scaled) fill_unscaled(m, &done);
   merge(site, m, done);
@@ -345,10 +346,15 @@ static void device_done(void *cookie, const mpp_devshadow_result *r) {
   }
   mp_shadow_metrics m[MP_SH_COUNT];
   int done = (int)r->done;
+  bool measured = true; /* all or none: the reference is every candidate's */
   for (int c = 0; c < MP_SH_COUNT; c++)
-    if (done >> c & 1) mp_shadow_metrics_of(&r->err[c], &m[c]);
-  if (!scaled) fill_unscaled(m, &done);
-  merge(site, m, done);
+    if (done >> c & 1) measured = mp_shadow_metrics_of(&r->err[c], &m[c]) && measured;
+  if (!measured) {
+    site->skipped[SKIP_NO_FINITE_REFERENCE]++; /* as mp_shadow_run's -EDOM */
+  } else {
+    if (!scaled) fill_unscaled(m, &done);
+    merge(site, m, done);
+  }
   /* Delayed scaling: this call's amax joins the history (as mp_shadow_run does). */
   mp_amax_history_push(&site->hist[0], r->amax[0]);
   mp_amax_history_push(&site->hist[1], r->amax[1]);

@@ -499,6 +499,58 @@ static void outputs_whose_reference_is_not_finite_are_left_out(void **state) {
   }
 }
 
+/* Every output reads an operand's Inf: no output has an error to measure.
+ * The call is not a measurement (-EDOM) for any candidate, rather than
+ * metrics of 0 that read as "no error", pass every limit and would count as
+ * a measured call (mp_shadow_agg's calls) toward a verdict or best fp8
+ * recipe. Delayed scaling's history still takes the call's amax. */
+static void a_call_with_no_finite_reference_is_not_measured(void **state) {
+  (void)state;
+  ref_gemm r = base_gemm();
+  for (size_t i = 0; i < sizeof A / sizeof A[0]; i++)
+    A[i] = INFINITY;
+  mp_shadow_gemm g;
+  to_gemm(&r, &g);
+  mp_amax_history hist[2];
+  mp_amax_history_init(&hist[0]);
+  mp_amax_history_init(&hist[1]);
+  mp_amax_history_push(&hist[0], 1); /* an earlier call: the delayed candidates run too */
+  mp_amax_history_push(&hist[1], 1);
+  mp_shadow_metrics out[MP_SH_COUNT];
+  assert_int_equal(mp_shadow_run(&g, MP_SHADOW_ALL, hist, out), -EDOM);
+  assert_int_equal(hist[0].n, 2);
+  for (int c = 0; c < MP_SH_COUNT; c++)
+    assert_int_equal(mp_shadow_run(&g, 1u << c, hist, out), -EDOM);
+  /* One row of op(A) finite: its outputs are measured, the call counts. */
+  ref_gemm f = base_gemm();
+  for (size_t i = 0; i < sizeof A / sizeof A[0]; i++)
+    if (i % ((size_t)LDA * M) >= (size_t)LDA)
+      A[i] = INFINITY; /* op(A) = A^T: row 0 is A's column 0 */
+  to_gemm(&f, &g);
+  assert_int_equal(mp_shadow_run(&g, 1u << MP_SH_BF16, NULL, out), 1u << MP_SH_BF16);
+  assert_true(out[MP_SH_BF16].rel_l2 > 0);
+}
+
+/* The accumulator says whether anything was measured: outputs whose
+ * reference is inf or NaN are not (their sums read 0, which is not "no
+ * error"); one finite reference is. Host and device share it. */
+static void the_error_sums_count_the_outputs_measured(void **state) {
+  (void)state;
+  mp_sh_err e = {0, 0, 0, 0, 0, 0, 0, 0};
+  mp_sh_err_add(&e, INFINITY, 1);
+  mp_sh_err_add(&e, NAN, NAN);
+  mp_sh_err_add(&e, -INFINITY, 0);
+  assert_int_equal(e.measured, 0);
+  mp_shadow_metrics m;
+  assert_false(mp_shadow_metrics_of(&e, &m));
+  mp_sh_err f = {0, 0, 0, 0, 0, 0, 0, 0};
+  mp_sh_err_add(&f, 0, 0); /* a zero reference met exactly: measured, no error */
+  mp_sh_err_merge(&e, &f);
+  assert_int_equal(e.measured, 1);
+  assert_true(mp_shadow_metrics_of(&e, &m));
+  assert_true(m.rel_l2 == 0 && m.nonfinite == 0);
+}
+
 static void gradients_flush_at_scale_1_and_fit_at_their_loss_scale(void **state) {
   (void)state;
   ref_gemm r = base_gemm();
@@ -1012,6 +1064,8 @@ int main(void) {
       cmocka_unit_test(delayed_history_holds_1024_calls_and_keeps_the_scale_on_zero_amax),
       cmocka_unit_test(fp16_output_overflow_is_counted_as_nonfinite),
       cmocka_unit_test(outputs_whose_reference_is_not_finite_are_left_out),
+      cmocka_unit_test(a_call_with_no_finite_reference_is_not_measured),
+      cmocka_unit_test(the_error_sums_count_the_outputs_measured),
       cmocka_unit_test(gradients_flush_at_scale_1_and_fit_at_their_loss_scale),
       cmocka_unit_test(a_product_below_fp16_takes_the_outputs_own_scale),
       cmocka_unit_test(fp8_scale_pointers_scale_operands_and_output),

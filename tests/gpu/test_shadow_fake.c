@@ -323,7 +323,7 @@ static void check_matches_host(const gemm *g) {
     assert_int_equal(done >> MP_SH_E4M3_DELAYED & 1, rep); /* the first call only seeds */
     for (int c = 0; c < MP_SH_COUNT; c++) {
       if (!(done >> c & 1)) continue;
-      mp_sh_err e = {0, 0, 0, 0, 0, 0, 0};
+      mp_sh_err e = {0, 0, 0, 0, 0, 0, 0, 0};
       for (size_t o = 0; o < mn; o++)
         mp_sh_err_add(&e, (double)ref[o], (double)h.capture[c][o]);
       mp_shadow_metrics m;
@@ -476,6 +476,7 @@ static void sliced_products_measure_what_whole_ones_do(void **state) {
     assert_true(b->maxd == a->maxd && b->maxr == a->maxr);
     assert_true(b->nonzero == a->nonzero && b->flushed == a->flushed &&
                 b->nonfinite == a->nonfinite);
+    assert_true(b->measured == a->measured && a->measured > 0); /* outputs measured */
   }
   assert_true(whole.r.err[MP_SH_FP16].sr > 0);
   assert_int_equal(mpp_devshadow_enqueue(NULL, &h, MP_SHADOW_ALL, delayed, 34303, keep, &sliced),

@@ -865,6 +865,32 @@ static int mode_overflow(void) {
   return 0;
 }
 
+/* Shadow execution with nothing to measure: layer "allinf" multiplies an A
+ * that is +Inf everywhere (every output's reference is inf or NaN), layer
+ * "finite" the ordinary operands; two calls each. */
+static int mode_infref(void) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 5);
+  uint16_t inf[N * N];
+  for (int i = 0; i < N * N; i++)
+    inf[i] = 0x7c00; /* fp16 +Inf */
+  void *a_inf = dev_upload(inf, sizeof inf), *d = dev_alloc(N * N * sizeof(uint16_t));
+  double s = 0;
+  for (int i = 0; i < 2; i++) {
+    nvtxRangePushA("allinf");
+    s += gemm16(h, a_inf, m.b16, d);
+    nvtxRangePop();
+    nvtxRangePushA("finite");
+    s += gemm16(h, m.a16, m.b16, d);
+    nvtxRangePop();
+  }
+  printf("infref checksum %.17g\n", s);
+  CK(cublasDestroy(h));
+  return 0;
+}
+
 static int mode_forkidle(void) {
   cublasHandle_t h;
   mats m;
@@ -1843,6 +1869,7 @@ static const struct {
     {"lossscale", "", .plain = mode_lossscale},
     {"nvtxkinds", "", .plain = mode_nvtxkinds},
     {"overflow", "", .plain = mode_overflow},
+    {"infref", "", .plain = mode_infref},
     {"exec", " [N]", .counted = mode_exec, .dflt = 0},
     {"inflight", "", .plain = run_inflight},
     {"orphan", " [SECS]", .counted = mode_orphan, .dflt = 3},

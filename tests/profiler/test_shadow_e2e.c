@@ -4,7 +4,7 @@
  * conv_train its convolutions are measured too.
  *
  * Environment (set by meson): MPP_MPPROF, MPP_MLP_TRAIN, MPP_SIMCUDA, MPP_WORKDIR,
- * MPP_CONV_TRAIN (where cuDNN's stand-in is built). */
+ * MPP_CONV_TRAIN (where cuDNN's stand-in is built), MPP_TESTPROG (mpp_testprog). */
 #include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
@@ -20,7 +20,7 @@
 
 #include "sim_run.h"
 
-static const char *mpprof, *mlp_train, *conv_train;
+static const char *mpprof, *mlp_train, *conv_train, *testprog;
 
 static char *mlp_argv[] = {NULL, "--steps", "3", NULL};
 
@@ -415,10 +415,42 @@ static void backend_convolutions_are_measured_as_the_legacy_ones(void **state) {
   free(plain.out);
 }
 
+/* A call whose every output reads an operand's Inf has nothing to measure:
+ * it is counted as no_finite_reference, not as a measured call whose error
+ * reads 0 (which would pass any limit and could make an fp8 recipe the
+ * layer's best). The layer beside it is measured as usual. */
+static void calls_with_no_finite_reference_are_not_measured(void **state) {
+  (void)state;
+  if (!testprog) skip();
+  const char *dir = outdir("infref");
+  char *argv[] = {(char *)mpprof,   "-o",     (char *)dir, "--shadow=1", "--",
+                  (char *)testprog, "infref", NULL};
+  result r = run(argv, NULL);
+  assert_int_equal(r.status, 0);
+  free(r.out);
+  cJSON *raw = load_raw(dir);
+  cJSON *inf = cJSON_GetObjectItem(site_of(raw, "allinf"), "shadow");
+  assert_int_equal((int)field(inf, "calls"), 0);
+  assert_int_equal((int)field(cJSON_GetObjectItem(inf, "skipped"), "no_finite_reference"), 2);
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(inf, "candidates")), 0);
+  cJSON *fin = cJSON_GetObjectItem(site_of(raw, "finite"), "shadow");
+  assert_int_equal((int)field(fin, "calls"), 2);
+  assert_int_equal((int)field(cand(site_of(raw, "finite"), "fp16"), "calls"), 2);
+  cJSON_Delete(raw);
+  cJSON *rep = load_report(dir);
+  cJSON *sh = cJSON_GetObjectItem(report_layer(rep, "allinf"), "shadow");
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(sh, "candidates")), 0);
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(sh, "fp8_recipes")), 0);
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(sh, "best_fp8")));
+  assert_int_equal((int)field(cJSON_GetObjectItem(sh, "skipped"), "no_finite_reference"), 2);
+  cJSON_Delete(rep);
+}
+
 int main(void) {
   mpprof = need("MPP_MPPROF");
   conv_train = getenv("MPP_CONV_TRAIN");
   mlp_train = need("MPP_MLP_TRAIN");
+  testprog = getenv("MPP_TESTPROG");
   simcuda = need("MPP_SIMCUDA");
   workdir = need("MPP_WORKDIR");
   mlp_argv[0] = (char *)mlp_train;
@@ -435,6 +467,7 @@ int main(void) {
       cmocka_unit_test(shadow_works_without_scans),
       cmocka_unit_test(conv_train_convolutions_are_measured),
       cmocka_unit_test(backend_convolutions_are_measured_as_the_legacy_ones),
+      cmocka_unit_test(calls_with_no_finite_reference_are_not_measured),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
