@@ -10,12 +10,15 @@
 #include "report/tensorio/stats_json.h"
 
 /* A field a spreadsheet would run as a formula: one that starts with '=',
- * '+', '@', a tab or a CR, or with '-' and is not a whole number ("-3",
- * "-1.5e-07" are ours; "-2+3+cmd|' /C calc'!A0" is a formula). Layer names,
- * NVTX paths and kernel names are the profiled program's text. */
+ * '+', '@', a tab or a CR, or with '-' and is not a decimal number ("-3",
+ * "-1.5e-07" are ours; "-2+3+cmd|' /C calc'!A0" is a formula, and so are
+ * "-inf", "-nan(x)" and "-0x1p3", which strtod reads as numbers and a
+ * spreadsheet as names). Layer names, NVTX paths and kernel names are the
+ * profiled program's text. */
 static bool formula_like(const char *s) {
   if (s[0] && strchr("=+@\t\r", s[0])) return true;
   if (s[0] != '-') return false;
+  if (s[1 + strspn(s + 1, "0123456789.eE+-")]) return true;
   char *end;
   (void)strtod(s, &end);
   return end == s || *end;

@@ -183,8 +183,12 @@ static void csv_fields_that_look_like_formulas_are_text(void **state) {
       {"\tx", "'\tx"},
       {"=a,b", "\"'=a,b\""},
       {"-", "'-"},
+      {"-inf", "'-inf"},
+      {"-nan(cmd)", "'-nan(cmd)"},
+      {"-0x1p3", "'-0x1p3"},
       {"-3", "-3"},
       {"-1.5e-07", "-1.5e-07"},
+      {"-0.25", "-0.25"},
       {"a=b", "a=b"},
       {"", ""},
   };
