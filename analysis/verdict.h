@@ -42,10 +42,10 @@ typedef struct mp_verdict_tensor {
   uint64_t count;   /* values scanned (0: none) */
   uint64_t nonzero; /* finite non-zero values */
   uint64_t fp16_overflow, fp16_underflow, bf16_overflow, bf16_underflow; /* cast outcome counts */
-  /* NaN/Inf computed in fp32/fp64 where no loss scale > 1 explains them (a
-   * forward site, or one under no declared scale above 1): the wide format
-   * already failed, so no narrower one is shown safe and the layer stays
-   * fp32, as mp_advise recommends for such a tensor alone. */
+  /* NaN/Inf an op made in fp32/fp64 from finite inputs where no loss scale
+   * > 1 explains them (a forward site, or one under no declared scale above
+   * 1): the wide format itself failed, so no narrower one is shown safe and
+   * the layer stays fp32, as mp_advise recommends for such a tensor alone. */
   bool nonfinite_wide;
 } mp_verdict_tensor;
 
@@ -66,7 +66,7 @@ typedef enum mp_reason_code {
   MP_REASON_REC_FP32,
   MP_REASON_FP8_E4M3,       /* forward tensors and fp8 e4m3 (fits or not: fp8_e4m3_fits) */
   MP_REASON_FP8_E5M2,       /* gradients and fp8 e5m2 */
-  MP_REASON_NONFINITE_WIDE, /* tensor holds NaN/Inf computed in fp32/fp64: the layer stays fp32 */
+  MP_REASON_NONFINITE_WIDE, /* an op made NaN/Inf in fp32/fp64: the layer stays fp32 */
   MP_REASON_COUNT
 } mp_reason_code;
 const char *mp_reason_code_name(mp_reason_code c); /* "bf16_unfit", ... */

@@ -104,17 +104,16 @@ static uint64_t op_made_infs(const mpprof_site *s, const mpprof_role_stats *ts, 
   return inputs_seen_finite(s, ts) ? d->pos_infs + d->neg_infs : 0;
 }
 
-/* The NaN/Inf of role r of site s that fp32/fp64 made: an input's all (it
- * holds them in a wide format), an output's only when none of the site's
- * input roles held NaN or Inf in its scanned calls and one was scanned (else
- * they may be its inputs', an fp16 gradient's overflow under a loss scale
- * among them). */
+/* The NaN/Inf of output role r of site s that its op made in fp32/fp64 from
+ * finite inputs (else 0): fp32 itself failed there. An input's NaN/Inf, or
+ * an output's whose inputs held some, were made elsewhere (upstream, perhaps
+ * in fp16 and cast up; the finding first_nonfinite names where): the finite
+ * values decide, as for fp16 (op_made_infs). */
 static uint64_t wide_nonfinite(const mpprof_site *s, const mpprof_role_stats *ts, size_t r) {
   const mpprof_cstats *d = &ts[r].st;
-  if (d->dtype != MP_FP32 && d->dtype != MP_FP64) return 0;
+  if ((d->dtype != MP_FP32 && d->dtype != MP_FP64) || !is_output_role(ts[r].role)) return 0;
   uint64_t n = d->nans + d->pos_infs + d->neg_infs;
-  if (!n || !is_output_role(ts[r].role)) return n;
-  return inputs_seen_finite(s, ts) ? n : 0;
+  return n && inputs_seen_finite(s, ts) ? n : 0;
 }
 
 /* Merge one site's tensors ts into the layer's per phase.role tensors. */
@@ -234,9 +233,9 @@ static char *reason_text(const mp_reason *r, const mpprof_layer *l, const mp_lay
                            (unsigned long long)(t->st.pos_infs + t->st.neg_infs));
   case MP_REASON_NONFINITE_WIDE:
     return mpprof_asprintf(
-        "%s already holds non-finite values computed in %s (%llu NaN, %llu inf) with no loss "
-        "scale to explain them: %s failed there already, so no narrower precision is shown safe "
-        "and the layer stays fp32",
+        "%s holds non-finite values its op made in %s from finite inputs (%llu NaN, %llu inf), "
+        "with no loss scale to explain them: %s failed there already, so no narrower precision "
+        "is shown safe and the layer stays fp32",
         t->name, mp_dtype_name(t->st.dtype), (unsigned long long)t->st.nans,
         (unsigned long long)(t->st.pos_infs + t->st.neg_infs), mp_dtype_name(t->st.dtype));
   case MP_REASON_BF16_UNFIT:

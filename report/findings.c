@@ -767,7 +767,7 @@ static int rule_fp8_candidate(mpprof_model *m) {
   }
   /* Those that fit fp8's range, but not its measured error. */
   char *rej =
-      nr ? mpprof_asprintf("%d layer%s advised a 16-bit format fit%s fp8's range with "
+      nr ? mpprof_asprintf("%d layer%s advised fp16 fit%s fp8's range with "
                            "per-tensor scaling but %s measured fp8 error is above "
                            "--shadow-max-rel %.3g (the least: %s, relative L2 %.3g on "
                            "%s): %s",
@@ -787,13 +787,18 @@ static int rule_fp8_candidate(mpprof_model *m) {
   if (rej && how) {
     if (!n) {
       msg = mpprof_asprintf("no fp8 candidate: %s", rej);
-      act = mpprof_asprintf("keep %s in 16 bits: e4m3 keeps 4 significant bits, so an fp8 "
-                            "GEMM errs more than one bf16 rounding; to accept errors of that "
-                            "size, mpprof report --shadow-max-rel %.2g (it judges every "
-                            "precision by that limit)",
-                            nr == 1 ? "it" : "them", least * 1.25);
+      /* an infinite error (fp8 outputs that overflowed) no limit admits */
+      act = isfinite(least)
+                ? mpprof_asprintf("keep %s in 16 bits: e4m3 keeps 4 significant bits, so an fp8 "
+                                  "GEMM errs more than one bf16 rounding; to accept errors of "
+                                  "that size, mpprof report --shadow-max-rel %.2g (it judges "
+                                  "every precision by that limit)",
+                                  nr == 1 ? "it" : "them", least * 1.25)
+                : mpprof_asprintf("keep %s in 16 bits: %s fp8 outputs overflowed in every "
+                                  "recipe measured",
+                                  nr == 1 ? "it" : "them", nr == 1 ? "its" : "their");
     } else {
-      msg = mpprof_asprintf("%d layer%s advised a 16-bit format also fit%s fp8 with per-tensor "
+      msg = mpprof_asprintf("%d layer%s advised fp16 also fit%s fp8 with per-tensor "
                             "scaling (e4m3 forward, e5m2 gradients; worst e4m3 flush to zero "
                             "%s%%%s): %s%s%s",
                             n, n == 1 ? "" : "s", n == 1 ? "s" : "", mpprof_pct_text(worst).s, how,

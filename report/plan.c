@@ -68,8 +68,9 @@ mpprof_fp8_fit mpprof_layer_fp8_fit(const mpprof_model *m, const mpprof_layer *l
   if (l->best_fp8 >= 0 && l->best_fp8 < MPPROF_FP8_RECIPES && l->fp8[l->best_fp8].calls)
     c = &l->fp8[l->best_fp8];
   *ret_measured = c;
-  /* fp8 is an option only for layers advised a 16-bit format (one kept in
-   * bf16/fp32 for its range is not) and not for an optimizer step */
+  /* fp8 is an option only for layers advised fp16 (with or without a loss
+   * scale): one kept in bf16/fp32 for its range is not (fp8 keeps fewer bits
+   * than fp16 and bf16), nor an optimizer step */
   if (!a->known || (a->rec != MP_REC_FP16 && a->rec != MP_REC_FP16_LOSS_SCALE) ||
       a->fp8_e4m3_fits != 1 || a->fp8_e5m2_fits == 0 || optimizer_only(l))
     return MPPROF_FP8_NO;

@@ -350,10 +350,10 @@ typedef struct mpprof_layer_tensor {
    * Counted as fp16 overflow in the share (numerator and base) and the
    * advice, as saturated fp8 values are. */
   uint64_t op_infs;
-  /* NaN/Inf of its fp32/fp64 records from sites where no loss scale > 1 can
-   * explain them (marked forward, or under no declared scale above 1); of an
-   * output only those its op made from finite inputs: the wide format
-   * already failed (mp_verdict_tensor.nonfinite_wide). */
+  /* NaN/Inf of its fp32/fp64 output records that their op made from finite
+   * inputs, at sites where no loss scale > 1 can explain them (marked
+   * forward, or under no declared scale above 1): the wide format itself
+   * failed (mp_verdict_tensor.nonfinite_wide). */
   uint64_t wide_nonfinite;
 } mpprof_layer_tensor;
 

@@ -1,6 +1,7 @@
 /* Each finding rule of report/findings.c on its own, on a hand-made model:
  * one test per kind, with a case that gives the finding and one that does
  * not. A rule in the table without a test here fails every_rule_has_a_test. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -596,6 +597,13 @@ static void fp8_candidate_needs_its_measured_error_within_the_limit(void **state
   assert_null(cJSON_GetObjectItem(f->evidence, "rejected_by_measured_error"));
   cJSON *meas = cJSON_GetObjectItem(cJSON_GetObjectItem(f->evidence, "measured"), "net/fc1");
   assert_string_equal(cJSON_GetObjectItem(meas, "recipe")->valuestring, "mxfp8");
+  /* an infinite error (fp8 outputs overflowed): no limit to suggest */
+  l->fp8[2].worst.rel_l2 = INFINITY;
+  assert_int_equal(run(&m, "fp8_candidate"), 1);
+  f = &m.findings[2];
+  assert_non_null(strstr(f->message, "no fp8 candidate"));
+  assert_null(strstr(f->action, "--shadow-max-rel"));
+  assert_null(strstr(f->action, "inf"));
   mpprof_model_free(&m);
 }
 

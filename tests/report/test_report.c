@@ -823,14 +823,15 @@ static void infs_an_fp16_output_made_from_finite_inputs_are_fp16_overflow(void *
   free(dir);
 }
 
-/* A layer whose fp32 values already hold NaN/Inf that no loss scale
- * explains stays fp32 (as mp_advise recommends for such a tensor alone, and
- * `mpprof inspect` says): fp32 failed there, so no narrower precision is
- * shown safe. The layer verdict named the Inf as a reason and then said
- * "fp16: every forward tensor fits fp16", planned it in bf16 autocast, and
- * offered it fp8. Under a declared loss scale > 1 without a phase marker
- * the Inf may be the scale's overflow of a gradient: the finite values
- * decide, as before. */
+/* A layer whose op made NaN/Inf in fp32 from finite inputs, where no loss
+ * scale explains them, stays fp32 (as mp_advise recommends for such a
+ * tensor alone, and `mpprof inspect` says): fp32 failed there, so no
+ * narrower precision is shown safe. The layer verdict named the Inf as a
+ * reason and then said "fp16: every forward tensor fits fp16", planned it in
+ * bf16 autocast, and offered it fp8. Not for Inf made elsewhere: an fp32
+ * input's (upstream, perhaps fp16 cast up), or under a declared loss scale
+ * > 1 without a phase marker (a gradient's overflow): there the finite
+ * values decide, as before. */
 static void a_layer_whose_fp32_values_hold_inf_stays_fp32(void **state) {
   (void)state;
   char *dir = rg_tmpdir("wide_nonfinite");
@@ -839,11 +840,14 @@ static void a_layer_whose_fp32_values_hold_inf_stays_fp32(void **state) {
   double v[100];
   for (int i = 0; i < 100; i++)
     v[i] = i < 3 ? (i & 1 ? -INFINITY : INFINITY) : 0.5 + 0.01 * i;
-  const char *names[2] = {"t/wide", "t/scaled"};
-  for (int k = 0; k < 2; k++) {
+  const char *names[3] = {"t/wide", "t/scaled", "t/fed"};
+  for (int k = 0; k < 3; k++) {
     cJSON *s = rg_gemm(k, "cublasSgemm_v2", names[k], "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
                        "DEFAULT", 10, 10, 10, 1);
-    rg_tensor_values(s, "A", MP_FP32, v, 100);
+    if (k == 2)
+      rg_tensor_values(s, "A", MP_FP32, v, 100); /* Inf in: D's are A's */
+    else
+      rg_tensor(s, "A", MP_FP32, -2, 2, 100);
     rg_tensor(s, "B", MP_FP32, -2, 2, 100);
     rg_tensor_values(s, "D", MP_FP32, v, 100);
     if (k == 1) cJSON_AddNumberToObject(s, "loss_scale", 1024);
@@ -854,7 +858,7 @@ static void a_layer_whose_fp32_values_hold_inf_stays_fp32(void **state) {
   double h[100];
   for (int i = 0; i < 100; i++)
     h[i] = i < 3 ? INFINITY : 0.5 + 0.01 * i;
-  cJSON *s = rg_gemm(2, "cublasGemmEx", "t/grad/bwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F",
+  cJSON *s = rg_gemm(3, "cublasGemmEx", "t/grad/bwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F",
                      "DEFAULT", 10, 10, 10, 1);
   rg_tensor_values(s, "A", MP_FP16, h, 100);
   rg_tensor(s, "B", MP_FP16, -2, 2, 100);
@@ -867,8 +871,9 @@ static void a_layer_whose_fp32_values_hold_inf_stays_fp32(void **state) {
   assert_string_equal(get(wide, "advice.recommended")->valuestring, "fp32");
   const cJSON *why = get(wide, "advice.reasons");
   assert_non_null(strstr(cJSON_GetArrayItem(why, 0)->valuestring,
-                         "unknown.A already holds non-finite values computed in fp32"));
+                         "unknown.D holds non-finite values its op made in fp32"));
   assert_string_equal(recommended(rep, "t/scaled"), "fp16");
+  assert_string_equal(recommended(rep, "t/fed"), "fp16");
   const cJSON *f;
   cJSON_ArrayForEach(f, get(rep, "findings")) {
     const char *kind = get(f, "kind")->valuestring, *msg = get(f, "message")->valuestring;
