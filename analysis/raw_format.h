@@ -197,6 +197,8 @@ enum { MP_RAW_SHADOW_SKIPPED(MP_RAW_ENUM_ROW_) MP_RAW_SHADOW_SKIP_COUNT };
   X(ppid, "ppid", "parent process id")                                                             \
   X(host, "host", "host name")                                                                     \
   X(rank, "rank", "RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID, else mpprof_rank")          \
+  X(world_size, "world_size",                                                                      \
+    "WORLD_SIZE etc. beside that rank, else mpprof_rank's; null: unknown")                         \
   X(argv, "argv", "/proc/self/cmdline")                                                            \
   X(start_ns, "start_ns", "CLOCK_REALTIME at init")                                                \
   X(end_ns, "end_ns", "CLOCK_REALTIME at the write")                                               \

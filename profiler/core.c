@@ -146,17 +146,44 @@ void mpp_config_read(void) {
   }
 }
 
-int mpp_rank_from_env(void) {
-  static const char *const vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
-  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-    const char *v = getenv(vars[i]);
-    char *end;
-    if (v && *v) {
-      long r = strtol(v, &end, 10);
-      if (!*end && r >= 0 && r <= INT_MAX) return (int)r;
+/* Each launcher's rank variable and the world size it sets beside it. */
+static const char *const rank_vars[][2] = {{"RANK", "WORLD_SIZE"},
+                                           {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                           {"PMI_RANK", "PMI_SIZE"},
+                                           {"SLURM_PROCID", "SLURM_NTASKS"}};
+
+/* A variable's value as a non-negative int, -1 when unset or not one. */
+static int env_nonneg_int(const char *name) {
+  const char *v = getenv(name);
+  char *end;
+  if (!v || !*v) return -1;
+  long r = strtol(v, &end, 10);
+  return !*end && r >= 0 && r <= INT_MAX ? (int)r : -1;
+}
+
+/* The index in rank_vars of the first launcher whose rank is set, -1 when none. */
+static int rank_launcher(int *ret_rank) {
+  for (size_t i = 0; i < sizeof rank_vars / sizeof rank_vars[0]; i++) {
+    int r = env_nonneg_int(rank_vars[i][0]);
+    if (r >= 0) {
+      *ret_rank = r;
+      return (int)i;
     }
   }
   return -1;
+}
+
+int mpp_rank_from_env(void) {
+  int r = -1;
+  rank_launcher(&r);
+  return r;
+}
+
+int mpp_world_size_from_env(void) {
+  int r = -1, i = rank_launcher(&r);
+  if (i < 0) return 0;
+  int w = env_nonneg_int(rank_vars[i][1]);
+  return w > r ? w : 0;
 }
 
 /* --- logging --- */

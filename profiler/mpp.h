@@ -69,12 +69,19 @@ typedef struct mpp_config {
    * the application's thread, never by mpprof's own threads afterwards
    * (getenv there would race with the application's setenv). */
   int rank;
+  /* The world size the same launcher set beside that rank (WORLD_SIZE,
+   * OMPI_COMM_WORLD_SIZE, PMI_SIZE, SLURM_NTASKS), 0 when none or not above
+   * the rank: read with it, at activation. */
+  int world_size;
 } mpp_config;
 
 extern mpp_config mpp_cfg;
 
 const char *mpp_scan_mode_name(mpp_scan_mode mode);
 int mpp_rank_from_env(void); /* the first launcher variable set, -1 when none */
+/* The world size its launcher set beside the rank mpp_rank_from_env reads
+ * (RANK: WORLD_SIZE, ...); 0 when no rank, no such variable, or not above the rank. */
+int mpp_world_size_from_env(void);
 int mpp_parse_scan_mode(const char *s, mpp_scan_mode *ret_mode); /* 0 or -EINVAL */
 int mpp_parse_tc_counters(const char *v); /* MPPROF_TC_COUNTERS -> mpp_config.tc_every */
 void mpp_config_read(void);               /* fills mpp_cfg (but its rank): once, from mpp_init */

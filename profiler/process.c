@@ -85,7 +85,16 @@ void mpp_process_note_rank(int rank, int world_size) {
 
 int mpp_process_rank(int *ret_world_size) {
   uint64_t v = atomic_load(&learned_rank);
-  if (ret_world_size) *ret_world_size = (int)(v >> 32);
-  if (mpp_cfg.rank >= 0) return mpp_cfg.rank;
+  int learned_world = (int)(v >> 32);
+  if (mpp_cfg.rank >= 0) {
+    /* The launcher's world size with its rank; else the declared one when
+     * that world holds the launcher's rank. */
+    int w = mpp_cfg.world_size > mpp_cfg.rank ? mpp_cfg.world_size
+            : learned_world > mpp_cfg.rank    ? learned_world
+                                              : 0;
+    if (ret_world_size) *ret_world_size = w;
+    return mpp_cfg.rank;
+  }
+  if (ret_world_size) *ret_world_size = learned_world;
   return v ? (int)((v & 0xffffffffu) - 1) : -1;
 }

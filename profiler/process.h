@@ -37,7 +37,9 @@ void mpp_process_note_framework(const char *name, const char *version, const cha
 void mpp_process_note_rank(int rank, int world_size);
 /* The rank of the raw file: the launcher's (mpp_cfg.rank, from the
  * environment at activation) when it set one, else the learned one, else -1.
- * The learned world size (0: not known) in *ret_world_size when not NULL. */
+ * The world size (0: not known) in *ret_world_size when not NULL: with the
+ * launcher's rank, the launcher's (mpp_cfg.world_size), else the learned one
+ * when it is above that rank; with the learned rank, the learned one. */
 int mpp_process_rank(int *ret_world_size);
 
 #endif

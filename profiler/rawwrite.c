@@ -445,6 +445,11 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_
     mpp_jw_int(w, o->rank);
   else
     mpp_jw_null(w);
+  mpp_jw_key(w, MP_RK_TOP.world_size);
+  if (o->world_size > 0)
+    mpp_jw_int(w, o->world_size);
+  else
+    mpp_jw_null(w);
   mpp_jw_key(w, MP_RK_TOP.argv);
   bool argv_cut = write_argv(w);
   mpp_jw_key(w, MP_RK_TOP.start_ns);
@@ -606,7 +611,10 @@ char *mpp_raw_render(bool final, size_t *ret_len) {
   bool child = mpp_in_forked_child();
   /* Read before the site lock is taken: CUPTI may call back into the kernel
    * sink, which takes it. */
-  mpp_raw_facts f = {.rank = mpp_process_rank(NULL),
+  int world_size = 0;
+  int rank = mpp_process_rank(&world_size);
+  mpp_raw_facts f = {.rank = rank,
+                     .world_size = world_size,
                      .forked = child,
                      .cupti_status = child ? "disabled" : mpp_cupti_status(),
                      .cupti_dropped = child ? 0 : mpp_cupti_dropped(),

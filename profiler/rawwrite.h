@@ -25,7 +25,8 @@ const char *mpp_math_mode_name(int mode, char *buf, size_t n);
 /* Everything in the raw document besides the site tables and the process
  * identity (pid, host, start): mpp_raw_render gathers it; tests give their own. */
 typedef struct mpp_raw_facts {
-  int rank; /* -1: none */
+  int rank;       /* -1: none */
+  int world_size; /* 0: not known */
   bool forked;
   bool device_known;
   char device_name[256];

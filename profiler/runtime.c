@@ -313,6 +313,7 @@ void mpp_activate(void) {
   }
   if (!exit_handler_renewed) atomic_store(&exit_handler_renew, true);
   mpp_cfg.rank = mpp_rank_from_env(); /* before the checkpoint thread reads it */
+  mpp_cfg.world_size = mpp_world_size_from_env();
   /* The scanner's tables, built here rather than inside the first scanned
    * call (the first hooked call is usually cublasCreate / a descriptor call,
    * not a GEMM a program may be timing). */

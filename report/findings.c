@@ -1247,6 +1247,92 @@ static int rule_processes_still_running(mpprof_model *m) {
   return 0;
 }
 
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Appends "a" or "a-b" (the ranks first..last) to buf, ", " between. */
+static void rank_range(char *buf, size_t size, size_t *len, int64_t first, int64_t last) {
+  if (*len >= size) return;
+  int k = first == last ? snprintf(buf + *len, size - *len, "%s%" PRId64, *len ? ", " : "", first)
+                        : snprintf(buf + *len, size - *len, "%s%" PRId64 "-%" PRId64,
+                                   *len ? ", " : "", first, last);
+  if (k > 0) *len += (size_t)k;
+}
+
+char *mpprof_missing_ranks(const mpprof_model *m, int64_t *ret_world_size, int64_t *ret_missing) {
+  int64_t w = 0;
+  for (size_t i = 0; i < m->n_procs; i++) {
+    int64_t ws = m->procs[i].world_size;
+    if (ws <= 0) continue;
+    if (w && ws != w) return NULL; /* runs of different worlds: no claim */
+    w = ws;
+  }
+  if (!w) return NULL;
+  /* The ranks seen, sorted and unique: the gaps are the missing ones (a
+   * world size from a raw file is not allocated for). */
+  int64_t *seen = malloc((m->n_procs ? m->n_procs : 1) * sizeof *seen);
+  if (!seen) return NULL;
+  size_t n = 0;
+  for (size_t i = 0; i < m->n_procs; i++)
+    if (m->procs[i].has_rank && m->procs[i].rank >= 0 && m->procs[i].rank < w)
+      seen[n++] = m->procs[i].rank;
+  qsort(seen, n, sizeof *seen, cmp_i64);
+  size_t u = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!u || seen[u - 1] != seen[i]) seen[u++] = seen[i];
+  int64_t missing = w - (int64_t)u;
+  if (ret_world_size) *ret_world_size = w;
+  if (ret_missing) *ret_missing = missing;
+  if (!missing) {
+    free(seen);
+    return NULL;
+  }
+  /* The gaps as ranges, the first 8 of them. */
+  char list[512] = ""; /* 8 ranges of up to 2 x 20 digits */
+  size_t len = 0;
+  int64_t next = 0; /* the lowest rank not yet accounted for */
+  size_t gaps = 0;
+  for (size_t i = 0; i <= u && gaps <= 8; i++) {
+    int64_t upto = i < u ? seen[i] : w; /* ranks next .. upto-1 are missing */
+    if (upto > next) {
+      if (gaps++ < 8)
+        rank_range(list, sizeof list - 8, &len, next, upto - 1);
+      else
+        snprintf(list + len, sizeof list - len, ", ...");
+    }
+    if (i < u) next = seen[i] + 1;
+  }
+  free(seen);
+  char all[48] = ""; /* how many, when the list is cut */
+  if (gaps > 8) snprintf(all, sizeof all, " (%" PRId64 " in all)", missing);
+  return missing == 1 ? mpprof_asprintf("rank %s of %" PRId64 " not seen: its process wrote no "
+                                        "raw file here; merge the other nodes' runs with "
+                                        "`mpprof merge`",
+                                        list, w)
+                      : mpprof_asprintf("ranks %s of %" PRId64 " not seen%s: their processes "
+                                        "wrote no raw file here; merge the other nodes' runs "
+                                        "with `mpprof merge`",
+                                        list, w, all);
+}
+
+/* Ranks of the declared world size without a raw file here: another node's
+ * processes, profiled into another OUT. */
+static int rule_ranks_missing(mpprof_model *m) {
+  int64_t w = 0, missing = 0;
+  char *text = mpprof_missing_ranks(m, &w, &missing);
+  if (!text) return 0;
+  mpprof_finding *f =
+      add(m, "ranks_missing", "medium", NULL, text,
+          strdup("run `mpprof merge DIR... -o OUT_DIR` over every node's output directory, then "
+                 "`mpprof report OUT_DIR`"));
+  if (!f) return -1;
+  cJSON_AddNumberToObject(f->evidence, "world_size", (double)w);
+  cJSON_AddNumberToObject(f->evidence, "ranks_missing", (double)missing);
+  return 0;
+}
+
 static int rule_no_kernel_data(mpprof_model *m) {
   if (!m->total_calls || m->tc.kernel_data) return 0;
   mpprof_finding *f =
@@ -1439,6 +1525,7 @@ const mpprof_finding_rule mpprof_finding_rules[] = {
     {"skipped_files", NULL, rule_skipped_files, true, false},
     {"incomplete_process", NULL, rule_incomplete_process, true, false},
     {"processes_still_running", NULL, rule_processes_still_running, true, false},
+    {"ranks_missing", NULL, rule_ranks_missing, true, false},
     {"no_kernel_data", NULL, rule_no_kernel_data, true, false},
     {"library_not_intercepted", NULL, rule_library_not_intercepted, true, false},
     {"tc_counters_unavailable", NULL, rule_tc_counters_unavailable, true, false},

@@ -1051,6 +1051,13 @@ static void processes(const mpprof_model *m, FILE *f) {
       fputs("</code></td></tr>\n", f);
     }
     fputs("</tbody></table>\n", f);
+    char *ranks = mpprof_missing_ranks(m, NULL, NULL);
+    if (ranks) {
+      fputs("<p class=\"ranks-missing\">", f);
+      html(f, ranks);
+      fputs("</p>\n", f);
+      free(ranks);
+    }
   } else {
     fputs("<p>None.</p>\n", f);
   }

@@ -78,6 +78,9 @@ static cJSON *process_json(const mpprof_process *p) {
   cJSON_AddItemToObject(o, "ppid", mpprof_json_u64((uint64_t)p->ppid));
   cJSON_AddItemToObject(o, "rank",
                         p->has_rank ? cJSON_CreateNumber((double)p->rank) : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, MP_RK_TOP.world_size,
+                        p->world_size > 0 ? cJSON_CreateNumber((double)p->world_size)
+                                          : cJSON_CreateNull());
   cJSON_AddItemToObject(o, "argv", p->argv ? cJSON_Duplicate(p->argv, true) : cJSON_CreateArray());
   cJSON_AddBoolToObject(o, "final", p->final);
   cJSON_AddBoolToObject(o, "incomplete", p->incomplete);

@@ -1741,6 +1741,8 @@ static int process_from_header(const cJSON *h, const char *file, mpprof_process 
   p->incomplete = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.incomplete));
   get_i64(h, MP_RK_TOP.ppid, &p->ppid);
   p->has_rank = get_i64(h, MP_RK_TOP.rank, &p->rank);
+  /* null, absent (a file before the key) or not a size: not known */
+  if (!get_i64(h, MP_RK_TOP.world_size, &p->world_size) || p->world_size <= 0) p->world_size = 0;
   get_i64(h, MP_RK_TOP.start_ns, &p->start_ns);
   get_i64(h, MP_RK_TOP.end_ns, &p->end_ns);
   const char *sample_mode = get_str(h, MP_RK_TOP.sample);

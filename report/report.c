@@ -184,14 +184,24 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
       }
       fputc('\n', f);
     }
-    /* The three with most impact, and any further high-severity one (up to 6 lines). */
+    /* The three with most impact, and any further high-severity one (up to 6
+     * lines); ranks_missing has its own line below. */
     for (size_t i = 0, shown = 0; i < m->n_findings && shown < 6; i++)
-      if (i < 3 || !strcmp(m->findings[i].severity, "high")) {
+      if (strcmp(m->findings[i].kind, "ranks_missing") &&
+          (i < 3 || !strcmp(m->findings[i].severity, "high"))) {
         put_finding(f, &m->findings[i]);
         shown++;
       }
   }
   if (m->n_skipped) fprintf(f, "  %zu raw file(s) skipped (listed in the report)\n", m->n_skipped);
+  /* Ranks of the world size the processes declared with no raw file here. */
+  char *ranks = mpprof_missing_ranks(m, NULL, NULL);
+  if (ranks) {
+    fputs("  ", f);
+    put_text(f, ranks);
+    fputc('\n', f);
+    free(ranks);
+  }
   /* A process that finished but hit a limit (MPPROF_MAX_SITES: its further
    * ops are in no site, so in no verdict): said here, not only in the
    * findings past the top ones. Checkpoint-only files are warned about when

@@ -127,6 +127,7 @@ typedef struct mpprof_process {
   int64_t pid, ppid;
   bool has_rank;
   int64_t rank;
+  int64_t world_size; /* the raw "world_size"; 0: not known (null, or a file before the key) */
   bool final, incomplete;
   /* not final, yet the program mpprof run waited for exited (not killed):
    * its final raw file could not be written (mpprof_report_options.exited_pid) */
@@ -703,6 +704,12 @@ extern const mpprof_finding_rule mpprof_finding_rules[];
 extern const size_t mpprof_n_finding_rules;
 /* Run one rule on the model (tests): its findings are appended, unranked. 0 or -1. */
 int mpprof_finding_rule_run(mpprof_model *m, const mpprof_finding_rule *r);
+/* The ranks of the declared world no process read was (finding
+ * ranks_missing): "ranks 1, 3 of 4 not seen: ..." (malloc'd), NULL when
+ * none is missing, no process knew its world size, processes disagree on it,
+ * or memory ran out. *ret_world_size, *ret_missing (when not NULL): the world
+ * size and how many ranks are missing. */
+char *mpprof_missing_ranks(const mpprof_model *m, int64_t *ret_world_size, int64_t *ret_missing);
 
 /* writers: set NULL renames the file when written, else the set's commit does
  * (util.c, mpprof_afile_set) */

@@ -917,22 +917,23 @@ static void environment_set_by_the_program_does_not_change_the_configuration(voi
  * integration calls it after init_process_group), after a checkpoint written
  * without one: the final raw file carries it, the report sees one process
  * (not a rankless one and a ranked one), and a fork child keeps it. A
- * launcher's RANK wins. */
+ * launcher's RANK wins, with its WORLD_SIZE. */
 static void a_rank_learned_late_is_in_the_raw_file_and_kept_by_a_fork_child(void **state) {
   (void)state;
   for (int with_env = 0; with_env < 2; with_env++) {
     const char *dir = outdir(with_env ? "rank-env" : "rank");
     char *argv[] = {(char *)mpprof, "-o", (char *)dir, "--", (char *)testprog, "rank", NULL};
-    const char *env[] = {with_env ? "RANK=3" : NULL, NULL};
+    const char *env[] = {with_env ? "RANK=3" : NULL, "WORLD_SIZE=8", NULL};
     result res = run(argv, env);
     assert_int_equal(res.status, 0);
     free(res.out);
-    int want = with_env ? 3 : 1;
+    int want = with_env ? 3 : 1, want_world = with_env ? 8 : 2;
     raws r = load_raws(dir);
     assert_int_equal(r.n, 2);
     for (int i = 0; i < r.n; i++) {
       assert_true(cJSON_IsTrue(get(r.doc[i], "final")));
       assert_int_equal(num(r.doc[i], "rank"), want);
+      assert_int_equal(num(r.doc[i], "world_size"), want_world);
     }
     assert_int_equal(num(site(doc_where(&r, false), "cublasGemmEx", NULL, NULL), "calls"), 3);
     free_raws(&r);
@@ -944,7 +945,10 @@ static void a_rank_learned_late_is_in_the_raw_file_and_kept_by_a_fork_child(void
     assert_non_null(rep);
     cJSON *procs = get(rep, "processes"), *p;
     assert_int_equal(cJSON_GetArraySize(procs), 2);
-    cJSON_ArrayForEach(p, procs) assert_int_equal(num(p, "rank"), want);
+    cJSON_ArrayForEach(p, procs) {
+      assert_int_equal(num(p, "rank"), want);
+      assert_int_equal(num(p, "world_size"), want_world);
+    }
     cJSON_Delete(rep);
   }
 }

@@ -1048,21 +1048,53 @@ static void rank_comes_from_the_first_launcher_variable_set(void **state) {
   assert_int_equal(mpp_rank_from_env(), -1);
 }
 
+/* The world size is the one the launcher that gave the rank set beside it:
+ * another launcher's, or one not above the rank, is none. */
+static void world_size_comes_with_the_rank_of_the_same_launcher(void **state) {
+  (void)state;
+  unsetenv("RANK");
+  unsetenv("WORLD_SIZE");
+  assert_int_equal(mpp_world_size_from_env(), 0);
+  setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+  setenv("OMPI_COMM_WORLD_SIZE", "8", 1);
+  setenv("SLURM_NTASKS", "16", 1);
+  assert_int_equal(mpp_world_size_from_env(), 8);
+  setenv("RANK", "1", 1); /* RANK wins, and WORLD_SIZE is not set */
+  assert_int_equal(mpp_world_size_from_env(), 0);
+  setenv("WORLD_SIZE", "4", 1);
+  assert_int_equal(mpp_world_size_from_env(), 4);
+  setenv("WORLD_SIZE", "1", 1); /* not above the rank */
+  assert_int_equal(mpp_world_size_from_env(), 0);
+  setenv("WORLD_SIZE", "x", 1);
+  assert_int_equal(mpp_world_size_from_env(), 0);
+  unsetenv("RANK");
+  unsetenv("WORLD_SIZE");
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+  unsetenv("SLURM_NTASKS");
+}
+
 /* The rank is read once, at activation, on the application's thread: a
  * checkpoint written later by mpprof's thread never calls getenv (which would
  * race with the application's setenv). */
 static void the_raw_file_carries_the_rank_read_at_activation(void **state) {
   (void)state;
   mpp_cfg.rank = 3;
+  mpp_cfg.world_size = 4;
   setenv("RANK", "9", 1);
+  setenv("WORLD_SIZE", "16", 1);
   cJSON *doc = render();
   assert_int_equal(num(doc, "rank"), 3);
+  assert_int_equal(num(doc, "world_size"), 4);
   cJSON_Delete(doc);
   mpp_cfg.rank = -1;
+  mpp_cfg.world_size = 0;
   doc = render();
   assert_true(cJSON_IsNull(cJSON_GetObjectItem(doc, "rank")));
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(doc, "world_size")));
   cJSON_Delete(doc);
   unsetenv("RANK");
+  unsetenv("WORLD_SIZE");
 }
 
 static void json_writer_escapes_strings_and_writes_nan_as_null(void **state) {
@@ -1378,6 +1410,7 @@ int main(void) {
       cmocka_unit_test_setup(a_failed_call_is_counted_but_not_recorded, reset_all),
       cmocka_unit_test_setup(raw_document_carries_schema_and_full_stats, reset_all),
       cmocka_unit_test_setup(rank_comes_from_the_first_launcher_variable_set, reset_all),
+      cmocka_unit_test(world_size_comes_with_the_rank_of_the_same_launcher),
       cmocka_unit_test_setup(the_raw_file_carries_the_rank_read_at_activation, reset_all),
       cmocka_unit_test_setup(loss_scale_mark_from_another_thread_applies_to_later_calls, reset_all),
       cmocka_unit_test_setup(marks_of_other_domains_and_messages_change_nothing, reset_all),

@@ -142,6 +142,7 @@ static char *render_everything(int *ret_site) {
   mpp_train_mark_skipped(3);
 
   mpp_raw_facts f = {.rank = 7,
+                     .world_size = 8,
                      .forked = true,
                      .device_known = true,
                      .device_name = "NVIDIA H200",
@@ -336,6 +337,8 @@ static void check_top(const char *k, const cJSON *doc, const mpprof_model *m) {
   } else if (!strcmp(k, MP_RK_TOP.rank)) {
     assert_true(p->has_rank);
     assert_int_equal(p->rank, 7);
+  } else if (!strcmp(k, MP_RK_TOP.world_size)) {
+    assert_int_equal(p->world_size, 8);
   } else if (!strcmp(k, MP_RK_TOP.argv)) {
     assert_true(same_json(p->argv, v));
   } else if (!strcmp(k, MP_RK_TOP.start_ns)) {

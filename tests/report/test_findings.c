@@ -34,6 +34,7 @@ static const char *const tested[] = {
     "skipped_files",
     "incomplete_process",
     "processes_still_running",
+    "ranks_missing",
     "no_kernel_data",
     "tc_counters_unavailable",
     "tc_counters_unmatched",
@@ -775,6 +776,70 @@ static void processes_still_running(void **state) {
   mpprof_model_free(&m);
 }
 
+/* Processes of ranks ranks[0..n) (-1: no rank), each of world size ws[i]. */
+static void set_ranks(mpprof_model *m, const int *ranks, const int *ws, size_t n) {
+  m->procs = calloc(n, sizeof *m->procs);
+  m->n_procs = m->cap_procs = n;
+  for (size_t i = 0; i < n; i++) {
+    m->procs[i].has_rank = ranks[i] >= 0;
+    m->procs[i].rank = ranks[i];
+    m->procs[i].world_size = ws[i];
+  }
+}
+
+static void ranks_missing(void **state) {
+  (void)state;
+  static const struct {
+    int ranks[6], ws[6];
+    size_t n;
+    const char *want; /* NULL: no claim */
+  } cases[] = {
+      {{0, 2}, {4, 4}, 2, "ranks 1, 3 of 4 not seen: their processes wrote no raw file here"},
+      {{0, 1, 3}, {4, 4, 4}, 3, "rank 2 of 4 not seen: its process wrote no raw file here"},
+      {{3, 0, 3}, {8, 8, 8}, 3, "ranks 1-2, 4-7 of 8 not seen: their"},
+      {{0, 1}, {2, 2}, 2, NULL},              /* all there */
+      {{0, 1}, {0, 0}, 2, NULL},              /* files before the key */
+      {{0, 2}, {4, 0}, 2, "ranks 1, 3 of 4"}, /* one of them knows */
+      {{0, 2}, {4, 8}, 2, NULL},              /* different worlds: no claim */
+      {{-1, 9}, {4, 4}, 2, "ranks 0-3 of 4"}, /* no rank, a rank outside: none seen */
+      {{1, 3, 5, 7, 9, 11},
+       {20, 20, 20, 20, 20, 20},
+       6,
+       "ranks 0, 2, 4, 6, 8, 10, 12-19 of 20 not seen: "},
+      {{0}, {40}, 1, "ranks 1-39 of 40"},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    mpprof_model m;
+    mpprof_model_init(&m);
+    set_ranks(&m, cases[c].ranks, cases[c].ws, cases[c].n);
+    char *text = mpprof_missing_ranks(&m, NULL, NULL);
+    if (!cases[c].want)
+      assert_null(text);
+    else if (!text || !strstr(text, cases[c].want))
+      fail_msg("case %zu: %s", c, text ? text : "(none)");
+    free(text);
+    assert_int_equal(run(&m, "ranks_missing"), cases[c].want ? 1 : 0);
+    if (cases[c].want) assert_string_equal(m.findings[0].severity, "medium");
+    mpprof_model_free(&m);
+  }
+  /* More than 8 gaps: the first 8, then how many in all. */
+  int ranks[9] = {1, 3, 5, 7, 9, 11, 13, 15, 17}, ws[9];
+  for (int i = 0; i < 9; i++)
+    ws[i] = 30;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  set_ranks(&m, ranks, ws, 9);
+  int64_t w = 0, missing = 0;
+  char *text = mpprof_missing_ranks(&m, &w, &missing);
+  assert_int_equal(w, 30);
+  assert_int_equal(missing, 21);
+  assert_non_null(text);
+  if (!strstr(text, "ranks 0, 2, 4, 6, 8, 10, 12, 14, ... of 30 not seen (21 in all): their "))
+    fail_msg("%s", text);
+  free(text);
+  mpprof_model_free(&m);
+}
+
 static void no_kernel_data(void **state) {
   (void)state;
   mpprof_model m;
@@ -933,6 +998,7 @@ int main(void) {
       cmocka_unit_test(skipped_files),
       cmocka_unit_test(incomplete_process),
       cmocka_unit_test(processes_still_running),
+      cmocka_unit_test(ranks_missing),
       cmocka_unit_test(no_kernel_data),
       cmocka_unit_test(library_not_intercepted),
       cmocka_unit_test(tc_counters_unavailable),

@@ -509,6 +509,67 @@ static void every_device_of_a_run_is_named_once(void **state) {
   free(dir);
 }
 
+/* The processes' world size against the ranks read: ranks 0 and 2 of 4 say
+ * that 1 and 3 are missing, in report.json (processes[].world_size, finding
+ * ranks_missing), the terminal summary and the page; files without the key
+ * (written before it) claim nothing. */
+static void ranks_of_the_world_size_without_a_raw_file_are_named(void **state) {
+  (void)state;
+  static const char *const want = "ranks 1, 3 of 4 not seen: their processes wrote no raw file "
+                                  "here; merge the other nodes' runs with `mpprof merge`";
+  for (int old = 0; old < 2; old++) {
+    char *dir = rg_tmpdir("world");
+    rg_file r;
+    for (int p = 0; p < 2; p++) {
+      rg_proc P = p ? P1 : P0;
+      P.rank = 2 * p;
+      const char *name = p ? "node02-200.json" : "node01-100.json";
+      assert_int_equal(rg_begin(&r, dir, name, &P), 0);
+      rg_site_end(&r, fwd_site(7, "net/fc1/fwd", -4, 4));
+      assert_int_equal(rg_end(&r), 0);
+      if (!old) assert_int_equal(rg_edit(dir, name, "\"argv\":", "\"world_size\":4,\"argv\":"), 0);
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *sum = open_memstream(&text, &len);
+    mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = sum};
+    assert_int_equal(mpprof_report_generate(&o), 0);
+    fclose(sum);
+    cJSON *rep = rg_read_json(dir, "report.json");
+    assert_non_null(rep);
+    char *html = rg_read_text(dir, "report.html", NULL);
+    assert_non_null(html);
+    const cJSON *ws = get(cJSON_GetArrayItem(get(rep, "processes"), 1), "world_size");
+    if (old) {
+      assert_true(cJSON_IsNull(ws));
+      assert_false(has_finding(rep, "ranks_missing", NULL));
+      assert_null(strstr(text, "not seen"));
+      assert_null(strstr(html, "not seen"));
+    } else {
+      assert_int_equal(ws->valuedouble, 4);
+      assert_true(has_finding(rep, "ranks_missing", NULL));
+      const cJSON *f;
+      cJSON_ArrayForEach(f, get(rep, "findings")) {
+        if (strcmp(get(f, "kind")->valuestring, "ranks_missing")) continue;
+        assert_string_equal(get(f, "message")->valuestring, want);
+        assert_int_equal(get(f, "evidence.world_size")->valuedouble, 4);
+        assert_int_equal(get(f, "evidence.ranks_missing")->valuedouble, 2);
+      }
+      /* One line in the summary, not a second one among the top findings. */
+      char line[256];
+      snprintf(line, sizeof line, "  %s\n", want);
+      assert_non_null(strstr(text, line));
+      if (strstr(strstr(text, line) + strlen(line), "not seen")) fail_msg("%s", text);
+      assert_non_null(strstr(html, "ranks 1, 3 of 4 not seen: their processes wrote no raw file"));
+    }
+    free(html);
+    free(text);
+    cJSON_Delete(rep);
+    rg_rmdir(dir);
+    free(dir);
+  }
+}
+
 /* A file's new sites are staged after the model's until it validates: a
  * file skipped late (a bad event) leaves nothing behind, and the next file's
  * new sites take the places. */
@@ -2612,6 +2673,7 @@ static void a_runs_program_is_its_script_or_executable(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(sites_with_the_same_key_merge_across_ranks),
+      cmocka_unit_test(ranks_of_the_world_size_without_a_raw_file_are_named),
       cmocka_unit_test(a_packed_merging_site_unpacks_to_the_same_merged_fields),
       cmocka_unit_test(a_model_sites_packed_tensors_read_back_bit_for_bit),
       cmocka_unit_test(a_kernel_event_of_a_merging_site_names_its_own_files_kernel),
