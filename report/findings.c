@@ -717,15 +717,16 @@ static int rule_lower_precision_possible(mpprof_model *m) {
  * finding then names those layers and the least error, and says what would
  * let them through. Evidence: per layer the recipe and its rel_l2. */
 static int rule_fp8_candidate(mpprof_model *m) {
+  /* the counts, the recipe they share and the errors: plan_fp8's, one
+   * aggregate for plan.json, the page and this finding */
+  if (mpprof_build_fp8_plan(m)) return -1;
+  const mpprof_fp8_plan *p = &m->plan_fp8;
   cJSON *names = cJSON_CreateArray(), *rejected = cJSON_CreateArray(),
         *measured = cJSON_CreateObject();
   if (!names || !rejected || !measured) goto oom;
   double lim = mpprof_shadow_max_rel(m);
   uint64_t gpu = 0;
-  double worst = 0, least = INFINITY, most_ok = 0;
-  const mpprof_layer *least_l = NULL;
-  size_t n_measured_ok = 0;
-  int best_ok = -1;
+  double worst = 0;
   for (size_t i = 0; i < m->n_layers; i++) {
     const mpprof_layer *l = &m->layers[i];
     const mpprof_shadow_cand *c;
@@ -740,18 +741,16 @@ static int rule_fp8_candidate(mpprof_model *m) {
     }
     if (fit == MPPROF_FP8_ERROR_TOO_HIGH) {
       cJSON_AddItemToArray(rejected, cJSON_CreateString(mpprof_layer_label(l)));
-      if (!least_l || c->worst.rel_l2 < least) least = c->worst.rel_l2, least_l = l;
       continue;
-    }
-    if (c) {
-      /* the recipe they share, -2 when they differ */
-      best_ok = !n_measured_ok++ ? l->best_fp8 : best_ok == l->best_fp8 ? best_ok : -2;
-      if (c->worst.rel_l2 > most_ok) most_ok = c->worst.rel_l2;
     }
     cJSON_AddItemToArray(names, cJSON_CreateString(mpprof_layer_label(l)));
     gpu += layer_gpu(l);
     if (l->e4m3_underflow.pct > worst) worst = l->e4m3_underflow.pct;
   }
+  const mpprof_layer *least_l = p->n_range > p->n_fit ? &m->layers[p->least_bad_layer] : NULL;
+  double least = p->least_bad, most_ok = p->worst_ok;
+  size_t n_measured_ok = p->n_measured;
+  int best_ok = p->recipe;
   int n = cJSON_GetArraySize(names), nr = cJSON_GetArraySize(rejected);
   if (!n && !nr) {
     cJSON_Delete(names);

@@ -205,11 +205,13 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
 }
 
 /* The fp8 candidates and their headline. */
-static int build_fp8_plan(mpprof_model *m) {
+int mpprof_build_fp8_plan(mpprof_model *m) {
   mpprof_fp8_plan *p = &m->plan_fp8;
+  free(p->headline);
   memset(p, 0, sizeof *p);
   p->recipe = -1;
-  double lim = mpprof_shadow_max_rel(m), worst_ok = 0, least_bad = INFINITY;
+  p->least_bad = INFINITY;
+  double lim = mpprof_shadow_max_rel(m);
   char *names = NULL;
   size_t names_len = 0;
   FILE *nf = open_memstream(&names, &names_len);
@@ -221,14 +223,15 @@ static int build_fp8_plan(mpprof_model *m) {
     if (fit == MPPROF_FP8_NO) continue;
     p->n_range++;
     if (fit == MPPROF_FP8_ERROR_TOO_HIGH) {
-      if (c->worst.rel_l2 < least_bad) least_bad = c->worst.rel_l2;
+      if (p->n_range - p->n_fit == 1 || c->worst.rel_l2 < p->least_bad)
+        p->least_bad = c->worst.rel_l2, p->least_bad_layer = i;
       continue;
     }
     if (p->n_fit < 4) fprintf(nf, "%s%s", p->n_fit ? ", " : "", mpprof_layer_label(l));
     p->n_fit++;
     if (fit == MPPROF_FP8_MEASURED) {
       p->recipe = !p->n_measured++ ? l->best_fp8 : p->recipe == l->best_fp8 ? p->recipe : -2;
-      if (c->worst.rel_l2 > worst_ok) worst_ok = c->worst.rel_l2;
+      if (c->worst.rel_l2 > p->worst_ok) p->worst_ok = c->worst.rel_l2;
     }
   }
   if (p->n_fit > 4) fprintf(nf, " and %zu more", p->n_fit - 4);
@@ -244,7 +247,7 @@ static int build_fp8_plan(mpprof_model *m) {
                                   "measured fp8 recipe errs more than --shadow-max-rel %.3g "
                                   "(relative L2 %.3g at least)",
                                   n_bad, n_bad == 1 ? "" : "s", n_bad == 1 ? "s" : "",
-                                  n_bad == 1 ? "its" : "their", lim, least_bad);
+                                  n_bad == 1 ? "its" : "their", lim, p->least_bad);
   } else {
     char *basis;
     if (!p->n_measured)
@@ -256,16 +259,16 @@ static int build_fp8_plan(mpprof_model *m) {
     else if (p->recipe >= 0)
       basis = mpprof_asprintf("measured best: %s, relative L2 at most %.3g <= --shadow-max-rel "
                               "%.3g",
-                              mpprof_fp8_recipe_te(p->recipe), worst_ok, lim);
+                              mpprof_fp8_recipe_te(p->recipe), p->worst_ok, lim);
     else
       basis = mpprof_asprintf("measured within --shadow-max-rel %.3g, the best recipe per layer "
                               "in plan.json",
                               lim);
-    char *bad =
-        n_bad ? mpprof_asprintf("; %zu more fit%s fp8's range but err%s more than "
-                                "--shadow-max-rel %.3g (relative L2 %.3g at least)",
-                                n_bad, n_bad == 1 ? "s" : "", n_bad == 1 ? "s" : "", lim, least_bad)
-              : strdup("");
+    char *bad = n_bad ? mpprof_asprintf("; %zu more fit%s fp8's range but err%s more than "
+                                        "--shadow-max-rel %.3g (relative L2 %.3g at least)",
+                                        n_bad, n_bad == 1 ? "s" : "", n_bad == 1 ? "s" : "", lim,
+                                        p->least_bad)
+                      : strdup("");
     if (basis && bad)
       p->headline = mpprof_asprintf("%zu layer%s (e4m3 forward, e5m2 gradients): %s (%s)%s",
                                     p->n_fit, p->n_fit == 1 ? "" : "s", names, basis, bad);
@@ -278,7 +281,7 @@ static int build_fp8_plan(mpprof_model *m) {
 
 int mpprof_build_plan(mpprof_model *m) {
   mpprof_plan_free(m);
-  if (build_fp8_plan(m)) return -1;
+  if (mpprof_build_fp8_plan(m)) return -1;
   size_t known = 0;
   for (size_t i = 0; i < m->n_layers; i++)
     known += m->layers[i].adv.known;

@@ -509,7 +509,10 @@ typedef struct mpprof_fp8_plan {
   size_t n_fit;      /* of which candidates: range only, or measured within the limit */
   size_t n_measured; /* of the candidates, those measured */
   int recipe;        /* the best recipe all measured candidates share; -1 none, -2 they differ */
-  char *headline;    /* NULL when n_range is 0 */
+  double worst_ok;   /* the largest measured error among the candidates (0: none measured) */
+  double least_bad;  /* the least measured error of the layers rejected by it (+inf: none) */
+  size_t least_bad_layer; /* that layer's index in model.layers */
+  char *headline;         /* NULL when n_range is 0 */
 } mpprof_fp8_plan;
 
 typedef struct mpprof_plan_keep {
@@ -722,6 +725,8 @@ int mpprof_write_report_html(const mpprof_model *m, const char *path, mpprof_afi
 
 /* plan.c */
 int mpprof_build_plan(mpprof_model *m); /* after advice and the loss scale; 0 or -1 */
+/* plan_fp8 alone, built anew (the fp8_candidate finding reads it) */
+int mpprof_build_fp8_plan(mpprof_model *m);
 void mpprof_plan_free(mpprof_model *m);
 /* The PyTorch code of a plan (autocast, per-module exclusions, GradScaler). */
 void mpprof_plan_snippet(const mpprof_model *m, const mpprof_plan *p, FILE *f);
