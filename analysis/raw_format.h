@@ -236,7 +236,14 @@ enum { MP_RAW_SHADOW_SKIPPED(MP_RAW_ENUM_ROW_) MP_RAW_SHADOW_SKIP_COUNT };
 #define MP_RAW_FRAMEWORK(X)                                                                        \
   X(name, "name", "\"torch\"")                                                                     \
   X(version, "version", "its version string")                                                      \
-  X(backward_marks, "backward_marks", "cxx | python: how backward ops were named (README)")
+  X(backward_marks, "backward_marks", "cxx | python: how backward ops were named (README)")        \
+  X(models, "models", "MP_RAW_MODEL objects (mpprof_model_root), absent when none was named")
+
+/* A model the integration named: layers named name + "." + a module path are
+ * its modules (name "": the main model, no prefix). */
+#define MP_RAW_MODEL(X)                                                                            \
+  X(name, "name", "the prefix of its layers' names, without the dot")                              \
+  X(module_class, "class", "its class (a wrapper's inner module's)")
 
 /* backward_marks' values (the PyTorch integration, hooks.py, writes them). */
 #define MP_RAW_MARKS_CXX "cxx"       /* C++ pre-hooks on grad_fn (_marks.cpp) */
@@ -375,6 +382,7 @@ MP_RAW_KEYS_(mp_rk_top, MP_RK_TOP, MP_RAW_TOP);
 MP_RAW_KEYS_(mp_rk_nvtx, MP_RK_NVTX, MP_RAW_NVTX);
 MP_RAW_KEYS_(mp_rk_device, MP_RK_DEVICE, MP_RAW_DEVICE);
 MP_RAW_KEYS_(mp_rk_framework, MP_RK_FRAMEWORK, MP_RAW_FRAMEWORK);
+MP_RAW_KEYS_(mp_rk_model, MP_RK_MODEL, MP_RAW_MODEL);
 MP_RAW_KEYS_(mp_rk_cupti, MP_RK_CUPTI, MP_RAW_CUPTI);
 MP_RAW_KEYS_(mp_rk_tc_counters, MP_RK_TC_COUNTERS, MP_RAW_TC_COUNTERS);
 MP_RAW_KEYS_(mp_rk_event, MP_RK_EVENT, MP_RAW_EVENT);

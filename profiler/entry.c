@@ -32,6 +32,10 @@ MPP_EXPORT void mpprof_framework(const char *name, const char *version,
   if (enabled()) mpp_process_note_framework(name, version, backward_marks);
 }
 
+MPP_EXPORT void mpprof_model_root(const char *name, const char *module_class) {
+  if (enabled()) mpp_process_note_model(name, module_class);
+}
+
 MPP_EXPORT void mpprof_rank(int32_t rank, int32_t world_size) {
   if (enabled()) mpp_process_note_rank(rank, world_size);
 }

@@ -67,6 +67,41 @@ void mpp_process_note_framework(const char *name, const char *version, const cha
   mpp_sites_unlock();
 }
 
+static atomic_bool models_logged_full;
+
+static bool model_field_ok(const char *s) {
+  return s && !strpbrk(s, "\t\n") && strlen(s) < MPP_FRAMEWORK_FIELD * 2;
+}
+
+void mpp_process_note_model(const char *name, const char *module_class) {
+  if (!model_field_ok(name) || !model_field_ok(module_class) || !*module_class) return;
+  size_t nl = strlen(name);
+  mpp_sites_lock();
+  /* Remove the name's line, if any, then append it. */
+  char *m = proc.models;
+  for (char *line = m; *line;) {
+    char *tab = strchr(line, '\t'), *end = strchr(line, '\n');
+    if (!tab || !end) { /* cannot happen: every line is whole */
+      *line = '\0';
+      break;
+    }
+    if ((size_t)(tab - line) == nl && !memcmp(line, name, nl)) {
+      memmove(line, end + 1, strlen(end + 1) + 1);
+      continue;
+    }
+    line = end + 1;
+  }
+  size_t used = strlen(m), add = nl + strlen(module_class) + 2;
+  bool fits = used + add < sizeof proc.models;
+  if (fits) snprintf(m + used, sizeof proc.models - used, "%s\t%s\n", name, module_class);
+  mpp_sites_unlock();
+  if (!fits && !atomic_exchange(&models_logged_full, true))
+    mpp_log(1,
+            "mpprof_model_root(\"%s\"): no room for more models; its layers are listed as the "
+            "main model's",
+            name);
+}
+
 void mpp_process_note_rank(int rank, int world_size) {
   if (rank < 0 || world_size < 0 || (world_size && world_size <= rank)) {
     if (!atomic_exchange(&rank_logged_invalid, true))

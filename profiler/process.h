@@ -9,6 +9,9 @@
 /* Room for mpprof_framework's strings (longer ones are cut). */
 #define MPP_FRAMEWORK_FIELD 64
 #define MPP_MARKS_FIELD 16
+/* mpprof_model_root's models, "name\tclass\n" each (a model that does not
+ * fit is left out, logged once): a few models, as a GAN's two. */
+#define MPP_MODELS_FIELD 512
 
 typedef struct mpp_process {
   int pid, ppid;
@@ -22,6 +25,9 @@ typedef struct mpp_process {
    * == 0: none. Kept in a fork child (the same interpreter). */
   char framework[MPP_FRAMEWORK_FIELD], framework_version[MPP_FRAMEWORK_FIELD],
       backward_marks[MPP_MARKS_FIELD];
+  /* The models a framework integration named (mpprof_model_root), as
+   * MPP_MODELS_FIELD says; kept in a fork child, as framework is. */
+  char models[MPP_MODELS_FIELD];
 } mpp_process;
 
 const mpp_process *mpp_process_info(void);
@@ -29,6 +35,12 @@ void mpp_process_info_reset(void);  /* start time, pid, host: at init and in a f
 void mpp_process_note_device(void); /* once CUDA is up: device name and compute capability */
 int mpp_process_pid(void);          /* this image's pid as recorded at start / fork */
 void mpp_process_note_framework(const char *name, const char *version, const char *backward_marks);
+/* A model whose layers are named name + "." + their path (name "" for the
+ * main model, whose layers carry no prefix; a one-layer model's only layer is
+ * named name itself), an instance of module_class. Names with a tab or a
+ * newline, or too long for the field, are ignored; a name given again takes
+ * the new class. */
+void mpp_process_note_model(const char *name, const char *module_class);
 /* The rank a framework integration learned (mpprof_rank): rank >= 0 and
  * world_size > rank, or world_size 0 (not known); anything else is ignored
  * (logged once). The latest call holds. Lock-free, any thread. Kept in a fork

@@ -430,6 +430,27 @@ static void write_range(void *ctx, const mpp_range *r) {
   mpp_jw_obj_end(w);
 }
 
+/* framework.models from mpp_process.models' lines (process.h). */
+static void write_models(mpp_jw *w, const char *models) {
+  mpp_jw_key(w, MP_RK_FRAMEWORK.models);
+  mpp_jw_arr(w);
+  for (const char *line = models; *line;) {
+    const char *tab = strchr(line, '\t'), *end = tab ? strchr(tab, '\n') : NULL;
+    if (!end) break;
+    char name[MPP_FRAMEWORK_FIELD * 2], cls[MPP_FRAMEWORK_FIELD * 2];
+    snprintf(name, sizeof name, "%.*s", (int)(tab - line), line);
+    snprintf(cls, sizeof cls, "%.*s", (int)(end - tab - 1), tab + 1);
+    mpp_jw_obj(w);
+    mpp_jw_key(w, MP_RK_MODEL.name);
+    mpp_jw_str(w, name);
+    mpp_jw_key(w, MP_RK_MODEL.module_class);
+    mpp_jw_str(w, cls);
+    mpp_jw_obj_end(w);
+    line = end + 1;
+  }
+  mpp_jw_arr_end(w);
+}
+
 static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_facts *o) {
   mpp_jw_obj(w);
   mpp_jw_key(w, MP_RK_TOP.schema);
@@ -519,6 +540,7 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_
       mpp_jw_str(w, o->backward_marks);
     else
       mpp_jw_null(w);
+    if (o->models[0]) write_models(w, o->models);
     mpp_jw_obj_end(w);
   } else {
     mpp_jw_null(w);
@@ -631,6 +653,7 @@ char *mpp_raw_render(bool final, size_t *ret_len) {
   memcpy(f.framework, mpp_process_info()->framework, sizeof f.framework);
   memcpy(f.framework_version, mpp_process_info()->framework_version, sizeof f.framework_version);
   memcpy(f.backward_marks, mpp_process_info()->backward_marks, sizeof f.backward_marks);
+  memcpy(f.models, mpp_process_info()->models, sizeof f.models);
   mpp_sites_unlock();
   return mpp_raw_render_facts(final, &f, ret_len);
 }

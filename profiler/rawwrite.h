@@ -34,7 +34,8 @@ typedef struct mpp_raw_facts {
   /* framework[0] == 0: none */
   char framework[MPP_FRAMEWORK_FIELD], framework_version[MPP_FRAMEWORK_FIELD],
       backward_marks[MPP_MARKS_FIELD];
-  mpp_tc_info tc; /* tc.status NULL: --tc-counters not requested */
+  char models[MPP_MODELS_FIELD]; /* mpp_process.models */
+  mpp_tc_info tc;                /* tc.status NULL: --tc-counters not requested */
   const char *cupti_status;
   uint64_t cupti_dropped;
   uint64_t marks, start_end_ranges; /* NVTX */

@@ -44,6 +44,11 @@ void mpprof_process_free(mpprof_process *p) {
   free(p->device_name);
   free(p->framework);
   free(p->framework_version);
+  for (size_t k = 0; k < p->n_models; k++) {
+    free(p->models[k].name);
+    free(p->models[k].module_class);
+  }
+  free(p->models);
   free(p->backward_marks);
   free(p->cupti_status);
   cJSON_Delete(p->unattributed_kernels);

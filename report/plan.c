@@ -15,6 +15,7 @@
  * The recommended plan keeps the fewest layers out of autocast; on a tie,
  * bf16 (no scaler to tune). bf16 is offered only when every process's GPU
  * has it (sm_80+, or unknown). */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -335,6 +336,43 @@ static char *module_path(const mpprof_layer *l) {
   return p;
 }
 
+/* The model (mpprof_model_root, any process's) a module path is in: the
+ * longest named model whose name is path or path's part before a '.'; NULL
+ * for the main model, or when the program named none (as a C program). In
+ * *ret_inner the path inside that model (a pointer into path; "" when path
+ * names the model itself: its own forward's ops). */
+static const char *path_model(const mpprof_model *m, const char *path, const char **ret_inner) {
+  const char *best = NULL;
+  size_t best_n = 0;
+  for (size_t i = 0; i < m->n_procs; i++)
+    for (size_t k = 0; k < m->procs[i].n_models; k++) {
+      const char *name = m->procs[i].models[k].name;
+      size_t n = strlen(name);
+      if (n > best_n && !strncmp(path, name, n) && (path[n] == '.' || !path[n]))
+        best = name, best_n = n;
+    }
+  *ret_inner = best ? path + best_n + (path[best_n] == '.') : path;
+  return best;
+}
+
+/* The Python variable the snippet names a model by: its name in snake case
+ * with "_model" ("Discriminator" -> discriminator_model), malloc'ed. */
+static char *model_var(const char *name) {
+  size_t n = strlen(name);
+  char *v = malloc(2 * n + 8);
+  if (!v) return NULL;
+  size_t j = 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)name[i];
+    if (isupper(c) && i && islower((unsigned char)name[i - 1])) v[j++] = '_';
+    v[j++] = isalnum(c) && c < 0x80 ? (char)tolower(c) : '_';
+  }
+  v[j] = '\0';
+  if (j < 5 || strcmp(v + j - 5, "model")) strcpy(v + j, j && v[j - 1] == '_' ? "model" : "_model");
+  if (isdigit((unsigned char)v[0])) v[0] = '_';
+  return v;
+}
+
 /* Some other layer's module path lies under this one's: wrapping this module
  * wraps those too. */
 static bool has_sublayers(const mpprof_model *m, const char *path) {
@@ -361,6 +399,18 @@ static const mpprof_plan_keep *kept_ancestor(const mpprof_model *m, const mpprof
     free(q);
   }
   return best;
+}
+
+/* An earlier kept layer among the snippet's lines is in model too. */
+static bool model_before(const mpprof_model *m, const mpprof_plan *p, size_t k, const char *model) {
+  bool seen = false;
+  for (size_t j = 0; j < k && !seen; j++) {
+    char *q = module_path(&m->layers[p->keep[j].layer]);
+    const char *inner, *other = q ? path_model(m, q, &inner) : NULL;
+    seen = other && !strcmp(other, model);
+    free(q);
+  }
+  return seen;
 }
 
 static const char *torch_dtype(mp_dtype d) {
@@ -444,7 +494,9 @@ void mpprof_plan_snippet(const mpprof_model *m, const mpprof_plan *p, FILE *f) {
     for (size_t k = 0; k < p->n_keep && k < MPPROF_PLAN_SNIPPET_LINES; k++) {
       const mpprof_layer *l = &m->layers[p->keep[k].layer];
       char *path = module_path(l);
-      if (!path) {
+      const char *inner = NULL, *model = path ? path_model(m, path, &inner) : NULL;
+      if (!path || (model && !*inner)) {
+        free(path);
         fputs("# layer ", f);
         py_comment(f, mpprof_layer_label(l));
         fprintf(f, ": %s; keep it in %s by hand (%s around those ops)\n",
@@ -455,8 +507,19 @@ void mpprof_plan_snippet(const mpprof_model *m, const mpprof_plan *p, FILE *f) {
                                             : "torch.autocast(\"cuda\", dtype=torch.bfloat16)");
         continue;
       }
-      fputs("keep_in(model, \"", f);
-      py_str(f, path);
+      /* A second model's layers (a GAN's discriminator, a teacher): looked
+       * up in that model, which the user passes in its variable's place. */
+      char *var = model ? model_var(model) : NULL;
+      if (model && !model_before(m, p, k, model)) {
+        fprintf(f, "# %s: your ", var ? var : "model");
+        py_comment(f, model);
+        fputs(" model (mpprof names its layers ", f);
+        py_comment(f, model);
+        fputs(".<module>)\n", f);
+      }
+      fprintf(f, "keep_in(%s, \"", var ? var : "model");
+      free(var);
+      py_str(f, inner);
       fprintf(f, "\", %s)  # layer ", torch_dtype(p->keep[k].dtype));
       py_comment(f, mpprof_layer_label(l));
       if (has_sublayers(m, path)) fputs(" (its submodules run in this dtype too)", f);
@@ -482,6 +545,16 @@ void mpprof_plan_snippet(const mpprof_model *m, const mpprof_plan *p, FILE *f) {
           f);
   else
     fputs("    loss.backward()\n    optimizer.step()\n", f);
+}
+
+/* A plan.json layer's "module" (its path inside its model; null for ops in
+ * no submodule) and "model" (a named model's name; null for the main one).
+ * path: module_path(l). */
+static void add_module(cJSON *e, const mpprof_model *m, const mpprof_layer *l, const char *path) {
+  const char *inner = NULL, *model = path_model(m, path ? path : l->name, &inner);
+  cJSON_AddItemToObject(e, "module",
+                        path && *inner ? cJSON_CreateString(inner) : cJSON_CreateNull());
+  cJSON_AddItemToObject(e, "model", model ? cJSON_CreateString(model) : cJSON_CreateNull());
 }
 
 static cJSON *plan_json(const mpprof_model *m, const mpprof_plan *p) {
@@ -528,7 +601,7 @@ static cJSON *plan_json(const mpprof_model *m, const mpprof_plan *p) {
       cJSON_AddStringToObject(e, "verdict", mp_recommendation_name(l->adv.rec));
     else
       cJSON_AddNullToObject(e, "verdict");
-    cJSON_AddItemToObject(e, "module", path ? cJSON_CreateString(path) : cJSON_CreateNull());
+    add_module(e, m, l, path);
     cJSON_AddItemToObject(e, "inside",
                           in ? cJSON_CreateString(mpprof_layer_label(&m->layers[in->layer]))
                              : cJSON_CreateNull());
@@ -568,7 +641,7 @@ static cJSON *fp8_json(const mpprof_model *m) {
     cJSON_AddItemToObject(e, "rel_l2",
                           c ? mpprof_json_double(c->worst.rel_l2) : cJSON_CreateNull());
     char *path = module_path(l);
-    cJSON_AddItemToObject(e, "module", path ? cJSON_CreateString(path) : cJSON_CreateNull());
+    add_module(e, m, l, path);
     free(path);
     cJSON_AddItemToObject(layers, mpprof_layer_label(l), e);
   }

@@ -1778,6 +1778,23 @@ static int process_from_header(const cJSON *h, const char *file, mpprof_process 
     p->framework_version = strdup(v ? v : "");
     if (marks && (!strcmp(marks, MP_RAW_MARKS_CXX) || !strcmp(marks, MP_RAW_MARKS_PYTHON)))
       p->backward_marks = strdup(marks);
+    const cJSON *models = cJSON_GetObjectItemCaseSensitive(fw, MP_RK_FRAMEWORK.models), *e;
+    int nm = cJSON_IsArray(models) ? cJSON_GetArraySize(models) : 0;
+    p->models = nm ? calloc((size_t)nm, sizeof *p->models) : NULL;
+    const cJSON *walk = p->models ? models : NULL;
+    cJSON_ArrayForEach(e, walk) {
+      const char *name = get_str(e, MP_RK_MODEL.name), *cls = get_str(e, MP_RK_MODEL.module_class);
+      if (!name || !cls || !*cls) continue; /* not one: left out */
+      struct mpprof_named_model *d = &p->models[p->n_models];
+      d->name = strdup(name);
+      d->module_class = strdup(cls);
+      if (!d->name || !d->module_class) {
+        free(d->name);
+        free(d->module_class);
+        continue;
+      }
+      p->n_models++;
+    }
   }
   const cJSON *cupti = cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.cupti);
   const char *st = cJSON_IsObject(cupti) ? get_str(cupti, MP_RK_CUPTI.status) : NULL;

@@ -143,6 +143,11 @@ typedef struct mpprof_process {
   /* The raw "framework" (MP_RAW_FRAMEWORK): framework NULL when none was
    * reported; backward_marks NULL when not said. */
   char *framework, *framework_version, *backward_marks;
+  /* Its framework.models (MP_RAW_MODEL): the models the integration named. */
+  struct mpprof_named_model {
+    char *name, *module_class;
+  } * models;
+  size_t n_models;
   char *cupti_status; /* "ok", "disabled", ... or "missing" */
   int64_t cupti_dropped;
   /* The raw cupti.unattributed_kernels object (owned), or NULL: library

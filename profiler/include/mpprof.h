@@ -71,6 +71,18 @@ uint32_t mpprof_scope_ops(void);
  * (profiler/process.h). The latest call holds. */
 void mpprof_framework(const char *name, const char *version, const char *backward_marks);
 
+/* The layers named name + "." + a module path belong to a model of class
+ * module_class (name "" for the main model, whose layers carry no prefix; a
+ * model with no submodules has one layer, named name). The PyTorch
+ * integration calls it for each model it names, so that the report's plan
+ * tells keep_in() which model a layer is in (a GAN's discriminator, a
+ * teacher). A name given again takes the new class; names with a tab or a
+ * newline are ignored, and models beyond a few (profiler/process.h) are left
+ * out (logged with MPPROF_LOG=1). They are written in the raw file's
+ * "framework" object: a program that never calls mpprof_framework writes
+ * none. */
+void mpprof_model_root(const char *name, const char *module_class);
+
 /* This process is rank `rank` of `world_size` processes (world_size > rank,
  * or 0 when not known; other values are ignored, logged with MPPROF_LOG=1):
  * for a program whose launcher set none of RANK, OMPI_COMM_WORLD_RANK,

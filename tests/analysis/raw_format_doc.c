@@ -86,6 +86,9 @@ static buf index_text(void) {
 #define T(name, json, doc) ROW("framework", json, doc)
   MP_RAW_FRAMEWORK(T)
 #undef T
+#define T(name, json, doc) ROW("model", json, doc)
+  MP_RAW_MODEL(T)
+#undef T
 #define T(name, json, doc) ROW("cupti", json, doc)
   MP_RAW_CUPTI(T)
 #undef T

@@ -1697,6 +1697,35 @@ static int mode_rank(void) {
   return 0;
 }
 
+/* Models named as the PyTorch integration names them (mpprof_model_root,
+ * when preloaded): the main one, a second one given twice (the second class
+ * holds), a name with a tab (ignored), then more than fit. */
+static int mode_models(void) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 10);
+  void (*fw)(const char *, const char *, const char *) =
+      (void (*)(const char *, const char *, const char *))dlsym(RTLD_DEFAULT, "mpprof_framework");
+  void (*model)(const char *, const char *) =
+      (void (*)(const char *, const char *))dlsym(RTLD_DEFAULT, "mpprof_model_root");
+  if (fw) fw("torch", "2.4.0", "cxx");
+  if (model) {
+    model("", "Generator");
+    model("Disc", "Sequential");
+    model("Bad\tname", "X");
+    model("Disc", "Discriminator");
+    for (int i = 0; i < 20; i++) {
+      char name[64];
+      snprintf(name, sizeof name, "Model_with_a_rather_long_class_name_%02d", i);
+      model(name, "Model_with_a_rather_long_class_name");
+    }
+  }
+  printf("models checksum %.17g\n", gemmex(h, &m));
+  CK(cublasDestroy(h));
+  return 0;
+}
+
 /* A checkpoint (mpprof_checkpoint, when preloaded), then the file size limit
  * lowered to that checkpoint's size and GEMMs of a second site: the final
  * raw file, larger, cannot be written (as on a disk that filled up), and the
@@ -1877,6 +1906,7 @@ static const struct {
     {"wait", "", .plain = run_wait},
     {"finalfails", "", .plain = mode_finalfails},
     {"rank", "", .plain = mode_rank},
+    {"models", "", .plain = mode_models},
 };
 
 int main(int argc, char **argv) {

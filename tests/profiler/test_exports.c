@@ -71,6 +71,7 @@ static const char *const expected[] = {
     "mpprof_exit_now",
     "mpprof_framework",
     "mpprof_layer_id",
+    "mpprof_model_root",
     "mpprof_rank",
     "mpprof_scope_ops",
     "mpprof_scope_pop",

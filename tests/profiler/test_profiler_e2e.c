@@ -953,6 +953,37 @@ static void a_rank_learned_late_is_in_the_raw_file_and_kept_by_a_fork_child(void
   }
 }
 
+/* The models a framework names (mpprof_model_root) reach the raw file's
+ * framework.models, which the plan uses to look each layer up in its own
+ * model: a name given again takes its new class, a name with a tab is left
+ * out, and those beyond the field are left out whole (never cut). */
+static void the_models_a_framework_names_are_in_the_raw_file(void **state) {
+  (void)state;
+  const char *dir = outdir("models");
+  char *argv[] = {(char *)mpprof, "-o", (char *)dir, "--", (char *)testprog, "models", NULL};
+  result res = run(argv, NULL);
+  assert_int_equal(res.status, 0);
+  free(res.out);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 1);
+  cJSON *models = get(get(r.doc[0], "framework"), "models"), *e;
+  int n = cJSON_GetArraySize(models);
+  assert_true(n > 4 && n < 22);
+  assert_string_equal(get(cJSON_GetArrayItem(models, 0), "name")->valuestring, "");
+  assert_string_equal(get(cJSON_GetArrayItem(models, 0), "class")->valuestring, "Generator");
+  assert_string_equal(get(cJSON_GetArrayItem(models, 1), "name")->valuestring, "Disc");
+  assert_string_equal(get(cJSON_GetArrayItem(models, 1), "class")->valuestring, "Discriminator");
+  int i = 0;
+  cJSON_ArrayForEach(e, models) {
+    if (i++ < 2) continue;
+    char want[64];
+    snprintf(want, sizeof want, "Model_with_a_rather_long_class_name_%02d", i - 3);
+    assert_string_equal(get(e, "name")->valuestring, want);
+    assert_string_equal(get(e, "class")->valuestring, "Model_with_a_rather_long_class_name");
+  }
+  free_raws(&r);
+}
+
 static void a_loss_scale_that_is_not_a_positive_number_is_a_usage_error(void **state) {
   (void)state;
   const char *bad[] = {"0", "-2", "2^", "inf", "x"};
@@ -1761,6 +1792,7 @@ int main(void) {
       cmocka_unit_test(events_of_every_thread_reach_the_raw_file),
       cmocka_unit_test(a_forked_child_writes_its_own_raw_file),
       cmocka_unit_test(a_rank_learned_late_is_in_the_raw_file_and_kept_by_a_fork_child),
+      cmocka_unit_test(the_models_a_framework_names_are_in_the_raw_file),
       cmocka_unit_test(a_forked_child_that_never_uses_cuda_writes_no_raw_file),
       cmocka_unit_test(loss_scale_marks_work_from_a_second_thread_and_in_a_forked_child),
       cmocka_unit_test(loss_scale_option_declares_the_scale_of_a_program_without_marks),

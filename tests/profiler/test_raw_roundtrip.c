@@ -151,6 +151,7 @@ static char *render_everything(int *ret_site) {
                      .framework = "torch",
                      .framework_version = "2.4.0+cu124",
                      .backward_marks = "python",
+                     .models = "\tNet\nDiscriminator\tDiscriminator\n",
                      .tc = {.every = 3,
                             .status = "ok",
                             .reason = "why not",
@@ -192,6 +193,7 @@ static const char *const ns_keys[] = {MP_RAW_NOT_SCANNED(KEY_JSON)};
 static const char *const nvtx_keys[] = {MP_RAW_NVTX(KEY_JSON)};
 static const char *const device_keys[] = {MP_RAW_DEVICE(KEY_JSON)};
 static const char *const framework_keys[] = {MP_RAW_FRAMEWORK(KEY_JSON)};
+static const char *const model_keys[] = {MP_RAW_MODEL(KEY_JSON)};
 static const char *const cupti_keys[] = {MP_RAW_CUPTI(KEY_JSON)};
 static const char *const tcc_keys[] = {MP_RAW_TC_COUNTERS(KEY_JSON)};
 static const char *const training_keys[] = {MP_RAW_TRAINING(KEY_JSON)};
@@ -263,6 +265,9 @@ static void every_emitted_key_is_declared_and_every_declared_key_emitted(void **
   check_object(cJSON_GetObjectItem(doc, MP_RK_TOP.device), SET(device_keys), "device", NULL);
   check_object(cJSON_GetObjectItem(doc, MP_RK_TOP.framework), SET(framework_keys), "framework",
                NULL);
+  check_object(cJSON_GetArrayItem(
+                   cJSON_GetObjectItem(cJSON_GetObjectItem(doc, MP_RK_TOP.framework), "models"), 1),
+               SET(model_keys), "framework.models[]", NULL);
   check_object(cJSON_GetObjectItem(doc, MP_RK_TOP.cupti), SET(cupti_keys), "cupti", NULL);
   check_object(cJSON_GetObjectItem(doc, MP_RK_TOP.tc_counters), SET(tcc_keys), "tc_counters", NULL);
   const cJSON *tr = cJSON_GetObjectItem(doc, MP_RK_TOP.training);
@@ -374,6 +379,11 @@ static void check_top(const char *k, const cJSON *doc, const mpprof_model *m) {
     assert_string_equal(p->framework, "torch");
     assert_string_equal(p->framework_version, "2.4.0+cu124");
     assert_string_equal(p->backward_marks, "python");
+    assert_int_equal(p->n_models, 2);
+    assert_string_equal(p->models[0].name, "");
+    assert_string_equal(p->models[0].module_class, "Net");
+    assert_string_equal(p->models[1].name, "Discriminator");
+    assert_string_equal(p->models[1].module_class, "Discriminator");
   } else if (!strcmp(k, MP_RK_TOP.cupti)) {
     assert_string_equal(p->cupti_status, "ok");
     assert_int_equal(p->cupti_dropped, 15);

@@ -1265,6 +1265,55 @@ static void the_plan_names_kept_modules_by_their_whole_path(void **state) {
   free(dir);
 }
 
+/* A second model's layers (a GAN's discriminator, a teacher) are named by
+ * the PyTorch integration with its class as prefix ("Discriminator.fc1").
+ * The snippet said keep_in(model, "Discriminator.fc1", ...), which keep_in's
+ * tail lookup resolves to the generator's own fc1 when given the generator:
+ * the wrong module kept out of autocast. With the models named in the raw
+ * file (framework.models), the line names the model and the path inside it,
+ * and plan.json says "model" beside "module". */
+static void a_second_models_layers_are_kept_in_that_model(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("plangan");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_site_end(&r, beyond_bf16_site(0, "Discriminator.fc1", "CLinear"));
+  rg_site_end(&r, beyond_bf16_site(1, "enc.fc1", "CLinear"));
+  rg_site_end(&r, beyond_bf16_site(2, "Discriminator", "Discriminator")); /* its own forward */
+  fitting_layer(&r, 3, "fc1");
+  rg_end(&r);
+  assert_int_equal(rg_edit(dir, "node01-100.json", "\"cupti\":{",
+                           "\"framework\":{\"name\":\"torch\",\"version\":\"2.4.0\","
+                           "\"backward_marks\":\"cxx\",\"models\":[{\"name\":\"\",\"class\":"
+                           "\"Generator\"},{\"name\":\"Discriminator\",\"class\":"
+                           "\"Discriminator\"}]},\"cupti\":{"),
+                   0);
+  cJSON_Delete(report_of(dir));
+  cJSON *plan = rg_read_json(dir, "plan.json");
+  assert_non_null(plan);
+  const cJSON *ls = get(plan, "recommended.layers");
+  const cJSON *d = cJSON_GetObjectItemCaseSensitive(ls, "Discriminator.fc1"),
+              *g = cJSON_GetObjectItemCaseSensitive(ls, "enc.fc1"),
+              *own = cJSON_GetObjectItemCaseSensitive(ls, "Discriminator");
+  assert_string_equal(get(d, "module")->valuestring, "fc1");
+  assert_string_equal(get(d, "model")->valuestring, "Discriminator");
+  assert_string_equal(get(g, "module")->valuestring, "enc.fc1");
+  assert_true(cJSON_IsNull(get(g, "model")));
+  assert_true(cJSON_IsNull(get(own, "module")));
+  assert_string_equal(get(own, "model")->valuestring, "Discriminator");
+  const char *code = get(plan, "pytorch")->valuestring;
+  assert_non_null(strstr(code, "# discriminator_model: your Discriminator model (mpprof names its "
+                               "layers Discriminator.<module>)\n"
+                               "keep_in(discriminator_model, \"fc1\", torch.float32)  # layer "
+                               "Discriminator.fc1\n"));
+  assert_non_null(strstr(code, "keep_in(model, \"enc.fc1\", torch.float32)  # layer enc.fc1\n"));
+  assert_null(strstr(code, "\"Discriminator.fc1\""));
+  assert_non_null(strstr(code, "# layer Discriminator: the ops of the model's own forward()"));
+  cJSON_Delete(plan);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* A layer inside a kept layer's module runs in that layer's dtype (keep_in
  * wraps the whole module): plan.json says so (it said "bf16, autocast" for
  * a child of a block kept in fp32), and names the layer it is inside. */
@@ -2691,6 +2740,7 @@ int main(void) {
       cmocka_unit_test(values_inside_fp16_give_fp16),
       cmocka_unit_test(values_beyond_bf16_keep_fp32),
       cmocka_unit_test(the_plan_names_kept_modules_by_their_whole_path),
+      cmocka_unit_test(a_second_models_layers_are_kept_in_that_model),
       cmocka_unit_test(a_layer_inside_a_kept_module_runs_in_its_dtype),
       cmocka_unit_test(no_plan_says_why),
       cmocka_unit_test(the_plan_headline_keeps_a_long_layer_name_whole),

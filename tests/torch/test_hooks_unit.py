@@ -109,7 +109,8 @@ def install():
     hooks.bind(torch, *_c_stub[:3], stub.layer_id, ops=_c_stub[3],
                loss_scale=lambda s: stub.calls.append(("loss_scale", s)),
                step=lambda n: stub.calls.append(("step", n)),
-               step_skipped=lambda n: stub.calls.append(("step_skipped", n)))
+               step_skipped=lambda n: stub.calls.append(("step_skipped", n)),
+               model_root=lambda name, cls: stub.calls.append(("model", name, cls)))
 
 
 class Leaf(nn.Module):
@@ -288,6 +289,11 @@ class Tests(unittest.TestCase):
         names = {t: s[0] for t, s in seen}
         self.assertEqual(len({names["main"], names["d"], names["ema"]}), 3, names)
         self.assertEqual(names["d"], "Sequential.0")
+        # each model named to libmpprof.so once, by the prefix its layers carry:
+        # the plan's keep_in() lines look a layer up in its own model
+        models = [c[1:] for c in stub.calls if c[0] == "model"]
+        self.assertEqual(models[-3:], [(b"", b"Main"), (b"Sequential", b"Sequential"),
+                                       (b"Sequential_2", b"Sequential")])
 
     def test_bare_root_layers_of_one_class_keep_apart(self):
         # layers used as models (no children): two nn.Linear of a small script

@@ -45,6 +45,7 @@ _WRAPPER_SEGMENTS = frozenset(("_fsdp_wrapped_module", "_orig_mod", "_checkpoint
 _installed = False
 _lib = None
 _push = _pop = _layer_id = None
+_model_root = None  # mpprof_model_root, or None (a libmpprof.so without it)
 _loss_scale = _step = _step_skipped = None
 _compiling = None
 _fast = None  # the C hot path (_fast.c), imported by install
@@ -149,6 +150,7 @@ def _name_root(root):
     if len(children) > 1:
         if main is None or any(m is main for _, m in children):
             _main_root = weakref.ref(root)
+            _note_model("", root)
         else:
             prefix = _root_prefix.get(root)
             if prefix is None:  # one per live root: D and an EMA copy of G, both Sequential, stay apart
@@ -158,6 +160,7 @@ def _name_root(root):
                     n += 1
                     prefix = "%s_%d." % (cls, n)
                 _root_prefix[root] = prefix
+                _note_model(prefix[:-1], root)
     else:  # a bare root (a layer used as a model): its class, numbered from the second live one
         bare = _bare_names.get(root)
         if bare is None:
@@ -167,11 +170,20 @@ def _name_root(root):
                 n += 1
                 bare = "%s_%d" % (cls, n)
             _bare_names[root] = bare
+            _note_model(bare, root)
     for qualname, m in children:
         name = _label(m, qualname, prefix) if len(children) > 1 else bare
         lid = _layer_id(name.encode(), type(m).__name__.encode())
         _ids[id(m)] = (weakref.ref(m), lid)
         _lib_names[lid] = name
+
+
+def _note_model(name, root):
+    """Tell libmpprof.so that layers named name + "." + a path are root's
+    modules (name "": the main model's), so that the plan's keep_in() lines
+    name the model each layer is in."""
+    if _model_root is not None:
+        _model_root(name.encode("utf-8", "replace"), _inner_class(root).encode("utf-8", "replace"))
 
 
 def _forward_owner(module):
@@ -708,13 +720,14 @@ def _root_frames(torch):
     return begins, ends, live
 
 
-def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skipped=None, ops=None):
+def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skipped=None, ops=None,
+         model_root=None):
     """Install the hooks on top of these scope functions: push, pop, set_
     and ops are ctypes function pointers (libmpprof.so's, or a test's
     stand-ins); without ops, every module's backward is marked."""
-    global _push, _pop, _layer_id, _loss_scale, _step, _step_skipped
+    global _push, _pop, _layer_id, _loss_scale, _step, _step_skipped, _model_root
     global _compiling, _Tensor, _Module, _direct, _cxx
-    _push, _pop, _layer_id = push, pop, layer_id
+    _push, _pop, _layer_id, _model_root = push, pop, layer_id, model_root
     _loss_scale, _step, _step_skipped = loss_scale, step, step_skipped
     _Tensor = torch.Tensor
     _Module = torch.nn.Module
@@ -836,7 +849,8 @@ def install(torch):
          loss_scale,
          _fn(lib, "mpprof_step", None, ctypes.c_uint64),
          _fn(lib, "mpprof_step_skipped", None, ctypes.c_uint64),
-         _fn(lib, "mpprof_scope_ops", ctypes.c_uint32))
+         _fn(lib, "mpprof_scope_ops", ctypes.c_uint32),
+         _fn(lib, "mpprof_model_root", None, ctypes.c_char_p, ctypes.c_char_p))
     checkpoint = _fn(lib, "mpprof_checkpoint", None)
     if checkpoint is not None:
         # Ctrl-C: CPython ends an uncaught KeyboardInterrupt by SIGINT after
