@@ -666,8 +666,14 @@ static int rule_lower_precision_possible(mpprof_model *m) {
     ev_share(o, "fp16_underflow", &l->fp16_underflow);
     for (size_t k = 0; k < l->n_sites; k++)
       cJSON_AddItemToArray(sites, mpprof_json_u64(m->sites[l->first_site + k].id));
+    if (n > MPPROF_LAYERS_NAMED) continue; /* the evidence names them all */
     char *longer = mpprof_asprintf("%s%s%s (%s)", list, n > 1 ? ", " : "", mpprof_layer_label(l),
                                    fits_text(l->adv.rec));
+    free(list);
+    if (!(list = longer)) rc = -1;
+  }
+  if (rc == 0 && n > MPPROF_LAYERS_NAMED) {
+    char *longer = mpprof_asprintf("%s and %zu more", list, n - MPPROF_LAYERS_NAMED);
     free(list);
     if (!(list = longer)) rc = -1;
   }
@@ -716,6 +722,30 @@ static int rule_lower_precision_possible(mpprof_model *m) {
  * recipe measured 7-12% relative L2 error, against a 0.39% limit); the
  * finding then names those layers and the least error, and says what would
  * let them through. Evidence: per layer the recipe and its rel_l2. */
+/* A JSON array of layer names as a message shows it: "a, b, c", the
+ * nameless layer by its label, the first MPPROF_LAYERS_NAMED and "and N
+ * more" (the evidence lists them all; malloc'ed; NULL when out of memory). */
+static char *names_text(const cJSON *names) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) return NULL;
+  const cJSON *e;
+  size_t n = 0;
+  cJSON_ArrayForEach(e, names) {
+    if (!cJSON_IsString(e)) continue;
+    if (n++ < MPPROF_LAYERS_NAMED)
+      fprintf(f, "%s%s", n > 1 ? ", " : "",
+              *e->valuestring ? e->valuestring : MPPROF_NO_LAYER_LABEL);
+  }
+  if (n > MPPROF_LAYERS_NAMED) fprintf(f, " and %zu more", n - MPPROF_LAYERS_NAMED);
+  if (fclose(f)) {
+    free(text);
+    return NULL;
+  }
+  return text;
+}
+
 static int rule_fp8_candidate(mpprof_model *m) {
   /* the counts, the recipe they share and the errors: plan_fp8's, one
    * aggregate for plan.json, the page and this finding */
@@ -758,7 +788,7 @@ static int rule_fp8_candidate(mpprof_model *m) {
     cJSON_Delete(measured);
     return 0;
   }
-  char *list = cJSON_PrintUnformatted(names), *rlist = cJSON_PrintUnformatted(rejected);
+  char *list = names_text(names), *rlist = names_text(rejected);
   if (!list || !rlist) {
     free(list);
     free(rlist);
@@ -1131,7 +1161,7 @@ static int rule_tensor_cores_inefficient(mpprof_model *m) {
 static int rule_loss_scale_conflict(mpprof_model *m) {
   const mpprof_applied_scale *g = &m->loss_scale;
   if (!g->applicable || g->has_window) return 0;
-  char *names = cJSON_PrintUnformatted(g->limited_by);
+  char *names = names_text(g->limited_by);
   mpprof_finding *f = add(m, "loss_scale_conflict", "high", NULL,
                           mpprof_asprintf("no single loss scale fits every fp16 layer's "
                                           "gradients; the conflict is between %s",

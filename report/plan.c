@@ -145,10 +145,11 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
   size_t keep_len = 0;
   FILE *kf = open_memstream(&keep, &keep_len);
   if (!kf) return -1;
-  for (size_t k = 0; k < p->n_keep && k < 4; k++)
+  for (size_t k = 0; k < p->n_keep && k < MPPROF_LAYERS_NAMED; k++)
     fprintf(kf, "%s%s in %s", k ? ", " : "; keep ",
             mpprof_layer_label(&m->layers[p->keep[k].layer]), mp_dtype_name(p->keep[k].dtype));
-  if (p->n_keep > 4) fprintf(kf, " and %zu more layers", p->n_keep - 4);
+  if (p->n_keep > MPPROF_LAYERS_NAMED)
+    fprintf(kf, " and %zu more layers", p->n_keep - MPPROF_LAYERS_NAMED);
   if (fclose(kf) || !keep) {
     free(keep);
     return -1;
@@ -228,14 +229,15 @@ int mpprof_build_fp8_plan(mpprof_model *m) {
         p->least_bad = c->worst.rel_l2, p->least_bad_layer = i;
       continue;
     }
-    if (p->n_fit < 4) fprintf(nf, "%s%s", p->n_fit ? ", " : "", mpprof_layer_label(l));
+    if (p->n_fit < MPPROF_LAYERS_NAMED)
+      fprintf(nf, "%s%s", p->n_fit ? ", " : "", mpprof_layer_label(l));
     p->n_fit++;
     if (fit == MPPROF_FP8_MEASURED) {
       p->recipe = !p->n_measured++ ? l->best_fp8 : p->recipe == l->best_fp8 ? p->recipe : -2;
       if (c->worst.rel_l2 > p->worst_ok) p->worst_ok = c->worst.rel_l2;
     }
   }
-  if (p->n_fit > 4) fprintf(nf, " and %zu more", p->n_fit - 4);
+  if (p->n_fit > MPPROF_LAYERS_NAMED) fprintf(nf, " and %zu more", p->n_fit - MPPROF_LAYERS_NAMED);
   if (fclose(nf) || !names) {
     free(names);
     return -1;

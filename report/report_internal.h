@@ -607,6 +607,10 @@ void mpprof_capture_summary(const mpprof_model *m, mpprof_capture_sum *ret);
  * more"; "none" without processes. *ret_sim when one is simcuda. Returns
  * how many distinct names there are. */
 #define MPPROF_DEVICES_NAMED 4
+/* Layers a one-line text names (the plan's headlines, finding messages,
+ * hence the terminal summary) before "and N more"; the JSON beside it
+ * (plan.json, the finding's evidence) lists them all. */
+#define MPPROF_LAYERS_NAMED 4
 size_t mpprof_devices_text(const mpprof_model *m, char *buf, size_t n, bool *ret_sim);
 /* One sentence for the summaries, "" when nothing was left out by a capture range. */
 void mpprof_capture_sentence(const mpprof_capture_sum *c, char *buf, size_t n);

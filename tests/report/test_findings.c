@@ -507,6 +507,38 @@ static void lower_precision_possible(void **state) {
   mpprof_model_free(&m);
 }
 
+/* A model of many layers: the message (and the terminal summary line made
+ * of it) names the first MPPROF_LAYERS_NAMED and "and N more"; a 200-layer
+ * model's line was 6 KB. The evidence lists every layer. */
+static void lower_precision_names_a_few_layers_and_counts_the_rest(void **state) {
+  (void)state;
+  mpprof_model m;
+  layer(&m, MP_REC_BF16);
+  const size_t n = MPPROF_LAYERS_NAMED + 3;
+  m.layers = realloc(m.layers, n * sizeof *m.layers);
+  assert_non_null(m.layers);
+  for (size_t i = 0; i < n; i++) {
+    mpprof_layer *l = &m.layers[i];
+    if (i) {
+      memset(l, 0, sizeof *l);
+      l->adv.known = true;
+      l->adv.rec = MP_REC_BF16;
+      l->adv.fp8_e4m3_fits = l->adv.fp8_e5m2_fits = -1;
+      l->name = mpprof_asprintf("net/fc%zu", i + 1);
+    }
+    site(&m, "fp32");
+    l->first_site = i;
+    l->n_sites = 1;
+  }
+  m.n_layers = n;
+  assert_int_equal(run(&m, "lower_precision_possible"), 1);
+  const mpprof_finding *f = &m.findings[0];
+  assert_non_null(strstr(f->message, "net/fc4 (bf16) and 3 more"));
+  assert_null(strstr(f->message, "net/fc5"));
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(f->evidence, "layers")), (int)n);
+  mpprof_model_free(&m);
+}
+
 /* One cause, one finding: three fp32 layers that fit 16 bits are listed in
  * one "autocast" finding, not three. */
 static void lower_precision_findings_merge_into_one_listing_the_layers(void **state) {
@@ -582,6 +614,8 @@ static void fp8_candidate_needs_its_measured_error_within_the_limit(void **state
   mpprof_finding *f = &m.findings[0];
   assert_non_null(strstr(f->message, "no fp8 candidate"));
   assert_non_null(strstr(f->message, "0.0723"));
+  assert_non_null(
+      strstr(f->message, "relative L2 0.0723 on net/fc1): net/fc1")); /* not ["net/fc1"] */
   assert_non_null(strstr(f->action, "keep it in 16 bits"));
   assert_null(strstr(f->action, "consider FP8"));
   assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(f->evidence, "layers")), 0);
@@ -689,7 +723,18 @@ static void loss_scale_conflict(void **state) {
   assert_int_equal(run(&m, "loss_scale_conflict"), 0);
   m.loss_scale.has_window = false;
   assert_int_equal(run(&m, "loss_scale_conflict"), 1);
-  assert_non_null(strstr(m.findings[0].message, "[\"a\",\"b\"]"));
+  /* names as text, not a JSON array; the nameless layer by its label; the
+   * first four and "and N more" (a 200-layer model's list filled the
+   * terminal); the evidence keeps them all */
+  assert_non_null(strstr(m.findings[0].message, "the conflict is between a, b"));
+  cJSON_Delete(m.loss_scale.limited_by);
+  m.loss_scale.limited_by =
+      cJSON_CreateStringArray((const char *[]){"", "b", "c", "d", "e", "f"}, 6);
+  assert_int_equal(run(&m, "loss_scale_conflict"), 1);
+  assert_non_null(
+      strstr(m.findings[1].message, "between " MPPROF_NO_LAYER_LABEL ", b, c, d and 2 more"));
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(m.findings[1].evidence, "limited_by")),
+                   6);
   mpprof_model_free(&m);
 }
 
@@ -993,6 +1038,7 @@ int main(void) {
       cmocka_unit_test(tensor_cores_not_used),
       cmocka_unit_test(tensor_cores_inefficient),
       cmocka_unit_test(loss_scale_conflict),
+      cmocka_unit_test(lower_precision_names_a_few_layers_and_counts_the_rest),
       cmocka_unit_test(no_cuda_ops),
       cmocka_unit_test(no_cuda_ops_inside_the_capture_range),
       cmocka_unit_test(skipped_files),
