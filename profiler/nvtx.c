@@ -46,15 +46,35 @@ typedef struct range_chunk {
   mpp_range r[RANGE_CHUNK];
 } range_chunk;
 
+/* A thread's buffer outlives it (the raw writer reads its ranges), and the
+ * next thread that keeps a range appends to it: a program whose thread pool
+ * churns holds as many buffers as it ever had threads alive at once, not one
+ * partly used chunk per thread it ever started. Each record names its own
+ * thread. */
 typedef struct range_buf {
-  struct range_buf *next; /* all buffers ever made: never unlinked (thread exit leaves it) */
+  struct range_buf *next;      /* all buffers ever made: never unlinked */
+  struct range_buf *next_free; /* on the free list: its thread ended (under bufs_mu) */
   uint32_t thread;
   _Atomic uint64_t n; /* records published */
   range_chunk *head, *tail;
 } range_buf;
 
 static _Atomic(range_buf *) range_bufs;
-static atomic_uint_fast64_t ranges_kept, ranges_dropped;
+static range_buf *free_bufs; /* under bufs_mu */
+static pthread_mutex_t bufs_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_uint_fast64_t ranges_kept, ranges_dropped, range_chunks;
+
+__attribute__((constructor)) static void bufs_fork_protect(void) {
+  mpp_fork_protect(&bufs_mu);
+}
+
+static void release_range_buf(range_buf *b) {
+  if (!b) return;
+  pthread_mutex_lock(&bufs_mu);
+  b->next_free = free_bufs;
+  free_bufs = b;
+  pthread_mutex_unlock(&bufs_mu);
+}
 
 typedef struct nvtx_thread {
   uint32_t overflow; /* pushes beyond MAX_DEPTH, popped first */
@@ -80,6 +100,7 @@ static atomic_uint_fast32_t nstrings, ndomains;
  * get a fresh state, not the freed one. */
 static void tls_free(void *p) {
   if (tls == p) tls = NULL;
+  release_range_buf(((nvtx_thread *)p)->ranges);
   free(p);
 }
 
@@ -140,13 +161,19 @@ int mpp_nvtx_push(const void *domain, const char *name) {
   return level;
 }
 
-static range_buf *new_range_buf(void) {
-  range_buf *b = calloc(1, sizeof *b);
-  if (!b) return NULL;
+/* The calling thread's buffer: one an ended thread left, or a new one. */
+static range_buf *take_range_buf(void) {
+  pthread_mutex_lock(&bufs_mu);
+  range_buf *b = free_bufs;
+  if (b) free_bufs = b->next_free;
+  pthread_mutex_unlock(&bufs_mu);
+  if (!b) {
+    if (!(b = calloc(1, sizeof *b))) return NULL;
+    b->next = atomic_load(&range_bufs);
+    while (!atomic_compare_exchange_weak(&range_bufs, &b->next, b))
+      ;
+  }
   b->thread = mpp_thread_id();
-  b->next = atomic_load(&range_bufs);
-  while (!atomic_compare_exchange_weak(&range_bufs, &b->next, b))
-    ;
   return b;
 }
 
@@ -163,7 +190,7 @@ static void keep_range(nvtx_thread *t, uint32_t i, uint64_t end_ns) {
     note_dropped();
     return;
   }
-  range_buf *b = t->ranges ? t->ranges : (t->ranges = new_range_buf());
+  range_buf *b = t->ranges ? t->ranges : (t->ranges = take_range_buf());
   if (!b) {
     note_dropped();
     return;
@@ -176,6 +203,7 @@ static void keep_range(nvtx_thread *t, uint32_t i, uint64_t end_ns) {
         note_dropped();
         return;
       }
+      atomic_fetch_add(&range_chunks, 1);
       if (n == 0)
         b->head = c;
       else
@@ -243,6 +271,10 @@ uint64_t mpp_nvtx_ranges_dropped(void) {
   return atomic_load(&ranges_dropped);
 }
 
+uint64_t mpp_nvtx_range_chunks(void) {
+  return atomic_load(&range_chunks);
+}
+
 void mpp_nvtx_ranges_each(void (*fn)(void *ctx, const mpp_range *r), void *ctx) {
   for (range_buf *b = atomic_load(&range_bufs); b; b = b->next) {
     uint64_t n = atomic_load_explicit(&b->n, memory_order_acquire);
@@ -255,12 +287,22 @@ void mpp_nvtx_ranges_each(void (*fn)(void *ctx, const mpp_range *r), void *ctx) 
 }
 
 /* A fork child (only the forking thread is left) and tests: no ended ranges.
- * Chunks are kept for reuse by their threads' next ranges. */
+ * Chunks are kept for reuse: the calling thread keeps its buffer, every other
+ * one is free for the next thread (in a fork child their threads are gone;
+ * tests reset with no other thread keeping ranges). */
 void mpp_nvtx_ranges_reset(void) {
+  range_buf *own = tls ? tls->ranges : NULL;
+  pthread_mutex_lock(&bufs_mu);
+  free_bufs = NULL;
   for (range_buf *b = atomic_load(&range_bufs); b; b = b->next) {
     atomic_store(&b->n, 0);
     b->thread = mpp_thread_id();
+    if (b != own) {
+      b->next_free = free_bufs;
+      free_bufs = b;
+    }
   }
+  pthread_mutex_unlock(&bufs_mu);
   atomic_store(&ranges_kept, 0);
   atomic_store(&ranges_dropped, 0);
 }

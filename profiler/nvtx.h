@@ -22,6 +22,9 @@ typedef struct mpp_range {
 /* Every kept range, in no particular order; safe while threads push and pop. */
 void mpp_nvtx_ranges_each(void (*fn)(void *ctx, const mpp_range *r), void *ctx);
 uint64_t mpp_nvtx_ranges_dropped(void);
+/* Chunks of 512 kept ranges allocated since the process started (the
+ * memory bound; tests). */
+uint64_t mpp_nvtx_range_chunks(void);
 void mpp_nvtx_ranges_reset(void); /* fork child, tests */
 /* Fill NVTX's callback tables with mpprof's handlers (the injection entry
  * point, entry.c, calls it once the runtime is initialised); 1 on success. */

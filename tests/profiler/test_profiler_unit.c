@@ -136,6 +136,37 @@ static void ranges_are_per_thread(void **state) {
   assert_string_equal(layer(), "main");
 }
 
+static void *one_range(void *p) {
+  mpp_nvtx_push(NULL, (const char *)p);
+  mpp_nvtx_pop(NULL);
+  return NULL;
+}
+
+static void count_range(void *ctx, const mpp_range *r) {
+  if (strcmp(r->name, "pool_task") == 0) ++*(int *)ctx;
+}
+
+/* A thread pool that churns (a task per thread, each in a range): every
+ * range is kept, in the buffers of threads that ended, not in a new chunk of
+ * 512 ranges per thread the program ever started. */
+static void threads_that_end_leave_their_range_buffer_to_the_next(void **state) {
+  (void)state;
+  uint64_t max_ranges = mpp_cfg.max_ranges;
+  mpp_cfg.max_ranges = 100000;
+  mpp_nvtx_ranges_reset();
+  uint64_t chunks = mpp_nvtx_range_chunks();
+  for (int i = 0; i < 200; i++) {
+    pthread_t t;
+    pthread_create(&t, NULL, one_range, "pool_task");
+    pthread_join(t, NULL);
+  }
+  int kept = 0;
+  mpp_nvtx_ranges_each(count_range, &kept);
+  assert_int_equal(kept, 200);
+  assert_true(mpp_nvtx_range_chunks() - chunks <= 1);
+  mpp_cfg.max_ranges = max_ranges;
+}
+
 /* A stand-in for the export table an NVTX copy hands to the injection. */
 static NvtxFunctionPointer core_slots[NVTX_CBID_CORE_SIZE], core2_slots[NVTX_CBID_CORE2_SIZE];
 static NvtxFunctionPointer *core_table[NVTX_CBID_CORE_SIZE], *core2_table[NVTX_CBID_CORE2_SIZE];
@@ -1372,6 +1403,7 @@ int main(void) {
       cmocka_unit_test_setup(removing_the_outermost_range_keeps_the_inner_ones, reset_all),
       cmocka_unit_test_setup(ranges_beyond_64_levels_pop_back_to_the_same_layer, reset_all),
       cmocka_unit_test_setup(ranges_are_per_thread, reset_all),
+      cmocka_unit_test_setup(threads_that_end_leave_their_range_buffer_to_the_next, reset_all),
       cmocka_unit_test_setup(injection_fills_core_and_core2_callbacks, reset_all),
       cmocka_unit_test_setup(wide_names_are_utf8, reset_all),
       cmocka_unit_test_setup(injection_fills_every_nvtx_copy_that_asks, reset_all),
