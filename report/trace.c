@@ -11,6 +11,9 @@
  *    "kernel"), each with a flow arrow from the call that launched it (ph
  *    "s" at the call, "f" with "bp":"e" at the kernel).
  *
+ *  - A process that hit a timeline cap: an instant where its kept slices
+ *    end, naming what was dropped (the caps keep a run's first calls).
+ *
  * Slices of a track are written parent first: by start, then longest first,
  * then ranges before ops, so a viewer that nests equal timestamps by order
  * nests them right. */
@@ -342,6 +345,50 @@ static int collect(const mpprof_model *m, slices *all, int64_t *ret_t0) {
   return rc;
 }
 
+/* A process whose timeline hit a cap (MPPROF_MAX_EVENTS, MPPROF_MAX_RANGES)
+ * holds only the first calls, kernels or ranges of its run: one instant on
+ * its track where what was kept ends says so and what is missing, so the
+ * trace does not look like a run that stopped there. */
+static int write_cap_marks(FILE *f, const mpprof_model *m, const slices *all, int64_t t0) {
+  int64_t *end = malloc((m->n_procs ? m->n_procs : 1) * sizeof *end);
+  if (!end) return -1;
+  for (size_t i = 0; i < m->n_procs; i++)
+    end[i] = t0;
+  for (size_t i = 0; i < all->n; i++) {
+    const slice *s = &all->v[i];
+    if (s->start + s->dur > end[s->proc]) end[s->proc] = s->start + s->dur;
+  }
+  for (size_t i = 0; i < m->n_procs; i++) {
+    const mpprof_process *p = &m->procs[i];
+    int64_t calls = p->events_dropped > 0 ? p->events_dropped : 0;
+    int64_t kernels = p->kernel_events_dropped > 0 ? p->kernel_events_dropped : 0;
+    int64_t ranges = p->ranges_dropped > 0 ? p->ranges_dropped : 0;
+    if (!calls && !kernels && !ranges) continue;
+    sep(f);
+    fputs("{\"name\":\"timeline capped: later ", f);
+    const char *what[] = {"calls", "kernels", "NVTX ranges"};
+    int64_t n[] = {calls, kernels, ranges};
+    bool any = false;
+    for (int k = 0; k < 3; k++)
+      if (n[k]) {
+        fprintf(f, "%s%s", any ? ", " : "", what[k]);
+        any = true;
+      }
+    fprintf(f,
+            " not recorded (MPPROF_MAX_EVENTS, MPPROF_MAX_RANGES)\",\"cat\":\"mpprof\","
+            "\"ph\":\"i\",\"s\":\"p\",\"pid\":%zu,\"ts\":",
+            i + 1);
+    put_us(f, end[i] - t0);
+    fprintf(f,
+            ",\"args\":{\"calls_dropped\":%" PRId64 ",\"kernels_dropped\":%" PRId64
+            ",\"ranges_dropped\":%" PRId64 ",\"max_events\":%" PRId64 ",\"max_ranges\":%" PRId64
+            "}}",
+            calls, kernels, ranges, p->max_events, p->max_ranges);
+  }
+  free(end);
+  return 0;
+}
+
 static int write_events(const mpprof_model *m, FILE *f) {
   first = true;
   fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
@@ -370,7 +417,9 @@ static int write_events(const mpprof_model *m, FILE *f) {
     write_slice(f, m, &all.v[i], t0);
     if (all.v[i].flow >= 0) write_flow(f, m, &all.v[i], ++flows, t0);
   }
+  int rc = write_cap_marks(f, m, &all, t0);
   free(all.v);
+  if (rc) return -1;
   fputs("\n]}\n", f);
   return 0;
 }

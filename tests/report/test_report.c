@@ -367,6 +367,59 @@ static void stream_tracks_have_tids_perfetto_keeps(void **state) {
   free(dir);
 }
 
+/* A run longer than its timeline caps: the trace says where the kept calls
+ * end and what is missing, on the capped process's track only. */
+static void a_capped_timeline_is_marked_where_it_ends(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("timeline_cap");
+  const rg_proc *procs[] = {&P0, &P1};
+  const char *names[] = {"node01-100.json", "node02-200.json"};
+  for (int i = 0; i < 2; i++) {
+    rg_file r;
+    assert_int_equal(rg_begin(&r, dir, names[i], procs[i]), 0);
+    rg_site_end(&r, fwd_site(7, "net/fc1/fwd", -4, 4));
+    rg_event(&r, 7, 10000, 500, 42);
+    rg_event(&r, 7, 20000, 700, 42);
+    assert_int_equal(rg_end(&r), 0);
+  }
+  assert_int_equal(rg_edit(dir, "node01-100.json", "\"cupti\":{",
+                           "\"timeline\":{\"max_events\":2,\"events_dropped\":5000,"
+                           "\"max_ranges\":100,\"ranges_dropped\":0,"
+                           "\"kernel_events_dropped\":4000},\"cupti\":{"),
+                   0);
+  cJSON_Delete(report_of(dir));
+  cJSON *tr = rg_read_json(dir, "trace.json");
+  assert_non_null(tr);
+  const cJSON *e;
+  int marks = 0;
+  cJSON_ArrayForEach(e, get(tr, "traceEvents")) {
+    if (strcmp(get(e, "ph")->valuestring, "i")) continue;
+    marks++;
+    assert_string_equal(get(e, "name")->valuestring,
+                        "timeline capped: later calls, kernels not recorded "
+                        "(MPPROF_MAX_EVENTS, MPPROF_MAX_RANGES)");
+    const cJSON *args = get(e, "args");
+    assert_int_equal(get(args, "calls_dropped")->valueint, 5000);
+    assert_int_equal(get(args, "kernels_dropped")->valueint, 4000);
+    assert_int_equal(get(args, "ranges_dropped")->valueint, 0);
+    assert_int_equal(get(args, "max_events")->valueint, 2);
+    /* node01's track: its last call ends 10.7 us after the first thing kept */
+    double pid = get(e, "pid")->valuedouble;
+    const cJSON *pn;
+    cJSON_ArrayForEach(pn, get(tr, "traceEvents")) {
+      if (strcmp(get(pn, "name")->valuestring, "process_name") ||
+          get(pn, "pid")->valuedouble != pid)
+        continue;
+      assert_string_equal(get(get(pn, "args"), "name")->valuestring, "node01 pid 100 rank 0");
+    }
+    assert_float_equal(get(e, "ts")->valuedouble, 10.7, 1e-9);
+  }
+  assert_int_equal(marks, 1);
+  cJSON_Delete(tr);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* Times are ns since 1970 (19 digits), which cJSON reads through a double in
  * steps of 256 ns: the trace shows every event, range and kernel to the
  * nanosecond, read from mpprof's spelling (the event fast path) and from any
@@ -2728,6 +2781,7 @@ int main(void) {
       cmocka_unit_test(a_kernel_event_of_a_merging_site_names_its_own_files_kernel),
       cmocka_unit_test(stream_tracks_have_tids_perfetto_keeps),
       cmocka_unit_test(trace_times_are_exact_to_the_nanosecond),
+      cmocka_unit_test(a_capped_timeline_is_marked_where_it_ends),
       cmocka_unit_test(a_file_skipped_after_its_sites_leaves_no_site_behind),
       cmocka_unit_test(every_device_of_a_run_is_named_once),
       cmocka_unit_test(sites_that_differ_only_in_autotune_calls_merge),
