@@ -11,6 +11,7 @@
 #include <locale.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -451,7 +452,8 @@ static void write_models(mpp_jw *w, const char *models) {
   mpp_jw_arr_end(w);
 }
 
-static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_facts *o) {
+/* The document up to its sites, under the site lock. */
+static void write_doc_locked(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_facts *o) {
   mpp_jw_obj(w);
   mpp_jw_key(w, MP_RK_TOP.schema);
   mpp_jw_str(w, MP_SCHEMA_RAW);
@@ -565,10 +567,18 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_
   for (uint32_t i = 0; i < t->nsites; i++)
     if (t->sites[i].hot->calls || t->sites[i].autotune_calls) write_site(w, i, &t->sites[i]);
   mpp_jw_arr_end(w);
+}
+
+/* The timeline lists and the document's end: t's events and kernel events,
+ * from copies (events, kevents) when given, which may be written after the
+ * site lock is released, as the NVTX ranges (published without it) may;
+ * else from the tables, under the lock. */
+static void write_doc_timeline(mpp_jw *w, const mpp_tables *t, const mpp_event *events,
+                               const mpp_kernel_event *kevents) {
   mpp_jw_key(w, MP_RK_TOP.events);
   mpp_jw_arr(w);
   for (uint64_t i = 0; i < t->nevents; i++) {
-    const mpp_event *e = mpp_tables_event(t, i);
+    const mpp_event *e = events ? &events[i] : mpp_tables_event(t, i);
     char stream[32];
     snprintf(stream, sizeof stream, "0x%lx", (unsigned long)e->stream);
     mpp_jw_obj(w);
@@ -591,7 +601,7 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_
   mpp_jw_key(w, MP_RK_TOP.kernel_events);
   mpp_jw_arr(w);
   for (uint64_t i = 0; i < t->nkevents; i++) {
-    const mpp_kernel_event *k = &t->kevents[i];
+    const mpp_kernel_event *k = kevents ? &kevents[i] : &t->kevents[i];
     mpp_jw_obj(w);
     key_u64(w, MP_RK_KERNEL_EVENT.site, k->site);
     key_u64(w, MP_RK_KERNEL_EVENT.call, k->call);
@@ -605,6 +615,12 @@ static void write_doc(mpp_jw *w, bool final, const mpp_tables *t, const mpp_raw_
   mpp_jw_obj_end(w);
 }
 
+static _Atomic size_t render_locked_len;
+
+size_t mpp_raw_render_locked_len(void) {
+  return atomic_load(&render_locked_len);
+}
+
 char *mpp_raw_render_facts(bool final, const mpp_raw_facts *f, size_t *ret_len) {
   /* Numbers in the C locale whatever the application set (decimal point). */
   locale_t c_loc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
@@ -615,8 +631,31 @@ char *mpp_raw_render_facts(bool final, const mpp_raw_facts *f, size_t *ret_len) 
   mpp_tables t;
   mpp_sites_lock();
   mpp_tables_get(&t, mpp_nvtx_ranges_dropped());
-  write_doc(&w, final, &t, f);
-  mpp_sites_unlock();
+  write_doc_locked(&w, final, &t, f);
+  /* The timeline (most of a long run's file: 100,000 events, kernel events
+   * and ranges by default) is written after the lock is released, from
+   * copies taken under it, so that a checkpoint does not hold up the
+   * program's calls that need the lock while it formats them (a 31 MB file
+   * held a scanned call up to 0.6 s). Without memory for the copies, under
+   * the lock as before. */
+  mpp_event *ev = t.nevents ? malloc(t.nevents * sizeof *ev) : NULL;
+  mpp_kernel_event *kev = t.nkevents ? malloc(t.nkevents * sizeof *kev) : NULL;
+  if ((ev || !t.nevents) && (kev || !t.nkevents)) {
+    for (uint64_t i = 0; i < t.nevents; i++)
+      ev[i] = *mpp_tables_event(&t, i);
+    if (t.nkevents) memcpy(kev, t.kevents, t.nkevents * sizeof *kev);
+    mpp_tables copy = t;
+    copy.kevents = NULL; /* the table's, which may move: never read after the lock */
+    atomic_store(&render_locked_len, w.len);
+    mpp_sites_unlock();
+    write_doc_timeline(&w, &copy, ev, kev); /* NULL only for none */
+  } else {
+    write_doc_timeline(&w, &t, NULL, NULL);
+    atomic_store(&render_locked_len, w.len);
+    mpp_sites_unlock();
+  }
+  free(ev);
+  free(kev);
   if (c_loc) {
     uselocale(old);
     freelocale(c_loc);

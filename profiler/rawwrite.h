@@ -42,5 +42,8 @@ typedef struct mpp_raw_facts {
   uint64_t end_ns;
 } mpp_raw_facts;
 char *mpp_raw_render_facts(bool final, const mpp_raw_facts *f, size_t *ret_len);
+/* Bytes of the last rendered document formatted while the site lock was
+ * held (tests: the timeline lists are formatted after it is released). */
+size_t mpp_raw_render_locked_len(void);
 
 #endif
