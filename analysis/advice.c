@@ -330,6 +330,10 @@ void mp_advise(const mp_stats *s, const mp_advice_params *p, mp_advice *ret) {
     ret->recommended = MP_REC_FP32;
 }
 
+bool mp_loss_scale_valid(double scale) {
+  return scale >= ldexp(1.0, MP_LOSS_SCALE_MIN_LOG2) && scale <= FLT_MAX;
+}
+
 int mp_parse_loss_scale(const char *s, double *ret_scale) {
   if (!s || !*s) return -EINVAL;
   char *end;
@@ -337,14 +341,15 @@ int mp_parse_loss_scale(const char *s, double *ret_scale) {
   if (s[0] == '2' && s[1] == '^') {
     errno = 0;
     long k = strtol(s + 2, &end, 10);
-    if (end == s + 2 || *end || errno || k < -1074 || k > 1023) return -EINVAL;
+    if (end == s + 2 || *end || errno || k < MP_LOSS_SCALE_MIN_LOG2 || k > MP_LOSS_SCALE_MAX_LOG2)
+      return -EINVAL;
     v = ldexp(1.0, (int)k);
   } else {
     errno = 0;
     v = strtod(s, &end);
     if (end == s || *end || errno) return -EINVAL;
   }
-  if (!(v > 0) || !isfinite(v)) return -EINVAL;
+  if (!mp_loss_scale_valid(v)) return -EINVAL;
   *ret_scale = v;
   return 0;
 }

@@ -111,8 +111,15 @@ double mp_fp16_subnormal_share(const mp_stats *s, int scale_log2);
 /* The same at scale 1 from a record's cast counts alone (exact). */
 double mp_fp16_subnormal_share_unscaled(const uint64_t casts[MP_TARGET_COUNT][MP_CAST_OUTCOMES]);
 
+/* The loss scales a program can apply: a float32 value (GradScaler keeps its
+ * scale in float32; a larger one makes any float loss Inf, a smaller one
+ * flushes it to 0), so 2^MP_LOSS_SCALE_MIN_LOG2 ... FLT_MAX. */
+#define MP_LOSS_SCALE_MIN_LOG2 (-149)
+#define MP_LOSS_SCALE_MAX_LOG2 127 /* 2^127 < FLT_MAX < 2^128 */
+bool mp_loss_scale_valid(double scale);
 /* A loss scale as written on a command line or in MPPROF_LOSS_SCALE: a
- * positive finite number ("65536", "0x1p16", "1e3") or "2^k". 0 or -EINVAL. */
+ * number ("65536", "0x1p16", "1e3") or "2^k" that mp_loss_scale_valid
+ * accepts. 0 or -EINVAL. */
 int mp_parse_loss_scale(const char *s, double *ret_scale);
 /* log2 of a positive scale: exact (true) for a power of two, else the nearest
  * integer (false). */

@@ -127,7 +127,8 @@ void mpp_setting_want(const mpp_setting *s, char *buf, size_t n) {
     snprintf(buf, n, "seconds in [0, %g] (0: only at exit)", MPP_SET_SECONDS_MAX);
     break;
   case MPP_SK_LOSS_SCALE:
-    snprintf(buf, n, "a positive finite number or 2^k");
+    snprintf(buf, n, "a number or 2^k in [2^%d, %g] (float32's range)", MP_LOSS_SCALE_MIN_LOG2,
+             FLT_MAX);
     break;
   case MPP_SK_MAX_REL:
     snprintf(buf, n, "a number in (0, %g)", MPP_SET_MAX_REL_MAX);

@@ -22,7 +22,7 @@ typedef enum mpp_setting_kind {
   MPP_SK_SAMPLE,     /* auto, or an integer in [lo, hi] */
   MPP_SK_SCAN,       /* all, outputs or none */
   MPP_SK_SECONDS,    /* seconds in [0, MPP_SET_SECONDS_MAX] */
-  MPP_SK_LOSS_SCALE, /* a positive finite number or 2^k (mp_parse_loss_scale) */
+  MPP_SK_LOSS_SCALE, /* a number or 2^k in float32's range (mp_parse_loss_scale) */
   MPP_SK_MAX_REL,    /* a number in (0, MPP_SET_MAX_REL_MAX) */
   MPP_SK_TC,         /* off, 0, first, or an integer >= 1 */
 } mpp_setting_kind;

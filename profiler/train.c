@@ -120,7 +120,7 @@ static void note_invalid(void) {
 }
 
 void mpp_train_loss_scale(double s) {
-  if (!(s > 0) || !isfinite(s)) {
+  if (!mp_loss_scale_valid(s)) {
     note_invalid();
     return;
   }

@@ -27,8 +27,8 @@ extern "C" {
 #endif
 
 /* Gradients computed from now on, on every thread of this process, carry the
- * factor s (s > 0 and finite; other values are counted as invalid and
- * ignored), until the next call. */
+ * factor s (a float32 value: 2^-149 <= s <= FLT_MAX; other values are
+ * counted as invalid and ignored), until the next call. */
 void mpprof_loss_scale(double s);
 /* Step n starts now. */
 void mpprof_step(uint64_t n);

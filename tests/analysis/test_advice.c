@@ -632,7 +632,13 @@ static void loss_scales_parse_as_numbers_or_powers_of_two(void **state) {
   assert_true(s == 0.125);
   assert_int_equal(mp_parse_loss_scale("0x1p30", &s), 0);
   assert_true(s == 0x1p30);
-  const char *bad[] = {"", "0", "-1", "inf", "nan", "2^", "2^x", "2^2000", "1e999", "3x"};
+  /* float32's range: 2^-149 to FLT_MAX, as GradScaler's float32 scale */
+  assert_int_equal(mp_parse_loss_scale("2^127", &s), 0);
+  assert_int_equal(mp_parse_loss_scale("2^-149", &s), 0);
+  assert_true(s == 0x1p-149);
+  assert_int_equal(mp_parse_loss_scale("3.4028234663852886e38", &s), 0);
+  const char *bad[] = {"",       "0",     "-1", "inf",   "nan",    "2^",   "2^x",
+                       "2^2000", "1e999", "3x", "2^128", "2^-150", "1e39", "1e-50"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     assert_int_equal(mp_parse_loss_scale(bad[i], &s), -EINVAL);
   int k;

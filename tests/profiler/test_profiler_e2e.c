@@ -1545,6 +1545,40 @@ static void an_option_takes_what_its_variable_takes(void **state) {
   }
 }
 
+/* A loss scale is a float32 value (GradScaler's): one beyond float32's range
+ * (1e39 made any float loss Inf, 2^-200 flushed it to 0) was taken and the
+ * report unscaled gradients by it; now it is refused in one line naming the
+ * option, exit 2, and the program does not run. The range's ends are taken. */
+static void a_loss_scale_beyond_float32_is_refused(void **state) {
+  (void)state;
+  const char *bad[] = {"1e39", "2^128", "2^-150", "1e-50"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char *argv[] = {
+        (char *)mpprof, "--loss-scale", (char *)bad[i], (char *)testprog, "gemmex", "1", NULL};
+    result r = run_err(argv, NULL);
+    assert_int_equal(r.status, 2);
+    assert_string_equal(r.out, "");
+    char want[200];
+    snprintf(want, sizeof want,
+             "mpprof: run: --loss-scale must be a number or 2^k in [2^-149, 3.40282e+38] "
+             "(float32's range), not '%s'\n",
+             bad[i]);
+    assert_string_equal(r.err, want);
+    free(r.out);
+    free(r.err);
+  }
+  const char *ok[] = {"2^127", "2^-149", "3.4028234e38"};
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    const char *dir = outdir("loss_scale_edge");
+    char *argv[] = {
+        (char *)mpprof,   "-o",     (char *)dir, "--force", "--loss-scale", (char *)ok[i],
+        (char *)testprog, "gemmex", "1",         NULL};
+    result r = run(argv, NULL);
+    assert_int_equal(r.status, 0);
+    free(r.out);
+  }
+}
+
 /* MPPROF_OUT in mpprof's environment stands for -o, as the other variables
  * stand for their options (it was replaced by a new mpprof-PROG-DATE
  * directory, silently); -o wins over it, and a non-empty one is refused. */
@@ -1824,6 +1858,7 @@ int main(void) {
       cmocka_unit_test(a_bad_setting_in_the_environment_is_refused_before_the_program_runs),
       cmocka_unit_test(an_empty_output_name_is_a_usage_error),
       cmocka_unit_test(an_option_takes_what_its_variable_takes),
+      cmocka_unit_test(a_loss_scale_beyond_float32_is_refused),
       cmocka_unit_test(mpprof_out_in_the_environment_is_the_default_output),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1252,9 +1252,11 @@ static void marks_of_other_domains_and_messages_change_nothing(void **state) {
   assert_true(mpp_train_scale() == 0);
   mark_scale(d, -1); /* invalid: counted, ignored */
   mark_scale(d, 0);
+  mark_scale(d, 1e39);         /* beyond float32: no float loss carries it */
+  mpprof_loss_scale(0x1p-150); /* below float32's smallest */
   assert_true(mpp_train_scale() == 0);
   cJSON *doc = render();
-  assert_int_equal(num(doc, "training.invalid_marks"), 2);
+  assert_int_equal(num(doc, "training.invalid_marks"), 4);
   cJSON_Delete(doc);
 }
 
