@@ -192,6 +192,7 @@ enum { MP_RAW_SHADOW_SKIPPED(MP_RAW_ENUM_ROW_) MP_RAW_SHADOW_SKIP_COUNT };
 /* The top level of the file. */
 #define MP_RAW_TOP(X)                                                                              \
   X(schema, "schema", "mpprof.raw/<MP_RAW_VERSION>")                                               \
+  X(mpprof_version, "mpprof_version", "the mpprof that wrote it (meson project version)")          \
   X(final, "final", "false for a periodic checkpoint")                                             \
   X(pid, "pid", "process id")                                                                      \
   X(ppid, "ppid", "parent process id")                                                             \

@@ -457,6 +457,8 @@ static void write_doc_locked(mpp_jw *w, bool final, const mpp_tables *t, const m
   mpp_jw_obj(w);
   mpp_jw_key(w, MP_RK_TOP.schema);
   mpp_jw_str(w, MP_SCHEMA_RAW);
+  mpp_jw_key(w, MP_RK_TOP.mpprof_version);
+  mpp_jw_str(w, MPPROF_VERSION);
   mpp_jw_key(w, MP_RK_TOP.final);
   mpp_jw_bool(w, final);
   key_i64(w, MP_RK_TOP.pid, mpp_process_info()->pid);

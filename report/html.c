@@ -18,10 +18,6 @@
 #include "report/report_internal.h"
 #include "report/tensorio/stats_json.h"
 
-#ifndef MPPROF_VERSION_STRING
-#define MPPROF_VERSION_STRING "unknown"
-#endif
-
 #define MAX_TABLE_ROWS 5000
 #define MAX_CHARTS 200
 

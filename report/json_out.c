@@ -74,6 +74,7 @@ static cJSON *process_json(const mpprof_process *p) {
   if (!o) return NULL;
   cJSON_AddStringToObject(o, "file", p->file);
   cJSON_AddStringToObject(o, "host", p->host);
+  cJSON_AddItemToObject(o, MP_RK_TOP.mpprof_version, str_or_null(p->mpprof_version));
   cJSON_AddItemToObject(o, "pid", mpprof_json_u64((uint64_t)p->pid));
   cJSON_AddItemToObject(o, "ppid", mpprof_json_u64((uint64_t)p->ppid));
   cJSON_AddItemToObject(o, "rank",

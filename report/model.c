@@ -49,6 +49,7 @@ void mpprof_process_free(mpprof_process *p) {
     free(p->models[k].module_class);
   }
   free(p->models);
+  free(p->mpprof_version);
   free(p->backward_marks);
   free(p->cupti_status);
   cJSON_Delete(p->unattributed_kernels);

@@ -1721,8 +1721,12 @@ static int process_from_header(const cJSON *h, const char *file, mpprof_process 
     return -1;
   }
   if (strcmp(schema, MP_SCHEMA_RAW)) {
+    const char *by = get_str(h, MP_RK_TOP.mpprof_version); /* which mpprof reads it */
     if (!strncmp(schema, MP_RAW_SCHEMA_PREFIX, strlen(MP_RAW_SCHEMA_PREFIX)))
-      snprintf(err, errlen, "schema \"%.40s\" is not supported by this mpprof (reads %s)", schema,
+      snprintf(err, errlen,
+               "schema \"%.40s\"%s%.40s%s is not supported by this mpprof " MPPROF_VERSION_STRING
+               " (reads %s)",
+               schema, by ? " (written by mpprof " : "", by ? by : "", by ? ")" : "",
                MP_SCHEMA_RAW);
     else
       snprintf(err, errlen, "not an mpprof raw file (schema \"%.40s\")", schema);
@@ -1756,6 +1760,8 @@ static int process_from_header(const cJSON *h, const char *file, mpprof_process 
     p->shadow_max_rel = mrv;
   const char *host = get_str(h, MP_RK_TOP.host);
   p->host = strdup(host ? host : "unknown");
+  const char *version = get_str(h, MP_RK_TOP.mpprof_version); /* absent before the key */
+  if (version) p->mpprof_version = strdup(version);
   p->file = strdup(file);
   p->scan = strdup(get_str(h, MP_RK_TOP.scan) ? get_str(h, MP_RK_TOP.scan) : "unknown");
   const cJSON *reasons = cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.incomplete_reasons);

@@ -7,10 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef MPPROF_VERSION_STRING
-#define MPPROF_VERSION_STRING "unknown"
-#endif
-
 #include "report/report.h"
 #include "report/report_internal.h"
 

@@ -18,6 +18,12 @@
 #include <cjson/cJSON.h>
 
 #include "analysis/raw_format.h"
+
+/* This mpprof's version: meson's project version (report/meson.build); a
+ * build without it (a fuzz target) says "unknown". */
+#ifndef MPPROF_VERSION_STRING
+#define MPPROF_VERSION_STRING "unknown"
+#endif
 #include "analysis/advice.h"
 #include "common/safefile.h"
 #include "analysis/kernel_class.h"
@@ -148,7 +154,8 @@ typedef struct mpprof_process {
     char *name, *module_class;
   } * models;
   size_t n_models;
-  char *cupti_status; /* "ok", "disabled", ... or "missing" */
+  char *mpprof_version; /* raw "mpprof_version"; NULL: a file written before the key */
+  char *cupti_status;   /* "ok", "disabled", ... or "missing" */
   int64_t cupti_dropped;
   /* The raw cupti.unattributed_kernels object (owned), or NULL: library
    * kernels CUPTI saw outside every hooked call (MP_RAW_UNATTRIBUTED). */

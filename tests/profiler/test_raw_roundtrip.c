@@ -331,6 +331,9 @@ static void check_top(const char *k, const cJSON *doc, const mpprof_model *m) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, k);
   if (!strcmp(k, MP_RK_TOP.schema)) {
     assert_string_equal(v->valuestring, MP_SCHEMA_RAW); /* the reader took it */
+  } else if (!strcmp(k, MP_RK_TOP.mpprof_version)) {
+    assert_string_equal(v->valuestring, MPPROF_VERSION); /* meson's project version */
+    assert_string_equal(p->mpprof_version, MPPROF_VERSION);
   } else if (!strcmp(k, MP_RK_TOP.final)) {
     assert_int_equal(p->final, cJSON_IsTrue(v));
   } else if (!strcmp(k, MP_RK_TOP.pid)) {

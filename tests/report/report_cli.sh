@@ -36,6 +36,24 @@ mkdir -p "$work/cut/raw" && printf '{' >"$work/cut/raw/r.json" || fail "cut raw 
 "$mpprof" report "$work/cut" >/dev/null 2>"$work/cut.err"
 grep -qxF "mpprof: skipping $work/cut/raw/r.json: truncated: file ends where a key was expected" \
   "$work/cut.err" || fail "a raw file cut short: $(cat "$work/cut.err")"
+# Every raw file names the mpprof that wrote it; report.json's processes say
+# which (they did not: a run's files could not be told from another
+# version's). A file of a format version this mpprof cannot read is refused
+# in one line naming both versions and the writing mpprof; with no other file,
+# nothing is written and the exit status is 1.
+version=$("$mpprof" --version | sed -n '1s/^mpprof //p')
+mkdir -p "$work/v/raw" && sed 's/^{"schema":"mpprof.raw\/1",/{"schema":"mpprof.raw\/1","mpprof_version":"0.0.7",/' \
+  "$work/a/raw/"*.json >"$work/v/raw/r.json" || fail "versioned raw file"
+"$mpprof" report "$work/v" >/dev/null 2>"$work/v.err" || fail "report of a versioned raw file: $(cat "$work/v.err")"
+grep -qE '"mpprof_version":[[:space:]]+"0.0.7"' "$work/v/report.json" || fail "report.json does not name the writing mpprof"
+mkdir -p "$work/v2/raw" && sed 's/"mpprof.raw\/1"/"mpprof.raw\/2"/; s/"0.0.7"/"9.9.0"/' "$work/v/raw/r.json" >"$work/v2/raw/r.json" ||
+  fail "raw file of another format version"
+"$mpprof" report "$work/v2" >/dev/null 2>"$work/v2.err"
+rc=$?
+[[ $rc -eq 1 ]] || fail "a raw file of another format version: exit $rc"
+grep -qxF "mpprof: skipping $work/v2/raw/r.json: schema \"mpprof.raw/2\" (written by mpprof 9.9.0) is not supported by this mpprof $version (reads mpprof.raw/1)" \
+  "$work/v2.err" || fail "a raw file of another format version: $(cat "$work/v2.err")"
+[[ ! -e $work/v2/report.json ]] || fail "a report was written from no readable raw file"
 mkdir -p "$work/bad/raw" && echo garbage >"$work/bad/raw/r1.json" || fail "bad raw file"
 "$mpprof" merge "$work/a" "$work/bad" -o "$work/mb" >"$work/mb.out" 2>"$work/mb.err" ||
   fail "merge with a bad raw file: $(cat "$work/mb.err")"
