@@ -21,6 +21,12 @@ size_t mpp_utf8_seq_len(const unsigned char *p, size_t avail) {
   return n;
 }
 
+size_t mpp_utf8_cut(const char *s, size_t n) {
+  for (size_t back = 0; back < 3 && n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80; back++)
+    n--;
+  return n;
+}
+
 size_t mpp_utf8_sanitize(char *s, size_t n) {
   size_t replaced = 0;
   unsigned char *p = (unsigned char *)s;

@@ -15,6 +15,11 @@
  * forms, surrogates, code points above U+10FFFF, truncated sequences). */
 size_t mpp_utf8_seq_len(const unsigned char *p, size_t avail);
 
+/* Where to cut s (at least n bytes, or a NUL within them) to keep at most n
+ * bytes without splitting a character: n, or less when s[n] continues a
+ * sequence (at most 3 bytes less). */
+size_t mpp_utf8_cut(const char *s, size_t n);
+
 /* Replaces every byte of s[0..n) that is not part of a valid sequence;
  * returns how many were replaced. */
 size_t mpp_utf8_sanitize(char *s, size_t n);

@@ -18,6 +18,7 @@
  * Marks in the domain named "mpprof" declare the training state (train.c):
  * "loss_scale" with a double payload, "step" and "step_skipped" with an
  * unsigned 64-bit payload (README.md). Other messages there are ignored. */
+#include "common/utf8.h"
 #include "mpp.h"
 #include "profiler/capture.h"
 #include "profiler/nvtx.h"
@@ -34,7 +35,12 @@
 #include <nvtx3/nvToolsExt.h>
 
 #define MAX_DEPTH 64
-#define MAX_PATH 1024
+#define MAX_PATH 1024 /* a layer path is cut at MAX_PATH - 1 bytes */
+/* One range's name in the path is cut at MAX_NAME bytes (ASCII and wide
+ * alike), at a character boundary: a long name leaves room for the ranges
+ * nested in it (one 1023-byte name filled the path, and every range inside
+ * it had its parent's layer). */
+#define MAX_NAME 255
 #define MAX_STRINGS 65536
 #define MAX_DOMAINS 4096
 #define RANGE_CHUNK 512
@@ -148,8 +154,10 @@ int mpp_nvtx_push(const void *domain, const char *name) {
   uint32_t start = t->len;
   if (t->n > 0 && t->len < MAX_PATH - 1) t->path[t->len++] = '/';
   size_t room = MAX_PATH - 1 - t->len;
-  size_t nl = strlen(name);
-  if (nl > room) nl = room; /* a layer path is cut at MAX_PATH - 1 bytes */
+  size_t nl = strnlen(name, MAX_NAME + 1);
+  if (nl > MAX_NAME) nl = MAX_NAME;
+  if (nl > room) nl = room;
+  nl = mpp_utf8_cut(name, nl);
   memcpy(t->path + t->len, name, nl);
   t->len += (uint32_t)nl;
   t->e[t->n].start = start;
@@ -216,6 +224,7 @@ static void keep_range(nvtx_thread *t, uint32_t i, uint64_t end_ns) {
   uint32_t re = i + 1 < t->n ? t->e[i + 1].start : t->len;
   if (i > 0 && rs < re) rs++; /* the "/" before the name */
   uint32_t nl = re - rs < sizeof r->name - 1 ? re - rs : (uint32_t)sizeof r->name - 1;
+  if (nl < re - rs) nl = (uint32_t)mpp_utf8_cut(t->path + rs, nl);
   mpp_memcpy_n(r->name, t->path + rs, nl);
   r->name[nl] = '\0';
   r->thread = b->thread;
@@ -399,13 +408,13 @@ static int NVTX_API core_push_a(const char *message) {
 }
 
 static int NVTX_API core_push_w(const wchar_t *message) {
-  char buf[256];
+  char buf[MAX_NAME + 1];
   mpp_nvtx_push(NULL, message ? utf8_of_wide(message, buf, sizeof buf) : NULL);
   return NVTX_NO_PUSH_POP_TRACKING;
 }
 
 static int NVTX_API core_push_ex(const nvtxEventAttributes_t *a) {
-  char buf[256];
+  char buf[MAX_NAME + 1];
   mpp_nvtx_push(NULL, message_of(a, buf, sizeof buf));
   return NVTX_NO_PUSH_POP_TRACKING;
 }
@@ -491,7 +500,7 @@ static nvtxStringHandle_t NVTX_API core2_register_string_w(nvtxDomainHandle_t d,
 }
 
 static int NVTX_API core2_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
-  char buf[256];
+  char buf[MAX_NAME + 1];
   mpp_nvtx_push(d, message_of(a, buf, sizeof buf));
   return NVTX_NO_PUSH_POP_TRACKING;
 }

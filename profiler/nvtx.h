@@ -17,7 +17,7 @@ void mpp_nvtx_thread_reset(void);
 typedef struct mpp_range {
   uint64_t start_ns, end_ns;
   uint32_t thread, depth;
-  char name[88]; /* cut at 87 bytes */
+  char name[88]; /* cut at 87 bytes, at a character boundary */
 } mpp_range;
 /* Every kept range, in no particular order; safe while threads push and pop. */
 void mpp_nvtx_ranges_each(void (*fn)(void *ctx, const mpp_range *r), void *ctx);

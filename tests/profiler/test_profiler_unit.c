@@ -28,6 +28,7 @@
 
 #include <cublas_api.h>
 #include "profiler/call.h"
+#include "common/utf8.h"
 #include "profiler/nvtx.h"
 #include "analysis/shadow_core.h"
 #include "profiler/op.h"
@@ -114,6 +115,50 @@ static void ranges_beyond_64_levels_pop_back_to_the_same_layer(void **state) {
   for (int i = 0; i < 100; i++)
     mpp_nvtx_pop(NULL);
   assert_string_equal(layer(), "root");
+}
+
+/* One range name of 1023 bytes or more filled the layer path: a range pushed
+ * inside it had its parent's layer, and so had its ops. A name is cut at 255
+ * bytes (as a wide one was), so the ranges inside stay apart. */
+static void a_long_range_name_leaves_room_for_the_ranges_inside_it(void **state) {
+  (void)state;
+  char name[1101], want[300];
+  memset(name, 'x', 1100);
+  name[1100] = '\0';
+  mpp_nvtx_push(NULL, name);
+  mpp_nvtx_push(NULL, "inner");
+  snprintf(want, sizeof want, "%.255s/inner", name);
+  assert_string_equal(layer(), want);
+  mpp_nvtx_pop(NULL);
+  assert_int_equal(strlen(layer()), 255);
+  mpp_nvtx_push(NULL, "other");
+  snprintf(want, sizeof want, "%.255s/other", name);
+  assert_string_equal(layer(), want);
+}
+
+static void last_range_name(void *ctx, const mpp_range *r) {
+  if (r->depth == 0) memcpy(ctx, r->name, sizeof r->name);
+}
+
+/* A name cut in the middle of a character showed '?' in the report (the
+ * broken bytes replaced): the layer path and the timeline's range names are
+ * cut before the character that does not fit. */
+static void a_cut_name_keeps_whole_characters(void **state) {
+  (void)state;
+  char name[401];
+  for (int i = 0; i < 200; i++)
+    memcpy(name + 2 * i, "\xc3\xa4", 2); /* U+00E4, 2 bytes: 255 and 87 fall inside one */
+  name[400] = '\0';
+  mpp_nvtx_push(NULL, name);
+  char path[300];
+  snprintf(path, sizeof path, "%s", layer());
+  assert_int_equal(strlen(path), 254);
+  assert_int_equal(mpp_utf8_sanitize(path, strlen(path)), 0);
+  mpp_nvtx_pop(NULL);
+  char kept[sizeof((mpp_range *)0)->name] = "";
+  mpp_nvtx_ranges_each(last_range_name, kept);
+  assert_int_equal(strlen(kept), 86);
+  assert_int_equal(mpp_utf8_sanitize(kept, strlen(kept)), 0);
 }
 
 static void *other_thread(void *p) {
@@ -1404,6 +1449,8 @@ int main(void) {
       cmocka_unit_test_setup(domain_pop_removes_that_domains_innermost_range, reset_all),
       cmocka_unit_test_setup(removing_the_outermost_range_keeps_the_inner_ones, reset_all),
       cmocka_unit_test_setup(ranges_beyond_64_levels_pop_back_to_the_same_layer, reset_all),
+      cmocka_unit_test_setup(a_long_range_name_leaves_room_for_the_ranges_inside_it, reset_all),
+      cmocka_unit_test_setup(a_cut_name_keeps_whole_characters, reset_all),
       cmocka_unit_test_setup(ranges_are_per_thread, reset_all),
       cmocka_unit_test_setup(threads_that_end_leave_their_range_buffer_to_the_next, reset_all),
       cmocka_unit_test_setup(injection_fills_core_and_core2_callbacks, reset_all),
