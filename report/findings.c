@@ -1231,6 +1231,10 @@ static int rule_incomplete_process(mpprof_model *m) {
                                   "its final raw file could not be written (a full disk?), the "
                                   "ops after the checkpoint are missing",
                                   p->file, p->pid)
+            : p->killed_signal
+                ? mpprof_asprintf("%s (pid %" PRId64 "): checkpoint only: the process was killed "
+                                  "by %s, the ops after the checkpoint are missing",
+                                  p->file, p->pid, mpprof_signal_text(p->killed_signal).s)
             : !p->final ? mpprof_asprintf("%s (pid %" PRId64 "): checkpoint only: the process did "
                                           "not finish, its data is incomplete",
                                           p->file, p->pid)

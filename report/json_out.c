@@ -84,6 +84,14 @@ static cJSON *process_json(const mpprof_process *p) {
                                           : cJSON_CreateNull());
   cJSON_AddItemToObject(o, "argv", p->argv ? cJSON_Duplicate(p->argv, true) : cJSON_CreateArray());
   cJSON_AddBoolToObject(o, "final", p->final);
+  if (p->killed_signal) {
+    cJSON *k = cJSON_AddObjectToObject(o, "killed_by");
+    cJSON_AddNumberToObject(k, "signal", p->killed_signal);
+    mpprof_signal_str name = mpprof_signal_name(p->killed_signal);
+    cJSON_AddItemToObject(k, "name", name.s[0] ? cJSON_CreateString(name.s) : cJSON_CreateNull());
+  } else {
+    cJSON_AddNullToObject(o, "killed_by");
+  }
   cJSON_AddBoolToObject(o, "incomplete", p->incomplete);
   cJSON_AddItemToObject(o, "incomplete_reasons", cJSON_Duplicate(p->incomplete_reasons, true));
   cJSON_AddItemToObject(o, "start_ns", mpprof_json_i64(p->start_ns));

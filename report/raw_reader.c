@@ -1897,11 +1897,11 @@ static const char *origin_note(const mpprof_model *m, const char *path, char *bu
   return buf;
 }
 
-/* pp is the program mpprof run waited for, and it exited (not killed): this
- * host's process of that pid. */
-static bool program_exited(const mpprof_model *m, const mpprof_process *pp) {
+/* pp is the program mpprof run waited for, whose pid was pid (0: not
+ * known): this host's process of that pid. */
+static bool program_is(long pid, const mpprof_process *pp) {
   char host[256];
-  if (!m->exited_pid || pp->pid != m->exited_pid || !pp->host) return false;
+  if (!pid || pp->pid != pid || !pp->host) return false;
   if (gethostname(host, sizeof host) != 0) return false;
   host[sizeof host - 1] = '\0';
   return strcmp(host, pp->host) == 0;
@@ -2325,7 +2325,9 @@ static int read_raw_at(mpprof_model *m, int dir_fd, const char *name, const char
       mpprof_process *pp = &m->procs[proc];
       if (!pp->final || pp->incomplete) m->incomplete = true;
       char from[4200], free_note[96];
-      pp->final_unwritten = !pp->final && program_exited(m, pp);
+      pp->final_unwritten = !pp->final && program_is(m->exited_pid, pp);
+      pp->killed_signal =
+          !pp->final && m->killed_signal && program_is(m->killed_pid, pp) ? m->killed_signal : 0;
       if (pp->final_unwritten && warn)
         mpprof_fprint_term(warn,
                            "mpprof: %s%s is a checkpoint (\"final\": false): process %" PRId64
@@ -2334,6 +2336,12 @@ static int read_raw_at(mpprof_model *m, int dir_fd, const char *name, const char
                            "missing\n",
                            path, origin_note(m, path, from, sizeof from), pp->pid, m->exit_status,
                            free_space_note(path, free_note, sizeof free_note));
+      else if (pp->killed_signal && warn)
+        mpprof_fprint_term(warn,
+                           "mpprof: %s%s is a checkpoint (\"final\": false): process %" PRId64
+                           " was killed by %s: the ops after this checkpoint are missing\n",
+                           path, origin_note(m, path, from, sizeof from), pp->pid,
+                           mpprof_signal_text(pp->killed_signal).s);
       else if (!pp->final && warn)
         mpprof_fprint_term(warn,
                            "mpprof: %s%s is a checkpoint (\"final\": false): process %" PRId64

@@ -321,6 +321,8 @@ int mpprof_report_generate(const mpprof_report_options *opts) {
   m.raw_origin_ctx = opts->raw_origin_ctx;
   m.exited_pid = opts->exited_pid;
   m.exit_status = opts->exit_status;
+  m.killed_pid = opts->killed_pid;
+  m.killed_signal = opts->killed_signal;
   int rc = mpprof_read_raw_dir(&m, opts->out_dir, opts->warnings, err);
   if (rc == 0 && opts->need_raw_files && m.n_procs == 0) {
     if (m.n_skipped)

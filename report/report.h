@@ -31,6 +31,11 @@ typedef struct mpprof_report_options {
    * failed (a full disk, a quota), not that it did not finish. */
   long exited_pid;
   int exit_status;
+  /* The program's own process when a signal killed it (mpprof run), 0: not
+   * known or not killed; the report names the signal where its raw file is
+   * a checkpoint. */
+  long killed_pid;
+  int killed_signal;
   /* Raw files skipped or read in part, one line each ("mpprof: FILE: ..."), as
    * they are read; NULL: not printed (report.json still lists the skipped). */
   FILE *warnings;
@@ -70,5 +75,14 @@ typedef struct mpprof_pct_str {
   char s[12]; /* the longest: ">99.999" */
 } mpprof_pct_str;
 mpprof_pct_str mpprof_pct_text(double pct);
+
+/* A signal's name, "SIGKILL" ("" for a number without one), and as every
+ * text names it, "SIGKILL (signal 9)" or "signal 40"; in .s as
+ * mpprof_pct_text's. */
+typedef struct mpprof_signal_str {
+  char s[64];
+} mpprof_signal_str;
+mpprof_signal_str mpprof_signal_name(int sig);
+mpprof_signal_str mpprof_signal_text(int sig);
 
 #endif

@@ -138,6 +138,10 @@ typedef struct mpprof_process {
   /* not final, yet the program mpprof run waited for exited (not killed):
    * its final raw file could not be written (mpprof_report_options.exited_pid) */
   bool final_unwritten;
+  /* not final, and the program mpprof run waited for was this process and
+   * a signal killed it (mpprof_report_options.killed_pid): that signal; 0
+   * otherwise */
+  int killed_signal;
   cJSON *incomplete_reasons; /* array of strings (owned) */
   cJSON *argv;               /* array of strings (owned), may be NULL */
   int64_t start_ns, end_ns;
@@ -555,6 +559,8 @@ typedef struct mpprof_model {
   size_t n_still_running;
   long exited_pid; /* mpprof_report_options.exited_pid and exit_status */
   int exit_status;
+  long killed_pid; /* mpprof_report_options.killed_pid and killed_signal */
+  int killed_signal;
   mpprof_site *sites;
   size_t n_sites, cap_sites;
   mpprof_event *events;

@@ -74,6 +74,22 @@ double mpprof_pct(uint64_t num, uint64_t den) {
 
 /* ---- shares: the one definition of every percentage the report prints ---- */
 
+mpprof_signal_str mpprof_signal_name(int sig) {
+  mpprof_signal_str r;
+  const char *abbrev = sigabbrev_np(sig);
+  snprintf(r.s, 24, "%s%.16s", abbrev ? "SIG" : "", abbrev ? abbrev : "");
+  return r;
+}
+
+mpprof_signal_str mpprof_signal_text(int sig) {
+  mpprof_signal_str r, name = mpprof_signal_name(sig);
+  if (name.s[0])
+    snprintf(r.s, sizeof r.s, "%.24s (signal %d)", name.s, sig);
+  else
+    snprintf(r.s, sizeof r.s, "signal %d", sig);
+  return r;
+}
+
 mpprof_pct_str mpprof_pct_text(double pct) {
   mpprof_pct_str t;
   if (!(pct > 0)) /* NaN too */

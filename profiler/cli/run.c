@@ -62,6 +62,8 @@ typedef struct run_opts {
   size_t n_alive;                    /* how many (may exceed the pids kept) */
   long exited_pid;                   /* the program, when it exited (not killed); else 0 */
   int exit_status;                   /* its exit status then */
+  long killed_pid;                   /* the program, when a signal killed it; else 0 */
+  int killed_signal;                 /* that signal */
   int pass_on;                       /* the terminal's signal to end mpprof's group by; 0 none */
 } run_opts;
 
@@ -957,7 +959,11 @@ static int run_child(run_opts *o, const char *lib, const char *out, bool *ret_st
   if (n == (ssize_t)sizeof err) return report_start_failure(o->argv[0], err, "");
   *ret_started = true;
   if (WIFSIGNALED(st) && tty >= 0) o->pass_on = terminal_signal(WTERMSIG(st));
-  if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+  if (WIFSIGNALED(st)) {
+    o->killed_pid = pid;
+    o->killed_signal = WTERMSIG(st);
+    return 128 + WTERMSIG(st);
+  }
   if (!WIFEXITED(st)) return 1;
   o->exited_pid = pid;
   o->exit_status = WEXITSTATUS(st);
@@ -1047,12 +1053,16 @@ int mpprof_cmd_run(int argc, char **argv) {
       if (getrlimit(RLIMIT_FSIZE, &fs) == 0 && fs.rlim_cur != RLIM_INFINITY)
         snprintf(limit, sizeof limit, " (the file size limit, ulimit -f, is %llu bytes)",
                  (unsigned long long)fs.rlim_cur);
+      char killed[128] = "";
+      if (o.killed_signal)
+        snprintf(killed, sizeof killed, "; %s was killed by %s before its first checkpoint",
+                 o.argv[0], mpprof_signal_text(o.killed_signal).s);
       fprintf(stderr,
               "mpprof: %s: no CUDA matrix ops were seen: no process wrote a raw file (none "
               "called the CUDA libraries mpprof hooks, each that did ended without exit "
               "handlers, as os._exit() and SIGKILL do, before its first checkpoint, or its raw "
-              "file could not be written%s: MPPROF_LOG=1 says why)\n",
-              o.argv[0], limit);
+              "file could not be written%s: MPPROF_LOG=1 says why)%s\n",
+              o.argv[0], limit, killed);
     }
     /* --force removed the earlier run's raw files, not its report: say that
      * what is left there no longer has raw files behind it. */
@@ -1080,7 +1090,9 @@ int mpprof_cmd_run(int argc, char **argv) {
                               .still_running = o.alive,
                               .n_still_running = kept,
                               .exited_pid = o.exited_pid,
-                              .exit_status = o.exit_status};
+                              .exit_status = o.exit_status,
+                              .killed_pid = o.killed_pid,
+                              .killed_signal = o.killed_signal};
   mpprof_error err = {0};
   ro.warnings = stderr;
   ro.error = &err;

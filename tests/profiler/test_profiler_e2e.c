@@ -1130,14 +1130,17 @@ static bool checkpoint_with_calls(const char *dir, int calls) {
   return ok;
 }
 
+/* The report names the signal that killed the program (it said only "did
+ * not finish", which a program that returns early also reads as). */
 static void killed_by_sigterm_midway_keeps_the_last_checkpoint(void **state) {
   (void)state;
   const char *dir = outdir("sigterm");
-  char out[4200];
+  char out[4200], err[4200];
   snprintf(out, sizeof out, "%s/sigterm.txt", workdir);
+  snprintf(err, sizeof err, "%s/sigterm.err", workdir);
   char *argv[] = {(char *)mpprof,   "-o",   (char *)dir, "--checkpoint", "0.1",
                   (char *)testprog, "wait", NULL};
-  pid_t pid = spawn(argv, NULL, out);
+  pid_t pid = spawn_err(argv, NULL, out, err);
   /* The program blocks after its GEMMs; wait (bounded) for a checkpoint. */
   bool seen = false;
   for (int i = 0; i < 600 && !seen; i++) {
@@ -1156,6 +1159,21 @@ static void killed_by_sigterm_midway_keeps_the_last_checkpoint(void **state) {
   char *s = slurp(out);
   assert_non_null(strstr(s, "ready checksum"));
   free(s);
+  s = slurp(err);
+  assert_non_null(strstr(s, "was killed by SIGTERM (signal 15): the ops after this checkpoint "
+                            "are missing"));
+  assert_null(strstr(s, "did not finish"));
+  free(s);
+  char path[4300];
+  snprintf(path, sizeof path, "%s/report.json", dir);
+  s = slurp(path);
+  cJSON *rep = cJSON_Parse(s);
+  free(s);
+  assert_non_null(rep);
+  cJSON *k = get(cJSON_GetArrayItem(get(rep, "processes"), 0), "killed_by");
+  assert_int_equal(num(k, "signal"), SIGTERM);
+  assert_string_equal(get(k, "name")->valuestring, "SIGTERM");
+  cJSON_Delete(rep);
 }
 
 /* The program exits, but its final raw file cannot be written (a disk that

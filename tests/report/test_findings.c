@@ -794,6 +794,11 @@ static void incomplete_process(void **state) {
   m.procs[0].final = false;
   assert_int_equal(run(&m, "incomplete_process"), 1);
   assert_non_null(strstr(m.findings[0].message, "checkpoint only"));
+  /* killed by a signal (mpprof run's program): the finding names it */
+  m.procs[0].killed_signal = 9;
+  assert_int_equal(run(&m, "incomplete_process"), 1);
+  assert_non_null(strstr(m.findings[1].message, "was killed by SIGKILL (signal 9)"));
+  m.procs[0].killed_signal = 0;
   /* A final file with reasons: the finding says which. */
   m.procs[0].final = true;
   m.procs[0].incomplete = true;
