@@ -81,7 +81,7 @@ typedef struct mpp_scan_result {
 } mpp_scan_result;
 
 /* One launch scans all tensors of an op (kernels/scan.cu, mpp_scan_ops). */
-#define MPP_SCAN_MAX_TENSORS 4 /* = MPP_MAX_ROLES */
+#define MPP_SCAN_MAX_TENSORS 4 /* per launch: an op with more roles takes two (call.c) */
 #define MPP_SCAN_OK 1u         /* slot status: records valid */
 #define MPP_SCAN_NO_CTX 2u     /* the stream's context has no accumulators: dropped */
 #define MPP_SCAN_CTX_MAGIC 0x6d707073636e6374ull

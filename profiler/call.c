@@ -30,6 +30,7 @@
 #include "profiler/shadow.h"
 #include "profiler/sites.h"
 #include "profiler/train.h"
+#include "kernels/scan_abi.h"
 
 /* --- per-thread scratch stats --- */
 
@@ -163,9 +164,16 @@ static bool device_scalars(const mpp_op *op, mpp_devscan_scalars *ret) {
   return any;
 }
 
+/* A launch scans at most MPP_SCAN_MAX_TENSORS tensors: an op with more
+ * roles to scan takes two. */
+#define DEVSCAN_TENSORS MPP_SCAN_MAX_TENSORS
+_Static_assert(MPP_MAX_ROLES <= 8, "a role is 3 bits of a device scan's cookie");
+_Static_assert(MPP_MAX_ROLES <= 2 * DEVSCAN_TENSORS, "an op's roles fit in two launches");
+
 /* One launch for the collected roles (a pointer-array role: the kernel reads
- * the device-resident array itself, the whole batch in one record); after
- * the call it also reads the op's FP8 scalars in device memory. */
+ * the device-resident array itself, the whole batch in one record; past
+ * DEVSCAN_TENSORS of them a second launch); after the call the last launch
+ * also reads the op's FP8 scalars in device memory. */
 static void flush_device_scans(mpp_call *c, const mpp_op *op, bool after_call) {
   mpp_devscan_item items[MPP_MAX_ROLES];
   int n = 0;
@@ -187,7 +195,9 @@ static void flush_device_scans(mpp_call *c, const mpp_op *op, bool after_call) {
     sc.sink = fp8_scalar_sink;
     sc.cookie = (void *)(uintptr_t)(c->site + 1);
   }
-  mpp_devscan_enqueue_op_scalars(op->stream, items, n, scalars ? &sc : NULL);
+  int first = n > DEVSCAN_TENSORS ? n - DEVSCAN_TENSORS : 0; /* the last launch's items */
+  if (first) mpp_devscan_enqueue_op(op->stream, items, first);
+  mpp_devscan_enqueue_op_scalars(op->stream, items + first, n - first, scalars ? &sc : NULL);
   if (scalars && sc.rc == 0)
     for (int i = 0; i < MPP_DEVSCAN_SCALARS; i++)
       if (sc.ptr[i]) c->fp8_on_device |= (uint8_t)(1u << i);

@@ -11,7 +11,11 @@
 #include "analysis/raw_format.h"
 #include "analysis/scan.h"
 
-#define MPP_MAX_ROLES 4
+/* Tensor roles of one call: a GEMM's A, B, C, D and a cuBLASLt epilogue's
+ * bias; a convolution's three tensors, the output's prior value it blends
+ * (beta != 0) and a fused convolution's z and bias. At most 8: the device
+ * scan's cookie keeps a role in 3 bits (call.c). */
+#define MPP_MAX_ROLES 6
 #define MPP_MAX_PTRS 65536 /* pointer-array batches scanned per role and call */
 
 typedef enum mpp_op_kind {
@@ -161,6 +165,15 @@ static inline void mpp_conv_role_names(mpp_op_kind kind, const char *xwy[3]) {
   xwy[0] = data ? "dx" : "x";
   xwy[1] = filter ? "dw" : "w";
   xwy[2] = data || filter ? "dy" : "y";
+}
+
+/* The role of an output's prior value, which a convolution reads when it
+ * blends its result into it (cuDNN's beta != 0: y = alpha conv + beta y):
+ * an input over the output's memory, named for the output. */
+static inline const char *mpp_conv_prior_name(mpp_op_kind kind) {
+  return kind == MPP_OP_CONV_BWD_DATA     ? "dx_prior"
+         : kind == MPP_OP_CONV_BWD_FILTER ? "dw_prior"
+                                          : "y_prior";
 }
 
 #endif

@@ -24,7 +24,10 @@ static bool role_is(const char *role, const char *const *set) {
 }
 
 static mp_tclass class_of(mpprof_phase phase, const char *role) {
-  static const char *const grads[] = {"D", "C", "y", "dx", "dw", "dy", NULL};
+  /* A blended output's prior value (y_prior, ...) is of its output's class,
+   * a bias gradient (dbias, cuBLASLt's BGRAD epilogues) a gradient. */
+  static const char *const grads[] = {"D",       "C",        "y",        "dx",    "dw", "dy",
+                                      "y_prior", "dx_prior", "dw_prior", "dbias", NULL};
   static const char *const fwd[] = {"x", "w", NULL};
   switch (phase) {
   case MPPROF_PHASE_BACKWARD:
@@ -39,7 +42,7 @@ static mp_tclass class_of(mpprof_phase phase, const char *role) {
 }
 
 static bool is_output_role(const char *role) {
-  static const char *const outs[] = {"D", "y", "dx", "dw", NULL};
+  static const char *const outs[] = {"D", "y", "dx", "dw", "dbias", NULL};
   return role_is(role, outs);
 }
 

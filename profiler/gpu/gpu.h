@@ -112,7 +112,7 @@ int mpp_devscan_enqueue(void *stream, const mp_view *view, mpp_scan_sink sink, v
 int mpp_devscan_enqueue_ptrs(void *stream, const mp_view *view, const void *const *dev_ptrs,
                              mpp_scan_sink sink, void *cookie);
 /* All scanned tensors of one op in one kernel launch (at most
- * MPP_SCAN_MAX_TENSORS = 4 per call): each item a view (or, with dev_ptrs, a
+ * MPP_SCAN_MAX_TENSORS = 4 per call; past that, -E2BIG): each item a view (or, with dev_ptrs, a
  * batch by device pointer array as above) with its sink. Each item's rc says
  * what became of it: 0 (launched, or empty and delivered at once), -EINVAL
  * (refused view), or the launch's -ENOSYS / -EBUSY / -EIO. Returns the first

@@ -66,6 +66,17 @@ void mpp_conv_tensor_view(mpp_role *r, const mpp_tensor_desc *t, const void *p) 
   if (n <= 0) r->present = false;
 }
 
+void mpp_conv_add_prior(mpp_op *op, const mpp_tensor_desc *out, const void *p) {
+  mpp_role *r = mpp_op_role(op, mpp_conv_prior_name(op->kind), true);
+  if (r) mpp_conv_tensor_view(r, out, p);
+}
+
+bool mpp_cudnn_scale_nonzero(const void *scale, int data_type) {
+  if (!scale) return false;
+  if (data_type == CUDNN_DATA_DOUBLE) return *(const double *)scale != 0;
+  return *(const float *)scale != 0;
+}
+
 /* Role order of `kind` (0 forward, 1 backward data, 2 backward filter). */
 static int role_order(mpp_op_kind kind) {
   return kind == MPP_OP_CONV_BWD_DATA ? 1 : kind == MPP_OP_CONV_BWD_FILTER ? 2 : 0;

@@ -50,5 +50,14 @@ void mpp_conv_shadow_of_strided(mpp_op *op, const mpp_tensor_desc *t0, const mpp
                                 const mpp_tensor_desc *t2, const mpp_conv_desc *c, double alpha);
 /* A view of a tensor: scannable when packed in some dimension order. */
 void mpp_conv_tensor_view(mpp_role *r, const mpp_tensor_desc *t, const void *p);
+/* The output's prior value as an input role of its own (conv_decode.c):
+ * for an op decoded by mpp_conv_decode whose beta is non-zero, the output
+ * (role order's third tensor, `out`, at p) is read before it is written.
+ * With beta == 0 cuDNN does not read it ("the output may hold
+ * uninitialized data, NaN included"): no role. */
+void mpp_conv_add_prior(mpp_op *op, const mpp_tensor_desc *out, const void *p);
+/* Is a legacy cuDNN scaling factor (host memory: double for double data,
+ * float otherwise) non-zero? NULL: no. */
+bool mpp_cudnn_scale_nonzero(const void *scale, int data_type);
 
 #endif

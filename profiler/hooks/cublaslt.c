@@ -345,6 +345,9 @@ static mpp_op *decode(mpp_op *scratch, cublasLtMatmulDesc_t desc, const void *al
       !desc_get(desc, CUBLASLT_MATMUL_DESC_SCALE_TYPE, &scale, sizeof scale))
     return NULL;
   desc_get(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm, sizeof pm);
+  if (pm >= CUBLASLT_POINTER_MODE_DEVICE_VECTOR) /* alpha a vector per batch member */
+    desc_get(desc, CUBLASLT_MATMUL_DESC_ALPHA_VECTOR_BATCH_STRIDE, &g.alpha_vec_stride,
+             sizeof g.alpha_vec_stride);
   desc_get(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
   desc_get(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
   desc_get(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);

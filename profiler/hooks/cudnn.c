@@ -99,13 +99,15 @@ void *mpp_cudnn_stream(cudnnHandle_t h) {
 /* Descriptors in role order (see mpp_conv_decode); filter_index marks which
  * one is w. alpha: the call's (shadow execution), NULL where the op is more
  * than alpha times the convolution (the fused bias-activation forward).
- * The getters write into the memo's key (mpp_conv_decode_memo_key: decoded
- * once per key); with shadow execution the op is decoded afresh with what
- * shadow execution reads besides (alpha, the group count). */
-static mpp_op *decode(mpp_op *scratch, const char *api, mpp_op_kind kind, cudnnHandle_t h,
-                      const void *alpha, const void *d0, const void *d1, const void *d2,
-                      int filter_index, cudnnConvolutionDescriptor_t cd, const void *p0,
-                      const void *p1, const void *p2) {
+ * beta: the call's; non-zero, the output's prior value is read too (an input
+ * role of its own, mpp_conv_add_prior). The getters write into the memo's
+ * key (mpp_conv_decode_memo_key: decoded once per key); with shadow execution,
+ * or `afresh`, the op is decoded into scratch, with what shadow execution
+ * reads besides (alpha, the group count). */
+static mpp_op *decode_conv(mpp_op *scratch, const char *api, mpp_op_kind kind, cudnnHandle_t h,
+                           const void *alpha, const void *beta, const void *d0, const void *d1,
+                           const void *d2, int filter_index, cudnnConvolutionDescriptor_t cd,
+                           const void *p0, const void *p1, const void *p2, bool afresh) {
   mpp_conv_key k;
   memset(&k, 0, sizeof k); /* all of it: the memo compares its bytes */
   const void *d[3] = {d0, d1, d2};
@@ -119,17 +121,70 @@ static mpp_op *decode(mpp_op *scratch, const char *api, mpp_op_kind kind, cudnnH
   k.kind = (int32_t)kind;
   k.conv_math = math_type_of(cd);
   k.stream = mpp_cudnn_stream(h);
-  if (!mpp_cfg.shadow) return mpp_conv_decode_memo_key(scratch, &k, p0, p1, p2);
+  k.blend = mpp_cudnn_scale_nonzero(beta, k.t[2].dtype);
+  if (!mpp_cfg.shadow && !afresh) return mpp_conv_decode_memo_key(scratch, &k, p0, p1, p2);
   mpp_tensor_desc t[3];
   mpp_conv_desc c;
   mpp_conv_key_descs(&k, t, &c);
   mpp_conv_decode_call(scratch, api, kind, t, &c, k.conv_math, k.stream, p0, p1, p2);
+  if (k.blend) mpp_conv_add_prior(scratch, &t[2], p2);
+  if (!mpp_cfg.shadow) return scratch;
   /* what shadow execution needs besides (one more query) */
   __typeof__(&cudnnGetConvolutionGroupCount) groups = MPP_REAL(syms, cudnnGetConvolutionGroupCount);
   int gc = 0;
   c.groups = groups && groups(cd, &gc) == CUDNN_STATUS_SUCCESS ? gc : 0;
   mpp_conv_shadow_of(scratch, &t[0], &t[1], &t[2], &c, alpha);
   return scratch;
+}
+
+static mpp_op *decode(mpp_op *scratch, const char *api, mpp_op_kind kind, cudnnHandle_t h,
+                      const void *alpha, const void *beta, const void *d0, const void *d1,
+                      const void *d2, int filter_index, cudnnConvolutionDescriptor_t cd,
+                      const void *p0, const void *p1, const void *p2) {
+  return decode_conv(scratch, api, kind, h, alpha, beta, d0, d1, d2, filter_index, cd, p0, p1, p2,
+                     false);
+}
+
+/* A tensor of the fused forward's epilogue (z, bias) as an input role. */
+static void epilogue_role(mpp_op *op, const char *name, cudnnTensorDescriptor_t d, const void *p) {
+  mpp_conv_key_tensor kt;
+  memset(&kt, 0, sizeof kt);
+  mpp_role *r = mpp_op_role(op, name, true);
+  if (!r) return;
+  if (!tensor_desc(d, &kt)) {
+    r->unscannable = MPP_NS_LAYOUT; /* its shape is not known: read, but not scanned */
+    r->view.data = p;
+    return;
+  }
+  mpp_tensor_desc t = {.dtype = kt.dtype, .nd = kt.nd};
+  for (int i = 0; i < kt.nd; i++) {
+    t.dims[i] = kt.dims[i];
+    t.strides[i] = kt.strides[i];
+  }
+  mpp_conv_tensor_view(r, &t, p);
+  mpp_op_note_ptr(op, p);
+}
+
+/* cudnnConvolutionBiasActivationForward: y = act(alpha1 conv(x) + alpha2 z +
+ * bias). Besides x and w it reads z (unless alpha2 is 0, as the output with
+ * beta 0: cuDNN's scaling rule) and the bias, one value per output channel:
+ * input roles of their own. Decoded afresh (their descriptors are not in the
+ * memo's key); y is not blended (no beta). */
+static mpp_op *decode_fused(mpp_op *scratch, cudnnHandle_t h, cudnnTensorDescriptor_t xd,
+                            cudnnFilterDescriptor_t wd, cudnnTensorDescriptor_t yd,
+                            cudnnConvolutionDescriptor_t cd, const void *x, const void *w,
+                            const void *y, const void *alpha2, cudnnTensorDescriptor_t zd,
+                            const void *z, cudnnTensorDescriptor_t bd, const void *bias) {
+  static const float zero = 0;
+  mpp_op *op = decode_conv(scratch, "cudnnConvolutionBiasActivationForward", MPP_OP_CONV_FWD, h,
+                           NULL, &zero, xd, wd, yd, 1, cd, x, w, y, true);
+  if (!op) return NULL;
+  mpp_conv_key_tensor yt;
+  memset(&yt, 0, sizeof yt);
+  if (mpp_cudnn_scale_nonzero(alpha2, tensor_desc(yd, &yt) ? yt.dtype : CUDNN_DATA_FLOAT))
+    epilogue_role(op, "z", zd, z);
+  epilogue_role(op, "bias", bd, bias);
+  return op;
 }
 
 #define FAIL CUDNN_STATUS_NOT_INITIALIZED
@@ -143,8 +198,8 @@ MPP_MEMO_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionForward,
                  (handle, alpha, xDesc, x, wDesc, w, convDesc, algo, workSpace,
                   workSpaceSizeInBytes, beta, yDesc, y),
                  FAIL, mpp_cudnn_succeeded, decode,
-                 ("cudnnConvolutionForward", MPP_OP_CONV_FWD, handle, alpha, xDesc, wDesc, yDesc, 1,
-                  convDesc, x, w, y))
+                 ("cudnnConvolutionForward", MPP_OP_CONV_FWD, handle, alpha, beta, xDesc, wDesc,
+                  yDesc, 1, convDesc, x, w, y))
 
 MPP_MEMO_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBiasActivationForward,
                  (cudnnHandle_t handle, const void *alpha1, const cudnnTensorDescriptor_t xDesc,
@@ -157,9 +212,8 @@ MPP_MEMO_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBiasActivationForward,
                   const cudnnTensorDescriptor_t yDesc, void *y),
                  (handle, alpha1, xDesc, x, wDesc, w, convDesc, algo, workSpace,
                   workSpaceSizeInBytes, alpha2, zDesc, z, biasDesc, bias, activationDesc, yDesc, y),
-                 FAIL, mpp_cudnn_succeeded, decode,
-                 ("cudnnConvolutionBiasActivationForward", MPP_OP_CONV_FWD, handle, NULL, xDesc,
-                  wDesc, yDesc, 1, convDesc, x, w, y))
+                 FAIL, mpp_cudnn_succeeded, decode_fused,
+                 (handle, xDesc, wDesc, yDesc, convDesc, x, w, y, alpha2, zDesc, z, biasDesc, bias))
 
 MPP_MEMO_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBackwardData,
                  (cudnnHandle_t handle, const void *alpha, const cudnnFilterDescriptor_t wDesc,
@@ -170,7 +224,7 @@ MPP_MEMO_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBackwardData,
                  (handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo, workSpace,
                   workSpaceSizeInBytes, beta, dxDesc, dx),
                  FAIL, mpp_cudnn_succeeded, decode,
-                 ("cudnnConvolutionBackwardData", MPP_OP_CONV_BWD_DATA, handle, alpha, dyDesc,
+                 ("cudnnConvolutionBackwardData", MPP_OP_CONV_BWD_DATA, handle, alpha, beta, dyDesc,
                   wDesc, dxDesc, 1, convDesc, dy, w, dx))
 
 MPP_MEMO_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBackwardFilter,
@@ -182,5 +236,5 @@ MPP_MEMO_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBackwardFilter,
                  (handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace,
                   workSpaceSizeInBytes, beta, dwDesc, dw),
                  FAIL, mpp_cudnn_succeeded, decode,
-                 ("cudnnConvolutionBackwardFilter", MPP_OP_CONV_BWD_FILTER, handle, alpha, xDesc,
-                  dyDesc, dwDesc, 2, convDesc, x, dy, dw))
+                 ("cudnnConvolutionBackwardFilter", MPP_OP_CONV_BWD_FILTER, handle, alpha, beta,
+                  xDesc, dyDesc, dwDesc, 2, convDesc, x, dy, dw))

@@ -60,6 +60,12 @@ typedef struct be_op {
   bool has_conv;
   int comp_type; /* cudnnDataType_t of the matmul / pointwise / reduction descriptor, -1 unset */
   double alpha;  /* a convolution's ALPHA attribute (shadow execution); NAN unset */
+  double beta;   /* its BETA attribute: non-zero, the output's prior value is read; 0 unset */
+  /* A matmul's M, N, K overrides (tensors of per-batch values: each batch
+   * member's product covers only that much of A, B and C) and its
+   * deprecated irregularly strided batch count (0 unset). */
+  bool override[3];
+  int64_t irregular_batch;
 } be_op;
 
 /* Immutable once built; shared by engines, configs and plans of one graph. */
@@ -547,11 +553,37 @@ static bool is_conv_alpha_attr(int name) {
          name == CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA;
 }
 
+static bool is_conv_beta_attr(int name) {
+  return name == CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA ||
+         name == CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA ||
+         name == CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA;
+}
+
+static double scalar_attr(int atype, const void *v) {
+  return atype == CUDNN_TYPE_DOUBLE  ? *(const double *)v
+         : atype == CUDNN_TYPE_FLOAT ? *(const float *)v
+                                     : NAN;
+}
+
 static void set_op_attr_locked(be_op *op, int name, int atype, int64_t n, const void *v) {
   if (n >= 1 && is_conv_alpha_attr(name)) {
-    op->alpha = atype == CUDNN_TYPE_DOUBLE  ? *(const double *)v
-                : atype == CUDNN_TYPE_FLOAT ? *(const float *)v
-                                            : NAN;
+    op->alpha = scalar_attr(atype, v);
+    return;
+  }
+  if (n >= 1 && is_conv_beta_attr(name)) {
+    op->beta = scalar_attr(atype, v); /* a type cuDNN refuses (NAN): counted as blending */
+    return;
+  }
+  if (n >= 1 && name == CUDNN_ATTR_OPERATION_MATMUL_IRREGULARLY_STRIDED_BATCH_COUNT &&
+      atype == CUDNN_TYPE_INT64) {
+    op->irregular_batch = *(const int64_t *)v;
+    return;
+  }
+  if (n >= 1 && atype == CUDNN_TYPE_BACKEND_DESCRIPTOR &&
+      name >= CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC &&
+      name <= CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC) {
+    op->override[name - CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC] =
+        *(void *const *)v != NULL;
     return;
   }
   if (atype != CUDNN_TYPE_BACKEND_DESCRIPTOR || n < 1) return;
@@ -711,6 +743,14 @@ static const be_tensor *materialised(const be_graph *g, const be_tensor *t) {
   return t;
 }
 
+/* The batch count C's dims give: all but its last two. */
+static int64_t matmul_batch(const mpp_tensor_desc *c) {
+  int64_t b = 1;
+  for (int i = 0; i + 2 < c->nd; i++)
+    b *= c->dims[i];
+  return b;
+}
+
 static void decode_matmul(mpp_op *op, const be_op *o, void *pa, void *pb, void *pc) {
   const mpp_tensor_desc *a = &o->t[OPND_X].d, *b = &o->t[OPND_W].d, *c = &o->t[OPND_Y].d;
   mpp_op_init(op, "cudnnBackendExecute", MPP_OP_MATMUL);
@@ -726,9 +766,22 @@ static void decode_matmul(mpp_op *op, const be_op *o, void *pa, void *pb, void *
   mpp_op_type(op, "B", mpp_cudnn_dtype_name(b->dtype));
   mpp_op_type(op, "C", mpp_cudnn_dtype_name(c->dtype));
   if (o->comp_type >= 0) op->compute_type = mpp_cudnn_dtype_name(o->comp_type);
-  mpp_conv_tensor_view(mpp_op_role(op, "A", true), a, pa);
-  mpp_conv_tensor_view(mpp_op_role(op, "B", true), b, pb);
-  mpp_conv_tensor_view(mpp_op_role(op, "C", false), c, pc);
+  mpp_role *ra = mpp_op_role(op, "A", true), *rb = mpp_op_role(op, "B", true),
+           *rc = mpp_op_role(op, "C", false);
+  mpp_conv_tensor_view(ra, a, pa);
+  mpp_conv_tensor_view(rb, b, pb);
+  mpp_conv_tensor_view(rc, c, pc);
+  /* M, N or K overridden: each batch member's product covers only the
+   * leading rows / columns its override tensor says (device values, ragged
+   * sequences), the rest of A, B and C is neither read nor written: padding
+   * whose values mean nothing. The extent read is not a view mpprof can
+   * scan: those operands are not scanned (M: A's rows and C's, N: B's
+   * columns and C's, K: A's columns and B's rows). Likewise a batch count
+   * other than C's dims' (the deprecated irregularly strided batch). */
+  bool irregular = o->irregular_batch > 0 && o->irregular_batch != matmul_batch(c);
+  if (o->override[0] || o->override[2] || irregular) ra->unscannable = MPP_NS_LAYOUT;
+  if (o->override[1] || o->override[2] || irregular) rb->unscannable = MPP_NS_LAYOUT;
+  if (o->override[0] || o->override[1] || irregular) rc->unscannable = MPP_NS_LAYOUT;
   mpp_op_note_ptr(op, pa);
   mpp_op_note_ptr(op, pb);
   mpp_op_note_ptr(op, pc);
@@ -753,6 +806,9 @@ static void decode_graph_op(mpp_op *op, const be_graph *g, const be_op *o) {
   if (!o->has_conv) memset(&c, 0, sizeof c);
   mpp_conv_decode(op, "cudnnBackendExecute", kind_of(o->type), &o->t[OPND_X].d, &o->t[OPND_W].d,
                   &out->d, &c, NULL, NULL, NULL);
+  /* beta != 0: y = alpha conv + beta y, the output's prior value read (a
+   * virtual output has no memory to read). */
+  if (o->beta != 0 && !o->t[OPND_Y].is_virtual) mpp_conv_add_prior(op, &out->d, NULL);
   /* Shadow execution re-computes alpha times the convolution: not a graph
    * that fuses more into its output (a virtual one). */
   if (mpp_cfg.shadow && o->has_conv && out == &o->t[OPND_Y] && !out->is_virtual)
@@ -842,11 +898,12 @@ static bool decode_execute(mpp_calls *rec, cudnnHandle_t handle, void *plan, voi
       /* The pointers, in the order the decode made the roles. Virtual
        * operands (inside a fused graph) have no memory to read. */
       const be_tensor *ts[3] = {&o->t[OPND_X], &o->t[OPND_W], materialised(g, &o->t[OPND_Y])};
-      for (int r = 0; r < 3; r++) {
-        void *ptr = ptr_of(vp, ts[r]);
+      for (int r = 0; r < op->nroles; r++) {
+        const be_tensor *t = ts[r < 3 ? r : 2]; /* a 4th role: the output's prior value */
+        void *ptr = ptr_of(vp, t);
         op->roles[r].view.data = ptr;
         mpp_op_note_ptr(op, ptr);
-        if (ts[r]->is_virtual || !ptr) op->roles[r].unscannable = MPP_NS_UNKNOWN;
+        if (t->is_virtual || !ptr) op->roles[r].unscannable = MPP_NS_UNKNOWN;
       }
       if (cached && n == 0) { /* the memo the plan's last execution here left */
         mpp_site_memo *m = &pm->site;

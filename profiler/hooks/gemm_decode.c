@@ -1,7 +1,8 @@
 /* cuBLAS GEMM arguments -> mpp_op (see gemm_decode.h). Column-major: op(A) is
  * m x k, op(B) k x n, C and D m x n; A as stored is m x k when TRANSA is N and
  * k x m otherwise. C is an input role only when beta != 0 (cuBLAS does not
- * read C otherwise); D is the output written over C. */
+ * read C otherwise), A and B only when alpha may be non-zero (with alpha == 0
+ * BLAS reads neither); D is the output written over C. */
 #include "gemm_decode.h"
 
 #include <math.h>
@@ -64,11 +65,6 @@ static bool beta_nonzero(const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
   return mpp_scalar_nonzero(g->beta, g->scale_type) == 1;
 }
 
-/* Is alpha known to be non-zero? With alpha == 0 BLAS does not reference A
- * and B, and a program may leave NULL in a pointer array: the device scan,
- * which reads the array's entries on the GPU where the host cannot check
- * them, must follow them only when cuBLAS itself will. Unknown (a device
- * scalar) counts as possibly zero, as for beta. */
 /* alpha's value for shadow execution: NAN when it cannot be read here. */
 static double alpha_value(const void *alpha, int scale_type, bool readable) {
   double v;
@@ -76,24 +72,34 @@ static double alpha_value(const void *alpha, int scale_type, bool readable) {
   return v;
 }
 
-static bool alpha_nonzero(const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
-  if (!g->alpha) return false;
-  if (ctx->pointer_mode != 0 && !(ctx->host_visible && ctx->host_visible(g->alpha))) return false;
-  return mpp_scalar_nonzero(g->alpha, g->scale_type) == 1;
+/* What alpha is known to be: 1 non-zero, 0 zero, -1 not known (a device
+ * scalar not readable here, a scale type without a reading). With
+ * alpha == 0 BLAS references neither A nor B (C = beta C: the reference
+ * DGEMM's quick return, "if alpha is zero, A and B need not be set"): their
+ * values, NaN or garbage, reach nothing, and a program may leave NULL in a
+ * pointer array. Unknown: A and B may be read. */
+static int alpha_known(const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
+  if (!g->alpha) return -1; /* cuBLAS refuses the call */
+  if (ctx->pointer_mode != 0 && !(ctx->host_visible && ctx->host_visible(g->alpha))) return -1;
+  return mpp_scalar_nonzero(g->alpha, g->scale_type);
 }
 
 /* Everything the decoding reads through alpha and beta: with these, the op
  * is a function of the call's other arguments and the context alone (the
  * memo below relies on it). */
 typedef struct scalars {
-  double alpha; /* NAN: not readable here */
-  bool alpha_nonzero, beta_nonzero;
+  double alpha;       /* NAN: not readable here */
+  bool alpha_nonzero; /* known non-zero: a pointer array's entries are followed */
+  bool alpha_zero;    /* known zero: A and B are not read at all */
+  bool beta_nonzero;
 } scalars;
 
 static scalars read_scalars(const mpp_gemm_call *g, const mpp_gemm_ctx *ctx) {
   bool readable = ctx->pointer_mode == 0 || (ctx->host_visible && ctx->host_visible(g->alpha));
+  int a = alpha_known(g, ctx);
   return (scalars){.alpha = alpha_value(g->alpha, g->scale_type, readable),
-                   .alpha_nonzero = alpha_nonzero(g, ctx),
+                   .alpha_nonzero = a == 1,
+                   .alpha_zero = a == 0,
                    .beta_nonzero = beta_nonzero(g, ctx)};
 }
 
@@ -143,10 +149,12 @@ static void decode_with(mpp_op *op, const mpp_gemm_call *g, const mpp_gemm_ctx *
   mpp_role *c = mpp_op_role(op, "C", true);
   set_view(c, g->Ctype, g->C, g->Carr, g->m, g->n, g->ldc, op->batch, g->strideC);
   if (!sc->beta_nonzero) c->present = false;
-  if (!sc->alpha_nonzero) {
-    if (g->Aarr) a->present = false;
-    if (g->Barr) b->present = false;
-  }
+  /* alpha == 0: A and B are not read. A pointer array is followed only when
+   * alpha is known non-zero: the device scan reads its entries on the GPU,
+   * where the host cannot check them, and must follow them only when cuBLAS
+   * itself will (a NULL-filled array with alpha = 0 is legal). */
+  if (sc->alpha_zero || (!sc->alpha_nonzero && g->Aarr)) a->present = false;
+  if (sc->alpha_zero || (!sc->alpha_nonzero && g->Barr)) b->present = false;
   mpp_role *d = mpp_op_role(op, "D", false);
   set_view(d, g->Ctype, g->C, g->Carr, g->m, g->n, g->ldc, op->batch, g->strideC);
   /* An operation code cuBLAS rejects (it then reads nothing): the operand's
@@ -188,7 +196,7 @@ typedef struct gemm_key { /* 8-byte fields only: compared with memcmp, no paddin
   int64_t m, n, k, lda, ldb, ldc, strideA, strideB, strideC, batch;
   int64_t transa, transb, Atype, Btype, Ctype, compute, scale_type, math_mode, pointer_mode;
   uint64_t alpha_bits;
-  int64_t flags; /* alpha_nonzero, beta_nonzero */
+  int64_t flags; /* alpha_nonzero, beta_nonzero, alpha_zero */
 } gemm_key;
 _Static_assert(sizeof(gemm_key) == 24 * 8, "gemm_key has padding");
 
@@ -211,12 +219,12 @@ _Static_assert(sizeof(gemm_key) == 24 * 8, "gemm_key has padding");
 /* Legacy cuDNN convolutions' memo (mpp_conv_decode_memo_key), sets and
  * replacement alike; its key is an mpp_conv_key. 128 entries: a ResNet-50
  * trains with 72 keys (24 shapes, three kinds each), called in turn
- * (a_resnets_convolutions_in_turn_keep_their_entries); about 171 KB a
+ * (a_resnets_convolutions_in_turn_keep_their_entries); about 195 KB a
  * thread, its pages touched as entries fill. */
 #define CONV_SETS 16
 #define CONV_SLOTS (CONV_SETS * MEMO_WAYS)
 _Static_assert(sizeof(mpp_conv_key) == 3 * sizeof(void *) + sizeof(int32_t) +
-                                           3 * sizeof(mpp_conv_key_tensor) + 10 * sizeof(int32_t),
+                                           3 * sizeof(mpp_conv_key_tensor) + 12 * sizeof(int32_t),
                "a conv key has no padding: it is compared as bytes");
 /* memo_slot picks sets by a mask: no division on every call. */
 _Static_assert((MEMO_SETS & (MEMO_SETS - 1)) == 0 && (LT_SETS & (LT_SETS - 1)) == 0 &&
@@ -363,7 +371,7 @@ mpp_op *mpp_gemm_decode_memo(mpp_op *scratch, const mpp_gemm_call *g, const mpp_
   k.math_mode = ctx->math_mode;
   k.pointer_mode = ctx->pointer_mode;
   memcpy(&k.alpha_bits, &sc.alpha, sizeof k.alpha_bits);
-  k.flags = sc.alpha_nonzero | sc.beta_nonzero << 1;
+  k.flags = sc.alpha_nonzero | sc.beta_nonzero << 1 | sc.alpha_zero << 2;
   bool hit;
   __typeof__(mm->slot[0]) *e =
       &mm->slot[memo_slot(mm->tag, MEMO_SETS, key_hash(&k), gemm_same, &k, &hit)];
@@ -400,6 +408,46 @@ const char *mpp_lt_epilogue_name(uint32_t e) {
 
 static bool is_fp8(mp_dtype d) {
   return d == MP_FP8_E4M3 || d == MP_FP8_E5M2;
+}
+
+/* The cudaDataType of the bias (or bias gradient) vector: BIAS_DATA_TYPE,
+ * by default D's (cublasLt.h) with the header's exceptions: IMMA kernels
+ * (32I compute, int8 C) take the scale type's; FP8 kernels (fp8 A and B)
+ * take bf16 for an fp32 D and C's type (bf16 or fp16) for an fp8 D (the
+ * cuBLAS documentation's cublasLtMatmul FP8 table: D fp32 -> bias bf16;
+ * simcuda alike). */
+static int lt_bias_type(const mpp_lt_call *g) {
+  if (g->bias_type >= 0) return g->bias_type;
+  if ((g->compute == 72 || g->compute == 73) && g->c.type == 3 /* CUDA_R_8I */)
+    return g->scale_type;
+  if (is_fp8(mpp_cuda_dtype(g->a.type))) {
+    if (g->d.type == 0 /* CUDA_R_32F */) return 14; /* CUDA_R_16BF */
+    if (is_fp8(mpp_cuda_dtype(g->d.type))) return g->c.type;
+  }
+  return g->d.type;
+}
+
+/* How the epilogue uses the bias pointer: 1 reads a bias (BIAS, RELU_BIAS,
+ * GELU_BIAS and their AUX forms), 2 writes a bias gradient of D's rows
+ * (DRELU_BGRAD, DGELU_BGRAD, BGRADA), 3 one of D's columns (BGRADB), 0
+ * neither. */
+static int lt_bias_use(uint32_t epilogue) {
+  switch (epilogue) {
+  case 4:
+  case 6:
+  case 134:
+  case 36:
+  case 164:
+    return 1;
+  case 152:
+  case 208:
+  case 256:
+    return 2;
+  case 512:
+    return 3;
+  default:
+    return 0;
+  }
 }
 
 /* How shadow execution models an epilogue's effect on D: false when it does
@@ -440,12 +488,7 @@ static bool lt_shadow_epilogue(mpp_op *op, const mpp_lt_call *g) {
   if (!bias) return true;
   if (!g->bias) return false; /* cuBLASLt would refuse the call */
   op->shadow_bias = g->bias;
-  /* The default (-1) is D's type, but for an fp8 D, whose bias is C's type
-   * (cublasLt.h, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE; simcuda alike). */
-  bool fp8_d = is_fp8(mpp_cuda_dtype(g->d.type));
-  op->shadow_bias_dtype = mpp_cuda_dtype(g->bias_type >= 0 ? g->bias_type
-                                         : fp8_d           ? g->c.type
-                                                           : g->d.type);
+  op->shadow_bias_dtype = mpp_cuda_dtype(lt_bias_type(g));
   op->shadow_bias_stride = g->d.batch > 1 ? g->bias_stride : 0;
   return op->shadow_bias_dtype != MP_DTYPE_INVALID;
 }
@@ -489,26 +532,88 @@ static bool lt_alpha_host(const mpp_lt_call *g, bool (*host_visible)(const void 
          (g->pointer_mode == 1 && host_visible && g->alpha && host_visible(g->alpha));
 }
 
-static bool lt_beta_nonzero(const mpp_lt_call *g, bool (*host_visible)(const void *)) {
+static size_t scale_size(int t) {
+  switch (t) {
+  case 0:  /* CUDA_R_32F */
+  case 10: /* CUDA_R_32I */
+    return 4;
+  case 1: /* CUDA_R_64F */
+    return 8;
+  case 2:  /* CUDA_R_16F */
+  case 14: /* CUDA_R_16BF */
+    return 2;
+  default:
+    return 0;
+  }
+}
+
+/* What a vector of scalars (the DEVICE_VECTOR pointer modes: one value per
+ * row of D, cublasLt.h; per batch member `stride` values apart when a
+ * stride is given) is known to be: 1 some value non-zero, 0 all zero, -1 not
+ * known (not readable here: device memory is never read on the host). A row
+ * whose value is 0 leaves its row of op(A) (alpha) or of C (beta) unread:
+ * the whole operand counts as read when any row's value is non-zero. */
+static int lt_vector_known(const void *v, int64_t stride, const mpp_lt_call *g,
+                           bool (*host_visible)(const void *)) {
+  size_t es = scale_size(g->scale_type);
+  if (!v || !es || !host_visible || !host_visible(v)) return -1;
+  int64_t nb = stride > 0 && g->d.batch > 1 ? g->d.batch : 1;
+  for (int64_t b = 0; b < nb; b++)
+    for (uint64_t i = 0; i < g->d.rows; i++) {
+      int r =
+          mpp_scalar_nonzero((const char *)v + ((uint64_t)(b * stride) + i) * es, g->scale_type);
+      if (r != 0) return r;
+    }
+  return 0;
+}
+
+/* What beta is known to be (1 non-zero, 0 zero, -1 not known) in the call's
+ * pointer mode: a host scalar (HOST, ALPHA_DEVICE_VECTOR_BETA_HOST), zero
+ * (ALPHA_DEVICE_VECTOR_BETA_ZERO), a device scalar or (DEVICE_VECTOR) a
+ * device vector, read only where host-readable. */
+static int lt_beta_known(const mpp_lt_call *g, bool (*host_visible)(const void *)) {
+  if (!g->beta && g->pointer_mode != 3) return -1;
   switch (g->pointer_mode) {
   case 0: /* HOST */
   case 4: /* ALPHA_DEVICE_VECTOR_BETA_HOST */
-    break;
+    return mpp_scalar_nonzero(g->beta, g->scale_type);
   case 3: /* ALPHA_DEVICE_VECTOR_BETA_ZERO */
-    return false;
+    return 0;
+  case 1: /* DEVICE */
+    if (!host_visible || !host_visible(g->beta)) return -1;
+    return mpp_scalar_nonzero(g->beta, g->scale_type);
+  case 2: /* DEVICE_VECTOR */
+    return lt_vector_known(g->beta, 0, g, host_visible);
   default:
-    if (!host_visible || !g->beta || !host_visible(g->beta)) return false;
+    return -1;
   }
-  return g->beta && mpp_scalar_nonzero(g->beta, g->scale_type) == 1;
 }
 
-/* Is alpha known to be non-zero (see alpha_nonzero above)? Device vectors of
- * alpha are never read here. */
-static bool lt_alpha_nonzero(const mpp_lt_call *g, bool (*host_visible)(const void *)) {
-  if (!g->alpha) return false;
-  if (g->pointer_mode != 0 && !(g->pointer_mode == 1 && host_visible && host_visible(g->alpha)))
-    return false;
-  return mpp_scalar_nonzero(g->alpha, g->scale_type) == 1;
+/* Is C read? Only with beta != 0: unknown (a device scalar or vector not
+ * readable here) counts as not read, as for cuBLAS (beta_nonzero above). */
+static bool lt_beta_nonzero(const mpp_lt_call *g, bool (*host_visible)(const void *)) {
+  return lt_beta_known(g, host_visible) == 1;
+}
+
+/* What alpha is known to be (1 non-zero, 0 zero, -1 not known; see
+ * alpha_known above): a host or device scalar, or in the DEVICE_VECTOR
+ * modes (2, 3, 4) a vector of m values per batch member,
+ * ALPHA_VECTOR_BATCH_STRIDE apart. */
+static int lt_alpha_known(const mpp_lt_call *g, bool (*host_visible)(const void *)) {
+  if (!g->alpha) return -1;
+  switch (g->pointer_mode) {
+  case 0:
+    return mpp_scalar_nonzero(g->alpha, g->scale_type);
+  case 1:
+    if (!host_visible || !host_visible(g->alpha)) return -1;
+    return mpp_scalar_nonzero(g->alpha, g->scale_type);
+  case 2:
+  case 3:
+  case 4:
+    return lt_vector_known(g->alpha, g->alpha_vec_stride, g, host_visible);
+  default:
+    return -1;
+  }
 }
 
 /* The fp8 scales shadow execution applies (op->shadow_scale, and
@@ -588,18 +693,38 @@ void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
   mpp_role *c = mpp_op_role(op, "C", true);
   lt_view(c, &g->c, g->C);
   if (!g->C || !lt_beta_nonzero(g, host_visible)) c->present = false;
-  /* With alpha == 0 A and B are not read: pointer arrays may hold NULLs. */
-  if (!lt_alpha_nonzero(g, host_visible)) {
-    if (a->ptr_array) a->present = false;
-    if (b->ptr_array) b->present = false;
-  }
+  /* With alpha == 0 A and B are not read (pointer arrays may hold NULLs):
+   * arrays are followed only when alpha is known non-zero (decode_with). */
+  int ak = lt_alpha_known(g, host_visible);
+  if (ak == 0 || (ak != 1 && a->ptr_array)) a->present = false;
+  if (ak == 0 || (ak != 1 && b->ptr_array)) b->present = false;
   mpp_role *d = mpp_op_role(op, "D", false);
   lt_view(d, &g->d, g->D);
   /* cuBLASLt converts an fp8 D with saturation (values beyond the format's
    * max are stored as +-max): those are counted as saturated (call.c). */
   d->saturates = is_fp8(d->view.dtype);
+  /* The epilogue's bias: a vector the library reads (an input, D = ... +
+   * bias: its NaN is not the product's), or the bias gradient it writes;
+   * one per batch member BIAS_BATCH_STRIDE apart (0: one shared). */
+  int use = lt_bias_use(g->epilogue);
+  if (use && g->bias) {
+    mpp_role *r = mpp_op_role(op, use == 1 ? "bias" : "dbias", use == 1);
+    if (r) {
+      int bt = lt_bias_type(g);
+      uint64_t len = use == 3 ? g->d.cols : g->d.rows;
+      r->view.dtype = mpp_cuda_dtype(bt);
+      r->view.data = g->bias;
+      r->view.rows = len;
+      r->view.cols = 1;
+      r->view.ld = len;
+      r->view.batch = op->batch > 1 && g->bias_stride != 0 ? (uint64_t)op->batch : 1;
+      r->view.batch_stride = r->view.batch > 1 ? g->bias_stride : 0;
+      if (r->view.dtype == MP_DTYPE_INVALID) r->unscannable = MPP_NS_DTYPE;
+      if (len == 0) r->present = false;
+    }
+  }
 
-  for (int i = 0; i < op->nroles; i++) {
+  for (int i = 0; i < op->nroles && i < 4; i++) { /* the matrices' alignment, not the bias's */
     const mpp_role *r = &op->roles[i];
     if (!r->ptr_array)
       mpp_op_note_ptr(op, r->view.data);
@@ -642,7 +767,8 @@ static void set_lt_pointers(mpp_op *op, const mpp_lt_call *g) {
     op->roles[i].view.data = p[i];
     mpp_op_note_ptr(op, p[i]);
   }
-  if (op->shadow_bias) op->shadow_bias = g->bias; /* the key holds whether there is one */
+  if (op->nroles > 4) op->roles[4].view.data = g->bias; /* the key holds whether there is one */
+  if (op->shadow_bias) op->shadow_bias = g->bias;       /* the key holds whether there is one */
 }
 
 static bool lt_same(unsigned slot, const void *key) {
@@ -671,8 +797,11 @@ mpp_op *mpp_lt_decode_memo_hinted(mpp_op *scratch, const mpp_lt_call *g, void *s
    * through alpha and beta, as it reads it, and the stream. */
   bool alpha_host = lt_alpha_host(g, host_visible);
   double alpha = alpha_value(g->alpha, g->scale_type, alpha_host);
-  uint64_t words[5] = {g->C != NULL, lt_beta_nonzero(g, host_visible), alpha_host, 0,
-                       (uint64_t)(uintptr_t)stream};
+  int ak = lt_alpha_known(g, host_visible);
+  uint64_t words[5] = {g->C != NULL,
+                       (uint64_t)lt_beta_nonzero(g, host_visible) | (uint64_t)(ak == 1) << 1 |
+                           (uint64_t)(ak == 0) << 2,
+                       alpha_host, 0, (uint64_t)(uintptr_t)stream};
   memcpy(&words[3], &alpha, sizeof alpha);
   _Static_assert(sizeof words == sizeof hint->words, "a hint holds the call's words");
   __typeof__(mm->lt[0]) *e;
@@ -757,6 +886,7 @@ mpp_op *mpp_conv_decode_memo_key(mpp_op *scratch, const mpp_conv_key *k, const v
     mpp_conv_key_descs(k, t, &c);
     mpp_conv_decode_call(scratch, k->api, (mpp_op_kind)k->kind, t, &c, k->conv_math, k->stream, p0,
                          p1, p2);
+    if (k->blend) mpp_conv_add_prior(scratch, &t[2], p2);
     return scratch;
   }
   /* x's first four dims, w's first, the kind and x's type */
@@ -774,16 +904,19 @@ mpp_op *mpp_conv_decode_memo_key(mpp_op *scratch, const mpp_conv_key *k, const v
     mpp_conv_key_descs(k, t, &c);
     mpp_conv_decode_call(&e->op, k->api, (mpp_op_kind)k->kind, t, &c, k->conv_math, k->stream, NULL,
                          NULL, NULL);
+    if (k->blend) mpp_conv_add_prior(&e->op, &t[2], NULL);
     memcpy(&e->key, k, sizeof *k);
     e->site = (mpp_site_memo){.op = mpp_site_memo_op()}; /* another op: its sites not known yet */
   }
-  /* The pointers, where mpp_conv_decode puts them (roles in role order). */
+  /* The pointers, where mpp_conv_decode puts them (roles in role order),
+   * and the output's prior value's (the output's memory). */
   const void *p[3] = {p0, p1, p2};
   e->op.ptr_align = 0;
   for (int i = 0; i < 3; i++) {
     e->op.roles[i].view.data = p[i];
     mpp_op_note_ptr(&e->op, p[i]);
   }
+  if (e->op.nroles > 3) e->op.roles[3].view.data = p2;
   e->op.site_memo = &e->site;
   return &e->op;
 }

@@ -65,13 +65,16 @@ typedef struct mpp_conv_key {
   mpp_conv_key_tensor t[3];
   int32_t comp_type, nsp, mode, groups;
   int32_t pad[2], stride[2], dilation[2];
+  int32_t blend;  /* beta != 0: the output's prior value is read (mpp_conv_add_prior) */
+  int32_t unused; /* 0 */
 } mpp_conv_key;
 
 /* The key's tensors and convolution as mpp_conv_decode_call takes them. */
 void mpp_conv_key_descs(const mpp_conv_key *k, mpp_tensor_desc t[3], mpp_conv_desc *c);
 
 /* mpp_conv_decode_call of the key's call with these data pointers (role
- * order), through the same per-thread memo. */
+ * order), and with the output's prior value when the key blends, through
+ * the same per-thread memo. */
 mpp_op *mpp_conv_decode_memo_key(mpp_op *scratch, const mpp_conv_key *k, const void *p0,
                                  const void *p1, const void *p2);
 
@@ -104,6 +107,7 @@ typedef struct mpp_lt_call {
   const void *bias;         /* CUBLASLT_MATMUL_DESC_BIAS_POINTER (NULL: none) */
   int bias_type;            /* cudaDataType, -1: D's (cuBLASLt's default) */
   int64_t bias_stride;      /* elements between batch members' bias vectors */
+  int64_t alpha_vec_stride; /* ALPHA_VECTOR_BATCH_STRIDE: values between batch members' alphas */
   const void *scale_ptr[4]; /* A, B, C, D scale pointers (NULL = 1) */
   int32_t scale_mode[4];    /* A..D_SCALE_MODE: 0 = one fp32 scalar, others block/vector arrays */
   const void *amax_d;
@@ -123,8 +127,8 @@ mpp_op *mpp_lt_decode_memo(mpp_op *scratch, const mpp_lt_call *g, void *stream,
 
 /* Where a call went in this thread's memo: its entry, the entry's fill (a
  * stamp no other fill of any thread's memo has), and the words of the key
- * that come from the call's pointers (C given, beta nonzero, alpha read on
- * the host, alpha, the stream). 0 fill: none. */
+ * that come from the call's pointers (C given, what beta and alpha are
+ * known to be, alpha read on the host, alpha, the stream). 0 fill: none. */
 typedef struct mpp_lt_memo_hint {
   uint64_t fill;
   uint32_t slot;

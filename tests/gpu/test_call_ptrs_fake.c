@@ -478,6 +478,65 @@ static void fp8_device_scan_counts_saturated_and_reads_scales_and_amax(void **st
   free(hd);
 }
 
+/* An op with more roles than one launch scans (MPP_SCAN_MAX_TENSORS): a
+ * cuBLASLt fp32 matmul with C read (beta 1, C distinct from D) and a BIAS
+ * epilogue, its five tensors in device memory: two launches, every role's
+ * record the host scan's. */
+static void five_device_roles_take_two_launches(void **state) {
+  (void)state;
+  int (*launches)(void) = (int (*)(void))fake_fn("fakecuda_launches");
+  static const float one = 1;
+  static int stream_token;
+  size_t ea = (size_t)LDA * K, eb = (size_t)LDB * N, ec = (size_t)LDC * N;
+  float *h[5] = {mpp_scan_test_data(MP_FP32, ea, 91), mpp_scan_test_data(MP_FP32, eb, 92),
+                 mpp_scan_test_data(MP_FP32, ec, 93), mpp_scan_test_data(MP_FP32, ec, 94),
+                 mpp_scan_test_data(MP_FP32, M, 95)};
+  size_t bytes[5] = {ea * 4, eb * 4, ec * 4, ec * 4, M * 4};
+  void *d[5];
+  for (int i = 0; i < 5; i++)
+    d[i] = dev_copy(h[i], bytes[i]);
+  mpp_lt_call g = {.compute = 68,
+                   .scale_type = 0,
+                   .epilogue = 4, /* BIAS */
+                   .bias = d[4],
+                   .bias_type = -1,
+                   .a = {.type = 0, .rows = M, .cols = K, .ld = LDA, .batch = 1},
+                   .b = {.type = 0, .rows = K, .cols = N, .ld = LDB, .batch = 1},
+                   .c = {.type = 0, .rows = M, .cols = N, .ld = LDC, .batch = 1},
+                   .d = {.type = 0, .rows = M, .cols = N, .ld = LDC, .batch = 1},
+                   .alpha = &one,
+                   .beta = &one,
+                   .A = d[0],
+                   .B = d[1],
+                   .C = d[2],
+                   .D = d[3]};
+  mpp_op op;
+  mpp_call call;
+  mpp_lt_decode(&op, &g, &stream_token, mpp_host_readable);
+  assert_int_equal(op.nroles, 5);
+  int l0 = launches();
+  mpp_call_begin(&call, &op);
+  mpp_call_end(&call, &op, true);
+  mpp_devscan_drain();
+  assert_int_equal(launches() - l0, 2);
+  mp_stats *want = malloc(sizeof *want);
+  const mp_view v[5] = {{MP_FP32, h[0], M, K, LDA, 1, 0},
+                        {MP_FP32, h[1], K, N, LDB, 1, 0},
+                        {MP_FP32, h[2], M, N, LDC, 1, 0},
+                        {MP_FP32, h[3], M, N, LDC, 1, 0},
+                        {MP_FP32, h[4], M, 1, M, 1, 0}};
+  for (int r = 0; r < 5; r++) {
+    mp_stats_init(want, MP_FP32);
+    mp_scan_with(want, &v[r], MP_SCAN_PORTABLE);
+    assert_role_equals(r, want);
+  }
+  free(want);
+  for (int i = 0; i < 5; i++) {
+    mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)d[i]);
+    free(h[i]);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(device_pointer_array_is_scanned_on_the_device_whole, reset_all),
@@ -487,6 +546,7 @@ int main(void) {
       cmocka_unit_test_setup(input_sharing_memory_with_an_output_is_scanned_before_the_call,
                              reset_all),
       cmocka_unit_test_setup(fp8_device_scan_counts_saturated_and_reads_scales_and_amax, reset_all),
+      cmocka_unit_test_setup(five_device_roles_take_two_launches, reset_all),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,10 +32,26 @@
  *              config / AlgoCheck for fp32, then cublasLtMatmul of 4x3x5
  *              (A holds 1..20, B 0.5..7.5) with each algorithm that checks,
  *              and cublasGetMatrix
+ *   alpha0     cublasSgemm 4x4x4 with alpha 0, beta 0, A and C all NaN (D = 0);
+ *              cublasLtMatmul fp32 3x2x5, alpha 0, beta 1, A all NaN, C 10..15 (D = C)
+ *   ltvec      cublasLtMatmul fp32: DEVICE_VECTOR 4x2x3 with alphas 1 and betas
+ *              {0, 0, 0, 2}, C 10..17; ALPHA_DEVICE_VECTOR_BETA_HOST 5x2x3 with
+ *              every alpha 0, A all NaN, beta 1
+ *   ltbias     cublasLtMatmul BIAS epilogues: fp32 4x2x3 with bias {0.5, 1, 1.5, 2};
+ *              e4m3 TN 16x16x16 (all 1) with fp32 C/D and a bf16 bias of 1.5 (the
+ *              default type there): D = 17.5
+ *   convbeta   cudnnConvolutionForward (1x1 filter of 1, x 1..16) blending into y
+ *              100..115 (beta 1), then beta 0 over a y of NaN; the fused
+ *              bias-activation forward with z 1..16 (alpha2 1) and bias 0.5, then
+ *              alpha2 0 over a z of NaN
+ *   cudnnbeta  a backend convolution forward with BETA 1 (as convbeta's first);
+ *              a backend fp16 matmul [2,4,8] x [2,8,4] with an M override of
+ *              {2, 3}: A's rows past it and C hold NaN (C's stay so)
  * Every mode prints a checksum of its results on stdout. Linked against the
  * CUDA libraries by soname; run with LD_LIBRARY_PATH=<simcuda>. */
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <math.h>
 #include <link.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -441,6 +457,150 @@ static int mode_cudnnmm(void) {
   return 0;
 }
 
+/* --- what each call reads: alpha / beta, the blended output, the bias --- */
+
+static uint32_t fbits(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  return x;
+}
+
+/* A cuBLASLt fp32 matmul D = alpha A B + beta C (column major, no
+ * transposes), C and D distinct; pointer mode and epilogue as given. */
+static void lt_f32(cublasLtHandle_t lt, int m, int n, int k, int32_t pointer_mode,
+                   uint32_t epilogue, const void *bias, const void *alpha, const void *A,
+                   const void *B, const void *beta, const void *C, void *D) {
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, lc;
+  CK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pointer_mode,
+                                    sizeof pointer_mode));
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                    sizeof epilogue));
+  if (bias)
+    CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, (uint64_t)m, (uint64_t)k, m));
+  CK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, (uint64_t)k, (uint64_t)n, k));
+  CK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, (uint64_t)m, (uint64_t)n, m));
+  CK(cublasLtMatmul(lt, desc, alpha, A, la, B, lb, beta, C, lc, D, lc, NULL, NULL, 0, 0));
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatrixLayoutDestroy(lc);
+  cublasLtMatmulDescDestroy(desc);
+}
+
+static double checksum_f32(const void *dev, int n) {
+  float h[64];
+  CK(cudaMemcpy(h, dev, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost));
+  double s = 0;
+  for (int i = 0; i < n; i++)
+    s += h[i] * (i + 1);
+  return s;
+}
+
+static int mode_alpha0(void) {
+  float nan16[16], b[16], c[16];
+  for (int i = 0; i < 16; i++) {
+    nan16[i] = NAN;
+    b[i] = (float)(i + 1);
+    c[i] = (float)(10 + i);
+  }
+  void *da = upload(nan16, sizeof nan16), *db = upload(b, sizeof b), *dc = upload(nan16, 64),
+       *dc2 = upload(c, sizeof c), *dd2 = upload(nan16, 64);
+  const float zero = 0, one = 1;
+  cublasHandle_t h;
+  cublasLtHandle_t lt;
+  CK(cublasCreate(&h));
+  CK(cublasLtCreate(&lt));
+  range("alpha0");
+  CK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &zero, da, 4, db, 4, &zero, dc, 4));
+  lt_f32(lt, 3, 2, 5, CUBLASLT_POINTER_MODE_HOST, CUBLASLT_EPILOGUE_DEFAULT, NULL, &zero, da, db,
+         &one, dc2, dd2);
+  range_end();
+  printf("alpha0 checksum %.17g %.17g\n", checksum_f32(dc, 16), checksum_f32(dd2, 6));
+  cublasLtDestroy(lt);
+  cublasDestroy(h);
+  return 0;
+}
+
+static int mode_ltvec(void) {
+  float a[15], b[6], c[10], nan15[15];
+  for (int i = 0; i < 15; i++) {
+    a[i] = (float)(i + 1);
+    nan15[i] = NAN;
+  }
+  for (int i = 0; i < 6; i++)
+    b[i] = (float)(i + 1);
+  for (int i = 0; i < 10; i++)
+    c[i] = (float)(10 + i);
+  const float ones[4] = {1, 1, 1, 1}, beta_last[4] = {0, 0, 0, 2}, zeros[5] = {0}, one = 1;
+  void *da = upload(a, sizeof a), *db = upload(b, sizeof b), *dc = upload(c, sizeof c),
+       *dd = upload(c, sizeof c), *dnan = upload(nan15, sizeof nan15),
+       *dalpha = upload(ones, sizeof ones), *dbeta = upload(beta_last, sizeof beta_last),
+       *dzeros = upload(zeros, sizeof zeros), *dc5 = upload(c, sizeof c),
+       *dd5 = upload(c, sizeof c);
+  cublasLtHandle_t lt;
+  CK(cublasLtCreate(&lt));
+  range("ltvec");
+  /* DEVICE_VECTOR, m 4: beta is 0 but for the last row, whose C is read. */
+  lt_f32(lt, 4, 2, 3, CUBLASLT_POINTER_MODE_DEVICE_VECTOR, CUBLASLT_EPILOGUE_DEFAULT, NULL, dalpha,
+         da, db, dbeta, dc, dd);
+  /* ALPHA_DEVICE_VECTOR_BETA_HOST, m 5: every alpha 0, A (NaN) not read. */
+  lt_f32(lt, 5, 2, 3, CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST,
+         CUBLASLT_EPILOGUE_DEFAULT, NULL, dzeros, dnan, db, &one, dc5, dd5);
+  range_end();
+  printf("ltvec checksum %.17g %.17g\n", checksum_f32(dd, 8), checksum_f32(dd5, 10));
+  cublasLtDestroy(lt);
+  return 0;
+}
+
+/* Bias epilogues: an fp32 bias of 4 values; an FP8 GEMM (e4m3 A^T and B,
+ * all 1, 16x16x16) with an fp32 D and a bias of the default type, bf16
+ * (1.5 everywhere): D = 16 + 1.5. */
+static int mode_ltbias(void) {
+  float a[12], b[6], bias[4] = {0.5f, 1, 1.5f, 2};
+  for (int i = 0; i < 12; i++)
+    a[i] = (float)(i + 1);
+  for (int i = 0; i < 6; i++)
+    b[i] = (float)(i + 1);
+  enum { M = 16 };
+  uint8_t ab[M * M];
+  memset(ab, 0x38, sizeof ab); /* e4m3 1.0 */
+  uint16_t bias16[M];
+  for (int i = 0; i < M; i++)
+    bias16[i] = (uint16_t)(fbits(1.5f) >> 16); /* bf16 1.5 */
+  float d8[M * M] = {0};
+  void *da = upload(a, sizeof a), *db = upload(b, sizeof b), *dbias = upload(bias, sizeof bias),
+       *dd = upload(a, 32), *dab = upload(ab, sizeof ab), *dbias16 = upload(bias16, sizeof bias16),
+       *dd8 = upload(d8, sizeof d8);
+  const float one = 1, zero = 0;
+  cublasLtHandle_t lt;
+  CK(cublasLtCreate(&lt));
+  range("ltbias");
+  lt_f32(lt, 4, 2, 3, CUBLASLT_POINTER_MODE_HOST, CUBLASLT_EPILOGUE_BIAS, dbias, &one, da, db,
+         &zero, dd, dd);
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t l8, l32;
+  int32_t opT = CUBLAS_OP_T;
+  uint32_t epi = CUBLASLT_EPILOGUE_BIAS;
+  CK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT));
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &dbias16,
+                                    sizeof dbias16));
+  CK(cublasLtMatrixLayoutCreate(&l8, CUDA_R_8F_E4M3, M, M, M));
+  CK(cublasLtMatrixLayoutCreate(&l32, CUDA_R_32F, M, M, M));
+  CK(cublasLtMatmul(lt, desc, &one, dab, l8, dab, l8, &zero, dd8, l32, dd8, l32, NULL, NULL, 0, 0));
+  range_end();
+  CK(cudaMemcpy(d8, dd8, sizeof d8, cudaMemcpyDeviceToHost));
+  printf("ltbias checksum %.17g %g\n", checksum_f32(dd, 8), d8[0]);
+  cublasLtMatrixLayoutDestroy(l8);
+  cublasLtMatrixLayoutDestroy(l32);
+  cublasLtMatmulDescDestroy(desc);
+  cublasLtDestroy(lt);
+  return 0;
+}
+
 /* A cuDNN handle and the descriptors of one legacy convolution. */
 typedef struct legacy_descs {
   cudnnHandle_t h;
@@ -549,6 +709,212 @@ static int mode_cudnngroups(void) {
   return 0;
 }
 
+/* cudnnConvolutionForward blending into y (beta 1: y = x + y, a 1x1 filter
+ * of 1, x 1..16, y 100..115 before), then the same with beta 0 over a y of
+ * NaN (not read). cudnnConvolutionBiasActivationForward (ReLU) with z
+ * 1..16 and alpha2 1, a bias of 0.5, then alpha2 0 over a z of NaN. */
+static int mode_convbeta(void) {
+  legacy_descs L = legacy_open();
+  CK(cudnnSetTensor4dDescriptor(L.xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, 4, 4));
+  CK(cudnnSetTensor4dDescriptor(L.yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, 4, 4));
+  CK(cudnnSetFilter4dDescriptor(L.wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 1, 1, 1, 1));
+  CK(cudnnSetConvolution2dDescriptor(L.cd, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                     CUDNN_DATA_FLOAT));
+  float hx[16], hy[16], hnan[16];
+  for (int i = 0; i < 16; i++) {
+    hx[i] = (float)(i + 1);
+    hy[i] = (float)(100 + i);
+    hnan[i] = NAN;
+  }
+  const float one = 1, zero = 0, half = 0.5f;
+  void *dw = upload(&one, sizeof one), *dx = upload(hx, sizeof hx), *dy = upload(hy, sizeof hy),
+       *dy0 = upload(hnan, sizeof hnan), *dz = upload(hx, sizeof hx),
+       *dznan = upload(hnan, sizeof hnan), *dyf = upload(hnan, sizeof hnan),
+       *dyf0 = upload(hnan, sizeof hnan), *dbias = upload(&half, sizeof half);
+  cudnnTensorDescriptor_t bd;
+  cudnnActivationDescriptor_t act;
+  CK(cudnnCreateTensorDescriptor(&bd));
+  CK(cudnnSetTensor4dDescriptor(bd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, 1, 1));
+  CK(cudnnCreateActivationDescriptor(&act));
+  CK(cudnnSetActivationDescriptor(act, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0));
+  void *ws;
+  CK(cudaMalloc(&ws, 1 << 16));
+  const cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  range("convbeta");
+  CK(cudnnConvolutionForward(L.h, &one, L.xd, dx, L.wd, dw, L.cd, algo, ws, 1 << 16, &one, L.yd,
+                             dy));
+  CK(cudnnConvolutionForward(L.h, &one, L.xd, dx, L.wd, dw, L.cd, algo, ws, 1 << 16, &zero, L.yd,
+                             dy0));
+  CK(cudnnConvolutionBiasActivationForward(L.h, &one, L.xd, dx, L.wd, dw, L.cd, algo, ws, 1 << 16,
+                                           &one, L.yd, dz, bd, dbias, act, L.yd, dyf));
+  CK(cudnnConvolutionBiasActivationForward(L.h, &one, L.xd, dx, L.wd, dw, L.cd, algo, ws, 1 << 16,
+                                           &zero, L.yd, dznan, bd, dbias, act, L.yd, dyf0));
+  range_end();
+  printf("convbeta checksum %.17g %.17g %.17g %.17g\n", checksum_f32(dy, 16), checksum_f32(dy0, 16),
+         checksum_f32(dyf, 16), checksum_f32(dyf0, 16));
+  CK(cudaFree(ws));
+  CK(cudnnDestroyActivationDescriptor(act));
+  CK(cudnnDestroyTensorDescriptor(bd));
+  legacy_close(&L);
+  return 0;
+}
+
+/* A tensor of the backend API, packed (row major), with its dtype. */
+static cudnnBackendDescriptor_t be_tensor(int64_t uid, cudnnDataType_t dt, int nd,
+                                          const int64_t *dims) {
+  cudnnBackendDescriptor_t t = be_new(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  int64_t strides[8], align = 16;
+  for (int i = nd - 1, s = 1; i >= 0; s *= (int)dims[i], i--)
+    strides[i] = s;
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt));
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, nd, dims));
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, nd, strides));
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align));
+  CK(cudnnBackendFinalize(t));
+  return t;
+}
+
+/* The plan of a one-op graph on engine `index`; its descriptors go to keep[0..3]. */
+static cudnnBackendDescriptor_t be_plan(cudnnHandle_t h, cudnnBackendDescriptor_t op, int64_t index,
+                                        cudnnBackendDescriptor_t keep[4]) {
+  cudnnBackendDescriptor_t graph = be_new(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, BE_D, 1, &op));
+  CK(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
+  CK(cudnnBackendFinalize(graph));
+  cudnnBackendDescriptor_t engine = be_new(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, BE_D, 1, &graph));
+  CK(cudnnBackendSetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &index));
+  CK(cudnnBackendFinalize(engine));
+  cudnnBackendDescriptor_t cfg = be_new(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, BE_D, 1, &engine));
+  CK(cudnnBackendFinalize(cfg));
+  cudnnBackendDescriptor_t plan = be_new(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
+  CK(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, BE_D, 1, &cfg));
+  CK(cudnnBackendFinalize(plan));
+  keep[0] = graph, keep[1] = engine, keep[2] = cfg, keep[3] = plan;
+  return plan;
+}
+
+static void be_execute(cudnnHandle_t h, cudnnBackendDescriptor_t plan, int n, int64_t *uids,
+                       void **ptrs) {
+  void *ws = NULL;
+  cudnnBackendDescriptor_t vp = be_new(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids));
+  CK(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n,
+                              ptrs));
+  CK(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws));
+  CK(cudnnBackendFinalize(vp));
+  CK(cudnnBackendExecute(h, plan, vp));
+  cudnnBackendDestroyDescriptor(vp);
+}
+
+/* A backend convolution forward blending into y (BETA 1: y = x + y with a
+ * 1x1 filter of 1; x 1..16, y 100..115 before); then a backend matmul
+ * [2,4,8] x [2,8,4] -> [2,4,4] fp16 with an M override of 2 and 3 (int32,
+ * uid 4): A's rows past those hold NaN, C's are NaN and stay so. */
+static int mode_cudnnbeta(void) {
+  cudnnHandle_t h;
+  CK(cudnnCreate(&h));
+  int64_t d4[4] = {1, 1, 4, 4}, w4[4] = {1, 1, 1, 1};
+  cudnnBackendDescriptor_t x = be_tensor(1, CUDNN_DATA_FLOAT, 4, d4),
+                           w = be_tensor(2, CUDNN_DATA_FLOAT, 4, w4),
+                           y = be_tensor(3, CUDNN_DATA_FLOAT, 4, d4);
+  cudnnBackendDescriptor_t conv = be_new(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
+  cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  int64_t nsp = 2, zero2[2] = {0, 0}, one2[2] = {1, 1};
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1,
+                              &f32));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE,
+                              1, &mode));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1,
+                              &nsp));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2,
+                              zero2));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2,
+                              zero2));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2,
+                              one2));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, one2));
+  CK(cudnnBackendFinalize(conv));
+  cudnnBackendDescriptor_t op = be_new(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+  double alpha = 1, beta = 1;
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, BE_D, 1, &x));
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, BE_D, 1, &w));
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, BE_D, 1, &y));
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, BE_D, 1,
+                              &conv));
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_DOUBLE,
+                              1, &alpha));
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_DOUBLE,
+                              1, &beta));
+  CK(cudnnBackendFinalize(op));
+  cudnnBackendDescriptor_t keep[4];
+  cudnnBackendDescriptor_t plan = be_plan(h, op, 1, keep); /* FMA: 1 channel has no TC kernel */
+  float hx[16], hy[16], one = 1;
+  for (int i = 0; i < 16; i++) {
+    hx[i] = (float)(i + 1);
+    hy[i] = (float)(100 + i);
+  }
+  void *dx = upload(hx, sizeof hx), *dw = upload(&one, sizeof one), *dy = upload(hy, sizeof hy);
+
+  enum { B = 2, M = 4, K = 8, N = 4 };
+  int64_t ad[3] = {B, M, K}, bd[3] = {B, K, N}, cd[3] = {B, M, N}, od[3] = {B, 1, 1};
+  cudnnBackendDescriptor_t ta = be_tensor(1, CUDNN_DATA_HALF, 3, ad),
+                           tb = be_tensor(2, CUDNN_DATA_HALF, 3, bd),
+                           tc = be_tensor(3, CUDNN_DATA_HALF, 3, cd),
+                           to = be_tensor(4, CUDNN_DATA_INT32, 3, od);
+  cudnnBackendDescriptor_t mm = be_new(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32));
+  CK(cudnnBackendFinalize(mm));
+  cudnnBackendDescriptor_t mop = be_new(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(mop, CUDNN_ATTR_OPERATION_MATMUL_ADESC, BE_D, 1, &ta));
+  CK(cudnnBackendSetAttribute(mop, CUDNN_ATTR_OPERATION_MATMUL_BDESC, BE_D, 1, &tb));
+  CK(cudnnBackendSetAttribute(mop, CUDNN_ATTR_OPERATION_MATMUL_CDESC, BE_D, 1, &tc));
+  CK(cudnnBackendSetAttribute(mop, CUDNN_ATTR_OPERATION_MATMUL_DESC, BE_D, 1, &mm));
+  CK(cudnnBackendSetAttribute(mop, CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, BE_D, 1, &to));
+  CK(cudnnBackendFinalize(mop));
+  cudnnBackendDescriptor_t mkeep[4];
+  cudnnBackendDescriptor_t mplan = be_plan(h, mop, 0, mkeep);
+  uint16_t ha[B * M * K], hb[B * K * N], hc[B * M * N];
+  int32_t movr[B] = {2, 3};
+  for (int b = 0; b < B; b++)
+    for (int i = 0; i < M; i++)
+      for (int l = 0; l < K; l++)
+        ha[(b * M + i) * K + l] = i < movr[b] ? f2h((float)((i + l) % 3)) : 0x7e00; /* NaN */
+  for (int i = 0; i < B * K * N; i++)
+    hb[i] = f2h((float)(i % 2 + 1));
+  for (int i = 0; i < B * M * N; i++)
+    hc[i] = 0x7e00;
+  void *dA = upload(ha, sizeof ha), *dB = upload(hb, sizeof hb), *dC = upload(hc, sizeof hc),
+       *dO = upload(movr, sizeof movr);
+  range("cudnnbeta");
+  int64_t cuids[3] = {1, 2, 3}, muids[4] = {1, 2, 3, 4};
+  void *cptrs[3] = {dx, dw, dy}, *mptrs[4] = {dA, dB, dC, dO};
+  be_execute(h, plan, 3, cuids, cptrs);
+  be_execute(h, mplan, 4, muids, mptrs);
+  range_end();
+  CK(cudaMemcpy(hc, dC, sizeof hc, cudaMemcpyDeviceToHost));
+  double s = 0;
+  int nans = 0;
+  for (int i = 0; i < B * M * N; i++) {
+    if (hc[i] == 0x7e00)
+      nans++;
+    else
+      s += h2f(hc[i]) * (i + 1);
+  }
+  printf("cudnnbeta checksum %.17g %.17g %d\n", checksum_f32(dy, 16), s, nans);
+  cudnnBackendDescriptor_t all[] = {
+      mkeep[3], mkeep[2], mkeep[1], mkeep[0], mop, mm,   ta, tb, tc, to,
+      keep[3],  keep[2],  keep[1],  keep[0],  op,  conv, x,  w,  y};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    cudnnBackendDestroyDescriptor(all[i]);
+  cudnnDestroy(h);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   if (!strcmp(mode, "grouped2")) return mode_grouped2();
@@ -559,6 +925,11 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "ltalgo")) return mode_ltalgo();
   if (!strcmp(mode, "fp8sat")) return mode_fp8sat();
   if (!strcmp(mode, "privblas")) return mode_privblas();
+  if (!strcmp(mode, "alpha0")) return mode_alpha0();
+  if (!strcmp(mode, "ltvec")) return mode_ltvec();
+  if (!strcmp(mode, "ltbias")) return mode_ltbias();
+  if (!strcmp(mode, "convbeta")) return mode_convbeta();
+  if (!strcmp(mode, "cudnnbeta")) return mode_cudnnbeta();
   fprintf(stderr, "usage: mpp_fidelity_prog MODE\n");
   return 2;
 }

@@ -176,6 +176,126 @@ static void legacy_conv_descriptors_changed_in_place_are_read_again(void **state
   cJSON_Delete(doc);
 }
 
+static cJSON *load_json(const char *dir, const char *name);
+static bool has_finding(cJSON *report, const char *kind);
+
+/* The site of api and m whose tensors have (has) or lack (!has) role. */
+static cJSON *site_with(cJSON *doc, const char *api, int64_t m, const char *role, bool has) {
+  cJSON *s;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItem(doc, "sites")) {
+    if (str_is(s, "api", api) && num(s, "m") == (double)m &&
+        (cJSON_GetObjectItem(cJSON_GetObjectItem(s, "tensors"), role) != NULL) == has)
+      return s;
+  }
+  fprintf(stderr, "no site api=%s m=%lld %s %s\n", api, (long long)m, has ? "with" : "without",
+          role);
+  fail();
+  return NULL;
+}
+
+/* alpha == 0: BLAS references neither A nor B, so their NaN (here all of A)
+ * reach nothing and are not scanned (they were, and the input NaN was the
+ * op's); beta == 0: C, NaN here, is not read either. cublasSgemm (alpha 0,
+ * beta 0: D = 0) and cublasLtMatmul (alpha 0, beta 1: D = C). */
+static void a_zero_alpha_reads_neither_a_nor_b(void **state) {
+  (void)state;
+  const char *dir = outdir("alpha0");
+  cJSON *doc = run_mode(dir, "alpha0", NULL);
+  cJSON *s = site(doc, "cublasSgemm_v2", 4);
+  assert_null(get(s, "tensors.A"));
+  assert_null(get(s, "tensors.B"));
+  assert_null(get(s, "tensors.C"));
+  assert_int_equal(num(s, "tensors.D.count"), 16);
+  assert_int_equal(num(s, "tensors.D.zeros"), 16);
+  cJSON *l = site(doc, "cublasLtMatmul", 3);
+  assert_null(get(l, "tensors.A"));
+  assert_null(get(l, "tensors.B"));
+  assert_int_equal(num(l, "tensors.C.count"), 6);
+  assert_int_equal(num(l, "tensors.D.min"), 10);
+  cJSON_Delete(doc);
+  cJSON *rep = load_json(dir, "report.json");
+  assert_false(has_finding(rep, "nonfinite_values"));
+  cJSON_Delete(rep);
+}
+
+/* cuBLASLt's vector pointer modes: DEVICE_VECTOR with beta 0 in every row
+ * but the last, which reads its row of C: C is scanned (it was judged by
+ * beta[0] alone); ALPHA_DEVICE_VECTOR_BETA_HOST with every alpha 0: A (NaN)
+ * and B are not read. simcuda computes both (D's rows as the vectors say). */
+static void vector_alphas_and_betas_decide_what_is_read(void **state) {
+  (void)state;
+  cJSON *doc = run_mode(outdir("ltvec"), "ltvec", NULL);
+  cJSON *v = site(doc, "cublasLtMatmul", 4);
+  assert_int_equal(num(v, "tensors.C.count"), 8);
+  assert_int_equal(num(v, "tensors.C.min"), 10);
+  assert_int_equal(num(v, "tensors.A.count"), 12);
+  /* D: row 3 is A.B + 2 C, the others A.B (A 1..12 by B 1..6, k 3) */
+  assert_int_equal(num(v, "tensors.D.max"), 162);
+  cJSON *z = site(doc, "cublasLtMatmul", 5);
+  assert_null(get(z, "tensors.A"));
+  assert_null(get(z, "tensors.B"));
+  assert_int_equal(num(z, "tensors.C.count"), 10);
+  assert_int_equal(num(z, "tensors.D.nans"), 0);
+  cJSON_Delete(doc);
+}
+
+/* A bias epilogue's bias vector is read: a role of its own ("bias", an input
+ * beside A and B). An FP8 GEMM with an fp32 D takes a bf16 bias by default
+ * (the cuBLAS documentation's FP8 table), which mpprof and simcuda read as
+ * bf16 (1.5, not two halves of a float): D = 16 + 1.5. */
+static void a_bias_epilogue_reads_its_bias_of_its_type(void **state) {
+  (void)state;
+  cJSON *doc = run_mode(outdir("ltbias"), "ltbias", NULL);
+  cJSON *s = site(doc, "cublasLtMatmul", 4);
+  assert_true(str_is(s, "epilogue", "BIAS"));
+  assert_int_equal(num(s, "tensors.bias.count"), 4);
+  assert_true(num(s, "tensors.bias.min") == 0.5 && num(s, "tensors.bias.max") == 2);
+  cJSON *f = site(doc, "cublasLtMatmul", 16);
+  assert_true(str_is(f, "tensors.bias.dtype", "bf16"));
+  assert_int_equal(num(f, "tensors.bias.count"), 16);
+  assert_true(num(f, "tensors.bias.max") == 1.5);
+  assert_true(num(f, "tensors.D.min") == 17.5);
+  cJSON_Delete(doc);
+}
+
+/* cuDNN blends with beta != 0 (y = alpha conv + beta y): the old y is read,
+ * an input role of its own (y_prior, 100..115 here), in the legacy API and
+ * the backend's (CONVOLUTION_FORWARD_BETA); with beta 0 the output is not
+ * read (NaN there before: not scanned). The fused bias-activation forward
+ * reads z (alpha2 != 0) and its bias. */
+static void a_blending_convolution_reads_its_prior_output(void **state) {
+  (void)state;
+  cJSON *doc = run_mode(outdir("convbeta"), "convbeta", NULL);
+  cJSON *b = site_with(doc, "cudnnConvolutionForward", 16, "y_prior", true);
+  assert_int_equal(num(b, "tensors.y_prior.count"), 16);
+  assert_int_equal(num(b, "tensors.y_prior.min"), 100);
+  assert_int_equal(num(b, "tensors.y_prior.max"), 115);
+  assert_int_equal(num(b, "tensors.y.max"), 131); /* 16 + 115 */
+  cJSON *z = site_with(doc, "cudnnConvolutionForward", 16, "y_prior", false);
+  assert_int_equal(num(z, "tensors.y.nans"), 0);
+  cJSON *f = site_with(doc, "cudnnConvolutionBiasActivationForward", 16, "z", true);
+  assert_int_equal(num(f, "tensors.z.count"), 16);
+  assert_int_equal(num(f, "tensors.bias.count"), 1);
+  assert_true(num(f, "tensors.bias.max") == 0.5);
+  cJSON *f0 = site_with(doc, "cudnnConvolutionBiasActivationForward", 16, "z", false);
+  assert_int_equal(num(f0, "tensors.bias.count"), 1);
+  assert_int_equal(num(f0, "tensors.y.nans"), 0);
+  cJSON_Delete(doc);
+  doc = run_mode(outdir("cudnnbeta"), "cudnnbeta", NULL);
+  cJSON *be = site(doc, "cudnnBackendExecute", 16);
+  assert_int_equal(num(be, "tensors.y_prior.count"), 16);
+  assert_int_equal(num(be, "tensors.y_prior.min"), 100);
+  /* The matmul with an M override: A's rows past it (NaN) and C's (NaN,
+   * not written) are not of the product: A and C are not scanned (the
+   * extent read is ragged), B is. */
+  cJSON *mm = site(doc, "cudnnBackendExecute", 4);
+  assert_null(get(mm, "tensors.A"));
+  assert_null(get(mm, "tensors.C"));
+  assert_int_equal(num(mm, "tensors.B.count"), 64);
+  assert_int_equal(num(mm, "not_scanned.layout_unsupported"), 2);
+  cJSON_Delete(doc);
+}
+
 /* A grouped convolution (cudnnSetConvolutionGroupCount) is recorded with
  * its groups and one group's implicit GEMM, a batch of groups: 4 input
  * channels in 2 groups, 6 filters of 2 channels, 1x1, 2x2 outputs: m = 4,
@@ -405,6 +525,10 @@ int main(void) {
       cmocka_unit_test(cudnn_backend_matmul_records_its_compute_type),
       cmocka_unit_test(legacy_conv_descriptors_changed_in_place_are_read_again),
       cmocka_unit_test(a_grouped_convolution_records_its_groups),
+      cmocka_unit_test(a_zero_alpha_reads_neither_a_nor_b),
+      cmocka_unit_test(vector_alphas_and_betas_decide_what_is_read),
+      cmocka_unit_test(a_bias_epilogue_reads_its_bias_of_its_type),
+      cmocka_unit_test(a_blending_convolution_reads_its_prior_output),
       cmocka_unit_test(a_cublaslt_program_choosing_its_algorithm_runs_and_is_recorded),
       cmocka_unit_test(a_saturated_fp8_output_is_overflow_with_its_scales_and_amax),
       cmocka_unit_test(a_scaled_fp8_call_is_shadowed_at_its_scales),

@@ -289,6 +289,20 @@ LT_VARIANT(lt_bias_stride, {
 LT_VARIANT(lt_no_c, g->C = NULL)
 LT_VARIANT(lt_beta, g->beta = &one)
 LT_VARIANT(lt_alpha, g->alpha = &two)
+LT_VARIANT(lt_alpha_zero, g->alpha = &zero) /* A and B not read */
+static const float vec_ones[4] = {1, 1, 1, 1}, vec_beta_last[4] = {0, 0, 0, 2}, vec_zeros[4];
+LT_VARIANT(lt_vector_beta, { /* DEVICE_VECTOR, host-readable: beta 0 but for the last row */
+                             g->pointer_mode = 2;
+                             g->alpha = vec_ones;
+                             g->beta = vec_beta_last;
+                             *hv = visible;
+})
+LT_VARIANT(lt_vector_alpha_zero, { /* ALPHA_DEVICE_VECTOR_BETA_HOST, every alpha 0 */
+                                   g->pointer_mode = 4;
+                                   g->alpha = vec_zeros;
+                                   g->beta = &one;
+                                   *hv = visible;
+})
 LT_VARIANT(lt_a_rows, g->a.rows = 3)
 LT_VARIANT(lt_a_cols, g->a.cols = 2)
 LT_VARIANT(lt_b_ld, g->b.ld = 8)
@@ -328,6 +342,9 @@ static const lt_variant lt_variants[] = {
     {"C NULL", lt_no_c, true},
     {"beta nonzero", lt_beta, true},
     {"alpha value", lt_alpha, true},
+    {"alpha zero", lt_alpha_zero, true},
+    {"vector beta, non-zero in one row", lt_vector_beta, true},
+    {"vector alpha, all zero", lt_vector_alpha_zero, true},
     {"A rows", lt_a_rows, true},
     {"A cols", lt_a_cols, true},
     {"B ld", lt_b_ld, true},

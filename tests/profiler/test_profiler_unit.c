@@ -403,7 +403,8 @@ static void c_is_an_input_role_only_when_beta_is_nonzero(void **state) {
 /* alpha == 0: BLAS does not reference A and B, so a pointer array may hold
  * NULL for them; the device scan (which reads the array on the GPU) must not
  * follow it unless alpha is known non-zero (an unreadable device alpha may be
- * 0). Plain pointers are scanned whatever alpha is. */
+ * 0). Plain pointers are not scanned either when alpha is known to be 0
+ * (their NaN reach nothing), and are when it is not known. */
 static void zero_alpha_drops_pointer_array_a_and_b(void **state) {
   (void)state;
   static const void *arr[2] = {NULL, NULL};
@@ -427,10 +428,29 @@ static void zero_alpha_drops_pointer_array_a_and_b(void **state) {
   mpp_gemm_decode(&op, &g, &dev);
   assert_false(op.roles[0].present);
   assert_false(op.roles[1].present);
-  g = gemm16(); /* plain pointers: alpha does not matter */
+  g = gemm16(); /* plain pointers: not read with alpha 0 */
   g.alpha = &zero;
   mpp_gemm_decode(&op, &g, &mpp_fixture_host_ctx);
+  assert_false(op.roles[0].present);
+  assert_false(op.roles[1].present);
+  assert_true(op.roles[3].present);
+  const float minus_zero = -0.0f, nan = NAN;
+  g.alpha = &minus_zero;
+  mpp_gemm_decode(&op, &g, &mpp_fixture_host_ctx);
+  assert_false(op.roles[0].present);
+  g.alpha = &nan; /* NaN is not zero: A and B are read */
+  mpp_gemm_decode(&op, &g, &mpp_fixture_host_ctx);
   assert_true(op.roles[0].present);
+  g.alpha = &zero;
+  mpp_gemm_decode(&op, &g, &dev); /* 0, but on the device: may be read */
+  assert_true(op.roles[0].present);
+  assert_true(op.roles[1].present);
+  /* The memo keeps alpha == 0 and alpha != 0 apart. */
+  mpp_op scratch;
+  g.alpha = &one;
+  assert_true(mpp_gemm_decode_memo(&scratch, &g, &mpp_fixture_host_ctx)->roles[0].present);
+  g.alpha = &zero;
+  assert_false(mpp_gemm_decode_memo(&scratch, &g, &mpp_fixture_host_ctx)->roles[0].present);
 }
 
 static void device_beta_that_cannot_be_read_drops_c(void **state) {
@@ -653,16 +673,25 @@ static void lt_beta_zero_pointer_mode_drops_c(void **state) {
   assert_false(op.roles[2].present);
 }
 
+/* The device memory of lt_alpha_device_vector_is_never_read: a page that
+ * cannot be read stands for it (a host read faults). */
+static void *device_page;
+
+static bool readable_but_device_page(const void *p) {
+  return p && p != device_page;
+}
+
 /* CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST: beta is a host
  * scalar, alpha a device array of m values (cublasLt.h), which the decode
- * must not read on the host (device memory: the read faults; here a page
- * that cannot be read stands for it), nor take alpha[0] for a scalar alpha.
- * The memo's path reads alpha's readability too. */
+ * must not read on the host, nor take alpha[0] for a scalar alpha. Not
+ * known, alpha may be non-zero: A and B are scanned (not followed as
+ * pointer arrays). The memo's path reads alpha's readability too. */
 static void lt_alpha_device_vector_is_never_read(void **state) {
   (void)state;
   long page = sysconf(_SC_PAGESIZE);
   void *dev = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   assert_true(dev != MAP_FAILED);
+  device_page = dev;
   const float beta = 1;
   mpp_lt_call g = lt16();
   g.alpha = dev;
@@ -670,14 +699,161 @@ static void lt_alpha_device_vector_is_never_read(void **state) {
   for (int pm = 2; pm <= 4; pm++) {
     g.pointer_mode = pm;
     mpp_op op, scratch;
-    mpp_lt_decode(&op, &g, NULL, mpp_host_readable);
+    mpp_lt_decode(&op, &g, NULL, readable_but_device_page);
     assert_true(isnan(op.alpha)); /* not a scalar: shadow execution does not model it */
     assert_false(op.roles[0].ptr_array);
-    assert_true(op.roles[2].present == (pm != 3)); /* beta 1 (host-readable here), but BETA_ZERO */
-    mpp_op *m = mpp_lt_decode_memo(&scratch, &g, NULL, mpp_host_readable);
+    assert_true(op.roles[0].present && op.roles[1].present);
+    /* beta 1, read in the modes where beta is a host scalar (HOST is 0,
+     * ALPHA_DEVICE_VECTOR_BETA_HOST 4) or host-readable (DEVICE_VECTOR 2). */
+    assert_true(op.roles[2].present == (pm != 3));
+    mpp_op *m = mpp_lt_decode_memo(&scratch, &g, NULL, readable_but_device_page);
     assert_true(isnan(m->alpha));
   }
   munmap(dev, (size_t)page);
+}
+
+/* DEVICE_VECTOR modes with the vectors in memory read here (simcuda, host
+ * memory): one value per row of D. C is read when any row's beta is
+ * non-zero (not beta[0] alone), A and B unless every alpha is 0; per batch
+ * member ALPHA_VECTOR_BATCH_STRIDE apart. Not readable: C not scanned (as
+ * any unknown beta), A and B scanned (as any unknown alpha). */
+static void lt_vector_alpha_and_beta_are_read_whole(void **state) {
+  (void)state;
+  mpp_lt_call g = lt16(); /* m = 8 */
+  float alpha[16] = {0}, beta[8] = {0};
+  g.alpha = alpha;
+  g.beta = beta;
+  g.pointer_mode = 2; /* DEVICE_VECTOR */
+  mpp_op op, scratch;
+  mpp_lt_decode(&op, &g, NULL, mpp_host_readable);
+  assert_false(op.roles[0].present); /* every alpha 0: A and B are not read */
+  assert_false(op.roles[1].present);
+  assert_false(op.roles[2].present); /* every beta 0 */
+  beta[7] = 2;                       /* the last row's beta only */
+  alpha[5] = 1;
+  mpp_lt_decode(&op, &g, NULL, mpp_host_readable);
+  assert_true(op.roles[0].present);
+  assert_true(op.roles[2].present);
+  assert_true(mpp_lt_decode_memo(&scratch, &g, NULL, mpp_host_readable)->roles[2].present);
+  beta[7] = 0;
+  assert_false(mpp_lt_decode_memo(&scratch, &g, NULL, mpp_host_readable)->roles[2].present);
+  mpp_lt_decode(&op, &g, NULL, NULL); /* not readable */
+  assert_true(op.roles[0].present);
+  assert_false(op.roles[2].present);
+  /* ALPHA_DEVICE_VECTOR_BETA_HOST, batch 2: the second member's alphas 8 past the first's. */
+  g.pointer_mode = 4;
+  g.beta = &beta[0];
+  g.a.batch = g.b.batch = g.c.batch = g.d.batch = 2;
+  g.a.batch_stride = 40, g.b.batch_stride = 15, g.c.batch_stride = g.d.batch_stride = 24;
+  alpha[5] = 0;
+  alpha[8 + 3] = 1;
+  mpp_lt_decode(&op, &g, NULL, mpp_host_readable);
+  assert_false(op.roles[0].present); /* no stride: the first member's 8 alphas, all 0 */
+  g.alpha_vec_stride = 8;
+  mpp_lt_decode(&op, &g, NULL, mpp_host_readable);
+  assert_true(op.roles[0].present);
+  assert_true(mpp_lt_decode_memo(&scratch, &g, NULL, mpp_host_readable)->roles[0].present);
+  alpha[8 + 3] = 0;
+  assert_false(mpp_lt_decode_memo(&scratch, &g, NULL, mpp_host_readable)->roles[0].present);
+}
+
+/* cuBLASLt reads A and B only when alpha may be non-zero, as cuBLAS. */
+static void lt_zero_alpha_reads_neither_a_nor_b(void **state) {
+  (void)state;
+  mpp_lt_call g = lt16();
+  const float zero = 0, one = 1;
+  g.alpha = &zero;
+  g.beta = &one;
+  mpp_op op, scratch;
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_false(op.roles[0].present);
+  assert_false(op.roles[1].present);
+  assert_true(op.roles[2].present);
+  assert_true(op.roles[3].present);
+  assert_false(mpp_lt_decode_memo(&scratch, &g, NULL, NULL)->roles[0].present);
+  g.alpha = &one;
+  assert_true(mpp_lt_decode_memo(&scratch, &g, NULL, NULL)->roles[0].present);
+  g.pointer_mode = 1; /* a device scalar not readable here: may be non-zero */
+  g.alpha = &zero;
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_true(op.roles[0].present);
+}
+
+/* The epilogue's bias is a role of its own: an input it reads (BIAS,
+ * RELU_BIAS, GELU_BIAS and AUX forms; m values of BIAS_DATA_TYPE, per batch
+ * member BIAS_BATCH_STRIDE apart), or the bias gradient it writes (BGRAD
+ * epilogues: D's rows, BGRADB D's columns). Its default type is D's, but
+ * bf16 for an FP8 GEMM with an fp32 D and C's for an fp8 D (cuBLAS
+ * documentation, FP8 table), the scale type for IMMA (int8 C, 32I). */
+static void lt_bias_is_a_role_of_its_own(void **state) {
+  (void)state;
+  static uint16_t bias[64];
+  mpp_lt_call g = lt16(); /* m 8, n 3, fp32 D */
+  g.epilogue = 4;         /* BIAS */
+  g.bias = bias;
+  g.bias_type = -1;
+  mpp_op op, scratch;
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_int_equal(op.nroles, 5);
+  assert_string_equal(op.roles[4].name, "bias");
+  assert_true(op.roles[4].input && op.roles[4].present);
+  assert_ptr_equal(op.roles[4].view.data, bias);
+  assert_int_equal(op.roles[4].view.rows, 8);
+  assert_int_equal(op.roles[4].view.cols, 1);
+  assert_int_equal(op.roles[4].view.dtype, MP_FP32); /* D's */
+  assert_int_equal(op.roles[4].view.batch, 1);
+  /* The memo gives each call its own bias pointer. */
+  g.bias = bias + 8;
+  assert_ptr_equal(mpp_lt_decode_memo(&scratch, &g, NULL, NULL)->roles[4].view.data, bias + 8);
+  g.bias = bias;
+  assert_ptr_equal(mpp_lt_decode_memo(&scratch, &g, NULL, NULL)->roles[4].view.data, bias);
+  /* FP8 A and B with an fp32 C and D: bf16 (not D's fp32). */
+  g.a.type = g.b.type = 28;
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_int_equal(op.roles[4].view.dtype, MP_BF16);
+  assert_int_equal(op.shadow_bias_dtype, MP_BF16);
+  g.bias_type = 2; /* set: as set */
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_int_equal(op.roles[4].view.dtype, MP_FP16);
+  /* IMMA: 32I compute, int8 C and D, fp32 scale: the scale type. */
+  g = lt16();
+  g.epilogue = 4;
+  g.bias = bias;
+  g.bias_type = -1;
+  g.compute = 72;
+  g.a.type = g.b.type = g.c.type = g.d.type = 3;
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_int_equal(op.roles[4].view.dtype, MP_FP32);
+  /* Batched, one bias per member. */
+  g = lt16();
+  g.epilogue = 6;
+  g.bias = bias;
+  g.bias_type = -1;
+  g.a.batch = g.b.batch = g.c.batch = g.d.batch = 3;
+  g.bias_stride = 8;
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_int_equal(op.roles[4].view.batch, 3);
+  assert_int_equal(op.roles[4].view.batch_stride, 8);
+  /* Bias gradients: outputs, D's rows or (BGRADB) columns. */
+  g = lt16();
+  g.bias = bias;
+  g.bias_type = -1;
+  g.epilogue = 256; /* BGRADA */
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_string_equal(op.roles[4].name, "dbias");
+  assert_false(op.roles[4].input);
+  assert_int_equal(op.roles[4].view.rows, 8);
+  g.epilogue = 512; /* BGRADB */
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_int_equal(op.roles[4].view.rows, 3);
+  /* No bias epilogue, or no pointer: no role. */
+  g.epilogue = 1;
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_int_equal(op.nroles, 4);
+  g.epilogue = 4;
+  g.bias = NULL;
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_int_equal(op.nroles, 4);
 }
 
 /* --- convolutions --- */
@@ -704,6 +880,45 @@ static void conv_forward_has_its_implicit_gemm_shape(void **state) {
   assert_string_equal(op.type_keys[0], "x");
   assert_string_equal(op.type_names[0], "fp16");
   assert_int_equal(op.roles[2].view.rows, 4 * 32 * 16 * 16);
+}
+
+/* beta != 0 (y = alpha conv + beta y): the output's prior value is read, an
+ * input role of its own over the output (y_prior, dx_prior, dw_prior), its
+ * pointer each call's (the memo's key holds whether the call blends). With
+ * beta == 0 cuDNN does not read the output: no role. */
+static void a_blending_convolution_reads_the_output_first(void **state) {
+  (void)state;
+  mpp_conv_key k;
+  memset(&k, 0, sizeof k);
+  k.api = "cudnnConvolutionBackwardData";
+  k.kind = MPP_OP_CONV_BWD_DATA;
+  k.t[0] =
+      (mpp_conv_key_tensor){.dtype = 0, .nd = 4, .dims = {1, 4, 2, 2}, .strides = {16, 4, 2, 1}};
+  k.t[1] = (mpp_conv_key_tensor){.dtype = 0, .nd = 4, .dims = {4, 3, 1, 1}};
+  k.t[2] =
+      (mpp_conv_key_tensor){.dtype = 0, .nd = 4, .dims = {1, 3, 2, 2}, .strides = {12, 4, 2, 1}};
+  k.nsp = 2;
+  k.stride[0] = k.stride[1] = k.dilation[0] = k.dilation[1] = 1;
+  static float bufs[4][16];
+  mpp_op scratch;
+  mpp_op *op = mpp_conv_decode_memo_key(&scratch, &k, bufs[0], bufs[1], bufs[2]);
+  assert_int_equal(op->nroles, 3);
+  k.blend = 1;
+  op = mpp_conv_decode_memo_key(&scratch, &k, bufs[0], bufs[1], bufs[2]);
+  assert_int_equal(op->nroles, 4);
+  assert_string_equal(op->roles[3].name, "dx_prior");
+  assert_true(op->roles[3].input && op->roles[3].present);
+  assert_ptr_equal(op->roles[3].view.data, bufs[2]);
+  assert_int_equal(op->roles[3].view.rows, 12);
+  op = mpp_conv_decode_memo_key(&scratch, &k, bufs[0], bufs[1], bufs[3]); /* a memo hit */
+  assert_ptr_equal(op->roles[3].view.data, bufs[3]);
+  assert_ptr_equal(op->roles[2].view.data, bufs[3]);
+  float one = 1, zero = 0;
+  double dzero = 0;
+  assert_true(mpp_cudnn_scale_nonzero(&one, 0));
+  assert_false(mpp_cudnn_scale_nonzero(&zero, 0));
+  assert_false(mpp_cudnn_scale_nonzero(&dzero, 1 /* CUDNN_DATA_DOUBLE */));
+  assert_false(mpp_cudnn_scale_nonzero(NULL, 0));
 }
 
 static void conv_backward_roles_are_named_after_their_tensors(void **state) {
@@ -1469,6 +1684,10 @@ int main(void) {
       cmocka_unit_test(lt_row_major_layout_is_viewed_transposed),
       cmocka_unit_test(lt_fp8_scale_and_amax_pointers_are_flagged),
       cmocka_unit_test(lt_beta_zero_pointer_mode_drops_c),
+      cmocka_unit_test(a_blending_convolution_reads_the_output_first),
+      cmocka_unit_test(lt_vector_alpha_and_beta_are_read_whole),
+      cmocka_unit_test(lt_zero_alpha_reads_neither_a_nor_b),
+      cmocka_unit_test(lt_bias_is_a_role_of_its_own),
       cmocka_unit_test(lt_alpha_device_vector_is_never_read),
       cmocka_unit_test(lt_epilogues_map_to_what_shadow_execution_applies),
       cmocka_unit_test(conv_forward_has_its_implicit_gemm_shape),

@@ -12,6 +12,7 @@
  * simcuda kernel with the name kernel_names.def gives it. */
 #include <math.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -660,8 +661,8 @@ static cublasStatus_t plan_matmul(lt_plan *p, cublasLtMatmulDesc_t desc, cublasL
   if (st != CUBLAS_STATUS_SUCCESS) return st;
   st = plan_scales(p);
   if (st != CUBLAS_STATUS_SUCCESS) return st;
-  if (d->pointer_mode != CUBLASLT_POINTER_MODE_HOST &&
-      d->pointer_mode != CUBLASLT_POINTER_MODE_DEVICE)
+  if (d->pointer_mode < CUBLASLT_POINTER_MODE_HOST ||
+      d->pointer_mode > CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST)
     return CUBLAS_STATUS_NOT_SUPPORTED;
   switch (d->epilogue) {
   case CUBLASLT_EPILOGUE_DEFAULT:
@@ -686,8 +687,12 @@ static cublasStatus_t plan_matmul(lt_plan *p, cublasLtMatmulDesc_t desc, cublasL
   }
   if (p->bias) {
     if (p->acc != ACC_F32) return CUBLAS_STATUS_NOT_SUPPORTED;
+    /* BIAS_DATA_TYPE's default (cublasLt.h): D's type, but for FP8 kernels
+     * bf16 with an fp32 D and C's type with an fp8 D (the cuBLAS
+     * documentation's FP8 table). */
     int dt = (int)p->d->type;
-    int def = is_fp8(dt) ? (int)p->c->type : dt;
+    int fp8_kernel = is_fp8((int)p->a->type);
+    int def = fp8_kernel && dt == CUDA_R_32F ? CUDA_R_16BF : is_fp8(dt) ? (int)p->c->type : dt;
     p->bias_type = d->bias_type == -1 ? def : d->bias_type;
     if (p->bias_type != CUDA_R_32F && p->bias_type != CUDA_R_16F && p->bias_type != CUDA_R_16BF)
       return CUBLAS_STATUS_NOT_SUPPORTED;
@@ -735,6 +740,17 @@ static double read_scalar(int type, const void *p) {
   }
 }
 
+/* Is any of the m values of each of `batch` vectors (`stride` values apart) non-zero? */
+static bool any_nonzero(int type, const void *v, uint64_t m, int32_t batch, int64_t stride) {
+  size_t es = elem_size(type);
+  for (int32_t b = 0; b < (stride != 0 ? batch : 1); b++)
+    for (uint64_t i = 0; i < m; i++)
+      if (read_scalar(type, (const char *)v + ((int64_t)b * stride + (int64_t)i) * (int64_t)es) !=
+          0)
+        return true;
+  return false;
+}
+
 static float gelu_tanh(float x) {
   /* cuBLASLt's GELU is the tanh approximation. */
   const float c = 0.7978845608028654f; /* sqrt(2/pi) */
@@ -762,8 +778,17 @@ static void store_out(int type, void *base, uint64_t idx, double v) {
   }
 }
 
+/* alpha and beta: scalars, or in the DEVICE_VECTOR pointer modes one value
+ * per row of D (cublasLt.h), each batch member's alphas ALPHA_VECTOR_BATCH_
+ * STRIDE values past the previous member's. A row whose alpha is 0 reads
+ * neither A nor B (C = beta C, the BLAS rule), one whose beta is 0 not C. */
 typedef struct lt_args {
-  double alpha, beta; /* already multiplied by the A*B and C scales */
+  double alpha, beta;           /* scalars, already multiplied by the A*B and C scales */
+  double ab_scale, c_scale;     /* those scales, for vector alphas and betas */
+  const char *alpha_v, *beta_v; /* vectors (this batch member's); NULL: the scalar */
+  int64_t alpha_v_stride;       /* values between batch members' alpha vectors */
+  int scale_type;
+  bool any_alpha, any_beta; /* some alpha / beta non-zero: A and B / C are read */
   double d_scale;
   const void *A, *B, *C;
   void *D;
@@ -818,16 +843,22 @@ static void finish_one(const lt_plan *p, const lt_args *x, const void *C, void *
                        uint64_t i, uint64_t j, double acc, float *amax) {
   int dt = (int)p->d->type;
   mp_dtype ct = mp_of((int)p->c->type);
+  size_t es = elem_size(x->scale_type);
+  double alpha =
+      x->alpha_v ? read_scalar(x->scale_type, x->alpha_v + i * es) * x->ab_scale : x->alpha;
+  double beta = x->beta_v ? read_scalar(x->scale_type, x->beta_v + i * es) * x->c_scale : x->beta;
+  if (alpha == 0) acc = 0; /* A and B not referenced: their NaN or Inf reach nothing */
+  if (beta == 0) C = NULL; /* C not read */
   double out;
   if (p->acc == ACC_F64) {
-    out = x->alpha * acc;
-    if (C != NULL) out += x->beta * mp_load(ct, C, elem_index(p->c, i, j));
+    out = alpha * acc;
+    if (C != NULL) out += beta * mp_load(ct, C, elem_index(p->c, i, j));
   } else if (p->acc == ACC_I32) {
-    out = x->alpha * acc;
-    if (C != NULL) out += x->beta * (double)((const int32_t *)C)[elem_index(p->c, i, j)];
+    out = alpha * acc;
+    if (C != NULL) out += beta * (double)((const int32_t *)C)[elem_index(p->c, i, j)];
   } else {
-    float t = (float)x->alpha * (float)acc;
-    if (C != NULL) t += (float)x->beta * (float)mp_load(ct, C, elem_index(p->c, i, j));
+    float t = (float)alpha * (float)acc;
+    if (C != NULL) t += (float)beta * (float)mp_load(ct, C, elem_index(p->c, i, j));
     if (bias != NULL) t += (float)mp_load(mp_of(p->bias_type), bias, i);
     if (p->relu) t = t > 0 ? t : 0;
     if (p->gelu) t = gelu_tanh(t);
@@ -904,21 +935,26 @@ static double dot_block_scaled(const lt_plan *p, const float *ar, const float *b
 
 /* One matrix of the batch. Operands are gathered into op() order first so
  * the inner product runs over contiguous memory. */
-static cublasStatus_t run_one(const lt_plan *p, const lt_args *x, int32_t bi, float *amax) {
+static cublasStatus_t run_one(const lt_plan *p, const lt_args *xa, int32_t bi, float *amax) {
   const lt_desc *d = p->desc;
+  lt_args xb = *xa, *x = &xb; /* this batch member's alpha vector */
+  if (x->alpha_v) x->alpha_v += (int64_t)bi * x->alpha_v_stride * (int64_t)elem_size(x->scale_type);
   uint64_t m = p->m, n = p->n, k = p->k;
-  const void *A = batch_base(p->a, x->A, bi), *B = batch_base(p->b, x->B, bi);
-  const void *C = x->beta != 0 ? batch_base(p->c, x->C, bi) : NULL;
+  /* alpha == 0 everywhere: A and B are not read (their pointers may even be
+   * NULL in a pointer array). */
+  const void *A = x->any_alpha ? batch_base(p->a, x->A, bi) : NULL;
+  const void *B = x->any_alpha ? batch_base(p->b, x->B, bi) : NULL;
+  const void *C = x->any_beta ? batch_base(p->c, x->C, bi) : NULL;
   void *D = (void *)batch_base(p->d, x->D, bi);
   size_t wsz = p->acc == ACC_F64 ? sizeof(double) : sizeof(float);
   size_t an = m * k > 0 ? m * k : 1, bn = n * k > 0 ? n * k : 1;
-  void *ao = malloc(an * wsz), *bo = malloc(bn * wsz);
+  void *ao = calloc(an, wsz), *bo = calloc(bn, wsz);
   if (ao == NULL || bo == NULL) {
     free(ao);
     free(bo);
     return CUBLAS_STATUS_ALLOC_FAILED;
   }
-  for (uint64_t i = 0; i < m; i++)
+  for (uint64_t i = 0; i < m && A != NULL; i++)
     for (uint64_t q = 0; q < k; q++) {
       uint64_t idx = d->transa == CUBLAS_OP_N ? elem_index(p->a, i, q) : elem_index(p->a, q, i);
       double v = round_input(load_operand((int)p->a->type, A, idx), p->round);
@@ -927,7 +963,7 @@ static cublasStatus_t run_one(const lt_plan *p, const lt_args *x, int32_t bi, fl
       else
         ((float *)ao)[i * k + q] = (float)v;
     }
-  for (uint64_t j = 0; j < n; j++)
+  for (uint64_t j = 0; j < n && B != NULL; j++)
     for (uint64_t q = 0; q < k; q++) {
       uint64_t idx = d->transb == CUBLAS_OP_N ? elem_index(p->b, q, j) : elem_index(p->b, j, q);
       double v = round_input(load_operand((int)p->b->type, B, idx), p->round);
@@ -942,7 +978,9 @@ static cublasStatus_t run_one(const lt_plan *p, const lt_args *x, int32_t bi, fl
   for (uint64_t j0 = 0; j0 < n && p->blk != 0; j0++)
     for (uint64_t i = 0; i < m; i++)
       finish_one(p, x, C, D, bias, i, j0,
-                 dot_block_scaled(p, (const float *)ao + i * k, (const float *)bo + j0 * k, i, j0),
+                 A == NULL ? 0
+                           : dot_block_scaled(p, (const float *)ao + i * k,
+                                              (const float *)bo + j0 * k, i, j0),
                  amax);
   for (uint64_t j0 = 0; j0 < n && p->blk == 0; j0 += 4) {
     uint64_t jn = n - j0 < 4 ? n - j0 : 4;
@@ -1102,14 +1140,33 @@ SIM_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDes
   cublasStatus_t st = plan_matmul(&p, desc, ad, bd, cd, dd);
   if (st != CUBLAS_STATUS_SUCCESS) return st;
   if (algo != NULL && (st = algo_config_ok(algo, &p)) != CUBLAS_STATUS_SUCCESS) return st;
-  if (alpha == NULL || beta == NULL || !simcuda_stream_valid((CUstream)stream))
+  int pm = p.desc->pointer_mode;
+  /* ALPHA_DEVICE_VECTOR_BETA_ZERO: beta is zero, whatever its pointer. */
+  if (alpha == NULL ||
+      (beta == NULL && pm != CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO) ||
+      !simcuda_stream_valid((CUstream)stream))
     return CUBLAS_STATUS_INVALID_VALUE;
+  if (pm == CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO && p.desc->alpha_vec_stride != 0)
+    return CUBLAS_STATUS_INVALID_VALUE; /* cublasLt.h: this mode has no batched alpha */
   if (p.m == 0 || p.n == 0) return CUBLAS_STATUS_SUCCESS;
   lt_args x;
+  memset(&x, 0, sizeof x);
   int scale = p.desc->scale_type;
-  x.alpha = read_scalar(scale, alpha);
-  x.beta = read_scalar(scale, beta);
-  if ((p.k > 0 && (A == NULL || B == NULL)) || D == NULL || (x.beta != 0 && C == NULL))
+  x.scale_type = scale;
+  x.ab_scale = x.c_scale = 1;
+  bool alpha_vec = pm >= CUBLASLT_POINTER_MODE_DEVICE_VECTOR;
+  x.alpha_v = alpha_vec ? alpha : NULL;
+  x.alpha_v_stride = p.desc->alpha_vec_stride;
+  x.alpha = alpha_vec ? 0 : read_scalar(scale, alpha);
+  x.beta_v = pm == CUBLASLT_POINTER_MODE_DEVICE_VECTOR ? beta : NULL;
+  x.beta = pm == CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO || x.beta_v
+               ? 0
+               : read_scalar(scale, beta);
+  x.any_alpha =
+      alpha_vec ? any_nonzero(scale, alpha, p.m, p.batch, x.alpha_v_stride) : x.alpha != 0;
+  x.any_beta = x.beta_v ? any_nonzero(scale, beta, p.m, 1, 0) : x.beta != 0;
+  if ((p.k > 0 && x.any_alpha && (A == NULL || B == NULL)) || D == NULL ||
+      (x.any_beta && C == NULL))
     return CUBLAS_STATUS_INVALID_VALUE;
   if (p.bias && p.desc->bias == NULL) return CUBLAS_STATUS_INVALID_VALUE;
   if (p.blk != 0 && (p.desc->a_scale == NULL || p.desc->b_scale == NULL))
@@ -1123,8 +1180,10 @@ SIM_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDes
                              p.desc->amax_d};
     for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++)
       if ((uintptr_t)scalars[i] % 16) return CUBLAS_STATUS_NOT_SUPPORTED;
-    if (p.blk == 0) x.alpha *= scale_or_one(p.desc->a_scale) * scale_or_one(p.desc->b_scale);
-    x.beta *= scale_or_one(p.desc->c_scale);
+    if (p.blk == 0) x.ab_scale = scale_or_one(p.desc->a_scale) * scale_or_one(p.desc->b_scale);
+    x.c_scale = scale_or_one(p.desc->c_scale);
+    x.alpha *= x.ab_scale;
+    x.beta *= x.c_scale;
   }
   x.d_scale = scale_or_one(p.desc->d_scale);
   x.A = A;
@@ -1132,8 +1191,8 @@ SIM_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDes
   x.C = C;
   x.D = D;
 
-  int aligned = aligned16(p.a, A) && aligned16(p.b, B) && aligned16(p.d, D) &&
-                (C == NULL || aligned16(p.c, C));
+  int aligned = (!x.any_alpha || (aligned16(p.a, A) && aligned16(p.b, B))) && aligned16(p.d, D) &&
+                (!x.any_beta || aligned16(p.c, C));
   simcuda_gemm_shape g;
   fill_shape(&p, &g, aligned);
   simcuda_kernel k = {.stream = (CUstream)stream};
@@ -1258,7 +1317,10 @@ static const algo_cap algo_caps[] = {
     {CUBLASLT_ALGO_CAP_POINTER_MODE_MASK,
      4,
      1,
-     {CUBLASLT_POINTER_MODE_MASK_HOST | CUBLASLT_POINTER_MODE_MASK_DEVICE}},
+     {CUBLASLT_POINTER_MODE_MASK_HOST | CUBLASLT_POINTER_MODE_MASK_DEVICE |
+      CUBLASLT_POINTER_MODE_MASK_DEVICE_VECTOR |
+      CUBLASLT_POINTER_MODE_MASK_ALPHA_DEVICE_VECTOR_BETA_ZERO |
+      CUBLASLT_POINTER_MODE_MASK_ALPHA_DEVICE_VECTOR_BETA_HOST}},
     {CUBLASLT_ALGO_CAP_EPILOGUE_MASK,
      4,
      1,

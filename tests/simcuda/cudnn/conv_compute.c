@@ -478,6 +478,20 @@ cudnnStatus_t simcudnn_matmul_check(const simcudnn_matmul_problem *p) {
                        p->a.dtype, p->b.dtype, p->c.dtype);
     return CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE;
   }
+  /* An override: one int32 or int64 value per batch member of C. */
+  for (int d = 0; d < 3; d++) {
+    if (!p->has_ovr[d]) continue;
+    int64_t count = 1;
+    for (int i = 0; i < p->ovr[d].nb_dims; i++)
+      count *= p->ovr[d].dims[i];
+    if ((p->ovr[d].dtype != CUDNN_DATA_INT32 && p->ovr[d].dtype != CUDNN_DATA_INT64) ||
+        count != c.b) {
+      simcudnn_set_error("simcuda cuDNN: a matmul M/N/K override holds one int32 or int64 value "
+                         "per batch member (%lld)",
+                         (long long)c.b);
+      return CUDNN_STATUS_BAD_PARAM;
+    }
+  }
   if (p->compute != CUDNN_DATA_FLOAT) {
     simcudnn_set_error("simcuda cuDNN: matmul compute type %d not implemented (float only)",
                        p->compute);
@@ -502,6 +516,15 @@ bool simcudnn_matmul_kernel_of(cudnnHandle_t h, const simcudnn_matmul_problem *p
   return true;
 }
 
+/* Batch member bi's M, N or K (d = 0, 1, 2): its override's value, at most
+ * the full extent (negative: 0). */
+static int64_t overridden(const simcudnn_matmul_problem *p, int d, int64_t bi, int64_t full) {
+  if (!p->ovr_ptr[d]) return full;
+  int64_t v = p->ovr[d].dtype == CUDNN_DATA_INT64 ? ((const int64_t *)p->ovr_ptr[d])[bi]
+                                                  : ((const int32_t *)p->ovr_ptr[d])[bi];
+  return v < 0 ? 0 : v < full ? v : full;
+}
+
 void simcudnn_matmul_compute(const simcudnn_matmul_problem *p) {
   mat3 a, b, c;
   if (!mat3_of(&p->a, &a) || !mat3_of(&p->b, &b) || !mat3_of(&p->c, &c)) return;
@@ -509,10 +532,12 @@ void simcudnn_matmul_compute(const simcudnn_matmul_problem *p) {
   bool tf32 = p->math == SIMCUDNN_MATH_TC && dt == CUDNN_DATA_FLOAT;
   for (int64_t bi = 0; bi < c.b; bi++) {
     int64_t ab = a.b == 1 ? 0 : bi * a.sb, bb = b.b == 1 ? 0 : bi * b.sb;
-    for (int64_t i = 0; i < c.r; i++)
-      for (int64_t j = 0; j < c.c; j++) {
+    int64_t mb = overridden(p, 0, bi, c.r), nb = overridden(p, 1, bi, c.c),
+            kb = overridden(p, 2, bi, a.c);
+    for (int64_t i = 0; i < mb; i++)
+      for (int64_t j = 0; j < nb; j++) {
         float acc = 0.0f;
-        for (int64_t l = 0; l < a.c; l++)
+        for (int64_t l = 0; l < kb; l++)
           acc += operand(dt, p->a_ptr, ab + i * a.sr + l * a.sc, tf32) *
                  operand(dt, p->b_ptr, bb + l * b.sr + j * b.sc, tf32);
         store(ct, p->c_ptr, bi * c.sb + i * c.sr + j * c.sc, acc);

@@ -74,6 +74,8 @@ typedef struct bk_op {
   cudnnBackendDescriptorType_t type;
   bk_tensor x, w, y, b;
   bool have_x, have_w, have_y, have_b, have_conv, have_mm, have_pw;
+  bk_tensor ovr[3]; /* matmul GEMM_M / N / K_OVERRIDE_DESC */
+  bool have_ovr[3];
   bk_conv conv;
   cudnnDataType_t mm_comp;
   bk_pw pw;
@@ -409,7 +411,21 @@ static cudnnStatus_t set_conv(bk_conv *c, cudnnBackendAttributeName_t a,
   }
 }
 
-typedef enum role { R_NONE, R_ALPHA, R_BETA, R_CONV, R_X, R_W, R_Y, R_B, R_MM, R_PW } role;
+typedef enum role {
+  R_NONE,
+  R_ALPHA,
+  R_BETA,
+  R_CONV,
+  R_X,
+  R_W,
+  R_Y,
+  R_B,
+  R_MM,
+  R_PW,
+  R_OVR_M,
+  R_OVR_N,
+  R_OVR_K
+} role;
 
 static role op_role(cudnnBackendAttributeName_t a) {
   switch (a) {
@@ -450,6 +466,12 @@ static role op_role(cudnnBackendAttributeName_t a) {
     return R_Y;
   case CUDNN_ATTR_OPERATION_MATMUL_DESC:
     return R_MM;
+  case CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC:
+    return R_OVR_M;
+  case CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC:
+    return R_OVR_N;
+  case CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC:
+    return R_OVR_K;
   default:
     return R_NONE;
   }
@@ -457,6 +479,11 @@ static role op_role(cudnnBackendAttributeName_t a) {
 
 static bk_tensor *op_tensor(bk_op *op, role r, bool **ret_have) {
   switch (r) {
+  case R_OVR_M:
+  case R_OVR_N:
+  case R_OVR_K:
+    *ret_have = &op->have_ovr[r - R_OVR_M];
+    return &op->ovr[r - R_OVR_M];
   case R_X:
     *ret_have = &op->have_x;
     return &op->x;
@@ -503,6 +530,11 @@ static cudnnStatus_t set_op(bk_op *op, cudnnBackendAttributeName_t a,
     op->pw = arg->u.pw;
     op->have_pw = true;
     return CUDNN_STATUS_SUCCESS;
+  case R_OVR_M:
+  case R_OVR_N:
+  case R_OVR_K:
+    if (op->type != CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR) return unimplemented(a);
+    /* fall through */
   case R_X:
   case R_W:
   case R_Y:
@@ -819,6 +851,10 @@ static void matmul_problem(const bk_op *op, simcudnn_math math, simcudnn_matmul_
   p->c = op->y.t;
   p->compute = op->mm_comp;
   p->math = math;
+  for (int d = 0; d < 3; d++) {
+    p->has_ovr[d] = op->have_ovr[d];
+    p->ovr[d] = op->ovr[d].t;
+  }
   if (op->y.is_virtual) {
     make_internal(&p->c);
     p->output_any = true;
@@ -1574,6 +1610,14 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t
     mp.a_ptr = x;
     mp.b_ptr = w;
     mp.c_ptr = y;
+    for (int d = 0; d < 3; d++) {
+      void *v = NULL;
+      if (op->have_ovr[d] && (st = pointer_of(vp, &op->ovr[d], &v))) {
+        free(acc);
+        return st;
+      }
+      mp.ovr_ptr[d] = v;
+    }
     if (!simcudnn_matmul_kernel_of(handle, &mp, &k)) {
       free(acc);
       return CUDNN_STATUS_NOT_SUPPORTED;

@@ -125,6 +125,13 @@ typedef struct simcudnn_matmul_problem {
   const void *a_ptr, *b_ptr;
   void *c_ptr;
   bool output_any; /* as for convolutions */
+  /* GEMM_M / N / K_OVERRIDE_DESC: tensors of one int32 or int64 value per
+   * batch member, the M, N, K its product covers (at most the dims'): only
+   * the leading rows / columns of A, B and C are read and written, the rest
+   * of C is left as it was. has_ovr without ovr_ptr: shapes only checked. */
+  bool has_ovr[3];
+  simcudnn_tensor ovr[3];
+  const void *ovr_ptr[3];
 } simcudnn_matmul_problem;
 
 cudnnStatus_t simcudnn_matmul_check(const simcudnn_matmul_problem *p);

@@ -280,6 +280,129 @@ static void probe_scale_apart(cublasLtHandle_t lt, const char *name, size_t apar
   cublasLtMatmulDescDestroy(desc);
 }
 
+/* --- what alpha and beta say is read (BLAS: alpha 0 reads neither A nor B,
+ * beta 0 not C), the vector pointer modes, the FP8 bias's default type --- */
+
+static int count_nans(const float *v, int n) {
+  int k = 0;
+  for (int i = 0; i < n; i++)
+    k += isnan(v[i]);
+  return k;
+}
+
+static void *dev_floats(const float *h, int n) {
+  void *d = NULL;
+  cudaMalloc(&d, (size_t)n * sizeof(float));
+  cudaMemcpy(d, h, (size_t)n * sizeof(float), cudaMemcpyHostToDevice);
+  return d;
+}
+
+/* fp32 D = alpha A B + beta C, 4x4x4, C and D distinct, alpha and beta as
+ * the pointer mode takes them. D's values back in d[16]. */
+static cublasStatus_t lt_f32_4(cublasLtHandle_t lt, int32_t pm, const void *alpha, const void *A,
+                               const void *B, const void *beta, const void *C, float d[16]) {
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t l;
+  cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm, sizeof pm);
+  cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, 4, 4, 4);
+  void *D = NULL;
+  cudaMalloc(&D, 64);
+  cudaMemset(D, 0, 64);
+  cublasStatus_t s =
+      cublasLtMatmul(lt, desc, alpha, A, l, B, l, beta, C, l, D, l, NULL, NULL, 0, 0);
+  if (s == CUBLAS_STATUS_SUCCESS && cudaDeviceSynchronize() != cudaSuccess)
+    s = CUBLAS_STATUS_EXECUTION_FAILED;
+  cudaMemcpy(d, D, 64, cudaMemcpyDeviceToHost);
+  cudaFree(D);
+  cublasLtMatrixLayoutDestroy(l);
+  cublasLtMatmulDescDestroy(desc);
+  return s;
+}
+
+static void probe_scalars(cublasLtHandle_t lt) {
+  float nan16[16], ones[16], c[16], d[16];
+  for (int i = 0; i < 16; i++) {
+    nan16[i] = NAN;
+    ones[i] = 1;
+    c[i] = (float)(i + 1);
+  }
+  void *dnan = dev_floats(nan16, 16), *dones = dev_floats(ones, 16), *dc = dev_floats(c, 16);
+  const float zero = 0, one = 1;
+  /* cublasSgemm: A all NaN, alpha 0, beta 0, C NaN before: C = 0. */
+  cublasHandle_t h;
+  cublasStatus_t s = cublasCreate(&h);
+  void *dout = dev_floats(nan16, 16);
+  if (s == CUBLAS_STATUS_SUCCESS)
+    s = cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &zero, dnan, 4, dones, 4, &zero, dout, 4);
+  if (s == CUBLAS_STATUS_SUCCESS && cudaDeviceSynchronize() != cudaSuccess)
+    s = CUBLAS_STATUS_EXECUTION_FAILED;
+  cudaMemcpy(d, dout, 64, cudaMemcpyDeviceToHost);
+  put("blas.sgemm.alpha0_nan_a_beta0_nan_c", "%s nans=%d", st(s), count_nans(d, 16));
+  cudaFree(dout);
+  cublasDestroy(h);
+  /* cublasLtMatmul: A all NaN, alpha 0, beta 1: D = C. */
+  s = lt_f32_4(lt, CUBLASLT_POINTER_MODE_HOST, &zero, dnan, dones, &one, dc, d);
+  put("lt.alpha0_nan_a", "%s nans=%d d15=%g", st(s), count_nans(d, 16), d[15]);
+  /* beta 0, C all NaN: D = A B (4 everywhere). */
+  s = lt_f32_4(lt, CUBLASLT_POINTER_MODE_HOST, &one, dones, dones, &zero, dnan, d);
+  put("lt.beta0_nan_c", "%s nans=%d d0=%g", st(s), count_nans(d, 16), d[0]);
+  /* DEVICE_VECTOR: alphas 1, betas 0 but for row 3 (2): row 3 is 4 + 2 C. */
+  const float betas[4] = {0, 0, 0, 2};
+  void *dalpha = dev_floats(ones, 4), *dbeta = dev_floats(betas, 4);
+  s = lt_f32_4(lt, CUBLASLT_POINTER_MODE_DEVICE_VECTOR, dalpha, dones, dones, dbeta, dc, d);
+  put("lt.device_vector", "%s d0=%g d3=%g d15=%g", st(s), d[0], d[3], d[15]);
+  /* ALPHA_DEVICE_VECTOR_BETA_HOST: alphas 0, A all NaN, beta 1: D = C. */
+  void *dzeros = NULL;
+  cudaMalloc(&dzeros, 16);
+  cudaMemset(dzeros, 0, 16);
+  s = lt_f32_4(lt, CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST, dzeros, dnan, dones, &one,
+               dc, d);
+  put("lt.alpha_vector_zero_nan_a", "%s nans=%d d15=%g", st(s), count_nans(d, 16), d[15]);
+  cudaFree(dnan), cudaFree(dones), cudaFree(dc), cudaFree(dalpha), cudaFree(dbeta),
+      cudaFree(dzeros);
+}
+
+/* FP8 (e4m3 A^T, B all 1, 16x16x16) with an fp32 C and D and a BIAS
+ * epilogue of the default BIAS_DATA_TYPE: bf16 by the cuBLAS
+ * documentation's FP8 table (here 1.5 as bf16: D = 17.5; read as fp32 the
+ * pairs would be 1.5009...). */
+static void probe_fp8_bias(cublasLtHandle_t lt, const char *name) {
+  enum { n = 16 };
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t l8, l32;
+  int32_t opT = CUBLAS_OP_T;
+  uint32_t epi = CUBLASLT_EPILOGUE_BIAS;
+  uint8_t ab[n * n];
+  memset(ab, 0x38, sizeof ab); /* e4m3 1 */
+  uint16_t bias[n];
+  for (int i = 0; i < n; i++)
+    bias[i] = f2bf(1.5f);
+  void *dab = NULL, *dbias = NULL, *dd = NULL;
+  cudaMalloc(&dab, sizeof ab);
+  cudaMemcpy(dab, ab, sizeof ab, cudaMemcpyHostToDevice);
+  cudaMalloc(&dbias, sizeof bias);
+  cudaMemcpy(dbias, bias, sizeof bias, cudaMemcpyHostToDevice);
+  cudaMalloc(&dd, n * n * 4);
+  cudaMemset(dd, 0, n * n * 4);
+  cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT);
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &dbias, sizeof dbias);
+  cublasLtMatrixLayoutCreate(&l8, CUDA_R_8F_E4M3, n, n, n);
+  cublasLtMatrixLayoutCreate(&l32, CUDA_R_32F, n, n, n);
+  cublasStatus_t s = lt_matmul(lt, desc, l8, dab, l8, dab, l32, dd, l32, dd);
+  float d0 = 0;
+  cudaMemcpy(&d0, dd, 4, cudaMemcpyDeviceToHost);
+  if (s == CUBLAS_STATUS_SUCCESS)
+    put(name, "%s d0=%g", st(s), d0);
+  else
+    put(name, "%s", st(s));
+  cudaFree(dab), cudaFree(dbias), cudaFree(dd);
+  cublasLtMatrixLayoutDestroy(l8), cublasLtMatrixLayoutDestroy(l32);
+  cublasLtMatmulDescDestroy(desc);
+}
+
 static void probe_lt(cublasLtHandle_t lt) {
   const int V128 = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F,
             B128 = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F,
@@ -301,6 +424,9 @@ static void probe_lt(cublasLtHandle_t lt) {
   probe_scale_apart(lt, "lt.fp8_scalar.scales_4_apart", 4);
   probe_scale_apart(lt, "lt.fp8_scalar.scales_16_apart", 16);
   probe_scale_apart(lt, "lt.fp8_scalar.scales_256_apart", 256);
+  snprintf(name, sizeof name, "lt.fp8_bias_default_f32d.sm%d", sm);
+  probe_fp8_bias(lt, name);
+  probe_scalars(lt);
 
   /* An algo made for fp16 used with fp32 descriptors. */
   cublasLtMatmulAlgo_t algo;
