@@ -47,7 +47,8 @@
  *             NVTX path (kept by the site, not the op, as are the next two)
  *   PHASE     the scope's phase, written as its name only inside a scope
  *   CLASS     the scope's module class, written only when set
- *   I64       int64, written always
+ *   I64       int64, written always (null when negative: cleared in a site
+ *             of merged shapes)
  *   I64_OPT   int64, -1 absent: written only when >= 0
  *   TRANS     'N'/'T'/'C', 0 absent: written only when set
  *   TYPES     ntypes/type_keys/type_names: the "types" object
@@ -55,6 +56,7 @@
  *   MATH      cuBLAS math mode, -1 null: written as its name
  *   FP8       MPP_FP8_* bits: the "fp8_scales" object when any is set
  *   SCALE     double, 0 none: written as a number, or null when 0
+ *   FLAG      bool, written only when true
  *   ROLES     nroles/roles[].name: runtime only, no key of its own (the roles
  *             are the keys of "tensors"; stats are kept by role index, so a
  *             call with C and one without are two sites there, and the
@@ -84,6 +86,8 @@
   X(conv_math, "conv_math_type", STR_OPT, "legacy cuDNN cudnnMathType_t")                          \
   X(fp8_scales, "fp8_scales", FP8, "cublasLt FP8 scale pointers set")                              \
   X(loss_scale, "loss_scale", SCALE, "declared loss scale in force for the calls; null: none")     \
+  X(shapes_merged, "shapes_merged", FLAG,                                                          \
+    "calls of new shapes past MPPROF_MAX_SITES: m/n/k/batch null, no lds, no conv")                \
   X(roles, "", ROLES, "tensor roles of the call (runtime only)")
 
 /* The rest of a SITE: X(name, "json key", "how sites with the same key merge").
@@ -211,6 +215,8 @@ enum { MP_RAW_SHADOW_SKIPPED(MP_RAW_ENUM_ROW_) MP_RAW_SHADOW_SKIP_COUNT };
   X(forked, "forked", "written by a fork child")                                                   \
   X(calls, "calls", "hooked op calls seen")                                                        \
   X(failed_calls, "failed_calls", "calls whose real function returned an error")                   \
+  X(not_attributed, "not_attributed",                                                              \
+    "calls in no site: site cap and merged reserve full, or OOM")                                  \
   X(nvtx, "nvtx", "MP_RAW_NVTX")                                                                   \
   X(device, "device", "MP_RAW_DEVICE, or null")                                                    \
   X(framework, "framework", "MP_RAW_FRAMEWORK (mpprof_framework), or null")                        \

@@ -284,6 +284,16 @@ static void write_scale(mpp_jw *w, const char *key, double s) {
     mpp_jw_null(w);
 }
 
+/* Negative: cleared in a site of merged shapes. */
+static void write_i64_or_null(mpp_jw *w, const char *key, int64_t v) {
+  if (v >= 0) {
+    key_i64(w, key, v);
+    return;
+  }
+  mpp_jw_key(w, key);
+  mpp_jw_null(w);
+}
+
 static void write_math_mode(mpp_jw *w, const char *key, int mode) {
   char buf[96];
   key_str(w, key, mode >= 0 ? mpp_math_mode_name(mode, buf, sizeof buf) : NULL);
@@ -299,7 +309,7 @@ static void write_math_mode(mpp_jw *w, const char *key, int mode) {
   if (mpp_scope_phase_name(s->f)) key_str(w, key, mpp_scope_phase_name(s->f))
 #define W_CLASS(f, key)                                                                            \
   if (s->f) key_str(w, key, s->f)
-#define W_I64(f, key) key_i64(w, key, k->f)
+#define W_I64(f, key) write_i64_or_null(w, key, k->f)
 #define W_I64_OPT(f, key)                                                                          \
   if (k->f >= 0) key_i64(w, key, k->f)
 #define W_TRANS(f, key) write_trans(w, key, k->f)
@@ -309,6 +319,11 @@ static void write_math_mode(mpp_jw *w, const char *key, int mode) {
 #define W_FP8(f, key) write_fp8_scales(w, key, k->f)
 #define W_SCALE(f, key) write_scale(w, key, k->f)
 #define W_ROLES(f, key) /* the keys of "tensors" */
+#define W_FLAG(f, key)                                                                             \
+  if (k->f) {                                                                                      \
+    mpp_jw_key(w, key);                                                                            \
+    mpp_jw_bool(w, true);                                                                          \
+  }
 
 static void write_site_key(mpp_jw *w, const mpp_site *s) {
   const mpp_op *k = &s->key;
@@ -512,6 +527,8 @@ static void write_doc_locked(mpp_jw *w, bool final, const mpp_tables *t, const m
   mpp_jw_uint(w, t->total_calls);
   mpp_jw_key(w, MP_RK_TOP.failed_calls);
   mpp_jw_uint(w, t->failed_calls);
+  mpp_jw_key(w, MP_RK_TOP.not_attributed);
+  mpp_jw_uint(w, t->ops_unattributed);
   mpp_jw_key(w, MP_RK_TOP.nvtx);
   mpp_jw_obj(w);
   mpp_jw_key(w, MP_RK_NVTX.marks);

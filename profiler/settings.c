@@ -18,7 +18,7 @@ static const mpp_setting settings[] = {
     {"MPPROF_DISABLE", MPP_SK_FREE, 0, 0, 0, LIB, "any value but 0: every hook passes through"},
     {"MPPROF_SCAN", MPP_SK_SCAN, 0, 0, 0, LIB, NULL},
     {"MPPROF_SAMPLE", MPP_SK_SAMPLE, 1, MPP_SET_COUNT_MAX, 0, LIB, NULL},
-    {"MPPROF_MAX_SITES", MPP_SK_UINT, 1, 1u << 20, 1024, LIB, NULL},
+    {"MPPROF_MAX_SITES", MPP_SK_UINT, 1, 1u << 20, 4096, LIB, NULL},
     {"MPPROF_MAX_EVENTS", MPP_SK_UINT, 0, 1ull << 32, 100000, LIB, NULL},
     {"MPPROF_MAX_RANGES", MPP_SK_UINT, 0, 1ull << 32, 100000, LIB, NULL},
     {"MPPROF_CHECKPOINT_S", MPP_SK_SECONDS, 0, 0, 10, LIB, NULL},

@@ -4,8 +4,10 @@
  * through CUPTI, and the capped per-call event list for the timeline.
  *
  * Memory is bounded by MPPROF_MAX_SITES sites (each at most 4 stats records
- * and 32 kernel names) plus MPPROF_MAX_EVENTS events; a cap that is hit makes
- * the raw file say "incomplete" and why. One mutex protects everything but a
+ * and 32 kernel names), a quarter as many again of sites of merged shapes
+ * (the keys of new sites past the cap, their shapes cleared: every layer
+ * keeps its numerics), plus MPPROF_MAX_EVENTS events; a cap that is hit
+ * makes the raw file say "incomplete" and why. One mutex protects everything but a
  * site's hot counters (atomic) and the threads' event buffers (their own
  * rules, below): the critical sections are short (a hash probe, a few
  * counters, a stats merge). */
@@ -72,7 +74,8 @@ static uint64_t table_finds; /* mpp_site_find calls (under mu): memos and caches
 /* Each site's counters every call touches (sites.h), in chunks that never
  * move when the site array grows: a memo keeps a pointer to its site's. */
 #define HOT_CHUNK 1024u
-#define HOT_CHUNKS ((1u << 20) / HOT_CHUNK) /* MPPROF_MAX_SITES is at most 2^20 */
+/* MPPROF_MAX_SITES is at most 2^20, the merged reserve a quarter of it */
+#define HOT_CHUNKS (((1u << 20) + (1u << 18)) / HOT_CHUNK)
 static mpp_site_hot *hot_chunks[HOT_CHUNKS];
 
 /* Site id's counters (id < nsites), from the chunk table alone: no line of
@@ -397,6 +400,7 @@ static uint64_t mix_roles(uint64_t h, const mpp_op *op) {
 #define HASH_FP8(f) h = mix(h, op->f)
 #define HASH_SCALE(f) h = mix(h, double_bits(op->f))
 #define HASH_ROLES(f) h = mix_roles(h, op)
+#define HASH_FLAG(f) h = mix(h, op->f)
 
 static uint64_t op_hash(const mpp_op *op, const mpp_layer *layer) {
   uint64_t h = 0;
@@ -445,6 +449,7 @@ static bool roles_eq(const mpp_op *a, const mpp_op *b) {
 #define EQ_FP8(f) (k->f == op->f)
 #define EQ_SCALE(f) (k->f == op->f)
 #define EQ_ROLES(f) roles_eq(k, op)
+#define EQ_FLAG(f) (k->f == op->f)
 
 static bool op_key_eq(const mpp_site *s, const mpp_op *op, const mpp_layer *layer) {
   const mpp_op *k = &s->key;
@@ -469,26 +474,39 @@ static bool grow_index(void) {
   return true;
 }
 
-static int add_site_locked(const mpp_op *op, const mpp_layer *layer, uint64_t h) {
-  if (nsites >= mpp_cfg.max_sites) {
-    if (ops_unattributed++ == 0)
-      note_reason("max_sites", "max_sites (%u) reached", mpp_cfg.max_sites);
-    return -1;
+/* The site id of op's key in the index, or -1. */
+static int index_find_locked(const mpp_op *op, const mpp_layer *layer, uint64_t h) {
+  if (!index_cap) return -1;
+  for (uint32_t j = (uint32_t)h & (index_cap - 1); index_[j]; j = (j + 1) & (index_cap - 1)) {
+    mpp_site *s = &sites[index_[j] - 1];
+    if (s->hash == h && op_key_eq(s, op, layer)) return (int)(index_[j] - 1);
   }
-  if ((nsites + 1) * 2 > index_cap && !grow_index()) goto oom;
+  return -1;
+}
+
+/* Sites of merged shapes past MPPROF_MAX_SITES: a quarter as many again, at
+ * least one. */
+static uint32_t merged_reserve(void) {
+  return mpp_cfg.max_sites / 4 ? mpp_cfg.max_sites / 4 : 1;
+}
+
+/* A new site of op's key (hash h); -1 without memory. */
+static int new_site_locked(const mpp_op *op, const mpp_layer *layer, uint64_t h) {
+  uint32_t cap_all = mpp_cfg.max_sites + merged_reserve();
+  if ((nsites + 1) * 2 > index_cap && !grow_index()) return -1;
   if (nsites == sites_cap) {
     uint32_t cap = sites_cap ? sites_cap * 2 : 64;
-    if (cap > mpp_cfg.max_sites) cap = mpp_cfg.max_sites;
+    if (cap > cap_all) cap = cap_all;
     mpp_site *ns = realloc(sites, cap * sizeof *ns);
-    if (!ns) goto oom;
+    if (!ns) return -1;
     sites = ns;
     sites_cap = cap;
   }
-  if (nsites / HOT_CHUNK >= HOT_CHUNKS) goto oom;
+  if (nsites / HOT_CHUNK >= HOT_CHUNKS) return -1;
   mpp_site_hot **chunk = &hot_chunks[nsites / HOT_CHUNK];
-  if (!*chunk && !(*chunk = aligned_alloc(64, HOT_CHUNK * sizeof **chunk))) goto oom;
+  if (!*chunk && !(*chunk = aligned_alloc(64, HOT_CHUNK * sizeof **chunk))) return -1;
   char *l = strdup(layer->path);
-  if (!l) goto oom;
+  if (!l) return -1;
   mpp_site *s = &sites[nsites];
   memset(s, 0, sizeof *s);
   s->hash = h;
@@ -511,8 +529,47 @@ static int add_site_locked(const mpp_op *op, const mpp_layer *layer, uint64_t h)
     j = (j + 1) & (index_cap - 1);
   index_[j] = nsites + 1;
   return (int)nsites++;
-oom:
-  if (ops_unattributed++ == 0) note_reason("max_sites", "out of memory for sites");
+}
+
+/* op's key with the shape's fields cleared (as the writer leaves them out),
+ * into the table's one scratch op (under mu: an op is too big for the stack
+ * of a hook). */
+static mpp_op merged_scratch;
+
+static const mpp_op *merged_key_locked(const mpp_op *op) {
+  mpp_op *k = &merged_scratch;
+  *k = *op;
+  k->m = k->n = k->k = k->batch = -1;
+  k->lda = k->ldb = k->ldc = k->ldd = -1;
+  k->has_conv = false;
+  memset(&k->conv, 0, sizeof k->conv);
+  k->shapes_merged = true;
+  return k;
+}
+
+/* A site for a key the table does not hold: a new one below MPPROF_MAX_SITES;
+ * past it, the site of the same key with its shapes merged (one per layer,
+ * API, dtypes, ...: every layer keeps its numerics), new ones of those up to
+ * the reserve; past that, -1 and the call is counted as not attributed. */
+static int add_site_locked(const mpp_op *op, const mpp_layer *layer, uint64_t h) {
+  int id = -1;
+  if (nsites < mpp_cfg.max_sites) {
+    id = new_site_locked(op, layer, h);
+    if (id < 0 && ops_unattributed++ == 0) note_reason("max_sites", "out of memory for sites");
+    return id;
+  }
+  const mpp_op *mk = merged_key_locked(op);
+  uint64_t mh = op_hash(mk, layer);
+  id = index_find_locked(mk, layer, mh);
+  if (id >= 0) return id;
+  if (nsites < mpp_cfg.max_sites + merged_reserve()) {
+    id = new_site_locked(mk, layer, mh);
+    if (id < 0 && ops_unattributed++ == 0) note_reason("max_sites", "out of memory for sites");
+    return id;
+  }
+  if (ops_unattributed++ == 0)
+    note_reason("max_sites", "max_sites (%u) and the reserve of %u sites of merged shapes reached",
+                mpp_cfg.max_sites, merged_reserve());
   return -1;
 }
 
@@ -522,15 +579,7 @@ int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_i
   int id = -1;
   mpp_sites_lock();
   table_finds++;
-  if (index_cap) {
-    for (uint32_t j = (uint32_t)h & (index_cap - 1); index_[j]; j = (j + 1) & (index_cap - 1)) {
-      mpp_site *s = &sites[index_[j] - 1];
-      if (s->hash == h && op_key_eq(s, op, layer)) {
-        id = (int)(index_[j] - 1);
-        break;
-      }
-    }
-  }
+  id = index_find_locked(op, layer, h);
   if (id < 0) id = add_site_locked(op, layer, h);
   if (id >= 0) {
     *ret_call_index = atomic_fetch_add_explicit(&sites[id].hot->started, 1, memory_order_relaxed);

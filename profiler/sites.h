@@ -102,8 +102,9 @@ void mpp_note_unattributed_kernel(const char *name, uint64_t gpu_ns);
 struct mpp_jw;
 void mpp_unattributed_write_locked(struct mpp_jw *w); /* the "cupti" object's counts */
 bool mpp_sites_locked_by_caller(void);                /* the calling thread holds the site lock */
-/* Site id for the op and the calling thread's layer; -1 when the site cap is
- * hit (the op is counted as not attributed). For a memo of the site (may be
+/* Site id for the op and the calling thread's layer: past MPPROF_MAX_SITES, a
+ * new key's site of merged shapes (shapes_merged); -1 when their reserve is
+ * full too, or without memory (the op is counted as not attributed). For a memo of the site (may be
  * NULL): ret_layer, the site's own copy of its layer path, and ret_hot, its
  * counters; both live until mpp_sites_reset. */
 int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_index,

@@ -1066,12 +1066,14 @@ static int rule_tensor_cores_not_used(mpprof_model *m) {
     const mpprof_site *s = &m->sites[i];
     if (!s->elig.eligible || s->tc_used != 0) continue;
     const char *k0 = s->n_kernels ? s->kernels[0].name : "";
+    char mnk[96];
+    mpprof_site_mnk(s, mnk, sizeof mnk);
     mpprof_finding *f =
         add(m, "tensor_cores_not_used", "high", s->layer_name,
-            mpprof_asprintf("%s: %s site %zu (m=%" PRIu64 " n=%" PRIu64 " k=%" PRIu64
+            mpprof_asprintf("%s: %s site %zu (%s"
                             ") is eligible for Tensor Cores but its kernels ran on CUDA cores "
                             "(%s%s)%s%s",
-                            mpprof_site_layer_label(s), s->api, s->id, s->m, s->n, s->k, k0,
+                            mpprof_site_layer_label(s), s->api, s->id, mnk, k0,
                             s->n_kernels > 1 ? ", ..." : "", s->elig.efficient ? "" : ": ",
                             s->elig.efficient ? "" : s->elig.reason),
             strdup(s->elig.efficient
@@ -1141,7 +1143,8 @@ static int rule_current_error_high(mpprof_model *m) {
 static int rule_tensor_cores_inefficient(mpprof_model *m) {
   for (size_t i = 0; i < m->n_sites; i++) {
     const mpprof_site *s = &m->sites[i];
-    if (!s->elig.eligible || s->tc_used == 0 || s->elig.efficient) continue;
+    /* merged shapes: alignment not judged (no dims), not found wanting */
+    if (!s->elig.eligible || s->tc_used == 0 || s->elig.efficient || s->shapes_merged) continue;
     mpprof_finding *f =
         add(m, "tensor_cores_inefficient", "low", s->layer_name,
             mpprof_asprintf("%s: %s site %zu (m=%" PRIu64 " n=%" PRIu64 " k=%" PRIu64

@@ -258,6 +258,9 @@ static void summary(const mpprof_model *m, FILE *f) {
               "; %" PRIu64 " of the calls scanned (every share and verdict is of their "
               "values)",
               m->total_scanned_calls);
+    char past[256];
+    mpprof_calls_past_cap_text(m, past, sizeof past);
+    html(f, past);
     fputs(".</p>\n<p class=\"big\">", f);
     size_t recs[MP_REC_COUNT] = {0}, unknown = 0;
     for (size_t i = 0; i < m->n_layers; i++) {
@@ -357,10 +360,9 @@ static void tensor_cores(const mpprof_model *m, FILE *f) {
       html(f, mpprof_site_layer_label(s));
       fputs("</code> ", f);
       html(f, s->api);
-      fprintf(f,
-              " <a href=\"#op-%zu\">site %zu</a>, m=%" PRIu64 " n=%" PRIu64 " k=%" PRIu64
-              ": kernels ",
-              s->id, s->id, s->m, s->n, s->k);
+      char mnk[96];
+      mpprof_site_mnk(s, mnk, sizeof mnk);
+      fprintf(f, " <a href=\"#op-%zu\">site %zu</a>, %s: kernels ", s->id, s->id, mnk);
       for (size_t k = 0; k < s->n_kernels; k++) {
         fputs(k ? ", <code>" : "<code>", f);
         html(f, s->kernels[k].name);

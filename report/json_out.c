@@ -245,7 +245,8 @@ static cJSON *site_json(const mpprof_model *m, const mpprof_site *s) {
   cJSON_AddItemToObject(o, "ranks", counts_obj(s->ranks, s->n_ranks));
   if (s->shadow) cJSON_AddItemToObject(o, MP_RK_SITE.shadow, mpprof_shadow_json(s->shadow, NULL));
   cJSON_AddItemToObject(o, "tc_eligible", tri_bool(s->elig_known ? s->elig.eligible : -1));
-  cJSON_AddItemToObject(o, "tc_efficient", tri_bool(s->elig_known ? s->elig.efficient : -1));
+  cJSON_AddItemToObject(o, "tc_efficient",
+                        tri_bool(s->elig_known && !s->shapes_merged ? s->elig.efficient : -1));
   cJSON_AddStringToObject(o, "tc_reason", s->elig.reason);
   cJSON_AddBoolToObject(o, "tc_eligible_with_tf32", s->elig.eligible_with_tf32);
   char comp[160];
@@ -356,7 +357,7 @@ static bool site_text(mpprof_tb *b, const mpprof_model *m, const mpprof_site *s)
     cjson_members_text(b, o);
   }
   tri_member(b, "tc_eligible", s->elig_known ? s->elig.eligible : -1);
-  tri_member(b, "tc_efficient", s->elig_known ? s->elig.efficient : -1);
+  tri_member(b, "tc_efficient", s->elig_known && !s->shapes_merged ? s->elig.efficient : -1);
   str_member(b, "tc_reason", s->elig.reason);
   tri_member(b, "tc_eligible_with_tf32", s->elig.eligible_with_tf32);
   char comp[160];
@@ -618,6 +619,8 @@ static cJSON *summary_json(const mpprof_model *m) {
   cJSON_AddItemToObject(o, "sites", mpprof_json_u64(m->n_sites));
   cJSON_AddItemToObject(o, "layers", mpprof_json_u64(m->n_layers));
   cJSON_AddItemToObject(o, "calls", mpprof_json_u64(m->total_calls));
+  cJSON_AddItemToObject(o, "calls_in_merged_sites", mpprof_json_u64(m->merged_calls));
+  cJSON_AddItemToObject(o, "calls_not_attributed", mpprof_json_u64(m->not_attributed));
   cJSON_AddItemToObject(o, "scanned_calls", mpprof_json_u64(m->total_scanned_calls));
   cJSON_AddItemToObject(o, "events", mpprof_json_u64(m->n_events));
   cJSON_AddItemToObject(o, "gpu_ns", u64_or_null(m->has_gpu_ns, m->total_gpu_ns));
@@ -643,11 +646,14 @@ static cJSON *summary_json(const mpprof_model *m) {
   else if (m->total_calls == 0)
     msg = strdup("no CUDA matrix ops (cuBLAS, cuBLASLt, cuDNN) were called by the profiled "
                  "program");
-  else
-    msg = mpprof_asprintf("%" PRIu64 " call%s in %zu site%s, %zu layer%s, %zu process%s",
+  else {
+    char past[256];
+    mpprof_calls_past_cap_text(m, past, sizeof past);
+    msg = mpprof_asprintf("%" PRIu64 " call%s in %zu site%s, %zu layer%s, %zu process%s%s",
                           m->total_calls, m->total_calls == 1 ? "" : "s", m->n_sites,
                           m->n_sites == 1 ? "" : "s", m->n_layers, m->n_layers == 1 ? "" : "s",
-                          m->n_procs, m->n_procs == 1 ? "" : "es");
+                          m->n_procs, m->n_procs == 1 ? "" : "es", past);
+  }
   cJSON_AddItemToObject(o, "message", cJSON_CreateString(msg ? msg : ""));
   free(msg);
   size_t recs[MP_REC_COUNT] = {0}, unknown = 0;

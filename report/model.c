@@ -482,7 +482,11 @@ int mpprof_model_finish(mpprof_model *m) {
     }
     m->total_calls += s->calls;
     m->total_scanned_calls += s->scanned_calls;
+    if (s->shapes_merged) m->merged_calls += s->calls, m->merged_sites++;
   }
+  for (size_t i = 0; i < m->n_procs; i++)
+    if (m->procs[i].not_attributed > 0) m->not_attributed += (uint64_t)m->procs[i].not_attributed;
+  m->total_calls += m->not_attributed;
   return 0;
 }
 
@@ -592,6 +596,21 @@ void mpprof_capture_sentence(const mpprof_capture_sum *c, char *buf, size_t n) {
   if (c->never_opened && len > 0 && (size_t)len < n)
     snprintf(buf + len, n - (size_t)len, "; it never opened in %zu of %zu processes",
              c->never_opened, c->procs);
+}
+
+void mpprof_calls_past_cap_text(const mpprof_model *m, char *buf, size_t n) {
+  size_t used = 0;
+  buf[0] = '\0';
+  if (m->merged_calls)
+    used += (size_t)snprintf(buf, n,
+                             "; %" PRIu64 " calls in %zu site%s of merged shapes (past "
+                             "MPPROF_MAX_SITES)",
+                             m->merged_calls, m->merged_sites, m->merged_sites == 1 ? "" : "s");
+  if (m->not_attributed && used < n)
+    snprintf(buf + used, n - used,
+             "%s%" PRIu64 " calls in no site (past MPPROF_MAX_SITES and its reserve: in no "
+             "verdict)",
+             used ? ", " : "; ", m->not_attributed);
 }
 
 int64_t mpprof_capture_all_outside(const mpprof_model *m) {

@@ -106,7 +106,18 @@ void mpprof_site_extra_of(const mpprof_site *s, mpprof_site_extra *ret) {
     }
 }
 
+void mpprof_site_mnk(const mpprof_site *s, char *buf, size_t n) {
+  if (s->shapes_merged)
+    snprintf(buf, n, MPPROF_VARIOUS_SHAPES);
+  else
+    snprintf(buf, n, "m=%" PRIu64 " n=%" PRIu64 " k=%" PRIu64, s->m, s->n, s->k);
+}
+
 void mpprof_site_shape(const mpprof_site *s, char *buf, size_t n) {
+  if (s->shapes_merged) {
+    snprintf(buf, n, MPPROF_VARIOUS_SHAPES);
+    return;
+  }
   const int64_t *d = s->conv ? s->conv->dims : NULL;
   char groups[32] = "";
   if (d && s->conv->groups > 1) snprintf(groups, sizeof groups, " g=%" PRId64, s->conv->groups);
@@ -228,10 +239,11 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     mpprof_csv_field(f, s->api, false);
     mpprof_csv_field(f, s->op, false);
     mpprof_csv_field(f, shape, false);
-    mpprof_csv_field(f, s->conv ? "" : mm, false);
-    mpprof_csv_field(f, s->conv ? "" : nn, false);
-    mpprof_csv_field(f, s->conv ? "" : kk, false);
-    mpprof_csv_field(f, s->conv ? "" : bb, false);
+    bool dims = !s->conv && !s->shapes_merged;
+    mpprof_csv_field(f, dims ? mm : "", false);
+    mpprof_csv_field(f, dims ? nn : "", false);
+    mpprof_csv_field(f, dims ? kk : "", false);
+    mpprof_csv_field(f, dims ? bb : "", false);
     mpprof_csv_field(f, x.transa, false);
     mpprof_csv_field(f, x.transb, false);
     mpprof_csv_field(f, dt, false);

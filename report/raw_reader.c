@@ -1152,6 +1152,7 @@ static int site_from_json(cJSON *o, const mpprof_process *p, mpprof_model *m, mp
   u64_of(M(MP_RK_SITE.ldb), &s->ldb);
   u64_of(M(MP_RK_SITE.ldc), &s->ldc);
   u64_of(M(MP_RK_SITE.ldd), &s->ldd);
+  s->shapes_merged = cJSON_IsTrue(M(MP_RK_SITE.shapes_merged));
   s->transa = trans_of(M(MP_RK_SITE.transa));
   s->transb = trans_of(M(MP_RK_SITE.transb));
   s->fp8_scales = fp8_scales_of(M(MP_RK_SITE.fp8_scales));
@@ -1518,7 +1519,7 @@ static int site_fast(walk *w, const mpprof_process *p, mpprof_model *m, const ch
   /* members read otherwise, or that must be there */
   const uint64_t other = 1ull << SF_conv | 1ull << SF_fp8_scales | 1ull << SF_fp8_scale_values |
                          1ull << SF_amax_D | 1ull << SF_not_scanned | 1ull << SF_shadow |
-                         1ull << SF_ranks;
+                         1ull << SF_ranks | 1ull << SF_shapes_merged;
   const uint64_t need = 1ull << SF_id | 1ull << SF_api | 1ull << SF_kind | 1ull << SF_layer |
                         1ull << SF_calls | 1ull << SF_tensors;
   if (seen & other || (seen & need) != need) goto out;
@@ -1855,6 +1856,7 @@ static int process_from_header(const cJSON *h, const char *file, mpprof_process 
   p->forked = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.forked));
   get_i64(h, MP_RK_TOP.calls, &p->raw_calls);
   get_i64(h, MP_RK_TOP.failed_calls, &p->failed_calls);
+  get_i64(h, MP_RK_TOP.not_attributed, &p->not_attributed);
   const cJSON *nvtx = cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.nvtx);
   get_i64(nvtx, MP_RK_NVTX.marks, &p->nvtx_marks);
   get_i64(nvtx, MP_RK_NVTX.start_end_ranges, &p->nvtx_start_end_ranges);

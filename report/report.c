@@ -84,6 +84,9 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
     if (m->has_gpu_ns) fprintf(f, ", %.3f ms GPU", (double)m->total_gpu_ns / 1e6);
     if (m->total_scanned_calls < m->total_calls)
       fprintf(f, "; %" PRIu64 " of the calls scanned", m->total_scanned_calls);
+    char past[256];
+    mpprof_calls_past_cap_text(m, past, sizeof past);
+    fputs(past, f);
     fputc('\n', f);
     /* Every layer in the tally: those without a verdict too (the count
      * above included them, the tally left them out). */

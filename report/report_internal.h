@@ -176,6 +176,7 @@ typedef struct mpprof_process {
   bool forked;       /* written by a fork child */
   int64_t raw_calls; /* the file's "calls": hooked calls seen, failed ones included */
   int64_t failed_calls;
+  int64_t not_attributed; /* the file's "not_attributed": calls in no site */
   int64_t nvtx_marks, nvtx_start_end_ranges;
   char *nonfinite_site_key; /* key of the site of training.first_nonfinite, or NULL */
   /* its t_ns to the nanosecond (the "training" tree holds it through a
@@ -265,6 +266,9 @@ typedef struct mpprof_site {
   int n_types;
   double loss_scale; /* declared loss scale in force for its calls; 0: none declared */
   uint64_t m, n, k, batch, lda, ldb, ldc, ldd;
+  /* Raw "shapes_merged": calls of several shapes past MPPROF_MAX_SITES, m,
+   * n, k, lds and conv unknown (0, NULL). */
+  bool shapes_merged;
   char transa, transb; /* 0: not a GEMM */
   const char *conv_math_type;
   unsigned fp8_scales; /* bit i: row i of MP_RAW_FP8_SCALES */
@@ -581,7 +585,11 @@ typedef struct mpprof_model {
   bool incomplete;
   char *program;
   const cJSON *program_argv; /* the argv `program` joins: the root process's (NULL: none) */
-  uint64_t total_calls, total_gpu_ns;
+  /* total_calls: the sites' calls and the processes' calls in no site
+   * (not_attributed, also summed apart); merged_calls: those in sites of
+   * merged shapes. */
+  uint64_t total_calls, total_gpu_ns, not_attributed, merged_calls;
+  size_t merged_sites;
   uint64_t total_scanned_calls; /* calls whose tensors were scanned, summed over the sites */
   bool has_gpu_ns;
   mpprof_strpool strings; /* the sites' interned strings */
@@ -629,6 +637,10 @@ size_t mpprof_devices_text(const mpprof_model *m, char *buf, size_t n, bool *ret
 void mpprof_capture_sentence(const mpprof_capture_sum *c, char *buf, size_t n);
 /* No call was recorded but some ran outside the capture range: how many (else 0). */
 int64_t mpprof_capture_all_outside(const mpprof_model *m);
+/* Of total_calls, those past the site cap, for the headlines: "; N calls in
+ * S sites of merged shapes (past MPPROF_MAX_SITES), M calls in no site (...)",
+ * each part only when not 0; "" when both are. */
+void mpprof_calls_past_cap_text(const mpprof_model *m, char *buf, size_t n);
 /* Raw files were there but every one was skipped: no process was read. */
 static inline bool mpprof_model_all_skipped(const mpprof_model *m) {
   return m->n_procs == 0 && m->n_skipped > 0;
@@ -779,6 +791,10 @@ typedef struct mpprof_site_extra {
                           values read (docs/report.md, the ops table) */
 } mpprof_site_extra;
 void mpprof_site_extra_of(const mpprof_site *s, mpprof_site_extra *ret);
+/* A site of merged shapes (shapes_merged) says this instead of a shape. */
+#define MPPROF_VARIOUS_SHAPES "various shapes (merged past MPPROF_MAX_SITES)"
+/* "m=M n=N k=K", or MPPROF_VARIOUS_SHAPES */
+void mpprof_site_mnk(const mpprof_site *s, char *buf, size_t n);
 void mpprof_site_shape(const mpprof_site *s, char *buf, size_t n);  /* "MxNxKxBATCH" or conv dims */
 void mpprof_site_dtypes(const mpprof_site *s, char *buf, size_t n); /* "A=fp16 B=fp16 D=fp32" */
 

@@ -68,10 +68,12 @@ static int eligibility(mpprof_strpool *pool, mpprof_site *s) {
     q.m = s->m, q.n = s->n, q.k = s->k;
     q.lda = s->lda, q.ldb = s->ldb, q.ldc = s->ldc;
   }
-  s->flop_per_call = 2 * q.m * q.n * q.k *
-                     (s->conv     ? (s->conv->groups > 1 ? (uint64_t)s->conv->groups : 1)
-                      : !s->batch ? 1
-                                  : s->batch);
+  s->flop_per_call = s->shapes_merged
+                         ? 0
+                         : 2 * q.m * q.n * q.k *
+                               (s->conv     ? (s->conv->groups > 1 ? (uint64_t)s->conv->groups : 1)
+                                : !s->batch ? 1
+                                            : s->batch);
   s->elig_known = q.a != MP_DTYPE_INVALID;
   mp_tc_eligibility e;
   memset(&e, 0, sizeof e);
@@ -79,6 +81,12 @@ static int eligibility(mpprof_strpool *pool, mpprof_site *s) {
     mp_tc_eligible(&q, &e);
   else
     snprintf(e.reason, sizeof e.reason, "operand dtypes unknown");
+  /* No dims to judge alignment by: eligible as the dtypes say, efficiency unknown. */
+  if (s->shapes_merged && e.efficient) {
+    e.efficient = false;
+    snprintf(e.reason, sizeof e.reason, "%s: alignment of m, n, k not judged",
+             MPPROF_VARIOUS_SHAPES);
+  }
   s->elig = (mpprof_site_elig){.eligible = e.eligible,
                                .efficient = e.efficient,
                                .tf32 = e.tf32,

@@ -9,6 +9,10 @@
  *                 (1500 descriptor contents: more than mpprof remembers per thread)
  *   variants      every cuBLAS GEMM entry point (and its _64 twin) once
  *   mathmode      cublasSgemm_v2 with the default and then the TF32 math mode
+ *   layers L      L layers (NVTX ranges "net/b<i>"), each 100 cublasSgemm_v2 calls of one
+ *                 16 x 16 x 16 shape: a model with more layers than MPPROF_MAX_SITES
+ *   shapes S      S shapes (8 x 8 x 8, lda 8 + i: a dynamic sequence length), each called
+ *                 twice by cublasSgemm_v2, shape i in layer "dyn/l<i % 4>"
  *   threads T     T threads, each with its own handle and NVTX range "t<i>"
  *   fork          GEMM, fork; the child does 2 GEMMs and exits 0; the parent waits, 1 GEMM
  *   forkidle      GEMM, fork; the child only prints and exits 0 (a data-loader worker)
@@ -497,6 +501,63 @@ static int mode_mathmode(void) {
   CK(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, m.a32, N, m.b32, N, &zero, m.c32,
                     N));
   printf("mathmode checksum %.17g\n", sum32(m.c32, N * N));
+  CK(cublasDestroy(h));
+  return 0;
+}
+
+static int mode_layers(int layers) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 5);
+  const float one = 1, zero = 0;
+  double sum = 0;
+  for (int l = 0; l < layers; l++) {
+    char name[32];
+    snprintf(name, sizeof name, "b%d", l);
+    nvtxRangePushA("net");
+    nvtxRangePushA(name);
+    for (int i = 0; i < 100; i++)
+      CK(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, m.a32, N, m.b32, N, &zero,
+                        m.c32, N));
+    nvtxRangePop();
+    nvtxRangePop();
+    sum += sum32(m.c32, N * N);
+  }
+  printf("layers checksum %.17g\n", sum);
+  CK(cublasDestroy(h));
+  return 0;
+}
+
+static int mode_shapes(int shapes) {
+  enum { D = 8 };
+  cublasHandle_t h;
+  CK(cublasCreate(&h));
+  size_t na = (size_t)(D + shapes) * D;
+  float *a = malloc(na * sizeof *a), b[D * D];
+  if (!a) die("malloc", 0);
+  for (size_t i = 0; i < na; i++)
+    a[i] = (float)((i * 7) % 5) - 2;
+  for (int i = 0; i < D * D; i++)
+    b[i] = (float)((i * 3) % 7) - 3;
+  float *da = dev_upload(a, na * sizeof *a), *db = dev_upload(b, sizeof b);
+  float *dc = dev_alloc(D * D * sizeof(float));
+  free(a);
+  const float one = 1, zero = 0;
+  double sum = 0;
+  for (int rep = 0; rep < 2; rep++)
+    for (int i = 0; i < shapes; i++) {
+      char name[16];
+      snprintf(name, sizeof name, "l%d", i % 4);
+      nvtxRangePushA("dyn");
+      nvtxRangePushA(name);
+      CK(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, D, D, D, &one, da, D + i, db, D, &zero, dc,
+                        D));
+      nvtxRangePop();
+      nvtxRangePop();
+    }
+  sum += sum32(dc, D * D);
+  printf("shapes checksum %.17g\n", sum);
   CK(cublasDestroy(h));
   return 0;
 }
@@ -1877,6 +1938,8 @@ static const struct {
     {"setenv", "", .plain = mode_setenv},
     {"variants", "", .plain = mode_variants},
     {"mathmode", "", .plain = mode_mathmode},
+    {"layers", " L", .counted = mode_layers, .dflt = 1},
+    {"shapes", " S", .counted = mode_shapes, .dflt = 1},
     {"threads", " T", .counted = mode_threads, .dflt = 1},
     {"threadevents", "", .plain = mode_threadevents},
     {"fork", "", .plain = mode_fork},

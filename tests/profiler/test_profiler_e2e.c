@@ -1199,6 +1199,108 @@ static void a_final_raw_file_not_written_is_named_as_such(void **state) {
   free(res.err);
 }
 
+/* --- past MPPROF_MAX_SITES --- */
+
+/* mpp_testprog ARGS plain and under `mpprof -o dir` with MPPROF_MAX_SITES=16
+ * (a reserve of 4 sites of merged shapes): the same output and status, 0;
+ * mpprof's stderr (its summary) returned. */
+static char *run_with_16_sites(const char *dir, const char *mode, const char *arg) {
+  char *plain_argv[] = {(char *)testprog, (char *)mode, (char *)arg, NULL};
+  result plain = run(plain_argv, NULL);
+  char *argv[] = {(char *)mpprof,   "-o",         (char *)dir, "--",
+                  (char *)testprog, (char *)mode, (char *)arg, NULL};
+  const char *env[] = {"MPPROF_MAX_SITES=16", NULL};
+  result prof = run_err(argv, env);
+  assert_string_equal(prof.out, plain.out);
+  assert_int_equal(prof.status, 0);
+  assert_int_equal(plain.status, 0);
+  free(plain.out);
+  free(prof.out);
+  return prof.err;
+}
+
+static cJSON *report_json(const char *dir) {
+  char path[4300];
+  snprintf(path, sizeof path, "%s/report.json", dir);
+  char *text = slurp(path);
+  cJSON *rep = cJSON_Parse(text);
+  free(text);
+  assert_non_null(rep);
+  return rep;
+}
+
+/* 20 layers of one GEMM shape each, 16 sites: the last 4 layers' calls go
+ * to a site of merged shapes each, so every layer has its numerics and a
+ * verdict, and the summary counts all 2,000 calls (before: 16 layers, 1,600
+ * calls, the rest "not attributed"). */
+static void a_model_with_more_layers_than_max_sites_keeps_every_layers_verdict(void **state) {
+  (void)state;
+  const char *dir = outdir("manylayers");
+  char *err = run_with_16_sites(dir, "layers", "20");
+  raws r = load_raws(dir);
+  assert_int_equal(num(r.doc[0], "calls"), 2000);
+  assert_int_equal(num(r.doc[0], "not_attributed"), 0);
+  assert_false(cJSON_IsTrue(get(r.doc[0], "incomplete")));
+  cJSON *s = site(r.doc[0], "cublasSgemm_v2", "net/b19", NULL);
+  assert_true(cJSON_IsTrue(get(s, "shapes_merged")));
+  assert_true(cJSON_IsNull(get(s, "m")));
+  assert_int_equal(num(s, "calls"), 100);
+  assert_true(num(s, "tensors.D.count") > 0);
+  free_raws(&r);
+  cJSON *rep = report_json(dir);
+  assert_int_equal(num(rep, "summary.calls"), 2000);
+  assert_int_equal(num(rep, "summary.calls_in_merged_sites"), 400);
+  assert_int_equal(num(rep, "summary.calls_not_attributed"), 0);
+  assert_int_equal(cJSON_GetArraySize(get(rep, "layers")), 20);
+  cJSON *l;
+  cJSON_ArrayForEach(l, get(rep, "layers")) assert_true(str_is(l, "advice.recommended", "fp16"));
+  cJSON_Delete(rep);
+  assert_non_null(strstr(err, "2000 op calls in 20 sites, 20 layers"));
+  assert_non_null(strstr(err, "400 calls in 4 sites of merged shapes (past MPPROF_MAX_SITES)"));
+  free(err);
+}
+
+/* 200 shapes (a dynamic sequence length), each called twice, in 4 layers,
+ * 16 sites: every call is in a site of its layer, the shapes past the cap
+ * in one site of merged shapes per layer, which invents no shape: no m, no
+ * FLOPs, Tensor Core alignment not judged. */
+static void dynamic_shapes_past_max_sites_stay_in_their_layers(void **state) {
+  (void)state;
+  const char *dir = outdir("manyshapes");
+  char *err = run_with_16_sites(dir, "shapes", "200");
+  raws r = load_raws(dir);
+  assert_int_equal(num(r.doc[0], "calls"), 400);
+  assert_int_equal(num(r.doc[0], "not_attributed"), 0);
+  assert_int_equal(nsites(r.doc[0]), 20);
+  double calls = 0;
+  cJSON *x;
+  cJSON_ArrayForEach(x, get(r.doc[0], "sites")) calls += num(x, "calls");
+  assert_true(calls == 400);
+  free_raws(&r);
+  cJSON *rep = report_json(dir);
+  assert_int_equal(num(rep, "summary.calls"), 400);
+  assert_int_equal(num(rep, "summary.calls_in_merged_sites"),
+                   400 - 16 * 2); /* 16 shapes in a site each */
+  assert_int_equal(cJSON_GetArraySize(get(rep, "layers")), 4);
+  int merged = 0;
+  cJSON_ArrayForEach(x, get(rep, "sites")) {
+    if (!cJSON_IsTrue(get(x, "shapes_merged"))) continue;
+    merged++;
+    assert_true(cJSON_IsNull(get(x, "m")));
+    assert_true(cJSON_IsNull(get(x, "flop_per_call")));
+    assert_true(cJSON_IsNull(get(x, "tc_efficient")));
+  }
+  assert_int_equal(merged, 4);
+  cJSON_Delete(rep);
+  char ops[4300];
+  snprintf(ops, sizeof ops, "%s/ops.csv", dir);
+  char *csv = slurp(ops);
+  assert_non_null(strstr(csv, ",various shapes (merged past MPPROF_MAX_SITES),,,,,"));
+  free(csv);
+  assert_non_null(strstr(err, "400 op calls in 20 sites, 4 layers"));
+  free(err);
+}
+
 static void scan_none_records_calls_without_tensor_stats(void **state) {
   (void)state;
   const char *dir = outdir("scannone");
@@ -1860,6 +1962,8 @@ int main(void) {
       cmocka_unit_test(a_final_raw_file_not_written_is_named_as_such),
       cmocka_unit_test(a_relative_mpprof_out_is_kept_when_the_program_changes_directory),
       cmocka_unit_test(a_shell_spawning_two_programs_gives_one_raw_file_per_cuda_process),
+      cmocka_unit_test(a_model_with_more_layers_than_max_sites_keeps_every_layers_verdict),
+      cmocka_unit_test(dynamic_shapes_past_max_sites_stay_in_their_layers),
       cmocka_unit_test(scan_none_records_calls_without_tensor_stats),
       cmocka_unit_test(sample_2_scans_every_second_call),
       cmocka_unit_test(calls_during_graph_capture_are_counted_but_not_scanned),

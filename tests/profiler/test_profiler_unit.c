@@ -1114,17 +1114,82 @@ static void scope_ops_counts_the_innermost_scopes_own_ops(void **state) {
   assert_int_equal(mpprof_scope_ops(), 0);
 }
 
-static void site_cap_makes_the_raw_file_incomplete(void **state) {
+static cJSON *site_of(cJSON *doc, const char *api);
+
+/* run_op with the GEMM's m changed (the key only; the data stay 4 x 4) in
+ * NVTX range `layer`. */
+static void run_op_shape(const char *layer, int64_t m) {
+  mpp_op op;
+  mpp_call c;
+  make_op(&op, "api");
+  op.m = m;
+  op.site_memo = NULL; /* its decode's memo is of m = 4 */
+  mpp_nvtx_push(NULL, layer);
+  mpp_call_begin(&c, &op);
+  mpp_call_end(&c, &op, true);
+  mpp_nvtx_pop(NULL);
+}
+
+static cJSON *merged_site_of(cJSON *doc, const char *layer) {
+  cJSON *s;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItem(doc, "sites")) {
+    if (cJSON_IsTrue(cJSON_GetObjectItem(s, "shapes_merged")) &&
+        !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(s, "layer")), layer))
+      return s;
+  }
+  fail_msg("no site of merged shapes in %s", layer);
+  return NULL;
+}
+
+/* MPPROF_MAX_SITES 8 (a reserve of 2): the ninth shape and the ones after it
+ * go to their layer's site of merged shapes, one per layer, with their
+ * values' stats; nothing is left out, so the file is complete. */
+static void past_the_site_cap_new_shapes_go_to_their_layers_site_of_merged_shapes(void **state) {
+  (void)state;
+  mpp_cfg.max_sites = 8;
+  for (int m = 1; m <= 8; m++)
+    run_op_shape("a", m);
+  run_op_shape("a", 9);
+  run_op_shape("a", 10);
+  run_op_shape("a", 10);
+  run_op_shape("b", 11);
+  run_op_shape("a", 3); /* a shape with a site of its own still goes there */
+  cJSON *doc = render();
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "sites")), 10);
+  cJSON *a = merged_site_of(doc, "a"), *b = merged_site_of(doc, "b");
+  assert_int_equal(num(a, "calls"), 3);
+  assert_int_equal(num(b, "calls"), 1);
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(a, "m"))); /* no invented shape */
+  assert_null(cJSON_GetObjectItem(a, "lda"));
+  assert_int_equal(num(a, "tensors.D.count"), 3 * 16); /* the stats of all three calls */
+  assert_int_equal(num(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "sites"), 2), "calls"),
+                   2); /* m = 3's own site */
+  assert_int_equal(num(doc, "not_attributed"), 0);
+  assert_int_equal(num(doc, "calls"), 13);
+  assert_false(cJSON_IsTrue(cJSON_GetObjectItem(doc, "incomplete")));
+  cJSON_Delete(doc);
+}
+
+/* Past MPPROF_MAX_SITES and its reserve of sites of merged shapes (1 with a
+ * cap of 1), a call of a new key is in no site: counted, and the file says
+ * so. */
+static void past_the_reserve_calls_are_not_attributed_and_the_file_incomplete(void **state) {
   (void)state;
   mpp_cfg.max_sites = 1;
   run_op("one", true);
-  run_op("two", true);
-  run_op("two", true);
+  run_op("two", true); /* the reserve's one site: "two" with its shapes merged */
+  run_op("three", true);
+  run_op("three", true);
   cJSON *doc = render();
+  assert_int_equal(num(doc, "not_attributed"), 2);
+  assert_int_equal(num(doc, "calls"), 4);
   assert_true(cJSON_IsTrue(cJSON_GetObjectItem(doc, "incomplete")));
   const char *why =
       cJSON_GetStringValue(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "incomplete_reasons"), 0));
-  assert_non_null(strstr(why, "max_sites (1) reached: 2 ops not attributed"));
+  assert_non_null(strstr(
+      why,
+      "max_sites (1) and the reserve of 1 sites of merged shapes reached: 2 ops not attributed"));
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItem(site_of(doc, "two"), "shapes_merged")));
   cJSON_Delete(doc);
 }
 
@@ -1267,7 +1332,7 @@ static void process_calls_and_calls_in_flight_count_every_kind_of_call(void **st
   run_op("one", true);
   run_op("one", false); /* failed */
   run_autotune_call();
-  run_op("two", true); /* a third site: over the cap, not attributed */
+  run_op("two", true); /* a third site: past the cap, "two" with its shapes merged */
   mpp_op op;
   mpp_call open;
   make_op(&op, "one");
@@ -1611,7 +1676,7 @@ static void settings_outside_their_rows_fall_back_to_the_defaults(void **state) 
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
     setenv(vars[i], bad[i], 1);
   mpp_config_read();
-  assert_int_equal(mpp_cfg.max_sites, 1024);
+  assert_int_equal(mpp_cfg.max_sites, 4096);
   assert_int_equal(mpp_cfg.sample, MPP_SAMPLE_AUTO);
   assert_true(mpp_cfg.checkpoint_s == 10);
   assert_true(mpp_cfg.shadow_max_rel == 0);
@@ -1701,7 +1766,10 @@ int main(void) {
       cmocka_unit_test_setup(reserving_no_ops_gives_no_room_and_release_accepts_it, reset_all),
       cmocka_unit_test_setup(ops_in_different_layers_are_different_sites, reset_all),
       cmocka_unit_test_setup(scope_ops_counts_the_innermost_scopes_own_ops, reset_all),
-      cmocka_unit_test_setup(site_cap_makes_the_raw_file_incomplete, reset_all),
+      cmocka_unit_test_setup(past_the_site_cap_new_shapes_go_to_their_layers_site_of_merged_shapes,
+                             reset_all),
+      cmocka_unit_test_setup(past_the_reserve_calls_are_not_attributed_and_the_file_incomplete,
+                             reset_all),
       cmocka_unit_test_setup(process_calls_and_calls_in_flight_count_every_kind_of_call, reset_all),
       cmocka_unit_test_setup(event_cap_makes_the_raw_file_incomplete, reset_all),
       cmocka_unit_test_setup(events_keep_every_call_in_order_across_chunks, reset_all),

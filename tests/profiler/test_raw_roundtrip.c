@@ -240,7 +240,8 @@ static void every_emitted_key_is_declared_and_every_declared_key_emitted(void **
   assert_non_null(doc);
   check_object(doc, SET(top_keys), "top-level", NULL);
   const cJSON *s = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, MP_RK_TOP.sites), 0);
-  static const char *const report_only[] = {"ranks", NULL};
+  /* ranks: the report's; shapes_merged: only in a site of merged shapes (below) */
+  static const char *const report_only[] = {"ranks", "shapes_merged", NULL};
   check_object(s, SET(site_keys), "SITE", report_only);
   check_object(cJSON_GetArrayItem(cJSON_GetObjectItem(s, MP_RK_SITE.kernels), 0), SET(kernel_keys),
                "kernel", NULL);
@@ -371,6 +372,9 @@ static void check_top(const char *k, const cJSON *doc, const mpprof_model *m) {
     assert_true(p->raw_calls >= 2);
   } else if (!strcmp(k, MP_RK_TOP.failed_calls)) {
     assert_int_equal(p->failed_calls, num(doc, k));
+  } else if (!strcmp(k, MP_RK_TOP.not_attributed)) {
+    assert_int_equal(p->not_attributed,
+                     num(doc, k)); /* 1 in a_site_of_merged_shapes_is_read_back */
   } else if (!strcmp(k, MP_RK_TOP.nvtx)) {
     assert_int_equal(p->nvtx_marks, 16);
     assert_int_equal(p->nvtx_start_end_ranges, 17);
@@ -576,8 +580,9 @@ static void every_emitted_key_is_read_back(void **state) {
   /* The site key: through the report's identity, value by value. */
   cJSON *id = cJSON_Parse(s->key);
   assert_non_null(id);
+  /* shapes_merged: only in a site of merged shapes (a_site_of_merged_shapes_is_read_back) */
   for (const char *const *k = mp_raw_identity_keys; *k; k++) {
-    if (!**k) continue;
+    if (!**k || !strcmp(*k, MP_RK_SITE.shapes_merged)) continue;
     const cJSON *want = cJSON_GetObjectItemCaseSensitive(sj, *k);
     assert_non_null(want);
     if (!same_json(cJSON_GetObjectItemCaseSensitive(id, *k), want))
@@ -585,7 +590,7 @@ static void every_emitted_key_is_read_back(void **state) {
   }
   int n_identity = 0;
   for (const char *const *k = mp_raw_identity_keys; *k; k++)
-    n_identity += **k != 0;
+    n_identity += **k != 0 && strcmp(*k, MP_RK_SITE.shapes_merged);
   assert_int_equal(cJSON_GetArraySize(id), n_identity); /* nothing else is identity */
   cJSON_Delete(id);
   /* ... and the fields the report computes with. */
@@ -628,11 +633,86 @@ static void every_emitted_key_is_read_back(void **state) {
   free(dir);
 }
 
+/* Past MPPROF_MAX_SITES (1, its reserve 1): a new shape's site has its
+ * shapes merged (shapes_merged, m/n/k/batch null, no lds, no conv), and a
+ * call of a new key beyond the reserve is in no site (not_attributed). Both
+ * are read back. */
+static void a_site_of_merged_shapes_is_read_back(void **state) {
+  (void)state;
+  mpp_sites_reset();
+  mpp_capture_reset_counts();
+  mpp_cfg.capture = (mp_capture){.mode = MP_CAPTURE_ALL};
+  mpp_cfg.scan = MPP_SCAN_ALL;
+  mpp_cfg.sample = 1;
+  mpp_cfg.max_sites = 1;
+  mpp_cfg.max_events = 16;
+  mpp_op op;
+  for (int i = 0; i < 3; i++) {
+    full_op(&op);
+    op.m = 4 + i; /* a new shape each: the first in a site, the next two merged */
+    mpp_call c;
+    mpp_call_begin(&c, &op);
+    mpp_call_end(&c, &op, true);
+  }
+  full_op(&op);
+  op.api = "cublasGemmEx"; /* a new key past the reserve: in no site */
+  mpp_call c;
+  mpp_call_begin(&c, &op);
+  assert_int_equal(c.site, -1);
+  mpp_call_end(&c, &op, true);
+  size_t len = 0;
+  char *text = mpp_raw_render(true, &len);
+  assert_non_null(text);
+  cJSON *doc = cJSON_Parse(text);
+  assert_non_null(doc);
+  assert_int_equal(num(doc, MP_RK_TOP.not_attributed), 1);
+  assert_int_equal(num(doc, MP_RK_TOP.calls), 4);
+  const cJSON *sj = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, MP_RK_TOP.sites), 1);
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItem(sj, MP_RK_SITE.shapes_merged)));
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(sj, MP_RK_SITE.m)));
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(sj, MP_RK_SITE.batch)));
+  assert_null(cJSON_GetObjectItem(sj, MP_RK_SITE.lda));
+  assert_null(cJSON_GetObjectItem(sj, MP_RK_SITE.conv));
+  assert_int_equal(num(sj, MP_RK_SITE.calls), 2);
+  assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, MP_RK_TOP.sites), 0),
+                                  MP_RK_SITE.shapes_merged));
+
+  char *dir = tmp_raw_dir(), *path = NULL;
+  assert_true(asprintf(&path, "%s/node-1.json", dir) > 0);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+  mpprof_model m;
+  mpprof_model_init(&m);
+  assert_int_equal(mpprof_read_raw_file(&m, path, stderr), 0);
+  assert_int_equal(m.n_sites, 2);
+  assert_int_equal(m.procs[0].not_attributed, 1);
+  const mpprof_site *merged = m.sites[0].shapes_merged ? &m.sites[0] : &m.sites[1];
+  const mpprof_site *plain = merged == &m.sites[0] ? &m.sites[1] : &m.sites[0];
+  assert_true(merged->shapes_merged && !plain->shapes_merged);
+  assert_int_equal(merged->calls, 2);
+  assert_int_equal(merged->m, 0);
+  assert_null(merged->conv);
+  assert_int_equal(plain->m, 4);
+  cJSON *id = cJSON_Parse(merged->key);
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItem(id, MP_RK_SITE.shapes_merged))); /* identity */
+  cJSON_Delete(id);
+  mpprof_model_free(&m);
+  cJSON_Delete(doc);
+  free(text);
+  unlink(path);
+  rmdir(dir);
+  free(path);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_emitted_key_is_declared_and_every_declared_key_emitted),
       cmocka_unit_test(every_emitted_key_is_read_back),
       cmocka_unit_test(the_timeline_is_formatted_outside_the_site_lock),
+      cmocka_unit_test(a_site_of_merged_shapes_is_read_back),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2535,6 +2535,61 @@ static void the_summary_names_the_site_cap_before_a_timeline_cap(void **state) {
   free(text);
 }
 
+/* Past MPPROF_MAX_SITES a process's new shapes went to a site of merged
+ * shapes (its layer keeps a verdict) and, past that reserve, calls to no
+ * site (raw not_attributed): the summary and report.json count every call
+ * and say how many went where; the merged site invents no shape. */
+static void the_summary_counts_the_calls_past_the_site_cap(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("pastcap");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &P0);
+  rg_site_end(&r, fwd_site(0, "x/fwd", -4, 4));
+  cJSON *merged = fwd_site(1, "y/fwd", -4, 4);
+  const char *const dims[] = {"m", "n", "k", "batch"};
+  for (int i = 0; i < 4; i++)
+    cJSON_ReplaceItemInObject(merged, dims[i], cJSON_CreateNull());
+  cJSON_AddBoolToObject(merged, "shapes_merged", true);
+  rg_site_end(&r, merged);
+  rg_end(&r);
+  size_t len = 0;
+  char *raw = rg_read_text(dir, "raw/a.json", &len);
+  assert_non_null(raw);
+  const char *from = "\"incomplete\":false";
+  char *at = strstr(raw, from), *edited = NULL;
+  assert_non_null(at);
+  assert_true(asprintf(&edited, "%.*s\"not_attributed\":7,%s", (int)(at - raw), raw, at) > 0);
+  rg_write_text(dir, "a.json", edited, strlen(edited));
+  free(edited);
+  free(raw);
+  char *text = summary_text(dir);
+  assert_non_null(strstr(text, "27 op calls in 2 sites, 2 layers"));
+  assert_non_null(strstr(text, "; 10 calls in 1 site of merged shapes (past MPPROF_MAX_SITES), 7 "
+                               "calls in no site (past MPPROF_MAX_SITES and its reserve: in no "
+                               "verdict)\n"));
+  assert_null(strstr(text, "no verdict 1")); /* the merged site's layer has one */
+  free(text);
+  cJSON *rep = report_of(dir);
+  assert_int_equal(get(rep, "summary.calls")->valueint, 27);
+  assert_int_equal(get(rep, "summary.calls_in_merged_sites")->valueint, 10);
+  assert_int_equal(get(rep, "summary.calls_not_attributed")->valueint, 7);
+  const cJSON *s;
+  int seen = 0;
+  cJSON_ArrayForEach(s, get(rep, "sites")) {
+    if (!cJSON_IsTrue(cJSON_GetObjectItem(s, "shapes_merged"))) continue;
+    seen++;
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(s, "flop_per_call")));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(s, "tc_eligible"))); /* by its dtypes */
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(s, "tc_efficient")));
+    assert_non_null(
+        strstr(cJSON_GetStringValue(cJSON_GetObjectItem(s, "tc_reason")), "various shapes"));
+  }
+  assert_int_equal(seen, 1);
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* The summary says what its numbers are: counts in the singular where there
  * is one, a layer's window as the loss scales its gradients fit, and why a
  * layer has no verdict (here: a site whose tensors were never scanned). */
@@ -2829,6 +2884,7 @@ int main(void) {
       cmocka_unit_test(a_checkpoint_file_marks_the_report_incomplete),
       cmocka_unit_test(an_incomplete_process_is_named_in_the_summary),
       cmocka_unit_test(the_summary_names_the_site_cap_before_a_timeline_cap),
+      cmocka_unit_test(the_summary_counts_the_calls_past_the_site_cap),
       cmocka_unit_test(a_run_without_cuda_ops_says_so),
       cmocka_unit_test(the_summary_says_what_each_number_is),
       cmocka_unit_test(the_summary_says_why_tensor_cores_and_verdicts_are_unknown),

@@ -276,6 +276,16 @@ static cJSON *run(int kind) {
     rg_site_end(&r, site(5, "mlp/fc3/bwd", -10, 14));
     rg_site_end(&r, rg_gemm(6, "cublasSgemm_v2", "opt/optimizer", "A=fp32,B=fp32,C=fp32,D=fp32",
                             "32F", "DEFAULT", 64, 64, 64, 1));
+    /* a site of merged shapes (past MPPROF_MAX_SITES): no m, n, k, batch, lds */
+    cJSON *merged = site(7, "mlp/fc3/bwd", -10, 14);
+    const char *const dims[] = {"m", "n", "k", "batch"};
+    for (int i = 0; i < 4; i++)
+      cJSON_ReplaceItemInObject(merged, dims[i], cJSON_CreateNull());
+    const char *const lds[] = {"lda", "ldb", "ldc", "ldd"};
+    for (int i = 0; i < 4; i++)
+      cJSON_DeleteItemFromObject(merged, lds[i]);
+    cJSON_AddBoolToObject(merged, "shapes_merged", true);
+    rg_site_end(&r, merged);
     for (int i = 0; i < 10; i++)
       rg_event(&r, i % 7, 100 * i, 50, 3);
   }
