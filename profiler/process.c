@@ -70,7 +70,7 @@ void mpp_process_note_framework(const char *name, const char *version, const cha
 static atomic_bool models_logged_full;
 
 static bool model_field_ok(const char *s) {
-  return s && !strpbrk(s, "\t\n") && strlen(s) < MPP_FRAMEWORK_FIELD * 2;
+  return s && !strpbrk(s, "\t\n") && strnlen(s, MPP_MODEL_TEXT_MAX + 1) <= MPP_MODEL_TEXT_MAX;
 }
 
 void mpp_process_note_model(const char *name, const char *module_class) {

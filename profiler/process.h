@@ -12,6 +12,9 @@
 /* mpprof_model_root's models, "name\tclass\n" each (a model that does not
  * fit is left out, logged once): a few models, as a GAN's two. */
 #define MPP_MODELS_FIELD 512
+/* A model's name or class longer than this (bytes, without the NUL) is
+ * ignored by mpp_process_note_model; the raw writer's line buffers hold one. */
+#define MPP_MODEL_TEXT_MAX 127
 
 typedef struct mpp_process {
   int pid, ppid;

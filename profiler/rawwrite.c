@@ -453,7 +453,7 @@ static void write_models(mpp_jw *w, const char *models) {
   for (const char *line = models; *line;) {
     const char *tab = strchr(line, '\t'), *end = tab ? strchr(tab, '\n') : NULL;
     if (!end) break;
-    char name[MPP_FRAMEWORK_FIELD * 2], cls[MPP_FRAMEWORK_FIELD * 2];
+    char name[MPP_MODEL_TEXT_MAX + 1], cls[MPP_MODEL_TEXT_MAX + 1];
     snprintf(name, sizeof name, "%.*s", (int)(tab - line), line);
     snprintf(cls, sizeof cls, "%.*s", (int)(end - tab - 1), tab + 1);
     mpp_jw_obj(w);
