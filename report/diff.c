@@ -311,22 +311,57 @@ static cJSON *side_json(const site_vec *sites, const cJSON *l) {
   return o;
 }
 
-/* A site's identity across runs: NVTX path, op and shape, not its dtypes. */
-static char *site_match_key(const cJSON *s) {
-  const cJSON *l = get(s, "layer"), *op = get(s, "op");
-  return mpprof_asprintf("%s|%s|%.0f|%.0f|%.0f|%.0f", cJSON_IsString(l) ? l->valuestring : "",
-                         cJSON_IsString(op) ? op->valuestring : "", num(s, "m", 0), num(s, "n", 0),
-                         num(s, "k", 0), num(s, "batch", 1));
+/* A site's identity across runs: NVTX path, op and shape, not its dtypes. A
+ * site of merged shapes (report.json shapes_merged: calls of new shapes past
+ * MPPROF_MAX_SITES, m/n/k null) stands for every shape of its layer and op:
+ * its shape is "*". */
+static bool site_shapes_merged(const cJSON *s) {
+  return cJSON_IsTrue(get(s, "shapes_merged"));
 }
 
-/* The sites of rep whose match key is not in other (an index of the other
- * run's sites). */
-static cJSON *only_in(const cJSON *rep, const index_t *other) {
+static char *site_layer_op_key(const cJSON *s) {
+  const cJSON *l = get(s, "layer"), *op = get(s, "op");
+  return mpprof_asprintf("%s|%s", cJSON_IsString(l) ? l->valuestring : "",
+                         cJSON_IsString(op) ? op->valuestring : "");
+}
+
+static char *site_match_key(const cJSON *s) {
+  char *lo = site_layer_op_key(s);
+  if (!lo) return NULL;
+  char *k = site_shapes_merged(s)
+                ? mpprof_asprintf("%s|*", lo)
+                : mpprof_asprintf("%s|%.0f|%.0f|%.0f|%.0f", lo, num(s, "m", 0), num(s, "n", 0),
+                                  num(s, "k", 0), num(s, "batch", 1));
+  free(lo);
+  return k;
+}
+
+/* The other run's sites, by match key and by layer and op. */
+typedef struct {
+  index_t exact, layer_op;
+} site_index;
+
+/* Whether the other run has site s: a site of the same match key, or one of
+ * merged shapes of its layer and op; a site of merged shapes is there when the
+ * other run has any site of its layer and op. */
+static bool site_in(const site_index *other, const cJSON *s, const char *key) {
+  if (index_find(&other->exact, key)) return true;
+  char *lo = site_layer_op_key(s);
+  char *any = lo ? mpprof_asprintf("%s|*", lo) : NULL;
+  bool in = lo && (site_shapes_merged(s) ? index_find(&other->layer_op, lo) != NULL
+                                         : any && index_find(&other->exact, any) != NULL);
+  free(any);
+  free(lo);
+  return in;
+}
+
+/* The sites of rep not in other (site_in). */
+static cJSON *only_in(const cJSON *rep, const site_index *other) {
   cJSON *arr = cJSON_CreateArray();
   const cJSON *s;
   cJSON_ArrayForEach(s, get(rep, "sites")) {
     char *k = site_match_key(s);
-    if (k && !index_find(other, k)) {
+    if (k && !site_in(other, s, k)) {
       cJSON *e = cJSON_CreateObject();
       cJSON_AddItemToObject(e, "site", cJSON_Duplicate(get(s, "id"), true));
       const cJSON *v;
@@ -489,12 +524,15 @@ static cJSON *build_diff(const char *da, const cJSON *a, const char *db, const c
   free(ca);
   free(cb);
   cJSON_AddBoolToObject(d, "same_command", same_command);
-  index_t la, lb, sa, sb;
+  index_t la, lb;
+  site_index sa, sb;
   site_vec va, vb;
   int rc = index_build(get(a, "layers"), layer_name_key, &la) |
            index_build(get(b, "layers"), layer_name_key, &lb) |
-           index_build(get(a, "sites"), site_match_key, &sa) |
-           index_build(get(b, "sites"), site_match_key, &sb) | site_vec_build(a, &va) |
+           index_build(get(a, "sites"), site_match_key, &sa.exact) |
+           index_build(get(b, "sites"), site_match_key, &sb.exact) |
+           index_build(get(a, "sites"), site_layer_op_key, &sa.layer_op) |
+           index_build(get(b, "sites"), site_layer_op_key, &sb.layer_op) | site_vec_build(a, &va) |
            site_vec_build(b, &vb);
   cJSON *layers = cJSON_AddArrayToObject(d, "layers");
   const cJSON *l;
@@ -518,8 +556,10 @@ static cJSON *build_diff(const char *da, const cJSON *a, const char *db, const c
   }
   index_free(&la);
   index_free(&lb);
-  index_free(&sa);
-  index_free(&sb);
+  index_free(&sa.exact);
+  index_free(&sb.exact);
+  index_free(&sa.layer_op);
+  index_free(&sb.layer_op);
   free(va.at);
   free(vb.at);
   if (rc) {

@@ -288,6 +288,47 @@ static void only_cells_that_read_differently_are_highlighted(void **state) {
 
 /* The error of a diff whose B holds `text` as its report.json, "%s" in want
  * standing for B's directory. */
+/* A site of merged shapes (report.json shapes_merged: new shapes past
+ * MPPROF_MAX_SITES, m/n/k null) stands for every shape of its layer and op:
+ * two runs of one model, one of which hit the site cap, list no site of that
+ * layer as only in one run; a merged site of a layer and op the other run
+ * lacks is listed. */
+static void a_site_of_merged_shapes_matches_every_shape_of_its_layer_and_op(void **state) {
+  (void)state;
+#define SITE(id, layer, op, shape)                                                                 \
+  "{\"id\": " #id ", \"layer\": \"" layer "\", \"layer_name\": \"" layer                           \
+  "\", \"api\": \"cublasGemmEx\", \"op\": \"" op "\", " shape "}"
+#define DIMS(m) "\"m\": " #m ", \"n\": 64, \"k\": 64, \"batch\": 1"
+#define MERGED "\"m\": null, \"n\": null, \"k\": null, \"batch\": null, \"shapes_merged\": true"
+  const char *ta =
+      "{\"schema\": \"mpprof.report/1\", \"program\": \"./train\", \"layers\": [], "
+      "\"sites\": [" SITE(0, "fc", "gemm", DIMS(8)) "," SITE(1, "fc", "gemm", DIMS(9)) "," SITE(
+          2, "fc", "gemm", DIMS(10)) "," SITE(3, "proj", "gemm", DIMS(4)) "]}";
+  const char *tb = "{\"schema\": \"mpprof.report/1\", \"program\": \"./train\", \"layers\": [], "
+                   "\"sites\": [" SITE(0, "fc", "gemm", DIMS(8)) "," SITE(
+                       1, "fc", "gemm", MERGED) "," SITE(2, "head", "gemm", MERGED) "]}";
+#undef SITE
+#undef DIMS
+#undef MERGED
+  char *a = rg_tmpdir("diffmerga"), *b = rg_tmpdir("diffmergb");
+  write_file(a, "report.json", ta);
+  write_file(b, "report.json", tb);
+  cJSON *d = NULL;
+  char *s = summary_of(a, b, &d);
+  /* proj: only in A; head's merged site: only in B; fc's shapes: in both */
+  assert_non_null(strstr(s, "; 1 op sites only in A, 1 only in B\n"));
+  const cJSON *oa = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "sites_only_in_a"), 0);
+  const cJSON *ob = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "sites_only_in_b"), 0);
+  assert_string_equal(cJSON_GetObjectItem(oa, "layer")->valuestring, "proj");
+  assert_string_equal(cJSON_GetObjectItem(ob, "match_key")->valuestring, "head|gemm|*");
+  cJSON_Delete(d);
+  free(s);
+  rg_rmdir(a);
+  rg_rmdir(b);
+  free(a);
+  free(b);
+}
+
 static void assert_bad_report(const char *text, const char *want) {
   char *a = report_dir("diffgood", "[" LAYER("fc1", "bf16", "fp32") "]");
   char *b = rg_tmpdir("diffbad"), *out = rg_tmpdir("diffout");
@@ -364,6 +405,7 @@ int main(void) {
       cmocka_unit_test(a_diff_of_two_loss_scales_shows_the_flush_at_each_runs_scale),
       cmocka_unit_test(each_share_names_its_tensor_and_no_verdict_says_so),
       cmocka_unit_test(only_cells_that_read_differently_are_highlighted),
+      cmocka_unit_test(a_site_of_merged_shapes_matches_every_shape_of_its_layer_and_op),
       cmocka_unit_test(a_truncated_report_is_called_truncated),
       cmocka_unit_test(a_report_of_another_schema_names_it),
       cmocka_unit_test(trailing_text_and_a_file_for_a_directory_are_named),
