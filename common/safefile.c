@@ -129,16 +129,29 @@ int mpp_sf_create(mpp_sfile *f, int dir, const char *name, mode_t mode) {
   return -EEXIST;
 }
 
+/* A file system that cannot sync (EINVAL, ENOTSUP, EROFS) gives what it
+ * has: the file is written, only its durability is unknown. */
+static bool sync_unsupported(int e) {
+  return e == EINVAL || e == ENOTSUP || e == EOPNOTSUPP || e == EROFS;
+}
+
+int mpp_sf_close_temp(mpp_sfile *f, int err) {
+  if (f->fd < 0) return err;
+  if (!err && fdatasync(f->fd) != 0 && !sync_unsupported(errno)) err = -errno;
+  if (close(f->fd) != 0 && !err) err = -errno;
+  f->fd = -1;
+  return err;
+}
+
 static int commit(mpp_sfile *f, int err, bool replace) {
-  if (f->fd >= 0) {
-    if (close(f->fd) != 0 && !err) err = -errno;
-    f->fd = -1;
-  }
+  err = mpp_sf_close_temp(f, err);
   if (!f->tmp[0]) return err ? err : -EBADF;
   if (!err) {
     int r = replace ? renameat(f->dir, f->tmp, f->dir, f->name)
                     : renameat2(f->dir, f->tmp, f->dir, f->name, RENAME_NOREPLACE);
     if (r != 0) err = -errno;
+    /* the rename itself: done, whatever the directory's sync says */
+    if (r == 0) (void)fsync(f->dir);
   }
   if (err) unlinkat(f->dir, f->tmp, 0);
   f->tmp[0] = '\0';

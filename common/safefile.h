@@ -12,6 +12,9 @@
  *     with O_CREAT|O_EXCL|O_NOFOLLOW in the target directory and renamed over
  *     NAME when complete: readers see the old complete file or the new one,
  *     and a link or file planted at NAME is replaced, never written through.
+ *   - The temporary's data reach the disk (fdatasync) before the rename, and
+ *     the directory is synced after it: a machine that crashes or loses power
+ *     leaves the old NAME or the new one, never an empty or partial NAME.
  *
  * How to use it (errors are negative errno values):
  *
@@ -54,8 +57,14 @@ typedef struct mpp_sfile {
 /* Creates the temporary for `name` (one component) in `dir`. */
 int mpp_sf_create(mpp_sfile *f, int dir, const char *name, mode_t mode);
 
-/* err == 0: closes the temporary (unless f->fd is -1) and renames it to its
- * name; otherwise, or when that fails, removes it. Returns the first error. */
+/* Syncs (when err == 0) and closes the temporary, leaving it to be renamed;
+ * f->fd is -1 after. Returns the first error (err, else the sync's or the
+ * close's). A file system that cannot sync is not an error. */
+int mpp_sf_close_temp(mpp_sfile *f, int err);
+
+/* err == 0: syncs and closes the temporary (mpp_sf_close_temp; unless f->fd
+ * is -1) and renames it to its name, then syncs the directory; otherwise, or
+ * when that fails, removes it. Returns the first error. */
 int mpp_sf_commit(mpp_sfile *f, int err);
 /* The same, but never replaces an existing NAME: -EEXIST then (the temporary
  * is removed). -EINVAL where the file system cannot rename without replacing. */

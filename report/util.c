@@ -568,8 +568,7 @@ int mpprof_afile_close(mpprof_afile *a, bool ok) {
   if (a->set && !e) {
     /* complete: the set renames it, from its directory (kept open) */
     mpprof_afile_set *s = a->set;
-    rc = close(a->sf.fd) == 0 ? 0 : -errno;
-    a->sf.fd = -1;
+    rc = mpp_sf_close_temp(&a->sf, 0);
     if (rc == 0) {
       s->done[s->n].sf = a->sf;
       s->done[s->n].dir = a->dir;

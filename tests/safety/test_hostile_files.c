@@ -51,25 +51,70 @@ int __wrap_fstat64(int fd, struct stat *st) {
   return rc;
 }
 
-/* --- a full disk at one output file (linked --wrap=write) --- */
+/* --- a full disk at one output file (linked --wrap=write), a disk that
+ * fails to sync it (--wrap=fdatasync) --- */
 
-static const char *fail_name; /* writes to this file's temporary fail with ENOSPC */
-ssize_t __real_write(int fd, const void *buf, size_t n);
-ssize_t __wrap_write(int fd, const void *buf, size_t n) {
+static const char *fail_name; /* this file's temporary fails ... */
+static bool fail_at_sync;     /* ... its sync with EIO, else its writes with ENOSPC */
+
+/* Whether fd is the temporary ".NAME.XXXXXXXX" of name (common/safefile.h). */
+static bool temp_of(int fd, const char *name) {
   char link[64], target[4096];
   snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-  ssize_t len = fail_name ? readlink(link, target, sizeof target - 1) : -1;
-  if (len > 0) {
-    target[len] = '\0';
-    const char *base = strrchr(target, '/');
-    size_t fl = strlen(fail_name);
-    /* the temporary ".NAME.XXXXXXXX" (common/safefile.h) */
-    if (base && base[1] == '.' && !strncmp(base + 2, fail_name, fl) && base[2 + fl] == '.') {
-      errno = ENOSPC;
-      return -1;
-    }
+  ssize_t len = name ? readlink(link, target, sizeof target - 1) : -1;
+  if (len <= 0) return false;
+  target[len] = '\0';
+  const char *base = strrchr(target, '/');
+  size_t fl = strlen(name);
+  return base && base[1] == '.' && !strncmp(base + 2, name, fl) && base[2 + fl] == '.';
+}
+
+ssize_t __real_write(int fd, const void *buf, size_t n);
+ssize_t __wrap_write(int fd, const void *buf, size_t n) {
+  if (!fail_at_sync && temp_of(fd, fail_name)) {
+    errno = ENOSPC;
+    return -1;
   }
   return __real_write(fd, buf, n);
+}
+
+/* What reached the disk before a rename (--wrap=fdatasync, fsync, renameat):
+ * the inodes synced, the renames of a file not synced, the directories
+ * synced. */
+static ino_t synced[256];
+static size_t n_synced;
+static int renames, renames_unsynced, dir_syncs;
+
+int __real_fdatasync(int fd);
+int __wrap_fdatasync(int fd) {
+  if (fail_at_sync && temp_of(fd, fail_name)) {
+    errno = EIO;
+    return -1;
+  }
+  struct stat st;
+  if (__real_fstat64(fd, &st) == 0 && n_synced < sizeof synced / sizeof *synced)
+    synced[n_synced++] = st.st_ino;
+  return __real_fdatasync(fd);
+}
+
+int __real_fsync(int fd);
+int __wrap_fsync(int fd) {
+  struct stat st;
+  if (__real_fstat64(fd, &st) == 0 && S_ISDIR(st.st_mode)) dir_syncs++;
+  return __real_fsync(fd);
+}
+
+int __real_renameat(int olddir, const char *old, int newdir, const char *new_name);
+int __wrap_renameat(int olddir, const char *old, int newdir, const char *new_name) {
+  struct stat st;
+  if (fstatat(olddir, old, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    bool was_synced = false;
+    for (size_t i = 0; i < n_synced; i++)
+      was_synced |= synced[i] == st.st_ino;
+    renames++;
+    renames_unsynced += !was_synced;
+  }
+  return __real_renameat(olddir, old, newdir, new_name);
 }
 
 static const rg_proc P0 = {"node01", 100, 1, 0, true, "ok", "9.0", "train"};
@@ -304,6 +349,25 @@ static int report_failing_at(const char *dir, const char *name, mpprof_error *re
   return rc;
 }
 
+/* Each file of the report reaches the disk before it replaces the previous
+ * one, and the directory after: a machine that crashes or loses power right
+ * after `mpprof report` keeps the old report or the new one, never empty
+ * files (a rename can reach the disk before the data it names). */
+static void report_files_reach_the_disk_before_they_replace_the_old_ones(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("durable");
+  write_sites(dir, "node01-100.json", &P0, 3);
+  n_synced = 0;
+  renames = renames_unsynced = dir_syncs = 0;
+  mpprof_error e = {0};
+  assert_int_equal(report_failing_at(dir, NULL, &e), 0);
+  assert_true(renames >= N_REPORT_FILES);
+  assert_int_equal(renames_unsynced, 0);
+  assert_true(dir_syncs >= 1);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* A full disk at any one of the report's files (report.html among them):
  * every file of the previous report is left as it was, byte for byte, no
  * temporary stays, and the one error line names the file and the error. The
@@ -319,18 +383,22 @@ static void a_failing_report_file_leaves_the_previous_report_whole(void **state)
   for (int i = 0; i < N_REPORT_FILES; i++)
     old[i] = slurp_in(dir, REPORT_FILES[i], &old_len[i]);
   write_sites(dir, "node01-101.json", &P1, 5);
-  for (int f = 0; f < N_REPORT_FILES; f++) {
+  for (int f = 0; f < 2 * N_REPORT_FILES; f++) {
     memset(&e, 0, sizeof e);
-    assert_int_equal(report_failing_at(dir, REPORT_FILES[f], &e), -1);
-    assert_int_equal(e.errnum, ENOSPC);
-    if (!strstr(e.message, REPORT_FILES[f]) || !strstr(e.message, strerror(ENOSPC)) ||
-        strchr(e.message, '\n'))
-      fail_msg("failing %s, error: %s", REPORT_FILES[f], e.message);
+    /* a full disk at each file, then a failing sync of each */
+    fail_at_sync = f >= N_REPORT_FILES;
+    int want = fail_at_sync ? EIO : ENOSPC;
+    const char *name = REPORT_FILES[f % N_REPORT_FILES];
+    assert_int_equal(report_failing_at(dir, name, &e), -1);
+    fail_at_sync = false;
+    assert_int_equal(e.errnum, want);
+    if (!strstr(e.message, name) || !strstr(e.message, strerror(want)) || strchr(e.message, '\n'))
+      fail_msg("failing %s, error: %s", name, e.message);
     for (int i = 0; i < N_REPORT_FILES; i++) {
       size_t len;
       char *now = slurp_in(dir, REPORT_FILES[i], &len);
       if (len != old_len[i] || memcmp(now, old[i], len))
-        fail_msg("failing %s replaced %s", REPORT_FILES[f], REPORT_FILES[i]);
+        fail_msg("failing %s replaced %s", name, REPORT_FILES[i]);
       free(now);
     }
     assert_no_temporary(dir);
@@ -430,6 +498,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(terminal_escape_sequences_in_names_are_escaped_in_the_summary),
       cmocka_unit_test(a_failing_report_write_names_the_real_error),
       cmocka_unit_test(a_failing_report_file_leaves_the_previous_report_whole),
+      cmocka_unit_test(report_files_reach_the_disk_before_they_replace_the_old_ones),
       cmocka_unit_test(a_failing_diff_file_leaves_neither),
   };
   const struct CMUnitTest kernels[] = {
