@@ -10,17 +10,30 @@
  * replace a child, not this image: the C library's own execve inside them is
  * not interposable and needs nothing.
  *
+ * A rank the process declared (mpprof_rank) goes on to the next image in the
+ * environment the exec passes (MPP_EXEC_RANK_VAR, only when that environment
+ * still preloads libmpprof): the real exec gets a copy of the environment
+ * with the entry added (any older one left out), the program's own
+ * environment is never changed. Should the entry not fit (E2BIG), the exec
+ * is made again with the environment as the program gave it.
+ *
  * A vfork() child shares this image's memory: it is recognised by its pid
- * (not the image's) and writes nothing. The exec functions' arguments and
- * result, errno included, are the C library's. */
+ * (not the image's) and writes nothing, allocates nothing and takes no lock.
+ * The exec functions' arguments and result, errno included, are the C
+ * library's. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "mpp.h"
+#include "profiler/process.h"
 #include "profiler/runtime.h"
+
+extern char **environ;
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);
@@ -51,36 +64,136 @@ static int no_function(void) {
   return -1;
 }
 
-MPP_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
-  static void *real_fn;
-  execve_fn f = (execve_fn)real(&real_fn, "execve");
-  if (!f) return no_function();
-  mpp_runtime_before_exec();
-  return failed(f(path, argv, envp));
+/* --- the environment an exec passes on --- */
+
+/* This library's file name as the loader loaded it ("libmpprof.so"); ""
+ * when not known. Set by the constructor, read-only afterwards. */
+static char self_name[64];
+
+__attribute__((constructor)) static void exec_self_name(void) {
+  Dl_info info;
+  if (!dladdr((void *)exec_self_name, &info) || !info.dli_fname) return;
+  const char *slash = strrchr(info.dli_fname, '/');
+  const char *name = slash ? slash + 1 : info.dli_fname;
+  if (strlen(name) < sizeof self_name) strcpy(self_name, name);
 }
 
+/* Whether env preloads this library: its (last) LD_PRELOAD, the one the
+ * loader takes, names a file of this library's name. */
+static bool preloads_self(char *const env[]) {
+  static const char key[] = "LD_PRELOAD=";
+  const char *list = NULL;
+  size_t sn = strlen(self_name);
+  for (size_t i = 0; env && env[i]; i++)
+    if (!strncmp(env[i], key, sizeof key - 1)) list = env[i] + sizeof key - 1;
+  if (!list || !sn) return false;
+  for (const char *p = list; *p;) {
+    size_t len = strcspn(p, ": ");
+    const char *name = p;
+    for (const char *q = p; q < p + len; q++)
+      if (*q == '/') name = q + 1;
+    if ((size_t)(p + len - name) == sn && !memcmp(name, self_name, sn)) return true;
+    p += len + (p[len] ? 1 : 0);
+  }
+  return false;
+}
+
+/* What one exec passes: env as given, or a copy (mapped, not allocated: no
+ * allocator lock in an exec that follows a fork) that carries the rank. */
+typedef struct passed {
+  char *const *env;
+  char **copy;
+  size_t copy_bytes;
+  char entry[64];
+} passed;
+
+static char *const *pass_on(char *const env[], passed *p) {
+  p->env = env;
+  p->copy = NULL;
+  size_t elen = mpp_process_exec_rank_entry(p->entry, sizeof p->entry);
+  if (!elen || !env || !preloads_self(env)) return env;
+  size_t n = 0;
+  while (env[n])
+    n++;
+  size_t bytes = (n + 2) * sizeof(char *);
+  void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return env;
+  char **copy = m;
+  size_t k = 0, vlen = strchr(p->entry, '=') - p->entry + 1; /* "NAME=" */
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(env[i], p->entry, vlen)) copy[k++] = env[i];
+  copy[k++] = p->entry;
+  copy[k] = NULL;
+  p->copy = copy;
+  p->copy_bytes = bytes;
+  return p->env = copy;
+}
+
+/* After the real exec returned (it failed): whether to make it again with
+ * the environment unchanged (the entry did not fit). */
+static bool pass_again(const passed *p) {
+  return p->copy && errno == E2BIG;
+}
+
+static void pass_done(passed *p) {
+  int e = errno;
+  if (p->copy) munmap(p->copy, p->copy_bytes);
+  p->copy = NULL;
+  errno = e;
+}
+
+static void *real_execve, *real_execvpe;
+
+MPP_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+  execve_fn f = (execve_fn)real(&real_execve, "execve");
+  if (!f) return no_function();
+  mpp_runtime_before_exec();
+  passed p;
+  int rc = f(path, argv, pass_on(envp, &p));
+  if (pass_again(&p)) rc = f(path, argv, envp);
+  pass_done(&p);
+  return failed(rc);
+}
+
+/* execv and execvp pass environ: with a rank to carry, they are made as
+ * execve and execvpe, which the C library's own execv and execvp are. */
 MPP_EXPORT int execv(const char *path, char *const argv[]) {
   static void *real_fn;
   execv_fn f = (execv_fn)real(&real_fn, "execv");
+  execve_fn fe = (execve_fn)real(&real_execve, "execve");
   if (!f) return no_function();
   mpp_runtime_before_exec();
-  return failed(f(path, argv));
+  passed p;
+  char *const *env = fe ? pass_on(environ, &p) : (p.copy = NULL, environ);
+  int rc = env != environ ? fe(path, argv, env) : f(path, argv);
+  if (pass_again(&p)) rc = f(path, argv);
+  pass_done(&p);
+  return failed(rc);
 }
 
 MPP_EXPORT int execvp(const char *file, char *const argv[]) {
   static void *real_fn;
   execv_fn f = (execv_fn)real(&real_fn, "execvp");
+  execve_fn fe = (execve_fn)real(&real_execvpe, "execvpe");
   if (!f) return no_function();
   mpp_runtime_before_exec();
-  return failed(f(file, argv));
+  passed p;
+  char *const *env = fe ? pass_on(environ, &p) : (p.copy = NULL, environ);
+  int rc = env != environ ? fe(file, argv, env) : f(file, argv);
+  if (pass_again(&p)) rc = f(file, argv);
+  pass_done(&p);
+  return failed(rc);
 }
 
 MPP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
-  static void *real_fn;
-  execve_fn f = (execve_fn)real(&real_fn, "execvpe");
+  execve_fn f = (execve_fn)real(&real_execvpe, "execvpe");
   if (!f) return no_function();
   mpp_runtime_before_exec();
-  return failed(f(file, argv, envp));
+  passed p;
+  int rc = f(file, argv, pass_on(envp, &p));
+  if (pass_again(&p)) rc = f(file, argv, envp);
+  pass_done(&p);
+  return failed(rc);
 }
 
 MPP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
@@ -88,7 +201,11 @@ MPP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
   fexecve_fn f = (fexecve_fn)real(&real_fn, "fexecve");
   if (!f) return no_function();
   mpp_runtime_before_exec();
-  return failed(f(fd, argv, envp));
+  passed p;
+  int rc = f(fd, argv, pass_on(envp, &p));
+  if (pass_again(&p)) rc = f(fd, argv, envp);
+  pass_done(&p);
+  return failed(rc);
 }
 
 MPP_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
@@ -97,7 +214,11 @@ MPP_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *c
   execveat_fn f = (execveat_fn)real(&real_fn, "execveat");
   if (!f) return no_function();
   mpp_runtime_before_exec();
-  return failed(f(dirfd, path, argv, envp, flags));
+  passed p;
+  int rc = f(dirfd, path, argv, pass_on(envp, &p), flags);
+  if (pass_again(&p)) rc = f(dirfd, path, argv, envp, flags);
+  pass_done(&p);
+  return failed(rc);
 }
 
 /* execl, execlp, execle: the arguments gathered into an argv array, then the

@@ -3,13 +3,16 @@
  * it all. */
 #include "profiler/process.h"
 
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "mpp.h"
 #include "profiler/gpu/gpu.h"
+#include "profiler/settings.h"
 #include "profiler/sites.h"
 
 static mpp_process proc;
@@ -19,6 +22,10 @@ static mpp_process proc;
  * (rank + 1); 0: none. Not reset by mpp_process_info_reset (a fork child keeps
  * it); a new image starts with none. */
 static _Atomic uint64_t learned_rank;
+/* The process whose execs carry learned_rank to the next image: the one that
+ * declared it, or received it across exec (the same pid); 0: none. A fork
+ * child inherits its parent's pid here, so its execs carry nothing. */
+static _Atomic int rank_carry_pid;
 static atomic_bool rank_logged_invalid, rank_logged_disagree;
 
 const mpp_process *mpp_process_info(void) {
@@ -116,6 +123,41 @@ void mpp_process_note_rank(int rank, int world_size) {
     mpp_log(1, "the framework says rank %d, the environment rank %d: the environment's is kept",
             rank, env);
   atomic_store(&learned_rank, (uint64_t)(uint32_t)world_size << 32 | ((uint64_t)rank + 1));
+  atomic_store(&rank_carry_pid, (int)getpid());
+}
+
+/* The next ':'-ended (or, last, NUL-ended) non-negative int of *s, -1 when none. */
+static long carried_field(const char **s, char end) {
+  char *e;
+  if (**s < '0' || **s > '9') return -1;
+  long v = strtol(*s, &e, 10);
+  if (*e != end || v > INT_MAX) return -1;
+  *s = e + (end ? 1 : 0);
+  return v;
+}
+
+void mpp_process_take_exec_rank(void) {
+  const char *v = getenv(MPP_EXEC_RANK_VAR);
+  if (!v) return;
+  long pid = carried_field(&v, ':'), rank = pid < 0 ? -1 : carried_field(&v, ':'),
+       world = rank < 0 ? -1 : carried_field(&v, '\0');
+  if (world < 0 || pid != (long)getpid() || (world && world <= rank)) return;
+  atomic_store(&learned_rank, (uint64_t)(uint32_t)world << 32 | ((uint64_t)rank + 1));
+  atomic_store(&rank_carry_pid, (int)pid);
+}
+
+void mpp_process_forget_exec_rank(void) {
+  if (getenv(MPP_EXEC_RANK_VAR)) unsetenv(MPP_EXEC_RANK_VAR);
+}
+
+size_t mpp_process_exec_rank_entry(char *buf, size_t n) {
+  int pid = atomic_load(&rank_carry_pid);
+  if (!pid || pid != (int)getpid()) return 0; /* before anything else: a vfork child stops here */
+  uint64_t v = atomic_load(&learned_rank);
+  if (!v) return 0;
+  int len = snprintf(buf, n, "%s=%d:%d:%d", MPP_EXEC_RANK_VAR, pid, (int)((v & 0xffffffffu) - 1),
+                     (int)(v >> 32));
+  return len > 0 && (size_t)len < n ? (size_t)len : 0;
 }
 
 int mpp_process_rank(int *ret_world_size) {

@@ -4,6 +4,7 @@
 #define MPPROF_PROFILER_PROCESS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Room for mpprof_framework's strings (longer ones are cut). */
@@ -48,8 +49,22 @@ void mpp_process_note_model(const char *name, const char *module_class);
  * world_size > rank, or world_size 0 (not known); anything else is ignored
  * (logged once). The latest call holds. Lock-free, any thread. Kept in a fork
  * child, which belongs to its parent's rank until it says otherwise (as it
- * inherits a launcher's RANK); not across exec. */
+ * inherits a launcher's RANK). Carried across exec to the images of the
+ * process that declared it (mpp_process_exec_rank_entry), not to those of
+ * its fork children. */
 void mpp_process_note_rank(int rank, int world_size);
+/* At init: the rank an exec carried to this image (MPP_EXEC_RANK_VAR naming
+ * this pid), taken as declared; a variable naming another pid is ignored. */
+void mpp_process_take_exec_rank(void);
+/* Before main (the constructor): the variable removed from the environment,
+ * which is then the one the exec passed. */
+void mpp_process_forget_exec_rank(void);
+/* The environment entry "MPP_EXEC_RANK_VAR=PID:RANK:WORLD_SIZE" that carries
+ * the declared rank to an image this process execs, in buf: its length, 0
+ * when there is none to carry (no rank declared or carried to this process,
+ * or the caller is a fork or vfork child of the one that declared it, or it
+ * does not fit). No allocation, no lock: a vfork child may call it. */
+size_t mpp_process_exec_rank_entry(char *buf, size_t n);
 /* The rank of the raw file: the launcher's (mpp_cfg.rank, from the
  * environment at activation) when it set one, else the learned one, else -1.
  * The world size (0: not known) in *ret_world_size when not NULL: with the

@@ -410,6 +410,7 @@ static void init_once_fn(void) {
   mpp_process_info_reset();
   mpp_raw_reset();
   if (!mpp_cfg.disabled) {
+    mpp_process_take_exec_rank();
     mpp_train_init();
     depth++;
     for (size_t i = 0; i < nsym_tables; i++)
@@ -426,6 +427,8 @@ void mpp_init(void) {
 
 __attribute__((constructor(200))) static void mpp_constructor(void) {
   mpp_init();
+  /* Before main, where no other thread reads the environment yet. */
+  mpp_process_forget_exec_rank();
 }
 
 /* CUDA injection (CUDA_INJECTION64_PATH): the driver calls this at cuInit. */

@@ -36,6 +36,8 @@ static const mpp_setting settings[] = {
     {"MPPROF_STEPS", MPP_SK_FREE, 0, 0, 0, LIB, "A:B or A (not with MPPROF_CAPTURE_RANGE)"},
     {"MPPROF_LOG", MPP_SK_UINT, 0, 9, 0, LIB, NULL},
     {"MPPROF_CUPTI", MPP_SK_FREE, 0, 0, 0, LIB, "the path of libcupti.so, or off"},
+    {MPP_EXEC_RANK_VAR, MPP_SK_FREE, 0, 0, 0, LIB,
+     "set by libmpprof itself for the image an exec starts: PID:RANK:WORLD_SIZE"},
     {"MPPROF_LIB", MPP_SK_FREE, 0, 0, 0, "the launcher", "the path of libmpprof.so"},
     {"MPPROF_PYTHON", MPP_SK_FREE, 0, 0, 0, "the launcher and the Python integration",
      "0 or off: no PyTorch module attribution"},

@@ -16,6 +16,11 @@
 #define MPP_SET_MAX_REL_MAX 1e6          /* MPPROF_SHADOW_MAX_REL: in (0, this) */
 #define MPP_SET_SECONDS_MAX 1e6          /* MPPROF_CHECKPOINT_S */
 
+/* The variable libmpprof adds to the environment an exec passes on, carrying
+ * a rank declared with mpprof_rank to the new image: "PID:RANK:WORLD_SIZE",
+ * for the process of that pid only (process.c). */
+#define MPP_EXEC_RANK_VAR "MPPROF_EXEC_RANK"
+
 typedef enum mpp_setting_kind {
   MPP_SK_FREE,       /* any text (a path, a name, a flag); checked where it is used */
   MPP_SK_UINT,       /* an integer in [lo, hi] */

@@ -46,6 +46,12 @@
  *                 "l2", l2 reading l1's output; in step 3 l1's A is 2^14 times larger and
  *                 its output overflows fp16 (the first op that produces Inf), which l2 reads
  *   exec N        six GEMMs, then (N > 0) exec itself as "exec N-1": N+1 images, one pid
+ *   rankexec [STEP:N]  one GEMM in each of six images of one pid, each started by another exec
+ *                 function: (none) execv, v execve, e execvp, p execle, l fexecve, f (last).
+ *                 The first declares mpprof_rank(1, 4) (when preloaded) and first forks a
+ *                 child that execs "rankexec child:N" (declares nothing); the last declares
+ *                 mpprof_rank(2, 4). N is the number of environment entries the exec passed:
+ *                 each image prints whether its environment has exactly that many
  *   inflight      a second thread starts a 1024^3 cublasSgemm_v2 (seconds on the CPU);
  *                 the main thread exits 0 while it runs
  *   orphan S      one GEMM, fork: the child sleeps S seconds (default 3) and exits; the
@@ -65,6 +71,7 @@
  * Every mode prints a checksum of its results on stdout. Linked against the
  * CUDA libraries by soname; run with LD_LIBRARY_PATH=<simcuda>. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -1853,6 +1860,72 @@ static int mode_exec(int n) {
   return 1;
 }
 
+/* The environment entries of env. */
+static int env_count(char *const *env) {
+  int n = 0;
+  while (env && env[n])
+    n++;
+  return n;
+}
+
+extern char **environ;
+
+static int mode_rankexec(const char *arg) {
+  char step = arg ? arg[0] : 's';
+  const char *colon = arg ? strchr(arg, ':') : NULL;
+  int passed = colon ? atoi(colon + 1) : env_count(environ);
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 11);
+  void (*rank)(int32_t, int32_t) = (void (*)(int32_t, int32_t))dlsym(RTLD_DEFAULT, "mpprof_rank");
+  if (rank && step == 's') rank(1, 4);
+  if (rank && step == 'f') rank(2, 4);
+  double s = gemmex(h, &m);
+  printf("rankexec %c checksum %.17g environment %s\n", step, s,
+         env_count(environ) == passed ? "as passed" : "differs");
+  fflush(stdout);
+  CK(cublasDestroy(h));
+  if (step == 'c' || step == 'f') return 0;
+  char next[32], self[] = "/proc/self/exe";
+  if (step == 's') {
+    snprintf(next, sizeof next, "child:%d", env_count(environ));
+    char *cargv[] = {"mpp_testprog", "rankexec", next, NULL};
+    pid_t pid = fork();
+    if (pid == 0) {
+      execv(self, cargv);
+      _exit(127);
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) return 1;
+  }
+  static const char chain[] = "svepl", after[] = "veplf";
+  char next_step = after[strchr(chain, step) - chain];
+  snprintf(next, sizeof next, "%c:%d", next_step, env_count(environ));
+  char *argv[] = {"mpp_testprog", "rankexec", next, NULL};
+  switch (step) {
+  case 's':
+    execv(self, argv);
+    break;
+  case 'v':
+    execve(self, argv, environ);
+    break;
+  case 'e':
+    execvp(self, argv);
+    break;
+  case 'p':
+    execle(self, argv[0], argv[1], argv[2], (char *)NULL, environ);
+    break;
+  case 'l': {
+    int fd = open(self, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) fexecve(fd, argv, environ);
+    break;
+  }
+  }
+  perror("rankexec");
+  return 1;
+}
+
 enum { BIG = 1024 };
 static atomic_int big_started;
 
@@ -1963,6 +2036,7 @@ static const struct {
     {"overflow", "", .plain = mode_overflow},
     {"infref", "", .plain = mode_infref},
     {"exec", " [N]", .counted = mode_exec, .dflt = 0},
+    {"rankexec", " [STEP:N]", .named = mode_rankexec},
     {"inflight", "", .plain = run_inflight},
     {"orphan", " [SECS]", .counted = mode_orphan, .dflt = 3},
     {"exit3", "", .plain = run_exit3},

@@ -1799,6 +1799,39 @@ static void every_image_of_a_program_that_execs_itself_is_recorded(void **state)
   free_raws(&r);
 }
 
+/* A rank declared with mpprof_rank is carried to the images the declaring
+ * process execs (execv, execve, execvp, execle, fexecve, in turn), and to
+ * theirs, until one declares its own; not to a child it forks that execs.
+ * Every image's environment is exactly what its exec passed. */
+static void a_declared_rank_is_carried_across_exec_but_not_to_a_forked_child(void **state) {
+  (void)state;
+  const char *dir = outdir("rankexec");
+  char *argv[] = {(char *)testprog, "rankexec", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 7);
+  int seen = 0;
+  for (int i = 0; i < r.n; i++) {
+    cJSON *doc = r.doc[i];
+    const char *a = str(doc, "argv.2");
+    char step = a ? a[0] : 's';
+    assert_true(cJSON_IsTrue(get(doc, "final")));
+    assert_int_equal(num(site(doc, "cublasGemmEx", NULL, NULL), "calls"), 1);
+    if (step == 'c') {
+      assert_true(is_null(doc, "rank"));
+      assert_true(is_null(doc, "world_size"));
+    } else {
+      assert_int_equal(num(doc, "rank"), step == 'f' ? 2 : 1);
+      assert_int_equal(num(doc, "world_size"), 4);
+    }
+    const char *steps = "sveplfc", *at = strchr(steps, step);
+    assert_non_null(at);
+    seen |= 1 << (at - steps);
+  }
+  assert_int_equal(seen, 0x7f);
+  free_raws(&r);
+}
+
 /* The report's program of a program that execs itself is the command line
  * that was run, its first image's: every image is a root (its parent is
  * mpprof), and the later images' files (<host>-<pid>.2.json) sort first. */
@@ -1916,6 +1949,8 @@ int main(void) {
   workdir = need("MPP_WORKDIR");
   lt_count = need("MPP_LT_COUNT");
   mkdir(workdir, 0777);
+  /* One test or a few by name (a cmocka pattern, * and ?), when debugging. */
+  if (getenv("MPP_TEST_FILTER")) cmocka_set_test_filter(getenv("MPP_TEST_FILTER"));
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(mlp_train_records_every_gemm_with_layer_dtypes_and_scans),
       cmocka_unit_test(mlp_train_with_8_threads_is_unchanged_and_fully_recorded),
@@ -1946,6 +1981,7 @@ int main(void) {
       cmocka_unit_test(events_of_every_thread_reach_the_raw_file),
       cmocka_unit_test(a_forked_child_writes_its_own_raw_file),
       cmocka_unit_test(a_rank_learned_late_is_in_the_raw_file_and_kept_by_a_fork_child),
+      cmocka_unit_test(a_declared_rank_is_carried_across_exec_but_not_to_a_forked_child),
       cmocka_unit_test(the_models_a_framework_names_are_in_the_raw_file),
       cmocka_unit_test(a_forked_child_that_never_uses_cuda_writes_no_raw_file),
       cmocka_unit_test(loss_scale_marks_work_from_a_second_thread_and_in_a_forked_child),
