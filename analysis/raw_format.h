@@ -213,6 +213,8 @@ enum { MP_RAW_SHADOW_SKIPPED(MP_RAW_ENUM_ROW_) MP_RAW_SHADOW_SKIP_COUNT };
   X(sample, "sample", "MPPROF_SAMPLE")                                                             \
   X(shadow_max_rel, "shadow_max_rel", "MPPROF_SHADOW_MAX_REL when set: the verdicts' error limit") \
   X(forked, "forked", "written by a fork child")                                                   \
+  X(unprofiled, "unprofiled",                                                                      \
+    "the image ran without mpprof: why (written by the exec that started it); absent otherwise")   \
   X(calls, "calls", "hooked op calls seen")                                                        \
   X(failed_calls, "failed_calls", "calls whose real function returned an error")                   \
   X(not_attributed, "not_attributed",                                                              \

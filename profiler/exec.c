@@ -31,6 +31,7 @@
 
 #include "mpp.h"
 #include "profiler/process.h"
+#include "profiler/rawwrite.h"
 #include "profiler/runtime.h"
 
 extern char **environ;
@@ -69,6 +70,10 @@ static int no_function(void) {
 /* This library's file name as the loader loaded it ("libmpprof.so"); ""
  * when not known. Set by the constructor, read-only afterwards. */
 static char self_name[64];
+/* Whether this image's own environment preloaded it (set with self_name). */
+static bool self_preloaded;
+
+static bool preloads_self(char *const env[]);
 
 __attribute__((constructor)) static void exec_self_name(void) {
   Dl_info info;
@@ -76,6 +81,7 @@ __attribute__((constructor)) static void exec_self_name(void) {
   const char *slash = strrchr(info.dli_fname, '/');
   const char *name = slash ? slash + 1 : info.dli_fname;
   if (strlen(name) < sizeof self_name) strcpy(self_name, name);
+  self_preloaded = preloads_self(environ);
 }
 
 /* Whether env preloads this library: its (last) LD_PRELOAD, the one the
@@ -105,12 +111,28 @@ typedef struct passed {
   char **copy;
   size_t copy_bytes;
   char entry[64];
+  char note[96]; /* the raw file written for an image without mpprof, or "" */
 } passed;
 
-static char *const *pass_on(char *const env[], passed *p) {
+/* Why an image started with env runs unprofiled (the raw file's "unprofiled"). */
+#define MPP_UNPROFILED_WHY "its environment does not preload libmpprof (LD_PRELOAD)"
+
+/* An image that was preloaded starting one that is not: the new image's
+ * raw file says so (a launcher that builds a clean environment). */
+static void note_unprofiled(char *const env[], char *const argv[], passed *p) {
+  p->note[0] = '\0';
+  if (!self_preloaded || mpp_cfg.disabled || preloads_self(env)) return;
+  int e = errno;
+  mpp_raw_note_unprofiled(argv, MPP_UNPROFILED_WHY, p->note, sizeof p->note);
+  errno = e;
+}
+
+/* may_copy: the exec can be made with another environment. */
+static char *const *pass_on(char *const env[], char *const argv[], passed *p, bool may_copy) {
   p->env = env;
   p->copy = NULL;
-  size_t elen = mpp_process_exec_rank_entry(p->entry, sizeof p->entry);
+  note_unprofiled(env, argv, p);
+  size_t elen = may_copy ? mpp_process_exec_rank_entry(p->entry, sizeof p->entry) : 0;
   if (!elen || !env || !preloads_self(env)) return env;
   size_t n = 0;
   while (env[n])
@@ -135,10 +157,12 @@ static bool pass_again(const passed *p) {
   return p->copy && errno == E2BIG;
 }
 
+/* After the exec failed. */
 static void pass_done(passed *p) {
   int e = errno;
   if (p->copy) munmap(p->copy, p->copy_bytes);
   p->copy = NULL;
+  if (p->note[0]) mpp_raw_note_drop(p->note);
   errno = e;
 }
 
@@ -149,7 +173,7 @@ MPP_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) 
   if (!f) return no_function();
   mpp_runtime_before_exec();
   passed p;
-  int rc = f(path, argv, pass_on(envp, &p));
+  int rc = f(path, argv, pass_on(envp, argv, &p, true));
   if (pass_again(&p)) rc = f(path, argv, envp);
   pass_done(&p);
   return failed(rc);
@@ -164,7 +188,7 @@ MPP_EXPORT int execv(const char *path, char *const argv[]) {
   if (!f) return no_function();
   mpp_runtime_before_exec();
   passed p;
-  char *const *env = fe ? pass_on(environ, &p) : (p.copy = NULL, environ);
+  char *const *env = pass_on(environ, argv, &p, fe != NULL);
   int rc = env != environ ? fe(path, argv, env) : f(path, argv);
   if (pass_again(&p)) rc = f(path, argv);
   pass_done(&p);
@@ -178,7 +202,7 @@ MPP_EXPORT int execvp(const char *file, char *const argv[]) {
   if (!f) return no_function();
   mpp_runtime_before_exec();
   passed p;
-  char *const *env = fe ? pass_on(environ, &p) : (p.copy = NULL, environ);
+  char *const *env = pass_on(environ, argv, &p, fe != NULL);
   int rc = env != environ ? fe(file, argv, env) : f(file, argv);
   if (pass_again(&p)) rc = f(file, argv);
   pass_done(&p);
@@ -190,7 +214,7 @@ MPP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
   if (!f) return no_function();
   mpp_runtime_before_exec();
   passed p;
-  int rc = f(file, argv, pass_on(envp, &p));
+  int rc = f(file, argv, pass_on(envp, argv, &p, true));
   if (pass_again(&p)) rc = f(file, argv, envp);
   pass_done(&p);
   return failed(rc);
@@ -202,7 +226,7 @@ MPP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
   if (!f) return no_function();
   mpp_runtime_before_exec();
   passed p;
-  int rc = f(fd, argv, pass_on(envp, &p));
+  int rc = f(fd, argv, pass_on(envp, argv, &p, true));
   if (pass_again(&p)) rc = f(fd, argv, envp);
   pass_done(&p);
   return failed(rc);
@@ -215,7 +239,7 @@ MPP_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *c
   if (!f) return no_function();
   mpp_runtime_before_exec();
   passed p;
-  int rc = f(dirfd, path, argv, pass_on(envp, &p), flags);
+  int rc = f(dirfd, path, argv, pass_on(envp, argv, &p, true), flags);
   if (pass_again(&p)) rc = f(dirfd, path, argv, envp, flags);
   pass_done(&p);
   return failed(rc);

@@ -728,14 +728,17 @@ static int open_raw_dir(void) {
 
 /* <host>-<pid>.json (suffix 0) or <host>-<pid>.<suffix+1>.json, the host
  * name made safe as one file name component. */
-static void raw_file_name(char *buf, size_t n, int suffix) {
+static void raw_file_name_of(char *buf, size_t n, int pid, int suffix) {
   if (suffix > 0)
-    snprintf(buf, n, "%s-%d.%d.json", mpp_process_info()->host, mpp_process_info()->pid,
-             suffix + 1);
+    snprintf(buf, n, "%s-%d.%d.json", mpp_process_info()->host, pid, suffix + 1);
   else
-    snprintf(buf, n, "%s-%d.json", mpp_process_info()->host, mpp_process_info()->pid);
+    snprintf(buf, n, "%s-%d.json", mpp_process_info()->host, pid);
   for (char *p = buf; *p; p++)
     if (*p == '/' || (p == buf && *p == '.')) *p = '_';
+}
+
+static void raw_file_name(char *buf, size_t n, int suffix) {
+  raw_file_name_of(buf, n, mpp_process_info()->pid, suffix);
 }
 
 int mpp_raw_write(bool final) {
@@ -785,4 +788,112 @@ int mpp_raw_write(bool final) {
   if (final && !err) final_written = true;
   pthread_mutex_unlock(&write_mu);
   return err;
+}
+
+/* --- the raw file of an image that runs without mpprof --- */
+
+/* s appended to doc (room n) at *len, as a JSON string when quote; false
+ * when it does not fit whole. */
+static bool note_add(char *doc, size_t n, size_t *len, const char *s, bool quote) {
+  size_t at = *len;
+  if (quote) {
+    if (at + 1 >= n) return false;
+    doc[at++] = '"';
+  }
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    char esc[8];
+    size_t k = 0;
+    if (quote && (c == '"' || c == '\\'))
+      esc[k++] = '\\', esc[k++] = (char)c;
+    else if (quote && c < 0x20)
+      k = (size_t)snprintf(esc, sizeof esc, "\\u%04x", c);
+    else
+      esc[k++] = (char)c;
+    if (at + k >= n) return false;
+    memcpy(doc + at, esc, k);
+    at += k;
+  }
+  if (quote) {
+    if (at + 1 >= n) return false;
+    doc[at++] = '"';
+  }
+  doc[at] = '\0';
+  *len = at;
+  return true;
+}
+
+static bool note_key(char *doc, size_t n, size_t *len, const char *key) {
+  return note_add(doc, n, len, *len > 1 ? "," : "", false) && note_add(doc, n, len, key, true) &&
+         note_add(doc, n, len, ":", false);
+}
+
+static bool note_int(char *doc, size_t n, size_t *len, const char *key, long v) {
+  char num[24];
+  snprintf(num, sizeof num, "%ld", v);
+  return note_key(doc, n, len, key) && note_add(doc, n, len, num, false);
+}
+
+/* Room for the document: the identity and as much of argv as fits. */
+#define MPP_NOTE_DOC 512
+
+int mpp_raw_note_unprofiled(char *const argv[], const char *why, char *ret_name, size_t n) {
+  char doc[MPP_NOTE_DOC];
+  size_t len = 0;
+  int pid = (int)getpid();
+  doc[0] = '\0';
+  bool ok = note_add(doc, sizeof doc, &len, "{", false) &&
+            note_key(doc, sizeof doc, &len, MP_RK_TOP.schema) &&
+            note_add(doc, sizeof doc, &len, MP_SCHEMA_RAW, true) &&
+            note_key(doc, sizeof doc, &len, MP_RK_TOP.mpprof_version) &&
+            note_add(doc, sizeof doc, &len, MPPROF_VERSION, true) &&
+            note_key(doc, sizeof doc, &len, MP_RK_TOP.final) &&
+            note_add(doc, sizeof doc, &len, "true", false) &&
+            note_int(doc, sizeof doc, &len, MP_RK_TOP.pid, pid) &&
+            note_int(doc, sizeof doc, &len, MP_RK_TOP.ppid, (long)getppid()) &&
+            note_key(doc, sizeof doc, &len, MP_RK_TOP.host) &&
+            note_add(doc, sizeof doc, &len, mpp_process_info()->host, true) &&
+            note_key(doc, sizeof doc, &len, MP_RK_TOP.unprofiled) &&
+            note_add(doc, sizeof doc, &len, why, true) &&
+            note_key(doc, sizeof doc, &len, MP_RK_TOP.sites) &&
+            note_add(doc, sizeof doc, &len, "[]", false) &&
+            note_key(doc, sizeof doc, &len, MP_RK_TOP.argv) &&
+            note_add(doc, sizeof doc, &len, "[", false);
+  if (!ok) return -ENAMETOOLONG;
+  /* As many arguments as fit whole, leaving room for the end. */
+  for (size_t i = 0; argv && argv[i]; i++) {
+    size_t keep = len;
+    if (!note_add(doc, sizeof doc - 4, &len, i ? "," : "", false) ||
+        !note_add(doc, sizeof doc - 4, &len, argv[i], true)) {
+      len = keep;
+      doc[len] = '\0';
+      break;
+    }
+  }
+  note_add(doc, sizeof doc, &len, "]}\n", false);
+  int out = mpp_sf_open_dir(AT_FDCWD, mpp_cfg.out_dir, MPP_SF_USER_PATH);
+  if (out < 0) return out;
+  int raw = mpp_sf_open_dir(out, "raw", 0);
+  close(out);
+  if (raw < 0) return raw;
+  int err = -EEXIST;
+  for (int i = 0; i < MPP_RAW_NAME_TRIES && err == -EEXIST; i++) {
+    raw_file_name_of(ret_name, n, pid, i);
+    mpp_sfile f;
+    err = mpp_sf_create(&f, raw, ret_name, 0666);
+    if (!err) err = mpp_sf_commit_new(&f, mpp_sf_write_all(f.fd, doc, len));
+  }
+  close(raw);
+  if (err) ret_name[0] = '\0';
+  return err;
+}
+
+void mpp_raw_note_drop(const char *name) {
+  int out = mpp_sf_open_dir(AT_FDCWD, mpp_cfg.out_dir, MPP_SF_USER_PATH);
+  if (out < 0) return;
+  int raw = mpp_sf_open_dir(out, "raw", 0);
+  close(out);
+  if (raw < 0) return;
+  mpp_sf_remove_regular(raw, name);
+  close(raw);
 }

@@ -1257,6 +1257,33 @@ static int rule_incomplete_process(mpprof_model *m) {
   return 0;
 }
 
+/* Images started without mpprof (a launcher that built a clean environment):
+ * their ops, if any, are not in the report. */
+static int rule_process_without_mpprof(mpprof_model *m) {
+  for (size_t i = 0; i < m->n_procs; i++) {
+    const mpprof_process *p = &m->procs[i];
+    if (!p->unprofiled) continue;
+    char cmd[256] = "";
+    size_t len = 0;
+    const cJSON *a;
+    cJSON_ArrayForEach(a, p->argv) {
+      if (cJSON_IsString(a) && len + 2 < sizeof cmd)
+        len +=
+            (size_t)snprintf(cmd + len, sizeof cmd - len, "%s%s", len ? " " : "", a->valuestring);
+    }
+    mpprof_finding *f = add(
+        m, "process_without_mpprof", "medium", NULL,
+        mpprof_asprintf("process %" PRId64 " (%s), started by process %" PRId64
+                        ", ran without mpprof: %s; none of its ops are in this report",
+                        p->pid, cmd, p->ppid, p->unprofiled),
+        strdup("if it uses the GPU, keep mpprof's variables in the environment it is given "
+               "(LD_PRELOAD, NVTX_INJECTION64_PATH, CUDA_INJECTION64_PATH, MPPROF_*), or run it "
+               "under `mpprof` itself"));
+    if (!f) return -1;
+  }
+  return 0;
+}
+
 /* Processes of the program still alive when the report was built (an orphaned
  * child, a daemon): their raw files are missing or only checkpoints. */
 static int rule_processes_still_running(mpprof_model *m) {
@@ -1560,6 +1587,7 @@ const mpprof_finding_rule mpprof_finding_rules[] = {
     {"no_cuda_ops", NULL, rule_no_cuda_ops, true, false},
     {"skipped_files", NULL, rule_skipped_files, true, false},
     {"incomplete_process", NULL, rule_incomplete_process, true, false},
+    {"process_without_mpprof", NULL, rule_process_without_mpprof, true, false},
     {"processes_still_running", NULL, rule_processes_still_running, true, false},
     {"ranks_missing", NULL, rule_ranks_missing, true, false},
     {"no_kernel_data", NULL, rule_no_kernel_data, true, false},

@@ -84,6 +84,8 @@ static cJSON *process_json(const mpprof_process *p) {
                                           : cJSON_CreateNull());
   cJSON_AddItemToObject(o, "argv", p->argv ? cJSON_Duplicate(p->argv, true) : cJSON_CreateArray());
   cJSON_AddBoolToObject(o, "final", p->final);
+  cJSON_AddItemToObject(o, "unprofiled",
+                        p->unprofiled ? cJSON_CreateString(p->unprofiled) : cJSON_CreateNull());
   if (p->killed_signal) {
     cJSON *k = cJSON_AddObjectToObject(o, "killed_by");
     cJSON_AddNumberToObject(k, "signal", p->killed_signal);

@@ -41,6 +41,7 @@ void mpprof_process_free(mpprof_process *p) {
   cJSON_Delete(p->training);
   free(p->nonfinite_site_key);
   free(p->scan);
+  free(p->unprofiled);
   free(p->device_name);
   free(p->framework);
   free(p->framework_version);

@@ -1854,6 +1854,8 @@ static int process_from_header(const cJSON *h, const char *file, mpprof_process 
     if (!(p->training = cJSON_Duplicate(tr, true))) return -1;
   }
   p->forked = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.forked));
+  const char *unprofiled = get_str(h, MP_RK_TOP.unprofiled);
+  if (unprofiled && !(p->unprofiled = strdup(unprofiled))) return -1;
   get_i64(h, MP_RK_TOP.calls, &p->raw_calls);
   get_i64(h, MP_RK_TOP.failed_calls, &p->failed_calls);
   get_i64(h, MP_RK_TOP.not_attributed, &p->not_attributed);

@@ -146,6 +146,9 @@ typedef struct mpprof_process {
   cJSON *argv;               /* array of strings (owned), may be NULL */
   int64_t start_ns, end_ns;
   char *scan;
+  /* "unprofiled" of the raw file: why this image ran without mpprof (the
+   * exec that started it wrote the file); NULL for a profiled one */
+  char *unprofiled;
   int64_t sample;        /* MPPROF_SAMPLE: N, or 0 for "auto" */
   double shadow_max_rel; /* MPPROF_SHADOW_MAX_REL the run recorded; 0: none */
   char *device_name;     /* NULL when no device */

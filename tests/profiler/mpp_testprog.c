@@ -46,6 +46,8 @@
  *                 "l2", l2 reading l1's output; in step 3 l1's A is 2^14 times larger and
  *                 its output overflows fp16 (the first op that produces Inf), which l2 reads
  *   exec N        six GEMMs, then (N > 0) exec itself as "exec N-1": N+1 images, one pid
+ *   cleanexec     one GEMM, then a child (fork) execs "gemmex 1" with an environment of
+ *                 LD_LIBRARY_PATH only (as a launcher that builds a clean one); waits for it
  *   rankexec [STEP:N]  one GEMM in each of six images of one pid, each started by another exec
  *                 function: (none) execv, v execve, e execvp, p execle, l fexecve, f (last).
  *                 The first declares mpprof_rank(1, 4) (when preloaded) and first forks a
@@ -1926,6 +1928,27 @@ static int mode_rankexec(const char *arg) {
   return 1;
 }
 
+static int mode_cleanexec(void) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 12);
+  printf("cleanexec checksum %.17g\n", gemmex(h, &m));
+  fflush(stdout);
+  CK(cublasDestroy(h));
+  char lib[4200];
+  snprintf(lib, sizeof lib, "LD_LIBRARY_PATH=%s",
+           getenv("LD_LIBRARY_PATH") ? getenv("LD_LIBRARY_PATH") : "");
+  char *env[] = {lib, NULL}, *argv[] = {"mpp_testprog", "gemmex", "1", NULL};
+  pid_t pid = fork();
+  if (pid == 0) {
+    execve("/proc/self/exe", argv, env);
+    _exit(127);
+  }
+  int st = 0;
+  return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
 enum { BIG = 1024 };
 static atomic_int big_started;
 
@@ -2037,6 +2060,7 @@ static const struct {
     {"infref", "", .plain = mode_infref},
     {"exec", " [N]", .counted = mode_exec, .dflt = 0},
     {"rankexec", " [STEP:N]", .named = mode_rankexec},
+    {"cleanexec", "", .plain = mode_cleanexec},
     {"inflight", "", .plain = run_inflight},
     {"orphan", " [SECS]", .counted = mode_orphan, .dflt = 3},
     {"exit3", "", .plain = run_exit3},

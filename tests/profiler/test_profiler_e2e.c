@@ -1832,6 +1832,32 @@ static void a_declared_rank_is_carried_across_exec_but_not_to_a_forked_child(voi
   free_raws(&r);
 }
 
+/* A child started with an environment that no longer preloads libmpprof
+ * (a launcher's clean env) runs unprofiled: the report says which program
+ * ran without mpprof, and who started it (finding process_without_mpprof). */
+static void a_child_started_without_mpprof_is_named_in_the_report(void **state) {
+  (void)state;
+  const char *dir = outdir("cleanexec");
+  char *argv[] = {(char *)testprog, "cleanexec", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  char path[4300];
+  snprintf(path, sizeof path, "%s/report.json", dir);
+  char *text = slurp(path);
+  cJSON *rep = cJSON_Parse(text);
+  free(text);
+  assert_non_null(rep);
+  cJSON *f, *found = NULL;
+  cJSON_ArrayForEach(f, get(rep, "findings")) {
+    if (str_is(f, "kind", "process_without_mpprof")) found = f;
+  }
+  assert_non_null(found);
+  const char *what = str(found, "message");
+  assert_non_null(what);
+  assert_non_null(strstr(what, "mpp_testprog gemmex 1"));
+  assert_non_null(strstr(what, "without mpprof"));
+  cJSON_Delete(rep);
+}
+
 /* The report's program of a program that execs itself is the command line
  * that was run, its first image's: every image is a root (its parent is
  * mpprof), and the later images' files (<host>-<pid>.2.json) sort first. */
@@ -1982,6 +2008,7 @@ int main(void) {
       cmocka_unit_test(a_forked_child_writes_its_own_raw_file),
       cmocka_unit_test(a_rank_learned_late_is_in_the_raw_file_and_kept_by_a_fork_child),
       cmocka_unit_test(a_declared_rank_is_carried_across_exec_but_not_to_a_forked_child),
+      cmocka_unit_test(a_child_started_without_mpprof_is_named_in_the_report),
       cmocka_unit_test(the_models_a_framework_names_are_in_the_raw_file),
       cmocka_unit_test(a_forked_child_that_never_uses_cuda_writes_no_raw_file),
       cmocka_unit_test(loss_scale_marks_work_from_a_second_thread_and_in_a_forked_child),

@@ -16,6 +16,7 @@
 #include "report/tensorio/stats_json.h"
 
 static const char *const tested[] = {
+    "process_without_mpprof",
     "nonfinite_values",
     "fp16_overflow",
     "fp16_forward_underflow",
@@ -781,6 +782,31 @@ static void skipped_files(void **state) {
   mpprof_model_free(&m);
 }
 
+/* A process whose raw file an exec wrote because it ran without mpprof:
+ * named with its command line and its parent; a profiled one is not. */
+static void process_without_mpprof(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  m.procs = calloc(1, sizeof *m.procs);
+  m.n_procs = 1;
+  m.procs[0].file = strdup("node-7.json");
+  m.procs[0].pid = 7;
+  m.procs[0].ppid = 6;
+  m.procs[0].final = true;
+  m.procs[0].incomplete_reasons = cJSON_CreateArray();
+  m.procs[0].argv = cJSON_CreateArray();
+  cJSON_AddItemToArray(m.procs[0].argv, cJSON_CreateString("python"));
+  cJSON_AddItemToArray(m.procs[0].argv, cJSON_CreateString("train.py"));
+  assert_int_equal(run(&m, "process_without_mpprof"), 0);
+  m.procs[0].unprofiled = strdup("its environment does not preload libmpprof (LD_PRELOAD)");
+  assert_int_equal(run(&m, "process_without_mpprof"), 1);
+  assert_non_null(strstr(m.findings[0].message, "process 7 (python train.py), started by process "
+                                                "6, ran without mpprof"));
+  assert_string_equal(m.findings[0].severity, "medium");
+  mpprof_model_free(&m);
+}
+
 static void incomplete_process(void **state) {
   (void)state;
   mpprof_model m;
@@ -1048,6 +1074,7 @@ int main(void) {
       cmocka_unit_test(no_cuda_ops_inside_the_capture_range),
       cmocka_unit_test(skipped_files),
       cmocka_unit_test(incomplete_process),
+      cmocka_unit_test(process_without_mpprof),
       cmocka_unit_test(processes_still_running),
       cmocka_unit_test(ranks_missing),
       cmocka_unit_test(no_kernel_data),
