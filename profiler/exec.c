@@ -115,7 +115,8 @@ typedef struct passed {
 } passed;
 
 /* Why an image started with env runs unprofiled (the raw file's "unprofiled"). */
-#define MPP_UNPROFILED_WHY "its environment does not preload libmpprof (LD_PRELOAD)"
+#define MPP_UNPROFILED_WHY                                                                         \
+  "the environment it was started with does not preload libmpprof (LD_PRELOAD)"
 
 /* An image that was preloaded starting one that is not: the new image's
  * raw file says so (a launcher that builds a clean environment). */

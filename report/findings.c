@@ -1258,11 +1258,25 @@ static int rule_incomplete_process(mpprof_model *m) {
 }
 
 /* Images started without mpprof (a launcher that built a clean environment):
- * their ops, if any, are not in the report. */
+ * their ops, if any, are not in the report. One finding for all of them (a
+ * program that runs `git` with a clean environment at every step starts
+ * thousands): the first MPPROF_LAYERS_NAMED named, every one in evidence. */
 static int rule_process_without_mpprof(mpprof_model *m) {
+  size_t n = 0;
+  const mpprof_process *first = NULL;
+  bool same_why = true;
+  char *names = NULL;
+  size_t names_len = 0;
+  FILE *nf = open_memstream(&names, &names_len);
+  cJSON *pids = cJSON_CreateArray();
+  if (!nf || !pids) goto oom;
   for (size_t i = 0; i < m->n_procs; i++) {
     const mpprof_process *p = &m->procs[i];
     if (!p->unprofiled) continue;
+    if (!first) first = p;
+    same_why &= !strcmp(p->unprofiled, first->unprofiled);
+    if (!cJSON_AddItemToArray(pids, cJSON_CreateNumber((double)p->pid))) goto oom;
+    if (n++ >= MPPROF_LAYERS_NAMED) continue;
     char cmd[256] = "";
     size_t len = 0;
     const cJSON *a;
@@ -1271,17 +1285,43 @@ static int rule_process_without_mpprof(mpprof_model *m) {
         len +=
             (size_t)snprintf(cmd + len, sizeof cmd - len, "%s%s", len ? " " : "", a->valuestring);
     }
-    mpprof_finding *f = add(
-        m, "process_without_mpprof", "medium", NULL,
-        mpprof_asprintf("process %" PRId64 " (%s), started by process %" PRId64
-                        ", ran without mpprof: %s; none of its ops are in this report",
-                        p->pid, cmd, p->ppid, p->unprofiled),
-        strdup("if it uses the GPU, keep mpprof's variables in the environment it is given "
-               "(LD_PRELOAD, NVTX_INJECTION64_PATH, CUDA_INJECTION64_PATH, MPPROF_*), or run it "
-               "under `mpprof` itself"));
-    if (!f) return -1;
+    fprintf(nf, "%sprocess %" PRId64 " (%s, started by process %" PRId64 ")", n > 1 ? ", " : "",
+            p->pid, cmd, p->ppid);
   }
+  if (n > MPPROF_LAYERS_NAMED) fprintf(nf, " and %zu more", n - MPPROF_LAYERS_NAMED);
+  if (fclose(nf) || !names) {
+    nf = NULL;
+    goto oom;
+  }
+  nf = NULL;
+  if (!n) {
+    free(names);
+    cJSON_Delete(pids);
+    return 0;
+  }
+  mpprof_finding *f = add(
+      m, "process_without_mpprof", "medium", NULL,
+      n == 1 ? mpprof_asprintf("%s ran without mpprof: %s; any GPU ops it ran are not in this "
+                               "report",
+                               names, first->unprofiled)
+             : mpprof_asprintf("%zu processes ran without mpprof: %s; for each, %s; any GPU ops "
+                               "they ran are not in this report",
+                               n, names,
+                               same_why ? first->unprofiled
+                                        : "the reason in report.json processes[].unprofiled"),
+      strdup("if it uses the GPU, keep mpprof's variables in the environment it is given "
+             "(LD_PRELOAD, NVTX_INJECTION64_PATH, CUDA_INJECTION64_PATH, MPPROF_*), or run it "
+             "under `mpprof` itself"));
+  free(names);
+  names = NULL;
+  if (!f) goto oom;
+  cJSON_AddItemToObject(f->evidence, "pids", pids);
   return 0;
+oom:
+  if (nf) fclose(nf);
+  free(names);
+  cJSON_Delete(pids);
+  return -1;
 }
 
 /* Processes of the program still alive when the report was built (an orphaned

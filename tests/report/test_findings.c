@@ -782,28 +782,52 @@ static void skipped_files(void **state) {
   mpprof_model_free(&m);
 }
 
-/* A process whose raw file an exec wrote because it ran without mpprof:
- * named with its command line and its parent; a profiled one is not. */
+/* Processes whose raw files an exec wrote because they ran without mpprof:
+ * named with their command lines and parents, a profiled one not; many are
+ * one finding naming the first MPPROF_LAYERS_NAMED and "N more", every pid in
+ * its evidence (a program that starts a clean-environment helper at every
+ * step is not thousands of findings). */
 static void process_without_mpprof(void **state) {
   (void)state;
   mpprof_model m;
   mpprof_model_init(&m);
-  m.procs = calloc(1, sizeof *m.procs);
+  enum { N = MPPROF_LAYERS_NAMED + 3 };
+  m.procs = calloc(N, sizeof *m.procs);
   m.n_procs = 1;
-  m.procs[0].file = strdup("node-7.json");
-  m.procs[0].pid = 7;
-  m.procs[0].ppid = 6;
-  m.procs[0].final = true;
-  m.procs[0].incomplete_reasons = cJSON_CreateArray();
-  m.procs[0].argv = cJSON_CreateArray();
-  cJSON_AddItemToArray(m.procs[0].argv, cJSON_CreateString("python"));
-  cJSON_AddItemToArray(m.procs[0].argv, cJSON_CreateString("train.py"));
+  for (int i = 0; i < N; i++) {
+    m.procs[i].file = mpprof_asprintf("node-%d.json", 7 + i);
+    m.procs[i].pid = 7 + i;
+    m.procs[i].ppid = 6;
+    m.procs[i].final = true;
+    m.procs[i].incomplete_reasons = cJSON_CreateArray();
+    m.procs[i].argv = cJSON_CreateArray();
+    cJSON_AddItemToArray(m.procs[i].argv, cJSON_CreateString("python"));
+    cJSON_AddItemToArray(m.procs[i].argv, cJSON_CreateString("train.py"));
+  }
   assert_int_equal(run(&m, "process_without_mpprof"), 0);
-  m.procs[0].unprofiled = strdup("its environment does not preload libmpprof (LD_PRELOAD)");
+  static const char why[] =
+      "the environment it was started with does not preload libmpprof (LD_PRELOAD)";
+  m.procs[0].unprofiled = strdup(why);
   assert_int_equal(run(&m, "process_without_mpprof"), 1);
-  assert_non_null(strstr(m.findings[0].message, "process 7 (python train.py), started by process "
-                                                "6, ran without mpprof"));
+  assert_non_null(strstr(m.findings[0].message, "process 7 (python train.py, started by process "
+                                                "6) ran without mpprof: the environment it was "
+                                                "started with"));
   assert_string_equal(m.findings[0].severity, "medium");
+  m.n_procs = N;
+  for (int i = 1; i < N; i++)
+    m.procs[i].unprofiled = strdup(why);
+  assert_int_equal(run(&m, "process_without_mpprof"), 1);
+  const mpprof_finding *f = &m.findings[m.n_findings - 1];
+  const char *msg = f->message;
+  char want[64];
+  snprintf(want, sizeof want, "%d processes ran without mpprof: process 7 ", N);
+  assert_non_null(strstr(msg, want));
+  snprintf(want, sizeof want, "process %d (", 7 + MPPROF_LAYERS_NAMED - 1);
+  assert_non_null(strstr(msg, want));
+  snprintf(want, sizeof want, "process %d (", 7 + MPPROF_LAYERS_NAMED);
+  assert_null(strstr(msg, want));
+  assert_non_null(strstr(msg, " and 3 more; for each, the environment it was started with"));
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(f->evidence, "pids")), N);
   mpprof_model_free(&m);
 }
 
