@@ -238,7 +238,9 @@ static void every_emitted_key_is_declared_and_every_declared_key_emitted(void **
   cJSON *doc = cJSON_Parse(text);
   free(text);
   assert_non_null(doc);
-  check_object(doc, SET(top_keys), "top-level", NULL);
+  /* unprofiled: only in the note an exec writes (an_unprofiled_note_is_read_back) */
+  static const char *const note_only[] = {"unprofiled", NULL};
+  check_object(doc, SET(top_keys), "top-level", note_only);
   const cJSON *s = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, MP_RK_TOP.sites), 0);
   /* ranks: the report's; shapes_merged: only in a site of merged shapes (below) */
   static const char *const report_only[] = {"ranks", "shapes_merged", NULL};
@@ -463,6 +465,9 @@ static void check_top(const char *k, const cJSON *doc, const mpprof_model *m) {
     assert_int_equal(m->kevents[1].start_ns, 7000);
     assert_int_equal(m->kevents[1].end_ns, 7500);
     assert_string_equal(m->kevents[1].name, "sm90_xmma_gemm_f16f16_f32f32");
+  } else if (!strcmp(k, MP_RK_TOP.unprofiled)) {
+    assert_null(v); /* a profiled process's file: none (an_unprofiled_note_is_read_back) */
+    assert_null(p->unprofiled);
   } else {
     fail_msg("top-level key \"%s\": no read-back check (add one, and read it in raw_reader.c)", k);
   }
@@ -707,10 +712,63 @@ static void a_site_of_merged_shapes_is_read_back(void **state) {
   free(dir);
 }
 
+/* The raw file an exec writes for an image it starts without mpprof
+ * (mpp_raw_note_unprofiled): every key declared, read back by the report's
+ * reader as a finished process with no sites, its argv (quotes and control
+ * characters escaped) and why. */
+static void an_unprofiled_note_is_read_back(void **state) {
+  (void)state;
+  char *dir = tmp_raw_dir(), *raw = NULL;
+  assert_true(asprintf(&raw, "%s/raw", dir) > 0);
+  assert_int_equal(mkdir(raw, 0777), 0);
+  snprintf(mpp_cfg.out_dir, sizeof mpp_cfg.out_dir, "%s", dir);
+  char *const argv[] = {"train", "--tag=\"a\"\tb", NULL};
+  const char why[] = "the environment it was started with does not preload libmpprof";
+  char name[128];
+  assert_int_equal(mpp_raw_note_unprofiled(argv, why, name, sizeof name), 0);
+  char *path = NULL;
+  assert_true(asprintf(&path, "%s/%s", raw, name) > 0);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  char text[1024];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  cJSON *doc = cJSON_Parse(text);
+  assert_non_null(doc);
+  for (const cJSON *c = doc->child; c; c = c->next)
+    if (!in_set(SET(top_keys), c->string))
+      fail_msg("the note emits top-level key \"%s\", which raw_format.h does not declare",
+               c->string);
+  assert_string_equal(str(doc, MP_RK_TOP.unprofiled), why);
+  mpprof_model m;
+  mpprof_model_init(&m);
+  assert_int_equal(mpprof_read_raw_file(&m, path, stderr), 0);
+  assert_int_equal(m.n_procs, 1);
+  assert_int_equal(m.n_sites, 0);
+  const mpprof_process *p = &m.procs[0];
+  assert_string_equal(p->unprofiled, why);
+  assert_true(p->final);
+  assert_int_equal(p->pid, getpid());
+  assert_int_equal(cJSON_GetArraySize(p->argv), 2);
+  assert_string_equal(cJSON_GetArrayItem(p->argv, 1)->valuestring, argv[1]);
+  mpprof_model_free(&m);
+  mpp_raw_note_drop(name);
+  assert_int_equal(access(path, F_OK), -1); /* the exec failed: the note is gone */
+  cJSON_Delete(doc);
+  mpp_cfg.out_dir[0] = '\0';
+  assert_int_equal(rmdir(raw), 0);
+  assert_int_equal(rmdir(dir), 0);
+  free(path);
+  free(raw);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_emitted_key_is_declared_and_every_declared_key_emitted),
       cmocka_unit_test(every_emitted_key_is_read_back),
+      cmocka_unit_test(an_unprofiled_note_is_read_back),
       cmocka_unit_test(the_timeline_is_formatted_outside_the_site_lock),
       cmocka_unit_test(a_site_of_merged_shapes_is_read_back),
   };
