@@ -74,9 +74,12 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
   else if (m->total_calls == 0) {
     fprintf(f, "mpprof: %zu process%s, no CUDA matrix ops (cuBLAS/cuBLASLt/cuDNN) were called\n",
             m->n_procs, m->n_procs == 1 ? "" : "es");
-    /* ... through an entry point mpprof intercepts: say so when their kernels ran. */
+    /* ... through an entry point mpprof intercepts: say so when their kernels
+     * ran; or in a process mpprof was not in (a clean environment). */
     for (size_t i = 0; i < m->n_findings; i++)
-      if (!strcmp(m->findings[i].kind, "library_not_intercepted")) put_finding(f, &m->findings[i]);
+      if (!strcmp(m->findings[i].kind, "library_not_intercepted") ||
+          !strcmp(m->findings[i].kind, "process_without_mpprof"))
+        put_finding(f, &m->findings[i]);
   } else {
     fprintf(f, "mpprof: %zu process%s, %" PRIu64 " op call%s in %zu site%s, %zu layer%s",
             m->n_procs, m->n_procs == 1 ? "" : "es", m->total_calls, m->total_calls == 1 ? "" : "s",

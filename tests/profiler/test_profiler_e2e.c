@@ -1858,6 +1858,26 @@ static void a_child_started_without_mpprof_is_named_in_the_report(void **state) 
   cJSON_Delete(rep);
 }
 
+/* `mpprof env -i ... PROG`: the one process that ran the GPU ops ran without
+ * mpprof. The summary does not stop at "no CUDA matrix ops were called": it
+ * names the process that ran without mpprof. */
+static void a_program_started_without_mpprof_is_named_in_the_summary(void **state) {
+  (void)state;
+  const char *dir = outdir("envi");
+  char ld[4200];
+  snprintf(ld, sizeof ld, "LD_LIBRARY_PATH=%s", simcuda);
+  char *argv[] = {(char *)mpprof, "-o", (char *)dir,      "--force", "--", "/usr/bin/env",
+                  "-i",           ld,   (char *)testprog, "gemmex",  "1",  NULL};
+  result r = run_err(argv, NULL);
+  assert_int_equal(r.status, 0);
+  if (!strstr(r.err, "no CUDA matrix ops") ||
+      !strstr(r.err, "mpp_testprog gemmex 1, started by process") ||
+      !strstr(r.err, "ran without mpprof"))
+    fail_msg("summary: %s", r.err);
+  free(r.out);
+  free(r.err);
+}
+
 /* The report's program of a program that execs itself is the command line
  * that was run, its first image's: every image is a root (its parent is
  * mpprof), and the later images' files (<host>-<pid>.2.json) sort first. */
@@ -2009,6 +2029,7 @@ int main(void) {
       cmocka_unit_test(a_rank_learned_late_is_in_the_raw_file_and_kept_by_a_fork_child),
       cmocka_unit_test(a_declared_rank_is_carried_across_exec_but_not_to_a_forked_child),
       cmocka_unit_test(a_child_started_without_mpprof_is_named_in_the_report),
+      cmocka_unit_test(a_program_started_without_mpprof_is_named_in_the_summary),
       cmocka_unit_test(the_models_a_framework_names_are_in_the_raw_file),
       cmocka_unit_test(a_forked_child_that_never_uses_cuda_writes_no_raw_file),
       cmocka_unit_test(loss_scale_marks_work_from_a_second_thread_and_in_a_forked_child),
