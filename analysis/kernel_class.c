@@ -501,10 +501,15 @@ char *mp_kernel_demangle(const char *name, char *ret_buf, size_t n) {
 }
 
 /* Name tokens of cuDNN's kernels (checked first: its implicit-GEMM names say
- * "gemm" too) and of cuBLAS/cuBLASLt's. Kernels of compilers and other
- * libraries (Triton, flash attention) are neither. */
+ * "gemm" too, and its SDPA kernels are cuDNN's), of fused attention
+ * ("void pytorch_flash::flash_fwd_kernel<...>", FlashAttention 4's
+ * "flash_fwd_sm100_bf16_...", the memory-efficient SDPA's
+ * "fmha_cutlassF_bf16_aligned_64x64_rf_sm80"), of Triton's templates
+ * ("triton_tem_fused_mm_0") and of cuBLAS/cuBLASLt's. Other Triton and
+ * flash kernels (elementwise, reductions) are none of these. */
 static const char *const cudnn_tokens[] = {"cudnn", "fprop",  "dgrad",
                                            "wgrad", "conv2d", "implicit_convolve"};
+static const char *const attention_tokens[] = {"flash_fwd", "flash_bwd", "fmha_", "flash_attn"};
 static const char *const cublas_tokens[] = {"nvjet", "gemm", "gemv", "splitKreduce", "cublas"};
 
 static bool has_any(const char *name, const char *const *tokens, size_t n) {
@@ -514,14 +519,28 @@ static bool has_any(const char *name, const char *const *tokens, size_t n) {
 }
 
 mp_kernel_lib mp_kernel_library(const char *name) {
-  if (!name || strcasestr(name, "triton") || strcasestr(name, "flash")) return MP_KLIB_NONE;
+  if (!name) return MP_KLIB_NONE;
   if (has_any(name, cudnn_tokens, sizeof cudnn_tokens / sizeof cudnn_tokens[0]))
     return MP_KLIB_CUDNN;
+  if (has_any(name, attention_tokens, sizeof attention_tokens / sizeof attention_tokens[0]))
+    return MP_KLIB_ATTENTION;
+  if (!strncmp(name, "triton_tem_", 11)) return MP_KLIB_TRITON_TEMPLATE;
+  if (strcasestr(name, "triton") || strcasestr(name, "flash")) return MP_KLIB_NONE;
   if (has_any(name, cublas_tokens, sizeof cublas_tokens / sizeof cublas_tokens[0]))
     return MP_KLIB_CUBLAS;
   return MP_KLIB_NONE;
 }
 
 const char *mp_kernel_lib_name(mp_kernel_lib l) {
-  return l == MP_KLIB_CUBLAS ? "cublas" : l == MP_KLIB_CUDNN ? "cudnn" : NULL;
+  static const char *const names[MP_KLIB_COUNT] = {
+      [MP_KLIB_CUBLAS] = "cublas",
+      [MP_KLIB_CUDNN] = "cudnn",
+      [MP_KLIB_ATTENTION] = "attention",
+      [MP_KLIB_TRITON_TEMPLATE] = "triton_template",
+  };
+  return l > MP_KLIB_NONE && l < MP_KLIB_COUNT ? names[l] : NULL;
+}
+
+bool mp_kernel_lib_hooked(mp_kernel_lib l) {
+  return l == MP_KLIB_CUBLAS || l == MP_KLIB_CUDNN;
 }

@@ -1494,6 +1494,71 @@ static int rule_library_not_intercepted(mpprof_model *m) {
   return 0;
 }
 
+/* Matrix kernels of no library mpprof hooks (fused attention, Triton
+ * templates), launched outside every hooked call: their GPU time is known,
+ * their precision and values are not. */
+static int rule_matrix_kernels_not_hooked(mpprof_model *m) {
+  double kernels[MP_KLIB_COUNT] = {0}, ns[MP_KLIB_COUNT] = {0}, total_ns = 0;
+  const char *example[MP_KLIB_COUNT] = {0};
+  for (int l = MP_KLIB_NONE + 1; l < MP_KLIB_COUNT; l++) {
+    if (mp_kernel_lib_hooked((mp_kernel_lib)l)) continue;
+    const char *name = mp_kernel_lib_name((mp_kernel_lib)l);
+    for (size_t i = 0; i < m->n_procs; i++) {
+      const cJSON *e = cJSON_GetObjectItemCaseSensitive(m->procs[i].unattributed_kernels, name);
+      if (!e) continue;
+      kernels[l] += cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "kernels"));
+      ns[l] += cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "gpu_ns"));
+      if (!example[l])
+        example[l] = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "example"));
+    }
+    total_ns += ns[l];
+  }
+  static const char *const shown[MP_KLIB_COUNT] = {
+      [MP_KLIB_ATTENTION] = "fused attention (flash / memory-efficient SDPA)",
+      [MP_KLIB_TRITON_TEMPLATE] = "Triton template (torch.compile)"};
+  char what[1024] = "";
+  size_t len = 0, n_kinds = 0;
+  double all = 0;
+  for (int l = MP_KLIB_NONE + 1; l < MP_KLIB_COUNT; l++) {
+    if (kernels[l] <= 0) continue;
+    all += kernels[l];
+    if (len < sizeof what)
+      len += (size_t)snprintf(
+          what + len, sizeof what - len, "%s%.0f %s kernel launch%s (%.3g ms GPU, e.g. %.80s)",
+          n_kinds++ ? "; " : "", kernels[l], shown[l], kernels[l] == 1 ? "" : "es", ns[l] / 1e6,
+          example[l] ? example[l] : "?");
+  }
+  if (all <= 0) return 0;
+  /* the share of the matrix kernels' GPU time: hooked ops' kernels and these */
+  double matrix_ns = (double)m->tc.gemm_conv_kernel_ns + total_ns;
+  double share = matrix_ns > 0 ? total_ns / matrix_ns : 0;
+  mpprof_finding *f = add(
+      m, "matrix_kernels_not_hooked", share >= MPPROF_NOT_HOOKED_SHARE_MEDIUM ? "medium" : "info",
+      NULL,
+      mpprof_asprintf("CUPTI saw %s outside every cuBLAS/cuDNN call: %s%% of the matrix kernels' "
+                      "GPU time (hooked ops' kernels and these). mpprof does not hook them: their "
+                      "dtypes, Tensor Core use and values are not in this report, nor in any "
+                      "layer's verdict (the ops around them, such as attention's Q/K/V "
+                      "projections, are)",
+                      what, mpprof_pct_text(100 * share).s),
+      strdup("read their precision from the kernel names (bf16 / f16 / f32 in them); to see "
+             "attention's values, profile a run with the math SDPA backend "
+             "(torch.backends.cuda.enable_flash_sdp(False), enable_mem_efficient_sdp(False)), "
+             "whose matmuls go through cuBLAS"));
+  if (!f) return -1;
+  for (int l = MP_KLIB_NONE + 1; l < MP_KLIB_COUNT; l++) {
+    if (kernels[l] <= 0) continue;
+    cJSON *e = cJSON_AddObjectToObject(f->evidence, mp_kernel_lib_name((mp_kernel_lib)l));
+    if (!e) return -1;
+    ev_num(e, "kernels", kernels[l]);
+    ev_num(e, "gpu_ns", ns[l]);
+    if (example[l]) cJSON_AddStringToObject(e, "example", example[l]);
+  }
+  ev_num(f->evidence, "share_of_matrix_gpu_time", share);
+  f->impact_gpu_ns = (uint64_t)total_ns;
+  return 0;
+}
+
 static int rule_tc_counters_unmatched(mpprof_model *m) {
   if (!m->tc.counters_requested || m->tc.counters_unmatched <= 0) return 0;
   mpprof_finding *f = add(
@@ -1632,6 +1697,7 @@ const mpprof_finding_rule mpprof_finding_rules[] = {
     {"ranks_missing", NULL, rule_ranks_missing, true, false},
     {"no_kernel_data", NULL, rule_no_kernel_data, true, false},
     {"library_not_intercepted", NULL, rule_library_not_intercepted, true, false},
+    {"matrix_kernels_not_hooked", NULL, rule_matrix_kernels_not_hooked, true, false},
     {"tc_counters_unavailable", NULL, rule_tc_counters_unavailable, true, false},
     {"tc_counters_unmatched", NULL, rule_tc_counters_unmatched, true, false},
     {"compiled_region", NULL, rule_compiled_region, true, false},

@@ -635,6 +635,9 @@ void mpprof_capture_summary(const mpprof_model *m, mpprof_capture_sum *ret);
  * hence the terminal summary) before "and N more"; the JSON beside it
  * (plan.json, the finding's evidence) lists them all. */
 #define MPPROF_LAYERS_NAMED 4
+/* matrix_kernels_not_hooked is medium at or above this share of the matrix
+ * kernels' GPU time (hooked ops' kernels and these), info below. */
+#define MPPROF_NOT_HOOKED_SHARE_MEDIUM 0.10
 size_t mpprof_devices_text(const mpprof_model *m, char *buf, size_t n, bool *ret_sim);
 /* One sentence for the summaries, "" when nothing was left out by a capture range. */
 void mpprof_capture_sentence(const mpprof_capture_sum *c, char *buf, size_t n);

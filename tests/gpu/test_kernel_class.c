@@ -73,7 +73,23 @@ static void kernel_names_tell_their_library(void **state) {
                    MP_KLIB_CUDNN); /* says gemm too: cuDNN's tokens first */
   assert_int_equal(mp_kernel_library("void cudnn::detail::implicit_convolve_sgemm<float>(...)"),
                    MP_KLIB_CUDNN);
-  assert_int_equal(mp_kernel_library("triton_tem_fused_mm_0"), MP_KLIB_NONE);
+  /* matrix kernels of no hooked library: fused attention, Triton templates */
+  assert_int_equal(mp_kernel_library("triton_tem_fused_mm_0"), MP_KLIB_TRITON_TEMPLATE);
+  assert_int_equal(mp_kernel_library("triton_poi_fused_add_0"), MP_KLIB_NONE);
+  assert_int_equal(mp_kernel_library("triton_red_fused_sum_gemm_like_1"), MP_KLIB_NONE);
+  assert_int_equal(mp_kernel_library("fmha_cutlassF_bf16_aligned_64x64_rf_sm80"),
+                   MP_KLIB_ATTENTION);
+  assert_int_equal(mp_kernel_library("void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_"
+                                     "fwd_kernel_traits<128, 128, 64, 4, false, false, "
+                                     "cutlass::bfloat16_t>>(pytorch_flash::Flash_fwd_params)"),
+                   MP_KLIB_ATTENTION);
+  assert_int_equal(mp_kernel_library("flash_fwd_sm100_bf16_head_dim128_tile128x128_threads384_"
+                                     "causal_kernel_cutlass_kernel_flash_attncute"),
+                   MP_KLIB_ATTENTION);
+  assert_int_equal(mp_kernel_library("cudnn_generated_fort_native_sdpa_sm80_knob_6_64x64x64_4x1x1"),
+                   MP_KLIB_CUDNN); /* cuDNN's SDPA: a cuDNN call */
+  assert_string_equal(mp_kernel_lib_name(MP_KLIB_ATTENTION), "attention");
+  assert_true(!mp_kernel_lib_hooked(MP_KLIB_ATTENTION) && mp_kernel_lib_hooked(MP_KLIB_CUBLAS));
   assert_int_equal(mp_kernel_library("void at::native::vectorized_elementwise_kernel<4>(...)"),
                    MP_KLIB_NONE);
   assert_string_equal(mp_kernel_lib_name(MP_KLIB_CUDNN), "cudnn");

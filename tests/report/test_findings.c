@@ -40,6 +40,7 @@ static const char *const tested[] = {
     "tc_counters_unavailable",
     "tc_counters_unmatched",
     "library_not_intercepted",
+    "matrix_kernels_not_hooked",
     "loss_scale_overflow",
     "dead_gradient",
     "dead_output",
@@ -974,6 +975,46 @@ static void library_not_intercepted(void **state) {
   mpprof_model_free(&m);
 }
 
+/* Fused attention and Triton template kernels outside every hooked call:
+ * one finding naming each kind with its launches, GPU time and an example,
+ * and their share of the matrix kernels' GPU time (hooked ops' kernels and
+ * these); medium from MPPROF_NOT_HOOKED_SHARE_MEDIUM up, info below.
+ * cuBLAS's own kernels there are library_not_intercepted's, not this. */
+static void matrix_kernels_not_hooked(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  m.procs = calloc(1, sizeof *m.procs);
+  m.n_procs = 1;
+  m.procs[0].unattributed_kernels =
+      cJSON_Parse("{\"cublas\": {\"kernels\": 3, \"gpu_ns\": 2000000, \"example\": \"nvjet_x\"}}");
+  assert_int_equal(run(&m, "matrix_kernels_not_hooked"), 0);
+  cJSON_Delete(m.procs[0].unattributed_kernels);
+  m.procs[0].unattributed_kernels = cJSON_Parse(
+      "{\"attention\": {\"kernels\": 12, \"gpu_ns\": 1000000, \"example\": "
+      "\"fmha_cutlassF_bf16_aligned_64x64_rf_sm80\"}, \"triton_template\": {\"kernels\": 1, "
+      "\"gpu_ns\": 0, \"example\": \"triton_tem_fused_mm_0\"}}");
+  m.tc.gemm_conv_kernel_ns = 9000000; /* 1 ms of 10: 10% */
+  assert_int_equal(run(&m, "matrix_kernels_not_hooked"), 1);
+  const mpprof_finding *f = &m.findings[m.n_findings - 1];
+  if (!strstr(f->message, "12 fused attention (flash / memory-efficient SDPA) kernel launches "
+                          "(1 ms GPU, e.g. fmha_cutlassF_bf16_aligned_64x64_rf_sm80); 1 Triton "
+                          "template (torch.compile) kernel launch (0 ms GPU") ||
+      !strstr(f->message, ": 10% of the matrix kernels' GPU time"))
+    fail_msg("%s", f->message);
+  assert_string_equal(f->severity, "medium");
+  double launches = 0;
+  assert_int_equal(
+      mpprof_json_get_double(
+          cJSON_GetObjectItem(cJSON_GetObjectItem(f->evidence, "attention"), "kernels"), &launches),
+      0);
+  assert_true(launches == 12);
+  m.tc.gemm_conv_kernel_ns = 9100000; /* just under 10% */
+  assert_int_equal(run(&m, "matrix_kernels_not_hooked"), 1);
+  assert_string_equal(m.findings[m.n_findings - 1].severity, "info");
+  mpprof_model_free(&m);
+}
+
 static void tc_counters_unavailable(void **state) {
   (void)state;
   mpprof_model m;
@@ -1103,6 +1144,7 @@ int main(void) {
       cmocka_unit_test(ranks_missing),
       cmocka_unit_test(no_kernel_data),
       cmocka_unit_test(library_not_intercepted),
+      cmocka_unit_test(matrix_kernels_not_hooked),
       cmocka_unit_test(tc_counters_unavailable),
       cmocka_unit_test(tc_counters_unmatched),
       cmocka_unit_test(compiled_region),
