@@ -136,6 +136,7 @@ static char *render_everything(int *ret_site) {
   mpp_note_unattributed_kernel("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT", 700);
   mpp_note_unattributed_kernel("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNN", 300);
   mpp_note_unattributed_kernel("triton_poi_fused_add_0", 50); /* not a library's: not counted */
+  mpp_note_unattributed_kernel("fmha_cutlassF_bf16_aligned_64x64_rf_sm80", 900); /* attention */
   mpp_train_reset();
   mpp_train_loss_scale(1024);
   mpp_train_mark_step(3);
@@ -402,6 +403,9 @@ static void check_top(const char *k, const cJSON *doc, const mpprof_model *m) {
     assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(b, MP_RK_UNATTRIBUTED.example)),
                         "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT");
     assert_null(cJSON_GetObjectItem(p->unattributed_kernels, "cudnn"));
+    const cJSON *a = cJSON_GetObjectItem(p->unattributed_kernels, "attention");
+    assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItem(a, MP_RK_UNATTRIBUTED.kernels)), 1);
+    assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItem(a, MP_RK_UNATTRIBUTED.gpu_ns)), 900);
   } else if (!strcmp(k, MP_RK_TOP.tc_counters)) {
     assert_string_equal(p->tc_counters_status, "ok");
     assert_string_equal(p->tc_counters_reason, "why not");
