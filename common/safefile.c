@@ -143,7 +143,7 @@ int mpp_sf_close_temp(mpp_sfile *f, int err) {
   return err;
 }
 
-static int commit(mpp_sfile *f, int err, bool replace) {
+static int commit(mpp_sfile *f, int err, bool replace, bool sync_dir) {
   err = mpp_sf_close_temp(f, err);
   if (!f->tmp[0]) return err ? err : -EBADF;
   if (!err) {
@@ -151,7 +151,7 @@ static int commit(mpp_sfile *f, int err, bool replace) {
                     : renameat2(f->dir, f->tmp, f->dir, f->name, RENAME_NOREPLACE);
     if (r != 0) err = -errno;
     /* the rename itself: done, whatever the directory's sync says */
-    if (r == 0) (void)fsync(f->dir);
+    if (r == 0 && sync_dir) mpp_sf_sync_dir(f->dir);
   }
   if (err) unlinkat(f->dir, f->tmp, 0);
   f->tmp[0] = '\0';
@@ -159,11 +159,19 @@ static int commit(mpp_sfile *f, int err, bool replace) {
 }
 
 int mpp_sf_commit(mpp_sfile *f, int err) {
-  return commit(f, err, true);
+  return commit(f, err, true, true);
 }
 
 int mpp_sf_commit_new(mpp_sfile *f, int err) {
-  return commit(f, err, false);
+  return commit(f, err, false, true);
+}
+
+int mpp_sf_commit_in_set(mpp_sfile *f) {
+  return commit(f, 0, true, false);
+}
+
+void mpp_sf_sync_dir(int dir) {
+  (void)fsync(dir);
 }
 
 /* Writing at the file size limit (RLIMIT_FSIZE) sends SIGXFSZ, which ends a

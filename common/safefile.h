@@ -66,7 +66,14 @@ int mpp_sf_close_temp(mpp_sfile *f, int err);
  * is -1) and renames it to its name, then syncs the directory; otherwise, or
  * when that fails, removes it. Returns the first error. */
 int mpp_sf_commit(mpp_sfile *f, int err);
-/* The same, but never replaces an existing NAME: -EEXIST then (the temporary
+/* mpp_sf_commit of a temporary already closed (mpp_sf_close_temp), one of a
+ * set renamed together, without the directory's sync: the caller syncs each
+ * directory once after the set (mpp_sf_sync_dir). */
+int mpp_sf_commit_in_set(mpp_sfile *f);
+/* Syncs a directory (its renames reach the disk); errors ignored: what was
+ * renamed stays renamed. */
+void mpp_sf_sync_dir(int dir);
+/* The same as mpp_sf_commit, but never replaces an existing NAME: -EEXIST then (the temporary
  * is removed). -EINVAL where the file system cannot rename without replacing. */
 int mpp_sf_commit_new(mpp_sfile *f, int err);
 

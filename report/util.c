@@ -607,15 +607,28 @@ static int set_blocked(const mpprof_afile_set *s, size_t *ret_i) {
   return 0;
 }
 
+/* Whether two descriptors are of one directory. */
+static bool same_dir(int a, int b) {
+  struct stat x, y;
+  return fstat(a, &x) == 0 && fstat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
 int mpprof_afile_set_commit(mpprof_afile_set *s, const char **ret_failed, size_t *ret_done) {
   size_t i = 0, done = 0;
   int e = set_blocked(s, &i);
   for (; !e && i < s->n; i++, done++) {
-    int r = mpp_sf_commit(&s->done[i].sf, 0);
+    int r = mpp_sf_commit_in_set(&s->done[i].sf);
     if (r) {
       e = -r;
       break;
     }
+  }
+  /* each directory of the renamed files synced once */
+  for (size_t k = 0; k < done; k++) {
+    bool seen = false;
+    for (size_t j = 0; j < k && !seen; j++)
+      seen = same_dir(s->done[j].dir, s->done[k].dir);
+    if (!seen) mpp_sf_sync_dir(s->done[k].dir);
   }
   *ret_done = done;
   *ret_failed = e ? s->done[i].sf.name : NULL;
