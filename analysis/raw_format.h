@@ -38,6 +38,13 @@
 #define MP_RAW_STR(x) MP_RAW_STR_(x)
 #define MP_SCHEMA_RAW MP_RAW_SCHEMA_PREFIX MP_RAW_STR(MP_RAW_VERSION)
 
+/* The tensor roles of a cuBLASLt GELU epilogue's aux buffer, keys of a
+ * site's "tensors" (the decoder names them, report/advise.c classes them):
+ * the pre-GELU values GELU_AUX / GELU_AUX_BIAS write (an output) and that
+ * DGELU / DGELU_BGRAD read back (an input). */
+#define MP_ROLE_AUX "aux"
+#define MP_ROLE_AUX_IN "aux_in"
+
 /* The site key: X(member of mpp_op, "json key", kind, "what it is").
  * Kinds (how the runtime hashes, compares and writes the member):
  *   STR       static string, written always (null when NULL)

@@ -25,10 +25,11 @@ static bool role_is(const char *role, const char *const *set) {
 
 static mp_tclass class_of(mpprof_phase phase, const char *role) {
   /* A blended output's prior value (y_prior, ...) is of its output's class,
-   * a bias gradient (dbias, cuBLASLt's BGRAD epilogues) a gradient. */
+   * a bias gradient (dbias, cuBLASLt's BGRAD epilogues) a gradient; the
+   * pre-GELU values a DGELU epilogue reads back (aux_in) are the forward's. */
   static const char *const grads[] = {"D",       "C",        "y",        "dx",    "dw", "dy",
                                       "y_prior", "dx_prior", "dw_prior", "dbias", NULL};
-  static const char *const fwd[] = {"x", "w", NULL};
+  static const char *const fwd[] = {"x", "w", MP_ROLE_AUX_IN, NULL};
   switch (phase) {
   case MPPROF_PHASE_BACKWARD:
     if (role_is(role, grads)) return MP_TCLASS_GRADIENT;
@@ -42,7 +43,7 @@ static mp_tclass class_of(mpprof_phase phase, const char *role) {
 }
 
 static bool is_output_role(const char *role) {
-  static const char *const outs[] = {"D", "y", "dx", "dw", "dbias", NULL};
+  static const char *const outs[] = {"D", "y", "dx", "dw", "dbias", MP_ROLE_AUX, NULL};
   return role_is(role, outs);
 }
 

@@ -355,6 +355,14 @@ static mpp_op *decode(mpp_op *scratch, cublasLtMatmulDesc_t desc, const void *al
   desc_get(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof g.bias);
   desc_get(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &g.bias_type, sizeof g.bias_type);
   desc_get(desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &g.bias_stride, sizeof g.bias_stride);
+  g.aux_type = -1;
+  if (mpp_lt_aux_use(epi)) { /* the GELU aux buffer's numbers (not the ReLU forms' bit mask) */
+    desc_get(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g.aux, sizeof g.aux);
+    desc_get(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &g.aux_ld, sizeof g.aux_ld);
+    desc_get(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, &g.aux_stride,
+             sizeof g.aux_stride);
+    desc_get(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &g.aux_type, sizeof g.aux_type);
+  }
   static const cublasLtMatmulDescAttributes_t scale_attrs[4] = {
       CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
       CUBLASLT_MATMUL_DESC_C_SCALE_POINTER, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER};

@@ -215,7 +215,7 @@ _Static_assert(sizeof(gemm_key) == 24 * 8, "gemm_key has padding");
  * its key is what the wrapper read from the descriptors, as 8-byte words. */
 #define LT_SETS 4
 #define LT_SLOTS (LT_SETS * MEMO_WAYS)
-#define LT_KEY_WORDS (15 + 4 * 8)
+#define LT_KEY_WORDS (19 + 4 * 8)
 /* Legacy cuDNN convolutions' memo (mpp_conv_decode_memo_key), sets and
  * replacement alike; its key is an mpp_conv_key. 128 entries: a ResNet-50
  * trains with 72 keys (24 shapes, three kinds each), called in turn
@@ -448,6 +448,48 @@ static int lt_bias_use(uint32_t epilogue) {
   default:
     return 0;
   }
+}
+
+int mpp_lt_aux_use(uint32_t epilogue) {
+  switch (epilogue) {
+  case 160: /* GELU_AUX */
+  case 164: /* GELU_AUX_BIAS */
+    return 1;
+  case 192: /* DGELU */
+  case 208: /* DGELU_BGRAD */
+    return 2;
+  default:
+    return 0;
+  }
+}
+
+/* The aux roles' names, one object each: set_lt_pointers knows a role by
+ * its name's address. */
+static const char role_aux[] = MP_ROLE_AUX, role_aux_in[] = MP_ROLE_AUX_IN;
+
+/* The GELU aux buffer as a role (mpp_lt_aux_use): m x n like D, column-major
+ * AUX_LD apart (the header's "leading dimension in elements"), per batch
+ * member AUX_BATCH_STRIDE apart (0: one shared), of AUX_DATA_TYPE, by
+ * default D's (cublasLt.h). Its values are the stored ones (an fp8 aux is
+ * the GELU input times AUX_SCALE, saturated as D is). */
+static void lt_aux_role(mpp_op *op, const mpp_lt_call *g) {
+  int use = mpp_lt_aux_use(g->epilogue);
+  if (!use || !g->aux) return;
+  mpp_role *r = mpp_op_role(op, use == 1 ? role_aux : role_aux_in, use == 2);
+  if (!r) return;
+  r->view.dtype = mpp_cuda_dtype(g->aux_type >= 0 ? g->aux_type : g->d.type);
+  r->view.data = g->aux;
+  r->view.rows = g->d.rows;
+  r->view.cols = g->d.cols;
+  r->view.ld = g->aux_ld > 0 ? (uint64_t)g->aux_ld : 0;
+  r->view.batch = op->batch > 1 && g->aux_stride != 0 ? (uint64_t)op->batch : 1;
+  r->view.batch_stride = r->view.batch > 1 ? g->aux_stride : 0;
+  r->saturates = use == 1 && is_fp8(r->view.dtype);
+  if (r->view.dtype == MP_DTYPE_INVALID)
+    r->unscannable = MPP_NS_DTYPE;
+  else if (g->d.order != 0 || r->view.ld < r->view.rows)
+    r->unscannable = MPP_NS_LAYOUT; /* a row-major D's aux: not documented */
+  if (r->view.rows == 0 || r->view.cols == 0) r->present = false;
 }
 
 /* How shadow execution models an epilogue's effect on D: false when it does
@@ -723,6 +765,7 @@ void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
       if (len == 0) r->present = false;
     }
   }
+  lt_aux_role(op, g);
 
   for (int i = 0; i < op->nroles && i < 4; i++) { /* the matrices' alignment, not the bias's */
     const mpp_role *r = &op->roles[i];
@@ -744,7 +787,7 @@ void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
  * entry keeps its op's site as the GEMM memo's do. */
 
 enum { LT_LAYOUT_WORDS = 8 };
-_Static_assert(LT_KEY_WORDS == 15 + 4 * LT_LAYOUT_WORDS, "LT_KEY_WORDS: 15 words and 4 layouts");
+_Static_assert(LT_KEY_WORDS == 19 + 4 * LT_LAYOUT_WORDS, "LT_KEY_WORDS: 19 words and 4 layouts");
 
 static uint64_t *put_layout(uint64_t *k, const mpp_lt_layout *l) {
   *k++ = (uint64_t)(int64_t)l->type;
@@ -767,8 +810,12 @@ static void set_lt_pointers(mpp_op *op, const mpp_lt_call *g) {
     op->roles[i].view.data = p[i];
     mpp_op_note_ptr(op, p[i]);
   }
-  if (op->nroles > 4) op->roles[4].view.data = g->bias; /* the key holds whether there is one */
-  if (op->shadow_bias) op->shadow_bias = g->bias;       /* the key holds whether there is one */
+  /* The epilogue's bias and aux roles: the key holds whether there are any. */
+  for (int i = 4; i < op->nroles; i++) {
+    const char *name = op->roles[i].name;
+    op->roles[i].view.data = name == role_aux || name == role_aux_in ? g->aux : g->bias;
+  }
+  if (op->shadow_bias) op->shadow_bias = g->bias; /* the key holds whether there is one */
 }
 
 static bool lt_same(unsigned slot, const void *key) {
@@ -823,6 +870,10 @@ mpp_op *mpp_lt_decode_memo_hinted(mpp_op *scratch, const mpp_lt_call *g, void *s
   *k++ = (uint64_t)(int64_t)g->bias_type;
   *k++ = (uint64_t)g->bias_stride;
   *k++ = g->bias != NULL;
+  *k++ = g->aux != NULL;
+  *k++ = (uint64_t)(int64_t)g->aux_type;
+  *k++ = (uint64_t)g->aux_ld;
+  *k++ = (uint64_t)g->aux_stride;
   for (int i = 0; i < 5; i++)
     *k++ = words[i];
   *k++ = (uint64_t)(uintptr_t)host_visible;

@@ -108,6 +108,12 @@ typedef struct mpp_lt_call {
   int bias_type;            /* cudaDataType, -1: D's (cuBLASLt's default) */
   int64_t bias_stride;      /* elements between batch members' bias vectors */
   int64_t alpha_vec_stride; /* ALPHA_VECTOR_BATCH_STRIDE: values between batch members' alphas */
+  /* The GELU epilogues' aux buffer (mpp_lt_aux_use: read only for those):
+   * EPILOGUE_AUX_POINTER (NULL: none), AUX_DATA_TYPE (-1: D's), AUX_LD and
+   * AUX_BATCH_STRIDE in elements. */
+  const void *aux;
+  int aux_type;
+  int64_t aux_ld, aux_stride;
   const void *scale_ptr[4]; /* A, B, C, D scale pointers (NULL = 1) */
   int32_t scale_mode[4];    /* A..D_SCALE_MODE: 0 = one fp32 scalar, others block/vector arrays */
   const void *amax_d;
@@ -117,6 +123,11 @@ typedef struct mpp_lt_call {
 } mpp_lt_call;
 
 const char *mpp_lt_epilogue_name(uint32_t epilogue);
+/* How an epilogue uses its aux buffer as numbers: 1 writes the GELU's input
+ * (GELU_AUX, GELU_AUX_BIAS: role aux, an output), 2 reads it back (DGELU,
+ * DGELU_BGRAD: role aux_in, an input), 0 neither: no aux, or the ReLU forms'
+ * bit mask (RELU_AUX*, DRELU*), which holds no numbers and is not scanned. */
+int mpp_lt_aux_use(uint32_t epilogue);
 void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
                    bool (*host_visible)(const void *p));
 /* mpp_lt_decode through this thread's memo of decoded calls, as

@@ -40,6 +40,12 @@
  *   ltbias     cublasLtMatmul BIAS epilogues: fp32 4x2x3 with bias {0.5, 1, 1.5, 2};
  *              e4m3 TN 16x16x16 (all 1) with fp32 C/D and a bf16 bias of 1.5 (the
  *              default type there): D = 17.5
+ *   ltaux      cublasLtMatmul aux epilogues, fp16 (fp32 compute), k 1: GELU_AUX_BIAS
+ *              of A {1..7, 60000} by B {2, -2} plus a bias of 0.5 (m 8, n 2,
+ *              aux ld 8): the pre-GELU values 2.5..14.5 and 120000.5 (Inf in
+ *              fp16), -1.5..-13.5 and -119999.5 (-Inf in fp16, where D holds
+ *              GELU's -0); DGELU (m 8, n 2, A {1..8}, B {1, 1})
+ *              reading that aux back; RELU_AUX_BIAS (m 16, n 2, aux ld 128: a bit mask)
  *   convbeta   cudnnConvolutionForward (1x1 filter of 1, x 1..16) blending into y
  *              100..115 (beta 1), then beta 0 over a y of NaN; the fused
  *              bias-activation forward with z 1..16 (alpha2 1) and bias 0.5, then
@@ -557,6 +563,67 @@ static int mode_ltvec(void) {
 /* Bias epilogues: an fp32 bias of 4 values; an FP8 GEMM (e4m3 A^T and B,
  * all 1, 16x16x16) with an fp32 D and a bias of the default type, bf16
  * (1.5 everywhere): D = 16 + 1.5. */
+/* An fp16 m x n x 1 cublasLtMatmul (fp32 compute, beta 0) with epilogue
+ * epi, its bias (or NULL) and aux buffer. */
+static void lt_f16_aux(cublasLtHandle_t lt, int m, int n, uint32_t epi, const void *bias, void *aux,
+                       int64_t aux_ld, const void *A, const void *B, void *D) {
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, ld;
+  CK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+  if (bias)
+    CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
+                                    sizeof aux));
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld,
+                                    sizeof aux_ld));
+  CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16F, (uint64_t)m, 1, m));
+  CK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16F, 1, (uint64_t)n, 1));
+  CK(cublasLtMatrixLayoutCreate(&ld, CUDA_R_16F, (uint64_t)m, (uint64_t)n, m));
+  const float one = 1, zero = 0;
+  CK(cublasLtMatmul(lt, desc, &one, A, la, B, lb, &zero, D, ld, D, ld, NULL, NULL, 0, 0));
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatrixLayoutDestroy(ld);
+  cublasLtMatmulDescDestroy(desc);
+}
+
+static uint32_t checksum_u16(const void *dev, int n) {
+  uint16_t h[64];
+  CK(cudaMemcpy(h, dev, (size_t)n * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+  uint32_t s = 0;
+  for (int i = 0; i < n; i++)
+    s = s * 31 + h[i];
+  return s;
+}
+
+static int mode_ltaux(void) {
+  uint16_t a[16], a2[8], b[2] = {f2h(2), f2h(-2)}, ones[2] = {f2h(1), f2h(1)}, bias[16],
+                         zero16[32] = {0};
+  for (int i = 0; i < 16; i++) {
+    a[i] = f2h((float)(i + 1));
+    bias[i] = f2h(0.5f);
+  }
+  a[7] = f2h(60000);
+  for (int i = 0; i < 8; i++)
+    a2[i] = f2h((float)(i + 1));
+  void *da = upload(a, sizeof a), *da2 = upload(a2, sizeof a2), *db = upload(b, sizeof b),
+       *dones = upload(ones, sizeof ones), *dbias = upload(bias, sizeof bias),
+       *daux = upload(zero16, 32), *dmask = upload(zero16, 32), *dd = upload(zero16, 32),
+       *dd2 = upload(zero16, 32), *dd3 = upload(zero16, 64);
+  cublasLtHandle_t lt;
+  CK(cublasLtCreate(&lt));
+  range("ltaux");
+  lt_f16_aux(lt, 8, 2, CUBLASLT_EPILOGUE_GELU_AUX_BIAS, dbias, daux, 8, da, db, dd);
+  lt_f16_aux(lt, 8, 2, CUBLASLT_EPILOGUE_DGELU, NULL, daux, 8, da2, dones, dd2);
+  lt_f16_aux(lt, 16, 2, CUBLASLT_EPILOGUE_RELU_AUX_BIAS, dbias, dmask, 128, da, db, dd3);
+  range_end();
+  printf("ltaux checksum %u %u %u %u %u\n", checksum_u16(daux, 16), checksum_u16(dd, 16),
+         checksum_u16(dd2, 16), checksum_u16(dmask, 16), checksum_u16(dd3, 32));
+  cublasLtDestroy(lt);
+  return 0;
+}
+
 static int mode_ltbias(void) {
   float a[12], b[6], bias[4] = {0.5f, 1, 1.5f, 2};
   for (int i = 0; i < 12; i++)
@@ -928,6 +995,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "alpha0")) return mode_alpha0();
   if (!strcmp(mode, "ltvec")) return mode_ltvec();
   if (!strcmp(mode, "ltbias")) return mode_ltbias();
+  if (!strcmp(mode, "ltaux")) return mode_ltaux();
   if (!strcmp(mode, "convbeta")) return mode_convbeta();
   if (!strcmp(mode, "cudnnbeta")) return mode_cudnnbeta();
   fprintf(stderr, "usage: mpp_fidelity_prog MODE\n");

@@ -258,6 +258,62 @@ static void a_bias_epilogue_reads_its_bias_of_its_type(void **state) {
   cJSON_Delete(doc);
 }
 
+/* The site of this api and epilogue; fails when absent. */
+static cJSON *site_epi(cJSON *doc, const char *api, const char *epilogue) {
+  cJSON *s;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItem(doc, "sites")) {
+    if (str_is(s, "api", api) && str_is(s, "epilogue", epilogue)) return s;
+  }
+  fprintf(stderr, "no site api=%s epilogue=%s\n", api, epilogue);
+  fail();
+  return NULL;
+}
+
+/* The GELU aux epilogues' aux buffer holds the GELU's input, stored in D's
+ * type (fp16 here): GELU_AUX_BIAS writes it (role aux: -2 * 60000 + 0.5
+ * overflows fp16 to -Inf there while D, GELU's -0 of it, holds none; were
+ * the aux not scanned the overflow would be nowhere), DGELU reads it back
+ * (aux_in: the Infs its NaN came from). The ReLU forms' aux is a bit mask:
+ * no numbers, no role. The report takes aux for an output (its Infs made
+ * by the op from finite inputs: an fp16 overflow finding naming it), not
+ * for an input whose Infs would make the op's inputs non-finite. */
+static void a_gelu_aux_epilogue_scans_its_pre_gelu_values(void **state) {
+  (void)state;
+  const char *dir = outdir("ltaux");
+  cJSON *doc = run_mode(dir, "ltaux", NULL);
+  cJSON *g = site_epi(doc, "cublasLtMatmul", "GELU_AUX_BIAS");
+  assert_true(str_is(g, "tensors.aux.dtype", "fp16"));
+  assert_int_equal(num(g, "tensors.aux.count"), 16);
+  assert_int_equal(num(g, "tensors.aux.pos_infs"), 1);
+  assert_int_equal(num(g, "tensors.aux.neg_infs"), 1);
+  assert_int_equal(num(g, "tensors.D.neg_infs"), 0);
+  assert_int_equal(num(g, "tensors.bias.count"), 8);
+  cJSON *d = site_epi(doc, "cublasLtMatmul", "DGELU");
+  assert_true(str_is(d, "tensors.aux_in.dtype", "fp16"));
+  assert_int_equal(num(d, "tensors.aux_in.count"), 16);
+  assert_int_equal(num(d, "tensors.aux_in.pos_infs"), 1);
+  assert_int_equal(num(d, "tensors.aux_in.neg_infs"), 1);
+  cJSON *r = site_epi(doc, "cublasLtMatmul", "RELU_AUX_BIAS");
+  assert_non_null(get(r, "tensors.bias"));
+  assert_null(get(r, "tensors.aux"));
+  assert_null(get(r, "tensors.aux_in"));
+  cJSON_Delete(doc);
+  char path[4400];
+  snprintf(path, sizeof path, "%s/report.json", dir);
+  char *text = slurp(path);
+  cJSON *rep = cJSON_Parse(text);
+  free(text);
+  assert_non_null(rep);
+  bool overflow_named = false;
+  cJSON *f;
+  cJSON_ArrayForEach(f, cJSON_GetObjectItem(rep, "findings")) {
+    overflow_named |=
+        str_is(f, "kind", "fp16_overflow") && str_is(f, "evidence.tensor", "unknown.aux");
+  }
+  assert_true(overflow_named);
+  cJSON_Delete(rep);
+}
+
 /* cuDNN blends with beta != 0 (y = alpha conv + beta y): the old y is read,
  * an input role of its own (y_prior, 100..115 here), in the legacy API and
  * the backend's (CONVOLUTION_FORWARD_BETA); with beta 0 the output is not
@@ -528,6 +584,7 @@ int main(void) {
       cmocka_unit_test(a_zero_alpha_reads_neither_a_nor_b),
       cmocka_unit_test(vector_alphas_and_betas_decide_what_is_read),
       cmocka_unit_test(a_bias_epilogue_reads_its_bias_of_its_type),
+      cmocka_unit_test(a_gelu_aux_epilogue_scans_its_pre_gelu_values),
       cmocka_unit_test(a_blending_convolution_reads_its_prior_output),
       cmocka_unit_test(a_cublaslt_program_choosing_its_algorithm_runs_and_is_recorded),
       cmocka_unit_test(a_saturated_fp8_output_is_overflow_with_its_scales_and_amax),

@@ -856,6 +856,100 @@ static void lt_bias_is_a_role_of_its_own(void **state) {
   assert_int_equal(op.nroles, 4);
 }
 
+/* The epilogue's aux buffer: GELU_AUX and GELU_AUX_BIAS write the GELU's
+ * input (the pre-GELU values, m x n per batch member, AUX_LD apart,
+ * AUX_BATCH_STRIDE between members) as numbers of EPILOGUE_AUX_DATA_TYPE (by
+ * default D's): an output role, aux, where their fp16/bf16/fp8 overflow
+ * shows; DGELU and DGELU_BGRAD read it back: an input role, aux_in. The ReLU
+ * forms' aux is a bit mask, no numbers: no role. */
+static void lt_gelu_aux_is_a_role_of_its_own(void **state) {
+  (void)state;
+  static uint16_t aux[64], bias[8];
+  mpp_lt_call g = lt16();  /* m 8, n 3 */
+  g.d.type = g.c.type = 2; /* fp16 D */
+  g.bias_type = g.aux_type = -1;
+  g.epilogue = 164; /* GELU_AUX_BIAS */
+  g.bias = bias;
+  g.aux = aux;
+  g.aux_ld = 16;
+  mpp_op op, scratch;
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_int_equal(op.nroles, 6);
+  assert_string_equal(op.roles[4].name, "bias");
+  mpp_role *r = &op.roles[5];
+  assert_string_equal(r->name, "aux");
+  assert_false(r->input);
+  assert_true(r->present);
+  assert_int_equal(r->unscannable, MPP_NS_COUNT);
+  assert_ptr_equal(r->view.data, aux);
+  assert_int_equal(r->view.dtype, MP_FP16); /* D's */
+  assert_int_equal(r->view.rows, 8);
+  assert_int_equal(r->view.cols, 3);
+  assert_int_equal(r->view.ld, 16);
+  assert_int_equal(r->view.batch, 1);
+  /* The memo gives each call its own aux and bias pointers. */
+  g.aux = aux + 8;
+  g.bias = bias + 1;
+  mpp_op *m = mpp_lt_decode_memo(&scratch, &g, NULL, NULL);
+  assert_ptr_equal(m->roles[5].view.data, aux + 8);
+  assert_ptr_equal(m->roles[4].view.data, bias + 1);
+  g.aux = aux;
+  m = mpp_lt_decode_memo(&scratch, &g, NULL, NULL);
+  assert_ptr_equal(m->roles[5].view.data, aux);
+  /* ... and another ld is another entry. */
+  g.aux_ld = 8;
+  assert_int_equal(mpp_lt_decode_memo(&scratch, &g, NULL, NULL)->roles[5].view.ld, 8);
+  /* AUX_DATA_TYPE as set: fp8 pre-GELU values saturate as D's do. */
+  g.aux_type = 28; /* CUDA_R_8F_E4M3 */
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_int_equal(op.roles[5].view.dtype, MP_FP8_E4M3);
+  assert_true(op.roles[5].saturates);
+  /* GELU_AUX without a bias, batched: one per member. */
+  g = lt16();
+  g.bias_type = g.aux_type = -1;
+  g.epilogue = 160;
+  g.aux = aux;
+  g.aux_ld = 8;
+  g.aux_stride = 24;
+  g.a.batch = g.b.batch = g.c.batch = g.d.batch = 2;
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_int_equal(op.nroles, 5);
+  assert_string_equal(op.roles[4].name, "aux");
+  assert_int_equal(op.roles[4].view.dtype, MP_FP32);
+  assert_int_equal(op.roles[4].view.batch, 2);
+  assert_int_equal(op.roles[4].view.batch_stride, 24);
+  /* DGELU reads it: an input; DGELU_BGRAD also writes dbias. */
+  g = lt16();
+  g.bias_type = g.aux_type = -1;
+  g.epilogue = 192;
+  g.aux = aux;
+  g.aux_ld = 8;
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_int_equal(op.nroles, 5);
+  assert_string_equal(op.roles[4].name, "aux_in");
+  assert_true(op.roles[4].input && op.roles[4].present);
+  g.epilogue = 208;
+  g.bias = bias;
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_int_equal(op.nroles, 6);
+  assert_string_equal(op.roles[4].name, "dbias");
+  assert_string_equal(op.roles[5].name, "aux_in");
+  assert_ptr_equal(mpp_lt_decode_memo(&scratch, &g, NULL, NULL)->roles[5].view.data, aux);
+  /* The ReLU forms' bit mask is no tensor of numbers: never a role. */
+  static const uint32_t relu[] = {130, 134, 136, 152};
+  for (size_t i = 0; i < sizeof relu / sizeof relu[0]; i++) {
+    g.epilogue = relu[i];
+    mpp_lt_decode(&op, &g, NULL, NULL);
+    for (int k = 0; k < op.nroles; k++)
+      assert_true(strncmp(op.roles[k].name, "aux", 3) != 0);
+  }
+  /* No pointer: no role. */
+  g.epilogue = 160;
+  g.aux = NULL;
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_int_equal(op.nroles, 4);
+}
+
 /* --- convolutions --- */
 
 static mpp_tensor_desc nchw(int dt, int64_t n, int64_t c, int64_t h, int64_t w) {
@@ -1753,6 +1847,7 @@ int main(void) {
       cmocka_unit_test(lt_vector_alpha_and_beta_are_read_whole),
       cmocka_unit_test(lt_zero_alpha_reads_neither_a_nor_b),
       cmocka_unit_test(lt_bias_is_a_role_of_its_own),
+      cmocka_unit_test(lt_gelu_aux_is_a_role_of_its_own),
       cmocka_unit_test(lt_alpha_device_vector_is_never_read),
       cmocka_unit_test(lt_epilogues_map_to_what_shadow_execution_applies),
       cmocka_unit_test(conv_forward_has_its_implicit_gemm_shape),

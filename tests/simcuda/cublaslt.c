@@ -469,6 +469,12 @@ typedef struct lt_plan {
   in_round round;
   int bias_type;
   int relu, gelu, bias;
+  /* The aux epilogues (cublasLt.h): RELU_AUX* write the ReLU bit mask
+   * (mask), GELU_AUX* the GELU's input (aux_out, of aux_type); DRELU* read
+   * the mask (drelu), DGELU* the GELU input (dgelu) and multiply the
+   * product by the activation's derivative there; *_BGRAD also write the
+   * bias gradient, D's row sums (bgrad). */
+  int mask, aux_out, drelu, dgelu, bgrad, aux_type;
   int blk; /* block-scaled A/B: K elements per scale (16 NVFP4, 32 MXFP8, 128), 0: scalar */
 } lt_plan;
 
@@ -617,6 +623,31 @@ static cublasStatus_t plan_scales(lt_plan *p) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
+/* The aux buffer (cublasLt.h, EPILOGUE_AUX_*): AUX_LD at least D's rows, a
+ * multiple of 128 (bits, the ReLU mask) or 8 (elements, the GELU input), as
+ * the batch stride; the GELU input of AUX_DATA_TYPE, by default D's, another
+ * only for an e4m3 FP8 GELU_AUX (fp16 or e4m3 with an fp16 C, bf16 with a
+ * bf16 C; the cuBLAS documentation), else INVALID_VALUE; the ReLU mask has
+ * no data type. An fp8 GELU input read back (DGELU): not simulated. */
+static cublasStatus_t plan_aux(lt_plan *p) {
+  const lt_desc *d = p->desc;
+  int bits = p->mask || p->drelu;
+  if (!bits && !p->aux_out && !p->dgelu) return CUBLAS_STATUS_SUCCESS;
+  int64_t unit = bits ? 128 : 8;
+  if (d->aux_ld < (int64_t)p->m || d->aux_ld % unit != 0 || d->aux_stride % unit != 0)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (bits) return d->aux_type == -1 ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+  int dt = (int)p->d->type, ct = (int)p->c->type, at = d->aux_type == -1 ? dt : d->aux_type;
+  int fp8 = dt == CUDA_R_8F_E4M3 && (int)p->a->type == CUDA_R_8F_E4M3 &&
+            (int)p->b->type == CUDA_R_8F_E4M3 && d->epilogue == CUBLASLT_EPILOGUE_GELU_AUX;
+  int other = fp8 && ((ct == CUDA_R_16F && (at == CUDA_R_16F || at == CUDA_R_8F_E4M3)) ||
+                      (ct == CUDA_R_16BF && at == CUDA_R_16BF));
+  if (at != dt && !other) return CUBLAS_STATUS_INVALID_VALUE;
+  if (p->dgelu && is_fp8(at)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  p->aux_type = at;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 static cublasStatus_t plan_matmul(lt_plan *p, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t ad,
                                   cublasLtMatrixLayout_t bd, cublasLtMatrixLayout_t cd,
                                   cublasLtMatrixLayout_t dd) {
@@ -682,10 +713,36 @@ static cublasStatus_t plan_matmul(lt_plan *p, cublasLtMatmulDesc_t desc, cublasL
   case CUBLASLT_EPILOGUE_GELU_BIAS:
     p->gelu = p->bias = 1;
     break;
+  case CUBLASLT_EPILOGUE_RELU_AUX:
+    p->relu = p->mask = 1;
+    break;
+  case CUBLASLT_EPILOGUE_RELU_AUX_BIAS:
+    p->relu = p->mask = p->bias = 1;
+    break;
+  case CUBLASLT_EPILOGUE_GELU_AUX:
+    p->gelu = p->aux_out = 1;
+    break;
+  case CUBLASLT_EPILOGUE_GELU_AUX_BIAS:
+    p->gelu = p->aux_out = p->bias = 1;
+    break;
+  case CUBLASLT_EPILOGUE_DRELU:
+    p->drelu = 1;
+    break;
+  case CUBLASLT_EPILOGUE_DRELU_BGRAD:
+    p->drelu = p->bgrad = 1;
+    break;
+  case CUBLASLT_EPILOGUE_DGELU:
+    p->dgelu = 1;
+    break;
+  case CUBLASLT_EPILOGUE_DGELU_BGRAD:
+    p->dgelu = p->bgrad = 1;
+    break;
   default:
-    return CUBLAS_STATUS_NOT_SUPPORTED; /* aux outputs and gradients: not simulated */
+    return CUBLAS_STATUS_NOT_SUPPORTED; /* BGRADA, BGRADB: not simulated */
   }
-  if (p->bias) {
+  st = plan_aux(p);
+  if (st != CUBLAS_STATUS_SUCCESS) return st;
+  if (p->bias || p->bgrad) {
     if (p->acc != ACC_F32) return CUBLAS_STATUS_NOT_SUPPORTED;
     /* BIAS_DATA_TYPE's default (cublasLt.h): D's type, but for FP8 kernels
      * bf16 with an fp32 D and C's type with an fp8 D (the cuBLAS
@@ -696,7 +753,7 @@ static cublasStatus_t plan_matmul(lt_plan *p, cublasLtMatmulDesc_t desc, cublasL
     p->bias_type = d->bias_type == -1 ? def : d->bias_type;
     if (p->bias_type != CUDA_R_32F && p->bias_type != CUDA_R_16F && p->bias_type != CUDA_R_16BF)
       return CUBLAS_STATUS_NOT_SUPPORTED;
-  } else if ((p->relu || p->gelu) && p->acc != ACC_F32) {
+  } else if ((p->relu || p->gelu || p->drelu || p->dgelu) && p->acc != ACC_F32) {
     return CUBLAS_STATUS_NOT_SUPPORTED;
   }
   return CUBLAS_STATUS_SUCCESS;
@@ -757,6 +814,13 @@ static float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x)));
 }
 
+/* The derivative of gelu_tanh (DGELU). */
+static float dgelu_tanh(float x) {
+  const float c = 0.7978845608028654f;
+  float th = tanhf(c * (x + 0.044715f * x * x * x));
+  return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * c * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
 static void store_out(int type, void *base, uint64_t idx, double v) {
   switch (type) {
   /* fp8 outputs saturate to the largest finite value (the hardware's
@@ -790,6 +854,10 @@ typedef struct lt_args {
   int scale_type;
   bool any_alpha, any_beta; /* some alpha / beta non-zero: A and B / C are read */
   double d_scale;
+  double aux_scale;  /* an fp8 GELU input's AUX_SCALE */
+  float *aux_amax;   /* max |GELU input| so far (AUX_AMAX_POINTER) */
+  int64_t aux_first; /* this batch member's first aux element (bit) */
+  float *dsum;       /* this batch member's bias gradient (D's row sums), or NULL */
   const void *A, *B, *C;
   void *D;
 } lt_args;
@@ -860,8 +928,20 @@ static void finish_one(const lt_plan *p, const lt_args *x, const void *C, void *
     float t = (float)alpha * (float)acc;
     if (C != NULL) t += (float)beta * (float)mp_load(ct, C, elem_index(p->c, i, j));
     if (bias != NULL) t += (float)mp_load(mp_of(p->bias_type), bias, i);
+    if (p->mask || p->aux_out || p->drelu || p->dgelu) {
+      uint64_t ai = (uint64_t)(x->aux_first + (int64_t)i + (int64_t)j * p->desc->aux_ld);
+      uint8_t *bits = p->desc->aux, bit = (uint8_t)(1u << (ai % 8));
+      if (p->mask) bits[ai / 8] = t > 0 ? bits[ai / 8] | bit : bits[ai / 8] & (uint8_t)~bit;
+      if (p->drelu && !(bits[ai / 8] & bit)) t = 0;
+      if (p->dgelu) t *= dgelu_tanh((float)mp_load(mp_of(p->aux_type), p->desc->aux, ai));
+      if (p->aux_out) {
+        if (fabsf(t) > *x->aux_amax) *x->aux_amax = fabsf(t);
+        store_out(p->aux_type, p->desc->aux, ai, is_fp8(p->aux_type) ? t * x->aux_scale : t);
+      }
+    }
     if (p->relu) t = t > 0 ? t : 0;
     if (p->gelu) t = gelu_tanh(t);
+    if (x->dsum) x->dsum[i] += t;
     if (fabsf(t) > *amax) *amax = fabsf(t); /* NaN compares false: ignored, as fmaxf */
     if (is_fp8(dt)) t *= (float)x->d_scale;
     out = t;
@@ -975,6 +1055,13 @@ static cublasStatus_t run_one(const lt_plan *p, const lt_args *xa, int32_t bi, f
   const void *bias = NULL;
   if (p->bias)
     bias = (const char *)d->bias + (int64_t)bi * d->bias_stride * (int64_t)elem_size(p->bias_type);
+  x->aux_first = (int64_t)bi * d->aux_stride;
+  x->dsum = p->bgrad ? calloc(m, sizeof(float)) : NULL;
+  if (p->bgrad && x->dsum == NULL) {
+    free(ao);
+    free(bo);
+    return CUBLAS_STATUS_ALLOC_FAILED;
+  }
   for (uint64_t j0 = 0; j0 < n && p->blk != 0; j0++)
     for (uint64_t i = 0; i < m; i++)
       finish_one(p, x, C, D, bias, i, j0,
@@ -990,6 +1077,12 @@ static cublasStatus_t run_one(const lt_plan *p, const lt_args *xa, int32_t bi, f
       for (uint64_t t = 0; t < jn; t++)
         finish_one(p, x, C, D, bias, i, j0 + t, acc[t], amax);
     }
+  }
+  if (x->dsum) { /* the bias gradient, one value per row of D */
+    void *db = (char *)d->bias + (int64_t)bi * d->bias_stride * (int64_t)elem_size(p->bias_type);
+    for (uint64_t i = 0; i < m; i++)
+      store_out(p->bias_type, db, i, x->dsum[i]);
+    free(x->dsum);
   }
   free(ao);
   free(bo);
@@ -1168,7 +1261,9 @@ SIM_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDes
   if ((p.k > 0 && x.any_alpha && (A == NULL || B == NULL)) || D == NULL ||
       (x.any_beta && C == NULL))
     return CUBLAS_STATUS_INVALID_VALUE;
-  if (p.bias && p.desc->bias == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  if ((p.bias || p.bgrad) && p.desc->bias == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  if ((p.mask || p.aux_out || p.drelu || p.dgelu) && p.desc->aux == NULL)
+    return CUBLAS_STATUS_INVALID_VALUE;
   if (p.blk != 0 && (p.desc->a_scale == NULL || p.desc->b_scale == NULL))
     return CUBLAS_STATUS_INVALID_VALUE; /* block scales have no default */
   if (is_fp8((int)p.a->type)) {
@@ -1186,6 +1281,9 @@ SIM_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDes
     x.beta *= x.c_scale;
   }
   x.d_scale = scale_or_one(p.desc->d_scale);
+  x.aux_scale = scale_or_one(p.desc->aux_scale);
+  float aux_amax = 0;
+  x.aux_amax = &aux_amax;
   x.A = A;
   x.B = B;
   x.C = C;
@@ -1202,6 +1300,8 @@ SIM_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDes
   for (int32_t bi = 0; bi < p.batch && st == CUBLAS_STATUS_SUCCESS; bi++)
     st = run_one(&p, &x, bi, &amax);
   if (st == CUBLAS_STATUS_SUCCESS && p.desc->amax_d != NULL) *(float *)p.desc->amax_d = amax;
+  if (st == CUBLAS_STATUS_SUCCESS && p.aux_out && p.desc->aux_amax != NULL)
+    *(float *)p.desc->aux_amax = aux_amax;
   if (st == CUBLAS_STATUS_SUCCESS) note_no_emulation(p.desc->emulation);
   simcuda_kernel_finish(&k, token);
   return st;
@@ -1325,7 +1425,8 @@ static const algo_cap algo_caps[] = {
      4,
      1,
      {CUBLASLT_EPILOGUE_DEFAULT | CUBLASLT_EPILOGUE_RELU | CUBLASLT_EPILOGUE_BIAS |
-      CUBLASLT_EPILOGUE_GELU}},
+      CUBLASLT_EPILOGUE_GELU | CUBLASLT_EPILOGUE_RELU_AUX | CUBLASLT_EPILOGUE_DRELU_BGRAD |
+      CUBLASLT_EPILOGUE_DGELU_BGRAD}},
     {CUBLASLT_ALGO_CAP_STAGES_IDS, 4, 1, {CUBLASLT_MATMUL_STAGES_UNDEFINED}},
     {CUBLASLT_ALGO_CAP_LD_NEGATIVE, 4, 1, {0}},
     {CUBLASLT_ALGO_CAP_NUMERICAL_IMPL_FLAGS,

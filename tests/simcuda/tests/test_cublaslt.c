@@ -268,6 +268,78 @@ static double epilogue_ref(uint32_t epi, double v, double bias) {
   return v;
 }
 
+/* The aux epilogues (cublasLt.h): GELU_AUX_BIAS stores the GELU's input
+ * (product + bias, in D's type by default) at i + j * AUX_LD, DGELU
+ * multiplies the product by GELU's derivative there; RELU_AUX stores a bit
+ * per element (set where the input is > 0), DRELU_BGRAD keeps the product
+ * where the bit is set and writes D's row sums to the bias pointer. */
+static void aux_epilogues_write_and_read_their_aux(void **state) {
+  cublasLtHandle_t h = *state;
+  float alpha = 1, beta = 0;
+  lt_case c = lt_make(CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                      CUDA_R_32F, 'N', 'N', 6, 3, 4, 1, 140);
+  float bias[6] = {0.5f, -1, 2, 0, 1, -3}, aux[8 * 3], dbias[6];
+  uint8_t mask[128 * 3 / 8];
+  int64_t ld = 8;
+  set_u32(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_GELU_AUX_BIAS);
+  set_ptr(c.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+  set_ptr(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
+  cublasLtMatmulDescSetAttribute(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld);
+  assert_int_equal(lt_run(h, &c, &alpha, &beta), CUBLAS_STATUS_SUCCESS);
+  for (int64_t j = 0; j < 3; j++)
+    for (int64_t i = 0; i < 6; i++) {
+      double v = st_ref('N', 'N', 4, 1, &c.A, &c.B, 0, &c.C, 0, i, j) + bias[i];
+      assert_true(fabs(aux[i + j * 8] - v) <= 1e-5 * (1 + fabs(v)));
+      double g = 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+      assert_true(fabs(st_get(&c.D, 0, i, j) - g) <= 1e-5 * (1 + fabs(g)));
+    }
+  /* An AUX_DATA_TYPE other than D's: only for FP8 GELU_AUX. */
+  set_i32(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, CUDA_R_16F);
+  assert_int_equal(lt_run(h, &c, &alpha, &beta), CUBLAS_STATUS_INVALID_VALUE);
+  set_i32(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, -1);
+  set_u32(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_DGELU);
+  assert_int_equal(lt_run(h, &c, &alpha, &beta), CUBLAS_STATUS_SUCCESS);
+  for (int64_t j = 0; j < 3; j++)
+    for (int64_t i = 0; i < 6; i++) {
+      double x = aux[i + j * 8], c0 = 0.7978845608028654,
+             th = tanh(c0 * (x + 0.044715 * x * x * x));
+      double dg = 0.5 * (1 + th) + 0.5 * x * (1 - th * th) * c0 * (1 + 3 * 0.044715 * x * x);
+      double want = st_ref('N', 'N', 4, 1, &c.A, &c.B, 0, &c.C, 0, i, j) * dg;
+      assert_true(fabs(st_get(&c.D, 0, i, j) - want) <= 1e-4 * (1 + fabs(want)));
+    }
+  /* The ReLU mask: AUX_LD in bits, a multiple of 128. */
+  set_u32(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_RELU_AUX);
+  set_ptr(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, mask);
+  assert_int_equal(lt_run(h, &c, &alpha, &beta), CUBLAS_STATUS_INVALID_VALUE);
+  ld = 128;
+  cublasLtMatmulDescSetAttribute(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld);
+  memset(mask, 0, sizeof mask);
+  assert_int_equal(lt_run(h, &c, &alpha, &beta), CUBLAS_STATUS_SUCCESS);
+  int set = 0;
+  for (int64_t j = 0; j < 3; j++)
+    for (int64_t i = 0; i < 6; i++) {
+      double v = st_ref('N', 'N', 4, 1, &c.A, &c.B, 0, &c.C, 0, i, j);
+      int bit = (mask[(i + j * 128) / 8] >> ((i + j * 128) % 8)) & 1;
+      assert_int_equal(bit, v > 0);
+      set += bit;
+    }
+  assert_true(set > 0 && set < 18);
+  set_u32(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_DRELU_BGRAD);
+  set_ptr(c.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, dbias);
+  assert_int_equal(lt_run(h, &c, &alpha, &beta), CUBLAS_STATUS_SUCCESS);
+  for (int64_t i = 0; i < 6; i++) {
+    double sum = 0;
+    for (int64_t j = 0; j < 3; j++) {
+      double v = st_ref('N', 'N', 4, 1, &c.A, &c.B, 0, &c.C, 0, i, j);
+      double want = v > 0 ? v : 0; /* the mask is the product's sign, as just written */
+      assert_true(fabs(st_get(&c.D, 0, i, j) - want) <= 1e-5 * (1 + fabs(want)));
+      sum += want;
+    }
+    assert_true(fabs(dbias[i] - sum) <= 1e-4 * (1 + fabs(sum)));
+  }
+  lt_free(&c);
+}
+
 static void epilogues_match_reference_for_each_bias_type(void **state) {
   cublasLtHandle_t h = *state;
   static const uint32_t epis[] = {CUBLASLT_EPILOGUE_RELU, CUBLASLT_EPILOGUE_BIAS,
@@ -478,7 +550,7 @@ static void heuristic_returns_one_algorithm_or_not_supported(void **state) {
   assert_int_equal(cublasLtMatmul(h, c.desc, &alpha, c.A.data, c.la, c.B.data, c.lb, &beta,
                                   c.C.data, c.lc, c.D.data, c.ld, &r[0].algo, NULL, 0, NULL),
                    CUBLAS_STATUS_SUCCESS);
-  set_u32(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_DRELU);
+  set_u32(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BGRADA);
   assert_int_equal(cublasLtMatmulAlgoGetHeuristic(h, c.desc, c.la, c.lb, c.lc, c.ld, p, 4, r, &n),
                    CUBLAS_STATUS_NOT_SUPPORTED);
   assert_int_equal(n, 0);
@@ -511,8 +583,14 @@ static void bad_arguments_are_refused(void **state) {
   /* A bias epilogue without a bias pointer. */
   set_u32(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS);
   assert_int_equal(lt_run(h, &c, &alpha, &beta), CUBLAS_STATUS_INVALID_VALUE);
-  /* Auxiliary-output epilogues are not simulated. */
-  set_u32(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_GELU_AUX_BIAS);
+  /* An aux epilogue without AUX_LD (it "requires" one), or without its aux
+   * pointer; the bias-gradient-only epilogues are not simulated. */
+  set_u32(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_GELU_AUX);
+  assert_int_equal(lt_run(h, &c, &alpha, &beta), CUBLAS_STATUS_INVALID_VALUE);
+  int64_t ld8 = 8;
+  cublasLtMatmulDescSetAttribute(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld8, sizeof ld8);
+  assert_int_equal(lt_run(h, &c, &alpha, &beta), CUBLAS_STATUS_INVALID_VALUE);
+  set_u32(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BGRADB);
   assert_int_equal(lt_run(h, &c, &alpha, &beta), CUBLAS_STATUS_NOT_SUPPORTED);
   set_u32(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_DEFAULT);
   /* Scale type must match the compute type's table row. */
@@ -1011,6 +1089,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(c_distinct_from_d_leaves_c_untouched, setup, teardown),
       cmocka_unit_test_setup_teardown(epilogues_match_reference_for_each_bias_type, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(aux_epilogues_write_and_read_their_aux, setup, teardown),
       cmocka_unit_test_setup_teardown(fp8_scales_amax_and_fp8_output_follow_the_documented_formula,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(fp8_scale_pointers_default_to_one, setup, teardown),
