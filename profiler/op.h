@@ -13,8 +13,9 @@
 
 /* Tensor roles of one call: a GEMM's A, B, C, D and a cuBLASLt epilogue's
  * bias and GELU aux; a convolution's three tensors, the output's prior
- * value it blends (beta != 0) and a fused convolution's z and bias. At most
- * 8: the device scan's cookie keeps a role in 3 bits (call.c). */
+ * value it blends (beta != 0), a fused convolution's z and bias, a fused
+ * backend graph's pointwise operands. At most 8: the device scan's cookie
+ * keeps a role in 3 bits (call.c). */
 #define MPP_MAX_ROLES 6
 #define MPP_MAX_PTRS 65536 /* pointer-array batches scanned per role and call */
 

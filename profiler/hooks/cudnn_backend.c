@@ -59,6 +59,7 @@ typedef struct be_op {
   mpp_conv_desc conv;
   bool has_conv;
   int comp_type; /* cudnnDataType_t of the matmul / pointwise / reduction descriptor, -1 unset */
+  int pw_mode;   /* a pointwise op's POINTWISE_MODE (cudnnPointwiseMode_t), -1 unset */
   double alpha;  /* a convolution's ALPHA attribute (shadow execution); NAN unset */
   double beta;   /* its BETA attribute: non-zero, the output's prior value is read; 0 unset */
   /* A matmul's M, N, K overrides (tensors of per-batch values: each batch
@@ -79,6 +80,9 @@ typedef struct be_graph {
   /* Plans executed with this graph, for the autotuning filter. */
   int nplans;
   void *plans[MAX_PLANS];
+  /* Where each recorded op's roles (in role order) take their data
+   * pointers from: the tensors of the graph's ops (its own copies). */
+  const be_tensor *role_src[MAX_GRAPH_OPS][MPP_MAX_ROLES];
   /* The recorded ops (recorded()) in graph order, decoded without their
    * data pointers, built at the graph's first execution (NULL before, or
    * without memory): an execution copies them and sets the pointers its
@@ -101,7 +105,10 @@ typedef struct be_shadow {
   union {
     be_tensor tensor;
     mpp_conv_desc conv;
-    int comp_type; /* MATMUL_COMP_TYPE, POINTWISE_MATH_PREC, REDUCTION_COMP_TYPE; -1 unset */
+    struct {
+      int type; /* MATMUL_COMP_TYPE, POINTWISE_MATH_PREC, REDUCTION_COMP_TYPE; -1 unset */
+      int mode; /* POINTWISE_MODE; -1 unset */
+    } comp;
     be_op op;
     be_vp vp;
   } u;
@@ -408,12 +415,12 @@ static void on_create(int type, void *desc) {
   }
   s->type = type;
   if (is_comp_desc(type)) {
-    s->u.comp_type = -1;
+    s->u.comp.type = s->u.comp.mode = -1;
   } else if (type == CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR) {
     s->u.conv.mode = CUDNN_CROSS_CORRELATION; /* what cuDNN computes unless told */
   } else if (!is_chain_desc(type) && type != CUDNN_BACKEND_TENSOR_DESCRIPTOR &&
              type != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR) {
-    s->u.op.comp_type = -1;
+    s->u.op.comp_type = s->u.op.pw_mode = -1;
     s->u.op.alpha = NAN;
   }
   int r = mpp_ptrmap_put(&shadows, desc, s);
@@ -540,11 +547,14 @@ static bool is_comp_desc_attr(int name) {
          name == CUDNN_ATTR_OPERATION_REDUCTION_DESC;
 }
 
-static void set_comp_attr(int *comp_type, int name, int atype, int64_t n, const void *v) {
+static void set_comp_attr(int *comp_type, int *mode, int name, int atype, int64_t n,
+                          const void *v) {
   if ((name == CUDNN_ATTR_MATMUL_COMP_TYPE || name == CUDNN_ATTR_POINTWISE_MATH_PREC ||
        name == CUDNN_ATTR_REDUCTION_COMP_TYPE) &&
       atype == CUDNN_TYPE_DATA_TYPE && n >= 1)
     *comp_type = *(const int *)v;
+  else if (name == CUDNN_ATTR_POINTWISE_MODE && atype == CUDNN_TYPE_POINTWISE_MODE && n >= 1)
+    *mode = *(const int *)v;
 }
 
 static bool is_conv_alpha_attr(int name) {
@@ -598,7 +608,8 @@ static void set_op_attr_locked(be_op *op, int name, int atype, int64_t n, const 
     mpp_memcpy_n(&op->conv, &ref->u.conv, sizeof op->conv);
     op->has_conv = true;
   } else if (is_comp_desc_attr(name) && is_comp_desc(ref->type)) {
-    op->comp_type = ref->u.comp_type; /* a copy, like the tensors */
+    op->comp_type = ref->u.comp.type; /* a copy, like the tensors */
+    op->pw_mode = ref->u.comp.mode;
   }
 }
 
@@ -648,7 +659,7 @@ static void on_set(void *desc, int name, int atype, int64_t n, const void *v) {
     case CUDNN_BACKEND_MATMUL_DESCRIPTOR:
     case CUDNN_BACKEND_POINTWISE_DESCRIPTOR:
     case CUDNN_BACKEND_REDUCTION_DESCRIPTOR:
-      set_comp_attr(&s->u.comp_type, name, atype, n, v);
+      set_comp_attr(&s->u.comp.type, &s->u.comp.mode, name, atype, n, v);
       break;
     case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
       if (name == CUDNN_ATTR_OPERATIONGRAPH_OPS && atype == CUDNN_TYPE_BACKEND_DESCRIPTOR)
@@ -794,12 +805,58 @@ static bool recorded(const be_op *o) {
          o->type != CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR && o->t[OPND_X].set;
 }
 
+/* The role of a pointwise op's B operand, which the fused kernel reads in
+ * its epilogue: a bias added (ADD of a tensor broadcast to the output's
+ * shape, [1,K,1,1] as frontends build it), a residual added (ADD of a
+ * tensor of the output's size: z, as in cudnnConvolutionBiasActivationForward),
+ * a scale multiplied (MUL), another binary operand (pw_b). */
+static const char *pointwise_role(const be_op *pw) {
+  const mpp_tensor_desc *b = &pw->t[OPND_W].d, *y = &pw->t[OPND_Y].d;
+  int64_t nb = 1, ny = 1;
+  for (int i = 0; i < b->nd; i++)
+    nb *= b->dims[i];
+  for (int i = 0; i < y->nd; i++)
+    ny *= y->dims[i];
+  if (pw->pw_mode == CUDNN_POINTWISE_ADD) return nb < ny ? "bias" : "z";
+  return pw->pw_mode == CUDNN_POINTWISE_MUL ? "scale" : "pw_b";
+}
+
+/* The pointwise ops a fused graph applies to t, an op's virtual output, on
+ * the way to the tensor it writes (materialised): each one's B operand in
+ * memory is an input of the op, a role of its own (pointwise_role) whose
+ * pointer comes from that tensor (src). */
+static void add_pointwise_inputs(mpp_op *op, const be_graph *g, const be_tensor *t,
+                                 const be_tensor **src) {
+  for (int hops = 0; t->is_virtual && hops < MAX_GRAPH_OPS; hops++) {
+    const be_op *pw = NULL;
+    for (int i = 0; i < g->nops && !pw; i++)
+      if (g->ops[i].type == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR &&
+          g->ops[i].t[OPND_X].set && g->ops[i].t[OPND_X].uid == t->uid && g->ops[i].t[OPND_Y].set)
+        pw = &g->ops[i];
+    if (!pw) break;
+    const be_tensor *b = &pw->t[OPND_W];
+    if (b->set && !b->is_virtual) {
+      mpp_role *r = mpp_op_role(op, pointwise_role(pw), true);
+      if (r) {
+        mpp_conv_tensor_view(r, &b->d, NULL);
+        src[op->nroles - 1] = b;
+      }
+    }
+    t = &pw->t[OPND_Y];
+  }
+}
+
 /* A graph op decoded without its data pointers: all of it but the pointers
- * is fixed by the graph (and the process's settings). */
-static void decode_graph_op(mpp_op *op, const be_graph *g, const be_op *o) {
+ * is fixed by the graph (and the process's settings); src[r]: the tensor
+ * role r's pointer comes from. */
+static void decode_graph_op(mpp_op *op, const be_graph *g, const be_op *o, const be_tensor **src) {
   const be_tensor *out = materialised(g, &o->t[OPND_Y]);
+  src[0] = &o->t[OPND_X];
+  src[1] = &o->t[OPND_W];
+  src[2] = out;
   if (o->type == CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR) {
     decode_matmul(op, o, NULL, NULL, NULL);
+    add_pointwise_inputs(op, g, &o->t[OPND_Y], src);
     return;
   }
   mpp_conv_desc c = o->conv;
@@ -808,7 +865,11 @@ static void decode_graph_op(mpp_op *op, const be_graph *g, const be_op *o) {
                   &out->d, &c, NULL, NULL, NULL);
   /* beta != 0: y = alpha conv + beta y, the output's prior value read (a
    * virtual output has no memory to read). */
-  if (o->beta != 0 && !o->t[OPND_Y].is_virtual) mpp_conv_add_prior(op, &out->d, NULL);
+  if (o->beta != 0 && !o->t[OPND_Y].is_virtual) {
+    mpp_conv_add_prior(op, &out->d, NULL);
+    src[op->nroles - 1] = out;
+  }
+  add_pointwise_inputs(op, g, &o->t[OPND_Y], src);
   /* Shadow execution re-computes alpha times the convolution: not a graph
    * that fuses more into its output (a virtual one). */
   if (mpp_cfg.shadow && o->has_conv && out == &o->t[OPND_Y] && !out->is_virtual)
@@ -825,7 +886,10 @@ static void decode_graph_locked(be_graph *g) {
   if (!d) return;
   n = 0;
   for (int k = 0; k < g->nops; k++)
-    if (recorded(&g->ops[k])) decode_graph_op(&d[n++], g, &g->ops[k]);
+    if (recorded(&g->ops[k])) {
+      decode_graph_op(&d[n], g, &g->ops[k], g->role_src[n]);
+      n++;
+    }
   g->decoded = d;
 }
 
@@ -891,15 +955,15 @@ static bool decode_execute(mpp_calls *rec, cudnnHandle_t handle, void *plan, voi
       const be_op *o = &g->ops[k];
       if (!recorded(o)) continue;
       mpp_op *op = &ops[n];
+      const be_tensor *own_src[MPP_MAX_ROLES], **src = g->decoded ? g->role_src[n] : own_src;
       if (g->decoded)
         *op = g->decoded[n];
       else
-        decode_graph_op(op, g, o);
+        decode_graph_op(op, g, o, own_src);
       /* The pointers, in the order the decode made the roles. Virtual
        * operands (inside a fused graph) have no memory to read. */
-      const be_tensor *ts[3] = {&o->t[OPND_X], &o->t[OPND_W], materialised(g, &o->t[OPND_Y])};
       for (int r = 0; r < op->nroles; r++) {
-        const be_tensor *t = ts[r < 3 ? r : 2]; /* a 4th role: the output's prior value */
+        const be_tensor *t = src[r];
         void *ptr = ptr_of(vp, t);
         op->roles[r].view.data = ptr;
         mpp_op_note_ptr(op, ptr);

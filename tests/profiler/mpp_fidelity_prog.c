@@ -53,12 +53,17 @@
  *   cudnnbeta  a backend convolution forward with BETA 1 (as convbeta's first);
  *              a backend fp16 matmul [2,4,8] x [2,8,4] with an M override of
  *              {2, 3}: A's rows past it and C hold NaN (C's stay so)
+ *   cudnnfused a backend graph as frontends fuse it: a convolution forward (1x1
+ *              filter of 1, x [1,1,4,4] 1..16) whose virtual output goes through
+ *              pointwise ADD of a bias [1,1,1,1] (0.5), ADD of a residual z
+ *              [1,1,4,4] (100..115), MUL by a scale [1,1,1,1] (2) and RELU_FWD into y
  * Every mode prints a checksum of its results on stdout. Linked against the
  * CUDA libraries by soname; run with LD_LIBRARY_PATH=<simcuda>. */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <math.h>
 #include <link.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -982,6 +987,120 @@ static int mode_cudnnbeta(void) {
   return 0;
 }
 
+/* A virtual fp32 tensor (inside a fused graph: no memory). */
+static cudnnBackendDescriptor_t be_vtensor(int64_t uid, const int64_t dims[4]) {
+  cudnnBackendDescriptor_t t = be_new(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  cudnnDataType_t dt = CUDNN_DATA_FLOAT;
+  int64_t strides[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1}, align = 16;
+  bool virt = true;
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt));
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims));
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides));
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align));
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt));
+  CK(cudnnBackendFinalize(t));
+  return t;
+}
+
+/* A pointwise op y = mode(x, b) (b NULL: unary); its descriptor goes to *pwd. */
+static cudnnBackendDescriptor_t be_pointwise(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
+                                             cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t y,
+                                             cudnnBackendDescriptor_t *pwd) {
+  cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
+  cudnnBackendDescriptor_t pw = be_new(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode));
+  CK(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &f32));
+  CK(cudnnBackendFinalize(pw));
+  cudnnBackendDescriptor_t op = be_new(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, BE_D, 1, &pw));
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, BE_D, 1, &x));
+  if (b) CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, BE_D, 1, &b));
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, BE_D, 1, &y));
+  CK(cudnnBackendFinalize(op));
+  *pwd = pw;
+  return op;
+}
+
+static int mode_cudnnfused(void) {
+  cudnnHandle_t h;
+  CK(cudnnCreate(&h));
+  int64_t d4[4] = {1, 1, 4, 4}, one4[4] = {1, 1, 1, 1};
+  cudnnBackendDescriptor_t x = be_tensor(1, CUDNN_DATA_FLOAT, 4, d4),
+                           w = be_tensor(2, CUDNN_DATA_FLOAT, 4, one4), cv = be_vtensor(3, d4),
+                           bias = be_tensor(4, CUDNN_DATA_FLOAT, 4, one4), t1 = be_vtensor(5, d4),
+                           z = be_tensor(6, CUDNN_DATA_FLOAT, 4, d4), t2 = be_vtensor(7, d4),
+                           scale = be_tensor(8, CUDNN_DATA_FLOAT, 4, one4), t3 = be_vtensor(9, d4),
+                           y = be_tensor(10, CUDNN_DATA_FLOAT, 4, d4);
+  cudnnBackendDescriptor_t conv = be_new(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
+  cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  int64_t nsp = 2, zero2[2] = {0, 0}, one2[2] = {1, 1};
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1,
+                              &f32));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE,
+                              1, &mode));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1,
+                              &nsp));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2,
+                              zero2));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2,
+                              zero2));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2,
+                              one2));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, one2));
+  CK(cudnnBackendFinalize(conv));
+  cudnnBackendDescriptor_t ops[5], pws[4];
+  ops[0] = be_new(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(ops[0], CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, BE_D, 1, &x));
+  CK(cudnnBackendSetAttribute(ops[0], CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, BE_D, 1, &w));
+  CK(cudnnBackendSetAttribute(ops[0], CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, BE_D, 1, &cv));
+  CK(cudnnBackendSetAttribute(ops[0], CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, BE_D, 1,
+                              &conv));
+  CK(cudnnBackendFinalize(ops[0]));
+  ops[1] = be_pointwise(CUDNN_POINTWISE_ADD, cv, bias, t1, &pws[0]);
+  ops[2] = be_pointwise(CUDNN_POINTWISE_ADD, t1, z, t2, &pws[1]);
+  ops[3] = be_pointwise(CUDNN_POINTWISE_MUL, t2, scale, t3, &pws[2]);
+  ops[4] = be_pointwise(CUDNN_POINTWISE_RELU_FWD, t3, NULL, y, &pws[3]);
+  cudnnBackendDescriptor_t graph = be_new(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, BE_D, 5, ops));
+  CK(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
+  CK(cudnnBackendFinalize(graph));
+  int64_t index = 1; /* FMA: 1 channel has no TC kernel */
+  cudnnBackendDescriptor_t engine = be_new(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, BE_D, 1, &graph));
+  CK(cudnnBackendSetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &index));
+  CK(cudnnBackendFinalize(engine));
+  cudnnBackendDescriptor_t cfg = be_new(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, BE_D, 1, &engine));
+  CK(cudnnBackendFinalize(cfg));
+  cudnnBackendDescriptor_t plan = be_new(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
+  CK(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, BE_D, 1, &cfg));
+  CK(cudnnBackendFinalize(plan));
+  float hx[16], hz[16], hy[16] = {0}, one = 1, half = 0.5f, two = 2;
+  for (int i = 0; i < 16; i++) {
+    hx[i] = (float)(i + 1);
+    hz[i] = (float)(100 + i);
+  }
+  void *dx = upload(hx, sizeof hx), *dw = upload(&one, sizeof one),
+       *dbias = upload(&half, sizeof half), *dz = upload(hz, sizeof hz),
+       *dscale = upload(&two, sizeof two), *dy = upload(hy, sizeof hy);
+  range("cudnnfused");
+  int64_t uids[6] = {1, 2, 4, 6, 8, 10};
+  void *ptrs[6] = {dx, dw, dbias, dz, dscale, dy};
+  be_execute(h, plan, 6, uids, ptrs);
+  range_end();
+  printf("cudnnfused checksum %.17g\n", checksum_f32(dy, 16));
+  cudnnBackendDescriptor_t all[] = {plan,   cfg,    engine, graph,  ops[4], ops[3], ops[2], ops[1],
+                                    ops[0], pws[3], pws[2], pws[1], pws[0], conv,   x,      w,
+                                    cv,     bias,   t1,     z,      t2,     scale,  t3,     y};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    cudnnBackendDestroyDescriptor(all[i]);
+  cudnnDestroy(h);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   if (!strcmp(mode, "grouped2")) return mode_grouped2();
@@ -996,6 +1115,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "ltvec")) return mode_ltvec();
   if (!strcmp(mode, "ltbias")) return mode_ltbias();
   if (!strcmp(mode, "ltaux")) return mode_ltaux();
+  if (!strcmp(mode, "cudnnfused")) return mode_cudnnfused();
   if (!strcmp(mode, "convbeta")) return mode_convbeta();
   if (!strcmp(mode, "cudnnbeta")) return mode_cudnnbeta();
   fprintf(stderr, "usage: mpp_fidelity_prog MODE\n");

@@ -314,6 +314,29 @@ static void a_gelu_aux_epilogue_scans_its_pre_gelu_values(void **state) {
   cJSON_Delete(rep);
 }
 
+/* A fused backend graph (a convolution whose virtual output goes through
+ * pointwise ops, as frontends and PyTorch build conv + bias + activation)
+ * reads each pointwise op's B operand in its epilogue: the bias added
+ * (broadcast [1,1,1,1], 0.5), the residual z added ([1,1,4,4], 100..115)
+ * and the scale multiplied (2) are input roles of the convolution's site
+ * (they were not scanned: a NaN bias was nowhere). */
+static void a_fused_graphs_pointwise_operands_are_scanned(void **state) {
+  (void)state;
+  cJSON *doc = run_mode(outdir("cudnnfused"), "cudnnfused", NULL);
+  cJSON *s = site(doc, "cudnnBackendExecute", 16);
+  assert_int_equal(num(s, "tensors.x.count"), 16);
+  assert_int_equal(num(s, "tensors.y.count"), 16);
+  assert_true(str_is(s, "tensors.bias.dtype", "fp32"));
+  assert_int_equal(num(s, "tensors.bias.count"), 1);
+  assert_true(num(s, "tensors.bias.max") == 0.5);
+  assert_int_equal(num(s, "tensors.z.count"), 16);
+  assert_true(num(s, "tensors.z.min") == 100 && num(s, "tensors.z.max") == 115);
+  assert_true(num(s, "tensors.scale.max") == 2);
+  /* y = 2 (x + 0.5 + z): 2 * (1 + 0.5 + 100) .. */
+  assert_true(num(s, "tensors.y.min") == 203);
+  cJSON_Delete(doc);
+}
+
 /* cuDNN blends with beta != 0 (y = alpha conv + beta y): the old y is read,
  * an input role of its own (y_prior, 100..115 here), in the legacy API and
  * the backend's (CONVOLUTION_FORWARD_BETA); with beta 0 the output is not
@@ -585,6 +608,7 @@ int main(void) {
       cmocka_unit_test(vector_alphas_and_betas_decide_what_is_read),
       cmocka_unit_test(a_bias_epilogue_reads_its_bias_of_its_type),
       cmocka_unit_test(a_gelu_aux_epilogue_scans_its_pre_gelu_values),
+      cmocka_unit_test(a_fused_graphs_pointwise_operands_are_scanned),
       cmocka_unit_test(a_blending_convolution_reads_its_prior_output),
       cmocka_unit_test(a_cublaslt_program_choosing_its_algorithm_runs_and_is_recorded),
       cmocka_unit_test(a_saturated_fp8_output_is_overflow_with_its_scales_and_amax),
