@@ -359,6 +359,18 @@ static void probe_scalars(cublasLtHandle_t lt) {
   s = lt_f32_4(lt, CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST, dzeros, dnan, dones, &one,
                dc, d);
   put("lt.alpha_vector_zero_nan_a", "%s nans=%d d15=%g", st(s), count_nans(d, 16), d[15]);
+  /* ALPHA_DEVICE_VECTOR_BETA_HOST: alphas {0, 1, 1, 1}, row 0 of A NaN
+   * (the rest 1), beta 0: rows 1..3 of D are 4; row 0 is 0 if a row whose
+   * alpha is 0 reads nothing of A, NaN (4 of them) if the kernel forms the
+   * whole product first and scales the row after (0 NaN = NaN). */
+  float a_row0[16], alphas[4] = {0, 1, 1, 1};
+  for (int i = 0; i < 16; i++)
+    a_row0[i] = i % 4 == 0 ? NAN : 1;
+  void *darow0 = dev_floats(a_row0, 16), *dalphas = dev_floats(alphas, 4);
+  s = lt_f32_4(lt, CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST, dalphas, darow0, dones,
+               &zero, dc, d);
+  put("lt.alpha_vector_row0_nan_a", "%s nans=%d d1=%g", st(s), count_nans(d, 16), d[1]);
+  cudaFree(darow0), cudaFree(dalphas);
   cudaFree(dnan), cudaFree(dones), cudaFree(dc), cudaFree(dalpha), cudaFree(dbeta),
       cudaFree(dzeros);
 }
