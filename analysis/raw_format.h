@@ -189,7 +189,8 @@ enum { MP_RAW_SHADOW_SKIPPED(MP_RAW_ENUM_ROW_) MP_RAW_SHADOW_SKIP_COUNT };
   X(RING_FULL, "scan_ring_full", "result ring full")                                               \
   X(DTYPE, "dtype_unscannable", "int8, fp4, complex, ...")                                         \
   X(LAYOUT, "layout_unsupported", "padded or tiled layouts")                                       \
-  X(UNKNOWN, "pointer_unreadable", "no data pointer, virtual tensor, unknown memory")
+  X(UNKNOWN, "pointer_unreadable", "no data pointer, virtual tensor, unknown memory")              \
+  X(ROLES_FULL, "roles_full", "a tensor beyond the roles one op records (MPP_MAX_ROLES)")
 
 #define MP_RAW_KERNEL(X)                                                                           \
   X(name, "name", "raw kernel name from CUPTI")                                                    \

@@ -556,6 +556,9 @@ void mpp_call_begin(mpp_call *c, mpp_op *op) {
           if (would_scan(&op->roles[i])) c->ns_counts[skip]++;
       }
     }
+    /* tensors the op had no role for: never scanned, counted */
+    if (op->roles_dropped && mpp_cfg.scan != MPP_SCAN_NONE)
+      c->ns_counts[MPP_NS_ROLES_FULL] += (uint32_t)op->roles_dropped;
     mpp_cupti_push(c->op_id);
     /* Last before the real call: the range profiler's window holds only its
      * kernels. Without --tc-counters (mpp_tc_every() < 0) there is nothing to begin. */

@@ -42,7 +42,10 @@ void mpp_op_init(mpp_op *op, const char *api, mpp_op_kind kind) {
 }
 
 mpp_role *mpp_op_role(mpp_op *op, const char *name, bool input) {
-  if (op->nroles == MPP_MAX_ROLES) return NULL;
+  if (op->nroles == MPP_MAX_ROLES) {
+    op->roles_dropped++;
+    return NULL;
+  }
   mpp_role *r = &op->roles[op->nroles++];
   memset(r, 0, sizeof *r);
   r->name = name;

@@ -134,6 +134,7 @@ typedef struct mpp_op {
   uint64_t ptr_align;       /* 0: no pointer seen */
   mpp_site_memo *site_memo; /* per call: NULL, or the hook's memo of this op's site */
   int nroles;
+  int roles_dropped; /* tensors mpp_op_role had no room for: not_scanned roles_full */
   mpp_role roles[MPP_MAX_ROLES];
 } mpp_op;
 
@@ -144,7 +145,9 @@ typedef struct mpp_op {
 #define MPP_FP8_AMAX_D 16u
 
 void mpp_op_init(mpp_op *op, const char *api, mpp_op_kind kind);
-/* Adds a role; returns it for the caller to fill its view. */
+/* Adds a role; returns it for the caller to fill its view, or NULL when the
+ * op holds MPP_MAX_ROLES already (counted in roles_dropped: the call's
+ * not_scanned roles_full). */
 mpp_role *mpp_op_role(mpp_op *op, const char *name, bool input);
 void mpp_op_type(mpp_op *op, const char *key, const char *dtype_name);
 /* ptr_align: the largest power of two (up to 256) dividing every pointer

@@ -1108,6 +1108,27 @@ static void same_op_in_the_same_layer_is_one_site(void **state) {
   cJSON_Delete(doc);
 }
 
+/* An op with more tensors than MPP_MAX_ROLES (a fused cuDNN graph with many
+ * pointwise operands) scans the first ones and counts each one left out as
+ * not_scanned roles_full, per call: what was not seen is said. */
+static void tensors_beyond_the_roles_are_counted_not_scanned(void **state) {
+  (void)state;
+  for (int call = 0; call < 2; call++) {
+    mpp_op op;
+    make_op(&op, "roles");
+    while (op.nroles < MPP_MAX_ROLES)
+      assert_non_null(mpp_op_role(&op, "pw_b", true));
+    assert_null(mpp_op_role(&op, "pw_b", true));
+    assert_null(mpp_op_role(&op, "pw_b", true));
+    mpp_call c;
+    mpp_call_begin(&c, &op);
+    mpp_call_end(&c, &op, true);
+  }
+  cJSON *doc = render();
+  assert_int_equal(num(site0(doc), "not_scanned.roles_full"), 4);
+  cJSON_Delete(doc);
+}
+
 static void ops_in_different_layers_are_different_sites(void **state) {
   (void)state;
   run_op("api", true);
@@ -1859,6 +1880,7 @@ int main(void) {
       cmocka_unit_test_setup(an_autotuning_multi_op_call_counts_autotune_calls_not_calls,
                              reset_all),
       cmocka_unit_test_setup(reserving_no_ops_gives_no_room_and_release_accepts_it, reset_all),
+      cmocka_unit_test_setup(tensors_beyond_the_roles_are_counted_not_scanned, reset_all),
       cmocka_unit_test_setup(ops_in_different_layers_are_different_sites, reset_all),
       cmocka_unit_test_setup(scope_ops_counts_the_innermost_scopes_own_ops, reset_all),
       cmocka_unit_test_setup(past_the_site_cap_new_shapes_go_to_their_layers_site_of_merged_shapes,
