@@ -385,16 +385,22 @@ bool mp_shadow_cand_defined(const mp_shadow_gemm *g, mp_shadow_cand c) {
   return c != MP_SH_FP16_SCALED || (g->epilogue == MP_SH_EPI_NONE && !g->bias);
 }
 
-/* alpha*P (already in v) + bias of row i of batch matrix b, then the epilogue. */
-static double epi_ref(const mp_shadow_gemm *g, int64_t b, int64_t i, double v) {
+/* alpha*P (already in v) + bias of row i of batch matrix b, then the
+ * epilogue; *zeroed (when not NULL): the epilogue made a zero of a non-zero
+ * value (mp_sh_epi_zeroed). */
+static double epi_ref(const mp_shadow_gemm *g, int64_t b, int64_t i, double v, int *zeroed) {
   if (g->bias)
     v = MP_SH_DADD(v, mp_load(g->bias_dtype, g->bias, (uint64_t)(b * g->bias_stride + i)));
-  return mp_sh_epi_d(g->epilogue, v);
+  double e = mp_sh_epi_d(g->epilogue, v);
+  if (zeroed) *zeroed = mp_sh_epi_zeroed(v, e);
+  return e;
 }
-static float epi_cand(const mp_shadow_gemm *g, int64_t b, int64_t i, float v) {
+static float epi_cand(const mp_shadow_gemm *g, int64_t b, int64_t i, float v, int *zeroed) {
   if (g->bias)
     v = MP_SH_FADD(v, (float)mp_load(g->bias_dtype, g->bias, (uint64_t)(b * g->bias_stride + i)));
-  return mp_sh_epi_f(g->epilogue, v);
+  float e = mp_sh_epi_f(g->epilogue, v);
+  *zeroed = mp_sh_epi_zeroed(v, e);
+  return e;
 }
 
 static bool geometry_ok(const mp_shadow_gemm *g) {
@@ -474,7 +480,7 @@ int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2
     dot64(ax, bx, g->m, g->n, g->k, false, panel64, ref);
     for (size_t o = 0; o < mn; o++) {
       ref[o] *= g->alpha;
-      if (epi) ref[o] = epi_ref(g, b, (int64_t)(o % (size_t)g->m), ref[o]);
+      if (epi) ref[o] = epi_ref(g, b, (int64_t)(o % (size_t)g->m), ref[o], NULL);
     }
     if (g->capture_ref) memcpy(g->capture_ref + (size_t)b * mn, ref, mn * sizeof *ref);
 
@@ -485,10 +491,11 @@ int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2
         dot64(ax, bx, g->m, g->n, g->k, true, panel64, dwide);
         for (size_t o = 0; o < mn; o++) {
           double d = g->alpha * dwide[o];
-          if (epi) d = epi_ref(g, b, (int64_t)(o % (size_t)g->m), d);
+          int zeroed = 0;
+          if (epi) d = epi_ref(g, b, (int64_t)(o % (size_t)g->m), d, &zeroed);
           if (g->out != MP_FP64) d = round_output(MP_SH_CURRENT, g->out, (float)d);
           if (cap) cap[o] = (float)d;
-          mp_sh_err_add(&acc[c], ref[o], d);
+          mp_sh_err_add(&acc[c], ref[o], d, zeroed);
         }
         continue;
       }
@@ -498,7 +505,8 @@ int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2
       dot32(qa, qb, g->m, g->n, g->k, panel32, dc);
       for (size_t o = 0; o < mn; o++) {
         float v = dc[o] * inv_a * inv_b * alpha;
-        if (epi) v = epi_cand(g, b, (int64_t)(o % (size_t)g->m), v);
+        int zeroed = 0;
+        if (epi) v = epi_cand(g, b, (int64_t)(o % (size_t)g->m), v, &zeroed);
         if (c == MP_SH_FP16_SCALED) v = mp_pow2_scale(v, g->out_scale_log2);
         float d = c == MP_SH_CURRENT && g->d_scale /* an fp8 D at its scale */
                       ? mp_sh_current_scaled_output(g->out, v, *g->d_scale)
@@ -506,7 +514,7 @@ int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2
         if (c == MP_SH_FP16_SCALED)
           d = mp_pow2_scale(d, -(g->scale_log2[0] + g->scale_log2[1] + g->out_scale_log2));
         if (cap) cap[o] = d;
-        mp_sh_err_add(&acc[c], ref[o], d);
+        mp_sh_err_add(&acc[c], ref[o], d, zeroed);
       }
     }
   }

@@ -128,6 +128,16 @@ MP_CAST_FN float mp_sh_epi_f(int epi, float x) {
   return MP_SH_FMUL(MP_SH_FMUL(0.5f, x), MP_SH_FADD(1.0f, tanhf(u)));
 }
 
+/* Did the epilogue itself turn a non-zero value into zero (ReLU clamping a
+ * negative value, GELU where tanh reaches -1 exactly: below about -5.6 in
+ * fp32, -9 in double)? Such a zero is the epilogue's, not a flush: `flushed`
+ * counts zeros made by rounding a non-zero value in the candidate's formats
+ * (its operand casts, its accumulation, its output cast; DESIGN.md's flush
+ * to zero), mp_sh_err_add's epi_zeroed. */
+MP_CAST_FN int mp_sh_epi_zeroed(double in, double out) {
+  return out == 0 && in != 0 && in == in;
+}
+
 MP_CAST_FN double mp_sh_epi_d(int epi, double x) {
   if (epi == MP_SH_EPI_RELU) return x > 0 || x != x ? x : 0.0;
   if (epi != MP_SH_EPI_GELU) return x;
@@ -303,7 +313,9 @@ typedef struct mp_sh_err {
   unsigned long long nonzero, flushed, nonfinite, measured;
 } mp_sh_err;
 
-MP_CAST_FN void mp_sh_err_add(mp_sh_err *e, double ref, double dc) {
+/* epi_zeroed: the candidate's epilogue made its zero from a non-zero value
+ * (mp_sh_epi_zeroed), so a zero dc there is no flush. */
+MP_CAST_FN void mp_sh_err_add(mp_sh_err *e, double ref, double dc, int epi_zeroed) {
   /* An output that reads an operand's Inf or NaN has no error to measure (and
    * inf - inf would make the sums NaN, which a worst-of merge drops as 0). */
   if (!mp_sh_isfinite_d(ref)) return;
@@ -321,7 +333,7 @@ MP_CAST_FN void mp_sh_err_add(mp_sh_err *e, double ref, double dc) {
   if (ad > e->maxd) e->maxd = ad;
   if (ref != 0) {
     e->nonzero++;
-    if (dc == 0) e->flushed++;
+    if (dc == 0 && !epi_zeroed) e->flushed++;
   }
 }
 

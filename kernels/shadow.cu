@@ -176,6 +176,7 @@ extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_err(mpp_sh
        o += (uint64_t)gridDim.x * MPP_SH_BLOCK) {
     float v = p.cand[o] * inv_a * inv_b * p.alpha_f;
     double r = MP_SH_DMUL((double)p.ref[o], p.alpha);
+    int zeroed = 0; /* the epilogue's own zero: not a flush */
     if (p.epilogue || p.bias) {
       if (p.bias) {
         float bv = mpp_sh_load(p.bias, p.bias_dtype,
@@ -183,7 +184,9 @@ extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_err(mpp_sh
         v = MP_SH_FADD(v, bv);
         r = MP_SH_DADD(r, (double)bv);
       }
+      float in = v;
       v = mp_sh_epi_f(p.epilogue, v);
+      zeroed = mp_sh_epi_zeroed(in, v);
       r = mp_sh_epi_d(p.epilogue, r);
     }
     if (p.out_scale_log2) v = mp_pow2_scale(v, p.out_scale_log2);
@@ -193,7 +196,7 @@ extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_err(mpp_sh
             : mp_sh_round_output((mp_dtype)p.cand_fmt, p.is_current, (mp_dtype)p.out_dtype, v);
     if (p.unscale_log2) d = mp_pow2_scale(d, -p.unscale_log2);
     if (p.capture) p.capture[o] = d;
-    mp_sh_err_add(&e, r, (double)d);
+    mp_sh_err_add(&e, r, (double)d, zeroed);
   }
   part[threadIdx.x] = e;
   __syncthreads();

@@ -112,8 +112,11 @@ static double cand_val(const ref_gemm *g, const ref_cand *c, int which, int bt, 
   }
 }
 
-/* D of the candidate, m x n per batch, and the double reference. */
-static void ref_run(const ref_gemm *g, const ref_cand *c, double *d, double *ref) {
+/* D of the candidate, m x n per batch, and the double reference; ez (NULL:
+ * none) marks the outputs whose zero the candidate's epilogue made of a
+ * non-zero value (no flush). */
+static void ref_run(const ref_gemm *g, const ref_cand *c, double *d, double *ref,
+                    unsigned char *ez) {
   for (int bt = 0; bt < g->batch; bt++)
     for (int j = 0; j < g->n; j++)
       for (int i = 0; i < g->m; i++) {
@@ -132,6 +135,7 @@ static void ref_run(const ref_gemm *g, const ref_cand *c, double *d, double *ref
         }
         double bv = g->bias ? g->bias[bt * g->bias_stride + i] : 0;
         if (g->bias) v = (float)(v + bv);
+        double vin = v;
         v = epi_f(g->epi, v);
         if (c->kind == 3) v = ldexp(v, c->lout);
         if (c->out != MP_FP32) v = cast(v, c->out);
@@ -139,10 +143,12 @@ static void ref_run(const ref_gemm *g, const ref_cand *c, double *d, double *ref
         size_t o = (size_t)bt * g->m * g->n + i + (size_t)j * g->m;
         d[o] = v;
         ref[o] = epi_d(g->epi, g->alpha * r + bv);
+        if (ez) ez[o] = g->epi && vin != 0 && !isnan(vin) && epi_f(g->epi, vin) == 0;
       }
 }
 
-static void ref_metrics(const double *d, const double *ref, size_t n, mp_shadow_metrics *m) {
+static void ref_metrics(const double *d, const double *ref, const unsigned char *ez, size_t n,
+                        mp_shadow_metrics *m) {
   double se = 0, sr = 0, md = 0, mr = 0;
   uint64_t nz = 0, fl = 0, nf = 0;
   for (size_t i = 0; i < n; i++) {
@@ -157,7 +163,7 @@ static void ref_metrics(const double *d, const double *ref, size_t n, mp_shadow_
     md = fmax(md, fabs(d[i] - ref[i]));
     if (ref[i] != 0) {
       nz++;
-      fl += d[i] == 0;
+      fl += d[i] == 0 && !(ez && ez[i]); /* zeros of rounding, not the epilogue's */
     }
   }
   m->nonfinite = nf;
@@ -208,7 +214,9 @@ static mp_shadow_metrics check(const ref_gemm *r, mp_shadow_cand cand, const ref
   assert_non_null(ref);
   assert_non_null(cref);
   assert_non_null(cap);
-  ref_run(r, rc, d, ref);
+  unsigned char *ez = malloc(n);
+  assert_non_null(ez);
+  ref_run(r, rc, d, ref, ez);
   g->capture[cand] = cap;
   g->capture_ref = cref;
   mp_shadow_metrics got[MP_SH_COUNT], want;
@@ -220,7 +228,8 @@ static mp_shadow_metrics check(const ref_gemm *r, mp_shadow_cand cand, const ref
       fail_msg("%s: output %zu is %.9g, want %.9g", mp_shadow_cand_name(cand), i, cap[i], d[i]);
     close_to(cref[i], ref[i]);
   }
-  ref_metrics(d, ref, n, &want);
+  ref_metrics(d, ref, ez, n, &want);
+  free(ez);
   close_to(got[cand].rel_l2, want.rel_l2);
   close_to(got[cand].max_rel, want.max_rel);
   assert_true(got[cand].flushed == want.flushed);
@@ -537,14 +546,14 @@ static void a_call_with_no_finite_reference_is_not_measured(void **state) {
 static void the_error_sums_count_the_outputs_measured(void **state) {
   (void)state;
   mp_sh_err e = {0, 0, 0, 0, 0, 0, 0, 0};
-  mp_sh_err_add(&e, INFINITY, 1);
-  mp_sh_err_add(&e, NAN, NAN);
-  mp_sh_err_add(&e, -INFINITY, 0);
+  mp_sh_err_add(&e, INFINITY, 1, 0);
+  mp_sh_err_add(&e, NAN, NAN, 0);
+  mp_sh_err_add(&e, -INFINITY, 0, 0);
   assert_int_equal(e.measured, 0);
   mp_shadow_metrics m;
   assert_false(mp_shadow_metrics_of(&e, &m));
   mp_sh_err f = {0, 0, 0, 0, 0, 0, 0, 0};
-  mp_sh_err_add(&f, 0, 0); /* a zero reference met exactly: measured, no error */
+  mp_sh_err_add(&f, 0, 0, 0); /* a zero reference met exactly: measured, no error */
   mp_sh_err_merge(&e, &f);
   assert_int_equal(e.measured, 1);
   assert_true(mp_shadow_metrics_of(&e, &m));
@@ -689,10 +698,10 @@ static void fp8_scale_pointers_scale_operands_and_output(void **state) {
     saturated += fabs(cur[o]) * sd > 447.999; /* 448 / sD in fp32 */
   }
   assert_true(saturated > 0);
-  ref_metrics(cur, ref, FM * FN, &want);
+  ref_metrics(cur, ref, NULL, FM * FN, &want);
   close_to(got[MP_SH_CURRENT].rel_l2, want.rel_l2);
   close_to(got[MP_SH_CURRENT].max_rel, want.max_rel);
-  ref_metrics(f16, ref, FM * FN, &want);
+  ref_metrics(f16, ref, NULL, FM * FN, &want);
   close_to(got[MP_SH_FP16].rel_l2, want.rel_l2);
   /* fp16 of the scaled operands is far closer than the op's own fp8 output */
   assert_true(got[MP_SH_FP16].rel_l2 < got[MP_SH_CURRENT].rel_l2 / 8);
@@ -886,13 +895,69 @@ static void epilogues_apply_bias_relu_gelu_before_the_output_cast(void **state) 
   size_t n = (size_t)M * N * BATCH;
   double *d = malloc(n * sizeof *d), *ref = malloc(n * sizeof *ref);
   ref_cand cur = {.fmt = MP_FP32, .out = MP_FP32};
-  ref_run(&r, &cur, d, ref);
+  ref_run(&r, &cur, d, ref, NULL);
   size_t zeros = 0;
   for (size_t i = 0; i < n; i++)
     zeros += ref[i] == 0;
   assert_true(zeros > n / 4 && zeros < 3 * n / 4);
   free(d);
   free(ref);
+}
+
+/* flushed counts the outputs a rounding made zero (DESIGN.md: a non-zero
+ * value whose RNE cast is 0), not the zeros an epilogue makes of non-zero
+ * values. In fp32, GELU's tanh reaches -1 exactly below about x = -5.6
+ * (1 + tanh(u) = 0: GELU(x) is 0), where the double reference's is still a
+ * tiny non-zero value; every candidate, the call's own fp32 included, read
+ * "flushed" there. At the boundary: x0, the least negative input whose fp32
+ * GELU is 0, is no flush, its neighbour toward 0 is non-zero; GELU(2^-24) =
+ * 2^-25 is flushed by an fp16 output cast (RNE_fp16 of it is 0), an operand
+ * below fp16's range (1e-9) by the fp16 operand cast; a ReLU that clamps a
+ * value whose sign rounding flipped is no flush either. */
+static void an_epilogues_own_zero_is_not_a_flush(void **state) {
+  (void)state;
+  float x0 = -1.0f; /* the boundary of fp32 GELU's zero, found by bisection over floats */
+  float lo = -20.0f, hi = -1.0f; /* GELU(lo) == 0, GELU(hi) != 0 */
+  assert_true(mp_sh_epi_f(MP_SH_EPI_GELU, lo) == 0 && mp_sh_epi_f(MP_SH_EPI_GELU, hi) != 0);
+  while (nextafterf(lo, 0) != hi) {
+    float mid = (lo + hi) / 2;
+    if (mid == lo || mid == hi) mid = nextafterf(lo, 0);
+    if (mp_sh_epi_f(MP_SH_EPI_GELU, mid) == 0)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  x0 = lo;
+  float x1 = nextafterf(x0, 0);
+  assert_true(x0 < -5 && x0 > -7);
+  assert_true(mp_sh_epi_d(MP_SH_EPI_GELU, x0) != 0); /* the reference's is not 0 */
+  assert_true(mp_sh_epi_f(MP_SH_EPI_GELU, x1) != 0);
+  /* GELU(2^-24) is 2^-25 in fp32, which fp16's output cast rounds to 0 (a tie) */
+  assert_true(mp_sh_epi_f(MP_SH_EPI_GELU, 0x1p-24f) == 0x1p-25f);
+  /* D = op(A) * 1 with k = 1: the outputs are A's values */
+  static float a[4], one[1] = {1.0f};
+  a[0] = x0, a[1] = x1, a[2] = 1e-9f, a[3] = 0x1p-24f;
+  ref_gemm r = {4, 1, 1, 1, a, one, 4, 1, 0, 0, false, false, 1.0, MP_SH_EPI_GELU, NULL, 0};
+  mp_shadow_gemm g;
+  to_gemm(&r, &g);
+  ref_cand cur = {.fmt = MP_FP32, .out = MP_FP32};
+  mp_shadow_metrics m = check(&r, MP_SH_CURRENT, &cur, &g, NULL);
+  assert_true(m.flushed == 0); /* x0: GELU's own zero; 1e-9: fp32 keeps it */
+  ref_cand h = {.fmt = MP_FP16, .out = MP_FP16};
+  m = check(&r, MP_SH_FP16, &h, &g, NULL);
+  assert_true(m.flushed == 2.0 / 4); /* 2^-24 by the output cast, 1e-9 by the operand cast */
+  ref_cand b = {.fmt = MP_BF16, .out = MP_BF16};
+  m = check(&r, MP_SH_BF16, &b, &g, NULL);
+  assert_true(m.flushed == 0);
+  /* ReLU of a value whose sign the rounding flipped: the reference is
+   * (1 + 2^-12) - 1 - 2^-13 = 2^-13 > 0; fp16 rounds 1 + 2^-12 to 1, so its
+   * sum is -2^-13 and ReLU makes it 0: a clamp, no flush */
+  static float s[3], t[3] = {1.0f, 1.0f, 1.0f};
+  s[0] = 1.0f + 0x1p-12f, s[1] = -1.0f, s[2] = -0x1p-13f;
+  ref_gemm rr = {1, 1, 3, 1, s, t, 1, 3, 0, 0, false, false, 1.0, MP_SH_EPI_RELU, NULL, 0};
+  to_gemm(&rr, &g);
+  m = check(&rr, MP_SH_FP16, &h, &g, NULL);
+  assert_true(m.flushed == 0);
 }
 
 static void names_round_trip(void **state) {
@@ -1072,6 +1137,7 @@ int main(void) {
       cmocka_unit_test(block_scaled_fp8_operands_are_stored_times_their_blocks_scale),
       cmocka_unit_test(agg_keeps_the_worst_and_a_median),
       cmocka_unit_test(epilogues_apply_bias_relu_gelu_before_the_output_cast),
+      cmocka_unit_test(an_epilogues_own_zero_is_not_a_flush),
       cmocka_unit_test(names_round_trip),
       cmocka_unit_test(bad_geometry_is_rejected),
       cmocka_unit_test(convolutions_measure_the_direct_convolution),

@@ -325,7 +325,7 @@ static void check_matches_host(const gemm *g) {
       if (!(done >> c & 1)) continue;
       mp_sh_err e = {0, 0, 0, 0, 0, 0, 0, 0};
       for (size_t o = 0; o < mn; o++)
-        mp_sh_err_add(&e, (double)ref[o], (double)h.capture[c][o]);
+        mp_sh_err_add(&e, (double)ref[o], (double)h.capture[c][o], 0); /* no epilogue */
       mp_shadow_metrics m;
       mp_shadow_metrics_of(&e, &m);
       if (want_calls[c]++ == 0)

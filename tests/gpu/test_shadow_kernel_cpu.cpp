@@ -336,13 +336,26 @@ static void run_config(const config &c, const float *scales_of, const int *block
       /* the sums, by a plain loop over the same outputs */
       double se = 0, sr = 0, maxd = 0, maxr = 0;
       unsigned long long nz = 0, fl = 0, nf = 0;
+      /* the candidate's inverse scales, as err takes them */
+      float ia = p.use_amax ? 1.0f / mp_sh_current_scale(mpp_sh_amax_of_word(words[0]), p.fp8_max)
+                            : 1.0f / p.scale_a,
+            ib = p.use_amax ? 1.0f / mp_sh_current_scale(mpp_sh_amax_of_word(words[1]), p.fp8_max)
+                            : 1.0f / p.scale_b;
+      if (p.post_a) ia = *p.post_a;
+      if (p.post_b) ib = *p.post_b;
       for (size_t o = 0; o < mn; o++) {
         double r = (double)ref[o] * c.alpha, d = cap[o];
-        if (c.bias)
-          r += (double)(float)mp_load(
-              MP_FP16, bias,
-              (uint64_t)((int64_t)o / (c.m * c.n) * host.bias_stride + (int64_t)o % c.m));
+        float in = acc[o] * ia * ib * p.alpha_f; /* the candidate's epilogue input */
+        if (c.bias) {
+          float bv = mp_cast_fp16_to_float(
+              ((const uint16_t *)
+                   bias)[(size_t)((int64_t)o / (c.m * c.n) * host.bias_stride + (int64_t)o % c.m)]);
+          r += (double)bv;
+          in += bv;
+        }
         r = mp_sh_epi_d(c.epi, r);
+        /* a zero the epilogue made of a non-zero value is no flush */
+        bool epi_zero = c.epi && in != 0 && !isnan(in) && mp_sh_epi_f(c.epi, in) == 0;
         if (!isfinite(r)) continue; /* over the outputs whose reference is finite */
         sr += r * r;
         maxr = fmax(maxr, fabs(r));
@@ -354,7 +367,7 @@ static void run_config(const config &c, const float *scales_of, const int *block
         maxd = fmax(maxd, fabs(d - r));
         if (r != 0) {
           nz++;
-          fl += d == 0;
+          fl += d == 0 && !epi_zero;
         }
       }
       CHECK(close(result.se, se) && close(result.sr, sr), "%s %s grid %u: sums %g %g, want %g %g",
