@@ -357,6 +357,21 @@ __attribute__((target("avx2,fma"))) static void dot_f64_fma(const double *qa, co
 #endif
 #pragma GCC pop_options
 
+/* out[i + j*m] = row i of qa and row j of qb accumulated in fp16, k
+ * ascending (mp_sh_fma_fp16): the current precision of a call of compute
+ * type 16F. */
+static void dot_fp16_acc(const float *qa, const float *qb, int64_t m, int64_t n, int64_t k,
+                         float *out) {
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t i = 0; i < m; i++) {
+      const float *a = qa + i * k, *b = qb + j * k;
+      float s = 0;
+      for (int64_t kk = 0; kk < k; kk++)
+        s = mp_sh_fma_fp16(a[kk], b[kk], s);
+      out[i + j * m] = s;
+    }
+}
+
 static void dot_fns(dot_f32_fn *f32, dot_f64_fn *f64) {
   *f32 = dot_f32_plain;
   *f64 = dot_f64_plain;
@@ -379,6 +394,10 @@ uint64_t mp_shadow_work_bytes(const mp_shadow_gemm *g) {
    * the interleaved row panels of the dot products */
   double b = 12.0 * (mk + nk) + 20.0 * mn + 12.0 * DOT_ROWS * (double)g->k;
   return b >= 0x1p63 ? UINT64_MAX : (uint64_t)b;
+}
+
+mp_dtype mp_shadow_cand_accum(const mp_shadow_gemm *g, mp_shadow_cand c) {
+  return c == MP_SH_CURRENT && g->accum == MP_FP16 ? MP_FP16 : MP_FP32;
 }
 
 bool mp_shadow_cand_defined(const mp_shadow_gemm *g, mp_shadow_cand c) {
@@ -502,7 +521,10 @@ int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2
       quantize((mp_shadow_cand)c, g, 0, &cs[c], ax, qa, g->m);
       quantize((mp_shadow_cand)c, g, 1, &cs[c], bx, qb, g->n);
       float inv_a = cs[c].post[0], inv_b = cs[c].post[1], alpha = (float)g->alpha;
-      dot32(qa, qb, g->m, g->n, g->k, panel32, dc);
+      if (mp_shadow_cand_accum(g, (mp_shadow_cand)c) == MP_FP16)
+        dot_fp16_acc(qa, qb, g->m, g->n, g->k, dc);
+      else
+        dot32(qa, qb, g->m, g->n, g->k, panel32, dc);
       for (size_t o = 0; o < mn; o++) {
         float v = dc[o] * inv_a * inv_b * alpha;
         int zeroed = 0;

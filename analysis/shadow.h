@@ -8,7 +8,8 @@
  * mp_shadow_gemm.epilogue); C and beta are the same for every candidate and
  * are left out. The reference accumulates in double from the operands' exact values;
  * a candidate rounds A and B to its format (RNE, analysis/convert.h casts),
- * accumulates in fp32 (fmaf, k ascending) and rounds the output to its output
+ * accumulates in fp32 (fmaf, k ascending; the current precision of a call of
+ * compute type 16F in fp16: mp_shadow_gemm.accum) and rounds the output to its output
  * type. Metrics are taken over all m*n*batch outputs whose reference is finite. */
 #ifndef MPPROF_ANALYSIS_SHADOW_H
 #define MPPROF_ANALYSIS_SHADOW_H
@@ -27,8 +28,9 @@
 
 /* Candidate precisions; mp_shadow_cand_name() is the JSON key. */
 typedef enum mp_shadow_cand {
-  MP_SH_CURRENT = 0,  /* the call's own dtypes (tf32 when it computes in tf32), fp32 accumulation */
-  MP_SH_FP16,         /* fp16 operands at scale 1, fp16 output */
+  MP_SH_CURRENT = 0,  /* the call's own dtypes (tf32 when it computes in tf32), its accumulation
+                         (fp32; fp16 for compute type 16F: mp_shadow_gemm.accum; fp64 for fp64) */
+  MP_SH_FP16,         /* fp16 operands at scale 1, fp32 accumulation, fp16 output */
   MP_SH_FP16_SCALED,  /* fp16 operands at each operand's loss scale (gradients), fp16 output */
   MP_SH_BF16,         /* bf16 operands, bf16 output */
   MP_SH_E4M3_CURRENT, /* e4m3, per-tensor current scaling, bf16 output */
@@ -101,6 +103,14 @@ typedef struct mp_shadow_gemm {
    * the deprecated math mode TENSOR_OP), MP_BF16 (32F_FAST_16BF); current
    * rounds fp32 operands so. Any other value (0 included): as stored. */
   mp_dtype fp32_as;
+  /* The precision the call accumulates in: MP_FP16 for compute type 16F
+   * (cublasHgemm, cublasGemmEx and cuBLASLt with CUBLAS_COMPUTE_16F[_PEDANTIC],
+   * a cuDNN convolution of compute type HALF): the current precision's sums
+   * are then rounded to fp16 after every product, k ascending
+   * (shadow_core.h mp_sh_fma_fp16). Any other value (0 included): fp32
+   * (fmaf), or double for fp64 calls. Every other candidate accumulates in
+   * fp32 whatever the call does. */
+  mp_dtype accum;
   /* MP_SH_FP16_SCALED: A and B are multiplied by 2^scale_log2[i] before the
    * fp16 cast; the fp16 output then carries 2^(scale_log2[0] + scale_log2[1]),
    * divided out after its cast (a gradient GEMM at its loss scale). */
@@ -164,6 +174,12 @@ int mp_shadow_loss_scale_log2(const mp_stats *s);
 
 /* Is candidate c defined for g (the loss-scaled one not with an epilogue or bias)? */
 bool mp_shadow_cand_defined(const mp_shadow_gemm *g, mp_shadow_cand c);
+
+/* What candidate c of g accumulates in: MP_FP16 for the current precision
+ * of a call of compute type 16F (g->accum), else MP_FP32 (the host path's
+ * fp64 calls aside). The host's dot products and the device's (an fp16
+ * chain kernel in place of the fp32 GEMM) both follow it. */
+mp_dtype mp_shadow_cand_accum(const mp_shadow_gemm *g, mp_shadow_cand c);
 
 /* Host memory mp_shadow_run allocates for g (bytes). */
 uint64_t mp_shadow_work_bytes(const mp_shadow_gemm *g);

@@ -28,6 +28,7 @@ extern "C" { /* nvcc and the C++ tests: formats.c's functions have C names */
 #define MP_SH_DSUB(a, b) __dsub_rn((a), (b))
 #define MP_SH_FMUL(a, b) __fmul_rn((a), (b))
 #define MP_SH_FADD(a, b) __fadd_rn((a), (b))
+#define MP_SH_FSUB(a, b) __fsub_rn((a), (b))
 #define MP_SH_FDIV(a, b) __fdiv_rn((a), (b))
 #else
 #include <math.h>
@@ -36,8 +37,32 @@ extern "C" { /* nvcc and the C++ tests: formats.c's functions have C names */
 #define MP_SH_DSUB(a, b) ((a) - (b))
 #define MP_SH_FMUL(a, b) ((a) * (b))
 #define MP_SH_FADD(a, b) ((a) + (b))
+#define MP_SH_FSUB(a, b) ((a) - (b))
 #define MP_SH_FDIV(a, b) ((a) / (b))
 #endif
+
+/* One step of an fp16 accumulation (a call of compute type 16F: cublasHgemm,
+ * cublasGemmEx / cuBLASLt with CUBLAS_COMPUTE_16F, a cuDNN convolution whose
+ * compute type is HALF): RNE_fp16(s + a*b), rounded once, for fp16 values a,
+ * b, s. a*b is exact in fp32 (11 x 11 significant bits, exponents far inside
+ * fp32's); the sum is rounded to odd in fp32 (Knuth's TwoSum gives its exact
+ * error; an inexact even result steps one ulp toward it), and a value
+ * rounded to odd with p + 2 bits or more rounds to nearest in p bits as the
+ * exact value would (Boldo & Melquiond): 24 >= 11 + 2. The order the
+ * accumulation is modelled in (k ascending, one rounding per product) is
+ * shadow.h's; Tensor Cores add several products per step and may align and
+ * round differently (Fasi, Higham, Mikaitis, Pranesh 2021). */
+MP_CAST_FN float mp_sh_fma_fp16(float a, float b, float s) {
+  float p = MP_SH_FMUL(a, b), r = MP_SH_FADD(p, s);
+  if (MP_SH_FSUB(r, r) == 0) {                           /* finite: the TwoSum error */
+    float pv = MP_SH_FSUB(r, s), sv = MP_SH_FSUB(r, pv); /* the parts of r */
+    float e = MP_SH_FADD(MP_SH_FSUB(s, sv), MP_SH_FSUB(p, pv));
+    uint32_t u = mp_cast_float_bits(r);
+    if (e != 0 && !(u & 1)) /* toward the exact value: magnitude up where e has r's sign */
+      r = mp_cast_bits_float((e > 0) == (r > 0) ? u + 1 : u - 1);
+  }
+  return mp_cast_fp16_to_float(mp_cast_float_to_fp16(r));
+}
 
 /* A 2-D convolution as its implicit GEMM gathers it (analysis/shadow.h
  * mp_shadow_conv_gemm; docs/numerics.md has the table): where each element

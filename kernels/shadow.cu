@@ -158,6 +158,20 @@ extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_quant(mpp_
   });
 }
 
+/* One thread per output (grid-stride), consecutive threads on consecutive rows. */
+extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_dot16(mpp_sh_dot_params p) {
+  uint64_t mn = p.m * p.n, total = mn * p.batch;
+  for (uint64_t o = (uint64_t)blockIdx.x * MPP_SH_BLOCK + threadIdx.x; o < total;
+       o += (uint64_t)gridDim.x * MPP_SH_BLOCK) {
+    uint64_t b = o / mn, i = o % mn % p.m, j = o % mn / p.m;
+    const float *a = p.qa + b * p.m * p.k + i, *x = p.qb + b * p.k * p.n + j * p.k;
+    float s = 0;
+    for (uint64_t kk = 0; kk < p.k; kk++)
+      s = mp_sh_fma_fp16(a[kk * p.m], x[kk], s);
+    p.out[o] = s;
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_err(mpp_sh_err_params p) {
   __shared__ mp_sh_err part[MPP_SH_BLOCK];
   __shared__ unsigned last;

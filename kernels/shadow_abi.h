@@ -16,6 +16,10 @@
  *   mpp_shadow_quant  op(X) of every batch matrix into an fp32 array in
  *                     cuBLAS's column-major layout, each value cast to the
  *                     candidate's format at its scale (analysis/shadow_core.h)
+ *   mpp_shadow_dot16  the products of the current precision of a call of
+ *                     compute type 16F, in place of its fp32 GEMM: every
+ *                     output's sum rounded to fp16 after each product, k
+ *                     ascending (analysis/shadow_core.h mp_sh_fma_fp16)
  *   mpp_shadow_err    a candidate's fp32 products against the reference's:
  *                     inverse scales, alpha, the output cast, the error sums;
  *                     the last block merges the blocks' partial sums in block
@@ -120,6 +124,14 @@ typedef struct mpp_sh_quant_params {
   float fp8_max;             /* AMAX, MX: the format's largest finite value */
   const unsigned *amax_bits; /* AMAX */
 } mpp_sh_quant_params;
+
+/* mpp_shadow_dot16: out = qa * qb per batch matrix, qa m x k (ld m), qb k x n
+ * (ld k), out m x n (ld m), batch after batch (quant's layout). */
+typedef struct mpp_sh_dot_params {
+  const float *qa, *qb;
+  float *out;
+  uint64_t m, n, k, batch;
+} mpp_sh_dot_params;
 
 typedef struct mpp_sh_err_params {
   const float *ref, *cand; /* fp32 products, n outputs in the same order */

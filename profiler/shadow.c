@@ -201,6 +201,18 @@ static mp_dtype fp32_as(const mpp_op *op) {
   }
 }
 
+/* What the call accumulates in (mp_shadow_gemm.accum): fp16 for cuBLAS's
+ * compute type 16F (cublasHgemm, cublasGemmEx and cuBLASLt with
+ * CUBLAS_COMPUTE_16F or 16F_PEDANTIC) and a cuDNN convolution of compute
+ * type HALF (hooks/cuda_types.c names them "16F", "16F_PEDANTIC", "fp16");
+ * else fp32 (0). */
+static mp_dtype accum_of(const mpp_op *op) {
+  const char *ct = op->compute_type ? op->compute_type : "";
+  bool f16 = !strcmp(ct, "16F") || !strcmp(ct, "16F_PEDANTIC") ||
+             (is_conv(op) && !strcmp(ct, mp_dtype_name(MP_FP16)));
+  return f16 ? MP_FP16 : MP_FP32;
+}
+
 /* A legacy cuDNN convolution as its implicit GEMM (analysis/shadow.h
  * mp_shadow_conv_gemm): on host memory g reads the copies in *owned; on
  * device memory (*device) g is the shape and *conv what the device gathers
@@ -237,6 +249,7 @@ static shadow_skip describe_conv(const mpp_op *op, mp_shadow_gemm *g, void **own
   cv.y = data[2];
   if (!host) { /* the device gathers the operands (the cap is its own check) */
     if (mp_shadow_conv_shape(&cv, g)) return SKIP_UNSUPPORTED;
+    g->accum = accum_of(op);
     *conv = cv;
     *device = true;
     return SKIP_COUNT;
@@ -246,6 +259,7 @@ static shadow_skip describe_conv(const mpp_op *op, mp_shadow_gemm *g, void **own
   if (bytes > shadow_cap()) return SKIP_TOO_LARGE;
   int rc = mp_shadow_conv_gemm(&cv, g, owned);
   if (rc) return rc == -ENOMEM ? SKIP_NO_MEMORY : SKIP_UNSUPPORTED;
+  g->accum = accum_of(op);
   if (mp_shadow_work_bytes(g) > shadow_cap() - bytes) {
     free(*owned);
     *owned = NULL;

@@ -88,7 +88,7 @@ static int g_nctx;
 static sh_job g_jobs[JOBS];
 static sh_out *g_out; /* JOBS entries */
 static uint64_t g_bytes_in_flight;
-static CUfunction g_copy, g_gather, g_amax, g_quant, g_err;
+static CUfunction g_copy, g_gather, g_amax, g_quant, g_dot16, g_err;
 static bool g_kernels_tried;
 static const mpp_devshadow_blas *g_blas; /* the first backend found, kept */
 static mpp_devshadow_blas_fn _Atomic g_blas_get[MPP_DEVSHADOW_BACKENDS];
@@ -170,9 +170,10 @@ static bool kernels(void) {
     g_gather = (CUfunction)mpp_devscan_library_kernel("mpp_shadow_gather");
     g_amax = (CUfunction)mpp_devscan_library_kernel("mpp_shadow_amax");
     g_quant = (CUfunction)mpp_devscan_library_kernel("mpp_shadow_quant");
+    g_dot16 = (CUfunction)mpp_devscan_library_kernel("mpp_shadow_dot16");
     g_err = (CUfunction)mpp_devscan_library_kernel("mpp_shadow_err");
   }
-  return g_copy && g_gather && g_amax && g_quant && g_err;
+  return g_copy && g_gather && g_amax && g_quant && g_dot16 && g_err;
 }
 
 /* Stream, events, BLAS handle and the mapped results of the current
@@ -288,7 +289,13 @@ static bool enqueue_slice(const mpp_cu_api *cu, const sh_ctx *cs, int j, const m
       uint64_t units = q.x.batch * q.x.rows * ((q.x.k + MPP_SH_KBLOCK - 1) / MPP_SH_KBLOCK);
       if (!launch(cu, g_quant, mpp_sh_grid(units, cs->grid_cap), s, &q)) return false;
     }
-    if (!sgemm(cs, &gs, qa, qb, c < 0 ? ref : cand)) return false;
+    mpp_sh_dot_params d; /* a 16F call's own precision: fp16 sums, not an SGEMM */
+    if (c >= 0 && mpp_sh_dot16_plan(&gs, (mp_shadow_cand)c, (const float *)(uintptr_t)qa,
+                                    (const float *)(uintptr_t)qb, (float *)(uintptr_t)cand, &d)) {
+      if (!launch(cu, g_dot16, mpp_sh_grid(d.m * d.n * d.batch, cs->grid_cap), s, &d)) return false;
+    } else if (!sgemm(cs, &gs, qa, qb, c < 0 ? ref : cand)) {
+      return false;
+    }
     if (c < 0) continue;
     mpp_sh_err_params e;
     mpp_sh_err_plan(&gs, (mp_shadow_cand)c, delayed, words, (const float *)(uintptr_t)ref,

@@ -277,6 +277,14 @@ void mpp_sh_gather_plan(const mp_shadow_conv *cv, const mp_shadow_gemm *g, void 
   snap->b.data = dst[1];
 }
 
+bool mpp_sh_dot16_plan(const mp_shadow_gemm *g, mp_shadow_cand c, const float *qa, const float *qb,
+                       float *out, mpp_sh_dot_params *ret) {
+  if (mp_shadow_cand_accum(g, c) != MP_FP16) return false;
+  *ret = (mpp_sh_dot_params){
+      qa, qb, out, (uint64_t)g->m, (uint64_t)g->n, (uint64_t)g->k, (uint64_t)g->batch};
+  return true;
+}
+
 unsigned mpp_sh_grid(uint64_t work, unsigned cap) {
   uint64_t blocks = (work + MPP_SH_BLOCK - 1) / MPP_SH_BLOCK;
   if (blocks < 1) blocks = 1;

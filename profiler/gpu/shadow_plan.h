@@ -48,6 +48,11 @@ void mpp_sh_copy_plan(const mp_shadow_gemm *g, void *const dst[MPP_SH_COPY_PIECE
  * mp_shadow_conv_shape(cv); *snap: g reading them. */
 void mpp_sh_gather_plan(const mp_shadow_conv *cv, const mp_shadow_gemm *g, void *const dst[2],
                         mpp_sh_gather_params *ret, mp_shadow_gemm *snap);
+/* The fp16-accumulating products (mpp_shadow_dot16) of g's quant outputs qa,
+ * qb into out: what candidate c's fp32 GEMM is replaced by where
+ * mp_shadow_cand_accum(g, c) is MP_FP16 (false: c has an fp32 GEMM). */
+bool mpp_sh_dot16_plan(const mp_shadow_gemm *g, mp_shadow_cand c, const float *qa, const float *qb,
+                       float *out, mpp_sh_dot_params *ret);
 /* Blocks for `work` units of MPP_SH_BLOCK threads, at most `cap` (>= 1). */
 unsigned mpp_sh_grid(uint64_t work, unsigned cap);
 

@@ -82,6 +82,7 @@ typedef struct ref_cand {
   int lscale[2];   /* kind 3 */
   int lout;        /* kind 3: the output's own scale beyond the operands' */
   mp_dtype out;
+  bool acc16; /* partial sums rounded to fp16 (compute type 16F), else fp32 */
 } ref_cand;
 
 static double mx_exp(double amax, mp_dtype fmt) {
@@ -124,7 +125,9 @@ static void ref_run(const ref_gemm *g, const ref_cand *c, double *d, double *ref
         float acc = 0;
         for (int kk = 0; kk < g->k; kk++) {
           r += opa(g, bt, i, kk) * opb(g, bt, kk, j);
-          acc = (float)((double)acc + cand_val(g, c, 0, bt, i, kk) * cand_val(g, c, 1, bt, j, kk));
+          double p = cand_val(g, c, 0, bt, i, kk) * cand_val(g, c, 1, bt, j, kk);
+          /* fp16 sums: the double sum is exact for these tests' fp16 data */
+          acc = c->acc16 ? (float)cast((double)acc + p, MP_FP16) : (float)((double)acc + p);
         }
         double v = acc;
         if (c->kind == 1) {
@@ -297,6 +300,69 @@ static void current_is_the_calls_own_precision(void **state) {
  * 32F_FAST_16BF, or cuBLAS's deprecated TENSOR_OP math mode, the same as
  * FAST_16F): its own precision rounds the fp32 operands to that format and
  * keeps D fp32; an operand beyond fp16's range becomes inf there. */
+/* A call of compute type 16F (cublasHgemm, CUBLAS_COMPUTE_16F) accumulates
+ * in fp16: its current precision rounds every partial sum to fp16 (k
+ * ascending), the other candidates keep fp32 sums. k = 4096 fp16 ones: fp16
+ * sums stop at 2048 (2048 + 1 rounds back to 2048), so the call's own error
+ * is 1/2 where fp32 sums are exact; and on random fp16 data every output
+ * is the independent fp16 chain's, bit for bit. */
+static void current_of_a_16f_call_accumulates_in_fp16(void **state) {
+  (void)state;
+  enum { KK = 4096 };
+  static uint16_t ones[KK];
+  for (int i = 0; i < KK; i++)
+    ones[i] = 0x3c00; /* 1.0 */
+  mp_shadow_gemm g;
+  memset(&g, 0, sizeof g);
+  g.m = 1, g.n = 1, g.k = KK, g.batch = 1, g.alpha = 1, g.out = MP_FP16;
+  g.a = (mp_shadow_operand){MP_FP16, ones, NULL, 1, 0, false, NULL, NULL, 0, 0};
+  g.b = (mp_shadow_operand){MP_FP16, ones, NULL, KK, 0, false, NULL, NULL, 0, 0};
+  g.accum = MP_FP16;
+  float cur, h16;
+  double ref;
+  g.capture[MP_SH_CURRENT] = &cur;
+  g.capture[MP_SH_FP16] = &h16;
+  g.capture_ref = &ref;
+  mp_shadow_metrics out[MP_SH_COUNT];
+  unsigned mask = 1u << MP_SH_CURRENT | 1u << MP_SH_FP16;
+  assert_int_equal(mp_shadow_run(&g, mask, NULL, out), (int)mask);
+  assert_true(ref == 4096 && cur == 2048 && h16 == 4096);
+  assert_true(out[MP_SH_CURRENT].rel_l2 == 0.5 && out[MP_SH_CURRENT].max_rel == 0.5);
+  assert_true(out[MP_SH_FP16].rel_l2 == 0);
+  g.accum = MP_FP32; /* the same operands summed in fp32 (cublasGemmEx, COMPUTE_32F) */
+  assert_int_equal(mp_shadow_run(&g, mask, NULL, out), (int)mask);
+  assert_true(cur == 4096 && out[MP_SH_CURRENT].rel_l2 == 0);
+
+  /* random fp16 operands, against the independent fp16 chain */
+  ref_gemm r = base_gemm();
+  for (size_t i = 0; i < sizeof A / sizeof A[0]; i++)
+    A[i] = (float)cast(A[i], MP_FP16);
+  for (size_t i = 0; i < sizeof B / sizeof B[0]; i++)
+    B[i] = (float)cast(B[i], MP_FP16);
+  to_gemm(&r, &g);
+  g.out = MP_FP16;
+  g.accum = MP_FP16;
+  ref_cand c16 = {.fmt = MP_FP32, .out = MP_FP16, .acc16 = true},
+           c32 = {.fmt = MP_FP32, .out = MP_FP16};
+  mp_shadow_metrics m16 = check(&r, MP_SH_CURRENT, &c16, &g, NULL);
+  g.accum = MP_FP32;
+  mp_shadow_metrics m32 = check(&r, MP_SH_CURRENT, &c32, &g, NULL);
+  assert_true(m16.rel_l2 > m32.rel_l2);
+  /* one step at the rounding boundaries: RNE of the exact s + a*b, once */
+  assert_true(mp_sh_fma_fp16(1, 1, 2048) == 2048);               /* tie to even */
+  assert_true(mp_sh_fma_fp16(1, 1, 2050) == 2052);               /* tie to even, up */
+  assert_true(mp_sh_fma_fp16(0x1p-12f, 0x1p-12f, 2048) == 2048); /* far below */
+  assert_true(mp_sh_fma_fp16(1.0f + 0x1p-10f, 1, 2048) == 2050); /* just above the tie */
+  assert_true(mp_sh_fma_fp16(0x1p-11f, 1, 1) == 1);              /* 1 + ulp/2: to even */
+  assert_true(mp_sh_fma_fp16(0x1p-11f, 1.0f + 0x1p-10f, 1) == 1.0f + 0x1p-10f); /* above */
+  assert_true(mp_sh_fma_fp16(2, 1, 65504) == 65504); /* below 65520: rounds back */
+  assert_true(isinf(mp_sh_fma_fp16(16, 1, 65504)));  /* 65520: the sum overflows */
+  /* where rounding the sum to fp32 first would land on an fp16 tie: the
+   * exact 2049 + 244*2^-21 is above the tie (2050), 2051 - 2^-20 below (2050) */
+  assert_true(mp_sh_fma_fp16(1.0f + 20 * 0x1p-10f, 1.0f - 39 * 0x1p-11f, 2048) == 2050);
+  assert_true(mp_sh_fma_fp16(1.0f + 0x1p-10f, 1.0f - 0x1p-10f, 2050) == 2050);
+}
+
 static void current_of_an_fp32_call_on_16_bit_tensor_cores_rounds_its_operands(void **state) {
   (void)state;
   ref_gemm r = base_gemm();
@@ -1121,6 +1187,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(fp16_and_bf16_round_operands_and_output),
       cmocka_unit_test(current_is_the_calls_own_precision),
+      cmocka_unit_test(current_of_a_16f_call_accumulates_in_fp16),
       cmocka_unit_test(current_of_an_fp32_call_on_16_bit_tensor_cores_rounds_its_operands),
       cmocka_unit_test(fp8_current_scaling_maps_each_tensors_amax_to_the_format_max),
       cmocka_unit_test(mxfp8_blocks_run_along_k_and_the_last_one_straddles_its_end),

@@ -136,7 +136,9 @@ static mp_shadow_operand shadow_operand(const operand &o) {
 /* c, with cuBLASLt fp8 scales of A, B, D where scales is not NULL (0: none),
  * and block scales of A and B in modes block_modes (0: none; random
  * contents of the mode's layout size). */
-static void run_config(const config &c, const float *scales_of, const int *block_modes = NULL) {
+/* acc16: a call of compute type 16F (its current precision sums in fp16). */
+static void run_config(const config &c, const float *scales_of, const int *block_modes = NULL,
+                       bool acc16 = false) {
   operand A = {c.a, c.ta, c.ta ? c.k : c.m, c.ta ? c.m : c.k, 0, 0, c.batch, c.ptr_array, 0, 0};
   operand B = {c.b, c.tb, c.tb ? c.n : c.k, c.tb ? c.k : c.n, 0, 0, c.batch, c.ptr_array, 0, 0};
   A.ld = A.rows + c.pad;
@@ -160,6 +162,7 @@ static void run_config(const config &c, const float *scales_of, const int *block
   g.scale_log2[1] = -2;
   g.out_scale_log2 = 5; /* the output's own loss scale, beyond the operands' */
   g.epilogue = c.epi;
+  g.accum = acc16 ? MP_FP16 : MP_FP32;
   static float scales[3];
   unsigned nscales = 0;
   for (int w = 0; w < 3; w++) {
@@ -312,7 +315,13 @@ static void run_config(const config &c, const float *scales_of, const int *block
     if (!(defined >> ci & 1)) continue; /* the loss-scaled one with an epilogue */
     quant(g, ci, false, delayed, words, qa, 2);
     quant(g, ci, true, delayed, words, qb, 1);
-    sgemm(qa, qb, c.m, c.n, c.k, c.batch, acc);
+    mpp_sh_dot_params dp; /* a 16F call's own precision: the fp16 chain kernel */
+    if (mpp_sh_dot16_plan(&g, cand, qa, qb, acc, &dp))
+      simt_run(2, MPP_SH_BLOCK, [&dp] { mpp_shadow_dot16(dp); });
+    else
+      sgemm(qa, qb, c.m, c.n, c.k, c.batch, acc);
+    CHECK(mpp_sh_dot16_plan(&g, cand, qa, qb, acc, &dp) == (acc16 && cand == MP_SH_CURRENT),
+          "%s %s: fp16 accumulation", c.name, mp_shadow_cand_name(cand));
 
     for (unsigned grid = 1; grid <= 3; grid += 2) {
       mpp_sh_err_params p;
@@ -488,6 +497,27 @@ int main(void) {
   };
   for (const config &c : configs)
     run_config(c, NULL);
+  /* compute type 16F: the current precision's fp16 chain kernel */
+  const config f16 = {"fp16 compute 16F (fp16 sums), strided batch, k 300",
+                      9,
+                      130,
+                      300,
+                      2,
+                      MP_FP16,
+                      MP_FP16,
+                      MP_FP16,
+                      false,
+                      true,
+                      false,
+                      1,
+                      0,
+                      false,
+                      1.0,
+                      6,
+                      false,
+                      0,
+                      false};
+  run_config(f16, NULL, NULL, true);
   for (const scaled &f : fp8)
     run_config(f.c, f.scales);
   /* block-scaled FP8 (one matrix, as cuBLASLt takes them) */

@@ -202,7 +202,7 @@ static CUresult CUDAAPI f_library_load(CUlibrary *lib, const void *code, CUjit_o
   return CUDA_SUCCESS;
 }
 /* Kernel handles: 1 the scan kernel, then the shadow kernels. */
-enum { K_SCAN = 1, K_SH_COPY, K_SH_GATHER, K_SH_AMAX, K_SH_QUANT, K_SH_ERR };
+enum { K_SCAN = 1, K_SH_COPY, K_SH_GATHER, K_SH_AMAX, K_SH_QUANT, K_SH_DOT16, K_SH_ERR };
 static CUresult CUDAAPI f_library_kernel(CUkernel *k, CUlibrary, const char *name) {
   t_calls++;
   uintptr_t h = !strcmp(name, mpp_scan_kernel_name()) ? K_SCAN
@@ -210,6 +210,7 @@ static CUresult CUDAAPI f_library_kernel(CUkernel *k, CUlibrary, const char *nam
                 : !strcmp(name, "mpp_shadow_gather")  ? K_SH_GATHER
                 : !strcmp(name, "mpp_shadow_amax")    ? K_SH_AMAX
                 : !strcmp(name, "mpp_shadow_quant")   ? K_SH_QUANT
+                : !strcmp(name, "mpp_shadow_dot16")   ? K_SH_DOT16
                 : !strcmp(name, "mpp_shadow_err")     ? K_SH_ERR
                                                       : 0;
   if (!h) return CUDA_ERROR_NOT_FOUND;
@@ -240,6 +241,9 @@ static CUresult shadow_launch(uintptr_t f, unsigned gx, unsigned gy, unsigned gz
   } else if (f == K_SH_QUANT) {
     mpp_sh_quant_params p = *(const mpp_sh_quant_params *)args[0];
     on_stream(s, [gx, p] { simt_run(gx, MPP_SH_BLOCK, [&p] { mpp_shadow_quant(p); }); });
+  } else if (f == K_SH_DOT16) {
+    mpp_sh_dot_params p = *(const mpp_sh_dot_params *)args[0];
+    on_stream(s, [gx, p] { simt_run(gx, MPP_SH_BLOCK, [&p] { mpp_shadow_dot16(p); }); });
   } else {
     mpp_sh_err_params p = *(const mpp_sh_err_params *)args[0];
     on_stream(s, [gx, p] { simt_run(gx, MPP_SH_BLOCK, [&p] { mpp_shadow_err(p); }); });
