@@ -151,7 +151,9 @@
   X(DEVICE_ERROR, "device_error",                                                                  \
     "device: a driver or cuBLAS/cuBLASLt call of the shadow work failed")                          \
   X(NO_FINITE_REFERENCE, "no_finite_reference",                                                    \
-    "computed, but every output's reference is inf/NaN (operands' Inf/NaN): nothing to measure")
+    "computed, but every output's reference is inf/NaN (operands' Inf/NaN): nothing to measure")   \
+  X(EMPTY_PRODUCT, "empty_product",                                                                \
+    "k = 0 or alpha = 0: D = beta*C, no product in any precision: nothing to measure")
 #define MP_RAW_ENUM_ROW_(id, json, doc) MP_RAW_SHADOW_SKIP_##id,
 enum { MP_RAW_SHADOW_SKIPPED(MP_RAW_ENUM_ROW_) MP_RAW_SHADOW_SKIP_COUNT };
 #undef MP_RAW_ENUM_ROW_

@@ -438,8 +438,13 @@ static bool geometry_ok(const mp_shadow_gemm *g) {
   return mp_shadow_work_bytes(g) < ((uint64_t)1 << 50);
 }
 
+bool mp_shadow_empty(const mp_shadow_gemm *g) {
+  return g->m > 0 && g->n > 0 && g->batch > 0 && (g->k == 0 || g->alpha == 0);
+}
+
 int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2],
                   mp_shadow_metrics ret[MP_SH_COUNT]) {
+  if (mp_shadow_empty(g)) return -ENODATA;
   if (!geometry_ok(g)) return -EINVAL;
   const unsigned delayed = (1u << MP_SH_E4M3_DELAYED) | (1u << MP_SH_E5M2_DELAYED);
   bool seed = hist && (mask & delayed); /* this call's amax joins the history */

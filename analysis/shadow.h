@@ -192,8 +192,14 @@ uint64_t mp_shadow_work_bytes(const mp_shadow_gemm *g);
  * candidates computed (>= 0), -EINVAL (bad geometry or an operand dtype that
  * is not a float format), -ENOMEM, or -EDOM when no output's reference is
  * finite (every output reads an operand's Inf or NaN): nothing was measured,
- * ret[] holds no metrics (the call's amax still joins hist, as when measured). */
+ * ret[] holds no metrics (the call's amax still joins hist, as when measured),
+ * or -ENODATA for an empty product (mp_shadow_empty: nothing read, no metrics). */
 #define MP_SHADOW_ALL ((1u << MP_SH_COUNT) - 1)
+/* An empty product: k = 0 or alpha = 0 (m, n, batch > 0). D = beta*C then, in
+ * every precision alike (C and beta are left out of every candidate), so
+ * there is nothing to measure: mp_shadow_run returns -ENODATA, and a caller
+ * need not read the operands (the libraries read neither A nor B). */
+bool mp_shadow_empty(const mp_shadow_gemm *g);
 int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2],
                   mp_shadow_metrics ret[MP_SH_COUNT]);
 

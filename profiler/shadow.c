@@ -280,15 +280,18 @@ static shadow_skip describe(const mpp_op *op, mp_shadow_gemm *g, bool *device, v
   if (op->kind != MPP_OP_GEMM || op->shadow_unsupported || isnan(op->alpha))
     return SKIP_UNSUPPORTED;
   const mpp_role *a = role_named(op, "A"), *b = role_named(op, "B"), *d = role_named(op, "D");
-  if (!d || !operand_of(a, op->transa, &g->a) || !operand_of(b, op->transb, &g->b))
-    return SKIP_UNSUPPORTED;
   g->m = op->m;
   g->n = op->n;
   g->k = op->k;
   g->batch = op->batch;
   g->alpha = op->alpha;
+  /* k = 0 or alpha = 0: D = beta*C, A and B are not read (not present) */
+  if (mp_shadow_empty(g)) return SKIP_EMPTY_PRODUCT;
+  if (!d || !operand_of(a, op->transa, &g->a) || !operand_of(b, op->transb, &g->b))
+    return SKIP_UNSUPPORTED;
   g->out = d->view.dtype;
   g->fp32_as = fp32_as(op);
+  g->accum = accum_of(op);
   g->epilogue = op->shadow_epi;
   g->bias = op->shadow_bias;
   g->bias_dtype = op->shadow_bias_dtype;
@@ -343,6 +346,7 @@ static shadow_skip run_host_locked(struct mpp_shadow_site *site, mp_shadow_gemm 
   mp_shadow_metrics m[MP_SH_COUNT];
   int done = mp_shadow_run(g, mask, site->hist, m);
   if (done == -EDOM) return SKIP_NO_FINITE_REFERENCE;
+  if (done == -ENODATA) return SKIP_EMPTY_PRODUCT;
   if (done < 0) return done == -EINVAL ? SKIP_UNSUPPORTED : SKIP_NO_MEMORY;
   if (!scaled) fill_unscaled(m, &done);
   merge(site, m, done);

@@ -618,7 +618,30 @@ static void layer_headers(FILE *f, const mpprof_model *m) {
         f);
 }
 
-static void rel_cell(FILE *f, const mpprof_shadow_cand *c) {
+/* A shadowed site or layer whose candidate has no measured call: the cell
+ * says why, from the skipped counts (analysis/raw_format.h's reasons), e.g.
+ * every call had k = 0 (empty_product: nothing to measure). */
+static bool unmeasured_cell(FILE *f, const mpprof_shadow *sh) {
+  static const char *const why[MPPROF_SH_SKIP_COUNT][2] = {
+#define X(id, json, doc) {json, doc},
+      MP_RAW_SHADOW_SKIPPED(X)
+#undef X
+  };
+  if (!sh) return false;
+  bool any = false;
+  for (int r = 0; r < MPPROF_SH_SKIP_COUNT; r++) {
+    if (!sh->skipped[r]) continue;
+    fprintf(f, "%s%s &times;%" PRIu64 " (%s)",
+            any ? "; " : "<td class=\"n\" data-v=\"-1\" title=\"Not measured: ", why[r][0],
+            sh->skipped[r], why[r][1]);
+    any = true;
+  }
+  if (any) fputs("\">not measured</td>", f);
+  return any;
+}
+
+static void rel_cell(FILE *f, const mpprof_shadow *sh, const mpprof_shadow_cand *c) {
+  if ((!c || !c->calls) && unmeasured_cell(f, sh)) return;
   if (!c || !c->calls)
     fputs("<td class=\"n\" data-v=\"-1\"></td>", f);
   else if (isinf(c->worst.rel_l2))
@@ -627,7 +650,9 @@ static void rel_cell(FILE *f, const mpprof_shadow_cand *c) {
     num_cell(f, c->worst.rel_l2, "%.2g");
 }
 
-static void fp8_cell(FILE *f, const char *name, const mpprof_shadow_cand *c) {
+static void fp8_cell(FILE *f, const mpprof_shadow *sh, const char *name,
+                     const mpprof_shadow_cand *c) {
+  if ((!name || !c || !c->calls) && unmeasured_cell(f, sh)) return;
   if (!name || !c || !c->calls) {
     fputs("<td data-v=\"-1\"></td>", f);
     return;
@@ -646,19 +671,19 @@ static void layer_shadow_cells(FILE *f, const mpprof_layer *l) {
    * layer, whose fp16 is at scale 1 (what its verdict is measured by) */
   bool scaled = (l->phase_mask & 1u << MPPROF_PHASE_BACKWARD) || l->adv.has_gradients ||
                 l->adv.rec == MP_REC_FP16_LOSS_SCALE;
-  rel_cell(f, sh ? &sh->cand[MP_SH_CURRENT] : NULL);
-  rel_cell(f, sh ? &sh->cand[scaled ? MP_SH_FP16_SCALED : MP_SH_FP16] : NULL);
-  rel_cell(f, sh ? &sh->cand[MP_SH_BF16] : NULL);
-  fp8_cell(f, sh ? mpprof_fp8_recipe_name(l->best_fp8) : NULL,
+  rel_cell(f, sh, sh ? &sh->cand[MP_SH_CURRENT] : NULL);
+  rel_cell(f, sh, sh ? &sh->cand[scaled ? MP_SH_FP16_SCALED : MP_SH_FP16] : NULL);
+  rel_cell(f, sh, sh ? &sh->cand[MP_SH_BF16] : NULL);
+  fp8_cell(f, sh, sh ? mpprof_fp8_recipe_name(l->best_fp8) : NULL,
            sh && l->best_fp8 >= 0 ? &l->fp8[l->best_fp8] : NULL);
 }
 
 static void site_shadow_cells(FILE *f, const mpprof_site *s) {
   const mpprof_shadow *sh = s->shadow;
   bool bwd = s->phase == MPPROF_PHASE_BACKWARD;
-  rel_cell(f, sh ? &sh->cand[MP_SH_CURRENT] : NULL);
-  rel_cell(f, sh ? &sh->cand[bwd ? MP_SH_FP16_SCALED : MP_SH_FP16] : NULL);
-  rel_cell(f, sh ? &sh->cand[MP_SH_BF16] : NULL);
+  rel_cell(f, sh, sh ? &sh->cand[MP_SH_CURRENT] : NULL);
+  rel_cell(f, sh, sh ? &sh->cand[bwd ? MP_SH_FP16_SCALED : MP_SH_FP16] : NULL);
+  rel_cell(f, sh, sh ? &sh->cand[MP_SH_BF16] : NULL);
   static const mp_shadow_cand fwd8[] = {MP_SH_E4M3_CURRENT, MP_SH_E4M3_DELAYED, MP_SH_MXFP8_E4M3},
                               bwd8[] = {MP_SH_E5M2_CURRENT, MP_SH_E5M2_DELAYED, MP_SH_MXFP8_E5M2};
   int best = -1;
@@ -668,7 +693,7 @@ static void site_shadow_cells(FILE *f, const mpprof_site *s) {
         (best < 0 || c->worst.rel_l2 < sh->cand[(bwd ? bwd8 : fwd8)[best]].worst.rel_l2))
       best = r;
   }
-  fp8_cell(f, best >= 0 ? mp_shadow_cand_name((bwd ? bwd8 : fwd8)[best]) : NULL,
+  fp8_cell(f, sh, best >= 0 ? mp_shadow_cand_name((bwd ? bwd8 : fwd8)[best]) : NULL,
            best >= 0 ? &sh->cand[(bwd ? bwd8 : fwd8)[best]] : NULL);
 }
 

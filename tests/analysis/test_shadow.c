@@ -1034,6 +1034,33 @@ static void names_round_trip(void **state) {
   assert_string_equal(mp_shadow_cand_name(MP_SH_MXFP8_E4M3), "mxfp8_e4m3");
 }
 
+/* k = 0 (or alpha = 0) leaves no product: D = beta*C in every precision, and
+ * C and beta are left out of every candidate, so there is nothing to measure
+ * (-ENODATA, no metrics: not a measured call whose error reads 0, and not a
+ * call shadow execution cannot model). The operands need not be there: the
+ * libraries read neither A nor B. */
+static void a_product_with_k_0_or_alpha_0_has_nothing_to_measure(void **state) {
+  (void)state;
+  ref_gemm r = base_gemm();
+  mp_shadow_gemm g;
+  to_gemm(&r, &g);
+  mp_shadow_metrics out[MP_SH_COUNT];
+  assert_false(mp_shadow_empty(&g));
+  g.k = 0;
+  g.a.data = g.b.data = NULL;
+  assert_true(mp_shadow_empty(&g));
+  assert_int_equal(mp_shadow_run(&g, MP_SHADOW_ALL, NULL, out), -ENODATA);
+  to_gemm(&r, &g);
+  g.alpha = 0;
+  assert_true(mp_shadow_empty(&g));
+  assert_int_equal(mp_shadow_run(&g, MP_SHADOW_ALL, NULL, out), -ENODATA);
+  to_gemm(&r, &g);
+  g.k = 0;
+  g.m = 0; /* no output either: a bad geometry, as before */
+  assert_false(mp_shadow_empty(&g));
+  assert_int_equal(mp_shadow_run(&g, MP_SHADOW_ALL, NULL, out), -EINVAL);
+}
+
 static void bad_geometry_is_rejected(void **state) {
   (void)state;
   ref_gemm r = base_gemm();
@@ -1206,6 +1233,7 @@ int main(void) {
       cmocka_unit_test(epilogues_apply_bias_relu_gelu_before_the_output_cast),
       cmocka_unit_test(an_epilogues_own_zero_is_not_a_flush),
       cmocka_unit_test(names_round_trip),
+      cmocka_unit_test(a_product_with_k_0_or_alpha_0_has_nothing_to_measure),
       cmocka_unit_test(bad_geometry_is_rejected),
       cmocka_unit_test(convolutions_measure_the_direct_convolution),
   };

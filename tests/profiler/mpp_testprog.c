@@ -961,6 +961,74 @@ static int mode_infref(void) {
   return 0;
 }
 
+/* Shadow execution's edge cases, one layer each (tests/profiler/test_shadow_e2e.c):
+ * "hgemm" and "gemmex16f": 2 x 2 products of k = 4096 fp16 ones in compute
+ * type 16F (cublasHgemm; cublasGemmEx with CUBLAS_COMPUTE_16F), which a GPU
+ * sums in fp16 (2048 + 1 rounds back to 2048); "kzero": a GemmEx with k = 0
+ * (D = beta*C); "gelu": a cuBLASLt fp32 GEMM with the GELU epilogue whose
+ * products run from -6.5 to 0.5 (fp32 GELU is exactly 0 below about -5.6). */
+static int mode_shadowedge(void) {
+  enum { K16 = 4096 };
+  cublasHandle_t h;
+  CK(cublasCreate(&h));
+  static uint16_t ones[2 * K16];
+  for (int i = 0; i < 2 * K16; i++)
+    ones[i] = 0x3c00;
+  void *a = dev_upload(ones, sizeof ones), *b = dev_upload(ones, sizeof ones);
+  void *d = dev_alloc(4 * sizeof(uint16_t));
+  uint16_t one16 = 0x3c00, zero16 = 0, out[4];
+  double s = 0;
+  nvtxRangePushA("hgemm");
+  CK(cublasHgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, 2, 2, K16, &one16, a, K16, b, K16, &zero16, d, 2));
+  nvtxRangePop();
+  CK(cudaMemcpy(out, d, sizeof out, cudaMemcpyDeviceToHost));
+  s += out[0];
+  nvtxRangePushA("gemmex16f");
+  CK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, 2, 2, K16, &one16, a, CUDA_R_16F, K16, b, CUDA_R_16F,
+                  K16, &zero16, d, CUDA_R_16F, 2, CUBLAS_COMPUTE_16F, CUBLAS_GEMM_DEFAULT));
+  nvtxRangePop();
+  CK(cudaMemcpy(out, d, sizeof out, cudaMemcpyDeviceToHost));
+  s += out[0];
+  const float onef = 1, zerof = 0;
+  nvtxRangePushA("kzero");
+  CK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 0, &onef, a, CUDA_R_16F, 2, b, CUDA_R_16F, 1,
+                  &zerof, d, CUDA_R_16F, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  nvtxRangePop();
+  CK(cudaMemcpy(out, d, sizeof out, cudaMemcpyDeviceToHost));
+  s += out[0];
+  /* GELU: D (8 x 1) = x * 1, x from -6.5 by 1 */
+  float x[8], y[8];
+  for (int i = 0; i < 8; i++)
+    x[i] = -6.5f + (float)i;
+  void *dx = dev_upload(x, sizeof x), *done = dev_upload(&onef, sizeof onef),
+       *dy = dev_alloc(sizeof y);
+  cublasLtHandle_t lt;
+  CK(cublasLtCreate(&lt));
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, ld;
+  CK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_GELU;
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+  CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, 8, 1, 8));
+  CK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, 1, 1, 1));
+  CK(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, 8, 1, 8));
+  nvtxRangePushA("gelu");
+  CK(cublasLtMatmul(lt, desc, &onef, dx, la, done, lb, &zerof, dy, ld, dy, ld, NULL, NULL, 0,
+                    NULL));
+  nvtxRangePop();
+  CK(cudaMemcpy(y, dy, sizeof y, cudaMemcpyDeviceToHost));
+  for (int i = 0; i < 8; i++)
+    s += y[i];
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatrixLayoutDestroy(ld);
+  cublasLtMatmulDescDestroy(desc);
+  CK(cublasLtDestroy(lt));
+  printf("shadowedge checksum %.17g\n", s);
+  CK(cublasDestroy(h));
+  return 0;
+}
+
 static int mode_forkidle(void) {
   cublasHandle_t h;
   mats m;
@@ -2058,6 +2126,7 @@ static const struct {
     {"nvtxkinds", "", .plain = mode_nvtxkinds},
     {"overflow", "", .plain = mode_overflow},
     {"infref", "", .plain = mode_infref},
+    {"shadowedge", "", .plain = mode_shadowedge},
     {"exec", " [N]", .counted = mode_exec, .dflt = 0},
     {"rankexec", " [STEP:N]", .named = mode_rankexec},
     {"cleanexec", "", .plain = mode_cleanexec},

@@ -446,6 +446,51 @@ static void calls_with_no_finite_reference_are_not_measured(void **state) {
   cJSON_Delete(rep);
 }
 
+/* Shadow execution's edge cases (mpp_testprog shadowedge), each against what
+ * the hardware computes, not what simcuda's stand-in does (it sums fp16
+ * compute in fp32: docs/simcuda.md):
+ * - compute type 16F sums in fp16: k = 4096 ones give 2048 (fp16 stops
+ *   there), so the call's own error (`current`) is 1/2, for cublasHgemm and
+ *   GemmEx with CUBLAS_COMPUTE_16F; the fp16 candidate (fp32 sums) is exact;
+ * - k = 0 is no product: counted as empty_product, no candidate, and the
+ *   report's cells say why instead of staying empty;
+ * - GELU's fp32 zeros (tanh reaching -1) are not flushes: the call's own
+ *   fp32 (and bf16) has flushed 0. */
+static void shadow_edge_cases_are_measured_as_the_hardware_computes(void **state) {
+  (void)state;
+  if (!testprog) skip();
+  const char *dir = outdir("shadowedge");
+  char *argv[] = {(char *)mpprof,   "-o",         (char *)dir, "--shadow=1", "--",
+                  (char *)testprog, "shadowedge", NULL};
+  result r = run(argv, NULL);
+  assert_int_equal(r.status, 0);
+  free(r.out);
+  cJSON *raw = load_raw(dir);
+  const char *f16[] = {"hgemm", "gemmex16f"};
+  for (int i = 0; i < 2; i++) {
+    cJSON *site = site_of(raw, f16[i]);
+    if (field(cand(site, "current"), "rel_l2") != 0.5)
+      fail_msg("%s: current rel_l2 %g, want 0.5 (fp16 sums stop at 2048)", f16[i],
+               field(cand(site, "current"), "rel_l2"));
+    assert_true(field(cand(site, "fp16"), "rel_l2") == 0);
+  }
+  cJSON *kz = cJSON_GetObjectItem(site_of(raw, "kzero"), "shadow");
+  assert_int_equal((int)field(kz, "calls"), 0);
+  assert_int_equal((int)field(cJSON_GetObjectItem(kz, "skipped"), "empty_product"), 1);
+  assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(kz, "skipped"), "shadow_unsupported"));
+  cJSON *gelu = site_of(raw, "gelu");
+  assert_int_equal((int)field(cJSON_GetObjectItem(gelu, "shadow"), "calls"), 1);
+  if (field(cand(gelu, "current"), "flushed") != 0)
+    fail_msg("gelu: current flushed %g, want 0", field(cand(gelu, "current"), "flushed"));
+  assert_true(field(cand(gelu, "bf16"), "flushed") == 0);
+  cJSON_Delete(raw);
+  char html[4300];
+  snprintf(html, sizeof html, "%s/report.html", dir);
+  char *page = slurp(html);
+  assert_non_null(strstr(page, "Not measured: empty_product &times;1 (k = 0"));
+  free(page);
+}
+
 int main(void) {
   mpprof = need("MPP_MPPROF");
   conv_train = getenv("MPP_CONV_TRAIN");
@@ -468,6 +513,7 @@ int main(void) {
       cmocka_unit_test(conv_train_convolutions_are_measured),
       cmocka_unit_test(backend_convolutions_are_measured_as_the_legacy_ones),
       cmocka_unit_test(calls_with_no_finite_reference_are_not_measured),
+      cmocka_unit_test(shadow_edge_cases_are_measured_as_the_hardware_computes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
