@@ -1457,21 +1457,32 @@ static bool library_intercepted(const mpprof_model *m, const char *lib) {
   return false;
 }
 
+/* A library's kernels CUPTI saw outside every hooked call, over all
+ * processes (raw cupti.unattributed_kernels): launches, GPU time, the first
+ * process's example (NULL when none). */
+static void unattributed_sum(const mpprof_model *m, const char *lib, double *ret_kernels,
+                             double *ret_ns, const char **ret_example) {
+  *ret_kernels = *ret_ns = 0;
+  *ret_example = NULL;
+  for (size_t i = 0; i < m->n_procs; i++) {
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(m->procs[i].unattributed_kernels, lib);
+    if (!e) continue;
+    *ret_kernels += cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "kernels"));
+    *ret_ns += cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "gpu_ns"));
+    if (!*ret_example)
+      *ret_example = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "example"));
+  }
+}
+
 /* CUPTI saw a library's kernels outside every hooked call and none of its
  * calls was intercepted: a copy mpprof cannot hook launched them. */
 static int rule_library_not_intercepted(mpprof_model *m) {
   static const char *const libs[] = {"cublas", "cudnn"};
   static const char *const shown[] = {"cuBLAS/cuBLASLt", "cuDNN"};
   for (size_t l = 0; l < 2; l++) {
-    double kernels = 0, ns = 0;
-    const char *example = NULL;
-    for (size_t i = 0; i < m->n_procs; i++) {
-      const cJSON *e = cJSON_GetObjectItemCaseSensitive(m->procs[i].unattributed_kernels, libs[l]);
-      if (!e) continue;
-      kernels += cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "kernels"));
-      ns += cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "gpu_ns"));
-      if (!example) example = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "example"));
-    }
+    double kernels, ns;
+    const char *example;
+    unattributed_sum(m, libs[l], &kernels, &ns, &example);
     if (kernels <= 0 || library_intercepted(m, libs[l])) continue;
     mpprof_finding *f =
         add(m, "library_not_intercepted", "medium", NULL,
@@ -1502,15 +1513,7 @@ static int rule_matrix_kernels_not_hooked(mpprof_model *m) {
   const char *example[MP_KLIB_COUNT] = {0};
   for (int l = MP_KLIB_NONE + 1; l < MP_KLIB_COUNT; l++) {
     if (mp_kernel_lib_hooked((mp_kernel_lib)l)) continue;
-    const char *name = mp_kernel_lib_name((mp_kernel_lib)l);
-    for (size_t i = 0; i < m->n_procs; i++) {
-      const cJSON *e = cJSON_GetObjectItemCaseSensitive(m->procs[i].unattributed_kernels, name);
-      if (!e) continue;
-      kernels[l] += cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "kernels"));
-      ns[l] += cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "gpu_ns"));
-      if (!example[l])
-        example[l] = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "example"));
-    }
+    unattributed_sum(m, mp_kernel_lib_name((mp_kernel_lib)l), &kernels[l], &ns[l], &example[l]);
     total_ns += ns[l];
   }
   static const char *const shown[MP_KLIB_COUNT] = {
