@@ -618,9 +618,11 @@ static void layer_headers(FILE *f, const mpprof_model *m) {
         f);
 }
 
-/* A shadowed site or layer whose candidate has no measured call: the cell
- * says why, from the skipped counts (analysis/raw_format.h's reasons), e.g.
- * every call had k = 0 (empty_product: nothing to measure). */
+/* A shadowed site or layer with no measured call: the cell says why, from
+ * the skipped counts (analysis/raw_format.h's reasons), e.g. every call had
+ * k = 0 (empty_product: nothing to measure). Where other candidates were
+ * measured, the skipped calls are not why this one was not (a candidate
+ * undefined for the call, such as fp16_loss_scaled with an epilogue). */
 static bool unmeasured_cell(FILE *f, const mpprof_shadow *sh) {
   static const char *const why[MPPROF_SH_SKIP_COUNT][2] = {
 #define X(id, json, doc) {json, doc},
@@ -628,6 +630,8 @@ static bool unmeasured_cell(FILE *f, const mpprof_shadow *sh) {
 #undef X
   };
   if (!sh) return false;
+  for (int c = 0; c < MP_SH_COUNT; c++)
+    if (sh->cand[c].calls) return false;
   bool any = false;
   for (int r = 0; r < MPPROF_SH_SKIP_COUNT; r++) {
     if (!sh->skipped[r]) continue;

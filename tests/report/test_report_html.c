@@ -402,6 +402,38 @@ static void the_layer_tables_measured_fp16_is_at_scale_1_for_a_forward_layer(voi
   free(dir);
 }
 
+/* A measured backward layer whose fp16_loss_scaled candidate is undefined
+ * (its GEMMs have an epilogue: a forward recomputed in backward) while some
+ * of its calls were skipped: the "Measured fp16 rel L2" cell said "not
+ * measured: shadow_busy" as if the busy device were why; the calls were
+ * measured, and the cell stays empty. */
+static void a_measured_layers_undefined_candidate_is_not_said_unmeasured(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("layer-shadow-undefined");
+  rg_proc p = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
+  rg_file r;
+  assert_int_equal(rg_begin(&r, dir, "a.json", &p), 0);
+  cJSON *s = rg_gemm(0, "cublasGemmEx", "lin/bwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F", "DEFAULT",
+                     64, 64, 64, 5);
+  rg_tensor(s, "D", MP_FP32, -4, 4, 100);
+  add_shadow(s, 0.001, 0.002, 0.003);
+  cJSON *sh = cJSON_GetObjectItem(s, "shadow");
+  cJSON_DeleteItemFromObject(cJSON_GetObjectItem(sh, "candidates"), "fp16_loss_scaled");
+  cJSON_AddNumberToObject(cJSON_AddObjectToObject(sh, "skipped"), "shadow_busy", 2);
+  rg_site_end(&r, s);
+  assert_int_equal(rg_end(&r), 0);
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  char *lin = layer_cell(html, "lin", "Measured fp16 rel L2");
+  assert_null(strstr(lin, "not measured"));
+  free(lin);
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* A layer of plain fp32 GEMMs that TF32 would put on Tensor Cores: the page's
  * layer table says "with TF32", and layers.csv and report.json say the same
  * (they said only tc_eligible no / false). */
@@ -645,6 +677,7 @@ int main(void) {
       cmocka_unit_test(ops_csv_writes_tf32_out_and_tflops),
       cmocka_unit_test(a_layer_eligible_with_tf32_says_so_in_csv_json_and_html),
       cmocka_unit_test(the_layer_tables_measured_fp16_is_at_scale_1_for_a_forward_layer),
+      cmocka_unit_test(a_measured_layers_undefined_candidate_is_not_said_unmeasured),
       cmocka_unit_test(every_layer_and_op_column_is_defined_where_it_is_shown),
       cmocka_unit_test(trace_nests_ops_inside_layer_slices),
       cmocka_unit_test(a_percentage_reads_100_or_0_only_when_exact),
