@@ -189,8 +189,10 @@ MPP_EXPORT int execv(const char *path, char *const argv[]) {
   if (!f) return no_function();
   mpp_runtime_before_exec();
   passed p;
+  /* the copy decides, not environ read again: a setenv on another thread
+   * may have moved it meanwhile */
   char *const *env = pass_on(environ, argv, &p, fe != NULL);
-  int rc = env != environ ? fe(path, argv, env) : f(path, argv);
+  int rc = p.copy ? fe(path, argv, env) : f(path, argv);
   if (pass_again(&p)) rc = f(path, argv);
   pass_done(&p);
   return failed(rc);
@@ -203,8 +205,10 @@ MPP_EXPORT int execvp(const char *file, char *const argv[]) {
   if (!f) return no_function();
   mpp_runtime_before_exec();
   passed p;
+  /* the copy decides, not environ read again: a setenv on another thread
+   * may have moved it meanwhile */
   char *const *env = pass_on(environ, argv, &p, fe != NULL);
-  int rc = env != environ ? fe(file, argv, env) : f(file, argv);
+  int rc = p.copy ? fe(file, argv, env) : f(file, argv);
   if (pass_again(&p)) rc = f(file, argv);
   pass_done(&p);
   return failed(rc);

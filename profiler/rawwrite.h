@@ -20,7 +20,7 @@ void mpp_raw_exec_failed(void); /* the image goes on: later writes follow */
 /* The raw file of the image an exec is about to start without mpprof (its
  * environment does not preload libmpprof): identity, argv (as much as fits
  * whole) and "unprofiled": why; under this pid's first free raw file name,
- * in ret_name. No allocation, no lock, under 1 KiB of stack: a vfork child
+ * in ret_name. No allocation, no lock, about 1.1 KiB of stack: a vfork child
  * calls it. OUT/raw must exist. 0 or -errno (ret_name ""). */
 int mpp_raw_note_unprofiled(char *const argv[], const char *why, char *ret_name, size_t n);
 /* That file removed again: the exec failed. */

@@ -75,10 +75,12 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
     fprintf(f, "mpprof: %zu process%s, no CUDA matrix ops (cuBLAS/cuBLASLt/cuDNN) were called\n",
             m->n_procs, m->n_procs == 1 ? "" : "es");
     /* ... through an entry point mpprof intercepts: say so when their kernels
-     * ran; or in a process mpprof was not in (a clean environment). */
+     * ran, when matrix kernels of no hooked library ran, or when a process
+     * ran without mpprof (a clean environment). */
     for (size_t i = 0; i < m->n_findings; i++)
       if (!strcmp(m->findings[i].kind, "library_not_intercepted") ||
-          !strcmp(m->findings[i].kind, "process_without_mpprof"))
+          !strcmp(m->findings[i].kind, "process_without_mpprof") ||
+          !strcmp(m->findings[i].kind, "matrix_kernels_not_hooked"))
         put_finding(f, &m->findings[i]);
   } else {
     fprintf(f, "mpprof: %zu process%s, %" PRIu64 " op call%s in %zu site%s, %zu layer%s",
