@@ -502,14 +502,17 @@ char *mp_kernel_demangle(const char *name, char *ret_buf, size_t n) {
 
 /* Name tokens of cuDNN's kernels (checked first: its implicit-GEMM names say
  * "gemm" too, and its SDPA kernels are cuDNN's), of fused attention
- * ("void pytorch_flash::flash_fwd_kernel<...>", FlashAttention 4's
- * "flash_fwd_sm100_bf16_...", the memory-efficient SDPA's
+ * ("void pytorch_flash::flash_fwd_kernel<...>", FlashAttention 3's
+ * "void cutlass::device_kernel<flash::enable_sm90_or_later<flash::
+ * FlashAttnFwdSm90<...>>>", FlashAttention 4's "flash_fwd_sm100_bf16_..."
+ * and "...FlashAttentionForwardSm100...", the memory-efficient SDPA's
  * "fmha_cutlassF_bf16_aligned_64x64_rf_sm80"), of Triton's templates
  * ("triton_tem_fused_mm_0") and of cuBLAS/cuBLASLt's. Other Triton and
  * flash kernels (elementwise, reductions) are none of these. */
 static const char *const cudnn_tokens[] = {"cudnn", "fprop",  "dgrad",
                                            "wgrad", "conv2d", "implicit_convolve"};
-static const char *const attention_tokens[] = {"flash_fwd", "flash_bwd", "fmha_", "flash_attn"};
+static const char *const attention_tokens[] = {"flash_fwd",  "flash_bwd", "fmha_",
+                                               "flash_attn", "flashattn", "flashattention"};
 static const char *const cublas_tokens[] = {"nvjet", "gemm", "gemv", "splitKreduce", "cublas"};
 
 static bool has_any(const char *name, const char *const *tokens, size_t n) {

@@ -86,6 +86,14 @@ static void kernel_names_tell_their_library(void **state) {
   assert_int_equal(mp_kernel_library("flash_fwd_sm100_bf16_head_dim128_tile128x128_threads384_"
                                      "causal_kernel_cutlass_kernel_flash_attncute"),
                    MP_KLIB_ATTENTION);
+  assert_int_equal(
+      mp_kernel_library("void cutlass::device_kernel<flash::enable_sm90_or_later<"
+                        "flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90<2>>>>"
+                        "(...)"),
+      MP_KLIB_ATTENTION); /* FlashAttention 3: no flash_fwd in its name */
+  assert_int_equal(mp_kernel_library("kernel_cutlass_kernel_flash_attncuteflash_fwd_sm100Flash"
+                                     "AttentionForwardSm100_object_at__tensor0000o1"),
+                   MP_KLIB_ATTENTION);
   assert_int_equal(mp_kernel_library("cudnn_generated_fort_native_sdpa_sm80_knob_6_64x64x64_4x1x1"),
                    MP_KLIB_CUDNN); /* cuDNN's SDPA: a cuDNN call */
   assert_string_equal(mp_kernel_lib_name(MP_KLIB_ATTENTION), "attention");
