@@ -8,7 +8,10 @@
  * goes on and writes again later (mpp_raw_exec_failed). The next image claims
  * a raw file name of its own (rawwrite.c). posix_spawn, system() and popen()
  * replace a child, not this image: the C library's own execve inside them is
- * not interposable and needs nothing.
+ * not interposable. system() and popen() pass environ, which still preloads
+ * libmpprof; posix_spawn and posix_spawnp are interposed for one thing: a
+ * child they started with an environment that does not preload libmpprof
+ * gets its "unprofiled" raw file, as an exec's image does.
  *
  * A rank the process declared (mpprof_rank) goes on to the next image in the
  * environment the exec passes (MPP_EXEC_RANK_VAR, only when that environment
@@ -23,6 +26,7 @@
  * library's. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,7 +128,8 @@ static void note_unprofiled(char *const env[], char *const argv[], passed *p) {
   p->note[0] = '\0';
   if (!self_preloaded || mpp_cfg.disabled || preloads_self(env)) return;
   int e = errno;
-  mpp_raw_note_unprofiled(argv, MPP_UNPROFILED_WHY, p->note, sizeof p->note);
+  mpp_raw_note_unprofiled((int)getpid(), (int)getppid(), argv, MPP_UNPROFILED_WHY, p->note,
+                          sizeof p->note);
   errno = e;
 }
 
@@ -248,6 +253,51 @@ MPP_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *c
   if (pass_again(&p)) rc = f(dirfd, path, argv, envp, flags);
   pass_done(&p);
   return failed(rc);
+}
+
+/* posix_spawn, posix_spawnp: the call as the C library makes it; a child
+ * started with an environment that does not preload libmpprof, by an image
+ * that was preloaded, gets its "unprofiled" raw file (pid and parent known
+ * once the call succeeded). Result and errno are the C library's. */
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                        const posix_spawnattr_t *, char *const[], char *const[]);
+
+static int spawned(int rc, pid_t child, char *const argv[], char *const envp[]) {
+  if (rc != 0 || child <= 0 || !self_preloaded || preloads_self(envp)) return rc;
+  int e = errno;
+  mpp_init();
+  if (!mpp_cfg.disabled) {
+    char name[96];
+    mpp_raw_note_unprofiled((int)child, (int)getpid(), argv, MPP_UNPROFILED_WHY, name, sizeof name);
+  }
+  errno = e;
+  return rc;
+}
+
+static int spawn(void **cache, const char *fn, pid_t *pid, const char *path,
+                 const posix_spawn_file_actions_t *actions, const posix_spawnattr_t *attr,
+                 char *const argv[], char *const envp[]) {
+  spawn_fn f = (spawn_fn)real(cache, fn);
+  if (!f) return ENOSYS;
+  pid_t child = 0;
+  int rc = f(pid ? pid : &child, path, actions, attr, argv, envp);
+  return spawned(rc, pid ? *pid : child, argv, envp);
+}
+
+MPP_EXPORT int posix_spawn(pid_t *restrict pid, const char *restrict path,
+                           const posix_spawn_file_actions_t *actions,
+                           const posix_spawnattr_t *restrict attr, char *const argv[restrict],
+                           char *const envp[restrict]) {
+  static void *real_fn;
+  return spawn(&real_fn, "posix_spawn", pid, path, actions, attr, argv, envp);
+}
+
+MPP_EXPORT int posix_spawnp(pid_t *restrict pid, const char *restrict file,
+                            const posix_spawn_file_actions_t *actions,
+                            const posix_spawnattr_t *restrict attr, char *const argv[restrict],
+                            char *const envp[restrict]) {
+  static void *real_fn;
+  return spawn(&real_fn, "posix_spawnp", pid, file, actions, attr, argv, envp);
 }
 
 /* execl, execlp, execle: the arguments gathered into an argv array, then the

@@ -837,10 +837,10 @@ static bool note_int(char *doc, size_t n, size_t *len, const char *key, long v) 
 /* Room for the document: the identity and as much of argv as fits. */
 #define MPP_NOTE_DOC 512
 
-int mpp_raw_note_unprofiled(char *const argv[], const char *why, char *ret_name, size_t n) {
+int mpp_raw_note_unprofiled(int pid, int ppid, char *const argv[], const char *why, char *ret_name,
+                            size_t n) {
   char doc[MPP_NOTE_DOC];
   size_t len = 0;
-  int pid = (int)getpid();
   doc[0] = '\0';
   bool ok = note_add(doc, sizeof doc, &len, "{", false) &&
             note_key(doc, sizeof doc, &len, MP_RK_TOP.schema) &&
@@ -850,7 +850,7 @@ int mpp_raw_note_unprofiled(char *const argv[], const char *why, char *ret_name,
             note_key(doc, sizeof doc, &len, MP_RK_TOP.final) &&
             note_add(doc, sizeof doc, &len, "true", false) &&
             note_int(doc, sizeof doc, &len, MP_RK_TOP.pid, pid) &&
-            note_int(doc, sizeof doc, &len, MP_RK_TOP.ppid, (long)getppid()) &&
+            note_int(doc, sizeof doc, &len, MP_RK_TOP.ppid, ppid) &&
             note_key(doc, sizeof doc, &len, MP_RK_TOP.host) &&
             note_add(doc, sizeof doc, &len, mpp_process_info()->host, true) &&
             note_key(doc, sizeof doc, &len, MP_RK_TOP.unprofiled) &&

@@ -17,12 +17,14 @@ char *mpp_raw_render(bool final, size_t *ret_len);
 /* The writer's own state (name claimed, final written): at init and in a fork child. */
 void mpp_raw_reset(void);
 void mpp_raw_exec_failed(void); /* the image goes on: later writes follow */
-/* The raw file of the image an exec is about to start without mpprof (its
- * environment does not preload libmpprof): identity, argv (as much as fits
- * whole) and "unprofiled": why; under this pid's first free raw file name,
+/* The raw file of an image that runs without mpprof (the environment an
+ * exec is about to start it with, or a posix_spawn started it with, does
+ * not preload libmpprof): process pid, started by ppid, argv (as much as
+ * fits whole) and "unprofiled": why; under pid's first free raw file name,
  * in ret_name. No allocation, no lock, about 1.1 KiB of stack: a vfork child
  * calls it. OUT/raw must exist. 0 or -errno (ret_name ""). */
-int mpp_raw_note_unprofiled(char *const argv[], const char *why, char *ret_name, size_t n);
+int mpp_raw_note_unprofiled(int pid, int ppid, char *const argv[], const char *why, char *ret_name,
+                            size_t n);
 /* That file removed again: the exec failed. */
 void mpp_raw_note_drop(const char *name);
 /* A cublasMath_t as the raw file spells it ("TF32_TENSOR_OP",

@@ -54,6 +54,9 @@
  *                 child that execs "rankexec child:N" (declares nothing); the last declares
  *                 mpprof_rank(2, 4). N is the number of environment entries the exec passed:
  *                 each image prints whether its environment has exactly that many
+ *   cleanspawn    one GEMM, then posix_spawn "gemmex 1" and posix_spawnp "gemmex 2" with an
+ *                 environment of LD_LIBRARY_PATH only, posix_spawn "gemmex 3" with environ
+ *                 and posix_spawn of a missing file (its result printed); waits for each
  *   inflight      a second thread starts a 1024^3 cublasSgemm_v2 (seconds on the CPU);
  *                 the main thread exits 0 while it runs
  *   orphan S      one GEMM, fork: the child sleeps S seconds (default 3) and exits; the
@@ -73,6 +76,7 @@
  * Every mode prints a checksum of its results on stdout. Linked against the
  * CUDA libraries by soname; run with LD_LIBRARY_PATH=<simcuda>. */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -85,6 +89,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -2017,6 +2022,36 @@ static int mode_cleanexec(void) {
   return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
+static int spawn_wait(pid_t pid) {
+  int st = 0;
+  return waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+static int mode_cleanspawn(void) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 13);
+  printf("cleanspawn checksum %.17g\n", gemmex(h, &m));
+  fflush(stdout);
+  CK(cublasDestroy(h));
+  char lib[4200];
+  snprintf(lib, sizeof lib, "LD_LIBRARY_PATH=%s",
+           getenv("LD_LIBRARY_PATH") ? getenv("LD_LIBRARY_PATH") : "");
+  char *env[] = {lib, NULL}, *argv1[] = {"mpp_testprog", "gemmex", "1", NULL},
+       *argv2[] = {"mpp_testprog", "gemmex", "2", NULL},
+       *argv3[] = {"mpp_testprog", "gemmex", "3", NULL};
+  pid_t pid = 0;
+  int bad = 0;
+  if (posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv1, env) || spawn_wait(pid)) bad++;
+  if (posix_spawnp(&pid, "/proc/self/exe", NULL, NULL, argv2, env) || spawn_wait(pid)) bad++;
+  if (posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv3, environ) || spawn_wait(pid)) bad++;
+  errno = 0;
+  int rc = posix_spawn(&pid, "/nonexistent/mpp_testprog", NULL, NULL, argv1, env);
+  printf("cleanspawn missing file: %d (%s), errno %d\n", rc, strerror(rc), errno);
+  return bad;
+}
+
 enum { BIG = 1024 };
 static atomic_int big_started;
 
@@ -2130,6 +2165,7 @@ static const struct {
     {"exec", " [N]", .counted = mode_exec, .dflt = 0},
     {"rankexec", " [STEP:N]", .named = mode_rankexec},
     {"cleanexec", "", .plain = mode_cleanexec},
+    {"cleanspawn", "", .plain = mode_cleanspawn},
     {"inflight", "", .plain = run_inflight},
     {"orphan", " [SECS]", .counted = mode_orphan, .dflt = 3},
     {"exit3", "", .plain = run_exit3},

@@ -67,6 +67,9 @@ static const char *const expected[] = {
     "execvp",
     "execvpe",
     "fexecve",
+    /* a child spawned without mpprof is named (profiler/exec.c) */
+    "posix_spawn",
+    "posix_spawnp",
     "mpprof_checkpoint",
     "mpprof_exit_now",
     "mpprof_framework",

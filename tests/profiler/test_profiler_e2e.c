@@ -1858,6 +1858,59 @@ static void a_child_started_without_mpprof_is_named_in_the_report(void **state) 
   cJSON_Delete(rep);
 }
 
+/* posix_spawn and posix_spawnp with an environment that does not preload
+ * libmpprof (the C library's own execve inside them is not interposable):
+ * the report names both children, started by the profiled process, as
+ * processes without mpprof. A spawn that passes environ is profiled itself
+ * and gets no note; a failing spawn returns what it returns without mpprof
+ * (the program's output, compared by run_both, prints it). */
+static void a_child_spawned_without_mpprof_is_named_in_the_report(void **state) {
+  (void)state;
+  const char *dir = outdir("cleanspawn");
+  char *argv[] = {(char *)testprog, "cleanspawn", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 4);
+  int parent = -1, unprofiled = 0, profiled = 0;
+  for (int i = 0; i < r.n; i++)
+    if (str_is(r.doc[i], "argv.1", "cleanspawn")) parent = (int)num(r.doc[i], "pid");
+  assert_true(parent > 0);
+  for (int i = 0; i < r.n; i++) {
+    cJSON *doc = r.doc[i];
+    if (str_is(doc, "argv.1", "cleanspawn")) continue;
+    assert_int_equal(num(doc, "ppid"), parent);
+    assert_true(num(doc, "pid") != parent);
+    if (str_is(doc, "argv.2", "3")) {
+      assert_null(get(doc, "unprofiled"));
+      assert_int_equal(num(site(doc, "cublasGemmEx", NULL, NULL), "calls"), 3); /* gemmex 3 */
+      profiled++;
+    } else {
+      assert_non_null(str(doc, "unprofiled"));
+      unprofiled++;
+    }
+  }
+  assert_int_equal(profiled, 1);
+  assert_int_equal(unprofiled, 2);
+  free_raws(&r);
+  char path[4300];
+  snprintf(path, sizeof path, "%s/report.json", dir);
+  char *text = slurp(path);
+  cJSON *rep = cJSON_Parse(text);
+  free(text);
+  assert_non_null(rep);
+  cJSON *f, *found = NULL;
+  cJSON_ArrayForEach(f, get(rep, "findings")) {
+    if (str_is(f, "kind", "process_without_mpprof")) found = f;
+  }
+  assert_non_null(found);
+  const char *what = str(found, "message");
+  assert_non_null(what);
+  if (!strstr(what, "mpp_testprog gemmex 1") || !strstr(what, "mpp_testprog gemmex 2") ||
+      strstr(what, "gemmex 3"))
+    fail_msg("finding: %s", what);
+  cJSON_Delete(rep);
+}
+
 /* `mpprof env -i ... PROG`: the one process that ran the GPU ops ran without
  * mpprof. The summary does not stop at "no CUDA matrix ops were called": it
  * names the process that ran without mpprof. */
@@ -2030,6 +2083,7 @@ int main(void) {
       cmocka_unit_test(a_declared_rank_is_carried_across_exec_but_not_to_a_forked_child),
       cmocka_unit_test(a_child_started_without_mpprof_is_named_in_the_report),
       cmocka_unit_test(a_program_started_without_mpprof_is_named_in_the_summary),
+      cmocka_unit_test(a_child_spawned_without_mpprof_is_named_in_the_report),
       cmocka_unit_test(the_models_a_framework_names_are_in_the_raw_file),
       cmocka_unit_test(a_forked_child_that_never_uses_cuda_writes_no_raw_file),
       cmocka_unit_test(loss_scale_marks_work_from_a_second_thread_and_in_a_forked_child),

@@ -729,7 +729,9 @@ static void an_unprofiled_note_is_read_back(void **state) {
   char *const argv[] = {"train", "--tag=\"a\"\tb", NULL};
   const char why[] = "the environment it was started with does not preload libmpprof";
   char name[128];
-  assert_int_equal(mpp_raw_note_unprofiled(argv, why, name, sizeof name), 0);
+  /* of another process (a posix_spawn child): its pid and parent as given */
+  int pid = (int)getpid() + 1000000, ppid = (int)getpid();
+  assert_int_equal(mpp_raw_note_unprofiled(pid, ppid, argv, why, name, sizeof name), 0);
   char *path = NULL;
   assert_true(asprintf(&path, "%s/%s", raw, name) > 0);
   FILE *f = fopen(path, "r");
@@ -753,7 +755,8 @@ static void an_unprofiled_note_is_read_back(void **state) {
   const mpprof_process *p = &m.procs[0];
   assert_string_equal(p->unprofiled, why);
   assert_true(p->final);
-  assert_int_equal(p->pid, getpid());
+  assert_int_equal(p->pid, pid);
+  assert_int_equal(p->ppid, ppid);
   assert_int_equal(cJSON_GetArraySize(p->argv), 2);
   assert_string_equal(cJSON_GetArrayItem(p->argv, 1)->valuestring, argv[1]);
   mpprof_model_free(&m);
