@@ -20,6 +20,14 @@
  * environment is never changed. Should the entry not fit (E2BIG), the exec
  * is made again with the environment as the program gave it.
  *
+ * By the same route, an environment that still preloads libmpprof but lacks
+ * some of the settings this image started with (a launcher that keeps
+ * LD_PRELOAD and drops the rest) gets them added: MPPROF_OUT as this image's
+ * absolute output directory, and every other setting libmpprof reads
+ * (mpp_setting_carried) as this image read it, named in MPP_EXEC_ADDED_VAR.
+ * The new image reads its settings with them, then removes them before main
+ * (mpp_process_forget_exec_added): the program sees the environment its exec passed.
+ *
  * A vfork() child shares this image's memory: it is recognised by its pid
  * (not the image's) and writes nothing, allocates nothing and takes no lock.
  * The exec functions' arguments and result, errno included, are the C
@@ -28,6 +36,7 @@
 #include <errno.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -37,6 +46,7 @@
 #include "profiler/process.h"
 #include "profiler/rawwrite.h"
 #include "profiler/runtime.h"
+#include "profiler/settings.h"
 
 extern char **environ;
 
@@ -108,8 +118,32 @@ static bool preloads_self(char *const env[]) {
   return false;
 }
 
+/* --- the settings an exec carries (MPP_EXEC_ADDED_VAR) --- */
+
+/* Whether env has a variable of the name entry ("NAME=...") names. */
+static bool env_has(char *const env[], const char *entry) {
+  size_t ln = strchr(entry, '=') - entry + 1;
+  for (size_t i = 0; env[i]; i++)
+    if (!strncmp(env[i], entry, ln)) return true;
+  return false;
+}
+
+/* The carried settings env lacks: how many, and the bytes of their names. */
+static size_t carry_missing(const char *carry, size_t carry_len, char *const env[],
+                            size_t *ret_name_bytes) {
+  size_t k = 0, bytes = 0;
+  for (size_t at = 0; at < carry_len; at += strlen(carry + at) + 1)
+    if (!env_has(env, carry + at)) {
+      k++;
+      bytes += strchr(carry + at, '=') - (carry + at) + 1;
+    }
+  *ret_name_bytes = bytes;
+  return k;
+}
+
 /* What one exec passes: env as given, or a copy (mapped, not allocated: no
- * allocator lock in an exec that follows a fork) that carries the rank. */
+ * allocator lock in an exec that follows a fork) that carries the rank and
+ * the settings env lacks. */
 typedef struct passed {
   char *const *env;
   char **copy;
@@ -138,19 +172,41 @@ static char *const *pass_on(char *const env[], char *const argv[], passed *p, bo
   p->env = env;
   p->copy = NULL;
   note_unprofiled(env, argv, p);
-  size_t elen = may_copy ? mpp_process_exec_rank_entry(p->entry, sizeof p->entry) : 0;
-  if (!elen || !env || !preloads_self(env)) return env;
+  if (!may_copy || !env || !preloads_self(env)) return env;
+  size_t elen = mpp_process_exec_rank_entry(p->entry, sizeof p->entry), names = 0;
+  size_t carry_len;
+  const char *carry = mpp_process_carried_settings(&carry_len);
+  size_t add = mpp_cfg.disabled ? 0 : carry_missing(carry, carry_len, env, &names);
+  if (!elen && !add) return env;
   size_t n = 0;
   while (env[n])
     n++;
-  size_t bytes = (n + 2) * sizeof(char *);
+  /* the pointers, then the MPP_EXEC_ADDED_VAR entry: "NAME=PID:" and the names */
+  size_t slots = n + 3 + add, marker = sizeof MPP_EXEC_ADDED_VAR + 24 + names;
+  size_t bytes = slots * sizeof(char *) + marker;
   void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return env;
-  char **copy = m;
-  size_t k = 0, vlen = strchr(p->entry, '=') - p->entry + 1; /* "NAME=" */
+  char **copy = m, *mark = (char *)(copy + slots);
+  static const char mark_name[] = MPP_EXEC_ADDED_VAR "=";
+  size_t k = 0, vlen = elen ? (size_t)(strchr(p->entry, '=') - p->entry + 1) : 0; /* "NAME=" */
   for (size_t i = 0; i < n; i++)
-    if (strncmp(env[i], p->entry, vlen)) copy[k++] = env[i];
-  copy[k++] = p->entry;
+    if ((!elen || strncmp(env[i], p->entry, vlen)) &&
+        strncmp(env[i], mark_name, sizeof mark_name - 1))
+      copy[k++] = env[i];
+  if (elen) copy[k++] = p->entry;
+  if (add) {
+    size_t at = (size_t)snprintf(mark, marker, "%s%d:", mark_name, (int)getpid());
+    for (size_t c = 0; c < carry_len; c += strlen(carry + c) + 1) {
+      if (env_has(env, carry + c)) continue;
+      size_t ln = strchr(carry + c, '=') - (carry + c);
+      if (mark[at - 1] != ':') mark[at++] = ',';
+      memcpy(mark + at, carry + c, ln);
+      at += ln;
+      copy[k++] = (char *)(carry + c); /* exec only reads it */
+    }
+    mark[at] = '\0';
+    copy[k++] = mark;
+  }
   copy[k] = NULL;
   p->copy = copy;
   p->copy_bytes = bytes;

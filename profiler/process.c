@@ -150,6 +150,63 @@ void mpp_process_forget_exec_rank(void) {
   if (getenv(MPP_EXEC_RANK_VAR)) unsetenv(MPP_EXEC_RANK_VAR);
 }
 
+/* The libmpprof settings this image started with, "NAME=value\0" each,
+ * MPPROF_OUT first and absolute; filled at init (before the constructor
+ * removes anything from environ), read-only afterwards. A setting that does
+ * not fit is not carried (logged). */
+#define MPP_EXEC_CARRY_BYTES 8192
+static char carry[MPP_EXEC_CARRY_BYTES];
+static size_t carry_len;
+
+static void carry_add(const char *name, const char *value) {
+  size_t ln = strlen(name), lv = strlen(value);
+  if (carry_len + ln + lv + 2 > sizeof carry) {
+    mpp_log(1, "%s is too long to carry to an exec'd image", name);
+    return;
+  }
+  memcpy(carry + carry_len, name, ln);
+  carry[carry_len + ln] = '=';
+  memcpy(carry + carry_len + ln + 1, value, lv + 1);
+  carry_len += ln + lv + 2;
+}
+
+void mpp_process_keep_settings(void) {
+  carry_len = 0;
+  if (mpp_cfg.disabled) return;
+  static const char out[] = "MPPROF_OUT";
+  carry_add(out, mpp_cfg.out_dir);
+  size_t n;
+  const mpp_setting *rows = mpp_settings(&n);
+  for (size_t i = 0; i < n; i++) {
+    const char *v = getenv(rows[i].name);
+    if (v && mpp_setting_carried(&rows[i]) && strcmp(rows[i].name, out)) carry_add(rows[i].name, v);
+  }
+}
+
+const char *mpp_process_carried_settings(size_t *ret_len) {
+  *ret_len = carry_len;
+  return carry;
+}
+
+void mpp_process_forget_exec_added(void) {
+  const char *v = getenv(MPP_EXEC_ADDED_VAR);
+  if (!v) return;
+  char *end;
+  long pid = strtol(v, &end, 10);
+  /* (the value stays where exec put it while the variables are removed) */
+  for (const char *at = end + 1; *end == ':' && pid == (long)getpid() && *at;) {
+    size_t len = strcspn(at, ",");
+    char name[64];
+    if (len < sizeof name) {
+      memcpy(name, at, len);
+      name[len] = '\0';
+      if (mpp_setting_carried(mpp_setting_find(name))) unsetenv(name);
+    }
+    at += len + (at[len] ? 1 : 0);
+  }
+  unsetenv(MPP_EXEC_ADDED_VAR);
+}
+
 size_t mpp_process_exec_rank_entry(char *buf, size_t n) {
   int pid = atomic_load(&rank_carry_pid);
   if (!pid || pid != (int)getpid()) return 0; /* before anything else: a vfork child stops here */

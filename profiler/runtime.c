@@ -406,6 +406,7 @@ static void atfork_child(void) {
 
 static void init_once_fn(void) {
   mpp_config_read();
+  mpp_process_keep_settings();
   mpp_clock_init(true);
   mpp_process_info_reset();
   mpp_raw_reset();
@@ -429,6 +430,7 @@ __attribute__((constructor(200))) static void mpp_constructor(void) {
   mpp_init();
   /* Before main, where no other thread reads the environment yet. */
   mpp_process_forget_exec_rank();
+  mpp_process_forget_exec_added();
 }
 
 /* CUDA injection (CUDA_INJECTION64_PATH): the driver calls this at cuInit. */

@@ -38,6 +38,8 @@ static const mpp_setting settings[] = {
     {"MPPROF_CUPTI", MPP_SK_FREE, 0, 0, 0, LIB, "the path of libcupti.so, or off"},
     {MPP_EXEC_RANK_VAR, MPP_SK_FREE, 0, 0, 0, LIB,
      "set by libmpprof itself for the image an exec starts: PID:RANK:WORLD_SIZE"},
+    {MPP_EXEC_ADDED_VAR, MPP_SK_FREE, 0, 0, 0, LIB,
+     "set by libmpprof itself for the image an exec starts: PID:NAME,NAME..."},
     {"MPPROF_LIB", MPP_SK_FREE, 0, 0, 0, "the launcher", "the path of libmpprof.so"},
     {"MPPROF_PYTHON", MPP_SK_FREE, 0, 0, 0, "the launcher and the Python integration",
      "0 or off: no PyTorch module attribution"},
@@ -57,6 +59,11 @@ const char *const mpp_scan_names[MPP_SCAN_MODES] = {"all", "outputs", "none"};
 const mpp_setting *mpp_settings(size_t *ret_n) {
   *ret_n = sizeof settings / sizeof settings[0];
   return settings;
+}
+
+bool mpp_setting_carried(const mpp_setting *s) {
+  return s && !strcmp(s->reader, LIB) && strcmp(s->name, MPP_EXEC_RANK_VAR) &&
+         strcmp(s->name, MPP_EXEC_ADDED_VAR);
 }
 
 const mpp_setting *mpp_setting_find(const char *name) {

@@ -21,6 +21,15 @@
  * for the process of that pid only (process.c). */
 #define MPP_EXEC_RANK_VAR "MPPROF_EXEC_RANK"
 
+/* The variable libmpprof adds beside the settings it adds to the
+ * environment an exec passes on: the libmpprof settings this image started
+ * with (MPPROF_OUT as an absolute path) that the environment lacks, so that
+ * an image whose launcher kept LD_PRELOAD and dropped the rest still writes
+ * into the run with the run's settings. "PID:NAME,NAME...": the image of
+ * that pid reads its settings, then removes those variables and this one
+ * before main (exec.c). */
+#define MPP_EXEC_ADDED_VAR "MPPROF_EXEC_ADDED"
+
 typedef enum mpp_setting_kind {
   MPP_SK_FREE,       /* any text (a path, a name, a flag); checked where it is used */
   MPP_SK_UINT,       /* an integer in [lo, hi] */
@@ -43,6 +52,11 @@ typedef struct mpp_setting {
   const char *reader;    /* who reads it: "libmpprof", "the launcher", ... */
   const char *text;      /* MPP_SK_FREE: what the value is (mpp_setting_want) */
 } mpp_setting;
+
+/* Whether libmpprof reads s at start-up, so that an exec carries it to an
+ * image whose environment lost it (MPP_EXEC_ADDED_VAR): not the variables
+ * libmpprof sets itself for the next image. */
+bool mpp_setting_carried(const mpp_setting *s);
 
 /* Every MPPROF_* variable mpprof reads, in the README's order; n gets how many. */
 const mpp_setting *mpp_settings(size_t *ret_n);

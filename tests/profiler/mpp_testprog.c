@@ -57,6 +57,9 @@
  *   cleanspawn    one GEMM, then posix_spawn "gemmex 1" and posix_spawnp "gemmex 2" with an
  *                 environment of LD_LIBRARY_PATH only, posix_spawn "gemmex 3" with environ
  *                 and posix_spawn of a missing file (its result printed); waits for each
+ *   keepexec DIR  one GEMM, then a child (fork) changes to DIR and execs "rankexec c:2" with
+ *                 LD_PRELOAD (when set) and LD_LIBRARY_PATH only (a launcher that keeps the
+ *                 preload and drops the rest); waits for it
  *   inflight      a second thread starts a 1024^3 cublasSgemm_v2 (seconds on the CPU);
  *                 the main thread exits 0 while it runs
  *   orphan S      one GEMM, fork: the child sleeps S seconds (default 3) and exits; the
@@ -2052,6 +2055,28 @@ static int mode_cleanspawn(void) {
   return bad;
 }
 
+static int mode_keepexec(const char *dir) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 14);
+  printf("keepexec checksum %.17g\n", gemmex(h, &m));
+  fflush(stdout);
+  CK(cublasDestroy(h));
+  char lib[4200], pre[4200];
+  snprintf(lib, sizeof lib, "LD_LIBRARY_PATH=%s",
+           getenv("LD_LIBRARY_PATH") ? getenv("LD_LIBRARY_PATH") : "");
+  snprintf(pre, sizeof pre, "LD_PRELOAD=%s", getenv("LD_PRELOAD") ? getenv("LD_PRELOAD") : "");
+  char *env[] = {lib, pre, NULL}, *argv[] = {"mpp_testprog", "rankexec", "c:2", NULL};
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (!dir || chdir(dir)) _exit(126);
+    execve("/proc/self/exe", argv, env);
+    _exit(127);
+  }
+  return pid > 0 ? spawn_wait(pid) : 1;
+}
+
 enum { BIG = 1024 };
 static atomic_int big_started;
 
@@ -2166,6 +2191,7 @@ static const struct {
     {"rankexec", " [STEP:N]", .named = mode_rankexec},
     {"cleanexec", "", .plain = mode_cleanexec},
     {"cleanspawn", "", .plain = mode_cleanspawn},
+    {"keepexec", " DIR", .named = mode_keepexec},
     {"inflight", "", .plain = run_inflight},
     {"orphan", " [SECS]", .counted = mode_orphan, .dflt = 3},
     {"exit3", "", .plain = run_exit3},

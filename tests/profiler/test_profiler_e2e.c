@@ -1911,6 +1911,37 @@ static void a_child_spawned_without_mpprof_is_named_in_the_report(void **state) 
   cJSON_Delete(rep);
 }
 
+/* An exec whose environment keeps LD_PRELOAD but drops every MPPROF_*
+ * variable (a launcher that whitelists), into another working directory:
+ * the new image's raw file is in the run's output directory with the run's
+ * settings (--scan outputs), nothing is written in its working directory,
+ * and the program sees exactly the environment it passed (run_both compares
+ * the output: "environment as passed"). */
+static void an_exec_that_drops_the_mpprof_variables_stays_in_the_run(void **state) {
+  (void)state;
+  char cwd[4300];
+  snprintf(cwd, sizeof cwd, "%s", outdir("keepexec-cwd"));
+  assert_int_equal(mkdir(cwd, 0755), 0);
+  const char *dir = outdir("keepexec");
+  char *argv[] = {(char *)testprog, "keepexec", cwd, NULL};
+  const char *opts[] = {"--scan", "outputs", NULL};
+  assert_int_equal(run_both(dir, argv, opts), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 2);
+  int seen = 0;
+  for (int i = 0; i < r.n; i++) {
+    assert_true(str_is(r.doc[i], "scan", "outputs"));
+    assert_int_equal(num(site(r.doc[i], "cublasGemmEx", NULL, NULL), "calls"), 1);
+    if (str_is(r.doc[i], "argv.2", "c:2")) seen++;
+  }
+  assert_int_equal(seen, 1);
+  free_raws(&r);
+  char stray[4400];
+  snprintf(stray, sizeof stray, "%s/mpprof-out", cwd);
+  struct stat st;
+  assert_int_not_equal(stat(stray, &st), 0);
+}
+
 /* `mpprof env -i ... PROG`: the one process that ran the GPU ops ran without
  * mpprof. The summary does not stop at "no CUDA matrix ops were called": it
  * names the process that ran without mpprof. */
@@ -2084,6 +2115,7 @@ int main(void) {
       cmocka_unit_test(a_child_started_without_mpprof_is_named_in_the_report),
       cmocka_unit_test(a_program_started_without_mpprof_is_named_in_the_summary),
       cmocka_unit_test(a_child_spawned_without_mpprof_is_named_in_the_report),
+      cmocka_unit_test(an_exec_that_drops_the_mpprof_variables_stays_in_the_run),
       cmocka_unit_test(the_models_a_framework_names_are_in_the_raw_file),
       cmocka_unit_test(a_forked_child_that_never_uses_cuda_writes_no_raw_file),
       cmocka_unit_test(loss_scale_marks_work_from_a_second_thread_and_in_a_forked_child),
