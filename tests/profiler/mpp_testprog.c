@@ -57,9 +57,10 @@
  *   cleanspawn    one GEMM, then posix_spawn "gemmex 1" and posix_spawnp "gemmex 2" with an
  *                 environment of LD_LIBRARY_PATH only, posix_spawn "gemmex 3" with environ
  *                 and posix_spawn of a missing file (its result printed); waits for each
- *   keepexec DIR  one GEMM, then a child (fork) changes to DIR and execs "rankexec c:2" with
+ *   keepexec DIR  one GEMM, then a child (fork) changes to DIR and execs "rankexec c:N" with
  *                 LD_PRELOAD (when set) and LD_LIBRARY_PATH only (a launcher that keeps the
- *                 preload and drops the rest); waits for it
+ *                 preload and drops the rest; ASAN_OPTIONS and UBSAN_OPTIONS kept when
+ *                 set, N counting them); waits for it
  *   inflight      a second thread starts a 1024^3 cublasSgemm_v2 (seconds on the CPU);
  *                 the main thread exits 0 while it runs
  *   orphan S      one GEMM, fork: the child sleeps S seconds (default 3) and exits; the
@@ -2067,7 +2068,20 @@ static int mode_keepexec(const char *dir) {
   snprintf(lib, sizeof lib, "LD_LIBRARY_PATH=%s",
            getenv("LD_LIBRARY_PATH") ? getenv("LD_LIBRARY_PATH") : "");
   snprintf(pre, sizeof pre, "LD_PRELOAD=%s", getenv("LD_PRELOAD") ? getenv("LD_PRELOAD") : "");
-  char *env[] = {lib, pre, NULL}, *argv[] = {"mpp_testprog", "rankexec", "c:2", NULL};
+  /* The sanitized build's runtime options stay (the test harness's, not
+   * mpprof's: without verify_asan_link_order=0 an ASan image that preloads
+   * libmpprof refuses to start). */
+  char *env[5] = {lib, pre}, count[16], *argv[] = {"mpp_testprog", "rankexec", count, NULL};
+  int n = 2;
+  static const char *const keep[] = {"ASAN_OPTIONS", "UBSAN_OPTIONS"};
+  char kept[2][512];
+  for (int i = 0; i < 2; i++)
+    if (getenv(keep[i])) {
+      snprintf(kept[i], sizeof kept[i], "%s=%s", keep[i], getenv(keep[i]));
+      env[n++] = kept[i];
+    }
+  env[n] = NULL;
+  snprintf(count, sizeof count, "c:%d", n);
   pid_t pid = fork();
   if (pid == 0) {
     if (!dir || chdir(dir)) _exit(126);
