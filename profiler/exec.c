@@ -241,38 +241,31 @@ MPP_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) 
   return failed(rc);
 }
 
-/* execv and execvp pass environ: with a rank to carry, they are made as
- * execve and execvpe, which the C library's own execv and execvp are. */
-MPP_EXPORT int execv(const char *path, char *const argv[]) {
-  static void *real_fn;
-  execv_fn f = (execv_fn)real(&real_fn, "execv");
-  execve_fn fe = (execve_fn)real(&real_execve, "execve");
+/* execv and execvp pass environ: with a rank or settings to carry, they are
+ * made as execve and execvpe (fe), which the C library's own execv and
+ * execvp are. The copy decides which is called, not environ read again: a
+ * setenv on another thread may have moved it meanwhile. */
+static int exec_environ(execv_fn f, execve_fn fe, const char *file, char *const argv[]) {
   if (!f) return no_function();
   mpp_runtime_before_exec();
   passed p;
-  /* the copy decides, not environ read again: a setenv on another thread
-   * may have moved it meanwhile */
-  char *const *env = pass_on(environ, argv, &p, fe != NULL);
-  int rc = p.copy ? fe(path, argv, env) : f(path, argv);
-  if (pass_again(&p)) rc = f(path, argv);
-  pass_done(&p);
-  return failed(rc);
-}
-
-MPP_EXPORT int execvp(const char *file, char *const argv[]) {
-  static void *real_fn;
-  execv_fn f = (execv_fn)real(&real_fn, "execvp");
-  execve_fn fe = (execve_fn)real(&real_execvpe, "execvpe");
-  if (!f) return no_function();
-  mpp_runtime_before_exec();
-  passed p;
-  /* the copy decides, not environ read again: a setenv on another thread
-   * may have moved it meanwhile */
   char *const *env = pass_on(environ, argv, &p, fe != NULL);
   int rc = p.copy ? fe(file, argv, env) : f(file, argv);
   if (pass_again(&p)) rc = f(file, argv);
   pass_done(&p);
   return failed(rc);
+}
+
+MPP_EXPORT int execv(const char *path, char *const argv[]) {
+  static void *real_fn;
+  return exec_environ((execv_fn)real(&real_fn, "execv"), (execve_fn)real(&real_execve, "execve"),
+                      path, argv);
+}
+
+MPP_EXPORT int execvp(const char *file, char *const argv[]) {
+  static void *real_fn;
+  return exec_environ((execv_fn)real(&real_fn, "execvp"), (execve_fn)real(&real_execvpe, "execvpe"),
+                      file, argv);
 }
 
 MPP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {

@@ -445,23 +445,6 @@ static int str_cmp(const void *x, const void *y) {
   return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
-/* A process's command line: the strings of its argv array joined by spaces
- * (malloc'd; NULL when out of memory or argv is no array). */
-static char *argv_line(const cJSON *argv) {
-  if (!cJSON_IsArray(argv)) return NULL;
-  size_t len = 1;
-  const cJSON *a;
-  cJSON_ArrayForEach(a, argv) if (cJSON_IsString(a)) len += strlen(a->valuestring) + 1;
-  char *out = malloc(len), *end = out;
-  if (!out) return NULL;
-  *end = 0;
-  cJSON_ArrayForEach(a, argv) if (cJSON_IsString(a)) {
-    if (end != out) *end++ = ' ';
-    end = stpcpy(end, a->valuestring);
-  }
-  return out;
-}
-
 /* lines[0..n) sorted, each once, one a line, in one malloc'd string (NULL
  * when n is 0 or out of memory); frees the lines and the array. The one form
  * of a run's command lines that diff and merge compare. */
@@ -486,7 +469,7 @@ static char *line_set(char **lines, size_t n) {
   return out;
 }
 
-/* The command lines of a run's processes from report.json (argv_line of
+/* The command lines of a run's processes from report.json (mpprof_argv_line of
  * each), as line_set gives them: a merged run holds several, a launcher and
  * its workers too. NULL when no process has one (or out of memory). */
 static char *command_lines(const cJSON *rep) {
@@ -496,7 +479,7 @@ static char *command_lines(const cJSON *rep) {
   char **lines = n > 0 ? calloc((size_t)n, sizeof *lines) : NULL;
   if (!lines) return NULL;
   cJSON_ArrayForEach(p, procs) {
-    char *line = argv_line(get(p, "argv"));
+    char *line = mpprof_argv_line(get(p, "argv"));
     if (line && *line)
       lines[k++] = line;
     else
@@ -866,7 +849,7 @@ static char *argv_of_file(const char *path) {
   if (!buf) return NULL;
   const char *k = strstr(buf, "\"argv\":");
   cJSON *arr = k ? cJSON_ParseWithOpts(k + 7, NULL, false) : NULL;
-  char *out = argv_line(arr);
+  char *out = mpprof_argv_line(arr);
   cJSON_Delete(arr);
   free(buf);
   return out;

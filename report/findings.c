@@ -1277,16 +1277,10 @@ static int rule_process_without_mpprof(mpprof_model *m) {
     same_why &= !strcmp(p->unprofiled, first->unprofiled);
     if (!cJSON_AddItemToArray(pids, cJSON_CreateNumber((double)p->pid))) goto oom;
     if (n++ >= MPPROF_LAYERS_NAMED) continue;
-    char cmd[256] = "";
-    size_t len = 0;
-    const cJSON *a;
-    cJSON_ArrayForEach(a, p->argv) {
-      if (cJSON_IsString(a) && len + 2 < sizeof cmd)
-        len +=
-            (size_t)snprintf(cmd + len, sizeof cmd - len, "%s%s", len ? " " : "", a->valuestring);
-    }
-    fprintf(nf, "%sprocess %" PRId64 " (%s, started by process %" PRId64 ")", n > 1 ? ", " : "",
-            p->pid, cmd, p->ppid);
+    char *cmd = mpprof_argv_line(p->argv);
+    fprintf(nf, "%sprocess %" PRId64 " (%.255s, started by process %" PRId64 ")", n > 1 ? ", " : "",
+            p->pid, cmd ? cmd : "", p->ppid);
+    free(cmd);
   }
   if (n > MPPROF_LAYERS_NAMED) fprintf(nf, " and %zu more", n - MPPROF_LAYERS_NAMED);
   if (fclose(nf) || !names) {

@@ -10,20 +10,6 @@
 #include "report/report.h"
 #include "report/report_internal.h"
 
-static char *join_argv(const cJSON *argv) {
-  size_t len = 1;
-  const cJSON *a;
-  cJSON_ArrayForEach(a, argv) if (cJSON_IsString(a)) len += strlen(a->valuestring) + 1;
-  char *s = malloc(len);
-  if (!s) return NULL;
-  s[0] = 0;
-  cJSON_ArrayForEach(a, argv) if (cJSON_IsString(a)) {
-    if (s[0]) strcat(s, " ");
-    strcat(s, a->valuestring);
-  }
-  return s;
-}
-
 /* The program: the argv of the root process (whose parent is not profiled);
  * of several roots (the workers of a launcher that used no CUDA, the images
  * of a program that exec'd itself), the one that started first, not the
@@ -40,7 +26,8 @@ static char *program_of(mpprof_model *m) {
   }
   if (!root && m->n_procs && m->procs[0].argv) root = &m->procs[0];
   m->program_argv = root ? root->argv : NULL;
-  return root ? join_argv(root->argv) : strdup("");
+  char *line = root ? mpprof_argv_line(root->argv) : NULL;
+  return line || (root && cJSON_IsArray(root->argv)) ? line : strdup("");
 }
 
 /* Text from outside (names, findings quoting them, paths) in a summary line:

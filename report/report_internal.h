@@ -950,6 +950,9 @@ void mpprof_fput_term(FILE *f, const char *s);
 void mpprof_fprint_term(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 char *mpprof_strdup(const char *s); /* NULL-safe */
 char *mpprof_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A process's command line: the strings of its argv array joined by spaces
+ * (malloc'd; NULL when out of memory or argv is no array). */
+char *mpprof_argv_line(const cJSON *argv);
 /* Sets *e (NULL: nothing) to the formatted message and errnum. */
 void mpprof_error_set(mpprof_error *e, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -500,6 +500,22 @@ void mpprof_name_index_free(mpprof_name_index *ix) {
   ix->slot = NULL;
 }
 
+/* report_internal.h */
+char *mpprof_argv_line(const cJSON *argv) {
+  if (!cJSON_IsArray(argv)) return NULL;
+  size_t len = 1;
+  const cJSON *a;
+  cJSON_ArrayForEach(a, argv) if (cJSON_IsString(a)) len += strlen(a->valuestring) + 1;
+  char *out = malloc(len), *end = out;
+  if (!out) return NULL;
+  *end = 0;
+  cJSON_ArrayForEach(a, argv) if (cJSON_IsString(a)) {
+    if (end != out) *end++ = ' ';
+    end = stpcpy(end, a->valuestring);
+  }
+  return out;
+}
+
 /* ---- safe output files ---- */
 
 /* The FILE writes through these: the first failing write's errno is kept
