@@ -92,6 +92,8 @@
   X(epilogue, "epilogue", STR_OPT, "cublasLt epilogue")                                            \
   X(conv_math, "conv_math_type", STR_OPT, "legacy cuDNN cudnnMathType_t")                          \
   X(fp8_scales, "fp8_scales", FP8, "cublasLt FP8 scale pointers set")                              \
+  X(fast_accum, "fast_accum", FLAG,                                                                \
+    "cublasLt FAST_ACCUM: FP8 partial sums not promoted periodically")                             \
   X(loss_scale, "loss_scale", SCALE, "declared loss scale in force for the calls; null: none")     \
   X(shapes_merged, "shapes_merged", FLAG,                                                          \
     "calls of new shapes past MPPROF_MAX_SITES: m/n/k/batch null, no lds, no conv")                \

@@ -91,6 +91,7 @@ typedef struct mpp_op {
   const char *epilogue;      /* static or NULL */
   const char *conv_math;     /* legacy cuDNN cudnnMathType_t name, static or NULL */
   uint8_t fp8_scales;        /* MPP_FP8_* bits */
+  bool fast_accum;           /* cuBLASLt FAST_ACCUM set (FP8 kernels may accumulate in less) */
   double loss_scale;         /* declared loss scale in force at the call; 0: none (call.c) */
   bool shapes_merged;        /* a site's key only: shapes cleared past the site cap (sites.c) */
   /* Per call, not part of the key. */

@@ -1140,6 +1140,61 @@ static int rule_current_error_high(mpprof_model *m) {
   return 0;
 }
 
+/* FP8 GEMMs called with cuBLASLt's FAST_ACCUM (mpprof_site_fp8_fast_accum):
+ * their partial sums are not promoted to a wider accumulator periodically,
+ * which shadow execution's `current` does not model (it sums in fp32). One
+ * finding: medium where some are gradient GEMMs (backward phase), which
+ * Transformer Engine's and torchao's default FP8 recipes run without it
+ * (split accumulator; use_fast_accum only for the forward output GEMM);
+ * information otherwise. */
+static int rule_fp8_fast_accumulation(mpprof_model *m) {
+  site_tally t = {.ids = cJSON_CreateArray()};
+  if (!t.ids) return -1;
+  size_t bwd = 0, unknown = 0;
+  uint64_t bwd_k = 0;
+  const mpprof_site *w = NULL;
+  for (size_t i = 0; i < m->n_sites; i++) {
+    const mpprof_site *s = &m->sites[i];
+    if (!mpprof_site_fp8_fast_accum(s)) continue;
+    tally_add(&t, s);
+    if (s->phase == MPPROF_PHASE_BACKWARD) {
+      bwd++;
+      if (!s->shapes_merged && s->k > bwd_k) bwd_k = s->k;
+      if (!w || w->phase != MPPROF_PHASE_BACKWARD || s->k > w->k) w = s;
+    } else {
+      unknown += s->phase == MPPROF_PHASE_UNKNOWN;
+      if (!w) w = s;
+    }
+  }
+  if (!t.n) {
+    cJSON_Delete(t.ids);
+    return 0;
+  }
+  char bw[160] = "", un[160] = "";
+  if (bwd)
+    snprintf(bw, sizeof bw, "; %zu of them in backward (gradient GEMMs, k up to %" PRIu64 ")", bwd,
+             bwd_k);
+  if (unknown)
+    snprintf(un, sizeof un, "; the phase of %zu is unknown (no framework scope or NVTX phase word)",
+             unknown);
+  size_t n = t.n;
+  mpprof_finding *f = add(
+      m, "fp8_fast_accumulation", bwd ? "medium" : "info", n == 1 ? w->layer_name : NULL,
+      mpprof_asprintf("%zu FP8 GEMM site%s (%" PRIu64 " calls) run with cuBLASLt FAST_ACCUM: "
+                      "their partial sums are not promoted to a wider accumulator periodically, "
+                      "so long sums lose more; the measured `current` error sums in fp32 and "
+                      "understates theirs (example: %s site %zu)%s%s",
+                      n, n == 1 ? "" : "s", t.calls, mpprof_site_layer_label(w), w->id, bw, un),
+      strdup("keep it for forward GEMMs only: Transformer Engine's and torchao's default FP8 "
+             "recipes run gradient GEMMs (dgrad, wgrad) without it (split accumulator; "
+             "use_fast_accum=False)"));
+  if (tally_finish(&t, f)) return -1;
+  ev_num(f->evidence, "calls", (double)t.calls);
+  ev_num(f->evidence, "backward_sites", (double)bwd);
+  ev_num(f->evidence, "phase_unknown_sites", (double)unknown);
+  return 0;
+}
+
 static int rule_tensor_cores_inefficient(mpprof_model *m) {
   for (size_t i = 0; i < m->n_sites; i++) {
     const mpprof_site *s = &m->sites[i];
@@ -1685,6 +1740,7 @@ const mpprof_finding_rule mpprof_finding_rules[] = {
     {"tensor_cores_not_used", NULL, rule_tensor_cores_not_used, false, false},
     {"tensor_cores_inefficient", NULL, rule_tensor_cores_inefficient, false, false},
     {"current_error_high", NULL, rule_current_error_high, false, false},
+    {"fp8_fast_accumulation", NULL, rule_fp8_fast_accumulation, false, false},
     {"loss_scale_conflict", NULL, rule_loss_scale_conflict, false, false},
     {"no_cuda_ops", NULL, rule_no_cuda_ops, true, false},
     {"skipped_files", NULL, rule_skipped_files, true, false},

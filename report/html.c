@@ -654,6 +654,20 @@ static void rel_cell(FILE *f, const mpprof_shadow *sh, const mpprof_shadow_cand 
     num_cell(f, c->worst.rel_l2, "%.2g");
 }
 
+/* The `current` candidate's cell; fast: some call used FP8 fast accumulation
+ * (mpprof_site_fp8_fast_accum), which the measurement does not model. */
+static void current_cell(FILE *f, const mpprof_shadow *sh, bool fast) {
+  const mpprof_shadow_cand *c = sh ? &sh->cand[MP_SH_CURRENT] : NULL;
+  if (!fast || !c || !c->calls || isinf(c->worst.rel_l2)) {
+    rel_cell(f, sh, c);
+    return;
+  }
+  fprintf(f,
+          "<td class=\"n\" data-v=\"%.17g\" title=\"understated: the call used FP8 fast "
+          "accumulation (cuBLASLt FAST_ACCUM), the measurement sums in fp32\">%.2g*</td>",
+          c->worst.rel_l2, c->worst.rel_l2);
+}
+
 static void fp8_cell(FILE *f, const mpprof_shadow *sh, const char *name,
                      const mpprof_shadow_cand *c) {
   if ((!name || !c || !c->calls) && unmeasured_cell(f, sh)) return;
@@ -668,14 +682,17 @@ static void fp8_cell(FILE *f, const mpprof_shadow *sh, const char *name,
     fprintf(f, "%.2g</td>", c->worst.rel_l2);
 }
 
-static void layer_shadow_cells(FILE *f, const mpprof_layer *l) {
+static void layer_shadow_cells(FILE *f, const mpprof_model *m, const mpprof_layer *l) {
   const mpprof_shadow *sh = l->shadow;
   /* fp16 as AMP runs it: loss-scaled where the layer has gradients (backward
    * sites, an fp16_loss_scale verdict); a loss scale never reaches a forward
    * layer, whose fp16 is at scale 1 (what its verdict is measured by) */
   bool scaled = (l->phase_mask & 1u << MPPROF_PHASE_BACKWARD) || l->adv.has_gradients ||
                 l->adv.rec == MP_REC_FP16_LOSS_SCALE;
-  rel_cell(f, sh, sh ? &sh->cand[MP_SH_CURRENT] : NULL);
+  bool fast = false;
+  for (size_t i = l->first_site; i < l->first_site + l->n_sites && !fast; i++)
+    fast = mpprof_site_fp8_fast_accum(&m->sites[i]);
+  current_cell(f, sh, fast);
   rel_cell(f, sh, sh ? &sh->cand[scaled ? MP_SH_FP16_SCALED : MP_SH_FP16] : NULL);
   rel_cell(f, sh, sh ? &sh->cand[MP_SH_BF16] : NULL);
   fp8_cell(f, sh, sh ? mpprof_fp8_recipe_name(l->best_fp8) : NULL,
@@ -685,7 +702,7 @@ static void layer_shadow_cells(FILE *f, const mpprof_layer *l) {
 static void site_shadow_cells(FILE *f, const mpprof_site *s) {
   const mpprof_shadow *sh = s->shadow;
   bool bwd = s->phase == MPPROF_PHASE_BACKWARD;
-  rel_cell(f, sh, sh ? &sh->cand[MP_SH_CURRENT] : NULL);
+  current_cell(f, sh, mpprof_site_fp8_fast_accum(s));
   rel_cell(f, sh, sh ? &sh->cand[bwd ? MP_SH_FP16_SCALED : MP_SH_FP16] : NULL);
   rel_cell(f, sh, sh ? &sh->cand[MP_SH_BF16] : NULL);
   static const mp_shadow_cand fwd8[] = {MP_SH_E4M3_CURRENT, MP_SH_E4M3_DELAYED, MP_SH_MXFP8_E4M3},
@@ -785,7 +802,7 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
     fprintf(f, "<td>%s</td><td>%s</td><td>%s</td><td>%s%s</td>", tri(a->fp8_e4m3_fits),
             tri(a->fp8_e5m2_fits), layer_eligible(l), tri(l->tc_used),
             l->tc_used >= 0 && l->tc_source == MP_TC_SRC_COUNTERS ? " (counters)" : "");
-    layer_shadow_cells(f, l);
+    layer_shadow_cells(f, m, l);
     fputs("</tr>\n", f);
   }
   fputs("</tbody></table></div>\n<p>Each overflow / underflow % is of the finite non-zero values "

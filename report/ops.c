@@ -62,6 +62,15 @@ static void cat_u64(char *buf, size_t n, size_t *used, uint64_t v) {
   cat(buf, n, used, d);
 }
 
+bool mpprof_site_fp8_fast_accum(const mpprof_site *s) {
+  if (!s->fast_accum) return false;
+  for (int i = 0; i < s->n_types; i++)
+    if ((!strcmp(s->types[i].role, "A") || !strcmp(s->types[i].role, "B")) &&
+        (s->types[i].dtype == MP_FP8_E4M3 || s->types[i].dtype == MP_FP8_E5M2))
+      return true;
+  return false;
+}
+
 void mpprof_site_compute_label(const mpprof_site *s, char *buf, size_t n) {
   const char *ct = s->compute_type ? s->compute_type : "?";
   const char *mm = s->math_mode;
@@ -80,6 +89,10 @@ void mpprof_site_compute_label(const mpprof_site *s, char *buf, size_t n) {
     cat(buf, n, &used, ct);
   } else {
     snprintf(buf, n, "%s, math mode %s", ct, mm);
+  }
+  if (mpprof_site_fp8_fast_accum(s)) {
+    size_t used = strlen(buf);
+    cat(buf, n, &used, MPPROF_FAST_ACCUM_LABEL);
   }
 }
 

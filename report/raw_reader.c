@@ -1153,6 +1153,7 @@ static int site_from_json(cJSON *o, const mpprof_process *p, mpprof_model *m, mp
   u64_of(M(MP_RK_SITE.ldc), &s->ldc);
   u64_of(M(MP_RK_SITE.ldd), &s->ldd);
   s->shapes_merged = cJSON_IsTrue(M(MP_RK_SITE.shapes_merged));
+  s->fast_accum = cJSON_IsTrue(M(MP_RK_SITE.fast_accum));
   s->transa = trans_of(M(MP_RK_SITE.transa));
   s->transb = trans_of(M(MP_RK_SITE.transb));
   s->fp8_scales = fp8_scales_of(M(MP_RK_SITE.fp8_scales));
@@ -1519,7 +1520,7 @@ static int site_fast(walk *w, const mpprof_process *p, mpprof_model *m, const ch
   /* members read otherwise, or that must be there */
   const uint64_t other = 1ull << SF_conv | 1ull << SF_fp8_scales | 1ull << SF_fp8_scale_values |
                          1ull << SF_amax_D | 1ull << SF_not_scanned | 1ull << SF_shadow |
-                         1ull << SF_ranks | 1ull << SF_shapes_merged;
+                         1ull << SF_ranks | 1ull << SF_shapes_merged | 1ull << SF_fast_accum;
   const uint64_t need = 1ull << SF_id | 1ull << SF_api | 1ull << SF_kind | 1ull << SF_layer |
                         1ull << SF_calls | 1ull << SF_tensors;
   if (seen & other || (seen & need) != need) goto out;

@@ -272,6 +272,9 @@ typedef struct mpprof_site {
   /* Raw "shapes_merged": calls of several shapes past MPPROF_MAX_SITES, m,
    * n, k, lds and conv unknown (0, NULL). */
   bool shapes_merged;
+  /* Raw "fast_accum": cuBLASLt FAST_ACCUM set (FP8 partial sums not
+   * promoted periodically: shadow execution's `current` does not model it). */
+  bool fast_accum;
   char transa, transb; /* 0: not a GEMM */
   const char *conv_math_type;
   unsigned fp8_scales; /* bit i: row i of MP_RAW_FP8_SCALES */
@@ -789,7 +792,13 @@ double mpprof_site_gpu_share_pct(const mpprof_model *m, const mpprof_site *s);
 double mpprof_site_tflops(const mpprof_model *m, const mpprof_site *s);
 /* TF32 applies: by compute type, math mode, cuDNN's default, or its kernels' names. */
 bool mpprof_site_is_tf32(const mpprof_site *s);
-/* "TF32 (compute 32F, math mode TF32_TENSOR_OP)", "32F", "16F, math mode X". */
+/* An FP8 GEMM (A or B fp8) called with cuBLASLt's FAST_ACCUM: its kernels'
+ * partial sums are not promoted to a wider accumulator periodically (the
+ * flag has no effect on other dtypes). */
+bool mpprof_site_fp8_fast_accum(const mpprof_site *s);
+/* "TF32 (compute 32F, math mode TF32_TENSOR_OP)", "32F", "16F, math mode X";
+ * MPPROF_FAST_ACCUM_LABEL appended where mpprof_site_fp8_fast_accum. */
+#define MPPROF_FAST_ACCUM_LABEL ", FP8 fast accumulation"
 void mpprof_site_compute_label(const mpprof_site *s, char *buf, size_t n);
 typedef struct mpprof_site_extra {
   char transa[4], transb[4];

@@ -374,6 +374,7 @@ static mpp_op *decode(mpp_op *scratch, cublasLtMatmulDesc_t desc, const void *al
   for (int i = 0; i < 4; i++)
     if (g.scale_ptr[i]) desc_get(desc, mode_attrs[i], &g.scale_mode[i], sizeof g.scale_mode[i]);
   desc_get(desc, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &g.amax_d, sizeof g.amax_d);
+  desc_get(desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &g.fast_accum, sizeof g.fast_accum);
   g.compute = compute;
   g.scale_type = scale;
   g.pointer_mode = pm;

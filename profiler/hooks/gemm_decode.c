@@ -707,6 +707,7 @@ void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
   for (int i = 0; i < 4; i++)
     if (g->scale_ptr[i]) op->fp8_scales |= bits[i];
   if (g->amax_d) op->fp8_scales |= MPP_FP8_AMAX_D;
+  op->fast_accum = g->fast_accum != 0;
   /* A scalar scale is one value of the compute type (fp32 for fp8 GEMMs),
    * read on the host path, or (device memory) by the device scan after the
    * call (call.c); block and vector scale arrays are not read. */
@@ -870,7 +871,7 @@ mpp_op *mpp_lt_decode_memo_hinted(mpp_op *scratch, const mpp_lt_call *g, void *s
   *k++ = (uint64_t)(int64_t)g->bias_type;
   *k++ = (uint64_t)g->bias_stride;
   *k++ = g->bias != NULL;
-  *k++ = g->aux != NULL;
+  *k++ = (uint64_t)(g->aux != NULL) | (uint64_t)(g->fast_accum != 0) << 1;
   *k++ = (uint64_t)(int64_t)g->aux_type;
   *k++ = (uint64_t)g->aux_ld;
   *k++ = (uint64_t)g->aux_stride;

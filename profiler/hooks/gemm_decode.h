@@ -117,6 +117,7 @@ typedef struct mpp_lt_call {
   const void *scale_ptr[4]; /* A, B, C, D scale pointers (NULL = 1) */
   int32_t scale_mode[4];    /* A..D_SCALE_MODE: 0 = one fp32 scalar, others block/vector arrays */
   const void *amax_d;
+  int8_t fast_accum; /* CUBLASLT_MATMUL_DESC_FAST_ACCUM (0: off, cuBLASLt's default) */
   mpp_lt_layout a, b, c, d;
   const void *alpha, *beta;
   const void *A, *B, *C, *D;

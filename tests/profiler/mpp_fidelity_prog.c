@@ -9,6 +9,8 @@
  *              B scale 0.5, AMAX_D requested, D e4m3 with bf16 C (beta 0):
  *              every D value is 4096 before the conversion, stored as 448
  *              (saturated); AMAX_D is 4096
+ *   fp8fast    fp8sat with CUBLASLT_MATMUL_DESC_FAST_ACCUM set, in a range
+ *              "bwd" inside "t/fp8fast" (a gradient GEMM by its phase word)
  *   privblas   cuBLAS as a program with a statically linked copy sees it: a
  *              private copy of libcublas.so.13 (copied to $TMPDIR under
  *              another name, loaded RTLD_LOCAL | RTLD_DEEPBIND, entry points
@@ -273,7 +275,7 @@ static int mode_ltalgo(void) {
   return 0;
 }
 
-static int mode_fp8sat(void) {
+static int mode_fp8sat(bool fast) {
   enum { M = 16 };
   uint8_t ab[M * M], d[M * M] = {0};
   memset(ab, 0x58, sizeof ab); /* e4m3 0.1011.000 = 16 */
@@ -294,11 +296,17 @@ static int mode_fp8sat(void) {
   CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &dsb, sizeof dsb));
   CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &damax,
                                     sizeof damax));
+  if (fast) {
+    int8_t on = 1;
+    CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &on, sizeof on));
+  }
   CK(cublasLtMatrixLayoutCreate(&l8, CUDA_R_8F_E4M3, M, M, M));
   CK(cublasLtMatrixLayoutCreate(&l16, CUDA_R_16BF, M, M, M));
   const float one = 1, zero = 0;
-  range("fp8sat");
+  range(fast ? "fp8fast" : "fp8sat");
+  if (fast) nvtxRangePushA("bwd");
   CK(cublasLtMatmul(lt, desc, &one, da, l8, da, l8, &zero, dc, l16, dd, l8, NULL, NULL, 0, 0));
+  if (fast) nvtxRangePop();
   range_end();
   CK(cudaMemcpy(d, dd, sizeof d, cudaMemcpyDeviceToHost));
   CK(cudaMemcpy(&amax, damax, sizeof amax, cudaMemcpyDeviceToHost));
@@ -1109,7 +1117,8 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "cudnnlegacy")) return mode_cudnnlegacy();
   if (!strcmp(mode, "cudnngroups")) return mode_cudnngroups();
   if (!strcmp(mode, "ltalgo")) return mode_ltalgo();
-  if (!strcmp(mode, "fp8sat")) return mode_fp8sat();
+  if (!strcmp(mode, "fp8sat")) return mode_fp8sat(false);
+  if (!strcmp(mode, "fp8fast")) return mode_fp8sat(true);
   if (!strcmp(mode, "privblas")) return mode_privblas();
   if (!strcmp(mode, "alpha0")) return mode_alpha0();
   if (!strcmp(mode, "ltvec")) return mode_ltvec();

@@ -450,6 +450,8 @@ static void a_saturated_fp8_output_is_overflow_with_its_scales_and_amax(void **s
   assert_true(has_finding(rep, "fp16_overflow"));
   assert_true(num(rep, "sites.0.amax_D.max") == 4096);
   assert_true(num(rep, "sites.0.fp8_scale_values.A.max") == 2);
+  assert_null(get(rep, "sites.0.fast_accum")); /* FAST_ACCUM not set: cuBLASLt's default */
+  assert_false(has_finding(rep, "fp8_fast_accumulation"));
   cJSON_Delete(rep);
   char p[4300];
   snprintf(p, sizeof p, "%s/ops.csv", dir);
@@ -505,6 +507,37 @@ static bool has_finding(cJSON *report, const char *kind) {
     if (str_is(f, "kind", kind)) return true;
   }
   return false;
+}
+
+/* The same FP8 call with CUBLASLT_MATMUL_DESC_FAST_ACCUM, in a range "bwd"
+ * (a gradient GEMM by its phase word): recorded in the site key, named by
+ * the compute label (report.json, ops.csv) and by a medium finding, since
+ * the measured `current` error sums in fp32 and understates it. */
+static void fp8_fast_accumulation_is_recorded_and_reported(void **state) {
+  (void)state;
+  const char *dir = outdir("fp8fast");
+  cJSON *doc = run_mode(dir, "fp8fast", NULL);
+  cJSON *s = site(doc, "cublasLtMatmul", 16);
+  assert_true(cJSON_IsTrue(get(s, "fast_accum")));
+  cJSON_Delete(doc);
+  cJSON *rep = load_json(dir, "report.json");
+  assert_true(cJSON_IsTrue(get(rep, "sites.0.fast_accum")));
+  assert_string_equal(get(rep, "sites.0.phase")->valuestring, "backward");
+  assert_non_null(strstr(get(rep, "sites.0.compute")->valuestring, "FP8 fast accumulation"));
+  cJSON *f, *found = NULL;
+  cJSON_ArrayForEach(f, cJSON_GetObjectItem(rep, "findings")) {
+    if (str_is(f, "kind", "fp8_fast_accumulation")) found = f;
+  }
+  assert_non_null(found);
+  assert_true(str_is(found, "severity", "medium"));
+  assert_int_equal(num(found, "evidence.backward_sites"), 1);
+  assert_int_equal(num(found, "evidence.calls"), 1);
+  cJSON_Delete(rep);
+  char p[4300];
+  snprintf(p, sizeof p, "%s/ops.csv", dir);
+  char *csv = slurp(p);
+  assert_non_null(strstr(csv, "FP8 fast accumulation"));
+  free(csv);
 }
 
 /* A grouped GEMM's kernels all carry the last group's op id, so the group
@@ -612,6 +645,7 @@ int main(void) {
       cmocka_unit_test(a_blending_convolution_reads_its_prior_output),
       cmocka_unit_test(a_cublaslt_program_choosing_its_algorithm_runs_and_is_recorded),
       cmocka_unit_test(a_saturated_fp8_output_is_overflow_with_its_scales_and_amax),
+      cmocka_unit_test(fp8_fast_accumulation_is_recorded_and_reported),
       cmocka_unit_test(a_scaled_fp8_call_is_shadowed_at_its_scales),
       cmocka_unit_test(library_kernels_without_intercepted_calls_are_reported),
       cmocka_unit_test(tc_counters_say_when_they_decided_nothing),

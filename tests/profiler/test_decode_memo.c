@@ -75,6 +75,7 @@ static void assert_same_op(const mpp_op *a, const mpp_op *b) {
   assert_int_equal(a->transa, b->transa);
   assert_int_equal(a->transb, b->transb);
   assert_int_equal(a->has_conv, b->has_conv);
+  assert_int_equal(a->fast_accum, b->fast_accum);
   assert_int_equal(a->ntypes, b->ntypes);
   for (int i = 0; i < a->ntypes; i++) {
     assert_str_same(a->type_keys[i], b->type_keys[i]);
@@ -325,6 +326,7 @@ LT_VARIANT(lt_stream, *stream = (void *)0x1234)
 LT_VARIANT(lt_pointer_array, g->a.batch_mode = 1)
 LT_VARIANT(lt_scale_ptr, g->scale_ptr[1] = &two)
 LT_VARIANT(lt_amax, g->amax_d = mats[3])
+LT_VARIANT(lt_fast_accum, g->fast_accum = 1)
 
 static const lt_variant lt_variants[] = {
     {"compute", lt_compute, true},
@@ -360,6 +362,7 @@ static const lt_variant lt_variants[] = {
     {"pointer array", lt_pointer_array, false},
     {"fp8 scale pointer", lt_scale_ptr, false},
     {"AMAX_D pointer", lt_amax, false},
+    {"FAST_ACCUM", lt_fast_accum, true},
 };
 
 /* For a variant of every field the decoding reads, the memo gives the op a

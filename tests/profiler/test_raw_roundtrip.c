@@ -75,6 +75,7 @@ static void full_op(mpp_op *op) {
   op->fp8_scale[0] = 2;           /* A's scale read */
   op->fp8_scale_unread[1] = true; /* B's set but not read */
   op->amax_d_ptr = &amax_val;     /* read back at the end of the call */
+  op->fast_accum = true;
   mpp_op_note_ptr(op, a_vals);
   mpp_op_note_ptr(op, d_vals);
   mpp_role *a = mpp_op_role(op, "A", true);
@@ -628,6 +629,7 @@ static void every_emitted_key_is_read_back(void **state) {
   assert_string_equal(s->epilogue, "BIAS");
   assert_string_equal(s->conv_math_type, "TENSOR_OP_MATH");
   assert_int_equal(s->fp8_scales, 31);
+  assert_true(s->fast_accum);
 #define X(name, json, ...) check_site_counter(json, sj, s);
   MP_RAW_SITE_COUNTERS(X)
 #undef X

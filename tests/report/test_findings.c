@@ -28,6 +28,7 @@ static const char *const tested[] = {
     "fp8_candidate",
     "fp32_without_tf32",
     "current_error_high",
+    "fp8_fast_accumulation",
     "tensor_cores_not_used",
     "tensor_cores_inefficient",
     "loss_scale_conflict",
@@ -686,6 +687,42 @@ static void current_error_high(void **state) {
   mpprof_model_free(&m);
 }
 
+/* FP8 GEMMs with cuBLASLt's FAST_ACCUM: information where none is known to
+ * be a gradient GEMM (the phase of one unknown, said), medium once one runs
+ * in backward; the flag on a non-FP8 GEMM (no effect there) and FP8 without
+ * it give nothing. */
+static void fp8_fast_accumulation(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  site(&m, "bf16")->fast_accum = true;
+  site(&m, "fp8_e4m3");
+  assert_int_equal(run(&m, "fp8_fast_accumulation"), 0);
+  m.sites[1].fast_accum = true;
+  m.sites[1].k = 4096;
+  assert_int_equal(run(&m, "fp8_fast_accumulation"), 1);
+  mpprof_finding *f = &m.findings[m.n_findings - 1];
+  assert_string_equal(f->severity, "info");
+  assert_non_null(strstr(f->message, "1 FP8 GEMM site (10 calls) run with cuBLASLt FAST_ACCUM"));
+  assert_non_null(strstr(f->message, "the phase of 1 is unknown"));
+  assert_null(strstr(f->message, "in backward"));
+  site(&m, "fp8_e5m2")->fast_accum = true;
+  m.sites[2].phase = MPPROF_PHASE_BACKWARD;
+  m.sites[2].k = 8192;
+  assert_int_equal(run(&m, "fp8_fast_accumulation"), 1);
+  f = &m.findings[m.n_findings - 1];
+  assert_string_equal(f->severity, "medium");
+  assert_non_null(strstr(f->message, "2 FP8 GEMM sites (20 calls)"));
+  assert_non_null(strstr(f->message, "example: net/fc1 site 2"));
+  assert_non_null(strstr(f->message, "1 of them in backward (gradient GEMMs, k up to 8192)"));
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(f->evidence, "sites")), 2);
+  double bwd = 0;
+  assert_int_equal(mpprof_json_get_double(cJSON_GetObjectItem(f->evidence, "backward_sites"), &bwd),
+                   0);
+  assert_true(bwd == 1);
+  mpprof_model_free(&m);
+}
+
 static void tensor_cores_not_used(void **state) {
   (void)state;
   mpprof_model m;
@@ -1130,6 +1167,7 @@ int main(void) {
       cmocka_unit_test(fp8_candidate_needs_its_measured_error_within_the_limit),
       cmocka_unit_test(fp32_without_tf32),
       cmocka_unit_test(current_error_high),
+      cmocka_unit_test(fp8_fast_accumulation),
       cmocka_unit_test(fp16_subnormal),
       cmocka_unit_test(tensor_cores_not_used),
       cmocka_unit_test(tensor_cores_inefficient),

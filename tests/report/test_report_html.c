@@ -434,6 +434,51 @@ static void a_measured_layers_undefined_candidate_is_not_said_unmeasured(void **
   free(dir);
 }
 
+/* An FP8 GEMM called with cuBLASLt's FAST_ACCUM: its measured `current`
+ * (fp32 sums) understates what the kernel loses, so its cell is marked and
+ * says why; the same measurement without the flag is a plain number. */
+static void a_fast_accumulating_fp8_layers_current_is_marked(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("layer-shadow-fast-accum");
+  rg_proc p = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
+  rg_file r;
+  assert_int_equal(rg_begin(&r, dir, "a.json", &p), 0);
+  const char *paths[2] = {"fast/fwd", "plain/fwd"};
+  for (int i = 0; i < 2; i++) {
+    cJSON *s = rg_gemm(i, "cublasLtMatmul", paths[i], "A=fp8_e4m3,B=fp8_e4m3,C=bf16,D=bf16", "32F",
+                       "DEFAULT", 64, 64, 64, 5);
+    if (i == 0) cJSON_AddTrueToObject(s, "fast_accum");
+    rg_tensor(s, "D", MP_BF16, -4, 4, 100);
+    add_shadow(s, 0.001, 0.002, 0.003);
+    cJSON *c = cJSON_AddObjectToObject(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(s, "shadow"), "candidates"), "current");
+    cJSON_AddNumberToObject(c, "calls", 1);
+    cJSON_AddNumberToObject(c, "rel_l2", 0.0625);
+    cJSON_AddNumberToObject(c, "max_rel", 0.0625);
+    cJSON_AddNumberToObject(c, "flushed", 0);
+    cJSON_AddNumberToObject(c, "nonfinite", 0);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(c, "rel_l2_samples"), cJSON_CreateNumber(0.0625));
+    rg_site_end(&r, s);
+  }
+  assert_int_equal(rg_end(&r), 0);
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  char *fast = layer_cell(html, "fast", "Measured now rel L2"),
+       *plain = layer_cell(html, "plain", "Measured now rel L2");
+  assert_non_null(strstr(fast, ">0.062*"));
+  assert_non_null(strstr(fast, "FAST_ACCUM"));
+  assert_non_null(strstr(plain, ">0.062"));
+  assert_null(strstr(plain, "*"));
+  free(fast);
+  free(plain);
+  assert_non_null(strstr(html, "32F, FP8 fast accumulation")); /* the ops table's compute */
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* A layer of plain fp32 GEMMs that TF32 would put on Tensor Cores: the page's
  * layer table says "with TF32", and layers.csv and report.json say the same
  * (they said only tc_eligible no / false). */
@@ -678,6 +723,7 @@ int main(void) {
       cmocka_unit_test(a_layer_eligible_with_tf32_says_so_in_csv_json_and_html),
       cmocka_unit_test(the_layer_tables_measured_fp16_is_at_scale_1_for_a_forward_layer),
       cmocka_unit_test(a_measured_layers_undefined_candidate_is_not_said_unmeasured),
+      cmocka_unit_test(a_fast_accumulating_fp8_layers_current_is_marked),
       cmocka_unit_test(every_layer_and_op_column_is_defined_where_it_is_shown),
       cmocka_unit_test(trace_nests_ops_inside_layer_slices),
       cmocka_unit_test(a_percentage_reads_100_or_0_only_when_exact),
