@@ -507,8 +507,13 @@ char *mp_kernel_demangle(const char *name, char *ret_buf, size_t n) {
  * FlashAttnFwdSm90<...>>>", FlashAttention 4's "flash_fwd_sm100_bf16_..."
  * and "...FlashAttentionForwardSm100...", the memory-efficient SDPA's
  * "fmha_cutlassF_bf16_aligned_64x64_rf_sm80"), of Triton's templates
- * ("triton_tem_fused_mm_0") and of cuBLAS/cuBLASLt's. Other Triton and
- * flash kernels (elementwise, reductions) are none of these. */
+ * ("triton_tem_fused_mm_0"), of CUTLASS GEMM templates a framework compiled
+ * itself (their kernel type is a cutlass::gemm::kernel:: template:
+ * "void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<...>>",
+ * PyTorch's row-wise scaled _scaled_mm and grouped mm; cuBLAS's own CUTLASS
+ * kernels are named instances, "cutlass::Kernel2<cutlass_80_tensorop_...>")
+ * and of cuBLAS/cuBLASLt's. Other Triton and flash kernels (elementwise,
+ * reductions) are none of these. */
 static const char *const cudnn_tokens[] = {"cudnn", "fprop",  "dgrad",
                                            "wgrad", "conv2d", "implicit_convolve"};
 static const char *const attention_tokens[] = {"flash_fwd",  "flash_bwd", "fmha_",
@@ -528,6 +533,7 @@ mp_kernel_lib mp_kernel_library(const char *name) {
   if (has_any(name, attention_tokens, sizeof attention_tokens / sizeof attention_tokens[0]))
     return MP_KLIB_ATTENTION;
   if (!strncmp(name, "triton_tem_", 11)) return MP_KLIB_TRITON_TEMPLATE;
+  if (strstr(name, "cutlass::gemm::kernel::")) return MP_KLIB_CUTLASS;
   if (strcasestr(name, "triton") || strcasestr(name, "flash")) return MP_KLIB_NONE;
   if (has_any(name, cublas_tokens, sizeof cublas_tokens / sizeof cublas_tokens[0]))
     return MP_KLIB_CUBLAS;
@@ -536,10 +542,9 @@ mp_kernel_lib mp_kernel_library(const char *name) {
 
 const char *mp_kernel_lib_name(mp_kernel_lib l) {
   static const char *const names[MP_KLIB_COUNT] = {
-      [MP_KLIB_CUBLAS] = "cublas",
-      [MP_KLIB_CUDNN] = "cudnn",
-      [MP_KLIB_ATTENTION] = "attention",
-      [MP_KLIB_TRITON_TEMPLATE] = "triton_template",
+      [MP_KLIB_CUBLAS] = "cublas",       [MP_KLIB_CUDNN] = "cudnn",
+      [MP_KLIB_ATTENTION] = "attention", [MP_KLIB_TRITON_TEMPLATE] = "triton_template",
+      [MP_KLIB_CUTLASS] = "cutlass",
   };
   return l > MP_KLIB_NONE && l < MP_KLIB_COUNT ? names[l] : NULL;
 }

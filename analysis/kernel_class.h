@@ -37,18 +37,21 @@ const char *mp_tc_source_name(mp_tc_source s); /* "unknown" | "name" | "counters
 /* Which library a kernel's name says launched it, for kernels seen outside
  * every hooked call: cuBLAS's or cuDNN's (a statically linked or privately
  * loaded copy), or matrix kernels of no hooked library at all: fused
- * attention (flash attention, PyTorch's memory-efficient SDPA) and Triton
- * templates (torch.compile's matmul and attention templates). */
+ * attention (flash attention, PyTorch's memory-efficient SDPA), Triton
+ * templates (torch.compile's matmul and attention templates) and CUTLASS
+ * GEMM templates compiled into a framework (PyTorch's row-wise scaled FP8
+ * _scaled_mm and grouped mm, MoE layers). */
 typedef enum mp_kernel_lib {
   MP_KLIB_NONE = 0,
   MP_KLIB_CUBLAS,
   MP_KLIB_CUDNN,
   MP_KLIB_ATTENTION,
   MP_KLIB_TRITON_TEMPLATE,
+  MP_KLIB_CUTLASS,
   MP_KLIB_COUNT
 } mp_kernel_lib;
 mp_kernel_lib mp_kernel_library(const char *name);
-/* "cublas" | "cudnn" | "attention" | "triton_template" | NULL */
+/* "cublas" | "cudnn" | "attention" | "triton_template" | "cutlass" | NULL */
 const char *mp_kernel_lib_name(mp_kernel_lib l);
 /* Whether l is a library mpprof hooks (cuBLAS/cuBLASLt, cuDNN). */
 bool mp_kernel_lib_hooked(mp_kernel_lib l);

@@ -1567,7 +1567,8 @@ static int rule_matrix_kernels_not_hooked(mpprof_model *m) {
   }
   static const char *const shown[MP_KLIB_COUNT] = {
       [MP_KLIB_ATTENTION] = "fused attention (flash / memory-efficient SDPA)",
-      [MP_KLIB_TRITON_TEMPLATE] = "Triton template (torch.compile)"};
+      [MP_KLIB_TRITON_TEMPLATE] = "Triton template (torch.compile)",
+      [MP_KLIB_CUTLASS] = "framework CUTLASS GEMM (row-wise scaled FP8 _scaled_mm, grouped mm)"};
   char what[1024] = "";
   size_t len = 0, n_kinds = 0;
   double all = 0;
@@ -1593,10 +1594,17 @@ static int rule_matrix_kernels_not_hooked(mpprof_model *m) {
                       "layer's verdict (the ops around them, such as attention's Q/K/V "
                       "projections, are)",
                       what, mpprof_pct_text(100 * share).s),
-      strdup("read their precision from the kernel names (bf16 / f16 / f32 in them); to see "
-             "attention's values, profile a run with the math SDPA backend "
-             "(torch.backends.cuda.enable_flash_sdp(False), enable_mem_efficient_sdp(False)), "
-             "whose matmuls go through cuBLAS"));
+      mpprof_asprintf(
+          "read their precision from the kernel names (bf16 / f16 / f32 / e4m3 in them)%s%s",
+          kernels[MP_KLIB_ATTENTION] > 0
+              ? "; to see attention's values, profile a run with the math SDPA backend "
+                "(torch.backends.cuda.enable_flash_sdp(False), enable_mem_efficient_sdp(False)), "
+                "whose matmuls go through cuBLAS"
+              : "",
+          kernels[MP_KLIB_CUTLASS] > 0
+              ? "; FP8 with tensor-wise scales goes through cuBLASLt, which mpprof measures "
+                "(row-wise scales and grouped GEMMs run PyTorch's own CUTLASS kernels)"
+              : ""));
   if (!f) return -1;
   for (int l = MP_KLIB_NONE + 1; l < MP_KLIB_COUNT; l++) {
     if (kernels[l] <= 0) continue;

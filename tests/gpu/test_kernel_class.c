@@ -75,6 +75,22 @@ static void kernel_names_tell_their_library(void **state) {
                    MP_KLIB_CUDNN);
   /* matrix kernels of no hooked library: fused attention, Triton templates */
   assert_int_equal(mp_kernel_library("triton_tem_fused_mm_0"), MP_KLIB_TRITON_TEMPLATE);
+  /* CUTLASS templates compiled into a framework (PyTorch's row-wise FP8
+   * _scaled_mm, grouped mm), not cuBLAS's named CUTLASS instances */
+  assert_int_equal(mp_kernel_library("void cutlass::device_kernel<cutlass::gemm::kernel::"
+                                     "GemmUniversal<cute::tuple<int, int, int>, cutlass::gemm::"
+                                     "collective::CollectiveMma<...>>>(...)"),
+                   MP_KLIB_CUTLASS);
+  assert_int_equal(mp_kernel_library("cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<"
+                                     "cutlass::gemm::GroupProblemShape<cute::tuple<long, long, "
+                                     "long>>, ...>>"),
+                   MP_KLIB_CUTLASS);
+  assert_int_equal(mp_kernel_library("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_"
+                                     "relu_bf16_64x64_64x6_tn_align8>(cutlass_80_tensorop_bf16_"
+                                     "s16816gemm_relu_bf16_64x64_64x6_tn_align8::Params)"),
+                   MP_KLIB_CUBLAS);
+  assert_string_equal(mp_kernel_lib_name(MP_KLIB_CUTLASS), "cutlass");
+  assert_false(mp_kernel_lib_hooked(MP_KLIB_CUTLASS));
   assert_int_equal(mp_kernel_library("triton_poi_fused_add_0"), MP_KLIB_NONE);
   assert_int_equal(mp_kernel_library("triton_red_fused_sum_gemm_like_1"), MP_KLIB_NONE);
   assert_int_equal(mp_kernel_library("fmha_cutlassF_bf16_aligned_64x64_rf_sm80"),

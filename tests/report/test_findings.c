@@ -1049,6 +1049,23 @@ static void matrix_kernels_not_hooked(void **state) {
   m.tc.gemm_conv_kernel_ns = 9100000; /* just under 10% */
   assert_int_equal(run(&m, "matrix_kernels_not_hooked"), 1);
   assert_string_equal(m.findings[m.n_findings - 1].severity, "info");
+  assert_non_null(strstr(m.findings[m.n_findings - 1].action, "math SDPA backend"));
+  assert_null(strstr(m.findings[m.n_findings - 1].action, "CUTLASS"));
+  /* a framework's own CUTLASS GEMMs (row-wise FP8 _scaled_mm): named as such,
+   * not as cuBLAS kernels, with the hint that tensor-wise FP8 is measured */
+  cJSON_Delete(m.procs[0].unattributed_kernels);
+  m.procs[0].unattributed_kernels =
+      cJSON_Parse("{\"cutlass\": {\"kernels\": 4, \"gpu_ns\": 3000000, \"example\": "
+                  "\"void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<...>>\"}}");
+  m.tc.gemm_conv_kernel_ns = 1000000;
+  assert_int_equal(run(&m, "matrix_kernels_not_hooked"), 1);
+  f = &m.findings[m.n_findings - 1];
+  assert_non_null(strstr(f->message, "4 framework CUTLASS GEMM (row-wise scaled FP8 _scaled_mm, "
+                                     "grouped mm) kernel launches (3 ms GPU"));
+  assert_non_null(strstr(f->message, ": 75% of the matrix kernels' GPU time"));
+  assert_string_equal(f->severity, "medium");
+  assert_non_null(strstr(f->action, "tensor-wise scales goes through cuBLASLt"));
+  assert_null(strstr(f->action, "math SDPA backend"));
   mpprof_model_free(&m);
 }
 
