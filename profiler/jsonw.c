@@ -14,8 +14,28 @@ void mpp_jw_init(mpp_jw *w) {
   w->first[0] = true;
 }
 
+void mpp_jw_init_fixed(mpp_jw *w, char *buf, size_t cap) {
+  mpp_jw_init(w);
+  w->buf = buf;
+  w->cap = cap;
+  w->fixed = true;
+  if (cap) buf[0] = '\0';
+}
+
+mpp_jw_mark mpp_jw_mark_now(const mpp_jw *w) {
+  return (mpp_jw_mark){.len = w->len, .first = w->first[w->depth], .after_key = w->after_key};
+}
+
+void mpp_jw_undo(mpp_jw *w, mpp_jw_mark m) {
+  w->len = m.len;
+  w->first[w->depth] = m.first;
+  w->after_key = m.after_key;
+  w->oom = false;
+  if (w->buf) w->buf[w->len] = '\0';
+}
+
 void mpp_jw_free(mpp_jw *w) {
-  free(w->buf);
+  if (!w->fixed) free(w->buf);
   w->buf = NULL;
   w->len = w->cap = 0;
 }
@@ -23,6 +43,10 @@ void mpp_jw_free(mpp_jw *w) {
 static void put(mpp_jw *w, const char *s, size_t n) {
   if (w->oom) return;
   if (w->len + n + 1 > w->cap) {
+    if (w->fixed) {
+      w->oom = true;
+      return;
+    }
     size_t cap = w->cap ? w->cap : 4096;
     while (cap < w->len + n + 1)
       cap *= 2;

@@ -2,7 +2,10 @@
  * file writer inside libmpprof.so (no cJSON in the injected library: the
  * application may carry its own copy). Commas and nesting are tracked here;
  * callers write keys and values in order. A failed allocation sets `oom` and
- * turns every later call into a no-op. */
+ * turns every later call into a no-op. A writer into a fixed buffer
+ * (mpp_jw_init_fixed) never allocates, so a vfork child can use it: a value
+ * that does not fit sets `oom` the same way, and mpp_jw_undo takes the
+ * writer back to a mark (mpp_jw_mark) at the same depth. */
 #ifndef MPPROF_PROFILER_JSONW_H
 #define MPPROF_PROFILER_JSONW_H
 
@@ -19,9 +22,21 @@ typedef struct mpp_jw {
   int depth;
   bool first[MPP_JW_MAX_DEPTH]; /* no value written yet at this level */
   bool after_key;
+  bool fixed; /* buf is the caller's, cap bytes: never grown nor freed */
 } mpp_jw;
 
+/* Where a writer stood: its length and separator state at its depth. */
+typedef struct mpp_jw_mark {
+  size_t len;
+  bool first, after_key;
+} mpp_jw_mark;
+
 void mpp_jw_init(mpp_jw *w);
+/* Writes into buf (cap bytes, the last for the NUL kept after the text). */
+void mpp_jw_init_fixed(mpp_jw *w, char *buf, size_t cap);
+mpp_jw_mark mpp_jw_mark_now(const mpp_jw *w);
+/* Back to m (taken at this depth): what was written since is gone, oom cleared. */
+void mpp_jw_undo(mpp_jw *w, mpp_jw_mark m);
 void mpp_jw_free(mpp_jw *w);
 void mpp_jw_obj(mpp_jw *w);
 void mpp_jw_obj_end(mpp_jw *w);

@@ -792,85 +792,53 @@ int mpp_raw_write(bool final) {
 
 /* --- the raw file of an image that runs without mpprof --- */
 
-/* s appended to doc (room n) at *len, as a JSON string when quote; false
- * when it does not fit whole. */
-static bool note_add(char *doc, size_t n, size_t *len, const char *s, bool quote) {
-  size_t at = *len;
-  if (quote) {
-    if (at + 1 >= n) return false;
-    doc[at++] = '"';
-  }
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    char esc[8];
-    size_t k = 0;
-    if (quote && (c == '"' || c == '\\'))
-      esc[k++] = '\\', esc[k++] = (char)c;
-    else if (quote && c < 0x20)
-      k = (size_t)snprintf(esc, sizeof esc, "\\u%04x", c);
-    else
-      esc[k++] = (char)c;
-    if (at + k >= n) return false;
-    memcpy(doc + at, esc, k);
-    at += k;
-  }
-  if (quote) {
-    if (at + 1 >= n) return false;
-    doc[at++] = '"';
-  }
-  doc[at] = '\0';
-  *len = at;
-  return true;
-}
-
-static bool note_key(char *doc, size_t n, size_t *len, const char *key) {
-  return note_add(doc, n, len, *len > 1 ? "," : "", false) && note_add(doc, n, len, key, true) &&
-         note_add(doc, n, len, ":", false);
-}
-
-static bool note_int(char *doc, size_t n, size_t *len, const char *key, long v) {
-  char num[24];
-  snprintf(num, sizeof num, "%ld", v);
-  return note_key(doc, n, len, key) && note_add(doc, n, len, num, false);
-}
-
 /* Room for the document: the identity and as much of argv as fits. */
 #define MPP_NOTE_DOC 512
 
+/* Written by mpp_jw into a buffer on the stack (a vfork child writes it: no
+ * allocation, no lock), so its strings are escaped and made UTF-8 as the
+ * raw writer's are. */
 int mpp_raw_note_unprofiled(int pid, int ppid, char *const argv[], const char *why, char *ret_name,
                             size_t n) {
   char doc[MPP_NOTE_DOC];
-  size_t len = 0;
-  doc[0] = '\0';
-  bool ok = note_add(doc, sizeof doc, &len, "{", false) &&
-            note_key(doc, sizeof doc, &len, MP_RK_TOP.schema) &&
-            note_add(doc, sizeof doc, &len, MP_SCHEMA_RAW, true) &&
-            note_key(doc, sizeof doc, &len, MP_RK_TOP.mpprof_version) &&
-            note_add(doc, sizeof doc, &len, MPPROF_VERSION, true) &&
-            note_key(doc, sizeof doc, &len, MP_RK_TOP.final) &&
-            note_add(doc, sizeof doc, &len, "true", false) &&
-            note_int(doc, sizeof doc, &len, MP_RK_TOP.pid, pid) &&
-            note_int(doc, sizeof doc, &len, MP_RK_TOP.ppid, ppid) &&
-            note_key(doc, sizeof doc, &len, MP_RK_TOP.host) &&
-            note_add(doc, sizeof doc, &len, mpp_process_info()->host, true) &&
-            note_key(doc, sizeof doc, &len, MP_RK_TOP.unprofiled) &&
-            note_add(doc, sizeof doc, &len, why, true) &&
-            note_key(doc, sizeof doc, &len, MP_RK_TOP.sites) &&
-            note_add(doc, sizeof doc, &len, "[]", false) &&
-            note_key(doc, sizeof doc, &len, MP_RK_TOP.argv) &&
-            note_add(doc, sizeof doc, &len, "[", false);
-  if (!ok) return -ENAMETOOLONG;
-  /* As many arguments as fit whole, leaving room for the end. */
+  mpp_jw w;
+  /* the arguments leave room for "]}" and the newline */
+  mpp_jw_init_fixed(&w, doc, sizeof doc - 3);
+  mpp_jw_obj(&w);
+  mpp_jw_key(&w, MP_RK_TOP.schema);
+  mpp_jw_str(&w, MP_SCHEMA_RAW);
+  mpp_jw_key(&w, MP_RK_TOP.mpprof_version);
+  mpp_jw_str(&w, MPPROF_VERSION);
+  mpp_jw_key(&w, MP_RK_TOP.final);
+  mpp_jw_bool(&w, true);
+  mpp_jw_key(&w, MP_RK_TOP.pid);
+  mpp_jw_int(&w, pid);
+  mpp_jw_key(&w, MP_RK_TOP.ppid);
+  mpp_jw_int(&w, ppid);
+  mpp_jw_key(&w, MP_RK_TOP.host);
+  mpp_jw_str(&w, mpp_process_info()->host);
+  mpp_jw_key(&w, MP_RK_TOP.unprofiled);
+  mpp_jw_str(&w, why);
+  mpp_jw_key(&w, MP_RK_TOP.sites);
+  mpp_jw_arr(&w);
+  mpp_jw_arr_end(&w);
+  mpp_jw_key(&w, MP_RK_TOP.argv);
+  mpp_jw_arr(&w);
+  if (w.oom) return -ENAMETOOLONG;
+  /* As many arguments as fit whole. */
   for (size_t i = 0; argv && argv[i]; i++) {
-    size_t keep = len;
-    if (!note_add(doc, sizeof doc - 4, &len, i ? "," : "", false) ||
-        !note_add(doc, sizeof doc - 4, &len, argv[i], true)) {
-      len = keep;
-      doc[len] = '\0';
+    mpp_jw_mark before = mpp_jw_mark_now(&w);
+    mpp_jw_str(&w, argv[i]);
+    if (w.oom) {
+      mpp_jw_undo(&w, before);
       break;
     }
   }
-  note_add(doc, sizeof doc, &len, "]}\n", false);
+  w.cap = sizeof doc;
+  mpp_jw_arr_end(&w);
+  mpp_jw_obj_end(&w);
+  size_t len = w.len;
+  doc[len++] = '\n';
   int out = mpp_sf_open_dir(AT_FDCWD, mpp_cfg.out_dir, MPP_SF_USER_PATH);
   if (out < 0) return out;
   int raw = mpp_sf_open_dir(out, "raw", 0);

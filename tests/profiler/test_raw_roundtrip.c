@@ -22,6 +22,7 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
+#include "common/utf8.h"
 #include "analysis/raw_format.h"
 #include "profiler/include/mpprof.h"
 #include "profiler/mpp.h"
@@ -721,14 +722,19 @@ static void a_site_of_merged_shapes_is_read_back(void **state) {
 /* The raw file an exec writes for an image it starts without mpprof
  * (mpp_raw_note_unprofiled): every key declared, read back by the report's
  * reader as a finished process with no sites, its argv (quotes and control
- * characters escaped) and why. */
+ * characters escaped, bytes that are not UTF-8 replaced as the raw writer
+ * replaces them: one JSON writer) and why; an argument past the note's room
+ * is left out whole. */
 static void an_unprofiled_note_is_read_back(void **state) {
   (void)state;
   char *dir = tmp_raw_dir(), *raw = NULL;
   assert_true(asprintf(&raw, "%s/raw", dir) > 0);
   assert_int_equal(mkdir(raw, 0777), 0);
   snprintf(mpp_cfg.out_dir, sizeof mpp_cfg.out_dir, "%s", dir);
-  char *const argv[] = {"train", "--tag=\"a\"\tb", NULL};
+  char big[600];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  char *const argv[] = {"train", "--tag=\"a\"\tb", "caf\xe9 \xff", big, NULL};
   const char why[] = "the environment it was started with does not preload libmpprof";
   char name[128];
   /* of another process (a posix_spawn child): its pid and parent as given */
@@ -742,6 +748,9 @@ static void an_unprofiled_note_is_read_back(void **state) {
   size_t n = fread(text, 1, sizeof text - 1, f);
   fclose(f);
   text[n] = '\0';
+  char valid[1024];
+  memcpy(valid, text, n + 1);
+  assert_int_equal(mpp_utf8_sanitize(valid, n), 0); /* the file itself is UTF-8 */
   cJSON *doc = cJSON_Parse(text);
   assert_non_null(doc);
   for (const cJSON *c = doc->child; c; c = c->next)
@@ -759,8 +768,11 @@ static void an_unprofiled_note_is_read_back(void **state) {
   assert_true(p->final);
   assert_int_equal(p->pid, pid);
   assert_int_equal(p->ppid, ppid);
-  assert_int_equal(cJSON_GetArraySize(p->argv), 2);
+  assert_int_equal(cJSON_GetArraySize(p->argv), 3);
   assert_string_equal(cJSON_GetArrayItem(p->argv, 1)->valuestring, argv[1]);
+  char replaced[] = "caf? ?";
+  replaced[3] = replaced[5] = MPP_UTF8_REPLACEMENT;
+  assert_string_equal(cJSON_GetArrayItem(p->argv, 2)->valuestring, replaced);
   mpprof_model_free(&m);
   mpp_raw_note_drop(name);
   assert_int_equal(access(path, F_OK), -1); /* the exec failed: the note is gone */
