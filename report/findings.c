@@ -109,13 +109,57 @@ static char *skipped_text(const mpprof_model *m) {
                          SKIPPED_STEPS_NORMAL_PER);
 }
 
-static int nonfinite_finding(mpprof_model *m, const mpprof_layer *l, const mpprof_layer_tensor *t) {
+/* A loss scale overflows a tensor only in a format of less range than fp32's
+ * (fp16, fp8; bf16 has fp32's): a mixed dtype (INVALID) may hold such. */
+static bool scale_can_overflow(mp_dtype d) {
+  const mp_format *f = mp_format_of(d);
+  return !f || f->emax < mp_format_of(MP_FP32)->emax;
+}
+
+/* A tensor's Inf/NaN other than those its op made from finite inputs (op_infs:
+ * the fp16_overflow finding's). */
+static uint64_t held_nonfinite(const mpprof_layer_tensor *t) {
+  return t->st.nans + t->st.pos_infs + t->st.neg_infs - t->op_infs;
+}
+
+/* The layer's Inf/NaN under a loss scale > 1 are the scale's overflow when a
+ * gradient of the layer in such a format holds some (where it overflowed, or
+ * its copy cast up: an fp32 output of fp16 inputs); in a layer whose scaled
+ * tensors are all fp32/bf16 the scale made none of them (a NaN loss, an
+ * upstream op: first_nonfinite says where). */
+static bool scale_overflowed(const mpprof_layer *l) {
+  for (size_t i = 0; i < l->n_tensors; i++) {
+    const mpprof_layer_tensor *t = &l->tensors[i];
+    if (t->cls != MP_TCLASS_FORWARD && t->scale_max > 1 && held_nonfinite(t) &&
+        scale_can_overflow(t->st.dtype))
+      return true;
+  }
+  return false;
+}
+
+static int nonfinite_finding(mpprof_model *m, const mpprof_layer *l, const mpprof_layer_tensor *t,
+                             bool scaled) {
   const char *name = mpprof_layer_label(l);
   uint64_t bad = t->st.nans + t->st.pos_infs + t->st.neg_infs;
-  bool scaled = t->cls != MP_TCLASS_FORWARD && t->scale_max > 1;
+  bool under_scale = t->cls != MP_TCLASS_FORWARD && t->scale_max > 1;
   char sc[32];
   char *msg, *act;
-  if (scaled) {
+  if (under_scale && !scaled) {
+    char *skip = skipped_text(m);
+    msg = mpprof_asprintf(
+        "%s: %s already holds NaN or Inf (%" PRIu64 " NaN, %" PRIu64 " +Inf, %" PRIu64
+        " -Inf of %" PRIu64 " values) under loss scale %s, which did not make them: no gradient "
+        "of this layer is in fp16 or fp8, the formats a loss scale overflows "
+        "(%s is %s)%s",
+        name, t->name, t->st.nans, t->st.pos_infs, t->st.neg_infs, t->st.count,
+        mpprof_scale_str(t->scale_max, sc), t->name,
+        t->st.dtype == MP_DTYPE_INVALID ? "of several dtypes" : mp_dtype_name(t->st.dtype),
+        skip ? skip : "");
+    act = strdup("find where the non-finite values first appear (first_nonfinite; a NaN or Inf "
+                 "loss, a division by zero, a too-large learning rate): lowering the loss scale "
+                 "does not remove them");
+    free(skip);
+  } else if (scaled) {
     char *win = window_text(m, l), *skip = skipped_text(m);
     msg =
         mpprof_asprintf("loss scale %s overflows fp16 in %s's gradients: %s holds Inf/NaN in "
@@ -147,7 +191,7 @@ static int nonfinite_finding(mpprof_model *m, const mpprof_layer *l, const mppro
   ev_num(f->evidence, "nans", (double)t->st.nans);
   ev_num(f->evidence, "infs", (double)(t->st.pos_infs + t->st.neg_infs));
   ev_num(f->evidence, "count", (double)t->st.count);
-  if (scaled) {
+  if (under_scale) {
     ev_num(f->evidence, "loss_scale", t->scale_max);
     ev_num(f->evidence, "skipped_steps", (double)m->loss_scale.skipped_steps);
     ev_num(f->evidence, "steps_marked", (double)m->loss_scale.steps_marked);
@@ -272,12 +316,6 @@ static int each_layer(mpprof_model *m, int (*fn)(mpprof_model *, const mpprof_la
   return 0;
 }
 
-/* A tensor's Inf/NaN other than those its op made from finite inputs (op_infs:
- * the fp16_overflow finding's). */
-static uint64_t held_nonfinite(const mpprof_layer_tensor *t) {
-  return t->st.nans + t->st.pos_infs + t->st.neg_infs - t->op_infs;
-}
-
 /* The layer's tensor with the most Inf/NaN it held, when it ran under a loss
  * scale > 1 (scaled) or not: one finding per layer. */
 static const mpprof_layer_tensor *most_nonfinite(const mpprof_layer *l) {
@@ -290,18 +328,19 @@ static const mpprof_layer_tensor *most_nonfinite(const mpprof_layer *l) {
   return nf;
 }
 
-static bool scaled_tensor(const mpprof_layer_tensor *t) {
-  return t->cls != MP_TCLASS_FORWARD && t->scale_max > 1;
+/* The tensor's Inf/NaN are the loss scale's overflow (scale_overflowed). */
+static bool scaled_tensor(const mpprof_layer *l, const mpprof_layer_tensor *t) {
+  return t->cls != MP_TCLASS_FORWARD && t->scale_max > 1 && scale_overflowed(l);
 }
 
 static int nonfinite_layer(mpprof_model *m, const mpprof_layer *l) {
   const mpprof_layer_tensor *t = most_nonfinite(l);
-  return t && !scaled_tensor(t) ? nonfinite_finding(m, l, t) : 0;
+  return t && !scaled_tensor(l, t) ? nonfinite_finding(m, l, t, false) : 0;
 }
 
 static int loss_scale_overflow_layer(mpprof_model *m, const mpprof_layer *l) {
   const mpprof_layer_tensor *t = most_nonfinite(l);
-  return t && scaled_tensor(t) ? nonfinite_finding(m, l, t) : 0;
+  return t && scaled_tensor(l, t) ? nonfinite_finding(m, l, t, true) : 0;
 }
 
 static int dead_gradient_layer(mpprof_model *m, const mpprof_layer *l) {

@@ -174,12 +174,57 @@ static void loss_scale_overflow(void **state) {
   mpprof_model m;
   mpprof_layer *l = layer(&m, MP_REC_FP16);
   mpprof_layer_tensor *g = tensor(l, "backward.D", MP_TCLASS_GRADIENT);
+  g->st.dtype = MP_FP16;
   g->st.nans = 5;
   g->scale_max = 0x1p30;
   assert_int_equal(run(&m, "nonfinite_values"), 0); /* under a scale: the other kind */
   assert_int_equal(run(&m, "loss_scale_overflow"), 1);
   assert_string_equal(m.findings[0].severity, "high");
   assert_true(strstr(m.findings[0].message, "loss scale 2^30") == m.findings[0].message);
+  mpprof_model_free(&m);
+  /* An fp32 output of fp16 inputs that overflowed at the scale (mlp_train
+   * --precision fp16 --loss-scale 2^30): still the scale's. */
+  l = layer(&m, MP_REC_FP16);
+  g = tensor(l, "backward.D", MP_TCLASS_GRADIENT);
+  g->st.dtype = MP_FP32;
+  g->st.nans = 8;
+  g->scale_max = 0x1p30;
+  mpprof_layer_tensor *dy = tensor(l, "backward.A", MP_TCLASS_GRADIENT);
+  dy->st.dtype = MP_FP16;
+  dy->st.pos_infs = 2;
+  dy->scale_max = 0x1p30;
+  assert_int_equal(run(&m, "loss_scale_overflow"), 1);
+  assert_int_equal(run(&m, "nonfinite_values"), 0);
+  mpprof_model_free(&m);
+}
+
+/* NaN in a layer whose gradients are all fp32 (a NaN loss under GradScaler's
+ * 2^11, torch_model.py): the scale, inside the window, made none of them; the
+ * finding must not tell the user to lower it. */
+static void nonfinite_under_a_scale_that_cannot_overflow_fp32(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_FP16);
+  mpprof_layer_tensor *g = tensor(l, "backward.D", MP_TCLASS_GRADIENT);
+  g->st.dtype = MP_FP32;
+  g->st.nans = 5;
+  g->scale_max = 0x1p11;
+  mpprof_layer_tensor *dy = tensor(l, "backward.A", MP_TCLASS_GRADIENT);
+  dy->st.dtype = MP_BF16; /* fp32's range: no overflow at 2^11 either */
+  dy->st.nans = 1;
+  dy->scale_max = 0x1p11;
+  m.loss_scale.has_window = true;
+  m.loss_scale.window_lo = -6;
+  m.loss_scale.window_hi = 15;
+  assert_int_equal(run(&m, "loss_scale_overflow"), 0);
+  assert_int_equal(run(&m, "nonfinite_values"), 1);
+  const mpprof_finding *f = &m.findings[0];
+  assert_string_equal(f->severity, "high");
+  assert_non_null(strstr(f->message, "net/fc1: backward.D already holds NaN or Inf (5 NaN"));
+  assert_non_null(strstr(f->message, "under loss scale 2^11, which did not make them"));
+  assert_non_null(strstr(f->message, "(backward.D is fp32)"));
+  assert_null(strstr(f->action, "lower the loss scale into"));
+  assert_non_null(strstr(f->action, "lowering the loss scale does not remove them"));
   mpprof_model_free(&m);
 }
 
@@ -1165,6 +1210,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(nonfinite_values),
       cmocka_unit_test(loss_scale_overflow),
+      cmocka_unit_test(nonfinite_under_a_scale_that_cannot_overflow_fp32),
       cmocka_unit_test(dead_gradient_and_dead_output),
       cmocka_unit_test(gradients_flushed),
       cmocka_unit_test(fp16_flush_edge),
