@@ -377,9 +377,49 @@ static cJSON *only_in(const cJSON *rep, const site_index *other) {
   return arr;
 }
 
+static int double_cmp(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+/* The distinct ranks of a run's processes (report.json processes[].rank),
+ * ascending; empty when no process has one. */
+static cJSON *ranks_json(const cJSON *rep) {
+  const cJSON *procs = get(rep, "processes"), *p;
+  int n = cJSON_GetArraySize(procs);
+  double *v = calloc(n > 0 ? (size_t)n : 1, sizeof *v);
+  size_t k = 0;
+  cJSON_ArrayForEach(p, procs) {
+    double r;
+    if (v && !mpprof_json_get_double(get(p, "rank"), &r)) v[k++] = r;
+  }
+  qsort(v, k, sizeof *v, double_cmp);
+  cJSON *arr = cJSON_CreateArray();
+  for (size_t i = 0; arr && i < k; i++)
+    if (!i || v[i] != v[i - 1]) cJSON_AddItemToArray(arr, cJSON_CreateNumber(v[i]));
+  free(v);
+  return arr;
+}
+
+/* "rank 1", "ranks 0-3, 6": a run's ranks (ranks_json) for a sentence. */
+static void ranks_text(const cJSON *ranks, char *buf, size_t n) {
+  int k = cJSON_GetArraySize(ranks);
+  size_t used = (size_t)snprintf(buf, n, "%s", k == 1 ? "rank " : "ranks ");
+  for (int i = 0; i < k && used < n;) {
+    double lo = cJSON_GetArrayItem(ranks, i)->valuedouble, hi = lo;
+    int j = i + 1;
+    for (; j < k && cJSON_GetArrayItem(ranks, j)->valuedouble == hi + 1; j++)
+      hi++;
+    used += (size_t)(hi > lo ? snprintf(buf + used, n - used, "%s%.0f-%.0f", i ? ", " : "", lo, hi)
+                             : snprintf(buf + used, n - used, "%s%.0f", i ? ", " : "", lo));
+    i = j;
+  }
+}
+
 static cJSON *run_json(const char *dir, const cJSON *rep) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "dir", dir);
+  cJSON_AddItemToObject(o, "ranks", ranks_json(rep));
   const cJSON *p = get(rep, "program");
   cJSON_AddStringToObject(o, "program", cJSON_IsString(p) ? p->valuestring : "");
   const cJSON *sum = get(rep, "summary");
@@ -507,6 +547,12 @@ static cJSON *build_diff(const char *da, const cJSON *a, const char *db, const c
   free(ca);
   free(cb);
   cJSON_AddBoolToObject(d, "same_command", same_command);
+  /* Other ranks: both runs name theirs and the sets differ (a run without
+   * ranks, one process not launched as a rank, is not told apart). */
+  const cJSON *ra = get(get(d, "a"), "ranks"), *rb = get(get(d, "b"), "ranks");
+  cJSON_AddBoolToObject(d, "same_ranks",
+                        !cJSON_GetArraySize(ra) || !cJSON_GetArraySize(rb) ||
+                            cJSON_Compare(ra, rb, true));
   index_t la, lb;
   site_index sa, sb;
   site_vec va, vb;
@@ -651,6 +697,19 @@ static void write_html(const cJSON *d, FILE *f) {
           f);
   else if (!cJSON_IsTrue(get(d, "same_command")))
     fputs("<p>The same program with other arguments (command lines above).</p>\n", f);
+  char rt[2][160];
+  for (int i = 0; i < 2; i++)
+    ranks_text(get(get(d, side[i]), "ranks"), rt[i], sizeof rt[i]);
+  if (!cJSON_IsTrue(get(d, "same_ranks"))) {
+    fputs("<p class=\"warn\">The two runs hold other ranks (A: ", f);
+    html(f, rt[0]);
+    fputs("; B: ", f);
+    html(f, rt[1]);
+    fputs("): each layer's figures are of other processes' GEMMs, compared all the same; "
+          "diff the same rank's runs (or two merges of every rank) to see what a change "
+          "did.</p>\n",
+          f);
+  }
   fputs("</section>\n<section id=\"layers\"><h2>Layers</h2><p>Per layer, A then B; changed "
         "cells are highlighted. TC share: Tensor Core kernel time over the layer's kernel time. "
         "fp16 overflow/flush, unscaled: percent of the finite non-zero values of the layer's "
@@ -811,6 +870,15 @@ int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_d
     /* On stderr, as merge's warning of the same kind. */
     if (!cJSON_IsTrue(get(d, "same_program")))
       fputs("mpprof diff: warning: the two runs profiled different programs\n", stderr);
+    if (!cJSON_IsTrue(get(d, "same_ranks"))) {
+      char rt[2][160];
+      ranks_text(get(get(d, "a"), "ranks"), rt[0], sizeof rt[0]);
+      ranks_text(get(get(d, "b"), "ranks"), rt[1], sizeof rt[1]);
+      fprintf(stderr,
+              "mpprof diff: warning: the two runs hold other ranks (A: %s; B: %s): their "
+              "layers are compared all the same\n",
+              rt[0], rt[1]);
+    }
     fprintf(summary, "  diff: %s (also diff.json)\n", ph);
   }
   free(pj);

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "rawgen.h"
 #include "report/diff.h"
@@ -398,6 +400,110 @@ static void trailing_text_and_a_file_for_a_directory_are_named(void **state) {
   free(out);
 }
 
+/* A report of one layer whose processes have the given ranks (JSON numbers
+ * or null, comma-separated). */
+static char *ranked_run(const char *tag, const char *const *ranks, size_t n) {
+  char *dir = rg_tmpdir(tag), *procs = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&procs, &len);
+  assert_non_null(f);
+  for (size_t i = 0; i < n; i++)
+    fprintf(f, "%s{\"pid\": %zu, \"rank\": %s}", i ? ", " : "", 100 + i, ranks[i]);
+  assert_int_equal(fclose(f), 0);
+  char *text = mpprof_asprintf(
+      "{\"schema\": \"mpprof.report/1\", \"program\": \"./train\", "
+      "\"processes\": [%s], \"layers\": [" LAYER("fc1", "bf16", "fp32") "], \"sites\": []}",
+      procs);
+  assert_non_null(text);
+  write_file(dir, "report.json", text);
+  free(text);
+  free(procs);
+  return dir;
+}
+
+/* What the diff of runs a and b says: diff.json, the page, and stderr. */
+static cJSON *diff_with_stderr(const char *a, const char *b, char **ret_html, char **ret_err) {
+  char *out = rg_tmpdir("diffout"), *errf = rg_tmpdir("differr");
+  char *errpath = mpprof_asprintf("%s/stderr", errf);
+  fflush(stderr);
+  int saved = dup(2), fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  assert_true(saved >= 0 && fd >= 0);
+  dup2(fd, 2);
+  close(fd);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *sum = open_memstream(&text, &len);
+  mpprof_error err = {0};
+  int rc = mpprof_diff_generate(a, b, out, sum, &err);
+  fclose(sum);
+  free(text);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  if (rc) fail_msg("%s", err.message);
+  *ret_err = rg_read_text(errf, "stderr", NULL);
+  *ret_html = rg_read_text(out, "diff.html", NULL);
+  cJSON *d = rg_read_json(out, "diff.json");
+  assert_non_null(d);
+  rg_rmdir(out);
+  rg_rmdir(errf);
+  free(out);
+  free(errf);
+  free(errpath);
+  return d;
+}
+
+/* RANK=0 profiled before a change, RANK=1 after: the diff compared another
+ * process's GEMMs as "before and after" without a word. It names each run's
+ * ranks, says same_ranks false, and warns on the page and on stderr; runs
+ * of the same ranks (a merge of 0-3 against another) and a run without ranks
+ * are not warned about. */
+static void runs_of_other_ranks_are_named_and_warned_about(void **state) {
+  (void)state;
+  const char *r0[] = {"0"}, *r1[] = {"1"}, *r03[] = {"3", "0", "1", "2", "6"}, *none[] = {"null"};
+  char *a = ranked_run("diffr0", r0, 1), *b = ranked_run("diffr1", r1, 1);
+  char *html = NULL, *err = NULL;
+  cJSON *d = diff_with_stderr(a, b, &html, &err);
+  assert_false(cJSON_IsTrue(cJSON_GetObjectItem(d, "same_ranks")));
+  const cJSON *rb = cJSON_GetObjectItem(cJSON_GetObjectItem(d, "b"), "ranks");
+  assert_int_equal(cJSON_GetArraySize(rb), 1);
+  assert_true(cJSON_GetArrayItem(rb, 0)->valuedouble == 1);
+  assert_non_null(strstr(err, "mpprof diff: warning: the two runs hold other ranks (A: rank 0; B: "
+                              "rank 1): their layers are compared all the same\n"));
+  assert_non_null(strstr(html, "<p class=\"warn\">The two runs hold other ranks (A: rank 0; B: "
+                               "rank 1)"));
+  cJSON_Delete(d);
+  free(html);
+  free(err);
+  char *m = ranked_run("diffr03", r03, 5);
+  d = diff_with_stderr(m, a, &html, &err);
+  assert_false(cJSON_IsTrue(cJSON_GetObjectItem(d, "same_ranks")));
+  assert_non_null(strstr(err, "(A: ranks 0-3, 6; B: rank 0)"));
+  cJSON_Delete(d);
+  free(html);
+  free(err);
+  d = diff_with_stderr(m, m, &html, &err);
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItem(d, "same_ranks")));
+  assert_null(strstr(err, "other ranks"));
+  assert_null(strstr(html, "other ranks"));
+  cJSON_Delete(d);
+  free(html);
+  free(err);
+  char *n = ranked_run("diffrnone", none, 1);
+  d = diff_with_stderr(n, b, &html, &err);
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItem(d, "same_ranks")));
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "a"), "ranks")),
+                   0);
+  cJSON_Delete(d);
+  free(html);
+  free(err);
+  char *dirs[] = {a, b, m, n};
+  for (size_t i = 0; i < 4; i++) {
+    rg_rmdir(dirs[i]);
+    free(dirs[i]);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(layers_in_one_run_only_are_counted_apart_from_changed_ones),
@@ -409,6 +515,7 @@ int main(void) {
       cmocka_unit_test(a_truncated_report_is_called_truncated),
       cmocka_unit_test(a_report_of_another_schema_names_it),
       cmocka_unit_test(trailing_text_and_a_file_for_a_directory_are_named),
+      cmocka_unit_test(runs_of_other_ranks_are_named_and_warned_about),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
