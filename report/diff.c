@@ -618,22 +618,39 @@ static void cell_num(FILE *f, const cJSON *side, const char *k, double scale, co
   fputs("</td>", f);
 }
 
-/* Cell k of a layer row (key k of the row's keys) as shown, into buf: text
- * as is (compute types with " (TF32)"), GPU time in ms, the TC share and the
- * rest (percentages) as every output shows a percentage (mpprof_pct_text);
- * "" when absent. */
-static void layer_cell_text(const cJSON *side, const char *key, size_t k, char *buf, size_t n) {
+/* The columns of a layer row after Layer and Run: diff.json key and header.
+ * The page shows them; the terminal summary lists, per layer, those whose B
+ * cell reads differently from A's (the page's highlighted cells). */
+enum { COL_DTYPES, COL_COMPUTE, COL_TC_SHARE, COL_GPU_NS };
+static const char *const layer_cols[][2] = {
+    {"dtypes", "Dtypes"},
+    {"compute_types", "Compute"},
+    {"tc_share", "TC share %"},
+    {"gpu_ns", "GPU ms"},
+    {"fp16_overflow_pct", "fp16 overflow %, unscaled"},
+    {"fp16_underflow_pct", "fp16 flush %, unscaled"},
+    {"fp16_overflow_at_applied_scale_pct", "fp16 gradient overflow % at applied scale"},
+    {"fp16_underflow_at_applied_scale_pct", "fp16 gradient flush % at applied scale"},
+    {"verdict", "Verdict"}};
+#define N_LAYER_COLS (sizeof layer_cols / sizeof *layer_cols)
+
+/* Cell k of a layer row (layer_cols[k]) as shown, into buf: text as is
+ * (compute types with " (TF32)"), GPU time in ms, the TC share and the rest
+ * (percentages) as every output shows a percentage (mpprof_pct_text); ""
+ * when absent. */
+static void layer_cell_text(const cJSON *side, size_t k, char *buf, size_t n) {
+  const char *key = layer_cols[k][0];
   const cJSON *v = get(side, key);
   double x;
   buf[0] = '\0';
   if (cJSON_IsString(v)) {
     snprintf(buf, n, "%s%s", v->valuestring,
-             k == 1 && cJSON_IsTrue(get(side, "tf32")) ? " (TF32)" : "");
+             k == COL_COMPUTE && cJSON_IsTrue(get(side, "tf32")) ? " (TF32)" : "");
   } else if (!mpprof_json_get_double(v, &x)) {
-    if (k == 3)
+    if (k == COL_GPU_NS)
       snprintf(buf, n, "%.3f", x / 1e6);
     else
-      snprintf(buf, n, "%s", mpprof_pct_text(k == 2 ? x * 100 : x).s);
+      snprintf(buf, n, "%s", mpprof_pct_text(k == COL_TC_SHARE ? x * 100 : x).s);
     /* a share: of which tensor */
     char tkey[96];
     snprintf(tkey, sizeof tkey, "%.*s_tensor", (int)(strlen(key) - 4), key);
@@ -644,6 +661,28 @@ static void layer_cell_text(const cJSON *side, const char *key, size_t k, char *
   } else if (!strcmp(key, "verdict")) {
     snprintf(buf, n, "no verdict");
   }
+}
+
+/* Whether B's cell k reads differently from A's (GPU time excepted: it
+ * differs between any two runs; 13.216% and 13.22% both read 13.2). */
+static bool cell_changed(const cJSON *a, const cJSON *b, size_t k) {
+  if (k == COL_GPU_NS || cJSON_IsNull(a) || cJSON_IsNull(b)) return false;
+  char ta[256], tb[256];
+  layer_cell_text(a, k, ta, sizeof ta);
+  layer_cell_text(b, k, tb, sizeof tb);
+  return strcmp(ta, tb) != 0;
+}
+
+/* A run's applied loss scale as shown: "65536", "1024 .. 2048", "unknown". */
+static void loss_scale_text(const cJSON *run, char *buf, size_t n) {
+  const cJSON *ls = get(run, "loss_scale_applied");
+  double lo, hi;
+  if (mpprof_json_get_double(get(ls, "min"), &lo) || mpprof_json_get_double(get(ls, "max"), &hi))
+    snprintf(buf, n, "unknown");
+  else if (lo == hi)
+    snprintf(buf, n, "%g", lo);
+  else
+    snprintf(buf, n, "%g .. %g", lo, hi);
 }
 
 static const char css[] =
@@ -679,16 +718,9 @@ static void write_html(const cJSON *d, FILE *f) {
     fputs("<td class=\"n\">", f);
     if (!mpprof_json_get_double(get(r, "tc_share"), &tc)) html(f, mpprof_pct_text(100 * tc).s);
     fputs("</td>", f);
-    const cJSON *ls = get(r, "loss_scale_applied");
-    double lo, hi;
-    fputs("<td class=\"n\">", f);
-    if (mpprof_json_get_double(get(ls, "min"), &lo) || mpprof_json_get_double(get(ls, "max"), &hi))
-      fputs("unknown", f);
-    else if (lo == hi)
-      fprintf(f, "%g", lo);
-    else
-      fprintf(f, "%g .. %g", lo, hi);
-    fputs("</td></tr>\n", f);
+    char ls[96];
+    loss_scale_text(r, ls, sizeof ls);
+    fprintf(f, "<td class=\"n\">%s</td></tr>\n", ls);
   }
   fputs("</tbody></table>\n", f);
   if (!cJSON_IsTrue(get(d, "same_program")))
@@ -717,11 +749,11 @@ static void write_html(const cJSON *d, FILE *f) {
         "loss scale the run applied (as at scale 1; report.json <code>percent</code>). At applied "
         "scale: the same for the worst gradient as recorded, at the loss scale the run applied "
         "(report.json <code>shares</code>), what a change of loss scale changes.</p>\n"
-        "<div class=\"scroll\"><table><thead><tr><th>Layer</th><th>Run</th><th>Dtypes</th>"
-        "<th>Compute</th><th>TC share %</th><th>GPU ms</th><th>fp16 overflow %, unscaled</th>"
-        "<th>fp16 flush %, unscaled</th><th>fp16 gradient overflow % at applied scale</th>"
-        "<th>fp16 gradient flush % at applied scale</th><th>Verdict</th></tr></thead><tbody>\n",
+        "<div class=\"scroll\"><table><thead><tr><th>Layer</th><th>Run</th>",
         f);
+  for (size_t k = 0; k < N_LAYER_COLS; k++)
+    fprintf(f, "<th>%s</th>", layer_cols[k][1]);
+  fputs("</tr></thead><tbody>\n", f);
   const cJSON *row;
   cJSON_ArrayForEach(row, get(d, "layers")) {
     const cJSON *a = get(row, "a"), *b = get(row, "b");
@@ -735,25 +767,14 @@ static void write_html(const cJSON *d, FILE *f) {
       }
       fprintf(f, "<td>%s</td>", i ? "B" : "A");
       if (cJSON_IsNull(s)) {
-        fputs("<td colspan=\"9\">(not in this run)</td></tr>\n", f);
+        fprintf(f, "<td colspan=\"%zu\">(not in this run)</td></tr>\n", N_LAYER_COLS);
         continue;
       }
-      static const char *const keys[] = {"dtypes",
-                                         "compute_types",
-                                         "tc_share",
-                                         "gpu_ns",
-                                         "fp16_overflow_pct",
-                                         "fp16_underflow_pct",
-                                         "fp16_overflow_at_applied_scale_pct",
-                                         "fp16_underflow_at_applied_scale_pct",
-                                         "verdict"};
-      for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
-        /* changed: the cells read differently (13.216 and 13.22 are both 13.2) */
-        char tv[256], tw[256];
-        const cJSON *v = get(s, keys[k]);
-        layer_cell_text(s, keys[k], k, tv, sizeof tv);
-        layer_cell_text(o, keys[k], k, tw, sizeof tw);
-        bool chg = i && !cJSON_IsNull(o) && k != 3 && strcmp(tv, tw);
+      for (size_t k = 0; k < N_LAYER_COLS; k++) {
+        char tv[256];
+        const cJSON *v = get(s, layer_cols[k][0]);
+        layer_cell_text(s, k, tv, sizeof tv);
+        bool chg = i && cell_changed(o, s, k);
         fprintf(f, "<td%s%s>", chg ? " class=\"chg\"" : "",
                 cJSON_IsNumber(v) || cJSON_IsRaw(v) ? " style=\"text-align:right\"" : "");
         html(f, tv);
@@ -789,6 +810,46 @@ static int write_text(const char *path, const char *text, mpprof_afile_set *set)
   if (mpprof_afile_open(&af, path, set)) return -1;
   fputs(text, af.f);
   return mpprof_afile_close(&af, true);
+}
+
+/* At most this many layers' changes are listed in the terminal summary. */
+#define SUMMARY_LAYERS_MAX 20
+
+/* The summary's lines under its first: the applied loss scale when it reads
+ * differently, then per layer in both runs what the page highlights
+ * ("fc2: Dtypes: A=fp32 ... -> A=bf16 ...; Verdict: fp16 -> bf16"; an empty
+ * cell reads "none"), the first SUMMARY_LAYERS_MAX layers. */
+static void print_changes(const cJSON *d, FILE *out) {
+  char la[96], lb[96];
+  loss_scale_text(get(d, "a"), la, sizeof la);
+  loss_scale_text(get(d, "b"), lb, sizeof lb);
+  if (strcmp(la, lb)) fprintf(out, "  loss scale applied: %s -> %s\n", la, lb);
+  size_t listed = 0, more = 0;
+  const cJSON *row;
+  cJSON_ArrayForEach(row, get(d, "layers")) {
+    const cJSON *a = get(row, "a"), *b = get(row, "b");
+    bool any = false;
+    for (size_t k = 0; k < N_LAYER_COLS; k++) {
+      if (!cell_changed(a, b, k)) continue;
+      if (!any && listed == SUMMARY_LAYERS_MAX) {
+        more++;
+        break;
+      }
+      char ta[256], tb[256];
+      layer_cell_text(a, k, ta, sizeof ta);
+      layer_cell_text(b, k, tb, sizeof tb);
+      if (!any) fprintf(out, "  %s: ", get(row, "layer")->valuestring);
+      fprintf(out, "%s%s: %s -> %s", any ? "; " : "", layer_cols[k][1], ta[0] ? ta : "none",
+              tb[0] ? tb : "none");
+      any = true;
+    }
+    if (any) {
+      fputc('\n', out);
+      listed++;
+    }
+  }
+  if (more)
+    fprintf(out, "  and %zu more layer%s with changes (diff.html)\n", more, more == 1 ? "" : "s");
 }
 
 /* diff.json and diff.html appear together or not at all (a failed write
@@ -867,6 +928,7 @@ int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_d
             nl, nl == 1 ? "" : "s", changed, only_a, only_b,
             cJSON_GetArraySize(get(d, "sites_only_in_a")),
             cJSON_GetArraySize(get(d, "sites_only_in_b")));
+    print_changes(d, summary);
     /* On stderr, as merge's warning of the same kind. */
     if (!cJSON_IsTrue(get(d, "same_program")))
       fputs("mpprof diff: warning: the two runs profiled different programs\n", stderr);

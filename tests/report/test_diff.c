@@ -205,6 +205,53 @@ static void a_diff_of_two_loss_scales_shows_the_flush_at_each_runs_scale(void **
   free(out);
 }
 
+/* Applying a plan's loss scale (fp16 at 1, then at 65536) changes no dtype
+ * or verdict: the summary said "0 with other dtypes or verdicts" and nothing
+ * else, as if the change had done nothing. It names the applied scales and,
+ * per layer, what the page highlights: the flush at the applied scale. A
+ * dtype change (fp32 -> bf16) is listed too; a layer with no change is not. */
+static void the_summary_names_the_loss_scale_and_each_layers_changes(void **state) {
+  (void)state;
+  char *a = scaled_run("diffs1", "1", "65.3"), *b = scaled_run("diffs16", "65536", "0.0014");
+  char *s = summary_of(a, b, NULL);
+  assert_non_null(strstr(s, "mpprof diff: 1 layer: 0 with other dtypes or verdicts"));
+  assert_non_null(strstr(s, "\n  loss scale applied: 1 -> 65536\n"));
+  assert_non_null(strstr(s, "\n  fc2: fp16 gradient flush % at applied scale: 65.3 -> 0.0014\n"));
+  free(s);
+  char *c =
+      report_dir("diffd32", "[" LAYER("fc1", "bf16", "fp32") "," LAYER("fc2", "fp16", "fp32") "]");
+  char *e =
+      report_dir("diffd16", "[" LAYER("fc1", "bf16", "bf16") "," LAYER("fc2", "fp16", "fp32") "]");
+  s = summary_of(c, e, NULL);
+  assert_non_null(strstr(s, "\n  fc1: Dtypes: A=fp32 -> A=bf16\n"));
+  assert_null(strstr(s, "fc2:"));
+  assert_null(strstr(s, "loss scale applied"));
+  free(s);
+  /* Many changed layers: the first 20, then a count. */
+  char *la = NULL, *lb = NULL;
+  size_t na = 0, nb = 0;
+  FILE *fa = open_memstream(&la, &na), *fb = open_memstream(&lb, &nb);
+  for (int i = 0; i < 25; i++) {
+    fprintf(fa, "%s{\"name\": \"l%02d\", \"dtypes\": {\"A\": [\"fp32\"]}}", i ? "," : "[", i);
+    fprintf(fb, "%s{\"name\": \"l%02d\", \"dtypes\": {\"A\": [\"fp16\"]}}", i ? "," : "[", i);
+  }
+  fputc(']', fa);
+  fputc(']', fb);
+  fclose(fa);
+  fclose(fb);
+  char *g = report_dir("diffmanya", la), *h = report_dir("diffmanyb", lb);
+  s = summary_of(g, h, NULL);
+  assert_non_null(strstr(s, "\n  l19: Dtypes: A=fp32 -> A=fp16\n  and 5 more layers with changes "
+                            "(diff.html)\n"));
+  assert_null(strstr(s, "l20:"));
+  free(s);
+  char *dirs[] = {a, b, c, e, g, h, la, lb};
+  for (size_t i = 0; i < 8; i++) {
+    if (i < 6) rg_rmdir(dirs[i]);
+    free(dirs[i]);
+  }
+}
+
 /* A run whose fc1 gradients were zero in every call (no verdict; its worst
  * fp16 flush is then of a forward tensor, 0%) against one where they flush
  * 100%: each figure names its tensor, in diff.json and on the page, and the
@@ -516,6 +563,7 @@ int main(void) {
       cmocka_unit_test(a_report_of_another_schema_names_it),
       cmocka_unit_test(trailing_text_and_a_file_for_a_directory_are_named),
       cmocka_unit_test(runs_of_other_ranks_are_named_and_warned_about),
+      cmocka_unit_test(the_summary_names_the_loss_scale_and_each_layers_changes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
