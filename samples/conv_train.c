@@ -12,6 +12,9 @@
  * every execution. ReLU, the loss and the SGD update run on the host; every
  * operand is copied to and from device memory as on a real GPU.
  *
+ * --groups G makes conv2 a grouped convolution of G groups (16 / G input
+ * channels per filter; 16: depthwise, as MobileNet's and ConvNeXt's).
+ *
  * NVTX: step / cnn / convN / {fwd,bwd}, step / cnn / loss, step / optimizer.
  * The first step checks every convolution against a host computation and
  * exits non-zero if one is off. Prints the final loss and a weight checksum. */
@@ -40,6 +43,7 @@ typedef struct options {
   api api;
   precision prec;
   int steps;
+  int groups; /* conv2's */
   unsigned long long seed;
 } options;
 
@@ -52,7 +56,8 @@ typedef struct dtensor {
 
 typedef struct conv_layer {
   const char *name;
-  int c, k; /* input and output channels */
+  int c, k;   /* input and output channels */
+  int groups; /* filter k reads the c / groups channels of its group */
   float *w, *dw;
   dtensor d_w, d_dw;
   /* legacy */
@@ -138,6 +143,11 @@ static void download(run *r, dtensor *t, float *dst) {
 
 /* ---------- host reference ---------- */
 
+/* Filter values: k filters of c / groups channels each. */
+static size_t wsize(const conv_layer *L) {
+  return (size_t)L->k * (size_t)(L->c / L->groups) * R * R;
+}
+
 static size_t at(int c_total, int n, int c, int h, int w) {
   return (((size_t)n * c_total + c) * HW + h) * HW + w;
 }
@@ -158,35 +168,36 @@ static void verify_conv(const run *r, const conv_layer *L, int kind, const float
   double out_abs = r->opt.prec == PREC_FP16 ? 0x1p-24 : 0;
   size_t n_out = kind == OP_FWD        ? tensor_size(L->k)
                  : kind == OP_BWD_DATA ? tensor_size(L->c)
-                                       : (size_t)L->k * L->c * R * R;
+                                       : wsize(L);
+  int cg = L->c / L->groups, kg = L->k / L->groups; /* one group's channels, filters */
   for (size_t o = 0; o < n_out; o++) {
     double sum = 0, mag = 0;
     if (kind == OP_FWD) { /* in = x, other = w */
       int w = o % HW, h = (o / HW) % HW, k = (o / (HW * HW)) % L->k, n = o / (HW * HW * L->k);
-      for (int c = 0; c < L->c; c++)
+      for (int c = k / kg * cg; c < (k / kg + 1) * cg; c++)
         for (int a = 0; a < R; a++)
           for (int b = 0; b < R; b++) {
             int hh = h + a - PAD, ww = w + b - PAD;
             if (hh < 0 || hh >= HW || ww < 0 || ww >= HW) continue;
             double p = (double)round_value(r, in[at(L->c, n, c, hh, ww)]) *
-                       round_value(r, other[wat(L->c, k, c, a, b)]);
+                       round_value(r, other[wat(cg, k, c % cg, a, b)]);
             sum += p;
             mag += fabs(p);
           }
     } else if (kind == OP_BWD_DATA) { /* in = dy, other = w */
       int w = o % HW, h = (o / HW) % HW, c = (o / (HW * HW)) % L->c, n = o / (HW * HW * L->c);
-      for (int k = 0; k < L->k; k++)
+      for (int k = c / cg * kg; k < (c / cg + 1) * kg; k++)
         for (int a = 0; a < R; a++)
           for (int b = 0; b < R; b++) {
             int hh = h - a + PAD, ww = w - b + PAD;
             if (hh < 0 || hh >= HW || ww < 0 || ww >= HW) continue;
             double p = (double)round_value(r, in[at(L->k, n, k, hh, ww)]) *
-                       round_value(r, other[wat(L->c, k, c, a, b)]);
+                       round_value(r, other[wat(cg, k, c % cg, a, b)]);
             sum += p;
             mag += fabs(p);
           }
     } else { /* in = x, other = dy */
-      int b = o % R, a = (o / R) % R, c = (o / (R * R)) % L->c, k = o / (R * R * L->c);
+      int b = o % R, a = (o / R) % R, k = o / (R * R * cg), c = k / kg * cg + (o / (R * R)) % cg;
       for (int n = 0; n < N; n++)
         for (int h = 0; h < HW; h++)
           for (int w = 0; w < HW; w++) {
@@ -222,11 +233,14 @@ static size_t legacy_setup(run *r, conv_layer *L) {
                   CUDNN_STATUS_SUCCESS);
   SU_CHECK_STATUS(cudnnSetTensor4dDescriptor(L->yd, CUDNN_TENSOR_NCHW, r->dt, N, L->k, HW, HW),
                   CUDNN_STATUS_SUCCESS);
-  SU_CHECK_STATUS(cudnnSetFilter4dDescriptor(L->wd, r->dt, CUDNN_TENSOR_NCHW, L->k, L->c, R, R),
-                  CUDNN_STATUS_SUCCESS);
+  SU_CHECK_STATUS(
+      cudnnSetFilter4dDescriptor(L->wd, r->dt, CUDNN_TENSOR_NCHW, L->k, L->c / L->groups, R, R),
+      CUDNN_STATUS_SUCCESS);
   SU_CHECK_STATUS(cudnnSetConvolution2dDescriptor(L->cd, PAD, PAD, 1, 1, 1, 1,
                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                   CUDNN_STATUS_SUCCESS);
+  if (L->groups > 1)
+    SU_CHECK_STATUS(cudnnSetConvolutionGroupCount(L->cd, L->groups), CUDNN_STATUS_SUCCESS);
   SU_CHECK_STATUS(cudnnSetConvolutionMathType(L->cd, r->opt.prec == PREC_FP16 ? CUDNN_TENSOR_OP_MATH
                                                                               : CUDNN_DEFAULT_MATH),
                   CUDNN_STATUS_SUCCESS);
@@ -333,7 +347,9 @@ static cudnnBackendDescriptor_t be_conv_desc(conv_layer *L, int kind) {
 
 /* Operation -> graph -> heuristics -> first engine config whose plan finalizes. */
 static size_t backend_build(run *r, conv_layer *L, int kind) {
-  int64_t xdims[4] = {N, L->c, HW, HW}, ydims[4] = {N, L->k, HW, HW}, wdims[4] = {L->k, L->c, R, R};
+  /* grouped: the filter's channels are one group's (the backend has no group count) */
+  int64_t xdims[4] = {N, L->c, HW, HW}, ydims[4] = {N, L->k, HW, HW},
+          wdims[4] = {L->k, L->c / L->groups, R, R};
   cudnnBackendDescriptor_t x = be_tensor(r, L, kind, UID_X, xdims);
   cudnnBackendDescriptor_t y = be_tensor(r, L, kind, UID_Y, ydims);
   cudnnBackendDescriptor_t w = be_tensor(r, L, kind, UID_W, wdims);
@@ -469,14 +485,15 @@ static void conv_op(run *r, conv_layer *L, int kind, dtensor *in, const float *h
   if (r->verify) verify_conv(r, L, kind, h_in, h_other, h_out);
 }
 
-static void layer_init(run *r, conv_layer *L, const char *name, int c, int k) {
+static void layer_init(run *r, conv_layer *L, const char *name, int c, int k, int groups) {
   L->name = name;
   L->c = c;
   L->k = k;
-  size_t n = (size_t)k * c * R * R;
+  L->groups = groups;
+  size_t n = wsize(L);
   L->w = host_alloc(n);
   L->dw = host_alloc(n);
-  double range = 1.0 / sqrt((double)c * R * R);
+  double range = 1.0 / sqrt((double)(c / groups) * R * R);
   for (size_t i = 0; i < n; i++)
     L->w[i] = (float)su_rng_uniform(&r->rng, -range, range);
   dtensor_alloc(r, &L->d_w, n);
@@ -563,7 +580,7 @@ static void step(run *r) {
   range_push("optimizer");
   conv_layer *ls[2] = {&r->l1, &r->l2};
   for (int l = 0; l < 2; l++) {
-    size_t n = (size_t)ls[l]->k * ls[l]->c * R * R;
+    size_t n = wsize(ls[l]);
     for (size_t i = 0; i < n; i++)
       ls[l]->w[i] -= (float)LEARNING_RATE * ls[l]->dw[i];
   }
@@ -573,11 +590,11 @@ static void step(run *r) {
 
 static void usage(FILE *f) {
   fprintf(f, "usage: conv_train [--api legacy|backend] [--precision fp32|fp16] [--steps N] "
-             "[--seed SEED]\n");
+             "[--seed SEED] [--groups G (conv2's: 1, 2, 4, 8, 16)]\n");
 }
 
 static void parse_options(int argc, char **argv, options *o) {
-  *o = (options){API_LEGACY, PREC_FP32, 3, 1};
+  *o = (options){API_LEGACY, PREC_FP32, 3, 1, 1};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -605,6 +622,9 @@ static void parse_options(int argc, char **argv, options *o) {
         su_die("--precision: expected fp32 or fp16, got '%s'", v);
     } else if (!strcmp(a, "--steps")) {
       o->steps = (int)su_parse_long(a, v, 1, 1000000);
+    } else if (!strcmp(a, "--groups")) {
+      o->groups = (int)su_parse_long(a, v, 1, C1);
+      if (C1 % o->groups) su_die("--groups: %d does not divide conv2's %d channels", o->groups, C1);
     } else if (!strcmp(a, "--seed")) {
       o->seed = (unsigned long long)su_parse_long(a, v, 0, 0x7fffffffffffffffL);
     } else {
@@ -632,8 +652,8 @@ int main(int argc, char **argv) {
   SU_CHECK_CUDA(cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking));
   SU_CHECK_STATUS(cudnnCreate(&r->handle), CUDNN_STATUS_SUCCESS);
   SU_CHECK_STATUS(cudnnSetStream(r->handle, r->stream), CUDNN_STATUS_SUCCESS);
-  layer_init(r, &r->l1, "conv1", C0, C1);
-  layer_init(r, &r->l2, "conv2", C1, C2);
+  layer_init(r, &r->l1, "conv1", C0, C1, 1);
+  layer_init(r, &r->l2, "conv2", C1, C2, r->opt.groups);
   if (r->workspace_size) SU_CHECK_CUDA(cudaMalloc(&r->workspace, r->workspace_size));
 
   size_t n0 = tensor_size(C0), n1 = tensor_size(C1), n2 = tensor_size(C2);
@@ -663,7 +683,7 @@ int main(int argc, char **argv) {
   double sum = 0;
   conv_layer *ls[2] = {&r->l1, &r->l2};
   for (int l = 0; l < 2; l++) {
-    size_t n = (size_t)ls[l]->k * ls[l]->c * R * R;
+    size_t n = wsize(ls[l]);
     h = su_fnv1a(h, ls[l]->w, n * sizeof(float));
     for (size_t i = 0; i < n; i++)
       sum += ls[l]->w[i];

@@ -57,6 +57,10 @@
  *   cleanspawn    one GEMM, then posix_spawn "gemmex 1" and posix_spawnp "gemmex 2" with an
  *                 environment of LD_LIBRARY_PATH only, posix_spawn "gemmex 3" with environ
  *                 and posix_spawn of a missing file (its result printed); waits for each
+ *   groupconv G   a legacy fp32 convolution of G groups, forward and both backward ops,
+ *                 in "grouped/<op>", then as G one-group convolutions on the groups'
+ *                 slices in "split/g<i>/<op>"; prints each group's double reference
+ *                 sums ("ref OP G SUMSQ MAXABS NONZERO") for test_shadow_e2e
  *   keepexec DIR  one GEMM, then a child (fork) changes to DIR and execs "rankexec c:N" with
  *                 LD_PRELOAD (when set) and LD_LIBRARY_PATH only (a launcher that keeps the
  *                 preload and drops the rest; ASAN_OPTIONS and UBSAN_OPTIONS kept when
@@ -86,6 +90,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <malloc.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1035,6 +1040,203 @@ static int mode_shadowedge(void) {
   CK(cublasLtDestroy(lt));
   printf("shadowedge checksum %.17g\n", s);
   CK(cublasDestroy(h));
+  return 0;
+}
+
+/* Grouped convolutions (mode groupconv G): one legacy fp32 cuDNN
+ * convolution of G groups (C = K = 8 channels, N = 2, 6 x 6, 3 x 3 filter,
+ * pad 1), forward, backward data and backward filter, in layers
+ * "grouped/fwd", "grouped/bwd_data", "grouped/bwd_filter"; then the same
+ * data as G one-group convolutions on each group's slice of the tensors
+ * (strided views of x, y, dy, dx; the group's filters), in layers
+ * "split/g<i>/<op>". The grouped outputs must equal the split ones bit for
+ * bit, and both the direct double sums (else exit 1). Prints, per op and
+ * group, what an independent check of shadow execution needs: the double
+ * reference's sum of squares, largest magnitude and non-zero count
+ * ("ref OP G SUMSQ MAXABS NONZERO"). */
+enum { GC_N = 2, GC_C = 8, GC_HW = 6, GC_R = 3 };
+
+static float gc_value(uint32_t *state) {
+  *state = *state * 1664525u + 1013904223u;
+  return (float)((double)(*state >> 8) / (double)(1u << 24) * 2.0 - 1.0);
+}
+
+/* The double sum of output element o of op `kind` (0 fwd, 1 bwd data, 2
+ * bwd filter) of group-count G, and the sum of its products' magnitudes. */
+static double gc_direct(int kind, int groups, const float *x, const float *w, const float *dy,
+                        size_t o, double *mag) {
+  int cg = GC_C / groups, kg = GC_C / groups;
+  double sum = 0;
+  *mag = 0;
+  if (kind == 0 || kind == 1) { /* o indexes y (fwd) or dx (bwd data): N, channel, h, w */
+    int ww = (int)(o % GC_HW), hh = (int)(o / GC_HW % GC_HW),
+        ch = (int)(o / (GC_HW * GC_HW) % GC_C), n = (int)(o / (GC_HW * GC_HW * GC_C));
+    int grp = kind == 0 ? ch / kg : ch / cg;
+    for (int j = 0; j < (kind == 0 ? cg : kg); j++)
+      for (int a = 0; a < GC_R; a++)
+        for (int b = 0; b < GC_R; b++) {
+          int ih = kind == 0 ? hh + a - 1 : hh - a + 1, iw = kind == 0 ? ww + b - 1 : ww - b + 1;
+          if (ih < 0 || ih >= GC_HW || iw < 0 || iw >= GC_HW) continue;
+          int c = kind == 0 ? grp * cg + j : ch, k = kind == 0 ? ch : grp * kg + j;
+          double in = kind == 0 ? x[((n * GC_C + c) * GC_HW + ih) * GC_HW + iw]
+                                : dy[((n * GC_C + k) * GC_HW + ih) * GC_HW + iw];
+          double p = in * w[((k * cg + c % cg) * GC_R + a) * GC_R + b];
+          sum += p;
+          *mag += fabs(p);
+        }
+    return sum;
+  }
+  int b = (int)(o % GC_R), a = (int)(o / GC_R % GC_R), cl = (int)(o / (GC_R * GC_R) % cg),
+      k = (int)(o / (GC_R * GC_R * cg)), c = k / kg * cg + cl;
+  for (int n = 0; n < GC_N; n++)
+    for (int hh = 0; hh < GC_HW; hh++)
+      for (int ww = 0; ww < GC_HW; ww++) {
+        int ih = hh + a - 1, iw = ww + b - 1;
+        if (ih < 0 || ih >= GC_HW || iw < 0 || iw >= GC_HW) continue;
+        double p = (double)x[((n * GC_C + c) * GC_HW + ih) * GC_HW + iw] *
+                   dy[((n * GC_C + k) * GC_HW + hh) * GC_HW + ww];
+        sum += p;
+        *mag += fabs(p);
+      }
+  return sum;
+}
+
+static void gc_tensor(cudnnTensorDescriptor_t d, int c, int c_total) {
+  CK(cudnnSetTensor4dDescriptorEx(d, CUDNN_DATA_FLOAT, GC_N, c, GC_HW, GC_HW,
+                                  c_total * GC_HW * GC_HW, GC_HW * GC_HW, GC_HW, 1));
+}
+
+/* One convolution of `groups` groups: out = op(in, other) as conv_train's
+ * legacy_execute; x, y: descriptors of the tensors as seen (a group's slice
+ * for a split one), wd the filter's, cd with the group count set. */
+static void gc_run(cudnnHandle_t h, int kind, cudnnTensorDescriptor_t xd,
+                   cudnnFilterDescriptor_t wd, cudnnConvolutionDescriptor_t cd,
+                   cudnnTensorDescriptor_t yd, const void *in, const void *other, void *out,
+                   void *ws, size_t ws_size) {
+  const float one = 1, zero = 0;
+  if (kind == 0)
+    CK(cudnnConvolutionForward(h, &one, xd, in, wd, other, cd,
+                               CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, ws, ws_size, &zero,
+                               yd, out));
+  else if (kind == 1)
+    CK(cudnnConvolutionBackwardData(h, &one, wd, other, yd, in, cd,
+                                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, ws, ws_size, &zero, xd,
+                                    out));
+  else
+    CK(cudnnConvolutionBackwardFilter(h, &one, xd, in, yd, other, cd,
+                                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, ws, ws_size, &zero, wd,
+                                      out));
+}
+
+static int mode_groupconv(int groups) {
+  if (groups < 1 || GC_C % groups) {
+    fprintf(stderr, "mpp_testprog groupconv: G must divide %d\n", GC_C);
+    return 2;
+  }
+  static const char *const ops[3] = {"fwd", "bwd_data", "bwd_filter"};
+  int cg = GC_C / groups;
+  size_t nt = (size_t)GC_N * GC_C * GC_HW * GC_HW, nw = (size_t)GC_C * cg * GC_R * GC_R;
+  float *x = malloc(nt * 4), *dy = malloc(nt * 4), *w = malloc(nw * 4);
+  float *got = malloc(nt * 4), *split = malloc(nt * 4);
+  if (!x || !dy || !w || !got || !split) die("malloc", 0);
+  uint32_t st = 12345u + (uint32_t)groups;
+  for (size_t i = 0; i < nt; i++)
+    x[i] = gc_value(&st);
+  for (size_t i = 0; i < nt; i++)
+    dy[i] = gc_value(&st);
+  for (size_t i = 0; i < nw; i++)
+    w[i] = gc_value(&st) * (float)(1 + i / (nw / (size_t)groups)); /* groups of other sizes */
+  void *dx_ = dev_upload(x, nt * 4), *ddy = dev_upload(dy, nt * 4), *dw_ = dev_upload(w, nw * 4);
+  void *dout = dev_alloc(nt * 4), *dsplit = dev_alloc(nt * 4), *ws = dev_alloc(1 << 20);
+  cudnnHandle_t h;
+  CK(cudnnCreate(&h));
+  cudnnTensorDescriptor_t xd, yd, xs, ys;
+  cudnnFilterDescriptor_t wd, wsd;
+  cudnnConvolutionDescriptor_t cd, csd;
+  CK(cudnnCreateTensorDescriptor(&xd));
+  CK(cudnnCreateTensorDescriptor(&yd));
+  CK(cudnnCreateTensorDescriptor(&xs));
+  CK(cudnnCreateTensorDescriptor(&ys));
+  CK(cudnnCreateFilterDescriptor(&wd));
+  CK(cudnnCreateFilterDescriptor(&wsd));
+  CK(cudnnCreateConvolutionDescriptor(&cd));
+  CK(cudnnCreateConvolutionDescriptor(&csd));
+  gc_tensor(xd, GC_C, GC_C);
+  gc_tensor(yd, GC_C, GC_C);
+  gc_tensor(xs, cg, GC_C); /* one group's channels of x, y, dy, dx */
+  gc_tensor(ys, cg, GC_C);
+  CK(cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, GC_C, cg, GC_R, GC_R));
+  CK(cudnnSetFilter4dDescriptor(wsd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, cg, cg, GC_R, GC_R));
+  cudnnConvolutionDescriptor_t both[2] = {cd, csd};
+  for (int i = 0; i < 2; i++)
+    CK(cudnnSetConvolution2dDescriptor(both[i], 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                       CUDNN_DATA_FLOAT));
+  CK(cudnnSetConvolutionGroupCount(cd, groups));
+  size_t slice = (size_t)cg * GC_HW * GC_HW, wslice = (size_t)cg * cg * GC_R * GC_R;
+  uint64_t hash = 0xcbf29ce484222325ull; /* FNV-1a of every output's bytes */
+  for (int kind = 0; kind < 3; kind++) {
+    size_t n_out = kind == 2 ? nw : nt;
+    /* in, other: fwd (x, w), bwd data (dy, w), bwd filter (x, dy) */
+    const char *in = kind == 1 ? ddy : dx_;
+    const char *other = kind == 2 ? ddy : dw_;
+    char name[64];
+    snprintf(name, sizeof name, "grouped/%s", ops[kind]);
+    nvtxRangePushA(name);
+    gc_run(h, kind, xd, wd, cd, yd, in, other, dout, ws, 1 << 20);
+    nvtxRangePop();
+    for (int g = 0; g < groups; g++) {
+      /* group g: channels g*cg.. of x, y, dy, dx; filters g*cg.. of w, dw */
+      const char *gin = in + g * slice * 4;
+      const char *gother = other + (kind == 2 ? g * slice : g * wslice) * 4;
+      char *gout = (char *)dsplit + (kind == 2 ? g * wslice : g * slice) * 4;
+      snprintf(name, sizeof name, "split/g%d/%s", g, ops[kind]);
+      nvtxRangePushA(name);
+      gc_run(h, kind, xs, wsd, csd, ys, gin, gother, gout, ws, 1 << 20);
+      nvtxRangePop();
+    }
+    CK(cudaMemcpy(got, dout, n_out * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(split, dsplit, n_out * 4, cudaMemcpyDeviceToHost));
+    if (memcmp(got, split, n_out * 4)) {
+      fprintf(stderr, "groupconv: %s: grouped != split\n", ops[kind]);
+      return 1;
+    }
+    for (size_t i = 0; i < n_out * 4; i++)
+      hash = (hash ^ ((const unsigned char *)got)[i]) * 0x100000001b3ull;
+    for (int g = 0; g < groups; g++) {
+      double sumsq = 0, maxabs = 0;
+      long nonzero = 0;
+      for (size_t o = 0; o < n_out; o++) {
+        /* which group o belongs to: its channel (fwd, bwd data) or filter (bwd filter) */
+        size_t ch = kind == 2 ? o / (size_t)(cg * GC_R * GC_R) : o / (size_t)(GC_HW * GC_HW) % GC_C;
+        if ((int)(ch / (size_t)cg) != g) continue;
+        double mag, ref = gc_direct(kind, groups, x, w, dy, o, &mag);
+        if (!(fabs(got[o] - ref) <= 0x1p-20 * mag + 0x1p-23 * fabs(ref))) {
+          fprintf(stderr, "groupconv: %s element %zu = %.9g, direct %.9g\n", ops[kind], o, got[o],
+                  ref);
+          return 1;
+        }
+        sumsq += ref * ref;
+        if (fabs(ref) > maxabs) maxabs = fabs(ref);
+        nonzero += ref != 0;
+      }
+      printf("ref %s %d %.17g %.17g %ld\n", ops[kind], g, sumsq, maxabs, nonzero);
+    }
+  }
+  printf("groupconv %d outputs fnv1a %016llx\n", groups, (unsigned long long)hash);
+  cudnnDestroyTensorDescriptor(xd);
+  cudnnDestroyTensorDescriptor(yd);
+  cudnnDestroyTensorDescriptor(xs);
+  cudnnDestroyTensorDescriptor(ys);
+  cudnnDestroyFilterDescriptor(wd);
+  cudnnDestroyFilterDescriptor(wsd);
+  cudnnDestroyConvolutionDescriptor(cd);
+  cudnnDestroyConvolutionDescriptor(csd);
+  CK(cudnnDestroy(h));
+  free(x);
+  free(dy);
+  free(w);
+  free(got);
+  free(split);
   return 0;
 }
 
@@ -2201,6 +2403,7 @@ static const struct {
     {"overflow", "", .plain = mode_overflow},
     {"infref", "", .plain = mode_infref},
     {"shadowedge", "", .plain = mode_shadowedge},
+    {"groupconv", " G", .counted = mode_groupconv, .dflt = 2},
     {"exec", " [N]", .counted = mode_exec, .dflt = 0},
     {"rankexec", " [STEP:N]", .named = mode_rankexec},
     {"cleanexec", "", .plain = mode_cleanexec},
