@@ -617,7 +617,7 @@ double mp_shadow_median(double *v, size_t n) {
 static bool conv_ok(const mp_shadow_conv *cv) {
   const mp_sh_conv *g = &cv->g;
   if (g->n <= 0 || g->c <= 0 || g->h <= 0 || g->w <= 0 || g->k <= 0 || g->r <= 0 || g->s <= 0 ||
-      g->p <= 0 || g->q <= 0)
+      g->p <= 0 || g->q <= 0 || g->groups < 0 || g->groups > INT32_MAX)
     return false;
   for (int i = 0; i < 2; i++)
     if (g->stride[i] <= 0 || g->dilation[i] <= 0 || g->pad[i] < 0) return false;
@@ -647,18 +647,21 @@ int mp_shadow_conv_shape(const mp_shadow_conv *cv, mp_shadow_gemm *g) {
     m = (double)c->c, n = nhw, k = krs, tb = cv->y_dtype, td = cv->x_dtype;
   else if (c->kind == MP_SHADOW_CONV_BWD_FILTER)
     n = crs, k = npq, ta = cv->y_dtype, td = cv->w_dtype;
-  if (m * k >= 0x1p50 || k * n >= 0x1p50) return -EINVAL;
+  double groups = (double)mp_sh_conv_groups(c);
+  if (m * k * groups >= 0x1p50 || k * n * groups >= 0x1p50 || m * n * groups >= 0x1p50)
+    return -EINVAL;
   g->m = (int64_t)m;
   g->n = (int64_t)n;
   g->k = (int64_t)k;
-  g->batch = 1;
+  g->batch = (int64_t)groups;
   /* A: row i's k values contiguous (the stored k x m, transposed); B: k x n
    * with columns contiguous, or for backward filter im2col's C*R*S x N*P*Q
-   * transposed */
-  g->a = (mp_shadow_operand){.dtype = ta, .ld = g->k, .trans = true};
+   * transposed; group after group (batch matrices packed) */
+  int64_t sa = g->batch > 1 ? g->m * g->k : 0, sb = g->batch > 1 ? g->k * g->n : 0;
+  g->a = (mp_shadow_operand){.dtype = ta, .ld = g->k, .stride = sa, .trans = true};
   g->b = c->kind == MP_SHADOW_CONV_BWD_FILTER
-             ? (mp_shadow_operand){.dtype = tb, .ld = g->n, .trans = true}
-             : (mp_shadow_operand){.dtype = tb, .ld = g->k, .trans = false};
+             ? (mp_shadow_operand){.dtype = tb, .ld = g->n, .stride = sb, .trans = true}
+             : (mp_shadow_operand){.dtype = tb, .ld = g->k, .stride = sb, .trans = false};
   g->alpha = cv->alpha;
   g->out = td;
   return 0;
@@ -667,8 +670,8 @@ int mp_shadow_conv_shape(const mp_shadow_conv *cv, mp_shadow_gemm *g) {
 uint64_t mp_shadow_conv_bytes(const mp_shadow_conv *cv) {
   mp_shadow_gemm g;
   if (mp_shadow_conv_shape(cv, &g)) return UINT64_MAX;
-  return (uint64_t)(g.m * g.k) * mp_dtype_size(g.a.dtype) +
-         (uint64_t)(g.k * g.n) * mp_dtype_size(g.b.dtype);
+  return (uint64_t)(g.m * g.k * g.batch) * mp_dtype_size(g.a.dtype) +
+         (uint64_t)(g.k * g.n * g.batch) * mp_dtype_size(g.b.dtype);
 }
 
 int mp_shadow_conv_gemm(const mp_shadow_conv *cv, mp_shadow_gemm *g, void **owned) {
@@ -679,23 +682,29 @@ int mp_shadow_conv_gemm(const mp_shadow_conv *cv, mp_shadow_gemm *g, void **owne
   const void *sb = cv->g.kind == MP_SHADOW_CONV_BWD_DATA ? cv->y : cv->x;
   if (!sa || !sb) return -EINVAL;
   size_t ea = mp_dtype_size(g->a.dtype), eb = mp_dtype_size(g->b.dtype);
-  char *mem = malloc((size_t)(g->m * g->k) * ea + (size_t)(g->k * g->n) * eb);
+  size_t na = (size_t)(g->m * g->k), nb = (size_t)(g->k * g->n);
+  char *mem = malloc((na * ea + nb * eb) * (size_t)g->batch);
   if (!mem) return -ENOMEM;
-  char *a = mem, *b = mem + (size_t)(g->m * g->k) * ea;
-  for (int64_t i = 0; i < g->m; i++)
-    for (int64_t kk = 0; kk < g->k; kk++)
-      memcpy(a + (size_t)(i * g->k + kk) * ea,
-             (const char *)sa + mp_sh_conv_a_at(&cv->g, i, kk) * (int64_t)ea, ea);
+  char *a = mem, *b = mem + na * ea * (size_t)g->batch;
   bool bt = g->b.trans;
-  for (int64_t j = 0; j < g->n; j++)
-    for (int64_t kk = 0; kk < g->k; kk++) {
-      char *dst = b + (size_t)(bt ? j + kk * g->n : kk + j * g->k) * eb;
-      int64_t at = mp_sh_conv_b_at(&cv->g, kk, j);
-      if (at < 0)
-        memset(dst, 0, eb); /* every float format's zero is all bits clear */
-      else
-        memcpy(dst, (const char *)sb + at * (int64_t)eb, eb);
-    }
+  for (int64_t grp = 0; grp < g->batch; grp++) { /* one implicit GEMM per group */
+    const char *ga = (const char *)sa + mp_sh_conv_a_group(&cv->g, grp) * (int64_t)ea;
+    const char *gb = (const char *)sb + mp_sh_conv_b_group(&cv->g, grp) * (int64_t)eb;
+    char *da = a + na * ea * (size_t)grp, *db = b + nb * eb * (size_t)grp;
+    for (int64_t i = 0; i < g->m; i++)
+      for (int64_t kk = 0; kk < g->k; kk++)
+        memcpy(da + (size_t)(i * g->k + kk) * ea, ga + mp_sh_conv_a_at(&cv->g, i, kk) * (int64_t)ea,
+               ea);
+    for (int64_t j = 0; j < g->n; j++)
+      for (int64_t kk = 0; kk < g->k; kk++) {
+        char *dst = db + (size_t)(bt ? j + kk * g->n : kk + j * g->k) * eb;
+        int64_t at = mp_sh_conv_b_at(&cv->g, kk, j);
+        if (at < 0)
+          memset(dst, 0, eb); /* every float format's zero is all bits clear */
+        else
+          memcpy(dst, gb + at * (int64_t)eb, eb);
+      }
+  }
   g->a.data = a;
   g->b.data = b;
   *owned = mem;

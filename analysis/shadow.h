@@ -203,9 +203,9 @@ bool mp_shadow_empty(const mp_shadow_gemm *g);
 int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2],
                   mp_shadow_metrics ret[MP_SH_COUNT]);
 
-/* A 2-D convolution of cuDNN's legacy API (one group) as shadow execution
- * measures it: its geometry and strides (shadow_core.h mp_sh_conv), the
- * tensors' types and data:
+/* A 2-D convolution of cuDNN (one group or several: shadow_core.h
+ * mp_sh_conv.groups) as shadow execution measures it: its geometry and
+ * strides (mp_sh_conv), the tensors' types and data:
  *   forward          y (N x K x P x Q) = alpha * conv(x, w)
  *   backward data    dx (N x C x H x W) = alpha * dconv(dy, w)
  *   backward filter  dw (K x C x R x S) = alpha * wconv(x, dy)
@@ -231,7 +231,13 @@ typedef struct mp_shadow_conv {
  *   backward filter  m = K, n = C*R*S, k = N*P*Q: A = dy (filter k's N*P*Q
  *                    values), op(B) = im2col(x) transposed
  * (mp_sh_conv_a_at / mp_sh_conv_b_at say where each element comes from.)
- * Fills *g (no batch, D's dtype the output tensor's). Returns 0, -EINVAL
+ * m, n, k are one group's (c and k in them the group's channels and
+ * filters); a grouped convolution is `groups` such GEMMs, batch matrix g
+ * gathered from group g's part of each tensor (mp_sh_conv_a_group,
+ * mp_sh_conv_b_group), its outputs y's (dx's, dw's) of that group: the
+ * call's metrics are over all of them, as a strided batch's are.
+ * Fills *g (batch = groups, matrices packed, D's dtype the output
+ * tensor's). Returns 0, -EINVAL
  * (bad geometry, an input dtype that is not a float format), -ENOMEM. */
 int mp_shadow_conv_gemm(const mp_shadow_conv *cv, mp_shadow_gemm *g, void **owned);
 /* The same GEMM's shape, types and layout without its data (a.data, b.data

@@ -78,14 +78,35 @@ typedef enum mp_shadow_conv_kind {
 typedef struct mp_sh_conv {
   int kind;           /* mp_shadow_conv_kind */
   int flip;           /* CUDNN_CONVOLUTION: taps rotated by 180 degrees */
-  int64_t n, c, h, w; /* x */
-  int64_t k, r, s;    /* w: K filters of C x R x S */
+  int64_t n, c, h, w; /* x (c: the channels of one group) */
+  int64_t k, r, s;    /* w: K filters of C x R x S (k: the filters of one group) */
   int64_t p, q;       /* y's spatial size */
   int64_t pad[2], stride[2], dilation[2];
   int64_t xs[4]; /* x: N, C, H, W */
   int64_t ws[4]; /* w: K, C, R, S */
   int64_t ys[4]; /* y: N, K, P, Q */
+  /* Groups (0 or 1: one): group g convolves x's channels g*c .. g*c + c - 1
+   * with filters g*k .. g*k + k - 1 into y's channels g*k ..; each group is
+   * an implicit GEMM of its own, batch matrix g (mp_sh_conv_a_group,
+   * mp_sh_conv_b_group: where its part of each source starts). */
+  int64_t groups;
 } mp_sh_conv;
+
+MP_CAST_FN int64_t mp_sh_conv_groups(const mp_sh_conv *cv) {
+  return cv->groups > 1 ? cv->groups : 1;
+}
+
+/* Offset of group g's part of op(A)'s source: its filters in w (forward,
+ * backward data), its channels of dy (backward filter). */
+MP_CAST_FN int64_t mp_sh_conv_a_group(const mp_sh_conv *cv, int64_t g) {
+  return cv->kind == MP_SHADOW_CONV_BWD_FILTER ? g * cv->k * cv->ys[1] : g * cv->k * cv->ws[0];
+}
+
+/* Offset of group g's part of op(B)'s source: its channels of x (forward,
+ * backward filter), of dy (backward data). */
+MP_CAST_FN int64_t mp_sh_conv_b_group(const mp_sh_conv *cv, int64_t g) {
+  return cv->kind == MP_SHADOW_CONV_BWD_DATA ? g * cv->k * cv->ys[1] : g * cv->c * cv->xs[1];
+}
 
 MP_CAST_FN int64_t mp_sh_conv_tap(const mp_sh_conv *cv, int64_t r, int64_t len) {
   return cv->flip ? len - 1 - r : r;
@@ -101,7 +122,8 @@ MP_CAST_FN int64_t mp_sh_conv_x_at(const mp_sh_conv *cv, int64_t i, int64_t p, i
   return i * cv->xs[0] + ch * cv->xs[1] + y * cv->xs[2] + x * cv->xs[3];
 }
 
-/* Element (row, kk) of op(A): its offset in w (dy for backward filter). */
+/* Element (row, kk) of op(A): its offset in w (dy for backward filter),
+ * from group 0's part (group g: plus mp_sh_conv_a_group). */
 MP_CAST_FN int64_t mp_sh_conv_a_at(const mp_sh_conv *cv, int64_t row, int64_t kk) {
   int64_t rs = cv->r * cv->s;
   if (cv->kind == MP_SHADOW_CONV_BWD_FILTER) { /* filter row's gradient: dy[n][row][p][q] */
@@ -116,8 +138,9 @@ MP_CAST_FN int64_t mp_sh_conv_a_at(const mp_sh_conv *cv, int64_t row, int64_t kk
   return row * cv->ws[0] + a * cv->ws[1] + r * cv->ws[2] + s * cv->ws[3]; /* filter row */
 }
 
-/* Element (kk, col) of op(B): its offset in x (dy for backward data); -1
- * where the implicit GEMM reads a zero. */
+/* Element (kk, col) of op(B): its offset in x (dy for backward data), from
+ * group 0's part (group g: plus mp_sh_conv_b_group); -1 where the implicit
+ * GEMM reads a zero. */
 MP_CAST_FN int64_t mp_sh_conv_b_at(const mp_sh_conv *cv, int64_t kk, int64_t col) {
   int64_t rs = cv->r * cv->s;
   if (cv->kind == MP_SHADOW_CONV_BWD_DATA) { /* dy at the output whose tap (r, s) reads (h, w) */

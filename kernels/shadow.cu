@@ -92,18 +92,22 @@ extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK) mpp_shadow_copy(mpp_s
 /* One thread per element of op(A) then op(B), in the destinations' order. */
 extern "C" __global__ void __launch_bounds__(MPP_SH_BLOCK)
     mpp_shadow_gather(mpp_sh_gather_params p) {
-  uint64_t na = (uint64_t)(p.m * p.k), total = na + (uint64_t)(p.k * p.n);
+  /* group after group: op(A) of every group, then op(B) of every group */
+  int64_t groups = mp_sh_conv_groups(&p.conv), mk = p.m * p.k, kn = p.k * p.n;
+  uint64_t na = (uint64_t)(mk * groups), total = na + (uint64_t)(kn * groups);
   for (uint64_t e = (uint64_t)blockIdx.x * MPP_SH_BLOCK + threadIdx.x; e < total;
        e += (uint64_t)gridDim.x * MPP_SH_BLOCK) {
     if (e < na) {
-      int64_t at = mp_sh_conv_a_at(&p.conv, (int64_t)e / p.k, (int64_t)e % p.k);
+      int64_t g = (int64_t)e / mk, i = (int64_t)e % mk;
+      int64_t at = mp_sh_conv_a_at(&p.conv, i / p.k, i % p.k) + mp_sh_conv_a_group(&p.conv, g);
       mpp_sh_copy_elem((const char *)p.a_src + at * (int64_t)p.ea, (char *)p.a_dst + e * p.ea,
                        p.ea);
       continue;
     }
-    int64_t o = (int64_t)(e - na);
-    int64_t kk = p.b_trans ? o / p.n : o % p.k, col = p.b_trans ? o % p.n : o / p.k;
+    int64_t o = (int64_t)(e - na), g = o / kn, i = o % kn;
+    int64_t kk = p.b_trans ? i / p.n : i % p.k, col = p.b_trans ? i % p.n : i / p.k;
     int64_t at = mp_sh_conv_b_at(&p.conv, kk, col);
+    if (at >= 0) at += mp_sh_conv_b_group(&p.conv, g);
     const uint64_t zero = 0; /* every float format's zero is all bits clear */
     const void *src = at < 0 ? (const void *)&zero : (const char *)p.b_src + at * (int64_t)p.eb;
     mpp_sh_copy_elem(src, (char *)p.b_dst + o * (int64_t)p.eb, p.eb);

@@ -102,7 +102,8 @@ typedef struct mpp_sh_copy_params {
 typedef struct mpp_sh_gather_params {
   mp_sh_conv conv;
   const void *a_src, *b_src; /* w (dy for backward filter); x (dy for backward data) */
-  void *a_dst, *b_dst;       /* a_dst[i*k + kk]; b_dst[kk + j*k], or [j + kk*n] with b_trans */
+  void *a_dst, *b_dst;       /* a_dst[i*k + kk]; b_dst[kk + j*k], or [j + kk*n] with b_trans; group
+                                g's matrices g*m*k (g*k*n) elements on (conv.groups) */
   unsigned ea, eb;           /* bytes per element */
   int64_t m, n, k;
   int b_trans;

@@ -166,8 +166,12 @@ static void conv_of(const mpp_op *op, mp_shadow_conv_kind kind, mp_shadow_conv *
   const mpp_conv *c = &op->conv;
   g->kind = kind;
   g->flip = op->conv_flip;
-  g->n = c->n, g->c = c->c, g->h = c->h, g->w = c->w;
-  g->k = c->k, g->r = c->r, g->s = c->s;
+  /* one group's channels and filters (mpp_conv_shadow_of checked that the
+   * groups divide them) */
+  int64_t groups = c->groups > 1 ? c->groups : 1;
+  g->groups = groups;
+  g->n = c->n, g->c = c->c / groups, g->h = c->h, g->w = c->w;
+  g->k = c->k / groups, g->r = c->r, g->s = c->s;
   g->p = op->conv_p, g->q = op->conv_q;
   for (int i = 0; i < 2; i++) {
     g->pad[i] = c->pad[i];
@@ -213,7 +217,7 @@ static mp_dtype accum_of(const mpp_op *op) {
   return f16 ? MP_FP16 : MP_FP32;
 }
 
-/* A legacy cuDNN convolution as its implicit GEMM (analysis/shadow.h
+/* A cuDNN convolution as its implicit GEMMs, one per group (analysis/shadow.h
  * mp_shadow_conv_gemm): on host memory g reads the copies in *owned; on
  * device memory (*device) g is the shape and *conv what the device gathers
  * its operands from. */

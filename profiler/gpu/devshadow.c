@@ -337,7 +337,7 @@ static bool launch_operands(const mpp_cu_api *cu, const sh_ctx *cs, CUstream str
   if (conv) {
     mpp_sh_gather_params gp;
     mpp_sh_gather_plan(conv, g, dst, &gp, snap);
-    elems = (uint64_t)(g->m * g->k + g->k * g->n);
+    elems = (uint64_t)((g->m * g->k + g->k * g->n) * g->batch); /* batch: the groups */
     return launch(cu, g_gather, mpp_sh_grid(elems, cs->grid_cap), stream, &gp);
   }
   mpp_sh_copy_params cp;

@@ -179,14 +179,25 @@ static void conv_shadow_set(mpp_op *op, const mpp_tensor_desc *x, const int64_t 
   op->conv_shadow = true;
 }
 
+/* Do x's, w's and y's channels make `groups` groups, as the op was decoded
+ * (mpp_conv_decode: op->conv.groups)? x holds groups * C channels, w K
+ * filters of C channels each, K a multiple of groups, y K channels. */
+static bool groups_fit(const mpp_op *op, const mpp_tensor_desc *x, const mpp_tensor_desc *w,
+                       const mpp_tensor_desc *y, int64_t groups) {
+  return groups >= 1 && groups == op->conv.groups && w->dims[1] > 0 &&
+         x->dims[1] == w->dims[1] * groups && w->dims[0] % groups == 0 && y->dims[1] == w->dims[0];
+}
+
 /* What shadow execution needs to re-compute a convolution (op.h
- * conv_shadow): 4-D x, w, y (dx, dw, dy backward), one group, a filter in
- * NCHW or NHWC, alpha (host memory: double for double data, else float). */
+ * conv_shadow): 4-D x, w, y (dx, dw, dy backward), any group count, a
+ * filter in NCHW or NHWC, alpha (host memory: double for double data, else
+ * float). */
 void mpp_conv_shadow_of(mpp_op *op, const mpp_tensor_desc *t0, const mpp_tensor_desc *t1,
                         const mpp_tensor_desc *t2, const mpp_conv_desc *c, const void *alpha) {
   const mpp_tensor_desc *x, *w, *y;
   xwy(role_order(op->kind), t0, t1, t2, &x, &w, &y);
-  if (!alpha || x->nd != 4 || w->nd != 4 || y->nd != 4 || c->nsp != 2 || c->groups != 1 ||
+  if (!alpha || x->nd != 4 || w->nd != 4 || y->nd != 4 || c->nsp != 2 ||
+      !groups_fit(op, x, w, y, c->groups) ||
       (w->format != CUDNN_TENSOR_NCHW && w->format != CUDNN_TENSOR_NHWC))
     return;
   int64_t C = w->dims[1], R = w->dims[2], S = w->dims[3];
@@ -203,9 +214,9 @@ void mpp_conv_shadow_of_strided(mpp_op *op, const mpp_tensor_desc *t0, const mpp
                                 const mpp_tensor_desc *t2, const mpp_conv_desc *c, double alpha) {
   const mpp_tensor_desc *x, *w, *y;
   xwy(role_order(op->kind), t0, t1, t2, &x, &w, &y);
-  /* one group: x's channels are w's (w: K, C / groups, R, S) */
-  if (isnan(alpha) || x->nd != 4 || w->nd != 4 || y->nd != 4 || c->nsp != 2 ||
-      x->dims[1] != w->dims[1])
+  /* the group count: x's channels over w's (w: K, C / groups, R, S) */
+  if (isnan(alpha) || x->nd != 4 || w->nd != 4 || y->nd != 4 || c->nsp != 2 || w->dims[1] <= 0 ||
+      x->dims[1] % w->dims[1] != 0 || !groups_fit(op, x, w, y, x->dims[1] / w->dims[1]))
     return;
   for (int i = 0; i < 4; i++)
     if (x->strides[i] <= 0 || w->strides[i] <= 0 || y->strides[i] <= 0) return;

@@ -1080,10 +1080,13 @@ static void bad_geometry_is_rejected(void **state) {
  * CUDNN_CONVOLUTION, backward data as a scatter of every output's taps,
  * backward filter as a sum over output positions; padding skipped, never
  * read as zeros), for packed NCHW tensors and for NHWC strides, with
- * padding, stride, dilation and N > 1; fp16 is measured against it. */
+ * padding, stride, dilation and N > 1, one group or several (depthwise
+ * too: group g's filters read its channels only, its outputs are batch
+ * matrix g); fp16 is measured against it. */
 typedef struct conv_case {
   int64_t n, c, h, w, k, r, s, pad[2], stride[2], dil[2];
   bool nhwc, flip;
+  int64_t groups; /* 0: one; c and k are the totals */
 } conv_case;
 
 typedef struct conv_data {
@@ -1107,10 +1110,11 @@ static void conv_strides(int64_t st[4], int64_t d1, int64_t d2, int64_t d3, bool
  * matching (n, c, h, w), (k, c, r, s), (n, k, p, q) of each kind. */
 static void conv_direct(const conv_case *t, mp_shadow_conv_kind kind, conv_data *d) {
   const mp_sh_conv *cv = &d->cv.g;
+  int64_t cg = cv->c, kg = cv->k; /* one group's channels and filters */
   double *mag = calloc(d->nout, sizeof *mag);
   for (int64_t i = 0; i < t->n; i++)
     for (int64_t f = 0; f < t->k; f++)
-      for (int64_t ch = 0; ch < t->c; ch++)
+      for (int64_t ch = 0; ch < cg; ch++)
         for (int64_t p = 0; p < cv->p; p++)
           for (int64_t q = 0; q < cv->q; q++)
             for (int64_t r = 0; r < t->r; r++)
@@ -1119,17 +1123,20 @@ static void conv_direct(const conv_case *t, mp_shadow_conv_kind kind, conv_data 
                         xx = q * t->stride[1] - t->pad[1] + s * t->dil[1];
                 if (yy < 0 || yy >= t->h || xx < 0 || xx >= t->w) continue;
                 int64_t wr = t->flip ? t->r - 1 - r : r, wc = t->flip ? t->s - 1 - s : s;
-                double xv = d->x[i * cv->xs[0] + ch * cv->xs[1] + yy * cv->xs[2] + xx * cv->xs[3]];
+                int64_t grp = f / kg, fl = f % kg, ca = grp * cg + ch; /* x's channel */
+                double xv = d->x[i * cv->xs[0] + ca * cv->xs[1] + yy * cv->xs[2] + xx * cv->xs[3]];
                 double wv = d->w[f * cv->ws[0] + ch * cv->ws[1] + wr * cv->ws[2] + wc * cv->ws[3]];
                 double yv = d->y[i * cv->ys[0] + f * cv->ys[1] + p * cv->ys[2] + q * cv->ys[3]];
                 size_t o;
                 double v;
+                size_t mn = d->nout / (size_t)(t->groups > 1 ? t->groups : 1);
                 if (kind == MP_SHADOW_CONV_FWD) /* y[i][f][p][q] += x w */
-                  o = (size_t)(f + ((i * cv->p + p) * cv->q + q) * t->k), v = xv * wv;
-                else if (kind == MP_SHADOW_CONV_BWD_DATA) /* dx[i][ch][yy][xx] += dy w */
-                  o = (size_t)(ch + ((i * t->h + yy) * t->w + xx) * t->c), v = yv * wv;
+                  o = (size_t)(fl + ((i * cv->p + p) * cv->q + q) * kg), v = xv * wv;
+                else if (kind == MP_SHADOW_CONV_BWD_DATA) /* dx[i][ca][yy][xx] += dy w */
+                  o = (size_t)(ch + ((i * t->h + yy) * t->w + xx) * cg), v = yv * wv;
                 else /* dw[f][ch][wr][wc] += dy x */
-                  o = (size_t)(f + ((ch * t->r + wr) * t->s + wc) * t->k), v = yv * xv;
+                  o = (size_t)(fl + ((ch * t->r + wr) * t->s + wc) * kg), v = yv * xv;
+                o += (size_t)grp * mn; /* group grp's batch matrix */
                 d->want[o] += v;
                 mag[o] += fabs(v);
               }
@@ -1143,18 +1150,21 @@ static void check_conv(const conv_case *t, mp_shadow_conv_kind kind) {
   memset(&d, 0, sizeof d);
   mp_sh_conv *cv = &d.cv.g;
   cv->kind = kind;
-  cv->n = t->n, cv->c = t->c, cv->h = t->h, cv->w = t->w, cv->k = t->k, cv->r = t->r;
-  cv->s = t->s;
+  int64_t groups = t->groups > 1 ? t->groups : 1;
+  cv->groups = t->groups;
+  cv->n = t->n, cv->c = t->c / groups, cv->h = t->h, cv->w = t->w, cv->k = t->k / groups;
+  cv->r = t->r, cv->s = t->s;
   for (int i = 0; i < 2; i++)
     cv->pad[i] = t->pad[i], cv->stride[i] = t->stride[i], cv->dilation[i] = t->dil[i];
   cv->p = (t->h + 2 * t->pad[0] - t->dil[0] * (t->r - 1) - 1) / t->stride[0] + 1;
   cv->q = (t->w + 2 * t->pad[1] - t->dil[1] * (t->s - 1) - 1) / t->stride[1] + 1;
   conv_strides(cv->xs, t->c, t->h, t->w, t->nhwc);
-  conv_strides(cv->ws, t->c, t->r, t->s, t->nhwc);
+  conv_strides(cv->ws, t->c / groups, t->r, t->s, t->nhwc);
   conv_strides(cv->ys, t->k, cv->p, cv->q, t->nhwc);
   cv->flip = t->flip;
   d.cv.x_dtype = d.cv.w_dtype = d.cv.y_dtype = MP_FP32;
-  size_t nx = (size_t)(t->n * t->c * t->h * t->w), nw = (size_t)(t->k * t->c * t->r * t->s),
+  size_t nx = (size_t)(t->n * t->c * t->h * t->w),
+         nw = (size_t)(t->k * (t->c / groups) * t->r * t->s),
          ny = (size_t)(t->n * t->k * cv->p * cv->q);
   d.x = malloc(nx * sizeof(float)), d.w = malloc(nw * sizeof(float));
   d.y = malloc(ny * sizeof(float));
@@ -1174,7 +1184,8 @@ static void check_conv(const conv_case *t, mp_shadow_conv_kind kind) {
   void *owned = NULL;
   assert_int_equal(mp_shadow_conv_gemm(&d.cv, &g, &owned), 0);
   assert_non_null(owned);
-  assert_true((size_t)(g.m * g.n) == d.nout);
+  assert_true((size_t)(g.m * g.n * g.batch) == d.nout);
+  assert_true(g.batch == groups);
   g.capture_ref = calloc(d.nout, sizeof(double));
   g.capture[MP_SH_FP16] = calloc(d.nout, sizeof(float));
   mp_shadow_metrics m[MP_SH_COUNT];
@@ -1185,7 +1196,8 @@ static void check_conv(const conv_case *t, mp_shadow_conv_kind kind) {
                0.75 * d.want[o]);
   /* fp16 of these values: a small, non-zero error */
   assert_true(m[MP_SH_FP16].rel_l2 > 0 && m[MP_SH_FP16].rel_l2 < 1e-2);
-  assert_true(mp_shadow_conv_bytes(&d.cv) == (uint64_t)(g.m * g.k + g.k * g.n) * sizeof(float));
+  assert_true(mp_shadow_conv_bytes(&d.cv) ==
+              (uint64_t)((g.m * g.k + g.k * g.n) * groups) * sizeof(float));
   free(g.capture_ref), free(g.capture[MP_SH_FP16]);
   free(owned), free(d.x), free(d.w), free(d.y), free(d.want);
 }
@@ -1193,10 +1205,14 @@ static void check_conv(const conv_case *t, mp_shadow_conv_kind kind) {
 static void convolutions_measure_the_direct_convolution(void **state) {
   (void)state;
   const conv_case cases[] = {
-      {2, 3, 7, 6, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, false, false},
-      {2, 5, 9, 8, 3, 3, 2, {2, 1}, {2, 1}, {2, 3}, true, true},
-      {1, 2, 5, 5, 2, 1, 1, {0, 0}, {2, 2}, {1, 1}, false, true},
-      {2, 3, 8, 7, 2, 2, 3, {1, 2}, {3, 2}, {1, 1}, false, true},
+      {2, 3, 7, 6, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, false, false, 0},
+      {2, 5, 9, 8, 3, 3, 2, {2, 1}, {2, 1}, {2, 3}, true, true, 0},
+      {1, 2, 5, 5, 2, 1, 1, {0, 0}, {2, 2}, {1, 1}, false, true, 0},
+      {2, 3, 8, 7, 2, 2, 3, {1, 2}, {3, 2}, {1, 1}, false, true, 0},
+      /* grouped: 2 groups of 3 channels, 2 filters each; depthwise, NHWC */
+      {2, 6, 7, 6, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, false, false, 2},
+      {2, 4, 6, 5, 4, 3, 2, {1, 0}, {2, 1}, {1, 2}, true, true, 4},
+      {1, 4, 5, 5, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, false, true, 4},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     for (int kind = MP_SHADOW_CONV_FWD; kind <= MP_SHADOW_CONV_BWD_FILTER; kind++)

@@ -606,7 +606,7 @@ static void fp8_scales_in_device_memory_are_read_as_the_op_read_them(void **stat
 }
 
 /* A convolution in device memory (backward filter, fp16, NHWC strides,
- * flipped taps): its operands gathered on the device measure exactly what
+ * flipped taps, 2 groups): its operands gathered on the device measure exactly what
  * the same GEMM on the host path's gathered operands measures on the
  * device, and the tensors overwritten straight after the call (the private
  * stream held back) do not reach the results. */
@@ -616,17 +616,19 @@ static void device_convolutions_measure_their_implicit_gemm(void **state) {
   memset(&cv, 0, sizeof cv);
   mp_sh_conv *g = &cv.g;
   g->kind = MP_SHADOW_CONV_BWD_FILTER, g->flip = 1;
-  g->n = 2, g->c = 3, g->h = 6, g->w = 5, g->k = 4, g->r = 3, g->s = 2;
+  g->n = 2, g->c = 3, g->h = 6, g->w = 5, g->k = 4, g->r = 3, g->s = 2; /* c, k: a group's */
+  g->groups = 2;
   g->pad[0] = 1, g->pad[1] = 1, g->stride[0] = 1, g->stride[1] = 2;
   g->dilation[0] = 2, g->dilation[1] = 1;
   g->p = (g->h + 2 * g->pad[0] - g->dilation[0] * (g->r - 1) - 1) / g->stride[0] + 1;
   g->q = (g->w + 2 * g->pad[1] - g->dilation[1] * (g->s - 1) - 1) / g->stride[1] + 1;
-  int64_t xs[4] = {g->h * g->w * g->c, 1, g->w * g->c, g->c};
-  int64_t ys[4] = {g->p * g->q * g->k, 1, g->q * g->k, g->k};
+  int64_t C = g->c * g->groups, K = g->k * g->groups;
+  int64_t xs[4] = {g->h * g->w * C, 1, g->w * C, C};
+  int64_t ys[4] = {g->p * g->q * K, 1, g->q * K, K};
   int64_t ws[4] = {g->c * g->r * g->s, g->r * g->s, g->s, 1};
   memcpy(g->xs, xs, sizeof xs), memcpy(g->ys, ys, sizeof ys), memcpy(g->ws, ws, sizeof ws);
   cv.x_dtype = cv.y_dtype = cv.w_dtype = MP_FP16;
-  size_t nx = (size_t)(g->n * g->c * g->h * g->w), ny = (size_t)(g->n * g->k * g->p * g->q);
+  size_t nx = (size_t)(g->n * C * g->h * g->w), ny = (size_t)(g->n * K * g->p * g->q);
   uint16_t *x = dev_alloc(nx * 2), *y = dev_alloc(ny * 2);
   for (size_t i = 0; i < nx; i++)
     mp_store(MP_FP16, x, i, draw(6));
@@ -639,7 +641,9 @@ static void device_convolutions_measure_their_implicit_gemm(void **state) {
   void *owned = NULL;
   assert_int_equal(mp_shadow_conv_gemm(&cv, &host, &owned), 0);
   assert_int_equal(mp_shadow_conv_shape(&cv, &shape), 0);
-  size_t ba = (size_t)(host.m * host.k) * 2, bb = (size_t)(host.k * host.n) * 2;
+  assert_int_equal(host.batch, 2);
+  size_t ba = (size_t)(host.m * host.k * host.batch) * 2,
+         bb = (size_t)(host.k * host.n * host.batch) * 2;
   host.a.data = memcpy(dev_alloc(ba), host.a.data, ba);
   host.b.data = memcpy(dev_alloc(bb), host.b.data, bb);
   const float delayed[2][2] = {{2, 0.5f}, {4, 0.25f}};

@@ -400,13 +400,15 @@ static void run_config(const config &c, const float *scales_of, const int *block
 /* mpp_shadow_gather, launched with shadow_plan.c's parameters, makes a
  * convolution's implicit-GEMM operands bit for bit as the host path's
  * mp_shadow_conv_gemm does: every kind, fp16 and bf16 tensors, NHWC
- * strides, padding, stride, dilation, flipped taps. */
-static void run_conv(mp_shadow_conv_kind kind, bool nhwc, bool flip) {
+ * strides, padding, stride, dilation, flipped taps, one group or 3 (each
+ * group a batch matrix of its own). */
+static void run_conv(mp_shadow_conv_kind kind, bool nhwc, bool flip, int64_t groups) {
   mp_shadow_conv cv;
   memset(&cv, 0, sizeof cv);
   mp_sh_conv &g = cv.g;
   g.kind = kind, g.flip = flip;
-  g.n = 2, g.c = 3, g.h = 7, g.w = 6, g.k = 4, g.r = 3, g.s = 2;
+  g.n = 2, g.c = 3, g.h = 7, g.w = 6, g.k = 4, g.r = 3, g.s = 2; /* c, k: one group's */
+  g.groups = groups;
   g.pad[0] = 1, g.pad[1] = 2, g.stride[0] = 2, g.stride[1] = 1, g.dilation[0] = 1;
   g.dilation[1] = 2;
   g.p = (g.h + 2 * g.pad[0] - g.dilation[0] * (g.r - 1) - 1) / g.stride[0] + 1;
@@ -415,12 +417,13 @@ static void run_conv(mp_shadow_conv_kind kind, bool nhwc, bool flip) {
     int64_t nchw[4] = {d1 * d2 * d3, d2 * d3, d3, 1}, nhwc_[4] = {d1 * d2 * d3, 1, d3 * d1, d1};
     memcpy(st, nhwc ? nhwc_ : nchw, 4 * sizeof(int64_t));
   };
-  strides(g.xs, g.c, g.h, g.w);
+  strides(g.xs, g.c * groups, g.h, g.w);
   strides(g.ws, g.c, g.r, g.s);
-  strides(g.ys, g.k, g.p, g.q);
+  strides(g.ys, g.k * groups, g.p, g.q);
   cv.x_dtype = MP_FP16, cv.w_dtype = MP_BF16, cv.y_dtype = MP_FP16;
-  size_t nx = (size_t)(g.n * g.c * g.h * g.w), nw = (size_t)(g.k * g.c * g.r * g.s),
-         ny = (size_t)(g.n * g.k * g.p * g.q);
+  size_t nx = (size_t)(g.n * g.c * groups * g.h * g.w),
+         nw = (size_t)(g.k * groups * g.c * g.r * g.s),
+         ny = (size_t)(g.n * g.k * groups * g.p * g.q);
   uint16_t *x = (uint16_t *)calloc(nx, 2), *w = (uint16_t *)calloc(nw, 2),
            *y = (uint16_t *)calloc(ny, 2);
   for (size_t i = 0; i < nx; i++)
@@ -438,8 +441,10 @@ static void run_conv(mp_shadow_conv_kind kind, bool nhwc, bool flip) {
   CHECK(mp_shadow_conv_gemm(&cv, &host, &owned) == 0, "conv kind %d: host gather", (int)kind);
   CHECK(mp_shadow_conv_shape(&cv, &shape) == 0, "conv kind %d: shape", (int)kind);
   size_t ba = (size_t)mpp_sh_copy_bytes(&shape, 0), bb = (size_t)mpp_sh_copy_bytes(&shape, 1);
-  CHECK(ba == (size_t)(host.m * host.k) * mp_dtype_size(host.a.dtype) &&
-            bb == (size_t)(host.k * host.n) * mp_dtype_size(host.b.dtype),
+  int64_t gn = groups > 1 ? groups : 1;
+  CHECK(ba == (size_t)(host.m * host.k * gn) * mp_dtype_size(host.a.dtype) &&
+            bb == (size_t)(host.k * host.n * gn) * mp_dtype_size(host.b.dtype) &&
+            host.batch == gn && shape.batch == gn,
         "conv kind %d: copy sizes %zu %zu", (int)kind, ba, bb);
   void *dst[2] = {malloc(ba), malloc(bb)};
   memset(dst[0], 0x5a, ba), memset(dst[1], 0x5a, bb); /* the zeros must be written */
@@ -451,7 +456,8 @@ static void run_conv(mp_shadow_conv_kind kind, bool nhwc, bool flip) {
   CHECK(!memcmp(dst[1], host.b.data, bb), "conv kind %d nhwc %d flip %d: op(B) differs", (int)kind,
         (int)nhwc, (int)flip);
   CHECK(snap.a.data == dst[0] && snap.b.data == dst[1] && snap.a.ld == host.a.ld &&
-            snap.b.ld == host.b.ld && snap.b.trans == host.b.trans && snap.out == host.out,
+            snap.b.ld == host.b.ld && snap.b.trans == host.b.trans && snap.out == host.out &&
+            snap.a.stride == host.a.stride && snap.b.stride == host.b.stride,
         "conv kind %d: the GEMM reading the gathered operands", (int)kind);
   free(dst[0]), free(dst[1]), free(owned), free(x), free(w), free(y);
 }
@@ -564,8 +570,8 @@ int main(void) {
   run_config(mx, NULL, mx_modes);
   run_config(h128, NULL, h_modes);
   for (int kind = MP_SHADOW_CONV_FWD; kind <= MP_SHADOW_CONV_BWD_FILTER; kind++)
-    for (int v = 0; v < 4; v++)
-      run_conv((mp_shadow_conv_kind)kind, v & 1, v & 2);
+    for (int v = 0; v < 8; v++)
+      run_conv((mp_shadow_conv_kind)kind, v & 1, v & 2, v & 4 ? 3 : 0);
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

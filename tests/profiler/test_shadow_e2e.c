@@ -370,49 +370,72 @@ static cJSON *twin_site(cJSON *raw, cJSON *site) {
  * calls of the same convolutions on the same data give, to the last bit (the
  * geometry comes from other descriptors: the filter's strides, the group
  * count from the channels, alpha and the mode from the backend attributes);
- * the program's output does not change. */
+ * the program's output does not change. With conv2 of one group, of 4
+ * groups and depthwise (16 groups of one channel). */
 static void backend_convolutions_are_measured_as_the_legacy_ones(void **state) {
   (void)state;
   if (!conv_train) skip();
-  char *plain_argv[] = {(char *)conv_train, "--api", "backend", "--steps", "2", NULL};
-  result plain = run(plain_argv, NULL);
-  assert_int_equal(plain.status, 0);
-  char *dirs[2] = {strdup(outdir("conv-backend")), NULL}; /* outdir's buffer is reused */
-  char *argv[] = {
-      (char *)mpprof, "-o",      (char *)dirs[0], "--shadow=1", "--", (char *)conv_train,
-      "--api",        "backend", "--steps",       "2",          NULL};
-  result r = run(argv, NULL);
-  assert_int_equal(r.status, 0);
-  assert_string_equal(r.out, plain.out);
-  free(r.out);
-  dirs[1] = strdup(outdir("conv-legacy"));
-  argv[2] = dirs[1];
-  argv[7] = "legacy";
-  r = run(argv, NULL);
-  assert_int_equal(r.status, 0);
-  free(r.out);
-  cJSON *backend = load_raw(dirs[0]), *legacy = load_raw(dirs[1]);
-  int measured = 0;
-  cJSON *s;
-  cJSON_ArrayForEach(s, cJSON_GetObjectItem(backend, "sites")) {
-    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(s, "api")), "cudnnBackendExecute");
-    cJSON *sh = cJSON_GetObjectItem(s, "shadow"), *twin = twin_site(legacy, s);
-    assert_non_null(sh);
-    assert_non_null(twin);
-    assert_int_equal((int)field(sh, "calls"), 2);
-    char *a = cJSON_PrintUnformatted(sh),
-         *b = cJSON_PrintUnformatted(cJSON_GetObjectItem(twin, "shadow"));
-    assert_string_equal(a, b);
-    free(a);
-    free(b);
-    measured++;
+  static const char *const group_counts[] = {"1", "4", "16"};
+  for (size_t gi = 0; gi < sizeof group_counts / sizeof group_counts[0]; gi++) {
+    char *groups = (char *)group_counts[gi];
+    char *plain_argv[] = {(char *)conv_train, "--api", "backend", "--steps", "2",
+                          "--groups",         groups,  NULL};
+    result plain = run(plain_argv, NULL);
+    assert_int_equal(plain.status, 0);
+    char name[32];
+    snprintf(name, sizeof name, "conv-backend-g%s", groups);
+    char *dirs[2] = {strdup(outdir(name)), NULL}; /* outdir's buffer is reused */
+    char *argv[] = {(char *)mpprof,
+                    "-o",
+                    (char *)dirs[0],
+                    "--shadow=1",
+                    "--",
+                    (char *)conv_train,
+                    "--api",
+                    "backend",
+                    "--steps",
+                    "2",
+                    "--groups",
+                    groups,
+                    NULL};
+    result r = run(argv, NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, plain.out);
+    free(r.out);
+    snprintf(name, sizeof name, "conv-legacy-g%s", groups);
+    dirs[1] = strdup(outdir(name));
+    argv[2] = dirs[1];
+    argv[7] = "legacy";
+    r = run(argv, NULL);
+    assert_int_equal(r.status, 0);
+    free(r.out);
+    cJSON *backend = load_raw(dirs[0]), *legacy = load_raw(dirs[1]);
+    int measured = 0;
+    cJSON *s;
+    cJSON_ArrayForEach(s, cJSON_GetObjectItem(backend, "sites")) {
+      assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(s, "api")),
+                          "cudnnBackendExecute");
+      cJSON *sh = cJSON_GetObjectItem(s, "shadow"), *twin = twin_site(legacy, s);
+      assert_non_null(sh);
+      assert_non_null(twin);
+      if (field(sh, "calls") != 2)
+        fail_msg("--groups %s: %s %s measured %d calls", groups,
+                 cJSON_GetStringValue(cJSON_GetObjectItem(s, "layer")),
+                 cJSON_GetStringValue(cJSON_GetObjectItem(s, "op")), (int)field(sh, "calls"));
+      char *a = cJSON_PrintUnformatted(sh),
+           *b = cJSON_PrintUnformatted(cJSON_GetObjectItem(twin, "shadow"));
+      assert_string_equal(a, b);
+      free(a);
+      free(b);
+      measured++;
+    }
+    assert_int_equal(measured, 5); /* conv1: fwd, bwd filter; conv2: fwd, bwd data, bwd filter */
+    cJSON_Delete(backend);
+    cJSON_Delete(legacy);
+    free(dirs[0]);
+    free(dirs[1]);
+    free(plain.out);
   }
-  assert_int_equal(measured, 5); /* conv1: fwd, bwd filter; conv2: fwd, bwd data, bwd filter */
-  cJSON_Delete(backend);
-  cJSON_Delete(legacy);
-  free(dirs[0]);
-  free(dirs[1]);
-  free(plain.out);
 }
 
 /* A call whose every output reads an operand's Inf has nothing to measure:
@@ -491,6 +514,100 @@ static void shadow_edge_cases_are_measured_as_the_hardware_computes(void **state
   free(page);
 }
 
+/* Within rel of want (both +inf, or both 0, count too). */
+static void near(double got, double want, double rel, const char *what, const char *cand_name) {
+  if (got == want || fabs(got - want) <= rel * fabs(want)) return;
+  fail_msg("%s %s: %.17g, combined from the groups %.17g", what, cand_name, got, want);
+}
+
+/* A grouped convolution (legacy cuDNN, fp32, G groups: mpp_testprog
+ * groupconv) is measured as its G implicit GEMMs, whose outputs count as
+ * the elements of one: its metrics equal those of the same data run as G
+ * one-group convolutions (each measured on its own), combined over all
+ * outputs with the double reference sums the program prints per group:
+ * rel_l2 = sqrt(sum rel_g^2 * |ref_g|^2 / sum |ref_g|^2), max_rel =
+ * max(max_rel_g * max|ref_g|) / max max|ref_g|, flushed by the non-zero
+ * counts, nonfinite summed. The candidates that scale by a whole tensor's
+ * amax (fp8 current, delayed) are not sums of their groups' and are only
+ * required to be there. The program's output does not change under
+ * --shadow. Before grouped convolutions were measured, the calls were
+ * shadow_unsupported. */
+static void grouped_convolutions_are_measured_as_their_groups_combined(void **state) {
+  (void)state;
+  if (!testprog) skip();
+  static const char *const ops[3] = {"fwd", "bwd_data", "bwd_filter"};
+  static const char *const cands[] = {"current", "fp16", "bf16", "mxfp8_e4m3", "mxfp8_e5m2"};
+  const int group_counts[2] = {2, 8}; /* 8: depthwise, one channel per group */
+  for (int gi = 0; gi < 2; gi++) {
+    int groups = group_counts[gi];
+    char garg[8];
+    snprintf(garg, sizeof garg, "%d", groups);
+    char *plain_argv[] = {(char *)testprog, "groupconv", garg, NULL};
+    result plain = run(plain_argv, NULL);
+    assert_int_equal(plain.status, 0);
+    const char *dir = outdir(groups == 2 ? "groupconv2" : "groupconv8");
+    char *argv[] = {(char *)mpprof,   "-o",        (char *)dir, "--shadow=1", "--",
+                    (char *)testprog, "groupconv", garg,        NULL};
+    result r = run(argv, NULL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, plain.out); /* bit-identical results, reference sums included */
+    free(r.out);
+    cJSON *raw = load_raw(dir);
+    for (int kind = 0; kind < 3; kind++) {
+      double sumsq[8], maxabs[8], nonzero[8];
+      for (int g = 0; g < groups; g++) {
+        char key[64];
+        snprintf(key, sizeof key, "ref %s %d ", ops[kind], g);
+        const char *line = strstr(plain.out, key);
+        assert_non_null(line);
+        assert_int_equal(
+            sscanf(line + strlen(key), "%lf %lf %lf", &sumsq[g], &maxabs[g], &nonzero[g]), 3);
+      }
+      char layer[64];
+      snprintf(layer, sizeof layer, "grouped/%s", ops[kind]);
+      cJSON *site = site_of(raw, layer), *sh = cJSON_GetObjectItem(site, "shadow");
+      assert_non_null(sh);
+      if (field(sh, "calls") != 1)
+        fail_msg("%s (%d groups): %d calls measured, skipped %s", layer, groups,
+                 (int)field(sh, "calls"),
+                 cJSON_PrintUnformatted(cJSON_GetObjectItem(sh, "skipped")));
+      for (size_t c = 0; c < sizeof cands / sizeof cands[0]; c++) {
+        double se = 0, sr = 0, maxd = 0, maxr = 0, fl = 0, nz = 0, nonfinite = 0;
+        for (int g = 0; g < groups; g++) {
+          char split[64];
+          snprintf(split, sizeof split, "split/g%d/%s", g, ops[kind]);
+          cJSON *one = site_of(raw, split);
+          assert_int_equal((int)field(cJSON_GetObjectItem(one, "shadow"), "calls"), 1);
+          cJSON *m = cand(one, cands[c]);
+          double rel = field(m, "rel_l2");
+          se += rel * rel * sumsq[g];
+          sr += sumsq[g];
+          if (field(m, "max_rel") * maxabs[g] > maxd) maxd = field(m, "max_rel") * maxabs[g];
+          if (maxabs[g] > maxr) maxr = maxabs[g];
+          fl += field(m, "flushed") * nonzero[g];
+          nz += nonzero[g];
+          nonfinite += field(m, "nonfinite");
+        }
+        cJSON *m = cand(site, cands[c]);
+        char what[96];
+        snprintf(what, sizeof what, "%s (%d groups) rel_l2", layer, groups);
+        near(field(m, "rel_l2"), sqrt(se / sr), 1e-9, what, cands[c]);
+        snprintf(what, sizeof what, "%s (%d groups) max_rel", layer, groups);
+        near(field(m, "max_rel"), maxd / maxr, 1e-9, what, cands[c]);
+        snprintf(what, sizeof what, "%s (%d groups) flushed", layer, groups);
+        near(field(m, "flushed"), fl / nz, 1e-9, what, cands[c]);
+        snprintf(what, sizeof what, "%s (%d groups) nonfinite", layer, groups);
+        near(field(m, "nonfinite"), nonfinite, 0, what, cands[c]);
+      }
+      /* fp32 against fp64: measured, and not nothing */
+      assert_true(field(cand(site, "current"), "rel_l2") > 0);
+      assert_non_null(cand(site, kind ? "fp8_e5m2_current" : "fp8_e4m3_current"));
+    }
+    cJSON_Delete(raw);
+    free(plain.out);
+  }
+}
+
 int main(void) {
   mpprof = need("MPP_MPPROF");
   conv_train = getenv("MPP_CONV_TRAIN");
@@ -514,6 +631,7 @@ int main(void) {
       cmocka_unit_test(backend_convolutions_are_measured_as_the_legacy_ones),
       cmocka_unit_test(calls_with_no_finite_reference_are_not_measured),
       cmocka_unit_test(shadow_edge_cases_are_measured_as_the_hardware_computes),
+      cmocka_unit_test(grouped_convolutions_are_measured_as_their_groups_combined),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
