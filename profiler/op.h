@@ -104,15 +104,24 @@ typedef struct mpp_op {
   const void *shadow_bias;
   mp_dtype shadow_bias_dtype;
   int64_t shadow_bias_stride;
-  /* A legacy cuDNN convolution as shadow execution re-computes it (per
-   * call; hooks/cudnn.c): set only for 4-D tensors, one group, a filter in
-   * NCHW or NHWC, alpha read (op->alpha). Strides in elements of x's (or
+  /* A cuDNN convolution as shadow execution re-computes it (per call;
+   * hooks/cudnn.c, hooks/cudnn_backend.c): set only for 4-D tensors, groups
+   * that divide the channels (op->conv.groups), a filter in NCHW or NHWC
+   * (legacy) or of positive strides, alpha read (op->alpha). Strides in elements of x's (or
    * dx's) N, C, H, W, w's (dw's) K, C, R, S and y's (dy's) N, K, P, Q;
    * flip: CUDNN_CONVOLUTION. */
   bool conv_shadow;
   bool conv_flip;
   int64_t conv_p, conv_q; /* y's spatial size */
   int64_t conv_xs[4], conv_ws[4], conv_ys[4];
+  /* A cuDNN backend graph's plain matmul (per call; hooks/cudnn_backend.c
+   * mpp_matmul_shadow_of) as shadow execution re-computes it: a strided
+   * batched GEMM, op(A) m x k and op(B) k x n column-major in the sense of
+   * analysis/shadow.h mp_shadow_operand (trans, ld), batch strides in
+   * elements (0: the operand's batch extent 1, broadcast); alpha 1. */
+  bool mm_shadow;
+  bool mm_trans[2];
+  int64_t mm_ld[2], mm_stride[2];
   /* cuBLASLt FP8 (per call): scalar A/B/C/D scales and AMAX_D as read on the
    * host path, NAN when not read (unset: no pointer; device memory; a block
    * scale mode); amax_d_ptr is read back after the call (call.c). A scalar

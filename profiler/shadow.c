@@ -213,7 +213,7 @@ static mp_dtype fp32_as(const mpp_op *op) {
 static mp_dtype accum_of(const mpp_op *op) {
   const char *ct = op->compute_type ? op->compute_type : "";
   bool f16 = !strcmp(ct, "16F") || !strcmp(ct, "16F_PEDANTIC") ||
-             (is_conv(op) && !strcmp(ct, mp_dtype_name(MP_FP16)));
+             ((is_conv(op) || op->kind == MPP_OP_MATMUL) && !strcmp(ct, mp_dtype_name(MP_FP16)));
   return f16 ? MP_FP16 : MP_FP32;
 }
 
@@ -281,9 +281,12 @@ static shadow_skip describe(const mpp_op *op, mp_shadow_gemm *g, bool *device, v
   *device = false;
   *owned = NULL;
   if (is_conv(op)) return describe_conv(op, g, owned, device, conv);
-  if (op->kind != MPP_OP_GEMM || op->shadow_unsupported || isnan(op->alpha))
+  bool mm = op->kind == MPP_OP_MATMUL; /* a cuDNN backend matmul: C = A x B */
+  if ((op->kind != MPP_OP_GEMM && !(mm && op->mm_shadow)) || op->shadow_unsupported ||
+      isnan(op->alpha))
     return SKIP_UNSUPPORTED;
-  const mpp_role *a = role_named(op, "A"), *b = role_named(op, "B"), *d = role_named(op, "D");
+  const mpp_role *a = role_named(op, "A"), *b = role_named(op, "B"),
+                 *d = role_named(op, mm ? "C" : "D");
   g->m = op->m;
   g->n = op->n;
   g->k = op->k;
@@ -291,8 +294,22 @@ static shadow_skip describe(const mpp_op *op, mp_shadow_gemm *g, bool *device, v
   g->alpha = op->alpha;
   /* k = 0 or alpha = 0: D = beta*C, A and B are not read (not present) */
   if (mp_shadow_empty(g)) return SKIP_EMPTY_PRODUCT;
-  if (!d || !operand_of(a, op->transa, &g->a) || !operand_of(b, op->transb, &g->b))
+  if (mm) {
+    /* its tensors' own layouts (op.h mm_shadow), not the flat views scanned */
+    const mpp_role *ab[2] = {a, b};
+    mp_shadow_operand *o[2] = {&g->a, &g->b};
+    for (int i = 0; i < 2; i++) {
+      if (!ab[i] || !ab[i]->present || !ab[i]->view.data) return SKIP_UNSUPPORTED;
+      *o[i] = (mp_shadow_operand){.dtype = ab[i]->view.dtype,
+                                  .data = ab[i]->view.data,
+                                  .ld = op->mm_ld[i],
+                                  .stride = op->mm_stride[i],
+                                  .trans = op->mm_trans[i]};
+    }
+    if (!d) return SKIP_UNSUPPORTED;
+  } else if (!d || !operand_of(a, op->transa, &g->a) || !operand_of(b, op->transb, &g->b)) {
     return SKIP_UNSUPPORTED;
+  }
   g->out = d->view.dtype;
   g->fp32_as = fp32_as(op);
   g->accum = accum_of(op);
@@ -444,7 +461,7 @@ void mpp_shadow_call(const mpp_call *c, const mpp_op *op) {
   /* The loss scale each operand is rounded at in fp16_loss_scaled: from the
    * operand itself on the host, from the role's scans so far on the device
    * (before shadow_mu: the site lock is taken first). */
-  const char *ab[2] = {"A", "B"}, *xwy[3], *out = "D";
+  const char *ab[2] = {"A", "B"}, *xwy[3], *out = op->kind == MPP_OP_MATMUL ? "C" : "D";
   if (is_conv(op)) { /* the tensors A and B are made from, and the one it writes */
     conv_roles(op, xwy, ab);
     for (int i = 0; i < 3; i++)

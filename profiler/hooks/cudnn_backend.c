@@ -798,6 +798,57 @@ static void decode_matmul(mpp_op *op, const be_op *o, void *pa, void *pb, void *
   mpp_op_note_ptr(op, pc);
 }
 
+/* op(X) (rows x cols, element (r, c) at r*srow + c*scol) as
+ * analysis/shadow.h's column-major operand: rows packed (not transposed,
+ * ld = scol) or columns packed (transposed, ld = srow). A dimension of
+ * extent 1 takes any stride. false: neither. */
+static bool mm_layout(int64_t rows, int64_t cols, int64_t srow, int64_t scol, bool *trans,
+                      int64_t *ld) {
+  if (rows < 1 || cols < 1) return false;
+  if ((rows == 1 || srow == 1) && (cols == 1 || scol >= rows)) {
+    *trans = false;
+    *ld = cols == 1 ? rows : scol;
+    return true;
+  }
+  if ((cols == 1 || scol == 1) && (rows == 1 || srow >= cols)) {
+    *trans = true;
+    *ld = rows == 1 ? cols : srow;
+    return true;
+  }
+  return false;
+}
+
+/* What shadow execution needs to re-compute a graph's plain matmul (op.h
+ * mm_shadow): C [B, M, N] = A [B, M, K] x B [B, K, N] (or the rank-2
+ * [M, K] x [K, N]), each operand's batch extent C's or 1 (broadcast, as
+ * cuDNN's backend engines do), M and K (K and N) of A (B) in a layout
+ * mm_layout takes, no M/N/K override and no irregular batch count. */
+static void mpp_matmul_shadow_of(mpp_op *op, const be_op *o) {
+  const mpp_tensor_desc *t[3] = {&o->t[OPND_X].d, &o->t[OPND_W].d, &o->t[OPND_Y].d};
+  int nd = t[2]->nd;
+  if ((nd != 2 && nd != 3) || t[0]->nd != nd || t[1]->nd != nd || o->override[0] ||
+      o->override[1] || o->override[2] ||
+      (o->irregular_batch > 0 && o->irregular_batch != matmul_batch(t[2])))
+    return;
+  int r = nd - 2; /* the first matrix dimension */
+  int64_t m = t[0]->dims[r], k = t[0]->dims[r + 1], n = t[1]->dims[r + 1];
+  int64_t batch = nd == 3 ? t[2]->dims[0] : 1;
+  if (t[1]->dims[r] != k || t[2]->dims[r] != m || t[2]->dims[r + 1] != n || batch < 1) return;
+  for (int i = 0; i < 2; i++) {
+    int64_t b = nd == 3 ? t[i]->dims[0] : 1, sb = nd == 3 ? t[i]->strides[0] : 0;
+    if (b != batch && b != 1) return;
+    if (b > 1 && sb <= 0) return;
+    op->mm_stride[i] = b > 1 ? sb : 0;
+    int64_t rows = i ? k : m, cols = i ? n : k;
+    if (!mm_layout(rows, cols, t[i]->strides[r], t[i]->strides[r + 1], &op->mm_trans[i],
+                   &op->mm_ld[i]))
+      return;
+  }
+  if (op->m != m || op->n != n || op->k != k || op->batch != batch) return; /* as decoded */
+  op->alpha = 1; /* the backend's matmul has no scaling factor */
+  op->mm_shadow = true;
+}
+
 /* Pointwise and reduction ops are the fused graph's epilogue, not ops of
  * their own; an op without an input tensor is not one mpprof knows. */
 static bool recorded(const be_op *o) {
@@ -857,6 +908,8 @@ static void decode_graph_op(mpp_op *op, const be_graph *g, const be_op *o, const
   if (o->type == CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR) {
     decode_matmul(op, o, NULL, NULL, NULL);
     add_pointwise_inputs(op, g, &o->t[OPND_Y], src);
+    /* as convolutions: only a product the graph writes as it is */
+    if (mpp_cfg.shadow && out == &o->t[OPND_Y] && !out->is_virtual) mpp_matmul_shadow_of(op, o);
     return;
   }
   mpp_conv_desc c = o->conv;

@@ -61,6 +61,9 @@
  *                 in "grouped/<op>", then as G one-group convolutions on the groups'
  *                 slices in "split/g<i>/<op>"; prints each group's double reference
  *                 sums ("ref OP G SUMSQ MAXABS NONZERO") for test_shadow_e2e
+ *   bematmul      a cuDNN backend matmul graph (fp32, A [2,5,40] row-major, B [1,40,3]
+ *                 column-major, broadcast) twice in "bemm", then the same product as
+ *                 cublasSgemmStridedBatched twice in "cublas"
  *   keepexec DIR  one GEMM, then a child (fork) changes to DIR and execs "rankexec c:N" with
  *                 LD_PRELOAD (when set) and LD_LIBRARY_PATH only (a launcher that keeps the
  *                 preload and drops the rest; ASAN_OPTIONS and UBSAN_OPTIONS kept when
@@ -1295,6 +1298,122 @@ static void pack_set(cudnnBackendDescriptor_t vp, const int64_t *uids, void **pt
   CK(cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws));
 }
 
+/* A cuDNN backend graph's plain matmul (mode bematmul), fp32, executed
+ * twice in layer "bemm": A [2, 5, 40] row-major, B [1, 40, 3] stored
+ * column by column (strides 120, 1, 40) and broadcast over the batch, C
+ * [2, 5, 3], on engine 1 (simcuda's fp32 CUDA-core one; engine 0 computes
+ * in TF32); then the same product as cublasSgemmStridedBatched (op(A) =
+ * A^T of the stored K x M, B as stored, B's batch stride 0) twice in layer
+ * "cublas". Prints a checksum of each's outputs; exits 1 unless both
+ * give the same C. */
+static cudnnBackendDescriptor_t be_tensor3s(int64_t uid, const int64_t dims[3],
+                                            const int64_t strides[3]) {
+  int64_t align = 16;
+  cudnnDataType_t dt = CUDNN_DATA_FLOAT;
+  cudnnBackendDescriptor_t t = be_new(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt));
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 3, dims));
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 3, strides));
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
+  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align));
+  CK(cudnnBackendFinalize(t));
+  return t;
+}
+
+static int mode_bematmul(void) {
+  enum { B = 2, M = 5, K = 40, NN = 3 };
+  const cudnnBackendAttributeType_t D = CUDNN_TYPE_BACKEND_DESCRIPTOR;
+  cudnnHandle_t h;
+  CK(cudnnCreate(&h));
+  const int64_t ad[3] = {B, M, K}, as[3] = {M * K, K, 1};
+  const int64_t bd[3] = {1, K, NN}, bs[3] = {K * NN, 1, K};
+  const int64_t cd[3] = {B, M, NN}, cs[3] = {M * NN, NN, 1};
+  cudnnBackendDescriptor_t a = be_tensor3s('a', ad, as), b = be_tensor3s('b', bd, bs),
+                           c = be_tensor3s('c', cd, cs);
+  cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+  cudnnBackendDescriptor_t mm = be_new(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp));
+  CK(cudnnBackendFinalize(mm));
+  cudnnBackendDescriptor_t op = be_new(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, D, 1, &a));
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, D, 1, &b));
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, D, 1, &c));
+  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, D, 1, &mm));
+  CK(cudnnBackendFinalize(op));
+  cudnnBackendDescriptor_t graph = be_new(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, D, 1, &op));
+  CK(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
+  CK(cudnnBackendFinalize(graph));
+  cudnnBackendDescriptor_t engine = be_new(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  int64_t index = 1; /* simcuda's CUDA-core engine: fp32, as the cuBLAS call below */
+  CK(cudnnBackendSetAttribute(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, D, 1, &graph));
+  CK(cudnnBackendSetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &index));
+  CK(cudnnBackendFinalize(engine));
+  cudnnBackendDescriptor_t cfg = be_new(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, D, 1, &engine));
+  CK(cudnnBackendFinalize(cfg));
+  cudnnBackendDescriptor_t plan = be_new(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+  CK(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
+  CK(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, D, 1, &cfg));
+  CK(cudnnBackendFinalize(plan));
+  static float ha[B * M * K], hb[K * NN], hc[B * M * NN];
+  uint32_t st = 777u;
+  for (int i = 0; i < B * M * K; i++)
+    ha[i] = gc_value(&st) * (i % 7 == 0 ? 300.0f : 1.0f); /* some beyond fp16's fine range */
+  for (int i = 0; i < K * NN; i++)
+    hb[i] = gc_value(&st);
+  void *da = dev_upload(ha, sizeof ha), *db = dev_upload(hb, sizeof hb);
+  void *dc = dev_alloc(sizeof hc), *dc2 = dev_alloc(sizeof hc), *ws = NULL;
+  double s = 0;
+  for (int call = 0; call < 2; call++) {
+    int64_t uids[3] = {'a', 'b', 'c'};
+    void *ptrs[3] = {da, db, dc};
+    cudnnBackendDescriptor_t vp = be_new(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    pack_set(vp, uids, ptrs, ws);
+    CK(cudnnBackendFinalize(vp));
+    nvtxRangePushA("bemm");
+    CK(cudnnBackendExecute(h, plan, vp));
+    nvtxRangePop();
+    cudnnBackendDestroyDescriptor(vp);
+    CK(cudaMemcpy(hc, dc, sizeof hc, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < B * M * NN; i++)
+      s += hc[i] * (i % 13 + 1);
+  }
+  printf("bematmul backend checksum %.17g\n", s);
+  cublasHandle_t bh;
+  CK(cublasCreate(&bh));
+  const float one = 1, zero = 0;
+  s = 0;
+  for (int call = 0; call < 2; call++) {
+    nvtxRangePushA("cublas");
+    CK(cublasSgemmStridedBatched(bh, CUBLAS_OP_T, CUBLAS_OP_N, M, NN, K, &one, da, K, M * K, db, K,
+                                 0, &zero, dc2, M, M * NN, B));
+    nvtxRangePop();
+    CK(cudaMemcpy(hc, dc2, sizeof hc, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < B * M * NN; i++)
+      s += hc[i] * (i % 13 + 1);
+  }
+  printf("bematmul cublas checksum %.17g\n", s);
+  /* the same product: C row-major, cuBLAS's column-major */
+  static float hc1[B * M * NN];
+  CK(cudaMemcpy(hc1, dc, sizeof hc1, cudaMemcpyDeviceToHost));
+  for (int bi = 0; bi < B; bi++)
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < NN; j++) {
+        float x = hc1[(bi * M + i) * NN + j], y = hc[bi * M * NN + i + j * M];
+        if (!(fabsf(x - y) <= 1e-5f * fabsf(y) + 1e-5f)) {
+          fprintf(stderr, "bematmul: C[%d][%d][%d] = %.9g, cuBLAS %.9g\n", bi, i, j, x, y);
+          return 1;
+        }
+      }
+  CK(cublasDestroy(bh));
+  cudnnBackendDescriptor_t all[] = {plan, cfg, engine, graph, op, mm, a, b, c};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    cudnnBackendDestroyDescriptor(all[i]);
+  CK(cudnnDestroy(h));
+  return 0;
+}
+
 static void *pack_thread(void *arg) {
   pack_job *j = arg;
   if (!j->vp) {
@@ -2404,6 +2523,7 @@ static const struct {
     {"infref", "", .plain = mode_infref},
     {"shadowedge", "", .plain = mode_shadowedge},
     {"groupconv", " G", .counted = mode_groupconv, .dflt = 2},
+    {"bematmul", "", .plain = mode_bematmul},
     {"exec", " [N]", .counted = mode_exec, .dflt = 0},
     {"rankexec", " [STEP:N]", .named = mode_rankexec},
     {"cleanexec", "", .plain = mode_cleanexec},

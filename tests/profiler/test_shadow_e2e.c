@@ -608,6 +608,42 @@ static void grouped_convolutions_are_measured_as_their_groups_combined(void **st
   }
 }
 
+/* A cuDNN backend graph's plain matmul (mpp_testprog bematmul: A row-major,
+ * B stored column by column and broadcast over the batch) is measured as
+ * the strided batched GEMM it is: to the last bit what the same product
+ * through cublasSgemmStridedBatched on the same data measures (both sites'
+ * shadow objects, fp8 and MX candidates, delayed scaling's second call
+ * included); the program's output does not change. */
+static void backend_matmuls_are_measured_as_the_strided_batched_gemm(void **state) {
+  (void)state;
+  if (!testprog) skip();
+  char *plain_argv[] = {(char *)testprog, "bematmul", NULL};
+  result plain = run(plain_argv, NULL);
+  assert_int_equal(plain.status, 0);
+  const char *dir = outdir("bematmul");
+  char *argv[] = {(char *)mpprof,   "-o",       (char *)dir, "--shadow=1", "--",
+                  (char *)testprog, "bematmul", NULL};
+  result r = run(argv, NULL);
+  assert_int_equal(r.status, 0);
+  assert_string_equal(r.out, plain.out);
+  cJSON *raw = load_raw(dir);
+  cJSON *be = cJSON_GetObjectItem(site_of(raw, "bemm"), "shadow"),
+        *cb = cJSON_GetObjectItem(site_of(raw, "cublas"), "shadow");
+  assert_non_null(be);
+  assert_non_null(cb);
+  if (field(be, "calls") != 2)
+    fail_msg("bemm: %d calls measured, skipped %s", (int)field(be, "calls"),
+             cJSON_PrintUnformatted(cJSON_GetObjectItem(be, "skipped")));
+  assert_non_null(cand(site_of(raw, "bemm"), "fp8_e4m3_delayed"));
+  char *a = cJSON_PrintUnformatted(be), *b = cJSON_PrintUnformatted(cb);
+  assert_string_equal(a, b);
+  free(a);
+  free(b);
+  cJSON_Delete(raw);
+  free(plain.out);
+  free(r.out);
+}
+
 int main(void) {
   mpprof = need("MPP_MPPROF");
   conv_train = getenv("MPP_CONV_TRAIN");
@@ -632,6 +668,7 @@ int main(void) {
       cmocka_unit_test(calls_with_no_finite_reference_are_not_measured),
       cmocka_unit_test(shadow_edge_cases_are_measured_as_the_hardware_computes),
       cmocka_unit_test(grouped_convolutions_are_measured_as_their_groups_combined),
+      cmocka_unit_test(backend_matmuls_are_measured_as_the_strided_batched_gemm),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
