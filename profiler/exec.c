@@ -9,9 +9,10 @@
  * a raw file name of its own (rawwrite.c). posix_spawn, system() and popen()
  * replace a child, not this image: the C library's own execve inside them is
  * not interposable. system() and popen() pass environ, which still preloads
- * libmpprof; posix_spawn and posix_spawnp are interposed for one thing: a
+ * libmpprof; posix_spawn and posix_spawnp are interposed for two things: a
  * child they started with an environment that does not preload libmpprof
- * gets its "unprofiled" raw file, as an exec's image does.
+ * gets its "unprofiled" raw file, as an exec's image does, and one whose
+ * environment preloads it but lost its settings gets them (below).
  *
  * A rank the process declared (mpprof_rank) goes on to the next image in the
  * environment the exec passes (MPP_EXEC_RANK_VAR, only when that environment
@@ -26,7 +27,13 @@
  * absolute output directory, and every other setting libmpprof reads
  * (mpp_setting_carried) as this image read it, named in MPP_EXEC_ADDED_VAR.
  * The new image reads its settings with them, then removes them before main
- * (mpp_process_forget_exec_added): the program sees the environment its exec passed.
+ * (mpp_process_forget_exec_added): the program sees the environment its exec
+ * passed. A posix_spawn child's pid is not known before it starts: the
+ * settings it is given are named for the image whose parent is this process
+ * (MPP_EXEC_ADDED_CHILD). No rank goes to a spawned child (nor to a fork
+ * child's execs). The copy is made only when it stays within the size an
+ * exec takes (sysconf(_SC_ARG_MAX)): a posix_spawn made again would run its
+ * file actions again.
  *
  * A vfork() child shares this image's memory: it is recognised by its pid
  * (not the image's) and writes nothing, allocates nothing and takes no lock.
@@ -141,9 +148,9 @@ static size_t carry_missing(const char *carry, size_t carry_len, char *const env
   return k;
 }
 
-/* What one exec passes: env as given, or a copy (mapped, not allocated: no
- * allocator lock in an exec that follows a fork) that carries the rank and
- * the settings env lacks. */
+/* What one exec or posix_spawn passes: env as given, or a copy (mapped, not
+ * allocated: no allocator lock in an exec that follows a fork) that carries
+ * the rank (an exec's) and the settings env lacks. */
 typedef struct passed {
   char *const *env;
   char **copy;
@@ -159,7 +166,6 @@ typedef struct passed {
 /* An image that was preloaded starting one that is not: the new image's
  * raw file says so (a launcher that builds a clean environment). */
 static void note_unprofiled(char *const env[], char *const argv[], passed *p) {
-  p->note[0] = '\0';
   if (!self_preloaded || mpp_cfg.disabled || preloads_self(env)) return;
   int e = errno;
   mpp_raw_note_unprofiled((int)getpid(), (int)getppid(), argv, MPP_UNPROFILED_WHY, p->note,
@@ -167,21 +173,42 @@ static void note_unprofiled(char *const env[], char *const argv[], passed *p) {
   errno = e;
 }
 
-/* may_copy: the exec can be made with another environment. */
-static char *const *pass_on(char *const env[], char *const argv[], passed *p, bool may_copy) {
+/* Whether an exec of argv and env (strings and pointers) stays within
+ * sysconf(_SC_ARG_MAX) (the stack limit / 4, at least 128 KiB: getrlimit, no
+ * lock). Should the kernel take less, the exec fails with E2BIG and is made
+ * again with the environment as given (pass_again). */
+static bool within_arg_max(char *const argv[], char *const env[]) {
+  long limit = sysconf(_SC_ARG_MAX);
+  size_t total = 0;
+  for (size_t i = 0; argv && argv[i]; i++)
+    total += strlen(argv[i]) + 1 + sizeof(char *);
+  for (size_t i = 0; env[i]; i++)
+    total += strlen(env[i]) + 1 + sizeof(char *);
+  return limit <= 0 || total <= (size_t)limit;
+}
+
+/* Whom an environment is passed to. */
+typedef enum pass_to {
+  TO_EXEC_AS_GIVEN, /* an exec that cannot be made with another environment */
+  TO_EXEC,          /* the next image of this pid: the rank and the settings */
+  TO_SPAWN,         /* a child (posix_spawn): the settings, for a child of this pid */
+} pass_to;
+
+static char *const *pass_on(char *const env[], char *const argv[], passed *p, pass_to to) {
   p->env = env;
   p->copy = NULL;
-  note_unprofiled(env, argv, p);
-  if (!may_copy || !env || !preloads_self(env)) return env;
-  size_t elen = mpp_process_exec_rank_entry(p->entry, sizeof p->entry), names = 0;
-  size_t carry_len;
+  p->note[0] = '\0';
+  if (to != TO_SPAWN) note_unprofiled(env, argv, p); /* a spawned child's: spawned() */
+  if (to == TO_EXEC_AS_GIVEN || !env || !preloads_self(env)) return env;
+  size_t elen = to == TO_EXEC ? mpp_process_exec_rank_entry(p->entry, sizeof p->entry) : 0;
+  size_t carry_len, names = 0;
   const char *carry = mpp_process_carried_settings(&carry_len);
   size_t add = mpp_cfg.disabled ? 0 : carry_missing(carry, carry_len, env, &names);
   if (!elen && !add) return env;
   size_t n = 0;
   while (env[n])
     n++;
-  /* the pointers, then the MPP_EXEC_ADDED_VAR entry: "NAME=PID:" and the names */
+  /* the pointers, then the MPP_EXEC_ADDED_VAR entry: "NAME=[P]PID:" and the names */
   size_t slots = n + 3 + add, marker = sizeof MPP_EXEC_ADDED_VAR + 24 + names;
   size_t bytes = slots * sizeof(char *) + marker;
   void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -195,7 +222,8 @@ static char *const *pass_on(char *const env[], char *const argv[], passed *p, bo
       copy[k++] = env[i];
   if (elen) copy[k++] = p->entry;
   if (add) {
-    size_t at = (size_t)snprintf(mark, marker, "%s%d:", mark_name, (int)getpid());
+    size_t at = (size_t)snprintf(mark, marker, "%s%s%d:", mark_name,
+                                 to == TO_SPAWN ? MPP_EXEC_ADDED_CHILD : "", (int)getpid());
     for (size_t c = 0; c < carry_len; c += strlen(carry + c) + 1) {
       if (env_has(env, carry + c)) continue;
       size_t ln = strchr(carry + c, '=') - (carry + c);
@@ -208,18 +236,22 @@ static char *const *pass_on(char *const env[], char *const argv[], passed *p, bo
     copy[k++] = mark;
   }
   copy[k] = NULL;
+  if (!within_arg_max(argv, copy)) {
+    munmap(m, bytes);
+    return env;
+  }
   p->copy = copy;
   p->copy_bytes = bytes;
   return p->env = copy;
 }
 
-/* After the real exec returned (it failed): whether to make it again with
- * the environment unchanged (the entry did not fit). */
-static bool pass_again(const passed *p) {
-  return p->copy && errno == E2BIG;
+/* After the real exec returned (it failed with err): whether to make it
+ * again with the environment unchanged (the entries did not fit). */
+static bool pass_again(const passed *p, int err) {
+  return p->copy && err == E2BIG;
 }
 
-/* After the exec failed. */
+/* After the exec failed, or the posix_spawn returned. */
 static void pass_done(passed *p) {
   int e = errno;
   if (p->copy) munmap(p->copy, p->copy_bytes);
@@ -235,8 +267,8 @@ MPP_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) 
   if (!f) return no_function();
   mpp_runtime_before_exec();
   passed p;
-  int rc = f(path, argv, pass_on(envp, argv, &p, true));
-  if (pass_again(&p)) rc = f(path, argv, envp);
+  int rc = f(path, argv, pass_on(envp, argv, &p, TO_EXEC));
+  if (pass_again(&p, errno)) rc = f(path, argv, envp);
   pass_done(&p);
   return failed(rc);
 }
@@ -249,9 +281,9 @@ static int exec_environ(execv_fn f, execve_fn fe, const char *file, char *const 
   if (!f) return no_function();
   mpp_runtime_before_exec();
   passed p;
-  char *const *env = pass_on(environ, argv, &p, fe != NULL);
+  char *const *env = pass_on(environ, argv, &p, fe ? TO_EXEC : TO_EXEC_AS_GIVEN);
   int rc = p.copy ? fe(file, argv, env) : f(file, argv);
-  if (pass_again(&p)) rc = f(file, argv);
+  if (pass_again(&p, errno)) rc = f(file, argv);
   pass_done(&p);
   return failed(rc);
 }
@@ -273,8 +305,8 @@ MPP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
   if (!f) return no_function();
   mpp_runtime_before_exec();
   passed p;
-  int rc = f(file, argv, pass_on(envp, argv, &p, true));
-  if (pass_again(&p)) rc = f(file, argv, envp);
+  int rc = f(file, argv, pass_on(envp, argv, &p, TO_EXEC));
+  if (pass_again(&p, errno)) rc = f(file, argv, envp);
   pass_done(&p);
   return failed(rc);
 }
@@ -285,8 +317,8 @@ MPP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
   if (!f) return no_function();
   mpp_runtime_before_exec();
   passed p;
-  int rc = f(fd, argv, pass_on(envp, argv, &p, true));
-  if (pass_again(&p)) rc = f(fd, argv, envp);
+  int rc = f(fd, argv, pass_on(envp, argv, &p, TO_EXEC));
+  if (pass_again(&p, errno)) rc = f(fd, argv, envp);
   pass_done(&p);
   return failed(rc);
 }
@@ -298,16 +330,19 @@ MPP_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *c
   if (!f) return no_function();
   mpp_runtime_before_exec();
   passed p;
-  int rc = f(dirfd, path, argv, pass_on(envp, argv, &p, true), flags);
-  if (pass_again(&p)) rc = f(dirfd, path, argv, envp, flags);
+  int rc = f(dirfd, path, argv, pass_on(envp, argv, &p, TO_EXEC), flags);
+  if (pass_again(&p, errno)) rc = f(dirfd, path, argv, envp, flags);
   pass_done(&p);
   return failed(rc);
 }
 
-/* posix_spawn, posix_spawnp: the call as the C library makes it; a child
- * started with an environment that does not preload libmpprof, by an image
- * that was preloaded, gets its "unprofiled" raw file (pid and parent known
- * once the call succeeded). Result and errno are the C library's. */
+/* posix_spawn, posix_spawnp: the call as the C library makes it, file
+ * actions and attributes as given, with the settings an environment that
+ * preloads libmpprof lacks added (pass_on; made again as given should they
+ * not fit); a child started with an environment that does not preload
+ * libmpprof, by an image that was preloaded, gets its "unprofiled" raw file
+ * (pid and parent known once the call succeeded). Result and errno are the
+ * C library's. */
 typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
                         const posix_spawnattr_t *, char *const[], char *const[]);
 
@@ -328,9 +363,12 @@ static int spawn(void **cache, const char *fn, pid_t *pid, const char *path,
                  char *const argv[], char *const envp[]) {
   spawn_fn f = (spawn_fn)real(cache, fn);
   if (!f) return ENOSYS;
-  pid_t child = 0;
-  int rc = f(pid ? pid : &child, path, actions, attr, argv, envp);
-  return spawned(rc, pid ? *pid : child, argv, envp);
+  pid_t child = 0, *at = pid ? pid : &child;
+  passed p;
+  int rc = f(at, path, actions, attr, argv, pass_on(envp, argv, &p, TO_SPAWN));
+  if (pass_again(&p, rc)) rc = f(at, path, actions, attr, argv, envp);
+  pass_done(&p);
+  return spawned(rc, *at, argv, envp);
 }
 
 MPP_EXPORT int posix_spawn(pid_t *restrict pid, const char *restrict path,

@@ -191,10 +191,14 @@ const char *mpp_process_carried_settings(size_t *ret_len) {
 void mpp_process_forget_exec_added(void) {
   const char *v = getenv(MPP_EXEC_ADDED_VAR);
   if (!v) return;
+  /* an exec's: this pid's; a posix_spawn's: a child's of that pid (not one
+   * reparented since, nor a grandchild: those keep the variables they were
+   * given, and read the same settings from them) */
+  bool spawned = v[0] == MPP_EXEC_ADDED_CHILD[0];
   char *end;
-  long pid = strtol(v, &end, 10);
+  long pid = strtol(v + spawned, &end, 10), mine = spawned ? (long)getppid() : (long)getpid();
   /* (the value stays where exec put it while the variables are removed) */
-  for (const char *at = end + 1; *end == ':' && pid == (long)getpid() && *at;) {
+  for (const char *at = end + 1; *end == ':' && pid == mine && *at;) {
     size_t len = strcspn(at, ",");
     char name[64];
     if (len < sizeof name) {

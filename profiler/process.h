@@ -70,12 +70,13 @@ size_t mpp_process_exec_rank_entry(char *buf, size_t n);
  * kept at init, after mpp_config_read and before the constructor removes
  * anything; as "NAME=value\0" entries, MPPROF_OUT first (absolute), *ret_len
  * bytes in all (0: none, or disabled). Read-only after init: an exec
- * (a vfork child's too) adds those its environment lacks. */
+ * (a vfork child's too) or a posix_spawn adds those its environment lacks. */
 void mpp_process_keep_settings(void);
 const char *mpp_process_carried_settings(size_t *ret_len);
-/* The variables an exec added for this image (MPP_EXEC_ADDED_VAR names
- * them, for this pid) removed from the environment, and that one: in the
- * constructor, before main, after the settings were read. */
+/* The variables an exec or a posix_spawn added for this image
+ * (MPP_EXEC_ADDED_VAR names them, for this pid or for a child of its parent)
+ * removed from the environment, and that one: in the constructor, before
+ * main, after the settings were read. */
 void mpp_process_forget_exec_added(void);
 /* The rank of the raw file: the launcher's (mpp_cfg.rank, from the
  * environment at activation) when it set one, else the learned one, else -1.

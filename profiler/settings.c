@@ -39,7 +39,8 @@ static const mpp_setting settings[] = {
     {MPP_EXEC_RANK_VAR, MPP_SK_FREE, 0, 0, 0, LIB,
      "set by libmpprof itself for the image an exec starts: PID:RANK:WORLD_SIZE"},
     {MPP_EXEC_ADDED_VAR, MPP_SK_FREE, 0, 0, 0, LIB,
-     "set by libmpprof itself for the image an exec starts: PID:NAME,NAME..."},
+     "set by libmpprof itself for the image an exec or a posix_spawn starts: PID:NAME,... or "
+     "PPID:NAME,..."},
     {"MPPROF_LIB", MPP_SK_FREE, 0, 0, 0, "the launcher", "the path of libmpprof.so"},
     {"MPPROF_PYTHON", MPP_SK_FREE, 0, 0, 0, "the launcher and the Python integration",
      "0 or off: no PyTorch module attribution"},

@@ -22,13 +22,17 @@
 #define MPP_EXEC_RANK_VAR "MPPROF_EXEC_RANK"
 
 /* The variable libmpprof adds beside the settings it adds to the
- * environment an exec passes on: the libmpprof settings this image started
- * with (MPPROF_OUT as an absolute path) that the environment lacks, so that
- * an image whose launcher kept LD_PRELOAD and dropped the rest still writes
- * into the run with the run's settings. "PID:NAME,NAME...": the image of
- * that pid reads its settings, then removes those variables and this one
- * before main (exec.c). */
+ * environment an exec or a posix_spawn passes on: the libmpprof settings
+ * this image started with (MPPROF_OUT as an absolute path) that the
+ * environment lacks, so that an image whose launcher kept LD_PRELOAD and
+ * dropped the rest still writes into the run with the run's settings.
+ * "PID:NAME,NAME..." (an exec): the image of that pid reads its settings,
+ * then removes those variables and this one before main; "PPID:NAME,..."
+ * (MPP_EXEC_ADDED_CHILD, then the pid of a process that called posix_spawn:
+ * the child's pid is not known before it starts): an image whose parent is
+ * that pid does (exec.c, process.c). */
 #define MPP_EXEC_ADDED_VAR "MPPROF_EXEC_ADDED"
+#define MPP_EXEC_ADDED_CHILD "P"
 
 typedef enum mpp_setting_kind {
   MPP_SK_FREE,       /* any text (a path, a name, a flag); checked where it is used */
