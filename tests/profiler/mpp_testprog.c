@@ -68,6 +68,9 @@
  *                 LD_PRELOAD (when set) and LD_LIBRARY_PATH only (a launcher that keeps the
  *                 preload and drops the rest; ASAN_OPTIONS and UBSAN_OPTIONS kept when
  *                 set, N counting them); waits for it
+ *   keepspawn DIR one GEMM, then posix_spawn and posix_spawnp "rankexec c:N", each in DIR
+ *                 (file action) with the environment of keepexec; waits for each; then
+ *                 posix_spawn of a missing file with it (its result printed)
  *   inflight      a second thread starts a 1024^3 cublasSgemm_v2 (seconds on the CPU);
  *                 the main thread exits 0 while it runs
  *   orphan S      one GEMM, fork: the child sleeps S seconds (default 3) and exits; the
@@ -2377,6 +2380,34 @@ static int mode_cleanspawn(void) {
   return bad;
 }
 
+/* The environment of a launcher that keeps the preload and drops the rest
+ * (keepexec, keepspawn): LD_LIBRARY_PATH, LD_PRELOAD (when set), and the
+ * sanitized build's runtime options (the test harness's, not mpprof's:
+ * without verify_asan_link_order=0 an ASan image that preloads libmpprof
+ * refuses to start); count gets "c:N", N the number of entries. */
+typedef struct kept_env {
+  char lib[4200], pre[4200], opts[2][512], count[16];
+  char *env[5];
+} kept_env;
+
+static void keep_preload_only(kept_env *k) {
+  snprintf(k->lib, sizeof k->lib, "LD_LIBRARY_PATH=%s",
+           getenv("LD_LIBRARY_PATH") ? getenv("LD_LIBRARY_PATH") : "");
+  snprintf(k->pre, sizeof k->pre, "LD_PRELOAD=%s",
+           getenv("LD_PRELOAD") ? getenv("LD_PRELOAD") : "");
+  int n = 0;
+  k->env[n++] = k->lib;
+  k->env[n++] = k->pre;
+  static const char *const keep[] = {"ASAN_OPTIONS", "UBSAN_OPTIONS"};
+  for (int i = 0; i < 2; i++)
+    if (getenv(keep[i])) {
+      snprintf(k->opts[i], sizeof k->opts[i], "%s=%s", keep[i], getenv(keep[i]));
+      k->env[n++] = k->opts[i];
+    }
+  k->env[n] = NULL;
+  snprintf(k->count, sizeof k->count, "c:%d", n);
+}
+
 static int mode_keepexec(const char *dir) {
   cublasHandle_t h;
   mats m;
@@ -2385,24 +2416,9 @@ static int mode_keepexec(const char *dir) {
   printf("keepexec checksum %.17g\n", gemmex(h, &m));
   fflush(stdout);
   CK(cublasDestroy(h));
-  char lib[4200], pre[4200];
-  snprintf(lib, sizeof lib, "LD_LIBRARY_PATH=%s",
-           getenv("LD_LIBRARY_PATH") ? getenv("LD_LIBRARY_PATH") : "");
-  snprintf(pre, sizeof pre, "LD_PRELOAD=%s", getenv("LD_PRELOAD") ? getenv("LD_PRELOAD") : "");
-  /* The sanitized build's runtime options stay (the test harness's, not
-   * mpprof's: without verify_asan_link_order=0 an ASan image that preloads
-   * libmpprof refuses to start). */
-  char *env[5] = {lib, pre}, count[16], *argv[] = {"mpp_testprog", "rankexec", count, NULL};
-  int n = 2;
-  static const char *const keep[] = {"ASAN_OPTIONS", "UBSAN_OPTIONS"};
-  char kept[2][512];
-  for (int i = 0; i < 2; i++)
-    if (getenv(keep[i])) {
-      snprintf(kept[i], sizeof kept[i], "%s=%s", keep[i], getenv(keep[i]));
-      env[n++] = kept[i];
-    }
-  env[n] = NULL;
-  snprintf(count, sizeof count, "c:%d", n);
+  static kept_env k;
+  keep_preload_only(&k);
+  char **env = k.env, *argv[] = {"mpp_testprog", "rankexec", k.count, NULL};
   pid_t pid = fork();
   if (pid == 0) {
     if (!dir || chdir(dir)) _exit(126);
@@ -2410,6 +2426,30 @@ static int mode_keepexec(const char *dir) {
     _exit(127);
   }
   return pid > 0 ? spawn_wait(pid) : 1;
+}
+
+static int mode_keepspawn(const char *dir) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 15);
+  printf("keepspawn checksum %.17g\n", gemmex(h, &m));
+  fflush(stdout);
+  CK(cublasDestroy(h));
+  static kept_env k;
+  keep_preload_only(&k);
+  char *argv[] = {"mpp_testprog", "rankexec", k.count, NULL};
+  posix_spawn_file_actions_t fa;
+  if (!dir || posix_spawn_file_actions_init(&fa) || posix_spawn_file_actions_addchdir_np(&fa, dir))
+    return 126;
+  pid_t pid = 0;
+  int bad = 0;
+  if (posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, k.env) || spawn_wait(pid)) bad++;
+  if (posix_spawnp(&pid, "/proc/self/exe", &fa, NULL, argv, k.env) || spawn_wait(pid)) bad++;
+  int rc = posix_spawn(&pid, "/nonexistent/mpp_testprog", &fa, NULL, argv, k.env);
+  printf("keepspawn missing file: %d (%s)\n", rc, strerror(rc));
+  posix_spawn_file_actions_destroy(&fa);
+  return bad;
 }
 
 enum { BIG = 1024 };
@@ -2529,6 +2569,7 @@ static const struct {
     {"cleanexec", "", .plain = mode_cleanexec},
     {"cleanspawn", "", .plain = mode_cleanspawn},
     {"keepexec", " DIR", .named = mode_keepexec},
+    {"keepspawn", " DIR", .named = mode_keepspawn},
     {"inflight", "", .plain = run_inflight},
     {"orphan", " [SECS]", .counted = mode_orphan, .dflt = 3},
     {"exit3", "", .plain = run_exit3},

@@ -1942,6 +1942,45 @@ static void an_exec_that_drops_the_mpprof_variables_stays_in_the_run(void **stat
   assert_int_not_equal(stat(stray, &st), 0);
 }
 
+/* posix_spawn and posix_spawnp of a child whose environment keeps LD_PRELOAD
+ * but drops every MPPROF_* variable, in another working directory (a file
+ * action): each child's raw file is in the run's output directory with the
+ * run's settings (--scan outputs), started by the profiled process, nothing
+ * is written in the children's working directory, and each child sees
+ * exactly the environment its spawn passed (run_both compares the output:
+ * "environment as passed"), as does a spawn of a missing file return what it
+ * returns without mpprof. */
+static void a_spawn_that_drops_the_mpprof_variables_stays_in_the_run(void **state) {
+  (void)state;
+  char cwd[4300];
+  snprintf(cwd, sizeof cwd, "%s", outdir("keepspawn-cwd"));
+  assert_int_equal(mkdir(cwd, 0755), 0);
+  const char *dir = outdir("keepspawn");
+  char *argv[] = {(char *)testprog, "keepspawn", cwd, NULL};
+  const char *opts[] = {"--scan", "outputs", NULL};
+  assert_int_equal(run_both(dir, argv, opts), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 3);
+  int parent = -1, children = 0;
+  for (int i = 0; i < r.n; i++)
+    if (str_is(r.doc[i], "argv.1", "keepspawn")) parent = (int)num(r.doc[i], "pid");
+  assert_true(parent > 0);
+  for (int i = 0; i < r.n; i++) {
+    assert_true(str_is(r.doc[i], "scan", "outputs"));
+    assert_null(get(r.doc[i], "unprofiled"));
+    assert_int_equal(num(site(r.doc[i], "cublasGemmEx", NULL, NULL), "calls"), 1);
+    if (!str_is(r.doc[i], "argv.1", "rankexec")) continue; /* a spawned child */
+    assert_int_equal(num(r.doc[i], "ppid"), parent);
+    children++;
+  }
+  assert_int_equal(children, 2);
+  free_raws(&r);
+  char stray[4400];
+  snprintf(stray, sizeof stray, "%s/mpprof-out", cwd);
+  struct stat st;
+  assert_int_not_equal(stat(stray, &st), 0);
+}
+
 /* `mpprof env -i ... PROG`: the one process that ran the GPU ops ran without
  * mpprof. The summary does not stop at "no CUDA matrix ops were called": it
  * names the process that ran without mpprof. */
@@ -2116,6 +2155,7 @@ int main(void) {
       cmocka_unit_test(a_program_started_without_mpprof_is_named_in_the_summary),
       cmocka_unit_test(a_child_spawned_without_mpprof_is_named_in_the_report),
       cmocka_unit_test(an_exec_that_drops_the_mpprof_variables_stays_in_the_run),
+      cmocka_unit_test(a_spawn_that_drops_the_mpprof_variables_stays_in_the_run),
       cmocka_unit_test(the_models_a_framework_names_are_in_the_raw_file),
       cmocka_unit_test(a_forked_child_that_never_uses_cuda_writes_no_raw_file),
       cmocka_unit_test(loss_scale_marks_work_from_a_second_thread_and_in_a_forked_child),
