@@ -71,6 +71,10 @@
  *   keepspawn DIR one GEMM, then posix_spawn and posix_spawnp "rankexec c:N", each in DIR
  *                 (file action) with the environment of keepexec; waits for each; then
  *                 posix_spawn of a missing file with it (its result printed)
+ *   bigspawn DIR  one GEMM, then posix_spawn "rankexec c:N" in DIR with keepspawn's
+ *                 environment and filler variables up to 16 bytes short of what the
+ *                 kernel takes (found by trying the exec system call in fork children):
+ *                 no room for the settings mpprof would add; its result printed, waits
  *   inflight      a second thread starts a 1024^3 cublasSgemm_v2 (seconds on the CPU);
  *                 the main thread exits 0 while it runs
  *   orphan S      one GEMM, fork: the child sleeps S seconds (default 3) and exits; the
@@ -104,6 +108,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -2452,6 +2457,95 @@ static int mode_keepspawn(const char *dir) {
   return bad;
 }
 
+/* keepspawn's environment with `bytes` of filler variables ("F000=xxx...",
+ * each at most FILL_CHUNK bytes with its NUL) after it, in env (room for
+ * FILL_MAX of them); buf holds them. k->count: "c:NNN", the entries of env
+ * (always as many bytes). */
+enum { FILL_CHUNK = 100000, FILL_MAX = 96 };
+
+static void fill_env(kept_env *k, char *buf, size_t bytes, char **env) {
+  size_t n = 0, i = 0;
+  while (k->env[n]) {
+    env[n] = k->env[n];
+    n++;
+  }
+  for (size_t at = 0; at < bytes && i < FILL_MAX; i++) {
+    size_t len = bytes - at < FILL_CHUNK ? bytes - at : FILL_CHUNK;
+    if (len < 6) break; /* "F000=" and the NUL */
+    snprintf(buf + at, len, "F%03zu=", i);
+    memset(buf + at + 5, 'x', len - 6);
+    buf[at + len - 1] = '\0';
+    env[n++] = buf + at;
+    at += len;
+  }
+  env[n] = NULL;
+  snprintf(k->count, sizeof k->count, "c:%03zu", n);
+}
+
+/* Whether the kernel takes an exec of "/proc/self/exe" with argv and env: a
+ * fork child makes it with the system call itself (no hook), with the preload
+ * renamed (the same bytes, not loaded) and argv[1] changed in its last letter
+ * (an unknown mode: the program only prints its usage, on stderr, which is
+ * /dev/null). */
+static bool exec_fits(char *const argv[], char **env) {
+  char mode[64], pre[4200];
+  snprintf(mode, sizeof mode, "%s", argv[1]);
+  mode[strlen(mode) - 1] ^= 1;
+  char *probe_argv[] = {argv[0], mode, argv[2], NULL};
+  char *pre_was = NULL;
+  for (size_t i = 0; env[i]; i++)
+    if (!strncmp(env[i], "LD_PRELOAD=", 11)) {
+      snprintf(pre, sizeof pre, "%s", env[i]);
+      pre[9] = 'X';
+      pre_was = env[i];
+      env[i] = pre;
+    }
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) dup2(null, 2);
+    syscall(SYS_execve, "/proc/self/exe", probe_argv, env);
+    _exit(errno == E2BIG ? 99 : 98);
+  }
+  for (size_t i = 0; pre_was && env[i]; i++)
+    if (env[i] == pre) env[i] = pre_was;
+  int st = 0;
+  return pid > 0 && waitpid(pid, &st, 0) == pid && !(WIFEXITED(st) && WEXITSTATUS(st) == 99);
+}
+
+static int mode_bigspawn(const char *dir) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 16);
+  printf("bigspawn checksum %.17g\n", gemmex(h, &m));
+  fflush(stdout);
+  CK(cublasDestroy(h));
+  static kept_env k;
+  keep_preload_only(&k);
+  char *argv[] = {"mpp_testprog", "rankexec", k.count, NULL};
+  static char *env[FILL_MAX + 8];
+  size_t cap = (size_t)FILL_CHUNK * FILL_MAX, lo = 0, hi = cap;
+  char *buf = malloc(cap);
+  if (!buf) return 1;
+  while (hi - lo > 1) { /* the most filler that fits (lo), to the byte */
+    size_t mid = lo + (hi - lo) / 2;
+    fill_env(&k, buf, mid, env);
+    *(exec_fits(argv, env) ? &lo : &hi) = mid;
+  }
+  fill_env(&k, buf, lo > 16 ? lo - 16 : 0, env);
+  posix_spawn_file_actions_t fa;
+  if (!dir || posix_spawn_file_actions_init(&fa) || posix_spawn_file_actions_addchdir_np(&fa, dir))
+    return 126;
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, env);
+  printf("bigspawn: %d\n", rc);
+  fflush(stdout);
+  posix_spawn_file_actions_destroy(&fa);
+  free(buf);
+  return rc ? 1 : spawn_wait(pid);
+}
+
 enum { BIG = 1024 };
 static atomic_int big_started;
 
@@ -2570,6 +2664,7 @@ static const struct {
     {"cleanspawn", "", .plain = mode_cleanspawn},
     {"keepexec", " DIR", .named = mode_keepexec},
     {"keepspawn", " DIR", .named = mode_keepspawn},
+    {"bigspawn", " DIR", .named = mode_bigspawn},
     {"inflight", "", .plain = run_inflight},
     {"orphan", " [SECS]", .counted = mode_orphan, .dflt = 3},
     {"exit3", "", .plain = run_exit3},

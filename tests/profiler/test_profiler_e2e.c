@@ -1981,6 +1981,24 @@ static void a_spawn_that_drops_the_mpprof_variables_stays_in_the_run(void **stat
   assert_int_not_equal(stat(stray, &st), 0);
 }
 
+/* The same spawn with an environment 16 bytes short of what the kernel
+ * takes: the settings do not fit, the spawn is made with the environment as
+ * given (not E2BIG), and the child sees it as passed. */
+static void a_spawn_with_no_room_for_the_settings_is_made_as_given(void **state) {
+  (void)state;
+  char cwd[4300];
+  snprintf(cwd, sizeof cwd, "%s", outdir("bigspawn-cwd"));
+  assert_int_equal(mkdir(cwd, 0755), 0);
+  const char *dir = outdir("bigspawn");
+  char *argv[] = {(char *)testprog, "bigspawn", cwd, NULL};
+  result plain = run(argv, NULL);
+  assert_int_equal(plain.status, 0);
+  if (!strstr(plain.out, "bigspawn: 0\n") || !strstr(plain.out, "environment as passed"))
+    fail_msg("output: %s", plain.out);
+  free(plain.out);
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+}
+
 /* `mpprof env -i ... PROG`: the one process that ran the GPU ops ran without
  * mpprof. The summary does not stop at "no CUDA matrix ops were called": it
  * names the process that ran without mpprof. */
@@ -2156,6 +2174,7 @@ int main(void) {
       cmocka_unit_test(a_child_spawned_without_mpprof_is_named_in_the_report),
       cmocka_unit_test(an_exec_that_drops_the_mpprof_variables_stays_in_the_run),
       cmocka_unit_test(a_spawn_that_drops_the_mpprof_variables_stays_in_the_run),
+      cmocka_unit_test(a_spawn_with_no_room_for_the_settings_is_made_as_given),
       cmocka_unit_test(the_models_a_framework_names_are_in_the_raw_file),
       cmocka_unit_test(a_forked_child_that_never_uses_cuda_writes_no_raw_file),
       cmocka_unit_test(loss_scale_marks_work_from_a_second_thread_and_in_a_forked_child),
