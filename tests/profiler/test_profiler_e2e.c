@@ -57,6 +57,14 @@ static int run_both(const char *dir, char *const prog_argv[], const char *const 
   return prof.status;
 }
 
+/* The libmpprof.so of this build in lib: next to mpprof, in profiler/. */
+static void libmpprof_path(char *lib, size_t n) {
+  snprintf(lib, n, "%s", mpprof);
+  char *slash = strrchr(lib, '/');
+  assert_non_null(slash);
+  snprintf(slash, n - (size_t)(slash - lib), "/profiler/libmpprof.so");
+}
+
 /* --- raw files --- */
 
 typedef struct raws {
@@ -643,10 +651,7 @@ static void cublasLt_calls_past_the_memo_are_read_as_they_are(void **state) {
  * NULL); returns the getter calls that reached cuBLASLt. */
 static unsigned long lt_getter_calls(int calls, const char *version) {
   char lib[4200], preload[8500], out[4300], count[4300], ver[64], n[16];
-  snprintf(lib, sizeof lib, "%s", mpprof);
-  char *slash = strrchr(lib, '/');
-  assert_non_null(slash);
-  snprintf(slash, sizeof lib - (size_t)(slash - lib), "/profiler/libmpprof.so");
+  libmpprof_path(lib, sizeof lib);
   snprintf(preload, sizeof preload, "LD_PRELOAD=%s %s", lib, lt_count);
   snprintf(out, sizeof out, "MPPROF_OUT=%s", outdir("ltcount"));
   snprintf(count, sizeof count, "LT_COUNT_OUT=%s/ltcount.txt", workdir);
@@ -1070,10 +1075,7 @@ static void exit_status_3_is_passed_through_with_a_final_raw_file(void **state) 
 static void a_relative_mpprof_out_is_kept_when_the_program_changes_directory(void **state) {
   (void)state;
   char lib[4200], elsewhere[4200], preload[4300];
-  snprintf(lib, sizeof lib, "%s", mpprof);
-  char *slash = strrchr(lib, '/');
-  assert_non_null(slash);
-  snprintf(slash, sizeof lib - (size_t)(slash - lib), "/profiler/libmpprof.so");
+  libmpprof_path(lib, sizeof lib);
   snprintf(preload, sizeof preload, "LD_PRELOAD=%s", lib);
   outdir("relout");
   snprintf(elsewhere, sizeof elsewhere, "%s", outdir("elsewhere"));
@@ -1981,6 +1983,31 @@ static void a_spawn_that_drops_the_mpprof_variables_stays_in_the_run(void **stat
   assert_int_not_equal(stat(stray, &st), 0);
 }
 
+/* The settings a spawn added (MPPROF_EXEC_ADDED=P<pid>:NAMES) are removed
+ * before main only by a child of that pid: a preloaded /usr/bin/env started
+ * by this process prints no MPPROF_SCAN when the variable names this
+ * process, and prints it when it names another (a grandchild, or a child
+ * whose parent died and that was reparented, reads the same settings and
+ * keeps them); MPPROF_EXEC_ADDED itself is gone from both. */
+static void the_settings_a_spawn_added_are_removed_only_by_its_child(void **state) {
+  (void)state;
+  char lib[4200], preload[4300], out[4300], mark[128];
+  libmpprof_path(lib, sizeof lib);
+  snprintf(preload, sizeof preload, "LD_PRELOAD=%s", lib);
+  snprintf(out, sizeof out, "MPPROF_OUT=%s", outdir("spawnmark"));
+  for (int meant = 0; meant < 2; meant++) {
+    snprintf(mark, sizeof mark, "MPPROF_EXEC_ADDED=P%d:MPPROF_SCAN", meant ? (int)getpid() : 1);
+    const char *env[] = {preload, out, "MPPROF_SCAN=outputs", mark, NULL};
+    char *argv[] = {"/usr/bin/env", NULL};
+    result r = run(argv, env);
+    assert_int_equal(r.status, 0);
+    if (strstr(r.out, "MPPROF_EXEC_ADDED=") || !strstr(r.out, out) ||
+        (strstr(r.out, "MPPROF_SCAN=outputs") == NULL) != meant)
+      fail_msg("%s: %s", mark, r.out);
+    free(r.out);
+  }
+}
+
 /* The same spawn with an environment 16 bytes short of what the kernel
  * takes: the settings do not fit, the spawn is made with the environment as
  * given (not E2BIG), and the child sees it as passed. */
@@ -2175,6 +2202,7 @@ int main(void) {
       cmocka_unit_test(an_exec_that_drops_the_mpprof_variables_stays_in_the_run),
       cmocka_unit_test(a_spawn_that_drops_the_mpprof_variables_stays_in_the_run),
       cmocka_unit_test(a_spawn_with_no_room_for_the_settings_is_made_as_given),
+      cmocka_unit_test(the_settings_a_spawn_added_are_removed_only_by_its_child),
       cmocka_unit_test(the_models_a_framework_names_are_in_the_raw_file),
       cmocka_unit_test(a_forked_child_that_never_uses_cuda_writes_no_raw_file),
       cmocka_unit_test(loss_scale_marks_work_from_a_second_thread_and_in_a_forked_child),
