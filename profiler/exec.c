@@ -174,9 +174,10 @@ static void note_unprofiled(char *const env[], char *const argv[], passed *p) {
 }
 
 /* Whether an exec of argv and env (strings and pointers) stays within
- * sysconf(_SC_ARG_MAX) (the stack limit / 4, at least 128 KiB: getrlimit, no
- * lock). Should the kernel take less, the exec fails with E2BIG and is made
- * again with the environment as given (pass_again). */
+ * sysconf(_SC_ARG_MAX): the kernel's limit as the C library derives it from
+ * the stack limit (getrlimit, no lock). Should the kernel take less, the
+ * exec fails with E2BIG and is made again with the environment as given
+ * (pass_again). */
 static bool within_arg_max(char *const argv[], char *const env[]) {
   long limit = sysconf(_SC_ARG_MAX);
   size_t total = 0;
