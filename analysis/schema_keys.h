@@ -50,6 +50,7 @@
  * MP_RAW_SHADOW, MP_RAW_SHADOW_CAND) plus these derived ones. */
 #define MP_K_SH_SQNR_DB "sqnr_db"
 #define MP_K_SH_MEDIAN_REL_L2 "median_rel_l2"
+#define MP_K_SH_INPUTS_ALREADY_ROUNDED "inputs_already_rounded"
 
 /* Cast outcome names, indexed by mp_cast_outcome. */
 #define MP_CAST_OUTCOME_NAMES                                                                      \

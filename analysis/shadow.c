@@ -34,6 +34,13 @@ const char *mp_shadow_cand_name(mp_shadow_cand c) {
   return (unsigned)c < MP_SH_COUNT ? cand_names[c] : "invalid";
 }
 
+bool mp_shadow_inputs_already_rounded(mp_shadow_cand c, mp_dtype a, mp_dtype b) {
+  const mp_format *f = mp_format_of(mp_shadow_cand_format(c)), *fa = mp_format_of(a),
+                  *fb = mp_format_of(b);
+  return f && fa && fb && fa->is_float && fb->is_float && fa->man_bits <= f->man_bits &&
+         fb->man_bits <= f->man_bits;
+}
+
 int mp_shadow_cand_from_name(const char *name) {
   for (int c = 0; c < MP_SH_COUNT; c++)
     if (name && !strcmp(name, cand_names[c])) return c;

@@ -47,6 +47,21 @@ int mp_shadow_cand_from_name(const char *name);    /* -1 when unknown */
 /* Operand format of a candidate (MP_DTYPE_INVALID for current). */
 mp_dtype mp_shadow_cand_format(mp_shadow_cand c);
 
+/* Does candidate c's measurement miss the rounding of the op's inputs? True
+ * when c rounds operands to a format F (not for current) and both inputs a
+ * and b are float formats with no more explicit mantissa bits than F:
+ * rounding them to F then changes no significand bit (range effects aside:
+ * overflow, flush), so the rounding the program paid to bring its values
+ * into a and b happened before the op and is in neither the reference nor
+ * the candidate; the measured error is the accumulation's and the output's
+ * only. bf16 operands: flagged for bf16 and for fp16/fp16_loss_scaled (fp16
+ * holds every bf16 significand) but not for fp8; fp16 operands: for fp16
+ * only (bf16 drops 3 of their bits: measured); fp8 operands for their own
+ * format and the wider-mantissa one (e5m2 operands for e4m3 too). Scales
+ * (fp8 recipes, loss scale) are not considered. docs/report.md, "Measured
+ * error (--shadow)". */
+bool mp_shadow_inputs_already_rounded(mp_shadow_cand c, mp_dtype a, mp_dtype b);
+
 /* Error of one candidate in one call (or the worst over calls after a merge). */
 typedef struct mp_shadow_metrics {
   double rel_l2;      /* ||D_c - D_ref||_2 / ||D_ref||_2; +inf when D_c is non-finite somewhere */

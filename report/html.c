@@ -530,10 +530,14 @@ static void share_cell(FILE *f, const mpprof_share *s) {
 #define SHADOW_HEADERS                                                                             \
   "<th class=\"sh\" title=\"Measured error (--shadow): relative L2 error of the precision the op " \
   "runs in now (its own dtypes, compute type, fp8 scales and output type) against the same "       \
-  "reference, worst call: what the program already pays\">Measured now rel L2</th>"                \
+  "reference, worst call: what the program already pays in the op, from its operands as they "     \
+  "are (not their earlier rounding)\">Measured now rel L2</th>"                                    \
   "<th class=\"sh\" title=\"Measured error (--shadow): relative L2 error of fp16 as AMP runs it "  \
-  "(gradient operands at their loss scale) against an fp64 reference, worst call\">Measured "      \
-  "fp16 rel L2</th><th class=\"sh\" title=\"Measured error (--shadow): bf16, worst call\">"        \
+  "(gradient operands at their loss scale) against an fp64 reference, worst call; marked with a "  \
+  "dagger when the operands were already fp16 or of fewer mantissa bits (their rounding not in "   \
+  "it)\">Measured "                                                                                \
+  "fp16 rel L2</th><th class=\"sh\" title=\"Measured error (--shadow): bf16, worst call; marked "  \
+  "with a dagger when the operands were already bf16 (their rounding not in it)\">"                \
   "Measured bf16 rel L2</th><th class=\"sh\" title=\"Measured error (--shadow): the fp8 recipe "   \
   "with the least relative L2 error (e4m3 forward, e5m2 backward)\">Measured best fp8</th>"
 
@@ -644,12 +648,28 @@ static bool unmeasured_cell(FILE *f, const mpprof_shadow *sh) {
   return any;
 }
 
-static void rel_cell(FILE *f, const mpprof_shadow *sh, const mpprof_shadow_cand *c) {
+/* A measured error on inputs already rounded to its format (fmt: "bf16",
+ * ...; mpprof_shadow_cand.inputs_rounded): the number with a dagger, the
+ * tooltip saying what it excludes. */
+static void rounded_cell(FILE *f, const mpprof_shadow_cand *c, const char *name, const char *fmt) {
+  char note[200];
+  snprintf(note, sizeof note, MPPROF_SHADOW_ROUNDED_NOTE, fmt);
+  fprintf(
+      f, "<td class=\"n\" data-v=\"%.17g\" title=\"%s; a verdict takes it as no evidence for it\">",
+      c->worst.rel_l2, note);
+  if (name) fprintf(f, "%s ", name);
+  fprintf(f, "%.2g&dagger;</td>", c->worst.rel_l2);
+}
+
+static void rel_cell(FILE *f, const mpprof_shadow *sh, const mpprof_shadow_cand *c,
+                     mp_shadow_cand which) {
   if ((!c || !c->calls) && unmeasured_cell(f, sh)) return;
   if (!c || !c->calls)
     fputs("<td class=\"n\" data-v=\"-1\"></td>", f);
   else if (isinf(c->worst.rel_l2))
     fputs("<td class=\"n\" data-v=\"1e308\">&infin;</td>", f);
+  else if (c->inputs_rounded)
+    rounded_cell(f, c, NULL, mp_dtype_name(mp_shadow_cand_format(which)));
   else
     num_cell(f, c->worst.rel_l2, "%.2g");
 }
@@ -659,7 +679,7 @@ static void rel_cell(FILE *f, const mpprof_shadow *sh, const mpprof_shadow_cand 
 static void current_cell(FILE *f, const mpprof_shadow *sh, bool fast) {
   const mpprof_shadow_cand *c = sh ? &sh->cand[MP_SH_CURRENT] : NULL;
   if (!fast || !c || !c->calls || isinf(c->worst.rel_l2)) {
-    rel_cell(f, sh, c);
+    rel_cell(f, sh, c, MP_SH_CURRENT);
     return;
   }
   fprintf(f,
@@ -669,10 +689,14 @@ static void current_cell(FILE *f, const mpprof_shadow *sh, bool fast) {
 }
 
 static void fp8_cell(FILE *f, const mpprof_shadow *sh, const char *name,
-                     const mpprof_shadow_cand *c) {
+                     const mpprof_shadow_cand *c, const char *fmt) {
   if ((!name || !c || !c->calls) && unmeasured_cell(f, sh)) return;
   if (!name || !c || !c->calls) {
     fputs("<td data-v=\"-1\"></td>", f);
+    return;
+  }
+  if (c->inputs_rounded && !isinf(c->worst.rel_l2)) {
+    rounded_cell(f, c, name, fmt);
     return;
   }
   fprintf(f, "<td data-v=\"%.17g\">%s ", isinf(c->worst.rel_l2) ? 1e308 : c->worst.rel_l2, name);
@@ -693,18 +717,20 @@ static void layer_shadow_cells(FILE *f, const mpprof_model *m, const mpprof_laye
   for (size_t i = l->first_site; i < l->first_site + l->n_sites && !fast; i++)
     fast = mpprof_site_fp8_fast_accum(&m->sites[i]);
   current_cell(f, sh, fast);
-  rel_cell(f, sh, sh ? &sh->cand[scaled ? MP_SH_FP16_SCALED : MP_SH_FP16] : NULL);
-  rel_cell(f, sh, sh ? &sh->cand[MP_SH_BF16] : NULL);
+  mp_shadow_cand h = scaled ? MP_SH_FP16_SCALED : MP_SH_FP16;
+  rel_cell(f, sh, sh ? &sh->cand[h] : NULL, h);
+  rel_cell(f, sh, sh ? &sh->cand[MP_SH_BF16] : NULL, MP_SH_BF16);
   fp8_cell(f, sh, sh ? mpprof_fp8_recipe_name(l->best_fp8) : NULL,
-           sh && l->best_fp8 >= 0 ? &l->fp8[l->best_fp8] : NULL);
+           sh && l->best_fp8 >= 0 ? &l->fp8[l->best_fp8] : NULL, "fp8");
 }
 
 static void site_shadow_cells(FILE *f, const mpprof_site *s) {
   const mpprof_shadow *sh = s->shadow;
   bool bwd = s->phase == MPPROF_PHASE_BACKWARD;
   current_cell(f, sh, mpprof_site_fp8_fast_accum(s));
-  rel_cell(f, sh, sh ? &sh->cand[bwd ? MP_SH_FP16_SCALED : MP_SH_FP16] : NULL);
-  rel_cell(f, sh, sh ? &sh->cand[MP_SH_BF16] : NULL);
+  mp_shadow_cand h = bwd ? MP_SH_FP16_SCALED : MP_SH_FP16;
+  rel_cell(f, sh, sh ? &sh->cand[h] : NULL, h);
+  rel_cell(f, sh, sh ? &sh->cand[MP_SH_BF16] : NULL, MP_SH_BF16);
   static const mp_shadow_cand fwd8[] = {MP_SH_E4M3_CURRENT, MP_SH_E4M3_DELAYED, MP_SH_MXFP8_E4M3},
                               bwd8[] = {MP_SH_E5M2_CURRENT, MP_SH_E5M2_DELAYED, MP_SH_MXFP8_E5M2};
   int best = -1;
@@ -715,7 +741,7 @@ static void site_shadow_cells(FILE *f, const mpprof_site *s) {
       best = r;
   }
   fp8_cell(f, sh, best >= 0 ? mp_shadow_cand_name((bwd ? bwd8 : fwd8)[best]) : NULL,
-           best >= 0 ? &sh->cand[(bwd ? bwd8 : fwd8)[best]] : NULL);
+           best >= 0 ? &sh->cand[(bwd ? bwd8 : fwd8)[best]] : NULL, bwd ? "fp8_e5m2" : "fp8_e4m3");
 }
 
 static void verdict_basis(const mpprof_model *m, FILE *f) {

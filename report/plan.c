@@ -38,6 +38,17 @@ static bool fits_bf16(const mpprof_model *m, const mpprof_layer *l) {
   return l->bf16_overflow.pct == 0 && l->bf16_underflow.pct <= 100.0 * m->params.underflow_max;
 }
 
+/* A layer in the autocast dtype dt whose measured error of it (bf16; fp16 or,
+ * for an fp16_loss_scale verdict, fp16_loss_scaled) is within the limit only
+ * as measured on inputs already rounded to it: it runs in dt on its ranges,
+ * and the plan says that its measured error excludes the inputs' rounding. */
+static bool plan_rounded(const mpprof_model *m, const mpprof_layer *l, mp_dtype dt) {
+  mp_shadow_cand c = dt == MP_BF16                          ? MP_SH_BF16
+                     : l->adv.rec == MP_REC_FP16_LOSS_SCALE ? MP_SH_FP16_SCALED
+                                                            : MP_SH_FP16;
+  return mpprof_shadow_layer_within(m, l, c) == MPPROF_SHADOW_WITHIN_ROUNDED;
+}
+
 static bool fits_fp16(const mpprof_model *m, const mpprof_layer *l) {
   switch (l->adv.rec) {
   case MP_REC_FP16:
@@ -76,8 +87,9 @@ mpprof_fp8_fit mpprof_layer_fp8_fit(const mpprof_model *m, const mpprof_layer *l
       a->fp8_e4m3_fits != 1 || a->fp8_e5m2_fits == 0 || optimizer_only(l))
     return MPPROF_FP8_NO;
   if (!c) return MPPROF_FP8_RANGE;
-  return c->worst.rel_l2 <= mpprof_shadow_max_rel(m) ? MPPROF_FP8_MEASURED
-                                                     : MPPROF_FP8_ERROR_TOO_HIGH;
+  /* within the limit on inputs already fp8: no evidence, the range decides */
+  int v = mpprof_shadow_cand_within(m, c);
+  return v == 1 ? MPPROF_FP8_MEASURED : v == 0 ? MPPROF_FP8_ERROR_TOO_HIGH : MPPROF_FP8_RANGE;
 }
 
 static bool bf16_supported(const mpprof_model *m) {
@@ -112,6 +124,7 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
       p->n_known++;
       if (dt == MP_BF16 ? fits_bf16(m, l) : fits_fp16(m, l)) {
         p->n_fit++;
+        if (plan_rounded(m, l, dt) && !p->n_rounded++) p->first_rounded = i;
         double fl = dt == MP_BF16 ? l->bf16_underflow.pct : l->fp16_underflow.pct;
         if (ov > p->max_overflow_pct) p->max_overflow_pct = ov;
         if (fl > p->max_flush_pct) p->max_flush_pct = fl;
@@ -178,6 +191,27 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
   if (!unchecked) {
     free(keep);
     return -1;
+  }
+  /* Layers that fit on ranges alone, their measured error being blind to
+   * the inputs' rounding: appended to what is said of the unchecked. */
+  if (p->n_rounded) {
+    char note[200];
+    snprintf(note, sizeof note, MPPROF_SHADOW_ROUNDED_NOTE, mp_dtype_name(dt));
+    char *u = p->n_rounded == 1
+                  ? mpprof_asprintf("%s; %s's %s error was %s (judge it by a run with wider "
+                                    "operands)",
+                                    unchecked, mpprof_layer_label(&m->layers[p->first_rounded]),
+                                    mp_dtype_name(dt), note)
+                  : mpprof_asprintf("%s; %zu layers' %s error (%s and %zu more) was %s (judge "
+                                    "them by a run with wider operands)",
+                                    unchecked, p->n_rounded, mp_dtype_name(dt),
+                                    mpprof_layer_label(&m->layers[p->first_rounded]),
+                                    p->n_rounded - 1, note);
+    free(unchecked);
+    if (!(unchecked = u)) {
+      free(keep);
+      return -1;
+    }
   }
   bool all_fp32 = p->n_keep > 0;
   for (size_t k = 0; k < p->n_keep; k++)
@@ -599,6 +633,8 @@ static cJSON *plan_json(const mpprof_model *m, const mpprof_plan *p) {
                                           : in ? in->dtype
                                                : p->autocast));
     cJSON_AddBoolToObject(e, "autocast", !kept && !in);
+    cJSON_AddBoolToObject(e, "inputs_already_rounded",
+                          !kept && !in && l->adv.known && plan_rounded(m, l, p->autocast));
     if (l->adv.known)
       cJSON_AddStringToObject(e, "verdict", mp_recommendation_name(l->adv.rec));
     else
@@ -636,7 +672,7 @@ static cJSON *fp8_json(const mpprof_model *m) {
     if (fit == MPPROF_FP8_NO) continue;
     cJSON *e = cJSON_CreateObject();
     cJSON_AddBoolToObject(e, "candidate", fit != MPPROF_FP8_ERROR_TOO_HIGH);
-    cJSON_AddStringToObject(e, "basis", c ? "measured" : "range");
+    cJSON_AddStringToObject(e, "basis", fit == MPPROF_FP8_RANGE ? "range" : "measured");
     cJSON_AddItemToObject(e, "recipe",
                           c ? cJSON_CreateString(mpprof_fp8_recipe_te(l->best_fp8))
                             : cJSON_CreateNull());

@@ -229,6 +229,10 @@ typedef struct mpprof_shadow_cand {
   mp_shadow_metrics worst;
   double *samples; /* rel_l2 values pooled for the median */
   size_t n;
+  /* Some site measured here had its inputs already rounded to this
+   * candidate's format (mp_shadow_inputs_already_rounded of its A and B):
+   * the error excludes their rounding (set by mpprof_shadow_layers). */
+  bool inputs_rounded;
 } mpprof_shadow_cand;
 typedef struct mpprof_shadow {
   uint64_t calls;
@@ -522,7 +526,8 @@ double mpprof_fp16_flush_edge(const mpprof_layer_tensor *t);
  * one definition for plan.json's "fp8" and the fp8_candidate finding. */
 typedef enum mpprof_fp8_fit {
   MPPROF_FP8_NO,             /* no 16-bit verdict, or its values do not fit fp8's range */
-  MPPROF_FP8_RANGE,          /* fits the range with per-tensor scaling; not shadowed */
+  MPPROF_FP8_RANGE,          /* fits the range with per-tensor scaling; not shadowed (or within the
+                              * limit only on inputs already fp8: no evidence) */
   MPPROF_FP8_MEASURED,       /* and its best measured fp8 recipe is within --shadow-max-rel */
   MPPROF_FP8_ERROR_TOO_HIGH, /* fits the range; its best measured recipe errs more */
 } mpprof_fp8_fit;
@@ -554,7 +559,10 @@ typedef struct mpprof_plan {
   size_t n_known, n_fit;  /* layers with values; of which run in the autocast dtype */
   mpprof_plan_keep *keep; /* layers kept out, in layer order */
   size_t n_keep;
-  size_t n_unchecked, first_unchecked;    /* layers without a verdict left in the autocast dtype */
+  size_t n_unchecked, first_unchecked; /* layers without a verdict left in the autocast dtype */
+  /* layers that fit whose measured error in the autocast dtype is within
+   * --shadow-max-rel only on inputs already rounded to it (plan.c plan_rounded) */
+  size_t n_rounded, first_rounded;
   double max_overflow_pct, max_flush_pct; /* over the layers in the autocast dtype */
   bool no_autocast; /* every layer kept in fp32: the snippet has no autocast region */
   char *headline;
@@ -722,8 +730,23 @@ void mpprof_shadow_free(mpprof_shadow *s);
 int mpprof_shadow_layers(mpprof_model *m);
 double mpprof_shadow_max_rel(const mpprof_model *m);
 /* 1: layer l's measured worst rel_l2 of candidate c is within
- * --shadow-max-rel; 0: above it (or non-finite); -1: c was not measured. */
+ * --shadow-max-rel; MPPROF_SHADOW_WITHIN_ROUNDED: within, but measured on
+ * inputs already rounded to c's format (mpprof_shadow_cand.inputs_rounded),
+ * so no evidence that rounding them is harmless; 0: above it (or
+ * non-finite; with inputs_rounded too: their rounding would only add to it);
+ * -1: c was not measured. */
+#define MPPROF_SHADOW_WITHIN_ROUNDED 2
 int mpprof_shadow_layer_within(const mpprof_model *m, const mpprof_layer *l, mp_shadow_cand c);
+/* The same for one measured candidate record (a layer's fp8 recipe). */
+int mpprof_shadow_cand_within(const mpprof_model *m, const mpprof_shadow_cand *c);
+/* What is said wherever such a measurement is shown or used: "measured on
+ * operands already <fmt> or of fewer mantissa bits: excludes their rounding". */
+#define MPPROF_SHADOW_ROUNDED_NOTE                                                                 \
+  "measured on operands already %s or of fewer mantissa bits: the error excludes their rounding, " \
+  "paid before "                                                                                   \
+  "the op"
+/* A site's candidate c: mp_shadow_inputs_already_rounded of its A and B. */
+bool mpprof_site_inputs_rounded(const mpprof_site *s, mp_shadow_cand c);
 /* What a layer or site without a name (ops outside every NVTX range or
  * module) is called wherever one is shown. */
 #define MPPROF_NO_LAYER_LABEL "(no NVTX range)"
@@ -796,6 +819,11 @@ bool mpprof_site_is_tf32(const mpprof_site *s);
  * partial sums are not promoted to a wider accumulator periodically (the
  * flag has no effect on other dtypes). */
 bool mpprof_site_fp8_fast_accum(const mpprof_site *s);
+/* The dtypes of the GEMM a site is (a convolution's implicit one: x/w/dy by
+ * its direction): A, B, C (D's when the call has none), D; MP_DTYPE_INVALID
+ * where unknown. tensor_cores.c */
+void mpprof_site_gemm_dtypes(const mpprof_site *s, mp_dtype *a, mp_dtype *b, mp_dtype *c,
+                             mp_dtype *d);
 /* "TF32 (compute 32F, math mode TF32_TENSOR_OP)", "32F", "16F, math mode X";
  * MPPROF_FAST_ACCUM_LABEL appended where mpprof_site_fp8_fast_accum. */
 #define MPPROF_FAST_ACCUM_LABEL ", FP8 fast accumulation"

@@ -116,6 +116,7 @@ static int cand_merge(mpprof_shadow_cand *d, const mpprof_shadow_cand *s) {
   else
     mp_shadow_metrics_worst(&d->worst, &s->worst);
   d->calls += s->calls;
+  d->inputs_rounded |= s->inputs_rounded;
   return 0;
 }
 
@@ -155,10 +156,24 @@ double mpprof_shadow_max_rel(const mpprof_model *m) {
   return m->shadow_max_rel > 0 ? m->shadow_max_rel : MP_SHADOW_DEFAULT_MAX_REL;
 }
 
-/* A candidate measured over some calls passes when its worst rel_l2 is within the limit. */
+/* A candidate measured over some calls passes when its worst rel_l2 is
+ * within the limit; measured on inputs already rounded to it, that is no
+ * evidence for their rounding (MPPROF_SHADOW_WITHIN_ROUNDED). Above the limit
+ * it fails either way: the inputs' rounding would only add to the error. */
 static int verdict_of(const mpprof_shadow_cand *c, double max_rel) {
   if (!c->calls) return -1;
-  return c->worst.rel_l2 <= max_rel;
+  if (!(c->worst.rel_l2 <= max_rel)) return 0;
+  return c->inputs_rounded ? MPPROF_SHADOW_WITHIN_ROUNDED : 1;
+}
+
+bool mpprof_site_inputs_rounded(const mpprof_site *s, mp_shadow_cand c) {
+  mp_dtype a, b, cc, d;
+  mpprof_site_gemm_dtypes(s, &a, &b, &cc, &d);
+  return mp_shadow_inputs_already_rounded(c, a, b);
+}
+
+int mpprof_shadow_cand_within(const mpprof_model *m, const mpprof_shadow_cand *c) {
+  return verdict_of(c, mpprof_shadow_max_rel(m));
 }
 
 /* The layer's fp8 recipes (HYBRID, as Transformer Engine trains: e4m3 for
@@ -180,16 +195,14 @@ static void layer_fp8(const mpprof_model *m, mpprof_layer *l) {
       else
         mp_shadow_metrics_worst(&agg->worst, &sc->worst);
       agg->calls += sc->calls;
+      agg->inputs_rounded |= sc->inputs_rounded;
     }
     if (agg->calls && (l->best_fp8 < 0 || agg->worst.rel_l2 < l->fp8[l->best_fp8].worst.rel_l2))
       l->best_fp8 = r;
   }
 }
 
-static int add_reason(mpprof_layer *l, const char *fmt, double a, double b, uint64_t n,
-                      const char *what) {
-  char buf[320];
-  snprintf(buf, sizeof buf, fmt, what, a, b, (unsigned long long)n);
+static int add_reason(mpprof_layer *l, const char *buf) {
   cJSON *s = cJSON_CreateString(buf);
   if (!s) return -1;
   if (!l->adv.reasons && !(l->adv.reasons = cJSON_CreateArray())) {
@@ -237,22 +250,39 @@ static int judge(const mpprof_model *m, mpprof_layer *l) {
     if (cand_of_rec(l, r, &c) < 0) return 0;
     int v = verdict_of(c, lim);
     if (v < 0) return 0; /* not measured: the range verdict stands */
-    if (v == 1)
-      return add_reason(
-          l, "measured: %s causes relative L2 error %.3g <= --shadow-max-rel %.3g (%llu calls)",
-          c->worst.rel_l2, lim, c->calls, mp_recommendation_name(r));
-    if (add_reason(
-            l, "measured: %s causes relative L2 error %.3g > --shadow-max-rel %.3g (%llu calls)",
-            c->worst.rel_l2, lim, c->calls, mp_recommendation_name(r)))
-      return -1;
+    char buf[480], note[200] = "";
+    /* the operands' format: fp8 verdicts are HYBRID (e4m3 and e5m2) */
+    const char *fmt = r == MP_REC_FP8_E4M3 || r == MP_REC_FP8_E5M2 ? "fp8"
+                      : r == MP_REC_BF16                           ? "bf16"
+                                                                   : "fp16";
+    if (c->inputs_rounded) {
+      snprintf(note, sizeof note, "; " MPPROF_SHADOW_ROUNDED_NOTE, fmt);
+      if (v == MPPROF_SHADOW_WITHIN_ROUNDED)
+        snprintf(note + strlen(note), sizeof note - strlen(note),
+                 ", so it is no evidence for them: %s stands on the value ranges alone",
+                 mp_recommendation_name(r));
+    }
+    snprintf(buf, sizeof buf,
+             "measured: %s causes relative L2 error %.3g %s --shadow-max-rel %.3g "
+             "(%llu calls)%s",
+             mp_recommendation_name(r), c->worst.rel_l2, v ? "<=" : ">", lim,
+             (unsigned long long)c->calls, note);
+    if (v) return add_reason(l, buf);
+    if (add_reason(l, buf)) return -1;
     r = r == MP_REC_BF16 ? MP_REC_FP32 : MP_REC_BF16; /* bf16's range covers fp16's and fp8's */
     l->adv.rec = r;
   }
 }
 
 int mpprof_shadow_layers(mpprof_model *m) {
-  for (size_t i = 0; i < m->n_sites; i++)
-    if (m->sites[i].shadow) m->has_shadow = true;
+  for (size_t i = 0; i < m->n_sites; i++) {
+    mpprof_site *s = &m->sites[i];
+    if (!s->shadow) continue;
+    m->has_shadow = true;
+    for (int c = 0; c < MP_SH_COUNT; c++)
+      s->shadow->cand[c].inputs_rounded =
+          s->shadow->cand[c].calls && mpprof_site_inputs_rounded(s, (mp_shadow_cand)c);
+  }
   for (size_t i = 0; i < m->n_layers; i++) {
     mpprof_layer *l = &m->layers[i];
     for (size_t j = 0; j < l->n_sites; j++)
@@ -279,6 +309,7 @@ static cJSON *metrics_json(const mpprof_shadow_cand *c) {
   cJSON_AddItemToObject(o, MP_RK_SHADOW_CAND.max_rel, num_or_null(c->worst.max_rel));
   cJSON_AddNumberToObject(o, MP_RK_SHADOW_CAND.flushed, c->worst.flushed);
   cJSON_AddNumberToObject(o, MP_RK_SHADOW_CAND.nonfinite, (double)c->worst.nonfinite);
+  cJSON_AddBoolToObject(o, MP_K_SH_INPUTS_ALREADY_ROUNDED, c->inputs_rounded);
   if (c->n) {
     double *v = malloc(c->n * sizeof *v);
     if (v) {

@@ -15,6 +15,27 @@ static mp_dtype type_of(const mpprof_site *s, const char *role) {
   return MP_DTYPE_INVALID;
 }
 
+void mpprof_site_gemm_dtypes(const mpprof_site *s, mp_dtype *a, mp_dtype *b, mp_dtype *c,
+                             mp_dtype *d) {
+  /* Convolutions carry the descriptors' dtypes as x/w/y whatever the
+   * direction (dy has y's dtype, dx x's, dw w's); role names are accepted too. */
+  *c = MP_DTYPE_INVALID;
+  if (!strcmp(s->op, "conv_bwd_data")) {
+    *a = type_of(s, "dy"), *b = type_of(s, "w"), *d = type_of(s, "dx");
+    if (*a == MP_DTYPE_INVALID) *a = type_of(s, "y");
+    if (*d == MP_DTYPE_INVALID) *d = type_of(s, "x");
+  } else if (!strcmp(s->op, "conv_bwd_filter")) {
+    *a = type_of(s, "x"), *b = type_of(s, "dy"), *d = type_of(s, "dw");
+    if (*b == MP_DTYPE_INVALID) *b = type_of(s, "y");
+    if (*d == MP_DTYPE_INVALID) *d = type_of(s, "w");
+  } else if (type_of(s, "A") != MP_DTYPE_INVALID) {
+    *a = type_of(s, "A"), *b = type_of(s, "B"), *c = type_of(s, "C"), *d = type_of(s, "D");
+  } else {
+    *a = type_of(s, "x"), *b = type_of(s, "w"), *d = type_of(s, "y");
+  }
+  if (*c == MP_DTYPE_INVALID) *c = *d;
+}
+
 /* 0, or -1 (memory: the reason could not be interned). */
 static int eligibility(mpprof_strpool *pool, mpprof_site *s) {
   mp_tc_query q = {
@@ -24,22 +45,7 @@ static int eligibility(mpprof_strpool *pool, mpprof_site *s) {
   q.cc_major = s->cc_major;
   q.cc_minor = s->cc_minor;
   q.ptr_align = s->ptr_align;
-  /* Convolutions carry the descriptors' dtypes as x/w/y whatever the
-   * direction (dy has y's dtype, dx x's, dw w's); role names are accepted too. */
-  if (!strcmp(s->op, "conv_bwd_data")) {
-    q.a = type_of(s, "dy"), q.b = type_of(s, "w"), q.d = type_of(s, "dx");
-    if (q.a == MP_DTYPE_INVALID) q.a = type_of(s, "y");
-    if (q.d == MP_DTYPE_INVALID) q.d = type_of(s, "x");
-  } else if (!strcmp(s->op, "conv_bwd_filter")) {
-    q.a = type_of(s, "x"), q.b = type_of(s, "dy"), q.d = type_of(s, "dw");
-    if (q.b == MP_DTYPE_INVALID) q.b = type_of(s, "y");
-    if (q.d == MP_DTYPE_INVALID) q.d = type_of(s, "w");
-  } else if (type_of(s, "A") != MP_DTYPE_INVALID) {
-    q.a = type_of(s, "A"), q.b = type_of(s, "B"), q.c = type_of(s, "C"), q.d = type_of(s, "D");
-  } else {
-    q.a = type_of(s, "x"), q.b = type_of(s, "w"), q.d = type_of(s, "y");
-  }
-  if (q.c == MP_DTYPE_INVALID) q.c = q.d;
+  mpprof_site_gemm_dtypes(s, &q.a, &q.b, &q.c, &q.d);
   if (s->conv) {
     /* The implicit GEMM of the convolution. */
     /* Unsigned: dimensions come from a file; a product that wraps is nonsense, not UB. */

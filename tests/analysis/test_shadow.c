@@ -1226,9 +1226,41 @@ static void convolutions_measure_the_direct_convolution(void **state) {
   assert_true(mp_shadow_conv_bytes(&cv) == UINT64_MAX);
 }
 
+/* mp_shadow_inputs_already_rounded: flagged exactly where rounding the
+ * operands' values (in both formats' normal range) to the candidate's
+ * format changes none of them, so the candidate cannot see the rounding
+ * that made them. bf16 operands: bf16, fp16, fp16_loss_scaled; fp16: fp16
+ * only; fp32: none; never current. */
+static void inputs_already_rounded_where_the_cast_changes_no_value(void **state) {
+  (void)state;
+  const mp_dtype ops[] = {MP_FP32, MP_FP16, MP_BF16, MP_FP8_E4M3, MP_FP8_E5M2};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    for (int c = 0; c < MP_SH_COUNT; c++) {
+      mp_dtype fmt = mp_shadow_cand_format((mp_shadow_cand)c);
+      bool flagged = mp_shadow_inputs_already_rounded((mp_shadow_cand)c, ops[i], ops[i]);
+      if (fmt == MP_DTYPE_INVALID) {
+        assert_false(flagged); /* current */
+        continue;
+      }
+      bool changed = false;
+      for (int k = 0; k < 4096 && !changed; k++) {
+        float x = mp_shadow_round(1.0f + (float)k / 4096.0f, ops[i]); /* a value of ops[i] */
+        changed = mp_shadow_round(x, fmt) != x;
+      }
+      assert_int_equal(flagged, !changed);
+    }
+  assert_true(mp_shadow_inputs_already_rounded(MP_SH_BF16, MP_BF16, MP_BF16));
+  assert_true(mp_shadow_inputs_already_rounded(MP_SH_FP16, MP_BF16, MP_BF16));
+  assert_false(mp_shadow_inputs_already_rounded(MP_SH_BF16, MP_FP16, MP_FP16));
+  assert_false(mp_shadow_inputs_already_rounded(MP_SH_BF16, MP_BF16, MP_FP32)); /* B not */
+  assert_false(mp_shadow_inputs_already_rounded(MP_SH_BF16, MP_INT8, MP_INT8));
+  assert_false(mp_shadow_inputs_already_rounded(MP_SH_BF16, MP_DTYPE_INVALID, MP_BF16));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(fp16_and_bf16_round_operands_and_output),
+      cmocka_unit_test(inputs_already_rounded_where_the_cast_changes_no_value),
       cmocka_unit_test(current_is_the_calls_own_precision),
       cmocka_unit_test(current_of_a_16f_call_accumulates_in_fp16),
       cmocka_unit_test(current_of_an_fp32_call_on_16_bit_tensor_cores_rounds_its_operands),

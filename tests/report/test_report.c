@@ -1108,6 +1108,102 @@ static void a_bf16_plan_keeps_out_a_layer_whose_measured_bf16_error_is_too_large
   free(dir);
 }
 
+/* A candidate measured on operands already of its format (or one with no
+ * more mantissa bits) cannot see the inputs' rounding (docs/report.md,
+ * "Inputs already rounded"): mlp_train --precision bf16's fc3 measured bf16
+ * 0.0017 from bf16 operands (0.0082 from fp32 ones), and the report said
+ * "all 3 layers fit". The boundary: fp32 operands are measured as usual;
+ * bf16 operands flag bf16 and fp16 (fp16 holds every bf16 significand);
+ * fp16 operands flag fp16, not bf16 (which drops 3 of their bits). */
+static void a_measurement_on_operands_already_rounded_is_no_evidence(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("shadow_rounded");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &P0);
+  const char *paths[] = {"net/f32/fwd", "net/b16/fwd", "net/h16/fwd"};
+  const char *types[] = {"A=fp32,B=fp32,C=fp32,D=fp32", "A=bf16,B=bf16,C=fp32,D=fp32",
+                         "A=fp16,B=fp16,C=fp32,D=fp32"};
+  const mp_dtype in[] = {MP_FP32, MP_BF16, MP_FP16};
+  for (int i = 0; i < 3; i++) {
+    cJSON *s = rg_gemm(i, "cublasGemmEx", paths[i], types[i], "32F", "DEFAULT", 64, 64, 64, 10);
+    rg_tensor(s, "A", in[i], -8, 4, 200);
+    rg_tensor(s, "B", in[i], -8, 4, 200);
+    rg_tensor(s, "D", MP_FP32, -4, 4, 400);
+    cJSON *sh = cJSON_AddObjectToObject(s, "shadow");
+    cJSON_AddNumberToObject(sh, "calls", 1);
+    cJSON *cs = cJSON_AddObjectToObject(sh, "candidates");
+    cJSON_AddItemToObject(cs, "current", shadow_cand(2e-8, 1));
+    cJSON_AddItemToObject(cs, "fp16", shadow_cand(0.0009, 1));
+    cJSON_AddItemToObject(cs, "bf16", shadow_cand(0.0017, 1)); /* within 2^-8 */
+    rg_site_end(&r, s);
+  }
+  rg_end(&r);
+  cJSON *rep = report_of(dir);
+  const char *layers[] = {"net/f32", "net/b16", "net/h16"};
+  const bool want_bf16[] = {false, true, false}, want_fp16[] = {false, true, true};
+  for (int i = 0; i < 3; i++) {
+    const cJSON *l = layer(rep, layers[i]);
+    const cJSON *cs = get(l, "shadow.candidates");
+    assert_int_equal(cJSON_IsTrue(get(cJSON_GetObjectItem(cs, "bf16"), "inputs_already_rounded")),
+                     want_bf16[i]);
+    assert_int_equal(cJSON_IsTrue(get(cJSON_GetObjectItem(cs, "fp16"), "inputs_already_rounded")),
+                     want_fp16[i]);
+    assert_true(cJSON_IsFalse(get(cJSON_GetObjectItem(cs, "current"), "inputs_already_rounded")));
+    /* the site's object says the same */
+    const cJSON *site = NULL, *x;
+    cJSON_ArrayForEach(x, get(rep, "sites")) {
+      if (!strcmp(get(x, "layer")->valuestring, paths[i])) site = x;
+    }
+    assert_non_null(site);
+    assert_int_equal(cJSON_IsTrue(get(cJSON_GetObjectItem(get(site, "shadow.candidates"), "bf16"),
+                                      "inputs_already_rounded")),
+                     want_bf16[i]);
+    /* the verdict (fp16 on ranges) names what its measurement excludes */
+    assert_string_equal(recommended(rep, layers[i]), "fp16");
+    const cJSON *w;
+    bool said = false;
+    cJSON_ArrayForEach(w, get(l, "advice.reasons")) {
+      said = said || strstr(w->valuestring, "no evidence");
+    }
+    assert_int_equal(said, want_fp16[i]);
+  }
+  cJSON_Delete(rep);
+  cJSON *plan = rg_read_json(dir, "plan.json");
+  assert_non_null(plan);
+  int seen = 0;
+  for (int k = 0; k < 2; k++) {
+    const cJSON *p = get(plan, k ? "alternative" : "recommended");
+    if (!cJSON_IsObject(p)) continue;
+    bool bf16 = !strcmp(get(p, "autocast")->valuestring, "bf16");
+    seen += bf16;
+    const cJSON *ls = get(p, "layers");
+    for (int i = 0; i < 3; i++) {
+      const cJSON *e = cJSON_GetObjectItem(ls, layers[i]);
+      assert_true(cJSON_IsTrue(get(e, "autocast"))); /* the ranges fit */
+      assert_int_equal(cJSON_IsTrue(get(e, "inputs_already_rounded")),
+                       bf16 ? want_bf16[i] : want_fp16[i]);
+    }
+    const char *sum = get(p, "summary")->valuestring;
+    if (bf16)
+      assert_non_null(strstr(sum, "net/b16's bf16 error was measured on operands already bf16 "
+                                  "or of fewer mantissa bits: the error excludes their rounding"));
+    else
+      assert_non_null(strstr(sum, "2 layers' fp16 error (net/b16 and 1 more) was measured on "
+                                  "operands already fp16 or of fewer mantissa bits"));
+  }
+  assert_int_equal(seen, 1);
+  cJSON_Delete(plan);
+  /* the page marks the cell and says why in its tooltip */
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  assert_non_null(strstr(html,
+                         "title=\"measured on operands already bf16 or of fewer mantissa bits: the "
+                         "error excludes their rounding"));
+  assert_non_null(strstr(html, "&dagger;</td>"));
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
 /* plan.json's "fp8" and the fp8_candidate finding say the same: layers that
  * fit fp8's range, and with --shadow only those whose best measured fp8
  * recipe is within --shadow-max-rel, named as Transformer Engine's class.
@@ -2860,6 +2956,7 @@ int main(void) {
       cmocka_unit_test(a_saturated_fp8_output_is_fp16_overflow_in_the_layer_table),
       cmocka_unit_test(infs_an_fp16_output_made_from_finite_inputs_are_fp16_overflow),
       cmocka_unit_test(a_bf16_plan_keeps_out_a_layer_whose_measured_bf16_error_is_too_large),
+      cmocka_unit_test(a_measurement_on_operands_already_rounded_is_no_evidence),
       cmocka_unit_test(the_plan_lists_fp8_candidates_by_their_measured_error),
       cmocka_unit_test(a_layer_whose_fp32_values_hold_inf_stays_fp32),
       cmocka_unit_test(the_global_loss_scale_follows_the_measured_verdicts),
