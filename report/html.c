@@ -136,8 +136,8 @@ static void plan_section(const mpprof_model *m, FILE *f) {
   fputs("</p>\n<p>Chosen from the layer verdicts below: a layer runs in the autocast dtype when "
         "it fits it (bf16: no overflow and flush within the allowed fraction; fp16: verdict "
         "fp16, or fp16 with a loss scale inside the global window); the others are kept in "
-        "bf16 or fp32. The plan that keeps the fewest layers out wins; on a tie, bf16 (no "
-        "scaler to tune).</p>\n",
+        "bf16 or fp32. The plan that keeps the fewest layers in fp32 wins, then the one that "
+        "keeps the fewest out; on a tie, bf16 (no scaler to tune).</p>\n",
         f);
   if (m->plan_alt.known) {
     fputs("<p class=\"muted\">Alternative: ", f);

@@ -12,9 +12,11 @@
  * the GPU has bf16) or fp32; so is a layer without a verdict whose values
  * overflow the autocast dtype. fp16 needs a GradScaler when the global loss scale
  * is needed (2^0 outside the window), at init_scale 2^recommended_log2.
- * The recommended plan keeps the fewest layers out of autocast; on a tie,
- * bf16 (no scaler to tune). bf16 is offered only when every process's GPU
- * has it (sm_80+, or unknown). */
+ * The recommended plan keeps the fewest layers in fp32 (plan_fp32: a layer
+ * kept in bf16 by an fp16 plan still runs in 16 bits, one kept in fp32 costs
+ * the fp32 GEMMs), then the fewest out of autocast; on a tie, bf16 (no
+ * scaler to tune). bf16 is offered only when every process's GPU has it
+ * (sm_80+, or unknown). */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -316,6 +318,14 @@ int mpprof_build_fp8_plan(mpprof_model *m) {
   return p->n_range && !p->headline ? -1 : 0;
 }
 
+/* The layers plan p keeps in fp32. */
+static size_t plan_fp32(const mpprof_plan *p) {
+  size_t n = 0;
+  for (size_t k = 0; k < p->n_keep; k++)
+    n += p->keep[k].dtype == MP_FP32;
+  return n;
+}
+
 int mpprof_build_plan(mpprof_model *m) {
   mpprof_plan_free(m);
   if (mpprof_build_fp8_plan(m)) return -1;
@@ -338,7 +348,10 @@ int mpprof_build_plan(mpprof_model *m) {
     plan_free(&h);
     return -1;
   }
-  if (h.n_keep < b.n_keep) {
+  /* mlp_train's fp32 run: bf16 kept fc3 in fp32, fp16 kept fc1 in bf16,
+   * one layer out each; the tie went to bf16 and its fp32 layer */
+  size_t h32 = plan_fp32(&h), b32 = plan_fp32(&b);
+  if (h32 < b32 || (h32 == b32 && h.n_keep < b.n_keep)) {
     m->plan = h;
     m->plan_alt = b;
   } else {

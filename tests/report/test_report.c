@@ -1204,6 +1204,42 @@ static void a_measurement_on_operands_already_rounded_is_no_evidence(void **stat
   rg_rmdir(dir);
   free(dir);
 }
+/* The recommended plan keeps the fewest layers in fp32 before the fewest
+ * out of autocast: mlp_train's fp32 run kept fc3 (fp16 verdict, measured
+ * bf16 0.0082 > 2^-8) in fp32 under the recommended bf16 plan, while the
+ * fp16 plan kept only fc1 (it overflows fp16) in bf16; one layer out each,
+ * and the tie went to bf16 whatever the kept layer cost. */
+static void the_recommended_plan_keeps_the_fewest_layers_in_fp32(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("plan_fp32_cost");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_site_end(&r, fwd_site(0, "net/fc1/fwd", -4, 18)); /* 2^18 > 65504: bf16 */
+  cJSON *s = fwd_site(1, "net/fc3/fwd", -4, 4);        /* fp16 */
+  cJSON *sh = cJSON_AddObjectToObject(s, "shadow");
+  cJSON_AddNumberToObject(sh, "calls", 1);
+  cJSON *cs = cJSON_AddObjectToObject(sh, "candidates");
+  cJSON_AddItemToObject(cs, "fp16", shadow_cand(0.00095, 1));
+  cJSON_AddItemToObject(cs, "bf16", shadow_cand(0.0082, 1)); /* > 2^-8 */
+  rg_site_end(&r, s);
+  rg_end(&r);
+  cJSON *rep = report_of(dir);
+  assert_string_equal(recommended(rep, "net/fc1"), "bf16");
+  assert_string_equal(recommended(rep, "net/fc3"), "fp16");
+  cJSON_Delete(rep);
+  cJSON *plan = rg_read_json(dir, "plan.json");
+  assert_non_null(plan);
+  const cJSON *rec = get(plan, "recommended"), *alt = get(plan, "alternative");
+  assert_string_equal(get(rec, "autocast")->valuestring, "fp16");
+  assert_string_equal(get(cJSON_GetObjectItem(get(rec, "layers"), "net/fc1"), "dtype")->valuestring,
+                      "bf16");
+  assert_string_equal(get(alt, "autocast")->valuestring, "bf16");
+  assert_string_equal(get(cJSON_GetObjectItem(get(alt, "layers"), "net/fc3"), "dtype")->valuestring,
+                      "fp32");
+  cJSON_Delete(plan);
+  rg_rmdir(dir);
+  free(dir);
+}
 /* plan.json's "fp8" and the fp8_candidate finding say the same: layers that
  * fit fp8's range, and with --shadow only those whose best measured fp8
  * recipe is within --shadow-max-rel, named as Transformer Engine's class.
@@ -2957,6 +2993,7 @@ int main(void) {
       cmocka_unit_test(infs_an_fp16_output_made_from_finite_inputs_are_fp16_overflow),
       cmocka_unit_test(a_bf16_plan_keeps_out_a_layer_whose_measured_bf16_error_is_too_large),
       cmocka_unit_test(a_measurement_on_operands_already_rounded_is_no_evidence),
+      cmocka_unit_test(the_recommended_plan_keeps_the_fewest_layers_in_fp32),
       cmocka_unit_test(the_plan_lists_fp8_candidates_by_their_measured_error),
       cmocka_unit_test(a_layer_whose_fp32_values_hold_inf_stays_fp32),
       cmocka_unit_test(the_global_loss_scale_follows_the_measured_verdicts),
