@@ -654,9 +654,10 @@ static bool unmeasured_cell(FILE *f, const mpprof_shadow *sh) {
 static void rounded_cell(FILE *f, const mpprof_shadow_cand *c, const char *name, const char *fmt) {
   char note[200];
   snprintf(note, sizeof note, MPPROF_SHADOW_ROUNDED_NOTE, fmt);
-  fprintf(
-      f, "<td class=\"n\" data-v=\"%.17g\" title=\"%s; a verdict takes it as no evidence for it\">",
-      c->worst.rel_l2, note);
+  fprintf(f,
+          "<td class=\"n\" data-v=\"%.17g\" title=\"%s; no verdict counts it as evidence that "
+          "rounding them is harmless\">",
+          c->worst.rel_l2, note);
   if (name) fprintf(f, "%s ", name);
   fprintf(f, "%.2g&dagger;</td>", c->worst.rel_l2);
 }
