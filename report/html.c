@@ -675,18 +675,17 @@ static void rel_cell(FILE *f, const mpprof_shadow *sh, const mpprof_shadow_cand 
     num_cell(f, c->worst.rel_l2, "%.2g");
 }
 
-/* The `current` candidate's cell; fast: some call used FP8 fast accumulation
- * (mpprof_site_fp8_fast_accum), which the measurement does not model. */
-static void current_cell(FILE *f, const mpprof_shadow *sh, bool fast) {
+/* The `current` candidate's cell; u: why the measurement understates what
+ * the kernels lose (mpprof_site_current_understated), marked with *. */
+static void current_cell(FILE *f, const mpprof_shadow *sh, mpprof_understated u) {
   const mpprof_shadow_cand *c = sh ? &sh->cand[MP_SH_CURRENT] : NULL;
-  if (!fast || !c || !c->calls || isinf(c->worst.rel_l2)) {
+  if (!u || !c || !c->calls || isinf(c->worst.rel_l2)) {
     rel_cell(f, sh, c, MP_SH_CURRENT);
     return;
   }
-  fprintf(f,
-          "<td class=\"n\" data-v=\"%.17g\" title=\"understated: the call used FP8 fast "
-          "accumulation (cuBLASLt FAST_ACCUM), the measurement sums in fp32\">%.2g*</td>",
-          c->worst.rel_l2, c->worst.rel_l2);
+  fprintf(f, "<td class=\"n\" data-v=\"%.17g\" title=\"", c->worst.rel_l2);
+  html(f, mpprof_understated_text(u));
+  fprintf(f, "\">%.2g*</td>", c->worst.rel_l2);
 }
 
 static void fp8_cell(FILE *f, const mpprof_shadow *sh, const char *name,
@@ -714,10 +713,10 @@ static void layer_shadow_cells(FILE *f, const mpprof_model *m, const mpprof_laye
    * layer, whose fp16 is at scale 1 (what its verdict is measured by) */
   bool scaled = (l->phase_mask & 1u << MPPROF_PHASE_BACKWARD) || l->adv.has_gradients ||
                 l->adv.rec == MP_REC_FP16_LOSS_SCALE;
-  bool fast = false;
-  for (size_t i = l->first_site; i < l->first_site + l->n_sites && !fast; i++)
-    fast = mpprof_site_fp8_fast_accum(&m->sites[i]);
-  current_cell(f, sh, fast);
+  mpprof_understated u = MPPROF_UNDERSTATED_NONE; /* the first measured site's that has one */
+  for (size_t i = l->first_site; i < l->first_site + l->n_sites && !u; i++)
+    if (m->sites[i].shadow) u = mpprof_site_current_understated(&m->sites[i]);
+  current_cell(f, sh, u);
   mp_shadow_cand h = scaled ? MP_SH_FP16_SCALED : MP_SH_FP16;
   rel_cell(f, sh, sh ? &sh->cand[h] : NULL, h);
   rel_cell(f, sh, sh ? &sh->cand[MP_SH_BF16] : NULL, MP_SH_BF16);
@@ -728,7 +727,7 @@ static void layer_shadow_cells(FILE *f, const mpprof_model *m, const mpprof_laye
 static void site_shadow_cells(FILE *f, const mpprof_site *s) {
   const mpprof_shadow *sh = s->shadow;
   bool bwd = s->phase == MPPROF_PHASE_BACKWARD;
-  current_cell(f, sh, mpprof_site_fp8_fast_accum(s));
+  current_cell(f, sh, mpprof_site_current_understated(s));
   mp_shadow_cand h = bwd ? MP_SH_FP16_SCALED : MP_SH_FP16;
   rel_cell(f, sh, sh ? &sh->cand[h] : NULL, h);
   rel_cell(f, sh, sh ? &sh->cand[MP_SH_BF16] : NULL, MP_SH_BF16);

@@ -246,6 +246,9 @@ static cJSON *site_json(const mpprof_model *m, const mpprof_site *s) {
   add_fp8_values(o, s);
   cJSON_AddItemToObject(o, "ranks", counts_obj(s->ranks, s->n_ranks));
   if (s->shadow) cJSON_AddItemToObject(o, MP_RK_SITE.shadow, mpprof_shadow_json(s->shadow, NULL));
+  const char *under =
+      s->shadow ? mpprof_understated_name(mpprof_site_current_understated(s)) : NULL;
+  if (under) cJSON_AddStringToObject(o, "current_understated", under);
   cJSON_AddItemToObject(o, "tc_eligible", tri_bool(s->elig_known ? s->elig.eligible : -1));
   cJSON_AddItemToObject(o, "tc_efficient",
                         tri_bool(s->elig_known && !s->shapes_merged ? s->elig.efficient : -1));
@@ -357,6 +360,8 @@ static bool site_text(mpprof_tb *b, const mpprof_model *m, const mpprof_site *s)
     cJSON *o = cJSON_CreateObject();
     if (o) cJSON_AddItemToObject(o, MP_RK_SITE.shadow, mpprof_shadow_json(s->shadow, NULL));
     cjson_members_text(b, o);
+    str_member(b, "current_understated",
+               mpprof_understated_name(mpprof_site_current_understated(s)));
   }
   tri_member(b, "tc_eligible", s->elig_known ? s->elig.eligible : -1);
   tri_member(b, "tc_efficient", s->elig_known && !s->shapes_merged ? s->elig.efficient : -1);

@@ -71,6 +71,36 @@ bool mpprof_site_fp8_fast_accum(const mpprof_site *s) {
   return false;
 }
 
+mpprof_understated mpprof_site_current_understated(const mpprof_site *s) {
+  if (mpprof_site_fp8_fast_accum(s)) return MPPROF_UNDERSTATED_FAST_ACCUM;
+  if (strncmp(s->api, "cudnn", 5) != 0) return MPPROF_UNDERSTATED_NONE;
+  for (size_t k = 0; k < s->n_kernels; k++)
+    if (s->kernels[k].cls.a_dtype == MP_TF32) return MPPROF_UNDERSTATED_TF32_KERNELS;
+  return !s->n_kernels && s->elig.tf32 ? MPPROF_UNDERSTATED_TF32_POSSIBLE : MPPROF_UNDERSTATED_NONE;
+}
+
+static const char *const understated[MPPROF_UNDERSTATED_COUNT][2] = {
+    [MPPROF_UNDERSTATED_FAST_ACCUM] = {"fp8_fast_accumulation",
+                                       "understated: the call used FP8 fast accumulation "
+                                       "(cuBLASLt FAST_ACCUM), the measurement sums in fp32"},
+    [MPPROF_UNDERSTATED_TF32_KERNELS] = {"tf32_kernels",
+                                         "understated: its kernels ran TF32 (the cuDNN engine's "
+                                         "choice, not known at the call), the measurement keeps "
+                                         "the fp32 inputs"},
+    [MPPROF_UNDERSTATED_TF32_POSSIBLE] = {"tf32_possible",
+                                          "may be understated: cuDNN's default math lets its "
+                                          "engine round fp32 inputs to TF32, which the "
+                                          "measurement does not, and its kernels were not seen"},
+};
+
+const char *mpprof_understated_name(mpprof_understated u) {
+  return u > MPPROF_UNDERSTATED_NONE && u < MPPROF_UNDERSTATED_COUNT ? understated[u][0] : NULL;
+}
+
+const char *mpprof_understated_text(mpprof_understated u) {
+  return u > MPPROF_UNDERSTATED_NONE && u < MPPROF_UNDERSTATED_COUNT ? understated[u][1] : NULL;
+}
+
 void mpprof_site_compute_label(const mpprof_site *s, char *buf, size_t n) {
   const char *ct = s->compute_type ? s->compute_type : "?";
   const char *mm = s->math_mode;

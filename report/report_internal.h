@@ -824,6 +824,23 @@ bool mpprof_site_fp8_fast_accum(const mpprof_site *s);
  * where unknown. tensor_cores.c */
 void mpprof_site_gemm_dtypes(const mpprof_site *s, mp_dtype *a, mp_dtype *b, mp_dtype *c,
                              mp_dtype *d);
+/* Why a site's measured `current` (shadow execution) understates what its
+ * kernels lose: FP8 fast accumulation (its partial sums are not modelled),
+ * or a cuDNN op whose kernels ran TF32 (its engine's choice, not known at
+ * the call: the shadow keeps fp32 inputs fp32), or may have (cuDNN's
+ * default math allows TF32, no kernel names seen). */
+typedef enum mpprof_understated {
+  MPPROF_UNDERSTATED_NONE = 0,
+  MPPROF_UNDERSTATED_FAST_ACCUM,
+  MPPROF_UNDERSTATED_TF32_KERNELS,
+  MPPROF_UNDERSTATED_TF32_POSSIBLE,
+  MPPROF_UNDERSTATED_COUNT
+} mpprof_understated;
+mpprof_understated mpprof_site_current_understated(const mpprof_site *s);
+/* report.json's name of u ("fp8_fast_accumulation", "tf32_kernels",
+ * "tf32_possible"; NULL for none) and the page's sentence. */
+const char *mpprof_understated_name(mpprof_understated u);
+const char *mpprof_understated_text(mpprof_understated u);
 /* "TF32 (compute 32F, math mode TF32_TENSOR_OP)", "32F", "16F, math mode X";
  * MPPROF_FAST_ACCUM_LABEL appended where mpprof_site_fp8_fast_accum. */
 #define MPPROF_FAST_ACCUM_LABEL ", FP8 fast accumulation"

@@ -344,6 +344,39 @@ static void conv_train_convolutions_are_measured(void **state) {
   assert_int_equal(seen[0], 2); /* conv1, conv2 */
   assert_true(seen[1] >= 1 && seen[2] >= 2);
   cJSON_Delete(raw);
+  /* cuDNN's default math ran these fp32 convolutions on TF32 kernels
+   * (simcuda's engines, as cuDNN 8+ on sm_80+): `current`, measured with the
+   * fp32 inputs kept, understates them, and the report says so; with TF32
+   * off (NVIDIA_TF32_OVERRIDE=0) its kernels are fp32 and nothing is said. */
+  for (int off = 0; off < 2; off++) {
+    if (off) {
+      static const char *const no_tf32[] = {"NVIDIA_TF32_OVERRIDE=0", NULL};
+      free(r.out);
+      dir = outdir("conv-no-tf32");
+      r = run(argv, no_tf32);
+      assert_int_equal(r.status, 0);
+    }
+    char path[4300];
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    cJSON *rep = load_json(path);
+    int convs = 0;
+    cJSON_ArrayForEach(s, cJSON_GetObjectItem(rep, "sites")) {
+      if (strncmp(cJSON_GetStringValue(cJSON_GetObjectItem(s, "api")), "cudnn", 5)) continue;
+      convs++;
+      const char *u = cJSON_GetStringValue(cJSON_GetObjectItem(s, "current_understated"));
+      if (off ? u != NULL : !u || strcmp(u, "tf32_kernels"))
+        fail_msg("TF32 %s: current_understated %s", off ? "off" : "on", u ? u : "absent");
+    }
+    assert_true(convs >= 5);
+    cJSON_Delete(rep);
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    FILE *h = fopen(path, "r");
+    assert_non_null(h);
+    static char page[1 << 22];
+    page[fread(page, 1, sizeof page - 1, h)] = '\0';
+    fclose(h);
+    assert_int_equal(strstr(page, "its kernels ran TF32") != NULL, !off);
+  }
   free(plain.out);
   free(r.out);
 }
