@@ -7,6 +7,7 @@
 
 #define MP_SCHEMA_TENSOR "mpprof.tensor/1"
 #define MP_SCHEMA_REPORT "mpprof.report/1"
+#define MP_SCHEMA_PLAN "mpprof.plan/1"
 
 /* The stats object (mpprof.tensor/1, and every "tensors" entry). */
 #define MP_K_DTYPE "dtype"

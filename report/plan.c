@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/schema_keys.h"
 #include "report/report_internal.h"
 #include "report/tensorio/stats_json.h"
 
@@ -702,7 +703,7 @@ static cJSON *fp8_json(const mpprof_model *m) {
 int mpprof_write_plan_json(const mpprof_model *m, const char *path, mpprof_afile_set *set) {
   cJSON *root = cJSON_CreateObject();
   if (!root) return -1;
-  cJSON_AddStringToObject(root, "schema", "mpprof.plan/1");
+  cJSON_AddStringToObject(root, "schema", MP_SCHEMA_PLAN);
   cJSON_AddItemToObject(root, "recommended", plan_json(m, &m->plan));
   cJSON_AddItemToObject(root, "alternative", plan_json(m, &m->plan_alt));
   cJSON_AddItemToObject(root, "fp8", fp8_json(m));
