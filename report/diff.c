@@ -6,7 +6,10 @@
  *
  * Per layer, before and after: dtypes, compute types, TC share (Tensor Core
  * kernel time over kernel time), GPU time, fp16 overflow/flush percent,
- * verdict. Sites present in one run only are listed. */
+ * verdict. Sites present in one run only are listed. The two runs' plan.json
+ * are compared too (the recommended autocast dtype and loss scale, and each
+ * layer the plans run otherwise); a plan.json not read is one line in
+ * diff.json plan_unread and on stderr, and the rest is diffed. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -49,18 +52,38 @@ static bool ends_early(const char *text, size_t len) {
   return in_string || depth > 0;
 }
 
-static cJSON *load_report(const char *dir, mpprof_error *ret_error) {
-  struct stat dst;
-  if (stat(dir, &dst) == 0 && !S_ISDIR(dst.st_mode)) {
-    mpprof_error_set(ret_error, ENOTDIR,
-                     "diff: %s: not a directory (give the output directory of a run, the one "
-                     "holding report.json)",
-                     dir);
-    return NULL;
-  }
-  char *path = mpprof_asprintf("%s/report.json", dir);
+/* A JSON file of a run directory that the diff reads (both are written by
+ * `mpprof run` and rewritten by `mpprof report`): its name, its schema id, what
+ * it is called when it is not one ("not an mpprof report"), the keys the diff
+ * needs (for the message) and whether a value of its schema has them. */
+typedef struct run_file {
+  const char *name, *schema, *what, *keys;
+  bool (*has_keys)(const cJSON *j);
+} run_file;
+
+static bool report_has_keys(const cJSON *j) {
+  return cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "layers")) &&
+         cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "sites"));
+}
+
+/* recommended: null (no layer has a verdict) or a plan with its layers. */
+static bool plan_has_keys(const cJSON *j) {
+  const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "recommended");
+  return cJSON_IsNull(r) ||
+         (cJSON_IsObject(r) && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(r, "layers")));
+}
+
+static const run_file report_file = {"report.json", MP_SCHEMA_REPORT, "report", "layers/sites",
+                                     report_has_keys};
+static const run_file plan_file = {"plan.json", MP_SCHEMA_PLAN, "plan", "recommended/layers",
+                                   plan_has_keys};
+
+/* DIR/rf->name parsed, or NULL with ret_error set to one line naming the file
+ * and what is wrong with it ("DIR/report.json: truncated ..."). */
+static cJSON *load_run_file(const char *dir, const run_file *rf, mpprof_error *ret_error) {
+  char *path = mpprof_asprintf("%s/%s", dir, rf->name);
   if (!path) {
-    mpprof_error_set(ret_error, ENOMEM, "diff: out of memory");
+    mpprof_error_set(ret_error, ENOMEM, "out of memory");
     return NULL;
   }
   /* Non-blocking, and only a regular file is read: a FIFO must not hang. */
@@ -68,7 +91,7 @@ static cJSON *load_report(const char *dir, mpprof_error *ret_error) {
   struct stat st;
   if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
     close(fd);
-    mpprof_error_set(ret_error, EINVAL, "diff: %s: not a regular file", path);
+    mpprof_error_set(ret_error, EINVAL, "%s: not a regular file", path);
     free(path);
     return NULL;
   }
@@ -76,8 +99,8 @@ static cJSON *load_report(const char *dir, mpprof_error *ret_error) {
   if (!f) {
     int e = errno;
     if (fd >= 0) close(fd);
-    mpprof_error_set(ret_error, e, "diff: %s: %s (run 'mpprof report %s' first?)", path,
-                     strerror(e), dir);
+    mpprof_error_set(ret_error, e, "%s: %s (run 'mpprof report %s' first?)", path, strerror(e),
+                     dir);
     free(path);
     return NULL;
   }
@@ -108,23 +131,21 @@ static cJSON *load_report(const char *dir, mpprof_error *ret_error) {
   const char *sv = cJSON_IsString(schema) ? schema->valuestring : NULL;
   if (truncated) {
     mpprof_error_set(ret_error, EINVAL,
-                     "diff: %s: truncated (the JSON ends early; rebuild it with 'mpprof report "
-                     "%s')",
+                     "%s: truncated (the JSON ends early; rebuild it with 'mpprof report %s')",
                      path, dir);
-  } else if (sv && strcmp(sv, MP_SCHEMA_REPORT) &&
-             !strncmp(sv, MP_SCHEMA_REPORT, sizeof MP_SCHEMA_REPORT - 2)) {
+  } else if (sv && strcmp(sv, rf->schema) && !strncmp(sv, rf->schema, strlen(rf->schema) - 1)) {
     mpprof_error_set(ret_error, EINVAL,
-                     "diff: %s: unsupported version (schema \"%.40s\"; this mpprof reads %s)", path,
-                     sv, MP_SCHEMA_REPORT);
-  } else if (sv && strcmp(sv, MP_SCHEMA_REPORT)) {
-    mpprof_error_set(ret_error, EINVAL, "diff: %s: not an mpprof report (schema \"%.40s\")", path,
+                     "%s: unsupported version (schema \"%.40s\"; this mpprof reads %s)", path, sv,
+                     rf->schema);
+  } else if (sv && strcmp(sv, rf->schema)) {
+    mpprof_error_set(ret_error, EINVAL, "%s: not an mpprof %s (schema \"%.40s\")", path, rf->what,
                      sv);
-  } else if (!j || !sv || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "layers")) ||
-             !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "sites"))) {
-    mpprof_error_set(ret_error, EINVAL, "diff: %s: not an mpprof report (%s)", path,
-                     j     ? "schema or layers/sites missing"
-                     : len ? "not JSON"
-                           : "empty file");
+  } else if (j && (!sv || !rf->has_keys(j))) {
+    mpprof_error_set(ret_error, EINVAL, "%s: not an mpprof %s (schema or %s missing)", path,
+                     rf->what, rf->keys);
+  } else if (!j) {
+    mpprof_error_set(ret_error, EINVAL, "%s: not an mpprof %s (%s)", path, rf->what,
+                     len ? "not JSON" : "empty file");
   } else {
     free(path);
     return j;
@@ -132,6 +153,28 @@ static cJSON *load_report(const char *dir, mpprof_error *ret_error) {
   cJSON_Delete(j);
   free(path);
   return NULL;
+}
+
+static cJSON *load_report(const char *dir, mpprof_error *ret_error) {
+  /* A run that is not there is named itself, not its report.json (with a
+   * hint to run `mpprof report` on a directory that does not exist). */
+  struct stat dst;
+  if (stat(dir, &dst) != 0) {
+    int e = errno;
+    mpprof_error_set(ret_error, e, "diff: %s: %s", dir, strerror(e));
+    return NULL;
+  }
+  if (!S_ISDIR(dst.st_mode)) {
+    mpprof_error_set(ret_error, ENOTDIR,
+                     "diff: %s: not a directory (give the output directory of a run, the one "
+                     "holding report.json)",
+                     dir);
+    return NULL;
+  }
+  mpprof_error e = {0};
+  cJSON *j = load_run_file(dir, &report_file, &e);
+  if (!j) mpprof_error_set(ret_error, e.errnum, "diff: %s", e.message);
+  return j;
 }
 
 static const cJSON *get(const cJSON *o, const char *k) {
@@ -528,11 +571,147 @@ static char *command_lines(const cJSON *rep) {
   return line_set(lines, k);
 }
 
-static cJSON *build_diff(const char *da, const cJSON *a, const char *db, const cJSON *b) {
+/* ---- the two runs' plans (plan.json) ---- */
+
+/* A plan layer's key in its plan's "layers" object. */
+static char *plan_layer_key(const cJSON *e) {
+  return e->string ? strdup(e->string) : NULL;
+}
+
+/* One side of a plan row: how the plan runs the layer (plan.json
+ * recommended.layers[name]: dtype, autocast, inside); null when the layer is
+ * not in that run's plan. */
+static cJSON *plan_layer_json(const cJSON *e) {
+  if (!e) return cJSON_CreateNull();
+  cJSON *o = cJSON_CreateObject();
+  const cJSON *dt = get(e, "dtype"), *in = get(e, "inside");
+  cJSON_AddItemToObject(
+      o, "dtype", cJSON_IsString(dt) ? cJSON_CreateString(dt->valuestring) : cJSON_CreateNull());
+  cJSON_AddBoolToObject(o, "autocast", cJSON_IsTrue(get(e, "autocast")));
+  cJSON_AddItemToObject(
+      o, "inside", cJSON_IsString(in) ? cJSON_CreateString(in->valuestring) : cJSON_CreateNull());
+  return o;
+}
+
+/* A plan row's side as shown: "bf16 (autocast)", "fp32 (kept out)", "fp32
+ * (inside step/mlp)", "not in plan". Two sides that read differently are a
+ * change of the plan (the summary, the page and diff.json list the same). */
+static void plan_layer_text(const cJSON *side, char *buf, size_t n) {
+  const cJSON *dt = get(side, "dtype"), *in = get(side, "inside");
+  const char *d = cJSON_IsString(dt) ? dt->valuestring : "no dtype";
+  if (!side || cJSON_IsNull(side))
+    snprintf(buf, n, "not in plan");
+  else if (cJSON_IsTrue(get(side, "autocast")))
+    snprintf(buf, n, "%s (autocast)", d);
+  else if (cJSON_IsString(in))
+    snprintf(buf, n, "%s (inside %s)", d, in->valuestring);
+  else
+    snprintf(buf, n, "%s (kept out)", d);
+}
+
+/* One run's recommended plan in brief: autocast dtype, loss scale (null:
+ * none, or no plan) and headline (plan.json recommended; all null when the
+ * run has no plan, no layer having a verdict). */
+static cJSON *plan_run_json(const cJSON *plan) {
+  const cJSON *rec = get(plan, "recommended");
+  const cJSON *ac = get(rec, "autocast"), *ls = get(rec, "loss_scale"), *sum = get(rec, "summary");
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddItemToObject(
+      o, "autocast", cJSON_IsString(ac) ? cJSON_CreateString(ac->valuestring) : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, "loss_scale",
+                        cJSON_IsObject(ls) ? cJSON_Duplicate(ls, true) : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, "summary",
+                        cJSON_IsString(sum) ? cJSON_CreateString(sum->valuestring)
+                                            : cJSON_CreateNull());
+  return o;
+}
+
+/* diff.json "plan": each run's recommended autocast and loss scale, and the
+ * layers whose plan rows read differently (plan_layer_text), A's order then
+ * those only in B. NULL when out of memory. */
+static cJSON *plan_diff_json(const cJSON *pa, const cJSON *pb) {
+  const cJSON *la = get(get(pa, "recommended"), "layers"),
+              *lb = get(get(pb, "recommended"), "layers");
+  index_t ia, ib;
+  int rc = index_build(la, plan_layer_key, &ia) | index_build(lb, plan_layer_key, &ib);
+  cJSON *o = rc ? NULL : cJSON_CreateObject();
+  if (o) {
+    cJSON_AddItemToObject(o, "a", plan_run_json(pa));
+    cJSON_AddItemToObject(o, "b", plan_run_json(pb));
+    cJSON *rows = cJSON_AddArrayToObject(o, "layers");
+    for (int pass = 0; pass < 2; pass++) {
+      const cJSON *e;
+      cJSON_ArrayForEach(e, (pass ? lb : la)) {
+        if (!e->string || !cJSON_IsObject(e)) continue;
+        const cJSON *other = index_find(pass ? &ia : &ib, e->string);
+        if (pass && other) continue;
+        cJSON *sa = plan_layer_json(pass ? NULL : e), *sb = plan_layer_json(pass ? e : other);
+        char ta[256], tb[256];
+        plan_layer_text(sa, ta, sizeof ta);
+        plan_layer_text(sb, tb, sizeof tb);
+        if (!strcmp(ta, tb)) {
+          cJSON_Delete(sa);
+          cJSON_Delete(sb);
+          continue;
+        }
+        cJSON *row = cJSON_CreateObject();
+        cJSON_AddStringToObject(row, "layer", e->string);
+        cJSON_AddItemToObject(row, "a", sa);
+        cJSON_AddItemToObject(row, "b", sb);
+        cJSON_AddItemToArray(rows, row);
+      }
+    }
+  }
+  index_free(&ia);
+  index_free(&ib);
+  return o;
+}
+
+/* A plan's autocast dtype as shown ("none": no plan). */
+static void plan_autocast_text(const cJSON *run, char *buf, size_t n) {
+  const cJSON *ac = get(run, "autocast");
+  snprintf(buf, n, "%s", cJSON_IsString(ac) ? ac->valuestring : "none");
+}
+
+/* A plan's loss scale as shown: "65536 (window 2^10 .. 2^20)", "none". */
+static void plan_loss_scale_text(const cJSON *run, char *buf, size_t n) {
+  const cJSON *ls = get(run, "loss_scale"), *w = get(ls, "window_log2");
+  double s, lo, hi;
+  if (!cJSON_IsObject(ls))
+    snprintf(buf, n, "none");
+  else if (mpprof_json_get_double(get(ls, "init_scale"), &s))
+    snprintf(buf, n, "unknown");
+  else if (cJSON_GetArraySize(w) == 2 && !mpprof_json_get_double(cJSON_GetArrayItem(w, 0), &lo) &&
+           !mpprof_json_get_double(cJSON_GetArrayItem(w, 1), &hi))
+    snprintf(buf, n, "%g (window 2^%g .. 2^%g)", s, lo, hi);
+  else
+    snprintf(buf, n, "%g", s);
+}
+
+/* The rows of a plan's brief (plan.a / plan.b): label and text as shown. */
+static const struct {
+  const char *label;
+  void (*text)(const cJSON *run, char *buf, size_t n);
+} plan_rows[] = {{"autocast", plan_autocast_text}, {"loss scale", plan_loss_scale_text}};
+#define N_PLAN_ROWS (sizeof plan_rows / sizeof *plan_rows)
+
+/* Whether paths a and b name one directory (`mpprof diff r0 r0`, or r0 and
+ * ./r0): a run compared with itself, which shows no change whatever it did. */
+static bool same_dir(const char *a, const char *b) {
+  struct stat sa, sb;
+  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* The diff of reports a and b (of directories da and db) and of their plans
+ * plan_a and plan_b (NULL: not read; unread says why, one line each, and is
+ * taken). */
+static cJSON *build_diff(const char *da, const cJSON *a, const char *db, const cJSON *b,
+                         const cJSON *plan_a, const cJSON *plan_b, cJSON *unread) {
   cJSON *d = cJSON_CreateObject();
   cJSON_AddStringToObject(d, "schema", "mpprof.diff/1");
   cJSON_AddItemToObject(d, "a", run_json(da, a));
   cJSON_AddItemToObject(d, "b", run_json(db, b));
+  cJSON_AddBoolToObject(d, "same_dir", same_dir(da, db));
   const cJSON *pa = get(a, "program"), *pb = get(b, "program");
   bool strings = cJSON_IsString(pa) && cJSON_IsString(pb);
   char ida[256], idb[256];
@@ -582,7 +761,11 @@ static cJSON *build_diff(const char *da, const cJSON *a, const char *db, const c
   if (!rc) {
     cJSON_AddItemToObject(d, "sites_only_in_a", only_in(a, &sb));
     cJSON_AddItemToObject(d, "sites_only_in_b", only_in(b, &sa));
+    cJSON *plan = plan_a && plan_b ? plan_diff_json(plan_a, plan_b) : cJSON_CreateNull();
+    rc = !plan;
+    cJSON_AddItemToObject(d, "plan", plan);
   }
+  cJSON_AddItemToObject(d, "plan_unread", unread);
   index_free(&la);
   index_free(&lb);
   index_free(&sa.exact);
@@ -693,6 +876,65 @@ static const char css[] =
     "font-variant-numeric:tabular-nums}.chg{background:#fff3b0}.scroll{overflow-x:auto}"
     ".warn{color:#b00}code{font-size:12px;word-break:break-all}";
 
+/* The plans' section: each run's recommended autocast dtype, loss scale and
+ * headline, then the layers the plans run otherwise; or why the plans were
+ * not compared. B's cells that read differently are highlighted. */
+static void write_plan_html(const cJSON *d, FILE *f) {
+  const cJSON *p = get(d, "plan"), *e;
+  fputs("<section id=\"plan\"><h2>Plan</h2>\n", f);
+  if (!cJSON_IsObject(p)) {
+    cJSON_ArrayForEach(e, get(d, "plan_unread")) {
+      fputs("<p class=\"warn\">", f);
+      html(f, e->valuestring);
+      fputs("; the plans are not compared.</p>\n", f);
+    }
+    fputs("</section>\n", f);
+    return;
+  }
+  fputs("<p>The configuration each run's plan.json recommends (report.json's verdicts, as "
+        "<code>mpprof report</code> chose it), and the layers it runs in another dtype or "
+        "otherwise kept out of autocast.</p>\n<table><thead><tr><th></th><th>A (before)</th>"
+        "<th>B (after)</th></tr></thead><tbody>\n",
+        f);
+  char ta[256], tb[256];
+  for (size_t k = 0; k < N_PLAN_ROWS + 1; k++) {
+    if (k < N_PLAN_ROWS) {
+      plan_rows[k].text(get(p, "a"), ta, sizeof ta);
+      plan_rows[k].text(get(p, "b"), tb, sizeof tb);
+    }
+    const cJSON *sa = get(get(p, "a"), "summary"), *sb = get(get(p, "b"), "summary");
+    fputs("<tr><td>", f);
+    html(f, k < N_PLAN_ROWS ? plan_rows[k].label : "summary");
+    fputs("</td><td>", f);
+    html(f, k < N_PLAN_ROWS ? ta : cJSON_IsString(sa) ? sa->valuestring : "no plan");
+    fprintf(f, "</td><td%s>", k < N_PLAN_ROWS && strcmp(ta, tb) ? " class=\"chg\"" : "");
+    html(f, k < N_PLAN_ROWS ? tb : cJSON_IsString(sb) ? sb->valuestring : "no plan");
+    fputs("</td></tr>\n", f);
+  }
+  fputs("</tbody></table>\n", f);
+  if (!cJSON_GetArraySize(get(p, "layers"))) {
+    fputs("<p>Every layer runs as before: the same dtype, in or out of autocast alike.</p>\n"
+          "</section>\n",
+          f);
+    return;
+  }
+  fputs("<table><thead><tr><th>Layer</th><th>A (before)</th><th>B (after)</th></tr></thead>"
+        "<tbody>\n",
+        f);
+  cJSON_ArrayForEach(e, get(p, "layers")) {
+    plan_layer_text(get(e, "a"), ta, sizeof ta);
+    plan_layer_text(get(e, "b"), tb, sizeof tb);
+    fputs("<tr><td>", f);
+    html(f, get(e, "layer")->valuestring);
+    fputs("</td><td>", f);
+    html(f, ta);
+    fputs("</td><td class=\"chg\">", f);
+    html(f, tb);
+    fputs("</td></tr>\n", f);
+  }
+  fputs("</tbody></table></section>\n", f);
+}
+
 static void write_html(const cJSON *d, FILE *f) {
   fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
@@ -723,6 +965,8 @@ static void write_html(const cJSON *d, FILE *f) {
     fprintf(f, "<td class=\"n\">%s</td></tr>\n", ls);
   }
   fputs("</tbody></table>\n", f);
+  if (cJSON_IsTrue(get(d, "same_dir")))
+    fputs("<p class=\"warn\">A and B are one directory: the run is compared with itself.</p>\n", f);
   if (!cJSON_IsTrue(get(d, "same_program")))
     fputs("<p class=\"warn\">The two runs profiled different programs (another script or "
           "executable): layers are matched by name all the same.</p>\n",
@@ -784,6 +1028,7 @@ static void write_html(const cJSON *d, FILE *f) {
     }
   }
   fputs("</tbody></table></div></section>\n", f);
+  write_plan_html(d, f);
   for (int i = 0; i < 2; i++) {
     const cJSON *arr = get(d, i ? "sites_only_in_b" : "sites_only_in_a"), *e;
     fprintf(f, "<section id=\"only-%s\"><h2>Op sites only in %s</h2>\n", side[i], i ? "B" : "A");
@@ -812,8 +1057,16 @@ static int write_text(const char *path, const char *text, mpprof_afile_set *set)
   return mpprof_afile_close(&af, true);
 }
 
-/* At most this many layers' changes are listed in the terminal summary. */
+/* At most this many layers' changes are listed in the terminal summary (of
+ * the layers, and of the plans). */
 #define SUMMARY_LAYERS_MAX 20
+
+/* The line after a list cut at SUMMARY_LAYERS_MAX: "and 5 more layers with
+ * changes (diff.html)". */
+static void print_more(FILE *out, size_t more, const char *what) {
+  if (more)
+    fprintf(out, "  and %zu more layer%s with %s (diff.html)\n", more, more == 1 ? "" : "s", what);
+}
 
 /* The summary's lines under its first: the applied loss scale when it reads
  * differently, then per layer in both runs what the page highlights
@@ -848,8 +1101,41 @@ static void print_changes(const cJSON *d, FILE *out) {
       listed++;
     }
   }
-  if (more)
-    fprintf(out, "  and %zu more layer%s with changes (diff.html)\n", more, more == 1 ? "" : "s");
+  print_more(out, more, "changes");
+}
+
+/* The summary's lines on the plans: the recommended autocast dtype and loss
+ * scale when they read differently, then each layer the plan runs otherwise
+ * ("plan step/mlp/fc3: fp32 (kept out) -> bf16 (autocast)"), the first
+ * SUMMARY_LAYERS_MAX; one line when nothing changed. Nothing when the plans
+ * were not compared (stderr says why). */
+static void print_plan_changes(const cJSON *d, FILE *out) {
+  const cJSON *p = get(d, "plan"), *row;
+  if (!cJSON_IsObject(p)) return;
+  bool any = false;
+  char ta[256], tb[256];
+  for (size_t k = 0; k < N_PLAN_ROWS; k++) {
+    plan_rows[k].text(get(p, "a"), ta, sizeof ta);
+    plan_rows[k].text(get(p, "b"), tb, sizeof tb);
+    if (strcmp(ta, tb))
+      mpprof_fprint_term(out, "  plan %s: %s -> %s\n", plan_rows[k].label, ta, tb);
+    any |= strcmp(ta, tb) != 0;
+  }
+  size_t listed = 0;
+  cJSON_ArrayForEach(row, get(p, "layers")) {
+    if (listed == SUMMARY_LAYERS_MAX) break;
+    plan_layer_text(get(row, "a"), ta, sizeof ta);
+    plan_layer_text(get(row, "b"), tb, sizeof tb);
+    mpprof_fprint_term(out, "  plan %s: %s -> %s\n", get(row, "layer")->valuestring, ta, tb);
+    listed++;
+  }
+  int n = cJSON_GetArraySize(get(p, "layers"));
+  print_more(out, (size_t)n - listed, "plan changes");
+  if (!any && !n) {
+    plan_autocast_text(get(p, "a"), ta, sizeof ta);
+    plan_loss_scale_text(get(p, "a"), tb, sizeof tb);
+    mpprof_fprint_term(out, "  plan: the same in both runs (autocast %s, loss scale %s)\n", ta, tb);
+  }
 }
 
 /* diff.json and diff.html appear together or not at all (a failed write
@@ -884,9 +1170,20 @@ int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_d
     cJSON_Delete(a);
     return -1;
   }
-  cJSON *d = build_diff(dir_a, a, dir_b, b);
+  /* The plans are compared when both are read; a plan.json missing, unreadable
+   * or of another version is one line in plan_unread and the rest is diffed. */
+  cJSON *unread = cJSON_CreateArray(), *plan[2];
+  const char *dirs[2] = {dir_a, dir_b};
+  for (int i = 0; i < 2; i++) {
+    mpprof_error e = {0};
+    plan[i] = load_run_file(dirs[i], &plan_file, &e);
+    if (!plan[i]) cJSON_AddItemToArray(unread, cJSON_CreateString(e.message));
+  }
+  cJSON *d = build_diff(dir_a, a, dir_b, b, plan[0], plan[1], unread);
   cJSON_Delete(a);
   cJSON_Delete(b);
+  cJSON_Delete(plan[0]);
+  cJSON_Delete(plan[1]);
   char *json = d ? cJSON_Print(d) : NULL;
   char *html_text = NULL;
   size_t len = 0;
@@ -929,7 +1226,13 @@ int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_d
             cJSON_GetArraySize(get(d, "sites_only_in_a")),
             cJSON_GetArraySize(get(d, "sites_only_in_b")));
     print_changes(d, summary);
+    print_plan_changes(d, summary);
     /* On stderr, as merge's warning of the same kind. */
+    if (cJSON_IsTrue(get(d, "same_dir")))
+      mpprof_fprint_term(stderr,
+                         "mpprof diff: warning: A and B are one directory (%s): the run is "
+                         "compared with itself\n",
+                         dir_a);
     if (!cJSON_IsTrue(get(d, "same_program")))
       fputs("mpprof diff: warning: the two runs profiled different programs\n", stderr);
     if (!cJSON_IsTrue(get(d, "same_ranks"))) {
@@ -940,6 +1243,11 @@ int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_d
               "mpprof diff: warning: the two runs hold other ranks (A: %s; B: %s): their "
               "layers are compared all the same\n",
               rt[0], rt[1]);
+    }
+    const cJSON *line;
+    cJSON_ArrayForEach(line, get(d, "plan_unread")) {
+      mpprof_fprint_term(stderr, "mpprof diff: warning: %s; the plans are not compared\n",
+                         line->valuestring);
     }
     fprintf(summary, "  diff: %s (also diff.json)\n", ph);
   }

@@ -8,9 +8,10 @@
 
 #include "report/report.h"
 
-/* Reads A/report.json and B/report.json, writes OUT/diff.json and
- * OUT/diff.html, and a few lines on summary (NULL: none). 0, or -1 with
- * ret_error (may be NULL) naming the file and the problem. */
+/* Reads A/report.json and B/report.json (and their plan.json, when both
+ * can be read: else a warning on stderr), writes OUT/diff.json and
+ * OUT/diff.html, and a few lines on summary (NULL: none, and no warnings).
+ * 0, or -1 with ret_error (may be NULL) naming the file and the problem. */
 int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_dir, FILE *summary,
                          mpprof_error *ret_error);
 

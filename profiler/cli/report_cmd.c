@@ -663,9 +663,10 @@ static void diff_usage(FILE *out) {
   fputs("usage: mpprof diff A B [-o OUT_DIR]\n"
         "  compares two runs' reports (A/report.json, B/report.json) layer by layer:\n"
         "  dtypes, compute type, Tensor Core share, GPU time, fp16 overflow/flush,\n"
-        "  verdict, and the op sites found in one run only; writes OUT_DIR/diff.html\n"
-        "  and diff.json (default OUT_DIR: a new mpprof-diff-<date>[-N]; a given one\n"
-        "  must be empty)\n",
+        "  verdict, the op sites found in one run only, and the two runs' plans\n"
+        "  (plan.json: autocast dtype, loss scale, layers kept out); writes\n"
+        "  OUT_DIR/diff.html and diff.json (default OUT_DIR: a new\n"
+        "  mpprof-diff-<date>[-N]; a given one must be empty)\n",
         out);
 }
 

@@ -156,8 +156,20 @@ fi
 
 "$mpprof" diff "$work/a" "$work/none" -o "$work/d" >"$work/diff.out" 2>"$work/diff.err" &&
   fail "diff with a missing run succeeded"
-want="mpprof: diff: $work/none/report.json: No such file or directory (run 'mpprof report $work/none' first?)"
+# A run that does not exist is named itself (it was told to run `mpprof
+# report` on it); a directory without report.json keeps the hint.
+want="mpprof: diff: $work/none: No such file or directory"
 [[ $(cat "$work/diff.err") == "$want" ]] || fail "diff with a missing run: $(cat "$work/diff.err")"
+mkdir -p "$work/norep" || fail "mkdir"
+"$mpprof" diff "$work/a" "$work/norep" -o "$work/d" >"$work/diff.out" 2>"$work/diff.err" &&
+  fail "diff with a run without report.json succeeded"
+want="mpprof: diff: $work/norep/report.json: No such file or directory (run 'mpprof report $work/norep' first?)"
+[[ $(cat "$work/diff.err") == "$want" ]] || fail "diff with a run without report.json: $(cat "$work/diff.err")"
+# A run compared with itself is warned about (it said nothing).
+"$mpprof" diff "$work/a" "$work/a" -o "$work/dself" >"$work/diff.out" 2>"$work/diff.err" ||
+  fail "diff of a run with itself: $(cat "$work/diff.err")"
+grep -qxF "mpprof diff: warning: A and B are one directory ($work/a): the run is compared with itself" \
+  "$work/diff.err" || fail "diff of a run with itself: $(cat "$work/diff.err")"
 echo '{}' >"$work/b/report.json"
 "$mpprof" diff "$work/a" "$work/b" -o "$work/d" >"$work/diff.out" 2>"$work/diff.err" &&
   fail "diff with a broken report succeeded"

@@ -551,6 +551,260 @@ static void runs_of_other_ranks_are_named_and_warned_about(void **state) {
   }
 }
 
+/* `mpprof diff r0 r0` showed no change and said nothing of why: a run named
+ * twice (or as r0 and r0/.) is said to be compared with itself, in diff.json,
+ * on the page and on stderr; two runs are not. */
+static void a_run_compared_with_itself_is_warned_about(void **state) {
+  (void)state;
+  const char *r0[] = {"0"};
+  char *a = ranked_run("diffself", r0, 1), *b = ranked_run("diffother", r0, 1);
+  char *dot = mpprof_asprintf("%s/.", a);
+  const char *pairs[][2] = {{a, a}, {a, dot}};
+  for (size_t i = 0; i < 2; i++) {
+    char *html = NULL, *err = NULL;
+    cJSON *d = diff_with_stderr(pairs[i][0], pairs[i][1], &html, &err);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(d, "same_dir")));
+    char *want = mpprof_asprintf("mpprof diff: warning: A and B are one directory (%s): the run "
+                                 "is compared with itself\n",
+                                 a);
+    assert_non_null(strstr(err, want));
+    assert_non_null(strstr(html, "A and B are one directory"));
+    free(want);
+    cJSON_Delete(d);
+    free(html);
+    free(err);
+  }
+  char *html = NULL, *err = NULL;
+  cJSON *d = diff_with_stderr(a, b, &html, &err);
+  assert_false(cJSON_IsTrue(cJSON_GetObjectItem(d, "same_dir")));
+  assert_null(strstr(err, "one directory"));
+  assert_null(strstr(html, "one directory"));
+  cJSON_Delete(d);
+  free(html);
+  free(err);
+  free(dot);
+  rg_rmdir(a);
+  rg_rmdir(b);
+  free(a);
+  free(b);
+}
+
+/* A run directory that does not exist is named itself, without the hint to
+ * run `mpprof report` on it (it was "NONE/report.json: No such file or
+ * directory (run 'mpprof report NONE' first?)"); one without report.json
+ * keeps the hint. */
+static void a_missing_run_is_named_without_the_report_hint(void **state) {
+  (void)state;
+  char *a = report_dir("diffgood", "[" LAYER("fc1", "bf16", "fp32") "]");
+  char *none = mpprof_asprintf("%s/none", a), *empty = rg_tmpdir("diffempty");
+  char *out = rg_tmpdir("diffout");
+  mpprof_error err = {0};
+  assert_int_equal(mpprof_diff_generate(none, a, out, NULL, &err), -1);
+  char *w = mpprof_asprintf("diff: %s: No such file or directory", none);
+  assert_string_equal(err.message, w);
+  free(w);
+  assert_int_equal(mpprof_diff_generate(a, empty, out, NULL, &err), -1);
+  w = mpprof_asprintf("diff: %s/report.json: No such file or directory (run 'mpprof report %s' "
+                      "first?)",
+                      empty, empty);
+  assert_string_equal(err.message, w);
+  free(w);
+  rg_rmdir(a);
+  rg_rmdir(empty);
+  rg_rmdir(out);
+  free(a);
+  free(none);
+  free(empty);
+  free(out);
+}
+
+/* DIR/plan.json recommending autocast `ac` ("null" for no plan) at loss
+ * scale `ls` (JSON) with the given layers (a JSON object). */
+static void write_plan(const char *dir, const char *ac, const char *ls, const char *layers) {
+  char *text = mpprof_asprintf("{\"schema\": \"mpprof.plan/1\", \"recommended\": {\"autocast\": "
+                               "%s, \"loss_scale\": %s, \"summary\": \"the plan\", \"layers\": "
+                               "%s}, \"alternative\": null, \"fp8\": null, \"pytorch\": null}",
+                               ac, ls, layers);
+  assert_non_null(text);
+  write_file(dir, "plan.json", text);
+  free(text);
+}
+
+#define PLAN_LAYER(name, dt, ac) "\"" name "\": {\"dtype\": \"" dt "\", \"autocast\": " ac "}"
+#define FC3_ONLY                                                                                   \
+  "[" LAYER("step/mlp/fc1", "bf16", "fp32") "," LAYER("step/mlp/fc3", "fp32", "fp32") "]"
+
+/* The fp32 run's plan keeps fc3 out of bf16 in fp32; the bf16 run's plan
+ * runs every layer in bf16: the diff said nothing of it (the plans were not
+ * read). diff.json's plan gives each run's autocast and loss scale and the
+ * layer whose plan changed; the summary and the page name it. */
+static void a_layer_the_plan_keeps_out_in_one_run_only_is_named(void **state) {
+  (void)state;
+  char *a = report_dir("diffpa", FC3_ONLY), *b = report_dir("diffpb", FC3_ONLY);
+  write_plan(a, "\"bf16\"", "null",
+             "{" PLAN_LAYER("step/mlp/fc1", "bf16", "true") "," PLAN_LAYER("step/mlp/fc3", "fp32",
+                                                                           "false") "}");
+  write_plan(b, "\"bf16\"", "null",
+             "{" PLAN_LAYER("step/mlp/fc1", "bf16", "true") "," PLAN_LAYER("step/mlp/fc3", "bf16",
+                                                                           "true") "}");
+  char *html = NULL, *err = NULL;
+  cJSON *d = diff_with_stderr(a, b, &html, &err);
+  const cJSON *p = cJSON_GetObjectItem(d, "plan");
+  assert_true(cJSON_IsObject(p));
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(d, "plan_unread")), 0);
+  assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "a"), "autocast")->valuestring,
+                      "bf16");
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "b"), "loss_scale")));
+  const cJSON *rows = cJSON_GetObjectItem(p, "layers");
+  assert_int_equal(cJSON_GetArraySize(rows), 1);
+  const cJSON *row = cJSON_GetArrayItem(rows, 0);
+  assert_string_equal(cJSON_GetObjectItem(row, "layer")->valuestring, "step/mlp/fc3");
+  const cJSON *ra = cJSON_GetObjectItem(row, "a"), *rb = cJSON_GetObjectItem(row, "b");
+  assert_string_equal(cJSON_GetObjectItem(ra, "dtype")->valuestring, "fp32");
+  assert_false(cJSON_IsTrue(cJSON_GetObjectItem(ra, "autocast")));
+  assert_string_equal(cJSON_GetObjectItem(rb, "dtype")->valuestring, "bf16");
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItem(rb, "autocast")));
+  assert_non_null(strstr(html, "<section id=\"plan\">"));
+  assert_non_null(strstr(html, "<td>step/mlp/fc3</td><td>fp32 (kept out)</td><td class=\"chg\">"
+                               "bf16 (autocast)</td>"));
+  assert_null(strstr(err, "plan"));
+  cJSON_Delete(d);
+  free(html);
+  free(err);
+  char *s = summary_of(a, b, NULL);
+  assert_non_null(strstr(s, "\n  plan step/mlp/fc3: fp32 (kept out) -> bf16 (autocast)\n"));
+  assert_null(strstr(s, "plan step/mlp/fc1"));
+  assert_null(strstr(s, "plan autocast"));
+  free(s);
+  /* The same plan in both: one line says so. */
+  s = summary_of(a, a, NULL);
+  assert_non_null(strstr(s, "\n  plan: the same in both runs (autocast bf16, loss scale none)\n"));
+  free(s);
+  rg_rmdir(a);
+  rg_rmdir(b);
+  free(a);
+  free(b);
+}
+
+/* An fp16 plan with a loss scale against a bf16 one: the autocast dtype and
+ * the loss scale are named, and every layer whose dtype follows; past 20
+ * layers, a count (as the layers' changes). A layer in one plan only is
+ * "not in plan" there. */
+static void the_plans_autocast_and_loss_scale_are_compared(void **state) {
+  (void)state;
+  char *pa = NULL, *pb = NULL;
+  size_t na = 0, nb = 0;
+  FILE *fa = open_memstream(&pa, &na), *fb = open_memstream(&pb, &nb);
+  for (int i = 0; i < 25; i++) {
+    fprintf(fa, "%s\"l%02d\": {\"dtype\": \"fp16\", \"autocast\": true}", i ? "," : "{", i);
+    fprintf(fb, "%s\"l%02d\": {\"dtype\": \"bf16\", \"autocast\": true}", i ? "," : "{", i);
+  }
+  fputs(",\"gone\": {\"dtype\": \"fp32\", \"autocast\": false, \"inside\": \"l00\"}}", fa);
+  fputc('}', fb);
+  fclose(fa);
+  fclose(fb);
+  char *a = report_dir("diffpf16", "[]"), *b = report_dir("diffpbf16", "[]");
+  write_plan(a, "\"fp16\"",
+             "{\"init_scale_log2\": 16, \"init_scale\": 65536, \"window_log2\": [10, 20]}", pa);
+  write_plan(b, "\"bf16\"", "null", pb);
+  cJSON *d = NULL;
+  char *s = summary_of(a, b, &d);
+  assert_non_null(strstr(s, "\n  plan autocast: fp16 -> bf16\n  plan loss scale: 65536 (window "
+                            "2^10 .. 2^20) -> none\n  plan l00: fp16 (autocast) -> bf16 "
+                            "(autocast)\n"));
+  assert_non_null(strstr(s, "\n  plan l19: fp16 (autocast) -> bf16 (autocast)\n  and 6 more "
+                            "layers with plan changes (diff.html)\n"));
+  assert_null(strstr(s, "plan l20"));
+  const cJSON *rows = cJSON_GetObjectItem(cJSON_GetObjectItem(d, "plan"), "layers");
+  assert_int_equal(cJSON_GetArraySize(rows), 26);
+  const cJSON *gone = cJSON_GetArrayItem(rows, 25);
+  assert_string_equal(cJSON_GetObjectItem(gone, "layer")->valuestring, "gone");
+  assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(gone, "a"), "inside")->valuestring,
+                      "l00");
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(gone, "b")));
+  const cJSON *ls =
+      cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "plan"), "a"), "loss_scale");
+  assert_true(cJSON_GetObjectItem(ls, "init_scale_log2")->valuedouble == 16);
+  cJSON_Delete(d);
+  free(s);
+  rg_rmdir(a);
+  rg_rmdir(b);
+  free(a);
+  free(b);
+  free(pa);
+  free(pb);
+}
+
+/* A plan.json missing, unreadable, of another version or of another kind:
+ * one line naming it on stderr and in diff.json plan_unread (plan null), the
+ * page says so, and the rest is diffed (the diff succeeds). */
+static void assert_plan_unread(const char *text, const char *want) {
+  char *a = report_dir("diffpgood", "[" LAYER("fc1", "bf16", "fp32") "]");
+  char *b = report_dir("diffpbad", "[" LAYER("fc1", "bf16", "bf16") "]");
+  write_plan(a, "\"bf16\"", "null", "{}");
+  if (text) write_file(b, "plan.json", text);
+  char *html = NULL, *err = NULL;
+  cJSON *d = diff_with_stderr(a, b, &html, &err);
+  char *w = mpprof_asprintf(want, b, b);
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(d, "plan")));
+  const cJSON *un = cJSON_GetObjectItem(d, "plan_unread");
+  assert_int_equal(cJSON_GetArraySize(un), 1);
+  assert_string_equal(cJSON_GetArrayItem(un, 0)->valuestring, w);
+  char *line = mpprof_asprintf("mpprof diff: warning: %s; the plans are not compared\n", w);
+  assert_string_equal(err, line);
+  assert_non_null(strstr(html, "; the plans are not compared.</p>"));
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(d, "layers")), 1);
+  free(line);
+  free(w);
+  cJSON_Delete(d);
+  free(html);
+  free(err);
+  rg_rmdir(a);
+  rg_rmdir(b);
+  free(a);
+  free(b);
+}
+
+static void an_unreadable_plan_is_one_line_and_the_rest_is_diffed(void **state) {
+  (void)state;
+  assert_plan_unread(NULL, "%s/plan.json: No such file or directory (run 'mpprof report %s' "
+                           "first?)");
+  assert_plan_unread("{\"schema\": \"mpprof.plan/2\", \"recommended\": null}",
+                     "%s/plan.json: unsupported version (schema \"mpprof.plan/2\"; this mpprof "
+                     "reads mpprof.plan/1)");
+  assert_plan_unread("{\"schema\": \"mpprof.report/1\", \"layers\": [], \"sites\": []}",
+                     "%s/plan.json: not an mpprof plan (schema \"mpprof.report/1\")");
+  assert_plan_unread("{\"schema\": \"mpprof.plan/1\", \"recommended\": {\"layers\": []}}",
+                     "%s/plan.json: not an mpprof plan (schema or recommended/layers missing)");
+  assert_plan_unread("{\"schema\": \"mpprof.plan/1\", \"recommended\": {\"la",
+                     "%s/plan.json: truncated (the JSON ends early; rebuild it with 'mpprof "
+                     "report %s')");
+  assert_plan_unread("", "%s/plan.json: not an mpprof plan (empty file)");
+}
+
+/* Odd values in a plan of the right schema (a layer that is no object, a
+ * dtype that is no string, no plan at all) are shown, not a crash. */
+static void odd_values_in_a_plan_are_shown(void **state) {
+  (void)state;
+  char *a = report_dir("diffpodd", "[]"), *b = report_dir("diffpnone", "[]");
+  write_plan(a, "7", "[1]",
+             "{\"x\": 5, \"y\": {\"dtype\": 3, \"autocast\": \"no\", \"inside\": 4}}");
+  write_file(b, "plan.json",
+             "{\"schema\": \"mpprof.plan/1\", \"recommended\": null, \"alternative\": null}");
+  cJSON *d = NULL;
+  char *s = summary_of(a, b, &d);
+  assert_non_null(strstr(s, "\n  plan y: no dtype (kept out) -> not in plan\n"));
+  assert_null(strstr(s, "plan autocast"));
+  const cJSON *rows = cJSON_GetObjectItem(cJSON_GetObjectItem(d, "plan"), "layers");
+  assert_int_equal(cJSON_GetArraySize(rows), 1);
+  cJSON_Delete(d);
+  free(s);
+  rg_rmdir(a);
+  rg_rmdir(b);
+  free(a);
+  free(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(layers_in_one_run_only_are_counted_apart_from_changed_ones),
@@ -564,6 +818,12 @@ int main(void) {
       cmocka_unit_test(trailing_text_and_a_file_for_a_directory_are_named),
       cmocka_unit_test(runs_of_other_ranks_are_named_and_warned_about),
       cmocka_unit_test(the_summary_names_the_loss_scale_and_each_layers_changes),
+      cmocka_unit_test(a_run_compared_with_itself_is_warned_about),
+      cmocka_unit_test(a_missing_run_is_named_without_the_report_hint),
+      cmocka_unit_test(a_layer_the_plan_keeps_out_in_one_run_only_is_named),
+      cmocka_unit_test(the_plans_autocast_and_loss_scale_are_compared),
+      cmocka_unit_test(an_unreadable_plan_is_one_line_and_the_rest_is_diffed),
+      cmocka_unit_test(odd_values_in_a_plan_are_shown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
