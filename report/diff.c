@@ -891,9 +891,9 @@ static void write_plan_html(const cJSON *d, FILE *f) {
     fputs("</section>\n", f);
     return;
   }
-  fputs("<p>The configuration each run's plan.json recommends (report.json's verdicts, as "
-        "<code>mpprof report</code> chose it), and the layers it runs in another dtype or "
-        "otherwise kept out of autocast.</p>\n<table><thead><tr><th></th><th>A (before)</th>"
+  fputs("<p>The configuration each run's plan.json recommends, and the layers the two plans "
+        "run otherwise (in another dtype, or in one plan's autocast and out of the other's)."
+        "</p>\n<table><thead><tr><th></th><th>A (before)</th>"
         "<th>B (after)</th></tr></thead><tbody>\n",
         f);
   char ta[256], tb[256];
