@@ -1091,7 +1091,7 @@ static void print_changes(const cJSON *d, FILE *out) {
       char ta[256], tb[256];
       layer_cell_text(a, k, ta, sizeof ta);
       layer_cell_text(b, k, tb, sizeof tb);
-      if (!any) fprintf(out, "  %s: ", get(row, "layer")->valuestring);
+      if (!any) mpprof_fprint_term(out, "  %s: ", get(row, "layer")->valuestring);
       fprintf(out, "%s%s: %s -> %s", any ? "; " : "", layer_cols[k][1], ta[0] ? ta : "none",
               tb[0] ? tb : "none");
       any = true;

@@ -245,9 +245,17 @@ static void the_summary_names_the_loss_scale_and_each_layers_changes(void **stat
                             "(diff.html)\n"));
   assert_null(strstr(s, "l20:"));
   free(s);
-  char *dirs[] = {a, b, c, e, g, h, la, lb};
-  for (size_t i = 0; i < 8; i++) {
-    if (i < 6) rg_rmdir(dirs[i]);
+  /* A layer name is the program's (NVTX): its control characters do not
+   * reach the terminal as such. */
+  char *x = report_dir("diffesc32", "[" LAYER("fc\\u001b[2J", "bf16", "fp32") "]");
+  char *y = report_dir("diffesc16", "[" LAYER("fc\\u001b[2J", "bf16", "bf16") "]");
+  s = summary_of(x, y, NULL);
+  assert_non_null(strstr(s, "Dtypes: A=fp32 -> A=bf16"));
+  assert_null(strchr(s, '\x1b'));
+  free(s);
+  char *dirs[] = {a, b, c, e, g, h, x, y, la, lb};
+  for (size_t i = 0; i < 10; i++) {
+    if (i < 8) rg_rmdir(dirs[i]);
     free(dirs[i]);
   }
 }
