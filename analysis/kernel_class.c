@@ -526,6 +526,16 @@ static bool has_any(const char *name, const char *const *tokens, size_t n) {
   return false;
 }
 
+/* A kernel whose type is a cutlass::gemm::kernel:: template, demangled or
+ * as CUPTI names it (mangled): "cutlass" first seen in the gemm::kernel
+ * namespace ("N7cutlass4gemm6kernel"), or a name in the cutlass namespace
+ * ("_ZN7cutlass13device_kernelI...") whose first substitution, S_, is
+ * cutlass ("NS_4gemm6kernel"). */
+static bool cutlass_gemm_kernel(const char *name) {
+  return strstr(name, "cutlass::gemm::kernel::") || strstr(name, "N7cutlass4gemm6kernel") ||
+         (!strncmp(name, "_ZN7cutlass", 11) && strstr(name, "NS_4gemm6kernel"));
+}
+
 mp_kernel_lib mp_kernel_library(const char *name) {
   if (!name) return MP_KLIB_NONE;
   if (has_any(name, cudnn_tokens, sizeof cudnn_tokens / sizeof cudnn_tokens[0]))
@@ -533,7 +543,7 @@ mp_kernel_lib mp_kernel_library(const char *name) {
   if (has_any(name, attention_tokens, sizeof attention_tokens / sizeof attention_tokens[0]))
     return MP_KLIB_ATTENTION;
   if (!strncmp(name, "triton_tem_", 11)) return MP_KLIB_TRITON_TEMPLATE;
-  if (strstr(name, "cutlass::gemm::kernel::")) return MP_KLIB_CUTLASS;
+  if (cutlass_gemm_kernel(name)) return MP_KLIB_CUTLASS;
   if (strcasestr(name, "triton") || strcasestr(name, "flash")) return MP_KLIB_NONE;
   if (has_any(name, cublas_tokens, sizeof cublas_tokens / sizeof cublas_tokens[0]))
     return MP_KLIB_CUBLAS;

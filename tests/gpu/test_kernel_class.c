@@ -89,6 +89,22 @@ static void kernel_names_tell_their_library(void **state) {
                                      "relu_bf16_64x64_64x6_tn_align8>(cutlass_80_tensorop_bf16_"
                                      "s16816gemm_relu_bf16_64x64_64x6_tn_align8::Params)"),
                    MP_KLIB_CUBLAS);
+  /* the same as CUPTI names them (mangled): device_kernel<GemmUniversal<...>>,
+   * CUTLASS 2's Kernel<Gemm<...>>, a kernel of another namespace */
+  assert_int_equal(
+      mp_kernel_library("_ZN7cutlass13device_kernelINS_4gemm6kernel13GemmUniversalIN4cute"
+                        "5tupleIJiiiEEENS1_10collective13CollectiveMmaIvEEvEEEEvNT_"
+                        "6ParamsE"),
+      MP_KLIB_CUTLASS);
+  assert_int_equal(mp_kernel_library("_ZN7cutlass6KernelINS_4gemm6kernel4GemmIvEEEEvNT_6ParamsE"),
+                   MP_KLIB_CUTLASS);
+  assert_int_equal(mp_kernel_library("_ZN2at6native11run_groupedIN7cutlass4gemm6kernel13GemmUniver"
+                                     "salIvEEEEvv"),
+                   MP_KLIB_CUTLASS);
+  assert_int_equal(
+      mp_kernel_library("_ZN7cutlass7Kernel2I47cutlass_80_tensorop_bf16_s16816gemm_relu_"
+                        "bf16_64x64_64x6_tn_align8EEvNT_6ParamsE"),
+      MP_KLIB_CUBLAS);
   assert_string_equal(mp_kernel_lib_name(MP_KLIB_CUTLASS), "cutlass");
   assert_false(mp_kernel_lib_hooked(MP_KLIB_CUTLASS));
   assert_int_equal(mp_kernel_library("triton_poi_fused_add_0"), MP_KLIB_NONE);
