@@ -148,8 +148,9 @@ static int nonfinite_finding(mpprof_model *m, const mpprof_layer *l, const mppro
     char *skip = skipped_text(m);
     msg = mpprof_asprintf(
         "%s: %s already holds NaN or Inf (%" PRIu64 " NaN, %" PRIu64 " +Inf, %" PRIu64
-        " -Inf of %" PRIu64 " values) under loss scale %s, which did not make them: no gradient "
-        "of this layer is in fp16 or fp8, the formats a loss scale overflows "
+        " -Inf of %" PRIu64 " values) under loss scale %s, which did not make them: none of "
+        "this layer's gradients that hold NaN or Inf is in fp16 or fp8, the formats a loss scale "
+        "overflows "
         "(%s is %s)%s",
         name, t->name, t->st.nans, t->st.pos_infs, t->st.neg_infs, t->st.count,
         mpprof_scale_str(t->scale_max, sc), t->name,

@@ -213,6 +213,10 @@ static void nonfinite_under_a_scale_that_cannot_overflow_fp32(void **state) {
   dy->st.dtype = MP_BF16; /* fp32's range: no overflow at 2^11 either */
   dy->st.nans = 1;
   dy->scale_max = 0x1p11;
+  /* an fp16 gradient of the layer that stayed finite: not what holds them */
+  mpprof_layer_tensor *dx = tensor(l, "backward.B", MP_TCLASS_GRADIENT);
+  dx->st.dtype = MP_FP16;
+  dx->scale_max = 0x1p11;
   m.loss_scale.has_window = true;
   m.loss_scale.window_lo = -6;
   m.loss_scale.window_hi = 15;
@@ -223,6 +227,8 @@ static void nonfinite_under_a_scale_that_cannot_overflow_fp32(void **state) {
   assert_non_null(strstr(f->message, "net/fc1: backward.D already holds NaN or Inf (5 NaN"));
   assert_non_null(strstr(f->message, "under loss scale 2^11, which did not make them"));
   assert_non_null(strstr(f->message, "(backward.D is fp32)"));
+  assert_non_null(strstr(f->message, "none of this layer's gradients that hold NaN or Inf is in "
+                                     "fp16 or fp8"));
   assert_null(strstr(f->action, "lower the loss scale into"));
   assert_non_null(strstr(f->action, "lowering the loss scale does not remove them"));
   mpprof_model_free(&m);
