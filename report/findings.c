@@ -1200,7 +1200,7 @@ static int rule_fp8_fast_accumulation(mpprof_model *m) {
     if (s->phase == MPPROF_PHASE_BACKWARD) {
       bwd++;
       if (!s->shapes_merged && s->k > bwd_k) bwd_k = s->k;
-      if (!w || w->phase != MPPROF_PHASE_BACKWARD || s->k > w->k) w = s;
+      if (!w || w->phase != MPPROF_PHASE_BACKWARD || (!s->shapes_merged && s->k > w->k)) w = s;
     } else {
       unknown += s->phase == MPPROF_PHASE_UNKNOWN;
       if (!w) w = s;
@@ -1211,9 +1211,11 @@ static int rule_fp8_fast_accumulation(mpprof_model *m) {
     return 0;
   }
   char bw[160] = "", un[160] = "";
-  if (bwd)
+  if (bwd && bwd_k)
     snprintf(bw, sizeof bw, "; %zu of them in backward (gradient GEMMs, k up to %" PRIu64 ")", bwd,
              bwd_k);
+  else if (bwd) /* every one of merged shapes: k not known */
+    snprintf(bw, sizeof bw, "; %zu of them in backward (gradient GEMMs)", bwd);
   if (unknown)
     snprintf(un, sizeof un, "; the phase of %zu is unknown (no framework scope or NVTX phase word)",
              unknown);

@@ -81,8 +81,8 @@ mpprof_understated mpprof_site_current_understated(const mpprof_site *s) {
 
 static const char *const understated[MPPROF_UNDERSTATED_COUNT][2] = {
     [MPPROF_UNDERSTATED_FAST_ACCUM] = {"fp8_fast_accumulation",
-                                       "understated: the call used FP8 fast accumulation "
-                                       "(cuBLASLt FAST_ACCUM), the measurement sums in fp32"},
+                                       "understated: FP8 fast accumulation (cuBLASLt "
+                                       "FAST_ACCUM) in its calls, the measurement sums in fp32"},
     [MPPROF_UNDERSTATED_TF32_KERNELS] = {"tf32_kernels",
                                          "understated: its kernels ran TF32 (the cuDNN engine's "
                                          "choice, not known at the call), the measurement keeps "

@@ -767,6 +767,17 @@ static void fp8_fast_accumulation(void **state) {
   assert_non_null(strstr(f->message, "example: net/fc1 site 2"));
   assert_non_null(strstr(f->message, "1 of them in backward (gradient GEMMs, k up to 8192)"));
   assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(f->evidence, "sites")), 2);
+  /* a backward site of merged shapes: k not known, not "k up to 0" */
+  m.sites[2].shapes_merged = true;
+  m.sites[2].k = 0;
+  assert_int_equal(run(&m, "fp8_fast_accumulation"), 1);
+  assert_non_null(
+      strstr(m.findings[m.n_findings - 1].message, "1 of them in backward (gradient GEMMs)"));
+  assert_null(strstr(m.findings[m.n_findings - 1].message, "k up to"));
+  m.sites[2].shapes_merged = false;
+  m.sites[2].k = 8192;
+  assert_int_equal(run(&m, "fp8_fast_accumulation"), 1);
+  f = &m.findings[m.n_findings - 1];
   double bwd = 0;
   assert_int_equal(mpprof_json_get_double(cJSON_GetObjectItem(f->evidence, "backward_sites"), &bwd),
                    0);
