@@ -408,7 +408,8 @@ static void run_conv(mp_shadow_conv_kind kind, bool nhwc, bool flip, int64_t gro
   mp_sh_conv &g = cv.g;
   g.kind = kind, g.flip = flip;
   g.n = 2, g.c = 3, g.h = 7, g.w = 6, g.k = 4, g.r = 3, g.s = 2; /* c, k: one group's */
-  g.groups = groups;
+  g.groups = groups;                                             /* 0 and 1: one group */
+  const int64_t gn = groups > 1 ? groups : 1;
   g.pad[0] = 1, g.pad[1] = 2, g.stride[0] = 2, g.stride[1] = 1, g.dilation[0] = 1;
   g.dilation[1] = 2;
   g.p = (g.h + 2 * g.pad[0] - g.dilation[0] * (g.r - 1) - 1) / g.stride[0] + 1;
@@ -417,13 +418,12 @@ static void run_conv(mp_shadow_conv_kind kind, bool nhwc, bool flip, int64_t gro
     int64_t nchw[4] = {d1 * d2 * d3, d2 * d3, d3, 1}, nhwc_[4] = {d1 * d2 * d3, 1, d3 * d1, d1};
     memcpy(st, nhwc ? nhwc_ : nchw, 4 * sizeof(int64_t));
   };
-  strides(g.xs, g.c * groups, g.h, g.w);
+  strides(g.xs, g.c * gn, g.h, g.w);
   strides(g.ws, g.c, g.r, g.s);
-  strides(g.ys, g.k * groups, g.p, g.q);
+  strides(g.ys, g.k * gn, g.p, g.q);
   cv.x_dtype = MP_FP16, cv.w_dtype = MP_BF16, cv.y_dtype = MP_FP16;
-  size_t nx = (size_t)(g.n * g.c * groups * g.h * g.w),
-         nw = (size_t)(g.k * groups * g.c * g.r * g.s),
-         ny = (size_t)(g.n * g.k * groups * g.p * g.q);
+  size_t nx = (size_t)(g.n * g.c * gn * g.h * g.w), nw = (size_t)(g.k * gn * g.c * g.r * g.s),
+         ny = (size_t)(g.n * g.k * gn * g.p * g.q);
   uint16_t *x = (uint16_t *)calloc(nx, 2), *w = (uint16_t *)calloc(nw, 2),
            *y = (uint16_t *)calloc(ny, 2);
   for (size_t i = 0; i < nx; i++)
@@ -441,7 +441,6 @@ static void run_conv(mp_shadow_conv_kind kind, bool nhwc, bool flip, int64_t gro
   CHECK(mp_shadow_conv_gemm(&cv, &host, &owned) == 0, "conv kind %d: host gather", (int)kind);
   CHECK(mp_shadow_conv_shape(&cv, &shape) == 0, "conv kind %d: shape", (int)kind);
   size_t ba = (size_t)mpp_sh_copy_bytes(&shape, 0), bb = (size_t)mpp_sh_copy_bytes(&shape, 1);
-  int64_t gn = groups > 1 ? groups : 1;
   CHECK(ba == (size_t)(host.m * host.k * gn) * mp_dtype_size(host.a.dtype) &&
             bb == (size_t)(host.k * host.n * gn) * mp_dtype_size(host.b.dtype) &&
             host.batch == gn && shape.batch == gn,
