@@ -2539,11 +2539,13 @@ static int mode_bigspawn(const char *dir) {
     return 126;
   pid_t pid = 0;
   int rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, env);
-  printf("bigspawn: %d\n", rc);
-  fflush(stdout);
   posix_spawn_file_actions_destroy(&fa);
   free(buf);
-  return rc ? 1 : spawn_wait(pid);
+  /* the child's lines first: its output and this line are in one order */
+  int st = rc ? 1 : spawn_wait(pid);
+  printf("bigspawn: %d\n", rc);
+  fflush(stdout);
+  return st;
 }
 
 enum { BIG = 1024 };
