@@ -518,11 +518,48 @@ static const char *const cudnn_tokens[] = {"cudnn", "fprop",  "dgrad",
                                            "wgrad", "conv2d", "implicit_convolve"};
 static const char *const attention_tokens[] = {"flash_fwd",  "flash_bwd", "fmha_",
                                                "flash_attn", "flashattn", "flashattention"};
-static const char *const cublas_tokens[] = {"nvjet", "gemm", "gemv", "splitKreduce", "cublas"};
+/* The kernel families cuBLAS/cuBLASLt ship (../shared/kernel-names.md):
+ * nvjet_*, smXX_xmma_gemm_*, CUTLASS instances cutlass_80_tensorop_* /
+ * cutlass_75_wmma_* and cutlass3x_* (cuBLAS on sm_100), its GEMV, small-N,
+ * k = 1 and split-K helpers, and names that carry cuBLAS's own parameter
+ * types (cublasGemvParamsEx, cublasSplitKParams); the legacy arch-prefixed
+ * names (ampere_sgemm_*, volta_h884gemm_*, turing_fp16_s1688gemm_*) are
+ * arch_gemm's. */
+static const char *const cublas_tokens[] = {
+    "nvjet",   "xmma_gemm", "cutlass3x_",   "gemv2",  "gemvx",      "gemvNSP",
+    "gemmSN_", "gemmk1",    "splitKreduce", "cublas", "fermiCgemm", "sgemm_largek"};
+/* Matrix-kernel tokens: a name with one that is no library's above is a
+ * GEMM of no hooked library (the program's own, a user's Triton kernel,
+ * DeepGEMM's deep_gemm::, TensorRT's trt_*, TensorRT-LLM's cudaCoreGemm). */
+static const char *const matrix_tokens[] = {"gemm", "gemv", "matmul"};
 
 static bool has_any(const char *name, const char *const *tokens, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (strcasestr(name, tokens[i])) return true;
+  return false;
+}
+
+/* cuBLAS's CUTLASS instances: "cutlass_" and a two-digit architecture
+ * ("cutlass_80_tensorop_s1688gemm_...", "cutlass_75_wmma_tensorop_..."),
+ * as the instance name or inside cutlass::Kernel2<...>. */
+static bool cublas_cutlass_instance(const char *name) {
+  for (const char *c = strstr(name, "cutlass_"); c; c = strstr(c + 1, "cutlass_"))
+    if (isdigit((unsigned char)c[8]) && isdigit((unsigned char)c[9]) && c[10] == '_') return true;
+  return false;
+}
+
+/* cuBLAS's legacy names begin with the architecture they were tuned for and
+ * say gemm ("ampere_sgemm_128x64_nn", "volta_h884gemm_64x64_ldg8_nn",
+ * "turing_fp16_s1688gemm_fp16_...") or with the BLAS routine's own name
+ * ("sgemm_128x128x8_TN_vec"). TensorRT's "trt_ampere_h16816gemm_..." begins
+ * otherwise. */
+static bool arch_gemm(const char *name) {
+  static const char *const archs[] = {"maxwell_", "pascal_", "volta_",  "turing_",
+                                      "ampere_",  "ada_",    "hopper_", "sgemm_",
+                                      "dgemm_",   "hgemm_",  "cgemm_",  "zgemm_"};
+  if (!strncmp(name, "void ", 5)) name += 5;
+  for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+    if (!strncmp(name, archs[i], strlen(archs[i]))) return strcasestr(name, "gemm") != NULL;
   return false;
 }
 
@@ -545,8 +582,11 @@ mp_kernel_lib mp_kernel_library(const char *name) {
   if (!strncmp(name, "triton_tem_", 11)) return MP_KLIB_TRITON_TEMPLATE;
   if (cutlass_gemm_kernel(name)) return MP_KLIB_CUTLASS;
   if (strcasestr(name, "triton") || strcasestr(name, "flash")) return MP_KLIB_NONE;
-  if (has_any(name, cublas_tokens, sizeof cublas_tokens / sizeof cublas_tokens[0]))
+  if (has_any(name, cublas_tokens, sizeof cublas_tokens / sizeof cublas_tokens[0]) ||
+      cublas_cutlass_instance(name) || arch_gemm(name))
     return MP_KLIB_CUBLAS;
+  if (has_any(name, matrix_tokens, sizeof matrix_tokens / sizeof matrix_tokens[0]))
+    return MP_KLIB_OTHER_GEMM;
   return MP_KLIB_NONE;
 }
 
@@ -554,7 +594,7 @@ const char *mp_kernel_lib_name(mp_kernel_lib l) {
   static const char *const names[MP_KLIB_COUNT] = {
       [MP_KLIB_CUBLAS] = "cublas",       [MP_KLIB_CUDNN] = "cudnn",
       [MP_KLIB_ATTENTION] = "attention", [MP_KLIB_TRITON_TEMPLATE] = "triton_template",
-      [MP_KLIB_CUTLASS] = "cutlass",
+      [MP_KLIB_CUTLASS] = "cutlass",     [MP_KLIB_OTHER_GEMM] = "other_gemm",
   };
   return l > MP_KLIB_NONE && l < MP_KLIB_COUNT ? names[l] : NULL;
 }

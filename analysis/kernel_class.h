@@ -40,7 +40,9 @@ const char *mp_tc_source_name(mp_tc_source s); /* "unknown" | "name" | "counters
  * attention (flash attention, PyTorch's memory-efficient SDPA), Triton
  * templates (torch.compile's matmul and attention templates) and CUTLASS
  * GEMM templates compiled into a framework (PyTorch's row-wise scaled FP8
- * _scaled_mm and grouped mm, MoE layers). */
+ * _scaled_mm and grouped mm, MoE layers), and other GEMMs (a name saying
+ * gemm, gemv or matmul that is of none of cuBLAS's kernel families: the
+ * program's own, DeepGEMM's, TensorRT's). */
 typedef enum mp_kernel_lib {
   MP_KLIB_NONE = 0,
   MP_KLIB_CUBLAS,
@@ -48,10 +50,12 @@ typedef enum mp_kernel_lib {
   MP_KLIB_ATTENTION,
   MP_KLIB_TRITON_TEMPLATE,
   MP_KLIB_CUTLASS,
+  MP_KLIB_OTHER_GEMM,
   MP_KLIB_COUNT
 } mp_kernel_lib;
 mp_kernel_lib mp_kernel_library(const char *name);
-/* "cublas" | "cudnn" | "attention" | "triton_template" | "cutlass" | NULL */
+/* "cublas" | "cudnn" | "attention" | "triton_template" | "cutlass" |
+ * "other_gemm" | NULL */
 const char *mp_kernel_lib_name(mp_kernel_lib l);
 /* Whether l is a library mpprof hooks (cuBLAS/cuBLASLt, cuDNN). */
 bool mp_kernel_lib_hooked(mp_kernel_lib l);

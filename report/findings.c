@@ -1596,9 +1596,49 @@ static int rule_library_not_intercepted(mpprof_model *m) {
   return 0;
 }
 
+/* cuBLAS's kernels outside every hooked call while some cuBLAS calls were
+ * intercepted: its entry points mpprof does not hook (matrix-vector gemv,
+ * complex GEMMs, level-1 BLAS) or a second, private copy launched them.
+ * Medium from MPPROF_NOT_HOOKED_SHARE_MEDIUM of the matrix kernels' GPU time
+ * (the hooked ops' kernels and these), info below. cuDNN's kernels are left
+ * out: its other ops (batch norm, pooling) launch cudnn-named kernels. */
+static int rule_library_calls_not_hooked(mpprof_model *m) {
+  double kernels, ns;
+  const char *example;
+  unattributed_sum(m, "cublas", &kernels, &ns, &example);
+  if (kernels <= 0 || !library_intercepted(m, "cublas")) return 0;
+  double matrix_ns = (double)m->tc.gemm_conv_kernel_ns + ns;
+  double share = matrix_ns > 0 ? ns / matrix_ns : 0;
+  mpprof_finding *f = add(
+      m, "library_calls_not_hooked", share >= MPPROF_NOT_HOOKED_SHARE_MEDIUM ? "medium" : "info",
+      NULL,
+      mpprof_asprintf(
+          "CUPTI saw %.0f cuBLAS/cuBLASLt kernel launch%s (%.3g ms GPU, e.g. %.80s) outside every "
+          "cuBLAS/cuBLASLt call mpprof intercepted: %s%% of the matrix kernels' GPU time (hooked "
+          "ops' kernels and these). They come from entry points mpprof does not hook "
+          "(matrix-vector products such as cublasSgemv, complex GEMMs, level-1 BLAS) or from a "
+          "second copy of the library: their dtypes, Tensor Core use and values are not in this "
+          "report, nor in any layer's verdict",
+          kernels, kernels == 1 ? "" : "es", ns / 1e6, example ? example : "?",
+          mpprof_pct_text(100 * share).s),
+      strdup("mpprof measures cuBLAS GEMMs (cublas<t>gemm, cublasGemmEx and their batched, "
+             "strided and grouped forms) and cublasLtMatmul; a matrix-vector product with a "
+             "batch of 1 (PyTorch runs fp32 torch.mv and linear layers on one row through "
+             "cublas<t>gemv) is measured when it goes through a GEMM"));
+  if (!f) return -1;
+  cJSON_AddStringToObject(f->evidence, "library", "cublas");
+  ev_num(f->evidence, "kernels", kernels);
+  ev_num(f->evidence, "gpu_ns", ns);
+  if (example) cJSON_AddStringToObject(f->evidence, "example", example);
+  ev_num(f->evidence, "share_of_matrix_gpu_time", share);
+  f->impact_gpu_ns = (uint64_t)ns;
+  return 0;
+}
+
 /* Matrix kernels of no library mpprof hooks (fused attention, Triton
- * templates), launched outside every hooked call: their GPU time is known,
- * their precision and values are not. */
+ * templates, a framework's CUTLASS GEMMs, other GEMMs), launched outside
+ * every hooked call: their GPU time is known, their precision and values are
+ * not. */
 static int rule_matrix_kernels_not_hooked(mpprof_model *m) {
   double kernels[MP_KLIB_COUNT] = {0}, ns[MP_KLIB_COUNT] = {0}, total_ns = 0;
   const char *example[MP_KLIB_COUNT] = {0};
@@ -1610,7 +1650,8 @@ static int rule_matrix_kernels_not_hooked(mpprof_model *m) {
   static const char *const shown[MP_KLIB_COUNT] = {
       [MP_KLIB_ATTENTION] = "fused attention (flash / memory-efficient SDPA)",
       [MP_KLIB_TRITON_TEMPLATE] = "Triton template (torch.compile)",
-      [MP_KLIB_CUTLASS] = "framework CUTLASS GEMM (row-wise scaled FP8 _scaled_mm, grouped mm)"};
+      [MP_KLIB_CUTLASS] = "framework CUTLASS GEMM (row-wise scaled FP8 _scaled_mm, grouped mm)",
+      [MP_KLIB_OTHER_GEMM] = "other GEMM (the program's own, Triton, DeepGEMM, TensorRT)"};
   char what[1024] = "";
   size_t len = 0, n_kinds = 0;
   double all = 0;
@@ -1800,6 +1841,7 @@ const mpprof_finding_rule mpprof_finding_rules[] = {
     {"ranks_missing", NULL, rule_ranks_missing, true, false},
     {"no_kernel_data", NULL, rule_no_kernel_data, true, false},
     {"library_not_intercepted", NULL, rule_library_not_intercepted, true, false},
+    {"library_calls_not_hooked", NULL, rule_library_calls_not_hooked, true, false},
     {"matrix_kernels_not_hooked", NULL, rule_matrix_kernels_not_hooked, true, false},
     {"tc_counters_unavailable", NULL, rule_tc_counters_unavailable, true, false},
     {"tc_counters_unmatched", NULL, rule_tc_counters_unmatched, true, false},

@@ -105,6 +105,51 @@ static void kernel_names_tell_their_library(void **state) {
       mp_kernel_library("_ZN7cutlass7Kernel2I47cutlass_80_tensorop_bf16_s16816gemm_relu_"
                         "bf16_64x64_64x6_tn_align8EEvNT_6ParamsE"),
       MP_KLIB_CUBLAS);
+  /* cuBLAS's kernel families as traces name them (kernel-names.md) */
+  static const char *const cublas_names[] = {
+      "ampere_sgemm_128x64_tn",
+      "ampere_fp16_s16816gemm_fp16_128x256_ldg8_f2f_stages_64x3_tn",
+      "volta_h884gemm_64x64_ldg8_nn",
+      "turing_fp16_s1688gemm_fp16_128x64_sliced1x2_ldg8_f2f_tn",
+      "maxwell_sgemm_128x64_nn",
+      "volta_cgemm_32x64_tn",
+      "sgemm_128x128x8_TN_vec",
+      "void fermiCgemm_v3_kernel<bool=1, bool=0, bool=0, bool=0, int=5, int=5, int=3, int=8, "
+      "int=8>(...)",
+      "void gemmSN_NN_kernel<float, float, float, int=128, int=2, int=4, int=8, int=4, int=4>"
+      "(cublasGemmSmallNParams<float, float, float>, ...)",
+      "void internal::gemvx::kernel<int, int, __half, __half, __half, float, false, true, true, "
+      "false, 7, false, cublasGemvParamsEx<...>>(...)",
+      "_ZN8internal5gemvx6kernelIii6__halfS1_S1_"
+      "fLb0ELb1ELb1ELb0ELi7ELb0E18cublasGemvParamsExIiEEEvT11_",
+      "_Z17gemv2T_kernel_valIiiffffLi128ELi16ELi4ELi4ELb0ELb0E18cublasGemvParamsExEvT11_T4_S2_",
+      "void splitKreduce_kernel<float, float, float, float>(cublasSplitKParams<float>, ...)",
+      "cublasLt::splitKreduce_kernel<32, 16, int, float, bf16>",
+      "cutlass_80_tensorop_s1688gemm_128x128_16x4_tn_align4",
+      "cutlass3x_sm100_simt_sgemm_f32_f32_f32_f32_f32_64x32x16_1x1x1_3_nnn_align1_bias_f32_relu",
+      "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize256x64x8_stage3_warpsize2x2x1_ffma",
+  };
+  for (size_t i = 0; i < sizeof cublas_names / sizeof cublas_names[0]; i++)
+    if (mp_kernel_library(cublas_names[i]) != MP_KLIB_CUBLAS)
+      fail_msg("%s: not cuBLAS's (%d)", cublas_names[i], mp_kernel_library(cublas_names[i]));
+  /* GEMMs of no hooked library: not counted as cuBLAS's (a "statically
+   * linked cuBLAS" they are not) but as other GEMMs */
+  static const char *const other_names[] = {
+      "void deep_gemm::fp8_gemm_kernel<128u, 128u, 128u, 4u>(float*, int*, unsigned int)",
+      "_ZN9deep_gemm15fp8_gemm_kernelILj128ELj128EEEvPfPij",
+      "trt_ampere_h16816gemm_128x64_ldg8_nn_v1",
+      "cudaCoreGemm",
+      "matmul_kernel",
+      "_ZN4mine11tiled_sgemmILi32EEEvPKfS2_Pfiii",
+      "void my_gemv<float>(float const*, float const*, float*, int)",
+  };
+  for (size_t i = 0; i < sizeof other_names / sizeof other_names[0]; i++)
+    if (mp_kernel_library(other_names[i]) != MP_KLIB_OTHER_GEMM)
+      fail_msg("%s: not another GEMM (%d)", other_names[i], mp_kernel_library(other_names[i]));
+  assert_string_equal(mp_kernel_lib_name(MP_KLIB_OTHER_GEMM), "other_gemm");
+  assert_false(mp_kernel_lib_hooked(MP_KLIB_OTHER_GEMM));
+  assert_int_equal(mp_kernel_library("void at::native::vectorized_elementwise_kernel<4>(...)"),
+                   MP_KLIB_NONE);
   assert_string_equal(mp_kernel_lib_name(MP_KLIB_CUTLASS), "cutlass");
   assert_false(mp_kernel_lib_hooked(MP_KLIB_CUTLASS));
   assert_int_equal(mp_kernel_library("triton_poi_fused_add_0"), MP_KLIB_NONE);

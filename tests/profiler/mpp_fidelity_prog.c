@@ -17,6 +17,9 @@
  *              from dlsym on its handle) runs one 8x8x8 cublasSgemm_v2; no
  *              cuBLAS call goes through an interposable symbol, but its
  *              kernel reaches CUPTI
+ *   gemv       what PyTorch does for an fp32 torch.mv: cublasSgemv_v2 (not hooked
+ *              by mpprof) of an 8x8 A holding (i % 7) - 3 by x 1..8, N and T,
+ *              beside one 8x8x8 cublasSgemm_v2 (hooked) of the same A
  *   cudnnmm    cuDNN backend matmul graph, fp16 [1,4,8] x [1,8,4] -> fp16, with
  *              CUDNN_ATTR_MATMUL_COMP_TYPE = CUDNN_DATA_FLOAT, executed twice
  *              with one plan and two variant packs: A holds 0..4, then
@@ -374,6 +377,38 @@ static int mode_privblas(void) {
     s += c[i] * (i + 1);
   printf("privblas checksum %.17g\n", s);
   CK(destroy(hb));
+  return 0;
+}
+
+static int mode_gemv(void) {
+  enum { M = 8 };
+  float a[M * M], x[M], y[M] = {0}, c[M * M] = {0};
+  for (int i = 0; i < M * M; i++)
+    a[i] = (float)(i % 7) - 3;
+  for (int i = 0; i < M; i++)
+    x[i] = (float)(i + 1);
+  float *da = upload(a, sizeof a), *dx = upload(x, sizeof x), *dy = upload(y, sizeof y),
+        *dc = upload(c, sizeof c);
+  cublasHandle_t h;
+  CK(cublasCreate_v2(&h));
+  const float one = 1, zero = 0;
+  range("gemv");
+  CK(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, M, M, M, &one, da, M, da, M, &zero, dc, M));
+  CK(cublasSgemv_v2(h, CUBLAS_OP_N, M, M, &one, da, M, dx, 1, &zero, dy, 1));
+  CK(cudaMemcpy(y, dy, sizeof y, cudaMemcpyDeviceToHost));
+  double s = 0;
+  for (int i = 0; i < M; i++)
+    s += y[i] * (i + 1);
+  CK(cublasSgemv_v2(h, CUBLAS_OP_T, M, M, &one, da, M, dx, 1, &zero, dy, 1));
+  range_end();
+  CK(cudaMemcpy(y, dy, sizeof y, cudaMemcpyDeviceToHost));
+  for (int i = 0; i < M; i++)
+    s += y[i] * (i + 101);
+  CK(cudaMemcpy(c, dc, sizeof c, cudaMemcpyDeviceToHost));
+  for (int i = 0; i < M * M; i++)
+    s += c[i] * (i + 1);
+  printf("gemv checksum %.17g\n", s);
+  CK(cublasDestroy_v2(h));
   return 0;
 }
 
@@ -1120,6 +1155,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "fp8sat")) return mode_fp8sat(false);
   if (!strcmp(mode, "fp8fast")) return mode_fp8sat(true);
   if (!strcmp(mode, "privblas")) return mode_privblas();
+  if (!strcmp(mode, "gemv")) return mode_gemv();
   if (!strcmp(mode, "alpha0")) return mode_alpha0();
   if (!strcmp(mode, "ltvec")) return mode_ltvec();
   if (!strcmp(mode, "ltbias")) return mode_ltbias();

@@ -568,6 +568,35 @@ static void library_kernels_without_intercepted_calls_are_reported(void **state)
   cJSON_Delete(raw);
 }
 
+/* cublasSgemv (what PyTorch runs for an fp32 torch.mv) is not hooked: its
+ * kernels reach CUPTI outside every call while the program's cublasSgemm
+ * was intercepted; the raw file counts them as cuBLAS's and the report says
+ * so (library_calls_not_hooked), not that cuBLAS was a private copy. */
+static void library_kernels_outside_intercepted_calls_are_reported(void **state) {
+  (void)state;
+  const char *dir = outdir("gemv");
+  cJSON *raw = run_mode(dir, "gemv", NULL);
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(raw, "sites")), 1);
+  if (!str_is(raw, "cupti.status", "ok")) {
+    cJSON_Delete(raw);
+    skip();
+  }
+  assert_int_equal(num(raw, "cupti.unattributed_kernels.cublas.kernels"), 2);
+  assert_non_null(strstr(get(raw, "cupti.unattributed_kernels.cublas.example")->valuestring,
+                         "gemv2T_kernel_val"));
+  cJSON *rep = load_json(dir, "report.json");
+  assert_false(has_finding(rep, "library_not_intercepted"));
+  cJSON *f, *found = NULL;
+  cJSON_ArrayForEach(f, cJSON_GetObjectItem(rep, "findings")) {
+    if (str_is(f, "kind", "library_calls_not_hooked")) found = f;
+  }
+  assert_non_null(found);
+  assert_int_equal(num(found, "evidence.kernels"), 2);
+  assert_non_null(strstr(get(found, "message")->valuestring, "cublasSgemv"));
+  cJSON_Delete(rep);
+  cJSON_Delete(raw);
+}
+
 static void tc_counters_say_when_they_decided_nothing(void **state) {
   (void)state;
   const char *dir = outdir("tcgrouped");
@@ -648,6 +677,7 @@ int main(void) {
       cmocka_unit_test(fp8_fast_accumulation_is_recorded_and_reported),
       cmocka_unit_test(a_scaled_fp8_call_is_shadowed_at_its_scales),
       cmocka_unit_test(library_kernels_without_intercepted_calls_are_reported),
+      cmocka_unit_test(library_kernels_outside_intercepted_calls_are_reported),
       cmocka_unit_test(tc_counters_say_when_they_decided_nothing),
       cmocka_unit_test(cublas_through_dlsym_on_its_handle_is_recorded),
       cmocka_unit_test(cublas_through_dlsym_on_a_deepbind_handle_is_recorded),

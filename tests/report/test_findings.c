@@ -41,6 +41,7 @@ static const char *const tested[] = {
     "tc_counters_unavailable",
     "tc_counters_unmatched",
     "library_not_intercepted",
+    "library_calls_not_hooked",
     "matrix_kernels_not_hooked",
     "loss_scale_overflow",
     "dead_gradient",
@@ -1128,6 +1129,60 @@ static void matrix_kernels_not_hooked(void **state) {
   assert_string_equal(f->severity, "medium");
   assert_non_null(strstr(f->action, "tensor-wise scales goes through cuBLASLt"));
   assert_null(strstr(f->action, "math SDPA backend"));
+  /* GEMMs of no library at all (the program's own, DeepGEMM): named so, not
+   * as cuBLAS kernels of a statically linked copy */
+  cJSON_Delete(m.procs[0].unattributed_kernels);
+  m.procs[0].unattributed_kernels =
+      cJSON_Parse("{\"other_gemm\": {\"kernels\": 2, \"gpu_ns\": 50000, \"example\": "
+                  "\"void deep_gemm::fp8_gemm_kernel<128u>(float*)\"}}");
+  assert_int_equal(run(&m, "matrix_kernels_not_hooked"), 1);
+  f = &m.findings[m.n_findings - 1];
+  assert_non_null(strstr(f->message, "2 other GEMM (the program's own, Triton, DeepGEMM, "
+                                     "TensorRT) kernel launches (0.05 ms GPU, e.g. "
+                                     "void deep_gemm::fp8_gemm_kernel<128u>(float*))"));
+  assert_string_equal(f->severity, "info"); /* 0.05 of 1.05 ms: under 10% */
+  assert_int_equal(run(&m, "library_not_intercepted"), 0);
+  mpprof_model_free(&m);
+}
+
+/* cuBLAS kernels outside every hooked call while cuBLAS calls were
+ * intercepted (cublasSgemv, say): said, with their share of the matrix
+ * kernels' GPU time; nothing while no cuBLAS call was intercepted (that is
+ * library_not_intercepted's) or no such kernel ran. */
+static void library_calls_not_hooked(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  m.procs = calloc(1, sizeof *m.procs);
+  m.n_procs = 1;
+  m.sites = calloc(1, sizeof *m.sites);
+  m.n_sites = 1;
+  m.sites[0].api = "cublasSgemm_v2";
+  assert_int_equal(run(&m, "library_calls_not_hooked"), 0); /* no such kernel */
+  m.procs[0].unattributed_kernels =
+      cJSON_Parse("{\"cublas\": {\"kernels\": 5, \"gpu_ns\": 1000000, \"example\": "
+                  "\"void gemv2T_kernel_val<int, int, float>(...)\"}, \"cudnn\": {\"kernels\": 9, "
+                  "\"gpu_ns\": 9000000, \"example\": \"cudnn::bn_fw_tr_1C11_kernel_NCHW\"}}");
+  m.tc.gemm_conv_kernel_ns = 3000000; /* 1 ms of 4: 25% */
+  assert_int_equal(run(&m, "library_calls_not_hooked"), 1);
+  const mpprof_finding *f = &m.findings[m.n_findings - 1];
+  if (!strstr(f->message, "5 cuBLAS/cuBLASLt kernel launches (1 ms GPU, e.g. void "
+                          "gemv2T_kernel_val<int, int, float>(...)) outside every "
+                          "cuBLAS/cuBLASLt call mpprof intercepted: 25% of the matrix kernels'") ||
+      !strstr(f->message, "cublasSgemv"))
+    fail_msg("%s", f->message);
+  assert_string_equal(f->severity, "medium");
+  double share = 0;
+  assert_int_equal(
+      mpprof_json_get_double(cJSON_GetObjectItem(f->evidence, "share_of_matrix_gpu_time"), &share),
+      0);
+  assert_true(share == 0.25);
+  m.tc.gemm_conv_kernel_ns = 9100000; /* just under 10% */
+  assert_int_equal(run(&m, "library_calls_not_hooked"), 1);
+  assert_string_equal(m.findings[m.n_findings - 1].severity, "info");
+  m.sites[0].api = "cudnnConvolutionForward"; /* no cuBLAS call intercepted */
+  assert_int_equal(run(&m, "library_calls_not_hooked"), 0);
+  assert_int_equal(run(&m, "library_not_intercepted"), 1);
   mpprof_model_free(&m);
 }
 
@@ -1262,6 +1317,7 @@ int main(void) {
       cmocka_unit_test(ranks_missing),
       cmocka_unit_test(no_kernel_data),
       cmocka_unit_test(library_not_intercepted),
+      cmocka_unit_test(library_calls_not_hooked),
       cmocka_unit_test(matrix_kernels_not_hooked),
       cmocka_unit_test(tc_counters_unavailable),
       cmocka_unit_test(tc_counters_unmatched),

@@ -497,6 +497,87 @@ DEFINE_BATCHED('S', cublasSgemmBatched, float)
 DEFINE_BATCHED('D', cublasDgemmBatched, double)
 DEFINE_BATCHED('H', cublasHgemmBatched, sim_half)
 
+/* Matrix-vector products (cublasSgemv / cublasDgemv): y = alpha op(A) x +
+ * beta y, A m x n column-major. Argument rules of the cuBLAS documentation:
+ * INVALID_VALUE when m or n < 0, incx or incy is 0, or trans is none of
+ * N/T/C; nothing launched when m or n is 0. One "kernel" named as cuBLAS's
+ * GEMV kernels are (kernel_names.def, a GEMM with n = 1). mpprof does not
+ * hook these: their kernels are what CUPTI sees outside its calls. */
+static cublasStatus_t run_gemv(cublasHandle_t handle, cublasOperation_t trans, int64_t m, int64_t n,
+                               int64_t lda, int64_t incx, int64_t incy, int dt,
+                               void (*body)(const void *ctx, int64_t rows, int64_t cols),
+                               const void *ctx) {
+  if (!handle_ok(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (trans != CUBLAS_OP_N && trans != CUBLAS_OP_T && trans != CUBLAS_OP_C)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (m < 0 || n < 0 || incx == 0 || incy == 0) return CUBLAS_STATUS_INVALID_VALUE;
+  if (handle->pointer_mode != CUBLAS_POINTER_MODE_HOST) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  int64_t rows = trans == CUBLAS_OP_N ? m : n, cols = trans == CUBLAS_OP_N ? n : m;
+  simcuda_gemm_shape g = {.a_type = dt,
+                          .b_type = dt,
+                          .c_type = dt,
+                          .d_type = dt,
+                          .compute = dt == CUDA_R_64F ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F,
+                          .op_a = trans == CUBLAS_OP_N ? 'N' : 'T',
+                          .op_b = 'N',
+                          .m = (uint64_t)rows,
+                          .n = 1,
+                          .k = (uint64_t)cols,
+                          .batch = 1,
+                          .aligned = lda % 4 == 0 && incx == 1 && incy == 1};
+  simcuda_kernel k = {.stream = (CUstream)handle->stream};
+  k.name = simcuda_gemm_kernel_name(&g, k.grid, k.block);
+  uint64_t token = simcuda_kernel_start(&k);
+  body(ctx, rows, cols);
+  simcuda_kernel_finish(&k, token);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+/* One gemv body per element type: element (i, j) of op(A) is A[i + j*lda]
+ * (N) or A[j + i*lda] (T, C: real data), sums in the element type's own
+ * precision in the order j = 0, 1, ...; a negative increment walks the
+ * vector from its end, as BLAS does. */
+#define DEFINE_GEMV(NAME, ELEM, DT)                                                                \
+  typedef struct NAME##_ctx {                                                                      \
+    cublasOperation_t trans;                                                                       \
+    ELEM alpha, beta;                                                                              \
+    const ELEM *A, *x;                                                                             \
+    ELEM *y;                                                                                       \
+    int64_t lda, incx, incy;                                                                       \
+  } NAME##_ctx;                                                                                    \
+  static void NAME##_body(const void *vctx, int64_t rows, int64_t cols) {                          \
+    const NAME##_ctx *c = vctx;                                                                    \
+    int64_t x0 = c->incx > 0 ? 0 : (cols - 1) * -c->incx;                                          \
+    int64_t y0 = c->incy > 0 ? 0 : (rows - 1) * -c->incy;                                          \
+    for (int64_t i = 0; i < rows; i++) {                                                           \
+      ELEM sum = 0;                                                                                \
+      for (int64_t j = 0; j < cols; j++) {                                                         \
+        ELEM a = c->trans == CUBLAS_OP_N ? c->A[i + j * c->lda] : c->A[j + i * c->lda];            \
+        sum += a * c->x[x0 + j * c->incx];                                                         \
+      }                                                                                            \
+      ELEM *y = &c->y[y0 + i * c->incy];                                                           \
+      *y = c->beta == 0 ? c->alpha * sum : c->alpha * sum + c->beta * *y;                          \
+    }                                                                                              \
+  }                                                                                                \
+  SIM_API cublasStatus_t NAME##_64(cublasHandle_t handle, cublasOperation_t trans, int64_t m,      \
+                                   int64_t n, const ELEM *alpha, const ELEM *A, int64_t lda,       \
+                                   const ELEM *x, int64_t incx, const ELEM *beta, ELEM *y,         \
+                                   int64_t incy) {                                                 \
+    if (handle_ok(handle) && m > 0 && n > 0 && (alpha == NULL || beta == NULL))                    \
+      return CUBLAS_STATUS_INVALID_VALUE;                                                          \
+    NAME##_ctx c = {trans, alpha ? *alpha : 0, beta ? *beta : 0, A, x, y, lda, incx, incy};        \
+    return run_gemv(handle, trans, m, n, lda, incx, incy, DT, NAME##_body, &c);                    \
+  }                                                                                                \
+  SIM_API cublasStatus_t NAME(cublasHandle_t handle, cublasOperation_t trans, int m, int n,        \
+                              const ELEM *alpha, const ELEM *A, int lda, const ELEM *x, int incx,  \
+                              const ELEM *beta, ELEM *y, int incy) {                               \
+    return NAME##_64(handle, trans, m, n, alpha, A, lda, x, incx, beta, y, incy);                  \
+  }
+
+DEFINE_GEMV(cublasSgemv_v2, float, CUDA_R_32F)
+DEFINE_GEMV(cublasDgemv_v2, double, CUDA_R_64F)
+
 SIM_API cublasStatus_t cublasSgemmEx_64(GEMM_HEAD, int64_t m, int64_t n, int64_t k,
                                         const float *alpha, const void *A, cudaDataType Atype,
                                         int64_t lda, const void *B, cudaDataType Btype, int64_t ldb,

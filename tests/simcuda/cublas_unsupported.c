@@ -11,19 +11,6 @@ static cublasStatus_t unsupported(const char *name) {
   return CUBLAS_STATUS_NOT_SUPPORTED;
 }
 
-SIM_API cublasStatus_t cublasSgemv_v2(cublasHandle_t handle, cublasOperation_t trans, int m, int n,
-                                      const float *alpha, const float *A, int lda, const float *x,
-                                      int incx, const float *beta, float *y, int incy) {
-  return unsupported("cublasSgemv_v2");
-}
-
-SIM_API cublasStatus_t cublasDgemv_v2(cublasHandle_t handle, cublasOperation_t trans, int m, int n,
-                                      const double *alpha, const double *A, int lda,
-                                      const double *x, int incx, const double *beta, double *y,
-                                      int incy) {
-  return unsupported("cublasDgemv_v2");
-}
-
 SIM_API cublasStatus_t cublasCgemv_v2(cublasHandle_t handle, cublasOperation_t trans, int m, int n,
                                       const cuComplex *alpha, const cuComplex *A, int lda,
                                       const cuComplex *x, int incx, const cuComplex *beta,

@@ -14,7 +14,7 @@ import re
 import sys
 
 CUBLAS = """
-cublasSgemv_v2 cublasDgemv_v2 cublasCgemv_v2 cublasZgemv_v2
+cublasCgemv_v2 cublasZgemv_v2
 cublasSdot_v2 cublasDdot_v2 cublasCdotu_v2 cublasCdotc_v2 cublasZdotu_v2 cublasZdotc_v2 cublasDotEx
 cublasCgemm_v2 cublasZgemm_v2 cublasCgemm3m cublasCgemmStridedBatched cublasZgemmStridedBatched
 cublasCgemmBatched cublasZgemmBatched

@@ -688,12 +688,70 @@ static void copies_check_sizes_increments_and_leading_dimensions_like_cublas(voi
  * cuBLAS's own status and leaves the output alone. */
 static void routines_simcuda_does_not_emulate_are_not_supported(void **state) {
   cublasHandle_t h = *state;
-  float A[4] = {1, 2, 3, 4}, x[2] = {1, 1}, y[2] = {-1, -1}, alpha = 1, beta = 0, r = -1;
-  assert_int_equal(cublasSgemv(h, CUBLAS_OP_N, 2, 2, &alpha, A, 2, x, 1, &beta, y, 1),
+  float x[2] = {1, 1}, r = -1;
+  cuComplex cA[4] = {{1, 0}, {2, 0}, {3, 0}, {4, 0}}, cx[2] = {{1, 0}, {1, 0}},
+            cy[2] = {{-1, 0}, {-1, 0}}, calpha = {1, 0}, cbeta = {0, 0};
+  assert_int_equal(cublasCgemv(h, CUBLAS_OP_N, 2, 2, &calpha, cA, 2, cx, 1, &cbeta, cy, 1),
                    CUBLAS_STATUS_NOT_SUPPORTED);
-  assert_true(y[0] == -1 && y[1] == -1);
+  assert_true(cy[0].x == -1 && cy[1].x == -1);
   assert_int_equal(cublasSdot(h, 2, x, 1, x, 1, &r), CUBLAS_STATUS_NOT_SUPPORTED);
   assert_true(r == -1);
+}
+
+/* cublasSgemv / cublasDgemv: y = alpha op(A) x + beta y against a direct
+ * sum, N and T, a padded lda, negative and strided increments; the
+ * documented argument checks (m, n < 0, incx or incy 0, a bad op:
+ * INVALID_VALUE; no handle: NOT_INITIALIZED); m = 0 leaves y alone. */
+static void gemv_matches_reference_and_checks_arguments(void **state) {
+  cublasHandle_t h = *state;
+  enum { M = 3, N = 4, LDA = 5 };
+  float A[LDA * N];
+  double Ad[LDA * N];
+  for (int i = 0; i < LDA * N; i++)
+    Ad[i] = A[i] = (float)((i * 7) % 11) - 5;
+  float x[2 * N], y[2 * N];
+  double xd[2 * N], yd[2 * N];
+  for (int t = 0; t < 2; t++) {
+    cublasOperation_t op = t ? CUBLAS_OP_T : CUBLAS_OP_N;
+    int rows = t ? N : M, cols = t ? M : N;
+    for (int i = 0; i < 2 * N; i++) {
+      xd[i] = x[i] = (float)(i + 1);
+      yd[i] = y[i] = (float)(10 * i);
+    }
+    float alpha = 2, beta = 0.5f;
+    double alphad = 2, betad = 0.5;
+    /* x walked backwards (incx -2), y forwards with a gap (incy 2) */
+    assert_int_equal(cublasSgemv(h, op, M, N, &alpha, A, LDA, x, -2, &beta, y, 2),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasDgemv(h, op, M, N, &alphad, Ad, LDA, xd, -2, &betad, yd, 2),
+                     CUBLAS_STATUS_SUCCESS);
+    for (int i = 0; i < rows; i++) {
+      double sum = 0;
+      for (int j = 0; j < cols; j++) {
+        double a = t ? A[j + i * LDA] : A[i + j * LDA];
+        sum += a * (double)(2 * (cols - 1 - j) + 1); /* x[(cols-1-j)*2] */
+      }
+      double want = 2 * sum + 0.5 * (10 * 2 * i);
+      assert_true(y[2 * i] == (float)want);
+      assert_true(yd[2 * i] == want);
+      assert_true(y[2 * i + 1] == (float)(10 * (2 * i + 1))); /* the gap is untouched */
+    }
+  }
+  float one = 1, zero = 0, y0[2] = {-1, -1};
+  assert_int_equal(cublasSgemv(h, CUBLAS_OP_N, 0, 2, &one, A, 1, x, 1, &zero, y0, 1),
+                   CUBLAS_STATUS_SUCCESS);
+  assert_true(y0[0] == -1 && y0[1] == -1);
+  assert_int_equal(cublasSgemv(h, CUBLAS_OP_N, -1, 2, &one, A, 1, x, 1, &zero, y0, 1),
+                   CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(cublasSgemv(h, CUBLAS_OP_N, 2, 2, &one, A, 2, x, 0, &zero, y0, 1),
+                   CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(cublasSgemv(h, CUBLAS_OP_N, 2, 2, &one, A, 2, x, 1, &zero, y0, 0),
+                   CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(cublasSgemv(h, (cublasOperation_t)7, 2, 2, &one, A, 2, x, 1, &zero, y0, 1),
+                   CUBLAS_STATUS_INVALID_VALUE);
+  assert_int_equal(cublasSgemv(NULL, CUBLAS_OP_N, 2, 2, &one, A, 2, x, 1, &zero, y0, 1),
+                   CUBLAS_STATUS_NOT_INITIALIZED);
+  assert_true(y0[0] == -1 && y0[1] == -1);
 }
 
 /* cublasSetStream keeps the stream as an opaque value: a handle whose
@@ -749,6 +807,7 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(routines_simcuda_does_not_emulate_are_not_supported, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(gemv_matches_reference_and_checks_arguments, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
