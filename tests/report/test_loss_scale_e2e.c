@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "rawgen.h"
+#include "report_fixture.h"
 
 static const char *mpprof, *mlp_train, *simcuda, *workdir;
 
@@ -73,36 +74,8 @@ static cJSON *profile(const char *name, const char *precision, const char *scale
   return rep;
 }
 
-static const cJSON *get(const cJSON *o, const char *path) {
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", path);
-  for (char *k = strtok(buf, "."); k && o; k = strtok(NULL, "."))
-    o = cJSON_GetObjectItemCaseSensitive(o, k);
-  return o;
-}
-
-static const cJSON *layer(const cJSON *rep, const char *name) {
-  const cJSON *l;
-  cJSON_ArrayForEach(l, cJSON_GetObjectItem(rep, "layers")) {
-    if (!strcmp(cJSON_GetObjectItem(l, "name")->valuestring, name)) return l;
-  }
-  fail_msg("no layer %s", name);
-  return NULL;
-}
-
-static const cJSON *finding(const cJSON *rep, const char *kind, const char *layer_name) {
-  const cJSON *f;
-  cJSON_ArrayForEach(f, cJSON_GetObjectItem(rep, "findings")) {
-    const cJSON *l = cJSON_GetObjectItem(f, "layer");
-    if (!strcmp(cJSON_GetObjectItem(f, "kind")->valuestring, kind) &&
-        (!layer_name || (cJSON_IsString(l) && !strcmp(l->valuestring, layer_name))))
-      return f;
-  }
-  return NULL;
-}
-
 static int window(const cJSON *rep, int i) {
-  const cJSON *w = get(rep, "loss_scale.window_log2");
+  const cJSON *w = rf_get(rep, "loss_scale.window_log2");
   assert_true(cJSON_IsArray(w));
   return (int)cJSON_GetArrayItem(w, i)->valuedouble;
 }
@@ -114,14 +87,14 @@ static void fp16_at_65536_gives_the_window_of_the_fp32_run(void **state) {
   assert_true(abs(window(fp16, 0) - window(fp32, 0)) <= 1);
   assert_true(abs(window(fp16, 1) - window(fp32, 1)) <= 1);
   assert_true(window(fp16, 0) >= 10); /* absolute: not the at-scale [2^-2, 2^2] */
-  assert_true(cJSON_IsTrue(get(fp16, "loss_scale.applied.known")));
-  assert_true(get(fp16, "loss_scale.applied.min")->valuedouble == 65536);
-  assert_true(get(fp16, "loss_scale.applied.last")->valuedouble == 65536);
-  assert_int_equal(cJSON_GetArraySize(get(fp16, "loss_scale.applied.per_step")), 1);
+  assert_true(cJSON_IsTrue(rf_get(fp16, "loss_scale.applied.known")));
+  assert_true(rf_get(fp16, "loss_scale.applied.min")->valuedouble == 65536);
+  assert_true(rf_get(fp16, "loss_scale.applied.last")->valuedouble == 65536);
+  assert_int_equal(cJSON_GetArraySize(rf_get(fp16, "loss_scale.applied.per_step")), 1);
   /* 2^16 is inside the window: the applied-scale finding says fine. */
-  const cJSON *f = finding(fp16, "loss_scale_applied", NULL);
+  const cJSON *f = rf_finding(fp16, "loss_scale_applied", NULL);
   assert_non_null(f);
-  assert_string_equal(get(f, "evidence.verdict")->valuestring, "fine");
+  assert_string_equal(rf_get(f, "evidence.verdict")->valuestring, "fine");
   cJSON_Delete(fp32);
   cJSON_Delete(fp16);
 }
@@ -129,32 +102,32 @@ static void fp16_at_65536_gives_the_window_of_the_fp32_run(void **state) {
 static void fp16_at_2_30_gives_a_high_finding_naming_the_scale(void **state) {
   (void)state;
   cJSON *rep = profile("fp16-2p30", "fp16", "1073741824");
-  const cJSON *f = finding(rep, "loss_scale_overflow", "step/mlp/fc3");
+  const cJSON *f = rf_finding(rep, "loss_scale_overflow", "step/mlp/fc3");
   assert_non_null(f);
   assert_string_equal(cJSON_GetObjectItem(f, "severity")->valuestring, "high");
   const char *msg = cJSON_GetObjectItem(f, "message")->valuestring;
   assert_non_null(strstr(msg, "loss scale 2^30"));
   assert_true(strstr(msg, "loss scale 2^30") < strstr(msg, "Inf/NaN")); /* the scale first */
   assert_non_null(strstr(msg, "marked steps were skipped"));
-  assert_true(get(rep, "loss_scale.applied.skipped_steps")->valuedouble >= 1);
+  assert_true(rf_get(rep, "loss_scale.applied.skipped_steps")->valuedouble >= 1);
   /* Gradients never seen finite: no fp16 verdict rests on them. */
-  assert_true(cJSON_IsNull(get(layer(rep, "step/mlp/fc3"), "advice.recommended")));
+  assert_true(cJSON_IsNull(rf_get(rf_layer(rep, "step/mlp/fc3"), "advice.recommended")));
   cJSON_Delete(rep);
 }
 
 static void fp16_at_1_flushes_fc1_gradients_dead_and_gives_no_verdict(void **state) {
   (void)state;
   cJSON *rep = profile("fp16-1", "fp16", "1");
-  const cJSON *f = finding(rep, "dead_gradient", "step/mlp/fc1");
+  const cJSON *f = rf_finding(rep, "dead_gradient", "step/mlp/fc1");
   assert_non_null(f);
   assert_string_equal(cJSON_GetObjectItem(f, "severity")->valuestring, "high");
   assert_non_null(
       strstr(cJSON_GetObjectItem(f, "message")->valuestring, "zero in all 4 scanned calls"));
-  assert_true(cJSON_IsNull(get(layer(rep, "step/mlp/fc1"), "advice.recommended")));
+  assert_true(cJSON_IsNull(rf_get(rf_layer(rep, "step/mlp/fc1"), "advice.recommended")));
   /* and the scale the program used is too low for the window */
-  const cJSON *a = finding(rep, "loss_scale_applied", NULL);
+  const cJSON *a = rf_finding(rep, "loss_scale_applied", NULL);
   assert_non_null(a);
-  assert_string_equal(get(a, "evidence.verdict")->valuestring, "too_low");
+  assert_string_equal(rf_get(a, "evidence.verdict")->valuestring, "too_low");
   cJSON_Delete(rep);
 }
 
@@ -172,17 +145,17 @@ static void mlp_train_prints_the_reports_share_of_fc2_backward_d(void **state) {
                           "non-zero values: at scale 1: %lf%%",
                           &of, &pct),
                    2);
-  const cJSON *s = get(layer(rep, "step/mlp/fc2"), "shares.fp16_underflow");
-  assert_string_equal(get(s, "tensor")->valuestring, "backward.D");
-  assert_true(get(s, "of")->valuedouble == (double)of);
+  const cJSON *s = rf_get(rf_layer(rep, "step/mlp/fc2"), "shares.fp16_underflow");
+  assert_string_equal(rf_get(s, "tensor")->valuestring, "backward.D");
+  assert_true(rf_get(s, "of")->valuedouble == (double)of);
   char mine[32];
-  snprintf(mine, sizeof mine, "%.3g", get(s, "pct")->valuedouble);
+  snprintf(mine, sizeof mine, "%.3g", rf_get(s, "pct")->valuedouble);
   char theirs[32];
   snprintf(theirs, sizeof theirs, "%.3g", pct);
   assert_string_equal(mine, theirs);
   /* the layer table's column is the same number */
-  assert_true(get(layer(rep, "step/mlp/fc2"), "percent.fp16_underflow")->valuedouble ==
-              get(s, "pct")->valuedouble);
+  assert_true(rf_get(rf_layer(rep, "step/mlp/fc2"), "percent.fp16_underflow")->valuedouble ==
+              rf_get(s, "pct")->valuedouble);
   free(out);
   cJSON_Delete(rep);
 }

@@ -14,55 +14,17 @@
 #include <cmocka.h>
 
 #include "rawgen.h"
+#include "report_fixture.h"
 #include "report/diff.h"
 #include "report/report.h"
 #include "report/report_internal.h"
 #include "report/tensorio/stats_json.h"
 
-static const rg_proc P0 = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
 static const rg_proc P1 = {"node02", 200, 1, 1, true, "ok", "9.0", "./train"};
 
-static cJSON *report_of(const char *dir) {
-  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
-  assert_int_equal(mpprof_report_generate(&o), 0);
-  cJSON *r = rg_read_json(dir, "report.json");
-  assert_non_null(r);
-  return r;
-}
-
-static cJSON *get(const cJSON *o, const char *path) {
-  /* "a.b.c" */
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", path);
-  const cJSON *cur = o;
-  for (char *save = NULL, *k = strtok_r(buf, ".", &save); k && cur; k = strtok_r(NULL, ".", &save))
-    cur = cJSON_GetObjectItemCaseSensitive(cur, k);
-  return (cJSON *)cur;
-}
-
-static cJSON *layer(const cJSON *rep, const char *name) {
-  const cJSON *l;
-  cJSON_ArrayForEach(l, get(rep, "layers")) {
-    if (!strcmp(get(l, "name")->valuestring, name)) return (cJSON *)l;
-  }
-  fail_msg("no layer %s", name);
-  return NULL;
-}
-
 static const char *recommended(const cJSON *rep, const char *name) {
-  const cJSON *r = get(layer(rep, name), "advice.recommended");
+  const cJSON *r = rf_get(rf_layer(rep, name), "advice.recommended");
   return cJSON_IsString(r) ? r->valuestring : "null";
-}
-
-static bool has_finding(const cJSON *rep, const char *kind, const char *layer_name) {
-  const cJSON *f;
-  cJSON_ArrayForEach(f, get(rep, "findings")) {
-    const cJSON *l = get(f, "layer");
-    if (!strcmp(get(f, "kind")->valuestring, kind) &&
-        (!layer_name || (cJSON_IsString(l) && !strcmp(l->valuestring, layer_name))))
-      return true;
-  }
-  return false;
 }
 
 /* A forward GEMM with fp16 inputs in [2^-8, 2^4] and output magnitudes [2^lo, 2^hi]. */
@@ -91,25 +53,25 @@ static void sites_with_the_same_key_merge_across_ranks(void **state) {
   char *dir = rg_tmpdir("merge");
   rg_file r;
   for (int p = 0; p < 2; p++) {
-    assert_int_equal(rg_begin(&r, dir, p ? "node02-200.json" : "node01-100.json", p ? &P1 : &P0),
+    assert_int_equal(rg_begin(&r, dir, p ? "node02-200.json" : "node01-100.json", p ? &P1 : &RF_P0),
                      0);
     rg_site_end(&r, fwd_site(7, "net/fc1/fwd", -4, 4 + p)); /* same key, different values */
     if (p) rg_site_end(&r, fwd_site(8, "net/fc2/fwd", -4, 4));
     assert_int_equal(rg_end(&r), 0);
   }
-  cJSON *rep = report_of(dir);
-  assert_int_equal(cJSON_GetArraySize(get(rep, "sites")), 2);
-  assert_int_equal(cJSON_GetArraySize(get(rep, "processes")), 2);
-  const cJSON *s = cJSON_GetArrayItem(get(rep, "sites"), 0);
-  assert_string_equal(get(s, "layer")->valuestring, "net/fc1/fwd");
-  assert_int_equal(get(s, "calls")->valuedouble, 20);
-  assert_int_equal(get(s, "ranks.0")->valuedouble, 10);
-  assert_int_equal(get(s, "ranks.1")->valuedouble, 10);
-  assert_int_equal(get(s, "tensors.D.count")->valuedouble, 800);
-  assert_true(get(s, "tensors.D.absmax")->valuedouble == 32.0); /* max over ranks: 2^5 */
-  const cJSON *s2 = cJSON_GetArrayItem(get(rep, "sites"), 1);
-  assert_int_equal(get(s2, "calls")->valuedouble, 10);
-  assert_null(get(s2, "ranks.0"));
+  cJSON *rep = rf_report_of(dir);
+  assert_int_equal(cJSON_GetArraySize(rf_get(rep, "sites")), 2);
+  assert_int_equal(cJSON_GetArraySize(rf_get(rep, "processes")), 2);
+  const cJSON *s = cJSON_GetArrayItem(rf_get(rep, "sites"), 0);
+  assert_string_equal(rf_get(s, "layer")->valuestring, "net/fc1/fwd");
+  assert_int_equal(rf_get(s, "calls")->valuedouble, 20);
+  assert_int_equal(rf_get(s, "ranks.0")->valuedouble, 10);
+  assert_int_equal(rf_get(s, "ranks.1")->valuedouble, 10);
+  assert_int_equal(rf_get(s, "tensors.D.count")->valuedouble, 800);
+  assert_true(rf_get(s, "tensors.D.absmax")->valuedouble == 32.0); /* max over ranks: 2^5 */
+  const cJSON *s2 = cJSON_GetArrayItem(rf_get(rep, "sites"), 1);
+  assert_int_equal(rf_get(s2, "calls")->valuedouble, 10);
+  assert_null(rf_get(s2, "ranks.0"));
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
@@ -119,15 +81,15 @@ static void sites_that_differ_in_dtype_stay_apart(void **state) {
   (void)state;
   char *dir = rg_tmpdir("dtype");
   rg_file r;
-  rg_begin(&r, dir, "a.json", &P0);
+  rg_begin(&r, dir, "a.json", &RF_P0);
   rg_site_end(&r, rg_gemm(0, "cublasGemmEx", "l/fwd", "A=fp16,B=fp16,D=fp32", "32F", "DEFAULT", 8,
                           8, 8, 1));
   rg_site_end(&r, rg_gemm(1, "cublasGemmEx", "l/fwd", "A=bf16,B=bf16,D=fp32", "32F", "DEFAULT", 8,
                           8, 8, 1));
   rg_end(&r);
-  cJSON *rep = report_of(dir);
-  assert_int_equal(cJSON_GetArraySize(get(rep, "sites")), 2);
-  assert_int_equal(cJSON_GetArraySize(get(rep, "layers")), 1);
+  cJSON *rep = rf_report_of(dir);
+  assert_int_equal(cJSON_GetArraySize(rf_get(rep, "sites")), 2);
+  assert_int_equal(cJSON_GetArraySize(rf_get(rep, "layers")), 1);
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
@@ -299,7 +261,7 @@ static void a_kernel_event_of_a_merging_site_names_its_own_files_kernel(void **s
   char *dir = rg_tmpdir("kevmerge");
   rg_file r;
   for (int p = 0; p < 2; p++) {
-    assert_int_equal(rg_begin(&r, dir, p ? "node02-200.json" : "node01-100.json", p ? &P1 : &P0),
+    assert_int_equal(rg_begin(&r, dir, p ? "node02-200.json" : "node01-100.json", p ? &P1 : &RF_P0),
                      0);
     cJSON *s = fwd_site(7, "net/fc1/fwd", -4, 4);
     rg_kernel(s, p ? "k_rank1_first" : "k_rank0", 10, 100);
@@ -311,8 +273,8 @@ static void a_kernel_event_of_a_merging_site_names_its_own_files_kernel(void **s
     fputs(",\"stream\":0,\"start_ns\":1000,\"end_ns\":2000}]}\n", r.f);
     assert_int_equal(fclose(r.f), 0);
   }
-  cJSON *rep = report_of(dir);
-  assert_int_equal(cJSON_GetArraySize(get(rep, "sites")), 1);
+  cJSON *rep = rf_report_of(dir);
+  assert_int_equal(cJSON_GetArraySize(rf_get(rep, "sites")), 1);
   cJSON_Delete(rep);
   char *trace = rg_read_text(dir, "trace.json", NULL);
   assert_non_null(trace);
@@ -331,7 +293,7 @@ static void stream_tracks_have_tids_perfetto_keeps(void **state) {
   (void)state;
   char *dir = rg_tmpdir("stream_tids");
   rg_file r;
-  assert_int_equal(rg_begin(&r, dir, "node01-100.json", &P0), 0);
+  assert_int_equal(rg_begin(&r, dir, "node01-100.json", &RF_P0), 0);
   cJSON *s = fwd_site(7, "net/fc1/fwd", -4, 4);
   rg_kernel(s, "k", 2, 100);
   rg_site_end(&r, s);
@@ -341,20 +303,20 @@ static void stream_tracks_have_tids_perfetto_keeps(void **state) {
         "\"end_ns\":4000}]}\n",
         r.f);
   assert_int_equal(fclose(r.f), 0);
-  cJSON_Delete(report_of(dir));
+  cJSON_Delete(rf_report_of(dir));
   cJSON *tr = rg_read_json(dir, "trace.json");
   assert_non_null(tr);
   const cJSON *e;
   int kernels = 0, names = 0;
-  cJSON_ArrayForEach(e, get(tr, "traceEvents")) {
-    double tid = get(e, "tid") ? get(e, "tid")->valuedouble : -1;
-    const char *ph = get(e, "ph")->valuestring;
-    if (!strcmp(ph, "X") && !strcmp(get(e, "cat")->valuestring, "kernel")) {
+  cJSON_ArrayForEach(e, rf_get(tr, "traceEvents")) {
+    double tid = rf_get(e, "tid") ? rf_get(e, "tid")->valuedouble : -1;
+    const char *ph = rf_get(e, "ph")->valuestring;
+    if (!strcmp(ph, "X") && !strcmp(rf_get(e, "cat")->valuestring, "kernel")) {
       kernels++;
       assert_true(tid == 0x1p30 + 13 || tid == 0x1p31 - 1);
     }
     if (!strcmp(ph, "M") && tid >= 0x1p30) {
-      const char *name = get(get(e, "args"), "name")->valuestring;
+      const char *name = rf_get(rf_get(e, "args"), "name")->valuestring;
       names++;
       assert_string_equal(name,
                           tid == 0x1p30 + 13 ? "GPU stream 13" : "GPU streams 1073741823 and up");
@@ -372,7 +334,7 @@ static void stream_tracks_have_tids_perfetto_keeps(void **state) {
 static void a_capped_timeline_is_marked_where_it_ends(void **state) {
   (void)state;
   char *dir = rg_tmpdir("timeline_cap");
-  const rg_proc *procs[] = {&P0, &P1};
+  const rg_proc *procs[] = {&RF_P0, &P1};
   const char *names[] = {"node01-100.json", "node02-200.json"};
   for (int i = 0; i < 2; i++) {
     rg_file r;
@@ -387,32 +349,32 @@ static void a_capped_timeline_is_marked_where_it_ends(void **state) {
                            "\"max_ranges\":100,\"ranges_dropped\":0,"
                            "\"kernel_events_dropped\":4000},\"cupti\":{"),
                    0);
-  cJSON_Delete(report_of(dir));
+  cJSON_Delete(rf_report_of(dir));
   cJSON *tr = rg_read_json(dir, "trace.json");
   assert_non_null(tr);
   const cJSON *e;
   int marks = 0;
-  cJSON_ArrayForEach(e, get(tr, "traceEvents")) {
-    if (strcmp(get(e, "ph")->valuestring, "i")) continue;
+  cJSON_ArrayForEach(e, rf_get(tr, "traceEvents")) {
+    if (strcmp(rf_get(e, "ph")->valuestring, "i")) continue;
     marks++;
-    assert_string_equal(get(e, "name")->valuestring,
+    assert_string_equal(rf_get(e, "name")->valuestring,
                         "timeline capped: later calls, kernels not recorded "
                         "(MPPROF_MAX_EVENTS, MPPROF_MAX_RANGES)");
-    const cJSON *args = get(e, "args");
-    assert_int_equal(get(args, "calls_dropped")->valueint, 5000);
-    assert_int_equal(get(args, "kernels_dropped")->valueint, 4000);
-    assert_int_equal(get(args, "ranges_dropped")->valueint, 0);
-    assert_int_equal(get(args, "max_events")->valueint, 2);
+    const cJSON *args = rf_get(e, "args");
+    assert_int_equal(rf_get(args, "calls_dropped")->valueint, 5000);
+    assert_int_equal(rf_get(args, "kernels_dropped")->valueint, 4000);
+    assert_int_equal(rf_get(args, "ranges_dropped")->valueint, 0);
+    assert_int_equal(rf_get(args, "max_events")->valueint, 2);
     /* node01's track: its last call ends 10.7 us after the first thing kept */
-    double pid = get(e, "pid")->valuedouble;
+    double pid = rf_get(e, "pid")->valuedouble;
     const cJSON *pn;
-    cJSON_ArrayForEach(pn, get(tr, "traceEvents")) {
-      if (strcmp(get(pn, "name")->valuestring, "process_name") ||
-          get(pn, "pid")->valuedouble != pid)
+    cJSON_ArrayForEach(pn, rf_get(tr, "traceEvents")) {
+      if (strcmp(rf_get(pn, "name")->valuestring, "process_name") ||
+          rf_get(pn, "pid")->valuedouble != pid)
         continue;
-      assert_string_equal(get(get(pn, "args"), "name")->valuestring, "node01 pid 100 rank 0");
+      assert_string_equal(rf_get(rf_get(pn, "args"), "name")->valuestring, "node01 pid 100 rank 0");
     }
-    assert_float_equal(get(e, "ts")->valuedouble, 10.7, 1e-9);
+    assert_float_equal(rf_get(e, "ts")->valuedouble, 10.7, 1e-9);
   }
   assert_int_equal(marks, 1);
   cJSON_Delete(tr);
@@ -428,7 +390,7 @@ static void trace_times_are_exact_to_the_nanosecond(void **state) {
   (void)state;
   char *dir = rg_tmpdir("exact_ns");
   rg_file r;
-  assert_int_equal(rg_begin(&r, dir, "node01-100.json", &P0), 0);
+  assert_int_equal(rg_begin(&r, dir, "node01-100.json", &RF_P0), 0);
   cJSON *s = fwd_site(7, "net/fc1/fwd", -4, 4);
   rg_kernel(s, "k_exact", 1, 1000);
   rg_site_end(&r, s);
@@ -465,7 +427,7 @@ static void trace_times_are_exact_to_the_nanosecond(void **state) {
   for (int fast = 1; fast >= 0; fast--) {
     mpprof_raw_fast_sites = fast;
     size_t fast_events = mpprof_raw_fast_events_read;
-    cJSON *rep = report_of(dir);
+    cJSON *rep = rf_report_of(dir);
     assert_int_equal(mpprof_raw_fast_events_read - fast_events, fast ? 1 : 0);
     cJSON_Delete(rep);
     char *rj = rg_read_text(dir, "report.json", NULL);
@@ -548,7 +510,7 @@ static void every_device_of_a_run_is_named_once(void **state) {
   /* one device: named as before */
   dir = rg_tmpdir("device");
   rg_file r;
-  assert_int_equal(rg_begin(&r, dir, "node01-100.json", &P0), 0);
+  assert_int_equal(rg_begin(&r, dir, "node01-100.json", &RF_P0), 0);
   rg_site_end(&r, fwd_site(7, "net/fc1/fwd", -4, 4));
   assert_int_equal(rg_end(&r), 0);
   text = NULL;
@@ -574,7 +536,7 @@ static void ranks_of_the_world_size_without_a_raw_file_are_named(void **state) {
     char *dir = rg_tmpdir("world");
     rg_file r;
     for (int p = 0; p < 2; p++) {
-      rg_proc P = p ? P1 : P0;
+      rg_proc P = p ? P1 : RF_P0;
       P.rank = 2 * p;
       const char *name = p ? "node02-200.json" : "node01-100.json";
       assert_int_equal(rg_begin(&r, dir, name, &P), 0);
@@ -592,21 +554,21 @@ static void ranks_of_the_world_size_without_a_raw_file_are_named(void **state) {
     assert_non_null(rep);
     char *html = rg_read_text(dir, "report.html", NULL);
     assert_non_null(html);
-    const cJSON *ws = get(cJSON_GetArrayItem(get(rep, "processes"), 1), "world_size");
+    const cJSON *ws = rf_get(cJSON_GetArrayItem(rf_get(rep, "processes"), 1), "world_size");
     if (old) {
       assert_true(cJSON_IsNull(ws));
-      assert_false(has_finding(rep, "ranks_missing", NULL));
+      assert_false(rf_finding(rep, "ranks_missing", NULL));
       assert_null(strstr(text, "not seen"));
       assert_null(strstr(html, "not seen"));
     } else {
       assert_int_equal(ws->valuedouble, 4);
-      assert_true(has_finding(rep, "ranks_missing", NULL));
+      assert_true(rf_finding(rep, "ranks_missing", NULL));
       const cJSON *f;
-      cJSON_ArrayForEach(f, get(rep, "findings")) {
-        if (strcmp(get(f, "kind")->valuestring, "ranks_missing")) continue;
-        assert_string_equal(get(f, "message")->valuestring, want);
-        assert_int_equal(get(f, "evidence.world_size")->valuedouble, 4);
-        assert_int_equal(get(f, "evidence.ranks_missing")->valuedouble, 2);
+      cJSON_ArrayForEach(f, rf_get(rep, "findings")) {
+        if (strcmp(rf_get(f, "kind")->valuestring, "ranks_missing")) continue;
+        assert_string_equal(rf_get(f, "message")->valuestring, want);
+        assert_int_equal(rf_get(f, "evidence.world_size")->valuedouble, 4);
+        assert_int_equal(rf_get(f, "evidence.ranks_missing")->valuedouble, 2);
       }
       /* One line in the summary, not a second one among the top findings. */
       char line[256];
@@ -631,7 +593,7 @@ static void a_file_skipped_after_its_sites_leaves_no_site_behind(void **state) {
   char *dir = rg_tmpdir("staged");
   rg_file r;
   static const rg_proc P2 = {"node03", 300, 1, 2, true, "ok", "9.0", "./train"};
-  const rg_proc *procs[] = {&P0, &P1, &P2};
+  const rg_proc *procs[] = {&RF_P0, &P1, &P2};
   const char *names[] = {"a-100.json", "b-200.json", "c-300.json"};
   for (int p = 0; p < 3; p++) {
     assert_int_equal(rg_begin(&r, dir, names[p], procs[p]), 0);
@@ -640,16 +602,16 @@ static void a_file_skipped_after_its_sites_leaves_no_site_behind(void **state) {
     rg_event(&r, p == 1 ? 99 : 8, 1000, 500, 7); /* b's refers to no site: b is skipped */
     assert_int_equal(rg_end(&r), 0);
   }
-  cJSON *rep = report_of(dir);
-  assert_int_equal(cJSON_GetArraySize(get(rep, "processes")), 2);
-  assert_int_equal(cJSON_GetArraySize(get(rep, "sites")), 2);
-  const cJSON *s0 = cJSON_GetArrayItem(get(rep, "sites"), 0),
-              *s1 = cJSON_GetArrayItem(get(rep, "sites"), 1);
-  assert_string_equal(get(s0, "layer")->valuestring, "net/fc1/fwd");
-  assert_int_equal(get(s0, "calls")->valuedouble, 20);
-  assert_string_equal(get(s1, "layer")->valuestring, "net/fc3/fwd");
-  assert_int_equal(get(s1, "calls")->valuedouble, 20);
-  assert_true(get(s1, "tensors.D.absmax")->valuedouble == 64.0); /* c's: 2^6, not b's */
+  cJSON *rep = rf_report_of(dir);
+  assert_int_equal(cJSON_GetArraySize(rf_get(rep, "processes")), 2);
+  assert_int_equal(cJSON_GetArraySize(rf_get(rep, "sites")), 2);
+  const cJSON *s0 = cJSON_GetArrayItem(rf_get(rep, "sites"), 0),
+              *s1 = cJSON_GetArrayItem(rf_get(rep, "sites"), 1);
+  assert_string_equal(rf_get(s0, "layer")->valuestring, "net/fc1/fwd");
+  assert_int_equal(rf_get(s0, "calls")->valuedouble, 20);
+  assert_string_equal(rf_get(s1, "layer")->valuestring, "net/fc3/fwd");
+  assert_int_equal(rf_get(s1, "calls")->valuedouble, 20);
+  assert_true(rf_get(s1, "tensors.D.absmax")->valuedouble == 64.0); /* c's: 2^6, not b's */
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
@@ -660,18 +622,18 @@ static void sites_that_differ_only_in_autotune_calls_merge(void **state) {
   char *dir = rg_tmpdir("autotune");
   rg_file r;
   for (int p = 0; p < 2; p++) {
-    assert_int_equal(rg_begin(&r, dir, p ? "node02-200.json" : "node01-100.json", p ? &P1 : &P0),
+    assert_int_equal(rg_begin(&r, dir, p ? "node02-200.json" : "node01-100.json", p ? &P1 : &RF_P0),
                      0);
     cJSON *s = fwd_site(3, "net/conv1/fwd", -4, 4);
     if (p) cJSON_AddNumberToObject(s, "autotune_calls", 3);
     rg_site_end(&r, s);
     assert_int_equal(rg_end(&r), 0);
   }
-  cJSON *rep = report_of(dir);
-  assert_int_equal(cJSON_GetArraySize(get(rep, "sites")), 1);
-  const cJSON *s = cJSON_GetArrayItem(get(rep, "sites"), 0);
-  assert_int_equal(get(s, "calls")->valuedouble, 20);
-  assert_int_equal(get(s, "autotune_calls")->valuedouble, 3);
+  cJSON *rep = rf_report_of(dir);
+  assert_int_equal(cJSON_GetArraySize(rf_get(rep, "sites")), 1);
+  const cJSON *s = cJSON_GetArrayItem(rf_get(rep, "sites"), 0);
+  assert_int_equal(rf_get(s, "calls")->valuedouble, 20);
+  assert_int_equal(rf_get(s, "autotune_calls")->valuedouble, 3);
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
@@ -681,16 +643,16 @@ static void the_same_process_read_twice_is_counted_once(void **state) {
   (void)state;
   char *dir = rg_tmpdir("dup");
   rg_file r;
-  rg_begin(&r, dir, "a.json", &P0);
+  rg_begin(&r, dir, "a.json", &RF_P0);
   rg_site_end(&r, fwd_site(0, "l/fwd", -4, 4));
   rg_end(&r);
-  rg_begin(&r, dir, "b.json", &P0);
+  rg_begin(&r, dir, "b.json", &RF_P0);
   rg_site_end(&r, fwd_site(0, "l/fwd", -4, 4));
   rg_end(&r);
-  cJSON *rep = report_of(dir);
-  assert_int_equal(get(rep, "summary.calls")->valuedouble, 10);
-  assert_int_equal(cJSON_GetArraySize(get(rep, "skipped_files")), 1);
-  assert_true(cJSON_IsFalse(get(rep, "incomplete"))); /* nothing is missing */
+  cJSON *rep = rf_report_of(dir);
+  assert_int_equal(rf_get(rep, "summary.calls")->valuedouble, 10);
+  assert_int_equal(cJSON_GetArraySize(rf_get(rep, "skipped_files")), 1);
+  assert_true(cJSON_IsFalse(rf_get(rep, "incomplete"))); /* nothing is missing */
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
@@ -748,7 +710,7 @@ static void phase_markers_come_from_the_environment(void **state) {
 static char *mlp_like_run(void) {
   char *dir = rg_tmpdir("verdict");
   rg_file r;
-  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_begin(&r, dir, "node01-100.json", &RF_P0);
   rg_site_end(&r, fwd_site(0, "mlp/fc1/fwd", -6, 6));
   rg_site_end(&r, bwd_site(1, "mlp/fc1/bwd", -34, -20));
   rg_site_end(&r, fwd_site(2, "mlp/fc2/fwd", 8, 18));
@@ -769,10 +731,10 @@ static char *mlp_like_run(void) {
 static void forward_overflow_keeps_a_layer_out_of_fp16(void **state) {
   (void)state;
   char *dir = mlp_like_run();
-  cJSON *rep = report_of(dir);
+  cJSON *rep = rf_report_of(dir);
   assert_string_equal(recommended(rep, "mlp/fc2"), "bf16");
-  assert_true(has_finding(rep, "fp16_overflow", "mlp/fc2"));
-  assert_true(get(layer(rep, "mlp/fc2"), "percent.fp16_overflow")->valuedouble > 0);
+  assert_true(rf_finding(rep, "fp16_overflow", "mlp/fc2"));
+  assert_true(rf_get(rf_layer(rep, "mlp/fc2"), "percent.fp16_overflow")->valuedouble > 0);
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
@@ -781,10 +743,10 @@ static void forward_overflow_keeps_a_layer_out_of_fp16(void **state) {
 static void underflowing_gradients_get_a_loss_scale_window(void **state) {
   (void)state;
   char *dir = mlp_like_run();
-  cJSON *rep = report_of(dir);
-  const cJSON *l = layer(rep, "mlp/fc1");
+  cJSON *rep = rf_report_of(dir);
+  const cJSON *l = rf_layer(rep, "mlp/fc1");
   assert_string_equal(recommended(rep, "mlp/fc1"), "fp16_loss_scale");
-  const cJSON *w = get(l, "advice.loss_scale_log2");
+  const cJSON *w = rf_get(l, "advice.loss_scale_log2");
   assert_int_equal(cJSON_GetArraySize(w), 2);
   int lo = (int)cJSON_GetArrayItem(w, 0)->valuedouble,
       hi = (int)cJSON_GetArrayItem(w, 1)->valuedouble;
@@ -792,8 +754,8 @@ static void underflowing_gradients_get_a_loss_scale_window(void **state) {
    * largest 2^-20 must stay below 65520 (~2^16): scale <= 2^35, capped at 2^32 */
   assert_true(lo >= 9 && lo <= 11);
   assert_true(hi >= 32);
-  assert_true(has_finding(rep, "gradient_underflow", "mlp/fc1"));
-  assert_string_equal(get(l, "phase")->valuestring, "mixed");
+  assert_true(rf_finding(rep, "gradient_underflow", "mlp/fc1"));
+  assert_string_equal(rf_get(l, "phase")->valuestring, "mixed");
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
@@ -802,7 +764,7 @@ static void underflowing_gradients_get_a_loss_scale_window(void **state) {
 static void values_inside_fp16_give_fp16(void **state) {
   (void)state;
   char *dir = mlp_like_run();
-  cJSON *rep = report_of(dir);
+  cJSON *rep = rf_report_of(dir);
   assert_string_equal(recommended(rep, "mlp/fc3"), "fp16");
   cJSON_Delete(rep);
   rg_rmdir(dir);
@@ -812,9 +774,9 @@ static void values_inside_fp16_give_fp16(void **state) {
 static void values_beyond_bf16_keep_fp32(void **state) {
   (void)state;
   char *dir = mlp_like_run();
-  cJSON *rep = report_of(dir);
+  cJSON *rep = rf_report_of(dir);
   assert_string_equal(recommended(rep, "mlp/fc4"), "fp32");
-  assert_true(has_finding(rep, "bf16_unsafe", "mlp/fc4"));
+  assert_true(rf_finding(rep, "bf16_unsafe", "mlp/fc4"));
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
@@ -829,7 +791,7 @@ static void a_saturated_fp8_output_is_fp16_overflow_in_the_layer_table(void **st
   (void)state;
   char *dir = rg_tmpdir("fp8sat_share");
   rg_file r;
-  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_begin(&r, dir, "node01-100.json", &RF_P0);
   cJSON *s = rg_gemm(0, "cublasLtMatmul", "t/fp8", "A=fp8_e4m3,B=fp8_e4m3,D=fp8_e4m3", "32F",
                      "DEFAULT", 16, 16, 1, 1);
   rg_tensor(s, "A", MP_FP8_E4M3, -2, 2, 16);
@@ -838,33 +800,33 @@ static void a_saturated_fp8_output_is_fp16_overflow_in_the_layer_table(void **st
   for (int i = 0; i < 256; i++)
     v[i] = i < 200 ? 448 : 1;
   rg_tensor_values(s, "D", MP_FP8_E4M3, v, 256);
-  cJSON_AddNumberToObject(get(s, "tensors.D"), "saturated", 200);
+  cJSON_AddNumberToObject(rf_get(s, "tensors.D"), "saturated", 200);
   rg_site_end(&r, s);
   rg_end(&r);
-  cJSON *rep = report_of(dir);
-  const cJSON *l = layer(rep, "t/fp8");
-  const cJSON *d = cJSON_GetObjectItem(get(l, "tensors"), "unknown.D"); /* phase.role */
+  cJSON *rep = rf_report_of(dir);
+  const cJSON *l = rf_layer(rep, "t/fp8");
+  const cJSON *d = cJSON_GetObjectItem(rf_get(l, "tensors"), "unknown.D"); /* phase.role */
   assert_non_null(d);
-  assert_int_equal((int)get(d, "saturated")->valuedouble, 200);
+  assert_int_equal((int)rf_get(d, "saturated")->valuedouble, 200);
   /* the fp8 reason says why it does not fit when nothing flushes */
   const cJSON *why;
   bool said = false;
-  cJSON_ArrayForEach(why, get(l, "advice.reasons")) said |=
+  cJSON_ArrayForEach(why, rf_get(l, "advice.reasons")) said |=
       strstr(why->valuestring, "fp8_e4m3 for forward tensors with per-tensor scaling: does not "
                                "fit (worst flush to zero 0%, allowed 1%; some values overflowed "
                                "by an unknown amount") != NULL;
   assert_true(said);
-  assert_true(get(l, "percent.fp16_overflow")->valuedouble == 100.0 * 200 / 256);
-  assert_string_equal(get(l, "shares.fp16_overflow.tensor")->valuestring, "unknown.D");
-  assert_int_equal((int)get(l, "shares.fp16_overflow.count")->valuedouble, 200);
-  assert_int_equal((int)get(l, "shares.fp16_overflow.of")->valuedouble, 256);
+  assert_true(rf_get(l, "percent.fp16_overflow")->valuedouble == 100.0 * 200 / 256);
+  assert_string_equal(rf_get(l, "shares.fp16_overflow.tensor")->valuestring, "unknown.D");
+  assert_int_equal((int)rf_get(l, "shares.fp16_overflow.count")->valuedouble, 200);
+  assert_int_equal((int)rf_get(l, "shares.fp16_overflow.of")->valuedouble, 256);
   const cJSON *f;
   bool seen = false;
-  cJSON_ArrayForEach(f, get(rep, "findings")) {
-    if (strcmp(get(f, "kind")->valuestring, "fp16_overflow")) continue;
+  cJSON_ArrayForEach(f, rf_get(rep, "findings")) {
+    if (strcmp(rf_get(f, "kind")->valuestring, "fp16_overflow")) continue;
     seen = true; /* the finding quotes the table's share */
     assert_non_null(
-        strstr(get(f, "message")->valuestring, "200 of 256 finite non-zero values (78.1%)"));
+        strstr(rf_get(f, "message")->valuestring, "200 of 256 finite non-zero values (78.1%)"));
   }
   assert_true(seen);
   cJSON_Delete(rep);
@@ -886,7 +848,7 @@ static void infs_an_fp16_output_made_from_finite_inputs_are_fp16_overflow(void *
   (void)state;
   char *dir = rg_tmpdir("opinf");
   rg_file r;
-  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_begin(&r, dir, "node01-100.json", &RF_P0);
   double v[100];
   for (int i = 0; i < 100; i++)
     v[i] = i < 10 ? (i & 1 ? -INFINITY : INFINITY) : 1.0 + i;
@@ -905,20 +867,20 @@ static void infs_an_fp16_output_made_from_finite_inputs_are_fp16_overflow(void *
     rg_site_end(&r, s);
   }
   rg_end(&r);
-  cJSON *rep = report_of(dir);
-  const cJSON *made = layer(rep, "t/made"), *fed = layer(rep, "t/fed");
-  assert_string_equal(get(made, "advice.recommended")->valuestring, "bf16");
-  assert_int_equal((int)get(made, "shares.fp16_overflow.count")->valuedouble, 10);
-  assert_int_equal((int)get(made, "shares.fp16_overflow.of")->valuedouble, 100);
-  assert_string_equal(get(made, "shares.fp16_overflow.tensor")->valuestring, "unknown.D");
-  assert_string_equal(get(fed, "advice.recommended")->valuestring, "fp16");
-  assert_int_equal((int)get(fed, "shares.fp16_overflow.count")->valuedouble, 0);
-  const cJSON *scaled = layer(rep, "t/scaled");
-  assert_int_equal((int)get(scaled, "shares.fp16_overflow.count")->valuedouble, 0);
+  cJSON *rep = rf_report_of(dir);
+  const cJSON *made = rf_layer(rep, "t/made"), *fed = rf_layer(rep, "t/fed");
+  assert_string_equal(rf_get(made, "advice.recommended")->valuestring, "bf16");
+  assert_int_equal((int)rf_get(made, "shares.fp16_overflow.count")->valuedouble, 10);
+  assert_int_equal((int)rf_get(made, "shares.fp16_overflow.of")->valuedouble, 100);
+  assert_string_equal(rf_get(made, "shares.fp16_overflow.tensor")->valuestring, "unknown.D");
+  assert_string_equal(rf_get(fed, "advice.recommended")->valuestring, "fp16");
+  assert_int_equal((int)rf_get(fed, "shares.fp16_overflow.count")->valuedouble, 0);
+  const cJSON *scaled = rf_layer(rep, "t/scaled");
+  assert_int_equal((int)rf_get(scaled, "shares.fp16_overflow.count")->valuedouble, 0);
   const cJSON *f;
   int overflow = 0, held = 0;
-  cJSON_ArrayForEach(f, get(rep, "findings")) {
-    const char *kind = get(f, "kind")->valuestring, *msg = get(f, "message")->valuestring;
+  cJSON_ArrayForEach(f, rf_get(rep, "findings")) {
+    const char *kind = rf_get(f, "kind")->valuestring, *msg = rf_get(f, "message")->valuestring;
     if (!strcmp(kind, "fp16_overflow")) {
       overflow++;
       assert_non_null(strstr(msg, "t/made: unknown.D overflowed fp16: 10 +-Inf made by the op "
@@ -950,7 +912,7 @@ static void a_layer_whose_fp32_values_hold_inf_stays_fp32(void **state) {
   (void)state;
   char *dir = rg_tmpdir("wide_nonfinite");
   rg_file r;
-  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_begin(&r, dir, "node01-100.json", &RF_P0);
   double v[100];
   for (int i = 0; i < 100; i++)
     v[i] = i < 3 ? (i & 1 ? -INFINITY : INFINITY) : 0.5 + 0.01 * i;
@@ -979,18 +941,18 @@ static void a_layer_whose_fp32_values_hold_inf_stays_fp32(void **state) {
   rg_tensor_values(s, "D", MP_FP32, h, 100);
   rg_site_end(&r, s);
   rg_end(&r);
-  cJSON *rep = report_of(dir);
+  cJSON *rep = rf_report_of(dir);
   assert_string_not_equal(recommended(rep, "t/grad"), "fp32");
-  const cJSON *wide = layer(rep, "t/wide");
-  assert_string_equal(get(wide, "advice.recommended")->valuestring, "fp32");
-  const cJSON *why = get(wide, "advice.reasons");
+  const cJSON *wide = rf_layer(rep, "t/wide");
+  assert_string_equal(rf_get(wide, "advice.recommended")->valuestring, "fp32");
+  const cJSON *why = rf_get(wide, "advice.reasons");
   assert_non_null(strstr(cJSON_GetArrayItem(why, 0)->valuestring,
                          "unknown.D holds non-finite values its op made in fp32"));
   assert_string_equal(recommended(rep, "t/scaled"), "fp16");
   assert_string_equal(recommended(rep, "t/fed"), "fp16");
   const cJSON *f;
-  cJSON_ArrayForEach(f, get(rep, "findings")) {
-    const char *kind = get(f, "kind")->valuestring, *msg = get(f, "message")->valuestring;
+  cJSON_ArrayForEach(f, rf_get(rep, "findings")) {
+    const char *kind = rf_get(f, "kind")->valuestring, *msg = rf_get(f, "message")->valuestring;
     assert_false(strcmp(kind, "bf16_unsafe") == 0); /* no value is beyond bf16 */
     if (!strcmp(kind, "lower_precision_possible") || !strcmp(kind, "fp8_candidate"))
       assert_null(strstr(msg, "t/wide"));
@@ -998,8 +960,8 @@ static void a_layer_whose_fp32_values_hold_inf_stays_fp32(void **state) {
   cJSON_Delete(rep);
   cJSON *plan = rg_read_json(dir, "plan.json");
   assert_non_null(plan);
-  const cJSON *pl = cJSON_GetObjectItem(get(plan, "recommended.layers"), "t/wide");
-  assert_string_equal(get(pl, "dtype")->valuestring, "fp32");
+  const cJSON *pl = cJSON_GetObjectItem(rf_get(plan, "recommended.layers"), "t/wide");
+  assert_string_equal(rf_get(pl, "dtype")->valuestring, "fp32");
   cJSON_Delete(plan);
   rg_rmdir(dir);
   free(dir);
@@ -1026,7 +988,7 @@ static void the_global_loss_scale_follows_the_measured_verdicts(void **state) {
   (void)state;
   char *dir = rg_tmpdir("globalshadow");
   rg_file r;
-  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_begin(&r, dir, "node01-100.json", &RF_P0);
   const char *names[2] = {"tiny", "big"};
   const double glo[2] = {-30, 8}, ghi[2] = {-26, 14}; /* windows [4.., 32] and [.., 1] */
   for (int i = 0; i < 2; i++) {
@@ -1047,16 +1009,17 @@ static void the_global_loss_scale_follows_the_measured_verdicts(void **state) {
     rg_site_end(&r, s);
   }
   rg_end(&r);
-  cJSON *rep = report_of(dir);
+  cJSON *rep = rf_report_of(dir);
   assert_string_equal(recommended(rep, "tiny"), "bf16");
-  const cJSON *g = get(rep, "loss_scale");
-  const cJSON *w = get(g, "window_log2"), *big = get(layer(rep, "big"), "advice.loss_scale_log2");
+  const cJSON *g = rf_get(rep, "loss_scale");
+  const cJSON *w = rf_get(g, "window_log2"),
+              *big = rf_get(rf_layer(rep, "big"), "advice.loss_scale_log2");
   assert_true(cJSON_IsArray(w));
   assert_true(cJSON_GetArrayItem(w, 0)->valuedouble == cJSON_GetArrayItem(big, 0)->valuedouble);
   assert_true(cJSON_GetArrayItem(w, 1)->valuedouble == cJSON_GetArrayItem(big, 1)->valuedouble);
-  const cJSON *lb = get(g, "limited_by"), *x;
+  const cJSON *lb = rf_get(g, "limited_by"), *x;
   cJSON_ArrayForEach(x, lb) assert_string_not_equal(x->valuestring, "tiny");
-  assert_false(has_finding(rep, "loss_scale_conflict", NULL));
+  assert_false(rf_finding(rep, "loss_scale_conflict", NULL));
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
@@ -1071,7 +1034,7 @@ static void a_bf16_plan_keeps_out_a_layer_whose_measured_bf16_error_is_too_large
   (void)state;
   char *dir = rg_tmpdir("plan_shadow_bf16");
   rg_file r;
-  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_begin(&r, dir, "node01-100.json", &RF_P0);
   const char *paths[] = {"net/fc2/fwd", "net/fc3/fwd"};
   const double bf16_err[] = {0.002, 0.0053}; /* the limit: 2^-8 = 0.0039 */
   for (int i = 0; i < 2; i++) {
@@ -1084,23 +1047,24 @@ static void a_bf16_plan_keeps_out_a_layer_whose_measured_bf16_error_is_too_large
     rg_site_end(&r, s);
   }
   rg_end(&r);
-  cJSON *rep = report_of(dir);
-  assert_string_equal(get(rep, "summary.verdict_basis")->valuestring, "range_and_measured_error");
+  cJSON *rep = rf_report_of(dir);
+  assert_string_equal(rf_get(rep, "summary.verdict_basis")->valuestring,
+                      "range_and_measured_error");
   assert_string_equal(recommended(rep, "net/fc3"), "fp16"); /* fp16 measured within the limit */
   cJSON_Delete(rep);
   cJSON *plan = rg_read_json(dir, "plan.json");
   assert_non_null(plan);
   int seen = 0;
   for (int k = 0; k < 2; k++) {
-    const cJSON *p = get(plan, k ? "alternative" : "recommended");
-    if (!cJSON_IsObject(p) || strcmp(get(p, "autocast")->valuestring, "bf16")) continue;
+    const cJSON *p = rf_get(plan, k ? "alternative" : "recommended");
+    if (!cJSON_IsObject(p) || strcmp(rf_get(p, "autocast")->valuestring, "bf16")) continue;
     seen++;
-    const cJSON *ls = get(p, "layers");
-    assert_true(cJSON_IsTrue(get(cJSON_GetObjectItem(ls, "net/fc2"), "autocast")));
+    const cJSON *ls = rf_get(p, "layers");
+    assert_true(cJSON_IsTrue(rf_get(cJSON_GetObjectItem(ls, "net/fc2"), "autocast")));
     const cJSON *fc3 = cJSON_GetObjectItem(ls, "net/fc3");
-    assert_false(cJSON_IsTrue(get(fc3, "autocast")));
-    assert_string_equal(get(fc3, "dtype")->valuestring, "fp32");
-    assert_int_equal((int)get(p, "layers_fit")->valuedouble, 1);
+    assert_false(cJSON_IsTrue(rf_get(fc3, "autocast")));
+    assert_string_equal(rf_get(fc3, "dtype")->valuestring, "fp32");
+    assert_int_equal((int)rf_get(p, "layers_fit")->valuedouble, 1);
   }
   assert_int_equal(seen, 1);
   cJSON_Delete(plan);
@@ -1119,7 +1083,7 @@ static void a_measurement_on_operands_already_rounded_is_no_evidence(void **stat
   (void)state;
   char *dir = rg_tmpdir("shadow_rounded");
   rg_file r;
-  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_begin(&r, dir, "node01-100.json", &RF_P0);
   const char *paths[] = {"net/f32/fwd", "net/b16/fwd", "net/h16/fwd"};
   const char *types[] = {"A=fp32,B=fp32,C=fp32,D=fp32", "A=bf16,B=bf16,C=fp32,D=fp32",
                          "A=fp16,B=fp16,C=fp32,D=fp32"};
@@ -1138,31 +1102,35 @@ static void a_measurement_on_operands_already_rounded_is_no_evidence(void **stat
     rg_site_end(&r, s);
   }
   rg_end(&r);
-  cJSON *rep = report_of(dir);
+  cJSON *rep = rf_report_of(dir);
   const char *layers[] = {"net/f32", "net/b16", "net/h16"};
   const bool want_bf16[] = {false, true, false}, want_fp16[] = {false, true, true};
   for (int i = 0; i < 3; i++) {
-    const cJSON *l = layer(rep, layers[i]);
-    const cJSON *cs = get(l, "shadow.candidates");
-    assert_int_equal(cJSON_IsTrue(get(cJSON_GetObjectItem(cs, "bf16"), "inputs_already_rounded")),
-                     want_bf16[i]);
-    assert_int_equal(cJSON_IsTrue(get(cJSON_GetObjectItem(cs, "fp16"), "inputs_already_rounded")),
-                     want_fp16[i]);
-    assert_true(cJSON_IsFalse(get(cJSON_GetObjectItem(cs, "current"), "inputs_already_rounded")));
+    const cJSON *l = rf_layer(rep, layers[i]);
+    const cJSON *cs = rf_get(l, "shadow.candidates");
+    assert_int_equal(
+        cJSON_IsTrue(rf_get(cJSON_GetObjectItem(cs, "bf16"), "inputs_already_rounded")),
+        want_bf16[i]);
+    assert_int_equal(
+        cJSON_IsTrue(rf_get(cJSON_GetObjectItem(cs, "fp16"), "inputs_already_rounded")),
+        want_fp16[i]);
+    assert_true(
+        cJSON_IsFalse(rf_get(cJSON_GetObjectItem(cs, "current"), "inputs_already_rounded")));
     /* the site's object says the same */
     const cJSON *site = NULL, *x;
-    cJSON_ArrayForEach(x, get(rep, "sites")) {
-      if (!strcmp(get(x, "layer")->valuestring, paths[i])) site = x;
+    cJSON_ArrayForEach(x, rf_get(rep, "sites")) {
+      if (!strcmp(rf_get(x, "layer")->valuestring, paths[i])) site = x;
     }
     assert_non_null(site);
-    assert_int_equal(cJSON_IsTrue(get(cJSON_GetObjectItem(get(site, "shadow.candidates"), "bf16"),
-                                      "inputs_already_rounded")),
-                     want_bf16[i]);
+    assert_int_equal(
+        cJSON_IsTrue(rf_get(cJSON_GetObjectItem(rf_get(site, "shadow.candidates"), "bf16"),
+                            "inputs_already_rounded")),
+        want_bf16[i]);
     /* the verdict (fp16 on ranges) names what its measurement excludes */
     assert_string_equal(recommended(rep, layers[i]), "fp16");
     const cJSON *w;
     bool said = false;
-    cJSON_ArrayForEach(w, get(l, "advice.reasons")) {
+    cJSON_ArrayForEach(w, rf_get(l, "advice.reasons")) {
       said = said || strstr(w->valuestring, "no evidence");
     }
     assert_int_equal(said, want_fp16[i]);
@@ -1172,18 +1140,18 @@ static void a_measurement_on_operands_already_rounded_is_no_evidence(void **stat
   assert_non_null(plan);
   int seen = 0;
   for (int k = 0; k < 2; k++) {
-    const cJSON *p = get(plan, k ? "alternative" : "recommended");
+    const cJSON *p = rf_get(plan, k ? "alternative" : "recommended");
     if (!cJSON_IsObject(p)) continue;
-    bool bf16 = !strcmp(get(p, "autocast")->valuestring, "bf16");
+    bool bf16 = !strcmp(rf_get(p, "autocast")->valuestring, "bf16");
     seen += bf16;
-    const cJSON *ls = get(p, "layers");
+    const cJSON *ls = rf_get(p, "layers");
     for (int i = 0; i < 3; i++) {
       const cJSON *e = cJSON_GetObjectItem(ls, layers[i]);
-      assert_true(cJSON_IsTrue(get(e, "autocast"))); /* the ranges fit */
-      assert_int_equal(cJSON_IsTrue(get(e, "inputs_already_rounded")),
+      assert_true(cJSON_IsTrue(rf_get(e, "autocast"))); /* the ranges fit */
+      assert_int_equal(cJSON_IsTrue(rf_get(e, "inputs_already_rounded")),
                        bf16 ? want_bf16[i] : want_fp16[i]);
     }
-    const char *sum = get(p, "summary")->valuestring;
+    const char *sum = rf_get(p, "summary")->valuestring;
     if (bf16)
       assert_non_null(strstr(sum, "net/b16's bf16 error was measured on operands already bf16 "
                                   "or of fewer mantissa bits: the error excludes their rounding"));
@@ -1213,7 +1181,7 @@ static void the_recommended_plan_keeps_the_fewest_layers_in_fp32(void **state) {
   (void)state;
   char *dir = rg_tmpdir("plan_fp32_cost");
   rg_file r;
-  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_begin(&r, dir, "node01-100.json", &RF_P0);
   rg_site_end(&r, fwd_site(0, "net/fc1/fwd", -4, 18)); /* 2^18 > 65504: bf16 */
   cJSON *s = fwd_site(1, "net/fc3/fwd", -4, 4);        /* fp16 */
   cJSON *sh = cJSON_AddObjectToObject(s, "shadow");
@@ -1223,19 +1191,19 @@ static void the_recommended_plan_keeps_the_fewest_layers_in_fp32(void **state) {
   cJSON_AddItemToObject(cs, "bf16", shadow_cand(0.0082, 1)); /* > 2^-8 */
   rg_site_end(&r, s);
   rg_end(&r);
-  cJSON *rep = report_of(dir);
+  cJSON *rep = rf_report_of(dir);
   assert_string_equal(recommended(rep, "net/fc1"), "bf16");
   assert_string_equal(recommended(rep, "net/fc3"), "fp16");
   cJSON_Delete(rep);
   cJSON *plan = rg_read_json(dir, "plan.json");
   assert_non_null(plan);
-  const cJSON *rec = get(plan, "recommended"), *alt = get(plan, "alternative");
-  assert_string_equal(get(rec, "autocast")->valuestring, "fp16");
-  assert_string_equal(get(cJSON_GetObjectItem(get(rec, "layers"), "net/fc1"), "dtype")->valuestring,
-                      "bf16");
-  assert_string_equal(get(alt, "autocast")->valuestring, "bf16");
-  assert_string_equal(get(cJSON_GetObjectItem(get(alt, "layers"), "net/fc3"), "dtype")->valuestring,
-                      "fp32");
+  const cJSON *rec = rf_get(plan, "recommended"), *alt = rf_get(plan, "alternative");
+  assert_string_equal(rf_get(rec, "autocast")->valuestring, "fp16");
+  assert_string_equal(
+      rf_get(cJSON_GetObjectItem(rf_get(rec, "layers"), "net/fc1"), "dtype")->valuestring, "bf16");
+  assert_string_equal(rf_get(alt, "autocast")->valuestring, "bf16");
+  assert_string_equal(
+      rf_get(cJSON_GetObjectItem(rf_get(alt, "layers"), "net/fc3"), "dtype")->valuestring, "fp32");
   cJSON_Delete(plan);
   rg_rmdir(dir);
   free(dir);
@@ -1249,7 +1217,7 @@ static void the_plan_lists_fp8_candidates_by_their_measured_error(void **state) 
   (void)state;
   char *dir = rg_tmpdir("plan_fp8");
   rg_file r;
-  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_begin(&r, dir, "node01-100.json", &RF_P0);
   const char *paths[] = {"net/fc2/fwd", "net/fc3/fwd", "net/fc4/fwd"};
   const double err[] = {0.02, 0.09, 0}; /* fc4: not shadowed */
   for (int i = 0; i < 3; i++) {
@@ -1273,38 +1241,38 @@ static void the_plan_lists_fp8_candidates_by_their_measured_error(void **state) 
     assert_int_equal(mpprof_report_generate(&o), 0);
     cJSON *plan = rg_read_json(dir, "plan.json");
     assert_non_null(plan);
-    const cJSON *fp8 = get(plan, "fp8");
+    const cJSON *fp8 = rf_get(plan, "fp8");
     assert_true(cJSON_IsObject(fp8));
-    assert_int_equal((int)get(fp8, "layers_in_range")->valuedouble, 3);
-    assert_int_equal((int)get(fp8, "layers_fit")->valuedouble, pass ? 2 : 1);
-    const cJSON *ls = get(fp8, "layers");
+    assert_int_equal((int)rf_get(fp8, "layers_in_range")->valuedouble, 3);
+    assert_int_equal((int)rf_get(fp8, "layers_fit")->valuedouble, pass ? 2 : 1);
+    const cJSON *ls = rf_get(fp8, "layers");
     const cJSON *fc2 = cJSON_GetObjectItem(ls, "net/fc2"),
                 *fc3 = cJSON_GetObjectItem(ls, "net/fc3"),
                 *fc4 = cJSON_GetObjectItem(ls, "net/fc4");
-    assert_int_equal(cJSON_IsTrue(get(fc2, "candidate")), pass);
-    assert_false(cJSON_IsTrue(get(fc3, "candidate")));
-    assert_true(cJSON_IsTrue(get(fc4, "candidate"))); /* range only */
-    assert_string_equal(get(fc2, "basis")->valuestring, "measured");
-    assert_string_equal(get(fc2, "recipe")->valuestring, "DelayedScaling");
-    assert_true(get(fc2, "rel_l2")->valuedouble == 0.02);
-    assert_string_equal(get(fc4, "basis")->valuestring, "range");
-    assert_true(cJSON_IsNull(get(fc4, "recipe")));
-    assert_string_equal(get(fc4, "module")->valuestring, "net.fc4");
+    assert_int_equal(cJSON_IsTrue(rf_get(fc2, "candidate")), pass);
+    assert_false(cJSON_IsTrue(rf_get(fc3, "candidate")));
+    assert_true(cJSON_IsTrue(rf_get(fc4, "candidate"))); /* range only */
+    assert_string_equal(rf_get(fc2, "basis")->valuestring, "measured");
+    assert_string_equal(rf_get(fc2, "recipe")->valuestring, "DelayedScaling");
+    assert_true(rf_get(fc2, "rel_l2")->valuedouble == 0.02);
+    assert_string_equal(rf_get(fc4, "basis")->valuestring, "range");
+    assert_true(cJSON_IsNull(rf_get(fc4, "recipe")));
+    assert_string_equal(rf_get(fc4, "module")->valuestring, "net.fc4");
     /* fc4 was not shadowed: no recipe for every candidate */
-    assert_true(cJSON_IsNull(get(fp8, "recipe")));
-    const char *sum = get(fp8, "summary")->valuestring;
+    assert_true(cJSON_IsNull(rf_get(fp8, "recipe")));
+    const char *sum = rf_get(fp8, "summary")->valuestring;
     assert_non_null(strstr(sum, pass ? "2 layers" : "1 layer"));
     assert_non_null(strstr(sum, pass ? "1 more fits" : "2 more fit"));
     cJSON_Delete(plan);
     /* the finding lists the same candidates */
     cJSON *rep = rg_read_json(dir, "report.json");
-    const cJSON *f, *fs = get(rep, "findings");
+    const cJSON *f, *fs = rf_get(rep, "findings");
     int found = 0;
     cJSON_ArrayForEach(f, fs) {
-      if (strcmp(get(f, "kind")->valuestring, "fp8_candidate")) continue;
+      if (strcmp(rf_get(f, "kind")->valuestring, "fp8_candidate")) continue;
       found++;
-      assert_int_equal(cJSON_GetArraySize(get(f, "evidence.layers")), pass ? 2 : 1);
-      assert_int_equal(cJSON_GetArraySize(get(f, "evidence.rejected_by_measured_error")),
+      assert_int_equal(cJSON_GetArraySize(rf_get(f, "evidence.layers")), pass ? 2 : 1);
+      assert_int_equal(cJSON_GetArraySize(rf_get(f, "evidence.rejected_by_measured_error")),
                        pass ? 1 : 2);
     }
     assert_int_equal(found, 1);
@@ -1334,7 +1302,7 @@ static void a_plan_where_no_layer_fits_gives_no_shares(void **state) {
   (void)state;
   char *dir = rg_tmpdir("plan_nofit");
   rg_file r;
-  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_begin(&r, dir, "node01-100.json", &RF_P0);
   static double v[1000];
   cJSON *s = rg_gemm(0, "cublasGemmEx", "big/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F", "DEFAULT",
                      10, 100, 1, 1);
@@ -1349,21 +1317,21 @@ static void a_plan_where_no_layer_fits_gives_no_shares(void **state) {
   rg_tensor_values(s, "D", MP_FP32, v, 1000);
   rg_site_end(&r, s);
   rg_end(&r);
-  cJSON_Delete(report_of(dir));
+  cJSON_Delete(rf_report_of(dir));
   cJSON *plan = rg_read_json(dir, "plan.json");
   assert_non_null(plan);
   int seen = 0;
   for (int k = 0; k < 2; k++) {
-    const cJSON *p = get(plan, k ? "alternative" : "recommended");
+    const cJSON *p = rf_get(plan, k ? "alternative" : "recommended");
     if (!cJSON_IsObject(p)) continue;
-    const char *summary = get(p, "summary")->valuestring;
-    if (get(p, "layers_fit")->valuedouble == 0) {
+    const char *summary = rf_get(p, "summary")->valuestring;
+    if (rf_get(p, "layers_fit")->valuedouble == 0) {
       seen++;
-      assert_true(cJSON_IsNull(get(p, "max_overflow_pct")));
-      assert_true(cJSON_IsNull(get(p, "max_flush_pct")));
+      assert_true(cJSON_IsNull(rf_get(p, "max_overflow_pct")));
+      assert_true(cJSON_IsNull(rf_get(p, "max_flush_pct")));
       assert_null(strstr(summary, "overflow"));
     } else {
-      assert_true(cJSON_IsNumber(get(p, "max_overflow_pct")));
+      assert_true(cJSON_IsNumber(rf_get(p, "max_overflow_pct")));
     }
   }
   assert_int_equal(seen, 1);
@@ -1397,7 +1365,7 @@ static void the_plan_names_kept_modules_by_their_whole_path(void **state) {
   (void)state;
   char *dir = rg_tmpdir("planpath");
   rg_file r;
-  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_begin(&r, dir, "node01-100.json", &RF_P0);
   rg_site_end(&r, beyond_bf16_site(0, "enc/fc4", NULL));
   rg_site_end(&r, beyond_bf16_site(1, "dec/fc4", NULL));
   rg_site_end(&r, beyond_bf16_site(2, "Net", "Net"));
@@ -1405,24 +1373,24 @@ static void the_plan_names_kept_modules_by_their_whole_path(void **state) {
   rg_site_end(&r, beyond_bf16_site(4, "body.0.fc1", "Linear"));
   fitting_layer(&r, 5, "ok"); /* an autocast region: not every layer in fp32 */
   rg_end(&r);
-  cJSON_Delete(report_of(dir));
+  cJSON_Delete(rf_report_of(dir));
   cJSON *plan = rg_read_json(dir, "plan.json");
   assert_non_null(plan);
-  const cJSON *ls = get(plan, "recommended.layers");
+  const cJSON *ls = rf_get(plan, "recommended.layers");
   const char *modules[][2] = {{"enc/fc4", "enc.fc4"},
                               {"dec/fc4", "dec.fc4"},
                               {"body.0.fc1", "body.0.fc1"},
                               {"Net", NULL},
                               {"(no NVTX range)", NULL}};
   for (size_t i = 0; i < sizeof modules / sizeof *modules; i++) {
-    const cJSON *m = get(cJSON_GetObjectItemCaseSensitive(ls, modules[i][0]), "module");
+    const cJSON *m = rf_get(cJSON_GetObjectItemCaseSensitive(ls, modules[i][0]), "module");
     assert_non_null(m);
     if (modules[i][1])
       assert_string_equal(m->valuestring, modules[i][1]);
     else
       assert_true(cJSON_IsNull(m));
   }
-  const char *code = get(plan, "pytorch")->valuestring;
+  const char *code = rf_get(plan, "pytorch")->valuestring;
   assert_non_null(strstr(code, "keep_in(model, \"enc.fc4\", torch.float32)  # layer enc/fc4\n"));
   assert_non_null(strstr(code, "keep_in(model, \"dec.fc4\", torch.float32)  # layer dec/fc4\n"));
   assert_non_null(strstr(code, "keep_in(model, \"body.0.fc1\", torch.float32)"));
@@ -1439,10 +1407,10 @@ static void the_plan_names_kept_modules_by_their_whole_path(void **state) {
                            "\"framework\":{\"name\":\"torch\",\"version\":\"2.4.0\","
                            "\"backward_marks\":\"cxx\"},\"cupti\":{"),
                    0);
-  cJSON_Delete(report_of(dir));
+  cJSON_Delete(rf_report_of(dir));
   plan = rg_read_json(dir, "plan.json");
   assert_non_null(plan);
-  code = get(plan, "pytorch")->valuestring;
+  code = rf_get(plan, "pytorch")->valuestring;
   assert_non_null(strstr(code, "keep_in(model, \"enc.fc4\", torch.float32)"));
   assert_null(strstr(code, "did not run PyTorch"));
   cJSON_Delete(plan);
@@ -1461,7 +1429,7 @@ static void a_second_models_layers_are_kept_in_that_model(void **state) {
   (void)state;
   char *dir = rg_tmpdir("plangan");
   rg_file r;
-  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_begin(&r, dir, "node01-100.json", &RF_P0);
   rg_site_end(&r, beyond_bf16_site(0, "Discriminator.fc1", "CLinear"));
   rg_site_end(&r, beyond_bf16_site(1, "enc.fc1", "CLinear"));
   rg_site_end(&r, beyond_bf16_site(2, "Discriminator", "Discriminator")); /* its own forward */
@@ -1473,20 +1441,20 @@ static void a_second_models_layers_are_kept_in_that_model(void **state) {
                            "\"Generator\"},{\"name\":\"Discriminator\",\"class\":"
                            "\"Discriminator\"}]},\"cupti\":{"),
                    0);
-  cJSON_Delete(report_of(dir));
+  cJSON_Delete(rf_report_of(dir));
   cJSON *plan = rg_read_json(dir, "plan.json");
   assert_non_null(plan);
-  const cJSON *ls = get(plan, "recommended.layers");
+  const cJSON *ls = rf_get(plan, "recommended.layers");
   const cJSON *d = cJSON_GetObjectItemCaseSensitive(ls, "Discriminator.fc1"),
               *g = cJSON_GetObjectItemCaseSensitive(ls, "enc.fc1"),
               *own = cJSON_GetObjectItemCaseSensitive(ls, "Discriminator");
-  assert_string_equal(get(d, "module")->valuestring, "fc1");
-  assert_string_equal(get(d, "model")->valuestring, "Discriminator");
-  assert_string_equal(get(g, "module")->valuestring, "enc.fc1");
-  assert_true(cJSON_IsNull(get(g, "model")));
-  assert_true(cJSON_IsNull(get(own, "module")));
-  assert_string_equal(get(own, "model")->valuestring, "Discriminator");
-  const char *code = get(plan, "pytorch")->valuestring;
+  assert_string_equal(rf_get(d, "module")->valuestring, "fc1");
+  assert_string_equal(rf_get(d, "model")->valuestring, "Discriminator");
+  assert_string_equal(rf_get(g, "module")->valuestring, "enc.fc1");
+  assert_true(cJSON_IsNull(rf_get(g, "model")));
+  assert_true(cJSON_IsNull(rf_get(own, "module")));
+  assert_string_equal(rf_get(own, "model")->valuestring, "Discriminator");
+  const char *code = rf_get(plan, "pytorch")->valuestring;
   assert_non_null(strstr(code, "# discriminator_model: your Discriminator model (mpprof names its "
                                "layers Discriminator.<module>)\n"
                                "keep_in(discriminator_model, \"fc1\", torch.float32)  # layer "
@@ -1506,28 +1474,28 @@ static void a_layer_inside_a_kept_module_runs_in_its_dtype(void **state) {
   (void)state;
   char *dir = rg_tmpdir("planinside");
   rg_file r;
-  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_begin(&r, dir, "node01-100.json", &RF_P0);
   rg_site_end(&r, beyond_bf16_site(0, "enc", NULL)); /* the block's own GEMM: fp32 */
   fitting_layer(&r, 1, "enc/fc1");
   fitting_layer(&r, 3, "encoder/fc1"); /* a name that only starts alike */
   rg_end(&r);
-  cJSON_Delete(report_of(dir));
+  cJSON_Delete(rf_report_of(dir));
   cJSON *plan = rg_read_json(dir, "plan.json");
   assert_non_null(plan);
-  const cJSON *ls = get(plan, "recommended.layers");
+  const cJSON *ls = rf_get(plan, "recommended.layers");
   const cJSON *in = cJSON_GetObjectItemCaseSensitive(ls, "enc/fc1"),
               *out = cJSON_GetObjectItemCaseSensitive(ls, "encoder/fc1"),
               *block = cJSON_GetObjectItemCaseSensitive(ls, "enc");
-  assert_string_equal(get(block, "dtype")->valuestring, "fp32");
-  assert_true(cJSON_IsNull(get(block, "inside")));
-  assert_string_equal(get(in, "dtype")->valuestring, "fp32");
-  assert_true(cJSON_IsFalse(get(in, "autocast")));
-  assert_string_equal(get(in, "inside")->valuestring, "enc");
-  assert_string_equal(get(out, "dtype")->valuestring, "bf16");
-  assert_true(cJSON_IsTrue(get(out, "autocast")));
-  assert_true(cJSON_IsNull(get(out, "inside")));
+  assert_string_equal(rf_get(block, "dtype")->valuestring, "fp32");
+  assert_true(cJSON_IsNull(rf_get(block, "inside")));
+  assert_string_equal(rf_get(in, "dtype")->valuestring, "fp32");
+  assert_true(cJSON_IsFalse(rf_get(in, "autocast")));
+  assert_string_equal(rf_get(in, "inside")->valuestring, "enc");
+  assert_string_equal(rf_get(out, "dtype")->valuestring, "bf16");
+  assert_true(cJSON_IsTrue(rf_get(out, "autocast")));
+  assert_true(cJSON_IsNull(rf_get(out, "inside")));
   /* one keep_in line: the block's */
-  const char *code = get(plan, "pytorch")->valuestring;
+  const char *code = rf_get(plan, "pytorch")->valuestring;
   assert_non_null(strstr(code, "keep_in(model, \"enc\", torch.float32)"));
   assert_null(strstr(code, "keep_in(model, \"enc.fc1\""));
   cJSON_Delete(plan);
@@ -1543,11 +1511,11 @@ static void no_plan_says_why(void **state) {
   (void)state;
   char *dir = rg_tmpdir("noplan");
   rg_file r;
-  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_begin(&r, dir, "node01-100.json", &RF_P0);
   rg_site_end(&r, rg_gemm(0, "cublasSgemm_v2", "l/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
                           "DEFAULT", 8, 8, 8, 2)); /* no tensor scanned */
   rg_end(&r);
-  cJSON *rep = report_of(dir);
+  cJSON *rep = rf_report_of(dir);
   cJSON_Delete(rep);
   char *text = summary_text(dir);
   assert_non_null(strstr(text, "  plan: none: no layer has a verdict"));
@@ -1586,11 +1554,11 @@ static void the_plan_headline_keeps_a_long_layer_name_whole(void **state) {
   for (int i = 0; i < 300; i++)
     memcpy(name + 1 + 2 * i, "\xc3\xa9", 3); /* é; the last one's NUL ends it */
   rg_file r;
-  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_begin(&r, dir, "node01-100.json", &RF_P0);
   rg_site_end(&r, beyond_bf16_site(0, name, NULL));
   fitting_layer(&r, 1, "ok");
   rg_end(&r);
-  cJSON_Delete(report_of(dir));
+  cJSON_Delete(rf_report_of(dir));
   const char *files[] = {"plan.json", "report.html", "report.json"};
   for (size_t i = 0; i < 3; i++) {
     size_t len = 0;
@@ -1602,9 +1570,9 @@ static void the_plan_headline_keeps_a_long_layer_name_whole(void **state) {
   cJSON *plan = rg_read_json(dir, "plan.json");
   assert_non_null(plan);
   char *want = mpprof_asprintf("; keep %s in fp32: ", name);
-  const char *summary = get(plan, "recommended.summary")->valuestring;
+  const char *summary = rf_get(plan, "recommended.summary")->valuestring;
   if (!strstr(summary, want)) fail_msg("summary: %s", summary);
-  assert_non_null(strstr(get(plan, "pytorch")->valuestring, want));
+  assert_non_null(strstr(rf_get(plan, "pytorch")->valuestring, want));
   free(want);
   cJSON_Delete(plan);
   rg_rmdir(dir);
@@ -1621,7 +1589,7 @@ static void an_optimizer_step_is_no_part_of_the_plan(void **state) {
   (void)state;
   char *dir = rg_tmpdir("plan_optimizer");
   rg_file r;
-  rg_begin(&r, dir, "node01-100.json", &P0);
+  rg_begin(&r, dir, "node01-100.json", &RF_P0);
   fitting_layer(&r, 0, "fc");
   static double v[100];
   for (int i = 0; i < 100; i++)
@@ -1633,22 +1601,23 @@ static void an_optimizer_step_is_no_part_of_the_plan(void **state) {
   rg_tensor_values(s, "D", MP_FP32, v, 100);
   rg_site_end(&r, s);
   rg_end(&r);
-  cJSON *rep = report_of(dir);
-  assert_non_null(layer(rep, "optimizer")); /* still reported */
+  cJSON *rep = rf_report_of(dir);
+  assert_non_null(rf_layer(rep, "optimizer")); /* still reported */
   cJSON_Delete(rep);
   cJSON *plan = rg_read_json(dir, "plan.json");
   assert_non_null(plan);
   for (int k = 0; k < 2; k++) {
-    const cJSON *p = get(plan, k ? "alternative" : "recommended");
+    const cJSON *p = rf_get(plan, k ? "alternative" : "recommended");
     assert_true(cJSON_IsObject(p));
-    assert_null(get(p, "layers.optimizer"));
-    assert_non_null(get(p, "layers.fc"));
-    assert_null(strstr(get(p, "summary")->valuestring, "optimizer"));
-    assert_string_equal(get(p, "summary")->valuestring + strlen(get(p, "summary")->valuestring) -
+    assert_null(rf_get(p, "layers.optimizer"));
+    assert_non_null(rf_get(p, "layers.fc"));
+    assert_null(strstr(rf_get(p, "summary")->valuestring, "optimizer"));
+    assert_string_equal(rf_get(p, "summary")->valuestring +
+                            strlen(rf_get(p, "summary")->valuestring) -
                             strlen(": the 1 layer fits (0% overflow, 0% flush)"),
                         ": the 1 layer fits (0% overflow, 0% flush)");
   }
-  assert_null(strstr(get(plan, "pytorch")->valuestring, "keep_in(model, \"optimizer\""));
+  assert_null(strstr(rf_get(plan, "pytorch")->valuestring, "keep_in(model, \"optimizer\""));
   cJSON_Delete(plan);
   rg_rmdir(dir);
   free(dir);
@@ -1673,14 +1642,14 @@ static void the_plan_makes_its_grad_scaler_on_torch_before_2_3(void **state) {
   rg_tensor(s, "D", MP_FP32, -30, -26, 1000); /* all below fp16's smallest subnormal at scale 1 */
   rg_site_end(&r, s);
   rg_end(&r);
-  cJSON_Delete(report_of(dir));
+  cJSON_Delete(rf_report_of(dir));
   cJSON *plan = rg_read_json(dir, "plan.json");
   assert_non_null(plan);
-  assert_string_equal(get(plan, "recommended.autocast")->valuestring, "fp16");
-  const cJSON *ls = get(plan, "recommended.loss_scale");
+  assert_string_equal(rf_get(plan, "recommended.autocast")->valuestring, "fp16");
+  const cJSON *ls = rf_get(plan, "recommended.loss_scale");
   assert_true(cJSON_IsObject(ls));
-  int k = get(ls, "init_scale_log2")->valueint;
-  const char *code = get(plan, "pytorch")->valuestring;
+  int k = rf_get(ls, "init_scale_log2")->valueint;
+  const char *code = rf_get(plan, "pytorch")->valuestring;
   char *want = mpprof_asprintf("if hasattr(torch.amp, \"GradScaler\"):  # torch 2.3 and later\n"
                                "    scaler = torch.amp.GradScaler(\"cuda\", init_scale=2.0**%d)\n"
                                "else:\n"
@@ -1706,7 +1675,7 @@ static void a_plan_with_every_layer_in_fp32_has_no_autocast_region(void **state)
   for (int quiet = 0; quiet < 2; quiet++) {
     char *dir = rg_tmpdir("plan_allfp32");
     rg_file r;
-    rg_begin(&r, dir, "node01-100.json", &P0);
+    rg_begin(&r, dir, "node01-100.json", &RF_P0);
     rg_site_end(&r, beyond_bf16_site(0, "big/fwd", NULL));
     if (quiet) { /* gradients never seen non-zero: no verdict */
       static double v[100], zero[100];
@@ -1722,13 +1691,13 @@ static void a_plan_with_every_layer_in_fp32_has_no_autocast_region(void **state)
       rg_site_end(&r, s);
     }
     rg_end(&r);
-    cJSON *rep = report_of(dir);
+    cJSON *rep = rf_report_of(dir);
     assert_string_equal(recommended(rep, "big"), "fp32");
     cJSON_Delete(rep);
     cJSON *plan = rg_read_json(dir, "plan.json");
     assert_non_null(plan);
-    const char *summary = get(plan, "recommended.summary")->valuestring;
-    const char *code = get(plan, "pytorch")->valuestring;
+    const char *summary = rf_get(plan, "recommended.summary")->valuestring;
+    const char *code = rf_get(plan, "pytorch")->valuestring;
     if (!quiet) {
       assert_string_equal(summary, "no autocast: 0 of 1 layers fit bf16; keep the layer in fp32");
       assert_null(strstr(code, "autocast("));
@@ -1738,7 +1707,7 @@ static void a_plan_with_every_layer_in_fp32_has_no_autocast_region(void **state)
     } else {
       assert_null(strstr(summary, "no autocast"));
       assert_non_null(strstr(summary, "; quiet has no verdict and runs in bf16 unchecked"));
-      assert_true(get(plan, "recommended.layers.quiet.autocast")->type == cJSON_True);
+      assert_true(rf_get(plan, "recommended.layers.quiet.autocast")->type == cJSON_True);
       assert_non_null(strstr(code, "with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n"));
       assert_non_null(strstr(code, "keep_in(model, \"big\", torch.float32)"));
     }
@@ -1755,7 +1724,7 @@ static void a_flushed_fp16_input_is_a_reason_on_an_fp16_verdict(void **state) {
   (void)state;
   char *dir = rg_tmpdir("flushedge");
   rg_file r;
-  rg_begin(&r, dir, "a.json", &P0);
+  rg_begin(&r, dir, "a.json", &RF_P0);
   rg_site_end(&r, fwd_site(0, "l/fwd", -6, 6));
   cJSON *s = rg_gemm(1, "cublasGemmEx", "l/bwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F", "DEFAULT",
                      64, 64, 64, 10);
@@ -1763,15 +1732,15 @@ static void a_flushed_fp16_input_is_a_reason_on_an_fp16_verdict(void **state) {
   rg_tensor(s, "D", MP_FP32, -34, -20, 400);
   rg_site_end(&r, s);
   rg_end(&r);
-  cJSON *rep = report_of(dir);
+  cJSON *rep = rf_report_of(dir);
   assert_string_equal(recommended(rep, "l"), "fp16_loss_scale");
   bool said = false;
   const cJSON *why;
-  cJSON_ArrayForEach(why, get(layer(rep, "l"), "advice.reasons")) said =
+  cJSON_ArrayForEach(why, rf_get(rf_layer(rep, "l"), "advice.reasons")) said =
       said || strstr(why->valuestring, "backward.A was flushed before mpprof saw it (100% "
                                        "of its non-zero fp16 values subnormal)");
   assert_true(said);
-  assert_true(has_finding(rep, "fp16_flush_edge", "l"));
+  assert_true(rf_finding(rep, "fp16_flush_edge", "l"));
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
@@ -1788,7 +1757,7 @@ static void a_flush_edge_makes_the_loss_scale_needed(void **state) {
   for (int edge = 0; edge < 2; edge++) {
     char *dir = rg_tmpdir(edge ? "edgeneeded" : "edgenotneeded");
     rg_file r;
-    rg_begin(&r, dir, "a.json", &P0);
+    rg_begin(&r, dir, "a.json", &RF_P0);
     rg_site_end(&r, fwd_site(0, "l/fwd", -6, 6));
     cJSON *s = rg_gemm(1, "cublasGemmEx", "l/bwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F", "DEFAULT",
                        64, 64, 64, 10);
@@ -1799,11 +1768,11 @@ static void a_flush_edge_makes_the_loss_scale_needed(void **state) {
     rg_tensor(s, "D", MP_FP32, -12, -2, 400); /* fits fp16 at scale 1 */
     rg_site_end(&r, s);
     rg_end(&r);
-    cJSON *rep = report_of(dir);
-    const cJSON *ls = get(rep, "loss_scale");
-    assert_true(cJSON_IsTrue(get(ls, "applicable")));
-    assert_int_equal(cJSON_IsTrue(get(ls, "flush_edge")), edge);
-    assert_int_equal(cJSON_IsTrue(get(ls, "needed")), edge);
+    cJSON *rep = rf_report_of(dir);
+    const cJSON *ls = rf_get(rep, "loss_scale");
+    assert_true(cJSON_IsTrue(rf_get(ls, "applicable")));
+    assert_int_equal(cJSON_IsTrue(rf_get(ls, "flush_edge")), edge);
+    assert_int_equal(cJSON_IsTrue(rf_get(ls, "needed")), edge);
     cJSON_Delete(rep);
     char *text = summary_text(dir);
     assert_int_equal(strstr(text, "needed all the same: gradients at fp16's flush edge") != NULL,
@@ -1825,7 +1794,7 @@ static void subnormal_gradients_make_the_loss_scale_needed(void **state) {
   for (int sub = 0; sub < 2; sub++) {
     char *dir = rg_tmpdir(sub ? "subneeded" : "subnotneeded");
     rg_file r;
-    rg_begin(&r, dir, "a.json", &P0);
+    rg_begin(&r, dir, "a.json", &RF_P0);
     rg_site_end(&r, fwd_site(0, "l/fwd", -6, 6));
     cJSON *s = rg_gemm(1, "cublasGemmEx", "l/bwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F", "DEFAULT",
                        64, 64, 64, 10);
@@ -1833,23 +1802,23 @@ static void subnormal_gradients_make_the_loss_scale_needed(void **state) {
     rg_tensor(s, "D", MP_FP32, sub ? -20 : -13, -2, 400); /* fp16 normals from 2^-14 */
     rg_site_end(&r, s);
     rg_end(&r);
-    cJSON *rep = report_of(dir);
-    const cJSON *ls = get(rep, "loss_scale");
-    assert_true(cJSON_GetArrayItem(get(ls, "window_log2"), 0)->valuedouble <= 0);
-    assert_int_equal(cJSON_IsTrue(get(ls, "subnormal")), sub);
-    assert_int_equal(cJSON_IsTrue(get(ls, "needed")), sub);
-    assert_int_equal(has_finding(rep, "fp16_subnormal", "l"), sub);
+    cJSON *rep = rf_report_of(dir);
+    const cJSON *ls = rf_get(rep, "loss_scale");
+    assert_true(cJSON_GetArrayItem(rf_get(ls, "window_log2"), 0)->valuedouble <= 0);
+    assert_int_equal(cJSON_IsTrue(rf_get(ls, "subnormal")), sub);
+    assert_int_equal(cJSON_IsTrue(rf_get(ls, "needed")), sub);
+    assert_int_equal(rf_finding(rep, "fp16_subnormal", "l") != NULL, sub);
     const cJSON *f;
-    cJSON_ArrayForEach(f, get(rep, "findings")) {
-      if (strcmp(get(f, "kind")->valuestring, "fp16_subnormal")) continue;
+    cJSON_ArrayForEach(f, rf_get(rep, "findings")) {
+      if (strcmp(rf_get(f, "kind")->valuestring, "fp16_subnormal")) continue;
       char want[160];
       snprintf(want, sizeof want, "at the recommended scale 2^%d, ",
-               (int)get(ls, "recommended_log2")->valuedouble);
-      assert_non_null(strstr(get(f, "message")->valuestring, "l: backward.D has "));
-      assert_non_null(strstr(get(f, "message")->valuestring, want));
-      assert_true(get(f, "evidence.subnormal_fraction")->valuedouble > 0.3);
-      assert_true(get(f, "evidence.subnormal_fraction_at_recommended")->valuedouble <
-                  get(f, "evidence.subnormal_fraction")->valuedouble);
+               (int)rf_get(ls, "recommended_log2")->valuedouble);
+      assert_non_null(strstr(rf_get(f, "message")->valuestring, "l: backward.D has "));
+      assert_non_null(strstr(rf_get(f, "message")->valuestring, want));
+      assert_true(rf_get(f, "evidence.subnormal_fraction")->valuedouble > 0.3);
+      assert_true(rf_get(f, "evidence.subnormal_fraction_at_recommended")->valuedouble <
+                  rf_get(f, "evidence.subnormal_fraction")->valuedouble);
     }
     cJSON_Delete(rep);
     char *text = summary_text(dir);
@@ -1867,12 +1836,12 @@ static void tiny_forward_values_are_not_rescued_by_a_loss_scale(void **state) {
   (void)state;
   char *dir = rg_tmpdir("fwdunder");
   rg_file r;
-  rg_begin(&r, dir, "a.json", &P0);
+  rg_begin(&r, dir, "a.json", &RF_P0);
   rg_site_end(&r, fwd_site(0, "tiny/fwd", -40, -30));
   rg_end(&r);
-  cJSON *rep = report_of(dir);
+  cJSON *rep = rf_report_of(dir);
   assert_string_equal(recommended(rep, "tiny"), "bf16");
-  assert_true(has_finding(rep, "fp16_forward_underflow", "tiny"));
+  assert_true(rf_finding(rep, "fp16_forward_underflow", "tiny"));
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
@@ -1881,18 +1850,18 @@ static void tiny_forward_values_are_not_rescued_by_a_loss_scale(void **state) {
 static void global_loss_scale_is_the_intersection_of_layer_windows(void **state) {
   (void)state;
   char *dir = mlp_like_run();
-  cJSON *rep = report_of(dir);
-  const cJSON *g = get(rep, "loss_scale");
-  const cJSON *w = get(g, "window_log2");
-  const cJSON *l1 = get(layer(rep, "mlp/fc1"), "advice.loss_scale_log2");
-  const cJSON *l3 = get(layer(rep, "mlp/fc3"), "advice.loss_scale_log2");
+  cJSON *rep = rf_report_of(dir);
+  const cJSON *g = rf_get(rep, "loss_scale");
+  const cJSON *w = rf_get(g, "window_log2");
+  const cJSON *l1 = rf_get(rf_layer(rep, "mlp/fc1"), "advice.loss_scale_log2");
+  const cJSON *l3 = rf_get(rf_layer(rep, "mlp/fc3"), "advice.loss_scale_log2");
   double lo = fmax(cJSON_GetArrayItem(l1, 0)->valuedouble, cJSON_GetArrayItem(l3, 0)->valuedouble);
   double hi = fmin(cJSON_GetArrayItem(l1, 1)->valuedouble, cJSON_GetArrayItem(l3, 1)->valuedouble);
   assert_true(cJSON_GetArrayItem(w, 0)->valuedouble == lo);
   assert_true(cJSON_GetArrayItem(w, 1)->valuedouble == hi);
-  double rec = get(g, "recommended_log2")->valuedouble;
+  double rec = rf_get(g, "recommended_log2")->valuedouble;
   assert_true(rec >= lo && rec <= hi);
-  assert_true(cJSON_IsTrue(get(g, "needed")));
+  assert_true(cJSON_IsTrue(rf_get(g, "needed")));
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
@@ -1902,7 +1871,7 @@ static void conflicting_windows_name_the_layers_that_empty_the_intersection(void
   (void)state;
   char *dir = rg_tmpdir("conflict");
   rg_file r;
-  rg_begin(&r, dir, "a.json", &P0);
+  rg_begin(&r, dir, "a.json", &RF_P0);
   rg_site_end(&r, fwd_site(0, "small/fwd", -4, 4));
   rg_site_end(&r, bwd_site(1, "small/bwd", -36, -30)); /* needs scale >= 2^12 */
   rg_site_end(&r, fwd_site(2, "large/fwd", -4, 4));
@@ -1910,16 +1879,16 @@ static void conflicting_windows_name_the_layers_that_empty_the_intersection(void
   rg_site_end(&r, fwd_site(4, "mid/fwd", -4, 4));
   rg_site_end(&r, bwd_site(5, "mid/bwd", -10, -2));
   rg_end(&r);
-  cJSON *rep = report_of(dir);
-  const cJSON *g = get(rep, "loss_scale");
-  assert_true(cJSON_IsNull(get(g, "window_log2")));
-  assert_true(cJSON_IsNull(get(g, "recommended_log2")));
-  char *lim = cJSON_PrintUnformatted(get(g, "limited_by"));
+  cJSON *rep = rf_report_of(dir);
+  const cJSON *g = rf_get(rep, "loss_scale");
+  assert_true(cJSON_IsNull(rf_get(g, "window_log2")));
+  assert_true(cJSON_IsNull(rf_get(g, "recommended_log2")));
+  char *lim = cJSON_PrintUnformatted(rf_get(g, "limited_by"));
   assert_non_null(strstr(lim, "\"small\""));
   assert_non_null(strstr(lim, "\"large\""));
   assert_null(strstr(lim, "\"mid\""));
   free(lim);
-  assert_true(has_finding(rep, "loss_scale_conflict", NULL));
+  assert_true(rf_finding(rep, "loss_scale_conflict", NULL));
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
@@ -1929,16 +1898,16 @@ static void fp8_fit_is_reported_per_direction(void **state) {
   (void)state;
   char *dir = rg_tmpdir("fp8");
   rg_file r;
-  rg_begin(&r, dir, "a.json", &P0);
+  rg_begin(&r, dir, "a.json", &RF_P0);
   rg_site_end(&r, fwd_site(0, "narrow/fwd", -2, 3)); /* a few binades: e4m3 fits */
   rg_site_end(&r, bwd_site(1, "narrow/bwd", -12, -6));
   rg_site_end(&r, fwd_site(2, "wide/fwd", -30, 10)); /* 40 binades: e4m3 (18) cannot */
   rg_end(&r);
-  cJSON *rep = report_of(dir);
-  assert_true(cJSON_IsTrue(get(layer(rep, "narrow"), "advice.fp8_e4m3.fits")));
-  assert_true(cJSON_IsTrue(get(layer(rep, "narrow"), "advice.fp8_e5m2.fits")));
-  assert_true(cJSON_IsFalse(get(layer(rep, "wide"), "advice.fp8_e4m3.fits")));
-  assert_true(cJSON_IsNull(get(layer(rep, "wide"), "advice.fp8_e5m2.fits")));
+  cJSON *rep = rf_report_of(dir);
+  assert_true(cJSON_IsTrue(rf_get(rf_layer(rep, "narrow"), "advice.fp8_e4m3.fits")));
+  assert_true(cJSON_IsTrue(rf_get(rf_layer(rep, "narrow"), "advice.fp8_e5m2.fits")));
+  assert_true(cJSON_IsFalse(rf_get(rf_layer(rep, "wide"), "advice.fp8_e4m3.fits")));
+  assert_true(cJSON_IsNull(rf_get(rf_layer(rep, "wide"), "advice.fp8_e5m2.fits")));
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
@@ -1950,7 +1919,7 @@ static void kernels_decide_tensor_core_use_and_eligible_misses_are_findings(void
   (void)state;
   char *dir = rg_tmpdir("tc");
   rg_file r;
-  rg_begin(&r, dir, "a.json", &P0);
+  rg_begin(&r, dir, "a.json", &RF_P0);
   cJSON *s = fwd_site(0, "on/fwd", -4, 4);
   rg_kernel(s, "nvjet_hsh_128x64_64x4_1x2_h_bz_coopA_NNT", 10, 3000);
   rg_site_end(&r, s);
@@ -1961,19 +1930,19 @@ static void kernels_decide_tensor_core_use_and_eligible_misses_are_findings(void
             10, 1000);
   rg_site_end(&r, s);
   rg_end(&r);
-  cJSON *rep = report_of(dir);
-  const cJSON *tc = get(rep, "tensor_cores");
-  assert_true(cJSON_IsTrue(get(tc, "kernel_data")));
-  assert_true(get(tc, "tensor_core_share")->valuedouble == 0.75);
-  assert_true(cJSON_IsTrue(get(layer(rep, "on"), "tc_used")));
-  assert_true(cJSON_IsFalse(get(layer(rep, "off"), "tc_used")));
-  assert_string_equal(get(layer(rep, "on"), "tc_source")->valuestring, "name");
-  const cJSON *lk = get(layer(rep, "on"), "kernels");
+  cJSON *rep = rf_report_of(dir);
+  const cJSON *tc = rf_get(rep, "tensor_cores");
+  assert_true(cJSON_IsTrue(rf_get(tc, "kernel_data")));
+  assert_true(rf_get(tc, "tensor_core_share")->valuedouble == 0.75);
+  assert_true(cJSON_IsTrue(rf_get(rf_layer(rep, "on"), "tc_used")));
+  assert_true(cJSON_IsFalse(rf_get(rf_layer(rep, "off"), "tc_used")));
+  assert_string_equal(rf_get(rf_layer(rep, "on"), "tc_source")->valuestring, "name");
+  const cJSON *lk = rf_get(rf_layer(rep, "on"), "kernels");
   assert_int_equal(cJSON_GetArraySize(lk), 1);
-  assert_true(cJSON_IsTrue(get(cJSON_GetArrayItem(lk, 0), "tc")));
-  assert_int_equal(get(cJSON_GetArrayItem(lk, 0), "gpu_ns")->valuedouble, 3000);
-  assert_int_equal(cJSON_GetArraySize(get(tc, "eligible_not_used")), 1);
-  assert_true(has_finding(rep, "tensor_cores_not_used", "off"));
+  assert_true(cJSON_IsTrue(rf_get(cJSON_GetArrayItem(lk, 0), "tc")));
+  assert_int_equal(rf_get(cJSON_GetArrayItem(lk, 0), "gpu_ns")->valuedouble, 3000);
+  assert_int_equal(cJSON_GetArraySize(rf_get(tc, "eligible_not_used")), 1);
+  assert_true(rf_finding(rep, "tensor_cores_not_used", "off"));
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
@@ -1982,18 +1951,18 @@ static void kernels_decide_tensor_core_use_and_eligible_misses_are_findings(void
 static void without_kernel_data_numerics_are_still_reported(void **state) {
   (void)state;
   char *dir = rg_tmpdir("nocupti");
-  rg_proc p = P0;
+  rg_proc p = RF_P0;
   p.cupti = "held_by_other_subscriber";
   rg_file r;
   rg_begin(&r, dir, "a.json", &p);
   rg_site_end(&r, fwd_site(0, "x/fwd", -4, 4));
   rg_end(&r);
-  cJSON *rep = report_of(dir);
-  assert_true(cJSON_IsFalse(get(rep, "tensor_cores.kernel_data")));
-  assert_true(cJSON_IsNull(get(layer(rep, "x"), "tc_used")));
+  cJSON *rep = rf_report_of(dir);
+  assert_true(cJSON_IsFalse(rf_get(rep, "tensor_cores.kernel_data")));
+  assert_true(cJSON_IsNull(rf_get(rf_layer(rep, "x"), "tc_used")));
   assert_string_equal(recommended(rep, "x"), "fp16");
-  assert_true(has_finding(rep, "no_kernel_data", NULL));
-  char *notes = cJSON_PrintUnformatted(get(rep, "tensor_cores.notes"));
+  assert_true(rf_finding(rep, "no_kernel_data", NULL));
+  char *notes = cJSON_PrintUnformatted(rf_get(rep, "tensor_cores.notes"));
   assert_non_null(strstr(notes, "another tool"));
   free(notes);
   cJSON_Delete(rep);
@@ -2005,18 +1974,18 @@ static void fp32_gemms_without_tf32_are_a_finding(void **state) {
   (void)state;
   char *dir = rg_tmpdir("tf32");
   rg_file r;
-  rg_begin(&r, dir, "a.json", &P0);
+  rg_begin(&r, dir, "a.json", &RF_P0);
   rg_site_end(&r, rg_gemm(0, "cublasSgemm_v2", "a/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
                           "DEFAULT", 64, 64, 64, 3));
   rg_site_end(&r, rg_gemm(1, "cublasSgemm_v2", "b/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
                           "TF32_TENSOR_OP", 64, 64, 64, 3));
   rg_end(&r);
-  cJSON *rep = report_of(dir);
-  assert_true(has_finding(rep, "fp32_without_tf32", NULL));
+  cJSON *rep = rf_report_of(dir);
+  assert_true(rf_finding(rep, "fp32_without_tf32", NULL));
   const cJSON *f;
-  cJSON_ArrayForEach(f, get(rep, "findings")) {
-    if (strcmp(get(f, "kind")->valuestring, "fp32_without_tf32")) continue;
-    assert_int_equal(cJSON_GetArraySize(get(f, "evidence.sites")), 1);
+  cJSON_ArrayForEach(f, rf_get(rep, "findings")) {
+    if (strcmp(rf_get(f, "kind")->valuestring, "fp32_without_tf32")) continue;
+    assert_int_equal(cJSON_GetArraySize(rf_get(f, "evidence.sites")), 1);
   }
   cJSON_Delete(rep);
   rg_rmdir(dir);
@@ -2043,7 +2012,7 @@ static void conv_sites_take_dtypes_from_their_descriptors(void **state) {
   (void)state;
   char *dir = rg_tmpdir("conv");
   rg_file r;
-  rg_begin(&r, dir, "a.json", &P0);
+  rg_begin(&r, dir, "a.json", &RF_P0);
   cJSON *s = conv_site(0, "conv_bwd_data", "cnn/conv2/bwd");
   rg_tensor(s, "dy", MP_FP16, -20, -10, 100);
   rg_tensor(s, "w", MP_FP16, -6, 0, 100);
@@ -2054,16 +2023,19 @@ static void conv_sites_take_dtypes_from_their_descriptors(void **state) {
   rg_tensor(s, "y", MP_FP16, -4, 6, 100);
   rg_site_end(&r, s);
   rg_end(&r);
-  cJSON *rep = report_of(dir);
+  cJSON *rep = rf_report_of(dir);
   const cJSON *site;
-  cJSON_ArrayForEach(site, get(rep, "sites")) {
-    assert_true(cJSON_IsTrue(get(site, "tc_eligible")));
+  cJSON_ArrayForEach(site, rf_get(rep, "sites")) {
+    assert_true(cJSON_IsTrue(rf_get(site, "tc_eligible")));
   }
-  const cJSON *l = layer(rep, "cnn/conv2");
-  const cJSON *t = get(l, "tensors");
-  assert_string_equal(get(cJSON_GetObjectItem(t, "backward.dx"), "class")->valuestring, "gradient");
-  assert_string_equal(get(cJSON_GetObjectItem(t, "backward.dy"), "class")->valuestring, "gradient");
-  assert_string_equal(get(cJSON_GetObjectItem(t, "backward.w"), "class")->valuestring, "forward");
+  const cJSON *l = rf_layer(rep, "cnn/conv2");
+  const cJSON *t = rf_get(l, "tensors");
+  assert_string_equal(rf_get(cJSON_GetObjectItem(t, "backward.dx"), "class")->valuestring,
+                      "gradient");
+  assert_string_equal(rf_get(cJSON_GetObjectItem(t, "backward.dy"), "class")->valuestring,
+                      "gradient");
+  assert_string_equal(rf_get(cJSON_GetObjectItem(t, "backward.w"), "class")->valuestring,
+                      "forward");
   assert_string_equal(recommended(rep, "cnn/conv2"), "fp16");
   cJSON_Delete(rep);
   rg_rmdir(dir);
@@ -2079,24 +2051,24 @@ static void a_grouped_convolution_is_a_batch_of_smaller_gemms(void **state) {
   (void)state;
   char *dir = rg_tmpdir("convg");
   rg_file r;
-  rg_begin(&r, dir, "a.json", &P0);
+  rg_begin(&r, dir, "a.json", &RF_P0);
   const int groups[3] = {1, 16, 3};
   for (int i = 0; i < 3; i++) {
     char layer_path[32];
     snprintf(layer_path, sizeof layer_path, "cnn/conv%d/fwd", i);
     cJSON *s = conv_site(i, "conv_fwd", layer_path);
-    if (groups[i] > 1) cJSON_AddNumberToObject(get(s, "conv"), "groups", groups[i]);
+    if (groups[i] > 1) cJSON_AddNumberToObject(rf_get(s, "conv"), "groups", groups[i]);
     rg_tensor(s, "x", MP_FP16, -4, 4, 100);
     rg_tensor(s, "y", MP_FP16, -4, 6, 100);
     rg_site_end(&r, s);
   }
   rg_end(&r);
-  cJSON *rep = report_of(dir);
+  cJSON *rep = rf_report_of(dir);
   const double full = 2.0 * (8 * 32 * 32) * 32 * (16 * 9); /* n p q, k, c r s */
   double flops[3];
   const cJSON *site;
-  cJSON_ArrayForEach(site, get(rep, "sites")) {
-    flops[(int)get(site, "id")->valuedouble] = get(site, "flop_per_call")->valuedouble;
+  cJSON_ArrayForEach(site, rf_get(rep, "sites")) {
+    flops[(int)rf_get(site, "id")->valuedouble] = rf_get(site, "flop_per_call")->valuedouble;
   }
   assert_true(flops[0] == full);
   assert_true(flops[1] == full / 16);
@@ -2117,7 +2089,7 @@ static void bad_raw_files_are_skipped_and_listed(void **state) {
   (void)state;
   char *dir = rg_tmpdir("bad");
   rg_file r;
-  rg_begin(&r, dir, "good.json", &P0);
+  rg_begin(&r, dir, "good.json", &RF_P0);
   rg_site_end(&r, fwd_site(0, "ok/fwd", -4, 4));
   rg_end(&r);
   size_t len = 0;
@@ -2139,8 +2111,8 @@ static void bad_raw_files_are_skipped_and_listed(void **state) {
   assert_non_null(cnt);
   memcpy(cnt, "\"count\":401", 11); /* histogram no longer sums to count */
   rg_write_text(dir, "badstats.json", badstats, len);
-  cJSON *rep = report_of(dir);
-  const cJSON *sk = get(rep, "skipped_files");
+  cJSON *rep = rf_report_of(dir);
+  const cJSON *sk = rf_get(rep, "skipped_files");
   assert_int_equal(cJSON_GetArraySize(sk), 7);
   const char *expect[][2] = {{"badstats.json", "sites[0]"},
                              {"binary.json", "not valid JSON"},
@@ -2151,13 +2123,13 @@ static void bad_raw_files_are_skipped_and_listed(void **state) {
                              {"truncated.json", "truncated"}};
   for (int i = 0; i < 7; i++) {
     const cJSON *e = cJSON_GetArrayItem(sk, i);
-    assert_string_equal(get(e, "file")->valuestring, expect[i][0]);
-    assert_non_null(strstr(get(e, "reason")->valuestring, expect[i][1]));
+    assert_string_equal(rf_get(e, "file")->valuestring, expect[i][0]);
+    assert_non_null(strstr(rf_get(e, "reason")->valuestring, expect[i][1]));
   }
-  assert_int_equal(cJSON_GetArraySize(get(rep, "processes")), 1);
+  assert_int_equal(cJSON_GetArraySize(rf_get(rep, "processes")), 1);
   assert_string_equal(recommended(rep, "ok"), "fp16");
-  assert_true(cJSON_IsTrue(get(rep, "incomplete")));
-  assert_true(has_finding(rep, "skipped_files", NULL));
+  assert_true(cJSON_IsTrue(rf_get(rep, "incomplete")));
+  assert_true(rf_finding(rep, "skipped_files", NULL));
   cJSON_Delete(rep);
   free(raw);
   free(corrupt);
@@ -2175,7 +2147,7 @@ static void a_tiny_read_window_reads_every_file_the_same(void **state) {
   (void)state;
   char *dir = rg_tmpdir("window");
   rg_file r;
-  rg_begin(&r, dir, "good.json", &P0);
+  rg_begin(&r, dir, "good.json", &RF_P0);
   rg_site_end(&r, fwd_site(0, "caf\xc3\xa9/fwd", -4, 4)); /* UTF-8 kept */
   rg_site_end(&r, fwd_site(1, "bad\xe2\x82/fwd", -4, 4)); /* cut sequence: replaced */
   rg_site_end(&r, fwd_site(2, "net/fc2/fwd", -20, -10));
@@ -2194,8 +2166,8 @@ static void a_tiny_read_window_reads_every_file_the_same(void **state) {
   const size_t windows[] = {saved, 1, 7, 100};
   for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++) {
     mpprof_raw_window = windows[i];
-    cJSON *rep = report_of(dir);
-    assert_int_equal(cJSON_GetArraySize(get(rep, "skipped_files")), 2);
+    cJSON *rep = rf_report_of(dir);
+    assert_int_equal(cJSON_GetArraySize(rf_get(rep, "skipped_files")), 2);
     cJSON_Delete(rep);
     char *text = rg_read_text(dir, "report.json", NULL);
     assert_non_null(text);
@@ -2260,8 +2232,8 @@ static char *replaced(const char *text, const char *from, const char *to) {
 }
 
 static char *tensors_text(const char *dir) {
-  cJSON *rep = report_of(dir);
-  char *t = cJSON_PrintUnformatted(get(cJSON_GetArrayItem(get(rep, "sites"), 0), "tensors"));
+  cJSON *rep = rf_report_of(dir);
+  char *t = cJSON_PrintUnformatted(rf_get(cJSON_GetArrayItem(rf_get(rep, "sites"), 0), "tensors"));
   cJSON_Delete(rep);
   return t;
 }
@@ -2279,18 +2251,18 @@ static void escapes_and_brackets_in_strings_are_skipped_at_any_offset(void **sta
     snprintf(name, sizeof name, "%.*s]}]}[yyyyyyyyyyyyyyyyyyyy\"]}\\[{\\\\\"/fwd", shift,
              "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
     rg_file r;
-    rg_begin(&r, dir, "a.json", &P0);
+    rg_begin(&r, dir, "a.json", &RF_P0);
     rg_site_end(&r, fwd_site(0, name, -4, 4));
     rg_site_end(&r, fwd_site(1, "after/fwd", -4, 4));
     rg_end(&r);
-    cJSON *rep = report_of(dir);
-    assert_int_equal(cJSON_GetArraySize(get(rep, "skipped_files")), 0);
-    const cJSON *sites = get(rep, "sites");
+    cJSON *rep = rf_report_of(dir);
+    assert_int_equal(cJSON_GetArraySize(rf_get(rep, "skipped_files")), 0);
+    const cJSON *sites = rf_get(rep, "sites");
     assert_int_equal(cJSON_GetArraySize(sites), 2);
     int found = 0;
     const cJSON *st;
     cJSON_ArrayForEach(st, sites) {
-      const char *l = get(st, "layer")->valuestring;
+      const char *l = rf_get(st, "layer")->valuestring;
       found += !strcmp(l, name) + 2 * !strcmp(l, "after/fwd");
     }
     assert_int_equal(found, 3);
@@ -2307,7 +2279,7 @@ static void stats_in_any_spelling_read_alike_and_bad_ones_are_named(void **state
   (void)state;
   char *dir = rg_tmpdir("spelling");
   rg_file r;
-  rg_begin(&r, dir, "a.json", &P0);
+  rg_begin(&r, dir, "a.json", &RF_P0);
   rg_site_end(&r, fwd_site(0, "net/fwd", -4, 4));
   rg_end(&r);
   char *raw = rg_read_text(dir, "raw/a.json", NULL);
@@ -2345,10 +2317,10 @@ static void stats_in_any_spelling_read_alike_and_bad_ones_are_named(void **state
     char *t = replaced(raw, bad[i][0], bad[i][1]);
     rg_write_text(dir, "a.json", t, strlen(t));
     free(t);
-    cJSON *rep = report_of(dir);
-    const cJSON *sk = cJSON_GetArrayItem(get(rep, "skipped_files"), 0);
+    cJSON *rep = rf_report_of(dir);
+    const cJSON *sk = cJSON_GetArrayItem(rf_get(rep, "skipped_files"), 0);
     assert_non_null(sk);
-    const char *reason = get(sk, "reason")->valuestring;
+    const char *reason = rf_get(sk, "reason")->valuestring;
     assert_non_null(strstr(reason, "sites[0]: tensors."));
     assert_non_null(strstr(reason, bad[i][2]));
     cJSON_Delete(rep);
@@ -2453,7 +2425,7 @@ static void sites_read_alike_with_and_without_cjson(void **state) {
   (void)state;
   char *dir = rg_tmpdir("fastsites");
   rg_file r;
-  rg_begin(&r, dir, "a.json", &P0);
+  rg_begin(&r, dir, "a.json", &RF_P0);
   cJSON *s0 = fwd_site(0, "net/fc1/fwd", -4, 4);
   rg_kernel(s0, "nvjet_hsh_128x64_64x4_1x2_h_bz_coopA_NNT", 10, 12345);
   rg_site_end(&r, s0);
@@ -2588,16 +2560,16 @@ static void sites_read_alike_with_and_without_cjson(void **state) {
 static void a_checkpoint_file_marks_the_report_incomplete(void **state) {
   (void)state;
   char *dir = rg_tmpdir("ckpt");
-  rg_proc p = P0;
+  rg_proc p = RF_P0;
   p.final = false;
   rg_file r;
   rg_begin(&r, dir, "a.json", &p);
   rg_site_end(&r, fwd_site(0, "x/fwd", -4, 4));
   rg_end(&r);
-  cJSON *rep = report_of(dir);
-  assert_true(cJSON_IsTrue(get(rep, "incomplete")));
-  assert_true(cJSON_IsFalse(get(cJSON_GetArrayItem(get(rep, "processes"), 0), "final")));
-  assert_true(has_finding(rep, "incomplete_process", NULL));
+  cJSON *rep = rf_report_of(dir);
+  assert_true(cJSON_IsTrue(rf_get(rep, "incomplete")));
+  assert_true(cJSON_IsFalse(rf_get(cJSON_GetArrayItem(rf_get(rep, "processes"), 0), "final")));
+  assert_true(rf_finding(rep, "incomplete_process", NULL));
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
@@ -2625,7 +2597,7 @@ static char *summary_text(const char *dir) {
 static char *summary_of_incomplete(const char *reasons) {
   char *dir = rg_tmpdir("capped");
   rg_file r;
-  rg_begin(&r, dir, "a.json", &P0);
+  rg_begin(&r, dir, "a.json", &RF_P0);
   rg_site_end(&r, fwd_site(0, "x/fwd", -4, 4));
   rg_end(&r);
   size_t len = 0;
@@ -2675,7 +2647,7 @@ static void the_summary_counts_the_calls_past_the_site_cap(void **state) {
   (void)state;
   char *dir = rg_tmpdir("pastcap");
   rg_file r;
-  rg_begin(&r, dir, "a.json", &P0);
+  rg_begin(&r, dir, "a.json", &RF_P0);
   rg_site_end(&r, fwd_site(0, "x/fwd", -4, 4));
   cJSON *merged = fwd_site(1, "y/fwd", -4, 4);
   const char *const dims[] = {"m", "n", "k", "batch"};
@@ -2701,13 +2673,13 @@ static void the_summary_counts_the_calls_past_the_site_cap(void **state) {
                                "verdict)\n"));
   assert_null(strstr(text, "no verdict 1")); /* the merged site's layer has one */
   free(text);
-  cJSON *rep = report_of(dir);
-  assert_int_equal(get(rep, "summary.calls")->valueint, 27);
-  assert_int_equal(get(rep, "summary.calls_in_merged_sites")->valueint, 10);
-  assert_int_equal(get(rep, "summary.calls_not_attributed")->valueint, 7);
+  cJSON *rep = rf_report_of(dir);
+  assert_int_equal(rf_get(rep, "summary.calls")->valueint, 27);
+  assert_int_equal(rf_get(rep, "summary.calls_in_merged_sites")->valueint, 10);
+  assert_int_equal(rf_get(rep, "summary.calls_not_attributed")->valueint, 7);
   const cJSON *s;
   int seen = 0;
-  cJSON_ArrayForEach(s, get(rep, "sites")) {
+  cJSON_ArrayForEach(s, rf_get(rep, "sites")) {
     if (!cJSON_IsTrue(cJSON_GetObjectItem(s, "shapes_merged"))) continue;
     seen++;
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(s, "flop_per_call")));
@@ -2729,7 +2701,7 @@ static void the_summary_says_what_each_number_is(void **state) {
   (void)state;
   char *dir = rg_tmpdir("summary");
   rg_file r;
-  rg_begin(&r, dir, "a.json", &P0);
+  rg_begin(&r, dir, "a.json", &RF_P0);
   rg_site_end(&r, fwd_site(0, "net/fc/fwd", -4, 4));
   rg_site_end(&r, bwd_site(1, "net/fc/bwd", -30, -20));
   rg_site_end(&r, rg_gemm(2, "cublasGemmEx", "net/head/fwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F",
@@ -2749,7 +2721,7 @@ static void the_summary_says_what_each_number_is(void **state) {
   rg_rmdir(dir);
   free(dir);
   dir = rg_tmpdir("summary1");
-  rg_begin(&r, dir, "a.json", &P0);
+  rg_begin(&r, dir, "a.json", &RF_P0);
   rg_site_end(&r, rg_gemm(0, "cublasGemmEx", "one/fwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F",
                           "DEFAULT", 64, 64, 64, 1));
   rg_end(&r);
@@ -2757,7 +2729,7 @@ static void the_summary_says_what_each_number_is(void **state) {
   assert_non_null(strstr(text, "mpprof: 1 process, 1 op call in 1 site, 1 layer\n"));
   free(text);
   cJSON *rep = rg_read_json(dir, "report.json"); /* its summary.message too ("1 processes") */
-  assert_string_equal(get(get(rep, "summary"), "message")->valuestring,
+  assert_string_equal(rf_get(rf_get(rep, "summary"), "message")->valuestring,
                       "1 call in 1 site, 1 layer, 1 process");
   cJSON_Delete(rep);
   rg_rmdir(dir);
@@ -2771,7 +2743,7 @@ static void a_newline_in_a_layer_name_stays_on_its_line(void **state) {
   (void)state;
   char *dir = rg_tmpdir("summary-newline");
   rg_file r;
-  rg_begin(&r, dir, "a.json", &P0);
+  rg_begin(&r, dir, "a.json", &RF_P0);
   rg_site_end(&r, fwd_site(0, "net/fc\n  [high] forged", 10, 17)); /* overflows fp16 */
   rg_end(&r);
   char *text = summary_text(dir);
@@ -2815,7 +2787,7 @@ static void the_summary_says_a_dead_gradient_after_a_forward_overflow(void **sta
   (void)state;
   char *dir = rg_tmpdir("summary_dead");
   rg_file r;
-  rg_begin(&r, dir, "a.json", &P0);
+  rg_begin(&r, dir, "a.json", &RF_P0);
   rg_site_end(&r, fwd_site(0, "net/fc/fwd", 10, 17)); /* beyond fp16's 65504 */
   cJSON *b = rg_gemm(1, "cublasGemmEx", "net/fc/bwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F",
                      "DEFAULT", 64, 64, 64, 10);
@@ -2838,7 +2810,7 @@ static void outputs_only_scans_say_the_inputs_are_in_no_verdict(void **state) {
   (void)state;
   char *dir = rg_tmpdir("outputs_only");
   rg_file r;
-  rg_begin(&r, dir, "a.json", &P0);
+  rg_begin(&r, dir, "a.json", &RF_P0);
   cJSON *s = rg_gemm(0, "cublasGemmEx", "net/fc/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
                      "DEFAULT", 64, 64, 64, 10);
   rg_tensor(s, "D", MP_FP32, -4, 4, 400);
@@ -2849,9 +2821,9 @@ static void outputs_only_scans_say_the_inputs_are_in_no_verdict(void **state) {
   assert_non_null(strstr(text, "inputs not scanned in 1 of 1 process (--scan outputs)"));
   cJSON *rep = rg_read_json(dir, "report.json");
   assert_non_null(rep);
-  const cJSON *adv = get(cJSON_GetArrayItem(get(rep, "layers"), 0), "advice");
-  assert_string_equal(get(adv, "recommended")->valuestring, "fp16");
-  const cJSON *reasons = get(adv, "reasons");
+  const cJSON *adv = rf_get(cJSON_GetArrayItem(rf_get(rep, "layers"), 0), "advice");
+  assert_string_equal(rf_get(adv, "recommended")->valuestring, "fp16");
+  const cJSON *reasons = rf_get(adv, "reasons");
   const cJSON *last = cJSON_GetArrayItem(reasons, cJSON_GetArraySize(reasons) - 1);
   assert_non_null(strstr(last->valuestring, "inputs were not scanned (--scan outputs)"));
   char *html = rg_read_text(dir, "report.html", NULL);
@@ -2867,13 +2839,13 @@ static void a_run_without_cuda_ops_says_so(void **state) {
   (void)state;
   char *dir = rg_tmpdir("empty");
   rg_file r;
-  rg_begin(&r, dir, "a.json", &P0);
+  rg_begin(&r, dir, "a.json", &RF_P0);
   rg_end(&r);
-  cJSON *rep = report_of(dir);
-  assert_true(cJSON_IsTrue(get(rep, "summary.no_cuda_ops")));
-  assert_non_null(strstr(get(rep, "summary.message")->valuestring, "no CUDA"));
-  assert_int_equal(cJSON_GetArraySize(get(rep, "layers")), 0);
-  assert_true(has_finding(rep, "no_cuda_ops", NULL));
+  cJSON *rep = rf_report_of(dir);
+  assert_true(cJSON_IsTrue(rf_get(rep, "summary.no_cuda_ops")));
+  assert_non_null(strstr(rf_get(rep, "summary.message")->valuestring, "no CUDA"));
+  assert_int_equal(cJSON_GetArraySize(rf_get(rep, "layers")), 0);
+  assert_true(rf_finding(rep, "no_cuda_ops", NULL));
   char *html = rg_read_text(dir, "report.html", NULL);
   assert_non_null(strstr(html, "no CUDA matrix calls"));
   free(html);
@@ -2885,9 +2857,9 @@ static void a_run_without_cuda_ops_says_so(void **state) {
 static void an_empty_raw_directory_gives_an_empty_report(void **state) {
   (void)state;
   char *dir = rg_tmpdir("noraw");
-  cJSON *rep = report_of(dir);
-  assert_int_equal(get(rep, "summary.processes")->valuedouble, 0);
-  assert_non_null(strstr(get(rep, "summary.message")->valuestring, "nothing was profiled"));
+  cJSON *rep = rf_report_of(dir);
+  assert_int_equal(rf_get(rep, "summary.processes")->valuedouble, 0);
+  assert_non_null(strstr(rf_get(rep, "summary.message")->valuestring, "nothing was profiled"));
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
@@ -2913,8 +2885,8 @@ static void a_raw_directory_of_only_bad_files_says_they_were_skipped(void **stat
   assert_null(strstr(line, "nothing was profiled"));
   cJSON *rep = rg_read_json(dir, "report.json");
   assert_non_null(rep);
-  assert_int_equal(cJSON_GetArraySize(get(rep, "skipped_files")), 1);
-  assert_non_null(strstr(get(rep, "summary.message")->valuestring, "every one was skipped"));
+  assert_int_equal(cJSON_GetArraySize(rf_get(rep, "skipped_files")), 1);
+  assert_non_null(strstr(rf_get(rep, "summary.message")->valuestring, "every one was skipped"));
   cJSON_Delete(rep);
   unlink(path);
   rg_rmdir(dir);

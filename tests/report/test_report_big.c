@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "rawgen.h"
+#include "report_fixture.h"
 #include "report/report.h"
 
 enum { LAYERS = 1000, SHAPES = 100 };
@@ -37,8 +38,7 @@ static void a_raw_file_with_100k_sites_is_reported_whole(void **state) {
   r.nsites = LAYERS * SHAPES;
   assert_int_equal(rg_end(&r), 0);
 
-  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
-  assert_int_equal(mpprof_report_generate(&o), 0);
+  rf_generate(dir);
   /* report.json prints one layer and one site per line: count them without
    * parsing 100k sites into a cJSON tree. */
   size_t n = 0;

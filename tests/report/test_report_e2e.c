@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "rawgen.h"
+#include "report_fixture.h"
 
 static const char *mpprof, *mlp_train, *simcuda, *workdir;
 
@@ -68,15 +69,6 @@ static char *profile_mlp(const char *name) {
   return d;
 }
 
-static const cJSON *layer(const cJSON *rep, const char *name) {
-  const cJSON *l;
-  cJSON_ArrayForEach(l, cJSON_GetObjectItem(rep, "layers")) {
-    if (!strcmp(cJSON_GetObjectItem(l, "name")->valuestring, name)) return l;
-  }
-  fail_msg("no layer %s", name);
-  return NULL;
-}
-
 static const char *rec(const cJSON *l) {
   const cJSON *r = cJSON_GetObjectItem(cJSON_GetObjectItem(l, "advice"), "recommended");
   return cJSON_IsString(r) ? r->valuestring : "null";
@@ -92,8 +84,8 @@ static void mlp_train_gets_the_verdicts_it_was_built_to_show(void **state) {
   char *d = profile_mlp("mlp");
   cJSON *rep = rg_read_json(d, "report.json");
   assert_non_null(rep);
-  const cJSON *fc1 = layer(rep, "step/mlp/fc1"), *fc2 = layer(rep, "step/mlp/fc2"),
-              *fc3 = layer(rep, "step/mlp/fc3");
+  const cJSON *fc1 = rf_layer(rep, "step/mlp/fc1"), *fc2 = rf_layer(rep, "step/mlp/fc2"),
+              *fc3 = rf_layer(rep, "step/mlp/fc3");
   /* the overflow layer: not fp16-safe */
   assert_string_not_equal(rec(fc1), "fp16");
   assert_string_not_equal(rec(fc1), "fp16_loss_scale");
@@ -157,7 +149,7 @@ static void mpprof_merge_combines_runs(void **state) {
   assert_int_equal(cJSON_GetObjectItem(sc, "calls")->valuedouble,
                    2 * cJSON_GetObjectItem(sa, "calls")->valuedouble);
   assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(sc, "ranks")), 2);
-  assert_string_equal(rec(layer(rc, "step/mlp/fc2")), "fp16_loss_scale");
+  assert_string_equal(rec(rf_layer(rc, "step/mlp/fc2")), "fp16_loss_scale");
   cJSON_Delete(ra);
   cJSON_Delete(rc);
   /* merge writes a new OUT_DIR: into one that holds anything (here the
@@ -232,7 +224,7 @@ static void a_layer_without_a_verdict_that_overflows_fp16_stays_out_of_fp16(void
   assert_int_equal(run(argv), 0);
   cJSON *rep = rg_read_json(d, "report.json");
   assert_non_null(rep);
-  const cJSON *adv = cJSON_GetObjectItem(layer(rep, "step/mlp/fc1"), "advice");
+  const cJSON *adv = cJSON_GetObjectItem(rf_layer(rep, "step/mlp/fc1"), "advice");
   assert_true(cJSON_IsNull(cJSON_GetObjectItem(adv, "recommended"))); /* no verdict */
   bool overflow = false;
   const cJSON *f;
@@ -289,7 +281,7 @@ static void the_applied_scale_joins_the_window_when_it_exactly_fits(void **state
   assert_non_null(rep);
   const cJSON *win = cJSON_GetObjectItem(
       cJSON_GetObjectItem(
-          cJSON_GetObjectItem(cJSON_GetObjectItem(layer(rep, "step/mlp/fc1"), "tensors"),
+          cJSON_GetObjectItem(cJSON_GetObjectItem(rf_layer(rep, "step/mlp/fc1"), "tensors"),
                               "backward.D"),
           "advice"),
       "loss_scale_log2");
@@ -325,8 +317,9 @@ static void the_applied_scale_joins_the_window_when_it_exactly_fits(void **state
   char *end;
   double pct = strtod(p, &end);
   assert_int_equal(strncmp(end, ",backward.D,backward.D,", 23), 0); /* scanned_calls last */
-  const cJSON *share = cJSON_GetObjectItem(
-      cJSON_GetObjectItem(layer(rep, "step/mlp/fc1"), "shares"), "fp16_underflow_at_applied_scale");
+  const cJSON *share =
+      cJSON_GetObjectItem(cJSON_GetObjectItem(rf_layer(rep, "step/mlp/fc1"), "shares"),
+                          "fp16_underflow_at_applied_scale");
   assert_true(pct == cJSON_GetObjectItem(share, "pct")->valuedouble);
   assert_int_equal(strncmp(p, "0.0764078", 9), 0);
   free(head);
@@ -791,7 +784,7 @@ static void a_sampled_run_says_how_many_calls_were_scanned(void **state) {
   snprintf(line, sizeof line, "; %.0f of the calls scanned\n", scanned);
   assert_non_null(strstr(text, line));
   free(text);
-  const cJSON *l = layer(rep, "step/mlp/fc1");
+  const cJSON *l = rf_layer(rep, "step/mlp/fc1");
   char *csv = rg_read_text(d, "layers.csv", NULL);
   snprintf(line, sizeof line, ",%.0f\r\n", cJSON_GetObjectItem(l, "scanned_calls")->valuedouble);
   const char *row = strstr(csv, "\r\nstep/mlp/fc1,");

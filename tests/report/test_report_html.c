@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "rawgen.h"
+#include "report_fixture.h"
 #include "report/report.h"
 #include "report/report_internal.h"
 
@@ -38,8 +39,7 @@ static char *hostile_run(void) {
   for (int i = 0; i < 8; i++)
     rg_event(&r, i % 4, 1000 * i, 400, 42);
   assert_int_equal(rg_end(&r), 0);
-  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
-  assert_int_equal(mpprof_report_generate(&o), 0);
+  rf_generate(dir);
   return dir;
 }
 
@@ -206,18 +206,15 @@ static void csv_fields_that_look_like_formulas_are_text(void **state) {
     free(buf);
   }
   /* and in a report: the layer named by an NVTX range "=cmd|..." */
-  char *dir = rg_tmpdir("csvf");
-  rg_proc p = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
   rg_file r;
-  assert_int_equal(rg_begin(&r, dir, "a.json", &p), 0);
+  char *dir = rf_run_begin(&r, "csvf");
   cJSON *s = rg_gemm(0, "cublasGemmEx", "=cmd|' /C calc'!A0/fwd", "A=fp16,B=fp16,D=fp32", "32F",
                      "DEFAULT", 64, 64, 64, 5);
   rg_tensor(s, "A", MP_FP16, -8, 4, 100);
   rg_tensor(s, "D", MP_FP32, -4, 4, 200);
   rg_site_end(&r, s);
   assert_int_equal(rg_end(&r), 0);
-  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
-  assert_int_equal(mpprof_report_generate(&o), 0);
+  rf_generate(dir);
   char *csv = rg_read_text(dir, "layers.csv", NULL);
   assert_non_null(csv);
   assert_non_null(strstr(csv, "\r\n'=cmd|' /C calc'!A0,forward,1,5,"));
@@ -265,10 +262,8 @@ static char *csv_field(const char *csv, const char *needle, int col) {
  * on a real GPU. */
 static void ops_csv_writes_tf32_out_and_tflops(void **state) {
   (void)state;
-  char *dir = rg_tmpdir("ops");
-  rg_proc p = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
   rg_file r;
-  assert_int_equal(rg_begin(&r, dir, "a.json", &p), 0);
+  char *dir = rf_run_begin(&r, "ops");
   cJSON *s = rg_gemm(0, "cublasGemmEx", "tf/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
                      "TF32_TENSOR_OP", 128, 64, 32, 10);
   rg_tensor(s, "D", MP_FP32, -4, 4, 100);
@@ -286,8 +281,7 @@ static void ops_csv_writes_tf32_out_and_tflops(void **state) {
             5, 2000);
   rg_site_end(&r, s);
   assert_int_equal(rg_end(&r), 0);
-  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
-  assert_int_equal(mpprof_report_generate(&o), 0);
+  rf_generate(dir);
   char *csv = rg_read_text(dir, "ops.csv", NULL);
   assert_non_null(csv);
   assert_int_equal(strncmp(csv, "site,layer,nvtx_path,phase,api,op,shape,", 40), 0);
@@ -373,10 +367,8 @@ static char *layer_cell(const char *html, const char *name, const char *head) {
  * loss-scaled 0.0004 beside its bf16 verdict, as if fp16 lost nothing. */
 static void the_layer_tables_measured_fp16_is_at_scale_1_for_a_forward_layer(void **state) {
   (void)state;
-  char *dir = rg_tmpdir("layer-shadow-fp16");
-  rg_proc p = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
   rg_file r;
-  assert_int_equal(rg_begin(&r, dir, "a.json", &p), 0);
+  char *dir = rf_run_begin(&r, "layer-shadow-fp16");
   const char *paths[3] = {"act/fwd", "lin/fwd", "lin/bwd"};
   for (int i = 0; i < 3; i++) {
     cJSON *s = rg_gemm(i, "cublasGemmEx", paths[i], "A=fp32,B=fp32,C=fp32,D=fp32", "32F", "DEFAULT",
@@ -387,8 +379,7 @@ static void the_layer_tables_measured_fp16_is_at_scale_1_for_a_forward_layer(voi
     rg_site_end(&r, s);
   }
   assert_int_equal(rg_end(&r), 0);
-  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
-  assert_int_equal(mpprof_report_generate(&o), 0);
+  rf_generate(dir);
   char *html = rg_read_text(dir, "report.html", NULL);
   assert_non_null(html);
   char *act = layer_cell(html, "act", "Measured fp16 rel L2"),
@@ -409,10 +400,8 @@ static void the_layer_tables_measured_fp16_is_at_scale_1_for_a_forward_layer(voi
  * measured, and the cell stays empty. */
 static void a_measured_layers_undefined_candidate_is_not_said_unmeasured(void **state) {
   (void)state;
-  char *dir = rg_tmpdir("layer-shadow-undefined");
-  rg_proc p = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
   rg_file r;
-  assert_int_equal(rg_begin(&r, dir, "a.json", &p), 0);
+  char *dir = rf_run_begin(&r, "layer-shadow-undefined");
   cJSON *s = rg_gemm(0, "cublasGemmEx", "lin/bwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F", "DEFAULT",
                      64, 64, 64, 5);
   rg_tensor(s, "D", MP_FP32, -4, 4, 100);
@@ -422,8 +411,7 @@ static void a_measured_layers_undefined_candidate_is_not_said_unmeasured(void **
   cJSON_AddNumberToObject(cJSON_AddObjectToObject(sh, "skipped"), "shadow_busy", 2);
   rg_site_end(&r, s);
   assert_int_equal(rg_end(&r), 0);
-  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
-  assert_int_equal(mpprof_report_generate(&o), 0);
+  rf_generate(dir);
   char *html = rg_read_text(dir, "report.html", NULL);
   assert_non_null(html);
   char *lin = layer_cell(html, "lin", "Measured fp16 rel L2");
@@ -439,10 +427,8 @@ static void a_measured_layers_undefined_candidate_is_not_said_unmeasured(void **
  * says why; the same measurement without the flag is a plain number. */
 static void a_fast_accumulating_fp8_layers_current_is_marked(void **state) {
   (void)state;
-  char *dir = rg_tmpdir("layer-shadow-fast-accum");
-  rg_proc p = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
   rg_file r;
-  assert_int_equal(rg_begin(&r, dir, "a.json", &p), 0);
+  char *dir = rf_run_begin(&r, "layer-shadow-fast-accum");
   const char *paths[2] = {"fast/fwd", "plain/fwd"};
   for (int i = 0; i < 2; i++) {
     cJSON *s = rg_gemm(i, "cublasLtMatmul", paths[i], "A=fp8_e4m3,B=fp8_e4m3,C=bf16,D=bf16", "32F",
@@ -461,8 +447,7 @@ static void a_fast_accumulating_fp8_layers_current_is_marked(void **state) {
     rg_site_end(&r, s);
   }
   assert_int_equal(rg_end(&r), 0);
-  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
-  assert_int_equal(mpprof_report_generate(&o), 0);
+  rf_generate(dir);
   char *html = rg_read_text(dir, "report.html", NULL);
   assert_non_null(html);
   char *fast = layer_cell(html, "fast", "Measured now rel L2"),
@@ -484,17 +469,14 @@ static void a_fast_accumulating_fp8_layers_current_is_marked(void **state) {
  * (they said only tc_eligible no / false). */
 static void a_layer_eligible_with_tf32_says_so_in_csv_json_and_html(void **state) {
   (void)state;
-  char *dir = rg_tmpdir("layer-tf32");
-  rg_proc p = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
   rg_file r;
-  assert_int_equal(rg_begin(&r, dir, "a.json", &p), 0);
+  char *dir = rf_run_begin(&r, "layer-tf32");
   cJSON *s = rg_gemm(0, "cublasGemmEx", "plain/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
                      "DEFAULT", 64, 64, 64, 5);
   rg_tensor(s, "D", MP_FP32, -4, 4, 100);
   rg_site_end(&r, s);
   assert_int_equal(rg_end(&r), 0);
-  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
-  assert_int_equal(mpprof_report_generate(&o), 0);
+  rf_generate(dir);
   char *csv = rg_read_text(dir, "layers.csv", NULL);
   assert_non_null(csv);
   int col = -1, elig = -1;
@@ -622,10 +604,8 @@ static void a_percentage_reads_100_or_0_only_when_exact(void **state) {
  * Cores: no output rounds any of it to 100% (as "%.3g" did). */
 static void a_share_short_of_all_never_reads_100_percent(void **state) {
   (void)state;
-  char *dir = rg_tmpdir("pct");
-  rg_proc p = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
   rg_file r;
-  assert_int_equal(rg_begin(&r, dir, "a.json", &p), 0);
+  char *dir = rf_run_begin(&r, "pct");
   static double v[10000];
   cJSON *s = rg_gemm(0, "cublasGemmEx", "big/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F", "DEFAULT",
                      100, 100, 1, 1);
@@ -696,8 +676,7 @@ static void the_program_line_is_the_root_process_argv_quoted(void **state) {
   assert_int_equal(rg_end(&r), 0);
   assert_int_equal(rg_begin(&r, dir, "b-root.json", &root), 0);
   assert_int_equal(rg_end(&r), 0);
-  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
-  assert_int_equal(mpprof_report_generate(&o), 0);
+  rf_generate(dir);
   cJSON *rep = rg_read_json(dir, "report.json");
   assert_non_null(rep);
   assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "argv"), 0)->valuestring,

@@ -13,46 +13,8 @@
 #include <cjson/cJSON.h>
 
 #include "rawgen.h"
+#include "report_fixture.h"
 #include "report/report.h"
-
-static const rg_proc P0 = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
-
-static cJSON *report_of(const char *dir) {
-  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
-  assert_int_equal(mpprof_report_generate(&o), 0);
-  cJSON *r = rg_read_json(dir, "report.json");
-  assert_non_null(r);
-  return r;
-}
-
-static cJSON *get(const cJSON *o, const char *path) {
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", path);
-  const cJSON *cur = o;
-  for (char *save = NULL, *k = strtok_r(buf, ".", &save); k && cur; k = strtok_r(NULL, ".", &save))
-    cur = cJSON_GetObjectItemCaseSensitive(cur, k);
-  return (cJSON *)cur;
-}
-
-static cJSON *layer(const cJSON *rep, const char *name) {
-  const cJSON *l;
-  cJSON_ArrayForEach(l, get(rep, "layers")) {
-    if (!strcmp(get(l, "name")->valuestring, name)) return (cJSON *)l;
-  }
-  fail_msg("no layer %s", name);
-  return NULL;
-}
-
-static cJSON *finding(const cJSON *rep, const char *kind, const char *layer_name) {
-  const cJSON *f;
-  cJSON_ArrayForEach(f, get(rep, "findings")) {
-    const cJSON *l = get(f, "layer");
-    if (!strcmp(get(f, "kind")->valuestring, kind) &&
-        (!layer_name || (cJSON_IsString(l) && !strcmp(l->valuestring, layer_name))))
-      return (cJSON *)f;
-  }
-  return NULL;
-}
 
 static cJSON *site(int id, const char *layer_path, const char *types) {
   return rg_gemm(id, "cublasGemmEx", layer_path, types, "32F", "DEFAULT", 16, 16, 16, 2);
@@ -62,7 +24,7 @@ static void a_share_is_of_the_finite_non_zero_values_and_the_finding_quotes_it(v
   (void)state;
   char *dir = rg_tmpdir("share");
   rg_file r;
-  assert_int_equal(rg_begin(&r, dir, "a.json", &P0), 0);
+  assert_int_equal(rg_begin(&r, dir, "a.json", &RF_P0), 0);
   cJSON *s = site(0, "net/fc/fwd", "A=fp32,B=fp32,D=fp32");
   const double ab[] = {1, 2, 3, 4};
   rg_tensor_values(s, "A", MP_FP32, ab, 4);
@@ -71,18 +33,18 @@ static void a_share_is_of_the_finite_non_zero_values_and_the_finding_quotes_it(v
   rg_tensor_values(s, "D", MP_FP32, d, 6);
   rg_site_end(&r, s);
   assert_int_equal(rg_end(&r), 0);
-  cJSON *rep = report_of(dir);
-  const cJSON *sh = get(layer(rep, "net/fc"), "shares.fp16_overflow");
-  assert_string_equal(get(sh, "tensor")->valuestring, "forward.D");
-  assert_int_equal(get(sh, "of")->valuedouble, 3);
-  assert_int_equal(get(sh, "count")->valuedouble, 1);
-  assert_true(fabs(get(sh, "pct")->valuedouble - 100.0 / 3) < 1e-12);
-  assert_true(get(layer(rep, "net/fc"), "percent.fp16_overflow")->valuedouble ==
-              get(sh, "pct")->valuedouble);
-  const cJSON *f = finding(rep, "fp16_overflow", "net/fc");
+  cJSON *rep = rf_report_of(dir);
+  const cJSON *sh = rf_get(rf_layer(rep, "net/fc"), "shares.fp16_overflow");
+  assert_string_equal(rf_get(sh, "tensor")->valuestring, "forward.D");
+  assert_int_equal(rf_get(sh, "of")->valuedouble, 3);
+  assert_int_equal(rf_get(sh, "count")->valuedouble, 1);
+  assert_true(fabs(rf_get(sh, "pct")->valuedouble - 100.0 / 3) < 1e-12);
+  assert_true(rf_get(rf_layer(rep, "net/fc"), "percent.fp16_overflow")->valuedouble ==
+              rf_get(sh, "pct")->valuedouble);
+  const cJSON *f = rf_finding(rep, "fp16_overflow", "net/fc");
   assert_non_null(f);
-  assert_true(fabs(100 * get(f, "evidence.overflow_fraction")->valuedouble -
-                   get(sh, "pct")->valuedouble) < 1e-12);
+  assert_true(fabs(100 * rf_get(f, "evidence.overflow_fraction")->valuedouble -
+                   rf_get(sh, "pct")->valuedouble) < 1e-12);
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
@@ -90,11 +52,11 @@ static void a_share_is_of_the_finite_non_zero_values_and_the_finding_quotes_it(v
 
 /* "e:count," for every non-empty binade of an exp_hist object. */
 static void nonzero_bins(const cJSON *h, char *out, size_t n) {
-  int e = (int)get(h, "lo")->valuedouble;
+  int e = (int)rf_get(h, "lo")->valuedouble;
   size_t len = 0;
   out[0] = 0;
   const cJSON *c;
-  cJSON_ArrayForEach(c, get(h, "counts")) {
+  cJSON_ArrayForEach(c, rf_get(h, "counts")) {
     if (c->valuedouble != 0 && len < n)
       len += (size_t)snprintf(out + len, n - len, "%d:%.0f,", e, c->valuedouble);
     e++;
@@ -120,7 +82,7 @@ static void a_gradient_overflowing_fp16_once_unscaled_is_not_fp16(void **state) 
   (void)state;
   char *dir = rg_tmpdir("unscale_edge");
   rg_file r;
-  assert_int_equal(rg_begin(&r, dir, "a.json", &P0), 0);
+  assert_int_equal(rg_begin(&r, dir, "a.json", &RF_P0), 0);
   cJSON *s = site(0, "edge/bwd", "A=fp16,B=fp16,D=fp32");
   double v[64];
   for (int i = 0; i < 64; i++)
@@ -131,11 +93,11 @@ static void a_gradient_overflowing_fp16_once_unscaled_is_not_fp16(void **state) 
   cJSON_AddNumberToObject(s, "loss_scale", 2);
   rg_site_end(&r, s);
   assert_int_equal(rg_end(&r), 0);
-  cJSON *rep = report_of(dir);
-  const cJSON *d = cJSON_GetObjectItem(get(layer(rep, "edge"), "tensors"), "backward.D");
-  assert_string_equal(get(d, "loss_scale.values")->valuestring, "unscaled_estimate");
-  assert_int_equal(get(d, "casts.fp16.overflow")->valueint, 1);
-  assert_string_not_equal(get(layer(rep, "edge"), "advice.recommended")->valuestring, "fp16");
+  cJSON *rep = rf_report_of(dir);
+  const cJSON *d = cJSON_GetObjectItem(rf_get(rf_layer(rep, "edge"), "tensors"), "backward.D");
+  assert_string_equal(rf_get(d, "loss_scale.values")->valuestring, "unscaled_estimate");
+  assert_int_equal(rf_get(d, "casts.fp16.overflow")->valueint, 1);
+  assert_string_not_equal(rf_get(rf_layer(rep, "edge"), "advice.recommended")->valuestring, "fp16");
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
@@ -145,31 +107,33 @@ static void gradients_are_divided_by_the_declared_scale_of_their_site(void **sta
   (void)state;
   char *dir = rg_tmpdir("unscale");
   rg_file r;
-  assert_int_equal(rg_begin(&r, dir, "a.json", &P0), 0);
+  assert_int_equal(rg_begin(&r, dir, "a.json", &RF_P0), 0);
   gradient_site(&r, 0, "scaled/bwd", 65536);
   gradient_site(&r, 1, "plain/bwd", 0);
   assert_int_equal(rg_end(&r), 0);
-  cJSON *rep = report_of(dir);
-  const cJSON *a = get(layer(rep, "scaled"), "tensors"), *b = get(layer(rep, "plain"), "tensors");
+  cJSON *rep = rf_report_of(dir);
+  const cJSON *a = rf_get(rf_layer(rep, "scaled"), "tensors"),
+              *b = rf_get(rf_layer(rep, "plain"), "tensors");
   const cJSON *da = cJSON_GetObjectItem(a, "backward.D"),
               *db = cJSON_GetObjectItem(b, "backward.D");
   /* the same true values: the same histogram, window and verdict */
   char ha[512], hb[512];
-  nonzero_bins(get(da, "exp_hist"), ha, sizeof ha);
-  nonzero_bins(get(db, "exp_hist"), hb, sizeof hb);
+  nonzero_bins(rf_get(da, "exp_hist"), ha, sizeof ha);
+  nonzero_bins(rf_get(db, "exp_hist"), hb, sizeof hb);
   assert_string_equal(ha, hb);
   assert_true(strlen(ha) > 0);
-  assert_true(
-      cJSON_Compare(get(da, "advice.loss_scale_log2"), get(db, "advice.loss_scale_log2"), true));
+  assert_true(cJSON_Compare(rf_get(da, "advice.loss_scale_log2"),
+                            rf_get(db, "advice.loss_scale_log2"), true));
   /* the histogram moved exactly, but 2^-25 (flushes) and 1.625 * 2^-25 (does
    * not) share a binade: the flush count of the unscaled values is an estimate */
-  assert_string_equal(get(da, "loss_scale.values")->valuestring, "unscaled_estimate");
-  assert_true(get(da, "loss_scale.applied_max")->valuedouble == 65536);
-  assert_true(cJSON_IsTrue(get(db, "loss_scale.undeclared")));
+  assert_string_equal(rf_get(da, "loss_scale.values")->valuestring, "unscaled_estimate");
+  assert_true(rf_get(da, "loss_scale.applied_max")->valuedouble == 65536);
+  assert_true(cJSON_IsTrue(rf_get(db, "loss_scale.undeclared")));
   /* at the applied scale 2^16 the scaled layer's gradients do not flush; unscaled they do */
-  assert_true(get(layer(rep, "scaled"), "shares.fp16_underflow_at_applied_scale.pct")->valuedouble <
-              get(layer(rep, "scaled"), "shares.fp16_underflow.pct")->valuedouble);
-  assert_true(cJSON_IsTrue(get(rep, "loss_scale.applied.known")));
+  assert_true(
+      rf_get(rf_layer(rep, "scaled"), "shares.fp16_underflow_at_applied_scale.pct")->valuedouble <
+      rf_get(rf_layer(rep, "scaled"), "shares.fp16_underflow.pct")->valuedouble);
+  assert_true(cJSON_IsTrue(rf_get(rep, "loss_scale.applied.known")));
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
@@ -179,7 +143,7 @@ static void mostly_zero_fp16_gradients_at_scale_1_are_called_flushed(void **stat
   (void)state;
   char *dir = rg_tmpdir("flushed");
   rg_file r;
-  assert_int_equal(rg_begin(&r, dir, "a.json", &P0), 0);
+  assert_int_equal(rg_begin(&r, dir, "a.json", &RF_P0), 0);
   cJSON *s = site(0, "l/fwd", "A=fp16,B=fp16,D=fp16");
   const double fwd[] = {1, 2, 3, 4, 5, 6, 7, 8};
   rg_tensor_values(s, "D", MP_FP16, fwd, 8);
@@ -190,10 +154,10 @@ static void mostly_zero_fp16_gradients_at_scale_1_are_called_flushed(void **stat
   cJSON_AddNumberToObject(s, "loss_scale", 1);
   rg_site_end(&r, s);
   assert_int_equal(rg_end(&r), 0);
-  cJSON *rep = report_of(dir);
-  const cJSON *f = finding(rep, "gradients_flushed", "l");
+  cJSON *rep = rf_report_of(dir);
+  const cJSON *f = rf_finding(rep, "gradients_flushed", "l");
   assert_non_null(f);
-  assert_true(fabs(get(f, "evidence.zero_fraction")->valuedouble - 5.0 / 8) < 1e-12);
+  assert_true(fabs(rf_get(f, "evidence.zero_fraction")->valuedouble - 5.0 / 8) < 1e-12);
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
@@ -203,17 +167,17 @@ static void nonfinite_gradients_without_a_declared_scale_make_it_unknown(void **
   (void)state;
   char *dir = rg_tmpdir("unknown");
   rg_file r;
-  assert_int_equal(rg_begin(&r, dir, "a.json", &P0), 0);
+  assert_int_equal(rg_begin(&r, dir, "a.json", &RF_P0), 0);
   cJSON *s = site(0, "l/bwd", "A=fp16,B=fp16,D=fp32");
   const double d[] = {1, 2, INFINITY, 3};
   rg_tensor_values(s, "D", MP_FP32, d, 4);
   rg_site_end(&r, s);
   assert_int_equal(rg_end(&r), 0);
-  cJSON *rep = report_of(dir);
-  const cJSON *note = get(rep, "summary.loss_scale_note");
+  cJSON *rep = rf_report_of(dir);
+  const cJSON *note = rf_get(rep, "summary.loss_scale_note");
   assert_true(cJSON_IsString(note));
   assert_string_equal(note->valuestring, "applied loss scale unknown; figures assume 1");
-  assert_non_null(finding(rep, "loss_scale_unknown", NULL));
+  assert_non_null(rf_finding(rep, "loss_scale_unknown", NULL));
   cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
@@ -223,7 +187,7 @@ static void fp8_candidates_are_one_finding_listing_only_16_bit_layers(void **sta
   (void)state;
   char *dir = rg_tmpdir("fp8");
   rg_file r;
-  assert_int_equal(rg_begin(&r, dir, "a.json", &P0), 0);
+  assert_int_equal(rg_begin(&r, dir, "a.json", &RF_P0), 0);
   const char *names[] = {"a/fwd", "b/fwd", "c/fwd"};
   for (int i = 0; i < 3; i++) {
     cJSON *s = site(i, names[i], "A=fp16,B=fp16,D=fp32");
@@ -232,15 +196,15 @@ static void fp8_candidates_are_one_finding_listing_only_16_bit_layers(void **sta
     rg_site_end(&r, s);
   }
   assert_int_equal(rg_end(&r), 0);
-  cJSON *rep = report_of(dir);
+  cJSON *rep = rf_report_of(dir);
   int n = 0;
   const cJSON *f, *fp8 = NULL;
-  cJSON_ArrayForEach(f, get(rep, "findings")) {
-    if (!strcmp(get(f, "kind")->valuestring, "fp8_candidate")) n++, fp8 = f;
+  cJSON_ArrayForEach(f, rf_get(rep, "findings")) {
+    if (!strcmp(rf_get(f, "kind")->valuestring, "fp8_candidate")) n++, fp8 = f;
   }
   assert_int_equal(n, 1);
-  assert_true(cJSON_IsNull(get(fp8, "layer")));
-  const cJSON *ls = get(fp8, "evidence.layers");
+  assert_true(cJSON_IsNull(rf_get(fp8, "layer")));
+  const cJSON *ls = rf_get(fp8, "evidence.layers");
   assert_int_equal(cJSON_GetArraySize(ls), 2);
   cJSON_ArrayForEach(f, ls) assert_string_not_equal(f->valuestring, "c");
   cJSON_Delete(rep);

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "rawgen.h"
+#include "report_fixture.h"
 #include "report/report.h"
 #include "report/report_internal.h"
 
@@ -292,8 +293,7 @@ static cJSON *run(int kind) {
   assert_int_equal(rg_end(&r), 0);
   if (kind == 2) rg_write_text(dir, "broken.json", "{\"schema\":", 10);
   if (kind >= 5) with_tc_counters(dir, kind == 6);
-  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
-  assert_int_equal(mpprof_report_generate(&o), 0);
+  rf_generate(dir);
   cJSON *rep = rg_read_json(dir, "report.json");
   assert_non_null(rep);
   assert_valid_plan(dir);

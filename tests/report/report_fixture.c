@@ -1,0 +1,63 @@
+/* report_fixture: the report tests' shared run set-up and report.json
+ * look-ups (report_fixture.h). */
+#include "report_fixture.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "report/report.h"
+
+const rg_proc RF_P0 = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
+
+char *rf_run_begin(rg_file *r, const char *tag) {
+  char *dir = rg_tmpdir(tag);
+  assert_int_equal(rg_begin(r, dir, "a.json", &RF_P0), 0);
+  return dir;
+}
+
+void rf_generate(const char *dir) {
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+}
+
+cJSON *rf_report_of(const char *dir) {
+  rf_generate(dir);
+  cJSON *r = rg_read_json(dir, "report.json");
+  assert_non_null(r);
+  return r;
+}
+
+cJSON *rf_get(const cJSON *o, const char *path) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", path);
+  const cJSON *cur = o;
+  for (char *save = NULL, *k = strtok_r(buf, ".", &save); k && cur; k = strtok_r(NULL, ".", &save))
+    cur = cJSON_GetObjectItemCaseSensitive(cur, k);
+  return (cJSON *)cur;
+}
+
+cJSON *rf_layer(const cJSON *rep, const char *name) {
+  const cJSON *l;
+  cJSON_ArrayForEach(l, rf_get(rep, "layers")) {
+    if (!strcmp(rf_get(l, "name")->valuestring, name)) return (cJSON *)l;
+  }
+  fail_msg("no layer %s", name);
+  return NULL;
+}
+
+cJSON *rf_finding(const cJSON *rep, const char *kind, const char *layer_name) {
+  const cJSON *f;
+  cJSON_ArrayForEach(f, rf_get(rep, "findings")) {
+    const cJSON *l = rf_get(f, "layer");
+    if (!strcmp(rf_get(f, "kind")->valuestring, kind) &&
+        (!layer_name || (cJSON_IsString(l) && !strcmp(l->valuestring, layer_name))))
+      return (cJSON *)f;
+  }
+  return NULL;
+}

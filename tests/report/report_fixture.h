@@ -1,0 +1,30 @@
+/* report_fixture: what the report tests share around rawgen: the process
+ * most hand-made runs come from, a run directory begun with it, the report
+ * generated there, and look-ups into report.json that fail the test where
+ * a layer is missing. Needs cmocka (the checks are its assertions). */
+#ifndef MPPROF_TESTS_REPORT_REPORT_FIXTURE_H
+#define MPPROF_TESTS_REPORT_REPORT_FIXTURE_H
+
+#include <cjson/cJSON.h>
+
+#include "rawgen.h"
+
+/* rank 0 of ./train on node01, pid 100, a 9.0 device */
+extern const rg_proc RF_P0;
+
+/* A fresh run directory (rg_tmpdir(tag), malloc'd) whose raw file a.json is
+ * begun in r as RF_P0. */
+char *rf_run_begin(rg_file *r, const char *tag);
+/* The report of dir with the default options, written there. */
+void rf_generate(const char *dir);
+/* rf_generate, then dir/report.json parsed. */
+cJSON *rf_report_of(const char *dir);
+
+/* o's member at a dotted path ("a.b.c"); NULL where there is none. */
+cJSON *rf_get(const cJSON *o, const char *path);
+/* The layer of that name in rep's "layers"; fails the test where there is none. */
+cJSON *rf_layer(const cJSON *rep, const char *name);
+/* The first finding of that kind (of that layer, unless layer_name is NULL). */
+cJSON *rf_finding(const cJSON *rep, const char *kind, const char *layer_name);
+
+#endif
