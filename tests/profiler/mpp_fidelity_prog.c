@@ -81,24 +81,7 @@
 #include <cudnn.h>
 #include <nvtx3/nvToolsExt.h>
 
-static void die(const char *what, int code) {
-  fprintf(stderr, "mpp_fidelity_prog: %s failed (%d)\n", what, code);
-  exit(70);
-}
-#define CK(call)                                                                                   \
-  do {                                                                                             \
-    int rc_ = (int)(call);                                                                         \
-    if (rc_ != 0) die(#call, rc_);                                                                 \
-  } while (0)
-
-static uint16_t f2h(float f) { /* exact for the small integers used here */
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  int e = (int)((x >> 23) & 0xff) - 127 + 15;
-  if ((x & 0x7fffffffu) == 0) return (uint16_t)sign;
-  return (uint16_t)(sign | (uint32_t)e << 10 | ((x >> 13) & 0x3ffu));
-}
+#include "prog_cuda.h"
 
 static float h2f(uint16_t h) { /* normal fp16 values only */
   if (!(h & 0x7fffu)) return 0;
@@ -412,27 +395,6 @@ static int mode_gemv(void) {
   return 0;
 }
 
-static cudnnBackendDescriptor_t be_new(cudnnBackendDescriptorType_t t) {
-  cudnnBackendDescriptor_t d;
-  CK(cudnnBackendCreateDescriptor(t, &d));
-  return d;
-}
-
-#define BE_D CUDNN_TYPE_BACKEND_DESCRIPTOR
-
-static cudnnBackendDescriptor_t be_tensor3(int64_t uid, int64_t r, int64_t c) {
-  cudnnBackendDescriptor_t t = be_new(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-  cudnnDataType_t dt = CUDNN_DATA_HALF;
-  int64_t dims[3] = {1, r, c}, strides[3] = {r * c, c, 1}, align = 16;
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt));
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 3, dims));
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 3, strides));
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align));
-  CK(cudnnBackendFinalize(t));
-  return t;
-}
-
 /* One execution of cudnnmm's plan with a variant pack of its own (uids 1, 2,
  * 3: A, B, C), in the mode's range; the pack is the caller's to destroy. */
 static cudnnBackendDescriptor_t execute_mm(cudnnHandle_t h, cudnnBackendDescriptor_t plan, void *a,
@@ -455,34 +417,13 @@ static int mode_cudnnmm(void) {
   enum { M = 4, K = 8, N = 4 };
   cudnnHandle_t h;
   CK(cudnnCreate(&h));
-  cudnnBackendDescriptor_t a = be_tensor3(1, M, K), b = be_tensor3(2, K, N),
-                           c = be_tensor3(3, M, N);
-  cudnnDataType_t comp = CUDNN_DATA_FLOAT;
-  cudnnBackendDescriptor_t mm = be_new(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp));
-  CK(cudnnBackendFinalize(mm));
-  cudnnBackendDescriptor_t op = be_new(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, BE_D, 1, &a));
-  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, BE_D, 1, &b));
-  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, BE_D, 1, &c));
-  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, BE_D, 1, &mm));
-  CK(cudnnBackendFinalize(op));
-  cudnnBackendDescriptor_t graph = be_new(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, BE_D, 1, &op));
-  CK(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
-  CK(cudnnBackendFinalize(graph));
-  cudnnBackendDescriptor_t engine = be_new(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-  int64_t index = 0;
-  CK(cudnnBackendSetAttribute(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, BE_D, 1, &graph));
-  CK(cudnnBackendSetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &index));
-  CK(cudnnBackendFinalize(engine));
-  cudnnBackendDescriptor_t cfg = be_new(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, BE_D, 1, &engine));
-  CK(cudnnBackendFinalize(cfg));
-  cudnnBackendDescriptor_t plan = be_new(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
-  CK(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, BE_D, 1, &cfg));
-  CK(cudnnBackendFinalize(plan));
+  int64_t ad[3] = {1, M, K}, bd[3] = {1, K, N}, cd[3] = {1, M, N};
+  cudnnBackendDescriptor_t a = be_tensor(1, CUDNN_DATA_HALF, 3, ad),
+                           b = be_tensor(2, CUDNN_DATA_HALF, 3, bd),
+                           c = be_tensor(3, CUDNN_DATA_HALF, 3, cd);
+  cudnnBackendDescriptor_t mm, op = be_matmul(a, b, c, NULL, CUDNN_DATA_FLOAT, &mm);
+  cudnnBackendDescriptor_t keep[4];
+  cudnnBackendDescriptor_t plan = be_plan(h, 1, &op, 0, keep);
   uint16_t ha[M * K], hb[K * N], hc[M * N] = {0};
   for (int i = 0; i < M * K; i++)
     ha[i] = f2h((float)(i % 5));
@@ -504,7 +445,7 @@ static int mode_cudnnmm(void) {
       s += h2f(hc[i]) * (i + 1) * (r + 1);
   }
   printf("cudnnmm checksum %.17g\n", s);
-  cudnnBackendDescriptor_t all[] = {vp2, vp, plan, cfg, engine, graph, op, mm, a, b, c};
+  cudnnBackendDescriptor_t all[] = {vp2, vp, keep[3], keep[2], keep[1], keep[0], op, mm, a, b, c};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     cudnnBackendDestroyDescriptor(all[i]);
   cudnnDestroy(h);
@@ -874,44 +815,6 @@ static int mode_convbeta(void) {
   return 0;
 }
 
-/* A tensor of the backend API, packed (row major), with its dtype. */
-static cudnnBackendDescriptor_t be_tensor(int64_t uid, cudnnDataType_t dt, int nd,
-                                          const int64_t *dims) {
-  cudnnBackendDescriptor_t t = be_new(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-  int64_t strides[8], align = 16;
-  for (int i = nd - 1, s = 1; i >= 0; s *= (int)dims[i], i--)
-    strides[i] = s;
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt));
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, nd, dims));
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, nd, strides));
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align));
-  CK(cudnnBackendFinalize(t));
-  return t;
-}
-
-/* The plan of a one-op graph on engine `index`; its descriptors go to keep[0..3]. */
-static cudnnBackendDescriptor_t be_plan(cudnnHandle_t h, cudnnBackendDescriptor_t op, int64_t index,
-                                        cudnnBackendDescriptor_t keep[4]) {
-  cudnnBackendDescriptor_t graph = be_new(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, BE_D, 1, &op));
-  CK(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
-  CK(cudnnBackendFinalize(graph));
-  cudnnBackendDescriptor_t engine = be_new(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, BE_D, 1, &graph));
-  CK(cudnnBackendSetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &index));
-  CK(cudnnBackendFinalize(engine));
-  cudnnBackendDescriptor_t cfg = be_new(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, BE_D, 1, &engine));
-  CK(cudnnBackendFinalize(cfg));
-  cudnnBackendDescriptor_t plan = be_new(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
-  CK(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, BE_D, 1, &cfg));
-  CK(cudnnBackendFinalize(plan));
-  keep[0] = graph, keep[1] = engine, keep[2] = cfg, keep[3] = plan;
-  return plan;
-}
-
 static void be_execute(cudnnHandle_t h, cudnnBackendDescriptor_t plan, int n, int64_t *uids,
                        void **ptrs) {
   void *ws = NULL;
@@ -936,24 +839,7 @@ static int mode_cudnnbeta(void) {
   cudnnBackendDescriptor_t x = be_tensor(1, CUDNN_DATA_FLOAT, 4, d4),
                            w = be_tensor(2, CUDNN_DATA_FLOAT, 4, w4),
                            y = be_tensor(3, CUDNN_DATA_FLOAT, 4, d4);
-  cudnnBackendDescriptor_t conv = be_new(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
-  cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
-  cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-  int64_t nsp = 2, zero2[2] = {0, 0}, one2[2] = {1, 1};
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1,
-                              &f32));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE,
-                              1, &mode));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1,
-                              &nsp));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2,
-                              zero2));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2,
-                              zero2));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2,
-                              one2));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, one2));
-  CK(cudnnBackendFinalize(conv));
+  cudnnBackendDescriptor_t conv = be_conv(0);
   cudnnBackendDescriptor_t op = be_new(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
   double alpha = 1, beta = 1;
   CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, BE_D, 1, &x));
@@ -967,7 +853,7 @@ static int mode_cudnnbeta(void) {
                               1, &beta));
   CK(cudnnBackendFinalize(op));
   cudnnBackendDescriptor_t keep[4];
-  cudnnBackendDescriptor_t plan = be_plan(h, op, 1, keep); /* FMA: 1 channel has no TC kernel */
+  cudnnBackendDescriptor_t plan = be_plan(h, 1, &op, 1, keep); /* FMA: 1 channel has no TC kernel */
   float hx[16], hy[16], one = 1;
   for (int i = 0; i < 16; i++) {
     hx[i] = (float)(i + 1);
@@ -981,18 +867,9 @@ static int mode_cudnnbeta(void) {
                            tb = be_tensor(2, CUDNN_DATA_HALF, 3, bd),
                            tc = be_tensor(3, CUDNN_DATA_HALF, 3, cd),
                            to = be_tensor(4, CUDNN_DATA_INT32, 3, od);
-  cudnnBackendDescriptor_t mm = be_new(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32));
-  CK(cudnnBackendFinalize(mm));
-  cudnnBackendDescriptor_t mop = be_new(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(mop, CUDNN_ATTR_OPERATION_MATMUL_ADESC, BE_D, 1, &ta));
-  CK(cudnnBackendSetAttribute(mop, CUDNN_ATTR_OPERATION_MATMUL_BDESC, BE_D, 1, &tb));
-  CK(cudnnBackendSetAttribute(mop, CUDNN_ATTR_OPERATION_MATMUL_CDESC, BE_D, 1, &tc));
-  CK(cudnnBackendSetAttribute(mop, CUDNN_ATTR_OPERATION_MATMUL_DESC, BE_D, 1, &mm));
-  CK(cudnnBackendSetAttribute(mop, CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, BE_D, 1, &to));
-  CK(cudnnBackendFinalize(mop));
+  cudnnBackendDescriptor_t mm, mop = be_matmul(ta, tb, tc, to, CUDNN_DATA_FLOAT, &mm);
   cudnnBackendDescriptor_t mkeep[4];
-  cudnnBackendDescriptor_t mplan = be_plan(h, mop, 0, mkeep);
+  cudnnBackendDescriptor_t mplan = be_plan(h, 1, &mop, 0, mkeep);
   uint16_t ha[B * M * K], hb[B * K * N], hc[B * M * N];
   int32_t movr[B] = {2, 3};
   for (int b = 0; b < B; b++)
@@ -1030,22 +907,6 @@ static int mode_cudnnbeta(void) {
   return 0;
 }
 
-/* A virtual fp32 tensor (inside a fused graph: no memory). */
-static cudnnBackendDescriptor_t be_vtensor(int64_t uid, const int64_t dims[4]) {
-  cudnnBackendDescriptor_t t = be_new(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-  cudnnDataType_t dt = CUDNN_DATA_FLOAT;
-  int64_t strides[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1}, align = 16;
-  bool virt = true;
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt));
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims));
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides));
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align));
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt));
-  CK(cudnnBackendFinalize(t));
-  return t;
-}
-
 /* A pointwise op y = mode(x, b) (b NULL: unary); its descriptor goes to *pwd. */
 static cudnnBackendDescriptor_t be_pointwise(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
                                              cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t y,
@@ -1070,29 +931,16 @@ static int mode_cudnnfused(void) {
   CK(cudnnCreate(&h));
   int64_t d4[4] = {1, 1, 4, 4}, one4[4] = {1, 1, 1, 1};
   cudnnBackendDescriptor_t x = be_tensor(1, CUDNN_DATA_FLOAT, 4, d4),
-                           w = be_tensor(2, CUDNN_DATA_FLOAT, 4, one4), cv = be_vtensor(3, d4),
-                           bias = be_tensor(4, CUDNN_DATA_FLOAT, 4, one4), t1 = be_vtensor(5, d4),
-                           z = be_tensor(6, CUDNN_DATA_FLOAT, 4, d4), t2 = be_vtensor(7, d4),
-                           scale = be_tensor(8, CUDNN_DATA_FLOAT, 4, one4), t3 = be_vtensor(9, d4),
+                           w = be_tensor(2, CUDNN_DATA_FLOAT, 4, one4),
+                           cv = be_vtensor(3, CUDNN_DATA_FLOAT, 4, d4),
+                           bias = be_tensor(4, CUDNN_DATA_FLOAT, 4, one4),
+                           t1 = be_vtensor(5, CUDNN_DATA_FLOAT, 4, d4),
+                           z = be_tensor(6, CUDNN_DATA_FLOAT, 4, d4),
+                           t2 = be_vtensor(7, CUDNN_DATA_FLOAT, 4, d4),
+                           scale = be_tensor(8, CUDNN_DATA_FLOAT, 4, one4),
+                           t3 = be_vtensor(9, CUDNN_DATA_FLOAT, 4, d4),
                            y = be_tensor(10, CUDNN_DATA_FLOAT, 4, d4);
-  cudnnBackendDescriptor_t conv = be_new(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
-  cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
-  cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-  int64_t nsp = 2, zero2[2] = {0, 0}, one2[2] = {1, 1};
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1,
-                              &f32));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE,
-                              1, &mode));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1,
-                              &nsp));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2,
-                              zero2));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2,
-                              zero2));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2,
-                              one2));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, one2));
-  CK(cudnnBackendFinalize(conv));
+  cudnnBackendDescriptor_t conv = be_conv(0);
   cudnnBackendDescriptor_t ops[5], pws[4];
   ops[0] = be_new(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
   CK(cudnnBackendSetAttribute(ops[0], CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, BE_D, 1, &x));
@@ -1105,22 +953,8 @@ static int mode_cudnnfused(void) {
   ops[2] = be_pointwise(CUDNN_POINTWISE_ADD, t1, z, t2, &pws[1]);
   ops[3] = be_pointwise(CUDNN_POINTWISE_MUL, t2, scale, t3, &pws[2]);
   ops[4] = be_pointwise(CUDNN_POINTWISE_RELU_FWD, t3, NULL, y, &pws[3]);
-  cudnnBackendDescriptor_t graph = be_new(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, BE_D, 5, ops));
-  CK(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
-  CK(cudnnBackendFinalize(graph));
-  int64_t index = 1; /* FMA: 1 channel has no TC kernel */
-  cudnnBackendDescriptor_t engine = be_new(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, BE_D, 1, &graph));
-  CK(cudnnBackendSetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &index));
-  CK(cudnnBackendFinalize(engine));
-  cudnnBackendDescriptor_t cfg = be_new(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, BE_D, 1, &engine));
-  CK(cudnnBackendFinalize(cfg));
-  cudnnBackendDescriptor_t plan = be_new(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
-  CK(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, BE_D, 1, &cfg));
-  CK(cudnnBackendFinalize(plan));
+  cudnnBackendDescriptor_t keep[4];
+  cudnnBackendDescriptor_t plan = be_plan(h, 5, ops, 1, keep); /* FMA: 1 channel has no TC kernel */
   float hx[16], hz[16], hy[16] = {0}, one = 1, half = 0.5f, two = 2;
   for (int i = 0; i < 16; i++) {
     hx[i] = (float)(i + 1);
@@ -1135,9 +969,10 @@ static int mode_cudnnfused(void) {
   be_execute(h, plan, 6, uids, ptrs);
   range_end();
   printf("cudnnfused checksum %.17g\n", checksum_f32(dy, 16));
-  cudnnBackendDescriptor_t all[] = {plan,   cfg,    engine, graph,  ops[4], ops[3], ops[2], ops[1],
-                                    ops[0], pws[3], pws[2], pws[1], pws[0], conv,   x,      w,
-                                    cv,     bias,   t1,     z,      t2,     scale,  t3,     y};
+  cudnnBackendDescriptor_t all[] = {keep[3], keep[2], keep[1], keep[0], ops[4], ops[3],
+                                    ops[2],  ops[1],  ops[0],  pws[3],  pws[2], pws[1],
+                                    pws[0],  conv,    x,       w,       cv,     bias,
+                                    t1,      z,       t2,      scale,   t3,     y};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     cudnnBackendDestroyDescriptor(all[i]);
   cudnnDestroy(h);

@@ -119,6 +119,8 @@
 #include <cudnn.h>
 #include <nvtx3/nvToolsExt.h>
 
+#include "prog_cuda.h"
+
 /* Declared for C++ only in cublas_api.h; the ABI passes pointers. */
 typedef uint16_t half_t;
 cublasStatus_t cublasHgemm(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
@@ -146,25 +148,6 @@ cublasStatus_t cublasHgemmStridedBatched_64(cublasHandle_t, cublasOperation_t, c
                                             long long, int64_t);
 
 #define N 16 /* every matrix is N x N */
-
-static _Noreturn void die(const char *what, int code) {
-  fprintf(stderr, "mpp_testprog: %s failed (%d)\n", what, code);
-  exit(70);
-}
-#define CK(call)                                                                                   \
-  do {                                                                                             \
-    int rc_ = (int)(call);                                                                         \
-    if (rc_ != 0) die(#call, rc_);                                                                 \
-  } while (0)
-
-static uint16_t f2h(float f) { /* exact for the small integers used here */
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  int e = (int)((x >> 23) & 0xff) - 127 + 15;
-  if ((x & 0x7fffffffu) == 0) return (uint16_t)sign;
-  return (uint16_t)(sign | (uint32_t)e << 10 | ((x >> 13) & 0x3ffu));
-}
 
 /* Device buffers live until exit, as in most training programs; they stay
  * reachable from here (leak checkers run at exit). */
@@ -1271,25 +1254,6 @@ static int mode_forkidle(void) {
   return 0;
 }
 
-static cudnnBackendDescriptor_t be_new(cudnnBackendDescriptorType_t t) {
-  cudnnBackendDescriptor_t d;
-  CK(cudnnBackendCreateDescriptor(t, &d));
-  return d;
-}
-
-static cudnnBackendDescriptor_t be_tensor(int64_t uid, const int64_t dims[4]) {
-  int64_t strides[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1}, align = 16;
-  cudnnDataType_t dt = CUDNN_DATA_FLOAT;
-  cudnnBackendDescriptor_t t = be_new(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt));
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims));
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides));
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align));
-  CK(cudnnBackendFinalize(t));
-  return t;
-}
-
 /* A variant pack's attributes set on another thread (pack_thread): made
  * there, or only given its pointers and finalized there. */
 typedef struct pack_job {
@@ -1314,56 +1278,20 @@ static void pack_set(cudnnBackendDescriptor_t vp, const int64_t *uids, void **pt
  * A^T of the stored K x M, B as stored, B's batch stride 0) twice in layer
  * "cublas". Prints a checksum of each's outputs; exits 1 unless both
  * give the same C. */
-static cudnnBackendDescriptor_t be_tensor3s(int64_t uid, const int64_t dims[3],
-                                            const int64_t strides[3]) {
-  int64_t align = 16;
-  cudnnDataType_t dt = CUDNN_DATA_FLOAT;
-  cudnnBackendDescriptor_t t = be_new(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt));
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 3, dims));
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 3, strides));
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
-  CK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align));
-  CK(cudnnBackendFinalize(t));
-  return t;
-}
-
 static int mode_bematmul(void) {
   enum { B = 2, M = 5, K = 40, NN = 3 };
-  const cudnnBackendAttributeType_t D = CUDNN_TYPE_BACKEND_DESCRIPTOR;
   cudnnHandle_t h;
   CK(cudnnCreate(&h));
   const int64_t ad[3] = {B, M, K}, as[3] = {M * K, K, 1};
   const int64_t bd[3] = {1, K, NN}, bs[3] = {K * NN, 1, K};
   const int64_t cd[3] = {B, M, NN}, cs[3] = {M * NN, NN, 1};
-  cudnnBackendDescriptor_t a = be_tensor3s('a', ad, as), b = be_tensor3s('b', bd, bs),
-                           c = be_tensor3s('c', cd, cs);
-  cudnnDataType_t comp = CUDNN_DATA_FLOAT;
-  cudnnBackendDescriptor_t mm = be_new(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp));
-  CK(cudnnBackendFinalize(mm));
-  cudnnBackendDescriptor_t op = be_new(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, D, 1, &a));
-  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, D, 1, &b));
-  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, D, 1, &c));
-  CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, D, 1, &mm));
-  CK(cudnnBackendFinalize(op));
-  cudnnBackendDescriptor_t graph = be_new(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, D, 1, &op));
-  CK(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
-  CK(cudnnBackendFinalize(graph));
-  cudnnBackendDescriptor_t engine = be_new(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-  int64_t index = 1; /* simcuda's CUDA-core engine: fp32, as the cuBLAS call below */
-  CK(cudnnBackendSetAttribute(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, D, 1, &graph));
-  CK(cudnnBackendSetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &index));
-  CK(cudnnBackendFinalize(engine));
-  cudnnBackendDescriptor_t cfg = be_new(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, D, 1, &engine));
-  CK(cudnnBackendFinalize(cfg));
-  cudnnBackendDescriptor_t plan = be_new(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-  CK(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
-  CK(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, D, 1, &cfg));
-  CK(cudnnBackendFinalize(plan));
+  cudnnBackendDescriptor_t a = be_tensor_strided('a', CUDNN_DATA_FLOAT, 3, ad, as),
+                           b = be_tensor_strided('b', CUDNN_DATA_FLOAT, 3, bd, bs),
+                           c = be_tensor_strided('c', CUDNN_DATA_FLOAT, 3, cd, cs);
+  cudnnBackendDescriptor_t mm, op = be_matmul(a, b, c, NULL, CUDNN_DATA_FLOAT, &mm);
+  cudnnBackendDescriptor_t keep[4];
+  /* engine 1, simcuda's CUDA-core one: fp32, as the cuBLAS call below */
+  cudnnBackendDescriptor_t plan = be_plan(h, 1, &op, 1, keep);
   static float ha[B * M * K], hb[K * NN], hc[B * M * NN];
   uint32_t st = 777u;
   for (int i = 0; i < B * M * K; i++)
@@ -1415,7 +1343,7 @@ static int mode_bematmul(void) {
         }
       }
   CK(cublasDestroy(bh));
-  cudnnBackendDescriptor_t all[] = {plan, cfg, engine, graph, op, mm, a, b, c};
+  cudnnBackendDescriptor_t all[] = {keep[3], keep[2], keep[1], keep[0], op, mm, a, b, c};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     cudnnBackendDestroyDescriptor(all[i]);
   CK(cudnnDestroy(h));
@@ -1454,25 +1382,10 @@ typedef struct conv_chain {
 static void conv_chain_build(cudnnHandle_t h, int64_t hw, conv_chain *c) {
   const cudnnBackendAttributeType_t D = CUDNN_TYPE_BACKEND_DESCRIPTOR;
   int64_t xd[4] = {1, 4, hw, hw}, yd[4] = {1, 4, hw, hw}, wd[4] = {4, 4, 3, 3};
-  cudnnBackendDescriptor_t x = be_tensor('x', xd), y = be_tensor('y', yd), w = be_tensor('w', wd);
-  cudnnBackendDescriptor_t conv = c->conv = be_new(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
-  cudnnDataType_t comp = CUDNN_DATA_FLOAT;
-  cudnnConvolutionMode_t cmode = CUDNN_CROSS_CORRELATION;
-  int64_t nsp = 2, ones[2] = {1, 1}, pads[2] = {1, 1};
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1,
-                              &comp));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE,
-                              1, &cmode));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1,
-                              &nsp));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, ones));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2,
-                              ones));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2,
-                              pads));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2,
-                              pads));
-  CK(cudnnBackendFinalize(conv));
+  cudnnBackendDescriptor_t x = be_tensor('x', CUDNN_DATA_FLOAT, 4, xd),
+                           y = be_tensor('y', CUDNN_DATA_FLOAT, 4, yd),
+                           w = be_tensor('w', CUDNN_DATA_FLOAT, 4, wd);
+  cudnnBackendDescriptor_t conv = c->conv = be_conv(1);
   float alpha = 1, beta = 0;
   cudnnBackendDescriptor_t op = c->op =
       be_new(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
