@@ -448,19 +448,26 @@ static void gradient_underflow(void **state) {
   mpprof_model_free(&m);
 }
 
-/* The action's example scale is the global recommendation when it is in the
- * layer's window: another one (the layer's middle) could overflow another
- * layer's gradients, contradicting the summary's loss scale. */
-static void gradient_underflow_example_is_the_global_scale(void **state) {
-  (void)state;
-  mpprof_model m;
-  mpprof_layer *l = layer(&m, MP_REC_FP16_LOSS_SCALE);
+/* A loss-scaled layer whose gradient (backward.D) underflows fp16 in 68% of
+ * its values, with the window 2^14 .. 2^29. */
+static mpprof_layer *underflowing_layer(mpprof_model *m) {
+  mpprof_layer *l = layer(m, MP_REC_FP16_LOSS_SCALE);
   mpprof_layer_tensor *g = tensor(l, "backward.D", MP_TCLASS_GRADIENT);
   g->adv.fp16 = MP_FP16_LOSS_SCALE;
   g->adv.fp16_underflow_fraction = 0.68;
   l->adv.has_window = true;
   l->adv.window_lo = 14;
   l->adv.window_hi = 29;
+  return l;
+}
+
+/* The action's example scale is the global recommendation when it is in the
+ * layer's window: another one (the layer's middle) could overflow another
+ * layer's gradients, contradicting the summary's loss scale. */
+static void gradient_underflow_example_is_the_global_scale(void **state) {
+  (void)state;
+  mpprof_model m;
+  underflowing_layer(&m);
   m.loss_scale.applicable = m.loss_scale.has_window = true;
   m.loss_scale.window_lo = 14;
   m.loss_scale.window_hi = 18;
@@ -479,13 +486,7 @@ static void gradient_underflow_example_is_the_global_scale(void **state) {
 static void gradient_underflow_with_the_applied_scale_inside_is_info(void **state) {
   (void)state;
   mpprof_model m;
-  mpprof_layer *l = layer(&m, MP_REC_FP16_LOSS_SCALE);
-  mpprof_layer_tensor *g = tensor(l, "backward.D", MP_TCLASS_GRADIENT);
-  g->adv.fp16 = MP_FP16_LOSS_SCALE;
-  g->adv.fp16_underflow_fraction = 0.68;
-  l->adv.has_window = true;
-  l->adv.window_lo = 14;
-  l->adv.window_hi = 29;
+  mpprof_layer *l = underflowing_layer(&m);
   l->applied_fp16_underflow =
       (mpprof_share){.pct = 0.00712, .num = 35, .den = 491520, .tensor = "backward.D"};
   m.loss_scale.declared = true;
