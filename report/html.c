@@ -528,10 +528,8 @@ static void share_cell(FILE *f, const mpprof_share *s) {
 /* --- Measured error (shadow execution): a column group in the layer and ops tables --- */
 
 #define SHADOW_HEADERS                                                                             \
-  "<th class=\"sh\" title=\"Measured error (--shadow): relative L2 error of the precision the op " \
-  "runs in now (its own dtypes, compute type, fp8 scales and output type) against the same "       \
-  "reference, worst call: what the program already pays in the op, from its operands as they "     \
-  "are (not their earlier rounding)\">Measured now rel L2</th>"                                    \
+  "<th class=\"sh\" title=\"Measured error (--shadow): " MPPROF_SHADOW_CURRENT_DEF                 \
+  "\">Measured now rel L2</th>"                                                                    \
   "<th class=\"sh\" title=\"Measured error (--shadow): relative L2 error of fp16 as AMP runs it "  \
   "(gradient operands at their loss scale) against an fp64 reference, worst call; marked with a "  \
   "dagger when the operands were already fp16 or of fewer mantissa bits (their rounding not in "   \
@@ -652,12 +650,9 @@ static bool unmeasured_cell(FILE *f, const mpprof_shadow *sh) {
  * ...; mpprof_shadow_cand.inputs_rounded): the number with a dagger, the
  * tooltip saying what it excludes. */
 static void rounded_cell(FILE *f, const mpprof_shadow_cand *c, const char *name, const char *fmt) {
-  char note[200];
-  snprintf(note, sizeof note, MPPROF_SHADOW_ROUNDED_NOTE, fmt);
-  fprintf(f,
-          "<td class=\"n\" data-v=\"%.17g\" title=\"%s; no verdict counts it as evidence that "
-          "rounding them is harmless\">",
-          c->worst.rel_l2, note);
+  char note[320];
+  snprintf(note, sizeof note, MPPROF_SHADOW_ROUNDED_TITLE, fmt);
+  fprintf(f, "<td class=\"n\" data-v=\"%.17g\" title=\"%s\">", c->worst.rel_l2, note);
   if (name) fprintf(f, "%s ", name);
   fprintf(f, "%.2g&dagger;</td>", c->worst.rel_l2);
 }

@@ -637,7 +637,8 @@ static cJSON *summary_json(const mpprof_model *m) {
     cJSON_AddItemToArray(alive, cJSON_CreateNumber((double)m->still_running[i]));
   /* Which evidence the layer verdicts rest on (docs/report.md "Measured error"). */
   cJSON_AddStringToObject(o, "verdict_basis",
-                          m->has_shadow ? "range_and_measured_error" : "range_only");
+                          m->has_shadow ? MPPROF_VERDICT_BASIS_MEASURED
+                                        : MPPROF_VERDICT_BASIS_RANGE);
   cJSON_AddNumberToObject(o, "shadow_max_rel", mpprof_shadow_max_rel(m));
   cJSON_AddItemToObject(o, "capture", capture_json(m));
   cJSON_AddItemToObject(o, "timeline", timeline_json(m));

@@ -745,6 +745,20 @@ int mpprof_shadow_cand_within(const mpprof_model *m, const mpprof_shadow_cand *c
   "measured on operands already %s or of fewer mantissa bits: the error excludes their rounding, " \
   "paid before "                                                                                   \
   "the op"
+/* report.json summary.verdict_basis of a run with something shadowed, and of
+ * one without (docs/report.md, "Measured error"). */
+#define MPPROF_VERDICT_BASIS_MEASURED "range_and_measured_error"
+#define MPPROF_VERDICT_BASIS_RANGE "range_only"
+/* The tooltip of a measured error so marked (with a dagger) on every page
+ * that shows one (report.html, diff.html); %s: the candidate's format. */
+#define MPPROF_SHADOW_ROUNDED_TITLE                                                                \
+  MPPROF_SHADOW_ROUNDED_NOTE "; no verdict counts it as evidence that rounding them is harmless"
+/* What the measured error of `current` is, wherever it is shown (report.html's
+ * column title, diff.html's sentence). */
+#define MPPROF_SHADOW_CURRENT_DEF                                                                  \
+  "relative L2 error of the precision the op runs in now (its own dtypes, compute type, fp8 "      \
+  "scales and output type) against the same reference, worst call: what the program already "      \
+  "pays in the op, from its operands as they are (not their earlier rounding)"
 /* A site's candidate c: mp_shadow_inputs_already_rounded of its A and B. */
 bool mpprof_site_inputs_rounded(const mpprof_site *s, mp_shadow_cand c);
 /* What a layer or site without a name (ops outside every NVTX range or
