@@ -354,6 +354,111 @@ static cJSON *side_json(const site_vec *sites, const cJSON *l) {
   return o;
 }
 
+/* ---- measured error (shadow execution, `--shadow`) ---- */
+
+/* diff.json's measured-error keys (docs/report.md, "Comparing two runs"): per
+ * run whether it measured; per layer in both runs, each side's limit, why it
+ * has nothing measured, and its candidates, each with report.json's own
+ * metric keys (MP_RK_SHADOW_CAND, MP_K_SH_INPUTS_ALREADY_ROUNDED) and values. */
+#define DK_RUN_SHADOW "shadow"
+#define DK_MEASURED_ERROR "measured_error"
+#define DK_ME_LIMIT "shadow_max_rel"
+#define DK_ME_NOT_MEASURED "not_measured"
+#define DK_ME_CANDIDATES "candidates"
+#define DK_ME_CROSSED "current_crossed_limit"
+
+/* Why a side of a layer has no measured error: diff.json not_measured, and
+ * what the page and the summary say. */
+enum { NM_NO_SHADOW, NM_NOT_SHADOWED, NM_NO_MEASURED_CALL, NM_COUNT };
+static const char *const not_measured[NM_COUNT][2] = {
+    {"no_shadow", "the run was not profiled with --shadow"},
+    {"not_shadowed", "none of the layer's ops was shadowed"},
+    {"no_measured_call",
+     "no shadowed call of the layer measured anything (report.json shadow.skipped says why)"},
+};
+
+/* Whether a run measured errors: something was shadowed (report.json
+ * summary.verdict_basis). */
+static bool run_shadowed(const cJSON *rep) {
+  const cJSON *vb = get(get(rep, "summary"), "verdict_basis");
+  return cJSON_IsString(vb) && !strcmp(vb->valuestring, MPPROF_VERDICT_BASIS_MEASURED);
+}
+
+/* A layer's measured candidates (report.json layers[].shadow.candidates). */
+static const cJSON *layer_candidates(const cJSON *l) {
+  return get(get(l, MP_RK_SITE.shadow), MP_RK_SHADOW.candidates);
+}
+
+/* One candidate as diff.json gives it: report.json's calls, rel_l2 (null:
+ * infinite) and inputs_already_rounded, copied. */
+static cJSON *candidate_json(const cJSON *c) {
+  const char *const keys[] = {MP_RK_SHADOW_CAND.calls, MP_RK_SHADOW_CAND.rel_l2,
+                              MP_K_SH_INPUTS_ALREADY_ROUNDED};
+  cJSON *o = cJSON_CreateObject();
+  for (size_t i = 0; o && i < sizeof keys / sizeof *keys; i++) {
+    const cJSON *v = get(c, keys[i]);
+    cJSON_AddItemToObject(o, keys[i], v ? cJSON_Duplicate(v, true) : cJSON_CreateNull());
+  }
+  return o;
+}
+
+/* One side of a layer's measured error: the limit its run judged by (null
+ * without --shadow), why nothing was measured (null when something was), and
+ * its candidates: `current`, and each one measured in the other run too. */
+static cJSON *measured_side_json(const cJSON *rep, const cJSON *l, const cJSON *other) {
+  cJSON *o = cJSON_CreateObject();
+  bool shadowed = run_shadowed(rep);
+  double lim;
+  cJSON_AddItemToObject(
+      o, DK_ME_LIMIT,
+      shadowed && !mpprof_json_get_double(get(get(rep, "summary"), "shadow_max_rel"), &lim)
+          ? mpprof_json_double(lim)
+          : cJSON_CreateNull());
+  const cJSON *cs = layer_candidates(l), *c;
+  int why = !shadowed                                    ? NM_NO_SHADOW
+            : !cJSON_IsObject(get(l, MP_RK_SITE.shadow)) ? NM_NOT_SHADOWED
+            : !cJSON_GetArraySize(cs)                    ? NM_NO_MEASURED_CALL
+                                                         : -1;
+  cJSON_AddItemToObject(o, DK_ME_NOT_MEASURED,
+                        why < 0 ? cJSON_CreateNull() : cJSON_CreateString(not_measured[why][0]));
+  cJSON *out = cJSON_AddObjectToObject(o, DK_ME_CANDIDATES);
+  const char *current = mp_shadow_cand_name(MP_SH_CURRENT);
+  cJSON_ArrayForEach(c, cs) {
+    if (!cJSON_IsObject(c) ||
+        (strcmp(c->string, current) && !cJSON_IsObject(get(layer_candidates(other), c->string))))
+      continue;
+    cJSON_AddItemToObject(out, c->string, candidate_json(c));
+  }
+  return o;
+}
+
+/* A side's measured `current` against its limit: 1 within, 0 above (null
+ * rel_l2: infinite), -1 not measured. */
+static int current_within(const cJSON *side) {
+  const cJSON *c = get(get(side, DK_ME_CANDIDATES), mp_shadow_cand_name(MP_SH_CURRENT)),
+              *v = get(c, MP_RK_SHADOW_CAND.rel_l2);
+  double lim, e;
+  if (!c || mpprof_json_get_double(get(side, DK_ME_LIMIT), &lim)) return -1;
+  if (cJSON_IsNull(v)) return 0;
+  if (mpprof_json_get_double(v, &e)) return -1;
+  return e <= lim;
+}
+
+/* diff.json layers[].measured_error: null unless the layer is in both runs
+ * (la, lb) and some run measured; else each side and whether `current`
+ * crossed the limit, within in one run and above in the other (each judged by
+ * its own run's limit). */
+static cJSON *measured_json(const cJSON *a, const cJSON *la, const cJSON *b, const cJSON *lb) {
+  if (!la || !lb || (!run_shadowed(a) && !run_shadowed(b))) return cJSON_CreateNull();
+  cJSON *o = cJSON_CreateObject(), *sa = measured_side_json(a, la, lb),
+        *sb = measured_side_json(b, lb, la);
+  int wa = current_within(sa), wb = current_within(sb);
+  cJSON_AddItemToObject(o, "a", sa);
+  cJSON_AddItemToObject(o, "b", sb);
+  cJSON_AddBoolToObject(o, DK_ME_CROSSED, wa >= 0 && wb >= 0 && wa != wb);
+  return o;
+}
+
 /* A site's identity across runs: NVTX path, op and shape, not its dtypes. A
  * site of merged shapes (report.json shapes_merged: calls of new shapes past
  * MPPROF_MAX_SITES, m/n/k null) stands for every shape of its layer and op:
@@ -463,6 +568,7 @@ static cJSON *run_json(const char *dir, const cJSON *rep) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "dir", dir);
   cJSON_AddItemToObject(o, "ranks", ranks_json(rep));
+  cJSON_AddBoolToObject(o, DK_RUN_SHADOW, run_shadowed(rep));
   const cJSON *p = get(rep, "program");
   cJSON_AddStringToObject(o, "program", cJSON_IsString(p) ? p->valuestring : "");
   const cJSON *sum = get(rep, "summary");
@@ -755,6 +861,8 @@ static cJSON *build_diff(const char *da, const cJSON *a, const char *db, const c
       cJSON_AddStringToObject(row, "layer", n->valuestring);
       cJSON_AddItemToObject(row, "a", side_json(&va, pass ? NULL : l));
       cJSON_AddItemToObject(row, "b", side_json(&vb, pass ? l : other));
+      cJSON_AddItemToObject(row, DK_MEASURED_ERROR,
+                            measured_json(a, pass ? NULL : l, b, pass ? l : other));
       cJSON_AddItemToArray(layers, row);
     }
   }
@@ -866,6 +974,117 @@ static void loss_scale_text(const cJSON *run, char *buf, size_t n) {
     snprintf(buf, n, "%g", lo);
   else
     snprintf(buf, n, "%g .. %g", lo, hi);
+}
+
+/* A candidate's measured rel_l2 as shown: "0.0082", "inf" (null: infinite). */
+static void rel_text(const cJSON *c, char *buf, size_t n) {
+  const cJSON *v = get(c, MP_RK_SHADOW_CAND.rel_l2);
+  double e;
+  if (cJSON_IsNull(v))
+    snprintf(buf, n, "inf");
+  else if (!mpprof_json_get_double(v, &e))
+    snprintf(buf, n, "%.2g", e);
+  else
+    snprintf(buf, n, "?");
+}
+
+/* A side's measured `current` against its run's limit, as the summary shows
+ * it: "0.0082 (above --shadow-max-rel 0.00391)". */
+static void current_side_text(const cJSON *side, char *buf, size_t n) {
+  char r[32];
+  double lim = 0;
+  rel_text(get(get(side, DK_ME_CANDIDATES), mp_shadow_cand_name(MP_SH_CURRENT)), r, sizeof r);
+  mpprof_json_get_double(get(side, DK_ME_LIMIT), &lim);
+  snprintf(buf, n, "%s (%s --shadow-max-rel %.3g)", r,
+           current_within(side) > 0 ? "within" : "above", lim);
+}
+
+/* The line the page and the summary say when exactly one run measured
+ * errors (false otherwise: then both did, or neither, and nothing is said). */
+static bool one_run_measured_text(const cJSON *d, char *buf, size_t n) {
+  bool sa = cJSON_IsTrue(get(get(d, "a"), DK_RUN_SHADOW)),
+       sb = cJSON_IsTrue(get(get(d, "b"), DK_RUN_SHADOW));
+  if (sa == sb) return false;
+  snprintf(buf, n,
+           "measured error (--shadow): only %s was profiled with --shadow, %s was not, so no "
+           "layer's measured error is compared",
+           sa ? "A" : "B", sa ? "B" : "A");
+  return true;
+}
+
+/* Whether both runs measured errors: the layer table's measured columns. */
+static bool both_runs_measured(const cJSON *d) {
+  return cJSON_IsTrue(get(get(d, "a"), DK_RUN_SHADOW)) &&
+         cJSON_IsTrue(get(get(d, "b"), DK_RUN_SHADOW));
+}
+
+/* A measured rel_l2 on the page, with a dagger and report.html's tooltip
+ * (MPPROF_SHADOW_ROUNDED_TITLE) when measured on operands already of the
+ * candidate's format. */
+static void html_rel(FILE *f, const cJSON *c, const char *cand) {
+  char t[32];
+  rel_text(c, t, sizeof t);
+  bool rounded = cJSON_IsTrue(get(c, MP_K_SH_INPUTS_ALREADY_ROUNDED));
+  if (rounded) {
+    char note[320];
+    int k = mp_shadow_cand_from_name(cand);
+    snprintf(note, sizeof note, MPPROF_SHADOW_ROUNDED_TITLE,
+             k < 0 ? cand : mp_dtype_name(mp_shadow_cand_format((mp_shadow_cand)k)));
+    fputs("<span title=\"", f);
+    html(f, note);
+    fputs("\">", f);
+  }
+  fputs(strcmp(t, "inf") ? t : "&infin;", f);
+  if (rounded) fputs("&dagger;</span>", f);
+}
+
+#define MEASURED_HEADERS                                                                           \
+  "<th title=\"Measured error (--shadow): " MPPROF_SHADOW_CURRENT_DEF                              \
+  "\">Measured now rel L2</th><th title=\"Measured error (--shadow): relative L2 error of each "   \
+  "candidate precision measured in both runs, worst call\">Measured rel L2, candidates</th>"
+
+/* The measured columns of side i (0: A) of a layer row (diff.json
+ * measured_error): `current` against the run's limit, highlighted in B when
+ * it crossed it, "not measured" with why; then the candidates measured in
+ * both runs. */
+static void measured_cells(FILE *f, const cJSON *me, int i) {
+  const cJSON *side = get(me, i ? "b" : "a");
+  if (!cJSON_IsObject(side)) {
+    fputs("<td></td><td></td>", f);
+    return;
+  }
+  const char *current = mp_shadow_cand_name(MP_SH_CURRENT);
+  const cJSON *cs = get(side, DK_ME_CANDIDATES), *cur = get(cs, current), *c;
+  if (!cur) {
+    const cJSON *why = get(side, DK_ME_NOT_MEASURED);
+    const char *text = "no shadowed call measured the precision the op runs in";
+    for (int k = 0; k < NM_COUNT; k++)
+      if (cJSON_IsString(why) && !strcmp(why->valuestring, not_measured[k][0]))
+        text = not_measured[k][1];
+    fputs("<td title=\"Not measured: ", f);
+    html(f, text);
+    fputs("\">not measured</td>", f);
+  } else {
+    char t[96];
+    current_side_text(side, t, sizeof t);
+    bool chg = i && cJSON_IsTrue(get(me, DK_ME_CROSSED));
+    fprintf(f, "<td class=\"n%s\" title=\"", chg ? " chg" : "");
+    html(f, t);
+    fputs("\">", f);
+    html_rel(f, cur, current);
+    fputs("</td>", f);
+  }
+  fputs("<td>", f);
+  bool any = false;
+  cJSON_ArrayForEach(c, cs) {
+    if (!strcmp(c->string, current)) continue;
+    fputs(any ? "; " : "", f);
+    html(f, c->string);
+    fputc(' ', f);
+    html_rel(f, c, c->string);
+    any = true;
+  }
+  fputs("</td>", f);
 }
 
 static const char css[] =
@@ -986,7 +1205,24 @@ static void write_html(const cJSON *d, FILE *f) {
           "did.</p>\n",
           f);
   }
-  fputs("</section>\n<section id=\"layers\"><h2>Layers</h2><p>Per layer, A then B; changed "
+  bool measured = both_runs_measured(d);
+  char one[256];
+  fputs("</section>\n<section id=\"layers\"><h2>Layers</h2>\n", f);
+  if (one_run_measured_text(d, one, sizeof one)) {
+    fputs("<p>", f);
+    html(f, one);
+    fputs(".</p>\n", f);
+  }
+  if (measured)
+    fputs("<p>Measured now rel L2 (<code>--shadow</code>; report.json "
+          "<code>shadow.candidates.current.rel_l2</code>): " MPPROF_SHADOW_CURRENT_DEF
+          ". B's is highlighted where it crossed the limit, within it in one run and above it "
+          "in the other (<code>--shadow-max-rel</code>, each run's own: hover a cell). Then each "
+          "candidate measured in both runs; &dagger;: measured on operands already of that "
+          "format, so the error excludes their rounding (a drop after moving a layer to that "
+          "dtype may be that, not a gain).</p>\n",
+          f);
+  fputs("<p>Per layer, A then B; changed "
         "cells are highlighted. TC share: Tensor Core kernel time over the layer's kernel time. "
         "fp16 overflow/flush, unscaled: percent of the finite non-zero values of the layer's "
         "worst tensor that a cast to fp16 overflows / flushes to zero, gradients divided by the "
@@ -997,6 +1233,7 @@ static void write_html(const cJSON *d, FILE *f) {
         f);
   for (size_t k = 0; k < N_LAYER_COLS; k++)
     fprintf(f, "<th>%s</th>", layer_cols[k][1]);
+  if (measured) fputs(MEASURED_HEADERS, f);
   fputs("</tr></thead><tbody>\n", f);
   const cJSON *row;
   cJSON_ArrayForEach(row, get(d, "layers")) {
@@ -1011,7 +1248,8 @@ static void write_html(const cJSON *d, FILE *f) {
       }
       fprintf(f, "<td>%s</td>", i ? "B" : "A");
       if (cJSON_IsNull(s)) {
-        fprintf(f, "<td colspan=\"%zu\">(not in this run)</td></tr>\n", N_LAYER_COLS);
+        fprintf(f, "<td colspan=\"%zu\">(not in this run)</td></tr>\n",
+                N_LAYER_COLS + (measured ? 2 : 0));
         continue;
       }
       for (size_t k = 0; k < N_LAYER_COLS; k++) {
@@ -1024,6 +1262,7 @@ static void write_html(const cJSON *d, FILE *f) {
         html(f, tv);
         fputs("</td>", f);
       }
+      if (measured) measured_cells(f, get(row, DK_MEASURED_ERROR), i);
       fputs("</tr>\n", f);
     }
   }
@@ -1102,6 +1341,34 @@ static void print_changes(const cJSON *d, FILE *out) {
     }
   }
   print_more(out, more, "changes");
+}
+
+/* The summary's lines on the measured error: where exactly one run measured,
+ * one line saying so; where both did, one line per layer whose `current`
+ * crossed the limit (diff.json current_crossed_limit: "fc3: measured error
+ * now, rel L2: 2e-08 (within --shadow-max-rel 0.00391) -> 0.0082 (above
+ * --shadow-max-rel 0.00391)"), the first SUMMARY_LAYERS_MAX. */
+static void print_measured_changes(const cJSON *d, FILE *out) {
+  char one[256];
+  if (one_run_measured_text(d, one, sizeof one)) fprintf(out, "  %s\n", one);
+  if (!both_runs_measured(d)) return;
+  size_t listed = 0, more = 0;
+  const cJSON *row;
+  cJSON_ArrayForEach(row, get(d, "layers")) {
+    const cJSON *me = get(row, DK_MEASURED_ERROR);
+    if (!cJSON_IsTrue(get(me, DK_ME_CROSSED))) continue;
+    if (listed == SUMMARY_LAYERS_MAX) {
+      more++;
+      continue;
+    }
+    char ta[96], tb[96];
+    current_side_text(get(me, "a"), ta, sizeof ta);
+    current_side_text(get(me, "b"), tb, sizeof tb);
+    mpprof_fprint_term(out, "  %s: ", get(row, "layer")->valuestring);
+    fprintf(out, "measured error now, rel L2: %s -> %s\n", ta, tb);
+    listed++;
+  }
+  print_more(out, more, "measured error across the limit");
 }
 
 /* The summary's lines on the plans: the recommended autocast dtype and loss
@@ -1226,6 +1493,7 @@ int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_d
             cJSON_GetArraySize(get(d, "sites_only_in_a")),
             cJSON_GetArraySize(get(d, "sites_only_in_b")));
     print_changes(d, summary);
+    print_measured_changes(d, summary);
     print_plan_changes(d, summary);
     /* On stderr, as merge's warning of the same kind. */
     if (cJSON_IsTrue(get(d, "same_dir")))

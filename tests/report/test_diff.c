@@ -813,6 +813,270 @@ static void odd_values_in_a_plan_are_shown(void **state) {
   free(b);
 }
 
+/* ---- measured error (--shadow) ---- */
+
+static const rg_proc P0 = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
+
+/* A layer of one shadowed forward GEMM: its operands' dtype and the rel_l2
+ * measured for current, fp16, bf16 and fp8_e4m3_current (< 0: not measured;
+ * all < 0: the site is not shadowed). */
+typedef struct shadow_layer {
+  const char *name;
+  mp_dtype in;
+  double current, fp16, bf16, e4m3;
+} shadow_layer;
+
+static cJSON *shadow_cand(double rel_l2) {
+  cJSON *c = cJSON_CreateObject();
+  cJSON_AddNumberToObject(c, "calls", 3);
+  cJSON_AddNumberToObject(c, "rel_l2", rel_l2);
+  cJSON_AddNumberToObject(c, "max_rel", rel_l2);
+  cJSON_AddNumberToObject(c, "flushed", 0);
+  cJSON_AddNumberToObject(c, "nonfinite", 0);
+  cJSON_AddItemToArray(cJSON_AddArrayToObject(c, "rel_l2_samples"), cJSON_CreateNumber(rel_l2));
+  return c;
+}
+
+/* A run (raw file and report.json, built by mpprof report) of the given
+ * layers; shadowed: whether the process ran with --shadow (else no site has
+ * a shadow object); max_rel: its --shadow-max-rel, NULL for the default. */
+static char *shadow_run(const char *tag, const shadow_layer *ls, size_t n, bool shadowed,
+                        const char *max_rel) {
+  char *dir = rg_tmpdir(tag);
+  rg_file r;
+  assert_int_equal(rg_begin(&r, dir, "node01-100.json", &P0), 0);
+  for (size_t i = 0; i < n; i++) {
+    char path[64], types[64];
+    const char *t = mp_dtype_name(ls[i].in);
+    snprintf(path, sizeof path, "%s/fwd", ls[i].name);
+    snprintf(types, sizeof types, "A=%s,B=%s,C=fp32,D=fp32", t, t);
+    cJSON *s = rg_gemm((int)i, "cublasGemmEx", path, types, "32F", "DEFAULT", 64, 64, 64, 10);
+    rg_tensor(s, "A", ls[i].in, -8, 4, 200);
+    rg_tensor(s, "B", ls[i].in, -8, 4, 200);
+    rg_tensor(s, "D", MP_FP32, -4, 4, 400);
+    const char *names[] = {"current", "fp16", "bf16", "fp8_e4m3_current"};
+    const double err[] = {ls[i].current, ls[i].fp16, ls[i].bf16, ls[i].e4m3};
+    if (shadowed && (err[0] >= 0 || err[1] >= 0 || err[2] >= 0 || err[3] >= 0)) {
+      cJSON *sh = cJSON_AddObjectToObject(s, "shadow");
+      cJSON_AddNumberToObject(sh, "calls", 3);
+      cJSON *cs = cJSON_AddObjectToObject(sh, "candidates");
+      for (size_t k = 0; k < 4; k++)
+        if (err[k] >= 0) cJSON_AddItemToObject(cs, names[k], shadow_cand(err[k]));
+    }
+    rg_site_end(&r, s);
+  }
+  assert_int_equal(rg_end(&r), 0);
+  if (max_rel) {
+    char now[64];
+    snprintf(now, sizeof now, "\"shadow_max_rel\":%s,\"final\":", max_rel);
+    assert_int_equal(rg_edit(dir, "node01-100.json", "\"final\":", now), 0);
+  }
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+  return dir;
+}
+
+/* The diff of a and b: diff.json, and the summary and the page into
+ * *ret_summary and *ret_html. */
+static cJSON *diff_of(const char *a, const char *b, char **ret_summary, char **ret_html) {
+  char *out = rg_tmpdir("diffout");
+  size_t len = 0;
+  FILE *f = open_memstream(ret_summary, &len);
+  assert_non_null(f);
+  mpprof_error err = {0};
+  if (mpprof_diff_generate(a, b, out, f, &err)) fail_msg("%s", err.message);
+  fclose(f);
+  cJSON *d = rg_read_json(out, "diff.json");
+  assert_non_null(d);
+  *ret_html = rg_read_text(out, "diff.html", NULL);
+  assert_non_null(*ret_html);
+  rg_rmdir(out);
+  free(out);
+  return d;
+}
+
+static const cJSON *at(const cJSON *o, const char *const *path) {
+  for (; o && *path; path++)
+    o = cJSON_GetObjectItemCaseSensitive(o, *path);
+  return o;
+}
+#define AT(o, ...) at(o, (const char *const[]){__VA_ARGS__, NULL})
+
+static const cJSON *diff_row(const cJSON *d, const char *name) {
+  const cJSON *row;
+  cJSON_ArrayForEach(row, cJSON_GetObjectItem(d, "layers")) {
+    if (!strcmp(cJSON_GetObjectItem(row, "layer")->valuestring, name)) return row;
+  }
+  fail_msg("no layer %s in diff.json", name);
+  return NULL;
+}
+
+static const cJSON *report_layer(const cJSON *rep, const char *name) {
+  const cJSON *l;
+  cJSON_ArrayForEach(l, cJSON_GetObjectItem(rep, "layers")) {
+    if (!strcmp(cJSON_GetObjectItem(l, "name")->valuestring, name)) return l;
+  }
+  fail_msg("no layer %s in report.json", name);
+  return NULL;
+}
+
+static void free_runs(char *a, char *b, cJSON *d, char *s, char *h) {
+  rg_rmdir(a);
+  rg_rmdir(b);
+  free(a);
+  free(b);
+  cJSON_Delete(d);
+  free(s);
+  free(h);
+}
+
+/* The fp32 run (A) and the run after moving fc3 to bf16 (B, operands bf16),
+ * both with --shadow: diff.json gives, per layer, each candidate's rel_l2,
+ * calls and inputs_already_rounded as the two report.json files have them
+ * (current always, the others where both runs measured them: fp8 only in A
+ * is left out), with each run's --shadow-max-rel (B's set to 0.01). */
+static void measured_errors_in_diff_json_are_those_of_the_two_reports(void **state) {
+  (void)state;
+  const shadow_layer la[] = {{"net/fc3", MP_FP32, 2.1e-8, 0.00093, 0.0082, 0.061}},
+                     lb[] = {{"net/fc3", MP_BF16, 0.0061, 0.00088, 0.0017, -1}};
+  char *a = shadow_run("diffmea", la, 1, true, NULL),
+       *b = shadow_run("diffmeb", lb, 1, true, "0.01");
+  char *s, *h;
+  cJSON *d = diff_of(a, b, &s, &h);
+  const cJSON *me = cJSON_GetObjectItem(diff_row(d, "net/fc3"), "measured_error");
+  assert_true(cJSON_IsObject(me));
+  const char *dirs[] = {a, b}, *side[] = {"a", "b"};
+  for (int i = 0; i < 2; i++) {
+    cJSON *rep = rg_read_json(dirs[i], "report.json");
+    assert_non_null(rep);
+    assert_true(cJSON_IsTrue(AT(d, side[i], "shadow")));
+    const cJSON *ds = cJSON_GetObjectItem(me, side[i]);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(ds, "not_measured")));
+    assert_true(AT(ds, "shadow_max_rel")->valuedouble ==
+                AT(rep, "summary", "shadow_max_rel")->valuedouble);
+    const cJSON *rc = AT(report_layer(rep, "net/fc3"), "shadow", "candidates");
+    const cJSON *dc = cJSON_GetObjectItem(ds, "candidates"), *c;
+    assert_int_equal(cJSON_GetArraySize(dc), 3); /* current, fp16, bf16 */
+    cJSON_ArrayForEach(c, dc) {
+      const cJSON *want = cJSON_GetObjectItem(rc, c->string);
+      assert_non_null(want);
+      const char *keys[] = {"rel_l2", "calls", "inputs_already_rounded"};
+      for (size_t k = 0; k < 3; k++)
+        assert_true(cJSON_Compare(cJSON_GetObjectItem(c, keys[k]),
+                                  cJSON_GetObjectItem(want, keys[k]), true));
+    }
+    assert_null(cJSON_GetObjectItem(dc, "fp8_e4m3_current"));
+    cJSON_Delete(rep);
+  }
+  assert_true(AT(me, "a", "candidates", "current", "rel_l2")->valuedouble == 2.1e-8);
+  assert_true(AT(me, "b", "candidates", "bf16", "rel_l2")->valuedouble == 0.0017);
+  assert_true(AT(me, "b", "shadow_max_rel")->valuedouble == 0.01);
+  /* 0.0061 is above A's 2^-8 but within B's own 0.01: no crossing */
+  assert_true(cJSON_IsFalse(cJSON_GetObjectItem(me, "current_crossed_limit")));
+  free_runs(a, b, d, s, h);
+}
+
+/* fc3's current error went from 2e-8 to 0.0082, above --shadow-max-rel
+ * (2^-8): the summary says so in one line, the page highlights B's cell;
+ * fc2, within the limit in both runs (0.0021 -> 0.0035), gets no line;
+ * fc1, above it in both, neither. */
+static void a_current_error_crossing_the_limit_is_one_summary_line(void **state) {
+  (void)state;
+  const shadow_layer la[] = {{"net/fc1", MP_FP32, 0.5, -1, -1, -1},
+                             {"net/fc2", MP_FP32, 0.0021, -1, -1, -1},
+                             {"net/fc3", MP_FP32, 2e-8, -1, -1, -1}},
+                     lb[] = {{"net/fc1", MP_FP32, 0.4, -1, -1, -1},
+                             {"net/fc2", MP_FP32, 0.0035, -1, -1, -1},
+                             {"net/fc3", MP_FP32, 0.0082, -1, -1, -1}};
+  char *a = shadow_run("diffxa", la, 3, true, NULL), *b = shadow_run("diffxb", lb, 3, true, NULL);
+  char *s, *h;
+  cJSON *d = diff_of(a, b, &s, &h);
+  assert_true(cJSON_IsTrue(AT(diff_row(d, "net/fc3"), "measured_error", "current_crossed_limit")));
+  assert_true(cJSON_IsFalse(AT(diff_row(d, "net/fc2"), "measured_error", "current_crossed_limit")));
+  assert_true(cJSON_IsFalse(AT(diff_row(d, "net/fc1"), "measured_error", "current_crossed_limit")));
+  assert_non_null(strstr(s, "\n  net/fc3: measured error now, rel L2: 2e-08 (within "
+                            "--shadow-max-rel 0.00391) -> 0.0082 (above --shadow-max-rel "
+                            "0.00391)\n"));
+  assert_int_equal(count(s, "measured error now"), 1);
+  assert_null(strstr(s, "profiled with --shadow"));
+  assert_non_null(strstr(h, "<th title=\"Measured error (--shadow): relative L2 error of the "
+                            "precision the op runs in now"));
+  assert_non_null(strstr(h, "<td class=\"n chg\" title=\"0.0082 (above --shadow-max-rel "
+                            "0.00391)\">0.0082</td>"));
+  free_runs(a, b, d, s, h);
+}
+
+/* After moving fc3 to bf16 its bf16 error reads 0.0017 against the fp32
+ * run's 0.0082: measured on operands already bf16, which excludes their
+ * rounding. diff.json carries each side's inputs_already_rounded, and the
+ * page marks B's figure with a dagger and report.html's tooltip. */
+static void a_measurement_on_operands_already_rounded_is_flagged(void **state) {
+  (void)state;
+  const shadow_layer la[] = {{"net/fc3", MP_FP32, 2e-8, -1, 0.0082, -1}},
+                     lb[] = {{"net/fc3", MP_BF16, 2e-8, -1, 0.0017, -1}};
+  char *a = shadow_run("diffra", la, 1, true, NULL), *b = shadow_run("diffrb", lb, 1, true, NULL);
+  char *s, *h;
+  cJSON *d = diff_of(a, b, &s, &h);
+  const cJSON *me = AT(diff_row(d, "net/fc3"), "measured_error");
+  assert_true(cJSON_IsFalse(AT(me, "a", "candidates", "bf16", "inputs_already_rounded")));
+  assert_true(cJSON_IsTrue(AT(me, "b", "candidates", "bf16", "inputs_already_rounded")));
+  assert_true(cJSON_IsFalse(AT(me, "b", "candidates", "current", "inputs_already_rounded")));
+  assert_non_null(strstr(h, "bf16 0.0082</td>"));
+  assert_non_null(strstr(h, "bf16 <span title=\"measured on operands already bf16 or of fewer "
+                            "mantissa bits: the error excludes their rounding, paid before the "
+                            "op; no verdict counts it as evidence that rounding them is "
+                            "harmless\">0.0017&dagger;</span>"));
+  free_runs(a, b, d, s, h);
+}
+
+/* Only A ran with --shadow: one line says so, in the summary and on the
+ * page, and nothing else about measured error appears there; diff.json
+ * gives A's current and B's side as not measured (no_shadow). A layer of a
+ * shadowed run whose ops were not shadowed is not_shadowed. */
+static void a_run_without_shadow_against_one_with_it_is_one_line(void **state) {
+  (void)state;
+  const shadow_layer la[] = {{"net/fc1", MP_FP32, -1, -1, -1, -1},
+                             {"net/fc3", MP_FP32, 2e-8, -1, 0.0082, -1}};
+  char *a = shadow_run("diffoa", la, 2, true, NULL), *b = shadow_run("diffob", la, 2, false, NULL);
+  char *s, *h;
+  cJSON *d = diff_of(a, b, &s, &h);
+  assert_true(cJSON_IsTrue(AT(d, "a", "shadow")));
+  assert_true(cJSON_IsFalse(AT(d, "b", "shadow")));
+  const cJSON *me = AT(diff_row(d, "net/fc3"), "measured_error");
+  assert_string_equal(AT(me, "b", "not_measured")->valuestring, "no_shadow");
+  assert_true(cJSON_IsNull(AT(me, "b", "shadow_max_rel")));
+  assert_int_equal(cJSON_GetArraySize(AT(me, "b", "candidates")), 0);
+  assert_true(AT(me, "a", "candidates", "current", "rel_l2")->valuedouble == 2e-8);
+  assert_null(AT(me, "a", "candidates", "bf16")); /* not measured in B */
+  assert_string_equal(
+      AT(diff_row(d, "net/fc1"), "measured_error", "a", "not_measured")->valuestring,
+      "not_shadowed");
+  const char *line = "measured error (--shadow): only A was profiled with --shadow, B was not, so "
+                     "no layer's measured error is compared";
+  assert_int_equal(count(s, line), 1);
+  assert_null(strstr(s, "measured error now"));
+  assert_int_equal(count(h, "<p>measured error (--shadow): only A was profiled with --shadow, B "
+                            "was not, so no layer"),
+                   1);
+  assert_null(strstr(h, "Measured now rel L2"));
+  free_runs(a, b, d, s, h);
+}
+
+/* Neither run with --shadow: nothing about measured error, diff.json's
+ * measured_error null. */
+static void runs_without_shadow_show_no_measured_error(void **state) {
+  (void)state;
+  const shadow_layer la[] = {{"net/fc3", MP_FP32, -1, -1, -1, -1}};
+  char *a = shadow_run("diffna", la, 1, false, NULL), *b = shadow_run("diffnb", la, 1, false, NULL);
+  char *s, *h;
+  cJSON *d = diff_of(a, b, &s, &h);
+  assert_true(cJSON_IsFalse(AT(d, "a", "shadow")));
+  assert_true(cJSON_IsNull(AT(diff_row(d, "net/fc3"), "measured_error")));
+  assert_null(strstr(s, "easured"));
+  assert_null(strstr(h, "easured"));
+  free_runs(a, b, d, s, h);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(layers_in_one_run_only_are_counted_apart_from_changed_ones),
@@ -832,6 +1096,11 @@ int main(void) {
       cmocka_unit_test(the_plans_autocast_and_loss_scale_are_compared),
       cmocka_unit_test(an_unreadable_plan_is_one_line_and_the_rest_is_diffed),
       cmocka_unit_test(odd_values_in_a_plan_are_shown),
+      cmocka_unit_test(measured_errors_in_diff_json_are_those_of_the_two_reports),
+      cmocka_unit_test(a_current_error_crossing_the_limit_is_one_summary_line),
+      cmocka_unit_test(a_measurement_on_operands_already_rounded_is_flagged),
+      cmocka_unit_test(a_run_without_shadow_against_one_with_it_is_one_line),
+      cmocka_unit_test(runs_without_shadow_show_no_measured_error),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
