@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -366,6 +367,11 @@ static cJSON *side_json(const site_vec *sites, const cJSON *l) {
 #define DK_ME_NOT_MEASURED "not_measured"
 #define DK_ME_CANDIDATES "candidates"
 #define DK_ME_CROSSED "current_crossed_limit"
+#define DK_ME_NARROWER "current_on_narrower_operands"
+#define DK_MN_OPERANDS "operands"
+#define DK_MN_OTHER_OPERANDS "other_run_operands"
+#define DK_MN_OTHER_CAND "other_run_candidate"
+#define DK_MN_OTHER_REL "other_run_rel_l2"
 
 /* Why a side of a layer has no measured error: diff.json not_measured, and
  * what the page and the summary say. */
@@ -444,6 +450,60 @@ static int current_within(const cJSON *side) {
   return e <= lim;
 }
 
+/* The one operand dtype of a layer's A and B (report.json layers[].dtypes):
+ * MP_DTYPE_INVALID when they differ or are several (a mixed layer). */
+static mp_dtype layer_operand_dtype(const cJSON *l) {
+  mp_dtype d = MP_DTYPE_INVALID;
+  const char *const roles[] = {"A", "B"};
+  for (int r = 0; r < 2; r++) {
+    const cJSON *list = get(get(l, "dtypes"), roles[r]);
+    if (cJSON_GetArraySize(list) != 1) return MP_DTYPE_INVALID;
+    mp_dtype x = mp_dtype_from_name(cJSON_GetStringValue(cJSON_GetArrayItem(list, 0)));
+    if (x == MP_DTYPE_INVALID || (r && x != d)) return MP_DTYPE_INVALID;
+    d = x;
+  }
+  return d;
+}
+
+/* diff.json measured_error.<side>.current_on_narrower_operands: a layer
+ * whose operands are of fewer mantissa bits in this run than in the other
+ * (fp32 in A, bf16 in B) has a `current` measured from operands the program
+ * already rounded: it is the op's own error, without the rounding of its
+ * inputs into that format, so it is no measure of what moving the layer
+ * cost. Says the two operand dtypes and, when the other run measured a
+ * candidate of this run's operand format from its wider operands, the
+ * lowest such (other_run_candidate, other_run_rel_l2): that measurement
+ * includes the input rounding. Null otherwise. */
+static cJSON *narrower_json(const cJSON *l, const cJSON *other, const cJSON *other_cands) {
+  mp_dtype d = layer_operand_dtype(l), o = layer_operand_dtype(other);
+  const mp_format *fd = mp_format_of(d), *fo = mp_format_of(o);
+  if (!fd || !fo || !fd->is_float || !fo->is_float || fd->man_bits >= fo->man_bits)
+    return cJSON_CreateNull();
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, DK_MN_OPERANDS, mp_dtype_name(d));
+  cJSON_AddStringToObject(j, DK_MN_OTHER_OPERANDS, mp_dtype_name(o));
+  const char *best = NULL;
+  double best_rel = 0;
+  const cJSON *c;
+  cJSON_ArrayForEach(c, other_cands) {
+    int k = mp_shadow_cand_from_name(c->string);
+    const cJSON *v = get(c, MP_RK_SHADOW_CAND.rel_l2);
+    double e = INFINITY;
+    if (k < 0 || mp_shadow_cand_format((mp_shadow_cand)k) != d ||
+        (!cJSON_IsNull(v) && mpprof_json_get_double(v, &e)))
+      continue;
+    if (!best || e < best_rel) {
+      best = c->string;
+      best_rel = e;
+    }
+  }
+  cJSON_AddItemToObject(j, DK_MN_OTHER_CAND, best ? cJSON_CreateString(best) : cJSON_CreateNull());
+  cJSON_AddItemToObject(j, DK_MN_OTHER_REL,
+                        best && isfinite(best_rel) ? mpprof_json_double(best_rel)
+                                                   : cJSON_CreateNull());
+  return j;
+}
+
 /* diff.json layers[].measured_error: null unless the layer is in both runs
  * (la, lb) and some run measured; else each side and whether `current`
  * crossed the limit, within in one run and above in the other (each judged by
@@ -456,6 +516,10 @@ static cJSON *measured_json(const cJSON *a, const cJSON *la, const cJSON *b, con
   cJSON_AddItemToObject(o, "a", sa);
   cJSON_AddItemToObject(o, "b", sb);
   cJSON_AddBoolToObject(o, DK_ME_CROSSED, wa >= 0 && wb >= 0 && wa != wb);
+  if (get(get(sa, DK_ME_CANDIDATES), mp_shadow_cand_name(MP_SH_CURRENT)))
+    cJSON_AddItemToObject(sa, DK_ME_NARROWER, narrower_json(la, lb, layer_candidates(lb)));
+  if (get(get(sb, DK_ME_CANDIDATES), mp_shadow_cand_name(MP_SH_CURRENT)))
+    cJSON_AddItemToObject(sb, DK_ME_NARROWER, narrower_json(lb, la, layer_candidates(la)));
   return o;
 }
 
@@ -999,6 +1063,30 @@ static void current_side_text(const cJSON *side, char *buf, size_t n) {
            current_within(side) > 0 ? "within" : "above", lim);
 }
 
+/* What a side's current_on_narrower_operands says (page tooltip and
+ * summary): "measured on operands already bf16 (fp32 in A): the op's own
+ * error, without the rounding of its inputs into bf16; A measured bf16 from
+ * its fp32 operands at 0.0029". side/other: "A" / "B". */
+static void narrower_text(const cJSON *nj, const char *other, char *buf, size_t n) {
+  const char *ops = cJSON_GetStringValue(get(nj, DK_MN_OPERANDS)),
+             *oops = cJSON_GetStringValue(get(nj, DK_MN_OTHER_OPERANDS)),
+             *cand = cJSON_GetStringValue(get(nj, DK_MN_OTHER_CAND));
+  int len = snprintf(buf, n,
+                     "measured on operands already %s (%s in %s): the op's own error, without the "
+                     "rounding of its inputs into %s; ",
+                     ops ? ops : "?", oops ? oops : "?", other, ops ? ops : "?");
+  if (len < 0 || (size_t)len >= n) return;
+  double e;
+  if (!cand)
+    snprintf(buf + len, n - (size_t)len, "%s measured no %s candidate", other, ops ? ops : "?");
+  else if (mpprof_json_get_double(get(nj, DK_MN_OTHER_REL), &e))
+    snprintf(buf + len, n - (size_t)len, "%s measured %s from its %s operands: inf", other, cand,
+             oops ? oops : "?");
+  else
+    snprintf(buf + len, n - (size_t)len, "%s measured %s from its %s operands at %.2g", other, cand,
+             oops ? oops : "?", e);
+}
+
 /* The line the page and the summary say when exactly one run measured
  * errors (false otherwise: then both did, or neither, and nothing is said). */
 static bool one_run_measured_text(const cJSON *d, char *buf, size_t n) {
@@ -1065,13 +1153,20 @@ static void measured_cells(FILE *f, const cJSON *me, int i) {
     html(f, text);
     fputs("\">not measured</td>", f);
   } else {
-    char t[96];
+    char t[96], nt[400];
     current_side_text(side, t, sizeof t);
     bool chg = i && cJSON_IsTrue(get(me, DK_ME_CROSSED));
+    const cJSON *nj = get(side, DK_ME_NARROWER);
     fprintf(f, "<td class=\"n%s\" title=\"", chg ? " chg" : "");
     html(f, t);
+    if (cJSON_IsObject(nj)) {
+      narrower_text(nj, i ? "A" : "B", nt, sizeof nt);
+      fputs("; ", f);
+      html(f, nt);
+    }
     fputs("\">", f);
     html_rel(f, cur, current);
+    if (cJSON_IsObject(nj)) fputs("&Dagger;", f);
     fputs("</td>", f);
   }
   fputs("<td>", f);
@@ -1369,6 +1464,43 @@ static void print_measured_changes(const cJSON *d, FILE *out) {
     listed++;
   }
   print_more(out, more, "measured error across the limit");
+  /* layers on narrower operands in one run: their `current` is no measure of
+   * the move; one line per layer whose other-run measurement of that format
+   * is above this run's limit, then a count of the rest */
+  size_t narrower = 0, warned = 0;
+  char first[160] = "";
+  cJSON_ArrayForEach(row, get(d, "layers")) {
+    const cJSON *me = get(row, DK_MEASURED_ERROR);
+    for (int i = 0; i < 2; i++) {
+      const cJSON *side = get(me, i ? "b" : "a"), *nj = get(side, DK_ME_NARROWER);
+      if (!cJSON_IsObject(nj)) continue;
+      double e, lim;
+      if (!mpprof_json_get_double(get(nj, DK_MN_OTHER_REL), &e) &&
+          !mpprof_json_get_double(get(side, DK_ME_LIMIT), &lim) && e > lim &&
+          warned < SUMMARY_LAYERS_MAX) {
+        mpprof_fprint_term(out, "  %s: ", get(row, "layer")->valuestring);
+        fprintf(out,
+                "%s runs it on %s operands; %s measured %s from %s operands at %.2g, above "
+                "--shadow-max-rel %.3g (%s's own measurement leaves out that input rounding)\n",
+                i ? "B" : "A", cJSON_GetStringValue(get(nj, DK_MN_OPERANDS)), i ? "A" : "B",
+                cJSON_GetStringValue(get(nj, DK_MN_OTHER_CAND)),
+                cJSON_GetStringValue(get(nj, DK_MN_OTHER_OPERANDS)), e, lim, i ? "B" : "A");
+        warned++;
+      } else if (!narrower++) {
+        snprintf(first, sizeof first, "%s", get(row, "layer")->valuestring);
+      }
+    }
+  }
+  if (narrower) {
+    fprintf(out, "  %zu layer%s (", narrower, narrower == 1 ? "" : "s");
+    mpprof_fprint_term(out, "%s%s", first, narrower > 1 ? ", ..." : "");
+    fprintf(out,
+            ") run%s on narrower operands in one run: %s measured error now leaves out the "
+            "rounding of %s inputs; the other run's measurement of that precision is on the "
+            "page\n",
+            narrower == 1 ? "s" : "", narrower == 1 ? "its" : "their",
+            narrower == 1 ? "its" : "their");
+  }
 }
 
 /* The summary's lines on the plans: the recommended autocast dtype and loss

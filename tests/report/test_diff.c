@@ -1029,6 +1029,49 @@ static void a_measurement_on_operands_already_rounded_is_flagged(void **state) {
   free_runs(a, b, d, s, h);
 }
 
+/* The layers moved from fp32 (A) to bf16 operands (B): B's `current` (2e-8)
+ * is measured from operands the program already rounded, so it leaves out
+ * that rounding, which A's bf16 candidate measured (fc3 0.0082, above the
+ * limit; fc2 0.0031, within). diff.json names both operand dtypes and A's
+ * measurement for B's side only; the summary gives fc3 its own line and
+ * counts fc2; the page marks B's current with a double dagger saying so. A
+ * layer on the same operands in both runs (fc1) is not flagged. */
+static void a_current_measured_on_narrower_operands_is_said_so(void **state) {
+  (void)state;
+  const shadow_layer la[] = {{"net/fc1", MP_BF16, 3e-8, -1, 0.0015, -1},
+                             {"net/fc2", MP_FP32, 2e-8, -1, 0.0031, -1},
+                             {"net/fc3", MP_FP32, 2e-8, -1, 0.0082, -1}},
+                     lb[] = {{"net/fc1", MP_BF16, 3e-8, -1, 0.0015, -1},
+                             {"net/fc2", MP_BF16, 1e-8, -1, 0.0012, -1},
+                             {"net/fc3", MP_BF16, 2e-8, -1, 0.0017, -1}};
+  char *a = shadow_run("diffna", la, 3, true, NULL), *b = shadow_run("diffnb", lb, 3, true, NULL);
+  char *s, *h;
+  cJSON *d = diff_of(a, b, &s, &h);
+  const cJSON *me = AT(diff_row(d, "net/fc3"), "measured_error");
+  assert_true(cJSON_IsNull(AT(me, "a", "current_on_narrower_operands")));
+  assert_string_equal(AT(me, "b", "current_on_narrower_operands", "operands")->valuestring, "bf16");
+  assert_string_equal(
+      AT(me, "b", "current_on_narrower_operands", "other_run_operands")->valuestring, "fp32");
+  assert_string_equal(
+      AT(me, "b", "current_on_narrower_operands", "other_run_candidate")->valuestring, "bf16");
+  assert_true(AT(me, "b", "current_on_narrower_operands", "other_run_rel_l2")->valuedouble ==
+              0.0082);
+  assert_true(cJSON_IsFalse(AT(me, "current_crossed_limit"))); /* 2e-8 both: no crossing */
+  assert_true(cJSON_IsNull(
+      AT(diff_row(d, "net/fc1"), "measured_error", "b", "current_on_narrower_operands")));
+  assert_non_null(strstr(s, "\n  net/fc3: B runs it on bf16 operands; A measured bf16 from fp32 "
+                            "operands at 0.0082, above --shadow-max-rel 0.00391 (B's own "
+                            "measurement leaves out that input rounding)\n"));
+  assert_non_null(strstr(s, "\n  1 layer (net/fc2) runs on narrower operands in one run: its "
+                            "measured error now leaves out the rounding of its inputs"));
+  assert_non_null(strstr(h,
+                         "; measured on operands already bf16 (fp32 in A): the op&#39;s own error, "
+                         "without the rounding of its inputs into bf16; A measured bf16 from "
+                         "its fp32 operands at 0.0082\">2e-08&Dagger;</td>"));
+  assert_int_equal(count(h, "&Dagger;"), 2); /* fc2 and fc3 in B */
+  free_runs(a, b, d, s, h);
+}
+
 /* Only A ran with --shadow: one line says so, in the summary and on the
  * page, and nothing else about measured error appears there; diff.json
  * gives A's current and B's side as not measured (no_shadow). A layer of a
@@ -1099,6 +1142,7 @@ int main(void) {
       cmocka_unit_test(measured_errors_in_diff_json_are_those_of_the_two_reports),
       cmocka_unit_test(a_current_error_crossing_the_limit_is_one_summary_line),
       cmocka_unit_test(a_measurement_on_operands_already_rounded_is_flagged),
+      cmocka_unit_test(a_current_measured_on_narrower_operands_is_said_so),
       cmocka_unit_test(a_run_without_shadow_against_one_with_it_is_one_line),
       cmocka_unit_test(runs_without_shadow_show_no_measured_error),
   };
