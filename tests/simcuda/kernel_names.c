@@ -1,8 +1,10 @@
 /* Picks the kernel name a simcuda GEMM or convolution reports, from the rows
  * of kernel_names.def (first match wins), and the launch geometry that goes
- * with it. Names with op-letter placeholders are expanded once per
- * (row, opA, opB) and kept for the life of the process, so the pointer stays
- * valid in CUPTI records. Part of libcuda.so.1 (exported for the cuBLASLt and
+ * with it. A name is the kernel's symbol, as CUPTI reports it: C++ kernels
+ * mangled (mangle.c), extern "C" ones as written. Names with op-letter
+ * placeholders are expanded once per (row, opA, opB), and every name is made
+ * once and kept for the life of the process, so the pointer stays valid in
+ * CUPTI records. Part of libcuda.so.1 (exported for the cuBLASLt and
  * cuDNN stand-ins). */
 #include <pthread.h>
 #include <stdlib.h>
@@ -64,7 +66,10 @@ static const conv_row conv_rows[] = {
 #undef SIMCUDA_CONV
 };
 
-enum { N_GEMM_ROWS = sizeof(gemm_rows) / sizeof(gemm_rows[0]) };
+enum {
+  N_GEMM_ROWS = sizeof(gemm_rows) / sizeof(gemm_rows[0]),
+  N_CONV_ROWS = sizeof(conv_rows) / sizeof(conv_rows[0])
+};
 
 /* The math class the real library would use for these types and compute type. */
 static enum sc_math gemm_math(const simcuda_gemm_shape *g) {
@@ -123,6 +128,16 @@ static int op_index(char op) {
 
 static pthread_mutex_t name_lock = PTHREAD_MUTEX_INITIALIZER;
 static const char *_Atomic expanded[N_GEMM_ROWS][3][3];
+static const char *_Atomic conv_symbols[N_CONV_ROWS];
+
+/* The symbol of a readable name (takes `made`, which may be NULL). */
+static const char *symbol(char *made, const char *readable) {
+  const char *name = made != NULL ? made : readable;
+  char *mangled = simcuda_mangle(name);
+  if (mangled == NULL) return name;
+  free(made);
+  return mangled;
+}
 
 /* "$T" -> "TN", "$t" -> "tn" (conjugate transpose reads as T, as in cuBLAS names). */
 static char *expand(const char *tmpl, char op_a, char op_b) {
@@ -152,8 +167,7 @@ static const char *gemm_row_name(size_t row, char op_a, char op_b) {
   pthread_mutex_lock(&name_lock);
   name = expanded[row][ia][ib];
   if (name == NULL) {
-    char *made = expand(gemm_rows[row].name, op_a, op_b);
-    name = made != NULL ? made : gemm_rows[row].name;
+    name = symbol(expand(gemm_rows[row].name, op_a, op_b), gemm_rows[row].name);
     expanded[row][ia][ib] = name;
   }
   pthread_mutex_unlock(&name_lock);
@@ -200,16 +214,29 @@ static enum sc_conv_math conv_math(const simcuda_conv_shape *c) {
   return SC_C_TC;
 }
 
+static const char *conv_row_name(size_t row) {
+  const char *name = conv_symbols[row];
+  if (name != NULL) return name;
+  pthread_mutex_lock(&name_lock);
+  name = conv_symbols[row];
+  if (name == NULL) {
+    name = symbol(NULL, conv_rows[row].name);
+    conv_symbols[row] = name;
+  }
+  pthread_mutex_unlock(&name_lock);
+  return name;
+}
+
 SIM_API const char *simcuda_conv_kernel_name(const simcuda_conv_shape *c, unsigned grid[3],
                                              unsigned block[3]) {
   enum sc_conv_math math = conv_math(c);
-  for (size_t i = 0; i < sizeof(conv_rows) / sizeof(conv_rows[0]); i++) {
+  for (size_t i = 0; i < N_CONV_ROWS; i++) {
     const conv_row *r = &conv_rows[i];
     if ((int)r->op != (int)c->op || (r->data != -1 && r->data != c->data_type) ||
         (r->math != SC_C_ANY && r->math != math) || (r->group == SC_G_GROUPED && c->groups <= 1))
       continue;
     geometry(c->gemm_m, c->gemm_n, 1, r->tile_m, r->tile_n, r->threads, grid, block);
-    return r->name;
+    return conv_row_name(i);
   }
   geometry(c->gemm_m, c->gemm_n, 1, 128, 128, 128, grid, block);
   return "simcuda_unlisted_conv_kernel";

@@ -91,4 +91,9 @@ typedef struct simcuda_conv_shape {
 const char *simcuda_conv_kernel_name(const simcuda_conv_shape *c, unsigned grid[3],
                                      unsigned block[3]);
 
+/* The Itanium-mangled symbol of a readable C++ kernel name of
+ * kernel_names.def ("void ns::k<...>(...)"), malloc'ed; NULL for a name that
+ * is not of that form (extern "C" names: reported as they are). mangle.c. */
+char *simcuda_mangle(const char *readable);
+
 #endif
