@@ -1105,7 +1105,8 @@ static int rule_tensor_cores_not_used(mpprof_model *m) {
   for (size_t i = 0; i < m->n_sites; i++) {
     const mpprof_site *s = &m->sites[i];
     if (!s->elig.eligible || s->tc_used != 0) continue;
-    const char *k0 = s->n_kernels ? s->kernels[0].name : "";
+    char k0[512] = ""; /* readable: CUPTI gives C++ kernels mangled */
+    if (s->n_kernels) mp_kernel_demangle(s->kernels[0].name, k0, sizeof k0);
     char mnk[96];
     mpprof_site_mnk(s, mnk, sizeof mnk);
     mpprof_finding *f =

@@ -364,8 +364,9 @@ static void tensor_cores(const mpprof_model *m, FILE *f) {
       mpprof_site_mnk(s, mnk, sizeof mnk);
       fprintf(f, " <a href=\"#op-%zu\">site %zu</a>, %s: kernels ", s->id, s->id, mnk);
       for (size_t k = 0; k < s->n_kernels; k++) {
+        char dm[512]; /* readable: CUPTI gives C++ kernels mangled */
         fputs(k ? ", <code>" : "<code>", f);
-        html(f, s->kernels[k].name);
+        html(f, mp_kernel_demangle(s->kernels[k].name, dm, sizeof dm));
         fputs("</code>", f);
       }
       if (!s->elig.efficient) {
@@ -847,8 +848,11 @@ static const char *site_tc_eligible(const mpprof_site *s) {
   return s->elig.eligible ? "yes" : s->elig.eligible_with_tf32 ? "with TF32" : "no";
 }
 
-/* A kernel name cut to `max` characters, the full name on hover. */
-static void kernel_name(FILE *f, const char *name, size_t max) {
+/* A kernel name cut to `max` characters, the full name on hover; a C++
+ * kernel's demangled (CUPTI gives its mangled symbol). */
+static void kernel_name(FILE *f, const char *symbol, size_t max) {
+  char name[512];
+  mp_kernel_demangle(symbol, name, sizeof name);
   fputs("<code title=\"", f);
   html(f, name);
   fputs("\">", f);

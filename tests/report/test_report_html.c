@@ -63,6 +63,33 @@ static void hostile_nvtx_names_are_escaped(void **state) {
   free(dir);
 }
 
+/* CUPTI names a C++ kernel by its mangled symbol; the page shows it
+ * readable (the raw name stays in report.json's "name"). */
+static void the_page_shows_cpp_kernel_names_demangled(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("html_mangled");
+  rg_proc p = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
+  rg_file r;
+  assert_int_equal(rg_begin(&r, dir, "a.json", &p), 0);
+  cJSON *s = rg_gemm(0, "cublasSgemm_v2", "net/fc", "A=fp32,B=fp32,D=fp32", "32F", "DEFAULT", 63,
+                     63, 63, 5);
+  rg_tensor(s, "A", MP_FP32, -8, 4, 100);
+  rg_kernel(s, "_ZN7cutlass7Kernel2I41cutlass_80_simt_sgemm_64x64_8x5_nn_align1EEvNT_6ParamsE", 5,
+            1000);
+  rg_site_end(&r, s);
+  assert_int_equal(rg_end(&r), 0);
+  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
+  assert_int_equal(mpprof_report_generate(&o), 0);
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  assert_null(strstr(html, "_ZN7cutlass"));
+  assert_non_null(
+      strstr(html, "cutlass::Kernel2&lt;cutlass_80_simt_sgemm_64x64_8x5_nn_align1&gt;"));
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static void the_page_loads_nothing_from_outside(void **state) {
   (void)state;
   char *dir = hostile_run();
@@ -694,6 +721,7 @@ static void the_program_line_is_the_root_process_argv_quoted(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(hostile_nvtx_names_are_escaped),
+      cmocka_unit_test(the_page_shows_cpp_kernel_names_demangled),
       cmocka_unit_test(the_page_loads_nothing_from_outside),
       cmocka_unit_test(every_embedded_image_decodes_as_png),
       cmocka_unit_test(csv_quotes_fields_per_rfc4180),
