@@ -1566,6 +1566,13 @@ static void unattributed_sum(const mpprof_model *m, const char *lib, double *ret
   }
 }
 
+/* An unattributed kernel's example as a message shows it: a C++ kernel
+ * demangled (CUPTI gives its mangled symbol; the evidence keeps that), "?"
+ * when there is none. */
+static const char *example_shown(const char *example, char *buf, size_t n) {
+  return example ? mp_kernel_demangle(example, buf, n) : "?";
+}
+
 /* CUPTI saw a library's kernels outside every hooked call and none of its
  * calls was intercepted: a copy mpprof cannot hook launched them. */
 static int rule_library_not_intercepted(mpprof_model *m) {
@@ -1576,6 +1583,7 @@ static int rule_library_not_intercepted(mpprof_model *m) {
     const char *example;
     unattributed_sum(m, libs[l], &kernels, &ns, &example);
     if (kernels <= 0 || library_intercepted(m, libs[l])) continue;
+    char ex[512];
     mpprof_finding *f =
         add(m, "library_not_intercepted", "medium", NULL,
             mpprof_asprintf("CUPTI saw %.0f %s kernel launch%s (%.3g ms GPU, e.g. %.80s) but no %s "
@@ -1583,7 +1591,7 @@ static int rule_library_not_intercepted(mpprof_model *m) {
                             "cannot hook (linked statically, or loaded privately under another "
                             "name), so those ops have no shapes, dtypes, values or verdicts here",
                             kernels, shown[l], kernels == 1 ? "" : "es", ns / 1e6,
-                            example ? example : "?", shown[l]),
+                            example_shown(example, ex, sizeof ex), shown[l]),
             mpprof_asprintf("link %s dynamically (its shared library, e.g. %s) so that mpprof can "
                             "interpose its entry points",
                             shown[l], l == 0 ? "libcublas.so.13" : "libcudnn.so.9"));
@@ -1610,6 +1618,7 @@ static int rule_library_calls_not_hooked(mpprof_model *m) {
   if (kernels <= 0 || !library_intercepted(m, "cublas")) return 0;
   double matrix_ns = (double)m->tc.gemm_conv_kernel_ns + ns;
   double share = matrix_ns > 0 ? ns / matrix_ns : 0;
+  char ex[512];
   mpprof_finding *f = add(
       m, "library_calls_not_hooked", share >= MPPROF_NOT_HOOKED_SHARE_MEDIUM ? "medium" : "info",
       NULL,
@@ -1620,7 +1629,7 @@ static int rule_library_calls_not_hooked(mpprof_model *m) {
           "(matrix-vector products such as cublasSgemv, complex GEMMs, level-1 BLAS) or from a "
           "second copy of the library: their dtypes, Tensor Core use and values are not in this "
           "report, nor in any layer's verdict",
-          kernels, kernels == 1 ? "" : "es", ns / 1e6, example ? example : "?",
+          kernels, kernels == 1 ? "" : "es", ns / 1e6, example_shown(example, ex, sizeof ex),
           mpprof_pct_text(100 * share).s),
       strdup("mpprof measures cuBLAS GEMMs (cublas<t>gemm, cublasGemmEx and their batched, "
              "strided and grouped forms) and cublasLtMatmul; a matrix-vector product with a "
@@ -1658,12 +1667,13 @@ static int rule_matrix_kernels_not_hooked(mpprof_model *m) {
   double all = 0;
   for (int l = MP_KLIB_NONE + 1; l < MP_KLIB_COUNT; l++) {
     if (kernels[l] <= 0) continue;
+    char ex[512];
     all += kernels[l];
     if (len < sizeof what)
       len += (size_t)snprintf(
           what + len, sizeof what - len, "%s%.0f %s kernel launch%s (%.3g ms GPU, e.g. %.80s)",
           n_kinds++ ? "; " : "", kernels[l], shown[l], kernels[l] == 1 ? "" : "es", ns[l] / 1e6,
-          example[l] ? example[l] : "?");
+          example_shown(example[l], ex, sizeof ex));
   }
   if (all <= 0) return 0;
   /* the share of the matrix kernels' GPU time: hooked ops' kernels and these */

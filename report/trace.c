@@ -9,7 +9,9 @@
  *    consecutive calls instead (cat "layer").
  *  - One track per process and GPU stream: the kernels CUPTI saw (cat
  *    "kernel"), each with a flow arrow from the call that launched it (ph
- *    "s" at the call, "f" with "bp":"e" at the kernel).
+ *    "s" at the call, "f" with "bp":"e" at the kernel). A C++ kernel's slice
+ *    is named demangled (CUPTI gives the mangled symbol; Perfetto shows
+ *    names as they are), as report.html shows it.
  *
  *  - A process that hit a timeline cap: an instant where its kept slices
  *    end, naming what was dropped (the caps keep a run's first calls).
@@ -22,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/kernel_class.h"
 #include "report/report_internal.h"
 
 /* GPU stream tracks get tids of their own, apart from any Linux tid (at
@@ -284,7 +287,67 @@ static void write_track_names(FILE *f, const slices *all) {
   }
 }
 
-static int collect(const mpprof_model *m, slices *all, int64_t *ret_t0) {
+/* --- kernel names as the trace shows them --- */
+
+/* Each mangled kernel symbol's demangled name, made once per distinct symbol
+ * (a run launches the same few kernels millions of times): open addressing
+ * on the symbol's FNV-1a hash, load at most one half. */
+typedef struct shown_entry {
+  uint64_t hash;
+  const char *raw;
+  char *shown;
+} shown_entry;
+
+typedef struct shown_names {
+  shown_entry *v;
+  size_t cap, n;
+} shown_names;
+
+static uint64_t fnv1a(const char *s) {
+  uint64_t h = UINT64_C(14695981039346656037);
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
+  return h;
+}
+
+static shown_entry *shown_slot(shown_entry *v, size_t cap, uint64_t h, const char *raw) {
+  for (size_t i = h & (cap - 1);; i = (i + 1) & (cap - 1))
+    if (!v[i].raw || (v[i].hash == h && !strcmp(v[i].raw, raw))) return &v[i];
+}
+
+/* The name kernel symbol `raw` is shown by: raw itself unless mangled
+ * ("_Z..."), else its demangled form; NULL when out of memory. */
+static const char *shown_name(shown_names *t, const char *raw) {
+  if (strncmp(raw, "_Z", 2) != 0) return raw;
+  if ((t->n + 1) * 2 > t->cap) {
+    size_t cap = t->cap ? t->cap * 2 : 64;
+    shown_entry *v = calloc(cap, sizeof *v);
+    if (!v) return NULL;
+    for (size_t i = 0; i < t->cap; i++)
+      if (t->v[i].raw) *shown_slot(v, cap, t->v[i].hash, t->v[i].raw) = t->v[i];
+    free(t->v);
+    t->v = v;
+    t->cap = cap;
+  }
+  uint64_t h = fnv1a(raw);
+  shown_entry *e = shown_slot(t->v, t->cap, h, raw);
+  if (!e->raw) {
+    char dm[512];
+    if (!(e->shown = strdup(mp_kernel_demangle(raw, dm, sizeof dm)))) return NULL;
+    e->hash = h;
+    e->raw = raw;
+    t->n++;
+  }
+  return e->shown;
+}
+
+static void shown_names_free(shown_names *t) {
+  for (size_t i = 0; i < t->cap; i++)
+    free(t->v[i].shown);
+  free(t->v);
+}
+
+static int collect(const mpprof_model *m, shown_names *names, slices *all, int64_t *ret_t0) {
   bool *has_ranges = calloc(m->n_procs ? m->n_procs : 1, sizeof *has_ranges);
   call_key *keys = malloc((m->n_events ? m->n_events : 1) * sizeof *keys);
   int rc = has_ranges && keys ? 0 : -1;
@@ -326,6 +389,11 @@ static int collect(const mpprof_model *m, slices *all, int64_t *ret_t0) {
     const call_key *hit = bsearch(&want, keys, m->n_events, sizeof *keys, key_cmp);
     /* Calls whose events were not kept (cap, older files) have no arrow. */
     bool linked = hit && m->events[hit->event].call >= 0;
+    const char *name = shown_name(names, k->name);
+    if (!name) {
+      rc = -1;
+      break;
+    }
     rc = push(all, (slice){.proc = k->proc,
                            .tid = k->stream < STREAM_TID_MAX - STREAM_TID_BASE
                                       ? STREAM_TID_BASE + k->stream
@@ -333,8 +401,8 @@ static int collect(const mpprof_model *m, slices *all, int64_t *ret_t0) {
                            .start = k->start_ns,
                            .dur = k->end_ns - k->start_ns,
                            .kind = SL_KERNEL,
-                           .name = k->name,
-                           .len = strlen(k->name),
+                           .name = name,
+                           .len = strlen(name),
                            .item = i,
                            .flow = linked ? (int64_t)hit->event : -1});
   }
@@ -405,9 +473,11 @@ static int write_events(const mpprof_model *m, FILE *f) {
     free(name);
   }
   slices all = {0};
+  shown_names names = {0};
   int64_t t0 = 0;
-  if (collect(m, &all, &t0)) {
+  if (collect(m, &names, &all, &t0)) {
     free(all.v);
+    shown_names_free(&names);
     return -1;
   }
   if (all.n) qsort(all.v, all.n, sizeof *all.v, slice_cmp);
@@ -419,6 +489,7 @@ static int write_events(const mpprof_model *m, FILE *f) {
   }
   int rc = write_cap_marks(f, m, &all, t0);
   free(all.v);
+  shown_names_free(&names);
   if (rc) return -1;
   fputs("\n]}\n", f);
   return 0;

@@ -102,7 +102,7 @@ static void kernel_names_tell_their_library(void **state) {
                                      "salIvEEEEvv"),
                    MP_KLIB_CUTLASS);
   assert_int_equal(
-      mp_kernel_library("_ZN7cutlass7Kernel2I47cutlass_80_tensorop_bf16_s16816gemm_relu_"
+      mp_kernel_library("_ZN7cutlass7Kernel2I66cutlass_80_tensorop_bf16_s16816gemm_relu_"
                         "bf16_64x64_64x6_tn_align8EEvNT_6ParamsE"),
       MP_KLIB_CUBLAS);
   /* cuBLAS's kernel families as traces name them (kernel-names.md) */

@@ -1187,6 +1187,17 @@ static void library_calls_not_hooked(void **state) {
       mpprof_json_get_double(cJSON_GetObjectItem(f->evidence, "share_of_matrix_gpu_time"), &share),
       0);
   assert_true(share == 0.25);
+  /* the example as CUPTI gives it (mangled): demangled in the message,
+   * kept in the evidence */
+  cJSON_ReplaceItemInObject(
+      cJSON_GetObjectItem(m.procs[0].unattributed_kernels, "cublas"), "example",
+      cJSON_CreateString("_Z17gemv2T_kernel_valIiiffffLi128ELi16ELi4ELi4ELb0ELb0EEvv"));
+  assert_int_equal(run(&m, "library_calls_not_hooked"), 1);
+  f = &m.findings[m.n_findings - 1];
+  if (!strstr(f->message, "e.g. gemv2T_kernel_val<int, int, float, float, float, float, 128, 16"))
+    fail_msg("%s", f->message);
+  assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(f->evidence, "example")),
+                      "_Z17gemv2T_kernel_valIiiffffLi128ELi16ELi4ELi4ELb0ELb0EEvv");
   m.tc.gemm_conv_kernel_ns = 9100000; /* just under 10% */
   assert_int_equal(run(&m, "library_calls_not_hooked"), 1);
   assert_string_equal(m.findings[m.n_findings - 1].severity, "info");

@@ -329,6 +329,52 @@ static void stream_tracks_have_tids_perfetto_keeps(void **state) {
   free(dir);
 }
 
+/* Kernel slices are named as report.html names kernels: a C++ kernel's
+ * mangled symbol (what CUPTI gives) demangled, every launch of it alike; an
+ * extern "C" name as it is. */
+static void trace_kernel_slices_show_cpp_kernels_demangled(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("trace_demangle");
+  rg_file r;
+  assert_int_equal(rg_begin(&r, dir, "node01-100.json", &RF_P0), 0);
+  cJSON *s = fwd_site(7, "net/fc1/fwd", -4, 4);
+  rg_kernel(s,
+            "_ZN7cutlass7Kernel2I66cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x6_"
+            "tn_align8EEvNT_6ParamsE",
+            2, 100);
+  rg_kernel(s, "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT", 1, 100);
+  rg_site_end(&r, s);
+  fputs("],\n\"events\":[],\"kernel_events\":["
+        "{\"site\":7,\"call\":0,\"kernel\":0,\"stream\":13,\"start_ns\":1000,\"end_ns\":2000},"
+        "{\"site\":7,\"call\":0,\"kernel\":1,\"stream\":13,\"start_ns\":2500,\"end_ns\":2600},"
+        "{\"site\":7,\"call\":1,\"kernel\":0,\"stream\":13,\"start_ns\":3000,\"end_ns\":4000}]}\n",
+        r.f);
+  assert_int_equal(fclose(r.f), 0);
+  cJSON_Delete(rf_report_of(dir));
+  cJSON *tr = rg_read_json(dir, "trace.json");
+  assert_non_null(tr);
+  const cJSON *e;
+  int cutlass = 0, nvjet = 0;
+  cJSON_ArrayForEach(e, rf_get(tr, "traceEvents")) {
+    if (strcmp(rf_get(e, "ph")->valuestring, "X") ||
+        strcmp(rf_get(e, "cat")->valuestring, "kernel"))
+      continue;
+    const char *name = rf_get(e, "name")->valuestring;
+    if (!strcmp(name, "cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x6_"
+                      "tn_align8>"))
+      cutlass++;
+    else if (!strcmp(name, "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"))
+      nvjet++;
+    else
+      fail_msg("kernel slice named %s", name);
+  }
+  assert_int_equal(cutlass, 2);
+  assert_int_equal(nvjet, 1);
+  cJSON_Delete(tr);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* A run longer than its timeline caps: the trace says where the kept calls
  * end and what is missing, on the capped process's track only. */
 static void a_capped_timeline_is_marked_where_it_ends(void **state) {
@@ -2940,6 +2986,7 @@ int main(void) {
       cmocka_unit_test(a_kernel_event_of_a_merging_site_names_its_own_files_kernel),
       cmocka_unit_test(stream_tracks_have_tids_perfetto_keeps),
       cmocka_unit_test(trace_times_are_exact_to_the_nanosecond),
+      cmocka_unit_test(trace_kernel_slices_show_cpp_kernels_demangled),
       cmocka_unit_test(a_capped_timeline_is_marked_where_it_ends),
       cmocka_unit_test(a_file_skipped_after_its_sites_leaves_no_site_behind),
       cmocka_unit_test(every_device_of_a_run_is_named_once),
