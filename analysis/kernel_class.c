@@ -528,10 +528,10 @@ static const char *const attention_tokens[] = {"flash_fwd",  "flash_bwd", "fmha_
 static const char *const cublas_tokens[] = {
     "nvjet",   "xmma_gemm", "cutlass3x_",   "gemv2",  "gemvx",      "gemvNSP",
     "gemmSN_", "gemmk1",    "splitKreduce", "cublas", "fermiCgemm", "sgemm_largek"};
-/* Matrix-kernel tokens: a name with one that is no library's above is a
+/* A name with a matrix token (matrix_token) that is no library's above is a
  * GEMM of no hooked library (the program's own, a user's Triton kernel,
- * DeepGEMM's deep_gemm::, TensorRT's trt_*, TensorRT-LLM's cudaCoreGemm). */
-static const char *const matrix_tokens[] = {"gemm", "gemv", "matmul"};
+ * DeepGEMM's deep_gemm::, TensorRT's trt_* and *_trt, TensorRT-LLM's
+ * cudaCoreGemm, a CUTLASS library kernel compiled into the program). */
 
 static bool has_any(const char *name, const char *const *tokens, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -550,17 +550,44 @@ static bool cublas_cutlass_instance(const char *name) {
 
 /* cuBLAS's legacy names begin with the architecture they were tuned for and
  * say gemm ("ampere_sgemm_128x64_nn", "volta_h884gemm_64x64_ldg8_nn",
- * "turing_fp16_s1688gemm_fp16_...") or with the BLAS routine's own name
- * ("sgemm_128x128x8_TN_vec"). TensorRT's "trt_ampere_h16816gemm_..." begins
- * otherwise. */
+ * "turing_fp16_s1688gemm_fp16_...") or with the BLAS routine's own name and
+ * a tile ("sgemm_128x128x8_TN_vec"; a user's "sgemm_naive" is not).
+ * TensorRT's "trt_ampere_h16816gemm_..." begins otherwise. */
 static bool arch_gemm(const char *name) {
-  static const char *const archs[] = {"maxwell_", "pascal_", "volta_",  "turing_",
-                                      "ampere_",  "ada_",    "hopper_", "sgemm_",
-                                      "dgemm_",   "hgemm_",  "cgemm_",  "zgemm_"};
+  static const char *const archs[] = {"maxwell_", "pascal_", "volta_", "turing_",
+                                      "ampere_",  "ada_",    "hopper_"};
+  static const char *const routines[] = {"sgemm_", "dgemm_", "hgemm_", "cgemm_", "zgemm_"};
   if (!strncmp(name, "void ", 5)) name += 5;
   for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
     if (!strncmp(name, archs[i], strlen(archs[i]))) return strcasestr(name, "gemm") != NULL;
+  for (size_t i = 0; i < sizeof routines / sizeof routines[0]; i++)
+    if (!strncmp(name, routines[i], 6)) return isdigit((unsigned char)name[6]) != 0;
   return false;
+}
+
+/* A CUTLASS 3 library kernel a program or framework compiled itself: the
+ * instance named cutlass3x_... as the template argument of
+ * cutlass::device_kernel (PyTorch Inductor's CUTLASS backend, the CUTLASS
+ * profiler; ptxas and CUPTI give "_ZN7cutlass13device_kernelI128cutlass3x_
+ * sm90_..."). cuBLAS's own cutlass3x_smXX_ kernels are named plainly. */
+static bool cutlass_library_kernel(const char *name) {
+  return (strstr(name, "cutlass::device_kernel<cutlass3x_") ||
+          !strncmp(name, "_ZN7cutlass13device_kernelI", 27)) &&
+         strstr(name, "cutlass3x_");
+}
+
+/* A matrix-kernel token: gemm (not Gemma's, a model's name), gemv, matmul. */
+static bool matrix_token(const char *name) {
+  for (const char *g = strcasestr(name, "gemm"); g; g = strcasestr(g + 4, "gemm"))
+    if (tolower((unsigned char)g[4]) != 'a') return true;
+  return strcasestr(name, "gemv") || strcasestr(name, "matmul");
+}
+
+/* TensorRT's own xmma tactics end "_trt" ("..._execute_kernel_trt"), as
+ * cuBLAS's end "_cublas". */
+static bool tensorrt_kernel(const char *name) {
+  size_t n = strlen(name);
+  return n > 4 && !strcmp(name + n - 4, "_trt");
 }
 
 /* A kernel whose type is a cutlass::gemm::kernel:: template, demangled or
@@ -582,11 +609,12 @@ mp_kernel_lib mp_kernel_library(const char *name) {
   if (!strncmp(name, "triton_tem_", 11)) return MP_KLIB_TRITON_TEMPLATE;
   if (cutlass_gemm_kernel(name)) return MP_KLIB_CUTLASS;
   if (strcasestr(name, "triton") || strcasestr(name, "flash")) return MP_KLIB_NONE;
+  if (cutlass_library_kernel(name) || tensorrt_kernel(name))
+    return matrix_token(name) ? MP_KLIB_OTHER_GEMM : MP_KLIB_NONE;
   if (has_any(name, cublas_tokens, sizeof cublas_tokens / sizeof cublas_tokens[0]) ||
       cublas_cutlass_instance(name) || arch_gemm(name))
     return MP_KLIB_CUBLAS;
-  if (has_any(name, matrix_tokens, sizeof matrix_tokens / sizeof matrix_tokens[0]))
-    return MP_KLIB_OTHER_GEMM;
+  if (matrix_token(name)) return MP_KLIB_OTHER_GEMM;
   return MP_KLIB_NONE;
 }
 

@@ -1474,9 +1474,11 @@ static void print_measured_changes(const cJSON *d, FILE *out) {
     for (int i = 0; i < 2; i++) {
       const cJSON *side = get(me, i ? "b" : "a"), *nj = get(side, DK_ME_NARROWER);
       if (!cJSON_IsObject(nj)) continue;
-      double e, lim;
-      if (!mpprof_json_get_double(get(nj, DK_MN_OTHER_REL), &e) &&
-          !mpprof_json_get_double(get(side, DK_ME_LIMIT), &lim) && e > lim &&
+      double e = INFINITY, lim; /* other_run_rel_l2 null with a candidate: infinite */
+      const cJSON *rel = get(nj, DK_MN_OTHER_REL);
+      bool measured = cJSON_IsString(get(nj, DK_MN_OTHER_CAND)) &&
+                      (cJSON_IsNull(rel) || !mpprof_json_get_double(rel, &e));
+      if (measured && !mpprof_json_get_double(get(side, DK_ME_LIMIT), &lim) && e > lim &&
           warned < SUMMARY_LAYERS_MAX) {
         mpprof_fprint_term(out, "  %s: ", get(row, "layer")->valuestring);
         fprintf(out,

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/raw_format.h"
 #include "report/report_internal.h"
 #include "report/tensorio/stats_json.h"
 
@@ -1605,12 +1606,39 @@ static int rule_library_not_intercepted(mpprof_model *m) {
   return 0;
 }
 
+/* The raw not_scanned key of calls recorded while their stream was being
+ * captured into a CUDA graph (MP_RAW_NOT_SCANNED's GRAPH_CAPTURE). */
+#define NS_ENUM(id, key, doc) NS_##id,
+#define NS_KEY(id, key, doc) key,
+enum { MP_RAW_NOT_SCANNED(NS_ENUM) NS_COUNT };
+static const char *const ns_keys[NS_COUNT] = {MP_RAW_NOT_SCANNED(NS_KEY)};
+#undef NS_ENUM
+#undef NS_KEY
+
+/* cuBLAS sites with calls recorded during a CUDA graph capture. */
+static size_t cublas_sites_captured(const mpprof_model *m) {
+  size_t n = 0;
+  for (size_t i = 0; i < m->n_sites; i++) {
+    const mpprof_site *s = &m->sites[i];
+    if (strncmp(s->api, "cublas", 6) != 0) continue;
+    for (size_t k = 0; k < s->n_not_scanned; k++)
+      if (!strcmp(s->not_scanned[k].name, ns_keys[NS_GRAPH_CAPTURE]) && s->not_scanned[k].n) {
+        n++;
+        break;
+      }
+  }
+  return n;
+}
+
 /* cuBLAS's kernels outside every hooked call while some cuBLAS calls were
- * intercepted: its entry points mpprof does not hook (matrix-vector gemv,
- * complex GEMMs, level-1 BLAS) or a second, private copy launched them.
- * Medium from MPPROF_NOT_HOOKED_SHARE_MEDIUM of the matrix kernels' GPU time
- * (the hooked ops' kernels and these), info below. cuDNN's kernels are left
- * out: its other ops (batch norm, pooling) launch cudnn-named kernels. */
+ * intercepted: replays of CUDA graphs the program captured cuBLAS calls into
+ * (a replay launches the kernels without a call; said first when some calls
+ * were recorded during a capture), entry points mpprof does not hook
+ * (matrix-vector gemv, complex GEMMs, level-1 BLAS) or a second, private
+ * copy. Medium from MPPROF_NOT_HOOKED_SHARE_MEDIUM of the matrix kernels'
+ * GPU time (the hooked ops' kernels and these), info below. cuDNN's kernels
+ * are left out: its other ops (batch norm, pooling) launch cudnn-named
+ * kernels. */
 static int rule_library_calls_not_hooked(mpprof_model *m) {
   double kernels, ns;
   const char *example;
@@ -1618,25 +1646,37 @@ static int rule_library_calls_not_hooked(mpprof_model *m) {
   if (kernels <= 0 || !library_intercepted(m, "cublas")) return 0;
   double matrix_ns = (double)m->tc.gemm_conv_kernel_ns + ns;
   double share = matrix_ns > 0 ? ns / matrix_ns : 0;
-  char ex[512];
+  size_t captured = cublas_sites_captured(m);
+  char ex[512], graphs[256] = "";
+  if (captured)
+    snprintf(graphs, sizeof graphs,
+             "replays of the CUDA graphs this program captured cuBLAS calls into (%zu site%s "
+             "recorded calls during a capture; a replay launches their kernels without a call), ",
+             captured, captured == 1 ? "" : "s");
   mpprof_finding *f = add(
       m, "library_calls_not_hooked", share >= MPPROF_NOT_HOOKED_SHARE_MEDIUM ? "medium" : "info",
       NULL,
       mpprof_asprintf(
           "CUPTI saw %.0f cuBLAS/cuBLASLt kernel launch%s (%.3g ms GPU, e.g. %.80s) outside every "
           "cuBLAS/cuBLASLt call mpprof intercepted: %s%% of the matrix kernels' GPU time (hooked "
-          "ops' kernels and these). They come from entry points mpprof does not hook "
-          "(matrix-vector products such as cublasSgemv, complex GEMMs, level-1 BLAS) or from a "
-          "second copy of the library: their dtypes, Tensor Core use and values are not in this "
-          "report, nor in any layer's verdict",
+          "ops' kernels and these). They come from %sentry points mpprof does not hook "
+          "(matrix-vector products such as cublasSgemv, complex GEMMs, level-1 BLAS) or a "
+          "second copy of the library: their values are not in this report, nor in any layer's "
+          "verdict",
           kernels, kernels == 1 ? "" : "es", ns / 1e6, example_shown(example, ex, sizeof ex),
-          mpprof_pct_text(100 * share).s),
-      strdup("mpprof measures cuBLAS GEMMs (cublas<t>gemm, cublasGemmEx and their batched, "
-             "strided and grouped forms) and cublasLtMatmul; a matrix-vector product with a "
-             "batch of 1 (PyTorch runs fp32 torch.mv and linear layers on one row through "
-             "cublas<t>gemv) is measured when it goes through a GEMM"));
+          mpprof_pct_text(100 * share).s, graphs),
+      captured ? strdup("a replayed kernel runs the precision its captured call shows (the sites "
+                        "with not_scanned graph_capture); to scan the replayed values, profile a "
+                        "run without CUDA graphs (torch.compile's default mode rather than "
+                        "reduce-overhead, no torch.cuda.graphs)")
+               : strdup("mpprof measures cuBLAS GEMMs (cublas<t>gemm, cublasGemmEx and their "
+                        "batched, strided and grouped forms) and cublasLtMatmul; a matrix-vector "
+                        "product with a batch of 1 (PyTorch runs fp32 torch.mv and linear layers "
+                        "on one row through cublas<t>gemv) is measured when it goes through a "
+                        "GEMM"));
   if (!f) return -1;
   cJSON_AddStringToObject(f->evidence, "library", "cublas");
+  ev_num(f->evidence, "graph_captured_sites", (double)captured);
   ev_num(f->evidence, "kernels", kernels);
   ev_num(f->evidence, "gpu_ns", ns);
   if (example) cJSON_AddStringToObject(f->evidence, "example", example);
@@ -1661,7 +1701,8 @@ static int rule_matrix_kernels_not_hooked(mpprof_model *m) {
       [MP_KLIB_ATTENTION] = "fused attention (flash / memory-efficient SDPA)",
       [MP_KLIB_TRITON_TEMPLATE] = "Triton template (torch.compile)",
       [MP_KLIB_CUTLASS] = "framework CUTLASS GEMM (row-wise scaled FP8 _scaled_mm, grouped mm)",
-      [MP_KLIB_OTHER_GEMM] = "other GEMM (the program's own, Triton, DeepGEMM, TensorRT)"};
+      [MP_KLIB_OTHER_GEMM] =
+          "other GEMM (the program's own, CUTLASS library, Triton, DeepGEMM, TensorRT)"};
   char what[1024] = "";
   size_t len = 0, n_kinds = 0;
   double all = 0;

@@ -142,6 +142,17 @@ static void kernel_names_tell_their_library(void **state) {
       "matmul_kernel",
       "_ZN4mine11tiled_sgemmILi32EEEvPKfS2_Pfiii",
       "void my_gemv<float>(float const*, float const*, float*, int)",
+      /* CUTLASS library kernels compiled into a program (ptxas / CUPTI form
+       * and demangled), TensorRT tactics, BLAS-like user names */
+      "_ZN7cutlass13device_kernelI128cutlass3x_sm90_tensorop_s64x128x16gemm_bf16_bf16_f32_bf16_"
+      "bf16_256x128x64_1x2x1_0_nnn_align8_warpspecialized_pingpong_epi_nosmemEEvNT_6ParamsE",
+      "void cutlass::device_kernel<cutlass3x_sm90_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x256x64_"
+      "1x1x1_0_tnn_align8_warpspecialized_cooperative_epi_tma>(...)",
+      "sm80_xmma_gemm_f16f16_f16f32_f32_nn_n_tilesize128x128x32_stage4_warpsize2x2x1_tensor16x8x16_"
+      "execute_kernel_trt",
+      "sgemm_naive",
+      "hgemm_wmma_kernel",
+      "dgemm_kernel",
   };
   for (size_t i = 0; i < sizeof other_names / sizeof other_names[0]; i++)
     if (mp_kernel_library(other_names[i]) != MP_KLIB_OTHER_GEMM)
@@ -150,6 +161,7 @@ static void kernel_names_tell_their_library(void **state) {
   assert_false(mp_kernel_lib_hooked(MP_KLIB_OTHER_GEMM));
   assert_int_equal(mp_kernel_library("void at::native::vectorized_elementwise_kernel<4>(...)"),
                    MP_KLIB_NONE);
+  assert_int_equal(mp_kernel_library("gemma_rmsnorm_kernel"), MP_KLIB_NONE); /* a model's name */
   assert_string_equal(mp_kernel_lib_name(MP_KLIB_CUTLASS), "cutlass");
   assert_false(mp_kernel_lib_hooked(MP_KLIB_CUTLASS));
   assert_int_equal(mp_kernel_library("triton_poi_fused_add_0"), MP_KLIB_NONE);
@@ -177,6 +189,7 @@ static void kernel_names_tell_their_library(void **state) {
   assert_true(!mp_kernel_lib_hooked(MP_KLIB_ATTENTION) && mp_kernel_lib_hooked(MP_KLIB_CUBLAS));
   assert_int_equal(mp_kernel_library("void at::native::vectorized_elementwise_kernel<4>(...)"),
                    MP_KLIB_NONE);
+  assert_int_equal(mp_kernel_library("gemma_rmsnorm_kernel"), MP_KLIB_NONE); /* a model's name */
   assert_string_equal(mp_kernel_lib_name(MP_KLIB_CUDNN), "cudnn");
 }
 

@@ -1070,6 +1070,17 @@ static void a_current_measured_on_narrower_operands_is_said_so(void **state) {
                          "its fp32 operands at 0.0082\">2e-08&Dagger;</td>"));
   assert_int_equal(count(h, "&Dagger;"), 2); /* fc2 and fc3 in B */
   free_runs(a, b, d, s, h);
+  /* A's measurement of B's format was infinite (null): above any limit */
+  const shadow_layer ia[] = {{"net/fc3", MP_FP32, 2e-8, INFINITY, -1, -1}},
+                     ib[] = {{"net/fc3", MP_FP16, 2e-8, 0.0003, -1, -1}};
+  a = shadow_run("diffia", ia, 1, true, NULL);
+  b = shadow_run("diffib", ib, 1, true, NULL);
+  d = diff_of(a, b, &s, &h);
+  me = AT(diff_row(d, "net/fc3"), "measured_error");
+  assert_true(cJSON_IsNull(AT(me, "b", "current_on_narrower_operands", "other_run_rel_l2")));
+  assert_non_null(strstr(s, "\n  net/fc3: B runs it on fp16 operands; A measured fp16 from fp32 "
+                            "operands at inf, above --shadow-max-rel"));
+  free_runs(a, b, d, s, h);
 }
 
 /* Only A ran with --shadow: one line says so, in the summary and on the

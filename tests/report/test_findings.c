@@ -1147,8 +1147,8 @@ static void matrix_kernels_not_hooked(void **state) {
                   "\"void deep_gemm::fp8_gemm_kernel<128u>(float*)\"}}");
   assert_int_equal(run(&m, "matrix_kernels_not_hooked"), 1);
   f = &m.findings[m.n_findings - 1];
-  assert_non_null(strstr(f->message, "2 other GEMM (the program's own, Triton, DeepGEMM, "
-                                     "TensorRT) kernel launches (0.05 ms GPU, e.g. "
+  assert_non_null(strstr(f->message, "2 other GEMM (the program's own, CUTLASS library, Triton, "
+                                     "DeepGEMM, TensorRT) kernel launches (0.05 ms GPU, e.g. "
                                      "void deep_gemm::fp8_gemm_kernel<128u>(float*))"));
   assert_string_equal(f->severity, "info"); /* 0.05 of 1.05 ms: under 10% */
   assert_int_equal(run(&m, "library_not_intercepted"), 0);
@@ -1201,6 +1201,20 @@ static void library_calls_not_hooked(void **state) {
   m.tc.gemm_conv_kernel_ns = 9100000; /* just under 10% */
   assert_int_equal(run(&m, "library_calls_not_hooked"), 1);
   assert_string_equal(m.findings[m.n_findings - 1].severity, "info");
+  assert_null(strstr(f->message, "CUDA graphs"));
+  /* a program that captured cuBLAS calls into CUDA graphs: their replays
+   * launch kernels without a call, said first */
+  mpprof_count captured = {"graph_capture", 6};
+  m.sites[0].not_scanned = &captured;
+  m.sites[0].n_not_scanned = 1;
+  assert_int_equal(run(&m, "library_calls_not_hooked"), 1);
+  f = &m.findings[m.n_findings - 1];
+  if (!strstr(f->message, "They come from replays of the CUDA graphs this program captured "
+                          "cuBLAS calls into (1 site recorded calls during a capture;") ||
+      !strstr(f->action, "without CUDA graphs"))
+    fail_msg("%s / %s", f->message, f->action);
+  m.sites[0].not_scanned = NULL;
+  m.sites[0].n_not_scanned = 0;
   m.sites[0].api = "cudnnConvolutionForward"; /* no cuBLAS call intercepted */
   assert_int_equal(run(&m, "library_calls_not_hooked"), 0);
   assert_int_equal(run(&m, "library_not_intercepted"), 1);
