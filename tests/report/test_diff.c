@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "rawgen.h"
+#include "report_fixture.h"
 #include "report/diff.h"
 #include "report/report_internal.h"
 
@@ -815,8 +816,6 @@ static void odd_values_in_a_plan_are_shown(void **state) {
 
 /* ---- measured error (--shadow) ---- */
 
-static const rg_proc P0 = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
-
 /* A layer of one shadowed forward GEMM: its operands' dtype and the rel_l2
  * measured for current, fp16, bf16 and fp8_e4m3_current (< 0: not measured;
  * all < 0: the site is not shadowed). */
@@ -844,7 +843,7 @@ static char *shadow_run(const char *tag, const shadow_layer *ls, size_t n, bool 
                         const char *max_rel) {
   char *dir = rg_tmpdir(tag);
   rg_file r;
-  assert_int_equal(rg_begin(&r, dir, "node01-100.json", &P0), 0);
+  assert_int_equal(rg_begin(&r, dir, "node01-100.json", &RF_P0), 0);
   for (size_t i = 0; i < n; i++) {
     char path[64], types[64];
     const char *t = mp_dtype_name(ls[i].in);
@@ -871,8 +870,7 @@ static char *shadow_run(const char *tag, const shadow_layer *ls, size_t n, bool 
     snprintf(now, sizeof now, "\"shadow_max_rel\":%s,\"final\":", max_rel);
     assert_int_equal(rg_edit(dir, "node01-100.json", "\"final\":", now), 0);
   }
-  mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
-  assert_int_equal(mpprof_report_generate(&o), 0);
+  rf_generate(dir);
   return dir;
 }
 
@@ -895,28 +893,12 @@ static cJSON *diff_of(const char *a, const char *b, char **ret_summary, char **r
   return d;
 }
 
-static const cJSON *at(const cJSON *o, const char *const *path) {
-  for (; o && *path; path++)
-    o = cJSON_GetObjectItemCaseSensitive(o, *path);
-  return o;
-}
-#define AT(o, ...) at(o, (const char *const[]){__VA_ARGS__, NULL})
-
 static const cJSON *diff_row(const cJSON *d, const char *name) {
   const cJSON *row;
   cJSON_ArrayForEach(row, cJSON_GetObjectItem(d, "layers")) {
     if (!strcmp(cJSON_GetObjectItem(row, "layer")->valuestring, name)) return row;
   }
   fail_msg("no layer %s in diff.json", name);
-  return NULL;
-}
-
-static const cJSON *report_layer(const cJSON *rep, const char *name) {
-  const cJSON *l;
-  cJSON_ArrayForEach(l, cJSON_GetObjectItem(rep, "layers")) {
-    if (!strcmp(cJSON_GetObjectItem(l, "name")->valuestring, name)) return l;
-  }
-  fail_msg("no layer %s in report.json", name);
   return NULL;
 }
 
@@ -949,12 +931,12 @@ static void measured_errors_in_diff_json_are_those_of_the_two_reports(void **sta
   for (int i = 0; i < 2; i++) {
     cJSON *rep = rg_read_json(dirs[i], "report.json");
     assert_non_null(rep);
-    assert_true(cJSON_IsTrue(AT(d, side[i], "shadow")));
+    assert_true(cJSON_IsTrue(rf_get(cJSON_GetObjectItemCaseSensitive(d, side[i]), "shadow")));
     const cJSON *ds = cJSON_GetObjectItem(me, side[i]);
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(ds, "not_measured")));
-    assert_true(AT(ds, "shadow_max_rel")->valuedouble ==
-                AT(rep, "summary", "shadow_max_rel")->valuedouble);
-    const cJSON *rc = AT(report_layer(rep, "net/fc3"), "shadow", "candidates");
+    assert_true(rf_get(ds, "shadow_max_rel")->valuedouble ==
+                rf_get(rep, "summary.shadow_max_rel")->valuedouble);
+    const cJSON *rc = rf_get(rf_layer(rep, "net/fc3"), "shadow.candidates");
     const cJSON *dc = cJSON_GetObjectItem(ds, "candidates"), *c;
     assert_int_equal(cJSON_GetArraySize(dc), 3); /* current, fp16, bf16 */
     cJSON_ArrayForEach(c, dc) {
@@ -968,9 +950,9 @@ static void measured_errors_in_diff_json_are_those_of_the_two_reports(void **sta
     assert_null(cJSON_GetObjectItem(dc, "fp8_e4m3_current"));
     cJSON_Delete(rep);
   }
-  assert_true(AT(me, "a", "candidates", "current", "rel_l2")->valuedouble == 2.1e-8);
-  assert_true(AT(me, "b", "candidates", "bf16", "rel_l2")->valuedouble == 0.0017);
-  assert_true(AT(me, "b", "shadow_max_rel")->valuedouble == 0.01);
+  assert_true(rf_get(me, "a.candidates.current.rel_l2")->valuedouble == 2.1e-8);
+  assert_true(rf_get(me, "b.candidates.bf16.rel_l2")->valuedouble == 0.0017);
+  assert_true(rf_get(me, "b.shadow_max_rel")->valuedouble == 0.01);
   /* 0.0061 is above A's 2^-8 but within B's own 0.01: no crossing */
   assert_true(cJSON_IsFalse(cJSON_GetObjectItem(me, "current_crossed_limit")));
   free_runs(a, b, d, s, h);
@@ -991,9 +973,11 @@ static void a_current_error_crossing_the_limit_is_one_summary_line(void **state)
   char *a = shadow_run("diffxa", la, 3, true, NULL), *b = shadow_run("diffxb", lb, 3, true, NULL);
   char *s, *h;
   cJSON *d = diff_of(a, b, &s, &h);
-  assert_true(cJSON_IsTrue(AT(diff_row(d, "net/fc3"), "measured_error", "current_crossed_limit")));
-  assert_true(cJSON_IsFalse(AT(diff_row(d, "net/fc2"), "measured_error", "current_crossed_limit")));
-  assert_true(cJSON_IsFalse(AT(diff_row(d, "net/fc1"), "measured_error", "current_crossed_limit")));
+  assert_true(cJSON_IsTrue(rf_get(diff_row(d, "net/fc3"), "measured_error.current_crossed_limit")));
+  assert_true(
+      cJSON_IsFalse(rf_get(diff_row(d, "net/fc2"), "measured_error.current_crossed_limit")));
+  assert_true(
+      cJSON_IsFalse(rf_get(diff_row(d, "net/fc1"), "measured_error.current_crossed_limit")));
   assert_non_null(strstr(s, "\n  net/fc3: measured error now, rel L2: 2e-08 (within "
                             "--shadow-max-rel 0.00391) -> 0.0082 (above --shadow-max-rel "
                             "0.00391)\n"));
@@ -1017,10 +1001,10 @@ static void a_measurement_on_operands_already_rounded_is_flagged(void **state) {
   char *a = shadow_run("diffra", la, 1, true, NULL), *b = shadow_run("diffrb", lb, 1, true, NULL);
   char *s, *h;
   cJSON *d = diff_of(a, b, &s, &h);
-  const cJSON *me = AT(diff_row(d, "net/fc3"), "measured_error");
-  assert_true(cJSON_IsFalse(AT(me, "a", "candidates", "bf16", "inputs_already_rounded")));
-  assert_true(cJSON_IsTrue(AT(me, "b", "candidates", "bf16", "inputs_already_rounded")));
-  assert_true(cJSON_IsFalse(AT(me, "b", "candidates", "current", "inputs_already_rounded")));
+  const cJSON *me = rf_get(diff_row(d, "net/fc3"), "measured_error");
+  assert_true(cJSON_IsFalse(rf_get(me, "a.candidates.bf16.inputs_already_rounded")));
+  assert_true(cJSON_IsTrue(rf_get(me, "b.candidates.bf16.inputs_already_rounded")));
+  assert_true(cJSON_IsFalse(rf_get(me, "b.candidates.current.inputs_already_rounded")));
   assert_non_null(strstr(h, "bf16 0.0082</td>"));
   assert_non_null(strstr(h, "bf16 <span title=\"measured on operands already bf16 or of fewer "
                             "mantissa bits: the error excludes their rounding, paid before the "
@@ -1047,18 +1031,17 @@ static void a_current_measured_on_narrower_operands_is_said_so(void **state) {
   char *a = shadow_run("diffna", la, 3, true, NULL), *b = shadow_run("diffnb", lb, 3, true, NULL);
   char *s, *h;
   cJSON *d = diff_of(a, b, &s, &h);
-  const cJSON *me = AT(diff_row(d, "net/fc3"), "measured_error");
-  assert_true(cJSON_IsNull(AT(me, "a", "current_on_narrower_operands")));
-  assert_string_equal(AT(me, "b", "current_on_narrower_operands", "operands")->valuestring, "bf16");
-  assert_string_equal(
-      AT(me, "b", "current_on_narrower_operands", "other_run_operands")->valuestring, "fp32");
-  assert_string_equal(
-      AT(me, "b", "current_on_narrower_operands", "other_run_candidate")->valuestring, "bf16");
-  assert_true(AT(me, "b", "current_on_narrower_operands", "other_run_rel_l2")->valuedouble ==
-              0.0082);
-  assert_true(cJSON_IsFalse(AT(me, "current_crossed_limit"))); /* 2e-8 both: no crossing */
+  const cJSON *me = rf_get(diff_row(d, "net/fc3"), "measured_error");
+  assert_true(cJSON_IsNull(rf_get(me, "a.current_on_narrower_operands")));
+  assert_string_equal(rf_get(me, "b.current_on_narrower_operands.operands")->valuestring, "bf16");
+  assert_string_equal(rf_get(me, "b.current_on_narrower_operands.other_run_operands")->valuestring,
+                      "fp32");
+  assert_string_equal(rf_get(me, "b.current_on_narrower_operands.other_run_candidate")->valuestring,
+                      "bf16");
+  assert_true(rf_get(me, "b.current_on_narrower_operands.other_run_rel_l2")->valuedouble == 0.0082);
+  assert_true(cJSON_IsFalse(rf_get(me, "current_crossed_limit"))); /* 2e-8 both: no crossing */
   assert_true(cJSON_IsNull(
-      AT(diff_row(d, "net/fc1"), "measured_error", "b", "current_on_narrower_operands")));
+      rf_get(diff_row(d, "net/fc1"), "measured_error.b.current_on_narrower_operands")));
   assert_non_null(strstr(s, "\n  net/fc3: B runs it on bf16 operands; A measured bf16 from fp32 "
                             "operands at 0.0082, above --shadow-max-rel 0.00391 (B's own "
                             "measurement leaves out that input rounding)\n"));
@@ -1076,8 +1059,8 @@ static void a_current_measured_on_narrower_operands_is_said_so(void **state) {
   a = shadow_run("diffia", ia, 1, true, NULL);
   b = shadow_run("diffib", ib, 1, true, NULL);
   d = diff_of(a, b, &s, &h);
-  me = AT(diff_row(d, "net/fc3"), "measured_error");
-  assert_true(cJSON_IsNull(AT(me, "b", "current_on_narrower_operands", "other_run_rel_l2")));
+  me = rf_get(diff_row(d, "net/fc3"), "measured_error");
+  assert_true(cJSON_IsNull(rf_get(me, "b.current_on_narrower_operands.other_run_rel_l2")));
   assert_non_null(strstr(s, "\n  net/fc3: B runs it on fp16 operands; A measured fp16 from fp32 "
                             "operands at inf, above --shadow-max-rel"));
   free_runs(a, b, d, s, h);
@@ -1094,17 +1077,16 @@ static void a_run_without_shadow_against_one_with_it_is_one_line(void **state) {
   char *a = shadow_run("diffoa", la, 2, true, NULL), *b = shadow_run("diffob", la, 2, false, NULL);
   char *s, *h;
   cJSON *d = diff_of(a, b, &s, &h);
-  assert_true(cJSON_IsTrue(AT(d, "a", "shadow")));
-  assert_true(cJSON_IsFalse(AT(d, "b", "shadow")));
-  const cJSON *me = AT(diff_row(d, "net/fc3"), "measured_error");
-  assert_string_equal(AT(me, "b", "not_measured")->valuestring, "no_shadow");
-  assert_true(cJSON_IsNull(AT(me, "b", "shadow_max_rel")));
-  assert_int_equal(cJSON_GetArraySize(AT(me, "b", "candidates")), 0);
-  assert_true(AT(me, "a", "candidates", "current", "rel_l2")->valuedouble == 2e-8);
-  assert_null(AT(me, "a", "candidates", "bf16")); /* not measured in B */
-  assert_string_equal(
-      AT(diff_row(d, "net/fc1"), "measured_error", "a", "not_measured")->valuestring,
-      "not_shadowed");
+  assert_true(cJSON_IsTrue(rf_get(d, "a.shadow")));
+  assert_true(cJSON_IsFalse(rf_get(d, "b.shadow")));
+  const cJSON *me = rf_get(diff_row(d, "net/fc3"), "measured_error");
+  assert_string_equal(rf_get(me, "b.not_measured")->valuestring, "no_shadow");
+  assert_true(cJSON_IsNull(rf_get(me, "b.shadow_max_rel")));
+  assert_int_equal(cJSON_GetArraySize(rf_get(me, "b.candidates")), 0);
+  assert_true(rf_get(me, "a.candidates.current.rel_l2")->valuedouble == 2e-8);
+  assert_null(rf_get(me, "a.candidates.bf16")); /* not measured in B */
+  assert_string_equal(rf_get(diff_row(d, "net/fc1"), "measured_error.a.not_measured")->valuestring,
+                      "not_shadowed");
   const char *line = "measured error (--shadow): only A was profiled with --shadow, B was not, so "
                      "no layer's measured error is compared";
   assert_int_equal(count(s, line), 1);
@@ -1124,8 +1106,8 @@ static void runs_without_shadow_show_no_measured_error(void **state) {
   char *a = shadow_run("diffna", la, 1, false, NULL), *b = shadow_run("diffnb", la, 1, false, NULL);
   char *s, *h;
   cJSON *d = diff_of(a, b, &s, &h);
-  assert_true(cJSON_IsFalse(AT(d, "a", "shadow")));
-  assert_true(cJSON_IsNull(AT(diff_row(d, "net/fc3"), "measured_error")));
+  assert_true(cJSON_IsFalse(rf_get(d, "a.shadow")));
+  assert_true(cJSON_IsNull(rf_get(diff_row(d, "net/fc3"), "measured_error")));
   assert_null(strstr(s, "easured"));
   assert_null(strstr(h, "easured"));
   free_runs(a, b, d, s, h);
