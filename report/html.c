@@ -709,10 +709,7 @@ static void layer_shadow_cells(FILE *f, const mpprof_model *m, const mpprof_laye
    * layer, whose fp16 is at scale 1 (what its verdict is measured by) */
   bool scaled = (l->phase_mask & 1u << MPPROF_PHASE_BACKWARD) || l->adv.has_gradients ||
                 l->adv.rec == MP_REC_FP16_LOSS_SCALE;
-  mpprof_understated u = MPPROF_UNDERSTATED_NONE; /* the first measured site's that has one */
-  for (size_t i = l->first_site; i < l->first_site + l->n_sites && !u; i++)
-    if (m->sites[i].shadow) u = mpprof_site_current_understated(&m->sites[i]);
-  current_cell(f, sh, u);
+  current_cell(f, sh, mpprof_layer_current_understated(m, l));
   mp_shadow_cand h = scaled ? MP_SH_FP16_SCALED : MP_SH_FP16;
   rel_cell(f, sh, sh ? &sh->cand[h] : NULL, h);
   rel_cell(f, sh, sh ? &sh->cand[MP_SH_BF16] : NULL, MP_SH_BF16);

@@ -79,6 +79,16 @@ mpprof_understated mpprof_site_current_understated(const mpprof_site *s) {
   return !s->n_kernels && s->elig.tf32 ? MPPROF_UNDERSTATED_TF32_POSSIBLE : MPPROF_UNDERSTATED_NONE;
 }
 
+mpprof_understated mpprof_layer_current_understated(const mpprof_model *m, const mpprof_layer *l) {
+  mpprof_understated u = MPPROF_UNDERSTATED_NONE;
+  for (size_t i = l->first_site; i < l->first_site + l->n_sites; i++) {
+    if (!m->sites[i].shadow) continue;
+    mpprof_understated v = mpprof_site_current_understated(&m->sites[i]);
+    if (v && (!u || v < u)) u = v;
+  }
+  return u;
+}
+
 static const char *const understated[MPPROF_UNDERSTATED_COUNT][2] = {
     [MPPROF_UNDERSTATED_FAST_ACCUM] = {"fp8_fast_accumulation",
                                        "understated: FP8 fast accumulation (cuBLASLt "

@@ -851,6 +851,11 @@ typedef enum mpprof_understated {
   MPPROF_UNDERSTATED_COUNT
 } mpprof_understated;
 mpprof_understated mpprof_site_current_understated(const mpprof_site *s);
+/* A layer's: the strongest reason of its measured sites (the enum's order:
+ * understated before may be understated), NONE when none has one. The
+ * layer's `current` is the worst over its sites, so any site's reason
+ * applies to it. */
+mpprof_understated mpprof_layer_current_understated(const mpprof_model *m, const mpprof_layer *l);
 /* report.json's name of u ("fp8_fast_accumulation", "tf32_kernels",
  * "tf32_possible"; NULL for none) and the page's sentence. */
 const char *mpprof_understated_name(mpprof_understated u);

@@ -33,6 +33,22 @@ cJSON *rf_report_of(const char *dir) {
   return r;
 }
 
+cJSON *rf_conv_site(int id, const char *api, const char *op, const char *layer_path,
+                    const char *types) {
+  cJSON *s = rg_gemm(id, api, layer_path, types, "fp32", NULL, 0, 0, 0, 3);
+  cJSON_ReplaceItemInObject(s, "op", cJSON_CreateString(op));
+  cJSON *c = cJSON_AddObjectToObject(s, "conv");
+  const char *k[] = {"n", "c", "h", "w", "k", "r", "s"};
+  const int v[] = {8, 16, 32, 32, 32, 3, 3};
+  for (int i = 0; i < 7; i++)
+    cJSON_AddNumberToObject(c, k[i], v[i]);
+  const int one[2] = {1, 1};
+  cJSON_AddItemToObject(c, "pad", cJSON_CreateIntArray(one, 2));
+  cJSON_AddItemToObject(c, "stride", cJSON_CreateIntArray(one, 2));
+  cJSON_AddItemToObject(c, "dilation", cJSON_CreateIntArray(one, 2));
+  return s;
+}
+
 cJSON *rf_get(const cJSON *o, const char *path) {
   char buf[256];
   snprintf(buf, sizeof buf, "%s", path);

@@ -21,6 +21,11 @@ void rf_generate(const char *dir);
 cJSON *rf_report_of(const char *dir);
 
 /* o's member at a dotted path ("a.b.c"); NULL where there is none. */
+/* A cuDNN convolution site (rawgen's rg_gemm with a "conv" object): api and
+ * op as given, x/w/y of `types` ("x=fp16,w=fp16,y=fp16"), fp32 compute, 3
+ * calls; n 8, c 16, 32x32, k 32, a 3x3 filter, pad/stride/dilation 1. */
+cJSON *rf_conv_site(int id, const char *api, const char *op, const char *layer_path,
+                    const char *types);
 cJSON *rf_get(const cJSON *o, const char *path);
 /* The layer of that name in rep's "layers"; fails the test where there is none. */
 cJSON *rf_layer(const cJSON *rep, const char *name);

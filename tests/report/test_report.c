@@ -2038,33 +2038,19 @@ static void fp32_gemms_without_tf32_are_a_finding(void **state) {
   free(dir);
 }
 
-static cJSON *conv_site(int id, const char *op, const char *layer_path) {
-  cJSON *s = rg_gemm(id, "cudnnConvolutionBackwardData", layer_path, "x=fp16,w=fp16,y=fp16", "fp32",
-                     NULL, 0, 0, 0, 3);
-  cJSON_ReplaceItemInObject(s, "op", cJSON_CreateString(op));
-  cJSON *c = cJSON_AddObjectToObject(s, "conv");
-  const char *k[] = {"n", "c", "h", "w", "k", "r", "s"};
-  const int v[] = {8, 16, 32, 32, 32, 3, 3};
-  for (int i = 0; i < 7; i++)
-    cJSON_AddNumberToObject(c, k[i], v[i]);
-  const int one[2] = {1, 1};
-  cJSON_AddItemToObject(c, "pad", cJSON_CreateIntArray(one, 2));
-  cJSON_AddItemToObject(c, "stride", cJSON_CreateIntArray(one, 2));
-  cJSON_AddItemToObject(c, "dilation", cJSON_CreateIntArray(one, 2));
-  return s;
-}
-
 static void conv_sites_take_dtypes_from_their_descriptors(void **state) {
   (void)state;
   char *dir = rg_tmpdir("conv");
   rg_file r;
   rg_begin(&r, dir, "a.json", &RF_P0);
-  cJSON *s = conv_site(0, "conv_bwd_data", "cnn/conv2/bwd");
+  cJSON *s = rf_conv_site(0, "cudnnConvolutionBackwardData", "conv_bwd_data", "cnn/conv2/bwd",
+                          "x=fp16,w=fp16,y=fp16");
   rg_tensor(s, "dy", MP_FP16, -20, -10, 100);
   rg_tensor(s, "w", MP_FP16, -6, 0, 100);
   rg_tensor(s, "dx", MP_FP16, -22, -12, 100);
   rg_site_end(&r, s);
-  s = conv_site(1, "conv_fwd", "cnn/conv2/fwd");
+  s = rf_conv_site(1, "cudnnConvolutionBackwardData", "conv_fwd", "cnn/conv2/fwd",
+                   "x=fp16,w=fp16,y=fp16");
   rg_tensor(s, "x", MP_FP16, -4, 4, 100);
   rg_tensor(s, "y", MP_FP16, -4, 6, 100);
   rg_site_end(&r, s);
@@ -2102,7 +2088,8 @@ static void a_grouped_convolution_is_a_batch_of_smaller_gemms(void **state) {
   for (int i = 0; i < 3; i++) {
     char layer_path[32];
     snprintf(layer_path, sizeof layer_path, "cnn/conv%d/fwd", i);
-    cJSON *s = conv_site(i, "conv_fwd", layer_path);
+    cJSON *s = rf_conv_site(i, "cudnnConvolutionBackwardData", "conv_fwd", layer_path,
+                            "x=fp16,w=fp16,y=fp16");
     if (groups[i] > 1) cJSON_AddNumberToObject(rf_get(s, "conv"), "groups", groups[i]);
     rg_tensor(s, "x", MP_FP16, -4, 4, 100);
     rg_tensor(s, "y", MP_FP16, -4, 6, 100);

@@ -491,6 +491,57 @@ static void a_fast_accumulating_fp8_layers_current_is_marked(void **state) {
   free(dir);
 }
 
+/* A layer whose first site's `current` may be understated (an fp32 cuDNN
+ * convolution at default math, no kernel seen: TF32 possible) and whose
+ * second's is (its kernel ran TF32): the layer's cell gives the stronger
+ * reason, as its `current` is the worst over both. */
+static void a_layers_current_mark_gives_its_strongest_reason(void **state) {
+  (void)state;
+  rg_file r;
+  char *dir = rf_run_begin(&r, "layer-understated-mix");
+  for (int i = 0; i < 2; i++) {
+    cJSON *s =
+        rf_conv_site(i, "cudnnConvolutionForward", "conv_fwd", "mix/fwd", "x=fp32,w=fp32,y=fp32");
+    /* the site without kernels sorts first (a batch of 16 before one of 8) */
+    cJSON_ReplaceItemInObject(rf_get(s, "conv"), "n", cJSON_CreateNumber(i == 0 ? 16 : 8));
+    if (i == 1)
+      rg_kernel(
+          s,
+          "sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x16_"
+          "stage4_warpsize2x2x1_g1_tensor16x8x8",
+          3, 100);
+    rg_tensor(s, "y", MP_FP32, -4, 4, 100);
+    add_shadow(s, 0.001, 0.002, 0.003);
+    cJSON *c = cJSON_AddObjectToObject(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(s, "shadow"), "candidates"), "current");
+    cJSON_AddNumberToObject(c, "calls", 1);
+    cJSON_AddNumberToObject(c, "rel_l2", 1e-7);
+    cJSON_AddNumberToObject(c, "max_rel", 1e-7);
+    cJSON_AddNumberToObject(c, "flushed", 0);
+    cJSON_AddNumberToObject(c, "nonfinite", 0);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(c, "rel_l2_samples"), cJSON_CreateNumber(1e-7));
+    rg_site_end(&r, s);
+  }
+  assert_int_equal(rg_end(&r), 0);
+  cJSON *rep = rf_report_of(dir);
+  const cJSON *sites = rf_get(rep, "sites");
+  assert_string_equal(rf_get(cJSON_GetArrayItem(sites, 0), "current_understated")->valuestring,
+                      "tf32_possible");
+  assert_string_equal(rf_get(cJSON_GetArrayItem(sites, 1), "current_understated")->valuestring,
+                      "tf32_kernels");
+  cJSON_Delete(rep);
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  char *mix = layer_cell(html, "mix", "Measured now rel L2");
+  if (!strstr(mix, ">1e-07*") || !strstr(mix, "understated: its kernels ran TF32") ||
+      strstr(mix, "may be"))
+    fail_msg("%s", mix);
+  free(mix);
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* A layer of plain fp32 GEMMs that TF32 would put on Tensor Cores: the page's
  * layer table says "with TF32", and layers.csv and report.json say the same
  * (they said only tc_eligible no / false). */
@@ -731,6 +782,7 @@ int main(void) {
       cmocka_unit_test(the_layer_tables_measured_fp16_is_at_scale_1_for_a_forward_layer),
       cmocka_unit_test(a_measured_layers_undefined_candidate_is_not_said_unmeasured),
       cmocka_unit_test(a_fast_accumulating_fp8_layers_current_is_marked),
+      cmocka_unit_test(a_layers_current_mark_gives_its_strongest_reason),
       cmocka_unit_test(every_layer_and_op_column_is_defined_where_it_is_shown),
       cmocka_unit_test(trace_nests_ops_inside_layer_slices),
       cmocka_unit_test(a_percentage_reads_100_or_0_only_when_exact),
