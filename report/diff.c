@@ -395,6 +395,21 @@ static const cJSON *layer_candidates(const cJSON *l) {
   return get(get(l, MP_RK_SITE.shadow), MP_RK_SHADOW.candidates);
 }
 
+/* A measured rel_l2 as diff.json and report.json hold it: a number, or null
+ * for infinite (*ret INFINITY); -1 when it is neither. */
+static int rel_value(const cJSON *v, double *ret) {
+  if (cJSON_IsNull(v)) {
+    *ret = INFINITY;
+    return 0;
+  }
+  return mpprof_json_get_double(v, ret) ? -1 : 0;
+}
+
+/* A side's measured `current` (diff.json measured_error.<side>.candidates), or NULL. */
+static const cJSON *side_current(const cJSON *side) {
+  return get(get(side, DK_ME_CANDIDATES), mp_shadow_cand_name(MP_SH_CURRENT));
+}
+
 /* One candidate as diff.json gives it: report.json's calls, rel_l2 (null:
  * infinite) and inputs_already_rounded, copied. */
 static cJSON *candidate_json(const cJSON *c) {
@@ -441,12 +456,11 @@ static cJSON *measured_side_json(const cJSON *rep, const cJSON *l, const cJSON *
 /* A side's measured `current` against its limit: 1 within, 0 above (null
  * rel_l2: infinite), -1 not measured. */
 static int current_within(const cJSON *side) {
-  const cJSON *c = get(get(side, DK_ME_CANDIDATES), mp_shadow_cand_name(MP_SH_CURRENT)),
-              *v = get(c, MP_RK_SHADOW_CAND.rel_l2);
+  const cJSON *c = side_current(side);
   double lim, e;
-  if (!c || mpprof_json_get_double(get(side, DK_ME_LIMIT), &lim)) return -1;
-  if (cJSON_IsNull(v)) return 0;
-  if (mpprof_json_get_double(v, &e)) return -1;
+  if (!c || mpprof_json_get_double(get(side, DK_ME_LIMIT), &lim) ||
+      rel_value(get(c, MP_RK_SHADOW_CAND.rel_l2), &e))
+    return -1;
   return e <= lim;
 }
 
@@ -487,10 +501,9 @@ static cJSON *narrower_json(const cJSON *l, const cJSON *other, const cJSON *oth
   const cJSON *c;
   cJSON_ArrayForEach(c, other_cands) {
     int k = mp_shadow_cand_from_name(c->string);
-    const cJSON *v = get(c, MP_RK_SHADOW_CAND.rel_l2);
-    double e = INFINITY;
+    double e;
     if (k < 0 || mp_shadow_cand_format((mp_shadow_cand)k) != d ||
-        (!cJSON_IsNull(v) && mpprof_json_get_double(v, &e)))
+        rel_value(get(c, MP_RK_SHADOW_CAND.rel_l2), &e))
       continue;
     if (!best || e < best_rel) {
       best = c->string;
@@ -516,9 +529,9 @@ static cJSON *measured_json(const cJSON *a, const cJSON *la, const cJSON *b, con
   cJSON_AddItemToObject(o, "a", sa);
   cJSON_AddItemToObject(o, "b", sb);
   cJSON_AddBoolToObject(o, DK_ME_CROSSED, wa >= 0 && wb >= 0 && wa != wb);
-  if (get(get(sa, DK_ME_CANDIDATES), mp_shadow_cand_name(MP_SH_CURRENT)))
+  if (side_current(sa))
     cJSON_AddItemToObject(sa, DK_ME_NARROWER, narrower_json(la, lb, layer_candidates(lb)));
-  if (get(get(sb, DK_ME_CANDIDATES), mp_shadow_cand_name(MP_SH_CURRENT)))
+  if (side_current(sb))
     cJSON_AddItemToObject(sb, DK_ME_NARROWER, narrower_json(lb, la, layer_candidates(la)));
   return o;
 }
@@ -1042,14 +1055,13 @@ static void loss_scale_text(const cJSON *run, char *buf, size_t n) {
 
 /* A candidate's measured rel_l2 as shown: "0.0082", "inf" (null: infinite). */
 static void rel_text(const cJSON *c, char *buf, size_t n) {
-  const cJSON *v = get(c, MP_RK_SHADOW_CAND.rel_l2);
   double e;
-  if (cJSON_IsNull(v))
-    snprintf(buf, n, "inf");
-  else if (!mpprof_json_get_double(v, &e))
-    snprintf(buf, n, "%.2g", e);
-  else
+  if (rel_value(get(c, MP_RK_SHADOW_CAND.rel_l2), &e))
     snprintf(buf, n, "?");
+  else if (isinf(e))
+    snprintf(buf, n, "inf");
+  else
+    snprintf(buf, n, "%.2g", e);
 }
 
 /* A side's measured `current` against its run's limit, as the summary shows
@@ -1057,7 +1069,7 @@ static void rel_text(const cJSON *c, char *buf, size_t n) {
 static void current_side_text(const cJSON *side, char *buf, size_t n) {
   char r[32];
   double lim = 0;
-  rel_text(get(get(side, DK_ME_CANDIDATES), mp_shadow_cand_name(MP_SH_CURRENT)), r, sizeof r);
+  rel_text(side_current(side), r, sizeof r);
   mpprof_json_get_double(get(side, DK_ME_LIMIT), &lim);
   snprintf(buf, n, "%s (%s --shadow-max-rel %.3g)", r,
            current_within(side) > 0 ? "within" : "above", lim);
@@ -1066,7 +1078,7 @@ static void current_side_text(const cJSON *side, char *buf, size_t n) {
 /* What a side's current_on_narrower_operands says (page tooltip and
  * summary): "measured on operands already bf16 (fp32 in A): the op's own
  * error, without the rounding of its inputs into bf16; A measured bf16 from
- * its fp32 operands at 0.0029". side/other: "A" / "B". */
+ * its fp32 operands at 0.0029". other: the other run, "A" or "B". */
 static void narrower_text(const cJSON *nj, const char *other, char *buf, size_t n) {
   const char *ops = cJSON_GetStringValue(get(nj, DK_MN_OPERANDS)),
              *oops = cJSON_GetStringValue(get(nj, DK_MN_OTHER_OPERANDS)),
@@ -1079,7 +1091,7 @@ static void narrower_text(const cJSON *nj, const char *other, char *buf, size_t 
   double e;
   if (!cand)
     snprintf(buf + len, n - (size_t)len, "%s measured no %s candidate", other, ops ? ops : "?");
-  else if (mpprof_json_get_double(get(nj, DK_MN_OTHER_REL), &e))
+  else if (rel_value(get(nj, DK_MN_OTHER_REL), &e) || isinf(e))
     snprintf(buf + len, n - (size_t)len, "%s measured %s from its %s operands: inf", other, cand,
              oops ? oops : "?");
   else
@@ -1474,10 +1486,9 @@ static void print_measured_changes(const cJSON *d, FILE *out) {
     for (int i = 0; i < 2; i++) {
       const cJSON *side = get(me, i ? "b" : "a"), *nj = get(side, DK_ME_NARROWER);
       if (!cJSON_IsObject(nj)) continue;
-      double e = INFINITY, lim; /* other_run_rel_l2 null with a candidate: infinite */
-      const cJSON *rel = get(nj, DK_MN_OTHER_REL);
-      bool measured = cJSON_IsString(get(nj, DK_MN_OTHER_CAND)) &&
-                      (cJSON_IsNull(rel) || !mpprof_json_get_double(rel, &e));
+      double e, lim;
+      bool measured =
+          cJSON_IsString(get(nj, DK_MN_OTHER_CAND)) && !rel_value(get(nj, DK_MN_OTHER_REL), &e);
       if (measured && !mpprof_json_get_double(get(side, DK_ME_LIMIT), &lim) && e > lim &&
           warned < SUMMARY_LAYERS_MAX) {
         mpprof_fprint_term(out, "  %s: ", get(row, "layer")->valuestring);

@@ -61,6 +61,16 @@ static void expect(const char *name, mp_tc_verdict tc, mp_dtype a) {
     fail_msg("%s: got %s/%s", name, verdict_name(k.tc), mp_dtype_name(k.a_dtype));
 }
 
+/* Each of n names is library want's. */
+static void expect_library(const char *const *names, size_t n, mp_kernel_lib want) {
+  for (size_t i = 0; i < n; i++) {
+    mp_kernel_lib got = mp_kernel_library(names[i]);
+    if (got != want)
+      fail_msg("%s: %s, not %s", names[i], got ? mp_kernel_lib_name(got) : "no library",
+               mp_kernel_lib_name(want));
+  }
+}
+
 /* The library a kernel name says launched it (kernels outside hooked calls). */
 static void kernel_names_tell_their_library(void **state) {
   (void)state;
@@ -129,9 +139,7 @@ static void kernel_names_tell_their_library(void **state) {
       "cutlass3x_sm100_simt_sgemm_f32_f32_f32_f32_f32_64x32x16_1x1x1_3_nnn_align1_bias_f32_relu",
       "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize256x64x8_stage3_warpsize2x2x1_ffma",
   };
-  for (size_t i = 0; i < sizeof cublas_names / sizeof cublas_names[0]; i++)
-    if (mp_kernel_library(cublas_names[i]) != MP_KLIB_CUBLAS)
-      fail_msg("%s: not cuBLAS's (%d)", cublas_names[i], mp_kernel_library(cublas_names[i]));
+  expect_library(cublas_names, sizeof cublas_names / sizeof cublas_names[0], MP_KLIB_CUBLAS);
   /* GEMMs of no hooked library: not counted as cuBLAS's (a "statically
    * linked cuBLAS" they are not) but as other GEMMs */
   static const char *const other_names[] = {
@@ -154,9 +162,7 @@ static void kernel_names_tell_their_library(void **state) {
       "hgemm_wmma_kernel",
       "dgemm_kernel",
   };
-  for (size_t i = 0; i < sizeof other_names / sizeof other_names[0]; i++)
-    if (mp_kernel_library(other_names[i]) != MP_KLIB_OTHER_GEMM)
-      fail_msg("%s: not another GEMM (%d)", other_names[i], mp_kernel_library(other_names[i]));
+  expect_library(other_names, sizeof other_names / sizeof other_names[0], MP_KLIB_OTHER_GEMM);
   assert_string_equal(mp_kernel_lib_name(MP_KLIB_OTHER_GEMM), "other_gemm");
   assert_false(mp_kernel_lib_hooked(MP_KLIB_OTHER_GEMM));
   assert_int_equal(mp_kernel_library("void at::native::vectorized_elementwise_kernel<4>(...)"),

@@ -134,6 +134,16 @@ void rg_tensor_values(cJSON *site, const char *role, mp_dtype dtype, const doubl
   free(st);
 }
 
+void rg_shadow_candidate(cJSON *cands, const char *name, double rel_l2, int calls) {
+  cJSON *c = cJSON_AddObjectToObject(cands, name);
+  cJSON_AddNumberToObject(c, "calls", calls);
+  cJSON_AddNumberToObject(c, "rel_l2", rel_l2);
+  cJSON_AddNumberToObject(c, "max_rel", rel_l2);
+  cJSON_AddNumberToObject(c, "flushed", 0);
+  cJSON_AddNumberToObject(c, "nonfinite", 0);
+  cJSON_AddItemToArray(cJSON_AddArrayToObject(c, "rel_l2_samples"), cJSON_CreateNumber(rel_l2));
+}
+
 void rg_kernel(cJSON *site, const char *name, int count, long gpu_ns) {
   cJSON *ks = cJSON_GetObjectItemCaseSensitive(site, "kernels");
   if (!ks) ks = cJSON_AddArrayToObject(site, "kernels");

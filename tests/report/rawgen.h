@@ -46,6 +46,10 @@ void rg_tensor(cJSON *site, const char *role, mp_dtype dtype, double lo_log2, do
 /* Tensor stats from explicit values. */
 void rg_tensor_values(cJSON *site, const char *role, mp_dtype dtype, const double *v, int n);
 void rg_kernel(cJSON *site, const char *name, int count, long gpu_ns);
+/* A shadow candidate `name` under cands (a site's shadow.candidates): calls
+ * calls measured, worst rel_l2 and max_rel rel_l2, nothing flushed or
+ * non-finite, one rel_l2 sample. */
+void rg_shadow_candidate(cJSON *cands, const char *name, double rel_l2, int calls);
 void rg_site_end(rg_file *r, cJSON *site);
 void rg_event(rg_file *r, int site, long t_ns, long dur_ns, long thread);
 int rg_end(rg_file *r);

@@ -825,17 +825,6 @@ typedef struct shadow_layer {
   double current, fp16, bf16, e4m3;
 } shadow_layer;
 
-static cJSON *shadow_cand(double rel_l2) {
-  cJSON *c = cJSON_CreateObject();
-  cJSON_AddNumberToObject(c, "calls", 3);
-  cJSON_AddNumberToObject(c, "rel_l2", rel_l2);
-  cJSON_AddNumberToObject(c, "max_rel", rel_l2);
-  cJSON_AddNumberToObject(c, "flushed", 0);
-  cJSON_AddNumberToObject(c, "nonfinite", 0);
-  cJSON_AddItemToArray(cJSON_AddArrayToObject(c, "rel_l2_samples"), cJSON_CreateNumber(rel_l2));
-  return c;
-}
-
 /* A run (raw file and report.json, built by mpprof report) of the given
  * layers; shadowed: whether the process ran with --shadow (else no site has
  * a shadow object); max_rel: its --shadow-max-rel, NULL for the default. */
@@ -860,7 +849,7 @@ static char *shadow_run(const char *tag, const shadow_layer *ls, size_t n, bool 
       cJSON_AddNumberToObject(sh, "calls", 3);
       cJSON *cs = cJSON_AddObjectToObject(sh, "candidates");
       for (size_t k = 0; k < 4; k++)
-        if (err[k] >= 0) cJSON_AddItemToObject(cs, names[k], shadow_cand(err[k]));
+        if (err[k] >= 0) rg_shadow_candidate(cs, names[k], err[k], 3);
     }
     rg_site_end(&r, s);
   }

@@ -349,15 +349,8 @@ static void add_shadow(cJSON *site, double fp16, double fp16_scaled, double bf16
   cJSON *cs = cJSON_AddObjectToObject(sh, "candidates");
   const char *names[3] = {"fp16", "fp16_loss_scaled", "bf16"};
   const double rel[3] = {fp16, fp16_scaled, bf16};
-  for (int i = 0; i < 3; i++) {
-    cJSON *c = cJSON_AddObjectToObject(cs, names[i]);
-    cJSON_AddNumberToObject(c, "calls", 1);
-    cJSON_AddNumberToObject(c, "rel_l2", rel[i]);
-    cJSON_AddNumberToObject(c, "max_rel", rel[i]);
-    cJSON_AddNumberToObject(c, "flushed", 0);
-    cJSON_AddNumberToObject(c, "nonfinite", 0);
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(c, "rel_l2_samples"), cJSON_CreateNumber(rel[i]));
-  }
+  for (int i = 0; i < 3; i++)
+    rg_shadow_candidate(cs, names[i], rel[i], 1);
 }
 
 /* The layer table's cell of the column headed `head` in the row of layer `name`. */
@@ -463,14 +456,8 @@ static void a_fast_accumulating_fp8_layers_current_is_marked(void **state) {
     if (i == 0) cJSON_AddTrueToObject(s, "fast_accum");
     rg_tensor(s, "D", MP_BF16, -4, 4, 100);
     add_shadow(s, 0.001, 0.002, 0.003);
-    cJSON *c = cJSON_AddObjectToObject(
-        cJSON_GetObjectItem(cJSON_GetObjectItem(s, "shadow"), "candidates"), "current");
-    cJSON_AddNumberToObject(c, "calls", 1);
-    cJSON_AddNumberToObject(c, "rel_l2", 0.0625);
-    cJSON_AddNumberToObject(c, "max_rel", 0.0625);
-    cJSON_AddNumberToObject(c, "flushed", 0);
-    cJSON_AddNumberToObject(c, "nonfinite", 0);
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(c, "rel_l2_samples"), cJSON_CreateNumber(0.0625));
+    rg_shadow_candidate(cJSON_GetObjectItem(cJSON_GetObjectItem(s, "shadow"), "candidates"),
+                        "current", 0.0625, 1);
     rg_site_end(&r, s);
   }
   assert_int_equal(rg_end(&r), 0);
@@ -512,14 +499,8 @@ static void a_layers_current_mark_gives_its_strongest_reason(void **state) {
           3, 100);
     rg_tensor(s, "y", MP_FP32, -4, 4, 100);
     add_shadow(s, 0.001, 0.002, 0.003);
-    cJSON *c = cJSON_AddObjectToObject(
-        cJSON_GetObjectItem(cJSON_GetObjectItem(s, "shadow"), "candidates"), "current");
-    cJSON_AddNumberToObject(c, "calls", 1);
-    cJSON_AddNumberToObject(c, "rel_l2", 1e-7);
-    cJSON_AddNumberToObject(c, "max_rel", 1e-7);
-    cJSON_AddNumberToObject(c, "flushed", 0);
-    cJSON_AddNumberToObject(c, "nonfinite", 0);
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(c, "rel_l2_samples"), cJSON_CreateNumber(1e-7));
+    rg_shadow_candidate(cJSON_GetObjectItem(cJSON_GetObjectItem(s, "shadow"), "candidates"),
+                        "current", 1e-7, 1);
     rg_site_end(&r, s);
   }
   assert_int_equal(rg_end(&r), 0);
