@@ -1106,7 +1106,7 @@ static int rule_tensor_cores_not_used(mpprof_model *m) {
   for (size_t i = 0; i < m->n_sites; i++) {
     const mpprof_site *s = &m->sites[i];
     if (!s->elig.eligible || s->tc_used != 0) continue;
-    char k0[512] = ""; /* readable: CUPTI gives C++ kernels mangled */
+    char k0[MP_KERNEL_SHOWN_MAX] = ""; /* readable: CUPTI gives C++ kernels mangled */
     if (s->n_kernels) mp_kernel_demangle(s->kernels[0].name, k0, sizeof k0);
     char mnk[96];
     mpprof_site_mnk(s, mnk, sizeof mnk);
@@ -1584,7 +1584,7 @@ static int rule_library_not_intercepted(mpprof_model *m) {
     const char *example;
     unattributed_sum(m, libs[l], &kernels, &ns, &example);
     if (kernels <= 0 || library_intercepted(m, libs[l])) continue;
-    char ex[512];
+    char ex[MP_KERNEL_SHOWN_MAX];
     mpprof_finding *f =
         add(m, "library_not_intercepted", "medium", NULL,
             mpprof_asprintf("CUPTI saw %.0f %s kernel launch%s (%.3g ms GPU, e.g. %.80s) but no %s "
@@ -1647,7 +1647,7 @@ static int rule_library_calls_not_hooked(mpprof_model *m) {
   double matrix_ns = (double)m->tc.gemm_conv_kernel_ns + ns;
   double share = matrix_ns > 0 ? ns / matrix_ns : 0;
   size_t captured = cublas_sites_captured(m);
-  char ex[512], graphs[256] = "";
+  char ex[MP_KERNEL_SHOWN_MAX], graphs[256] = "";
   if (captured)
     snprintf(graphs, sizeof graphs,
              "replays of the CUDA graphs this program captured cuBLAS calls into (%zu site%s "
@@ -1708,7 +1708,7 @@ static int rule_matrix_kernels_not_hooked(mpprof_model *m) {
   double all = 0;
   for (int l = MP_KLIB_NONE + 1; l < MP_KLIB_COUNT; l++) {
     if (kernels[l] <= 0) continue;
-    char ex[512];
+    char ex[MP_KERNEL_SHOWN_MAX];
     all += kernels[l];
     if (len < sizeof what)
       len += (size_t)snprintf(

@@ -364,7 +364,7 @@ static void tensor_cores(const mpprof_model *m, FILE *f) {
       mpprof_site_mnk(s, mnk, sizeof mnk);
       fprintf(f, " <a href=\"#op-%zu\">site %zu</a>, %s: kernels ", s->id, s->id, mnk);
       for (size_t k = 0; k < s->n_kernels; k++) {
-        char dm[512]; /* readable: CUPTI gives C++ kernels mangled */
+        char dm[MP_KERNEL_SHOWN_MAX]; /* readable: CUPTI gives C++ kernels mangled */
         fputs(k ? ", <code>" : "<code>", f);
         html(f, mp_kernel_demangle(s->kernels[k].name, dm, sizeof dm));
         fputs("</code>", f);
@@ -848,7 +848,7 @@ static const char *site_tc_eligible(const mpprof_site *s) {
 /* A kernel name cut to `max` characters, the full name on hover; a C++
  * kernel's demangled (CUPTI gives its mangled symbol). */
 static void kernel_name(FILE *f, const char *symbol, size_t max) {
-  char name[512];
+  char name[MP_KERNEL_SHOWN_MAX];
   mp_kernel_demangle(symbol, name, sizeof name);
   fputs("<code title=\"", f);
   html(f, name);

@@ -151,7 +151,7 @@ static cJSON *process_json(const mpprof_process *p) {
 static void kernel_text(mpprof_tb *b, const mpprof_kernel *k, uint64_t count, uint64_t gpu_ns) {
   mpprof_tb_cstr(b, "{\"name\":");
   mpprof_tb_json_str(b, k->name);
-  char dm[512];
+  char dm[MP_KERNEL_SHOWN_MAX];
   mp_kernel_demangle(k->name, dm, sizeof dm);
   if (strcmp(dm, k->name)) {
     mpprof_tb_cstr(b, ",\"demangled\":");

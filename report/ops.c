@@ -236,7 +236,31 @@ static const char *const columns[] = {
     "tc_reason",
     "tc_source",
     "scanned_calls",
+    "kernel_symbols",
 };
+
+/* A site's kernels, ';'-separated: as the page shows them (a C++ kernel's
+ * mangled symbol demangled) or as CUPTI gave them (`shown` false); malloc'd,
+ * NULL when out of memory. Appended at the end: strcat would rescan
+ * (quadratic). */
+static char *kernel_list(const mpprof_site *s, bool shown) {
+  size_t len = 1;
+  for (size_t k = 0; k < s->n_kernels; k++)
+    len += strlen(s->kernels[k].name) + (shown ? MP_KERNEL_SHOWN_MAX : 0) + 1;
+  char *list = malloc(len), *end = list;
+  if (!list) return NULL;
+  for (size_t k = 0; k < s->n_kernels; k++) {
+    char dm[MP_KERNEL_SHOWN_MAX];
+    const char *name = s->kernels[k].name;
+    if (shown && !strncmp(name, "_Z", 2)) name = mp_kernel_demangle(name, dm, sizeof dm);
+    if (k) *end++ = ';';
+    size_t n = strlen(name);
+    memcpy(end, name, n);
+    end += n;
+  }
+  *end = '\0';
+  return list;
+}
 
 static int write_rows(const mpprof_model *m, FILE *f) {
   size_t nc = sizeof columns / sizeof *columns;
@@ -272,19 +296,12 @@ static int write_rows(const mpprof_model *m, FILE *f) {
       snprintf(tfl, sizeof tfl, "%.6g", tf);
     else
       tfl[0] = 0;
-    size_t klen = 1;
-    for (size_t k = 0; k < s->n_kernels; k++)
-      klen += strlen(s->kernels[k].name) + 1;
-    char *kn = malloc(klen);
-    if (!kn) return -1;
-    char *end = kn; /* appended at the end: strcat would rescan (quadratic) */
-    for (size_t k = 0; k < s->n_kernels; k++) {
-      if (k) *end++ = ';';
-      size_t len = strlen(s->kernels[k].name);
-      memcpy(end, s->kernels[k].name, len);
-      end += len;
+    char *kn = kernel_list(s, true), *ksym = kernel_list(s, false);
+    if (!kn || !ksym) {
+      free(kn);
+      free(ksym);
+      return -1;
     }
-    *end = '\0';
     mpprof_csv_field(f, id, false);
     mpprof_csv_field(f, s->layer_name, false);
     mpprof_csv_field(f, s->layer, false);
@@ -318,7 +335,9 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     mpprof_csv_field(f, s->elig.reason, false);
     mpprof_csv_field(f, mp_tc_source_name(s->tc_source), false);
     mpprof_u64_text(s->scanned_calls, calls);
-    mpprof_csv_field(f, calls, true);
+    mpprof_csv_field(f, calls, false);
+    mpprof_csv_field(f, ksym, true);
+    free(ksym);
   }
   return 0;
 }

@@ -332,7 +332,7 @@ static const char *shown_name(shown_names *t, const char *raw) {
   uint64_t h = fnv1a(raw);
   shown_entry *e = shown_slot(t->v, t->cap, h, raw);
   if (!e->raw) {
-    char dm[512];
+    char dm[MP_KERNEL_SHOWN_MAX];
     if (!(e->shown = strdup(mp_kernel_demangle(raw, dm, sizeof dm)))) return NULL;
     e->hash = h;
     e->raw = raw;

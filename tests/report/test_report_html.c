@@ -63,8 +63,9 @@ static void hostile_nvtx_names_are_escaped(void **state) {
   free(dir);
 }
 
-/* CUPTI names a C++ kernel by its mangled symbol; the page shows it
- * readable (the raw name stays in report.json's "name"). */
+/* CUPTI names a C++ kernel by its mangled symbol; the page and ops.csv's
+ * kernels column show it readable (the raw name stays in report.json's
+ * "name" and ops.csv's kernel_symbols). */
 static void the_page_shows_cpp_kernel_names_demangled(void **state) {
   (void)state;
   char *dir = rg_tmpdir("html_mangled");
@@ -86,6 +87,19 @@ static void the_page_shows_cpp_kernel_names_demangled(void **state) {
   assert_non_null(
       strstr(html, "cutlass::Kernel2&lt;cutlass_80_simt_sgemm_64x64_8x5_nn_align1&gt;"));
   free(html);
+  /* ops.csv's kernels column as the page shows them, the symbol in the last */
+  char *csv = rg_read_text(dir, "ops.csv", NULL);
+  assert_non_null(csv);
+  const char *row = strstr(csv, "\r\n");
+  assert_non_null(row);
+  assert_non_null(strstr(csv, ",kernels,"));
+  assert_non_null(strstr(csv, ",scanned_calls,kernel_symbols\r\n"));
+  assert_non_null(strstr(row, ",cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_nn_align1>,"));
+  assert_non_null(strstr(
+      row, ",_ZN7cutlass7Kernel2I41cutlass_80_simt_sgemm_64x64_8x5_nn_align1EEvNT_6ParamsE\r\n"));
+  assert_int_equal(strstr(row, "_ZN7cutlass") - row,
+                   strstr(row, ",_ZN7cutlass") + 1 - row); /* only there */
+  free(csv);
   rg_rmdir(dir);
   free(dir);
 }
