@@ -26,7 +26,6 @@
 #define BUF_SIZE (4u << 20)
 #define MAX_QUEUED 256   /* completed buffers waiting to be parsed */
 #define CORR_SLOTS 65536 /* correlation id -> op id, direct mapped */
-#define MAX_WAITING 4096 /* kernels seen before their external record */
 #define OWN_PREFIX "mpp_scan_"
 #define SPARE_BUFS 2 /* parsed buffers kept for CUPTI's next requests */
 
@@ -81,7 +80,7 @@ static struct {
   uint32_t corr;
   uint64_t op;
 } g_corr[CORR_SLOTS];
-static waiting_kernel g_wait[MAX_WAITING];
+static waiting_kernel g_wait[MPP_CUPTI_MAX_WAITING];
 static int g_nwait;
 
 /* Parsed buffers handed back to CUPTI instead of freed: a fresh 4 MiB
@@ -193,6 +192,23 @@ static void settle_waiting(bool all) {
   g_nwait = kept;
 }
 
+/* The list is full of kernels no external record has claimed: almost all
+ * of them were launched outside every hooked call (an elementwise kernel, a
+ * cuBLAS routine mpprof does not hook, a graph replay), whose record never
+ * comes. Dropping the newest would stop counting those at the list's size
+ * between two flushes; the oldest quarter goes out unattributed instead (a
+ * hooked call's external record is written at its launch, before its
+ * kernel can complete). g_pmu held. */
+static void evict_oldest(void) {
+  enum { EVICT = MPP_CUPTI_MAX_WAITING / 4 };
+  for (int i = 0; i < EVICT; i++) {
+    emit(0, g_wait[i].name, g_wait[i].start, g_wait[i].end, g_wait[i].stream);
+    free(g_wait[i].name);
+  }
+  g_nwait -= EVICT;
+  memmove(g_wait, g_wait + EVICT, (size_t)g_nwait * sizeof *g_wait);
+}
+
 static void on_kernel(const CUpti_ActivityKernel10 *k) {
   const char *name = k->name ? k->name : "";
   if (strncmp(name, OWN_PREFIX, sizeof OWN_PREFIX - 1) == 0) return;
@@ -201,10 +217,8 @@ static void on_kernel(const CUpti_ActivityKernel10 *k) {
     emit(op, name, k->start, k->end, k->streamId);
     return;
   }
-  if (g_nwait == MAX_WAITING) {
-    atomic_fetch_add(&g_dropped_own, 1);
-    return;
-  }
+  if (g_nwait == MPP_CUPTI_MAX_WAITING) settle_waiting(false);
+  if (g_nwait == MPP_CUPTI_MAX_WAITING) evict_oldest();
   char *copy = strdup(name); /* the buffer is freed before the record may be matched */
   if (!copy) {
     atomic_fetch_add(&g_dropped_own, 1);

@@ -44,6 +44,10 @@ void mpp_cupti_push(uint64_t op_id); /* around every hooked real call (CUSTOM2 e
 #define MPP_OWN_OP_ID UINT64_MAX
 void mpp_cupti_pop(void);
 void mpp_cupti_flush(void); /* at exit / checkpoint: flush and drain every buffer into the sink */
+/* Kernels held for an external record that has not come yet (the parser
+ * matches them after each buffer; at a flush the rest are unattributed).
+ * When full, the oldest quarter is delivered unattributed. */
+#define MPP_CUPTI_MAX_WAITING 4096
 /* Told around every flush: mark() before it, settle(mark) once every buffer
  * is parsed (tc_counters.c's mpp_tc_flush_mark/mpp_tc_settle, set by runtime.c:
  * cupti.c does not call the counter module, which is built on it). */
