@@ -326,15 +326,25 @@ const char *mp_tc_source_name(mp_tc_source s) {
   }
 }
 
-/* ---- Itanium demangling of the name part (best effort, bounded) ---- */
+/* ---- Itanium demangling of the name part (best effort, bounded) ----
+ * Renders what libstdc++'s __cxa_demangle (c++filt) prints for the name,
+ * without the return type and the parameters: "T const", "> >", literal
+ * suffixes. Substitution candidates are recorded as the ABI numbers them
+ * (prefixes and template prefixes, template-ids and qualified or pointer
+ * types used as types; not builtins, not the function's own name); what this
+ * does not know (std:: abbreviations other than St, template parameters,
+ * function types, ...) leaves the name mangled. */
+
+#define DM_SUBS 128 /* substitution candidates kept (later ones: left mangled) */
+#define DM_DEPTH 64 /* nesting of types and names (deeper: left mangled) */
 
 typedef struct dm {
   const char *p;
   char *out;
   size_t n, len;
   bool bad;
-  const char *subs[32]; /* substitution candidates: start of rendered text */
-  size_t sub_len[32];
+  int depth;
+  size_t sub_at[DM_SUBS], sub_len[DM_SUBS]; /* in out: a candidate's rendered text */
   int nsubs;
 } dm;
 
@@ -354,13 +364,14 @@ static void dm_puts(dm *d, const char *s) {
 }
 
 static void dm_add_sub(dm *d, size_t start) {
-  if (d->nsubs < 32) {
-    d->subs[d->nsubs] = d->out + start;
+  if (d->nsubs < DM_SUBS) {
+    d->sub_at[d->nsubs] = start;
     d->sub_len[d->nsubs++] = d->len - start;
   }
 }
 
 static bool dm_type(dm *d);
+static bool dm_name(dm *d, bool is_type);
 
 static bool dm_source_name(dm *d) {
   if (!isdigit((unsigned char)*d->p)) return false;
@@ -373,27 +384,68 @@ static bool dm_source_name(dm *d) {
   return true;
 }
 
+/* "S_" (the first candidate) or "S<seq-id>_" (base 36, digits and upper
+ * case: candidate seq-id + 1): the candidate's text. */
+static bool dm_substitution(dm *d) {
+  d->p++; /* 'S' */
+  unsigned long idx = 0;
+  if (*d->p != '_') {
+    unsigned long v = 0;
+    for (; isdigit((unsigned char)*d->p) || (*d->p >= 'A' && *d->p <= 'Z'); d->p++) {
+      v = v * 36 + (unsigned long)(isdigit((unsigned char)*d->p) ? *d->p - '0' : *d->p - 'A' + 10);
+      if (v >= DM_SUBS) return false;
+    }
+    idx = v + 1;
+  }
+  if (*d->p != '_' || idx >= (unsigned long)d->nsubs) return false;
+  d->p++;
+  /* the candidate's text lies before d->len in out, which only grows */
+  size_t at = d->sub_at[idx], n = d->sub_len[idx];
+  for (size_t i = 0; i < n && !d->bad; i++)
+    dm_put(d, d->out + at + i, 1);
+  return true;
+}
+
+/* c++filt's form of an integer literal of builtin type t. */
+static void dm_literal(dm *d, char t, bool neg, const char *v, size_t n) {
+  static const char *const suffix[26] = {['j' - 'a'] = "u",
+                                         ['l' - 'a'] = "l",
+                                         ['m' - 'a'] = "ul",
+                                         ['x' - 'a'] = "ll",
+                                         ['y' - 'a'] = "ull"};
+  static const char *const cast[26] = {['a' - 'a'] = "(signed char)",
+                                       ['c' - 'a'] = "(char)",
+                                       ['h' - 'a'] = "(unsigned char)",
+                                       ['s' - 'a'] = "(short)",
+                                       ['t' - 'a'] = "(unsigned short)"};
+  if (t == 'b') {
+    dm_puts(d, n == 1 && *v == '1' ? "true" : "false");
+    return;
+  }
+  bool lower = t >= 'a' && t <= 'z';
+  if (lower && cast[t - 'a']) dm_puts(d, cast[t - 'a']);
+  if (neg) dm_puts(d, "-");
+  dm_put(d, v, n);
+  if (lower && suffix[t - 'a']) dm_puts(d, suffix[t - 'a']);
+}
+
 static bool dm_template_args(dm *d) {
   if (*d->p != 'I') return true;
   d->p++;
   dm_puts(d, "<");
   for (bool first = true; *d->p && *d->p != 'E'; first = false) {
     if (!first) dm_puts(d, ", ");
-    if (*d->p == 'L') { /* literal: L <type> <value> E */
+    if (*d->p == 'L') { /* literal: L <builtin type> [n] <digits> E */
       d->p++;
       char t = *d->p++;
+      if (!(t >= 'a' && t <= 'z')) return false;
       bool neg = *d->p == 'n';
       if (neg) d->p++;
       const char *v = d->p;
-      while (*d->p && *d->p != 'E')
+      while (isdigit((unsigned char)*d->p))
         d->p++;
-      if (!*d->p) return false;
-      if (t == 'b') {
-        dm_puts(d, *v == '1' ? "true" : "false");
-      } else {
-        if (neg) dm_puts(d, "-");
-        dm_put(d, v, (size_t)(d->p - v));
-      }
+      if (*d->p != 'E' || d->p == v) return false;
+      dm_literal(d, t, neg, v, (size_t)(d->p - v));
       d->p++;
     } else if (!dm_type(d)) {
       return false;
@@ -401,35 +453,54 @@ static bool dm_template_args(dm *d) {
   }
   if (*d->p != 'E') return false;
   d->p++;
+  if (d->len && d->out[d->len - 1] == '>') dm_puts(d, " "); /* "> >" as c++filt */
   dm_puts(d, ">");
   return true;
 }
 
-static bool dm_name(dm *d) {
+/* A name; is_type: used as a type (the whole template-id is a candidate),
+ * else the encoding's function name (it is not). */
+static bool dm_name(dm *d, bool is_type) {
+  if (++d->depth > DM_DEPTH) return false;
+  bool ok = true;
+  size_t start = d->len;
   if (*d->p == 'N') {
     d->p++;
-    size_t start = d->len;
-    for (bool first = true; *d->p && *d->p != 'E'; first = false) {
+    for (bool first = true; ok && *d->p && *d->p != 'E'; first = false) {
       if (*d->p == 'I') {
-        if (!dm_template_args(d)) return false;
+        ok = dm_template_args(d);
+        if (ok && (is_type || *d->p != 'E')) dm_add_sub(d, start); /* template-id prefix */
         continue;
       }
       if (!first) dm_puts(d, "::");
-      if (*d->p == 'S') { /* substitution inside a nested name */
-        if (!dm_type(d)) return false;
-        continue;
+      if (d->p[0] == 'S' && d->p[1] == 't') { /* std, not a candidate */
+        d->p += 2;
+        dm_puts(d, "std");
+      } else if (*d->p == 'S') { /* a candidate as the prefix */
+        ok = dm_substitution(d);
+      } else {
+        ok = dm_source_name(d);
+        if (ok) dm_add_sub(d, start); /* prefix (or template prefix) */
       }
-      if (!dm_source_name(d)) return false;
+    }
+    ok = ok && *d->p == 'E';
+    if (ok) d->p++;
+  } else {
+    if (d->p[0] == 'S' && d->p[1] == 't') { /* std::name */
+      d->p += 2;
+      dm_puts(d, "std::");
+    }
+    ok = dm_source_name(d);
+    if (ok && *d->p == 'I') {
+      dm_add_sub(d, start); /* the template name */
+      ok = dm_template_args(d);
+      if (ok && is_type) dm_add_sub(d, start); /* the template-id */
+    } else if (ok && is_type) {
       dm_add_sub(d, start);
     }
-    if (*d->p != 'E') return false;
-    d->p++;
-    return true;
   }
-  size_t start = d->len;
-  if (!dm_source_name(d)) return false;
-  dm_add_sub(d, start);
-  return dm_template_args(d);
+  d->depth--;
+  return ok;
 }
 
 static bool dm_type(dm *d) {
@@ -437,51 +508,46 @@ static bool dm_type(dm *d) {
                                           ['b' - 'a'] = "bool",
                                           ['c' - 'a'] = "char",
                                           ['d' - 'a'] = "double",
+                                          ['e' - 'a'] = "long double",
                                           ['f' - 'a'] = "float",
                                           ['h' - 'a'] = "unsigned char",
                                           ['i' - 'a'] = "int",
                                           ['j' - 'a'] = "unsigned int",
                                           ['l' - 'a'] = "long",
                                           ['m' - 'a'] = "unsigned long",
+                                          ['n' - 'a'] = "__int128",
+                                          ['o' - 'a'] = "unsigned __int128",
                                           ['s' - 'a'] = "short",
                                           ['t' - 'a'] = "unsigned short",
                                           ['v' - 'a'] = "void",
+                                          ['w' - 'a'] = "wchar_t",
                                           ['x' - 'a'] = "long long",
                                           ['y' - 'a'] = "unsigned long long"};
   char c = *d->p;
-  if (c >= 'a' && c <= 'z' && builtin[c - 'a']) {
+  if (c >= 'a' && c <= 'z' && builtin[c - 'a']) { /* not a candidate */
     d->p++;
     dm_puts(d, builtin[c - 'a']);
     return true;
   }
-  if (c == 'P' || c == 'K' || c == 'R') {
+  if (++d->depth > DM_DEPTH) return false;
+  bool ok;
+  size_t start = d->len;
+  if (c == 'P' || c == 'K' || c == 'R' || c == 'V') {
     d->p++;
-    if (c == 'K') dm_puts(d, "const ");
-    if (!dm_type(d)) return false;
-    if (c == 'P') dm_puts(d, "*");
-    if (c == 'R') dm_puts(d, "&");
-    return true;
-  }
-  if (c == 'S') { /* S_ = first substitution, S<n>_ = n+2nd */
-    d->p++;
-    int idx = 0;
-    if (*d->p == '_') {
-      d->p++;
-    } else {
-      char *end;
-      long v = strtol(d->p, &end, 36);
-      if (*end != '_') return false;
-      idx = (int)v + 1;
-      d->p = end + 1;
+    ok = dm_type(d);
+    dm_puts(d, c == 'P' ? "*" : c == 'R' ? "&" : c == 'K' ? " const" : " volatile");
+    if (ok) dm_add_sub(d, start);
+  } else if (c == 'S' && d->p[1] != 't') {
+    ok = dm_substitution(d);
+    if (ok && *d->p == 'I') { /* a candidate template name with its arguments */
+      ok = dm_template_args(d);
+      if (ok) dm_add_sub(d, start);
     }
-    if (idx >= d->nsubs) return false;
-    char tmp[256];
-    size_t n = d->sub_len[idx] < sizeof tmp ? d->sub_len[idx] : sizeof tmp - 1;
-    memcpy(tmp, d->subs[idx], n);
-    dm_put(d, tmp, n);
-    return true;
+  } else {
+    ok = dm_name(d, true);
   }
-  return dm_name(d);
+  d->depth--;
+  return ok;
 }
 
 char *mp_kernel_demangle(const char *name, char *ret_buf, size_t n) {
@@ -493,7 +559,7 @@ char *mp_kernel_demangle(const char *name, char *ret_buf, size_t n) {
     return ret_buf;
   }
   dm d = {.p = name + 2, .out = ret_buf, .n = n};
-  if (!dm_name(&d) || d.bad) {
+  if (!dm_name(&d, false) || d.bad) {
     snprintf(ret_buf, n, "%s", name); /* unreadable: keep the mangled form */
     return ret_buf;
   }

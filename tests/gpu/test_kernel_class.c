@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -302,6 +303,35 @@ static void demangler_keeps_plain_and_unreadable_names(void **state) {
                       "_ZN7cut");
 }
 
+/* Kernel names come from raw files: a crafted one must not read outside the
+ * demangler's state (a signed substitution index did) or exhaust the stack
+ * (nesting), only stay as it is. */
+static void demangler_keeps_hostile_names_mangled(void **state) {
+  (void)state;
+  char buf[256];
+  static const char *const hostile[] = {"_ZN1a1bIS-99999_EE", "_ZN1a1bIS-1_EE",
+                                        "_ZN1a1bIS 1_EE",     "_ZN1a1bISzzzzzzzzzzzzzzzz_EE",
+                                        "_ZN1a1bIS1_EE",      "_Z1aILi-3EE"};
+  for (size_t i = 0; i < sizeof hostile / sizeof *hostile; i++)
+    assert_string_equal(mp_kernel_demangle(hostile[i], buf, sizeof buf), hostile[i]);
+  enum { DEEP = 200000 };
+  char *deep = malloc(DEEP + 16);
+  assert_non_null(deep);
+  strcpy(deep, "_Z1aI");
+  memset(deep + 5, 'P', DEEP);
+  strcpy(deep + 5 + DEEP, "iEv");
+  char *big = malloc(DEEP + 16);
+  assert_non_null(big);
+  assert_string_equal(mp_kernel_demangle(deep, big, DEEP + 16), deep);
+  free(big);
+  free(deep);
+  /* what c++filt prints: qualifiers after, "> >", literal suffixes */
+  assert_string_equal(mp_kernel_demangle("_Z1fI1AIPKcEN1B1CIjEELj7ELm2ELc65EEvv", buf, sizeof buf),
+                      "f<A<char const*>, B::C<unsigned int>, 7u, 2ul, (char)65>");
+  assert_string_equal(mp_kernel_demangle("_Z1fI1AIS0_IiEEEvv", buf, sizeof buf), "f<A<A<int> > >");
+  assert_string_equal(mp_kernel_demangle("_ZN1a1bIS0_EE", buf, sizeof buf), "a::b<a::b>");
+}
+
 static void unknown_kernels_stay_unknown_with_no_rule(void **state) {
   (void)state;
   mp_kernel_class k;
@@ -338,6 +368,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(mangled_cutlass3x_name_is_demangled_and_classified),
       cmocka_unit_test(demangler_renders_builtin_and_literal_template_args),
       cmocka_unit_test(demangler_keeps_plain_and_unreadable_names),
+      cmocka_unit_test(demangler_keeps_hostile_names_mangled),
       cmocka_unit_test(unknown_kernels_stay_unknown_with_no_rule),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,7 @@
 #include <cublas_api.h>
 #include <library_types.h>
 
+#include "analysis/kernel_class.h"
 #include "simcuda_internal.h"
 
 static const char *gemm(int a, int d, int compute, char oa, char ob, uint64_t m, uint64_t n,
@@ -238,6 +239,47 @@ static void cpp_names_are_mangled_and_demangle_to_the_table_text(void **state) {
   assert_true(cpp >= 20);
 }
 
+/* __cxa_demangle's text of a function symbol without what mpprof leaves
+ * out (the return type "void " and the parameter list): malloc'd. */
+static char *name_part(const char *mangled) {
+  int status = -1;
+  char *full = __cxa_demangle(mangled, NULL, NULL, &status);
+  assert_int_equal(status, 0);
+  size_t end = strlen(full), depth = 0;
+  assert_true(end > 0 && full[end - 1] == ')');
+  do { /* back to the '(' that opens the parameters */
+    end--;
+    depth += full[end] == ')';
+    depth -= full[end] == '(';
+  } while (depth);
+  full[end] = '\0';
+  const char *from = strncmp(full, "void ", 5) ? full : full + 5;
+  char *part = strdup(from);
+  free(full);
+  return part;
+}
+
+/* What the report shows of a kernel (mp_kernel_demangle) is c++filt's name
+ * for every C++ row: the gemv kernels (cublasSgemv, which mpprof does not
+ * hook, names them in library_calls_not_hooked) reuse qualified types and
+ * template-ids by substitution, and came out mangled. */
+static void the_report_demangles_every_cpp_row_as_cxxfilt(void **state) {
+  (void)state;
+  int cpp = 0;
+  for (size_t i = 0; i < sizeof table_names / sizeof table_names[0]; i++) {
+    char readable[1024], shown[MP_KERNEL_SHOWN_MAX];
+    fill_op_letters(table_names[i], readable, sizeof readable);
+    char *mangled = simcuda_mangle(readable);
+    if (!mangled) continue;
+    cpp++;
+    char *want = name_part(mangled);
+    assert_string_equal(mp_kernel_demangle(mangled, shown, sizeof shown), want);
+    free(want);
+    free(mangled);
+  }
+  assert_true(cpp >= 20);
+}
+
 /* A symbol ptxas printed (kernel-names.md, file id 36778022704) comes back
  * from its c++filt form, T_ and the substitution order included. */
 static void a_real_cutlass_symbol_round_trips(void **state) {
@@ -277,6 +319,7 @@ int main(void) {
       cmocka_unit_test(conv_names_follow_math_type_and_channel_alignment),
       cmocka_unit_test(cpp_names_are_mangled_and_demangle_to_the_table_text),
       cmocka_unit_test(a_real_cutlass_symbol_round_trips),
+      cmocka_unit_test(the_report_demangles_every_cpp_row_as_cxxfilt),
       cmocka_unit_test(kernels_report_their_symbol),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
