@@ -67,6 +67,20 @@ typedef struct run_opts {
   int pass_on;                       /* the terminal's signal to end mpprof's group by; 0 none */
 } run_opts;
 
+/* The capture range's variables and their options, in run_opts' order. */
+enum { CAPTURE_VARS = 3 };
+static const struct {
+  const char *var, *option;
+} capture_vars[CAPTURE_VARS] = {{"MPPROF_CAPTURE_RANGE", "--capture-range"},
+                                {"MPPROF_NVTX_CAPTURE", "--nvtx-capture"},
+                                {"MPPROF_STEPS", "--steps"}};
+
+static void capture_values(const run_opts *o, const char *ret[CAPTURE_VARS]) {
+  ret[0] = o->capture_range;
+  ret[1] = o->nvtx_capture;
+  ret[2] = o->steps;
+}
+
 static void usage(FILE *f) {
   fputs("usage: mpprof [run] [-o DIR] [--force] [--scan all|outputs|none] [--sample N|auto]\n"
         "                    [--checkpoint SECONDS] [--tc-counters[=N]] [--loss-scale S]\n"
@@ -272,11 +286,21 @@ static int parse(int argc, char **argv, run_opts *o) {
   if (check_environment(o)) return 2;
   /* The capture range from the options, else from the environment the
    * program would inherit: either way refused here, in one line. */
+  const char *env[CAPTURE_VARS], *given[CAPTURE_VARS];
+  for (int v = 0; v < CAPTURE_VARS; v++)
+    env[v] = getenv(capture_vars[v].var);
   if (!o->capture_given) {
-    o->capture_range = getenv("MPPROF_CAPTURE_RANGE");
-    o->nvtx_capture = getenv("MPPROF_NVTX_CAPTURE");
-    o->steps = getenv("MPPROF_STEPS");
+    o->capture_range = env[0];
+    o->nvtx_capture = env[1];
+    o->steps = env[2];
   }
+  capture_values(o, given);
+  for (int v = 0; v < CAPTURE_VARS; v++)
+    if (o->capture_given && env[v] && !given[v]) /* an option for another one replaced it */
+      fprintf(stderr,
+              "mpprof: run: note: %s=%s in the environment is not used: --capture-range, "
+              "--nvtx-capture and --steps replace all three capture variables (%s not given)\n",
+              capture_vars[v].var, env[v], capture_vars[v].option);
   mp_capture cap;
   char err[200];
   if (mp_capture_parse(o->capture_range, o->nvtx_capture, o->steps, &cap, err, sizeof err)) {
@@ -796,13 +820,13 @@ static void set_child_env(const run_opts *o, const char *lib, const char *out) {
   if (o->shadow_max_mb) setenv("MPPROF_SHADOW_MAX_MB", o->shadow_max_mb, 1);
   if (o->shadow_max_rel_text) setenv("MPPROF_SHADOW_MAX_REL", o->shadow_max_rel_text, 1);
   if (o->capture_given) {
-    const char *vars[] = {"MPPROF_CAPTURE_RANGE", "MPPROF_NVTX_CAPTURE", "MPPROF_STEPS"};
-    const char *vals[] = {o->capture_range, o->nvtx_capture, o->steps};
-    for (int i = 0; i < 3; i++)
-      if (vals[i])
-        setenv(vars[i], vals[i], 1);
+    const char *given[CAPTURE_VARS];
+    capture_values(o, given);
+    for (int v = 0; v < CAPTURE_VARS; v++)
+      if (given[v])
+        setenv(capture_vars[v].var, given[v], 1);
       else
-        unsetenv(vars[i]);
+        unsetenv(capture_vars[v].var);
   }
 }
 

@@ -38,8 +38,10 @@ static char *slurp(const char *path) {
   return s;
 }
 
-/* mpprof [opts...] -o DIR prog: exit status; stdout+stderr in DIR.log. */
-static int profile(const char *name, const char *const opts[], char **ret_dir) {
+/* mpprof [opts...] -o DIR prog with env ("VAR=value", or NULL) set for it
+ * (no capture variable else): exit status; stdout+stderr in DIR.log. */
+static int profile_env(const char *name, const char *env, const char *const opts[],
+                       char **ret_dir) {
   char *d = NULL, *cmd = NULL, *log = NULL;
   assert_true(asprintf(&d, "%s/%s", workdir, name) > 0);
   assert_true(asprintf(&log, "%s/%s.log", workdir, name) > 0);
@@ -63,6 +65,7 @@ static int profile(const char *name, const char *const opts[], char **ret_dir) {
     unsetenv("MPPROF_CAPTURE_RANGE");
     unsetenv("MPPROF_NVTX_CAPTURE");
     unsetenv("MPPROF_STEPS");
+    if (env) putenv((char *)env);
     int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, 1);
     dup2(fd, 2);
@@ -77,6 +80,10 @@ static int profile(const char *name, const char *const opts[], char **ret_dir) {
   free(log);
   *ret_dir = d;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int profile(const char *name, const char *const opts[], char **ret_dir) {
+  return profile_env(name, NULL, opts, ret_dir);
 }
 
 static cJSON *report_of(const char *dir) {
@@ -190,6 +197,26 @@ static void cuda_profiler_api_records_only_between_start_and_stop(void **state) 
   char *sum = checksum("api");
   assert_string_equal(sum, default_checksum);
   free(sum);
+  cJSON_Delete(rep);
+  free(d);
+}
+
+/* One capture option replaces all three variables: an MPPROF_STEPS left in
+ * the shell is not used with --capture-range, and the run says so (it was
+ * dropped silently). */
+static void an_option_says_which_capture_variable_it_replaced(void **state) {
+  (void)state;
+  char *d;
+  const char *opts[] = {"--capture-range=cudaProfilerApi", NULL};
+  assert_int_equal(profile_env("api_env", "MPPROF_STEPS=1", opts, &d), 0);
+  cJSON *rep = report_of(d);
+  check_capture(rep, "cudaProfilerApi", 6, 4, 6);
+  char *log = log_of("api_env");
+  assert_non_null(strstr(log, "mpprof: run: note: MPPROF_STEPS=1 in the environment is not used: "
+                              "--capture-range, --nvtx-capture and --steps replace all three "
+                              "capture variables (--steps not given)\n"));
+  assert_null(strstr(log, "MPPROF_CAPTURE_RANGE="));
+  free(log);
   cJSON_Delete(rep);
   free(d);
 }
@@ -309,6 +336,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(without_a_capture_range_every_step_is_recorded),
       cmocka_unit_test(cuda_profiler_api_records_only_between_start_and_stop),
+      cmocka_unit_test(an_option_says_which_capture_variable_it_replaced),
       cmocka_unit_test(nvtx_capture_records_only_inside_the_named_range),
       cmocka_unit_test(steps_records_only_the_steps_asked_for),
       cmocka_unit_test(a_window_without_calls_says_they_ran_outside_it),
