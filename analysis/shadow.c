@@ -621,6 +621,14 @@ double mp_shadow_median(double *v, size_t n) {
 
 /* --- convolutions as implicit GEMMs --- */
 
+/* A 2-D convolution's depth fields all 0; a 3-D one's all set (positive,
+ * the padding not negative). */
+static bool conv_depth_ok(const mp_sh_conv *g) {
+  if (!g->d && !g->t && !g->o)
+    return !g->pad_d && !g->stride_d && !g->dilation_d && !g->xs_d && !g->ws_d && !g->ys_d;
+  return g->d > 0 && g->t > 0 && g->o > 0 && g->stride_d > 0 && g->dilation_d > 0 && g->pad_d >= 0;
+}
+
 static bool conv_ok(const mp_shadow_conv *cv) {
   const mp_sh_conv *g = &cv->g;
   if (g->n <= 0 || g->c <= 0 || g->h <= 0 || g->w <= 0 || g->k <= 0 || g->r <= 0 || g->s <= 0 ||
@@ -628,6 +636,7 @@ static bool conv_ok(const mp_shadow_conv *cv) {
     return false;
   for (int i = 0; i < 2; i++)
     if (g->stride[i] <= 0 || g->dilation[i] <= 0 || g->pad[i] < 0) return false;
+  if (!conv_depth_ok(g)) return false;
   switch (g->kind) {
   case MP_SHADOW_CONV_FWD:
     return float_source(cv->x_dtype) && float_source(cv->w_dtype);
@@ -644,10 +653,13 @@ int mp_shadow_conv_shape(const mp_shadow_conv *cv, mp_shadow_gemm *g) {
   memset(g, 0, sizeof *g);
   if (!conv_ok(cv)) return -EINVAL;
   const mp_sh_conv *c = &cv->g;
-  double crs = (double)c->c * (double)c->r * (double)c->s,
-         krs = (double)c->k * (double)c->r * (double)c->s,
-         npq = (double)c->n * (double)c->p * (double)c->q,
-         nhw = (double)c->n * (double)c->h * (double)c->w;
+  /* a 3-D convolution's depth joins each spatial product (2-D: 1) */
+  double t = (double)mp_sh_conv_depth(c->t), o = (double)mp_sh_conv_depth(c->o),
+         d = (double)mp_sh_conv_depth(c->d);
+  double crs = (double)c->c * t * (double)c->r * (double)c->s,
+         krs = (double)c->k * t * (double)c->r * (double)c->s,
+         npq = (double)c->n * o * (double)c->p * (double)c->q,
+         nhw = (double)c->n * d * (double)c->h * (double)c->w;
   double m = (double)c->k, n = npq, k = crs;
   mp_dtype ta = cv->w_dtype, tb = cv->x_dtype, td = cv->y_dtype;
   if (c->kind == MP_SHADOW_CONV_BWD_DATA)

@@ -218,13 +218,14 @@ bool mp_shadow_empty(const mp_shadow_gemm *g);
 int mp_shadow_run(const mp_shadow_gemm *g, unsigned mask, mp_amax_history hist[2],
                   mp_shadow_metrics ret[MP_SH_COUNT]);
 
-/* A 2-D convolution of cuDNN (one group or several: shadow_core.h
+/* A 2-D or 3-D convolution of cuDNN (one group or several: shadow_core.h
  * mp_sh_conv.groups) as shadow execution measures it: its geometry and
  * strides (mp_sh_conv), the tensors' types and data:
- *   forward          y (N x K x P x Q) = alpha * conv(x, w)
- *   backward data    dx (N x C x H x W) = alpha * dconv(dy, w)
- *   backward filter  dw (K x C x R x S) = alpha * wconv(x, dy)
- * x, w, y name the tensors whatever their direction (y is dy backward). */
+ *   forward          y (N x K x [O x] P x Q) = alpha * conv(x, w)
+ *   backward data    dx (N x C x [D x] H x W) = alpha * dconv(dy, w)
+ *   backward filter  dw (K x C x [T x] R x S) = alpha * wconv(x, dy)
+ * x, w, y name the tensors whatever their direction (y is dy backward); the
+ * bracketed depth is a 3-D convolution's (mp_sh_conv.d, t, o). */
 typedef struct mp_shadow_conv {
   mp_sh_conv g;
   mp_dtype x_dtype, w_dtype, y_dtype;
@@ -245,6 +246,9 @@ typedef struct mp_shadow_conv {
  *                    likewise q), 0 where no output position has that tap
  *   backward filter  m = K, n = C*R*S, k = N*P*Q: A = dy (filter k's N*P*Q
  *                    values), op(B) = im2col(x) transposed
+ * A 3-D convolution's depth comes first in each spatial index: k = C*T*R*S
+ * with row ((c*T + t)*R + r)*S + s, n = N*O*P*Q with column ((n*O + o)*P +
+ * p)*Q + q (likewise D with H, W), z = o*stride_d - pad_d + t'*dil_d.
  * (mp_sh_conv_a_at / mp_sh_conv_b_at say where each element comes from.)
  * m, n, k are one group's (c and k in them the group's channels and
  * filters); a grouped convolution is `groups` such GEMMs, batch matrix g

@@ -64,20 +64,22 @@ MP_CAST_FN float mp_sh_fma_fp16(float a, float b, float s) {
   return mp_cast_fp16_to_float(mp_cast_float_to_fp16(r));
 }
 
-/* A 2-D convolution as its implicit GEMM gathers it (analysis/shadow.h
+/* A 2-D or 3-D convolution as its implicit GEMM gathers it (analysis/shadow.h
  * mp_shadow_conv_gemm; docs/numerics.md has the table): where each element
  * of op(A) (m x k) and op(B) (k x n) comes from, for the host path and the
  * device's gather kernel alike. x, w, y name the tensors whatever the
- * direction (dx, dw, dy backward); strides in elements. */
+ * direction (dx, dw, dy backward); strides in elements. A 3-D convolution
+ * has a depth before the height: x's D, w's T, y's O (mp_sh_conv.d, t, o);
+ * taps and positions then run depth first, (t, r, s) and (o, p, q). */
 typedef enum mp_shadow_conv_kind {
-  MP_SHADOW_CONV_FWD = 0,   /* y = conv(x, w):   m = K, n = N*P*Q, k = C*R*S */
-  MP_SHADOW_CONV_BWD_DATA,  /* dx = dconv(dy, w): m = C, n = N*H*W, k = K*R*S */
-  MP_SHADOW_CONV_BWD_FILTER /* dw = wconv(x, dy): m = K, n = C*R*S, k = N*P*Q */
+  MP_SHADOW_CONV_FWD = 0,   /* y = conv(x, w):   m = K, n = N*[O*]P*Q, k = C*[T*]R*S */
+  MP_SHADOW_CONV_BWD_DATA,  /* dx = dconv(dy, w): m = C, n = N*[D*]H*W, k = K*[T*]R*S */
+  MP_SHADOW_CONV_BWD_FILTER /* dw = wconv(x, dy): m = K, n = C*[T*]R*S, k = N*[O*]P*Q */
 } mp_shadow_conv_kind;
 
 typedef struct mp_sh_conv {
   int kind;           /* mp_shadow_conv_kind */
-  int flip;           /* CUDNN_CONVOLUTION: taps rotated by 180 degrees */
+  int flip;           /* CUDNN_CONVOLUTION: taps rotated by 180 degrees (in every dimension) */
   int64_t n, c, h, w; /* x (c: the channels of one group) */
   int64_t k, r, s;    /* w: K filters of C x R x S (k: the filters of one group) */
   int64_t p, q;       /* y's spatial size */
@@ -90,10 +92,22 @@ typedef struct mp_sh_conv {
    * an implicit GEMM of its own, batch matrix g (mp_sh_conv_a_group,
    * mp_sh_conv_b_group: where its part of each source starts). */
   int64_t groups;
+  /* The depth of a 3-D convolution: x's D, w's T, y's O, with their strides
+   * and the depth's padding, stride and dilation. All 0: a 2-D convolution
+   * (mp_sh_conv_depth reads each as 1, the padding as 0), whose implicit
+   * GEMM is then the 2-D one to the last index. */
+  int64_t d, t, o;
+  int64_t pad_d, stride_d, dilation_d;
+  int64_t xs_d, ws_d, ys_d;
 } mp_sh_conv;
 
 MP_CAST_FN int64_t mp_sh_conv_groups(const mp_sh_conv *cv) {
   return cv->groups > 1 ? cv->groups : 1;
+}
+
+/* A depth field as the gathers use it: 0 (a 2-D convolution's) is 1. */
+MP_CAST_FN int64_t mp_sh_conv_depth(int64_t v) {
+  return v > 1 ? v : 1;
 }
 
 /* Offset of group g's part of op(A)'s source: its filters in w (forward,
@@ -112,52 +126,67 @@ MP_CAST_FN int64_t mp_sh_conv_tap(const mp_sh_conv *cv, int64_t r, int64_t len) 
   return cv->flip ? len - 1 - r : r;
 }
 
-/* x's element for output position (i, p, q) and tap (ch, r, s) of the
- * forward convolution; -1 in the padding. */
-MP_CAST_FN int64_t mp_sh_conv_x_at(const mp_sh_conv *cv, int64_t i, int64_t p, int64_t q,
-                                   int64_t ch, int64_t r, int64_t s) {
+/* x's element for output position (i, o, p, q) and tap (ch, t, r, s) of the
+ * forward convolution (o, t: 0 in 2-D); -1 in the padding. */
+MP_CAST_FN int64_t mp_sh_conv_x_at(const mp_sh_conv *cv, int64_t i, int64_t o, int64_t p, int64_t q,
+                                   int64_t ch, int64_t t, int64_t r, int64_t s) {
+  int64_t z = o * mp_sh_conv_depth(cv->stride_d) - cv->pad_d +
+              mp_sh_conv_tap(cv, t, mp_sh_conv_depth(cv->t)) * mp_sh_conv_depth(cv->dilation_d);
   int64_t y = p * cv->stride[0] - cv->pad[0] + mp_sh_conv_tap(cv, r, cv->r) * cv->dilation[0];
   int64_t x = q * cv->stride[1] - cv->pad[1] + mp_sh_conv_tap(cv, s, cv->s) * cv->dilation[1];
-  if (y < 0 || y >= cv->h || x < 0 || x >= cv->w) return -1;
-  return i * cv->xs[0] + ch * cv->xs[1] + y * cv->xs[2] + x * cv->xs[3];
+  if (z < 0 || z >= mp_sh_conv_depth(cv->d) || y < 0 || y >= cv->h || x < 0 || x >= cv->w)
+    return -1;
+  return i * cv->xs[0] + ch * cv->xs[1] + z * cv->xs_d + y * cv->xs[2] + x * cv->xs[3];
 }
 
 /* Element (row, kk) of op(A): its offset in w (dy for backward filter),
  * from group 0's part (group g: plus mp_sh_conv_a_group). */
 MP_CAST_FN int64_t mp_sh_conv_a_at(const mp_sh_conv *cv, int64_t row, int64_t kk) {
-  int64_t rs = cv->r * cv->s;
-  if (cv->kind == MP_SHADOW_CONV_BWD_FILTER) { /* filter row's gradient: dy[n][row][p][q] */
-    int64_t pq = cv->p * cv->q;
-    return kk / pq * cv->ys[0] + row * cv->ys[1] + kk / cv->q % cv->p * cv->ys[2] +
-           kk % cv->q * cv->ys[3];
+  int64_t rs = cv->r * cv->s, td = mp_sh_conv_depth(cv->t), trs = td * rs;
+  if (cv->kind == MP_SHADOW_CONV_BWD_FILTER) { /* filter row's gradient: dy[n][row][o][p][q] */
+    int64_t pq = cv->p * cv->q, opq = mp_sh_conv_depth(cv->o) * pq;
+    return kk / opq * cv->ys[0] + row * cv->ys[1] + kk / pq % mp_sh_conv_depth(cv->o) * cv->ys_d +
+           kk / cv->q % cv->p * cv->ys[2] + kk % cv->q * cv->ys[3];
   }
-  int64_t a = kk / rs, r = kk / cv->s % cv->r, s = kk % cv->s;
-  if (cv->kind == MP_SHADOW_CONV_BWD_DATA) /* channel row: w[a][row][r'][s'] */
-    return a * cv->ws[0] + row * cv->ws[1] + mp_sh_conv_tap(cv, r, cv->r) * cv->ws[2] +
-           mp_sh_conv_tap(cv, s, cv->s) * cv->ws[3];
-  return row * cv->ws[0] + a * cv->ws[1] + r * cv->ws[2] + s * cv->ws[3]; /* filter row */
+  int64_t a = kk / trs, t = kk / rs % td, r = kk / cv->s % cv->r, s = kk % cv->s;
+  if (cv->kind == MP_SHADOW_CONV_BWD_DATA) /* channel row: w[a][row][t'][r'][s'] */
+    return a * cv->ws[0] + row * cv->ws[1] + mp_sh_conv_tap(cv, t, td) * cv->ws_d +
+           mp_sh_conv_tap(cv, r, cv->r) * cv->ws[2] + mp_sh_conv_tap(cv, s, cv->s) * cv->ws[3];
+  return row * cv->ws[0] + a * cv->ws[1] + t * cv->ws_d + r * cv->ws[2] +
+         s * cv->ws[3]; /* filter row */
+}
+
+/* The output index of tap position `at` (x's, before the padding is
+ * removed: position + pad - tap*dilation) along one dimension of `len`
+ * outputs at `stride`; -1 where no output has that tap there. */
+MP_CAST_FN int64_t mp_sh_conv_out_of(int64_t at, int64_t stride, int64_t len) {
+  if (at < 0 || at % stride) return -1;
+  return at / stride < len ? at / stride : -1;
 }
 
 /* Element (kk, col) of op(B): its offset in x (dy for backward data), from
  * group 0's part (group g: plus mp_sh_conv_b_group); -1 where the implicit
  * GEMM reads a zero. */
 MP_CAST_FN int64_t mp_sh_conv_b_at(const mp_sh_conv *cv, int64_t kk, int64_t col) {
-  int64_t rs = cv->r * cv->s;
-  if (cv->kind == MP_SHADOW_CONV_BWD_DATA) { /* dy at the output whose tap (r, s) reads (h, w) */
-    int64_t hw = cv->h * cv->w, i = col / hw, h = col / cv->w % cv->h, w = col % cv->w;
-    int64_t f = kk / rs, r = kk / cv->s % cv->r, s = kk % cv->s;
-    int64_t py = h + cv->pad[0] - r * cv->dilation[0], qx = w + cv->pad[1] - s * cv->dilation[1];
-    if (py < 0 || qx < 0 || py % cv->stride[0] || qx % cv->stride[1]) return -1;
-    int64_t p = py / cv->stride[0], q = qx / cv->stride[1];
-    if (p >= cv->p || q >= cv->q) return -1;
-    return i * cv->ys[0] + f * cv->ys[1] + p * cv->ys[2] + q * cv->ys[3];
+  int64_t rs = cv->r * cv->s, td = mp_sh_conv_depth(cv->t), trs = td * rs;
+  if (cv->kind ==
+      MP_SHADOW_CONV_BWD_DATA) { /* dy at the output whose tap (t, r, s) reads (z, h, w) */
+    int64_t hw = cv->h * cv->w, dd = mp_sh_conv_depth(cv->d), i = col / (dd * hw),
+            z = col / hw % dd, h = col / cv->w % cv->h, w = col % cv->w;
+    int64_t f = kk / trs, t = kk / rs % td, r = kk / cv->s % cv->r, s = kk % cv->s;
+    int64_t o = mp_sh_conv_out_of(z + cv->pad_d - t * mp_sh_conv_depth(cv->dilation_d),
+                                  mp_sh_conv_depth(cv->stride_d), mp_sh_conv_depth(cv->o));
+    int64_t p = mp_sh_conv_out_of(h + cv->pad[0] - r * cv->dilation[0], cv->stride[0], cv->p);
+    int64_t q = mp_sh_conv_out_of(w + cv->pad[1] - s * cv->dilation[1], cv->stride[1], cv->q);
+    if (o < 0 || p < 0 || q < 0) return -1;
+    return i * cv->ys[0] + f * cv->ys[1] + o * cv->ys_d + p * cv->ys[2] + q * cv->ys[3];
   }
-  /* im2col: output position (i, p, q), tap (ch, r, s); backward filter has them swapped */
-  int64_t npq = cv->kind == MP_SHADOW_CONV_BWD_FILTER ? kk : col;
+  /* im2col: output position (i, o, p, q), tap (ch, t, r, s); backward filter has them swapped */
+  int64_t opq = cv->kind == MP_SHADOW_CONV_BWD_FILTER ? kk : col;
   int64_t crs = cv->kind == MP_SHADOW_CONV_BWD_FILTER ? col : kk;
-  int64_t pq = cv->p * cv->q;
-  return mp_sh_conv_x_at(cv, npq / pq, npq / cv->q % cv->p, npq % cv->q, crs / rs,
-                         crs / cv->s % cv->r, crs % cv->s);
+  int64_t pq = cv->p * cv->q, od = mp_sh_conv_depth(cv->o);
+  return mp_sh_conv_x_at(cv, opq / (od * pq), opq / pq % od, opq / cv->q % cv->p, opq % cv->q,
+                         crs / trs, crs / rs % td, crs / cv->s % cv->r, crs % cv->s);
 }
 
 /* cuBLASLt epilogues that change D, applied after alpha*P (+ bias) to the

@@ -1082,11 +1082,15 @@ static void bad_geometry_is_rejected(void **state) {
  * read as zeros), for packed NCHW tensors and for NHWC strides, with
  * padding, stride, dilation and N > 1, one group or several (depthwise
  * too: group g's filters read its channels only, its outputs are batch
- * matrix g); fp16 is measured against it. */
+ * matrix g), 2-D and 3-D (a depth with its own padding, stride and
+ * dilation; NCDHW, NDHWC); fp16 is measured against it. */
 typedef struct conv_case {
   int64_t n, c, h, w, k, r, s, pad[2], stride[2], dil[2];
   bool nhwc, flip;
   int64_t groups; /* 0: one; c and k are the totals */
+  /* 3-D: x's depth D, the filter's T, the depth's padding, stride,
+   * dilation (all 0: a 2-D convolution) */
+  int64_t d, t, pad_d, stride_d, dil_d;
 } conv_case;
 
 typedef struct conv_data {
@@ -1096,59 +1100,80 @@ typedef struct conv_data {
   size_t nout;
 } conv_data;
 
-static void conv_strides(int64_t st[4], int64_t d1, int64_t d2, int64_t d3, bool nhwc) {
+/* Packed strides of N, C, H, W and of the depth (d1 channels, d0 x d2 x d3
+ * the spatial size; d0 = 1 in 2-D) in NC[D]HW or N[D]HWC order. */
+static void conv_strides(int64_t st[4], int64_t *st_d, int64_t d1, int64_t d0, int64_t d2,
+                         int64_t d3, bool nhwc) {
   if (nhwc) {
-    int64_t v[4] = {d2 * d3 * d1, 1, d3 * d1, d1};
+    int64_t v[4] = {d0 * d2 * d3 * d1, 1, d3 * d1, d1};
     memcpy(st, v, sizeof v);
+    *st_d = d2 * d3 * d1;
   } else {
-    int64_t v[4] = {d1 * d2 * d3, d2 * d3, d3, 1};
+    int64_t v[4] = {d1 * d0 * d2 * d3, d0 * d2 * d3, d3, 1};
     memcpy(st, v, sizeof v);
+    *st_d = d2 * d3;
   }
 }
 
+/* A case's depth sizes (1 in 2-D) and depth geometry. */
+static int64_t one_if_0(int64_t v) {
+  return v ? v : 1;
+}
+
 /* x, w, y of t with every index's direct contribution: out += x * w at the
- * matching (n, c, h, w), (k, c, r, s), (n, k, p, q) of each kind. */
+ * matching (n, c, d, h, w), (k, c, t, r, s), (n, k, o, p, q) of each kind. */
 static void conv_direct(const conv_case *t, mp_shadow_conv_kind kind, conv_data *d) {
   const mp_sh_conv *cv = &d->cv.g;
   int64_t cg = cv->c, kg = cv->k; /* one group's channels and filters */
+  int64_t dd = one_if_0(t->d), td = one_if_0(t->t), od = one_if_0(cv->o);
+  int64_t sd = one_if_0(t->stride_d), ld = one_if_0(t->dil_d);
   double *mag = calloc(d->nout, sizeof *mag);
   for (int64_t i = 0; i < t->n; i++)
     for (int64_t f = 0; f < t->k; f++)
       for (int64_t ch = 0; ch < cg; ch++)
-        for (int64_t p = 0; p < cv->p; p++)
-          for (int64_t q = 0; q < cv->q; q++)
-            for (int64_t r = 0; r < t->r; r++)
-              for (int64_t s = 0; s < t->s; s++) {
-                int64_t yy = p * t->stride[0] - t->pad[0] + r * t->dil[0],
-                        xx = q * t->stride[1] - t->pad[1] + s * t->dil[1];
-                if (yy < 0 || yy >= t->h || xx < 0 || xx >= t->w) continue;
-                int64_t wr = t->flip ? t->r - 1 - r : r, wc = t->flip ? t->s - 1 - s : s;
-                int64_t grp = f / kg, fl = f % kg, ca = grp * cg + ch; /* x's channel */
-                double xv = d->x[i * cv->xs[0] + ca * cv->xs[1] + yy * cv->xs[2] + xx * cv->xs[3]];
-                double wv = d->w[f * cv->ws[0] + ch * cv->ws[1] + wr * cv->ws[2] + wc * cv->ws[3]];
-                double yv = d->y[i * cv->ys[0] + f * cv->ys[1] + p * cv->ys[2] + q * cv->ys[3]];
-                size_t o;
-                double v;
-                size_t mn = d->nout / (size_t)(t->groups > 1 ? t->groups : 1);
-                if (kind == MP_SHADOW_CONV_FWD) /* y[i][f][p][q] += x w */
-                  o = (size_t)(fl + ((i * cv->p + p) * cv->q + q) * kg), v = xv * wv;
-                else if (kind == MP_SHADOW_CONV_BWD_DATA) /* dx[i][ca][yy][xx] += dy w */
-                  o = (size_t)(ch + ((i * t->h + yy) * t->w + xx) * cg), v = yv * wv;
-                else /* dw[f][ch][wr][wc] += dy x */
-                  o = (size_t)(fl + ((ch * t->r + wr) * t->s + wc) * kg), v = yv * xv;
-                o += (size_t)grp * mn; /* group grp's batch matrix */
-                d->want[o] += v;
-                mag[o] += fabs(v);
-              }
+        for (int64_t o = 0; o < od; o++)
+          for (int64_t p = 0; p < cv->p; p++)
+            for (int64_t q = 0; q < cv->q; q++)
+              for (int64_t u = 0; u < td; u++)
+                for (int64_t r = 0; r < t->r; r++)
+                  for (int64_t s = 0; s < t->s; s++) {
+                    int64_t zz = o * sd - t->pad_d + u * ld,
+                            yy = p * t->stride[0] - t->pad[0] + r * t->dil[0],
+                            xx = q * t->stride[1] - t->pad[1] + s * t->dil[1];
+                    if (zz < 0 || zz >= dd || yy < 0 || yy >= t->h || xx < 0 || xx >= t->w)
+                      continue;
+                    int64_t wt = t->flip ? td - 1 - u : u, wr = t->flip ? t->r - 1 - r : r,
+                            wc = t->flip ? t->s - 1 - s : s;
+                    int64_t grp = f / kg, fl = f % kg, ca = grp * cg + ch; /* x's channel */
+                    double xv = d->x[i * cv->xs[0] + ca * cv->xs[1] + zz * cv->xs_d +
+                                     yy * cv->xs[2] + xx * cv->xs[3]];
+                    double wv = d->w[f * cv->ws[0] + ch * cv->ws[1] + wt * cv->ws_d +
+                                     wr * cv->ws[2] + wc * cv->ws[3]];
+                    double yv = d->y[i * cv->ys[0] + f * cv->ys[1] + o * cv->ys_d + p * cv->ys[2] +
+                                     q * cv->ys[3]];
+                    size_t at;
+                    double v;
+                    size_t mn = d->nout / (size_t)(t->groups > 1 ? t->groups : 1);
+                    if (kind == MP_SHADOW_CONV_FWD) /* y[i][f][o][p][q] += x w */
+                      at = (size_t)(fl + (((i * od + o) * cv->p + p) * cv->q + q) * kg),
+                      v = xv * wv;
+                    else if (kind == MP_SHADOW_CONV_BWD_DATA) /* dx[i][ca][zz][yy][xx] += dy w */
+                      at = (size_t)(ch + (((i * dd + zz) * t->h + yy) * t->w + xx) * cg),
+                      v = yv * wv;
+                    else /* dw[f][ch][wt][wr][wc] += dy x */
+                      at = (size_t)(fl + (((ch * td + wt) * t->r + wr) * t->s + wc) * kg),
+                      v = yv * xv;
+                    at += (size_t)grp * mn; /* group grp's batch matrix */
+                    d->want[at] += v;
+                    mag[at] += fabs(v);
+                  }
   for (size_t o = 0; o < d->nout; o++)
     d->want[d->nout + o] = mag[o]; /* the tolerance's scale */
   free(mag);
 }
 
-static void check_conv(const conv_case *t, mp_shadow_conv_kind kind) {
-  conv_data d;
-  memset(&d, 0, sizeof d);
-  mp_sh_conv *cv = &d.cv.g;
+/* The geometry of case t, kind `kind`, as mp_shadow_conv_gemm takes it. */
+static void conv_geometry(const conv_case *t, mp_shadow_conv_kind kind, mp_sh_conv *cv) {
   cv->kind = kind;
   int64_t groups = t->groups > 1 ? t->groups : 1;
   cv->groups = t->groups;
@@ -1158,14 +1183,31 @@ static void check_conv(const conv_case *t, mp_shadow_conv_kind kind) {
     cv->pad[i] = t->pad[i], cv->stride[i] = t->stride[i], cv->dilation[i] = t->dil[i];
   cv->p = (t->h + 2 * t->pad[0] - t->dil[0] * (t->r - 1) - 1) / t->stride[0] + 1;
   cv->q = (t->w + 2 * t->pad[1] - t->dil[1] * (t->s - 1) - 1) / t->stride[1] + 1;
-  conv_strides(cv->xs, t->c, t->h, t->w, t->nhwc);
-  conv_strides(cv->ws, t->c / groups, t->r, t->s, t->nhwc);
-  conv_strides(cv->ys, t->k, cv->p, cv->q, t->nhwc);
+  int64_t od = 1;
+  if (t->d) {
+    cv->d = t->d, cv->t = t->t, cv->pad_d = t->pad_d, cv->stride_d = t->stride_d;
+    cv->dilation_d = t->dil_d;
+    cv->o = od = (t->d + 2 * t->pad_d - t->dil_d * (t->t - 1) - 1) / t->stride_d + 1;
+  }
+  int64_t xs_d, ws_d, ys_d;
+  conv_strides(cv->xs, &xs_d, t->c, one_if_0(t->d), t->h, t->w, t->nhwc);
+  conv_strides(cv->ws, &ws_d, t->c / groups, one_if_0(t->t), t->r, t->s, t->nhwc);
+  conv_strides(cv->ys, &ys_d, t->k, od, cv->p, cv->q, t->nhwc);
+  if (t->d) cv->xs_d = xs_d, cv->ws_d = ws_d, cv->ys_d = ys_d;
   cv->flip = t->flip;
+}
+
+static void check_conv(const conv_case *t, mp_shadow_conv_kind kind) {
+  conv_data d;
+  memset(&d, 0, sizeof d);
+  mp_sh_conv *cv = &d.cv.g;
+  conv_geometry(t, kind, cv);
+  int64_t groups = t->groups > 1 ? t->groups : 1;
+  int64_t dd = one_if_0(t->d), td = one_if_0(t->t), od = one_if_0(cv->o);
   d.cv.x_dtype = d.cv.w_dtype = d.cv.y_dtype = MP_FP32;
-  size_t nx = (size_t)(t->n * t->c * t->h * t->w),
-         nw = (size_t)(t->k * (t->c / groups) * t->r * t->s),
-         ny = (size_t)(t->n * t->k * cv->p * cv->q);
+  size_t nx = (size_t)(t->n * t->c * dd * t->h * t->w),
+         nw = (size_t)(t->k * (t->c / groups) * td * t->r * t->s),
+         ny = (size_t)(t->n * t->k * od * cv->p * cv->q);
   d.x = malloc(nx * sizeof(float)), d.w = malloc(nw * sizeof(float));
   d.y = malloc(ny * sizeof(float));
   fill(d.x, nx, 11, -6, 6);
@@ -1205,14 +1247,14 @@ static void check_conv(const conv_case *t, mp_shadow_conv_kind kind) {
 static void convolutions_measure_the_direct_convolution(void **state) {
   (void)state;
   const conv_case cases[] = {
-      {2, 3, 7, 6, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, false, false, 0},
-      {2, 5, 9, 8, 3, 3, 2, {2, 1}, {2, 1}, {2, 3}, true, true, 0},
-      {1, 2, 5, 5, 2, 1, 1, {0, 0}, {2, 2}, {1, 1}, false, true, 0},
-      {2, 3, 8, 7, 2, 2, 3, {1, 2}, {3, 2}, {1, 1}, false, true, 0},
+      {2, 3, 7, 6, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, false, false, 0, 0, 0, 0, 0, 0},
+      {2, 5, 9, 8, 3, 3, 2, {2, 1}, {2, 1}, {2, 3}, true, true, 0, 0, 0, 0, 0, 0},
+      {1, 2, 5, 5, 2, 1, 1, {0, 0}, {2, 2}, {1, 1}, false, true, 0, 0, 0, 0, 0, 0},
+      {2, 3, 8, 7, 2, 2, 3, {1, 2}, {3, 2}, {1, 1}, false, true, 0, 0, 0, 0, 0, 0},
       /* grouped: 2 groups of 3 channels, 2 filters each; depthwise, NHWC */
-      {2, 6, 7, 6, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, false, false, 2},
-      {2, 4, 6, 5, 4, 3, 2, {1, 0}, {2, 1}, {1, 2}, true, true, 4},
-      {1, 4, 5, 5, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, false, true, 4},
+      {2, 6, 7, 6, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, false, false, 2, 0, 0, 0, 0, 0},
+      {2, 4, 6, 5, 4, 3, 2, {1, 0}, {2, 1}, {1, 2}, true, true, 4, 0, 0, 0, 0, 0},
+      {1, 4, 5, 5, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, false, true, 4, 0, 0, 0, 0, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     for (int kind = MP_SHADOW_CONV_FWD; kind <= MP_SHADOW_CONV_BWD_FILTER; kind++)
@@ -1224,6 +1266,61 @@ static void convolutions_measure_the_direct_convolution(void **state) {
   assert_int_equal(mp_shadow_conv_gemm(&cv, &g, &owned), -EINVAL);
   assert_null(owned);
   assert_true(mp_shadow_conv_bytes(&cv) == UINT64_MAX);
+}
+
+/* 3-D convolutions (Conv3d: 5-D tensors) against the direct nested loops,
+ * forward, backward data and backward filter: a depth with padding, stride
+ * and dilation of its own (other than the height's), NCDHW and NDHWC,
+ * cross-correlation and convolution (the depth taps rotated too), groups
+ * and depthwise. */
+static void convolutions_in_3d_measure_the_direct_convolution(void **state) {
+  (void)state;
+  const conv_case cases[] = {
+      {2, 3, 5, 4, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, false, false, 0, 6, 3, 1, 1, 1},
+      {1, 2, 7, 6, 3, 3, 2, {1, 0}, {2, 1}, {1, 2}, true, true, 0, 7, 2, 2, 2, 3},
+      {2, 3, 4, 5, 2, 2, 3, {0, 1}, {1, 2}, {2, 1}, false, true, 0, 9, 3, 0, 3, 2},
+      /* one depth (a Conv3d of depth 1 and a 1-deep filter) */
+      {1, 2, 5, 5, 3, 3, 3, {1, 1}, {1, 1}, {1, 1}, false, false, 0, 1, 1, 0, 1, 1},
+      /* grouped: 2 groups, NDHWC; depthwise with convolution mode */
+      {2, 6, 5, 4, 4, 3, 2, {1, 1}, {1, 1}, {1, 1}, true, false, 2, 5, 3, 1, 2, 1},
+      {1, 4, 5, 5, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, false, true, 4, 5, 3, 2, 1, 2},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (int kind = MP_SHADOW_CONV_FWD; kind <= MP_SHADOW_CONV_BWD_FILTER; kind++)
+      check_conv(&cases[i], (mp_shadow_conv_kind)kind);
+}
+
+/* A 2-D convolution written as a 3-D one of depth 1 (D = T = O = 1, no
+ * depth padding) gathers the same implicit GEMM, byte for byte; depth
+ * fields partly set (a depth without a stride, a 2-D convolution with a
+ * depth padding) are bad geometry. */
+static void a_depth_of_one_gathers_the_2d_gemm(void **state) {
+  (void)state;
+  const conv_case flat = {2,      6,    5,    4, 4, 3, 2, {1, 1}, {1, 1},
+                          {1, 1}, true, true, 2, 0, 0, 0, 0,      0},
+                  deep = {2,      6,    5,    4, 4, 3, 2, {1, 1}, {1, 1},
+                          {1, 1}, true, true, 2, 1, 1, 0, 1,      1};
+  for (int kind = MP_SHADOW_CONV_FWD; kind <= MP_SHADOW_CONV_BWD_FILTER; kind++) {
+    mp_shadow_conv a = {0}, b = {0};
+    conv_geometry(&flat, (mp_shadow_conv_kind)kind, &a.g);
+    conv_geometry(&deep, (mp_shadow_conv_kind)kind, &b.g);
+    float data[4096];
+    fill(data, 4096, 21, -3, 3);
+    a.x = a.wt = a.y = b.x = b.wt = b.y = data;
+    a.x_dtype = a.w_dtype = a.y_dtype = b.x_dtype = b.w_dtype = b.y_dtype = MP_FP32;
+    mp_shadow_gemm ga, gb;
+    void *oa, *ob;
+    assert_int_equal(mp_shadow_conv_gemm(&a, &ga, &oa), 0);
+    assert_int_equal(mp_shadow_conv_gemm(&b, &gb, &ob), 0);
+    assert_true(ga.m == gb.m && ga.n == gb.n && ga.k == gb.k && ga.batch == gb.batch);
+    assert_true(mp_shadow_conv_bytes(&a) == mp_shadow_conv_bytes(&b));
+    assert_memory_equal(oa, ob, (size_t)mp_shadow_conv_bytes(&a));
+    free(oa), free(ob);
+    b.g.stride_d = 0; /* a depth without its stride */
+    assert_true(mp_shadow_conv_bytes(&b) == UINT64_MAX);
+    a.g.pad_d = 1; /* a 2-D convolution with a depth padding */
+    assert_true(mp_shadow_conv_bytes(&a) == UINT64_MAX);
+  }
 }
 
 /* mp_shadow_inputs_already_rounded: flagged exactly where rounding the
@@ -1284,6 +1381,8 @@ int main(void) {
       cmocka_unit_test(a_product_with_k_0_or_alpha_0_has_nothing_to_measure),
       cmocka_unit_test(bad_geometry_is_rejected),
       cmocka_unit_test(convolutions_measure_the_direct_convolution),
+      cmocka_unit_test(convolutions_in_3d_measure_the_direct_convolution),
+      cmocka_unit_test(a_depth_of_one_gathers_the_2d_gemm),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

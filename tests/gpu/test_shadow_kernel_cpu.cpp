@@ -401,8 +401,9 @@ static void run_config(const config &c, const float *scales_of, const int *block
  * convolution's implicit-GEMM operands bit for bit as the host path's
  * mp_shadow_conv_gemm does: every kind, fp16 and bf16 tensors, NHWC
  * strides, padding, stride, dilation, flipped taps, one group or 3 (each
- * group a batch matrix of its own). */
-static void run_conv(mp_shadow_conv_kind kind, bool nhwc, bool flip, int64_t groups) {
+ * group a batch matrix of its own), 2-D or 3-D (a depth of 5 with a 3-deep
+ * filter, its own padding, stride and dilation; NCDHW, NDHWC). */
+static void run_conv(mp_shadow_conv_kind kind, bool nhwc, bool flip, int64_t groups, bool deep) {
   mp_shadow_conv cv;
   memset(&cv, 0, sizeof cv);
   mp_sh_conv &g = cv.g;
@@ -414,16 +415,26 @@ static void run_conv(mp_shadow_conv_kind kind, bool nhwc, bool flip, int64_t gro
   g.dilation[1] = 2;
   g.p = (g.h + 2 * g.pad[0] - g.dilation[0] * (g.r - 1) - 1) / g.stride[0] + 1;
   g.q = (g.w + 2 * g.pad[1] - g.dilation[1] * (g.s - 1) - 1) / g.stride[1] + 1;
-  auto strides = [nhwc](int64_t st[4], int64_t d1, int64_t d2, int64_t d3) {
-    int64_t nchw[4] = {d1 * d2 * d3, d2 * d3, d3, 1}, nhwc_[4] = {d1 * d2 * d3, 1, d3 * d1, d1};
+  int64_t dx = 1, dw = 1, dy = 1; /* depths: 1 in 2-D */
+  if (deep) {
+    g.d = dx = 5, g.t = dw = 3, g.pad_d = 2, g.stride_d = 1, g.dilation_d = 2;
+    g.o = dy = (g.d + 2 * g.pad_d - g.dilation_d * (g.t - 1) - 1) / g.stride_d + 1;
+  }
+  /* N, C, H, W strides, and the depth's (before H; in 2-D not set) */
+  auto strides = [nhwc, deep](int64_t st[4], int64_t *st_d, int64_t d1, int64_t d0, int64_t d2,
+                              int64_t d3) {
+    int64_t nchw[4] = {d1 * d0 * d2 * d3, d0 * d2 * d3, d3, 1},
+            nhwc_[4] = {d1 * d0 * d2 * d3, 1, d3 * d1, d1};
     memcpy(st, nhwc ? nhwc_ : nchw, 4 * sizeof(int64_t));
+    if (deep) *st_d = nhwc ? d2 * d3 * d1 : d2 * d3;
   };
-  strides(g.xs, g.c * gn, g.h, g.w);
-  strides(g.ws, g.c, g.r, g.s);
-  strides(g.ys, g.k * gn, g.p, g.q);
+  strides(g.xs, &g.xs_d, g.c * gn, dx, g.h, g.w);
+  strides(g.ws, &g.ws_d, g.c, dw, g.r, g.s);
+  strides(g.ys, &g.ys_d, g.k * gn, dy, g.p, g.q);
   cv.x_dtype = MP_FP16, cv.w_dtype = MP_BF16, cv.y_dtype = MP_FP16;
-  size_t nx = (size_t)(g.n * g.c * gn * g.h * g.w), nw = (size_t)(g.k * gn * g.c * g.r * g.s),
-         ny = (size_t)(g.n * g.k * gn * g.p * g.q);
+  size_t nx = (size_t)(g.n * g.c * gn * dx * g.h * g.w),
+         nw = (size_t)(g.k * gn * g.c * dw * g.r * g.s),
+         ny = (size_t)(g.n * g.k * gn * dy * g.p * g.q);
   uint16_t *x = (uint16_t *)calloc(nx, 2), *w = (uint16_t *)calloc(nw, 2),
            *y = (uint16_t *)calloc(ny, 2);
   for (size_t i = 0; i < nx; i++)
@@ -450,10 +461,10 @@ static void run_conv(mp_shadow_conv_kind kind, bool nhwc, bool flip, int64_t gro
   mpp_sh_gather_params gp;
   mpp_sh_gather_plan(&cv, &shape, dst, &gp, &snap);
   simt_run(3, MPP_SH_BLOCK, [&gp] { mpp_shadow_gather(gp); });
-  CHECK(!memcmp(dst[0], host.a.data, ba), "conv kind %d nhwc %d flip %d: op(A) differs", (int)kind,
-        (int)nhwc, (int)flip);
-  CHECK(!memcmp(dst[1], host.b.data, bb), "conv kind %d nhwc %d flip %d: op(B) differs", (int)kind,
-        (int)nhwc, (int)flip);
+  CHECK(!memcmp(dst[0], host.a.data, ba), "conv kind %d nhwc %d flip %d deep %d: op(A) differs",
+        (int)kind, (int)nhwc, (int)flip, (int)deep);
+  CHECK(!memcmp(dst[1], host.b.data, bb), "conv kind %d nhwc %d flip %d deep %d: op(B) differs",
+        (int)kind, (int)nhwc, (int)flip, (int)deep);
   CHECK(snap.a.data == dst[0] && snap.b.data == dst[1] && snap.a.ld == host.a.ld &&
             snap.b.ld == host.b.ld && snap.b.trans == host.b.trans && snap.out == host.out &&
             snap.a.stride == host.a.stride && snap.b.stride == host.b.stride,
@@ -569,8 +580,8 @@ int main(void) {
   run_config(mx, NULL, mx_modes);
   run_config(h128, NULL, h_modes);
   for (int kind = MP_SHADOW_CONV_FWD; kind <= MP_SHADOW_CONV_BWD_FILTER; kind++)
-    for (int v = 0; v < 8; v++)
-      run_conv((mp_shadow_conv_kind)kind, v & 1, v & 2, v & 4 ? 3 : 0);
+    for (int v = 0; v < 16; v++)
+      run_conv((mp_shadow_conv_kind)kind, v & 1, v & 2, v & 4 ? 3 : 0, v & 8);
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;
