@@ -10,6 +10,7 @@
 
 #include "analysis/raw_format.h"
 #include "analysis/scan.h"
+#include "analysis/shadow_core.h"
 
 /* Tensor roles of one call: a GEMM's A, B, C, D and a cuBLASLt epilogue's
  * bias and GELU aux; a convolution's three tensors, the output's prior
@@ -105,15 +106,14 @@ typedef struct mpp_op {
   mp_dtype shadow_bias_dtype;
   int64_t shadow_bias_stride;
   /* A cuDNN convolution as shadow execution re-computes it (per call;
-   * hooks/cudnn.c, hooks/cudnn_backend.c): set only for 4-D tensors, groups
-   * that divide the channels (op->conv.groups), a filter in NCHW or NHWC
-   * (legacy) or of positive strides, alpha read (op->alpha). Strides in elements of x's (or
-   * dx's) N, C, H, W, w's (dw's) K, C, R, S and y's (dy's) N, K, P, Q;
-   * flip: CUDNN_CONVOLUTION. */
+   * hooks/cudnn.c, hooks/cudnn_backend.c): set only for 4-D tensors (2-D
+   * convolutions) or 5-D ones (3-D), groups that divide the channels
+   * (op->conv.groups), a filter in NC[D]HW or N[D]HWC (legacy) or of
+   * positive strides, alpha read (op->alpha). conv_geom: its geometry and
+   * strides in elements, one group's channels and filters (all of
+   * analysis/shadow_core.h mp_sh_conv but kind, which shadow.c sets). */
   bool conv_shadow;
-  bool conv_flip;
-  int64_t conv_p, conv_q; /* y's spatial size */
-  int64_t conv_xs[4], conv_ws[4], conv_ys[4];
+  mp_sh_conv conv_geom;
   /* A cuDNN backend graph's plain matmul (per call; hooks/cudnn_backend.c
    * mpp_matmul_shadow_of) as shadow execution re-computes it: a strided
    * batched GEMM, op(A) m x k and op(B) k x n column-major in the sense of

@@ -162,25 +162,8 @@ static void conv_roles(const mpp_op *op, const char *xwy[3], const char *ab[2]) 
 /* The op's convolution geometry (op.h conv_shadow) and alpha. */
 static void conv_of(const mpp_op *op, mp_shadow_conv_kind kind, mp_shadow_conv *cv) {
   memset(cv, 0, sizeof *cv);
-  mp_sh_conv *g = &cv->g;
-  const mpp_conv *c = &op->conv;
-  g->kind = kind;
-  g->flip = op->conv_flip;
-  /* one group's channels and filters (mpp_conv_shadow_of checked that the
-   * groups divide them) */
-  int64_t groups = c->groups > 1 ? c->groups : 1;
-  g->groups = groups;
-  g->n = c->n, g->c = c->c / groups, g->h = c->h, g->w = c->w;
-  g->k = c->k / groups, g->r = c->r, g->s = c->s;
-  g->p = op->conv_p, g->q = op->conv_q;
-  for (int i = 0; i < 2; i++) {
-    g->pad[i] = c->pad[i];
-    g->stride[i] = c->stride[i];
-    g->dilation[i] = c->dilation[i];
-  }
-  memcpy(g->xs, op->conv_xs, sizeof g->xs);
-  memcpy(g->ws, op->conv_ws, sizeof g->ws);
-  memcpy(g->ys, op->conv_ys, sizeof g->ys);
+  cv->g = op->conv_geom;
+  cv->g.kind = kind;
   cv->alpha = op->alpha;
 }
 

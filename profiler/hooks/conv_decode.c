@@ -166,15 +166,44 @@ void mpp_conv_decode(mpp_op *op, const char *api, mpp_op_kind kind, const mpp_te
   mpp_op_note_ptr(op, p2);
 }
 
-/* The geometry shadow execution reads (op.h conv_shadow), w's strides given. */
-static void conv_shadow_set(mpp_op *op, const mpp_tensor_desc *x, const int64_t ws[4],
-                            const mpp_tensor_desc *y, const mpp_conv_desc *c, double alpha) {
-  memcpy(op->conv_ws, ws, sizeof op->conv_ws);
-  memcpy(op->conv_xs, x->strides, sizeof op->conv_xs);
-  memcpy(op->conv_ys, y->strides, sizeof op->conv_ys);
-  op->conv_p = y->dims[2];
-  op->conv_q = y->dims[3];
-  op->conv_flip = c->mode == CUDNN_CONVOLUTION;
+/* Are x, w, y (and c) a convolution shadow execution re-computes: 2-D on
+ * 4-D tensors, 3-D on 5-D ones? */
+static bool shadow_dims(const mpp_tensor_desc *x, const mpp_tensor_desc *w,
+                        const mpp_tensor_desc *y, const mpp_conv_desc *c) {
+  return (x->nd == 4 || x->nd == 5) && w->nd == x->nd && y->nd == x->nd && c->nsp == x->nd - 2;
+}
+
+/* The geometry shadow execution reads (op.h conv_geom), w's strides given
+ * (x->nd of them). A 3-D convolution's depth (the first spatial dimension)
+ * goes to the depth fields, its height and width where a 2-D one's are. */
+static void conv_shadow_set(mpp_op *op, const mpp_tensor_desc *x, const mpp_tensor_desc *w,
+                            const int64_t *ws, const mpp_tensor_desc *y, const mpp_conv_desc *c,
+                            double alpha) {
+  mp_sh_conv *g = &op->conv_geom;
+  memset(g, 0, sizeof *g);
+  int h = x->nd - 2; /* the height's dimension; the width's follows it */
+  int64_t groups = op->conv.groups;
+  g->flip = c->mode == CUDNN_CONVOLUTION;
+  g->groups = groups;
+  g->n = x->dims[0], g->c = x->dims[1] / groups, g->h = x->dims[h], g->w = x->dims[h + 1];
+  g->k = w->dims[0] / groups, g->r = w->dims[h], g->s = w->dims[h + 1];
+  g->p = y->dims[h], g->q = y->dims[h + 1];
+  for (int i = 0; i < 2; i++) {
+    g->pad[i] = c->pad[h - 2 + i];
+    g->stride[i] = c->stride[h - 2 + i];
+    g->dilation[i] = c->dilation[h - 2 + i];
+  }
+  const int at[4] = {0, 1, h, h + 1}; /* N, C, H, W among the dims */
+  for (int i = 0; i < 4; i++) {
+    g->xs[i] = x->strides[at[i]];
+    g->ws[i] = ws[at[i]];
+    g->ys[i] = y->strides[at[i]];
+  }
+  if (x->nd == 5) {
+    g->d = x->dims[2], g->t = w->dims[2], g->o = y->dims[2];
+    g->pad_d = c->pad[0], g->stride_d = c->stride[0], g->dilation_d = c->dilation[0];
+    g->xs_d = x->strides[2], g->ws_d = ws[2], g->ys_d = y->strides[2];
+  }
   op->alpha = alpha;
   op->conv_shadow = true;
 }
@@ -189,24 +218,26 @@ static bool groups_fit(const mpp_op *op, const mpp_tensor_desc *x, const mpp_ten
 }
 
 /* What shadow execution needs to re-compute a convolution (op.h
- * conv_shadow): 4-D x, w, y (dx, dw, dy backward), any group count, a
- * filter in NCHW or NHWC, alpha (host memory: double for double data, else
- * float). */
+ * conv_shadow): 4-D x, w, y (dx, dw, dy backward) or 5-D ones, any group
+ * count, a filter in NC[D]HW or N[D]HWC, alpha (host memory: double for
+ * double data, else float). */
 void mpp_conv_shadow_of(mpp_op *op, const mpp_tensor_desc *t0, const mpp_tensor_desc *t1,
                         const mpp_tensor_desc *t2, const mpp_conv_desc *c, const void *alpha) {
   const mpp_tensor_desc *x, *w, *y;
   xwy(role_order(op->kind), t0, t1, t2, &x, &w, &y);
-  if (!alpha || x->nd != 4 || w->nd != 4 || y->nd != 4 || c->nsp != 2 ||
-      !groups_fit(op, x, w, y, c->groups) ||
+  if (!alpha || !shadow_dims(x, w, y, c) || !groups_fit(op, x, w, y, c->groups) ||
       (w->format != CUDNN_TENSOR_NCHW && w->format != CUDNN_TENSOR_NHWC))
     return;
-  int64_t C = w->dims[1], R = w->dims[2], S = w->dims[3];
-  int64_t ws[4] = {C * R * S, R * S, S, 1};
-  if (w->format == CUDNN_TENSOR_NHWC) {
-    const int64_t nhwc[4] = {R * S * C, 1, S * C, C};
-    memcpy(ws, nhwc, sizeof ws);
+  /* a packed filter's strides: K, C, then the spatial dims in order
+   * (NC[D]HW), or C innermost (N[D]HWC) */
+  int64_t ws[5], inner = 1;
+  for (int i = w->nd - 1; i >= 2; i--) {
+    ws[i] = inner * (w->format == CUDNN_TENSOR_NHWC ? w->dims[1] : 1);
+    inner *= w->dims[i];
   }
-  conv_shadow_set(op, x, ws, y, c,
+  ws[1] = w->format == CUDNN_TENSOR_NHWC ? 1 : inner;
+  ws[0] = inner * w->dims[1];
+  conv_shadow_set(op, x, w, ws, y, c,
                   x->dtype == CUDNN_DATA_DOUBLE ? *(const double *)alpha : *(const float *)alpha);
 }
 
@@ -214,13 +245,13 @@ void mpp_conv_shadow_of_strided(mpp_op *op, const mpp_tensor_desc *t0, const mpp
                                 const mpp_tensor_desc *t2, const mpp_conv_desc *c, double alpha) {
   const mpp_tensor_desc *x, *w, *y;
   xwy(role_order(op->kind), t0, t1, t2, &x, &w, &y);
-  /* the group count: x's channels over w's (w: K, C / groups, R, S) */
-  if (isnan(alpha) || x->nd != 4 || w->nd != 4 || y->nd != 4 || c->nsp != 2 || w->dims[1] <= 0 ||
-      x->dims[1] % w->dims[1] != 0 || !groups_fit(op, x, w, y, x->dims[1] / w->dims[1]))
+  /* the group count: x's channels over w's (w: K, C / groups, [T,] R, S) */
+  if (isnan(alpha) || !shadow_dims(x, w, y, c) || w->dims[1] <= 0 || x->dims[1] % w->dims[1] != 0 ||
+      !groups_fit(op, x, w, y, x->dims[1] / w->dims[1]))
     return;
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < x->nd; i++)
     if (x->strides[i] <= 0 || w->strides[i] <= 0 || y->strides[i] <= 0) return;
-  conv_shadow_set(op, x, w->strides, y, c, alpha);
+  conv_shadow_set(op, x, w, w->strides, y, c, alpha);
 }
 
 void mpp_conv_decode_call(mpp_op *op, const char *api, mpp_op_kind kind, const mpp_tensor_desc t[3],

@@ -9,6 +9,7 @@
 #include "profiler/op.h"
 
 #define MPP_CONV_MAX_DIMS 8
+#define MPP_CONV_MAX_SPATIAL 3 /* what shadow execution re-computes: 3-D convolutions */
 
 typedef struct mpp_tensor_desc {
   int dtype; /* cudnnDataType_t */
@@ -23,7 +24,8 @@ typedef struct mpp_conv_desc {
   int nsp;       /* spatial dims */
   int mode;      /* cudnnConvolutionMode_t (legacy API) */
   int groups;    /* 0: not known */
-  int64_t pad[2], stride[2], dilation[2];
+  /* per spatial dimension, the depth first in 3-D (mpp_conv keeps the first two) */
+  int64_t pad[MPP_CONV_MAX_SPATIAL], stride[MPP_CONV_MAX_SPATIAL], dilation[MPP_CONV_MAX_SPATIAL];
 } mpp_conv_desc;
 
 /* Tensors in role order: forward x, w, y; backward data dy, w, dx; backward

@@ -70,7 +70,7 @@ static bool conv_desc(cudnnConvolutionDescriptor_t d, mpp_conv_key *k) {
   k->comp_type = (int32_t)comp;
   k->nsp = n;
   k->mode = (int32_t)mode;
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < MPP_CONV_MAX_SPATIAL; i++) {
     k->pad[i] = i < n ? pad[i] : 0;
     k->stride[i] = i < n ? stride[i] : 1;
     k->dilation[i] = i < n ? dil[i] : 1;

@@ -477,7 +477,7 @@ static void set_tensor_attr(be_tensor *t, int name, int64_t n, const void *v) {
 
 static void set_conv_attr(mpp_conv_desc *c, int name, int64_t n, const void *v) {
   int64_t tmp[MPP_CONV_MAX_DIMS] = {0};
-  int64_t k = n < 2 ? n : 2;
+  int64_t k = n < MPP_CONV_MAX_SPATIAL ? n : MPP_CONV_MAX_SPATIAL;
   switch (name) {
   case CUDNN_ATTR_CONVOLUTION_COMP_TYPE:
     c->comp_type = *(const int *)v;

@@ -219,12 +219,12 @@ _Static_assert(sizeof(gemm_key) == 24 * 8, "gemm_key has padding");
 /* Legacy cuDNN convolutions' memo (mpp_conv_decode_memo_key), sets and
  * replacement alike; its key is an mpp_conv_key. 128 entries: a ResNet-50
  * trains with 72 keys (24 shapes, three kinds each), called in turn
- * (a_resnets_convolutions_in_turn_keep_their_entries); about 195 KB a
+ * (a_resnets_convolutions_in_turn_keep_their_entries); about 230 KB a
  * thread, its pages touched as entries fill. */
 #define CONV_SETS 16
 #define CONV_SLOTS (CONV_SETS * MEMO_WAYS)
 _Static_assert(sizeof(mpp_conv_key) == 3 * sizeof(void *) + sizeof(int32_t) +
-                                           3 * sizeof(mpp_conv_key_tensor) + 12 * sizeof(int32_t),
+                                           3 * sizeof(mpp_conv_key_tensor) + 14 * sizeof(int32_t),
                "a conv key has no padding: it is compared as bytes");
 /* memo_slot picks sets by a mask: no division on every call. */
 _Static_assert((MEMO_SETS & (MEMO_SETS - 1)) == 0 && (LT_SETS & (LT_SETS - 1)) == 0 &&
@@ -922,7 +922,7 @@ void mpp_conv_key_descs(const mpp_conv_key *k, mpp_tensor_desc t[3], mpp_conv_de
   }
   *c = (mpp_conv_desc){
       .comp_type = k->comp_type, .nsp = k->nsp, .mode = k->mode, .groups = k->groups};
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < MPP_CONV_MAX_SPATIAL; i++) {
     c->pad[i] = k->pad[i];
     c->stride[i] = k->stride[i];
     c->dilation[i] = k->dilation[i];

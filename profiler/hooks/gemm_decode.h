@@ -64,9 +64,8 @@ typedef struct mpp_conv_key {
   int32_t kind; /* mpp_op_kind */
   mpp_conv_key_tensor t[3];
   int32_t comp_type, nsp, mode, groups;
-  int32_t pad[2], stride[2], dilation[2];
-  int32_t blend;  /* beta != 0: the output's prior value is read (mpp_conv_add_prior) */
-  int32_t unused; /* 0 */
+  int32_t pad[MPP_CONV_MAX_SPATIAL], stride[MPP_CONV_MAX_SPATIAL], dilation[MPP_CONV_MAX_SPATIAL];
+  int32_t blend; /* beta != 0: the output's prior value is read (mpp_conv_add_prior) */
 } mpp_conv_key;
 
 /* The key's tensors and convolution as mpp_conv_decode_call takes them. */

@@ -641,6 +641,77 @@ static void grouped_convolutions_are_measured_as_their_groups_combined(void **st
   }
 }
 
+/* 3-D convolutions (legacy cuDNN, Nd descriptors, 5-D tensors, 2 groups:
+ * mpp_testprog conv3d), forward, backward data and backward filter, are
+ * measured as their implicit GEMMs, every call, and report.json gives their
+ * layer a measured error; through a cuDNN backend graph the same
+ * convolutions on the same data measure the same, to the last bit; one of
+ * height 1 (NDHWC, convolution mode)
+ * measures to the last bit what the same data as a 2-D convolution over
+ * (D, W) measures (its implicit GEMMs are that one's: the depth's padding,
+ * stride and dilation and the NDHWC filter are read where they belong). The
+ * program's output does not change under --shadow. Before, each 3-D call
+ * was skipped as unsupported ("not measured"). */
+static void convolutions_in_3d_are_measured(void **state) {
+  (void)state;
+  if (!testprog) skip();
+  static const char *const ops[3] = {"fwd", "bwd_data", "bwd_filter"};
+  char *plain_argv[] = {(char *)testprog, "conv3d", NULL};
+  result plain = run(plain_argv, NULL);
+  assert_int_equal(plain.status, 0);
+  const char *dir = outdir("conv3d");
+  char *argv[] = {(char *)mpprof,   "-o",     (char *)dir, "--shadow=1", "--",
+                  (char *)testprog, "conv3d", NULL};
+  result r = run(argv, NULL);
+  assert_int_equal(r.status, 0);
+  assert_string_equal(r.out, plain.out);
+  cJSON *raw = load_raw(dir), *rep = load_report(dir);
+  for (int kind = 0; kind < 3; kind++) {
+    char layer[64];
+    snprintf(layer, sizeof layer, "conv3d/%s", ops[kind]);
+    cJSON *site = site_of(raw, layer), *sh = cJSON_GetObjectItem(site, "shadow");
+    assert_non_null(sh);
+    if (field(sh, "calls") != 1)
+      fail_msg("%s: %d calls measured, skipped %s", layer, (int)field(sh, "calls"),
+               cJSON_PrintUnformatted(cJSON_GetObjectItem(sh, "skipped")));
+    double cur = field(cand(site, "current"), "rel_l2"), f16 = field(cand(site, "fp16"), "rel_l2");
+    if (!(cur > 0 && cur < 1e-6)) fail_msg("%s: current %g", layer, cur);
+    if (!(f16 > 1e-5 && f16 < 1.0 / 256)) fail_msg("%s: fp16 %g", layer, f16);
+    assert_true(field(cand(site, "bf16"), "rel_l2") > f16);
+    assert_non_null(cand(site, kind ? "fp8_e5m2_current" : "fp8_e4m3_current"));
+    /* the report's layer (its name: the site's layer_name): a measured
+     * error, not "not measured" */
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(site_of(rep, layer), "layer_name"));
+    assert_non_null(name);
+    double rf16 = field(cand(report_layer(rep, name), "fp16"), "rel_l2");
+    if (!(rf16 > 1e-5 && rf16 < 1.0 / 256)) fail_msg("report %s: fp16 %g", layer, rf16);
+    /* the same convolution through a backend graph: the same measurement */
+    char be[64];
+    snprintf(be, sizeof be, "backend3d/%s", ops[kind]);
+    char *sa = cJSON_PrintUnformatted(sh),
+         *sb = cJSON_PrintUnformatted(cJSON_GetObjectItem(site_of(raw, be), "shadow"));
+    assert_string_equal(sa, sb);
+    free(sa);
+    free(sb);
+    char flat3[64], flat2[64];
+    snprintf(flat3, sizeof flat3, "flat3d/%s", ops[kind]);
+    snprintf(flat2, sizeof flat2, "flat2d/%s", ops[kind]);
+    cJSON *s3 = cJSON_GetObjectItem(site_of(raw, flat3), "shadow"),
+          *s2 = cJSON_GetObjectItem(site_of(raw, flat2), "shadow");
+    assert_non_null(s3);
+    assert_non_null(s2);
+    assert_int_equal((int)field(s3, "calls"), 1);
+    char *a = cJSON_PrintUnformatted(s3), *b = cJSON_PrintUnformatted(s2);
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+  }
+  cJSON_Delete(raw);
+  cJSON_Delete(rep);
+  free(plain.out);
+  free(r.out);
+}
+
 /* A cuDNN backend graph's plain matmul (mpp_testprog bematmul: A row-major,
  * B stored column by column and broadcast over the batch) is measured as
  * the strided batched GEMM it is: to the last bit what the same product
@@ -701,6 +772,7 @@ int main(void) {
       cmocka_unit_test(calls_with_no_finite_reference_are_not_measured),
       cmocka_unit_test(shadow_edge_cases_are_measured_as_the_hardware_computes),
       cmocka_unit_test(grouped_convolutions_are_measured_as_their_groups_combined),
+      cmocka_unit_test(convolutions_in_3d_are_measured),
       cmocka_unit_test(backend_matmuls_are_measured_as_the_strided_batched_gemm),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
