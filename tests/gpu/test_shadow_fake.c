@@ -606,12 +606,12 @@ static void fp8_scales_in_device_memory_are_read_as_the_op_read_them(void **stat
 }
 
 /* A convolution in device memory (backward filter, fp16, NHWC strides,
- * flipped taps, 2 groups): its operands gathered on the device measure exactly what
+ * flipped taps, 2 groups; 2-D, and 3-D: a depth of 4 with its own padding
+ * and stride, NDHWC): its operands gathered on the device measure exactly what
  * the same GEMM on the host path's gathered operands measures on the
  * device, and the tensors overwritten straight after the call (the private
  * stream held back) do not reach the results. */
-static void device_convolutions_measure_their_implicit_gemm(void **state) {
-  (void)state;
+static void device_conv_case(bool deep) {
   mp_shadow_conv cv;
   memset(&cv, 0, sizeof cv);
   mp_sh_conv *g = &cv.g;
@@ -622,13 +622,18 @@ static void device_convolutions_measure_their_implicit_gemm(void **state) {
   g->dilation[0] = 2, g->dilation[1] = 1;
   g->p = (g->h + 2 * g->pad[0] - g->dilation[0] * (g->r - 1) - 1) / g->stride[0] + 1;
   g->q = (g->w + 2 * g->pad[1] - g->dilation[1] * (g->s - 1) - 1) / g->stride[1] + 1;
-  int64_t C = g->c * g->groups, K = g->k * g->groups;
-  int64_t xs[4] = {g->h * g->w * C, 1, g->w * C, C};
-  int64_t ys[4] = {g->p * g->q * K, 1, g->q * K, K};
-  int64_t ws[4] = {g->c * g->r * g->s, g->r * g->s, g->s, 1};
+  int64_t C = g->c * g->groups, K = g->k * g->groups, D = 1, T = 1, O = 1;
+  if (deep) {
+    g->d = D = 4, g->t = T = 2, g->pad_d = 1, g->stride_d = 2, g->dilation_d = 1;
+    g->o = O = (D + 2 * g->pad_d - g->dilation_d * (T - 1) - 1) / g->stride_d + 1;
+    g->xs_d = g->h * g->w * C, g->ys_d = g->p * g->q * K, g->ws_d = g->r * g->s;
+  }
+  int64_t xs[4] = {D * g->h * g->w * C, 1, g->w * C, C};
+  int64_t ys[4] = {O * g->p * g->q * K, 1, g->q * K, K};
+  int64_t ws[4] = {g->c * T * g->r * g->s, T * g->r * g->s, g->s, 1};
   memcpy(g->xs, xs, sizeof xs), memcpy(g->ys, ys, sizeof ys), memcpy(g->ws, ws, sizeof ws);
   cv.x_dtype = cv.y_dtype = cv.w_dtype = MP_FP16;
-  size_t nx = (size_t)(g->n * C * g->h * g->w), ny = (size_t)(g->n * K * g->p * g->q);
+  size_t nx = (size_t)(g->n * C * D * g->h * g->w), ny = (size_t)(g->n * K * O * g->p * g->q);
   uint16_t *x = dev_alloc(nx * 2), *y = dev_alloc(ny * 2);
   for (size_t i = 0; i < nx; i++)
     mp_store(MP_FP16, x, i, draw(6));
@@ -674,6 +679,12 @@ static void device_convolutions_measure_their_implicit_gemm(void **state) {
   mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)x);
   mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)y);
   free(owned);
+}
+
+static void device_convolutions_measure_their_implicit_gemm(void **state) {
+  (void)state;
+  device_conv_case(false);
+  device_conv_case(true);
 }
 
 /* The same through the profiler as the cuDNN hook records it: a forward
