@@ -126,10 +126,12 @@
   X(k, "k", "output channels")                                                                     \
   X(r, "r", "filter height")                                                                       \
   X(s, "s", "filter width")                                                                        \
-  X(pad, "pad", "[h, w]")                                                                          \
-  X(stride, "stride", "[h, w]")                                                                    \
-  X(dilation, "dilation", "[h, w]")                                                                \
-  X(groups, "groups", "filter groups (w: k filters of c / groups channels); absent: 1")
+  X(pad, "pad", "[h, w], or [d, h, w] when d is present")                                          \
+  X(stride, "stride", "[h, w], or [d, h, w] when d is present")                                    \
+  X(dilation, "dilation", "[h, w], or [d, h, w] when d is present")                                \
+  X(groups, "groups", "filter groups (w: k filters of c / groups channels); absent: 1")            \
+  X(d, "d", "input depth of a 3-D convolution (5-D tensors); absent: 2-D")                         \
+  X(t, "t", "filter depth of a 3-D convolution; present with d")
 
 /* Shadow execution of a site's sampled calls (analysis/shadow.h). */
 #define MP_RAW_SHADOW(X)                                                                           \

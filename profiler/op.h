@@ -41,8 +41,11 @@ const char *mpp_ns_reason_name(mpp_ns_reason r);
 
 typedef struct mpp_conv {
   int64_t n, c, h, w, k, r, s;
-  int64_t pad[2], stride[2], dilation[2];
-  int64_t groups; /* >= 1: w holds c / groups input channels per filter */
+  int64_t pad[2], stride[2], dilation[2]; /* height, width */
+  int64_t groups;                         /* >= 1: w holds c / groups input channels per filter */
+  /* A 3-D convolution (5-D tensors): x's depth d, the filter's depth t and
+   * the depth's pad, stride and dilation; d = t = 0 in 2-D. */
+  int64_t d, t, pad_d, stride_d, dilation_d;
 } mpp_conv;
 
 typedef struct mpp_role {

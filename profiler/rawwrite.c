@@ -206,11 +206,17 @@ static void write_conv(mpp_jw *w, const char *key, const mpp_op *op) {
   key_i64(w, MP_RK_CONV.k, c->k);
   key_i64(w, MP_RK_CONV.r, c->r);
   key_i64(w, MP_RK_CONV.s, c->s);
+  if (c->d) { /* 3-D */
+    key_i64(w, MP_RK_CONV.d, c->d);
+    key_i64(w, MP_RK_CONV.t, c->t);
+  }
   const char *names[] = {MP_RK_CONV.pad, MP_RK_CONV.stride, MP_RK_CONV.dilation};
   const int64_t *vals[] = {c->pad, c->stride, c->dilation};
+  const int64_t depth[] = {c->pad_d, c->stride_d, c->dilation_d};
   for (int i = 0; i < 3; i++) {
     mpp_jw_key(w, names[i]);
     mpp_jw_arr(w);
+    if (c->d) mpp_jw_int(w, depth[i]);
     mpp_jw_int(w, vals[i][0]);
     mpp_jw_int(w, vals[i][1]);
     mpp_jw_arr_end(w);

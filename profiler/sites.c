@@ -362,9 +362,10 @@ static uint64_t double_bits(double d) {
 static uint64_t mix_conv(uint64_t h, const mpp_op *op) {
   if (!op->has_conv) return mix(h, 0);
   const mpp_conv *c = &op->conv;
-  const int64_t v[] = {c->n,         c->c,           c->h,           c->w,      c->k,
-                       c->r,         c->s,           c->pad[0],      c->pad[1], c->stride[0],
-                       c->stride[1], c->dilation[0], c->dilation[1], c->groups};
+  const int64_t v[] = {c->n,         c->c,           c->h,           c->w,         c->k,
+                       c->r,         c->s,           c->pad[0],      c->pad[1],    c->stride[0],
+                       c->stride[1], c->dilation[0], c->dilation[1], c->groups,    c->d,
+                       c->t,         c->pad_d,       c->stride_d,    c->dilation_d};
   h = mix(h, 1);
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     h = mix(h, (uint64_t)v[i]);

@@ -174,11 +174,16 @@ void mpprof_site_shape(const mpprof_site *s, char *buf, size_t n) {
   const int64_t *d = s->conv ? s->conv->dims : NULL;
   char groups[32] = "";
   if (d && s->conv->groups > 1) snprintf(groups, sizeof groups, " g=%" PRId64, s->conv->groups);
+  char xd[24] = "", wd[24] = ""; /* 3-D: the depths first */
+  if (d && s->conv->d) {
+    snprintf(xd, sizeof xd, "%" PRId64 "x", s->conv->d);
+    snprintf(wd, sizeof wd, "%" PRId64 "x", s->conv->t);
+  }
   if (d)
     snprintf(buf, n,
-             "conv n=%" PRId64 " c=%" PRId64 " %" PRId64 "x%" PRId64 " k=%" PRId64 " %" PRId64
+             "conv n=%" PRId64 " c=%" PRId64 " %s%" PRId64 "x%" PRId64 " k=%" PRId64 " %s%" PRId64
              "x%" PRId64 "%s",
-             d[0], d[1], d[2], d[3], d[4], d[5], d[6], groups);
+             d[0], d[1], xd, d[2], d[3], d[4], wd, d[5], d[6], groups);
   else {
     size_t used = 0;
     const uint64_t dims[] = {s->m, s->n, s->k, s->batch ? s->batch : 1};

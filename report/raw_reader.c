@@ -995,14 +995,26 @@ static int parse_conv(const cJSON *o, mpprof_site *s) {
   for (int i = 0; i < 7; i++)
     if (!get_i64(o, keys[i], &cv->dims[i]) || cv->dims[i] < 0 || cv->dims[i] >= (1 << 24))
       cv->dims[i] = 0;
+  /* 3-D: d and t, and the arrays [d, h, w] */
+  if (get_i64(o, MP_RK_CONV.d, &cv->d) && cv->d > 0 && cv->d < (1 << 24)) {
+    if (!get_i64(o, MP_RK_CONV.t, &cv->t) || cv->t < 0 || cv->t >= (1 << 24)) cv->t = 0;
+  } else {
+    cv->d = 0;
+  }
   const char *const pk[] = {MP_RK_CONV.pad, MP_RK_CONV.stride, MP_RK_CONV.dilation};
-  int64_t *dst[] = {cv->pad, cv->stride, cv->dil};
+  int64_t *dst[] = {cv->pad, cv->stride, cv->dil},
+          *depth[] = {&cv->pad_d, &cv->stride_d, &cv->dil_d};
+  int first = cv->d ? 1 : 0; /* where the height's entry is */
   for (int i = 0; i < 3; i++) {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, pk[i]);
-    for (int j = 0; j < 2; j++) {
+    for (int j = 0; j < 2 + first; j++) {
       const cJSON *v = cJSON_GetArrayItem(a, j);
       double d = cJSON_IsNumber(v) ? v->valuedouble : -1;
-      dst[i][j] = d >= 0 && d < (1 << 24) ? (int64_t)d : (i == 0 ? 0 : 1);
+      int64_t x = d >= 0 && d < (1 << 24) ? (int64_t)d : (i == 0 ? 0 : 1);
+      if (j < first)
+        *depth[i] = x;
+      else
+        dst[i][j - first] = x;
     }
   }
   /* Groups that do not divide both channel counts are implausible: 1. */

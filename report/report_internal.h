@@ -245,6 +245,8 @@ typedef struct mpprof_conv {
   int64_t dims[7]; /* n c h w k r s */
   int64_t pad[2], stride[2], dil[2];
   int64_t groups; /* >= 1 (absent: 1) */
+  /* 3-D: x's depth, the filter's, the depth's pad, stride, dilation; d = 0: 2-D */
+  int64_t d, t, pad_d, stride_d, dil_d;
 } mpprof_conv;
 
 /* What mp_tc_eligible says of a site, with its reason interned (the

@@ -60,12 +60,20 @@ static int eligibility(mpprof_strpool *pool, mpprof_site *s) {
                      ? (d[3] + 2 * cv->pad[1] - cv->dil[1] * (d[6] - 1) - 1) / cv->stride[1] + 1
                      : 0;
     uint64_t p = pe > 0 ? (uint64_t)pe : 0, qq = qe > 0 ? (uint64_t)qe : 0;
+    /* 3-D: the depth multiplies the output positions, the filter's depth the taps */
+    uint64_t dd = 1, t = 1, o = 1;
+    if (cv->d) {
+      int64_t oe = cv->stride_d
+                       ? (cv->d + 2 * cv->pad_d - cv->dil_d * (cv->t - 1) - 1) / cv->stride_d + 1
+                       : 0;
+      dd = (uint64_t)cv->d, t = (uint64_t)cv->t, o = oe > 0 ? (uint64_t)oe : 0;
+    }
     /* per group: c / groups input and k / groups output channels */
     uint64_t g = cv->groups > 1 ? (uint64_t)cv->groups : 1;
     c /= g, k /= g;
-    uint64_t npq = n * p * qq, crs = c * r * sx;
+    uint64_t npq = n * o * p * qq, crs = c * t * r * sx;
     if (!strcmp(s->op, "conv_bwd_data"))
-      q.m = n * h * w, q.n = c, q.k = k * r * sx;
+      q.m = n * dd * h * w, q.n = c, q.k = k * t * r * sx;
     else if (!strcmp(s->op, "conv_bwd_filter"))
       q.m = k, q.n = crs, q.k = npq;
     else

@@ -117,17 +117,27 @@ void mpp_conv_decode(mpp_op *op, const char *api, mpp_op_kind kind, const mpp_te
   mpp_op_init(op, api, kind);
   op->has_conv = true;
   mpp_conv *g = &op->conv;
+  /* 3-D: the depth is the first spatial dimension of the tensors and of the
+   * descriptor's pads, strides and dilations */
+  int depth = x->nd == 5 && w->nd == 5 && c->nsp == 3;
   g->n = dim(x, 0);
   g->c = dim(x, 1);
-  g->h = dim(x, 2);
-  g->w = dim(x, 3);
+  g->h = dim(x, 2 + depth);
+  g->w = dim(x, 3 + depth);
   g->k = dim(w, 0);
-  g->r = dim(w, 2);
-  g->s = dim(w, 3);
+  g->r = dim(w, 2 + depth);
+  g->s = dim(w, 3 + depth);
   for (int i = 0; i < 2; i++) {
-    g->pad[i] = c->pad[i];
-    g->stride[i] = c->stride[i];
-    g->dilation[i] = c->dilation[i];
+    g->pad[i] = c->pad[depth + i];
+    g->stride[i] = c->stride[depth + i];
+    g->dilation[i] = c->dilation[depth + i];
+  }
+  if (depth) {
+    g->d = dim(x, 2);
+    g->t = dim(w, 2);
+    g->pad_d = c->pad[0];
+    g->stride_d = c->stride[0];
+    g->dilation_d = c->dilation[0];
   }
   /* Groups: as the descriptor says, else x's channels over w's (a filter
    * holds c / groups of them); each group is an implicit GEMM of its own, a

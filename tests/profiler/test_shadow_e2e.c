@@ -685,9 +685,26 @@ static void convolutions_in_3d_are_measured(void **state) {
     assert_non_null(name);
     double rf16 = field(cand(report_layer(rep, name), "fp16"), "rel_l2");
     if (!(rf16 > 1e-5 && rf16 < 1.0 / 256)) fail_msg("report %s: fp16 %g", layer, rf16);
-    /* the same convolution through a backend graph: the same measurement */
+    /* its geometry: the depth recorded beside height and width (it was
+     * recorded as the height, the height as the width), the flops of it */
     char be[64];
     snprintf(be, sizeof be, "backend3d/%s", ops[kind]);
+    for (int api = 0; api < 2; api++) {
+      cJSON *cv = cJSON_GetObjectItem(site_of(raw, api ? be : layer), "conv");
+      static const char *const k[] = {"n", "c", "d", "h", "w", "k", "t", "r", "s", "groups"};
+      static const int v[] = {2, 4, 5, 6, 5, 4, 3, 3, 2, 2};
+      for (int i = 0; i < 10; i++)
+        if (field(cv, k[i]) != v[i]) fail_msg("%s: conv %s %g", layer, k[i], field(cv, k[i]));
+      char *arr = cJSON_PrintUnformatted(cv);
+      assert_non_null(strstr(arr, "\"pad\":[1,1,0],\"stride\":[2,1,1],\"dilation\":[1,1,2]"));
+      free(arr);
+    }
+    /* output 3 x 6 x 3; per group 2 channels, 2 filters of 3 x 3 x 2 */
+    const double flops[3] = {2.0 * (2 * 3 * 6 * 3) * 2 * (2 * 18) * 2,
+                             2.0 * (2 * 5 * 6 * 5) * 2 * (2 * 18) * 2,
+                             2.0 * 2 * (2 * 18) * (2 * 3 * 6 * 3) * 2};
+    assert_true(field(site_of(rep, layer), "flop_per_call") == flops[kind]);
+    /* the same convolution through a backend graph: the same measurement */
     char *sa = cJSON_PrintUnformatted(sh),
          *sb = cJSON_PrintUnformatted(cJSON_GetObjectItem(site_of(raw, be), "shadow"));
     assert_string_equal(sa, sb);

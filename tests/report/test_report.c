@@ -2116,6 +2116,52 @@ static void a_grouped_convolution_is_a_batch_of_smaller_gemms(void **state) {
   free(dir);
 }
 
+/* A 3-D convolution (raw d and t, arrays [d, h, w]): its depth counts in
+ * the flops and the shape (they were a 2-D conv's of its depth and height:
+ * the width and the filter's width never appeared). */
+static void a_3d_convolution_counts_its_depth(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("conv3d");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &RF_P0);
+  const char *ops[] = {"conv_fwd", "conv_bwd_data", "conv_bwd_filter"};
+  for (int i = 0; i < 3; i++) {
+    char layer_path[32];
+    snprintf(layer_path, sizeof layer_path, "c3d/conv%d/fwd", i);
+    cJSON *s =
+        rf_conv_site(i, "cudnnConvolutionForward", ops[i], layer_path, "x=fp16,w=fp16,y=fp16");
+    cJSON *c = rf_get(s, "conv");
+    cJSON_AddNumberToObject(c, "d", 8);
+    cJSON_AddNumberToObject(c, "t", 5);
+    /* depth: pad 1, stride 2, dilation 1: (8 + 2 - 4 - 1) / 2 + 1 = 3 positions */
+    const int pad[3] = {1, 1, 1}, stride[3] = {2, 1, 1}, dil[3] = {1, 1, 1};
+    cJSON_ReplaceItemInObject(c, "pad", cJSON_CreateIntArray(pad, 3));
+    cJSON_ReplaceItemInObject(c, "stride", cJSON_CreateIntArray(stride, 3));
+    cJSON_ReplaceItemInObject(c, "dilation", cJSON_CreateIntArray(dil, 3));
+    rg_tensor(s, "x", MP_FP16, -4, 4, 100);
+    rg_site_end(&r, s);
+  }
+  rg_end(&r);
+  cJSON *rep = rf_report_of(dir);
+  const double npq = 8.0 * 3 * 32 * 32, crs = 16.0 * 5 * 3 * 3; /* n o p q; c t r s */
+  const double want[3] = {2 * npq * 32 * crs, 2 * (8.0 * 8 * 32 * 32) * 16 * (32 * 5 * 9),
+                          2 * 32 * crs * npq};
+  const cJSON *site;
+  int seen = 0;
+  cJSON_ArrayForEach(site, rf_get(rep, "sites")) {
+    int id = (int)rf_get(site, "id")->valuedouble;
+    assert_true(rf_get(site, "flop_per_call")->valuedouble == want[id]);
+    seen++;
+  }
+  assert_int_equal(seen, 3);
+  cJSON_Delete(rep);
+  char *csv = rg_read_text(dir, "ops.csv", NULL);
+  assert_non_null(strstr(csv, ",conv n=8 c=16 8x32x32 k=32 5x3x3,"));
+  free(csv);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* ---- bad input ---- */
 
 static void bad_raw_files_are_skipped_and_listed(void **state) {
@@ -3015,6 +3061,7 @@ int main(void) {
       cmocka_unit_test(fp32_gemms_without_tf32_are_a_finding),
       cmocka_unit_test(conv_sites_take_dtypes_from_their_descriptors),
       cmocka_unit_test(a_grouped_convolution_is_a_batch_of_smaller_gemms),
+      cmocka_unit_test(a_3d_convolution_counts_its_depth),
       cmocka_unit_test(bad_raw_files_are_skipped_and_listed),
       cmocka_unit_test(a_tiny_read_window_reads_every_file_the_same),
       cmocka_unit_test(stats_in_any_spelling_read_alike_and_bad_ones_are_named),
