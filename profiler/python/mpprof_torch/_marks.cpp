@@ -1,9 +1,9 @@
 // mpprof's backward marks as C++ pre-hooks on a tensor's grad_fn
 // (marks_api.h says why and what each side does). Built against one torch
 // (its C++ ABI): hooks.py loads it only into the torch _marks.torch.json
-// names (its file, version and C++ ABI), and only after a probe shows a
-// mark running in backward; otherwise the marks stay Python tensor hooks
-// (_fast.c).
+// names (its file, version and C++ ABI), and keeps it only where a probe
+// shows a mark running in the first backward; otherwise the marks are
+// Python tensor hooks (_fast.c).
 //
 // A mark is a torch::autograd::FunctionPreHook: the same list of grad_fn
 // that Tensor.register_hook's Python hook joins, so it runs at the same

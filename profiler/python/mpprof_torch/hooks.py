@@ -254,6 +254,8 @@ _roots_hooked = weakref.WeakSet()
 def _wrap_autograd(fn):
     @functools.wraps(fn)
     def run_backward(*args, **kwargs):
+        if _unconfirmed is not None:  # the engine starts now anyway
+            _confirm_cxx_marks()
         roots = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
         try:  # autograd threads start the graph with "backward, no module"
             for x in _tensors(roots):  # (unless a module's output mark already names it)
@@ -563,21 +565,36 @@ def _compiling_fn(torch):
     return None  # before 2.0: no Dynamo
 
 
+class _HookProtocol:
+    """A stand-in tensor that records what Tensor.register_hook does to it."""
+
+    requires_grad = True
+
+    def __init__(self):
+        self._backward_hooks = None
+        self.grad_fn = self
+        self.dicts = []  # what grad_fn._register_hook_dict was handed, and _backward_hooks then
+
+    def _register_hook_dict(self, tensor):
+        self.dicts.append((tensor, tensor._backward_hooks))
+
+
 def _direct_registration_works(torch):
     """_fast registers marks the way this torch's Tensor.register_hook does
-    (a _backward_hooks dict handed to grad_fn once); check that a hook
-    registered so runs in backward before relying on it."""
-    ran = []
+    (an OrderedDict set as _backward_hooks, handed to grad_fn once, the hook
+    an item of it): check that register_hook does just that, on a stand-in,
+    before relying on it. No autograd runs here (bind runs while torch is
+    imported: see _confirm_cxx_marks)."""
+    x = _HookProtocol()
+    hook = lambda g: None  # noqa: E731
     try:
-        x = torch.ones(1, requires_grad=True)
-        y = x * 2
-        _fast.register_probe(y, lambda g: ran.append(g) and None)
-        with torch.enable_grad():
-            torch.autograd.grad(y.sum(), x)  # (not wrapped yet)
+        torch.Tensor.register_hook(x, hook)
     except Exception as e:
         _log("direct hook registration unavailable (%r): using Tensor.register_hook" % (e,))
         return False
-    return len(ran) == 1
+    d = x._backward_hooks
+    return (type(d) is collections.OrderedDict and list(d.values()) == [hook]
+            and len(x.dicts) == 1 and x.dicts[0][0] is x and x.dicts[0][1] is d)
 
 
 def _marks_torch(torch):
@@ -624,8 +641,10 @@ def _find_marks(this):
 
 def _cxx_marks(torch):
     """Marks as C++ pre-hooks (_marks.cpp) where a _marks built for this
-    very torch is found and a probe mark runs in backward; otherwise False,
-    and the marks stay Python tensor hooks."""
+    very torch is found; otherwise False, and the marks stay Python tensor
+    hooks. Whether a mark runs in backward is checked on the program's first
+    backward (_confirm_cxx_marks)."""
+    global _unconfirmed
     if os.environ.get("MPPROF_TORCH_MARKS", "1") == "0":
         _log("C++ backward marks off (MPPROF_TORCH_MARKS=0): Python tensor hooks")
         return False
@@ -643,21 +662,53 @@ def _cxx_marks(torch):
         spec = importlib.util.spec_from_file_location(__package__ + "._marks", path)
         marks = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(marks)
-        x = torch.ones(1, requires_grad=True)
-        y = x * 2
-        before = marks.probes()
-        marks.probe(y)
-        with torch.enable_grad():
-            torch.autograd.grad(y.sum(), x)  # (not wrapped yet)
-        if marks.probes() != before + 1:
-            _log("C++ backward mark did not run in backward: Python tensor hooks")
-            return False
         _fast.set_marks(marks.api(_fast.api()))
     except Exception as e:
         _log("C++ backward marks unavailable (%r): Python tensor hooks" % (e,))
         return False
+    _unconfirmed = (torch, marks)
     _log("C++ backward marks from %s" % path)
     return True
+
+
+_unconfirmed = None  # (torch, _marks) until the first backward has checked that a mark runs
+_confirm_lock = threading.Lock()
+_real_grad = None  # torch.autograd.grad, not wrapped
+_note_marks = None  # tells libmpprof.so which marks are in use (install)
+
+
+def _confirm_cxx_marks():
+    """The start-up check of the C++ marks: a probe mark runs in backward.
+    Run by the first torch.autograd.backward/grad, before it: any autograd
+    run starts torch's autograd device threads (Engine::start_device_threads:
+    the device count, which initialises CUDA, and the fork check that fails a
+    forked child's first backward), so not at import, where a program that
+    forks workers has not started them. Where it fails, the marks are Python
+    tensor hooks from now on (the C++ marks placed until then are inert)."""
+    global _unconfirmed, _cxx
+    with _confirm_lock:
+        if _unconfirmed is None:
+            return
+        (torch, marks), _unconfirmed = _unconfirmed, None
+        try:
+            inference = getattr(torch, "inference_mode", None)
+            with torch.enable_grad(), (inference(False) if inference is not None else torch.enable_grad()):
+                x = torch.ones(1, device="cpu", requires_grad=True)
+                y = x * 2
+                before = marks.probes()
+                marks.probe(y)
+                _real_grad(y.sum(), x)
+            ran = marks.probes() == before + 1
+        except Exception as e:
+            _log("C++ backward mark check failed (%r)" % (e,))
+            ran = False
+        if ran:
+            return
+        _fast.set_marks(None)
+        _cxx = False
+        _log("C++ backward mark did not run in backward: Python tensor hooks")
+        if _note_marks is not None:
+            _note_marks()
 
 
 def _module_hooks(compiling):
@@ -726,7 +777,7 @@ def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skip
     and ops are ctypes function pointers (libmpprof.so's, or a test's
     stand-ins); without ops, every module's backward is marked."""
     global _push, _pop, _layer_id, _loss_scale, _step, _step_skipped, _model_root
-    global _compiling, _Tensor, _Module, _direct, _cxx
+    global _compiling, _Tensor, _Module, _direct, _cxx, _real_grad
     _push, _pop, _layer_id, _model_root = push, pop, layer_id, model_root
     _loss_scale, _step, _step_skipped = loss_scale, step, step_skipped
     _Tensor = torch.Tensor
@@ -749,6 +800,7 @@ def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skip
     except TypeError:
         mm.register_module_forward_hook(post)
         _fast.follow_roots(_root_frames(torch))
+    _real_grad = torch.autograd.grad
     torch.autograd.backward = _wrap_autograd(torch.autograd.backward)
     torch.autograd.grad = _wrap_autograd(torch.autograd.grad)
     _script_as_builtins(torch)
@@ -823,7 +875,7 @@ def _patch_distributed(torch, note_rank):
 
 def install(torch):
     """Install the hooks once; nothing when libmpprof.so is not in the process."""
-    global _installed, _lib, _fast
+    global _installed, _lib, _fast, _note_marks
     if _installed:
         return
     _installed = True
@@ -862,8 +914,9 @@ def install(torch):
         _checkpoint_before_os_exit(_fn(lib, "mpprof_exit_now", None) or checkpoint)
     framework = _fn(lib, "mpprof_framework", None, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p)
     if framework is not None:  # the raw file's "framework" (values: raw_format.h MP_RAW_MARKS_*)
-        framework(b"torch", str(getattr(torch, "__version__", "")).encode("utf-8", "replace"),
-                  b"cxx" if _cxx else b"python")
+        version = str(getattr(torch, "__version__", "")).encode("utf-8", "replace")
+        _note_marks = lambda: framework(b"torch", version, b"cxx" if _cxx else b"python")  # noqa: E731
+        _note_marks()  # (again should the first backward's check turn the C++ marks off)
     note_rank = _fn(lib, "mpprof_rank", None, ctypes.c_int32, ctypes.c_int32)
     if note_rank is not None:
         try:
