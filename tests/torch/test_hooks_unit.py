@@ -821,6 +821,69 @@ class ScalerTests(unittest.TestCase):
             sg.update()
         self.assertEqual(len([k for k, _ in stub.calls if k == "step"]), 4)
 
+    def test_an_optimizer_unscaled_and_not_stepped_backs_the_scale_off(self):
+        # a loop that skips scaler.step itself on a non-finite gradient norm:
+        # unscale_ found the inf, update() backs off from it (the scale was
+        # replayed as grown, 1024, 2048, 2048, 4096, and no step skipped)
+        torch._amp_update_scale_ = _update_scale
+        scaler = CpuGradScaler(init_scale=1024.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=2)
+        w = nn.Parameter(torch.ones(3))
+        opt = torch.optim.SGD([w], lr=1e-3)
+        stub.calls.clear()
+        for step in range(4):
+            opt.zero_grad()
+            scaler.scale((w * (float("inf") if step == 1 else 1.0)).sum()).backward()
+            scaler.unscale_(opt)
+            if torch.isfinite(torch.nn.utils.clip_grad_norm_([w], 1.0)):
+                scaler.step(opt)
+            scaler.update()
+            fed = [v for k, v in stub.calls if k == "loss_scale"]
+            self.assertEqual(fed[-1], scaler._scale.item(), "step %d" % step)
+        steps = [v for k, v in stub.calls if k == "step"]
+        skipped = [v for k, v in stub.calls if k == "step_skipped"]
+        self.assertEqual([s - steps[0] + 1 for s in skipped], [1])
+
+    def test_a_found_inf_that_cannot_be_read_stops_the_replay(self):
+        # a GradScaler fork that keeps an unscaled optimizer's found_inf its
+        # own way: the scale is no longer declared rather than guessed
+        torch._amp_update_scale_ = _update_scale
+
+        class KeepsItsOwn(CpuGradScaler):
+            stepping = False
+
+            def step(self, optimizer):
+                self.stepping = True
+                try:
+                    return super().step(optimizer)
+                finally:
+                    self.stepping = False
+
+            def unscale_(self, optimizer):
+                super().unscale_(optimizer)
+                if not self.stepping:
+                    state = self._per_optimizer_states[id(optimizer)]
+                    state["own"] = state.pop("found_inf_per_device")
+
+            def update(self, new_scale=None):
+                for state in self._per_optimizer_states.values():
+                    state.setdefault("found_inf_per_device", state.pop("own", {}))
+                return super().update(new_scale)
+
+        hooks._patch_scaler(KeepsItsOwn)
+        scaler = KeepsItsOwn(init_scale=1024.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=1)
+        w = nn.Parameter(torch.ones(3))
+        opt = torch.optim.SGD([w], lr=1e-3)
+        stub.calls.clear()
+        for step in range(3):
+            opt.zero_grad()
+            scaler.scale((w * (float("inf") if step == 1 else 1.0)).sum()).backward()
+            if step == 1:
+                scaler.unscale_(opt)  # and no scaler.step: the loop skips it
+            else:
+                scaler.step(opt)
+            scaler.update()
+        self.assertEqual([v for k, v in stub.calls if k == "loss_scale"], [1024.0, 2048.0])
+
     def test_a_state_dict_loaded_mid_run_is_the_scale_in_force(self):
         # resuming (or rolling back) a scaler already in use: load_state_dict
         # refills its scale and tracker; the replay follows at once

@@ -359,13 +359,18 @@ def _patch_optimizer(torch):
 
 # --- GradScaler: the scale in force, replayed on the host (no device sync) ---
 #
-# The scale only changes in update(): backoff when some optimizer's step was
-# skipped (found inf: the scaler did not call optimizer.step), growth after
-# growth_interval clean steps, as torch._amp_update_scale_ does, in float32;
-# and in load_state_dict (a resumed or rolled-back scaler).
-# A skip happening inside a fused optimizer (_step_supports_amp_scaling), or
-# update(new_scale=<tensor>), cannot be seen without a sync: that scaler is
-# then no longer fed.
+# The scale only changes in update(): backoff when some optimizer unscaled
+# since the last update found an inf (update() combines the found_inf of
+# every optimizer in _per_optimizer_states), growth after growth_interval
+# clean steps, as torch._amp_update_scale_ does, in float32; and in
+# load_state_dict (a resumed or rolled-back scaler). An optimizer stepped
+# through scaler.step found an inf when the scaler did not call its step (the
+# scaler has synced to decide); one only unscaled (unscale_, then the loop
+# skipped scaler.step itself) has its found_inf read in update(), a sync
+# where it is on the device (the loop that skipped has just synced to decide).
+# A skip happening inside a fused optimizer (_step_supports_amp_scaling),
+# update(new_scale=<tensor>), or a found_inf that cannot be read, cannot be
+# followed: that scaler is then no longer fed.
 
 
 def _f32(x):
@@ -373,13 +378,39 @@ def _f32(x):
 
 
 class _ScaleState:
-    __slots__ = ("scale", "tracker", "reliable", "found_inf")
+    __slots__ = ("scale", "tracker", "reliable", "found_inf", "stepped")
 
     def __init__(self, scaler):
         self.scale = _f32(float(scaler._init_scale))
         self.tracker = int(scaler._init_growth_tracker)
         self.reliable = True
         self.found_inf = False
+        self.stepped = set()  # id() of the optimizers stepped through scaler.step since the last update
+
+
+def _unstepped_found_inf(scaler, stepped):
+    """Whether an optimizer unscaled but not stepped through scaler.step
+    since the last update found an inf, as update() is about to read it from
+    the scaler's per-optimizer state; None where that state is not what
+    torch's GradScaler keeps (1.13 to 2.x: {"found_inf_per_device": {device:
+    tensor}} per id(optimizer))."""
+    states = getattr(scaler, "_per_optimizer_states", None)
+    if not isinstance(states, dict):
+        return None
+    found = False
+    try:
+        for key, state in list(states.items()):
+            if key in stepped:
+                continue
+            per_device = state.get("found_inf_per_device") if isinstance(state, dict) else None
+            if not isinstance(per_device, dict):
+                return None
+            if sum(v.item() for v in per_device.values()):
+                found = True
+    except Exception as e:
+        _log("GradScaler's found_inf not read (%r): its scale is no longer fed" % (e,))
+        return None
+    return found
 
 
 _scalers = weakref.WeakKeyDictionary()
@@ -505,6 +536,7 @@ def _patch_scaler(cls):
                 st.reliable = False
             if not t.opt_stepped:  # this optimizer's step was skipped: update() backs off
                 st.found_inf = True
+            st.stepped.add(id(optimizer))
             return r
 
         cls.step = mpprof_scaler_step
@@ -518,11 +550,16 @@ def _patch_scaler(cls):
             if not getattr(self, "_enabled", False) or t.in_scaler:
                 return update(self, new_scale)
             st = _scaler_state(self, True)
+            unstepped = None if new_scale is not None else _unstepped_found_inf(self, st.stepped)
+            st.stepped.clear()
             t.in_scaler += 1
             try:
                 r = update(self, new_scale)
             finally:
                 t.in_scaler -= 1
+            if unstepped is None and new_scale is None:
+                st.reliable = False
+            st.found_inf = st.found_inf or bool(unstepped)
             if new_scale is not None:
                 if isinstance(new_scale, (int, float)):
                     st.scale = _f32(float(new_scale))
