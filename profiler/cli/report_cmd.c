@@ -67,8 +67,9 @@ bool mpprof_mkdir_fresh(char *buf, size_t n) {
   return false;
 }
 
-int mpprof_lock_out(int fd, const char *name, const char *cmd, const char *hint) {
-  if (flock(fd, LOCK_EX | LOCK_NB) == 0) return 0;
+/* mpprof_lock_out with flock's op: LOCK_EX, or LOCK_SH for a reader. */
+static int lock_dir(int fd, int op, const char *name, const char *cmd, const char *hint) {
+  if (flock(fd, op | LOCK_NB) == 0) return 0;
   const char *sep = *cmd ? ": " : "";
   if (errno == EWOULDBLOCK)
     fprintf(stderr, "mpprof: %s%s%s is in use by another mpprof run or merge (locked); %s\n", cmd,
@@ -76,6 +77,29 @@ int mpprof_lock_out(int fd, const char *name, const char *cmd, const char *hint)
   else
     fprintf(stderr, "mpprof: %s%scannot lock %s: %s\n", cmd, sep, name, strerror(errno));
   return -1;
+}
+
+int mpprof_lock_out(int fd, const char *name, const char *cmd, const char *hint) {
+  return lock_dir(fd, LOCK_EX, name, cmd, hint);
+}
+
+/* Run directory dir (or at/dir) opened for command cmd and locked with op:
+ * LOCK_EX for report (it writes there), LOCK_SH for merge's inputs (two
+ * merges may read one run). Either is refused while a run or a merge writes
+ * dir: its raw files are a checkpoint's, not the run's. The descriptor
+ * (closing it releases the lock), or after one line on stderr -1 (cannot
+ * open) or -2 (in use: exit 2). */
+static int lock_run_dir(int at, const char *dir, const char *name, const char *cmd, int op) {
+  int fd = mpp_sf_open_dir(at, dir, MPP_SF_USER_PATH);
+  if (fd < 0) {
+    fprintf(stderr, "mpprof: %s: %s: %s\n", cmd, name, strerror(-fd));
+    return -1;
+  }
+  if (lock_dir(fd, op, name, cmd, "try again when it has ended")) {
+    close(fd);
+    return -2;
+  }
+  return fd;
 }
 
 /* The report of opts->out_dir: the raw files' warnings and the error on
@@ -121,15 +145,8 @@ int mpprof_cmd_report(int argc, char **argv) {
     return 1;
   }
   /* Not while a run or a merge writes DIR (its lock, held to the end). */
-  int fd = mpp_sf_open_dir(AT_FDCWD, dir, MPP_SF_USER_PATH);
-  if (fd < 0) {
-    fprintf(stderr, "mpprof: report: %s: %s\n", dir, strerror(-fd));
-    return 1;
-  }
-  if (mpprof_lock_out(fd, dir, "report", "try again when it has ended")) {
-    close(fd);
-    return 2;
-  }
+  int fd = lock_run_dir(AT_FDCWD, dir, dir, "report", LOCK_EX);
+  if (fd < 0) return fd == -2 ? 2 : 1;
   mpprof_report_options o = {.out_dir = dir,
                              .program = NULL,
                              .summary = stdout,
@@ -344,6 +361,32 @@ static DIR *open_input(const char *dir, char **ret_raw) {
   }
   *ret_raw = raw;
   return d;
+}
+
+/* Whether input dir, open as fd, is a run's raw/ itself: named raw, without
+ * a raw/ of its own. */
+static bool is_raw_itself(int fd, const char *dir) {
+  struct stat st;
+  if (fstatat(fd, "raw", &st, 0) == 0 && S_ISDIR(st.st_mode)) return false;
+  size_t n = strlen(dir);
+  while (n > 1 && dir[n - 1] == '/')
+    n--;
+  return n >= 3 && !strncmp(dir + n - 3, "raw", 3) && (n == 3 || dir[n - 4] == '/');
+}
+
+/* Input dir locked for reading (lock_run_dir): the run directory above it
+ * when it is a run's raw/ itself, as that is where a run holds its lock. */
+static int lock_input(const char *dir) {
+  int fd = lock_run_dir(AT_FDCWD, dir, dir, "merge", LOCK_SH);
+  if (fd < 0 || !is_raw_itself(fd, dir)) return fd;
+  int up = lock_run_dir(fd, "..", dir, "merge", LOCK_SH);
+  close(fd);
+  return up;
+}
+
+static void close_all(int *fd, int n) {
+  for (int i = 0; i < n; i++)
+    if (fd[i] >= 0) close(fd[i]);
 }
 
 static int bring_dir(const char *dir, int out_raw, const char *out_raw_name, brought *b) {
@@ -564,11 +607,17 @@ int mpprof_cmd_merge(int argc, char **argv) {
   const char *out = NULL;
   int ndirs = 0;
   char **dirs = calloc((size_t)argc, sizeof *dirs);
-  if (!dirs) return 1;
+  int *in_fd = malloc((size_t)argc * sizeof *in_fd); /* each input's lock */
+  if (!dirs || !in_fd) {
+    free(dirs);
+    free(in_fd);
+    return 1;
+  }
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       merge_usage(stdout);
       free(dirs);
+      free(in_fd);
       return 0;
     }
     if (!strcmp(argv[i], "-o") && i + 1 < argc) {
@@ -579,6 +628,7 @@ int mpprof_cmd_merge(int argc, char **argv) {
       fprintf(stderr, "mpprof: merge: %s '%s' (see 'mpprof help merge')\n",
               strcmp(argv[i], "-o") ? "unknown option" : "no OUT_DIR after", argv[i]);
       free(dirs);
+      free(in_fd);
       return 2;
     } else {
       dirs[ndirs++] = argv[i];
@@ -587,16 +637,24 @@ int mpprof_cmd_merge(int argc, char **argv) {
   if (!out || ndirs == 0) {
     merge_usage(stderr);
     free(dirs);
+    free(in_fd);
     return 2;
   }
-  /* Every input readable before anything is brought: a merge that fails on
-   * its second input left the first one's raw files in OUT_DIR/raw. */
+  /* Every input readable and none in use before anything is brought: a merge
+   * that fails on its second input left the first one's raw files in
+   * OUT_DIR/raw. Each input stays locked until its files are brought. */
+  for (int i = 0; i < ndirs; i++)
+    in_fd[i] = -1;
   for (int i = 0; i < ndirs; i++) {
     char *raw = NULL;
-    DIR *d = open_input(dirs[i], &raw);
+    in_fd[i] = lock_input(dirs[i]);
+    DIR *d = in_fd[i] < 0 ? NULL : open_input(dirs[i], &raw);
     if (!d) {
+      int in_use = in_fd[i] == -2;
+      close_all(in_fd, ndirs);
+      free(in_fd);
       free(dirs);
-      return 1;
+      return in_use ? 2 : 1;
     }
     closedir(d);
     free(raw);
@@ -608,6 +666,8 @@ int mpprof_cmd_merge(int argc, char **argv) {
   bool existed = lstat(out, &st) == 0;
   if (existed && stat(out, &st) == 0 && S_ISDIR(st.st_mode) && !dir_is_empty(out)) {
     fprintf(stderr, "mpprof: merge: %s is not empty (merge writes a new OUT_DIR)\n", out);
+    close_all(in_fd, ndirs);
+    free(in_fd);
     free(dirs);
     return 2;
   }
@@ -632,8 +692,13 @@ int mpprof_cmd_merge(int argc, char **argv) {
     warn_repeated_ranks(dirs, ndirs);
   }
   brought b = {0};
-  for (int i = 0; rc == 0 && i < ndirs; i++)
+  for (int i = 0; rc == 0 && i < ndirs; i++) {
     rc = bring_dir(dirs[i], raw_fd, out_raw, &b);
+    close(in_fd[i]);
+    in_fd[i] = -1;
+  }
+  close_all(in_fd, ndirs);
+  free(in_fd);
   free(dirs);
   if (rc == 0) {
     mpprof_report_options o = {.out_dir = out,

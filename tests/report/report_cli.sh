@@ -132,8 +132,8 @@ mkdir "$work/lr" && ln -s "$work/a/raw" "$work/lr/raw" || fail "link setup"
   fail "report through a linked raw/: $(cat "$work/lr.err")"
 [[ ! -e $work/lr/report.json ]] || fail "report through a linked raw/ wrote a report"
 
-# A directory that a run or a merge holds (its lock) is neither reported on
-# nor merged into: the report would mix a half-written run's files.
+# A directory that a run or a merge holds (its lock) is neither reported on,
+# merged from nor merged into: the report would mix a half-written run's files.
 if command -v flock >/dev/null; then
   mkdir "$work/held" && { flock "$work/held" sleep 30 >/dev/null 2>&1 & } && holder=$!
   for _ in $(seq 100); do flock -n "$work/held" true || break; sleep 0.05; done
@@ -143,7 +143,20 @@ if command -v flock >/dev/null; then
   [[ $rc -eq 2 ]] || fail "report of a held directory: exit $rc"
   [[ $(cat "$work/held.err") == "mpprof: report: $work/held is in use by another mpprof run or merge (locked); try again when it has ended" ]] ||
     fail "report of a held directory: $(cat "$work/held.err")"
+  # Nor merged from (its raw files are a checkpoint's): a run's directory,
+  # its raw/ itself, and a run before its first checkpoint.
+  merge_held() {
+    "$mpprof" merge "$1" -o "$work/heldm" >/dev/null 2>"$work/held.err"
+    rc=$?
+    [[ $rc -eq 2 ]] || fail "merge of held $1: exit $rc"
+    [[ $(cat "$work/held.err") == "mpprof: merge: $1 is in use by another mpprof run or merge (locked); try again when it has ended" ]] ||
+      fail "merge of held $1: $(cat "$work/held.err")"
+    [[ ! -e $work/heldm ]] || fail "merge of held $1 made its OUT_DIR"
+  }
+  merge_held "$work/held"
+  merge_held "$work/held/raw"
   rm -rf "$work/held/raw"
+  merge_held "$work/held"
   "$mpprof" merge "$work/a" -o "$work/held" >/dev/null 2>"$work/held.err"
   rc=$?
   pkill -P "$holder" 2>/dev/null || kill "$holder" # flock's child holds the lock
