@@ -45,6 +45,10 @@
 #define MP_ROLE_AUX "aux"
 #define MP_ROLE_AUX_IN "aux_in"
 
+/* The largest value of an I64 member below (m, n, k, batch, lds): the
+ * runtime keeps them as int64_t (mpp_op), so a reader refuses more. */
+#define MP_RAW_I64_MAX INT64_MAX
+
 /* The site key: X(member of mpp_op, "json key", kind, "what it is").
  * Kinds (how the runtime hashes, compares and writes the member):
  *   STR       static string, written always (null when NULL)

@@ -729,6 +729,53 @@ static const char *get_str(const cJSON *o, const char *key) {
   return str_of(cJSON_GetObjectItemCaseSensitive(o, key));
 }
 
+/* Optional count or size v (member key) into *ret: absent or null leaves
+ * *ret; 0, or -1 with err naming key when it is anything else. */
+static int opt_u64(const cJSON *v, const char *key, uint64_t *ret, char *err, size_t errlen) {
+  if (!v || cJSON_IsNull(v) || u64_of(v, ret)) return 0;
+  snprintf(err, errlen, "%s: not a non-negative integer", key);
+  return -1;
+}
+
+/* What no run records in a site, read either way (site_fast or
+ * site_from_json): NULL, or the reason naming the field. A call counted in
+ * calls is one that returned success; kernels without one come only from
+ * cuDNN's autotuning (autotune_calls, not in calls). */
+static const char *site_impossible(const mpprof_site *s, char *err, size_t errlen) {
+  const uint64_t dim[] = {s->m, s->n, s->k, s->batch};
+  const char *const dim_key[] = {MP_RK_SITE.m, MP_RK_SITE.n, MP_RK_SITE.k, MP_RK_SITE.batch};
+  for (int i = 0; i < 4; i++)
+    if (dim[i] > (uint64_t)MP_RAW_I64_MAX) {
+      snprintf(err, errlen, "%s: %" PRIu64 " is more than %" PRId64 ", the most a run records",
+               dim_key[i], dim[i], (int64_t)MP_RAW_I64_MAX);
+      return err;
+    }
+  uint64_t flop, kernel_ns = 0;
+  if (!s->conv && !mpprof_gemm_flop(s->m, s->n, s->k, s->batch, &flop)) {
+    snprintf(err, errlen, "%s, %s, %s, %s: more than 2^64 FLOP in one call", MP_RK_SITE.m,
+             MP_RK_SITE.n, MP_RK_SITE.k, MP_RK_SITE.batch);
+    return err;
+  }
+  if (s->scanned_calls > s->calls) {
+    snprintf(err, errlen, "%s: %" PRIu64 " of %" PRIu64 " %s", MP_RK_SITE.scanned_calls,
+             s->scanned_calls, s->calls, MP_RK_SITE.calls);
+    return err;
+  }
+  bool launched = s->n_kernels || (s->has_gpu_ns && s->gpu_ns);
+  if (launched && !s->calls && !s->autotune_calls) {
+    snprintf(err, errlen, "%s: launched by a site of 0 %s", MP_RK_SITE.kernels, MP_RK_SITE.calls);
+    return err;
+  }
+  for (size_t i = 0; i < s->n_kernels; i++)
+    if (__builtin_add_overflow(kernel_ns, s->kernels[i].gpu_ns, &kernel_ns)) kernel_ns = UINT64_MAX;
+  if (s->has_gpu_ns && kernel_ns > s->gpu_ns) {
+    snprintf(err, errlen, "%s: %" PRIu64 ", less than its %s' %" PRIu64, MP_RK_SITE.gpu_ns,
+             s->gpu_ns, MP_RK_SITE.kernels, kernel_ns);
+    return err;
+  }
+  return NULL;
+}
+
 /* A site's members by key, the first of a repeated one as
  * cJSON_GetObjectItemCaseSensitive finds it: some 40 look-ups per site were
  * a walk of its list each. An object of more members is walked. */
@@ -1154,12 +1201,13 @@ static int site_from_json(cJSON *o, const mpprof_process *p, mpprof_model *m, mp
     snprintf(err, errlen, "phase: unknown phase \"%.40s\"", phase);
     return -1;
   }
-  if (!u64_of(M(MP_RK_SITE.scanned_calls), &s->scanned_calls)) s->scanned_calls = 0;
-  u64_of(M(MP_RK_SITE.autotune_calls), &s->autotune_calls);
-  u64_of(M(MP_RK_SITE.m), &s->m);
-  u64_of(M(MP_RK_SITE.n), &s->n);
-  u64_of(M(MP_RK_SITE.k), &s->k);
-  if (!u64_of(M(MP_RK_SITE.batch), &s->batch)) s->batch = 1;
+  s->batch = 1;
+  const char *const counts[] = {
+      MP_RK_SITE.scanned_calls, MP_RK_SITE.autotune_calls, MP_RK_SITE.m, MP_RK_SITE.n, MP_RK_SITE.k,
+      MP_RK_SITE.batch};
+  uint64_t *count_at[] = {&s->scanned_calls, &s->autotune_calls, &s->m, &s->n, &s->k, &s->batch};
+  for (int i = 0; i < 6; i++)
+    if (opt_u64(M(counts[i]), counts[i], count_at[i], err, errlen)) return -1;
   u64_of(M(MP_RK_SITE.lda), &s->lda);
   u64_of(M(MP_RK_SITE.ldb), &s->ldb);
   u64_of(M(MP_RK_SITE.ldc), &s->ldc);
@@ -1186,7 +1234,9 @@ static int site_from_json(cJSON *o, const mpprof_process *p, mpprof_model *m, mp
     if (!(s->fp8 = malloc(sizeof *s->fp8))) return -1;
     *s->fp8 = fp8;
   }
-  s->has_gpu_ns = u64_of(M(MP_RK_SITE.gpu_ns), &s->gpu_ns);
+  const cJSON *gpu_ns = M(MP_RK_SITE.gpu_ns);
+  if (opt_u64(gpu_ns, MP_RK_SITE.gpu_ns, &s->gpu_ns, err, errlen)) return -1;
+  s->has_gpu_ns = gpu_ns && !cJSON_IsNull(gpu_ns);
   s->cc_major = p->cc_major;
   s->cc_minor = p->cc_minor;
   if (parse_counts(sp, M(MP_RK_SITE.not_scanned), &s->not_scanned, &s->n_not_scanned,
@@ -2126,6 +2176,12 @@ static int parse_file(walk *w, const char *path, mpprof_model *m, mpprof_process
         snprintf(err, errlen, "sites[%zu]: %s", i, o ? e : "not valid JSON");
         return 1;
       }
+    }
+    char e[200];
+    if (site_impossible(&cur, e, sizeof e)) {
+      mpprof_site_free(&cur);
+      snprintf(err, errlen, "sites[%zu]: %s", i, e);
+      return 1;
     }
     p->calls += cur.calls;
     if (into[i] == SIZE_MAX) {

@@ -774,6 +774,9 @@ const char *mpprof_fp8_recipe_te(int r);
 cJSON *mpprof_shadow_json(const mpprof_shadow *s, const mpprof_layer *l); /* l: layer extras */
 /* tensor_cores.c */
 int mpprof_tensor_cores(mpprof_model *m); /* 0 or -1 (memory) */
+/* The FLOP of one GEMM call of m x n x k and batch (0 reads as 1), 2mnk per
+ * product, in *ret; false (and *ret 0) when it passes 2^64 - 1. */
+bool mpprof_gemm_flop(uint64_t m, uint64_t n, uint64_t k, uint64_t batch, uint64_t *ret);
 /* findings.c: one rule per finding kind (see the table there). */
 int mpprof_build_findings(mpprof_model *m);
 typedef struct mpprof_finding_rule {

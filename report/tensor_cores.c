@@ -36,6 +36,18 @@ void mpprof_site_gemm_dtypes(const mpprof_site *s, mp_dtype *a, mp_dtype *b, mp_
   if (*c == MP_DTYPE_INVALID) *c = *d;
 }
 
+bool mpprof_gemm_flop(uint64_t m, uint64_t n, uint64_t k, uint64_t batch, uint64_t *ret) {
+  uint64_t f = 2;
+  const uint64_t factor[] = {m, n, k, batch ? batch : 1};
+  bool fits = true;
+  for (int i = 0; i < 4; i++)
+    fits = !__builtin_mul_overflow(f, factor[i], &f) && fits;
+  /* an empty product (a factor 0) is 0 whatever the others */
+  fits = fits || !m || !n || !k;
+  *ret = fits ? f : 0;
+  return fits;
+}
+
 /* 0, or -1 (memory: the reason could not be interned). */
 static int eligibility(mpprof_strpool *pool, mpprof_site *s) {
   mp_tc_query q = {
@@ -82,12 +94,12 @@ static int eligibility(mpprof_strpool *pool, mpprof_site *s) {
     q.m = s->m, q.n = s->n, q.k = s->k;
     q.lda = s->lda, q.ldb = s->ldb, q.ldc = s->ldc;
   }
-  s->flop_per_call = s->shapes_merged
-                         ? 0
-                         : 2 * q.m * q.n * q.k *
-                               (s->conv     ? (s->conv->groups > 1 ? (uint64_t)s->conv->groups : 1)
-                                : !s->batch ? 1
-                                            : s->batch);
+  /* 0 (unknown): merged shapes, or a convolution's product past 2^64 */
+  if (s->shapes_merged ||
+      !mpprof_gemm_flop(q.m, q.n, q.k,
+                        s->conv ? (s->conv->groups > 1 ? (uint64_t)s->conv->groups : 1) : s->batch,
+                        &s->flop_per_call))
+    s->flop_per_call = 0;
   s->elig_known = q.a != MP_DTYPE_INVALID;
   mp_tc_eligibility e;
   memset(&e, 0, sizeof e);

@@ -2410,6 +2410,82 @@ static void stats_in_any_spelling_read_alike_and_bad_ones_are_named(void **state
   free(dir);
 }
 
+/* A site that no run records (more calls scanned than made, kernels of no
+ * call, a dimension or product past what the runtime keeps) skips its file,
+ * the reason naming the field; the same numbers where a run does record
+ * them are read. */
+static void impossible_site_numbers_skip_the_file_naming_the_field(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("impossible");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &RF_P0);
+  rg_site_end(&r, fwd_site(0, "net/fwd", -4, 4));
+  rg_end(&r);
+  char *raw = rg_read_text(dir, "raw/a.json", NULL);
+#define CALLS "\"calls\":10,\"scanned_calls\":10"
+#define MNK "\"m\":64,\"n\":64,\"k\":64,\"batch\":1"
+#define KERNELS(site_ns, kernel_ns)                                                                \
+  "\"ptr_align\":256,\"gpu_ns\":" #site_ns                                                         \
+  ",\"kernels\":[{\"name\":\"k\",\"count\":1,\"gpu_ns\":" #kernel_ns "}]"
+#define P62 "4611686018427387904"
+  const char *bad[][3] = {
+      {CALLS, "\"calls\":10,\"scanned_calls\":1000000", "scanned_calls: 1000000 of 10 calls"},
+      {CALLS, "\"calls\":0,\"scanned_calls\":2", "scanned_calls: 2 of 0 calls"},
+      {CALLS, "\"calls\":10,\"scanned_calls\":-3", "scanned_calls: not a non-negative integer"},
+      {CALLS, "\"calls\":0,\"scanned_calls\":0", "kernels: launched by a site of 0 calls"},
+      {"\"ptr_align\":256", KERNELS(5, 9), "gpu_ns: 5, less than its kernels' 9"},
+      {"\"ptr_align\":256", "\"ptr_align\":256,\"gpu_ns\":-1",
+       "gpu_ns: not a non-negative integer"},
+      {MNK, "\"m\":-1,\"n\":64,\"k\":64,\"batch\":1", "m: not a non-negative integer"},
+      {MNK, "\"m\":64,\"n\":64,\"k\":64,\"batch\":1e19",
+       "batch: 10000000000000000000 is more than 9223372036854775807, the most a run records"},
+      {MNK, "\"m\":" P62 ",\"n\":" P62 ",\"k\":" P62 ",\"batch\":1",
+       "m, n, k, batch: more than 2^64 FLOP in one call"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char *t = replaced(raw, bad[i][0], bad[i][1]);
+    if (i == 3) { /* and kernels */
+      char *u = replaced(t, "\"ptr_align\":256", KERNELS(9, 9));
+      free(t);
+      t = u;
+    }
+    rg_write_text(dir, "a.json", t, strlen(t));
+    free(t);
+    cJSON *rep = rf_report_of(dir);
+    const cJSON *sk = cJSON_GetArrayItem(rf_get(rep, "skipped_files"), 0);
+    if (!sk) fail_msg("%s: read", bad[i][1]);
+    const char *reason = rf_get(sk, "reason")->valuestring;
+    if (!strstr(reason, "sites[0]: ") || !strstr(reason, bad[i][2]))
+      fail_msg("%s: '%s', expected '%s'", bad[i][1], reason, bad[i][2]);
+    cJSON_Delete(rep);
+  }
+  const char *good[][2] = {
+      {CALLS, "\"calls\":0,\"scanned_calls\":0,\"autotune_calls\":2"}, /* and kernels */
+      {"\"ptr_align\":256", KERNELS(9, 9)},
+      {MNK, "\"m\":" P62 ",\"n\":" P62 ",\"k\":0,\"batch\":1"}, /* an empty product */
+  };
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    char *t = replaced(raw, good[i][0], good[i][1]);
+    if (i == 0) {
+      char *u = replaced(t, "\"ptr_align\":256", KERNELS(9, 9));
+      free(t);
+      t = u;
+    }
+    rg_write_text(dir, "a.json", t, strlen(t));
+    free(t);
+    cJSON *rep = rf_report_of(dir);
+    if (cJSON_GetArraySize(rf_get(rep, "skipped_files"))) fail_msg("%s: skipped", good[i][1]);
+    cJSON_Delete(rep);
+  }
+#undef CALLS
+#undef MNK
+#undef KERNELS
+#undef P62
+  free(raw);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* What a report of dir writes (report.json, ops.csv, layers.csv), one text. */
 static char *outputs_text(const char *dir) {
   mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL, .warnings = NULL};
@@ -2573,8 +2649,6 @@ static void sites_read_alike_with_and_without_cjson(void **state) {
       {"\"m\":64,", "\"m\":064,", 4},
       {"\"m\":64,", "\"m\":6.4e1,", 4},
       {"\"m\":64,", "\"m\":1234567890123456,", 4},
-      {"\"m\":64,", "\"m\":-64,", 4},
-      {"\"m\":64,", "\"m\":\"64\",", 4},
       {"\"transa\":\"N\"", "\"transa\":\"T\\u0000\"", 4},
       {"\"api\":\"cublasGemmEx\"", "\"api\":\"cublas\\/GemmEx\"", 4},
       {"\"types\":{\"A\":\"fp16\",", "\"types\":{\"A\":null,", 4},
@@ -2584,6 +2658,8 @@ static void sites_read_alike_with_and_without_cjson(void **state) {
       {at, "{\"id\":0,\"phase\":\"sideways\",", 2},
       {"\"api\":\"cublasGemmEx\"", "\"api\":null", 2},
       {"\"calls\":10,", "", 2},
+      {"\"m\":64,", "\"m\":-64,", 2},
+      {"\"m\":64,", "\"m\":\"64\",", 2},
       {"\"count\":10,\"gpu_ns\":12345}", "\"gpu_ns\":12345}", 2},
       /* the first event (trace.json shows its fields) */
       {"\"stream\":\"0x0\"}", "\"stream\":\"0x1f\",\"call\":3}", 5},
@@ -3063,6 +3139,7 @@ int main(void) {
       cmocka_unit_test(a_grouped_convolution_is_a_batch_of_smaller_gemms),
       cmocka_unit_test(a_3d_convolution_counts_its_depth),
       cmocka_unit_test(bad_raw_files_are_skipped_and_listed),
+      cmocka_unit_test(impossible_site_numbers_skip_the_file_naming_the_field),
       cmocka_unit_test(a_tiny_read_window_reads_every_file_the_same),
       cmocka_unit_test(stats_in_any_spelling_read_alike_and_bad_ones_are_named),
       cmocka_unit_test(sites_read_alike_with_and_without_cjson),
