@@ -170,6 +170,11 @@ static void malformed_headers_are_refused_with_the_problem(void **s) {
                  "shape (2,) of F32 needs 8 bytes, data_offsets hold 4");
   expect_refused(T("\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,4]"), 4,
                  "overflows 64 bits");
+  /* past 2^53 (cJSON's exact range) a dimension is still a size */
+  expect_refused(T("\"dtype\":\"F32\",\"shape\":[4611686018427387904,4],\"data_offsets\":[0,4]"), 4,
+                 "tensor 't': shape (4611686018427387904, 4) overflows 64 bits");
+  expect_refused(T("\"dtype\":\"F32\",\"shape\":[1e20],\"data_offsets\":[0,4]"), 4,
+                 "tensor 't': shape (100000000000000000000,) overflows 64 bits");
   expect_refused("{\"t\":{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[0,1]},"
                  "\"t\":{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[0,1]}}",
                  1, "tensor 't' twice");
