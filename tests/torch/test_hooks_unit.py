@@ -271,6 +271,55 @@ class Tests(unittest.TestCase):
                          [("d2'", (name(d.fc2), "backward")), ("d1'", (name(d.fc1), "backward")),
                           ("g2'", (name(g.fc2), "backward")), ("g1'", (name(g.fc1), "backward"))])
 
+    def test_another_threads_root_forward_leaves_this_forwards_marks_alone(self):
+        # DataParallel's replicas, a multi-threaded trainer: a root forward
+        # begun on another thread while a block's forward runs must not make
+        # the block's own output mark "afresh" (it took the innermost start,
+        # b.inner, and gave the op to b)
+        class Block(nn.Module):
+            def __init__(self, tag, pause=None):
+                super().__init__()
+                self.tag, self.pause = tag, pause
+                self.inner = Leaf(tag + ".inner")
+
+            def forward(self, x):
+                y = self.inner(Probe.apply(x, self.tag + "-own"))
+                if self.pause is not None:
+                    self.pause()  # the other thread's root forward runs now
+                return y  # the output of inner: its start stays innermost
+
+        class Model(nn.Module):
+            def __init__(self, pause=None):
+                super().__init__()
+                self.b = Block("b", pause)
+
+            def forward(self, x):
+                return self.b(x)
+
+        started, done = threading.Event(), threading.Event()
+
+        def pause():
+            started.set()
+            self.assertTrue(done.wait(30))
+
+        other = Model()
+
+        def run_other():
+            started.wait(30)
+            other(torch.ones(2, requires_grad=True))
+            done.set()
+
+        model = Model(pause)
+        th = threading.Thread(target=run_other)
+        th.start()
+        out = model(torch.ones(2, requires_grad=True))
+        th.join()
+        seen.clear()
+        out.sum().backward()
+        name = lambda m: hooks._lib_names[hooks._ids[id(m)][1]]  # noqa: E731
+        self.assertEqual([(t, s) for t, s in seen if t.endswith("'")],
+                         [("b.inner'", (name(model.b.inner), "backward")), ("b-own'", (name(model.b), "backward"))])
+
     def test_other_root_models_of_one_class_keep_apart(self):
         # a GAN whose G and D are both nn.Sequential, with an EMA copy of G:
         # D and the copy are two models, not one set of layers

@@ -44,7 +44,7 @@ static PyObject *root_fns;       /* (begins, ends, live) of hooks._root_frames, 
 static PyObject *mark_type;      /* MarkHook */
 static int direct = 1;           /* register through _backward_hooks (see register_hook) */
 static const mpp_marks_api *cxx; /* marks as C++ pre-hooks on grad_fn (_marks.cpp), or NULL */
-static unsigned long generation; /* root forwards begun: a mark from an older one starts afresh */
+static unsigned long generation; /* root forwards begun, on all threads: each one's number */
 static PyObject *s_requires_grad, *s_grad_fn, *s_backward_hooks, *s_dataclass_fields,
     *s_register_hook_dict, *s_register_hook;
 
@@ -54,6 +54,7 @@ typedef struct tstate {
   int n, overflow;          /* frames kept, frames beyond MAX_STACK */
   int bwd;                  /* depth of torch.autograd.backward/grad calls here */
   int worker;               /* a mark ran here outside such a call: an autograd thread */
+  unsigned long gen;        /* the number of this thread's root forward (generation) */
   int nctx, ctx_overflow;   /* open backward/optimizer scopes (kept, beyond MAX_CTX) */
   int ctx_base[MAX_CTX];    /* module frames below each */
   PyObject *mod[MAX_STACK]; /* strong references */
@@ -152,12 +153,16 @@ typedef struct {
 
 /* The marking rule, for a Python mark and a C++ one alike: within one root
  * forward an innermost module's start stays and the outermost module's end
- * wins; a mark from an older root forward starts afresh, but for the start
+ * wins; a mark from another root forward starts afresh, but for the start
  * of the module that made the tensor, which only another start replaces (a
- * model's output fed to another root model, D(G(z)): G's backward is G's). */
+ * model's output fed to another root model, D(G(z)): G's backward is G's).
+ * "One root forward" is the marking thread's: another thread's root forward
+ * in between (DataParallel's replicas) leaves this one's marks as they are. */
 static void mark_update(mpp_mark_state *m, int32_t start, int32_t end, int fresh) {
-  if (fresh || m->gen != generation) {
-    m->gen = generation;
+  tstate *t = thread_state();
+  unsigned long gen = t ? t->gen : 0;
+  if (fresh || m->gen != gen) {
+    m->gen = gen;
     if (fresh || start != UNSET) m->start = start;
     m->end = end;
   } else {
@@ -382,7 +387,7 @@ static PyObject *pre(PyObject *self, PyObject *args) {
    * parent here: are the frames kept still running? */
   if (t->n && (!named || module == t->mod[0])) settle(t);
   if (!t->n && !t->overflow) {
-    generation++;
+    t->gen = ++generation; /* under the interpreter lock */
     if (!t->nctx && root_fns) root_call(0);
   }
   if (!named) lid = name_layer(t, module);

@@ -18,7 +18,8 @@
 #define MPP_MARKS_CAPSULE "mpprof_torch._marks.api"
 
 /* One mark: the module whose backward starts there, the one it returns to
- * at its end (each UNSET when not given), the root forward that set them. */
+ * at its end (each UNSET when not given), the root forward (the number of
+ * one, on whichever thread) that set them. */
 typedef struct mpp_mark_state {
   int32_t start, end;
   unsigned long gen;
