@@ -320,6 +320,39 @@ class Tests(unittest.TestCase):
         self.assertEqual([(t, s) for t, s in seen if t.endswith("'")],
                          [("b.inner'", (name(model.b.inner), "backward")), ("b-own'", (name(model.b), "backward"))])
 
+    def test_a_child_called_with_keyword_arguments_hands_back_to_its_parent(self):
+        # HuggingFace calls submodules so: self.proj(hidden_states=h); h got
+        # no "end" mark and the parent's own op went to the child's backward
+        class Proj(Leaf):
+            def forward(self, hidden_states):
+                return super().forward(hidden_states)
+
+        class Attn(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = Proj("proj")
+
+            def forward(self, x, by_keyword):
+                h = Probe.apply(x, "attn-own")
+                return self.proj(hidden_states=h) if by_keyword else self.proj(h)
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.attn = Attn()
+
+            def forward(self, x, by_keyword):
+                return self.attn(x, by_keyword)
+
+        model = Model()
+        name = lambda m: hooks._lib_names[hooks._ids[id(m)][1]]  # noqa: E731
+        for by_keyword in (False, True):
+            seen.clear()
+            model(torch.ones(2, requires_grad=True), by_keyword).sum().backward()
+            self.assertEqual([(t, s) for t, s in seen if t.endswith("'")],
+                             [("proj'", (name(model.attn.proj), "backward")),
+                              ("attn-own'", (name(model.attn), "backward"))], by_keyword)
+
     def test_other_root_models_of_one_class_keep_apart(self):
         # a GAN whose G and D are both nn.Sequential, with an EMA copy of G:
         # D and the copy are two models, not one set of layers
@@ -698,6 +731,53 @@ class FastPathTests(unittest.TestCase):
         post(m, (x,), x * 1)
         self.assertEqual((_fast().depth()[0], stub.stack()), (0, []))
 
+    def test_keyword_arguments_are_marked_as_each_torch_hands_them(self):
+        # torch 2.6+ gives a global post-hook registered with_kwargs the
+        # keyword arguments; 2.2-2.5 run the hooks in a closure of
+        # _call_impl, where _fast reads them (1.13: test above). Here both
+        # module calls in outline, each with _fast's C hooks and with the
+        # Python hooks bound where torch has Dynamo.
+        for with_kwargs in (True, False):
+            for hook_kind in ("C", "Python"):
+                with self.subTest(with_kwargs=with_kwargs, hooks=hook_kind):
+                    seen.clear()
+                    call = _OutlineCall(with_kwargs, hook_kind == "Python")
+                    attn, proj = Leaf("attn"), Leaf("proj")  # (named as models of their own)
+
+                    def attn_forward(x):
+                        return call(proj, hidden_states=Probe.apply(x, "attn-own"))
+
+                    attn.forward = attn_forward
+                    proj.forward = lambda hidden_states: Leaf.forward(proj, hidden_states)
+                    call(attn, torch.ones(2, requires_grad=True)).sum().backward()
+                    self.assertEqual([(t, s[0]) for t, s in seen if t.endswith("'")],
+                                     [("proj'", hooks._lib_names[hooks._ids[id(proj)][1]]),
+                                      ("attn-own'", hooks._lib_names[hooks._ids[id(attn)][1]])])
+                    self.assertEqual((_fast().depth()[0], stub.stack()), (0, []))
+
+    def test_a_torch_that_hands_hooks_keyword_arguments_is_asked_for_them(self):
+        # 2.6+: register_module_forward_hook(with_kwargs=True); _fast then
+        # reads no frame (what it is given is what the call had)
+        got = []
+
+        class Module:  # torch.nn.modules.module of 2.6+, in outline
+            @staticmethod
+            def register_module_forward_pre_hook(hook):
+                got.append(("pre", hook))
+
+            @staticmethod
+            def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+                got.append(("post", hook, with_kwargs, always_call))
+
+        fake = type("torch", (), {"nn": type("nn", (), {"modules": type("m", (), {"module": Module})})})
+        codes, roots = _fast().kwargs_from(None), _fast().follow_roots(None)  # (as bind set them)
+        try:
+            hooks._register_module_hooks(fake, "pre", "post")
+        finally:
+            self.assertIsNone(_fast().kwargs_from(codes))
+            self.assertIsNone(_fast().follow_roots(roots))  # (it runs when forward raises)
+        self.assertEqual(got, [("pre", "pre"), ("post", "post", True, True)])
+
     def test_a_tensor_marked_in_many_forwards_keeps_one_mark(self):
         x = torch.ones(2, requires_grad=True) * 1  # not a leaf: root inputs get an "end" mark
         m = Leaf("r")
@@ -716,6 +796,42 @@ class FastPathTests(unittest.TestCase):
             warnings.simplefilter("always")
             torch.save(out, io.BytesIO())
         self.assertEqual([str(x.message) for x in w if "hook" in str(x.message)], [])
+
+
+class _OutlineCall:
+    """Module._call_impl of torch 2.2+ in outline (the hooks run in a
+    closure of it, `inner`), calling _fast's hooks or the Python ones: with
+    the keyword arguments (a post-hook registered with_kwargs, 2.6+), or
+    without, _fast told where to find them (as bind does before 2.6)."""
+
+    def __init__(self, with_kwargs, python_hooks):
+        self.with_kwargs = with_kwargs
+        self.pre, self.post = (hooks._module_hooks(lambda: False) if python_hooks
+                               else (_fast().pre, _fast().post))
+
+    def __call__(self, module, *args, **kwargs):
+        codes = None if self.with_kwargs else hooks._call_kwargs(
+            type("torch", (), {"nn": type("nn", (), {"Module": _OutlineCall})}))
+        real = _fast().kwargs_from(codes)  # (what bind set)
+        try:
+            return self._call_impl(module, *args, **kwargs)
+        finally:
+            _fast().kwargs_from(real)
+
+    def _call_impl(self, module, *args, **kwargs):
+        result = None
+
+        def inner():
+            nonlocal result, args, kwargs
+            self.pre(module, args)
+            result = module.forward(*args, **kwargs)
+            if self.with_kwargs:
+                self.post(module, args, kwargs, result)
+            else:
+                self.post(module, args, result)
+            return result
+
+        return inner()
 
 
 def _fast():

@@ -26,6 +26,7 @@
 #define MAX_STACK 256   /* frames kept per thread; deeper ones are counted */
 #define SCAN_DEPTH 2    /* containers looked into for tensors: (x,), [(x,)] */
 #define MAX_CTX 32      /* open backward/optimizer scopes kept per thread */
+#define CALL_DEPTH 3    /* frames looked at for torch's module call (call_kwargs) */
 
 typedef void (*push_fn)(int32_t, int32_t);
 typedef void (*pop_fn)(void);
@@ -42,11 +43,12 @@ static PyObject *log_fn;         /* hooks._log(msg) */
 static PyObject *ids;            /* dict id(module) -> (weakref, lid), hooks._ids */
 static PyObject *root_fns;       /* (begins, ends, live) of hooks._root_frames, or NULL */
 static PyObject *mark_type;      /* MarkHook */
+static PyObject *call_codes;     /* torch's module call: ((code, its **kwargs), ...) */
 static int direct = 1;           /* register through _backward_hooks (see register_hook) */
 static const mpp_marks_api *cxx; /* marks as C++ pre-hooks on grad_fn (_marks.cpp), or NULL */
 static unsigned long generation; /* root forwards begun, on all threads: each one's number */
 static PyObject *s_requires_grad, *s_grad_fn, *s_backward_hooks, *s_dataclass_fields,
-    *s_register_hook_dict, *s_register_hook;
+    *s_register_hook_dict, *s_register_hook, *s_f_code, *s_f_back, *s_f_locals;
 
 /* --- per-thread state --- */
 
@@ -470,10 +472,47 @@ static void ctx_exit(tstate *t) {
     drop_frames(t, t->ctx_base[--t->nctx]);
 }
 
+/* The keyword arguments of the module call whose post-hook runs now, for a
+ * torch that does not give them to a global hook (before 2.6): the dict in
+ * the frame of torch's call (call_codes) that calls the hook, directly or
+ * through hooks.py's Python hook. A new reference, or NULL (not found). */
+static PyObject *call_kwargs(void) {
+  if (!call_codes) return NULL;
+  PyObject *f = (PyObject *)PyEval_GetFrame(), *kw = NULL;
+  Py_XINCREF(f);
+  for (int depth = 0; f && f != Py_None && depth < CALL_DEPTH; depth++) {
+    PyObject *code = PyObject_GetAttr(f, s_f_code), *name = NULL;
+    for (Py_ssize_t i = 0; code && i < PyTuple_Size(call_codes); i++) {
+      PyObject *pair = PyTuple_GetItem(call_codes, i);
+      if (PyTuple_GetItem(pair, 0) == code) name = PyTuple_GetItem(pair, 1);
+    }
+    Py_XDECREF(code);
+    if (name) {
+      PyObject *locals = PyObject_GetAttr(f, s_f_locals);
+      kw = locals ? PyObject_GetItem(locals, name) : NULL;
+      Py_XDECREF(locals);
+      break;
+    }
+    PyObject *back = code ? PyObject_GetAttr(f, s_f_back) : NULL;
+    Py_DECREF(f);
+    f = back;
+  }
+  Py_XDECREF(f);
+  if (PyErr_Occurred()) report("keyword arguments not read:", NULL);
+  return kw;
+}
+
 static PyObject *post(PyObject *self, PyObject *args) {
   (void)self;
-  PyObject *module, *margs, *output;
-  if (!PyArg_UnpackTuple(args, "post", 3, 3, &module, &margs, &output)) return NULL;
+  /* (module, args, output), or (module, args, kwargs, output): a torch
+   * that gives a global hook the keyword arguments (with_kwargs, 2.6+) */
+  PyObject *module, *margs, *kwargs = NULL, *output;
+  if (!PyArg_UnpackTuple(args, "post", 3, 4, &module, &margs, &output, &kwargs)) return NULL;
+  if (kwargs) {
+    PyObject *o = kwargs;
+    kwargs = output;
+    output = o;
+  }
   tstate *t = thread_state();
   if (!t) Py_RETURN_NONE;
   if (t->overflow) { /* frames past MAX_STACK are innermost: this is one */
@@ -500,10 +539,14 @@ static PyObject *post(PyObject *self, PyObject *args) {
   int back = !c_ops || !t->n || c_ops() > 0;
   if ((own || back) && truthy_call(grad_enabled)) {
     int32_t parent = t->n ? t->lid[t->n - 1] : NO_LAYER;
+    /* the inputs passed by keyword too (HuggingFace's self.proj(hidden_states=h)) */
+    PyObject *kw = !back ? NULL : kwargs ? (Py_INCREF(kwargs), kwargs) : call_kwargs();
     if ((own && mark_all(output, 0, lid, UNSET) < 0) ||
-        (back && PyTuple_Check(margs) && mark_all(margs, 0, UNSET, parent) < 0))
+        (back && PyTuple_Check(margs) && mark_all(margs, 0, UNSET, parent) < 0) ||
+        (kw && PyDict_Check(kw) && mark_all(kw, 0, UNSET, parent) < 0))
       /* e.g. a tensor subclass refusing hooks: that backward stays unnamed */
       report("backward hooks not registered:", module);
+    Py_XDECREF(kw);
   }
   return raise_kept(t);
 }
@@ -552,19 +595,41 @@ static PyObject *scope_exit(PyObject *self, PyObject *unused) {
   return raise_kept(t);
 }
 
+static PyObject *swap(PyObject **slot, PyObject *v) {
+  /* *slot takes v (None: NULL); the one before is returned (NULL: None) */
+  PyObject *old = *slot ? *slot : (Py_INCREF(Py_None), Py_None);
+  *slot = v == Py_None ? NULL : v;
+  Py_XINCREF(*slot);
+  return old;
+}
+
 static PyObject *follow_roots(PyObject *self, PyObject *fns) {
   /* (begins, ends, live) of hooks._root_frames, or None: torch's post-hook
-   * runs when forward raises */
+   * runs when forward raises. Returns the one before. */
   (void)self;
   if (fns != Py_None && (!PyTuple_Check(fns) || PyTuple_Size(fns) != 3)) {
     PyErr_SetString(PyExc_TypeError, "follow_roots takes (begins, ends, live) or None");
     return NULL;
   }
-  PyObject *old = root_fns;
-  root_fns = fns == Py_None ? NULL : fns;
-  Py_XINCREF(root_fns);
-  Py_XDECREF(old);
-  Py_RETURN_NONE;
+  return swap(&root_fns, fns);
+}
+
+static PyObject *kwargs_from(PyObject *self, PyObject *codes) {
+  /* ((code, name), ...): where post finds a module call's keyword
+   * arguments (call_kwargs); None: post is given them, or never. Returns
+   * the one before. */
+  (void)self;
+  if (codes != Py_None) {
+    if (!PyTuple_Check(codes)) goto bad;
+    for (Py_ssize_t i = 0; i < PyTuple_Size(codes); i++) {
+      PyObject *pair = PyTuple_GetItem(codes, i);
+      if (!PyTuple_Check(pair) || PyTuple_Size(pair) != 2) goto bad;
+    }
+  }
+  return swap(&call_codes, codes);
+bad:
+  PyErr_SetString(PyExc_TypeError, "kwargs_from takes ((code, name), ...) or None");
+  return NULL;
 }
 
 static PyObject *mark_root(PyObject *self, PyObject *x) {
@@ -687,13 +752,16 @@ static PyMethodDef methods[] = {
      "init(push, pop, set, ops|None, Tensor, is_grad_enabled, resolve, log, ids, OrderedDict): "
      "function addresses (ints) of mpprof.h's scope calls, then Python objects"},
     {"pre", pre, METH_VARARGS, "global module forward pre-hook"},
-    {"post", post, METH_VARARGS, "global module forward hook"},
+    {"post", post, METH_VARARGS, "global module forward hook (with or without kwargs)"},
     {"backward_enter", backward_enter, METH_NOARGS, "torch.autograd.backward/grad starts here"},
     {"backward_exit", backward_exit, METH_NOARGS, "... and returns"},
     {"scope_enter", scope_enter, METH_VARARGS,
      "open a (layer, phase) scope: frames left inside go with it"},
     {"scope_exit", scope_exit, METH_NOARGS, "close it"},
-    {"follow_roots", follow_roots, METH_O, "(begins, ends, live) of root calls, or None"},
+    {"follow_roots", follow_roots, METH_O,
+     "(begins, ends, live) of root calls, or None; returns the previous"},
+    {"kwargs_from", kwargs_from, METH_O,
+     "((code, name of its **kwargs), ...) of torch's module call, or None; returns the previous"},
     {"mark_root", mark_root, METH_O, "mark a backward root: backward, no module"},
     {"register_probe", register_probe, METH_VARARGS, "start-up check of the direct registration"},
     {"set_direct", set_direct, METH_O, "use the direct registration (True) or register_hook"},
@@ -723,7 +791,10 @@ PyMODINIT_FUNC PyInit__fast(void) {
       !(s_backward_hooks = PyUnicode_InternFromString("_backward_hooks")) ||
       !(s_dataclass_fields = PyUnicode_InternFromString("__dataclass_fields__")) ||
       !(s_register_hook_dict = PyUnicode_InternFromString("_register_hook_dict")) ||
-      !(s_register_hook = PyUnicode_InternFromString("register_hook")))
+      !(s_register_hook = PyUnicode_InternFromString("register_hook")) ||
+      !(s_f_code = PyUnicode_InternFromString("f_code")) ||
+      !(s_f_back = PyUnicode_InternFromString("f_back")) ||
+      !(s_f_locals = PyUnicode_InternFromString("f_locals")))
     goto fail;
   return m;
 fail:

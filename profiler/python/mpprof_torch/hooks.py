@@ -763,10 +763,10 @@ def _module_hooks(compiling):
             return None
         return fast_pre(module, args)
 
-    def post(module, args, output):
+    def post(module, args, *kwargs_output):  # (kwargs,) output: registered with_kwargs
         if compiling():
             return None
-        return fast_post(module, args, output)
+        return fast_post(module, args, *kwargs_output)
 
     return pre, post
 
@@ -808,6 +808,41 @@ def _root_frames(torch):
     return begins, ends, live
 
 
+def _call_kwargs(torch):
+    """For a torch whose global forward hook is not given the keyword
+    arguments (before 2.6): ((code, name of its **kwargs), ...) of
+    Module._call_impl, which calls the hooks, and of the closure in it that
+    does so (2.2+), for _fast to read a call's keyword arguments there."""
+    code = getattr(getattr(torch.nn.Module, "_call_impl", None), "__code__", None)
+    if code is None or not code.co_flags & 0x08:  # CO_VARKEYWORDS: a **kwargs
+        return None
+    name = code.co_varnames[code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 0x04)]
+    return ((code, name),) + tuple((c, name) for c in code.co_consts
+                                   if type(c) is type(code) and name in c.co_freevars)
+
+
+def _register_module_hooks(torch, pre, post):
+    """The global forward hooks, with what this torch gives them: the
+    keyword arguments (2.6+; before, _fast reads them from _call_impl's
+    frame), and a post-hook run when forward raises (2.1+; before,
+    _fast follows the root calls)."""
+    mm = torch.nn.modules.module
+    mm.register_module_forward_pre_hook(pre)
+    try:
+        mm.register_module_forward_hook(post, with_kwargs=True, always_call=True)
+        _fast.kwargs_from(None)
+        _fast.follow_roots(None)
+        return
+    except TypeError:
+        _fast.kwargs_from(_call_kwargs(torch))
+    try:
+        mm.register_module_forward_hook(post, always_call=True)
+        _fast.follow_roots(None)
+    except TypeError:
+        mm.register_module_forward_hook(post)
+        _fast.follow_roots(_root_frames(torch))
+
+
 def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skipped=None, ops=None,
          model_root=None):
     """Install the hooks on top of these scope functions: push, pop, set_
@@ -828,15 +863,7 @@ def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skip
     _fast.set_marks(None)
     _cxx = _cxx_marks(torch)
     _log("backward marks: %s" % ("C++ pre-hooks on grad_fn" if _cxx else "Python tensor hooks"))
-    pre, post = _module_hooks(_compiling)
-    mm = torch.nn.modules.module
-    mm.register_module_forward_pre_hook(pre)
-    try:  # 2.1+: the post hook also runs when forward raises
-        mm.register_module_forward_hook(post, always_call=True)
-        _fast.follow_roots(None)
-    except TypeError:
-        mm.register_module_forward_hook(post)
-        _fast.follow_roots(_root_frames(torch))
+    _register_module_hooks(torch, *_module_hooks(_compiling))
     _real_grad = torch.autograd.grad
     torch.autograd.backward = _wrap_autograd(torch.autograd.backward)
     torch.autograd.grad = _wrap_autograd(torch.autograd.grad)
