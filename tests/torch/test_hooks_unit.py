@@ -353,6 +353,43 @@ class Tests(unittest.TestCase):
                              [("proj'", (name(model.attn.proj), "backward")),
                               ("attn-own'", (name(model.attn), "backward"))], by_keyword)
 
+    def test_parts_called_as_models_keep_their_names_once_the_whole_is_called(self):
+        # a VAE trained as m.decoder(m.encoder(x)), then called whole (a
+        # validation or sampling call): its Linears were renamed (fc ->
+        # encoder.fc), each one then two layers; a module's first name stays
+        class Part(nn.Module):
+            def __init__(self, tag):
+                super().__init__()
+                self.fc = Leaf(tag)
+
+            def forward(self, x):
+                return self.fc(x)
+
+        class Enc(Part):
+            pass
+
+        class Dec(Part):
+            pass
+
+        class VAE(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.encoder, self.decoder = Enc("enc"), Dec("dec")
+
+            def forward(self, x):
+                return self.decoder(self.encoder(x))
+
+        m = VAE()
+        scopes = []
+        for whole in (False, True, False):
+            seen.clear()
+            x = torch.ones(2, requires_grad=True)
+            (m(x) if whole else m.decoder(m.encoder(x))).sum().backward()
+            scopes.append(seen[:])
+        self.assertEqual(scopes[1], scopes[0])
+        self.assertEqual(scopes[2], scopes[0])
+        self.assertEqual(len({s[0] for _, s in scopes[0]}), 2, scopes[0])  # two layers, not one
+
     def test_other_root_models_of_one_class_keep_apart(self):
         # a GAN whose G and D are both nn.Sequential, with an EMA copy of G:
         # D and the copy are two models, not one set of layers

@@ -172,6 +172,11 @@ def _name_root(root):
             _bare_names[root] = bare
             _note_model(bare, root)
     for qualname, m in children:
+        ent = _ids.get(id(m))
+        if ent is not None and ent[0]() is m:
+            # named already, as a model of its own (m.decoder(m.encoder(x))
+            # before m(x)): its first name stays, one layer all the run
+            continue
         name = _label(m, qualname, prefix) if len(children) > 1 else bare
         lid = _layer_id(name.encode(), type(m).__name__.encode())
         _ids[id(m)] = (weakref.ref(m), lid)
