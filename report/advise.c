@@ -550,12 +550,25 @@ static int applied_scale(mpprof_model *m) {
       if (lt->cls != MP_TCLASS_GRADIENT || !lt->scale_undeclared) continue;
       if (lt->st.count == 0) continue;
       g->undeclared_gradients = true;
-      bool nonfinite = lt->st.nans + lt->st.pos_infs + lt->st.neg_infs > 0;
-      if (nonfinite || (lt->has_values && lt->adv.fp16 != MP_FP16_SAFE)) g->unknown = true;
+      if (lt->st.nans + lt->st.pos_infs + lt->st.neg_infs > 0) g->undeclared_nonfinite = true;
+      if (lt->has_values && lt->adv.fp16 != MP_FP16_SAFE) g->undeclared_unfit = true;
     }
   }
-  if (g->declared) g->unknown = false; /* the program said which scale it used */
   return 0;
+}
+
+bool mpprof_loss_scale_unknown(const mpprof_applied_scale *g) {
+  return *mpprof_loss_scale_unknown_why(g) != 0;
+}
+
+const char *mpprof_loss_scale_unknown_why(const mpprof_applied_scale *g) {
+  if (g->declared || !g->undeclared_gradients) return ""; /* said, or nothing to scale */
+  if (g->undeclared_nonfinite) return "gradients hold Inf/NaN";
+  if (g->undeclared_unfit) return "gradients do not fit fp16 at scale 1";
+  if (g->flush_edge) return "gradients are at fp16's flush edge";
+  if (g->subnormal) return "without a loss scale, gradients are fp16 subnormals";
+  if (g->needed) return "scale 1 is outside the loss-scale window";
+  return "";
 }
 
 /* The earliest first_nonfinite over the processes. */

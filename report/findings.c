@@ -927,11 +927,12 @@ static bool fp16_backward(const mpprof_model *m) {
 
 /* No declaration, and gradients that need a scale: say that the figures assume 1. */
 static int rule_loss_scale_unknown(mpprof_model *m) {
-  if (!m->loss_scale.unknown) return 0;
+  if (!mpprof_loss_scale_unknown(&m->loss_scale)) return 0;
   mpprof_finding *f =
       add(m, "loss_scale_unknown", "medium", NULL,
-          strdup("applied loss scale unknown; figures assume 1 (gradients hold Inf/NaN or do "
-                 "not fit fp16 at scale 1, and the program declared no loss scale)"),
+          mpprof_asprintf(MPPROF_LOSS_SCALE_UNKNOWN_NOTE
+                          " (%s, and the program declared no loss scale)",
+                          mpprof_loss_scale_unknown_why(&m->loss_scale)),
           strdup("declare the loss scale (NVTX domain \"mpprof\", mark \"loss_scale\"; see "
                  "README) or run with mpprof run --loss-scale S"));
   return f ? 0 : -1;

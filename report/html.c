@@ -301,8 +301,8 @@ static void summary(const mpprof_model *m, FILE *f) {
     if (g->declared && g->max != g->min) fprintf(f, " to %s", mpprof_scale_str(g->max, b));
     if (g->declared)
       fputs(" (gradients are shown divided by it: windows and shares are absolute).</p>\n", f);
-    if (g->unknown)
-      fputs("<p class=\"high\">Applied loss scale unknown; figures assume 1.</p>\n", f);
+    if (mpprof_loss_scale_unknown(g))
+      fputs("<p class=\"high\">" MPPROF_LOSS_SCALE_UNKNOWN_NOTE ".</p>\n", f);
   }
   if (m->incomplete)
     fputs("<p class=\"high\">Incomplete data: some process did not finish, hit a profiler "

@@ -159,7 +159,7 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
       fprintf(f, "  applied loss scale: %s%s%s%s\n", mpprof_scale_str(g->min, sa),
               g->max != g->min ? " to " : "", g->max != g->min ? mpprof_scale_str(g->max, sb) : "",
               g->source && !strcmp(g->source, "option") ? " (--loss-scale)" : "");
-    if (g->unknown) fputs("  applied loss scale unknown; figures assume 1\n", f);
+    if (mpprof_loss_scale_unknown(g)) fputs("  " MPPROF_LOSS_SCALE_UNKNOWN_NOTE "\n", f);
     if (m->tc.kernel_data && m->tc.gemm_conv_kernel_ns)
       fprintf(f, "  Tensor Cores: %s%% of GEMM/conv GPU time%s\n",
               mpprof_pct_text(mpprof_pct(m->tc.tc_ns, m->tc.gemm_conv_kernel_ns)).s,

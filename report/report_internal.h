@@ -478,14 +478,24 @@ typedef struct mpprof_applied_scale {
   bool subnormal;
   cJSON *limited_by; /* array of layer names */
   /* What the program applied (raw "training" objects and site scales). */
-  bool declared;             /* some site ran under a declared scale */
-  bool undeclared_gradients; /* gradient tensors with values ran with no declared scale */
-  bool unknown; /* undeclared, and some such gradient holds Inf/NaN or is not fp16-safe at 1 */
+  bool declared;                /* some site ran under a declared scale */
+  bool undeclared_gradients;    /* gradient tensors with values ran with no declared scale */
+  bool undeclared_nonfinite;    /* some such gradient holds Inf/NaN */
+  bool undeclared_unfit;        /* some such gradient is not fp16-safe at scale 1 */
   double first, last, min, max; /* over declared scales (0 when none) */
   const char *source;           /* "marks", "option", NULL */
   uint64_t steps_marked, skipped_steps;
   cJSON *per_step; /* array of {first, last, scale} (owned), from step marks */
 } mpprof_applied_scale;
+
+/* The applied scale is unknown when no site ran under a scale the program
+ * declared (marks, --loss-scale, a GradScaler's feed) and the gradients need
+ * one: some holds Inf/NaN, is not fp16-safe at scale 1, or `needed` (the
+ * report's own loss-scale line says so). The figures then assume 1. */
+bool mpprof_loss_scale_unknown(const mpprof_applied_scale *g);
+/* Why the gradients need a scale (the finding's words), "" when they don't. */
+const char *mpprof_loss_scale_unknown_why(const mpprof_applied_scale *g);
+#define MPPROF_LOSS_SCALE_UNKNOWN_NOTE "applied loss scale unknown; figures assume 1"
 
 typedef struct mpprof_nonfinite {
   bool found;

@@ -1878,6 +1878,46 @@ static void subnormal_gradients_make_the_loss_scale_needed(void **state) {
   }
 }
 
+/* Gradients that need a loss scale (here: fp16 subnormals without one, as
+ * conv_train fp32 wrote them) and no declared scale: the figures assume 1,
+ * and the JSON, the terminal and a finding say so (they did not: only Inf/NaN
+ * or not fp16-safe at 1 counted). A declared scale, even 1, is known. */
+static void a_needed_loss_scale_left_undeclared_is_unknown(void **state) {
+  (void)state;
+  for (int declared = 0; declared < 2; declared++) {
+    char *dir = rg_tmpdir(declared ? "neededdecl" : "neededundecl");
+    rg_file r;
+    rg_begin(&r, dir, "a.json", &RF_P0);
+    rg_site_end(&r, fwd_site(0, "l/fwd", -6, 6));
+    cJSON *s = rg_gemm(1, "cublasGemmEx", "l/bwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F", "DEFAULT",
+                       64, 64, 64, 10);
+    rg_tensor(s, "A", MP_FP16, -10, -2, 100);
+    rg_tensor(s, "D", MP_FP32, -20, -2, 400);
+    if (declared) cJSON_AddNumberToObject(s, "loss_scale", 1);
+    rg_site_end(&r, s);
+    rg_end(&r);
+    cJSON *rep = rf_report_of(dir);
+    assert_true(cJSON_IsTrue(rf_get(rep, "loss_scale.needed")));
+    assert_int_equal(cJSON_IsTrue(rf_get(rep, "loss_scale.applied.known")), declared);
+    const cJSON *note = rf_get(rep, "loss_scale.applied.note");
+    assert_int_equal(cJSON_IsString(note), !declared);
+    assert_true(cJSON_Compare(note, rf_get(rep, "summary.loss_scale_note"), true));
+    const cJSON *f = rf_finding(rep, "loss_scale_unknown", NULL);
+    assert_int_equal(f != NULL, !declared);
+    if (f)
+      assert_non_null(strstr(rf_get(f, "message")->valuestring,
+                             "applied loss scale unknown; figures assume 1 (without a loss "
+                             "scale, gradients are fp16 subnormals"));
+    cJSON_Delete(rep);
+    char *text = summary_text(dir);
+    assert_int_equal(strstr(text, "  applied loss scale unknown; figures assume 1\n") != NULL,
+                     !declared);
+    free(text);
+    rg_rmdir(dir);
+    free(dir);
+  }
+}
+
 static void tiny_forward_values_are_not_rescued_by_a_loss_scale(void **state) {
   (void)state;
   char *dir = rg_tmpdir("fwdunder");
@@ -3128,6 +3168,7 @@ int main(void) {
       cmocka_unit_test(a_flushed_fp16_input_is_a_reason_on_an_fp16_verdict),
       cmocka_unit_test(a_flush_edge_makes_the_loss_scale_needed),
       cmocka_unit_test(subnormal_gradients_make_the_loss_scale_needed),
+      cmocka_unit_test(a_needed_loss_scale_left_undeclared_is_unknown),
       cmocka_unit_test(tiny_forward_values_are_not_rescued_by_a_loss_scale),
       cmocka_unit_test(global_loss_scale_is_the_intersection_of_layer_windows),
       cmocka_unit_test(conflicting_windows_name_the_layers_that_empty_the_intersection),
