@@ -1298,7 +1298,7 @@ static void write_html(const cJSON *d, FILE *f) {
           "executable): layers are matched by name all the same.</p>\n",
           f);
   else if (!cJSON_IsTrue(get(d, "same_command")))
-    fputs("<p>The same program with other arguments (command lines above).</p>\n", f);
+    fputs("<p>A and B ran " MPPROF_SAME_PROGRAM_OTHER_ARGS " (command lines above).</p>\n", f);
   char rt[2][160];
   for (int i = 0; i < 2; i++)
     ranks_text(get(get(d, side[i]), "ranks"), rt[i], sizeof rt[i]);
@@ -1657,6 +1657,10 @@ int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_d
               "layers are compared all the same\n",
               rt[0], rt[1]);
     }
+    if (cJSON_IsTrue(get(d, "same_program")) && !cJSON_IsTrue(get(d, "same_command")))
+      mpprof_fprint_term(
+          summary, "  A and B ran " MPPROF_SAME_PROGRAM_OTHER_ARGS " (A: %s; B: %s)\n",
+          get(get(d, "a"), "program")->valuestring, get(get(d, "b"), "program")->valuestring);
     const cJSON *line;
     cJSON_ArrayForEach(line, get(d, "plan_unread")) {
       mpprof_fprint_term(stderr, "mpprof diff: warning: %s; the plans are not compared\n",

@@ -23,6 +23,8 @@ int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_d
  * name of its first word (`./train --precision fp16` runs train). Two runs of
  * one program with other arguments (the fp32 and the AMP run) have the same. */
 void mpprof_program_identity(const char *cmdline, char *buf, size_t n);
+/* What diff's page and summary and merge's warning call two such runs. */
+#define MPPROF_SAME_PROGRAM_OTHER_ARGS "the same program with other arguments"
 
 /* The command lines (argv joined by spaces, one per line, sorted, distinct)
  * of the processes whose raw files are in DIR/raw (or DIR itself), read from

@@ -583,8 +583,7 @@ static void warn_different_programs(char **dirs, int ndirs) {
               "mpprof: merge: warning: %s profiled %s than %s ('%s' vs '%s'); "
               "their layers are merged by name all the same\n",
               dirs[i],
-              id1[0] && !strcmp(id1, id2) ? "the same program with other arguments"
-                                          : "another program",
+              id1[0] && !strcmp(id1, id2) ? MPPROF_SAME_PROGRAM_OTHER_ARGS : "another program",
               dirs[0], c2, c1);
     }
     free(p);

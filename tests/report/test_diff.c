@@ -560,6 +560,51 @@ static void runs_of_other_ranks_are_named_and_warned_about(void **state) {
   }
 }
 
+/* A report of one layer from the command line `program`. */
+static char *program_run(const char *tag, const char *program) {
+  char *dir = rg_tmpdir(tag);
+  char *text = mpprof_asprintf("{\"schema\": \"mpprof.report/1\", \"program\": \"%s\", "
+                               "\"layers\": [" LAYER("fc1", "bf16", "fp32") "], \"sites\": []}",
+                               program);
+  assert_non_null(text);
+  write_file(dir, "report.json", text);
+  free(text);
+  return dir;
+}
+
+/* Two runs of one program with other arguments (mlp_train --steps 2 and
+ * --steps 1): the page said so, the terminal said nothing. Both say it now,
+ * in the same words, the summary with the two command lines; the same
+ * command and another program (warned about on stderr) are not called so. */
+static void the_same_program_with_other_arguments_is_said_in_the_summary(void **state) {
+  (void)state;
+  char *a = program_run("diffargs2", "./train --steps 2"),
+       *b = program_run("diffargs1", "./train --steps 1"),
+       *c = program_run("diffargs2b", "./train --steps 2"),
+       *o = program_run("diffother", "./other --steps 2");
+  char *s = summary_of(a, b, NULL);
+  assert_non_null(strstr(s, "  A and B ran the same program with other arguments (A: ./train "
+                            "--steps 2; B: ./train --steps 1)\n"));
+  free(s);
+  char *html = NULL, *err = NULL;
+  cJSON *d = diff_with_stderr(a, b, &html, &err);
+  assert_non_null(strstr(html, "<p>A and B ran the same program with other arguments"));
+  cJSON_Delete(d);
+  free(html);
+  free(err);
+  const char *const not_so[] = {c, o};
+  for (size_t i = 0; i < 2; i++) {
+    s = summary_of(a, not_so[i], NULL);
+    assert_null(strstr(s, "other arguments"));
+    free(s);
+  }
+  char *dirs[] = {a, b, c, o};
+  for (size_t i = 0; i < 4; i++) {
+    rg_rmdir(dirs[i]);
+    free(dirs[i]);
+  }
+}
+
 /* `mpprof diff r0 r0` showed no change and said nothing of why: a run named
  * twice (or as r0 and r0/.) is said to be compared with itself, in diff.json,
  * on the page and on stderr; two runs are not. */
@@ -1114,6 +1159,7 @@ int main(void) {
       cmocka_unit_test(a_report_of_another_schema_names_it),
       cmocka_unit_test(trailing_text_and_a_file_for_a_directory_are_named),
       cmocka_unit_test(runs_of_other_ranks_are_named_and_warned_about),
+      cmocka_unit_test(the_same_program_with_other_arguments_is_said_in_the_summary),
       cmocka_unit_test(the_summary_names_the_loss_scale_and_each_layers_changes),
       cmocka_unit_test(a_run_compared_with_itself_is_warned_about),
       cmocka_unit_test(a_missing_run_is_named_without_the_report_hint),
