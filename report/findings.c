@@ -661,15 +661,19 @@ static int rule_bf16_unsafe(mpprof_model *m, const mpprof_layer *l) {
   return 0;
 }
 
+/* A GEMM's A or a convolution's x is fp32. */
+static bool site_fp32_input(const mpprof_site *s) {
+  for (int t = 0; t < s->n_types; t++)
+    if (s->types[t].dtype == MP_FP32 &&
+        (!strcmp(s->types[t].role, "A") || !strcmp(s->types[t].role, "x")))
+      return true;
+  return false;
+}
+
 /* An opportunity: a layer computes in fp32 but its values allow 16 bits. */
 static bool fp32_inputs(const mpprof_model *m, const mpprof_layer *l) {
-  for (size_t i = 0; i < l->n_sites; i++) {
-    const mpprof_site *s = &m->sites[l->first_site + i];
-    for (int t = 0; t < s->n_types; t++)
-      if (s->types[t].dtype == MP_FP32 &&
-          (!strcmp(s->types[t].role, "A") || !strcmp(s->types[t].role, "x")))
-        return true;
-  }
+  for (size_t i = 0; i < l->n_sites; i++)
+    if (site_fp32_input(&m->sites[l->first_site + i])) return true;
   return false;
 }
 
@@ -684,25 +688,75 @@ static const char *fits_text(mp_recommendation rec) {
   return rec == MP_REC_BF16 ? "bf16" : rec == MP_REC_FP16 ? "fp16 as is" : "fp16 with a loss scale";
 }
 
+/* A layer's fp32-input GEMM/conv sites and those of them seen on Tensor
+ * Cores (all in TF32, or some other path): fp16/bf16 would not bring
+ * Tensor Cores to those, only half the bytes and twice TF32's rate. */
+typedef struct fp32_tc {
+  size_t fp32, on_tc;
+  bool tf32; /* every site on Tensor Cores is on the TF32 path */
+} fp32_tc;
+
+static fp32_tc layer_fp32_tc(const mpprof_model *m, const mpprof_layer *l) {
+  fp32_tc r = {.tf32 = true};
+  for (size_t i = 0; i < l->n_sites; i++) {
+    const mpprof_site *s = &m->sites[l->first_site + i];
+    if (!site_fp32_input(s)) continue;
+    r.fp32++;
+    if (s->tc_used != 1) continue;
+    r.on_tc++;
+    r.tf32 &= s->elig.tf32;
+  }
+  return r;
+}
+
+static const char *tc_name(bool tf32) {
+  return tf32 ? "TF32 Tensor Cores" : "Tensor Cores";
+}
+
+/* "none", "all", "some" of a layer's fp32 sites on Tensor Cores (evidence). */
+static const char *tc_state(fp32_tc c) {
+  return c.on_tc == 0 ? "none" : c.on_tc == c.fp32 ? "all" : "some";
+}
+
+/* What autocast brings, after "halving <whose> memory traffic": Tensor
+ * Cores only where the sites are not on them already; over TF32, fp16/bf16
+ * Tensor Cores run at twice the rate. */
+static const char *autocast_gain(size_t on_tc, size_t off_tc, bool tf32) {
+  if (on_tc == 0) return " and using Tensor Cores";
+  if (off_tc == 0)
+    return tf32 ? " and doubling the Tensor Core rate over TF32" : " (on Tensor Cores already)";
+  return tf32 ? ", doubling the Tensor Core rate over TF32 where they run TF32 now and using "
+                "Tensor Cores where they do not"
+              : " and using Tensor Cores where they do not yet";
+}
+
 /* One finding for every such layer (one cause, one action: autocast), listing
  * the layers with what each fits; its evidence names their sites. */
 static int rule_lower_precision_possible(mpprof_model *m) {
   cJSON *layers = cJSON_CreateArray(), *sites = cJSON_CreateArray();
-  char *list = strdup("");
+  char *list = strdup(""), *list_tc = strdup("");
   const mpprof_layer *only = NULL;
-  size_t n = 0;
+  fp32_tc only_tc = {0};
+  size_t n = 0, all_on_tc = 0, none_on_tc = 0; /* layers */
+  bool tf32 = true;
   uint64_t gpu = 0, elements = 0;
-  int rc = layers && sites && list ? 0 : -1;
+  int rc = layers && sites && list && list_tc ? 0 : -1;
   for (size_t i = 0; rc == 0 && i < m->n_layers; i++) {
     const mpprof_layer *l = &m->layers[i];
     if (!lower_precision_layer(m, l)) continue;
     only = n++ ? NULL : l;
+    fp32_tc c = layer_fp32_tc(m, l);
+    only_tc = c;
+    all_on_tc += c.on_tc == c.fp32;
+    none_on_tc += c.on_tc == 0;
+    tf32 &= c.tf32;
     gpu += layer_gpu(l);
     elements += l->elements;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToArray(layers, o);
     cJSON_AddStringToObject(o, "layer", l->name);
     cJSON_AddStringToObject(o, "recommended", mp_recommendation_name(l->adv.rec));
+    cJSON_AddStringToObject(o, "tensor_cores", tc_state(c));
     ev_share(o, "fp16_overflow", &l->fp16_overflow);
     ev_share(o, "fp16_underflow", &l->fp16_underflow);
     for (size_t k = 0; k < l->n_sites; k++)
@@ -710,8 +764,24 @@ static int rule_lower_precision_possible(mpprof_model *m) {
     if (n > MPPROF_LAYERS_NAMED) continue; /* the evidence names them all */
     char *longer = mpprof_asprintf("%s%s%s (%s)", list, n > 1 ? ", " : "", mpprof_layer_label(l),
                                    fits_text(l->adv.rec));
+    /* the same, saying which layers are on Tensor Cores already */
+    char *tagged = mpprof_asprintf("%s%s%s (%s%s%s)", list_tc, n > 1 ? ", " : "",
+                                   mpprof_layer_label(l), fits_text(l->adv.rec),
+                                   c.on_tc == 0        ? ""
+                                   : c.on_tc == c.fp32 ? "; on "
+                                                       : "; partly on ",
+                                   c.on_tc ? tc_name(c.tf32) : "");
     free(list);
-    if (!(list = longer)) rc = -1;
+    free(list_tc);
+    list = longer;
+    list_tc = tagged;
+    if (!list || !list_tc) rc = -1;
+  }
+  /* Some layers on Tensor Cores, some not: the list says which. */
+  if (rc == 0 && all_on_tc < n && none_on_tc < n) {
+    free(list);
+    list = list_tc;
+    list_tc = NULL;
   }
   if (rc == 0 && n > MPPROF_LAYERS_NAMED) {
     char *longer = mpprof_asprintf("%s and %zu more", list, n - MPPROF_LAYERS_NAMED);
@@ -720,24 +790,37 @@ static int rule_lower_precision_possible(mpprof_model *m) {
   }
   mpprof_finding *f = NULL;
   if (rc == 0 && n == 1)
-    f = add(m, "lower_precision_possible", "medium", only->name,
-            mpprof_asprintf("%s runs fp32 GEMMs/convs but its values fit %s",
-                            mpprof_layer_label(only), fits_text(only->adv.rec)),
-            mpprof_asprintf("run this layer in %s (autocast), halving its memory traffic and "
-                            "using Tensor Cores",
-                            only->adv.rec == MP_REC_BF16 ? "bf16" : "fp16"));
+    f = add(
+        m, "lower_precision_possible", "medium", only->name,
+        only_tc.on_tc == 0 ? mpprof_asprintf("%s runs fp32 GEMMs/convs but its values fit %s",
+                                             mpprof_layer_label(only), fits_text(only->adv.rec))
+        : only_tc.on_tc == only_tc.fp32
+            ? mpprof_asprintf("%s runs fp32 GEMMs/convs on %s but its values fit %s",
+                              mpprof_layer_label(only), tc_name(only_tc.tf32),
+                              fits_text(only->adv.rec))
+            : mpprof_asprintf("%s runs fp32 GEMMs/convs (%zu of its %zu sites on %s) but its "
+                              "values fit %s",
+                              mpprof_layer_label(only), only_tc.on_tc, only_tc.fp32,
+                              tc_name(only_tc.tf32), fits_text(only->adv.rec)),
+        mpprof_asprintf("run this layer in %s (autocast), halving its memory traffic%s",
+                        only->adv.rec == MP_REC_BF16 ? "bf16" : "fp16",
+                        autocast_gain(only_tc.on_tc, only_tc.fp32 - only_tc.on_tc, only_tc.tf32)));
   else if (rc == 0 && n > 1)
     f = add(m, "lower_precision_possible", "medium", NULL,
-            mpprof_asprintf("%zu layers run fp32 GEMMs/convs but their values fit 16 bits: %s", n,
+            mpprof_asprintf("%zu layers run fp32 GEMMs/convs%s%s but their values fit 16 bits: %s",
+                            n, all_on_tc == n ? " on " : "", all_on_tc == n ? tc_name(tf32) : "",
                             list),
-            strdup("run them under autocast, one change for all of them (the plan above says "
-                   "bf16 or fp16 with a GradScaler, and which layers to keep out), halving "
-                   "their memory traffic and using Tensor Cores"));
+            mpprof_asprintf("run them under autocast, one change for all of them (the plan above "
+                            "says bf16 or fp16 with a GradScaler, and which layers to keep out), "
+                            "halving their memory traffic%s",
+                            autocast_gain(n - none_on_tc, n - all_on_tc, tf32)));
   if (rc == 0 && n && !f) rc = -1;
   if (f) {
     if (n == 1) { /* the single layer's evidence, as it always was */
       cJSON *o = cJSON_GetArrayItem(layers, 0);
       cJSON_AddStringToObject(f->evidence, "recommended", mp_recommendation_name(only->adv.rec));
+      cJSON_AddItemToObject(f->evidence, "tensor_cores",
+                            cJSON_DetachItemFromObject(o, "tensor_cores"));
       cJSON_AddItemToObject(f->evidence, "fp16_overflow",
                             cJSON_DetachItemFromObject(o, "fp16_overflow"));
       cJSON_AddItemToObject(f->evidence, "fp16_underflow",
@@ -754,6 +837,7 @@ static int rule_lower_precision_possible(mpprof_model *m) {
     cJSON_Delete(sites);
   }
   free(list);
+  free(list_tc);
   return rc;
 }
 

@@ -632,6 +632,66 @@ static void lower_precision_findings_merge_into_one_listing_the_layers(void **st
   mpprof_model_free(&m);
 }
 
+/* conv_train fp32: every convolution ran TF32 Tensor Core kernels, and the
+ * finding said they "run fp32 GEMMs/convs" and that autocast meant "using
+ * Tensor Cores". Sites on TF32 Tensor Cores are said to be, and autocast's
+ * gain over them is twice the Tensor Core rate, not Tensor Cores. */
+static void lower_precision_on_tf32_tensor_cores_says_so(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_FP16);
+  mpprof_site *s = site(&m, "fp32");
+  l->n_sites = 1;
+  s->tc_used = 1;
+  s->elig.tf32 = true;
+  assert_int_equal(run(&m, "lower_precision_possible"), 1);
+  const mpprof_finding *f = &m.findings[0];
+  assert_string_equal(f->message,
+                      "net/fc1 runs fp32 GEMMs/convs on TF32 Tensor Cores but its values fit "
+                      "fp16 as is");
+  assert_non_null(strstr(f->action, "doubling the Tensor Core rate over TF32"));
+  assert_null(strstr(f->action, "using Tensor Cores"));
+  assert_string_equal(cJSON_GetObjectItem(f->evidence, "tensor_cores")->valuestring, "all");
+  mpprof_model_free(&m);
+}
+
+/* Of two layers, one on TF32 Tensor Cores and one not: the list says which,
+ * and the action promises Tensor Cores only where they are not used. */
+static void lower_precision_names_the_layers_already_on_tensor_cores(void **state) {
+  (void)state;
+  mpprof_model m;
+  layer(&m, MP_REC_BF16);
+  m.layers = realloc(m.layers, 2 * sizeof *m.layers);
+  assert_non_null(m.layers);
+  mpprof_layer *l2 = &m.layers[1];
+  memset(l2, 0, sizeof *l2);
+  l2->adv.known = true;
+  l2->adv.rec = MP_REC_FP16;
+  l2->adv.fp8_e4m3_fits = l2->adv.fp8_e5m2_fits = -1;
+  l2->name = strdup("net/fc2");
+  m.n_layers = 2;
+  for (size_t i = 0; i < 2; i++) {
+    mpprof_site *s = site(&m, "fp32");
+    s->tc_used = i == 0;
+    s->elig.tf32 = true;
+    m.layers[i].first_site = i;
+    m.layers[i].n_sites = 1;
+  }
+  assert_int_equal(run(&m, "lower_precision_possible"), 1);
+  const mpprof_finding *f = &m.findings[0];
+  assert_non_null(strstr(f->message, "2 layers run fp32 GEMMs/convs but their values fit 16 "
+                                     "bits: net/fc1 (bf16; on TF32 Tensor Cores), net/fc2 (fp16 "
+                                     "as is)"));
+  assert_non_null(strstr(f->action, "doubling the Tensor Core rate over TF32 where they run TF32 "
+                                    "now and using Tensor Cores where they do not"));
+  const cJSON *ls = cJSON_GetObjectItem(f->evidence, "layers");
+  assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(ls, 0), "tensor_cores")->valuestring,
+                      "all");
+  assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(ls, 1), "tensor_cores")->valuestring,
+                      "none");
+  mpprof_model_free(&m);
+}
+
 static void lower_precision_needs_fp32_inputs(void **state) {
   (void)state;
   mpprof_model m;
@@ -1334,6 +1394,8 @@ int main(void) {
       cmocka_unit_test(lower_precision_possible),
       cmocka_unit_test(lower_precision_findings_merge_into_one_listing_the_layers),
       cmocka_unit_test(lower_precision_needs_fp32_inputs),
+      cmocka_unit_test(lower_precision_on_tf32_tensor_cores_says_so),
+      cmocka_unit_test(lower_precision_names_the_layers_already_on_tensor_cores),
       cmocka_unit_test(fp8_candidate),
       cmocka_unit_test(fp8_candidate_needs_its_measured_error_within_the_limit),
       cmocka_unit_test(fp32_without_tf32),
