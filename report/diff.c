@@ -363,7 +363,7 @@ static cJSON *side_json(const site_vec *sites, const cJSON *l) {
  * metric keys (MP_RK_SHADOW_CAND, MP_K_SH_INPUTS_ALREADY_ROUNDED) and values. */
 #define DK_RUN_SHADOW "shadow"
 #define DK_MEASURED_ERROR "measured_error"
-#define DK_ME_LIMIT "shadow_max_rel"
+#define DK_ME_LIMIT MPPROF_K_SHADOW_MAX_REL
 #define DK_ME_NOT_MEASURED "not_measured"
 #define DK_ME_CANDIDATES "candidates"
 #define DK_ME_CROSSED "current_crossed_limit"
@@ -386,7 +386,7 @@ static const char *const not_measured[NM_COUNT][2] = {
 /* Whether a run measured errors: something was shadowed (report.json
  * summary.verdict_basis). */
 static bool run_shadowed(const cJSON *rep) {
-  const cJSON *vb = get(get(rep, "summary"), "verdict_basis");
+  const cJSON *vb = get(get(rep, "summary"), MPPROF_K_VERDICT_BASIS);
   return cJSON_IsString(vb) && !strcmp(vb->valuestring, MPPROF_VERDICT_BASIS_MEASURED);
 }
 
@@ -432,7 +432,7 @@ static cJSON *measured_side_json(const cJSON *rep, const cJSON *l, const cJSON *
   double lim;
   cJSON_AddItemToObject(
       o, DK_ME_LIMIT,
-      shadowed && !mpprof_json_get_double(get(get(rep, "summary"), "shadow_max_rel"), &lim)
+      shadowed && !mpprof_json_get_double(get(get(rep, "summary"), MPPROF_K_SHADOW_MAX_REL), &lim)
           ? mpprof_json_double(lim)
           : cJSON_CreateNull());
   const cJSON *cs = layer_candidates(l), *c;

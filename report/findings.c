@@ -983,7 +983,7 @@ static int rule_fp8_candidate(mpprof_model *m) {
     cJSON_Delete(rejected);
   if (measured->child) {
     cJSON_AddItemToObject(f->evidence, "measured", measured);
-    cJSON_AddItemToObject(f->evidence, "shadow_max_rel", mpprof_json_double(lim));
+    cJSON_AddItemToObject(f->evidence, MPPROF_K_SHADOW_MAX_REL, mpprof_json_double(lim));
   } else {
     cJSON_Delete(measured);
   }
@@ -1263,7 +1263,7 @@ static int rule_current_error_high(mpprof_model *m) {
                  "Measured error columns compare each candidate with it"));
   if (tally_finish(&t, f)) return -1;
   ev_num(f->evidence, "worst_rel_l2", worst); /* null: non-finite outputs */
-  ev_num(f->evidence, "shadow_max_rel", lim);
+  ev_num(f->evidence, MPPROF_K_SHADOW_MAX_REL, lim);
   return 0;
 }
 

@@ -636,10 +636,10 @@ static cJSON *summary_json(const mpprof_model *m) {
   for (size_t i = 0; alive && i < m->n_still_running; i++)
     cJSON_AddItemToArray(alive, cJSON_CreateNumber((double)m->still_running[i]));
   /* Which evidence the layer verdicts rest on (docs/report.md "Measured error"). */
-  cJSON_AddStringToObject(o, "verdict_basis",
+  cJSON_AddStringToObject(o, MPPROF_K_VERDICT_BASIS,
                           m->has_shadow ? MPPROF_VERDICT_BASIS_MEASURED
                                         : MPPROF_VERDICT_BASIS_RANGE);
-  cJSON_AddNumberToObject(o, "shadow_max_rel", mpprof_shadow_max_rel(m));
+  cJSON_AddNumberToObject(o, MPPROF_K_SHADOW_MAX_REL, mpprof_shadow_max_rel(m));
   cJSON_AddItemToObject(o, "capture", capture_json(m));
   cJSON_AddItemToObject(o, "timeline", timeline_json(m));
   char *msg;

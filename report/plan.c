@@ -677,7 +677,7 @@ static cJSON *fp8_json(const mpprof_model *m) {
                             : cJSON_CreateNull());
   cJSON_AddItemToObject(o, "layers_fit", mpprof_json_u64(p->n_fit));
   cJSON_AddItemToObject(o, "layers_in_range", mpprof_json_u64(p->n_range));
-  cJSON_AddItemToObject(o, "shadow_max_rel", mpprof_json_double(mpprof_shadow_max_rel(m)));
+  cJSON_AddItemToObject(o, MPPROF_K_SHADOW_MAX_REL, mpprof_json_double(mpprof_shadow_max_rel(m)));
   cJSON *layers = cJSON_AddObjectToObject(o, "layers");
   for (size_t i = 0; i < m->n_layers; i++) {
     const mpprof_layer *l = &m->layers[i];

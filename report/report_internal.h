@@ -761,6 +761,11 @@ int mpprof_shadow_cand_within(const mpprof_model *m, const mpprof_shadow_cand *c
  * one without (docs/report.md, "Measured error"). */
 #define MPPROF_VERDICT_BASIS_MEASURED "range_and_measured_error"
 #define MPPROF_VERDICT_BASIS_RANGE "range_only"
+/* report.json summary keys: the verdicts' basis (one of the above), and the
+ * --shadow-max-rel limit, a key also of plan.json, diff.json and findings'
+ * evidence. */
+#define MPPROF_K_VERDICT_BASIS "verdict_basis"
+#define MPPROF_K_SHADOW_MAX_REL "shadow_max_rel"
 /* The tooltip of a measured error so marked (with a dagger) on every page
  * that shows one (report.html, diff.html); %s: the candidate's format. */
 #define MPPROF_SHADOW_ROUNDED_TITLE                                                                \
