@@ -62,7 +62,12 @@ static void full_op(mpp_op *op) {
                         .pad = {1, 2},
                         .stride = {2, 1},
                         .dilation = {1, 3},
-                        .groups = 2};
+                        .groups = 2,
+                        .d = 5, /* 3-D: every conv key written */
+                        .t = 2,
+                        .pad_d = 4,
+                        .stride_d = 2,
+                        .dilation_d = 7};
   mpp_op_type(op, "A", "fp16");
   mpp_op_type(op, "B", "bf16");
   mpp_op_type(op, "C", "fp32");
@@ -622,6 +627,13 @@ static void every_emitted_key_is_read_back(void **state) {
   assert_int_equal(s->conv->dims[4], 6);
   assert_int_equal(s->conv->groups, 2);
   assert_int_equal(s->conv->dil[1], 3);
+  assert_int_equal(s->conv->pad[0], 1); /* after the depth's in the arrays */
+  assert_int_equal(s->conv->stride[0], 2);
+  assert_int_equal(s->conv->d, 5);
+  assert_int_equal(s->conv->t, 2);
+  assert_int_equal(s->conv->pad_d, 4);
+  assert_int_equal(s->conv->stride_d, 2);
+  assert_int_equal(s->conv->dil_d, 7);
   assert_int_equal(s->n_types, 4);
   assert_int_equal(s->types[1].dtype, MP_BF16);
   assert_string_equal(s->compute_type, "32F");
