@@ -1003,7 +1003,7 @@ mpp_op *mpp_conv_decode_memo(mpp_op *scratch, const char *api, mpp_op_kind kind,
   k.nsp = c->nsp;
   k.mode = c->mode;
   k.groups = c->groups;
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < MPP_CONV_MAX_SPATIAL; i++) {
     fits = fits && fits_int32(c->pad[i]) && fits_int32(c->stride[i]) && fits_int32(c->dilation[i]);
     k.pad[i] = (int32_t)c->pad[i];
     k.stride[i] = (int32_t)c->stride[i];

@@ -623,11 +623,14 @@ static void conv_variant(int v, mpp_tensor_desc t[3], mpp_conv_desc *c, const ch
   case 14:
     *kind = MPP_OP_CONV_BWD_DATA;
     break;
+  case 15: /* a 3-D convolution's width (the key holds every spatial entry) */
+    c->stride[MPP_CONV_MAX_SPATIAL - 1] = 3;
+    break;
   default:
     break;
   }
 }
-enum { CONV_VARIANTS = 15 };
+enum { CONV_VARIANTS = 16 };
 
 static void assert_same_conv_op(const mpp_op *a, const mpp_op *b) {
   assert_same_op(a, b);
