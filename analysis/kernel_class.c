@@ -329,7 +329,8 @@ const char *mp_tc_source_name(mp_tc_source s) {
 /* ---- Itanium demangling of the name part (best effort, bounded) ----
  * Renders what libstdc++'s __cxa_demangle (c++filt) prints for the name,
  * without the return type and the parameters: "T const", "> >", literal
- * suffixes. Substitution candidates are recorded as the ABI numbers them
+ * suffixes, "(anonymous namespace)"; a name longer than the buffer is cut,
+ * ending in "...". Substitution candidates are recorded as the ABI numbers them
  * (prefixes and template prefixes, template-ids and qualified or pointer
  * types used as types; not builtins, not the function's own name); what this
  * does not know (std:: abbreviations other than St, template parameters,
@@ -379,7 +380,11 @@ static bool dm_source_name(dm *d) {
   unsigned long n = strtoul(d->p, &end, 10);
   if (n == 0 || strnlen(end, n) < n) return false;
   d->p = end;
-  dm_put(d, d->p, n);
+  static const char anon[] = "_GLOBAL__N"; /* an anonymous namespace, as c++filt says it */
+  if (n >= sizeof anon - 1 && !strncmp(d->p, anon, sizeof anon - 1))
+    dm_puts(d, "(anonymous namespace)");
+  else
+    dm_put(d, d->p, n);
   d->p += n;
   return true;
 }
@@ -532,10 +537,19 @@ static bool dm_type(dm *d) {
   if (++d->depth > DM_DEPTH) return false;
   bool ok;
   size_t start = d->len;
-  if (c == 'P' || c == 'K' || c == 'R' || c == 'V') {
+  if (c == 'P' || c == 'R') {
     d->p++;
     ok = dm_type(d);
-    dm_puts(d, c == 'P' ? "*" : c == 'R' ? "&" : c == 'K' ? " const" : " volatile");
+    dm_puts(d, c == 'P' ? "*" : "&");
+    if (ok) dm_add_sub(d, start);
+  } else if (c == 'r' || c == 'V' || c == 'K') { /* a qualifier set: one candidate */
+    bool r = *d->p == 'r' && d->p++;
+    bool v = *d->p == 'V' && d->p++;
+    bool k = *d->p == 'K' && d->p++;
+    ok = dm_type(d);
+    if (k) dm_puts(d, " const");
+    if (v) dm_puts(d, " volatile");
+    if (r) dm_puts(d, " restrict");
     if (ok) dm_add_sub(d, start);
   } else if (c == 'S' && d->p[1] != 't') {
     ok = dm_substitution(d);
@@ -559,10 +573,11 @@ char *mp_kernel_demangle(const char *name, char *ret_buf, size_t n) {
     return ret_buf;
   }
   dm d = {.p = name + 2, .out = ret_buf, .n = n};
-  if (!dm_name(&d, false) || d.bad) {
+  if (!dm_name(&d, false)) {
     snprintf(ret_buf, n, "%s", name); /* unreadable: keep the mangled form */
     return ret_buf;
   }
+  if (d.bad && n > 3) memcpy(ret_buf + n - 4, "...", 4); /* read, but longer than n - 1 */
   return ret_buf;
 }
 

@@ -30,7 +30,8 @@ typedef struct mp_kernel_class {
 /* Classify a kernel by name. Always fills *ret (tc = MP_TC_UNKNOWN when no rule matches). */
 void mp_kernel_classify(const char *name, mp_kernel_class *ret);
 /* Itanium-demangle the function name part when `name` is mangled (best effort, no
- * allocation beyond `n`); copies `name` unchanged otherwise. Returns ret_buf.
+ * allocation beyond `n`: a longer name is cut, ending in "..."); copies `name`
+ * unchanged otherwise (also a mangled name it cannot read). Returns ret_buf.
  * Where the report shows a kernel's name, its buffer holds MP_KERNEL_SHOWN_MAX
  * bytes (a longer name is cut there). */
 #define MP_KERNEL_SHOWN_MAX 512

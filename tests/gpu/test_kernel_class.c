@@ -299,8 +299,16 @@ static void demangler_keeps_plain_and_unreadable_names(void **state) {
                       "ampere_sgemm_128x64_tn");
   assert_string_equal(mp_kernel_demangle("_Z99x", buf, sizeof buf), "_Z99x");
   char tiny[8];
+  /* longer than the buffer: cut, readable (it was the mangled form, cut) */
+  char longname[700] = "_ZN7cutlass6KernelI600", shown[MP_KERNEL_SHOWN_MAX];
+  memset(longname + strlen(longname), 'g', 600);
+  strcpy(longname + 22 + 600, "EEvv");
+  mp_kernel_demangle(longname, shown, sizeof shown);
+  assert_int_equal(strlen(shown), MP_KERNEL_SHOWN_MAX - 1);
+  assert_memory_equal(shown, "cutlass::Kernel<ggg", 19);
+  assert_string_equal(shown + MP_KERNEL_SHOWN_MAX - 4, "...");
   assert_string_equal(mp_kernel_demangle("_ZN7cutlass13device_kernelEv", tiny, sizeof tiny),
-                      "_ZN7cut");
+                      "cutl...");
 }
 
 /* Kernel names come from raw files: a crafted one must not read outside the
@@ -330,6 +338,13 @@ static void demangler_keeps_hostile_names_mangled(void **state) {
                       "f<A<char const*>, B::C<unsigned int>, 7u, 2ul, (char)65>");
   assert_string_equal(mp_kernel_demangle("_Z1fI1AIS0_IiEEEvv", buf, sizeof buf), "f<A<A<int> > >");
   assert_string_equal(mp_kernel_demangle("_ZN1a1bIS0_EE", buf, sizeof buf), "a::b<a::b>");
+  /* a qualifier set is one substitution candidate; anonymous namespaces */
+  assert_string_equal(mp_kernel_demangle("_ZN1a1bIVKiS1_EEvv", buf, sizeof buf),
+                      "a::b<int const volatile, int const volatile>");
+  assert_string_equal(mp_kernel_demangle("_ZN1a1bIVKiS2_EEvv", buf, sizeof buf),
+                      "_ZN1a1bIVKiS2_EEvv");
+  assert_string_equal(mp_kernel_demangle("_ZN12_GLOBAL__N_16kernelEv", buf, sizeof buf),
+                      "(anonymous namespace)::kernel");
 }
 
 static void unknown_kernels_stay_unknown_with_no_rule(void **state) {
