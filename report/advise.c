@@ -571,6 +571,13 @@ const char *mpprof_loss_scale_unknown_why(const mpprof_applied_scale *g) {
   return "";
 }
 
+const char *mpprof_loss_scale_needed_clause(const mpprof_applied_scale *g) {
+  if (g->flush_edge) return "; needed all the same: gradients at fp16's flush edge, see findings";
+  if (g->subnormal)
+    return "; needed all the same: without one, gradients are fp16 subnormals, see findings";
+  return g->needed ? "" : NULL;
+}
+
 /* The earliest first_nonfinite over the processes. */
 static void first_nonfinite(mpprof_model *m) {
   mpprof_nonfinite *r = &m->first_nonfinite;

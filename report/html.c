@@ -282,16 +282,12 @@ static void summary(const mpprof_model *m, FILE *f) {
     fputs("</p>\n", f);
     const mpprof_applied_scale *g = &m->loss_scale;
     if (g->applicable && g->has_window)
-      fprintf(
-          f,
-          "<p class=\"big\">Loss scale: 2<sup>%d</sup> (every scale in [2<sup>%d</sup>, "
-          "2<sup>%d</sup>] fits all fp16 layers' gradients%s)</p>\n",
-          g->recommended_log2, g->window_lo, g->window_hi,
-          g->flush_edge ? "; needed all the same: gradients at fp16's flush edge, see findings"
-          : g->subnormal
-              ? "; needed all the same: without one, gradients are fp16 subnormals, see findings"
-          : g->needed ? ""
-                      : "; gradients fit fp16 even without one");
+      fprintf(f,
+              "<p class=\"big\">Loss scale: 2<sup>%d</sup> (every scale in [2<sup>%d</sup>, "
+              "2<sup>%d</sup>] fits all fp16 layers' gradients%s)</p>\n",
+              g->recommended_log2, g->window_lo, g->window_hi,
+              mpprof_loss_scale_needed_clause(g) ? mpprof_loss_scale_needed_clause(g)
+                                                 : "; gradients fit fp16 even without one");
     else if (g->applicable)
       fputs("<p class=\"big\">Loss scale: no single scale fits every fp16 layer's gradients "
             "(see findings).</p>\n",

@@ -144,14 +144,10 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
     }
     const mpprof_applied_scale *g = &m->loss_scale;
     if (g->applicable && g->has_window)
-      fprintf(
-          f, "  loss scale: 2^%d (every fp16 layer's gradients fit 2^%d .. 2^%d%s)\n",
-          g->recommended_log2, g->window_lo, g->window_hi,
-          g->flush_edge ? "; needed all the same: gradients at fp16's flush edge, see findings"
-          : g->subnormal
-              ? "; needed all the same: without one, gradients are fp16 subnormals, see findings"
-          : g->needed ? ""
-                      : "; not needed");
+      fprintf(f, "  loss scale: 2^%d (every fp16 layer's gradients fit 2^%d .. 2^%d%s)\n",
+              g->recommended_log2, g->window_lo, g->window_hi,
+              mpprof_loss_scale_needed_clause(g) ? mpprof_loss_scale_needed_clause(g)
+                                                 : "; not needed");
     else if (g->applicable)
       fputs("  loss scale: no single scale fits every fp16 layer (see findings)\n", f);
     char sa[32], sb[32];

@@ -496,6 +496,11 @@ bool mpprof_loss_scale_unknown(const mpprof_applied_scale *g);
 /* Why the gradients need a scale (the finding's words), "" when they don't. */
 const char *mpprof_loss_scale_unknown_why(const mpprof_applied_scale *g);
 #define MPPROF_LOSS_SCALE_UNKNOWN_NOTE "applied loss scale unknown; figures assume 1"
+/* The loss-scale line's clause on why a scale is needed although every
+ * fp16 layer's gradients fit the window ("; needed all the same: ..."), ""
+ * when the window alone says it is needed, NULL when it is not needed (each
+ * output words that its own way). */
+const char *mpprof_loss_scale_needed_clause(const mpprof_applied_scale *g);
 
 typedef struct mpprof_nonfinite {
   bool found;
