@@ -175,7 +175,7 @@ void mpprof_site_shape(const mpprof_site *s, char *buf, size_t n) {
   char groups[32] = "";
   if (d && s->conv->groups > 1) snprintf(groups, sizeof groups, " g=%" PRId64, s->conv->groups);
   char xd[24] = "", wd[24] = ""; /* 3-D: the depths first */
-  if (d && s->conv->d) {
+  if (d && s->conv->three) {
     snprintf(xd, sizeof xd, "%" PRId64 "x", s->conv->d);
     snprintf(wd, sizeof wd, "%" PRId64 "x", s->conv->t);
   }

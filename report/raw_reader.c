@@ -1042,16 +1042,15 @@ static int parse_conv(const cJSON *o, mpprof_site *s) {
   for (int i = 0; i < 7; i++)
     if (!get_i64(o, keys[i], &cv->dims[i]) || cv->dims[i] < 0 || cv->dims[i] >= (1 << 24))
       cv->dims[i] = 0;
-  /* 3-D: d and t, and the arrays [d, h, w] */
-  if (get_i64(o, MP_RK_CONV.d, &cv->d) && cv->d > 0 && cv->d < (1 << 24)) {
-    if (!get_i64(o, MP_RK_CONV.t, &cv->t) || cv->t < 0 || cv->t >= (1 << 24)) cv->t = 0;
-  } else {
-    cv->d = 0;
-  }
+  /* 3-D: d and t, and the arrays [d, h, w] (whenever d is there, even an
+   * implausible one, which counts as unknown: 0) */
+  bool three = cv->three = cJSON_GetObjectItemCaseSensitive(o, MP_RK_CONV.d) != NULL;
+  if (!three || !get_i64(o, MP_RK_CONV.d, &cv->d) || cv->d <= 0 || cv->d >= (1 << 24)) cv->d = 0;
+  if (!three || !get_i64(o, MP_RK_CONV.t, &cv->t) || cv->t < 0 || cv->t >= (1 << 24)) cv->t = 0;
   const char *const pk[] = {MP_RK_CONV.pad, MP_RK_CONV.stride, MP_RK_CONV.dilation};
   int64_t *dst[] = {cv->pad, cv->stride, cv->dil},
           *depth[] = {&cv->pad_d, &cv->stride_d, &cv->dil_d};
-  int first = cv->d ? 1 : 0; /* where the height's entry is */
+  int first = three ? 1 : 0; /* where the height's entry is */
   for (int i = 0; i < 3; i++) {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, pk[i]);
     for (int j = 0; j < 2 + first; j++) {

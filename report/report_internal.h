@@ -245,7 +245,9 @@ typedef struct mpprof_conv {
   int64_t dims[7]; /* n c h w k r s */
   int64_t pad[2], stride[2], dil[2];
   int64_t groups; /* >= 1 (absent: 1) */
-  /* 3-D: x's depth, the filter's, the depth's pad, stride, dilation; d = 0: 2-D */
+  /* 3-D (three): x's depth, the filter's, the depth's pad, stride, dilation
+   * (an implausible d or t: 0, unknown, as the other dims) */
+  bool three;
   int64_t d, t, pad_d, stride_d, dil_d;
 } mpprof_conv;
 

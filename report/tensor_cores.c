@@ -74,7 +74,7 @@ static int eligibility(mpprof_strpool *pool, mpprof_site *s) {
     uint64_t p = pe > 0 ? (uint64_t)pe : 0, qq = qe > 0 ? (uint64_t)qe : 0;
     /* 3-D: the depth multiplies the output positions, the filter's depth the taps */
     uint64_t dd = 1, t = 1, o = 1;
-    if (cv->d) {
+    if (cv->three) {
       int64_t oe = cv->stride_d
                        ? (cv->d + 2 * cv->pad_d - cv->dil_d * (cv->t - 1) - 1) / cv->stride_d + 1
                        : 0;

@@ -2181,6 +2181,19 @@ static void a_3d_convolution_counts_its_depth(void **state) {
     rg_tensor(s, "x", MP_FP16, -4, 4, 100);
     rg_site_end(&r, s);
   }
+  /* an implausible depth is unknown (0), as other dims are: no flops, and
+   * the arrays are still [d, h, w] */
+  cJSON *bad =
+      rf_conv_site(3, "cudnnConvolutionForward", "conv_fwd", "c3d/bad/fwd", "x=fp16,w=fp16,y=fp16");
+  cJSON *bc = rf_get(bad, "conv");
+  cJSON_AddNumberToObject(bc, "d", 1 << 25);
+  cJSON_AddNumberToObject(bc, "t", 5);
+  const int three[3] = {1, 1, 1};
+  cJSON_ReplaceItemInObject(bc, "pad", cJSON_CreateIntArray(three, 3));
+  cJSON_ReplaceItemInObject(bc, "stride", cJSON_CreateIntArray(three, 3));
+  cJSON_ReplaceItemInObject(bc, "dilation", cJSON_CreateIntArray(three, 3));
+  rg_tensor(bad, "x", MP_FP16, -4, 4, 100);
+  rg_site_end(&r, bad);
   rg_end(&r);
   cJSON *rep = rf_report_of(dir);
   const double npq = 8.0 * 3 * 32 * 32, crs = 16.0 * 5 * 3 * 3; /* n o p q; c t r s */
@@ -2189,14 +2202,20 @@ static void a_3d_convolution_counts_its_depth(void **state) {
   const cJSON *site;
   int seen = 0;
   cJSON_ArrayForEach(site, rf_get(rep, "sites")) {
-    int id = (int)rf_get(site, "id")->valuedouble;
-    assert_true(rf_get(site, "flop_per_call")->valuedouble == want[id]);
+    const char *layer = rf_get(site, "layer")->valuestring; /* c3d/conv<i>/fwd, c3d/bad/fwd */
+    int id = strstr(layer, "/bad") ? 3 : layer[strlen("c3d/conv")] - '0';
+    const cJSON *flop = rf_get(site, "flop_per_call");
+    if (id == 3)
+      assert_true(cJSON_IsNull(flop) || flop->valuedouble == 0);
+    else
+      assert_true(flop->valuedouble == want[id]);
     seen++;
   }
-  assert_int_equal(seen, 3);
+  assert_int_equal(seen, 4);
   cJSON_Delete(rep);
   char *csv = rg_read_text(dir, "ops.csv", NULL);
   assert_non_null(strstr(csv, ",conv n=8 c=16 8x32x32 k=32 5x3x3,"));
+  assert_non_null(strstr(csv, ",conv n=8 c=16 0x32x32 k=32 5x3x3,"));
   free(csv);
   rg_rmdir(dir);
   free(dir);
