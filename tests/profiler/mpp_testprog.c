@@ -1478,26 +1478,11 @@ static void c3_backend(cudnnHandle_t h, const c3_conv *cv, int kind, int dims[3]
       d[j] = dims[i][j], st[j] = strides[i][j];
     t[i] = be_tensor_strided(uids[i], CUDNN_DATA_FLOAT, nd, d, st);
   }
-  cudnnBackendDescriptor_t conv = be_new(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
-  cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
-  cudnnConvolutionMode_t mode = (cudnnConvolutionMode_t)cv->mode;
-  int64_t nsp = cv->nsp, pad[3], stride[3], dil[3];
+  int64_t pad[3], stride[3], dil[3];
   for (int i = 0; i < cv->nsp; i++)
     pad[i] = cv->pad[i], stride[i] = cv->stride[i], dil[i] = cv->dil[i];
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1,
-                              &f32));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE,
-                              1, &mode));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1,
-                              &nsp));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, nsp,
-                              pad));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, nsp,
-                              pad));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, nsp,
-                              stride));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, nsp, dil));
-  CK(cudnnBackendFinalize(conv));
+  cudnnBackendDescriptor_t conv =
+      be_conv_nd(cv->nsp, (cudnnConvolutionMode_t)cv->mode, pad, stride, dil);
   float alpha = 1, beta = 0;
   cudnnBackendDescriptor_t op = be_new(types[kind]);
   for (int i = 0; i < 3; i++)

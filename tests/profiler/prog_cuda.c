@@ -65,26 +65,29 @@ cudnnBackendDescriptor_t be_vtensor(int64_t uid, cudnnDataType_t dt, int nd, con
   return tensor(uid, dt, nd, dims, strides, true);
 }
 
-cudnnBackendDescriptor_t be_conv(int64_t pad) {
+cudnnBackendDescriptor_t be_conv_nd(int nsp, cudnnConvolutionMode_t mode, const int64_t *pad,
+                                    const int64_t *stride, const int64_t *dil) {
   cudnnBackendDescriptor_t conv = be_new(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
   cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
-  cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-  int64_t nsp = 2, pads[2] = {pad, pad}, one2[2] = {1, 1};
+  int64_t n = nsp;
   CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1,
                               &f32));
   CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE,
                               1, &mode));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1,
-                              &nsp));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2,
-                              pads));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2,
-                              pads));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2,
-                              one2));
-  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, one2));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &n));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, n, pad));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, n,
+                              pad));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, n,
+                              stride));
+  CK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, n, dil));
   CK(cudnnBackendFinalize(conv));
   return conv;
+}
+
+cudnnBackendDescriptor_t be_conv(int64_t pad) {
+  const int64_t pads[2] = {pad, pad}, one2[2] = {1, 1};
+  return be_conv_nd(2, CUDNN_CROSS_CORRELATION, pads, one2, one2);
 }
 
 cudnnBackendDescriptor_t be_matmul(cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b,

@@ -33,6 +33,11 @@ cudnnBackendDescriptor_t be_vtensor(int64_t uid, cudnnDataType_t dt, int nd, con
 
 /* A 2-d cross-correlation of unit strides and dilations, padded by `pad`
  * on every side, computing in fp32. */
+/* A convolution descriptor: fp32 compute, nsp spatial dimensions (the
+ * same padding before and after); be_conv: 2-D cross-correlation of padding
+ * pad, strides and dilations 1. */
+cudnnBackendDescriptor_t be_conv_nd(int nsp, cudnnConvolutionMode_t mode, const int64_t *pad,
+                                    const int64_t *stride, const int64_t *dil);
 cudnnBackendDescriptor_t be_conv(int64_t pad);
 
 /* A matmul operation C = A B computing in `comp`, with an M override

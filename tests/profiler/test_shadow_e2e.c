@@ -553,6 +553,21 @@ static void near(double got, double want, double rel, const char *what, const ch
   fail_msg("%s %s: %.17g, combined from the groups %.17g", what, cand_name, got, want);
 }
 
+/* mpp_testprog MODE [ARG] plain, then under mpprof -o dir --shadow=1: both
+ * exit 0 and print the same. Returns the output (malloc'd). */
+static char *shadowed_testprog(const char *dir, const char *mode, const char *arg) {
+  char *plain_argv[] = {(char *)testprog, (char *)mode, (char *)arg, NULL};
+  result plain = run(plain_argv, NULL);
+  assert_int_equal(plain.status, 0);
+  char *argv[] = {(char *)mpprof,   "-o",         (char *)dir, "--shadow=1", "--",
+                  (char *)testprog, (char *)mode, (char *)arg, NULL};
+  result r = run(argv, NULL);
+  assert_int_equal(r.status, 0);
+  assert_string_equal(r.out, plain.out);
+  free(r.out);
+  return plain.out;
+}
+
 /* A grouped convolution (legacy cuDNN, fp32, G groups: mpp_testprog
  * groupconv) is measured as its G implicit GEMMs, whose outputs count as
  * the elements of one: its metrics equal those of the same data run as G
@@ -575,16 +590,9 @@ static void grouped_convolutions_are_measured_as_their_groups_combined(void **st
     int groups = group_counts[gi];
     char garg[8];
     snprintf(garg, sizeof garg, "%d", groups);
-    char *plain_argv[] = {(char *)testprog, "groupconv", garg, NULL};
-    result plain = run(plain_argv, NULL);
-    assert_int_equal(plain.status, 0);
     const char *dir = outdir(groups == 2 ? "groupconv2" : "groupconv8");
-    char *argv[] = {(char *)mpprof,   "-o",        (char *)dir, "--shadow=1", "--",
-                    (char *)testprog, "groupconv", garg,        NULL};
-    result r = run(argv, NULL);
-    assert_int_equal(r.status, 0);
-    assert_string_equal(r.out, plain.out); /* bit-identical results, reference sums included */
-    free(r.out);
+    /* bit-identical results, reference sums included */
+    result plain = {.out = shadowed_testprog(dir, "groupconv", garg)};
     cJSON *raw = load_raw(dir);
     for (int kind = 0; kind < 3; kind++) {
       double sumsq[8], maxabs[8], nonzero[8];
@@ -656,15 +664,8 @@ static void convolutions_in_3d_are_measured(void **state) {
   (void)state;
   if (!testprog) skip();
   static const char *const ops[3] = {"fwd", "bwd_data", "bwd_filter"};
-  char *plain_argv[] = {(char *)testprog, "conv3d", NULL};
-  result plain = run(plain_argv, NULL);
-  assert_int_equal(plain.status, 0);
   const char *dir = outdir("conv3d");
-  char *argv[] = {(char *)mpprof,   "-o",     (char *)dir, "--shadow=1", "--",
-                  (char *)testprog, "conv3d", NULL};
-  result r = run(argv, NULL);
-  assert_int_equal(r.status, 0);
-  assert_string_equal(r.out, plain.out);
+  free(shadowed_testprog(dir, "conv3d", NULL));
   cJSON *raw = load_raw(dir), *rep = load_report(dir);
   for (int kind = 0; kind < 3; kind++) {
     char layer[64];
@@ -725,8 +726,6 @@ static void convolutions_in_3d_are_measured(void **state) {
   }
   cJSON_Delete(raw);
   cJSON_Delete(rep);
-  free(plain.out);
-  free(r.out);
 }
 
 /* A cuDNN backend graph's plain matmul (mpp_testprog bematmul: A row-major,
@@ -738,15 +737,8 @@ static void convolutions_in_3d_are_measured(void **state) {
 static void backend_matmuls_are_measured_as_the_strided_batched_gemm(void **state) {
   (void)state;
   if (!testprog) skip();
-  char *plain_argv[] = {(char *)testprog, "bematmul", NULL};
-  result plain = run(plain_argv, NULL);
-  assert_int_equal(plain.status, 0);
   const char *dir = outdir("bematmul");
-  char *argv[] = {(char *)mpprof,   "-o",       (char *)dir, "--shadow=1", "--",
-                  (char *)testprog, "bematmul", NULL};
-  result r = run(argv, NULL);
-  assert_int_equal(r.status, 0);
-  assert_string_equal(r.out, plain.out);
+  free(shadowed_testprog(dir, "bematmul", NULL));
   cJSON *raw = load_raw(dir);
   cJSON *be = cJSON_GetObjectItem(site_of(raw, "bemm"), "shadow"),
         *cb = cJSON_GetObjectItem(site_of(raw, "cublas"), "shadow");
@@ -761,8 +753,6 @@ static void backend_matmuls_are_measured_as_the_strided_batched_gemm(void **stat
   free(a);
   free(b);
   cJSON_Delete(raw);
-  free(plain.out);
-  free(r.out);
 }
 
 int main(void) {

@@ -285,6 +285,17 @@ static void a_kernel_event_of_a_merging_site_names_its_own_files_kernel(void **s
   free(dir);
 }
 
+/* Ends r's file (after its sites) with no events and these kernel events
+ * (JSON objects, comma-separated), reports dir and returns its trace.json. */
+static cJSON *trace_with_kernel_events(rg_file *r, const char *dir, const char *kernel_events) {
+  fprintf(r->f, "],\n\"events\":[],\"kernel_events\":[%s]}\n", kernel_events);
+  assert_int_equal(fclose(r->f), 0);
+  cJSON_Delete(rf_report_of(dir));
+  cJSON *tr = rg_read_json(dir, "trace.json");
+  assert_non_null(tr);
+  return tr;
+}
+
 /* Perfetto keeps 31 bits of a JSON tid (a larger one is dropped or merges
  * tracks): a GPU stream's track has a tid from 2^30 (above any Linux tid)
  * and below 2^31, named by CUPTI's stream id; ids too large for that share
@@ -297,15 +308,11 @@ static void stream_tracks_have_tids_perfetto_keeps(void **state) {
   cJSON *s = fwd_site(7, "net/fc1/fwd", -4, 4);
   rg_kernel(s, "k", 2, 100);
   rg_site_end(&r, s);
-  fputs("],\n\"events\":[],\"kernel_events\":["
-        "{\"site\":7,\"call\":0,\"kernel\":0,\"stream\":13,\"start_ns\":1000,\"end_ns\":2000},"
-        "{\"site\":7,\"call\":1,\"kernel\":0,\"stream\":4294967295,\"start_ns\":3000,"
-        "\"end_ns\":4000}]}\n",
-        r.f);
-  assert_int_equal(fclose(r.f), 0);
-  cJSON_Delete(rf_report_of(dir));
-  cJSON *tr = rg_read_json(dir, "trace.json");
-  assert_non_null(tr);
+  cJSON *tr = trace_with_kernel_events(
+      &r, dir,
+      "{\"site\":7,\"call\":0,\"kernel\":0,\"stream\":13,\"start_ns\":1000,\"end_ns\":2000},"
+      "{\"site\":7,\"call\":1,\"kernel\":0,\"stream\":4294967295,\"start_ns\":3000,"
+      "\"end_ns\":4000}");
   const cJSON *e;
   int kernels = 0, names = 0;
   cJSON_ArrayForEach(e, rf_get(tr, "traceEvents")) {
@@ -344,15 +351,11 @@ static void trace_kernel_slices_show_cpp_kernels_demangled(void **state) {
             2, 100);
   rg_kernel(s, "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT", 1, 100);
   rg_site_end(&r, s);
-  fputs("],\n\"events\":[],\"kernel_events\":["
-        "{\"site\":7,\"call\":0,\"kernel\":0,\"stream\":13,\"start_ns\":1000,\"end_ns\":2000},"
-        "{\"site\":7,\"call\":0,\"kernel\":1,\"stream\":13,\"start_ns\":2500,\"end_ns\":2600},"
-        "{\"site\":7,\"call\":1,\"kernel\":0,\"stream\":13,\"start_ns\":3000,\"end_ns\":4000}]}\n",
-        r.f);
-  assert_int_equal(fclose(r.f), 0);
-  cJSON_Delete(rf_report_of(dir));
-  cJSON *tr = rg_read_json(dir, "trace.json");
-  assert_non_null(tr);
+  cJSON *tr = trace_with_kernel_events(
+      &r, dir,
+      "{\"site\":7,\"call\":0,\"kernel\":0,\"stream\":13,\"start_ns\":1000,\"end_ns\":2000},"
+      "{\"site\":7,\"call\":0,\"kernel\":1,\"stream\":13,\"start_ns\":2500,\"end_ns\":2600},"
+      "{\"site\":7,\"call\":1,\"kernel\":0,\"stream\":13,\"start_ns\":3000,\"end_ns\":4000}");
   const cJSON *e;
   int cutlass = 0, nvjet = 0;
   cJSON_ArrayForEach(e, rf_get(tr, "traceEvents")) {
