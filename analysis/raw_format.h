@@ -98,7 +98,9 @@
   X(fp8_scales, "fp8_scales", FP8, "cublasLt FP8 scale pointers set")                              \
   X(fast_accum, "fast_accum", FLAG,                                                                \
     "cublasLt FAST_ACCUM: FP8 partial sums not promoted periodically")                             \
-  X(loss_scale, "loss_scale", SCALE, "declared loss scale in force for the calls; null: none")     \
+  X(loss_scale, "loss_scale", SCALE,                                                               \
+    "declared loss scale in force for the calls; null: none, or a marked forward, recompute, "     \
+    "eval or optimizer phase (values not scaled)")                                                 \
   X(shapes_merged, "shapes_merged", FLAG,                                                          \
     "calls of new shapes past MPPROF_MAX_SITES: m/n/k/batch null, no lds, no conv")                \
   X(roles, "", ROLES, "tensor roles of the call (runtime only)")

@@ -22,6 +22,7 @@
 
 #include "profiler/gpu/gpu.h"
 #include "profiler/hostmem.h"
+#include "profiler/include/mpprof.h"
 #include "profiler/process.h"
 #include "profiler/call.h"
 #include "profiler/capture.h"
@@ -473,6 +474,24 @@ static void cache_put(site_cache_entry *e, const mpp_layer *layer, const mpp_sit
                           .phase = m->phase};
 }
 
+/* The loss scale of a site's key: gradients computed now carry the scale in
+ * force, so sites of the backward (or of no marked phase, where a tensor may
+ * be a gradient) are split by it and the report unscales each one exactly.
+ * A marked forward, recomputation, evaluation or optimizer scope computes no
+ * scaled values: its sites are not split (a dynamic scaler's every backoff
+ * would otherwise make a new site of every forward op) and record no scale. */
+static double key_scale(double in_force, const mpp_layer *layer) {
+  switch (layer->phase) {
+  case MPPROF_SCOPE_FORWARD:
+  case MPPROF_SCOPE_RECOMPUTE:
+  case MPPROF_SCOPE_EVAL:
+  case MPPROF_SCOPE_OPTIMIZER:
+    return 0;
+  default:
+    return in_force;
+  }
+}
+
 static int find_site(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_index) {
   mpp_site_memo *m = op->site_memo;
   uint64_t gen = mpp_sites_generation();
@@ -529,9 +548,8 @@ void mpp_call_begin(mpp_call *c, mpp_op *op) {
   uint64_t index = 0;
   mpp_layer layer;
   mpp_layer_current(&layer);
-  /* Gradients computed now carry the scale in force: sites are split by it so
-   * the report can unscale each one exactly. */
-  op->loss_scale = mpp_train_scale();
+  c->scale = mpp_train_scale();
+  op->loss_scale = key_scale(c->scale, &layer);
   c->has_step = mpp_train_step(&c->step);
   c->site = find_site(op, &layer, &index);
   c->index = index;
@@ -603,7 +621,7 @@ static bool nonfinite_output(const mpp_call *c, const mpp_op *op, mpp_nonfinite 
                          .has_step = c->has_step,
                          .inputs_scanned = inputs,
                          .step = c->step,
-                         .scale = op->loss_scale,
+                         .scale = c->scale,
                          .role = op->roles[bad].name,
                          .count = s->count,
                          .nans = s->nans,
@@ -655,7 +673,7 @@ void mpp_call_autotune(mpp_op *op) {
   uint64_t index;
   mpp_layer layer;
   mpp_layer_current(&layer);
-  op->loss_scale = mpp_train_scale();
+  op->loss_scale = key_scale(mpp_train_scale(), &layer);
   int site = mpp_site_find(op, &layer, &index, NULL, NULL);
   if (site >= 0) mpp_site_record_autotune(site);
 }

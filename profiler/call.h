@@ -42,6 +42,7 @@ typedef struct mpp_call {
   uint8_t fp8_on_device;
   bool has_step; /* a step was marked: the step in force when the call began */
   uint64_t step;
+  double scale; /* the loss scale in force when the call began (0: none) */
 } mpp_call;
 
 /* Every begun call must be ended (calls of one thread may nest: grouped GEMMs

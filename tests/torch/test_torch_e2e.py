@@ -140,6 +140,15 @@ def check_model_report(rep):
     # scaler.update(), which sets the next step's scale first: step 2 runs
     # under the grown 2048, step 3 under the backed-off 1024 (step 0, before
     # any step mark, under 1024; step 4 is the program's end).
+    # Forward, recomputed and eval ops compute no scaled values: a layer's
+    # forward GEMM is one site under both scales (was one per scale), while
+    # its backward sites are split by the scale, as the report unscales them.
+    nsites = collections.Counter((s["layer_name"], s["phase"]) for s in rep["sites"])
+    for (name, phase), n in sorted(nsites.items()):
+        if phase in ("forward", "recompute", "eval"):
+            check(n == 1, "%s: %d %s sites (one GEMM, split by the loss scale?)" % (name, n, phase))
+    check(nsites[("embed", "backward")] == 2,
+          "embed: %d backward sites, want 2 (dw under 1024 and under 2048)" % nsites[("embed", "backward")])
     ap = rep["loss_scale"]["applied"]
     runs = [(r["first"], r["last"], r["scale"]) for r in ap["per_step"]]
     check(ap["source"] == "marks" and runs == [(1, 1, 1024), (2, 2, 2048), (3, 4, 1024)],
