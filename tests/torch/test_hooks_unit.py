@@ -824,6 +824,28 @@ class FastPathTests(unittest.TestCase):
         if not hooks._cxx:
             self.assertEqual(len(x._backward_hooks), 1)  # nothing else left behind either
 
+    def test_a_tensor_subclass_sees_only_the_programs_calls(self):
+        # __torch_function__ of a subclass sees every attribute read and
+        # register_hook made on its instances: the marks' reads of module
+        # outputs and of the backward root are not the program's, and must
+        # not show there (nor change what it counts), while the backward is
+        # still attributed to its modules.
+        log = []
+
+        class Logged(torch.Tensor):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                log.append(getattr(func, "__name__", str(func)))
+                return super().__torch_function__(func, types, args, kwargs or {})
+
+        seen.clear()
+        model = Net()
+        loss = model(torch.ones(2, requires_grad=True).as_subclass(Logged)).sum()
+        loss.backward()
+        self.assertEqual(sorted(set(log)), ["backward", "clone", "mul", "sum"])
+        self.assertIn(("q'", ("layers.0.q", "backward")), seen)
+        self.assertIn(("head'", ("head", "backward")), seen)
+
     def test_saving_a_marked_tensor_warns_of_nothing(self):
         import io
         import warnings

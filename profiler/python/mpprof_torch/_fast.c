@@ -45,6 +45,7 @@ static PyObject *root_fns;       /* (begins, ends, live) of hooks._root_frames, 
 static PyObject *mark_type;      /* MarkHook */
 static PyObject *call_codes;     /* torch's module call: ((code, its **kwargs), ...) */
 static int direct = 1;           /* register through _backward_hooks (see register_hook) */
+static PyObject *no_tf_type;     /* torch._C's switch off of __torch_function__, or NULL */
 static const mpp_marks_api *cxx; /* marks as C++ pre-hooks on grad_fn (_marks.cpp), or NULL */
 static unsigned long generation; /* root forwards begun, on all threads: each one's number */
 static PyObject *s_requires_grad, *s_grad_fn, *s_backward_hooks, *s_dataclass_fields,
@@ -254,11 +255,43 @@ static int register_hook(PyObject *x, PyObject *grad_fn, PyObject *hook, PyObjec
   return rc;
 }
 
+static int mark_read(PyObject *x, int32_t start, int32_t end);
+
 /* x gets its mark, or its mark is updated (the rule: mark_update); as a C++
  * pre-hook on grad_fn where _marks is loaded, else as a Python tensor hook. */
 static int mark(PyObject *x, int32_t start, int32_t end) {
   /* a torch.Tensor (a subclass may wrap hooks: its own register_hook) */
-  if (cxx && (PyObject *)Py_TYPE(x) == tensor_type && cxx->mark(x, start, end)) return 0;
+  if ((PyObject *)Py_TYPE(x) == tensor_type)
+    return cxx && cxx->mark(x, start, end) ? 0 : mark_read(x, start, end);
+  /* A subclass's __torch_function__ would see each attribute read and
+   * register_hook as a call of the program's: they run with it switched off
+   * (its own Python methods, a register_hook override, still run). */
+  if (!no_tf_type) return mark_read(x, start, end);
+  PyObject *ctx = PyObject_CallObject(no_tf_type, NULL);
+  if (!ctx) return -1;
+  PyObject *r = PyObject_CallMethod(ctx, "__enter__", NULL);
+  if (!r) {
+    Py_DECREF(ctx);
+    return -1;
+  }
+  Py_DECREF(r);
+  int rc = mark_read(x, start, end);
+  PyObject *et, *ev, *tb; /* __exit__ runs with no exception pending */
+  PyErr_Fetch(&et, &ev, &tb);
+  r = PyObject_CallMethod(ctx, "__exit__", "OOO", Py_None, Py_None, Py_None);
+  Py_DECREF(ctx);
+  if (!r) {
+    Py_XDECREF(et);
+    Py_XDECREF(ev);
+    Py_XDECREF(tb);
+    return -1;
+  }
+  Py_DECREF(r);
+  PyErr_Restore(et, ev, tb);
+  return rc;
+}
+
+static int mark_read(PyObject *x, int32_t start, int32_t end) {
   PyObject *rg = PyObject_GetAttr(x, s_requires_grad);
   if (!rg) return -1;
   int req = PyObject_IsTrue(rg);
@@ -666,6 +699,11 @@ static PyObject *register_probe(PyObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+static PyObject *hide_reads(PyObject *self, PyObject *v) {
+  (void)self;
+  return swap(&no_tf_type, v);
+}
+
 static PyObject *set_direct(PyObject *self, PyObject *v) {
   (void)self;
   direct = PyObject_IsTrue(v) > 0;
@@ -765,6 +803,9 @@ static PyMethodDef methods[] = {
     {"mark_root", mark_root, METH_O, "mark a backward root: backward, no module"},
     {"register_probe", register_probe, METH_VARARGS, "start-up check of the direct registration"},
     {"set_direct", set_direct, METH_O, "use the direct registration (True) or register_hook"},
+    {"hide_reads", hide_reads, METH_O,
+     "the context manager type that switches __torch_function__ off around a subclass's "
+     "marks, or None; returns the previous"},
     {"depth", depth, METH_NOARGS, "(frames, backward depth, worker) of this thread"},
     {"api", api, METH_NOARGS, "_fast's side of the C++ marks (a capsule)"},
     {"set_marks", set_marks, METH_O, "marks through _marks.api()'s capsule, or None: Python hooks"},

@@ -263,11 +263,14 @@ def _wrap_autograd(fn):
             _confirm_cxx_marks()
         roots = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
         try:  # autograd threads start the graph with "backward, no module"
-            for x in _tensors(roots):  # (unless a module's output mark already names it)
-                if (x.requires_grad and x.grad_fn is not None and x._backward_hooks is None
-                        and not _fast.cxx_marks(x) and x not in _roots_hooked):
-                    _fast.mark_root(x)
-                    _roots_hooked.add(x)
+            # (unless a module's output mark already names it); a tensor
+            # subclass's __torch_function__ does not see these reads
+            with _no_torch_function():
+                for x in _tensors(roots):
+                    if (x.requires_grad and x.grad_fn is not None and x._backward_hooks is None
+                            and not _fast.cxx_marks(x) and x not in _roots_hooked):
+                        _fast.mark_root(x)
+                        _roots_hooked.add(x)
         except Exception:
             pass
         _fast.backward_enter()
@@ -854,15 +857,20 @@ def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skip
     and ops are ctypes function pointers (libmpprof.so's, or a test's
     stand-ins); without ops, every module's backward is marked."""
     global _push, _pop, _layer_id, _loss_scale, _step, _step_skipped, _model_root
-    global _compiling, _Tensor, _Module, _direct, _cxx, _real_grad
+    global _compiling, _Tensor, _Module, _direct, _cxx, _real_grad, _no_torch_function
     _push, _pop, _layer_id, _model_root = push, pop, layer_id, model_root
     _loss_scale, _step, _step_skipped = loss_scale, step, step_skipped
     _Tensor = torch.Tensor
     _Module = torch.nn.Module
+    # torch >= 2.0 turns off subclasses' dispatch only (modes stay on); older
+    # torch has the one switch, which has no modes to keep
+    _no_torch_function = getattr(torch._C, "DisableTorchFunctionSubclass", None) or \
+        torch._C.DisableTorchFunction
     _compiling = _compiling_fn(torch)
     addr = [ctypes.cast(f, ctypes.c_void_p).value if f is not None else None for f in (push, pop, set_, ops)]
     _fast.init(addr[0], addr[1], addr[2], addr[3], torch.Tensor, torch.is_grad_enabled, _resolve, _log,
                _ids, collections.OrderedDict)
+    _fast.hide_reads(_no_torch_function)
     _direct = _direct_registration_works(torch)
     _fast.set_direct(_direct)
     _fast.set_marks(None)
@@ -997,3 +1005,4 @@ def install(torch):
 
 _Tensor = None
 _Module = None
+_no_torch_function = None  # bind(): torch._C's switch that hides our reads from subclasses
