@@ -7,8 +7,10 @@
  * (TF32 for fp32 data: PyTorch's default with allow_tf32) under
  * CUDNN_DEFAULT_MATH / TENSOR_OP_MATH when C and K are multiples of 8 and the
  * conv is not grouped; CUDA cores under CUDNN_FMA_MATH, for fp32 with
- * NVIDIA_TF32_OVERRIDE=0, or otherwise. Every algorithm value runs the same
- * reference loop and needs no workspace. */
+ * NVIDIA_TF32_OVERRIDE=0, or otherwise. Every algorithm the real library
+ * runs for a problem runs the same reference loop here; the ones it refuses
+ * for that problem are refused, and the transform algorithms ask for
+ * workspace (algo_plan). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -510,6 +512,80 @@ static bool algo_ok(int algo, int count) {
   return algo >= 0 && algo < count;
 }
 
+/* Which algorithm runs which problem, and the workspace it needs. Only what
+ * a source says is encoded:
+ * - forward DIRECT is not implemented, and forward WINOGRAD needs a 3x3
+ *   filter (NVIDIA's answer on the developer forum, "CUDNN_STATUS_NOT_
+ *   SUPPORTED for algo 6 and 3", forums.developer.nvidia.com/t/165802/3)
+ *   with stride 1 (the cuDNN API reference, "Supported Algorithms for
+ *   cudnnConvolutionForward() 2D Convolutions"): 2-D only;
+ * - backward filter WINOGRAD is "Not implemented" (cudnnConvolutionBwd
+ *   FilterAlgo_t in the cuDNN API reference);
+ * - FFT, FFT_TILING and WINOGRAD_NONFUSED need workspace ("a significant
+ *   memory workspace is needed", the same enum descriptions): simcuda asks
+ *   for twice the x, w and y spans, its own amount, not the real library's.
+ * Anything else outside an algorithm's support (FFT's size limits, the
+ * data-type tables) is not encoded: no source was at hand. */
+static bool winograd_3x3_stride_1(const simcudnn_conv_problem *p) {
+  if (p->geom.spatial != 2 || p->w.dims[2] != 3 || p->w.dims[3] != 3) return false;
+  return p->geom.stride[0] == 1 && p->geom.stride[1] == 1;
+}
+
+static size_t transform_workspace(const simcudnn_conv_problem *p) {
+  return 2 * (size_t)(simcudnn_tensor_span_bytes(&p->x) + simcudnn_tensor_span_bytes(&p->w) +
+                      simcudnn_tensor_span_bytes(&p->y));
+}
+
+/* NOT_SUPPORTED for a problem the algorithm does not run; else SUCCESS and
+ * the workspace it needs. */
+static cudnnStatus_t algo_plan(const simcudnn_conv_problem *p, int algo, size_t *workspace) {
+  bool unsupported = false, transform = false;
+  switch (p->kind) {
+  case SIMCUDNN_FPROP:
+    unsupported = algo == CUDNN_CONVOLUTION_FWD_ALGO_DIRECT ||
+                  (algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD && !winograd_3x3_stride_1(p));
+    transform = algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT ||
+                algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+                algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+    break;
+  case SIMCUDNN_DGRAD:
+    transform = algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT ||
+                algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+                algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+    break;
+  default:
+    unsupported = algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD;
+    transform = algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT ||
+                algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+                algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+    break;
+  }
+  if (unsupported) {
+    simcudnn_set_error("simcuda cuDNN: algorithm %d does not run this convolution", algo);
+    return CUDNN_STATUS_NOT_SUPPORTED;
+  }
+  *workspace = transform ? transform_workspace(p) : 0;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+/* The execution calls: the algorithm must run the problem, and the caller's
+ * workspace be as large as the query said. Less is refused with
+ * CUDNN_STATUS_ALLOC_FAILED, the status the cuDNN API reference gives
+ * (cudnnConvolution*AlgoPerf_t: "if the provided workspace is
+ * insufficient"); no text for the execution calls themselves was found, so
+ * this is a choice the fidelity probe checks on a GPU. */
+static cudnnStatus_t algo_run_ok(const simcudnn_conv_problem *p, int algo, size_t given) {
+  size_t need = 0;
+  cudnnStatus_t st = algo_plan(p, algo, &need);
+  if (st) return st;
+  if (given < need) {
+    simcudnn_set_error("simcuda cuDNN: algorithm %d needs %zu bytes of workspace, got %zu", algo,
+                       need, given);
+    return CUDNN_STATUS_ALLOC_FAILED;
+  }
+  return CUDNN_STATUS_SUCCESS;
+}
+
 /* ---- workspace and algorithm queries ---- */
 
 cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(
@@ -521,8 +597,7 @@ cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(
     return CUDNN_STATUS_BAD_PARAM;
   cudnnStatus_t st = build(SIMCUDNN_FPROP, x, w, conv, y, &p);
   if (st) return st;
-  *size = 0;
-  return CUDNN_STATUS_SUCCESS;
+  return algo_plan(&p, algo, size);
 }
 
 cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(
@@ -534,8 +609,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(
     return CUDNN_STATUS_BAD_PARAM;
   cudnnStatus_t st = build(SIMCUDNN_DGRAD, dx, w, conv, dy, &p);
   if (st) return st;
-  *size = 0;
-  return CUDNN_STATUS_SUCCESS;
+  return algo_plan(&p, algo, size);
 }
 
 cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(
@@ -547,8 +621,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(
     return CUDNN_STATUS_BAD_PARAM;
   cudnnStatus_t st = build(SIMCUDNN_WGRAD, x, dw, conv, dy, &p);
   if (st) return st;
-  *size = 0;
-  return CUDNN_STATUS_SUCCESS;
+  return algo_plan(&p, algo, size);
 }
 
 cudnnStatus_t cudnnGetConvolutionForwardAlgorithmMaxCount(cudnnHandle_t h, int *count) {
@@ -639,12 +712,13 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
                                       cudnnConvolutionFwdAlgo_t algo, void *workSpace,
                                       size_t workSpaceSizeInBytes, const void *beta,
                                       const cudnnTensorDescriptor_t yDesc, void *y) {
-  (void)workSpace, (void)workSpaceSizeInBytes; /* every algorithm needs 0 bytes here */
+  (void)workSpace; /* host loops: the workspace is only checked for size */
   simcudnn_conv_problem p;
   if (!simcudnn_handle_ok(h) || !x || !w || !y || !algo_ok(algo, CUDNN_CONVOLUTION_FWD_ALGO_COUNT))
     return CUDNN_STATUS_BAD_PARAM;
   cudnnStatus_t st = build(SIMCUDNN_FPROP, xDesc, wDesc, conv, yDesc, &p);
   if (!st) st = scalars(alpha, beta, &p);
+  if (!st) st = algo_run_ok(&p, algo, workSpaceSizeInBytes);
   if (st) return st;
   p.x_ptr = (void *)x;
   p.w_ptr = (void *)w;
@@ -659,13 +733,14 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha,
                                            cudnnConvolutionBwdDataAlgo_t algo, void *workSpace,
                                            size_t workSpaceSizeInBytes, const void *beta,
                                            const cudnnTensorDescriptor_t dxDesc, void *dx) {
-  (void)workSpace, (void)workSpaceSizeInBytes;
+  (void)workSpace;
   simcudnn_conv_problem p;
   if (!simcudnn_handle_ok(h) || !w || !dy || !dx ||
       !algo_ok(algo, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT))
     return CUDNN_STATUS_BAD_PARAM;
   cudnnStatus_t st = build(SIMCUDNN_DGRAD, dxDesc, wDesc, conv, dyDesc, &p);
   if (!st) st = scalars(alpha, beta, &p);
+  if (!st) st = algo_run_ok(&p, algo, workSpaceSizeInBytes);
   if (st) return st;
   p.x_ptr = dx;
   p.w_ptr = (void *)w;
@@ -680,13 +755,14 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
                                              cudnnConvolutionBwdFilterAlgo_t algo, void *workSpace,
                                              size_t workSpaceSizeInBytes, const void *beta,
                                              const cudnnFilterDescriptor_t dwDesc, void *dw) {
-  (void)workSpace, (void)workSpaceSizeInBytes;
+  (void)workSpace;
   simcudnn_conv_problem p;
   if (!simcudnn_handle_ok(h) || !x || !dy || !dw ||
       !algo_ok(algo, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT))
     return CUDNN_STATUS_BAD_PARAM;
   cudnnStatus_t st = build(SIMCUDNN_WGRAD, xDesc, dwDesc, conv, dyDesc, &p);
   if (!st) st = scalars(alpha, beta, &p);
+  if (!st) st = algo_run_ok(&p, algo, workSpaceSizeInBytes);
   if (st) return st;
   p.x_ptr = (void *)x;
   p.w_ptr = dw;
@@ -716,7 +792,7 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
     const void *alpha2, const cudnnTensorDescriptor_t zDesc, const void *z,
     const cudnnTensorDescriptor_t biasDesc, const void *bias, const cudnnActivationDescriptor_t act,
     const cudnnTensorDescriptor_t yDesc, void *y) {
-  (void)workSpace, (void)workSpaceSizeInBytes;
+  (void)workSpace;
   simcudnn_conv_problem p;
   if (!simcudnn_handle_ok(h) || !x || !w || !y || !z || !bias ||
       !algo_ok(algo, CUDNN_CONVOLUTION_FWD_ALGO_COUNT) || !act || act->magic != ACT_MAGIC ||
@@ -724,6 +800,7 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
     return CUDNN_STATUS_BAD_PARAM;
   cudnnStatus_t st = build(SIMCUDNN_FPROP, xDesc, wDesc, conv, yDesc, &p);
   if (!st) st = scalars(alpha1, alpha2, &p);
+  if (!st) st = algo_run_ok(&p, algo, workSpaceSizeInBytes);
   if (st) return st;
   if (!same_shape(&zDesc->t, &yDesc->t) || !bias_shape_ok(&biasDesc->t, &yDesc->t)) {
     simcudnn_set_error("simcuda cuDNN: z must match y; bias must be 1xKx1x1");

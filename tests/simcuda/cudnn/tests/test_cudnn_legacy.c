@@ -477,8 +477,8 @@ static void queries_give_zero_workspace_and_one_implicit_gemm_algorithm(void **s
   conv_setup s;
   setup_conv(&s, &odd, CUDNN_DATA_FLOAT, CUDNN_DEFAULT_MATH);
   size_t ws = 99;
-  assert_int_equal(cudnnGetConvolutionForwardWorkspaceSize(s.h, s.xd, s.wd, s.cd, s.yd,
-                                                           CUDNN_CONVOLUTION_FWD_ALGO_FFT, &ws),
+  assert_int_equal(cudnnGetConvolutionForwardWorkspaceSize(
+                       s.h, s.xd, s.wd, s.cd, s.yd, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, &ws),
                    CUDNN_STATUS_SUCCESS);
   assert_int_equal(ws, 0);
   ws = 99;
@@ -512,6 +512,100 @@ static void queries_give_zero_workspace_and_one_implicit_gemm_algorithm(void **s
       cudnnGetConvolutionBackwardFilterAlgorithm_v7(s.h, s.xd, s.yd, s.cd, s.wd, 7, &returned, bf),
       CUDNN_STATUS_SUCCESS);
   assert_int_equal(bf[0].algo, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1);
+  teardown_conv(&s);
+}
+
+/* The algorithms the real library restricts (cudnn_legacy.c, algo_plan):
+ * forward DIRECT never runs, forward WINOGRAD only a 2-D 3x3 filter with
+ * stride 1, backward-filter WINOGRAD never; the queries and the calls say
+ * NOT_SUPPORTED. FFT, FFT_TILING and WINOGRAD_NONFUSED need workspace, and a
+ * call given less fails with ALLOC_FAILED. */
+static void restricted_algorithms_are_refused_and_transforms_need_workspace(void **state) {
+  (void)state;
+  conv_setup s;
+  setup_conv(&s, &wide, CUDNN_DATA_FLOAT, CUDNN_FMA_MATH); /* 3x3, stride 1 */
+  static float buf[4096];
+  float one = 1.0f, zero = 0.0f;
+  size_t ws = 99;
+  assert_int_equal(cudnnGetConvolutionForwardWorkspaceSize(s.h, s.xd, s.wd, s.cd, s.yd,
+                                                           CUDNN_CONVOLUTION_FWD_ALGO_DIRECT, &ws),
+                   CUDNN_STATUS_NOT_SUPPORTED);
+  assert_int_equal(cudnnConvolutionForward(s.h, &one, s.xd, buf, s.wd, buf, s.cd,
+                                           CUDNN_CONVOLUTION_FWD_ALGO_DIRECT, NULL, 0, &zero, s.yd,
+                                           buf),
+                   CUDNN_STATUS_NOT_SUPPORTED);
+  /* WINOGRAD: 3x3 stride 1 runs (no workspace), stride 2 and 3x2 do not. */
+  assert_int_equal(cudnnGetConvolutionForwardWorkspaceSize(
+                       s.h, s.xd, s.wd, s.cd, s.yd, CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD, &ws),
+                   CUDNN_STATUS_SUCCESS);
+  assert_int_equal(ws, 0);
+  assert_int_equal(cudnnConvolutionForward(s.h, &one, s.xd, buf, s.wd, buf, s.cd,
+                                           CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD, NULL, 0, &zero,
+                                           s.yd, buf),
+                   CUDNN_STATUS_SUCCESS);
+  /* Backward filter WINOGRAD is not implemented. */
+  assert_int_equal(
+      cudnnGetConvolutionBackwardFilterWorkspaceSize(
+          s.h, s.xd, s.yd, s.cd, s.wd, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD, &ws),
+      CUDNN_STATUS_NOT_SUPPORTED);
+  assert_int_equal(cudnnConvolutionBackwardFilter(s.h, &one, s.xd, buf, s.yd, buf, s.cd,
+                                                  CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD, NULL,
+                                                  0, &zero, s.wd, buf),
+                   CUDNN_STATUS_NOT_SUPPORTED);
+  /* The transform algorithms need workspace; less than that is refused. */
+  size_t need = 0;
+  assert_int_equal(cudnnGetConvolutionForwardWorkspaceSize(s.h, s.xd, s.wd, s.cd, s.yd,
+                                                           CUDNN_CONVOLUTION_FWD_ALGO_FFT, &need),
+                   CUDNN_STATUS_SUCCESS);
+  assert_true(need > 0);
+  void *wsp = malloc(need);
+  assert_int_equal(cudnnConvolutionForward(s.h, &one, s.xd, buf, s.wd, buf, s.cd,
+                                           CUDNN_CONVOLUTION_FWD_ALGO_FFT, wsp, need - 1, &zero,
+                                           s.yd, buf),
+                   CUDNN_STATUS_ALLOC_FAILED);
+  assert_int_equal(cudnnConvolutionForward(s.h, &one, s.xd, buf, s.wd, buf, s.cd,
+                                           CUDNN_CONVOLUTION_FWD_ALGO_FFT, wsp, need, &zero, s.yd,
+                                           buf),
+                   CUDNN_STATUS_SUCCESS);
+  free(wsp);
+  need = 0;
+  assert_int_equal(
+      cudnnGetConvolutionBackwardDataWorkspaceSize(
+          s.h, s.wd, s.yd, s.cd, s.xd, CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED, &need),
+      CUDNN_STATUS_SUCCESS);
+  assert_true(need > 0);
+  assert_int_equal(cudnnConvolutionBackwardData(s.h, &one, s.wd, buf, s.yd, buf, s.cd,
+                                                CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED,
+                                                NULL, 0, &zero, s.xd, buf),
+                   CUDNN_STATUS_ALLOC_FAILED);
+  need = 0;
+  assert_int_equal(
+      cudnnGetConvolutionBackwardFilterWorkspaceSize(
+          s.h, s.xd, s.yd, s.cd, s.wd, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING, &need),
+      CUDNN_STATUS_SUCCESS);
+  assert_true(need > 0);
+  assert_int_equal(cudnnConvolutionBackwardFilter(s.h, &one, s.xd, buf, s.yd, buf, s.cd,
+                                                  CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING,
+                                                  NULL, 0, &zero, s.wd, buf),
+                   CUDNN_STATUS_ALLOC_FAILED);
+  teardown_conv(&s);
+  /* odd: a 3x2 filter, stride 2 in H: no WINOGRAD. */
+  setup_conv(&s, &odd, CUDNN_DATA_FLOAT, CUDNN_FMA_MATH);
+  assert_int_equal(cudnnGetConvolutionForwardWorkspaceSize(
+                       s.h, s.xd, s.wd, s.cd, s.yd, CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD, &ws),
+                   CUDNN_STATUS_NOT_SUPPORTED);
+  assert_int_equal(cudnnConvolutionForward(s.h, &one, s.xd, buf, s.wd, buf, s.cd,
+                                           CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD, NULL, 0, &zero,
+                                           s.yd, buf),
+                   CUDNN_STATUS_NOT_SUPPORTED);
+  teardown_conv(&s);
+  /* 3x3 but stride 2: no WINOGRAD either. */
+  ref_conv g = wide;
+  g.str_h = g.str_w = 2;
+  setup_conv(&s, &g, CUDNN_DATA_FLOAT, CUDNN_FMA_MATH);
+  assert_int_equal(cudnnGetConvolutionForwardWorkspaceSize(
+                       s.h, s.xd, s.wd, s.cd, s.yd, CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD, &ws),
+                   CUDNN_STATUS_NOT_SUPPORTED);
   teardown_conv(&s);
 }
 
@@ -663,6 +757,7 @@ int main(void) {
       cmocka_unit_test(nhwc_tensors_give_the_nchw_result),
       cmocka_unit_test(descriptors_read_back_as_set),
       cmocka_unit_test(queries_give_zero_workspace_and_one_implicit_gemm_algorithm),
+      cmocka_unit_test(restricted_algorithms_are_refused_and_transforms_need_workspace),
       cmocka_unit_test(inconsistent_descriptors_are_bad_param),
       cmocka_unit_test(unimplemented_types_are_not_supported),
       cmocka_unit_test(kernels_run_on_the_handle_stream),
