@@ -576,6 +576,47 @@ static int layout_ok(const lt_layout *l, uint64_t rows, uint64_t cols) {
   return l->ld >= 1 && (uint64_t)l->ld >= need;
 }
 
+static int is_narrow(int t) {
+  return is_fp8(t) || t == CUDA_R_4F_E2M1;
+}
+
+/* Is `elems` elements of the type a whole number of 16-byte units? */
+static int whole_16_bytes(int type, int64_t elems) {
+  if (type == CUDA_R_4F_E2M1) return elems % 32 == 0; /* two a byte */
+  return (elems * (int64_t)elem_size(type)) % 16 == 0;
+}
+
+/* The FP8 (and FP4) kernels' layout requirements, cuBLAS documentation,
+ * cublasLtMatmul, "To use FP8 kernels, the following set of requirements
+ * must be satisfied": A transposed and B not (check_types), "all matrix
+ * dimensions must meet the optimal requirements listed in Tensor Core Usage
+ * (i.e. pointers and matrix dimension must support 16-byte alignment)".
+ * Encoded as: A and B column-major (only the column-major TN form runs:
+ * tensorflow/tensorflow#59515 canonicalizes fp8 operands to it), every
+ * leading dimension and batch stride a whole number of 16 bytes (lda % 16
+ * for fp8, NVIDIA/TransformerEngine#2894), and m and k multiples of 16:
+ * cuBLASLt's own log says "Unsupported M dimension for FP8 matrix
+ * multiplication. M must be divisible by 16" (vllm-project/vllm#4691), and
+ * PyTorch's _scaled_mm requires of mat2 (K x N, cuBLAS's k x m after its
+ * operand swap) both dimensions divisible by 16; n is free (PyTorch's M).
+ * Else NOT_SUPPORTED, which the heuristic returns with no result. The
+ * pointers' 16-byte alignment is checked by cublasLtMatmul. */
+static cublasStatus_t fp8_layouts_ok(const lt_plan *p) {
+  if (!is_narrow((int)p->a->type)) return CUBLAS_STATUS_SUCCESS;
+  if (p->a->order != CUBLASLT_ORDER_COL || p->b->order != CUBLASLT_ORDER_COL)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (p->m % 16 != 0 || p->k % 16 != 0) return CUBLAS_STATUS_NOT_SUPPORTED;
+  const lt_layout *ls[4] = {p->a, p->b, p->c, p->d};
+  for (int i = 0; i < 4; i++) {
+    int t = (int)ls[i]->type;
+    if (!whole_16_bytes(t, ls[i]->ld)) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (ls[i]->batch_mode == CUBLASLT_BATCH_MODE_STRIDED && ls[i]->batch_count > 1 &&
+        !whole_16_bytes(t, ls[i]->stride))
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 /* A/B scale modes (cublasLtMatmulMatrixScale_t). Emulated: scalar scales;
  * on sm_90 (the default part) the 128-element modes Hopper has, A and B each
  * VEC128_32F (1x128) or BLK128x128_32F, not both 128x128; on sm_100
@@ -689,6 +730,8 @@ static cublasStatus_t plan_matmul(lt_plan *p, cublasLtMatmulDesc_t desc, cublasL
       !layout_ok(p->c, p->m, p->n) || !layout_ok(p->d, p->m, p->n))
     return CUBLAS_STATUS_INVALID_VALUE;
   cublasStatus_t st = check_types(p);
+  if (st != CUBLAS_STATUS_SUCCESS) return st;
+  st = fp8_layouts_ok(p);
   if (st != CUBLAS_STATUS_SUCCESS) return st;
   st = plan_scales(p);
   if (st != CUBLAS_STATUS_SUCCESS) return st;
@@ -1266,6 +1309,20 @@ SIM_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDes
     return CUBLAS_STATUS_INVALID_VALUE;
   if (p.blk != 0 && (p.desc->a_scale == NULL || p.desc->b_scale == NULL))
     return CUBLAS_STATUS_INVALID_VALUE; /* block scales have no default */
+  if (is_narrow((int)p.a->type)) {
+    /* "All matrix pointers must be 16-byte aligned" (fp8_layouts_ok), for
+     * each batch member of a pointer array too. */
+    const void *mats[4] = {A, B, C, D};
+    const lt_layout *ls[4] = {p.a, p.b, p.c, p.d};
+    for (int i = 0; i < 4; i++) {
+      if (mats[i] == NULL) continue; /* not read (alpha or beta 0) */
+      int array = ls[i]->batch_mode == CUBLASLT_BATCH_MODE_POINTER_ARRAY;
+      for (int32_t bi = 0; bi < (array ? p.batch : 1); bi++) {
+        const void *m = array ? ((const void *const *)mats[i])[bi] : mats[i];
+        if ((uintptr_t)m % 16) return CUBLAS_STATUS_NOT_SUPPORTED;
+      }
+    }
+  }
   if (is_fp8((int)p.a->type)) {
     /* Per-tensor scale and amax pointers 16-byte aligned, else NOT_SUPPORTED
      * (the H200's cuBLASLt 13.1 refused scales 4 bytes apart and took them

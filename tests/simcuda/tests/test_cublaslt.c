@@ -193,8 +193,10 @@ static lt_case lt_make(cublasComputeType_t compute, cudaDataType scale, cudaData
   int64_t br = tb == 'N' ? k : n, bc = tb == 'N' ? n : k;
   c.A = st_matrix(at, ar, ac, ar + 16, batch, (ar + 16) * ac + 16, seed);
   c.B = st_matrix(bt, br, bc, br + 16, batch, (br + 16) * bc + 32, seed + 1);
-  c.C = st_matrix(ct, m, n, m + 8, batch, (m + 8) * n + 8, seed + 2);
-  c.D = st_matrix(dt, m, n, m + 8, batch, (m + 8) * n + 8, seed + 3);
+  /* C and D padded by 16 rows: an fp8 D's leading dimension stays a whole
+   * number of 16 bytes when m is, as FP8 kernels require. */
+  c.C = st_matrix(ct, m, n, m + 16, batch, (m + 16) * n + 16, seed + 2);
+  c.D = st_matrix(dt, m, n, m + 16, batch, (m + 16) * n + 16, seed + 3);
   assert_int_equal(cublasLtMatmulDescCreate(&c.desc, compute, scale), CUBLAS_STATUS_SUCCESS);
   int32_t opa = ta == 'N' ? CUBLAS_OP_N : CUBLAS_OP_T, opb = tb == 'N' ? CUBLAS_OP_N : CUBLAS_OP_T;
   cublasLtMatmulDescSetAttribute(c.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa));
@@ -390,7 +392,7 @@ static void fp8_scales_amax_and_fp8_output_follow_the_documented_formula(void **
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     lt_case c = lt_make(CUBLAS_COMPUTE_32F, CUDA_R_32F, cases[i].at, cases[i].bt, cases[i].ct,
-                        cases[i].dt, 'T', 'N', 8, 6, 32, 1, 50u + (uint32_t)i);
+                        cases[i].dt, 'T', 'N', 16, 6, 32, 1, 50u + (uint32_t)i);
     /* 16-byte aligned, as the real cuBLASLt wants FP8 scales (fidelity_probe) */
     _Alignas(16) float sa = 0.5f;
     _Alignas(16) float sb = 4.0f;
@@ -406,7 +408,7 @@ static void fp8_scales_amax_and_fp8_output_follow_the_documented_formula(void **
     double want_amax = 0;
     int64_t bad = 0;
     for (int64_t j = 0; j < 6; j++)
-      for (int64_t r = 0; r < 8; r++) {
+      for (int64_t r = 0; r < 16; r++) {
         /* D = sD * (alpha * sA * sB * AB + beta * C); amax before sD. */
         double v = st_ref('T', 'N', 32, 1.0 * sa * sb, &c.A, &c.B, beta, &c.C, 0, r, j);
         if (fabs(v) > want_amax) want_amax = fabs(v);
@@ -425,10 +427,75 @@ static void fp8_scales_amax_and_fp8_output_follow_the_documented_formula(void **
 static void fp8_scale_pointers_default_to_one(void **state) {
   cublasLtHandle_t h = *state;
   lt_case c = lt_make(CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_16BF,
-                      CUDA_R_16BF, 'T', 'N', 4, 4, 16, 1, 61);
+                      CUDA_R_16BF, 'T', 'N', 16, 4, 16, 1, 61);
   float alpha = 1, beta = 0;
   assert_int_equal(lt_run(h, &c, &alpha, &beta), CUBLAS_STATUS_SUCCESS);
-  assert_int_equal(st_mismatches('T', 'N', 4, 4, 16, 1, &c.A, &c.B, 0, &c.C, &c.D), 0);
+  assert_int_equal(st_mismatches('T', 'N', 16, 4, 16, 1, &c.A, &c.B, 0, &c.C, &c.D), 0);
+  lt_free(&c);
+}
+
+/* Heuristic status and result count for a case. */
+static cublasStatus_t lt_heuristic(cublasLtHandle_t h, lt_case *c, int *got) {
+  cublasLtMatmulPreference_t p;
+  cublasLtMatmulPreferenceCreate(&p);
+  cublasLtMatmulHeuristicResult_t r;
+  *got = -1;
+  cublasStatus_t st =
+      cublasLtMatmulAlgoGetHeuristic(h, c->desc, c->la, c->lb, c->lc, c->ld, p, 1, &r, got);
+  cublasLtMatmulPreferenceDestroy(p);
+  return st;
+}
+
+/* The FP8 kernels' requirements (cuBLAS documentation, cublasLtMatmul; see
+ * fp8_layouts_ok in cublaslt.c): column-major TN, m and k multiples of 16,
+ * leading dimensions whole 16 bytes, matrix pointers 16-byte aligned. The
+ * heuristic finds no algorithm for a layout outside them (NOT_SUPPORTED,
+ * no result) and cublasLtMatmul refuses it, as it refuses a misaligned
+ * pointer. */
+static void fp8_layouts_outside_the_documented_requirements_are_not_supported(void **state) {
+  cublasLtHandle_t h = *state;
+  float alpha = 1, beta = 0;
+  int got;
+  lt_case c = lt_make(CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_16BF,
+                      CUDA_R_16BF, 'T', 'N', 16, 8, 32, 1, 70);
+  assert_int_equal(lt_heuristic(h, &c, &got), CUBLAS_STATUS_SUCCESS);
+  assert_int_equal(got, 1);
+  assert_int_equal(lt_run(h, &c, &alpha, &beta), CUBLAS_STATUS_SUCCESS);
+  /* D one bf16 element past a 16-byte boundary. */
+  assert_int_equal(cublasLtMatmul(h, c.desc, &alpha, c.A.data, c.la, c.B.data, c.lb, &beta,
+                                  c.C.data, c.lc, (char *)c.D.data + 2, c.ld, NULL, NULL, 0, NULL),
+                   CUBLAS_STATUS_NOT_SUPPORTED);
+  /* lda of 40 fp8 elements: not a whole number of 16 bytes. */
+  int64_t ld40 = 40;
+  assert_int_equal(
+      cublasLtMatrixLayoutSetAttribute(c.la, CUBLASLT_MATRIX_LAYOUT_LD, &ld40, sizeof ld40),
+      CUBLAS_STATUS_SUCCESS);
+  assert_int_equal(lt_heuristic(h, &c, &got), CUBLAS_STATUS_NOT_SUPPORTED);
+  assert_int_equal(got, 0);
+  assert_int_equal(lt_run(h, &c, &alpha, &beta), CUBLAS_STATUS_NOT_SUPPORTED);
+  lt_free(&c);
+  /* Row-major A (its m = 16 columns stored 48 apart, inside the buffer). */
+  c = lt_make(CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_16BF,
+              CUDA_R_16BF, 'T', 'N', 16, 8, 32, 1, 71);
+  int32_t row = CUBLASLT_ORDER_ROW;
+  int64_t ld_row = 48;
+  cublasLtMatrixLayoutSetAttribute(c.la, CUBLASLT_MATRIX_LAYOUT_ORDER, &row, sizeof row);
+  cublasLtMatrixLayoutSetAttribute(c.la, CUBLASLT_MATRIX_LAYOUT_LD, &ld_row, sizeof ld_row);
+  assert_int_equal(lt_heuristic(h, &c, &got), CUBLAS_STATUS_NOT_SUPPORTED);
+  assert_int_equal(got, 0);
+  assert_int_equal(lt_run(h, &c, &alpha, &beta), CUBLAS_STATUS_NOT_SUPPORTED);
+  lt_free(&c);
+  /* m = 8, then k = 24: not multiples of 16. n = 8 is fine. */
+  c = lt_make(CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_16BF,
+              CUDA_R_16BF, 'T', 'N', 8, 8, 32, 1, 72);
+  assert_int_equal(lt_heuristic(h, &c, &got), CUBLAS_STATUS_NOT_SUPPORTED);
+  assert_int_equal(got, 0);
+  assert_int_equal(lt_run(h, &c, &alpha, &beta), CUBLAS_STATUS_NOT_SUPPORTED);
+  lt_free(&c);
+  c = lt_make(CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_16BF,
+              CUDA_R_16BF, 'T', 'N', 16, 8, 24, 1, 73);
+  assert_int_equal(lt_heuristic(h, &c, &got), CUBLAS_STATUS_NOT_SUPPORTED);
+  assert_int_equal(lt_run(h, &c, &alpha, &beta), CUBLAS_STATUS_NOT_SUPPORTED);
   lt_free(&c);
 }
 
@@ -981,26 +1048,26 @@ static void block_scaled_fp8_runs_the_modes_of_the_simulated_device(void **state
   cublasStatus_t blackwell = sm == 100 ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
   int64_t bad = -1;
   /* 3 K blocks of 128 (the last one partial), 2 outer 128-blocks. */
-  assert_int_equal(run_block_scaled(h, V128, B128, 8, 136, 320, &bad), hopper);
+  assert_int_equal(run_block_scaled(h, V128, B128, 16, 136, 320, &bad), hopper);
   assert_int_equal(bad, 0);
-  assert_int_equal(run_block_scaled(h, B128, V128, 136, 8, 320, &bad), hopper);
+  assert_int_equal(run_block_scaled(h, B128, V128, 144, 8, 320, &bad), hopper);
   assert_int_equal(bad, 0);
-  assert_int_equal(run_block_scaled(h, V128, V128, 12, 10, 256, &bad), hopper);
+  assert_int_equal(run_block_scaled(h, V128, V128, 16, 10, 256, &bad), hopper);
   assert_int_equal(bad, 0);
-  assert_int_equal(run_block_scaled(h, B128, B128, 8, 8, 128, &bad), CUBLAS_STATUS_NOT_SUPPORTED);
+  assert_int_equal(run_block_scaled(h, B128, B128, 16, 8, 128, &bad), CUBLAS_STATUS_NOT_SUPPORTED);
   /* MXFP8: 5 blocks of 32 (two 4-block tile columns), two 128-row tiles. */
-  assert_int_equal(run_block_scaled(h, MX, MX, 136, 8, 160, &bad), blackwell);
+  assert_int_equal(run_block_scaled(h, MX, MX, 144, 8, 160, &bad), blackwell);
   assert_int_equal(bad, 0);
-  assert_int_equal(run_block_scaled(h, MX, MX, 8, 136, 160, &bad), blackwell);
+  assert_int_equal(run_block_scaled(h, MX, MX, 16, 136, 160, &bad), blackwell);
   assert_int_equal(bad, 0);
   /* Not emulated on either: UE4M3 blocks on fp8 data, outer vectors, mixed MX. */
   assert_int_equal(run_block_scaled(h, CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3,
-                                    CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3, 8, 8, 64, &bad),
+                                    CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3, 16, 8, 64, &bad),
                    CUBLAS_STATUS_NOT_SUPPORTED);
   assert_int_equal(run_block_scaled(h, CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F,
-                                    CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F, 8, 8, 64, &bad),
+                                    CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F, 16, 8, 64, &bad),
                    CUBLAS_STATUS_NOT_SUPPORTED);
-  assert_int_equal(run_block_scaled(h, MX, V128, 8, 8, 128, &bad), CUBLAS_STATUS_NOT_SUPPORTED);
+  assert_int_equal(run_block_scaled(h, MX, V128, 16, 8, 128, &bad), CUBLAS_STATUS_NOT_SUPPORTED);
 }
 
 /* NVFP4: e2m1 A (k x m) and B (k x n) packed two values to a byte, low
@@ -1056,8 +1123,9 @@ static void nvfp4_runs_on_sm100_only(void **state) {
   cublasLtHandle_t h = *state;
   int sm = device_sm();
   int64_t bad = -1;
-  /* 5 blocks of 16 (two tile columns), two 128-row tiles of A. */
-  assert_int_equal(run_nvfp4(h, 136, 6, 80, &bad),
+  /* 6 blocks of 16 (two tile columns), two 128-row tiles of A; K a whole
+   * number of 16 bytes (32 e2m1 values), M a multiple of 16 (fp8_layouts_ok). */
+  assert_int_equal(run_nvfp4(h, 144, 6, 96, &bad),
                    sm == 100 ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED);
   assert_int_equal(bad, 0);
   int ids[2], n = -1;
@@ -1073,7 +1141,7 @@ static void block_scales_have_no_default_pointer(void **state) {
   int mode =
       sm == 90 ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0;
   lt_case c = lt_make(CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_32F,
-                      CUDA_R_32F, 'T', 'N', 8, 8, 128, 1, 140);
+                      CUDA_R_32F, 'T', 'N', 16, 8, 128, 1, 140);
   set_i32(c.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, mode);
   set_i32(c.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, mode);
   float alpha = 1, beta = 0;
@@ -1095,6 +1163,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(fp8_scale_pointers_default_to_one, setup, teardown),
       cmocka_unit_test_setup_teardown(fp8_outside_the_hopper_table_is_not_supported, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(
+          fp8_layouts_outside_the_documented_requirements_are_not_supported, setup, teardown),
       cmocka_unit_test_setup_teardown(strided_batch_with_batched_bias_matches_reference, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(pointer_array_batch_mode_reads_each_members_address, setup,
