@@ -243,7 +243,7 @@ profile() { # SECONDS OUTDIR CMD...
 say "simcuda fidelity probe against the real cuBLAS / cuBLASLt"
 if tmo "$(left 60)" gcc -std=gnu11 -O2 -I"$CUDA/include" -o "$OUT/fidelity_probe" \
      "$ROOT/tests/simcuda/fidelity/fidelity_probe.c" -L"$CUDA/lib64" -Wl,-rpath,"$CUDA/lib64" \
-     -lcublasLt -lcublas -lcudart -lm >"$LOG/fidelity_probe.txt" 2>&1; then
+     -lcublasLt -lcublas -lcudart -lm -ldl >"$LOG/fidelity_probe.txt" 2>&1; then
   tmo "$(left 60)" "$OUT/fidelity_probe" "$ROOT/tests/simcuda/fidelity/fidelity_probe.expected" \
     >>"$LOG/fidelity_probe.txt" 2>&1
   case $? in

@@ -2,11 +2,13 @@
  * cuBLASLt give where its documentation leaves room (argument checks simcuda
  * inferred, block-scale layouts), probed through the public API. Built
  * against simcuda it runs in CI; built against the real libraries on a GPU
- * (scripts/gpu-check.sh) it checks the claims themselves. Each probe prints
+ * (scripts/gpu-check.sh) it checks the claims themselves. cuDNN is loaded with
+ * dlopen (libcudnn.so.9), so the probe links only cuBLAS / cuBLASLt. Each probe prints
  * "name value"; the expected file holds the claimed values, a name ending in
  * ".smNN" applies only on that compute capability.
  *
  *   fidelity_probe EXPECTED_FILE      exit 0 when every applicable line matches */
+#include <dlfcn.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -17,6 +19,7 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <cudnn.h>
 
 enum { MAX_LINES = 128 };
 static char got[MAX_LINES][160];
@@ -468,6 +471,138 @@ static void probe_lt(cublasLtHandle_t lt) {
   cublasLtMatmulDescDestroy(desc);
 }
 
+/* --- the FP8 kernels' layout requirements (cuBLAS documentation,
+ * cublasLtMatmul: TN, column-major, 16-byte aligned pointers and leading
+ * dimensions; m and k multiples of 16) --- */
+
+/* e4m3 A^T (k x m, lda) x e4m3 B (k x n), bf16 C = D (m x n): the heuristic's
+ * status and result count; with `d_off`, cublasLtMatmul's status with D that
+ * many bytes past a 256-byte aligned allocation. */
+static void probe_fp8_layout(cublasLtHandle_t lt, const char *name, int m, int n, int k,
+                             int64_t lda, int a_row, size_t d_off) {
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, lc;
+  int32_t opT = CUBLAS_OP_T, row = CUBLASLT_ORDER_ROW;
+  cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT);
+  cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, k, m, lda); /* A^T is m x k */
+  if (a_row) cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_ORDER, &row, sizeof row);
+  cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, k, n, k);
+  cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, m, n, m);
+  cublasLtMatmulPreference_t pref;
+  cublasLtMatmulPreferenceCreate(&pref);
+  cublasLtMatmulHeuristicResult_t r;
+  int got = 0;
+  cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &r, &got);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (d_off == 0) {
+    put(name, "%s results=%d", st(s), s == CUBLAS_STATUS_SUCCESS ? got : 0);
+  } else {
+    void *A = NULL, *B = NULL, *D = NULL;
+    cudaMalloc(&A, (size_t)lda * 256), cudaMalloc(&B, (size_t)k * n);
+    cudaMalloc(&D, (size_t)m * n * 2 + 256);
+    cudaMemset(A, 0, (size_t)lda * 256), cudaMemset(B, 0, (size_t)k * n);
+    float alpha = 1, beta = 0;
+    char *d = (char *)D + d_off;
+    s = cublasLtMatmul(lt, desc, &alpha, A, la, B, lb, &beta, d, lc, d, lc, NULL, NULL, 0, 0);
+    if (s == CUBLAS_STATUS_SUCCESS && cudaDeviceSynchronize() != cudaSuccess)
+      s = CUBLAS_STATUS_EXECUTION_FAILED;
+    put(name, "%s", st(s));
+    cudaFree(A), cudaFree(B), cudaFree(D);
+  }
+  cublasLtMatrixLayoutDestroy(la), cublasLtMatrixLayoutDestroy(lb), cublasLtMatrixLayoutDestroy(lc);
+  cublasLtMatmulDescDestroy(desc);
+}
+
+static void probe_fp8_layouts(cublasLtHandle_t lt) {
+  probe_fp8_layout(lt, "lt.fp8_layout.m16_n8_k32", 16, 8, 32, 32, 0, 0);
+  probe_fp8_layout(lt, "lt.fp8_layout.m8", 8, 16, 32, 32, 0, 0);
+  probe_fp8_layout(lt, "lt.fp8_layout.k24", 16, 16, 24, 32, 0, 0);
+  probe_fp8_layout(lt, "lt.fp8_layout.lda40", 16, 16, 32, 40, 0, 0);
+  probe_fp8_layout(lt, "lt.fp8_layout.a_row", 16, 16, 32, 32, 1, 0);
+  probe_fp8_layout(lt, "lt.fp8_layout.d_aligned", 16, 16, 32, 32, 0, 256);
+  probe_fp8_layout(lt, "lt.fp8_layout.d_2_bytes_off", 16, 16, 32, 32, 0, 258);
+}
+
+/* --- legacy cuDNN convolution algorithms (loaded at run time, so the
+ * probe links only the cuBLAS libraries): forward DIRECT never runs,
+ * WINOGRAD only 3x3 stride 1, backward-filter WINOGRAD never; FFT needs
+ * workspace and refuses a call given less --- */
+
+static void probe_cudnn(void) {
+  void *lib = dlopen("libcudnn.so.9", RTLD_NOW);
+  if (lib == NULL) {
+    put("cudnn.loaded", "no");
+    return;
+  }
+  /* Declared by cudnn.h, looked up here: __typeof__ names no symbol. */
+#define SYM(name) __typeof__(&name) name##_ = (__typeof__(&name))dlsym(lib, #name)
+  SYM(cudnnCreate);
+  SYM(cudnnDestroy);
+  SYM(cudnnCreateTensorDescriptor);
+  SYM(cudnnCreateFilterDescriptor);
+  SYM(cudnnCreateConvolutionDescriptor);
+  SYM(cudnnSetTensor4dDescriptor);
+  SYM(cudnnSetFilter4dDescriptor);
+  SYM(cudnnSetConvolution2dDescriptor);
+  SYM(cudnnGetConvolutionForwardWorkspaceSize);
+  SYM(cudnnGetConvolutionBackwardFilterWorkspaceSize);
+  SYM(cudnnConvolutionForward);
+  SYM(cudnnGetErrorString);
+#undef SYM
+  cudnnHandle_t h;
+  cudnnTensorDescriptor_t xd, yd;
+  cudnnFilterDescriptor_t wd;
+  cudnnConvolutionDescriptor_t cd;
+  cudnnCreate_(&h);
+  cudnnCreateTensorDescriptor_(&xd), cudnnCreateTensorDescriptor_(&yd);
+  cudnnCreateFilterDescriptor_(&wd), cudnnCreateConvolutionDescriptor_(&cd);
+  /* 1x8x16x16 fp32, 8 3x3 filters, pad 1: y 1x8x16x16 at stride 1, 8x8 at 2. */
+  cudnnSetTensor4dDescriptor_(xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 8, 16, 16);
+  cudnnSetFilter4dDescriptor_(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 8, 8, 3, 3);
+  void *x = NULL, *w = NULL, *y = NULL;
+  cudaMalloc(&x, 8 * 16 * 16 * 4), cudaMalloc(&w, 8 * 8 * 9 * 4), cudaMalloc(&y, 8 * 16 * 16 * 4);
+  cudaMemset(x, 0, 8 * 16 * 16 * 4), cudaMemset(w, 0, 8 * 8 * 9 * 4);
+  float one = 1, zero = 0;
+  size_t ws = 0;
+  for (int stride = 1; stride <= 2; stride++) {
+    int out = 16 / stride;
+    cudnnSetConvolution2dDescriptor_(cd, 1, 1, stride, stride, 1, 1, CUDNN_CROSS_CORRELATION,
+                                     CUDNN_DATA_FLOAT);
+    cudnnSetTensor4dDescriptor_(yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 8, out, out);
+    char name[64];
+    snprintf(name, sizeof name, "cudnn.fwd.winograd_3x3_stride%d", stride);
+    put(name, "%s",
+        cudnnGetErrorString_(cudnnGetConvolutionForwardWorkspaceSize_(
+            h, xd, wd, cd, yd, CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD, &ws)));
+  }
+  cudnnSetConvolution2dDescriptor_(cd, 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
+  cudnnSetTensor4dDescriptor_(yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 8, 16, 16);
+  put("cudnn.fwd.direct.workspace", "%s",
+      cudnnGetErrorString_(cudnnGetConvolutionForwardWorkspaceSize_(
+          h, xd, wd, cd, yd, CUDNN_CONVOLUTION_FWD_ALGO_DIRECT, &ws)));
+  put("cudnn.fwd.direct.run", "%s",
+      cudnnGetErrorString_(cudnnConvolutionForward_(
+          h, &one, xd, x, wd, w, cd, CUDNN_CONVOLUTION_FWD_ALGO_DIRECT, NULL, 0, &zero, yd, y)));
+  put("cudnn.bwd_filter.winograd.workspace", "%s",
+      cudnnGetErrorString_(cudnnGetConvolutionBackwardFilterWorkspaceSize_(
+          h, xd, yd, cd, wd, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD, &ws)));
+  ws = 0;
+  cudnnStatus_t s = cudnnGetConvolutionForwardWorkspaceSize_(h, xd, wd, cd, yd,
+                                                             CUDNN_CONVOLUTION_FWD_ALGO_FFT, &ws);
+  put("cudnn.fwd.fft.workspace", "%s %s", cudnnGetErrorString_(s), ws > 0 ? "positive" : "zero");
+  if (s == CUDNN_STATUS_SUCCESS && ws > 0) {
+    void *wsp = NULL;
+    cudaMalloc(&wsp, ws);
+    put("cudnn.fwd.fft.run_short_workspace", "%s",
+        cudnnGetErrorString_(cudnnConvolutionForward_(
+            h, &one, xd, x, wd, w, cd, CUDNN_CONVOLUTION_FWD_ALGO_FFT, wsp, ws - 1, &zero, yd, y)));
+    cudaFree(wsp);
+  }
+  cudaFree(x), cudaFree(w), cudaFree(y);
+  cudnnDestroy_(h);
+}
+
 static int check(const char *expected_path) {
   FILE *f = fopen(expected_path, "r");
   if (f == NULL) {
@@ -521,6 +656,8 @@ int main(int argc, char **argv) {
   cublasLtHandle_t lt;
   if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) return 1;
   probe_lt(lt);
+  probe_fp8_layouts(lt);
   cublasLtDestroy(lt);
+  probe_cudnn();
   return check(argv[1]);
 }
