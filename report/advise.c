@@ -285,10 +285,12 @@ static char *reason_text(const mp_reason *r, const mpprof_layer *l, const mp_lay
                            mpprof_pct_text(100 * d->fp16_overflow_fraction).s, d->window_lo,
                            d->window_hi);
   case MP_REASON_GRAD_NEVER_SEEN: {
-    bool zeros = t && t->st.zeros == t->st.count;
+    mpprof_dead_kind k = t ? mpprof_dead_kind_of(t->st.count, t->st.zeros,
+                                                 t->st.nans + t->st.pos_infs + t->st.neg_infs)
+                           : MPPROF_DEAD_BOTH;
     return mpprof_asprintf("%s (gradient) is %s in all %llu scanned calls: gradients never seen "
                            "finite and non-zero support no verdict",
-                           t ? t->name : "the gradient", zeros ? "zero" : "zero or Inf/NaN",
+                           t ? t->name : "the gradient", mpprof_dead_kind_text(k),
                            (unsigned long long)(t ? t->scanned_calls : 0));
   }
   case MP_REASON_NO_VALUES:
@@ -365,6 +367,26 @@ static void exact_window_end(const mp_advice_params *p, mpprof_layer_tensor *t) 
   if (k > a->window_hi) a->window_hi = k;
 }
 
+mpprof_dead_kind mpprof_dead_kind_of(uint64_t count, uint64_t zeros, uint64_t nonfinite) {
+  if (!count) return MPPROF_DEAD_NONE;
+  if (zeros >= count) return MPPROF_DEAD_ZERO;
+  if (nonfinite >= count) return MPPROF_DEAD_NONFINITE;
+  return MPPROF_DEAD_BOTH;
+}
+
+const char *mpprof_dead_kind_text(mpprof_dead_kind k) {
+  switch (k) {
+  case MPPROF_DEAD_ZERO:
+    return "zero";
+  case MPPROF_DEAD_NONFINITE:
+    return "Inf/NaN";
+  case MPPROF_DEAD_BOTH:
+    return "zero or Inf/NaN";
+  default:
+    return "";
+  }
+}
+
 /* The verdict of one layer (analysis/verdict.h) and its reasons as sentences. */
 static int judge(const mp_advice_params *prm, mpprof_layer *l) {
   mpprof_layer_advice *a = &l->adv;
@@ -402,9 +424,20 @@ static int judge(const mp_advice_params *prm, mpprof_layer *l) {
   a->fp8_e4m3_fits = v.fp8_e4m3_fits;
   a->fp8_e5m2_fits = v.fp8_e5m2_fits;
   /* Not only the first reason: a forward overflow is said before the dead gradient. */
-  a->dead_gradients = false;
+  bool dead = false;
   for (size_t i = 0; !v.known && i < v.n_reasons; i++)
-    a->dead_gradients = a->dead_gradients || v.reasons[i].code == MP_REASON_GRAD_NEVER_SEEN;
+    dead = dead || v.reasons[i].code == MP_REASON_GRAD_NEVER_SEEN;
+  /* What the layer's gradients held, all of them (the reason names one). */
+  uint64_t dn = 0, dz = 0, dnf = 0;
+  for (size_t i = 0; dead && i < l->n_tensors; i++) {
+    const mpprof_cstats *st = &l->tensors[i].st;
+    if (l->tensors[i].cls != MP_TCLASS_GRADIENT) continue;
+    dn += st->count;
+    dz += st->zeros;
+    dnf += st->nans + st->pos_infs + st->neg_infs;
+  }
+  a->dead_gradients = dead ? mpprof_dead_kind_of(dn, dz, dnf) : MPPROF_DEAD_NONE;
+  if (dead && !a->dead_gradients) a->dead_gradients = MPPROF_DEAD_BOTH;
   for (size_t i = 0; i < l->n_tensors; i++) /* a scale that is not a power of two */
     if (l->tensors[i].cls == MP_TCLASS_GRADIENT && l->tensors[i].unscale_estimate &&
         l->tensors[i].has_values)

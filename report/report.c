@@ -114,13 +114,14 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
         if (l->adv.known && l->adv.has_window && l->adv.rec == MP_REC_FP16_LOSS_SCALE)
           fprintf(f, " (its gradients fit loss scales 2^%d .. 2^%d)", l->adv.window_lo,
                   l->adv.window_hi);
+        else if (!l->adv.known && l->adv.dead_gradients)
+          fprintf(f, " (its gradients were %s in every scanned call)",
+                  mpprof_dead_kind_text((mpprof_dead_kind)l->adv.dead_gradients));
         else if (!l->adv.known)
-          fputs(l->adv.dead_gradients ? " (its gradients were zero in every scanned call)"
-                : l->elements         ? " (no forward tensor or gradient held a finite non-zero "
-                                        "value)"
-                : scan_none           ? " (no values scanned: --scan none)"
-                                      : " (no values scanned: its tensors could not be read; see "
-                                        "not_scanned in report.json)",
+          fputs(l->elements ? " (no forward tensor or gradient held a finite non-zero value)"
+                : scan_none ? " (no values scanned: --scan none)"
+                            : " (no values scanned: its tensors could not be read; see "
+                              "not_scanned in report.json)",
                 f);
         fputc('\n', f);
       }

@@ -392,6 +392,21 @@ typedef struct mpprof_layer_tensor {
   uint64_t wide_nonfinite;
 } mpprof_layer_tensor;
 
+/* What gradients never seen finite and non-zero held (MP_REASON_GRAD_NEVER_SEEN
+ * covers both): every value zero, every value Inf/NaN, or some of each. */
+typedef enum mpprof_dead_kind {
+  MPPROF_DEAD_NONE = 0,
+  MPPROF_DEAD_ZERO,
+  MPPROF_DEAD_NONFINITE,
+  MPPROF_DEAD_BOTH
+} mpprof_dead_kind;
+/* Of `count` values of which none is finite and non-zero, `zeros` zero and
+ * `nonfinite` NaN or Inf. NONE when count is 0. */
+mpprof_dead_kind mpprof_dead_kind_of(uint64_t count, uint64_t zeros, uint64_t nonfinite);
+/* "zero", "Inf/NaN", "zero or Inf/NaN" (NONE: ""): the one wording of the
+ * reason everywhere it is shown (report.json's reasons, the summary, the page). */
+const char *mpprof_dead_kind_text(mpprof_dead_kind k);
+
 typedef struct mpprof_layer_advice {
   bool known; /* some forward/gradient tensor had values */
   mp_recommendation rec;
@@ -399,10 +414,12 @@ typedef struct mpprof_layer_advice {
   int window_lo, window_hi;
   bool window_estimate;
   bool has_gradients;
-  int fp8_e4m3_fits;   /* -1: no forward tensors */
-  int fp8_e5m2_fits;   /* -1: no gradients */
-  bool dead_gradients; /* gradients scanned but never non-zero: no verdict (known false) */
-  cJSON *reasons;      /* array of strings */
+  int fp8_e4m3_fits; /* -1: no forward tensors */
+  int fp8_e5m2_fits; /* -1: no gradients */
+  /* Gradients scanned but never finite and non-zero: no verdict (known false).
+   * Which they were: zero, Inf/NaN or both (MPPROF_DEAD_NONE: not dead). */
+  int dead_gradients; /* an mpprof_dead_kind */
+  cJSON *reasons;     /* array of strings */
 } mpprof_layer_advice;
 
 /* A backward-phase tensor stored in fp16 with at least this share of its
@@ -538,7 +555,8 @@ double mpprof_fp16_flush_edge(const mpprof_layer_tensor *t);
 #define MPPROF_PLAN_SNIPPET_LINES 50 /* keep_in() lines in the snippet; the rest: plan.json */
 /* The summary's and the page's plan line when no layer has a verdict. */
 #define MPPROF_NO_PLAN_TEXT                                                                        \
-  "none: no layer has a verdict (no scanned values, or gradients never seen non-zero: each "       \
+  "none: no layer has a verdict (no scanned values, or gradients never seen finite and non-zero: " \
+  "each "                                                                                          \
   "layer's reasons say which)"
 
 /* How a layer stands as an fp8 candidate (e4m3 forward, e5m2 gradients):

@@ -3000,24 +3000,43 @@ static void the_summary_says_why_tensor_cores_and_verdicts_are_unknown(void **st
  * every call: the summary gives the dead gradient as the reason it has no
  * verdict, not "no forward tensor or gradient held a finite non-zero value"
  * (its forward tensors did: the overflow is a finding of its own). */
-static void the_summary_says_a_dead_gradient_after_a_forward_overflow(void **state) {
-  (void)state;
+static void dead_gradient_says(const double *grad, const char *held) {
   char *dir = rg_tmpdir("summary_dead");
   rg_file r;
   rg_begin(&r, dir, "a.json", &RF_P0);
   rg_site_end(&r, fwd_site(0, "net/fc/fwd", 10, 17)); /* beyond fp16's 65504 */
   cJSON *b = rg_gemm(1, "cublasGemmEx", "net/fc/bwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F",
                      "DEFAULT", 64, 64, 64, 10);
-  const double zeros[4] = {0, 0, 0, 0};
-  rg_tensor_values(b, "D", MP_FP32, zeros, 4);
+  rg_tensor_values(b, "D", MP_FP32, grad, 4);
   rg_site_end(&r, b);
   rg_end(&r);
   char *text = summary_text(dir);
-  assert_non_null(strstr(text, "no verdict (its gradients were zero in every scanned call)"));
+  char want[128];
+  snprintf(want, sizeof want, "no verdict (its gradients were %s in every scanned call)\n", held);
+  assert_non_null(strstr(text, want));
   assert_null(strstr(text, "no forward tensor or gradient held"));
   free(text);
+  /* report.json's reason (the page shows it) says the same. */
+  cJSON *rep = rf_report_of(dir);
+  char *json = cJSON_PrintUnformatted(rep);
+  snprintf(want, sizeof want, "backward.D (gradient) is %s in all 10 scanned calls", held);
+  assert_non_null(strstr(json, want));
+  free(json);
+  cJSON_Delete(rep);
   rg_rmdir(dir);
   free(dir);
+}
+
+static void the_summary_says_a_dead_gradient_after_a_forward_overflow(void **state) {
+  (void)state;
+  const double zeros[4] = {0, 0, 0, 0};
+  dead_gradient_says(zeros, "zero");
+  /* A loss scale that overflows every gradient: Inf/NaN, not zero (it said
+   * "were zero" beside findings of 100% Inf/NaN in the same gradient). */
+  const double nonfinite[4] = {NAN, INFINITY, -INFINITY, NAN};
+  dead_gradient_says(nonfinite, "Inf/NaN");
+  const double both[4] = {0, NAN, 0, INFINITY};
+  dead_gradient_says(both, "zero or Inf/NaN");
 }
 
 /* --scan outputs: a verdict of "every forward tensor fits" would claim the
