@@ -2,7 +2,9 @@
 # The demo: the product's main job as it stands. Installs what is missing,
 # builds build/, then profiles samples/mlp_train with mpprof -- on the GPU
 # when one is present, otherwise on simcuda (the CPU stand-in of the CUDA
-# libraries), saying which -- and ends with where the HTML report is.
+# libraries), saying which -- then writes three generated tensors
+# (tests/inspect/gen_tensors) and runs `mpprof inspect` on them (no GPU
+# needed), and ends with where the HTML report is.
 # MPPROF_DEMO_DIR=DIR keeps the output somewhere else than a fresh temp dir.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -29,6 +31,17 @@ if ((rc != 0)) || [[ ! -f $out/report.html ]]; then
   echo "demo: mpprof exited with status $rc" >&2
   exit 1
 fi
-echo "== tensors saved to disk work without a GPU too: build/mpprof inspect FILE.npy"
+tensors=$out/tensors
+echo "== tensors saved to disk work without a GPU too: three generated ones in $tensors/"
+echo "== (a ReLU activation, a gradient that needs a loss scale, values spanning 50 binades)"
+echo "== mpprof inspect $tensors/*.npy"
+echo
+if ! mkdir -p "$tensors" || ! build/tests/inspect/gen_tensors "$tensors" >/dev/null ||
+  ! build/mpprof inspect "$tensors"/activation.npy "$tensors"/grad_underflow.npy \
+    "$tensors"/overflow.npy; then
+  echo "demo: mpprof inspect on the generated tensors failed" >&2
+  exit 1
+fi
+echo
 echo "== the HTML report: $out/report.html"
 echo "   (the other files beside it are named above; raw files in $out/raw/)"
