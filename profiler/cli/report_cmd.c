@@ -549,6 +549,30 @@ static void warn_repeated_ranks(char **dirs, int ndirs) {
   free(n);
 }
 
+/* One input directory named twice (the same path, or another path to it)
+ * is brought once: its processes are counted once. Said, once per repeat,
+ * naming the input, as a copy of it and one rank profiled twice are. */
+static void warn_repeated_inputs(char **dirs, int ndirs) {
+  for (int i = 1; i < ndirs; i++) {
+    struct stat si, sj;
+    if (stat(dirs[i], &si)) continue;
+    for (int j = 0; j < i; j++) {
+      if (stat(dirs[j], &sj) || si.st_dev != sj.st_dev || si.st_ino != sj.st_ino) continue;
+      if (!strcmp(dirs[i], dirs[j]))
+        fprintf(stderr,
+                "mpprof: merge: warning: %s is given twice; its processes are counted "
+                "once\n",
+                dirs[i]);
+      else
+        fprintf(stderr,
+                "mpprof: merge: warning: %s and %s are one directory, given twice; its "
+                "processes are counted once\n",
+                dirs[j], dirs[i]);
+      break;
+    }
+  }
+}
+
 /* Runs of different programs would blend unrelated layers: say so (ranks of
  * one job share their command line; a run's own child processes are kept
  * together, so two runs match when they share any command line). */
@@ -687,6 +711,7 @@ int mpprof_cmd_merge(int argc, char **argv) {
     }
   }
   if (rc == 0) {
+    warn_repeated_inputs(dirs, ndirs);
     warn_different_programs(dirs, ndirs);
     warn_repeated_ranks(dirs, ndirs);
   }

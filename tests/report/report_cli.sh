@@ -29,6 +29,11 @@ cp -r "$work/a" "$work/b"
 [[ $(ls "$work/c/raw" | wc -l) -eq 2 ]] || fail "merge did not copy both raw files"
 grep -q 'not counted twice' "$work/merge.out" || fail "merge did not name the duplicate process"
 grep -q '^mpprof: 1 process, 101 op calls' "$work/merge.out" || fail "merged summary: $(cat "$work/merge.out")"
+# One run named twice (another path to it) is brought once, and said (it was silent).
+"$mpprof" merge "$work/a" "$work/a/" -o "$work/c2" >"$work/merge2.out" 2>&1 || fail "mpprof merge: $(cat "$work/merge2.out")"
+grep -qxF "mpprof: merge: warning: $work/a and $work/a/ are one directory, given twice; its processes are counted once" \
+  "$work/merge2.out" || fail "merge of one run twice: $(cat "$work/merge2.out")"
+grep -q '^mpprof: 1 process, 101 op calls' "$work/merge2.out" || fail "merged summary: $(cat "$work/merge2.out")"
 # A bad raw file among the inputs is skipped, named with the input it came
 # from (the warning named only its copy in OUT_DIR/raw).
 # A raw file cut short says what it ended before ("file ends expected a key").

@@ -713,7 +713,8 @@ static void merge_of_different_programs_warns(void **state) {
 }
 
 /* merge of two runs of one rank warns (their calls are added together as if
- * one rank's); two ranks, or one run given twice, do not. */
+ * one rank's); two ranks do not; one run given twice is said to be (counted
+ * once), not as a rank in both. */
 static void merge_of_the_same_rank_twice_warns(void **state) {
   (void)state;
   char *a = out_dir("mr-a"), *b = out_dir("mr-b"), *r1 = out_dir("mr-r1"), *c = out_dir("mr-c");
@@ -739,6 +740,17 @@ static void merge_of_the_same_rank_twice_warns(void **state) {
     char *text = rg_read_text(workdir, "log.txt", NULL);
     if (i < 2) {
       assert_null(strstr(text, "rank 0 is in both"));
+      /* One run given twice is counted once, and said (it was silent). */
+      char *want = NULL;
+      assert_true(asprintf(&want,
+                           "mpprof: merge: warning: %s is given twice; its processes are "
+                           "counted once\n",
+                           a) > 0);
+      if (i == 1)
+        assert_non_null(strstr(text, want));
+      else
+        assert_null(strstr(text, "given twice"));
+      free(want);
     } else {
       char *want = NULL;
       assert_true(asprintf(&want,
