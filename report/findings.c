@@ -56,17 +56,36 @@ static void ev_num(cJSON *e, const char *k, double v) {
   cJSON_AddItemToObject(e, k, mpprof_json_double(v));
 }
 
-/* Worst forward tensor of a layer by fp16 overflow, then by underflow. */
-static const mpprof_layer_tensor *worst(const mpprof_layer *l, mp_tclass cls, bool overflow) {
+/* Whether a tensor ("<phase>.<role>") is of the evaluation phase. */
+static bool eval_tensor(const mpprof_layer_tensor *t) {
+  const char *ph = mpprof_phase_name(MPPROF_PHASE_EVAL);
+  size_t n = strlen(ph);
+  return !strncmp(t->name, ph, n) && t->name[n] == '.';
+}
+
+/* Worst tensor of class cls by fp16 overflow (else underflow) among the
+ * evaluation phase's tensors (eval) or the others; NULL when none has any. */
+static const mpprof_layer_tensor *worst_of(const mpprof_layer *l, mp_tclass cls, bool overflow,
+                                           bool eval) {
   const mpprof_layer_tensor *w = NULL;
   double wv = 0;
   for (size_t i = 0; i < l->n_tensors; i++) {
     const mpprof_layer_tensor *t = &l->tensors[i];
-    if (t->cls != cls || !t->has_values) continue;
+    if (t->cls != cls || !t->has_values || eval_tensor(t) != eval) continue;
     double v = overflow ? t->adv.fp16_overflow_fraction : t->adv.fp16_underflow_fraction;
     if (v > wv) w = t, wv = v;
   }
   return w;
+}
+
+/* The tensor a layer's finding names: the worst by fp16 overflow (else
+ * underflow) of the training tensors (forward, recompute, unmarked) when one
+ * has any, else of the evaluation ones. An eval-phase tensor with a larger
+ * share was named before the training forward output that overflows too,
+ * and read as "overflow only in evaluation". */
+static const mpprof_layer_tensor *worst(const mpprof_layer *l, mp_tclass cls, bool overflow) {
+  const mpprof_layer_tensor *w = worst_of(l, cls, overflow, false);
+  return w ? w : worst_of(l, cls, overflow, true);
 }
 
 /* Thresholds of the flushed-gradient rule (docs/report.md): a 16-bit or fp8
@@ -383,6 +402,13 @@ static int rule_fp16_flush_edge(mpprof_model *m) {
 static int rule_fp16_overflow(mpprof_model *m, const mpprof_layer *l) {
   const mpprof_layer_tensor *ov = worst(l, MP_TCLASS_FORWARD, true);
   if (!ov) return 0;
+  /* The evaluation phase's overflow, when the training one is named: said too. */
+  const mpprof_layer_tensor *ev =
+      eval_tensor(ov) ? NULL : worst_of(l, MP_TCLASS_FORWARD, true, true);
+  char also[160] = "";
+  if (ev)
+    snprintf(also, sizeof also, "; %s too (absmax %.4g, %s%% of values)", ev->name, ev->st.absmax,
+             mpprof_pct_text(100 * ev->adv.fp16_overflow_fraction).s);
   double fp16_max = mp_format_of(MP_FP16)->max_finite;
   bool fp32 = l->adv.known && l->adv.rec == MP_REC_FP32;
   const mp_format *own = mp_format_of(ov->st.dtype);
@@ -393,31 +419,32 @@ static int rule_fp16_overflow(mpprof_model *m, const mpprof_layer *l) {
     f = add(m, "fp16_overflow", "high", l->name,
             mpprof_asprintf("%s: %s saturated: %" PRIu64 " of %" PRIu64
                             " finite non-zero values (%s%%) at the %s "
-                            "max %.6g, clamped by the op, so their true range is unknown",
+                            "max %.6g, clamped by the op, so their true range is unknown%s",
                             mpprof_layer_label(l), ov->name, ov->st.saturated, sh.den,
                             mpprof_pct_text(mpprof_pct(ov->st.saturated, sh.den)).s,
-                            mp_dtype_name(ov->st.dtype), own->max_finite),
+                            mp_dtype_name(ov->st.dtype), own->max_finite, also),
             strdup("lower this output's fp8 scale (the D scale, from its amax), or keep the "
                    "output in bf16"));
   else if (ov->op_infs) /* +-Inf the op made from finite inputs: overflow of unknown size */
     f = add(m, "fp16_overflow", "high", l->name,
             mpprof_asprintf("%s: %s overflowed fp16: %" PRIu64 " +-Inf made by the op from "
-                            "finite inputs (%s%% of its finite non-zero values and those Inf)",
-                            mpprof_layer_label(l), ov->name, ov->op_infs,
-                            mpprof_pct_text(sh.pct).s),
+                            "finite inputs (%s%% of its finite non-zero values and those Inf)%s",
+                            mpprof_layer_label(l), ov->name, ov->op_infs, mpprof_pct_text(sh.pct).s,
+                            also),
             strdup(fp32 ? "keep this layer in fp32 (it does not fit bf16 either)"
                         : "keep this layer in bf16 or fp32 (exclude it from fp16 autocast)"));
   else
     f = add(m, "fp16_overflow", "high", l->name,
-            mpprof_asprintf("%s: %s reaches %.4g > fp16 max %.6g in %s%% of values",
+            mpprof_asprintf("%s: %s reaches %.4g > fp16 max %.6g in %s%% of values%s",
                             mpprof_layer_label(l), ov->name, ov->st.absmax, fp16_max,
-                            mpprof_pct_text(100 * ov->adv.fp16_overflow_fraction).s),
+                            mpprof_pct_text(100 * ov->adv.fp16_overflow_fraction).s, also),
             strdup(fp32 ? "keep this layer in fp32 (it does not fit bf16 either)"
                         : "keep this layer in bf16 or fp32 (exclude it from fp16 autocast)"));
   if (!f) return -1;
   if (ov->st.saturated) ev_num(f->evidence, "saturated", (double)ov->st.saturated);
   if (ov->op_infs) ev_num(f->evidence, "op_infs", (double)ov->op_infs);
   cJSON_AddStringToObject(f->evidence, "tensor", ov->name);
+  if (ev) cJSON_AddStringToObject(f->evidence, "eval_tensor", ev->name);
   ev_num(f->evidence, "absmax", ov->st.absmax);
   ev_num(f->evidence, "fp16_max", fp16_max);
   ev_num(f->evidence, "overflow_fraction", ov->adv.fp16_overflow_fraction);

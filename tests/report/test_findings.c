@@ -414,6 +414,38 @@ static void fp16_overflow(void **state) {
   mpprof_model_free(&m);
 }
 
+/* A layer whose training forward output and evaluation output both overflow:
+ * the finding names the training one even where the eval share is larger
+ * (it named eval.D alone, read as "overflow only in evaluation"), and says
+ * the eval one too; with only eval overflowing, eval is named. */
+static void fp16_overflow_names_training_before_eval(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_BF16);
+  l->adv.known = false;
+  mpprof_layer_tensor *fw = tensor(l, "forward.D", MP_TCLASS_FORWARD);
+  fw->adv.fp16_overflow_fraction = 0.0859;
+  fw->st.absmax = 1.189e5;
+  mpprof_layer_tensor *ev = tensor(l, "eval.D", MP_TCLASS_FORWARD);
+  ev->adv.fp16_overflow_fraction = 0.0938;
+  ev->st.absmax = 1.183e5;
+  assert_int_equal(run(&m, "fp16_overflow"), 1);
+  assert_string_equal(m.findings[0].message,
+                      "net/fc1: forward.D reaches 1.189e+05 > fp16 max 65504 in 8.59% of values; "
+                      "eval.D too (absmax 1.183e+05, 9.38% of values)");
+  const cJSON *e = m.findings[0].evidence;
+  assert_string_equal(cJSON_GetObjectItem(e, "tensor")->valuestring, "forward.D");
+  assert_string_equal(cJSON_GetObjectItem(e, "eval_tensor")->valuestring, "eval.D");
+  fw = &l->tensors[0]; /* the training forward fits: eval alone is named */
+  fw->adv.fp16_overflow_fraction = 0;
+  fw->st.absmax = 10;
+  assert_int_equal(run(&m, "fp16_overflow"), 1);
+  assert_string_equal(m.findings[1].message,
+                      "net/fc1: eval.D reaches 1.183e+05 > fp16 max 65504 in 9.38% of values");
+  assert_null(cJSON_GetObjectItem(m.findings[1].evidence, "eval_tensor"));
+  mpprof_model_free(&m);
+}
+
 static void fp16_forward_underflow(void **state) {
   (void)state;
   mpprof_model m;
@@ -1385,6 +1417,7 @@ int main(void) {
       cmocka_unit_test(loss_scale_applied_and_unknown),
       cmocka_unit_test(first_nonfinite),
       cmocka_unit_test(fp16_overflow),
+      cmocka_unit_test(fp16_overflow_names_training_before_eval),
       cmocka_unit_test(fp16_forward_underflow),
       cmocka_unit_test(gradient_underflow),
       cmocka_unit_test(gradient_underflow_example_is_the_global_scale),
