@@ -675,7 +675,7 @@ static int program_startable(const char *prog) {
   struct stat st;
   if (!program_path(prog, file, sizeof file) || stat(file, &st) != 0)
     return strchr(prog, '/') ? errno : ENOENT;
-  if (!S_ISREG(st.st_mode)) return EACCES;
+  if (!S_ISREG(st.st_mode)) return S_ISDIR(st.st_mode) ? EISDIR : EACCES; /* as a shell says */
   if (access(file, X_OK) != 0) return errno;
   return interpreter_missing(file, interp, sizeof interp, what, sizeof what);
 }
@@ -688,6 +688,8 @@ static int program_startable(const char *prog) {
 static int report_start_failure(const char *prog, int err, const char *tail) {
   char file[PATH_MAX], interp[PATH_MAX], what[PATH_MAX + 64];
   bool found = program_path(prog, file, sizeof file);
+  struct stat st; /* execvp's EACCES for a directory: "Is a directory", as a shell says */
+  if (found && err == EACCES && stat(file, &st) == 0 && S_ISDIR(st.st_mode)) err = EISDIR;
   int why = found && (err == ENOENT || err == EACCES)
                 ? interpreter_missing(file, interp, sizeof interp, what, sizeof what)
                 : 0;

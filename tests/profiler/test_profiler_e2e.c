@@ -1427,7 +1427,7 @@ static void write_mode(const char *path, const char *text, mode_t mode) {
 
 /* A program that cannot start gets a shell's status: 127 when it is not
  * found (nor a script's interpreter, named then), 126 when it is found and
- * cannot run (not executable, a directory). */
+ * cannot run (not executable, a directory: said to be one). */
 static void a_program_that_cannot_start_exits_127_or_126(void **state) {
   (void)state;
   char script[4300], plain[4300], dirprog[4300];
@@ -1437,7 +1437,8 @@ static void a_program_that_cannot_start_exits_127_or_126(void **state) {
   write_mode(script, "#!/nonexistent/interp -x\necho ran\n", 0755);
   write_mode(plain, "echo ran\n", 0644);
   mkdir(dirprog, 0755);
-  char want_script[4600];
+  char want_script[4600], want_dir[4600];
+  snprintf(want_dir, sizeof want_dir, "mpprof: cannot run %s: Is a directory\n", dirprog);
   snprintf(want_script, sizeof want_script,
            "mpprof: cannot run %s: its interpreter /nonexistent/interp (#! line): No such file or "
            "directory\n",
@@ -1451,7 +1452,7 @@ static void a_program_that_cannot_start_exits_127_or_126(void **state) {
               {"no-such-command-anywhere", 127, NULL},
               {script, 127, want_script},
               {plain, 126, NULL},
-              {dirprog, 126, NULL}};
+              {dirprog, 126, want_dir}}; /* it said "Permission denied" */
   for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
     const char *dir = outdir("missing");
     char *argv[] = {(char *)mpprof, "-o", (char *)dir, (char *)runs[i].prog, NULL};
