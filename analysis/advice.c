@@ -58,13 +58,22 @@ typedef struct binade {
   double bottom, top;
 } binade;
 
+/* The largest |x| bin e of a record can hold whose values are the source
+ * format's divided by 2^shift (mp_stats.hist_shift): the top of the format's
+ * binade e + shift, moved down. Without a known source format or shift
+ * (merged records), the largest double below 2^(e+1). */
+static double bin_top(const mp_format *src, int e, int shift) {
+  if (src && src->is_float && shift != MP_HIST_SHIFT_MIXED) {
+    long se = (long)e + shift;
+    if (se >= src->emin_sub && se <= src->emax)
+      return ldexp(mp_format_binade_top(src, (int)se), -shift);
+  }
+  return nextafter(ldexp(1.0, e + 1), 0.0);
+}
+
 static binade binade_of(const mp_stats *s, const mp_format *src, int e, uint64_t c) {
-  /* Without a known source format (merged records), top is the largest
-   * double below 2^(e+1). */
   double bottom = ldexp(1.0, e);
-  double top = src && src->is_float && e >= src->emin_sub && e <= src->emax
-                   ? mp_format_binade_top(src, e)
-                   : nextafter(ldexp(1.0, e + 1), 0.0);
+  double top = bin_top(src, e, s->hist_shift);
   if (s->min_abs_nonzero > bottom && s->min_abs_nonzero <= top) bottom = s->min_abs_nonzero;
   if (s->absmax >= bottom && s->absmax < top) top = s->absmax;
   return (binade){c, bottom, top};
@@ -366,18 +375,14 @@ bool mp_scale_log2(double scale, int *ret_log2) {
 }
 
 /* Cast outcomes of the finite non-zero values of s from its histogram. */
-static bool casts_from_hist(mp_stats *s, const mp_format *src, int shift) {
+static bool casts_from_hist(mp_stats *s, const mp_format *src) {
   bool exact = true;
   memset(s->casts, 0, sizeof s->casts);
   for (int e = MP_HIST_MIN; e <= MP_HIST_MAX; e++) {
     uint64_t c = s->exp_hist[e - MP_HIST_MIN];
     if (!c) continue;
-    /* The binade's values: the source binade e + shift, moved down. */
-    int se = e + shift;
     double bottom = ldexp(1.0, e);
-    double top = src && src->is_float && se >= src->emin_sub && se <= src->emax
-                     ? ldexp(mp_format_binade_top(src, se), -shift)
-                     : nextafter(ldexp(1.0, e + 1), 0.0);
+    double top = bin_top(src, e, s->hist_shift);
     /* The extremes are values of the tensor: one inside the binade is counted
      * with its own outcome, so an overflow (or flush) it proves is never lost. */
     bool lo_in = s->min_abs_nonzero >= bottom && s->min_abs_nonzero <= top;
@@ -440,6 +445,12 @@ bool mp_stats_unscale(const mp_stats *in, double scale, mp_stats *ret, bool *ret
     }
     ret->exp_hist[d - MP_HIST_MIN] += c;
   }
+  /* Bin e now holds the source binade e + k (+ in's own shift); a shift
+   * past any bin's reach knows no binade (as a mixed one). */
+  long shift = (long)in->hist_shift + k;
+  ret->hist_shift = in->hist_shift == MP_HIST_SHIFT_MIXED || labs(shift) > MP_HIST_BINS
+                        ? MP_HIST_SHIFT_MIXED
+                        : (int)shift;
   int lo = in->hist_lo - k, hi = in->hist_hi - k;
   ret->hist_lo = lo < MP_HIST_MIN ? MP_HIST_MIN : lo > MP_HIST_MAX ? MP_HIST_MAX : lo;
   ret->hist_hi = hi < MP_HIST_MIN ? MP_HIST_MIN : hi > MP_HIST_MAX ? MP_HIST_MAX : hi;
@@ -452,7 +463,7 @@ bool mp_stats_unscale(const mp_stats *in, double scale, mp_stats *ret, bool *ret
     if (isfinite(in->min_abs_nonzero))
       ret->min_abs_nonzero = saturating_div(in->min_abs_nonzero, scale, &exact);
   }
-  bool casts_exact = casts_from_hist(ret, mp_format_of(in->dtype), k);
+  bool casts_exact = casts_from_hist(ret, mp_format_of(in->dtype));
   if (ret_casts_estimate) *ret_casts_estimate = !exact || !casts_exact;
   return exact;
 }

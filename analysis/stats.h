@@ -7,6 +7,7 @@
 #ifndef MPPROF_ANALYSIS_STATS_H
 #define MPPROF_ANALYSIS_STATS_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -18,6 +19,8 @@
 #define MP_HIST_MIN (-1074)
 #define MP_HIST_MAX 1023
 #define MP_HIST_BINS (MP_HIST_MAX - MP_HIST_MIN + 1)
+/* mp_stats.hist_shift of a merge of records with different shifts. */
+#define MP_HIST_SHIFT_MIXED INT_MIN
 
 typedef enum mp_cast_outcome {
   MP_CAST_OVERFLOW = 0, /* |RNE(x)| > max finite */
@@ -31,6 +34,12 @@ typedef struct mp_stats {
   mp_dtype dtype; /* source dtype; MP_DTYPE_INVALID after merging different dtypes */
   int hist_lo;    /* reported bin range: the source format's [emin_sub, emax] (union after merge) */
   int hist_hi;
+  /* The values are the source format's divided by 2^hist_shift
+   * (mp_stats_unscale): bin e holds the format's binade e + hist_shift,
+   * moved down. 0 for a record as scanned; MP_HIST_SHIFT_MIXED after merging
+   * records of different shifts (each bin is then only [2^e, 2^(e+1))). In
+   * memory only: files hold records as taken (0). */
+  int hist_shift;
   uint64_t count; /* all elements, NaN and inf included */
   uint64_t zeros; /* +0 and -0 */
   uint64_t nans;
@@ -79,6 +88,7 @@ double mp_stats_pick_max(double a, double b);
     if ((dst)->dtype != (src)->dtype) (dst)->dtype = MP_DTYPE_INVALID;                             \
     if ((src)->hist_lo < (dst)->hist_lo) (dst)->hist_lo = (src)->hist_lo;                          \
     if ((src)->hist_hi > (dst)->hist_hi) (dst)->hist_hi = (src)->hist_hi;                          \
+    if ((dst)->hist_shift != (src)->hist_shift) (dst)->hist_shift = MP_HIST_SHIFT_MIXED;           \
     (dst)->count += (src)->count;                                                                  \
     (dst)->zeros += (src)->zeros;                                                                  \
     (dst)->nans += (src)->nans;                                                                    \

@@ -70,12 +70,13 @@ static void put_fp8(mpprof_tb *b, const mpprof_fp8_value *v) {
  * in place (a check per number was most of the packing). */
 static void put_cstats(mpprof_tb *b, const mpprof_cstats *c) {
   size_t nb = c->nz_lo <= c->nz_hi ? (size_t)(c->nz_hi - c->nz_lo + 1) : 0;
-  size_t most = (3 + 7 + MP_TARGET_COUNT * MP_CAST_OUTCOMES + 2 + nb) * 10 + 4 * sizeof(double);
+  size_t most = (4 + 7 + MP_TARGET_COUNT * MP_CAST_OUTCOMES + 2 + nb) * 10 + 4 * sizeof(double);
   if (b->oom || (b->n + most + 1 > b->cap && !mpprof_tb_room(b, most))) return;
   unsigned char *t = (unsigned char *)b->p + b->n;
   t = zigzag(t, c->dtype);
   t = zigzag(t, c->hist_lo);
   t = zigzag(t, c->hist_hi);
+  t = zigzag(t, c->hist_shift);
   const uint64_t counts[] = {c->count,    c->zeros,     c->nans,     c->pos_infs,
                              c->neg_infs, c->negatives, c->saturated};
   for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
@@ -210,6 +211,7 @@ static int get_cstats(rd *from, mpprof_cstats *c) {
   c->dtype = (mp_dtype)get_z(r);
   c->hist_lo = (int)get_z(r);
   c->hist_hi = (int)get_z(r);
+  c->hist_shift = (int)get_z(r);
   c->count = get_u(r);
   c->zeros = get_u(r);
   c->nans = get_u(r);

@@ -79,6 +79,7 @@ typedef struct mpprof_fp8_values {
 typedef struct mpprof_cstats {
   mp_dtype dtype;
   int hist_lo, hist_hi;
+  int hist_shift; /* mp_stats.hist_shift: non-zero in unscaled gradients only */
   uint64_t count, zeros, nans, pos_infs, neg_infs, negatives, saturated;
   double min, max, absmax, min_abs_nonzero;
   uint64_t casts[MP_TARGET_COUNT][MP_CAST_OUTCOMES];

@@ -169,6 +169,7 @@ int mpprof_cstats_pack(const mp_stats *s, mpprof_cstats *ret) {
       .dtype = s->dtype,
       .hist_lo = s->hist_lo,
       .hist_hi = s->hist_hi,
+      .hist_shift = s->hist_shift,
       .count = s->count,
       .zeros = s->zeros,
       .nans = s->nans,
@@ -207,6 +208,7 @@ void mpprof_cstats_unpack(const mpprof_cstats *c, mp_stats *s) {
   s->dtype = c->dtype;
   s->hist_lo = c->hist_lo;
   s->hist_hi = c->hist_hi;
+  s->hist_shift = c->hist_shift;
   s->count = c->count;
   s->zeros = c->zeros;
   s->nans = c->nans;

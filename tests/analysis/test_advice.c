@@ -623,6 +623,167 @@ static void unscaled_casts_count_the_overflow_and_flush_the_extremes_prove(void 
   assert_int_not_equal(a.recommended, MP_REC_FP16);
 }
 
+/* An fp16 record of the values with these bit patterns. */
+static void fp16_record(mp_stats *s, const uint16_t *bits, size_t n) {
+  mp_stats_init(s, MP_FP16);
+  for (size_t i = 0; i < n; i++)
+    mp_stats_add(s, mp_load(MP_FP16, bits, i));
+}
+
+/* The same true values recorded in fp32 (or fp64 where fp32 cannot hold them):
+ * what the unscaled fp16 record must advise alike. */
+static void truth_record(mp_stats *s, const uint16_t *bits, size_t n, int a) {
+  mp_stats_init(s, MP_FP64);
+  for (size_t i = 0; i < n; i++)
+    mp_stats_add(s, ldexp(mp_load(MP_FP16, bits, i), -a));
+}
+
+static void assert_same_scaled_casts(const mp_stats *u, const mp_stats *f, int k) {
+  for (int t = 0; t < MP_TARGET_COUNT; t++) {
+    mp_scaled_casts cu, cf;
+    mp_scaled_casts_compute(u, (mp_target)t, k, &cu);
+    mp_scaled_casts_compute(f, (mp_target)t, k, &cf);
+    assert_int_equal(cu.estimate, cf.estimate);
+    assert_memory_equal(cu.lo, cf.lo, sizeof cu.lo);
+    assert_memory_equal(cu.hi, cf.hi, sizeof cu.hi);
+  }
+}
+
+/* fp16 gradients recorded at a loss scale and divided back: bin e of the
+ * unscaled record is fp16's binade e + 16, whose top in fp16's subnormal
+ * binades is far above the top of fp16's binade e. Every value 0x23ff
+ * (1.1111111111b * 2^-7) at 2^16 is 2^-14 - 2^-25 at 2^8: fp16 normal, which
+ * was counted subnormal with no estimate flag. 1.5 * 2^-8 at 2^16 still fits
+ * fp16 at 2^-1 (1.5 * 2^-25 rounds up to 2^-24): the window was [0, 29]. The
+ * same true values recorded in fp32 get the same counts and window. */
+static void unscaled_fp16_gradients_get_the_casts_of_their_true_values(void **state) {
+  (void)state;
+  uint16_t bits[1001];
+  mp_stats rec, u, f;
+  for (int i = 0; i < 1000; i++)
+    bits[i] = 0x23ff;
+  fp16_record(&rec, bits, 1000);
+  truth_record(&f, bits, 1000, 16);
+  mp_stats_unscale(&rec, 65536, &u, NULL);
+  for (int k = -32; k <= 32; k++)
+    if (k) assert_same_scaled_casts(&u, &f, k);
+  mp_scaled_casts sc;
+  mp_scaled_casts_compute(&u, MP_TGT_FP16, 8, &sc);
+  assert_int_equal(sc.lo[MP_CAST_NORMAL], 1000);
+  assert_true(mp_fp16_subnormal_share(&u, 8) == 0.0);
+
+  for (int i = 0; i < 1000; i++)
+    bits[i] = 0x1e00;  /* 1.5 * 2^-8 */
+  bits[1000] = 0x4400; /* 4: the fp8 scale does not sit on the small ones */
+  fp16_record(&rec, bits, 1001);
+  truth_record(&f, bits, 1001, 16);
+  mp_stats_unscale(&rec, 65536, &u, NULL);
+  for (int k = -32; k <= 32; k++)
+    if (k) assert_same_scaled_casts(&u, &f, k);
+  mp_advice au, af;
+  mp_advise(&u, NULL, &au);
+  mp_advise(&f, NULL, &af);
+  assert_true(au.has_window && af.has_window);
+  assert_int_equal(au.window_lo, -1);
+  assert_int_equal(au.window_hi, 29);
+  assert_int_equal(af.window_lo, -1);
+  assert_int_equal(af.window_estimate, au.window_estimate);
+}
+
+/* lo <= true count <= hi, exact without `estimate`, for fp16 records taken at
+ * 2^a and divided back: in every fp16 binade, sets of its patterns (its
+ * largest always, so a top computed too low shows), alone and beside an
+ * outlier on each side (so the extremes narrow nothing), and merged with the
+ * same values taken at another scale. The fp16 window is the true one (or
+ * inside it when flagged), where the record's own fp16 counts are exact. */
+static void unscaled_fp16_casts_bound_the_truth(void **state) {
+  (void)state;
+  enum { M = 12 };
+  static const int shifts[] = {1, 2, 3, 5, 8, 10, 11, 13, 16, 20, 24};
+  uint64_t rng = 42;
+  int sets = 0, estimates = 0;
+  for (size_t si = 0; si < sizeof shifts / sizeof shifts[0]; si++) {
+    int a = shifts[si];
+    for (int se = -24; se <= 15; se++) {
+      for (int variant = 0; variant < 4; variant++) {
+        /* the patterns of binade se: [first, last] */
+        uint16_t first = se < -14 ? (uint16_t)(1u << (se + 24)) : (uint16_t)((se + 15) << 10);
+        uint16_t last = se < -14 ? (uint16_t)((2u << (se + 24)) - 1) : (uint16_t)(first + 0x3ff);
+        uint16_t bits[2 * M + 4];
+        size_t n = 0;
+        bits[n++] = last;
+        for (int i = 1; i < M; i++)
+          bits[n++] = (uint16_t)(first + ref_rand(&rng) % (uint64_t)(last - first + 1));
+        if (variant & 1) {
+          bits[n++] = 0x0001; /* 2^-24 */
+          bits[n++] = 0x7bff; /* 65504 */
+        }
+        if (variant & 2) { /* sign doesn't matter: some negative */
+          for (size_t i = 0; i < n; i += 2)
+            bits[i] |= 0x8000;
+        }
+        mp_stats rec, u;
+        fp16_record(&rec, bits, n);
+        bool casts_estimate;
+        assert_true(mp_stats_unscale(&rec, ldexp(1.0, a), &u, &casts_estimate));
+        double v[2 * M + 4];
+        int va[2 * M + 4];
+        for (size_t i = 0; i < n; i++) {
+          v[i] = mp_load(MP_FP16, bits, i);
+          va[i] = a;
+        }
+        size_t nv = n;
+        if (variant == 3) { /* merged with the same values at 2^(a + 5) */
+          mp_stats up;
+          assert_true(mp_stats_unscale(&rec, ldexp(1.0, a + 5), &up, NULL));
+          mp_stats_merge(&u, &up);
+          for (size_t i = 0; i < n; i++, nv++) {
+            v[nv] = v[i];
+            va[nv] = a + 5;
+          }
+          casts_estimate = true; /* the record's own counts are not checked */
+        }
+        int true_lo = 1, true_hi = 0;
+        for (int k = -32; k <= 32; k++) {
+          for (int t = 0; t < MP_TARGET_COUNT; t++) {
+            uint64_t truth[MP_CAST_OUTCOMES] = {0};
+            for (size_t i = 0; i < nv; i++)
+              truth[ref_classify(ldexp(v[i], k - va[i]), (mp_target)t)]++;
+            if (t == MP_TGT_FP16 && fits_fp16(truth, nv)) {
+              if (true_lo > true_hi) true_lo = k;
+              true_hi = k;
+            }
+            if (k == 0) continue; /* the record's counts: casts_estimate says */
+            mp_scaled_casts sc;
+            mp_scaled_casts_compute(&u, (mp_target)t, k, &sc);
+            estimates += sc.estimate;
+            for (int o = 0; o < MP_CAST_OUTCOMES; o++) {
+              assert_true(sc.lo[o] <= truth[o] && truth[o] <= sc.hi[o]);
+              if (!sc.estimate) assert_int_equal(sc.lo[o], sc.hi[o]);
+            }
+          }
+        }
+        if (!casts_estimate) {
+          mp_advice ad;
+          mp_advise(&u, NULL, &ad);
+          if (!ad.window_estimate) {
+            assert_int_equal(ad.has_window, true_lo <= true_hi);
+            if (ad.has_window) {
+              assert_int_equal(ad.window_lo, true_lo);
+              assert_int_equal(ad.window_hi, true_hi);
+            }
+          } else if (ad.has_window) {
+            assert_true(true_lo <= ad.window_lo && ad.window_hi <= true_hi);
+          }
+        }
+        sets++;
+      }
+    }
+  }
+  assert_int_equal(sets, 11 * 40 * 4);
+  assert_true(estimates > 0);
+}
+
 static void loss_scales_parse_as_numbers_or_powers_of_two(void **state) {
   (void)state;
   double s;
@@ -693,6 +854,8 @@ int main(void) {
       cmocka_unit_test(unscaling_beyond_double_saturates_and_advice_ends),
       cmocka_unit_test(a_binade_across_the_fp16_flush_threshold_makes_the_cast_counts_an_estimate),
       cmocka_unit_test(unscaled_casts_count_the_overflow_and_flush_the_extremes_prove),
+      cmocka_unit_test(unscaled_fp16_gradients_get_the_casts_of_their_true_values),
+      cmocka_unit_test(unscaled_fp16_casts_bound_the_truth),
       cmocka_unit_test(loss_scales_parse_as_numbers_or_powers_of_two),
       cmocka_unit_test(underflow_threshold_is_a_parameter),
   };

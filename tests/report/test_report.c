@@ -105,6 +105,7 @@ static void a_model_sites_packed_tensors_read_back_bit_for_bit(void **state) {
                                      {.dtype = MP_FP16,
                                       .hist_lo = -24,
                                       .hist_hi = 15,
+                                      .hist_shift = 16, /* an unscaled gradient's */
                                       .count = 10,
                                       .negatives = 3,
                                       .min = -4,
@@ -177,6 +178,7 @@ static void a_packed_merging_site_unpacks_to_the_same_merged_fields(void **state
   s.tensors[0].st = (mpprof_cstats){.dtype = MP_FP16,
                                     .hist_lo = -24,
                                     .hist_hi = 15,
+                                    .hist_shift = MP_HIST_SHIFT_MIXED,
                                     .count = 10,
                                     .zeros = 1,
                                     .nans = 2,
