@@ -904,8 +904,8 @@ static int rule_fp8_candidate(mpprof_model *m) {
   if (mpprof_build_fp8_plan(m)) return -1;
   const mpprof_fp8_plan *p = &m->plan_fp8;
   cJSON *names = cJSON_CreateArray(), *rejected = cJSON_CreateArray(),
-        *measured = cJSON_CreateObject();
-  if (!names || !rejected || !measured) goto oom;
+        *measured = cJSON_CreateObject(), *unseen = cJSON_CreateArray();
+  if (!names || !rejected || !measured || !unseen) goto oom;
   double lim = mpprof_shadow_max_rel(m);
   uint64_t gpu = 0;
   double worst = 0;
@@ -926,6 +926,8 @@ static int rule_fp8_candidate(mpprof_model *m) {
       continue;
     }
     cJSON_AddItemToArray(names, cJSON_CreateString(mpprof_layer_label(l)));
+    if (mpprof_layer_fp8_grads_unseen(l))
+      cJSON_AddItemToArray(unseen, cJSON_CreateString(mpprof_layer_label(l)));
     gpu += layer_gpu(l);
     if (l->e4m3_underflow.pct > worst) worst = l->e4m3_underflow.pct;
   }
@@ -938,8 +940,19 @@ static int rule_fp8_candidate(mpprof_model *m) {
     cJSON_Delete(names);
     cJSON_Delete(rejected);
     cJSON_Delete(measured);
+    cJSON_Delete(unseen);
     return 0;
   }
+  int nu = cJSON_GetArraySize(unseen);
+  char fb[96];
+  const char *formats = mpprof_fp8_formats_text((size_t)n, (size_t)nu, fb);
+  /* what was not seen, for the action: check it before relying on e5m2 */
+  const char *check = !nu ? ""
+                      : nu == n
+                          ? "; their gradients were not seen: profile a training step to "
+                            "check e5m2 before training in fp8"
+                          : "; some gradients were not seen (evidence.gradients_not_seen): "
+                            "profile a training step to check e5m2 there before training in fp8";
   char *list = names_text(names), *rlist = names_text(rejected);
   if (!list || !rlist) {
     free(list);
@@ -980,21 +993,24 @@ static int rule_fp8_candidate(mpprof_model *m) {
                                   nr == 1 ? "it" : "them", nr == 1 ? "its" : "their");
     } else {
       msg = mpprof_asprintf("%d layer%s advised fp16 also fit%s fp8 with per-tensor "
-                            "scaling (e4m3 forward, e5m2 gradients; worst e4m3 flush to zero "
-                            "%s%%%s): %s%s%s",
-                            n, n == 1 ? "" : "s", n == 1 ? "s" : "", mpprof_pct_text(worst).s, how,
-                            list, nr ? "; " : "", rej);
+                            "scaling (%s; worst e4m3 flush to zero %s%%%s): %s%s%s",
+                            n, n == 1 ? "" : "s", n == 1 ? "s" : "", formats,
+                            mpprof_pct_text(worst).s, how, list, nr ? "; " : "", rej);
       if (n_measured_ok && best_ok >= 0)
-        act = mpprof_asprintf("consider FP8 (e4m3 forward, e5m2 gradients), e.g. Transformer "
-                              "Engine with the recipe measured best%s: %s (%s)",
-                              (size_t)n == n_measured_ok ? "" : " where measured",
-                              mpprof_fp8_recipe_te(best_ok), mpprof_fp8_recipe_name(best_ok));
+        act =
+            mpprof_asprintf("consider FP8 (e4m3 forward, e5m2 gradients), e.g. Transformer "
+                            "Engine with the recipe measured best%s: %s (%s)%s",
+                            (size_t)n == n_measured_ok ? "" : " where measured",
+                            mpprof_fp8_recipe_te(best_ok), mpprof_fp8_recipe_name(best_ok), check);
       else if (n_measured_ok)
-        act = strdup("consider FP8 (e4m3 forward, e5m2 gradients), e.g. Transformer Engine, "
-                     "with the recipe measured best for each layer (evidence.measured)");
+        act = mpprof_asprintf("consider FP8 (e4m3 forward, e5m2 gradients), e.g. Transformer "
+                              "Engine, with the recipe measured best for each layer "
+                              "(evidence.measured)%s",
+                              check);
       else
-        act = strdup("consider FP8 (e4m3 forward, e5m2 gradients) with per-tensor amax "
-                     "scaling, e.g. Transformer Engine");
+        act = mpprof_asprintf("consider FP8 (e4m3 forward, e5m2 gradients) with per-tensor amax "
+                              "scaling, e.g. Transformer Engine%s",
+                              check);
     }
   }
   free(list);
@@ -1004,6 +1020,10 @@ static int rule_fp8_candidate(mpprof_model *m) {
   mpprof_finding *f = add(m, "fp8_candidate", "info", NULL, msg, act);
   if (!f) goto oom;
   cJSON_AddItemToObject(f->evidence, "layers", names);
+  if (nu)
+    cJSON_AddItemToObject(f->evidence, "gradients_not_seen", unseen);
+  else
+    cJSON_Delete(unseen);
   if (nr)
     cJSON_AddItemToObject(f->evidence, "rejected_by_measured_error", rejected);
   else
@@ -1021,6 +1041,7 @@ oom:
   cJSON_Delete(names);
   cJSON_Delete(rejected);
   cJSON_Delete(measured);
+  cJSON_Delete(unseen);
   return -1;
 }
 

@@ -85,7 +85,9 @@ mpprof_fp8_fit mpprof_layer_fp8_fit(const mpprof_model *m, const mpprof_layer *l
   *ret_measured = c;
   /* fp8 is an option only for layers advised fp16 (with or without a loss
    * scale): one kept in bf16/fp32 for its range is not (fp8 keeps fewer bits
-   * than fp16 and bf16), nor an optimizer step */
+   * than fp16 and bf16), nor an optimizer step. A layer whose gradients were
+   * not seen (e5m2 fits -1) stays one on its forward values; what is said of
+   * it says e5m2 is unverified (mpprof_layer_fp8_grads_unseen). */
   if (!a->known || (a->rec != MP_REC_FP16 && a->rec != MP_REC_FP16_LOSS_SCALE) ||
       a->fp8_e4m3_fits != 1 || a->fp8_e5m2_fits == 0 || optimizer_only(l))
     return MPPROF_FP8_NO;
@@ -93,6 +95,18 @@ mpprof_fp8_fit mpprof_layer_fp8_fit(const mpprof_model *m, const mpprof_layer *l
   /* within the limit on inputs already fp8: no evidence, the range decides */
   int v = mpprof_shadow_cand_within(m, c);
   return v == 1 ? MPPROF_FP8_MEASURED : v == 0 ? MPPROF_FP8_ERROR_TOO_HIGH : MPPROF_FP8_RANGE;
+}
+
+bool mpprof_layer_fp8_grads_unseen(const mpprof_layer *l) {
+  return l->adv.fp8_e5m2_fits < 0;
+}
+
+const char *mpprof_fp8_formats_text(size_t n, size_t n_unseen, char buf[96]) {
+  if (!n_unseen) return "e4m3 forward, e5m2 gradients";
+  if (n_unseen == n) return "e4m3 forward; gradients not seen, e5m2 unverified";
+  snprintf(buf, 96, "e4m3 forward, e5m2 gradients; %zu with gradients not seen, e5m2 unverified",
+           n_unseen);
+  return buf;
 }
 
 static bool bf16_supported(const mpprof_model *m) {
@@ -269,6 +283,7 @@ int mpprof_build_fp8_plan(mpprof_model *m) {
     if (p->n_fit < MPPROF_LAYERS_NAMED)
       fprintf(nf, "%s%s", p->n_fit ? ", " : "", mpprof_layer_label(l));
     p->n_fit++;
+    p->n_grads_unseen += mpprof_layer_fp8_grads_unseen(l);
     if (fit == MPPROF_FP8_MEASURED) {
       p->recipe = !p->n_measured++ ? l->best_fp8 : p->recipe == l->best_fp8 ? p->recipe : -2;
       if (c->worst.rel_l2 > p->worst_ok) p->worst_ok = c->worst.rel_l2;
@@ -309,9 +324,11 @@ int mpprof_build_fp8_plan(mpprof_model *m) {
                                         n_bad, n_bad == 1 ? "s" : "", n_bad == 1 ? "s" : "", lim,
                                         p->least_bad)
                       : strdup("");
+    char fb[96];
     if (basis && bad)
-      p->headline = mpprof_asprintf("%zu layer%s (e4m3 forward, e5m2 gradients): %s (%s)%s",
-                                    p->n_fit, p->n_fit == 1 ? "" : "s", names, basis, bad);
+      p->headline = mpprof_asprintf(
+          "%zu layer%s (%s): %s (%s)%s", p->n_fit, p->n_fit == 1 ? "" : "s",
+          mpprof_fp8_formats_text(p->n_fit, p->n_grads_unseen, fb), names, basis, bad);
     free(basis);
     free(bad);
   }
@@ -687,6 +704,8 @@ static cJSON *fp8_json(const mpprof_model *m) {
     cJSON *e = cJSON_CreateObject();
     cJSON_AddBoolToObject(e, "candidate", fit != MPPROF_FP8_ERROR_TOO_HIGH);
     cJSON_AddStringToObject(e, "basis", fit == MPPROF_FP8_RANGE ? "range" : "measured");
+    /* false: e4m3 forward only, its e5m2 gradients unverified */
+    cJSON_AddBoolToObject(e, "gradients_seen", !mpprof_layer_fp8_grads_unseen(l));
     cJSON_AddItemToObject(e, "recipe",
                           c ? cJSON_CreateString(mpprof_fp8_recipe_te(l->best_fp8))
                             : cJSON_CreateNull());

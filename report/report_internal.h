@@ -570,16 +570,25 @@ typedef enum mpprof_fp8_fit {
   MPPROF_FP8_ERROR_TOO_HIGH, /* fits the range; its best measured recipe errs more */
 } mpprof_fp8_fit;
 
+/* A layer's gradients were never seen (mp_layer_verdict's fp8_e5m2_fits -1):
+ * its fp8 fit is e4m3 forward only, e5m2 unverified. */
+bool mpprof_layer_fp8_grads_unseen(const mpprof_layer *l);
+/* The formats of n fp8 candidates of which n_unseen have no gradients seen:
+ * "e4m3 forward, e5m2 gradients", else what was not seen. One spelling for
+ * plan.json's summary (the page, the terminal) and the fp8_candidate finding. */
+const char *mpprof_fp8_formats_text(size_t n, size_t n_unseen, char buf[96]);
+
 /* plan.json's "fp8": the layers that could train in fp8 (HYBRID: e4m3
  * forward, e5m2 gradients), e.g. with Transformer Engine; autocast has no
  * fp8, so this is a list beside the plan, not part of it. */
 typedef struct mpprof_fp8_plan {
-  size_t n_range;    /* layers that fit fp8's range (mpprof_layer_fp8_fit != MPPROF_FP8_NO) */
-  size_t n_fit;      /* of which candidates: range only, or measured within the limit */
-  size_t n_measured; /* of the candidates, those measured */
-  int recipe;        /* the best recipe all measured candidates share; -1 none, -2 they differ */
-  double worst_ok;   /* the largest measured error among the candidates (0: none measured) */
-  double least_bad;  /* the least measured error of the layers rejected by it (+inf: none) */
+  size_t n_range;        /* layers that fit fp8's range (mpprof_layer_fp8_fit != MPPROF_FP8_NO) */
+  size_t n_fit;          /* of which candidates: range only, or measured within the limit */
+  size_t n_measured;     /* of the candidates, those measured */
+  size_t n_grads_unseen; /* of the candidates, those whose gradients were not seen */
+  int recipe;       /* the best recipe all measured candidates share; -1 none, -2 they differ */
+  double worst_ok;  /* the largest measured error among the candidates (0: none measured) */
+  double least_bad; /* the least measured error of the layers rejected by it (+inf: none) */
   size_t least_bad_layer; /* that layer's index in model.layers */
   char *headline;         /* NULL when n_range is 0 */
 } mpprof_fp8_plan;

@@ -741,9 +741,38 @@ static void fp8_candidate(void **state) {
   l->adv.fp8_e4m3_fits = 0;
   assert_int_equal(run(&m, "fp8_candidate"), 0);
   l->adv.fp8_e4m3_fits = 1;
+  l->adv.fp8_e5m2_fits = 1;
   assert_int_equal(run(&m, "fp8_candidate"), 1);
   assert_string_equal(m.findings[0].severity, "info");
   assert_null(cJSON_GetObjectItem(m.findings[0].evidence, "measured")); /* range only */
+  assert_non_null(strstr(m.findings[0].message, "(e4m3 forward, e5m2 gradients; worst"));
+  assert_null(cJSON_GetObjectItem(m.findings[0].evidence, "gradients_not_seen"));
+  assert_null(strstr(m.findings[0].action, "not seen"));
+  l->adv.fp8_e5m2_fits = 0; /* gradients seen, and e5m2 does not fit them */
+  assert_int_equal(run(&m, "fp8_candidate"), 0);
+  mpprof_model_free(&m);
+}
+
+/* A layer whose gradients were never seen (fp8_e5m2_fits -1) fits fp8 on its
+ * forward values only: the finding said "e4m3 forward, e5m2 gradients" of it
+ * all the same. It stays a candidate, and what was not seen is said. */
+static void fp8_candidate_says_when_gradients_were_not_seen(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_FP16);
+  l->adv.fp8_e4m3_fits = 1;
+  l->adv.fp8_e5m2_fits = -1;
+  assert_int_equal(run(&m, "fp8_candidate"), 1);
+  const mpprof_finding *f = &m.findings[0];
+  assert_non_null(strstr(f->message, "(e4m3 forward; gradients not seen, e5m2 unverified; worst"));
+  assert_null(strstr(f->message, "e5m2 gradients"));
+  assert_non_null(strstr(f->action, "gradients were not seen: profile a training step"));
+  const cJSON *u = cJSON_GetObjectItem(f->evidence, "gradients_not_seen");
+  assert_int_equal(cJSON_GetArraySize(u), 1);
+  assert_string_equal(cJSON_GetArrayItem(u, 0)->valuestring, mpprof_layer_label(l));
+  assert_int_equal(mpprof_build_fp8_plan(&m), 0);
+  assert_non_null(
+      strstr(m.plan_fp8.headline, "1 layer (e4m3 forward; gradients not seen, e5m2 unverified)"));
   mpprof_model_free(&m);
 }
 
@@ -1430,6 +1459,7 @@ int main(void) {
       cmocka_unit_test(lower_precision_on_tf32_tensor_cores_says_so),
       cmocka_unit_test(lower_precision_names_the_layers_already_on_tensor_cores),
       cmocka_unit_test(fp8_candidate),
+      cmocka_unit_test(fp8_candidate_says_when_gradients_were_not_seen),
       cmocka_unit_test(fp8_candidate_needs_its_measured_error_within_the_limit),
       cmocka_unit_test(fp32_without_tf32),
       cmocka_unit_test(current_error_high),

@@ -609,8 +609,9 @@ static void ranks_of_the_world_size_without_a_raw_file_are_named(void **state) {
     if (old) {
       assert_true(cJSON_IsNull(ws));
       assert_false(rf_finding(rep, "ranks_missing", NULL));
-      assert_null(strstr(text, "not seen"));
-      assert_null(strstr(html, "not seen"));
+      /* (the fp8 line says "gradients not seen" of these forward-only layers) */
+      assert_null(strstr(text, "of 4 not seen"));
+      assert_null(strstr(html, "of 4 not seen"));
     } else {
       assert_int_equal(ws->valuedouble, 4);
       assert_true(rf_finding(rep, "ranks_missing", NULL));
@@ -625,7 +626,7 @@ static void ranks_of_the_world_size_without_a_raw_file_are_named(void **state) {
       char line[256];
       snprintf(line, sizeof line, "  %s\n", want);
       assert_non_null(strstr(text, line));
-      if (strstr(strstr(text, line) + strlen(line), "not seen")) fail_msg("%s", text);
+      if (strstr(strstr(text, line) + strlen(line), "of 4 not seen")) fail_msg("%s", text);
       assert_non_null(strstr(html, "ranks 1, 3 of 4 not seen: their processes wrote no raw file"));
     }
     free(html);
@@ -1309,11 +1310,16 @@ static void the_plan_lists_fp8_candidates_by_their_measured_error(void **state) 
     assert_string_equal(rf_get(fc4, "basis")->valuestring, "range");
     assert_true(cJSON_IsNull(rf_get(fc4, "recipe")));
     assert_string_equal(rf_get(fc4, "module")->valuestring, "net.fc4");
+    /* forward sites only: no layer's gradients were seen, e5m2 is unverified */
+    assert_false(cJSON_IsTrue(rf_get(fc4, "gradients_seen")));
+    assert_true(cJSON_IsBool(rf_get(fc4, "gradients_seen")));
     /* fc4 was not shadowed: no recipe for every candidate */
     assert_true(cJSON_IsNull(rf_get(fp8, "recipe")));
     const char *sum = rf_get(fp8, "summary")->valuestring;
     assert_non_null(strstr(sum, pass ? "2 layers" : "1 layer"));
     assert_non_null(strstr(sum, pass ? "1 more fits" : "2 more fit"));
+    assert_non_null(strstr(sum, "(e4m3 forward; gradients not seen, e5m2 unverified)"));
+    assert_null(strstr(sum, "e5m2 gradients"));
     cJSON_Delete(plan);
     /* the finding lists the same candidates */
     cJSON *rep = rg_read_json(dir, "report.json");
@@ -1325,6 +1331,10 @@ static void the_plan_lists_fp8_candidates_by_their_measured_error(void **state) 
       assert_int_equal(cJSON_GetArraySize(rf_get(f, "evidence.layers")), pass ? 2 : 1);
       assert_int_equal(cJSON_GetArraySize(rf_get(f, "evidence.rejected_by_measured_error")),
                        pass ? 1 : 2);
+      assert_int_equal(cJSON_GetArraySize(rf_get(f, "evidence.gradients_not_seen")), pass ? 2 : 1);
+      assert_non_null(
+          strstr(rf_get(f, "message")->valuestring, "gradients not seen, e5m2 unverified"));
+      assert_null(strstr(rf_get(f, "message")->valuestring, "e5m2 gradients"));
     }
     assert_int_equal(found, 1);
     cJSON_Delete(rep);
