@@ -636,8 +636,13 @@ typedef struct walk {
   mpprof_tensor_set *set;
   size_t cap;
   bool big_endian;
-  char *path; /* the path walked so far, '.'-joined */
-  size_t path_cap;
+  /* the path walked so far, one segment per level (into the pickle's
+   * strings or a caller's number): joined only when a tensor is reached, so
+   * that a visit costs the same whatever the keys above it */
+  struct {
+    const char *s;
+    size_t n;
+  } seg[MAX_DEPTH + 2];
   uint64_t visits;
   uint64_t mem, mem_max; /* bytes of entries and names, and their bound */
   char *err;
@@ -662,16 +667,27 @@ static bool module_level(const char *s, size_t n) {
          (n == 8 && !memcmp(s, "_modules", 8));
 }
 
-static int add_tensor(walk *w, const node *t) {
+/* The tensor t, reached along the path of w->seg[0..depth) (len bytes
+ * '.'-joined), as an entry of w->set. */
+static int add_tensor(walk *w, const node *t, size_t len, int depth) {
   if (w->set->n >= MAX_TENSORS)
     return mpprof_tensorio_fail(w->err, w->errlen, "data.pkl: more than %u tensors", MAX_TENSORS);
-  if (charge(w, sizeof *w->set->entries + strlen(w->path) + 1) < 0) return -1;
+  if (charge(w, sizeof *w->set->entries + (uint64_t)len + 1) < 0) return -1;
   if (!grow((void **)&w->set->entries, &w->cap, w->set->n + 1, sizeof *w->set->entries))
     return mpprof_tensorio_fail(w->err, w->errlen, "out of memory");
   mpprof_named_tensor *e = &w->set->entries[w->set->n];
   memset(e, 0, sizeof *e);
-  e->name = strdup(w->path);
-  if (!e->name) return mpprof_tensorio_fail(w->err, w->errlen, "out of memory");
+  char *name = malloc(len + 1);
+  if (!name) return mpprof_tensorio_fail(w->err, w->errlen, "out of memory");
+  size_t at = 0;
+  for (int k = 0; k < depth; k++) {
+    if (!w->seg[k].n) continue;
+    if (at) name[at++] = '.';
+    memcpy(name + at, w->seg[k].s, w->seg[k].n);
+    at += w->seg[k].n;
+  }
+  name[at] = '\0';
+  e->name = name;
   w->set->n++;
   const node *s = t->storage;
   snprintf(e->dtype_name, sizeof e->dtype_name, "%s", s->dtype_name);
@@ -711,6 +727,7 @@ static size_t segment(const node *x, size_t i, char *num, size_t numlen, const c
   return (size_t)snprintf(num, numlen, "%zu", i / 2);
 }
 
+/* Walks x, reached along the path of w->seg[0..depth) (len bytes '.'-joined). */
 static int walk_node(walk *w, node *x, size_t len, int depth) {
   if (x->open) return 0;
   if (++w->visits > MAX_VISITS)
@@ -720,31 +737,16 @@ static int walk_node(walk *w, node *x, size_t len, int depth) {
   if (depth > MAX_DEPTH)
     return mpprof_tensorio_fail(w->err, w->errlen, "data.pkl: objects nested deeper than %d levels",
                                 MAX_DEPTH);
-  if (x->k == K_TENSOR) return add_tensor(w, x);
+  if (x->k == K_TENSOR) return add_tensor(w, x, len, depth);
   if (x->k != K_DICT && x->k != K_LIST && x->k != K_TUPLE && x->k != K_OBJ) return 0;
   x->open = true;
   size_t step = x->k == K_DICT ? 2 : 1;
   int rc = 0;
   for (size_t i = x->k == K_OBJ ? 1 : 0; rc == 0 && i + step - 1 < x->n; i += step) {
     char num[24];
-    const char *seg;
-    size_t sl = segment(x, i, num, sizeof num, &seg), nl = len;
-    if (sl) {
-      if (len + sl + 2 > w->mem_max - w->mem) { /* a name that alone would not fit */
-        rc = charge(w, len + sl + 2);
-        break;
-      }
-      if (!grow((void **)&w->path, &w->path_cap, len + sl + 2, 1)) {
-        rc = mpprof_tensorio_fail(w->err, w->errlen, "out of memory");
-        break;
-      }
-      if (len) w->path[nl++] = '.';
-      memcpy(w->path + nl, seg, sl);
-      nl += sl;
-    }
-    w->path[nl] = '\0';
-    rc = walk_node(w, x->c[i + step - 1], nl, depth + 1);
-    w->path[len] = '\0';
+    size_t sl = segment(x, i, num, sizeof num, &w->seg[depth].s);
+    w->seg[depth].n = sl;
+    rc = walk_node(w, x->c[i + step - 1], sl ? len + (len > 0) + sl : len, depth + 1);
   }
   x->open = false;
   return rc;
@@ -791,10 +793,7 @@ static int torch_parse(const zip *z, const member *pkl, size_t file_len, mpprof_
                     ? UINT64_MAX
                     : (uint64_t)file_len * MPPROF_ZIP_NAMES_MEM_PER_FILE_BYTE;
     if (w.mem_max < MPPROF_ZIP_NAMES_MEM_MIN) w.mem_max = MPPROF_ZIP_NAMES_MEM_MIN;
-    rc = grow((void **)&w.path, &w.path_cap, 1, 1)
-             ? walk_node(&w, v.stack[0], 0, 0)
-             : mpprof_tensorio_fail(err, errlen, "out of memory");
-    free(w.path);
+    rc = walk_node(&w, v.stack[0], 0, 0);
   }
   for (size_t i = 0; i < v.n_all; i++) {
     if (v.all[i]->k == K_GLOBAL) free((char *)v.all[i]->s);

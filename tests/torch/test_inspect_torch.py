@@ -211,6 +211,7 @@ def main():
     identical_views_are_scanned_once(torch, np)
     overlapping_views_beyond_the_bound_are_refused()
     names_beyond_the_memory_bound_are_refused()
+    long_keys_along_many_paths_cost_a_visit_each()
 
     # hostile archives: one stderr line naming the file and the problem, exit 1
     good = open(os.path.join(WORK, "sd.pt"), "rb").read()
@@ -487,6 +488,38 @@ def names_beyond_the_memory_bound_are_refused():
           err.startswith("mpprof: inspect: %s: data.pkl: its tensors' names would take more than %d bytes of memory"
                          % (p, 64 << 20)),
           "names beyond the memory bound: expected one line, refused: %d %d bytes out %r" % (rc, len(out), err[:300]))
+
+
+def long_keys_along_many_paths_cost_a_visit_each():
+    """A pickle of 256 KiB: one dict {KEY: []} (KEY of 256 KiB) shared along
+    2^L paths by L levels of (prev, prev) tuples, no tensor. The walk copied
+    KEY into the path at each of its visits (2^L times 256 KiB: 256 GiB at
+    L = 20, killed at 30 s); the path is joined only where a tensor is reached, so a
+    visit costs the same whatever the keys above it. L = 20: read (no
+    tensors) at once; L = 22: beyond the walk's 2^22 visits, refused at once."""
+    key = b"A" * (256 << 10)
+    for levels, want_rc, want in ((20, 0, "with no tensors"),
+                                  (22, 1, "data.pkl: more than 4194304 objects to walk")):
+        pkl = b"\x80\x02}X" + len(key).to_bytes(4, "little") + key + b"]sq\x000"
+        for i in range(levels):  # T(i+1) = (T(i), T(i))
+            pkl += b"h%ch%c\x86q%c" % (i, i, i + 1) + (b"0" if i + 1 < levels else b"")
+        pkl += b"."
+        p = os.path.join(WORK, "long_keys_%d.pt" % levels)
+        with zipfile.ZipFile(p, "w") as out:
+            out.writestr("archive/data.pkl", pkl)
+        t0 = time.monotonic()
+        try:
+            r = subprocess.run([MPPROF, "inspect", p], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=30)
+            rc, out, err = r.returncode, r.stdout.decode(), r.stderr.decode()
+        except subprocess.TimeoutExpired:
+            rc, out, err = None, "", "(killed after 30 s)"
+        took = time.monotonic() - t0
+        line = err if want_rc else out
+        check(rc == want_rc and took < 10 and line.count("\n") == 1 and line.startswith(
+                  ("mpprof: inspect: " if want_rc else "") + p + ": ") and want in line,
+              "long keys along 2^%d paths: expected %d and %r in %.1f s, got %r %r"
+              % (levels, want_rc, want, took, rc, (err or out)[:200]))
 
 
 def tied_model(torch):
