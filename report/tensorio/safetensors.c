@@ -51,20 +51,6 @@ static int shape_overflows(char *err, size_t errlen, const char *name, const cha
   return mpprof_tensorio_fail(err, errlen, "tensor '%s': shape %s overflows 64 bits", name, text);
 }
 
-/* A shape with a dimension of 2^64 or more (whole, as cJSON read it), in
- * mpprof_shape_format's form. */
-static int dimension_overflows(char *err, size_t errlen, const char *name, const cJSON *shape) {
-  char text[64] = "(";
-  size_t n = 1;
-  const cJSON *d;
-  cJSON_ArrayForEach(d, shape) {
-    int w = snprintf(text + n, sizeof text - n, "%s%.0f", n > 1 ? ", " : "", d->valuedouble);
-    n = w < 0 || (size_t)w >= sizeof text - n ? sizeof text - 1 : n + (size_t)w;
-  }
-  snprintf(text + n, sizeof text - n, "%s)", cJSON_GetArraySize(shape) == 1 ? "," : "");
-  return shape_overflows(err, errlen, name, text);
-}
-
 /* One member of the header: a tensor's dtype, shape and data offsets, checked
  * against the data (data_len bytes at data). */
 static int tensor_entry(const cJSON *m, const unsigned char *data, uint64_t data_len,
@@ -103,14 +89,10 @@ static int tensor_entry(const cJSON *m, const unsigned char *data, uint64_t data
                                 MPPROF_TENSOR_MAX_DIMS);
   t->ndim = 0;
   cJSON_ArrayForEach(k, shape) {
-    /* past 2^53 a size is as cJSON rounded it: a tensor of that many
-     * elements has no data_offsets (whole) to match it anyway */
-    double d = cJSON_IsNumber(k) ? k->valuedouble : -1;
-    if (!(d >= 0) || d != floor(d))
-      return mpprof_tensorio_fail(err, errlen,
-                                  "tensor '%s': shape holds something other than a size", name);
-    if (d >= 0x1p64) return dimension_overflows(err, errlen, name, shape);
-    t->shape[t->ndim++] = (uint64_t)d;
+    if (!whole(k, &t->shape[t->ndim]))
+      return mpprof_tensorio_fail(
+          err, errlen, "tensor '%s': shape holds something other than a size in [0, 2^53]", name);
+    t->ndim++;
   }
   uint64_t begin, end;
   if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 ||

@@ -170,11 +170,16 @@ static void malformed_headers_are_refused_with_the_problem(void **s) {
                  "shape (2,) of F32 needs 8 bytes, data_offsets hold 4");
   expect_refused(T("\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,4]"), 4,
                  "overflows 64 bits");
-  /* past 2^53 (cJSON's exact range) a dimension is still a size */
+  /* a size is a whole number in [0, 2^53] (past it cJSON rounds: 2^54 was
+   * read and printed as is), as data_offsets are */
   expect_refused(T("\"dtype\":\"F32\",\"shape\":[4611686018427387904,4],\"data_offsets\":[0,4]"), 4,
-                 "tensor 't': shape (4611686018427387904, 4) overflows 64 bits");
+                 "tensor 't': shape holds something other than a size in [0, 2^53]");
   expect_refused(T("\"dtype\":\"F32\",\"shape\":[1e20],\"data_offsets\":[0,4]"), 4,
-                 "tensor 't': shape (100000000000000000000,) overflows 64 bits");
+                 "tensor 't': shape holds something other than a size in [0, 2^53]");
+  expect_refused(T("\"dtype\":\"F32\",\"shape\":[0,18014398509481984],\"data_offsets\":[0,0]"), 0,
+                 "tensor 't': shape holds something other than a size in [0, 2^53]");
+  expect_refused(T("\"dtype\":\"F32\",\"shape\":[9007199254740994,0],\"data_offsets\":[0,0]"), 0,
+                 "tensor 't': shape holds something other than a size in [0, 2^53]");
   expect_refused("{\"t\":{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[0,1]},"
                  "\"t\":{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[0,1]}}",
                  1, "tensor 't' twice");
@@ -212,6 +217,24 @@ static void malformed_headers_are_refused_with_the_problem(void **s) {
  * refused naming both; a tensor of no bytes overlaps nothing. */
 #define F32_AT(name, n, b, e)                                                                      \
   "\"" name "\":{\"dtype\":\"F32\",\"shape\":[" #n "],\"data_offsets\":[" #b "," #e "]}"
+/* 2^53 itself is a size (a tensor of none of them reads). */
+static void a_dimension_of_2_to_the_53_is_read(void **s) {
+  (void)s;
+  size_t len;
+  unsigned char *img =
+      image(T("\"dtype\":\"F32\",\"shape\":[9007199254740992,0],\"data_offsets\":[0,0]"), 0, NULL,
+            0, &len);
+  mpprof_tensor_set f;
+  char err[256] = "";
+  assert_int_equal(mpprof_safetensors_parse(img, len, &f, err, sizeof err), 0);
+  assert_int_equal(f.n, 1);
+  assert_int_equal(f.entries[0].t.ndim, 2);
+  assert_true(f.entries[0].t.shape[0] == UINT64_C(9007199254740992));
+  assert_int_equal(f.entries[0].t.count, 0);
+  mpprof_tensor_set_close(&f);
+  free(img);
+}
+
 static void overlapping_tensors_are_refused(void **s) {
   (void)s;
   expect_refused("{" F32_AT("a", 2, 0, 8) "," F32_AT("b", 2, 4, 12) "}", 12,
@@ -271,6 +294,7 @@ int main(void) {
       cmocka_unit_test(a_written_file_reads_back_tensor_by_tensor),
       cmocka_unit_test(misaligned_data_and_metadata_and_fp8),
       cmocka_unit_test(malformed_headers_are_refused_with_the_problem),
+      cmocka_unit_test(a_dimension_of_2_to_the_53_is_read),
       cmocka_unit_test(overlapping_tensors_are_refused),
       cmocka_unit_test(a_bad_length_is_refused),
   };
