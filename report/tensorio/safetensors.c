@@ -164,23 +164,172 @@ static int check_overlap(span *sp, size_t n, char *err, size_t errlen) {
   return 0;
 }
 
-/* Whether a key of the JSON text h[0..n) holds the escape \u0000: cJSON ends
- * a string at its NUL, so "a\u0000x" and "a\u0000y" would both read as "a"
- * (a duplicate, or a tensor under another's name). Values may hold one. */
-static bool key_holds_nul(const char *h, size_t n) {
-  bool nul = false;
-  for (size_t i = 0; i < n; i++) {
-    if (h[i] != '"') continue;
-    nul = false;
-    for (i++; i < n && h[i] != '"'; i++)
-      if (h[i] == '\\' && ++i < n && h[i] == 'u' && n - i > 4 && !memcmp(h + i + 1, "0000", 4))
-        nul = true;
-    size_t j = i + 1;
-    while (j < n && (h[j] == ' ' || h[j] == '\t' || h[j] == '\n' || h[j] == '\r'))
-      j++;
-    if (nul && j < n && h[j] == ':') return true;
+/* Whether the JSON string text s[0..n) (between its quotes) reads as lit,
+ * an ASCII string without NUL. */
+static bool key_is(const char *s, size_t n, const char *lit) {
+  for (size_t i = 0; i < n; i++, lit++) {
+    unsigned c = (unsigned char)s[i];
+    if (c == '\\' && ++i < n) {
+      switch (s[i]) {
+      case 'b':
+        c = '\b';
+        break;
+      case 'f':
+        c = '\f';
+        break;
+      case 'n':
+        c = '\n';
+        break;
+      case 'r':
+        c = '\r';
+        break;
+      case 't':
+        c = '\t';
+        break;
+      case 'u': {
+        char hex[5] = {0};
+        if (n - i < 5) return false;
+        memcpy(hex, s + i + 1, 4);
+        c = (unsigned)strtoul(hex, NULL, 16);
+        i += 4;
+        break;
+      }
+      default:
+        c = (unsigned char)s[i]; /* \" \\ \/ */
+      }
+    }
+    if (!*lit || c != (unsigned char)*lit) return false;
   }
-  return false;
+  return !*lit;
+}
+
+/* Containers nested in a header (a valid one nests 3: the header, a tensor's
+ * entry, its shape or data_offsets). */
+#define HEADER_MAX_NESTING 16
+
+/* One open container of the header's text, for header_scan. */
+typedef struct jlevel {
+  bool object, expect_key;
+  uint64_t count;  /* values it holds so far */
+  const char *key; /* an object's key for the value being read: its text */
+  size_t key_len;
+} jlevel;
+
+/* The header's text h[0..n), scanned before cJSON builds a tree of it: what
+ * JSON or the format forbids and cJSON would take, or would build a large
+ * tree of, is refused here, in one pass, with nothing allocated.
+ * - a raw byte below 0x20 in a string (JSON allows it only escaped; cJSON
+ *   takes it, and a raw NUL would cut a name short);
+ * - a key that holds \u0000 (cJSON ends a string at its NUL, so "a\u0000x"
+ *   and "a\u0000y" would both read as "a"); a value may hold one;
+ * - a __metadata__ that is not an object, or holds a value that is not a
+ *   string (the format allows strings only, and Hugging Face's reader
+ *   refuses others): its 20 MB of [0,0,...] took 841 MB as cJSON's tree;
+ * - a tensor's entry that is an array, or that holds (or nests) an array or
+ *   object of more than MPPROF_TENSOR_MAX_DIMS values: its keys are dtype,
+ *   shape and data_offsets, its arrays a shape of at most that many
+ *   dimensions and two offsets;
+ * - nesting deeper than HEADER_MAX_NESTING.
+ * Text that is not JSON is left to cJSON to refuse: 0 then. */
+static int header_scan(const char *h, size_t n, char *err, size_t errlen) {
+  jlevel lv[HEADER_MAX_NESTING];
+  int d = 0;           /* containers open; the header's object is lv[0] */
+  const char *tk = ""; /* the key of the root member being read, and */
+  size_t tkl = 0;      /* its length */
+  bool meta = false;   /* that member is __metadata__ */
+  for (size_t i = 0; i < n; i++) {
+    const char c = h[i];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ':') continue;
+    if ((unsigned char)c < 0x20) /* cJSON skips it as white space */
+      return mpprof_tensorio_fail(
+          err, errlen, "the header holds the raw control byte 0x%02x (not JSON)", (unsigned char)c);
+    if (c == ',') {
+      if (d) lv[d - 1].expect_key = lv[d - 1].object;
+      continue;
+    }
+    if (c == '}' || c == ']') {
+      if (!d) return 0;
+      const jlevel *l = &lv[--d];
+      if (d >= 1 && !meta && l->count > MPPROF_TENSOR_MAX_DIMS) {
+        if (d == 2 && !l->object && key_is(lv[1].key, lv[1].key_len, "shape"))
+          return mpprof_tensorio_fail(err, errlen,
+                                      "tensor '%.*s': %" PRIu64 " dimensions (at most %d)",
+                                      (int)tkl, tk, l->count, MPPROF_TENSOR_MAX_DIMS);
+        if (d == 1)
+          return mpprof_tensorio_fail(err, errlen,
+                                      "tensor '%.*s': %" PRIu64
+                                      " keys in its entry (dtype, shape and data_offsets are its "
+                                      "keys)",
+                                      (int)tkl, tk, l->count);
+        return mpprof_tensorio_fail(err, errlen,
+                                    "tensor '%.*s': its entry holds %s of %" PRIu64
+                                    " values (a shape holds at most %d sizes)",
+                                    (int)tkl, tk, l->object ? "an object" : "an array", l->count,
+                                    MPPROF_TENSOR_MAX_DIMS);
+      }
+      if (!d) return 0; /* the header's object ends: cJSON reads the rest */
+      continue;
+    }
+    /* a value, or an object's key */
+    const char *str = NULL;
+    size_t str_len = 0;
+    if (c == '"') {
+      bool nul = false;
+      size_t j = i + 1;
+      for (; j < n && h[j] != '"'; j++) {
+        if ((unsigned char)h[j] < 0x20)
+          return mpprof_tensorio_fail(err, errlen,
+                                      "a string in the header holds the raw control byte 0x%02x "
+                                      "(JSON allows it only escaped)",
+                                      (unsigned char)h[j]);
+        if (h[j] == '\\' && ++j < n && h[j] == 'u' && n - j > 4 && !memcmp(h + j + 1, "0000", 4))
+          nul = true;
+      }
+      if (j >= n) return 0;
+      str = h + i + 1;
+      str_len = j - i - 1;
+      i = j;
+      if (d && lv[d - 1].expect_key) {
+        if (nul)
+          return mpprof_tensorio_fail(err, errlen,
+                                      "a name in the header holds a NUL character (\\u0000), which "
+                                      "would cut it short");
+        lv[d - 1].key = str;
+        lv[d - 1].key_len = str_len;
+        lv[d - 1].expect_key = false;
+        continue;
+      }
+    } else if (c != '{' && c != '[') { /* a number, true, false, null */
+      while (i + 1 < n && !strchr(",:]}[{\" \t\n\r", h[i + 1]))
+        i++;
+    }
+    if (d) {
+      jlevel *p = &lv[d - 1];
+      p->count++;
+      if (d == 1) { /* a member of the header: a tensor, or __metadata__ */
+        tk = p->key;
+        tkl = p->key_len;
+        meta = key_is(tk, tkl, "__metadata__");
+        if (meta && c != '{')
+          return mpprof_tensorio_fail(err, errlen, "__metadata__ is not a JSON object");
+        if (!meta && c == '[')
+          return mpprof_tensorio_fail(err, errlen, "tensor '%.*s': not a JSON object", (int)tkl,
+                                      tk);
+      } else if (d == 2 && meta && !str) {
+        return mpprof_tensorio_fail(err, errlen,
+                                    "__metadata__: the value of '%.*s' is not a string (the "
+                                    "format allows only strings)",
+                                    (int)p->key_len, p->key);
+      }
+    }
+    if (c == '{' || c == '[') {
+      if (d == HEADER_MAX_NESTING)
+        return mpprof_tensorio_fail(err, errlen, "the header nests more than %d levels deep",
+                                    HEADER_MAX_NESTING);
+      lv[d++] = (jlevel){.object = c == '{', .expect_key = c == '{', .key = "", .key_len = 0};
+    }
+  }
+  return 0;
 }
 
 int mpprof_safetensors_parse(const void *buf, size_t len, mpprof_tensor_set *ret, char *err,
@@ -201,17 +350,12 @@ int mpprof_safetensors_parse(const void *buf, size_t len, mpprof_tensor_set *ret
   const char *h = (const char *)b + 8;
   if (!n || h[0] != '{')
     return mpprof_tensorio_fail(err, errlen, "the header is not a JSON object");
+  if (header_scan(h, (size_t)n, err, errlen) < 0) return -1;
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(h, (size_t)n, &end, false);
   if (!root || !cJSON_IsObject(root)) {
     cJSON_Delete(root);
     return mpprof_tensorio_fail(err, errlen, "the header is not a JSON object (invalid JSON)");
-  }
-  if (key_holds_nul(h, (size_t)(end - h))) {
-    cJSON_Delete(root);
-    return mpprof_tensorio_fail(err, errlen,
-                                "a name in the header holds a NUL character (\\u0000), which "
-                                "would cut it short");
   }
   for (const char *p = end; p < h + n; p++) /* writers pad the header with spaces */
     if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {

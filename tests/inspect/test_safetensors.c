@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
 #include <cmocka.h>
 
 #include "analysis/convert.h"
@@ -217,6 +218,107 @@ static void malformed_headers_are_refused_with_the_problem(void **s) {
  * refused naming both; a tensor of no bytes overlaps nothing. */
 #define F32_AT(name, n, b, e)                                                                      \
   "\"" name "\":{\"dtype\":\"F32\",\"shape\":[" #n "],\"data_offsets\":[" #b "," #e "]}"
+/* expect_refused with the byte raw in place of each '#' of hdr. */
+static void expect_refused_raw(const char *hdr, unsigned char raw, size_t data_len,
+                               const char *problem) {
+  unsigned char data[64] = {0};
+  size_t len;
+  unsigned char *img = image(hdr, 0, data, data_len, &len);
+  for (size_t i = 8; i < len - data_len; i++)
+    if (img[i] == '#') img[i] = raw;
+  mpprof_tensor_set f;
+  char err[512] = "";
+  if (mpprof_safetensors_parse(img, len, &f, err, sizeof err) == 0) {
+    mpprof_tensor_set_close(&f);
+    fail_msg("header %s with 0x%02x for '#': read, expected '%s'", hdr, raw, problem);
+  }
+  if (!strstr(err, problem))
+    fail_msg("header %s with 0x%02x for '#': got '%s', expected '%s'", hdr, raw, err, problem);
+  free(img);
+}
+
+/* cJSON takes raw control bytes: inside a string (a raw NUL cut the name
+ * "w\0evil" to a tensor 'w', read) and between tokens (as white space). JSON
+ * allows neither: refused. */
+static void raw_control_bytes_are_refused(void **s) {
+  (void)s;
+  const char *rawnul = "{\"w#evil\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+  expect_refused_raw(rawnul, 0, 4, "a string in the header holds the raw control byte 0x00");
+  expect_refused_raw(rawnul, 0x1f, 4, "a string in the header holds the raw control byte 0x1f");
+  expect_refused_raw("{\"__metadata__\":{\"k\":\"v#\"},\"w\":{\"dtype\":\"I8\",\"shape\":[1],"
+                     "\"data_offsets\":[0,1]}}",
+                     '\n', 1, "the raw control byte 0x0a");
+  expect_refused_raw("{\"w\":{\"dtype\":\"I8\",#\"shape\":[1],\"data_offsets\":[0,1]}}", 0x0b, 1,
+                     "the header holds the raw control byte 0x0b (not JSON)");
+  /* escaped, a control character is JSON (in a name, NUL aside) */
+  size_t len;
+  const unsigned char byte = 7;
+  unsigned char *img =
+      image("{\"w\\u001f\\n\":{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 0, &byte,
+            1, &len);
+  mpprof_tensor_set f;
+  char err[256] = "";
+  assert_int_equal(mpprof_safetensors_parse(img, len, &f, err, sizeof err), 0);
+  assert_string_equal(f.entries[0].name, "w\x1f\n");
+  mpprof_tensor_set_close(&f);
+  free(img);
+}
+
+/* Bytes cJSON allocated (counted by its hooks). */
+static size_t cjson_bytes;
+static void *counting_malloc(size_t n) {
+  cjson_bytes += n;
+  return malloc(n);
+}
+
+/* __metadata__ maps strings to strings (Hugging Face's reader refuses any
+ * other value); a tensor's entry holds 3 keys and arrays of at most 64
+ * values. Past that a header is refused as it is scanned, before cJSON
+ * builds a tree of it: 20 MB of [0,0,...] under a metadata key made 841 MB
+ * of cJSON nodes (2 bytes of text, 64 of node). */
+static void a_header_that_would_build_a_large_tree_is_refused_first(void **s) {
+  (void)s;
+  expect_refused("{\"__metadata__\":{\"a\":[0,0,0]}}", 0,
+                 "__metadata__: the value of 'a' is not a string (the format allows only strings)");
+  expect_refused("{\"__metadata__\":{\"format\":\"pt\",\"b\":1}}", 0,
+                 "__metadata__: the value of 'b' is not a string");
+  expect_refused("{\"__metadata__\":{\"c\":{}}}", 0,
+                 "__metadata__: the value of 'c' is not a string");
+  expect_refused("{\"__metadata__\":{\"d\":null}}", 0,
+                 "__metadata__: the value of 'd' is not a string");
+  expect_refused("{\"\\u005f_metadat\\u0061__\":\"x\"}", 0, "__metadata__ is not a JSON object");
+  expect_refused("{\"t\":[0,0]}", 0, "tensor 't': not a JSON object");
+
+  /* large ones: refused with nothing built */
+  const size_t n = 1 << 20;
+  char *big = malloc(32 * n + 64);
+  const struct {
+    const char *head, *item, *tail, *problem;
+  } cases[] = {
+      {"{\"__metadata__\":{\"a\":[", "0,", "0]}}",
+       "__metadata__: the value of 'a' is not a string"},
+      {"{\"__metadata__\":{", "\"k\":0,", "\"k\":0}}",
+       "__metadata__: the value of 'k' is not a string"},
+      {"{\"t\":{\"dtype\":\"F32\",\"data_offsets\":[0,0],\"shape\":[", "0,", "0]}}",
+       "tensor 't': 1048577 dimensions (at most 64)"},
+      {"{\"t\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[", "0,", "0]}}",
+       "tensor 't': its entry holds an array of 1048577 values"},
+      {"{\"t\":{", "\"k\":0,", "\"k\":0}}", "tensor 't': 1048577 keys in its entry"},
+  };
+  cJSON_InitHooks(&(cJSON_Hooks){.malloc_fn = counting_malloc, .free_fn = free});
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    size_t at = (size_t)sprintf(big, "%s", cases[c].head);
+    for (size_t i = 0; i < n; i++)
+      at += (size_t)sprintf(big + at, "%s", cases[c].item);
+    sprintf(big + at, "%s", cases[c].tail);
+    cjson_bytes = 0;
+    expect_refused(big, 0, cases[c].problem);
+    if (cjson_bytes > n) fail_msg("%s...: cJSON allocated %zu bytes", cases[c].head, cjson_bytes);
+  }
+  cJSON_InitHooks(NULL);
+  free(big);
+}
+
 /* 2^53 itself is a size (a tensor of none of them reads). */
 static void a_dimension_of_2_to_the_53_is_read(void **s) {
   (void)s;
@@ -295,6 +397,8 @@ int main(void) {
       cmocka_unit_test(misaligned_data_and_metadata_and_fp8),
       cmocka_unit_test(malformed_headers_are_refused_with_the_problem),
       cmocka_unit_test(a_dimension_of_2_to_the_53_is_read),
+      cmocka_unit_test(raw_control_bytes_are_refused),
+      cmocka_unit_test(a_header_that_would_build_a_large_tree_is_refused_first),
       cmocka_unit_test(overlapping_tensors_are_refused),
       cmocka_unit_test(a_bad_length_is_refused),
   };
