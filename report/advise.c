@@ -129,6 +129,8 @@ static int collect_site(mpprof_layer *l, const mpprof_site *s, const mpprof_role
     if (!t) return -1;
     const mpprof_cstats *src = &ts[r].st;
     t->scanned_calls += s->scanned_calls;
+    if (src->dtype == MP_FP8_E4M3 || src->dtype == MP_FP8_E5M2)
+      t->saturated_as[src->dtype == MP_FP8_E5M2] += src->saturated;
     if (s->loss_scale > 0) { /* the scale backward tensors were taken at */
       if (t->scale_min == 0 || s->loss_scale < t->scale_min) t->scale_min = s->loss_scale;
       if (s->loss_scale > t->scale_max) t->scale_max = s->loss_scale;
@@ -255,11 +257,16 @@ static char *reason_text(const mp_reason *r, const mpprof_layer *l, const mp_lay
                              "those Inf; forward tensors are not loss-scaled",
                              t->name, (unsigned long long)t->op_infs,
                              mpprof_pct_text(100 * d->fp16_overflow_fraction).s);
-    if (t->st.saturated)
-      return mpprof_asprintf("%s saturated: %s%% of values at the %s max (clamped by the op: "
-                             "their true range is unknown, counted as overflow)",
-                             t->name, mpprof_pct_text(100 * frac(t->st.saturated, tnz)).s,
-                             mp_dtype_name(t->st.dtype));
+    if (t->st.saturated) {
+      char *at = mpprof_saturated_at(t);
+      char *ret =
+          at ? mpprof_asprintf("%s saturated: %s%% of values at %s (clamped by the op: "
+                               "their true range is unknown, counted as overflow)",
+                               t->name, mpprof_pct_text(100 * frac(t->st.saturated, tnz)).s, at)
+             : NULL;
+      free(at);
+      return ret;
+    }
     return mpprof_asprintf("%s overflows fp16 in %s%% of values (absmax %.4g > fp16 max "
                            "%.6g); forward tensors are not loss-scaled",
                            t->name, mpprof_pct_text(100 * d->fp16_overflow_fraction).s,

@@ -411,21 +411,30 @@ static int rule_fp16_overflow(mpprof_model *m, const mpprof_layer *l) {
              mpprof_pct_text(100 * ev->adv.fp16_overflow_fraction).s);
   double fp16_max = mp_format_of(MP_FP16)->max_finite;
   bool fp32 = l->adv.known && l->adv.rec == MP_REC_FP32;
-  const mp_format *own = mp_format_of(ov->st.dtype);
   mpprof_finding *f;
   /* The share the layer table gives (of the finite non-zero values). */
   mpprof_share sh = mpprof_share_of(ov, MP_TGT_FP16, MP_CAST_OVERFLOW, false);
-  if (ov->st.saturated && own) /* an fp8 output the op clamped: overflow of unknown size */
+  if (ov->st.saturated) { /* an fp8 output the op clamped: overflow of unknown size */
+    /* Its format from the sites' (saturated_as): the layer's tensor may merge
+     * an fp8 output with a wider one (st.dtype then MP_DTYPE_INVALID), and
+     * its absmax is then no overflow of fp16 either. */
+    char *at = mpprof_saturated_at(ov);
+    if (!at) return -1;
     f = add(m, "fp16_overflow", "high", l->name,
-            mpprof_asprintf("%s: %s saturated: %" PRIu64 " of %" PRIu64
-                            " finite non-zero values (%s%%) at the %s "
-                            "max %.6g, clamped by the op, so their true range is unknown%s",
-                            mpprof_layer_label(l), ov->name, ov->st.saturated, sh.den,
-                            mpprof_pct_text(mpprof_pct(ov->st.saturated, sh.den)).s,
-                            mp_dtype_name(ov->st.dtype), own->max_finite, also),
+            mpprof_asprintf(
+                "%s: %s saturated: %" PRIu64 " of %" PRIu64
+                " finite non-zero values (%s%%) at %s, clamped by the op, so their "
+                "true range is unknown%s%s",
+                mpprof_layer_label(l), ov->name, ov->st.saturated, sh.den,
+                mpprof_pct_text(mpprof_pct(ov->st.saturated, sh.den)).s, at,
+                ov->st.dtype == MP_DTYPE_INVALID
+                    ? "; its sites store it in different dtypes, and the share is of all of them"
+                    : "",
+                also),
             strdup("lower this output's fp8 scale (the D scale, from its amax), or keep the "
                    "output in bf16"));
-  else if (ov->op_infs) /* +-Inf the op made from finite inputs: overflow of unknown size */
+    free(at);
+  } else if (ov->op_infs) /* +-Inf the op made from finite inputs: overflow of unknown size */
     f = add(m, "fp16_overflow", "high", l->name,
             mpprof_asprintf("%s: %s overflowed fp16: %" PRIu64 " +-Inf made by the op from "
                             "finite inputs (%s%% of its finite non-zero values and those Inf)%s",
@@ -442,6 +451,8 @@ static int rule_fp16_overflow(mpprof_model *m, const mpprof_layer *l) {
                         : "keep this layer in bf16 or fp32 (exclude it from fp16 autocast)"));
   if (!f) return -1;
   if (ov->st.saturated) ev_num(f->evidence, "saturated", (double)ov->st.saturated);
+  if (ov->saturated_as[0]) ev_num(f->evidence, "saturated_fp8_e4m3", (double)ov->saturated_as[0]);
+  if (ov->saturated_as[1]) ev_num(f->evidence, "saturated_fp8_e5m2", (double)ov->saturated_as[1]);
   if (ov->op_infs) ev_num(f->evidence, "op_infs", (double)ov->op_infs);
   cJSON_AddStringToObject(f->evidence, "tensor", ov->name);
   if (ev) cJSON_AddStringToObject(f->evidence, "eval_tensor", ev->name);

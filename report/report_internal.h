@@ -391,6 +391,10 @@ typedef struct mpprof_layer_tensor {
    * forward, or under no declared scale above 1): the wide format itself
    * failed (mp_verdict_tensor.nonfinite_wide). */
   uint64_t wide_nonfinite;
+  /* st.saturated by the fp8 format its sites stored ([0] e4m3 at 448, [1]
+   * e5m2 at 57344): st.dtype is lost (MP_DTYPE_INVALID) where sites of
+   * different dtypes merge, e.g. an fp8 D and a bf16 D in one layer. */
+  uint64_t saturated_as[2];
 } mpprof_layer_tensor;
 
 /* What gradients never seen finite and non-zero held (MP_REASON_GRAD_NEVER_SEEN
@@ -1094,6 +1098,11 @@ double mpprof_pct(uint64_t num, uint64_t den);
  * at the applied scale instead of unscaled. */
 mpprof_share mpprof_share_of(const mpprof_layer_tensor *lt, mp_target t, mp_cast_outcome o,
                              bool at_scale);
+/* Where a layer tensor's saturated values sit, for a sentence after "at ":
+ * "the fp8_e4m3 max 448"; with both formats "the fp8_e4m3 max 448 (N) and the
+ * fp8_e5m2 max 57344 (M)"; "its fp8 format's max" when neither is known.
+ * From saturated_as, so right where the layer's tensor mixes dtypes. malloc'd. */
+char *mpprof_saturated_at(const mpprof_layer_tensor *lt);
 /* JSON of a share: {"pct", "of", "tensor", "count", "estimate"}. */
 cJSON *mpprof_share_json(const mpprof_share *s);
 /* "2^16" for powers of two, else "%g" (buf of 32). */

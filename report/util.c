@@ -3,6 +3,7 @@
  * reader never sees half a report, nothing is written through a link). */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -108,6 +109,23 @@ mpprof_pct_str mpprof_pct_text(double pct) {
 static uint64_t finite_nonzero(const mpprof_cstats *c) {
   uint64_t bad = c->zeros + c->nans + c->pos_infs + c->neg_infs;
   return c->count > bad ? c->count - bad : 0;
+}
+
+char *mpprof_saturated_at(const mpprof_layer_tensor *lt) {
+  static const mp_dtype fmt[2] = {MP_FP8_E4M3, MP_FP8_E5M2};
+  char part[2][64];
+  int n = 0;
+  uint64_t known = lt->saturated_as[0] + lt->saturated_as[1];
+  for (int i = 0; i < 2; i++) {
+    if (!lt->saturated_as[i]) continue;
+    snprintf(part[n++], sizeof part[0], "the %s max %.6g", mp_dtype_name(fmt[i]),
+             mp_format_of(fmt[i])->max_finite);
+  }
+  if (n == 1 && known == lt->st.saturated) return strdup(part[0]);
+  if (n == 2 && known == lt->st.saturated)
+    return mpprof_asprintf("%s (%" PRIu64 ") and %s (%" PRIu64 ")", part[0], lt->saturated_as[0],
+                           part[1], lt->saturated_as[1]);
+  return strdup("its fp8 format's max");
 }
 
 mpprof_share mpprof_share_of(const mpprof_layer_tensor *lt, mp_target t, mp_cast_outcome o,

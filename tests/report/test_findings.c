@@ -446,6 +446,32 @@ static void fp16_overflow_names_training_before_eval(void **state) {
   mpprof_model_free(&m);
 }
 
+/* A forward tensor merged from an e4m3 D (saturated) and a bf16 D: its dtype
+ * is MP_DTYPE_INVALID, its absmax 448. The finding said "reaches 448 > fp16
+ * max 65504"; the saturation is in the e4m3 sites' format. */
+static void fp16_overflow_of_a_saturated_tensor_of_mixed_dtypes(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_layer *l = layer(&m, MP_REC_BF16);
+  mpprof_layer_tensor *t = tensor(l, "forward.D", MP_TCLASS_FORWARD);
+  t->st.dtype = MP_DTYPE_INVALID;
+  t->st.count = 512;
+  t->st.saturated = t->saturated_as[0] = 64;
+  t->st.absmax = 448;
+  t->adv.fp16_overflow_fraction = 0.125;
+  assert_int_equal(run(&m, "fp16_overflow"), 1);
+  const char *msg = m.findings[0].message;
+  assert_null(strstr(msg, "> fp16 max"));
+  assert_non_null(strstr(msg, "64 of 512 finite non-zero values (12.5%) at the fp8_e4m3 max 448"));
+  /* both fp8 formats saturated: each count at its own max */
+  t->saturated_as[0] = 60;
+  t->saturated_as[1] = 4;
+  assert_int_equal(run(&m, "fp16_overflow"), 1);
+  assert_non_null(
+      strstr(m.findings[1].message, "at the fp8_e4m3 max 448 (60) and the fp8_e5m2 max 57344 (4)"));
+  mpprof_model_free(&m);
+}
+
 static void fp16_forward_underflow(void **state) {
   (void)state;
   mpprof_model m;
@@ -1447,6 +1473,7 @@ int main(void) {
       cmocka_unit_test(first_nonfinite),
       cmocka_unit_test(fp16_overflow),
       cmocka_unit_test(fp16_overflow_names_training_before_eval),
+      cmocka_unit_test(fp16_overflow_of_a_saturated_tensor_of_mixed_dtypes),
       cmocka_unit_test(fp16_forward_underflow),
       cmocka_unit_test(gradient_underflow),
       cmocka_unit_test(gradient_underflow_example_is_the_global_scale),

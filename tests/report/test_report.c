@@ -891,6 +891,65 @@ static void a_saturated_fp8_output_is_fp16_overflow_in_the_layer_table(void **st
   free(dir);
 }
 
+/* One layer, two cuBLASLt FP8 calls: one writes an e4m3 D (64 of its 256
+ * values saturated at 448), the other a bf16 D (values of 100). The layer's
+ * D merges both dtypes (st.dtype invalid): the finding fell to the generic
+ * "reaches 448 > fp16 max 65504" (false: 448 is no fp16 overflow) and the
+ * reason said "at the invalid max". The saturation's format is the sites'. */
+static void a_saturated_fp8_output_merged_with_a_bf16_one_keeps_its_format(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("fp8sat_mixed");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &RF_P0);
+  double v[256];
+  for (int k = 0; k < 2; k++) {
+    cJSON *s = rg_gemm(k, "cublasLtMatmul", "t/fp8",
+                       k ? "A=fp8_e4m3,B=fp8_e4m3,D=bf16" : "A=fp8_e4m3,B=fp8_e4m3,D=fp8_e4m3",
+                       "32F", "DEFAULT", 16, 16, 1, 1);
+    rg_tensor(s, "A", MP_FP8_E4M3, -2, 2, 16);
+    rg_tensor(s, "B", MP_FP8_E4M3, -2, 2, 16);
+    for (int i = 0; i < 256; i++)
+      v[i] = k ? 100 : i < 64 ? 448 : 1;
+    rg_tensor_values(s, "D", k ? MP_BF16 : MP_FP8_E4M3, v, 256);
+    if (!k) cJSON_AddNumberToObject(rf_get(s, "tensors.D"), "saturated", 64);
+    rg_site_end(&r, s);
+  }
+  rg_end(&r);
+  cJSON *rep = rf_report_of(dir);
+  const cJSON *l = rf_layer(rep, "t/fp8");
+  const cJSON *why;
+  bool said = false;
+  cJSON_ArrayForEach(why, rf_get(l, "advice.reasons")) {
+    assert_null(strstr(why->valuestring, "invalid"));
+    said |= strstr(why->valuestring, "unknown.D saturated: 12.5% of values at the fp8_e4m3 max "
+                                     "448 (clamped by the op") != NULL;
+  }
+  assert_true(said);
+  assert_int_equal((int)rf_get(l, "shares.fp16_overflow.count")->valuedouble, 64);
+  assert_int_equal((int)rf_get(l, "shares.fp16_overflow.of")->valuedouble, 512);
+  const cJSON *f;
+  bool seen = false;
+  cJSON_ArrayForEach(f, rf_get(rep, "findings")) {
+    if (strcmp(rf_get(f, "kind")->valuestring, "fp16_overflow")) continue;
+    seen = true;
+    const char *msg = rf_get(f, "message")->valuestring;
+    assert_null(strstr(msg, "> fp16 max"));
+    assert_non_null(strstr(msg, "unknown.D saturated: 64 of 512 finite non-zero values (12.5%) "
+                                "at the fp8_e4m3 max 448, clamped by the op"));
+    assert_non_null(strstr(msg, "different dtypes"));
+    assert_int_equal((int)rf_get(f, "evidence.saturated_fp8_e4m3")->valuedouble, 64);
+  }
+  assert_true(seen);
+  cJSON_Delete(rep);
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  assert_null(strstr(html, "invalid max"));
+  assert_non_null(strstr(html, "at the fp8_e4m3 max 448"));
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* An fp16 forward output holding +-Inf that its op made from finite inputs
  * overflowed fp16: the layer is not fp16 (it was "fp16, 0% overflow" beside
  * the first_nonfinite finding saying the op made them); the share counts
@@ -3211,6 +3270,7 @@ int main(void) {
       cmocka_unit_test(a_plan_with_every_layer_in_fp32_has_no_autocast_region),
       cmocka_unit_test(a_plan_where_no_layer_fits_gives_no_shares),
       cmocka_unit_test(a_saturated_fp8_output_is_fp16_overflow_in_the_layer_table),
+      cmocka_unit_test(a_saturated_fp8_output_merged_with_a_bf16_one_keeps_its_format),
       cmocka_unit_test(infs_an_fp16_output_made_from_finite_inputs_are_fp16_overflow),
       cmocka_unit_test(a_bf16_plan_keeps_out_a_layer_whose_measured_bf16_error_is_too_large),
       cmocka_unit_test(a_measurement_on_operands_already_rounded_is_no_evidence),
