@@ -723,8 +723,8 @@ static void *calls_lend(int cap) {
 
 bool mpp_calls_reserve(mpp_calls *c, int cap, const char *what) {
   if (cap <= 0) return false;
-  /* ~1.1 KB an op, its call and its memo: 64 groups' records would not fit a
-   * small thread stack. */
+  /* ~1.7 KB an op, its call and its memo (CALLS_ROW): a grouped call's
+   * records (up to 1024 groups) would not fit a small thread stack. */
   void *block = calls_lend(cap);
   c->owned = !block;
   if (!block) block = malloc((size_t)cap * CALLS_ROW);

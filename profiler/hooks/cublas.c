@@ -333,7 +333,14 @@ static size_t scale_size(int t) {
   return t == CUDA_R_64F ? 8 : t == CUDA_R_16F ? 2 : 4;
 }
 
-#define MAX_GROUPS 64 /* ops recorded per grouped call; more groups are left out */
+/* Ops recorded per grouped call; more groups are left out (max_groups note).
+ * One op per group, each with its call and site memo (~1.7 KB), in the
+ * thread's multi-op block (mpp_calls_reserve: mapped off the program's heap,
+ * never on its stack, grown to the largest call the thread made and kept):
+ * 1024 groups take ~1.7 MB, once, where the program made a call that large.
+ * It was 64, and a mixture of experts with more (128, 256, 384 experts) lost
+ * its later experts while the layer's verdict rested on the first 64. */
+#define MAX_GROUPS 1024
 
 /* One op per group, each from its own shapes and its own slice of the
  * pointer arrays. */

@@ -25,6 +25,7 @@
  *                 finalized (cuDNN refuses both), then the autotune executions
  *   groups64      on a thread with a 48 KiB stack, one cublasSgemmGroupedBatched call
  *                 of 64 groups of one GEMM each, in NVTX range "t/groups"
+ *   groups70      as groups64 with 70 groups; the last one's alpha is 1e5 (D beyond fp16)
  *   autotune_small [KiB]  autotune on a thread with a small stack (default 28 KiB)
  *   first_stack FILE  the first CUDA call (cublasCreate: mpprof starts there) on a
  *                 thread with a painted stack; the stack bytes it used into FILE
@@ -667,7 +668,7 @@ static int mode_threadevents(void) {
 
 /* Threads that frameworks create for work often get small stacks; the hooks
  * must not need much of it, whatever the call. */
-#define GROUPS 64
+#define GROUPS 70 /* room: groups64 calls 64 of them, groups70 all */
 /* 48 KiB: enough for the program and simcuda, not for hooks that keep the
  * 64 groups' records (~50 KB) on the stack. Sanitizers' redzones need more. */
 #ifdef __SANITIZE_ADDRESS__
@@ -676,8 +677,14 @@ static int mode_threadevents(void) {
 #define SMALL_STACK (48 * 1024)
 #endif
 
+typedef struct groups_arg {
+  int groups;
+  double sum;
+} groups_arg;
+
 static void *groups_main(void *arg) {
-  double *sum = arg;
+  groups_arg *ga = arg;
+  double *sum = &ga->sum;
   cublasHandle_t h;
   mats m;
   CK(cublasCreate(&h));
@@ -698,33 +705,42 @@ static void *groups_main(void *arg) {
     al[g] = (float)(g % 3 + 1);
     be[g] = 0;
   }
+  if (ga->groups > 64) al[ga->groups - 1] = 1e5f; /* past the 64th: values beyond fp16 */
   const float **dA = dev_upload(A, sizeof A), **dB = dev_upload(B, sizeof B);
   float **dC = dev_upload(C, sizeof C);
   nvtxRangePushA("t");
   nvtxRangePushA("groups");
   CK(cublasSgemmGroupedBatched(h, ta, tb, dims, dims, dims, al, (const float *const *)dA, dims,
-                               (const float *const *)dB, dims, be, dC, dims, GROUPS, size));
+                               (const float *const *)dB, dims, be, dC, dims, ga->groups, size));
   nvtxRangePop();
   nvtxRangePop();
   static float host[GROUPS * N * N];
   CK(cudaMemcpy(host, c, sizeof host, cudaMemcpyDeviceToHost));
-  for (int i = 0; i < GROUPS * N * N; i++)
+  for (int i = 0; i < ga->groups * N * N; i++)
     *sum += host[i] * (double)(i % 13 + 1);
   CK(cublasDestroy(h));
   return NULL;
 }
 
-static int mode_groups64(void) {
+static int groups_mode(int groups) {
   pthread_attr_t at;
   pthread_t t;
-  double s = 0;
+  groups_arg a = {.groups = groups};
   CK(pthread_attr_init(&at));
   CK(pthread_attr_setstacksize(&at, SMALL_STACK));
-  CK(pthread_create(&t, &at, groups_main, &s));
+  CK(pthread_create(&t, &at, groups_main, &a));
   pthread_join(t, NULL);
   pthread_attr_destroy(&at);
-  printf("groups64 checksum %.17g\n", s);
+  printf("groups%d checksum %.17g\n", groups, a.sum);
   return 0;
+}
+
+static int mode_groups64(void) {
+  return groups_mode(64);
+}
+
+static int mode_groups70(void) {
+  return groups_mode(70);
 }
 
 /* mpprof starts in the program's first hooked call, on that call's thread:
@@ -2828,6 +2844,7 @@ static const struct {
     {"capture", "", .plain = mode_capture},
     {"chdir", " DIR", .named = mode_chdir},
     {"groups64", "", .plain = mode_groups64},
+    {"groups70", "", .plain = mode_groups70},
     {"first_stack", " FILE", .named = mode_first_stack},
     {"autotune_small", " [KIB]", .counted = mode_autotune_small, .dflt = 0},
     {"lossscale", "", .plain = mode_lossscale},

@@ -535,6 +535,27 @@ static void a_64_group_gemm_on_a_small_thread_stack_is_recorded_per_group(void *
   free_raws(&r);
 }
 
+/* A grouped GEMM of 70 groups (MoE with more experts than 64): every group is
+ * recorded. The hook kept 64 and noted max_groups, and the layer's verdict
+ * rested on the 64: the 70th group's values, past fp16's range, were not in
+ * it, and the report called the layer fp16. */
+static void a_70_group_gemm_records_every_group(void **state) {
+  (void)state;
+  const char *dir = outdir("groups70");
+  char *argv[] = {(char *)testprog, "groups70", NULL};
+  /* --sample 1: the groups share a site, whose calls past its 64th the
+   * default schedule samples (the 70th would be 1 in 2) */
+  const char *opts[] = {"--sample", "1", NULL};
+  assert_int_equal(run_both(dir, argv, opts), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 1);
+  cJSON *s = site(r.doc[0], "cublasSgemmGroupedBatched", "t/groups", NULL);
+  assert_int_equal(num(s, "calls"), 70);
+  assert_true(num(s, "tensors.D.absmax") > 65504); /* the 70th group's alpha 1e5 */
+  assert_false(has_reason(r.doc[0], "grouped GEMM calls with more than"));
+  free_raws(&r);
+}
+
 /* mpprof starts inside the program's first hooked call, on the program's
  * thread, whose stack may be small (frameworks' worker threads): its
  * start-up adds at most 5 KiB to what that call uses (3.5 KB here). It took
@@ -2182,6 +2203,7 @@ int main(void) {
       cmocka_unit_test(backend_executions_on_four_threads_are_each_scanned),
       cmocka_unit_test(inner_cublasLt_call_under_cublasGemmEx_is_recorded_once),
       cmocka_unit_test(a_64_group_gemm_on_a_small_thread_stack_is_recorded_per_group),
+      cmocka_unit_test(a_70_group_gemm_records_every_group),
       cmocka_unit_test(mpprof_starts_on_little_of_the_threads_stack),
       cmocka_unit_test(descriptor_churn_keeps_the_backend_plans_followed),
       cmocka_unit_test(backend_execute_on_a_small_thread_stack_is_recorded),
