@@ -237,13 +237,18 @@ static char *reason_text(const mp_reason *r, const mpprof_layer *l, const mp_lay
     return mpprof_asprintf("%s already holds non-finite values (%llu NaN, %llu inf)", t->name,
                            (unsigned long long)t->st.nans,
                            (unsigned long long)(t->st.pos_infs + t->st.neg_infs));
-  case MP_REASON_NONFINITE_WIDE:
+  case MP_REASON_NONFINITE_WIDE: {
+    /* merged from sites of several dtypes (an fp32 and an fp64 output):
+     * the values were made in one of the wide formats */
+    const char *wide =
+        t->st.dtype == MP_DTYPE_INVALID ? "fp32 or fp64" : mp_dtype_name(t->st.dtype);
     return mpprof_asprintf(
         "%s holds non-finite values its op made in %s from finite inputs (%llu NaN, %llu inf), "
         "with no loss scale to explain them: %s failed there already, so no narrower precision "
         "is shown safe and the layer stays fp32",
-        t->name, mp_dtype_name(t->st.dtype), (unsigned long long)t->st.nans,
-        (unsigned long long)(t->st.pos_infs + t->st.neg_infs), mp_dtype_name(t->st.dtype));
+        t->name, wide, (unsigned long long)t->st.nans,
+        (unsigned long long)(t->st.pos_infs + t->st.neg_infs), wide);
+  }
   case MP_REASON_BF16_UNFIT:
     return mpprof_asprintf(
         "%s does not fit bf16: %s%% overflow, %s%% flush to zero (absmax %.4g, smallest |x| %.4g)",

@@ -1028,6 +1028,20 @@ static void a_layer_whose_fp32_values_hold_inf_stays_fp32(void **state) {
   for (int i = 0; i < 100; i++)
     v[i] = i < 3 ? (i & 1 ? -INFINITY : INFINITY) : 0.5 + 0.01 * i;
   const char *names[3] = {"t/wide", "t/scaled", "t/fed"};
+  /* t/mix: the same Inf in an fp32 output, beside an fp64 output of the
+   * layer: its D merges two dtypes (the reason said "made in invalid") */
+  cJSON *dm = rg_gemm(5, "cublasDgemm_v2", "t/mix", "A=fp64,B=fp64,C=fp64,D=fp64", "64F", "DEFAULT",
+                      10, 10, 10, 1);
+  rg_tensor(dm, "A", MP_FP64, -2, 2, 100);
+  rg_tensor(dm, "B", MP_FP64, -2, 2, 100);
+  rg_tensor(dm, "D", MP_FP64, -2, 2, 100);
+  rg_site_end(&r, dm);
+  cJSON *sm = rg_gemm(4, "cublasSgemm_v2", "t/mix", "A=fp32,B=fp32,C=fp32,D=fp32", "32F", "DEFAULT",
+                      10, 10, 10, 1);
+  rg_tensor(sm, "A", MP_FP32, -2, 2, 100);
+  rg_tensor(sm, "B", MP_FP32, -2, 2, 100);
+  rg_tensor_values(sm, "D", MP_FP32, v, 100);
+  rg_site_end(&r, sm);
   for (int k = 0; k < 3; k++) {
     cJSON *s = rg_gemm(k, "cublasSgemm_v2", names[k], "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
                        "DEFAULT", 10, 10, 10, 1);
@@ -1059,6 +1073,11 @@ static void a_layer_whose_fp32_values_hold_inf_stays_fp32(void **state) {
   const cJSON *why = rf_get(wide, "advice.reasons");
   assert_non_null(strstr(cJSON_GetArrayItem(why, 0)->valuestring,
                          "unknown.D holds non-finite values its op made in fp32"));
+  const cJSON *mix = rf_layer(rep, "t/mix");
+  assert_string_equal(rf_get(mix, "advice.recommended")->valuestring, "fp32");
+  assert_non_null(strstr(cJSON_GetArrayItem(rf_get(mix, "advice.reasons"), 0)->valuestring,
+                         "unknown.D holds non-finite values its op made in fp32 or fp64 from "
+                         "finite inputs"));
   assert_string_equal(recommended(rep, "t/scaled"), "fp16");
   assert_string_equal(recommended(rep, "t/fed"), "fp16");
   const cJSON *f;
