@@ -278,8 +278,13 @@ enum { MP_RAW_SHADOW_SKIPPED(MP_RAW_ENUM_ROW_) MP_RAW_SHADOW_SKIP_COUNT };
 #define MP_RAW_MARKS_CXX "cxx"       /* C++ pre-hooks on grad_fn (_marks.cpp) */
 #define MP_RAW_MARKS_PYTHON "python" /* Python tensor hooks (_fast.c) */
 
+/* cupti.status of a fork child whose parent had started CUDA or CUPTI: it
+ * leaves them alone, so it has no kernel data. */
+#define MP_CUPTI_FORKED_AFTER_INIT "forked_after_cuda_init"
+
 #define MP_RAW_CUPTI(X)                                                                            \
-  X(status, "status", "ok | disabled | unavailable | held_by_other_subscriber | error")            \
+  X(status, "status",                                                                              \
+    "ok | disabled | unavailable | held_by_other_subscriber | error | forked_after_cuda_init")     \
   X(dropped_records, "dropped_records", "activity records CUPTI dropped")                          \
   X(unattributed_kernels, "unattributed_kernels", "MP_RAW_UNATTRIBUTED per library, when any")
 

@@ -24,6 +24,7 @@
 mpp_config mpp_cfg;
 
 static atomic_bool forked_child;
+static atomic_bool cuda_not_ours; /* a fork child of a process that had CUDA or CUPTI up */
 static __thread MPP_TLS uint32_t tid_cache;
 
 /* --- configuration --- */
@@ -214,9 +215,15 @@ bool mpp_in_forked_child(void) {
   return atomic_load_explicit(&forked_child, memory_order_relaxed);
 }
 
-void mpp_core_fork_child(void) {
+bool mpp_cuda_ours(void) {
+  return !atomic_load_explicit(&cuda_not_ours, memory_order_relaxed);
+}
+
+void mpp_core_fork_child(bool cuda_ours) {
   tid_cache = 0; /* the child's own tid */
   atomic_store(&forked_child, true);
+  /* Once not ours, never again in this lineage (a grandchild included). */
+  if (!cuda_ours) atomic_store(&cuda_not_ours, true);
 }
 
 /* --- mutexes held across fork --- */

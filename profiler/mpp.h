@@ -89,7 +89,15 @@ void mpp_config_read(void);               /* fills mpp_cfg (but its rank): once,
 /* --- log, threads, fork (core.c) --- */
 uint32_t mpp_thread_id(void);
 bool mpp_in_forked_child(void);
-void mpp_core_fork_child(void); /* runtime.c's atfork child handler: a new tid, the flag set */
+/* Whether this process may use CUDA and CUPTI as its own: not in a fork child
+ * of a process that had initialised them (mpprof active there, or the driver
+ * started): such a child never touches the parent's CUDA state. A child
+ * forked before any of that (a launcher's worker) is a fresh process for
+ * CUDA and subscribes CUPTI at its own first hooked call. */
+bool mpp_cuda_ours(void);
+/* runtime.c's atfork child handler: a new tid, the flag set; cuda_ours: the
+ * parent had not initialised CUDA or CUPTI (runtime.c's atfork_prepare). */
+void mpp_core_fork_child(bool cuda_ours);
 /* One line `mpprof[pid/tid]: ...` on stderr, in one write, when MPPROF_LOG >=
  * level. Every caller logs problems at level 1 (there is no debug level); most
  * log a problem once (a flag of their own), shadow execution once per skipped

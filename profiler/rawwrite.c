@@ -695,6 +695,11 @@ char *mpp_raw_render_facts(bool final, const mpp_raw_facts *f, size_t *ret_len) 
 
 char *mpp_raw_render(bool final, size_t *ret_len) {
   bool child = mpp_in_forked_child();
+  /* A child forked after CUDA started leaves CUPTI alone: the status it
+   * inherited is the parent's (unless CUPTI was turned off). */
+  bool ours = mpp_cuda_ours();
+  const char *cupti_status = mpp_cupti_status();
+  if (!ours && strcmp(cupti_status, "disabled") != 0) cupti_status = MP_CUPTI_FORKED_AFTER_INIT;
   /* Read before the site lock is taken: CUPTI may call back into the kernel
    * sink, which takes it. */
   int world_size = 0;
@@ -702,13 +707,13 @@ char *mpp_raw_render(bool final, size_t *ret_len) {
   mpp_raw_facts f = {.rank = rank,
                      .world_size = world_size,
                      .forked = child,
-                     .cupti_status = child ? "disabled" : mpp_cupti_status(),
-                     .cupti_dropped = child ? 0 : mpp_cupti_dropped(),
+                     .cupti_status = cupti_status,
+                     .cupti_dropped = ours ? mpp_cupti_dropped() : 0,
                      .marks = mpp_nvtx_marks(),
                      .start_end_ranges = mpp_nvtx_start_end_ranges(),
                      .end_ns = mpp_now_ns()};
   mpp_tc_info_get(&f.tc);
-  if (child) f.tc.status = NULL; /* the parent's counters are not the child's */
+  if (!ours) f.tc.status = NULL; /* the parent's counters are not the child's */
   mpp_sites_lock(); /* mpp_process_info()->device_* and framework* are published under it */
   f.device_known = mpp_process_info()->device_known;
   memcpy(f.device_name, mpp_process_info()->device_name, sizeof f.device_name);

@@ -186,7 +186,7 @@ static void *checkpoint_main(void *arg) {
       pthread_mutex_unlock(&pass_mu);
       return NULL;
     }
-    if (!mpp_in_forked_child()) mpp_cupti_flush();
+    if (mpp_cuda_ours()) mpp_cupti_flush();
     int err = mpp_raw_write(false);
     /* Logged inside the pass: all of it is excluded from a fork (atfork_prepare). */
     if (err < 0) mpp_log(1, "checkpoint not written: %s", strerror(-err));
@@ -214,8 +214,8 @@ static void on_exit_handler(void) {
    * scanner's lock, so no CUDA work; the tables are still written. */
   bool inside_hook = depth > 0;
   depth++;
-  /* A forked child never touches the parent's CUDA state. */
-  if (!mpp_in_forked_child() && !inside_hook) {
+  /* A child forked after CUDA started never touches the parent's CUDA state. */
+  if (mpp_cuda_ours() && !inside_hook) {
     mpp_shadow_drain();
     mpp_cupti_flush();
     mpp_devscan_drain();
@@ -239,7 +239,7 @@ void mpp_runtime_before_exec(void) {
   if ((int)getpid() != mpp_process_pid() || depth > 0 || mpp_sites_locked_by_caller()) return;
   depth++;
   pthread_mutex_lock(&pass_mu); /* a checkpoint pass in progress ends first */
-  if (!mpp_in_forked_child()) {
+  if (mpp_cuda_ours()) {
     mpp_shadow_drain();
     mpp_cupti_flush();
     mpp_devscan_drain();
@@ -261,7 +261,7 @@ void mpp_runtime_checkpoint(void) {
   depth++;
   pthread_mutex_lock(&pass_mu); /* one pass at a time, as the checkpoint thread's */
   if (!atomic_load(&finishing)) {
-    if (!mpp_in_forked_child()) mpp_cupti_flush();
+    if (mpp_cuda_ours()) mpp_cupti_flush();
     int err = mpp_raw_write(false);
     if (err < 0) mpp_log(1, "checkpoint not written: %s", strerror(-err));
   }
@@ -322,7 +322,7 @@ void mpp_activate(void) {
     mpp_call_prepare_thread();
   }
   mpp_sites_prepare();
-  if (!mpp_in_forked_child()) {
+  if (mpp_cuda_ours()) {
     mpp_cupti_set_sink(mpp_kernel_sink_fn);
     mpp_tc_set_verdict_sink(mpp_tc_verdict_sink_fn);
     mpp_cupti_set_flush_observer(mpp_tc_flush_mark, mpp_tc_settle);
@@ -366,9 +366,23 @@ static void renew_exit_handler(void) {
  * table update. Those allocate; under gcc 12's ASan, whose allocator has no
  * fork handlers, a child forked mid-allocation would inherit the allocator's
  * lock held and hang in malloc or in LeakSanitizer's check at exit. */
+/* CUDA_INJECTION64_PATH names this library (its file name): the driver's
+ * cuInit then activates mpprof (InitializeInjection), so a process that is
+ * not active has not initialised CUDA. Read once, at init. */
+static bool injection_ours;
+
+static bool fork_child_cuda_ours; /* set in atfork_prepare, under activate_mu */
+
 static void atfork_prepare(void) {
   pthread_mutex_lock(&pass_mu);
   pthread_mutex_lock(&activate_mu);
+  /* The child may use CUDA and CUPTI as a fresh process only if this process
+   * never did: not active (no hooked call, no InitializeInjection: the
+   * driver's cuInit calls it when CUDA_INJECTION64_PATH names libmpprof, as
+   * mpprof run sets it), mpprof never started the driver, and, where cuInit
+   * could have gone unseen (no injection path of ours), libcuda not loaded. */
+  fork_child_cuda_ours = mpp_cuda_ours() && !atomic_load(&activated) && !mpp_cu_started() &&
+                         (injection_ours || !mpp_cu_loaded());
   mpp_fork_locks_lock();
   mpp_cupti_fork_prepare();
   mpp_sites_lock();
@@ -393,7 +407,7 @@ static void atfork_child(void) {
   mpp_cupti_fork_child();
   mpp_sites_reset(); /* also re-creates the sites mutex */
   mpp_train_reset_child();
-  mpp_core_fork_child(); /* the child's own tid; mpp_in_forked_child() */
+  mpp_core_fork_child(fork_child_cuda_ours); /* the child's tid; mpp_in_forked_child() */
   mpp_clock_fork_child();
   mpp_nvtx_ranges_reset();
   mpp_capture_reset_counts();
@@ -404,8 +418,17 @@ static void atfork_child(void) {
   mpp_raw_reset();
 }
 
+static void read_injection_path(void) {
+  const char *v = getenv("CUDA_INJECTION64_PATH");
+  Dl_info me;
+  if (!v || !*v || !dladdr((void *)read_injection_path, &me) || !me.dli_fname) return;
+  const char *a = strrchr(v, '/'), *b = strrchr(me.dli_fname, '/');
+  injection_ours = !strcmp(a ? a + 1 : v, b ? b + 1 : me.dli_fname);
+}
+
 static void init_once_fn(void) {
   mpp_config_read();
+  read_injection_path();
   mpp_process_keep_settings();
   mpp_clock_init(true);
   mpp_process_info_reset();

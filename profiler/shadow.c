@@ -434,7 +434,7 @@ void mpp_shadow_call(const mpp_call *c, const mpp_op *op) {
   void *owned = NULL;
   mp_shadow_conv conv;
   shadow_skip why = SKIP_COUNT;
-  if (mpp_in_forked_child())
+  if (!mpp_cuda_ours())
     why = SKIP_FORK_CHILD; /* the parent's CUDA state is not ours to touch */
   else if (op->stream && mpp_cuda_stream_capturing(op->stream))
     why = SKIP_GRAPH_CAPTURE; /* the op has not run: its inputs are not final */
@@ -480,7 +480,7 @@ void mpp_shadow_call(const mpp_call *c, const mpp_op *op) {
 }
 
 void mpp_shadow_drain(void) {
-  if (!mpp_cfg.shadow || mpp_in_forked_child()) return;
+  if (!mpp_cfg.shadow || !mpp_cuda_ours()) return;
   pthread_mutex_lock(&shadow_mu);
   mpp_devshadow_drain();
   pthread_mutex_unlock(&shadow_mu);

@@ -209,6 +209,10 @@ int mpprof_tensor_cores(mpprof_model *m) {
       why = "CUPTI was not available: no kernel data";
     else if (!strcmp(p->cupti_status, "disabled"))
       why = "kernel collection was disabled";
+    else if (!strcmp(p->cupti_status, MP_CUPTI_FORKED_AFTER_INIT))
+      why = "no kernel data: the process was forked after its parent had initialised CUDA or "
+            "CUPTI, whose state a fork child must not touch (fork before the first CUDA call, or "
+            "use spawn, to profile its kernels)";
     else if (!strcmp(p->cupti_status, "error"))
       why = "CUPTI failed: no kernel data";
     else if (!strcmp(p->cupti_status, "missing"))

@@ -11,11 +11,13 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "profiler/gpu/gpu.h"
+#include "profiler/mpp.h"
 
 typedef CUresult(CUDAAPI *get_proc_v2_fn)(const char *, void **, int, cuuint64_t,
                                           CUdriverProcAddressQueryResult *);
@@ -26,6 +28,7 @@ static mpp_cu_api g_api;
 static bool g_ok;     /* cuInit succeeded in this process */
 static bool g_forked; /* we are a fork child: never touch the parent's CUDA state */
 static int g_drv_version;
+static atomic_bool g_started; /* driver_init ran (inherited by a fork child) */
 
 static void on_fork_child(void) {
   g_forked = true;
@@ -51,6 +54,7 @@ static void *resolve(void *lib, get_proc_v2_fn gp2, get_proc_v1_fn gp1, const ch
 }
 
 static void driver_init(void) {
+  atomic_store(&g_started, true);
   pthread_atfork(NULL, NULL, on_fork_child);
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) return;
@@ -66,8 +70,20 @@ static void driver_init(void) {
   g_ok = true;
 }
 
+bool mpp_cu_started(void) {
+  return atomic_load(&g_started);
+}
+
+bool mpp_cu_loaded(void) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (h) dlclose(h); /* drops only the reference RTLD_NOLOAD added */
+  return h != NULL;
+}
+
 const mpp_cu_api *mpp_cu(void) {
-  if (g_forked) return NULL;
+  /* A child forked after CUDA started (here or through the application)
+   * never touches the parent's CUDA state. */
+  if (g_forked || !mpp_cuda_ours()) return NULL;
   pthread_once(&g_once, driver_init);
   return g_ok && !g_forked ? &g_api : NULL;
 }

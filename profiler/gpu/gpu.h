@@ -24,6 +24,8 @@ typedef enum mpp_mem_kind {
 } mpp_mem_kind;
 
 bool mpp_cuda_available(void); /* libcuda.so.1 loaded and cuInit succeeded */
+bool mpp_cu_started(void);     /* mpprof opened the driver in this process (or its parent) */
+bool mpp_cu_loaded(void);      /* libcuda.so.1 is loaded (nothing is called in it) */
 mpp_mem_kind
 mpp_cuda_pointer_kind(const void *p);         /* host memory also for plain malloc'd pointers */
 bool mpp_cuda_stream_capturing(void *stream); /* CUstream being captured into a graph */

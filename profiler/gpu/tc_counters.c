@@ -551,7 +551,7 @@ static void drop_locked(pending *p) {
  * relaxed capture mode (mpp_cu_capture_relax), never across the app's call. */
 bool mpp_tc_begin(uint64_t op_id, uint64_t call_index, void *stream) {
   int every = mpp_tc_every();
-  if (every < 0 || op_id == 0 || mpp_in_forked_child()) return false;
+  if (every < 0 || op_id == 0 || !mpp_cuda_ours()) return false;
   if (every == 0 ? call_index != 0 : call_index % (uint64_t)every != 0) return false;
   if (atomic_load(&g_state) == ST_UNAVAILABLE) return false;
   /* Kernel replay cannot run work that is only being recorded into a graph. */

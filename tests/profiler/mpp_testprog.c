@@ -16,6 +16,9 @@
  *   threads T     T threads, each with its own handle and NVTX range "t<i>"
  *   fork          GEMM, fork; the child does 2 GEMMs and exits 0; the parent waits, 1 GEMM
  *   forkidle      GEMM, fork; the child only prints and exits 0 (a data-loader worker)
+ *   forkfresh     fork before any CUDA call; the child creates its own handle, does 3 GEMMs
+ *                 and exits 0; the parent waits, creates a handle and does 1 GEMM
+ *   forkfresh_exit  as forkfresh, but the parent ends with _exit(0) (no exit handlers)
  *   autotune      cuDNN backend forward conv: plans A, B (autotuning), then A three times;
  *                 tensor descriptors destroyed once the graph is built, as frontends do
  *   churn D       autotune, with D backend descriptors created and destroyed (512 live at
@@ -804,6 +807,39 @@ static int mode_fork(void) {
   printf("parent checksum %.17g child status %d\n", s, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
   CK(cublasDestroy(h));
   return 0;
+}
+
+/* A launcher's worker: forked before the parent used CUDA at all. */
+static int forkfresh(bool parent_exit_now) {
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) die("fork", -1);
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 5);
+  if (pid == 0) {
+    double c = gemmex(h, &m) + gemmex(h, &m) + gemmex(h, &m);
+    printf("child checksum %.17g\n", c);
+    CK(cublasDestroy(h));
+    exit(0);
+  }
+  int st;
+  waitpid(pid, &st, 0);
+  double s = gemmex(h, &m);
+  printf("parent checksum %.17g child status %d\n", s, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+  CK(cublasDestroy(h));
+  fflush(stdout);
+  if (parent_exit_now) _exit(0);
+  return 0;
+}
+
+static int mode_forkfresh(void) {
+  return forkfresh(false);
+}
+
+static int mode_forkfresh_exit(void) {
+  return forkfresh(true);
 }
 
 /* --- the mpprof protocol (NVTX domain "mpprof") --- */
@@ -2841,6 +2877,8 @@ static const struct {
     {"packmany", "", .plain = mode_packmany},
     {"convthreads", "", .plain = mode_convthreads},
     {"forkidle", "", .plain = mode_forkidle},
+    {"forkfresh", "", .plain = mode_forkfresh},
+    {"forkfresh_exit", "", .plain = mode_forkfresh_exit},
     {"capture", "", .plain = mode_capture},
     {"chdir", " DIR", .named = mode_chdir},
     {"groups64", "", .plain = mode_groups64},

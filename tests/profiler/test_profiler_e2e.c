@@ -871,6 +871,47 @@ static void a_forked_child_writes_its_own_raw_file(void **state) {
   free_raws(&r);
 }
 
+static const char *cupti_status(cJSON *doc) {
+  cJSON *v = get(doc, "cupti.status");
+  return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* A child forked after the parent started CUDA and CUPTI (mode fork: the
+ * parent's GEMM came first) leaves them alone, and says so: not "disabled",
+ * which is what MPPROF_CUPTI=off writes. */
+static void a_child_forked_after_cuda_started_leaves_cupti_alone(void **state) {
+  (void)state;
+  raws r = run_mode("fork", NULL);
+  assert_int_equal(r.n, 2);
+  cJSON *parent = doc_where(&r, false), *child = doc_where(&r, true);
+  assert_string_equal(cupti_status(parent), "ok");
+  assert_string_equal(cupti_status(child), "forked_after_cuda_init");
+  assert_true(cJSON_GetArraySize(get(site(parent, "cublasGemmEx", NULL, NULL), "kernels")) > 0);
+  assert_int_equal(cJSON_GetArraySize(get(site(child, "cublasGemmEx", NULL, NULL), "kernels")), 0);
+  free_raws(&r);
+}
+
+/* A child forked before the parent used CUDA at all (a launcher's worker) is
+ * a fresh process for CUDA: it subscribes CUPTI itself and its kernels are
+ * tied to its ops, as the parent's are. */
+static void a_child_forked_before_cuda_collects_its_kernels(void **state) {
+  (void)state;
+  raws r = run_mode("forkfresh", NULL);
+  assert_int_equal(r.n, 2);
+  cJSON *parent = doc_where(&r, false), *child = doc_where(&r, true);
+  assert_int_equal(num(child, "ppid"), num(parent, "pid"));
+  assert_string_equal(cupti_status(parent), "ok");
+  assert_string_equal(cupti_status(child), "ok");
+  cJSON *cs = site(child, "cublasGemmEx", NULL, NULL),
+        *ps = site(parent, "cublasGemmEx", NULL, NULL);
+  assert_int_equal(num(cs, "calls"), 3);
+  assert_int_equal(num(ps, "calls"), 1);
+  assert_true(cJSON_GetArraySize(get(cs, "kernels")) > 0);
+  assert_true(num(cs, "gpu_ns") > 0);
+  assert_true(cJSON_GetArraySize(get(ps, "kernels")) > 0);
+  free_raws(&r);
+}
+
 /* --- the training-state protocol (NVTX domain "mpprof") --- */
 
 static bool is_null(cJSON *o, const char *path) {
@@ -2217,6 +2258,8 @@ int main(void) {
       cmocka_unit_test(every_kind_of_nvtx_call_names_the_layer),
       cmocka_unit_test(events_of_every_thread_reach_the_raw_file),
       cmocka_unit_test(a_forked_child_writes_its_own_raw_file),
+      cmocka_unit_test(a_child_forked_after_cuda_started_leaves_cupti_alone),
+      cmocka_unit_test(a_child_forked_before_cuda_collects_its_kernels),
       cmocka_unit_test(a_rank_learned_late_is_in_the_raw_file_and_kept_by_a_fork_child),
       cmocka_unit_test(a_declared_rank_is_carried_across_exec_but_not_to_a_forked_child),
       cmocka_unit_test(a_child_started_without_mpprof_is_named_in_the_report),
