@@ -1563,6 +1563,31 @@ oom:
 
 /* Processes of the program still alive when the report was built (an orphaned
  * child, a daemon): their raw files are missing or only checkpoints. */
+char *mpprof_program_without_raw_file(long pid) {
+  return mpprof_asprintf(
+      "process %ld (the program's main process) wrote no raw file: if it called the CUDA "
+      "libraries mpprof hooks, it ended without exit handlers (_exit(), SIGKILL) before its first "
+      "checkpoint and its ops are missing from this report (a launcher that only starts other "
+      "processes, as a shell or torchrun, writes none)",
+      pid);
+}
+
+/* mpprof run's program left no raw file while other processes did: a main
+ * process ended by _exit() (or SIGKILL) before its first checkpoint loses its
+ * ops, and nothing else in the report would show it. */
+static int rule_process_without_raw_file(mpprof_model *m) {
+  if (!m->program_without_raw_file) return 0;
+  mpprof_finding *f =
+      add(m, "process_without_raw_file", "medium", NULL,
+          mpprof_program_without_raw_file(m->program_without_raw_file),
+          strdup("end the program with exit() or a return from main rather than _exit(); a "
+                 "shorter --checkpoint S (MPPROF_CHECKPOINT_S) keeps what a process did up to "
+                 "its last checkpoint"));
+  if (!f) return -1;
+  cJSON_AddNumberToObject(f->evidence, "pid", (double)m->program_without_raw_file);
+  return 0;
+}
+
 static int rule_processes_still_running(mpprof_model *m) {
   if (!m->n_still_running) return 0;
   char pids[256] = "";
@@ -2033,6 +2058,7 @@ const mpprof_finding_rule mpprof_finding_rules[] = {
     {"skipped_files", NULL, rule_skipped_files, true, false},
     {"incomplete_process", NULL, rule_incomplete_process, true, false},
     {"process_without_mpprof", NULL, rule_process_without_mpprof, true, false},
+    {"process_without_raw_file", NULL, rule_process_without_raw_file, true, false},
     {"processes_still_running", NULL, rule_processes_still_running, true, false},
     {"ranks_missing", NULL, rule_ranks_missing, true, false},
     {"no_kernel_data", NULL, rule_no_kernel_data, true, false},

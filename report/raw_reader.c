@@ -1973,6 +1973,14 @@ static bool program_is(long pid, const mpprof_process *pp) {
   return strcmp(host, pp->host) == 0;
 }
 
+long mpprof_find_program_without_raw_file(const mpprof_model *m) {
+  long pid = m->exited_pid ? m->exited_pid : m->killed_pid;
+  if (!pid || !m->n_procs) return 0;
+  for (size_t i = 0; i < m->n_procs; i++)
+    if (program_is(pid, &m->procs[i])) return 0;
+  return pid;
+}
+
 /* "; N KiB free on its file system" for the file at path ("" when
  * unknown): a full disk or quota is the likely cause of a failed write. */
 static const char *free_space_note(const char *path, char *buf, size_t len) {

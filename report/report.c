@@ -327,6 +327,12 @@ int mpprof_report_generate(const mpprof_report_options *opts) {
                        opts->out_dir);
     rc = -1;
   } else if (rc == 0) {
+    m.program_without_raw_file = mpprof_find_program_without_raw_file(&m);
+    if (m.program_without_raw_file && opts->warnings) {
+      char *w = mpprof_program_without_raw_file(m.program_without_raw_file);
+      if (w) fprintf(opts->warnings, "mpprof: %s\n", w);
+      free(w);
+    }
     rc = mpprof_model_finish(&m);
     /* The limit asked for here, else the one the run recorded (the
      * strictest when merged runs differ), else the default. */

@@ -630,6 +630,9 @@ typedef struct mpprof_model {
   int exit_status;
   long killed_pid; /* mpprof_report_options.killed_pid and killed_signal */
   int killed_signal;
+  /* The pid mpprof run launched when no raw file read is its (0 otherwise):
+   * mpprof_program_without_raw_file says what that means. */
+  long program_without_raw_file;
   mpprof_site *sites;
   size_t n_sites, cap_sites;
   mpprof_event *events;
@@ -852,6 +855,12 @@ int mpprof_finding_rule_run(mpprof_model *m, const mpprof_finding_rule *r);
  * or memory ran out. *ret_world_size, *ret_missing (when not NULL): the world
  * size and how many ranks are missing. */
 char *mpprof_missing_ranks(const mpprof_model *m, int64_t *ret_world_size, int64_t *ret_missing);
+/* The words of finding process_without_raw_file, also the run's warning line
+ * (malloc'd; NULL when memory ran out). */
+char *mpprof_program_without_raw_file(long pid);
+/* The pid mpprof run launched (exited or killed) when no process read has it
+ * on this host and some other process was read; else 0. */
+long mpprof_find_program_without_raw_file(const mpprof_model *m);
 
 /* writers: set NULL renames the file when written, else the set's commit does
  * (util.c, mpprof_afile_set) */

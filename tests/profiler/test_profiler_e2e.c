@@ -912,6 +912,46 @@ static void a_child_forked_before_cuda_collects_its_kernels(void **state) {
   free_raws(&r);
 }
 
+/* The program's main process ends with _exit() before its first checkpoint
+ * (forkfresh_exit): its raw file is never written, only its child's is. The
+ * run says so at its end, and the report has the finding; with exit() the
+ * main process's file is there and nothing is said. */
+static void a_main_process_ended_by__exit_without_raw_file_is_named(void **state) {
+  (void)state;
+  const char *modes[] = {"forkfresh_exit", "forkfresh"};
+  for (int k = 0; k < 2; k++) {
+    const char *dir = outdir(modes[k]);
+    char *argv[] = {(char *)mpprof,   "-o", (char *)dir, "--", (char *)testprog,
+                    (char *)modes[k], NULL};
+    result res = run_err(argv, NULL);
+    assert_int_equal(res.status, 0);
+    raws r = load_raws(dir);
+    assert_int_equal(r.n, k == 0 ? 1 : 2);
+    free_raws(&r);
+    const char *want = "(the program's main process) wrote no raw file";
+    assert_true((strstr(res.err, want) != NULL) == (k == 0));
+    char path[4300];
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    char *text = slurp(path);
+    cJSON *rep = cJSON_Parse(text);
+    free(text);
+    assert_non_null(rep);
+    int n = 0;
+    cJSON *f;
+    cJSON_ArrayForEach(f, cJSON_GetObjectItem(rep, "findings")) {
+      if (!str_is(f, "kind", "process_without_raw_file")) continue;
+      n++;
+      assert_non_null(strstr(cJSON_GetObjectItem(f, "message")->valuestring, want));
+      assert_non_null(strstr(cJSON_GetObjectItem(f, "message")->valuestring, "_exit()"));
+      assert_true(num(f, "evidence.pid") > 0);
+    }
+    assert_int_equal(n, k == 0 ? 1 : 0);
+    cJSON_Delete(rep);
+    free(res.out);
+    free(res.err);
+  }
+}
+
 /* --- the training-state protocol (NVTX domain "mpprof") --- */
 
 static bool is_null(cJSON *o, const char *path) {
@@ -2260,6 +2300,7 @@ int main(void) {
       cmocka_unit_test(a_forked_child_writes_its_own_raw_file),
       cmocka_unit_test(a_child_forked_after_cuda_started_leaves_cupti_alone),
       cmocka_unit_test(a_child_forked_before_cuda_collects_its_kernels),
+      cmocka_unit_test(a_main_process_ended_by__exit_without_raw_file_is_named),
       cmocka_unit_test(a_rank_learned_late_is_in_the_raw_file_and_kept_by_a_fork_child),
       cmocka_unit_test(a_declared_rank_is_carried_across_exec_but_not_to_a_forked_child),
       cmocka_unit_test(a_child_started_without_mpprof_is_named_in_the_report),

@@ -35,6 +35,7 @@ static const char *const tested[] = {
     "no_cuda_ops",
     "skipped_files",
     "incomplete_process",
+    "process_without_raw_file",
     "processes_still_running",
     "ranks_missing",
     "no_kernel_data",
@@ -1119,6 +1120,22 @@ static void incomplete_process(void **state) {
   mpprof_model_free(&m);
 }
 
+/* mpprof run's program wrote no raw file while another process did. */
+static void process_without_raw_file(void **state) {
+  (void)state;
+  mpprof_model m;
+  mpprof_model_init(&m);
+  assert_int_equal(run(&m, "process_without_raw_file"), 0);
+  m.program_without_raw_file = 4242;
+  assert_int_equal(run(&m, "process_without_raw_file"), 1);
+  assert_string_equal(m.findings[0].severity, "medium");
+  assert_non_null(strstr(m.findings[0].message, "process 4242 (the program's main process) wrote "
+                                                "no raw file"));
+  assert_non_null(strstr(m.findings[0].action, "MPPROF_CHECKPOINT_S"));
+  assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItem(m.findings[0].evidence, "pid")), 4242);
+  mpprof_model_free(&m);
+}
+
 static void processes_still_running(void **state) {
   (void)state;
   mpprof_model m;
@@ -1500,6 +1517,7 @@ int main(void) {
       cmocka_unit_test(no_cuda_ops_inside_the_capture_range),
       cmocka_unit_test(skipped_files),
       cmocka_unit_test(incomplete_process),
+      cmocka_unit_test(process_without_raw_file),
       cmocka_unit_test(process_without_mpprof),
       cmocka_unit_test(processes_still_running),
       cmocka_unit_test(ranks_missing),
