@@ -225,10 +225,12 @@ typedef struct jlevel {
  * - a __metadata__ that is not an object, or holds a value that is not a
  *   string (the format allows strings only, and Hugging Face's reader
  *   refuses others): its 20 MB of [0,0,...] took 841 MB as cJSON's tree;
- * - a tensor's entry that is an array, or that holds (or nests) an array or
- *   object of more than MPPROF_TENSOR_MAX_DIMS values: its keys are dtype,
- *   shape and data_offsets, its arrays a shape of at most that many
- *   dimensions and two offsets;
+ * - a tensor's entry that is an array, that has a key other than dtype,
+ *   shape and data_offsets, that holds an array or object of more than
+ *   MPPROF_TENSOR_MAX_DIMS values, or a container inside one of its arrays:
+ *   its arrays are a shape of at most that many dimensions and two offsets,
+ *   so no entry makes more cJSON nodes than a valid one can (an entry of
+ *   60 unknown keys of 60 values each, repeated through 20 MB, took 772 MB);
  * - nesting deeper than HEADER_MAX_NESTING.
  * Text that is not JSON is left to cJSON to refuse: 0 then. */
 static int header_scan(const char *h, size_t n, char *err, size_t errlen) {
@@ -297,6 +299,10 @@ static int header_scan(const char *h, size_t n, char *err, size_t errlen) {
         lv[d - 1].key = str;
         lv[d - 1].key_len = str_len;
         lv[d - 1].expect_key = false;
+        if (d == 2 && !meta && !key_is(str, str_len, "dtype") && !key_is(str, str_len, "shape") &&
+            !key_is(str, str_len, "data_offsets")) /* as tensor_entry says it */
+          return mpprof_tensorio_fail(err, errlen, "tensor '%.*s': unknown key '%.*s'", (int)tkl,
+                                      tk, (int)str_len, str);
         continue;
       }
     } else if (c != '{' && c != '[') { /* a number, true, false, null */
@@ -323,6 +329,9 @@ static int header_scan(const char *h, size_t n, char *err, size_t errlen) {
       }
     }
     if (c == '{' || c == '[') {
+      if (d >= 3 && !meta) /* in a tensor's shape or data_offsets: sizes only */
+        return mpprof_tensorio_fail(err, errlen, "tensor '%.*s': its entry nests %s in an array",
+                                    (int)tkl, tk, c == '{' ? "an object" : "an array");
       if (d == HEADER_MAX_NESTING)
         return mpprof_tensorio_fail(err, errlen, "the header nests more than %d levels deep",
                                     HEADER_MAX_NESTING);
