@@ -542,6 +542,9 @@ static void probe_cudnn(void) {
   SYM(cudnnCreateTensorDescriptor);
   SYM(cudnnCreateFilterDescriptor);
   SYM(cudnnCreateConvolutionDescriptor);
+  SYM(cudnnDestroyTensorDescriptor);
+  SYM(cudnnDestroyFilterDescriptor);
+  SYM(cudnnDestroyConvolutionDescriptor);
   SYM(cudnnSetTensor4dDescriptor);
   SYM(cudnnSetFilter4dDescriptor);
   SYM(cudnnSetConvolution2dDescriptor);
@@ -600,6 +603,8 @@ static void probe_cudnn(void) {
     cudaFree(wsp);
   }
   cudaFree(x), cudaFree(w), cudaFree(y);
+  cudnnDestroyTensorDescriptor_(xd), cudnnDestroyTensorDescriptor_(yd);
+  cudnnDestroyFilterDescriptor_(wd), cudnnDestroyConvolutionDescriptor_(cd);
   cudnnDestroy_(h);
 }
 
