@@ -1561,14 +1561,13 @@ oom:
   return -1;
 }
 
-/* Processes of the program still alive when the report was built (an orphaned
- * child, a daemon): their raw files are missing or only checkpoints. */
+/* The run's main process wrote no raw file, a fork child of it did (one
+ * wording: the run's last lines and the finding). */
 char *mpprof_program_without_raw_file(long pid) {
   return mpprof_asprintf(
       "process %ld (the program's main process) wrote no raw file: if it called the CUDA "
       "libraries mpprof hooks, it ended without exit handlers (_exit(), SIGKILL) before its first "
-      "checkpoint and its ops are missing from this report (a launcher that only starts other "
-      "processes, as a shell or torchrun, writes none)",
+      "checkpoint and its ops are missing from this report (a process it forked wrote one)",
       pid);
 }
 
@@ -1588,6 +1587,8 @@ static int rule_process_without_raw_file(mpprof_model *m) {
   return 0;
 }
 
+/* Processes of the program still alive when the report was built (an orphaned
+ * child, a daemon): their raw files are missing or only checkpoints. */
 static int rule_processes_still_running(mpprof_model *m) {
   if (!m->n_still_running) return 0;
   char pids[256] = "";

@@ -1973,12 +1973,20 @@ static bool program_is(long pid, const mpprof_process *pp) {
   return strcmp(host, pp->host) == 0;
 }
 
+/* Only where a fork child of the program wrote one (a fork without exec:
+ * the main process ran the program's own code, as a launcher, a shell,
+ * torchrun, a Python subprocess, does not): a launcher's missing raw file is
+ * no loss. */
 long mpprof_find_program_without_raw_file(const mpprof_model *m) {
   long pid = m->exited_pid ? m->exited_pid : m->killed_pid;
   if (!pid || !m->n_procs) return 0;
-  for (size_t i = 0; i < m->n_procs; i++)
-    if (program_is(pid, &m->procs[i])) return 0;
-  return pid;
+  bool forked_from_it = false;
+  for (size_t i = 0; i < m->n_procs; i++) {
+    const mpprof_process *p = &m->procs[i];
+    if (program_is(pid, p)) return 0;
+    if (p->forked && p->ppid == pid) forked_from_it = true;
+  }
+  return forked_from_it ? pid : 0;
 }
 
 /* "; N KiB free on its file system" for the file at path ("" when

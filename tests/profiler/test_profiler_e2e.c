@@ -918,12 +918,17 @@ static void a_child_forked_before_cuda_collects_its_kernels(void **state) {
  * main process's file is there and nothing is said. */
 static void a_main_process_ended_by__exit_without_raw_file_is_named(void **state) {
   (void)state;
-  const char *modes[] = {"forkfresh_exit", "forkfresh"};
-  for (int k = 0; k < 2; k++) {
-    const char *dir = outdir(modes[k]);
+  /* The third: a shell that starts the program (not exec'ing it: "; true")
+   * writes no raw file of its own, as a launcher never does: no loss. */
+  const char *modes[] = {"forkfresh_exit", "forkfresh", "forkfresh"};
+  for (int k = 0; k < 3; k++) {
+    const char *dir = outdir(k == 2 ? "forkfresh_sh" : modes[k]);
+    char script[4200];
+    snprintf(script, sizeof script, "'%s' %s; true", testprog, modes[k]);
     char *argv[] = {(char *)mpprof,   "-o", (char *)dir, "--", (char *)testprog,
                     (char *)modes[k], NULL};
-    result res = run_err(argv, NULL);
+    char *sh_argv[] = {(char *)mpprof, "-o", (char *)dir, "--", "/bin/sh", "-c", script, NULL};
+    result res = run_err(k == 2 ? sh_argv : argv, NULL);
     assert_int_equal(res.status, 0);
     raws r = load_raws(dir);
     assert_int_equal(r.n, k == 0 ? 1 : 2);
