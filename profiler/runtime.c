@@ -374,6 +374,10 @@ static bool injection_ours;
 static bool fork_child_cuda_ours; /* set in atfork_prepare, under activate_mu */
 
 static void atfork_prepare(void) {
+  /* Asked before any lock is taken: dlopen(RTLD_NOLOAD) takes the loader's
+   * lock, which a thread in a library constructor holds while it may wait
+   * for activate_mu (a hooked call). */
+  bool cuda_unseen = injection_ours || !mpp_cu_loaded();
   pthread_mutex_lock(&pass_mu);
   pthread_mutex_lock(&activate_mu);
   /* The child may use CUDA and CUPTI as a fresh process only if this process
@@ -381,8 +385,8 @@ static void atfork_prepare(void) {
    * driver's cuInit calls it when CUDA_INJECTION64_PATH names libmpprof, as
    * mpprof run sets it), mpprof never started the driver, and, where cuInit
    * could have gone unseen (no injection path of ours), libcuda not loaded. */
-  fork_child_cuda_ours = mpp_cuda_ours() && !atomic_load(&activated) && !mpp_cu_started() &&
-                         (injection_ours || !mpp_cu_loaded());
+  fork_child_cuda_ours =
+      mpp_cuda_ours() && !atomic_load(&activated) && !mpp_cu_started() && cuda_unseen;
   mpp_fork_locks_lock();
   mpp_cupti_fork_prepare();
   mpp_sites_lock();

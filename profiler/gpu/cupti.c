@@ -405,7 +405,10 @@ void mpp_cupti_fork_parent(void) {
 }
 
 void mpp_cupti_fork_child(void) {
-  pthread_mutex_init(&g_pmu, NULL); /* the child never parses: it never uses CUPTI */
+  /* A child of a process that had CUDA up never parses (mpp_cuda_ours); one
+   * forked before, which starts CUPTI as a fresh process, finds the queue's
+   * g_qmu / g_qcv as an inactive parent left them: never taken. */
+  pthread_mutex_init(&g_pmu, NULL);
 }
 
 void mpp_cupti_push(uint64_t op_id) {

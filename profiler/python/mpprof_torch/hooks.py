@@ -863,7 +863,8 @@ def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skip
     _Tensor = torch.Tensor
     _Module = torch.nn.Module
     # torch >= 2.0 turns off subclasses' dispatch only (modes stay on); older
-    # torch has the one switch, which has no modes to keep
+    # torch has only the switch of all of it (a TorchFunctionMode too, for
+    # these reads)
     _no_torch_function = getattr(torch._C, "DisableTorchFunctionSubclass", None) or \
         torch._C.DisableTorchFunction
     _compiling = _compiling_fn(torch)
