@@ -129,8 +129,8 @@ static int collect_site(mpprof_layer *l, const mpprof_site *s, const mpprof_role
     if (!t) return -1;
     const mpprof_cstats *src = &ts[r].st;
     t->scanned_calls += s->scanned_calls;
-    if (src->dtype == MP_FP8_E4M3 || src->dtype == MP_FP8_E5M2)
-      t->saturated_as[src->dtype == MP_FP8_E5M2] += src->saturated;
+    for (int f = 0; f < 2; f++)
+      if (src->dtype == mpprof_saturated_formats[f]) t->saturated_as[f] += src->saturated;
     if (s->loss_scale > 0) { /* the scale backward tensors were taken at */
       if (t->scale_min == 0 || s->loss_scale < t->scale_min) t->scale_min = s->loss_scale;
       if (s->loss_scale > t->scale_max) t->scale_max = s->loss_scale;

@@ -451,8 +451,11 @@ static int rule_fp16_overflow(mpprof_model *m, const mpprof_layer *l) {
                         : "keep this layer in bf16 or fp32 (exclude it from fp16 autocast)"));
   if (!f) return -1;
   if (ov->st.saturated) ev_num(f->evidence, "saturated", (double)ov->st.saturated);
-  if (ov->saturated_as[0]) ev_num(f->evidence, "saturated_fp8_e4m3", (double)ov->saturated_as[0]);
-  if (ov->saturated_as[1]) ev_num(f->evidence, "saturated_fp8_e5m2", (double)ov->saturated_as[1]);
+  for (int i = 0; i < 2; i++) { /* saturated_fp8_e4m3, saturated_fp8_e5m2 */
+    char key[48];
+    snprintf(key, sizeof key, "saturated_%s", mp_dtype_name(mpprof_saturated_formats[i]));
+    if (ov->saturated_as[i]) ev_num(f->evidence, key, (double)ov->saturated_as[i]);
+  }
   if (ov->op_infs) ev_num(f->evidence, "op_infs", (double)ov->op_infs);
   cJSON_AddStringToObject(f->evidence, "tensor", ov->name);
   if (ev) cJSON_AddStringToObject(f->evidence, "eval_tensor", ev->name);

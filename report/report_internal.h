@@ -391,11 +391,14 @@ typedef struct mpprof_layer_tensor {
    * forward, or under no declared scale above 1): the wide format itself
    * failed (mp_verdict_tensor.nonfinite_wide). */
   uint64_t wide_nonfinite;
-  /* st.saturated by the fp8 format its sites stored ([0] e4m3 at 448, [1]
-   * e5m2 at 57344): st.dtype is lost (MP_DTYPE_INVALID) where sites of
-   * different dtypes merge, e.g. an fp8 D and a bf16 D in one layer. */
+  /* st.saturated by the fp8 format its sites stored (mpprof_saturated_formats'
+   * order): st.dtype is lost (MP_DTYPE_INVALID) where sites of different
+   * dtypes merge, e.g. an fp8 D and a bf16 D in one layer. */
   uint64_t saturated_as[2];
 } mpprof_layer_tensor;
+
+/* The formats of mpprof_layer_tensor.saturated_as, in its order (util.c). */
+extern const mp_dtype mpprof_saturated_formats[2];
 
 /* What gradients never seen finite and non-zero held (MP_REASON_GRAD_NEVER_SEEN
  * covers both): every value zero, every value Inf/NaN, or some of each. */

@@ -111,8 +111,10 @@ static uint64_t finite_nonzero(const mpprof_cstats *c) {
   return c->count > bad ? c->count - bad : 0;
 }
 
+const mp_dtype mpprof_saturated_formats[2] = {MP_FP8_E4M3, MP_FP8_E5M2};
+
 char *mpprof_saturated_at(const mpprof_layer_tensor *lt) {
-  static const mp_dtype fmt[2] = {MP_FP8_E4M3, MP_FP8_E5M2};
+  const mp_dtype *fmt = mpprof_saturated_formats;
   char part[2][64];
   int n = 0;
   uint64_t known = lt->saturated_as[0] + lt->saturated_as[1];

@@ -99,6 +99,17 @@ static void free_raws(raws *r) {
     cJSON_Delete(r->doc[i]);
 }
 
+/* dir/report.json, parsed. */
+static cJSON *report_json(const char *dir) {
+  char path[4300];
+  snprintf(path, sizeof path, "%s/report.json", dir);
+  char *text = slurp(path);
+  cJSON *rep = cJSON_Parse(text);
+  free(text);
+  assert_non_null(rep);
+  return rep;
+}
+
 static cJSON *get(cJSON *o, const char *path) {
   char buf[256];
   snprintf(buf, sizeof buf, "%s", path);
@@ -935,12 +946,7 @@ static void a_main_process_ended_by__exit_without_raw_file_is_named(void **state
     free_raws(&r);
     const char *want = "(the program's main process) wrote no raw file";
     assert_true((strstr(res.err, want) != NULL) == (k == 0));
-    char path[4300];
-    snprintf(path, sizeof path, "%s/report.json", dir);
-    char *text = slurp(path);
-    cJSON *rep = cJSON_Parse(text);
-    free(text);
-    assert_non_null(rep);
+    cJSON *rep = report_json(dir);
     int n = 0;
     cJSON *f;
     cJSON_ArrayForEach(f, cJSON_GetObjectItem(rep, "findings")) {
@@ -1049,12 +1055,7 @@ static void a_rank_learned_late_is_in_the_raw_file_and_kept_by_a_fork_child(void
     }
     assert_int_equal(num(site(doc_where(&r, false), "cublasGemmEx", NULL, NULL), "calls"), 3);
     free_raws(&r);
-    char path[4300];
-    snprintf(path, sizeof path, "%s/report.json", dir);
-    char *text = slurp(path);
-    cJSON *rep = cJSON_Parse(text);
-    free(text);
-    assert_non_null(rep);
+    cJSON *rep = report_json(dir);
     cJSON *procs = get(rep, "processes"), *p;
     assert_int_equal(cJSON_GetArraySize(procs), 2);
     cJSON_ArrayForEach(p, procs) {
@@ -1132,12 +1133,7 @@ static void first_nonfinite_is_the_gemm_that_overflowed_fp16(void **state) {
   assert_true(num(site(r.doc[0], NULL, "l2", NULL), "tensors.A.pos_infs") > 0);
   free_raws(&r);
   /* The report names the same op, once, and as a finding. */
-  char path[4300];
-  snprintf(path, sizeof path, "%s/report.json", dir);
-  char *text = slurp(path);
-  cJSON *rep = cJSON_Parse(text);
-  free(text);
-  assert_non_null(rep);
+  cJSON *rep = report_json(dir);
   assert_true(str_is(rep, "first_nonfinite.layer", "l1"));
   assert_int_equal(num(rep, "first_nonfinite.step"), 3);
   assert_int_equal(num(rep, "first_nonfinite.call_index"), 3);
@@ -1326,16 +1322,6 @@ static char *run_with_16_sites(const char *dir, const char *mode, const char *ar
   free(plain.out);
   free(prof.out);
   return prof.err;
-}
-
-static cJSON *report_json(const char *dir) {
-  char path[4300];
-  snprintf(path, sizeof path, "%s/report.json", dir);
-  char *text = slurp(path);
-  cJSON *rep = cJSON_Parse(text);
-  free(text);
-  assert_non_null(rep);
-  return rep;
 }
 
 /* 20 layers of one GEMM shape each, 16 sites: the last 4 layers' calls go
@@ -1950,12 +1936,7 @@ static void a_child_started_without_mpprof_is_named_in_the_report(void **state) 
   const char *dir = outdir("cleanexec");
   char *argv[] = {(char *)testprog, "cleanexec", NULL};
   assert_int_equal(run_both(dir, argv, NULL), 0);
-  char path[4300];
-  snprintf(path, sizeof path, "%s/report.json", dir);
-  char *text = slurp(path);
-  cJSON *rep = cJSON_Parse(text);
-  free(text);
-  assert_non_null(rep);
+  cJSON *rep = report_json(dir);
   cJSON *f, *found = NULL;
   cJSON_ArrayForEach(f, get(rep, "findings")) {
     if (str_is(f, "kind", "process_without_mpprof")) found = f;
@@ -2002,12 +1983,7 @@ static void a_child_spawned_without_mpprof_is_named_in_the_report(void **state) 
   assert_int_equal(profiled, 1);
   assert_int_equal(unprofiled, 2);
   free_raws(&r);
-  char path[4300];
-  snprintf(path, sizeof path, "%s/report.json", dir);
-  char *text = slurp(path);
-  cJSON *rep = cJSON_Parse(text);
-  free(text);
-  assert_non_null(rep);
+  cJSON *rep = report_json(dir);
   cJSON *f, *found = NULL;
   cJSON_ArrayForEach(f, get(rep, "findings")) {
     if (str_is(f, "kind", "process_without_mpprof")) found = f;
@@ -2162,12 +2138,8 @@ static void the_program_of_a_run_that_execs_itself_is_its_first_image(void **sta
   const char *dir = outdir("exec-program");
   char *argv[] = {(char *)testprog, "exec", "2", NULL};
   assert_int_equal(run_both(dir, argv, NULL), 0);
-  char path[4300], want[4300];
-  snprintf(path, sizeof path, "%s/report.json", dir);
-  char *text = slurp(path);
-  cJSON *rep = cJSON_Parse(text);
-  free(text);
-  assert_non_null(rep);
+  char want[4300];
+  cJSON *rep = report_json(dir);
   snprintf(want, sizeof want, "%s exec 2", testprog);
   assert_true(str_is(rep, "program", want));
   cJSON_Delete(rep);
@@ -2233,12 +2205,7 @@ static void a_process_still_running_after_the_program_is_reported(void **state) 
   result prof = run(argv, NULL);
   assert_int_equal(prof.status, 0);
   free(prof.out);
-  char path[4300];
-  snprintf(path, sizeof path, "%s/report.json", dir);
-  char *text = slurp(path);
-  cJSON *rep = cJSON_Parse(text);
-  free(text);
-  assert_non_null(rep);
+  cJSON *rep = report_json(dir);
   cJSON *alive = get(rep, "summary.still_running");
   assert_int_equal(cJSON_GetArraySize(alive), 1);
   bool found = false;
