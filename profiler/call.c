@@ -492,13 +492,15 @@ static double key_scale(double in_force, const mpp_layer *layer) {
   }
 }
 
-static int find_site(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_index) {
+static int find_site(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_index,
+                     mpp_site_hot **ret_hot) {
   mpp_site_memo *m = op->site_memo;
   uint64_t gen = mpp_sites_generation();
   uint64_t scale_bits = double_bits(op->loss_scale);
   bool memoisable = m && !isnan(op->loss_scale);
   if (memoisable && memo_holds(m, gen, scale_bits, layer)) {
     *ret_index = mpp_site_again(m->hot);
+    *ret_hot = m->hot;
     return m->site;
   }
   /* the entry's key is this op's in this layer, in this generation */
@@ -514,6 +516,7 @@ static int find_site(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_ind
                          .site = e->site,
                          .hot = e->hot};
     *ret_index = mpp_site_again(m->hot);
+    *ret_hot = m->hot;
     return m->site;
   }
   const char *site_layer = NULL;
@@ -531,10 +534,26 @@ static int find_site(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_ind
                          .hot = hot};
     if (e) cache_put(e, layer, m);
   }
+  *ret_hot = hot;
   return site;
 }
 
-void mpp_call_begin(mpp_call *c, mpp_op *op) {
+/* The sampling index of ops[i] of a multi-op call (the site just found, hot
+ * its counters): an op of a site that an earlier op of this call has shares
+ * that op's, so the call's ops of one site are scanned (and shadowed) all or
+ * none; the first gets the site's next multi-op call index. The schedule
+ * counts real calls: counted per op, a grouped call of 128 experts of one
+ * shape took indices 128 apart, and under --sample auto its odd experts past
+ * the 64th were never scanned, call after call. */
+static uint64_t multi_sample_index(int site, mpp_site_hot *hot, const mpp_call *earlier, int i) {
+  for (int j = i; j-- > 0;)
+    if (earlier[j].site == site) return earlier[j].sample_index;
+  return mpp_site_multi_again(hot);
+}
+
+/* earlier: the calls of the multi-op call's ops before this one (i of
+ * them), NULL for a single op. */
+static void call_begin(mpp_call *c, mpp_op *op, const mpp_call *earlier, int i) {
   static atomic_bool device_noted;
   if (!atomic_load_explicit(&device_noted, memory_order_relaxed) &&
       !atomic_exchange(&device_noted, true))
@@ -551,9 +570,11 @@ void mpp_call_begin(mpp_call *c, mpp_op *op) {
   c->scale = mpp_train_scale();
   op->loss_scale = key_scale(c->scale, &layer);
   c->has_step = mpp_train_step(&c->step);
-  c->site = find_site(op, &layer, &index);
+  mpp_site_hot *hot = NULL;
+  c->site = find_site(op, &layer, &index, &hot);
   c->index = index;
   if (c->site >= 0) {
+    c->sample_index = earlier ? multi_sample_index(c->site, hot, earlier, i) : index;
     c->op_id = make_op_id(c->site, index);
     bool any = false;
     if (mpp_cfg.scan != MPP_SCAN_NONE)
@@ -561,7 +582,7 @@ void mpp_call_begin(mpp_call *c, mpp_op *op) {
         any |= would_scan(&op->roles[i]);
     if (any) {
       mpp_ns_reason skip = MPP_NS_COUNT;
-      if (!mpp_sample_scans(mpp_cfg.sample, index))
+      if (!mpp_sample_scans(mpp_cfg.sample, c->sample_index))
         skip = MPP_NS_SAMPLED_OUT;
       else if (op->stream && mpp_cuda_stream_capturing(op->stream))
         skip = MPP_NS_GRAPH_CAPTURE; /* the op does not run now: nothing to read */
@@ -586,6 +607,10 @@ void mpp_call_begin(mpp_call *c, mpp_op *op) {
    * clock reads per call (not free in a VM) are skipped. */
   c->timed = mpp_events_wanted();
   if (c->timed) c->t0_ns = mpp_now_ns();
+}
+
+void mpp_call_begin(mpp_call *c, mpp_op *op) {
+  call_begin(c, op, NULL, 0);
 }
 
 static void call_close(mpp_call *c) {
@@ -664,7 +689,7 @@ void mpp_call_end(mpp_call *c, mpp_op *op, bool ok) {
     mpp_sites_unlock();
   }
   /* After the op returned and was recorded: reads its inputs, writes nothing of the app's. */
-  if (mpp_cfg.shadow && c->index % mpp_cfg.shadow == 0) mpp_shadow_call(c, op);
+  if (mpp_cfg.shadow && c->sample_index % mpp_cfg.shadow == 0) mpp_shadow_call(c, op);
   call_close(c);
 }
 
@@ -743,7 +768,7 @@ bool mpp_calls_reserve(mpp_calls *c, int cap, const char *what) {
 void mpp_calls_begin(mpp_calls *c) {
   if (c->autotune) return;
   for (int i = 0; i < c->n; i++)
-    mpp_call_begin(&c->calls[i], &c->ops[i]);
+    call_begin(&c->calls[i], &c->ops[i], c->calls, i);
 }
 
 void mpp_calls_end(mpp_calls *c, bool ok) {

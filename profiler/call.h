@@ -26,7 +26,11 @@ bool mpp_sample_scans(uint64_t sample, uint64_t index);
 typedef struct mpp_call {
   int site;       /* -1: not attributed (site cap) */
   uint64_t op_id; /* pushed to CUPTI */
-  uint64_t index; /* the call's index in its site (sampling) */
+  uint64_t index; /* the op's index in its site (its op id) */
+  /* The call's index among its site's calls: sampling and shadowing. The
+   * op's index, but in a multi-op call one per real call and site (call.c
+   * multi_sample_index): its ops of one site share it. */
+  uint64_t sample_index;
   uint64_t t0_ns; /* CLOCK_REALTIME */
   bool scan;      /* this call's roles are scanned */
   bool capturing;

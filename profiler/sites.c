@@ -603,6 +603,10 @@ uint64_t mpp_site_again(mpp_site_hot *hot) {
   return atomic_fetch_add_explicit(&hot->started, 1, memory_order_relaxed);
 }
 
+uint64_t mpp_site_multi_again(mpp_site_hot *hot) {
+  return atomic_fetch_add_explicit(&hot->multi_started, 1, memory_order_relaxed);
+}
+
 void mpp_site_record_autotune(int site) {
   mpp_sites_lock();
   sites[site].autotune_calls++;

@@ -29,6 +29,8 @@
  *   groups64      on a thread with a 48 KiB stack, one cublasSgemmGroupedBatched call
  *                 of 64 groups of one GEMM each, in NVTX range "t/groups"
  *   groups70      as groups64 with 70 groups; the last one's alpha is 1e5 (D beyond fp16)
+ *   groupsmoe N   as groups64, N calls of 128 groups (experts of one shape); group 65's
+ *                 alpha is 1e5 (D beyond fp16)
  *   autotune_small [KiB]  autotune on a thread with a small stack (default 28 KiB)
  *   first_stack FILE  the first CUDA call (cublasCreate: mpprof starts there) on a
  *                 thread with a painted stack; the stack bytes it used into FILE
@@ -671,7 +673,7 @@ static int mode_threadevents(void) {
 
 /* Threads that frameworks create for work often get small stacks; the hooks
  * must not need much of it, whatever the call. */
-#define GROUPS 70 /* room: groups64 calls 64 of them, groups70 all */
+#define GROUPS 128 /* room: groups64 calls 64 of them, groups70 70, groupsmoe all */
 /* 48 KiB: enough for the program and simcuda, not for hooks that keep the
  * 64 groups' records (~50 KB) on the stack. Sanitizers' redzones need more. */
 #ifdef __SANITIZE_ADDRESS__
@@ -682,6 +684,8 @@ static int mode_threadevents(void) {
 
 typedef struct groups_arg {
   int groups;
+  int calls;
+  int big; /* the group whose alpha is 1e5: values beyond fp16 (-1: none) */
   double sum;
 } groups_arg;
 
@@ -708,13 +712,14 @@ static void *groups_main(void *arg) {
     al[g] = (float)(g % 3 + 1);
     be[g] = 0;
   }
-  if (ga->groups > 64) al[ga->groups - 1] = 1e5f; /* past the 64th: values beyond fp16 */
+  if (ga->big >= 0) al[ga->big] = 1e5f;
   const float **dA = dev_upload(A, sizeof A), **dB = dev_upload(B, sizeof B);
   float **dC = dev_upload(C, sizeof C);
   nvtxRangePushA("t");
   nvtxRangePushA("groups");
-  CK(cublasSgemmGroupedBatched(h, ta, tb, dims, dims, dims, al, (const float *const *)dA, dims,
-                               (const float *const *)dB, dims, be, dC, dims, ga->groups, size));
+  for (int i = 0; i < ga->calls; i++)
+    CK(cublasSgemmGroupedBatched(h, ta, tb, dims, dims, dims, al, (const float *const *)dA, dims,
+                                 (const float *const *)dB, dims, be, dC, dims, ga->groups, size));
   nvtxRangePop();
   nvtxRangePop();
   static float host[GROUPS * N * N];
@@ -725,10 +730,10 @@ static void *groups_main(void *arg) {
   return NULL;
 }
 
-static int groups_mode(int groups) {
+static int groups_mode(int groups, int calls, int big) {
   pthread_attr_t at;
   pthread_t t;
-  groups_arg a = {.groups = groups};
+  groups_arg a = {.groups = groups, .calls = calls, .big = big};
   CK(pthread_attr_init(&at));
   CK(pthread_attr_setstacksize(&at, SMALL_STACK));
   CK(pthread_create(&t, &at, groups_main, &a));
@@ -739,11 +744,15 @@ static int groups_mode(int groups) {
 }
 
 static int mode_groups64(void) {
-  return groups_mode(64);
+  return groups_mode(64, 1, -1);
 }
 
 static int mode_groups70(void) {
-  return groups_mode(70);
+  return groups_mode(70, 1, 69); /* the 70th: past the 64th */
+}
+
+static int mode_groupsmoe(int calls) {
+  return groups_mode(128, calls, 65);
 }
 
 /* mpprof starts in the program's first hooked call, on that call's thread:
@@ -2883,6 +2892,7 @@ static const struct {
     {"chdir", " DIR", .named = mode_chdir},
     {"groups64", "", .plain = mode_groups64},
     {"groups70", "", .plain = mode_groups70},
+    {"groupsmoe", " N", .counted = mode_groupsmoe, .dflt = 1},
     {"first_stack", " FILE", .named = mode_first_stack},
     {"autotune_small", " [KIB]", .counted = mode_autotune_small, .dflt = 0},
     {"lossscale", "", .plain = mode_lossscale},

@@ -549,21 +549,42 @@ static void a_64_group_gemm_on_a_small_thread_stack_is_recorded_per_group(void *
 /* A grouped GEMM of 70 groups (MoE with more experts than 64): every group is
  * recorded. The hook kept 64 and noted max_groups, and the layer's verdict
  * rested on the 64: the 70th group's values, past fp16's range, were not in
- * it, and the report called the layer fp16. */
+ * it, and the report called the layer fp16. In the default configuration:
+ * the groups share a site, and --sample auto counted each group as a call of
+ * it, so the 70th (its 70th "call", 1 in 2 past the 64th) was not scanned. */
 static void a_70_group_gemm_records_every_group(void **state) {
   (void)state;
   const char *dir = outdir("groups70");
   char *argv[] = {(char *)testprog, "groups70", NULL};
-  /* --sample 1: the groups share a site, whose calls past its 64th the
-   * default schedule samples (the 70th would be 1 in 2) */
-  const char *opts[] = {"--sample", "1", NULL};
-  assert_int_equal(run_both(dir, argv, opts), 0);
+  assert_int_equal(run_both(dir, argv, NULL), 0);
   raws r = load_raws(dir);
   assert_int_equal(r.n, 1);
   cJSON *s = site(r.doc[0], "cublasSgemmGroupedBatched", "t/groups", NULL);
   assert_int_equal(num(s, "calls"), 70);
+  assert_int_equal(num(s, "scanned_calls"), 70);
   assert_true(num(s, "tensors.D.absmax") > 65504); /* the 70th group's alpha 1e5 */
   assert_false(has_reason(r.doc[0], "grouped GEMM calls with more than"));
+  free_raws(&r);
+}
+
+/* A mixture of experts called many times: 128 experts of one shape in one
+ * grouped call, 300 calls, expert 65's output beyond fp16. --sample auto
+ * samples the grouped calls, each scanned whole or not at all, so every
+ * expert is seen. Sampled per group, the groups' indices ran 128 apart: past
+ * the first call only experts 0 and 64 were ever scanned again, and expert
+ * 65 never, so the layer was called fp16-safe. */
+static void sampling_takes_a_grouped_call_whole(void **state) {
+  (void)state;
+  const char *dir = outdir("groupsmoe");
+  char *argv[] = {(char *)testprog, "groupsmoe", "300", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 1);
+  cJSON *s = site(r.doc[0], "cublasSgemmGroupedBatched", "t/groups", NULL);
+  assert_int_equal(num(s, "calls"), 300 * 128);
+  /* whole calls: 64, then 1 in 2 of the next 128, then 1 in 4 of the last 108 */
+  assert_int_equal(num(s, "scanned_calls"), (64 + 64 + 27) * 128);
+  assert_true(num(s, "tensors.D.absmax") > 65504); /* expert 65's alpha 1e5 */
   free_raws(&r);
 }
 
@@ -2257,6 +2278,7 @@ int main(void) {
       cmocka_unit_test(inner_cublasLt_call_under_cublasGemmEx_is_recorded_once),
       cmocka_unit_test(a_64_group_gemm_on_a_small_thread_stack_is_recorded_per_group),
       cmocka_unit_test(a_70_group_gemm_records_every_group),
+      cmocka_unit_test(sampling_takes_a_grouped_call_whole),
       cmocka_unit_test(mpprof_starts_on_little_of_the_threads_stack),
       cmocka_unit_test(descriptor_churn_keeps_the_backend_plans_followed),
       cmocka_unit_test(backend_execute_on_a_small_thread_stack_is_recorded),
