@@ -1220,6 +1220,26 @@ static const lt_algo *as_algo(const cublasLtMatmulAlgo_t *a) {
   return l != NULL && l->magic == LT_ALGO_MAGIC ? l : NULL;
 }
 
+/* The alignment, in bytes, an algo made for these types needs of matrix
+ * 0..3 (A..D): of its pointer, leading dimension and batch stride, as
+ * cublasLt.h defines CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES. 16 for every
+ * matrix of an fp8 / fp4 matmul (cuBLAS documentation, cublasLtMatmul: "All
+ * matrix pointers must be 16-byte aligned", quoted in
+ * NVIDIA/CUDALibrarySamples#172; cublasLtMatmul refuses other pointers); 4
+ * for int8 (the IMMA kernels' "All matrix pointers must be 4-byte aligned",
+ * quoted from the same documentation in OpenNMT/CTranslate2#1937; it names
+ * no int8 kernel needing less, so the stricter value); else the element's
+ * own size: a GPU load of a misaligned element faults, and cuBLASLt has
+ * algos for fp16 pointers 2 bytes off (PyTorch declares such alignments to
+ * the heuristic: pytorch/pytorch#98975). */
+static uint32_t matrix_alignment(const int32_t types[6], int matrix) {
+  int t = types[2 + matrix];
+  if (is_narrow(types[2])) return 16;
+  if (t == CUDA_R_8I) return 4;
+  size_t es = elem_size(t);
+  return es != 0 ? (uint32_t)es : 16; /* no such algo: types_supported refuses the type */
+}
+
 /* The types an algo is made for: compute, scale, A, B, C, D. */
 static void plan_types(const lt_plan *p, int32_t ret[6]) {
   ret[0] = p->desc->compute;
@@ -1376,10 +1396,26 @@ SIM_API cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   lt_plan p;
   cublasStatus_t st = plan_matmul(&p, desc, ad, bd, cd, dd);
   if (st != CUBLAS_STATUS_SUCCESS) return st;
-  memset(&results[0], 0, sizeof(results[0]));
-  /* One algorithm: the host loop, the one id cublasLtMatmulAlgoGetIds lists. */
+  /* One algorithm: the host loop, the one id cublasLtMatmulAlgoGetIds lists.
+   * A declared minimum alignment (PREF_MIN_ALIGNMENT_*_BYTES, default 256)
+   * below what it needs excludes it (cublasLt.h: "Selecting a smaller value
+   * will exclude algorithms that can not work with matrix A that is not as
+   * strictly aligned as they need"); with no algorithm left the answer is
+   * NOT_SUPPORTED and no result, as for a layout no kernel runs (Transformer
+   * Engine's cublaslt_gemm.cu reads NOT_SUPPORTED from the heuristic as
+   * "Unable to find suitable cuBLAS GEMM algorithm"; gradium-ai/xn#55 saw it
+   * for fp8 shapes). A declared alignment that is not a multiple of the need
+   * (0, 24 for 16) does not promise it either: the header is silent, this is
+   * the stricter reading. MAX_WORKSPACE_BYTES (default 0) never excludes the
+   * host loop: it needs no workspace, and says so (workspaceSize 0). */
+  const lt_pref *pr = as_pref(pref);
+  const uint32_t declared[4] = {pr->align_a, pr->align_b, pr->align_c, pr->align_d};
   int32_t types[6];
   plan_types(&p, types);
+  for (int i = 0; i < 4; i++)
+    if (declared[i] == 0 || declared[i] % matrix_alignment(types, i) != 0)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+  memset(&results[0], 0, sizeof(results[0]));
   algo_init(&results[0].algo, types);
   results[0].workspaceSize = 0;
   results[0].state = CUBLAS_STATUS_SUCCESS;
@@ -1453,7 +1489,8 @@ SIM_API cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t handle, cublasLt
 
 /* Capabilities of the host loop: no split K, no tiles or stages to choose,
  * strided and pointer-array batches, out-of-place D, both pointer modes, the
- * epilogues it emulates, no alignment requirement. */
+ * epilogues it emulates; the alignments (value 0 here) are its types'
+ * (matrix_alignment). */
 typedef struct algo_cap {
   int attr;
   size_t size; /* bytes of one element */
@@ -1490,10 +1527,10 @@ static const algo_cap algo_caps[] = {
      8,
      1,
      {CUBLASLT_NUMERICAL_IMPL_FLAGS_FMA | CUBLASLT_NUMERICAL_IMPL_FLAGS_ACCUMULATOR_32F}},
-    {CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES, 4, 1, {1}},
-    {CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_B_BYTES, 4, 1, {1}},
-    {CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_C_BYTES, 4, 1, {1}},
-    {CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_D_BYTES, 4, 1, {1}},
+    {CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES, 4, 1, {0}},
+    {CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_B_BYTES, 4, 1, {0}},
+    {CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_C_BYTES, 4, 1, {0}},
+    {CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_D_BYTES, 4, 1, {0}},
     {CUBLASLT_ALGO_CAP_POINTER_ARRAY_BATCH_SUPPORT, 4, 1, {1}},
     {CUBLASLT_ALGO_CAP_FLOATING_POINT_EMULATION_SUPPORT, 4, 1, {0}},
 };
@@ -1503,11 +1540,19 @@ static const algo_cap algo_caps[] = {
 SIM_API cublasStatus_t cublasLtMatmulAlgoCapGetAttribute(const cublasLtMatmulAlgo_t *algo,
                                                          cublasLtMatmulAlgoCapAttributes_t attr,
                                                          void *buf, size_t size, size_t *written) {
-  if (as_algo(algo) == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  const lt_algo *l = as_algo(algo);
+  if (l == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  algo_cap found = {0};
   const algo_cap *c = NULL;
   for (size_t i = 0; i < NSLOTS(algo_caps); i++)
     if (algo_caps[i].attr == (int)attr) c = &algo_caps[i];
   if (c == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  if (attr >= CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES &&
+      attr <= CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_D_BYTES) {
+    found = *c;
+    found.values[0] = matrix_alignment(l->types, attr - CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES);
+    c = &found;
+  }
   int array = attr == CUBLASLT_ALGO_CAP_TILE_IDS || attr == CUBLASLT_ALGO_CAP_STAGES_IDS;
   size_t need = c->size * c->count;
   if (size == 0) {

@@ -499,6 +499,118 @@ static void fp8_layouts_outside_the_documented_requirements_are_not_supported(vo
   lt_free(&c);
 }
 
+/* The algo's MIN_ALIGNMENT_{A,B,C,D}_BYTES capabilities for a type
+ * combination, as AlgoInit makes it. */
+static void algo_alignments(cublasLtHandle_t h, cublasComputeType_t compute, cudaDataType scale,
+                            cudaDataType at, cudaDataType bt, cudaDataType ct, cudaDataType dt,
+                            uint32_t ret[4]) {
+  cublasLtMatmulAlgo_t algo;
+  assert_int_equal(cublasLtMatmulAlgoInit(h, compute, scale, at, bt, ct, dt, 0, &algo),
+                   CUBLAS_STATUS_SUCCESS);
+  for (int i = 0; i < 4; i++) {
+    size_t written = 0;
+    assert_int_equal(cublasLtMatmulAlgoCapGetAttribute(&algo,
+                                                       CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES + i,
+                                                       &ret[i], sizeof(ret[i]), &written),
+                     CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(written, sizeof(uint32_t));
+  }
+}
+
+/* An fp8 matmul needs 16-byte aligned matrices, all four (the cuBLAS
+ * documentation's FP8 requirements); int8 4 bytes (IMMA); other types their
+ * element's size. */
+static void algo_caps_report_the_alignment_of_their_types(void **state) {
+  cublasLtHandle_t h = *state;
+  uint32_t al[4];
+  algo_alignments(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_16BF,
+                  CUDA_R_16BF, al);
+  assert_true(al[0] == 16 && al[1] == 16 && al[2] == 16 && al[3] == 16);
+  algo_alignments(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, CUDA_R_32F,
+                  CUDA_R_32F, al);
+  assert_true(al[0] == 16 && al[1] == 16 && al[2] == 16 && al[3] == 16);
+  algo_alignments(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16F, CUDA_R_16F, CUDA_R_32F, CUDA_R_32F,
+                  al);
+  assert_true(al[0] == 2 && al[1] == 2 && al[2] == 4 && al[3] == 4);
+  algo_alignments(h, CUBLAS_COMPUTE_64F, CUDA_R_64F, CUDA_R_64F, CUDA_R_64F, CUDA_R_64F, CUDA_R_64F,
+                  al);
+  assert_true(al[0] == 8 && al[1] == 8 && al[2] == 8 && al[3] == 8);
+  algo_alignments(h, CUBLAS_COMPUTE_32I, CUDA_R_32I, CUDA_R_8I, CUDA_R_8I, CUDA_R_32I, CUDA_R_32I,
+                  al);
+  assert_true(al[0] == 4 && al[1] == 4 && al[2] == 4 && al[3] == 4);
+}
+
+/* Heuristic status and result for a case with the four declared minimum
+ * alignments (PREF_MIN_ALIGNMENT_{A,B,C,D}_BYTES). */
+static cublasStatus_t lt_heuristic_aligned(cublasLtHandle_t h, lt_case *c, const uint32_t al[4],
+                                           cublasLtMatmulHeuristicResult_t *r, int *got) {
+  cublasLtMatmulPreference_t p;
+  cublasLtMatmulPreferenceCreate(&p);
+  for (int i = 0; i < 4; i++)
+    assert_int_equal(cublasLtMatmulPreferenceSetAttribute(
+                         p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES + i, &al[i], sizeof(al[i])),
+                     CUBLAS_STATUS_SUCCESS);
+  *got = -1;
+  cublasStatus_t st =
+      cublasLtMatmulAlgoGetHeuristic(h, c->desc, c->la, c->lb, c->lc, c->ld, p, 1, r, got);
+  cublasLtMatmulPreferenceDestroy(p);
+  return st;
+}
+
+/* A declared alignment below what the one algorithm needs leaves no
+ * algorithm: NOT_SUPPORTED, no result. 16 is enough for fp8, 2 for fp16. */
+static void heuristic_excludes_the_algorithm_below_its_alignment(void **state) {
+  cublasLtHandle_t h = *state;
+  cublasLtMatmulHeuristicResult_t r;
+  int got;
+  lt_case c = lt_make(CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_16BF,
+                      CUDA_R_16BF, 'T', 'N', 16, 8, 32, 1, 74);
+  static const uint32_t fp8_ok[4] = {16, 16, 16, 16}, a8[4] = {8, 16, 16, 16},
+                        d2[4] = {16, 16, 16, 2}, a24[4] = {24, 16, 16, 16}, a0[4] = {0, 16, 16, 16};
+  assert_int_equal(lt_heuristic_aligned(h, &c, fp8_ok, &r, &got), CUBLAS_STATUS_SUCCESS);
+  assert_int_equal(got, 1);
+  uint32_t cap = 0;
+  assert_int_equal(cublasLtMatmulAlgoCapGetAttribute(
+                       &r.algo, CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_D_BYTES, &cap, sizeof(cap), NULL),
+                   CUBLAS_STATUS_SUCCESS);
+  assert_int_equal(cap, 16);
+  const uint32_t *short_of_16[] = {a8, d2, a24, a0};
+  for (size_t i = 0; i < 4; i++) {
+    assert_int_equal(lt_heuristic_aligned(h, &c, short_of_16[i], &r, &got),
+                     CUBLAS_STATUS_NOT_SUPPORTED);
+    assert_int_equal(got, 0);
+  }
+  lt_free(&c);
+  c = lt_make(CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16F, CUDA_R_16F, CUDA_R_16F, CUDA_R_16F, 'N',
+              'N', 8, 8, 8, 1, 75);
+  static const uint32_t fp16_ok[4] = {2, 2, 2, 2}, b1[4] = {2, 1, 2, 2};
+  assert_int_equal(lt_heuristic_aligned(h, &c, fp16_ok, &r, &got), CUBLAS_STATUS_SUCCESS);
+  assert_int_equal(got, 1);
+  assert_int_equal(lt_heuristic_aligned(h, &c, b1, &r, &got), CUBLAS_STATUS_NOT_SUPPORTED);
+  assert_int_equal(got, 0);
+  lt_free(&c);
+}
+
+/* MAX_WORKSPACE_BYTES (default 0): the result never asks for more than it
+ * allows; the one algorithm needs none. */
+static void heuristic_result_fits_the_workspace_allowed(void **state) {
+  cublasLtHandle_t h = *state;
+  lt_case c = lt_make(CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16F, CUDA_R_16F, CUDA_R_16F,
+                      CUDA_R_16F, 'N', 'N', 8, 8, 8, 1, 76);
+  cublasLtMatmulPreference_t p;
+  cublasLtMatmulPreferenceCreate(&p);
+  cublasLtMatmulHeuristicResult_t r;
+  memset(&r, 0xff, sizeof r);
+  int got = -1;
+  assert_int_equal(
+      cublasLtMatmulAlgoGetHeuristic(h, c.desc, c.la, c.lb, c.lc, c.ld, p, 1, &r, &got),
+      CUBLAS_STATUS_SUCCESS);
+  assert_int_equal(got, 1);
+  assert_int_equal(r.workspaceSize, 0);
+  cublasLtMatmulPreferenceDestroy(p);
+  lt_free(&c);
+}
+
 static void fp8_outside_the_hopper_table_is_not_supported(void **state) {
   cublasLtHandle_t h = *state;
   float alpha = 1, beta = 0;
@@ -1161,6 +1273,11 @@ int main(void) {
       cmocka_unit_test_setup_teardown(fp8_scales_amax_and_fp8_output_follow_the_documented_formula,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(fp8_scale_pointers_default_to_one, setup, teardown),
+      cmocka_unit_test_setup_teardown(algo_caps_report_the_alignment_of_their_types, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(heuristic_excludes_the_algorithm_below_its_alignment, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(heuristic_result_fits_the_workspace_allowed, setup, teardown),
       cmocka_unit_test_setup_teardown(fp8_outside_the_hopper_table_is_not_supported, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(
