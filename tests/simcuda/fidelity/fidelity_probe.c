@@ -524,6 +524,62 @@ static void probe_fp8_layouts(cublasLtHandle_t lt) {
   probe_fp8_layout(lt, "lt.fp8_layout.d_2_bytes_off", 16, 16, 32, 32, 0, 258);
 }
 
+/* The heuristic with declared minimum alignments (PREF_MIN_ALIGNMENT_*_BYTES)
+ * for A, B, C and D: an fp8 TN matmul (m = n = 16, k = 32, bf16 C = D) or an
+ * fp16 NN one (m = n = k = 64). With a result: its algo's MIN_ALIGNMENT caps,
+ * printed for fp8, checked against the declared ones for fp16. */
+static void probe_pref_align(cublasLtHandle_t lt, const char *name, int fp8,
+                             const uint32_t declared[4]) {
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, lc;
+  int32_t opT = CUBLAS_OP_T;
+  cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  if (fp8) {
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT);
+    cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, 32, 16, 32);
+    cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, 32, 16, 32);
+    cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, 16, 16, 16);
+  } else {
+    cublasLtMatrixLayoutCreate(&la, CUDA_R_16F, 64, 64, 64);
+    cublasLtMatrixLayoutCreate(&lb, CUDA_R_16F, 64, 64, 64);
+    cublasLtMatrixLayoutCreate(&lc, CUDA_R_16F, 64, 64, 64);
+  }
+  cublasLtMatmulPreference_t pref;
+  cublasLtMatmulPreferenceCreate(&pref);
+  for (int i = 0; i < 4; i++)
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES + i,
+                                         &declared[i], sizeof declared[i]);
+  cublasLtMatmulHeuristicResult_t r;
+  int got = 0;
+  cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &r, &got);
+  if (s != CUBLAS_STATUS_SUCCESS || got == 0) {
+    put(name, "%s results=%d", st(s), s == CUBLAS_STATUS_SUCCESS ? got : 0);
+  } else {
+    uint32_t cap[4] = {0, 0, 0, 0};
+    int within = 1;
+    for (int i = 0; i < 4; i++) {
+      cublasLtMatmulAlgoCapGetAttribute(&r.algo, CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES + i,
+                                        &cap[i], sizeof cap[i], NULL);
+      within &= cap[i] >= 1 && cap[i] <= declared[i];
+    }
+    if (fp8)
+      put(name, "%s results=%d caps=%u,%u,%u,%u", st(s), got, cap[0], cap[1], cap[2], cap[3]);
+    else
+      put(name, "%s results=%d caps_within_declared=%s", st(s), got, within ? "yes" : "no");
+  }
+  cublasLtMatmulPreferenceDestroy(pref);
+  cublasLtMatrixLayoutDestroy(la), cublasLtMatrixLayoutDestroy(lb), cublasLtMatrixLayoutDestroy(lc);
+  cublasLtMatmulDescDestroy(desc);
+}
+
+static void probe_pref_aligns(cublasLtHandle_t lt) {
+  probe_pref_align(lt, "lt.pref_align.fp8_16", 1, (const uint32_t[4]){16, 16, 16, 16});
+  probe_pref_align(lt, "lt.pref_align.fp8_a8", 1, (const uint32_t[4]){8, 16, 16, 16});
+  probe_pref_align(lt, "lt.pref_align.fp8_d4", 1, (const uint32_t[4]){16, 16, 16, 4});
+  probe_pref_align(lt, "lt.pref_align.fp16_2", 0, (const uint32_t[4]){2, 2, 2, 2});
+  probe_pref_align(lt, "lt.pref_align.fp16_a1", 0, (const uint32_t[4]){1, 2, 2, 2});
+}
+
 /* --- legacy cuDNN convolution algorithms (loaded at run time, so the
  * probe links only the cuBLAS libraries): forward DIRECT never runs,
  * WINOGRAD only 3x3 stride 1, backward-filter WINOGRAD never; FFT needs
@@ -662,6 +718,7 @@ int main(int argc, char **argv) {
   if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) return 1;
   probe_lt(lt);
   probe_fp8_layouts(lt);
+  probe_pref_aligns(lt);
   cublasLtDestroy(lt);
   probe_cudnn();
   return check(argv[1]);
