@@ -31,6 +31,9 @@
  *   groups70      as groups64 with 70 groups; the last one's alpha is 1e5 (D beyond fp16)
  *   groupsmoe N   as groups64, N calls of 128 groups (experts of one shape); group 65's
  *                 alpha is 1e5 (D beyond fp16)
+ *   groupsplit G  one cublasSgemmGroupedBatched call of G groups of one GEMM each, group g
+ *                 of m = 1 + g % 16 rows and alpha 2^(g % 5) - 2^-(g % 7), in "grouped";
+ *                 then the same G GEMMs as G cublasSgemm_v2 calls in "split"
  *   autotune_small [KiB]  autotune on a thread with a small stack (default 28 KiB)
  *   first_stack FILE  the first CUDA call (cublasCreate: mpprof starts there) on a
  *                 thread with a painted stack; the stack bytes it used into FILE
@@ -753,6 +756,63 @@ static int mode_groups70(void) {
 
 static int mode_groupsmoe(int calls) {
   return groups_mode(128, calls, 65);
+}
+
+/* One group's m and alpha (groupsplit): 16 shapes, values of many binades. */
+static int split_m(int g) {
+  return 1 + g % N;
+}
+
+static float split_alpha(int g) {
+  return ldexpf(1, g % 5) - ldexpf(1, -(g % 7));
+}
+
+static int mode_groupsplit(int groups) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 3);
+  size_t n = (size_t)groups;
+  const float **A = calloc(n, sizeof *A), **B = calloc(n, sizeof *B);
+  float **C = calloc(n, sizeof *C), *al = calloc(n, sizeof *al), *be = calloc(n, sizeof *be);
+  cublasOperation_t *ta = calloc(n, sizeof *ta);
+  int *ms = calloc(n, sizeof *ms), *dims = calloc(n, sizeof *dims), *size = calloc(n, sizeof *size);
+  float *c = dev_alloc(n * N * N * sizeof(float));
+  if (!A || !B || !C || !al || !be || !ta || !ms || !dims || !size) return 1;
+  for (int g = 0; g < groups; g++) {
+    A[g] = m.a32;
+    B[g] = m.b32;
+    C[g] = c + (size_t)g * N * N;
+    ta[g] = CUBLAS_OP_N;
+    ms[g] = split_m(g);
+    dims[g] = N;
+    size[g] = 1;
+    al[g] = split_alpha(g);
+  }
+  const float **dA = dev_upload(A, n * sizeof *A), **dB = dev_upload(B, n * sizeof *B);
+  float **dC = dev_upload(C, n * sizeof *C);
+  nvtxRangePushA("grouped");
+  CK(cublasSgemmGroupedBatched(h, ta, ta, ms, dims, dims, al, (const float *const *)dA, dims,
+                               (const float *const *)dB, dims, be, dC, dims, groups, size));
+  nvtxRangePop();
+  double sum = sum32(c, 4 * N * N);
+  nvtxRangePushA("split");
+  for (int g = 0; g < groups; g++)
+    CK(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, ms[g], N, N, &al[g], A[g], N, B[g], N, &be[g],
+                      C[g], N));
+  nvtxRangePop();
+  printf("groupsplit%d checksum %.17g %.17g\n", groups, sum, sum32(c, 4 * N * N));
+  free(A);
+  free(B);
+  free(C);
+  free(al);
+  free(be);
+  free(ta);
+  free(ms);
+  free(dims);
+  free(size);
+  CK(cublasDestroy(h));
+  return 0;
 }
 
 /* mpprof starts in the program's first hooked call, on that call's thread:
@@ -2893,6 +2953,7 @@ static const struct {
     {"groups64", "", .plain = mode_groups64},
     {"groups70", "", .plain = mode_groups70},
     {"groupsmoe", " N", .counted = mode_groupsmoe, .dflt = 1},
+    {"groupsplit", " G", .counted = mode_groupsplit, .dflt = 64},
     {"first_stack", " FILE", .named = mode_first_stack},
     {"autotune_small", " [KIB]", .counted = mode_autotune_small, .dflt = 0},
     {"lossscale", "", .plain = mode_lossscale},

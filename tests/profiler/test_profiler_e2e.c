@@ -588,6 +588,40 @@ static void sampling_takes_a_grouped_call_whole(void **state) {
   free_raws(&r);
 }
 
+/* The site of api in layer with m rows; fails when absent. */
+static cJSON *site_m(cJSON *doc, const char *api, const char *layer, int m) {
+  cJSON *s;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItem(doc, "sites")) {
+    if (str_is(s, "api", api) && str_is(s, "layer", layer) && num(s, "m") == m) return s;
+  }
+  fprintf(stderr, "no site api=%s layer=%s m=%d\n", api, layer, m);
+  fail();
+  return NULL;
+}
+
+/* A grouped GEMM's groups are scanned as their own calls would be: each
+ * group's site (one per m) holds the same stats, bit for bit, as the site of
+ * the same GEMMs called one by one. 256 groups, their input scans held
+ * packed while the real call runs (call.c), unpacked for their merge. */
+static void a_grouped_gemms_sites_have_the_stats_of_its_groups_called_one_by_one(void **state) {
+  (void)state;
+  const char *dir = outdir("groupsplit");
+  char *argv[] = {(char *)testprog, "groupsplit", "256", NULL};
+  const char *opts[] = {"--sample", "1", NULL};
+  assert_int_equal(run_both(dir, argv, opts), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 1);
+  for (int m = 1; m <= 16; m++) {
+    cJSON *g = site_m(r.doc[0], "cublasSgemmGroupedBatched", "grouped", m);
+    cJSON *s = site_m(r.doc[0], "cublasSgemm_v2", "split", m);
+    assert_int_equal(num(g, "calls"), 16);
+    assert_int_equal(num(g, "scanned_calls"), 16);
+    assert_true(num(g, "tensors.D.count") == 16.0 * m * 16);
+    assert_true(cJSON_Compare(get(g, "tensors"), get(s, "tensors"), true));
+  }
+  free_raws(&r);
+}
+
 /* mpprof starts inside the program's first hooked call, on the program's
  * thread, whose stack may be small (frameworks' worker threads): its
  * start-up adds at most 5 KiB to what that call uses (3.5 KB here). It took
@@ -2279,6 +2313,7 @@ int main(void) {
       cmocka_unit_test(a_64_group_gemm_on_a_small_thread_stack_is_recorded_per_group),
       cmocka_unit_test(a_70_group_gemm_records_every_group),
       cmocka_unit_test(sampling_takes_a_grouped_call_whole),
+      cmocka_unit_test(a_grouped_gemms_sites_have_the_stats_of_its_groups_called_one_by_one),
       cmocka_unit_test(mpprof_starts_on_little_of_the_threads_stack),
       cmocka_unit_test(descriptor_churn_keeps_the_backend_plans_followed),
       cmocka_unit_test(backend_execute_on_a_small_thread_stack_is_recorded),
