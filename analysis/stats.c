@@ -57,6 +57,33 @@ void mp_stats_reinit_scanned(mp_stats *s, mp_dtype dtype) {
   init_head(s, dtype);
 }
 
+enum { PACKED_HEAD = offsetof(mp_stats, exp_hist) };
+
+size_t mp_stats_packed_size(const mp_stats *s) {
+  int lo, hi;
+  value_bins(s, &lo, &hi);
+  return PACKED_HEAD + (lo <= hi ? (size_t)(hi - lo + 1) * sizeof s->exp_hist[0] : 0);
+}
+
+void mp_stats_pack_scanned(const mp_stats *s, void *ret_buf) {
+  int lo, hi;
+  value_bins(s, &lo, &hi);
+  memcpy(ret_buf, s, PACKED_HEAD);
+  if (lo <= hi)
+    memcpy((char *)ret_buf + PACKED_HEAD, &s->exp_hist[lo - MP_HIST_MIN],
+           (size_t)(hi - lo + 1) * sizeof s->exp_hist[0]);
+}
+
+void mp_stats_unpack_scanned(mp_stats *dst, const void *buf) {
+  mp_stats_reinit_scanned(dst, MP_DTYPE_INVALID); /* dst's own bins cleared */
+  memcpy(dst, buf, PACKED_HEAD);
+  int lo, hi;
+  value_bins(dst, &lo, &hi);
+  if (lo <= hi)
+    memcpy(&dst->exp_hist[lo - MP_HIST_MIN], (const char *)buf + PACKED_HEAD,
+           (size_t)(hi - lo + 1) * sizeof dst->exp_hist[0]);
+}
+
 /* a < b in the order -inf < ... < -0 < +0 < ... < +inf (neither NaN). */
 static bool total_less(double a, double b) {
   if (a < b) return true;

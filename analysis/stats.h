@@ -9,6 +9,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "formats.h"
@@ -71,6 +72,14 @@ void mp_stats_merge(mp_stats *dst, const mp_stats *src);
  * Same results as mp_stats_merge and mp_stats_init. */
 void mp_stats_merge_scanned(mp_stats *dst, const mp_stats *src);
 void mp_stats_reinit_scanned(mp_stats *s, mp_dtype dtype);
+/* Such a record packed: its fields before the histogram, then the bins of its
+ * values' binades only (a few hundred bytes for a tensor spanning a few
+ * binades). For records held a while, many at once (a grouped call's groups
+ * between their scans and their merge). Unpacking into dst (itself such a
+ * record, or fresh from mp_stats_init) gives back the packed record. */
+size_t mp_stats_packed_size(const mp_stats *s);
+void mp_stats_pack_scanned(const mp_stats *s, void *ret_buf); /* mp_stats_packed_size(s) bytes */
+void mp_stats_unpack_scanned(mp_stats *dst, const void *buf);
 /* The record of s's values each seen k >= 1 times (a view that repeats its
  * elements, stride 0): every count times k, the extremes as they are; the
  * same record as merging k copies. The caller knows the counts fit (k times

@@ -47,11 +47,12 @@ static void scratch_free(void *p) {
 
 static mpp_thread_key scratch_key = MPP_THREAD_KEY(scratch_free);
 
-/* Calls of this thread begun and not yet ended. A hook that opens several at
- * once (one per group of a grouped GEMM, one per operation of a cuDNN graph)
- * would have them all scan into the same scratch record: every call but the
- * first gets records of its own (freed by mpp_call_end). */
-static __thread MPP_TLS int open_calls;
+/* Calls of this thread that hold its scratch records (begun, not parked, not
+ * ended). A hook that opens several at once (one per group of a grouped GEMM,
+ * one per operation of a cuDNN graph) parks each but the last as it is begun
+ * (mpp_calls_begin), so they all use the scratch in turn; a call begun while
+ * another holds it gets records of its own (freed by mpp_call_end). */
+static __thread MPP_TLS int scratch_holders;
 
 static mp_stats *scratch_get(int role) {
   if (!scratch[role]) {
@@ -559,7 +560,7 @@ static void call_begin(mpp_call *c, mpp_op *op, const mpp_call *earlier, int i) 
       !atomic_exchange(&device_noted, true))
     mpp_process_note_device(); /* the app's first op: its CUDA context exists */
   memset(c, 0, sizeof *c);
-  c->tmp_owned = open_calls++ > 0;
+  c->tmp_owned = scratch_holders++ > 0;
   if (mpp_capture_check() >= 0) { /* outside the capture range: counted, not recorded */
     c->site = -1;
     return;
@@ -614,7 +615,7 @@ void mpp_call_begin(mpp_call *c, mpp_op *op) {
 }
 
 static void call_close(mpp_call *c) {
-  open_calls--;
+  scratch_holders--;
   if (!c->tmp_owned) return;
   for (int i = 0; i < MPP_MAX_ROLES; i++)
     if (c->tmp_used[i]) free(c->tmp[i]);
@@ -705,6 +706,56 @@ void mpp_call_autotune(mpp_op *op) {
 
 /* --- several ops around one real call --- */
 
+/* The call's host-scan records (its inputs', scanned as it began) packed
+ * onto the end of the park; the scratch is free for the next op. Without
+ * memory the records are dropped and counted as not scanned. */
+static void call_park(mpp_call *c, mpp_calls *cs) {
+  for (int i = 0; i < MPP_MAX_ROLES; i++) {
+    if (!c->tmp_used[i]) continue;
+    size_t size = mp_stats_packed_size(c->tmp[i]);
+    size_t at = cs->park_len;
+    if (at + size > cs->park_cap && at + size <= UINT32_MAX) {
+      size_t cap = cs->park_cap ? cs->park_cap : 4096;
+      while (cap < at + size)
+        cap *= 2;
+      char *mem = realloc(cs->park, cap);
+      if (mem) {
+        cs->park = mem;
+        cs->park_cap = cap;
+      }
+    }
+    if (at + size <= cs->park_cap && at + size <= UINT32_MAX) {
+      mp_stats_pack_scanned(c->tmp[i], cs->park + at);
+      cs->park_len = at + size;
+      c->park_at[i] = (uint32_t)at;
+    } else {
+      c->tmp_used[i] = false;
+      c->ns_counts[MPP_NS_UNKNOWN]++;
+    }
+    if (c->tmp_owned) free(c->tmp[i]);
+    c->tmp[i] = NULL;
+  }
+  c->parked = true;
+  scratch_holders--;
+}
+
+/* Back from the park into the scratch (or records of the call's own). */
+static void call_unpark(mpp_call *c, const mpp_calls *cs) {
+  c->tmp_owned = scratch_holders++ > 0;
+  c->parked = false;
+  for (int i = 0; i < MPP_MAX_ROLES; i++) {
+    if (!c->tmp_used[i]) continue;
+    mp_stats *s = c->tmp_owned ? owned_stats() : scratch_get(i);
+    if (!s) {
+      c->tmp_used[i] = false;
+      c->ns_counts[MPP_NS_UNKNOWN]++;
+      continue;
+    }
+    mp_stats_unpack_scanned(s, cs->park + c->park_at[i]);
+    c->tmp[i] = s;
+  }
+}
+
 /* The thread's block for multi-op calls: kept from call to call. */
 enum { CALLS_ROW = sizeof(mpp_op) + sizeof(mpp_call) + sizeof(mpp_site_memo) };
 
@@ -765,10 +816,14 @@ bool mpp_calls_reserve(mpp_calls *c, int cap, const char *what) {
   return true;
 }
 
+/* The last op begun keeps the scratch: it is the first to end. */
 void mpp_calls_begin(mpp_calls *c) {
   if (c->autotune) return;
-  for (int i = 0; i < c->n; i++)
+  c->park_len = 0;
+  for (int i = 0; i < c->n; i++) {
     call_begin(&c->calls[i], &c->ops[i], c->calls, i);
+    if (i < c->n - 1) call_park(&c->calls[i], c);
+  }
 }
 
 void mpp_calls_end(mpp_calls *c, bool ok) {
@@ -778,8 +833,10 @@ void mpp_calls_end(mpp_calls *c, bool ok) {
         mpp_call_autotune(&c->ops[i]);
     return;
   }
-  for (int i = c->n; i-- > 0;)
+  for (int i = c->n; i-- > 0;) {
+    if (c->calls[i].parked) call_unpark(&c->calls[i], c);
     mpp_call_end(&c->calls[i], &c->ops[i], ok);
+  }
 }
 
 void mpp_calls_memo(mpp_calls *c, int i, uint64_t op_id) {
@@ -792,8 +849,11 @@ void mpp_calls_release(mpp_calls *c) {
     free(c->ops);
   else if (c->ops && calls_tls)
     calls_tls->lent = false; /* the thread's block: back to it */
+  free(c->park);
   c->ops = NULL;
   c->calls = NULL;
   c->memos = NULL;
+  c->park = NULL;
+  c->park_len = c->park_cap = 0;
   c->cap = c->n = 0;
 }

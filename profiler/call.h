@@ -38,7 +38,9 @@ typedef struct mpp_call {
   bool tc_counting;             /* --tc-counters profiles this call's kernels (tc_counters.c) */
   mp_stats *tmp[MPP_MAX_ROLES]; /* host-scan results, merged at the end */
   bool tmp_used[MPP_MAX_ROLES];
-  bool tmp_owned; /* tmp[] malloc'd: another call of this thread is open (call.c) */
+  bool tmp_owned; /* tmp[] malloc'd: another call of this thread holds the scratch (call.c) */
+  bool parked;    /* tmp[] packed into its mpp_calls' park (call.c), tmp[] NULL */
+  uint32_t park_at[MPP_MAX_ROLES]; /* where in the park */
   uint32_t ns_counts[MPP_NS_COUNT];
   uint8_t dev_roles; /* roles (bits) for the device scanner: one launch per call (call.c) */
   /* FP8 scalars (MPP_FP8_* bits) the device scan reads: recorded by its sink
@@ -69,6 +71,11 @@ typedef struct mpp_calls {
   mpp_op *ops;   /* cap ops, then cap calls, then cap site memos, in one block */
   mpp_call *calls;
   mpp_site_memo *memos; /* room for one per op: mpp_calls_memo */
+  /* The host-scan records of ops begun and waiting for the real call,
+   * packed (mp_stats_pack_scanned): a few hundred bytes an op, not one
+   * 17 KB record per scanned input (a 1024-group call held 35 MB). */
+  char *park;
+  size_t park_len, park_cap;
 } mpp_calls;
 
 /* Room for cap ops (none when cap <= 0): the thread's block, kept from call

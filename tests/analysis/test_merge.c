@@ -203,6 +203,37 @@ static void reinit_of_a_scanned_record_equals_a_fresh_init(void **state) {
   free(fresh);
 }
 
+/* A scanned record packed (its head and the bins its values span) and
+ * unpacked into a used scratch record of another dtype is the record, byte
+ * for byte; it packs into far less than the record when its values span
+ * few binades. */
+static void a_packed_record_unpacks_to_itself(void **state) {
+  (void)state;
+  mp_stats *s = malloc(sizeof *s), *dst = malloc(sizeof *dst);
+  char *buf = malloc(sizeof *s);
+  assert_true(s && dst && buf);
+  uint64_t rng = 17;
+  size_t nd = sizeof scannable / sizeof scannable[0];
+  mp_stats_init(dst, MP_FP32);
+  for (size_t k = 0; k < nd; k++)
+    for (int p = 0; p < 12; p++) {
+      scan_part(s, scannable[k], p, -20 + 5 * p, p % 3 == 0 ? 1 : 30, &rng);
+      if (p == 11) {
+        mp_stats_init(s, scannable[k]);
+        assert_int_equal(mp_scan_contiguous(s, (const double[]){0.0}, 0), 0);
+      }
+      size_t size = mp_stats_packed_size(s);
+      assert_true(size <= sizeof *s);
+      if (p == 0 || p == 6) assert_true(size < sizeof *s / 16); /* one binade */
+      mp_stats_pack_scanned(s, buf);
+      mp_stats_unpack_scanned(dst, buf);
+      assert_memory_equal(dst, s, sizeof *s);
+    }
+  free(s);
+  free(dst);
+  free(buf);
+}
+
 /* A view that repeats its elements (an expanded tensor) is scanned once and
  * its record repeated: k repeats must be the record of k merged copies, byte
  * for byte (the extremes as they are, every count times k), for every dtype
@@ -239,6 +270,7 @@ int main(void) {
       cmocka_unit_test(merging_different_source_dtypes_widens_the_bin_range),
       cmocka_unit_test(merging_only_the_touched_bins_gives_the_full_merge),
       cmocka_unit_test(reinit_of_a_scanned_record_equals_a_fresh_init),
+      cmocka_unit_test(a_packed_record_unpacks_to_itself),
       cmocka_unit_test(repeating_a_record_equals_merging_its_copies),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
