@@ -763,6 +763,8 @@ typedef struct calls_block {
   void *mem;
   int cap;
   bool lent;
+  char *park; /* the lent calls' park (mpp_calls), kept from call to call */
+  size_t park_cap;
 } calls_block;
 
 static __thread MPP_TLS calls_block *calls_tls;
@@ -770,6 +772,7 @@ static __thread MPP_TLS calls_block *calls_tls;
 static void calls_block_free(void *p) {
   calls_block *b = p;
   mpp_unmap(b->mem, (size_t)b->cap * CALLS_ROW);
+  free(b->park);
   free(b);
   calls_tls = NULL;
 }
@@ -813,6 +816,10 @@ bool mpp_calls_reserve(mpp_calls *c, int cap, const char *what) {
   c->memos = (mpp_site_memo *)(c->calls + cap);
   c->cap = cap;
   c->n = 0;
+  /* the thread's park with its block: no allocation once it is large enough */
+  c->park = c->owned ? NULL : calls_tls->park;
+  c->park_cap = c->owned ? 0 : calls_tls->park_cap;
+  c->park_len = 0;
   return true;
 }
 
@@ -845,11 +852,14 @@ void mpp_calls_memo(mpp_calls *c, int i, uint64_t op_id) {
 }
 
 void mpp_calls_release(mpp_calls *c) {
-  if (c->owned)
+  if (c->owned) {
     free(c->ops);
-  else if (c->ops && calls_tls)
-    calls_tls->lent = false; /* the thread's block: back to it */
-  free(c->park);
+    free(c->park);
+  } else if (c->ops && calls_tls) {
+    calls_tls->lent = false; /* the thread's block and park: back to it */
+    calls_tls->park = c->park;
+    calls_tls->park_cap = c->park_cap;
+  }
   c->ops = NULL;
   c->calls = NULL;
   c->memos = NULL;
