@@ -284,10 +284,14 @@ static void print_todo(const mp_stats *s, const mp_advice *a) {
                    : "cast to fp16 as is; no loss scale needed.");
     break;
   case MP_REC_FP16_LOSS_SCALE:
-    printf("use fp16 with a loss scale in [2^%d, 2^%d], e.g. 2^%d (a dynamic scaler must stay in "
-           "that window)%s.\n",
+    /* A file says nothing of a tensor's role, and only gradients take a loss
+     * scale: a weight or activation that needs one (scale 1 is outside the
+     * window) does not fit fp16 and needs what bf16_ok says. */
+    printf("if a gradient: fp16 with a loss scale in [2^%d, 2^%d], e.g. 2^%d (a dynamic scaler "
+           "must stay in that window)%s; a weight or activation takes no loss scale: %s.\n",
            a->window_lo, a->window_hi, a->window_lo + (a->window_hi - a->window_lo) / 2,
-           subnormal ? "; see the precision above" : "");
+           subnormal ? ", see the precision above" : "",
+           a->bf16_ok ? "use bf16" : "keep fp32 (bf16 does not hold it either)");
     break;
   case MP_REC_BF16:
     puts("use bf16: no power-of-two scale fits fp16, bf16's range holds the values.");
@@ -345,8 +349,8 @@ static void print_summary(const char *path, const mpprof_tensor *t, const mp_sta
       printf("  what to do  the tensor holds only NaN/Inf besides zeros: find where they come "
              "from.\n");
     else
-      printf("  what to do  an all-zero tensor (a dead gradient, a flushed one, or an unused "
-             "buffer): check where it comes from.\n");
+      printf("  what to do  an all-zero tensor (a zero-initialised bias, a dead or flushed "
+             "gradient, an unused buffer): check where it comes from.\n");
     return;
   }
   print_verdict(a, p);

@@ -420,6 +420,29 @@ static void summary_names_verdict_and_what_to_do(void **st) {
   run_free(&r);
 }
 
+/* A file does not say whether a tensor is a gradient, and only gradients
+ * take a loss scale: a weight too large for fp16 (a window of scales below 1)
+ * is told what a gradient would do and what it needs as a weight (bf16), not
+ * only "use fp16 with a loss scale in [2^-30, 2^-3]". The same for a tensor
+ * too small (the demo's gradient). */
+static void a_loss_scale_is_advised_for_gradients_only(void **st) {
+  (void)st;
+  float big[64];
+  for (int i = 0; i < 64; i++)
+    big[i] = 1e5f * (1.0f + (float)i / 64) * (i % 2 ? 1 : -1);
+  write_small_npy("big_weight.npy", big, 64);
+  const char *files[] = {"big_weight.npy", "grad_underflow.npy"};
+  for (int i = 0; i < 2; i++) {
+    char *argv[] = {(char *)mpprof_path, "inspect", (char *)tmp_path(files[i]), NULL};
+    run_result r = run(argv);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "recommended fp16_loss_scale"));
+    assert_non_null(strstr(r.out, "what to do  if a gradient: fp16 with a loss scale in [2^"));
+    assert_non_null(strstr(r.out, "; a weight or activation takes no loss scale: use bf16.\n"));
+    run_free(&r);
+  }
+}
+
 /* Values near 1e-30 span one binade: fp16 would hold them at 2^100, outside
  * the searched scales, so the verdict names the range it searched. */
 static void an_unsafe_verdict_names_the_scales_searched(void **st) {
@@ -604,6 +627,8 @@ static void an_all_zero_tensor_has_nothing_to_judge(void **st) {
   assert_int_equal(r.status, 0);
   assert_non_null(strstr(r.out, "nothing to judge"));
   assert_null(strstr(r.out, "recommended fp16"));
+  /* a checkpoint's zero bias is the common all-zero tensor, named first */
+  assert_non_null(strstr(r.out, "(a zero-initialised bias, a dead or flushed gradient"));
   run_free(&r);
   char *jargv[] = {(char *)mpprof_path, "inspect", "--json", (char *)tmp_path("zeros.npy"), NULL};
   r = run(jargv);
@@ -724,6 +749,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(summary_names_verdict_and_what_to_do),
       cmocka_unit_test(raw_file_is_read_with_dtype_and_shape),
       cmocka_unit_test(fp16_subnormal_values_are_named_with_their_precision),
+      cmocka_unit_test(a_loss_scale_is_advised_for_gradients_only),
       cmocka_unit_test(an_unsafe_verdict_names_the_scales_searched),
       cmocka_unit_test(a_share_short_of_all_never_reads_100_percent),
       cmocka_unit_test(an_all_zero_tensor_has_nothing_to_judge),
