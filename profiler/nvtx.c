@@ -39,8 +39,13 @@
 /* One range's name in the path is cut at MAX_NAME bytes (ASCII and wide
  * alike), at a character boundary: a long name leaves room for the ranges
  * nested in it (one 1023-byte name filled the path, and every range inside
- * it had its parent's layer). */
+ * it had its parent's layer). A cut name ends in CUT_MARK, within those
+ * bytes: the raw file has no other word for it, and the report shows it. */
 #define MAX_NAME 255
+#define CUT_MARK "\xe2\x80\xa6" /* U+2026 "…" */
+/* A wide name converted for a push: one character (up to 4 bytes) more
+ * than MAX_NAME fits, so the push sees that the name was longer. */
+#define WIDE_NAME_BUF (MAX_NAME + 4 + 1)
 #define MAX_STRINGS 65536
 #define MAX_DOMAINS 4096
 #define RANGE_CHUNK 512
@@ -154,12 +159,14 @@ int mpp_nvtx_push(const void *domain, const char *name) {
   uint32_t start = t->len;
   if (t->n > 0 && t->len < MAX_PATH - 1) t->path[t->len++] = '/';
   size_t room = MAX_PATH - 1 - t->len;
-  size_t nl = strnlen(name, MAX_NAME + 1);
-  if (nl > MAX_NAME) nl = MAX_NAME;
+  size_t full = strnlen(name, MAX_NAME + 1);
+  size_t nl = full > MAX_NAME ? MAX_NAME : full;
   if (nl > room) nl = room;
-  nl = mpp_utf8_cut(name, nl);
+  size_t mark = nl < full && nl >= sizeof CUT_MARK - 1 ? sizeof CUT_MARK - 1 : 0;
+  nl = mpp_utf8_cut(name, nl - mark);
   memcpy(t->path + t->len, name, nl);
-  t->len += (uint32_t)nl;
+  memcpy(t->path + t->len + nl, CUT_MARK, mark);
+  t->len += (uint32_t)(nl + mark);
   t->e[t->n].start = start;
   t->e[t->n].domain = domain;
   t->e[t->n].t0_ns = mpp_now_ns();
@@ -408,13 +415,13 @@ static int NVTX_API core_push_a(const char *message) {
 }
 
 static int NVTX_API core_push_w(const wchar_t *message) {
-  char buf[MAX_NAME + 1];
+  char buf[WIDE_NAME_BUF];
   mpp_nvtx_push(NULL, message ? utf8_of_wide(message, buf, sizeof buf) : NULL);
   return NVTX_NO_PUSH_POP_TRACKING;
 }
 
 static int NVTX_API core_push_ex(const nvtxEventAttributes_t *a) {
-  char buf[MAX_NAME + 1];
+  char buf[WIDE_NAME_BUF];
   mpp_nvtx_push(NULL, message_of(a, buf, sizeof buf));
   return NVTX_NO_PUSH_POP_TRACKING;
 }
@@ -500,7 +507,7 @@ static nvtxStringHandle_t NVTX_API core2_register_string_w(nvtxDomainHandle_t d,
 }
 
 static int NVTX_API core2_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
-  char buf[MAX_NAME + 1];
+  char buf[WIDE_NAME_BUF];
   mpp_nvtx_push(d, message_of(a, buf, sizeof buf));
   return NVTX_NO_PUSH_POP_TRACKING;
 }

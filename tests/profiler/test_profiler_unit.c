@@ -120,7 +120,8 @@ static void ranges_beyond_64_levels_pop_back_to_the_same_layer(void **state) {
 
 /* One range name of 1023 bytes or more filled the layer path: a range pushed
  * inside it had its parent's layer, and so had its ops. A name is cut at 255
- * bytes (as a wide one was), so the ranges inside stay apart. */
+ * bytes (as a wide one was), so the ranges inside stay apart; the cut name
+ * ends in "…" within those bytes (it was cut with nothing to say so). */
 static void a_long_range_name_leaves_room_for_the_ranges_inside_it(void **state) {
   (void)state;
   char name[1101], want[300];
@@ -128,13 +129,37 @@ static void a_long_range_name_leaves_room_for_the_ranges_inside_it(void **state)
   name[1100] = '\0';
   mpp_nvtx_push(NULL, name);
   mpp_nvtx_push(NULL, "inner");
-  snprintf(want, sizeof want, "%.255s/inner", name);
+  snprintf(want, sizeof want, "%.252s\xe2\x80\xa6/inner", name);
   assert_string_equal(layer(), want);
   mpp_nvtx_pop(NULL);
   assert_int_equal(strlen(layer()), 255);
   mpp_nvtx_push(NULL, "other");
-  snprintf(want, sizeof want, "%.255s/other", name);
+  snprintf(want, sizeof want, "%.252s\xe2\x80\xa6/other", name);
   assert_string_equal(layer(), want);
+}
+
+/* A name of exactly 255 bytes is whole: no mark. */
+static void a_range_name_of_255_bytes_is_not_marked_cut(void **state) {
+  (void)state;
+  char name[256];
+  memset(name, 'x', 255);
+  name[255] = '\0';
+  mpp_nvtx_push(NULL, name);
+  assert_string_equal(layer(), name);
+}
+
+/* The layer path is cut at 1023 bytes; the range that did not fit whole ends
+ * in "…" too. */
+static void a_range_cut_by_the_full_layer_path_is_marked_cut(void **state) {
+  (void)state;
+  char name[201];
+  memset(name, 'y', 200);
+  name[200] = '\0';
+  for (int i = 0; i < 6; i++)
+    mpp_nvtx_push(NULL, name); /* 200 + 4 x 201 = 1004 bytes, then "/" and 18 */
+  const char *p = layer();
+  assert_int_equal(strlen(p), 1023);
+  assert_string_equal(p + 1020, "\xe2\x80\xa6");
 }
 
 static void last_range_name(void *ctx, const mpp_range *r) {
@@ -146,19 +171,20 @@ static void last_range_name(void *ctx, const mpp_range *r) {
  * cut before the character that does not fit. */
 static void a_cut_name_keeps_whole_characters(void **state) {
   (void)state;
-  char name[401];
-  for (int i = 0; i < 200; i++)
-    memcpy(name + 2 * i, "\xc3\xa4", 2); /* U+00E4, 2 bytes: 255 and 87 fall inside one */
+  char name[401] = "z";
+  for (int i = 0; i < 133; i++)
+    memcpy(name + 1 + 3 * i, "\xe6\xb3\xa8", 3); /* U+6CE8, 3 bytes: 252 and 87 fall inside one */
   name[400] = '\0';
   mpp_nvtx_push(NULL, name);
   char path[300];
   snprintf(path, sizeof path, "%s", layer());
-  assert_int_equal(strlen(path), 254);
+  assert_int_equal(strlen(path), 250 + 3); /* "z", 83 whole characters and "…" */
+  assert_string_equal(path + 250, "\xe2\x80\xa6");
   assert_int_equal(mpp_utf8_sanitize(path, strlen(path)), 0);
   mpp_nvtx_pop(NULL);
   char kept[sizeof((mpp_range *)0)->name] = "";
   mpp_nvtx_ranges_each(last_range_name, kept);
-  assert_int_equal(strlen(kept), 86);
+  assert_int_equal(strlen(kept), 85);
   assert_int_equal(mpp_utf8_sanitize(kept, strlen(kept)), 0);
 }
 
@@ -315,7 +341,7 @@ static void wide_names_are_utf8(void **state) {
   pop();
   wchar_t longw[200];
   for (int i = 0; i < 199; i++)
-    longw[i] = i ? 0x6ce8 : 'z'; /* 1 + 3 x 84 = 253 bytes fit in 255, the 85th does not */
+    longw[i] = i ? 0x6ce8 : 'z'; /* 1 + 3 x 83 = 250 bytes and "…" fit in 255, the 84th does not */
   longw[199] = 0;
   nvtxEventAttributes_t a = {0};
   a.version = NVTX_VERSION;
@@ -324,6 +350,7 @@ static void wide_names_are_utf8(void **state) {
   a.message.unicode = longw;
   push_ex(&a);
   assert_int_equal(strlen(layer()), 253);
+  assert_string_equal(layer() + 250, "\xe2\x80\xa6");
   pop();
   nvtxDomainHandle_t d = create_w(L"d\u00e4");
   assert_non_null(d);
@@ -1892,6 +1919,8 @@ int main(void) {
       cmocka_unit_test_setup(removing_the_outermost_range_keeps_the_inner_ones, reset_all),
       cmocka_unit_test_setup(ranges_beyond_64_levels_pop_back_to_the_same_layer, reset_all),
       cmocka_unit_test_setup(a_long_range_name_leaves_room_for_the_ranges_inside_it, reset_all),
+      cmocka_unit_test_setup(a_range_name_of_255_bytes_is_not_marked_cut, reset_all),
+      cmocka_unit_test_setup(a_range_cut_by_the_full_layer_path_is_marked_cut, reset_all),
       cmocka_unit_test_setup(a_cut_name_keeps_whole_characters, reset_all),
       cmocka_unit_test_setup(ranges_are_per_thread, reset_all),
       cmocka_unit_test_setup(threads_that_end_leave_their_range_buffer_to_the_next, reset_all),
