@@ -362,6 +362,7 @@ static cJSON *side_json(const site_vec *sites, const cJSON *l) {
  * has nothing measured, and its candidates, each with report.json's own
  * metric keys (MP_RK_SHADOW_CAND, MP_K_SH_INPUTS_ALREADY_ROUNDED) and values. */
 #define DK_RUN_SHADOW "shadow"
+#define DK_RUN_DEVICES "devices"
 #define DK_MEASURED_ERROR "measured_error"
 #define DK_ME_LIMIT MPPROF_K_SHADOW_MAX_REL
 #define DK_ME_NOT_MEASURED "not_measured"
@@ -641,10 +642,46 @@ static void ranks_text(const cJSON *ranks, char *buf, size_t n) {
   }
 }
 
+static bool same_device(const cJSON *a, const cJSON *b) {
+  if (!cJSON_IsString(a) || !cJSON_IsString(b)) return cJSON_IsString(a) == cJSON_IsString(b);
+  return !strcmp(a->valuestring, b->valuestring);
+}
+
+/* The distinct devices of a run's processes (report.json
+ * processes[].device.name; null: a process without one), in process order. */
+static cJSON *devices_json(const cJSON *rep) {
+  cJSON *arr = cJSON_CreateArray();
+  const cJSON *p;
+  cJSON_ArrayForEach(p, get(rep, "processes")) {
+    const cJSON *name = get(get(p, "device"), "name"), *e;
+    bool seen = false;
+    cJSON_ArrayForEach(e, arr) seen |= same_device(e, name);
+    if (!seen)
+      cJSON_AddItemToArray(arr, cJSON_IsString(name) ? cJSON_CreateString(name->valuestring)
+                                                     : cJSON_CreateNull());
+  }
+  return arr;
+}
+
+static const char *device_at(const void *ctx, size_t i) {
+  const cJSON *e = cJSON_GetArrayItem(ctx, (int)i);
+  return cJSON_IsString(e) ? e->valuestring : NULL;
+}
+
+/* A run's devices as report.html names them, with its simcuda note. */
+static void devices_text(const cJSON *run, char *buf, size_t n) {
+  const cJSON *d = get(run, DK_RUN_DEVICES);
+  bool sim;
+  mpprof_device_list_text(device_at, d, (size_t)cJSON_GetArraySize(d), buf, n, &sim);
+  size_t len = strlen(buf);
+  if (sim && len < n) snprintf(buf + len, n - len, " (" MPPROF_SIM_DEVICE_NOTE ")");
+}
+
 static cJSON *run_json(const char *dir, const cJSON *rep) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "dir", dir);
   cJSON_AddItemToObject(o, "ranks", ranks_json(rep));
+  cJSON_AddItemToObject(o, DK_RUN_DEVICES, devices_json(rep));
   cJSON_AddBoolToObject(o, DK_RUN_SHADOW, run_shadowed(rep));
   const cJSON *p = get(rep, "program");
   cJSON_AddStringToObject(o, "program", cJSON_IsString(p) ? p->valuestring : "");
@@ -1269,9 +1306,9 @@ static void write_html(const cJSON *d, FILE *f) {
         f);
   fprintf(f, "<style>%s</style></head><body>\n<h1>mpprof diff</h1>\n", css);
   const char *side[2] = {"a", "b"};
-  fputs("<section id=\"runs\"><table><thead><tr><th></th><th>Run</th><th>Program</th><th>Calls"
-        "</th><th>GPU ms</th><th>TC share %</th><th>Loss scale applied</th></tr></thead>"
-        "<tbody>\n",
+  fputs("<section id=\"runs\"><table><thead><tr><th></th><th>Run</th><th>Program</th>"
+        "<th>Device</th><th>Calls</th><th>GPU ms</th><th>TC share %</th><th>Loss scale "
+        "applied</th></tr></thead><tbody>\n",
         f);
   for (int i = 0; i < 2; i++) {
     const cJSON *r = get(d, side[i]);
@@ -1279,7 +1316,11 @@ static void write_html(const cJSON *d, FILE *f) {
     cell_str(f, r, "dir");
     fputs("<td><code>", f);
     html(f, get(r, "program")->valuestring);
-    fputs("</code></td>", f);
+    fputs("</code></td><td>", f);
+    char dev[1024];
+    devices_text(r, dev, sizeof dev);
+    html(f, dev);
+    fputs("</td>", f);
     cell_num(f, r, "calls", 1, "%.0f");
     cell_num(f, r, "gpu_ns", 1e-6, "%.3f");
     double tc;

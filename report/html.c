@@ -173,7 +173,7 @@ static void provenance(const mpprof_model *m, FILE *f) {
   fputs(mpprof_devices_text(m, dev, sizeof dev, &sim) > 1 ? "<b>Devices:</b> " : "<b>Device:</b> ",
         f);
   html(f, dev);
-  if (sim) fputs(" (the CPU stand-in: GPU times are not meaningful)", f);
+  if (sim) fputs(" (" MPPROF_SIM_DEVICE_NOTE ")", f);
   fputs(" &middot; <b>mpprof</b> " MPPROF_VERSION_STRING, f);
   mpprof_capture_sum cs;
   char capture[512];

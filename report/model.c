@@ -493,21 +493,26 @@ int mpprof_model_finish(mpprof_model *m) {
 
 /* --- devices --- */
 
-static const char *device_of(const mpprof_process *p) {
-  return p->device_name ? p->device_name : "no GPU";
+static const char *device_of(const char *name) {
+  return name ? name : "no GPU";
 }
 
-size_t mpprof_devices_text(const mpprof_model *m, char *buf, size_t n, bool *ret_sim) {
+static const char *proc_device(const void *ctx, size_t i) {
+  return ((const mpprof_process *)ctx)[i].device_name;
+}
+
+size_t mpprof_device_list_text(const char *(*name_of)(const void *ctx, size_t i), const void *ctx,
+                               size_t n_procs, char *buf, size_t n, bool *ret_sim) {
   size_t len = 0, distinct = 0;
   bool sim = false;
-  const char **seen = calloc(m->n_procs ? m->n_procs : 1, sizeof *seen);
+  const char **seen = calloc(n_procs ? n_procs : 1, sizeof *seen);
   buf[0] = '\0';
-  for (size_t i = 0; i < m->n_procs; i++) {
-    const char *d = device_of(&m->procs[i]);
+  for (size_t i = 0; i < n_procs; i++) {
+    const char *d = device_of(name_of(ctx, i));
     bool dup = false;
     /* without memory, compared with the processes before it */
     for (size_t j = 0; j < (seen ? distinct : i) && !dup; j++)
-      dup = !strcmp(d, seen ? seen[j] : device_of(&m->procs[j]));
+      dup = !strcmp(d, seen ? seen[j] : device_of(name_of(ctx, j)));
     if (dup) continue;
     if (seen) seen[distinct] = d;
     sim |= !strncmp(d, "simcuda", 7);
@@ -520,6 +525,10 @@ size_t mpprof_devices_text(const mpprof_model *m, char *buf, size_t n, bool *ret
   if (!distinct) snprintf(buf, n, "none");
   if (ret_sim) *ret_sim = sim;
   return distinct;
+}
+
+size_t mpprof_devices_text(const mpprof_model *m, char *buf, size_t n, bool *ret_sim) {
+  return mpprof_device_list_text(proc_device, m->procs, m->n_procs, buf, n, ret_sim);
 }
 
 /* --- the capture range --- */

@@ -707,6 +707,12 @@ void mpprof_capture_summary(const mpprof_model *m, mpprof_capture_sum *ret);
  * kernels' GPU time (hooked ops' kernels and these), info below. */
 #define MPPROF_NOT_HOOKED_SHARE_MEDIUM 0.10
 size_t mpprof_devices_text(const mpprof_model *m, char *buf, size_t n, bool *ret_sim);
+/* The same from n_procs processes' device names (name_of(ctx, i), NULL for
+ * a process without a device): a run read back from report.json. */
+size_t mpprof_device_list_text(const char *(*name_of)(const void *ctx, size_t i), const void *ctx,
+                               size_t n_procs, char *buf, size_t n, bool *ret_sim);
+/* Said beside the device wherever one is simcuda (report.html, diff.html). */
+#define MPPROF_SIM_DEVICE_NOTE "the CPU stand-in: GPU times are not meaningful"
 /* One sentence for the summaries, "" when nothing was left out by a capture range. */
 void mpprof_capture_sentence(const mpprof_capture_sum *c, char *buf, size_t n);
 /* No call was recorded but some ran outside the capture range: how many (else 0). */

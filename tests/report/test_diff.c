@@ -509,6 +509,59 @@ static cJSON *diff_with_stderr(const char *a, const char *b, char **ret_html, ch
   return d;
 }
 
+/* A report of one layer whose processes ran on the given devices (JSON
+ * device objects or null, comma-separated). */
+static char *device_run(const char *tag, const char *devices) {
+  char *dir = rg_tmpdir(tag), *procs = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&procs, &len);
+  assert_non_null(f);
+  char *list = strdup(devices), *save = NULL;
+  int i = 0;
+  for (char *d = strtok_r(list, ";", &save); d; d = strtok_r(NULL, ";", &save), i++)
+    fprintf(f, "%s{\"pid\": %d, \"device\": %s}", i ? ", " : "", 100 + i, d);
+  free(list);
+  assert_int_equal(fclose(f), 0);
+  char *text = mpprof_asprintf(
+      "{\"schema\": \"mpprof.report/1\", \"program\": \"./train\", "
+      "\"processes\": [%s], \"layers\": [" LAYER("fc1", "bf16", "fp32") "], \"sites\": []}",
+      procs);
+  assert_non_null(text);
+  write_file(dir, "report.json", text);
+  free(text);
+  free(procs);
+  return dir;
+}
+
+/* Two simcuda runs were diffed with their GPU ms side by side and no word of
+ * the device: diff.json names each run's devices and the page says them as
+ * report.html does, simcuda with the same note. */
+static void the_diff_names_each_runs_device_and_marks_simcuda(void **state) {
+  (void)state;
+  char *a = device_run("diffdeva", "{\"name\": \"simcuda (CPU stand-in)\"};"
+                                   "{\"name\": \"simcuda (CPU stand-in)\"}");
+  char *b = device_run("diffdevb", "{\"name\": \"NVIDIA H100 80GB HBM3\"};null");
+  char *html = NULL, *err = NULL;
+  cJSON *d = diff_with_stderr(a, b, &html, &err);
+  const cJSON *da = cJSON_GetObjectItem(cJSON_GetObjectItem(d, "a"), "devices"),
+              *db = cJSON_GetObjectItem(cJSON_GetObjectItem(d, "b"), "devices");
+  assert_int_equal(cJSON_GetArraySize(da), 1);
+  assert_string_equal(cJSON_GetArrayItem(da, 0)->valuestring, "simcuda (CPU stand-in)");
+  assert_int_equal(cJSON_GetArraySize(db), 2);
+  assert_string_equal(cJSON_GetArrayItem(db, 0)->valuestring, "NVIDIA H100 80GB HBM3");
+  assert_true(cJSON_IsNull(cJSON_GetArrayItem(db, 1)));
+  assert_non_null(strstr(html, "<th>Device</th>"));
+  assert_non_null(strstr(html, "<td>simcuda (CPU stand-in) (" MPPROF_SIM_DEVICE_NOTE ")</td>"));
+  assert_non_null(strstr(html, "<td>NVIDIA H100 80GB HBM3, no GPU</td>"));
+  cJSON_Delete(d);
+  free(html);
+  free(err);
+  rg_rmdir(a);
+  rg_rmdir(b);
+  free(a);
+  free(b);
+}
+
 /* RANK=0 profiled before a change, RANK=1 after: the diff compared another
  * process's GEMMs as "before and after" without a word. It names each run's
  * ranks, says same_ranks false, and warns on the page and on stderr; runs
@@ -1159,6 +1212,7 @@ int main(void) {
       cmocka_unit_test(a_report_of_another_schema_names_it),
       cmocka_unit_test(trailing_text_and_a_file_for_a_directory_are_named),
       cmocka_unit_test(runs_of_other_ranks_are_named_and_warned_about),
+      cmocka_unit_test(the_diff_names_each_runs_device_and_marks_simcuda),
       cmocka_unit_test(the_same_program_with_other_arguments_is_said_in_the_summary),
       cmocka_unit_test(the_summary_names_the_loss_scale_and_each_layers_changes),
       cmocka_unit_test(a_run_compared_with_itself_is_warned_about),
