@@ -75,7 +75,8 @@ static const char css[] =
     "white-space:normal;min-width:28em}.chart{display:grid;grid-template-columns:auto 1fr;"
     "align-items:center;max-width:100%}.ytitle{writing-mode:vertical-rl;transform:rotate(180deg)"
     ";font-size:12px;color:#444;text-align:center}.xtitle{font-size:12px;color:#444;"
-    "text-align:center}";
+    "text-align:center}td.name,h3{overflow-wrap:anywhere}td.name{min-width:12em}"
+    "#ops-table td.name{white-space:normal}";
 
 static const char early_js[] =
     "window.addEventListener('error',function(e){document.documentElement.setAttribute("
@@ -784,7 +785,7 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
     size_t i = order[r];
     const mpprof_layer *l = &m->layers[i];
     const mpprof_layer_advice *a = &l->adv;
-    fprintf(f, "<tr id=\"lrow-%zu\" data-sel=\"%s\"><td>", i, rec_name(l));
+    fprintf(f, "<tr id=\"lrow-%zu\" data-sel=\"%s\"><td class=\"name\">", i, rec_name(l));
     if (charted[i]) fprintf(f, "<a href=\"#layer-%zu\">", i);
     html(f, mpprof_layer_label(l));
     if (charted[i]) fputs("</a>", f);
@@ -898,7 +899,7 @@ static int ops_table(const mpprof_model *m, FILE *f) {
     char buf[192];
     fprintf(f, "<tr id=\"op-%zu\" data-sel=\"%s\">", s->id, tri(s->tc_used));
     num_cell(f, (double)s->id, "%.0f");
-    fputs("<td>", f);
+    fputs("<td class=\"name\">", f);
     const mpprof_layer *l = &m->layers[s->layer_idx];
     fprintf(f, "<a href=\"#lrow-%zu\">", s->layer_idx);
     html(f, mpprof_layer_label(l));

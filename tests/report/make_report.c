@@ -1,5 +1,5 @@
 /* Writes a varied run (fp16-safe, loss-scaled, overflowing, fp32 layers,
- * Tensor Core and CUDA-core kernels, a TF32 site, a hostile NVTX name) into DIR/raw and
+ * Tensor Core and CUDA-core kernels, a TF32 site, a hostile and long NVTX name) into DIR/raw and
  * builds its report: the input of the headless-browser test. usage: make_report DIR */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +39,15 @@ int main(int argc, char **argv) {
   rg_site_end(&r, site(3, "mlp/fc2/bwd", -10, -2, simt, 9000));
   rg_site_end(&r, site(4, "mlp/fc3/fwd", -6, 6, tc, 2000));
   rg_site_end(&r, site(5, "mlp/fc3/bwd", -12, 0, tc, 2500));
-  rg_site_end(&r, site(6, "<script>alert(1)</script>/fwd", -3, 3, tc, 100));
+  /* A hostile name, and a long one with no space to break at: the page must
+   * still fit the window (it was 2312 px wide at 1400). */
+  rg_site_end(&r, site(6,
+                       "<script>alert(1)</script>"
+                       "_transformer_encoder_layer_block_transformer_encoder_layer_block"
+                       "_transformer_encoder_layer_block_transformer_encoder_layer_block"
+                       "_transformer_encoder_layer_block_transformer_encoder_layer_block"
+                       "_attn/fwd",
+                       -3, 3, tc, 100));
   /* fp32 with the TF32 math mode: the ops table must say TF32. */
   cJSON *t = rg_gemm(7, "cublasGemmEx", "mlp/fc4/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
                      "TF32_TENSOR_OP", 128, 64, 64, 10);

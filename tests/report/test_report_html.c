@@ -735,6 +735,42 @@ static void a_share_short_of_all_never_reads_100_percent(void **state) {
  * (a launcher's, whose workers' files may be read first): argv came from the
  * first process with one. Words a shell would split are quoted on the page:
  * "./my train's" read as two arguments. */
+/* A long NVTX name without a space widened the Layer columns and the chart
+ * heading past the window (2312 px at 1400): its cells and the headings wrap
+ * anywhere (the browser test checks the width). */
+static void a_long_layer_name_wraps_in_the_tables_and_the_chart_heading(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("html_long");
+  rg_proc p = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
+  rg_file r;
+  assert_int_equal(rg_begin(&r, dir, "a.json", &p), 0);
+  char name[420] = "model/";
+  for (int i = 0; i < 12; i++)
+    strcat(name, "transformer_encoder_layer_block_");
+  strcat(name, "attn/fwd");
+  cJSON *s =
+      rg_gemm(0, "cublasGemmEx", name, "A=fp16,B=fp16,D=fp32", "32F", "DEFAULT", 64, 64, 64, 5);
+  rg_tensor(s, "A", MP_FP16, -8, 4, 100);
+  rg_site_end(&r, s);
+  assert_int_equal(rg_end(&r), 0);
+  rf_generate(dir);
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  assert_non_null(strstr(html, "td.name,h3{overflow-wrap:anywhere}"));
+  assert_non_null(strstr(html, "#ops-table td.name{white-space:normal}"));
+  name[strlen(name) - 4] = '\0'; /* the layer: without its phase word */
+  char want[512];
+  snprintf(want, sizeof want, "<td class=\"name\"><a href=\"#layer-0\">%s</a>", name);
+  assert_non_null(strstr(html, want)); /* the layer table */
+  snprintf(want, sizeof want, "<td class=\"name\"><a href=\"#lrow-0\">%s</a>", name);
+  assert_non_null(strstr(html, want)); /* the ops table */
+  snprintf(want, sizeof want, "<h3>%s &mdash;", name);
+  assert_non_null(strstr(html, want));
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static void the_program_line_is_the_root_process_argv_quoted(void **state) {
   (void)state;
   char *dir = rg_tmpdir("argv_root");
@@ -783,6 +819,7 @@ int main(void) {
       cmocka_unit_test(a_percentage_reads_100_or_0_only_when_exact),
       cmocka_unit_test(a_share_short_of_all_never_reads_100_percent),
       cmocka_unit_test(the_program_line_is_the_root_process_argv_quoted),
+      cmocka_unit_test(a_long_layer_name_wraps_in_the_tables_and_the_chart_heading),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
