@@ -994,34 +994,74 @@ static void hist_table(const mpprof_layer *l, int lo, int hi, double *fwd, doubl
   fputs("</tbody></table></details>\n", f);
 }
 
+static bool layer_has_values(const mpprof_layer *l) {
+  for (size_t t = 0; t < l->n_tensors; t++)
+    if (l->tensors[t].has_values) return true;
+  return false;
+}
+
+/* The layers that get a chart (those with values, at most MAX_CHARTS), in
+ * the order CHARTS_RULE says; `order` is by impact. */
+#define CHARTS_RULE                                                                                \
+  "first the layers findings are about (high severity first), then those whose verdict is not "    \
+  "the most common one, then those with the most GPU time or values"
+static void choose_charts(const mpprof_model *m, const size_t *order, bool *charted) {
+  size_t votes[MP_REC_COUNT + 1] = {0}, common = 0, c = 0;
+  for (size_t i = 0; i < m->n_layers; i++)
+    if (layer_has_values(&m->layers[i]))
+      votes[m->layers[i].adv.known ? (size_t)m->layers[i].adv.rec : MP_REC_COUNT]++;
+  for (size_t v = 1; v <= MP_REC_COUNT; v++)
+    if (votes[v] > votes[common]) common = v;
+  /* the findings are ranked: high first, then by impact */
+  for (size_t k = 0; k < m->n_findings && c < MAX_CHARTS; k++) {
+    long i = m->findings[k].layer ? layer_index(m, m->findings[k].layer) : -1;
+    if (i >= 0 && !charted[i] && layer_has_values(&m->layers[i])) charted[i] = true, c++;
+  }
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t r = 0; r < m->n_layers && c < MAX_CHARTS; r++) {
+      const mpprof_layer *l = &m->layers[order[r]];
+      size_t v = l->adv.known ? (size_t)l->adv.rec : MP_REC_COUNT;
+      if (!charted[order[r]] && layer_has_values(l) && (pass || v != common))
+        charted[order[r]] = true, c++;
+    }
+}
+
 static int charts(const mpprof_model *m, const size_t *order, const bool *charted, FILE *f) {
   fputs("<section id=\"charts\"><h2>Exponent histograms</h2>\n", f);
-  size_t n = 0;
-  for (size_t i = 0; i < m->n_layers; i++)
+  size_t n = 0, with_values = 0;
+  for (size_t i = 0; i < m->n_layers; i++) {
     n += charted[i];
+    with_values += layer_has_values(&m->layers[i]);
+  }
   if (!n) {
     fputs("<p>No scanned values.</p></section>\n", f);
     return 0;
   }
-  fprintf(f,
-          "<p>Per layer, on one binade range for all layers: values per binade floor(log2|x|), "
-          "count on a log scale, two aligned panels: "
-          "<span class=\"sw\" style=\"background:#1f77b4\"></span>forward tensors (top) and "
-          "<span class=\"sw\" style=\"background:#d62728\"></span>gradients (bottom). Shaded: "
-          "the fp16 range (darker: normal, lighter: subnormal), "
-          "<span class=\"sw\" style=\"background:#fadede\"></span>binades fp16 overflows, "
-          "<span class=\"sw\" style=\"background:#e2e2e8\"></span>binades fp16 flushes to "
-          "zero. Labelled strips under the axis, top to bottom: "
-          "<span class=\"sw\" style=\"background:#50aa50\"></span>fp16 "
-          "<span class=\"sw\" style=\"background:#5a78c8\"></span>bf16 "
-          "<span class=\"sw\" style=\"background:#f09628\"></span>fp8 e4m3 "
-          "<span class=\"sw\" style=\"background:#965abe\"></span>fp8 e5m2 (unscaled). "
-          "<span class=\"sw\" style=\"background:#eb7878\"></span>band above the gradients: "
-          "the gradient "
-          "binades fp16 holds at the layer's loss scale "
-          "(<span class=\"sw\" style=\"background:#f8cdcd\"></span>lighter: at some scale of "
-          "its window).%s</p>\n",
-          n < m->n_layers ? " Charts for the layers with the most GPU time or values only." : "");
+  fputs("<p>Per layer, on one binade range for all layers: values per binade floor(log2|x|), "
+        "count on a log scale, two aligned panels: "
+        "<span class=\"sw\" style=\"background:#1f77b4\"></span>forward tensors (top) and "
+        "<span class=\"sw\" style=\"background:#d62728\"></span>gradients (bottom). Shaded: "
+        "the fp16 range (darker: normal, lighter: subnormal), "
+        "<span class=\"sw\" style=\"background:#fadede\"></span>binades fp16 overflows, "
+        "<span class=\"sw\" style=\"background:#e2e2e8\"></span>binades fp16 flushes to "
+        "zero. Labelled strips under the axis, top to bottom: "
+        "<span class=\"sw\" style=\"background:#50aa50\"></span>fp16 "
+        "<span class=\"sw\" style=\"background:#5a78c8\"></span>bf16 "
+        "<span class=\"sw\" style=\"background:#f09628\"></span>fp8 e4m3 "
+        "<span class=\"sw\" style=\"background:#965abe\"></span>fp8 e5m2 (unscaled). "
+        "<span class=\"sw\" style=\"background:#eb7878\"></span>band above the gradients: "
+        "the gradient "
+        "binades fp16 holds at the layer's loss scale "
+        "(<span class=\"sw\" style=\"background:#f8cdcd\"></span>lighter: at some scale of "
+        "its window).",
+        f);
+  if (n < with_values)
+    fprintf(f,
+            " Charts for %zu of the %zu layers with scanned values: " CHARTS_RULE
+            "; the layer table links each charted layer to its chart.",
+            n, with_values);
+  if (with_values < m->n_layers) fputs(" A layer without scanned values has no chart.", f);
+  fputs("</p>\n", f);
   int lo, hi;
   mpprof_chart_range(m, charted, &lo, &hi);
   double *fwd = malloc((size_t)(hi - lo + 1) * sizeof *fwd),
@@ -1151,13 +1191,7 @@ static int write_page(const mpprof_model *m, FILE *f) {
     order[i] = i;
   g_m = m;
   qsort(order, n, sizeof *order, impact_cmp);
-  for (size_t r = 0, c = 0; r < n && c < MAX_CHARTS; r++) {
-    const mpprof_layer *l = &m->layers[order[r]];
-    bool values = false;
-    for (size_t t = 0; t < l->n_tensors; t++)
-      values |= l->tensors[t].has_values;
-    if (values) charted[order[r]] = true, c++;
-  }
+  choose_charts(m, order, charted);
   fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src "
         "data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n"

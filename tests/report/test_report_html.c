@@ -771,6 +771,52 @@ static void a_long_layer_name_wraps_in_the_tables_and_the_chart_heading(void **s
   free(dir);
 }
 
+/* More layers than the page charts (200): the layer a high finding is about
+ * got no chart when 200 others had more GPU time, and the page did not say
+ * how many were charted. It is charted, and the page says "N of M" and the
+ * rule. */
+static void charts_go_first_to_the_layers_findings_are_about(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("html_charts");
+  rg_proc p = {"node01", 100, 1, 0, true, "ok", "9.0", "./train"};
+  rg_file r;
+  assert_int_equal(rg_begin(&r, dir, "a.json", &p), 0);
+  const char *tc = "nvjet_hsh_128x64_64x4_1x2_h_bz_coopA_NNT";
+  for (int i = 0; i < 205; i++) {
+    char layer[64];
+    snprintf(layer, sizeof layer, "deep/block%03d/fwd", i);
+    cJSON *s =
+        rg_gemm(i, "cublasGemmEx", layer, "A=fp16,B=fp16,D=fp32", "32F", "DEFAULT", 64, 64, 64, 5);
+    rg_tensor(s, "A", MP_FP16, -8, 4, 100);
+    rg_tensor(s, "D", MP_FP32, -8, 4, 100);
+    rg_kernel(s, tc, 5, 10000 + i);
+    rg_site_end(&r, s);
+  }
+  cJSON *s = rg_gemm(205, "cublasGemmEx", "net/big/fwd", "A=fp32,B=fp32,D=fp32", "32F", "DEFAULT",
+                     64, 64, 64, 5);
+  rg_tensor(s, "A", MP_FP32, -8, 4, 100);
+  rg_tensor(s, "D", MP_FP32, 17, 20, 100); /* beyond fp16's 65504: a high finding */
+  rg_kernel(s, tc, 5, 10);
+  rg_site_end(&r, s);
+  assert_int_equal(rg_end(&r), 0);
+  rf_generate(dir);
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  assert_non_null(strstr(html, "<span class=\"sev high\">high</span> net/big"));
+  assert_non_null(strstr(html, "<h3>net/big &mdash;"));
+  assert_non_null(strstr(html, "Charts for 200 of the 206 layers with scanned values: first the "
+                               "layers findings are about (high severity first), then those whose "
+                               "verdict is not the most common one, then those with the most GPU "
+                               "time or values"));
+  size_t charts = 0;
+  for (const char *q = html; (q = strstr(q, "<div class=\"layer\"")); q++)
+    charts++;
+  assert_int_equal(charts, 200);
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static void the_program_line_is_the_root_process_argv_quoted(void **state) {
   (void)state;
   char *dir = rg_tmpdir("argv_root");
@@ -820,6 +866,7 @@ int main(void) {
       cmocka_unit_test(a_share_short_of_all_never_reads_100_percent),
       cmocka_unit_test(the_program_line_is_the_root_process_argv_quoted),
       cmocka_unit_test(a_long_layer_name_wraps_in_the_tables_and_the_chart_heading),
+      cmocka_unit_test(charts_go_first_to_the_layers_findings_are_about),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
