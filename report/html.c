@@ -780,7 +780,8 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
         "data-numcol=\"2\"><thead><tr>",
         f);
   layer_headers(f, m);
-  fputs(SHADOW_HEADERS "</tr></thead><tbody>\n", f);
+  if (m->has_shadow) fputs(SHADOW_HEADERS, f); /* README: only with --shadow */
+  fputs("</tr></thead><tbody>\n", f);
   for (size_t r = 0; r < rows; r++) {
     size_t i = order[r];
     const mpprof_layer *l = &m->layers[i];
@@ -818,7 +819,7 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
     fprintf(f, "<td>%s</td><td>%s</td><td>%s</td><td>%s%s</td>", tri(a->fp8_e4m3_fits),
             tri(a->fp8_e5m2_fits), layer_eligible(l), tri(l->tc_used),
             l->tc_used >= 0 && l->tc_source == MP_TC_SRC_COUNTERS ? " (counters)" : "");
-    layer_shadow_cells(f, m, l);
+    if (m->has_shadow) layer_shadow_cells(f, m, l);
     fputs("</tr>\n", f);
   }
   fputs("</tbody></table></div>\n<p>Each overflow / underflow % is of the finite non-zero values "
@@ -890,8 +891,9 @@ static int ops_table(const mpprof_model *m, FILE *f) {
           rows < n ? " (the sites with the most GPU time; ops.csv has all)" : "");
   fputs("<div class=\"scroll\"><table id=\"ops-table\" class=\"sortable\" data-q=\"ops-filter\" "
         "data-sel=\"ops-tc\" data-shown=\"ops-shown\" data-fcol=\"-1\" data-numcol=\"0\"><thead>"
-        "<tr>" OPS_HEADERS SHADOW_HEADERS "</tr></thead><tbody>\n",
+        "<tr>" OPS_HEADERS,
         f);
+  fputs(m->has_shadow ? SHADOW_HEADERS "</tr></thead><tbody>\n" : "</tr></thead><tbody>\n", f);
   for (size_t r = 0; r < rows; r++) {
     const mpprof_site *s = &m->sites[order[r]];
     mpprof_site_extra x;
@@ -959,7 +961,7 @@ static int ops_table(const mpprof_model *m, FILE *f) {
             site_tc_eligible(s));
     html(f, s->elig.reason);
     fprintf(f, "</td><td>%s</td>", mp_tc_source_name(s->tc_source));
-    site_shadow_cells(f, s);
+    if (m->has_shadow) site_shadow_cells(f, s);
     fputs("</tr>\n", f);
   }
   fputs("</tbody></table></div></section>\n", f);

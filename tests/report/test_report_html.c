@@ -615,6 +615,21 @@ static void every_layer_and_op_column_is_defined_where_it_is_shown(void **state)
   free(dir);
 }
 
+/* README: the Measured error columns come with --shadow; without it both
+ * tables showed four empty ones. (With it: the tests above.) */
+static void the_measured_error_columns_appear_only_with_shadow(void **state) {
+  (void)state;
+  char *dir = hostile_run();
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  assert_non_null(strstr(html, "<table id=\"ops-table\""));
+  assert_null(strstr(html, "<th class=\"sh\""));
+  assert_null(strstr(html, "Measured now rel L2"));
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static void trace_nests_ops_inside_layer_slices(void **state) {
   (void)state;
   char *dir = hostile_run();
@@ -861,6 +876,7 @@ int main(void) {
       cmocka_unit_test(a_fast_accumulating_fp8_layers_current_is_marked),
       cmocka_unit_test(a_layers_current_mark_gives_its_strongest_reason),
       cmocka_unit_test(every_layer_and_op_column_is_defined_where_it_is_shown),
+      cmocka_unit_test(the_measured_error_columns_appear_only_with_shadow),
       cmocka_unit_test(trace_nests_ops_inside_layer_slices),
       cmocka_unit_test(a_percentage_reads_100_or_0_only_when_exact),
       cmocka_unit_test(a_share_short_of_all_never_reads_100_percent),
