@@ -14,6 +14,7 @@
  * (dl_iterate_phdr + GNU hash), never through dlsym, which is this file. */
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
 #include <link.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -185,6 +186,43 @@ __attribute__((visibility("hidden"))) void *mpp_dlsym_handle(void *handle, const
 __attribute__((visibility("hidden"))) void *mpp_dlvsym_handle(void *handle, const char *name,
                                                               const char *version) {
   return redirect(handle, name, mpp_real_dlvsym_ptr(handle, name, version));
+}
+
+/* dlclose: the C library's. When it unloaded something, the real symbols
+ * that pointed into it are forgotten (mpp_sym_forget_unloaded): a hook
+ * would otherwise call a library the program unloaded and loaded again
+ * elsewhere (mpp_sym_adopt keeps the first address it is given). Only
+ * dlclose unloads, and it is never on a hot path. */
+typedef int (*dlclose_fn)(void *);
+static dlclose_fn real_dlclose_ptr; /* atomic; racing threads store the same value */
+
+static int loader_subs_cb(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  *(unsigned long long *)data = info->dlpi_subs;
+  return 1;
+}
+
+static unsigned long long loader_subs(void) {
+  unsigned long long subs = 0;
+  dl_iterate_phdr(loader_subs_cb, &subs);
+  return subs;
+}
+
+MPP_EXPORT int dlclose(void *handle) {
+  dlclose_fn f = __atomic_load_n(&real_dlclose_ptr, __ATOMIC_ACQUIRE);
+  if (!f) {
+    f = (dlclose_fn)find_libc("dlclose");
+    if (!f) return -1; /* no C library's dlclose: nothing was closed */
+    __atomic_store_n(&real_dlclose_ptr, f, __ATOMIC_RELEASE);
+  }
+  unsigned long long before = loader_subs();
+  int rc = f(handle);
+  if (rc == 0 && loader_subs() != before) {
+    int e = errno;
+    mpp_sym_forget_unloaded();
+    errno = e;
+  }
+  return rc;
 }
 
 /* dlsym(handle, name): RTLD_DEFAULT (0) and RTLD_NEXT (-1) jump to the C

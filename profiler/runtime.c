@@ -105,11 +105,15 @@ void *mpp_sym_get(mpp_sym *s) {
   fn = dlsym(RTLD_NEXT, s->name);
   if (!fn && s->soname) {
     /* Loaded RTLD_LOCAL by the app (Python extensions): look inside it. The
-     * handle keeps a reference, which is what we want for a live library. */
+     * reference the lookup takes is given back at once: the library stays
+     * the program's to unload (mpp_sym_forget_unloaded drops what it held). */
     void *h = dlopen(s->soname, RTLD_LAZY | RTLD_NOLOAD);
     /* The C library's dlsym: libmpprof's own (dlsym.c) would answer with the hook. */
     mpp_dlsym_fn real = __atomic_load_n(&real_dlsym, __ATOMIC_ACQUIRE);
-    if (h) fn = real ? real(h, s->name) : dlsym(h, s->name);
+    if (h) {
+      fn = real ? real(h, s->name) : dlsym(h, s->name);
+      dlclose(h);
+    }
   }
   if (fn)
     __atomic_store_n(&s->fn, fn, __ATOMIC_RELEASE);
@@ -128,6 +132,28 @@ bool mpp_sym_adopt(const char *name, void *real) {
       return true;
     }
   return false;
+}
+
+void mpp_sym_forget_unloaded(void) {
+  /* A symbol whose address no loaded object holds any more: the library was
+   * unloaded; the next call resolves it again (the copy loaded then, if any).
+   * An object loaded at the same address meanwhile by another thread is
+   * not told apart: it is the reload of the same file in practice. */
+  for (size_t t = 0; t < nsym_tables; t++)
+    for (size_t i = 0; i < sym_tables[t].n; i++) {
+      mpp_sym *s = &sym_tables[t].tab[i];
+      void *fn = __atomic_load_n(&s->fn, __ATOMIC_ACQUIRE);
+      Dl_info di;
+      if (!fn || dladdr(fn, &di)) continue;
+      __atomic_compare_exchange_n(&s->fn, &fn, NULL, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+      __atomic_store_n(&s->missed_at, 0, __ATOMIC_RELEASE);
+    }
+}
+
+void mpp_sym_pin(void *fn) {
+  Dl_info di;
+  if (fn && dladdr(fn, &di) && di.dli_fname)
+    (void)dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD); /* never closed */
 }
 
 void mpp_sym_resolve_all(mpp_sym *tab, size_t n) {

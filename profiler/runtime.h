@@ -31,6 +31,14 @@ void mpp_register_syms(mpp_sym *tab, size_t n); /* called by each hook module's 
  * `real`; the hook forwards there unless its real symbol is known already.
  * False when mpprof has no entry of that name. */
 bool mpp_sym_adopt(const char *name, void *real);
+/* dlsym.c: a dlclose unloaded something. The symbols that pointed into it
+ * are forgotten, to be resolved again at their next call: a library the
+ * program reloads is called where it is now. */
+void mpp_sym_forget_unloaded(void);
+/* Keeps the library that defines fn loaded for good: mpprof made an object
+ * of its own in it (a private cuBLAS handle), which an unload would leave
+ * dangling. */
+void mpp_sym_pin(void *fn);
 /* The C library's dlsym, which dlsym.c registers when the library loads
  * (libmpprof's own dlsym would answer with a hook); until then, and where
  * dlsym.c is not linked (unit tests), the plain dlsym. */

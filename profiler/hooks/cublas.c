@@ -462,6 +462,7 @@ static bool own_create(void **ret_handle) {
     MPP_REAL(syms, cublasDestroy_v2)(h);
     return false;
   }
+  mpp_sym_pin((void *)MPP_REAL(syms, cublasCreate_v2)); /* the handle lives in it */
   *ret_handle = h;
   return true;
 }

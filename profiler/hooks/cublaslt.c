@@ -412,6 +412,7 @@ MPP_MEMO_OP_HOOK(syms, cublasStatus_t, cublasLtMatmul,
 static bool own_create(void **ret_handle) {
   cublasLtHandle_t h = NULL;
   if (MPP_REAL(syms, cublasLtCreate)(&h) != CUBLAS_STATUS_SUCCESS) return false;
+  mpp_sym_pin((void *)MPP_REAL(syms, cublasLtCreate)); /* the handle lives in it */
   *ret_handle = h;
   return true;
 }

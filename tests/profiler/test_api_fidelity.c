@@ -676,6 +676,21 @@ static void cublas_through_dlsym_on_a_deepbind_handle_is_recorded(void **state) 
   dlopened_cublas("dlopen-deep", "deep");
 }
 
+/* A program that unloads cuBLAS and cuDNN and loads them again elsewhere,
+ * looking the entry points up on each new handle: every call goes to the
+ * copy loaded now (the first copy's address is unmapped: a crash), and
+ * mpprof keeps no library loaded that the program unloaded (the program
+ * exits 71 when one stays mapped). Both GEMMs are recorded. */
+static void a_library_unloaded_and_loaded_again_is_called_where_it_is(void **state) {
+  (void)state;
+  const char *saved = prog;
+  prog = dlopen_prog;
+  cJSON *doc = run_mode(outdir("reload"), "reload", NULL);
+  prog = saved;
+  assert_int_equal(num(site(doc, "cublasSgemm_v2", 8), "calls"), 2);
+  cJSON_Delete(doc);
+}
+
 int main(void) {
   mpprof = getenv("MPP_MPPROF");
   prog = getenv("MPP_FIDELITY_PROG");
@@ -709,6 +724,7 @@ int main(void) {
       cmocka_unit_test(tc_counters_say_when_they_decided_nothing),
       cmocka_unit_test(cublas_through_dlsym_on_its_handle_is_recorded),
       cmocka_unit_test(cublas_through_dlsym_on_a_deepbind_handle_is_recorded),
+      cmocka_unit_test(a_library_unloaded_and_loaded_again_is_called_where_it_is),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
