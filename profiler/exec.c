@@ -41,6 +41,7 @@
  * library's. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -195,6 +196,66 @@ typedef enum pass_to {
   TO_SPAWN,         /* a child (posix_spawn): the settings, for a child of this pid */
 } pass_to;
 
+/* The copy's memory: one mapping per thread, kept from exec to exec. A
+ * vfork child runs on its parent's thread, in its memory: a mapping it made
+ * for an exec that succeeded was never unmapped (a page per vfork + exec in
+ * the parent). Kept, the parent's thread reuses it. `user` is the pid that
+ * holds it between pass_on and pass_done: the same pid again, or the
+ * image's in its vfork child, is a nested exec (a signal handler), which
+ * maps a copy of its own; another pid is a vfork child whose exec succeeded
+ * (its parent's thread runs again only then), or the parent of a fork
+ * child: either way it is free. The mapping
+ * goes when its thread exits (the key's destructor); the key is set without
+ * allocating (a key below 32 lives in the thread's descriptor), so a vfork
+ * child sets it too; above, only the image's own thread does. */
+static __thread MPP_TLS struct {
+  void *map;
+  size_t bytes;
+  pid_t user;
+  bool keyed;
+} env_buf;
+static pthread_key_t env_key;
+static bool env_key_made;
+#define MPP_KEY_IN_DESCRIPTOR 32 /* glibc's PTHREAD_KEY_2NDLEVEL_SIZE */
+
+static void env_buf_release(void *unused) {
+  (void)unused;
+  if (env_buf.map) munmap(env_buf.map, env_buf.bytes);
+  env_buf.map = NULL;
+  env_buf.bytes = 0;
+  env_buf.keyed = false;
+}
+
+__attribute__((constructor)) static void env_buf_key(void) {
+  env_key_made = pthread_key_create(&env_key, env_buf_release) == 0;
+}
+
+/* bytes of memory for a copy; NULL when none can be had. */
+static void *copy_map(size_t bytes) {
+  pid_t me = getpid(), image = (pid_t)mpp_process_pid();
+  if (env_buf.user && (env_buf.user == me || env_buf.user == image)) /* nested: a one-off */
+    return mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (env_buf.bytes < bytes) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), want = (bytes + page - 1) / page * page;
+    void *m = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return m;
+    if (env_buf.map) munmap(env_buf.map, env_buf.bytes);
+    env_buf.map = m;
+    env_buf.bytes = want;
+  }
+  if (!env_buf.keyed && env_key_made && (me == image || (unsigned)env_key < MPP_KEY_IN_DESCRIPTOR))
+    env_buf.keyed = pthread_setspecific(env_key, &env_buf) == 0;
+  env_buf.user = me;
+  return env_buf.map;
+}
+
+static void copy_unmap(void *m, size_t bytes) {
+  if (m == env_buf.map)
+    env_buf.user = 0;
+  else
+    munmap(m, bytes);
+}
+
 static char *const *pass_on(char *const env[], char *const argv[], passed *p, pass_to to) {
   p->env = env;
   p->copy = NULL;
@@ -212,7 +273,7 @@ static char *const *pass_on(char *const env[], char *const argv[], passed *p, pa
   /* the pointers, then the MPP_EXEC_ADDED_VAR entry: "NAME=[P]PID:" and the names */
   size_t slots = n + 3 + add, marker = sizeof MPP_EXEC_ADDED_VAR + 24 + names;
   size_t bytes = slots * sizeof(char *) + marker;
-  void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void *m = copy_map(bytes);
   if (m == MAP_FAILED) return env;
   char **copy = m, *mark = (char *)(copy + slots);
   static const char mark_name[] = MPP_EXEC_ADDED_VAR "=";
@@ -238,7 +299,7 @@ static char *const *pass_on(char *const env[], char *const argv[], passed *p, pa
   }
   copy[k] = NULL;
   if (!within_arg_max(argv, copy)) {
-    munmap(m, bytes);
+    copy_unmap(m, bytes);
     return env;
   }
   p->copy = copy;
@@ -255,7 +316,7 @@ static bool pass_again(const passed *p, int err) {
 /* After the exec failed, or the posix_spawn returned. */
 static void pass_done(passed *p) {
   int e = errno;
-  if (p->copy) munmap(p->copy, p->copy_bytes);
+  if (p->copy) copy_unmap(p->copy, p->copy_bytes);
   p->copy = NULL;
   if (p->note[0]) mpp_raw_note_drop(p->note);
   errno = e;

@@ -255,6 +255,15 @@ open(sys.argv[1],'wb').write(b'\x93NUMPY\x01\x00'+struct.pack('<H',len(h))+h+str
   grep -q "fifo.npy: not a regular file" "$W/err2" || fail "inspect: $(cat "$W/err2")"
   grep -q "good.npy" "$W/stdout" || fail "the other file was not inspected: $(cat "$W/stdout")"
   ;;
+vfork_exec_leaves_no_memory_behind)
+  # vfork + execve with an environment that keeps LD_PRELOAD and drops
+  # MPPROF_OUT (CPython's subprocess): the copy carrying the settings is made
+  # in the child, in the parent's memory; the parent's address space must not
+  # grow with each exec (it grew 4 KiB each).
+  out=$(MPPROF_OUT="$W/out" sim "$MPP_PROG" vfork 200) || fail "program failed: $out"
+  kib=${out#grew }
+  [ "$kib" -lt 64 ] || fail "address space grew by $kib KiB over 200 vfork + execve"
+  ;;
 *)
   fail "unknown case"
   ;;

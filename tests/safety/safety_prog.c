@@ -3,7 +3,10 @@
  *                     dlopen it and call InitializeInjection, then exit 0
  *   sigcount SECONDS  count SIGINT/SIGTERM/SIGHUP for SECONDS, print "signals N"
  *   sleep SECONDS     sleep (default signal actions)
- *   fillstderr        fill stderr (a pipe nobody reads) and exit 0 */
+ *   fillstderr        fill stderr (a pipe nobody reads) and exit 0
+ *   vfork N           N times vfork + execve /bin/true with an environment of
+ *                     LD_PRELOAD and PATH only (as CPython's subprocess), then
+ *                     print "grew K" (K: KiB the address space grew by) */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t nsignals;
@@ -25,6 +29,34 @@ static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static long vm_kib(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long v = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "VmSize:", 7)) v = atol(line + 7);
+  if (f) fclose(f);
+  return v;
+}
+
+static int vfork_execs(int n) {
+  static char pre[4200];
+  snprintf(pre, sizeof pre, "LD_PRELOAD=%s", getenv("LD_PRELOAD") ? getenv("LD_PRELOAD") : "");
+  char *env[] = {pre, "PATH=/usr/bin:/bin", NULL}, *av[] = {"true", NULL};
+  long before = vm_kib();
+  for (int i = 0; i < n; i++) {
+    pid_t pid = vfork();
+    if (pid == 0) {
+      execve("/bin/true", av, env);
+      _exit(127);
+    }
+    int st;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) return 1;
+  }
+  printf("grew %ld\n", vm_kib() - before);
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -68,6 +100,7 @@ int main(int argc, char **argv) {
     fcntl(2, F_SETFL, fl); /* shared with mpprof: blocking again */
     return 0;
   }
-  fprintf(stderr, "usage: safety_prog inject | sigcount S | sleep S | fillstderr\n");
+  if (!strcmp(mode, "vfork")) return vfork_execs(argc > 2 ? atoi(argv[2]) : 100);
+  fprintf(stderr, "usage: safety_prog inject | sigcount S | sleep S | fillstderr | vfork N\n");
   return 2;
 }
