@@ -6,11 +6,15 @@
  *   fillstderr        fill stderr (a pipe nobody reads) and exit 0
  *   vfork N           N times vfork + execve /bin/true with an environment of
  *                     LD_PRELOAD and PATH only (as CPython's subprocess), then
- *                     print "grew K" (K: KiB the address space grew by) */
+ *                     the same once in each of N threads (4 at a time, after
+ *                     a warm-up round: the C library keeps stacks); prints
+ *                     "grew K threads T" (KiB the address space grew by) */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,21 +45,44 @@ static long vm_kib(void) {
   return v;
 }
 
-static int vfork_execs(int n) {
-  static char pre[4200];
-  snprintf(pre, sizeof pre, "LD_PRELOAD=%s", getenv("LD_PRELOAD") ? getenv("LD_PRELOAD") : "");
-  char *env[] = {pre, "PATH=/usr/bin:/bin", NULL}, *av[] = {"true", NULL};
-  long before = vm_kib();
-  for (int i = 0; i < n; i++) {
-    pid_t pid = vfork();
-    if (pid == 0) {
-      execve("/bin/true", av, env);
-      _exit(127);
-    }
-    int st;
-    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) return 1;
+static char preload[4200];
+
+static void *vfork_exec(void *failed) {
+  char *env[] = {preload, "PATH=/usr/bin:/bin", NULL}, *av[] = {"true", NULL};
+  pid_t pid = vfork();
+  if (pid == 0) {
+    execve("/bin/true", av, env);
+    _exit(127);
   }
-  printf("grew %ld\n", vm_kib() - before);
+  int st;
+  if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+    *(int *)failed = 1;
+  return NULL;
+}
+
+static bool vfork_exec_threads(int *failed) {
+  pthread_t t[4];
+  for (int j = 0; j < 4; j++)
+    if (pthread_create(&t[j], NULL, vfork_exec, failed)) return false;
+  for (int j = 0; j < 4; j++)
+    pthread_join(t[j], NULL);
+  return true;
+}
+
+static int vfork_execs(int n) {
+  snprintf(preload, sizeof preload, "LD_PRELOAD=%s",
+           getenv("LD_PRELOAD") ? getenv("LD_PRELOAD") : "");
+  int failed = 0;
+  long before = vm_kib();
+  for (int i = 0; i < n && !failed; i++)
+    vfork_exec(&failed);
+  long grew = vm_kib() - before;
+  if (!vfork_exec_threads(&failed)) return 1;
+  before = vm_kib();
+  for (int i = 0; i < n / 4; i++)
+    if (!vfork_exec_threads(&failed)) return 1;
+  if (failed) return 1;
+  printf("grew %ld threads %ld\n", grew, vm_kib() - before);
   return 0;
 }
 
