@@ -204,10 +204,10 @@ typedef enum pass_to {
  * image's in its vfork child, is a nested exec (a signal handler), which
  * maps a copy of its own; another pid is a vfork child whose exec succeeded
  * (its parent's thread runs again only then), or the parent of a fork
- * child: either way it is free. The mapping
- * goes when its thread exits (the key's destructor); the key is set without
- * allocating (a key below 32 lives in the thread's descriptor), so a vfork
- * child sets it too; above, only the image's own thread does. */
+ * child: either way it is free. The mapping goes when its thread exits (the
+ * key's destructor); the key is set without allocating (a key below 32
+ * lives in the thread's descriptor), so a vfork child sets it too; above,
+ * only the image's own thread does. */
 static __thread MPP_TLS struct {
   void *map;
   size_t bytes;
@@ -230,7 +230,8 @@ __attribute__((constructor)) static void env_buf_key(void) {
   env_key_made = pthread_key_create(&env_key, env_buf_release) == 0;
 }
 
-/* bytes of memory for a copy; NULL when none can be had. */
+/* `bytes` of memory for a copy (copy_unmap gives it back); MAP_FAILED when
+ * none can be had. */
 static void *copy_map(size_t bytes) {
   pid_t me = getpid(), image = (pid_t)mpp_process_pid();
   if (env_buf.user && (env_buf.user == me || env_buf.user == image)) /* nested: a one-off */
