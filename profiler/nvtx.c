@@ -165,7 +165,7 @@ int mpp_nvtx_push(const void *domain, const char *name) {
   size_t mark = nl < full && nl >= sizeof CUT_MARK - 1 ? sizeof CUT_MARK - 1 : 0;
   nl = mpp_utf8_cut(name, nl - mark);
   memcpy(t->path + t->len, name, nl);
-  memcpy(t->path + t->len + nl, CUT_MARK, mark);
+  if (mark) memcpy(t->path + t->len + nl, CUT_MARK, sizeof CUT_MARK - 1); /* fixed size: no loop */
   t->len += (uint32_t)(nl + mark);
   t->e[t->n].start = start;
   t->e[t->n].domain = domain;
