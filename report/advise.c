@@ -686,8 +686,8 @@ int mpprof_advise_layers(mpprof_model *m) {
       exact_window_end(&m->params, lt);
     }
     rc = judge(&m->params, l);
-    bool leans_on_fp16 = l->adv.rec == MP_REC_FP16 || l->adv.rec == MP_REC_FP16_LOSS_SCALE;
-    for (size_t t = 0; rc == 0 && l->adv.known && leans_on_fp16 && t < l->n_tensors; t++) {
+    bool flushed = rc == 0 && mpprof_layer_flushed_unseen(l);
+    for (size_t t = 0; rc == 0 && flushed && t < l->n_tensors; t++) {
       double share = mpprof_fp16_flush_edge(&l->tensors[t]);
       if (share == 0) continue;
       /* the verdict judged outputs computed from what survived the flush */
@@ -711,6 +711,13 @@ int mpprof_advise_layers(mpprof_model *m) {
     }
   }
   free(scratch);
+  /* An eval-only run: one note says the verdicts saw no gradients, not every line. */
+  size_t with_verdict = 0, with_gradients = 0;
+  for (size_t i = 0; i < m->n_layers; i++) {
+    with_verdict += m->layers[i].adv.known;
+    with_gradients += m->layers[i].adv.known && m->layers[i].adv.has_gradients;
+  }
+  m->forward_only = with_verdict > 0 && with_gradients == 0;
   if (rc || mpprof_global_loss_scale(m) || applied_scale(m)) return -1;
   first_nonfinite(m);
   return 0;

@@ -331,6 +331,12 @@ static void panel(canvas *c, const xmap *xm, double y0, const double *bins, doub
   text(c, LEFT + 6, y0 + 3, title, bar);
 }
 
+bool mpprof_layer_has_gradient_tensor(const mpprof_layer *l) {
+  for (size_t i = 0; i < l->n_tensors; i++)
+    if (l->tensors[i].cls == MP_TCLASS_GRADIENT && l->tensors[i].st.count) return true;
+  return false;
+}
+
 int mpprof_layer_chart_png(const mpprof_model *m, const mpprof_layer *l, int lo, int hi,
                            unsigned char **ret, size_t *ret_len) {
   const mp_format *f16 = mp_format_of(MP_FP16), *bf16 = mp_format_of(MP_BF16),
@@ -354,7 +360,8 @@ int mpprof_layer_chart_png(const mpprof_model *m, const mpprof_layer *l, int lo,
 
   fill_dev(&c, 0, 0, W, H, WHITE);
   panel(&c, &xm, FWD_Y0, fwd, denom, FWD, "forward");
-  panel(&c, &xm, GRAD_Y0, grad, denom, GRAD, "gradients");
+  panel(&c, &xm, GRAD_Y0, grad, denom, GRAD,
+        mpprof_layer_has_gradient_tensor(l) ? "gradients" : MPPROF_NO_GRADIENTS_PANEL);
   if (l->adv.has_window) {
     int k = mpprof_chart_scale(m, l);
     /* light: binades fp16 holds at some scale of the window; dark: at the chosen one */

@@ -82,6 +82,8 @@ static const char *const columns[] = {
     "fp16_overflow_at_applied_scale_tensor",
     "fp16_underflow_at_applied_scale_tensor",
     "scanned_calls",
+    "has_gradients",
+    "flushed_before_seen",
 };
 
 /* A percentage as report.json writes it (mpprof_double_text), "" when not finite. */
@@ -149,7 +151,10 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     for (int k = 0; k < 2; k++)
       mpprof_csv_field(f, at[k]->tensor ? at[k]->tensor : "", false);
     snprintf(num[11], 32, "%" PRIu64, l->scanned_calls);
-    mpprof_csv_field(f, num[11], true);
+    mpprof_csv_field(f, num[11], false);
+    /* what the verdict did not see (report.json's advice keys of the same names) */
+    mpprof_csv_field(f, a->known ? mpprof_csv_tri(a->has_gradients) : "", false);
+    mpprof_csv_field(f, a->known ? mpprof_csv_tri(mpprof_layer_flushed_unseen(l)) : "", true);
     free(dt);
   }
   return 0;

@@ -273,14 +273,17 @@ static void summary(const mpprof_model *m, FILE *f) {
     static const char *const words[MP_REC_COUNT] = {
         "fp16 as is", "fp16 with a loss scale", "bf16", "fp32", "fp8_e4m3", "fp8_e5m2"};
     bool first = true;
+    char marks[MPPROF_MARKS_MAX];
     for (int r = 0; r < MP_REC_COUNT; r++)
       if (recs[r]) {
         fprintf(f, "%s%zu layer%s: %s", first ? "" : "; ", recs[r], recs[r] == 1 ? "" : "s",
                 words[r]);
+        html(f, mpprof_tally_marks(m, (mp_recommendation)r, marks));
         first = false;
       }
     if (unknown) fprintf(f, "%s%zu without scanned values", first ? "" : "; ", unknown);
     fputs("</p>\n", f);
+    if (m->forward_only) fputs("<p>" MPPROF_FORWARD_ONLY_NOTE ".</p>\n", f);
     const mpprof_applied_scale *g = &m->loss_scale;
     if (g->applicable && g->has_window)
       fprintf(f,
@@ -807,7 +810,10 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
     html(f, dt);
     free(dt);
     if (layer_tf32(m, l)) fputs(" <b>TF32</b>", f);
-    fprintf(f, "</td><td class=\"rec %s\">%s</td>", rec_name(l), rec_name(l));
+    char marks[MPPROF_MARKS_MAX];
+    fprintf(f, "</td><td class=\"rec %s\">%s", rec_name(l), rec_name(l));
+    if (*mpprof_verdict_marks(m, l, marks)) fprintf(f, " <small>%s</small>", marks);
+    fputs("</td>", f);
     if (a->has_window)
       fprintf(f, "<td data-v=\"%d\">[%d, %d]</td>", a->window_lo, a->window_lo, a->window_hi);
     else
@@ -1086,7 +1092,9 @@ static int charts(const mpprof_model *m, const size_t *order, const bool *charte
     }
     fprintf(f, "<div class=\"layer\" id=\"layer-%zu\"><h3>", i);
     html(f, mpprof_layer_label(l));
-    fprintf(f, " &mdash; <span class=\"rec %s\">%s</span>", rec_name(l), rec_name(l));
+    char marks[MPPROF_MARKS_MAX];
+    fprintf(f, " &mdash; <span class=\"rec %s\">%s</span>%s", rec_name(l), rec_name(l),
+            mpprof_verdict_marks(m, l, marks));
     if (l->adv.has_window)
       fprintf(f, ", loss scale window [2<sup>%d</sup>, 2<sup>%d</sup>], band at 2<sup>%d</sup>",
               l->adv.window_lo, l->adv.window_hi, mpprof_chart_scale(m, l));
@@ -1095,6 +1103,7 @@ static int charts(const mpprof_model *m, const size_t *order, const bool *charte
               MPPROF_CHART_H) "\" alt=\"exponent histogram of ",
           f);
     html(f, mpprof_layer_label(l));
+    if (!mpprof_layer_has_gradient_tensor(l)) fputs(" (" MPPROF_NO_GRADIENTS_PANEL ")", f);
     fputs("\" src=\"data:image/png;base64,", f);
     base64(f, png, len);
     free(png);

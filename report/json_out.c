@@ -550,6 +550,7 @@ static cJSON *layer_json(const mpprof_model *m, const mpprof_layer *l, mp_stats 
                         a->known ? cJSON_CreateString(mp_recommendation_name(a->rec))
                                  : cJSON_CreateNull());
   cJSON_AddBoolToObject(adv, "has_gradients", a->has_gradients);
+  cJSON_AddBoolToObject(adv, "flushed_before_seen", mpprof_layer_flushed_unseen(l));
   cJSON_AddItemToObject(adv, "loss_scale_log2",
                         window_json(a->has_window, a->window_lo, a->window_hi));
   cJSON_AddBoolToObject(adv, "loss_scale_estimate", a->window_estimate);

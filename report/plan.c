@@ -103,8 +103,9 @@ bool mpprof_layer_fp8_grads_unseen(const mpprof_layer *l) {
 
 const char *mpprof_fp8_formats_text(size_t n, size_t n_unseen, char buf[96]) {
   if (!n_unseen) return "e4m3 forward, e5m2 gradients";
-  if (n_unseen == n) return "e4m3 forward; gradients not seen, e5m2 unverified";
-  snprintf(buf, 96, "e4m3 forward, e5m2 gradients; %zu with gradients not seen, e5m2 unverified",
+  if (n_unseen == n) return "e4m3 forward; " MPPROF_GRADS_NOT_SEEN ", e5m2 unverified";
+  snprintf(buf, 96,
+           "e4m3 forward, e5m2 gradients; %zu with " MPPROF_GRADS_NOT_SEEN ", e5m2 unverified",
            n_unseen);
   return buf;
 }
@@ -119,6 +120,19 @@ static void plan_free(mpprof_plan *p) {
   free(p->keep);
   free(p->headline);
   memset(p, 0, sizeof *p);
+}
+
+/* *s with "; mark: layer" or "; mark: n layers (layer and n-1 more)"
+ * appended (n > 0; names in full); -1 when out of memory (*s freed). */
+static int append_mark(char **s, const mpprof_model *m, const char *mark, size_t n, size_t first) {
+  if (!n) return 0;
+  const char *name = mpprof_layer_label(&m->layers[first]);
+  char *t = n == 1
+                ? mpprof_asprintf("%s; %s: %s", *s, mark, name)
+                : mpprof_asprintf("%s; %s: %zu layers (%s and %zu more)", *s, mark, n, name, n - 1);
+  free(*s);
+  *s = t;
+  return t ? 0 : -1;
 }
 
 static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_plan *p) {
@@ -142,6 +156,8 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
       if (dt == MP_BF16 ? fits_bf16(m, l) : fits_fp16(m, l)) {
         p->n_fit++;
         if (plan_rounded(m, l, dt) && !p->n_rounded++) p->first_rounded = i;
+        if (mpprof_layer_grads_unseen(m, l) && !p->n_grads_unseen++) p->first_grads_unseen = i;
+        if (mpprof_layer_flushed_unseen(l) && !p->n_flushed++) p->first_flushed = i;
         double fl = dt == MP_BF16 ? l->bf16_underflow.pct : l->fp16_underflow.pct;
         if (ov > p->max_overflow_pct) p->max_overflow_pct = ov;
         if (fl > p->max_flush_pct) p->max_flush_pct = fl;
@@ -226,6 +242,21 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
                                     p->n_rounded - 1, note);
     free(unchecked);
     if (!(unchecked = u)) {
+      free(keep);
+      return -1;
+    }
+  }
+  /* What the verdicts of the layers that fit did not see: the marks beside them. */
+  if (append_mark(&unchecked, m, MPPROF_MARK_FORWARD_ONLY, p->n_grads_unseen,
+                  p->first_grads_unseen) ||
+      append_mark(&unchecked, m, MPPROF_MARK_FLUSHED, p->n_flushed, p->first_flushed)) {
+    free(keep);
+    return -1;
+  }
+  if (m->forward_only && p->n_fit) {
+    char *t = mpprof_asprintf("%s; %s", unchecked, MPPROF_FORWARD_ONLY_NOTE);
+    free(unchecked);
+    if (!(unchecked = t)) {
       free(keep);
       return -1;
     }
@@ -670,6 +701,9 @@ static cJSON *plan_json(const mpprof_model *m, const mpprof_plan *p) {
       cJSON_AddStringToObject(e, "verdict", mp_recommendation_name(l->adv.rec));
     else
       cJSON_AddNullToObject(e, "verdict");
+    /* what the verdict did not see (the marks of the plan line) */
+    cJSON_AddBoolToObject(e, "gradients_seen", l->adv.has_gradients);
+    cJSON_AddBoolToObject(e, "flushed_before_seen", mpprof_layer_flushed_unseen(l));
     add_module(e, m, l, path);
     cJSON_AddItemToObject(e, "inside",
                           in ? cJSON_CreateString(mpprof_layer_label(&m->layers[in->layer]))

@@ -89,14 +89,17 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
       else
         no_verdict++;
     int first = 1;
+    char marks[MPPROF_MARKS_MAX];
     for (int r = 0; r < MP_REC_COUNT; r++)
       if (recs[r]) {
-        fprintf(f, "%s %s %zu", first ? "  layers:" : ",",
-                mp_recommendation_name((mp_recommendation)r), recs[r]);
+        fprintf(f, "%s %s %zu%s", first ? "  layers:" : ",",
+                mp_recommendation_name((mp_recommendation)r), recs[r],
+                mpprof_tally_marks(m, (mp_recommendation)r, marks));
         first = 0;
       }
     if (no_verdict) fprintf(f, "%s no verdict %zu", first ? "  layers:" : ",", no_verdict);
     if (m->n_layers) fputc('\n', f);
+    if (m->forward_only) fputs("  " MPPROF_FORWARD_ONLY_NOTE "\n", f);
     /* Why a layer saw no values: --scan none in every process, or not. */
     bool scan_none = m->n_procs > 0;
     for (size_t i = 0; i < m->n_procs; i++)
@@ -111,6 +114,7 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
                           : MPPROF_NO_LAYER_LABEL,
                 l->adv.known ? mp_recommendation_name(l->adv.rec) : "no verdict");
         free(name);
+        fputs(mpprof_verdict_marks(m, l, marks), f);
         if (l->adv.known && l->adv.has_window && l->adv.rec == MP_REC_FP16_LOSS_SCALE)
           fprintf(f, " (its gradients fit loss scales 2^%d .. 2^%d)", l->adv.window_lo,
                   l->adv.window_hi);

@@ -559,6 +559,19 @@ typedef struct mpprof_tc_summary {
  * edge (MPPROF_FLUSH_EDGE_SUBNORMAL_MIN), else 0. */
 double mpprof_fp16_flush_edge(const mpprof_layer_tensor *t);
 
+/* What a layer's verdict did not see, said beside it wherever it is stated
+ * (the page's layer row, chart and summary, the terminal summary, the plan
+ * line; layers.csv, report.json and plan.json as booleans): one wording each. */
+#define MPPROF_GRADS_NOT_SEEN "gradients not seen"
+#define MPPROF_MARK_FORWARD_ONLY "forward only, " MPPROF_GRADS_NOT_SEEN
+#define MPPROF_MARK_FLUSHED "values flushed before mpprof saw them, so flush is a lower bound"
+/* A run in which no layer with a verdict had gradients (eval only): said
+ * once for all layers instead of beside each verdict. */
+#define MPPROF_FORWARD_ONLY_NOTE MPPROF_MARK_FORWARD_ONLY ": every layer (no gradients in this run)"
+/* The chart's gradient panel title when the layer has no gradient tensor. */
+#define MPPROF_NO_GRADIENTS_PANEL "no gradients seen"
+#define MPPROF_MARKS_MAX 160 /* mpprof_verdict_marks, mpprof_tally_marks */
+
 /* plan.c: one recommended configuration for the whole program. */
 #define MPPROF_PLAN_SNIPPET_LINES 50 /* keep_in() lines in the snippet; the rest: plan.json */
 /* The summary's and the page's plan line when no layer has a verdict. */
@@ -617,6 +630,9 @@ typedef struct mpprof_plan {
   /* layers that fit whose measured error in the autocast dtype is within
    * --shadow-max-rel only on inputs already rounded to it (plan.c plan_rounded) */
   size_t n_rounded, first_rounded;
+  /* layers that fit whose verdict is marked (mpprof_verdict_marks): no
+   * gradients seen; values flushed before mpprof saw them */
+  size_t n_grads_unseen, first_grads_unseen, n_flushed, first_flushed;
   double max_overflow_pct, max_flush_pct; /* over the layers in the autocast dtype */
   bool no_autocast; /* every layer kept in fp32: the snippet has no autocast region */
   char *headline;
@@ -671,11 +687,28 @@ typedef struct mpprof_model {
   mpprof_phase_rules phases;
   mp_advice_params params;
   double shadow_max_rel; /* --shadow-max-rel; 0: MP_SHADOW_DEFAULT_MAX_REL */
+  bool forward_only;     /* layers have verdicts, none of them gradients: an eval-only run */
   bool has_shadow;       /* some site was shadowed: verdicts use measured errors */
   /* mpprof_report_options.raw_origin and its ctx (warnings name the input) */
   const char *(*raw_origin)(void *ctx, const char *name);
   void *raw_origin_ctx;
 } mpprof_model;
+
+/* util.c */
+/* A verdict judged without gradients (advice.has_gradients false); not
+ * marked per layer when model.forward_only (MPPROF_FORWARD_ONLY_NOTE). */
+bool mpprof_layer_grads_unseen(const mpprof_model *m, const mpprof_layer *l);
+/* A verdict that leans on fp16 (fp16, fp16_loss_scale) judged from values
+ * computed from a tensor at fp16's flush edge (mpprof_fp16_flush_edge):
+ * what was flushed before mpprof saw it is in none of its shares. */
+bool mpprof_layer_flushed_unseen(const mpprof_layer *l);
+/* " (mark; mark)" beside a layer's verdict, "" when it has none. */
+const char *mpprof_verdict_marks(const mpprof_model *m, const mpprof_layer *l,
+                                 char buf[MPPROF_MARKS_MAX]);
+/* " (mark: n; mark: n)" beside a tally of the layers with verdict rec, ""
+ * when none of them is marked. */
+const char *mpprof_tally_marks(const mpprof_model *m, mp_recommendation rec,
+                               char buf[MPPROF_MARKS_MAX]);
 
 /* model.c */
 /* s's FP8 scalars; all zero (nothing read or unread) when it has none. */
@@ -964,6 +997,9 @@ int mpprof_chart_scale(const mpprof_model *m, const mpprof_layer *l);
 void mpprof_chart_range(const mpprof_model *m, const bool *charted, int *ret_lo, int *ret_hi);
 /* A layer's forward and gradient counts per binade lo..hi (hi - lo + 1 doubles each). */
 void mpprof_layer_hist(const mpprof_layer *l, int lo, int hi, double *fwd, double *grad);
+/* Some gradient tensor of the layer was scanned; without one its chart's
+ * gradient panel is titled MPPROF_NO_GRADIENTS_PANEL (and its image's alt). */
+bool mpprof_layer_has_gradient_tensor(const mpprof_layer *l);
 int mpprof_layer_chart_png(const mpprof_model *m, const mpprof_layer *l, int lo, int hi,
                            unsigned char **ret, size_t *ret_len);
 

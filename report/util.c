@@ -915,6 +915,44 @@ double mpprof_fp16_flush_edge(const mpprof_layer_tensor *t) {
   return share >= MPPROF_FLUSH_EDGE_SUBNORMAL_MIN ? share : 0;
 }
 
+bool mpprof_layer_grads_unseen(const mpprof_model *m, const mpprof_layer *l) {
+  return l->adv.known && !l->adv.has_gradients && !m->forward_only;
+}
+
+bool mpprof_layer_flushed_unseen(const mpprof_layer *l) {
+  if (!l->adv.known || (l->adv.rec != MP_REC_FP16 && l->adv.rec != MP_REC_FP16_LOSS_SCALE))
+    return false;
+  for (size_t t = 0; t < l->n_tensors; t++)
+    if (mpprof_fp16_flush_edge(&l->tensors[t]) > 0) return true;
+  return false;
+}
+
+const char *mpprof_verdict_marks(const mpprof_model *m, const mpprof_layer *l,
+                                 char buf[MPPROF_MARKS_MAX]) {
+  bool g = mpprof_layer_grads_unseen(m, l), fl = mpprof_layer_flushed_unseen(l);
+  snprintf(buf, MPPROF_MARKS_MAX, "%s%s%s%s%s", g || fl ? " (" : "",
+           g ? MPPROF_MARK_FORWARD_ONLY : "", g && fl ? "; " : "", fl ? MPPROF_MARK_FLUSHED : "",
+           g || fl ? ")" : "");
+  return buf;
+}
+
+const char *mpprof_tally_marks(const mpprof_model *m, mp_recommendation rec,
+                               char buf[MPPROF_MARKS_MAX]) {
+  size_t g = 0, fl = 0;
+  for (size_t i = 0; i < m->n_layers; i++) {
+    const mpprof_layer *l = &m->layers[i];
+    if (!l->adv.known || l->adv.rec != rec) continue;
+    g += mpprof_layer_grads_unseen(m, l);
+    fl += mpprof_layer_flushed_unseen(l);
+  }
+  char a[64] = "", b[96] = "";
+  if (g) snprintf(a, sizeof a, MPPROF_MARK_FORWARD_ONLY ": %zu", g);
+  if (fl) snprintf(b, sizeof b, MPPROF_MARK_FLUSHED ": %zu", fl);
+  snprintf(buf, MPPROF_MARKS_MAX, "%s%s%s%s%s", g || fl ? " (" : "", a, g && fl ? "; " : "", b,
+           g || fl ? ")" : "");
+  return buf;
+}
+
 const char *mpprof_layer_label(const mpprof_layer *l) {
   return l->name[0] ? l->name : MPPROF_NO_LAYER_LABEL;
 }

@@ -1887,6 +1887,114 @@ static void a_flushed_fp16_input_is_a_reason_on_an_fp16_verdict(void **state) {
 
 static char *summary_text(const char *dir);
 
+/* The layers of marks_run: l (fp16 with a loss scale) whose incoming fp16
+ * gradient is every value an fp16 subnormal, f forward only, g forward and
+ * backward; with_grads false: f alone (an eval-only run). */
+static char *marks_run(const char *tag, bool with_grads) {
+  char *dir = rg_tmpdir(tag);
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &RF_P0);
+  rg_site_end(&r, fwd_site(0, "f/fwd", -6, 6));
+  if (with_grads) {
+    rg_site_end(&r, fwd_site(1, "l/fwd", -6, 6));
+    cJSON *s = rg_gemm(2, "cublasGemmEx", "l/bwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F", "DEFAULT",
+                       64, 64, 64, 10);
+    rg_tensor(s, "A", MP_FP16, -22, -16, 100); /* every value an fp16 subnormal */
+    rg_tensor(s, "D", MP_FP32, -34, -20, 400);
+    rg_site_end(&r, s);
+    rg_site_end(&r, fwd_site(3, "g/fwd", -6, 6));
+    rg_site_end(&r, bwd_site(4, "g/bwd", -6, 6));
+  }
+  rg_end(&r);
+  return dir;
+}
+
+/* layers.csv's row of layer `name` (its first field), malloc'd, without CRLF. */
+static char *csv_row(const char *dir, const char *name) {
+  char *csv = rg_read_text(dir, "layers.csv", NULL);
+  assert_non_null(csv);
+  char want[64];
+  snprintf(want, sizeof want, "\r\n%s,", name);
+  const char *row = strstr(csv, want);
+  assert_non_null(row);
+  char *out = strndup(row + 2, strcspn(row + 2, "\r"));
+  free(csv);
+  return out;
+}
+
+static bool csv_ends_with(const char *row, const char *tail) {
+  size_t n = strlen(row), t = strlen(tail);
+  return n >= t && !strcmp(row + n - t, tail);
+}
+
+/* A verdict says what it did not see wherever it is stated: a forward-only
+ * layer's "gradients not seen", a layer whose fp16 input was flushed before
+ * mpprof saw it "flush is a lower bound" (the plan read "all 3 layers fit
+ * (0% overflow, 0% flush)" and the summary "fp16" with no word). */
+static void a_verdict_says_what_it_did_not_see_everywhere(void **state) {
+  (void)state;
+  char *dir = marks_run("marks", true);
+  char *text = summary_text(dir);
+  cJSON *rep = rg_read_json(dir, "report.json"), *plan = rg_read_json(dir, "plan.json");
+  assert_non_null(rep);
+  assert_non_null(plan);
+  assert_string_equal(recommended(rep, "f"), "fp16");
+  assert_string_equal(recommended(rep, "l"), "fp16_loss_scale");
+  assert_string_equal(recommended(rep, "g"), "fp16");
+  /* report.json and plan.json */
+  assert_true(cJSON_IsTrue(rf_get(rf_layer(rep, "l"), "advice.flushed_before_seen")));
+  assert_true(cJSON_IsFalse(rf_get(rf_layer(rep, "f"), "advice.flushed_before_seen")));
+  assert_true(cJSON_IsFalse(rf_get(rf_layer(rep, "g"), "advice.flushed_before_seen")));
+  const cJSON *pl = rf_get(plan, "recommended.layers");
+  assert_true(cJSON_IsFalse(rf_get(cJSON_GetObjectItem(pl, "f"), "gradients_seen")));
+  assert_true(cJSON_IsTrue(rf_get(cJSON_GetObjectItem(pl, "g"), "gradients_seen")));
+  assert_true(cJSON_IsTrue(rf_get(cJSON_GetObjectItem(pl, "l"), "flushed_before_seen")));
+  assert_true(cJSON_IsFalse(rf_get(cJSON_GetObjectItem(pl, "g"), "flushed_before_seen")));
+  const char *head = rf_get(plan, "recommended.summary")->valuestring;
+  assert_non_null(strstr(head, "; " MPPROF_MARK_FORWARD_ONLY ": f"));
+  assert_non_null(strstr(head, "; " MPPROF_MARK_FLUSHED ": l"));
+  /* the terminal: tally and lines */
+  assert_non_null(strstr(text, "fp16 2 (" MPPROF_MARK_FORWARD_ONLY ": 1)"));
+  assert_non_null(strstr(text, "fp16_loss_scale 1 (" MPPROF_MARK_FLUSHED ": 1)"));
+  assert_non_null(strstr(text, " fp16 (" MPPROF_MARK_FORWARD_ONLY ")\n"));
+  assert_non_null(strstr(text, " fp16_loss_scale (" MPPROF_MARK_FLUSHED ")"));
+  assert_null(strstr(text, MPPROF_FORWARD_ONLY_NOTE));
+  /* layers.csv: has_gradients, flushed_before_seen last */
+  char *f = csv_row(dir, "f"), *l = csv_row(dir, "l"), *g = csv_row(dir, "g");
+  assert_true(csv_ends_with(f, ",no,no"));
+  assert_true(csv_ends_with(l, ",yes,yes"));
+  assert_true(csv_ends_with(g, ",yes,no"));
+  free(f);
+  free(l);
+  free(g);
+  cJSON_Delete(rep);
+  cJSON_Delete(plan);
+  free(text);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+/* A run without gradients (eval only): one note, in the summary and the plan,
+ * not a mark beside every verdict; plan.json and layers.csv keep the facts. */
+static void an_eval_only_run_says_gradients_not_seen_once_in_summary_and_plan(void **state) {
+  (void)state;
+  char *dir = marks_run("marks-eval", false);
+  char *text = summary_text(dir);
+  cJSON *plan = rg_read_json(dir, "plan.json");
+  assert_non_null(plan);
+  assert_non_null(strstr(text, "  " MPPROF_FORWARD_ONLY_NOTE "\n"));
+  assert_null(strstr(text, "fp16 ("));
+  const char *head = rf_get(plan, "recommended.summary")->valuestring;
+  assert_non_null(strstr(head, "; " MPPROF_FORWARD_ONLY_NOTE));
+  assert_null(strstr(head, MPPROF_MARK_FORWARD_ONLY ": f"));
+  assert_true(cJSON_IsFalse(
+      rf_get(cJSON_GetObjectItem(rf_get(plan, "recommended.layers"), "f"), "gradients_seen")));
+  cJSON_Delete(plan);
+  free(text);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* A layer whose gradients fit fp16 unscaled (2^0 in its window) but whose
  * incoming fp16 gradient is mostly subnormal as recorded: the global loss
  * scale is needed all the same (it read "not needed" beside findings that
@@ -3298,6 +3406,8 @@ int main(void) {
       cmocka_unit_test(a_layer_whose_fp32_values_hold_inf_stays_fp32),
       cmocka_unit_test(the_global_loss_scale_follows_the_measured_verdicts),
       cmocka_unit_test(a_flushed_fp16_input_is_a_reason_on_an_fp16_verdict),
+      cmocka_unit_test(a_verdict_says_what_it_did_not_see_everywhere),
+      cmocka_unit_test(an_eval_only_run_says_gradients_not_seen_once_in_summary_and_plan),
       cmocka_unit_test(a_flush_edge_makes_the_loss_scale_needed),
       cmocka_unit_test(subnormal_gradients_make_the_loss_scale_needed),
       cmocka_unit_test(a_needed_loss_scale_left_undeclared_is_unknown),

@@ -427,6 +427,76 @@ static void the_layer_tables_measured_fp16_is_at_scale_1_for_a_forward_layer(voi
   free(dir);
 }
 
+/* Layers for the verdict marks: l (fp16 with a loss scale) whose incoming
+ * fp16 gradient is every value an fp16 subnormal (flushed before mpprof saw
+ * it), f forward only, g forward and backward; with_grads 0: f alone. */
+static char *marked_run(const char *tag, bool with_grads) {
+  rg_file r;
+  char *dir = rf_run_begin(&r, tag);
+  const char *paths[4] = {"f/fwd", "l/fwd", "l/bwd", "g/bwd"};
+  for (int i = 0; i < (with_grads ? 4 : 1); i++) {
+    cJSON *s = rg_gemm(i, "cublasGemmEx", paths[i], "A=fp16,B=fp16,C=fp32,D=fp32", "32F", "DEFAULT",
+                       64, 64, 64, 10);
+    if (i == 2) {
+      rg_tensor(s, "A", MP_FP16, -22, -16, 100);
+      rg_tensor(s, "D", MP_FP32, -34, -20, 400);
+    } else {
+      rg_tensor(s, "A", MP_FP16, -8, 4, 200);
+      rg_tensor(s, "D", MP_FP32, -6, 6, 400);
+    }
+    rg_site_end(&r, s);
+  }
+  assert_int_equal(rg_end(&r), 0);
+  rf_generate(dir);
+  return dir;
+}
+
+/* A verdict says what it did not see, in its row, its chart and the summary's
+ * tally: a forward-only layer's gradients (its empty gradient panel says so),
+ * values flushed before mpprof saw them (flush is a lower bound). They read
+ * "fp16" with no word (the user trial's repros 6 and 7). */
+static void a_verdicts_row_chart_and_tally_say_what_it_did_not_see(void **state) {
+  (void)state;
+  char *dir = marked_run("marks-html", true);
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  char *f = layer_cell(html, "f", "Recommended"), *l = layer_cell(html, "l", "Recommended"),
+       *g = layer_cell(html, "g", "Recommended");
+  assert_non_null(strstr(f, ">fp16 <small> (" MPPROF_MARK_FORWARD_ONLY ")</small>"));
+  assert_null(strstr(f, MPPROF_MARK_FLUSHED));
+  assert_non_null(strstr(l, ">fp16_loss_scale <small> (" MPPROF_MARK_FLUSHED ")</small>"));
+  assert_null(strstr(l, MPPROF_GRADS_NOT_SEEN));
+  assert_null(strstr(g, "<small>"));
+  free(f);
+  free(l);
+  free(g);
+  assert_non_null(strstr(html, "2 layers: fp16 as is (" MPPROF_MARK_FORWARD_ONLY ": 1)"));
+  assert_non_null(strstr(html, "1 layer: fp16 with a loss scale (" MPPROF_MARK_FLUSHED ": 1)"));
+  assert_non_null(strstr(html, "alt=\"exponent histogram of f (" MPPROF_NO_GRADIENTS_PANEL ")\""));
+  assert_non_null(strstr(html, "alt=\"exponent histogram of g\""));
+  assert_null(strstr(html, MPPROF_FORWARD_ONLY_NOTE)); /* g and l had gradients */
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+/* A run without gradients (eval only): one note for all layers, not a mark
+ * beside every verdict. */
+static void an_eval_only_run_says_gradients_not_seen_once(void **state) {
+  (void)state;
+  char *dir = marked_run("marks-eval", false);
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  char *f = layer_cell(html, "f", "Recommended");
+  assert_null(strstr(f, "<small>"));
+  free(f);
+  assert_non_null(strstr(html, "<p>" MPPROF_FORWARD_ONLY_NOTE ".</p>"));
+  assert_non_null(strstr(html, "1 layer: fp16 as is</p>"));
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* A measured backward layer whose fp16_loss_scaled candidate is undefined
  * (its GEMMs have an epilogue: a forward recomputed in backward) while some
  * of its calls were skipped: the "Measured fp16 rel L2" cell said "not
@@ -883,6 +953,8 @@ int main(void) {
       cmocka_unit_test(the_program_line_is_the_root_process_argv_quoted),
       cmocka_unit_test(a_long_layer_name_wraps_in_the_tables_and_the_chart_heading),
       cmocka_unit_test(charts_go_first_to_the_layers_findings_are_about),
+      cmocka_unit_test(a_verdicts_row_chart_and_tally_say_what_it_did_not_see),
+      cmocka_unit_test(an_eval_only_run_says_gradients_not_seen_once),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
