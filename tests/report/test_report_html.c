@@ -474,6 +474,11 @@ static void a_verdicts_row_chart_and_tally_say_what_it_did_not_see(void **state)
   assert_non_null(strstr(html, "1 layer: fp16 with a loss scale (" MPPROF_MARK_FLUSHED ": 1)"));
   assert_non_null(strstr(html, "alt=\"exponent histogram of f (" MPPROF_NO_GRADIENTS_PANEL ")\""));
   assert_non_null(strstr(html, "alt=\"exponent histogram of g\""));
+  assert_non_null(
+      strstr(html, "<span class=\"rec fp16\">fp16</span> (" MPPROF_MARK_FORWARD_ONLY ")"));
+  assert_non_null(strstr(
+      html,
+      "<span class=\"rec fp16_loss_scale\">fp16_loss_scale</span> (" MPPROF_MARK_FLUSHED ")"));
   assert_null(strstr(html, MPPROF_FORWARD_ONLY_NOTE)); /* g and l had gradients */
   free(html);
   rg_rmdir(dir);
