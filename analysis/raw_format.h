@@ -369,7 +369,7 @@ enum { MP_RAW_SHADOW_SKIPPED(MP_RAW_ENUM_ROW_) MP_RAW_SHADOW_SKIP_COUNT };
   X(nvtx, "nvtx", "the range name of mode nvtx, else null")                                        \
   X(steps, "steps", "[A, B] of mode steps, else null")                                             \
   X(captured, "captured", "op calls inside the capture range (recorded)")                          \
-  X(opened, "opened", "whether the range ever opened (false: every call was before it)")           \
+  X(opened, "opened", "whether the range ever opened (false: no call ran inside it)")              \
   X(outside, "outside", "op calls outside it, not recorded, per MP_RAW_CAPTURE_OUTSIDE reason")
 
 /* Why an op call was outside the capture range, in this order (mpp_capture_reason). */

@@ -38,9 +38,10 @@ static int reason(void) {
     return atomic_load_explicit(&nvtx_seen, memory_order_relaxed) ? STOPPED : NOT_STARTED;
   case MP_CAPTURE_STEPS:
     if (!mpp_train_step(&step) || step < c->first) return NOT_STARTED;
+    if (step > c->last) return STOPPED; /* opened only if a call ran inside (step_seen) */
     if (!atomic_load_explicit(&step_seen, memory_order_relaxed))
       atomic_store_explicit(&step_seen, true, memory_order_relaxed);
-    return step > c->last ? STOPPED : -1;
+    return -1;
   default:
     return -1;
   }

@@ -582,12 +582,21 @@ void mpprof_capture_sentence(const mpprof_capture_sum *c, char *buf, size_t n) {
   int64_t outside = c->not_started + c->stopped;
   if (c->never_opened && c->never_opened == c->procs) {
     /* Where nothing opened it: the call, the range or the step never seen. */
-    char why[80];
+    char why[160];
     if (!strcmp(c->mode, "steps") && c->has_steps && !c->steps_marked)
       snprintf(why, sizeof why, "the program marked no step: mpprof_step() or NVTX mark \"step\"");
-    else if (!strcmp(c->mode, "steps") && c->has_steps)
+    else if (!strcmp(c->mode, "steps") && c->has_steps && !c->stopped)
       snprintf(why, sizeof why, "no op call ran at step %" PRId64 " or later", c->first);
-    else
+    else if (!strcmp(c->mode, "steps") && c->has_steps) { /* the steps went past it */
+      char at[64];
+      if (c->first == c->last)
+        snprintf(at, sizeof at, "step %" PRId64, c->first);
+      else
+        snprintf(at, sizeof at, "steps %" PRId64 " to %" PRId64, c->first, c->last);
+      snprintf(why, sizeof why,
+               "no op call ran at %s: %" PRId64 " ran before it, %" PRId64 " after it", at,
+               c->not_started, c->stopped);
+    } else
       snprintf(why, sizeof why, "%s",
                !strcmp(c->mode, "cudaProfilerApi") ? "cudaProfilerStart was never called"
                : !strcmp(c->mode, "nvtx")          ? "no thread pushed that NVTX range"

@@ -2,7 +2,8 @@
  * (capture_e2e). Each step is marked (NVTX domain "mpprof", "step" = k) and
  * runs two cublasSgemm_v2 calls in NVTX ranges step/s<k>/a and step/s<k>/b,
  * so a report's layers say which steps were recorded (MPP_NO_STEP_MARKS set:
- * no step mark at all). The markers:
+ * no step mark at all; MPP_STEP_STRIDE=2: step k is marked 2k, so odd steps
+ * never run). The markers:
  *   cudaProfilerStart before step 2, cudaProfilerStop after step 3 (runtime API)
  *   cuProfilerStart before step 5, cuProfilerStop after step 5 (driver API)
  *   step 6 also inside the NVTX range "capture_me" (around its "step" range)
@@ -84,6 +85,8 @@ int main(void) {
   check(cublasCreate(&h) == CUBLAS_STATUS_SUCCESS, "cublasCreate");
   nvtxDomainHandle_t mpprof = nvtxDomainCreateA("mpprof");
   double sum = 0;
+  const char *stride = getenv("MPP_STEP_STRIDE");
+  uint64_t mark_stride = stride ? strtoull(stride, NULL, 10) : 1;
   for (uint64_t step = 0; step < STEPS; step++) {
     if (step == 2) check(cudaProfilerStart() == cudaSuccess, "cudaProfilerStart");
     if (step == 5) check(cuProfilerStart() == CUDA_SUCCESS, "cuProfilerStart");
@@ -95,7 +98,8 @@ int main(void) {
       check(pthread_create(&other, NULL, other_thread, NULL) == 0, "pthread_create");
       pthread_barrier_wait(&opened);
     }
-    if (!getenv("MPP_NO_STEP_MARKS")) mark_step(mpprof, step); /* set: a program marking none */
+    if (!getenv("MPP_NO_STEP_MARKS"))
+      mark_step(mpprof, step * mark_stride); /* set: a program marking none */
     char name[16];
     snprintf(name, sizeof name, "s%llu", (unsigned long long)step);
     nvtxRangePushA("step");

@@ -303,6 +303,25 @@ static void a_window_without_calls_says_they_ran_outside_it(void **state) {
   }
 }
 
+/* Steps that go past the window without a call inside it (marked 0, 2, 4,
+ * ...; --steps 3): it never opened, and the calls after it are not "after it
+ * closed" (it said opened, "0 op calls recorded, 16 outside it not recorded
+ * (4 before it opened, 12 after it closed)"). */
+static void steps_that_skip_the_window_never_open_it(void **state) {
+  (void)state;
+  char *d;
+  const char *opts[] = {"--steps", "3", NULL};
+  assert_int_equal(profile_env("stride", "MPP_STEP_STRIDE=2", opts, &d), 0);
+  cJSON *rep = report_of(d);
+  check_capture(rep, "steps", 0, 4, 12);
+  assert_int_equal(num(capture(rep), "never_opened"), 1);
+  assert_string_equal(cJSON_GetObjectItem(capture(rep), "message")->valuestring,
+                      "capture range steps 3 to 3: it never opened (no op call ran at step 3: 4 "
+                      "ran before it, 12 after it), so none of the 16 op calls was recorded");
+  cJSON_Delete(rep);
+  free(d);
+}
+
 static void bad_values_are_one_line_and_exit_2(void **state) {
   (void)state;
   const char *bad[][5] = {
@@ -340,6 +359,7 @@ int main(void) {
       cmocka_unit_test(nvtx_capture_records_only_inside_the_named_range),
       cmocka_unit_test(steps_records_only_the_steps_asked_for),
       cmocka_unit_test(a_window_without_calls_says_they_ran_outside_it),
+      cmocka_unit_test(steps_that_skip_the_window_never_open_it),
       cmocka_unit_test(bad_values_are_one_line_and_exit_2),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
