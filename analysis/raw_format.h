@@ -335,7 +335,8 @@ enum { MP_RAW_SHADOW_SKIPPED(MP_RAW_ENUM_ROW_) MP_RAW_SHADOW_SKIP_COUNT };
 #define MP_RAW_STEP_SCALE(X)                                                                       \
   X(first, "first", "first step of the run")                                                       \
   X(last, "last", "last step of the run")                                                          \
-  X(scale, "scale", "scale in force at their step marks; null: none")
+  X(scale, "scale",                                                                                \
+    "scale in force at their step marks (else the first declared in the step); null: none")
 
 #define MP_RAW_SKIPPED(X)                                                                          \
   X(count, "count", "step_skipped marks")                                                          \

@@ -85,6 +85,26 @@ static void log_change_locked(double s) {
   c->t_ns = mpp_now_ns();
 }
 
+/* The step in force was marked while no scale was: it runs under the first
+ * one declared in it (a GradScaler declares its scale at its first
+ * scale(loss), after step 0's forward began), in the per-step runs too. */
+static void scale_unscaled_step_locked(double s) {
+  uint64_t n;
+  if (!lg.nseg || !mpp_train_step(&n)) return;
+  segment *g = &lg.seg[lg.nseg - 1];
+  if (g->scale != 0 || g->last != n) return;
+  if (g->first < n) { /* earlier steps of the run keep no scale */
+    g->last = n - 1;
+    if (lg.nseg == MAX_SEGMENTS) {
+      lg.seg_dropped++;
+      return;
+    }
+    g = &lg.seg[lg.nseg++];
+    *g = (segment){n, n, 0};
+  }
+  g->scale = s; /* (no run before it has a scale: none was declared before) */
+}
+
 static void set_scale(double s, const char *source) {
   uint64_t b;
   memcpy(&b, &s, sizeof b);
@@ -92,6 +112,7 @@ static void set_scale(double s, const char *source) {
   mpp_sites_lock();
   lg.source = source;
   log_change_locked(s);
+  scale_unscaled_step_locked(s);
   mpp_sites_unlock();
 }
 

@@ -1800,6 +1800,30 @@ static void step_marks_give_per_step_scales_and_skipped_steps(void **state) {
   cJSON_Delete(doc);
 }
 
+/* A GradScaler declares its scale at its first scale(loss), after step 0's
+ * forward: the steps marked before any scale keep none, but the one in force
+ * takes the first scale declared in it (it was listed with none). */
+static void a_step_marked_before_any_scale_takes_the_first_declared_in_it(void **state) {
+  (void)state;
+  mpprof_step(0);
+  mpprof_step(1);
+  mpprof_loss_scale(65536); /* during step 1 */
+  mpprof_step(2);
+  mpprof_loss_scale(32768); /* step 2 had one: it keeps it */
+  mpprof_step(3);
+  cJSON *doc = render();
+  cJSON *seg = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "training"), "step_scales");
+  assert_int_equal(cJSON_GetArraySize(seg), 3);
+  assert_int_equal(num(cJSON_GetArrayItem(seg, 0), "last"), 0);
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(seg, 0), "scale")));
+  assert_int_equal(num(cJSON_GetArrayItem(seg, 1), "first"), 1);
+  assert_int_equal(num(cJSON_GetArrayItem(seg, 1), "last"), 2);
+  assert_true(num(cJSON_GetArrayItem(seg, 1), "scale") == 65536);
+  assert_int_equal(num(cJSON_GetArrayItem(seg, 2), "first"), 3);
+  assert_true(num(cJSON_GetArrayItem(seg, 2), "scale") == 32768);
+  cJSON_Delete(doc);
+}
+
 static void run_op_writing(float d0) {
   mpp_op op;
   mpp_call c;
@@ -1978,6 +2002,8 @@ int main(void) {
       cmocka_unit_test_setup(loss_scale_mark_from_another_thread_applies_to_later_calls, reset_all),
       cmocka_unit_test_setup(marks_of_other_domains_and_messages_change_nothing, reset_all),
       cmocka_unit_test_setup(step_marks_give_per_step_scales_and_skipped_steps, reset_all),
+      cmocka_unit_test_setup(a_step_marked_before_any_scale_takes_the_first_declared_in_it,
+                             reset_all),
       cmocka_unit_test_setup(
           first_nonfinite_is_the_first_call_with_finite_inputs_and_nonfinite_output, reset_all),
       cmocka_unit_test(json_writer_escapes_strings_and_writes_nan_as_null),
