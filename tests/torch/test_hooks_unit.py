@@ -113,6 +113,13 @@ def install():
                model_root=lambda name, cls: stub.calls.append(("model", name, cls)))
 
 
+def as_at_the_start_of_a_run():
+    """The next training work starts (marks) the step in progress, as the
+    run's first starts step 0: a test's step marks do not depend on what
+    the tests before it left pending."""
+    hooks._fast.step_next(hooks._step_n, hooks._step)
+
+
 class Leaf(nn.Module):
     def __init__(self, tag):
         super().__init__()
@@ -488,6 +495,7 @@ class Tests(unittest.TestCase):
         w = nn.Parameter(torch.ones(1))
         w.grad = torch.ones(1)
         opt = Opt([w], lr=0.1)
+        as_at_the_start_of_a_run()
         stub.calls.clear()
         opt.step()
         opt.step()
@@ -496,8 +504,8 @@ class Tests(unittest.TestCase):
         self.assertEqual(scopes[0], scopes[1])
         self.assertEqual(scopes[0][1], "optimizer")
         self.assertIn((scopes[0][0], "Opt"), stub.names)  # "optimizer", or "optimizer.N" for the Nth
-        n = hooks._step_n
-        self.assertEqual(stub.calls, [("step", n - 1), ("step", n)])
+        n = hooks._step_n  # each step marked when it starts (its optimizer step), then ended
+        self.assertEqual(stub.calls, [("step", n - 2), ("step", n - 1)])
 
 
     def test_two_optimizers_without_a_scaler_make_one_step_per_iteration(self):
@@ -507,17 +515,18 @@ class Tests(unittest.TestCase):
         wd.grad, wg.grad = torch.ones(2), torch.ones(2)
         opt_d, opt_g = torch.optim.SGD([wd], lr=0.1), torch.optim.Adam([wg], lr=0.1)
         stub.calls.clear()
+        n0 = hooks._step_n
         for it in range(4):
             opt_d.step()
             opt_g.step()
+        self.assertEqual(hooks._step_n - n0, 4)  # steps ended
         steps = [n for k, n in stub.calls if k == "step"]
-        self.assertEqual(steps, list(range(steps[0], steps[0] + 4)) if steps else [], stub.calls)
-        self.assertEqual(len(steps), 4)
+        self.assertEqual(steps, list(range(steps[0], steps[0] + len(steps))) if steps else [], stub.calls)
         # opt_d no longer stepped (it stays alive): opt_g's steps end them
-        stub.calls.clear()
+        n0 = hooks._step_n
         for it in range(3):
             opt_g.step()
-        self.assertEqual(len([k for k, _ in stub.calls if k == "step"]), 3)
+        self.assertEqual(hooks._step_n - n0, 3)
 
 
 class FastPathTests(unittest.TestCase):
@@ -956,6 +965,7 @@ class ScalerTests(unittest.TestCase):
         scaler = CpuGradScaler(init_scale=1000.0, growth_factor=1.7, backoff_factor=0.3, growth_interval=2)
         w = nn.Parameter(torch.ones(3))
         opt = torch.optim.SGD([w], lr=1e-3)
+        as_at_the_start_of_a_run()
         stub.calls.clear()
         overflow = {3, 4, 9}
         for step in range(12):
@@ -971,8 +981,45 @@ class ScalerTests(unittest.TestCase):
         skipped = [v for k, v in stub.calls if k == "step_skipped"]
         steps = [v for k, v in stub.calls if k == "step"]
         self.assertEqual(len(skipped), 3)
-        self.assertEqual(len(steps), 12)  # each step, skipped or not, ends and the next starts
-        self.assertEqual([s - steps[0] + 1 for s in skipped], sorted(overflow))
+        self.assertEqual(len(steps), 12)  # each step, skipped or not, starts (its backward) and ends
+        self.assertEqual([s - steps[0] for s in skipped], sorted(overflow))
+
+    def test_each_iteration_is_the_step_it_starts_and_an_eval_after_stays_in_the_last(self):
+        # step n is marked by its first training work (here its forward), not
+        # when step n-1 ends: the first iteration is a step, every step marked
+        # ran, and the evaluation after the loop is in the last one (it was:
+        # step n+1 marked at each update(), the first iteration before any
+        # step mark, and a step that never ran marked last)
+        torch._amp_update_scale_ = _update_scale
+        scaler = CpuGradScaler(init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2)
+
+        class Rec(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = nn.Parameter(torch.ones(3))
+
+            def forward(self, x):
+                stub.calls.append(("forward", torch.is_grad_enabled()))
+                return x * self.w
+
+        m = Rec()
+        opt = torch.optim.SGD(m.parameters(), lr=1e-3)
+        as_at_the_start_of_a_run()
+        stub.calls.clear()
+        for it in range(6):
+            opt.zero_grad()
+            loss = m(torch.ones(3)).sum() * (float("inf") if it == 1 else 1.0)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        with torch.no_grad():
+            m(torch.ones(3))
+        order = [c for c in stub.calls if c[0] in ("step", "forward")]
+        n0 = order[0][1] if order[0][0] == "step" else None
+        self.assertEqual(order, [c for it in range(6) for c in (("step", n0 + it), ("forward", True))]
+                         + [("forward", False)], stub.calls)
+        skipped = [c[1] for c in stub.calls if c[0] == "step_skipped"]
+        self.assertEqual([s - n0 for s in skipped], [1])
 
     def test_two_optimizers_sharing_a_scaler_make_one_step_per_update(self):
         # a GAN's loop: scaler.step(opt_d); scaler.step(opt_g); scaler.update()
@@ -981,6 +1028,7 @@ class ScalerTests(unittest.TestCase):
         scaler = CpuGradScaler(init_scale=1024.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=2)
         wd, wg = nn.Parameter(torch.ones(3)), nn.Parameter(torch.ones(3))
         opt_d, opt_g = torch.optim.SGD([wd], lr=1e-3), torch.optim.Adam([wg], lr=1e-3)
+        as_at_the_start_of_a_run()
         stub.calls.clear()
         inf_d, inf_g = {2, 4}, {4, 5}
         for it in range(7):
@@ -997,7 +1045,7 @@ class ScalerTests(unittest.TestCase):
         skipped = [v for k, v in stub.calls if k == "step_skipped"]
         self.assertEqual(len(steps), 7, stub.calls)
         self.assertEqual(steps, list(range(steps[0], steps[0] + 7)))
-        self.assertEqual([s - steps[0] + 1 for s in skipped], [2, 4, 5])
+        self.assertEqual([s - steps[0] for s in skipped], [2, 4, 5])
 
     def test_one_scaler_per_optimizer_declares_each_backwards_scale_and_one_step(self):
         # scaler_d / scaler_g, each with its own update(): each backward's
@@ -1014,6 +1062,7 @@ class ScalerTests(unittest.TestCase):
         wd, wg = nn.Parameter(torch.ones(3)), nn.Parameter(torch.ones(3))
         opt_d, opt_g = torch.optim.SGD([wd], lr=1e-3), torch.optim.SGD([wg], lr=1e-3)
         stub.calls.clear()
+        n0 = hooks._step_n
         under = []  # (the scale declared when each backward ran, the scaler's own)
 
         def backward(scaler, w, inf):
@@ -1031,19 +1080,18 @@ class ScalerTests(unittest.TestCase):
             sg.step(opt_g)
             sg.update()
         self.assertEqual([a for a, _ in under], [b for _, b in under])
-        steps = [v for k, v in stub.calls if k == "step"]
+        self.assertEqual(hooks._step_n - n0, 5, stub.calls)  # steps ended
         skipped = [v for k, v in stub.calls if k == "step_skipped"]
-        self.assertEqual(len(steps), 5, stub.calls)
-        self.assertEqual([s - steps[0] + 1 for s in skipped], [3])  # counted when the next step ends
+        self.assertEqual([s - n0 for s in skipped], [3])  # counted when the next step ends
         # scaler_d no longer used (it stays alive): scaler_g's updates end the
         # steps (from its second update since scaler_d's last: here the first)
-        stub.calls.clear()
+        n0 = hooks._step_n
         for it in range(4):
             opt_g.zero_grad()
             sg.scale(wg.sum()).backward()
             sg.step(opt_g)
             sg.update()
-        self.assertEqual(len([k for k, _ in stub.calls if k == "step"]), 4)
+        self.assertEqual(hooks._step_n - n0, 4)
 
     def test_an_optimizer_unscaled_and_not_stepped_backs_the_scale_off(self):
         # a loop that skips scaler.step itself on a non-finite gradient norm:
@@ -1053,6 +1101,7 @@ class ScalerTests(unittest.TestCase):
         scaler = CpuGradScaler(init_scale=1024.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=2)
         w = nn.Parameter(torch.ones(3))
         opt = torch.optim.SGD([w], lr=1e-3)
+        as_at_the_start_of_a_run()
         stub.calls.clear()
         for step in range(4):
             opt.zero_grad()
@@ -1065,7 +1114,7 @@ class ScalerTests(unittest.TestCase):
             self.assertEqual(fed[-1], scaler._scale.item(), "step %d" % step)
         steps = [v for k, v in stub.calls if k == "step"]
         skipped = [v for k, v in stub.calls if k == "step_skipped"]
-        self.assertEqual([s - steps[0] + 1 for s in skipped], [1])
+        self.assertEqual([s - steps[0] for s in skipped], [1])
 
     def test_a_found_inf_that_cannot_be_read_stops_the_replay(self):
         # a GradScaler fork that keeps an unscaled optimizer's found_inf its

@@ -136,10 +136,11 @@ def check_model_report(rep):
                       "%s: %s site of shape %s does not belong to it" % (name, s["phase"], sorted(dims)))
     # GradScaler (init 1024, growth every 2 clean steps; step 2's gradients are
     # infinite): its scales reach the report as the loss-scale protocol, with
-    # the skipped step, so the report works in unscaled terms. A step ends at
-    # scaler.update(), which sets the next step's scale first: step 2 runs
-    # under the grown 2048, step 3 under the backed-off 1024 (step 0, before
-    # any step mark, under 1024; step 4 is the program's end).
+    # the skipped step, so the report works in unscaled terms. Step n is the
+    # n-th iteration, marked by its forward: step 0 under 1024 (declared at
+    # its scale(loss)), step 2 under the grown 2048, step 3 under the
+    # backed-off 1024, and the evaluation after the loop in step 3 (it was:
+    # step 0 never marked, and a step 4 that held only the evaluation).
     # Forward, recomputed and eval ops compute no scaled values: a layer's
     # forward GEMM is one site under both scales (was one per scale), while
     # its backward sites are split by the scale, as the report unscales them.
@@ -151,7 +152,7 @@ def check_model_report(rep):
           "embed: %d backward sites, want 2 (dw under 1024 and under 2048)" % nsites[("embed", "backward")])
     ap = rep["loss_scale"]["applied"]
     runs = [(r["first"], r["last"], r["scale"]) for r in ap["per_step"]]
-    check(ap["source"] == "marks" and runs == [(1, 1, 1024), (2, 2, 2048), (3, 4, 1024)],
+    check(ap["source"] == "marks" and runs == [(0, 1, 1024), (2, 2, 2048), (3, 3, 1024)],
           "GradScaler's scale per step: %s %s" % (ap["source"], runs))
     check(ap["steps_marked"] == STEPS and ap["skipped_steps"] == SKIPPED,
           "steps %s, skipped %s" % (ap["steps_marked"], ap["skipped_steps"]))
@@ -185,6 +186,29 @@ wrapped = sorted(n for n, m in model.named_modules() if "forward" in m.__dict__)
 print(json.dumps({"wrapped": wrapped, "warnings": [str(x.message) for x in w
                   if "mpprof" in str(x.message)], "same": bool(torch.equal(before, model(x)))}))
 """
+
+
+def check_steps_window():
+    # --steps 0 records the first training iteration (its forward, backward
+    # and optimizer step), as it does for a C program that marks step 0
+    # itself; --steps 1:2 the second and third. The evaluation after the
+    # loop is in the last step (3). It was: nothing recorded by --steps 0,
+    # yet "17 before it opened, 40 after it closed"; 0:1 only the second.
+    for window, iters in (("0", 1), ("1:2", 2)):
+        rc, out, err, rep = profile("steps" + window.replace(":", "-"), [PY, MODEL], "--steps", window)
+        if not rep:
+            check(False, "report.json of --steps %s (rc %d): %s" % (window, rc, err[-500:]))
+            continue
+        calls = calls_by(rep)
+        cap = rep["summary"]["capture"]
+        check(cap["never_opened"] == 0, "--steps %s opened: %s" % (window, cap))
+        for name, (_, _, fwd) in LAYERS.items():
+            check(calls[(name, "forward")] == iters * fwd and calls[(name, "eval")] == 0,
+                  "--steps %s: %s forward calls %d, eval %d" % (window, name, calls[(name, "forward")],
+                                                                calls[(name, "eval")]))
+        # 10 matrix parameters, one GEMM each, in step 0, and in step 1 (step 2's update is skipped)
+        check(calls[("optimizer", "optimizer")] == 10,
+              "--steps %s: optimizer calls %d" % (window, calls[("optimizer", "optimizer")]))
 
 
 def check_plan_snippet():
@@ -234,6 +258,7 @@ def main():
         check(False, "report.json of the model run")
 
     check_plan_snippet()
+    check_steps_window()
 
     # Ctrl-C: an uncaught KeyboardInterrupt ends CPython by SIGINT after its
     # own finalisation, so C exit handlers never run. The status is the same

@@ -407,6 +407,26 @@ static int32_t name_layer(tstate *t, PyObject *module) {
   return (int32_t)lid;
 }
 
+/* --- steps ---
+ * Step n starts with the first training work after step n-1 ended (step 0:
+ * the first of the run): a module forward with grad, a backward, an
+ * optimizer step. hooks.py ends steps and says which one is next
+ * (step_next); an evaluation under no_grad starts none, so it stays in the
+ * step it follows, and nothing is marked after the last step ends. */
+static PyObject *step_fn;           /* hooks._step (mpprof_step), or NULL */
+static long long step_pending = -1; /* the step the next training work starts; -1: none */
+
+static void step_begin(void) {
+  if (step_pending < 0 || !step_fn) return;
+  unsigned long long n = (unsigned long long)step_pending;
+  step_pending = -1;
+  PyObject *r = PyObject_CallFunction(step_fn, "K", n);
+  if (r)
+    Py_DECREF(r);
+  else
+    report("step mark", NULL);
+}
+
 static void settle(tstate *t);
 static int root_call(int which);
 
@@ -444,6 +464,7 @@ static PyObject *pre(PyObject *self, PyObject *args) {
   } else {
     t->overflow++;
   }
+  if (phase == MPPROF_SCOPE_FORWARD) step_begin();
   c_push(lid, phase);
   return raise_kept(t);
 }
@@ -594,6 +615,7 @@ static PyObject *backward_enter(PyObject *self, PyObject *unused) {
     ctx_enter(t);
     t->bwd++;
   }
+  step_begin();
   c_push(NO_LAYER, MPPROF_SCOPE_BACKWARD);
   Py_RETURN_NONE; /* what ctx_enter kept is raised by backward_exit: its frames */
 }
@@ -615,8 +637,22 @@ static PyObject *scope_enter(PyObject *self, PyObject *args) {
   if (!PyArg_ParseTuple(args, "ii", &lid, &phase)) return NULL;
   tstate *t = thread_state();
   if (t) ctx_enter(t);
+  step_begin();
   c_push(lid, phase);
   Py_RETURN_NONE; /* what ctx_enter kept is raised by scope_exit: its frames */
+}
+
+static PyObject *step_next(PyObject *self, PyObject *args) {
+  (void)self;
+  long long n;
+  PyObject *fn;
+  if (!PyArg_ParseTuple(args, "LO", &n, &fn)) return NULL;
+  PyObject *old = step_fn;
+  step_fn = fn == Py_None ? NULL : fn;
+  Py_XINCREF(step_fn);
+  Py_XDECREF(old);
+  step_pending = n;
+  Py_RETURN_NONE;
 }
 
 static PyObject *scope_exit(PyObject *self, PyObject *unused) {
@@ -796,6 +832,8 @@ static PyMethodDef methods[] = {
     {"scope_enter", scope_enter, METH_VARARGS,
      "open a (layer, phase) scope: frames left inside go with it"},
     {"scope_exit", scope_exit, METH_NOARGS, "close it"},
+    {"step_next", step_next, METH_VARARGS,
+     "step_next(n, mark|None): the next training work starts step n (mark(n)); n -1: none"},
     {"follow_roots", follow_roots, METH_O,
      "(begins, ends, live) of root calls, or None; returns the previous"},
     {"kwargs_from", kwargs_from, METH_O,

@@ -20,7 +20,8 @@ The per-module-call work is in C (_fast.c, one stable-ABI extension):
   an optimizer scope. A training step (mpprof_step) ends at
   GradScaler.update() while an enabled GradScaler is in use (all optimizers
   it steps, one update: one step), else at each Optimizer.step() (_step_ended
-  is the one place). GradScaler's scale and skipped steps go through
+  is the one place); the next one starts with the next training work (_fast:
+  a forward with grad, a backward, an optimizer step), step 0 with the first. GradScaler's scale and skipped steps go through
   mpprof_loss_scale / mpprof_step_skipped when libmpprof has them.
 - While Dynamo traces, every hook returns at once.
 - torch.distributed.init_process_group, once it returned, tells libmpprof
@@ -303,17 +304,19 @@ _step_n = 0
 
 def _step_ended(skipped):
     """Step n ends (skipped: its update was skipped for non-finite
-    gradients) and n+1 starts. Called (through _Updaters) by
-    GradScaler.update() while an enabled scaler is in use (_scaler_in_use),
-    else by Optimizer.step(): the one definition of a step."""
+    gradients); n+1 starts with the next training work (a forward with grad,
+    a backward, an optimizer step: _fast.step_next), so an evaluation after
+    the last step stays in it and no step that never ran is marked. Called
+    (through _Updaters) by GradScaler.update() while an enabled scaler is in
+    use (_scaler_in_use), else by Optimizer.step(): the one definition of a
+    step. Step 0 starts with the run's first training work (bind)."""
     global _step_n
     with _lock:
         n = _step_n
         _step_n += 1
     if skipped and _step_skipped is not None:
         _step_skipped(n)
-    if _step is not None:
-        _step(n + 1)
+    _fast.step_next(n + 1, _step)
 
 
 def _optimizer_layer(opt):
@@ -878,6 +881,7 @@ def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skip
     _cxx = _cxx_marks(torch)
     _log("backward marks: %s" % ("C++ pre-hooks on grad_fn" if _cxx else "Python tensor hooks"))
     _register_module_hooks(torch, *_module_hooks(_compiling))
+    _fast.step_next(_step_n, step)  # the first training work starts step 0
     _real_grad = torch.autograd.grad
     torch.autograd.backward = _wrap_autograd(torch.autograd.backward)
     torch.autograd.grad = _wrap_autograd(torch.autograd.grad)
