@@ -179,9 +179,34 @@ static bool checkpoint_running;
 static bool checkpoint_entered; /* under checkpoint_mu: the thread runs checkpoint_main */
 static pthread_mutex_t checkpoint_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t checkpoint_cv = PTHREAD_COND_INITIALIZER;
-/* Held by the checkpoint thread for one pass (CUPTI flush + write), and by the
- * exit handler: a pass that began before exit() ends before the exit handler
- * returns, so no CUPTI flush runs during CUDA's own teardown. */
+/* The lifecycle's locks, in the order they are taken:
+ *
+ *   flush_mu -> pass_mu -> activate_mu -> the fork locks (core.c: module
+ *   mutexes, mpp_fork_protect) -> CUPTI's parse lock -> the site lock
+ *
+ * flush_mu: one pass at a time (the checkpoint thread's, the exit handler's,
+ * exec's, mpprof_checkpoint()'s), held for the whole pass: a pass that began
+ * before exit() ends before the exit handler goes on, so no CUPTI flush runs
+ * during CUDA's own teardown. Never held across fork.
+ * pass_mu: the raw write of a pass only.
+ *
+ * atfork_prepare takes pass_mu and everything after it, and holds them across
+ * fork. Fork handlers run in reverse registration order: a library loaded
+ * after mpprof registered its own (libcupti, which mpprof dlopens at
+ * activation; the driver) runs its prepare handler first, which may take a
+ * lock L of that library and keep it until its parent handler. A thread that
+ * waits for L while holding a lock atfork_prepare takes deadlocks the fork:
+ * the forking thread holds L and waits for that lock. So nothing calls into
+ * CUPTI or CUDA under pass_mu, the fork locks, CUPTI's parse lock or the site
+ * lock: a pass flushes CUPTI and drains the device scans under flush_mu alone;
+ * the raw write asks CUPTI nothing (mpp_cupti_dropped is the count the last
+ * flush asked for); the CUPTI parser takes records from CUPTI outside its
+ * parse lock (gpu/cupti.c). Two foreign calls remain under such a lock:
+ * activation holds activate_mu while it dlopens and subscribes CUPTI (a
+ * fork on another thread at that moment, once libcupti's handler is
+ * registered), and shadow execution (MPPROF_SHADOW) holds shadow_mu, a fork
+ * lock, around its CUDA calls and at drain. */
+static pthread_mutex_t flush_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t pass_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void *checkpoint_main(void *arg) {
@@ -207,16 +232,19 @@ static void *checkpoint_main(void *arg) {
     while (rc != ETIMEDOUT && !atomic_load(&finishing))
       rc = pthread_cond_timedwait(&checkpoint_cv, &checkpoint_mu, &ts);
     pthread_mutex_unlock(&checkpoint_mu);
-    pthread_mutex_lock(&pass_mu);
+    pthread_mutex_lock(&flush_mu);
     if (atomic_load(&finishing)) {
-      pthread_mutex_unlock(&pass_mu);
+      pthread_mutex_unlock(&flush_mu);
       return NULL;
     }
+    /* CUPTI without pass_mu: a fork may be waiting for it (see flush_mu). */
     if (mpp_cuda_ours()) mpp_cupti_flush();
+    pthread_mutex_lock(&pass_mu);
     int err = mpp_raw_write(false);
-    /* Logged inside the pass: all of it is excluded from a fork (atfork_prepare). */
+    /* Logged inside the write: all of it is excluded from a fork (atfork_prepare). */
     if (err < 0) mpp_log(1, "checkpoint not written: %s", strerror(-err));
     pthread_mutex_unlock(&pass_mu);
+    pthread_mutex_unlock(&flush_mu);
   }
   return NULL;
 }
@@ -234,7 +262,7 @@ static void on_exit_handler(void) {
                "written, the last checkpoint stays");
     return;
   }
-  pthread_mutex_lock(&pass_mu); /* a checkpoint pass in progress ends first */
+  pthread_mutex_lock(&flush_mu); /* a checkpoint pass in progress ends first */
   /* exit() from inside a hooked call on this thread (a signal handler that
    * interrupted it): the thread may be inside the driver or hold the device
    * scanner's lock, so no CUDA work; the tables are still written. */
@@ -248,12 +276,14 @@ static void on_exit_handler(void) {
   }
   /* A fork child that never used CUDA inherited this handler: nothing to say. */
   if (atomic_load(&activated)) {
+    pthread_mutex_lock(&pass_mu);
     mpp_sites_note_in_flight();
     int err = mpp_raw_write(true);
     if (err < 0) mpp_log(1, "raw file not written: %s", strerror(-err));
+    pthread_mutex_unlock(&pass_mu);
   }
   depth--;
-  pthread_mutex_unlock(&pass_mu);
+  pthread_mutex_unlock(&flush_mu);
 }
 
 /* exec(): the image's raw file, final, before the real exec (exec.c). Not in a
@@ -264,15 +294,17 @@ void mpp_runtime_before_exec(void) {
   if (!atomic_load(&activated) || atomic_load(&finishing)) return;
   if ((int)getpid() != mpp_process_pid() || depth > 0 || mpp_sites_locked_by_caller()) return;
   depth++;
-  pthread_mutex_lock(&pass_mu); /* a checkpoint pass in progress ends first */
+  pthread_mutex_lock(&flush_mu); /* a checkpoint pass in progress ends first */
   if (mpp_cuda_ours()) {
     mpp_shadow_drain();
     mpp_cupti_flush();
     mpp_devscan_drain();
   }
+  pthread_mutex_lock(&pass_mu);
   int err = mpp_raw_write(true);
   if (err < 0) mpp_log(1, "raw file not written before exec: %s", strerror(-err));
   pthread_mutex_unlock(&pass_mu);
+  pthread_mutex_unlock(&flush_mu);
   depth--;
 }
 
@@ -285,13 +317,15 @@ void mpp_runtime_checkpoint(void) {
   if (!atomic_load(&activated) || atomic_load(&finishing)) return;
   if ((int)getpid() != mpp_process_pid() || depth > 0 || mpp_sites_locked_by_caller()) return;
   depth++;
-  pthread_mutex_lock(&pass_mu); /* one pass at a time, as the checkpoint thread's */
+  pthread_mutex_lock(&flush_mu); /* one pass at a time, as the checkpoint thread's */
   if (!atomic_load(&finishing)) {
     if (mpp_cuda_ours()) mpp_cupti_flush();
+    pthread_mutex_lock(&pass_mu);
     int err = mpp_raw_write(false);
     if (err < 0) mpp_log(1, "checkpoint not written: %s", strerror(-err));
+    pthread_mutex_unlock(&pass_mu);
   }
-  pthread_mutex_unlock(&pass_mu);
+  pthread_mutex_unlock(&flush_mu);
   depth--;
 }
 
@@ -386,10 +420,9 @@ static void renew_exit_handler(void) {
   pthread_mutex_unlock(&activate_mu);
 }
 
-/* Held across fork, in this order (the order the threads take them in: a
- * checkpoint pass holds pass_mu, then CUPTI's parse lock, then the site lock):
- * no mpprof thread is then inside a checkpoint pass, a CUPTI parse or a hook's
- * table update. Those allocate; under gcc 12's ASan, whose allocator has no
+/* Held across fork, in the lifecycle's lock order (see flush_mu): no mpprof
+ * thread is then inside a raw write, a CUPTI parse or a hook's table update,
+ * nor an activation. Those allocate; under gcc 12's ASan, whose allocator has no
  * fork handlers, a child forked mid-allocation would inherit the allocator's
  * lock held and hang in malloc or in LeakSanitizer's check at exit. */
 /* CUDA_INJECTION64_PATH names this library (its file name): the driver's
@@ -432,6 +465,7 @@ static void atfork_child(void) {
   pthread_mutex_init(&activate_mu, NULL);
   pthread_mutex_init(&checkpoint_mu, NULL);
   pthread_cond_init(&checkpoint_cv, NULL);
+  pthread_mutex_init(&flush_mu, NULL); /* the checkpoint thread's, maybe: it is gone */
   pthread_mutex_init(&pass_mu, NULL);
   mpp_fork_locks_reinit();
   mpp_cupti_fork_child();

@@ -66,6 +66,9 @@ static const char *g_status = "unavailable";
 static atomic_bool g_active; /* push/pop are live */
 static mpp_kernel_sink g_sink;
 static atomic_uint_fast64_t g_dropped_own; /* lost by mpprof itself */
+/* CUPTI's own count, asked at each flush (mpp_cupti_flush): the raw writer
+ * reads it under locks held across fork, where CUPTI must not be called. */
+static atomic_uint_fast64_t g_dropped_cupti;
 
 static pthread_mutex_t g_qmu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_qcv = PTHREAD_COND_INITIALIZER;
@@ -227,24 +230,43 @@ static void on_kernel(const CUpti_ActivityKernel10 *k) {
   g_wait[g_nwait++] = (waiting_kernel){k->correlationId, copy, k->start, k->end, k->streamId};
 }
 
+/* Records are taken from the buffer by CUPTI (cuptiActivityGetNextRecord)
+ * without g_pmu, a batch at a time, and handled under it: g_pmu is held
+ * across fork (mpp_cupti_fork_prepare), so no call into CUPTI may wait
+ * while holding it. CUPTI's (or the driver's) own fork handler, registered
+ * after mpprof's, runs before it and may hold a lock of CUPTI's that such a
+ * call needs: the fork would wait for g_pmu, its holder for CUPTI's lock.
+ * The records stay in the buffer, which this parser owns until spare_put. */
+#define PARSE_BATCH 64
+
 static void parse(const queued_buf *q) {
   CUpti_Activity *rec = NULL;
-  pthread_mutex_lock(&g_pmu);
-  while (api.next_record(q->buf, q->valid, &rec) == CUPTI_SUCCESS) {
-    if (rec->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
-      const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)rec;
-      if (x->externalKind != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2) continue;
-      unsigned i = x->correlationId % CORR_SLOTS;
-      g_corr[i].corr = x->correlationId;
-      g_corr[i].op = x->externalId;
-    } else if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
-               rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
-      on_kernel((const CUpti_ActivityKernel10 *)rec);
+  bool more = true;
+  while (more) {
+    const CUpti_Activity *batch[PARSE_BATCH];
+    int n = 0;
+    while (n < PARSE_BATCH && (more = api.next_record(q->buf, q->valid, &rec) == CUPTI_SUCCESS))
+      batch[n++] = rec;
+    pthread_mutex_lock(&g_pmu);
+    for (int b = 0; b < n; b++) {
+      const CUpti_Activity *r = batch[b];
+      if (r->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
+        const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)r;
+        if (x->externalKind != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2) continue;
+        unsigned i = x->correlationId % CORR_SLOTS;
+        g_corr[i].corr = x->correlationId;
+        g_corr[i].op = x->externalId;
+      } else if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
+                 r->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+        on_kernel((const CUpti_ActivityKernel10 *)r);
+      }
     }
+    if (!more) {
+      if (g_nwait) settle_waiting(false);
+      spare_put(q->buf); /* still under g_pmu: a fork waits for every allocator call of a parse */
+    }
+    pthread_mutex_unlock(&g_pmu);
   }
-  if (g_nwait) settle_waiting(false);
-  spare_put(q->buf); /* still under g_pmu: a fork waits for every allocator call of a parse */
-  pthread_mutex_unlock(&g_pmu);
   buffer_done();
 }
 
@@ -448,6 +470,9 @@ void mpp_cupti_flush(void) {
   settle_waiting(true);
   pthread_mutex_unlock(&g_pmu);
   if (g_flush_settle) g_flush_settle(tc_mark);
+  size_t n = 0;
+  if (api.num_dropped && api.num_dropped(NULL, 0, &n) == CUPTI_SUCCESS)
+    atomic_store(&g_dropped_cupti, (uint64_t)n);
 }
 
 /* bench/cupti_parse: a buffer filled elsewhere enters the same path as one
@@ -469,8 +494,5 @@ const char *mpp_cupti_status(void) {
 }
 
 uint64_t mpp_cupti_dropped(void) {
-  size_t n = 0;
-  if (atomic_load(&g_active) && api.num_dropped && api.num_dropped(NULL, 0, &n) != CUPTI_SUCCESS)
-    n = 0;
-  return (uint64_t)n + atomic_load(&g_dropped_own);
+  return atomic_load(&g_dropped_cupti) + atomic_load(&g_dropped_own);
 }

@@ -62,6 +62,8 @@ void mpp_cupti_complete_buffer(uint8_t *buf, size_t valid);
 size_t mpp_cupti_buffer_size(void);
 const char *
 mpp_cupti_status(void); /* ok | disabled | unavailable | held_by_other_subscriber | error */
+/* Records lost: mpprof's own count and CUPTI's as of the last mpp_cupti_flush
+ * (never asks CUPTI: called under locks held across fork). */
 uint64_t mpp_cupti_dropped(void);
 void *mpp_cupti_handle(void); /* the dlopen'ed libcupti (NULL when none): tc_counters.c */
 /* runtime.c's atfork handlers: the parse lock held across fork (no parse, which

@@ -16,6 +16,8 @@
  *   threads T     T threads, each with its own handle and NVTX range "t<i>"
  *   fork          GEMM, fork; the child does 2 GEMMs and exits 0; the parent waits, 1 GEMM
  *   forkidle      GEMM, fork; the child only prints and exits 0 (a data-loader worker)
+ *   forkloop N    GEMM, then N forks one after another, each child _exit(0) at once, waited
+ *                 for (a fork loop while mpprof's checkpoint thread flushes CUPTI)
  *   forkfresh     fork before any CUDA call; the child creates its own handle, does 3 GEMMs
  *                 and exits 0; the parent waits, creates a handle and does 1 GEMM
  *   forkfresh_exit  as forkfresh, but the parent ends with _exit(0) (no exit handlers)
@@ -1375,6 +1377,25 @@ static int mode_forkidle(void) {
   int st;
   waitpid(pid, &st, 0);
   printf("forkidle checksum %.17g\n", s);
+  CK(cublasDestroy(h));
+  return 0;
+}
+
+static int mode_forkloop(int n) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 8);
+  double s = gemmex(h, &m);
+  fflush(stdout);
+  for (int i = 0; i < n; i++) {
+    pid_t pid = fork();
+    if (pid < 0) die("fork", -1);
+    if (pid == 0) _exit(0);
+    int st;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) die("child", -1);
+  }
+  printf("forkloop %d checksum %.17g\n", n, s);
   CK(cublasDestroy(h));
   return 0;
 }
@@ -2946,6 +2967,7 @@ static const struct {
     {"packmany", "", .plain = mode_packmany},
     {"convthreads", "", .plain = mode_convthreads},
     {"forkidle", "", .plain = mode_forkidle},
+    {"forkloop", " N", .counted = mode_forkloop, .dflt = 100},
     {"forkfresh", "", .plain = mode_forkfresh},
     {"forkfresh_exit", "", .plain = mode_forkfresh_exit},
     {"capture", "", .plain = mode_capture},

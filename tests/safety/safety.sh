@@ -120,6 +120,24 @@ secure_execution_is_passive)
   grep -q "setuid/setgid programs are not profiled" "$W/err3" || fail "launcher did not warn: $(cat "$W/err3")"
   [ -z "$(find "$d/out/run/raw" -type f)" ] || fail "raw file written for a setuid program"
   ;;
+fork_loop_under_checkpoints_ends)
+  # One GEMM, then 1000 forks while the checkpoint thread flushes CUPTI every
+  # 10 ms. CUPTI's fork handler (simcuda's libcupti; the real CUPTI's or the
+  # driver's may do the same) takes its lock before mpprof's prepare handler
+  # runs and keeps it until its parent handler: a checkpoint pass that waited
+  # for that lock while holding one mpprof's handler takes hung every later
+  # call of the program (its fork) for ever.
+  command -v timeout >/dev/null || skip "needs timeout(1)"
+  want=$(env LD_LIBRARY_PATH="$MPP_SIMCUDA" "$MPP_TESTPROG" forkloop 1000) ||
+    fail "program failed without mpprof"
+  got=$(MPPROF_OUT="$W/out" MPPROF_CHECKPOINT_S=0.01 timeout -s KILL 60 \
+    env LD_LIBRARY_PATH="$MPP_SIMCUDA" LD_PRELOAD="$MPP_LIB" "$MPP_TESTPROG" forkloop 1000)
+  rc=$?
+  [ $rc != 137 ] || fail "hung: killed after 60 s"
+  [ $rc = 0 ] || fail "exit $rc"
+  [ "$got" = "$want" ] || fail "output changed: $got (without mpprof: $want)"
+  grep -q '"final":true' "$W/out/raw/$HOST-"*.json || fail "no final raw file"
+  ;;
 early_signal_is_not_lost)
   # SIGTERM at random moments of the launch, 200 times: always 143.
   for i in $(seq 200); do

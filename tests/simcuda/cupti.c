@@ -217,6 +217,14 @@ drop:
 static pid_t cached_pid;
 static __thread uint32_t cached_tid;
 
+/* Held across fork from its prepare handler, registered at load (after
+ * libmpprof's, which therefore runs after it) to its parent or child
+ * handler. Whether the real libcupti or libcuda register fork handlers is
+ * not documented (public traces show CUPTI's flush hanging in a fork
+ * child); a library that does so, with a lock its flush or dropped-record
+ * count takes, is what this stands for: mpprof must never wait for this lock
+ * while holding one of its own fork handler's (tests/safety
+ * fork_loop_under_checkpoints_ends). */
 static void lock_for_fork(void) {
   pthread_mutex_lock(&lock);
 }
