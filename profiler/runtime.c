@@ -205,9 +205,26 @@ static pthread_cond_t checkpoint_cv = PTHREAD_COND_INITIALIZER;
  * activation holds activate_mu while it dlopens and subscribes CUPTI (a
  * fork on another thread at that moment, once libcupti's handler is
  * registered), and shadow execution (MPPROF_SHADOW) holds shadow_mu, a fork
- * lock, around its CUDA calls and at drain. */
+ * lock, around its CUDA calls and at drain.
+ *
+ * A signal handler that calls exit() (or exec, or mpprof_checkpoint()) may
+ * interrupt its thread while that thread holds these locks: inside a pass
+ * (mpprof_checkpoint()) or between the fork handlers (fork_depth). Waiting
+ * would never end: the write is skipped (lifecycle_locks_held_here). */
 static pthread_mutex_t flush_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t pass_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* This thread is inside a pass (flush_mu, pass_mu: counted before they are
+ * taken, uncounted after they are released) or inside fork (from mpprof's
+ * prepare handler to its parent or child handler, the clone included; not
+ * the handlers of libraries registered later, CUPTI's, which run before and
+ * after: a signal there, in CUPTI's lock, still meets the exit's CUPTI flush). */
+static __thread MPP_TLS int pass_depth;
+static __thread MPP_TLS int fork_depth;
+
+static bool lifecycle_locks_held_here(void) {
+  return pass_depth > 0 || fork_depth > 0;
+}
 
 static void *checkpoint_main(void *arg) {
   (void)arg;
@@ -262,6 +279,13 @@ static void on_exit_handler(void) {
                "written, the last checkpoint stays");
     return;
   }
+  /* Likewise inside fork (between fork handlers) or a pass on this thread. */
+  if (lifecycle_locks_held_here()) {
+    mpp_log(1, "exit() inside fork() or a checkpoint pass on this thread (from a signal "
+               "handler?): final raw file not written, the last checkpoint stays");
+    return;
+  }
+  pass_depth++;
   pthread_mutex_lock(&flush_mu); /* a checkpoint pass in progress ends first */
   /* exit() from inside a hooked call on this thread (a signal handler that
    * interrupted it): the thread may be inside the driver or hold the device
@@ -284,6 +308,7 @@ static void on_exit_handler(void) {
   }
   depth--;
   pthread_mutex_unlock(&flush_mu);
+  pass_depth--;
 }
 
 /* exec(): the image's raw file, final, before the real exec (exec.c). Not in a
@@ -292,8 +317,11 @@ static void on_exit_handler(void) {
  * exit began. */
 void mpp_runtime_before_exec(void) {
   if (!atomic_load(&activated) || atomic_load(&finishing)) return;
-  if ((int)getpid() != mpp_process_pid() || depth > 0 || mpp_sites_locked_by_caller()) return;
+  if ((int)getpid() != mpp_process_pid() || depth > 0 || mpp_sites_locked_by_caller() ||
+      lifecycle_locks_held_here())
+    return;
   depth++;
+  pass_depth++;
   pthread_mutex_lock(&flush_mu); /* a checkpoint pass in progress ends first */
   if (mpp_cuda_ours()) {
     mpp_shadow_drain();
@@ -305,6 +333,7 @@ void mpp_runtime_before_exec(void) {
   if (err < 0) mpp_log(1, "raw file not written before exec: %s", strerror(-err));
   pthread_mutex_unlock(&pass_mu);
   pthread_mutex_unlock(&flush_mu);
+  pass_depth--;
   depth--;
 }
 
@@ -315,8 +344,11 @@ void mpp_runtime_before_exec(void) {
  * exit began, inside a hooked call or the site lock, or in a vfork child. */
 void mpp_runtime_checkpoint(void) {
   if (!atomic_load(&activated) || atomic_load(&finishing)) return;
-  if ((int)getpid() != mpp_process_pid() || depth > 0 || mpp_sites_locked_by_caller()) return;
+  if ((int)getpid() != mpp_process_pid() || depth > 0 || mpp_sites_locked_by_caller() ||
+      lifecycle_locks_held_here())
+    return;
   depth++;
+  pass_depth++;
   pthread_mutex_lock(&flush_mu); /* one pass at a time, as the checkpoint thread's */
   if (!atomic_load(&finishing)) {
     if (mpp_cuda_ours()) mpp_cupti_flush();
@@ -326,6 +358,7 @@ void mpp_runtime_checkpoint(void) {
     pthread_mutex_unlock(&pass_mu);
   }
   pthread_mutex_unlock(&flush_mu);
+  pass_depth--;
   depth--;
 }
 
@@ -433,6 +466,7 @@ static bool injection_ours;
 static bool fork_child_cuda_ours; /* set in atfork_prepare, under activate_mu */
 
 static void atfork_prepare(void) {
+  fork_depth++; /* before the first lock: see lifecycle_locks_held_here */
   /* Asked before any lock is taken: dlopen(RTLD_NOLOAD) takes the loader's
    * lock, which a thread in a library constructor holds while it may wait
    * for activate_mu (a hooked call). */
@@ -457,6 +491,7 @@ static void atfork_parent(void) {
   mpp_fork_locks_unlock();
   pthread_mutex_unlock(&activate_mu);
   pthread_mutex_unlock(&pass_mu);
+  fork_depth--;
 }
 
 static void atfork_child(void) {
@@ -480,6 +515,7 @@ static void atfork_child(void) {
   atomic_store(&activated, false);
   mpp_process_info_reset();
   mpp_raw_reset();
+  fork_depth--;
 }
 
 static void read_injection_path(void) {

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -137,6 +138,73 @@ fork_while_another_thread_holds_a_module_lock_leaves_it_free_in_the_child(void *
   if (pid == 0) _exit(pthread_mutex_trylock(&module_mu) == 0 ? 0 : 1);
   assert_int_equal(child_status(pid), 0);
   pthread_join(t, NULL);
+}
+
+static pthread_mutex_t fork_wait_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool fork_wait_taken, forking;
+static pthread_t forking_thread;
+static pid_t forking_tid;
+
+/* Takes fork_wait_mu (a module lock held across fork), waits until the
+ * forking thread sleeps on a futex, which is mpprof's prepare handler
+ * waiting for that lock (it already holds the lifecycle's locks), then
+ * signals it. Keeps the lock: the process ends by the handler's exit(). */
+static void *hold_fork_lock_then_signal(void *p) {
+  (void)p;
+  pthread_mutex_lock(&fork_wait_mu);
+  atomic_store(&fork_wait_taken, true);
+  while (!atomic_load(&forking))
+    sched_yield();
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)forking_tid);
+  for (long nr = -1; nr != SYS_futex;) {
+    struct timespec ts = {0, 1000 * 1000};
+    nanosleep(&ts, NULL);
+    FILE *f = fopen(path, "r");
+    if (f && fscanf(f, "%ld", &nr) != 1) nr = -1;
+    if (f) fclose(f);
+  }
+  pthread_kill(forking_thread, SIGUSR1);
+  for (;;)
+    pause();
+  return NULL;
+}
+
+/* A program whose signal handler calls exit() while its main thread forks
+ * (a worker pool's SIGTERM handler): the signal may land between mpprof's
+ * fork handlers, which hold its lifecycle's locks until the parent handler.
+ * mpprof's exit handler then runs on that thread: it must let the exit
+ * finish (the last checkpoint stays), not wait for a lock its own thread
+ * holds. Here the prepare handler is made to wait for a module lock another
+ * thread holds, and the signal comes then. */
+static void exit_from_a_signal_handler_during_fork_finishes(void **state) {
+  (void)state;
+  char dir[] = "/tmp/mpp_robust_XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    alarm(10); /* a hang is the failure: SIGALRM ends it */
+    snprintf(mpp_cfg.out_dir, sizeof mpp_cfg.out_dir, "%s", dir);
+    mpp_cfg.checkpoint_s = 0;
+    mpp_activate(); /* registers the exit handler */
+    mpp_fork_protect(&fork_wait_mu);
+    signal(SIGUSR1, exit_7);
+    forking_thread = pthread_self();
+    forking_tid = (pid_t)syscall(SYS_gettid);
+    pthread_t t;
+    if (pthread_create(&t, NULL, hold_fork_lock_then_signal, NULL) != 0) _exit(98);
+    while (!atomic_load(&fork_wait_taken))
+      sched_yield();
+    atomic_store(&forking, true);
+    pid_t child = fork(); /* exit(7) from inside it */
+    if (child == 0) _exit(0);
+    _exit(99);
+  }
+  assert_int_equal(child_status(pid), 7);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
 }
 
 /* pthread_create is wrapped (-Wl,--wrap=pthread_create in meson.build): with
@@ -395,6 +463,7 @@ static void fork_child_gemm_on_unreadable_pointers_is_not_scanned(void **state) 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(exit_from_a_signal_handler_inside_the_site_lock_finishes),
+      cmocka_unit_test(exit_from_a_signal_handler_during_fork_finishes),
       cmocka_unit_test(exit_handler_runs_before_a_teardown_registered_inside_the_first_call),
       cmocka_unit_test(fork_while_another_thread_holds_a_module_lock_leaves_it_free_in_the_child),
       cmocka_unit_test(activation_returns_once_its_threads_run_their_own_code),
