@@ -219,12 +219,13 @@ static __thread uint32_t cached_tid;
 
 /* Held across fork from its prepare handler, registered at load (after
  * libmpprof's, which therefore runs after it) to its parent or child
- * handler. Whether the real libcupti or libcuda register fork handlers is
- * not documented (public traces show CUPTI's flush hanging in a fork
- * child); a library that does so, with a lock its flush or dropped-record
- * count takes, is what this stands for: mpprof must never wait for this lock
- * while holding one of its own fork handler's (tests/safety
- * fork_loop_under_checkpoints_ends). */
+ * handler. Not what the real libcupti does: CUDA 13.0's libcupti.so.13
+ * imports neither pthread_atfork nor __register_atfork (nm -D), so it
+ * registers no fork handler; whether the driver (libcuda.so.1) does is not
+ * known here (only its stub is installed). Kept as a library whose fork
+ * handler holds a lock its flush and dropped-record count take: mpprof must
+ * never wait for such a lock while holding one of its own fork handler's
+ * (tests/safety fork_loop_under_checkpoints_ends). */
 static void lock_for_fork(void) {
   pthread_mutex_lock(&lock);
 }
