@@ -424,6 +424,42 @@ static void fp8_scales_amax_and_fp8_output_follow_the_documented_formula(void **
   }
 }
 
+/* An fp8 GELU_AUX's aux (EPILOGUE_AUX_DATA_TYPE e4m3, with D e4m3 and C
+ * fp16: the cuBLAS documentation's rule) is stored as D is: the GELU input
+ * times EPILOGUE_AUX_SCALE, converted with saturation, and its max |x|
+ * before the scale written to EPILOGUE_AUX_AMAX_POINTER (cublasLt.h). */
+static void fp8_gelu_aux_is_stored_at_its_scale_with_its_amax(void **state) {
+  cublasLtHandle_t h = *state;
+  lt_case c = lt_make(CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_16F,
+                      CUDA_R_8F_E4M3, 'T', 'N', 16, 8, 32, 1, 71);
+  _Alignas(16) uint8_t aux[16 * 8];
+  _Alignas(16) float aux_scale = 64.0f;
+  _Alignas(16) float aux_amax = -1;
+  int64_t ld = 16;
+  set_u32(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_GELU_AUX);
+  set_ptr(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
+  cublasLtMatmulDescSetAttribute(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld);
+  set_i32(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, CUDA_R_8F_E4M3);
+  set_ptr(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_SCALE_POINTER, &aux_scale);
+  set_ptr(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_AMAX_POINTER, &aux_amax);
+  float alpha = 1, beta = 0;
+  assert_int_equal(lt_run(h, &c, &alpha, &beta), CUBLAS_STATUS_SUCCESS);
+  double want_amax = 0;
+  int64_t bad = 0, clamped = 0;
+  for (int64_t j = 0; j < 8; j++)
+    for (int64_t r = 0; r < 16; r++) {
+      double v = st_ref('T', 'N', 32, 1, &c.A, &c.B, 0, &c.C, 0, r, j);
+      if (fabs(v) > want_amax) want_amax = fabs(v);
+      uint8_t want = mp_float_to_e4m3((float)(v * aux_scale), true);
+      bad += aux[r + j * 16] != want;
+      clamped += (want & 0x7f) == 0x7e; /* +-448 */
+    }
+  assert_int_equal(bad, 0);
+  assert_true(clamped > 0); /* some values beyond 448 at scale 64: saturated */
+  assert_true(aux_amax == (float)want_amax);
+  lt_free(&c);
+}
+
 static void fp8_scale_pointers_default_to_one(void **state) {
   cublasLtHandle_t h = *state;
   lt_case c = lt_make(CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_16BF,
@@ -1272,6 +1308,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(aux_epilogues_write_and_read_their_aux, setup, teardown),
       cmocka_unit_test_setup_teardown(fp8_scales_amax_and_fp8_output_follow_the_documented_formula,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(fp8_gelu_aux_is_stored_at_its_scale_with_its_amax, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(fp8_scale_pointers_default_to_one, setup, teardown),
       cmocka_unit_test_setup_teardown(algo_caps_report_the_alignment_of_their_types, setup,
                                       teardown),
