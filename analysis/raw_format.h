@@ -121,6 +121,8 @@
   X(fp8_scale_values, "fp8_scale_values", "MP_RAW_FP8_VALUE per operand with a scale pointer set") \
   X(amax_D, "amax_D",                                                                              \
     "MP_RAW_FP8_VALUE of AMAX_D read back after the call, when its pointer is set")                \
+  X(amax_aux, "amax_aux",                                                                          \
+    "MP_RAW_FP8_VALUE of EPILOGUE_AUX_AMAX read back after the call, when its pointer is set")     \
   X(ranks, "ranks", "report only: calls per rank, summed")
 
 /* X(name, "json key", "what it is") for the objects inside a SITE. */
@@ -182,10 +184,18 @@ enum { MP_RAW_SHADOW_SKIPPED(MP_RAW_ENUM_ROW_) MP_RAW_SHADOW_SKIP_COUNT };
   X(B, "B", "scale pointer of B set")                                                              \
   X(C, "C", "scale pointer of C set")                                                              \
   X(D, "D", "scale pointer of D set")                                                              \
-  X(amax_D, "amax_D", "AMAX_D_POINTER set")
+  X(amax_D, "amax_D", "AMAX_D_POINTER set")                                                        \
+  X(aux, "aux", "EPILOGUE_AUX_SCALE_POINTER set (GELU_AUX*: the aux stored times it)")             \
+  X(amax_aux, "amax_aux", "EPILOGUE_AUX_AMAX_POINTER set (GELU_AUX*)")
 
-/* A cuBLASLt FP8 scalar (a scale of A, B, C or D; AMAX_D) over a site's
- * calls, as read on the host path. min/max merged, counts summed. */
+/* The rows of MP_RAW_FP8_SCALES by name (MP_FP8_ROW_A .. MP_FP8_ROW_amax_aux):
+ * bit i of the fp8_scales bits, value i of a site's FP8 scalars. */
+#define X(f, json, doc) MP_FP8_ROW_##f,
+enum mp_fp8_row { MP_RAW_FP8_SCALES(X) MP_FP8_ROWS };
+#undef X
+
+/* A cuBLASLt FP8 scalar (a scale of A, B, C, D or the GELU aux; AMAX_D or
+ * the aux's amax) over a site's calls, as read. min/max merged, counts summed. */
 #define MP_RAW_FP8_VALUE(X)                                                                        \
   X(min, "min", "smallest value read; null: none read")                                            \
   X(max, "max", "largest value read; null: none read")                                             \
@@ -435,6 +445,7 @@ MP_RAW_KEYS_(mp_rk_nonfinite, MP_RK_NONFINITE, MP_RAW_NONFINITE);
 MP_RAW_KEYS_(mp_rk_shadow, MP_RK_SHADOW, MP_RAW_SHADOW);
 MP_RAW_KEYS_(mp_rk_shadow_cand, MP_RK_SHADOW_CAND, MP_RAW_SHADOW_CAND);
 MP_RAW_KEYS_(mp_rk_fp8_value, MP_RK_FP8_VALUE, MP_RAW_FP8_VALUE);
+MP_RAW_KEYS_(mp_rk_fp8_scales, MP_RK_FP8_SCALES, MP_RAW_FP8_SCALES);
 MP_RAW_KEYS_(mp_rk_unattributed, MP_RK_UNATTRIBUTED, MP_RAW_UNATTRIBUTED);
 
 /* The JSON keys of the site key in table order, NULL-terminated: the

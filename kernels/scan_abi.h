@@ -86,9 +86,10 @@ typedef struct mpp_scan_result {
 #define MPP_SCAN_NO_CTX 2u     /* the stream's context has no accumulators: dropped */
 #define MPP_SCAN_CTX_MAGIC 0x6d707073636e6374ull
 /* 4-byte scalars in device memory the last block copies into the slot: an
- * op's A/B/C/D scale factors and AMAX_D (cuBLASLt FP8). The launch is behind
- * the op on its stream, so AMAX_D holds the op's value by then. */
-#define MPP_SCAN_MAX_SCALARS 5
+ * op's A/B/C/D scale factors, AMAX_D, and its GELU aux's scale and amax
+ * (cuBLASLt FP8). The launch is behind the op on its stream, so the amax
+ * values hold the op's by then. */
+#define MPP_SCAN_MAX_SCALARS 7
 
 /* A result slot in pinned host memory mapped into the device: written only by
  * the launch's last block (records first, then seq), read by the host poller

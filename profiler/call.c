@@ -96,7 +96,8 @@ static void devscan_sink(void *cookie, const mp_stats *result) {
   if (result) mpp_site_merge_stats((int)(v >> 3), (int)(v & 7), result);
 }
 
-/* FP8 scales and AMAX_D read by the device scan (fp32 values, as the host path reads them). */
+/* FP8 scales and amax values read by the device scan (fp32 values, as the host path reads them). */
+_Static_assert(MPP_DEVSCAN_SCALARS == MPP_FP8_VALUES, "a device scalar per MPP_FP8_* bit");
 static void fp8_scalar_sink(void *cookie, const uint32_t *bits, unsigned requested, unsigned read) {
   double values[MPP_DEVSCAN_SCALARS];
   for (int i = 0; i < MPP_DEVSCAN_SCALARS; i++) {
@@ -149,7 +150,7 @@ static bool on_device(const void *p) {
   return k == MPP_MEM_DEVICE || k == MPP_MEM_MANAGED;
 }
 
-/* The call's FP8 scalars in device memory (scalar scales, AMAX_D), for the
+/* The call's FP8 scalars in device memory (scalar scales, AMAX_D, the aux's), for the
  * launch behind the op: read by the kernel, no driver call of their own. */
 static bool device_scalars(const mpp_op *op, mpp_devscan_scalars *ret) {
   bool any = false;
@@ -159,10 +160,13 @@ static bool device_scalars(const mpp_op *op, mpp_devscan_scalars *ret) {
       ret->ptr[i] = op->fp8_scale_ptr[i];
       any = true;
     }
-  if (op->amax_d_ptr && on_device(op->amax_d_ptr)) {
-    ret->ptr[4] = op->amax_d_ptr;
-    any = true;
-  }
+  /* The rest as MPP_FP8_* bit 1 << i: AMAX_D, the aux's scale and amax. */
+  const void *rest[3] = {op->amax_d_ptr, op->aux_scale_ptr, op->amax_aux_ptr};
+  for (int i = 0; i < 3; i++)
+    if (rest[i] && on_device(rest[i])) {
+      ret->ptr[4 + i] = rest[i];
+      any = true;
+    }
   return any;
 }
 
@@ -681,6 +685,8 @@ void mpp_call_end(mpp_call *c, mpp_op *op, bool ok) {
    * memory the scan launch above reads it (a call not scanned: unread). */
   if (op->amax_d_ptr && mpp_host_readable(op->amax_d_ptr))
     op->amax_d = *(const float *)op->amax_d_ptr;
+  if (op->amax_aux_ptr && mpp_host_readable(op->amax_aux_ptr)) /* the aux's, as AMAX_D */
+    op->amax_aux = *(const float *)op->amax_aux_ptr;
   mpp_nonfinite nf;
   bool nonfinite = c->scan && nonfinite_output(c, op, &nf);
   mpp_site_record(c->site, op, c, t1 > c->t0_ns ? t1 - c->t0_ns : 0);

@@ -39,6 +39,7 @@ void mpp_op_init(mpp_op *op, const char *api, mpp_op_kind kind) {
   for (int i = 0; i < 4; i++)
     op->fp8_scale[i] = NAN;
   op->amax_d = NAN;
+  op->aux_scale = op->amax_aux = NAN;
 }
 
 mpp_role *mpp_op_role(mpp_op *op, const char *name, bool input) {

@@ -144,6 +144,13 @@ typedef struct mpp_op {
   int shadow_block_mode[2];
   const void *amax_d_ptr;
   double amax_d;
+  /* The same for the aux a GELU_AUX* epilogue writes (an fp8 aux is stored
+   * times AUX_SCALE; AUX_AMAX is its max |x| before the scale). */
+  double aux_scale;
+  bool aux_scale_unread;
+  const void *aux_scale_ptr;
+  const void *amax_aux_ptr;
+  double amax_aux;
   uint64_t ptr_align;       /* 0: no pointer seen */
   mpp_site_memo *site_memo; /* per call: NULL, or the hook's memo of this op's site */
   int nroles;
@@ -156,6 +163,12 @@ typedef struct mpp_op {
 #define MPP_FP8_C 4u
 #define MPP_FP8_D 8u
 #define MPP_FP8_AMAX_D 16u
+#define MPP_FP8_AUX 32u      /* EPILOGUE_AUX_SCALE_POINTER set (GELU_AUX*) */
+#define MPP_FP8_AMAX_AUX 64u /* EPILOGUE_AUX_AMAX_POINTER set (GELU_AUX*) */
+#define MPP_FP8_VALUES 7     /* the values behind those bits (bit 1 << i: value i) */
+_Static_assert(MPP_FP8_AMAX_D == 1u << MP_FP8_ROW_amax_D && MPP_FP8_AUX == 1u << MP_FP8_ROW_aux &&
+                   MPP_FP8_AMAX_AUX == 1u << MP_FP8_ROW_amax_aux && MPP_FP8_VALUES == MP_FP8_ROWS,
+               "MPP_FP8_* bit i is row i of MP_RAW_FP8_SCALES");
 
 void mpp_op_init(mpp_op *op, const char *api, mpp_op_kind kind);
 /* Adds a role; returns it for the caller to fill its view, or NULL when the

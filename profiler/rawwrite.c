@@ -245,21 +245,24 @@ static void write_fp8_value(mpp_jw *w, const char *key, const mpp_fp8_value *v) 
   mpp_jw_obj_end(w);
 }
 
-/* "fp8_scale_values" and "amax_D": only for pointers some call set. */
+/* "fp8_scale_values", "amax_D" and "amax_aux": only for pointers some call set. */
 static void write_fp8_values(mpp_jw *w, const mpp_site *s) {
-  static const char *const names[4] = {"A", "B", "C", "D"};
+  const char *names[5] = {MP_RK_FP8_SCALES.A, MP_RK_FP8_SCALES.B, MP_RK_FP8_SCALES.C,
+                          MP_RK_FP8_SCALES.D, MP_RK_FP8_SCALES.aux};
+  const mpp_fp8_value *v[5] = {&s->fp8_scale[0], &s->fp8_scale[1], &s->fp8_scale[2],
+                               &s->fp8_scale[3], &s->aux_scale};
   bool any = false;
-  for (int i = 0; i < 4; i++)
-    any |= s->fp8_scale[i].read + s->fp8_scale[i].unread > 0;
+  for (int i = 0; i < 5; i++)
+    any |= v[i]->read + v[i]->unread > 0;
   if (any) {
     mpp_jw_key(w, MP_RK_SITE.fp8_scale_values);
     mpp_jw_obj(w);
-    for (int i = 0; i < 4; i++)
-      if (s->fp8_scale[i].read + s->fp8_scale[i].unread)
-        write_fp8_value(w, names[i], &s->fp8_scale[i]);
+    for (int i = 0; i < 5; i++)
+      if (v[i]->read + v[i]->unread) write_fp8_value(w, names[i], v[i]);
     mpp_jw_obj_end(w);
   }
   if (s->amax_d.read + s->amax_d.unread) write_fp8_value(w, MP_RK_SITE.amax_D, &s->amax_d);
+  if (s->amax_aux.read + s->amax_aux.unread) write_fp8_value(w, MP_RK_SITE.amax_aux, &s->amax_aux);
 }
 
 static void write_fp8_scales(mpp_jw *w, const char *key, unsigned bits) {

@@ -823,7 +823,7 @@ static bool record_needs_lock(const mpp_op *op, const mpp_call *c) {
 #pragma GCC unroll 16
   for (int r = 0; r < MPP_NS_COUNT; r++)
     others |= r == MPP_NS_SAMPLED_OUT ? 0 : c->ns_counts[r];
-  return c->scan || op->fp8_scales || op->amax_d_ptr || others;
+  return c->scan || op->fp8_scales || op->amax_d_ptr || op->amax_aux_ptr || others;
 }
 
 /* A call with nothing more to record than its count, sampled-out roles,
@@ -853,25 +853,35 @@ void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur
     }
   /* Values the device scan reads are noted by its sink (mpp_site_note_fp8).
    * Without a scale pointer (fp8_scales) every value is NAN and none unread. */
-  if (op->fp8_scales)
+  if (op->fp8_scales) {
     for (int i = 0; i < 4; i++)
       if (!(c->fp8_on_device & (1u << i)))
         fp8_value_note(&s->fp8_scale[i], op->fp8_scale[i], op->fp8_scale_unread[i]);
+    if ((op->fp8_scales & MPP_FP8_AUX) && !(c->fp8_on_device & MPP_FP8_AUX))
+      fp8_value_note(&s->aux_scale, op->aux_scale, op->aux_scale_unread);
+  }
   if (op->amax_d_ptr && !(c->fp8_on_device & MPP_FP8_AMAX_D))
     fp8_value_note(&s->amax_d, op->amax_d, isnan(op->amax_d));
+  if (op->amax_aux_ptr && !(c->fp8_on_device & MPP_FP8_AMAX_AUX))
+    fp8_value_note(&s->amax_aux, op->amax_aux, isnan(op->amax_aux));
   mpp_sites_unlock();
   add_event(site, op, c, dur_ns);
 }
 
-void mpp_site_note_fp8(int site, const double values[5], unsigned requested, unsigned read) {
+void mpp_site_note_fp8(int site, const double values[MPP_FP8_VALUES], unsigned requested,
+                       unsigned read) {
   mpp_sites_lock();
   if (site >= 0 && (uint32_t)site < nsites) {
     mpp_site *s = &sites[site];
-    /* As mpp_site_record notes host-read values (a NaN AMAX_D: unread). */
-    for (int i = 0; i < 4; i++)
-      if (requested & (1u << i)) fp8_value_note(&s->fp8_scale[i], values[i], !(read & (1u << i)));
-    if (requested & MPP_FP8_AMAX_D)
-      fp8_value_note(&s->amax_d, values[4], !(read & MPP_FP8_AMAX_D) || isnan(values[4]));
+    mpp_fp8_value *slot[MPP_FP8_VALUES] = {&s->fp8_scale[0], &s->fp8_scale[1], &s->fp8_scale[2],
+                                           &s->fp8_scale[3], &s->amax_d,       &s->aux_scale,
+                                           &s->amax_aux};
+    /* As mpp_site_record notes host-read values (a NaN amax: unread). */
+    for (int i = 0; i < MPP_FP8_VALUES; i++) {
+      bool amax = (1u << i) & (MPP_FP8_AMAX_D | MPP_FP8_AMAX_AUX);
+      if (requested & (1u << i))
+        fp8_value_note(slot[i], values[i], !(read & (1u << i)) || (amax && isnan(values[i])));
+    }
   }
   mpp_sites_unlock();
 }

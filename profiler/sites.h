@@ -72,7 +72,8 @@ typedef struct mpp_site {
       *shadow; /* --shadow state: one malloc block of shadow.c's; NULL until shadowed */
   mpp_fp8_value fp8_scale[4]; /* A, B, C, D */
   mpp_fp8_value amax_d;
-  mpp_op key; /* roles[].view and per-call fields cleared */
+  mpp_fp8_value aux_scale, amax_aux; /* the GELU aux's (GELU_AUX*) */
+  mpp_op key;                        /* roles[].view and per-call fields cleared */
 } mpp_site;
 
 typedef struct mpp_event {
@@ -130,9 +131,12 @@ void mpp_site_record(int site, const mpp_op *op, const mpp_call *c, uint64_t dur
 bool mpp_events_wanted(void); /* false once MPPROF_MAX_EVENTS events are stored */
 void mpp_site_merge_stats(int site, int role, const mp_stats *s); /* device-scan sink */
 /* Device-scan sink of a call's FP8 scalars: values[0..3] the A/B/C/D scales,
- * values[4] AMAX_D; requested / read: MPP_FP8_* bits of the values the call
- * handed to the device scan and of those it read (the others count as unread). */
-void mpp_site_note_fp8(int site, const double values[5], unsigned requested, unsigned read);
+ * values[4] AMAX_D, values[5] the aux scale, values[6] the aux amax (value i:
+ * MPP_FP8_* bit 1 << i); requested / read: MPP_FP8_* bits of the values the
+ * call handed to the device scan and of those it read (the others count as
+ * unread). */
+void mpp_site_note_fp8(int site, const double values[MPP_FP8_VALUES], unsigned requested,
+                       unsigned read);
 /* One kernel launch of call `call` (low 32 bits) of the site; start/end for the timeline. */
 void mpp_site_kernel(int site, uint32_t call, const char *name, uint64_t start_ns, uint64_t end_ns,
                      uint32_t stream);

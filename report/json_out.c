@@ -55,18 +55,24 @@ static cJSON *fp8_value_json(const mpprof_fp8_value *v) {
   return o;
 }
 
-/* The raw keys "fp8_scale_values" and "amax_D", merged, only when some call set them. */
+/* The raw keys "fp8_scale_values", "amax_D" and "amax_aux", merged, only
+ * when some call set them: the scales by their row's name. */
 static void add_fp8_values(cJSON *o, const mpprof_site *s) {
-  static const char *const names[4] = {"A", "B", "C", "D"};
+#define X(f, json, doc) json,
+  static const char *const names[] = {MP_RAW_FP8_SCALES(X)};
+#undef X
   const mpprof_fp8_values *v = mpprof_site_fp8(s);
   cJSON *sv = NULL;
-  for (int i = 0; i < 4; i++) {
-    if (!v->scale[i].read && !v->scale[i].unread) continue;
+  for (int i = 0; i < MP_FP8_ROWS; i++) {
+    if (!v->v[i].read && !v->v[i].unread) continue;
+    if (mpprof_fp8_row_is_amax(i)) {
+      cJSON_AddItemToObject(o, i == MP_FP8_ROW_amax_D ? MP_RK_SITE.amax_D : MP_RK_SITE.amax_aux,
+                            fp8_value_json(&v->v[i]));
+      continue;
+    }
     if (!sv) sv = cJSON_AddObjectToObject(o, MP_RK_SITE.fp8_scale_values);
-    if (sv) cJSON_AddItemToObject(sv, names[i], fp8_value_json(&v->scale[i]));
+    if (sv) cJSON_AddItemToObject(sv, names[i], fp8_value_json(&v->v[i]));
   }
-  if (v->amax_d.read || v->amax_d.unread)
-    cJSON_AddItemToObject(o, MP_RK_SITE.amax_D, fp8_value_json(&v->amax_d));
 }
 
 static cJSON *process_json(const mpprof_process *p) {
@@ -347,9 +353,9 @@ static bool site_text(mpprof_tb *b, const mpprof_model *m, const mpprof_site *s)
   kernels_text(b, s);
   u64_member(b, "ptr_align", s->ptr_align, s->ptr_align);
   const mpprof_fp8_values *v = mpprof_site_fp8(s);
-  bool fp8 = v->amax_d.read || v->amax_d.unread;
-  for (int i = 0; i < 4; i++)
-    fp8 = fp8 || v->scale[i].read || v->scale[i].unread;
+  bool fp8 = false;
+  for (int i = 0; i < MP_FP8_ROWS; i++)
+    fp8 = fp8 || v->v[i].read || v->v[i].unread;
   if (fp8) {
     cJSON *o = cJSON_CreateObject();
     if (o) add_fp8_values(o, s);

@@ -301,9 +301,8 @@ static int merge_into(mpprof_model *m, mpprof_site *d, mpprof_site *s) {
   if (s->ptr_align && (!d->ptr_align || s->ptr_align < d->ptr_align)) d->ptr_align = s->ptr_align;
   if (s->fp8) {
     if (!d->fp8 && !(d->fp8 = calloc(1, sizeof *d->fp8))) return -1;
-    for (int i = 0; i < 4; i++)
-      mpprof_fp8_value_merge(&d->fp8->scale[i], &s->fp8->scale[i]);
-    mpprof_fp8_value_merge(&d->fp8->amax_d, &s->fp8->amax_d);
+    for (int i = 0; i < MP_FP8_ROWS; i++)
+      mpprof_fp8_value_merge(&d->fp8->v[i], &s->fp8->v[i]);
   }
   if (mpprof_shadow_merge(&d->shadow, s->shadow)) return -1;
   /* Mixed architectures: eligibility follows the oldest one. */

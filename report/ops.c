@@ -146,12 +146,11 @@ void mpprof_site_extra_of(const mpprof_site *s, mpprof_site_extra *ret) {
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
     if (s->fp8_scales >> i & 1) {
       /* With the values read: "A=2", "A=0.5..2" over calls, "amax_D=4096" (its max). */
-      const mpprof_fp8_value *v =
-          i < 4 ? &mpprof_site_fp8(s)->scale[i] : &mpprof_site_fp8(s)->amax_d;
+      const mpprof_fp8_value *v = &mpprof_site_fp8(s)->v[i];
       size_t used = strlen(ret->fp8_scales), left = sizeof ret->fp8_scales - used;
       if (!v->read)
         snprintf(ret->fp8_scales + used, left, "%s%s", used ? " " : "", names[i]);
-      else if (i < 4 && v->min != v->max)
+      else if (!mpprof_fp8_row_is_amax((int)i) && v->min != v->max)
         snprintf(ret->fp8_scales + used, left, "%s%s=%.4g..%.4g", used ? " " : "", names[i], v->min,
                  v->max);
       else

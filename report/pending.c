@@ -120,9 +120,8 @@ int mpprof_pending_pack(mpprof_site *s, mpprof_tb *scratch, mpprof_pending *ret)
   put_z(&b, s->cc_minor);
   put_u(&b, s->fp8 != NULL);
   if (s->fp8) {
-    for (int i = 0; i < 4; i++)
-      put_fp8(&b, &s->fp8->scale[i]);
-    put_fp8(&b, &s->fp8->amax_d);
+    for (int i = 0; i < MP_FP8_ROWS; i++)
+      put_fp8(&b, &s->fp8->v[i]);
   }
   put_counts(&b, s->not_scanned, s->n_not_scanned);
   put_counts(&b, s->ranks, s->n_ranks);
@@ -265,9 +264,8 @@ int mpprof_pending_unpack(mpprof_pending *pd, mpprof_strpool *pool, mpprof_site 
   ret->cc_minor = (int)get_z(&r);
   if (get_u(&r)) {
     if (!(ret->fp8 = calloc(1, sizeof *ret->fp8))) return -1;
-    for (int i = 0; i < 4; i++)
-      get_fp8(&r, &ret->fp8->scale[i]);
-    get_fp8(&r, &ret->fp8->amax_d);
+    for (int i = 0; i < MP_FP8_ROWS; i++)
+      get_fp8(&r, &ret->fp8->v[i]);
   }
   if (get_counts(&r, pool, &ret->not_scanned, &ret->n_not_scanned) ||
       get_counts(&r, pool, &ret->ranks, &ret->n_ranks))

@@ -1221,15 +1221,19 @@ static int site_from_json(cJSON *o, const mpprof_process *p, mpprof_model *m, mp
   uint64_t align = 0;
   if (u64_of(M(MP_RK_SITE.ptr_align), &align)) s->ptr_align = align > 4096 ? 4096 : (unsigned)align;
   const cJSON *sv = M(MP_RK_SITE.fp8_scale_values);
-  static const char *const fp8_roles[4] = {"A", "B", "C", "D"};
+#define X(f, json, doc) json,
+  static const char *const fp8_rows[] = {MP_RAW_FP8_SCALES(X)};
+#undef X
   mpprof_fp8_values fp8;
   bool any = false;
-  for (int i = 0; i < 4; i++) {
-    fp8_value_of(cJSON_GetObjectItemCaseSensitive(sv, fp8_roles[i]), &fp8.scale[i]);
-    any = any || fp8.scale[i].read || fp8.scale[i].unread;
+  for (int i = 0; i < MP_FP8_ROWS; i++) { /* the scales in fp8_scale_values, each amax a key */
+    const cJSON *o = i == MP_FP8_ROW_amax_D     ? M(MP_RK_SITE.amax_D)
+                     : i == MP_FP8_ROW_amax_aux ? M(MP_RK_SITE.amax_aux)
+                                                : cJSON_GetObjectItemCaseSensitive(sv, fp8_rows[i]);
+    fp8_value_of(o, &fp8.v[i]);
+    any = any || fp8.v[i].read || fp8.v[i].unread;
   }
-  fp8_value_of(M(MP_RK_SITE.amax_D), &fp8.amax_d);
-  if (any || fp8.amax_d.read || fp8.amax_d.unread) {
+  if (any) {
     if (!(s->fp8 = malloc(sizeof *s->fp8))) return -1;
     *s->fp8 = fp8;
   }
@@ -1580,8 +1584,9 @@ static int site_fast(walk *w, const mpprof_process *p, mpprof_model *m, const ch
   }
   /* members read otherwise, or that must be there */
   const uint64_t other = 1ull << SF_conv | 1ull << SF_fp8_scales | 1ull << SF_fp8_scale_values |
-                         1ull << SF_amax_D | 1ull << SF_not_scanned | 1ull << SF_shadow |
-                         1ull << SF_ranks | 1ull << SF_shapes_merged | 1ull << SF_fast_accum;
+                         1ull << SF_amax_D | 1ull << SF_amax_aux | 1ull << SF_not_scanned |
+                         1ull << SF_shadow | 1ull << SF_ranks | 1ull << SF_shapes_merged |
+                         1ull << SF_fast_accum;
   const uint64_t need = 1ull << SF_id | 1ull << SF_api | 1ull << SF_kind | 1ull << SF_layer |
                         1ull << SF_calls | 1ull << SF_tensors;
   if (seen & other || (seen & need) != need) goto out;

@@ -69,12 +69,19 @@ typedef struct mpprof_fp8_value {
 
 void mpprof_fp8_value_merge(mpprof_fp8_value *dst, const mpprof_fp8_value *src);
 
-/* A site's FP8 scalars: the scale values of A, B, C, D and amax_D. Out of
- * the site record (160 bytes a site, 100k sites): few sites have them. */
+/* A site's FP8 scalars, value i for row i of MP_RAW_FP8_SCALES
+ * (analysis/raw_format.h enum mp_fp8_row): the scale values of A, B, C, D,
+ * amax_D, the GELU aux's scale and amax_aux. Out of the site record (160
+ * bytes a site, 100k sites): few sites have them. */
 typedef struct mpprof_fp8_values {
-  mpprof_fp8_value scale[4]; /* A, B, C, D */
-  mpprof_fp8_value amax_d;
+  mpprof_fp8_value v[MP_FP8_ROWS];
 } mpprof_fp8_values;
+
+/* Whether row i of MP_RAW_FP8_SCALES is an amax (a site key of its own in
+ * the raw file) rather than a scale (in "fp8_scale_values"). */
+static inline bool mpprof_fp8_row_is_amax(int i) {
+  return i == MP_FP8_ROW_amax_D || i == MP_FP8_ROW_amax_aux;
+}
 
 typedef struct mpprof_cstats {
   mp_dtype dtype;

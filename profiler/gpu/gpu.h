@@ -135,7 +135,8 @@ typedef struct mpp_devscan_item {
 } mpp_devscan_item;
 int mpp_devscan_enqueue_op(void *stream, mpp_devscan_item *items, int n);
 /* Scalars of the op read by the same launch, without a driver call of their
- * own (cuBLASLt FP8: the A/B/C/D scale factors and AMAX_D, 4-byte values in
+ * own (cuBLASLt FP8: the A/B/C/D scale factors, AMAX_D and the GELU aux's
+ * scale and amax, 4-byte values in
  * device memory): the kernel's last block copies the value behind each
  * non-NULL ptr[i] into the result slot. The launch runs behind the op on its
  * stream, so AMAX_D holds the op's result. Once it finished, `sink` gets the
@@ -144,7 +145,7 @@ int mpp_devscan_enqueue_op(void *stream, mpp_devscan_item *items, int n);
  * launched (the sink will be called once, unless the GPU never finishes it),
  * -EINVAL (a pointer not 4-byte aligned: nothing read), else the launch's
  * -ENOSYS / -EBUSY / -EIO. With no item to scan the launch reads only these. */
-#define MPP_DEVSCAN_SCALARS 5
+#define MPP_DEVSCAN_SCALARS 7 /* A/B/C/D scales, AMAX_D, the aux's scale and amax */
 typedef void (*mpp_scalar_sink)(void *cookie, const uint32_t *bits, unsigned requested,
                                 unsigned read);
 typedef struct mpp_devscan_scalars {

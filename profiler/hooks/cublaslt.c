@@ -362,6 +362,14 @@ static mpp_op *decode(mpp_op *scratch, cublasLtMatmulDesc_t desc, const void *al
     desc_get(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, &g.aux_stride,
              sizeof g.aux_stride);
     desc_get(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &g.aux_type, sizeof g.aux_type);
+    /* An fp8 aux is stored times AUX_SCALE and its amax written to
+     * AUX_AMAX_POINTER, as D is with D_SCALE and AMAX_D (cublasLt.h). */
+    desc_get(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_SCALE_POINTER, &g.aux_scale,
+             sizeof g.aux_scale);
+    if (g.aux_scale)
+      desc_get(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_SCALE_MODE, &g.aux_scale_mode,
+               sizeof g.aux_scale_mode);
+    desc_get(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_AMAX_POINTER, &g.aux_amax, sizeof g.aux_amax);
   }
   static const cublasLtMatmulDescAttributes_t scale_attrs[4] = {
       CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,

@@ -658,6 +658,22 @@ static int lt_alpha_known(const mpp_lt_call *g, bool (*host_visible)(const void 
   }
 }
 
+/* A scale pointer's value: a scalar scale is one value of the compute type
+ * (fp32 for fp8 GEMMs), read on the host path into *ret_value, or (device
+ * memory) left in *ret_ptr for the device scan after the call (call.c);
+ * block and vector scale arrays are not read. Not read here: *ret_unread. */
+static void lt_scale_value(const mpp_lt_call *g, const void *ptr, int32_t mode,
+                           bool (*host_visible)(const void *p), double *ret_value, bool *ret_unread,
+                           const void **ret_ptr) {
+  bool scalar = mode == 0 && g->scale_type == 0 /* CUDA_R_32F */;
+  if (scalar && host_visible && host_visible(ptr)) {
+    *ret_value = *(const float *)ptr;
+    return;
+  }
+  *ret_unread = true;
+  if (scalar) *ret_ptr = ptr;
+}
+
 /* The fp8 scales shadow execution applies (op->shadow_scale, and
  * op->shadow_blocks for A's and B's block scales): cuBLASLt multiplies fp8
  * A and B by their scale (or each block by its own) and stores an fp8 D
@@ -708,20 +724,21 @@ void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
     if (g->scale_ptr[i]) op->fp8_scales |= bits[i];
   if (g->amax_d) op->fp8_scales |= MPP_FP8_AMAX_D;
   op->fast_accum = g->fast_accum != 0;
-  /* A scalar scale is one value of the compute type (fp32 for fp8 GEMMs),
-   * read on the host path, or (device memory) by the device scan after the
-   * call (call.c); block and vector scale arrays are not read. */
-  for (int i = 0; i < 4; i++) {
-    if (!g->scale_ptr[i]) continue;
-    bool scalar = g->scale_mode[i] == 0 && g->scale_type == 0 /* CUDA_R_32F */;
-    if (scalar && host_visible && host_visible(g->scale_ptr[i])) {
-      op->fp8_scale[i] = *(const float *)g->scale_ptr[i];
-      continue;
-    }
-    op->fp8_scale_unread[i] = true;
-    if (scalar) op->fp8_scale_ptr[i] = g->scale_ptr[i];
-  }
+  for (int i = 0; i < 4; i++)
+    if (g->scale_ptr[i])
+      lt_scale_value(g, g->scale_ptr[i], g->scale_mode[i], host_visible, &op->fp8_scale[i],
+                     &op->fp8_scale_unread[i], &op->fp8_scale_ptr[i]);
   op->amax_d_ptr = g->amax_d;
+  /* The GELU aux a GELU_AUX* epilogue writes: its scale and amax as D's. */
+  if (mpp_lt_aux_use(g->epilogue) == 1 && g->aux) {
+    if (g->aux_scale) {
+      op->fp8_scales |= MPP_FP8_AUX;
+      lt_scale_value(g, g->aux_scale, g->aux_scale_mode, host_visible, &op->aux_scale,
+                     &op->aux_scale_unread, &op->aux_scale_ptr);
+    }
+    if (g->aux_amax) op->fp8_scales |= MPP_FP8_AMAX_AUX;
+    op->amax_aux_ptr = g->aux_amax;
+  }
   op->stream = stream;
   /* Shadow execution reads column-major A and B with scalar alpha and, for
    * fp8 operands and output, scalar scales (lt_shadow_scales). */
@@ -783,7 +800,7 @@ void mpp_lt_decode(mpp_op *op, const mpp_lt_call *g, void *stream,
  * every call (host-only getters), and the memo's key is what was read, with
  * what the decoding reads through alpha and beta, but not the matrix and
  * bias pointers (set_lt_pointers puts them in). Calls with pointer arrays,
- * FP8 scale pointers or an AMAX_D pointer are decoded afresh: their ops
+ * FP8 scale pointers or an AMAX_D (or aux amax) pointer are decoded afresh: their ops
  * depend on memory the call points to (array contents, scale values). Each
  * entry keeps its op's site as the GEMM memo's do. */
 
@@ -834,7 +851,8 @@ mpp_op *mpp_lt_decode_memo_hinted(mpp_op *scratch, const mpp_lt_call *g, void *s
                 g->b.batch_mode == LT_BATCH_MODE_POINTER_ARRAY ||
                 g->c.batch_mode == LT_BATCH_MODE_POINTER_ARRAY ||
                 g->d.batch_mode == LT_BATCH_MODE_POINTER_ARRAY;
-  bool fp8 = g->amax_d || g->scale_ptr[0] || g->scale_ptr[1] || g->scale_ptr[2] || g->scale_ptr[3];
+  bool fp8 = g->amax_d || g->scale_ptr[0] || g->scale_ptr[1] || g->scale_ptr[2] ||
+             g->scale_ptr[3] || g->aux_scale || g->aux_amax;
   gemm_memo *mm = arrays || fp8 ? NULL : memo_get();
   if (!mm) {
     if (hint) hint->fill = 0;

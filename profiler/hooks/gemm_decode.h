@@ -113,6 +113,12 @@ typedef struct mpp_lt_call {
   const void *aux;
   int aux_type;
   int64_t aux_ld, aux_stride;
+  /* And what GELU_AUX* store it with: EPILOGUE_AUX_SCALE_POINTER (NULL = 1;
+   * its EPILOGUE_AUX_SCALE_MODE, 0 = one fp32 scalar) and
+   * EPILOGUE_AUX_AMAX_POINTER (max |aux| before the scale), as D's. */
+  const void *aux_scale;
+  int32_t aux_scale_mode;
+  const void *aux_amax;
   const void *scale_ptr[4]; /* A, B, C, D scale pointers (NULL = 1) */
   int32_t scale_mode[4];    /* A..D_SCALE_MODE: 0 = one fp32 scalar, others block/vector arrays */
   const void *amax_d;

@@ -623,6 +623,57 @@ static void lt_fp8_scale_and_amax_pointers_are_flagged(void **state) {
   assert_string_equal(op.type_names[0], "fp8_e4m3");
 }
 
+static bool all_host(const void *p) {
+  (void)p;
+  return true;
+}
+
+/* An fp8 GELU aux is stored times EPILOGUE_AUX_SCALE, its amax written to
+ * EPILOGUE_AUX_AMAX_POINTER (cublasLt.h), as D's with D_SCALE and AMAX_D:
+ * both flagged, the scale read on the host path (a block scale mode: not
+ * read), the amax pointer kept for after the call; only for the epilogues
+ * that write an aux (not DGELU, which reads one). */
+static void lt_fp8_aux_scale_and_amax_are_read_as_ds(void **state) {
+  (void)state;
+  static uint8_t aux[64];
+  static float scale = 0.0625f, amax;
+  mpp_lt_call g = lt16();
+  g.a.type = g.b.type = g.d.type = 28; /* CUDA_R_8F_E4M3 */
+  g.c.type = 2;
+  g.bias_type = -1;
+  g.aux_type = 28;
+  g.epilogue = 160; /* GELU_AUX */
+  g.aux = aux;
+  g.aux_ld = 8;
+  g.aux_scale = &scale;
+  g.aux_amax = &amax;
+  mpp_op op, scratch;
+  mpp_lt_decode(&op, &g, NULL, all_host);
+  assert_int_equal(op.fp8_scales, MPP_FP8_AUX | MPP_FP8_AMAX_AUX);
+  assert_true(op.aux_scale == 0.0625);
+  assert_false(op.aux_scale_unread);
+  assert_ptr_equal(op.amax_aux_ptr, &amax);
+  assert_true(isnan(op.amax_aux)); /* read after the call (call.c) */
+  assert_true(op.roles[4].saturates);
+  /* Not through the memo: the scale is memory the call points to. */
+  assert_ptr_equal(mpp_lt_decode_memo(&scratch, &g, NULL, all_host), &scratch);
+  /* Not host memory: left for the device scan. */
+  mpp_lt_decode(&op, &g, NULL, NULL);
+  assert_true(isnan(op.aux_scale) && op.aux_scale_unread);
+  assert_ptr_equal(op.aux_scale_ptr, &scale);
+  /* A block scale mode: never read. */
+  g.aux_scale_mode = 2;
+  mpp_lt_decode(&op, &g, NULL, all_host);
+  assert_true(isnan(op.aux_scale) && op.aux_scale_unread);
+  assert_null(op.aux_scale_ptr);
+  /* DGELU reads the aux: no scale or amax of its own recorded. */
+  g.aux_scale_mode = 0;
+  g.epilogue = 192;
+  mpp_lt_decode(&op, &g, NULL, all_host);
+  assert_int_equal(op.fp8_scales, 0);
+  assert_null(op.amax_aux_ptr);
+}
+
 /* Shadow execution applies the epilogues that change D (bias, ReLU, GELU, and
  * their AUX forms) and refuses those it does not model (DRELU/DGELU read an
  * aux buffer); a bias takes BIAS_DATA_TYPE, by default D's type. */
@@ -1963,6 +2014,7 @@ int main(void) {
       cmocka_unit_test(lt_m_n_come_from_d_and_k_from_a_and_transa),
       cmocka_unit_test(lt_row_major_layout_is_viewed_transposed),
       cmocka_unit_test(lt_fp8_scale_and_amax_pointers_are_flagged),
+      cmocka_unit_test(lt_fp8_aux_scale_and_amax_are_read_as_ds),
       cmocka_unit_test(lt_beta_zero_pointer_mode_drops_c),
       cmocka_unit_test(a_blending_convolution_reads_the_output_first),
       cmocka_unit_test(lt_vector_alpha_and_beta_are_read_whole),

@@ -35,7 +35,7 @@
 #include "profiler/sites.h"
 #include "profiler/train.h"
 
-static float a_vals[16], d_vals[16], amax_val = 4096;
+static float a_vals[16], d_vals[16], amax_val = 4096, amax_aux_val = 16;
 
 /* An op with every field of the site key set (not a realistic call: each
  * field only has to reach the file). */
@@ -77,10 +77,13 @@ static void full_op(mpp_op *op) {
   op->math_mode = 3 | 16;
   op->epilogue = "BIAS";
   op->conv_math = "TENSOR_OP_MATH";
-  op->fp8_scales = MPP_FP8_A | MPP_FP8_B | MPP_FP8_C | MPP_FP8_D | MPP_FP8_AMAX_D;
-  op->fp8_scale[0] = 2;           /* A's scale read */
-  op->fp8_scale_unread[1] = true; /* B's set but not read */
-  op->amax_d_ptr = &amax_val;     /* read back at the end of the call */
+  op->fp8_scales = MPP_FP8_A | MPP_FP8_B | MPP_FP8_C | MPP_FP8_D | MPP_FP8_AMAX_D | MPP_FP8_AUX |
+                   MPP_FP8_AMAX_AUX;
+  op->fp8_scale[0] = 2;             /* A's scale read */
+  op->fp8_scale_unread[1] = true;   /* B's set but not read */
+  op->amax_d_ptr = &amax_val;       /* read back at the end of the call */
+  op->aux_scale = 0.0625;           /* the GELU aux's scale read */
+  op->amax_aux_ptr = &amax_aux_val; /* read back as AMAX_D */
   op->fast_accum = true;
   mpp_op_note_ptr(op, a_vals);
   mpp_op_note_ptr(op, d_vals);
@@ -524,14 +527,20 @@ static void check_site_counter(const char *k, const cJSON *site, const mpprof_si
     assert_int_equal(kn->n_tc_values, 2);
     assert_true(kn->tc_values[0] == 12.5 && kn->tc_values[1] == 3.0);
   } else if (!strcmp(k, MP_RK_SITE.fp8_scale_values)) {
-    const mpprof_fp8_value *sc = mpprof_site_fp8(s)->scale;
+    const mpprof_fp8_value *sc = mpprof_site_fp8(s)->v;
     assert_true(sc[0].read == 2 && sc[0].min == 2 && sc[0].max == 2);
     assert_true(sc[1].read == 0 && sc[1].unread == 2);
     assert_int_equal(sc[2].read + sc[2].unread, 0);
     assert_int_equal(num(cJSON_GetObjectItemCaseSensitive(v, "B"), MP_RK_FP8_VALUE.unread), 2);
   } else if (!strcmp(k, MP_RK_SITE.amax_D)) {
-    const mpprof_fp8_value *amax = &mpprof_site_fp8(s)->amax_d;
+    const mpprof_fp8_value *amax = &mpprof_site_fp8(s)->v[MP_FP8_ROW_amax_D];
     assert_true(amax->read == 2 && amax->max == 4096 && amax->min == 4096);
+    assert_int_equal(num(v, MP_RK_FP8_VALUE.read), 2);
+  } else if (!strcmp(k, MP_RK_SITE.amax_aux)) {
+    const mpprof_fp8_value *amax = &mpprof_site_fp8(s)->v[MP_FP8_ROW_amax_aux];
+    const mpprof_fp8_value *scale = &mpprof_site_fp8(s)->v[MP_FP8_ROW_aux];
+    assert_true(amax->read == 2 && amax->max == 16 && amax->min == 16);
+    assert_true(scale->read == 2 && scale->max == 0.0625);
     assert_int_equal(num(v, MP_RK_FP8_VALUE.read), 2);
   } else if (!strcmp(k, MP_RK_SITE.ptr_align)) {
     assert_int_equal(s->ptr_align, num(site, k));
@@ -641,7 +650,7 @@ static void every_emitted_key_is_read_back(void **state) {
   assert_string_equal(s->math_mode, "TF32_TENSOR_OP+DISALLOW_REDUCED_PRECISION_REDUCTION");
   assert_string_equal(s->epilogue, "BIAS");
   assert_string_equal(s->conv_math_type, "TENSOR_OP_MATH");
-  assert_int_equal(s->fp8_scales, 31);
+  assert_int_equal(s->fp8_scales, 127);
   assert_true(s->fast_accum);
 #define X(name, json, ...) check_site_counter(json, sj, s);
   MP_RAW_SITE_COUNTERS(X)

@@ -163,8 +163,8 @@ static void a_packed_merging_site_unpacks_to_the_same_merged_fields(void **state
                    .cc_major = 9,
                    .cc_minor = 0};
   s.fp8 = calloc(1, sizeof *s.fp8);
-  s.fp8->scale[1] = (mpprof_fp8_value){.min = -0.5, .max = 448, .read = 4, .unread = 1};
-  s.fp8->amax_d = (mpprof_fp8_value){.unread = 2};
+  s.fp8->v[MP_FP8_ROW_B] = (mpprof_fp8_value){.min = -0.5, .max = 448, .read = 4, .unread = 1};
+  s.fp8->v[MP_FP8_ROW_amax_D] = (mpprof_fp8_value){.unread = 2};
   s.n_ranks = 2;
   s.ranks = calloc(2, sizeof *s.ranks);
   s.ranks[0] = (mpprof_count){"0", 5};
