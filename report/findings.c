@@ -399,6 +399,12 @@ static int rule_fp16_flush_edge(mpprof_model *m) {
 /* ---- layer rules: called only for layers with a verdict (adv.known), or
  * for every layer when the rule says any_layer ---- */
 
+/* A GELU aux (phase.aux): an fp8 one has a scale of its own, not D's. */
+static bool is_aux(const mpprof_layer_tensor *t) {
+  const char *dot = strrchr(t->name, '.');
+  return dot && !strcmp(dot + 1, MP_ROLE_AUX);
+}
+
 static int rule_fp16_overflow(mpprof_model *m, const mpprof_layer *l) {
   const mpprof_layer_tensor *ov = worst(l, MP_TCLASS_FORWARD, true);
   if (!ov) return 0;
@@ -431,8 +437,11 @@ static int rule_fp16_overflow(mpprof_model *m, const mpprof_layer *l) {
                     ? "; its sites store it in different dtypes, and the share is of all of them"
                     : "",
                 also),
-            strdup("lower this output's fp8 scale (the D scale, from its amax), or keep the "
-                   "output in bf16"));
+            strdup(is_aux(ov)
+                       ? "lower the aux's fp8 scale (EPILOGUE_AUX_SCALE, from its amax_aux), or "
+                         "keep the aux in fp16 or bf16"
+                       : "lower this output's fp8 scale (the D scale, from its amax), or keep the "
+                         "output in bf16"));
     free(at);
   } else if (ov->op_infs) /* +-Inf the op made from finite inputs: overflow of unknown size */
     f = add(m, "fp16_overflow", "high", l->name,

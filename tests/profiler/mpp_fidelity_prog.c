@@ -11,6 +11,11 @@
  *              (saturated); AMAX_D is 4096
  *   fp8fast    fp8sat with CUBLASLT_MATMUL_DESC_FAST_ACCUM set, in a range
  *              "bwd" inside "t/fp8fast" (a gradient GEMM by its phase word)
+ *   fp8aux     cublasLtMatmul FP8 GELU_AUX with an e4m3 aux (D e4m3, C fp16, beta 0):
+ *              e4m3 A and B (16x16x16, TN) all 1, so every pre-GELU value is
+ *              16; AUX_AMAX requested; in range "fit" AUX_SCALE 1/16 (the aux
+ *              stores 1), in range "sat" AUX_SCALE 64 (1024, stored as 448:
+ *              saturated); AUX_AMAX is 16 both times
  *   privblas   cuBLAS as a program with a statically linked copy sees it: a
  *              private copy of libcublas.so.13 (copied to $TMPDIR under
  *              another name, loaded RTLD_LOCAL | RTLD_DEEPBIND, entry points
@@ -307,6 +312,65 @@ static int mode_fp8sat(bool fast) {
   cublasLtMatrixLayoutDestroy(l16);
   cublasLtMatrixLayoutDestroy(l8);
   cublasLtMatmulDescDestroy(desc);
+  cublasLtDestroy(lt);
+  return 0;
+}
+
+/* An FP8 GELU_AUX whose aux is e4m3, stored times AUX_SCALE (cublasLt.h:
+ * EPILOGUE_AUX_SCALE_POINTER, EPILOGUE_AUX_AMAX_POINTER), once within
+ * e4m3's range and once saturated. */
+static int mode_fp8aux(void) {
+  enum { M = 16 };
+  uint8_t ab[M * M], z8[M * M] = {0};
+  memset(ab, 0x38, sizeof ab); /* e4m3 0.0111.000 = 1 */
+  uint16_t c[M * M] = {0};
+  float scales[2] = {1.0f / 16, 64}, amax[2] = {0, 0};
+  uint8_t *da = upload(ab, sizeof ab);
+  uint16_t *dc = upload(c, sizeof c);
+  const char *names[2] = {"fit", "sat"};
+  cublasLtHandle_t lt;
+  CK(cublasLtCreate(&lt));
+  cublasLtMatrixLayout_t l8, l16;
+  CK(cublasLtMatrixLayoutCreate(&l8, CUDA_R_8F_E4M3, M, M, M));
+  CK(cublasLtMatrixLayoutCreate(&l16, CUDA_R_16F, M, M, M));
+  unsigned long sum[2] = {0, 0};
+  range("fp8aux");
+  for (int i = 0; i < 2; i++) {
+    uint8_t *dd = upload(z8, sizeof z8), *daux = upload(z8, sizeof z8);
+    float *dscale = upload(&scales[i], sizeof scales[i]), *damax = upload(&amax[i], sizeof amax[i]);
+    cublasLtMatmulDesc_t desc;
+    CK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t t = CUBLAS_OP_T;
+    uint32_t epi = CUBLASLT_EPILOGUE_GELU_AUX;
+    int32_t aux_type = CUDA_R_8F_E4M3;
+    int64_t aux_ld = M;
+    CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t));
+    CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &daux,
+                                      sizeof daux));
+    CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld,
+                                      sizeof aux_ld));
+    CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &aux_type,
+                                      sizeof aux_type));
+    CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_SCALE_POINTER,
+                                      &dscale, sizeof dscale));
+    CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_AMAX_POINTER, &damax,
+                                      sizeof damax));
+    const float one = 1, zero = 0;
+    nvtxRangePushA(names[i]);
+    CK(cublasLtMatmul(lt, desc, &one, da, l8, da, l8, &zero, dc, l16, dd, l8, NULL, NULL, 0, 0));
+    nvtxRangePop();
+    uint8_t h[M * M];
+    CK(cudaMemcpy(h, daux, sizeof h, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(&amax[i], damax, sizeof amax[i], cudaMemcpyDeviceToHost));
+    for (int j = 0; j < M * M; j++)
+      sum[i] += h[j] * (unsigned long)(j + 1);
+    cublasLtMatmulDescDestroy(desc);
+  }
+  range_end();
+  printf("fp8aux checksum %lu %lu aux_amax %g %g\n", sum[0], sum[1], amax[0], amax[1]);
+  cublasLtMatrixLayoutDestroy(l16);
+  cublasLtMatrixLayoutDestroy(l8);
   cublasLtDestroy(lt);
   return 0;
 }
@@ -995,6 +1059,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "ltalgo")) return mode_ltalgo();
   if (!strcmp(mode, "fp8sat")) return mode_fp8sat(false);
   if (!strcmp(mode, "fp8fast")) return mode_fp8sat(true);
+  if (!strcmp(mode, "fp8aux")) return mode_fp8aux();
   if (!strcmp(mode, "privblas")) return mode_privblas();
   if (!strcmp(mode, "gemv")) return mode_gemv(1);
   if (!strcmp(mode, "gemvmany")) return mode_gemv(MPP_CUPTI_MAX_WAITING + 100);

@@ -461,6 +461,76 @@ static void a_saturated_fp8_output_is_overflow_with_its_scales_and_amax(void **s
   free(csv);
 }
 
+/* The site / report layer of this name (a raw site's "layer", a report
+ * layer's "name"); fails when absent. */
+static cJSON *named(cJSON *arr, const char *key, const char *name) {
+  cJSON *o;
+  cJSON_ArrayForEach(o, arr) {
+    if (str_is(o, key, name)) return o;
+  }
+  fprintf(stderr, "no %s %s\n", key, name);
+  fail();
+  return NULL;
+}
+
+/* An FP8 GELU_AUX with an e4m3 aux stores the GELU input (16 everywhere)
+ * times EPILOGUE_AUX_SCALE and writes its amax to EPILOGUE_AUX_AMAX_POINTER
+ * (cublasLt.h), as D with D_SCALE and AMAX_D: the raw site records both
+ * beside the stored values (1 at scale 1/16; 448, saturated, at scale 64).
+ * The report keeps the stored values, as for D (docs/numerics.md), with the
+ * scale and amax beside them; its saturated values are overflow of unknown
+ * size, with the aux scale to lower. */
+static void a_scaled_fp8_aux_is_recorded_with_its_scale_and_amax(void **state) {
+  (void)state;
+  const char *dir = outdir("fp8aux");
+  cJSON *doc = run_mode(dir, "fp8aux", NULL);
+  cJSON *fit = named(get(doc, "sites"), "layer", "t/fp8aux/fit");
+  assert_true(str_is(fit, "tensors.aux.dtype", "fp8_e4m3"));
+  assert_int_equal(num(fit, "tensors.aux.count"), 256);
+  assert_true(num(fit, "tensors.aux.max") == 1); /* stored values, as D's */
+  assert_null(get(fit, "tensors.aux.saturated"));
+  assert_true(cJSON_IsTrue(get(fit, "fp8_scales.aux")));
+  assert_true(cJSON_IsTrue(get(fit, "fp8_scales.amax_aux")));
+  assert_true(num(fit, "fp8_scale_values.aux.max") == 0.0625);
+  assert_int_equal(num(fit, "fp8_scale_values.aux.read"), 1);
+  assert_true(num(fit, "amax_aux.max") == 16);
+  assert_int_equal(num(fit, "amax_aux.read"), 1);
+  assert_null(get(fit, "amax_D"));
+  cJSON *sat = named(get(doc, "sites"), "layer", "t/fp8aux/sat");
+  assert_int_equal(num(sat, "tensors.aux.saturated"), 256);
+  assert_null(get(sat, "tensors.D.saturated")); /* D = GELU(16) fits */
+  assert_true(num(sat, "fp8_scale_values.aux.max") == 64);
+  assert_true(num(sat, "amax_aux.max") == 16);
+  cJSON_Delete(doc);
+
+  cJSON *rep = load_json(dir, "report.json");
+  cJSON *lf = named(get(rep, "layers"), "name", "t/fp8aux/fit");
+  cJSON *aux = cJSON_GetObjectItem(get(lf, "tensors"), "unknown.aux");
+  assert_non_null(aux);
+  assert_true(num(aux, "absmax") == 1); /* stored, as D's: the scale is beside it */
+  assert_true(num(get(rep, "sites"), "0.amax_aux.max") == 16);
+  cJSON *ls = named(get(rep, "layers"), "name", "t/fp8aux/sat");
+  cJSON *saux = cJSON_GetObjectItem(get(ls, "tensors"), "unknown.aux");
+  assert_int_equal(num(saux, "saturated"), 256);
+  assert_false(cJSON_IsTrue(get(saux, "advice.fp8_e4m3.fits")));
+  bool named_aux = false;
+  cJSON *f;
+  cJSON_ArrayForEach(f, cJSON_GetObjectItem(rep, "findings")) {
+    if (str_is(f, "kind", "fp16_overflow") && str_is(f, "layer", "t/fp8aux/sat") &&
+        str_is(f, "evidence.tensor", "unknown.aux")) {
+      named_aux = true;
+      assert_non_null(strstr(cJSON_GetStringValue(get(f, "action")), "EPILOGUE_AUX_SCALE"));
+    }
+  }
+  assert_true(named_aux);
+  cJSON_Delete(rep);
+  char p[4300];
+  snprintf(p, sizeof p, "%s/ops.csv", dir);
+  char *csv = slurp(p);
+  assert_non_null(strstr(csv, ",aux=0.0625 amax_aux=16,")); /* the ops table's fp8_scales */
+  free(csv);
+}
+
 /* Shadow execution of that call: the operands are the scaled values (A 32,
  * B 8: every product 4096, exact in fp16, bf16 and fp8 at its own scale),
  * while the op's own precision is its saturated e4m3 D, 448 for 4096. */
@@ -712,6 +782,7 @@ int main(void) {
       cmocka_unit_test(vector_alphas_and_betas_decide_what_is_read),
       cmocka_unit_test(a_bias_epilogue_reads_its_bias_of_its_type),
       cmocka_unit_test(a_gelu_aux_epilogue_scans_its_pre_gelu_values),
+      cmocka_unit_test(a_scaled_fp8_aux_is_recorded_with_its_scale_and_amax),
       cmocka_unit_test(a_fused_graphs_pointwise_operands_are_scanned),
       cmocka_unit_test(a_blending_convolution_reads_its_prior_output),
       cmocka_unit_test(a_cublaslt_program_choosing_its_algorithm_runs_and_is_recorded),
