@@ -117,10 +117,13 @@ static int write_rows(const mpprof_model *m, FILE *f) {
       num[3][0] = num[4][0] = 0;
     }
     /* shares as report.json writes them: six digits would round 99.99995 to 100 */
-    pct_text(l->fp16_overflow.pct, num[5]);
-    pct_text(l->fp16_underflow.pct, num[6]);
-    pct_text(l->bf16_overflow.pct, num[7]);
-    pct_text(l->bf16_underflow.pct, num[8]);
+    const mpprof_share *sh[4] = {&l->fp16_overflow, &l->fp16_underflow, &l->bf16_overflow,
+                                 &l->bf16_underflow};
+    for (int k = 0; k < 4; k++) /* empty, as report.json's null: no tensor, no share */
+      if (sh[k]->tensor)
+        pct_text(sh[k]->pct, num[5 + k]);
+      else
+        num[5 + k][0] = 0;
     mpprof_csv_field(f, l->name, false);
     mpprof_csv_field(f, mpprof_phase_name(nph == 1 ? (mpprof_phase)ph : MPPROF_PHASE_MIXED), false);
     mpprof_csv_field(f, num[0], false);

@@ -517,8 +517,13 @@ static void num_cell(FILE *f, double v, const char *fmt) {
   fputs("</td>", f);
 }
 
-/* A share's cell: the percentage, and which tensor it is of. */
+/* A share's cell: the percentage, and which tensor it is of; an em dash
+ * when no tensor had a value to take it of (nothing scanned: not 0%). */
 static void share_cell(FILE *f, const mpprof_share *s) {
+  if (!s->tensor) {
+    fputs("<td class=\"n\" data-v=\"-1\">&mdash;</td>", f);
+    return;
+  }
   fprintf(f, "<td class=\"n\" data-v=\"%.17g\" title=\"%s\">", s->pct, s->tensor ? s->tensor : "");
   pct(f, s->pct);
   if (s->estimate) fputc('~', f);

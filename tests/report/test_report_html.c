@@ -394,6 +394,37 @@ static char *layer_cell(const char *html, const char *name, const char *head) {
   return cell;
 }
 
+/* Nothing scanned (--scan none): the share cells are blank, not a
+ * measured-looking 0 (report.json has null). */
+static void without_scanned_values_the_share_cells_are_blank_not_zero(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("html_scan_none");
+  rg_file r;
+  assert_int_equal(rg_begin(&r, dir, "a.json", &RF_P0), 0);
+  rg_site_end(&r, rg_gemm(0, "cublasSgemm_v2", "net/fc/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
+                          "DEFAULT", 8, 8, 8, 2));
+  assert_int_equal(rg_end(&r), 0);
+  assert_int_equal(rg_set_scan(dir, "a.json", "none"), 0);
+  rf_generate(dir);
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  const char *heads[] = {">fp16 overflow %</th>", ">fp16 underflow %</th>", ">bf16 overflow %</th>",
+                         ">bf16 underflow %</th>"};
+  for (int i = 0; i < 4; i++) {
+    char *cell = layer_cell(html, "net/fc", heads[i]);
+    assert_string_equal(cell, "<td class=\"n\" data-v=\"-1\">&mdash;");
+    free(cell);
+  }
+  char *csv = rg_read_text(dir, "layers.csv", NULL);
+  assert_non_null(csv);
+  /* recommended, loss scale lo/hi, the four shares and their tensors: empty */
+  assert_non_null(strstr(csv, ",A=fp32 B=fp32 C=fp32 D=fp32,,,,,,,,,,"));
+  free(csv);
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* With --shadow, the layer table's "Measured fp16 rel L2" is fp16 as AMP runs
  * it: loss-scaled for a layer with gradients, at scale 1 for a forward layer,
  * which a loss scale never reaches (and whose fp16 verdict is measured at 1).
@@ -960,6 +991,7 @@ int main(void) {
       cmocka_unit_test(charts_go_first_to_the_layers_findings_are_about),
       cmocka_unit_test(a_verdicts_row_chart_and_tally_say_what_it_did_not_see),
       cmocka_unit_test(an_eval_only_run_says_gradients_not_seen_once),
+      cmocka_unit_test(without_scanned_values_the_share_cells_are_blank_not_zero),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
