@@ -113,7 +113,10 @@ int mp_layer_verdict_of(const mp_verdict_tensor *t, size_t n, const mp_advice_pa
       never = (int)i;
   }
   if (grads_scanned && !grads_seen) {
+    /* No verdict, and no fp8 claim either: a "fits e4m3" from the forward
+     * tensors alone would read as clean beside gradients of Inf/NaN. */
     v->known = false;
+    v->fp8_e4m3_fits = v->fp8_e5m2_fits = -1;
     note(v, MP_REASON_GRAD_NEVER_SEEN, never);
     return 0;
   }

@@ -84,8 +84,8 @@ typedef struct mp_layer_verdict {
   int window_lo, window_hi;
   bool window_estimate;
   bool nonfinite_wide;                           /* some tensor's nonfinite_wide decided fp32 */
-  int fp8_e4m3_fits;                             /* -1: no forward tensors */
-  int fp8_e5m2_fits;                             /* -1: no gradients */
+  int fp8_e4m3_fits;                             /* -1: no forward tensors, or no verdict */
+  int fp8_e5m2_fits;                             /* -1: no gradients, or no verdict */
   double fp8_e4m3_underflow, fp8_e5m2_underflow; /* worst tensor's fraction at its fp8 scale */
   /* Fractions of the layer's finite non-zero values (forward and gradient tensors). */
   double fp16_overflow, fp16_underflow, bf16_overflow, bf16_underflow;

@@ -172,6 +172,8 @@ static void gradients_scanned_but_never_finite_and_non_zero_give_no_verdict(void
   assert_int_equal(mp_layer_verdict_of(t, 2, &prm, &v), 0);
   assert_false(v.known); /* not fp16 on the forward tensors' word alone */
   assert_true(has_reason(&v, MP_REASON_GRAD_NEVER_SEEN, 1));
+  assert_int_equal(v.fp8_e4m3_fits, -1); /* nor fp8 */
+  assert_int_equal(v.fp8_e5m2_fits, -1);
   mp_layer_verdict_free(&v);
   t[1].count = 0; /* never scanned: the forward tensors decide */
   assert_int_equal(mp_layer_verdict_of(t, 2, &prm, &v), 0);
