@@ -211,6 +211,19 @@ static mpprof_share worst_fp8(const mpprof_layer *l, mp_tclass cls, bool e5m2) {
   return w;
 }
 
+/* The tensor, of any class, with the largest share of NaN/Inf among its
+ * scanned values: a tensor without a finite non-zero value is in no other
+ * share, and is in this one (NULL tensor: none scanned). */
+static mpprof_share worst_nonfinite(const mpprof_layer *l) {
+  mpprof_share w = {0};
+  for (size_t i = 0; i < l->n_tensors; i++) {
+    if (!l->tensors[i].st.count) continue;
+    mpprof_share s = mpprof_nonfinite_share_of(&l->tensors[i]);
+    if (!w.tensor || s.pct > w.pct) w = s;
+  }
+  return w;
+}
+
 static void layer_shares(mpprof_layer *l) {
   l->fp16_overflow = worst_share(l, MP_TGT_FP16, MP_CAST_OVERFLOW, false);
   l->fp16_underflow = worst_share(l, MP_TGT_FP16, MP_CAST_UNDERFLOW, false);
@@ -220,6 +233,7 @@ static void layer_shares(mpprof_layer *l) {
   l->e5m2_underflow = worst_fp8(l, MP_TCLASS_GRADIENT, true);
   l->applied_fp16_overflow = worst_share(l, MP_TGT_FP16, MP_CAST_OVERFLOW, true);
   l->applied_fp16_underflow = worst_share(l, MP_TGT_FP16, MP_CAST_UNDERFLOW, true);
+  l->nonfinite = worst_nonfinite(l);
 }
 
 static double frac(uint64_t n, uint64_t d) {
@@ -397,6 +411,23 @@ const char *mpprof_dead_kind_text(mpprof_dead_kind k) {
   default:
     return "";
   }
+}
+
+const char *mpprof_no_verdict_text(const mpprof_model *m, const mpprof_layer *l,
+                                   char buf[MPPROF_NO_VERDICT_TEXT_MAX]) {
+  if (l->adv.dead_gradients) {
+    snprintf(buf, MPPROF_NO_VERDICT_TEXT_MAX, "its gradients were %s in every scanned call",
+             mpprof_dead_kind_text((mpprof_dead_kind)l->adv.dead_gradients));
+    return buf;
+  }
+  if (l->elements) return "no forward tensor or gradient held a finite non-zero value";
+  /* Why it saw no values: --scan none in every process, or not. */
+  bool scan_none = m->n_procs > 0;
+  for (size_t i = 0; i < m->n_procs; i++)
+    if (!m->procs[i].scan || strcmp(m->procs[i].scan, "none")) scan_none = false;
+  return scan_none ? "no values scanned: --scan none"
+                   : "no values scanned: its tensors could not be read; see not_scanned in "
+                     "report.json";
 }
 
 /* The verdict of one layer (analysis/verdict.h) and its reasons as sentences. */

@@ -84,6 +84,8 @@ static const char *const columns[] = {
     "scanned_calls",
     "has_gradients",
     "flushed_before_seen",
+    "nonfinite_pct",
+    "nonfinite_tensor",
 };
 
 /* A percentage as report.json writes it (mpprof_double_text), "" when not finite. */
@@ -100,7 +102,7 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     const mpprof_layer_advice *a = &l->adv;
     char *dt = mpprof_layer_dtypes(m, l);
     if (!dt) return -1;
-    char num[12][40];
+    char num[13][40];
     int nph = 0, ph = 0;
     for (int p = 0; p < MPPROF_PHASE_COUNT; p++)
       if (l->phase_mask & (1u << p)) nph++, ph = p;
@@ -157,7 +159,14 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     mpprof_csv_field(f, num[11], false);
     /* what the verdict did not see (report.json's advice keys of the same names) */
     mpprof_csv_field(f, a->known ? mpprof_csv_tri(a->has_gradients) : "", false);
-    mpprof_csv_field(f, a->known ? mpprof_csv_tri(mpprof_layer_flushed_unseen(l)) : "", true);
+    mpprof_csv_field(f, a->known ? mpprof_csv_tri(mpprof_layer_flushed_unseen(l)) : "", false);
+    /* NaN/Inf of the worst tensor, over all its values (report.json shares.nonfinite) */
+    if (l->nonfinite.tensor)
+      pct_text(l->nonfinite.pct, num[12]);
+    else
+      num[12][0] = 0;
+    mpprof_csv_field(f, num[12], false);
+    mpprof_csv_field(f, l->nonfinite.tensor ? l->nonfinite.tensor : "", true);
     free(dt);
   }
   return 0;

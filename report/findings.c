@@ -157,6 +157,34 @@ static bool scale_overflowed(const mpprof_layer *l) {
   return false;
 }
 
+/* The layer's tensors other than t that hold NaN/Inf: the finding on t names
+ * them too (one finding per layer; a 100% NaN output beside t was named
+ * nowhere), in its message and its evidence "also". */
+#define NONFINITE_ALSO_MAX 4
+static bool other_nonfinite(const mpprof_layer_tensor *t, const mpprof_layer_tensor *o) {
+  return o != t && o->st.nans + o->st.pos_infs + o->st.neg_infs;
+}
+
+/* msg + "; also in forward.D (3072 of 3072 values), ..." (msg is freed). */
+static char *nonfinite_also(const mpprof_layer *l, const mpprof_layer_tensor *t, char *msg) {
+  char list[512] = "";
+  size_t len = 0, n = 0;
+  for (size_t i = 0; msg && i < l->n_tensors; i++) {
+    const mpprof_layer_tensor *o = &l->tensors[i];
+    if (!other_nonfinite(t, o) || n++ >= NONFINITE_ALSO_MAX) continue;
+    int w = snprintf(list + len, sizeof list - len, "%s%s (%" PRIu64 " of %" PRIu64 " values)",
+                     len ? ", " : "", o->name, o->st.nans + o->st.pos_infs + o->st.neg_infs,
+                     o->st.count);
+    if (w > 0 && (size_t)w < sizeof list - len) len += (size_t)w;
+  }
+  if (!msg || !n) return msg;
+  char *ret = n > NONFINITE_ALSO_MAX ? mpprof_asprintf("%s; also in %s and %zu more tensors", msg,
+                                                       list, n - NONFINITE_ALSO_MAX)
+                                     : mpprof_asprintf("%s; also in %s", msg, list);
+  free(msg);
+  return ret;
+}
+
 static int nonfinite_finding(mpprof_model *m, const mpprof_layer *l, const mpprof_layer_tensor *t,
                              bool scaled) {
   const char *name = mpprof_layer_label(l);
@@ -205,10 +233,16 @@ static int nonfinite_finding(mpprof_model *m, const mpprof_layer *l, const mppro
                  "upstream, a division by zero, a too-large learning rate) before lowering "
                  "precision");
   }
+  msg = nonfinite_also(l, t, msg);
   mpprof_finding *f =
       add(m, scaled ? "loss_scale_overflow" : "nonfinite_values", "high", l->name, msg, act);
   if (!f) return -1;
   cJSON_AddStringToObject(f->evidence, "tensor", t->name);
+  cJSON *also = NULL;
+  for (size_t i = 0; i < l->n_tensors; i++)
+    if (other_nonfinite(t, &l->tensors[i]) &&
+        (also || (also = cJSON_AddArrayToObject(f->evidence, "also"))))
+      cJSON_AddItemToArray(also, cJSON_CreateString(l->tensors[i].name));
   ev_num(f->evidence, "nans", (double)t->st.nans);
   ev_num(f->evidence, "infs", (double)(t->st.pos_infs + t->st.neg_infs));
   ev_num(f->evidence, "count", (double)t->st.count);

@@ -281,7 +281,27 @@ static void summary(const mpprof_model *m, FILE *f) {
         html(f, mpprof_tally_marks(m, (mp_recommendation)r, marks));
         first = false;
       }
-    if (unknown) fprintf(f, "%s%zu without scanned values", first ? "" : "; ", unknown);
+    /* Layers without a verdict, by why (the terminal summary's words): at
+     * most a handful of distinct reasons. */
+    char why[8][MPPROF_NO_VERDICT_TEXT_MAX];
+    size_t n_why = 0, why_n[8] = {0};
+    for (size_t i = 0; unknown && i < m->n_layers; i++) {
+      if (m->layers[i].adv.known) continue;
+      char buf[MPPROF_NO_VERDICT_TEXT_MAX];
+      const char *w = mpprof_no_verdict_text(m, &m->layers[i], buf);
+      size_t k = 0;
+      while (k < n_why && strcmp(why[k], w))
+        k++;
+      if (k == n_why && n_why < 8) snprintf(why[n_why++], sizeof *why, "%s", w);
+      if (k < n_why) why_n[k]++;
+    }
+    for (size_t k = 0; k < n_why; k++) {
+      fprintf(f, "%s%zu layer%s: no verdict (%s", first ? "" : "; ", why_n[k],
+              why_n[k] == 1 ? "" : "s", why_n[k] == 1 ? "" : "each: ");
+      html(f, why[k]);
+      fputc(')', f);
+      first = false;
+    }
     fputs("</p>\n", f);
     if (m->forward_only) fputs("<p>" MPPROF_FORWARD_ONLY_NOTE ".</p>\n", f);
     const mpprof_applied_scale *g = &m->loss_scale;
@@ -605,6 +625,9 @@ static void layer_headers(FILE *f, const mpprof_model *m) {
   fprintf(f,
           "<th title=\"[a, b]: every loss scale 2^a .. 2^b keeps the layer's gradients inside "
           "fp16 (no overflow, at most %g%% flushed)\">Loss scale (log2)</th>"
+          "<th title=\"Share of NaN and &plusmn;Inf among all the scanned values of the layer's "
+          "tensor (input, output or gradient) with the most of them, named in the cell: values "
+          "no precision is shown to hold\">NaN/Inf %%</th>"
           "<th title=\"Share of the worst tensor's finite non-zero values that round beyond "
           "fp16's largest finite value, 65504 (from 65520 on: to infinity), or that an fp8 output "
           "holds clamped at its max (saturated: true size unknown; see below the "
@@ -823,6 +846,7 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
       fprintf(f, "<td data-v=\"%d\">[%d, %d]</td>", a->window_lo, a->window_lo, a->window_hi);
     else
       fputs("<td data-v=\"-1000\"></td>", f);
+    share_cell(f, &l->nonfinite);
     share_cell(f, &l->fp16_overflow);
     share_cell(f, &l->fp16_underflow);
     share_cell(f, &l->bf16_overflow);
@@ -983,6 +1007,31 @@ static int ops_table(const mpprof_model *m, FILE *f) {
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
+/* A chart panel without bars says why (an empty panel read as "nothing to
+ * see"): no tensor of its class, or what its tensors held instead of finite
+ * non-zero values, in the words of mpprof_dead_kind_text. */
+static void empty_panel_note(const mpprof_layer *l, mp_tclass cls, FILE *f) {
+  uint64_t n = 0, zeros = 0, nonfinite = 0;
+  for (size_t i = 0; i < l->n_tensors; i++) {
+    const mpprof_layer_tensor *t = &l->tensors[i];
+    if (t->cls != cls) continue;
+    if (t->has_values) return;
+    n += t->st.count;
+    zeros += t->st.zeros;
+    nonfinite += t->st.nans + t->st.pos_infs + t->st.neg_infs;
+  }
+  const char *what = cls == MP_TCLASS_GRADIENT ? "gradient" : "forward";
+  mpprof_dead_kind k = mpprof_dead_kind_of(n, zeros, nonfinite);
+  if (k)
+    fprintf(f,
+            "<p class=\"high\">No bars in the %s panel: its %s tensors were %s in every "
+            "scanned call.</p>\n",
+            what, what, mpprof_dead_kind_text(k));
+  else
+    fprintf(f, "<p class=\"muted\">No bars in the %s panel: no %s tensor was scanned.</p>\n", what,
+            what);
+}
+
 /* The chart's numbers: one row per binade with values, and what fp16 does there. */
 static void hist_table(const mpprof_layer *l, int lo, int hi, double *fwd, double *grad, FILE *f) {
   const mp_format *f16 = mp_format_of(MP_FP16);
@@ -1113,6 +1162,8 @@ static int charts(const mpprof_model *m, const size_t *order, const bool *charte
     base64(f, png, len);
     free(png);
     fputs("\"><div></div><div class=\"xtitle\">binade: floor(log2 |x|)</div></div>\n", f);
+    empty_panel_note(l, MP_TCLASS_FORWARD, f);
+    empty_panel_note(l, MP_TCLASS_GRADIENT, f);
     hist_table(l, lo, hi, fwd, grad, f);
     fputs("<ul>", f);
     const cJSON *rs;

@@ -550,6 +550,7 @@ static cJSON *layer_json(const mpprof_model *m, const mpprof_layer *l, mp_stats 
                         mpprof_share_json(&l->applied_fp16_overflow));
   cJSON_AddItemToObject(sh, "fp16_underflow_at_applied_scale",
                         mpprof_share_json(&l->applied_fp16_underflow));
+  cJSON_AddItemToObject(sh, "nonfinite", mpprof_share_json(&l->nonfinite));
   const mpprof_layer_advice *a = &l->adv;
   cJSON *adv = cJSON_AddObjectToObject(o, "advice");
   cJSON_AddItemToObject(adv, "recommended",

@@ -100,10 +100,6 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
     if (no_verdict) fprintf(f, "%s no verdict %zu", first ? "  layers:" : ",", no_verdict);
     if (m->n_layers) fputc('\n', f);
     if (m->forward_only) fputs("  " MPPROF_FORWARD_ONLY_NOTE "\n", f);
-    /* Why a layer saw no values: --scan none in every process, or not. */
-    bool scan_none = m->n_procs > 0;
-    for (size_t i = 0; i < m->n_procs; i++)
-      if (!m->procs[i].scan || strcmp(m->procs[i].scan, "none")) scan_none = false;
     if (m->n_layers <= 12) /* small models: every layer's verdict */
       for (size_t i = 0; i < m->n_layers; i++) {
         const mpprof_layer *l = &m->layers[i];
@@ -118,15 +114,10 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
         if (l->adv.known && l->adv.has_window && l->adv.rec == MP_REC_FP16_LOSS_SCALE)
           fprintf(f, " (its gradients fit loss scales 2^%d .. 2^%d)", l->adv.window_lo,
                   l->adv.window_hi);
-        else if (!l->adv.known && l->adv.dead_gradients)
-          fprintf(f, " (its gradients were %s in every scanned call)",
-                  mpprof_dead_kind_text((mpprof_dead_kind)l->adv.dead_gradients));
-        else if (!l->adv.known)
-          fputs(l->elements ? " (no forward tensor or gradient held a finite non-zero value)"
-                : scan_none ? " (no values scanned: --scan none)"
-                            : " (no values scanned: its tensors could not be read; see "
-                              "not_scanned in report.json)",
-                f);
+        else if (!l->adv.known) {
+          char why[MPPROF_NO_VERDICT_TEXT_MAX];
+          fprintf(f, " (%s)", mpprof_no_verdict_text(m, l, why));
+        }
         fputc('\n', f);
       }
     size_t outs = mpprof_outputs_only_procs(m);

@@ -429,8 +429,8 @@ typedef struct mpprof_layer_advice {
   int window_lo, window_hi;
   bool window_estimate;
   bool has_gradients;
-  int fp8_e4m3_fits; /* -1: no forward tensors */
-  int fp8_e5m2_fits; /* -1: no gradients */
+  int fp8_e4m3_fits; /* -1: no forward tensors, or no verdict */
+  int fp8_e5m2_fits; /* -1: no gradients, or no verdict */
   /* Gradients scanned but never finite and non-zero: no verdict (known false).
    * Which they were: zero, Inf/NaN or both (MPPROF_DEAD_NONE: not dead). */
   int dead_gradients; /* an mpprof_dead_kind */
@@ -472,6 +472,9 @@ typedef struct mpprof_layer {
   mpprof_share e4m3_underflow, e5m2_underflow; /* at per-tensor scale */
   /* The same for gradients at the loss scale the program applied. */
   mpprof_share applied_fp16_overflow, applied_fp16_underflow;
+  /* NaN and +-Inf of the layer's tensor (any class) with the largest share
+   * of them over all its scanned values (mpprof_nonfinite_share_of). */
+  mpprof_share nonfinite;
   mpprof_shadow *shadow;                      /* merged over its sites; NULL: none shadowed */
   mpprof_shadow_cand fp8[MPPROF_FP8_RECIPES]; /* HYBRID recipes (no samples) */
   int best_fp8;                               /* recipe with the least rel_l2; -1 none */
@@ -716,6 +719,13 @@ const char *mpprof_verdict_marks(const mpprof_model *m, const mpprof_layer *l,
  * when none of them is marked. */
 const char *mpprof_tally_marks(const mpprof_model *m, mp_recommendation rec,
                                char buf[MPPROF_MARKS_MAX]);
+/* Why layer l has no verdict (!l->adv.known), the one wording the terminal
+ * summary and the page show: "its gradients were Inf/NaN in every scanned
+ * call" (mpprof_dead_kind_text), "no forward tensor or gradient held a finite
+ * non-zero value", or why no value was scanned. Returns buf or a literal. */
+#define MPPROF_NO_VERDICT_TEXT_MAX 96
+const char *mpprof_no_verdict_text(const mpprof_model *m, const mpprof_layer *l,
+                                   char buf[MPPROF_NO_VERDICT_TEXT_MAX]);
 
 /* model.c */
 /* s's FP8 scalars; all zero (nothing read or unread) when it has none. */
@@ -1159,6 +1169,9 @@ double mpprof_pct(uint64_t num, uint64_t den);
  * at the applied scale instead of unscaled. */
 mpprof_share mpprof_share_of(const mpprof_layer_tensor *lt, mp_target t, mp_cast_outcome o,
                              bool at_scale);
+/* The share of a layer tensor's values, over all of them (zeros, NaN and Inf
+ * included: docs/report.md "Shares"), that are NaN or +-Inf. */
+mpprof_share mpprof_nonfinite_share_of(const mpprof_layer_tensor *lt);
 /* Where a layer tensor's saturated values sit, for a sentence after "at ":
  * "the fp8_e4m3 max 448"; with both formats "the fp8_e4m3 max 448 (N) and the
  * fp8_e5m2 max 57344 (M)"; "its fp8 format's max" when neither is known.

@@ -154,6 +154,14 @@ mpprof_share mpprof_share_of(const mpprof_layer_tensor *lt, mp_target t, mp_cast
   return s;
 }
 
+mpprof_share mpprof_nonfinite_share_of(const mpprof_layer_tensor *lt) {
+  mpprof_share s = {.tensor = lt->name,
+                    .num = lt->st.nans + lt->st.pos_infs + lt->st.neg_infs,
+                    .den = lt->st.count};
+  s.pct = mpprof_pct(s.num, s.den);
+  return s;
+}
+
 cJSON *mpprof_share_json(const mpprof_share *s) {
   if (!s->tensor) return cJSON_CreateNull();
   cJSON *o = cJSON_CreateObject();

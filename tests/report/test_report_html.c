@@ -1,6 +1,7 @@
 /* report.html without a browser: program-derived strings are escaped, nothing
  * is loaded from outside the file, and every embedded image decodes as PNG.
  * Also the text outputs: layers.csv quoting (RFC 4180) and trace.json. */
+#include <math.h>
 #include <png.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -394,6 +395,87 @@ static char *layer_cell(const char *html, const char *name, const char *head) {
   return cell;
 }
 
+/* A layer whose forward output and gradient are NaN/Inf in every scanned
+ * call, beside a forward input of finite values with a few NaN/Inf (the
+ * user trial's net/nanlayer). */
+static char *nan_layer_run(void) {
+  char *dir = rg_tmpdir("html_nan");
+  rg_file r;
+  assert_int_equal(rg_begin(&r, dir, "a.json", &RF_P0), 0);
+  double a[16], bad[8];
+  for (int i = 0; i < 16; i++)
+    a[i] = i == 0 ? NAN : i == 1 ? INFINITY : 0.25 + i;
+  for (int i = 0; i < 8; i++)
+    bad[i] = i % 3 ? NAN : i % 2 ? INFINITY : -INFINITY;
+  cJSON *f = rg_gemm(0, "cublasSgemm_v2", "net/nan/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
+                     "DEFAULT", 4, 4, 4, 3);
+  rg_tensor_values(f, "A", MP_FP32, a, 16);
+  rg_tensor_values(f, "D", MP_FP32, bad, 8);
+  rg_site_end(&r, f);
+  cJSON *b = rg_gemm(1, "cublasSgemm_v2", "net/nan/bwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
+                     "DEFAULT", 4, 4, 4, 3);
+  rg_tensor_values(b, "D", MP_FP32, bad, 8);
+  rg_site_end(&r, b);
+  assert_int_equal(rg_end(&r), 0);
+  rf_generate(dir);
+  return dir;
+}
+
+/* The page's summary gives the reason the terminal summary gives (it said
+ * "1 without scanned values" of a layer whose every call was scanned). */
+static void the_summary_says_why_a_layer_of_nan_has_no_verdict(void **state) {
+  (void)state;
+  char *dir = nan_layer_run();
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  assert_non_null(strstr(html, "1 layer: no verdict (its gradients were Inf/NaN in every scanned "
+                               "call)</p>"));
+  assert_null(strstr(html, "without scanned values"));
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+/* The row shows the NaN/Inf (it read 0% overflow and fp8 e4m3 "yes", as if
+ * clean), and layers.csv has the same column. */
+static void a_layer_of_nan_shows_them_in_its_row_and_csv(void **state) {
+  (void)state;
+  char *dir = nan_layer_run();
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  char *cell = layer_cell(html, "net/nan", ">NaN/Inf %</th>");
+  assert_non_null(strstr(cell, ">100 <small>backward.D</small>"));
+  free(cell);
+  cell = layer_cell(html, "net/nan", ">fp8 e4m3 fwd</th>");
+  assert_string_equal(cell, "<td>?");
+  free(cell);
+  char *csv = rg_read_text(dir, "layers.csv", NULL);
+  assert_non_null(csv);
+  assert_non_null(strstr(csv, ",scanned_calls,nonfinite_pct,nonfinite_tensor\r\n"));
+  assert_non_null(strstr(csv, ",6,100,backward.D\r\n"));
+  free(csv);
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+/* The chart's empty gradient panel says why it is empty; the finding names
+ * every tensor holding NaN/Inf (forward.D, 100% of it, was named nowhere). */
+static void a_layer_of_nan_names_each_tensor_and_its_empty_panel(void **state) {
+  (void)state;
+  char *dir = nan_layer_run();
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  assert_non_null(strstr(html, "No bars in the gradient panel: its gradient tensors were Inf/NaN "
+                               "in every scanned call."));
+  assert_null(strstr(html, "No bars in the forward panel"));
+  assert_non_null(strstr(html, "net/nan: backward.D already holds NaN or Inf"));
+  assert_non_null(strstr(html, "; also in forward.A (2 of 16 values), forward.D (8 of 8 values)"));
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* Nothing scanned (--scan none): the share cells are blank, not a
  * measured-looking 0 (report.json has null). */
 static void without_scanned_values_the_share_cells_are_blank_not_zero(void **state) {
@@ -408,9 +490,9 @@ static void without_scanned_values_the_share_cells_are_blank_not_zero(void **sta
   rf_generate(dir);
   char *html = rg_read_text(dir, "report.html", NULL);
   assert_non_null(html);
-  const char *heads[] = {">fp16 overflow %</th>", ">fp16 underflow %</th>", ">bf16 overflow %</th>",
-                         ">bf16 underflow %</th>"};
-  for (int i = 0; i < 4; i++) {
+  const char *heads[] = {">NaN/Inf %</th>", ">fp16 overflow %</th>", ">fp16 underflow %</th>",
+                         ">bf16 overflow %</th>", ">bf16 underflow %</th>"};
+  for (int i = 0; i < 5; i++) {
     char *cell = layer_cell(html, "net/fc", heads[i]);
     assert_string_equal(cell, "<td class=\"n\" data-v=\"-1\">&mdash;");
     free(cell);
@@ -419,6 +501,7 @@ static void without_scanned_values_the_share_cells_are_blank_not_zero(void **sta
   assert_non_null(csv);
   /* recommended, loss scale lo/hi, the four shares and their tensors: empty */
   assert_non_null(strstr(csv, ",A=fp32 B=fp32 C=fp32 D=fp32,,,,,,,,,,"));
+  assert_non_null(strstr(csv, ",2,,\r\n")); /* scanned_calls, then no NaN/Inf share */
   free(csv);
   free(html);
   rg_rmdir(dir);
@@ -991,6 +1074,9 @@ int main(void) {
       cmocka_unit_test(charts_go_first_to_the_layers_findings_are_about),
       cmocka_unit_test(a_verdicts_row_chart_and_tally_say_what_it_did_not_see),
       cmocka_unit_test(an_eval_only_run_says_gradients_not_seen_once),
+      cmocka_unit_test(the_summary_says_why_a_layer_of_nan_has_no_verdict),
+      cmocka_unit_test(a_layer_of_nan_shows_them_in_its_row_and_csv),
+      cmocka_unit_test(a_layer_of_nan_names_each_tensor_and_its_empty_panel),
       cmocka_unit_test(without_scanned_values_the_share_cells_are_blank_not_zero),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
