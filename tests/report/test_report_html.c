@@ -451,8 +451,10 @@ static void a_layer_of_nan_shows_them_in_its_row_and_csv(void **state) {
   free(cell);
   char *csv = rg_read_text(dir, "layers.csv", NULL);
   assert_non_null(csv);
-  assert_non_null(strstr(csv, ",scanned_calls,nonfinite_pct,nonfinite_tensor\r\n"));
-  assert_non_null(strstr(csv, ",6,100,backward.D\r\n"));
+  assert_non_null(strstr(
+      csv, ",scanned_calls,has_gradients,flushed_before_seen,nonfinite_pct,nonfinite_tensor\r\n"));
+  /* scanned_calls, no verdict (has_gradients, flushed_before_seen empty), the share */
+  assert_non_null(strstr(csv, ",6,,,100,backward.D\r\n"));
   free(csv);
   free(html);
   rg_rmdir(dir);
@@ -501,7 +503,8 @@ static void without_scanned_values_the_share_cells_are_blank_not_zero(void **sta
   assert_non_null(csv);
   /* recommended, loss scale lo/hi, the four shares and their tensors: empty */
   assert_non_null(strstr(csv, ",A=fp32 B=fp32 C=fp32 D=fp32,,,,,,,,,,"));
-  assert_non_null(strstr(csv, ",2,,\r\n")); /* scanned_calls, then no NaN/Inf share */
+  /* scanned_calls, no verdict, then no NaN/Inf share */
+  assert_non_null(strstr(csv, ",2,,,,\r\n"));
   free(csv);
   free(html);
   rg_rmdir(dir);
