@@ -497,15 +497,13 @@ static double key_scale(double in_force, const mpp_layer *layer) {
   }
 }
 
-static int find_site(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_index,
-                     mpp_site_hot **ret_hot) {
+static int find_site(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_index) {
   mpp_site_memo *m = op->site_memo;
   uint64_t gen = mpp_sites_generation();
   uint64_t scale_bits = double_bits(op->loss_scale);
   bool memoisable = m && !isnan(op->loss_scale);
   if (memoisable && memo_holds(m, gen, scale_bits, layer)) {
     *ret_index = mpp_site_again(m->hot);
-    *ret_hot = m->hot;
     return m->site;
   }
   /* the entry's key is this op's in this layer, in this generation */
@@ -521,7 +519,6 @@ static int find_site(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_ind
                          .site = e->site,
                          .hot = e->hot};
     *ret_index = mpp_site_again(m->hot);
-    *ret_hot = m->hot;
     return m->site;
   }
   const char *site_layer = NULL;
@@ -539,26 +536,32 @@ static int find_site(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_ind
                          .hot = hot};
     if (e) cache_put(e, layer, m);
   }
-  *ret_hot = hot;
   return site;
 }
 
-/* The sampling index of ops[i] of a multi-op call (the site just found, hot
- * its counters): an op of a site that an earlier op of this call has shares
- * that op's, so the call's ops of one site are scanned (and shadowed) all or
+/* The sampling index of ops[i] of a multi-op call (site: the one just
+ * found): an op of a site that an earlier op of this call has shares that
+ * op's, so the call's ops of one site are scanned (and shadowed) all or
  * none; the first gets the site's next multi-op call index. The schedule
  * counts real calls: counted per op, a grouped call of 128 experts of one
  * shape took indices 128 apart, and under --sample auto its odd experts past
- * the 64th were never scanned, call after call. */
-static uint64_t multi_sample_index(int site, mpp_site_hot *hot, const mpp_call *earlier, int i) {
-  for (int j = i; j-- > 0;)
-    if (earlier[j].site == site) return earlier[j].sample_index;
-  return mpp_site_multi_again(hot);
+ * the 64th were never scanned, call after call. One probe of the call's
+ * table of first ops per op (not a search of the earlier ops: 1024 groups
+ * of 1024 shapes would compare half a million pairs). */
+static uint64_t multi_sample_index(mpp_calls *m, int i, int site) {
+  uint32_t mask = m->first_cap - 1;
+  for (uint32_t j = ((uint32_t)site * 0x9e3779b1u) & mask;; j = (j + 1) & mask) {
+    int32_t f = m->first[j];
+    if (!f) {
+      m->first[j] = i + 1;
+      return mpp_site_multi_again(site);
+    }
+    if (m->calls[f - 1].site == site) return m->calls[f - 1].sample_index;
+  }
 }
 
-/* earlier: the calls of the multi-op call's ops before this one (i of
- * them), NULL for a single op. */
-static void call_begin(mpp_call *c, mpp_op *op, const mpp_call *earlier, int i) {
+/* multi: the multi-op call whose op i this is, NULL for a single op. */
+static void call_begin(mpp_call *c, mpp_op *op, mpp_calls *multi, int i) {
   static atomic_bool device_noted;
   if (!atomic_load_explicit(&device_noted, memory_order_relaxed) &&
       !atomic_exchange(&device_noted, true))
@@ -575,11 +578,10 @@ static void call_begin(mpp_call *c, mpp_op *op, const mpp_call *earlier, int i) 
   c->scale = mpp_train_scale();
   op->loss_scale = key_scale(c->scale, &layer);
   c->has_step = mpp_train_step(&c->step);
-  mpp_site_hot *hot = NULL;
-  c->site = find_site(op, &layer, &index, &hot);
+  c->site = find_site(op, &layer, &index);
   c->index = index;
   if (c->site >= 0) {
-    c->sample_index = earlier ? multi_sample_index(c->site, hot, earlier, i) : index;
+    c->sample_index = multi ? multi_sample_index(multi, i, c->site) : index;
     c->op_id = make_op_id(c->site, index);
     bool any = false;
     if (mpp_cfg.scan != MPP_SCAN_NONE)
@@ -763,7 +765,12 @@ static void call_unpark(mpp_call *c, const mpp_calls *cs) {
 }
 
 /* The thread's block for multi-op calls: kept from call to call. */
-enum { CALLS_ROW = sizeof(mpp_op) + sizeof(mpp_call) + sizeof(mpp_site_memo) };
+/* An op, its call, its memo and four slots of the first-op table. */
+enum {
+  CALLS_FIRST_PER_OP = 4,
+  CALLS_ROW = sizeof(mpp_op) + sizeof(mpp_call) + sizeof(mpp_site_memo) +
+              CALLS_FIRST_PER_OP * sizeof(int32_t)
+};
 
 typedef struct calls_block {
   void *mem;
@@ -820,6 +827,10 @@ bool mpp_calls_reserve(mpp_calls *c, int cap, const char *what) {
   c->ops = block;
   c->calls = (mpp_call *)(c->ops + cap);
   c->memos = (mpp_site_memo *)(c->calls + cap);
+  c->first = (int32_t *)(c->memos + cap);
+  /* the largest power of two in CALLS_FIRST_PER_OP * cap slots: more than
+   * 2 * cap, so the table is at most half full */
+  c->first_cap = 1u << (31 - __builtin_clz((unsigned)cap * CALLS_FIRST_PER_OP));
   c->cap = cap;
   c->n = 0;
   /* the thread's park with its block: no allocation once it is large enough */
@@ -833,8 +844,9 @@ bool mpp_calls_reserve(mpp_calls *c, int cap, const char *what) {
 void mpp_calls_begin(mpp_calls *c) {
   if (c->autotune) return;
   c->park_len = 0;
+  memset(c->first, 0, c->first_cap * sizeof *c->first);
   for (int i = 0; i < c->n; i++) {
-    call_begin(&c->calls[i], &c->ops[i], c->calls, i);
+    call_begin(&c->calls[i], &c->ops[i], c, i);
     if (i < c->n - 1) call_park(&c->calls[i], c);
   }
 }
@@ -869,6 +881,8 @@ void mpp_calls_release(mpp_calls *c) {
   c->ops = NULL;
   c->calls = NULL;
   c->memos = NULL;
+  c->first = NULL;
+  c->first_cap = 0;
   c->park = NULL;
   c->park_len = c->park_cap = 0;
   c->cap = c->n = 0;

@@ -71,6 +71,11 @@ typedef struct mpp_calls {
   mpp_op *ops;   /* cap ops, then cap calls, then cap site memos, in one block */
   mpp_call *calls;
   mpp_site_memo *memos; /* room for one per op: mpp_calls_memo */
+  /* Each site's first op in this call, + 1 (0: empty), by site in an open
+   * table of first_cap slots (a power of two, more than twice cap): its ops
+   * of one site share that op's sampling index (call.c multi_sample_index). */
+  int32_t *first;
+  uint32_t first_cap;
   /* The host-scan records of ops begun and waiting for the real call,
    * packed (mp_stats_pack_scanned): a few hundred bytes an op, not one
    * 17 KB record per scanned input (a 1024-group call held 35 MB). */

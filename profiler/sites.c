@@ -77,6 +77,8 @@ static uint64_t table_finds; /* mpp_site_find calls (under mu): memos and caches
 /* MPPROF_MAX_SITES is at most 2^20, the merged reserve a quarter of it */
 #define HOT_CHUNKS (((1u << 20) + (1u << 18)) / HOT_CHUNK)
 static mpp_site_hot *hot_chunks[HOT_CHUNKS];
+/* Multi-op calls begun per site (mpp_site_multi_again), chunked alike. */
+static _Atomic uint64_t *multi_chunks[HOT_CHUNKS];
 
 /* Site id's counters (id < nsites), from the chunk table alone: no line of
  * the site array is read. */
@@ -293,6 +295,8 @@ void mpp_sites_reset(void) {
   for (uint32_t i = 0; i < HOT_CHUNKS; i++) {
     free(hot_chunks[i]);
     hot_chunks[i] = NULL;
+    free(multi_chunks[i]);
+    multi_chunks[i] = NULL;
   }
   memset(unattributed, 0, sizeof unattributed);
   nreasons = 0;
@@ -506,6 +510,8 @@ static int new_site_locked(const mpp_op *op, const mpp_layer *layer, uint64_t h)
   if (nsites / HOT_CHUNK >= HOT_CHUNKS) return -1;
   mpp_site_hot **chunk = &hot_chunks[nsites / HOT_CHUNK];
   if (!*chunk && !(*chunk = aligned_alloc(64, HOT_CHUNK * sizeof **chunk))) return -1;
+  _Atomic uint64_t **multi = &multi_chunks[nsites / HOT_CHUNK];
+  if (!*multi && !(*multi = calloc(HOT_CHUNK, sizeof **multi))) return -1; /* zero until reset */
   char *l = strdup(layer->path);
   if (!l) return -1;
   mpp_site *s = &sites[nsites];
@@ -603,8 +609,9 @@ uint64_t mpp_site_again(mpp_site_hot *hot) {
   return atomic_fetch_add_explicit(&hot->started, 1, memory_order_relaxed);
 }
 
-uint64_t mpp_site_multi_again(mpp_site_hot *hot) {
-  return atomic_fetch_add_explicit(&hot->multi_started, 1, memory_order_relaxed);
+uint64_t mpp_site_multi_again(int site) {
+  _Atomic uint64_t *n = &multi_chunks[(uint32_t)site / HOT_CHUNK][(uint32_t)site % HOT_CHUNK];
+  return atomic_fetch_add_explicit(n, 1, memory_order_relaxed);
 }
 
 void mpp_site_record_autotune(int site) {

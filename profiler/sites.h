@@ -40,14 +40,13 @@ typedef struct mpp_fp8_value {
  * is a miss. All four are atomic: a call with nothing more to record counts
  * itself without the sites' lock (mpp_site_record). */
 typedef struct mpp_site_hot {
-  _Atomic uint64_t started;       /* ops begun: the op's index, single ops' sampling index */
-  _Atomic uint64_t multi_started; /* multi-op calls begun with an op here: their sampling
-                                     index (call.c multi_sample_index) */
-  _Atomic uint64_t calls;         /* calls that returned success */
-  _Atomic uint64_t ptr_align;     /* the least of the calls' (op.h), 0: none yet */
-  _Atomic uint64_t sampled_out;   /* roles not scanned as sampled out, not yet in the
-                                     site's not_scanned (mpp_tables_get moves them) */
-} mpp_site_hot;
+  _Atomic uint64_t started;     /* ops begun: the op's index, single ops' sampling index */
+  _Atomic uint64_t calls;       /* calls that returned success */
+  _Atomic uint64_t ptr_align;   /* the least of the calls' (op.h), 0: none yet */
+  _Atomic uint64_t sampled_out; /* roles not scanned as sampled out, not yet in the
+                                   site's not_scanned (mpp_tables_get moves them) */
+} mpp_site_hot;                 /* 32 bytes: two to a line (a multi-op call's counter,
+                                   mpp_site_multi_again, is kept apart) */
 
 /* Fields a recorded call may touch come first; the key, read when a site is
  * looked up in the table, and what only some calls touch come after. */
@@ -116,9 +115,11 @@ int mpp_site_find(const mpp_op *op, const mpp_layer *layer, uint64_t *ret_call_i
  * memo's), by its counters: counted as mpp_site_find counts a call it finds,
  * without the lock (one atomic add). Returns the call's index in its site. */
 uint64_t mpp_site_again(mpp_site_hot *hot);
-/* A multi-op call's first op of a site (call.c multi_sample_index): returns
- * the site's count of such calls begun before it, one atomic add. */
-uint64_t mpp_site_multi_again(mpp_site_hot *hot);
+/* A multi-op call's first op of site (call.c multi_sample_index), a site
+ * mpp_site_find gave in this generation: returns the site's count of such
+ * calls begun before it, one atomic add (no lock: the counters stay where
+ * they are, beside the hot ones, which single ops do not share). */
+uint64_t mpp_site_multi_again(int site);
 /* Calls that looked their site up in the table (mpp_site_find) since the
  * last reset: what the memos and caches of call.c did not spare. */
 uint64_t mpp_sites_table_finds(void);

@@ -1475,6 +1475,31 @@ static cJSON *site_of(cJSON *doc, const char *api) {
   return NULL;
 }
 
+/* Under --sample auto, a multi-op call's ops of one site are sampled as one
+ * call of that site, whatever order they come in: 100 calls of ops of the
+ * sites a, b, a, c, b, a (interleaved) scan each site in the calls the
+ * schedule takes (82 of 100), all of its ops of a call or none. */
+static void a_multi_op_calls_ops_of_one_site_are_sampled_together(void **state) {
+  (void)state;
+  mpp_cfg.sample = MPP_SAMPLE_AUTO;
+  static const char *const apis[] = {"sa", "sb", "sa", "sc", "sb", "sa"};
+  int calls = 100, scanned = 0;
+  for (int k = 0; k < calls; k++) {
+    mpp_calls c = {0};
+    reserve_ops(&c, apis, 6);
+    mpp_calls_begin(&c);
+    mpp_calls_end(&c, true);
+    mpp_calls_release(&c);
+    scanned += mpp_sample_scans(MPP_SAMPLE_AUTO, (uint64_t)k);
+  }
+  cJSON *doc = render();
+  assert_int_equal(num(site_of(doc, "sa"), "scanned_calls"), 3 * scanned);
+  assert_int_equal(num(site_of(doc, "sb"), "scanned_calls"), 2 * scanned);
+  assert_int_equal(num(site_of(doc, "sc"), "scanned_calls"), scanned);
+  assert_int_equal(num(site_of(doc, "sa"), "calls"), 3 * calls);
+  cJSON_Delete(doc);
+}
+
 static void each_op_of_a_multi_op_call_is_recorded_at_its_own_site(void **state) {
   (void)state;
   static const char *const apis[] = {"group0", "group1", "group2"};
@@ -2028,6 +2053,7 @@ int main(void) {
       cmocka_unit_test(packed_nhwc_tensor_is_scannable_and_padded_one_is_not),
       cmocka_unit_test_setup(same_op_in_the_same_layer_is_one_site, reset_all),
       cmocka_unit_test_setup(each_op_of_a_multi_op_call_is_recorded_at_its_own_site, reset_all),
+      cmocka_unit_test_setup(a_multi_op_calls_ops_of_one_site_are_sampled_together, reset_all),
       cmocka_unit_test_setup(a_failed_multi_op_call_counts_each_op_as_failed, reset_all),
       cmocka_unit_test_setup(an_open_multi_op_call_holds_far_less_than_a_stats_record_per_op,
                              reset_all),
