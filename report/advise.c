@@ -742,11 +742,13 @@ int mpprof_advise_layers(mpprof_model *m) {
     }
   }
   free(scratch);
-  /* An eval-only run: one note says the verdicts saw no gradients, not every line. */
+  /* An eval-only run: one note says the verdicts saw no gradients, not every
+   * line. A run is not eval-only when any layer's gradients were scanned,
+   * with a verdict or not (all Inf/NaN: a diverged run, not an eval). */
   size_t with_verdict = 0, with_gradients = 0;
   for (size_t i = 0; i < m->n_layers; i++) {
     with_verdict += m->layers[i].adv.known;
-    with_gradients += m->layers[i].adv.known && m->layers[i].adv.has_gradients;
+    with_gradients += mpprof_layer_has_gradient_tensor(&m->layers[i]);
   }
   m->forward_only = with_verdict > 0 && with_gradients == 0;
   if (rc || mpprof_global_loss_scale(m) || applied_scale(m)) return -1;

@@ -702,8 +702,13 @@ static cJSON *plan_json(const mpprof_model *m, const mpprof_plan *p) {
     else
       cJSON_AddNullToObject(e, "verdict");
     /* what the verdict did not see (the marks of the plan line) */
-    cJSON_AddBoolToObject(e, "gradients_seen", l->adv.has_gradients);
-    cJSON_AddBoolToObject(e, "flushed_before_seen", mpprof_layer_flushed_unseen(l));
+    if (l->adv.known) { /* as report.json's advice and layers.csv: none without a verdict */
+      cJSON_AddBoolToObject(e, "gradients_seen", l->adv.has_gradients);
+      cJSON_AddBoolToObject(e, "flushed_before_seen", mpprof_layer_flushed_unseen(l));
+    } else {
+      cJSON_AddNullToObject(e, "gradients_seen");
+      cJSON_AddNullToObject(e, "flushed_before_seen");
+    }
     add_module(e, m, l, path);
     cJSON_AddItemToObject(e, "inside",
                           in ? cJSON_CreateString(mpprof_layer_label(&m->layers[in->layer]))

@@ -1999,6 +1999,46 @@ static void an_eval_only_run_says_gradients_not_seen_once_in_summary_and_plan(vo
   free(dir);
 }
 
+/* A diverged run is not an eval-only one: its only layer with gradients has
+ * them all NaN/Inf (no verdict) beside a frozen layer with a verdict. The
+ * summary and plan said "forward only, gradients not seen: every layer (no
+ * gradients in this run)" beside "no verdict (its gradients were Inf/NaN)",
+ * and plan.json called the head's gradients not seen; they were, and it has
+ * no verdict: null there, as in layers.csv. */
+static void nan_gradients_are_gradients_seen_not_an_eval_only_run(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("marks-nan");
+  rg_file r;
+  rg_begin(&r, dir, "a.json", &RF_P0);
+  double ok[16], bad[8];
+  for (int i = 0; i < 16; i++)
+    ok[i] = 0.25 + i;
+  for (int i = 0; i < 8; i++)
+    bad[i] = i % 2 ? NAN : INFINITY;
+  cJSON *f = rg_gemm(0, "cublasSgemm_v2", "frozen/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
+                     "DEFAULT", 4, 4, 4, 3);
+  rg_tensor_values(f, "A", MP_FP32, ok, 16);
+  rg_tensor_values(f, "D", MP_FP32, ok, 16);
+  rg_site_end(&r, f);
+  cJSON *b = rg_gemm(1, "cublasSgemm_v2", "head/bwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
+                     "DEFAULT", 4, 4, 4, 3);
+  rg_tensor_values(b, "D", MP_FP32, bad, 8);
+  rg_site_end(&r, b);
+  rg_end(&r);
+  char *text = summary_text(dir);
+  cJSON *plan = rg_read_json(dir, "plan.json");
+  assert_non_null(plan);
+  assert_null(strstr(text, MPPROF_FORWARD_ONLY_NOTE));
+  assert_null(strstr(rf_get(plan, "recommended.summary")->valuestring, MPPROF_FORWARD_ONLY_NOTE));
+  const cJSON *pl = rf_get(plan, "recommended.layers");
+  assert_true(cJSON_IsNull(rf_get(cJSON_GetObjectItem(pl, "head"), "gradients_seen")));
+  assert_true(cJSON_IsFalse(rf_get(cJSON_GetObjectItem(pl, "frozen"), "gradients_seen")));
+  cJSON_Delete(plan);
+  free(text);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* A layer whose gradients fit fp16 unscaled (2^0 in its window) but whose
  * incoming fp16 gradient is mostly subnormal as recorded: the global loss
  * scale is needed all the same (it read "not needed" beside findings that
@@ -3412,6 +3452,7 @@ int main(void) {
       cmocka_unit_test(a_flushed_fp16_input_is_a_reason_on_an_fp16_verdict),
       cmocka_unit_test(a_verdict_says_what_it_did_not_see_everywhere),
       cmocka_unit_test(an_eval_only_run_says_gradients_not_seen_once_in_summary_and_plan),
+      cmocka_unit_test(nan_gradients_are_gradients_seen_not_an_eval_only_run),
       cmocka_unit_test(a_flush_edge_makes_the_loss_scale_needed),
       cmocka_unit_test(subnormal_gradients_make_the_loss_scale_needed),
       cmocka_unit_test(a_needed_loss_scale_left_undeclared_is_unknown),
