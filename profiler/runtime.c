@@ -457,7 +457,12 @@ static void renew_exit_handler(void) {
  * thread is then inside a raw write, a CUPTI parse or a hook's table update,
  * nor an activation. Those allocate; under gcc 12's ASan, whose allocator has no
  * fork handlers, a child forked mid-allocation would inherit the allocator's
- * lock held and hang in malloc or in LeakSanitizer's check at exit. */
+ * lock held and hang in malloc or in LeakSanitizer's check at exit. One
+ * allocation is left outside: a CUPTI flush (under flush_mu, which fork does
+ * not take: CUPTI may hold its own lock in a fork handler) can ask for a
+ * buffer (cupti.c buffer_requested), so under that ASan a fork racing it can
+ * still leave the child's allocator locked. glibc's allocator has fork
+ * handlers: the builds users run are not exposed. */
 /* CUDA_INJECTION64_PATH names this library (its file name): the driver's
  * cuInit then activates mpprof (InitializeInjection), so a process that is
  * not active has not initialised CUDA. Read once, at init. */
