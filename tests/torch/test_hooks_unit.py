@@ -7,9 +7,12 @@ usage: /usr/bin/python3 test_hooks_unit.py PYTHON_DIR  (build/profiler/python)
 Exit 77 when this interpreter cannot import torch."""
 import collections
 import ctypes
+import inspect
 import os
+import pickle
 import sys
 import threading
+import traceback
 import unittest
 
 try:
@@ -624,6 +627,47 @@ class FastPathTests(unittest.TestCase):
         m = torch.jit.script(eager)
         pos = torch.ones(2, 3, requires_grad=True)
         self.assertTrue(torch.equal(m(pos), eager(pos)))
+
+    def test_an_error_raised_in_backward_has_the_programs_traceback(self):
+        # torch's in-place-modification error raised inside backward and
+        # autograd.grad: the same traceback text, frame for frame, as with
+        # torch's own functions (the Python wrapper added a frame of hooks.py)
+        w = nn.Linear(4, 4)
+
+        def traceback_of(call):
+            y = torch.relu(w(torch.randn(2, 4)))
+            y.add_(1)  # autograd saved y
+            try:
+                call(y.sum())
+            except RuntimeError:
+                return traceback.format_exc()
+            self.fail("no in-place error")
+
+        for name, call in (("backward", lambda loss: loss.backward()),
+                           ("backward", lambda loss: torch.autograd.backward(loss)),
+                           ("grad", lambda loss: torch.autograd.grad(loss, [w.weight]))):
+            wrapped = getattr(torch.autograd, name)
+            self.assertTrue(wrapped._mpprof)
+            under_mpprof = traceback_of(call)
+            setattr(torch.autograd, name, wrapped.__wrapped__)
+            try:
+                without = traceback_of(call)
+            finally:
+                setattr(torch.autograd, name, wrapped)
+            self.assertIn("modified by an inplace operation", without)
+            self.assertEqual(under_mpprof, without)
+        self.assertEqual(_fast().depth()[:2], (0, 0))  # the backward scopes closed
+        self.assertEqual(stub.stack(), [])
+
+    def test_the_autograd_wrappers_look_like_torchs_functions(self):
+        for name in ("backward", "grad"):
+            wrapped = getattr(torch.autograd, name)
+            real = wrapped.__wrapped__
+            self.assertIsNot(wrapped, real)
+            for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+                self.assertEqual(getattr(wrapped, attr), getattr(real, attr), attr)
+            self.assertEqual(inspect.signature(wrapped), inspect.signature(real))
+            self.assertIs(pickle.loads(pickle.dumps(wrapped)), wrapped)
 
     def test_a_backward_root_keeps_its_hooks_and_retained_grad_with_cxx_marks(self):
         # The root of a backward (a loss) was marked with a Python hook dict,

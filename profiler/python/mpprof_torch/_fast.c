@@ -2,8 +2,10 @@
  * C: the global module forward pre/post hooks, the per-thread module stack,
  * and the backward marks (a tensor hook on each module output, "this
  * module's backward starts", and on each input, "it ends: back to the
- * parent"). hooks.py keeps what is not per module call: naming, the
- * autograd/optimizer/GradScaler wrappers, and install.
+ * parent"), and the call of torch.autograd.backward/grad as mpprof wraps
+ * them (AutogradCall: no frame of mpprof's in a traceback). hooks.py keeps
+ * what is not per module call: naming, the work before a backward, the
+ * optimizer/GradScaler wrappers, and install.
  *
  * Built against the stable ABI (Py_LIMITED_API 3.8), so one _fast.abi3.so
  * loads in any CPython >= 3.8; it links nothing (the interpreter provides
@@ -664,6 +666,170 @@ static PyObject *scope_exit(PyObject *self, PyObject *unused) {
   return raise_kept(t);
 }
 
+/* --- AutogradCall: torch.autograd.backward/grad as mpprof wraps them --- */
+
+/* A C callable, so that an exception the real call raises (torch's
+ * in-place-modification error) passes through no frame of mpprof's: a
+ * Python wrapper's frame showed in the program's traceback. It runs
+ * hooks.py's work before the call (pre(args, kwargs|None), which has
+ * returned by then), the call in a "backward, no module" scope, and
+ * returns its result or lets its exception through untouched. Its
+ * attributes (functools.update_wrapper's, _mpprof) live in a dict of its
+ * own: the stable ABI of 3.8 has no __dict__ slot for a type made from a
+ * spec. */
+typedef struct {
+  PyObject_HEAD PyObject *fn; /* the real torch.autograd.backward or grad */
+  PyObject *pre;              /* hooks._backward_roots */
+  PyObject *dict; /* __wrapped__, __name__, __qualname__, __doc__, __module__, _mpprof */
+} AutogradCall;
+
+static PyObject *autograd_type;
+
+/* The exception a finally block raised while `was` (fetched) propagated, as
+ * Python raises it: `was` its __context__. */
+static void chain_after(PyObject *et, PyObject *ev, PyObject *etb) {
+  PyObject *nt, *nv, *ntb;
+  PyErr_Fetch(&nt, &nv, &ntb);
+  PyErr_NormalizeException(&nt, &nv, &ntb);
+  PyErr_NormalizeException(&et, &ev, &etb);
+  if (nv && ev && nv != ev) {
+    if (etb) PyException_SetTraceback(ev, etb);
+    PyException_SetContext(nv, ev); /* steals ev */
+    ev = NULL;
+  }
+  Py_XDECREF(et);
+  Py_XDECREF(ev);
+  Py_XDECREF(etb);
+  PyErr_Restore(nt, nv, ntb);
+}
+
+static PyObject *autograd_call(PyObject *self, PyObject *args, PyObject *kw) {
+  AutogradCall *a = (AutogradCall *)self;
+  if (!a->fn) {
+    PyErr_SetString(PyExc_TypeError, "AutogradCall: made by _fast.wrap_autograd only");
+    return NULL;
+  }
+  PyObject *r = PyObject_CallFunctionObjArgs(a->pre, args, kw ? kw : Py_None, NULL);
+  if (!r) return NULL;
+  Py_DECREF(r);
+  Py_DECREF(backward_enter(NULL, NULL)); /* None */
+  r = PyObject_Call(a->fn, args, kw);
+  PyObject *et = NULL, *ev = NULL, *etb = NULL;
+  if (!r) PyErr_Fetch(&et, &ev, &etb); /* the frames dropped below may run code */
+  PyObject *done = backward_exit(NULL, NULL);
+  if (done) {
+    Py_DECREF(done);
+    if (!r) PyErr_Restore(et, ev, etb);
+    return r;
+  }
+  /* a KeyboardInterrupt or the like kept meanwhile: raised, as from a finally */
+  if (r)
+    Py_DECREF(r);
+  else
+    chain_after(et, ev, etb);
+  return NULL;
+}
+
+static PyObject *autograd_getattro(PyObject *self, PyObject *name) {
+  AutogradCall *a = (AutogradCall *)self;
+  PyObject *v = a->dict ? PyDict_GetItemWithError(a->dict, name) : NULL;
+  if (v) {
+    Py_INCREF(v);
+    return v;
+  }
+  return PyErr_Occurred() ? NULL : PyObject_GenericGetAttr(self, name);
+}
+
+static int autograd_setattro(PyObject *self, PyObject *name, PyObject *v) {
+  AutogradCall *a = (AutogradCall *)self;
+  if (!a->dict && !(a->dict = PyDict_New())) return -1;
+  if (v) return PyDict_SetItem(a->dict, name, v);
+  if (PyDict_DelItem(a->dict, name) == 0) return 0;
+  if (PyErr_ExceptionMatches(PyExc_KeyError)) {
+    PyErr_Clear();
+    PyErr_SetObject(PyExc_AttributeError, name);
+  }
+  return -1;
+}
+
+static PyObject *autograd_get_dict(PyObject *self, void *unused) {
+  (void)unused;
+  AutogradCall *a = (AutogradCall *)self;
+  if (!a->dict && !(a->dict = PyDict_New())) return NULL;
+  Py_INCREF(a->dict);
+  return a->dict;
+}
+
+static PyObject *autograd_reduce(PyObject *self, PyObject *unused) {
+  /* pickled by name, as the function it stands for: module.qualname is it */
+  (void)unused;
+  return PyObject_GetAttrString(self, "__qualname__");
+}
+
+static int autograd_traverse(PyObject *self, visitproc visit, void *arg) {
+  AutogradCall *a = (AutogradCall *)self;
+  Py_VISIT(a->fn);
+  Py_VISIT(a->pre);
+  Py_VISIT(a->dict);
+  return 0;
+}
+
+static int autograd_clear(PyObject *self) {
+  AutogradCall *a = (AutogradCall *)self;
+  Py_CLEAR(a->fn);
+  Py_CLEAR(a->pre);
+  Py_CLEAR(a->dict);
+  return 0;
+}
+
+static void autograd_dealloc(PyObject *self) {
+  PyTypeObject *tp = Py_TYPE(self);
+  PyObject_GC_UnTrack(self);
+  autograd_clear(self);
+  ((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
+  Py_DECREF(tp);
+}
+
+static PyGetSetDef autograd_getset[] = {
+    {"__dict__", autograd_get_dict, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+static PyMethodDef autograd_methods[] = {
+    {"__reduce__", autograd_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+static PyType_Slot autograd_slots[] = {
+    {Py_tp_call, (void *)autograd_call},
+    {Py_tp_getattro, (void *)autograd_getattro},
+    {Py_tp_setattro, (void *)autograd_setattro},
+    {Py_tp_getset, (void *)autograd_getset},
+    {Py_tp_methods, (void *)autograd_methods},
+    {Py_tp_traverse, (void *)autograd_traverse},
+    {Py_tp_clear, (void *)autograd_clear},
+    {Py_tp_dealloc, (void *)autograd_dealloc},
+    {0, NULL},
+};
+static PyType_Spec autograd_spec = {"mpprof_torch._fast.AutogradCall", sizeof(AutogradCall), 0,
+                                    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, autograd_slots};
+
+static PyObject *wrap_autograd(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *fn, *pre;
+  if (!PyArg_ParseTuple(args, "OO", &fn, &pre)) return NULL;
+  allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)autograd_type, Py_tp_alloc);
+  AutogradCall *a = (AutogradCall *)alloc((PyTypeObject *)autograd_type, 0);
+  if (!a) return NULL;
+  Py_INCREF(fn);
+  Py_INCREF(pre);
+  a->fn = fn;
+  a->pre = pre;
+  if (!(a->dict = PyDict_New())) {
+    Py_DECREF(a);
+    return NULL;
+  }
+  return (PyObject *)a;
+}
+
 static PyObject *swap(PyObject **slot, PyObject *v) {
   /* *slot takes v (None: NULL); the one before is returned (NULL: None) */
   PyObject *old = *slot ? *slot : (Py_INCREF(Py_None), Py_None);
@@ -829,6 +995,9 @@ static PyMethodDef methods[] = {
     {"post", post, METH_VARARGS, "global module forward hook (with or without kwargs)"},
     {"backward_enter", backward_enter, METH_NOARGS, "torch.autograd.backward/grad starts here"},
     {"backward_exit", backward_exit, METH_NOARGS, "... and returns"},
+    {"wrap_autograd", wrap_autograd, METH_VARARGS,
+     "wrap_autograd(fn, pre): fn (torch.autograd.backward or grad) run by a C callable, after "
+     "pre(args, kwargs|None), in a backward scope"},
     {"scope_enter", scope_enter, METH_VARARGS,
      "open a (layer, phase) scope: frames left inside go with it"},
     {"scope_exit", scope_exit, METH_NOARGS, "close it"},
@@ -865,6 +1034,9 @@ PyMODINIT_FUNC PyInit__fast(void) {
   if (!(mark_key = new_mark(UNSET, UNSET))) goto fail; /* the marks' key: has that too */
   Py_INCREF(mark_type);
   if (PyModule_AddObject(m, "MarkHook", mark_type) < 0) goto fail;
+  if (!(autograd_type = PyType_FromSpec(&autograd_spec))) goto fail;
+  Py_INCREF(autograd_type);
+  if (PyModule_AddObject(m, "AutogradCall", autograd_type) < 0) goto fail;
   if (!(s_requires_grad = PyUnicode_InternFromString("requires_grad")) ||
       !(s_grad_fn = PyUnicode_InternFromString("grad_fn")) ||
       !(s_backward_hooks = PyUnicode_InternFromString("_backward_hooks")) ||

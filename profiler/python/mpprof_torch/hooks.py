@@ -16,7 +16,9 @@ The per-module-call work is in C (_fast.c, one stable-ABI extension):
   pre-hook on grad_fn instead (the same moment, no interpreter lock, no
   Python tensor for the gradient); MPPROF_TORCH_MARKS=0 keeps Python hooks.
 - torch.autograd.backward/grad open a "backward, no module" scope on the
-  calling thread (and restore the caller's afterwards); Optimizer.step opens
+  calling thread (and restore the caller's afterwards), wrapped by a C
+  callable (_fast's AutogradCall: no frame of this file in the traceback of
+  an error raised in backward); Optimizer.step opens
   an optimizer scope. A training step (mpprof_step) ends at
   GradScaler.update() while an enabled GradScaler is in use (all optimizers
   it steps, one update: one step), else at each Optimizer.step() (_step_ended
@@ -257,29 +259,38 @@ def _tensors(obj, depth=0):
 _roots_hooked = weakref.WeakSet()
 
 
-def _wrap_autograd(fn):
-    @functools.wraps(fn)
-    def run_backward(*args, **kwargs):
-        if _unconfirmed is not None:  # the engine starts now anyway
-            _confirm_cxx_marks()
-        roots = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
-        try:  # autograd threads start the graph with "backward, no module"
-            # (unless a module's output mark already names it); a tensor
-            # subclass's __torch_function__ does not see these reads
-            with _no_torch_function():
-                for x in _tensors(roots):
-                    if (x.requires_grad and x.grad_fn is not None and x._backward_hooks is None
-                            and not _fast.cxx_marks(x) and x not in _roots_hooked):
-                        _fast.mark_root(x)
-                        _roots_hooked.add(x)
-        except Exception:
-            pass
-        _fast.backward_enter()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            _fast.backward_exit()
+def _backward_roots(args, kwargs):
+    """What torch.autograd.backward/grad do under mpprof before the real
+    call (_fast's AutogradCall runs it, then the call in a "backward, no
+    module" scope): the C++ marks' check on the first one, and the roots
+    marked so that autograd threads start the graph with "backward, no
+    module" (unless a module's output mark already names it). It returns
+    before the call, so no frame of it is in a traceback the call raises."""
+    if _unconfirmed is not None:  # the engine starts now anyway
+        _confirm_cxx_marks()
+    kwargs = kwargs or {}
+    roots = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
+    try:  # a tensor subclass's __torch_function__ does not see these reads
+        with _no_torch_function():
+            for x in _tensors(roots):
+                if (x.requires_grad and x.grad_fn is not None and x._backward_hooks is None
+                        and not _fast.cxx_marks(x) and x not in _roots_hooked):
+                    _fast.mark_root(x)
+                    _roots_hooked.add(x)
+    except Exception:
+        pass
 
+
+def _wrap_autograd(fn):
+    """fn (torch.autograd.backward or grad) called by a C callable
+    (_fast.wrap_autograd), not a Python function: an exception raised inside
+    the backward (torch's in-place-modification error) has the program's
+    own traceback, where a Python wrapper added a frame of this file. It
+    carries what functools.wraps gives (__wrapped__, __name__, __qualname__,
+    __doc__, __module__: inspect.signature, help, pickling by name) and
+    `_mpprof`."""
+    run_backward = _fast.wrap_autograd(fn, _backward_roots)
+    functools.update_wrapper(run_backward, fn)
     run_backward._mpprof = True
     return run_backward
 
