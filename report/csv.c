@@ -3,6 +3,7 @@
  * inside are doubled. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,34 @@ const char *mpprof_csv_tri(int v) {
   return v < 0 ? "" : v ? "yes" : "no";
 }
 
+/* A measured error as report.json writes it (mpprof_double_text), "inf"
+ * where report.json has null for a measured, infinite one; "" unmeasured. */
+static const char *rel_text(const mpprof_shadow_cell *c, char buf[40]) {
+  if (!c->c) return "";
+  if (isinf(c->c->worst.rel_l2)) return "inf";
+  buf[mpprof_double_text(c->c->worst.rel_l2, buf)] = '\0';
+  return buf;
+}
+
+/* yes/no of a measured cell's flag, "" where it was not measured. */
+static const char *flag(const mpprof_shadow_cell *c, bool v) {
+  return c->c ? (v ? "yes" : "no") : "";
+}
+
+void mpprof_csv_shadow_fields(FILE *f, const mpprof_shadow_row *r) {
+  char buf[40];
+  mpprof_csv_field(f, rel_text(&r->now, buf), false);
+  mpprof_csv_field(f, flag(&r->now, r->understated), false);
+  mpprof_csv_field(f, rel_text(&r->fp16, buf), false);
+  mpprof_csv_field(f, flag(&r->fp16, r->fp16.c == &r->sh->cand[MP_SH_FP16_SCALED]), false);
+  mpprof_csv_field(f, flag(&r->fp16, r->fp16.rounded), false);
+  mpprof_csv_field(f, rel_text(&r->bf16, buf), false);
+  mpprof_csv_field(f, flag(&r->bf16, r->bf16.rounded), false);
+  mpprof_csv_field(f, r->fp8.c ? r->fp8.name : "", false);
+  mpprof_csv_field(f, rel_text(&r->fp8, buf), false);
+  mpprof_csv_field(f, flag(&r->fp8, r->fp8.rounded), true);
+}
+
 static const char *const columns[] = {
     "layer",
     "phase",
@@ -86,6 +115,7 @@ static const char *const columns[] = {
     "flushed_before_seen",
     "nonfinite_pct",
     "nonfinite_tensor",
+    MPPROF_CSV_SHADOW_COLUMNS,
 };
 
 /* A percentage as report.json writes it (mpprof_double_text), "" when not finite. */
@@ -166,7 +196,11 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     else
       num[12][0] = 0;
     mpprof_csv_field(f, num[12], false);
-    mpprof_csv_field(f, l->nonfinite.tensor ? l->nonfinite.tensor : "", true);
+    mpprof_csv_field(f, l->nonfinite.tensor ? l->nonfinite.tensor : "", false);
+    /* the page's Measured columns (--shadow), empty without */
+    mpprof_shadow_row sr;
+    mpprof_layer_shadow_row(m, l, &sr);
+    mpprof_csv_shadow_fields(f, &sr);
     free(dt);
   }
   return 0;

@@ -686,83 +686,55 @@ static void rounded_cell(FILE *f, const mpprof_shadow_cand *c, const char *name,
   fprintf(f, "%.2g&dagger;</td>", c->worst.rel_l2);
 }
 
-static void rel_cell(FILE *f, const mpprof_shadow *sh, const mpprof_shadow_cand *c,
-                     mp_shadow_cand which) {
-  if ((!c || !c->calls) && unmeasured_cell(f, sh)) return;
-  if (!c || !c->calls)
+/* A Measured rel L2 cell (mpprof_shadow_row: which candidate, its marks). */
+static void rel_cell(FILE *f, const mpprof_shadow *sh, const mpprof_shadow_cell *c) {
+  if (!c->c && unmeasured_cell(f, sh)) return;
+  if (!c->c)
     fputs("<td class=\"n\" data-v=\"-1\"></td>", f);
-  else if (isinf(c->worst.rel_l2))
+  else if (isinf(c->c->worst.rel_l2))
     fputs("<td class=\"n\" data-v=\"1e308\">&infin;</td>", f);
-  else if (c->inputs_rounded)
-    rounded_cell(f, c, NULL, mp_dtype_name(mp_shadow_cand_format(which)));
+  else if (c->rounded)
+    rounded_cell(f, c->c, NULL, c->format);
   else
-    num_cell(f, c->worst.rel_l2, "%.2g");
+    num_cell(f, c->c->worst.rel_l2, "%.2g");
 }
 
-/* The `current` candidate's cell; u: why the measurement understates what
- * the kernels lose (mpprof_site_current_understated), marked with *. */
-static void current_cell(FILE *f, const mpprof_shadow *sh, mpprof_understated u) {
-  const mpprof_shadow_cand *c = sh ? &sh->cand[MP_SH_CURRENT] : NULL;
-  if (!u || !c || !c->calls || isinf(c->worst.rel_l2)) {
-    rel_cell(f, sh, c, MP_SH_CURRENT);
-    return;
-  }
-  fprintf(f, "<td class=\"n\" data-v=\"%.17g\" title=\"", c->worst.rel_l2);
-  html(f, mpprof_understated_text(u));
-  fprintf(f, "\">%.2g*</td>", c->worst.rel_l2);
-}
-
-static void fp8_cell(FILE *f, const mpprof_shadow *sh, const char *name,
-                     const mpprof_shadow_cand *c, const char *fmt) {
-  if ((!name || !c || !c->calls) && unmeasured_cell(f, sh)) return;
-  if (!name || !c || !c->calls) {
+/* The best fp8 cell: its recipe's name and error. */
+static void fp8_cell(FILE *f, const mpprof_shadow *sh, const mpprof_shadow_cell *c) {
+  if (!c->c && unmeasured_cell(f, sh)) return;
+  if (!c->c) {
     fputs("<td data-v=\"-1\"></td>", f);
     return;
   }
-  if (c->inputs_rounded && !isinf(c->worst.rel_l2)) {
-    rounded_cell(f, c, name, fmt);
+  if (c->rounded) {
+    rounded_cell(f, c->c, c->name, c->format);
     return;
   }
-  fprintf(f, "<td data-v=\"%.17g\">%s ", isinf(c->worst.rel_l2) ? 1e308 : c->worst.rel_l2, name);
-  if (isinf(c->worst.rel_l2))
+  double v = c->c->worst.rel_l2;
+  fprintf(f, "<td data-v=\"%.17g\">%s ", isinf(v) ? 1e308 : v, c->name);
+  if (isinf(v))
     fputs("&infin;</td>", f);
   else
-    fprintf(f, "%.2g</td>", c->worst.rel_l2);
+    fprintf(f, "%.2g</td>", v);
 }
 
-static void layer_shadow_cells(FILE *f, const mpprof_model *m, const mpprof_layer *l) {
-  const mpprof_shadow *sh = l->shadow;
-  /* fp16 as AMP runs it: loss-scaled where the layer has gradients (backward
-   * sites, an fp16_loss_scale verdict); a loss scale never reaches a forward
-   * layer, whose fp16 is at scale 1 (what its verdict is measured by) */
-  bool scaled = (l->phase_mask & 1u << MPPROF_PHASE_BACKWARD) || l->adv.has_gradients ||
-                l->adv.rec == MP_REC_FP16_LOSS_SCALE;
-  current_cell(f, sh, mpprof_layer_current_understated(m, l));
-  mp_shadow_cand h = scaled ? MP_SH_FP16_SCALED : MP_SH_FP16;
-  rel_cell(f, sh, sh ? &sh->cand[h] : NULL, h);
-  rel_cell(f, sh, sh ? &sh->cand[MP_SH_BF16] : NULL, MP_SH_BF16);
-  fp8_cell(f, sh, sh ? mpprof_fp8_recipe_name(l->best_fp8) : NULL,
-           sh && l->best_fp8 >= 0 ? &l->fp8[l->best_fp8] : NULL, "fp8");
-}
-
-static void site_shadow_cells(FILE *f, const mpprof_site *s) {
-  const mpprof_shadow *sh = s->shadow;
-  bool bwd = s->phase == MPPROF_PHASE_BACKWARD;
-  current_cell(f, sh, mpprof_site_current_understated(s));
-  mp_shadow_cand h = bwd ? MP_SH_FP16_SCALED : MP_SH_FP16;
-  rel_cell(f, sh, sh ? &sh->cand[h] : NULL, h);
-  rel_cell(f, sh, sh ? &sh->cand[MP_SH_BF16] : NULL, MP_SH_BF16);
-  static const mp_shadow_cand fwd8[] = {MP_SH_E4M3_CURRENT, MP_SH_E4M3_DELAYED, MP_SH_MXFP8_E4M3},
-                              bwd8[] = {MP_SH_E5M2_CURRENT, MP_SH_E5M2_DELAYED, MP_SH_MXFP8_E5M2};
-  int best = -1;
-  for (int r = 0; sh && r < 3; r++) {
-    const mpprof_shadow_cand *c = &sh->cand[(bwd ? bwd8 : fwd8)[r]];
-    if (c->calls &&
-        (best < 0 || c->worst.rel_l2 < sh->cand[(bwd ? bwd8 : fwd8)[best]].worst.rel_l2))
-      best = r;
+/* The `current` cell, marked with * where it understates what the kernels
+ * lose (its title says why). */
+static void current_cell(FILE *f, const mpprof_shadow_row *r) {
+  if (!r->understated) {
+    rel_cell(f, r->sh, &r->now);
+    return;
   }
-  fp8_cell(f, sh, best >= 0 ? mp_shadow_cand_name((bwd ? bwd8 : fwd8)[best]) : NULL,
-           best >= 0 ? &sh->cand[(bwd ? bwd8 : fwd8)[best]] : NULL, bwd ? "fp8_e5m2" : "fp8_e4m3");
+  fprintf(f, "<td class=\"n\" data-v=\"%.17g\" title=\"", r->now.c->worst.rel_l2);
+  html(f, mpprof_understated_text(r->understated));
+  fprintf(f, "\">%.2g*</td>", r->now.c->worst.rel_l2);
+}
+
+static void shadow_cells(FILE *f, const mpprof_shadow_row *r) {
+  current_cell(f, r);
+  rel_cell(f, r->sh, &r->fp16);
+  rel_cell(f, r->sh, &r->bf16);
+  fp8_cell(f, r->sh, &r->fp8);
 }
 
 static void verdict_basis(const mpprof_model *m, FILE *f) {
@@ -854,7 +826,11 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
     fprintf(f, "<td>%s</td><td>%s</td><td>%s</td><td>%s%s</td>", tri(a->fp8_e4m3_fits),
             tri(a->fp8_e5m2_fits), layer_eligible(l), tri(l->tc_used),
             l->tc_used >= 0 && l->tc_source == MP_TC_SRC_COUNTERS ? " (counters)" : "");
-    if (m->has_shadow) layer_shadow_cells(f, m, l);
+    if (m->has_shadow) {
+      mpprof_shadow_row sr;
+      mpprof_layer_shadow_row(m, l, &sr);
+      shadow_cells(f, &sr);
+    }
     fputs("</tr>\n", f);
   }
   fputs("</tbody></table></div>\n<p>Each overflow / underflow % is of the finite non-zero values "
@@ -996,7 +972,11 @@ static int ops_table(const mpprof_model *m, FILE *f) {
             site_tc_eligible(s));
     html(f, s->elig.reason);
     fprintf(f, "</td><td>%s</td>", mp_tc_source_name(s->tc_source));
-    if (m->has_shadow) site_shadow_cells(f, s);
+    if (m->has_shadow) {
+      mpprof_shadow_row sr;
+      mpprof_site_shadow_row(s, &sr);
+      shadow_cells(f, &sr);
+    }
     fputs("</tr>\n", f);
   }
   fputs("</tbody></table></div></section>\n", f);

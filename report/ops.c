@@ -241,6 +241,7 @@ static const char *const columns[] = {
     "tc_source",
     "scanned_calls",
     "kernel_symbols",
+    MPPROF_CSV_SHADOW_COLUMNS,
 };
 
 /* A site's kernels, ';'-separated: as the page shows them (a C++ kernel's
@@ -340,8 +341,11 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     mpprof_csv_field(f, mp_tc_source_name(s->tc_source), false);
     mpprof_u64_text(s->scanned_calls, calls);
     mpprof_csv_field(f, calls, false);
-    mpprof_csv_field(f, ksym, true);
+    mpprof_csv_field(f, ksym, false);
     free(ksym);
+    mpprof_shadow_row sr; /* the page's Measured columns (--shadow), empty without */
+    mpprof_site_shadow_row(s, &sr);
+    mpprof_csv_shadow_fields(f, &sr);
   }
   return 0;
 }

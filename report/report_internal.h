@@ -987,6 +987,28 @@ mpprof_understated mpprof_layer_current_understated(const mpprof_model *m, const
  * "tf32_possible"; NULL for none) and the page's sentence. */
 const char *mpprof_understated_name(mpprof_understated u);
 const char *mpprof_understated_text(mpprof_understated u);
+/* The Measured error columns of a layer's or a site's row (the page's layer
+ * and ops tables, layers.csv's and ops.csv's measured_* columns): which
+ * candidate each shows and its marks, chosen once here (shadow.c). */
+typedef struct mpprof_shadow_cell {
+  const mpprof_shadow_cand *c; /* NULL: not measured (no call computed it) */
+  const char *name;   /* report.json's name of it: the candidate's, or the layer's fp8 recipe's */
+  const char *format; /* the dagger's note's format: "fp16", "bf16", "fp8" (HYBRID), "fp8_e4m3" */
+  bool rounded;       /* the dagger: measured, finite, on inputs already in format */
+} mpprof_shadow_cell;
+typedef struct mpprof_shadow_row {
+  const mpprof_shadow *sh; /* NULL: not shadowed (every cell empty) */
+  /* now: `current`; fp16: as AMP runs it, loss-scaled (fp16_loss_scaled)
+   * where the layer has gradients or the site is backward, else at scale 1;
+   * bf16; fp8: the fp8 recipe (layer: HYBRID) or candidate (site: e4m3
+   * forward, e5m2 backward) with the least worst rel_l2 */
+  mpprof_shadow_cell now, fp16, bf16, fp8;
+  /* now's * mark: why it understates the kernels' loss; NONE unless now is
+   * measured and finite (an infinite error understates nothing) */
+  mpprof_understated understated;
+} mpprof_shadow_row;
+void mpprof_layer_shadow_row(const mpprof_model *m, const mpprof_layer *l, mpprof_shadow_row *ret);
+void mpprof_site_shadow_row(const mpprof_site *s, mpprof_shadow_row *ret);
 /* "TF32 (compute 32F, math mode TF32_TENSOR_OP)", "32F", "16F, math mode X";
  * MPPROF_FAST_ACCUM_LABEL appended where mpprof_site_fp8_fast_accum. */
 #define MPPROF_FAST_ACCUM_LABEL ", FP8 fast accumulation"
@@ -1195,5 +1217,13 @@ cJSON *mpprof_cstats_to_json(const mpprof_cstats *c, const mp_advice *adv, mp_st
 /* csv.c: the CSV writing rules shared by layers.csv and ops.csv. */
 void mpprof_csv_field(FILE *f, const char *s, bool last);
 const char *mpprof_csv_tri(int v);
+/* The measured_* columns that end layers.csv's and ops.csv's rows, and
+ * their fields of a row (docs/report.md: empty where not measured). */
+#define MPPROF_CSV_SHADOW_COLUMNS                                                                  \
+  "measured_now_rel_l2", "measured_now_understated", "measured_fp16_rel_l2",                       \
+      "measured_fp16_loss_scaled", "measured_fp16_inputs_rounded", "measured_bf16_rel_l2",         \
+      "measured_bf16_inputs_rounded", "measured_best_fp8", "measured_best_fp8_rel_l2",             \
+      "measured_best_fp8_inputs_rounded"
+void mpprof_csv_shadow_fields(FILE *f, const mpprof_shadow_row *r);
 
 #endif

@@ -11,6 +11,7 @@
 #include "analysis/raw_format.h"
 #include "analysis/schema_keys.h"
 #include "report/report_internal.h"
+#include "report/tensorio/stats_json.h"
 
 static const char *const skip_names[MPPROF_SH_SKIP_COUNT] = {
 #define X(id, json, doc) json,
@@ -294,10 +295,69 @@ int mpprof_shadow_layers(mpprof_model *m) {
   return 0;
 }
 
+/* --- the Measured columns of a row (report.html, layers.csv, ops.csv) --- */
+
+static mpprof_shadow_cell cell_of(const mpprof_shadow_cand *c, const char *name,
+                                  const char *format) {
+  mpprof_shadow_cell r = {0};
+  if (!c || !c->calls) return r;
+  r.c = c;
+  r.name = name;
+  r.format = format;
+  r.rounded = c->inputs_rounded && !isinf(c->worst.rel_l2);
+  return r;
+}
+
+static mpprof_shadow_cell cand_cell(const mpprof_shadow *sh, mp_shadow_cand which) {
+  return cell_of(&sh->cand[which], mp_shadow_cand_name(which),
+                 mp_dtype_name(mp_shadow_cand_format(which)));
+}
+
+/* The cells common to both rows; fp16: the candidate AMP runs (fp16 with
+ * loss scale where there are gradients; a loss scale never reaches forward
+ * operands, whose fp16 is at scale 1, what a forward verdict is measured by). */
+static void row_of(const mpprof_shadow *sh, bool scaled, mpprof_understated u,
+                   mpprof_shadow_row *ret) {
+  memset(ret, 0, sizeof *ret);
+  ret->sh = sh;
+  if (!sh) return;
+  ret->now = cand_cell(sh, MP_SH_CURRENT);
+  ret->now.format = NULL; /* the call's own precision */
+  if (ret->now.c && !isinf(ret->now.c->worst.rel_l2)) ret->understated = u;
+  ret->fp16 = cand_cell(sh, scaled ? MP_SH_FP16_SCALED : MP_SH_FP16);
+  ret->bf16 = cand_cell(sh, MP_SH_BF16);
+}
+
+void mpprof_layer_shadow_row(const mpprof_model *m, const mpprof_layer *l, mpprof_shadow_row *ret) {
+  bool scaled = (l->phase_mask & 1u << MPPROF_PHASE_BACKWARD) || l->adv.has_gradients ||
+                l->adv.rec == MP_REC_FP16_LOSS_SCALE;
+  row_of(l->shadow, scaled, l->shadow ? mpprof_layer_current_understated(m, l) : 0, ret);
+  if (l->shadow && l->best_fp8 >= 0)
+    ret->fp8 = cell_of(&l->fp8[l->best_fp8], fp8_recipes[l->best_fp8].name, "fp8");
+}
+
+void mpprof_site_shadow_row(const mpprof_site *s, mpprof_shadow_row *ret) {
+  bool bwd = s->phase == MPPROF_PHASE_BACKWARD;
+  row_of(s->shadow, bwd, s->shadow ? mpprof_site_current_understated(s) : 0, ret);
+  if (!s->shadow) return;
+  int best = -1; /* e4m3 forward, e5m2 backward, as the layer's HYBRID recipes */
+  for (int r = 0; r < MPPROF_FP8_RECIPES; r++) {
+    mp_shadow_cand c = bwd ? fp8_recipes[r].bwd : fp8_recipes[r].fwd;
+    const mpprof_shadow_cand *sc = &s->shadow->cand[c];
+    if (sc->calls && (best < 0 || sc->worst.rel_l2 < s->shadow->cand[best].worst.rel_l2))
+      best = (int)c;
+  }
+  if (best >= 0) ret->fp8 = cand_cell(s->shadow, (mp_shadow_cand)best);
+}
+
 /* --- report.json --- */
 
+/* Exact, as report.json's other numbers (mpprof_json_double; cJSON's own
+ * printing drops the last digit of some: 0.0476693116947736 for
+ * 0.047669311694773592); null when not finite. layers.csv and ops.csv write
+ * the same text. */
 static cJSON *num_or_null(double v) {
-  return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+  return mpprof_json_double(v);
 }
 
 static cJSON *metrics_json(const mpprof_shadow_cand *c) {
@@ -307,7 +367,7 @@ static cJSON *metrics_json(const mpprof_shadow_cand *c) {
   cJSON_AddItemToObject(o, MP_RK_SHADOW_CAND.rel_l2, num_or_null(c->worst.rel_l2));
   cJSON_AddItemToObject(o, MP_K_SH_SQNR_DB, num_or_null(mp_shadow_sqnr_db(c->worst.rel_l2)));
   cJSON_AddItemToObject(o, MP_RK_SHADOW_CAND.max_rel, num_or_null(c->worst.max_rel));
-  cJSON_AddNumberToObject(o, MP_RK_SHADOW_CAND.flushed, c->worst.flushed);
+  cJSON_AddItemToObject(o, MP_RK_SHADOW_CAND.flushed, num_or_null(c->worst.flushed));
   cJSON_AddNumberToObject(o, MP_RK_SHADOW_CAND.nonfinite, (double)c->worst.nonfinite);
   cJSON_AddBoolToObject(o, MP_K_SH_INPUTS_ALREADY_ROUNDED, c->inputs_rounded);
   if (c->n) {

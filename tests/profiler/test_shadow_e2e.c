@@ -212,6 +212,115 @@ static void the_report_shows_measured_error_per_layer_and_the_verdict_uses_it(vo
   free(r.out);
 }
 
+/* The fields of the CSV row whose first field is `key` (RFC 4180 quotes),
+ * or of the header row (key NULL); NULL-terminated, malloc'd. */
+static char **csv_row(const char *csv, const char *key) {
+  for (const char *row = csv; *row;) {
+    char **f = calloc(128, sizeof *f);
+    assert_non_null(f);
+    size_t n = 0;
+    const char *p = row;
+    for (;;) {
+      char buf[4096];
+      size_t len = 0;
+      bool q = false;
+      for (; *p && (q || (*p != ',' && *p != '\r')); p++) {
+        if (*p == '"' && !(q && p[1] == '"'))
+          q = !q;
+        else if (len < sizeof buf - 1)
+          buf[len++] = *p == '"' ? *p++ : *p;
+      }
+      buf[len] = 0;
+      assert_true(n < 127);
+      f[n++] = strdup(buf);
+      if (*p != ',') break;
+      p++;
+    }
+    if (!key || !strcmp(f[0], key)) return f;
+    for (size_t i = 0; i < n; i++)
+      free(f[i]);
+    free(f);
+    row = *p ? p + 2 : p;
+  }
+  fail_msg("no CSV row %s", key);
+  return NULL;
+}
+
+static void csv_free(char **f) {
+  for (char **p = f; *p; p++)
+    free(*p);
+  free(f);
+}
+
+/* Field `name` of row (head: the header's fields). */
+static const char *csv_at(char **head, char **row, const char *name) {
+  for (size_t i = 0; head[i]; i++)
+    if (!strcmp(head[i], name)) return row[i];
+  fail_msg("no CSV column %s", name);
+  return NULL;
+}
+
+/* A measured_*_rel_l2 field is report.json's rel_l2 (null: "inf"). */
+static void rel_is(const char *fieldv, cJSON *c) {
+  assert_non_null(c);
+  double want = field(c, "rel_l2");
+  if (isinf(want) ? strcmp(fieldv, "inf") != 0 : strtod(fieldv, NULL) != want)
+    fail_msg("csv %s, report.json %.17g", fieldv, want);
+}
+
+/* The CSV's Measured columns (the page's) against report.json, for every
+ * layer and op site of a --shadow run (neither file had them). */
+static void the_csv_files_measured_columns_are_report_jsons(void **state) {
+  (void)state;
+  const char *dir = outdir("csv");
+  free(profiled(dir, "--shadow=1"));
+  cJSON *rep = load_report(dir);
+  char p[4300];
+  for (int pass = 0; pass < 2; pass++) { /* layers.csv, ops.csv */
+    snprintf(p, sizeof p, "%s/%s", dir, pass ? "ops.csv" : "layers.csv");
+    char *csv = slurp(p), **head = csv_row(csv, NULL);
+    int n = 0, scaled = 0;
+    cJSON *o;
+    cJSON_ArrayForEach(o, cJSON_GetObjectItem(rep, pass ? "sites" : "layers")) {
+      char key[64];
+      if (pass)
+        snprintf(key, sizeof key, "%.0f", cJSON_GetNumberValue(cJSON_GetObjectItem(o, "id")));
+      else
+        snprintf(key, sizeof key, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(o, "name")));
+      char **row = csv_row(csv, key);
+      cJSON *sh = cJSON_GetObjectItem(o, "shadow");
+      if (!cJSON_IsObject(sh)) {
+        assert_string_equal(csv_at(head, row, "measured_now_rel_l2"), "");
+        csv_free(row);
+        continue;
+      }
+      cJSON *cs = cJSON_GetObjectItem(sh, "candidates");
+      rel_is(csv_at(head, row, "measured_now_rel_l2"), cJSON_GetObjectItem(cs, "current"));
+      rel_is(csv_at(head, row, "measured_bf16_rel_l2"), cJSON_GetObjectItem(cs, "bf16"));
+      bool ls = !strcmp(csv_at(head, row, "measured_fp16_loss_scaled"), "yes");
+      scaled += ls;
+      cJSON *fp16 = cJSON_GetObjectItem(cs, ls ? "fp16_loss_scaled" : "fp16");
+      rel_is(csv_at(head, row, "measured_fp16_rel_l2"), fp16);
+      assert_string_equal(csv_at(head, row, "measured_fp16_inputs_rounded"),
+                          cJSON_IsTrue(cJSON_GetObjectItem(fp16, "inputs_already_rounded")) ? "yes"
+                                                                                            : "no");
+      const char *best = csv_at(head, row, "measured_best_fp8");
+      if (!pass)
+        assert_string_equal(best, cJSON_GetStringValue(cJSON_GetObjectItem(sh, "best_fp8")));
+      rel_is(csv_at(head, row, "measured_best_fp8_rel_l2"),
+             cJSON_GetObjectItem(pass ? cs : cJSON_GetObjectItem(sh, "fp8_recipes"), best));
+      csv_free(row);
+      n++;
+    }
+    assert_true(n >= 3);
+    assert_true(scaled > 0); /* fp16 loss-scaled where there are gradients: backward sites */
+    if (pass) assert_true(scaled < n);
+    csv_free(head);
+    free(csv);
+  }
+  cJSON_Delete(rep);
+}
+
 /* fp16 with an applied loss scale of 1024: fc2's weight gradient takes
  * operands that fit fp16 at their scale, but the product needs more (its
  * values flush below 2^-24 at 1024). fp16_loss_scaled casts it at the
@@ -770,6 +879,7 @@ int main(void) {
       cmocka_unit_test(output_is_identical_with_and_without_shadow),
       cmocka_unit_test(every_gemm_site_is_measured_fc1_overflows_fp16_and_fc3_fits_it),
       cmocka_unit_test(the_report_shows_measured_error_per_layer_and_the_verdict_uses_it),
+      cmocka_unit_test(the_csv_files_measured_columns_are_report_jsons),
       cmocka_unit_test(an_output_that_needs_more_scale_than_its_operands_gets_it),
       cmocka_unit_test(without_shadow_the_raw_file_has_no_shadow_objects),
       cmocka_unit_test(shadow_every_2nd_call),

@@ -801,18 +801,19 @@ static void a_sampled_run_says_how_many_calls_were_scanned(void **state) {
   snprintf(line, sizeof line, ",%.0f,", cJSON_GetObjectItem(l, "scanned_calls")->valuedouble);
   const char *row = strstr(csv, "\r\nstep/mlp/fc1,");
   assert_non_null(row);
-  /* scanned_calls, then has_gradients and flushed_before_seen, then the
-   * NaN/Inf share and its tensor end the row */
+  /* scanned_calls, then has_gradients and flushed_before_seen, the NaN/Inf
+   * share and its tensor, then the 10 measured_* columns end the row */
   const char *c = strstr(row + 2, "\r\n");
-  for (int k = 0; k < 5; k++)
+  for (int k = 0; k < 5 + 10; k++)
     while (*--c != ',')
       continue;
   assert_int_equal(strncmp(c, line, strlen(line)), 0);
-  assert_non_null(strstr(
-      csv, ",scanned_calls,has_gradients,flushed_before_seen,nonfinite_pct,nonfinite_tensor\r\n"));
+  assert_non_null(
+      strstr(csv, ",scanned_calls,has_gradients,flushed_before_seen,nonfinite_pct,nonfinite_tensor,"
+                  "measured_now_rel_l2,"));
   free(csv);
   csv = rg_read_text(d, "ops.csv", NULL);
-  assert_non_null(strstr(csv, ",scanned_calls,kernel_symbols\r\n"));
+  assert_non_null(strstr(csv, ",scanned_calls,kernel_symbols,measured_now_rel_l2,"));
   free(csv);
   char *html = rg_read_text(d, "report.html", NULL);
   int cols = 0;

@@ -64,6 +64,9 @@ static void hostile_nvtx_names_are_escaped(void **state) {
   free(dir);
 }
 
+/* The measured_* fields that end a layers.csv or ops.csv row without --shadow. */
+#define NO_MEASURED ",,,,,,,,,,"
+
 /* CUPTI names a C++ kernel by its mangled symbol; the page and ops.csv's
  * kernels column show it readable (the raw name stays in report.json's
  * "name" and ops.csv's kernel_symbols). */
@@ -94,10 +97,12 @@ static void the_page_shows_cpp_kernel_names_demangled(void **state) {
   const char *row = strstr(csv, "\r\n");
   assert_non_null(row);
   assert_non_null(strstr(csv, ",kernels,"));
-  assert_non_null(strstr(csv, ",scanned_calls,kernel_symbols\r\n"));
+  assert_non_null(strstr(csv, ",scanned_calls,kernel_symbols,measured_now_rel_l2,"));
   assert_non_null(strstr(row, ",cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_nn_align1>,"));
   assert_non_null(strstr(
-      row, ",_ZN7cutlass7Kernel2I41cutlass_80_simt_sgemm_64x64_8x5_nn_align1EEvNT_6ParamsE\r\n"));
+      row,
+      ",_ZN7cutlass7Kernel2I41cutlass_80_simt_sgemm_64x64_8x5_nn_align1EEvNT_6ParamsE" NO_MEASURED
+      "\r\n"));
   assert_int_equal(strstr(row, "_ZN7cutlass") - row,
                    strstr(row, ",_ZN7cutlass") + 1 - row); /* only there */
   free(csv);
@@ -452,9 +457,9 @@ static void a_layer_of_nan_shows_them_in_its_row_and_csv(void **state) {
   char *csv = rg_read_text(dir, "layers.csv", NULL);
   assert_non_null(csv);
   assert_non_null(strstr(
-      csv, ",scanned_calls,has_gradients,flushed_before_seen,nonfinite_pct,nonfinite_tensor\r\n"));
+      csv, ",scanned_calls,has_gradients,flushed_before_seen,nonfinite_pct,nonfinite_tensor,"));
   /* scanned_calls, no verdict (has_gradients, flushed_before_seen empty), the share */
-  assert_non_null(strstr(csv, ",6,,,100,backward.D\r\n"));
+  assert_non_null(strstr(csv, ",6,,,100,backward.D" NO_MEASURED "\r\n"));
   free(csv);
   free(html);
   rg_rmdir(dir);
@@ -504,7 +509,7 @@ static void without_scanned_values_the_share_cells_are_blank_not_zero(void **sta
   /* recommended, loss scale lo/hi, the four shares and their tensors: empty */
   assert_non_null(strstr(csv, ",A=fp32 B=fp32 C=fp32 D=fp32,,,,,,,,,,"));
   /* scanned_calls, no verdict, then no NaN/Inf share */
-  assert_non_null(strstr(csv, ",2,,,,\r\n"));
+  assert_non_null(strstr(csv, ",2,,,," NO_MEASURED "\r\n"));
   free(csv);
   free(html);
   rg_rmdir(dir);
@@ -725,6 +730,208 @@ static void a_layers_current_mark_gives_its_strongest_reason(void **state) {
     fail_msg("%s", mix);
   free(mix);
   free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
+
+/* The column of layers.csv or ops.csv headed `name`, -1 where none. */
+static int csv_col(const char *csv, const char *name) {
+  const char *head0 = strncmp(csv, "site,", 5) ? "layer,phase," : "site,layer,";
+  for (int c = 0; c < 80; c++)
+    if (!strcmp(csv_field(csv, head0, c), name)) return c;
+  return -1;
+}
+
+/* Field `name` of the CSV row containing `needle`, or starting with what
+ * follows needle's leading "\n" (strdup'd). */
+static char *csv_get(const char *csv, const char *needle, const char *name) {
+  int col = csv_col(csv, name);
+  if (col < 0) fail_msg("no column %s", name);
+  if (needle[0] == '\n') {
+    csv = strstr(csv, needle);
+    assert_non_null(csv);
+    csv++, needle++;
+  }
+  char *v = strdup(csv_field(csv, needle, col));
+  assert_non_null(v);
+  return v;
+}
+
+/* The ops table's cell of the column headed `head` in the row of site `id`. */
+static char *ops_cell(const char *html, int id, const char *head) {
+  const char *t = strstr(html, "<table id=\"ops-table\"");
+  assert_non_null(t);
+  const char *h = strstr(t, head);
+  char want[40];
+  snprintf(want, sizeof want, "<tr id=\"op-%d\"", id);
+  const char *row = strstr(t, want);
+  assert_true(h && row && h < row);
+  int col = 0;
+  for (const char *p = strstr(t, "</th>"); p && p < h; p = strstr(p + 1, "</th>"))
+    col++;
+  const char *td = strstr(row, "<td");
+  for (int i = 0; i < col; i++)
+    td = strstr(td + 1, "<td");
+  char *cell = strndup(td, (size_t)(strstr(td, "</td>") - td));
+  assert_non_null(cell);
+  return cell;
+}
+
+/* One Measured cell three ways: the CSV's rel_l2 field is report.json's
+ * number (null: "inf"), the page's cell shows it (%.2g; null: infinity);
+ * the CSV's flag (NULL: none) is yes exactly where the page's cell has
+ * `mark`. Frees field, cell and flag. */
+static void measured_agree(char *field, const cJSON *rel, char *cell, char *flag,
+                           const char *mark) {
+  if (!rel) fail_msg("not in report.json: %s (page: %s)", field, cell);
+  if (cJSON_IsNull(rel)) {
+    assert_string_equal(field, "inf");
+    assert_non_null(strstr(cell, "&infin;"));
+  } else {
+    char want[40];
+    snprintf(want, sizeof want, "%.2g", rel->valuedouble);
+    if (!(strtod(field, NULL) == rel->valuedouble) || !strstr(cell, want))
+      fail_msg("csv %s, json %.17g, page %s", field, rel->valuedouble, cell);
+  }
+  if (flag && (!strcmp(flag, "yes") != !!strstr(cell, mark)))
+    fail_msg("flag %s, page %s", flag, cell);
+  free(field);
+  free(cell);
+  free(flag);
+}
+
+/* A shadowed site: the first n candidates, one call each; an infinite
+ * error is written as the raw file writes it (null). */
+static void shadow_site(cJSON *site, const char *const *names, const double *rel, int n) {
+  cJSON *sh = cJSON_AddObjectToObject(site, "shadow");
+  cJSON_AddNumberToObject(sh, "calls", 1);
+  cJSON *cs = cJSON_AddObjectToObject(sh, "candidates");
+  for (int i = 0; i < n; i++) {
+    rg_shadow_candidate(cs, names[i], isinf(rel[i]) ? 1 : rel[i], 1);
+    if (!isinf(rel[i])) continue;
+    cJSON *c = cJSON_GetObjectItem(cs, names[i]);
+    cJSON_ReplaceItemInObject(c, "rel_l2", cJSON_CreateNull());
+    cJSON_ReplaceItemInArray(cJSON_GetObjectItem(c, "rel_l2_samples"), 0, cJSON_CreateNull());
+  }
+}
+
+/* A --shadow run: layers.csv and ops.csv end their rows with the page's
+ * Measured columns, each the report.json value the page shows (they had
+ * none). lin: a bf16 forward site (its 16-bit candidates on inputs already
+ * rounded: daggers) and an fp32 backward one whose `current` and e5m2
+ * current-scaling errors are infinite; fast: an FP8 GEMM with FAST_ACCUM
+ * (`current` understated: *); plain: not shadowed (empty fields). */
+static void the_csv_files_carry_the_pages_measured_columns(void **state) {
+  (void)state;
+  rg_file r;
+  char *dir = rf_run_begin(&r, "csv-shadow");
+  static const char *const names[] = {"current",          "fp16",
+                                      "fp16_loss_scaled", "bf16",
+                                      "fp8_e4m3_current", "fp8_e4m3_delayed",
+                                      "mxfp8_e4m3",       "fp8_e5m2_current",
+                                      "fp8_e5m2_delayed", "mxfp8_e5m2"};
+  static const struct {
+    const char *path, *api, *types;
+    double rel[10];
+  } sites[4] = {
+      {"lin/fwd",
+       "cublasGemmEx",
+       "A=bf16,B=bf16,C=fp32,D=fp32",
+       {1e-7, 0.001, 0.0004, 0.003, 0.03, 0.02, 0.025}},
+      {"lin/bwd",
+       "cublasGemmEx",
+       "A=fp32,B=fp32,C=fp32,D=fp32",
+       {INFINITY, 0.2, 0.0005, 0.004, 0, 0, 0, INFINITY, 0.09, 0.07}},
+      {"fast/fwd",
+       "cublasLtMatmul",
+       "A=fp8_e4m3,B=fp8_e4m3,C=bf16,D=bf16",
+       {0.0625, 0.001, 0.002, 0.003, 0.04, 0.05, 0.06}},
+      {"plain/fwd", "cublasGemmEx", "A=fp32,B=fp32,C=fp32,D=fp32", {0}},
+  };
+  for (int i = 0; i < 4; i++) {
+    cJSON *s =
+        rg_gemm(i, sites[i].api, sites[i].path, sites[i].types, "32F", "DEFAULT", 64, 64, 64, 5);
+    rg_tensor(s, "D", MP_FP32, -4, 4, 100);
+    if (i == 2) cJSON_AddTrueToObject(s, "fast_accum");
+    if (i < 3) shadow_site(s, names, sites[i].rel, i == 1 ? 10 : 7);
+    if (i == 1) /* a backward site measures e5m2 alone */
+      for (int c = 4; c < 7; c++)
+        cJSON_DeleteItemFromObject(rf_get(s, "shadow.candidates"), names[c]);
+    rg_site_end(&r, s);
+  }
+  assert_int_equal(rg_end(&r), 0);
+  rf_generate(dir);
+  char *html = rg_read_text(dir, "report.html", NULL),
+       *lcsv = rg_read_text(dir, "layers.csv", NULL), *ocsv = rg_read_text(dir, "ops.csv", NULL);
+  cJSON *rep = rg_read_json(dir, "report.json");
+  assert_true(html && lcsv && ocsv && rep);
+  /* appended: the columns before keep their places */
+  assert_non_null(strstr(lcsv, ",nonfinite_tensor,measured_now_rel_l2,"));
+  assert_non_null(strstr(ocsv, ",kernel_symbols,measured_now_rel_l2,"));
+  for (int pass = 0; pass < 2; pass++) { /* layers, then sites */
+    const char *csv = pass ? ocsv : lcsv;
+    for (int i = 0; i < (pass ? 3 : 2); i++) {
+      const char *name = pass ? sites[i].path : i ? "fast" : "lin";
+      char needle[40];
+      snprintf(needle, sizeof needle, pass ? ",%s," : "\n%s,", name);
+      const cJSON *o = pass ? NULL : rf_layer(rep, name), *x;
+      cJSON_ArrayForEach(
+          x, rf_get(rep, "sites")) if (pass && !strcmp(rf_get(x, "layer")->valuestring, name)) o =
+          x;
+      assert_non_null(o);
+      int id = pass ? (int)rf_get(o, "id")->valuedouble : -1;
+      const cJSON *cs = rf_get(o, "shadow.candidates");
+#define CELL(head) (pass ? ops_cell(html, id, head) : layer_cell(html, name, head))
+      measured_agree(csv_get(csv, needle, "measured_now_rel_l2"), rf_get(cs, "current.rel_l2"),
+                     CELL("Measured now rel L2"), csv_get(csv, needle, "measured_now_understated"),
+                     "*");
+      char *scaled = csv_get(csv, needle, "measured_fp16_loss_scaled");
+      /* fp16 as AMP runs it: loss-scaled in lin (it has gradients) and lin/bwd */
+      assert_string_equal(scaled, (pass ? i == 1 : i == 0) ? "yes" : "no");
+      const cJSON *fp16 =
+          cJSON_GetObjectItem(cs, strcmp(scaled, "yes") ? "fp16" : "fp16_loss_scaled");
+      free(scaled);
+      measured_agree(csv_get(csv, needle, "measured_fp16_rel_l2"), rf_get(fp16, "rel_l2"),
+                     CELL("Measured fp16 rel L2"),
+                     csv_get(csv, needle, "measured_fp16_inputs_rounded"), "&dagger;");
+      assert_true(cJSON_IsTrue(rf_get(fp16, "inputs_already_rounded")) == (pass ? i != 1 : true));
+      measured_agree(csv_get(csv, needle, "measured_bf16_rel_l2"), rf_get(cs, "bf16.rel_l2"),
+                     CELL("Measured bf16 rel L2"),
+                     csv_get(csv, needle, "measured_bf16_inputs_rounded"), "&dagger;");
+      /* best fp8: the layer's recipe (report.json best_fp8), a site's candidate */
+      static const char *const best[2][3] = {
+          {"mxfp8", "fp8_current"}, {"fp8_e4m3_delayed", "mxfp8_e5m2", "fp8_e4m3_current"}};
+      char *b = csv_get(csv, needle, "measured_best_fp8"), *cell = CELL("Measured best fp8");
+      assert_string_equal(b, best[pass][i]);
+      assert_non_null(strstr(cell, b));
+      char key[64];
+      snprintf(key, sizeof key, "%s.rel_l2", b);
+      if (!pass) assert_string_equal(rf_get(o, "shadow.best_fp8")->valuestring, b);
+      measured_agree(csv_get(csv, needle, "measured_best_fp8_rel_l2"),
+                     rf_get(pass ? cs : rf_get(o, "shadow.fp8_recipes"), key), cell,
+                     csv_get(csv, needle, "measured_best_fp8_inputs_rounded"), "&dagger;");
+      free(b);
+#undef CELL
+    }
+  }
+  char *under = csv_get(ocsv, ",fast/fwd,", "measured_now_understated"),
+       *inf = csv_get(lcsv, "\nlin,", "measured_now_rel_l2");
+  assert_string_equal(under, "yes");
+  assert_string_equal(inf, "inf");
+  free(under);
+  free(inf);
+  /* not shadowed: every measured field empty, in both files */
+  for (int pass = 0; pass < 2; pass++) {
+    const char *csv = pass ? ocsv : lcsv;
+    const char *row = strstr(csv, pass ? ",plain/fwd," : "\nplain,");
+    assert_non_null(row);
+    const char *end = strstr(row, "\r\n");
+    assert_true(end - row > 10 && !strncmp(end - 10, ",,,,,,,,,,", 10));
+  }
+  cJSON_Delete(rep);
+  free(html);
+  free(lcsv);
+  free(ocsv);
   rg_rmdir(dir);
   free(dir);
 }
@@ -1067,6 +1274,7 @@ int main(void) {
       cmocka_unit_test(a_measured_layers_undefined_candidate_is_not_said_unmeasured),
       cmocka_unit_test(a_fast_accumulating_fp8_layers_current_is_marked),
       cmocka_unit_test(a_layers_current_mark_gives_its_strongest_reason),
+      cmocka_unit_test(the_csv_files_carry_the_pages_measured_columns),
       cmocka_unit_test(every_layer_and_op_column_is_defined_where_it_is_shown),
       cmocka_unit_test(the_measured_error_columns_appear_only_with_shadow),
       cmocka_unit_test(trace_nests_ops_inside_layer_slices),
