@@ -75,7 +75,7 @@ void mpprof_csv_shadow_fields(FILE *f, const mpprof_shadow_row *r) {
   mpprof_csv_field(f, rel_text(&r->now, buf), false);
   mpprof_csv_field(f, flag(&r->now, r->understated), false);
   mpprof_csv_field(f, rel_text(&r->fp16, buf), false);
-  mpprof_csv_field(f, flag(&r->fp16, r->fp16.c == &r->sh->cand[MP_SH_FP16_SCALED]), false);
+  mpprof_csv_field(f, flag(&r->fp16, r->fp16_loss_scaled), false);
   mpprof_csv_field(f, flag(&r->fp16, r->fp16.rounded), false);
   mpprof_csv_field(f, rel_text(&r->bf16, buf), false);
   mpprof_csv_field(f, flag(&r->bf16, r->bf16.rounded), false);

@@ -1003,6 +1003,7 @@ typedef struct mpprof_shadow_row {
    * bf16; fp8: the fp8 recipe (layer: HYBRID) or candidate (site: e4m3
    * forward, e5m2 backward) with the least worst rel_l2 */
   mpprof_shadow_cell now, fp16, bf16, fp8;
+  bool fp16_loss_scaled; /* fp16 is the loss-scaled candidate (false: not shadowed) */
   /* now's * mark: why it understates the kernels' loss; NONE unless now is
    * measured and finite (an infinite error understates nothing) */
   mpprof_understated understated;

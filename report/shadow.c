@@ -325,6 +325,7 @@ static void row_of(const mpprof_shadow *sh, bool scaled, mpprof_understated u,
   ret->now.format = NULL; /* the call's own precision */
   if (ret->now.c && !isinf(ret->now.c->worst.rel_l2)) ret->understated = u;
   ret->fp16 = cand_cell(sh, scaled ? MP_SH_FP16_SCALED : MP_SH_FP16);
+  ret->fp16_loss_scaled = scaled;
   ret->bf16 = cand_cell(sh, MP_SH_BF16);
 }
 
