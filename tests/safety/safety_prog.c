@@ -45,10 +45,13 @@ static long vm_kib(void) {
   return v;
 }
 
-static char preload[4200];
+static char preload[4200], asan[4200];
 
 static void *vfork_exec(void *failed) {
-  char *env[] = {preload, "PATH=/usr/bin:/bin", NULL}, *av[] = {"true", NULL};
+  /* a sanitized build's libmpprof needs its ASAN_OPTIONS (the link order
+   * check off) in /bin/true too */
+  char *env[] = {preload, "PATH=/usr/bin:/bin", asan[0] ? asan : NULL, NULL};
+  char *av[] = {"true", NULL};
   pid_t pid = vfork();
   if (pid == 0) {
     execve("/bin/true", av, env);
@@ -72,6 +75,8 @@ static bool vfork_exec_threads(int *failed) {
 static int vfork_execs(int n) {
   snprintf(preload, sizeof preload, "LD_PRELOAD=%s",
            getenv("LD_PRELOAD") ? getenv("LD_PRELOAD") : "");
+  if (getenv("ASAN_OPTIONS"))
+    snprintf(asan, sizeof asan, "ASAN_OPTIONS=%s", getenv("ASAN_OPTIONS"));
   int failed = 0;
   long before = vm_kib();
   for (int i = 0; i < n && !failed; i++)
