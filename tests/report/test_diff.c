@@ -456,16 +456,10 @@ static void trailing_text_and_a_file_for_a_directory_are_named(void **state) {
   free(out);
 }
 
-/* A report of one layer whose processes have the given ranks (JSON numbers
- * or null, comma-separated). */
-static char *ranked_run(const char *tag, const char *const *ranks, size_t n) {
-  char *dir = rg_tmpdir(tag), *procs = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&procs, &len);
-  assert_non_null(f);
-  for (size_t i = 0; i < n; i++)
-    fprintf(f, "%s{\"pid\": %zu, \"rank\": %s}", i ? ", " : "", 100 + i, ranks[i]);
-  assert_int_equal(fclose(f), 0);
+/* A report of one layer run by the processes procs (JSON objects,
+ * comma-separated): its directory. procs is freed. */
+static char *procs_run(const char *tag, char *procs) {
+  char *dir = rg_tmpdir(tag);
   char *text = mpprof_asprintf(
       "{\"schema\": \"mpprof.report/1\", \"program\": \"./train\", "
       "\"processes\": [%s], \"layers\": [" LAYER("fc1", "bf16", "fp32") "], \"sites\": []}",
@@ -475,6 +469,19 @@ static char *ranked_run(const char *tag, const char *const *ranks, size_t n) {
   free(text);
   free(procs);
   return dir;
+}
+
+/* A report of one layer whose processes have the given ranks (JSON numbers
+ * or null, comma-separated). */
+static char *ranked_run(const char *tag, const char *const *ranks, size_t n) {
+  char *procs = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&procs, &len);
+  assert_non_null(f);
+  for (size_t i = 0; i < n; i++)
+    fprintf(f, "%s{\"pid\": %zu, \"rank\": %s}", i ? ", " : "", 100 + i, ranks[i]);
+  assert_int_equal(fclose(f), 0);
+  return procs_run(tag, procs);
 }
 
 /* What the diff of runs a and b says: diff.json, the page, and stderr. */
@@ -510,9 +517,9 @@ static cJSON *diff_with_stderr(const char *a, const char *b, char **ret_html, ch
 }
 
 /* A report of one layer whose processes ran on the given devices (JSON
- * device objects or null, comma-separated). */
+ * device objects or null, semicolon-separated). */
 static char *device_run(const char *tag, const char *devices) {
-  char *dir = rg_tmpdir(tag), *procs = NULL;
+  char *procs = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&procs, &len);
   assert_non_null(f);
@@ -522,15 +529,7 @@ static char *device_run(const char *tag, const char *devices) {
     fprintf(f, "%s{\"pid\": %d, \"device\": %s}", i ? ", " : "", 100 + i, d);
   free(list);
   assert_int_equal(fclose(f), 0);
-  char *text = mpprof_asprintf(
-      "{\"schema\": \"mpprof.report/1\", \"program\": \"./train\", "
-      "\"processes\": [%s], \"layers\": [" LAYER("fc1", "bf16", "fp32") "], \"sites\": []}",
-      procs);
-  assert_non_null(text);
-  write_file(dir, "report.json", text);
-  free(text);
-  free(procs);
-  return dir;
+  return procs_run(tag, procs);
 }
 
 /* Two simcuda runs were diffed with their GPU ms side by side and no word of
