@@ -50,19 +50,20 @@ int mp_layer_verdict_of(const mp_verdict_tensor *t, size_t n, const mp_advice_pa
   for (size_t i = 0; i < n; i++) {
     const mp_verdict_tensor *x = &t[i];
     const mp_advice *d = x->adv;
-    if (!x->has_values || (x->cls != MP_TCLASS_FORWARD && x->cls != MP_TCLASS_GRADIENT)) continue;
+    if (x->cls != MP_TCLASS_FORWARD && x->cls != MP_TCLASS_GRADIENT) continue;
+    /* Before the values test: an output fp32 made all NaN holds none. */
+    if (x->nonfinite_wide) {
+      wide_failed = true;
+      note(v, MP_REASON_NONFINITE_WIDE, (int)i);
+    }
+    if (!x->has_values) continue;
     v->known = true;
     nz += x->nonzero;
     ovf16 += x->fp16_overflow;
     unf16 += x->fp16_underflow;
     ovfb += x->bf16_overflow;
     unfb += x->bf16_underflow;
-    if (x->nonfinite_wide) {
-      wide_failed = true;
-      note(v, MP_REASON_NONFINITE_WIDE, (int)i);
-    } else if (d->nonfinite_input) {
-      note(v, MP_REASON_NONFINITE_INPUT, (int)i);
-    }
+    if (!x->nonfinite_wide && d->nonfinite_input) note(v, MP_REASON_NONFINITE_INPUT, (int)i);
     if (!d->bf16_ok) {
       bf16 = false;
       note(v, MP_REASON_BF16_UNFIT, (int)i);
@@ -101,7 +102,8 @@ int mp_layer_verdict_of(const mp_verdict_tensor *t, size_t n, const mp_advice_pa
   v->fp16_underflow = frac(unf16, nz);
   v->bf16_overflow = frac(ovfb, nz);
   v->bf16_underflow = frac(unfb, nz);
-  /* Gradients scanned but never seen finite and non-zero support no verdict. */
+  /* Gradients scanned but never seen finite and non-zero support no verdict,
+   * unless an op made NaN/Inf in fp32 there: then fp32 is the verdict. */
   bool grads_scanned = false, grads_seen = false;
   int never = -1;
   for (size_t i = 0; i < n; i++) {
@@ -112,7 +114,7 @@ int mp_layer_verdict_of(const mp_verdict_tensor *t, size_t n, const mp_advice_pa
     else
       never = (int)i;
   }
-  if (grads_scanned && !grads_seen) {
+  if (grads_scanned && !grads_seen && !wide_failed) {
     /* No verdict, and no fp8 claim either: a "fits e4m3" from the forward
      * tensors alone would read as clean beside gradients of Inf/NaN. */
     v->known = false;
@@ -120,6 +122,7 @@ int mp_layer_verdict_of(const mp_verdict_tensor *t, size_t n, const mp_advice_pa
     note(v, MP_REASON_GRAD_NEVER_SEEN, never);
     return 0;
   }
+  if (wide_failed) v->known = true; /* fp32 failing is evidence enough */
   if (!v->known) {
     note(v, MP_REASON_NO_VALUES, -1);
     return 0;

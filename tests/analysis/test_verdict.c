@@ -217,6 +217,39 @@ static void non_finite_values_made_in_fp32_keep_the_layer_in_fp32(void **state) 
   mp_layer_verdict_free(&v);
 }
 
+/* An fp32 output made all NaN/Inf from finite inputs holds no finite value
+ * (has_values false), yet it is the strongest evidence a layer has: fp32,
+ * not the verdict its inputs alone would give. */
+static void an_output_made_all_non_finite_in_fp32_keeps_the_layer_in_fp32(void **state) {
+  (void)state;
+  mp_advice f = fits_all(), o = fits_all();
+  mp_verdict_tensor t[] = {in(MP_TCLASS_FORWARD, &f), in(MP_TCLASS_FORWARD, &o)};
+  t[1].has_values = false;
+  t[1].nonfinite_wide = true;
+  t[1].count = 64;
+  t[1].nonzero = 0;
+  mp_layer_verdict v;
+  assert_int_equal(mp_layer_verdict_of(t, 2, &prm, &v), 0);
+  assert_true(v.known);
+  assert_int_equal(v.rec, MP_REC_FP32);
+  assert_true(v.nonfinite_wide);
+  assert_true(has_reason(&v, MP_REASON_NONFINITE_WIDE, 1));
+  assert_int_equal(v.fp8_e4m3_fits, 0);
+  mp_layer_verdict_free(&v);
+  /* The same as a gradient (no loss scale): fp32, not "never seen". */
+  t[1].cls = MP_TCLASS_GRADIENT;
+  assert_int_equal(mp_layer_verdict_of(t, 2, &prm, &v), 0);
+  assert_true(v.known);
+  assert_int_equal(v.rec, MP_REC_FP32);
+  assert_false(has_reason(&v, MP_REASON_GRAD_NEVER_SEEN, 1));
+  mp_layer_verdict_free(&v);
+  /* Alone in its layer, it still decides. */
+  assert_int_equal(mp_layer_verdict_of(&t[1], 1, &prm, &v), 0);
+  assert_true(v.known);
+  assert_int_equal(v.rec, MP_REC_FP32);
+  mp_layer_verdict_free(&v);
+}
+
 static void fp8_fit_is_the_worst_tensor_per_direction(void **state) {
   (void)state;
   mp_advice f1 = fits_all(), f2 = fits_all(), g = fits_all();
@@ -247,6 +280,7 @@ int main(void) {
                              setup),
       cmocka_unit_test_setup(non_finite_inputs_are_a_reason_of_their_own, setup),
       cmocka_unit_test_setup(non_finite_values_made_in_fp32_keep_the_layer_in_fp32, setup),
+      cmocka_unit_test_setup(an_output_made_all_non_finite_in_fp32_keeps_the_layer_in_fp32, setup),
       cmocka_unit_test_setup(fp8_fit_is_the_worst_tensor_per_direction, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1054,6 +1054,17 @@ static void a_layer_whose_fp32_values_hold_inf_stays_fp32(void **state) {
     if (k == 1) cJSON_AddNumberToObject(s, "loss_scale", 1024);
     rg_site_end(&r, s);
   }
+  /* t/allnan: the op made only NaN, so D holds no finite value at all (the
+   * verdict skipped it and judged the layer on A and B alone: fp16) */
+  double nan_v[100];
+  for (int i = 0; i < 100; i++)
+    nan_v[i] = NAN;
+  cJSON *an = rg_gemm(6, "cublasSgemm_v2", "t/allnan", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
+                      "DEFAULT", 10, 10, 10, 1);
+  rg_tensor(an, "A", MP_FP32, -2, 2, 100);
+  rg_tensor(an, "B", MP_FP32, -2, 2, 100);
+  rg_tensor_values(an, "D", MP_FP32, nan_v, 100);
+  rg_site_end(&r, an);
   /* a backward fp32 output whose Inf come from an fp16 input's (an
    * overflowed gradient under a scale nobody declared): not fp32's failure */
   double h[100];
@@ -1080,12 +1091,19 @@ static void a_layer_whose_fp32_values_hold_inf_stays_fp32(void **state) {
                          "finite inputs"));
   assert_string_equal(recommended(rep, "t/scaled"), "fp16");
   assert_string_equal(recommended(rep, "t/fed"), "fp16");
+  const cJSON *allnan = rf_layer(rep, "t/allnan");
+  assert_string_equal(rf_get(allnan, "advice.recommended")->valuestring, "fp32");
+  assert_non_null(strstr(cJSON_GetArrayItem(rf_get(allnan, "advice.reasons"), 0)->valuestring,
+                         "unknown.D holds non-finite values its op made in fp32 from finite "
+                         "inputs (100 NaN, 0 inf)"));
   const cJSON *f;
   cJSON_ArrayForEach(f, rf_get(rep, "findings")) {
     const char *kind = rf_get(f, "kind")->valuestring, *msg = rf_get(f, "message")->valuestring;
     assert_false(strcmp(kind, "bf16_unsafe") == 0); /* no value is beyond bf16 */
-    if (!strcmp(kind, "lower_precision_possible") || !strcmp(kind, "fp8_candidate"))
+    if (!strcmp(kind, "lower_precision_possible") || !strcmp(kind, "fp8_candidate")) {
       assert_null(strstr(msg, "t/wide"));
+      assert_null(strstr(msg, "t/allnan"));
+    }
   }
   cJSON_Delete(rep);
   cJSON *plan = rg_read_json(dir, "plan.json");
