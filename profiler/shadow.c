@@ -200,6 +200,16 @@ static mp_dtype accum_of(const mpp_op *op) {
   return f16 ? MP_FP16 : MP_FP32;
 }
 
+/* The epilogue the op applies to its product, as shadow execution does
+ * (op.h shadow_epi: a cuBLASLt epilogue, the fused bias-activation
+ * forward's bias and ReLU). */
+static void epilogue_of(const mpp_op *op, mp_shadow_gemm *g) {
+  g->epilogue = op->shadow_epi;
+  g->bias = op->shadow_bias;
+  g->bias_dtype = op->shadow_bias_dtype;
+  g->bias_stride = op->shadow_bias_stride;
+}
+
 /* A cuDNN convolution as its implicit GEMMs, one per group (analysis/shadow.h
  * mp_shadow_conv_gemm): on host memory g reads the copies in *owned; on
  * device memory (*device) g is the shape and *conv what the device gathers
@@ -225,6 +235,10 @@ static shadow_skip describe_conv(const mpp_op *op, mp_shadow_gemm *g, void **own
     host = host && mpp_host_readable(data[i]);
     dev = dev && on_device(data[i]);
   }
+  if (op->shadow_bias) { /* read where the operands are */
+    host = host && mpp_host_readable(op->shadow_bias);
+    dev = dev && on_device(op->shadow_bias);
+  }
   if (!host && !dev) return SKIP_UNSUPPORTED;
   mp_shadow_conv cv;
   conv_of(op, kind, &cv);
@@ -237,6 +251,7 @@ static shadow_skip describe_conv(const mpp_op *op, mp_shadow_gemm *g, void **own
   if (!host) { /* the device gathers the operands (the cap is its own check) */
     if (mp_shadow_conv_shape(&cv, g)) return SKIP_UNSUPPORTED;
     g->accum = accum_of(op);
+    epilogue_of(op, g);
     *conv = cv;
     *device = true;
     return SKIP_COUNT;
@@ -247,6 +262,7 @@ static shadow_skip describe_conv(const mpp_op *op, mp_shadow_gemm *g, void **own
   int rc = mp_shadow_conv_gemm(&cv, g, owned);
   if (rc) return rc == -ENOMEM ? SKIP_NO_MEMORY : SKIP_UNSUPPORTED;
   g->accum = accum_of(op);
+  epilogue_of(op, g);
   if (mp_shadow_work_bytes(g) > shadow_cap() - bytes) {
     free(*owned);
     *owned = NULL;
@@ -296,10 +312,7 @@ static shadow_skip describe(const mpp_op *op, mp_shadow_gemm *g, bool *device, v
   g->out = d->view.dtype;
   g->fp32_as = fp32_as(op);
   g->accum = accum_of(op);
-  g->epilogue = op->shadow_epi;
-  g->bias = op->shadow_bias;
-  g->bias_dtype = op->shadow_bias_dtype;
-  g->bias_stride = op->shadow_bias_stride;
+  epilogue_of(op, g);
   g->a.scale = op->shadow_scale[0];
   g->b.scale = op->shadow_scale[1];
   g->d_scale = op->shadow_scale[3];

@@ -328,20 +328,25 @@ static bool enqueue_work(const mpp_cu_api *cu, const sh_ctx *cs, int j, const mp
          CUDA_SUCCESS;
 }
 
-/* The launch that makes the work's operands on the op's stream: the copy of
- * g's operands, or the gather of the convolution's; *snap reads them. */
+/* The launches that make the work's operands on the op's stream: the copy
+ * of g's operands, or the gather of the convolution's (then a copy of its
+ * bias, the fused bias-activation forward's); *snap reads them. */
 static bool launch_operands(const mpp_cu_api *cu, const sh_ctx *cs, CUstream stream,
                             const mp_shadow_gemm *g, const mp_shadow_conv *conv,
                             void *const dst[MPP_SH_COPY_PIECES], mp_shadow_gemm *snap) {
   uint64_t elems = 0;
+  mp_shadow_gemm gathered;
   if (conv) {
     mpp_sh_gather_params gp;
-    mpp_sh_gather_plan(conv, g, dst, &gp, snap);
+    mpp_sh_gather_plan(conv, g, dst, &gp, &gathered);
     elems = (uint64_t)((g->m * g->k + g->k * g->n) * g->batch); /* batch: the groups */
-    return launch(cu, g_gather, mpp_sh_grid(elems, cs->grid_cap), stream, &gp);
+    if (!launch(cu, g_gather, mpp_sh_grid(elems, cs->grid_cap), stream, &gp)) return false;
+    g = &gathered;
+    elems = 0;
   }
   mpp_sh_copy_params cp;
-  mpp_sh_copy_plan(g, dst, &cp, snap);
+  mpp_sh_copy_plan(g, conv ? MPP_SH_PIECES_BESIDE_AB : MPP_SH_PIECES_ALL, dst, &cp, snap);
+  if (cp.n == 0) return true;
   for (unsigned w = 0; w < cp.n; w++)
     elems += cp.p[w].inner * cp.p[w].outer * cp.p[w].batch;
   return launch(cu, g_copy, mpp_sh_grid(elems, cs->grid_cap), stream, &cp);

@@ -214,13 +214,13 @@ uint64_t mpp_sh_copy_bytes(const mp_shadow_gemm *g, int w) {
   return c.inner * c.outer * c.batch * c.esize;
 }
 
-void mpp_sh_copy_plan(const mp_shadow_gemm *g, void *const dst[MPP_SH_COPY_PIECES],
+void mpp_sh_copy_plan(const mp_shadow_gemm *g, unsigned pieces, void *const dst[MPP_SH_COPY_PIECES],
                       mpp_sh_copy_params *ret, mp_shadow_gemm *snap) {
   mpp_sh_copy_params p;
   memset(&p, 0, sizeof p);
   *snap = *g;
   for (int w = 0; w < MPP_SH_COPY_PIECES; w++) {
-    if (!piece_source(g, w)) continue;
+    if (!(pieces >> w & 1) || !piece_source(g, w)) continue;
     mpp_sh_copy_piece c = piece(g, w);
     c.dst = dst[w];
     p.p[p.n++] = c;

@@ -39,9 +39,14 @@ void mpp_sh_err_plan(const mp_shadow_gemm *g, mp_shadow_cand c, const float dela
  * B or D (one float: the program may change it after the op). Bytes of
  * piece w; 0 for one g does not have. */
 uint64_t mpp_sh_copy_bytes(const mp_shadow_gemm *g, int w);
-/* The copy launch of g into dst[w] (mpp_sh_copy_bytes(g, w) bytes each), and
- * *snap: g reading the copies instead of the program's memory. */
-void mpp_sh_copy_plan(const mp_shadow_gemm *g, void *const dst[MPP_SH_COPY_PIECES],
+/* Every piece (mpp_sh_copy_plan's pieces); a convolution's gather makes A
+ * and B, the copy the rest. */
+#define MPP_SH_PIECES_ALL ((1u << MPP_SH_COPY_PIECES) - 1)
+#define MPP_SH_PIECES_BESIDE_AB (MPP_SH_PIECES_ALL & ~(1u << MPP_SH_PIECE_A | 1u << MPP_SH_PIECE_B))
+/* The copy launch of g's pieces among `pieces` (MPP_SH_PIECE_* bits) into
+ * dst[w] (mpp_sh_copy_bytes(g, w) bytes each), and *snap: g reading those
+ * copies instead of the program's memory. */
+void mpp_sh_copy_plan(const mp_shadow_gemm *g, unsigned pieces, void *const dst[MPP_SH_COPY_PIECES],
                       mpp_sh_copy_params *ret, mp_shadow_gemm *snap);
 /* A convolution's implicit-GEMM operands gathered (mpp_shadow_gather) into
  * dst[0], dst[1] (mpp_sh_copy_bytes(g, 0 / 1) bytes), g being

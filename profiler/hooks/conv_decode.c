@@ -251,6 +251,24 @@ void mpp_conv_shadow_of(mpp_op *op, const mpp_tensor_desc *t0, const mpp_tensor_
                   x->dtype == CUDNN_DATA_DOUBLE ? *(const double *)alpha : *(const float *)alpha);
 }
 
+void mpp_conv_shadow_bias_act(mpp_op *op, const mpp_tensor_desc *b, const void *pb, bool relu) {
+  if (!op->conv_shadow) return;
+  const mp_sh_conv *g = &op->conv_geom;
+  int64_t k = g->k * g->groups; /* output channels */
+  bool ok = pb && (b->nd == 4 || b->nd == 5) && b->dims[1] == k && (k == 1 || b->strides[1] == 1);
+  for (int i = 0; ok && i < b->nd; i++)
+    ok = i == 1 || b->dims[i] == 1;
+  mp_dtype dt = mpp_cudnn_dtype(b->dtype);
+  if (!ok || dt == MP_DTYPE_INVALID) {
+    op->conv_shadow = false;
+    return;
+  }
+  op->shadow_epi = relu ? MP_SH_EPI_RELU : MP_SH_EPI_NONE;
+  op->shadow_bias = pb;
+  op->shadow_bias_dtype = dt;
+  op->shadow_bias_stride = g->groups > 1 ? g->k : 0; /* a group's channels follow the last's */
+}
+
 void mpp_conv_shadow_of_strided(mpp_op *op, const mpp_tensor_desc *t0, const mpp_tensor_desc *t1,
                                 const mpp_tensor_desc *t2, const mpp_conv_desc *c, double alpha) {
   const mpp_tensor_desc *x, *w, *y;

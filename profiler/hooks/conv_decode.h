@@ -4,6 +4,7 @@
 #ifndef MPPROF_PROFILER_HOOKS_CONV_DECODE_H
 #define MPPROF_PROFILER_HOOKS_CONV_DECODE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "profiler/op.h"
@@ -50,6 +51,13 @@ void mpp_conv_shadow_of(mpp_op *op, const mpp_tensor_desc *t0, const mpp_tensor_
  * the operation's ALPHA attribute gave it (NAN: not set, nothing set). */
 void mpp_conv_shadow_of_strided(mpp_op *op, const mpp_tensor_desc *t0, const mpp_tensor_desc *t1,
                                 const mpp_tensor_desc *t2, const mpp_conv_desc *c, double alpha);
+/* The fused bias-activation forward's epilogue as shadow execution applies
+ * it (op.h shadow_epi, shadow_bias), on an op mpp_conv_shadow_of set up:
+ * bias b (1 x K x 1 x 1[ x 1], its K values adjacent; one per output
+ * channel, so per row of each group's implicit GEMM) at pb, and ReLU
+ * (relu) or the identity. Anything else leaves the op unshadowed (its
+ * conv_shadow cleared). */
+void mpp_conv_shadow_bias_act(mpp_op *op, const mpp_tensor_desc *b, const void *pb, bool relu);
 /* A view of a tensor: scannable when packed in some dimension order. */
 void mpp_conv_tensor_view(mpp_role *r, const mpp_tensor_desc *t, const void *p);
 /* The output's prior value as an input role of its own (conv_decode.c):

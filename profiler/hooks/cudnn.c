@@ -22,6 +22,7 @@
   X(cudnnGetConvolutionNdDescriptor)                                                               \
   X(cudnnGetConvolutionMathType)                                                                   \
   X(cudnnGetConvolutionGroupCount)                                                                 \
+  X(cudnnGetActivationDescriptor)                                                                  \
   X(cudnnGetStream)
 MPP_MODULE_TABLE(syms)
 
@@ -145,45 +146,70 @@ static mpp_op *decode(mpp_op *scratch, const char *api, mpp_op_kind kind, cudnnH
                      false);
 }
 
-/* A tensor of the fused forward's epilogue (z, bias) as an input role. */
-static void epilogue_role(mpp_op *op, const char *name, cudnnTensorDescriptor_t d, const void *p) {
+/* A tensor of the fused forward's epilogue (z, bias) as an input role; its
+ * descriptor in *t (false: not read back). */
+static bool epilogue_role(mpp_op *op, const char *name, cudnnTensorDescriptor_t d, const void *p,
+                          mpp_tensor_desc *t) {
   mpp_conv_key_tensor kt;
   memset(&kt, 0, sizeof kt);
+  bool known = tensor_desc(d, &kt);
+  *t = (mpp_tensor_desc){.dtype = kt.dtype, .nd = kt.nd};
+  for (int i = 0; i < kt.nd; i++) {
+    t->dims[i] = kt.dims[i];
+    t->strides[i] = kt.strides[i];
+  }
   mpp_role *r = mpp_op_role(op, name, true);
-  if (!r) return;
-  if (!tensor_desc(d, &kt)) {
+  if (!r) return known;
+  if (!known) {
     r->unscannable = MPP_NS_LAYOUT; /* its shape is not known: read, but not scanned */
     r->view.data = p;
-    return;
+    return false;
   }
-  mpp_tensor_desc t = {.dtype = kt.dtype, .nd = kt.nd};
-  for (int i = 0; i < kt.nd; i++) {
-    t.dims[i] = kt.dims[i];
-    t.strides[i] = kt.strides[i];
-  }
-  mpp_conv_tensor_view(r, &t, p);
+  mpp_conv_tensor_view(r, t, p);
   mpp_op_note_ptr(op, p);
+  return true;
+}
+
+/* Is the activation ReLU (else the identity, *relu false)? Any other mode,
+ * or one not read back: false. */
+static bool activation_mode(cudnnActivationDescriptor_t a, bool *relu) {
+  __typeof__(&cudnnGetActivationDescriptor) get = MPP_REAL(syms, cudnnGetActivationDescriptor);
+  cudnnActivationMode_t mode;
+  cudnnNanPropagation_t nan_opt;
+  double coef;
+  if (!get || !a || get(a, &mode, &nan_opt, &coef) != CUDNN_STATUS_SUCCESS) return false;
+  *relu = mode == CUDNN_ACTIVATION_RELU;
+  return *relu || mode == CUDNN_ACTIVATION_IDENTITY;
 }
 
 /* cudnnConvolutionBiasActivationForward: y = act(alpha1 conv(x) + alpha2 z +
  * bias). Besides x and w it reads z (unless alpha2 is 0, as the output with
  * beta 0: cuDNN's scaling rule) and the bias, one value per output channel:
  * input roles of their own. Decoded afresh (their descriptors are not in the
- * memo's key); y is not blended (no beta). */
-static mpp_op *decode_fused(mpp_op *scratch, cudnnHandle_t h, cudnnTensorDescriptor_t xd,
-                            cudnnFilterDescriptor_t wd, cudnnTensorDescriptor_t yd,
-                            cudnnConvolutionDescriptor_t cd, const void *x, const void *w,
-                            const void *y, const void *alpha2, cudnnTensorDescriptor_t zd,
-                            const void *z, cudnnTensorDescriptor_t bd, const void *bias) {
+ * memo's key); y is not blended (no beta). Shadow execution measures
+ * act(alpha1 conv(x) + bias), as a cuBLASLt bias epilogue (z is left out,
+ * as a GEMM's C is). */
+static mpp_op *decode_fused(mpp_op *scratch, cudnnHandle_t h, const void *alpha1,
+                            cudnnTensorDescriptor_t xd, cudnnFilterDescriptor_t wd,
+                            cudnnTensorDescriptor_t yd, cudnnConvolutionDescriptor_t cd,
+                            const void *x, const void *w, const void *y, const void *alpha2,
+                            cudnnTensorDescriptor_t zd, const void *z, cudnnTensorDescriptor_t bd,
+                            const void *bias, cudnnActivationDescriptor_t ad) {
   static const float zero = 0;
   mpp_op *op = decode_conv(scratch, "cudnnConvolutionBiasActivationForward", MPP_OP_CONV_FWD, h,
-                           NULL, &zero, xd, wd, yd, 1, cd, x, w, y, true);
+                           alpha1, &zero, xd, wd, yd, 1, cd, x, w, y, true);
   if (!op) return NULL;
   mpp_conv_key_tensor yt;
   memset(&yt, 0, sizeof yt);
+  mpp_tensor_desc zt, bt;
   if (mpp_cudnn_scale_nonzero(alpha2, tensor_desc(yd, &yt) ? yt.dtype : CUDNN_DATA_FLOAT))
-    epilogue_role(op, "z", zd, z);
-  epilogue_role(op, "bias", bd, bias);
+    epilogue_role(op, "z", zd, z, &zt);
+  bool bias_known = epilogue_role(op, "bias", bd, bias, &bt), relu = false;
+  if (!op->conv_shadow) return op; /* not shadowed: the activation is not asked */
+  if (!bias_known || !activation_mode(ad, &relu))
+    op->conv_shadow = false;
+  else
+    mpp_conv_shadow_bias_act(op, &bt, bias, relu);
   return op;
 }
 
@@ -213,7 +239,8 @@ MPP_MEMO_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBiasActivationForward,
                  (handle, alpha1, xDesc, x, wDesc, w, convDesc, algo, workSpace,
                   workSpaceSizeInBytes, alpha2, zDesc, z, biasDesc, bias, activationDesc, yDesc, y),
                  FAIL, mpp_cudnn_succeeded, decode_fused,
-                 (handle, xDesc, wDesc, yDesc, convDesc, x, w, y, alpha2, zDesc, z, biasDesc, bias))
+                 (handle, alpha1, xDesc, wDesc, yDesc, convDesc, x, w, y, alpha2, zDesc, z,
+                  biasDesc, bias, activationDesc))
 
 MPP_MEMO_OP_HOOK(syms, cudnnStatus_t, cudnnConvolutionBackwardData,
                  (cudnnHandle_t handle, const void *alpha, const cudnnFilterDescriptor_t wDesc,

@@ -681,6 +681,94 @@ static void device_conv_case(bool deep) {
   free(owned);
 }
 
+/* The fused bias-activation forward in device memory (fp16, NHWC, 2
+ * groups, ReLU, an fp16 bias of one value per output channel): the gather
+ * and a copy of the bias on the op's stream measure exactly what the host
+ * path's gathered operands with the same bias measure on the device, and x,
+ * w and the bias overwritten straight after the call do not reach the
+ * results. Without the bias the same call measures something else. */
+static void a_fused_bias_relu_convolution_on_the_device_reads_its_bias_copy(void **state) {
+  (void)state;
+  mp_shadow_conv cv;
+  memset(&cv, 0, sizeof cv);
+  mp_sh_conv *g = &cv.g;
+  g->kind = MP_SHADOW_CONV_FWD;
+  g->n = 2, g->c = 3, g->h = 5, g->w = 4, g->k = 4, g->r = 3, g->s = 3; /* c, k: a group's */
+  g->groups = 2;
+  g->pad[0] = g->pad[1] = 1, g->stride[0] = g->stride[1] = 1;
+  g->dilation[0] = g->dilation[1] = 1;
+  g->p = g->h, g->q = g->w;
+  int64_t C = g->c * g->groups, K = g->k * g->groups;
+  int64_t xs[4] = {g->h * g->w * C, 1, g->w * C, C};
+  int64_t ys[4] = {g->p * g->q * K, 1, g->q * K, K};
+  int64_t ws[4] = {g->c * g->r * g->s, 1, g->s * g->c, g->c}; /* NHWC filter */
+  memcpy(g->xs, xs, sizeof xs), memcpy(g->ys, ys, sizeof ys), memcpy(g->ws, ws, sizeof ws);
+  cv.x_dtype = cv.y_dtype = cv.w_dtype = MP_FP16;
+  size_t nx = (size_t)(g->n * C * g->h * g->w), nw = (size_t)(K * g->c * g->r * g->s);
+  uint16_t *x = dev_alloc(nx * 2), *w = dev_alloc(nw * 2), *bias = dev_alloc((size_t)K * 2);
+  for (size_t i = 0; i < nx; i++)
+    mp_store(MP_FP16, x, i, draw(3));
+  for (size_t i = 0; i < nw; i++)
+    mp_store(MP_FP16, w, i, draw(3));
+  for (int64_t i = 0; i < K; i++)
+    mp_store(MP_FP16, bias, (size_t)i, draw(2));
+  cv.x = x, cv.wt = w, cv.alpha = 1;
+
+  mp_shadow_gemm host, shape;
+  void *owned = NULL;
+  assert_int_equal(mp_shadow_conv_gemm(&cv, &host, &owned), 0);
+  assert_int_equal(mp_shadow_conv_shape(&cv, &shape), 0);
+  assert_int_equal(host.m, g->k);
+  mp_shadow_gemm *both[2] = {&host, &shape};
+  for (int i = 0; i < 2; i++) { /* as profiler/shadow.c gives the op's epilogue */
+    both[i]->epilogue = MP_SH_EPI_RELU;
+    both[i]->bias = bias;
+    both[i]->bias_dtype = MP_FP16;
+    both[i]->bias_stride = g->k;
+  }
+  size_t ba = (size_t)(host.m * host.k * host.batch) * 2,
+         bb = (size_t)(host.k * host.n * host.batch) * 2;
+  host.a.data = memcpy(dev_alloc(ba), host.a.data, ba);
+  host.b.data = memcpy(dev_alloc(bb), host.b.data, bb);
+  const float delayed[2][2] = {{2, 0.5f}, {4, 0.25f}};
+  unsigned mask = MP_SHADOW_ALL;
+  got want = {0}, conv = {0}, unbiased = {0};
+  assert_int_equal(
+      mpp_devshadow_enqueue(NULL, &host, mask, delayed, (uint64_t)1 << 30, keep, &want), 0);
+  mpp_devshadow_drain();
+  void (*lag)(int) = (void (*)(int))fake("libcuda.so.1", "fakecuda_lag");
+  lag(1);
+  assert_int_equal(
+      mpp_devshadow_enqueue_conv(NULL, &cv, &shape, mask, delayed, (uint64_t)1 << 30, keep, &conv),
+      0);
+  uint16_t *bias_kept = memcpy(dev_alloc((size_t)K * 2), bias, (size_t)K * 2);
+  memset(x, 0xff, nx * 2); /* NaN */
+  memset(w, 0xff, nw * 2);
+  memset(bias, 0xff, (size_t)K * 2);
+  lag(0);
+  mpp_devshadow_drain();
+  assert_int_equal(want.r.rc, 0);
+  assert_int_equal(conv.n, 1);
+  assert_int_equal(conv.r.rc, 0);
+  assert_int_equal(conv.r.done, want.r.done);
+  assert_memory_equal(conv.r.err, want.r.err, sizeof want.r.err);
+  assert_true(want.r.err[MP_SH_FP16].sr > 0 && want.r.err[MP_SH_FP16].se > 0);
+  /* the bias and the ReLU count: without them the host operands measure otherwise */
+  memcpy(bias, bias_kept, (size_t)K * 2);
+  host.bias = NULL;
+  host.epilogue = MP_SH_EPI_NONE;
+  assert_int_equal(
+      mpp_devshadow_enqueue(NULL, &host, mask, delayed, (uint64_t)1 << 30, keep, &unbiased), 0);
+  mpp_devshadow_drain();
+  assert_int_equal(unbiased.r.rc, 0);
+  assert_true(unbiased.r.err[MP_SH_FP16].sr != want.r.err[MP_SH_FP16].sr);
+  assert_int_equal(((long (*)(void))fake("libcuda.so.1", "fakecuda_async_live"))(), 0);
+  const void *mem[6] = {host.a.data, host.b.data, x, w, bias, bias_kept};
+  for (int i = 0; i < 6; i++)
+    mpp_cu()->mem_free((CUdeviceptr)(uintptr_t)mem[i]);
+  free(owned);
+}
+
 static void device_convolutions_measure_their_implicit_gemm(void **state) {
   (void)state;
   device_conv_case(false);
@@ -726,7 +814,7 @@ static void a_recorded_device_convolution_is_shadowed(void **state) {
   assert_non_null(f16);
   assert_true(num(f16, "rel_l2") > 0 && num(f16, "rel_l2") < 1.0 / 256);
   cJSON_Delete(sh);
-  /* without alpha (the fused bias-activation forward) nothing is shadowed */
+  /* without alpha (not read) nothing is shadowed */
   mpp_conv_decode(&op, "cudnnConvolutionForward", MPP_OP_CONV_FWD, &x, &w, &y, &c, dx, dw, dy);
   mpp_conv_shadow_of(&op, &x, &w, &y, &c, NULL);
   assert_false(op.conv_shadow);
@@ -750,6 +838,8 @@ int main(void) {
       cmocka_unit_test_setup(later_program_writes_do_not_reach_the_results, reset_all),
       cmocka_unit_test_setup(fp8_scales_in_device_memory_are_read_as_the_op_read_them, reset_all),
       cmocka_unit_test_setup(device_convolutions_measure_their_implicit_gemm, reset_all),
+      cmocka_unit_test_setup(a_fused_bias_relu_convolution_on_the_device_reads_its_bias_copy,
+                             reset_all),
       cmocka_unit_test_setup(a_recorded_device_convolution_is_shadowed, reset_all),
   };
   return cmocka_run_group_tests(tests, setup_all, NULL);

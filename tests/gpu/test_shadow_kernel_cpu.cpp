@@ -229,7 +229,7 @@ static void run_config(const config &c, const float *scales_of, const int *block
   for (int w = 0; w < MPP_SH_COPY_PIECES; w++)
     dst[w] = calloc(mpp_sh_copy_bytes(&host, w) + 1, 1);
   mpp_sh_copy_params cp;
-  mpp_sh_copy_plan(&host, dst, &cp, &g);
+  mpp_sh_copy_plan(&host, MPP_SH_PIECES_ALL, dst, &cp, &g);
   CHECK(cp.n == (c.bias ? 3u : 2u) + nscales, "%s: %u copies", c.name, cp.n);
   simt_run(3, MPP_SH_BLOCK, [&cp] { mpp_shadow_copy(cp); });
   /* the scales are read from their copies (the program may change its own after the op) */

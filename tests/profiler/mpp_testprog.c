@@ -72,6 +72,10 @@
  *                 in "grouped/<op>", then as G one-group convolutions on the groups'
  *                 slices in "split/g<i>/<op>"; prints each group's double reference
  *                 sums ("ref OP G SUMSQ MAXABS NONZERO") for test_shadow_e2e
+ *   convbiasact   cudnnConvolutionBiasActivationForward (fp32 NHWC, 1 x 1 filter; ReLU, 2
+ *                 groups, in "cba/fused"; identity in "cba/fused_id") and on the same data
+ *                 the GEMMs they are through cublasLtMatmul (RELU_BIAS, BIAS) in "cba/gemm",
+ *                 "cba/gemm_id"
  *   conv3d        legacy fp32 3-D convolutions (5-D tensors, 2 groups), forward and both
  *                 backward ops, checked against direct loops: in "conv3d/<op>", and one of
  *                 height 1 in "flat3d/<op>" whose data also runs as a 2-D one in "flat2d/<op>";
@@ -1650,6 +1654,128 @@ static void c3_backend(cudnnHandle_t h, const c3_conv *cv, int kind, int dims[3]
     cudnnBackendDestroyDescriptor(all[i]);
 }
 
+/* Mode convbiasact: cudnnConvolutionBiasActivationForward on fp32 NHWC
+ * tensors of one image with a 1 x 1 filter is a GEMM: per group g,
+ * y[j][g*KG + i] = act(sum_c w[g*KG + i][c] x[j][g*CG + c] + bias[g*KG + i]).
+ * The same data runs both ways: "cba/fused" (ReLU, 2 groups; z at alpha2 0)
+ * and "cba/gemm" (cublasLtMatmul, RELU_BIAS, 2 strided batches, the bias
+ * KG apart), then "cba/fused_id" (identity, one group,
+ * IMPLICIT_PRECOMP_GEMM) and "cba/gemm_id" (BIAS). Each pair's outputs
+ * must agree to 1e-5; their checksums are printed. */
+enum { CBA_C = 24, CBA_K = 16, CBA_H = 4, CBA_W = 5 };
+
+static int cba_pair(cudnnHandle_t h, cublasLtHandle_t lt, int groups, bool relu, const void *dx,
+                    const void *dw, const void *dbias, float *got, float *want) {
+  enum { NP = CBA_H * CBA_W };
+  int cg = CBA_C / groups, kg = CBA_K / groups;
+  cudnnTensorDescriptor_t xd, yd, bd;
+  cudnnFilterDescriptor_t wd;
+  cudnnConvolutionDescriptor_t cd;
+  cudnnActivationDescriptor_t ad;
+  CK(cudnnCreateTensorDescriptor(&xd));
+  CK(cudnnCreateTensorDescriptor(&yd));
+  CK(cudnnCreateTensorDescriptor(&bd));
+  CK(cudnnCreateFilterDescriptor(&wd));
+  CK(cudnnCreateConvolutionDescriptor(&cd));
+  CK(cudnnCreateActivationDescriptor(&ad));
+  CK(cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, 1, CBA_C, CBA_H, CBA_W));
+  CK(cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, 1, CBA_K, CBA_H, CBA_W));
+  CK(cudnnSetTensor4dDescriptor(bd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, CBA_K, 1, 1));
+  CK(cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CBA_K, cg, 1, 1));
+  CK(cudnnSetConvolution2dDescriptor(cd, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                     CUDNN_DATA_FLOAT));
+  CK(cudnnSetConvolutionGroupCount(cd, groups));
+  CK(cudnnSetConvolutionMathType(cd, CUDNN_FMA_MATH)); /* no TF32: the GEMM's fp32 */
+  CK(cudnnSetActivationDescriptor(ad, relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                                  CUDNN_PROPAGATE_NAN, 0));
+  void *dy = dev_alloc(NP * CBA_K * 4), *dd = dev_alloc(NP * CBA_K * 4), *ws = dev_alloc(1 << 16);
+  const float one = 1, zero = 0;
+  nvtxRangePushA(relu ? "fused" : "fused_id");
+  CK(cudnnConvolutionBiasActivationForward(h, &one, xd, dx, wd, dw, cd,
+                                           CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, ws,
+                                           1 << 16, &zero, yd, dy, bd, dbias, ad, yd, dy));
+  nvtxRangePop();
+  /* the GEMM: A = w stored C/G x K (transposed), B = x stored C x NP (a
+   * group's rows at an offset), D = y stored K x NP, batch g KG rows on */
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, lo;
+  CK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasLtEpilogue_t epi = relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+  cublasOperation_t t = CUBLAS_OP_T;
+  int64_t bias_stride = kg;
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &dbias, sizeof dbias));
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &bias_stride,
+                                    sizeof bias_stride));
+  CK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t));
+  CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, cg, kg, cg));
+  CK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, cg, NP, CBA_C));
+  CK(cublasLtMatrixLayoutCreate(&lo, CUDA_R_32F, kg, NP, CBA_K));
+  cublasLtMatrixLayout_t lays[3] = {la, lb, lo};
+  int64_t offs[3] = {(int64_t)kg * cg, cg, kg};
+  int32_t batch = groups;
+  for (int i = 0; i < 3; i++) {
+    CK(cublasLtMatrixLayoutSetAttribute(lays[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
+                                        sizeof batch));
+    CK(cublasLtMatrixLayoutSetAttribute(lays[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                        &offs[i], sizeof offs[i]));
+  }
+  nvtxRangePushA(relu ? "gemm" : "gemm_id");
+  CK(cublasLtMatmul(lt, desc, &one, dw, la, dx, lb, &zero, dd, lo, dd, lo, NULL, NULL, 0, 0));
+  nvtxRangePop();
+  CK(cudaMemcpy(got, dy, NP * CBA_K * 4, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(want, dd, NP * CBA_K * 4, cudaMemcpyDeviceToHost));
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatrixLayoutDestroy(lo);
+  cublasLtMatmulDescDestroy(desc);
+  cudnnDestroyActivationDescriptor(ad);
+  cudnnDestroyConvolutionDescriptor(cd);
+  cudnnDestroyFilterDescriptor(wd);
+  cudnnDestroyTensorDescriptor(bd);
+  cudnnDestroyTensorDescriptor(yd);
+  cudnnDestroyTensorDescriptor(xd);
+  int clipped = 0;
+  double sum = 0;
+  for (int i = 0; i < NP * CBA_K; i++) {
+    sum += got[i];
+    if (fabsf(got[i] - want[i]) > 1e-5f * (1 + fabsf(want[i]))) {
+      fprintf(stderr, "convbiasact: %s element %d = %.9g, the GEMM's %.9g\n",
+              relu ? "relu" : "identity", i, got[i], want[i]);
+      return 1;
+    }
+    clipped += got[i] == 0;
+  }
+  printf("convbiasact %s checksum %.17g zeros %d\n", relu ? "relu" : "identity", sum, clipped);
+  return 0;
+}
+
+static int mode_convbiasact(void) {
+  float x[CBA_H * CBA_W * CBA_C], w[CBA_K * CBA_C], bias[CBA_K];
+  float got[CBA_H * CBA_W * CBA_K], want[CBA_H * CBA_W * CBA_K];
+  uint32_t st = 4242u;
+  for (size_t i = 0; i < sizeof x / 4; i++)
+    x[i] = gc_value(&st);
+  for (size_t i = 0; i < sizeof w / 4; i++)
+    w[i] = gc_value(&st);
+  for (size_t i = 0; i < sizeof bias / 4; i++)
+    bias[i] = 2 * gc_value(&st);
+  void *dx = dev_upload(x, sizeof x), *dw = dev_upload(w, sizeof w),
+       *db = dev_upload(bias, sizeof bias);
+  cudnnHandle_t h;
+  cublasLtHandle_t lt;
+  CK(cudnnCreate(&h));
+  CK(cublasLtCreate(&lt));
+  nvtxRangePushA("cba");
+  /* w: CBA_K filters of C/G channels each, as each pair reads it */
+  int rc = cba_pair(h, lt, 2, true, dx, dw, db, got, want);
+  if (!rc) rc = cba_pair(h, lt, 1, false, dx, dw, db, got, want);
+  nvtxRangePop();
+  cublasLtDestroy(lt);
+  cudnnDestroy(h);
+  return rc;
+}
+
 /* Runs cv's three ops in layers "<name>/<op>" on fresh data (seed), checks
  * them against c3_direct; their outputs in out[kind] (malloc'ed). be_name:
  * each op then runs again through a backend graph (c3_backend) on the same
@@ -2947,6 +3073,7 @@ static const struct {
 } modes[] = {
     {"gemmex", " N", .counted = mode_gemmex, .dflt = 1},
     {"lt", " N", .counted = mode_lt, .dflt = 1},
+    {"convbiasact", "", .plain = mode_convbiasact},
     {"ltreuse", "", .plain = mode_ltreuse},
     {"ltevict", "", .plain = mode_ltevict},
     {"setenv", "", .plain = mode_setenv},

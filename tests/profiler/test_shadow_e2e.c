@@ -864,6 +864,37 @@ static void backend_matmuls_are_measured_as_the_strided_batched_gemm(void **stat
   cJSON_Delete(raw);
 }
 
+/* cudnnConvolutionBiasActivationForward (mpp_testprog convbiasact: fp32
+ * NHWC, a 1 x 1 filter, so a GEMM) is measured as act(alpha1 conv(x) +
+ * bias): to the last bit what the same data through cublasLtMatmul with
+ * the RELU_BIAS epilogue (2 groups as 2 strided batches, the bias KG apart)
+ * and the BIAS epilogue (the identity) measures. Before, every fused call
+ * was skipped as shadow_unsupported; the program's output does not change. */
+static void fused_bias_activation_convolutions_are_measured_as_their_gemm(void **state) {
+  (void)state;
+  if (!testprog) skip();
+  const char *dir = outdir("convbiasact");
+  free(shadowed_testprog(dir, "convbiasact", NULL));
+  cJSON *raw = load_raw(dir);
+  static const char *const pairs[2][2] = {{"cba/fused", "cba/gemm"},
+                                          {"cba/fused_id", "cba/gemm_id"}};
+  for (int i = 0; i < 2; i++) {
+    cJSON *fused = cJSON_GetObjectItem(site_of(raw, pairs[i][0]), "shadow"),
+          *gemm = cJSON_GetObjectItem(site_of(raw, pairs[i][1]), "shadow");
+    assert_non_null(fused);
+    assert_non_null(gemm);
+    if (field(fused, "calls") != 1)
+      fail_msg("%s: %d calls measured, skipped %s", pairs[i][0], (int)field(fused, "calls"),
+               cJSON_PrintUnformatted(cJSON_GetObjectItem(fused, "skipped")));
+    char *a = cJSON_PrintUnformatted(cJSON_GetObjectItem(fused, "candidates")),
+         *b = cJSON_PrintUnformatted(cJSON_GetObjectItem(gemm, "candidates"));
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+  }
+  cJSON_Delete(raw);
+}
+
 int main(void) {
   mpprof = need("MPP_MPPROF");
   conv_train = getenv("MPP_CONV_TRAIN");
@@ -891,6 +922,7 @@ int main(void) {
       cmocka_unit_test(grouped_convolutions_are_measured_as_their_groups_combined),
       cmocka_unit_test(convolutions_in_3d_are_measured),
       cmocka_unit_test(backend_matmuls_are_measured_as_the_strided_batched_gemm),
+      cmocka_unit_test(fused_bias_activation_convolutions_are_measured_as_their_gemm),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
