@@ -5,6 +5,7 @@
  *   32F_FAST_16BF down-convert fp32 to fp16/bf16 Tensor Cores, and so does
  *   the deprecated math mode TENSOR_OP with 32F compute (FAST_16F); fp8: sm_89;
  *   int8 with 32I compute: IMMA from sm_72; fp64: DMMA on sm_80, sm_90, sm_100.
+ *   A legacy cuDNN convolution of math type CUDNN_FMA_MATH runs FMA kernels only.
  * Efficient when m, n, k and the leading dimensions are multiples of 16 bytes
  * of their operand type and every pointer is 16-byte aligned. */
 #include "tc_eligibility.h"
@@ -52,6 +53,11 @@ static tc_path path_of(const mp_tc_query *q, char *why, size_t n) {
   mp_dtype a = q->a;
   const char *ct = q->compute_type ? q->compute_type : "";
   bool pedantic = strstr(ct, "PEDANTIC") || (q->math_mode && strstr(q->math_mode, "PEDANTIC"));
+  if (eq(q->conv_math, "FMA_MATH")) { /* cudnnMathType_t: FMA kernels only */
+    snprintf(why, n,
+             "cuDNN math type FMA_MATH restricts the convolution to FMA (CUDA-core) kernels");
+    return PATH_NONE;
+  }
   if (eq(q->compute_type, "32F_FAST_TF32") || a == MP_TF32) return PATH_TF32;
   if (eq(q->compute_type, "32F_FAST_16F")) return PATH_FP16;
   if (eq(q->compute_type, "32F_FAST_16BF")) return PATH_BF16;
@@ -130,6 +136,7 @@ static bool tf32_would_apply(const mp_tc_query *q) {
   const char *ct = q->compute_type ? q->compute_type : "";
   if (strstr(ct, "PEDANTIC") || strstr(ct, "16") || strstr(ct, "64")) return false;
   if (q->math_mode && strstr(q->math_mode, "PEDANTIC")) return false;
+  if (eq(q->conv_math, "FMA_MATH")) return false; /* the program chose CUDA cores */
   int cc = q->cc_major * 10 + q->cc_minor;
   return cc == 0 || cc >= k_path[PATH_TF32].cc;
 }

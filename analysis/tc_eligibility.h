@@ -18,6 +18,9 @@ typedef struct mp_tc_query {
   uint64_t m, n, k;       /* GEMM dims (for convs: the implicit GEMM dims) */
   uint64_t lda, ldb, ldc; /* 0 when not applicable */
   unsigned ptr_align; /* largest power of two dividing every operand pointer (bytes), 0 unknown */
+  /* a legacy cuDNN convolution's math type, raw-file spelling ("DEFAULT_MATH",
+   * "FMA_MATH", ...), or NULL (not one, or not known) */
+  const char *conv_math;
 } mp_tc_query;
 
 typedef struct mp_tc_eligibility {

@@ -54,6 +54,7 @@ static int eligibility(mpprof_strpool *pool, mpprof_site *s) {
       .a = MP_DTYPE_INVALID, .b = MP_DTYPE_INVALID, .c = MP_DTYPE_INVALID, .d = MP_DTYPE_INVALID};
   q.compute_type = s->compute_type;
   q.math_mode = s->math_mode;
+  q.conv_math = s->conv_math_type;
   q.cc_major = s->cc_major;
   q.cc_minor = s->cc_minor;
   q.ptr_align = s->ptr_align;

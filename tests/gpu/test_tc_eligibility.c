@@ -13,8 +13,8 @@
 
 /* An aligned 1024^3 GEMM on an H100 unless a test says otherwise. */
 static mp_tc_query base(mp_dtype ab, const char *compute, const char *math) {
-  return (mp_tc_query){ab,   ab,   ab,   ab,   compute, math, 9,  0,
-                       1024, 1024, 1024, 1024, 1024,    1024, 256};
+  return (mp_tc_query){ab,   ab,   ab,   ab,   compute, math, 9,   0,
+                       1024, 1024, 1024, 1024, 1024,    1024, 256, NULL};
 }
 
 static mp_tc_eligibility check(mp_tc_query q) {
@@ -211,6 +211,29 @@ static void cudnn_fp32_convolution_may_use_tf32(void **state) {
   assert_true(check(q).eligible);
 }
 
+/* CUDNN_FMA_MATH restricts a legacy convolution to FMA kernels: no
+ * Tensor Core path for any dtype, and no "eligible with TF32" either (the
+ * program asked for CUDA cores, as pedantic math does); other math types
+ * leave the dtype to decide. */
+static void cudnn_fma_math_is_not_eligible(void **state) {
+  (void)state;
+  mp_tc_query q = base(MP_FP16, "fp32", NULL);
+  q.conv_math = "FMA_MATH";
+  mp_tc_eligibility e = check(q);
+  assert_false(e.eligible);
+  assert_non_null(strstr(e.reason, "FMA_MATH"));
+  q = base(MP_FP32, "fp32", NULL);
+  q.conv_math = "FMA_MATH";
+  e = check(q);
+  assert_false(e.eligible);
+  assert_false(e.eligible_with_tf32);
+  q.conv_math = "DEFAULT_MATH";
+  assert_true(check(q).eligible);
+  q = base(MP_FP16, "fp32", NULL);
+  q.conv_math = "TENSOR_OP_MATH";
+  assert_true(check(q).eligible);
+}
+
 static void unknown_dtype_is_not_eligible(void **state) {
   (void)state;
   mp_tc_eligibility e = check(base(MP_DTYPE_INVALID, NULL, NULL));
@@ -240,6 +263,7 @@ int main(void) {
       cmocka_unit_test(unknown_arch_is_judged_on_dtypes_and_says_so),
       cmocka_unit_test(an_eligible_efficient_call_has_no_reason_and_names_its_path),
       cmocka_unit_test(cudnn_fp32_convolution_may_use_tf32),
+      cmocka_unit_test(cudnn_fma_math_is_not_eligible),
       cmocka_unit_test(unknown_dtype_is_not_eligible),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
