@@ -531,6 +531,41 @@ class Tests(unittest.TestCase):
             opt_g.step()
         self.assertEqual(hooks._step_n - n0, 3)
 
+    def test_a_second_optimizer_stepped_right_after_the_first_is_in_its_step(self):
+        # Muon for the matrices and AdamW for the rest, or an optimizer per
+        # part, stepped back to back: the iteration is one step, with both
+        # updates in it. It was: the second update started the next step (an
+        # optimizer step is training work), so each iteration's second update
+        # was in the next step, and the last one made a step of its own.
+        import gc
+
+        gc.collect()
+        self.assertFalse(hooks._scaler_in_use())
+        hooks._optimizer_updates = hooks._Updaters()  # no primary left by the tests before
+
+        class Opt(torch.optim.SGD):
+            def step(self):
+                stub.calls.append(("update", self.tag))
+                return super().step()
+
+        model = nn.Sequential(Leaf("a"), Leaf("b"))
+        opt_a, opt_b = Opt(model[0].parameters(), lr=0.1), Opt(model[1].parameters(), lr=0.1)
+        opt_a.tag, opt_b.tag = "a", "b"
+        as_at_the_start_of_a_run()
+        stub.calls.clear()
+        n0 = hooks._step_n
+        for it in range(3):
+            model(torch.ones(2)).sum().backward()
+            opt_a.step()
+            opt_b.step()
+        with torch.no_grad():  # an evaluation after the loop stays in the last step
+            model(torch.ones(2))
+        self.assertEqual([c for c in stub.calls if c[0] in ("step", "update")],
+                         [("step", n0), ("update", "a"), ("update", "b"),
+                          ("step", n0 + 1), ("update", "a"), ("update", "b"),
+                          ("step", n0 + 2), ("update", "a"), ("update", "b")])
+        self.assertEqual(hooks._step_n - n0, 3)  # steps ended: opt_a's, the first to update
+
 
 class FastPathTests(unittest.TestCase):
     """What the C hot path (mpprof_torch/_fast.c) must keep true of the program."""
@@ -1136,6 +1171,39 @@ class ScalerTests(unittest.TestCase):
             sg.step(opt_g)
             sg.update()
         self.assertEqual(hooks._step_n - n0, 4)
+
+    def test_a_second_scalers_step_right_after_the_first_update_is_in_its_step(self):
+        # one scaler per part, both backwards first, then each part's
+        # scaler.step and update: the second part's update is in the step
+        # the first scaler's update ended (it started the next one)
+        torch._amp_update_scale_ = _update_scale
+        hooks._scaler_updates = hooks._Updaters()  # no primary left by the tests before
+
+        class Opt(torch.optim.SGD):
+            def step(self):
+                stub.calls.append(("update", self.tag))
+                return super().step()
+
+        sd = CpuGradScaler(init_scale=8.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=1000)
+        sg = CpuGradScaler(init_scale=8.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=1000)
+        wd, wg = nn.Parameter(torch.ones(3)), nn.Parameter(torch.ones(3))
+        opt_d, opt_g = Opt([wd], lr=1e-3), Opt([wg], lr=1e-3)
+        opt_d.tag, opt_g.tag = "d", "g"
+        as_at_the_start_of_a_run()
+        stub.calls.clear()
+        n0 = hooks._step_n
+        for it in range(3):
+            sd.scale(wd.sum()).backward()
+            sg.scale(wg.sum()).backward()
+            sd.step(opt_d)
+            sd.update()
+            sg.step(opt_g)
+            sg.update()
+        self.assertEqual([c for c in stub.calls if c[0] in ("step", "update")],
+                         [("step", n0), ("update", "d"), ("update", "g"),
+                          ("step", n0 + 1), ("update", "d"), ("update", "g"),
+                          ("step", n0 + 2), ("update", "d"), ("update", "g")])
+        self.assertEqual(hooks._step_n - n0, 3)
 
     def test_an_optimizer_unscaled_and_not_stepped_backs_the_scale_off(self):
         # a loop that skips scaler.step itself on a non-finite gradient norm:

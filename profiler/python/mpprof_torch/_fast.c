@@ -633,13 +633,15 @@ static PyObject *backward_exit(PyObject *self, PyObject *unused) {
 }
 
 static PyObject *scope_enter(PyObject *self, PyObject *args) {
-  /* hooks.py's optimizer scope: mpprof_scope_push, as a context */
+  /* hooks.py's optimizer scope: mpprof_scope_push, as a context; starts 0:
+   * its work is no training work that starts the next step (an update that
+   * belongs to the step in progress, or to the one that just ended) */
   (void)self;
-  int lid, phase;
-  if (!PyArg_ParseTuple(args, "ii", &lid, &phase)) return NULL;
+  int lid, phase, starts = 1;
+  if (!PyArg_ParseTuple(args, "ii|p", &lid, &phase, &starts)) return NULL;
   tstate *t = thread_state();
   if (t) ctx_enter(t);
-  step_begin();
+  if (starts) step_begin();
   c_push(lid, phase);
   Py_RETURN_NONE; /* what ctx_enter kept is raised by scope_exit: its frames */
 }
@@ -999,7 +1001,8 @@ static PyMethodDef methods[] = {
      "wrap_autograd(fn, pre): fn (torch.autograd.backward or grad) run by a C callable, after "
      "pre(args, kwargs|None), in a backward scope"},
     {"scope_enter", scope_enter, METH_VARARGS,
-     "open a (layer, phase) scope: frames left inside go with it"},
+     "scope_enter(lid, phase, starts=True): open a (layer, phase) scope (frames left inside go "
+     "with it); starts: it is training work that starts the next step"},
     {"scope_exit", scope_exit, METH_NOARGS, "close it"},
     {"step_next", step_next, METH_VARARGS,
      "step_next(n, mark|None): the next training work starts step n (mark(n)); n -1: none"},

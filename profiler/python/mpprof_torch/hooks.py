@@ -97,6 +97,7 @@ class _Thread(threading.local):
         self.opt_stepped = False
         self.in_step = False
         self.in_scaler = 0
+        self.scaler = None  # the scaler whose step() runs (in_scaler)
 
 
 _t = _Thread()
@@ -349,7 +350,7 @@ def _wrap_step(step):
         if t.in_step:  # a subclass's step calling super().step(): one step
             return step(self, *args, **kwargs)
         t.in_step = True
-        _fast.scope_enter(_optimizer_layer(self), OPTIMIZER)
+        _fast.scope_enter(_optimizer_layer(self), OPTIMIZER, _update_starts_step(self))
         try:
             return step(self, *args, **kwargs)
         finally:
@@ -462,10 +463,15 @@ class _Updaters:
         self.since = weakref.WeakSet()  # the others that updated since the last step end
         self.skipped = False
 
-    def updated(self, who, skipped):
+    def ends(self, who):
+        """Whether who's next update ends a step (updated's rule)."""
         p = self.primary() if self.primary is not None else None
-        if p is None or (p is not who and who in self.since):
-            self.primary, p = weakref.ref(who), who
+        return p is None or p is who or who in self.since
+
+    def updated(self, who, skipped):
+        if self.ends(who):
+            self.primary = weakref.ref(who)
+        p = self.primary()
         self.skipped = self.skipped or skipped
         if p is who:
             skipped, self.skipped = self.skipped, False
@@ -477,6 +483,21 @@ class _Updaters:
 
 _scaler_updates = _Updaters()  # GradScaler.update() while an enabled scaler is in use
 _optimizer_updates = _Updaters()  # Optimizer.step() otherwise
+
+
+def _update_starts_step(optimizer):
+    """Whether optimizer.step(), about to run, is training work that starts
+    the next step when the last one has ended and none began since: only
+    when its update ends a step (_Updaters.ends). Another updater's (the
+    second of two optimizers stepped back to back, Muon's and AdamW's; a
+    second scaler's step; an optimizer stepped outside the scaler in use)
+    belongs to the step in progress, or to the one the first just ended."""
+    t = _t
+    if t.in_scaler:
+        return _scaler_updates.ends(t.scaler)
+    if _scaler_in_use():
+        return False
+    return _optimizer_updates.ends(optimizer)
 
 
 def _scaler_in_use():
@@ -550,10 +571,12 @@ def _patch_scaler(cls):
             st = _scaler_state(self, True)
             t.opt_stepped = False
             t.in_scaler += 1
+            t.scaler = self
             try:
                 r = step(self, optimizer, *args, **kwargs)
             finally:
                 t.in_scaler -= 1
+                t.scaler = None
             if getattr(optimizer, "_step_supports_amp_scaling", False):
                 st.reliable = False
             if not t.opt_stepped:  # this optimizer's step was skipped: update() backs off
