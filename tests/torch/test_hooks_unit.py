@@ -797,6 +797,28 @@ class FastPathTests(unittest.TestCase):
         self.assertEqual(seen[0][1][1], "forward")
         self.assertEqual(seen[1][0], "deep'")
 
+    def test_the_programs_hook_handles_have_the_ids_they_have_without_mpprof(self):
+        # mpprof's own registrations (its global module hooks, the start-up
+        # check's stand-in) take no id of RemovableHandle's counter: the
+        # program's handle.id values are those of a run without mpprof (they
+        # were 3 more). No handle of the program meets mpprof's hooks: a global
+        # hook the program adds and removes leaves mpprof's in place.
+        self.assertEqual(handle_ids[1], handle_ids[0])
+        mm = torch.nn.modules.module
+        before = (list(mm._global_forward_pre_hooks), list(mm._global_forward_hooks))
+        ran = []
+        h1 = mm.register_module_forward_pre_hook(lambda m, a: ran.append("pre"))
+        h2 = mm.register_module_forward_hook(lambda m, a, o: ran.append("post"))
+        self.assertEqual(h2.id, h1.id + 1)
+        self.assertNotIn(h1.id, before[0] + before[1])
+        Leaf("x")(torch.ones(1, requires_grad=True))
+        h1.remove()
+        h2.remove()
+        self.assertEqual((list(mm._global_forward_pre_hooks), list(mm._global_forward_hooks)), before)
+        Leaf("y")(torch.ones(1, requires_grad=True))
+        self.assertEqual(ran, ["pre", "post"])
+        self.assertEqual([phase for (_, phase) in (s for _, s in seen)], ["forward", "forward"])
+
     def test_user_hooks_on_marked_tensors_still_run_and_can_be_removed(self):
         model = Net()
         out = model(torch.ones(2, requires_grad=True))
@@ -1293,5 +1315,7 @@ class ScalerTests(unittest.TestCase):
 
 
 if __name__ == "__main__":
+    handle_ids = torch.utils.hooks.RemovableHandle.next_id
     install()
+    handle_ids = (handle_ids, torch.utils.hooks.RemovableHandle.next_id)  # before and after
     unittest.main(argv=[sys.argv[0]], verbosity=2)

@@ -872,20 +872,45 @@ def _register_module_hooks(torch, pre, post):
     frame), and a post-hook run when forward raises (2.1+; before,
     _fast follows the root calls)."""
     mm = torch.nn.modules.module
-    mm.register_module_forward_pre_hook(pre)
+    handles = [mm.register_module_forward_pre_hook(pre)]
     try:
-        mm.register_module_forward_hook(post, with_kwargs=True, always_call=True)
+        handles.append(mm.register_module_forward_hook(post, with_kwargs=True, always_call=True))
         _fast.kwargs_from(None)
         _fast.follow_roots(None)
-        return
+        return handles
     except TypeError:
         _fast.kwargs_from(_call_kwargs(torch))
     try:
-        mm.register_module_forward_hook(post, always_call=True)
+        handles.append(mm.register_module_forward_hook(post, always_call=True))
         _fast.follow_roots(None)
     except TypeError:
-        mm.register_module_forward_hook(post)
+        handles.append(mm.register_module_forward_hook(post))
         _fast.follow_roots(_root_frames(torch))
+    return handles
+
+
+def _give_back_handle_ids(torch, next_id, handles):
+    """RemovableHandle's id counter (one for all of torch's hook dicts) back
+    at next_id, what it was before bind registered anything: the program's
+    handles get the ids they get without mpprof (a program may print or
+    keep them). handles are mpprof's global module hooks: each is moved to
+    a negative key, which no handle has, in every dict of torch's global
+    module hooks that holds it (and the dicts of its options, 2.x's
+    _global_forward_hooks_always_called, _with_kwargs), so that no id the
+    program's handles get again meets it: the program's global hook is
+    never put in its place, nor does its handle remove it."""
+    try:
+        mm = torch.nn.modules.module
+        dicts = [d for name, d in vars(mm).items() if name.startswith("_global_") and isinstance(d, dict)]
+        for n, h in enumerate(handles):
+            key = -1 - n
+            for d in dicts:
+                if h.id in d:
+                    d[key] = d.pop(h.id)
+            h.id = key
+        torch.utils.hooks.RemovableHandle.next_id = next_id
+    except Exception as e:  # the program's handle ids are then 2 or 3 more than without mpprof
+        _log("hook handle ids not given back (%r)" % (e,))
 
 
 def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skipped=None, ops=None,
@@ -909,12 +934,16 @@ def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skip
     _fast.init(addr[0], addr[1], addr[2], addr[3], torch.Tensor, torch.is_grad_enabled, _resolve, _log,
                _ids, collections.OrderedDict)
     _fast.hide_reads(_no_torch_function)
+    next_id = getattr(getattr(torch.utils, "hooks", None), "RemovableHandle", None)
+    next_id = getattr(next_id, "next_id", None)
     _direct = _direct_registration_works(torch)
     _fast.set_direct(_direct)
     _fast.set_marks(None)
     _cxx = _cxx_marks(torch)
     _log("backward marks: %s" % ("C++ pre-hooks on grad_fn" if _cxx else "Python tensor hooks"))
-    _register_module_hooks(torch, *_module_hooks(_compiling))
+    handles = _register_module_hooks(torch, *_module_hooks(_compiling))
+    if isinstance(next_id, int):
+        _give_back_handle_ids(torch, next_id, handles)
     _fast.step_next(_step_n, step)  # the first training work starts step 0
     _real_grad = torch.autograd.grad
     torch.autograd.backward = _wrap_autograd(torch.autograd.backward)
