@@ -432,6 +432,37 @@ class Tests(unittest.TestCase):
             m(x)
         self.assertEqual([(t, s[0]) for t, s in seen], [("a", "Leaf"), ("b", "Leaf_2"), ("a", "Leaf")])
 
+    def test_modules_called_in_a_forward_without_being_its_children_keep_apart(self):
+        # layers kept in a plain list (not a ModuleList), and a teacher model
+        # hidden from registration, called inside the model's forward: each
+        # module is its own layer. It was: every one of them was
+        # "<parent>.<class>", so h0 and h1 were one layer, and so were the
+        # teacher's q and proj ("Model.Attn.Leaf")
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.head = Leaf("head")
+                self.helpers = [Leaf("h0"), Leaf("h1")]  # a plain list: not registered
+                object.__setattr__(self, "teacher", Attn())
+
+            def forward(self, x):
+                for h in self.helpers:
+                    x = h(x)
+                with torch.no_grad():
+                    t = self.teacher(x)
+                return self.head(x + 0 * t)
+
+        model = Model()
+        for _ in range(2):
+            model(torch.ones(2, requires_grad=True))
+        names = {}
+        for tag, (name, phase) in seen:
+            names.setdefault(tag, set()).add(name)
+        self.assertEqual(sorted(names), ["attn-own", "h0", "h1", "head", "proj", "q"])
+        self.assertTrue(all(len(n) == 1 for n in names.values()), names)  # the same name in both calls
+        self.assertEqual(len(set.union(*names.values())), 6, names)
+        self.assertEqual(names["head"], {"head"})
+
     def test_a_model_whose_forward_is_called_directly_names_its_layers_in_it(self):
         # Lightning style: training_step calls self.forward(x), so no hook
         # sees the model itself; its layers are still named in it (not enc's

@@ -214,6 +214,25 @@ def _forward_owner(module):
     return None
 
 
+_unregistered = weakref.WeakKeyDictionary()  # a module called in a model, not in it -> its name
+
+
+def _unregistered_name(module, name):
+    """name (parent.Class) for a module that a model's forward calls but
+    that is not one of its modules (layers kept in a plain list), numbered
+    from the second live one of that name on, so that each is a layer of its
+    own (a module made anew in every forward takes the name of the dead)."""
+    base, used, n = name, set(_unregistered.values()), 1
+    while name in used:
+        n += 1
+        name = "%s_%d" % (base, n)
+    try:
+        _unregistered[module] = name
+    except TypeError:  # a module class with __eq__ and no __hash__: not numbered
+        return base
+    return name
+
+
 def _resolve(module, root, parent):
     """Layer id of a module not named yet (_fast calls this on a miss of
     _ids): root and parent are the outermost and innermost modules whose
@@ -224,9 +243,16 @@ def _resolve(module, root, parent):
             ent = _ids.get(id(module))
             if ent is not None and ent[0]() is module:
                 return ent[1]
+            if next(iter(module.children()), None) is not None:
+                # a model of its own (a teacher kept out of the module tree):
+                # named as it is when called by itself, its parts apart
+                _name_root(module)
+                ent = _ids.get(id(module))
+                if ent is not None and ent[0]() is module:
+                    return ent[1]
             pent = _ids.get(id(parent))
             pname = _lib_names.get(pent[1]) if pent else None
-            name = (pname + "." if pname else "") + type(module).__name__
+            name = _unregistered_name(module, (pname + "." if pname else "") + type(module).__name__)
         else:
             owner = _forward_owner(module)
             _name_root(owner if owner is not None else module)
