@@ -226,8 +226,13 @@ static void fp16_window(const mp_stats *s, const mp_advice_params *p, uint64_t n
   if (!ret->has_window) ret->window_lo = ret->window_hi = 0;
 }
 
-/* Per-tensor power-of-two scale: the largest s with absmax * 2^s not
- * overflowing (exact, from absmax), then the underflow at that scale. */
+/* Per-tensor power-of-two scale: amax scaling's, the largest s with
+ * absmax * 2^s at most the format's max finite value (exact, from absmax;
+ * Transformer Engine's current scaling, fp8_max / amax, in its power-of-two
+ * form). Not the largest without overflow: a recipe never scales absmax
+ * into the half ulp above the max that rounds down to it (e4m3 448 .. 464),
+ * and there fewer values would flush than at the recipe's scale. Then the
+ * underflow at that scale. */
 static void fp8_advice(const mp_stats *s, const mp_advice_params *p, uint64_t n, mp_target t,
                        mp_fp8_advice *ret) {
   memset(ret, 0, sizeof *ret);
@@ -243,9 +248,9 @@ static void fp8_advice(const mp_stats *s, const mp_advice_params *p, uint64_t n,
     return;
   }
   int sc = f->emax - ilogb(s->absmax);
-  while (classify_scaled(s->absmax, sc, t) == MP_CAST_OVERFLOW)
+  while (ldexp(s->absmax, sc) > f->max_finite)
     sc--;
-  while (classify_scaled(s->absmax, sc + 1, t) != MP_CAST_OVERFLOW)
+  while (ldexp(s->absmax, sc + 1) <= f->max_finite)
     sc++;
   if (sc > MP_FP8_SCALE_LOG2_MAX) sc = MP_FP8_SCALE_LOG2_MAX; /* more flush */
   if (sc < MP_FP8_SCALE_LOG2_MIN) sc = MP_FP8_SCALE_LOG2_MIN; /* overflow: no fit */

@@ -63,7 +63,7 @@ typedef struct mp_scaled_casts {
 typedef struct mp_fp8_advice {
   bool fits;      /* no overflow and underflow_fraction <= fp8_underflow_max;
                      false for a record with saturated values */
-  int scale_log2; /* power-of-two per-tensor scale: largest with absmax * 2^s not overflowing,
+  int scale_log2; /* power-of-two per-tensor scale: largest with absmax * 2^s <= max finite,
                      inside [MP_FP8_SCALE_LOG2_MIN, MP_FP8_SCALE_LOG2_MAX] */
   double underflow_fraction; /* flushed to zero at that scale */
   bool estimate;

@@ -378,9 +378,9 @@ static void fp64_values_that_fp32_flushes_keep_fp64(void **state) {
   assert_string_not_equal(mp_advice_recommended_name(&a), "fp64");
 }
 
-/* absmax 3: e4m3 takes 3 * 2^7 = 384 (2^8 would give 768 > 464); e5m2 takes
- * 3 * 2^14 = 49152 (2^15 gives 98304 >= 61440). */
-static void fp8_scale_is_the_largest_power_of_two_without_overflow(void **state) {
+/* absmax 3: e4m3 takes 3 * 2^7 = 384 (2^8 would give 768 > 448); e5m2 takes
+ * 3 * 2^14 = 49152 (2^15 gives 98304 > 57344). */
+static void fp8_scale_is_the_largest_power_of_two_within_the_max(void **state) {
   (void)state;
   float v[100];
   for (int i = 0; i < 100; i++)
@@ -399,6 +399,38 @@ static void fp8_scale_is_the_largest_power_of_two_without_overflow(void **state)
   p.prefer_fp8 = true;
   mp_advise(&s, &p, &a);
   assert_int_equal(a.recommended, MP_REC_FP8_E4M3);
+}
+
+/* The scale is amax scaling's: absmax * 2^s at most the format's largest
+ * finite value, as Transformer Engine's current scaling (fp8_max / amax, and
+ * its power-of-two form) and the shadow's fp8_*_current candidates take it.
+ * absmax 460 rounds to e4m3's 448 at 2^0 without overflowing, but no recipe
+ * scales by more than 448 / 460: at 2^0 the 5% at 1.01 * 2^-10 stay, at
+ * 2^-1 (and at 448 / 460) they flush, which fp8_underflow_max does not allow.
+ * e5m2 likewise: 60000 rounds to 57344 at 2^0, the scale is 2^-1. */
+static void fp8_scale_keeps_absmax_at_most_the_format_max(void **state) {
+  (void)state;
+  float v[1000];
+  for (int i = 0; i < 1000; i++)
+    v[i] = i == 0 ? 460.0f : i <= 50 ? 0x1.028f5cp-10f : 1.0f;
+  mp_stats s;
+  record_of(&s, v, 1000);
+  mp_advice a;
+  mp_advise(&s, NULL, &a);
+  assert_int_equal(a.fp8_e4m3.scale_log2, -1);
+  assert_true(a.fp8_e4m3.underflow_fraction == 0.05);
+  assert_false(a.fp8_e4m3.fits);
+  float e[2] = {60000.0f, 1.0f};
+  record_of(&s, e, 2);
+  mp_advise(&s, NULL, &a);
+  assert_int_equal(a.fp8_e5m2.scale_log2, -1);
+  float m[2] = {448.0f, 57344.0f}; /* exactly the max: scale 2^0 */
+  record_of(&s, m, 1);
+  mp_advise(&s, NULL, &a);
+  assert_int_equal(a.fp8_e4m3.scale_log2, 0);
+  record_of(&s, m + 1, 1);
+  mp_advise(&s, NULL, &a);
+  assert_int_equal(a.fp8_e5m2.scale_log2, 0);
 }
 
 /* A per-tensor scale is an fp32 number: for values near 2^-128 the scale
@@ -842,8 +874,9 @@ int main(void) {
       cmocka_unit_test(only_fp8_views_have_saturated_values),
       cmocka_unit_test(values_below_bf16_range_keep_fp32),
       cmocka_unit_test(fp64_values_that_fp32_flushes_keep_fp64),
-      cmocka_unit_test(fp8_scale_is_the_largest_power_of_two_without_overflow),
+      cmocka_unit_test(fp8_scale_is_the_largest_power_of_two_within_the_max),
       cmocka_unit_test(fp8_reports_the_flushed_fraction_at_its_scale),
+      cmocka_unit_test(fp8_scale_keeps_absmax_at_most_the_format_max),
       cmocka_unit_test(fp8_scales_stay_inside_fp32),
       cmocka_unit_test(nan_in_fp32_source_keeps_fp32),
       cmocka_unit_test(inf_in_fp16_source_keeps_the_advice_on_finite_values),
