@@ -667,6 +667,25 @@ static int interpreter_missing(const char *file, char *interp, size_t n, char *w
   return err;
 }
 
+#define MPP_BINARY_SAMPLE 80 /* the bytes bash reads to tell a binary from a script */
+
+/* Whether a file the kernel refuses to execute (ENOEXEC) is a binary, which a
+ * shell reports as "cannot execute binary file" (126) rather than run as a
+ * script with /bin/sh, as execvp does with any such file (a program built for
+ * another architecture would be read as shell text): ELF's magic, or a NUL
+ * byte before the first newline (bash's check_binary_file; dash's is alike). */
+static bool looks_binary(const char *file) {
+  unsigned char b[MPP_BINARY_SAMPLE];
+  int fd = open(file, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t got = read(fd, b, sizeof b);
+  close(fd);
+  if (got >= 4 && b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F') return true;
+  for (ssize_t i = 0; i < got && b[i] != '\n'; i++)
+    if (b[i] == '\0') return true;
+  return false;
+}
+
 /* 0 when execvp could start prog (found, a regular file, executable, and a
  * script's interpreter, and env's command, found and executable), else why
  * not (an errno value). */
@@ -955,11 +974,14 @@ static int run_child(run_opts *o, const char *lib, const char *out, bool *ret_st
     /* A script run by env(1) starts even when the command env runs is
      * missing: refused as a missing interpreter is, in this environment. */
     char file[PATH_MAX], interp[PATH_MAX], what[PATH_MAX + 64];
-    int err = program_path(o->argv[0], file, sizeof file)
-                  ? interpreter_missing(file, interp, sizeof interp, what, sizeof what)
-                  : 0;
+    bool found = program_path(o->argv[0], file, sizeof file);
+    int err = found ? interpreter_missing(file, interp, sizeof interp, what, sizeof what) : 0;
     if (!err) {
-      execvp(o->argv[0], o->argv);
+      /* A binary execs without execvp's /bin/sh fallback: ENOEXEC, as a shell says. */
+      if (found && looks_binary(file))
+        execv(file, o->argv);
+      else
+        execvp(o->argv[0], o->argv);
       err = errno;
     }
     ssize_t ignored = write(pipefd[1], &err, sizeof err);

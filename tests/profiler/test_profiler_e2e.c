@@ -1575,18 +1575,23 @@ static void write_mode(const char *path, const char *text, mode_t mode) {
 
 /* A program that cannot start gets a shell's status: 127 when it is not
  * found (nor a script's interpreter, named then), 126 when it is found and
- * cannot run (not executable, a directory: said to be one). */
+ * cannot run (not executable, a directory: said to be one; a binary the
+ * kernel cannot execute, as one built for another architecture: it was run
+ * as a shell script, execvp's fallback). */
 static void a_program_that_cannot_start_exits_127_or_126(void **state) {
   (void)state;
-  char script[4300], plain[4300], dirprog[4300];
+  char script[4300], plain[4300], dirprog[4300], binary[4300];
   snprintf(script, sizeof script, "%s/no_interp.sh", workdir);
   snprintf(plain, sizeof plain, "%s/not_executable", workdir);
   snprintf(dirprog, sizeof dirprog, "%s/a_directory", workdir);
+  snprintf(binary, sizeof binary, "%s/not_this_machines_binary", workdir);
   write_mode(script, "#!/nonexistent/interp -x\necho ran\n", 0755);
   write_mode(plain, "echo ran\n", 0644);
+  write_mode(binary, "\177ELF, of no machine the kernel runs\n", 0755);
   mkdir(dirprog, 0755);
-  char want_script[4600], want_dir[4600];
+  char want_script[4600], want_dir[4600], want_binary[4600];
   snprintf(want_dir, sizeof want_dir, "mpprof: cannot run %s: Is a directory\n", dirprog);
+  snprintf(want_binary, sizeof want_binary, "mpprof: cannot run %s: Exec format error\n", binary);
   snprintf(want_script, sizeof want_script,
            "mpprof: cannot run %s: its interpreter /nonexistent/interp (#! line): No such file or "
            "directory\n",
@@ -1600,7 +1605,8 @@ static void a_program_that_cannot_start_exits_127_or_126(void **state) {
               {"no-such-command-anywhere", 127, NULL},
               {script, 127, want_script},
               {plain, 126, NULL},
-              {dirprog, 126, want_dir}}; /* it said "Permission denied" */
+              {dirprog, 126, want_dir},    /* it said "Permission denied" */
+              {binary, 126, want_binary}}; /* /bin/sh read it: "not found", 127 */
   for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
     const char *dir = outdir("missing");
     char *argv[] = {(char *)mpprof, "-o", (char *)dir, (char *)runs[i].prog, NULL};
