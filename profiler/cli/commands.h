@@ -15,6 +15,11 @@ int mpprof_cmd_diff(int argc, char **argv);    /* report_cmd.c: compare two runs
 int mpprof_cmd_inspect(int argc, char **argv); /* inspect.c: numerics of saved tensors */
 int mpprof_cmd_version(int argc, char **argv); /* version.c: versions and embedded GPU archs */
 
+/* main.c: flushes standard output; 0 when everything printed there was
+ * written, else 1 after "mpprof: CMD: standard output: write failed: ..."
+ * on stderr (err: the errno of an earlier failed flush, or 0). */
+int mpprof_check_stdout(const char *cmd, int err);
+
 /* report_cmd.c: a report library error as one line on stderr (none when unset). */
 void mpprof_print_error(const mpprof_error *e);
 

@@ -710,10 +710,5 @@ int mpprof_cmd_inspect(int argc, char **argv) {
      * (a full disk, a closed pipe) is kept to fail the command. */
     if (fflush(stdout) != 0 && !out_errno) out_errno = errno ? errno : EIO;
   }
-  if (out_errno || ferror(stdout)) {
-    fprintf(stderr, "mpprof: inspect: standard output: write failed: %s\n",
-            strerror(out_errno ? out_errno : EIO));
-    return 1;
-  }
-  return failed ? 1 : 0;
+  return mpprof_check_stdout("inspect", out_errno) || failed ? 1 : 0;
 }

@@ -1,5 +1,6 @@
 /* mpprof: the command line. Dispatches to a subcommand; a first argument that
  * is not a subcommand or an option is a program to run under the profiler. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -40,7 +41,17 @@ static void env_help(void) {
   }
 }
 
-int main(int argc, char **argv) {
+int mpprof_check_stdout(const char *cmd, int err) {
+  errno = 0;
+  if (fflush(stdout) != 0 && !err) err = errno ? errno : EIO;
+  if (!err && !ferror(stdout)) return 0;
+  fprintf(stderr, "mpprof: %s: standard output: write failed: %s\n", cmd,
+          strerror(err ? err : EIO));
+  return 1;
+}
+
+/* The command of argv run, its name in *ret_cmd; its exit status. */
+static int dispatch(int argc, char **argv, const char **ret_cmd) {
   static const struct {
     const char *name;
     int (*fn)(int, char **);
@@ -57,6 +68,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(argv[1], "help")) {
+    *ret_cmd = "help";
     if (argc < 3) {
       usage(stdout);
       return 0;
@@ -73,10 +85,27 @@ int main(int argc, char **argv) {
     fprintf(stderr, "mpprof: help: no subcommand '%s' (see 'mpprof help')\n", argv[2]);
     return 2;
   }
-  if (!strcmp(argv[1], "--version")) return mpprof_cmd_version(argc - 1, argv + 1);
+  if (!strcmp(argv[1], "--version")) {
+    *ret_cmd = "version";
+    return mpprof_cmd_version(argc - 1, argv + 1);
+  }
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-    if (!strcmp(argv[1], cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
+    if (!strcmp(argv[1], cmds[i].name)) {
+      *ret_cmd = cmds[i].name;
+      return cmds[i].fn(argc - 1, argv + 1);
+    }
   /* `mpprof [options] PROGRAM ...` means run: pass everything through. */
   argv[0] = "run";
+  *ret_cmd = "run";
   return mpprof_cmd_run(argc, argv);
+}
+
+/* A command that printed on standard output (report's and merge's summary,
+ * diff's, help) and exits 0 did write all of it: one cut short by a full
+ * disk or a closed descriptor fails the command. A command that failed
+ * already said why. */
+int main(int argc, char **argv) {
+  const char *cmd = "mpprof";
+  int rc = dispatch(argc, argv, &cmd);
+  return rc ? rc : mpprof_check_stdout(cmd, 0);
 }

@@ -199,6 +199,22 @@ want="mpprof: diff: $work/b/report.json: not an mpprof report (schema or layers/
 want="mpprof: diff: $work/b/report.json: not an mpprof report (empty file)"
 [[ $(cat "$work/diff.err") == "$want" ]] || fail "diff with an empty report: $(cat "$work/diff.err")"
 
+# A summary that cannot be written (a full disk, a closed descriptor) fails
+# the command in one line, as inspect's output does (exit 0, the summary lost).
+if [[ -w /dev/full ]]; then
+  for cmd in "report $work/a" "merge $work/a -o $work/full_merge" "diff $work/a $work/a -o $work/full_diff" \
+    "help report" "--version"; do
+    name=${cmd%% *}
+    [[ $name == --version ]] && name=version
+    # shellcheck disable=SC2086 # cmd holds the arguments
+    "$mpprof" $cmd >/dev/full 2>"$work/full.err"
+    rc=$?
+    [[ $rc -eq 1 ]] || fail "mpprof $cmd >/dev/full: exit $rc"
+    grep -qxF "mpprof: $name: standard output: write failed: No space left on device" "$work/full.err" ||
+      fail "mpprof $cmd >/dev/full: $(cat "$work/full.err")"
+  done
+fi
+
 # `mpprof help env` lists the rows every value is checked with
 # (profiler/settings.c): the same variables as the README's Environment
 # variables section, both ways.
