@@ -7,6 +7,7 @@
  * sent to mpprof are forwarded to it once (see "the child and signals"). The
  * exit status is the child's, 128 + signal when it was killed. */
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -420,11 +421,38 @@ static bool readable(const char *p) {
   return access(p, R_OK) == 0;
 }
 
+/* Whether file starts with ELF's magic (a program or a shared library). */
+static bool has_elf_magic(const char *file) {
+  unsigned char b[SELFMAG];
+  int fd = open(file, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t got = read(fd, b, sizeof b);
+  close(fd);
+  return got == SELFMAG && !memcmp(b, ELFMAG, SELFMAG);
+}
+
+/* The loader splits LD_PRELOAD at each of these, and cannot quote one. */
+#define MPP_PRELOAD_SEPARATORS " :"
+
+/* Why the loader could not preload lib, in words, or NULL: the program would
+ * run with nothing recorded, after a loader's "ignored" line at most. */
+static const char *not_preloadable(const char *lib) {
+  struct stat st;
+  if (stat(lib, &st) != 0 || !S_ISREG(st.st_mode)) return "not a regular file";
+  if (!has_elf_magic(lib)) return "not a shared library (no ELF header)";
+  if (strpbrk(lib, MPP_PRELOAD_SEPARATORS))
+    return "its path holds a blank or ':', at which LD_PRELOAD splits it (put mpprof, or a copy "
+           "of libmpprof.so named by MPPROF_LIB, under a path without one)";
+  return NULL;
+}
+
 static int find_library(char *ret, size_t n) {
   const char *env = getenv("MPPROF_LIB");
   if (env && *env) {
-    if (!realpath(env, ret) || !readable(ret)) {
-      fprintf(stderr, "mpprof: MPPROF_LIB=%s: not a readable file\n", env);
+    const char *why = !realpath(env, ret) || !readable(ret) ? "not a readable file" : NULL;
+    if (!why) why = not_preloadable(ret);
+    if (why) {
+      fprintf(stderr, "mpprof: MPPROF_LIB=%s: %s\n", env, why);
       return -1;
     }
     return 0;
@@ -453,7 +481,11 @@ static int find_library(char *ret, size_t n) {
   for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
     char p[PATH_MAX + 64];
     snprintf(p, sizeof p, candidates[i], exe);
-    if (readable(p) && realpath(p, ret)) return 0;
+    if (readable(p) && realpath(p, ret)) {
+      const char *why = not_preloadable(ret);
+      if (why) fprintf(stderr, "mpprof: %s: %s\n", ret, why);
+      return why ? -1 : 0;
+    }
   }
   (void)n;
   fprintf(stderr, "mpprof: libmpprof.so not found next to %s (set MPPROF_LIB)\n", exe);
@@ -680,7 +712,7 @@ static bool looks_binary(const char *file) {
   if (fd < 0) return false;
   ssize_t got = read(fd, b, sizeof b);
   close(fd);
-  if (got >= 4 && b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F') return true;
+  if (got >= SELFMAG && !memcmp(b, ELFMAG, SELFMAG)) return true;
   for (ssize_t i = 0; i < got && b[i] != '\n'; i++)
     if (b[i] == '\0') return true;
   return false;

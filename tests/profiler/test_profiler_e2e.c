@@ -1896,6 +1896,43 @@ static void an_empty_output_name_is_a_usage_error(void **state) {
   free(e.err);
 }
 
+/* A libmpprof.so the loader cannot preload is refused before the program
+ * starts, in one line naming it, exit 2: the program ran with nothing
+ * recorded, after a loader's "ignored" line or none (a path with a blank is
+ * two paths to LD_PRELOAD: the report blamed a statically linked cuBLAS). */
+static void a_library_the_loader_cannot_preload_is_refused(void **state) {
+  (void)state;
+  char lib[4300], spaced_dir[4300], spaced[4400], text[4300];
+  libmpprof_path(lib, sizeof lib);
+  snprintf(spaced_dir, sizeof spaced_dir, "%s/lib dir", workdir);
+  snprintf(spaced, sizeof spaced, "%s/libmpprof.so", spaced_dir);
+  snprintf(text, sizeof text, "%s/not_a_library.so", workdir);
+  mkdir(spaced_dir, 0755);
+  unlink(spaced);
+  assert_int_equal(link(lib, spaced), 0); /* a copy: a link's target has no blank */
+  write_mode(text, "not ELF\n", 0644);
+  const struct {
+    const char *lib, *why;
+  } bad[] = {{spaced, "its path holds a blank or ':', at which LD_PRELOAD splits it (put mpprof, "
+                      "or a copy of libmpprof.so named by MPPROF_LIB, under a path without one)"},
+             {text, "not a shared library (no ELF header)"},
+             {workdir, "not a regular file"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    const char *dir = outdir("bad_lib");
+    char *argv[] = {(char *)mpprof, "-o", (char *)dir, (char *)testprog, "gemmex", "1", NULL};
+    char var[4500], want[9000];
+    snprintf(var, sizeof var, "MPPROF_LIB=%s", bad[i].lib);
+    const char *env[] = {var, NULL};
+    result r = run_err(argv, env);
+    assert_int_equal(r.status, 2);
+    assert_string_equal(r.out, ""); /* the program did not run */
+    snprintf(want, sizeof want, "mpprof: %s: %s\n", var, bad[i].why);
+    assert_string_equal(r.err, want);
+    free(r.out);
+    free(r.err);
+  }
+}
+
 /* A setting in the environment the program would inherit that libmpprof
  * would ignore (and so record with its default, silently unless MPPROF_LOG)
  * is refused before the program starts: one line naming the variable, exit
@@ -2370,6 +2407,7 @@ int main(void) {
       cmocka_unit_test(environment_set_by_the_program_does_not_change_the_configuration),
       cmocka_unit_test(a_non_empty_output_directory_is_refused_without_force),
       cmocka_unit_test(a_program_that_cannot_start_exits_127_or_126),
+      cmocka_unit_test(a_library_the_loader_cannot_preload_is_refused),
       cmocka_unit_test(force_keeps_the_old_raw_files_when_the_program_cannot_start),
       cmocka_unit_test(a_script_whose_env_command_is_missing_is_refused),
       cmocka_unit_test(an_empty_output_directory_stays_empty_when_nothing_is_recorded),
