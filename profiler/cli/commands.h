@@ -28,6 +28,7 @@ void mpprof_print_error(const mpprof_error *e);
  * same second; the name made is left in buf). true when one was made; false
  * (buf as given) when none could be, and the caller's own checks say why. */
 bool mpprof_mkdir_fresh(char *buf, size_t n);
+#define MPPROF_FRESH_TRIES 1000 /* mpprof_mkdir_fresh's last name: buf-1000 */
 /* report_cmd.c: takes the advisory lock of output directory fd (named name)
  * that one run, merge or report holds while it writes there (released when
  * fd is closed; not inherited: fd is O_CLOEXEC). 0, or -1 after one line on

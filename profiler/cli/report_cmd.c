@@ -58,7 +58,7 @@ void mpprof_print_error(const mpprof_error *e) {
 
 bool mpprof_mkdir_fresh(char *buf, size_t n) {
   size_t len = strlen(buf);
-  for (int i = 1; i <= 1000; i++) {
+  for (int i = 1; i <= MPPROF_FRESH_TRIES; i++) {
     if (i > 1 && (size_t)snprintf(buf + len, n - len, "-%d", i) >= n - len) break;
     if (mkdir(buf, 0777) == 0) return true;
     if (errno != EEXIST) break;

@@ -28,6 +28,7 @@
 #include "analysis/capture.h"
 #include "commands.h"
 #include "common/safefile.h"
+#include "common/utf8.h"
 #include "profiler/settings.h"
 
 #define MPP_TEXT_(x) #x
@@ -404,6 +405,9 @@ static void remove_if_empty(int out, const char *out_abs, bool made_raw, bool ma
   if (made_out) rmdir(out_abs);
 }
 
+/* mpprof-PROGRAM-DATE, PROGRAM's name cut (at a character) so that the name,
+ * with the "-N" mpprof_mkdir_fresh may append, is one a directory can have:
+ * a long program name was refused ("File name too long") and not run. */
 static void default_out(char *buf, size_t n, const char *program) {
   const char *base = strrchr(program, '/');
   base = base ? base + 1 : program;
@@ -412,7 +416,10 @@ static void default_out(char *buf, size_t n, const char *program) {
   localtime_r(&now, &tm);
   char date[32];
   strftime(date, sizeof date, "%Y%m%d-%H%M%S", &tm);
-  snprintf(buf, n, "mpprof-%s-%s", base, date);
+  size_t fixed =
+      strlen("mpprof--") + strlen(date) + (size_t)snprintf(NULL, 0, "-%d", MPPROF_FRESH_TRIES);
+  size_t room = NAME_MAX > fixed ? NAME_MAX - fixed : 0, len = strlen(base);
+  snprintf(buf, n, "mpprof-%.*s-%s", (int)mpp_utf8_cut(base, len < room ? len : room), base, date);
 }
 
 /* --- finding libmpprof.so --- */

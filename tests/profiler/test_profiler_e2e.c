@@ -1883,6 +1883,40 @@ static void mpprof_out_in_the_environment_is_the_default_output(void **state) {
   assert_int_equal(access(report, F_OK), 0);
 }
 
+/* Without -o, a program whose name fills a file name (255 bytes) still runs:
+ * mpprof-PROG-DATE is cut to one a directory can have, with room for the
+ * "-N" of a second run in the same second (it was "File name too long",
+ * exit 2, and the program did not run). */
+static void a_long_program_name_gets_a_default_output_directory(void **state) {
+  (void)state;
+  char dir[4300], prog[4600], name[241];
+  snprintf(dir, sizeof dir, "%s", outdir("long_name"));
+  assert_int_equal(mkdir(dir, 0755), 0);
+  memset(name, 'p', sizeof name - 1);
+  name[sizeof name - 1] = '\0';
+  snprintf(prog, sizeof prog, "%s/%s", dir, name);
+  assert_int_equal(link(testprog, prog), 0);
+  char *argv[] = {
+      "/bin/sh", "-c", "cd \"$1\" && \"$2\" \"$3\" gemmex 1 && exec \"$2\" \"$3\" gemmex 1",
+      "sh",      dir,  (char *)mpprof,
+      prog,      NULL};
+  result r = run(argv, NULL);
+  assert_int_equal(r.status, 0);
+  free(r.out);
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  int reports = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (strncmp(e->d_name, "mpprof-ppp", 10)) continue;
+    char report[4700];
+    snprintf(report, sizeof report, "%s/%s/report.json", dir, e->d_name);
+    reports += access(report, F_OK) == 0;
+  }
+  closedir(d);
+  assert_int_equal(reports, 2); /* the second run's name has its "-2" when in the same second */
+}
+
 /* -o '' is a usage error naming the option (it was "cannot create :
  * Invalid argument"), and the program does not run. */
 static void an_empty_output_name_is_a_usage_error(void **state) {
@@ -2419,6 +2453,7 @@ int main(void) {
       cmocka_unit_test(an_option_takes_what_its_variable_takes),
       cmocka_unit_test(a_loss_scale_beyond_float32_is_refused),
       cmocka_unit_test(mpprof_out_in_the_environment_is_the_default_output),
+      cmocka_unit_test(a_long_program_name_gets_a_default_output_directory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
