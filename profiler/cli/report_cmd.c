@@ -44,6 +44,17 @@ int mpprof_parse_max_rel(const char *cmd, const char *v, double *ret) {
   return 0;
 }
 
+/* What argument a is: an option (it starts with '-'), the "--" that ends
+ * the options (*ended set: a directory named "-x" may follow), or an operand. */
+typedef enum { ARG_OPTION, ARG_END, ARG_OPERAND } arg_kind;
+
+static arg_kind kind_of(const char *a, bool *ended) {
+  if (*ended || a[0] != '-') return ARG_OPERAND;
+  if (strcmp(a, "--")) return ARG_OPTION;
+  *ended = true;
+  return ARG_END;
+}
+
 static void merge_usage(FILE *out) {
   fputs("usage: mpprof merge DIR... -o OUT_DIR\n"
         "  DIR is a run's output directory (with raw/) or a raw/ directory itself;\n"
@@ -121,11 +132,15 @@ int mpprof_cmd_report(int argc, char **argv) {
   const char *dir = NULL;
   double max_rel = 0;
   int ndirs = 0;
+  bool ended = false;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--shadow-max-rel") || !strncmp(argv[i], "--shadow-max-rel=", 17)) {
+    arg_kind k = kind_of(argv[i], &ended);
+    if (k == ARG_END) continue;
+    if (k == ARG_OPTION &&
+        (!strcmp(argv[i], "--shadow-max-rel") || !strncmp(argv[i], "--shadow-max-rel=", 17))) {
       const char *v = argv[i][16] == '=' ? argv[i] + 17 : i + 1 < argc ? argv[++i] : NULL;
       if (mpprof_parse_max_rel("report", v, &max_rel)) return 2;
-    } else if (argv[i][0] == '-') {
+    } else if (k == ARG_OPTION) {
       fprintf(stderr, "mpprof: report: unknown option '%s' (see 'mpprof help report')\n", argv[i]);
       return 2;
     } else {
@@ -636,18 +651,21 @@ int mpprof_cmd_merge(int argc, char **argv) {
     free(in_fd);
     return 1;
   }
+  bool ended = false;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+    arg_kind k = kind_of(argv[i], &ended);
+    if (k == ARG_END) continue;
+    if (k == ARG_OPTION && (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))) {
       merge_usage(stdout);
       free(dirs);
       free(in_fd);
       return 0;
     }
-    if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+    if (k == ARG_OPTION && !strcmp(argv[i], "-o") && i + 1 < argc) {
       out = argv[++i];
-    } else if (!strncmp(argv[i], "-o", 2) && argv[i][2]) {
+    } else if (k == ARG_OPTION && !strncmp(argv[i], "-o", 2) && argv[i][2]) {
       out = argv[i] + 2;
-    } else if (argv[i][0] == '-') {
+    } else if (k == ARG_OPTION) {
       fprintf(stderr, "mpprof: merge: %s '%s' (see 'mpprof help merge')\n",
               strcmp(argv[i], "-o") ? "unknown option" : "no OUT_DIR after", argv[i]);
       free(dirs);
@@ -762,16 +780,19 @@ static void diff_usage(FILE *out) {
 int mpprof_cmd_diff(int argc, char **argv) {
   const char *out = NULL, *ab[2] = {NULL, NULL};
   int n = 0;
+  bool ended = false;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+    arg_kind k = kind_of(argv[i], &ended);
+    if (k == ARG_END) continue;
+    if (k == ARG_OPTION && (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))) {
       diff_usage(stdout);
       return 0;
     }
-    if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+    if (k == ARG_OPTION && !strcmp(argv[i], "-o") && i + 1 < argc) {
       out = argv[++i];
-    } else if (!strncmp(argv[i], "-o", 2) && argv[i][2]) {
+    } else if (k == ARG_OPTION && !strncmp(argv[i], "-o", 2) && argv[i][2]) {
       out = argv[i] + 2;
-    } else if (argv[i][0] == '-') {
+    } else if (k == ARG_OPTION) {
       fprintf(stderr, "mpprof: diff: %s '%s' (see 'mpprof help diff')\n",
               strcmp(argv[i], "-o") ? "unknown option" : "no OUT_DIR after", argv[i]);
       return 2;

@@ -199,6 +199,15 @@ want="mpprof: diff: $work/b/report.json: not an mpprof report (schema or layers/
 want="mpprof: diff: $work/b/report.json: not an mpprof report (empty file)"
 [[ $(cat "$work/diff.err") == "$want" ]] || fail "diff with an empty report: $(cat "$work/diff.err")"
 
+# "--" ends the options of report, merge and diff, as of run and inspect: a
+# run directory named "-r" follows it (it was "unknown option '--'", exit 2).
+cp -r "$work/a" "$work/-r" || fail "cp"
+mpprof_abs=$(cd "$(dirname "$mpprof")" && pwd)/$(basename "$mpprof")
+for cmd in "report -- -r" "merge -o dash_merge -- -r" "diff -o dash_diff -- -r a"; do
+  # shellcheck disable=SC2086 # cmd holds the arguments
+  (cd "$work" && "$mpprof_abs" $cmd >/dev/null 2>"$work/dash.err") || fail "mpprof $cmd: $(cat "$work/dash.err")"
+done
+
 # A summary that cannot be written (a full disk, a closed descriptor) fails
 # the command in one line, as inspect's output does (exit 0, the summary lost).
 if [[ -w /dev/full ]]; then
