@@ -1,6 +1,7 @@
 /* Safe creation of output files (see safefile.h). */
 #include "common/safefile.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -209,6 +210,29 @@ bool mpp_sf_is_temp_name(const char *name) {
           (name[i] >= '0' && name[i] <= '9')))
       return false;
   return true;
+}
+
+bool mpp_sf_is_temp_of(const char *entry, const char *name) {
+  size_t n = strlen(name);
+  return entry[0] == '.' && !strncmp(entry + 1, name, n) && entry[n + 1] == '.' &&
+         strlen(entry) == n + 2 + TEMP_SUFFIX_LEN && mpp_sf_is_temp_name(entry);
+}
+
+void mpp_sf_remove_temps_of(int dir, const char *const *names, size_t n) {
+  int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d) {
+    if (fd >= 0) close(fd);
+    return;
+  }
+  struct dirent *e;
+  while ((e = readdir(d)))
+    for (size_t i = 0; i < n; i++)
+      if (mpp_sf_is_temp_of(e->d_name, names[i])) {
+        mpp_sf_remove_regular(dirfd(d), e->d_name);
+        break;
+      }
+  closedir(d);
 }
 
 int mpp_sf_remove_regular(int dir, const char *name) {

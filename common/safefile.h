@@ -83,6 +83,13 @@ int mpp_sf_write_all(int fd, const void *buf, size_t n);
 
 /* Whether `name` is one of mpp_sf_create's temporaries. */
 bool mpp_sf_is_temp_name(const char *name);
+/* Whether entry is one of mpp_sf_create's temporaries for `name`. */
+bool mpp_sf_is_temp_of(const char *entry, const char *name);
+/* Removes from dir the regular files that are temporaries of one of names[n]:
+ * what a writer killed before its commit left (a Ctrl-C during a report).
+ * Only for a caller that alone writes those names in dir (it holds dir's
+ * lock): another writer's temporary in progress would go too. */
+void mpp_sf_remove_temps_of(int dir, const char *const *names, size_t n);
 
 /* Removes `name` from `dir` only when it is a regular file (never a link's
  * target, never a directory). 0, -ENOENT, -EPERM for anything else. */

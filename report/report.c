@@ -3,10 +3,13 @@
  * temporary file, all renamed once every one is written. Prints a short human summary when asked.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "common/safefile.h"
 #include "report/report.h"
 #include "report/report_internal.h"
 
@@ -273,6 +276,16 @@ static int write_all(const mpprof_model *m, const char *dir, mpprof_error *ret_e
       {"ops.csv", mpprof_write_ops_csv},         {"plan.json", mpprof_write_plan_json},
       {"trace.json", mpprof_write_trace_json},   {"report.html", mpprof_write_report_html},
   };
+  /* The temporaries of a report killed before its renames (Ctrl-C: each as
+   * large as its file) go; the CLI holds dir's lock, so none is in progress. */
+  const char *names[sizeof files / sizeof *files];
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+    names[i] = files[i].name;
+  int dfd = mpp_sf_open_dir(AT_FDCWD, dir, MPP_SF_USER_PATH);
+  if (dfd >= 0) {
+    mpp_sf_remove_temps_of(dfd, names, sizeof names / sizeof *names);
+    close(dfd);
+  }
   mpprof_afile_set set;
   mpprof_afile_set_init(&set);
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {

@@ -199,6 +199,19 @@ want="mpprof: diff: $work/b/report.json: not an mpprof report (schema or layers/
 want="mpprof: diff: $work/b/report.json: not an mpprof report (empty file)"
 [[ $(cat "$work/diff.err") == "$want" ]] || fail "diff with an empty report: $(cat "$work/diff.err")"
 
+# A report killed before its renames (Ctrl-C) left its temporaries, each as
+# large as its file, in OUT_DIR for good; the next report there removes them:
+# regular files named as its own files' temporaries, never a link, nor
+# another name's.
+printf 'x' >"$work/a/.report.json.AbCd1234" && printf 'x' >"$work/a/.trace.json.Zz9Yy8Xx" &&
+  printf 'keep' >"$work/outside" && ln -sf "$work/outside" "$work/a/.report.html.LinkLink" &&
+  printf 'x' >"$work/a/.notes.txt.AbCd1234" || fail "temporaries"
+"$mpprof" report "$work/a" >/dev/null 2>"$work/tmp.err" || fail "report with temporaries: $(cat "$work/tmp.err")"
+left=$(cd "$work/a" && ls -A | grep '^\.' | tr '\n' ' ')
+[[ $left == ".notes.txt.AbCd1234 .report.html.LinkLink " ]] || fail "temporaries left: $left"
+[[ $(cat "$work/outside") == keep ]] || fail "a link's target was changed"
+rm -f "$work/a/.notes.txt.AbCd1234" "$work/a/.report.html.LinkLink"
+
 # "--" ends the options of report, merge and diff, as of run and inspect: a
 # run directory named "-r" follows it (it was "unknown option '--'", exit 2).
 cp -r "$work/a" "$work/-r" || fail "cp"
