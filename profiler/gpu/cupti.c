@@ -31,6 +31,8 @@
 
 /* X(symbol, member, parameters) */
 #define CUPTI_FUNCS(X)                                                                             \
+  X(cuptiSubscribe, subscribe, (CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *))             \
+  X(cuptiUnsubscribe, unsubscribe, (CUpti_SubscriberHandle))                                       \
   X(cuptiActivityRegisterCallbacks, register_callbacks,                                            \
     (CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc))                         \
   X(cuptiActivityEnable, enable, (CUpti_ActivityKind))                                             \
@@ -308,6 +310,15 @@ static void *open_cupti(void) {
   return h;
 }
 
+/* The subscription's callback: no callback is ever enabled. */
+static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                 const void *data) {
+  (void)userdata;
+  (void)domain;
+  (void)cbid;
+  (void)data;
+}
+
 static const char *status_of(CUptiResult r) {
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) return "held_by_other_subscriber";
   return "error";
@@ -325,10 +336,23 @@ static void start_once(void) {
 #define CUPTI_RESOLVE(sym, member, params) *(void **)&api.member = dlsym(h, #sym);
   CUPTI_FUNCS(CUPTI_RESOLVE)
 #undef CUPTI_RESOLVE
-  if (!api.register_callbacks || !api.enable || !api.flush_all || !api.next_record ||
-      !api.push_ext || !api.pop_ext)
+  if (!api.subscribe || !api.unsubscribe || !api.register_callbacks || !api.enable ||
+      !api.flush_all || !api.next_record || !api.push_ext || !api.pop_ext)
     return;
-  CUptiResult r = api.register_callbacks(buffer_requested, buffer_completed);
+  /* CUPTI serves one client at a time, and each must subscribe before its
+   * first other call (cupti_callbacks.h, cuptiSubscribe): the subscription
+   * is how a client finds CUPTI taken (another in-process profiler, or the
+   * program running under Nsight Systems / Compute, cuda-gdb), and how it
+   * keeps the next one out. The activity calls themselves would succeed and
+   * share, and overwrite, the one set of buffer callbacks. Held for the life
+   * of the process; no callback is enabled. */
+  CUpti_SubscriberHandle sub = NULL;
+  CUptiResult r = api.subscribe(&sub, on_callback, NULL);
+  if (r != CUPTI_SUCCESS) {
+    g_status = status_of(r);
+    return;
+  }
+  r = api.register_callbacks(buffer_requested, buffer_completed);
   if (r == CUPTI_SUCCESS) r = api.enable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   if (r == CUPTI_SUCCESS) {
     static const CUpti_CallbackId launches[] = {
@@ -370,6 +394,7 @@ static void start_once(void) {
   if (r == CUPTI_SUCCESS) r = api.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (r != CUPTI_SUCCESS) {
     g_status = status_of(r);
+    api.unsubscribe(sub); /* not using CUPTI: another client may */
     return;
   }
   pthread_attr_t attr;

@@ -5,7 +5,8 @@
  * switched off is reported as such. Run with LD_LIBRARY_PATH=<simcuda dir>;
  * argv[1] selects the scenario: "ok", "runtime" (SIMCUDA_LAUNCH_API=runtime:
  * launches leave runtime API records only, as cuBLAS's static runtime does on a
- * GPU), "busy" (SIMCUDA_CUPTI_BUSY=1), "off" (MPPROF_CUPTI=off, as mpp_config passes it). */
+ * GPU), "busy" (SIMCUDA_CUPTI_BUSY=1), "taken" (another client of the process
+ * subscribed CUPTI first), "off" (MPPROF_CUPTI=off, as mpp_config passes it). */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 
 #include <cmocka.h>
 #include <cublas_v2.h>
+#include <cupti.h>
 
 #include "analysis/kernel_class.h"
 #include "profiler/gpu/gpu.h"
@@ -157,6 +159,47 @@ static void cupti_held_by_another_subscriber_is_reported_and_harmless(void **sta
   assert_int_equal(g_nk, 0);
 }
 
+typedef CUptiResult (*subscribe_fn)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
+
+static void CUPTIAPI other_callback(void *userdata, CUpti_CallbackDomain domain,
+                                    CUpti_CallbackId cbid, const void *data) {
+  (void)userdata;
+  (void)domain;
+  (void)cbid;
+  (void)data;
+}
+
+/* Another CUPTI client of the process (PyTorch's profiler, a tool named by
+ * CUDA_INJECTION64_PATH) subscribing, as every client must before its first
+ * other CUPTI call (cupti_callbacks.h, cuptiSubscribe). */
+static CUptiResult other_client_subscribes(void) {
+  void *lib = dlopen("libcupti.so.13", RTLD_NOW);
+  if (!lib) fail_msg("libcupti.so.13 (simcuda) not found: %s", dlerror());
+  CUpti_SubscriberHandle h = NULL;
+  return ((subscribe_fn)sym(lib, "cuptiSubscribe"))(&h, other_callback, NULL);
+}
+
+/* mpprof holds CUPTI once it uses it: the next client is told so. */
+static void a_later_client_finds_cupti_taken(void **state) {
+  (void)state;
+  mpp_cupti_start(NULL, NULL);
+  assert_string_equal(mpp_cupti_status(), "ok");
+  assert_int_equal(other_client_subscribes(), CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+}
+
+/* Subscribed first, the other client keeps CUPTI: mpprof stays out (no
+ * activity calls that would replace that client's buffer callbacks). */
+static void cupti_subscribed_by_another_client_is_left_alone(void **state) {
+  (void)state;
+  assert_int_equal(other_client_subscribes(), CUPTI_SUCCESS);
+  mpp_cupti_set_sink(sink);
+  mpp_cupti_start(NULL, NULL);
+  assert_string_equal(mpp_cupti_status(), "held_by_other_subscriber");
+  run_gemms();
+  mpp_cupti_flush();
+  assert_int_equal(g_nk, 0);
+}
+
 static void cupti_switched_off_is_reported_as_disabled(void **state) {
   (void)state;
   mpp_cupti_set_sink(sink);
@@ -170,14 +213,18 @@ static void cupti_switched_off_is_reported_as_disabled(void **state) {
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "ok";
   const struct CMUnitTest ok[] = {
-      cmocka_unit_test(ops_get_their_kernels_back_through_external_correlation)};
+      cmocka_unit_test(ops_get_their_kernels_back_through_external_correlation),
+      cmocka_unit_test(a_later_client_finds_cupti_taken)};
   const struct CMUnitTest runtime[] = {
       cmocka_unit_test(ops_get_their_kernels_back_through_runtime_launch_records)};
   const struct CMUnitTest busy[] = {
       cmocka_unit_test(cupti_held_by_another_subscriber_is_reported_and_harmless)};
+  const struct CMUnitTest taken[] = {
+      cmocka_unit_test(cupti_subscribed_by_another_client_is_left_alone)};
   const struct CMUnitTest off[] = {cmocka_unit_test(cupti_switched_off_is_reported_as_disabled)};
   if (!strcmp(mode, "runtime")) return cmocka_run_group_tests(runtime, NULL, NULL);
   if (!strcmp(mode, "busy")) return cmocka_run_group_tests(busy, NULL, NULL);
+  if (!strcmp(mode, "taken")) return cmocka_run_group_tests(taken, NULL, NULL);
   if (!strcmp(mode, "off")) return cmocka_run_group_tests(off, NULL, NULL);
   return cmocka_run_group_tests(ok, NULL, NULL);
 }
