@@ -68,9 +68,21 @@ static atomic_uint sim_next_stream_id = SIM_FIRST_STREAM_ID;
 static _Thread_local CUcontext sim_current_ctx; /* NULL until cuCtxSetCurrent / a retain */
 static _Thread_local char sim_thread_token;     /* its address names the calling thread */
 static atomic_ullong sim_next_capture_id = 1;
+/* Captures in progress on streams created without CU_STREAM_NON_BLOCKING:
+ * the legacy stream, which would depend on them, cannot be used meanwhile. */
+static atomic_int sim_blocking_captures;
 
 static int sim_is_default_stream(CUstream s) {
   return s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
+}
+
+/* NULL is the legacy stream (CU_GET_PROC_ADDRESS_LEGACY_STREAM semantics). */
+static int sim_is_legacy_stream(CUstream s) {
+  return s == NULL || s == CU_STREAM_LEGACY;
+}
+
+static int sim_is_blocking(const struct CUstream_st *s) {
+  return (s->flags & CU_STREAM_NON_BLOCKING) == 0;
 }
 
 /* The simulated part: sm_90 (H100-like) unless SIMCUDA_SM names another
@@ -341,6 +353,20 @@ SIM_API CUresult cuCtxSynchronize(void) {
   return CUDA_SUCCESS;
 }
 
+/* CUDA 13's forms of the two, naming the context (NULL: the current one);
+ * what cuGetProcAddress hands out for their plain names from 13.0 on. */
+SIM_API CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx) {
+  SIM_REQUIRE_INIT();
+  if (ctx != NULL && ctx != &sim_primary_ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  return cuCtxGetDevice(device);
+}
+
+SIM_API CUresult cuCtxSynchronize_v2(CUcontext ctx) {
+  SIM_REQUIRE_INIT();
+  if (ctx != NULL && ctx != &sim_primary_ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  return CUDA_SUCCESS;
+}
+
 /* Capture-range markers (cudaProfiler.h): accepted, nothing to start. */
 SIM_API CUresult cuProfilerStart(void) {
   SIM_REQUIRE_INIT();
@@ -428,6 +454,8 @@ SIM_API CUresult cuStreamDestroy(CUstream s) {
   SIM_REQUIRE_INIT();
   if (sim_is_default_stream(s) || s->magic != SIM_STREAM_MAGIC) return CUDA_ERROR_INVALID_HANDLE;
   s->magic = 0;
+  if (atomic_load(&s->capture_status) != CU_STREAM_CAPTURE_STATUS_NONE && sim_is_blocking(s))
+    atomic_fetch_sub(&sim_blocking_captures, 1);
   free(s->capture_graph); /* a capture that was never ended: its graph is gone too */
   free(s);
   return CUDA_SUCCESS;
@@ -491,6 +519,7 @@ SIM_API CUresult cuStreamBeginCapture(CUstream s, CUstreamCaptureMode mode) {
   s->capture_graph = g;
   s->capture_mode = mode;
   s->capture_thread = &sim_thread_token;
+  if (sim_is_blocking(s)) atomic_fetch_add(&sim_blocking_captures, 1);
   atomic_store(&s->capture_status, CU_STREAM_CAPTURE_STATUS_ACTIVE);
   return CUDA_SUCCESS;
 }
@@ -506,13 +535,19 @@ SIM_API CUresult cuStreamEndCapture(CUstream s, CUgraph *phGraph) {
   g->capturing = 0;
   s->capture_graph = NULL;
   atomic_store(&s->capture_status, CU_STREAM_CAPTURE_STATUS_NONE);
+  if (sim_is_blocking(s)) atomic_fetch_sub(&sim_blocking_captures, 1);
   *phGraph = g;
   return CUDA_SUCCESS;
 }
 
+/* The legacy stream, asked while a blocking stream captures, answers
+ * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT (cuda.h, cuStreamIsCapturing and
+ * cuStreamGetCaptureInfo); that capture goes on. */
 SIM_API CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status) {
   SIM_CHECK_STREAM(s);
   if (status == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (sim_is_legacy_stream(s) && atomic_load(&sim_blocking_captures) > 0)
+    return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   *status = sim_is_default_stream(s) ? CU_STREAM_CAPTURE_STATUS_NONE
                                      : (CUstreamCaptureStatus)atomic_load(&s->capture_status);
   return CUDA_SUCCESS;
@@ -629,6 +664,8 @@ static const struct {
      "operation not permitted when stream is capturing"},
     {CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD",
      "attempt to terminate a thread-local capture sequence from another thread"},
+    {CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT",
+     "operation would make the legacy stream depend on a capturing blocking stream"},
 };
 
 SIM_API CUresult cuGetErrorName(CUresult error, const char **str) {
@@ -679,8 +716,6 @@ static const struct {
     SIM_PROC("cuDevicePrimaryCtxRelease", cuDevicePrimaryCtxRelease, 11000),
     SIM_PROC("cuCtxSetCurrent", cuCtxSetCurrent, 4000),
     SIM_PROC("cuCtxGetCurrent", cuCtxGetCurrent, 4000),
-    SIM_PROC("cuCtxGetDevice", cuCtxGetDevice, 2000),
-    SIM_PROC("cuCtxSynchronize", cuCtxSynchronize, 2000),
     SIM_PROC("cuProfilerStart", cuProfilerStart, 4000),
     SIM_PROC("cuProfilerStop", cuProfilerStop, 4000),
     SIM_PROC("cuPointerGetAttribute", cuPointerGetAttribute, 4000),
@@ -707,8 +742,13 @@ static const struct {
 /* Names whose ABI changed between versions: the newest ABI the caller's
  * version knows (cudaTypedefs.h: PFN_cuStreamBeginCapture_v10000/_v10010,
  * PFN_cuStreamGetCaptureInfo_v10010/_v11030/_v12030, PFN_cuGraphInstantiate
- * _v10000/_v11000, then cuGraphInstantiateWithFlags from 12.0). */
+ * _v10000/_v11000, then cuGraphInstantiateWithFlags from 12.0,
+ * PFN_cuCtxGetDevice_v2000/_v13000, PFN_cuCtxSynchronize_v2000/_v13000). */
 static void *sim_versioned_proc(const char *symbol, int v) {
+  if (strcmp(symbol, "cuCtxGetDevice") == 0)
+    return v >= 13000 ? (void *)cuCtxGetDevice_v2 : v >= 2000 ? (void *)cuCtxGetDevice : NULL;
+  if (strcmp(symbol, "cuCtxSynchronize") == 0)
+    return v >= 13000 ? (void *)cuCtxSynchronize_v2 : v >= 2000 ? (void *)cuCtxSynchronize : NULL;
   if (strcmp(symbol, "cuStreamBeginCapture") == 0)
     return v >= 10010   ? (void *)cuStreamBeginCapture_v2
            : v >= 10000 ? (void *)cuStreamBeginCapture
@@ -727,7 +767,8 @@ static void *sim_versioned_proc(const char *symbol, int v) {
 }
 
 static int sim_is_versioned(const char *symbol) {
-  return strcmp(symbol, "cuStreamBeginCapture") == 0 ||
+  return strcmp(symbol, "cuCtxGetDevice") == 0 || strcmp(symbol, "cuCtxSynchronize") == 0 ||
+         strcmp(symbol, "cuStreamBeginCapture") == 0 ||
          strcmp(symbol, "cuStreamGetCaptureInfo") == 0 || strcmp(symbol, "cuGraphInstantiate") == 0;
 }
 

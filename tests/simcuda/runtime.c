@@ -59,6 +59,8 @@ static cudaError_t sim_from_cu(CUresult r) {
     return cudaErrorStreamCaptureUnsupported;
   case CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD:
     return cudaErrorStreamCaptureWrongThread;
+  case CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
+    return cudaErrorStreamCaptureImplicit;
   default:
     return cudaErrorUnknown;
   }

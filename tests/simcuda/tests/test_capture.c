@@ -60,6 +60,45 @@ static void begin_capture_marks_only_that_stream_active_until_end_capture(void *
   assert_int_equal(cuStreamDestroy(other), CUDA_SUCCESS);
 }
 
+/* cuda.h, cuStreamIsCapturing: the legacy stream, asked while a stream
+ * created without CU_STREAM_NON_BLOCKING captures, answers
+ * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT (the capture is not invalidated); a
+ * non-blocking capture leaves it alone, and so does the per-thread stream. */
+static void the_legacy_stream_is_unusable_while_a_blocking_stream_captures(void **state) {
+  (void)state;
+  assert_int_equal(cuInit(0), CUDA_SUCCESS);
+  CUstream blocking, nonblocking;
+  assert_int_equal(cuStreamCreate(&blocking, CU_STREAM_DEFAULT), CUDA_SUCCESS);
+  assert_int_equal(cuStreamCreate(&nonblocking, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  assert_int_equal(cuStreamBeginCapture(nonblocking, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  assert_int_equal(cuStreamIsCapturing(NULL, &st), CUDA_SUCCESS);
+  assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_NONE);
+  assert_int_equal(cuStreamBeginCapture(blocking, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  assert_int_equal(cuStreamIsCapturing(NULL, &st), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+  assert_int_equal(cuStreamIsCapturing(CU_STREAM_LEGACY, &st), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+  assert_int_equal(cuStreamGetCaptureInfo(CU_STREAM_LEGACY, &st, NULL, NULL, NULL, NULL, NULL),
+                   CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+  enum cudaStreamCaptureStatus rst = cudaStreamCaptureStatusActive;
+  assert_int_equal(cudaStreamIsCapturing(cudaStreamLegacy, &rst), cudaErrorStreamCaptureImplicit);
+  assert_int_equal(cuStreamIsCapturing(CU_STREAM_PER_THREAD, &st), CUDA_SUCCESS);
+  assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_NONE);
+  assert_int_equal(cuStreamIsCapturing(blocking, &st), CUDA_SUCCESS);
+  assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  CUgraph g = NULL;
+  assert_int_equal(cuStreamEndCapture(blocking, &g), CUDA_SUCCESS);
+  assert_int_equal(cuGraphDestroy(g), CUDA_SUCCESS);
+  assert_int_equal(cuStreamIsCapturing(NULL, &st), CUDA_SUCCESS);
+  assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_NONE);
+  /* A blocking stream destroyed mid-capture no longer holds the legacy stream. */
+  assert_int_equal(cuStreamBeginCapture(blocking, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  assert_int_equal(cuStreamDestroy(blocking), CUDA_SUCCESS);
+  assert_int_equal(cuStreamIsCapturing(NULL, &st), CUDA_SUCCESS);
+  assert_int_equal(cuStreamEndCapture(nonblocking, &g), CUDA_SUCCESS);
+  assert_int_equal(cuGraphDestroy(g), CUDA_SUCCESS);
+  assert_int_equal(cuStreamDestroy(nonblocking), CUDA_SUCCESS);
+}
+
 static void capture_of_the_default_stream_or_with_an_unknown_mode_is_refused(void **state) {
   (void)state;
   cuInit(0);
@@ -234,6 +273,7 @@ static void get_proc_address_gives_the_capture_abi_of_the_version_asked(void **s
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(begin_capture_marks_only_that_stream_active_until_end_capture),
+      cmocka_unit_test(the_legacy_stream_is_unusable_while_a_blocking_stream_captures),
       cmocka_unit_test(capture_of_the_default_stream_or_with_an_unknown_mode_is_refused),
       cmocka_unit_test(only_relaxed_capture_may_end_on_another_thread),
       cmocka_unit_test(runtime_capture_reports_active_and_work_still_runs_at_once),

@@ -128,6 +128,42 @@ static void get_proc_address_versions_cuStreamGetCtx_like_the_driver(void **stat
   assert_ptr_equal(fn, (void *)cuStreamGetCtx);
 }
 
+typedef CUresult (*ctx_get_device_v2_fn)(CUdevice *, CUcontext);
+typedef CUresult (*ctx_sync_v2_fn)(CUcontext);
+
+/* CUDA 13 gave both a context parameter: from 13.0 on their names resolve
+ * to cuCtxGetDevice_v2 / cuCtxSynchronize_v2 (PFN_cuCtxGetDevice_v13000,
+ * PFN_cuCtxSynchronize_v13000); older versions get the forms without it. */
+static void get_proc_address_versions_the_context_calls_like_the_driver(void **state) {
+  (void)state;
+  void *fn = NULL;
+  CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+  assert_int_equal(cuGetProcAddress("cuCtxGetDevice", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &q),
+                   CUDA_SUCCESS);
+  assert_int_equal(q, CU_GET_PROC_ADDRESS_SUCCESS);
+  void *v2 = dlsym(RTLD_DEFAULT, "cuCtxGetDevice_v2"); /* exported as by the driver */
+  assert_non_null(v2);
+  assert_ptr_equal(fn, v2);
+  CUdevice dev = -1;
+  assert_int_equal(((ctx_get_device_v2_fn)fn)(&dev, NULL), CUDA_SUCCESS);
+  assert_int_equal(dev, 0);
+  assert_int_equal(((ctx_get_device_v2_fn)fn)(&dev, (CUcontext)&dev), CUDA_ERROR_INVALID_CONTEXT);
+  assert_int_equal(cuGetProcAddress("cuCtxGetDevice", &fn, 12080, CU_GET_PROC_ADDRESS_DEFAULT, &q),
+                   CUDA_SUCCESS);
+  assert_ptr_equal(fn, (void *)cuCtxGetDevice);
+  assert_int_equal(
+      cuGetProcAddress("cuCtxSynchronize", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &q),
+      CUDA_SUCCESS);
+  v2 = dlsym(RTLD_DEFAULT, "cuCtxSynchronize_v2");
+  assert_non_null(v2);
+  assert_ptr_equal(fn, v2);
+  assert_int_equal(((ctx_sync_v2_fn)fn)(NULL), CUDA_SUCCESS);
+  assert_int_equal(
+      cuGetProcAddress("cuCtxSynchronize", &fn, 12080, CU_GET_PROC_ADDRESS_DEFAULT, &q),
+      CUDA_SUCCESS);
+  assert_ptr_equal(fn, (void *)cuCtxSynchronize);
+}
+
 /* What simcuda cannot do (run device code, allocate through the driver) is
  * simply not there, so a program fails at the call instead of computing
  * nothing. */
@@ -285,6 +321,7 @@ int main(void) {
       cmocka_unit_test(every_pointer_is_host_memory_in_the_primary_context),
       cmocka_unit_test(get_proc_address_finds_implemented_entry_points_only),
       cmocka_unit_test(get_proc_address_versions_cuStreamGetCtx_like_the_driver),
+      cmocka_unit_test(get_proc_address_versions_the_context_calls_like_the_driver),
       cmocka_unit_test(profiler_start_and_stop_exist_in_runtime_and_driver),
       cmocka_unit_test(unimplemented_driver_entry_points_are_not_exported),
       cmocka_unit_test(runtime_copies_and_sets_memory_on_the_host),
