@@ -189,6 +189,16 @@ int mpp_world_size_from_env(void) {
 
 /* --- logging --- */
 
+int mpp_cancel_off(void) {
+  int state = PTHREAD_CANCEL_ENABLE;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);
+  return state;
+}
+
+void mpp_cancel_restore(int state) {
+  pthread_setcancelstate(state, NULL);
+}
+
 void mpp_log(int level, const char *fmt, ...) {
   if (mpp_cfg.log < level) return;
   char line[1024];
@@ -199,9 +209,13 @@ void mpp_log(int level, const char *fmt, ...) {
   va_end(ap);
   size_t len = strlen(line);
   line[len++] = '\n';
-  /* One write: lines of different threads do not interleave. */
+  /* One write: lines of different threads do not interleave. (write is a
+   * cancellation point: callers may hold mpprof's locks.) */
+  int cancel = mpp_cancel_off(), e = errno;
   ssize_t ignored = write(STDERR_FILENO, line, len);
   (void)ignored;
+  errno = e;
+  mpp_cancel_restore(cancel);
 }
 
 /* --- per-thread state --- */

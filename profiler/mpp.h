@@ -104,6 +104,15 @@ void mpp_core_fork_child(bool cuda_ours);
  * call. */
 void mpp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Cancellation off on the calling thread, the state before returned: around
+ * mpprof's own work on an application thread (a raw write or pass, its file
+ * I/O and waits, activation, a log line). A cancellation point there (open,
+ * write, close, fdatasync, pthread_cond_wait, nanosleep) would act on a
+ * cancellation the program left pending for a call that has none (exec,
+ * exit, posix_spawn), and end the thread with mpprof's locks held. */
+int mpp_cancel_off(void);
+void mpp_cancel_restore(int state); /* the state mpp_cancel_off returned */
+
 /* --- the clock (clock.c) --- */
 /* CLOCK_REALTIME in ns; from the TSC where that is safe (clock.c says why it
  * is the same clock). Never below the calling thread's previous read unless

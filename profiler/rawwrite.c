@@ -757,6 +757,7 @@ static void raw_file_name(char *buf, size_t n, int suffix) {
 
 int mpp_raw_write(bool final) {
   int err = 0;
+  /* (its callers' passes turn cancellation off: their waits are cancellation points too) */
   pthread_mutex_lock(&write_mu);
   if (final_written) {
     pthread_mutex_unlock(&write_mu);
@@ -812,8 +813,8 @@ int mpp_raw_write(bool final) {
 /* Written by mpp_jw into a buffer on the stack (a vfork child writes it: no
  * allocation, no lock), so its strings are escaped and made UTF-8 as the
  * raw writer's are. */
-int mpp_raw_note_unprofiled(int pid, int ppid, char *const argv[], const char *why, char *ret_name,
-                            size_t n) {
+static int note_unprofiled(int pid, int ppid, char *const argv[], const char *why, char *ret_name,
+                           size_t n) {
   char doc[MPP_NOTE_DOC];
   mpp_jw w;
   /* the arguments leave room for "]}" and the newline */
@@ -870,12 +871,24 @@ int mpp_raw_note_unprofiled(int pid, int ppid, char *const argv[], const char *w
   return err;
 }
 
+/* Written on the thread that spawns or execs (no cancellation point in
+ * either): its file I/O with cancellation off (mpp_cancel_off). */
+int mpp_raw_note_unprofiled(int pid, int ppid, char *const argv[], const char *why, char *ret_name,
+                            size_t n) {
+  int cancel = mpp_cancel_off();
+  int err = note_unprofiled(pid, ppid, argv, why, ret_name, n);
+  mpp_cancel_restore(cancel);
+  return err;
+}
+
 void mpp_raw_note_drop(const char *name) {
+  int cancel = mpp_cancel_off();
   int out = mpp_sf_open_dir(AT_FDCWD, mpp_cfg.out_dir, MPP_SF_USER_PATH);
-  if (out < 0) return;
-  int raw = mpp_sf_open_dir(out, "raw", 0);
-  close(out);
-  if (raw < 0) return;
-  mpp_sf_remove_regular(raw, name);
-  close(raw);
+  int raw = out < 0 ? out : mpp_sf_open_dir(out, "raw", 0);
+  if (out >= 0) close(out);
+  if (raw >= 0) {
+    mpp_sf_remove_regular(raw, name);
+    close(raw);
+  }
+  mpp_cancel_restore(cancel);
 }

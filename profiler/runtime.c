@@ -285,6 +285,7 @@ static void on_exit_handler(void) {
                "handler?): final raw file not written, the last checkpoint stays");
     return;
   }
+  int cancel = mpp_cancel_off(); /* exit() is no cancellation point: nor is the pass */
   pass_depth++;
   pthread_mutex_lock(&flush_mu); /* a checkpoint pass in progress ends first */
   /* exit() from inside a hooked call on this thread (a signal handler that
@@ -309,6 +310,7 @@ static void on_exit_handler(void) {
   depth--;
   pthread_mutex_unlock(&flush_mu);
   pass_depth--;
+  mpp_cancel_restore(cancel);
 }
 
 /* exec(): the image's raw file, final, before the real exec (exec.c). Not in a
@@ -320,6 +322,7 @@ void mpp_runtime_before_exec(void) {
   if ((int)getpid() != mpp_process_pid() || depth > 0 || mpp_sites_locked_by_caller() ||
       lifecycle_locks_held_here())
     return;
+  int cancel = mpp_cancel_off(); /* exec is no cancellation point: nor is the pass */
   depth++;
   pass_depth++;
   pthread_mutex_lock(&flush_mu); /* a checkpoint pass in progress ends first */
@@ -335,6 +338,7 @@ void mpp_runtime_before_exec(void) {
   pthread_mutex_unlock(&flush_mu);
   pass_depth--;
   depth--;
+  mpp_cancel_restore(cancel);
 }
 
 /* mpprof_checkpoint(): the checkpoint thread's pass (CUPTI flush, raw file
@@ -347,6 +351,7 @@ void mpp_runtime_checkpoint(void) {
   if ((int)getpid() != mpp_process_pid() || depth > 0 || mpp_sites_locked_by_caller() ||
       lifecycle_locks_held_here())
     return;
+  int cancel = mpp_cancel_off();
   depth++;
   pass_depth++;
   pthread_mutex_lock(&flush_mu); /* one pass at a time, as the checkpoint thread's */
@@ -360,6 +365,7 @@ void mpp_runtime_checkpoint(void) {
   pthread_mutex_unlock(&flush_mu);
   pass_depth--;
   depth--;
+  mpp_cancel_restore(cancel);
 }
 
 void mpp_runtime_exec_failed(void) {
@@ -377,20 +383,21 @@ void mpp_runtime_exec_failed(void) {
  * data-loader worker), or waits in atfork_prepare for activate_mu, held here:
  * either way, after the start-up. */
 static void wait_entered(pthread_mutex_t *mu, pthread_cond_t *cv, const bool *flag) {
-  int cancel;
-  /* A cancellation point on an application thread holding activate_mu. */
-  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+  /* (a cancellation point: mpp_activate, holding activate_mu, turned cancellation off) */
   pthread_mutex_lock(mu);
   while (!*flag)
     pthread_cond_wait(cv, mu);
   pthread_mutex_unlock(mu);
-  pthread_setcancelstate(cancel, NULL);
 }
 
 void mpp_activate(void) {
+  /* Under activate_mu, which every thread's first hooked call and fork take:
+   * CUPTI's start may reach a cancellation point. */
+  int cancel = mpp_cancel_off();
   pthread_mutex_lock(&activate_mu);
   if (atomic_load(&activated)) {
     pthread_mutex_unlock(&activate_mu);
+    mpp_cancel_restore(cancel);
     return;
   }
   depth++;
@@ -441,6 +448,7 @@ void mpp_activate(void) {
   depth--;
   atomic_store_explicit(&activated, true, memory_order_release);
   pthread_mutex_unlock(&activate_mu);
+  mpp_cancel_restore(cancel);
 }
 
 static void renew_exit_handler(void) {

@@ -40,6 +40,13 @@
  *   first_stack FILE  the first CUDA call (cublasCreate: mpprof starts there) on a
  *                 thread with a painted stack; the stack bytes it used into FILE
  *   exit3         one GEMM, then exit(3)
+ *   cancelpending exec|exit|spawn  one GEMM; then a thread with a cancellation made pending
+ *                 while it had cancellation disabled enables it and, with no cancellation
+ *                 point in between, execs "gemmex 1" (exec), calls exit(5) (exit), or
+ *                 posix_spawns "gemmex 2" with an environment of LD_LIBRARY_PATH only and
+ *                 returns its pid, which main waits for and prints the status of (spawn).
+ *                 None is a cancellation point: should the thread be cancelled after all,
+ *                 main prints "cancelled" and ends with _exit(9) (no exit handlers)
  *   chdir DIR     one GEMM, chdir(DIR), one more GEMM
  *   wait          three GEMMs, prints "ready", then sleeps until killed
  *   finalfails    one GEMM, mpprof_checkpoint() (when preloaded), the file size limit set
@@ -2588,6 +2595,64 @@ static _Noreturn void mode_exit3(void) {
   exit(3);
 }
 
+static pthread_barrier_t cancel_barrier;
+
+static void *cancel_pending_thread(void *what) {
+  int old;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+  pthread_barrier_wait(&cancel_barrier); /* main cancels this thread now */
+  pthread_barrier_wait(&cancel_barrier); /* pending */
+  pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
+  if (!strcmp(what, "exec")) {
+    char *argv[] = {"mpp_testprog", "gemmex", "1", NULL};
+    execv("/proc/self/exe", argv);
+  } else if (!strcmp(what, "exit")) {
+    exit(5);
+  } else if (!strcmp(what, "spawn")) {
+    char lib[4200];
+    snprintf(lib, sizeof lib, "LD_LIBRARY_PATH=%s",
+             getenv("LD_LIBRARY_PATH") ? getenv("LD_LIBRARY_PATH") : "");
+    char *env[] = {lib, NULL}, *argv[] = {"mpp_testprog", "gemmex", "2", NULL};
+    pid_t pid = 0;
+    static pid_t spawned;
+    int rc = posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, env);
+    spawned = rc == 0 ? pid : -rc;
+    return &spawned; /* waited for by main (waitpid is a cancellation point) */
+  }
+  return NULL;
+}
+
+static int mode_cancelpending(const char *what) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 6);
+  printf("cancelpending checksum %.17g\n", gemmex(h, &m));
+  fflush(stdout);
+  if (!what) die("cancelpending needs exec, exit or spawn", -1);
+  pthread_t t;
+  pthread_barrier_init(&cancel_barrier, NULL, 2);
+  if (pthread_create(&t, NULL, cancel_pending_thread, (void *)what)) die("pthread_create", -1);
+  pthread_barrier_wait(&cancel_barrier);
+  pthread_cancel(t);
+  pthread_barrier_wait(&cancel_barrier);
+  void *r;
+  pthread_join(t, &r);
+  if (r == PTHREAD_CANCELED) {
+    printf("cancelled\n");
+    fflush(stdout);
+    _exit(9);
+  }
+  if (r) { /* spawn */
+    pid_t pid = *(pid_t *)r;
+    int st = -1;
+    if (pid > 0 && waitpid(pid, &st, 0) != pid) st = -1;
+    printf("spawned %s, status %d\n", pid > 0 ? "a child" : strerror(-pid), st);
+  }
+  CK(cublasDestroy(h));
+  return 0;
+}
+
 /* The rank a framework learns once the process has run (and written a
  * checkpoint without it): mpprof_rank, when preloaded. */
 static int mode_rank(void) {
@@ -3099,6 +3164,7 @@ static const struct {
     {"forkfresh_exit", "", .plain = mode_forkfresh_exit},
     {"capture", "", .plain = mode_capture},
     {"chdir", " DIR", .named = mode_chdir},
+    {"cancelpending", " exec|exit|spawn", .named = mode_cancelpending},
     {"groups64", "", .plain = mode_groups64},
     {"groups70", "", .plain = mode_groups70},
     {"groupsmoe", " N", .counted = mode_groupsmoe, .dflt = 1},

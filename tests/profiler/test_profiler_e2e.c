@@ -1228,6 +1228,32 @@ static void exit_status_3_is_passed_through_with_a_final_raw_file(void **state) 
   free_raws(&r);
 }
 
+/* A thread whose cancellation is pending calls exec, exit or posix_spawn,
+ * none of them a cancellation point: mpprof's own work there (the raw file
+ * written before exec and at exit, the note of a child started without
+ * mpprof) reaches none either. Acting on the cancellation there had the
+ * exec never made and the exit hang on mpprof's locks, exit(5) end as 0,
+ * and the spawned child's pid lost. */
+static void a_pending_cancellation_never_acts_inside_mpprof(void **state) {
+  (void)state;
+  static const struct {
+    const char *what;
+    int status;
+  } cases[] = {{"exec", 0}, {"exit", 5}, {"spawn", 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "cancelpending_%s", cases[i].what);
+    const char *dir = outdir(name);
+    char *argv[] = {(char *)testprog, "cancelpending", (char *)cases[i].what, NULL};
+    assert_int_equal(run_both(dir, argv, NULL), cases[i].status);
+    raws r = load_raws(dir);
+    assert_true(r.n >= 1);
+    for (int k = 0; k < r.n; k++)
+      assert_true(cJSON_IsTrue(get(r.doc[k], "final")));
+    free_raws(&r);
+  }
+}
+
 /* With LD_PRELOAD used directly and a relative MPPROF_OUT, the raw file goes
  * where the process started, even after the program changes directory. */
 static void a_relative_mpprof_out_is_kept_when_the_program_changes_directory(void **state) {
@@ -2423,6 +2449,7 @@ int main(void) {
       cmocka_unit_test(a_loss_scale_that_is_not_a_positive_number_is_a_usage_error),
       cmocka_unit_test(first_nonfinite_is_the_gemm_that_overflowed_fp16),
       cmocka_unit_test(exit_status_3_is_passed_through_with_a_final_raw_file),
+      cmocka_unit_test(a_pending_cancellation_never_acts_inside_mpprof),
       cmocka_unit_test(every_image_of_a_program_that_execs_itself_is_recorded),
       cmocka_unit_test(the_program_of_a_run_that_execs_itself_is_its_first_image),
       cmocka_unit_test(a_call_in_flight_at_exit_makes_the_file_incomplete),
