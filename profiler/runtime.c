@@ -10,6 +10,8 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -226,6 +228,46 @@ static bool lifecycle_locks_held_here(void) {
   return pass_depth > 0 || fork_depth > 0;
 }
 
+/* The checkpoint thread's raw write runs on a thread of its own whose file
+ * descriptor table is private (unshare(CLONE_FILES)) and holds the standard
+ * streams only: a program that closes every descriptor it did not open
+ * (close(3..1023), closefrom) and opens files of its own meanwhile (a daemon,
+ * a single-threaded program that knows no other thread) never has mpprof
+ * read, write or close one of its files through a reused number, nor closes
+ * the raw file under mpprof's write. Without unshare (a seccomp filter that
+ * refuses it), or without a thread, the table is the program's, as before.
+ * The exit and exec writes run on the program's thread, in the program's
+ * own order. */
+#ifndef SYS_close_range
+#define SYS_close_range 436 /* one number on every architecture */
+#endif
+
+static void *isolated_write_main(void *ret_err) {
+  depth = 1; /* signals blocked: created by the checkpoint thread */
+  if (unshare(CLONE_FILES) == 0) {
+    /* Linux before 5.9 has no close_range: the copies stay until the thread
+     * ends, and the files mpprof opens take numbers above them. */
+    (void)syscall(SYS_close_range, 3u, ~0u, 0u);
+    /* A stream the program closed gets /dev/null: mpp_log's writes to
+     * STDERR_FILENO never land in the raw file given that number. */
+    for (int fd = 0; fd <= STDERR_FILENO; fd++)
+      if (fcntl(fd, F_GETFD) < 0) {
+        int n = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (n >= 0 && n != fd) close(n);
+      }
+  }
+  *(int *)ret_err = mpp_raw_write(false);
+  return NULL;
+}
+
+static int checkpoint_write(void) {
+  pthread_t t;
+  int err;
+  if (pthread_create(&t, NULL, isolated_write_main, &err) != 0) return mpp_raw_write(false);
+  pthread_join(t, NULL);
+  return err;
+}
+
 static void *checkpoint_main(void *arg) {
   (void)arg;
   /* Signals stay blocked (created so): they belong to the application. */
@@ -257,7 +299,7 @@ static void *checkpoint_main(void *arg) {
     /* CUPTI without pass_mu: a fork may be waiting for it (see flush_mu). */
     if (mpp_cuda_ours()) mpp_cupti_flush();
     pthread_mutex_lock(&pass_mu);
-    int err = mpp_raw_write(false);
+    int err = checkpoint_write();
     /* Logged inside the write: all of it is excluded from a fork (atfork_prepare). */
     if (err < 0) mpp_log(1, "checkpoint not written: %s", strerror(-err));
     pthread_mutex_unlock(&pass_mu);

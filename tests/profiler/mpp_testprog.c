@@ -47,6 +47,11 @@
  *                 returns its pid, which main waits for and prints the status of (spawn).
  *                 None is a cancellation point: should the thread be cancelled after all,
  *                 main prints "cancelled" and ends with _exit(9) (no exit handlers)
+ *   closeall N    one GEMM, then N rounds of: close every descriptor from 3 to 1023, then
+ *                 write 20 GEMM results into a file of its own (mkstemp in /tmp, unlinked),
+ *                 read it back and close it (a program that owns every descriptor above
+ *                 the standard streams); prints how many rounds found their file, a write
+ *                 or the close not as they left it
  *   chdir DIR     one GEMM, chdir(DIR), one more GEMM
  *   wait          three GEMMs, prints "ready", then sleeps until killed
  *   finalfails    one GEMM, mpprof_checkpoint() (when preloaded), the file size limit set
@@ -2572,6 +2577,37 @@ static int mode_capture(void) {
   return 0;
 }
 
+static int mode_closeall(int rounds) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 10);
+  double s = gemmex(h, &m);
+  int changed = 0;
+  for (int r = 0; r < rounds; r++) {
+    for (int fd = 3; fd < 1024; fd++)
+      close(fd);
+    char name[] = "/tmp/mpp_closeall.XXXXXX", want[1024], got[1024];
+    int fd = mkstemp(name), len = 0;
+    if (fd < 0) die("mkstemp", -1);
+    unlink(name);
+    bool bad = false;
+    for (int i = 0; i < 20; i++) {
+      s += gemmex(h, &m);
+      int k = snprintf(want + len, sizeof want - (size_t)len, "%d %.17g\n", i, s);
+      bad |= write(fd, want + len, (size_t)k) != k;
+      len += k;
+    }
+    bad |= lseek(fd, 0, SEEK_SET) != 0 || read(fd, got, sizeof got) != len ||
+           memcmp(got, want, (size_t)len) != 0;
+    bad |= close(fd) != 0;
+    changed += bad;
+  }
+  printf("closeall checksum %.17g, rounds changed under it %d\n", s, changed);
+  CK(cublasDestroy(h));
+  return 0;
+}
+
 static int mode_chdir(const char *dir) {
   cublasHandle_t h;
   mats m;
@@ -3160,6 +3196,7 @@ static const struct {
     {"convthreads", "", .plain = mode_convthreads},
     {"forkidle", "", .plain = mode_forkidle},
     {"forkloop", " N", .counted = mode_forkloop, .dflt = 100},
+    {"closeall", " N", .counted = mode_closeall, .dflt = 100},
     {"forkfresh", "", .plain = mode_forkfresh},
     {"forkfresh_exit", "", .plain = mode_forkfresh_exit},
     {"capture", "", .plain = mode_capture},

@@ -1254,6 +1254,24 @@ static void a_pending_cancellation_never_acts_inside_mpprof(void **state) {
   }
 }
 
+/* A program that closes every descriptor above the standard streams and
+ * opens files of its own, while checkpoints are written every 0.2 ms: the
+ * checkpoint thread's file I/O never meets its files (a private descriptor
+ * table). Sharing the program's, it closed and wrote into the program's
+ * files through reused numbers (a few rounds of the 2000 changed). */
+static void checkpoints_never_touch_the_files_of_a_program_that_closes_all(void **state) {
+  (void)state;
+  const char *dir = outdir("closeall");
+  char *argv[] = {(char *)testprog, "closeall", "2000", NULL};
+  const char *opts[] = {"--checkpoint", "0.0002", NULL};
+  assert_int_equal(run_both(dir, argv, opts), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 1);
+  assert_true(cJSON_IsTrue(get(r.doc[0], "final")));
+  assert_int_equal(num(site(r.doc[0], "cublasGemmEx", NULL, NULL), "calls"), 1 + 2000 * 20);
+  free_raws(&r);
+}
+
 /* With LD_PRELOAD used directly and a relative MPPROF_OUT, the raw file goes
  * where the process started, even after the program changes directory. */
 static void a_relative_mpprof_out_is_kept_when_the_program_changes_directory(void **state) {
@@ -2450,6 +2468,7 @@ int main(void) {
       cmocka_unit_test(first_nonfinite_is_the_gemm_that_overflowed_fp16),
       cmocka_unit_test(exit_status_3_is_passed_through_with_a_final_raw_file),
       cmocka_unit_test(a_pending_cancellation_never_acts_inside_mpprof),
+      cmocka_unit_test(checkpoints_never_touch_the_files_of_a_program_that_closes_all),
       cmocka_unit_test(every_image_of_a_program_that_execs_itself_is_recorded),
       cmocka_unit_test(the_program_of_a_run_that_execs_itself_is_its_first_image),
       cmocka_unit_test(a_call_in_flight_at_exit_makes_the_file_incomplete),
