@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "analysis/advice.h"
@@ -212,8 +214,19 @@ void mpp_log(int level, const char *fmt, ...) {
   /* One write: lines of different threads do not interleave. (write is a
    * cancellation point: callers may hold mpprof's locks.) */
   int cancel = mpp_cancel_off(), e = errno;
-  ssize_t ignored = write(STDERR_FILENO, line, len);
-  (void)ignored;
+  /* stderr a pipe nobody reads any more: the write's SIGPIPE (sent to this
+   * thread) is blocked and taken back, unless one was pending already: a
+   * log line must not end a program that writes nothing there itself. */
+  sigset_t pipe_set, old, pending;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  bool was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  if (write(STDERR_FILENO, line, len) < 0 && errno == EPIPE && !was_pending) {
+    struct timespec none = {0, 0};
+    (void)sigtimedwait(&pipe_set, NULL, &none);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   errno = e;
   mpp_cancel_restore(cancel);
 }

@@ -1312,6 +1312,43 @@ static void a_relative_mpprof_out_is_kept_when_the_program_changes_directory(voi
   assert_int_equal(moved.n, 0);
 }
 
+/* MPPROF_LOG=1 and a raw file that cannot be written (OUT below a regular
+ * file): the log line goes to a stderr pipe whose reader is gone. The
+ * program writes nothing there itself: it ends as it does without mpprof,
+ * not by the log line's SIGPIPE. */
+static void a_log_line_to_a_pipe_nobody_reads_ends_no_program(void **state) {
+  (void)state;
+  char lib[4200], preload[4300], file[4200], out[4300], outvar[4400];
+  libmpprof_path(lib, sizeof lib);
+  snprintf(preload, sizeof preload, "LD_PRELOAD=%s", lib);
+  snprintf(file, sizeof file, "%s/not_a_dir", workdir);
+  int f = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  assert_true(f >= 0);
+  close(f);
+  snprintf(out, sizeof out, "%s/out", file);
+  snprintf(outvar, sizeof outvar, "MPPROF_OUT=%s", out);
+  char *argv[] = {(char *)testprog, "gemmex", "1", NULL};
+  const char *env[] = {preload, outvar, "MPPROF_LOG=1", "MPPROF_CHECKPOINT_S=0", NULL};
+  int p[2];
+  assert_int_equal(pipe(p), 0);
+  close(p[0]); /* nobody reads */
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    setenv("LD_LIBRARY_PATH", simcuda, 1);
+    for (int i = 0; env[i]; i++)
+      putenv((char *)env[i]);
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(p[1], 2);
+    signal(SIGPIPE, SIG_DFL);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  close(p[1]);
+  assert_int_equal(wait_status(pid), 0);
+}
+
 static void a_shell_spawning_two_programs_gives_one_raw_file_per_cuda_process(void **state) {
   (void)state;
   const char *dir = outdir("shell");
@@ -2469,6 +2506,7 @@ int main(void) {
       cmocka_unit_test(exit_status_3_is_passed_through_with_a_final_raw_file),
       cmocka_unit_test(a_pending_cancellation_never_acts_inside_mpprof),
       cmocka_unit_test(checkpoints_never_touch_the_files_of_a_program_that_closes_all),
+      cmocka_unit_test(a_log_line_to_a_pipe_nobody_reads_ends_no_program),
       cmocka_unit_test(every_image_of_a_program_that_execs_itself_is_recorded),
       cmocka_unit_test(the_program_of_a_run_that_execs_itself_is_its_first_image),
       cmocka_unit_test(a_call_in_flight_at_exit_makes_the_file_incomplete),
