@@ -8,11 +8,13 @@
  * exit status is the child's, 128 + signal when it was killed. */
 #include <dirent.h>
 #include <elf.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,7 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -572,18 +575,49 @@ static int stat_program(const char *prog, struct stat *ret) {
   return stat(file, ret);
 }
 
-/* A setuid/setgid program runs in secure-execution mode (AT_SECURE): the
- * loader drops LD_PRELOAD and libmpprof.so, loaded by CUDA injection, stays
- * passive. Said before the run rather than a report that shows no calls. */
+/* The capabilities this process holds (CapPrm in /proc/self/status); 0 when unknown. */
+static uint64_t permitted_caps(void) {
+  FILE *f = fopen("/proc/self/status", "re");
+  char line[256];
+  uint64_t caps = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "CapPrm:", 7)) caps = strtoull(line + 7, NULL, 16);
+  if (f) fclose(f);
+  return caps;
+}
+
+/* Whether the program file's capabilities (security.capability, set by
+ * setcap) give it some this process lacks: exec then runs it in
+ * secure-execution mode, as a setuid program. */
+static bool gains_file_caps(const char *prog) {
+  char file[PATH_MAX];
+  uint32_t cap[6] = {0}; /* struct vfs_cap_data, little-endian (v3: the root uid last) */
+  if (!program_path(prog, file, sizeof file)) return false;
+  ssize_t n = getxattr(file, "security.capability", cap, sizeof cap);
+  if (n < (ssize_t)(3 * sizeof cap[0])) return false;
+  uint64_t file_permitted =
+      le32toh(cap[1]) | (n >= (ssize_t)(5 * sizeof cap[0]) ? (uint64_t)le32toh(cap[3]) << 32 : 0);
+  return (file_permitted & ~permitted_caps()) != 0;
+}
+
+/* A setuid/setgid program, or one that gains file capabilities, runs in
+ * secure-execution mode (AT_SECURE): the loader drops LD_PRELOAD and
+ * libmpprof.so, loaded by CUDA injection, stays passive. Said before the run
+ * rather than a report that shows no calls. */
 static void warn_secure_execution(const char *prog) {
   struct stat st;
   if (stat_program(prog, &st) != 0) return;
+  const char *is = NULL, *kind = NULL;
   if (((st.st_mode & S_ISUID) && st.st_uid != getuid()) ||
       ((st.st_mode & S_ISGID) && st.st_gid != getgid()))
+    is = "is setuid/setgid", kind = "setuid/setgid programs";
+  else if (gains_file_caps(prog))
+    is = "gains file capabilities (setcap)", kind = "programs that gain capabilities";
+  if (is)
     fprintf(stderr,
-            "mpprof: warning: %s is setuid/setgid: it runs in secure-execution mode, where "
-            "libmpprof.so records and writes nothing; setuid/setgid programs are not profiled\n",
-            prog);
+            "mpprof: warning: %s %s: it runs in secure-execution mode, where libmpprof.so "
+            "records and writes nothing; %s are not profiled\n",
+            prog, is, kind);
 }
 
 #define MPP_SHEBANG_MAX 256 /* the bytes of a "#!" line read, as Linux reads them */

@@ -120,6 +120,26 @@ secure_execution_is_passive)
   grep -q "setuid/setgid programs are not profiled" "$W/err3" || fail "launcher did not warn: $(cat "$W/err3")"
   [ -z "$(find "$d/out/run/raw" -type f)" ] || fail "raw file written for a setuid program"
   ;;
+file_capabilities_are_named_before_the_run)
+  # A program with file capabilities (setcap) that its user lacks runs in
+  # secure-execution mode too: the launcher says so, as for setuid.
+  [ "$(id -u)" = 0 ] || skip "needs root (a setcap copy run by another user)"
+  command -v setpriv >/dev/null || skip "needs setpriv"
+  command -v setcap >/dev/null || skip "needs setcap"
+  d=$(mktemp -d /tmp/mpprof-caps.XXXXXX) && chmod 755 "$d"
+  trap 'rm -rf "$d"' EXIT
+  cp "$MPP_PROG" "$d/prog" && cp "$MPP_LIB" "$d/libmpprof.so" && cp "$MPP_MPPROF" "$d/mpprof"
+  chmod 755 "$d/prog" "$d/libmpprof.so" "$d/mpprof"
+  setcap cap_net_bind_service+ep "$d/prog" 2>/dev/null || skip "setcap refused here"
+  mkdir "$d/out" && chown nobody "$d/out"
+  setpriv --reuid=nobody --regid=nogroup --clear-groups env MPPROF_LIB="$d/libmpprof.so" \
+    "$d/mpprof" -o "$d/out/run" "$d/prog" inject 2>"$W/err"
+  grep -q "gains file capabilities" "$W/err" || fail "launcher did not warn: $(cat "$W/err")"
+  [ -z "$(find "$d/out/run/raw" -type f)" ] || fail "raw file written for a program with file capabilities"
+  # Run by root, who holds those capabilities already: profiled, no warning.
+  "$d/mpprof" -o "$d/out/root" "$d/prog" inject 2>"$W/err2"
+  ! grep -q "secure-execution" "$W/err2" || fail "warned for root: $(cat "$W/err2")"
+  ;;
 fork_loop_under_checkpoints_ends)
   # One GEMM, then 1000 forks while the checkpoint thread flushes CUPTI every
   # 10 ms. CUPTI's fork handler (simcuda's libcupti; the real CUPTI's or the
