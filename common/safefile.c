@@ -17,6 +17,17 @@
 
 #define TEMP_SUFFIX_LEN 8
 
+/* mkdirat, then the owner's bits whatever the umask (see mpp_sf_create):
+ * 0 when made, else -errno (-EEXIST included). */
+static int mkdir_owned(int at, const char *path) {
+  if (mkdirat(at, path, 0777) != 0) return -errno;
+  struct stat st;
+  if (fstatat(at, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+      (st.st_mode & S_IRWXU) != S_IRWXU)
+    (void)fchmodat(at, path, (st.st_mode & 07777) | S_IRWXU, 0);
+  return 0;
+}
+
 /* (the copy on the heap: this runs in exit() on the application's thread) */
 static int mkdir_p(const char *path) {
   if (strlen(path) >= PATH_MAX) return -ENAMETOOLONG;
@@ -26,10 +37,10 @@ static int mkdir_p(const char *path) {
   for (char *p = tmp + 1; *p && !err; p++)
     if (*p == '/') {
       *p = '\0';
-      if (mkdir(tmp, 0777) != 0 && errno != EEXIST) err = -errno;
+      if ((err = mkdir_owned(AT_FDCWD, tmp)) == -EEXIST) err = 0;
       *p = '/';
     }
-  if (!err && mkdir(tmp, 0777) != 0 && errno != EEXIST) err = -errno;
+  if (!err && (err = mkdir_owned(AT_FDCWD, tmp)) == -EEXIST) err = 0;
   free(tmp);
   return err;
 }
@@ -64,10 +75,10 @@ int mpp_sf_open_dir(int at, const char *path, int flags) {
       if (cur != at) close(cur);
       return -EINVAL;
     }
-    if ((flags & MPP_SF_CREATE) && mkdirat(cur, comp, 0777) != 0 && errno != EEXIST) {
-      int e = errno;
+    int made = flags & MPP_SF_CREATE ? mkdir_owned(cur, comp) : 0;
+    if (made && made != -EEXIST) {
       if (cur != at) close(cur);
-      return -e;
+      return made;
     }
     int fd = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     int e = errno;
@@ -117,6 +128,14 @@ int mpp_sf_create(mpp_sfile *f, int dir, const char *name, mode_t mode) {
     snprintf(f->tmp, sizeof f->tmp, ".%s.%s", name, suffix);
     int fd = openat(dir, f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd >= 0) {
+      /* The owner's bits of mode whatever the umask: libmpprof writes under
+       * the profiled program's, and one without them (umask 0777) left the
+       * raw file unreadable to the launcher of the same user. The group's
+       * and others' bits stay the umask's. */
+      struct stat st;
+      mode_t own = mode & S_IRWXU;
+      if (fstat(fd, &st) == 0 && (st.st_mode & own) != own)
+        (void)fchmod(fd, (st.st_mode & 07777) | own);
       f->fd = fd;
       return 0;
     }

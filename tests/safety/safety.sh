@@ -33,6 +33,19 @@ raw_writer_follows_no_link)
   n=$(find "$W/out/raw" -maxdepth 1 -type f -name "$HOST-*.json" | wc -l)
   [ "$n" = 1 ] || fail "expected one raw file (replacing the planted link), found $n"
   ;;
+raw_file_readable_under_any_umask)
+  # A program started with umask 0777: its raw file, and OUT and raw/ it
+  # made, still have the owner's bits (the launcher of the same user reads
+  # them), and no others' bits.
+  MPPROF_OUT="$W/out/sub" sim sh -c 'umask 0777; exec "$0" gemmex' "$MPP_TESTPROG" >/dev/null ||
+    fail "program failed"
+  f=$(find "$W/out/sub/raw" -maxdepth 1 -type f -name "$HOST-*.json")
+  [ -n "$f" ] || fail "no raw file"
+  for p in "$W/out" "$W/out/sub" "$W/out/sub/raw"; do
+    [ "$(stat -c %a "$p")" = 700 ] || fail "$p: mode $(stat -c %a "$p"), expected 700"
+  done
+  [ "$(stat -c %a "$f")" = 600 ] || fail "raw file mode $(stat -c %a "$f"), expected 600"
+  ;;
 checkpoint_follows_no_link)
   mkdir -p "$W/out/raw"
   echo secret >"$W/victim"
