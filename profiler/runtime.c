@@ -297,7 +297,7 @@ static void *checkpoint_main(void *arg) {
       return NULL;
     }
     /* CUPTI without pass_mu: a fork may be waiting for it (see flush_mu). */
-    if (mpp_cuda_ours()) mpp_cupti_flush();
+    if (mpp_cuda_ours()) mpp_cupti_flush(false);
     pthread_mutex_lock(&pass_mu);
     int err = checkpoint_write();
     /* Logged inside the write: all of it is excluded from a fork (atfork_prepare). */
@@ -338,7 +338,7 @@ static void on_exit_handler(void) {
   /* A child forked after CUDA started never touches the parent's CUDA state. */
   if (mpp_cuda_ours() && !inside_hook) {
     mpp_shadow_drain();
-    mpp_cupti_flush();
+    mpp_cupti_flush(true);
     mpp_devscan_drain();
   }
   /* A fork child that never used CUDA inherited this handler: nothing to say. */
@@ -370,7 +370,7 @@ void mpp_runtime_before_exec(void) {
   pthread_mutex_lock(&flush_mu); /* a checkpoint pass in progress ends first */
   if (mpp_cuda_ours()) {
     mpp_shadow_drain();
-    mpp_cupti_flush();
+    mpp_cupti_flush(true);
     mpp_devscan_drain();
   }
   pthread_mutex_lock(&pass_mu);
@@ -398,7 +398,7 @@ void mpp_runtime_checkpoint(void) {
   pass_depth++;
   pthread_mutex_lock(&flush_mu); /* one pass at a time, as the checkpoint thread's */
   if (!atomic_load(&finishing)) {
-    if (mpp_cuda_ours()) mpp_cupti_flush();
+    if (mpp_cuda_ours()) mpp_cupti_flush(false);
     pthread_mutex_lock(&pass_mu);
     int err = mpp_raw_write(false);
     if (err < 0) mpp_log(1, "checkpoint not written: %s", strerror(-err));

@@ -140,7 +140,7 @@ int main(int argc, char **argv) {
     t0 = cpu_ns();
     for (int b = 0; b < nbuf; b++)
       mpp_cupti_complete_buffer(bufs[b], valid[b]);
-    mpp_cupti_flush();
+    mpp_cupti_flush(true);
     double parse = (cpu_ns() - t0) / (double)n;
     if (parse < best_parse) best_parse = parse;
     if (walk < best_walk) best_walk = walk;

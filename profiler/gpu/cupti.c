@@ -478,11 +478,12 @@ void mpp_cupti_set_flush_observer(mpp_flush_mark_fn mark, mpp_flush_settle_fn se
   g_flush_settle = settle;
 }
 
-void mpp_cupti_flush(void) {
+void mpp_cupti_flush(bool final) {
   if (!atomic_load(&g_active)) return;
-  /* Counter-profiled calls that ended before this flush get all their kernels from it. */
+  /* Counter-profiled calls that ended before this flush get all their
+   * kernels from it (their kernels finished inside the profiled range). */
   uint64_t tc_mark = g_flush_mark ? g_flush_mark() : 0;
-  api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  api.flush_all(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
   queued_buf q;
   while (take_buffer(&q, false))
     parse(&q);
@@ -492,7 +493,7 @@ void mpp_cupti_flush(void) {
     pthread_cond_wait(&g_qcv, &g_qmu);
   pthread_mutex_unlock(&g_qmu);
   pthread_mutex_lock(&g_pmu);
-  settle_waiting(true);
+  settle_waiting(final); /* at a checkpoint their records may still come */
   pthread_mutex_unlock(&g_pmu);
   if (g_flush_settle) g_flush_settle(tc_mark);
   size_t n = 0;

@@ -45,7 +45,14 @@ void mpp_cupti_push(uint64_t op_id); /* around every hooked real call (CUSTOM2 e
  * GEMMs): the kernel sink drops what carries it. */
 #define MPP_OWN_OP_ID UINT64_MAX
 void mpp_cupti_pop(void);
-void mpp_cupti_flush(void); /* at exit / checkpoint: flush and drain every buffer into the sink */
+/* Flush CUPTI's buffers and drain them into the sink. final (exit, exec): a
+ * forced flush, every buffer, a kernel still running given without its
+ * times, and kernels still waiting for their external record given
+ * unattributed. Else (a checkpoint): CUPTI's default flush, only buffers
+ * whose records are all complete (cupti_activity.h: the forced one is for
+ * the session's end; a running kernel's record it returns has no times, and
+ * its real ones never come); the rest come at a later flush. */
+void mpp_cupti_flush(bool final);
 /* Kernels held for an external record that has not come yet (the parser
  * matches them after each buffer; at a flush the rest are unattributed).
  * When full, the oldest quarter is delivered unattributed. */

@@ -158,8 +158,25 @@ static void wake_deliverer(void) {
 }
 
 /* Retire the current buffer to the delivery queue (lock held). */
+/* Tests (simcuda_cupti_kernels_running): while on, the last kernel record
+ * written stands for a kernel still running on the device (a completed
+ * record with its start and end is what simcuda writes otherwise), until
+ * it is turned off (the kernel finished) or a forced flush takes it
+ * incomplete. Its buffer is then kept current; one that fills retires, the
+ * record complete (not modelled further). lock held. */
+static bool running_mode;
+static CUpti_ActivityKernel10 *running_rec;
+
+SIM_API void simcuda_cupti_kernels_running(int on) {
+  pthread_mutex_lock(&lock);
+  running_mode = on != 0;
+  if (!on) running_rec = NULL;
+  pthread_mutex_unlock(&lock);
+}
+
 static void retire_current(void) {
   if (st.cur == NULL) return;
+  running_rec = NULL;
   full_buffer *f = malloc(sizeof(*f));
   if (f != NULL) {
     *f = (full_buffer){st.cur, st.cur_size, st.cur_used, NULL};
@@ -336,6 +353,7 @@ static void on_kernel(const simcuda_kernel_event *ev) {
       r->correlationId = corr;
       r->gridId = st.next_grid++;
       r->name = intern(k->name != NULL ? k->name : "<unnamed>");
+      if (running_mode) running_rec = r;
     }
   }
   pthread_mutex_unlock(&lock);
@@ -414,9 +432,18 @@ SIM_API CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t
 /* Deliver every queued buffer, and the current one: simcuda's records are
  * complete the moment they are written. Callbacks run without the lock, so
  * they may call back into CUPTI. */
-static CUptiResult flush_all(void) {
+static CUptiResult flush_all(uint32_t flag) {
   pthread_mutex_lock(&lock);
-  retire_current();
+  /* The default flush delivers only buffers whose records are all complete:
+   * one holding a running kernel's record stays (it is the current one). The
+   * forced flush delivers it, that record without its times. */
+  if (running_rec == NULL || (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)) {
+    if (running_rec != NULL) {
+      running_rec->start = running_rec->end = running_rec->completed = 0;
+      running_rec = NULL;
+    }
+    retire_current();
+  }
   full_buffer *list = st.full_head;
   st.full_head = st.full_tail = NULL;
   CUpti_BuffersCallbackCompleteFunc completed = st.completed;
@@ -429,15 +456,13 @@ static CUptiResult flush_all(void) {
 }
 
 SIM_API CUptiResult cuptiActivityFlushAll(uint32_t flag) {
-  (void)flag;
-  return flush_all();
+  return flush_all(flag);
 }
 
 SIM_API CUptiResult cuptiActivityFlush(CUcontext context, uint32_t stream_id, uint32_t flag) {
   (void)context;
   (void)stream_id;
-  (void)flag;
-  return flush_all();
+  return flush_all(flag);
 }
 
 SIM_API CUptiResult cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid,
@@ -532,7 +557,7 @@ SIM_API CUptiResult cuptiGetStreamIdEx(CUcontext context, CUstream stream, uint8
 
 /* Drop every setting; queued buffers go back to the client first. */
 SIM_API CUptiResult cuptiFinalize(void) {
-  flush_all();
+  flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   pthread_mutex_lock(&lock);
   memset(st.kind, 0, sizeof(st.kind));
   memset(st.driver_cbid, 0, sizeof(st.driver_cbid));
