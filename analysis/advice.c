@@ -285,6 +285,18 @@ static bool narrow_source(mp_dtype d) {
   return d == MP_FP16 || d == MP_BF16 || d == MP_FP8_E4M3 || d == MP_FP8_E5M2;
 }
 
+int mp_loss_scale_pick(int lo, int hi, const mp_advice_params *p) {
+  mp_advice_params defaults;
+  if (!p) {
+    mp_advice_params_default(&defaults);
+    p = &defaults;
+  }
+  int mid = (int)floor((lo + (double)hi) / 2);
+  if (lo <= 0 && hi >= 0) return mid > 0 ? mid : 0;
+  if (lo <= p->scale_log2_min) return hi;
+  return mid;
+}
+
 void mp_advise(const mp_stats *s, const mp_advice_params *p, mp_advice *ret) {
   mp_advice_params defaults;
   if (!p) {

@@ -104,6 +104,13 @@ void mp_advice_params_default(mp_advice_params *p);
 void mp_scaled_casts_compute(const mp_stats *s, mp_target target, int scale_log2,
                              mp_scaled_casts *ret);
 void mp_advise(const mp_stats *s, const mp_advice_params *p, mp_advice *ret);
+/* The one loss scale (log2) a window [lo, hi] of fitting scales suggests:
+ * its middle, the most margin both ways; but never below 2^0 where 2^0 fits
+ * (a scale below 1 only for values that overflow fp16 unscaled), and the
+ * top where the bottom is only the search range's end (p->scale_log2_min:
+ * no value bounds it, so its middle would be the range's artefact). p NULL:
+ * the default range. */
+int mp_loss_scale_pick(int lo, int hi, const mp_advice_params *p);
 /* The share of s's finite non-zero values that are fp16 subnormals once
  * scaled by 2^scale_log2: exact at 0, an upper bound elsewhere where a binade
  * straddles fp16's normal minimum. Compared with MP_ADVICE_FP16_SUBNORMAL_NOTE. */

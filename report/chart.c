@@ -253,13 +253,13 @@ fail:
 }
 
 /* The loss scale whose fp16 range the band shows: the global one when it is in
- * this layer's window, else the middle of the layer's window. */
+ * this layer's window, else the one the layer's window suggests. */
 int mpprof_chart_scale(const mpprof_model *m, const mpprof_layer *l) {
   const mpprof_layer_advice *a = &l->adv;
   const mpprof_applied_scale *g = &m->loss_scale;
   if (g->has_window && g->recommended_log2 >= a->window_lo && g->recommended_log2 <= a->window_hi)
     return g->recommended_log2;
-  return (int)floor((a->window_lo + (double)a->window_hi) / 2);
+  return mp_loss_scale_pick(a->window_lo, a->window_hi, &m->params);
 }
 
 void mpprof_chart_range(const mpprof_model *m, const bool *charted, int *ret_lo, int *ret_hi) {

@@ -860,8 +860,30 @@ static void underflow_threshold_is_a_parameter(void **state) {
   assert_int_equal(a.fp16, MP_FP16_SAFE);
 }
 
+/* mp_loss_scale_pick at its boundaries: the middle (rounded down) of a
+ * window bounded by values on both sides, 2^0 when 2^0 fits and the middle
+ * is below it, the top when the bottom is the search range's end. */
+static void the_suggested_loss_scale_at_its_boundaries(void **state) {
+  (void)state;
+  mp_advice_params p;
+  mp_advice_params_default(&p);
+  assert_int_equal(mp_loss_scale_pick(10, 32, &p), 21);  /* both sides: the middle */
+  assert_int_equal(mp_loss_scale_pick(-12, -4, &p), -8); /* below 1 where 1 does not fit */
+  assert_int_equal(mp_loss_scale_pick(-13, -4, &p), -9); /* rounded down */
+  assert_int_equal(mp_loss_scale_pick(-3, 20, &p), 8);   /* 2^0 fits, the middle is above */
+  assert_int_equal(mp_loss_scale_pick(-20, 3, &p), 0);   /* the middle -9 was below 2^0 */
+  assert_int_equal(mp_loss_scale_pick(0, 0, &p), 0);
+  assert_int_equal(mp_loss_scale_pick(-32, 8, &p), 0);    /* 2^0 first */
+  assert_int_equal(mp_loss_scale_pick(-32, -5, &p), -5);  /* no value bounds the bottom */
+  assert_int_equal(mp_loss_scale_pick(-31, -5, &p), -18); /* one does */
+  p.scale_log2_min = -40;
+  assert_int_equal(mp_loss_scale_pick(-32, -5, &p), -19);  /* the range is the caller's */
+  assert_int_equal(mp_loss_scale_pick(-32, -5, NULL), -5); /* NULL: the default range */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(the_suggested_loss_scale_at_its_boundaries),
       cmocka_unit_test(scaled_casts_bound_the_truth_and_window_matches_brute_force),
       cmocka_unit_test(window_equals_the_per_scale_computation),
       cmocka_unit_test(scale_one_uses_the_exact_record_counts),

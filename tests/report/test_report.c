@@ -2217,6 +2217,42 @@ static void global_loss_scale_is_the_intersection_of_layer_windows(void **state)
   free(dir);
 }
 
+/* The one scale the report suggests in a window of fitting loss scales
+ * (mp_loss_scale_pick): never below 2^0 where 2^0 fits, and the window's top
+ * where its bottom is only the search range's end. Gradients in [2^-5, 2^4]
+ * fit scales about 2^-19 .. 2^11: the middle said "e.g. 2^-4" (a scale
+ * below 1 for gradients that need none); gradients in [2^17, 2^18], which
+ * overflow fp16 unscaled, fit every scale of the range up to 2^-3: the
+ * middle of [2^-32, 2^-3] said 2^-18, an artefact of the range's -32. */
+static void the_suggested_loss_scale_is_no_artefact_of_the_window(void **state) {
+  (void)state;
+  static const struct {
+    double lo, hi;
+    int want;
+  } runs[] = {{-5, 4, 0}, {17, 18, -3}};
+  for (int i = 0; i < 2; i++) {
+    char *dir = rg_tmpdir("scalepick");
+    rg_file r;
+    rg_begin(&r, dir, "node01-100.json", &RF_P0);
+    rg_site_end(&r, fwd_site(0, "t/fc/fwd", -6, 6));
+    rg_site_end(&r, bwd_site(1, "t/fc/bwd", runs[i].lo, runs[i].hi));
+    rg_end(&r);
+    cJSON *rep = rf_report_of(dir);
+    const cJSON *g = rf_get(rep, "loss_scale");
+    const cJSON *w = rf_get(g, "window_log2");
+    int lo = (int)cJSON_GetArrayItem(w, 0)->valuedouble,
+        hi = (int)cJSON_GetArrayItem(w, 1)->valuedouble;
+    int rec = (int)rf_get(g, "recommended_log2")->valuedouble;
+    if (rec != runs[i].want)
+      fail_msg("gradients in [2^%g, 2^%g]: window [%d, %d], suggested 2^%d, want 2^%d", runs[i].lo,
+               runs[i].hi, lo, hi, rec, runs[i].want);
+    assert_true(lo <= rec && rec <= hi);
+    cJSON_Delete(rep);
+    rg_rmdir(dir);
+    free(dir);
+  }
+}
+
 static void conflicting_windows_name_the_layers_that_empty_the_intersection(void **state) {
   (void)state;
   char *dir = rg_tmpdir("conflict");
@@ -3477,6 +3513,7 @@ int main(void) {
       cmocka_unit_test(a_needed_loss_scale_left_undeclared_is_unknown),
       cmocka_unit_test(tiny_forward_values_are_not_rescued_by_a_loss_scale),
       cmocka_unit_test(global_loss_scale_is_the_intersection_of_layer_windows),
+      cmocka_unit_test(the_suggested_loss_scale_is_no_artefact_of_the_window),
       cmocka_unit_test(conflicting_windows_name_the_layers_that_empty_the_intersection),
       cmocka_unit_test(fp8_fit_is_reported_per_direction),
       cmocka_unit_test(kernels_decide_tensor_core_use_and_eligible_misses_are_findings),
