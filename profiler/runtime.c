@@ -234,8 +234,9 @@ static bool lifecycle_locks_held_here(void) {
  * (close(3..1023), closefrom) and opens files of its own meanwhile (a daemon,
  * a single-threaded program that knows no other thread) never has mpprof
  * read, write or close one of its files through a reused number, nor closes
- * the raw file under mpprof's write. Without unshare (a seccomp filter that
- * refuses it), or without a thread, the table is the program's, as before.
+ * the raw file under mpprof's write. Under a seccomp filter (which may kill
+ * the process at a system call it does not expect), without unshare, or
+ * without a thread, the table is the program's, as before.
  * The exit and exec writes run on the program's thread, in the program's
  * own order. */
 #ifndef SYS_close_range
@@ -260,10 +261,32 @@ static void *isolated_write_main(void *ret_err) {
   return NULL;
 }
 
+/* Is a seccomp filter on (/proc/self/status "Seccomp: 2", or strict mode 1,
+ * or unknown)? A filter may kill the process at a system call it does not
+ * expect (systemd's SystemCallFilter= without an errno, other sandboxes):
+ * unshare and close_range are then not tried. Asked at each checkpoint (the
+ * program may install one later); only the checkpoint thread calls it. */
+static bool seccomp_on(void) {
+  static char buf[4096];
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return true;
+  buf[n] = '\0';
+  const char *at = strstr(buf, "\nSeccomp:");
+  if (!at) return false; /* a kernel without seccomp */
+  at += strlen("\nSeccomp:");
+  while (*at == ' ' || *at == '\t')
+    at++;
+  return *at != '0';
+}
+
 static int checkpoint_write(void) {
   pthread_t t;
   int err;
-  if (pthread_create(&t, NULL, isolated_write_main, &err) != 0) return mpp_raw_write(false);
+  if (seccomp_on() || pthread_create(&t, NULL, isolated_write_main, &err) != 0)
+    return mpp_raw_write(false);
   pthread_join(t, NULL);
   return err;
 }

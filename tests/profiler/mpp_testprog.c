@@ -47,6 +47,8 @@
  *                 returns its pid, which main waits for and prints the status of (spawn).
  *                 None is a cancellation point: should the thread be cancelled after all,
  *                 main prints "cancelled" and ends with _exit(9) (no exit handlers)
+ *   seccomp N     a seccomp filter that kills the process at unshare or close_range, then N
+ *                 GEMMs 2 ms apart (checkpoints run in between)
  *   closeall N    one GEMM, then N rounds of: close every descriptor from 3 to 1023, then
  *                 write 20 GEMM results into a file of its own (mkstemp in /tmp, unlinked),
  *                 read it back and close it (a program that owns every descriptor above
@@ -137,6 +139,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -2577,6 +2583,41 @@ static int mode_capture(void) {
   return 0;
 }
 
+/* Mode seccomp N: a seccomp filter that kills the process at unshare or
+ * close_range (a sandbox that allows only what the program itself needs,
+ * as systemd's SystemCallFilter= without an errno does), then N GEMMs with
+ * pauses for checkpoints to run. */
+static int mode_seccomp(int calls) {
+  struct sock_filter code[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unshare, 2, 0),
+#ifdef SYS_close_range
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_close_range, 1, 0),
+#else
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 436, 1, 0),
+#endif
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+  };
+  struct sock_fprog prog = {(unsigned short)(sizeof code / sizeof code[0]), code};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+      prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+    die("seccomp", -1);
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 11);
+  double s = 0;
+  for (int i = 0; i < calls; i++) {
+    s += gemmex(h, &m);
+    struct timespec ts = {0, 2000000};
+    nanosleep(&ts, NULL);
+  }
+  printf("seccomp checksum %.17g\n", s);
+  CK(cublasDestroy(h));
+  return 0;
+}
+
 static int mode_closeall(int rounds) {
   cublasHandle_t h;
   mats m;
@@ -3197,6 +3238,7 @@ static const struct {
     {"forkidle", "", .plain = mode_forkidle},
     {"forkloop", " N", .counted = mode_forkloop, .dflt = 100},
     {"closeall", " N", .counted = mode_closeall, .dflt = 100},
+    {"seccomp", " N", .counted = mode_seccomp, .dflt = 50},
     {"forkfresh", "", .plain = mode_forkfresh},
     {"forkfresh_exit", "", .plain = mode_forkfresh_exit},
     {"capture", "", .plain = mode_capture},

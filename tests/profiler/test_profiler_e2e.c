@@ -1272,6 +1272,23 @@ static void checkpoints_never_touch_the_files_of_a_program_that_closes_all(void 
   free_raws(&r);
 }
 
+/* A program under a seccomp filter that kills at any system call it does not
+ * expect (here unshare and close_range, which the checkpoint's private
+ * descriptor table uses) runs to its end under mpprof as without it: the
+ * checkpoints take the shared table there. Before, the first checkpoint
+ * killed it (SIGSYS). */
+static void checkpoints_make_no_system_call_a_seccomp_filter_may_kill_for(void **state) {
+  (void)state;
+  const char *dir = outdir("seccomp");
+  char *argv[] = {(char *)testprog, "seccomp", "50", NULL};
+  const char *opts[] = {"--checkpoint", "0.001", NULL};
+  assert_int_equal(run_both(dir, argv, opts), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 1);
+  assert_true(cJSON_IsTrue(get(r.doc[0], "final")));
+  free_raws(&r);
+}
+
 /* With LD_PRELOAD used directly and a relative MPPROF_OUT, the raw file goes
  * where the process started, even after the program changes directory. */
 static void a_relative_mpprof_out_is_kept_when_the_program_changes_directory(void **state) {
@@ -2506,6 +2523,7 @@ int main(void) {
       cmocka_unit_test(exit_status_3_is_passed_through_with_a_final_raw_file),
       cmocka_unit_test(a_pending_cancellation_never_acts_inside_mpprof),
       cmocka_unit_test(checkpoints_never_touch_the_files_of_a_program_that_closes_all),
+      cmocka_unit_test(checkpoints_make_no_system_call_a_seccomp_filter_may_kill_for),
       cmocka_unit_test(a_log_line_to_a_pipe_nobody_reads_ends_no_program),
       cmocka_unit_test(every_image_of_a_program_that_execs_itself_is_recorded),
       cmocka_unit_test(the_program_of_a_run_that_execs_itself_is_its_first_image),
