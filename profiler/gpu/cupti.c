@@ -480,8 +480,9 @@ void mpp_cupti_set_flush_observer(mpp_flush_mark_fn mark, mpp_flush_settle_fn se
 
 void mpp_cupti_flush(bool final) {
   if (!atomic_load(&g_active)) return;
-  /* Counter-profiled calls that ended before this flush get all their
-   * kernels from it (their kernels finished inside the profiled range). */
+  /* Counter-profiled calls that ended before a final flush get all their
+   * kernels from it; a checkpoint's may leave a buffer that holds some
+   * (another kernel of that buffer still runs): they settle later. */
   uint64_t tc_mark = g_flush_mark ? g_flush_mark() : 0;
   api.flush_all(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
   queued_buf q;
@@ -495,7 +496,7 @@ void mpp_cupti_flush(bool final) {
   pthread_mutex_lock(&g_pmu);
   settle_waiting(final); /* at a checkpoint their records may still come */
   pthread_mutex_unlock(&g_pmu);
-  if (g_flush_settle) g_flush_settle(tc_mark);
+  if (final && g_flush_settle) g_flush_settle(tc_mark);
   size_t n = 0;
   if (api.num_dropped && api.num_dropped(NULL, 0, &n) == CUPTI_SUCCESS)
     atomic_store(&g_dropped_cupti, (uint64_t)n);

@@ -387,6 +387,23 @@ static void every_second_call_of_each_site_is_profiled_with_2(void **state) {
   cJSON_Delete(raw);
 }
 
+/* Checkpoints while kernels run (simcuda: each kernel record stays
+ * incomplete until the next is written): a checkpoint's default CUPTI flush
+ * leaves the buffer that holds a profiled call's kernel records, which come
+ * at the final flush. Settled at the checkpoint, every call profiled since
+ * the last full buffer was given up as unmatched, and its counters lost. */
+static void a_checkpoint_gives_up_no_profiled_call_whose_kernels_are_to_come(void **state) {
+  (void)state;
+  const char *dir = outdir("running");
+  const char *const env[] = {"SIMCUDA_CUPTI_KERNELS_RUNNING=1", "MPPROF_CHECKPOINT_S=0.0005", NULL};
+  run_mlp(dir, "fp16", "20", "--tc-counters=1", env);
+  cJSON *raw = load_raw(dir);
+  assert_string_equal(str(raw, "tc_counters.status"), "ok");
+  assert_true(num(raw, "tc_counters.ops_profiled") > 0);
+  assert_int_equal(num(raw, "tc_counters.ops_unmatched"), 0);
+  cJSON_Delete(raw);
+}
+
 /* 8 threads share the context: a profiled call's window may hold another
  * thread's kernels (more ranges than the call's kernels: discarded as
  * unmatched) or find another call being profiled (skipped), but a verdict is
@@ -476,6 +493,7 @@ int main(void) {
       cmocka_unit_test(cupti_held_by_another_tool_makes_counters_unavailable),
       cmocka_unit_test(a_cupti_without_the_range_profiler_is_named_as_the_reason),
       cmocka_unit_test(every_second_call_of_each_site_is_profiled_with_2),
+      cmocka_unit_test(a_checkpoint_gives_up_no_profiled_call_whose_kernels_are_to_come),
       cmocka_unit_test(concurrent_threads_never_get_another_kernels_verdict),
       cmocka_unit_test(a_bad_tc_counters_value_is_a_usage_error),
   };

@@ -361,6 +361,10 @@ static void on_kernel(const simcuda_kernel_event *ev) {
 
 __attribute__((constructor)) static void attach(void) {
   pthread_atfork(lock_for_fork, unlock_after_fork, forget_pid);
+  /* the knob's switch for a whole program (every kernel runs until the next
+   * is written) */
+  const char *running = getenv("SIMCUDA_CUPTI_KERNELS_RUNNING");
+  running_mode = running && running[0] == '1';
   simcuda_cupti_attach(on_kernel);
 }
 
