@@ -21,10 +21,14 @@
  * 0 when made, else -errno (-EEXIST included). */
 static int mkdir_owned(int at, const char *path) {
   if (mkdirat(at, path, 0777) != 0) return -errno;
+  /* Through a descriptor of the directory itself: a link put in its place
+   * since mkdirat is not followed (O_NOFOLLOW), nor anything else changed. */
+  int fd = openat(at, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return 0;
   struct stat st;
-  if (fstatat(at, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
-      (st.st_mode & S_IRWXU) != S_IRWXU)
-    (void)fchmodat(at, path, (st.st_mode & 07777) | S_IRWXU, 0);
+  if (fstat(fd, &st) == 0 && (st.st_mode & S_IRWXU) != S_IRWXU)
+    (void)fchmod(fd, (st.st_mode & 07777) | S_IRWXU);
+  close(fd);
   return 0;
 }
 

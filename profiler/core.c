@@ -203,6 +203,7 @@ void mpp_cancel_restore(int state) {
 
 void mpp_log(int level, const char *fmt, ...) {
   if (mpp_cfg.log < level) return;
+  int e = errno; /* the caller's, whatever the formatting below sets */
   char line[1024];
   int n = snprintf(line, sizeof line, "mpprof[%d/%u]: ", (int)getpid(), mpp_thread_id());
   va_list ap;
@@ -213,7 +214,7 @@ void mpp_log(int level, const char *fmt, ...) {
   line[len++] = '\n';
   /* One write: lines of different threads do not interleave. (write is a
    * cancellation point: callers may hold mpprof's locks.) */
-  int cancel = mpp_cancel_off(), e = errno;
+  int cancel = mpp_cancel_off();
   /* stderr a pipe nobody reads any more: the write's SIGPIPE (sent to this
    * thread) is blocked and taken back, unless one was pending already: a
    * log line must not end a program that writes nothing there itself. */

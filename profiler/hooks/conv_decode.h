@@ -42,8 +42,9 @@ void mpp_conv_decode_call(mpp_op *op, const char *api, mpp_op_kind kind, const m
                           const void *p0, const void *p1, const void *p2);
 /* What shadow execution needs to re-compute the convolution op (decoded by
  * mpp_conv_decode; op.h conv_shadow), from its tensors in role order, c
- * (with its group count) and the call's alpha (host memory; NULL: the op is
- * more than alpha times the convolution, nothing set). */
+ * (with its group count) and the call's alpha (host memory; NULL: not known,
+ * nothing set). The fused bias-activation forward adds its epilogue with
+ * mpp_conv_shadow_bias_act. */
 void mpp_conv_shadow_of(mpp_op *op, const mpp_tensor_desc *t0, const mpp_tensor_desc *t1,
                         const mpp_tensor_desc *t2, const mpp_conv_desc *c, const void *alpha);
 /* The same for the backend API, whose tensors (the filter too) carry their

@@ -98,8 +98,8 @@ void *mpp_cudnn_stream(cudnnHandle_t h) {
 }
 
 /* Descriptors in role order (see mpp_conv_decode); filter_index marks which
- * one is w. alpha: the call's (shadow execution), NULL where the op is more
- * than alpha times the convolution (the fused bias-activation forward).
+ * one is w. alpha: the call's (shadow execution; the fused bias-activation
+ * forward's alpha1, its epilogue added by decode_fused), NULL when unknown.
  * beta: the call's; non-zero, the output's prior value is read too (an input
  * role of its own, mpp_conv_add_prior). The getters write into the memo's
  * key (mpp_conv_decode_memo_key: decoded once per key); with shadow execution,
