@@ -252,8 +252,11 @@ cJSON *mpprof_advice_to_json(const mp_advice *a) {
   int failed = 0;
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
-  add(o, MP_K_ADV_FP16, cJSON_CreateString(mp_fp16_verdict_name(a->fp16)), &failed);
-  if (a->has_window) {
+  /* Nothing to judge (no finite non-zero value): every verdict is null, as
+   * recommended is; "fp16 safe, fp8 fits at 2^0" would be true of no value. */
+  add(o, MP_K_ADV_FP16,
+      a->judged ? cJSON_CreateString(mp_fp16_verdict_name(a->fp16)) : cJSON_CreateNull(), &failed);
+  if (a->judged && a->has_window) {
     const int w[2] = {a->window_lo, a->window_hi};
     add(o, MP_K_ADV_LOSS_SCALE_LOG2, cJSON_CreateIntArray(w, 2), &failed);
   } else {
@@ -261,8 +264,10 @@ cJSON *mpprof_advice_to_json(const mp_advice *a) {
   }
   add(o, MP_K_ADV_LOSS_SCALE_ESTIMATE, cJSON_CreateBool(a->has_window && a->window_estimate),
       &failed);
-  add(o, MP_K_ADV_FP8_E4M3, fp8_advice_to_json(&a->fp8_e4m3, &failed), &failed);
-  add(o, MP_K_ADV_FP8_E5M2, fp8_advice_to_json(&a->fp8_e5m2, &failed), &failed);
+  add(o, MP_K_ADV_FP8_E4M3,
+      a->judged ? fp8_advice_to_json(&a->fp8_e4m3, &failed) : cJSON_CreateNull(), &failed);
+  add(o, MP_K_ADV_FP8_E5M2,
+      a->judged ? fp8_advice_to_json(&a->fp8_e5m2, &failed) : cJSON_CreateNull(), &failed);
   add(o, MP_K_ADV_RECOMMENDED,
       a->judged ? cJSON_CreateString(mp_advice_recommended_name(a)) : cJSON_CreateNull(),
       &failed); /* nothing to judge: no finite non-zero value */

@@ -297,6 +297,7 @@ static void loss_scale_window_is_a_pair_or_null(void **st) {
   (void)st;
   mp_advice a;
   memset(&a, 0, sizeof a);
+  a.judged = true;
   a.has_window = true;
   a.window_lo = -3;
   a.window_hi = 12;
@@ -309,6 +310,31 @@ static void loss_scale_window_is_a_pair_or_null(void **st) {
   j = mpprof_advice_to_json(&a);
   assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "loss_scale_log2")));
   cJSON_Delete(j);
+}
+
+/* No finite non-zero value (an all-zero tensor): nothing to judge, so
+ * every verdict is null as recommended is. They said fp16 "safe", a window
+ * of the whole search range and fp8 "fits at 2^0", true of no value. */
+static void a_tensor_with_nothing_to_judge_has_null_verdicts(void **st) {
+  (void)st;
+  mp_stats *s = malloc(sizeof *s);
+  assert_non_null(s);
+  mp_stats_init(s, MP_FP32);
+  const float zeros[64] = {0};
+  mp_view v = {.dtype = MP_FP32, .data = zeros, .rows = 64, .cols = 1, .ld = 64, .batch = 1};
+  assert_int_equal(mp_scan(s, &v), 0);
+  mp_advice a;
+  mp_advise(s, NULL, &a);
+  assert_false(a.judged);
+  cJSON *j = mpprof_advice_to_json(&a);
+  static const char *const keys[] = {"fp16", "loss_scale_log2", "fp8_e4m3", "fp8_e5m2",
+                                     "recommended"};
+  for (int i = 0; i < 5; i++)
+    if (!cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, keys[i])))
+      fail_msg("%s is not null for an all-zero tensor", keys[i]);
+  assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "loss_scale_estimate")));
+  cJSON_Delete(j);
+  free(s);
 }
 
 /* ---- the reader's checks ---- */
@@ -414,6 +440,7 @@ int main(void) {
       cmocka_unit_test(in_memory_tree_reads_back_without_printing),
       cmocka_unit_test(advice_key_is_present_only_when_given),
       cmocka_unit_test(loss_scale_window_is_a_pair_or_null),
+      cmocka_unit_test(a_tensor_with_nothing_to_judge_has_null_verdicts),
       cmocka_unit_test(missing_key_is_refused),
       cmocka_unit_test(unknown_dtype_is_refused),
       cmocka_unit_test(fractional_count_is_refused),
