@@ -141,6 +141,16 @@ def _label(module, qualname, prefix):
     return prefix + name
 
 
+def _numbered(base, taken, suffix=""):
+    """base + suffix, or base_N + suffix with the first N from 2 that makes a
+    name not in taken (the names of live modules: a dead one's is free)."""
+    used, name, n = set(taken), base + suffix, 1
+    while name in used:
+        n += 1
+        name = "%s_%d%s" % (base, n, suffix)
+    return name
+
+
 _root_prefix = weakref.WeakKeyDictionary()  # another root model -> the prefix its names carry
 _bare_names = weakref.WeakKeyDictionary()  # a root without children -> its name
 
@@ -158,21 +168,13 @@ def _name_root(root):
         else:
             prefix = _root_prefix.get(root)
             if prefix is None:  # one per live root: D and an EMA copy of G, both Sequential, stay apart
-                cls, used, n = _inner_class(root), set(_root_prefix.values()), 1
-                prefix = cls + "."
-                while prefix in used:
-                    n += 1
-                    prefix = "%s_%d." % (cls, n)
+                prefix = _numbered(_inner_class(root), _root_prefix.values(), ".")
                 _root_prefix[root] = prefix
                 _note_model(prefix[:-1], root)
     else:  # a bare root (a layer used as a model): its class, numbered from the second live one
         bare = _bare_names.get(root)
         if bare is None:
-            cls, used, n = _inner_class(root), set(_bare_names.values()), 1
-            bare = cls
-            while bare in used:
-                n += 1
-                bare = "%s_%d" % (cls, n)
+            bare = _numbered(_inner_class(root), _bare_names.values())
             _bare_names[root] = bare
             _note_model(bare, root)
     for qualname, m in children:
@@ -222,15 +224,12 @@ def _unregistered_name(module, name):
     that is not one of its modules (layers kept in a plain list), numbered
     from the second live one of that name on, so that each is a layer of its
     own (a module made anew in every forward takes the name of the dead)."""
-    base, used, n = name, set(_unregistered.values()), 1
-    while name in used:
-        n += 1
-        name = "%s_%d" % (base, n)
+    numbered = _numbered(name, _unregistered.values())
     try:
-        _unregistered[module] = name
+        _unregistered[module] = numbered
     except TypeError:  # a module class with __eq__ and no __hash__: not numbered
-        return base
-    return name
+        return name
+    return numbered
 
 
 def _resolve(module, root, parent):
