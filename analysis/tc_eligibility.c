@@ -41,6 +41,12 @@ static bool is_fp8(mp_dtype d) {
   return d == MP_FP8_E4M3 || d == MP_FP8_E5M2;
 }
 
+/* A legacy cuDNN convolution of math type CUDNN_FMA_MATH (the raw file's
+ * spelling, hooks/cudnn.c): FMA kernels only. */
+static bool fma_only(const mp_tc_query *q) {
+  return eq(q->conv_math, "FMA_MATH");
+}
+
 /* Compute types are the raw file's spelling; cuDNN writes a dtype name. */
 static bool compute_is(const mp_tc_query *q, const char *cublas, mp_dtype cudnn) {
   return eq(q->compute_type, cublas) ||
@@ -53,7 +59,7 @@ static tc_path path_of(const mp_tc_query *q, char *why, size_t n) {
   mp_dtype a = q->a;
   const char *ct = q->compute_type ? q->compute_type : "";
   bool pedantic = strstr(ct, "PEDANTIC") || (q->math_mode && strstr(q->math_mode, "PEDANTIC"));
-  if (eq(q->conv_math, "FMA_MATH")) { /* cudnnMathType_t: FMA kernels only */
+  if (fma_only(q)) {
     snprintf(why, n,
              "cuDNN math type FMA_MATH restricts the convolution to FMA (CUDA-core) kernels");
     return PATH_NONE;
@@ -136,7 +142,7 @@ static bool tf32_would_apply(const mp_tc_query *q) {
   const char *ct = q->compute_type ? q->compute_type : "";
   if (strstr(ct, "PEDANTIC") || strstr(ct, "16") || strstr(ct, "64")) return false;
   if (q->math_mode && strstr(q->math_mode, "PEDANTIC")) return false;
-  if (eq(q->conv_math, "FMA_MATH")) return false; /* the program chose CUDA cores */
+  if (fma_only(q)) return false; /* the program chose CUDA cores */
   int cc = q->cc_major * 10 + q->cc_minor;
   return cc == 0 || cc >= k_path[PATH_TF32].cc;
 }
