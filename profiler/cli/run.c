@@ -431,14 +431,19 @@ static bool readable(const char *p) {
   return access(p, R_OK) == 0;
 }
 
+/* The first n bytes of file, or fewer: how many were read (-1: none). */
+static ssize_t read_head(const char *file, unsigned char *b, size_t n) {
+  int fd = open(file, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t got = read(fd, b, n);
+  close(fd);
+  return got;
+}
+
 /* Whether file starts with ELF's magic (a program or a shared library). */
 static bool has_elf_magic(const char *file) {
   unsigned char b[SELFMAG];
-  int fd = open(file, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  ssize_t got = read(fd, b, sizeof b);
-  close(fd);
-  return got == SELFMAG && !memcmp(b, ELFMAG, SELFMAG);
+  return read_head(file, b, sizeof b) == SELFMAG && !memcmp(b, ELFMAG, SELFMAG);
 }
 
 /* The loader splits LD_PRELOAD at each of these, and cannot quote one. */
@@ -749,10 +754,7 @@ static int interpreter_missing(const char *file, char *interp, size_t n, char *w
  * byte before the first newline (bash's check_binary_file; dash's is alike). */
 static bool looks_binary(const char *file) {
   unsigned char b[MPP_BINARY_SAMPLE];
-  int fd = open(file, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  ssize_t got = read(fd, b, sizeof b);
-  close(fd);
+  ssize_t got = read_head(file, b, sizeof b);
   if (got >= SELFMAG && !memcmp(b, ELFMAG, SELFMAG)) return true;
   for (ssize_t i = 0; i < got && b[i] != '\n'; i++)
     if (b[i] == '\0') return true;

@@ -605,6 +605,22 @@ static void fp8_scales_in_device_memory_are_read_as_the_op_read_them(void **stat
   drop(&g);
 }
 
+/* The host path's gathered operands in host put in device memory (host's
+ * a.data and b.data then point there: the caller frees them), measured on
+ * the device with every candidate: what the device's own gather of the same
+ * convolution must measure. */
+static got measured_host_gather(mp_shadow_gemm *host, const float delayed[2][2]) {
+  size_t ba = (size_t)(host->m * host->k * host->batch) * mp_dtype_size(host->a.dtype),
+         bb = (size_t)(host->k * host->n * host->batch) * mp_dtype_size(host->b.dtype);
+  host->a.data = memcpy(dev_alloc(ba), host->a.data, ba);
+  host->b.data = memcpy(dev_alloc(bb), host->b.data, bb);
+  got want = {0};
+  assert_int_equal(
+      mpp_devshadow_enqueue(NULL, host, MP_SHADOW_ALL, delayed, (uint64_t)1 << 30, keep, &want), 0);
+  mpp_devshadow_drain();
+  return want;
+}
+
 /* A convolution in device memory (backward filter, fp16, NHWC strides,
  * flipped taps, 2 groups; 2-D, and 3-D: a depth of 4 with its own padding
  * and stride, NDHWC): its operands gathered on the device measure exactly what
@@ -647,16 +663,9 @@ static void device_conv_case(bool deep) {
   assert_int_equal(mp_shadow_conv_gemm(&cv, &host, &owned), 0);
   assert_int_equal(mp_shadow_conv_shape(&cv, &shape), 0);
   assert_int_equal(host.batch, 2);
-  size_t ba = (size_t)(host.m * host.k * host.batch) * 2,
-         bb = (size_t)(host.k * host.n * host.batch) * 2;
-  host.a.data = memcpy(dev_alloc(ba), host.a.data, ba);
-  host.b.data = memcpy(dev_alloc(bb), host.b.data, bb);
   const float delayed[2][2] = {{2, 0.5f}, {4, 0.25f}};
   unsigned mask = MP_SHADOW_ALL;
-  got want = {0}, conv = {0};
-  assert_int_equal(
-      mpp_devshadow_enqueue(NULL, &host, mask, delayed, (uint64_t)1 << 30, keep, &want), 0);
-  mpp_devshadow_drain();
+  got want = measured_host_gather(&host, delayed), conv = {0};
   void (*lag)(int) = (void (*)(int))fake("libcuda.so.1", "fakecuda_lag");
   lag(1);
   assert_int_equal(
@@ -726,16 +735,9 @@ static void a_fused_bias_relu_convolution_on_the_device_reads_its_bias_copy(void
     both[i]->bias_dtype = MP_FP16;
     both[i]->bias_stride = g->k;
   }
-  size_t ba = (size_t)(host.m * host.k * host.batch) * 2,
-         bb = (size_t)(host.k * host.n * host.batch) * 2;
-  host.a.data = memcpy(dev_alloc(ba), host.a.data, ba);
-  host.b.data = memcpy(dev_alloc(bb), host.b.data, bb);
   const float delayed[2][2] = {{2, 0.5f}, {4, 0.25f}};
   unsigned mask = MP_SHADOW_ALL;
-  got want = {0}, conv = {0}, unbiased = {0};
-  assert_int_equal(
-      mpp_devshadow_enqueue(NULL, &host, mask, delayed, (uint64_t)1 << 30, keep, &want), 0);
-  mpp_devshadow_drain();
+  got want = measured_host_gather(&host, delayed), conv = {0}, unbiased = {0};
   void (*lag)(int) = (void (*)(int))fake("libcuda.so.1", "fakecuda_lag");
   lag(1);
   assert_int_equal(
