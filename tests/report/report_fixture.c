@@ -21,6 +21,41 @@ char *rf_run_begin(rg_file *r, const char *tag) {
   return dir;
 }
 
+cJSON *rf_fwd_site(int id, const char *layer_path, double lo, double hi) {
+  cJSON *s = rg_gemm(id, "cublasGemmEx", layer_path, "A=fp16,B=fp16,C=fp32,D=fp32", "32F",
+                     "DEFAULT", 64, 64, 64, 10);
+  rg_tensor(s, "A", MP_FP16, -8, 4, 200);
+  rg_tensor(s, "B", MP_FP16, -8, 4, 200);
+  rg_tensor(s, "D", MP_FP32, lo, hi, 400);
+  return s;
+}
+
+cJSON *rf_bwd_site(int id, const char *layer_path, double lo, double hi) {
+  cJSON *s = rg_gemm(id, "cublasGemmEx", layer_path, "A=fp16,B=fp16,C=fp32,D=fp32", "32F",
+                     "DEFAULT", 64, 64, 64, 10);
+  rg_tensor(s, "A", MP_FP16, -8, 4, 100);
+  rg_tensor(s, "D", MP_FP32, lo, hi, 400);
+  return s;
+}
+
+char *rf_marks_run(const char *tag, bool with_grads) {
+  rg_file r;
+  char *dir = rf_run_begin(&r, tag);
+  rg_site_end(&r, rf_fwd_site(0, "f/fwd", -6, 6));
+  if (with_grads) {
+    rg_site_end(&r, rf_fwd_site(1, "l/fwd", -6, 6));
+    cJSON *s = rg_gemm(2, "cublasGemmEx", "l/bwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F", "DEFAULT",
+                       64, 64, 64, 10);
+    rg_tensor(s, "A", MP_FP16, -22, -16, 100); /* every value an fp16 subnormal */
+    rg_tensor(s, "D", MP_FP32, -34, -20, 400);
+    rg_site_end(&r, s);
+    rg_site_end(&r, rf_fwd_site(3, "g/fwd", -6, 6));
+    rg_site_end(&r, rf_bwd_site(4, "g/bwd", -6, 6));
+  }
+  assert_int_equal(rg_end(&r), 0);
+  return dir;
+}
+
 void rf_generate(const char *dir) {
   mpprof_report_options o = {.out_dir = dir, .program = NULL, .summary = NULL};
   assert_int_equal(mpprof_report_generate(&o), 0);

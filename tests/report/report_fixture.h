@@ -5,6 +5,8 @@
 #ifndef MPPROF_TESTS_REPORT_REPORT_FIXTURE_H
 #define MPPROF_TESTS_REPORT_REPORT_FIXTURE_H
 
+#include <stdbool.h>
+
 #include <cjson/cJSON.h>
 
 #include "rawgen.h"
@@ -19,6 +21,18 @@ char *rf_run_begin(rg_file *r, const char *tag);
 void rf_generate(const char *dir);
 /* rf_generate, then dir/report.json parsed. */
 cJSON *rf_report_of(const char *dir);
+
+/* A forward GEMM site with fp16 inputs A, B in binades [2^-8, 2^4] and an
+ * fp32 output spanning [2^lo, 2^hi]. */
+cJSON *rf_fwd_site(int id, const char *layer_path, double lo, double hi);
+/* A backward GEMM site whose fp32 output (a gradient) spans [2^lo, 2^hi]. */
+cJSON *rf_bwd_site(int id, const char *layer_path, double lo, double hi);
+/* A run for the verdicts' marks (rg_tmpdir(tag), malloc'd), its report not
+ * yet generated: layer l (fp16 with a loss scale) whose incoming fp16
+ * gradient is every value an fp16 subnormal (flushed before mpprof saw it),
+ * f forward only, g forward and backward; with_grads false: f alone (an
+ * eval-only run). */
+char *rf_marks_run(const char *tag, bool with_grads);
 
 /* o's member at a dotted path ("a.b.c"); NULL where there is none. */
 /* A cuDNN convolution site (rawgen's rg_gemm with a "conv" object): api and

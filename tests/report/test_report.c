@@ -27,25 +27,6 @@ static const char *recommended(const cJSON *rep, const char *name) {
   return cJSON_IsString(r) ? r->valuestring : "null";
 }
 
-/* A forward GEMM with fp16 inputs in [2^-8, 2^4] and output magnitudes [2^lo, 2^hi]. */
-static cJSON *fwd_site(int id, const char *layer_path, double lo, double hi) {
-  cJSON *s = rg_gemm(id, "cublasGemmEx", layer_path, "A=fp16,B=fp16,C=fp32,D=fp32", "32F",
-                     "DEFAULT", 64, 64, 64, 10);
-  rg_tensor(s, "A", MP_FP16, -8, 4, 200);
-  rg_tensor(s, "B", MP_FP16, -8, 4, 200);
-  rg_tensor(s, "D", MP_FP32, lo, hi, 400);
-  return s;
-}
-
-/* A backward GEMM whose output (a gradient) spans [2^lo, 2^hi]. */
-static cJSON *bwd_site(int id, const char *layer_path, double lo, double hi) {
-  cJSON *s = rg_gemm(id, "cublasGemmEx", layer_path, "A=fp16,B=fp16,C=fp32,D=fp32", "32F",
-                     "DEFAULT", 64, 64, 64, 10);
-  rg_tensor(s, "A", MP_FP16, -8, 4, 100);
-  rg_tensor(s, "D", MP_FP32, lo, hi, 400);
-  return s;
-}
-
 /* ---- merging ---- */
 
 static void sites_with_the_same_key_merge_across_ranks(void **state) {
@@ -55,8 +36,8 @@ static void sites_with_the_same_key_merge_across_ranks(void **state) {
   for (int p = 0; p < 2; p++) {
     assert_int_equal(rg_begin(&r, dir, p ? "node02-200.json" : "node01-100.json", p ? &P1 : &RF_P0),
                      0);
-    rg_site_end(&r, fwd_site(7, "net/fc1/fwd", -4, 4 + p)); /* same key, different values */
-    if (p) rg_site_end(&r, fwd_site(8, "net/fc2/fwd", -4, 4));
+    rg_site_end(&r, rf_fwd_site(7, "net/fc1/fwd", -4, 4 + p)); /* same key, different values */
+    if (p) rg_site_end(&r, rf_fwd_site(8, "net/fc2/fwd", -4, 4));
     assert_int_equal(rg_end(&r), 0);
   }
   cJSON *rep = rf_report_of(dir);
@@ -265,7 +246,7 @@ static void a_kernel_event_of_a_merging_site_names_its_own_files_kernel(void **s
   for (int p = 0; p < 2; p++) {
     assert_int_equal(rg_begin(&r, dir, p ? "node02-200.json" : "node01-100.json", p ? &P1 : &RF_P0),
                      0);
-    cJSON *s = fwd_site(7, "net/fc1/fwd", -4, 4);
+    cJSON *s = rf_fwd_site(7, "net/fc1/fwd", -4, 4);
     rg_kernel(s, p ? "k_rank1_first" : "k_rank0", 10, 100);
     if (p) rg_kernel(s, "k_rank1_second", 10, 100);
     rg_site_end(&r, s);
@@ -307,7 +288,7 @@ static void stream_tracks_have_tids_perfetto_keeps(void **state) {
   char *dir = rg_tmpdir("stream_tids");
   rg_file r;
   assert_int_equal(rg_begin(&r, dir, "node01-100.json", &RF_P0), 0);
-  cJSON *s = fwd_site(7, "net/fc1/fwd", -4, 4);
+  cJSON *s = rf_fwd_site(7, "net/fc1/fwd", -4, 4);
   rg_kernel(s, "k", 2, 100);
   rg_site_end(&r, s);
   cJSON *tr = trace_with_kernel_events(
@@ -346,7 +327,7 @@ static void trace_kernel_slices_show_cpp_kernels_demangled(void **state) {
   char *dir = rg_tmpdir("trace_demangle");
   rg_file r;
   assert_int_equal(rg_begin(&r, dir, "node01-100.json", &RF_P0), 0);
-  cJSON *s = fwd_site(7, "net/fc1/fwd", -4, 4);
+  cJSON *s = rf_fwd_site(7, "net/fc1/fwd", -4, 4);
   rg_kernel(s,
             "_ZN7cutlass7Kernel2I66cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x6_"
             "tn_align8EEvNT_6ParamsE",
@@ -390,7 +371,7 @@ static void a_capped_timeline_is_marked_where_it_ends(void **state) {
   for (int i = 0; i < 2; i++) {
     rg_file r;
     assert_int_equal(rg_begin(&r, dir, names[i], procs[i]), 0);
-    rg_site_end(&r, fwd_site(7, "net/fc1/fwd", -4, 4));
+    rg_site_end(&r, rf_fwd_site(7, "net/fc1/fwd", -4, 4));
     rg_event(&r, 7, 10000, 500, 42);
     rg_event(&r, 7, 20000, 700, 42);
     assert_int_equal(rg_end(&r), 0);
@@ -442,7 +423,7 @@ static void trace_times_are_exact_to_the_nanosecond(void **state) {
   char *dir = rg_tmpdir("exact_ns");
   rg_file r;
   assert_int_equal(rg_begin(&r, dir, "node01-100.json", &RF_P0), 0);
-  cJSON *s = fwd_site(7, "net/fc1/fwd", -4, 4);
+  cJSON *s = rf_fwd_site(7, "net/fc1/fwd", -4, 4);
   rg_kernel(s, "k_exact", 1, 1000);
   rg_site_end(&r, s);
   if (!r.in_events) fputs("],\n\"events\":[", r.f);
@@ -534,7 +515,7 @@ static void every_device_of_a_run_is_named_once(void **state) {
     snprintf(name, sizeof name, "node01-%d.json", 100 + p);
     rg_file r;
     assert_int_equal(rg_begin(&r, dir, name, &P), 0);
-    rg_site_end(&r, fwd_site(7, "net/fc1/fwd", -4, 4));
+    rg_site_end(&r, rf_fwd_site(7, "net/fc1/fwd", -4, 4));
     assert_int_equal(rg_end(&r), 0);
     if (!devs[p]) continue;
     snprintf(dev, sizeof dev, "\"name\":\"%s\"", devs[p]);
@@ -562,7 +543,7 @@ static void every_device_of_a_run_is_named_once(void **state) {
   dir = rg_tmpdir("device");
   rg_file r;
   assert_int_equal(rg_begin(&r, dir, "node01-100.json", &RF_P0), 0);
-  rg_site_end(&r, fwd_site(7, "net/fc1/fwd", -4, 4));
+  rg_site_end(&r, rf_fwd_site(7, "net/fc1/fwd", -4, 4));
   assert_int_equal(rg_end(&r), 0);
   text = NULL;
   sum = open_memstream(&text, &len);
@@ -591,7 +572,7 @@ static void ranks_of_the_world_size_without_a_raw_file_are_named(void **state) {
       P.rank = 2 * p;
       const char *name = p ? "node02-200.json" : "node01-100.json";
       assert_int_equal(rg_begin(&r, dir, name, &P), 0);
-      rg_site_end(&r, fwd_site(7, "net/fc1/fwd", -4, 4));
+      rg_site_end(&r, rf_fwd_site(7, "net/fc1/fwd", -4, 4));
       assert_int_equal(rg_end(&r), 0);
       if (!old) assert_int_equal(rg_edit(dir, name, "\"argv\":", "\"world_size\":4,\"argv\":"), 0);
     }
@@ -649,8 +630,8 @@ static void a_file_skipped_after_its_sites_leaves_no_site_behind(void **state) {
   const char *names[] = {"a-100.json", "b-200.json", "c-300.json"};
   for (int p = 0; p < 3; p++) {
     assert_int_equal(rg_begin(&r, dir, names[p], procs[p]), 0);
-    rg_site_end(&r, fwd_site(7, "net/fc1/fwd", -4, 4)); /* merges but in a */
-    rg_site_end(&r, fwd_site(8, p == 1 ? "net/fc2/fwd" : "net/fc3/fwd", -4, 4 + p));
+    rg_site_end(&r, rf_fwd_site(7, "net/fc1/fwd", -4, 4)); /* merges but in a */
+    rg_site_end(&r, rf_fwd_site(8, p == 1 ? "net/fc2/fwd" : "net/fc3/fwd", -4, 4 + p));
     rg_event(&r, p == 1 ? 99 : 8, 1000, 500, 7); /* b's refers to no site: b is skipped */
     assert_int_equal(rg_end(&r), 0);
   }
@@ -676,7 +657,7 @@ static void sites_that_differ_only_in_autotune_calls_merge(void **state) {
   for (int p = 0; p < 2; p++) {
     assert_int_equal(rg_begin(&r, dir, p ? "node02-200.json" : "node01-100.json", p ? &P1 : &RF_P0),
                      0);
-    cJSON *s = fwd_site(3, "net/conv1/fwd", -4, 4);
+    cJSON *s = rf_fwd_site(3, "net/conv1/fwd", -4, 4);
     if (p) cJSON_AddNumberToObject(s, "autotune_calls", 3);
     rg_site_end(&r, s);
     assert_int_equal(rg_end(&r), 0);
@@ -696,10 +677,10 @@ static void the_same_process_read_twice_is_counted_once(void **state) {
   char *dir = rg_tmpdir("dup");
   rg_file r;
   rg_begin(&r, dir, "a.json", &RF_P0);
-  rg_site_end(&r, fwd_site(0, "l/fwd", -4, 4));
+  rg_site_end(&r, rf_fwd_site(0, "l/fwd", -4, 4));
   rg_end(&r);
   rg_begin(&r, dir, "b.json", &RF_P0);
-  rg_site_end(&r, fwd_site(0, "l/fwd", -4, 4));
+  rg_site_end(&r, rf_fwd_site(0, "l/fwd", -4, 4));
   rg_end(&r);
   cJSON *rep = rf_report_of(dir);
   assert_int_equal(rf_get(rep, "summary.calls")->valuedouble, 10);
@@ -763,12 +744,12 @@ static char *mlp_like_run(void) {
   char *dir = rg_tmpdir("verdict");
   rg_file r;
   rg_begin(&r, dir, "node01-100.json", &RF_P0);
-  rg_site_end(&r, fwd_site(0, "mlp/fc1/fwd", -6, 6));
-  rg_site_end(&r, bwd_site(1, "mlp/fc1/bwd", -34, -20));
-  rg_site_end(&r, fwd_site(2, "mlp/fc2/fwd", 8, 18));
-  rg_site_end(&r, bwd_site(3, "mlp/fc2/bwd", -10, -2));
-  rg_site_end(&r, fwd_site(4, "mlp/fc3/fwd", -6, 6));
-  rg_site_end(&r, bwd_site(5, "mlp/fc3/bwd", -12, 0));
+  rg_site_end(&r, rf_fwd_site(0, "mlp/fc1/fwd", -6, 6));
+  rg_site_end(&r, rf_bwd_site(1, "mlp/fc1/bwd", -34, -20));
+  rg_site_end(&r, rf_fwd_site(2, "mlp/fc2/fwd", 8, 18));
+  rg_site_end(&r, rf_bwd_site(3, "mlp/fc2/bwd", -10, -2));
+  rg_site_end(&r, rf_fwd_site(4, "mlp/fc3/fwd", -6, 6));
+  rg_site_end(&r, rf_bwd_site(5, "mlp/fc3/bwd", -12, 0));
   cJSON *s = rg_gemm(6, "cublasSgemm_v2", "mlp/fc4/fwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
                      "DEFAULT", 64, 64, 64, 4);
   rg_tensor(s, "A", MP_FP32, -4, 4, 100);
@@ -1142,7 +1123,7 @@ static void the_global_loss_scale_follows_the_measured_verdicts(void **state) {
   for (int i = 0; i < 2; i++) {
     char path[32];
     snprintf(path, sizeof path, "%s/fwd", names[i]);
-    rg_site_end(&r, fwd_site(2 * i, path, -4, 4));
+    rg_site_end(&r, rf_fwd_site(2 * i, path, -4, 4));
     snprintf(path, sizeof path, "%s/bwd", names[i]);
     cJSON *s = rg_gemm(2 * i + 1, "cublasGemmEx", path, "A=fp16,B=fp16,C=fp32,D=fp32", "32F",
                        "DEFAULT", 64, 64, 64, 10);
@@ -1186,7 +1167,7 @@ static void a_bf16_plan_keeps_out_a_layer_whose_measured_bf16_error_is_too_large
   const char *paths[] = {"net/fc2/fwd", "net/fc3/fwd"};
   const double bf16_err[] = {0.002, 0.0053}; /* the limit: 2^-8 = 0.0039 */
   for (int i = 0; i < 2; i++) {
-    cJSON *s = fwd_site(i, paths[i], -4, 4);
+    cJSON *s = rf_fwd_site(i, paths[i], -4, 4);
     cJSON *sh = cJSON_AddObjectToObject(s, "shadow");
     cJSON_AddNumberToObject(sh, "calls", 1);
     cJSON *cs = cJSON_AddObjectToObject(sh, "candidates");
@@ -1330,8 +1311,8 @@ static void the_recommended_plan_keeps_the_fewest_layers_in_fp32(void **state) {
   char *dir = rg_tmpdir("plan_fp32_cost");
   rg_file r;
   rg_begin(&r, dir, "node01-100.json", &RF_P0);
-  rg_site_end(&r, fwd_site(0, "net/fc1/fwd", -4, 18)); /* 2^18 > 65504: bf16 */
-  cJSON *s = fwd_site(1, "net/fc3/fwd", -4, 4);        /* fp16 */
+  rg_site_end(&r, rf_fwd_site(0, "net/fc1/fwd", -4, 18)); /* 2^18 > 65504: bf16 */
+  cJSON *s = rf_fwd_site(1, "net/fc3/fwd", -4, 4);        /* fp16 */
   cJSON *sh = cJSON_AddObjectToObject(s, "shadow");
   cJSON_AddNumberToObject(sh, "calls", 1);
   cJSON *cs = cJSON_AddObjectToObject(sh, "candidates");
@@ -1369,7 +1350,7 @@ static void the_plan_lists_fp8_candidates_by_their_measured_error(void **state) 
   const char *paths[] = {"net/fc2/fwd", "net/fc3/fwd", "net/fc4/fwd"};
   const double err[] = {0.02, 0.09, 0}; /* fc4: not shadowed */
   for (int i = 0; i < 3; i++) {
-    cJSON *s = fwd_site(i, paths[i], -4, 4);
+    cJSON *s = rf_fwd_site(i, paths[i], -4, 4);
     if (err[i] > 0) {
       cJSON *sh = cJSON_AddObjectToObject(s, "shadow");
       cJSON_AddNumberToObject(sh, "calls", 1);
@@ -1882,7 +1863,7 @@ static void a_flushed_fp16_input_is_a_reason_on_an_fp16_verdict(void **state) {
   char *dir = rg_tmpdir("flushedge");
   rg_file r;
   rg_begin(&r, dir, "a.json", &RF_P0);
-  rg_site_end(&r, fwd_site(0, "l/fwd", -6, 6));
+  rg_site_end(&r, rf_fwd_site(0, "l/fwd", -6, 6));
   cJSON *s = rg_gemm(1, "cublasGemmEx", "l/bwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F", "DEFAULT",
                      64, 64, 64, 10);
   rg_tensor(s, "A", MP_FP16, -22, -16, 100); /* every value an fp16 subnormal */
@@ -1904,28 +1885,6 @@ static void a_flushed_fp16_input_is_a_reason_on_an_fp16_verdict(void **state) {
 }
 
 static char *summary_text(const char *dir);
-
-/* The layers of marks_run: l (fp16 with a loss scale) whose incoming fp16
- * gradient is every value an fp16 subnormal, f forward only, g forward and
- * backward; with_grads false: f alone (an eval-only run). */
-static char *marks_run(const char *tag, bool with_grads) {
-  char *dir = rg_tmpdir(tag);
-  rg_file r;
-  rg_begin(&r, dir, "a.json", &RF_P0);
-  rg_site_end(&r, fwd_site(0, "f/fwd", -6, 6));
-  if (with_grads) {
-    rg_site_end(&r, fwd_site(1, "l/fwd", -6, 6));
-    cJSON *s = rg_gemm(2, "cublasGemmEx", "l/bwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F", "DEFAULT",
-                       64, 64, 64, 10);
-    rg_tensor(s, "A", MP_FP16, -22, -16, 100); /* every value an fp16 subnormal */
-    rg_tensor(s, "D", MP_FP32, -34, -20, 400);
-    rg_site_end(&r, s);
-    rg_site_end(&r, fwd_site(3, "g/fwd", -6, 6));
-    rg_site_end(&r, bwd_site(4, "g/bwd", -6, 6));
-  }
-  rg_end(&r);
-  return dir;
-}
 
 /* layers.csv's row of layer `name` (its first field), malloc'd, without CRLF. */
 static char *csv_row(const char *dir, const char *name) {
@@ -1955,7 +1914,7 @@ static bool csv_ends_with(const char *row, const char *tail, int skip) {
  * (0% overflow, 0% flush)" and the summary "fp16" with no word). */
 static void a_verdict_says_what_it_did_not_see_everywhere(void **state) {
   (void)state;
-  char *dir = marks_run("marks", true);
+  char *dir = rf_marks_run("marks", true);
   char *text = summary_text(dir);
   cJSON *rep = rg_read_json(dir, "report.json"), *plan = rg_read_json(dir, "plan.json");
   assert_non_null(rep);
@@ -2001,7 +1960,7 @@ static void a_verdict_says_what_it_did_not_see_everywhere(void **state) {
  * not a mark beside every verdict; plan.json and layers.csv keep the facts. */
 static void an_eval_only_run_says_gradients_not_seen_once_in_summary_and_plan(void **state) {
   (void)state;
-  char *dir = marks_run("marks-eval", false);
+  char *dir = rf_marks_run("marks-eval", false);
   char *text = summary_text(dir);
   cJSON *plan = rg_read_json(dir, "plan.json");
   assert_non_null(plan);
@@ -2068,7 +2027,7 @@ static void a_flush_edge_makes_the_loss_scale_needed(void **state) {
     char *dir = rg_tmpdir(edge ? "edgeneeded" : "edgenotneeded");
     rg_file r;
     rg_begin(&r, dir, "a.json", &RF_P0);
-    rg_site_end(&r, fwd_site(0, "l/fwd", -6, 6));
+    rg_site_end(&r, rf_fwd_site(0, "l/fwd", -6, 6));
     cJSON *s = rg_gemm(1, "cublasGemmEx", "l/bwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F", "DEFAULT",
                        64, 64, 64, 10);
     if (edge)
@@ -2105,7 +2064,7 @@ static void subnormal_gradients_make_the_loss_scale_needed(void **state) {
     char *dir = rg_tmpdir(sub ? "subneeded" : "subnotneeded");
     rg_file r;
     rg_begin(&r, dir, "a.json", &RF_P0);
-    rg_site_end(&r, fwd_site(0, "l/fwd", -6, 6));
+    rg_site_end(&r, rf_fwd_site(0, "l/fwd", -6, 6));
     cJSON *s = rg_gemm(1, "cublasGemmEx", "l/bwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F", "DEFAULT",
                        64, 64, 64, 10);
     rg_tensor(s, "A", MP_FP16, -10, -2, 100);
@@ -2152,7 +2111,7 @@ static void a_needed_loss_scale_left_undeclared_is_unknown(void **state) {
     char *dir = rg_tmpdir(declared ? "neededdecl" : "neededundecl");
     rg_file r;
     rg_begin(&r, dir, "a.json", &RF_P0);
-    rg_site_end(&r, fwd_site(0, "l/fwd", -6, 6));
+    rg_site_end(&r, rf_fwd_site(0, "l/fwd", -6, 6));
     cJSON *s = rg_gemm(1, "cublasGemmEx", "l/bwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F", "DEFAULT",
                        64, 64, 64, 10);
     rg_tensor(s, "A", MP_FP16, -10, -2, 100);
@@ -2187,7 +2146,7 @@ static void tiny_forward_values_are_not_rescued_by_a_loss_scale(void **state) {
   char *dir = rg_tmpdir("fwdunder");
   rg_file r;
   rg_begin(&r, dir, "a.json", &RF_P0);
-  rg_site_end(&r, fwd_site(0, "tiny/fwd", -40, -30));
+  rg_site_end(&r, rf_fwd_site(0, "tiny/fwd", -40, -30));
   rg_end(&r);
   cJSON *rep = rf_report_of(dir);
   assert_string_equal(recommended(rep, "tiny"), "bf16");
@@ -2234,8 +2193,8 @@ static void the_suggested_loss_scale_is_no_artefact_of_the_window(void **state) 
     char *dir = rg_tmpdir("scalepick");
     rg_file r;
     rg_begin(&r, dir, "node01-100.json", &RF_P0);
-    rg_site_end(&r, fwd_site(0, "t/fc/fwd", -6, 6));
-    rg_site_end(&r, bwd_site(1, "t/fc/bwd", runs[i].lo, runs[i].hi));
+    rg_site_end(&r, rf_fwd_site(0, "t/fc/fwd", -6, 6));
+    rg_site_end(&r, rf_bwd_site(1, "t/fc/bwd", runs[i].lo, runs[i].hi));
     rg_end(&r);
     cJSON *rep = rf_report_of(dir);
     const cJSON *g = rf_get(rep, "loss_scale");
@@ -2258,12 +2217,12 @@ static void conflicting_windows_name_the_layers_that_empty_the_intersection(void
   char *dir = rg_tmpdir("conflict");
   rg_file r;
   rg_begin(&r, dir, "a.json", &RF_P0);
-  rg_site_end(&r, fwd_site(0, "small/fwd", -4, 4));
-  rg_site_end(&r, bwd_site(1, "small/bwd", -36, -30)); /* needs scale >= 2^12 */
-  rg_site_end(&r, fwd_site(2, "large/fwd", -4, 4));
-  rg_site_end(&r, bwd_site(3, "large/bwd", -12, 12)); /* scale <= 2^3 */
-  rg_site_end(&r, fwd_site(4, "mid/fwd", -4, 4));
-  rg_site_end(&r, bwd_site(5, "mid/bwd", -10, -2));
+  rg_site_end(&r, rf_fwd_site(0, "small/fwd", -4, 4));
+  rg_site_end(&r, rf_bwd_site(1, "small/bwd", -36, -30)); /* needs scale >= 2^12 */
+  rg_site_end(&r, rf_fwd_site(2, "large/fwd", -4, 4));
+  rg_site_end(&r, rf_bwd_site(3, "large/bwd", -12, 12)); /* scale <= 2^3 */
+  rg_site_end(&r, rf_fwd_site(4, "mid/fwd", -4, 4));
+  rg_site_end(&r, rf_bwd_site(5, "mid/bwd", -10, -2));
   rg_end(&r);
   cJSON *rep = rf_report_of(dir);
   const cJSON *g = rf_get(rep, "loss_scale");
@@ -2285,9 +2244,9 @@ static void fp8_fit_is_reported_per_direction(void **state) {
   char *dir = rg_tmpdir("fp8");
   rg_file r;
   rg_begin(&r, dir, "a.json", &RF_P0);
-  rg_site_end(&r, fwd_site(0, "narrow/fwd", -2, 3)); /* a few binades: e4m3 fits */
-  rg_site_end(&r, bwd_site(1, "narrow/bwd", -12, -6));
-  rg_site_end(&r, fwd_site(2, "wide/fwd", -30, 10)); /* 40 binades: e4m3 (18) cannot */
+  rg_site_end(&r, rf_fwd_site(0, "narrow/fwd", -2, 3)); /* a few binades: e4m3 fits */
+  rg_site_end(&r, rf_bwd_site(1, "narrow/bwd", -12, -6));
+  rg_site_end(&r, rf_fwd_site(2, "wide/fwd", -30, 10)); /* 40 binades: e4m3 (18) cannot */
   rg_end(&r);
   cJSON *rep = rf_report_of(dir);
   assert_true(cJSON_IsTrue(rf_get(rf_layer(rep, "narrow"), "advice.fp8_e4m3.fits")));
@@ -2306,10 +2265,10 @@ static void kernels_decide_tensor_core_use_and_eligible_misses_are_findings(void
   char *dir = rg_tmpdir("tc");
   rg_file r;
   rg_begin(&r, dir, "a.json", &RF_P0);
-  cJSON *s = fwd_site(0, "on/fwd", -4, 4);
+  cJSON *s = rf_fwd_site(0, "on/fwd", -4, 4);
   rg_kernel(s, "nvjet_hsh_128x64_64x4_1x2_h_bz_coopA_NNT", 10, 3000);
   rg_site_end(&r, s);
-  s = fwd_site(1, "off/fwd", -4, 4);
+  s = rf_fwd_site(1, "off/fwd", -4, 4);
   rg_kernel(s,
             "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_"
             "ffma_aligna4_alignc4_execute_kernel__5x_cublas",
@@ -2341,7 +2300,7 @@ static void without_kernel_data_numerics_are_still_reported(void **state) {
   p.cupti = "held_by_other_subscriber";
   rg_file r;
   rg_begin(&r, dir, "a.json", &p);
-  rg_site_end(&r, fwd_site(0, "x/fwd", -4, 4));
+  rg_site_end(&r, rf_fwd_site(0, "x/fwd", -4, 4));
   rg_end(&r);
   cJSON *rep = rf_report_of(dir);
   assert_true(cJSON_IsFalse(rf_get(rep, "tensor_cores.kernel_data")));
@@ -2528,7 +2487,7 @@ static void bad_raw_files_are_skipped_and_listed(void **state) {
   char *dir = rg_tmpdir("bad");
   rg_file r;
   rg_begin(&r, dir, "good.json", &RF_P0);
-  rg_site_end(&r, fwd_site(0, "ok/fwd", -4, 4));
+  rg_site_end(&r, rf_fwd_site(0, "ok/fwd", -4, 4));
   rg_end(&r);
   size_t len = 0;
   char *raw = rg_read_text(dir, "raw/good.json", &len);
@@ -2586,9 +2545,9 @@ static void a_tiny_read_window_reads_every_file_the_same(void **state) {
   char *dir = rg_tmpdir("window");
   rg_file r;
   rg_begin(&r, dir, "good.json", &RF_P0);
-  rg_site_end(&r, fwd_site(0, "caf\xc3\xa9/fwd", -4, 4)); /* UTF-8 kept */
-  rg_site_end(&r, fwd_site(1, "bad\xe2\x82/fwd", -4, 4)); /* cut sequence: replaced */
-  rg_site_end(&r, fwd_site(2, "net/fc2/fwd", -20, -10));
+  rg_site_end(&r, rf_fwd_site(0, "caf\xc3\xa9/fwd", -4, 4)); /* UTF-8 kept */
+  rg_site_end(&r, rf_fwd_site(1, "bad\xe2\x82/fwd", -4, 4)); /* cut sequence: replaced */
+  rg_site_end(&r, rf_fwd_site(2, "net/fc2/fwd", -20, -10));
   for (int i = 0; i < 6; i++)
     rg_event(&r, i % 3, 1000L * i, 500, 7);
   rg_end(&r);
@@ -2690,8 +2649,8 @@ static void escapes_and_brackets_in_strings_are_skipped_at_any_offset(void **sta
              "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
     rg_file r;
     rg_begin(&r, dir, "a.json", &RF_P0);
-    rg_site_end(&r, fwd_site(0, name, -4, 4));
-    rg_site_end(&r, fwd_site(1, "after/fwd", -4, 4));
+    rg_site_end(&r, rf_fwd_site(0, name, -4, 4));
+    rg_site_end(&r, rf_fwd_site(1, "after/fwd", -4, 4));
     rg_end(&r);
     cJSON *rep = rf_report_of(dir);
     assert_int_equal(cJSON_GetArraySize(rf_get(rep, "skipped_files")), 0);
@@ -2718,7 +2677,7 @@ static void stats_in_any_spelling_read_alike_and_bad_ones_are_named(void **state
   char *dir = rg_tmpdir("spelling");
   rg_file r;
   rg_begin(&r, dir, "a.json", &RF_P0);
-  rg_site_end(&r, fwd_site(0, "net/fwd", -4, 4));
+  rg_site_end(&r, rf_fwd_site(0, "net/fwd", -4, 4));
   rg_end(&r);
   char *raw = rg_read_text(dir, "raw/a.json", NULL);
   char *want = tensors_text(dir);
@@ -2778,7 +2737,7 @@ static void impossible_site_numbers_skip_the_file_naming_the_field(void **state)
   char *dir = rg_tmpdir("impossible");
   rg_file r;
   rg_begin(&r, dir, "a.json", &RF_P0);
-  rg_site_end(&r, fwd_site(0, "net/fwd", -4, 4));
+  rg_site_end(&r, rf_fwd_site(0, "net/fwd", -4, 4));
   rg_end(&r);
   char *raw = rg_read_text(dir, "raw/a.json", NULL);
 #define CALLS "\"calls\":10,\"scanned_calls\":10"
@@ -2940,11 +2899,11 @@ static void sites_read_alike_with_and_without_cjson(void **state) {
   char *dir = rg_tmpdir("fastsites");
   rg_file r;
   rg_begin(&r, dir, "a.json", &RF_P0);
-  cJSON *s0 = fwd_site(0, "net/fc1/fwd", -4, 4);
+  cJSON *s0 = rf_fwd_site(0, "net/fc1/fwd", -4, 4);
   rg_kernel(s0, "nvjet_hsh_128x64_64x4_1x2_h_bz_coopA_NNT", 10, 12345);
   rg_site_end(&r, s0);
-  rg_site_end(&r, bwd_site(1, "net/fc1/bwd", -20, -10));
-  rg_site_end(&r, fwd_site(2, "net/fc2/fwd", -6, 2));
+  rg_site_end(&r, rf_bwd_site(1, "net/fc1/bwd", -20, -10));
+  rg_site_end(&r, rf_fwd_site(2, "net/fc2/fwd", -6, 2));
   for (int i = 0; i < 6; i++)
     rg_event(&r, i % 3, 1000L * i, 500, 7);
   rg_event(&r, 1, 1796385748327034849L, 562355, 26892); /* a CLOCK_REALTIME t_ns: 19 digits */
@@ -2953,8 +2912,8 @@ static void sites_read_alike_with_and_without_cjson(void **state) {
   /* a second process with a site of the first: they merge (not site 0,
    * whose record would hide what the merge keeps of the other) */
   rg_begin(&r, dir, "b.json", &P1);
-  rg_site_end(&r, fwd_site(0, "net/fc2/fwd", -4, 4));
-  rg_site_end(&r, fwd_site(5, "net/fc3/fwd", -4, 4));
+  rg_site_end(&r, rf_fwd_site(0, "net/fc2/fwd", -4, 4));
+  rg_site_end(&r, rf_fwd_site(5, "net/fc3/fwd", -4, 4));
   rg_end(&r);
   /* each edit of site 0's text, and how many of the two files' five sites
    * the fast path reads then (5: all, 4: not site 0, 2: a.json is skipped) */
@@ -3078,7 +3037,7 @@ static void a_checkpoint_file_marks_the_report_incomplete(void **state) {
   p.final = false;
   rg_file r;
   rg_begin(&r, dir, "a.json", &p);
-  rg_site_end(&r, fwd_site(0, "x/fwd", -4, 4));
+  rg_site_end(&r, rf_fwd_site(0, "x/fwd", -4, 4));
   rg_end(&r);
   cJSON *rep = rf_report_of(dir);
   assert_true(cJSON_IsTrue(rf_get(rep, "incomplete")));
@@ -3112,7 +3071,7 @@ static char *summary_of_incomplete(const char *reasons) {
   char *dir = rg_tmpdir("capped");
   rg_file r;
   rg_begin(&r, dir, "a.json", &RF_P0);
-  rg_site_end(&r, fwd_site(0, "x/fwd", -4, 4));
+  rg_site_end(&r, rf_fwd_site(0, "x/fwd", -4, 4));
   rg_end(&r);
   size_t len = 0;
   char *raw = rg_read_text(dir, "raw/a.json", &len);
@@ -3162,8 +3121,8 @@ static void the_summary_counts_the_calls_past_the_site_cap(void **state) {
   char *dir = rg_tmpdir("pastcap");
   rg_file r;
   rg_begin(&r, dir, "a.json", &RF_P0);
-  rg_site_end(&r, fwd_site(0, "x/fwd", -4, 4));
-  cJSON *merged = fwd_site(1, "y/fwd", -4, 4);
+  rg_site_end(&r, rf_fwd_site(0, "x/fwd", -4, 4));
+  cJSON *merged = rf_fwd_site(1, "y/fwd", -4, 4);
   const char *const dims[] = {"m", "n", "k", "batch"};
   for (int i = 0; i < 4; i++)
     cJSON_ReplaceItemInObject(merged, dims[i], cJSON_CreateNull());
@@ -3216,8 +3175,8 @@ static void the_summary_says_what_each_number_is(void **state) {
   char *dir = rg_tmpdir("summary");
   rg_file r;
   rg_begin(&r, dir, "a.json", &RF_P0);
-  rg_site_end(&r, fwd_site(0, "net/fc/fwd", -4, 4));
-  rg_site_end(&r, bwd_site(1, "net/fc/bwd", -30, -20));
+  rg_site_end(&r, rf_fwd_site(0, "net/fc/fwd", -4, 4));
+  rg_site_end(&r, rf_bwd_site(1, "net/fc/bwd", -30, -20));
   rg_site_end(&r, rg_gemm(2, "cublasGemmEx", "net/head/fwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F",
                           "DEFAULT", 64, 64, 64, 1));
   rg_end(&r);
@@ -3258,7 +3217,7 @@ static void a_newline_in_a_layer_name_stays_on_its_line(void **state) {
   char *dir = rg_tmpdir("summary-newline");
   rg_file r;
   rg_begin(&r, dir, "a.json", &RF_P0);
-  rg_site_end(&r, fwd_site(0, "net/fc\n  [high] forged", 10, 17)); /* overflows fp16 */
+  rg_site_end(&r, rf_fwd_site(0, "net/fc\n  [high] forged", 10, 17)); /* overflows fp16 */
   rg_end(&r);
   char *text = summary_text(dir);
   assert_null(strstr(text, "\n  [high] forged"));
@@ -3301,7 +3260,7 @@ static void dead_gradient_says(const double *grad, const char *held) {
   char *dir = rg_tmpdir("summary_dead");
   rg_file r;
   rg_begin(&r, dir, "a.json", &RF_P0);
-  rg_site_end(&r, fwd_site(0, "net/fc/fwd", 10, 17)); /* beyond fp16's 65504 */
+  rg_site_end(&r, rf_fwd_site(0, "net/fc/fwd", 10, 17)); /* beyond fp16's 65504 */
   cJSON *b = rg_gemm(1, "cublasGemmEx", "net/fc/bwd", "A=fp16,B=fp16,C=fp32,D=fp32", "32F",
                      "DEFAULT", 64, 64, 64, 10);
   rg_tensor_values(b, "D", MP_FP32, grad, 4);

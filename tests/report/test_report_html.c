@@ -549,37 +549,14 @@ static void the_layer_tables_measured_fp16_is_at_scale_1_for_a_forward_layer(voi
   free(dir);
 }
 
-/* Layers for the verdict marks: l (fp16 with a loss scale) whose incoming
- * fp16 gradient is every value an fp16 subnormal (flushed before mpprof saw
- * it), f forward only, g forward and backward; with_grads 0: f alone. */
-static char *marked_run(const char *tag, bool with_grads) {
-  rg_file r;
-  char *dir = rf_run_begin(&r, tag);
-  const char *paths[4] = {"f/fwd", "l/fwd", "l/bwd", "g/bwd"};
-  for (int i = 0; i < (with_grads ? 4 : 1); i++) {
-    cJSON *s = rg_gemm(i, "cublasGemmEx", paths[i], "A=fp16,B=fp16,C=fp32,D=fp32", "32F", "DEFAULT",
-                       64, 64, 64, 10);
-    if (i == 2) {
-      rg_tensor(s, "A", MP_FP16, -22, -16, 100);
-      rg_tensor(s, "D", MP_FP32, -34, -20, 400);
-    } else {
-      rg_tensor(s, "A", MP_FP16, -8, 4, 200);
-      rg_tensor(s, "D", MP_FP32, -6, 6, 400);
-    }
-    rg_site_end(&r, s);
-  }
-  assert_int_equal(rg_end(&r), 0);
-  rf_generate(dir);
-  return dir;
-}
-
 /* A verdict says what it did not see, in its row, its chart and the summary's
  * tally: a forward-only layer's gradients (its empty gradient panel says so),
  * values flushed before mpprof saw them (flush is a lower bound). They read
- * "fp16" with no word (the user trial's repros 6 and 7). */
+ * "fp16" with no word (the user trial's repros 6 and 7; the run: rf_marks_run). */
 static void a_verdicts_row_chart_and_tally_say_what_it_did_not_see(void **state) {
   (void)state;
-  char *dir = marked_run("marks-html", true);
+  char *dir = rf_marks_run("marks-html", true);
+  rf_generate(dir);
   char *html = rg_read_text(dir, "report.html", NULL);
   assert_non_null(html);
   char *f = layer_cell(html, "f", "Recommended"), *l = layer_cell(html, "l", "Recommended"),
@@ -611,7 +588,8 @@ static void a_verdicts_row_chart_and_tally_say_what_it_did_not_see(void **state)
  * beside every verdict. */
 static void an_eval_only_run_says_gradients_not_seen_once(void **state) {
   (void)state;
-  char *dir = marked_run("marks-eval", false);
+  char *dir = rf_marks_run("marks-eval", false);
+  rf_generate(dir);
   char *html = rg_read_text(dir, "report.html", NULL);
   assert_non_null(html);
   char *f = layer_cell(html, "f", "Recommended");
