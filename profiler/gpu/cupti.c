@@ -36,6 +36,7 @@
   X(cuptiActivityRegisterCallbacks, register_callbacks,                                            \
     (CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc))                         \
   X(cuptiActivityEnable, enable, (CUpti_ActivityKind))                                             \
+  X(cuptiActivityDisable, disable, (CUpti_ActivityKind))                                           \
   X(cuptiActivityEnableDriverApi, enable_driver_api, (CUpti_CallbackId, uint8_t))                  \
   X(cuptiActivityEnableRuntimeApi, enable_runtime_api, (CUpti_CallbackId, uint8_t))                \
   X(cuptiActivityFlushAll, flush_all, (uint32_t))                                                  \
@@ -324,6 +325,52 @@ static const char *status_of(CUptiResult r) {
   return "error";
 }
 
+/* The launch API records enabled per cbid (see start_once). */
+static const CUpti_CallbackId driver_launches[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+};
+static const CUpti_CallbackId runtime_launches[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+};
+enum {
+  N_DRIVER_LAUNCHES = sizeof driver_launches / sizeof driver_launches[0],
+  N_RUNTIME_LAUNCHES = sizeof runtime_launches / sizeof runtime_launches[0],
+};
+
+/* What start_once turned on so far: the leading n_driver / n_runtime cbids
+ * of the arrays above, and the kinds. */
+typedef struct turned_on {
+  bool ext, driver_kind;
+  size_t n_driver, n_runtime;
+} turned_on;
+
+/* A start that fails part-way turns off what it turned on: CUPTI's activity
+ * settings are process-wide, and the next client (the application's own
+ * profiler, which may subscribe once mpprof has let go) would otherwise get
+ * records it never asked for into its buffers. */
+static void turn_off(const turned_on *on) {
+  for (size_t i = on->n_runtime; i-- > 0;)
+    api.enable_runtime_api(runtime_launches[i], 0);
+  if (on->driver_kind) api.disable(CUPTI_ACTIVITY_KIND_DRIVER);
+  for (size_t i = on->n_driver; i-- > 0;)
+    api.enable_driver_api(driver_launches[i], 0);
+  if (on->ext) api.disable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+}
+
 static void start_once(void) {
   pthread_atfork(NULL, NULL, on_fork_child);
   if (g_library && (!strcmp(g_library, "off") || !strcmp(g_library, "0"))) {
@@ -337,7 +384,7 @@ static void start_once(void) {
   CUPTI_FUNCS(CUPTI_RESOLVE)
 #undef CUPTI_RESOLVE
   if (!api.subscribe || !api.unsubscribe || !api.register_callbacks || !api.enable ||
-      !api.flush_all || !api.next_record || !api.push_ext || !api.pop_ext)
+      !api.disable || !api.flush_all || !api.next_record || !api.push_ext || !api.pop_ext)
     return;
   /* CUPTI serves one client at a time, and each must subscribe before its
    * first other call (cupti_callbacks.h, cuptiSubscribe): the subscription
@@ -353,47 +400,34 @@ static void start_once(void) {
     return;
   }
   r = api.register_callbacks(buffer_requested, buffer_completed);
+  turned_on on = {0};
   if (r == CUPTI_SUCCESS) r = api.enable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  on.ext = r == CUPTI_SUCCESS;
   if (r == CUPTI_SUCCESS) {
-    static const CUpti_CallbackId launches[] = {
-        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-        CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-        CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-        CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
-        CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
-    };
-    for (size_t i = 0; i < sizeof launches / sizeof launches[0] && r == CUPTI_SUCCESS; i++)
-      r = api.enable_driver_api ? api.enable_driver_api(launches[i], 1) : CUPTI_ERROR_NOT_SUPPORTED;
+    while (r == CUPTI_SUCCESS && on.n_driver < N_DRIVER_LAUNCHES) {
+      r = api.enable_driver_api ? api.enable_driver_api(driver_launches[on.n_driver], 1)
+                                : CUPTI_ERROR_NOT_SUPPORTED;
+      if (r == CUPTI_SUCCESS) on.n_driver++;
+    }
     /* Without per-cbid control: all driver API records (more, but correct). */
-    if (r == CUPTI_ERROR_NOT_SUPPORTED || r == CUPTI_ERROR_INVALID_PARAMETER)
+    if (r == CUPTI_ERROR_NOT_SUPPORTED || r == CUPTI_ERROR_INVALID_PARAMETER) {
       r = api.enable(CUPTI_ACTIVITY_KIND_DRIVER);
+      on.driver_kind = r == CUPTI_SUCCESS;
+    }
     /* Launches through a CUDA runtime (cuBLAS/cuDNN carry a static one; Kineto
      * traces e.g. cuBLAS's addmm kernels under cudaLaunchKernelExC) are runtime
      * API records: their kernels carry the runtime call's correlation id, and
      * only with these records enabled does CUPTI emit the external
      * correlation that ties them to the op. Optional: without per-cbid
      * runtime control only driver launches are attributed. */
-    static const CUpti_CallbackId rt_launches[] = {
-        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
-        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
-        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
-        CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
-        CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
-    };
-    for (size_t i = 0; r == CUPTI_SUCCESS && api.enable_runtime_api &&
-                       i < sizeof rt_launches / sizeof rt_launches[0];
-         i++)
-      if (api.enable_runtime_api(rt_launches[i], 1) != CUPTI_SUCCESS) break;
+    for (; r == CUPTI_SUCCESS && api.enable_runtime_api && on.n_runtime < N_RUNTIME_LAUNCHES;
+         on.n_runtime++)
+      if (api.enable_runtime_api(runtime_launches[on.n_runtime], 1) != CUPTI_SUCCESS) break;
   }
   if (r == CUPTI_SUCCESS) r = api.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (r != CUPTI_SUCCESS) {
     g_status = status_of(r);
+    turn_off(&on);        /* CUPTI as mpprof found it */
     api.unsubscribe(sub); /* not using CUPTI: another client may */
     return;
   }

@@ -6,7 +6,9 @@
  * argv[1] selects the scenario: "ok", "runtime" (SIMCUDA_LAUNCH_API=runtime:
  * launches leave runtime API records only, as cuBLAS's static runtime does on a
  * GPU), "busy" (SIMCUDA_CUPTI_BUSY=1), "taken" (another client of the process
- * subscribed CUPTI first), "off" (MPPROF_CUPTI=off, as mpp_config passes it). */
+ * subscribed CUPTI first), "off" (MPPROF_CUPTI=off, as mpp_config passes it),
+ * "refused" (SIMCUDA_CUPTI_REFUSE_KIND=10: enabling CONCURRENT_KERNEL, the
+ * last step of mpprof's start, fails). */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -233,6 +235,57 @@ static void cupti_subscribed_by_another_client_is_left_alone(void **state) {
   assert_int_equal(g_nk, 0);
 }
 
+/* The other client's activity buffers: every record CUPTI hands it is counted. */
+static int g_other_records;
+
+static void CUPTIAPI other_requested(uint8_t **buf, size_t *size, size_t *max_records) {
+  static uint8_t b[1 << 16] __attribute__((aligned(8)));
+  *buf = b;
+  *size = sizeof b;
+  *max_records = 0;
+}
+
+typedef CUptiResult (*next_record_fn)(uint8_t *, size_t, CUpti_Activity **);
+static next_record_fn g_next_record;
+
+static void CUPTIAPI other_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
+                                     size_t valid) {
+  (void)ctx;
+  (void)stream;
+  (void)size;
+  CUpti_Activity *rec = NULL;
+  while (g_next_record(buf, valid, &rec) == CUPTI_SUCCESS)
+    g_other_records++;
+}
+
+typedef CUptiResult (*register_fn)(CUpti_BuffersCallbackRequestFunc,
+                                   CUpti_BuffersCallbackCompleteFunc);
+typedef CUptiResult (*flush_all_fn)(uint32_t);
+
+/* mpprof's start failed after it had turned on external correlation and the
+ * launch API records: it leaves CUPTI as it found it. A client subscribing
+ * after it (mpprof let go), with buffers but no activity of its own enabled,
+ * gets no record from the GEMMs. */
+static void a_start_failing_part_way_leaves_no_activity_enabled(void **state) {
+  (void)state;
+  mpp_cupti_set_sink(sink);
+  mpp_cupti_start(NULL, NULL);
+  assert_string_equal(mpp_cupti_status(), "error");
+  assert_int_equal(other_client_subscribes(), CUPTI_SUCCESS);
+  void *lib = dlopen("libcupti.so.13", RTLD_NOW);
+  assert_non_null(lib);
+  g_next_record = (next_record_fn)sym(lib, "cuptiActivityGetNextRecord");
+  assert_int_equal(
+      ((register_fn)sym(lib, "cuptiActivityRegisterCallbacks"))(other_requested, other_completed),
+      CUPTI_SUCCESS);
+  run_gemms();
+  assert_int_equal(
+      ((flush_all_fn)sym(lib, "cuptiActivityFlushAll"))(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED),
+      CUPTI_SUCCESS);
+  assert_int_equal(g_other_records, 0);
+  assert_int_equal(g_nk, 0);
+}
+
 static void cupti_switched_off_is_reported_as_disabled(void **state) {
   (void)state;
   mpp_cupti_set_sink(sink);
@@ -256,9 +309,12 @@ int main(int argc, char **argv) {
   const struct CMUnitTest taken[] = {
       cmocka_unit_test(cupti_subscribed_by_another_client_is_left_alone)};
   const struct CMUnitTest off[] = {cmocka_unit_test(cupti_switched_off_is_reported_as_disabled)};
+  const struct CMUnitTest refused[] = {
+      cmocka_unit_test(a_start_failing_part_way_leaves_no_activity_enabled)};
   if (!strcmp(mode, "runtime")) return cmocka_run_group_tests(runtime, NULL, NULL);
   if (!strcmp(mode, "busy")) return cmocka_run_group_tests(busy, NULL, NULL);
   if (!strcmp(mode, "taken")) return cmocka_run_group_tests(taken, NULL, NULL);
   if (!strcmp(mode, "off")) return cmocka_run_group_tests(off, NULL, NULL);
+  if (!strcmp(mode, "refused")) return cmocka_run_group_tests(refused, NULL, NULL);
   return cmocka_run_group_tests(ok, NULL, NULL);
 }

@@ -13,7 +13,10 @@
  * call); the partly filled one at flush, which returns once every buffer
  * retired before it has been delivered.
  * One subscriber per process; SIMCUDA_CUPTI_BUSY=1 makes subscribing and
- * enabling activity fail as if another tool held CUPTI. The range profiler
+ * enabling activity fail as if another tool held CUPTI, and
+ * SIMCUDA_CUPTI_REFUSE_KIND=<kind number> makes cuptiActivityEnable of that
+ * one kind fail with CUPTI_ERROR_NOT_COMPATIBLE, the header's "the activity
+ * kind cannot be enabled" (a client's start-up failing part-way). The range profiler
  * and profiler host API are in cupti_profiler.cpp. */
 #include <pthread.h>
 #include <signal.h>
@@ -403,9 +406,15 @@ static CUptiResult set_kind(CUpti_ActivityKind kind, bool on) {
   return CUPTI_SUCCESS;
 }
 
+static bool refused(CUpti_ActivityKind kind) {
+  const char *v = getenv("SIMCUDA_CUPTI_REFUSE_KIND");
+  return v != NULL && v[0] != '\0' && strtol(v, NULL, 10) == (long)kind;
+}
+
 SIM_API CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
   read_switches();
   if (busy()) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  if (refused(kind)) return CUPTI_ERROR_NOT_COMPATIBLE;
   return set_kind(kind, true);
 }
 
