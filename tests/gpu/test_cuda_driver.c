@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <pthread.h>
 
+#include "profiler/gpu/cuda_driver.h"
 #include "profiler/gpu/gpu.h"
 
 static void sink(void *cookie, const mp_stats *s) {
@@ -59,6 +61,76 @@ static void fork_child_does_not_use_the_parents_driver(void **state) {
   assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* An application thread capturing in GLOBAL mode. */
+typedef struct app_capture {
+  CUresult (*begin)(CUstream, CUstreamCaptureMode);
+  CUresult (*end)(CUstream, CUgraph *);
+  CUstream s;
+  pthread_barrier_t begun, go;
+  CUresult begin_r, end_r;
+  CUgraph g;
+} app_capture;
+
+static void *app_thread(void *p) {
+  app_capture *c = p;
+  c->begin_r = c->begin(c->s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  pthread_barrier_wait(&c->begun);
+  pthread_barrier_wait(&c->go);
+  c->end_r = c->end(c->s, &c->g);
+  return NULL;
+}
+
+/* mpprof's own driver work between mpp_cu_capture_relax and _restore runs
+ * in RELAXED mode (cuda.h, cuThreadExchangeStreamCaptureMode), so a
+ * potentially unsafe call there (simcuda's cudaMalloc stands for one) while
+ * the application captures in GLOBAL mode on another thread neither fails
+ * nor invalidates that capture; the thread's own mode is back after. */
+static void own_calls_beside_a_global_capture_run_relaxed(void **state) {
+  (void)state;
+  const mpp_cu_api *cu = mpp_cu();
+  assert_non_null(cu);
+  assert_non_null(cu->capture_mode_exchange);
+  void *drv = dlopen("libcuda.so.1", RTLD_NOW);
+  void *rt = dlopen("libcudart.so.13", RTLD_NOW);
+  assert_non_null(drv);
+  assert_non_null(rt);
+  int (*cuda_malloc)(void **, size_t) = (int (*)(void **, size_t))dlsym(rt, "cudaMalloc");
+  int (*cuda_free)(void *) = (int (*)(void *))dlsym(rt, "cudaFree");
+  app_capture c;
+  memset(&c, 0, sizeof c);
+  c.begin = (CUresult(*)(CUstream, CUstreamCaptureMode))dlsym(drv, "cuStreamBeginCapture_v2");
+  c.end = (CUresult(*)(CUstream, CUgraph *))dlsym(drv, "cuStreamEndCapture");
+  assert_true(cuda_malloc && cuda_free && c.begin && c.end);
+  assert_int_equal(cu->stream_create(&c.s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  pthread_barrier_init(&c.begun, NULL, 2);
+  pthread_barrier_init(&c.go, NULL, 2);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, app_thread, &c), 0);
+  pthread_barrier_wait(&c.begun);
+  CUstreamCaptureMode mode = mpp_cu_capture_relax(cu);
+  void *p = NULL;
+  int malloc_r = cuda_malloc(&p, 64);
+  mpp_cu_capture_restore(cu, mode);
+  CUstreamCaptureMode now = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  CUresult exchange_r = cu->capture_mode_exchange(&now);
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUresult capturing_r = cu->stream_is_capturing(c.s, &st);
+  pthread_barrier_wait(&c.go);
+  pthread_join(t, NULL);
+  assert_int_equal(c.begin_r, CUDA_SUCCESS);
+  assert_int_equal(malloc_r, 0); /* cudaSuccess */
+  assert_int_equal(exchange_r, CUDA_SUCCESS);
+  assert_int_equal(now, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  assert_int_equal(capturing_r, CUDA_SUCCESS);
+  assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  assert_int_equal(c.end_r, CUDA_SUCCESS);
+  assert_non_null(c.g);
+  cuda_free(p);
+  pthread_barrier_destroy(&c.begun);
+  pthread_barrier_destroy(&c.go);
+  assert_int_equal(cu->stream_destroy(c.s), CUDA_SUCCESS);
+}
+
 static void no_driver_means_unavailable_everywhere(void **state) {
   (void)state;
   if (dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) skip(); /* a real driver is installed */
@@ -80,6 +152,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(simcuda_driver_is_found_and_answers),
       cmocka_unit_test(device_scan_without_loadable_kernels_says_enosys),
       cmocka_unit_test(fork_child_does_not_use_the_parents_driver),
+      cmocka_unit_test(own_calls_beside_a_global_capture_run_relaxed),
   };
   const struct CMUnitTest none[] = {cmocka_unit_test(no_driver_means_unavailable_everywhere)};
   if (argc > 1 && !strcmp(argv[1], "none")) return cmocka_run_group_tests(none, NULL, NULL);

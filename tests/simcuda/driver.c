@@ -44,6 +44,7 @@ struct CUstream_st {
   CUstreamCaptureMode capture_mode;
   const void *capture_thread; /* &sim_thread_token of the thread that began it */
   struct CUgraph_st *capture_graph;
+  struct CUstream_st *next_capturing;
 };
 
 /* A graph is only a record of one capture sequence: simcuda ran the work
@@ -65,12 +66,23 @@ static void sim_fork_child(void) {
   atomic_store(&sim_forked_after_init, 1);
 }
 static atomic_uint sim_next_stream_id = SIM_FIRST_STREAM_ID;
-static _Thread_local CUcontext sim_current_ctx; /* NULL until cuCtxSetCurrent / a retain */
-static _Thread_local char sim_thread_token;     /* its address names the calling thread */
+/* The calling thread's current context. Until the thread calls
+ * cuCtxSetCurrent it is the primary context (see cuCtxGetCurrent); after,
+ * what it set, NULL included. */
+static _Thread_local CUcontext sim_current_ctx;
+static _Thread_local int sim_current_ctx_set;
+static _Thread_local char sim_thread_token; /* its address names the calling thread */
+/* cuThreadExchangeStreamCaptureMode: the thread's capture interaction mode
+ * (CU_STREAM_CAPTURE_MODE_GLOBAL, 0, by default). */
+static _Thread_local CUstreamCaptureMode sim_thread_capture_mode;
 static atomic_ullong sim_next_capture_id = 1;
 /* Captures in progress on streams created without CU_STREAM_NON_BLOCKING:
  * the legacy stream, which would depend on them, cannot be used meanwhile. */
 static atomic_int sim_blocking_captures;
+/* The streams capturing now (list through next_capturing, under the lock):
+ * what a potentially unsafe call checks, and invalidates when prohibited. */
+static pthread_mutex_t sim_capture_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct CUstream_st *sim_capturing;
 
 static int sim_is_default_stream(CUstream s) {
   return s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
@@ -327,29 +339,37 @@ SIM_API CUresult cuCtxSetCurrent(CUcontext ctx) {
   SIM_REQUIRE_INIT();
   if (ctx != NULL && ctx != &sim_primary_ctx) return CUDA_ERROR_INVALID_CONTEXT;
   sim_current_ctx = ctx;
+  sim_current_ctx_set = 1;
   return CUDA_SUCCESS;
 }
 
 /* A program that only used the runtime has its primary context current on
  * a real system too (cudart makes it current on first use); simcuda's
- * cudart is synchronous and contextless, so report the primary context
- * whenever the driver is initialised. */
+ * cudart is synchronous, so a thread that never set a context has the
+ * primary one current. One that set NULL has none (cuda.h: what needs a
+ * current context answers CUDA_ERROR_INVALID_CONTEXT). */
+static CUcontext sim_current(void) {
+  return sim_current_ctx_set ? sim_current_ctx : &sim_primary_ctx;
+}
+
 SIM_API CUresult cuCtxGetCurrent(CUcontext *pctx) {
   SIM_REQUIRE_INIT();
   if (pctx == NULL) return CUDA_ERROR_INVALID_VALUE;
-  *pctx = &sim_primary_ctx;
+  *pctx = sim_current();
   return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuCtxGetDevice(CUdevice *device) {
   SIM_REQUIRE_INIT();
   if (device == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (sim_current() == NULL) return CUDA_ERROR_INVALID_CONTEXT;
   *device = 0;
   return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuCtxSynchronize(void) {
   SIM_REQUIRE_INIT();
+  if (sim_current() == NULL) return CUDA_ERROR_INVALID_CONTEXT;
   return CUDA_SUCCESS;
 }
 
@@ -358,12 +378,18 @@ SIM_API CUresult cuCtxSynchronize(void) {
 SIM_API CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx) {
   SIM_REQUIRE_INIT();
   if (ctx != NULL && ctx != &sim_primary_ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  if (ctx != NULL) {
+    if (device == NULL) return CUDA_ERROR_INVALID_VALUE;
+    *device = 0;
+    return CUDA_SUCCESS;
+  }
   return cuCtxGetDevice(device);
 }
 
 SIM_API CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   SIM_REQUIRE_INIT();
   if (ctx != NULL && ctx != &sim_primary_ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  if (ctx == NULL && sim_current() == NULL) return CUDA_ERROR_INVALID_CONTEXT;
   return CUDA_SUCCESS;
 }
 
@@ -378,17 +404,106 @@ SIM_API CUresult cuProfilerStop(void) {
   return CUDA_SUCCESS;
 }
 
-/* ---- Pointers: everything is host memory ---- */
+/* ---- Pointers: CUDA's allocations are host memory ---- */
 
-static CUresult sim_pointer_attribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+/* The allocations simcuda's runtime made (cudaMalloc, cudaMallocHost, ...),
+ * live ones only: what the driver knows as CUDA memory. Any other address
+ * (malloc'ed, stack, a global) is memory CUDA never saw. */
+typedef struct sim_range {
+  uintptr_t start;
+  size_t size;
+} sim_range;
+static pthread_mutex_t sim_mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static sim_range *sim_mem;
+static size_t sim_mem_n, sim_mem_cap;
+
+SIM_API int simcuda_mem_track(const void *p, size_t size) {
+  pthread_mutex_lock(&sim_mem_lock);
+  if (sim_mem_n == sim_mem_cap) {
+    size_t cap = sim_mem_cap ? 2 * sim_mem_cap : 64;
+    sim_range *m = realloc(sim_mem, cap * sizeof(*m));
+    if (m == NULL) {
+      pthread_mutex_unlock(&sim_mem_lock);
+      return -1;
+    }
+    sim_mem = m;
+    sim_mem_cap = cap;
+  }
+  sim_mem[sim_mem_n++] = (sim_range){(uintptr_t)p, size};
+  pthread_mutex_unlock(&sim_mem_lock);
+  return 0;
+}
+
+SIM_API void simcuda_mem_untrack(const void *p) {
+  pthread_mutex_lock(&sim_mem_lock);
+  for (size_t i = 0; i < sim_mem_n; i++)
+    if (sim_mem[i].start == (uintptr_t)p) {
+      sim_mem[i] = sim_mem[--sim_mem_n];
+      break;
+    }
+  pthread_mutex_unlock(&sim_mem_lock);
+}
+
+/* The allocation a lies in (a zero-byte one holds its own address). */
+static int sim_mem_find(uintptr_t a, sim_range *ret) {
+  int found = 0;
+  pthread_mutex_lock(&sim_mem_lock);
+  for (size_t i = 0; i < sim_mem_n && !found; i++)
+    if (a >= sim_mem[i].start && a - sim_mem[i].start < (sim_mem[i].size ? sim_mem[i].size : 1)) {
+      *ret = sim_mem[i];
+      found = 1;
+    }
+  pthread_mutex_unlock(&sim_mem_lock);
+  return found;
+}
+
+/* The attributes simcuda answers, with the size of each one's value. An
+ * attribute cuda.h defines but simcuda does not model is
+ * CUDA_ERROR_NOT_SUPPORTED; a value that is no attribute at all,
+ * CUDA_ERROR_INVALID_VALUE (cuPointerGetAttribute's documented errors). */
+static size_t sim_pointer_attribute_size(CUpointer_attribute attribute) {
   switch (attribute) {
   case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-    *(CUmemorytype *)data = CU_MEMORYTYPE_HOST;
+  case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    return sizeof(unsigned int);
+  case CU_POINTER_ATTRIBUTE_CONTEXT:
+    return sizeof(CUcontext);
+  case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+  case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    return sizeof(CUdeviceptr);
+  case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+    return sizeof(void *);
+  case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+    return sizeof(int);
+  case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+    return sizeof(size_t);
+  default:
+    return 0;
+  }
+}
+
+static CUresult sim_pointer_attribute_known(CUpointer_attribute attribute) {
+  if (sim_pointer_attribute_size(attribute) != 0) return CUDA_SUCCESS;
+  return attribute >= CU_POINTER_ATTRIBUTE_CONTEXT &&
+                 attribute <= CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE
+             ? CUDA_ERROR_NOT_SUPPORTED
+             : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* One attribute of a pointer into CUDA memory r: host memory, of the
+ * primary context, the same address on both sides. */
+static CUresult sim_pointer_attribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr,
+                                      const sim_range *r) {
+  switch (attribute) {
+  case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+    *(unsigned int *)data = CU_MEMORYTYPE_HOST;
     break;
   case CU_POINTER_ATTRIBUTE_CONTEXT:
     *(CUcontext *)data = &sim_primary_ctx;
     break;
   case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+    /* cuda.h: "If there is no current CUcontext then CUDA_ERROR_INVALID_CONTEXT" */
+    if (sim_current() == NULL) return CUDA_ERROR_INVALID_CONTEXT;
     *(CUdeviceptr *)data = ptr;
     break;
   case CU_POINTER_ATTRIBUTE_HOST_POINTER:
@@ -400,42 +515,84 @@ static CUresult sim_pointer_attribute(void *data, CUpointer_attribute attribute,
   case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
     *(int *)data = 0;
     break;
-  case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: /* allocation ranges are not tracked */
-    *(CUdeviceptr *)data = 0;
+  case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    *(CUdeviceptr *)data = (CUdeviceptr)r->start;
     break;
   case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-    *(size_t *)data = 0;
+    *(size_t *)data = r->size;
     break;
   default:
-    return CUDA_ERROR_NOT_SUPPORTED;
+    return sim_pointer_attribute_known(attribute);
   }
   return CUDA_SUCCESS;
 }
 
+/* cuda.h: a pointer CUDA did not allocate, map or register is
+ * CUDA_ERROR_INVALID_VALUE, whatever the attribute. */
 SIM_API CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr) {
   SIM_REQUIRE_INIT();
   if (data == NULL) return CUDA_ERROR_INVALID_VALUE;
-  return sim_pointer_attribute(data, attribute, ptr);
+  CUresult known = sim_pointer_attribute_known(attribute);
+  if (known != CUDA_SUCCESS) return known;
+  sim_range r;
+  if (!sim_mem_find((uintptr_t)ptr, &r)) return CUDA_ERROR_INVALID_VALUE;
+  return sim_pointer_attribute(data, attribute, ptr, &r);
 }
 
+/* cuda.h: "Unlike cuPointerGetAttribute, this function will not return an
+ * error when the ptr encountered is not a valid CUDA pointer. Instead, the
+ * attributes are assigned default NULL values and CUDA_SUCCESS is returned." */
 SIM_API CUresult cuPointerGetAttributes(unsigned int num, CUpointer_attribute *attributes,
                                         void **data, CUdeviceptr ptr) {
   SIM_REQUIRE_INIT();
   if (attributes == NULL || data == NULL) return CUDA_ERROR_INVALID_VALUE;
   for (unsigned i = 0; i < num; i++) {
     if (data[i] == NULL) return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = sim_pointer_attribute(data[i], attributes[i], ptr);
-    if (r != CUDA_SUCCESS) return r;
+    CUresult known = sim_pointer_attribute_known(attributes[i]);
+    if (known != CUDA_SUCCESS) return known;
+  }
+  sim_range r;
+  int cuda = sim_mem_find((uintptr_t)ptr, &r);
+  for (unsigned i = 0; i < num; i++) {
+    if (!cuda) {
+      memset(data[i], 0, sim_pointer_attribute_size(attributes[i]));
+      continue;
+    }
+    CUresult e = sim_pointer_attribute(data[i], attributes[i], ptr, &r);
+    if (e != CUDA_SUCCESS) return e;
   }
   return CUDA_SUCCESS;
 }
 
 /* ---- Streams ---- */
 
+/* Capture bookkeeping, begun and ended (see Stream capture below). */
+static void sim_capture_started(struct CUstream_st *s) {
+  if (sim_is_blocking(s)) atomic_fetch_add(&sim_blocking_captures, 1);
+  pthread_mutex_lock(&sim_capture_lock);
+  s->next_capturing = sim_capturing;
+  sim_capturing = s;
+  pthread_mutex_unlock(&sim_capture_lock);
+}
+
+/* The capture of s ends (EndCapture, or the stream destroyed). */
+static void sim_capture_ended(struct CUstream_st *s) {
+  if (sim_is_blocking(s)) atomic_fetch_sub(&sim_blocking_captures, 1);
+  pthread_mutex_lock(&sim_capture_lock);
+  for (struct CUstream_st **p = &sim_capturing; *p != NULL; p = &(*p)->next_capturing)
+    if (*p == s) {
+      *p = s->next_capturing;
+      break;
+    }
+  s->next_capturing = NULL;
+  pthread_mutex_unlock(&sim_capture_lock);
+}
+
 SIM_API CUresult cuStreamCreateWithPriority(CUstream *ph, unsigned int flags, int priority) {
   SIM_REQUIRE_INIT();
   if (ph == NULL || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING) != 0)
     return CUDA_ERROR_INVALID_VALUE;
+  if (sim_current() == NULL) return CUDA_ERROR_INVALID_CONTEXT; /* the stream's would-be context */
   struct CUstream_st *s = calloc(1, sizeof(*s));
   if (s == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
   s->magic = SIM_STREAM_MAGIC;
@@ -454,8 +611,7 @@ SIM_API CUresult cuStreamDestroy(CUstream s) {
   SIM_REQUIRE_INIT();
   if (sim_is_default_stream(s) || s->magic != SIM_STREAM_MAGIC) return CUDA_ERROR_INVALID_HANDLE;
   s->magic = 0;
-  if (atomic_load(&s->capture_status) != CU_STREAM_CAPTURE_STATUS_NONE && sim_is_blocking(s))
-    atomic_fetch_sub(&sim_blocking_captures, 1);
+  if (atomic_load(&s->capture_status) != CU_STREAM_CAPTURE_STATUS_NONE) sim_capture_ended(s);
   free(s->capture_graph); /* a capture that was never ended: its graph is gone too */
   free(s);
   return CUDA_SUCCESS;
@@ -477,19 +633,27 @@ SIM_API CUresult cuStreamQuery(CUstream s) {
   return CUDA_SUCCESS;
 }
 
+/* A created stream belongs to the context current when it was made (the
+ * primary one: the only one there is); the special streams (NULL,
+ * CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) to the calling thread's current
+ * context, CUDA_ERROR_INVALID_CONTEXT when it has none (cuda.h, cuStreamGetCtx). */
 SIM_API CUresult cuStreamGetCtx(CUstream s, CUcontext *pctx) {
   SIM_CHECK_STREAM(s);
   if (pctx == NULL) return CUDA_ERROR_INVALID_VALUE;
-  *pctx = &sim_primary_ctx;
+  CUcontext c = sim_is_default_stream(s) ? sim_current() : &sim_primary_ctx;
+  if (c == NULL) return CUDA_ERROR_INVALID_CONTEXT;
+  *pctx = c;
   return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuStreamGetCtx_v2(CUstream s, CUcontext *pctx, CUgreenCtx *pgreen) {
-  SIM_CHECK_STREAM(s);
-  if (pctx == NULL || pgreen == NULL) return CUDA_ERROR_INVALID_VALUE;
-  *pctx = &sim_primary_ctx;
-  *pgreen = NULL;
-  return CUDA_SUCCESS;
+  if (pctx == NULL || pgreen == NULL) {
+    SIM_CHECK_STREAM(s);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  CUresult r = cuStreamGetCtx(s, pctx);
+  if (r == CUDA_SUCCESS) *pgreen = NULL;
+  return r;
 }
 
 SIM_API CUresult cuStreamGetId(CUstream s, unsigned long long *id) {
@@ -500,6 +664,47 @@ SIM_API CUresult cuStreamGetId(CUstream s, unsigned long long *id) {
 }
 
 /* ---- Stream capture (state only; see the top of the file) ---- */
+
+/* What a potentially unsafe call (cudaMalloc, cudaMallocHost: see
+ * simcuda_internal.h) meets, by the calling thread's mode (cuda.h,
+ * cuThreadExchangeStreamCaptureMode): GLOBAL is prohibited while this thread
+ * has a capture not begun RELAXED or any thread has one begun GLOBAL;
+ * THREAD_LOCAL only in the first case; RELAXED never. A prohibited call
+ * fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the
+ * captures it would have broken: their EndCapture then fails with
+ * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED. */
+SIM_API CUresult simcuda_unsafe_call(void) {
+  CUstreamCaptureMode mode = sim_thread_capture_mode;
+  if (mode == CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_SUCCESS;
+  int prohibited = 0;
+  pthread_mutex_lock(&sim_capture_lock);
+  for (struct CUstream_st *c = sim_capturing; c != NULL; c = c->next_capturing) {
+    int own =
+        c->capture_thread == &sim_thread_token && c->capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED;
+    int global =
+        mode == CU_STREAM_CAPTURE_MODE_GLOBAL && c->capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
+    if (own || global) {
+      prohibited = 1;
+      atomic_store(&c->capture_status, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+    }
+  }
+  pthread_mutex_unlock(&sim_capture_lock);
+  return prohibited ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
+
+/* cuda.h: sets the calling thread's mode to *mode and returns the old one
+ * there; a value that is no mode is CUDA_ERROR_INVALID_VALUE. */
+SIM_API CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
+  SIM_REQUIRE_INIT();
+  if (mode == NULL ||
+      (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL && *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+       *mode != CU_STREAM_CAPTURE_MODE_RELAXED))
+    return CUDA_ERROR_INVALID_VALUE;
+  CUstreamCaptureMode old = sim_thread_capture_mode;
+  sim_thread_capture_mode = *mode;
+  *mode = old;
+  return CUDA_SUCCESS;
+}
 
 /* The default stream aliases have no state of their own here; capturing
  * the legacy stream is refused by CUDA too. */
@@ -519,7 +724,7 @@ SIM_API CUresult cuStreamBeginCapture(CUstream s, CUstreamCaptureMode mode) {
   s->capture_graph = g;
   s->capture_mode = mode;
   s->capture_thread = &sim_thread_token;
-  if (sim_is_blocking(s)) atomic_fetch_add(&sim_blocking_captures, 1);
+  sim_capture_started(s);
   atomic_store(&s->capture_status, CU_STREAM_CAPTURE_STATUS_ACTIVE);
   return CUDA_SUCCESS;
 }
@@ -532,10 +737,17 @@ SIM_API CUresult cuStreamEndCapture(CUstream s, CUgraph *phGraph) {
   if (s->capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED && s->capture_thread != &sim_thread_token)
     return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
   struct CUgraph_st *g = s->capture_graph;
-  g->capturing = 0;
   s->capture_graph = NULL;
+  int invalidated = atomic_load(&s->capture_status) == CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+  sim_capture_ended(s);
   atomic_store(&s->capture_status, CU_STREAM_CAPTURE_STATUS_NONE);
-  if (sim_is_blocking(s)) atomic_fetch_sub(&sim_blocking_captures, 1);
+  /* An invalidated sequence ends with no graph (cuda.h, cuStreamEndCapture). */
+  if (invalidated) {
+    free(g);
+    *phGraph = NULL;
+    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  }
+  g->capturing = 0;
   *phGraph = g;
   return CUDA_SUCCESS;
 }
@@ -664,6 +876,8 @@ static const struct {
      "operation not permitted when stream is capturing"},
     {CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD",
      "attempt to terminate a thread-local capture sequence from another thread"},
+    {CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+     "operation failed due to a previous error during capture"},
     {CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT",
      "operation would make the legacy stream depend on a capturing blocking stream"},
 };
@@ -729,6 +943,7 @@ static const struct {
     SIM_PROC("cuStreamGetId", cuStreamGetId, 12000),
     SIM_PROC("cuStreamIsCapturing", cuStreamIsCapturing, 10000),
     SIM_PROC("cuStreamEndCapture", cuStreamEndCapture, 10000),
+    SIM_PROC("cuThreadExchangeStreamCaptureMode", cuThreadExchangeStreamCaptureMode, 10010),
     SIM_PROC("cuGraphInstantiateWithFlags", cuGraphInstantiateWithFlags, 11040),
     SIM_PROC("cuGraphInstantiateWithParams", cuGraphInstantiateWithParams, 12000),
     SIM_PROC("cuGraphLaunch", cuGraphLaunch, 10000),

@@ -61,6 +61,8 @@ static cudaError_t sim_from_cu(CUresult r) {
     return cudaErrorStreamCaptureWrongThread;
   case CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
     return cudaErrorStreamCaptureImplicit;
+  case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
+    return cudaErrorStreamCaptureInvalidated;
   default:
     return cudaErrorUnknown;
   }
@@ -83,6 +85,10 @@ static void *sim_alloc(size_t size, uint32_t magic) {
   sim_block *b = (sim_block *)base;
   b->magic = magic;
   b->size = size;
+  if (simcuda_mem_track(base + SIM_ALIGN, size) != 0) {
+    free(base);
+    return NULL;
+  }
   return base + SIM_ALIGN;
 }
 
@@ -91,6 +97,7 @@ static cudaError_t sim_free(void *p, uint32_t magic) {
   if ((uintptr_t)p % SIM_ALIGN != 0) return cudaErrorInvalidValue;
   sim_block *b = (sim_block *)((unsigned char *)p - SIM_ALIGN);
   if (b->magic != magic) return cudaErrorInvalidValue;
+  simcuda_mem_untrack(p);
   b->magic = 0;
   free(b);
   return cudaSuccess;
@@ -99,6 +106,8 @@ static cudaError_t sim_free(void *p, uint32_t magic) {
 SIM_API cudaError_t cudaMalloc(void **ptr, size_t size) {
   sim_init_driver();
   if (ptr == NULL) return sim_ret(cudaErrorInvalidValue);
+  cudaError_t e = sim_from_cu(simcuda_unsafe_call());
+  if (e != cudaSuccess) return sim_ret(e);
   *ptr = sim_alloc(size, SIM_DEV_MAGIC);
   return *ptr != NULL ? cudaSuccess : sim_ret(cudaErrorMemoryAllocation);
 }
@@ -121,6 +130,8 @@ SIM_API cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream) {
 SIM_API cudaError_t cudaMallocHost(void **ptr, size_t size) {
   sim_init_driver();
   if (ptr == NULL) return sim_ret(cudaErrorInvalidValue);
+  cudaError_t e = sim_from_cu(simcuda_unsafe_call());
+  if (e != cudaSuccess) return sim_ret(e);
   *ptr = sim_alloc(size, SIM_HOST_MAGIC);
   return *ptr != NULL ? cudaSuccess : sim_ret(cudaErrorMemoryAllocation);
 }
@@ -179,6 +190,17 @@ SIM_API cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
 SIM_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *ptr) {
   if (attr == NULL) return sim_ret(cudaErrorInvalidValue);
   memset(attr, 0, sizeof(*attr));
+  /* cuda_runtime_api.h: from 11.0 a host pointer CUDA does not know is
+   * cudaMemoryTypeUnregistered, with cudaSuccess. */
+  unsigned int type = 0;
+  CUpointer_attribute a = CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
+  void *data = &type;
+  sim_init_driver();
+  if (cuPointerGetAttributes(1, &a, &data, (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS ||
+      type == 0) {
+    attr->type = cudaMemoryTypeUnregistered;
+    return cudaSuccess;
+  }
   attr->type = cudaMemoryTypeHost;
   attr->device = 0;
   attr->devicePointer = (void *)ptr;
@@ -298,6 +320,13 @@ SIM_API cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned int f
                                                  int priority) {
   sim_init_driver();
   if (s == NULL) return sim_ret(cudaErrorInvalidValue);
+  /* cudart makes the primary context current on a thread that has none
+   * (one that set NULL through the driver) before it uses the driver. */
+  CUcontext cur = NULL;
+  if (cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == NULL) {
+    CUcontext primary = NULL;
+    if (cuDevicePrimaryCtxRetain(&primary, 0) == CUDA_SUCCESS) cuCtxSetCurrent(primary);
+  }
   CUstream cs;
   cudaError_t e = sim_from_cu(cuStreamCreateWithPriority(&cs, flags, priority));
   if (e == cudaSuccess) *s = (cudaStream_t)cs;
@@ -510,6 +539,8 @@ static const struct {
      "operation not permitted when stream is capturing"},
     {cudaErrorStreamCaptureWrongThread, "cudaErrorStreamCaptureWrongThread",
      "attempt to terminate a thread-local capture sequence from another thread"},
+    {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",
+     "operation failed due to a previous error during capture"},
     {cudaErrorNoKernelImageForDevice, "cudaErrorNoKernelImageForDevice",
      "no kernel image is available for execution on the device"},
     {cudaErrorMissingConfiguration, "cudaErrorMissingConfiguration",

@@ -5,6 +5,7 @@
 #ifndef SIMCUDA_INTERNAL_H
 #define SIMCUDA_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <cuda.h>
@@ -32,6 +33,18 @@ uint64_t simcuda_now_ns(void);
 /* Compute capability of the simulated device times ten: 90 (default) or
  * 100 when SIMCUDA_SM=100. */
 int simcuda_device_sm(void);
+
+/* The stream-capture check of a "potentially unsafe" call (cuda.h,
+ * cuThreadExchangeStreamCaptureMode; simcuda's: cudaMalloc, cudaMallocHost),
+ * by the calling thread's capture interaction mode: CUDA_SUCCESS, or
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED with the captures it breaks
+ * invalidated. */
+CUresult simcuda_unsafe_call(void);
+
+/* The runtime's allocations, as the driver's pointer queries know them:
+ * track a live one (0, or -1 when out of memory), untrack it when freed. */
+int simcuda_mem_track(const void *p, size_t size);
+void simcuda_mem_untrack(const void *p);
 
 /* Numeric id of a stream as CUPTI reports it (the NULL/legacy/per-thread
  * default stream is 7, created streams count up from 13). 0 for a handle

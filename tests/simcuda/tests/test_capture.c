@@ -157,6 +157,114 @@ static void only_relaxed_capture_may_end_on_another_thread(void **state) {
   assert_int_equal(cuStreamDestroy(s), CUDA_SUCCESS);
 }
 
+/* A GLOBAL-mode capture begun on a thread of its own, ended when told. */
+typedef struct capturer {
+  CUstream s;
+  pthread_barrier_t begun, go;
+  CUresult begin, end;
+  CUgraph g;
+} capturer;
+
+static void *capture_elsewhere(void *p) {
+  capturer *c = p;
+  c->begin = cuStreamBeginCapture(c->s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  pthread_barrier_wait(&c->begun);
+  pthread_barrier_wait(&c->go);
+  c->end = cuStreamEndCapture(c->s, &c->g);
+  return NULL;
+}
+
+/* cudaMalloc on this thread while another thread captures in GLOBAL mode,
+ * with this thread in `mode`: what cudaMalloc returns, and the capture's
+ * status and EndCapture after it. */
+static cudaError_t malloc_beside_a_global_capture(CUstreamCaptureMode mode,
+                                                  CUstreamCaptureStatus *status, CUresult *end) {
+  capturer c;
+  memset(&c, 0, sizeof c);
+  assert_int_equal(cuStreamCreate(&c.s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  pthread_barrier_init(&c.begun, NULL, 2);
+  pthread_barrier_init(&c.go, NULL, 2);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, capture_elsewhere, &c), 0);
+  pthread_barrier_wait(&c.begun);
+  CUstreamCaptureMode old = mode;
+  assert_int_equal(cuThreadExchangeStreamCaptureMode(&old), CUDA_SUCCESS);
+  void *p = NULL;
+  cudaError_t e = cudaMalloc(&p, 64);
+  assert_int_equal(cuThreadExchangeStreamCaptureMode(&old), CUDA_SUCCESS); /* back */
+  assert_int_equal(cuStreamIsCapturing(c.s, status), CUDA_SUCCESS);
+  pthread_barrier_wait(&c.go);
+  pthread_join(t, NULL);
+  assert_int_equal(c.begin, CUDA_SUCCESS);
+  *end = c.end;
+  if (c.g != NULL) assert_int_equal(cuGraphDestroy(c.g), CUDA_SUCCESS);
+  if (p != NULL) cudaFree(p);
+  pthread_barrier_destroy(&c.begun);
+  pthread_barrier_destroy(&c.go);
+  assert_int_equal(cuStreamDestroy(c.s), CUDA_SUCCESS);
+  return e;
+}
+
+/* cuda.h, cuThreadExchangeStreamCaptureMode: the thread's mode (GLOBAL by
+ * default) is swapped with *mode; in GLOBAL mode a potentially unsafe call
+ * (cudaMalloc, the header's example) is prohibited while any thread
+ * captures in GLOBAL mode, and the prohibited call invalidates that
+ * capture (cuStreamEndCapture: "a NULL graph will be returned");
+ * THREAD_LOCAL and RELAXED ignore other threads' captures. */
+static void the_capture_mode_is_per_thread_and_governs_unsafe_calls(void **state) {
+  (void)state;
+  cuInit(0);
+  void *fn = NULL;
+  assert_int_equal(cuGetProcAddress("cuThreadExchangeStreamCaptureMode", &fn, 13000,
+                                    CU_GET_PROC_ADDRESS_DEFAULT, NULL),
+                   CUDA_SUCCESS);
+  assert_ptr_equal(fn, (void *)cuThreadExchangeStreamCaptureMode);
+  CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+  assert_int_equal(cuThreadExchangeStreamCaptureMode(&m), CUDA_SUCCESS);
+  assert_int_equal(m, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  assert_int_equal(cuThreadExchangeStreamCaptureMode(&m), CUDA_SUCCESS);
+  assert_int_equal(m, CU_STREAM_CAPTURE_MODE_RELAXED);
+  m = (CUstreamCaptureMode)42;
+  assert_int_equal(cuThreadExchangeStreamCaptureMode(&m), CUDA_ERROR_INVALID_VALUE);
+  assert_int_equal(cuThreadExchangeStreamCaptureMode(NULL), CUDA_ERROR_INVALID_VALUE);
+
+  CUstreamCaptureStatus st;
+  CUresult end;
+  assert_int_equal(malloc_beside_a_global_capture(CU_STREAM_CAPTURE_MODE_GLOBAL, &st, &end),
+                   cudaErrorStreamCaptureUnsupported);
+  assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+  assert_int_equal(end, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  for (int mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL; mode <= CU_STREAM_CAPTURE_MODE_RELAXED;
+       mode++) {
+    assert_int_equal(malloc_beside_a_global_capture((CUstreamCaptureMode)mode, &st, &end),
+                     cudaSuccess);
+    assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    assert_int_equal(end, CUDA_SUCCESS);
+  }
+
+  /* The thread's own capture (not RELAXED) prohibits it in THREAD_LOCAL mode
+   * too; RELAXED mode never. */
+  CUstream s;
+  CUgraph g = (CUgraph)1;
+  void *p = NULL;
+  assert_int_equal(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  assert_int_equal(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_SUCCESS);
+  m = CU_STREAM_CAPTURE_MODE_RELAXED;
+  assert_int_equal(cuThreadExchangeStreamCaptureMode(&m), CUDA_SUCCESS);
+  assert_int_equal(cudaMalloc(&p, 64), cudaSuccess);
+  assert_int_equal(cudaFree(p), cudaSuccess);
+  m = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+  assert_int_equal(cuThreadExchangeStreamCaptureMode(&m), CUDA_SUCCESS);
+  assert_int_equal(cudaMalloc(&p, 64), cudaErrorStreamCaptureUnsupported);
+  assert_int_equal(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  assert_null(g);
+  m = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  assert_int_equal(cuThreadExchangeStreamCaptureMode(&m), CUDA_SUCCESS);
+  assert_int_equal(cudaMalloc(&p, 64), cudaSuccess); /* nothing captures any more */
+  assert_int_equal(cudaFree(p), cudaSuccess);
+  assert_int_equal(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
 static void runtime_capture_reports_active_and_work_still_runs_at_once(void **state) {
   (void)state;
   cudaStream_t s;
@@ -276,6 +384,7 @@ int main(void) {
       cmocka_unit_test(the_legacy_stream_is_unusable_while_a_blocking_stream_captures),
       cmocka_unit_test(capture_of_the_default_stream_or_with_an_unknown_mode_is_refused),
       cmocka_unit_test(only_relaxed_capture_may_end_on_another_thread),
+      cmocka_unit_test(the_capture_mode_is_per_thread_and_governs_unsafe_calls),
       cmocka_unit_test(runtime_capture_reports_active_and_work_still_runs_at_once),
       cmocka_unit_test(a_captured_graph_cannot_be_instantiated_or_launched),
       cmocka_unit_test(get_proc_address_gives_the_capture_abi_of_the_version_asked),

@@ -47,24 +47,114 @@ static void driver_reports_one_simcuda_device_of_compute_capability_9_0(void **s
   assert_string_equal(name, "sim");
 }
 
-static void every_pointer_is_host_memory_in_the_primary_context(void **state) {
+/* cuda.h, cuStreamGetCtx: a special stream (NULL, CU_STREAM_LEGACY,
+ * CU_STREAM_PER_THREAD) names the calling thread's current context, and
+ * "If no context is current to the calling thread,
+ * CUDA_ERROR_INVALID_CONTEXT is returned"; a created stream keeps the
+ * context it was made in. What needs a current context fails alike; cudart
+ * makes the primary one current again. */
+static void special_streams_need_a_current_context(void **state) {
+  (void)state;
+  cuInit(0);
+  CUcontext primary = NULL, c = NULL;
+  CUgreenCtx green = NULL;
+  CUdevice dev = -1;
+  CUstream made, s2;
+  assert_int_equal(cuDevicePrimaryCtxRetain(&primary, 0), CUDA_SUCCESS);
+  assert_int_equal(cuStreamCreate(&made, 0), CUDA_SUCCESS);
+  assert_int_equal(cuStreamGetCtx(NULL, &c), CUDA_SUCCESS);
+  assert_ptr_equal(c, primary);
+
+  assert_int_equal(cuCtxSetCurrent(NULL), CUDA_SUCCESS);
+  c = primary;
+  assert_int_equal(cuCtxGetCurrent(&c), CUDA_SUCCESS);
+  assert_null(c);
+  const CUstream special[] = {NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD};
+  for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) {
+    assert_int_equal(cuStreamGetCtx(special[i], &c), CUDA_ERROR_INVALID_CONTEXT);
+    assert_int_equal(cuStreamGetCtx_v2(special[i], &c, &green), CUDA_ERROR_INVALID_CONTEXT);
+  }
+  assert_int_equal(cuStreamGetCtx(made, &c), CUDA_SUCCESS);
+  assert_ptr_equal(c, primary);
+  assert_int_equal(cuCtxGetDevice(&dev), CUDA_ERROR_INVALID_CONTEXT);
+  assert_int_equal(cuCtxSynchronize(), CUDA_ERROR_INVALID_CONTEXT);
+  assert_int_equal(cuStreamCreate(&s2, 0), CUDA_ERROR_INVALID_CONTEXT);
+
+  cudaStream_t rs;
+  assert_int_equal(cudaStreamCreate(&rs), cudaSuccess);
+  assert_int_equal(cuStreamGetCtx(CU_STREAM_PER_THREAD, &c), CUDA_SUCCESS);
+  assert_ptr_equal(c, primary);
+  assert_int_equal(cudaStreamDestroy(rs), cudaSuccess);
+  assert_int_equal(cuStreamDestroy(made), CUDA_SUCCESS);
+}
+
+/* cuda.h, cuPointerGetAttribute: memory CUDA did not allocate, map or
+ * register is CUDA_ERROR_INVALID_VALUE; cuPointerGetAttributes instead
+ * succeeds with "default NULL values"; a value that is no attribute is
+ * CUDA_ERROR_INVALID_VALUE, and so is a NULL data pointer.
+ * cuda_runtime_api.h: cudaPointerGetAttributes says cudaMemoryTypeUnregistered. */
+static void memory_cuda_never_saw_is_refused_or_null(void **state) {
+  (void)state;
+  cuInit(0);
+  int x = 0;
+  CUmemorytype type = CU_MEMORYTYPE_DEVICE;
+  CUcontext pctx = (CUcontext)&x;
+  const CUpointer_attribute every[] = {
+      CU_POINTER_ATTRIBUTE_MEMORY_TYPE,      CU_POINTER_ATTRIBUTE_CONTEXT,
+      CU_POINTER_ATTRIBUTE_DEVICE_POINTER,   CU_POINTER_ATTRIBUTE_HOST_POINTER,
+      CU_POINTER_ATTRIBUTE_IS_MANAGED,       CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+      CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  uint64_t v = 0;
+  for (size_t i = 0; i < sizeof every / sizeof every[0]; i++)
+    assert_int_equal(cuPointerGetAttribute(&v, every[i], (CUdeviceptr)&x),
+                     CUDA_ERROR_INVALID_VALUE);
+  assert_int_equal(cuPointerGetAttribute(NULL, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)&x),
+                   CUDA_ERROR_INVALID_VALUE);
+  assert_int_equal(cuPointerGetAttribute(&v, (CUpointer_attribute)999, (CUdeviceptr)&x),
+                   CUDA_ERROR_INVALID_VALUE);
+  CUpointer_attribute attrs[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_CONTEXT};
+  void *data[2] = {&type, &pctx};
+  assert_int_equal(cuPointerGetAttributes(2, attrs, data, (CUdeviceptr)&x), CUDA_SUCCESS);
+  assert_int_equal(type, 0);
+  assert_null(pctx);
+  struct cudaPointerAttributes ra;
+  assert_int_equal(cudaPointerGetAttributes(&ra, &x), cudaSuccess);
+  assert_int_equal(ra.type, cudaMemoryTypeUnregistered);
+}
+
+static void cuda_memory_is_host_memory_in_the_primary_context(void **state) {
   (void)state;
   cuInit(0);
   CUcontext ctx = NULL, sctx = NULL;
   assert_int_equal(cuCtxGetCurrent(&ctx), CUDA_SUCCESS);
   assert_non_null(ctx);
-  int x = 0;
+  char *buf = NULL;
+  assert_int_equal(cudaMalloc((void **)&buf, 100), cudaSuccess);
+  CUdeviceptr x = (CUdeviceptr)(buf + 10);
   CUmemorytype type = 0;
-  assert_int_equal(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)&x),
-                   CUDA_SUCCESS);
+  assert_int_equal(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, x), CUDA_SUCCESS);
   assert_int_equal(type, CU_MEMORYTYPE_HOST);
+  CUdeviceptr start = 0;
+  size_t size = 0;
+  assert_int_equal(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, x),
+                   CUDA_SUCCESS);
+  assert_int_equal(cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, x), CUDA_SUCCESS);
+  assert_ptr_equal((void *)start, buf);
+  assert_int_equal(size, 100);
   CUpointer_attribute attrs[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_CONTEXT};
   CUcontext pctx = NULL;
   void *data[2] = {&type, &pctx};
   type = 0;
-  assert_int_equal(cuPointerGetAttributes(2, attrs, data, (CUdeviceptr)&x), CUDA_SUCCESS);
+  assert_int_equal(cuPointerGetAttributes(2, attrs, data, x), CUDA_SUCCESS);
   assert_int_equal(type, CU_MEMORYTYPE_HOST);
   assert_ptr_equal(pctx, ctx);
+  struct cudaPointerAttributes ra;
+  assert_int_equal(cudaPointerGetAttributes(&ra, buf), cudaSuccess);
+  assert_int_equal(ra.type, cudaMemoryTypeHost);
+  assert_int_equal(cudaFree(buf), cudaSuccess);
+  /* Freed, the address is no CUDA memory any more. */
+  assert_int_equal(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, x),
+                   CUDA_ERROR_INVALID_VALUE);
   CUstream s;
   assert_int_equal(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
   assert_int_equal(cuStreamGetCtx(s, &sctx), CUDA_SUCCESS);
@@ -318,9 +408,11 @@ static void a_fork_child_of_an_initialised_process_cannot_use_the_driver(void **
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(driver_reports_one_simcuda_device_of_compute_capability_9_0),
-      cmocka_unit_test(every_pointer_is_host_memory_in_the_primary_context),
+      cmocka_unit_test(memory_cuda_never_saw_is_refused_or_null),
+      cmocka_unit_test(cuda_memory_is_host_memory_in_the_primary_context),
       cmocka_unit_test(get_proc_address_finds_implemented_entry_points_only),
       cmocka_unit_test(get_proc_address_versions_cuStreamGetCtx_like_the_driver),
+      cmocka_unit_test(special_streams_need_a_current_context),
       cmocka_unit_test(get_proc_address_versions_the_context_calls_like_the_driver),
       cmocka_unit_test(profiler_start_and_stop_exist_in_runtime_and_driver),
       cmocka_unit_test(unimplemented_driver_entry_points_are_not_exported),
