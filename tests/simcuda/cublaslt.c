@@ -1184,6 +1184,7 @@ typedef struct lt_algo {
   uint32_t tile, reduction, swizzle, custom, stages;
   uint16_t inner_shape, cluster_shape;
   int32_t types[6]; /* compute, scale, A, B, C, D */
+  uint8_t align[4]; /* bytes its A..D pointers need (CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_*) */
 } lt_algo;
 _Static_assert(sizeof(lt_algo) <= sizeof(cublasLtMatmulAlgo_t), "algo fits");
 
@@ -1202,10 +1203,14 @@ static const attr_slot algo_slots[] = {
 };
 #undef SLOT
 
+static uint32_t matrix_alignment(const int32_t types[6], int matrix);
+
 static void algo_init(cublasLtMatmulAlgo_t *a, const int32_t types[6]) {
   memset(a, 0, sizeof(*a));
   lt_algo *l = (lt_algo *)a;
   memcpy(l->types, types, sizeof(l->types));
+  for (int i = 0; i < 4; i++)
+    l->align[i] = (uint8_t)matrix_alignment(types, i);
   l->magic = LT_ALGO_MAGIC;
   l->id = LT_ALGO_ID;
   l->splitk = 1;
@@ -1238,6 +1243,32 @@ static uint32_t matrix_alignment(const int32_t types[6], int matrix) {
   if (t == CUDA_R_8I) return 4;
   size_t es = elem_size(t);
   return es != 0 ? (uint32_t)es : 16; /* no such algo: types_supported refuses the type */
+}
+
+/* The vector width of the fastest GEMM kernels' loads (128 bits). */
+enum { LT_VECTOR_BYTES = 16 };
+
+/* need, or the largest power of two dividing v when that is smaller
+ * (v == 0 divides by anything). */
+static uint64_t min_pow2_divisor(uint64_t need, uint64_t v) {
+  uint64_t p2 = v & (~v + 1);
+  return v != 0 && p2 < need ? p2 : need;
+}
+
+/* An algo run on pointers less aligned than it needs: NOT_SUPPORTED (see
+ * cublasLtMatmulAlgoGetHeuristic). Matrices not read (NULL) are skipped. */
+static cublasStatus_t algo_alignment_ok(const lt_algo *l, const lt_plan *p,
+                                        const void *const m[4]) {
+  const lt_layout *ls[4] = {p->a, p->b, p->c, p->d};
+  for (int i = 0; i < 4; i++) {
+    if (m[i] == NULL) continue;
+    int array = ls[i]->batch_mode == CUBLASLT_BATCH_MODE_POINTER_ARRAY;
+    for (int32_t bi = 0; bi < (array ? p->batch : 1); bi++) {
+      const void *ptr = array ? ((const void *const *)m[i])[bi] : m[i];
+      if ((uintptr_t)ptr % l->align[i] != 0) return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+  }
+  return CUBLAS_STATUS_SUCCESS;
 }
 
 /* The types an algo is made for: compute, scale, A, B, C, D. */
@@ -1324,6 +1355,11 @@ SIM_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDes
   if ((p.k > 0 && x.any_alpha && (A == NULL || B == NULL)) || D == NULL ||
       (x.any_beta && C == NULL))
     return CUBLAS_STATUS_INVALID_VALUE;
+  if (algo != NULL) {
+    int reads_ab = p.k > 0 && x.any_alpha;
+    const void *read[4] = {reads_ab ? A : NULL, reads_ab ? B : NULL, x.any_beta ? C : NULL, D};
+    if ((st = algo_alignment_ok(as_algo(algo), &p, read)) != CUBLAS_STATUS_SUCCESS) return st;
+  }
   if ((p.bias || p.bgrad) && p.desc->bias == NULL) return CUBLAS_STATUS_INVALID_VALUE;
   if ((p.mask || p.aux_out || p.drelu || p.dgelu) && p.desc->aux == NULL)
     return CUBLAS_STATUS_INVALID_VALUE;
@@ -1417,6 +1453,26 @@ SIM_API cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
       return CUBLAS_STATUS_NOT_SUPPORTED;
   memset(&results[0], 0, sizeof(results[0]));
   algo_init(&results[0].algo, types);
+  /* The algorithm found is one for pointers as aligned as declared (the
+   * heuristic sees no pointer), up to the 16 bytes of the widest vector
+   * loads, and for rows as aligned as the layouts' leading dimensions and
+   * batch strides: cublasLtMatmul refuses it for pointers less aligned
+   * (NOT_SUPPORTED, as PyTorch met on an H100 for fp32 pointers 8 bytes
+   * aligned with an algo found under the default 256, pytorch/pytorch#97205,
+   * and for fp16 ones 2 bytes aligned, #92201). Reduction schemes: the one
+   * algorithm splits no K (CUBLASLT_REDUCTION_SCHEME_NONE), which no
+   * REDUCTION_SCHEME_MASK filters out (programs set the mask to 0 to forbid
+   * split-K and run the algo returned). */
+  const lt_layout *ls[4] = {p.a, p.b, p.c, p.d};
+  lt_algo *found = (lt_algo *)&results[0].algo;
+  for (int i = 0; i < 4; i++) {
+    uint64_t es = elem_size((int)ls[i]->type);
+    uint64_t need = declared[i] < LT_VECTOR_BYTES ? declared[i] : LT_VECTOR_BYTES;
+    need = min_pow2_divisor(need, (uint64_t)ls[i]->ld * es);
+    if (ls[i]->batch_count > 1 && ls[i]->batch_mode != CUBLASLT_BATCH_MODE_POINTER_ARRAY)
+      need = min_pow2_divisor(need, (uint64_t)ls[i]->stride * es);
+    if (need > found->align[i]) found->align[i] = (uint8_t)need;
+  }
   results[0].workspaceSize = 0;
   results[0].state = CUBLAS_STATUS_SUCCESS;
   results[0].wavesCount = 1.0f;
@@ -1550,7 +1606,7 @@ SIM_API cublasStatus_t cublasLtMatmulAlgoCapGetAttribute(const cublasLtMatmulAlg
   if (attr >= CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES &&
       attr <= CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_D_BYTES) {
     found = *c;
-    found.values[0] = matrix_alignment(l->types, attr - CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES);
+    found.values[0] = l->align[attr - CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES];
     c = &found;
   }
   int array = attr == CUBLASLT_ALGO_CAP_TILE_IDS || attr == CUBLASLT_ALGO_CAP_STAGES_IDS;

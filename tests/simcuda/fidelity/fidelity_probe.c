@@ -572,6 +572,30 @@ static void probe_pref_align(cublasLtHandle_t lt, const char *name, int fp8,
   cublasLtMatmulDescDestroy(desc);
 }
 
+/* The heuristic's algo under the default declared alignment (256) run on an
+ * fp32 64^3 matmul, with every pointer as cudaMalloc gave it, then with A 4
+ * bytes further. */
+static void probe_algo_align(cublasLtHandle_t lt) {
+  enum { N = 64 };
+  float *buf[3];
+  for (int i = 0; i < 3; i++) {
+    cudaMalloc((void **)&buf[i], (N * N + 4) * sizeof(float));
+    cudaMemset(buf[i], 0, (N * N + 4) * sizeof(float));
+  }
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t l;
+  cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, N, N, N);
+  put("lt.algo_align.fp32_aligned", "%s",
+      st(lt_matmul(lt, desc, l, buf[0], l, buf[1], l, buf[2], l, buf[2])));
+  put("lt.algo_align.fp32_a_off4", "%s",
+      st(lt_matmul(lt, desc, l, buf[0] + 1, l, buf[1], l, buf[2], l, buf[2])));
+  cublasLtMatrixLayoutDestroy(l);
+  cublasLtMatmulDescDestroy(desc);
+  for (int i = 0; i < 3; i++)
+    cudaFree(buf[i]);
+}
+
 static void probe_pref_aligns(cublasLtHandle_t lt) {
   probe_pref_align(lt, "lt.pref_align.fp8_16", 1, (const uint32_t[4]){16, 16, 16, 16});
   probe_pref_align(lt, "lt.pref_align.fp8_a8", 1, (const uint32_t[4]){8, 16, 16, 16});
@@ -719,6 +743,7 @@ int main(int argc, char **argv) {
   probe_lt(lt);
   probe_fp8_layouts(lt);
   probe_pref_aligns(lt);
+  probe_algo_align(lt);
   cublasLtDestroy(lt);
   probe_cudnn();
   return check(argv[1]);
