@@ -463,6 +463,45 @@ class Tests(unittest.TestCase):
         self.assertEqual(len(set.union(*names.values())), 6, names)
         self.assertEqual(names["head"], {"head"})
 
+    def test_modules_made_anew_in_every_forward_are_named_by_their_calls_not_by_the_gc(self):
+        # a module made in forward (two per forward here), freed only by the
+        # garbage collector (a reference cycle): the same names in every
+        # forward, collected or not. They were numbered by the modules still
+        # alive: "Model.Cyc", "Model.Cyc_2" after a collection, and
+        # "Model.Cyc_3", "Model.Cyc_4", ... while the dead of earlier forwards
+        # waited for the collector
+        import gc
+
+        class Cyc(Leaf):
+            def __init__(self, tag):
+                super().__init__(tag)
+                self.__dict__["me"] = self  # a cycle
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.head = Leaf("head")
+
+            def forward(self, x):
+                return self.head(Cyc("c1")(Cyc("c2")(x)))
+
+        model = Model()
+        runs = []
+        enabled = gc.isenabled()
+        try:
+            for collect in (True, False, False, True, False):
+                gc.disable()
+                seen.clear()
+                model(torch.ones(2))
+                if collect:
+                    gc.collect()
+                runs.append([s[0] for _, s in seen])
+        finally:
+            if enabled:
+                gc.enable()
+        prefix = "" if hooks._main_root() is model else "Model."
+        self.assertEqual(runs, [["Model.Cyc", "Model.Cyc_2", prefix + "head"]] * 5)
+
     def test_a_model_whose_forward_is_called_directly_names_its_layers_in_it(self):
         # Lightning style: training_step calls self.forward(x), so no hook
         # sees the model itself; its layers are still named in it (not enc's

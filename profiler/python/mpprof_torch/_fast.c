@@ -40,9 +40,9 @@ static ops_fn c_ops;             /* mpprof_scope_ops; NULL: every module is mark
 static PyObject *tensor_type;    /* torch.Tensor */
 static PyObject *odict_type;     /* collections.OrderedDict: _backward_hooks */
 static PyObject *grad_enabled;   /* torch.is_grad_enabled */
-static PyObject *resolve;        /* hooks._resolve(module, root, parent) -> lid */
+static PyObject *resolve;        /* hooks._resolve(module, root, parent, gen) -> lid */
 static PyObject *log_fn;         /* hooks._log(msg) */
-static PyObject *ids;            /* dict id(module) -> (weakref, lid), hooks._ids */
+static PyObject *ids;            /* dict id(module) -> (weakref, lid[, base]), hooks._ids */
 static PyObject *root_fns;       /* (begins, ends, live) of hooks._root_frames, or NULL */
 static PyObject *mark_type;      /* MarkHook */
 static PyObject *call_codes;     /* torch's module call: ((code, its **kwargs), ...) */
@@ -381,7 +381,9 @@ static int mark_all(PyObject *obj, int depth, int32_t start, int32_t end) {
 /* --- the global module hooks --- */
 
 static int named_layer(PyObject *module, int32_t *ret_lid) {
-  /* 1 and its layer id when module is named already */
+  /* 1 and its layer id when module is named already; an entry of 3 items
+   * (a module called in a model but not one of its modules) is a miss:
+   * hooks._resolve names it by its place among the calls of each forward */
   PyObject *key = PyLong_FromVoidPtr(module);
   if (!key) {
     PyErr_Clear();
@@ -398,7 +400,9 @@ static int named_layer(PyObject *module, int32_t *ret_lid) {
 
 static int32_t name_layer(tstate *t, PyObject *module) {
   PyObject *root = t->n ? t->mod[0] : Py_None, *parent = t->n ? t->mod[t->n - 1] : Py_None;
-  PyObject *r = PyObject_CallFunctionObjArgs(resolve, module, root, parent, NULL);
+  PyObject *gen = PyLong_FromUnsignedLong(t->gen); /* the root forward: names follow its calls */
+  PyObject *r = gen ? PyObject_CallFunctionObjArgs(resolve, module, root, parent, gen, NULL) : NULL;
+  Py_XDECREF(gen);
   long lid = r ? PyLong_AsLong(r) : -1;
   Py_XDECREF(r);
   if (PyErr_Occurred()) {

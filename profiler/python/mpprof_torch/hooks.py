@@ -104,7 +104,7 @@ _t = _Thread()
 
 # --- names ---
 
-_ids = {}  # id(module) -> (weakref to it, layer id); _fast reads it on every module call
+_ids = {}  # id(module) -> (weakref to it, layer id[, base name of an unregistered one]); _fast reads it
 _main_root = None  # weakref: the first root with children; its names carry no prefix
 _opt_ids = {}  # id(optimizer) -> (weakref, layer id)
 _lock = threading.Lock()
@@ -216,27 +216,58 @@ def _forward_owner(module):
     return None
 
 
-_unregistered = weakref.WeakKeyDictionary()  # a module called in a model, not in it -> its name
+class _Unregistered(threading.local):
+    """This thread's root forward (gen: _fast's generation) and the modules
+    called in it that are not in a model (_unregistered_layer)."""
+
+    def __init__(self):
+        self.gen = None
+        self.called = {}  # id(module) -> (weakref, layer id): called in this root forward
+        self.count = collections.Counter()  # base name -> modules of it called in this root forward
 
 
-def _unregistered_name(module, name):
-    """name (parent.Class) for a module that a model's forward calls but
-    that is not one of its modules (layers kept in a plain list), numbered
-    from the second live one of that name on, so that each is a layer of its
-    own (a module made anew in every forward takes the name of the dead)."""
-    numbered = _numbered(name, _unregistered.values())
-    try:
-        _unregistered[module] = numbered
-    except TypeError:  # a module class with __eq__ and no __hash__: not numbered
-        return name
-    return numbered
+_u = _Unregistered()
+_unregistered_lids = {}  # (name, class) -> layer id
 
 
-def _resolve(module, root, parent):
+def _unregistered_layer(module, base, gen):
+    """Layer id of a module that a model's forward calls but that is not one
+    of its modules (layers kept in a plain list, a module made anew in every
+    forward): base (parent.Class) for the first such module of that base
+    called in this root forward (gen), base_2 for the second, ...; a module
+    called again in it keeps its layer. By the order of calls alone, so the
+    same forward gives the same names in every run: numbering by the live
+    modules made a module made anew in every forward base_2, base_3, ... or
+    base, as the garbage collector had or had not freed the last one."""
+    u = _u
+    if u.gen != gen:
+        u.gen, u.called, u.count = gen, {}, collections.Counter()
+    ent = u.called.get(id(module))
+    if ent is not None and ent[0]() is module:
+        return ent[1]
+    u.count[base] += 1
+    n = u.count[base]
+    name = base if n == 1 else "%s_%d" % (base, n)
+    cls = type(module).__name__
+    lid = _unregistered_lids.get((name, cls))
+    if lid is None:
+        lid = _unregistered_lids[(name, cls)] = _layer_id(name.encode(), cls.encode())
+        _lib_names[lid] = name
+    ref = weakref.ref(module)
+    u.called[id(module)] = (ref, lid)
+    # a third item: _fast takes it for a miss, so that every call comes here
+    _ids[id(module)] = (ref, lid, base)
+    return lid
+
+
+def _resolve(module, root, parent, gen):
     """Layer id of a module not named yet (_fast calls this on a miss of
     _ids): root and parent are the outermost and innermost modules whose
-    forward runs on this thread, or None."""
+    forward runs on this thread, or None; gen numbers the root forward."""
     with _lock:
+        ent = _ids.get(id(module))
+        if root is not None and ent is not None and len(ent) == 3 and ent[0]() is module:
+            return _unregistered_layer(module, ent[2], gen)
         if root is not None:  # added to a known model after it was named, or not registered as a child
             _name_root(root)
             ent = _ids.get(id(module))
@@ -251,14 +282,13 @@ def _resolve(module, root, parent):
                     return ent[1]
             pent = _ids.get(id(parent))
             pname = _lib_names.get(pent[1]) if pent else None
-            name = _unregistered_name(module, (pname + "." if pname else "") + type(module).__name__)
-        else:
-            owner = _forward_owner(module)
-            _name_root(owner if owner is not None else module)
-            ent = _ids.get(id(module))
-            if ent is not None and ent[0]() is module:
-                return ent[1]
-            name = type(module).__name__
+            return _unregistered_layer(module, (pname + "." if pname else "") + type(module).__name__, gen)
+        owner = _forward_owner(module)
+        _name_root(owner if owner is not None else module)
+        ent = _ids.get(id(module))
+        if ent is not None and ent[0]() is module:
+            return ent[1]
+        name = type(module).__name__
         lid = _layer_id(name.encode(), type(module).__name__.encode())
         _ids[id(module)] = (weakref.ref(module), lid)
         _lib_names[lid] = name
