@@ -1192,6 +1192,52 @@ class ScalerTests(unittest.TestCase):
         skipped = [c[1] for c in stub.calls if c[0] == "step_skipped"]
         self.assertEqual([s - n0 for s in skipped], [1])
 
+    def test_without_an_optimizer_each_backward_pass_ends_a_step(self):
+        # a training loop with a manual SGD update under no_grad and no
+        # torch.optim.Optimizer: one step per loss.backward(), the update in
+        # the step of its backward; a reentrant checkpoint's backward inside
+        # it and an autograd.grad (a gradient penalty) end none. It was: one
+        # step 0 for the whole run (no optimizer step ever ended it)
+        from torch.utils.checkpoint import checkpoint
+
+        class Rec(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = nn.Parameter(torch.ones(3))
+                self.inner = Leaf("inner")
+
+            def forward(self, x):
+                stub.calls.append(("forward", torch.is_grad_enabled()))
+                return checkpoint(self.inner, x * self.w)
+
+        made, scalers = getattr(hooks, "_optimizer_made", True), dict(hooks._scalers)
+        hooks._optimizer_made = False  # (as in a program that makes none: earlier tests made some)
+        hooks._scalers.clear()
+        try:
+            m = Rec()
+            as_at_the_start_of_a_run()
+            stub.calls.clear()
+            for it in range(3):
+                x = torch.ones(3, requires_grad=True)
+                loss = m(x).sum()
+                (g,) = torch.autograd.grad((x * m.w).pow(2).sum(), x, create_graph=True)
+                (loss + g.sum()).backward()
+                with torch.no_grad():
+                    stub.calls.append(("update",))
+                    for p in m.parameters():
+                        p -= 0.01 * p.grad
+                        p.grad = None
+            with torch.no_grad():
+                m(torch.ones(3))
+        finally:
+            hooks._optimizer_made = made
+            hooks._scalers.update(scalers)
+        order = [c for c in stub.calls if c[0] in ("step", "forward", "update")]
+        n0 = order[0][1] if order[0][0] == "step" else None
+        self.assertEqual(order, [c for it in range(3) for c in (("step", n0 + it), ("forward", True), ("update",))]
+                         + [("forward", False)], stub.calls)
+        self.assertEqual(hooks._step_n, n0 + 3)
+
     def test_two_optimizers_sharing_a_scaler_make_one_step_per_update(self):
         # a GAN's loop: scaler.step(opt_d); scaler.step(opt_g); scaler.update()
         # is one training step, skipped when either optimizer's step was

@@ -679,17 +679,22 @@ static PyObject *scope_exit(PyObject *self, PyObject *unused) {
  * Python wrapper's frame showed in the program's traceback. It runs
  * hooks.py's work before the call (pre(args, kwargs|None), which has
  * returned by then), the call in a "backward, no module" scope, and
- * returns its result or lets its exception through untouched. Its
+ * returns its result or lets its exception through untouched. With post,
+ * post() runs once the call returned when no other call of torch.autograd's
+ * (backward or grad, on any thread) runs: the end of a backward pass, not of
+ * the one a reentrant checkpoint runs inside it. Its
  * attributes (functools.update_wrapper's, _mpprof) live in a dict of its
  * own: the stable ABI of 3.8 has no __dict__ slot for a type made from a
  * spec. */
 typedef struct {
   PyObject_HEAD PyObject *fn; /* the real torch.autograd.backward or grad */
   PyObject *pre;              /* hooks._backward_roots */
+  PyObject *post;             /* hooks._backward_done, or NULL */
   PyObject *dict; /* __wrapped__, __name__, __qualname__, __doc__, __module__, _mpprof */
 } AutogradCall;
 
 static PyObject *autograd_type;
+static long autograd_running; /* AutogradCalls running, on all threads (the interpreter lock) */
 
 /* The exception a finally block raised while `was` (fetched) propagated, as
  * Python raises it: `was` its __context__. */
@@ -719,10 +724,21 @@ static PyObject *autograd_call(PyObject *self, PyObject *args, PyObject *kw) {
   if (!r) return NULL;
   Py_DECREF(r);
   Py_DECREF(backward_enter(NULL, NULL)); /* None */
+  autograd_running++;
   r = PyObject_Call(a->fn, args, kw);
+  autograd_running--;
   PyObject *et = NULL, *ev = NULL, *etb = NULL;
   if (!r) PyErr_Fetch(&et, &ev, &etb); /* the frames dropped below may run code */
   PyObject *done = backward_exit(NULL, NULL);
+  if (done && r && a->post && !autograd_running) {
+    PyObject *p = PyObject_CallObject(a->post, NULL);
+    if (p)
+      Py_DECREF(p);
+    else
+      report("backward end", NULL); /* (a KeyboardInterrupt is kept: raised below) */
+    Py_DECREF(done);
+    done = raise_kept(thread_state());
+  }
   if (done) {
     Py_DECREF(done);
     if (!r) PyErr_Restore(et, ev, etb);
@@ -776,6 +792,7 @@ static int autograd_traverse(PyObject *self, visitproc visit, void *arg) {
   AutogradCall *a = (AutogradCall *)self;
   Py_VISIT(a->fn);
   Py_VISIT(a->pre);
+  Py_VISIT(a->post);
   Py_VISIT(a->dict);
   return 0;
 }
@@ -784,6 +801,7 @@ static int autograd_clear(PyObject *self) {
   AutogradCall *a = (AutogradCall *)self;
   Py_CLEAR(a->fn);
   Py_CLEAR(a->pre);
+  Py_CLEAR(a->post);
   Py_CLEAR(a->dict);
   return 0;
 }
@@ -820,8 +838,8 @@ static PyType_Spec autograd_spec = {"mpprof_torch._fast.AutogradCall", sizeof(Au
 
 static PyObject *wrap_autograd(PyObject *self, PyObject *args) {
   (void)self;
-  PyObject *fn, *pre;
-  if (!PyArg_ParseTuple(args, "OO", &fn, &pre)) return NULL;
+  PyObject *fn, *pre, *post = Py_None;
+  if (!PyArg_ParseTuple(args, "OO|O", &fn, &pre, &post)) return NULL;
   allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)autograd_type, Py_tp_alloc);
   AutogradCall *a = (AutogradCall *)alloc((PyTypeObject *)autograd_type, 0);
   if (!a) return NULL;
@@ -829,6 +847,7 @@ static PyObject *wrap_autograd(PyObject *self, PyObject *args) {
   Py_INCREF(pre);
   a->fn = fn;
   a->pre = pre;
+  a->post = post == Py_None ? NULL : (Py_INCREF(post), post);
   if (!(a->dict = PyDict_New())) {
     Py_DECREF(a);
     return NULL;
@@ -1002,8 +1021,8 @@ static PyMethodDef methods[] = {
     {"backward_enter", backward_enter, METH_NOARGS, "torch.autograd.backward/grad starts here"},
     {"backward_exit", backward_exit, METH_NOARGS, "... and returns"},
     {"wrap_autograd", wrap_autograd, METH_VARARGS,
-     "wrap_autograd(fn, pre): fn (torch.autograd.backward or grad) run by a C callable, after "
-     "pre(args, kwargs|None), in a backward scope"},
+     "wrap_autograd(fn, pre, post=None): fn (torch.autograd.backward or grad) run by a C callable, "
+     "after pre(args, kwargs|None), in a backward scope; then post() when no other such call runs"},
     {"scope_enter", scope_enter, METH_VARARGS,
      "scope_enter(lid, phase, starts=True): open a (layer, phase) scope (frames left inside go "
      "with it); starts: it is training work that starts the next step"},

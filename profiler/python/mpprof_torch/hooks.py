@@ -21,10 +21,13 @@ The per-module-call work is in C (_fast.c, one stable-ABI extension):
   an error raised in backward); Optimizer.step opens
   an optimizer scope. A training step (mpprof_step) ends at
   GradScaler.update() while an enabled GradScaler is in use (all optimizers
-  it steps, one update: one step), else at each Optimizer.step() (_step_ended
-  is the one place); the next one starts with the next training work (_fast:
-  a forward with grad, a backward, an optimizer step), step 0 with the first. GradScaler's scale and skipped steps go through
-  mpprof_loss_scale / mpprof_step_skipped when libmpprof has them.
+  it steps, one update: one step), else at each Optimizer.step(), and, in a
+  program that made no torch.optim.Optimizer, at the end of each backward
+  pass (_backward_done; _step_ended is the one place); the next one starts
+  with the next training work (_fast: a forward with grad, a backward, an
+  optimizer step), step 0 with the first. GradScaler's scale and skipped
+  steps go through mpprof_loss_scale / mpprof_step_skipped when libmpprof
+  has them.
 - While Dynamo traces, every hook returns at once.
 - torch.distributed.init_process_group, once it returned, tells libmpprof
   the process group's rank (mpprof_rank), for launchers that set no RANK
@@ -337,15 +340,16 @@ def _backward_roots(args, kwargs):
         pass
 
 
-def _wrap_autograd(fn):
+def _wrap_autograd(fn, post=None):
     """fn (torch.autograd.backward or grad) called by a C callable
     (_fast.wrap_autograd), not a Python function: an exception raised inside
     the backward (torch's in-place-modification error) has the program's
-    own traceback, where a Python wrapper added a frame of this file. It
+    own traceback, where a Python wrapper added a frame of this file; post()
+    runs after a backward pass (_fast: once no other such call runs). It
     carries what functools.wraps gives (__wrapped__, __name__, __qualname__,
     __doc__, __module__: inspect.signature, help, pickling by name) and
     `_mpprof`."""
-    run_backward = _fast.wrap_autograd(fn, _backward_roots)
+    run_backward = _fast.wrap_autograd(fn, _backward_roots, post)
     functools.update_wrapper(run_backward, fn)
     run_backward._mpprof = True
     return run_backward
@@ -375,8 +379,9 @@ def _step_ended(skipped):
     a backward, an optimizer step: _fast.step_next), so an evaluation after
     the last step stays in it and no step that never ran is marked. Called
     (through _Updaters) by GradScaler.update() while an enabled scaler is in
-    use (_scaler_in_use), else by Optimizer.step(): the one definition of a
-    step. Step 0 starts with the run's first training work (bind)."""
+    use (_scaler_in_use), else by Optimizer.step(), and, in a program that
+    made no optimizer, by the end of a backward pass (_backward_done): the
+    one definition of a step. Step 0 starts with the run's first training work (bind)."""
     global _step_n
     with _lock:
         n = _step_n
@@ -384,6 +389,21 @@ def _step_ended(skipped):
     if skipped and _step_skipped is not None:
         _step_skipped(n)
     _fast.step_next(n + 1, _step)
+
+
+_optimizer_made = False  # a torch.optim.Optimizer was made: its step() (or a scaler's update()) ends steps
+
+
+def _backward_done():
+    """A backward pass (torch.autograd.backward, loss.backward()) has
+    returned, none other running: in a program that made no
+    torch.optim.Optimizer (inference with gradients, a manual SGD update
+    under no_grad) it ends a step, the one definition of a step there.
+    Without it, every op of such a training loop was at step 0, and
+    `--steps 1:2` never opened. A program that makes its optimizer after
+    some backward passes counts those, then its optimizer's steps."""
+    if not _optimizer_made and not _scaler_in_use():
+        _step_ended(False)
 
 
 def _optimizer_layer(opt):
@@ -426,7 +446,9 @@ def _patch_optimizer(torch):
 
     @functools.wraps(init)
     def mpprof_init(self, *args, **kwargs):
+        global _optimizer_made
         init(self, *args, **kwargs)
+        _optimizer_made = True
         cls = type(self)
         step = cls.__dict__.get("step")
         if step is not None and not getattr(step, "_mpprof", False):
@@ -1001,7 +1023,7 @@ def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skip
         _give_back_handle_ids(torch, next_id, handles)
     _fast.step_next(_step_n, step)  # the first training work starts step 0
     _real_grad = torch.autograd.grad
-    torch.autograd.backward = _wrap_autograd(torch.autograd.backward)
+    torch.autograd.backward = _wrap_autograd(torch.autograd.backward, _backward_done)
     torch.autograd.grad = _wrap_autograd(torch.autograd.grad)
     _script_as_builtins(torch)
     _patch_optimizer(torch)
