@@ -502,6 +502,30 @@ class Tests(unittest.TestCase):
         prefix = "" if hooks._main_root() is model else "Model."
         self.assertEqual(runs, [["Model.Cyc", "Model.Cyc_2", prefix + "head"]] * 5)
 
+    def test_a_module_of_a_plain_list_keeps_its_name_in_a_forward_that_skips_another(self):
+        # layers in a plain list, the first skipped in some forwards (a layer
+        # drop), and one made anew in each: h1 stays "Model.Leaf_2", the new
+        # one takes the first name none called before it took
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.helpers = [Leaf("h0"), Leaf("h1")]  # a plain list: not registered
+
+            def forward(self, x, skip):
+                for h in self.helpers[skip:]:
+                    x = h(x)
+                return Leaf("new")(x)
+
+        model = Model()
+        runs = []
+        for skip in (0, 1, 0):
+            seen.clear()
+            model(torch.ones(2), skip)
+            runs.append([(t, s[0]) for t, s in seen])
+        self.assertEqual(runs, [[("h0", "Model.Leaf"), ("h1", "Model.Leaf_2"), ("new", "Model.Leaf_3")],
+                                [("h1", "Model.Leaf_2"), ("new", "Model.Leaf")],
+                                [("h0", "Model.Leaf"), ("h1", "Model.Leaf_2"), ("new", "Model.Leaf_3")]])
+
     def test_a_model_whose_forward_is_called_directly_names_its_layers_in_it(self):
         # Lightning style: training_step calls self.forward(x), so no hook
         # sees the model itself; its layers are still named in it (not enc's

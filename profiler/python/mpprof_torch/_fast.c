@@ -42,7 +42,7 @@ static PyObject *odict_type;     /* collections.OrderedDict: _backward_hooks */
 static PyObject *grad_enabled;   /* torch.is_grad_enabled */
 static PyObject *resolve;        /* hooks._resolve(module, root, parent, gen) -> lid */
 static PyObject *log_fn;         /* hooks._log(msg) */
-static PyObject *ids;            /* dict id(module) -> (weakref, lid[, base]), hooks._ids */
+static PyObject *ids;            /* dict id(module) -> (weakref, lid[, base, name]), hooks._ids */
 static PyObject *root_fns;       /* (begins, ends, live) of hooks._root_frames, or NULL */
 static PyObject *mark_type;      /* MarkHook */
 static PyObject *call_codes;     /* torch's module call: ((code, its **kwargs), ...) */
@@ -381,7 +381,7 @@ static int mark_all(PyObject *obj, int depth, int32_t start, int32_t end) {
 /* --- the global module hooks --- */
 
 static int named_layer(PyObject *module, int32_t *ret_lid) {
-  /* 1 and its layer id when module is named already; an entry of 3 items
+  /* 1 and its layer id when module is named already; an entry of 4 items
    * (a module called in a model but not one of its modules) is a miss:
    * hooks._resolve names it by its place among the calls of each forward */
   PyObject *key = PyLong_FromVoidPtr(module);

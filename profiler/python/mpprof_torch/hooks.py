@@ -107,7 +107,7 @@ _t = _Thread()
 
 # --- names ---
 
-_ids = {}  # id(module) -> (weakref to it, layer id[, base name of an unregistered one]); _fast reads it
+_ids = {}  # id(module) -> (weakref to it, layer id[, base, name: an unregistered one's]); _fast reads it
 _main_root = None  # weakref: the first root with children; its names carry no prefix
 _opt_ids = {}  # id(optimizer) -> (weakref, layer id)
 _lock = threading.Lock()
@@ -226,7 +226,7 @@ class _Unregistered(threading.local):
     def __init__(self):
         self.gen = None
         self.called = {}  # id(module) -> (weakref, layer id): called in this root forward
-        self.count = collections.Counter()  # base name -> modules of it called in this root forward
+        self.used = set()  # the names of the modules called in this root forward
 
 
 _u = _Unregistered()
@@ -236,21 +236,28 @@ _unregistered_lids = {}  # (name, class) -> layer id
 def _unregistered_layer(module, base, gen):
     """Layer id of a module that a model's forward calls but that is not one
     of its modules (layers kept in a plain list, a module made anew in every
-    forward): base (parent.Class) for the first such module of that base
-    called in this root forward (gen), base_2 for the second, ...; a module
-    called again in it keeps its layer. By the order of calls alone, so the
-    same forward gives the same names in every run: numbering by the live
-    modules made a module made anew in every forward base_2, base_3, ... or
-    base, as the garbage collector had or had not freed the last one."""
+    forward): the name it had in the last forward that called it, unless a
+    module called before it in this root forward (gen) took it; else the
+    first of base (parent.Class), base_2, base_3, ... that none has taken in
+    it. A module called again in it keeps its layer. By the calls alone, so
+    the same forwards give the same names in every run: numbering by the
+    live modules made a module made anew in every forward base_2, base_3,
+    ... or base, as the garbage collector had or had not freed the last
+    one."""
     u = _u
     if u.gen != gen:
-        u.gen, u.called, u.count = gen, {}, collections.Counter()
+        u.gen, u.called, u.used = gen, {}, set()
     ent = u.called.get(id(module))
     if ent is not None and ent[0]() is module:
         return ent[1]
-    u.count[base] += 1
-    n = u.count[base]
-    name = base if n == 1 else "%s_%d" % (base, n)
+    ent = _ids.get(id(module))
+    name = ent[3] if ent is not None and len(ent) == 4 and ent[0]() is module else None
+    if name is None or name in u.used:
+        name, n = base, 1
+        while name in u.used:
+            n += 1
+            name = "%s_%d" % (base, n)
+    u.used.add(name)
     cls = type(module).__name__
     lid = _unregistered_lids.get((name, cls))
     if lid is None:
@@ -258,8 +265,8 @@ def _unregistered_layer(module, base, gen):
         _lib_names[lid] = name
     ref = weakref.ref(module)
     u.called[id(module)] = (ref, lid)
-    # a third item: _fast takes it for a miss, so that every call comes here
-    _ids[id(module)] = (ref, lid, base)
+    # more than 2 items: _fast takes it for a miss, so that every call comes here
+    _ids[id(module)] = (ref, lid, base, name)
     return lid
 
 
@@ -269,7 +276,7 @@ def _resolve(module, root, parent, gen):
     forward runs on this thread, or None; gen numbers the root forward."""
     with _lock:
         ent = _ids.get(id(module))
-        if root is not None and ent is not None and len(ent) == 3 and ent[0]() is module:
+        if root is not None and ent is not None and len(ent) == 4 and ent[0]() is module:
             return _unregistered_layer(module, ent[2], gen)
         if root is not None:  # added to a known model after it was named, or not registered as a child
             _name_root(root)
