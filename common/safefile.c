@@ -258,6 +258,42 @@ void mpp_sf_remove_temps_of(int dir, const char *const *names, size_t n) {
   closedir(d);
 }
 
+/* renameat without replacing: RENAME_NOREPLACE, or where the file system
+ * cannot do that (EINVAL), a rename to a name found free just before. */
+static int rename_new(int dir, const char *from, const char *to) {
+  if (renameat2(dir, from, dir, to, RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL) return -errno;
+  struct stat st;
+  if (fstatat(dir, to, &st, AT_SYMLINK_NOFOLLOW) == 0) return -EEXIST;
+  return renameat(dir, from, dir, to) == 0 ? 0 : -errno;
+}
+
+int mpp_sf_set_aside(int dir, const char *name, char *ret_tmp) {
+  struct stat st;
+  size_t len = strlen(name);
+  ret_tmp[0] = '\0';
+  if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return -errno;
+  if (!S_ISREG(st.st_mode)) return -EPERM;
+  if (len + TEMP_SUFFIX_LEN + 3 > sizeof((mpp_sfile *)0)->tmp) return -ENAMETOOLONG;
+  for (int attempt = 0; attempt < 100; attempt++) {
+    char suffix[TEMP_SUFFIX_LEN + 1];
+    random_suffix(suffix, TEMP_SUFFIX_LEN);
+    suffix[TEMP_SUFFIX_LEN] = '\0';
+    snprintf(ret_tmp, sizeof((mpp_sfile *)0)->tmp, ".%s.%s", name, suffix);
+    int rc = rename_new(dir, name, ret_tmp);
+    if (rc != -EEXIST) {
+      if (rc) ret_tmp[0] = '\0';
+      return rc;
+    }
+  }
+  ret_tmp[0] = '\0';
+  return -EEXIST;
+}
+
+int mpp_sf_put_back(int dir, const char *tmp, const char *name) {
+  return rename_new(dir, tmp, name);
+}
+
 int mpp_sf_remove_regular(int dir, const char *name) {
   struct stat st;
   if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return -errno;

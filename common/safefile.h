@@ -95,4 +95,14 @@ void mpp_sf_remove_temps_of(int dir, const char *const *names, size_t n);
  * target, never a directory). 0, -ENOENT, -EPERM for anything else. */
 int mpp_sf_remove_regular(int dir, const char *name);
 
+/* Renames the regular file `name` in `dir` to a new temporary name of it
+ * (ret_tmp, 256 bytes; as mpp_sf_create's: readers of NAME skip it,
+ * mpp_sf_is_temp_name() knows it), never replacing anything: a file kept
+ * aside until it is known whether it is still wanted (mpp_sf_put_back, or
+ * mpp_sf_remove_regular). 0, -EPERM when not a regular file, or -errno. */
+int mpp_sf_set_aside(int dir, const char *name, char *ret_tmp);
+/* Renames tmp (mpp_sf_set_aside's) back to name, never replacing a file
+ * made there since. 0 or -errno (-EEXIST). */
+int mpp_sf_put_back(int dir, const char *tmp, const char *name);
+
 #endif

@@ -348,26 +348,102 @@ static bool is_raw_file_name(const char *name) {
   return mpp_sf_is_temp_name(name) || (name[0] != '.' && n > 5 && !strcmp(name + n - 5, ".json"));
 }
 
-/* --force: raw files of an earlier run would be merged into this report. Only
- * regular files with raw-file names inside the real OUT/raw are removed; a
- * raw/ that is a link is refused. 0 or -1 (message printed). */
-static int remove_old_raw_files(int out, const char *out_name) {
-  int raw = mpp_sf_open_dir(out, "raw", 0);
-  if (raw == -ENOENT) return 0;
-  if (raw < 0) {
-    fprintf(stderr, "mpprof: %s/raw: %s (not a directory, or a symbolic link): not used\n",
-            out_name, strerror(-raw));
-    return -1;
+/* --force: raw files of an earlier run would be merged into this report.
+ * Only regular files with raw-file names inside the real OUT/raw go (a raw/
+ * that is a link is refused), and only once the program has started: until
+ * then they are set aside under temporary names (mpp_sf_set_aside), which the
+ * report skips, and a program that cannot start (a binary of another
+ * architecture: execve's ENOEXEC) gets them back. */
+typedef struct old_raw {
+  int raw; /* OUT/raw, or -1 when there is none */
+  struct old_raw_file {
+    char name[256]; /* "" for a temporary found there (nothing to put back) */
+    char tmp[256];
+  } * v;
+  size_t n;
+} old_raw;
+
+static void old_raw_close(old_raw *o) {
+  free(o->v);
+  if (o->raw >= 0) close(o->raw);
+  *o = (old_raw){.raw = -1};
+}
+
+/* The program did not start: the old raw files back under their names. */
+static void old_raw_put_back(old_raw *o, const char *out_name) {
+  for (size_t i = 0; i < o->n; i++) {
+    if (!o->v[i].name[0]) continue;
+    int rc = mpp_sf_put_back(o->raw, o->v[i].tmp, o->v[i].name);
+    if (rc)
+      fprintf(stderr, "mpprof: cannot rename %s/raw/%s back to %s: %s\n", out_name, o->v[i].tmp,
+              o->v[i].name, strerror(-rc));
   }
-  DIR *d = fdopendir(raw);
-  if (!d) {
-    close(raw);
+  old_raw_close(o);
+}
+
+/* The program started: the old raw files go. */
+static void old_raw_remove(old_raw *o) {
+  for (size_t i = 0; i < o->n; i++)
+    if (o->v[i].tmp[0]) mpp_sf_remove_regular(o->raw, o->v[i].tmp);
+  old_raw_close(o);
+}
+
+/* The names first, then the renames: readdir may or may not list a name
+ * made while it reads. 0 or -1 (message printed, nothing set aside). */
+static int old_raw_set_aside(int out, const char *out_name, old_raw *ret) {
+  *ret = (old_raw){.raw = mpp_sf_open_dir(out, "raw", 0)};
+  if (ret->raw == -ENOENT) {
+    ret->raw = -1;
     return 0;
   }
+  if (ret->raw < 0) {
+    fprintf(stderr, "mpprof: %s/raw: %s (not a directory, or a symbolic link): not used\n",
+            out_name, strerror(-ret->raw));
+    ret->raw = -1;
+    return -1;
+  }
+  int fd = dup(ret->raw);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d) {
+    if (fd >= 0) close(fd);
+    return 0;
+  }
+  size_t cap = 0;
   struct dirent *e;
   while ((e = readdir(d)))
-    if (is_raw_file_name(e->d_name)) mpp_sf_remove_regular(raw, e->d_name);
+    if (is_raw_file_name(e->d_name) && strlen(e->d_name) < sizeof ret->v->name) {
+      if (ret->n == cap) {
+        cap = cap ? 2 * cap : 16;
+        void *nv = realloc(ret->v, cap * sizeof *ret->v);
+        if (!nv) {
+          closedir(d);
+          fputs("mpprof: out of memory\n", stderr);
+          old_raw_close(ret);
+          return -1;
+        }
+        ret->v = nv;
+      }
+      struct old_raw_file *f = &ret->v[ret->n++];
+      bool temp = mpp_sf_is_temp_name(e->d_name);
+      snprintf(f->name, sizeof f->name, "%s", temp ? "" : e->d_name);
+      snprintf(f->tmp, sizeof f->tmp, "%s", temp ? e->d_name : "");
+    }
   closedir(d);
+  for (size_t i = 0; i < ret->n; i++) {
+    struct old_raw_file *f = &ret->v[i];
+    if (!f->name[0]) continue;
+    int rc = mpp_sf_set_aside(ret->raw, f->name, f->tmp);
+    if (rc == -EPERM || rc == -ENOENT) { /* not a regular file, or gone: not ours to move */
+      f->name[0] = '\0';
+      continue;
+    }
+    if (rc) {
+      fprintf(stderr, "mpprof: cannot set %s/raw/%s aside: %s\n", out_name, f->name, strerror(-rc));
+      ret->n = i; /* put back those before it */
+      old_raw_put_back(ret, out_name);
+      return -1;
+    }
+  }
   return 0;
 }
 
@@ -1016,8 +1092,10 @@ static int wait_child(pid_t pid, int tty) {
 }
 
 /* Runs the program; returns its exit status (128 + signal), or 127/126 when
- * it could not be started (report_start_failure; then *ret_started is false). */
-static int run_child(run_opts *o, const char *lib, const char *out, bool *ret_started) {
+ * it could not be started (report_start_failure, with tail; then
+ * *ret_started is false). */
+static int run_child(run_opts *o, const char *lib, const char *out, const char *tail,
+                     bool *ret_started) {
   int pipefd[2];
   *ret_started = false;
   if (pipe2(pipefd, O_CLOEXEC) != 0) {
@@ -1079,7 +1157,7 @@ static int run_child(run_opts *o, const char *lib, const char *out, bool *ret_st
   set_handlers(NULL); /* the report phase can be interrupted (unless ignored) */
   child_pid = 0;
   give_terminal(tty, getpgrp());
-  if (n == (ssize_t)sizeof err) return report_start_failure(o->argv[0], err, "");
+  if (n == (ssize_t)sizeof err) return report_start_failure(o->argv[0], err, tail);
   *ret_started = true;
   if (WIFSIGNALED(st) && tty >= 0) o->pass_on = terminal_signal(WTERMSIG(st));
   if (WIFSIGNALED(st)) {
@@ -1127,36 +1205,41 @@ int mpprof_cmd_run(int argc, char **argv) {
   }
   /* out stays open (and locked) until mpprof exits. */
   if (mpprof_lock_out(out, o.out, "", "use another -o DIR")) return 2; /* one run per OUT */
+  old_raw old = {.raw = -1};
+  char tail[PATH_MAX + 32] = "";
   if (existed && !dir_is_empty(out)) {
     if (!o.force) {
       fprintf(stderr, "mpprof: %s is not empty (use --force to reuse it)\n", o.out);
       return 2;
     }
     /* A program that cannot start (a typo) must not cost the earlier run's
-     * raw files: refused before they are removed. */
+     * raw files: refused before they are set aside (and given back when
+     * execve refuses it all the same). */
+    snprintf(tail, sizeof tail, " (%s is left as it was)", o.out);
     int why = program_startable(o.argv[0]);
-    if (why) {
-      char tail[PATH_MAX + 32];
-      snprintf(tail, sizeof tail, " (%s is left as it was)", o.out);
-      return report_start_failure(o.argv[0], why, tail);
-    }
-    if (remove_old_raw_files(out, o.out)) return 2;
+    if (why) return report_start_failure(o.argv[0], why, tail);
+    if (old_raw_set_aside(out, o.out, &old)) return 2;
   }
   struct stat rawst;
   bool made_raw = fstatat(out, "raw", &rawst, AT_SYMLINK_NOFOLLOW) != 0;
-  if (check_out_writable(out, o.out)) return 2;
+  if (check_out_writable(out, o.out)) {
+    old_raw_put_back(&old, o.out);
+    return 2;
+  }
   warn_secure_execution(o.argv[0]);
 
   warn_other_injection("NVTX_INJECTION64_PATH", lib);
   warn_other_injection("CUDA_INJECTION64_PATH", lib);
   bool started;
-  int status = run_child(&o, lib, out_abs, &started);
+  int status = run_child(&o, lib, out_abs, tail, &started);
   /* Nothing to keep from a program that never started: the directory goes
    * again when this run made it (rmdir: only if still empty). */
   if (!started) {
+    old_raw_put_back(&old, o.out);
     remove_if_empty(out, out_abs, made_raw, !existed);
     return status;
   }
+  old_raw_remove(&old);
   int raw = mpp_sf_open_dir(out, "raw", 0);
   bool recorded = raw >= 0 && !dir_is_empty(raw);
   if (raw >= 0) close(raw);

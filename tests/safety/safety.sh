@@ -110,6 +110,36 @@ force_deletes_only_inside_out)
   [ -d "$W/out/raw/dir.json" ] && [ -f "$W/out/raw/notes.txt" ] || fail "--force removed what is not a raw file"
   [ -f "$W/other/precious.json" ] || fail "a link's target was removed"
   ;;
+force_keeps_raw_files_of_a_program_that_cannot_start)
+  # A program execve refuses (ENOEXEC: a binary of another architecture, a
+  # binary file that is no program) though it is found and executable: the
+  # earlier run's raw files were removed before that was known, and lost.
+  mkdir -p "$W/out/raw"
+  echo old >"$W/out/raw/old-1.json"
+  printf '\0\1not a program\n' >"$W/garbage" && chmod +x "$W/garbage"
+  progs=("$W/garbage")
+  # The same program, its ELF header naming another machine (x86-64's is 62,
+  # aarch64's 183), unless binfmt_misc runs such binaries (qemu-user).
+  case $(uname -m) in x86_64) other=183 name=aarch64 ;; *) other=62 name=x86_64 ;; esac
+  if ! ls /proc/sys/fs/binfmt_misc 2>/dev/null | grep -q "$name"; then
+    cp "$MPP_PROG" "$W/foreign" &&
+      printf "\\x$(printf %02x "$other")\\x00" | dd of="$W/foreign" bs=1 seek=18 conv=notrunc 2>/dev/null ||
+      fail "foreign binary"
+    progs+=("$W/foreign")
+  fi
+  for p in "${progs[@]}"; do
+    "$M" -o "$W/out" --force "$p" 2>"$W/err"
+    rc=$?
+    [ $rc = 126 ] || fail "$p: exit $rc, expected 126: $(cat "$W/err")"
+    [ "$(ls -A "$W/out/raw")" = old-1.json ] && [ "$(cat "$W/out/raw/old-1.json")" = old ] ||
+      fail "$p: the old raw files were not kept: $(ls -A "$W/out/raw")"
+    [ "$(cat "$W/err")" = "mpprof: cannot run $p: Exec format error ($W/out is left as it was)" ] ||
+      fail "$p: $(cat "$W/err")"
+  done
+  # A program that starts: the old raw files go, and nothing is left of them.
+  "$M" -o "$W/out" --force "$MPP_PROG" sleep 0 2>"$W/err" || fail "--force run failed: $(cat "$W/err")"
+  [ -z "$(ls -A "$W/out/raw")" ] || fail "left in raw/: $(ls -A "$W/out/raw")"
+  ;;
 secure_execution_is_passive)
   [ "$(id -u)" = 0 ] || skip "needs root (a setuid-root copy run by another user)"
   command -v setpriv >/dev/null || skip "needs setpriv"
