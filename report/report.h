@@ -58,6 +58,12 @@ typedef struct mpprof_report_options {
  * and the warnings, on the streams given. */
 int mpprof_report_generate(const mpprof_report_options *opts);
 
+/* Removes the temporaries of the output files being written now (the
+ * report's, the diff's: complete files appear only by their renames): what
+ * a command ended by a signal would leave in its directory. Async-signal-safe,
+ * for a signal handler of the caller's (the library installs none). */
+void mpprof_remove_temporaries(void);
+
 /* The n bytes at s (a path, a tensor's or layer's name, a message naming
  * them) as text of one line, by the one rule the terminal summaries use
  * (report/util.c): control bytes as \0 \t \n \r or \xNN, C1 controls as

@@ -1054,6 +1054,7 @@ typedef struct mpprof_afile {
   mpp_sfile sf;
   char *buf;             /* the FILE's buffer (MPPROF_AFILE_BUF bytes), or NULL: stdio's own */
   mpprof_afile_set *set; /* NULL: renamed at close; else when the set is */
+  int slot;              /* its temporary's in the list mpprof_remove_temporaries reads; -1 */
 } mpprof_afile;
 /* An output file's buffer: report.json of 100k sites is some 300 MB, which
  * stdio's default buffer wrote by 75k write calls. */
@@ -1074,7 +1075,8 @@ struct mpprof_afile_set {
   size_t n;
   struct {
     mpp_sfile sf;
-    int dir; /* owned */
+    int dir;  /* owned */
+    int slot; /* mpprof_afile's */
   } done[MPPROF_AFILE_SET_MAX];
 };
 void mpprof_afile_set_init(mpprof_afile_set *s);

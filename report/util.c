@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -548,6 +549,39 @@ char *mpprof_argv_line(const cJSON *argv) {
 
 /* ---- safe output files ---- */
 
+/* The temporaries that exist now (an afile open, or a set not committed),
+ * for mpprof_remove_temporaries() in a signal handler: a slot is filled
+ * before it is marked used, and unmarked before its temporary or directory
+ * goes. More at once than there are slots: the rest are not listed. */
+#define TEMP_SLOTS (2 * MPPROF_AFILE_SET_MAX)
+static struct {
+  volatile sig_atomic_t used;
+  int dir;
+  char tmp[sizeof((mpp_sfile *)0)->tmp];
+} temp_slots[TEMP_SLOTS];
+
+static int temp_listed(int dir, const char *tmp) {
+  for (int i = 0; i < TEMP_SLOTS; i++)
+    if (!temp_slots[i].used) {
+      temp_slots[i].dir = dir;
+      memcpy(temp_slots[i].tmp, tmp, sizeof temp_slots[i].tmp);
+      __atomic_signal_fence(__ATOMIC_SEQ_CST);
+      temp_slots[i].used = 1;
+      return i;
+    }
+  return -1;
+}
+
+static void temp_unlisted(int slot) {
+  if (slot >= 0) temp_slots[slot].used = 0;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+void mpprof_remove_temporaries(void) {
+  for (int i = 0; i < TEMP_SLOTS; i++)
+    if (temp_slots[i].used) unlinkat(temp_slots[i].dir, temp_slots[i].tmp, 0);
+}
+
 /* The FILE writes through these: the first failing write's errno is kept
  * (stdio would report a full disk as a bare EIO at close). */
 static ssize_t afile_write(void *cookie, const char *buf, size_t n) {
@@ -569,6 +603,7 @@ int mpprof_afile_open(mpprof_afile *a, const char *path, mpprof_afile_set *set) 
   memset(a, 0, sizeof *a);
   a->dir = -1;
   a->sf.fd = -1;
+  a->slot = -1;
   if (set && set->n == MPPROF_AFILE_SET_MAX) {
     errno = EMFILE;
     return -1;
@@ -582,6 +617,7 @@ int mpprof_afile_open(mpprof_afile *a, const char *path, mpprof_afile_set *set) 
   }
   free(dir);
   if (rc == 0) rc = mpp_sf_create(&a->sf, a->dir, slash ? slash + 1 : path, 0666);
+  if (rc == 0) a->slot = temp_listed(a->dir, a->sf.tmp);
   if (rc == 0) {
     cookie_io_functions_t io = {.write = afile_write};
     a->f = fopencookie(a, "w", io);
@@ -597,6 +633,7 @@ int mpprof_afile_open(mpprof_afile *a, const char *path, mpprof_afile_set *set) 
     a->set = set;
     return 0;
   }
+  temp_unlisted(a->slot);
   if (a->sf.tmp[0]) mpp_sf_commit(&a->sf, rc);
   if (a->dir >= 0) close(a->dir);
   memset(a, 0, sizeof *a);
@@ -618,13 +655,16 @@ int mpprof_afile_close(mpprof_afile *a, bool ok) {
     if (rc == 0) {
       s->done[s->n].sf = a->sf;
       s->done[s->n].dir = a->dir;
+      s->done[s->n].slot = a->slot;
       s->n++;
       memset(a, 0, sizeof *a);
       return 0;
     }
+    temp_unlisted(a->slot);
     unlinkat(a->dir, a->sf.tmp, 0);
   } else {
     rc = mpp_sf_commit(&a->sf, e ? -e : 0);
+    temp_unlisted(a->slot); /* after: renamed or removed */
   }
   close(a->dir);
   memset(a, 0, sizeof *a);
@@ -664,6 +704,8 @@ int mpprof_afile_set_commit(mpprof_afile_set *s, const char **ret_failed, size_t
   int e = set_blocked(s, &i);
   for (; !e && i < s->n; i++, done++) {
     int r = mpp_sf_commit_in_set(&s->done[i].sf);
+    temp_unlisted(s->done[i].slot);
+    s->done[i].slot = -1;
     if (r) {
       e = -r;
       break;
@@ -687,6 +729,7 @@ int mpprof_afile_set_commit(mpprof_afile_set *s, const char **ret_failed, size_t
 void mpprof_afile_set_abort(mpprof_afile_set *s) {
   for (size_t i = 0; i < s->n; i++) {
     if (s->done[i].sf.tmp[0]) unlinkat(s->done[i].dir, s->done[i].sf.tmp, 0);
+    temp_unlisted(s->done[i].slot);
     s->done[i].sf.tmp[0] = '\0';
     close(s->done[i].dir);
   }

@@ -34,6 +34,13 @@ bool mpprof_mkdir_fresh(char *buf, size_t n);
  * fd is closed; not inherited: fd is O_CLOEXEC). 0, or -1 after one line on
  * stderr: "mpprof: CMD: NAME is in use ...; HINT" (cmd "" for a run). */
 int mpprof_lock_out(int fd, const char *name, const char *cmd, const char *hint);
+/* report_cmd.c: from now on SIGINT, SIGTERM and SIGHUP (each unless ignored
+ * when mpprof started) first remove the temporaries of the output files
+ * being written (mpprof_remove_temporaries) and made_dir when not NULL and
+ * empty (a directory the command made for its output), then end mpprof as
+ * they would have: an interrupted report or diff leaves no temporary, each
+ * as large as its file, behind. */
+void mpprof_clean_up_on_signals(const char *made_dir);
 /* --shadow-max-rel's value for command cmd: a number in (0, MPP_SET_MAX_REL_MAX);
  * 0, or -1 after one line on stderr naming the option. */
 int mpprof_parse_max_rel(const char *cmd, const char *v, double *ret);

@@ -6,6 +6,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -61,6 +63,33 @@ static void merge_usage(FILE *out) {
         "  their raw files go to OUT_DIR/raw, then the report is built there;\n"
         "  OUT_DIR must be new or empty\n",
         out);
+}
+
+static char made_out[PATH_MAX]; /* mpprof_clean_up_on_signals' made_dir; "" none */
+
+static void end_by_signal(int sig) {
+  mpprof_remove_temporaries();
+  if (made_out[0]) rmdir(made_out);
+  signal(sig, SIG_DFL);
+  raise(sig); /* blocked until the handler returns */
+}
+
+void mpprof_clean_up_on_signals(const char *made_dir) {
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction sa = {.sa_handler = end_by_signal, .sa_flags = SA_RESTART};
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+    sigaddset(&sa.sa_mask, sigs[i]);
+  sigset_t old;
+  sigprocmask(SIG_BLOCK, &sa.sa_mask, &old); /* made_out is not read half-written */
+  snprintf(made_out, sizeof made_out, "%s",
+           made_dir && strlen(made_dir) < PATH_MAX ? made_dir : "");
+  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+    struct sigaction now;
+    if (sigaction(sigs[i], NULL, &now) == 0 && now.sa_handler != SIG_IGN)
+      sigaction(sigs[i], &sa, NULL);
+  }
+  sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
 void mpprof_print_error(const mpprof_error *e) {
@@ -167,6 +196,7 @@ int mpprof_cmd_report(int argc, char **argv) {
                              .summary = stdout,
                              .shadow_max_rel = max_rel,
                              .need_raw_files = true};
+  mpprof_clean_up_on_signals(NULL);
   int rc = generate(&o) ? 1 : 0;
   close(fd);
   return rc;
@@ -749,6 +779,7 @@ int mpprof_cmd_merge(int argc, char **argv) {
                                .need_raw_files = true,
                                .raw_origin = brought_origin,
                                .raw_origin_ctx = &b};
+    mpprof_clean_up_on_signals(NULL);
     rc = generate(&o);
   }
   /* A failed merge (an input unreadable, no usable raw file) leaves nothing:
@@ -829,6 +860,7 @@ int mpprof_cmd_diff(int argc, char **argv) {
     fprintf(stderr, "mpprof: diff: cannot create %s: %s\n", out, strerror(errno));
     return 1;
   }
+  mpprof_clean_up_on_signals(existed ? NULL : out);
   mpprof_error err = {0};
   int rc = mpprof_diff_generate(ab[0], ab[1], out, stdout, &err);
   if (rc) mpprof_print_error(&err);

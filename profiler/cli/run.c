@@ -1302,6 +1302,7 @@ int mpprof_cmd_run(int argc, char **argv) {
   mpprof_error err = {0};
   ro.warnings = stderr;
   ro.error = &err;
+  mpprof_clean_up_on_signals(NULL);
   if (mpprof_report_generate(&ro) != 0) {
     mpprof_print_error(&err);
     fprintf(stderr, "mpprof: the report of %s was not written; raw files are in %s/raw\n",

@@ -212,6 +212,34 @@ left=$(cd "$work/a" && ls -A | grep '^\.' | tr '\n' ' ')
 [[ $(cat "$work/outside") == keep ]] || fail "a link's target was changed"
 rm -f "$work/a/.notes.txt.AbCd1234" "$work/a/.report.html.LinkLink"
 
+# A diff or report ended by SIGINT, SIGTERM or SIGHUP while it writes its
+# files leaves no temporary (a diff's, each as large as its file, stayed in
+# OUT_DIR for good: a diff writes only into a new or empty OUT_DIR), nor the
+# OUT_DIR a diff made; an empty OUT_DIR given stays empty. The signal comes
+# at a write's sync, by strace's fault injection.
+if strace -o /dev/null true 2>/dev/null; then
+  interrupted() { # SIGNAL NTH-SYNC mpprof ARGS...
+    local sig=$1 nth=$2
+    shift 2
+    strace -o /dev/null -e trace=fdatasync -e inject=fdatasync:signal="$sig":when="$nth" "$@" >/dev/null 2>&1
+  }
+  for sig in INT TERM HUP; do
+    for nth in 1 2; do
+      interrupted "SIG$sig" $nth "$mpprof" diff "$work/a" "$work/a" -o "$work/dint"
+      rc=$?
+      [[ $rc -gt 128 ]] || fail "diff interrupted by SIG$sig at sync $nth: exit $rc"
+      [[ ! -e $work/dint ]] || fail "diff interrupted by SIG$sig at sync $nth left $(ls -A "$work/dint")"
+    done
+  done
+  mkdir "$work/dint" || fail "mkdir"
+  interrupted SIGINT 2 "$mpprof" diff "$work/a" "$work/a" -o "$work/dint"
+  [[ -d $work/dint && -z $(ls -A "$work/dint") ]] || fail "diff interrupted left $(ls -A "$work/dint")"
+  before=$(ls -lA "$work/a")
+  interrupted SIGTERM 3 "$mpprof" report "$work/a"
+  [[ $? -gt 128 ]] || fail "report interrupted: not ended by the signal"
+  [[ $(ls -lA "$work/a") == "$before" ]] || fail "report interrupted left $(ls -A "$work/a")"
+fi
+
 # "--" ends the options of report, merge and diff, as of run and inspect: a
 # run directory named "-r" follows it (it was "unknown option '--'", exit 2).
 cp -r "$work/a" "$work/-r" || fail "cp"
