@@ -86,6 +86,12 @@ typedef struct walk {
 size_t mpprof_raw_window = 1u << 20;
 #define WINDOW mpprof_raw_window
 
+/* The file holds fewer bytes than when it was opened: left of them. */
+static void changed_while_read(walk *w, size_t left) {
+  snprintf(w->rerr, sizeof w->rerr, "changed while being read (%zu of %zu bytes left)", left,
+           w->size);
+}
+
 /* Keep p..end, read more after it (the window doubles when that is more than
  * half of it). false at the end of the file, on a read error (rerr) and when
  * out of memory (oom). */
@@ -113,8 +119,7 @@ static bool more(walk *w) {
   if (n < 0)
     snprintf(w->rerr, sizeof w->rerr, "cannot read: %s", strerror(errno));
   else if (n == 0)
-    snprintf(w->rerr, sizeof w->rerr, "changed while being read (%zu of %zu bytes left)", w->got,
-             w->size);
+    changed_while_read(w, w->got);
   if (n <= 0) {
     w->eof = true;
     return false;
@@ -125,13 +130,14 @@ static bool more(walk *w) {
   return true;
 }
 
-/* After a failed walk: read the rest, so that a file that shrank or could
- * not be read is reported as such, whatever its text looked like. */
-static void drain(walk *w) {
-  while (!w->eof) {
-    w->p = w->end;
-    more(w);
-  }
+/* After a failed walk, which stops where the text is wrong (the rest is
+ * not read: a garbage file of any size is rejected at its first bytes): a
+ * file that shrank meanwhile is reported as such, whatever its text looked
+ * like. */
+static void note_shrink(walk *w) {
+  struct stat st;
+  if (!w->eof && fstat(w->fd, &st) == 0 && (uint64_t)st.st_size < w->size)
+    changed_while_read(w, (size_t)st.st_size);
 }
 
 /* Element i of s (the second pass), read with the elements after it up to a
@@ -160,8 +166,7 @@ static const char *element(walk *w, const spans *s, size_t i) {
         if (r < 0)
           snprintf(w->rerr, sizeof w->rerr, "cannot read: %s", strerror(errno));
         else
-          snprintf(w->rerr, sizeof w->rerr, "changed while being read (%zu of %zu bytes left)",
-                   start + got, w->size);
+          changed_while_read(w, start + got);
         return NULL;
       }
       got += (size_t)r;
@@ -230,16 +235,39 @@ static const char *skip_string(const char *p, const char *end) {
 
 static const char *skip_value_raw(const char *p, const char *end);
 
+/* A byte a JSON value can start with (one test per value, not a strchr). */
+static bool value_start(char c) {
+  return c == '{' || c == '[' || c == '"' || c == '-' || (c >= '0' && c <= '9') || c == 't' ||
+         c == 'f' || c == 'n';
+}
+
+/* The longest scalar a raw file's text can hold where a number, true, false
+ * or null is (mpprof writes none of more than 24 bytes: a double as %.17g). */
+#define SCALAR_MAX 256
+
+/* A byte of a number, true, false or null. */
+static bool scalar_byte(char c) {
+  return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' ||
+         c == 't' || c == 'r' || c == 'u' || c == 'f' || c == 'a' || c == 'l' || c == 's' ||
+         c == 'n';
+}
+
 /* End of the value starting at p (no leading whitespace), NULL if the data ends
- * first (*ret_ended set) or no value starts at p. */
+ * first (*ret_ended set) or no value starts at p. A value that is none
+ * already (a byte no value starts with; a scalar of other bytes, or longer
+ * than any) is not one the end stops: its file is rejected without reading
+ * on (a garbage file was read to its end first). */
 static const char *skip_value(const char *p, const char *end, bool *ret_ended) {
   const char *e = skip_value_raw(p, end);
-  if (!e) {
+  if (e || p >= end || !value_start(*p)) return e;
+  if (*p != '"' && *p != '{' && *p != '[') {
     const char *q = p;
-    if (q < end && !strchr(",]}:", *q))
-      *ret_ended = true; /* a value started: only the end stops it */
+    while (q < end && scalar_byte(*q))
+      q++;
+    if (q < end || q - p > SCALAR_MAX) return NULL;
   }
-  return e;
+  *ret_ended = true; /* a value started: only the end stops it */
+  return NULL;
 }
 
 /* One byte of an array or object being skipped: strings (with their
@@ -461,12 +489,6 @@ static cJSON *plain_scalar(const char *p, const char *e) {
 
 static cJSON *tree_value(const char **pp, const char *end, int depth);
 
-/* A byte a JSON value can start with (one test per value, not a strchr). */
-static bool value_start(char c) {
-  return c == '{' || c == '[' || c == '"' || c == '-' || (c >= '0' && c <= '9') || c == 't' ||
-         c == 'f' || c == 'n';
-}
-
 /* The object (obj) or array at *pp, its members read by tree_value. */
 static cJSON *tree_container(const char **pp, const char *end, int depth, bool obj) {
   const char *p = *pp + 1;
@@ -575,9 +597,12 @@ static int push_span(spans *s, size_t off, size_t len) {
   return 0;
 }
 
+/* The elements of a raw file's arrays are objects (a site, an event, a
+ * range, a kernel event): anything else rejects the file where it starts. */
 static int walk_array(walk *w, spans *out, const char *key) {
-  char what[64];
+  char what[64], object[80];
   snprintf(what, sizeof what, "inside the %s array", key);
+  snprintf(object, sizeof object, "expected an object in the %s array", key);
   if (*w->p != '[') return fail(w, "expected an array");
   w->p++;
   skip_ws(w);
@@ -587,6 +612,7 @@ static int walk_array(walk *w, spans *out, const char *key) {
   }
   while (true) {
     skip_ws(w);
+    if (w->p < w->end && *w->p != '{') return fail(w, object);
     const char *e = value_end(w);
     if (!e) return fail(w, what);
     if (push_span(out, w->off + (size_t)(w->p - w->buf), (size_t)(e - w->p))) {
@@ -2131,7 +2157,7 @@ static int parse_file(walk *w, const char *path, mpprof_model *m, mpprof_process
                       id_map **ret_ids, mpprof_event **ret_ev, mp_stats *scratch, char *err,
                       size_t errlen) {
   int walked = walk_top(w);
-  if (walked) drain(w);
+  if (walked) note_shrink(w);
   if (w->oom) return -1;
   if (w->rerr[0]) { /* as if nothing had been read */
     snprintf(err, errlen, "%s", w->rerr);

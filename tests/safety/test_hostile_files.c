@@ -117,6 +117,24 @@ int __wrap_renameat(int olddir, const char *old, int newdir, const char *new_nam
   return __real_renameat(olddir, old, newdir, new_name);
 }
 
+/* --- how much of a file is read (--wrap=read) --- */
+
+static const char *read_path; /* the bytes read from this file are counted */
+static size_t read_bytes;
+
+ssize_t __real_read(int fd, void *buf, size_t n);
+ssize_t __wrap_read(int fd, void *buf, size_t n) {
+  ssize_t got = __real_read(fd, buf, n);
+  char link[64], target[4096];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t len = read_path && got > 0 ? readlink(link, target, sizeof target - 1) : -1;
+  if (len > 0) {
+    target[len] = '\0';
+    if (!strcmp(target, read_path)) read_bytes += (size_t)got;
+  }
+  return got;
+}
+
 static const rg_proc P0 = {"node01", 100, 1, 0, true, "ok", "9.0", "train"};
 static const rg_proc P1 = {"node01", 101, 1, 1, true, "ok", "9.0", "train"};
 
@@ -156,6 +174,48 @@ static void raw_file_shrinking_while_read_is_skipped_and_the_others_read(void **
   fclose(warn);
   rg_rmdir(dir);
   free(dir);
+}
+
+/* A raw file invalid from some byte on is rejected there, whatever its size:
+ * the rest is not read (a garbage file of 1 GiB was read to its end; the
+ * bytes after a valid header, read as one value, into a window as large).
+ * Each file here is its first bytes and then a hole of 1 GiB of zeros. */
+static void a_huge_invalid_raw_file_is_rejected_at_its_first_bad_bytes(void **state) {
+  (void)state;
+  static const struct {
+    const char *head, *reason;
+  } cases[] = {
+      {"garbage", "not valid JSON at byte 0 (expected a JSON object)"},
+      {"{\"schema\":\"mpprof.raw/1\",\"sites\":[",
+       "not valid JSON at byte 34 (expected an object in the sites array)"},
+      {"{\"schema\":\"mpprof.raw/1\",\"sites\":[\"a",
+       "not valid JSON at byte 34 (expected an object in the sites array)"},
+      {"{\"schema\":\"mpprof.raw/1\",\"pid\":12",
+       "not valid JSON at byte 31 (inside a top-level value)"},
+      {"{\"schema\":\"mpprof.raw/1\",\"pid\":",
+       "not valid JSON at byte 31 (inside a top-level value)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char *dir = rg_tmpdir("huge");
+    static char path[4200];
+    snprintf(path, sizeof path, "%s/raw/r.json", dir);
+    assert_int_equal(rg_write_text(dir, "r.json", cases[i].head, strlen(cases[i].head)), 0);
+    assert_int_equal(truncate(path, (off_t)1 << 30), 0);
+    read_path = path;
+    read_bytes = 0;
+    mpprof_model m;
+    mpprof_model_init(&m);
+    FILE *warn = tmpfile();
+    assert_int_equal(mpprof_read_raw_dir(&m, dir, warn, NULL), 0);
+    read_path = NULL;
+    assert_int_equal(m.n_skipped, 1);
+    assert_string_equal(m.skipped[0].reason, cases[i].reason);
+    assert_true(read_bytes <= 2 * mpprof_raw_window);
+    mpprof_model_free(&m);
+    fclose(warn);
+    rg_rmdir(dir);
+    free(dir);
+  }
 }
 
 static void npy_file_shrinking_while_scanned_fails_with_changed(void **state) {
@@ -494,6 +554,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest files[] = {
       cmocka_unit_test(raw_file_shrinking_while_read_is_skipped_and_the_others_read),
       cmocka_unit_test(npy_file_shrinking_while_scanned_fails_with_changed),
+      cmocka_unit_test(a_huge_invalid_raw_file_is_rejected_at_its_first_bad_bytes),
       cmocka_unit_test(invalid_utf8_in_a_raw_file_gives_valid_reports),
       cmocka_unit_test(terminal_escape_sequences_in_names_are_escaped_in_the_summary),
       cmocka_unit_test(a_failing_report_write_names_the_real_error),
