@@ -20,6 +20,13 @@ int mpprof_cmd_version(int argc, char **argv); /* version.c: versions and embedd
  * on stderr (err: the errno of an earlier failed flush, or 0). */
 int mpprof_check_stdout(const char *cmd, int err);
 
+/* main.c: what argument a of a command line is, read in order: an option
+ * (it starts with '-' and is not "-" alone), the "--" that ends the options
+ * (*ended set: an operand named "-x" may follow), or an operand. The one
+ * rule of run, report, merge and diff (inspect's getopt_long keeps it too). */
+typedef enum { MPPROF_ARG_OPTION, MPPROF_ARG_END, MPPROF_ARG_OPERAND } mpprof_arg_kind;
+mpprof_arg_kind mpprof_arg_kind_of(const char *a, bool *ended);
+
 /* report_cmd.c: a report library error as one line on stderr (none when unset). */
 void mpprof_print_error(const mpprof_error *e);
 

@@ -50,6 +50,13 @@ int mpprof_check_stdout(const char *cmd, int err) {
   return 1;
 }
 
+mpprof_arg_kind mpprof_arg_kind_of(const char *a, bool *ended) {
+  if (*ended || a[0] != '-' || !a[1]) return MPPROF_ARG_OPERAND;
+  if (strcmp(a, "--")) return MPPROF_ARG_OPTION;
+  *ended = true;
+  return MPPROF_ARG_END;
+}
+
 /* The command of argv run, its name in *ret_cmd; its exit status. */
 static int dispatch(int argc, char **argv, const char **ret_cmd) {
   static const struct {

@@ -46,17 +46,6 @@ int mpprof_parse_max_rel(const char *cmd, const char *v, double *ret) {
   return 0;
 }
 
-/* What argument a is: an option (it starts with '-'), the "--" that ends
- * the options (*ended set: a directory named "-x" may follow), or an operand. */
-typedef enum { ARG_OPTION, ARG_END, ARG_OPERAND } arg_kind;
-
-static arg_kind kind_of(const char *a, bool *ended) {
-  if (*ended || a[0] != '-') return ARG_OPERAND;
-  if (strcmp(a, "--")) return ARG_OPTION;
-  *ended = true;
-  return ARG_END;
-}
-
 static void merge_usage(FILE *out) {
   fputs("usage: mpprof merge DIR... -o OUT_DIR\n"
         "  DIR is a run's output directory (with raw/) or a raw/ directory itself;\n"
@@ -163,13 +152,13 @@ int mpprof_cmd_report(int argc, char **argv) {
   int ndirs = 0;
   bool ended = false;
   for (int i = 1; i < argc; i++) {
-    arg_kind k = kind_of(argv[i], &ended);
-    if (k == ARG_END) continue;
-    if (k == ARG_OPTION &&
+    mpprof_arg_kind k = mpprof_arg_kind_of(argv[i], &ended);
+    if (k == MPPROF_ARG_END) continue;
+    if (k == MPPROF_ARG_OPTION &&
         (!strcmp(argv[i], "--shadow-max-rel") || !strncmp(argv[i], "--shadow-max-rel=", 17))) {
       const char *v = argv[i][16] == '=' ? argv[i] + 17 : i + 1 < argc ? argv[++i] : NULL;
       if (mpprof_parse_max_rel("report", v, &max_rel)) return 2;
-    } else if (k == ARG_OPTION) {
+    } else if (k == MPPROF_ARG_OPTION) {
       fprintf(stderr, "mpprof: report: unknown option '%s' (see 'mpprof help report')\n", argv[i]);
       return 2;
     } else {
@@ -683,19 +672,19 @@ int mpprof_cmd_merge(int argc, char **argv) {
   }
   bool ended = false;
   for (int i = 1; i < argc; i++) {
-    arg_kind k = kind_of(argv[i], &ended);
-    if (k == ARG_END) continue;
-    if (k == ARG_OPTION && (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))) {
+    mpprof_arg_kind k = mpprof_arg_kind_of(argv[i], &ended);
+    if (k == MPPROF_ARG_END) continue;
+    if (k == MPPROF_ARG_OPTION && (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))) {
       merge_usage(stdout);
       free(dirs);
       free(in_fd);
       return 0;
     }
-    if (k == ARG_OPTION && !strcmp(argv[i], "-o") && i + 1 < argc) {
+    if (k == MPPROF_ARG_OPTION && !strcmp(argv[i], "-o") && i + 1 < argc) {
       out = argv[++i];
-    } else if (k == ARG_OPTION && !strncmp(argv[i], "-o", 2) && argv[i][2]) {
+    } else if (k == MPPROF_ARG_OPTION && !strncmp(argv[i], "-o", 2) && argv[i][2]) {
       out = argv[i] + 2;
-    } else if (k == ARG_OPTION) {
+    } else if (k == MPPROF_ARG_OPTION) {
       fprintf(stderr, "mpprof: merge: %s '%s' (see 'mpprof help merge')\n",
               strcmp(argv[i], "-o") ? "unknown option" : "no OUT_DIR after", argv[i]);
       free(dirs);
@@ -813,17 +802,17 @@ int mpprof_cmd_diff(int argc, char **argv) {
   int n = 0;
   bool ended = false;
   for (int i = 1; i < argc; i++) {
-    arg_kind k = kind_of(argv[i], &ended);
-    if (k == ARG_END) continue;
-    if (k == ARG_OPTION && (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))) {
+    mpprof_arg_kind k = mpprof_arg_kind_of(argv[i], &ended);
+    if (k == MPPROF_ARG_END) continue;
+    if (k == MPPROF_ARG_OPTION && (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))) {
       diff_usage(stdout);
       return 0;
     }
-    if (k == ARG_OPTION && !strcmp(argv[i], "-o") && i + 1 < argc) {
+    if (k == MPPROF_ARG_OPTION && !strcmp(argv[i], "-o") && i + 1 < argc) {
       out = argv[++i];
-    } else if (k == ARG_OPTION && !strncmp(argv[i], "-o", 2) && argv[i][2]) {
+    } else if (k == MPPROF_ARG_OPTION && !strncmp(argv[i], "-o", 2) && argv[i][2]) {
       out = argv[i] + 2;
-    } else if (k == ARG_OPTION) {
+    } else if (k == MPPROF_ARG_OPTION) {
       fprintf(stderr, "mpprof: diff: %s '%s' (see 'mpprof help diff')\n",
               strcmp(argv[i], "-o") ? "unknown option" : "no OUT_DIR after", argv[i]);
       return 2;

@@ -216,13 +216,15 @@ static int parse(int argc, char **argv, run_opts *o) {
   const char *py = getenv("MPPROF_PYTHON");
   o->python_off = py && (!strcmp(py, "0") || !strcmp(py, "off"));
   int i;
+  bool ended = false;
   for (i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (!strcmp(a, "--")) {
+    mpprof_arg_kind k = mpprof_arg_kind_of(a, &ended);
+    if (k == MPPROF_ARG_END) {
       i++;
       break;
     }
-    if (a[0] != '-' || !a[1]) break;
+    if (k == MPPROF_ARG_OPERAND) break;
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       usage(stdout);
       return 1;

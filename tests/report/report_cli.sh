@@ -244,7 +244,10 @@ fi
 # run directory named "-r" follows it (it was "unknown option '--'", exit 2).
 cp -r "$work/a" "$work/-r" || fail "cp"
 mpprof_abs=$(cd "$(dirname "$mpprof")" && pwd)/$(basename "$mpprof")
-for cmd in "report -- -r" "merge -o dash_merge -- -r" "diff -o dash_diff -- -r a"; do
+# A lone "-" is an operand, as for run and inspect (it was "unknown option '-'").
+cp -r "$work/a" "$work/-" || fail "cp"
+for cmd in "report -- -r" "merge -o dash_merge -- -r" "diff -o dash_diff -- -r a" "report -" \
+  "merge - -o dash_merge2" "diff - a -o dash_diff2"; do
   # shellcheck disable=SC2086 # cmd holds the arguments
   (cd "$work" && "$mpprof_abs" $cmd >/dev/null 2>"$work/dash.err") || fail "mpprof $cmd: $(cat "$work/dash.err")"
 done
