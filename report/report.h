@@ -71,6 +71,12 @@ void mpprof_remove_temporaries(void);
  * memory. */
 char *mpprof_text_escape(const char *s, size_t n);
 
+/* printf of one line (or part of one) for a terminal, by the same rule: every
+ * control byte of the text, a newline in a name included, escaped, but a
+ * newline that ends it. Every message naming a file, a program or a name
+ * from outside goes through it: one line, whatever the name holds. */
+void mpprof_fprint_term(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* A percentage as every output shows it (docs/report.md, Shares), without
  * the "%": three significant digits (five from 99.95 up, where three round
  * to 100); "0" and "100" only when exact, "<0.001" and ">99.999" for the

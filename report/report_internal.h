@@ -1173,9 +1173,9 @@ void mpprof_role_stats_free(mpprof_role_stats *t, size_t n); /* and t itself; NU
 /* util */
 /* Text for a terminal: control characters (C0 but newline, DEL, C1) escaped
  * as \\xNN / \\u00NN, so names from a profiled program (NVTX ranges, argv,
- * file names) cannot send escape sequences. */
+ * file names) cannot send escape sequences (a summary of several lines;
+ * one line: mpprof_fprint_term, report.h). */
 void mpprof_fput_term(FILE *f, const char *s);
-void mpprof_fprint_term(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 char *mpprof_strdup(const char *s); /* NULL-safe */
 char *mpprof_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A process's command line: the strings of its argv array joined by spaces

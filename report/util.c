@@ -797,7 +797,14 @@ void mpprof_fprint_term(FILE *f, const char *fmt, ...) {
   int n = vasprintf(&text, fmt, ap);
   va_end(ap);
   if (n < 0) return;
-  mpprof_fput_term(f, text);
+  bool ends_line = n > 0 && text[n - 1] == '\n';
+  const unsigned char *p = (const unsigned char *)text, *end = p + n - ends_line;
+  char out[8];
+  while (p < end) {
+    p += term_char(p, end, false, out);
+    fputs(out, f);
+  }
+  if (ends_line) fputc('\n', f);
   free(text);
 }
 

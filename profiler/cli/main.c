@@ -45,8 +45,8 @@ int mpprof_check_stdout(const char *cmd, int err) {
   errno = 0;
   if (fflush(stdout) != 0 && !err) err = errno ? errno : EIO;
   if (!err && !ferror(stdout)) return 0;
-  fprintf(stderr, "mpprof: %s: standard output: write failed: %s\n", cmd,
-          strerror(err ? err : EIO));
+  mpprof_fprint_term(stderr, "mpprof: %s: standard output: write failed: %s\n", cmd,
+                     strerror(err ? err : EIO));
   return 1;
 }
 
@@ -89,7 +89,7 @@ static int dispatch(int argc, char **argv, const char **ret_cmd) {
         char *hargv[] = {argv[2], "--help", NULL};
         return cmds[i].fn(2, hargv);
       }
-    fprintf(stderr, "mpprof: help: no subcommand '%s' (see 'mpprof help')\n", argv[2]);
+    mpprof_fprint_term(stderr, "mpprof: help: no subcommand '%s' (see 'mpprof help')\n", argv[2]);
     return 2;
   }
   if (!strcmp(argv[1], "--version")) {

@@ -39,7 +39,8 @@ int mpprof_parse_max_rel(const char *cmd, const char *v, double *ret) {
   if (!v || !*v || !mpp_setting_ok(s, v)) {
     char want[96];
     mpp_setting_want(s, want, sizeof want);
-    fprintf(stderr, "mpprof: %s: --shadow-max-rel must be %s, not '%s'\n", cmd, want, v ? v : "");
+    mpprof_fprint_term(stderr, "mpprof: %s: --shadow-max-rel must be %s, not '%s'\n", cmd, want,
+                       v ? v : "");
     return -1;
   }
   *ret = strtod(v, NULL);
@@ -82,7 +83,7 @@ void mpprof_clean_up_on_signals(const char *made_dir) {
 }
 
 void mpprof_print_error(const mpprof_error *e) {
-  if (e->message[0]) fprintf(stderr, "mpprof: %s\n", e->message);
+  if (e->message[0]) mpprof_fprint_term(stderr, "mpprof: %s\n", e->message);
 }
 
 bool mpprof_mkdir_fresh(char *buf, size_t n) {
@@ -101,10 +102,11 @@ static int lock_dir(int fd, int op, const char *name, const char *cmd, const cha
   if (flock(fd, op | LOCK_NB) == 0) return 0;
   const char *sep = *cmd ? ": " : "";
   if (errno == EWOULDBLOCK)
-    fprintf(stderr, "mpprof: %s%s%s is in use by another mpprof run or merge (locked); %s\n", cmd,
-            sep, name, hint);
+    mpprof_fprint_term(stderr,
+                       "mpprof: %s%s%s is in use by another mpprof run or merge (locked); %s\n",
+                       cmd, sep, name, hint);
   else
-    fprintf(stderr, "mpprof: %s%scannot lock %s: %s\n", cmd, sep, name, strerror(errno));
+    mpprof_fprint_term(stderr, "mpprof: %s%scannot lock %s: %s\n", cmd, sep, name, strerror(errno));
   return -1;
 }
 
@@ -121,7 +123,7 @@ int mpprof_lock_out(int fd, const char *name, const char *cmd, const char *hint)
 static int lock_run_dir(int at, const char *dir, const char *name, const char *cmd, int op) {
   int fd = mpp_sf_open_dir(at, dir, MPP_SF_USER_PATH);
   if (fd < 0) {
-    fprintf(stderr, "mpprof: %s: %s: %s\n", cmd, name, strerror(-fd));
+    mpprof_fprint_term(stderr, "mpprof: %s: %s: %s\n", cmd, name, strerror(-fd));
     return -1;
   }
   if (lock_dir(fd, op, name, cmd, "try again when it has ended")) {
@@ -159,7 +161,8 @@ int mpprof_cmd_report(int argc, char **argv) {
       const char *v = argv[i][16] == '=' ? argv[i] + 17 : i + 1 < argc ? argv[++i] : NULL;
       if (mpprof_parse_max_rel("report", v, &max_rel)) return 2;
     } else if (k == MPPROF_ARG_OPTION) {
-      fprintf(stderr, "mpprof: report: unknown option '%s' (see 'mpprof help report')\n", argv[i]);
+      mpprof_fprint_term(stderr, "mpprof: report: unknown option '%s' (see 'mpprof help report')\n",
+                         argv[i]);
       return 2;
     } else {
       dir = argv[i];
@@ -174,7 +177,7 @@ int mpprof_cmd_report(int argc, char **argv) {
   struct stat st;
   int e = stat(dir, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
   if (e) {
-    fprintf(stderr, "mpprof: report: %s: %s\n", dir, strerror(e));
+    mpprof_fprint_term(stderr, "mpprof: report: %s: %s\n", dir, strerror(e));
     return 1;
   }
   /* Not while a run or a merge writes DIR (its lock, held to the end). */
@@ -350,7 +353,8 @@ static int bring(const char *src, const char *name, int out_raw, const char *out
       if (f < 0) return 0;
       if (f == 0) continue;
       if (unlinkat(out_raw, dst, 0)) {
-        fprintf(stderr, "mpprof: merge: cannot replace %s: %s\n", there, strerror(errno));
+        mpprof_fprint_term(stderr, "mpprof: merge: cannot replace %s: %s\n", there,
+                           strerror(errno));
         return -1;
       }
       brought_forget(b, dst);
@@ -362,17 +366,17 @@ static int bring(const char *src, const char *name, int out_raw, const char *out
     int rc =
         plain && linkat(AT_FDCWD, src, out_raw, dst, 0) == 0 ? 0 : copy_file(src, out_raw, dst);
     if (rc && errno == EINVAL) { /* a FIFO, a device, a link to one: not a raw file */
-      fprintf(stderr, "mpprof: merge: %s: not a regular file, skipped\n", src);
+      mpprof_fprint_term(stderr, "mpprof: merge: %s: not a regular file, skipped\n", src);
       return 0;
     }
     if (rc) {
-      fprintf(stderr, "mpprof: merge: cannot copy %s to %s/%s: %s\n", src, out_raw_name, dst,
-              strerror(errno));
+      mpprof_fprint_term(stderr, "mpprof: merge: cannot copy %s to %s/%s: %s\n", src, out_raw_name,
+                         dst, strerror(errno));
       return rc;
     }
     return brought_add(b, dst, src);
   }
-  fprintf(stderr, "mpprof: merge: too many files named %s\n", name);
+  mpprof_fprint_term(stderr, "mpprof: merge: too many files named %s\n", name);
   return -1;
 }
 
@@ -389,7 +393,7 @@ static DIR *open_input(const char *dir, char **ret_raw) {
   }
   DIR *d = opendir(raw);
   if (!d) {
-    fprintf(stderr, "mpprof: merge: %s: %s\n", dir, strerror(errno));
+    mpprof_fprint_term(stderr, "mpprof: merge: %s: %s\n", dir, strerror(errno));
     free(raw);
     return NULL;
   }
@@ -442,7 +446,8 @@ static int bring_dir(const char *dir, int out_raw, const char *out_raw_name, bro
     n++;
   }
   closedir(d);
-  if (rc == 0 && n == 0) fprintf(stderr, "mpprof: merge: %s: no raw files (*.json)\n", raw);
+  if (rc == 0 && n == 0)
+    mpprof_fprint_term(stderr, "mpprof: merge: %s: no raw files (*.json)\n", raw);
   free(raw);
   return rc;
 }
@@ -685,8 +690,8 @@ int mpprof_cmd_merge(int argc, char **argv) {
     } else if (k == MPPROF_ARG_OPTION && !strncmp(argv[i], "-o", 2) && argv[i][2]) {
       out = argv[i] + 2;
     } else if (k == MPPROF_ARG_OPTION) {
-      fprintf(stderr, "mpprof: merge: %s '%s' (see 'mpprof help merge')\n",
-              strcmp(argv[i], "-o") ? "unknown option" : "no OUT_DIR after", argv[i]);
+      mpprof_fprint_term(stderr, "mpprof: merge: %s '%s' (see 'mpprof help merge')\n",
+                         strcmp(argv[i], "-o") ? "unknown option" : "no OUT_DIR after", argv[i]);
       free(dirs);
       free(in_fd);
       return 2;
@@ -725,7 +730,8 @@ int mpprof_cmd_merge(int argc, char **argv) {
   struct stat st;
   bool existed = lstat(out, &st) == 0;
   if (existed && stat(out, &st) == 0 && S_ISDIR(st.st_mode) && !dir_is_empty(out)) {
-    fprintf(stderr, "mpprof: merge: %s is not empty (merge writes a new OUT_DIR)\n", out);
+    mpprof_fprint_term(stderr, "mpprof: merge: %s is not empty (merge writes a new OUT_DIR)\n",
+                       out);
     close_all(in_fd, ndirs);
     free(in_fd);
     free(dirs);
@@ -742,8 +748,8 @@ int mpprof_cmd_merge(int argc, char **argv) {
     /* OUT/raw is never a link: nothing is written outside OUT. */
     raw_fd = out_fd < 0 ? out_fd : mpp_sf_open_dir(out_fd, "raw", MPP_SF_CREATE);
     if (raw_fd < 0) {
-      fprintf(stderr, "mpprof: merge: cannot create %s: %s\n", out_fd < 0 ? out : out_raw,
-              strerror(-raw_fd));
+      mpprof_fprint_term(stderr, "mpprof: merge: cannot create %s: %s\n",
+                         out_fd < 0 ? out : out_raw, strerror(-raw_fd));
       rc = -1;
     }
   }
@@ -813,8 +819,8 @@ int mpprof_cmd_diff(int argc, char **argv) {
     } else if (k == MPPROF_ARG_OPTION && !strncmp(argv[i], "-o", 2) && argv[i][2]) {
       out = argv[i] + 2;
     } else if (k == MPPROF_ARG_OPTION) {
-      fprintf(stderr, "mpprof: diff: %s '%s' (see 'mpprof help diff')\n",
-              strcmp(argv[i], "-o") ? "unknown option" : "no OUT_DIR after", argv[i]);
+      mpprof_fprint_term(stderr, "mpprof: diff: %s '%s' (see 'mpprof help diff')\n",
+                         strcmp(argv[i], "-o") ? "unknown option" : "no OUT_DIR after", argv[i]);
       return 2;
     } else if (n < 2) {
       ab[n++] = argv[i];
@@ -841,12 +847,12 @@ int mpprof_cmd_diff(int argc, char **argv) {
   bool existed = !made && stat(out, &st) == 0;
   if (existed) {
     if (!S_ISDIR(st.st_mode) || !dir_is_empty(out)) {
-      fprintf(stderr, "mpprof: diff: %s %s\n", out,
-              S_ISDIR(st.st_mode) ? "is not empty" : "exists and is not a directory");
+      mpprof_fprint_term(stderr, "mpprof: diff: %s %s\n", out,
+                         S_ISDIR(st.st_mode) ? "is not empty" : "exists and is not a directory");
       return 2;
     }
   } else if (!made && mkdir(out, 0777) != 0) {
-    fprintf(stderr, "mpprof: diff: cannot create %s: %s\n", out, strerror(errno));
+    mpprof_fprint_term(stderr, "mpprof: diff: cannot create %s: %s\n", out, strerror(errno));
     return 1;
   }
   mpprof_clean_up_on_signals(existed ? NULL : out);

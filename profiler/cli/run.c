@@ -142,7 +142,7 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name) {
   size_t n = strlen(name);
   if (!strncmp(argv[*i], name, n) && argv[*i][n] == '=') return argv[*i] + n + 1;
   if (*i + 1 >= argc) {
-    fprintf(stderr, "mpprof: run: %s needs a value\n", name);
+    mpprof_fprint_term(stderr, "mpprof: run: %s needs a value\n", name);
     return NULL;
   }
   return argv[++*i];
@@ -160,7 +160,7 @@ static bool opt_ok(const char *opt, const char *var, const char *v) {
   if (*v && mpp_setting_ok(s, v)) return true;
   char want[96];
   mpp_setting_want(s, want, sizeof want);
-  fprintf(stderr, "mpprof: run: %s must be %s, not '%s'\n", opt, want, v);
+  mpprof_fprint_term(stderr, "mpprof: run: %s must be %s, not '%s'\n", opt, want, v);
   return false;
 }
 
@@ -191,8 +191,9 @@ static int check_environment(const run_opts *o) {
     if (replaced || mpp_setting_ok(&rows[i], v)) continue;
     char want[96];
     mpp_setting_want(&rows[i], want, sizeof want);
-    fprintf(stderr, "mpprof: run: %s='%s' in the environment must be %s (unset it%s%s)\n",
-            rows[i].name, v, want, option ? ", or give " : "", option ? option : "");
+    mpprof_fprint_term(stderr,
+                       "mpprof: run: %s='%s' in the environment must be %s (unset it%s%s)\n",
+                       rows[i].name, v, want, option ? ", or give " : "", option ? option : "");
     return 2;
   }
   for (char **e = environ; *e; e++) {
@@ -277,12 +278,12 @@ static int parse(int argc, char **argv, run_opts *o) {
       const char *v = opt_value(argc, argv, &i, "--python");
       if (!v) return 2;
       if (strcmp(v, "on") && strcmp(v, "off")) {
-        fprintf(stderr, "mpprof: run: --python must be on or off, not '%s'\n", v);
+        mpprof_fprint_term(stderr, "mpprof: run: --python must be on or off, not '%s'\n", v);
         return 2;
       }
       o->python_off = !strcmp(v, "off");
     } else {
-      fprintf(stderr, "mpprof: run: unknown option '%s' (see 'mpprof help run')\n", a);
+      mpprof_fprint_term(stderr, "mpprof: run: unknown option '%s' (see 'mpprof help run')\n", a);
       return 2;
     }
   }
@@ -312,7 +313,7 @@ static int parse(int argc, char **argv, run_opts *o) {
   char err[200];
   if (mp_capture_parse(o->capture_range, o->nvtx_capture, o->steps, &cap, err, sizeof err)) {
     const char *from = "(from MPPROF_CAPTURE_RANGE, MPPROF_NVTX_CAPTURE, MPPROF_STEPS) ";
-    fprintf(stderr, "mpprof: run: %s%s\n", o->capture_given ? "" : from, err);
+    mpprof_fprint_term(stderr, "mpprof: run: %s%s\n", o->capture_given ? "" : from, err);
     return 2;
   }
   o->argv = argv + i;
@@ -377,8 +378,8 @@ static void old_raw_put_back(old_raw *o, const char *out_name) {
     if (!o->v[i].name[0]) continue;
     int rc = mpp_sf_put_back(o->raw, o->v[i].tmp, o->v[i].name);
     if (rc)
-      fprintf(stderr, "mpprof: cannot rename %s/raw/%s back to %s: %s\n", out_name, o->v[i].tmp,
-              o->v[i].name, strerror(-rc));
+      mpprof_fprint_term(stderr, "mpprof: cannot rename %s/raw/%s back to %s: %s\n", out_name,
+                         o->v[i].tmp, o->v[i].name, strerror(-rc));
   }
   old_raw_close(o);
 }
@@ -399,8 +400,9 @@ static int old_raw_set_aside(int out, const char *out_name, old_raw *ret) {
     return 0;
   }
   if (ret->raw < 0) {
-    fprintf(stderr, "mpprof: %s/raw: %s (not a directory, or a symbolic link): not used\n",
-            out_name, strerror(-ret->raw));
+    mpprof_fprint_term(stderr,
+                       "mpprof: %s/raw: %s (not a directory, or a symbolic link): not used\n",
+                       out_name, strerror(-ret->raw));
     ret->raw = -1;
     return -1;
   }
@@ -440,7 +442,8 @@ static int old_raw_set_aside(int out, const char *out_name, old_raw *ret) {
       continue;
     }
     if (rc) {
-      fprintf(stderr, "mpprof: cannot set %s/raw/%s aside: %s\n", out_name, f->name, strerror(-rc));
+      mpprof_fprint_term(stderr, "mpprof: cannot set %s/raw/%s aside: %s\n", out_name, f->name,
+                         strerror(-rc));
       ret->n = i; /* put back those before it */
       old_raw_put_back(ret, out_name);
       return -1;
@@ -455,7 +458,7 @@ static int old_raw_set_aside(int out, const char *out_name, old_raw *ret) {
 static int check_out_writable(int out, const char *out_name) {
   int raw = mpp_sf_open_dir(out, "raw", MPP_SF_CREATE);
   if (raw < 0) {
-    fprintf(stderr, "mpprof: cannot create %s/raw: %s\n", out_name, strerror(-raw));
+    mpprof_fprint_term(stderr, "mpprof: cannot create %s/raw: %s\n", out_name, strerror(-raw));
     return -1;
   }
   mpp_sfile probe;
@@ -463,7 +466,7 @@ static int check_out_writable(int out, const char *out_name) {
   if (!err) err = mpp_sf_write_all(probe.fd, "probe\n", 6);
   if (probe.tmp[0]) mpp_sf_commit(&probe, -ECANCELED); /* removes it */
   if (err) {
-    fprintf(stderr, "mpprof: cannot write in %s/raw: %s\n", out_name, strerror(-err));
+    mpprof_fprint_term(stderr, "mpprof: cannot write in %s/raw: %s\n", out_name, strerror(-err));
     close(raw);
     return -1;
   }
@@ -471,8 +474,8 @@ static int check_out_writable(int out, const char *out_name) {
   if (fstatvfs(raw, &vfs) == 0) {
     unsigned long long avail = (unsigned long long)vfs.f_bavail * vfs.f_frsize;
     if (avail < MPPROF_LOW_FREE_BYTES)
-      fprintf(stderr, "mpprof: warning: only %llu MiB free on the filesystem of %s\n", avail >> 20,
-              out_name);
+      mpprof_fprint_term(stderr, "mpprof: warning: only %llu MiB free on the filesystem of %s\n",
+                         avail >> 20, out_name);
   }
   close(raw);
   return 0;
@@ -545,7 +548,7 @@ static int find_library(char *ret, size_t n) {
     const char *why = !realpath(env, ret) || !readable(ret) ? "not a readable file" : NULL;
     if (!why) why = not_preloadable(ret);
     if (why) {
-      fprintf(stderr, "mpprof: MPPROF_LIB=%s: %s\n", env, why);
+      mpprof_fprint_term(stderr, "mpprof: MPPROF_LIB=%s: %s\n", env, why);
       return -1;
     }
     return 0;
@@ -576,12 +579,12 @@ static int find_library(char *ret, size_t n) {
     snprintf(p, sizeof p, candidates[i], exe);
     if (readable(p) && realpath(p, ret)) {
       const char *why = not_preloadable(ret);
-      if (why) fprintf(stderr, "mpprof: %s: %s\n", ret, why);
+      if (why) mpprof_fprint_term(stderr, "mpprof: %s: %s\n", ret, why);
       return why ? -1 : 0;
     }
   }
   (void)n;
-  fprintf(stderr, "mpprof: libmpprof.so not found next to %s (set MPPROF_LIB)\n", exe);
+  mpprof_fprint_term(stderr, "mpprof: libmpprof.so not found next to %s (set MPPROF_LIB)\n", exe);
   return -1;
 }
 
@@ -866,14 +869,14 @@ static int report_start_failure(const char *prog, int err, const char *tail) {
                 ? interpreter_missing(file, interp, sizeof interp, what, sizeof what)
                 : 0;
   if (why)
-    fprintf(stderr, "mpprof: cannot run %s: its interpreter %s (#! line): %s%s\n", prog, interp,
-            what, tail);
+    mpprof_fprint_term(stderr, "mpprof: cannot run %s: its interpreter %s (#! line): %s%s\n", prog,
+                       interp, what, tail);
   else if (found && err == ENOENT)
     fprintf(stderr,
             "mpprof: cannot run %s: %s (the file exists: its dynamic loader is missing)%s\n", prog,
             strerror(err), tail);
   else
-    fprintf(stderr, "mpprof: cannot run %s: %s%s\n", prog, strerror(err), tail);
+    mpprof_fprint_term(stderr, "mpprof: cannot run %s: %s%s\n", prog, strerror(err), tail);
   return err == ENOENT || err == ENOTDIR ? 127 : 126;
 }
 
@@ -1007,7 +1010,8 @@ static void set_child_env(const run_opts *o, const char *lib, const char *out) {
 static void warn_other_injection(const char *var, const char *lib) {
   const char *v = getenv(var);
   if (v && *v && strcmp(v, lib) != 0)
-    fprintf(stderr, "mpprof: %s was %s; replaced by libmpprof.so for this run\n", var, v);
+    mpprof_fprint_term(stderr, "mpprof: %s was %s; replaced by libmpprof.so for this run\n", var,
+                       v);
 }
 
 /* Waits for the program; with the terminal handed over, a stop of the program
@@ -1101,7 +1105,7 @@ static int run_child(run_opts *o, const char *lib, const char *out, const char *
   int pipefd[2];
   *ret_started = false;
   if (pipe2(pipefd, O_CLOEXEC) != 0) {
-    fprintf(stderr, "mpprof: pipe: %s\n", strerror(errno));
+    mpprof_fprint_term(stderr, "mpprof: pipe: %s\n", strerror(errno));
     return 127;
   }
   sigset_t fwd, old_mask;
@@ -1114,7 +1118,7 @@ static int run_child(run_opts *o, const char *lib, const char *out, const char *
 
   pid_t pid = fork();
   if (pid < 0) {
-    fprintf(stderr, "mpprof: fork: %s\n", strerror(errno));
+    mpprof_fprint_term(stderr, "mpprof: fork: %s\n", strerror(errno));
     set_handlers(NULL);
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
     return 127;
@@ -1195,13 +1199,14 @@ int mpprof_cmd_run(int argc, char **argv) {
   struct stat stt;
   bool existed = !made_default && stat(o.out, &stt) == 0;
   if (existed && !S_ISDIR(stt.st_mode)) {
-    fprintf(stderr, "mpprof: %s exists and is not a directory\n", o.out);
+    mpprof_fprint_term(stderr, "mpprof: %s exists and is not a directory\n", o.out);
     return 2;
   }
   int out = mpp_sf_open_dir(AT_FDCWD, o.out, MPP_SF_CREATE | MPP_SF_USER_PATH);
   char out_abs[PATH_MAX];
   if (out < 0 || !realpath(o.out, out_abs)) {
-    fprintf(stderr, "mpprof: cannot create %s: %s\n", o.out, strerror(out < 0 ? -out : errno));
+    mpprof_fprint_term(stderr, "mpprof: cannot create %s: %s\n", o.out,
+                       strerror(out < 0 ? -out : errno));
     if (out >= 0) close(out);
     return 2;
   }
@@ -1211,7 +1216,7 @@ int mpprof_cmd_run(int argc, char **argv) {
   char tail[PATH_MAX + 32] = "";
   if (existed && !dir_is_empty(out)) {
     if (!o.force) {
-      fprintf(stderr, "mpprof: %s is not empty (use --force to reuse it)\n", o.out);
+      mpprof_fprint_term(stderr, "mpprof: %s is not empty (use --force to reuse it)\n", o.out);
       return 2;
     }
     /* A program that cannot start (a typo) must not cost the earlier run's
@@ -1307,8 +1312,9 @@ int mpprof_cmd_run(int argc, char **argv) {
   mpprof_clean_up_on_signals(NULL);
   if (mpprof_report_generate(&ro) != 0) {
     mpprof_print_error(&err);
-    fprintf(stderr, "mpprof: the report of %s was not written; raw files are in %s/raw\n",
-            o.argv[0], out_abs);
+    mpprof_fprint_term(stderr,
+                       "mpprof: the report of %s was not written; raw files are in %s/raw\n",
+                       o.argv[0], out_abs);
   }
   return pass_on_terminal_signal(&o, status);
 }

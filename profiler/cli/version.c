@@ -76,8 +76,8 @@ int mpprof_cmd_version(int argc, char **argv) {
     return 0;
   }
   if (argc > 1) {
-    fprintf(stderr, "mpprof: version: %s '%s' (see 'mpprof help version')\n",
-            argv[1][0] == '-' ? "unknown option" : "unexpected argument", argv[1]);
+    mpprof_fprint_term(stderr, "mpprof: version: %s '%s' (see 'mpprof help version')\n",
+                       argv[1][0] == '-' ? "unknown option" : "unexpected argument", argv[1]);
     return 2;
   }
   printf("mpprof %s\n", MPPROF_VERSION);

@@ -252,6 +252,29 @@ for cmd in "report -- -r" "merge -o dash_merge -- -r" "diff -o dash_diff -- -r a
   (cd "$work" && "$mpprof_abs" $cmd >/dev/null 2>"$work/dash.err") || fail "mpprof $cmd: $(cat "$work/dash.err")"
 done
 
+# A name holding a newline or a terminal escape is named in one line, its
+# control bytes escaped, in every command's error and in the raw reader's
+# warnings (they were printed raw: two lines, a red terminal).
+odd="$work/odd"$'\n'"name"$'\e'"[31m"
+mkdir -p "$odd/raw" && : >"$odd/raw/x"$'\n'".json" || fail "odd names"
+shown="$work/odd\\nname\\x1b[31m"
+for cmd in "report" "diff" "merge" "run" "report-raw"; do
+  case $cmd in
+  report) "$mpprof" report "$odd/none" 2>"$work/odd.err" ;;
+  diff) "$mpprof" diff "$odd/none" "$work/a" -o "$work/odd_diff" 2>"$work/odd.err" ;;
+  merge) "$mpprof" merge "$odd/none" -o "$work/odd_merge" 2>"$work/odd.err" ;;
+  run) [[ $no_profiler == 1 ]] && continue
+    "$mpprof" run -o "$work/odd_run" "$odd/none" 2>"$work/odd.err" ;;
+  report-raw) "$mpprof" report "$odd" 2>"$work/odd.err" ;;
+  esac
+  [[ $? -ne 0 ]] || fail "$cmd of an odd name succeeded"
+  ! grep -q $'\e' "$work/odd.err" || fail "$cmd: a raw escape on stderr: $(cat -A "$work/odd.err")"
+  case $cmd in
+  report-raw) [[ $(head -1 "$work/odd.err") == "mpprof: skipping $shown/raw/x\\n.json: empty file" ]] ;;
+  *) [[ $(wc -l <"$work/odd.err") -eq 1 ]] && grep -qF "$shown/none" "$work/odd.err" ;;
+  esac || fail "$cmd of an odd name: $(cat -A "$work/odd.err")"
+done
+
 # A summary that cannot be written (a full disk, a closed descriptor) fails
 # the command in one line, as inspect's output does (exit 0, the summary lost).
 if [[ -w /dev/full ]]; then
