@@ -105,8 +105,11 @@ static cJSON *load_run_file(const char *dir, const run_file *rf, mpprof_error *r
     free(path);
     return NULL;
   }
+  /* Read to its end only while it can be one: a file that does not start
+   * as a JSON object (a garbage file of any size) is rejected at once. */
   char *text = NULL;
-  size_t len = 0, cap = 0;
+  size_t len = 0, cap = 0, ws = 0;
+  bool not_object = false;
   for (;;) {
     if (len + 65536 + 1 > cap) {
       cap = cap ? cap * 2 : 1 << 20;
@@ -116,21 +119,28 @@ static cJSON *load_run_file(const char *dir, const run_file *rf, mpprof_error *r
     }
     size_t r = fread(text + len, 1, cap - len - 1, f);
     len += r;
-    if (r == 0) break;
+    while (ws < len &&
+           (text[ws] == ' ' || text[ws] == '\t' || text[ws] == '\r' || text[ws] == '\n'))
+      ws++;
+    not_object = ws < len && text[ws] != '{';
+    if (r == 0 || not_object) break;
   }
+  int read_err = ferror(f) ? errno : 0;
   fclose(f);
   cJSON *j = NULL;
-  if (text) {
+  if (text && !not_object && !read_err) {
     text[len] = 0;
     /* The whole file is one JSON value: text after it is not a report. */
     const char *end = NULL;
     j = cJSON_ParseWithLengthOpts(text, len + 1, &end, true);
   }
-  bool truncated = !j && text && ends_early(text, len);
+  bool truncated = !j && text && !not_object && !read_err && ends_early(text, len);
   free(text);
   const cJSON *schema = cJSON_GetObjectItemCaseSensitive(j, "schema");
   const char *sv = cJSON_IsString(schema) ? schema->valuestring : NULL;
-  if (truncated) {
+  if (read_err) {
+    mpprof_error_set(ret_error, read_err, "%s: cannot read: %s", path, strerror(read_err));
+  } else if (truncated) {
     mpprof_error_set(ret_error, EINVAL,
                      "%s: truncated (the JSON ends early; rebuild it with 'mpprof report %s')",
                      path, dir);
@@ -146,7 +156,9 @@ static cJSON *load_run_file(const char *dir, const run_file *rf, mpprof_error *r
                      rf->what, rf->keys);
   } else if (!j) {
     mpprof_error_set(ret_error, EINVAL, "%s: not an mpprof %s (%s)", path, rf->what,
-                     len ? "not JSON" : "empty file");
+                     not_object ? "not a JSON object"
+                     : len      ? "not JSON"
+                                : "empty file");
   } else {
     free(path);
     return j;

@@ -415,7 +415,7 @@ static void a_truncated_report_is_called_truncated(void **state) {
   assert_bad_report("{\"schema\": \"mpprof.report/1\", \"layers\": [{}, {",
                     "diff: %s/report.json: truncated (the JSON ends early; rebuild it with "
                     "'mpprof report %s')");
-  assert_bad_report("hello\n", "diff: %s/report.json: not an mpprof report (not JSON)");
+  assert_bad_report("hello\n", "diff: %s/report.json: not an mpprof report (not a JSON object)");
   assert_bad_report("", "diff: %s/report.json: not an mpprof report (empty file)");
 }
 

@@ -508,6 +508,43 @@ static void a_failing_diff_file_leaves_neither(void **state) {
   free(out);
 }
 
+/* The bytes this process has read so far (/proc/self/io's rchar: stdio's
+ * reads too, which --wrap=read does not see); -1 when not known. */
+static long long bytes_read_so_far(void) {
+  FILE *f = fopen("/proc/self/io", "re");
+  long long n = -1;
+  if (f && fscanf(f, "rchar: %lld", &n) != 1) n = -1;
+  if (f) fclose(f);
+  return n;
+}
+
+/* A run's report.json that is no JSON object, of any size, is rejected by
+ * diff at its first bytes (a 1 GiB garbage file was read whole into memory
+ * first). Its first bytes, then a hole of 1 GiB. */
+static void a_huge_garbage_report_is_rejected_by_diff_at_its_first_bytes(void **state) {
+  (void)state;
+  if (bytes_read_so_far() < 0) skip();
+  char *a = rg_tmpdir("diffbig"), *out = rg_tmpdir("diffbigout");
+  char path[4300];
+  snprintf(path, sizeof path, "%s/report.json", a);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("  garbage", f);
+  fclose(f);
+  assert_int_equal(truncate(path, (off_t)1 << 30), 0);
+  mpprof_error e = {0};
+  long long before = bytes_read_so_far();
+  assert_int_equal(mpprof_diff_generate(a, a, out, NULL, &e), -1);
+  long long read = bytes_read_so_far() - before;
+  if (!strstr(e.message, "report.json: not an mpprof report (not a JSON object)"))
+    fail_msg("error: %s", e.message);
+  if (read > 16ll << 20) fail_msg("%lld bytes read of a garbage report.json", read);
+  rg_rmdir(a);
+  rg_rmdir(out);
+  free(a);
+  free(out);
+}
+
 /* Two processes with the same site, 100k kernels each (same names): merged
  * by name into 100k entries with summed counts. The figure printed is the
  * time of the whole report (no threshold: the bound is meson's timeout). */
@@ -561,6 +598,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(a_failing_report_file_leaves_the_previous_report_whole),
       cmocka_unit_test(report_files_reach_the_disk_before_they_replace_the_old_ones),
       cmocka_unit_test(a_failing_diff_file_leaves_neither),
+      cmocka_unit_test(a_huge_garbage_report_is_rejected_by_diff_at_its_first_bytes),
   };
   const struct CMUnitTest kernels[] = {
       cmocka_unit_test(kernels_100k_in_one_site_merge_by_name),
