@@ -255,9 +255,17 @@ static bool scalar_byte(char c) {
 /* End of the value starting at p (no leading whitespace), NULL if the data ends
  * first (*ret_ended set) or no value starts at p. A value that is none
  * already (a byte no value starts with; a scalar of other bytes, or longer
- * than any) is not one the end stops: its file is rejected without reading
- * on (a garbage file was read to its end first). */
+ * than any; a container holding a stray control byte) is not one the end stops: its file is
+ * rejected without reading on (a garbage file was read to its end first). */
+static const char *skip_container(const char *p, const char *end, bool *ret_bad);
+
 static const char *skip_value(const char *p, const char *end, bool *ret_ended) {
+  if (p < end && (*p == '{' || *p == '[')) {
+    bool bad = false;
+    const char *e = skip_container(p, end, &bad);
+    if (!e && !bad) *ret_ended = true;
+    return e;
+  }
   const char *e = skip_value_raw(p, end);
   if (e || p >= end || !value_start(*p)) return e;
   if (*p != '"' && *p != '{' && *p != '[') {
@@ -291,13 +299,18 @@ static inline bool container_byte(char c, long *depth, bool *in_str, bool *esc) 
   return false;
 }
 
+/* A control byte JSON has nowhere, in a string or out of one: all but the
+ * whitespace tab, newline and carriage return (garbage's zeros, for one). */
+static inline bool stray_control(char c) {
+  return (unsigned char)c < 0x20 && c != '\t' && c != '\n' && c != '\r';
+}
+
 /* p at '{' or '[': the byte after its closing bracket, NULL if the data ends
- * first. Sixteen bytes at a time where they hold no backslash: the quotes'
- * prefix parity marks the bytes inside strings, and only the brackets outside
- * them are walked (a site of some 2 KB has a few dozen; the byte loop was a
- * tenth of the report's time). A chunk with a backslash, and the tail, go
- * byte by byte. */
-static const char *skip_container(const char *p, const char *end) {
+ * first or (*ret_bad set) a stray control byte comes before it. Sixteen bytes at a time where they
+ * hold no backslash: the quotes' prefix parity marks the bytes inside strings, and only the
+ * brackets outside them are walked (a site of some 2 KB has a few dozen; the byte loop was a tenth
+ * of the report's time). A chunk with a backslash, and the tail, go byte by byte. */
+static const char *skip_container(const char *p, const char *end, bool *ret_bad) {
   long depth = 0;
   bool in_str = false, esc = false;
   while (p < end) {
@@ -318,24 +331,44 @@ static const char *skip_container(const char *p, const char *end) {
         inside ^= inside << 4;
         inside ^= inside << 8;
         inside = (inside ^ (in_str ? 0xffffu : 0)) & 0xffffu;
+        /* bytes <= 0x1f but the three whitespace ones */
+        unsigned ctl =
+            (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v));
+        if (ctl)
+          ctl &= ~(unsigned)_mm_movemask_epi8(
+              _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\t')),
+                                        _mm_cmpeq_epi8(v, _mm_set1_epi8('\n'))),
+                           _mm_cmpeq_epi8(v, _mm_set1_epi8('\r'))));
         for (unsigned b = (open | close) & ~inside; b; b &= b - 1) {
           int i = __builtin_ctz(b);
           if (open >> i & 1)
             depth++;
-          else if (--depth == 0)
-            return p + i + 1;
+          else if (--depth == 0) {
+            *ret_bad = (ctl & ((2u << i) - 1)) != 0;
+            return *ret_bad ? NULL : p + i + 1;
+          }
+        }
+        if (ctl) {
+          *ret_bad = true;
+          return NULL;
         }
         in_str = inside >> 15;
         p += 16;
         continue;
       }
-      for (const char *e = p + 16; p < e;)
+      for (const char *e = p + 16; p < e;) {
+        if (stray_control(*p)) goto bad;
         if (container_byte(*p++, &depth, &in_str, &esc)) return p;
+      }
       continue;
     }
 #endif
+    if (stray_control(*p)) goto bad;
     if (container_byte(*p++, &depth, &in_str, &esc)) return p;
   }
+  return NULL;
+bad:
+  *ret_bad = true;
   return NULL;
 }
 
@@ -358,7 +391,8 @@ static inline bool scalar_end(char c) {
 static const char *skip_value_raw(const char *p, const char *end) {
   if (p >= end) return NULL;
   if (*p == '"') return skip_string(p, end);
-  if (*p == '{' || *p == '[') return skip_container(p, end);
+  bool bad = false;
+  if (*p == '{' || *p == '[') return skip_container(p, end, &bad);
   const char *s = p;
   while (p < end && !scalar_end(*p))
     p++;
