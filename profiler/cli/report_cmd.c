@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,9 +57,36 @@ static void merge_usage(FILE *out) {
 }
 
 static char made_out[PATH_MAX]; /* mpprof_clean_up_on_signals' made_dir; "" none */
+/* A merge's OUT_DIR and OUT_DIR/raw while it brings files and builds the
+ * report: everything in raw/ is the merge's (OUT_DIR was new or empty, and
+ * is locked); -1 none. */
+static volatile int merge_out = -1, merge_raw = -1;
+
+/* What an interrupted merge brought, then raw/: unless its report is there
+ * (report.json is renamed first), when only its summary was left to print.
+ * Async-signal-safe: getdents64 and unlinkat, not readdir. */
+static void remove_merge(void) {
+  int out = merge_out, raw = merge_raw;
+  struct stat st;
+  if (raw < 0 || fstatat(out, "report.json", &st, AT_SYMLINK_NOFOLLOW) == 0) return;
+  static char buf[8192];
+  for (bool removed = true; removed;) {
+    removed = false;
+    lseek(raw, 0, SEEK_SET);
+    long n = syscall(SYS_getdents64, raw, buf, sizeof buf);
+    for (long off = 0; off < n;) {
+      const struct dirent64 *d = (const void *)(buf + off);
+      off += d->d_reclen;
+      if (strcmp(d->d_name, ".") && strcmp(d->d_name, "..") && unlinkat(raw, d->d_name, 0) == 0)
+        removed = true;
+    }
+  }
+  unlinkat(out, "raw", AT_REMOVEDIR);
+}
 
 static void end_by_signal(int sig) {
   mpprof_remove_temporaries();
+  remove_merge();
   if (made_out[0]) rmdir(made_out);
   signal(sig, SIG_DFL);
   raise(sig); /* blocked until the handler returns */
@@ -754,6 +782,10 @@ int mpprof_cmd_merge(int argc, char **argv) {
     }
   }
   if (rc == 0) {
+    /* Interrupted from here on, it leaves what it left when it fails. */
+    merge_out = out_fd;
+    merge_raw = raw_fd;
+    mpprof_clean_up_on_signals(existed ? NULL : out);
     warn_repeated_inputs(dirs, ndirs);
     warn_different_programs(dirs, ndirs);
     warn_repeated_ranks(dirs, ndirs);
@@ -774,9 +806,11 @@ int mpprof_cmd_merge(int argc, char **argv) {
                                .need_raw_files = true,
                                .raw_origin = brought_origin,
                                .raw_origin_ctx = &b};
-    mpprof_clean_up_on_signals(NULL);
     rc = generate(&o);
   }
+  merge_raw = -1;
+  merge_out = -1;
+  mpprof_clean_up_on_signals(NULL);
   /* A failed merge (an input unreadable, no usable raw file) leaves nothing:
    * the files it brought, then raw/ and OUT_DIR when it made them. */
   if (rc && !busy && out_fd >= 0) {

@@ -234,6 +234,20 @@ if strace -o /dev/null true 2>/dev/null; then
   mkdir "$work/dint" || fail "mkdir"
   interrupted SIGINT 2 "$mpprof" diff "$work/a" "$work/a" -o "$work/dint"
   [[ -d $work/dint && -z $(ls -A "$work/dint") ]] || fail "diff interrupted left $(ls -A "$work/dint")"
+  # A merge interrupted leaves what a failed one leaves: no OUT_DIR it made,
+  # an empty one given stays empty (its raw files stayed, and the same merge
+  # was then refused: OUT_DIR not empty); once its report is written (the
+  # directory's sync after the renames), all of it stays.
+  for at in linkat fdatasync; do
+    strace -o /dev/null -e inject=$at:signal=SIGINT:when=1 "$mpprof" merge "$work/a" -o "$work/mint" >/dev/null 2>&1
+    [[ $? -gt 128 ]] || fail "merge interrupted at $at: not ended by the signal"
+    [[ ! -e $work/mint ]] || fail "merge interrupted at $at left $(ls -AR "$work/mint")"
+  done
+  mkdir "$work/mint" || fail "mkdir"
+  interrupted SIGTERM 1 "$mpprof" merge "$work/a" -o "$work/mint"
+  [[ -d $work/mint && -z $(ls -A "$work/mint") ]] || fail "merge interrupted left $(ls -AR "$work/mint")"
+  strace -o /dev/null -e trace=fsync -e inject=fsync:signal=SIGINT:when=1 "$mpprof" merge "$work/a" -o "$work/mint" >/dev/null 2>&1
+  [[ -f $work/mint/report.json && -n $(ls "$work/mint/raw") ]] || fail "a merge interrupted after its report lost $(ls -AR "$work/mint")"
   before=$(ls -lA "$work/a")
   interrupted SIGTERM 3 "$mpprof" report "$work/a"
   [[ $? -gt 128 ]] || fail "report interrupted: not ended by the signal"
