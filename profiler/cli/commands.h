@@ -43,11 +43,20 @@ bool mpprof_mkdir_fresh(char *buf, size_t n);
 int mpprof_lock_out(int fd, const char *name, const char *cmd, const char *hint);
 /* report_cmd.c: from now on SIGINT, SIGTERM and SIGHUP (each unless ignored
  * when mpprof started) first remove the temporaries of the output files
- * being written (mpprof_remove_temporaries) and made_dir when not NULL and
- * empty (a directory the command made for its output), then end mpprof as
- * they would have: an interrupted report or diff leaves no temporary, each
- * as large as its file, behind. */
-void mpprof_clean_up_on_signals(const char *made_dir);
+ * being written (mpprof_remove_temporaries) and, when made_dir is not NULL,
+ * the directories the command made for its output, each while empty
+ * (mpprof_remove_made(made_dir, made_top)), then end mpprof as they would
+ * have: an interrupted report or diff leaves no temporary, each as large as
+ * its file, behind. */
+void mpprof_clean_up_on_signals(const char *made_dir, const char *made_top);
+/* report_cmd.c: the topmost directory that making directory path, with its
+ * missing parents, creates (path itself when its parent exists), into top (n
+ * bytes); "" when path exists (or is too long). */
+void mpprof_topmost_missing(const char *path, char *top, size_t n);
+/* report_cmd.c: removes path, then each directory above it up to top
+ * (mpprof_topmost_missing's, taken before they were made), each only while
+ * empty: what a command that made them for nothing leaves. Async-signal-safe. */
+void mpprof_remove_made(const char *path, const char *top);
 /* --shadow-max-rel's value for command cmd: a number in (0, MPP_SET_MAX_REL_MAX);
  * 0, or -1 after one line on stderr naming the option. */
 int mpprof_parse_max_rel(const char *cmd, const char *v, double *ret);

@@ -56,7 +56,47 @@ static void merge_usage(FILE *out) {
         out);
 }
 
-static char made_out[PATH_MAX]; /* mpprof_clean_up_on_signals' made_dir; "" none */
+/* mpprof_clean_up_on_signals' made_dir and made_top; "" none */
+static char made_out[PATH_MAX], made_top[PATH_MAX];
+
+void mpprof_topmost_missing(const char *path, char *top, size_t n) {
+  struct stat st;
+  size_t len = strlen(path);
+  top[0] = '\0';
+  if (len >= n || lstat(path, &st) == 0) return;
+  memcpy(top, path, len + 1);
+  for (;;) {
+    while (len > 1 && top[len - 1] == '/')
+      top[--len] = '\0';
+    char *slash = strrchr(top, '/');
+    if (!slash) return;
+    size_t plen = slash == top ? 1 : (size_t)(slash - top);
+    char c = top[plen];
+    top[plen] = '\0';
+    bool parent_exists = lstat(top, &st) == 0;
+    if (parent_exists) {
+      top[plen] = c;
+      return;
+    }
+    len = plen;
+  }
+}
+
+void mpprof_remove_made(const char *path, const char *top) {
+  char cur[PATH_MAX];
+  size_t len = strlen(path), tlen = strlen(top);
+  if (!tlen || len >= sizeof cur || tlen > len || strncmp(path, top, tlen)) return;
+  memcpy(cur, path, len + 1);
+  for (;;) {
+    if (rmdir(cur) != 0 || len <= tlen) return;
+    while (len > tlen && cur[len - 1] == '/') /* the trailing slashes */
+      cur[--len] = '\0';
+    while (len > tlen && cur[len - 1] != '/') /* the last component */
+      cur[--len] = '\0';
+    while (len > tlen && cur[len - 1] == '/') /* the slashes before it */
+      cur[--len] = '\0';
+  }
+}
 /* A merge's OUT_DIR and OUT_DIR/raw while it brings files and builds the
  * report: everything in raw/ is the merge's (OUT_DIR was new or empty, and
  * is locked); -1 none. */
@@ -87,12 +127,12 @@ static void remove_merge(void) {
 static void end_by_signal(int sig) {
   mpprof_remove_temporaries();
   remove_merge();
-  if (made_out[0]) rmdir(made_out);
+  if (made_out[0]) mpprof_remove_made(made_out, made_top);
   signal(sig, SIG_DFL);
   raise(sig); /* blocked until the handler returns */
 }
 
-void mpprof_clean_up_on_signals(const char *made_dir) {
+void mpprof_clean_up_on_signals(const char *made_dir, const char *top) {
   static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
   struct sigaction sa = {.sa_handler = end_by_signal, .sa_flags = SA_RESTART};
   sigemptyset(&sa.sa_mask);
@@ -100,8 +140,9 @@ void mpprof_clean_up_on_signals(const char *made_dir) {
     sigaddset(&sa.sa_mask, sigs[i]);
   sigset_t old;
   sigprocmask(SIG_BLOCK, &sa.sa_mask, &old); /* made_out is not read half-written */
-  snprintf(made_out, sizeof made_out, "%s",
-           made_dir && strlen(made_dir) < PATH_MAX ? made_dir : "");
+  bool fits = made_dir && top && strlen(made_dir) < PATH_MAX && strlen(top) < PATH_MAX;
+  snprintf(made_out, sizeof made_out, "%s", fits ? made_dir : "");
+  snprintf(made_top, sizeof made_top, "%s", fits ? top : "");
   for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
     struct sigaction now;
     if (sigaction(sigs[i], NULL, &now) == 0 && now.sa_handler != SIG_IGN)
@@ -216,7 +257,7 @@ int mpprof_cmd_report(int argc, char **argv) {
                              .summary = stdout,
                              .shadow_max_rel = max_rel,
                              .need_raw_files = true};
-  mpprof_clean_up_on_signals(NULL);
+  mpprof_clean_up_on_signals(NULL, NULL);
   int rc = generate(&o) ? 1 : 0;
   close(fd);
   return rc;
@@ -768,6 +809,8 @@ int mpprof_cmd_merge(int argc, char **argv) {
   char *out_raw = NULL;
   int rc = asprintf(&out_raw, "%s/raw", out) < 0 ? -1 : 0;
   int out_fd = -1, raw_fd = -1;
+  char top[PATH_MAX]; /* what making OUT_DIR makes */
+  mpprof_topmost_missing(out, top, sizeof top);
   if (rc == 0) out_fd = mpp_sf_open_dir(AT_FDCWD, out, MPP_SF_CREATE | MPP_SF_USER_PATH);
   /* One command per OUT_DIR: a run or another merge that took it meanwhile. */
   bool busy = out_fd >= 0 && mpprof_lock_out(out_fd, out, "merge", "name another OUT_DIR");
@@ -785,7 +828,7 @@ int mpprof_cmd_merge(int argc, char **argv) {
     /* Interrupted from here on, it leaves what it left when it fails. */
     merge_out = out_fd;
     merge_raw = raw_fd;
-    mpprof_clean_up_on_signals(existed ? NULL : out);
+    mpprof_clean_up_on_signals(existed ? NULL : out, top);
     warn_repeated_inputs(dirs, ndirs);
     warn_different_programs(dirs, ndirs);
     warn_repeated_ranks(dirs, ndirs);
@@ -810,14 +853,14 @@ int mpprof_cmd_merge(int argc, char **argv) {
   }
   merge_raw = -1;
   merge_out = -1;
-  mpprof_clean_up_on_signals(NULL);
+  mpprof_clean_up_on_signals(NULL, NULL);
   /* A failed merge (an input unreadable, no usable raw file) leaves nothing:
    * the files it brought, then raw/ and OUT_DIR when it made them. */
   if (rc && !busy && out_fd >= 0) {
     for (size_t i = 0; raw_fd >= 0 && i < b.n; i++)
       unlinkat(raw_fd, b.name[i], 0);
     unlinkat(out_fd, "raw", AT_REMOVEDIR);
-    if (!existed) rmdir(out);
+    if (!existed) mpprof_remove_made(out, top);
   }
   if (raw_fd >= 0) close(raw_fd);
   if (out_fd >= 0) close(out_fd);
@@ -889,7 +932,7 @@ int mpprof_cmd_diff(int argc, char **argv) {
     mpprof_fprint_term(stderr, "mpprof: diff: cannot create %s: %s\n", out, strerror(errno));
     return 1;
   }
-  mpprof_clean_up_on_signals(existed ? NULL : out);
+  mpprof_clean_up_on_signals(existed ? NULL : out, out);
   mpprof_error err = {0};
   int rc = mpprof_diff_generate(ab[0], ab[1], out, stdout, &err);
   if (rc) mpprof_print_error(&err);

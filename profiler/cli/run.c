@@ -482,11 +482,12 @@ static int check_out_writable(int out, const char *out_name) {
 }
 
 /* Nothing recorded: what this run made goes again, each only if empty: raw/
- * (the probe's), and OUT when this run made it. An empty OUT the user gave
+ * (the probe's), and OUT with the directories above it this run made
+ * (made_top: mpprof_topmost_missing's; "" none). An empty OUT the user gave
  * stays empty, so a later run on it is not refused as non-empty. */
-static void remove_if_empty(int out, const char *out_abs, bool made_raw, bool made_out) {
-  if (made_raw || made_out) unlinkat(out, "raw", AT_REMOVEDIR);
-  if (made_out) rmdir(out_abs);
+static void remove_if_empty(int out, const char *out_name, bool made_raw, const char *made_top) {
+  if (made_raw || made_top[0]) unlinkat(out, "raw", AT_REMOVEDIR);
+  mpprof_remove_made(out_name, made_top);
 }
 
 /* mpprof-PROGRAM-DATE, PROGRAM's name cut (at a character) so that the name,
@@ -1191,13 +1192,17 @@ int mpprof_cmd_run(int argc, char **argv) {
    * stand for their options (it would otherwise be replaced silently). */
   const char *env_out = getenv("MPPROF_OUT");
   if (!o.out && env_out && *env_out) o.out = env_out;
+  char top[PATH_MAX]; /* the topmost directory this run makes for OUT; "" none */
+  top[0] = '\0';
   if (!o.out) {
     default_out(outbuf, sizeof outbuf, o.argv[0]);
     made_default = mpprof_mkdir_fresh(outbuf, sizeof outbuf);
     o.out = outbuf;
+    if (made_default) snprintf(top, sizeof top, "%s", outbuf);
   }
   struct stat stt;
   bool existed = !made_default && stat(o.out, &stt) == 0;
+  if (!made_default) mpprof_topmost_missing(o.out, top, sizeof top);
   if (existed && !S_ISDIR(stt.st_mode)) {
     mpprof_fprint_term(stderr, "mpprof: %s exists and is not a directory\n", o.out);
     return 2;
@@ -1243,7 +1248,7 @@ int mpprof_cmd_run(int argc, char **argv) {
    * again when this run made it (rmdir: only if still empty). */
   if (!started) {
     old_raw_put_back(&old, o.out);
-    remove_if_empty(out, out_abs, made_raw, !existed);
+    remove_if_empty(out, o.out, made_raw, top);
     return status;
   }
   old_raw_remove(&old);
@@ -1285,7 +1290,7 @@ int mpprof_cmd_run(int argc, char **argv) {
               "mpprof: the report in %s is an earlier run's (its raw files were removed by "
               "--force, and this run recorded nothing)\n",
               out_abs);
-    remove_if_empty(out, out_abs, made_raw, !existed);
+    remove_if_empty(out, o.out, made_raw, top);
     return pass_on_terminal_signal(&o, status);
   }
 
@@ -1309,7 +1314,7 @@ int mpprof_cmd_run(int argc, char **argv) {
   mpprof_error err = {0};
   ro.warnings = stderr;
   ro.error = &err;
-  mpprof_clean_up_on_signals(NULL);
+  mpprof_clean_up_on_signals(NULL, NULL);
   if (mpprof_report_generate(&ro) != 0) {
     mpprof_print_error(&err);
     mpprof_fprint_term(stderr,

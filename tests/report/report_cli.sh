@@ -316,6 +316,18 @@ documented=$(sed -n '/^## Environment variables/,/^## [^E]/p' "$readme" | grep -
 [[ -n $listed && $listed == "$documented" ]] ||
   fail "help env and the README differ: $(diff <(echo "$listed") <(echo "$documented") | tr '\n' ' ')"
 
+# A command that made OUT_DIR with missing parents for nothing (a merge of no
+# usable raw file, a program that cannot run) removes the parents it made
+# too (they were left: empty directories), never one that was there.
+mkdir -p "$work/nest0" || fail "mkdir"
+"$mpprof" merge "$work/e" -o "$work/nest0/nest/a/b/" >/dev/null 2>&1 && fail "merge of an empty raw/ succeeded"
+[[ -d $work/nest0 && -z $(ls -A "$work/nest0") ]] || fail "a failed merge left $(ls -R "$work/nest0")"
+if [[ $no_profiler == 0 ]]; then
+  "$mpprof" run -o "$work/nest0/nest/a/b" "$work/none" >/dev/null 2>&1
+  [[ $? -eq 127 ]] || fail "run of a missing program: not 127"
+  [[ -d $work/nest0 && -z $(ls -A "$work/nest0") ]] || fail "a run that never started left $(ls -R "$work/nest0")"
+fi
+
 if [[ $no_profiler == 1 ]]; then
   "$mpprof" run true 2>"$work/run.err" && fail "mpprof run succeeded without libmpprof.so"
   [[ $(wc -l <"$work/run.err") -eq 1 ]] && grep -q 'built without the CUDA toolkit' "$work/run.err" ||
