@@ -691,7 +691,9 @@ static void devices_text(const cJSON *run, char *buf, size_t n) {
 
 static cJSON *run_json(const char *dir, const cJSON *rep) {
   cJSON *o = cJSON_CreateObject();
-  cJSON_AddStringToObject(o, "dir", dir);
+  char *text = mpprof_strdup_utf8(dir); /* a path is any bytes; diff.json is UTF-8 */
+  cJSON_AddStringToObject(o, "dir", text ? text : "");
+  free(text);
   cJSON_AddItemToObject(o, "ranks", ranks_json(rep));
   cJSON_AddItemToObject(o, DK_RUN_DEVICES, devices_json(rep));
   cJSON_AddBoolToObject(o, DK_RUN_SHADOW, run_shadowed(rep));
@@ -1642,7 +1644,9 @@ int mpprof_diff_generate(const char *dir_a, const char *dir_b, const char *out_d
   for (int i = 0; i < 2; i++) {
     mpprof_error e = {0};
     plan[i] = load_run_file(dirs[i], &plan_file, &e);
-    if (!plan[i]) cJSON_AddItemToArray(unread, cJSON_CreateString(e.message));
+    char *text = plan[i] ? NULL : mpprof_strdup_utf8(e.message); /* it names a path */
+    if (text) cJSON_AddItemToArray(unread, cJSON_CreateString(text));
+    free(text);
   }
   cJSON *d = build_diff(dir_a, a, dir_b, b, plan[0], plan[1], unread);
   cJSON_Delete(a);

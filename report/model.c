@@ -126,8 +126,8 @@ int mpprof_model_add_skipped(mpprof_model *m, const char *file, const char *reas
   if (mpprof_grow((void **)&m->skipped, &m->cap_skipped, m->n_skipped + 1, sizeof *m->skipped))
     return -1;
   mpprof_skipped *s = &m->skipped[m->n_skipped];
-  s->file = strdup(file);
-  s->reason = strdup(reason);
+  s->file = mpprof_strdup_utf8(file); /* a reason names files too */
+  s->reason = mpprof_strdup_utf8(reason);
   if (!s->file || !s->reason) {
     free(s->file);
     free(s->reason);

@@ -1890,7 +1890,7 @@ static int process_from_header(const cJSON *h, const char *file, mpprof_process 
   p->host = strdup(host ? host : "unknown");
   const char *version = get_str(h, MP_RK_TOP.mpprof_version); /* absent before the key */
   if (version) p->mpprof_version = strdup(version);
-  p->file = strdup(file);
+  p->file = mpprof_strdup_utf8(file);
   p->scan = strdup(get_str(h, MP_RK_TOP.scan) ? get_str(h, MP_RK_TOP.scan) : "unknown");
   const cJSON *reasons = cJSON_GetObjectItemCaseSensitive(h, MP_RK_TOP.incomplete_reasons);
   p->incomplete_reasons =

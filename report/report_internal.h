@@ -1177,6 +1177,9 @@ void mpprof_role_stats_free(mpprof_role_stats *t, size_t n); /* and t itself; NU
  * one line: mpprof_fprint_term, report.h). */
 void mpprof_fput_term(FILE *f, const char *s);
 char *mpprof_strdup(const char *s); /* NULL-safe */
+/* A copy of s as valid UTF-8, each byte that is not replaced (common/utf8.h):
+ * a file name is any bytes, the text of report.json and the page is UTF-8. */
+char *mpprof_strdup_utf8(const char *s);
 char *mpprof_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A process's command line: the strings of its argv array joined by spaces
  * (malloc'd; NULL when out of memory or argv is no array). */

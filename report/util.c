@@ -14,11 +14,18 @@
 #include <unistd.h>
 
 #include "common/safefile.h"
+#include "common/utf8.h"
 #include "report/report_internal.h"
 #include "report/tensorio/stats_json.h"
 
 char *mpprof_strdup(const char *s) {
   return s ? strdup(s) : NULL;
+}
+
+char *mpprof_strdup_utf8(const char *s) {
+  char *d = strdup(s);
+  if (d) mpp_utf8_sanitize(d, strlen(d));
+  return d;
 }
 
 void mpprof_error_set(mpprof_error *e, int errnum, const char *fmt, ...) {

@@ -289,6 +289,23 @@ for cmd in "report" "diff" "merge" "run" "report-raw"; do
   esac || fail "$cmd of an odd name: $(cat -A "$work/odd.err")"
 done
 
+# A raw file or run directory named in bytes that are not UTF-8 (a file name
+# is any bytes) is named in valid UTF-8 in report.json and diff.json, as
+# every text from a raw file is (they were not JSON: the name's bytes as they
+# were). Each byte that is not UTF-8 is replaced.
+if command -v iconv >/dev/null; then
+  nu="$work/nonutf8"$'\xff'
+  mkdir -p "$nu/raw" && cp "$work/a/raw/"*.json "$nu/raw/caf"$'\xe9'".json" && : >"$nu/raw/x"$'\xfe'".json" ||
+    fail "non-UTF-8 names"
+  "$mpprof" report "$nu" >/dev/null 2>&1 || fail "report of non-UTF-8 names"
+  iconv -f UTF-8 -t UTF-8 "$nu/report.json" >/dev/null 2>&1 || fail "report.json is not UTF-8"
+  grep -q '"caf?.json"' "$nu/report.json" && grep -q '"x?.json"' "$nu/report.json" ||
+    fail "report.json does not name the files: $(grep -a '\.json"' "$nu/report.json" | head -3)"
+  rm -f "$nu/plan.json"
+  "$mpprof" diff "$nu" "$work/a" -o "$work/nonutf8_diff" >/dev/null 2>&1 || fail "diff of a non-UTF-8 name"
+  iconv -f UTF-8 -t UTF-8 "$work/nonutf8_diff/diff.json" >/dev/null 2>&1 || fail "diff.json is not UTF-8"
+fi
+
 # A summary that cannot be written (a full disk, a closed descriptor) fails
 # the command in one line, as inspect's output does (exit 0, the summary lost).
 if [[ -w /dev/full ]]; then
