@@ -97,6 +97,7 @@ void mpprof_remove_made(const char *path, const char *top) {
       cur[--len] = '\0';
   }
 }
+
 /* A merge's OUT_DIR and OUT_DIR/raw while it brings files and builds the
  * report: everything in raw/ is the merge's (OUT_DIR was new or empty, and
  * is locked); -1 none. */
