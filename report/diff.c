@@ -100,8 +100,11 @@ static cJSON *load_run_file(const char *dir, const run_file *rf, mpprof_error *r
   if (!f) {
     int e = errno;
     if (fd >= 0) close(fd);
-    mpprof_error_set(ret_error, e, "%s: %s (run 'mpprof report %s' first?)", path, strerror(e),
-                     dir);
+    if (e == ENOENT) /* a run whose report was never built */
+      mpprof_error_set(ret_error, e, "%s: %s (run 'mpprof report %s' first?)", path, strerror(e),
+                       dir);
+    else
+      mpprof_error_set(ret_error, e, "%s: %s", path, strerror(e));
     free(path);
     return NULL;
   }

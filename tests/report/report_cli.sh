@@ -183,6 +183,14 @@ mkdir -p "$work/norep" || fail "mkdir"
   fail "diff with a run without report.json succeeded"
 want="mpprof: diff: $work/norep/report.json: No such file or directory (run 'mpprof report $work/norep' first?)"
 [[ $(cat "$work/diff.err") == "$want" ]] || fail "diff with a run without report.json: $(cat "$work/diff.err")"
+# Only a missing report.json gets the hint: one that cannot be opened for
+# another reason is named with that reason alone (a link loop was told to run
+# `mpprof report` first).
+mkdir -p "$work/loop" && ln -s report.json "$work/loop/report.json" || fail "link loop"
+"$mpprof" diff "$work/a" "$work/loop" -o "$work/d" >"$work/diff.out" 2>"$work/diff.err" &&
+  fail "diff with a report.json link loop succeeded"
+want="mpprof: diff: $work/loop/report.json: Too many levels of symbolic links"
+[[ $(cat "$work/diff.err") == "$want" ]] || fail "diff with a report.json link loop: $(cat "$work/diff.err")"
 # A run compared with itself is warned about (it said nothing).
 "$mpprof" diff "$work/a" "$work/a" -o "$work/dself" >"$work/diff.out" 2>"$work/diff.err" ||
   fail "diff of a run with itself: $(cat "$work/diff.err")"
