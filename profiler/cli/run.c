@@ -1100,8 +1100,9 @@ static int wait_child(pid_t pid, int tty) {
 
 /* Runs the program; returns its exit status (128 + signal), or 127/126 when
  * it could not be started (report_start_failure, with tail; then
- * *ret_started is false). */
-static int run_child(run_opts *o, const char *lib, const char *out, const char *tail,
+ * *ret_started is false). The old raw files (--force) go as soon as it has
+ * started (the caller puts them back when it has not). */
+static int run_child(run_opts *o, const char *lib, const char *out, old_raw *old, const char *tail,
                      bool *ret_started) {
   int pipefd[2];
   *ret_started = false;
@@ -1158,6 +1159,7 @@ static int run_child(run_opts *o, const char *lib, const char *out, const char *
   while ((n = read(pipefd[0], &err, sizeof err)) < 0 && errno == EINTR)
     ;
   close(pipefd[0]);
+  if (n != (ssize_t)sizeof err) old_raw_remove(old); /* exec'd: the program runs */
 
   int st = wait_child(pid, tty);
   o->n_alive = still_running(pid, o->alive, MPP_STILL_RUNNING_MAX);
@@ -1243,7 +1245,7 @@ int mpprof_cmd_run(int argc, char **argv) {
   warn_other_injection("NVTX_INJECTION64_PATH", lib);
   warn_other_injection("CUDA_INJECTION64_PATH", lib);
   bool started;
-  int status = run_child(&o, lib, out_abs, tail, &started);
+  int status = run_child(&o, lib, out_abs, &old, tail, &started);
   /* Nothing to keep from a program that never started: the directory goes
    * again when this run made it (rmdir: only if still empty). */
   if (!started) {
@@ -1251,7 +1253,6 @@ int mpprof_cmd_run(int argc, char **argv) {
     remove_if_empty(out, o.out, made_raw, top);
     return status;
   }
-  old_raw_remove(&old);
   int raw = mpp_sf_open_dir(out, "raw", 0);
   bool recorded = raw >= 0 && !dir_is_empty(raw);
   if (raw >= 0) close(raw);

@@ -136,8 +136,11 @@ force_keeps_raw_files_of_a_program_that_cannot_start)
     [ "$(cat "$W/err")" = "mpprof: cannot run $p: Exec format error ($W/out is left as it was)" ] ||
       fail "$p: $(cat "$W/err")"
   done
-  # A program that starts: the old raw files go, and nothing is left of them.
-  "$M" -o "$W/out" --force "$MPP_PROG" sleep 0 2>"$W/err" || fail "--force run failed: $(cat "$W/err")"
+  # A program that starts: the old raw files go, and nothing is left of them,
+  # already while it runs (a long run killed with mpprof kept their copies).
+  "$M" -o "$W/out" --force /bin/sh -c 'ls -A "$MPPROF_OUT/raw" >"$0"' "$W/seen" 2>"$W/err" ||
+    fail "--force run failed: $(cat "$W/err")"
+  [ -z "$(cat "$W/seen")" ] || fail "in raw/ while the program ran: $(cat "$W/seen")"
   [ -z "$(ls -A "$W/out/raw")" ] || fail "left in raw/: $(ls -A "$W/out/raw")"
   ;;
 secure_execution_is_passive)
