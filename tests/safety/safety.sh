@@ -269,6 +269,23 @@ report_phase_can_be_interrupted)
   rc=$?
   [ $rc = 143 ] || fail "exit $rc, expected 143"
   ;;
+interrupted_report_phase_leaves_no_temporary)
+  # SIGINT, SIGTERM or SIGHUP while the report of a run is written (here at
+  # its first sync, by strace's fault injection on mpprof, not on the
+  # program): the run ends by it, its raw files stay, and no temporary of
+  # the report's files is left in OUT (each as large as its file).
+  strace -o /dev/null true 2>/dev/null || skip "needs strace"
+  for sig in SIGINT SIGTERM SIGHUP; do
+    rm -rf "$W/out"
+    env LD_LIBRARY_PATH="$MPP_SIMCUDA" strace -o /dev/null -e trace=fdatasync \
+      -e inject=fdatasync:signal=$sig:when=1 "$M" -o "$W/out" "$MPP_TESTPROG" gemmex >/dev/null 2>&1
+    rc=$?
+    [ $rc -gt 128 ] || fail "$sig: exit $rc"
+    [ -n "$(ls "$W/out/raw")" ] || fail "$sig: the raw files are gone"
+    left=$(cd "$W/out" && ls -A | grep -v '^raw$')
+    [ -z "$left" ] || fail "$sig: left in OUT: $left"
+  done
+  ;;
 file_size_limit_ends_no_program)
   # The program's file size limit (ulimit -f 1: 1 KiB or less) is below its
   # raw file's size: the raw file is not written, and the program runs as it
