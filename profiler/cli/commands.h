@@ -41,6 +41,11 @@ bool mpprof_mkdir_fresh(char *buf, size_t n);
  * fd is closed; not inherited: fd is O_CLOEXEC). 0, or -1 after one line on
  * stderr: "mpprof: CMD: NAME is in use ...; HINT" (cmd "" for a run). */
 int mpprof_lock_out(int fd, const char *name, const char *cmd, const char *hint);
+/* report_cmd.c: why output directory path could not be made or opened (err,
+ * an errno value), in words into buf (n bytes): a symbolic link to nothing
+ * is said to be one (mkdir says "File exists", open "No such file or
+ * directory"); else strerror(err). buf. */
+const char *mpprof_why_not_made(const char *path, int err, char *buf, size_t n);
 /* report_cmd.c: from now on SIGINT, SIGTERM and SIGHUP (each unless ignored
  * when mpprof started) first remove the temporaries of the output files
  * being written (mpprof_remove_temporaries) and, when made_dir is not NULL,

@@ -56,6 +56,21 @@ static void merge_usage(FILE *out) {
         out);
 }
 
+const char *mpprof_why_not_made(const char *path, int err, char *buf, size_t n) {
+  struct stat st;
+  char target[PATH_MAX];
+  ssize_t len = -1;
+  if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && stat(path, &st) != 0 && errno == ENOENT)
+    len = readlink(path, target, sizeof target - 1);
+  if (len < 0) {
+    snprintf(buf, n, "%s", strerror(err));
+    return buf;
+  }
+  target[len] = '\0';
+  snprintf(buf, n, "a symbolic link to %s, which does not exist", target);
+  return buf;
+}
+
 /* mpprof_clean_up_on_signals' made_dir and made_top; "" none */
 static char made_out[PATH_MAX], made_top[PATH_MAX];
 
@@ -820,8 +835,10 @@ int mpprof_cmd_merge(int argc, char **argv) {
     /* OUT/raw is never a link: nothing is written outside OUT. */
     raw_fd = out_fd < 0 ? out_fd : mpp_sf_open_dir(out_fd, "raw", MPP_SF_CREATE);
     if (raw_fd < 0) {
-      mpprof_fprint_term(stderr, "mpprof: merge: cannot create %s: %s\n",
-                         out_fd < 0 ? out : out_raw, strerror(-raw_fd));
+      char why[PATH_MAX + 64];
+      mpprof_fprint_term(
+          stderr, "mpprof: merge: cannot create %s: %s\n", out_fd < 0 ? out : out_raw,
+          out_fd < 0 ? mpprof_why_not_made(out, -raw_fd, why, sizeof why) : strerror(-raw_fd));
       rc = -1;
     }
   }
@@ -930,7 +947,9 @@ int mpprof_cmd_diff(int argc, char **argv) {
       return 2;
     }
   } else if (!made && mkdir(out, 0777) != 0) {
-    mpprof_fprint_term(stderr, "mpprof: diff: cannot create %s: %s\n", out, strerror(errno));
+    char why[PATH_MAX + 64];
+    mpprof_fprint_term(stderr, "mpprof: diff: cannot create %s: %s\n", out,
+                       mpprof_why_not_made(out, errno, why, sizeof why));
     return 1;
   }
   mpprof_clean_up_on_signals(existed ? NULL : out, out);

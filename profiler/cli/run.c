@@ -1212,8 +1212,9 @@ int mpprof_cmd_run(int argc, char **argv) {
   int out = mpp_sf_open_dir(AT_FDCWD, o.out, MPP_SF_CREATE | MPP_SF_USER_PATH);
   char out_abs[PATH_MAX];
   if (out < 0 || !realpath(o.out, out_abs)) {
+    char why[PATH_MAX + 64];
     mpprof_fprint_term(stderr, "mpprof: cannot create %s: %s\n", o.out,
-                       strerror(out < 0 ? -out : errno));
+                       mpprof_why_not_made(o.out, out < 0 ? -out : errno, why, sizeof why));
     if (out >= 0) close(out);
     return 2;
   }

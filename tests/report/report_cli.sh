@@ -341,6 +341,19 @@ documented=$(sed -n '/^## Environment variables/,/^## [^E]/p' "$readme" | grep -
 [[ -n $listed && $listed == "$documented" ]] ||
   fail "help env and the README differ: $(diff <(echo "$listed") <(echo "$documented") | tr '\n' ' ')"
 
+# An OUT_DIR that is a symbolic link to nothing is said to be one (diff said
+# "File exists", merge and run "No such file or directory").
+ln -s nowhere "$work/dangling" || fail "ln"
+for cmd in "merge $work/a -o $work/dangling" "diff $work/a $work/a -o $work/dangling" "run -o $work/dangling /bin/true"; do
+  [[ $cmd == run* && $no_profiler == 1 ]] && continue
+  name=${cmd%% *}
+  [[ $name == run ]] && name= || name="$name: "
+  # shellcheck disable=SC2086 # cmd holds the arguments
+  "$mpprof" $cmd >/dev/null 2>"$work/dangling.err" && fail "$cmd succeeded"
+  [[ $(cat "$work/dangling.err") == "mpprof: ${name}cannot create $work/dangling: a symbolic link to nowhere, which does not exist" ]] ||
+    fail "$cmd: $(cat "$work/dangling.err")"
+done
+
 # A command that made OUT_DIR with missing parents for nothing (a merge of no
 # usable raw file, a program that cannot run) removes the parents it made
 # too (they were left: empty directories), never one that was there.
