@@ -255,8 +255,22 @@ static bool scalar_byte(char c) {
 /* End of the value starting at p (no leading whitespace), NULL if the data ends
  * first (*ret_ended set) or no value starts at p. A value that is none
  * already (a byte no value starts with; a scalar of other bytes, or longer
- * than any; a container holding a stray control byte) is not one the end stops: its file is
- * rejected without reading on (a garbage file was read to its end first). */
+ * than any; a string or container holding a stray control byte) is not one the end stops: its file
+ * is rejected without reading on (a garbage file was read to its end first). */
+/* A control byte JSON has nowhere, in a string or out of one: all but the
+ * whitespace tab, newline and carriage return (garbage's zeros, for one). */
+static inline bool stray_control(char c) {
+  return (unsigned char)c < 0x20 && c != '\t' && c != '\n' && c != '\r';
+}
+
+/* Whether the string at p ('"'), not closed before end, can still be one:
+ * no stray control byte in it (as in a container). */
+static bool string_goes_on(const char *p, const char *end) {
+  for (p++; p < end; p++)
+    if (stray_control(*p)) return false;
+  return true;
+}
+
 static const char *skip_container(const char *p, const char *end, bool *ret_bad);
 
 static const char *skip_value(const char *p, const char *end, bool *ret_ended) {
@@ -268,6 +282,7 @@ static const char *skip_value(const char *p, const char *end, bool *ret_ended) {
   }
   const char *e = skip_value_raw(p, end);
   if (e || p >= end || !value_start(*p)) return e;
+  if (*p == '"' && !string_goes_on(p, end)) return NULL;
   if (*p != '"' && *p != '{' && *p != '[') {
     const char *q = p;
     while (q < end && scalar_byte(*q))
@@ -297,12 +312,6 @@ static inline bool container_byte(char c, long *depth, bool *in_str, bool *esc) 
   else if (c == '}' || c == ']')
     return --*depth == 0;
   return false;
-}
-
-/* A control byte JSON has nowhere, in a string or out of one: all but the
- * whitespace tab, newline and carriage return (garbage's zeros, for one). */
-static inline bool stray_control(char c) {
-  return (unsigned char)c < 0x20 && c != '\t' && c != '\n' && c != '\r';
 }
 
 /* p at '{' or '[': the byte after its closing bracket, NULL if the data ends
@@ -686,10 +695,10 @@ static int walk_top(walk *w) {
     skip_ws(w);
     if (w->p >= w->end || *w->p != '"') return fail(w, "expected a key");
     const char *ke;
-    while (!(ke = skip_string(w->p, w->end)) && more(w))
+    while (!(ke = skip_string(w->p, w->end)) && string_goes_on(w->p, w->end) && more(w))
       ;
     if (!ke) {
-      w->ended = true;
+      w->ended = string_goes_on(w->p, w->end);
       return fail(w, "inside a key");
     }
     const char *ks = w->p + 1;
