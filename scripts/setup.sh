@@ -6,8 +6,10 @@
 MPPROF_PACKAGES=(meson ninja-build pkg-config gcc g++ clang python3 python3-dev libcjson-dev libpng-dev libcmocka-dev)
 # python3-torch (Debian, CPU only, for /usr/bin/python3): only for the PyTorch tests (tests/torch);
 # libtorch-dev, pybind11-dev: its C++ headers, for the C++ backward marks (mpprof_torch/_marks.cpp);
-# clang-format: the formatting check (tests/style)
-MPPROF_TEST_PACKAGES=(python3-torch libtorch-dev pybind11-dev clang-format)
+# clang-format: the formatting check (tests/style);
+# strace: its fault injection delivers a signal at a chosen system call (report_cli.sh, safety.sh:
+# interrupted report, merge and diff; they skip without it)
+MPPROF_TEST_PACKAGES=(python3-torch libtorch-dev pybind11-dev clang-format strace)
 
 mpprof_install_packages() {
   local missing=() p
