@@ -237,14 +237,24 @@ static bool lifecycle_locks_held_here(void) {
  * the raw file under mpprof's write. Under a seccomp filter (which may kill
  * the process at a system call it does not expect), without unshare, or
  * without a thread, the table is the program's, as before.
- * The exit and exec writes run on the program's thread, in the program's
- * own order. */
+ * Every raw write takes that path (raw_write_isolated): the checkpoint
+ * thread's, mpprof_checkpoint()'s and the final one at exit or exec, which
+ * run while the program's other threads go on (a thread closing every
+ * descriptor as the program exits made the exit's write go into its file, or
+ * lose the raw file). The calling thread waits for it: the write stays in the
+ * program's order. */
 #ifndef SYS_close_range
 #define SYS_close_range 436 /* one number on every architecture */
 #endif
 
-static void *isolated_write_main(void *ret_err) {
-  depth = 1; /* signals blocked: created by the checkpoint thread */
+typedef struct isolated_write {
+  bool final;
+  int err;
+} isolated_write;
+
+static void *isolated_write_main(void *arg) {
+  isolated_write *w = arg;
+  depth = 1; /* signals blocked: created so (raw_write_isolated) */
   if (unshare(CLONE_FILES) == 0) {
     /* Linux before 5.9 has no close_range: the copies stay until the thread
      * ends, and the files mpprof opens take numbers above them. */
@@ -257,15 +267,15 @@ static void *isolated_write_main(void *ret_err) {
         if (n >= 0 && n != fd) close(n);
       }
   }
-  *(int *)ret_err = mpp_raw_write(false);
+  w->err = mpp_raw_write(w->final);
   return NULL;
 }
 
 /* Is a seccomp filter on (/proc/self/status "Seccomp: 2", or strict mode 1,
  * or unknown)? A filter may kill the process at a system call it does not
  * expect (systemd's SystemCallFilter= without an errno, other sandboxes):
- * unshare and close_range are then not tried. Asked at each checkpoint (the
- * program may install one later); only the checkpoint thread calls it. */
+ * unshare and close_range are then not tried. Asked at each write (the
+ * program may install one later), under pass_mu (its buffer). */
 static bool seccomp_on(void) {
   static char buf[4096];
   int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
@@ -282,13 +292,21 @@ static bool seccomp_on(void) {
   return *at != '0';
 }
 
-static int checkpoint_write(void) {
+/* mpp_raw_write(final) with a descriptor table of its own, the caller
+ * waiting; under pass_mu. */
+static int raw_write_isolated(bool final) {
+  isolated_write w = {.final = final};
+  if (seccomp_on()) return mpp_raw_write(final);
+  /* Created with every signal blocked: the program's signals are not for it. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
   pthread_t t;
-  int err;
-  if (seccomp_on() || pthread_create(&t, NULL, isolated_write_main, &err) != 0)
-    return mpp_raw_write(false);
+  int rc = pthread_create(&t, NULL, isolated_write_main, &w);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0) return mpp_raw_write(final);
   pthread_join(t, NULL);
-  return err;
+  return w.err;
 }
 
 static void *checkpoint_main(void *arg) {
@@ -322,7 +340,7 @@ static void *checkpoint_main(void *arg) {
     /* CUPTI without pass_mu: a fork may be waiting for it (see flush_mu). */
     if (mpp_cuda_ours()) mpp_cupti_flush(false);
     pthread_mutex_lock(&pass_mu);
-    int err = checkpoint_write();
+    int err = raw_write_isolated(false);
     /* Logged inside the write: all of it is excluded from a fork (atfork_prepare). */
     if (err < 0) mpp_log(1, "checkpoint not written: %s", strerror(-err));
     pthread_mutex_unlock(&pass_mu);
@@ -368,7 +386,7 @@ static void on_exit_handler(void) {
   if (atomic_load(&activated)) {
     pthread_mutex_lock(&pass_mu);
     mpp_sites_note_in_flight();
-    int err = mpp_raw_write(true);
+    int err = raw_write_isolated(true);
     if (err < 0) mpp_log(1, "raw file not written: %s", strerror(-err));
     pthread_mutex_unlock(&pass_mu);
   }
@@ -397,7 +415,7 @@ void mpp_runtime_before_exec(void) {
     mpp_devscan_drain();
   }
   pthread_mutex_lock(&pass_mu);
-  int err = mpp_raw_write(true);
+  int err = raw_write_isolated(true);
   if (err < 0) mpp_log(1, "raw file not written before exec: %s", strerror(-err));
   pthread_mutex_unlock(&pass_mu);
   pthread_mutex_unlock(&flush_mu);
@@ -423,7 +441,7 @@ void mpp_runtime_checkpoint(void) {
   if (!atomic_load(&finishing)) {
     if (mpp_cuda_ours()) mpp_cupti_flush(false);
     pthread_mutex_lock(&pass_mu);
-    int err = mpp_raw_write(false);
+    int err = raw_write_isolated(false);
     if (err < 0) mpp_log(1, "checkpoint not written: %s", strerror(-err));
     pthread_mutex_unlock(&pass_mu);
   }

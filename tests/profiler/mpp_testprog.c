@@ -2649,6 +2649,60 @@ static int mode_closeall(int rounds) {
   return 0;
 }
 
+/* One round of a program that closes every descriptor it did not open and
+ * opens a file of its own: false when the file did not keep what was
+ * written to it (another writer, or a close, met its descriptor). */
+static bool closeall_round(void) {
+  for (int fd = 3; fd < 1024; fd++)
+    close(fd);
+  char name[] = "/tmp/mpp_closeall.XXXXXX", want[1024], got[1024];
+  int fd = mkstemp(name), len = 0;
+  if (fd < 0) return false;
+  unlink(name);
+  bool bad = false;
+  for (int i = 0; i < 20; i++) {
+    int k = snprintf(want + len, sizeof want - (size_t)len, "%d line of the program's own\n", i);
+    bad |= write(fd, want + len, (size_t)k) != k;
+    len += k;
+  }
+  bad |= lseek(fd, 0, SEEK_SET) != 0 || read(fd, got, sizeof got) != len ||
+         memcmp(got, want, (size_t)len) != 0;
+  bad |= close(fd) != 0;
+  return !bad;
+}
+
+static atomic_int closeall_rounds;
+
+static void *closeall_forever(void *arg) {
+  (void)arg;
+  for (;;) {
+    if (!closeall_round()) _exit(66); /* seen by the exit status */
+    atomic_fetch_add(&closeall_rounds, 1);
+  }
+  return NULL;
+}
+
+/* closeall while the program exits: a thread goes on closing every
+ * descriptor and opening its own files while exit() runs the exit handlers
+ * (mpprof's final raw write among them). Exit status 66: a file of the
+ * thread's changed under it. */
+static int mode_closeall_exit(int calls) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 10);
+  double s = 0;
+  for (int i = 0; i < calls; i++)
+    s += gemmex(h, &m);
+  printf("closeall_exit checksum %.17g\n", s);
+  fflush(stdout);
+  pthread_t t;
+  if (pthread_create(&t, NULL, closeall_forever, NULL) != 0) die("pthread_create", -1);
+  while (atomic_load(&closeall_rounds) < 2)
+    sched_yield();
+  exit(0);
+}
+
 static int mode_chdir(const char *dir) {
   cublasHandle_t h;
   mats m;
@@ -3239,6 +3293,7 @@ static const struct {
     {"forkloop", " N", .counted = mode_forkloop, .dflt = 100},
     {"closeall", " N", .counted = mode_closeall, .dflt = 100},
     {"seccomp", " N", .counted = mode_seccomp, .dflt = 50},
+    {"closeall_exit", " N", .counted = mode_closeall_exit, .dflt = 1},
     {"forkfresh", "", .plain = mode_forkfresh},
     {"forkfresh_exit", "", .plain = mode_forkfresh_exit},
     {"capture", "", .plain = mode_capture},
