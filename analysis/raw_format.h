@@ -291,10 +291,17 @@ enum mp_fp8_row { MP_RAW_FP8_SCALES(X) MP_FP8_ROWS };
 /* cupti.status of a fork child whose parent had started CUDA or CUPTI: it
  * leaves them alone, so it has no kernel data. */
 #define MP_CUPTI_FORKED_AFTER_INIT "forked_after_cuda_init"
+/* cupti.status of a process whose program registered CUPTI activity buffer
+ * callbacks of its own (without subscribing): before mpprof's start (mpprof
+ * left CUPTI to it: no kernel data) or after (mpprof's kernel records end
+ * there). */
+#define MP_CUPTI_HELD_BY_PROGRAM "held_by_program"
+#define MP_CUPTI_TAKEN_BY_PROGRAM "taken_by_program"
 
 #define MP_RAW_CUPTI(X)                                                                            \
   X(status, "status",                                                                              \
-    "ok | disabled | unavailable | held_by_other_subscriber | error | forked_after_cuda_init")     \
+    "ok | disabled | unavailable | held_by_other_subscriber | held_by_program | "                  \
+    "taken_by_program | error | forked_after_cuda_init")                                           \
   X(dropped_records, "dropped_records", "activity records CUPTI dropped")                          \
   X(unattributed_kernels, "unattributed_kernels", "MP_RAW_UNATTRIBUTED per library, when any")
 

@@ -206,6 +206,13 @@ int mpprof_tensor_cores(mpprof_model *m) {
     const char *why = NULL;
     if (!strcmp(p->cupti_status, "held_by_other_subscriber"))
       why = "CUPTI was held by another tool (one subscriber per process): no kernel data";
+    else if (!strcmp(p->cupti_status, MP_CUPTI_HELD_BY_PROGRAM))
+      why = "the program registered CUPTI activity callbacks of its own (without subscribing), "
+            "so mpprof left CUPTI to it: no kernel data";
+    else if (!strcmp(p->cupti_status, MP_CUPTI_TAKEN_BY_PROGRAM))
+      why = "kernel records incomplete: the program registered CUPTI activity callbacks of its own "
+            "(without subscribing) during the run, which replaced mpprof's: kernels after that "
+            "went to the program";
     else if (!strcmp(p->cupti_status, "unavailable"))
       why = "CUPTI was not available: no kernel data";
     else if (!strcmp(p->cupti_status, "disabled"))

@@ -21,6 +21,8 @@
 
 #include <cupti.h>
 
+#include "analysis/raw_format.h"
+#include "profiler/gpu/cupti_program.h"
 #include "profiler/gpu/gpu.h"
 
 #define BUF_SIZE (4u << 20)
@@ -67,6 +69,45 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static void *g_handle; /* shared with tc_counters.c (range profiler, same library) */
 static const char *g_status = "unavailable";
 static atomic_bool g_active; /* push/pop are live */
+/* The buffer callbacks, one pair per process (mpp_cupti_program_registers):
+ * whose they are, under g_reg_mu. */
+static pthread_mutex_t g_reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool g_program_registered; /* before mpprof's: CUPTI is the program's */
+static bool g_registered;         /* mpprof's pair is registered */
+static atomic_bool g_taken;       /* the program's pair replaced mpprof's */
+
+/* What mpprof enables (start_once): the launch API records its kernels are
+ * correlated through, driver's and runtime's, ... */
+static const CUpti_CallbackId own_driver_cbids[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+};
+static const CUpti_CallbackId own_runtime_cbids[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+};
+#define OWN_CBIDS 8
+_Static_assert(sizeof own_driver_cbids / sizeof own_driver_cbids[0] == OWN_CBIDS, "one bit each");
+_Static_assert(sizeof own_runtime_cbids / sizeof own_runtime_cbids[0] == OWN_CBIDS, "one bit each");
+enum { OWN_DRIVER, OWN_RUNTIME };
+/* ... which of them it did enable (bits), and whether the whole DRIVER kind
+ * instead (under g_reg_mu); and what the program enabled itself, so that
+ * mpprof, stepping aside, turns off only its own. */
+static uint8_t g_own_cbids[2], g_program_cbids[2];
+static bool g_own_driver_kind;
+static bool g_program_kinds[CUPTI_ACTIVITY_KIND_COUNT];
 static mpp_kernel_sink g_sink;
 static atomic_uint_fast64_t g_dropped_own; /* lost by mpprof itself */
 /* CUPTI's own count, asked at each flush (mpp_cupti_flush): the raw writer
@@ -325,51 +366,7 @@ static const char *status_of(CUptiResult r) {
   return "error";
 }
 
-/* The launch API records enabled per cbid (see start_once). */
-static const CUpti_CallbackId driver_launches[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
-    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
-};
-static const CUpti_CallbackId runtime_launches[] = {
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
-};
-enum {
-  N_DRIVER_LAUNCHES = sizeof driver_launches / sizeof driver_launches[0],
-  N_RUNTIME_LAUNCHES = sizeof runtime_launches / sizeof runtime_launches[0],
-};
-
-/* What start_once turned on so far: the leading n_driver / n_runtime cbids
- * of the arrays above, and the kinds. */
-typedef struct turned_on {
-  bool ext, driver_kind;
-  size_t n_driver, n_runtime;
-} turned_on;
-
-/* A start that fails part-way turns off what it turned on: CUPTI's activity
- * settings are process-wide, and the next client (the application's own
- * profiler, which may subscribe once mpprof has let go) would otherwise get
- * records it never asked for into its buffers. */
-static void turn_off(const turned_on *on) {
-  for (size_t i = on->n_runtime; i-- > 0;)
-    api.enable_runtime_api(runtime_launches[i], 0);
-  if (on->driver_kind) api.disable(CUPTI_ACTIVITY_KIND_DRIVER);
-  for (size_t i = on->n_driver; i-- > 0;)
-    api.enable_driver_api(driver_launches[i], 0);
-  if (on->ext) api.disable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-}
+static void step_aside(void);
 
 static void start_once(void) {
   pthread_atfork(NULL, NULL, on_fork_child);
@@ -393,26 +390,36 @@ static void start_once(void) {
    * keeps the next one out. The activity calls themselves would succeed and
    * share, and overwrite, the one set of buffer callbacks. Held for the life
    * of the process; no callback is enabled. */
+  /* A program that registered buffer callbacks of its own without
+   * subscribing uses the activity API itself: registering mpprof's would take
+   * its records. g_reg_mu is held from here to the end of the set-up, so the
+   * program's registration on another thread comes before or after it whole. */
+  pthread_mutex_lock(&g_reg_mu);
+  if (g_program_registered) {
+    g_status = MP_CUPTI_HELD_BY_PROGRAM;
+    pthread_mutex_unlock(&g_reg_mu);
+    return;
+  }
   CUpti_SubscriberHandle sub = NULL;
   CUptiResult r = api.subscribe(&sub, on_callback, NULL);
   if (r != CUPTI_SUCCESS) {
     g_status = status_of(r);
+    pthread_mutex_unlock(&g_reg_mu);
     return;
   }
   r = api.register_callbacks(buffer_requested, buffer_completed);
-  turned_on on = {0};
+  g_registered = r == CUPTI_SUCCESS;
   if (r == CUPTI_SUCCESS) r = api.enable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-  on.ext = r == CUPTI_SUCCESS;
   if (r == CUPTI_SUCCESS) {
-    while (r == CUPTI_SUCCESS && on.n_driver < N_DRIVER_LAUNCHES) {
-      r = api.enable_driver_api ? api.enable_driver_api(driver_launches[on.n_driver], 1)
+    for (size_t i = 0; i < OWN_CBIDS && r == CUPTI_SUCCESS; i++) {
+      r = api.enable_driver_api ? api.enable_driver_api(own_driver_cbids[i], 1)
                                 : CUPTI_ERROR_NOT_SUPPORTED;
-      if (r == CUPTI_SUCCESS) on.n_driver++;
+      if (r == CUPTI_SUCCESS) g_own_cbids[OWN_DRIVER] |= (uint8_t)(1u << i);
     }
     /* Without per-cbid control: all driver API records (more, but correct). */
     if (r == CUPTI_ERROR_NOT_SUPPORTED || r == CUPTI_ERROR_INVALID_PARAMETER) {
       r = api.enable(CUPTI_ACTIVITY_KIND_DRIVER);
-      on.driver_kind = r == CUPTI_SUCCESS;
+      g_own_driver_kind = r == CUPTI_SUCCESS;
     }
     /* Launches through a CUDA runtime (cuBLAS/cuDNN carry a static one; Kineto
      * traces e.g. cuBLAS's addmm kernels under cudaLaunchKernelExC) are runtime
@@ -420,15 +427,20 @@ static void start_once(void) {
      * only with these records enabled does CUPTI emit the external
      * correlation that ties them to the op. Optional: without per-cbid
      * runtime control only driver launches are attributed. */
-    for (; r == CUPTI_SUCCESS && api.enable_runtime_api && on.n_runtime < N_RUNTIME_LAUNCHES;
-         on.n_runtime++)
-      if (api.enable_runtime_api(runtime_launches[on.n_runtime], 1) != CUPTI_SUCCESS) break;
+    for (size_t i = 0; r == CUPTI_SUCCESS && api.enable_runtime_api && i < OWN_CBIDS; i++) {
+      if (api.enable_runtime_api(own_runtime_cbids[i], 1) != CUPTI_SUCCESS) break;
+      g_own_cbids[OWN_RUNTIME] |= (uint8_t)(1u << i);
+    }
   }
   if (r == CUPTI_SUCCESS) r = api.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (r != CUPTI_SUCCESS) {
     g_status = status_of(r);
-    turn_off(&on);        /* CUPTI as mpprof found it */
+    /* CUPTI's activity settings are process-wide: the next client (the
+     * application's own profiler, which may subscribe once mpprof has let
+     * go) would otherwise get records it never asked for. */
+    step_aside();         /* CUPTI as mpprof found it */
     api.unsubscribe(sub); /* not using CUPTI: another client may */
+    pthread_mutex_unlock(&g_reg_mu);
     return;
   }
   pthread_attr_t attr;
@@ -458,6 +470,66 @@ static void start_once(void) {
   }
   g_status = "ok";
   atomic_store(&g_active, true);
+  pthread_mutex_unlock(&g_reg_mu);
+}
+
+/* The records mpprof enabled and the program did not are turned off: its
+ * buffers hold what it asked for. Under g_reg_mu. */
+static void step_aside(void) {
+  if (!g_program_kinds[CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION])
+    (void)api.disable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  if (!g_program_kinds[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL])
+    (void)api.disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (g_own_driver_kind && !g_program_kinds[CUPTI_ACTIVITY_KIND_DRIVER])
+    (void)api.disable(CUPTI_ACTIVITY_KIND_DRIVER);
+  for (int i = 0; i < OWN_CBIDS; i++) {
+    uint8_t bit = (uint8_t)(1u << i);
+    if ((g_own_cbids[OWN_DRIVER] & bit) && !(g_program_cbids[OWN_DRIVER] & bit) &&
+        !g_program_kinds[CUPTI_ACTIVITY_KIND_DRIVER])
+      (void)api.enable_driver_api(own_driver_cbids[i], 0);
+    if ((g_own_cbids[OWN_RUNTIME] & bit) && !(g_program_cbids[OWN_RUNTIME] & bit) &&
+        !g_program_kinds[CUPTI_ACTIVITY_KIND_RUNTIME])
+      (void)api.enable_runtime_api(own_runtime_cbids[i], 0);
+  }
+}
+
+void mpp_cupti_program_enabled(CUpti_ActivityKind kind, bool on) {
+  if ((int)kind <= 0 || (int)kind >= CUPTI_ACTIVITY_KIND_COUNT) return;
+  pthread_mutex_lock(&g_reg_mu);
+  g_program_kinds[kind] = on;
+  pthread_mutex_unlock(&g_reg_mu);
+}
+
+void mpp_cupti_program_enabled_api(bool driver, CUpti_CallbackId cbid, bool on) {
+  const CUpti_CallbackId *own = driver ? own_driver_cbids : own_runtime_cbids;
+  uint8_t *set = &g_program_cbids[driver ? OWN_DRIVER : OWN_RUNTIME];
+  pthread_mutex_lock(&g_reg_mu);
+  for (int i = 0; i < OWN_CBIDS; i++)
+    if (own[i] == cbid) *set = on ? (uint8_t)(*set | (1u << i)) : (uint8_t)(*set & ~(1u << i));
+  pthread_mutex_unlock(&g_reg_mu);
+}
+
+CUptiResult mpp_cupti_program_registers(__typeof__(&cuptiActivityRegisterCallbacks) real,
+                                        CUpti_BuffersCallbackRequestFunc requested,
+                                        CUpti_BuffersCallbackCompleteFunc completed) {
+  pthread_mutex_lock(&g_reg_mu);
+  bool handover = atomic_load(&g_active);
+  /* The buffers CUPTI holds are mpprof's, with records of kinds mpprof
+   * enabled: completed to mpprof, never handed to the program's callback. */
+  if (handover) api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  CUptiResult r = real(requested, completed);
+  if (r == CUPTI_SUCCESS && !g_registered) g_program_registered = true;
+  if (r == CUPTI_SUCCESS && handover) {
+    /* No more pushes, and no flush of mpprof's (it would call the program's
+     * callback at a moment the program did not choose, at exit after its own
+     * teardown); what was queued is still parsed. */
+    atomic_store(&g_taken, true);
+    atomic_store(&g_active, false);
+    g_status = MP_CUPTI_TAKEN_BY_PROGRAM;
+    step_aside();
+  }
+  pthread_mutex_unlock(&g_reg_mu);
+  return r;
 }
 
 void mpp_cupti_set_sink(mpp_kernel_sink sink) {
@@ -513,12 +585,13 @@ void mpp_cupti_set_flush_observer(mpp_flush_mark_fn mark, mpp_flush_settle_fn se
 }
 
 void mpp_cupti_flush(bool final) {
-  if (!atomic_load(&g_active)) return;
+  bool taken = atomic_load(&g_taken);
+  if (!atomic_load(&g_active) && !taken) return;
   /* Counter-profiled calls that ended before a final flush get all their
    * kernels from it; a checkpoint's may leave a buffer that holds some
    * (another kernel of that buffer still runs): they settle later. */
   uint64_t tc_mark = g_flush_mark ? g_flush_mark() : 0;
-  api.flush_all(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  if (!taken) api.flush_all(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
   queued_buf q;
   while (take_buffer(&q, false))
     parse(&q);
@@ -532,7 +605,7 @@ void mpp_cupti_flush(bool final) {
   pthread_mutex_unlock(&g_pmu);
   if (final && g_flush_settle) g_flush_settle(tc_mark);
   size_t n = 0;
-  if (api.num_dropped && api.num_dropped(NULL, 0, &n) == CUPTI_SUCCESS)
+  if (!taken && api.num_dropped && api.num_dropped(NULL, 0, &n) == CUPTI_SUCCESS)
     atomic_store(&g_dropped_cupti, (uint64_t)n);
 }
 

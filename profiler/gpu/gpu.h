@@ -67,8 +67,9 @@ void mpp_cupti_set_flush_observer(mpp_flush_mark_fn mark, mpp_flush_settle_fn se
  * (from aligned_alloc, mpp_cupti_buffer_size() bytes; ownership passes). */
 void mpp_cupti_complete_buffer(uint8_t *buf, size_t valid);
 size_t mpp_cupti_buffer_size(void);
-const char *
-mpp_cupti_status(void); /* ok | disabled | unavailable | held_by_other_subscriber | error */
+/* ok | disabled | unavailable | held_by_other_subscriber | error | held_by_program |
+ * taken_by_program (the program's own buffer callbacks: cupti_program.h) */
+const char *mpp_cupti_status(void);
 /* Records lost: mpprof's own count and CUPTI's as of the last mpp_cupti_flush
  * (never asks CUPTI: called under locks held across fork). */
 uint64_t mpp_cupti_dropped(void);

@@ -48,6 +48,12 @@ static const char *const expected[] = {
     "cudnnBackendGetAttribute",
     "cudnnBackendFinalize",
     "cudnnBackendExecute",
+    /* the program's own CUPTI activity callbacks and records (profiler/hooks/cupti_activity.c) */
+    "cuptiActivityRegisterCallbacks",
+    "cuptiActivityEnable",
+    "cuptiActivityDisable",
+    "cuptiActivityEnableDriverApi",
+    "cuptiActivityEnableRuntimeApi",
     "cudaProfilerStart", /* capture range markers (profiler/hooks/profiler_api.c) */
     "cudaProfilerStop",
     "cuProfilerStart",

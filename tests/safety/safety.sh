@@ -367,6 +367,30 @@ vfork_exec_leaves_no_memory_behind)
   [ "$kib" -lt 64 ] || fail "address space grew by $kib KiB over 200 vfork + execve"
   [ "$tkib" -lt 64 ] || fail "address space grew by $tkib KiB over 200 threads' vfork + execve"
   ;;
+cupti_of_a_program_registered_first_stays_its_own)
+  # A program that registers CUPTI activity callbacks of its own (no
+  # cuptiSubscribe) before its first cuBLAS call: mpprof's start replaced
+  # them, and the program saw none of its 25 kernels. It keeps them; mpprof
+  # says it left CUPTI to the program.
+  plain=$(env LD_LIBRARY_PATH="$MPP_SIMCUDA" "$MPP_CUPTI_PROG" first) || fail "program failed alone"
+  prof=$(MPPROF_OUT="$W/out" sim "$MPP_CUPTI_PROG" first) || fail "program failed under mpprof"
+  [ "$prof" = "$plain" ] || fail "the program saw '$prof' under mpprof, '$plain' alone"
+  grep -q '"cupti":{"status":"held_by_program"' "$W/out/raw/"*.json || fail "cupti status: $(grep -o '"cupti":{[^}]*' "$W/out/raw/"*.json)"
+  ;;
+cupti_taken_by_the_program_gives_it_its_own_records)
+  # The same program registering after five GEMMs, when mpprof's callbacks
+  # are in place: it got mpprof's buffer (kernels from before it enabled
+  # any) and the records mpprof had enabled (launch API records), and mpprof
+  # said nothing. It sees what it sees alone; mpprof keeps the kernels before
+  # and says that its records end there.
+  plain=$(env LD_LIBRARY_PATH="$MPP_SIMCUDA" "$MPP_CUPTI_PROG" after) || fail "program failed alone"
+  prof=$(MPPROF_OUT="$W/out" sim "$MPP_CUPTI_PROG" after) || fail "program failed under mpprof"
+  [ "$prof" = "$plain" ] || fail "the program saw '$prof' under mpprof, '$plain' alone"
+  grep -q '"cupti":{"status":"taken_by_program"' "$W/out/raw/"*.json || fail "cupti status: $(grep -o '"cupti":{[^}]*' "$W/out/raw/"*.json)"
+  "$M" report "$W/out" >/dev/null 2>&1 || fail "report failed"
+  grep -q 'kernel records incomplete: the program registered CUPTI activity callbacks' "$W/out/report.json" ||
+    fail "the report does not say the kernel records are incomplete"
+  ;;
 *)
   fail "unknown case"
   ;;

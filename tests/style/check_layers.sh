@@ -33,7 +33,7 @@ layers=(
   "hooks_conv_decode"
   "call rawwrite hooks_gemm_decode"
   "runtime"
-  "dlsym exec entry hooks_cublas hooks_cublaslt hooks_cudnn hooks_profiler_api hooks_profiler_api_driver"
+  "dlsym exec entry hooks_cublas hooks_cublaslt hooks_cudnn hooks_cupti_activity hooks_profiler_api hooks_profiler_api_driver"
   "hooks_cudnn_backend"
 )
 # No back edges: a site frees its shadow state with free() (shadow.c makes
