@@ -350,6 +350,19 @@ static void *checkpoint_main(void *arg) {
 }
 
 static void on_exit_handler(void) {
+  /* A child made by clone() without fork's handlers (a raw clone system
+   * call, as sandboxes and some runtimes make), or a vfork child that calls
+   * exit(): its tables are its parent's, its CUDA state is its parent's. Its
+   * raw file would carry the parent's calls under the parent's pid: nothing
+   * is written, nothing is flushed, and `finishing` stays as it is (a vfork
+   * child shares it with its parent). The handler is registered twice: said once. */
+  if ((int)getpid() != mpp_process_pid()) {
+    static atomic_bool said;
+    if (!atomic_exchange(&said, true))
+      mpp_log(1, "exit() in a child made without fork() (clone, or vfork then exit): its calls "
+                 "are not written");
+    return;
+  }
   if (atomic_exchange(&finishing, true)) return;
   pthread_mutex_lock(&checkpoint_mu);
   pthread_cond_broadcast(&checkpoint_cv);

@@ -2703,6 +2703,29 @@ static int mode_closeall_exit(int calls) {
   exit(0);
 }
 
+/* A child made by the clone system call without fork's handlers (as
+ * sandboxes and some runtimes make it) runs a GEMM and calls exit(4). */
+static int mode_rawclone(void) {
+  cublasHandle_t h;
+  mats m;
+  CK(cublasCreate(&h));
+  mats_init(&m, 10);
+  double s = gemmex(h, &m);
+  fflush(stdout);
+  long pid = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  if (pid < 0) die("clone", -1);
+  if (pid == 0) {
+    gemmex(h, &m);
+    exit(4);
+  }
+  int st;
+  if (waitpid((pid_t)pid, &st, 0) != (pid_t)pid) die("waitpid", -1);
+  s += gemmex(h, &m);
+  printf("rawclone checksum %.17g, child status %d\n", s, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+  CK(cublasDestroy(h));
+  return 0;
+}
+
 static int mode_chdir(const char *dir) {
   cublasHandle_t h;
   mats m;
@@ -3294,6 +3317,7 @@ static const struct {
     {"closeall", " N", .counted = mode_closeall, .dflt = 100},
     {"seccomp", " N", .counted = mode_seccomp, .dflt = 50},
     {"closeall_exit", " N", .counted = mode_closeall_exit, .dflt = 1},
+    {"rawclone", "", .plain = mode_rawclone},
     {"forkfresh", "", .plain = mode_forkfresh},
     {"forkfresh_exit", "", .plain = mode_forkfresh_exit},
     {"capture", "", .plain = mode_capture},

@@ -1293,6 +1293,21 @@ static void the_exit_write_never_touches_the_files_of_a_program_that_closes_all(
   }
 }
 
+/* A child made by a raw clone system call (no fork handlers) that calls
+ * exit(): it wrote a second raw file under its parent's pid, with the
+ * parent's calls and its own (two files, four calls for the three made).
+ * Now only the parent's file, with the parent's two calls. */
+static void a_child_cloned_without_fork_writes_no_file_as_its_parent(void **state) {
+  (void)state;
+  const char *dir = outdir("rawclone");
+  char *argv[] = {(char *)testprog, "rawclone", NULL};
+  assert_int_equal(run_both(dir, argv, NULL), 0);
+  raws r = load_raws(dir);
+  assert_int_equal(r.n, 1);
+  assert_int_equal(num(site(r.doc[0], "cublasGemmEx", NULL, NULL), "calls"), 2);
+  free_raws(&r);
+}
+
 /* A program under a seccomp filter that kills at any system call it does not
  * expect (here unshare and close_range, which the checkpoint's private
  * descriptor table uses) runs to its end under mpprof as without it: the
@@ -2545,6 +2560,7 @@ int main(void) {
       cmocka_unit_test(a_pending_cancellation_never_acts_inside_mpprof),
       cmocka_unit_test(checkpoints_never_touch_the_files_of_a_program_that_closes_all),
       cmocka_unit_test(the_exit_write_never_touches_the_files_of_a_program_that_closes_all),
+      cmocka_unit_test(a_child_cloned_without_fork_writes_no_file_as_its_parent),
       cmocka_unit_test(checkpoints_make_no_system_call_a_seccomp_filter_may_kill_for),
       cmocka_unit_test(a_log_line_to_a_pipe_nobody_reads_ends_no_program),
       cmocka_unit_test(every_image_of_a_program_that_execs_itself_is_recorded),
