@@ -647,6 +647,16 @@ const char *mpprof_loss_scale_unknown_why(const mpprof_applied_scale *g) {
   return "";
 }
 
+bool mpprof_loss_scale_as_computed(const mpprof_applied_scale *g) {
+  return !g->declared && g->undeclared_gradients;
+}
+
+const char *mpprof_loss_scale_source_text(const mpprof_applied_scale *g) {
+  if (g->source && !strcmp(g->source, "option")) return "--loss-scale";
+  if (g->source) return "the program's loss_scale marks or its GradScaler";
+  return "the program's declaration";
+}
+
 const char *mpprof_loss_scale_needed_clause(const mpprof_applied_scale *g) {
   if (g->flush_edge) return "; needed all the same: gradients at fp16's flush edge, see findings";
   if (g->subnormal)

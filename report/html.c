@@ -319,10 +319,15 @@ static void summary(const mpprof_model *m, FILE *f) {
     char a[32], b[32];
     if (g->declared) fprintf(f, "<p>Applied loss scale: %s", mpprof_scale_str(g->min, a));
     if (g->declared && g->max != g->min) fprintf(f, " to %s", mpprof_scale_str(g->max, b));
-    if (g->declared)
-      fputs(" (gradients are shown divided by it: windows and shares are absolute).</p>\n", f);
-    if (mpprof_loss_scale_unknown(g))
-      fputs("<p class=\"high\">" MPPROF_LOSS_SCALE_UNKNOWN_NOTE ".</p>\n", f);
+    if (g->declared) {
+      fputs(" (from ", f);
+      html(f, mpprof_loss_scale_source_text(g));
+      fputs("; " MPPROF_LOSS_SCALE_DECLARED_NOTE ").</p>\n", f);
+    }
+    /* high when the gradients need a scale (mpprof_loss_scale_unknown) */
+    if (mpprof_loss_scale_as_computed(g))
+      fprintf(f, "<p%s>%s.</p>\n", mpprof_loss_scale_unknown(g) ? " class=\"high\"" : "",
+              MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE);
   }
   if (m->incomplete)
     fputs("<p class=\"high\">Incomplete data: some process did not finish, hit a profiler "

@@ -686,8 +686,8 @@ static cJSON *summary_json(const mpprof_model *m) {
                             mpprof_json_u64(recs[i]));
   if (unknown) cJSON_AddItemToObject(r, "unknown", mpprof_json_u64(unknown));
   cJSON_AddItemToObject(o, "loss_scale_note",
-                        mpprof_loss_scale_unknown(&m->loss_scale)
-                            ? cJSON_CreateString(MPPROF_LOSS_SCALE_UNKNOWN_NOTE)
+                        mpprof_loss_scale_as_computed(&m->loss_scale)
+                            ? cJSON_CreateString(MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE)
                             : cJSON_CreateNull());
   return o;
 }
@@ -718,8 +718,8 @@ static cJSON *loss_scale_json(const mpprof_applied_scale *g) {
   cJSON_AddItemToObject(ap, "steps_marked", mpprof_json_u64(g->steps_marked));
   cJSON_AddItemToObject(ap, "skipped_steps", mpprof_json_u64(g->skipped_steps));
   cJSON_AddItemToObject(ap, "note",
-                        mpprof_loss_scale_unknown(g)
-                            ? cJSON_CreateString(MPPROF_LOSS_SCALE_UNKNOWN_NOTE)
+                        mpprof_loss_scale_as_computed(g)
+                            ? cJSON_CreateString(MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE)
                             : cJSON_CreateNull());
   return o;
 }

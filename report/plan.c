@@ -253,6 +253,15 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
     free(keep);
     return -1;
   }
+  /* An fp16 plan's scaler (or none) judged from gradients as computed: say so. */
+  if (dt == MP_FP16 && p->n_fit && mpprof_loss_scale_as_computed(g)) {
+    char *t = mpprof_asprintf("%s; %s", unchecked, MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE);
+    free(unchecked);
+    if (!(unchecked = t)) {
+      free(keep);
+      return -1;
+    }
+  }
   if (m->forward_only && p->n_fit) {
     char *t = mpprof_asprintf("%s; %s", unchecked, MPPROF_FORWARD_ONLY_NOTE);
     free(unchecked);
@@ -669,6 +678,11 @@ static cJSON *plan_json(const mpprof_model *m, const mpprof_plan *p) {
   } else {
     cJSON_AddNullToObject(o, "loss_scale");
   }
+  /* what an fp16 plan's loss scale (or none) is relative to */
+  cJSON_AddItemToObject(o, "loss_scale_note",
+                        p->autocast == MP_FP16 && mpprof_loss_scale_as_computed(&m->loss_scale)
+                            ? cJSON_CreateString(MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE)
+                            : cJSON_CreateNull());
   cJSON_AddStringToObject(o, "summary", p->headline);
   cJSON_AddItemToObject(o, "layers_fit", mpprof_json_u64(p->n_fit));
   cJSON_AddItemToObject(o, "layers_known", mpprof_json_u64(p->n_known));

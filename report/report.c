@@ -151,10 +151,11 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
       fputs("  loss scale: no single scale fits every fp16 layer (see findings)\n", f);
     char sa[32], sb[32];
     if (g->declared)
-      fprintf(f, "  applied loss scale: %s%s%s%s\n", mpprof_scale_str(g->min, sa),
-              g->max != g->min ? " to " : "", g->max != g->min ? mpprof_scale_str(g->max, sb) : "",
-              g->source && !strcmp(g->source, "option") ? " (--loss-scale)" : "");
-    if (mpprof_loss_scale_unknown(g)) fputs("  " MPPROF_LOSS_SCALE_UNKNOWN_NOTE "\n", f);
+      fprintf(f, "  applied loss scale: %s%s%s (from %s; " MPPROF_LOSS_SCALE_DECLARED_NOTE ")\n",
+              mpprof_scale_str(g->min, sa), g->max != g->min ? " to " : "",
+              g->max != g->min ? mpprof_scale_str(g->max, sb) : "",
+              mpprof_loss_scale_source_text(g));
+    if (mpprof_loss_scale_as_computed(g)) fputs("  " MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE "\n", f);
     if (m->tc.kernel_data && m->tc.gemm_conv_kernel_ns)
       fprintf(f, "  Tensor Cores: %s%% of GEMM/conv GPU time%s\n",
               mpprof_pct_text(mpprof_pct(m->tc.tc_ns, m->tc.gemm_conv_kernel_ns)).s,

@@ -533,6 +533,22 @@ bool mpprof_loss_scale_unknown(const mpprof_applied_scale *g);
 /* Why the gradients need a scale (the finding's words), "" when they don't. */
 const char *mpprof_loss_scale_unknown_why(const mpprof_applied_scale *g);
 #define MPPROF_LOSS_SCALE_UNKNOWN_NOTE "applied loss scale unknown; figures assume 1"
+/* Gradients were seen and the program declared no loss scale (no marks, no
+ * --loss-scale, no GradScaler feed): every loss-scale figure (the window, the
+ * recommended scale, "needed", the plan's GradScaler) is of the gradients as
+ * computed, which a scale applied by hand has already multiplied. Said
+ * wherever a loss-scale recommendation is stated: the terminal and HTML
+ * summaries, report.json (summary.loss_scale_note, loss_scale.applied.note),
+ * an fp16 plan's headline, plan.json and its snippet. */
+bool mpprof_loss_scale_as_computed(const mpprof_applied_scale *g);
+#define MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE                                                         \
+  "no loss scale declared: loss-scale figures are relative to the gradients as computed; a "       \
+  "scale applied by hand must be declared with --loss-scale S for advice in unscaled terms"
+/* A declared scale: where it came from ("--loss-scale", "the program's "
+ * loss_scale marks or GradScaler"), and what it does to the figures. */
+const char *mpprof_loss_scale_source_text(const mpprof_applied_scale *g);
+#define MPPROF_LOSS_SCALE_DECLARED_NOTE                                                            \
+  "gradients are divided by it: loss-scale figures are in unscaled terms"
 /* The loss-scale line's clause on why a scale is needed although every
  * fp16 layer's gradients fit the window ("; needed all the same: ..."), ""
  * when the window alone says it is needed, NULL when it is not needed (each

@@ -1750,10 +1750,9 @@ static void an_optimizer_step_is_no_part_of_the_plan(void **state) {
     assert_null(rf_get(p, "layers.optimizer"));
     assert_non_null(rf_get(p, "layers.fc"));
     assert_null(strstr(rf_get(p, "summary")->valuestring, "optimizer"));
-    assert_string_equal(rf_get(p, "summary")->valuestring +
-                            strlen(rf_get(p, "summary")->valuestring) -
-                            strlen(": the 1 layer fits (0% overflow, 0% flush)"),
-                        ": the 1 layer fits (0% overflow, 0% flush)");
+    /* then what its loss-scale advice is relative to (fp16: no scale declared) */
+    assert_non_null(
+        strstr(rf_get(p, "summary")->valuestring, ": the 1 layer fits (0% overflow, 0% flush)"));
   }
   assert_null(strstr(rf_get(plan, "pytorch")->valuestring, "keep_in(model, \"optimizer\""));
   cJSON_Delete(plan);
@@ -2133,9 +2132,83 @@ static void a_needed_loss_scale_left_undeclared_is_unknown(void **state) {
                              "scale, gradients are fp16 subnormals"));
     cJSON_Delete(rep);
     char *text = summary_text(dir);
-    assert_int_equal(strstr(text, "  applied loss scale unknown; figures assume 1\n") != NULL,
-                     !declared);
+    assert_int_equal(strstr(text, "  " MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE "\n") != NULL, !declared);
     free(text);
+    rg_rmdir(dir);
+    free(dir);
+  }
+}
+
+/* Gradients that fit fp16 at scale 1 with no declared scale: the window, the
+ * recommended scale, "not needed" and the fp16 plan are of the gradients as
+ * the program computed them, which a loss scale applied by hand
+ * ((loss * 2**20).backward(), then dividing the gradients) has already
+ * multiplied: every place that states a loss-scale recommendation says so
+ * (they said nothing unless the gradients needed a scale, so such a program
+ * was told "not needed" in its scaled terms). A declared scale is named with
+ * its source instead, and no such note is given. */
+static void loss_scale_figures_say_they_are_of_gradients_as_computed_unless_declared(void **state) {
+  (void)state;
+  static const rg_proc volta = {"node01", 100, 1, 0, true, "ok", "7.0", "./train"}; /* fp16 plan */
+  for (int declared = 0; declared < 2; declared++) {
+    char *dir = rg_tmpdir(declared ? "ascomputed_decl" : "ascomputed");
+    rg_file r;
+    rg_begin(&r, dir, "node01-100.json", &volta);
+    rg_site_end(&r, rf_fwd_site(0, "l/fwd", -4, 4));
+    cJSON *s = rg_gemm(1, "cublasGemmEx", "l/bwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F", "DEFAULT",
+                       64, 64, 64, 10);
+    rg_tensor(s, "D", MP_FP32, -6, 2, 400); /* fits fp16 unscaled: "not needed" */
+    if (declared) cJSON_AddNumberToObject(s, "loss_scale", 1);
+    rg_site_end(&r, s);
+    rg_end(&r);
+    cJSON *rep = rf_report_of(dir);
+    assert_true(cJSON_IsTrue(rf_get(rep, "loss_scale.applicable")));
+    assert_false(cJSON_IsTrue(rf_get(rep, "loss_scale.needed")));
+    assert_null(rf_finding(rep, "loss_scale_unknown", NULL)); /* the gradients need no scale */
+    const cJSON *notes[] = {rf_get(rep, "summary.loss_scale_note"),
+                            rf_get(rep, "loss_scale.applied.note")};
+    for (int i = 0; i < 2; i++) {
+      if (declared)
+        assert_true(cJSON_IsNull(notes[i]));
+      else
+        assert_string_equal(cJSON_GetStringValue(notes[i]), MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE);
+    }
+    cJSON_Delete(rep);
+    char *text = summary_text(dir);
+    assert_non_null(strstr(text, "; not needed)\n"));
+    assert_int_equal(strstr(text, "; not needed)\n  " MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE "\n") !=
+                         NULL,
+                     !declared);
+    assert_int_equal(strstr(text, "  applied loss scale: 2^0 (from the program's "
+                                  "declaration; " MPPROF_LOSS_SCALE_DECLARED_NOTE ")\n") != NULL,
+                     declared);
+    free(text);
+    char *html = rg_read_text(dir, "report.html", NULL);
+    assert_non_null(html);
+    assert_int_equal(strstr(html, "<p>" MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE ".</p>") != NULL,
+                     !declared);
+    assert_int_equal(strstr(html,
+                            "(from the program&#39;s declaration; " MPPROF_LOSS_SCALE_DECLARED_NOTE
+                            ").</p>") != NULL,
+                     declared);
+    free(html);
+    cJSON *plan = rg_read_json(dir, "plan.json");
+    assert_non_null(plan);
+    assert_string_equal(rf_get(plan, "recommended.autocast")->valuestring, "fp16");
+    assert_true(cJSON_IsNull(rf_get(plan, "recommended.loss_scale"))); /* no scaler, as computed */
+    const cJSON *pn = rf_get(plan, "recommended.loss_scale_note");
+    if (declared)
+      assert_true(cJSON_IsNull(pn));
+    else
+      assert_string_equal(cJSON_GetStringValue(pn), MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE);
+    assert_int_equal(strstr(rf_get(plan, "recommended.summary")->valuestring,
+                            "; " MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE) != NULL,
+                     !declared);
+    /* the snippet's "# mpprof plan: <headline>" */
+    assert_int_equal(strstr(rf_get(plan, "pytorch")->valuestring,
+                            "; " MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE "\n") != NULL,
+                     !declared);
+    cJSON_Delete(plan);
     rg_rmdir(dir);
     free(dir);
   }
@@ -3470,6 +3543,7 @@ int main(void) {
       cmocka_unit_test(a_flush_edge_makes_the_loss_scale_needed),
       cmocka_unit_test(subnormal_gradients_make_the_loss_scale_needed),
       cmocka_unit_test(a_needed_loss_scale_left_undeclared_is_unknown),
+      cmocka_unit_test(loss_scale_figures_say_they_are_of_gradients_as_computed_unless_declared),
       cmocka_unit_test(tiny_forward_values_are_not_rescued_by_a_loss_scale),
       cmocka_unit_test(global_loss_scale_is_the_intersection_of_layer_windows),
       cmocka_unit_test(the_suggested_loss_scale_is_no_artefact_of_the_window),

@@ -15,6 +15,7 @@
 #include "rawgen.h"
 #include "report_fixture.h"
 #include "report/report.h"
+#include "report/report_internal.h"
 
 static cJSON *site(int id, const char *layer_path, const char *types) {
   return rg_gemm(id, "cublasGemmEx", layer_path, types, "32F", "DEFAULT", 16, 16, 16, 2);
@@ -176,7 +177,7 @@ static void nonfinite_gradients_without_a_declared_scale_make_it_unknown(void **
   cJSON *rep = rf_report_of(dir);
   const cJSON *note = rf_get(rep, "summary.loss_scale_note");
   assert_true(cJSON_IsString(note));
-  assert_string_equal(note->valuestring, "applied loss scale unknown; figures assume 1");
+  assert_string_equal(note->valuestring, MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE);
   assert_non_null(rf_finding(rep, "loss_scale_unknown", NULL));
   cJSON_Delete(rep);
   rg_rmdir(dir);

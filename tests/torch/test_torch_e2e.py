@@ -232,6 +232,73 @@ def check_plan_snippet():
           "the plan's keep_in lines wrap the kept modules: rc %d, %s %s" % (rc, got, err[-800:]))
 
 
+# A loss scaled by hand, with no GradScaler and nothing declared: the
+# program's loss is small (its true gradients need a scale of about 2^13 or
+# more in fp16) and it backpropagates loss * 2^20, then divides the gradients
+# itself. mpprof sees the gradients as computed, 2^20 times the true ones, so
+# its loss-scale window is in those terms ("not needed"): the report must say
+# that its figures are relative to the gradients as computed, in report.json
+# and in the terminal summary (it said nothing: "not needed" read as advice
+# on the unscaled gradients, and dropping the manual scale would break fp16).
+# Declared with --loss-scale 2^20, the window is absolute (a scale needed),
+# named with its source, and no such note is given.
+MANUAL_SCALE = r"""
+import sys
+sys.path.insert(0, %r)
+import torch, torch_model
+torch.manual_seed(0)
+model = torch_model.Net()
+opt = torch_model.MatrixSGD(model.parameters(), lr=0.01)
+x = torch.randn(4, 16)
+for step in range(2):
+    opt.zero_grad()
+    loss = (model(x) ** 2).mean() * 2.0**-22
+    (loss * 2.0**20).backward()
+    for p in model.parameters():
+        p.grad.div_(2.0**20)
+    opt.step()
+print("done")
+"""
+
+
+def check_manual_loss_scale():
+    prog = os.path.join(WORK, "manual_scale.py")
+    with open(prog, "w") as f:
+        f.write(MANUAL_SCALE % HERE)
+    for opts in ((), ("--loss-scale", "2^20")):
+        name = "manual-scale" + ("-declared" if opts else "")
+        rc, out, err, rep = profile(name, [PY, prog], *opts)
+        if not rep:
+            check(False, "report.json of %s (rc %d): %s" % (name, rc, err[-500:]))
+            continue
+        ls, text = rep["loss_scale"], out + err
+        note = rep["summary"]["loss_scale_note"]
+        lo, hi = ls["window_log2"] or (None, None)
+        if opts:
+            check(note is None and ls["applied"]["note"] is None and ls["applied"]["source"] == "option",
+                  "%s: note %r, applied %r" % (name, note, ls["applied"]))
+            check(ls["needed"] and lo is not None and lo > 0,
+                  "%s: window %s..%s is of the unscaled gradients (a scale needed)" % (name, lo, hi))
+            check("applied loss scale: 2^20 (from --loss-scale; " in text,
+                  "%s: the terminal names the declared scale and its source:\n%s" % (name, text))
+            continue
+        check(not ls["needed"] and lo is not None and lo <= 0 <= hi,
+              "%s: window %s..%s of the gradients as computed (scale 1 fits)" % (name, lo, hi))
+        check(isinstance(note, str) and "--loss-scale S" in note and ls["applied"]["note"] == note,
+              "%s: summary.loss_scale_note %r, loss_scale.applied.note %r" % (name, note, ls["applied"]["note"]))
+        check(isinstance(note, str) and "; not needed)\n  " + note + "\n" in text,
+              "%s: the terminal's loss-scale line is followed by the note:\n%s" % (name, text))
+        try:
+            with open(os.path.join(WORK, name, "plan.json")) as f:
+                plan = json.load(f)
+            fp16 = [p for p in (plan["recommended"], plan["alternative"]) if p and p["autocast"] == "fp16"]
+        except (OSError, KeyError, TypeError, ValueError) as e:
+            fp16 = []
+            check(False, "%s: plan.json: %s" % (name, e))
+        check(fp16 and all(p.get("loss_scale_note") == note and note in p["summary"] for p in fp16),
+              "%s: the fp16 plan says it too: %s" % (name, fp16 and [(p.get("loss_scale_note"), p["summary"]) for p in fp16]))
+
+
 def main():
     os.makedirs(WORK, exist_ok=True)
     probe = subprocess.run([PY, "-c", "import torch"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -258,6 +325,7 @@ def main():
         check(False, "report.json of the model run")
 
     check_plan_snippet()
+    check_manual_loss_scale()
     check_steps_window()
 
     # Ctrl-C: an uncaught KeyboardInterrupt ends CPython by SIGINT after its
