@@ -857,6 +857,8 @@ static cJSON *plan_run_json(const cJSON *plan) {
       o, "autocast", cJSON_IsString(ac) ? cJSON_CreateString(ac->valuestring) : cJSON_CreateNull());
   cJSON_AddItemToObject(o, "loss_scale",
                         cJSON_IsObject(ls) ? cJSON_Duplicate(ls, true) : cJSON_CreateNull());
+  /* an fp16 plan of gradients as computed (no scale declared): said beside its loss scale */
+  cJSON_AddBoolToObject(o, "loss_scale_as_computed", cJSON_IsString(get(rec, "loss_scale_note")));
   cJSON_AddItemToObject(o, "summary",
                         cJSON_IsString(sum) ? cJSON_CreateString(sum->valuestring)
                                             : cJSON_CreateNull());
@@ -910,7 +912,9 @@ static void plan_autocast_text(const cJSON *run, char *buf, size_t n) {
   snprintf(buf, n, "%s", cJSON_IsString(ac) ? ac->valuestring : "none");
 }
 
-/* A plan's loss scale as shown: "65536 (window 2^10 .. 2^20)", "none". */
+/* A plan's loss scale as shown: "65536 (window 2^10 .. 2^20)", "none"; then,
+ * for a plan of gradients as computed, "; " MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE
+ * (mpprof's wording, not the file's). */
 static void plan_loss_scale_text(const cJSON *run, char *buf, size_t n) {
   const cJSON *ls = get(run, "loss_scale"), *w = get(ls, "window_log2");
   double s, lo, hi;
@@ -923,6 +927,9 @@ static void plan_loss_scale_text(const cJSON *run, char *buf, size_t n) {
     snprintf(buf, n, "%g (window 2^%g .. 2^%g)", s, lo, hi);
   else
     snprintf(buf, n, "%g", s);
+  size_t len = strlen(buf);
+  if (cJSON_IsTrue(get(run, "loss_scale_as_computed")) && len < n)
+    snprintf(buf + len, n - len, "; %s", MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE);
 }
 
 /* The rows of a plan's brief (plan.a / plan.b): label and text as shown. */

@@ -539,7 +539,8 @@ const char *mpprof_loss_scale_unknown_why(const mpprof_applied_scale *g);
  * computed, which a scale applied by hand has already multiplied. Said
  * wherever a loss-scale recommendation is stated: the terminal and HTML
  * summaries, report.json (summary.loss_scale_note, loss_scale.applied.note),
- * an fp16 plan's headline, plan.json and its snippet. */
+ * an fp16 plan's headline (so its snippet's first comment), plan.json, and
+ * mpprof diff's plan loss-scale row. */
 bool mpprof_loss_scale_as_computed(const mpprof_applied_scale *g);
 #define MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE                                                         \
   "no loss scale declared: loss-scale figures are relative to the gradients as computed; a "       \

@@ -792,6 +792,40 @@ static void a_layer_the_plan_keeps_out_in_one_run_only_is_named(void **state) {
   free(b);
 }
 
+/* A run whose gradients ran under no declared loss scale (a scale applied by
+ * hand, undeclared) against the same program run with --loss-scale: the
+ * first plan's "no loss scaler" is of the gradients as computed, and the
+ * diff says so beside it (it read "plan loss scale: none -> 4.1943e+06",
+ * as if the first run needed none). */
+static void a_plan_of_gradients_as_computed_says_so_in_the_diff(void **state) {
+  (void)state;
+  char *a = report_dir("diffasc", "[]"), *b = report_dir("diffdecl", "[]");
+  char *text = mpprof_asprintf(
+      "{\"schema\": \"mpprof.plan/1\", \"recommended\": {\"autocast\": \"fp16\", \"loss_scale\": "
+      "null, \"loss_scale_note\": \"%s\", \"summary\": \"the plan\", \"layers\": {" PLAN_LAYER(
+          "l", "fp16", "true") "}}, \"alternative\": null, \"fp8\": null, \"pytorch\": null}",
+      MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE);
+  write_file(a, "plan.json", text);
+  free(text);
+  write_plan(b, "\"fp16\"",
+             "{\"init_scale_log2\": 22, \"init_scale\": 4194304, \"window_log2\": [13, 32]}",
+             "{" PLAN_LAYER("l", "fp16", "true") "}");
+  cJSON *d = NULL;
+  char *s = summary_of(a, b, &d);
+  if (!strstr(s, "\n  plan loss scale: none; " MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE
+                 " -> 4.1943e+06 (window 2^13 .. 2^32)\n"))
+    fail_msg("summary:\n%s", s);
+  const cJSON *p = cJSON_GetObjectItem(d, "plan");
+  assert_true(cJSON_IsTrue(rf_get(p, "a.loss_scale_as_computed")));
+  assert_true(cJSON_IsFalse(rf_get(p, "b.loss_scale_as_computed")));
+  free(s);
+  cJSON_Delete(d);
+  rg_rmdir(a);
+  rg_rmdir(b);
+  free(a);
+  free(b);
+}
+
 /* An fp16 plan with a loss scale against a bf16 one: the autocast dtype and
  * the loss scale are named, and every layer whose dtype follows; past 20
  * layers, a count (as the layers' changes). A layer in one plan only is
@@ -1218,6 +1252,7 @@ int main(void) {
       cmocka_unit_test(a_missing_run_is_named_without_the_report_hint),
       cmocka_unit_test(a_layer_the_plan_keeps_out_in_one_run_only_is_named),
       cmocka_unit_test(the_plans_autocast_and_loss_scale_are_compared),
+      cmocka_unit_test(a_plan_of_gradients_as_computed_says_so_in_the_diff),
       cmocka_unit_test(an_unreadable_plan_is_one_line_and_the_rest_is_diffed),
       cmocka_unit_test(odd_values_in_a_plan_are_shown),
       cmocka_unit_test(measured_errors_in_diff_json_are_those_of_the_two_reports),
