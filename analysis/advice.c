@@ -285,16 +285,9 @@ static bool narrow_source(mp_dtype d) {
   return d == MP_FP16 || d == MP_BF16 || d == MP_FP8_E4M3 || d == MP_FP8_E5M2;
 }
 
-int mp_loss_scale_pick(int lo, int hi, const mp_advice_params *p) {
-  mp_advice_params defaults;
-  if (!p) {
-    mp_advice_params_default(&defaults);
-    p = &defaults;
-  }
+int mp_loss_scale_pick(int lo, int hi) {
   int mid = (int)floor((lo + (double)hi) / 2);
-  if (lo <= 0 && hi >= 0) return mid > 0 ? mid : 0;
-  if (lo <= p->scale_log2_min) return hi;
-  return mid;
+  return lo <= 0 && 0 <= hi && mid < 0 ? 0 : mid;
 }
 
 void mp_advise(const mp_stats *s, const mp_advice_params *p, mp_advice *ret) {

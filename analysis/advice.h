@@ -104,13 +104,23 @@ void mp_advice_params_default(mp_advice_params *p);
 void mp_scaled_casts_compute(const mp_stats *s, mp_target target, int scale_log2,
                              mp_scaled_casts *ret);
 void mp_advise(const mp_stats *s, const mp_advice_params *p, mp_advice *ret);
-/* The one loss scale (log2) a window [lo, hi] of fitting scales suggests:
- * its middle, the most margin both ways; but never below 2^0 where 2^0 fits
- * (a scale below 1 only for values that overflow fp16 unscaled), and the
- * top where the bottom is only the search range's end (p->scale_log2_min:
- * no value bounds it, so its middle would be the range's artefact). p NULL:
- * the default range. */
-int mp_loss_scale_pick(int lo, int hi, const mp_advice_params *p);
+/* The one loss scale (log2) a window [lo, hi] of fitting scales suggests
+ * (the report's recommended_log2, GradScaler's init_scale in the plan).
+ * Past the window's top the largest gradients overflow (an Inf, a skipped
+ * step); below its bottom more than underflow_max of them flush. Gradients
+ * drift both ways in training, so the pick is the scale whose smaller margin
+ * to the two edges is largest: the middle, rounded down, so that an odd
+ * binade of margin goes to the overflow side (hi - pick >= pick - lo: an
+ * overflow costs more than a flush). A side at the search range's end
+ * (scale_log2_min or _max: "open") has its true edge somewhere beyond; the
+ * margin toward it is at least what was searched, so the same middle is the
+ * best margin known on either open side and keeps at least (hi - lo) / 2
+ * binades of headroom against overflow (never the top of a bottom-open
+ * window: no headroom, GradScaler's state just before its next overflow).
+ * One exception: never below 2^0 where 2^0 fits; 2^0 is training without a
+ * scaler, and a scale below 1 is only for gradients that overflow fp16
+ * unscaled. The search range does not enter the rule. */
+int mp_loss_scale_pick(int lo, int hi);
 /* The share of s's finite non-zero values that are fp16 subnormals once
  * scaled by 2^scale_log2: exact at 0, an upper bound elsewhere where a binade
  * straddles fp16's normal minimum. Compared with MP_ADVICE_FP16_SUBNORMAL_NOTE. */

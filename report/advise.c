@@ -543,7 +543,7 @@ int mpprof_global_loss_scale(mpprof_model *m) {
   if (g->has_window) {
     g->window_lo = lo;
     g->window_hi = hi;
-    g->recommended_log2 = mp_loss_scale_pick(lo, hi, &m->params);
+    g->recommended_log2 = mp_loss_scale_pick(lo, hi);
     g->needed = !(lo <= 0 && 0 <= hi);
     /* A layer's fp16 gradient at the flush edge (mostly subnormal as
      * recorded: what it lost flushed before mpprof saw it) needs a larger

@@ -268,13 +268,12 @@ static bool print_fp16_precision(const mp_stats *s, const mp_advice *a, int k) {
   return true;
 }
 
-static void print_todo(const mp_stats *s, const mp_advice *a, const mp_advice_params *p) {
+static void print_todo(const mp_stats *s, const mp_advice *a) {
   printf("  recommended %s\n", mp_advice_recommended_name(a));
-  bool subnormal =
-      a->recommended == MP_REC_FP16 ? print_fp16_precision(s, a, 0)
-      : a->recommended == MP_REC_FP16_LOSS_SCALE
-          ? print_fp16_precision(s, a, mp_loss_scale_pick(a->window_lo, a->window_hi, p))
-          : false;
+  bool subnormal = a->recommended == MP_REC_FP16 ? print_fp16_precision(s, a, 0)
+                   : a->recommended == MP_REC_FP16_LOSS_SCALE
+                       ? print_fp16_precision(s, a, mp_loss_scale_pick(a->window_lo, a->window_hi))
+                       : false;
   printf("  what to do  ");
   if (a->nonfinite_input) printf("the tensor already holds NaN/Inf: find where they come from; ");
   switch (a->recommended) {
@@ -289,7 +288,7 @@ static void print_todo(const mp_stats *s, const mp_advice *a, const mp_advice_pa
      * window) does not fit fp16 and needs what bf16_ok says. */
     printf("if a gradient: fp16 with a loss scale in [2^%d, 2^%d], e.g. 2^%d (a dynamic scaler "
            "must stay in that window)%s; a weight or activation takes no loss scale: %s.\n",
-           a->window_lo, a->window_hi, mp_loss_scale_pick(a->window_lo, a->window_hi, p),
+           a->window_lo, a->window_hi, mp_loss_scale_pick(a->window_lo, a->window_hi),
            subnormal ? ", see the precision above" : "",
            a->bf16_ok ? "use bf16" : "keep fp32 (bf16 does not hold it either)");
     break;
@@ -354,7 +353,7 @@ static void print_summary(const char *path, const mpprof_tensor *t, const mp_sta
     return;
   }
   print_verdict(a, p);
-  print_todo(s, a, p);
+  print_todo(s, a);
 }
 
 /* ---- one file ---- */

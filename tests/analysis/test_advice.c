@@ -860,30 +860,59 @@ static void underflow_threshold_is_a_parameter(void **state) {
   assert_int_equal(a.fp16, MP_FP16_SAFE);
 }
 
-/* mp_loss_scale_pick at its boundaries: the middle (rounded down) of a
- * window bounded by values on both sides, 2^0 when 2^0 fits and the middle
- * is below it, the top when the bottom is the search range's end. */
+/* mp_loss_scale_pick at its boundaries: the middle, rounded down so that
+ * the odd binade of margin is headroom against overflow, whether a side is
+ * bounded by values or is only the search range's end (open: the margin
+ * toward it is at least what was searched); 2^0 when 2^0 fits and the
+ * middle is below it. */
 static void the_suggested_loss_scale_at_its_boundaries(void **state) {
   (void)state;
-  mp_advice_params p;
-  mp_advice_params_default(&p);
-  assert_int_equal(mp_loss_scale_pick(10, 32, &p), 21);  /* both sides: the middle */
-  assert_int_equal(mp_loss_scale_pick(-12, -4, &p), -8); /* below 1 where 1 does not fit */
-  assert_int_equal(mp_loss_scale_pick(-13, -4, &p), -9); /* rounded down */
-  assert_int_equal(mp_loss_scale_pick(-3, 20, &p), 8);   /* 2^0 fits, the middle is above */
-  assert_int_equal(mp_loss_scale_pick(-20, 3, &p), 0);   /* the middle -9 was below 2^0 */
-  assert_int_equal(mp_loss_scale_pick(0, 0, &p), 0);
-  assert_int_equal(mp_loss_scale_pick(-32, 8, &p), 0);    /* 2^0 first */
-  assert_int_equal(mp_loss_scale_pick(-32, -5, &p), -5);  /* no value bounds the bottom */
-  assert_int_equal(mp_loss_scale_pick(-31, -5, &p), -18); /* one does */
-  p.scale_log2_min = -40;
-  assert_int_equal(mp_loss_scale_pick(-32, -5, &p), -19);  /* the range is the caller's */
-  assert_int_equal(mp_loss_scale_pick(-32, -5, NULL), -5); /* NULL: the default range */
+  assert_int_equal(mp_loss_scale_pick(10, 20), 15);  /* both sides bounded: the middle */
+  assert_int_equal(mp_loss_scale_pick(10, 13), 11);  /* 2 binades to overflow, 1 to flush */
+  assert_int_equal(mp_loss_scale_pick(-12, -4), -8); /* below 1 where 1 does not fit */
+  assert_int_equal(mp_loss_scale_pick(-13, -4), -9); /* rounded down: toward more headroom */
+  assert_int_equal(mp_loss_scale_pick(-3, 20), 8);   /* 2^0 fits, the middle is above */
+  assert_int_equal(mp_loss_scale_pick(-20, 3), 0);   /* the middle -9 was below 2^0 */
+  assert_int_equal(mp_loss_scale_pick(0, 0), 0);
+  assert_int_equal(mp_loss_scale_pick(7, 7), 7);
+  assert_int_equal(mp_loss_scale_pick(-32, 8), 0); /* bottom-open, 2^0 fits */
+  /* Open at the default range's bottom: the top -5 left no headroom (the
+   * next doubling overflows); the middle keeps 14 binades each way. */
+  assert_int_equal(mp_loss_scale_pick(-32, -5), -19);
+  assert_int_equal(mp_loss_scale_pick(-31, -5), -18); /* bounded: the same rule */
+  assert_int_equal(mp_loss_scale_pick(10, 32), 21);   /* open at the top: the same rule */
+  assert_int_equal(mp_loss_scale_pick(-32, 32), 0);   /* open both ways */
+}
+
+/* The pick against its definition at every window of a range wider than the
+ * default search range: inside the window; where 2^0 is outside it, the
+ * largest smaller margin of any scale in the window, with the headroom
+ * against overflow at least the margin to the flush side; where 2^0 is
+ * inside, 2^0 or above it. Open windows (lo or hi at -32 or 32) are among
+ * them and get no other rule. */
+static void the_suggested_loss_scale_keeps_the_most_margin(void **state) {
+  (void)state;
+  for (int lo = -40; lo <= 40; lo++)
+    for (int hi = lo; hi <= 40; hi++) {
+      int k = mp_loss_scale_pick(lo, hi);
+      if (k < lo || k > hi) fail_msg("[%d, %d]: %d outside", lo, hi, k);
+      int best = 0;
+      for (int j = lo; j <= hi; j++) {
+        int m = hi - j < j - lo ? hi - j : j - lo;
+        if (m > best) best = m;
+      }
+      int m = hi - k < k - lo ? hi - k : k - lo;
+      bool most = m == best && hi - k >= k - lo;
+      if (lo <= 0 && 0 <= hi ? !(k == 0 || (k > 0 && most)) : !most)
+        fail_msg("[%d, %d]: 2^%d keeps %d binades to overflow and %d to flush; the most is %d", lo,
+                 hi, k, hi - k, k - lo, best);
+    }
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(the_suggested_loss_scale_at_its_boundaries),
+      cmocka_unit_test(the_suggested_loss_scale_keeps_the_most_margin),
       cmocka_unit_test(scaled_casts_bound_the_truth_and_window_matches_brute_force),
       cmocka_unit_test(window_equals_the_per_scale_computation),
       cmocka_unit_test(scale_one_uses_the_exact_record_counts),

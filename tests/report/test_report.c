@@ -2250,19 +2250,22 @@ static void global_loss_scale_is_the_intersection_of_layer_windows(void **state)
 }
 
 /* The one scale the report suggests in a window of fitting loss scales
- * (mp_loss_scale_pick): never below 2^0 where 2^0 fits, and the window's top
- * where its bottom is only the search range's end. Gradients in [2^-5, 2^4]
- * fit scales about 2^-19 .. 2^11: the middle said "e.g. 2^-4" (a scale
- * below 1 for gradients that need none); gradients in [2^17, 2^18], which
- * overflow fp16 unscaled, fit every scale of the range up to 2^-3: the
- * middle of [2^-32, 2^-3] said 2^-18, an artefact of the range's -32. */
-static void the_suggested_loss_scale_is_no_artefact_of_the_window(void **state) {
+ * (mp_loss_scale_pick): the middle, rounded down (the odd binade of margin
+ * goes to the overflow side), never below 2^0 where 2^0 fits. Gradients in
+ * [2^-5, 2^4] fit scales about 2^-19 .. 2^11: the middle said "e.g. 2^-4"
+ * (a scale below 1 for gradients that need none). Gradients in [2^17, 2^18]
+ * overflow fp16 unscaled and fit every scale of the search range up to 2^-3
+ * (bottom-open): its top left no headroom against overflow (the next
+ * doubling, GradScaler's next growth, overflows); the middle of what was
+ * searched keeps 15 binades. Gradients in [2^-40, 2^-38] fit every scale from
+ * about 2^16 to the range's top (top-open): the same rule. */
+static void the_suggested_loss_scale_keeps_headroom_both_ways(void **state) {
   (void)state;
   static const struct {
     double lo, hi;
-    int want;
-  } runs[] = {{-5, 4, 0}, {17, 18, -3}};
-  for (int i = 0; i < 2; i++) {
+    int want_lo, want_hi, want;
+  } runs[] = {{-5, 4, -19, 11, 0}, {17, 18, -32, -3, -18}, {-40, -38, 16, 32, 24}};
+  for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
     char *dir = rg_tmpdir("scalepick");
     rg_file r;
     rg_begin(&r, dir, "node01-100.json", &RF_P0);
@@ -2275,10 +2278,10 @@ static void the_suggested_loss_scale_is_no_artefact_of_the_window(void **state) 
     int lo = (int)cJSON_GetArrayItem(w, 0)->valuedouble,
         hi = (int)cJSON_GetArrayItem(w, 1)->valuedouble;
     int rec = (int)rf_get(g, "recommended_log2")->valuedouble;
-    if (rec != runs[i].want)
-      fail_msg("gradients in [2^%g, 2^%g]: window [%d, %d], suggested 2^%d, want 2^%d", runs[i].lo,
-               runs[i].hi, lo, hi, rec, runs[i].want);
-    assert_true(lo <= rec && rec <= hi);
+    if (lo != runs[i].want_lo || hi != runs[i].want_hi || rec != runs[i].want)
+      fail_msg("gradients in [2^%g, 2^%g]: window [%d, %d], suggested 2^%d, want [%d, %d], 2^%d",
+               runs[i].lo, runs[i].hi, lo, hi, rec, runs[i].want_lo, runs[i].want_hi, runs[i].want);
+    if (runs[i].want != 0) assert_true(hi - rec >= rec - lo && rec - lo > 0);
     cJSON_Delete(rep);
     rg_rmdir(dir);
     free(dir);
@@ -3546,7 +3549,7 @@ int main(void) {
       cmocka_unit_test(loss_scale_figures_say_they_are_of_gradients_as_computed_unless_declared),
       cmocka_unit_test(tiny_forward_values_are_not_rescued_by_a_loss_scale),
       cmocka_unit_test(global_loss_scale_is_the_intersection_of_layer_windows),
-      cmocka_unit_test(the_suggested_loss_scale_is_no_artefact_of_the_window),
+      cmocka_unit_test(the_suggested_loss_scale_keeps_headroom_both_ways),
       cmocka_unit_test(conflicting_windows_name_the_layers_that_empty_the_intersection),
       cmocka_unit_test(fp8_fit_is_reported_per_direction),
       cmocka_unit_test(kernels_decide_tensor_core_use_and_eligible_misses_are_findings),
