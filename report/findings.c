@@ -622,12 +622,13 @@ static void gradient_evidence(mpprof_finding *f, const mpprof_layer *l,
 
 /* The loss scale a layer's finding gives as its example: the global
  * recommendation when it is in the layer's window (one scale multiplies every
- * gradient, so another one would contradict the summary), else the middle. */
+ * gradient, so another one would contradict the summary), else the one the
+ * layer's window suggests (mp_loss_scale_pick). */
 static int example_scale_log2(const mpprof_model *m, int wlo, int whi) {
   const mpprof_applied_scale *g = &m->loss_scale;
   if (g->applicable && g->has_window && g->recommended_log2 >= wlo && g->recommended_log2 <= whi)
     return g->recommended_log2;
-  return wlo + (whi - wlo) / 2;
+  return mp_loss_scale_pick(wlo, whi);
 }
 
 /* Every scale the program declared lies in [2^wlo, 2^whi]. */

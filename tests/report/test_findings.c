@@ -538,6 +538,11 @@ static void gradient_underflow_example_is_the_global_scale(void **state) {
   m.loss_scale.window_lo = 10;
   assert_int_equal(run(&m, "gradient_underflow"), 1);
   assert_non_null(strstr(m.findings[1].action, "(e.g. 2^21)"));
+  /* the layer's own suggestion is mp_loss_scale_pick's, 2^0 rule included */
+  m.layers[0].adv.window_lo = -20;
+  m.layers[0].adv.window_hi = 3;
+  assert_int_equal(run(&m, "gradient_underflow"), 1);
+  assert_non_null(strstr(m.findings[2].action, "(e.g. 2^0)"));
   mpprof_model_free(&m);
 }
 
