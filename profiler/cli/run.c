@@ -1098,10 +1098,32 @@ static int wait_child(pid_t pid, int tty) {
   }
 }
 
+/* Whether child pid (alive, or not yet reaped) got past its execve: the
+ * kernel clears PF_FORKNOEXEC there, before the descriptors closed on exec
+ * (the start pipe's end) go. A child that ended before it (a signal: Ctrl-C
+ * or a kill in the first moments, the OOM killer) closes that end too. true
+ * when /proc cannot tell. */
+static bool child_execd(pid_t pid) {
+  enum { PF_FORKNOEXEC_ = 0x40 }; /* include/linux/sched.h */
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return true;
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')'); /* after the name, which may hold anything */
+  unsigned long flags;
+  /* state ppid pgrp session tty_nr tpgid flags */
+  if (!p || sscanf(p + 1, " %*s %*d %*d %*d %*d %*d %lu", &flags) != 1) return true;
+  return !(flags & PF_FORKNOEXEC_);
+}
+
 /* Runs the program; returns its exit status (128 + signal), or 127/126 when
- * it could not be started (report_start_failure, with tail; then
- * *ret_started is false). The old raw files (--force) go as soon as it has
- * started (the caller puts them back when it has not). */
+ * it could not be started (report_start_failure, with tail), or 128 + signal
+ * when a signal ended it before its exec (then *ret_started is false). The old raw files (--force)
+ * go as soon as it has started (the caller puts them back when it has not). */
 static int run_child(run_opts *o, const char *lib, const char *out, old_raw *old, const char *tail,
                      bool *ret_started) {
   int pipefd[2];
@@ -1159,7 +1181,9 @@ static int run_child(run_opts *o, const char *lib, const char *out, old_raw *old
   while ((n = read(pipefd[0], &err, sizeof err)) < 0 && errno == EINTR)
     ;
   close(pipefd[0]);
-  if (n != (ssize_t)sizeof err) old_raw_remove(old); /* exec'd: the program runs */
+  /* End of file: exec'd, or ended before it (then it never ran). */
+  bool execd = n != (ssize_t)sizeof err && child_execd(pid);
+  if (execd) old_raw_remove(old); /* the program runs */
 
   int st = wait_child(pid, tty);
   o->n_alive = still_running(pid, o->alive, MPP_STILL_RUNNING_MAX);
@@ -1167,6 +1191,12 @@ static int run_child(run_opts *o, const char *lib, const char *out, old_raw *old
   child_pid = 0;
   give_terminal(tty, getpgrp());
   if (n == (ssize_t)sizeof err) return report_start_failure(o->argv[0], err, tail);
+  if (!execd) {
+    if (WIFSIGNALED(st))
+      mpprof_fprint_term(stderr, "mpprof: %s was killed by %s before it started%s\n", o->argv[0],
+                         mpprof_signal_text(WTERMSIG(st)).s, tail);
+    return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+  }
   *ret_started = true;
   if (WIFSIGNALED(st) && tty >= 0) o->pass_on = terminal_signal(WTERMSIG(st));
   if (WIFSIGNALED(st)) {

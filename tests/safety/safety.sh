@@ -143,6 +143,25 @@ force_keeps_raw_files_of_a_program_that_cannot_start)
   [ -z "$(cat "$W/seen")" ] || fail "in raw/ while the program ran: $(cat "$W/seen")"
   [ -z "$(ls -A "$W/out/raw")" ] || fail "left in raw/: $(ls -A "$W/out/raw")"
   ;;
+force_keeps_raw_files_of_a_program_killed_before_it_starts)
+  # The program's process ended by a signal before its execve took it (here
+  # SIGKILL at its execve, by strace's fault injection on that path only;
+  # Ctrl-C or the OOM killer in its first moments): the start pipe's end
+  # closes as at an exec, and the old raw files set aside were removed,
+  # though the program never ran.
+  strace -o /dev/null true 2>/dev/null || skip "needs strace"
+  mkdir -p "$W/out/raw"
+  echo old >"$W/out/raw/old-1.json"
+  cp "$MPP_PROG" "$W/prog" || fail "copy"
+  strace -f -o /dev/null -P "$W/prog" -e trace=execve -e inject=execve:signal=SIGKILL \
+    "$M" -o "$W/out" --force "$W/prog" 2>"$W/err"
+  rc=$?
+  [ $rc = 137 ] || fail "exit $rc, expected 137: $(cat "$W/err")"
+  [ "$(ls -A "$W/out/raw")" = old-1.json ] && [ "$(cat "$W/out/raw/old-1.json")" = old ] ||
+    fail "the old raw files were not kept: $(ls -A "$W/out/raw")"
+  [ "$(cat "$W/err")" = "mpprof: $W/prog was killed by SIGKILL (signal 9) before it started ($W/out is left as it was)" ] ||
+    fail "$(cat "$W/err")"
+  ;;
 secure_execution_is_passive)
   [ "$(id -u)" = 0 ] || skip "needs root (a setuid-root copy run by another user)"
   command -v setpriv >/dev/null || skip "needs setpriv"
