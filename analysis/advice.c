@@ -184,6 +184,28 @@ static int rank_at(const uint8_t step[MP_CAST_OUTCOMES - 1], int dk) {
   return r;
 }
 
+/* fp16 certainly fits s's values scaled by 2^k (the window's test). */
+static bool fp16_fits_surely(const mp_stats *s, const mp_advice_params *p, uint64_t n, int k) {
+  mp_scaled_casts sc;
+  mp_scaled_casts_compute(s, MP_TGT_FP16, k, &sc);
+  return sc.hi[MP_CAST_OVERFLOW] == 0 && fraction(sc.hi[MP_CAST_UNDERFLOW], n) <= p->underflow_max;
+}
+
+/* The window's true edge on the side of `to` from `from` (a fitting scale at
+ * the search range's end): the furthest k from `from` up to `to` at which
+ * fp16 fits. The scales that fit form one interval, so by bisection. */
+static int fit_edge(const mp_stats *s, const mp_advice_params *p, uint64_t n, int from, int to) {
+  int in = from, out = to < from ? to - 1 : to + 1; /* fits at in; out is past `to` */
+  while (in - out > 1 || out - in > 1) {
+    int mid = in + (out - in) / 2;
+    if (fp16_fits_surely(s, p, n, mid))
+      in = mid;
+    else
+      out = mid;
+  }
+  return in;
+}
+
 /* Loss-scale window: every k in the search range at which fp16 certainly
  * fits (upper bounds of overflow and underflow within limits). Overflow grows
  * and underflow shrinks with k, so the k that fit form one interval. */
@@ -223,7 +245,15 @@ static void fp16_window(const mp_stats *s, const mp_advice_params *p, uint64_t n
     ret->window_hi = k;
     ret->has_window = true;
   }
-  if (!ret->has_window) ret->window_lo = ret->window_hi = 0;
+  ret->beyond_lo = ret->beyond_hi = 0;
+  if (!ret->has_window) {
+    ret->window_lo = ret->window_hi = 0;
+    return;
+  }
+  if (ret->window_lo == k0 && k0 > MP_LOSS_SCALE_MIN_LOG2)
+    ret->beyond_lo = k0 - fit_edge(s, p, n, k0, MP_LOSS_SCALE_MIN_LOG2);
+  if (ret->window_hi == k1 && k1 < MP_LOSS_SCALE_MAX_LOG2)
+    ret->beyond_hi = fit_edge(s, p, n, k1, MP_LOSS_SCALE_MAX_LOG2) - k1;
 }
 
 /* Per-tensor power-of-two scale: amax scaling's, the largest s with
@@ -285,9 +315,10 @@ static bool narrow_source(mp_dtype d) {
   return d == MP_FP16 || d == MP_BF16 || d == MP_FP8_E4M3 || d == MP_FP8_E5M2;
 }
 
-int mp_loss_scale_pick(int lo, int hi) {
-  int mid = (int)floor((lo + (double)hi) / 2);
-  return lo <= 0 && 0 <= hi && mid < 0 ? 0 : mid;
+int mp_loss_scale_pick(int lo, int hi, int beyond_lo, int beyond_hi) {
+  int mid = (int)floor(((double)lo - beyond_lo + (double)hi + beyond_hi) / 2);
+  if (lo <= 0 && 0 <= hi && mid < 0) mid = 0;
+  return mid < lo ? lo : mid > hi ? hi : mid;
 }
 
 void mp_advise(const mp_stats *s, const mp_advice_params *p, mp_advice *ret) {
@@ -319,7 +350,7 @@ void mp_advise(const mp_stats *s, const mp_advice_params *p, mp_advice *ret) {
         fraction(s->casts[MP_TGT_FP16][MP_CAST_OVERFLOW] + s->saturated, n);
     fp16_safe = false;
     ret->has_window = false;
-    ret->window_lo = ret->window_hi = 0;
+    ret->window_lo = ret->window_hi = ret->beyond_lo = ret->beyond_hi = 0;
     ret->fp16 = MP_FP16_UNSAFE;
     ret->fp8_e4m3.fits = false;
     ret->fp8_e5m2.fits = false;

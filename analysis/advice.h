@@ -74,8 +74,16 @@ typedef struct mp_advice {
   double fp16_overflow_fraction;  /* at scale 1 (exact: from the record's cast counts) */
   double fp16_underflow_fraction; /* at scale 1 (exact) */
   bool has_window;                /* some loss scale 2^k, k in [window_lo, window_hi], fits fp16 */
-  int window_lo;
+  int window_lo;                  /* inside the search range [scale_log2_min, scale_log2_max] */
   int window_hi;
+  /* Scales beyond the window that fit too, which the search range cut off:
+   * the window's true edges are window_lo - beyond_lo and window_hi +
+   * beyond_hi (binades), as far as the loss scales a program can apply
+   * (MP_LOSS_SCALE_MIN_LOG2 .. MP_LOSS_SCALE_MAX_LOG2). 0 where the window's
+   * end is its true edge. The top one follows from absmax exactly, the bottom
+   * one from the histogram, as the window does. mp_loss_scale_pick takes them. */
+  int beyond_lo;
+  int beyond_hi;
   bool window_estimate;
   bool bf16_ok; /* no bf16 overflow, bf16 underflow within underflow_max */
   mp_fp8_advice fp8_e4m3;
@@ -105,22 +113,23 @@ void mp_scaled_casts_compute(const mp_stats *s, mp_target target, int scale_log2
                              mp_scaled_casts *ret);
 void mp_advise(const mp_stats *s, const mp_advice_params *p, mp_advice *ret);
 /* The one loss scale (log2) a window [lo, hi] of fitting scales suggests
- * (the report's recommended_log2, GradScaler's init_scale in the plan).
- * Past the window's top the largest gradients overflow (an Inf, a skipped
- * step); below its bottom more than underflow_max of them flush. Gradients
+ * (the report's recommended_log2, GradScaler's init_scale in the plan), where
+ * beyond_lo and beyond_hi more binades below and above the window fit too
+ * (mp_advice: the window's true edges lie beyond the search range).
+ * Past the true top the largest gradients overflow (an Inf, a skipped step);
+ * below the true bottom more than underflow_max of them flush. Gradients
  * drift both ways in training, so the pick is the scale whose smaller margin
- * to the two edges is largest: the middle, rounded down, so that an odd
- * binade of margin goes to the overflow side (hi - pick >= pick - lo: an
- * overflow costs more than a flush). A side at the search range's end
- * (scale_log2_min or _max: "open") has its true edge somewhere beyond; the
- * margin toward it is at least what was searched, so the same middle is the
- * best margin known on either open side and keeps at least (hi - lo) / 2
- * binades of headroom against overflow (never the top of a bottom-open
- * window: no headroom, GradScaler's state just before its next overflow).
- * One exception: never below 2^0 where 2^0 fits; 2^0 is training without a
- * scaler, and a scale below 1 is only for gradients that overflow fp16
- * unscaled. The search range does not enter the rule. */
-int mp_loss_scale_pick(int lo, int hi);
+ * to the two true edges is largest: their middle, rounded down, so that an
+ * odd binade of margin goes to the overflow side (an overflow costs more
+ * than a flush). One exception: never below 2^0 where 2^0 fits; 2^0 is
+ * training without a scaler, and a scale below 1 is only for gradients that
+ * overflow fp16 unscaled. The pick stays in [lo, hi] (the search range): a
+ * middle beyond it gives the window's nearest end, the most margin the
+ * searched scales have. Values all at 2^-40 fit [16, 32] as searched and up
+ * to 2^55 in truth: the pick is 2^32 (values at 2^-8, fp16 normals), not the
+ * window's middle 2^24 (values at 2^-16, fp16 subnormals with 9 significant
+ * bits). */
+int mp_loss_scale_pick(int lo, int hi, int beyond_lo, int beyond_hi);
 /* The share of s's finite non-zero values that are fp16 subnormals once
  * scaled by 2^scale_log2: exact at 0, an upper bound elsewhere where a binade
  * straddles fp16's normal minimum. Compared with MP_ADVICE_FP16_SUBNORMAL_NOTE. */

@@ -127,7 +127,7 @@ int mp_shadow_loss_scale_log2(const mp_stats *s) {
   mp_advice a;
   mp_advise(s, NULL, &a);
   if (a.fp16 == MP_FP16_SAFE || !a.has_window) return 0;
-  return mp_loss_scale_pick(a.window_lo, a.window_hi);
+  return mp_loss_scale_pick(a.window_lo, a.window_hi, a.beyond_lo, a.beyond_hi);
 }
 
 /* --- operands --- */

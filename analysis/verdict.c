@@ -1,6 +1,7 @@
 /* The layer verdict (verdict.h): a pure function of the tensors' advice. */
 #include "verdict.h"
 
+#include <limits.h>
 #include <stdlib.h>
 
 const char *mp_tclass_name(mp_tclass c) {
@@ -46,6 +47,7 @@ int mp_layer_verdict_of(const mp_verdict_tensor *t, size_t n, const mp_advice_pa
   if (!v->reasons) return -1;
   bool fwd16 = true, grad1 = true, gwin = true, bf16 = true, wide_failed = false;
   int lo = p->scale_log2_min, hi = p->scale_log2_max;
+  int true_lo = INT_MIN, true_hi = INT_MAX; /* the true edges' intersection */
   uint64_t nz = 0, ovf16 = 0, unf16 = 0, ovfb = 0, unfb = 0;
   for (size_t i = 0; i < n; i++) {
     const mp_verdict_tensor *x = &t[i];
@@ -95,6 +97,8 @@ int mp_layer_verdict_of(const mp_verdict_tensor *t, size_t n, const mp_advice_pa
     }
     if (d->window_lo > lo) lo = d->window_lo;
     if (d->window_hi < hi) hi = d->window_hi;
+    if (d->window_lo - d->beyond_lo > true_lo) true_lo = d->window_lo - d->beyond_lo;
+    if (d->window_hi + d->beyond_hi < true_hi) true_hi = d->window_hi + d->beyond_hi;
     if (d->window_estimate) v->window_estimate = true;
     if (d->fp16 != MP_FP16_SAFE) note(v, MP_REASON_GRAD_WINDOW, (int)i);
   }
@@ -132,6 +136,8 @@ int mp_layer_verdict_of(const mp_verdict_tensor *t, size_t n, const mp_advice_pa
       v->has_window = true;
       v->window_lo = lo;
       v->window_hi = hi;
+      v->beyond_lo = lo - true_lo;
+      v->beyond_hi = true_hi - hi;
     } else {
       gwin = false;
       note(v, MP_REASON_WINDOWS_DISJOINT, -1);

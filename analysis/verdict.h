@@ -82,6 +82,7 @@ typedef struct mp_layer_verdict {
   bool has_gradients;
   bool has_window; /* fp16 layers only: every gradient fits for 2^k, k in [window_lo, window_hi] */
   int window_lo, window_hi;
+  int beyond_lo, beyond_hi; /* the intersection's, as mp_advice's (scales past the search range) */
   bool window_estimate;
   bool nonfinite_wide;                           /* some tensor's nonfinite_wide decided fp32 */
   int fp8_e4m3_fits;                             /* -1: no forward tensors, or no verdict */

@@ -463,6 +463,8 @@ static int judge(const mp_advice_params *prm, mpprof_layer *l) {
   a->has_window = v.has_window;
   a->window_lo = v.window_lo;
   a->window_hi = v.window_hi;
+  a->beyond_lo = v.beyond_lo;
+  a->beyond_hi = v.beyond_hi;
   a->window_estimate = v.window_estimate;
   a->fp8_e4m3_fits = v.fp8_e4m3_fits;
   a->fp8_e5m2_fits = v.fp8_e5m2_fits;
@@ -521,13 +523,15 @@ int mpprof_global_loss_scale(mpprof_model *m) {
   g->window_lo = g->window_hi = g->recommended_log2 = 0;
   g->limited_by = cJSON_CreateArray();
   if (!g->limited_by) return -1;
-  int lo = INT32_MIN, hi = INT32_MAX;
+  int lo = INT32_MIN, hi = INT32_MAX, true_lo = INT32_MIN, true_hi = INT32_MAX;
   for (size_t i = 0; i < m->n_layers; i++) {
     const mpprof_layer_advice *a = &m->layers[i].adv;
     if (!a->has_window || (a->rec != MP_REC_FP16 && a->rec != MP_REC_FP16_LOSS_SCALE)) continue;
     g->applicable = true;
     if (a->window_lo > lo) lo = a->window_lo;
     if (a->window_hi < hi) hi = a->window_hi;
+    if (a->window_lo - a->beyond_lo > true_lo) true_lo = a->window_lo - a->beyond_lo;
+    if (a->window_hi + a->beyond_hi < true_hi) true_hi = a->window_hi + a->beyond_hi;
   }
   if (!g->applicable) return 0;
   g->has_window = lo <= hi;
@@ -543,7 +547,7 @@ int mpprof_global_loss_scale(mpprof_model *m) {
   if (g->has_window) {
     g->window_lo = lo;
     g->window_hi = hi;
-    g->recommended_log2 = mp_loss_scale_pick(lo, hi);
+    g->recommended_log2 = mp_loss_scale_pick(lo, hi, lo - true_lo, true_hi - hi);
     g->needed = !(lo <= 0 && 0 <= hi);
     /* A layer's fp16 gradient at the flush edge (mostly subnormal as
      * recorded: what it lost flushed before mpprof saw it) needs a larger

@@ -259,7 +259,7 @@ int mpprof_chart_scale(const mpprof_model *m, const mpprof_layer *l) {
   const mpprof_applied_scale *g = &m->loss_scale;
   if (g->has_window && g->recommended_log2 >= a->window_lo && g->recommended_log2 <= a->window_hi)
     return g->recommended_log2;
-  return mp_loss_scale_pick(a->window_lo, a->window_hi);
+  return mp_loss_scale_pick(a->window_lo, a->window_hi, a->beyond_lo, a->beyond_hi);
 }
 
 void mpprof_chart_range(const mpprof_model *m, const bool *charted, int *ret_lo, int *ret_hi) {

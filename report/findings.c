@@ -624,11 +624,12 @@ static void gradient_evidence(mpprof_finding *f, const mpprof_layer *l,
  * recommendation when it is in the layer's window (one scale multiplies every
  * gradient, so another one would contradict the summary), else the one the
  * layer's window suggests (mp_loss_scale_pick). */
-static int example_scale_log2(const mpprof_model *m, int wlo, int whi) {
+static int example_scale_log2(const mpprof_model *m, int wlo, int whi, int beyond_lo,
+                              int beyond_hi) {
   const mpprof_applied_scale *g = &m->loss_scale;
   if (g->applicable && g->has_window && g->recommended_log2 >= wlo && g->recommended_log2 <= whi)
     return g->recommended_log2;
-  return mp_loss_scale_pick(wlo, whi);
+  return mp_loss_scale_pick(wlo, whi, beyond_lo, beyond_hi);
 }
 
 /* Every scale the program declared lies in [2^wlo, 2^whi]. */
@@ -644,6 +645,8 @@ static int rule_gradient_underflow(mpprof_model *m, const mpprof_layer *l) {
   if (!gu || !(a->has_window || gu->adv.has_window)) return 0;
   int wlo = a->has_window ? a->window_lo : gu->adv.window_lo;
   int whi = a->has_window ? a->window_hi : gu->adv.window_hi;
+  int blo = a->has_window ? a->beyond_lo : gu->adv.beyond_lo;
+  int bhi = a->has_window ? a->beyond_hi : gu->adv.beyond_hi;
   bool scaled = a->rec == MP_REC_FP16_LOSS_SCALE;
   /* A program that already applies a scale of the window needs nothing: the
    * unscaled share is what it would lose at scale 1, not what it loses. */
@@ -683,7 +686,7 @@ static int rule_gradient_underflow(mpprof_model *m, const mpprof_layer *l) {
                       : strdup("nothing to change: keep the loss scale in that window"))
       : scaled ? mpprof_asprintf("train this layer in fp16 with a loss scale in [2^%d, 2^%d] "
                                  "(e.g. 2^%d), or use bf16",
-                                 wlo, whi, example_scale_log2(m, wlo, whi))
+                                 wlo, whi, example_scale_log2(m, wlo, whi, blo, bhi))
                : mpprof_asprintf("nothing for the gradients alone: the layer is advised %s "
                                  "for its other tensors",
                                  mp_recommendation_name(a->rec)));

@@ -427,6 +427,7 @@ typedef struct mpprof_layer_advice {
   mp_recommendation rec;
   bool has_window; /* gradients present and their windows intersect */
   int window_lo, window_hi;
+  int beyond_lo, beyond_hi; /* scales past the search range that fit too (mp_advice) */
   bool window_estimate;
   bool has_gradients;
   int fp8_e4m3_fits; /* -1: no forward tensors, or no verdict */

@@ -236,8 +236,13 @@ static void print_verdict(const mp_advice *a, const mp_advice_params *p) {
     break;
   }
   putchar('\n');
-  if (a->has_window)
-    printf("  loss scale  2^%d .. 2^%d fits fp16%s\n", a->window_lo, a->window_hi, est);
+  if (a->has_window) {
+    printf("  loss scale  2^%d .. 2^%d fits fp16%s", a->window_lo, a->window_hi, est);
+    if (a->beyond_lo || a->beyond_hi) /* the search range cut the window: its true edges */
+      printf(" (searched 2^%d .. 2^%d; 2^%d .. 2^%d fits in all)", p->scale_log2_min,
+             p->scale_log2_max, a->window_lo - a->beyond_lo, a->window_hi + a->beyond_hi);
+    putchar('\n');
+  }
   printf("  bf16        %s\n", a->bf16_ok ? "fits" : "does not fit (overflow or too much flushed)");
   const mp_fp8_advice *f8[2] = {&a->fp8_e4m3, &a->fp8_e5m2};
   const char *names[2] = {"fp8_e4m3", "fp8_e5m2"};
@@ -270,10 +275,12 @@ static bool print_fp16_precision(const mp_stats *s, const mp_advice *a, int k) {
 
 static void print_todo(const mp_stats *s, const mp_advice *a) {
   printf("  recommended %s\n", mp_advice_recommended_name(a));
-  bool subnormal = a->recommended == MP_REC_FP16 ? print_fp16_precision(s, a, 0)
-                   : a->recommended == MP_REC_FP16_LOSS_SCALE
-                       ? print_fp16_precision(s, a, mp_loss_scale_pick(a->window_lo, a->window_hi))
-                       : false;
+  bool subnormal =
+      a->recommended == MP_REC_FP16 ? print_fp16_precision(s, a, 0)
+      : a->recommended == MP_REC_FP16_LOSS_SCALE
+          ? print_fp16_precision(
+                s, a, mp_loss_scale_pick(a->window_lo, a->window_hi, a->beyond_lo, a->beyond_hi))
+          : false;
   printf("  what to do  ");
   if (a->nonfinite_input) printf("the tensor already holds NaN/Inf: find where they come from; ");
   switch (a->recommended) {
@@ -288,7 +295,8 @@ static void print_todo(const mp_stats *s, const mp_advice *a) {
      * window) does not fit fp16 and needs what bf16_ok says. */
     printf("if a gradient: fp16 with a loss scale in [2^%d, 2^%d], e.g. 2^%d (a dynamic scaler "
            "must stay in that window)%s; a weight or activation takes no loss scale: %s.\n",
-           a->window_lo, a->window_hi, mp_loss_scale_pick(a->window_lo, a->window_hi),
+           a->window_lo, a->window_hi,
+           mp_loss_scale_pick(a->window_lo, a->window_hi, a->beyond_lo, a->beyond_hi),
            subnormal ? ", see the precision above" : "",
            a->bf16_ok ? "use bf16" : "keep fp32 (bf16 does not hold it either)");
     break;

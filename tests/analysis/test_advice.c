@@ -203,6 +203,8 @@ static void loss_scale_window_edges_come_from_min_abs_and_absmax(void **state) {
   assert_string_equal(mp_fp16_verdict_name(a.fp16), "loss_scale");
   mp_advise(&s, NULL, &a);
   assert_int_equal(a.window_hi, 32);
+  assert_int_equal(a.beyond_hi, 12); /* the true edge 44 */
+  assert_int_equal(a.beyond_lo, 0);
 }
 
 /* One value in 2^-31 and many spread over 2^-30's binade: at 2^5 the big
@@ -860,59 +862,115 @@ static void underflow_threshold_is_a_parameter(void **state) {
   assert_int_equal(a.fp16, MP_FP16_SAFE);
 }
 
-/* mp_loss_scale_pick at its boundaries: the middle, rounded down so that
- * the odd binade of margin is headroom against overflow, whether a side is
- * bounded by values or is only the search range's end (open: the margin
- * toward it is at least what was searched); 2^0 when 2^0 fits and the
- * middle is below it. */
+/* mp_loss_scale_pick at its boundaries: the middle of the window's true
+ * edges, rounded down so that the odd binade of margin is headroom against
+ * overflow; 2^0 when 2^0 fits and the middle is below it; inside the window
+ * (the search range) when the true middle lies beyond it. */
 static void the_suggested_loss_scale_at_its_boundaries(void **state) {
   (void)state;
-  assert_int_equal(mp_loss_scale_pick(10, 20), 15);  /* both sides bounded: the middle */
-  assert_int_equal(mp_loss_scale_pick(10, 13), 11);  /* 2 binades to overflow, 1 to flush */
-  assert_int_equal(mp_loss_scale_pick(-12, -4), -8); /* below 1 where 1 does not fit */
-  assert_int_equal(mp_loss_scale_pick(-13, -4), -9); /* rounded down: toward more headroom */
-  assert_int_equal(mp_loss_scale_pick(-3, 20), 8);   /* 2^0 fits, the middle is above */
-  assert_int_equal(mp_loss_scale_pick(-20, 3), 0);   /* the middle -9 was below 2^0 */
-  assert_int_equal(mp_loss_scale_pick(0, 0), 0);
-  assert_int_equal(mp_loss_scale_pick(7, 7), 7);
-  assert_int_equal(mp_loss_scale_pick(-32, 8), 0); /* bottom-open, 2^0 fits */
-  /* Open at the default range's bottom: the top -5 left no headroom (the
-   * next doubling overflows); the middle keeps 14 binades each way. */
-  assert_int_equal(mp_loss_scale_pick(-32, -5), -19);
-  assert_int_equal(mp_loss_scale_pick(-31, -5), -18); /* bounded: the same rule */
-  assert_int_equal(mp_loss_scale_pick(10, 32), 21);   /* open at the top: the same rule */
-  assert_int_equal(mp_loss_scale_pick(-32, 32), 0);   /* open both ways */
+  assert_int_equal(mp_loss_scale_pick(10, 20, 0, 0), 15);  /* both sides bounded: the middle */
+  assert_int_equal(mp_loss_scale_pick(10, 13, 0, 0), 11);  /* 2 binades to overflow, 1 to flush */
+  assert_int_equal(mp_loss_scale_pick(-12, -4, 0, 0), -8); /* below 1 where 1 does not fit */
+  assert_int_equal(mp_loss_scale_pick(-13, -4, 0, 0), -9); /* rounded down: more headroom */
+  assert_int_equal(mp_loss_scale_pick(-3, 20, 0, 0), 8);   /* 2^0 fits, the middle is above */
+  assert_int_equal(mp_loss_scale_pick(-20, 3, 0, 0), 0);   /* the middle -9 was below 2^0 */
+  assert_int_equal(mp_loss_scale_pick(0, 0, 0, 0), 0);
+  assert_int_equal(mp_loss_scale_pick(7, 7, 0, 0), 7);
+  assert_int_equal(mp_loss_scale_pick(-32, 8, 0, 0), 0); /* 2^0 fits */
+  assert_int_equal(mp_loss_scale_pick(-32, 8, 5, 0), 0); /* true bottom -37: 2^0 still */
+  assert_int_equal(mp_loss_scale_pick(-32, -5, 0, 0), -19);
+  assert_int_equal(mp_loss_scale_pick(-31, -5, 0, 0), -18);
+  /* The search range cut the window: the true edges' middle, not the
+   * window's. Values near 2^-40 fit [16, 32] of the default range and up to
+   * 2^55 in truth: the middle 35 is past the range, so its end 32 (the
+   * window's middle 24 left them fp16 subnormals). */
+  assert_int_equal(mp_loss_scale_pick(16, 32, 0, 23), 32);
+  assert_int_equal(mp_loss_scale_pick(10, 32, 0, 4), 23);     /* true [10, 36]: 23, not 21 */
+  assert_int_equal(mp_loss_scale_pick(-32, -25, 39, 0), -32); /* values near 2^40 */
+  assert_int_equal(mp_loss_scale_pick(-32, -5, 3, 0), -20);   /* true [-35, -5] */
+  assert_int_equal(mp_loss_scale_pick(-32, 32, 100, 3), 0);   /* 2^0 fits */
 }
 
-/* The pick against its definition at every window of a range wider than the
- * default search range: inside the window; where 2^0 is outside it, the
- * largest smaller margin of any scale in the window, with the headroom
- * against overflow at least the margin to the flush side; where 2^0 is
- * inside, 2^0 or above it. Open windows (lo or hi at -32 or 32) are among
- * them and get no other rule. */
+/* The pick against its definition at every window of true edges in
+ * [-40, 40] seen through the default search range [-32, 32] (the window is
+ * their intersection, beyond_lo and beyond_hi what it cut off): inside the
+ * window; where 2^0 is outside it, the largest smaller margin to the true
+ * edges of any scale in the window, with the headroom against overflow at
+ * least the margin to the flush side where the window allows; where 2^0 is
+ * inside, 2^0 or above it. */
 static void the_suggested_loss_scale_keeps_the_most_margin(void **state) {
   (void)state;
-  for (int lo = -40; lo <= 40; lo++)
-    for (int hi = lo; hi <= 40; hi++) {
-      int k = mp_loss_scale_pick(lo, hi);
-      if (k < lo || k > hi) fail_msg("[%d, %d]: %d outside", lo, hi, k);
+  for (int tlo = -40; tlo <= 40; tlo++)
+    for (int thi = tlo; thi <= 40; thi++) {
+      int lo = tlo < -32 ? -32 : tlo, hi = thi > 32 ? 32 : thi;
+      if (lo > hi) continue;
+      int k = mp_loss_scale_pick(lo, hi, lo - tlo, thi - hi);
+      if (k < lo || k > hi) fail_msg("[%d, %d] of [%d, %d]: %d outside", lo, hi, tlo, thi, k);
       int best = 0;
       for (int j = lo; j <= hi; j++) {
-        int m = hi - j < j - lo ? hi - j : j - lo;
+        int m = thi - j < j - tlo ? thi - j : j - tlo;
         if (m > best) best = m;
       }
-      int m = hi - k < k - lo ? hi - k : k - lo;
-      bool most = m == best && hi - k >= k - lo;
+      int m = thi - k < k - tlo ? thi - k : k - tlo;
+      bool most = m == best && (thi - k >= k - tlo || k == lo);
       if (lo <= 0 && 0 <= hi ? !(k == 0 || (k > 0 && most)) : !most)
-        fail_msg("[%d, %d]: 2^%d keeps %d binades to overflow and %d to flush; the most is %d", lo,
-                 hi, k, hi - k, k - lo, best);
+        fail_msg("[%d, %d] of [%d, %d]: 2^%d keeps %d binades to overflow and %d to flush; the "
+                 "most is %d",
+                 lo, hi, tlo, thi, k, thi - k, k - tlo, best);
     }
+}
+
+/* Values all at 2^-40 (or 2^40): the default search range cuts the window at
+ * its top (bottom). The record tells the true edges (the overflow edge from
+ * absmax exactly, the flush edge from the histogram), and the pick keeps the
+ * values fp16 normals with headroom against overflow both ways. */
+static void a_window_cut_by_the_search_range_picks_from_its_true_edges(void **state) {
+  (void)state;
+  float v[100];
+  for (int i = 0; i < 100; i++)
+    v[i] = 0x1p-40f;
+  mp_stats s;
+  record_of(&s, v, 100);
+  mp_advice a;
+  mp_advise(&s, NULL, &a);
+  assert_true(a.has_window);
+  assert_int_equal(a.window_lo, 16); /* 2^-24, fp16's smallest subnormal */
+  assert_int_equal(a.window_hi, 32); /* the search range's end */
+  assert_int_equal(a.beyond_lo, 0);
+  assert_int_equal(a.window_hi + a.beyond_hi, 55); /* 2^15; 2^16 overflows */
+  int k = mp_loss_scale_pick(a.window_lo, a.window_hi, a.beyond_lo, a.beyond_hi);
+  assert_true(ldexp(0x1p-40, k) >= 0x1p-14);  /* an fp16 normal: 11 significant bits */
+  assert_true(ldexp(0x1p-40, k + 8) < 65504); /* many doublings of headroom */
+  assert_true(mp_fp16_subnormal_share(&s, k) == 0);
+
+  for (int i = 0; i < 100; i++)
+    v[i] = 0x1p40f;
+  record_of(&s, v, 100);
+  mp_advise(&s, NULL, &a);
+  assert_true(a.has_window);
+  assert_int_equal(a.window_lo, -32);
+  assert_int_equal(a.window_hi, -25);               /* 2^15; 2^16 overflows */
+  assert_int_equal(a.window_lo - a.beyond_lo, -64); /* 2^-24 */
+  assert_int_equal(a.beyond_hi, 0);
+  k = mp_loss_scale_pick(a.window_lo, a.window_hi, a.beyond_lo, a.beyond_hi);
+  assert_int_equal(k, -32); /* the true middle -45 is past the range: its end, 7 binades of
+                               headroom (the window's middle -29 kept 4) */
+  /* A search range that reaches the true edges finds the same window and
+   * nothing beyond. */
+  mp_advice_params p;
+  mp_advice_params_default(&p);
+  p.scale_log2_min = -100;
+  mp_advise(&s, &p, &a);
+  assert_int_equal(a.window_lo, -64);
+  assert_int_equal(a.beyond_lo, 0);
+  assert_int_equal(mp_loss_scale_pick(a.window_lo, a.window_hi, a.beyond_lo, a.beyond_hi), -45);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(the_suggested_loss_scale_at_its_boundaries),
       cmocka_unit_test(the_suggested_loss_scale_keeps_the_most_margin),
+      cmocka_unit_test(a_window_cut_by_the_search_range_picks_from_its_true_edges),
       cmocka_unit_test(scaled_casts_bound_the_truth_and_window_matches_brute_force),
       cmocka_unit_test(window_equals_the_per_scale_computation),
       cmocka_unit_test(scale_one_uses_the_exact_record_counts),

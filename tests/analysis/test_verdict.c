@@ -72,6 +72,34 @@ static void underflowing_gradients_with_a_common_window_give_fp16_loss_scale(voi
   mp_layer_verdict_free(&v);
 }
 
+/* Windows the search range cut: the layer's window is the intersection of
+ * the windows shown, its true edges (beyond_lo, beyond_hi) the intersection
+ * of the gradients' true edges, whichever gradient binds them. */
+static void the_true_edges_of_cut_windows_intersect_too(void **state) {
+  (void)state;
+  mp_advice f = fits_all(), g1 = fits_all(), g2 = fits_all();
+  g1.fp16 = g2.fp16 = MP_FP16_LOSS_SCALE;
+  g1.window_lo = 16, g1.window_hi = 32, g1.beyond_hi = 23; /* truly [16, 55] */
+  g2.window_lo = 10, g2.window_hi = 32, g2.beyond_hi = 4;  /* truly [10, 36] */
+  mp_verdict_tensor t[] = {in(MP_TCLASS_FORWARD, &f), in(MP_TCLASS_GRADIENT, &g1),
+                           in(MP_TCLASS_GRADIENT, &g2)};
+  mp_layer_verdict v;
+  assert_int_equal(mp_layer_verdict_of(t, 3, &prm, &v), 0);
+  assert_int_equal(v.window_lo, 16);
+  assert_int_equal(v.window_hi, 32);
+  assert_int_equal(v.beyond_lo, 0);
+  assert_int_equal(v.beyond_hi, 4); /* [16, 36] */
+  mp_layer_verdict_free(&v);
+  g1.window_lo = -32, g1.window_hi = -5, g1.beyond_lo = 3, g1.beyond_hi = 0; /* [-35, -5] */
+  g2.window_lo = -32, g2.window_hi = -2, g2.beyond_lo = 9, g2.beyond_hi = 0; /* [-41, -2] */
+  assert_int_equal(mp_layer_verdict_of(t, 3, &prm, &v), 0);
+  assert_int_equal(v.window_lo, -32);
+  assert_int_equal(v.window_hi, -5);
+  assert_int_equal(v.beyond_lo, 3);
+  assert_int_equal(v.beyond_hi, 0);
+  mp_layer_verdict_free(&v);
+}
+
 static void disjoint_gradient_windows_fall_back_to_bf16(void **state) {
   (void)state;
   mp_advice f = fits_all(), g1 = fits_all(), g2 = fits_all();
@@ -270,6 +298,7 @@ int main(void) {
       cmocka_unit_test_setup(forward_and_gradients_that_fit_give_fp16, setup),
       cmocka_unit_test_setup(underflowing_gradients_with_a_common_window_give_fp16_loss_scale,
                              setup),
+      cmocka_unit_test_setup(the_true_edges_of_cut_windows_intersect_too, setup),
       cmocka_unit_test_setup(disjoint_gradient_windows_fall_back_to_bf16, setup),
       cmocka_unit_test_setup(a_forward_overflow_is_not_rescued_by_a_loss_scale, setup),
       cmocka_unit_test_setup(a_forward_underflow_beyond_the_allowance_is_named_as_such, setup),

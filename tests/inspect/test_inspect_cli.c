@@ -420,6 +420,28 @@ static void summary_names_verdict_and_what_to_do(void **st) {
   run_free(&r);
 }
 
+/* Values all at 2^-40: the search range cuts the window at 2^32; the line
+ * says how far it truly reaches (2^55: 2^-40 * 2^56 overflows), and the
+ * scale suggested is the window's end nearest the true middle 2^35, at which
+ * the values are fp16 normals (no precision line): the window's own middle
+ * 2^24 left them subnormals. */
+static void a_window_cut_by_the_search_range_shows_its_true_edges(void **st) {
+  (void)st;
+  float v[64];
+  for (int i = 0; i < 64; i++)
+    v[i] = 0x1p-40f;
+  write_small_npy("tiny_grad.npy", v, 64);
+  char *argv[] = {(char *)mpprof_path, "inspect", (char *)tmp_path("tiny_grad.npy"), NULL};
+  run_result r = run(argv);
+  assert_int_equal(r.status, 0);
+  assert_non_null(strstr(
+      r.out,
+      "loss scale  2^16 .. 2^32 fits fp16 (searched 2^-32 .. 2^32; 2^16 .. 2^55 fits in all)\n"));
+  assert_non_null(strstr(r.out, "fp16 with a loss scale in [2^16, 2^32], e.g. 2^32 "));
+  assert_null(strstr(r.out, "precision"));
+  run_free(&r);
+}
+
 /* A file does not say whether a tensor is a gradient, and only gradients
  * take a loss scale: a weight too large for fp16 (a window of scales below 1)
  * is told what a gradient would do and what it needs as a weight (bf16), not
@@ -747,6 +769,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(a_safetensors_header_length_beyond_the_file_is_named),
       cmocka_unit_test(control_characters_of_names_are_escaped),
       cmocka_unit_test(summary_names_verdict_and_what_to_do),
+      cmocka_unit_test(a_window_cut_by_the_search_range_shows_its_true_edges),
       cmocka_unit_test(raw_file_is_read_with_dtype_and_shape),
       cmocka_unit_test(fp16_subnormal_values_are_named_with_their_precision),
       cmocka_unit_test(a_loss_scale_is_advised_for_gradients_only),
