@@ -334,15 +334,7 @@ int mpprof_model_merge_site(mpprof_model *m, size_t idx, mpprof_site *s) {
 /* Room for need sites. Not mpprof_grow: no zeroing of pages not used yet
  * (a page of the array costs memory only once a site is written to it). */
 static int reserve(mpprof_model *m, size_t need) {
-  if (need <= m->cap_sites) return 0;
-  size_t cap = m->cap_sites ? m->cap_sites : 16;
-  while (cap < need)
-    cap *= 2;
-  mpprof_site *ns = realloc(m->sites, cap * sizeof *ns);
-  if (!ns) return -1;
-  m->sites = ns;
-  m->cap_sites = cap;
-  return 0;
+  return mpprof_reserve((void **)&m->sites, &m->cap_sites, need, sizeof *m->sites);
 }
 
 size_t mpprof_model_stage(mpprof_model *m, size_t k) {

@@ -2197,8 +2197,7 @@ static int event_fast(const char *t, size_t n, sf_value ret[6]) {
 
 static int parse_file(walk *w, const char *path, mpprof_model *m, mpprof_process *p,
                       size_t **ret_at, mpprof_pending **ret_pend, size_t **ret_into,
-                      id_map **ret_ids, mpprof_event **ret_ev, mp_stats *scratch, char *err,
-                      size_t errlen) {
+                      id_map **ret_ids, mp_stats *scratch, char *err, size_t errlen) {
   int walked = walk_top(w);
   if (walked) note_shrink(w);
   if (w->oom) return -1;
@@ -2228,13 +2227,17 @@ static int parse_file(walk *w, const char *path, mpprof_model *m, mpprof_process
   mpprof_pending *pend = calloc(ns ? ns : 1, sizeof *pend);
   size_t *into = malloc((ns ? ns : 1) * sizeof *into);
   id_map *ids = calloc(ns ? ns : 1, sizeof *ids);
-  mpprof_event *ev = calloc(w->events.n ? w->events.n : 1, sizeof *ev);
   *ret_at = at;
   *ret_pend = pend;
   *ret_into = into;
   *ret_ids = ids;
-  *ret_ev = ev;
-  if (!at || !pend || !into || !ids || !ev) return -1;
+  /* Event i is staged after the model's events (m->events[m->n_events + i]),
+   * as new sites are after its sites: the commit completes them in place. */
+  if (!at || !pend || !into || !ids ||
+      mpprof_reserve((void **)&m->events, &m->cap_events, m->n_events + w->events.n,
+                     sizeof *m->events))
+    return -1;
+  mpprof_event *ev = m->events + m->n_events;
   for (size_t i = 0; i < ns; i++) {
     const char *t = element(w, &w->sites, i);
     if (!t) return element_failed(w, err, errlen);
@@ -2418,11 +2421,9 @@ static int read_raw_at(mpprof_model *m, int dir_fd, const char *name, const char
   size_t *at = NULL, committed = 0; /* sites of the file the model holds */
   mpprof_pending *pend = NULL;
   id_map *ids = NULL;
-  mpprof_event *ev = NULL;
   size_t *into = NULL;
-  int rc = scratch
-               ? parse_file(&w, path, m, &p, &at, &pend, &into, &ids, &ev, scratch, err, sizeof err)
-               : -1;
+  int rc =
+      scratch ? parse_file(&w, path, m, &p, &at, &pend, &into, &ids, scratch, err, sizeof err) : -1;
   size_t ns = w.sites.n;
   bool dup = false;
   if (rc == 0)
@@ -2438,8 +2439,6 @@ static int read_raw_at(mpprof_model *m, int dir_fd, const char *name, const char
     /* Commit: nothing above changed what the model holds (new sites are
      * staged after its own). */
     if (mpprof_grow((void **)&m->procs, &m->cap_procs, m->n_procs + 1, sizeof *m->procs) ||
-        mpprof_grow((void **)&m->events, &m->cap_events, m->n_events + w.events.n,
-                    sizeof *m->events) ||
         mpprof_grow((void **)&m->ranges, &m->cap_ranges, m->n_ranges + w.ranges.n,
                     sizeof *m->ranges) ||
         mpprof_grow((void **)&m->kevents, &m->cap_kevents, m->n_kevents + w.kevents.n,
@@ -2467,10 +2466,10 @@ static int read_raw_at(mpprof_model *m, int dir_fd, const char *name, const char
         }
         mpprof_pending_free(&pend[i]); /* early: the merge may allocate */
       }
-      for (size_t i = 0; rc == 0 && i < w.events.n; i++) {
-        ev[i].site = (uint32_t)idx[ev[i].site];
-        ev[i].proc = proc;
-        m->events[m->n_events++] = ev[i];
+      for (size_t i = 0; rc == 0 && i < w.events.n; i++) { /* staged by parse_file */
+        mpprof_event *e = &m->events[m->n_events++];
+        e->site = (uint32_t)idx[e->site];
+        e->proc = proc;
       }
       for (size_t i = 0; rc == 0 && i < w.ranges.n; i++) {
         w.rg[i].proc = proc;
@@ -2525,7 +2524,6 @@ static int read_raw_at(mpprof_model *m, int dir_fd, const char *name, const char
   free(pend);
   free(into);
   free(ids);
-  free(ev);
   mpprof_process_free(&p);
   free(scratch);
   cJSON_Delete(w.header);

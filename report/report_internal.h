@@ -1205,7 +1205,11 @@ char *mpprof_argv_line(const cJSON *argv);
 /* Sets *e (NULL: nothing) to the formatted message and errnum. */
 void mpprof_error_set(mpprof_error *e, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Room for need elements of elem bytes in *p of capacity *cap (doubling);
+ * mpprof_grow zeroes the new room, mpprof_reserve does not (its pages cost
+ * memory only once written: for arrays filled whole). 0 or -1 (memory). */
 int mpprof_grow(void **p, size_t *cap, size_t need, size_t elem);
+int mpprof_reserve(void **p, size_t *cap, size_t need, size_t elem);
 /* s escaped for HTML text and attribute values (the page and diff.html). */
 void mpprof_html(FILE *f, const char *s);
 /* Percent of a count over a base, 0 when base is 0. */

@@ -47,19 +47,81 @@ typedef struct slice {
   int64_t flow; /* kernels: index of the launching event, -1 none */
 } slice;
 
+/* The slices to write, 8 bytes each: kind and index of the range, event,
+ * kernel event or rebuilt layer slice, the rest read from the model when
+ * sorted and written (at 100k sites a record of each slice, and the sort's
+ * copy of them, were the report's peak memory). */
 typedef struct slices {
-  slice *v;
-  size_t n, cap;
+  const mpprof_model *m;
+  uint64_t *v; /* kind << 62 | index */
+  size_t n;
+  slice *layers; /* rebuilt layer slices (processes without ranges) */
+  size_t n_layers, cap_layers;
+  const char **kname; /* kernel event i: its name as shown */
+  int64_t *flow;      /* kernel event i: the launching event, -1 none */
 } slices;
 
-static int push(slices *s, slice x) {
-  if (mpprof_grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v)) return -1;
-  s->v[s->n++] = x;
-  return 0;
+#define REF_KIND_SHIFT 62
+#define REF(kind, i) ((uint64_t)(kind) << REF_KIND_SHIFT | (uint64_t)(i))
+
+/* What the slices are sorted by (name, len and flow left out). */
+static void sort_view(const slices *s, uint64_t ref, slice *ret) {
+  size_t i = (size_t)(ref & ((UINT64_C(1) << REF_KIND_SHIFT) - 1));
+  const mpprof_model *m = s->m;
+  switch ((slice_kind)(ref >> REF_KIND_SHIFT)) {
+  case SL_RANGE: {
+    const mpprof_range *r = &m->ranges[i];
+    *ret = (slice){.proc = r->proc,
+                   .tid = r->thread,
+                   .start = r->start_ns,
+                   .dur = r->end_ns - r->start_ns,
+                   .kind = SL_RANGE,
+                   .item = i};
+    break;
+  }
+  case SL_LAYER:
+    *ret = s->layers[i];
+    break;
+  case SL_OP: {
+    const mpprof_event *e = &m->events[i];
+    *ret = (slice){.proc = e->proc,
+                   .tid = e->thread,
+                   .start = e->t_ns,
+                   .dur = e->dur_ns,
+                   .kind = SL_OP,
+                   .item = i};
+    break;
+  }
+  default: {
+    const mpprof_kevent *k = &m->kevents[i];
+    *ret = (slice){.proc = k->proc,
+                   .tid = k->stream < STREAM_TID_MAX - STREAM_TID_BASE ? STREAM_TID_BASE + k->stream
+                                                                       : STREAM_TID_MAX,
+                   .start = k->start_ns,
+                   .dur = k->end_ns - k->start_ns,
+                   .kind = SL_KERNEL,
+                   .item = i};
+  }
+  }
 }
 
-static int slice_cmp(const void *a, const void *b) {
-  const slice *x = a, *y = b;
+/* The whole slice. */
+static slice view(const slices *s, uint64_t ref) {
+  slice x;
+  sort_view(s, ref, &x);
+  if (x.kind == SL_LAYER) return x;
+  x.flow = x.kind == SL_KERNEL ? s->flow[x.item] : -1;
+  x.name = x.kind == SL_RANGE ? s->m->ranges[x.item].name
+           : x.kind == SL_OP  ? s->m->sites[s->m->events[x.item].site].api
+                              : s->kname[x.item];
+  x.len = strlen(x.name);
+  return x;
+}
+
+static int slice_cmp(const void *a, const void *b, void *ctx) {
+  slice x0, y0, *x = &x0, *y = &y0;
+  sort_view(ctx, *(const uint64_t *)a, x);
+  sort_view(ctx, *(const uint64_t *)b, y);
   if (x->proc != y->proc) return x->proc < y->proc ? -1 : 1;
   if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
   if (x->start != y->start) return x->start < y->start ? -1 : 1;
@@ -82,6 +144,13 @@ static int ev_cmp(const void *a, const void *b, void *ctx) {
   if (x->proc != y->proc) return x->proc < y->proc ? -1 : 1;
   if (x->thread != y->thread) return x->thread < y->thread ? -1 : 1;
   if (x->t_ns != y->t_ns) return x->t_ns < y->t_ns ? -1 : 1;
+  return 0;
+}
+
+static int push_layer(slices *s, slice x) {
+  if (mpprof_reserve((void **)&s->layers, &s->cap_layers, s->n_layers + 1, sizeof *s->layers))
+    return -1;
+  s->layers[s->n_layers++] = x;
   return 0;
 }
 
@@ -116,14 +185,14 @@ static int rebuild_layers(const mpprof_model *m, const bool *has_ranges, slices 
       }
     while (depth > keep && rc == 0) {
       open_slice *s = &stack[--depth];
-      rc = push(out, (slice){.proc = prev->proc,
-                             .tid = prev->thread,
-                             .start = s->start,
-                             .dur = s->end - s->start,
-                             .kind = SL_LAYER,
-                             .name = s->name,
-                             .len = s->len,
-                             .flow = -1});
+      rc = push_layer(out, (slice){.proc = prev->proc,
+                                   .tid = prev->thread,
+                                   .start = s->start,
+                                   .dur = s->end - s->start,
+                                   .kind = SL_LAYER,
+                                   .name = s->name,
+                                   .len = s->len,
+                                   .flow = -1});
     }
     if (!e || rc) break;
     while (*c) {
@@ -270,9 +339,11 @@ static void write_flow(FILE *f, const mpprof_model *m, const slice *s, size_t id
 }
 
 static void write_track_names(FILE *f, const slices *all) {
-  for (size_t i = 0; i < all->n; i++) {
-    const slice *s = &all->v[i];
-    if (i && s->proc == all->v[i - 1].proc && s->tid == all->v[i - 1].tid) continue;
+  slice prev = {0}, cur;
+  for (size_t i = 0; i < all->n; i++, prev = cur) {
+    const slice *s = &cur;
+    sort_view(all, all->v[i], &cur);
+    if (i && s->proc == prev.proc && s->tid == prev.tid) continue;
     sep(f);
     fprintf(f,
             "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu64
@@ -349,68 +420,60 @@ static void shown_names_free(shown_names *t) {
 
 static int collect(const mpprof_model *m, shown_names *names, slices *all, int64_t *ret_t0) {
   bool *has_ranges = calloc(m->n_procs ? m->n_procs : 1, sizeof *has_ranges);
-  call_key *keys = malloc((m->n_events ? m->n_events : 1) * sizeof *keys);
-  int rc = has_ranges && keys ? 0 : -1;
+  size_t nk = m->n_kevents;
+  all->kname = malloc((nk ? nk : 1) * sizeof *all->kname);
+  all->flow = malloc((nk ? nk : 1) * sizeof *all->flow);
+  int rc = has_ranges && all->kname && all->flow ? 0 : -1;
   int64_t t0 = INT64_MAX;
   for (size_t i = 0; rc == 0 && i < m->n_ranges; i++) {
     const mpprof_range *r = &m->ranges[i];
     has_ranges[r->proc] = true;
     if (r->start_ns < t0) t0 = r->start_ns;
-    rc = push(all, (slice){.proc = r->proc,
-                           .tid = r->thread,
-                           .start = r->start_ns,
-                           .dur = r->end_ns - r->start_ns,
-                           .kind = SL_RANGE,
-                           .name = r->name,
-                           .len = strlen(r->name),
-                           .item = i,
-                           .flow = -1});
   }
-  for (size_t i = 0; rc == 0 && i < m->n_events; i++) {
-    const mpprof_event *e = &m->events[i];
-    if (e->t_ns < t0) t0 = e->t_ns;
-    keys[i] = (call_key){e->proc, e->site, (uint32_t)e->call, i};
-    const char *api = m->sites[e->site].api;
-    rc = push(all, (slice){.proc = e->proc,
-                           .tid = e->thread,
-                           .start = e->t_ns,
-                           .dur = e->dur_ns,
-                           .kind = SL_OP,
-                           .name = api,
-                           .len = strlen(api),
-                           .item = i,
-                           .flow = -1});
-  }
-  if (rc == 0) qsort(keys, m->n_events, sizeof *keys, key_cmp);
-  for (size_t i = 0; rc == 0 && i < m->n_kevents; i++) {
-    const mpprof_kevent *k = &m->kevents[i];
-    if (k->start_ns < t0) t0 = k->start_ns;
-    call_key want = {k->proc, k->site, k->call, 0};
-    const call_key *hit = bsearch(&want, keys, m->n_events, sizeof *keys, key_cmp);
-    /* Calls whose events were not kept (cap, older files) have no arrow. */
-    bool linked = hit && m->events[hit->event].call >= 0;
-    const char *name = shown_name(names, k->name);
-    if (!name) {
-      rc = -1;
-      break;
+  for (size_t i = 0; rc == 0 && i < m->n_events; i++)
+    if (m->events[i].t_ns < t0) t0 = m->events[i].t_ns;
+  if (rc == 0 && nk) { /* each kernel's launching call: keys only while they are needed */
+    call_key *keys = malloc((m->n_events ? m->n_events : 1) * sizeof *keys);
+    if (!keys) rc = -1;
+    for (size_t i = 0; rc == 0 && i < m->n_events; i++) {
+      const mpprof_event *e = &m->events[i];
+      keys[i] = (call_key){e->proc, e->site, (uint32_t)e->call, i};
     }
-    rc = push(all, (slice){.proc = k->proc,
-                           .tid = k->stream < STREAM_TID_MAX - STREAM_TID_BASE
-                                      ? STREAM_TID_BASE + k->stream
-                                      : STREAM_TID_MAX,
-                           .start = k->start_ns,
-                           .dur = k->end_ns - k->start_ns,
-                           .kind = SL_KERNEL,
-                           .name = name,
-                           .len = strlen(name),
-                           .item = i,
-                           .flow = linked ? (int64_t)hit->event : -1});
+    if (rc == 0) qsort(keys, m->n_events, sizeof *keys, key_cmp);
+    for (size_t i = 0; rc == 0 && i < nk; i++) {
+      const mpprof_kevent *k = &m->kevents[i];
+      if (k->start_ns < t0) t0 = k->start_ns;
+      call_key want = {k->proc, k->site, k->call, 0};
+      const call_key *hit = bsearch(&want, keys, m->n_events, sizeof *keys, key_cmp);
+      /* Calls whose events were not kept (cap, older files) have no arrow. */
+      bool linked = hit && m->events[hit->event].call >= 0;
+      all->flow[i] = linked ? (int64_t)hit->event : -1;
+      if (!(all->kname[i] = shown_name(names, k->name))) rc = -1;
+    }
+    free(keys);
   }
   if (rc == 0) rc = rebuild_layers(m, has_ranges, all);
   free(has_ranges);
-  free(keys);
+  /* in the order the slices were made before (equal ones keep it) */
+  size_t n = m->n_ranges + m->n_events + nk + all->n_layers;
+  if (rc == 0 && !(all->v = malloc((n ? n : 1) * sizeof *all->v))) rc = -1;
+  for (size_t i = 0; rc == 0 && i < m->n_ranges; i++)
+    all->v[all->n++] = REF(SL_RANGE, i);
+  for (size_t i = 0; rc == 0 && i < m->n_events; i++)
+    all->v[all->n++] = REF(SL_OP, i);
+  for (size_t i = 0; rc == 0 && i < nk; i++)
+    all->v[all->n++] = REF(SL_KERNEL, i);
+  for (size_t i = 0; rc == 0 && i < all->n_layers; i++)
+    all->v[all->n++] = REF(SL_LAYER, i);
   *ret_t0 = t0 == INT64_MAX ? 0 : t0;
   return rc;
+}
+
+static void slices_free(slices *s) {
+  free(s->v);
+  free(s->layers);
+  free(s->kname);
+  free(s->flow);
 }
 
 /* A process whose timeline hit a cap (MPPROF_MAX_EVENTS, MPPROF_MAX_RANGES)
@@ -423,8 +486,9 @@ static int write_cap_marks(FILE *f, const mpprof_model *m, const slices *all, in
   for (size_t i = 0; i < m->n_procs; i++)
     end[i] = t0;
   for (size_t i = 0; i < all->n; i++) {
-    const slice *s = &all->v[i];
-    if (s->start + s->dur > end[s->proc]) end[s->proc] = s->start + s->dur;
+    slice s;
+    sort_view(all, all->v[i], &s);
+    if (s.start + s.dur > end[s.proc]) end[s.proc] = s.start + s.dur;
   }
   for (size_t i = 0; i < m->n_procs; i++) {
     const mpprof_process *p = &m->procs[i];
@@ -472,23 +536,24 @@ static int write_events(const mpprof_model *m, FILE *f) {
     fputs("}}", f);
     free(name);
   }
-  slices all = {0};
+  slices all = {.m = m};
   shown_names names = {0};
   int64_t t0 = 0;
   if (collect(m, &names, &all, &t0)) {
-    free(all.v);
+    slices_free(&all);
     shown_names_free(&names);
     return -1;
   }
-  if (all.n) qsort(all.v, all.n, sizeof *all.v, slice_cmp);
+  if (all.n) qsort_r(all.v, all.n, sizeof *all.v, slice_cmp, &all);
   write_track_names(f, &all);
   size_t flows = 0;
   for (size_t i = 0; i < all.n; i++) {
-    write_slice(f, m, &all.v[i], t0);
-    if (all.v[i].flow >= 0) write_flow(f, m, &all.v[i], ++flows, t0);
+    slice s = view(&all, all.v[i]);
+    write_slice(f, m, &s, t0);
+    if (s.flow >= 0) write_flow(f, m, &s, ++flows, t0);
   }
   int rc = write_cap_marks(f, m, &all, t0);
-  free(all.v);
+  slices_free(&all);
   shown_names_free(&names);
   if (rc) return -1;
   fputs("\n]}\n", f);

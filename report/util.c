@@ -46,16 +46,23 @@ char *mpprof_asprintf(const char *fmt, ...) {
   return ret;
 }
 
-int mpprof_grow(void **p, size_t *cap, size_t need, size_t elem) {
+int mpprof_reserve(void **p, size_t *cap, size_t need, size_t elem) {
   if (need <= *cap) return 0;
   size_t ncap = *cap ? *cap : 16;
   while (ncap < need)
     ncap *= 2;
   void *np = realloc(*p, ncap * elem);
   if (!np) return -1;
-  memset((char *)np + *cap * elem, 0, (ncap - *cap) * elem);
   *p = np;
   *cap = ncap;
+  return 0;
+}
+
+int mpprof_grow(void **p, size_t *cap, size_t need, size_t elem) {
+  size_t old = *cap;
+  if (need <= old) return 0;
+  if (mpprof_reserve(p, cap, need, elem)) return -1;
+  memset((char *)*p + old * elem, 0, (*cap - old) * elem);
   return 0;
 }
 
