@@ -2237,7 +2237,9 @@ static int parse_file(walk *w, const char *path, mpprof_model *m, mpprof_process
       mpprof_reserve((void **)&m->events, &m->cap_events, m->n_events + w->events.n,
                      sizeof *m->events))
     return -1;
-  mpprof_event *ev = m->events + m->n_events;
+  /* NULL while the model holds no event and this file brings none (no
+   * offset to a null pointer: ev is then never indexed). */
+  mpprof_event *ev = m->events ? m->events + m->n_events : NULL;
   for (size_t i = 0; i < ns; i++) {
     const char *t = element(w, &w->sites, i);
     if (!t) return element_failed(w, err, errlen);
