@@ -1,5 +1,6 @@
 /* Safe creation of output files (see safefile.h). */
 #include "common/safefile.h"
+#include "common/utf8.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -274,12 +275,15 @@ int mpp_sf_set_aside(int dir, const char *name, char *ret_tmp) {
   ret_tmp[0] = '\0';
   if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return -errno;
   if (!S_ISREG(st.st_mode)) return -EPERM;
-  if (len + TEMP_SUFFIX_LEN + 3 > sizeof((mpp_sfile *)0)->tmp) return -ENAMETOOLONG;
+  /* The name cut (at a character) where .NAME.XXXXXXXX would pass NAME_MAX:
+   * the caller keeps which name it was. */
+  size_t room = sizeof((mpp_sfile *)0)->tmp - TEMP_SUFFIX_LEN - 3;
+  int keep = (int)mpp_utf8_cut(name, len < room ? len : room);
   for (int attempt = 0; attempt < 100; attempt++) {
     char suffix[TEMP_SUFFIX_LEN + 1];
     random_suffix(suffix, TEMP_SUFFIX_LEN);
     suffix[TEMP_SUFFIX_LEN] = '\0';
-    snprintf(ret_tmp, sizeof((mpp_sfile *)0)->tmp, ".%s.%s", name, suffix);
+    snprintf(ret_tmp, sizeof((mpp_sfile *)0)->tmp, ".%.*s.%s", keep, name, suffix);
     int rc = rename_new(dir, name, ret_tmp);
     if (rc != -EEXIST) {
       if (rc) ret_tmp[0] = '\0';

@@ -99,7 +99,9 @@ int mpp_sf_remove_regular(int dir, const char *name);
  * (ret_tmp, 256 bytes; as mpp_sf_create's: readers of NAME skip it,
  * mpp_sf_is_temp_name() knows it), never replacing anything: a file kept
  * aside until it is known whether it is still wanted (mpp_sf_put_back, or
- * mpp_sf_remove_regular). 0, -EPERM when not a regular file, or -errno. */
+ * mpp_sf_remove_regular). Any name a file can have: one too long for the
+ * temporary's form is cut there (at a character), so the caller keeps the
+ * name to put it back. 0, -EPERM when not a regular file, or -errno. */
 int mpp_sf_set_aside(int dir, const char *name, char *ret_tmp);
 /* Renames tmp (mpp_sf_set_aside's) back to name, never replacing a file
  * made there since. 0 or -errno (-EEXIST). */

@@ -145,6 +145,25 @@ force_keeps_raw_files_of_a_program_that_cannot_start)
     2>"$W/err" || fail "--force run failed: $(cat "$W/err")"
   [ -z "$(ls -A "$W/out/raw")" ] || fail "left in raw/: $(ls -A "$W/out/raw")"
   ;;
+force_sets_aside_raw_files_of_any_name_length)
+  # Raw file names of 246 bytes and more, up to NAME_MAX (here 250, 253 with
+  # a character of two bytes where the name is cut, and 255): set aside as
+  # .NAME.XXXXXXXX they did not fit, and --force stopped with exit 2 ('File
+  # name too long'), where such files were removed before.
+  mkdir -p "$W/out/raw"
+  names=("$(printf 'a%.0s' $(seq 245)).json" "$(printf 'b%.0s' $(seq 242))ééé.json"
+    "$(printf 'c%.0s' $(seq 250)).json")
+  for n in "${names[@]}"; do echo "old $n" >"$W/out/raw/$n" || fail "cannot make $n"; done
+  expect=$(ls -A "$W/out/raw")
+  printf '\0\1not a program\n' >"$W/garbage" && chmod +x "$W/garbage"
+  "$M" -o "$W/out" --force "$W/garbage" 2>"$W/err"
+  rc=$?
+  [ $rc = 126 ] || fail "exit $rc, expected 126: $(cat "$W/err")"
+  [ "$(ls -A "$W/out/raw")" = "$expect" ] || fail "the old raw files were not kept: $(ls -A "$W/out/raw")"
+  for n in "${names[@]}"; do [ "$(cat "$W/out/raw/$n")" = "old $n" ] || fail "$n: not its content"; done
+  "$M" -o "$W/out" --force /bin/true 2>"$W/err" || fail "--force run failed: $(cat "$W/err")"
+  [ -z "$(ls -A "$W/out/raw")" ] || fail "left in raw/: $(ls -A "$W/out/raw")"
+  ;;
 force_keeps_raw_files_of_a_program_killed_before_it_starts)
   # The program's process ended by a signal before its execve took it (here
   # SIGKILL at its execve, by strace's fault injection on that path only;
