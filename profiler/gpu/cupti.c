@@ -24,6 +24,7 @@
 #include "analysis/raw_format.h"
 #include "profiler/gpu/cupti_program.h"
 #include "profiler/gpu/gpu.h"
+#include "profiler/mpp.h"
 
 #define BUF_SIZE (4u << 20)
 #define MAX_QUEUED 256   /* completed buffers waiting to be parsed */
@@ -67,14 +68,20 @@ typedef struct waiting_kernel {
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static void *g_handle; /* shared with tc_counters.c (range profiler, same library) */
-static const char *g_status = "unavailable";
+/* Written under g_reg_mu (start_once, the program's registration), read
+ * anywhere (the raw writer, tc_counters.c). */
+static _Atomic(const char *) g_status = "unavailable";
 static atomic_bool g_active; /* push/pop are live */
 /* The buffer callbacks, one pair per process (mpp_cupti_program_registers):
  * whose they are, under g_reg_mu. */
 static pthread_mutex_t g_reg_mu = PTHREAD_MUTEX_INITIALIZER;
-static bool g_program_registered; /* before mpprof's: CUPTI is the program's */
-static bool g_registered;         /* mpprof's pair is registered */
-static atomic_bool g_taken;       /* the program's pair replaced mpprof's */
+/* This thread holds g_reg_mu: an exit() its signal handler calls there must
+ * not flush (mpp_cupti_flush), nor wait for it. */
+static __thread MPP_TLS bool g_reg_held_here;
+static bool g_program_registered;  /* before mpprof's: CUPTI is the program's */
+static bool g_program_registering; /* the program's real call is under way */
+static bool g_registered;          /* mpprof's pair is registered */
+static atomic_bool g_taken;        /* the program's pair replaced mpprof's */
 
 /* What mpprof enables (start_once): the launch API records its kernels are
  * correlated through, driver's and runtime's, ... */
@@ -152,6 +159,16 @@ static void spare_put(uint8_t *b) {
   }
   pthread_mutex_unlock(&g_qmu);
   free(b);
+}
+
+static void reg_lock(void) {
+  pthread_mutex_lock(&g_reg_mu);
+  g_reg_held_here = true;
+}
+
+static void reg_unlock(void) {
+  g_reg_held_here = false;
+  pthread_mutex_unlock(&g_reg_mu);
 }
 
 static void on_fork_child(void) {
@@ -371,7 +388,7 @@ static void step_aside(void);
 static void start_once(void) {
   pthread_atfork(NULL, NULL, on_fork_child);
   if (g_library && (!strcmp(g_library, "off") || !strcmp(g_library, "0"))) {
-    g_status = "disabled";
+    atomic_store(&g_status, "disabled");
     return;
   }
   void *h = open_cupti();
@@ -394,17 +411,17 @@ static void start_once(void) {
    * subscribing uses the activity API itself: registering mpprof's would take
    * its records. g_reg_mu is held from here to the end of the set-up, so the
    * program's registration on another thread comes before or after it whole. */
-  pthread_mutex_lock(&g_reg_mu);
+  reg_lock();
   if (g_program_registered) {
-    g_status = MP_CUPTI_HELD_BY_PROGRAM;
-    pthread_mutex_unlock(&g_reg_mu);
+    atomic_store(&g_status, MP_CUPTI_HELD_BY_PROGRAM);
+    reg_unlock();
     return;
   }
   CUpti_SubscriberHandle sub = NULL;
   CUptiResult r = api.subscribe(&sub, on_callback, NULL);
   if (r != CUPTI_SUCCESS) {
-    g_status = status_of(r);
-    pthread_mutex_unlock(&g_reg_mu);
+    atomic_store(&g_status, status_of(r));
+    reg_unlock();
     return;
   }
   r = api.register_callbacks(buffer_requested, buffer_completed);
@@ -434,13 +451,13 @@ static void start_once(void) {
   }
   if (r == CUPTI_SUCCESS) r = api.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (r != CUPTI_SUCCESS) {
-    g_status = status_of(r);
+    atomic_store(&g_status, status_of(r));
     /* CUPTI's activity settings are process-wide: the next client (the
      * application's own profiler, which may subscribe once mpprof has let
      * go) would otherwise get records it never asked for. */
     step_aside();         /* CUPTI as mpprof found it */
     api.unsubscribe(sub); /* not using CUPTI: another client may */
-    pthread_mutex_unlock(&g_reg_mu);
+    reg_unlock();
     return;
   }
   pthread_attr_t attr;
@@ -468,9 +485,9 @@ static void start_once(void) {
     pthread_mutex_unlock(&g_qmu);
     pthread_setcancelstate(cancel, NULL);
   }
-  g_status = "ok";
+  atomic_store(&g_status, "ok");
   atomic_store(&g_active, true);
-  pthread_mutex_unlock(&g_reg_mu);
+  reg_unlock();
 }
 
 /* The records mpprof enabled and the program did not are turned off: its
@@ -495,29 +512,31 @@ static void step_aside(void) {
 
 void mpp_cupti_program_enabled(CUpti_ActivityKind kind, bool on) {
   if ((int)kind <= 0 || (int)kind >= CUPTI_ACTIVITY_KIND_COUNT) return;
-  pthread_mutex_lock(&g_reg_mu);
+  reg_lock();
   g_program_kinds[kind] = on;
-  pthread_mutex_unlock(&g_reg_mu);
+  reg_unlock();
 }
 
 void mpp_cupti_program_enabled_api(bool driver, CUpti_CallbackId cbid, bool on) {
   const CUpti_CallbackId *own = driver ? own_driver_cbids : own_runtime_cbids;
   uint8_t *set = &g_program_cbids[driver ? OWN_DRIVER : OWN_RUNTIME];
-  pthread_mutex_lock(&g_reg_mu);
+  reg_lock();
   for (int i = 0; i < OWN_CBIDS; i++)
     if (own[i] == cbid) *set = on ? (uint8_t)(*set | (1u << i)) : (uint8_t)(*set & ~(1u << i));
-  pthread_mutex_unlock(&g_reg_mu);
+  reg_unlock();
 }
 
 CUptiResult mpp_cupti_program_registers(__typeof__(&cuptiActivityRegisterCallbacks) real,
                                         CUpti_BuffersCallbackRequestFunc requested,
                                         CUpti_BuffersCallbackCompleteFunc completed) {
-  pthread_mutex_lock(&g_reg_mu);
+  reg_lock();
   bool handover = atomic_load(&g_active);
   /* The buffers CUPTI holds are mpprof's, with records of kinds mpprof
    * enabled: completed to mpprof, never handed to the program's callback. */
   if (handover) api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  g_program_registering = true;
   CUptiResult r = real(requested, completed);
+  g_program_registering = false;
   if (r == CUPTI_SUCCESS && !g_registered) g_program_registered = true;
   if (r == CUPTI_SUCCESS && handover) {
     /* No more pushes, and no flush of mpprof's (it would call the program's
@@ -525,10 +544,10 @@ CUptiResult mpp_cupti_program_registers(__typeof__(&cuptiActivityRegisterCallbac
      * teardown); what was queued is still parsed. */
     atomic_store(&g_taken, true);
     atomic_store(&g_active, false);
-    g_status = MP_CUPTI_TAKEN_BY_PROGRAM;
+    atomic_store(&g_status, MP_CUPTI_TAKEN_BY_PROGRAM);
     step_aside();
   }
-  pthread_mutex_unlock(&g_reg_mu);
+  reg_unlock();
   return r;
 }
 
@@ -562,6 +581,19 @@ void mpp_cupti_fork_child(void) {
    * forked before, which starts CUPTI as a fresh process, finds the queue's
    * g_qmu / g_qcv as an inactive parent left them: never taken. */
   pthread_mutex_init(&g_pmu, NULL);
+  /* g_reg_mu is not held across fork (its holders call CUPTI: see parse): a
+   * thread of the parent may have held it, in the program's hooked CUPTI
+   * call or a flush. What it guards is single stores but for the program's
+   * registration: one the fork cut may be CUPTI's in the child, which is
+   * then left to the program (its records never go to mpprof). mpprof's own
+   * start never is under way here: it runs under runtime.c's activate_mu,
+   * which fork takes, so g_once is either not begun or done. */
+  pthread_mutex_init(&g_reg_mu, NULL);
+  g_reg_held_here = false;
+  if (g_program_registering) {
+    g_program_registering = false;
+    if (!g_registered) g_program_registered = true;
+  }
 }
 
 void mpp_cupti_push(uint64_t op_id) {
@@ -585,13 +617,25 @@ void mpp_cupti_set_flush_observer(mpp_flush_mark_fn mark, mpp_flush_settle_fn se
 }
 
 void mpp_cupti_flush(bool final) {
+  /* Interrupted inside the program's registration (a signal handler's
+   * exit): CUPTI's buffers may already be the program's. */
+  if (g_reg_held_here) return;
+  /* Under g_reg_mu: a program's registration between the check and the
+   * flush would have CUPTI complete mpprof's buffers to the program's
+   * callback, at a moment it did not choose. (Held while calling CUPTI, as
+   * the registration does: no fork handler takes g_reg_mu.) */
+  reg_lock();
   bool taken = atomic_load(&g_taken);
-  if (!atomic_load(&g_active) && !taken) return;
+  if (!atomic_load(&g_active) && !taken) {
+    reg_unlock();
+    return;
+  }
   /* Counter-profiled calls that ended before a final flush get all their
    * kernels from it; a checkpoint's may leave a buffer that holds some
    * (another kernel of that buffer still runs): they settle later. */
   uint64_t tc_mark = g_flush_mark ? g_flush_mark() : 0;
   if (!taken) api.flush_all(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  reg_unlock();
   queued_buf q;
   while (take_buffer(&q, false))
     parse(&q);
@@ -620,11 +664,11 @@ size_t mpp_cupti_buffer_size(void) {
 }
 
 void *mpp_cupti_handle(void) {
-  return g_status && !strcmp(g_status, "ok") ? g_handle : NULL;
+  return !strcmp(atomic_load(&g_status), "ok") ? g_handle : NULL;
 }
 
 const char *mpp_cupti_status(void) {
-  return g_status;
+  return atomic_load(&g_status);
 }
 
 uint64_t mpp_cupti_dropped(void) {

@@ -8,8 +8,10 @@
  * GPU), "busy" (SIMCUDA_CUPTI_BUSY=1), "taken" (another client of the process
  * subscribed CUPTI first), "off" (MPPROF_CUPTI=off, as mpp_config passes it),
  * "refused" (SIMCUDA_CUPTI_REFUSE_KIND=10: enabling CONCURRENT_KERNEL, the
- * last step of mpprof's start, fails). */
+ * last step of mpprof's start, fails), "fork" (a fork on another thread while
+ * the program registers its buffer callbacks). */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,12 +19,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <cublas_v2.h>
 #include <cupti.h>
 
 #include "analysis/kernel_class.h"
+#include "analysis/raw_format.h"
+#include "profiler/gpu/cupti_program.h"
 #include "profiler/gpu/gpu.h"
 #include "tests/simcuda/simcuda_internal.h"
 
@@ -296,6 +302,64 @@ static void cupti_switched_off_is_reported_as_disabled(void **state) {
   assert_int_equal(g_nk, 0);
 }
 
+/* The program registers its buffer callbacks on one thread (mpprof's
+ * registration lock held through the real call, here one that waits) while
+ * another forks: the child, where only the forking thread lives, got that
+ * lock held for ever, and its next hooked CUPTI activity call, or mpprof's
+ * start at its activation, waited for it (the test's timeout ends it). The
+ * registration the fork cut may be CUPTI's in the child: mpprof leaves CUPTI
+ * to the program there. */
+static pthread_mutex_t g_fork_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_fork_cv = PTHREAD_COND_INITIALIZER;
+static int g_fork_stage; /* 1: the registration is inside the real call; 2: forked */
+
+static CUptiResult CUPTIAPI register_until_forked(CUpti_BuffersCallbackRequestFunc requested,
+                                                  CUpti_BuffersCallbackCompleteFunc completed) {
+  (void)requested;
+  (void)completed;
+  pthread_mutex_lock(&g_fork_mu);
+  g_fork_stage = 1;
+  pthread_cond_broadcast(&g_fork_cv);
+  while (g_fork_stage < 2)
+    pthread_cond_wait(&g_fork_cv, &g_fork_mu);
+  pthread_mutex_unlock(&g_fork_mu);
+  return CUPTI_SUCCESS;
+}
+
+static void *program_registers(void *arg) {
+  (void)arg;
+  mpp_cupti_program_registers(register_until_forked, other_requested, other_completed);
+  return NULL;
+}
+
+static void a_fork_during_the_programs_registration_leaves_the_child_usable(void **state) {
+  (void)state;
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, program_registers, NULL), 0);
+  pthread_mutex_lock(&g_fork_mu);
+  while (g_fork_stage < 1)
+    pthread_cond_wait(&g_fork_cv, &g_fork_mu);
+  pthread_mutex_unlock(&g_fork_mu);
+  pid_t pid = fork();
+  if (pid == 0) {
+    mpp_cupti_fork_child(); /* as runtime.c's atfork_child */
+    mpp_cupti_program_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, true);
+    mpp_cupti_set_sink(sink);
+    mpp_cupti_start(NULL, NULL);
+    _exit(strcmp(mpp_cupti_status(), MP_CUPTI_HELD_BY_PROGRAM) ? 3 : 0);
+  }
+  assert_true(pid > 0);
+  pthread_mutex_lock(&g_fork_mu);
+  g_fork_stage = 2;
+  pthread_cond_broadcast(&g_fork_cv);
+  pthread_mutex_unlock(&g_fork_mu);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  int st = 0;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "ok";
   const struct CMUnitTest ok[] = {
@@ -311,6 +375,9 @@ int main(int argc, char **argv) {
   const struct CMUnitTest off[] = {cmocka_unit_test(cupti_switched_off_is_reported_as_disabled)};
   const struct CMUnitTest refused[] = {
       cmocka_unit_test(a_start_failing_part_way_leaves_no_activity_enabled)};
+  const struct CMUnitTest forked[] = {
+      cmocka_unit_test(a_fork_during_the_programs_registration_leaves_the_child_usable)};
+  if (!strcmp(mode, "fork")) return cmocka_run_group_tests(forked, NULL, NULL);
   if (!strcmp(mode, "runtime")) return cmocka_run_group_tests(runtime, NULL, NULL);
   if (!strcmp(mode, "busy")) return cmocka_run_group_tests(busy, NULL, NULL);
   if (!strcmp(mode, "taken")) return cmocka_run_group_tests(taken, NULL, NULL);
