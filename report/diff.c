@@ -30,7 +30,7 @@
  * bracket closed that was not open. */
 static bool ends_early(const char *text, size_t len) {
   size_t i = 0, depth = 0;
-  while (i < len && strchr(" \t\r\n", text[i]))
+  while (i < len && mpprof_json_space(text[i]))
     i++;
   if (i == len || (text[i] != '{' && text[i] != '[')) return false;
   bool in_string = false;
@@ -81,6 +81,8 @@ static const run_file plan_file = {"plan.json", MP_SCHEMA_PLAN, "plan", "recomme
 
 /* DIR/rf->name parsed, or NULL with ret_error set to one line naming the file
  * and what is wrong with it ("DIR/report.json: truncated ..."). */
+#define MAX_LEADING_SPACE (1u << 20)
+
 static cJSON *load_run_file(const char *dir, const run_file *rf, mpprof_error *ret_error) {
   char *path = mpprof_asprintf("%s/%s", dir, rf->name);
   if (!path) {
@@ -120,15 +122,17 @@ static cJSON *load_run_file(const char *dir, const run_file *rf, mpprof_error *r
       if (!n) break;
       text = n;
     }
+    errno = 0;
     size_t r = fread(text + len, 1, cap - len - 1, f);
     len += r;
-    while (ws < len &&
-           (text[ws] == ' ' || text[ws] == '\t' || text[ws] == '\r' || text[ws] == '\n'))
+    while (ws < len && mpprof_json_space(text[ws]))
       ws++;
-    not_object = ws < len && text[ws] != '{';
+    /* Whitespace before it beyond the first read is no report either (one
+     * mpprof wrote has none): a file of spaces is not read to its end. */
+    not_object = ws < len ? text[ws] != '{' : ws > MAX_LEADING_SPACE;
     if (r == 0 || not_object) break;
   }
-  int read_err = ferror(f) ? errno : 0;
+  int read_err = ferror(f) ? (errno ? errno : EIO) : 0; /* the failed fread's errno */
   fclose(f);
   cJSON *j = NULL;
   if (text && !not_object && !read_err) {

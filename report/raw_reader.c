@@ -199,7 +199,7 @@ static void sanitize(walk *w, const char *p, size_t n) {
 
 static void skip_ws(walk *w) {
   do
-    while (w->p < w->end && (*w->p == ' ' || *w->p == '\n' || *w->p == '\r' || *w->p == '\t'))
+    while (w->p < w->end && mpprof_json_space(*w->p))
       w->p++;
   while (w->p == w->end && more(w));
 }
@@ -452,7 +452,7 @@ static int64_t exact_value(const char *p, const char *end, int64_t approx) {
 }
 
 static const char *json_ws(const char *p, const char *end) {
-  while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+  while (p < end && mpprof_json_space(*p))
     p++;
   return p;
 }
@@ -537,7 +537,7 @@ static cJSON *tree_container(const char **pp, const char *end, int depth, bool o
   const char *p = *pp + 1;
   char close = obj ? '}' : ']';
 #define WS()                                                                                       \
-  while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))                         \
+  while (p < end && mpprof_json_space(*p))                                                         \
   p++
   cJSON *o = obj ? cJSON_CreateObject() : cJSON_CreateArray();
   if (!o) return NULL;
@@ -1335,7 +1335,7 @@ static bool tensors_member(const char *t, size_t n, size_t *ret_off) {
   const char *p = t, *end = t + n;
   size_t tn = strlen(MP_RK_SITE.tensors);
 #define WS()                                                                                       \
-  while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))                         \
+  while (p < end && mpprof_json_space(*p))                                                         \
   p++
   if (p >= end || *p++ != '{') return false;
   while (true) {

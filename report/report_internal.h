@@ -77,6 +77,12 @@ typedef struct mpprof_fp8_values {
   mpprof_fp8_value v[MP_FP8_ROWS];
 } mpprof_fp8_values;
 
+/* JSON's whitespace (RFC 8259): the readers of raw files, report.json and
+ * plan.json skip it. */
+static inline bool mpprof_json_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
 /* Whether row i of MP_RAW_FP8_SCALES is an amax (a site key of its own in
  * the raw file) rather than a scale (in "fp8_scale_values"). */
 static inline bool mpprof_fp8_row_is_amax(int i) {

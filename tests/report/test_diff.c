@@ -419,6 +419,21 @@ static void a_truncated_report_is_called_truncated(void **state) {
   assert_bad_report("", "diff: %s/report.json: not an mpprof report (empty file)");
 }
 
+/* A report.json of whitespace only, past the first read, is no report:
+ * rejected there (it was read to its end, a file of any size into memory,
+ * and called "not JSON"). */
+static void a_file_of_whitespace_is_not_read_to_its_end(void **state) {
+  (void)state;
+  size_t n = 3u << 20;
+  char *spaces = malloc(n + 1);
+  assert_non_null(spaces);
+  memset(spaces, ' ', n);
+  spaces[n] = 0;
+  assert_bad_report(spaces, "diff: %s/report.json: not an mpprof report (not a JSON object)");
+  assert_bad_report(" \n\t\r ", "diff: %s/report.json: not an mpprof report (not JSON)");
+  free(spaces);
+}
+
 /* A report.json of another kind or version names its schema. */
 static void a_report_of_another_schema_names_it(void **state) {
   (void)state;
@@ -1242,6 +1257,7 @@ int main(void) {
       cmocka_unit_test(only_cells_that_read_differently_are_highlighted),
       cmocka_unit_test(a_site_of_merged_shapes_matches_every_shape_of_its_layer_and_op),
       cmocka_unit_test(a_truncated_report_is_called_truncated),
+      cmocka_unit_test(a_file_of_whitespace_is_not_read_to_its_end),
       cmocka_unit_test(a_report_of_another_schema_names_it),
       cmocka_unit_test(trailing_text_and_a_file_for_a_directory_are_named),
       cmocka_unit_test(runs_of_other_ranks_are_named_and_warned_about),
