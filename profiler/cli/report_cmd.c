@@ -140,6 +140,17 @@ static void remove_merge(void) {
   unlinkat(out, "raw", AT_REMOVEDIR);
 }
 
+/* The signals end_by_signal cleans up after. */
+static const int cleanup_sigs[] = {SIGINT, SIGTERM, SIGHUP};
+
+/* Blocks them (set: those; old, unless NULL: the mask before). */
+static void block_cleanup_signals(sigset_t *set, sigset_t *old) {
+  sigemptyset(set);
+  for (size_t i = 0; i < sizeof cleanup_sigs / sizeof *cleanup_sigs; i++)
+    sigaddset(set, cleanup_sigs[i]);
+  sigprocmask(SIG_BLOCK, set, old);
+}
+
 static void end_by_signal(int sig) {
   mpprof_remove_temporaries();
   remove_merge();
@@ -149,20 +160,16 @@ static void end_by_signal(int sig) {
 }
 
 void mpprof_clean_up_on_signals(const char *made_dir, const char *top) {
-  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
   struct sigaction sa = {.sa_handler = end_by_signal, .sa_flags = SA_RESTART};
-  sigemptyset(&sa.sa_mask);
-  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
-    sigaddset(&sa.sa_mask, sigs[i]);
   sigset_t old;
-  sigprocmask(SIG_BLOCK, &sa.sa_mask, &old); /* made_out is not read half-written */
+  block_cleanup_signals(&sa.sa_mask, &old); /* made_out is not read half-written */
   bool fits = made_dir && top && strlen(made_dir) < PATH_MAX && strlen(top) < PATH_MAX;
   snprintf(made_out, sizeof made_out, "%s", fits ? made_dir : "");
   snprintf(made_top, sizeof made_top, "%s", fits ? top : "");
-  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+  for (size_t i = 0; i < sizeof cleanup_sigs / sizeof *cleanup_sigs; i++) {
     struct sigaction now;
-    if (sigaction(sigs[i], NULL, &now) == 0 && now.sa_handler != SIG_IGN)
-      sigaction(sigs[i], &sa, NULL);
+    if (sigaction(cleanup_sigs[i], NULL, &now) == 0 && now.sa_handler != SIG_IGN)
+      sigaction(cleanup_sigs[i], &sa, NULL);
   }
   sigprocmask(SIG_SETMASK, &old, NULL);
 }
@@ -827,6 +834,11 @@ int mpprof_cmd_merge(int argc, char **argv) {
   int out_fd = -1, raw_fd = -1;
   char top[PATH_MAX]; /* what making OUT_DIR makes */
   mpprof_topmost_missing(out, top, sizeof top);
+  /* Blocked from making OUT_DIR until the handler knows it (or, when the
+   * merge fails before, until the failure has removed it): a signal between
+   * left OUT_DIR and raw/ behind. */
+  sigset_t sigs, old_mask;
+  block_cleanup_signals(&sigs, &old_mask);
   if (rc == 0) out_fd = mpp_sf_open_dir(AT_FDCWD, out, MPP_SF_CREATE | MPP_SF_USER_PATH);
   /* One command per OUT_DIR: a run or another merge that took it meanwhile. */
   bool busy = out_fd >= 0 && mpprof_lock_out(out_fd, out, "merge", "name another OUT_DIR");
@@ -847,6 +859,7 @@ int mpprof_cmd_merge(int argc, char **argv) {
     merge_out = out_fd;
     merge_raw = raw_fd;
     mpprof_clean_up_on_signals(existed ? NULL : out, top);
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     warn_repeated_inputs(dirs, ndirs);
     warn_different_programs(dirs, ndirs);
     warn_repeated_ranks(dirs, ndirs);
@@ -869,6 +882,9 @@ int mpprof_cmd_merge(int argc, char **argv) {
                                .raw_origin_ctx = &b};
     rc = generate(&o);
   }
+  /* Blocked again until a failure's clean-up is done: from here the handler
+   * no longer removes what the merge made. */
+  sigprocmask(SIG_BLOCK, &sigs, NULL);
   merge_raw = -1;
   merge_out = -1;
   mpprof_clean_up_on_signals(NULL, NULL);
@@ -880,6 +896,7 @@ int mpprof_cmd_merge(int argc, char **argv) {
     unlinkat(out_fd, "raw", AT_REMOVEDIR);
     if (!existed) mpprof_remove_made(out, top);
   }
+  sigprocmask(SIG_SETMASK, &old_mask, NULL);
   if (raw_fd >= 0) close(raw_fd);
   if (out_fd >= 0) close(out_fd);
   brought_free(&b);

@@ -286,6 +286,26 @@ terminal_ctrl_c_stops_the_calling_script)
   [ -f "$W/out1/report.json" ] || fail "no report before the signal was passed on: $(cat "$W/err1")"
   [ ! -e "$W/out2" ] || fail "the loop's second run started"
   ;;
+merge_interrupted_outside_its_handler_leaves_nothing)
+  # SIGINT at the merge's mkdirat of OUT_DIR/raw (the third: o, o/sub, raw),
+  # before its handler knew OUT_DIR: o/sub/raw was left behind. Then at the
+  # first unlinkat of a failed merge's clean-up, after the handler had
+  # forgotten OUT_DIR: o/raw was left behind.
+  strace -o /dev/null true 2>/dev/null || skip "needs strace"
+  mkdir -p "$W/a"
+  MPPROF_OUT="$W/a" sim "$MPP_TESTPROG" gemmex >/dev/null || fail "program failed"
+  (cd "$W" && strace -f -o /dev/null -e trace=mkdirat -e inject=mkdirat:signal=SIGINT:when=3 \
+    "$M" merge a -o o/sub >/dev/null 2>"$W/err")
+  rc=$?
+  [ $rc = 130 ] || fail "exit $rc, expected 130: $(cat "$W/err")"
+  [ ! -e "$W/o" ] || fail "left behind: $(find "$W/o")"
+  mkdir -p "$W/bad/raw" && echo '{"schema":"mpprof.raw/1"' >"$W/bad/raw/h-1.json"
+  (cd "$W" && strace -f -o /dev/null -e trace=unlinkat -e inject=unlinkat:signal=SIGINT:when=1 \
+    "$M" merge bad -o o >/dev/null 2>"$W/err")
+  rc=$?
+  [ $rc = 130 ] || fail "failed merge: exit $rc, expected 130: $(cat "$W/err")"
+  [ ! -e "$W/o" ] || fail "failed merge: left behind: $(find "$W/o")"
+  ;;
 report_phase_can_be_interrupted)
   # The program fills mpprof's stderr (a pipe nobody reads): the report phase
   # then blocks writing its summary. SIGTERM must end it.
