@@ -224,12 +224,16 @@ rm -f "$work/a/.notes.txt.AbCd1234" "$work/a/.report.html.LinkLink"
 # files leaves no temporary (a diff's, each as large as its file, stayed in
 # OUT_DIR for good: a diff writes only into a new or empty OUT_DIR), nor the
 # OUT_DIR a diff made; an empty OUT_DIR given stays empty. The signal comes
-# at a write's sync, by strace's fault injection.
+# at a write's sync, by strace's fault injection. Each command starts with
+# these signals at their default action (`undisturbed`): one ignored where
+# the tests run (nohup: SIGHUP; a background job: SIGINT) stays ignored in
+# mpprof, as it should, and would not end it.
 if strace -o /dev/null true 2>/dev/null; then
+  undisturbed() { env --default-signal=SIGINT,SIGTERM,SIGHUP "$@"; }
   interrupted() { # SIGNAL NTH-SYNC mpprof ARGS...
     local sig=$1 nth=$2
     shift 2
-    strace -o /dev/null -e trace=fdatasync -e inject=fdatasync:signal="$sig":when="$nth" "$@" >/dev/null 2>&1
+    undisturbed strace -o /dev/null -e trace=fdatasync -e inject=fdatasync:signal="$sig":when="$nth" "$@" >/dev/null 2>&1
   }
   for sig in INT TERM HUP; do
     for nth in 1 2; do
@@ -247,14 +251,14 @@ if strace -o /dev/null true 2>/dev/null; then
   # was then refused: OUT_DIR not empty); once its report is written (the
   # directory's sync after the renames), all of it stays.
   for at in linkat fdatasync; do
-    strace -o /dev/null -e inject=$at:signal=SIGINT:when=1 "$mpprof" merge "$work/a" -o "$work/mint" >/dev/null 2>&1
+    undisturbed strace -o /dev/null -e inject=$at:signal=SIGINT:when=1 "$mpprof" merge "$work/a" -o "$work/mint" >/dev/null 2>&1
     [[ $? -gt 128 ]] || fail "merge interrupted at $at: not ended by the signal"
     [[ ! -e $work/mint ]] || fail "merge interrupted at $at left $(ls -AR "$work/mint")"
   done
   mkdir "$work/mint" || fail "mkdir"
   interrupted SIGTERM 1 "$mpprof" merge "$work/a" -o "$work/mint"
   [[ -d $work/mint && -z $(ls -A "$work/mint") ]] || fail "merge interrupted left $(ls -AR "$work/mint")"
-  strace -o /dev/null -e trace=fsync -e inject=fsync:signal=SIGINT:when=1 "$mpprof" merge "$work/a" -o "$work/mint" >/dev/null 2>&1
+  undisturbed strace -o /dev/null -e trace=fsync -e inject=fsync:signal=SIGINT:when=1 "$mpprof" merge "$work/a" -o "$work/mint" >/dev/null 2>&1
   [[ -f $work/mint/report.json && -n $(ls "$work/mint/raw") ]] || fail "a merge interrupted after its report lost $(ls -AR "$work/mint")"
   before=$(ls -lA "$work/a")
   interrupted SIGTERM 3 "$mpprof" report "$work/a"

@@ -15,6 +15,10 @@ skip() { echo "SKIP ($case_name): $*" >&2; exit 77; }
 
 # A CUDA program (mpp_testprog) with libmpprof.so preloaded, under simcuda.
 sim() { env LD_LIBRARY_PATH="$MPP_SIMCUDA" LD_PRELOAD="$MPP_LIB" "$@"; }
+# A command with SIGINT, SIGTERM and SIGHUP at their default action: one
+# ignored where the tests run (nohup: SIGHUP; a background job: SIGINT) stays
+# ignored in mpprof, as it should, and would not end it.
+undisturbed() { env --default-signal=SIGINT,SIGTERM,SIGHUP "$@"; }
 
 case $case_name in
 raw_writer_follows_no_link)
@@ -294,13 +298,13 @@ merge_interrupted_outside_its_handler_leaves_nothing)
   strace -o /dev/null true 2>/dev/null || skip "needs strace"
   mkdir -p "$W/a"
   MPPROF_OUT="$W/a" sim "$MPP_TESTPROG" gemmex >/dev/null || fail "program failed"
-  (cd "$W" && strace -f -o /dev/null -e trace=mkdirat -e inject=mkdirat:signal=SIGINT:when=3 \
+  (cd "$W" && undisturbed strace -f -o /dev/null -e trace=mkdirat -e inject=mkdirat:signal=SIGINT:when=3 \
     "$M" merge a -o o/sub >/dev/null 2>"$W/err")
   rc=$?
   [ $rc = 130 ] || fail "exit $rc, expected 130: $(cat "$W/err")"
   [ ! -e "$W/o" ] || fail "left behind: $(find "$W/o")"
   mkdir -p "$W/bad/raw" && echo '{"schema":"mpprof.raw/1"' >"$W/bad/raw/h-1.json"
-  (cd "$W" && strace -f -o /dev/null -e trace=unlinkat -e inject=unlinkat:signal=SIGINT:when=1 \
+  (cd "$W" && undisturbed strace -f -o /dev/null -e trace=unlinkat -e inject=unlinkat:signal=SIGINT:when=1 \
     "$M" merge bad -o o >/dev/null 2>"$W/err")
   rc=$?
   [ $rc = 130 ] || fail "failed merge: exit $rc, expected 130: $(cat "$W/err")"
@@ -337,7 +341,7 @@ interrupted_report_phase_leaves_no_temporary)
   strace -o /dev/null true 2>/dev/null || skip "needs strace"
   for sig in SIGINT SIGTERM SIGHUP; do
     rm -rf "$W/out"
-    env LD_LIBRARY_PATH="$MPP_SIMCUDA" strace -o /dev/null -e trace=fdatasync \
+    undisturbed env LD_LIBRARY_PATH="$MPP_SIMCUDA" strace -o /dev/null -e trace=fdatasync \
       -e inject=fdatasync:signal=$sig:when=1 "$M" -o "$W/out" "$MPP_TESTPROG" gemmex >/dev/null 2>&1
     rc=$?
     [ $rc -gt 128 ] || fail "$sig: exit $rc"
