@@ -125,6 +125,9 @@ static void own_calls_beside_a_global_capture_run_relaxed(void **state) {
   assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
   assert_int_equal(c.end_r, CUDA_SUCCESS);
   assert_non_null(c.g);
+  CUresult (*graph_destroy)(CUgraph) = (CUresult(*)(CUgraph))dlsym(drv, "cuGraphDestroy");
+  assert_non_null(graph_destroy);
+  assert_int_equal(graph_destroy(c.g), CUDA_SUCCESS); /* the capture's graph is the caller's */
   cuda_free(p);
   pthread_barrier_destroy(&c.begun);
   pthread_barrier_destroy(&c.go);
