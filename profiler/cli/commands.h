@@ -27,6 +27,13 @@ int mpprof_check_stdout(const char *cmd, int err);
 typedef enum { MPPROF_ARG_OPTION, MPPROF_ARG_END, MPPROF_ARG_OPERAND } mpprof_arg_kind;
 mpprof_arg_kind mpprof_arg_kind_of(const char *a, bool *ended);
 
+/* main.c: whether option argv[*i] of command cmd names the output directory:
+ * -o DIR, -oDIR, --output DIR or --output=DIR (the one spelling of run, merge
+ * and diff). 1: it does, *out is the directory and *i the last argument
+ * used; 0: it is another option; -1: it has no directory or an empty one,
+ * after one line on stderr naming the option (a usage error: exit 2). */
+int mpprof_out_option(const char *cmd, int argc, char **argv, int *i, const char **out);
+
 /* report_cmd.c: a report library error as one line on stderr (none when unset). */
 void mpprof_print_error(const mpprof_error *e);
 

@@ -57,6 +57,28 @@ mpprof_arg_kind mpprof_arg_kind_of(const char *a, bool *ended) {
   return MPPROF_ARG_END;
 }
 
+int mpprof_out_option(const char *cmd, int argc, char **argv, int *i, const char **out) {
+  const char *a = argv[*i], *v;
+  const char *name = a[1] == '-' ? "--output" : "-o";
+  if (!strncmp(a, "--output", 8) && (a[8] == '=' || !a[8]))
+    v = a[8] == '=' ? a + 9 : *i + 1 < argc ? argv[++*i] : NULL;
+  else if (!strncmp(a, "-o", 2))
+    v = a[2] ? a + 2 : *i + 1 < argc ? argv[++*i] : NULL;
+  else
+    return 0;
+  if (!v) {
+    mpprof_fprint_term(stderr, "mpprof: %s: no OUT_DIR after '%s' (see 'mpprof help %s')\n", cmd,
+                       name, cmd);
+    return -1;
+  }
+  if (!*v) {
+    fprintf(stderr, "mpprof: %s: %s needs a directory name, not ''\n", cmd, name);
+    return -1;
+  }
+  *out = v;
+  return 1;
+}
+
 /* The command of argv run, its name in *ret_cmd; its exit status. */
 static int dispatch(int argc, char **argv, const char **ret_cmd) {
   static const struct {

@@ -49,7 +49,7 @@ int mpprof_parse_max_rel(const char *cmd, const char *v, double *ret) {
 }
 
 static void merge_usage(FILE *out) {
-  fputs("usage: mpprof merge DIR... -o OUT_DIR\n"
+  fputs("usage: mpprof merge DIR... -o|--output OUT_DIR\n"
         "  DIR is a run's output directory (with raw/) or a raw/ directory itself;\n"
         "  their raw files go to OUT_DIR/raw, then the report is built there;\n"
         "  OUT_DIR must be new or empty\n",
@@ -777,19 +777,18 @@ int mpprof_cmd_merge(int argc, char **argv) {
       free(in_fd);
       return 0;
     }
-    if (k == MPPROF_ARG_OPTION && !strcmp(argv[i], "-o") && i + 1 < argc) {
-      out = argv[++i];
-    } else if (k == MPPROF_ARG_OPTION && !strncmp(argv[i], "-o", 2) && argv[i][2]) {
-      out = argv[i] + 2;
-    } else if (k == MPPROF_ARG_OPTION) {
-      mpprof_fprint_term(stderr, "mpprof: merge: %s '%s' (see 'mpprof help merge')\n",
-                         strcmp(argv[i], "-o") ? "unknown option" : "no OUT_DIR after", argv[i]);
-      free(dirs);
-      free(in_fd);
-      return 2;
-    } else {
+    if (k == MPPROF_ARG_OPERAND) {
       dirs[ndirs++] = argv[i];
+      continue;
     }
+    int got = mpprof_out_option("merge", argc, argv, &i, &out);
+    if (got > 0) continue;
+    if (got == 0)
+      mpprof_fprint_term(stderr, "mpprof: merge: unknown option '%s' (see 'mpprof help merge')\n",
+                         argv[i]);
+    free(dirs);
+    free(in_fd);
+    return 2;
   }
   if (!out || ndirs == 0) {
     merge_usage(stderr);
@@ -905,7 +904,7 @@ int mpprof_cmd_merge(int argc, char **argv) {
 }
 
 static void diff_usage(FILE *out) {
-  fputs("usage: mpprof diff A B [-o OUT_DIR]\n"
+  fputs("usage: mpprof diff A B [-o|--output OUT_DIR]\n"
         "  compares two runs' reports (A/report.json, B/report.json) layer by layer:\n"
         "  dtypes, compute type, Tensor Core share, GPU time, fp16 overflow/flush,\n"
         "  verdict, the op sites found in one run only, and the two runs' plans\n"
@@ -926,13 +925,12 @@ int mpprof_cmd_diff(int argc, char **argv) {
       diff_usage(stdout);
       return 0;
     }
-    if (k == MPPROF_ARG_OPTION && !strcmp(argv[i], "-o") && i + 1 < argc) {
-      out = argv[++i];
-    } else if (k == MPPROF_ARG_OPTION && !strncmp(argv[i], "-o", 2) && argv[i][2]) {
-      out = argv[i] + 2;
-    } else if (k == MPPROF_ARG_OPTION) {
-      mpprof_fprint_term(stderr, "mpprof: diff: %s '%s' (see 'mpprof help diff')\n",
-                         strcmp(argv[i], "-o") ? "unknown option" : "no OUT_DIR after", argv[i]);
+    if (k == MPPROF_ARG_OPTION) {
+      int got = mpprof_out_option("diff", argc, argv, &i, &out);
+      if (got > 0) continue;
+      if (got == 0)
+        mpprof_fprint_term(stderr, "mpprof: diff: unknown option '%s' (see 'mpprof help diff')\n",
+                           argv[i]);
       return 2;
     } else if (n < 2) {
       ab[n++] = argv[i];

@@ -216,7 +216,7 @@ static int parse(int argc, char **argv, run_opts *o) {
   memset(o, 0, sizeof *o);
   const char *py = getenv("MPPROF_PYTHON");
   o->python_off = py && (!strcmp(py, "0") || !strcmp(py, "off"));
-  int i;
+  int i, out;
   bool ended = false;
   for (i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -229,12 +229,8 @@ static int parse(int argc, char **argv, run_opts *o) {
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       usage(stdout);
       return 1;
-    } else if (!strcmp(a, "-o") || is_opt(a, "--output")) {
-      if (!(o->out = opt_value(argc, argv, &i, !strcmp(a, "-o") ? "-o" : "--output"))) return 2;
-      if (!*o->out) {
-        fputs("mpprof: run: -o needs a directory name, not ''\n", stderr);
-        return 2;
-      }
+    } else if ((out = mpprof_out_option("run", argc, argv, &i, &o->out)) != 0) {
+      if (out < 0) return 2;
     } else if (!strcmp(a, "--force")) {
       o->force = true;
     } else if (is_opt(a, "--scan")) {

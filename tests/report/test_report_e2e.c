@@ -563,6 +563,69 @@ static void every_subcommand_names_an_unknown_option_in_one_line(void **state) {
   unlink(log);
 }
 
+/* The output directory is named the one way of run's help for run, merge and
+ * diff: -o DIR, -oDIR, --output DIR, --output=DIR (merge and diff refused
+ * --output as an unknown option), and an empty name is a usage error naming
+ * the option (merge and diff said "cannot create : Invalid argument", exit 1). */
+static void run_merge_and_diff_take_the_same_output_option(void **state) {
+  (void)state;
+  char *a = profile_mlp("outopt-a");
+  char *m1 = out_dir("outopt-m1"), *m2 = out_dir("outopt-m2"), *d1 = out_dir("outopt-d1");
+  char *d2 = out_dir("outopt-d2"), *eq = NULL;
+  assert_true(asprintf(&eq, "--output=%s", m2) > 0);
+  char *merge1[] = {(char *)mpprof, "merge", a, "--output", m1, NULL};
+  char *merge2[] = {(char *)mpprof, "merge", eq, a, NULL};
+  assert_int_equal(run(merge1), 0);
+  assert_int_equal(run(merge2), 0);
+  free(eq);
+  assert_true(asprintf(&eq, "-o%s", d2) > 0);
+  char *diff1[] = {(char *)mpprof, "diff", "--output", d1, a, a, NULL};
+  char *diff2[] = {(char *)mpprof, "diff", a, a, eq, NULL};
+  assert_int_equal(run(diff1), 0);
+  assert_int_equal(run(diff2), 0);
+  const char *made[][2] = {
+      {m1, "report.json"}, {m2, "report.json"}, {d1, "diff.json"}, {d2, "diff.json"}};
+  for (size_t i = 0; i < sizeof made / sizeof made[0]; i++) {
+    cJSON *j = rg_read_json(made[i][0], made[i][1]);
+    assert_non_null(j);
+    cJSON_Delete(j);
+  }
+  char log[4200];
+  snprintf(log, sizeof log, "%s/log.txt", workdir);
+  struct {
+    char *argv[7];
+    const char *line;
+  } bad[] = {
+      {{(char *)mpprof, "merge", a, "-o", "", NULL},
+       "mpprof: merge: -o needs a directory name, not ''\n"},
+      {{(char *)mpprof, "merge", a, "--output=", NULL},
+       "mpprof: merge: --output needs a directory name, not ''\n"},
+      {{(char *)mpprof, "diff", a, a, "--output", "", NULL},
+       "mpprof: diff: --output needs a directory name, not ''\n"},
+      {{(char *)mpprof, "diff", a, a, "--output", NULL},
+       "mpprof: diff: no OUT_DIR after '--output' (see 'mpprof help diff')\n"},
+      {{(char *)mpprof, "--output", "", (char *)mlp_train, NULL},
+       "mpprof: run: --output needs a directory name, not ''\n"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    unlink(log);
+    char *argv[8] = {0};
+    memcpy(argv, bad[i].argv, sizeof bad[i].argv);
+    assert_int_equal(run(argv), 2);
+    char *text = rg_read_text(workdir, "log.txt", NULL);
+    assert_non_null(text);
+    assert_string_equal(text, bad[i].line);
+    free(text);
+  }
+  unlink(log);
+  free(eq);
+  free(a);
+  free(m1);
+  free(m2);
+  free(d1);
+  free(d2);
+}
+
 /* Without -o, a run makes its own directory: a second run started in the
  * same second as an earlier one (here: the default names of this second and
  * the next few already hold a run) gets NAME-2 instead of being refused with
@@ -993,6 +1056,7 @@ int main(void) {
       cmocka_unit_test(a_failed_merge_leaves_no_empty_directory),
       cmocka_unit_test(a_report_of_only_unusable_raw_files_fails),
       cmocka_unit_test(every_subcommand_names_an_unknown_option_in_one_line),
+      cmocka_unit_test(run_merge_and_diff_take_the_same_output_option),
       cmocka_unit_test(a_run_disabled_by_the_environment_says_why_nothing_was_recorded),
       cmocka_unit_test(a_layer_without_a_verdict_that_overflows_fp16_stays_out_of_fp16),
   };
