@@ -136,8 +136,63 @@ typedef enum run_kind {
   RUN_PATTERNS
 } run_kind;
 
+/* States kept from one scan to the next (mp_scan_ws_scan): each one as a
+ * scan leaves it when it is put back, which is clean where it matters (its
+ * counters all zero: the folds clear what they read), so taking it costs a
+ * reset of its small fields, not an allocation and a clearing of tens of KB. */
+struct mp_scan_ws {
+#ifdef MP_HAVE_X86
+  f32_fast *f32;     /* sub[] all zero */
+  pair_state *pairs; /* banks and exp[] all zero, pending 0 */
+  cls_scan *cls[MP_DTYPE_COUNT];
+  cls2_scan *cls2[MP_DTYPE_COUNT];
+#endif
+  char unused; /* a struct has a member everywhere */
+};
+
+mp_scan_ws *mp_scan_ws_new(void) {
+  return calloc(1, sizeof(mp_scan_ws));
+}
+
+void mp_scan_ws_free(mp_scan_ws *ws) {
+  if (!ws) return;
+#ifdef MP_HAVE_X86
+  free(ws->f32);
+  free(ws->pairs);
+  for (int d = 0; d < MP_DTYPE_COUNT; d++) {
+    free(ws->cls[d]);
+    mp_scan_cls2_free(ws->cls2[d]);
+  }
+#endif
+  free(ws);
+}
+
+bool mp_scan_ws_clean(const mp_scan_ws *ws) {
+#ifdef MP_HAVE_X86
+  if (ws->f32)
+    for (int l = 0; l < F32_LANES; l++)
+      for (int e = 0; e < 256; e++)
+        if (ws->f32->sub[l][e]) return false;
+  if (ws->pairs) {
+    for (int b = 0; b < PAIR_BANKS; b++)
+      for (int i = 0; i < 64 * 64; i++)
+        if (ws->pairs->bank[b][i]) return false;
+    for (int e = 0; e < 256; e++)
+      if (ws->pairs->exp[e]) return false;
+  }
+  for (int d = 0; d < MP_DTYPE_COUNT; d++)
+    if ((ws->cls[d] && !mp_scan_cls_clean(ws->cls[d])) ||
+        (ws->cls2[d] && !mp_scan_cls2_clean(ws->cls2[d])))
+      return false;
+#else
+  (void)ws;
+#endif
+  return true;
+}
+
 typedef struct scanner {
   mp_stats *s;
+  mp_scan_ws *ws; /* NULL: states are allocated and freed by each scan */
   const src_info *I;
   mp_dtype dtype;
   run_kind kind;
@@ -208,26 +263,54 @@ static void scan_run(scanner *S, const void *p, uint64_t n) {
 #define AUTO_PATTERN8_MIN_ELEMENTS 512
 
 #ifdef MP_HAVE_X86
+/* The fp32-family state back to the workspace (or freed without one): its
+ * counters are clear once mp_scan_f32_finish folded them, or before any use. */
+static void put_f32(scanner *S) {
+  f32_fast *F = S->f32;
+  S->f32 = NULL;
+  if (!F) return;
+  pair_state *P = F->pairs;
+  if (P && S->ws && !S->ws->pairs)
+    S->ws->pairs = P;
+  else
+    free(P);
+  if (S->ws && !S->ws->f32)
+    S->ws->f32 = F;
+  else
+    free(F);
+}
+
 static void start_f32_fast(scanner *S, bool wide, bool pairs, bool planes) {
-  S->f32 = malloc(sizeof(f32_fast));
-  if (!S->f32) return;
-  mp_scan_f32_init(S->f32, wide ? 16 : 8);
+  int lanes = wide ? 16 : 8;
+  f32_fast *F = S->ws ? S->ws->f32 : NULL;
+  if (F) {
+    S->ws->f32 = NULL;
+    mp_scan_f32_reset(F, lanes);
+  } else {
+    F = malloc(sizeof(f32_fast));
+    if (!F) return;
+    mp_scan_f32_init(F, lanes);
+  }
+  S->f32 = F;
   if (wide && planes && mp_scan_cpu_has_planes())
-    S->f32->use_planes = mp_scan_plane_tables_init(&S->f32->plane_tab, S->f32->th_bits);
-  if (pairs && S->f32->ok) {
+    F->use_planes = mp_scan_plane_tables_init(&F->plane_tab, F->th_bits);
+  if (pairs && F->ok) {
     /* The escape buffer needs no clearing; banks and counts do. */
-    pair_state *P = malloc(sizeof *P);
+    pair_state *P = S->ws ? S->ws->pairs : NULL;
     if (P) {
+      S->ws->pairs = NULL;
+    } else if ((P = malloc(sizeof *P))) {
       memset(P->bank, 0, sizeof P->bank);
       memset(P->exp, 0, sizeof P->exp);
+    }
+    if (P) {
       P->pending = 0;
       P->base = WINDOW_BASE_START;
     }
-    S->f32->pairs = P;
+    F->pairs = P;
   }
-  if (!S->f32->ok || (pairs && !S->f32->pairs)) {
-    free(S->f32);
-    S->f32 = NULL;
+  if (!F->ok || (pairs && !F->pairs)) {
+    put_f32(S);
     return;
   }
   S->kind = wide ? RUN_F32_AVX512 : RUN_F32_AVX2;
@@ -242,7 +325,14 @@ static void start_f32_fast(scanner *S, bool wide, bool pairs, bool planes) {
 
 #ifdef MP_HAVE_X86
 static void start_classes(scanner *S) {
-  S->cls = mp_scan_cls_start(S->dtype);
+  cls_scan **kept = S->ws ? &S->ws->cls[S->dtype] : NULL;
+  if (kept && *kept) {
+    S->cls = *kept;
+    *kept = NULL;
+    mp_scan_cls_restart(S->cls);
+  } else {
+    S->cls = mp_scan_cls_start(S->dtype);
+  }
   if (S->cls) S->kind = RUN_CLASSES;
 }
 
@@ -250,7 +340,14 @@ static void start_classes(scanner *S) {
 static void start_classes_avx2(scanner *S, mp_scan_impl impl, uint64_t total) {
   uint64_t min = mp_dtype_size(S->dtype) == 1 ? CLASS8_MIN_ELEMENTS : CLASS16_MIN_ELEMENTS;
   if ((impl != MP_SCAN_AUTO && impl != MP_SCAN_AVX2) || total < min) return;
-  S->cls2 = mp_scan_cls2_start(S->dtype);
+  cls2_scan **kept = S->ws ? &S->ws->cls2[S->dtype] : NULL;
+  if (kept && *kept) {
+    S->cls2 = *kept;
+    *kept = NULL;
+    mp_scan_cls2_restart(S->cls2);
+  } else {
+    S->cls2 = mp_scan_cls2_start(S->dtype);
+  }
   if (S->cls2) S->kind = RUN_CLASSES_AVX2;
 }
 #endif
@@ -346,8 +443,7 @@ static void finish(scanner *S) {
   case RUN_F32_AVX2:
   case RUN_F32_AVX512:
     mp_scan_f32_finish(S->s, S->f32);
-    free(S->f32->pairs);
-    free(S->f32);
+    put_f32(S);
     break;
   case RUN_F64_AVX512:
     mp_scan_f64v_finish(S->s, S->f64v);
@@ -359,16 +455,21 @@ static void finish(scanner *S) {
     break;
   case RUN_CLASSES:
     mp_scan_cls_finish(S->s, S->I, S->cls);
-    free(S->cls);
+    if (S->ws && !S->ws->cls[S->dtype])
+      S->ws->cls[S->dtype] = S->cls;
+    else
+      free(S->cls);
     if (S->f32) {
       mp_scan_f32_finish(S->s, S->f32);
-      free(S->f32->pairs);
-      free(S->f32);
+      put_f32(S);
     }
     break;
   case RUN_CLASSES_AVX2:
     mp_scan_cls2_finish(S->s, S->I, S->cls2);
-    free(S->cls2);
+    if (S->ws && !S->ws->cls2[S->dtype])
+      S->ws->cls2[S->dtype] = S->cls2;
+    else
+      mp_scan_cls2_free(S->cls2);
     break;
 #endif
   case RUN_PATTERNS:
@@ -384,13 +485,13 @@ static void finish(scanner *S) {
   }
 }
 
-int mp_scan_with(mp_stats *s, const mp_view *v, mp_scan_impl impl) {
+int mp_scan_ws_scan(mp_scan_ws *ws, mp_stats *s, const mp_view *v, mp_scan_impl impl) {
   int rc = check_view(s, v);
   if (rc < 0) return rc;
   if (v->rows == 0 || v->cols == 0) return 0;
   uint64_t batch = v->batch ? v->batch : 1;
   unsigned size = mp_dtype_size(v->dtype);
-  scanner S = {.s = s, .I = mp_scan_info_of(v->dtype), .dtype = v->dtype};
+  scanner S = {.s = s, .ws = ws, .I = mp_scan_info_of(v->dtype), .dtype = v->dtype};
   choose_kind(&S, impl, v->rows * v->cols * batch);
   /* A matrix whose columns touch is one run; so is a batch of such matrices
    * packed back to back. */
@@ -414,8 +515,12 @@ int mp_scan_with(mp_stats *s, const mp_view *v, mp_scan_impl impl) {
   return 0;
 }
 
+int mp_scan_with(mp_stats *s, const mp_view *v, mp_scan_impl impl) {
+  return mp_scan_ws_scan(NULL, s, v, impl);
+}
+
 int mp_scan(mp_stats *s, const mp_view *v) {
-  return mp_scan_with(s, v, MP_SCAN_AUTO);
+  return mp_scan_ws_scan(NULL, s, v, MP_SCAN_AUTO);
 }
 
 const char *mp_scan_path_name(mp_dtype d, uint64_t total, mp_scan_impl impl) {

@@ -42,6 +42,16 @@ uint64_t mp_count_saturated(const mp_view *v);
  * other dtype: what mp_count_saturated counts, for the device scan's decoder. */
 int mp_saturated_pattern(mp_dtype dtype);
 int mp_scan_with(mp_stats *s, const mp_view *v, mp_scan_impl impl);
+/* A scanner's workspace, for a caller that scans often (libmpprof keeps one
+ * per thread): the vector paths' states, kept from one scan to the next,
+ * where each scan without one allocates them and clears them whole (tens
+ * of KB: most of a small view's cost). One scan at a time may use a
+ * workspace; the records are the same with or without one. new: NULL when
+ * out of memory (scan with NULL then). */
+typedef struct mp_scan_ws mp_scan_ws;
+mp_scan_ws *mp_scan_ws_new(void);
+void mp_scan_ws_free(mp_scan_ws *ws);
+int mp_scan_ws_scan(mp_scan_ws *ws, mp_stats *s, const mp_view *v, mp_scan_impl impl);
 /* Shorthand for a contiguous buffer of n elements of s->dtype. */
 int mp_scan_contiguous(mp_stats *s, const void *data, uint64_t n);
 /* One contiguous scan fed in pieces: begin (the path is chosen for total

@@ -81,6 +81,7 @@ struct cls_scan {
    * the flag in hb_cid instead). */
   uint8_t hb_flag_above[128];
   unsigned skip, fails; /* 16-bit: blocks to sit out after failures */
+  bool moved;           /* bf16: the window moved from the template's */
   uint32_t tail[256];   /* fp8: bytes after the last whole step */
 };
 
@@ -653,6 +654,28 @@ cls_scan *mp_scan_cls_start(mp_dtype d) {
   return C;
 }
 
+void mp_scan_cls_restart(cls_scan *C) {
+  const cls_scan *T = templates[C->dtype];
+  if (C->moved) {
+    memcpy(C, T, sizeof *C);
+    return;
+  }
+  memset(C->count, 0, sizeof C->count);
+  C->values = C->negatives = C->neg_infs = C->classed = 0;
+  C->key_min = T->key_min;
+  C->key_max = T->key_max;
+  C->abs_min = T->abs_min;
+  C->skip = T->skip;
+  C->fails = T->fails;
+  memset(C->tail, 0, sizeof C->tail);
+}
+
+bool mp_scan_cls_clean(const cls_scan *C) {
+  for (int id = 0; id < CLS_MAX; id++)
+    if (C->count[id]) return false;
+  return true;
+}
+
 static void cls8_run(cls_scan *C, const uint8_t *p, uint64_t n) {
   cls_out o;
   uint64_t i = 0;
@@ -721,6 +744,7 @@ void mp_scan_cls_run(mp_stats *s, const src_info *I, cls_scan *C, f32_fast *F, c
             if (o.aminm1[l] < aminm1) aminm1 = o.aminm1[l];
           }
           cls_fold_counts(s, I, C); /* class ids change with the window */
+          C->moved = true;
           if (!cls16_rebase(C, (int)((aminm1 + 1) >> 7), (int)(amax >> 7))) break;
         } else {
           break;

@@ -92,6 +92,7 @@ struct cls2_scan {
   int32_t key_min, key_max; /* order keys: sign ? -1 - |x| bits : |x| bits */
   uint32_t abs_min;         /* smallest non-zero |x| bits (UINT32_MAX: none) */
   unsigned skip, fails;
+  bool moved;           /* bf16: the window moved from the template's */
   pattern_counts pat;   /* failed blocks: bit-pattern counts (allocated on demand) */
   struct c2_work *work; /* pair counters, zero between blocks (allocated on demand) */
   uint32_t tail[256];   /* fp8: bytes after the last whole step */
@@ -566,6 +567,7 @@ static void c2_16_run(mp_stats *s, const src_info *I, struct cls2_scan *C, const
           done = true;
         } else if (rc == C2_WINDOW && attempt == 0) {
           c2_fold_counts(s, I, C); /* ids change with the window */
+          C->moved = true;
           if (!c2_rebase(C, I, lo, hi)) {
             /* Back to a window that fits the tables (the block goes below). */
             c2_rebase(C, I, 127 - 30, 127 + 10);
@@ -843,6 +845,42 @@ cls2_scan *mp_scan_cls2_start(mp_dtype d) {
   return C;
 }
 
+void mp_scan_cls2_restart(cls2_scan *C) {
+  const struct cls2_scan *T = &formats16[C->dtype].tmpl;
+  struct c2_work *work = C->work; /* all zero between blocks */
+  if (C->moved) {
+    memcpy(C, T, sizeof *C);
+  } else {
+    memset(C->count, 0, sizeof C->count);
+    C->values = C->negatives = 0;
+    C->key_min = T->key_min;
+    C->key_max = T->key_max;
+    C->abs_min = T->abs_min;
+    C->skip = T->skip;
+    C->fails = T->fails;
+    memset(C->tail, 0, sizeof C->tail);
+  }
+  C->work = work;
+  C->pat = T->pat; /* freed by finish */
+}
+
+bool mp_scan_cls2_clean(const cls2_scan *C) {
+  for (int id = 0; id < C2_IDS; id++)
+    if (C->count[id]) return false;
+  if (C->work)
+    for (int b = 0; b < C2_BANKS; b++)
+      for (int i = 0; i < C2_IDS * C2_IDS; i++)
+        if (C->work->bank[b][i]) return false;
+  return true;
+}
+
+void mp_scan_cls2_free(cls2_scan *C) {
+  if (!C) return;
+  free(C->work);
+  free(C->pat.cnt);
+  free(C);
+}
+
 void mp_scan_cls2_run(mp_stats *s, const src_info *I, cls2_scan *C, const void *p, uint64_t n) {
   if (c2_is8(C->dtype))
     c2_8_run(s, I, C, p, n);
@@ -855,8 +893,6 @@ void mp_scan_cls2_finish(mp_stats *s, const src_info *I, cls2_scan *C) {
   if (fp8)
     for (int v = 0; v < 256; v++)
       if (C->tail[v]) acc_value(s, I, c2_decode(C->dtype, (uint32_t)v), C->tail[v]);
-  free(C->work);
-  C->work = NULL;
   if (C->pat.cnt) {
     mp_scan_pattern_fold(s, I, C->dtype, &C->pat);
     free(C->pat.cnt);

@@ -1,6 +1,9 @@
 /* State of the host scanner's fp32-family vector paths (AVX2, AVX-512, bit
  * planes): thresholds, lane counters and their folds into the record. */
 #include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -23,27 +26,45 @@ static int32_t gt_bits(double limit) {
   return (int32_t)float_bits(f);
 }
 
-void mp_scan_f32_init(f32_fast *F, int lanes) {
-  memset(F, 0, sizeof *F);
+/* The thresholds' bits (gt_bits: |x| bits above them pass), the same for
+ * every scan: computed once. ok false: a target's implied limit is not
+ * implied, no fp32-family path. */
+static int32_t f32_th_bits[TH_COUNT];
+static bool f32_th_ok;
+static pthread_once_t f32_th_once = PTHREAD_ONCE_INIT;
+
+static void f32_th_build(void) {
+  f32_th_ok = true;
+  for (int t = 0; t < MP_TARGET_COUNT; t++) {
+    const mp_format *f = mp_format_of(mp_target_dtype((mp_target)t));
+    /* overflow: |x| >= overflow_at (or >): count |x| > the float just below. */
+    double ovf = f->overflow_strict ? f->overflow_at : nextafter(f->overflow_at, 0.0);
+    f32_th_bits[th_of[t][0]] = gt_bits(ovf);
+    if (th_of[t][1] >= 0) {
+      f32_th_bits[th_of[t][1]] = gt_bits(f->flush_at);
+      f32_th_bits[th_of[t][2]] = gt_bits(nextafter(f->subnormal_below, 0.0));
+    } else if (f->subnormal_below > 0x1p-126) {
+      f32_th_ok = false; /* an implied limit is not implied: not this path */
+    }
+  }
+}
+
+void mp_scan_f32_reset(f32_fast *F, int lanes) {
+  pthread_once(&f32_th_once, f32_th_build);
+  memset(F, 0, offsetof(f32_fast, sub));
   F->lanes = lanes;
   for (int l = 0; l < F32_LANES; l++) {
     F->key_min[l] = INT32_MAX;
     F->key_max[l] = INT32_MIN;
     F->abs_min_m1[l] = UINT32_MAX;
   }
-  F->ok = true;
-  for (int t = 0; t < MP_TARGET_COUNT; t++) {
-    const mp_format *f = mp_format_of(mp_target_dtype((mp_target)t));
-    /* overflow: |x| >= overflow_at (or >): count |x| > the float just below. */
-    double ovf = f->overflow_strict ? f->overflow_at : nextafter(f->overflow_at, 0.0);
-    F->th_bits[th_of[t][0]] = gt_bits(ovf);
-    if (th_of[t][1] >= 0) {
-      F->th_bits[th_of[t][1]] = gt_bits(f->flush_at);
-      F->th_bits[th_of[t][2]] = gt_bits(nextafter(f->subnormal_below, 0.0));
-    } else if (f->subnormal_below > 0x1p-126) {
-      F->ok = false; /* an implied limit is not implied: not this path */
-    }
-  }
+  memcpy(F->th_bits, f32_th_bits, sizeof F->th_bits);
+  F->ok = f32_th_ok;
+}
+
+void mp_scan_f32_init(f32_fast *F, int lanes) {
+  memset(F->sub, 0, sizeof F->sub);
+  mp_scan_f32_reset(F, lanes);
 }
 
 /* Biased exponent of the largest |x| the lanes' keys have seen (0 if none). */
@@ -76,24 +97,35 @@ void mp_scan_pair_fold(f32_fast *F) {
   int first = bottom_exponent(F) - P->base, last = mp_scan_top_exponent(F) - P->base;
   if (first < 0) first = 0;
   if (last > WINDOW_CODES - 1) last = WINDOW_CODES - 1;
-  int codes[64], nc = 0;
+  /* The rows of the codes seen and of "none", each read four counters at a
+   * time over the words those codes fall in (a word's other cells are zero:
+   * no value had their codes), a word of zeros skipped. A small scan over
+   * many binades counts a few cells of a large corner: reading it cell by
+   * cell, four banks 8 KB apart, took microseconds. */
+  int rows[WINDOW_CODES + 1], nr = 0, words[WINDOW_CODES / 4 + 1], nw = 0;
   for (int k = first; k <= last; k++)
-    codes[nc++] = k;
-  codes[nc++] = WINDOW_CODES;
+    rows[nr++] = k;
+  rows[nr++] = WINDOW_CODES;
+  for (int w = first / 4; first <= last && w <= last / 4; w++)
+    words[nw++] = w;
+  if (nw == 0 || words[nw - 1] != WINDOW_CODES / 4) words[nw++] = WINDOW_CODES / 4;
   uint64_t row[64] = {0}, col[64] = {0};
-  for (int x = 0; x < nc; x++) {
-    int hi = codes[x];
-    for (int y = 0; y < nc; y++) {
-      int lo = codes[y];
-      uint32_t c = 0;
-      for (int b = 0; b < PAIR_BANKS; b++) {
-        c += P->bank[b][hi * 64 + lo];
-        P->bank[b][hi * 64 + lo] = 0;
+  for (int b = 0; b < PAIR_BANKS; b++)
+    for (int x = 0; x < nr; x++) {
+      pair_count *r = &P->bank[b][rows[x] * 64];
+      for (int y = 0; y < nw; y++) {
+        pair_count *q = r + 4 * words[y];
+        uint64_t v;
+        memcpy(&v, q, sizeof v);
+        if (!v) continue;
+        memset(q, 0, sizeof v);
+        for (int k = 0; k < 4; k++) {
+          uint32_t c = (uint32_t)(v >> (16 * k)) & 0xffff;
+          row[rows[x]] += c;
+          col[4 * words[y] + k] += c;
+        }
       }
-      row[hi] += c;
-      col[lo] += c;
     }
-  }
   for (int k = 0; k < WINDOW_CODES; k++)
     P->exp[P->base + k] += row[k] + col[k];
   P->pending = 0;
@@ -133,6 +165,11 @@ void mp_scan_f32_fold(mp_stats *s, f32_fast *F) {
     }
     s->exp_hist[E - 127 - MP_HIST_MIN] += c;
   }
+  /* Zeros (and what a kernel counted of values it then left to another
+   * path) sit at exponents 0 and 255, outside every binade: cleared, so
+   * that sub[] is all zero after the fold (mp_scan_f32_reset). */
+  for (int l = 0; l < F32_LANES; l++)
+    F->sub[l][0] = F->sub[l][255] = 0;
   for (int k = 0; k < IND_COUNT; k++)
     for (int l = 0; l < F32_LANES; l++) {
       F->ind[k] += F->ind_lanes[k][l];

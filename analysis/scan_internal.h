@@ -196,6 +196,10 @@ void mp_scan_pattern_run(mp_stats *s, const src_info *I, mp_dtype d, pattern_cou
                          const void *p, uint64_t n);
 void mp_scan_pattern_fold(mp_stats *s, const src_info *I, mp_dtype d, pattern_counts *P);
 
+/* scan.c, tests: every counter the workspace's states hold is zero (what
+ * taking them again relies on). */
+bool mp_scan_ws_clean(const struct mp_scan_ws *ws);
+
 /* ---- fp64, scalar (scan_fp64.c) ------------------------------------------ */
 
 /* fp64 values are binned by their biased exponent into two sub-histograms;
@@ -285,6 +289,7 @@ enum { IND_ZEROS = TH_COUNT, IND_NEGATIVES, IND_COUNT };
 #define PAIR_KERNEL_VECTORS 1024
 #define PAIR_BANKS 4
 typedef uint16_t pair_count;
+_Static_assert(sizeof(pair_count) == 2, "mp_scan_pair_fold reads four counters a word");
 /* A vector of `lanes` values makes lanes / 2 pairs, spread evenly over the
  * banks: counts a bank bin takes at most per vector. */
 #define PAIRS_PER_BANK(lanes) ((lanes) / 2 / PAIR_BANKS)
@@ -321,7 +326,6 @@ typedef struct plane_tables {
 } plane_tables;
 
 typedef struct f32_fast {
-  uint32_t sub[F32_LANES][256]; /* exponent counts per lane, indexed by the biased exponent */
   uint32_t ind_lanes[IND_COUNT][F32_LANES]; /* AVX-512 indicator counts, per lane */
   int32_t th_bits[TH_COUNT];
   uint64_t vectors; /* vector lanes' worth of values in sub/ind_lanes since the last fold */
@@ -339,6 +343,10 @@ typedef struct f32_fast {
   unsigned plane_fails;           /* consecutive blocks that failed its check */
   unsigned avx2_skip, avx2_fails; /* the same for the AVX2 kernel's unchecked blocks */
   unsigned pair_skip, pair_fails; /* the same for its exponent pairs (window misses) */
+  /* Last, so that mp_scan_f32_reset clears every field before it: exponent
+   * counts per lane, indexed by the biased exponent (all zero between scans:
+   * mp_scan_f32_fold clears what it reads). */
+  uint32_t sub[F32_LANES][256];
 } f32_fast;
 
 /* Sub-histogram lanes take one count per vector; fold long before 2^32. */
@@ -423,8 +431,11 @@ static inline void unhist_exponents8(uint32_t (*sub)[256], const float *p, uint6
     b3[ix_[15]]++;                                                                                 \
   } while (0)
 
-/* scan_f32.c: state shared by the vector paths. */
+/* scan_f32.c: state shared by the vector paths. init: the state a scan
+ * starts from; reset: the same from a state whose sub[] is all zero (a
+ * finished one: mp_scan_f32_finish leaves it so), without clearing sub. */
 void mp_scan_f32_init(f32_fast *F, int lanes);
+void mp_scan_f32_reset(f32_fast *F, int lanes);
 void mp_scan_f32_fold(mp_stats *s, f32_fast *F);
 void mp_scan_f32_finish(mp_stats *s, f32_fast *F);
 /* Biased exponent of the largest |x| the lanes' keys have seen (0 if none). */
@@ -553,6 +564,11 @@ cls_scan *mp_scan_cls_start(mp_dtype d);
 void mp_scan_cls_run(mp_stats *s, const src_info *I, cls_scan *C, f32_fast *F, const void *p,
                      uint64_t n);
 void mp_scan_cls_finish(mp_stats *s, const src_info *I, cls_scan *C);
+/* A finished scan's state C made the state a scan of its dtype starts from,
+ * without copying the tables unless a window moved (mp_scan_ws). */
+void mp_scan_cls_restart(cls_scan *C);
+/* Tests: every counter of a finished state C is zero. */
+bool mp_scan_cls_clean(const cls_scan *C);
 
 /* scan_classes_avx2.c: fp8, fp16 and bf16 through class ids with AVX2. */
 typedef struct cls2_scan cls2_scan;
@@ -561,6 +577,11 @@ bool mp_scan_cpu_has_classes_avx2(void);
 cls2_scan *mp_scan_cls2_start(mp_dtype d);
 void mp_scan_cls2_run(mp_stats *s, const src_info *I, cls2_scan *C, const void *p, uint64_t n);
 void mp_scan_cls2_finish(mp_stats *s, const src_info *I, cls2_scan *C);
+/* As mp_scan_cls_restart; the pair counters C holds (all zero after each
+ * block) stay. mp_scan_cls2_free: C and what it holds. */
+void mp_scan_cls2_restart(cls2_scan *C);
+void mp_scan_cls2_free(cls2_scan *C);
+bool mp_scan_cls2_clean(const cls2_scan *C);
 /* Blocks the class kernel handed to the path it replaces since the process
  * started (tests: finite in-window data never falls back, so a kernel bug
  * cannot hide behind the fallback). */

@@ -54,6 +54,24 @@ static mpp_thread_key scratch_key = MPP_THREAD_KEY(scratch_free);
  * another holds it gets records of its own (freed by mpp_call_end). */
 static __thread MPP_TLS int scratch_holders;
 
+/* This thread's host-scanner workspace: the scanner's states stay from one
+ * scanned call to the next instead of being allocated and cleared whole
+ * for each tensor (most of a small tensor's cost). Used by one scan at a
+ * time: a hook cannot run inside another on its thread. */
+static __thread MPP_TLS mp_scan_ws *scan_ws;
+
+static void scan_ws_release(void *block) {
+  mp_scan_ws_free(block);
+  scan_ws = NULL;
+}
+
+static mpp_thread_key scan_ws_key = MPP_THREAD_KEY(scan_ws_release);
+
+static mp_scan_ws *scan_ws_get(void) {
+  if (!scan_ws && (scan_ws = mp_scan_ws_new())) mpp_thread_key_set(&scan_ws_key, scan_ws);
+  return scan_ws; /* NULL: each scan allocates its own */
+}
+
 static mp_stats *scratch_get(int role) {
   if (!scratch[role]) {
     scratch[role] = malloc(sizeof(mp_stats));
@@ -133,7 +151,7 @@ static void host_scan(mpp_call *c, int ri, const mp_view *v, bool saturates) {
     c->tmp[ri] = s;
     c->tmp_used[ri] = true;
   }
-  if (mp_scan(s, v) < 0)
+  if (mp_scan_ws_scan(scan_ws_get(), s, v, MP_SCAN_AUTO) < 0)
     c->ns_counts[MPP_NS_LAYOUT]++;
   else if (saturates)
     s->saturated += mp_count_saturated(v);

@@ -11,6 +11,11 @@
  * "/avx2" rows (MP_SCAN_AVX2: what a CPU without AVX-512 runs; for fp64 the
  * scalar path), so every path is measured in one run. Prints GB/s and the
  * ratio scan/read.
+ * Then small views (64 to 4096 values, the tensors of small layers): ns per
+ * scan (thread CPU time, best of reps x 2000 scans) through a workspace, as
+ * libmpprof scans (mp_scan_ws: the paths' states kept between scans), and
+ * without one, as mpprof inspect scans, against issue 16's aim of 1 us for
+ * a tiny tensor.
  * Usage: scan_host [MiB] [reps] [dtype] (a dtype name limits the run to that
  * source, for quick iterations). */
 #include <math.h>
@@ -125,6 +130,49 @@ static void keep_min(double *best, double t) {
   if (t < *best) *best = t;
 }
 
+#define SMALL_AIM_NS 1000.0 /* issue 16: a tiny tensor's scan under 1 us */
+#define SMALL_SCANS 2000
+
+/* ns per scan of a small view: the best of reps rounds of SMALL_SCANS. */
+static double small_ns(mp_scan_ws *ws, mp_stats *s, const mp_view *v, int reps) {
+  double best = INFINITY;
+  for (int r = 0; r < reps; r++) {
+    stamp t0 = now();
+    for (int k = 0; k < SMALL_SCANS; k++)
+      mp_scan_ws_scan(ws, s, v, MP_SCAN_AUTO);
+    keep_min(&best, (now().cpu - t0.cpu) / SMALL_SCANS * 1e9);
+  }
+  return best;
+}
+
+static void small_views(mp_stats *s, void *buf, int reps, const char *only) {
+  static const mp_dtype ds[] = {MP_FP32, MP_FP16, MP_BF16, MP_FP8_E4M3, MP_FP8_E5M2, MP_FP64};
+  static const uint64_t sizes[] = {64, 256, 1024, 4096};
+  mp_scan_ws *ws = mp_scan_ws_new();
+  if (!ws) return;
+  printf("\nsmall views: ns per scan (thread CPU), auto path, through a workspace as libmpprof "
+         "scans\n(and without one, as mpprof inspect); aim %.0f ns, ratio = with / aim\n",
+         SMALL_AIM_NS);
+  printf("%-9s %8s %10s %10s %6s\n", "dtype", "values", "workspace", "without", "ratio");
+  for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) {
+    if (only && strcmp(only, mp_dtype_name(ds[i])) != 0) continue;
+    fill(ds[i], buf, 4096);
+    for (size_t j = 0; j < sizeof sizes / sizeof sizes[0]; j++) {
+      mp_view v = {
+          .dtype = ds[i], .data = buf, .rows = sizes[j], .cols = 1, .ld = sizes[j], .batch = 1};
+      mp_stats_init(s, ds[i]);
+      double with = INFINITY, without = INFINITY;
+      for (int r = 0; r < 2; r++) { /* alternating, so both see the same machine */
+        keep_min(&with, small_ns(ws, s, &v, reps));
+        keep_min(&without, small_ns(NULL, s, &v, reps));
+      }
+      printf("%-9s %8llu %10.0f %10.0f %6.2f\n", mp_dtype_name(ds[i]), (unsigned long long)sizes[j],
+             with, without, with / SMALL_AIM_NS);
+    }
+  }
+  mp_scan_ws_free(ws);
+}
+
 int main(int argc, char **argv) {
   size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 256;
   int reps = argc > 2 ? atoi(argv[2]) : 3;
@@ -218,6 +266,7 @@ int main(int argc, char **argv) {
            b.read_cpu / b.scan_cpu);
     fflush(stdout);
   }
+  small_views(s, buf, reps, only);
   free(s);
   free(buf);
   (void)sink;

@@ -23,6 +23,7 @@
 #include "analysis/convert.h"
 #include "analysis/formats.h"
 #include "analysis/scan.h"
+#include "analysis/scan_internal.h"
 #include "ref.h"
 
 #define FUZZ_CASES 240
@@ -98,9 +99,51 @@ static void random_views_of_every_dtype_match_the_portable_path(void **st) {
   free(got);
 }
 
+/* One workspace (mp_scan_ws, as libmpprof keeps per thread) across views of
+ * every dtype, size and path in turn: each record is the portable path's,
+ * and after each scan every counter the workspace keeps is zero again (a
+ * state put back unclean would add its counts to the next view's record). */
+static void one_workspace_across_every_view_matches_the_portable_path(void **st) {
+  (void)st;
+  static const mp_dtype dtypes[] = {MP_FP32, MP_FP16, MP_BF16, MP_FP8_E4M3, MP_FP8_E5M2, MP_FP64};
+  static const mp_scan_impl impls[] = {MP_SCAN_AUTO, MP_SCAN_AVX2, MP_SCAN_AVX512_NO_PLANES};
+  unsigned char *buf = malloc(FUZZ_MAX_VALUES * sizeof(double));
+  mp_stats *want = malloc(sizeof *want), *got = malloc(sizeof *got);
+  mp_scan_ws *ws = mp_scan_ws_new();
+  assert_true(buf && want && got && ws);
+  uint64_t s = 0x2545f4914f6cdd1dull;
+  for (int c = 0; c < FUZZ_CASES; c++) {
+    const mp_dtype d = dtypes[ref_rand(&s) % 6];
+    /* Mostly small views (where the workspace saves most), some past a block. */
+    const uint64_t n = ref_rand(&s) % 8 ? ref_rand(&s) % 3000 : ref_rand(&s) % FUZZ_MAX_VALUES;
+    const int gen = (int)(ref_rand(&s) % 7), lo = -(int)(ref_rand(&s) % 40),
+              span = 1 + (int)(ref_rand(&s) % 45);
+    fill(&s, d, buf, n, gen, lo, span);
+    mp_view v = {.dtype = d, .data = buf, .rows = n, .cols = 1, .ld = n, .batch = 1};
+    mp_stats_init(want, d);
+    assert_int_equal(mp_scan_with(want, &v, MP_SCAN_PORTABLE), 0);
+    for (size_t k = 0; k < sizeof impls / sizeof impls[0]; k++) {
+      mp_stats_init(got, d);
+      assert_int_equal(mp_scan_ws_scan(ws, got, &v, impls[k]), 0);
+      if (!ref_stats_equal(want, got))
+        fail_msg("case %d: %s, shape %d, %llu values, impl %d: the record through the workspace "
+                 "differs from the portable one",
+                 c, mp_dtype_name(d), gen, (unsigned long long)n, (int)impls[k]);
+      if (!mp_scan_ws_clean(ws))
+        fail_msg("case %d: %s, shape %d, %llu values, impl %d: counters left in the workspace", c,
+                 mp_dtype_name(d), gen, (unsigned long long)n, (int)impls[k]);
+    }
+  }
+  mp_scan_ws_free(ws);
+  free(buf);
+  free(want);
+  free(got);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(random_views_of_every_dtype_match_the_portable_path),
+      cmocka_unit_test(one_workspace_across_every_view_matches_the_portable_path),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
