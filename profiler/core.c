@@ -5,6 +5,7 @@
  * modules is runtime.c. */
 #include "mpp.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -199,6 +200,17 @@ int mpp_cancel_off(void) {
 
 void mpp_cancel_restore(int state) {
   pthread_setcancelstate(state, NULL);
+}
+
+static mpp_dlsym_fn real_dlsym; /* atomic */
+
+void mpp_set_real_dlsym(mpp_dlsym_fn fn) {
+  __atomic_store_n(&real_dlsym, fn, __ATOMIC_RELEASE);
+}
+
+void *mpp_real_dlsym(void *handle, const char *name) {
+  mpp_dlsym_fn real = __atomic_load_n(&real_dlsym, __ATOMIC_ACQUIRE);
+  return real ? real(handle, name) : dlsym(handle, name);
 }
 
 void mpp_log(int level, const char *fmt, ...) {

@@ -3,9 +3,11 @@
  * XLA/JAX, cudnn-frontend built with dynamic loading), with or without
  * RTLD_DEEPBIND, never reach a preloaded definition: the lookup searches that
  * library's scope only. libmpprof therefore exports dlsym and dlvsym. A
- * lookup on a handle of libcublas, libcublasLt or libcudnn of a name mpprof
- * hooks returns the hook, and the hook forwards to that handle's symbol
- * (mpp_sym_adopt). Every other lookup is the C library's.
+ * lookup on a handle of libcublas, libcublasLt, libcudnn or libcupti (the
+ * `hooked` table) of a name mpprof hooks returns the hook, and the hook
+ * forwards to that handle's symbol (mpp_sym_adopt). Every other lookup is the
+ * C library's; mpprof's own lookups on these handles call the C library's
+ * dlsym directly (mpp_real_dlsym): they must get the library's function.
  *
  * RTLD_NEXT and RTLD_DEFAULT lookups depend on the caller's address, so they
  * reach the C library's function by a tail jump that keeps the caller's
@@ -134,11 +136,12 @@ __attribute__((visibility("hidden"))) MPP_RAW_CODE void mpp_dlsym_resolve(void) 
 
 static void *mpp_dlsym_real(void *handle, const char *name);
 
-/* The runtime looks symbols up in libraries the program loaded with the C
- * library's dlsym: handed over here, so the runtime needs nothing of this file. */
+/* mpprof looks symbols up on libraries' handles (the runtime's real symbols,
+ * gpu/'s libcupti functions) with the C library's dlsym: handed over to core
+ * here (mpp_real_dlsym), so no module needs anything of this file. */
 __attribute__((constructor(101))) static void dlsym_init(void) {
   if (!mpp_real_dlsym_ptr) mpp_dlsym_resolve();
-  mpp_runtime_set_real_dlsym(mpp_dlsym_real);
+  mpp_set_real_dlsym(mpp_dlsym_real);
 }
 
 static void *mpp_dlsym_real(void *handle, const char *name) {
@@ -146,14 +149,39 @@ static void *mpp_dlsym_real(void *handle, const char *name) {
   return mpp_real_dlsym_ptr(handle, name);
 }
 
-/* Is this handle one of the libraries whose entry points mpprof hooks? */
-static bool hooked_library(void *handle) {
+/* The libraries whose entry points mpprof hooks, by the start of their file
+ * name, and the start of the names looked up on their handles that may be
+ * hooks (which names are: mpp_sym_adopt, from the hook modules' tables). A
+ * lookup on a handle also searches the library's dependencies: libcublas's
+ * finds libcublasLt's functions. */
+static const struct {
+  const char *library;
+  const char *names;
+} hooked[] = {
+    {"libcublas.so", "cublas"},
+    {"libcublasLt.so", "cublas"},
+    {"libcudnn.so", "cudnn"},
+    {"libcupti.so", "cupti"},
+};
+#define NHOOKED (sizeof hooked / sizeof hooked[0])
+
+static bool starts_with(const char *s, const char *head) {
+  return !strncmp(s, head, strlen(head));
+}
+
+/* Is `name`, looked up on this handle, one of mpprof's hooked libraries'? */
+static bool hooked_lookup(void *handle, const char *name) {
+  size_t i = 0;
+  while (i < NHOOKED && !starts_with(name, hooked[i].names))
+    i++;
+  if (i == NHOOKED) return false; /* most lookups end here, without dlinfo */
   struct link_map *lm = NULL;
   if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm || !lm->l_name) return false;
   const char *base = strrchr(lm->l_name, '/');
   base = base ? base + 1 : lm->l_name;
-  return !strncmp(base, "libcublas.so", 12) || !strncmp(base, "libcublasLt.so", 14) ||
-         !strncmp(base, "libcudnn.so", 11);
+  for (; i < NHOOKED; i++)
+    if (starts_with(name, hooked[i].names) && starts_with(base, hooked[i].library)) return true;
+  return false;
 }
 
 /* mpprof's own definition of a hooked name (libmpprof's handle, found once). */
@@ -173,8 +201,7 @@ static void *own_definition(const char *name) {
 /* A lookup on an explicit handle; `real` is what the C library answered. */
 static void *redirect(void *handle, const char *name, void *real) {
   if (!real || !name || mpp_cfg.disabled) return real;
-  if (strncmp(name, "cublas", 6) && strncmp(name, "cudnn", 5)) return real;
-  if (!hooked_library(handle) || !mpp_sym_adopt(name, real)) return real;
+  if (!hooked_lookup(handle, name) || !mpp_sym_adopt(name, real)) return real;
   void *hook = own_definition(name);
   return hook ? hook : real;
 }

@@ -113,6 +113,17 @@ void mpp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 int mpp_cancel_off(void);
 void mpp_cancel_restore(int state); /* the state mpp_cancel_off returned */
 
+/* --- the C library's dlsym (core.c) --- */
+/* libmpprof's own dlsym (dlsym.c) answers a lookup of a hooked name on a
+ * hooked library's handle with the hook. Every lookup mpprof makes for
+ * itself on a library's handle (the real symbols, libcupti's functions) goes
+ * through mpp_real_dlsym and gets the library's own definition: the C
+ * library's dlsym, which dlsym.c registers when the library loads; until
+ * then, and where dlsym.c is not linked (unit tests), the plain dlsym. */
+typedef void *(*mpp_dlsym_fn)(void *handle, const char *name);
+void mpp_set_real_dlsym(mpp_dlsym_fn fn);
+void *mpp_real_dlsym(void *handle, const char *name);
+
 /* --- the clock (clock.c) --- */
 /* CLOCK_REALTIME in ns; from the TSC where that is safe (clock.c says why it
  * is the same clock). Never below the calling thread's previous read unless

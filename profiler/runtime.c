@@ -91,12 +91,6 @@ static uint64_t loader_adds(void) {
   return adds;
 }
 
-static mpp_dlsym_fn real_dlsym; /* atomic */
-
-void mpp_runtime_set_real_dlsym(mpp_dlsym_fn fn) {
-  __atomic_store_n(&real_dlsym, fn, __ATOMIC_RELEASE);
-}
-
 void *mpp_sym_get(mpp_sym *s) {
   void *fn = __atomic_load_n(&s->fn, __ATOMIC_ACQUIRE);
   if (fn) return fn;
@@ -110,10 +104,8 @@ void *mpp_sym_get(mpp_sym *s) {
      * reference the lookup takes is given back at once: the library stays
      * the program's to unload (mpp_sym_forget_unloaded drops what it held). */
     void *h = dlopen(s->soname, RTLD_LAZY | RTLD_NOLOAD);
-    /* The C library's dlsym: libmpprof's own (dlsym.c) would answer with the hook. */
-    mpp_dlsym_fn real = __atomic_load_n(&real_dlsym, __ATOMIC_ACQUIRE);
     if (h) {
-      fn = real ? real(h, s->name) : dlsym(h, s->name);
+      fn = mpp_real_dlsym(h, s->name); /* libmpprof's own dlsym would answer with the hook */
       dlclose(h);
     }
   }

@@ -39,11 +39,6 @@ void mpp_sym_forget_unloaded(void);
  * of its own in it (a private cuBLAS handle), which an unload would leave
  * dangling. */
 void mpp_sym_pin(void *fn);
-/* The C library's dlsym, which dlsym.c registers when the library loads
- * (libmpprof's own dlsym would answer with a hook); until then, and where
- * dlsym.c is not linked (unit tests), the plain dlsym. */
-typedef void *(*mpp_dlsym_fn)(void *handle, const char *name);
-void mpp_runtime_set_real_dlsym(mpp_dlsym_fn fn);
 
 /* --- exec (exec.c) --- */
 void mpp_runtime_before_exec(void); /* writes the raw file as final (exec, mpprof_exit_now) */

@@ -394,7 +394,10 @@ static void start_once(void) {
   void *h = open_cupti();
   if (!h) return; /* "unavailable" */
   g_handle = h;
-#define CUPTI_RESOLVE(sym, member, params) *(void **)&api.member = dlsym(h, #sym);
+  /* The C library's dlsym: libmpprof's own answers a lookup on libcupti's
+   * handle of a hooked name with the hook (dlsym.c), which would take this
+   * registration for the program's. */
+#define CUPTI_RESOLVE(sym, member, params) *(void **)&api.member = mpp_real_dlsym(h, #sym);
   CUPTI_FUNCS(CUPTI_RESOLVE)
 #undef CUPTI_RESOLVE
   if (!api.subscribe || !api.unsubscribe || !api.register_callbacks || !api.enable ||

@@ -4,8 +4,9 @@
  * and the profiler host API evaluates the chip's tensor-pipe metrics for each
  * of them. A kernel whose tensor metrics are all zero did not use Tensor Cores.
  *
- * Everything goes through the libcupti handle cupti.c opened (dlsym; the host
- * API's structs are mirrored in cupti_host_abi.h because its header is C++).
+ * Everything goes through the libcupti handle cupti.c opened (the C library's
+ * dlsym, mpp_real_dlsym; the host API's structs are mirrored in
+ * cupti_host_abi.h because its header is C++).
  * Sequence (NVIDIA's range_profiling sample, CUPTI docs section 2.9), once, on
  * the first sampled call's thread: cuptiProfilerInitialize,
  * cuptiDeviceGetChipName, cuptiProfilerGetCounterAvailability,
@@ -365,10 +366,10 @@ static bool init(void) {
     set_unavailable("%s", "CUPTI not loaded", CUPTI_SUCCESS);
     return false;
   }
-#define TC_RESOLVE(sym, member, ptype) *(void **)&api.member = dlsym(h, #sym);
+#define TC_RESOLVE(sym, member, ptype) *(void **)&api.member = mpp_real_dlsym(h, #sym);
   TC_FUNCS(TC_RESOLVE)
 #undef TC_RESOLVE
-  *(void **)&api.result_string = dlsym(h, "cuptiGetResultString");
+  *(void **)&api.result_string = mpp_real_dlsym(h, "cuptiGetResultString");
 #define TC_CHECK(sym, member, ptype)                                                               \
   if (!api.member && strcmp(#member, "availability")) {                                            \
     set_unavailable("%s not in this CUPTI (the range profiler needs CUDA 12.6 update 2 or newer)", \

@@ -434,29 +434,49 @@ vfork_exec_leaves_no_memory_behind)
   [ "$kib" -lt 64 ] || fail "address space grew by $kib KiB over 200 vfork + execve"
   [ "$tkib" -lt 64 ] || fail "address space grew by $tkib KiB over 200 threads' vfork + execve"
   ;;
-cupti_of_a_program_registered_first_stays_its_own)
+cupti_of_a_program_registered_first_stays_its_own | cupti_found_by_dlsym_registered_first_stays_its_own)
   # A program that registers CUPTI activity callbacks of its own (no
   # cuptiSubscribe) before its first cuBLAS call: mpprof's start replaced
   # them, and the program saw none of its 25 kernels. It keeps them; mpprof
-  # says it left CUPTI to the program.
-  plain=$(env LD_LIBRARY_PATH="$MPP_SIMCUDA" "$MPP_CUPTI_PROG" first) || fail "program failed alone"
-  prof=$(MPPROF_OUT="$W/out" sim "$MPP_CUPTI_PROG" first) || fail "program failed under mpprof"
+  # says it left CUPTI to the program. The same when the program finds the
+  # activity API with dlsym on libcupti's handle, past mpprof's hooks: there
+  # mpprof took no note of the registration.
+  P=$MPP_CUPTI_PROG
+  [ "$case_name" = cupti_of_a_program_registered_first_stays_its_own ] || P=$MPP_CUPTI_DLSYM_PROG
+  plain=$(env LD_LIBRARY_PATH="$MPP_SIMCUDA" "$P" first) || fail "program failed alone"
+  prof=$(MPPROF_OUT="$W/out" sim "$P" first) || fail "program failed under mpprof"
   [ "$prof" = "$plain" ] || fail "the program saw '$prof' under mpprof, '$plain' alone"
   grep -q '"cupti":{"status":"held_by_program"' "$W/out/raw/"*.json || fail "cupti status: $(grep -o '"cupti":{[^}]*' "$W/out/raw/"*.json)"
   ;;
-cupti_taken_by_the_program_gives_it_its_own_records)
+cupti_taken_by_the_program_gives_it_its_own_records | cupti_found_by_dlsym_taken_by_the_program_gives_it_its_own_records)
   # The same program registering after five GEMMs, when mpprof's callbacks
   # are in place: it got mpprof's buffer (kernels from before it enabled
   # any) and the records mpprof had enabled (launch API records), and mpprof
   # said nothing. It sees what it sees alone; mpprof keeps the kernels before
-  # and says that its records end there.
-  plain=$(env LD_LIBRARY_PATH="$MPP_SIMCUDA" "$MPP_CUPTI_PROG" after) || fail "program failed alone"
-  prof=$(MPPROF_OUT="$W/out" sim "$MPP_CUPTI_PROG" after) || fail "program failed under mpprof"
+  # and says that its records end there. The same through dlsym on
+  # libcupti's handle: there mpprof's records ended silently.
+  P=$MPP_CUPTI_PROG
+  [ "$case_name" = cupti_taken_by_the_program_gives_it_its_own_records ] || P=$MPP_CUPTI_DLSYM_PROG
+  plain=$(env LD_LIBRARY_PATH="$MPP_SIMCUDA" "$P" after) || fail "program failed alone"
+  prof=$(MPPROF_OUT="$W/out" sim "$P" after) || fail "program failed under mpprof"
   [ "$prof" = "$plain" ] || fail "the program saw '$prof' under mpprof, '$plain' alone"
   grep -q '"cupti":{"status":"taken_by_program"' "$W/out/raw/"*.json || fail "cupti status: $(grep -o '"cupti":{[^}]*' "$W/out/raw/"*.json)"
   "$M" report "$W/out" >/dev/null 2>&1 || fail "report failed"
   grep -q 'kernel records incomplete: the program registered CUPTI activity callbacks' "$W/out/report.json" ||
     fail "the report does not say the kernel records are incomplete"
+  ;;
+cupti_of_mpprof_gets_libcuptis_own_functions)
+  # mpprof looks CUPTI's functions up on libcupti's handle itself: through
+  # libmpprof's dlsym, which answers such a lookup of a hooked name with the
+  # hook, its own registration would be taken for the program's (it hung on
+  # its own lock). A program that never calls CUPTI: mpprof's kernel records
+  # arrive.
+  MPPROF_OUT="$W/out" timeout 120 env LD_LIBRARY_PATH="$MPP_SIMCUDA" LD_PRELOAD="$MPP_LIB" \
+    "$MPP_TESTPROG" gemmex >/dev/null
+  rc=$?
+  [ $rc = 0 ] || fail "program: exit $rc, expected 0 (124: it hung)"
+  grep -q '"cupti":{"status":"ok"' "$W/out/raw/"*.json || fail "cupti status: $(grep -o '"cupti":{[^}]*' "$W/out/raw/"*.json)"
+  grep -q '"kernel_events":\[{"site":' "$W/out/raw/"*.json || fail "no kernel records"
   ;;
 *)
   fail "unknown case"

@@ -38,7 +38,7 @@ layers=(
 )
 # No back edges: a site frees its shadow state with free() (shadow.c makes
 # it one block), the exported entry points that initialise the runtime live
-# in entry.c, and dlsym.c hands the runtime the C library's dlsym.
+# in entry.c, and dlsym.c hands core the C library's dlsym (mpp_real_dlsym).
 allowed=" "
 
 ranks=""
