@@ -21,9 +21,11 @@
   X(cuptiActivityEnableRuntimeApi)
 MPP_MODULE_TABLE(syms)
 
-/* mpprof's own registration goes through its dlopen'ed handle (gpu/cupti.c),
- * never through this hook: every call here is the program's. No depth guard
- * and no activation: it is no matrix op, and activation would start CUPTI. */
+/* mpprof's own registration goes through its dlopen'ed handle with the C
+ * library's dlsym (gpu/cupti.c, mpp_real_dlsym), never through this hook: every
+ * call here is the program's, linked or looked up on libcupti's handle
+ * (dlsym.c answers that lookup with this hook). No depth guard and no
+ * activation: it is no matrix op, and activation would start CUPTI. */
 MPP_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requested,
                                                       CUpti_BuffersCallbackCompleteFunc completed) {
   __typeof__(&cuptiActivityRegisterCallbacks) real = MPP_REAL(syms, cuptiActivityRegisterCallbacks);
@@ -31,34 +33,22 @@ MPP_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackReque
   return mpp_cupti_program_registers(real, requested, completed);
 }
 
-MPP_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
-  __typeof__(&cuptiActivityEnable) real = MPP_REAL(syms, cuptiActivityEnable);
-  if (!real) return CUPTI_ERROR_NOT_INITIALIZED;
-  CUptiResult r = real(kind);
-  if (r == CUPTI_SUCCESS) mpp_cupti_program_enabled(kind, true);
-  return r;
-}
+/* The four switches: the real call, and what it turned on or off, noted
+ * when it succeeded (`note nargs`). */
+#define MPP_CUPTI_SWITCH_HOOK(name, params, args, note, nargs)                                     \
+  MPP_EXPORT CUptiResult name params {                                                             \
+    __typeof__(&name) real_ = MPP_REAL(syms, name);                                                \
+    if (!real_) return CUPTI_ERROR_NOT_INITIALIZED;                                                \
+    CUptiResult r_ = real_ args;                                                                   \
+    if (r_ == CUPTI_SUCCESS) note nargs;                                                           \
+    return r_;                                                                                     \
+  }
 
-MPP_EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
-  __typeof__(&cuptiActivityDisable) real = MPP_REAL(syms, cuptiActivityDisable);
-  if (!real) return CUPTI_ERROR_NOT_INITIALIZED;
-  CUptiResult r = real(kind);
-  if (r == CUPTI_SUCCESS) mpp_cupti_program_enabled(kind, false);
-  return r;
-}
-
-MPP_EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
-  __typeof__(&cuptiActivityEnableDriverApi) real = MPP_REAL(syms, cuptiActivityEnableDriverApi);
-  if (!real) return CUPTI_ERROR_NOT_INITIALIZED;
-  CUptiResult r = real(cbid, enable);
-  if (r == CUPTI_SUCCESS) mpp_cupti_program_enabled_api(true, cbid, enable != 0);
-  return r;
-}
-
-MPP_EXPORT CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
-  __typeof__(&cuptiActivityEnableRuntimeApi) real = MPP_REAL(syms, cuptiActivityEnableRuntimeApi);
-  if (!real) return CUPTI_ERROR_NOT_INITIALIZED;
-  CUptiResult r = real(cbid, enable);
-  if (r == CUPTI_SUCCESS) mpp_cupti_program_enabled_api(false, cbid, enable != 0);
-  return r;
-}
+MPP_CUPTI_SWITCH_HOOK(cuptiActivityEnable, (CUpti_ActivityKind kind), (kind),
+                      mpp_cupti_program_enabled, (kind, true))
+MPP_CUPTI_SWITCH_HOOK(cuptiActivityDisable, (CUpti_ActivityKind kind), (kind),
+                      mpp_cupti_program_enabled, (kind, false))
+MPP_CUPTI_SWITCH_HOOK(cuptiActivityEnableDriverApi, (CUpti_CallbackId cbid, uint8_t enable),
+                      (cbid, enable), mpp_cupti_program_enabled_api, (true, cbid, enable != 0))
+MPP_CUPTI_SWITCH_HOOK(cuptiActivityEnableRuntimeApi, (CUpti_CallbackId cbid, uint8_t enable),
+                      (cbid, enable), mpp_cupti_program_enabled_api, (false, cbid, enable != 0))
