@@ -39,6 +39,38 @@ static void simcuda_driver_is_found_and_answers(void **state) {
   free(p);
 }
 
+typedef struct fresh {
+  int info_rc;
+  mpp_mem_kind kind;
+  bool null_capturing;
+} fresh;
+
+static void *query_on_a_fresh_thread(void *p) {
+  fresh *f = p;
+  char name[64];
+  float x = 0;
+  f->info_rc = mpp_cuda_device_info(name, sizeof name, NULL, NULL);
+  f->kind = mpp_cuda_pointer_kind(&x);
+  f->null_capturing = mpp_cuda_stream_capturing(NULL);
+  return NULL;
+}
+
+/* A thread that never used CUDA has no current context (cuda.h,
+ * cuCtxGetCurrent): the device is still found (device 0, as cudart would
+ * pick), pointers are still classified, and the NULL stream, which names
+ * the current context's, cannot be used: nothing may be enqueued there
+ * (mpp_cuda_stream_capturing says yes). */
+static void a_thread_without_a_context_still_gets_answers(void **state) {
+  (void)state;
+  fresh f = {.info_rc = -1, .kind = MPP_MEM_UNKNOWN};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, query_on_a_fresh_thread, &f), 0);
+  pthread_join(t, NULL);
+  assert_int_equal(f.info_rc, 0);
+  assert_int_equal(f.kind, MPP_MEM_HOST);
+  assert_true(f.null_capturing);
+}
+
 static void device_scan_without_loadable_kernels_says_enosys(void **state) {
   (void)state;
   float x[4] = {1, 2, 3, 4};
@@ -150,14 +182,25 @@ static void no_driver_means_unavailable_everywhere(void **state) {
   mpp_devscan_drain();
 }
 
+/* As a driver API program does before its work: the test's thread has the
+ * primary context current (a thread starts with none). */
+static int make_the_primary_context_current(void **state) {
+  (void)state;
+  const mpp_cu_api *cu = mpp_cu();
+  CUcontext primary = NULL;
+  if (!cu || cu->primary_ctx_retain(&primary, 0) != CUDA_SUCCESS) return -1;
+  return cu->ctx_set_current(primary) == CUDA_SUCCESS ? 0 : -1;
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest sim[] = {
       cmocka_unit_test(simcuda_driver_is_found_and_answers),
       cmocka_unit_test(device_scan_without_loadable_kernels_says_enosys),
       cmocka_unit_test(fork_child_does_not_use_the_parents_driver),
       cmocka_unit_test(own_calls_beside_a_global_capture_run_relaxed),
+      cmocka_unit_test(a_thread_without_a_context_still_gets_answers),
   };
   const struct CMUnitTest none[] = {cmocka_unit_test(no_driver_means_unavailable_everywhere)};
   if (argc > 1 && !strcmp(argv[1], "none")) return cmocka_run_group_tests(none, NULL, NULL);
-  return cmocka_run_group_tests(sim, NULL, NULL);
+  return cmocka_run_group_tests(sim, make_the_primary_context_current, NULL);
 }

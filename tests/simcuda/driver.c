@@ -10,6 +10,7 @@
  * work still runs when issued, and the graph EndCapture returns cannot be
  * instantiated or launched (CUDA_ERROR_NOT_SUPPORTED). */
 #include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -66,11 +67,18 @@ static void sim_fork_child(void) {
   atomic_store(&sim_forked_after_init, 1);
 }
 static atomic_uint sim_next_stream_id = SIM_FIRST_STREAM_ID;
-/* The calling thread's current context. Until the thread calls
- * cuCtxSetCurrent it is the primary context (see cuCtxGetCurrent); after,
- * what it set, NULL included. */
-static _Thread_local CUcontext sim_current_ctx;
-static _Thread_local int sim_current_ctx_set;
+/* The calling thread's stack of current contexts (cuCtxPushCurrent /
+ * cuCtxPopCurrent; cuCtxSetCurrent replaces its top), the current one on
+ * top. A thread starts with none (cuda.h, cuCtxGetCurrent: "If no context
+ * is bound to the calling CPU thread then *pctx is set to NULL"): only
+ * those calls bind one through the driver. The runtime binds the primary
+ * context on a thread's first call that needs one (cuda_runtime_api.h,
+ * "Initialization and Tear-Down"), and so do the libraries' kernel launches
+ * (their static runtime): see simcuda_kernel_start. simcuda has one
+ * context, so the stack is its depth: every entry is the primary context.
+ * (Thread-local storage takes room on every thread's stack: programs with
+ * small thread stacks run on simcuda as on the driver.) */
+static _Thread_local unsigned sim_ctx_depth;
 static _Thread_local char sim_thread_token; /* its address names the calling thread */
 /* cuThreadExchangeStreamCaptureMode: the thread's capture interaction mode
  * (CU_STREAM_CAPTURE_MODE_GLOBAL, 0, by default). */
@@ -135,8 +143,12 @@ SIM_API void simcuda_cupti_attach(void (*sink)(const simcuda_kernel_event *ev)) 
   atomic_store(&sim_cupti_sink, sink);
 }
 
+/* cuBLAS, cuBLASLt and cuDNN launch through the CUDA runtime they carry,
+ * which makes the primary context current on a thread that has none
+ * (cuda_runtime_api.h, "Initialization and Tear-Down"). */
 SIM_API uint64_t simcuda_kernel_start(const simcuda_kernel *k) {
   (void)k;
+  if (sim_ctx_depth == 0) sim_ctx_depth = 1;
   return simcuda_now_ns();
 }
 
@@ -335,21 +347,43 @@ SIM_API CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
   return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
+/* cuda.h: "If there exists a CUDA context stack on the calling CPU thread,
+ * this will replace the top of that stack with ctx. If ctx is NULL then this
+ * will be equivalent to popping the top ... (or a no-op if the calling CPU
+ * thread's CUDA context stack is empty)." */
 SIM_API CUresult cuCtxSetCurrent(CUcontext ctx) {
   SIM_REQUIRE_INIT();
   if (ctx != NULL && ctx != &sim_primary_ctx) return CUDA_ERROR_INVALID_CONTEXT;
-  sim_current_ctx = ctx;
-  sim_current_ctx_set = 1;
+  if (ctx == NULL) {
+    if (sim_ctx_depth > 0) sim_ctx_depth--;
+  } else if (sim_ctx_depth == 0) {
+    sim_ctx_depth = 1; /* on a non-empty stack the top is replaced: by itself */
+  }
   return CUDA_SUCCESS;
 }
 
-/* A program that only used the runtime has its primary context current on
- * a real system too (cudart makes it current on first use); simcuda's
- * cudart is synchronous, so a thread that never set a context has the
- * primary one current. One that set NULL has none (cuda.h: what needs a
- * current context answers CUDA_ERROR_INVALID_CONTEXT). */
+SIM_API CUresult cuCtxPushCurrent(CUcontext ctx) {
+  SIM_REQUIRE_INIT();
+  if (ctx != &sim_primary_ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  if (sim_ctx_depth == UINT_MAX) return CUDA_ERROR_OUT_OF_MEMORY;
+  sim_ctx_depth++;
+  return CUDA_SUCCESS;
+}
+
+/* The previous context is current again; an empty stack is
+ * CUDA_ERROR_INVALID_CONTEXT (no current context to pop). */
+SIM_API CUresult cuCtxPopCurrent(CUcontext *pctx) {
+  SIM_REQUIRE_INIT();
+  if (sim_ctx_depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  sim_ctx_depth--;
+  if (pctx != NULL) *pctx = &sim_primary_ctx;
+  return CUDA_SUCCESS;
+}
+
+/* NULL when the calling thread has no current context: what needs one
+ * answers CUDA_ERROR_INVALID_CONTEXT. */
 static CUcontext sim_current(void) {
-  return sim_current_ctx_set ? sim_current_ctx : &sim_primary_ctx;
+  return sim_ctx_depth > 0 ? &sim_primary_ctx : NULL;
 }
 
 SIM_API CUresult cuCtxGetCurrent(CUcontext *pctx) {
@@ -367,10 +401,12 @@ SIM_API CUresult cuCtxGetDevice(CUdevice *device) {
   return CUDA_SUCCESS;
 }
 
+static CUresult sim_ctx_sync_check(void);
+
 SIM_API CUresult cuCtxSynchronize(void) {
   SIM_REQUIRE_INIT();
   if (sim_current() == NULL) return CUDA_ERROR_INVALID_CONTEXT;
-  return CUDA_SUCCESS;
+  return sim_ctx_sync_check();
 }
 
 /* CUDA 13's forms of the two, naming the context (NULL: the current one);
@@ -390,7 +426,7 @@ SIM_API CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   SIM_REQUIRE_INIT();
   if (ctx != NULL && ctx != &sim_primary_ctx) return CUDA_ERROR_INVALID_CONTEXT;
   if (ctx == NULL && sim_current() == NULL) return CUDA_ERROR_INVALID_CONTEXT;
-  return CUDA_SUCCESS;
+  return sim_ctx_sync_check();
 }
 
 /* Capture-range markers (cudaProfiler.h): accepted, nothing to start. */
@@ -617,20 +653,25 @@ SIM_API CUresult cuStreamDestroy(CUstream s) {
   return CUDA_SUCCESS;
 }
 
+/* The special handles (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) name a
+ * stream of the calling thread's current context: with none current they
+ * are CUDA_ERROR_INVALID_CONTEXT (cuda.h, cuStreamGetCtx; the same for every
+ * call on them). A created stream carries its own context. */
 #define SIM_CHECK_STREAM(s)                                                                        \
   do {                                                                                             \
     SIM_REQUIRE_INIT();                                                                            \
     if (!simcuda_stream_valid(s)) return CUDA_ERROR_INVALID_HANDLE;                                \
+    if (sim_is_default_stream(s) && sim_current() == NULL) return CUDA_ERROR_INVALID_CONTEXT;      \
   } while (0)
 
 SIM_API CUresult cuStreamSynchronize(CUstream s) {
   SIM_CHECK_STREAM(s);
-  return CUDA_SUCCESS;
+  return simcuda_stream_use(s, 1);
 }
 
 SIM_API CUresult cuStreamQuery(CUstream s) {
   SIM_CHECK_STREAM(s);
-  return CUDA_SUCCESS;
+  return simcuda_stream_use(s, 1);
 }
 
 /* A created stream belongs to the context current when it was made (the
@@ -665,7 +706,7 @@ SIM_API CUresult cuStreamGetId(CUstream s, unsigned long long *id) {
 
 /* ---- Stream capture (state only; see the top of the file) ---- */
 
-/* What a potentially unsafe call (cudaMalloc, cudaMallocHost: see
+/* What a potentially unsafe call (cudaMalloc, cudaEventQuery, ...: see
  * simcuda_internal.h) meets, by the calling thread's mode (cuda.h,
  * cuThreadExchangeStreamCaptureMode): GLOBAL is prohibited while this thread
  * has a capture not begun RELAXED or any thread has one begun GLOBAL;
@@ -690,6 +731,53 @@ SIM_API CUresult simcuda_unsafe_call(void) {
   }
   pthread_mutex_unlock(&sim_capture_lock);
   return prohibited ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
+
+/* Using stream s while streams capture (see simcuda_internal.h). The legacy
+ * stream depends on every capturing blocking stream: any use of it is
+ * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT and invalidates those captures (cuda.h,
+ * cuStreamIsCapturing: "the legacy stream is in an unusable state until the
+ * blocking stream capture is terminated"; only that query leaves the capture
+ * valid). Waiting for or querying a capturing stream's work is
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates its capture, in
+ * every capture mode (cuThreadExchangeStreamCaptureMode: relaxed mode is
+ * "still prohibited from API calls which necessarily conflict with stream
+ * capture"; CUDA Programming Guide, stream capture: "It is invalid to
+ * synchronize or query the execution status of a stream which is being
+ * captured"). Work issued to a capturing stream is captured: allowed. */
+SIM_API CUresult simcuda_stream_use(CUstream s, int sync) {
+  CUresult r = CUDA_SUCCESS;
+  pthread_mutex_lock(&sim_capture_lock);
+  if (sim_is_legacy_stream(s)) {
+    for (struct CUstream_st *c = sim_capturing; c != NULL; c = c->next_capturing)
+      if (sim_is_blocking(c)) {
+        atomic_store(&c->capture_status, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+        r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+      }
+  } else if (sync && !sim_is_default_stream(s) &&
+             atomic_load(&s->capture_status) != CU_STREAM_CAPTURE_STATUS_NONE) {
+    atomic_store(&s->capture_status, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+    r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  pthread_mutex_unlock(&sim_capture_lock);
+  return r;
+}
+
+/* Synchronizing the context waits for every stream in it: with any of them
+ * capturing that is CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and the captures
+ * are invalidated (Programming Guide: synchronizing "a broader handle which
+ * encompasses an active stream capture, such as a device or context handle"
+ * is invalid; cuda.h, cuCtxWaitEvent: UNSUPPORTED "and invalidate the
+ * capture if ... hCtx has a stream in the capture mode"). */
+static CUresult sim_ctx_sync_check(void) {
+  CUresult r = CUDA_SUCCESS;
+  pthread_mutex_lock(&sim_capture_lock);
+  for (struct CUstream_st *c = sim_capturing; c != NULL; c = c->next_capturing) {
+    atomic_store(&c->capture_status, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+    r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  pthread_mutex_unlock(&sim_capture_lock);
+  return r;
 }
 
 /* cuda.h: sets the calling thread's mode to *mode and returns the old one
@@ -930,6 +1018,8 @@ static const struct {
     SIM_PROC("cuDevicePrimaryCtxRelease", cuDevicePrimaryCtxRelease, 11000),
     SIM_PROC("cuCtxSetCurrent", cuCtxSetCurrent, 4000),
     SIM_PROC("cuCtxGetCurrent", cuCtxGetCurrent, 4000),
+    SIM_PROC("cuCtxPushCurrent", cuCtxPushCurrent, 4000),
+    SIM_PROC("cuCtxPopCurrent", cuCtxPopCurrent, 4000),
     SIM_PROC("cuProfilerStart", cuProfilerStart, 4000),
     SIM_PROC("cuProfilerStop", cuProfilerStop, 4000),
     SIM_PROC("cuPointerGetAttribute", cuPointerGetAttribute, 4000),

@@ -39,6 +39,21 @@ static void sim_init_driver(void) {
   }
 }
 
+/* What a runtime call that requires an active context does first
+ * (cuda_runtime_api.h, "Initialization and Tear-Down"): "If no CUcontext is
+ * current to the calling thread ..., then the primary context for a device
+ * will be selected, made current to the calling thread, and initialized."
+ * A context the thread has current (set through the driver) is used as is.
+ * Device queries, versions and errors need none. */
+static void sim_init_context(void) {
+  sim_init_driver();
+  CUcontext cur = NULL;
+  if (cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == NULL) {
+    CUcontext primary = NULL;
+    if (cuDevicePrimaryCtxRetain(&primary, sim_device) == CUDA_SUCCESS) cuCtxSetCurrent(primary);
+  }
+}
+
 static cudaError_t sim_from_cu(CUresult r) {
   switch (r) {
   case CUDA_SUCCESS:
@@ -103,32 +118,50 @@ static cudaError_t sim_free(void *p, uint32_t magic) {
   return cudaSuccess;
 }
 
-SIM_API cudaError_t cudaMalloc(void **ptr, size_t size) {
-  sim_init_driver();
+/* Work issued to `stream` (a valid handle) while streams capture:
+ * simcuda_stream_use's verdict in runtime terms. */
+static cudaError_t sim_issue(cudaStream_t stream) {
+  return sim_from_cu(simcuda_stream_use((CUstream)stream, 0));
+}
+
+static cudaError_t sim_device_alloc(void **ptr, size_t size) {
   if (ptr == NULL) return sim_ret(cudaErrorInvalidValue);
-  cudaError_t e = sim_from_cu(simcuda_unsafe_call());
-  if (e != cudaSuccess) return sim_ret(e);
   *ptr = sim_alloc(size, SIM_DEV_MAGIC);
   return *ptr != NULL ? cudaSuccess : sim_ret(cudaErrorMemoryAllocation);
 }
 
+SIM_API cudaError_t cudaMalloc(void **ptr, size_t size) {
+  sim_init_context();
+  if (ptr == NULL) return sim_ret(cudaErrorInvalidValue);
+  cudaError_t e = sim_from_cu(simcuda_unsafe_call());
+  if (e != cudaSuccess) return sim_ret(e);
+  return sim_device_alloc(ptr, size);
+}
+
 SIM_API cudaError_t cudaFree(void *ptr) {
-  sim_init_driver();
+  sim_init_context();
   return sim_ret(sim_free(ptr, SIM_DEV_MAGIC));
 }
 
 SIM_API cudaError_t cudaMallocAsync(void **ptr, size_t size, cudaStream_t stream) {
+  sim_init_context();
   if (!simcuda_stream_valid((CUstream)stream)) return sim_ret(cudaErrorInvalidResourceHandle);
-  return cudaMalloc(ptr, size);
+  /* Stream-ordered: capturable (no potentially unsafe call), unlike cudaMalloc. */
+  cudaError_t e = sim_issue(stream);
+  if (e != cudaSuccess) return sim_ret(e);
+  return sim_device_alloc(ptr, size);
 }
 
 SIM_API cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream) {
+  sim_init_context();
   if (!simcuda_stream_valid((CUstream)stream)) return sim_ret(cudaErrorInvalidResourceHandle);
+  cudaError_t e = sim_issue(stream);
+  if (e != cudaSuccess) return sim_ret(e);
   return cudaFree(ptr);
 }
 
 SIM_API cudaError_t cudaMallocHost(void **ptr, size_t size) {
-  sim_init_driver();
+  sim_init_context();
   if (ptr == NULL) return sim_ret(cudaErrorInvalidValue);
   cudaError_t e = sim_from_cu(simcuda_unsafe_call());
   if (e != cudaSuccess) return sim_ret(e);
@@ -142,7 +175,7 @@ SIM_API cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flags) {
 }
 
 SIM_API cudaError_t cudaFreeHost(void *ptr) {
-  sim_init_driver();
+  sim_init_context();
   return sim_ret(sim_free(ptr, SIM_HOST_MAGIC));
 }
 
@@ -151,36 +184,52 @@ static cudaError_t sim_check_kind(enum cudaMemcpyKind kind) {
                                                        : cudaErrorInvalidMemcpyDirection;
 }
 
-SIM_API cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
-  sim_init_driver();
+/* A copy on `stream`; sync: the synchronous form, which waits for it. */
+static cudaError_t sim_memcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                              cudaStream_t stream, int sync) {
+  sim_init_context();
+  if (!simcuda_stream_valid((CUstream)stream)) return sim_ret(cudaErrorInvalidResourceHandle);
   cudaError_t e = sim_check_kind(kind);
   if (e != cudaSuccess) return sim_ret(e);
   if (count == 0) return cudaSuccess;
   if (dst == NULL || src == NULL) return sim_ret(cudaErrorInvalidValue);
+  e = sim_from_cu(simcuda_stream_use((CUstream)stream, sync));
+  if (e != cudaSuccess) return sim_ret(e);
   memmove(dst, src, count);
   return cudaSuccess;
 }
 
-SIM_API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
-                                    enum cudaMemcpyKind kind, cudaStream_t stream) {
-  if (!simcuda_stream_valid((CUstream)stream)) return sim_ret(cudaErrorInvalidResourceHandle);
-  return cudaMemcpy(dst, src, count, kind);
+/* The synchronous copy and memset run on the legacy stream (NULL). */
+SIM_API cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+  return sim_memcpy(dst, src, count, kind, NULL, 1);
 }
 
-SIM_API cudaError_t cudaMemset(void *ptr, int value, size_t count) {
-  sim_init_driver();
+SIM_API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
+                                    enum cudaMemcpyKind kind, cudaStream_t stream) {
+  return sim_memcpy(dst, src, count, kind, stream, 0);
+}
+
+static cudaError_t sim_memset(void *ptr, int value, size_t count, cudaStream_t stream, int sync) {
+  sim_init_context();
+  if (!simcuda_stream_valid((CUstream)stream)) return sim_ret(cudaErrorInvalidResourceHandle);
   if (count == 0) return cudaSuccess;
   if (ptr == NULL) return sim_ret(cudaErrorInvalidValue);
+  cudaError_t e = sim_from_cu(simcuda_stream_use((CUstream)stream, sync));
+  if (e != cudaSuccess) return sim_ret(e);
   memset(ptr, value, count);
   return cudaSuccess;
 }
 
+SIM_API cudaError_t cudaMemset(void *ptr, int value, size_t count) {
+  return sim_memset(ptr, value, count, NULL, 1);
+}
+
 SIM_API cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count, cudaStream_t stream) {
-  if (!simcuda_stream_valid((CUstream)stream)) return sim_ret(cudaErrorInvalidResourceHandle);
-  return cudaMemset(ptr, value, count);
+  return sim_memset(ptr, value, count, stream, 0);
 }
 
 SIM_API cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
+  sim_init_context();
   if (free_bytes == NULL || total == NULL) return sim_ret(cudaErrorInvalidValue);
   *total = (size_t)80 << 30;
   *free_bytes = *total;
@@ -195,7 +244,7 @@ SIM_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr,
   unsigned int type = 0;
   CUpointer_attribute a = CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
   void *data = &type;
-  sim_init_driver();
+  sim_init_context();
   if (cuPointerGetAttributes(1, &a, &data, (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS ||
       type == 0) {
     attr->type = cudaMemoryTypeUnregistered;
@@ -217,10 +266,15 @@ SIM_API cudaError_t cudaGetDeviceCount(int *count) {
   return cudaSuccess;
 }
 
+/* cuda_runtime_api.h: "cudaSetDevice() initializes the primary context for
+ * the specified device and makes it current to the calling thread by calling
+ * cuCtxSetCurrent()", whatever was current before. */
 SIM_API cudaError_t cudaSetDevice(int device) {
   sim_init_driver();
   if (device != 0) return sim_ret(cudaErrorInvalidDevice);
   sim_device = device;
+  CUcontext primary = NULL;
+  if (cuDevicePrimaryCtxRetain(&primary, device) == CUDA_SUCCESS) cuCtxSetCurrent(primary);
   return cudaSuccess;
 }
 
@@ -281,25 +335,27 @@ SIM_API cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int dev
   return cudaSuccess;
 }
 
+/* Waits for the whole device: refused while any stream captures (the
+ * driver's cuCtxSynchronize answer). */
 SIM_API cudaError_t cudaDeviceSynchronize(void) {
-  sim_init_driver();
-  return cudaSuccess;
+  sim_init_context();
+  return sim_ret(sim_from_cu(cuCtxSynchronize()));
 }
 
 /* nsys/CUPTI capture-range markers: nothing to start here (no profiler
  * inside simcuda), but programs call them and must link and succeed. */
 SIM_API cudaError_t cudaProfilerStart(void) {
-  sim_init_driver();
+  sim_init_context();
   return cudaSuccess;
 }
 
 SIM_API cudaError_t cudaProfilerStop(void) {
-  sim_init_driver();
+  sim_init_context();
   return cudaSuccess;
 }
 
 SIM_API cudaError_t cudaDeviceReset(void) {
-  sim_init_driver();
+  sim_init_context();
   return cudaSuccess;
 }
 
@@ -318,15 +374,8 @@ SIM_API cudaError_t cudaRuntimeGetVersion(int *version) {
 
 SIM_API cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned int flags,
                                                  int priority) {
-  sim_init_driver();
+  sim_init_context();
   if (s == NULL) return sim_ret(cudaErrorInvalidValue);
-  /* cudart makes the primary context current on a thread that has none
-   * (one that set NULL through the driver) before it uses the driver. */
-  CUcontext cur = NULL;
-  if (cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == NULL) {
-    CUcontext primary = NULL;
-    if (cuDevicePrimaryCtxRetain(&primary, 0) == CUDA_SUCCESS) cuCtxSetCurrent(primary);
-  }
   CUstream cs;
   cudaError_t e = sim_from_cu(cuStreamCreateWithPriority(&cs, flags, priority));
   if (e == cudaSuccess) *s = (cudaStream_t)cs;
@@ -342,27 +391,27 @@ SIM_API cudaError_t cudaStreamCreate(cudaStream_t *s) {
 }
 
 SIM_API cudaError_t cudaStreamDestroy(cudaStream_t s) {
-  sim_init_driver();
+  sim_init_context();
   return sim_ret(sim_from_cu(cuStreamDestroy((CUstream)s)));
 }
 
 SIM_API cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-  sim_init_driver();
+  sim_init_context();
   return sim_ret(sim_from_cu(cuStreamSynchronize((CUstream)s)));
 }
 
 SIM_API cudaError_t cudaStreamQuery(cudaStream_t s) {
-  sim_init_driver();
+  sim_init_context();
   return sim_ret(sim_from_cu(cuStreamQuery((CUstream)s)));
 }
 
 SIM_API cudaError_t cudaStreamGetId(cudaStream_t s, unsigned long long *id) {
-  sim_init_driver();
+  sim_init_context();
   return sim_ret(sim_from_cu(cuStreamGetId((CUstream)s, id)));
 }
 
 SIM_API cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *status) {
-  sim_init_driver();
+  sim_init_context();
   if (status == NULL) return sim_ret(cudaErrorInvalidValue);
   CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
   cudaError_t e = sim_from_cu(cuStreamIsCapturing((CUstream)s, &cs));
@@ -373,12 +422,12 @@ SIM_API cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCapture
 /* ---- Stream capture and graphs (the driver's, which hold no work) ---- */
 
 SIM_API cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode) {
-  sim_init_driver();
+  sim_init_context();
   return sim_ret(sim_from_cu(cuStreamBeginCapture((CUstream)s, (CUstreamCaptureMode)mode)));
 }
 
 SIM_API cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *graph) {
-  sim_init_driver();
+  sim_init_context();
   return sim_ret(sim_from_cu(cuStreamEndCapture((CUstream)s, (CUgraph *)graph)));
 }
 
@@ -386,7 +435,7 @@ SIM_API cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, enum cudaStreamCapt
                                              unsigned long long *id, cudaGraph_t *graph,
                                              const cudaGraphNode_t **deps,
                                              const cudaGraphEdgeData **edges, size_t *ndeps) {
-  sim_init_driver();
+  sim_init_context();
   if (status == NULL) return sim_ret(cudaErrorInvalidValue);
   CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
   cuuint64_t cid = 0;
@@ -402,7 +451,7 @@ SIM_API cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, enum cudaStreamCapt
 
 SIM_API cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *exec, cudaGraph_t graph,
                                                   unsigned long long flags) {
-  sim_init_driver();
+  sim_init_context();
   return sim_ret(sim_from_cu(cuGraphInstantiateWithFlags((CUgraphExec *)exec, graph, flags)));
 }
 
@@ -412,17 +461,17 @@ SIM_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t grap
 }
 
 SIM_API cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
-  sim_init_driver();
+  sim_init_context();
   return sim_ret(sim_from_cu(cuGraphLaunch((CUgraphExec)exec, (CUstream)s)));
 }
 
 SIM_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
-  sim_init_driver();
+  sim_init_context();
   return sim_ret(sim_from_cu(cuGraphExecDestroy((CUgraphExec)exec)));
 }
 
 SIM_API cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
-  sim_init_driver();
+  sim_init_context();
   return sim_ret(sim_from_cu(cuGraphDestroy(graph)));
 }
 
@@ -433,6 +482,7 @@ struct CUevent_st {
   uint32_t magic;
   unsigned flags;
   int recorded;
+  int captured;   /* last recorded in a capturing stream */
   uint64_t at_ns; /* CLOCK_MONOTONIC of the last record */
 };
 
@@ -447,7 +497,7 @@ static int sim_event_ok(cudaEvent_t e) {
 }
 
 SIM_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
-  sim_init_driver();
+  sim_init_context();
   if (event == NULL) return sim_ret(cudaErrorInvalidValue);
   struct CUevent_st *e = calloc(1, sizeof(*e));
   if (e == NULL) return sim_ret(cudaErrorMemoryAllocation);
@@ -462,6 +512,7 @@ SIM_API cudaError_t cudaEventCreate(cudaEvent_t *event) {
 }
 
 SIM_API cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  sim_init_context();
   if (!sim_event_ok(event)) return sim_ret(cudaErrorInvalidResourceHandle);
   ((struct CUevent_st *)event)->magic = 0;
   free(event);
@@ -471,32 +522,52 @@ SIM_API cudaError_t cudaEventDestroy(cudaEvent_t event) {
 /* Work before the record has already run (simcuda is synchronous), so the
  * event completes at the moment it is recorded. */
 SIM_API cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  sim_init_context();
   if (!sim_event_ok(event)) return sim_ret(cudaErrorInvalidResourceHandle);
   if (!simcuda_stream_valid((CUstream)stream)) return sim_ret(cudaErrorInvalidResourceHandle);
+  cudaError_t r = sim_issue(stream);
+  if (r != cudaSuccess) return sim_ret(r);
   struct CUevent_st *e = (struct CUevent_st *)event;
+  enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  e->captured =
+      cudaStreamIsCapturing(stream, &st) == cudaSuccess && st != cudaStreamCaptureStatusNone;
   e->at_ns = sim_monotonic_ns();
   e->recorded = 1;
   return cudaSuccess;
 }
 
-SIM_API cudaError_t cudaEventQuery(cudaEvent_t event) {
+/* Whether the event's work is done, asked or waited for: never for an event
+ * last recorded in a capturing stream (cudaErrorCapturedEvent, in every
+ * capture mode: cuda.h, cuThreadExchangeStreamCaptureMode's example of a
+ * call that "necessarily conflicts"), and a potentially unsafe call for any
+ * other (CUDA graph capture in another thread makes it fail in global mode:
+ * PyTorch's caching allocator skips its cudaEventQuery calls while a capture
+ * is underway for that reason, c10/cuda/CUDACachingAllocator.cpp). */
+static cudaError_t sim_event_wait(cudaEvent_t event) {
+  sim_init_context();
   if (!sim_event_ok(event)) return sim_ret(cudaErrorInvalidResourceHandle);
-  return cudaSuccess;
+  if (((struct CUevent_st *)event)->captured) return sim_ret(cudaErrorCapturedEvent);
+  return sim_ret(sim_from_cu(simcuda_unsafe_call()));
+}
+
+SIM_API cudaError_t cudaEventQuery(cudaEvent_t event) {
+  return sim_event_wait(event);
 }
 
 SIM_API cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  if (!sim_event_ok(event)) return sim_ret(cudaErrorInvalidResourceHandle);
-  return cudaSuccess;
+  return sim_event_wait(event);
 }
 
 SIM_API cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t event, unsigned int flags) {
+  sim_init_context();
   (void)flags;
   if (!sim_event_ok(event) || !simcuda_stream_valid((CUstream)s))
     return sim_ret(cudaErrorInvalidResourceHandle);
-  return cudaSuccess;
+  return sim_ret(sim_issue(s));
 }
 
 SIM_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
+  sim_init_context();
   if (ms == NULL) return sim_ret(cudaErrorInvalidValue);
   if (!sim_event_ok(start) || !sim_event_ok(end)) return sim_ret(cudaErrorInvalidResourceHandle);
   struct CUevent_st *a = (struct CUevent_st *)start, *b = (struct CUevent_st *)end;
@@ -537,6 +608,10 @@ static const struct {
      "the operation cannot be performed in the present state"},
     {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
      "operation not permitted when stream is capturing"},
+    {cudaErrorStreamCaptureImplicit, "cudaErrorStreamCaptureImplicit",
+     "operation would make the legacy stream depend on a capturing blocking stream"},
+    {cudaErrorCapturedEvent, "cudaErrorCapturedEvent",
+     "operation not permitted on an event last recorded in a capturing stream"},
     {cudaErrorStreamCaptureWrongThread, "cudaErrorStreamCaptureWrongThread",
      "attempt to terminate a thread-local capture sequence from another thread"},
     {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",
@@ -651,7 +726,7 @@ SIM_API cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun) {
 }
 
 static cudaError_t sim_launch(void) {
-  sim_init_driver();
+  sim_init_context();
   return sim_ret(cudaErrorNoKernelImageForDevice);
 }
 

@@ -35,11 +35,20 @@ uint64_t simcuda_now_ns(void);
 int simcuda_device_sm(void);
 
 /* The stream-capture check of a "potentially unsafe" call (cuda.h,
- * cuThreadExchangeStreamCaptureMode; simcuda's: cudaMalloc, cudaMallocHost),
+ * cuThreadExchangeStreamCaptureMode; simcuda's: cudaMalloc, cudaMallocHost,
+ * cudaEventQuery and cudaEventSynchronize of an event not captured),
  * by the calling thread's capture interaction mode: CUDA_SUCCESS, or
  * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED with the captures it breaks
  * invalidated. */
 CUresult simcuda_unsafe_call(void);
+
+/* What using stream s meets from the captures in progress: issuing work to
+ * it (sync 0), or waiting for or querying its work (sync 1). CUDA_SUCCESS;
+ * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT for the legacy stream while a blocking
+ * stream captures; CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED for waiting on a
+ * capturing stream. An error invalidates the captures concerned. s must be
+ * valid (simcuda_stream_valid). */
+CUresult simcuda_stream_use(CUstream s, int sync);
 
 /* The runtime's allocations, as the driver's pointer queries know them:
  * track a live one (0, or -1 when out of memory), untrack it when freed. */

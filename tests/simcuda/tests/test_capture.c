@@ -378,6 +378,184 @@ static void get_proc_address_gives_the_capture_abi_of_the_version_asked(void **s
   assert_int_equal(cuStreamDestroy(s), CUDA_SUCCESS);
 }
 
+/* A GLOBAL capture on a stream of the given flags, begun on this thread. */
+static CUstream begin_global(unsigned flags) {
+  CUstream s;
+  assert_int_equal(cuStreamCreate(&s, flags), CUDA_SUCCESS);
+  assert_int_equal(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  return s;
+}
+
+/* Its status now; then it ends (with what EndCapture said) and goes. */
+static CUresult end_and_destroy(CUstream s, CUstreamCaptureStatus *status) {
+  CUgraph g = NULL;
+  assert_int_equal(cuStreamIsCapturing(s, status), CUDA_SUCCESS);
+  CUresult r = cuStreamEndCapture(s, &g);
+  if (g != NULL) assert_int_equal(cuGraphDestroy(g), CUDA_SUCCESS);
+  assert_int_equal(cuStreamDestroy(s), CUDA_SUCCESS);
+  return r;
+}
+
+/* Programming Guide (stream capture, prohibited operations): "It is invalid
+ * to synchronize or query the execution status of a stream which is being
+ * captured" — CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and the capture is
+ * invalidated, in every capture mode (cuThreadExchangeStreamCaptureMode:
+ * relaxed mode is "still prohibited from API calls which necessarily
+ * conflict with stream capture"). Work issued to it is captured. */
+static void waiting_for_a_capturing_stream_fails_and_invalidates_its_capture(void **state) {
+  (void)state;
+  CUstreamCaptureStatus st;
+  CUstreamCaptureMode relaxed = CU_STREAM_CAPTURE_MODE_RELAXED;
+  assert_int_equal(cuThreadExchangeStreamCaptureMode(&relaxed), CUDA_SUCCESS);
+  CUstream s = begin_global(CU_STREAM_NON_BLOCKING);
+  assert_int_equal(cuStreamQuery(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  assert_int_equal(end_and_destroy(s, &st), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+  assert_int_equal(cuThreadExchangeStreamCaptureMode(&relaxed), CUDA_SUCCESS); /* back */
+
+  s = begin_global(CU_STREAM_NON_BLOCKING);
+  assert_int_equal(cudaStreamSynchronize((cudaStream_t)s), cudaErrorStreamCaptureUnsupported);
+  assert_int_equal(end_and_destroy(s, &st), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+
+  s = begin_global(CU_STREAM_NON_BLOCKING);
+  unsigned char src[4] = {1, 2, 3, 4}, dst[4] = {0};
+  void *dev = NULL;
+  assert_int_equal(cudaMemcpyAsync(dst, src, sizeof dst, cudaMemcpyDefault, (cudaStream_t)s),
+                   cudaSuccess);
+  assert_int_equal(cudaMemsetAsync(dst, 0, sizeof dst, (cudaStream_t)s), cudaSuccess);
+  assert_int_equal(cudaMallocAsync(&dev, 16, (cudaStream_t)s), cudaSuccess); /* stream-ordered */
+  assert_int_equal(cudaFreeAsync(dev, (cudaStream_t)s), cudaSuccess);
+  /* Another stream is not part of the capture; the legacy stream is not
+   * held by a non-blocking one. */
+  assert_int_equal(cuStreamSynchronize(NULL), CUDA_SUCCESS);
+  assert_int_equal(cudaMemcpy(dst, src, sizeof dst, cudaMemcpyDefault), cudaSuccess);
+  assert_int_equal(end_and_destroy(s, &st), CUDA_SUCCESS);
+  assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  cudaGetLastError();
+}
+
+/* cuda.h, cuStreamIsCapturing: while a blocking stream captures "the legacy
+ * stream is in an unusable state" (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+ * using it, unlike asking it whether it captures, breaks that capture. The
+ * synchronous copy and memset run on it. */
+static void the_legacy_stream_used_during_a_blocking_capture_invalidates_it(void **state) {
+  (void)state;
+  CUstreamCaptureStatus st;
+  unsigned char src[4] = {1, 2, 3, 4}, dst[4] = {0};
+  CUstream s = begin_global(CU_STREAM_DEFAULT);
+  assert_int_equal(cudaMemcpy(dst, src, sizeof dst, cudaMemcpyDefault),
+                   cudaErrorStreamCaptureImplicit);
+  assert_int_equal(dst[0], 0); /* not done */
+  assert_int_equal(end_and_destroy(s, &st), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+
+  s = begin_global(CU_STREAM_DEFAULT);
+  assert_int_equal(cudaMemset(dst, 1, sizeof dst), cudaErrorStreamCaptureImplicit);
+  assert_int_equal(end_and_destroy(s, &st), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  s = begin_global(CU_STREAM_DEFAULT);
+  assert_int_equal(cuStreamSynchronize(CU_STREAM_LEGACY), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+  assert_int_equal(end_and_destroy(s, &st), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  s = begin_global(CU_STREAM_DEFAULT);
+  assert_int_equal(cudaMemcpyAsync(dst, src, sizeof dst, cudaMemcpyDefault, 0),
+                   cudaErrorStreamCaptureImplicit);
+  assert_int_equal(end_and_destroy(s, &st), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  cudaGetLastError();
+}
+
+/* Programming Guide: synchronizing "a broader handle which encompasses an
+ * active stream capture, such as a device or context handle" is invalid
+ * (cuda.h, cuCtxWaitEvent: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED "and
+ * invalidate the capture"); with nothing capturing it succeeds. */
+static void device_or_context_synchronize_during_a_capture_invalidates_it(void **state) {
+  (void)state;
+  CUstreamCaptureStatus st;
+  CUstream s = begin_global(CU_STREAM_NON_BLOCKING);
+  assert_int_equal(cudaDeviceSynchronize(), cudaErrorStreamCaptureUnsupported);
+  assert_int_equal(end_and_destroy(s, &st), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  s = begin_global(CU_STREAM_NON_BLOCKING);
+  assert_int_equal(cuCtxSynchronize(), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  assert_int_equal(end_and_destroy(s, &st), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+  assert_int_equal(cuCtxSynchronize(), CUDA_SUCCESS);
+  cudaGetLastError();
+}
+
+typedef struct event_query {
+  cudaEvent_t e;
+  CUstreamCaptureMode mode;
+  cudaError_t query, sync;
+} event_query;
+
+static void *query_event(void *p) {
+  event_query *q = p;
+  CUstreamCaptureMode m = q->mode;
+  cuThreadExchangeStreamCaptureMode(&m);
+  q->query = cudaEventQuery(q->e);
+  q->sync = cudaEventSynchronize(q->e);
+  return NULL;
+}
+
+static void query_on_another_thread(event_query *q) {
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, query_event, q), 0);
+  pthread_join(t, NULL);
+}
+
+/* cudaEventQuery / cudaEventSynchronize: on an event last recorded in a
+ * capturing stream, cudaErrorCapturedEvent in every mode (cuda.h,
+ * cuThreadExchangeStreamCaptureMode); on any other event a potentially
+ * unsafe call, prohibited in GLOBAL mode while another thread captures in
+ * GLOBAL mode (PyTorch's caching allocator defers its cudaEventQuery calls
+ * while a capture is underway for that reason) and invalidating that
+ * capture; RELAXED mode may. */
+static void event_queries_during_a_capture_follow_the_capture_mode(void **state) {
+  (void)state;
+  CUstreamCaptureStatus st;
+  cudaEvent_t plain, captured;
+  assert_int_equal(cudaEventCreate(&plain), cudaSuccess);
+  assert_int_equal(cudaEventCreate(&captured), cudaSuccess);
+  assert_int_equal(cudaEventRecord(plain, 0), cudaSuccess);
+  CUstream s = begin_global(CU_STREAM_NON_BLOCKING);
+  assert_int_equal(cudaEventRecord(captured, (cudaStream_t)s), cudaSuccess);
+
+  event_query q = {.e = captured, .mode = CU_STREAM_CAPTURE_MODE_RELAXED};
+  query_on_another_thread(&q);
+  assert_int_equal(q.query, cudaErrorCapturedEvent);
+  assert_int_equal(q.sync, cudaErrorCapturedEvent);
+  q = (event_query){.e = plain, .mode = CU_STREAM_CAPTURE_MODE_RELAXED};
+  query_on_another_thread(&q);
+  assert_int_equal(q.query, cudaSuccess);
+  assert_int_equal(q.sync, cudaSuccess);
+  q.mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+  query_on_another_thread(&q);
+  assert_int_equal(q.query, cudaSuccess);
+  assert_int_equal(cuStreamIsCapturing(s, &st), CUDA_SUCCESS);
+  assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  q.mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  query_on_another_thread(&q);
+  assert_int_equal(q.query, cudaErrorStreamCaptureUnsupported);
+  assert_int_equal(end_and_destroy(s, &st), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+
+  /* Still the captured one until recorded outside a capture again. */
+  assert_int_equal(cudaEventQuery(captured), cudaErrorCapturedEvent);
+  assert_int_equal(cudaEventRecord(captured, 0), cudaSuccess);
+  assert_int_equal(cudaEventQuery(captured), cudaSuccess);
+  assert_int_equal(cudaEventQuery(plain), cudaSuccess); /* nothing captures */
+  assert_int_equal(cudaEventDestroy(plain), cudaSuccess);
+  assert_int_equal(cudaEventDestroy(captured), cudaSuccess);
+  cudaGetLastError();
+}
+
+/* The driver-only tests run on the main thread with the primary context
+ * current, as a driver API program makes it (a thread has none of its own). */
+static int make_the_primary_context_current(void **state) {
+  (void)state;
+  CUcontext primary = NULL;
+  if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&primary, 0) != CUDA_SUCCESS) return -1;
+  return cuCtxSetCurrent(primary) == CUDA_SUCCESS ? 0 : -1;
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(begin_capture_marks_only_that_stream_active_until_end_capture),
@@ -388,6 +566,10 @@ int main(void) {
       cmocka_unit_test(runtime_capture_reports_active_and_work_still_runs_at_once),
       cmocka_unit_test(a_captured_graph_cannot_be_instantiated_or_launched),
       cmocka_unit_test(get_proc_address_gives_the_capture_abi_of_the_version_asked),
+      cmocka_unit_test(waiting_for_a_capturing_stream_fails_and_invalidates_its_capture),
+      cmocka_unit_test(the_legacy_stream_used_during_a_blocking_capture_invalidates_it),
+      cmocka_unit_test(device_or_context_synchronize_during_a_capture_invalidates_it),
+      cmocka_unit_test(event_queries_during_a_capture_follow_the_capture_mode),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return cmocka_run_group_tests(tests, make_the_primary_context_current, NULL);
 }

@@ -3,6 +3,7 @@
  * streams, events), and what they refuse (unknown attributes, symbols they
  * do not implement, foreign pointers). */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <setjmp.h>
@@ -86,6 +87,131 @@ static void special_streams_need_a_current_context(void **state) {
   assert_ptr_equal(c, primary);
   assert_int_equal(cudaStreamDestroy(rs), cudaSuccess);
   assert_int_equal(cuStreamDestroy(made), CUDA_SUCCESS);
+}
+
+typedef struct fresh_thread {
+  CUstream made; /* created on the main thread */
+  CUcontext primary;
+  CUcontext before, after_query, after_runtime, after_launch;
+  CUresult ctx_device, legacy_capturing, legacy_sync, create, made_capturing;
+} fresh_thread;
+
+static void *driver_calls_then_runtime(void *p) {
+  fresh_thread *t = p;
+  CUdevice dev;
+  CUstream s;
+  CUstreamCaptureStatus st;
+  cuCtxGetCurrent(&t->before);
+  t->ctx_device = cuCtxGetDevice(&dev);
+  t->legacy_capturing = cuStreamIsCapturing(NULL, &st);
+  t->legacy_sync = cuStreamSynchronize(CU_STREAM_LEGACY);
+  t->create = cuStreamCreate(&s, 0);
+  t->made_capturing = cuStreamIsCapturing(t->made, &st);
+  int n = 0, d = -1;
+  cudaGetDeviceCount(&n); /* device queries need no context */
+  cudaGetDevice(&d);
+  cuCtxGetCurrent(&t->after_query);
+  void *m = NULL;
+  cudaMalloc(&m, 16);
+  cudaFree(m);
+  cuCtxGetCurrent(&t->after_runtime);
+  return NULL;
+}
+
+static void *library_launch(void *p) {
+  fresh_thread *t = p;
+  simcuda_kernel k = {.name = "k", .stream = NULL, .grid = {1, 1, 1}, .block = {1, 1, 1}};
+  cuCtxGetCurrent(&t->before);
+  simcuda_kernel_finish(&k, simcuda_kernel_start(&k));
+  cuCtxGetCurrent(&t->after_launch);
+  return NULL;
+}
+
+/* cuda.h, cuCtxGetCurrent: with no context bound to the thread *pctx is
+ * NULL. A thread starts with none: the driver binds one only when told
+ * (cuCtxSetCurrent); cuda_runtime_api.h ("Initialization and Tear-Down"):
+ * the runtime makes the primary context current at a thread's first call
+ * that requires an active context, and the libraries' launches (their
+ * static runtime) alike. Until then the special streams are
+ * CUDA_ERROR_INVALID_CONTEXT, a created stream still works. */
+static void a_new_thread_has_no_context_until_the_runtime_binds_the_primary_one(void **state) {
+  (void)state;
+  fresh_thread t;
+  memset(&t, 0, sizeof t);
+  assert_int_equal(cuInit(0), CUDA_SUCCESS);
+  assert_int_equal(cuDevicePrimaryCtxRetain(&t.primary, 0), CUDA_SUCCESS);
+  assert_int_equal(cudaStreamCreate((cudaStream_t *)&t.made), cudaSuccess);
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, driver_calls_then_runtime, &t), 0);
+  pthread_join(th, NULL);
+  assert_null(t.before);
+  assert_int_equal(t.ctx_device, CUDA_ERROR_INVALID_CONTEXT);
+  assert_int_equal(t.legacy_capturing, CUDA_ERROR_INVALID_CONTEXT);
+  assert_int_equal(t.legacy_sync, CUDA_ERROR_INVALID_CONTEXT);
+  assert_int_equal(t.create, CUDA_ERROR_INVALID_CONTEXT);
+  assert_int_equal(t.made_capturing, CUDA_SUCCESS);
+  assert_null(t.after_query);
+  assert_ptr_equal(t.after_runtime, t.primary);
+
+  memset(&t.before, 0, sizeof t.before);
+  assert_int_equal(pthread_create(&th, NULL, library_launch, &t), 0);
+  pthread_join(th, NULL);
+  assert_null(t.before);
+  assert_ptr_equal(t.after_launch, t.primary);
+  assert_int_equal(cudaStreamDestroy((cudaStream_t)t.made), cudaSuccess);
+}
+
+typedef struct stack_seen {
+  CUcontext primary;
+  CUcontext after_push, after_set_null, after_pop;
+  CUresult push, pop, popped_empty, set_null_empty;
+  CUcontext popped;
+} stack_seen;
+
+static void *push_and_pop(void *p) {
+  stack_seen *t = p;
+  t->set_null_empty = cuCtxSetCurrent(NULL); /* "a no-op if ... empty" */
+  t->push = cuCtxPushCurrent(t->primary);
+  cuCtxGetCurrent(&t->after_push);
+  assert_int_equal(cuCtxPushCurrent(t->primary), CUDA_SUCCESS);
+  assert_int_equal(cuCtxSetCurrent(NULL), CUDA_SUCCESS); /* pops the top one */
+  cuCtxGetCurrent(&t->after_set_null);
+  t->pop = cuCtxPopCurrent(&t->popped);
+  cuCtxGetCurrent(&t->after_pop);
+  t->popped_empty = cuCtxPopCurrent(&t->popped);
+  return NULL;
+}
+
+/* cuda.h: cuCtxPushCurrent makes ctx current on top of the thread's stack,
+ * cuCtxPopCurrent hands back the top and makes the one below current (none
+ * left: no current context), cuCtxSetCurrent(NULL) pops the top or does
+ * nothing on an empty stack. Both are found by cuGetProcAddress. */
+static void contexts_push_and_pop_on_a_per_thread_stack(void **state) {
+  (void)state;
+  stack_seen t;
+  memset(&t, 0, sizeof t);
+  assert_int_equal(cuInit(0), CUDA_SUCCESS);
+  assert_int_equal(cuDevicePrimaryCtxRetain(&t.primary, 0), CUDA_SUCCESS);
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, push_and_pop, &t), 0);
+  pthread_join(th, NULL);
+  assert_int_equal(t.set_null_empty, CUDA_SUCCESS);
+  assert_int_equal(t.push, CUDA_SUCCESS);
+  assert_ptr_equal(t.after_push, t.primary);
+  assert_ptr_equal(t.after_set_null, t.primary); /* the pushed one below */
+  assert_int_equal(t.pop, CUDA_SUCCESS);
+  assert_ptr_equal(t.popped, t.primary);
+  assert_null(t.after_pop);
+  assert_int_equal(t.popped_empty, CUDA_ERROR_INVALID_CONTEXT);
+  void *fn = NULL;
+  assert_int_equal(
+      cuGetProcAddress("cuCtxPushCurrent", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, NULL),
+      CUDA_SUCCESS);
+  assert_ptr_equal(fn, dlsym(RTLD_DEFAULT, "cuCtxPushCurrent_v2"));
+  assert_int_equal(
+      cuGetProcAddress("cuCtxPopCurrent", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, NULL),
+      CUDA_SUCCESS);
+  assert_ptr_equal(fn, dlsym(RTLD_DEFAULT, "cuCtxPopCurrent_v2"));
 }
 
 /* cuda.h, cuPointerGetAttribute: memory CUDA did not allocate, map or
@@ -413,6 +539,8 @@ int main(void) {
       cmocka_unit_test(get_proc_address_finds_implemented_entry_points_only),
       cmocka_unit_test(get_proc_address_versions_cuStreamGetCtx_like_the_driver),
       cmocka_unit_test(special_streams_need_a_current_context),
+      cmocka_unit_test(a_new_thread_has_no_context_until_the_runtime_binds_the_primary_one),
+      cmocka_unit_test(contexts_push_and_pop_on_a_per_thread_stack),
       cmocka_unit_test(get_proc_address_versions_the_context_calls_like_the_driver),
       cmocka_unit_test(profiler_start_and_stop_exist_in_runtime_and_driver),
       cmocka_unit_test(unimplemented_driver_entry_points_are_not_exported),
