@@ -352,8 +352,9 @@ static bool add_metrics(const chip_metrics *cm, mpp_host_initialize_params *hi) 
   return true;
 }
 
-/* The one-time setup; runs on the first sampled call's thread with g_busy held. */
-static bool init(void) {
+/* The one-time setup for ctx, the first sampled call's context, current
+ * (init_for); runs on that call's thread with g_busy held. */
+static bool init(CUcontext ctx) {
   if (strcmp(mpp_cupti_status(), "ok")) {
     char why[128];
     snprintf(why, sizeof why, "CUPTI activity is '%s': kernels cannot be tied to calls",
@@ -379,11 +380,9 @@ static bool init(void) {
   TC_FUNCS(TC_CHECK)
 #undef TC_CHECK
   const mpp_cu_api *cu = mpp_cu();
-  CUcontext ctx = NULL;
   CUdevice dev = 0;
-  if (!cu || !cu->ctx_current || !cu->ctx_device || cu->ctx_current(&ctx) != CUDA_SUCCESS || !ctx ||
-      cu->ctx_device(&dev) != CUDA_SUCCESS) {
-    set_unavailable("%s", "no current CUDA context at the first profiled call", CUPTI_SUCCESS);
+  if (!cu || !cu->ctx_device || cu->ctx_device(&dev) != CUDA_SUCCESS) {
+    set_unavailable("%s", "no device for the first profiled call's CUDA context", CUPTI_SUCCESS);
     return false;
   }
 
@@ -535,6 +534,33 @@ static bool start_session(void) {
   return true;
 }
 
+/* init with ctx current: it need not be the calling thread's (see op_context). */
+static bool init_for(const mpp_cu_api *cu, CUcontext ctx) {
+  CUcontext cur = NULL;
+  bool pushed = cu->ctx_current && cu->ctx_current(&cur) == CUDA_SUCCESS && cur != ctx &&
+                cu->ctx_push && cu->ctx_push(ctx) == CUDA_SUCCESS;
+  bool ok = init(ctx);
+  if (pushed && cu->ctx_pop) cu->ctx_pop(&cur);
+  return ok;
+}
+
+/* The context the op's kernels run in (cuStreamGetCtx): a created stream's
+ * own, the calling thread's current one for the NULL and per-thread
+ * streams. NULL while that is not known: a thread that has not used CUDA
+ * before has no current context at the hook's entry (cuda.h,
+ * cuCtxGetCurrent); the library makes one current inside the call
+ * (cuda_runtime_api.h, "Initialization and Tear-Down"). */
+static CUcontext op_context(const mpp_cu_api *cu, void *stream) {
+  CUcontext ctx = NULL;
+  if (!cu) return NULL;
+  if (cu->stream_ctx) {
+    if (cu->stream_ctx((CUstream)stream, &ctx) != CUDA_SUCCESS) ctx = NULL;
+  } else if (!cu->ctx_current || cu->ctx_current(&ctx) != CUDA_SUCCESS) {
+    ctx = NULL;
+  }
+  return ctx;
+}
+
 static pending *find_locked(uint64_t op_id) {
   for (int i = 0; i < MAX_PENDING; i++)
     if (g_pending[i].op_id == op_id) return &g_pending[i];
@@ -562,19 +588,25 @@ bool mpp_tc_begin(uint64_t op_id, uint64_t call_index, void *stream) {
     pthread_mutex_unlock(&g_mu);
     return false;
   }
-  CUstreamCaptureMode mode = mpp_cu_capture_relax(mpp_cu());
-  bool ready = atomic_load(&g_state) != ST_UNTRIED || init();
-  mpp_cu_capture_restore(mpp_cu(), mode);
+  const mpp_cu_api *cu = mpp_cu();
+  CUcontext ctx = op_context(cu, stream);
+  if (!ctx) { /* not known yet: this call only, the setup waits for one that is */
+    pthread_mutex_lock(&g_mu);
+    g_stats.ops_skipped++;
+    pthread_mutex_unlock(&g_mu);
+    atomic_flag_clear(&g_busy);
+    return false;
+  }
+  CUstreamCaptureMode mode = mpp_cu_capture_relax(cu);
+  bool ready = atomic_load(&g_state) != ST_UNTRIED || init_for(cu, ctx);
+  mpp_cu_capture_restore(cu, mode);
   /* Not ready: init failed, or an earlier holder of g_busy found it unavailable. */
   if (!ready || atomic_load(&g_state) != ST_READY) {
     atomic_flag_clear(&g_busy);
     return false;
   }
-  const mpp_cu_api *cu = mpp_cu();
-  CUcontext ctx = NULL;
-  bool same_ctx = cu && cu->ctx_current && cu->ctx_current(&ctx) == CUDA_SUCCESS && ctx == g_ctx;
   pthread_mutex_lock(&g_mu);
-  pending *p = same_ctx ? find_locked(0) : NULL;
+  pending *p = ctx == g_ctx ? find_locked(0) : NULL;
   if (p) {
     p->op_id = op_id;
     p->nranges = -1;

@@ -9,7 +9,8 @@
  *
  * Paths from the environment (meson): MPP_MPPROF, MPP_MLP_TRAIN, MPP_SIMCUDA,
  * MPP_WORKDIR (scratch directory owned by this test), MPP_OLD_CUPTI (simcuda's
- * CUPTI activity side without the range profiler). */
+ * CUPTI activity side without the range profiler), MPP_WORKER_FIRST
+ * (tc_worker_first.c). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,7 +31,7 @@
 
 #include "../profiler/sim_run.h" /* run, outdir, slurp; main sets simcuda, workdir */
 
-static const char *mpprof, *mlp_train, *old_cupti;
+static const char *mpprof, *mlp_train, *old_cupti, *worker_first;
 
 /* mlp_train PRECISION STEPS plain and under `mpprof -o dir OPT`: the program
  * prints the same (losses, checksums of every weight) and exits 0 both times. */
@@ -449,6 +450,29 @@ static void concurrent_threads_never_get_another_kernels_verdict(void **state) {
   cJSON_Delete(raw);
 }
 
+/* The process's first profiled call is a thread's first CUDA call, on a
+ * stream another thread made: at the hook's entry that thread has no
+ * current context (cuda.h, cuCtxGetCurrent; cuBLAS makes one current inside
+ * the call). The counters are set up for the stream's context all the same
+ * (cuStreamGetCtx), and the call is measured; it was "unavailable: no
+ * current CUDA context at the first profiled call" for the whole run. */
+static void a_first_call_on_a_thread_without_a_context_is_measured(void **state) {
+  (void)state;
+  const char *dir = outdir("worker-first");
+  char *argv[] = {(char *)mpprof,       "-o", (char *)dir, "--tc-counters", "--",
+                  (char *)worker_first, NULL};
+  result prof = run(argv, NULL);
+  assert_int_equal(prof.status, 0);
+  assert_non_null(strstr(prof.out, "worker ok"));
+  free(prof.out);
+  cJSON *raw = load_raw(dir);
+  assert_string_equal(str(raw, "tc_counters.status"), "ok");
+  assert_int_equal(num(raw, "tc_counters.ops_profiled"), 1); /* the site's first call */
+  assert_int_equal(num(raw, "tc_counters.kernels_profiled"), 1);
+  assert_int_equal(num(raw, "tc_counters.ops_skipped"), 0);
+  cJSON_Delete(raw);
+}
+
 /* (=0 and =off are MPPROF_TC_COUNTERS's "not asked": profiler_e2e
  * an_option_takes_what_its_variable_takes) */
 static void a_bad_tc_counters_value_is_a_usage_error(void **state) {
@@ -479,6 +503,7 @@ int main(void) {
   simcuda = need("MPP_SIMCUDA");
   workdir = need("MPP_WORKDIR");
   old_cupti = need("MPP_OLD_CUPTI");
+  worker_first = need("MPP_WORKER_FIRST");
   mkdir(workdir, 0777);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(fp16_gemms_are_on_tensor_cores_by_counters),
@@ -495,6 +520,7 @@ int main(void) {
       cmocka_unit_test(every_second_call_of_each_site_is_profiled_with_2),
       cmocka_unit_test(a_checkpoint_gives_up_no_profiled_call_whose_kernels_are_to_come),
       cmocka_unit_test(concurrent_threads_never_get_another_kernels_verdict),
+      cmocka_unit_test(a_first_call_on_a_thread_without_a_context_is_measured),
       cmocka_unit_test(a_bad_tc_counters_value_is_a_usage_error),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
