@@ -183,7 +183,11 @@ bool mpp_cuda_stream_capturing(void *stream) {
   if (!cu || !cu->stream_is_capturing) return false; /* no driver: no graphs either */
   CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
   CUresult r = cu->stream_is_capturing((CUstream)stream, &st);
-  /* An error here (e.g. the legacy stream queried while another stream
+  /* A special handle (NULL, legacy, per-thread) on a thread with no current
+   * context names no stream yet (cuda.h, cuStreamGetCtx: such a thread gets
+   * CUDA_ERROR_INVALID_CONTEXT for them): nothing of it is being captured. */
+  if (r == CUDA_ERROR_INVALID_CONTEXT) return false;
+  /* Another error (e.g. the legacy stream queried while another stream
    * captures in global mode) means enqueuing would break the capture: say yes. */
   if (r != CUDA_SUCCESS) return true;
   return st != CU_STREAM_CAPTURE_STATUS_NONE;

@@ -42,7 +42,7 @@ static void simcuda_driver_is_found_and_answers(void **state) {
 typedef struct fresh {
   int info_rc;
   mpp_mem_kind kind;
-  bool null_capturing;
+  bool null_capturing, per_thread_capturing;
 } fresh;
 
 static void *query_on_a_fresh_thread(void *p) {
@@ -52,14 +52,17 @@ static void *query_on_a_fresh_thread(void *p) {
   f->info_rc = mpp_cuda_device_info(name, sizeof name, NULL, NULL);
   f->kind = mpp_cuda_pointer_kind(&x);
   f->null_capturing = mpp_cuda_stream_capturing(NULL);
+  f->per_thread_capturing = mpp_cuda_stream_capturing(CU_STREAM_PER_THREAD);
   return NULL;
 }
 
 /* A thread that never used CUDA has no current context (cuda.h,
  * cuCtxGetCurrent): the device is still found (device 0, as cudart would
- * pick), pointers are still classified, and the NULL stream, which names
- * the current context's, cannot be used: nothing may be enqueued there
- * (mpp_cuda_stream_capturing says yes). */
+ * pick), pointers are still classified, and the NULL and per-thread
+ * streams, which name the current context's (cuStreamGetCtx), are not being
+ * captured: the driver's CUDA_ERROR_INVALID_CONTEXT for them is no capture
+ * (a call on cudaStreamPerThread as a thread's first CUDA call had its
+ * scans counted as "graph_capture"). */
 static void a_thread_without_a_context_still_gets_answers(void **state) {
   (void)state;
   fresh f = {.info_rc = -1, .kind = MPP_MEM_UNKNOWN};
@@ -68,7 +71,8 @@ static void a_thread_without_a_context_still_gets_answers(void **state) {
   pthread_join(t, NULL);
   assert_int_equal(f.info_rc, 0);
   assert_int_equal(f.kind, MPP_MEM_HOST);
-  assert_true(f.null_capturing);
+  assert_false(f.null_capturing);
+  assert_false(f.per_thread_capturing);
 }
 
 static void device_scan_without_loadable_kernels_says_enosys(void **state) {
