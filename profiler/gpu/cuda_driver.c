@@ -50,7 +50,7 @@ static void *resolve(void *lib, get_proc_v2_fn gp2, get_proc_v1_fn gp1, const ch
     if (gp1(name, &fn, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM) == CUDA_SUCCESS) return fn;
     return NULL;
   }
-  return dlsym(lib, name); /* stand-ins without cuGetProcAddress */
+  return mpp_real_dlsym(lib, name); /* stand-ins without cuGetProcAddress */
 }
 
 static void driver_init(void) {
@@ -58,8 +58,8 @@ static void driver_init(void) {
   pthread_atfork(NULL, NULL, on_fork_child);
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) return;
-  get_proc_v2_fn gp2 = (get_proc_v2_fn)dlsym(lib, "cuGetProcAddress_v2");
-  get_proc_v1_fn gp1 = gp2 ? NULL : (get_proc_v1_fn)dlsym(lib, "cuGetProcAddress");
+  get_proc_v2_fn gp2 = (get_proc_v2_fn)mpp_real_dlsym(lib, "cuGetProcAddress_v2");
+  get_proc_v1_fn gp1 = gp2 ? NULL : (get_proc_v1_fn)mpp_real_dlsym(lib, "cuGetProcAddress");
 #define MPP_CU_RESOLVE(sym, member, version, ret, params)                                          \
   *(void **)&g_api.member = resolve(lib, gp2, gp1, #sym, version);
   MPP_CU_FUNCS(MPP_CU_RESOLVE)
