@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -319,6 +320,19 @@ int mp_loss_scale_pick(int lo, int hi, int beyond_lo, int beyond_hi) {
   int mid = (int)floor(((double)lo - beyond_lo + (double)hi + beyond_hi) / 2);
   if (lo <= 0 && 0 <= hi && mid < 0) mid = 0;
   return mid < lo ? lo : mid > hi ? hi : mid;
+}
+
+const char *mp_loss_scale_edges_text(int lo, int hi, int beyond_lo, int beyond_hi, int search_lo,
+                                     int search_hi, const char *pow_pre, const char *pow_suf,
+                                     char buf[MP_LOSS_SCALE_EDGES_TEXT_MAX]) {
+  if (!beyond_lo && !beyond_hi)
+    buf[0] = 0;
+  else
+    snprintf(buf, MP_LOSS_SCALE_EDGES_TEXT_MAX,
+             " (searched %s%d%s .. %s%d%s; %s%d%s .. %s%d%s fits in all)", pow_pre, search_lo,
+             pow_suf, pow_pre, search_hi, pow_suf, pow_pre, lo - beyond_lo, pow_suf, pow_pre,
+             hi + beyond_hi, pow_suf);
+  return buf;
 }
 
 void mp_advise(const mp_stats *s, const mp_advice_params *p, mp_advice *ret) {

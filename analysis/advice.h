@@ -130,6 +130,17 @@ void mp_advise(const mp_stats *s, const mp_advice_params *p, mp_advice *ret);
  * window's middle 2^24 (values at 2^-16, fp16 subnormals with 9 significant
  * bits). */
 int mp_loss_scale_pick(int lo, int hi, int beyond_lo, int beyond_hi);
+/* Where the search range [search_lo, search_hi] cut a window [lo, hi]
+ * (beyond_lo or beyond_hi non-zero: mp_advice), its true edges, said after
+ * the window: " (searched 2^search_lo .. 2^search_hi; 2^(lo - beyond_lo) ..
+ * 2^(hi + beyond_hi) fits in all)"; "" where the window's ends are its true
+ * edges. Each power of two is written pow_pre, the exponent, pow_suf ("2^",
+ * "" for text; "2<sup>", "</sup>" for HTML). The one wording of `mpprof
+ * inspect`'s loss-scale line and the report's. Returns buf. */
+#define MP_LOSS_SCALE_EDGES_TEXT_MAX 192
+const char *mp_loss_scale_edges_text(int lo, int hi, int beyond_lo, int beyond_hi, int search_lo,
+                                     int search_hi, const char *pow_pre, const char *pow_suf,
+                                     char buf[MP_LOSS_SCALE_EDGES_TEXT_MAX]);
 /* The share of s's finite non-zero values that are fp16 subnormals once
  * scaled by 2^scale_log2: exact at 0, an upper bound elsewhere where a binade
  * straddles fp16's normal minimum. Compared with MP_ADVICE_FP16_SUBNORMAL_NOTE. */

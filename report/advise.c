@@ -520,7 +520,7 @@ int mpprof_global_loss_scale(mpprof_model *m) {
   /* again after the measured check moved verdicts: from scratch */
   cJSON_Delete(g->limited_by);
   g->applicable = g->has_window = g->needed = g->flush_edge = g->subnormal = false;
-  g->window_lo = g->window_hi = g->recommended_log2 = 0;
+  g->window_lo = g->window_hi = g->beyond_lo = g->beyond_hi = g->recommended_log2 = 0;
   g->limited_by = cJSON_CreateArray();
   if (!g->limited_by) return -1;
   int lo = INT32_MIN, hi = INT32_MAX, true_lo = INT32_MIN, true_hi = INT32_MAX;
@@ -547,7 +547,9 @@ int mpprof_global_loss_scale(mpprof_model *m) {
   if (g->has_window) {
     g->window_lo = lo;
     g->window_hi = hi;
-    g->recommended_log2 = mp_loss_scale_pick(lo, hi, lo - true_lo, true_hi - hi);
+    g->beyond_lo = lo - true_lo;
+    g->beyond_hi = true_hi - hi;
+    g->recommended_log2 = mp_loss_scale_pick(lo, hi, g->beyond_lo, g->beyond_hi);
     g->needed = !(lo <= 0 && 0 <= hi);
     /* A layer's fp16 gradient at the flush edge (mostly subnormal as
      * recorded: what it lost flushed before mpprof saw it) needs a larger
@@ -574,6 +576,35 @@ int mpprof_global_loss_scale(mpprof_model *m) {
 static double jnum(const cJSON *o, const char *k, double dflt) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
   return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+/* mpprof_loss_scale_note's text: the layers named in layer order from the
+ * first, up to MPPROF_LAYERS_NAMED. */
+static int loss_scale_note(mpprof_model *m, size_t first) {
+  mpprof_applied_scale *g = &m->loss_scale;
+  if (!g->undeclared_gradients) return 0;
+  if (!g->declared) return (g->note = strdup(MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE)) ? 0 : -1;
+  char *names = NULL;
+  size_t len = 0, named = 0;
+  FILE *f = open_memstream(&names, &len);
+  if (!f) return -1;
+  for (size_t i = first; i < m->n_layers && named < MPPROF_LAYERS_NAMED; i++) {
+    const mpprof_layer *l = &m->layers[i];
+    bool undeclared = false;
+    for (size_t t = 0; t < l->n_tensors; t++)
+      undeclared = undeclared || (l->tensors[t].cls == MP_TCLASS_GRADIENT &&
+                                  l->tensors[t].st.count && l->tensors[t].scale_undeclared);
+    if (undeclared) fprintf(f, "%s%s", named++ ? ", " : "", mpprof_layer_label(l));
+  }
+  if (g->undeclared_layers > named) fprintf(f, " and %zu more", g->undeclared_layers - named);
+  if (fclose(f) || !names) {
+    free(names);
+    return -1;
+  }
+  g->note = mpprof_asprintf("for the gradients of %zu of %zu layers (%s): %s", g->undeclared_layers,
+                            g->grad_layers, names, MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE);
+  free(names);
+  return g->note ? 0 : -1;
 }
 
 /* The scale the program applied: from the sites' declared scales (what the
@@ -623,18 +654,23 @@ static int applied_scale(mpprof_model *m) {
   } else if (g->declared) {
     g->first = g->last = g->min;
   }
+  size_t first_undeclared = 0;
   for (size_t i = 0; i < m->n_layers; i++) {
     const mpprof_layer *l = &m->layers[i];
+    bool grads = false, undeclared = false;
     for (size_t t = 0; t < l->n_tensors; t++) {
       const mpprof_layer_tensor *lt = &l->tensors[t];
-      if (lt->cls != MP_TCLASS_GRADIENT || !lt->scale_undeclared) continue;
-      if (lt->st.count == 0) continue;
-      g->undeclared_gradients = true;
+      if (lt->cls != MP_TCLASS_GRADIENT || lt->st.count == 0) continue;
+      grads = true;
+      if (!lt->scale_undeclared) continue;
+      undeclared = g->undeclared_gradients = true;
       if (lt->st.nans + lt->st.pos_infs + lt->st.neg_infs > 0) g->undeclared_nonfinite = true;
       if (lt->has_values && lt->adv.fp16 != MP_FP16_SAFE) g->undeclared_unfit = true;
     }
+    g->grad_layers += grads;
+    if (undeclared && !g->undeclared_layers++) first_undeclared = i;
   }
-  return 0;
+  return loss_scale_note(m, first_undeclared);
 }
 
 bool mpprof_loss_scale_unknown(const mpprof_applied_scale *g) {
@@ -653,6 +689,10 @@ const char *mpprof_loss_scale_unknown_why(const mpprof_applied_scale *g) {
 
 bool mpprof_loss_scale_as_computed(const mpprof_applied_scale *g) {
   return !g->declared && g->undeclared_gradients;
+}
+
+const char *mpprof_loss_scale_note(const mpprof_applied_scale *g) {
+  return g->note;
 }
 
 const char *mpprof_loss_scale_source_text(const mpprof_applied_scale *g) {

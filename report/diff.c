@@ -861,8 +861,12 @@ static cJSON *plan_run_json(const cJSON *plan) {
       o, "autocast", cJSON_IsString(ac) ? cJSON_CreateString(ac->valuestring) : cJSON_CreateNull());
   cJSON_AddItemToObject(o, "loss_scale",
                         cJSON_IsObject(ls) ? cJSON_Duplicate(ls, true) : cJSON_CreateNull());
-  /* an fp16 plan of gradients as computed (no scale declared): said beside its loss scale */
-  cJSON_AddBoolToObject(o, "loss_scale_as_computed", cJSON_IsString(get(rec, "loss_scale_note")));
+  /* an fp16 plan of gradients as computed (no scale declared): said beside its
+   * loss scale. Not a run that declared a scale for some gradients (its note
+   * names the others): "no loss scale declared" would be false of it. */
+  const char *note = cJSON_GetStringValue(get(rec, "loss_scale_note"));
+  cJSON_AddBoolToObject(o, "loss_scale_as_computed",
+                        note && !strcmp(note, MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE));
   cJSON_AddItemToObject(o, "summary",
                         cJSON_IsString(sum) ? cJSON_CreateString(sum->valuestring)
                                             : cJSON_CreateNull());

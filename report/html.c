@@ -305,13 +305,16 @@ static void summary(const mpprof_model *m, FILE *f) {
     fputs("</p>\n", f);
     if (m->forward_only) fputs("<p>" MPPROF_FORWARD_ONLY_NOTE ".</p>\n", f);
     const mpprof_applied_scale *g = &m->loss_scale;
+    char edges[MP_LOSS_SCALE_EDGES_TEXT_MAX];
     if (g->applicable && g->has_window)
-      fprintf(f,
-              "<p class=\"big\">Loss scale: 2<sup>%d</sup> (every scale in [2<sup>%d</sup>, "
-              "2<sup>%d</sup>] fits all fp16 layers' gradients%s)</p>\n",
-              g->recommended_log2, g->window_lo, g->window_hi,
-              mpprof_loss_scale_needed_clause(g) ? mpprof_loss_scale_needed_clause(g)
-                                                 : "; gradients fit fp16 even without one");
+      fprintf(
+          f,
+          "<p class=\"big\">Loss scale: 2<sup>%d</sup> (every scale in [2<sup>%d</sup>, "
+          "2<sup>%d</sup>] fits all fp16 layers' gradients%s%s)</p>\n",
+          g->recommended_log2, g->window_lo, g->window_hi,
+          mpprof_edges_text(m, g->window_lo, g->window_hi, g->beyond_lo, g->beyond_hi, true, edges),
+          mpprof_loss_scale_needed_clause(g) ? mpprof_loss_scale_needed_clause(g)
+                                             : "; gradients fit fp16 even without one");
     else if (g->applicable)
       fputs("<p class=\"big\">Loss scale: no single scale fits every fp16 layer's gradients "
             "(see findings).</p>\n",
@@ -325,9 +328,11 @@ static void summary(const mpprof_model *m, FILE *f) {
       fputs("; " MPPROF_LOSS_SCALE_DECLARED_NOTE ").</p>\n", f);
     }
     /* high when the gradients need a scale (mpprof_loss_scale_unknown) */
-    if (mpprof_loss_scale_as_computed(g))
-      fprintf(f, "<p%s>%s.</p>\n", mpprof_loss_scale_unknown(g) ? " class=\"high\"" : "",
-              MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE);
+    if (mpprof_loss_scale_note(g)) {
+      fprintf(f, "<p%s>", mpprof_loss_scale_unknown(g) ? " class=\"high\"" : "");
+      html(f, mpprof_loss_scale_note(g));
+      fputs(".</p>\n", f);
+    }
   }
   if (m->incomplete)
     fputs("<p class=\"high\">Incomplete data: some process did not finish, hit a profiler "
@@ -1131,12 +1136,15 @@ static int charts(const mpprof_model *m, const size_t *order, const bool *charte
     }
     fprintf(f, "<div class=\"layer\" id=\"layer-%zu\"><h3>", i);
     html(f, mpprof_layer_label(l));
-    char marks[MPPROF_MARKS_MAX];
+    char marks[MPPROF_MARKS_MAX], edges[MP_LOSS_SCALE_EDGES_TEXT_MAX];
     fprintf(f, " &mdash; <span class=\"rec %s\">%s</span>%s", rec_name(l), rec_name(l),
             mpprof_verdict_marks(m, l, marks));
     if (l->adv.has_window)
-      fprintf(f, ", loss scale window [2<sup>%d</sup>, 2<sup>%d</sup>], band at 2<sup>%d</sup>",
-              l->adv.window_lo, l->adv.window_hi, mpprof_chart_scale(m, l));
+      fprintf(f, ", loss scale window [2<sup>%d</sup>, 2<sup>%d</sup>]%s, band at 2<sup>%d</sup>",
+              l->adv.window_lo, l->adv.window_hi,
+              mpprof_edges_text(m, l->adv.window_lo, l->adv.window_hi, l->adv.beyond_lo,
+                                l->adv.beyond_hi, true, edges),
+              mpprof_chart_scale(m, l));
     fputs("</h3>\n<div class=\"chart\"><div class=\"ytitle\">values per binade (log scale)"
           "</div><img width=\"" STR(MPPROF_CHART_W) "\" height=\"" STR(
               MPPROF_CHART_H) "\" alt=\"exponent histogram of ",

@@ -560,6 +560,9 @@ static cJSON *layer_json(const mpprof_model *m, const mpprof_layer *l, mp_stats 
   cJSON_AddBoolToObject(adv, "flushed_before_seen", mpprof_layer_flushed_unseen(l));
   cJSON_AddItemToObject(adv, "loss_scale_log2",
                         window_json(a->has_window, a->window_lo, a->window_hi));
+  cJSON_AddItemToObject(adv, "loss_scale_true_log2",
+                        mpprof_true_window_json(a->has_window, a->window_lo, a->window_hi,
+                                                a->beyond_lo, a->beyond_hi));
   cJSON_AddBoolToObject(adv, "loss_scale_estimate", a->window_estimate);
   cJSON_AddItemToObject(adv, "fp8_e4m3", fp8_json(l, a->fp8_e4m3_fits, MP_TCLASS_FORWARD, false));
   cJSON_AddItemToObject(adv, "fp8_e5m2", fp8_json(l, a->fp8_e5m2_fits, MP_TCLASS_GRADIENT, true));
@@ -685,10 +688,7 @@ static cJSON *summary_json(const mpprof_model *m) {
       cJSON_AddItemToObject(r, mp_recommendation_name((mp_recommendation)i),
                             mpprof_json_u64(recs[i]));
   if (unknown) cJSON_AddItemToObject(r, "unknown", mpprof_json_u64(unknown));
-  cJSON_AddItemToObject(o, "loss_scale_note",
-                        mpprof_loss_scale_as_computed(&m->loss_scale)
-                            ? cJSON_CreateString(MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE)
-                            : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, "loss_scale_note", str_or_null(mpprof_loss_scale_note(&m->loss_scale)));
   return o;
 }
 
@@ -700,6 +700,9 @@ static cJSON *loss_scale_json(const mpprof_applied_scale *g) {
                         g->has_window ? cJSON_CreateNumber(g->recommended_log2)
                                       : cJSON_CreateNull());
   cJSON_AddItemToObject(o, "window_log2", window_json(g->has_window, g->window_lo, g->window_hi));
+  cJSON_AddItemToObject(o, "true_window_log2",
+                        mpprof_true_window_json(g->has_window, g->window_lo, g->window_hi,
+                                                g->beyond_lo, g->beyond_hi));
   cJSON_AddBoolToObject(o, "needed", g->needed);
   cJSON_AddBoolToObject(o, "flush_edge", g->flush_edge);
   cJSON_AddBoolToObject(o, "subnormal", g->subnormal);
@@ -717,10 +720,7 @@ static cJSON *loss_scale_json(const mpprof_applied_scale *g) {
                         g->per_step ? cJSON_Duplicate(g->per_step, true) : cJSON_CreateArray());
   cJSON_AddItemToObject(ap, "steps_marked", mpprof_json_u64(g->steps_marked));
   cJSON_AddItemToObject(ap, "skipped_steps", mpprof_json_u64(g->skipped_steps));
-  cJSON_AddItemToObject(ap, "note",
-                        mpprof_loss_scale_as_computed(g)
-                            ? cJSON_CreateString(MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE)
-                            : cJSON_CreateNull());
+  cJSON_AddItemToObject(ap, "note", str_or_null(mpprof_loss_scale_note(g)));
   return o;
 }
 

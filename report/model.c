@@ -112,6 +112,7 @@ void mpprof_model_free(mpprof_model *m) {
   free(m->findings);
   cJSON_Delete(m->loss_scale.limited_by);
   cJSON_Delete(m->loss_scale.per_step);
+  free(m->loss_scale.note);
   cJSON_Delete(m->tc.cupti_notes);
   cJSON_Delete(m->tc.counters_notes);
   free(m->program);

@@ -175,6 +175,8 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
     p->scale_log2 = g->recommended_log2;
     p->window_lo = g->window_lo;
     p->window_hi = g->window_hi;
+    p->beyond_lo = g->beyond_lo;
+    p->beyond_hi = g->beyond_hi;
   }
   /* The headline. */
   char what[160];
@@ -254,8 +256,8 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
     return -1;
   }
   /* An fp16 plan's scaler (or none) judged from gradients as computed: say so. */
-  if (dt == MP_FP16 && p->n_fit && mpprof_loss_scale_as_computed(g)) {
-    char *t = mpprof_asprintf("%s; %s", unchecked, MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE);
+  if (dt == MP_FP16 && p->n_fit && mpprof_loss_scale_note(g)) {
+    char *t = mpprof_asprintf("%s; %s", unchecked, mpprof_loss_scale_note(g));
     free(unchecked);
     if (!(unchecked = t)) {
       free(keep);
@@ -283,11 +285,15 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
                         mp_dtype_name(dt), p->n_keep == 1 ? "the layer" : "every layer");
   else if (p->n_fit == 0) /* no layer runs in dt with a verdict: no share to give */
     p->headline = mpprof_asprintf("%s%s: %s%s", what, keep, fit, unchecked);
-  else if (dt == MP_FP16 && p->scaler)
-    p->headline = mpprof_asprintf("%s%s: %s (0%% overflow; gradients fit at every scale in "
-                                  "[2^%d, 2^%d])%s",
-                                  what, keep, fit, p->window_lo, p->window_hi, unchecked);
-  else
+  else if (dt == MP_FP16 && p->scaler) {
+    char edges[MP_LOSS_SCALE_EDGES_TEXT_MAX];
+    p->headline = mpprof_asprintf(
+        "%s%s: %s (0%% overflow; gradients fit at every scale in "
+        "[2^%d, 2^%d]%s)%s",
+        what, keep, fit, p->window_lo, p->window_hi,
+        mpprof_edges_text(m, p->window_lo, p->window_hi, p->beyond_lo, p->beyond_hi, false, edges),
+        unchecked);
+  } else
     p->headline = mpprof_asprintf("%s%s: %s (%s%% overflow, %s%% flush)%s", what, keep, fit,
                                   mpprof_pct_text(p->max_overflow_pct).s,
                                   mpprof_pct_text(p->max_flush_pct).s, unchecked);
@@ -675,13 +681,16 @@ static cJSON *plan_json(const mpprof_model *m, const mpprof_plan *p) {
     cJSON *w = cJSON_AddArrayToObject(ls, "window_log2");
     cJSON_AddItemToArray(w, cJSON_CreateNumber(p->window_lo));
     cJSON_AddItemToArray(w, cJSON_CreateNumber(p->window_hi));
+    cJSON_AddItemToObject(
+        ls, "true_window_log2",
+        mpprof_true_window_json(true, p->window_lo, p->window_hi, p->beyond_lo, p->beyond_hi));
   } else {
     cJSON_AddNullToObject(o, "loss_scale");
   }
   /* what an fp16 plan's loss scale (or none) is relative to */
   cJSON_AddItemToObject(o, "loss_scale_note",
-                        p->autocast == MP_FP16 && mpprof_loss_scale_as_computed(&m->loss_scale)
-                            ? cJSON_CreateString(MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE)
+                        p->autocast == MP_FP16 && mpprof_loss_scale_note(&m->loss_scale)
+                            ? cJSON_CreateString(mpprof_loss_scale_note(&m->loss_scale))
                             : cJSON_CreateNull());
   cJSON_AddStringToObject(o, "summary", p->headline);
   cJSON_AddItemToObject(o, "layers_fit", mpprof_json_u64(p->n_fit));

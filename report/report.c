@@ -92,7 +92,7 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
       else
         no_verdict++;
     int first = 1;
-    char marks[MPPROF_MARKS_MAX];
+    char marks[MPPROF_MARKS_MAX], edges[MP_LOSS_SCALE_EDGES_TEXT_MAX];
     for (int r = 0; r < MP_REC_COUNT; r++)
       if (recs[r]) {
         fprintf(f, "%s %s %zu%s", first ? "  layers:" : ",",
@@ -115,8 +115,10 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
         free(name);
         fputs(mpprof_verdict_marks(m, l, marks), f);
         if (l->adv.known && l->adv.has_window && l->adv.rec == MP_REC_FP16_LOSS_SCALE)
-          fprintf(f, " (its gradients fit loss scales 2^%d .. 2^%d)", l->adv.window_lo,
-                  l->adv.window_hi);
+          fprintf(f, " (its gradients fit loss scales 2^%d .. 2^%d%s)", l->adv.window_lo,
+                  l->adv.window_hi,
+                  mpprof_edges_text(m, l->adv.window_lo, l->adv.window_hi, l->adv.beyond_lo,
+                                    l->adv.beyond_hi, false, edges));
         else if (!l->adv.known) {
           char why[MPPROF_NO_VERDICT_TEXT_MAX];
           fprintf(f, " (%s)", mpprof_no_verdict_text(m, l, why));
@@ -143,8 +145,10 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
     }
     const mpprof_applied_scale *g = &m->loss_scale;
     if (g->applicable && g->has_window)
-      fprintf(f, "  loss scale: 2^%d (every fp16 layer's gradients fit 2^%d .. 2^%d%s)\n",
+      fprintf(f, "  loss scale: 2^%d (every fp16 layer's gradients fit 2^%d .. 2^%d%s%s)\n",
               g->recommended_log2, g->window_lo, g->window_hi,
+              mpprof_edges_text(m, g->window_lo, g->window_hi, g->beyond_lo, g->beyond_hi, false,
+                                edges),
               mpprof_loss_scale_needed_clause(g) ? mpprof_loss_scale_needed_clause(g)
                                                  : "; not needed");
     else if (g->applicable)
@@ -155,7 +159,11 @@ static void write_summary(const mpprof_model *m, const char *out_dir, FILE *f) {
               mpprof_scale_str(g->min, sa), g->max != g->min ? " to " : "",
               g->max != g->min ? mpprof_scale_str(g->max, sb) : "",
               mpprof_loss_scale_source_text(g));
-    if (mpprof_loss_scale_as_computed(g)) fputs("  " MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE "\n", f);
+    if (mpprof_loss_scale_note(g)) {
+      fputs("  ", f);
+      put_text(f, mpprof_loss_scale_note(g));
+      fputc('\n', f);
+    }
     if (m->tc.kernel_data && m->tc.gemm_conv_kernel_ns)
       fprintf(f, "  Tensor Cores: %s%% of GEMM/conv GPU time%s\n",
               mpprof_pct_text(mpprof_pct(m->tc.tc_ns, m->tc.gemm_conv_kernel_ns)).s,

@@ -511,7 +511,11 @@ const mpprof_layer_tensor *mpprof_subnormal_gradient(const mpprof_layer *l);
 typedef struct mpprof_applied_scale {
   bool applicable; /* some fp16/fp16_loss_scale layer has gradients */
   bool has_window;
-  int window_lo, window_hi;
+  int window_lo, window_hi; /* inside the search range (mpprof_model.params) */
+  /* Scales past the search range that fit too (mp_advice's, of the
+   * intersection): the true edges are window_lo - beyond_lo, window_hi +
+   * beyond_hi (mp_loss_scale_edges_text says them beside the window). */
+  int beyond_lo, beyond_hi;
   int recommended_log2;
   bool needed;     /* 0 is not in the window, or flush_edge, or subnormal */
   bool flush_edge; /* an fp16 layer's gradient was mostly subnormal as recorded */
@@ -522,10 +526,14 @@ typedef struct mpprof_applied_scale {
   bool subnormal;
   cJSON *limited_by; /* array of layer names */
   /* What the program applied (raw "training" objects and site scales). */
-  bool declared;                /* some site ran under a declared scale */
-  bool undeclared_gradients;    /* gradient tensors with values ran with no declared scale */
-  bool undeclared_nonfinite;    /* some such gradient holds Inf/NaN */
-  bool undeclared_unfit;        /* some such gradient is not fp16-safe at scale 1 */
+  bool declared;             /* some site ran under a declared scale */
+  bool undeclared_gradients; /* gradient tensors with values ran with no declared scale */
+  bool undeclared_nonfinite; /* some such gradient holds Inf/NaN */
+  bool undeclared_unfit;     /* some such gradient is not fp16-safe at scale 1 */
+  /* Layers with gradient values, and of them those with some gradient site
+   * under no declared scale (where the run declared one for others). */
+  size_t grad_layers, undeclared_layers;
+  char *note;                   /* mpprof_loss_scale_note's (owned), NULL: none */
   double first, last, min, max; /* over declared scales (0 when none) */
   const char *source;           /* "marks", "option", NULL */
   uint64_t steps_marked, skipped_steps;
@@ -543,12 +551,19 @@ const char *mpprof_loss_scale_unknown_why(const mpprof_applied_scale *g);
 /* Gradients were seen and the program declared no loss scale (no marks, no
  * --loss-scale, no GradScaler feed): every loss-scale figure (the window, the
  * recommended scale, "needed", the plan's GradScaler) is of the gradients as
- * computed, which a scale applied by hand has already multiplied. Said
- * wherever a loss-scale recommendation is stated: the terminal and HTML
- * summaries, report.json (summary.loss_scale_note, loss_scale.applied.note),
- * an fp16 plan's headline (so its snippet's first comment), plan.json, and
- * mpprof diff's plan loss-scale row. */
+ * computed, which a scale applied by hand has already multiplied. */
 bool mpprof_loss_scale_as_computed(const mpprof_applied_scale *g);
+/* What the loss-scale figures are relative to where some gradients ran under
+ * no declared scale, NULL where all ran under one (or none was seen): every
+ * one (mpprof_loss_scale_as_computed): MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE;
+ * some, while the run declared a scale for others: "for the gradients of N
+ * of M layers (NAME, ... and K more): " MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE
+ * (their figures are as computed, the others' unscaled). Said wherever a
+ * loss-scale recommendation is stated: the terminal and HTML summaries,
+ * report.json (summary.loss_scale_note, loss_scale.applied.note), an fp16
+ * plan's headline (so its snippet's first comment), plan.json, and mpprof
+ * diff's plan loss-scale row (of the whole-run note). */
+const char *mpprof_loss_scale_note(const mpprof_applied_scale *g);
 #define MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE                                                         \
   "no loss scale declared: loss-scale figures are relative to the gradients as computed; a "       \
   "scale applied by hand must be declared with --loss-scale S for advice in unscaled terms"
@@ -657,6 +672,8 @@ typedef struct mpprof_plan {
   mp_dtype autocast; /* MP_BF16 or MP_FP16 */
   bool scaler;       /* fp16 needs a loss scaler: GradScaler(init_scale=2^scale_log2) */
   int scale_log2, window_lo, window_hi;
+  int beyond_lo,
+      beyond_hi;          /* the window's true edges past the search range (mpprof_applied_scale) */
   size_t n_known, n_fit;  /* layers with values; of which run in the autocast dtype */
   mpprof_plan_keep *keep; /* layers kept out, in layer order */
   size_t n_keep;
@@ -1237,6 +1254,15 @@ char *mpprof_saturated_at(const mpprof_layer_tensor *lt);
 cJSON *mpprof_share_json(const mpprof_share *s);
 /* "2^16" for powers of two, else "%g" (buf of 32). */
 const char *mpprof_scale_str(double s, char *buf);
+/* mp_loss_scale_edges_text of a window [lo, hi] with beyond_lo/beyond_hi
+ * binades past the report's search range (m->params): where the search cut
+ * it, " (searched 2^a .. 2^b; 2^c .. 2^d fits in all)", else ""; html: the
+ * powers as 2<sup>k</sup>. */
+const char *mpprof_edges_text(const mpprof_model *m, int lo, int hi, int beyond_lo, int beyond_hi,
+                              bool html, char buf[MP_LOSS_SCALE_EDGES_TEXT_MAX]);
+/* report.json's and plan.json's true window: [lo - beyond_lo, hi +
+ * beyond_hi], null without a window. */
+cJSON *mpprof_true_window_json(bool has, int lo, int hi, int beyond_lo, int beyond_hi);
 /* Processes that scanned op outputs only (--scan outputs): their inputs,
  * weights and incoming activations, are in no verdict. */
 size_t mpprof_outputs_only_procs(const mpprof_model *m);

@@ -196,6 +196,21 @@ size_t mpprof_outputs_only_procs(const mpprof_model *m) {
   return n;
 }
 
+const char *mpprof_edges_text(const mpprof_model *m, int lo, int hi, int beyond_lo, int beyond_hi,
+                              bool html, char buf[MP_LOSS_SCALE_EDGES_TEXT_MAX]) {
+  return mp_loss_scale_edges_text(lo, hi, beyond_lo, beyond_hi, m->params.scale_log2_min,
+                                  m->params.scale_log2_max, html ? "2<sup>" : "2^",
+                                  html ? "</sup>" : "", buf);
+}
+
+cJSON *mpprof_true_window_json(bool has, int lo, int hi, int beyond_lo, int beyond_hi) {
+  if (!has) return cJSON_CreateNull();
+  cJSON *a = cJSON_CreateArray();
+  cJSON_AddItemToArray(a, cJSON_CreateNumber(lo - beyond_lo));
+  cJSON_AddItemToArray(a, cJSON_CreateNumber(hi + beyond_hi));
+  return a;
+}
+
 const char *mpprof_scale_str(double s, char *buf) {
   int k;
   if (s > 0 && mp_scale_log2(s, &k))

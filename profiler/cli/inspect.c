@@ -237,11 +237,10 @@ static void print_verdict(const mp_advice *a, const mp_advice_params *p) {
   }
   putchar('\n');
   if (a->has_window) {
-    printf("  loss scale  2^%d .. 2^%d fits fp16%s", a->window_lo, a->window_hi, est);
-    if (a->beyond_lo || a->beyond_hi) /* the search range cut the window: its true edges */
-      printf(" (searched 2^%d .. 2^%d; 2^%d .. 2^%d fits in all)", p->scale_log2_min,
-             p->scale_log2_max, a->window_lo - a->beyond_lo, a->window_hi + a->beyond_hi);
-    putchar('\n');
+    char edges[MP_LOSS_SCALE_EDGES_TEXT_MAX]; /* where the search range cut the window */
+    printf("  loss scale  2^%d .. 2^%d fits fp16%s%s\n", a->window_lo, a->window_hi, est,
+           mp_loss_scale_edges_text(a->window_lo, a->window_hi, a->beyond_lo, a->beyond_hi,
+                                    p->scale_log2_min, p->scale_log2_max, "2^", "", edges));
   }
   printf("  bf16        %s\n", a->bf16_ok ? "fits" : "does not fit (overflow or too much flushed)");
   const mp_fp8_advice *f8[2] = {&a->fp8_e4m3, &a->fp8_e5m2};

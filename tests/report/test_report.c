@@ -2214,6 +2214,61 @@ static void loss_scale_figures_say_they_are_of_gradients_as_computed_unless_decl
   }
 }
 
+/* A run that declared a loss scale for some gradient sites and not for
+ * others (a GradScaler's feed that began after a few steps, say): the
+ * undeclared ones' figures are as computed, the others' unscaled, and the
+ * report said nothing of it (the note came only when no scale was declared
+ * at all). The note now names the layers whose gradients ran undeclared,
+ * everywhere the whole-run note is said. */
+static void gradients_without_a_declared_scale_beside_declared_ones_are_named(void **state) {
+  (void)state;
+  static const rg_proc volta = {"node01", 100, 1, 0, true, "ok", "7.0", "./train"}; /* fp16 plan */
+  char *dir = rg_tmpdir("ascomputed_mixed");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &volta);
+  for (int i = 0; i < 2; i++) {
+    char fwd[16], bwd[16];
+    snprintf(fwd, sizeof fwd, "l%d/fwd", i + 1);
+    snprintf(bwd, sizeof bwd, "l%d/bwd", i + 1);
+    rg_site_end(&r, rf_fwd_site(2 * i, fwd, -4, 4));
+    cJSON *s = rg_gemm(2 * i + 1, "cublasGemmEx", bwd, "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
+                       "DEFAULT", 64, 64, 64, 10);
+    rg_tensor(s, "D", MP_FP32, -6, 2, 400);
+    if (i == 0) cJSON_AddNumberToObject(s, "loss_scale", 1); /* l1 declared, l2 not */
+    rg_site_end(&r, s);
+  }
+  rg_end(&r);
+  const char *want = "for the gradients of 1 of 2 layers (l2): " MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE;
+  cJSON *rep = rf_report_of(dir);
+  assert_true(cJSON_IsTrue(rf_get(rep, "loss_scale.applied.known")));
+  const cJSON *notes[] = {rf_get(rep, "summary.loss_scale_note"),
+                          rf_get(rep, "loss_scale.applied.note")};
+  for (int i = 0; i < 2; i++) {
+    if (!cJSON_IsString(notes[i])) fail_msg("note %d: not a string", i);
+    assert_string_equal(notes[i]->valuestring, want);
+  }
+  cJSON_Delete(rep);
+  char *text = summary_text(dir);
+  char line[512];
+  snprintf(line, sizeof line, "\n  %s\n", want);
+  if (!strstr(text, line)) fail_msg("summary without the note:\n%s", text);
+  free(text);
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  snprintf(line, sizeof line, "<p>%s.</p>", want);
+  assert_non_null(strstr(html, line));
+  free(html);
+  cJSON *plan = rg_read_json(dir, "plan.json");
+  assert_non_null(plan);
+  assert_string_equal(rf_get(plan, "recommended.autocast")->valuestring, "fp16");
+  assert_string_equal(cJSON_GetStringValue(rf_get(plan, "recommended.loss_scale_note")), want);
+  snprintf(line, sizeof line, "; %s", want);
+  assert_non_null(strstr(rf_get(plan, "recommended.summary")->valuestring, line));
+  cJSON_Delete(plan);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static void tiny_forward_values_are_not_rescued_by_a_loss_scale(void **state) {
   (void)state;
   char *dir = rg_tmpdir("fwdunder");
@@ -2291,6 +2346,58 @@ static void the_suggested_loss_scale_keeps_headroom_both_ways(void **state) {
     rg_rmdir(dir);
     free(dir);
   }
+}
+
+/* A window the search range cut: gradients in [2^-40, 2^-38] fit 2^16 ..
+ * 2^32 as searched and up to 2^53 in truth, and the suggested 2^32 is the
+ * window's top as shown. The summary, the page, report.json and plan.json
+ * showed only [16, 32], so 2^32 read as a scale with no headroom against
+ * overflow; `mpprof inspect` said the true edges. Each says them now, in
+ * inspect's words (mp_loss_scale_edges_text). */
+static void a_window_the_search_range_cut_shows_its_true_edges(void **state) {
+  (void)state;
+  static const rg_proc volta = {"node01", 100, 1, 0, true, "ok", "7.0", "./train"}; /* fp16 plan */
+  char *dir = rg_tmpdir("trueedges");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &volta);
+  rg_site_end(&r, rf_fwd_site(0, "t/fc/fwd", -6, 6));
+  rg_site_end(&r, rf_bwd_site(1, "t/fc/bwd", -40, -38));
+  rg_end(&r);
+  cJSON *rep = rf_report_of(dir);
+  const cJSON *w = rf_get(rep, "loss_scale.window_log2");
+  assert_int_equal(cJSON_GetArrayItem(w, 0)->valueint, 16);
+  assert_int_equal(cJSON_GetArrayItem(w, 1)->valueint, 32);
+  assert_int_equal(rf_get(rep, "loss_scale.recommended_log2")->valueint, 32);
+  const cJSON *tw = rf_get(rep, "loss_scale.true_window_log2");
+  assert_int_equal(cJSON_GetArraySize(tw), 2);
+  assert_int_equal(cJSON_GetArrayItem(tw, 0)->valueint, 16);
+  assert_int_equal(cJSON_GetArrayItem(tw, 1)->valueint, 53);
+  assert_true(
+      cJSON_Compare(tw, rf_get(rf_layer(rep, "t/fc"), "advice.loss_scale_true_log2"), true));
+  const char *edges = " (searched 2^-32 .. 2^32; 2^16 .. 2^53 fits in all)";
+  char *text = summary_text(dir);
+  char want[256];
+  snprintf(want, sizeof want, "  loss scale: 2^32 (every fp16 layer's gradients fit 2^16 .. 2^32%s",
+           edges);
+  if (!strstr(text, want)) fail_msg("summary without the true edges:\n%s", text);
+  snprintf(want, sizeof want, "(its gradients fit loss scales 2^16 .. 2^32%s)", edges);
+  assert_non_null(strstr(text, want));
+  free(text);
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  assert_non_null(strstr(html, "fits all fp16 layers' gradients (searched 2<sup>-32</sup> .. "
+                               "2<sup>32</sup>; 2<sup>16</sup> .. 2<sup>53</sup> fits in all)"));
+  free(html);
+  cJSON *plan = rg_read_json(dir, "plan.json");
+  assert_non_null(plan);
+  assert_string_equal(rf_get(plan, "recommended.autocast")->valuestring, "fp16");
+  assert_true(cJSON_Compare(rf_get(plan, "recommended.loss_scale.true_window_log2"), tw, true));
+  snprintf(want, sizeof want, "gradients fit at every scale in [2^16, 2^32]%s)", edges);
+  assert_non_null(strstr(rf_get(plan, "recommended.summary")->valuestring, want));
+  cJSON_Delete(plan);
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
 }
 
 static void conflicting_windows_name_the_layers_that_empty_the_intersection(void **state) {
@@ -3552,9 +3659,11 @@ int main(void) {
       cmocka_unit_test(subnormal_gradients_make_the_loss_scale_needed),
       cmocka_unit_test(a_needed_loss_scale_left_undeclared_is_unknown),
       cmocka_unit_test(loss_scale_figures_say_they_are_of_gradients_as_computed_unless_declared),
+      cmocka_unit_test(gradients_without_a_declared_scale_beside_declared_ones_are_named),
       cmocka_unit_test(tiny_forward_values_are_not_rescued_by_a_loss_scale),
       cmocka_unit_test(global_loss_scale_is_the_intersection_of_layer_windows),
       cmocka_unit_test(the_suggested_loss_scale_keeps_headroom_both_ways),
+      cmocka_unit_test(a_window_the_search_range_cut_shows_its_true_edges),
       cmocka_unit_test(conflicting_windows_name_the_layers_that_empty_the_intersection),
       cmocka_unit_test(fp8_fit_is_reported_per_direction),
       cmocka_unit_test(kernels_decide_tensor_core_use_and_eligible_misses_are_findings),
