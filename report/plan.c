@@ -135,11 +135,54 @@ static int append_mark(char **s, const mpprof_model *m, const char *mark, size_t
   return t ? 0 : -1;
 }
 
+/* The worst overflow and flush shares (percent) in the autocast dtype of a
+ * layer that runs in it under the plan: its forward tensors as recorded, its
+ * gradients multiplied by the plan's loss scale 2^k (0: no scaler, the
+ * layer's own shares). *est: some is an upper bound (a binade straddles the
+ * threshold at 2^k). */
+static void plan_shares(const mpprof_layer *l, mp_dtype dt, int k, mp_stats *scratch, double *ov,
+                        double *fl, bool *est) {
+  if (k == 0) {
+    *ov = dt == MP_BF16 ? l->bf16_overflow.pct : l->fp16_overflow.pct;
+    *fl = dt == MP_BF16 ? l->bf16_underflow.pct : l->fp16_underflow.pct;
+    *est = dt == MP_BF16 ? l->bf16_overflow.estimate || l->bf16_underflow.estimate
+                         : l->fp16_overflow.estimate || l->fp16_underflow.estimate;
+    return;
+  }
+  mp_target t = dt == MP_BF16 ? MP_TGT_BF16 : MP_TGT_FP16;
+  *ov = *fl = 0;
+  *est = false;
+  for (size_t i = 0; i < l->n_tensors; i++) {
+    const mpprof_layer_tensor *lt = &l->tensors[i];
+    if (!lt->has_values || (lt->cls != MP_TCLASS_FORWARD && lt->cls != MP_TCLASS_GRADIENT))
+      continue;
+    int kt = lt->cls == MP_TCLASS_GRADIENT ? k : 0;
+    mpprof_share so = mpprof_share_scaled(lt, t, MP_CAST_OVERFLOW, kt, scratch);
+    mpprof_share su = mpprof_share_scaled(lt, t, MP_CAST_UNDERFLOW, kt, scratch);
+    if (so.pct > *ov) *ov = so.pct;
+    if (su.pct > *fl) *fl = su.pct;
+    *est = *est || so.estimate || su.estimate;
+  }
+}
+
 static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_plan *p) {
   memset(p, 0, sizeof *p);
   p->autocast = dt;
+  const mpprof_applied_scale *g = &m->loss_scale;
+  if (dt == MP_FP16 && g->applicable && g->has_window && g->needed) {
+    p->scaler = true;
+    p->scale_log2 = g->recommended_log2;
+    p->window_lo = g->window_lo;
+    p->window_hi = g->window_hi;
+    p->beyond_lo = g->beyond_lo;
+    p->beyond_hi = g->beyond_hi;
+  }
   p->keep = calloc(m->n_layers ? m->n_layers : 1, sizeof *p->keep);
-  if (!p->keep) return -1;
+  mp_stats *scratch = p->scaler ? malloc(sizeof *scratch) : NULL;
+  if (!p->keep || (p->scaler && !scratch)) {
+    free(scratch);
+    return -1;
+  }
   for (size_t i = 0; i < m->n_layers; i++) {
     const mpprof_layer *l = &m->layers[i];
     if (optimizer_only(l)) continue;
@@ -158,9 +201,12 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
         if (plan_rounded(m, l, dt) && !p->n_rounded++) p->first_rounded = i;
         if (mpprof_layer_grads_unseen(m, l) && !p->n_grads_unseen++) p->first_grads_unseen = i;
         if (mpprof_layer_flushed_unseen(l) && !p->n_flushed++) p->first_flushed = i;
-        double fl = dt == MP_BF16 ? l->bf16_underflow.pct : l->fp16_underflow.pct;
-        if (ov > p->max_overflow_pct) p->max_overflow_pct = ov;
-        if (fl > p->max_flush_pct) p->max_flush_pct = fl;
+        double pov, pfl;
+        bool est;
+        plan_shares(l, dt, p->scaler ? p->scale_log2 : 0, scratch, &pov, &pfl, &est);
+        if (pov > p->max_overflow_pct) p->max_overflow_pct = pov;
+        if (pfl > p->max_flush_pct) p->max_flush_pct = pfl;
+        p->max_pct_estimate = p->max_pct_estimate || est;
         continue;
       }
     }
@@ -169,15 +215,7 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
     p->keep[p->n_keep].dtype = dt == MP_FP16 && bf16_ok && bf16_fits ? MP_BF16 : MP_FP32;
     p->n_keep++;
   }
-  const mpprof_applied_scale *g = &m->loss_scale;
-  if (dt == MP_FP16 && g->applicable && g->has_window && g->needed) {
-    p->scaler = true;
-    p->scale_log2 = g->recommended_log2;
-    p->window_lo = g->window_lo;
-    p->window_hi = g->window_hi;
-    p->beyond_lo = g->beyond_lo;
-    p->beyond_hi = g->beyond_hi;
-  }
+  free(scratch);
   /* The headline. */
   char what[160];
   if (dt == MP_BF16)
@@ -287,10 +325,13 @@ static int plan_for(const mpprof_model *m, mp_dtype dt, bool bf16_ok, mpprof_pla
     p->headline = mpprof_asprintf("%s%s: %s%s", what, keep, fit, unchecked);
   else if (dt == MP_FP16 && p->scaler) {
     char edges[MP_LOSS_SCALE_EDGES_TEXT_MAX];
+    /* the shares under the scaler: gradients at its init scale */
+    const char *most = p->max_pct_estimate ? "at most " : "";
     p->headline = mpprof_asprintf(
-        "%s%s: %s (0%% overflow; gradients fit at every scale in "
+        "%s%s: %s (%s%s%% overflow, %s%s%% flush at 2^%d; gradients fit at every scale in "
         "[2^%d, 2^%d]%s)%s",
-        what, keep, fit, p->window_lo, p->window_hi,
+        what, keep, fit, most, mpprof_pct_text(p->max_overflow_pct).s, most,
+        mpprof_pct_text(p->max_flush_pct).s, p->scale_log2, p->window_lo, p->window_hi,
         mpprof_edges_text(m, p->window_lo, p->window_hi, p->beyond_lo, p->beyond_hi, false, edges),
         unchecked);
   } else
@@ -700,6 +741,8 @@ static cJSON *plan_json(const mpprof_model *m, const mpprof_plan *p) {
                         p->n_fit ? mpprof_json_double(p->max_overflow_pct) : cJSON_CreateNull());
   cJSON_AddItemToObject(o, "max_flush_pct",
                         p->n_fit ? mpprof_json_double(p->max_flush_pct) : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, "max_pct_estimate",
+                        p->n_fit ? cJSON_CreateBool(p->max_pct_estimate) : cJSON_CreateNull());
   cJSON *layers = cJSON_AddObjectToObject(o, "layers");
   size_t k = 0;
   for (size_t i = 0; i < m->n_layers; i++) {

@@ -684,7 +684,12 @@ typedef struct mpprof_plan {
   /* layers that fit whose verdict is marked (mpprof_verdict_marks): no
    * gradients seen; values flushed before mpprof saw them */
   size_t n_grads_unseen, first_grads_unseen, n_flushed, first_flushed;
-  double max_overflow_pct, max_flush_pct; /* over the layers in the autocast dtype */
+  /* Over the layers in the autocast dtype, under the plan: forward tensors
+   * as recorded, gradients multiplied by the plan's loss scale
+   * (2^scale_log2 with a scaler, else 1); max_pct_estimate: some figure is
+   * an upper bound (a binade straddles the threshold at that scale). */
+  double max_overflow_pct, max_flush_pct;
+  bool max_pct_estimate;
   bool no_autocast; /* every layer kept in fp32: the snippet has no autocast region */
   char *headline;
 } mpprof_plan;
@@ -1242,6 +1247,13 @@ double mpprof_pct(uint64_t num, uint64_t den);
  * at the applied scale instead of unscaled. */
 mpprof_share mpprof_share_of(const mpprof_layer_tensor *lt, mp_target t, mp_cast_outcome o,
                              bool at_scale);
+/* mpprof_share_of (unscaled) for a tensor multiplied by 2^scale_log2: a
+ * gradient's under a loss scale (a forward tensor takes none: pass 0). At
+ * 0 the exact counts; else from the histogram (mp_scaled_casts_compute),
+ * the upper bound of the count, `estimate` where it differs from the lower
+ * one. scratch: room for one mp_stats. */
+mpprof_share mpprof_share_scaled(const mpprof_layer_tensor *lt, mp_target t, mp_cast_outcome o,
+                                 int scale_log2, mp_stats *scratch);
 /* The share of a layer tensor's values, over all of them (zeros, NaN and Inf
  * included: docs/report.md "Shares"), that are NaN or +-Inf. */
 mpprof_share mpprof_nonfinite_share_of(const mpprof_layer_tensor *lt);

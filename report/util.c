@@ -169,6 +169,22 @@ mpprof_share mpprof_share_of(const mpprof_layer_tensor *lt, mp_target t, mp_cast
   return s;
 }
 
+mpprof_share mpprof_share_scaled(const mpprof_layer_tensor *lt, mp_target t, mp_cast_outcome o,
+                                 int scale_log2, mp_stats *scratch) {
+  mpprof_share s = mpprof_share_of(lt, t, o, false);
+  if (!lt || scale_log2 == 0) return s;
+  mpprof_cstats_unpack(&lt->st, scratch);
+  mp_scaled_casts sc;
+  mp_scaled_casts_compute(scratch, t, scale_log2, &sc);
+  /* as mpprof_share_of: saturated values (and an fp16 output's op-made
+   * Inf) are overflow at any scale */
+  s.num = sc.hi[o];
+  if (t == MP_TGT_FP16 && o == MP_CAST_OVERFLOW) s.num += lt->st.saturated + lt->op_infs;
+  s.pct = mpprof_pct(s.num, s.den);
+  s.estimate = s.estimate || sc.lo[o] != sc.hi[o];
+  return s;
+}
+
 mpprof_share mpprof_nonfinite_share_of(const mpprof_layer_tensor *lt) {
   mpprof_share s = {.tensor = lt->name,
                     .num = lt->st.nans + lt->st.pos_infs + lt->st.neg_infs,

@@ -2269,6 +2269,44 @@ static void gradients_without_a_declared_scale_beside_declared_ones_are_named(vo
   free(dir);
 }
 
+/* plan.json's max_overflow_pct and max_flush_pct are the shares under the
+ * plan: beside a loss scaler, of the gradients at its init scale. They were
+ * the gradients' as recorded (at scale 1), so an fp16 plan with
+ * GradScaler(init_scale=2^k) said "max_flush_pct": 60 or so for gradients
+ * in [2^-34, 2^-20], none of which flushes at 2^k. */
+static void the_plan_shares_are_at_the_plans_loss_scale(void **state) {
+  (void)state;
+  static const rg_proc volta = {"node01", 100, 1, 0, true, "ok", "7.0", "./train"}; /* fp16 plan */
+  char *dir = rg_tmpdir("planscaled");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &volta);
+  rg_site_end(&r, rf_fwd_site(0, "l/fwd", -6, 6));
+  rg_site_end(&r, rf_bwd_site(1, "l/bwd", -34, -20));
+  rg_end(&r);
+  cJSON *rep = rf_report_of(dir);
+  /* as recorded, most of the gradient flushes in fp16 */
+  double unscaled = rf_get(rf_layer(rep, "l"), "percent.fp16_underflow")->valuedouble;
+  assert_true(unscaled > 10);
+  cJSON_Delete(rep);
+  cJSON *plan = rg_read_json(dir, "plan.json");
+  assert_non_null(plan);
+  const cJSON *p = rf_get(plan, "recommended");
+  assert_string_equal(rf_get(p, "autocast")->valuestring, "fp16");
+  int k = rf_get(p, "loss_scale.init_scale_log2")->valueint;
+  assert_true(k - 34 >= -14 && k - 20 < 15); /* every gradient an fp16 normal at 2^k */
+  if (rf_get(p, "max_flush_pct")->valuedouble != 0)
+    fail_msg("max_flush_pct %g at 2^%d (as recorded: %g)", rf_get(p, "max_flush_pct")->valuedouble,
+             k, unscaled);
+  assert_true(rf_get(p, "max_overflow_pct")->valuedouble == 0);
+  assert_false(cJSON_IsTrue(rf_get(p, "max_pct_estimate")));
+  char want[64];
+  snprintf(want, sizeof want, "(0%% overflow, 0%% flush at 2^%d; ", k);
+  assert_non_null(strstr(rf_get(p, "summary")->valuestring, want));
+  cJSON_Delete(plan);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static void tiny_forward_values_are_not_rescued_by_a_loss_scale(void **state) {
   (void)state;
   char *dir = rg_tmpdir("fwdunder");
@@ -2392,7 +2430,8 @@ static void a_window_the_search_range_cut_shows_its_true_edges(void **state) {
   assert_non_null(plan);
   assert_string_equal(rf_get(plan, "recommended.autocast")->valuestring, "fp16");
   assert_true(cJSON_Compare(rf_get(plan, "recommended.loss_scale.true_window_log2"), tw, true));
-  snprintf(want, sizeof want, "gradients fit at every scale in [2^16, 2^32]%s)", edges);
+  snprintf(want, sizeof want, "flush at 2^32; gradients fit at every scale in [2^16, 2^32]%s)",
+           edges);
   assert_non_null(strstr(rf_get(plan, "recommended.summary")->valuestring, want));
   cJSON_Delete(plan);
   cJSON_Delete(rep);
@@ -3660,6 +3699,7 @@ int main(void) {
       cmocka_unit_test(a_needed_loss_scale_left_undeclared_is_unknown),
       cmocka_unit_test(loss_scale_figures_say_they_are_of_gradients_as_computed_unless_declared),
       cmocka_unit_test(gradients_without_a_declared_scale_beside_declared_ones_are_named),
+      cmocka_unit_test(the_plan_shares_are_at_the_plans_loss_scale),
       cmocka_unit_test(tiny_forward_values_are_not_rescued_by_a_loss_scale),
       cmocka_unit_test(global_loss_scale_is_the_intersection_of_layer_windows),
       cmocka_unit_test(the_suggested_loss_scale_keeps_headroom_both_ways),
