@@ -651,7 +651,11 @@ static int rule_gradient_underflow(mpprof_model *m, const mpprof_layer *l) {
   /* A program that already applies a scale of the window needs nothing: the
    * unscaled share is what it would lose at scale 1, not what it loses. */
   const mpprof_applied_scale *g = &m->loss_scale;
-  bool done = scaled && applied_inside(m, wlo, whi);
+  /* inside the window's true edges (past the search range where it cut it) */
+  bool done = scaled && applied_inside(m, wlo - blo, whi + bhi);
+  char edges[MP_LOSS_SCALE_EDGES_TEXT_MAX], gedges[MP_LOSS_SCALE_EDGES_TEXT_MAX];
+  mpprof_edges_text(m, wlo, whi, blo, bhi, false, edges);
+  mpprof_edges_text(m, g->window_lo, g->window_hi, g->beyond_lo, g->beyond_hi, false, gedges);
   char sa[32], sb[32], applied[224] = "";
   if (done) {
     const mpprof_share *at = &l->applied_fp16_underflow;
@@ -668,28 +672,31 @@ static int rule_gradient_underflow(mpprof_model *m, const mpprof_layer *l) {
     else
       snprintf(applied, sizeof applied, "; the applied loss scale %s is inside it", scales);
   }
-  mpprof_finding *f = add(
-      m, "gradient_underflow",
-      done     ? "info"
-      : scaled ? "medium"
-               : "low",
-      l->name,
-      mpprof_asprintf("gradients of %s (%s) flush to zero in fp16 for %s%% of values at "
-                      "scale 1; every loss scale in [2^%d, 2^%d] fits%s%s",
-                      mpprof_layer_label(l), gu->name,
-                      mpprof_pct_text(100 * gu->adv.fp16_underflow_fraction).s, wlo, whi,
-                      whi == m->params.scale_log2_max ? " (the search stops there)" : "", applied),
-      done     ? (g->applicable && g->has_window
-                      ? mpprof_asprintf("nothing to change: keep the loss scale in the "
-                                            "model-wide window [2^%d, 2^%d]",
-                                        g->window_lo, g->window_hi)
-                      : strdup("nothing to change: keep the loss scale in that window"))
-      : scaled ? mpprof_asprintf("train this layer in fp16 with a loss scale in [2^%d, 2^%d] "
-                                 "(e.g. 2^%d), or use bf16",
-                                 wlo, whi, example_scale_log2(m, wlo, whi, blo, bhi))
-               : mpprof_asprintf("nothing for the gradients alone: the layer is advised %s "
-                                 "for its other tensors",
-                                 mp_recommendation_name(a->rec)));
+  mpprof_finding *f =
+      add(m, "gradient_underflow",
+          done     ? "info"
+          : scaled ? "medium"
+                   : "low",
+          l->name,
+          mpprof_asprintf("gradients of %s (%s) flush to zero in fp16 for %s%% of values at "
+                          "scale 1; every loss scale in [2^%d, 2^%d] fits%s%s",
+                          mpprof_layer_label(l), gu->name,
+                          mpprof_pct_text(100 * gu->adv.fp16_underflow_fraction).s, wlo, whi,
+                          *edges                            ? edges
+                          : whi == m->params.scale_log2_max ? " (the search stops there)"
+                                                            : "",
+                          applied),
+          done     ? (g->applicable && g->has_window
+                          ? mpprof_asprintf("nothing to change: keep the loss scale in the "
+                                                "model-wide window [2^%d, 2^%d]%s",
+                                            g->window_lo, g->window_hi, gedges)
+                          : strdup("nothing to change: keep the loss scale in that window"))
+          : scaled ? mpprof_asprintf("train this layer in fp16 with a loss scale in [2^%d, 2^%d] "
+                                     "(e.g. 2^%d), or use bf16",
+                                     wlo, whi, example_scale_log2(m, wlo, whi, blo, bhi))
+                   : mpprof_asprintf("nothing for the gradients alone: the layer is advised %s "
+                                     "for its other tensors",
+                                     mp_recommendation_name(a->rec)));
   if (!f) return -1;
   cJSON *w = cJSON_AddArrayToObject(f->evidence, "window_log2");
   cJSON_AddItemToArray(w, cJSON_CreateNumber(wlo));
@@ -1135,8 +1142,13 @@ static int rule_loss_scale_applied(mpprof_model *m) {
   const mpprof_applied_scale *g = &m->loss_scale;
   mpprof_finding *f;
   if (!g->declared || !g->has_window) return 0;
-  double lo = ldexp(1.0, g->window_lo), hi = ldexp(1.0, g->window_hi);
+  /* judged by the window's true edges: past the search range's end, the
+   * scales beyond it that fit too (a declared 2^40 beside a window searched
+   * up to 2^32 that truly reaches 2^55 is fine, not "too high") */
+  double lo = ldexp(1.0, g->window_lo - g->beyond_lo), hi = ldexp(1.0, g->window_hi + g->beyond_hi);
   const char *verdict = g->max > hi ? "too_high" : g->min < lo ? "too_low" : "fine";
+  char edges[MP_LOSS_SCALE_EDGES_TEXT_MAX];
+  mpprof_edges_text(m, g->window_lo, g->window_hi, g->beyond_lo, g->beyond_hi, false, edges);
   /* Of the layers the window is made of (advised fp16 or fp16 with a loss
    * scale, with a window of their own), the one whose gradients lose most at
    * the applied scale: a layer kept in bf16 or fp32 is not judged by the
@@ -1170,8 +1182,8 @@ static int rule_loss_scale_applied(mpprof_model *m) {
   if (!fp16 && strcmp(verdict, "fine")) {
     /* An fp32 or bf16 run: nothing flushes now; advice for a switch to fp16. */
     msg = mpprof_asprintf("no backward op runs in fp16, so the applied loss scale %s does no harm "
-                          "now; for fp16 it is %s the window [2^%d, 2^%d]%s",
-                          scales, over ? "above" : "below", g->window_lo, g->window_hi,
+                          "now; for fp16 it is %s the window [2^%d, 2^%d]%s%s",
+                          scales, over ? "above" : "below", g->window_lo, g->window_hi, edges,
                           detail ? detail : "");
     free(detail);
     f = add(m, "loss_scale_applied", "info", NULL, msg,
@@ -1184,11 +1196,11 @@ static int rule_loss_scale_applied(mpprof_model *m) {
     return 0;
   }
   if (!strcmp(verdict, "fine"))
-    msg = mpprof_asprintf("the applied loss scale %s is inside the window [2^%d, 2^%d]: fine%s",
-                          scales, g->window_lo, g->window_hi, detail ? detail : "");
+    msg = mpprof_asprintf("the applied loss scale %s is inside the window [2^%d, 2^%d]%s: fine%s",
+                          scales, g->window_lo, g->window_hi, edges, detail ? detail : "");
   else
-    msg = mpprof_asprintf("the applied loss scale %s is %s the window [2^%d, 2^%d] (%s)%s", scales,
-                          over ? "above" : "below", g->window_lo, g->window_hi,
+    msg = mpprof_asprintf("the applied loss scale %s is %s the window [2^%d, 2^%d]%s (%s)%s",
+                          scales, over ? "above" : "below", g->window_lo, g->window_hi, edges,
                           over ? "too high: gradients overflow" : "too low: gradients flush",
                           detail ? detail : "");
   free(detail);

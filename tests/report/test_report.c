@@ -2307,6 +2307,41 @@ static void the_plan_shares_are_at_the_plans_loss_scale(void **state) {
   free(dir);
 }
 
+/* An applied scale past the search range's end, inside the window's true
+ * edges: gradients recorded in [2^-2, 2^0] under a declared 2^40 are
+ * [2^-42, 2^-40] unscaled, which fit fp16 at 2^18 .. 2^32 as searched and up
+ * to 2^55 in truth. 2^40 is fine; the finding loss_scale_applied said "above
+ * the window (too high: gradients overflow)", judged by the window's
+ * searched top. */
+static void an_applied_scale_past_the_search_range_inside_the_true_window_is_fine(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("appliedpast");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &RF_P0);
+  rg_site_end(&r, rf_fwd_site(0, "t/fc/fwd", -6, 6));
+  cJSON *s = rf_bwd_site(1, "t/fc/bwd", -2, 0);
+  cJSON_AddNumberToObject(s, "loss_scale", ldexp(1.0, 40));
+  rg_site_end(&r, s);
+  rg_end(&r);
+  cJSON *rep = rf_report_of(dir);
+  const cJSON *tw = rf_get(rep, "loss_scale.true_window_log2");
+  assert_true(cJSON_GetArrayItem(tw, 1)->valueint >= 40);
+  const cJSON *f = rf_finding(rep, "loss_scale_applied", NULL);
+  assert_non_null(f);
+  if (strcmp(rf_get(f, "evidence.verdict")->valuestring, "fine"))
+    fail_msg("%s: %s", rf_get(f, "evidence.verdict")->valuestring,
+             rf_get(f, "message")->valuestring);
+  /* the layer's gradient_underflow: the applied scale is inside, nothing to change */
+  f = rf_finding(rep, "gradient_underflow", "t/fc");
+  assert_non_null(f);
+  if (strcmp(rf_get(f, "severity")->valuestring, "info"))
+    fail_msg("%s: %s / %s", rf_get(f, "severity")->valuestring, rf_get(f, "message")->valuestring,
+             rf_get(f, "action")->valuestring);
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 static void tiny_forward_values_are_not_rescued_by_a_loss_scale(void **state) {
   (void)state;
   char *dir = rg_tmpdir("fwdunder");
@@ -3700,6 +3735,7 @@ int main(void) {
       cmocka_unit_test(loss_scale_figures_say_they_are_of_gradients_as_computed_unless_declared),
       cmocka_unit_test(gradients_without_a_declared_scale_beside_declared_ones_are_named),
       cmocka_unit_test(the_plan_shares_are_at_the_plans_loss_scale),
+      cmocka_unit_test(an_applied_scale_past_the_search_range_inside_the_true_window_is_fine),
       cmocka_unit_test(tiny_forward_values_are_not_rescued_by_a_loss_scale),
       cmocka_unit_test(global_loss_scale_is_the_intersection_of_layer_windows),
       cmocka_unit_test(the_suggested_loss_scale_keeps_headroom_both_ways),
