@@ -820,12 +820,15 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
     html(f, dt);
     free(dt);
     if (layer_tf32(m, l)) fputs(" <b>TF32</b>", f);
-    char marks[MPPROF_MARKS_MAX];
+    char marks[MPPROF_MARKS_MAX], edges[MP_LOSS_SCALE_EDGES_TEXT_MAX];
     fprintf(f, "</td><td class=\"rec %s\">%s", rec_name(l), rec_name(l));
     if (*mpprof_verdict_marks(m, l, marks)) fprintf(f, " <small>%s</small>", marks);
     fputs("</td>", f);
+    /* the true edges where the search range cut the window */
+    mpprof_edges_text(m, a->window_lo, a->window_hi, a->beyond_lo, a->beyond_hi, true, edges);
     if (a->has_window)
-      fprintf(f, "<td data-v=\"%d\">[%d, %d]</td>", a->window_lo, a->window_lo, a->window_hi);
+      fprintf(f, "<td data-v=\"%d\">[%d, %d]%s%s%s</td>", a->window_lo, a->window_lo, a->window_hi,
+              edges[0] ? "<small>" : "", edges, edges[0] ? "</small>" : "");
     else
       fputs("<td data-v=\"-1000\"></td>", f);
     share_cell(f, &l->nonfinite);

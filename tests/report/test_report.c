@@ -2460,6 +2460,9 @@ static void a_window_the_search_range_cut_shows_its_true_edges(void **state) {
   assert_non_null(html);
   assert_non_null(strstr(html, "fits all fp16 layers' gradients (searched 2<sup>-32</sup> .. "
                                "2<sup>32</sup>; 2<sup>16</sup> .. 2<sup>53</sup> fits in all)"));
+  /* the layer table's window cell */
+  assert_non_null(strstr(html, ">[16, 32]<small> (searched 2<sup>-32</sup> .. 2<sup>32</sup>; "
+                               "2<sup>16</sup> .. 2<sup>53</sup> fits in all)</small></td>"));
   free(html);
   cJSON *plan = rg_read_json(dir, "plan.json");
   assert_non_null(plan);
