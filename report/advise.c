@@ -246,6 +246,7 @@ static char *reason_text(const mp_reason *r, const mpprof_layer *l, const mp_lay
   const mpprof_layer_tensor *t = r->tensor >= 0 ? &l->tensors[r->tensor] : NULL;
   const mp_advice *d = t ? &t->adv : NULL;
   uint64_t tnz = t ? t->st.count - t->st.zeros - t->st.nans - t->st.pos_infs - t->st.neg_infs : 0;
+  char edges[MP_LOSS_SCALE_EDGES_TEXT_MAX]; /* a window's true edges past the search range */
   switch (r->code) {
   case MP_REASON_NONFINITE_INPUT:
     return mpprof_asprintf("%s already holds non-finite values (%llu NaN, %llu inf)", t->name,
@@ -305,11 +306,13 @@ static char *reason_text(const mp_reason *r, const mpprof_layer *l, const mp_lay
                            mpprof_pct_text(100 * d->fp16_underflow_fraction).s,
                            t->st.min_abs_nonzero, t->st.absmax);
   case MP_REASON_GRAD_WINDOW:
-    return mpprof_asprintf("%s: %s%% of gradients flush to zero and %s%% "
-                           "overflow in fp16 at scale 1; loss scales 2^%d..2^%d fit",
-                           t->name, mpprof_pct_text(100 * d->fp16_underflow_fraction).s,
-                           mpprof_pct_text(100 * d->fp16_overflow_fraction).s, d->window_lo,
-                           d->window_hi);
+    return mpprof_asprintf(
+        "%s: %s%% of gradients flush to zero and %s%% "
+        "overflow in fp16 at scale 1; loss scales 2^%d..2^%d fit%s",
+        t->name, mpprof_pct_text(100 * d->fp16_underflow_fraction).s,
+        mpprof_pct_text(100 * d->fp16_overflow_fraction).s, d->window_lo, d->window_hi,
+        mp_loss_scale_edges_text(d->window_lo, d->window_hi, d->beyond_lo, d->beyond_hi,
+                                 prm->scale_log2_min, prm->scale_log2_max, "2^", "", edges));
   case MP_REASON_GRAD_NEVER_SEEN: {
     mpprof_dead_kind k = t ? mpprof_dead_kind_of(t->st.count, t->st.zeros,
                                                  t->st.nans + t->st.pos_infs + t->st.neg_infs)
@@ -331,8 +334,11 @@ static char *reason_text(const mp_reason *r, const mpprof_layer *l, const mp_lay
                            mpprof_pct_text(l->fp16_underflow.pct).s, l->fp16_underflow.tensor);
   case MP_REASON_REC_FP16_LOSS_SCALE:
     return mpprof_asprintf("fp16_loss_scale: forward tensors fit fp16 at scale 1; gradients fit "
-                           "with any loss scale in [2^%d, 2^%d]%s",
+                           "with any loss scale in [2^%d, 2^%d]%s%s",
                            v->window_lo, v->window_hi,
+                           mp_loss_scale_edges_text(v->window_lo, v->window_hi, v->beyond_lo,
+                                                    v->beyond_hi, prm->scale_log2_min,
+                                                    prm->scale_log2_max, "2^", "", edges),
                            v->window_estimate ? " (boundary estimate)" : "");
   case MP_REASON_REC_BF16:
     return mpprof_asprintf("bf16: not fp16-safe (see above) but every tensor fits bf16 (worst: "

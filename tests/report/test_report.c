@@ -2455,6 +2455,13 @@ static void a_window_the_search_range_cut_shows_its_true_edges(void **state) {
   if (!strstr(text, want)) fail_msg("summary without the true edges:\n%s", text);
   snprintf(want, sizeof want, "(its gradients fit loss scales 2^16 .. 2^32%s)", edges);
   assert_non_null(strstr(text, want));
+  /* the verdict's reasons (report.json, the page) */
+  snprintf(want, sizeof want, "gradients fit with any loss scale in [2^16, 2^32]%s", edges);
+  const cJSON *reason;
+  bool said = false;
+  cJSON_ArrayForEach(reason, rf_get(rf_layer(rep, "t/fc"), "advice.reasons")) said =
+      said || strstr(reason->valuestring, want);
+  assert_true(said);
   free(text);
   char *html = rg_read_text(dir, "report.html", NULL);
   assert_non_null(html);
