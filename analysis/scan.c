@@ -146,6 +146,8 @@ struct mp_scan_ws {
   pair_state *pairs; /* banks and exp[] all zero, pending 0 */
   cls_scan *cls[MP_DTYPE_COUNT];
   cls2_scan *cls2[MP_DTYPE_COUNT];
+  f64_vec *f64v;  /* sub[] all zero */
+  f64_avx2 *f64a; /* sub[] all zero */
 #endif
   char unused; /* a struct has a member everywhere */
 };
@@ -159,6 +161,8 @@ void mp_scan_ws_free(mp_scan_ws *ws) {
 #ifdef MP_HAVE_X86
   free(ws->f32);
   free(ws->pairs);
+  free(ws->f64v);
+  free(ws->f64a);
   for (int d = 0; d < MP_DTYPE_COUNT; d++) {
     free(ws->cls[d]);
     mp_scan_cls2_free(ws->cls2[d]);
@@ -180,6 +184,12 @@ bool mp_scan_ws_clean(const mp_scan_ws *ws) {
     for (int e = 0; e < 256; e++)
       if (ws->pairs->exp[e]) return false;
   }
+  for (int b = 0; ws->f64v && b < F64V_BANKS; b++)
+    for (int e = 0; e < 2048; e++)
+      if (ws->f64v->sub[b][e]) return false;
+  for (int b = 0; ws->f64a && b < 4; b++)
+    for (int e = 0; e < 2048; e++)
+      if (ws->f64a->sub[b][e]) return false;
   for (int d = 0; d < MP_DTYPE_COUNT; d++)
     if ((ws->cls[d] && !mp_scan_cls_clean(ws->cls[d])) ||
         (ws->cls2[d] && !mp_scan_cls2_clean(ws->cls2[d])))
@@ -280,6 +290,21 @@ static void put_f32(scanner *S) {
     free(F);
 }
 
+/* The fp64 vector states back to the workspace (or freed): clean once
+ * finished, or before any use. */
+static void put_f64(scanner *S) {
+  if (S->f64v && S->ws && !S->ws->f64v)
+    S->ws->f64v = S->f64v;
+  else
+    free(S->f64v);
+  if (S->f64a && S->ws && !S->ws->f64a)
+    S->ws->f64a = S->f64a;
+  else
+    free(S->f64a);
+  S->f64v = NULL;
+  S->f64a = NULL;
+}
+
 static void start_f32_fast(scanner *S, bool wide, bool pairs, bool planes) {
   int lanes = wide ? 16 : 8;
   f32_fast *F = S->ws ? S->ws->f32 : NULL;
@@ -358,27 +383,33 @@ static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
   if (impl == MP_SCAN_AUTO && total < AUTO_PORTABLE_BELOW) return;
   switch (S->dtype) {
   case MP_FP64:
-    if (total < F64_FAST_MIN_ELEMENTS) break;
 #ifdef MP_HAVE_X86
+    /* A state kept in the workspace costs no table to build. */
+    if (total < (S->ws ? F64_KEPT_MIN_ELEMENTS : F64_FAST_MIN_ELEMENTS)) break;
     if (cpu_has_avx512() && impl != MP_SCAN_AVX2) {
-      S->f64v = malloc(sizeof(f64_vec));
-      if (S->f64v && mp_scan_f64v_init(S->f64v)) {
+      f64_vec *F = S->ws ? S->ws->f64v : NULL;
+      bool ok = F ? mp_scan_f64v_reset(F) : (F = malloc(sizeof *F)) && mp_scan_f64v_init(F);
+      if (S->ws) S->ws->f64v = NULL;
+      S->f64v = F;
+      if (ok) {
         S->kind = RUN_F64_AVX512;
         break;
       }
-      free(S->f64v);
-      S->f64v = NULL;
+      put_f64(S);
     }
     if (cpu_has_avx2()) {
-      S->f64a = malloc(sizeof(f64_avx2));
-      if (S->f64a && mp_scan_f64a_init(S->f64a)) {
+      f64_avx2 *F = S->ws ? S->ws->f64a : NULL;
+      bool ok = F ? mp_scan_f64a_reset(F) : (F = malloc(sizeof *F)) && mp_scan_f64a_init(F);
+      if (S->ws) S->ws->f64a = NULL;
+      S->f64a = F;
+      if (ok) {
         S->kind = RUN_F64_AVX2;
         break;
       }
-      free(S->f64a);
-      S->f64a = NULL;
+      put_f64(S);
     }
 #endif
+    if (total < F64_FAST_MIN_ELEMENTS) break;
     S->f64 = malloc(sizeof(f64_fast));
     if (!S->f64) break;
     mp_scan_f64_init(S->f64, S->I);
@@ -447,11 +478,11 @@ static void finish(scanner *S) {
     break;
   case RUN_F64_AVX512:
     mp_scan_f64v_finish(S->s, S->f64v);
-    free(S->f64v);
+    put_f64(S);
     break;
   case RUN_F64_AVX2:
     mp_scan_f64a_finish(S->s, S->I, S->f64a);
-    free(S->f64a);
+    put_f64(S);
     break;
   case RUN_CLASSES:
     mp_scan_cls_finish(S->s, S->I, S->cls);

@@ -25,6 +25,8 @@
  * (scan_fp64.c), and the kernel sits out the next 1, 2, 4 ... 64 blocks. */
 #include <math.h>
 #include <stdlib.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "analysis/scan_internal.h"
@@ -45,7 +47,7 @@ typedef struct f64a_block {
   uint16_t above[F64A_PAIRS][16];
 } f64a_block;
 
-bool mp_scan_f64a_init(f64_avx2 *F) {
+static bool f64a_build(f64_avx2 *F) {
   memset(F, 0, sizeof *F);
   for (int t = 0; t < MP_TARGET_COUNT; t++) {
     uint64_t L[3];
@@ -79,6 +81,26 @@ bool mp_scan_f64a_init(f64_avx2 *F) {
   F->key_max = INT64_MIN;
   F->abs_min_m1 = UINT64_MAX;
   return true;
+}
+
+/* The state every scan starts from but for sub[] (built once). */
+static f64_avx2 f64a_start;
+static bool f64a_start_ok;
+static pthread_once_t f64a_start_once = PTHREAD_ONCE_INIT;
+
+static void f64a_build_start(void) {
+  f64a_start_ok = f64a_build(&f64a_start);
+}
+
+bool mp_scan_f64a_reset(f64_avx2 *F) {
+  pthread_once(&f64a_start_once, f64a_build_start);
+  memcpy(F, &f64a_start, offsetof(f64_avx2, sub));
+  return f64a_start_ok;
+}
+
+bool mp_scan_f64a_init(f64_avx2 *F) {
+  memset(F->sub, 0, sizeof F->sub);
+  return mp_scan_f64a_reset(F);
 }
 
 typedef uint64_t u64_alias __attribute__((may_alias));
@@ -187,7 +209,19 @@ static uint64_t above_level(const f64a_block *o, int c) {
 }
 
 static void f64a_fold(mp_stats *s, f64_avx2 *F) {
-  for (int E = 1; E <= 2046; E++) {
+  /* Counts stay only where committed blocks' values were (a block that
+   * failed took its counts back): the binades of the extremes' range. */
+  uint64_t amax = 0;
+  if (F->key_min != INT64_MAX) {
+    uint64_t a0 = F->key_min < 0 ? (uint64_t)~F->key_min & INT64_MAX : (uint64_t)F->key_min;
+    uint64_t a1 = F->key_max < 0 ? (uint64_t)~F->key_max & INT64_MAX : (uint64_t)F->key_max;
+    amax = a0 > a1 ? a0 : a1;
+  }
+  int lo = F->abs_min_m1 == UINT64_MAX ? 2047 : (int)((F->abs_min_m1 + 1) >> 52);
+  int hi = (int)(amax >> 52);
+  if (lo < 1) lo = 1;
+  if (hi > 2046) hi = 2046;
+  for (int E = lo; E <= hi; E++) {
     uint64_t c = 0;
     for (int b = 0; b < 4; b++) {
       c += F->sub[b][E];

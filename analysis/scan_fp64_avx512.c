@@ -1,6 +1,8 @@
 /* The host scanner's fp64 path with AVX-512 (design in scan_internal.h). */
 #include <math.h>
 #include <stdint.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "analysis/scan_internal.h"
@@ -71,7 +73,12 @@ static bool f64v_place_levels(f64_vec *F) {
   return true;
 }
 
-bool mp_scan_f64v_init(f64_vec *F) {
+/* The state every scan starts from but for sub[] (built once). */
+static f64_vec f64v_start;
+static bool f64v_start_ok;
+static pthread_once_t f64v_start_once = PTHREAD_ONCE_INIT;
+
+static bool f64v_build(f64_vec *F) {
   memset(F, 0, sizeof *F);
   for (int l = 0; l < 8; l++) {
     F->key_min[l] = INT64_MAX;
@@ -86,6 +93,21 @@ bool mp_scan_f64v_init(f64_vec *F) {
       F->level_bits[3 * t + k] = (int64_t)L[k];
   }
   return f64v_place_levels(F);
+}
+
+static void f64v_build_start(void) {
+  f64v_start_ok = f64v_build(&f64v_start);
+}
+
+bool mp_scan_f64v_reset(f64_vec *F) {
+  pthread_once(&f64v_start_once, f64v_build_start);
+  memcpy(F, &f64v_start, offsetof(f64_vec, sub));
+  return f64v_start_ok;
+}
+
+bool mp_scan_f64v_init(f64_vec *F) {
+  memset(F->sub, 0, sizeof F->sub);
+  return mp_scan_f64v_reset(F);
 }
 
 /* Kernel calls end after this many vectors: a packed field takes at most one
