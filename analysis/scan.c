@@ -136,63 +136,65 @@ typedef enum run_kind {
   RUN_PATTERNS
 } run_kind;
 
-/* States kept from one scan to the next (mp_scan_ws_scan): each one as a
- * scan leaves it when it is put back, which is clean where it matters (its
- * counters all zero: the folds clear what they read), so taking it costs a
- * reset of its small fields, not an allocation and a clearing of tens of KB. */
+/* States kept from one scan to the next (mp_scan_ws_scan), in the one block
+ * the caller gave: each as a scan leaves it, which is clean where it matters
+ * (its counters all zero: the folds clear what they read), so taking it
+ * again costs a reset of its small fields, not an allocation and a clearing
+ * of tens of KB. A state is set up in full the first time (ready). */
 struct mp_scan_ws {
 #ifdef MP_HAVE_X86
-  f32_fast *f32;     /* sub[] all zero */
-  pair_state *pairs; /* banks and exp[] all zero, pending 0 */
-  cls_scan *cls[MP_DTYPE_COUNT];
-  cls2_scan *cls2[MP_DTYPE_COUNT];
-  f64_vec *f64v;  /* sub[] all zero */
-  f64_avx2 *f64a; /* sub[] all zero */
+  f32_fast f32;     /* sub[] all zero */
+  pair_state pairs; /* banks and exp[] all zero */
+  f64_vec f64v;     /* sub[] all zero */
+  f64_avx2 f64a;    /* sub[] all zero */
+  _Alignas(64) unsigned char cls[MP_DTYPE_COUNT][MP_CLS_BYTES];
+  _Alignas(64) unsigned char cls2[MP_DTYPE_COUNT][MP_CLS2_BYTES];
+  _Alignas(64) unsigned char cls2_work[MP_CLS2_WORK_BYTES]; /* the AVX2 classes' pair counters */
+  bool f32_ready, pairs_ready, f64v_ready, f64a_ready;
+  bool cls_ready[MP_DTYPE_COUNT], cls2_ready[MP_DTYPE_COUNT];
 #endif
-  char unused; /* a struct has a member everywhere */
+  bool allocated; /* by mp_scan_ws_new */
 };
 
+size_t mp_scan_ws_bytes(void) {
+  return sizeof(mp_scan_ws);
+}
+
+mp_scan_ws *mp_scan_ws_init(void *mem) {
+  return mem; /* zeroed: nothing ready */
+}
+
 mp_scan_ws *mp_scan_ws_new(void) {
-  return calloc(1, sizeof(mp_scan_ws));
+  mp_scan_ws *ws = calloc(1, sizeof *ws);
+  if (ws) ws->allocated = true;
+  return ws;
 }
 
 void mp_scan_ws_free(mp_scan_ws *ws) {
-  if (!ws) return;
-#ifdef MP_HAVE_X86
-  free(ws->f32);
-  free(ws->pairs);
-  free(ws->f64v);
-  free(ws->f64a);
-  for (int d = 0; d < MP_DTYPE_COUNT; d++) {
-    free(ws->cls[d]);
-    mp_scan_cls2_free(ws->cls2[d]);
-  }
-#endif
-  free(ws);
+  if (ws && ws->allocated) free(ws);
 }
 
 bool mp_scan_ws_clean(const mp_scan_ws *ws) {
 #ifdef MP_HAVE_X86
-  if (ws->f32)
-    for (int l = 0; l < F32_LANES; l++)
-      for (int e = 0; e < 256; e++)
-        if (ws->f32->sub[l][e]) return false;
-  if (ws->pairs) {
+  for (int l = 0; ws->f32_ready && l < F32_LANES; l++)
+    for (int e = 0; e < 256; e++)
+      if (ws->f32.sub[l][e]) return false;
+  if (ws->pairs_ready) {
     for (int b = 0; b < PAIR_BANKS; b++)
       for (int i = 0; i < 64 * 64; i++)
-        if (ws->pairs->bank[b][i]) return false;
+        if (ws->pairs.bank[b][i]) return false;
     for (int e = 0; e < 256; e++)
-      if (ws->pairs->exp[e]) return false;
+      if (ws->pairs.exp[e]) return false;
   }
-  for (int b = 0; ws->f64v && b < F64V_BANKS; b++)
+  for (int b = 0; ws->f64v_ready && b < F64V_BANKS; b++)
     for (int e = 0; e < 2048; e++)
-      if (ws->f64v->sub[b][e]) return false;
-  for (int b = 0; ws->f64a && b < 4; b++)
+      if (ws->f64v.sub[b][e]) return false;
+  for (int b = 0; ws->f64a_ready && b < 4; b++)
     for (int e = 0; e < 2048; e++)
-      if (ws->f64a->sub[b][e]) return false;
+      if (ws->f64a.sub[b][e]) return false;
   for (int d = 0; d < MP_DTYPE_COUNT; d++)
-    if ((ws->cls[d] && !mp_scan_cls_clean(ws->cls[d])) ||
-        (ws->cls2[d] && !mp_scan_cls2_clean(ws->cls2[d])))
+    if ((ws->cls_ready[d] && !mp_scan_cls_clean((const cls_scan *)ws->cls[d])) ||
+        (ws->cls2_ready[d] && !mp_scan_cls2_clean((const cls2_scan *)ws->cls2[d])))
       return false;
 #else
   (void)ws;
@@ -273,60 +275,52 @@ static void scan_run(scanner *S, const void *p, uint64_t n) {
 #define AUTO_PATTERN8_MIN_ELEMENTS 512
 
 #ifdef MP_HAVE_X86
-/* The fp32-family state back to the workspace (or freed without one): its
- * counters are clear once mp_scan_f32_finish folded them, or before any use. */
-static void put_f32(scanner *S) {
-  f32_fast *F = S->f32;
-  S->f32 = NULL;
-  if (!F) return;
-  pair_state *P = F->pairs;
-  if (P && S->ws && !S->ws->pairs)
-    S->ws->pairs = P;
-  else
-    free(P);
-  if (S->ws && !S->ws->f32)
-    S->ws->f32 = F;
-  else
-    free(F);
-}
-
-/* The fp64 vector states back to the workspace (or freed): clean once
- * finished, or before any use. */
+/* A scan's states given back: a workspace's stay where they are (clean
+ * once finished, or never used), the others are freed. */
 static void put_f64(scanner *S) {
-  if (S->f64v && S->ws && !S->ws->f64v)
-    S->ws->f64v = S->f64v;
-  else
+  if (!S->ws) {
     free(S->f64v);
-  if (S->f64a && S->ws && !S->ws->f64a)
-    S->ws->f64a = S->f64a;
-  else
     free(S->f64a);
+  }
   S->f64v = NULL;
   S->f64a = NULL;
 }
 
+static void put_f32(scanner *S) {
+  if (S->f32 && !S->ws) {
+    free(S->f32->pairs);
+    free(S->f32);
+  }
+  S->f32 = NULL;
+}
+
 static void start_f32_fast(scanner *S, bool wide, bool pairs, bool planes) {
   int lanes = wide ? 16 : 8;
-  f32_fast *F = S->ws ? S->ws->f32 : NULL;
-  if (F) {
-    S->ws->f32 = NULL;
-    mp_scan_f32_reset(F, lanes);
-  } else {
-    F = malloc(sizeof(f32_fast));
-    if (!F) return;
+  f32_fast *F;
+  if (S->ws) {
+    F = &S->ws->f32;
+    if (S->ws->f32_ready) {
+      mp_scan_f32_reset(F, lanes);
+    } else {
+      mp_scan_f32_init(F, lanes);
+      S->ws->f32_ready = true;
+    }
+  } else if ((F = malloc(sizeof *F))) {
     mp_scan_f32_init(F, lanes);
+  } else {
+    return;
   }
   S->f32 = F;
   if (wide && planes && mp_scan_cpu_has_planes())
     F->use_planes = mp_scan_plane_tables_init(&F->plane_tab, F->th_bits);
   if (pairs && F->ok) {
-    /* The escape buffer needs no clearing; banks and counts do. */
-    pair_state *P = S->ws ? S->ws->pairs : NULL;
-    if (P) {
-      S->ws->pairs = NULL;
-    } else if ((P = malloc(sizeof *P))) {
+    /* The escape buffer needs no clearing; banks and counts do (once, for a
+     * workspace's: its folds clear them after). */
+    pair_state *P = S->ws ? &S->ws->pairs : malloc(sizeof *P);
+    if (P && !(S->ws && S->ws->pairs_ready)) {
       memset(P->bank, 0, sizeof P->bank);
       memset(P->exp, 0, sizeof P->exp);
+      if (S->ws) S->ws->pairs_ready = true;
     }
     if (P) {
       P->pending = 0;
@@ -350,13 +344,17 @@ static void start_f32_fast(scanner *S, bool wide, bool pairs, bool planes) {
 
 #ifdef MP_HAVE_X86
 static void start_classes(scanner *S) {
-  cls_scan **kept = S->ws ? &S->ws->cls[S->dtype] : NULL;
-  if (kept && *kept) {
-    S->cls = *kept;
-    *kept = NULL;
-    mp_scan_cls_restart(S->cls);
+  mp_scan_ws *ws = S->ws;
+  mp_dtype d = S->dtype;
+  if (!ws) {
+    S->cls = mp_scan_cls_start(d);
   } else {
-    S->cls = mp_scan_cls_start(S->dtype);
+    cls_scan *C = (cls_scan *)ws->cls[d];
+    if (ws->cls_ready[d])
+      mp_scan_cls_restart(C);
+    else
+      ws->cls_ready[d] = mp_scan_cls_init_at(C, d);
+    S->cls = ws->cls_ready[d] ? C : NULL;
   }
   if (S->cls) S->kind = RUN_CLASSES;
 }
@@ -365,13 +363,17 @@ static void start_classes(scanner *S) {
 static void start_classes_avx2(scanner *S, mp_scan_impl impl, uint64_t total) {
   uint64_t min = mp_dtype_size(S->dtype) == 1 ? CLASS8_MIN_ELEMENTS : CLASS16_MIN_ELEMENTS;
   if ((impl != MP_SCAN_AUTO && impl != MP_SCAN_AVX2) || total < min) return;
-  cls2_scan **kept = S->ws ? &S->ws->cls2[S->dtype] : NULL;
-  if (kept && *kept) {
-    S->cls2 = *kept;
-    *kept = NULL;
-    mp_scan_cls2_restart(S->cls2);
+  mp_scan_ws *ws = S->ws;
+  mp_dtype d = S->dtype;
+  if (!ws) {
+    S->cls2 = mp_scan_cls2_start(d);
   } else {
-    S->cls2 = mp_scan_cls2_start(S->dtype);
+    cls2_scan *C = (cls2_scan *)ws->cls2[d];
+    if (ws->cls2_ready[d])
+      mp_scan_cls2_restart(C, ws->cls2_work);
+    else
+      ws->cls2_ready[d] = mp_scan_cls2_init_at(C, d, ws->cls2_work);
+    S->cls2 = ws->cls2_ready[d] ? C : NULL;
   }
   if (S->cls2) S->kind = RUN_CLASSES_AVX2;
 }
@@ -387,10 +389,15 @@ static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
     /* A state kept in the workspace costs no table to build. */
     if (total < (S->ws ? F64_KEPT_MIN_ELEMENTS : F64_FAST_MIN_ELEMENTS)) break;
     if (cpu_has_avx512() && impl != MP_SCAN_AVX2) {
-      f64_vec *F = S->ws ? S->ws->f64v : NULL;
-      bool ok = F ? mp_scan_f64v_reset(F) : (F = malloc(sizeof *F)) && mp_scan_f64v_init(F);
-      if (S->ws) S->ws->f64v = NULL;
-      S->f64v = F;
+      mp_scan_ws *ws = S->ws;
+      bool ok;
+      if (ws) {
+        S->f64v = &ws->f64v;
+        ok = ws->f64v_ready ? mp_scan_f64v_reset(S->f64v) : mp_scan_f64v_init(S->f64v);
+        ws->f64v_ready = true; /* set up either way: its sub[] is clear */
+      } else {
+        ok = (S->f64v = malloc(sizeof(f64_vec))) && mp_scan_f64v_init(S->f64v);
+      }
       if (ok) {
         S->kind = RUN_F64_AVX512;
         break;
@@ -398,10 +405,15 @@ static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
       put_f64(S);
     }
     if (cpu_has_avx2()) {
-      f64_avx2 *F = S->ws ? S->ws->f64a : NULL;
-      bool ok = F ? mp_scan_f64a_reset(F) : (F = malloc(sizeof *F)) && mp_scan_f64a_init(F);
-      if (S->ws) S->ws->f64a = NULL;
-      S->f64a = F;
+      mp_scan_ws *ws = S->ws;
+      bool ok;
+      if (ws) {
+        S->f64a = &ws->f64a;
+        ok = ws->f64a_ready ? mp_scan_f64a_reset(S->f64a) : mp_scan_f64a_init(S->f64a);
+        ws->f64a_ready = true;
+      } else {
+        ok = (S->f64a = malloc(sizeof(f64_avx2))) && mp_scan_f64a_init(S->f64a);
+      }
       if (ok) {
         S->kind = RUN_F64_AVX2;
         break;
@@ -486,10 +498,7 @@ static void finish(scanner *S) {
     break;
   case RUN_CLASSES:
     mp_scan_cls_finish(S->s, S->I, S->cls);
-    if (S->ws && !S->ws->cls[S->dtype])
-      S->ws->cls[S->dtype] = S->cls;
-    else
-      free(S->cls);
+    if (!S->ws) free(S->cls);
     if (S->f32) {
       mp_scan_f32_finish(S->s, S->f32);
       put_f32(S);
@@ -497,10 +506,7 @@ static void finish(scanner *S) {
     break;
   case RUN_CLASSES_AVX2:
     mp_scan_cls2_finish(S->s, S->I, S->cls2);
-    if (S->ws && !S->ws->cls2[S->dtype])
-      S->ws->cls2[S->dtype] = S->cls2;
-    else
-      mp_scan_cls2_free(S->cls2);
+    if (!S->ws) mp_scan_cls2_free(S->cls2);
     break;
 #endif
   case RUN_PATTERNS:

@@ -10,6 +10,7 @@
 #ifndef MPPROF_ANALYSIS_SCAN_H
 #define MPPROF_ANALYSIS_SCAN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "stats.h"
@@ -46,11 +47,15 @@ int mp_scan_with(mp_stats *s, const mp_view *v, mp_scan_impl impl);
  * per thread): the vector paths' states, kept from one scan to the next,
  * where each scan without one allocates them and clears them whole (tens
  * of KB: most of a small view's cost). One scan at a time may use a
- * workspace; the records are the same with or without one. new: NULL when
- * out of memory (scan with NULL then). */
+ * workspace; the records are the same with or without one. Made in a
+ * zeroed block of mp_scan_ws_bytes() the caller owns (libmpprof: mapped
+ * pages, off the program's heap; nothing else to release), or by
+ * mp_scan_ws_new (calloc; NULL when out of memory: scan with NULL then). */
 typedef struct mp_scan_ws mp_scan_ws;
+size_t mp_scan_ws_bytes(void);
+mp_scan_ws *mp_scan_ws_init(void *zeroed);
 mp_scan_ws *mp_scan_ws_new(void);
-void mp_scan_ws_free(mp_scan_ws *ws);
+void mp_scan_ws_free(mp_scan_ws *ws); /* one of mp_scan_ws_new (or NULL) */
 int mp_scan_ws_scan(mp_scan_ws *ws, mp_stats *s, const mp_view *v, mp_scan_impl impl);
 /* Shorthand for a contiguous buffer of n elements of s->dtype. */
 int mp_scan_contiguous(mp_stats *s, const void *data, uint64_t n);

@@ -645,12 +645,22 @@ static void build_templates(void) {
     templates[ds[k]] = build_template(ds[k]);
 }
 
-cls_scan *mp_scan_cls_start(mp_dtype d) {
-  if (!mp_scan_cpu_has_classes()) return NULL;
+_Static_assert(sizeof(struct cls_scan) <= MP_CLS_BYTES, "a class state fits its workspace slot");
+
+bool mp_scan_cls_init_at(cls_scan *C, mp_dtype d) {
+  if (!mp_scan_cpu_has_classes()) return false;
   pthread_once(&templates_once, build_templates);
-  if (d < 0 || d >= MP_DTYPE_COUNT || !templates[d]) return NULL;
+  if (d < 0 || d >= MP_DTYPE_COUNT || !templates[d]) return false;
+  memcpy(C, templates[d], sizeof *C);
+  return true;
+}
+
+cls_scan *mp_scan_cls_start(mp_dtype d) {
   cls_scan *C = malloc(sizeof *C);
-  if (C) memcpy(C, templates[d], sizeof *C);
+  if (C && !mp_scan_cls_init_at(C, d)) {
+    free(C);
+    C = NULL;
+  }
   return C;
 }
 

@@ -836,18 +836,29 @@ bool mp_scan_cpu_has_classes_avx2(void) {
   return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1);
 }
 
-cls2_scan *mp_scan_cls2_start(mp_dtype d) {
-  if (!mp_scan_cpu_has_classes_avx2()) return NULL;
+_Static_assert(sizeof(struct cls2_scan) <= MP_CLS2_BYTES, "a class state fits its workspace slot");
+_Static_assert(sizeof(struct c2_work) <= MP_CLS2_WORK_BYTES, "pair counters fit the workspace's");
+
+bool mp_scan_cls2_init_at(cls2_scan *C, mp_dtype d, void *work) {
+  if (!mp_scan_cpu_has_classes_avx2()) return false;
   pthread_once(&c2_once, c2_build_all);
-  if (d < 0 || d >= MP_DTYPE_COUNT || !formats16[d].ok) return NULL;
+  if (d < 0 || d >= MP_DTYPE_COUNT || !formats16[d].ok) return false;
+  memcpy(C, &formats16[d].tmpl, sizeof *C);
+  C->work = work;
+  return true;
+}
+
+cls2_scan *mp_scan_cls2_start(mp_dtype d) {
   struct cls2_scan *C = malloc(sizeof *C);
-  if (C) memcpy(C, &formats16[d].tmpl, sizeof *C);
+  if (C && !mp_scan_cls2_init_at(C, d, NULL)) {
+    free(C);
+    C = NULL;
+  }
   return C;
 }
 
-void mp_scan_cls2_restart(cls2_scan *C) {
+void mp_scan_cls2_restart(cls2_scan *C, void *work) {
   const struct cls2_scan *T = &formats16[C->dtype].tmpl;
-  struct c2_work *work = C->work; /* all zero between blocks */
   if (C->moved) {
     memcpy(C, T, sizeof *C);
   } else {

@@ -576,8 +576,12 @@ cls_scan *mp_scan_cls_start(mp_dtype d);
 void mp_scan_cls_run(mp_stats *s, const src_info *I, cls_scan *C, f32_fast *F, const void *p,
                      uint64_t n);
 void mp_scan_cls_finish(mp_stats *s, const src_info *I, cls_scan *C);
-/* A finished scan's state C made the state a scan of its dtype starts from,
- * without copying the tables unless a window moved (mp_scan_ws). */
+/* A scan's state for source d made at C (MP_CLS_BYTES): false where the CPU
+ * or the format does not fit. restart: a finished scan's state C made the
+ * state a scan of its dtype starts from, without copying the tables unless
+ * a window moved (mp_scan_ws). */
+#define MP_CLS_BYTES 16384
+bool mp_scan_cls_init_at(cls_scan *C, mp_dtype d);
 void mp_scan_cls_restart(cls_scan *C);
 /* Tests: every counter of a finished state C is zero. */
 bool mp_scan_cls_clean(const cls_scan *C);
@@ -589,9 +593,14 @@ bool mp_scan_cpu_has_classes_avx2(void);
 cls2_scan *mp_scan_cls2_start(mp_dtype d);
 void mp_scan_cls2_run(mp_stats *s, const src_info *I, cls2_scan *C, const void *p, uint64_t n);
 void mp_scan_cls2_finish(mp_stats *s, const src_info *I, cls2_scan *C);
-/* As mp_scan_cls_restart; the pair counters C holds (all zero after each
- * block) stay. mp_scan_cls2_free: C and what it holds. */
-void mp_scan_cls2_restart(cls2_scan *C);
+/* As mp_scan_cls_init_at and mp_scan_cls_restart, the state given work
+ * (MP_CLS2_WORK_BYTES, its pair counters: all zero, and all zero again
+ * after each block) where mp_scan_cls2_start's allocates its own.
+ * mp_scan_cls2_free: a state of mp_scan_cls2_start and what it holds. */
+#define MP_CLS2_BYTES 4096
+#define MP_CLS2_WORK_BYTES 32768
+bool mp_scan_cls2_init_at(cls2_scan *C, mp_dtype d, void *work);
+void mp_scan_cls2_restart(cls2_scan *C, void *work);
 void mp_scan_cls2_free(cls2_scan *C);
 bool mp_scan_cls2_clean(const cls2_scan *C);
 /* Blocks the class kernel handed to the path it replaces since the process

@@ -56,20 +56,27 @@ static __thread MPP_TLS int scratch_holders;
 
 /* This thread's host-scanner workspace: the scanner's states stay from one
  * scanned call to the next instead of being allocated and cleared whole
- * for each tensor (most of a small tensor's cost). Used by one scan at a
- * time: a hook cannot run inside another on its thread. */
+ * for each tensor (most of a small tensor's cost). Mapped pages of their
+ * own (about 330 KB of address space, resident as the paths used touch
+ * them), off the program's heap. Used by one scan at a time: a hook cannot
+ * run inside another on its thread. */
 static __thread MPP_TLS mp_scan_ws *scan_ws;
 
 static void scan_ws_release(void *block) {
-  mp_scan_ws_free(block);
+  mpp_unmap(block, mp_scan_ws_bytes());
   scan_ws = NULL;
 }
 
 static mpp_thread_key scan_ws_key = MPP_THREAD_KEY(scan_ws_release);
 
 static mp_scan_ws *scan_ws_get(void) {
-  if (!scan_ws && (scan_ws = mp_scan_ws_new())) mpp_thread_key_set(&scan_ws_key, scan_ws);
-  return scan_ws; /* NULL: each scan allocates its own */
+  if (!scan_ws) {
+    void *mem = mpp_map_zeroed(mp_scan_ws_bytes());
+    if (!mem) return NULL; /* each scan allocates its own */
+    scan_ws = mp_scan_ws_init(mem);
+    mpp_thread_key_set(&scan_ws_key, mem);
+  }
+  return scan_ws;
 }
 
 static mp_stats *scratch_get(int role) {
