@@ -166,9 +166,20 @@ class DDPLike(nn.Module):
         return self.module(x)
 
 
+def as_in_a_new_run():
+    """Root models are named as at the start of a run: the names the roots
+    of the tests before took are free (in a run, a root's name stays its own
+    while a root of that name is called in the step)."""
+    hooks._main_root = None
+    hooks._root_prefix.clear()
+    hooks._bare_names.clear()
+    hooks._slots.clear()
+
+
 class Tests(unittest.TestCase):
     def setUp(self):
         seen.clear()
+        as_in_a_new_run()
 
     def test_forward_names_are_qualified_and_unwrapped(self):
         model = DDPLike(Net())
@@ -502,6 +513,94 @@ class Tests(unittest.TestCase):
         prefix = "" if hooks._main_root() is model else "Model."
         self.assertEqual(runs, [["Model.Cyc", "Model.Cyc_2", prefix + "head"]] * 5)
 
+    def test_root_models_made_anew_are_named_by_their_calls_not_by_the_gc(self):
+        # a layer used as a model and a whole model made anew in each
+        # training step, each freed only by the garbage collector (a cycle):
+        # the same names in every step and run, collected or not. A root took
+        # the first name no live root held: "Cyc" or "Cyc_2", "fc" or
+        # "Net.fc", as the collector had or had not freed the last one
+        import gc
+
+        class Cyc(Leaf):
+            def __init__(self, tag):
+                super().__init__(tag)
+                self.__dict__["me"] = self  # a cycle
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = Leaf("fc")
+                self.__dict__["me"] = self
+
+            def forward(self, x):
+                return self.fc(x)
+
+        def run(collect_at):
+            names = []
+            enabled = gc.isenabled()
+            gc.disable()
+            try:
+                for step in range(4):
+                    seen.clear()
+                    m, model = Cyc("bare"), Net()
+                    opt = torch.optim.SGD(list(m.parameters()) + list(model.parameters()), lr=0.0)
+                    (m(torch.ones(2)) + model(torch.ones(2))).sum().backward()
+                    opt.step()
+                    del m, model, opt
+                    if step in collect_at:
+                        gc.collect()
+                    names.append([s[0] for _, s in seen])
+            finally:
+                if enabled:
+                    gc.enable()
+            return names
+
+        runs = [run(c) for c in ((), (0, 1, 2, 3), (1,), (0, 2))]
+        self.assertEqual(runs[0], [["Cyc", "fc", "fc", "Cyc"]] * 4)  # the previous step's made way
+        for r in runs[1:]:
+            self.assertEqual(r, runs[0])
+
+    def test_a_container_made_in_every_forward_is_named_by_its_calls_not_by_the_gc(self):
+        # an nn.Sequential made in forward, freed only by the garbage
+        # collector: its layers have the same names in every forward, however
+        # many dead ones wait for it. They were "Sequential.0" or
+        # "Sequential_2.0", "Sequential_3.0", ... as it had collected or not
+        import gc
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.head = Leaf("head")
+
+            def forward(self, x):
+                s = nn.Sequential(Leaf("s0"), Leaf("s1"))
+                s.__dict__["me"] = s  # a cycle
+                return self.head(s(x))
+
+        model = Model()
+
+        def run(collect_at):
+            names = []
+            enabled = gc.isenabled()
+            gc.disable()
+            try:
+                for i in range(4):
+                    seen.clear()
+                    model(torch.ones(2))
+                    if i in collect_at:
+                        gc.collect()
+                    names.append([(t, s[0]) for t, s in seen])
+            finally:
+                if enabled:
+                    gc.enable()
+            return names
+
+        runs = [run(c) for c in ((), (0, 1, 2, 3), (1,))]
+        self.assertEqual(runs[0], [runs[0][0]] * 4)
+        self.assertEqual(len({n for _, n in runs[0][0]}), 3, runs[0][0])
+        for r in runs[1:]:
+            self.assertEqual(r, runs[0])
+
     def test_a_module_of_a_plain_list_keeps_its_name_in_a_forward_that_skips_another(self):
         # layers in a plain list, the first skipped in some forwards (a layer
         # drop), and one made anew in each: h1 stays "Model.Leaf_2", the new
@@ -666,6 +765,7 @@ class FastPathTests(unittest.TestCase):
 
     def setUp(self):
         seen.clear()
+        as_in_a_new_run()
 
     def test_marks_are_registered_directly_on_this_torch(self):
         self.assertTrue(hooks._direct, "start-up check failed: marks fall back to Tensor.register_hook")

@@ -16,6 +16,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -380,10 +381,42 @@ static int mark_all(PyObject *obj, int depth, int32_t start, int32_t end) {
 
 /* --- the global module hooks --- */
 
-static int named_layer(PyObject *module, int32_t *ret_lid) {
-  /* 1 and its layer id when module is named already; an entry of 4 items
-   * (a module called in a model but not one of its modules) is a miss:
-   * hooks._resolve names it by its place among the calls of each forward */
+/* --- the calls of root models, by the name each holds ---
+ * hooks.py numbers a new root model's name (a prefix, a bare layer's name)
+ * by the roots of each name called in this training step (and, for one
+ * called inside another's forward, in that root forward): by the calls
+ * alone, never by which modules the garbage collector has freed yet. A
+ * root's _ids entry carries its name's slot; pre() notes each call here. */
+typedef struct {
+  long long top, any; /* the last step of a call at the top of a thread; of any call */
+  unsigned long gen;  /* the root forward of the last call */
+} slot_calls;
+static slot_calls *slots;
+static Py_ssize_t nslots;
+static long long step_current = -1; /* the step the last training work started; -1: none yet */
+
+static void slot_note(Py_ssize_t s, int nested, unsigned long gen) {
+  if (s < 0) return;
+  if (s >= nslots) {
+    Py_ssize_t n = s + 16;
+    slot_calls *p = realloc(slots, (size_t)n * sizeof *p);
+    if (!p) return; /* the name may then be given again in this step: never the program's problem */
+    for (Py_ssize_t i = nslots; i < n; i++)
+      p[i] = (slot_calls){LLONG_MIN, LLONG_MIN, 0};
+    slots = p;
+    nslots = n;
+  }
+  if (!nested) slots[s].top = step_current;
+  slots[s].any = step_current;
+  slots[s].gen = gen;
+}
+
+static int named_layer(PyObject *module, int32_t *ret_lid, Py_ssize_t *ret_slot) {
+  /* 1 and its layer id (and its name's slot, -1 but for a root model) when
+   * module is named already: an entry (weakref, lid) or (weakref, lid,
+   * slot); one of 4 items (a module called in a model but not one of its
+   * modules) is a miss: hooks._resolve names it by its place among the
+   * calls of each forward */
   PyObject *key = PyLong_FromVoidPtr(module);
   if (!key) {
     PyErr_Clear();
@@ -391,10 +424,14 @@ static int named_layer(PyObject *module, int32_t *ret_lid) {
   }
   PyObject *ent = PyDict_GetItem(ids, key); /* borrowed */
   Py_DECREF(key);
-  if (!ent || !PyTuple_Check(ent) || PyTuple_Size(ent) != 2 ||
-      PyWeakref_GetObject(PyTuple_GetItem(ent, 0)) != module)
-    return 0;
+  Py_ssize_t size = ent && PyTuple_Check(ent) ? PyTuple_Size(ent) : 0;
+  if ((size != 2 && size != 3) || PyWeakref_GetObject(PyTuple_GetItem(ent, 0)) != module) return 0;
   *ret_lid = (int32_t)PyLong_AsLong(PyTuple_GetItem(ent, 1));
+  *ret_slot = size == 3 ? PyLong_AsSsize_t(PyTuple_GetItem(ent, 2)) : -1;
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return 0;
+  }
   return 1;
 }
 
@@ -423,10 +460,11 @@ static PyObject *step_fn;           /* hooks._step (mpprof_step), or NULL */
 static long long step_pending = -1; /* the step the next training work starts; -1: none */
 
 static void step_begin(void) {
-  if (step_pending < 0 || !step_fn) return;
-  unsigned long long n = (unsigned long long)step_pending;
+  if (step_pending < 0) return;
+  step_current = step_pending;
   step_pending = -1;
-  PyObject *r = PyObject_CallFunction(step_fn, "K", n);
+  if (!step_fn) return;
+  PyObject *r = PyObject_CallFunction(step_fn, "K", (unsigned long long)step_current);
   if (r)
     Py_DECREF(r);
   else
@@ -443,15 +481,16 @@ static PyObject *pre(PyObject *self, PyObject *args) {
   tstate *t = thread_state();
   if (!t) Py_RETURN_NONE;
   int32_t lid = NO_LAYER;
-  int named = named_layer(module, &lid);
+  Py_ssize_t slot = -1;
+  int named = named_layer(module, &lid, &slot);
   /* the root again (a new call, or one inside it), or a module named by its
    * parent here: are the frames kept still running? */
   if (t->n && (!named || module == t->mod[0])) settle(t);
-  if (!t->n && !t->overflow) {
+  int top = !t->n && !t->overflow;
+  if (top) {
     t->gen = ++generation; /* under the interpreter lock */
     if (!t->nctx && root_fns) root_call(0);
   }
-  if (!named) lid = name_layer(t, module);
   /* inside a backward: recomputation; else a root called without grad is
    * evaluation, and so is all it calls; the rest (a checkpoint's first
    * forward, a frozen part under no_grad inside a training forward) forward */
@@ -461,6 +500,12 @@ static PyObject *pre(PyObject *self, PyObject *args) {
   else if (t->n ? t->phase[t->n - 1] == MPPROF_SCOPE_EVAL
                 : !t->overflow && !truthy_call(grad_enabled))
     phase = MPPROF_SCOPE_EVAL;
+  /* the step this call starts, before its name is chosen in it */
+  if (phase == MPPROF_SCOPE_FORWARD) step_begin();
+  if (!named)
+    lid = name_layer(t, module);
+  else
+    slot_note(slot, !top, t->gen);
   if (t->n < MAX_STACK) {
     Py_INCREF(module);
     t->mod[t->n] = module;
@@ -470,7 +515,6 @@ static PyObject *pre(PyObject *self, PyObject *args) {
   } else {
     t->overflow++;
   }
-  if (phase == MPPROF_SCOPE_FORWARD) step_begin();
   c_push(lid, phase);
   return raise_kept(t);
 }
@@ -661,6 +705,24 @@ static PyObject *step_next(PyObject *self, PyObject *args) {
   Py_XDECREF(old);
   step_pending = n;
   Py_RETURN_NONE;
+}
+
+static PyObject *root_called(PyObject *self, PyObject *args) {
+  (void)self;
+  Py_ssize_t s;
+  int nested;
+  unsigned long gen;
+  if (!PyArg_ParseTuple(args, "npk", &s, &nested, &gen)) return NULL;
+  slot_note(s, nested, gen);
+  Py_RETURN_NONE;
+}
+
+static PyObject *root_calls(PyObject *self, PyObject *arg) {
+  (void)self;
+  Py_ssize_t s = PyLong_AsSsize_t(arg);
+  if (s == -1 && PyErr_Occurred()) return NULL;
+  if (s < 0 || s >= nslots || slots[s].any == LLONG_MIN) Py_RETURN_NONE;
+  return Py_BuildValue("(LLLk)", step_current, slots[s].top, slots[s].any, slots[s].gen);
 }
 
 static PyObject *scope_exit(PyObject *self, PyObject *unused) {
@@ -1027,6 +1089,12 @@ static PyMethodDef methods[] = {
      "scope_enter(lid, phase, starts=True): open a (layer, phase) scope (frames left inside go "
      "with it); starts: it is training work that starts the next step"},
     {"scope_exit", scope_exit, METH_NOARGS, "close it"},
+    {"root_called", root_called, METH_VARARGS,
+     "root_called(slot, nested, gen): a root model of that name's slot is called now (inside "
+     "another's forward: nested; gen its root forward)"},
+    {"root_calls", root_calls, METH_O,
+     "root_calls(slot): (this step, the step of the last call of a root of that slot at the top of "
+     "a thread, of any call, the root forward of the last call), or None: never called"},
     {"step_next", step_next, METH_VARARGS,
      "step_next(n, mark|None): the next training work starts step n (mark(n)); n -1: none"},
     {"follow_roots", follow_roots, METH_O,

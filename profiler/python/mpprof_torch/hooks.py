@@ -36,6 +36,7 @@ The per-module-call work is in C (_fast.c, one stable-ABI extension):
 import collections
 import ctypes
 import functools
+import itertools
 import math
 import os
 import struct
@@ -144,52 +145,88 @@ def _label(module, qualname, prefix):
     return prefix + name
 
 
-def _numbered(base, taken, suffix=""):
+_root_prefix = weakref.WeakKeyDictionary()  # a root model -> the prefix its names carry ("": the main one's)
+_bare_names = weakref.WeakKeyDictionary()  # a root without children -> its name
+_slots = {}  # the name of a root (its prefix, a bare root's name) -> its slot in _fast's calls of roots
+_slot_numbers = itertools.count()
+
+
+def _slot(name):
+    slot = _slots.get(name)
+    if slot is None:
+        slot = _slots[name] = next(_slot_numbers)
+    return slot
+
+
+def _taken(name, gen):
+    """Whether another root model holds name now: a root of that name was
+    called in this training step (the step the last training work started),
+    or, for a root called inside another's forward (gen: that root
+    forward), at the top of a thread in this step or at all in gen. By the
+    calls alone: a name is never held by a module because the garbage
+    collector has not freed it yet (a model made anew in every step, a
+    container made in every forward), so the same program gives the same
+    names in every run. A program that marks no step (no backward pass, no
+    optimizer) is one step: each new root of a class takes a new name."""
+    calls = _fast.root_calls(_slots[name]) if name in _slots else None
+    if calls is None:
+        return False
+    step, top, any_, last_gen = calls
+    return any_ == step if gen is None else (top == step or last_gen == gen)
+
+
+def _numbered(base, gen, suffix=""):
     """base + suffix, or base_N + suffix with the first N from 2 that makes a
-    name not in taken (the names of live modules: a dead one's is free)."""
-    used, name, n = set(taken), base + suffix, 1
-    while name in used:
+    name no other root model holds (_taken)."""
+    name, n = base + suffix, 1
+    while _taken(name, gen):
         n += 1
         name = "%s_%d%s" % (base, n, suffix)
     return name
 
 
-_root_prefix = weakref.WeakKeyDictionary()  # another root model -> the prefix its names carry
-_bare_names = weakref.WeakKeyDictionary()  # a root without children -> its name
-
-
-def _name_root(root):
-    """Name every module under a newly seen root."""
+def _name_root(root, gen=None):
+    """Name every module under a newly seen root; gen: the root forward it
+    is called in, where it is called inside another root's forward (a
+    container made in forward, a model kept out of the module tree)."""
     global _main_root
     children = list(root.named_modules())
     main = _main_root() if _main_root is not None else None
-    prefix = ""
+    prefix = bare = None
     if len(children) > 1:
-        if main is None or any(m is main for _, m in children):
-            _main_root = weakref.ref(root)
-            _note_model("", root)
-        else:
-            prefix = _root_prefix.get(root)
-            if prefix is None:  # one per live root: D and an EMA copy of G, both Sequential, stay apart
-                prefix = _numbered(_inner_class(root), _root_prefix.values(), ".")
-                _root_prefix[root] = prefix
-                _note_model(prefix[:-1], root)
-    else:  # a bare root (a layer used as a model): its class, numbered from the second live one
+        prefix = _root_prefix.get(root)
+        if prefix is None:
+            # the main model: the first, one that holds it (DDP(model)), or,
+            # at the top of a thread, a new one where the last was not
+            # called in this step (the model made anew): its names carry no prefix
+            if (_main_root is None or any(m is main for _, m in children)
+                    or (gen is None and not _taken("", None))):
+                _main_root, prefix = weakref.ref(root), ""
+            else:  # D and an EMA copy of G, both Sequential, stay apart
+                prefix = _numbered(_inner_class(root), gen, ".")
+            _root_prefix[root] = prefix
+            _note_model(prefix[:-1], root)
+        slot = _slot(prefix)
+    else:  # a bare root (a layer used as a model): its class, numbered from the second
         bare = _bare_names.get(root)
         if bare is None:
-            bare = _numbered(_inner_class(root), _bare_names.values())
-            _bare_names[root] = bare
+            bare = _bare_names[root] = _numbered(_inner_class(root), gen)
             _note_model(bare, root)
+        slot = _slot(bare)
+    _fast.root_called(slot, gen is not None, gen or 0)
     for qualname, m in children:
         ent = _ids.get(id(m))
         if ent is not None and ent[0]() is m:
             # named already, as a model of its own (m.decoder(m.encoder(x))
             # before m(x)): its first name stays, one layer all the run
-            continue
-        name = _label(m, qualname, prefix) if len(children) > 1 else bare
-        lid = _layer_id(name.encode(), type(m).__name__.encode())
-        _ids[id(m)] = (weakref.ref(m), lid)
-        _lib_names[lid] = name
+            lid = ent[1]
+        else:
+            name = _label(m, qualname, prefix) if bare is None else bare
+            lid = _layer_id(name.encode(), type(m).__name__.encode())
+            _lib_names[lid] = name
+        if ent is None or ent[0]() is not m or (m is root and len(ent) == 2):
+            # the root's own calls are noted in its name's slot (_fast.pre)
+            _ids[id(m)] = (weakref.ref(m), lid, slot) if m is root else (weakref.ref(m), lid)
 
 
 def _note_model(name, root):
@@ -286,7 +323,7 @@ def _resolve(module, root, parent, gen):
             if next(iter(module.children()), None) is not None:
                 # a model of its own (a teacher kept out of the module tree):
                 # named as it is when called by itself, its parts apart
-                _name_root(module)
+                _name_root(module, gen)
                 ent = _ids.get(id(module))
                 if ent is not None and ent[0]() is module:
                     return ent[1]
