@@ -601,6 +601,84 @@ class Tests(unittest.TestCase):
         for r in runs[1:]:
             self.assertEqual(r, runs[0])
 
+    def test_what_a_modules_own_forward_hook_runs_is_that_modules(self):
+        # an adapter called from a forward hook of the layer it adapts, as a
+        # child of the layer (fc.lora) or kept outside the model (a leaf:
+        # "fc2.Leaf", nested under the hooked layer), and an op of the hook
+        # itself (fc3): each the hooked layer's, forward and backward. They
+        # were the parent's ("Block", "Block.Leaf"): torch runs a module's own
+        # forward hooks after the global post-hook, which had ended its call
+        class LoRA(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = Leaf("lora.a")
+
+            def forward(self, x):
+                return Probe.apply(self.a(x), "lora-own")
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc, self.fc2, self.fc3 = Leaf("fc"), Leaf("fc2"), Leaf("fc3")
+                self.fc.lora = LoRA()
+                side = Leaf("side")
+                self.fc.register_forward_hook(lambda m, i, o: o + m.lora(i[0]))
+                self.fc2.register_forward_hook(lambda m, i, o: o + side(i[0]))
+                self.fc3.register_forward_hook(lambda m, i, o: Probe.apply(o * 2, "hook-op"))
+
+            def forward(self, x):
+                return Probe.apply(self.fc3(self.fc2(self.fc(x))), "block-own")
+
+        model = Block()
+        x = torch.ones(2, requires_grad=True)
+        y = model(x)
+        y.sum().backward()
+        self.assertEqual(seen, [("fc", ("fc", "forward")), ("lora.a", ("fc.lora.a", "forward")),
+                                ("lora-own", ("fc.lora", "forward")), ("fc2", ("fc2", "forward")),
+                                ("side", ("fc2.Leaf", "forward")), ("fc3", ("fc3", "forward")),
+                                ("hook-op", ("fc3", "forward")), ("block-own", ("Block", "forward")),
+                                ("block-own'", ("Block", "backward")), ("hook-op'", ("fc3", "backward")),
+                                ("fc3'", ("fc3", "backward")), ("side'", ("fc2.Leaf", "backward")),
+                                ("fc2'", ("fc2", "backward")), ("lora-own'", ("fc.lora", "backward")),
+                                ("lora.a'", ("fc.lora.a", "backward")), ("fc'", ("fc", "backward"))])
+        self.assertEqual(y.tolist(), [8.0, 8.0])  # what the hooks return is the output: ((1 + 1) * 2) * 2
+        self.assertEqual(hooks._fast.depth()[0], 0)
+
+    def test_a_forward_hook_that_raises_leaves_nothing_behind(self):
+        def boom(m, i, o):
+            raise KeyError("hook")
+
+        model = nn.Sequential(Leaf("a"), Leaf("b"))
+        handle = model[1].register_forward_hook(boom)
+        with self.assertRaises(KeyError):
+            model(torch.ones(2))
+        handle.remove()
+        seen.clear()
+        model(torch.ones(2))
+        self.assertEqual(hooks._fast.depth()[0], 0)
+        self.assertEqual([s for _, s in seen], [("0", "forward"), ("1", "forward")])
+
+    def test_a_module_whose_forward_hooks_were_removed_pickles_without_mpprof(self):
+        # the tail mpprof appends after the program's forward hooks pickles
+        # as a no-op of the standard library: such a module, saved whole
+        # under mpprof, loads where mpprof_torch is not importable
+        import copy
+
+        model = nn.Sequential(nn.Linear(2, 2))
+        model[0].register_forward_hook(lambda m, i, o: None).remove()
+        import io
+
+        class WithoutMpprof(pickle.Unpickler):  # as where mpprof_torch cannot be imported
+            def find_class(self, module, name):
+                if module.split(".")[0] == "mpprof_torch":
+                    raise pickle.UnpicklingError("needs %s.%s" % (module, name))
+                return super().find_class(module, name)
+
+        again = WithoutMpprof(io.BytesIO(pickle.dumps(model))).load()
+        self.assertEqual(again(torch.ones(2)).tolist(), model(torch.ones(2)).tolist())
+        twin = copy.deepcopy(model)
+        self.assertIs(twin[0]._forward_hooks.get(hooks._TAIL_KEY), model[0]._forward_hooks.get(hooks._TAIL_KEY))
+
     def test_a_module_of_a_plain_list_keeps_its_name_in_a_forward_that_skips_another(self):
         # layers in a plain list, the first skipped in some forwards (a layer
         # drop), and one made anew in each: h1 stays "Model.Leaf_2", the new

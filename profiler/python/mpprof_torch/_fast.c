@@ -52,7 +52,7 @@ static PyObject *no_tf_type;     /* torch._C's switch off of __torch_function__,
 static const mpp_marks_api *cxx; /* marks as C++ pre-hooks on grad_fn (_marks.cpp), or NULL */
 static unsigned long generation; /* root forwards begun, on all threads: each one's number */
 static PyObject *s_requires_grad, *s_grad_fn, *s_backward_hooks, *s_dataclass_fields,
-    *s_register_hook_dict, *s_register_hook, *s_f_code, *s_f_back, *s_f_locals;
+    *s_register_hook_dict, *s_register_hook, *s_f_code, *s_f_back, *s_f_locals, *s_forward_hooks;
 
 /* --- per-thread state --- */
 
@@ -66,7 +66,8 @@ typedef struct tstate {
   PyObject *mod[MAX_STACK]; /* strong references */
   int32_t lid[MAX_STACK];
   int8_t phase[MAX_STACK];
-  PyObject *kept[3]; /* a KeyboardInterrupt or the like, to raise again (raise_kept) */
+  int8_t deferred[MAX_STACK]; /* its post-hook ran: it closes in its own forward hooks' tail */
+  PyObject *kept[3];          /* a KeyboardInterrupt or the like, to raise again (raise_kept) */
 } tstate;
 
 static _Thread_local tstate *ts;
@@ -391,24 +392,24 @@ typedef struct {
   long long top, any; /* the last step of a call at the top of a thread; of any call */
   unsigned long gen;  /* the root forward of the last call */
 } slot_calls;
-static slot_calls *slots;
-static Py_ssize_t nslots;
+static slot_calls *roots;
+static Py_ssize_t nroots;
 static long long step_current = -1; /* the step the last training work started; -1: none yet */
 
 static void slot_note(Py_ssize_t s, int nested, unsigned long gen) {
   if (s < 0) return;
-  if (s >= nslots) {
+  if (s >= nroots) {
     Py_ssize_t n = s + 16;
-    slot_calls *p = realloc(slots, (size_t)n * sizeof *p);
+    slot_calls *p = realloc(roots, (size_t)n * sizeof *p);
     if (!p) return; /* the name may then be given again in this step: never the program's problem */
-    for (Py_ssize_t i = nslots; i < n; i++)
+    for (Py_ssize_t i = nroots; i < n; i++)
       p[i] = (slot_calls){LLONG_MIN, LLONG_MIN, 0};
-    slots = p;
-    nslots = n;
+    roots = p;
+    nroots = n;
   }
-  if (!nested) slots[s].top = step_current;
-  slots[s].any = step_current;
-  slots[s].gen = gen;
+  if (!nested) roots[s].top = step_current;
+  roots[s].any = step_current;
+  roots[s].gen = gen;
 }
 
 static int named_layer(PyObject *module, int32_t *ret_lid, Py_ssize_t *ret_slot) {
@@ -474,6 +475,23 @@ static void step_begin(void) {
 static void settle(tstate *t);
 static int root_call(int which);
 
+/* --- the program's own forward hooks ---
+ * torch runs a module's own forward hooks after the global ones: the
+ * post-hook has closed the module's call by then, so what they run (a
+ * LoRA adapter called from a hook, an op) ran in its parent. hooks.py
+ * appends a tail (tail_obj, under tail_key) after the program's forward
+ * hooks of a module; a module whose hooks end with it is closed there. */
+static PyObject *tail_obj, *tail_key; /* NULL: no module has one */
+
+static int tail_of(PyObject *module) {
+  if (!tail_obj) return 0;
+  PyObject *d = PyObject_GetAttr(module, s_forward_hooks);
+  int r = d && PyDict_Check(d) && PyDict_GetItem(d, tail_key) == tail_obj; /* borrowed */
+  Py_XDECREF(d);
+  PyErr_Clear();
+  return r;
+}
+
 static PyObject *pre(PyObject *self, PyObject *args) {
   (void)self;
   PyObject *module, *margs;
@@ -511,6 +529,7 @@ static PyObject *pre(PyObject *self, PyObject *args) {
     t->mod[t->n] = module;
     t->lid[t->n] = lid;
     t->phase[t->n] = (int8_t)phase;
+    t->deferred[t->n] = 0;
     t->n++;
   } else {
     t->overflow++;
@@ -632,6 +651,8 @@ static PyObject *post(PyObject *self, PyObject *args) {
   while (t->n > i + 1)
     frame_pop(t);
   int32_t lid = t->lid[i];
+  int8_t phase = t->phase[i];
+  int defer = tail_of(module);
   /* Only what needs naming in backward is marked (each mark costs a tensor
    * hook): the outputs of a module whose forward issued ops of its own, and
    * the inputs of a module whose parent did (after the child's backward,
@@ -639,7 +660,8 @@ static PyObject *post(PyObject *self, PyObject *args) {
    * (back to "backward, no module", where ops outside modules run). */
   int own = !c_ops || c_ops() > 0;
   frame_pop(t);
-  if (!t->n && !t->overflow && !t->nctx && root_fns) root_call(1); /* the root call is over */
+  if (!defer && !t->n && !t->overflow && !t->nctx && root_fns)
+    root_call(1); /* the root call is over */
   int back = !c_ops || !t->n || c_ops() > 0;
   if ((own || back) && truthy_call(grad_enabled)) {
     int32_t parent = t->n ? t->lid[t->n - 1] : NO_LAYER;
@@ -652,6 +674,34 @@ static PyObject *post(PyObject *self, PyObject *args) {
       report("backward hooks not registered:", module);
     Py_XDECREF(kw);
   }
+  if (defer) { /* open again until its forward hooks' tail (tail): their ops are its own */
+    Py_INCREF(module);
+    t->mod[t->n] = module;
+    t->lid[t->n] = lid;
+    t->phase[t->n] = phase;
+    t->deferred[t->n] = 1;
+    t->n++;
+    c_push(lid, phase);
+  }
+  return raise_kept(t);
+}
+
+static PyObject *tail(PyObject *self, PyObject *args) {
+  /* the last of a module's own forward hooks (hooks.py appends it after
+   * the program's): the module's call, reopened by its post-hook, ends;
+   * the output the program's hooks made is marked as its own when they
+   * issued ops, so that their backward is the module's too */
+  (void)self;
+  PyObject *module, *margs, *output;
+  if (!PyArg_UnpackTuple(args, "tail", 3, 3, &module, &margs, &output)) return NULL;
+  tstate *t = thread_state();
+  if (!t || !t->n || t->mod[t->n - 1] != module || !t->deferred[t->n - 1]) Py_RETURN_NONE;
+  int32_t lid = t->lid[t->n - 1];
+  int own = !c_ops || c_ops() > 0;
+  frame_pop(t);
+  if (!t->n && !t->overflow && !t->nctx && root_fns) root_call(1); /* the root call is over */
+  if (own && truthy_call(grad_enabled) && mark_all(output, 0, lid, UNSET) < 0)
+    report("backward hooks not registered:", module);
   return raise_kept(t);
 }
 
@@ -707,6 +757,20 @@ static PyObject *step_next(PyObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+static PyObject *set_tail(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *obj, *key;
+  if (!PyArg_UnpackTuple(args, "set_tail", 2, 2, &obj, &key)) return NULL;
+  PyObject *old_obj = tail_obj, *old_key = tail_key;
+  Py_INCREF(obj);
+  Py_INCREF(key);
+  tail_obj = obj;
+  tail_key = key;
+  Py_XDECREF(old_obj);
+  Py_XDECREF(old_key);
+  Py_RETURN_NONE;
+}
+
 static PyObject *root_called(PyObject *self, PyObject *args) {
   (void)self;
   Py_ssize_t s;
@@ -721,8 +785,8 @@ static PyObject *root_calls(PyObject *self, PyObject *arg) {
   (void)self;
   Py_ssize_t s = PyLong_AsSsize_t(arg);
   if (s == -1 && PyErr_Occurred()) return NULL;
-  if (s < 0 || s >= nslots || slots[s].any == LLONG_MIN) Py_RETURN_NONE;
-  return Py_BuildValue("(LLLk)", step_current, slots[s].top, slots[s].any, slots[s].gen);
+  if (s < 0 || s >= nroots || roots[s].any == LLONG_MIN) Py_RETURN_NONE;
+  return Py_BuildValue("(LLLk)", step_current, roots[s].top, roots[s].any, roots[s].gen);
 }
 
 static PyObject *scope_exit(PyObject *self, PyObject *unused) {
@@ -1080,6 +1144,9 @@ static PyMethodDef methods[] = {
      "function addresses (ints) of mpprof.h's scope calls, then Python objects"},
     {"pre", pre, METH_VARARGS, "global module forward pre-hook"},
     {"post", post, METH_VARARGS, "global module forward hook (with or without kwargs)"},
+    {"tail", tail, METH_VARARGS, "the last of a module's own forward hooks: its call ends"},
+    {"set_tail", set_tail, METH_VARARGS,
+     "set_tail(obj, key): modules whose _forward_hooks end with key: obj close in it"},
     {"backward_enter", backward_enter, METH_NOARGS, "torch.autograd.backward/grad starts here"},
     {"backward_exit", backward_exit, METH_NOARGS, "... and returns"},
     {"wrap_autograd", wrap_autograd, METH_VARARGS,
@@ -1139,7 +1206,8 @@ PyMODINIT_FUNC PyInit__fast(void) {
       !(s_register_hook = PyUnicode_InternFromString("register_hook")) ||
       !(s_f_code = PyUnicode_InternFromString("f_code")) ||
       !(s_f_back = PyUnicode_InternFromString("f_back")) ||
-      !(s_f_locals = PyUnicode_InternFromString("f_locals")))
+      !(s_f_locals = PyUnicode_InternFromString("f_locals")) ||
+      !(s_forward_hooks = PyUnicode_InternFromString("_forward_hooks")))
     goto fail;
   return m;
 fail:

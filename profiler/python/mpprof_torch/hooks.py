@@ -937,6 +937,75 @@ def _module_hooks(compiling):
     return pre, post
 
 
+_TAIL_KEY = -1000  # a module's _forward_hooks key of the tail: no handle has a negative id
+
+
+class _HookTail:
+    """The last of a module's own forward hooks, after the program's: the
+    module's call ends there (_fast.tail), so what the program's forward
+    hooks run (a LoRA adapter called from a hook, an op) is the module's:
+    torch runs them after the global post-hook, where it had ended. One
+    object, appended by register_forward_hook (_patch_forward_hooks). A
+    copy of a module keeps it; a pickled one gets a no-op that needs no
+    mpprof to load (sys.audit, an event nobody listens to)."""
+
+    __slots__ = ("_call",)
+
+    def __init__(self, call):
+        self._call = call
+
+    def __call__(self, module, args, output):
+        return self._call(module, args, output)
+
+    def __reduce__(self):
+        return functools.partial(sys.audit, "mpprof_torch.forward_hooks_end").__reduce__()
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def _patch_forward_hooks(torch, compiling):
+    """Module.register_forward_hook, then the tail moved after the hook it
+    registered (its prepend puts that first: the tail stays last), run when
+    forward raises too where torch has always_call (2.1+). Only modules with
+    a forward hook of the program's get one: the others' calls cost nothing
+    more."""
+    fast_tail = _fast.tail
+    if compiling is None:
+        call = fast_tail
+    else:
+        def call(module, args, output):  # nothing while Dynamo traces (_module_hooks)
+            if compiling():
+                return None
+            return fast_tail(module, args, output)
+    tail = _HookTail(call)
+    real = torch.nn.Module.register_forward_hook
+    if getattr(real, "_mpprof", False):
+        return
+
+    @functools.wraps(real)
+    def register_forward_hook(self, *args, **kwargs):
+        handle = real(self, *args, **kwargs)
+        try:
+            hooks = self.__dict__.get("_forward_hooks")
+            if isinstance(hooks, dict):
+                hooks.pop(_TAIL_KEY, None)
+                hooks[_TAIL_KEY] = tail
+                always = self.__dict__.get("_forward_hooks_always_called")
+                if isinstance(always, dict):
+                    always[_TAIL_KEY] = True
+                _fast.set_tail(tail, _TAIL_KEY)
+        except Exception as e:  # never the program's problem: its hooks' ops stay its parent's
+            _log("forward hook's end not marked (%r)" % (e,))
+        return handle
+
+    register_forward_hook._mpprof = True
+    torch.nn.Module.register_forward_hook = register_forward_hook
+
+
 def _root_frames(torch):
     """For a torch whose post-hook does not run when forward raises: the
     frame of each thread's root module call (Module._call_impl's), kept
@@ -1063,6 +1132,7 @@ def bind(torch, push, pop, set_, layer_id, loss_scale=None, step=None, step_skip
     _cxx = _cxx_marks(torch)
     _log("backward marks: %s" % ("C++ pre-hooks on grad_fn" if _cxx else "Python tensor hooks"))
     handles = _register_module_hooks(torch, *_module_hooks(_compiling))
+    _patch_forward_hooks(torch, _compiling)
     if isinstance(next_id, int):
         _give_back_handle_ids(torch, next_id, handles)
     _fast.step_next(_step_n, step)  # the first training work starts step 0
