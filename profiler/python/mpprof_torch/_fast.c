@@ -397,7 +397,6 @@ static Py_ssize_t nroots;
 static long long step_current = -1; /* the step the last training work started; -1: none yet */
 
 static void slot_note(Py_ssize_t s, int nested, unsigned long gen) {
-  if (s < 0) return;
   if (s >= nroots) {
     Py_ssize_t n = s + 16;
     slot_calls *p = realloc(roots, (size_t)n * sizeof *p);
@@ -428,11 +427,9 @@ static int named_layer(PyObject *module, int32_t *ret_lid, Py_ssize_t *ret_slot)
   Py_ssize_t size = ent && PyTuple_Check(ent) ? PyTuple_Size(ent) : 0;
   if ((size != 2 && size != 3) || PyWeakref_GetObject(PyTuple_GetItem(ent, 0)) != module) return 0;
   *ret_lid = (int32_t)PyLong_AsLong(PyTuple_GetItem(ent, 1));
-  *ret_slot = size == 3 ? PyLong_AsSsize_t(PyTuple_GetItem(ent, 2)) : -1;
-  if (PyErr_Occurred()) {
+  if (size == 3 && (*ret_slot = PyLong_AsSsize_t(PyTuple_GetItem(ent, 2))) == -1 &&
+      PyErr_Occurred())
     PyErr_Clear();
-    return 0;
-  }
   return 1;
 }
 
@@ -522,7 +519,7 @@ static PyObject *pre(PyObject *self, PyObject *args) {
   if (phase == MPPROF_SCOPE_FORWARD) step_begin();
   if (!named)
     lid = name_layer(t, module);
-  else
+  else if (slot >= 0)
     slot_note(slot, !top, t->gen);
   if (t->n < MAX_STACK) {
     Py_INCREF(module);
@@ -777,7 +774,7 @@ static PyObject *root_called(PyObject *self, PyObject *args) {
   int nested;
   unsigned long gen;
   if (!PyArg_ParseTuple(args, "npk", &s, &nested, &gen)) return NULL;
-  slot_note(s, nested, gen);
+  if (s >= 0) slot_note(s, nested, gen);
   Py_RETURN_NONE;
 }
 
