@@ -66,7 +66,7 @@ typedef struct tstate {
   PyObject *mod[MAX_STACK]; /* strong references */
   int32_t lid[MAX_STACK];
   int8_t phase[MAX_STACK];
-  int8_t deferred[MAX_STACK]; /* its post-hook ran: it closes in its own forward hooks' tail */
+  int8_t deferred[MAX_STACK]; /* 1: has a tail (hooks.py); 2: post ran, it closes in the tail */
   PyObject *kept[3];          /* a KeyboardInterrupt or the like, to raise again (raise_kept) */
 } tstate;
 
@@ -411,7 +411,12 @@ static void slot_note(Py_ssize_t s, int nested, unsigned long gen) {
   roots[s].gen = gen;
 }
 
-static int named_layer(PyObject *module, int32_t *ret_lid, Py_ssize_t *ret_slot) {
+/* the tail after a module's own forward hooks (see tail_of) */
+static PyObject *tail_obj, *tail_key; /* NULL: no module has one */
+static PyObject *tailed;              /* id(module) -> weakref: the modules given one, or NULL */
+
+static int named_layer(PyObject *module, int32_t *ret_lid, Py_ssize_t *ret_slot,
+                       int8_t *ret_tailed) {
   /* 1 and its layer id (and its name's slot, -1 but for a root model) when
    * module is named already: an entry (weakref, lid) or (weakref, lid,
    * slot); one of 4 items (a module called in a model but not one of its
@@ -423,6 +428,9 @@ static int named_layer(PyObject *module, int32_t *ret_lid, Py_ssize_t *ret_slot)
     return 0;
   }
   PyObject *ent = PyDict_GetItem(ids, key); /* borrowed */
+  /* has a tail after its forward hooks (or had one, and its id is reused:
+   * post asks the module itself) */
+  *ret_tailed = tailed && PyDict_GetItem(tailed, key) != NULL;
   Py_DECREF(key);
   Py_ssize_t size = ent && PyTuple_Check(ent) ? PyTuple_Size(ent) : 0;
   if ((size != 2 && size != 3) || PyWeakref_GetObject(PyTuple_GetItem(ent, 0)) != module) return 0;
@@ -477,8 +485,9 @@ static int root_call(int which);
  * post-hook has closed the module's call by then, so what they run (a
  * LoRA adapter called from a hook, an op) ran in its parent. hooks.py
  * appends a tail (tail_obj, under tail_key) after the program's forward
- * hooks of a module; a module whose hooks end with it is closed there. */
-static PyObject *tail_obj, *tail_key; /* NULL: no module has one */
+ * hooks of a module; a module whose hooks end with it is closed there.
+ * pre() reads whether the module was given one (tailed, by id: no
+ * attribute lookup for the others), post asks the module only then. */
 
 static int tail_of(PyObject *module) {
   if (!tail_obj) return 0;
@@ -497,7 +506,8 @@ static PyObject *pre(PyObject *self, PyObject *args) {
   if (!t) Py_RETURN_NONE;
   int32_t lid = NO_LAYER;
   Py_ssize_t slot = -1;
-  int named = named_layer(module, &lid, &slot);
+  int8_t tailed_now = 0;
+  int named = named_layer(module, &lid, &slot, &tailed_now);
   /* the root again (a new call, or one inside it), or a module named by its
    * parent here: are the frames kept still running? */
   if (t->n && (!named || module == t->mod[0])) settle(t);
@@ -526,7 +536,7 @@ static PyObject *pre(PyObject *self, PyObject *args) {
     t->mod[t->n] = module;
     t->lid[t->n] = lid;
     t->phase[t->n] = (int8_t)phase;
-    t->deferred[t->n] = 0;
+    t->deferred[t->n] = tailed_now; /* 1: post asks whether it closes in its tail */
     t->n++;
   } else {
     t->overflow++;
@@ -649,7 +659,7 @@ static PyObject *post(PyObject *self, PyObject *args) {
     frame_pop(t);
   int32_t lid = t->lid[i];
   int8_t phase = t->phase[i];
-  int defer = tail_of(module);
+  int defer = t->deferred[i] == 1 && tail_of(module);
   /* Only what needs naming in backward is marked (each mark costs a tensor
    * hook): the outputs of a module whose forward issued ops of its own, and
    * the inputs of a module whose parent did (after the child's backward,
@@ -676,7 +686,7 @@ static PyObject *post(PyObject *self, PyObject *args) {
     t->mod[t->n] = module;
     t->lid[t->n] = lid;
     t->phase[t->n] = phase;
-    t->deferred[t->n] = 1;
+    t->deferred[t->n] = 2;
     t->n++;
     c_push(lid, phase);
   }
@@ -692,7 +702,7 @@ static PyObject *tail(PyObject *self, PyObject *args) {
   PyObject *module, *margs, *output;
   if (!PyArg_UnpackTuple(args, "tail", 3, 3, &module, &margs, &output)) return NULL;
   tstate *t = thread_state();
-  if (!t || !t->n || t->mod[t->n - 1] != module || !t->deferred[t->n - 1]) Py_RETURN_NONE;
+  if (!t || !t->n || t->mod[t->n - 1] != module || t->deferred[t->n - 1] != 2) Py_RETURN_NONE;
   int32_t lid = t->lid[t->n - 1];
   int own = !c_ops || c_ops() > 0;
   frame_pop(t);
@@ -756,15 +766,21 @@ static PyObject *step_next(PyObject *self, PyObject *args) {
 
 static PyObject *set_tail(PyObject *self, PyObject *args) {
   (void)self;
-  PyObject *obj, *key;
-  if (!PyArg_UnpackTuple(args, "set_tail", 2, 2, &obj, &key)) return NULL;
-  PyObject *old_obj = tail_obj, *old_key = tail_key;
+  PyObject *obj, *key, *modules;
+  if (!PyArg_UnpackTuple(args, "set_tail", 3, 3, &obj, &key, &modules)) return NULL;
+  if (!PyDict_Check(modules)) {
+    PyErr_SetString(PyExc_TypeError, "modules must be a dict");
+    return NULL;
+  }
+  PyObject *old[] = {tail_obj, tail_key, tailed};
   Py_INCREF(obj);
   Py_INCREF(key);
+  Py_INCREF(modules);
   tail_obj = obj;
   tail_key = key;
-  Py_XDECREF(old_obj);
-  Py_XDECREF(old_key);
+  tailed = modules;
+  for (size_t i = 0; i < sizeof old / sizeof old[0]; i++)
+    Py_XDECREF(old[i]);
   Py_RETURN_NONE;
 }
 
@@ -1143,7 +1159,8 @@ static PyMethodDef methods[] = {
     {"post", post, METH_VARARGS, "global module forward hook (with or without kwargs)"},
     {"tail", tail, METH_VARARGS, "the last of a module's own forward hooks: its call ends"},
     {"set_tail", set_tail, METH_VARARGS,
-     "set_tail(obj, key): modules whose _forward_hooks end with key: obj close in it"},
+     "set_tail(obj, key, modules): modules whose _forward_hooks end with key: obj close in it; "
+     "modules: id(module) -> weakref of those given it"},
     {"backward_enter", backward_enter, METH_NOARGS, "torch.autograd.backward/grad starts here"},
     {"backward_exit", backward_exit, METH_NOARGS, "... and returns"},
     {"wrap_autograd", wrap_autograd, METH_VARARGS,

@@ -940,6 +940,10 @@ def _module_hooks(compiling):
 _TAIL_KEY = -1000  # a module's _forward_hooks key of the tail: no handle has a negative id
 
 
+def _dead():
+    return None
+
+
 class _HookTail:
     """The last of a module's own forward hooks, after the program's: the
     module's call ends there (_fast.tail), so what the program's forward
@@ -982,6 +986,7 @@ def _patch_forward_hooks(torch, compiling):
                 return None
             return fast_tail(module, args, output)
     tail = _HookTail(call)
+    tailed = {}  # id(module) -> weakref: the modules given the tail (_fast.pre reads it)
     real = torch.nn.Module.register_forward_hook
     if getattr(real, "_mpprof", False):
         return
@@ -997,7 +1002,10 @@ def _patch_forward_hooks(torch, compiling):
                 always = self.__dict__.get("_forward_hooks_always_called")
                 if isinstance(always, dict):
                     always[_TAIL_KEY] = True
-                _fast.set_tail(tail, _TAIL_KEY)
+                key = id(self)
+                if tailed.get(key, _dead)() is not self:
+                    tailed[key] = weakref.ref(self, lambda ref, key=key: tailed.get(key) is ref and tailed.pop(key))
+                _fast.set_tail(tail, _TAIL_KEY, tailed)
         except Exception as e:  # never the program's problem: its hooks' ops stay its parent's
             _log("forward hook's end not marked (%r)" % (e,))
         return handle
