@@ -57,7 +57,7 @@ static __thread MPP_TLS int scratch_holders;
 /* This thread's host-scanner workspace: the scanner's states stay from one
  * scanned call to the next instead of being allocated and cleared whole
  * for each tensor (most of a small tensor's cost). Mapped pages of their
- * own (about 330 KB of address space, resident as the paths used touch
+ * own (about 390 KB of address space, resident as the paths used touch
  * them), off the program's heap. Used by one scan at a time: a hook cannot
  * run inside another on its thread. */
 static __thread MPP_TLS mp_scan_ws *scan_ws;
