@@ -161,12 +161,17 @@ size_t mp_scan_ws_bytes(void) {
 }
 
 mp_scan_ws *mp_scan_ws_init(void *mem) {
-  return mem; /* zeroed: nothing ready */
+  if ((uintptr_t)mem % _Alignof(mp_scan_ws)) return NULL; /* scans then go without */
+  return mem;                                             /* zeroed: nothing ready */
 }
 
 mp_scan_ws *mp_scan_ws_new(void) {
-  mp_scan_ws *ws = calloc(1, sizeof *ws);
-  if (ws) ws->allocated = true;
+  /* Aligned as the type asks (its slots are 64-byte aligned); its size is a
+   * multiple of that, as aligned_alloc needs. */
+  mp_scan_ws *ws = aligned_alloc(_Alignof(mp_scan_ws), sizeof *ws);
+  if (!ws) return NULL;
+  memset(ws, 0, sizeof *ws);
+  ws->allocated = true;
   return ws;
 }
 

@@ -48,9 +48,10 @@ int mp_scan_with(mp_stats *s, const mp_view *v, mp_scan_impl impl);
  * where each scan without one allocates them and clears them whole (tens
  * of KB: most of a small view's cost). One scan at a time may use a
  * workspace; the records are the same with or without one. Made in a
- * zeroed block of mp_scan_ws_bytes() the caller owns (libmpprof: mapped
- * pages, off the program's heap; nothing else to release), or by
- * mp_scan_ws_new (calloc; NULL when out of memory: scan with NULL then). */
+ * zeroed block of mp_scan_ws_bytes() the caller owns, aligned to 64 bytes
+ * (libmpprof: mapped pages, off the program's heap; nothing else to
+ * release), or by mp_scan_ws_new (NULL when out of memory: scan with NULL
+ * then). */
 typedef struct mp_scan_ws mp_scan_ws;
 size_t mp_scan_ws_bytes(void);
 mp_scan_ws *mp_scan_ws_init(void *zeroed);

@@ -72,8 +72,11 @@ static mpp_thread_key scan_ws_key = MPP_THREAD_KEY(scan_ws_release);
 static mp_scan_ws *scan_ws_get(void) {
   if (!scan_ws) {
     void *mem = mpp_map_zeroed(mp_scan_ws_bytes());
-    if (!mem) return NULL; /* each scan allocates its own */
-    scan_ws = mp_scan_ws_init(mem);
+    if (!mem) return NULL;                   /* each scan allocates its own */
+    if (!(scan_ws = mp_scan_ws_init(mem))) { /* pages are aligned: cannot happen */
+      mpp_unmap(mem, mp_scan_ws_bytes());
+      return NULL;
+    }
     mpp_thread_key_set(&scan_ws_key, mem);
   }
   return scan_ws;
