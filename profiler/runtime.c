@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -267,21 +268,58 @@ static void *isolated_write_main(void *arg) {
  * or unknown)? A filter may kill the process at a system call it does not
  * expect (systemd's SystemCallFilter= without an errno, other sandboxes):
  * unshare and close_range are then not tried. Asked at each write (the
- * program may install one later), under pass_mu (its buffer). */
-static bool seccomp_on(void) {
-  static char buf[4096];
+ * program may install one later; none is ever removed, so "on" is kept),
+ * under pass_mu (its buffer and seccomp_seen).
+ *
+ * The file is read through the program's descriptor table, which a thread
+ * of the program may be closing and refilling meanwhile (close(3..1023),
+ * then files of its own). The descriptor read is the one opened only while
+ * fstat says the same file before and after the read; pread leaves the
+ * offset of any other file alone; what was read must be a status file; and
+ * a number that no longer names that file is not
+ * closed (it is the program's now, or nothing; the one window left is
+ * between the second fstat and the close). A read lost that way is tried
+ * again: taking it as "on" put the write in the program's table, where the
+ * closing thread closed the raw file under it (no raw file, 1 run in 500
+ * under load). */
+enum { SECCOMP_READ_TRIES = 8 };
+
+static bool seccomp_seen;
+
+/* 1: the filter is on (or no status file), 0: off, -1: this try read
+ * nothing usable. */
+static int seccomp_read_once(char *buf, size_t size) {
   int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return true;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
+  if (fd < 0) return 1;
+  struct stat before, after;
+  if (fstat(fd, &before) != 0) return -1; /* closed already: not ours */
+  ssize_t n = pread(fd, buf, size - 1, 0);
+  buf[n > 0 ? n : 0] = '\0';
+  bool status = strncmp(buf, "Name:", 5) == 0;
+  /* The same file throughout, and it was a status file: the number is still
+   * mpprof's (up to the close itself). */
+  if (!status || fstat(fd, &after) != 0 || after.st_dev != before.st_dev ||
+      after.st_ino != before.st_ino)
+    return -1;
   close(fd);
-  if (n <= 0) return true;
-  buf[n] = '\0';
   const char *at = strstr(buf, "\nSeccomp:");
-  if (!at) return false; /* a kernel without seccomp */
+  if (!at) return 0; /* a kernel without seccomp */
   at += strlen("\nSeccomp:");
   while (*at == ' ' || *at == '\t')
     at++;
   return *at != '0';
+}
+
+static bool seccomp_on(void) {
+  static char buf[4096];
+  for (int i = 0; i < SECCOMP_READ_TRIES && !seccomp_seen; i++) {
+    int on = seccomp_read_once(buf, sizeof buf);
+    if (on >= 0) {
+      seccomp_seen = on;
+      return on;
+    }
+  }
+  return true;
 }
 
 /* mpp_raw_write(final) with a descriptor table of its own, the caller
