@@ -920,21 +920,31 @@ static void plan_autocast_text(const cJSON *run, char *buf, size_t n) {
   snprintf(buf, n, "%s", cJSON_IsString(ac) ? ac->valuestring : "none");
 }
 
-/* A plan's loss scale as shown: "65536 (window 2^10 .. 2^20)", "none"; then,
- * for a plan of gradients as computed, "; " MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE
- * (mpprof's wording, not the file's). */
+/* A window [lo, hi] of log2 scales (window_log2, true_window_log2): false
+ * where absent or not two numbers. */
+static bool plan_window(const cJSON *w, double *lo, double *hi) {
+  return cJSON_GetArraySize(w) == 2 && !mpprof_json_get_double(cJSON_GetArrayItem(w, 0), lo) &&
+         !mpprof_json_get_double(cJSON_GetArrayItem(w, 1), hi);
+}
+
+/* A plan's loss scale as shown: "65536 (window 2^10 .. 2^20)", "none"; where
+ * the search range cut the window, its true edges beside it ("(window 2^13
+ * .. 2^32; 2^13 .. 2^53 fits in all)", as the run's summary says them);
+ * then, for a plan of gradients as computed, "; "
+ * MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE (mpprof's wording, not the file's). */
 static void plan_loss_scale_text(const cJSON *run, char *buf, size_t n) {
-  const cJSON *ls = get(run, "loss_scale"), *w = get(ls, "window_log2");
-  double s, lo, hi;
+  const cJSON *ls = get(run, "loss_scale");
+  double s, lo, hi, tlo, thi;
   if (!cJSON_IsObject(ls))
     snprintf(buf, n, "none");
   else if (mpprof_json_get_double(get(ls, "init_scale"), &s))
     snprintf(buf, n, "unknown");
-  else if (cJSON_GetArraySize(w) == 2 && !mpprof_json_get_double(cJSON_GetArrayItem(w, 0), &lo) &&
-           !mpprof_json_get_double(cJSON_GetArrayItem(w, 1), &hi))
-    snprintf(buf, n, "%g (window 2^%g .. 2^%g)", s, lo, hi);
-  else
+  else if (!plan_window(get(ls, "window_log2"), &lo, &hi))
     snprintf(buf, n, "%g", s);
+  else if (plan_window(get(ls, "true_window_log2"), &tlo, &thi) && (tlo != lo || thi != hi))
+    snprintf(buf, n, "%g (window 2^%g .. 2^%g; 2^%g .. 2^%g fits in all)", s, lo, hi, tlo, thi);
+  else
+    snprintf(buf, n, "%g (window 2^%g .. 2^%g)", s, lo, hi);
   size_t len = strlen(buf);
   if (cJSON_IsTrue(get(run, "loss_scale_as_computed")) && len < n)
     snprintf(buf + len, n - len, "; %s", MPPROF_LOSS_SCALE_AS_COMPUTED_NOTE);

@@ -841,6 +841,41 @@ static void a_plan_of_gradients_as_computed_says_so_in_the_diff(void **state) {
   free(b);
 }
 
+/* Two plans whose windows the search range cut at 2^32 (plan.json's
+ * window_log2 [13, 32]) but whose true edges differ (true_window_log2 [13,
+ * 53] against [13, 40]): the diff showed "window 2^13 .. 2^32" on both sides
+ * and no change, while each run's summary gave the true edges. Now the true
+ * edges stand beside the window, in the summary's words; a plan whose window
+ * the range did not cut reads as before. */
+static void a_plans_true_window_edges_are_compared(void **state) {
+  (void)state;
+  char *a = report_dir("diffcut53", "[]"), *b = report_dir("diffcut40", "[]");
+  write_plan(a, "\"fp16\"",
+             "{\"init_scale_log2\": 22, \"init_scale\": 4194304, \"window_log2\": [13, 32], "
+             "\"true_window_log2\": [13, 53]}",
+             "{" PLAN_LAYER("l", "fp16", "true") "}");
+  write_plan(b, "\"fp16\"",
+             "{\"init_scale_log2\": 22, \"init_scale\": 4194304, \"window_log2\": [13, 32], "
+             "\"true_window_log2\": [13, 40]}",
+             "{" PLAN_LAYER("l", "fp16", "true") "}");
+  char *s = summary_of(a, b, NULL);
+  if (!strstr(s, "\n  plan loss scale: 4.1943e+06 (window 2^13 .. 2^32; 2^13 .. 2^53 fits in all)"
+                 " -> 4.1943e+06 (window 2^13 .. 2^32; 2^13 .. 2^40 fits in all)\n"))
+    fail_msg("summary:\n%s", s);
+  free(s);
+  write_plan(b, "\"fp16\"",
+             "{\"init_scale_log2\": 22, \"init_scale\": 4194304, \"window_log2\": [13, 32], "
+             "\"true_window_log2\": [13, 32]}",
+             "{" PLAN_LAYER("l", "fp16", "true") "}");
+  s = summary_of(a, b, NULL);
+  if (!strstr(s, " -> 4.1943e+06 (window 2^13 .. 2^32)\n")) fail_msg("summary:\n%s", s);
+  free(s);
+  rg_rmdir(a);
+  rg_rmdir(b);
+  free(a);
+  free(b);
+}
+
 /* An fp16 plan with a loss scale against a bf16 one: the autocast dtype and
  * the loss scale are named, and every layer whose dtype follows; past 20
  * layers, a count (as the layers' changes). A layer in one plan only is
@@ -1269,6 +1304,7 @@ int main(void) {
       cmocka_unit_test(a_layer_the_plan_keeps_out_in_one_run_only_is_named),
       cmocka_unit_test(the_plans_autocast_and_loss_scale_are_compared),
       cmocka_unit_test(a_plan_of_gradients_as_computed_says_so_in_the_diff),
+      cmocka_unit_test(a_plans_true_window_edges_are_compared),
       cmocka_unit_test(an_unreadable_plan_is_one_line_and_the_rest_is_diffed),
       cmocka_unit_test(odd_values_in_a_plan_are_shown),
       cmocka_unit_test(measured_errors_in_diff_json_are_those_of_the_two_reports),
