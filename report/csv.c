@@ -94,6 +94,8 @@ static const char *const columns[] = {
     "recommended",
     "loss_scale_log2_lo",
     "loss_scale_log2_hi",
+    "loss_scale_true_log2_lo",
+    "loss_scale_true_log2_hi",
     "fp16_overflow_pct",
     "fp16_underflow_pct",
     "bf16_overflow_pct",
@@ -132,7 +134,7 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     const mpprof_layer_advice *a = &l->adv;
     char *dt = mpprof_layer_dtypes(m, l);
     if (!dt) return -1;
-    char num[13][40];
+    char num[15][40];
     int nph = 0, ph = 0;
     for (int p = 0; p < MPPROF_PHASE_COUNT; p++)
       if (l->phase_mask & (1u << p)) nph++, ph = p;
@@ -142,11 +144,17 @@ static int write_rows(const mpprof_model *m, FILE *f) {
       snprintf(num[2], 32, "%" PRIu64, l->gpu_ns);
     else
       num[2][0] = 0;
+    /* the window as searched, then its true edges (report.json advice
+     * loss_scale_log2, loss_scale_true_log2) */
     if (a->has_window) {
       snprintf(num[3], 32, "%d", a->window_lo);
       snprintf(num[4], 32, "%d", a->window_hi);
+      int t[2];
+      mpprof_true_window(a->window_lo, a->window_hi, a->beyond_lo, a->beyond_hi, t);
+      snprintf(num[13], 32, "%d", t[0]);
+      snprintf(num[14], 32, "%d", t[1]);
     } else {
-      num[3][0] = num[4][0] = 0;
+      num[3][0] = num[4][0] = num[13][0] = num[14][0] = 0;
     }
     /* shares as report.json writes them: six digits would round 99.99995 to 100 */
     const mpprof_share *sh[4] = {&l->fp16_overflow, &l->fp16_underflow, &l->bf16_overflow,
@@ -163,7 +171,11 @@ static int write_rows(const mpprof_model *m, FILE *f) {
     mpprof_csv_field(f, num[2], false);
     mpprof_csv_field(f, dt, false);
     mpprof_csv_field(f, a->known ? mp_recommendation_name(a->rec) : "", false);
-    for (int k = 3; k <= 8; k++)
+    for (int k = 3; k <= 4; k++)
+      mpprof_csv_field(f, num[k], false);
+    for (int k = 13; k <= 14; k++)
+      mpprof_csv_field(f, num[k], false);
+    for (int k = 5; k <= 8; k++)
       mpprof_csv_field(f, num[k], false);
     mpprof_csv_field(f, l->fp16_overflow.tensor ? l->fp16_overflow.tensor : "", false);
     mpprof_csv_field(f, l->fp16_underflow.tensor ? l->fp16_underflow.tensor : "", false);

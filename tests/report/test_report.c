@@ -2421,6 +2421,8 @@ static void the_suggested_loss_scale_keeps_headroom_both_ways(void **state) {
   }
 }
 
+static char *csv_row(const char *dir, const char *name);
+
 /* A window the search range cut: gradients in [2^-40, 2^-38] fit 2^16 ..
  * 2^32 as searched and up to 2^53 in truth, and the suggested 2^32 is the
  * window's top as shown. The summary, the page, report.json and plan.json
@@ -2471,6 +2473,10 @@ static void a_window_the_search_range_cut_shows_its_true_edges(void **state) {
   assert_non_null(strstr(html, ">[16, 32]<small> (searched 2<sup>-32</sup> .. 2<sup>32</sup>; "
                                "2<sup>16</sup> .. 2<sup>53</sup> fits in all)</small></td>"));
   free(html);
+  /* layers.csv: the window as searched, then its true edges */
+  char *row = csv_row(dir, "t/fc");
+  if (!strstr(row, ",fp16_loss_scale,16,32,16,53,")) fail_msg("layers.csv row: %s", row);
+  free(row);
   cJSON *plan = rg_read_json(dir, "plan.json");
   assert_non_null(plan);
   assert_string_equal(rf_get(plan, "recommended.autocast")->valuestring, "fp16");
