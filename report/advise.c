@@ -536,8 +536,10 @@ int mpprof_global_loss_scale(mpprof_model *m) {
     g->applicable = true;
     if (a->window_lo > lo) lo = a->window_lo;
     if (a->window_hi < hi) hi = a->window_hi;
-    if (a->window_lo - a->beyond_lo > true_lo) true_lo = a->window_lo - a->beyond_lo;
-    if (a->window_hi + a->beyond_hi < true_hi) true_hi = a->window_hi + a->beyond_hi;
+    int t[2];
+    mpprof_true_window(a->window_lo, a->window_hi, a->beyond_lo, a->beyond_hi, t);
+    if (t[0] > true_lo) true_lo = t[0];
+    if (t[1] < true_hi) true_hi = t[1];
   }
   if (!g->applicable) return 0;
   g->has_window = lo <= hi;
