@@ -435,6 +435,37 @@ class Tests(unittest.TestCase):
         self.assertEqual(models[-3:], [(b"", b"Main"), (b"Sequential", b"Sequential"),
                                        (b"Sequential_2", b"Sequential")])
 
+    def test_other_root_models_own_ops_keep_apart(self):
+        # two models of one class beside the main one, each running an op of
+        # its own in its forward (outside its children): each model's own
+        # ops are its layer, named by its prefix. They were one layer,
+        # "Head", for both (the class name alone).
+        class Main(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = Leaf("main")
+
+            def forward(self, x):
+                return self.fc(x)
+
+        class Head(nn.Module):
+            def __init__(self, tag):
+                super().__init__()
+                self.tag, self.fc = tag, Leaf(tag + ".fc")
+
+            def forward(self, x):
+                return Probe.apply(self.fc(x), self.tag)
+
+        main, h1, h2 = Main(), Head("h1"), Head("h2")
+        x = torch.ones(2)
+        for m in (main, h1, h2, h1, h2):
+            m(x)
+        names = {t: s[0] for t, s in seen}
+        self.assertEqual(names["h1.fc"], "Head.fc")
+        self.assertEqual(names["h2.fc"], "Head_2.fc")
+        self.assertEqual((names["h1"], names["h2"]), ("Head", "Head_2"))
+        self.assertEqual(len({names["main"], names["h1"], names["h2"]}), 3, names)
+
     def test_bare_root_layers_of_one_class_keep_apart(self):
         # layers used as models (no children): two nn.Linear of a small script
         a, b = Leaf("a"), Leaf("b")

@@ -140,8 +140,8 @@ def _inner_class(module):
 
 def _label(module, qualname, prefix):
     name = _strip(qualname)
-    if not name:  # the root itself (or a wrapper's inner module)
-        return _inner_class(module)
+    if not name:  # the root itself (or a wrapper's inner module): the main one's class,
+        return prefix[:-1] or _inner_class(module)  # another's name ("Head_2", not "Head")
     return prefix + name
 
 
