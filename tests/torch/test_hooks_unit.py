@@ -591,6 +591,41 @@ class Tests(unittest.TestCase):
         for r in runs[1:]:
             self.assertEqual(r, runs[0])
 
+    def test_a_model_of_another_class_called_before_the_main_one_keeps_apart(self):
+        # a teacher made after the first step and called before the student
+        # in each later step: its layers carry its class, the student's stay
+        # plain. It took the student's plain names ("fc" for both), so the
+        # two models' layers were one.
+        class Student(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = Leaf("student")
+
+            def forward(self, x):
+                return self.fc(x)
+
+        class Teacher(Student):
+            def __init__(self):
+                nn.Module.__init__(self)
+                self.fc = Leaf("teacher")
+
+        student = Student()
+        opt = torch.optim.SGD(student.parameters(), lr=0.0)
+        teacher = None
+        names = []
+        for step in range(3):
+            seen.clear()
+            x = torch.ones(2)
+            if step > 0:
+                teacher = teacher or Teacher()
+                x = teacher(x).detach()  # with grad on: training work starts the step
+            student(x).sum().backward()
+            opt.step()
+            names.append({t: s[0] for t, s in seen if not t.endswith("'")})
+        self.assertEqual(names[0], {"student": "fc"})
+        self.assertEqual(names[1], {"teacher": "Teacher.fc", "student": "fc"})
+        self.assertEqual(names[2], names[1])
+
     def test_a_container_made_in_every_forward_is_named_by_its_calls_not_by_the_gc(self):
         # an nn.Sequential made in forward, freed only by the garbage
         # collector: its layers have the same names in every forward, however

@@ -110,6 +110,7 @@ _t = _Thread()
 
 _ids = {}  # id(module) -> (weakref to it, layer id[, base, name: an unregistered one's]); _fast reads it
 _main_root = None  # weakref: the first root with children; its names carry no prefix
+_main_class = None  # its class (_inner_class): a model made anew is of the same class
 _opt_ids = {}  # id(optimizer) -> (weakref, layer id)
 _lock = threading.Lock()
 _lib_names = {}  # layer id -> name, for the fallback names of unregistered children
@@ -189,7 +190,7 @@ def _name_root(root, gen=None):
     """Name every module under a newly seen root; gen: the root forward it
     is called in, where it is called inside another root's forward (a
     container made in forward, a model kept out of the module tree)."""
-    global _main_root
+    global _main_root, _main_class
     children = list(root.named_modules())
     main = _main_root() if _main_root is not None else None
     prefix = bare = None
@@ -197,11 +198,15 @@ def _name_root(root, gen=None):
         prefix = _root_prefix.get(root)
         if prefix is None:
             # the main model: the first, one that holds it (DDP(model)), or,
-            # at the top of a thread, a new one where the last was not
-            # called in this step (the model made anew): its names carry no prefix
+            # at the top of a thread, a new one of its class where the last
+            # was not called in this step (the model made anew): its names
+            # carry no prefix. One of another class called before it in a
+            # step (a teacher made late) is another model: it took the
+            # main one's names, and their layers were one.
             if (_main_root is None or any(m is main for _, m in children)
-                    or (gen is None and not _taken("", None))):
-                _main_root, prefix = weakref.ref(root), ""
+                    or (gen is None and not _taken("", None)
+                        and _inner_class(root) == _main_class)):
+                _main_root, _main_class, prefix = weakref.ref(root), _inner_class(root), ""
             else:  # D and an EMA copy of G, both Sequential, stay apart
                 prefix = _numbered(_inner_class(root), gen, ".")
             _root_prefix[root] = prefix
