@@ -1098,11 +1098,14 @@ static void layer_cell_text(const cJSON *side, size_t k, char *buf, size_t n) {
       snprintf(buf, n, "%.3f", x / 1e6);
     else
       snprintf(buf, n, "%s", mpprof_pct_text(k == COL_TC_SHARE ? x * 100 : x).s);
-    /* a share: of which tensor */
-    char tkey[96];
-    snprintf(tkey, sizeof tkey, "%.*s_tensor", (int)(strlen(key) - 4), key);
-    const cJSON *t =
-        strlen(key) > 4 && !strcmp(key + strlen(key) - 4, "_pct") ? get(side, tkey) : NULL;
+    /* a share (a key ending "_pct"): of which tensor ("..._tensor") */
+    size_t kn = strlen(key);
+    const cJSON *t = NULL;
+    if (kn > 4 && !strcmp(key + kn - 4, "_pct")) {
+      char tkey[96];
+      snprintf(tkey, sizeof tkey, "%.*s_tensor", (int)(kn - 4), key);
+      t = get(side, tkey);
+    }
     size_t used = strlen(buf);
     if (cJSON_IsString(t) && used < n) snprintf(buf + used, n - used, " (%s)", t->valuestring);
   } else if (!strcmp(key, "verdict")) {

@@ -1622,7 +1622,9 @@ static int site_fast(walk *w, const mpprof_process *p, mpprof_model *m, const ch
     size_t kn;
     if (!sf_key(&q, end, &k, &kn)) goto out;
     int f = sf_field(keys, k, kn);
-    if (f < 0 || seen >> f & 1) goto out;
+    /* f < SF_COUNT always; said here for GCC's -Warray-bounds under
+     * -fsanitize=address, which takes member_at[f] for past the end */
+    if (f < 0 || f >= SF_COUNT || seen >> f & 1) goto out;
     seen |= 1ull << f;
     member_at[f] = at;
     bool ok;

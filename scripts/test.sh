@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command. On a fresh machine: installs what is missing, configures
 # build/ (warnings are errors), build-nocuda/ (no CUDA toolkit: the report side
-# only) and build-asan/ (-fsanitize=address,undefined), compiles, and runs the
-# meson test suites. Exit status is the suites'.
+# only) and build-asan/ (-fsanitize=address,undefined; warnings are errors
+# there too), compiles, and runs the meson test suites. Exit status is the
+# suites'.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 source scripts/setup.sh
@@ -25,7 +26,7 @@ meson test -C build-nocuda --print-errorlogs --num-processes 2 report report_fin
   report_cli || rc_nocuda=1
 rmdir "$no_toolkit"
 
-mpprof_build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Ddevice_code=disabled || exit 1
+mpprof_build build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false -Ddevice_code=disabled || exit 1
 meson test -C build-asan --setup=sanitize --print-errorlogs --num-processes 2
 rc_asan=$?
 
