@@ -30,7 +30,7 @@
 
 #include "sim_run.h"
 
-static const char *mpprof, *testprog, *mlp_train, *conv_train, *lt_count;
+static const char *mpprof, *testprog, *mlp_train, *conv_train, *lt_count, *status_swap;
 
 /* --- running programs (slurp, spawn, wait_status, run, outdir: sim_run.h) --- */
 
@@ -1293,6 +1293,43 @@ static void the_exit_write_never_touches_the_files_of_a_program_that_closes_all(
   }
 }
 
+/* The race of the test above made certain: the number mpprof's seccomp
+ * check (before its raw write) opened /proc/self/status at names a file of
+ * the program by the time it reads it (the shim status_swap.c closes the
+ * status file and opens one of "the program's" there). mpprof read that
+ * file (its offset moved to 13) and closed it under the program; now it
+ * neither moves nor closes it, reads the status file again, and the raw
+ * file is written. */
+static void the_seccomp_check_leaves_a_program_file_at_its_number_alone(void **state) {
+  (void)state;
+  char lib[4200], preload[8500], out[4300], file[4300], report[4300];
+  libmpprof_path(lib, sizeof lib);
+  snprintf(preload, sizeof preload, "LD_PRELOAD=%s %s", lib, status_swap);
+  const char *dir = outdir("statusswap");
+  snprintf(out, sizeof out, "MPPROF_OUT=%s", dir);
+  snprintf(file, sizeof file, "STATUS_SWAP_FILE=%s/program-file.txt", workdir);
+  snprintf(report, sizeof report, "STATUS_SWAP_OUT=%s/status-swap.txt", workdir);
+  FILE *f = fopen(file + strlen("STATUS_SWAP_FILE="), "w");
+  assert_non_null(f);
+  fputs("program data\n", f);
+  fclose(f);
+  remove(report + strlen("STATUS_SWAP_OUT="));
+  const char *env[] = {preload, out, file, report, "MPPROF_CHECKPOINT_S=0", NULL};
+  char *argv[] = {(char *)testprog, "gemmex", "2", NULL};
+  result r = run(argv, env);
+  assert_int_equal(r.status, 0);
+  free(r.out);
+  char *text = slurp(report + strlen("STATUS_SWAP_OUT="));
+  assert_non_null(text); /* the shim swapped the first open */
+  if (strcmp(text, "intact\n")) fail_msg("the program's file: %s", text);
+  free(text);
+  raws rr = load_raws(dir);
+  assert_int_equal(rr.n, 1);
+  assert_true(cJSON_IsTrue(get(rr.doc[0], "final")));
+  assert_int_equal(num(site(rr.doc[0], "cublasGemmEx", NULL, NULL), "calls"), 2);
+  free_raws(&rr);
+}
+
 /* A child made by a raw clone system call (no fork handlers) that calls
  * exit(): it wrote a second raw file under its parent's pid, with the
  * parent's calls and its own (two files, four calls for the three made).
@@ -2503,6 +2540,7 @@ int main(void) {
   simcuda = need("MPP_SIMCUDA");
   workdir = need("MPP_WORKDIR");
   lt_count = need("MPP_LT_COUNT");
+  status_swap = need("MPP_STATUS_SWAP");
   mkdir(workdir, 0777);
   /* One test or a few by name (a cmocka pattern, * and ?), when debugging. */
   if (getenv("MPP_TEST_FILTER")) cmocka_set_test_filter(getenv("MPP_TEST_FILTER"));
@@ -2560,6 +2598,7 @@ int main(void) {
       cmocka_unit_test(a_pending_cancellation_never_acts_inside_mpprof),
       cmocka_unit_test(checkpoints_never_touch_the_files_of_a_program_that_closes_all),
       cmocka_unit_test(the_exit_write_never_touches_the_files_of_a_program_that_closes_all),
+      cmocka_unit_test(the_seccomp_check_leaves_a_program_file_at_its_number_alone),
       cmocka_unit_test(a_child_cloned_without_fork_writes_no_file_as_its_parent),
       cmocka_unit_test(checkpoints_make_no_system_call_a_seccomp_filter_may_kill_for),
       cmocka_unit_test(a_log_line_to_a_pipe_nobody_reads_ends_no_program),
