@@ -23,9 +23,10 @@
 static int swapped_fd = -1;
 static ino_t swapped_ino;
 
-static int swap_open(const char *path, int flags, mode_t mode, const char *real_name) {
+/* open and open64 are one call on 64-bit Linux: both go to libc's open64. */
+static int swap_open(const char *path, int flags, mode_t mode) {
   static int (*real_)(const char *, int, ...);
-  if (!real_) real_ = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, real_name);
+  if (!real_) real_ = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open64");
   if (!real_) {
     errno = ENOSYS;
     return -1;
@@ -50,7 +51,7 @@ int open64(const char *path, int flags, ...) {
   va_start(ap, flags);
   mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? va_arg(ap, mode_t) : 0;
   va_end(ap);
-  return swap_open(path, flags, mode, "open64");
+  return swap_open(path, flags, mode);
 }
 
 int open(const char *path, int flags, ...) {
@@ -58,7 +59,7 @@ int open(const char *path, int flags, ...) {
   va_start(ap, flags);
   mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? va_arg(ap, mode_t) : 0;
   va_end(ap);
-  return swap_open(path, flags, mode, "open");
+  return swap_open(path, flags, mode);
 }
 
 __attribute__((destructor)) static void status_swap_report(void) {
