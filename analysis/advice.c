@@ -317,7 +317,9 @@ static bool narrow_source(mp_dtype d) {
 }
 
 int mp_loss_scale_pick(int lo, int hi, int beyond_lo, int beyond_hi) {
-  int mid = (int)floor(((double)lo - beyond_lo + (double)hi + beyond_hi) / 2);
+  int t[2];
+  mp_loss_scale_true_window(lo, hi, beyond_lo, beyond_hi, t);
+  int mid = (int)floor(((double)t[0] + (double)t[1]) / 2);
   if (lo <= 0 && 0 <= hi && mid < 0) mid = 0;
   return mid < lo ? lo : mid > hi ? hi : mid;
 }
@@ -325,13 +327,14 @@ int mp_loss_scale_pick(int lo, int hi, int beyond_lo, int beyond_hi) {
 const char *mp_loss_scale_edges_text(int lo, int hi, int beyond_lo, int beyond_hi, int search_lo,
                                      int search_hi, const char *pow_pre, const char *pow_suf,
                                      char buf[MP_LOSS_SCALE_EDGES_TEXT_MAX]) {
+  int t[2];
+  mp_loss_scale_true_window(lo, hi, beyond_lo, beyond_hi, t);
   if (!beyond_lo && !beyond_hi)
     buf[0] = 0;
   else
     snprintf(buf, MP_LOSS_SCALE_EDGES_TEXT_MAX,
              " (searched %s%d%s .. %s%d%s; %s%d%s .. %s%d%s fits in all)", pow_pre, search_lo,
-             pow_suf, pow_pre, search_hi, pow_suf, pow_pre, lo - beyond_lo, pow_suf, pow_pre,
-             hi + beyond_hi, pow_suf);
+             pow_suf, pow_pre, search_hi, pow_suf, pow_pre, t[0], pow_suf, pow_pre, t[1], pow_suf);
   return buf;
 }
 

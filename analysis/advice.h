@@ -130,6 +130,15 @@ void mp_advise(const mp_stats *s, const mp_advice_params *p, mp_advice *ret);
  * window's middle 2^24 (values at 2^-16, fp16 subnormals with 9 significant
  * bits). */
 int mp_loss_scale_pick(int lo, int hi, int beyond_lo, int beyond_hi);
+/* The true edges of a window [lo, hi] as searched: past the search range by
+ * beyond_lo and beyond_hi scales (mp_advice), [lo - beyond_lo, hi +
+ * beyond_hi]. The one definition for the pick, the edges' text and the
+ * report's true_window_log2 / layers.csv columns. */
+static inline void mp_loss_scale_true_window(int lo, int hi, int beyond_lo, int beyond_hi,
+                                             int ret[2]) {
+  ret[0] = lo - beyond_lo;
+  ret[1] = hi + beyond_hi;
+}
 /* Where the search range [search_lo, search_hi] cut a window [lo, hi]
  * (beyond_lo or beyond_hi non-zero: mp_advice), its true edges, said after
  * the window: " (searched 2^search_lo .. 2^search_hi; 2^(lo - beyond_lo) ..

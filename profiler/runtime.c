@@ -276,12 +276,11 @@ static void *isolated_write_main(void *arg) {
  * then files of its own). The descriptor read is the one opened only while
  * fstat says the same file before and after the read; pread leaves the
  * offset of any other file alone; what was read must be a status file; and
- * a number that no longer names that file is not
- * closed (it is the program's now, or nothing; the one window left is
- * between the second fstat and the close). A read lost that way is tried
- * again: taking it as "on" put the write in the program's table, where the
- * closing thread closed the raw file under it (no raw file, 1 run in 500
- * under load). */
+ * a number that no longer names that file is not closed (it is the
+ * program's now, or nothing; the one window left is between the second
+ * fstat and the close). A read lost that way is tried again: taking it as
+ * "on" put the write in the program's table, where the closing thread
+ * closed the raw file under it (no raw file, 1 run in 500 under load). */
 enum { SECCOMP_READ_TRIES = 8 };
 
 static bool seccomp_seen;

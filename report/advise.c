@@ -537,7 +537,7 @@ int mpprof_global_loss_scale(mpprof_model *m) {
     if (a->window_lo > lo) lo = a->window_lo;
     if (a->window_hi < hi) hi = a->window_hi;
     int t[2];
-    mpprof_true_window(a->window_lo, a->window_hi, a->beyond_lo, a->beyond_hi, t);
+    mp_loss_scale_true_window(a->window_lo, a->window_hi, a->beyond_lo, a->beyond_hi, t);
     if (t[0] > true_lo) true_lo = t[0];
     if (t[1] < true_hi) true_hi = t[1];
   }

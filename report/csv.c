@@ -150,7 +150,7 @@ static int write_rows(const mpprof_model *m, FILE *f) {
       snprintf(num[3], 32, "%d", a->window_lo);
       snprintf(num[4], 32, "%d", a->window_hi);
       int t[2];
-      mpprof_true_window(a->window_lo, a->window_hi, a->beyond_lo, a->beyond_hi, t);
+      mp_loss_scale_true_window(a->window_lo, a->window_hi, a->beyond_lo, a->beyond_hi, t);
       snprintf(num[13], 32, "%d", t[0]);
       snprintf(num[14], 32, "%d", t[1]);
     } else {

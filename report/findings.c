@@ -1146,7 +1146,7 @@ static int rule_loss_scale_applied(mpprof_model *m) {
    * scales beyond it that fit too (a declared 2^40 beside a window searched
    * up to 2^32 that truly reaches 2^55 is fine, not "too high") */
   int t[2];
-  mpprof_true_window(g->window_lo, g->window_hi, g->beyond_lo, g->beyond_hi, t);
+  mp_loss_scale_true_window(g->window_lo, g->window_hi, g->beyond_lo, g->beyond_hi, t);
   double lo = ldexp(1.0, t[0]), hi = ldexp(1.0, t[1]);
   const char *verdict = g->max > hi ? "too_high" : g->min < lo ? "too_low" : "fine";
   char edges[MP_LOSS_SCALE_EDGES_TEXT_MAX];

@@ -1272,13 +1272,7 @@ const char *mpprof_scale_str(double s, char *buf);
  * powers as 2<sup>k</sup>. */
 const char *mpprof_edges_text(const mpprof_model *m, int lo, int hi, int beyond_lo, int beyond_hi,
                               bool html, char buf[MP_LOSS_SCALE_EDGES_TEXT_MAX]);
-/* The true edges of a loss-scale window [lo, hi] as searched: past the
- * search range by beyond_lo and beyond_hi scales (mp_advice). */
-static inline void mpprof_true_window(int lo, int hi, int beyond_lo, int beyond_hi, int ret[2]) {
-  ret[0] = lo - beyond_lo;
-  ret[1] = hi + beyond_hi;
-}
-/* report.json's and plan.json's true window (mpprof_true_window), null
+/* report.json's and plan.json's true window (mp_loss_scale_true_window), null
  * without a window; layers.csv has it as two columns. */
 cJSON *mpprof_true_window_json(bool has, int lo, int hi, int beyond_lo, int beyond_hi);
 /* Processes that scanned op outputs only (--scan outputs): their inputs,

@@ -222,7 +222,7 @@ const char *mpprof_edges_text(const mpprof_model *m, int lo, int hi, int beyond_
 cJSON *mpprof_true_window_json(bool has, int lo, int hi, int beyond_lo, int beyond_hi) {
   if (!has) return cJSON_CreateNull();
   int t[2];
-  mpprof_true_window(lo, hi, beyond_lo, beyond_hi, t);
+  mp_loss_scale_true_window(lo, hi, beyond_lo, beyond_hi, t);
   cJSON *a = cJSON_CreateArray();
   cJSON_AddItemToArray(a, cJSON_CreateNumber(t[0]));
   cJSON_AddItemToArray(a, cJSON_CreateNumber(t[1]));
