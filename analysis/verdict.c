@@ -97,8 +97,10 @@ int mp_layer_verdict_of(const mp_verdict_tensor *t, size_t n, const mp_advice_pa
     }
     if (d->window_lo > lo) lo = d->window_lo;
     if (d->window_hi < hi) hi = d->window_hi;
-    if (d->window_lo - d->beyond_lo > true_lo) true_lo = d->window_lo - d->beyond_lo;
-    if (d->window_hi + d->beyond_hi < true_hi) true_hi = d->window_hi + d->beyond_hi;
+    int tw[2];
+    mp_loss_scale_true_window(d->window_lo, d->window_hi, d->beyond_lo, d->beyond_hi, tw);
+    if (tw[0] > true_lo) true_lo = tw[0];
+    if (tw[1] < true_hi) true_hi = tw[1];
     if (d->window_estimate) v->window_estimate = true;
     if (d->fp16 != MP_FP16_SAFE) note(v, MP_REASON_GRAD_WINDOW, (int)i);
   }
