@@ -108,14 +108,21 @@ static void ev_share(cJSON *e, const char *k, const mpprof_share *s) {
   cJSON_AddItemToObject(e, k, mpprof_share_json(s));
 }
 
-/* "the window is [2^a, 2^b]" text of the report-wide window, else the layer's. */
+/* "the window is [2^a, 2^b]" text of the report-wide window, else the
+ * layer's; where the search range cut it, its true edges after it, as the
+ * summary says them (mpprof_edges_text). */
 static char *window_text(const mpprof_model *m, const mpprof_layer *l) {
   const mpprof_applied_scale *g = &m->loss_scale;
+  char edges[MP_LOSS_SCALE_EDGES_TEXT_MAX];
   if (g->has_window)
-    return mpprof_asprintf("the window is [2^%d, 2^%d]", g->window_lo, g->window_hi);
-  if (l && l->adv.has_window)
-    return mpprof_asprintf("this layer's window is [2^%d, 2^%d]", l->adv.window_lo,
-                           l->adv.window_hi);
+    return mpprof_asprintf(
+        "the window is [2^%d, 2^%d]%s", g->window_lo, g->window_hi,
+        mpprof_edges_text(m, g->window_lo, g->window_hi, g->beyond_lo, g->beyond_hi, false, edges));
+  const mpprof_layer_advice *a = l ? &l->adv : NULL;
+  if (a && a->has_window)
+    return mpprof_asprintf(
+        "this layer's window is [2^%d, 2^%d]%s", a->window_lo, a->window_hi,
+        mpprof_edges_text(m, a->window_lo, a->window_hi, a->beyond_lo, a->beyond_hi, false, edges));
   return strdup("no loss-scale window is known");
 }
 
@@ -306,7 +313,7 @@ static int flushed_findings(mpprof_model *m, const mpprof_layer *l) {
                         mpprof_layer_label(l), t->name, mp_dtype_name(t->st.dtype),
                         mpprof_pct_text(100 * z).s, mpprof_pct_text(100 * fwd).s,
                         t->scale_undeclared ? "1 or undeclared" : "1"),
-        mpprof_asprintf("raise the loss scale (%s)", win ? win : ""));
+        mpprof_asprintf("raise the loss scale: %s", win ? win : ""));
     free(win);
     if (!f) return -1;
     cJSON_AddStringToObject(f->evidence, "tensor", t->name);

@@ -272,6 +272,22 @@ static void gradients_flushed(void **state) {
   assert_int_equal(run(&m, "gradients_flushed"), 0);
   g->scale_max = 1;
   assert_int_equal(run(&m, "gradients_flushed"), 1);
+  assert_string_equal(m.findings[m.n_findings - 1].action,
+                      "raise the loss scale: no loss-scale window is known");
+  /* a window the search range cut at 2^32 that truly reaches 2^53: the
+   * action says how far up the scale may go (it said 2^32) */
+  m.loss_scale.has_window = true;
+  m.loss_scale.window_lo = 16;
+  m.loss_scale.window_hi = 32;
+  m.loss_scale.beyond_hi = 21;
+  assert_int_equal(run(&m, "gradients_flushed"), 1);
+  assert_string_equal(m.findings[m.n_findings - 1].action,
+                      "raise the loss scale: the window is [2^16, 2^32] (searched 2^-32 .. 2^32; "
+                      "2^16 .. 2^53 fits in all)");
+  m.loss_scale.beyond_hi = 0;
+  assert_int_equal(run(&m, "gradients_flushed"), 1);
+  assert_string_equal(m.findings[m.n_findings - 1].action,
+                      "raise the loss scale: the window is [2^16, 2^32]");
   g->st.zeros = 8; /* 8% zeros: below the 10% floor */
   assert_int_equal(run(&m, "gradients_flushed"), 0);
   mpprof_model_free(&m);
