@@ -59,11 +59,13 @@
  *   finalfails    one GEMM, mpprof_checkpoint() (when preloaded), the file size limit set
  *                 to that checkpoint's size, two GEMMs in "after_checkpoint", exit 0: the
  *                 final raw file cannot be written
- *   capture       on a stream being captured into a CUDA graph: two cublasGemmEx calls
+ *   capture [ptds]  on a stream being captured into a CUDA graph: two cublasGemmEx calls
  *                 (handle's stream), one cublasLtMatmul (stream argument) and one legacy
  *                 cudnnConvolutionForward (cuDNN handle's stream); then, after
  *                 EndCapture, the same three calls again outside capture. simcuda runs
- *                 captured work at once and refuses to instantiate the graph (printed)
+ *                 captured work at once and refuses to instantiate the graph (printed).
+ *                 The stream is a created non-blocking one, or with ptds the per-thread
+ *                 default stream (cudaStreamPerThread)
  *   lossscale     the mpprof protocol: a second thread marks loss_scale 1024 and step 7, then
  *                 one GEMM in "t/main"; fork: the child marks loss_scale 2^20, step 8 and
  *                 step_skipped 8, one GEMM in "t/child"; the parent waits, one more GEMM
@@ -2527,14 +2529,16 @@ static void legacy_conv_destroy(legacy_conv *c) {
   cudnnDestroyConvolutionDescriptor(c->cd);
 }
 
-static int mode_capture(void) {
+static int mode_capture(const char *which) {
+  bool ptds = which != NULL && strcmp(which, "ptds") == 0;
+  if (which != NULL && !ptds) die("capture: the stream is ptds or the default", -1);
   cublasHandle_t h;
   cublasLtHandle_t lt;
-  cudaStream_t s;
+  cudaStream_t s = cudaStreamPerThread;
   mats m;
   CK(cublasCreate(&h));
   CK(cublasLtCreate(&lt));
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  if (!ptds) CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   CK(cublasSetStream(h, s));
   cudnnHandle_t hd;
   legacy_conv conv;
@@ -2581,7 +2585,7 @@ static int mode_capture(void) {
          sum32(m.c32, N * N), sum32(conv_y, N * N));
   legacy_conv_destroy(&conv);
   cudnnDestroy(hd);
-  CK(cudaStreamDestroy(s));
+  if (!ptds) CK(cudaStreamDestroy(s));
   cublasLtDestroy(lt);
   CK(cublasDestroy(h));
   return 0;
@@ -3331,7 +3335,7 @@ static const struct {
     {"rawclone", "", .plain = mode_rawclone},
     {"forkfresh", "", .plain = mode_forkfresh},
     {"forkfresh_exit", "", .plain = mode_forkfresh_exit},
-    {"capture", "", .plain = mode_capture},
+    {"capture", " [ptds]", .named = mode_capture},
     {"chdir", " DIR", .named = mode_chdir},
     {"cancelpending", " exec|exit|spawn", .named = mode_cancelpending},
     {"groups64", "", .plain = mode_groups64},

@@ -624,6 +624,44 @@ static void sim_capture_ended(struct CUstream_st *s) {
   pthread_mutex_unlock(&sim_capture_lock);
 }
 
+/* The per-thread default stream's capture state: one per thread (cuda.h,
+ * cuStreamBeginCapture refuses only the legacy stream: "Capture may not be
+ * initiated if stream is CU_STREAM_LEGACY"), made at the thread's first
+ * capture on it (on the heap: static TLS is carved from a thread's stack,
+ * and programs run threads with small ones). It is blocking, as the
+ * per-thread stream synchronises with the legacy one. A capture still open
+ * when its thread ends leaves the list of capturing streams then. */
+static pthread_key_t sim_ptds_key;
+static pthread_once_t sim_ptds_once = PTHREAD_ONCE_INIT;
+
+static void sim_ptds_exit(void *arg) {
+  struct CUstream_st *s = arg;
+  if (atomic_load(&s->capture_status) != CU_STREAM_CAPTURE_STATUS_NONE) sim_capture_ended(s);
+  free(s->capture_graph);
+  free(s);
+}
+
+static void sim_ptds_key_make(void) {
+  (void)pthread_key_create(&sim_ptds_key, sim_ptds_exit);
+}
+
+/* The capture state of stream s: its own for a created stream, the calling
+ * thread's for CU_STREAM_PER_THREAD (made when create is set; NULL before:
+ * never captured), NULL for the legacy stream (NULL, CU_STREAM_LEGACY),
+ * which has none. */
+static struct CUstream_st *sim_capture_state(CUstream s, int create) {
+  if (sim_is_legacy_stream(s)) return NULL;
+  if (s != CU_STREAM_PER_THREAD) return s;
+  (void)pthread_once(&sim_ptds_once, sim_ptds_key_make);
+  struct CUstream_st *p = pthread_getspecific(sim_ptds_key);
+  if (p == NULL && create && (p = calloc(1, sizeof(*p))) != NULL &&
+      pthread_setspecific(sim_ptds_key, p) != 0) {
+    free(p);
+    p = NULL;
+  }
+  return p;
+}
+
 SIM_API CUresult cuStreamCreateWithPriority(CUstream *ph, unsigned int flags, int priority) {
   SIM_REQUIRE_INIT();
   if (ph == NULL || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING) != 0)
@@ -754,10 +792,12 @@ SIM_API CUresult simcuda_stream_use(CUstream s, int sync) {
         atomic_store(&c->capture_status, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
         r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
       }
-  } else if (sync && !sim_is_default_stream(s) &&
-             atomic_load(&s->capture_status) != CU_STREAM_CAPTURE_STATUS_NONE) {
-    atomic_store(&s->capture_status, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
-    r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  } else {
+    struct CUstream_st *st = sim_capture_state(s, 0);
+    if (sync && st != NULL && atomic_load(&st->capture_status) != CU_STREAM_CAPTURE_STATUS_NONE) {
+      atomic_store(&st->capture_status, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+      r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
   }
   pthread_mutex_unlock(&sim_capture_lock);
   return r;
@@ -794,14 +834,16 @@ SIM_API CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
   return CUDA_SUCCESS;
 }
 
-/* The default stream aliases have no state of their own here; capturing
- * the legacy stream is refused by CUDA too. */
-SIM_API CUresult cuStreamBeginCapture(CUstream s, CUstreamCaptureMode mode) {
-  SIM_CHECK_STREAM(s);
+/* Capturing the legacy stream is refused (cuda.h); the per-thread stream
+ * captures into this thread's state (sim_capture_state). */
+SIM_API CUresult cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode mode) {
+  SIM_CHECK_STREAM(stream);
   if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
       mode != CU_STREAM_CAPTURE_MODE_RELAXED)
     return CUDA_ERROR_INVALID_VALUE;
-  if (sim_is_default_stream(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (sim_is_legacy_stream(stream)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  struct CUstream_st *s = sim_capture_state(stream, 1);
+  if (s == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
   if (atomic_load(&s->capture_status) != CU_STREAM_CAPTURE_STATUS_NONE)
     return CUDA_ERROR_ILLEGAL_STATE;
   struct CUgraph_st *g = calloc(1, sizeof(*g));
@@ -817,10 +859,11 @@ SIM_API CUresult cuStreamBeginCapture(CUstream s, CUstreamCaptureMode mode) {
   return CUDA_SUCCESS;
 }
 
-SIM_API CUresult cuStreamEndCapture(CUstream s, CUgraph *phGraph) {
-  SIM_CHECK_STREAM(s);
+SIM_API CUresult cuStreamEndCapture(CUstream stream, CUgraph *phGraph) {
+  SIM_CHECK_STREAM(stream);
   if (phGraph == NULL) return CUDA_ERROR_INVALID_VALUE;
-  if (sim_is_default_stream(s) || atomic_load(&s->capture_status) == CU_STREAM_CAPTURE_STATUS_NONE)
+  struct CUstream_st *s = sim_capture_state(stream, 0);
+  if (s == NULL || atomic_load(&s->capture_status) == CU_STREAM_CAPTURE_STATUS_NONE)
     return CUDA_ERROR_ILLEGAL_STATE;
   if (s->capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED && s->capture_thread != &sim_thread_token)
     return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
@@ -848,8 +891,9 @@ SIM_API CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status) 
   if (status == NULL) return CUDA_ERROR_INVALID_VALUE;
   if (sim_is_legacy_stream(s) && atomic_load(&sim_blocking_captures) > 0)
     return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
-  *status = sim_is_default_stream(s) ? CU_STREAM_CAPTURE_STATUS_NONE
-                                     : (CUstreamCaptureStatus)atomic_load(&s->capture_status);
+  const struct CUstream_st *st = sim_capture_state(s, 0);
+  *status = st == NULL ? CU_STREAM_CAPTURE_STATUS_NONE
+                       : (CUstreamCaptureStatus)atomic_load(&st->capture_status);
   return CUDA_SUCCESS;
 }
 
@@ -861,8 +905,9 @@ SIM_API CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus *st
   CUresult r = cuStreamIsCapturing(s, status);
   if (r != CUDA_SUCCESS) return r;
   int active = *status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
-  if (id != NULL && active) *id = s->capture_graph->capture_id;
-  if (graph != NULL) *graph = active ? s->capture_graph : NULL;
+  const struct CUstream_st *st = sim_capture_state(s, 0); /* not NULL when active */
+  if (id != NULL && active) *id = st->capture_graph->capture_id;
+  if (graph != NULL) *graph = active ? st->capture_graph : NULL;
   if (deps != NULL) *deps = NULL;
   if (edges != NULL) *edges = NULL;
   if (ndeps != NULL) *ndeps = 0;

@@ -118,6 +118,72 @@ static void capture_of_the_default_stream_or_with_an_unknown_mode_is_refused(voi
   assert_int_equal(cuStreamDestroy(s), CUDA_SUCCESS);
 }
 
+/* The per-thread default stream may capture (cuda.h refuses only the legacy
+ * stream): each thread's is its own, it is blocking (the legacy stream is
+ * unusable meanwhile), and a capture its thread leaves open ends with the
+ * thread. simcuda refused it, stricter than CUDA. */
+static CUcontext ptds_ctx; /* the primary context, made current on the threads */
+
+static void *ptds_status_elsewhere(void *p) {
+  CUstreamCaptureStatus *st = p;
+  if (cuCtxSetCurrent(ptds_ctx) != CUDA_SUCCESS ||
+      cuStreamIsCapturing(CU_STREAM_PER_THREAD, st) != CUDA_SUCCESS)
+    *st = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+  return NULL;
+}
+
+static void *ptds_capture_left_open(void *p) {
+  if (cuCtxSetCurrent(ptds_ctx) != CUDA_SUCCESS) return NULL;
+  *(CUresult *)p = cuStreamBeginCapture(CU_STREAM_PER_THREAD, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  return NULL;
+}
+
+static void the_per_thread_stream_captures_on_its_own_thread(void **state) {
+  (void)state;
+  assert_int_equal(cuInit(0), CUDA_SUCCESS);
+  assert_int_equal(cuDevicePrimaryCtxRetain(&ptds_ctx, 0), CUDA_SUCCESS);
+  assert_int_equal(cuCtxSetCurrent(ptds_ctx), CUDA_SUCCESS);
+  assert_int_equal(cuStreamBeginCapture(CU_STREAM_PER_THREAD, CU_STREAM_CAPTURE_MODE_GLOBAL),
+                   CUDA_SUCCESS);
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  assert_int_equal(cuStreamIsCapturing(CU_STREAM_PER_THREAD, &st), CUDA_SUCCESS);
+  assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  cudaStream_t rs = cudaStreamPerThread;
+  enum cudaStreamCaptureStatus rst = cudaStreamCaptureStatusNone;
+  assert_int_equal(cudaStreamIsCapturing(rs, &rst), cudaSuccess);
+  assert_int_equal(rst, cudaStreamCaptureStatusActive);
+  cuuint64_t id = 0;
+  CUgraph during = NULL;
+  assert_int_equal(
+      cuStreamGetCaptureInfo(CU_STREAM_PER_THREAD, &st, &id, &during, NULL, NULL, NULL),
+      CUDA_SUCCESS);
+  assert_true(id != 0);
+  assert_non_null(during);
+  /* another thread's per-thread stream is not capturing */
+  pthread_t t;
+  CUstreamCaptureStatus other = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  assert_int_equal(pthread_create(&t, NULL, ptds_status_elsewhere, &other), 0);
+  pthread_join(t, NULL);
+  assert_int_equal(other, CU_STREAM_CAPTURE_STATUS_NONE);
+  /* blocking: the legacy stream is unusable while it captures */
+  assert_int_equal(cuStreamIsCapturing(CU_STREAM_LEGACY, &st), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+  assert_int_equal(cuStreamBeginCapture(CU_STREAM_PER_THREAD, CU_STREAM_CAPTURE_MODE_GLOBAL),
+                   CUDA_ERROR_ILLEGAL_STATE);
+  CUgraph g = NULL;
+  assert_int_equal(cuStreamEndCapture(CU_STREAM_PER_THREAD, &g), CUDA_SUCCESS);
+  assert_ptr_equal(g, during);
+  assert_int_equal(cuGraphDestroy(g), CUDA_SUCCESS);
+  assert_int_equal(cuStreamIsCapturing(CU_STREAM_PER_THREAD, &st), CUDA_SUCCESS);
+  assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_NONE);
+  /* a capture left open by a thread that ended holds nothing afterwards */
+  CUresult began = CUDA_ERROR_UNKNOWN;
+  assert_int_equal(pthread_create(&t, NULL, ptds_capture_left_open, &began), 0);
+  pthread_join(t, NULL);
+  assert_int_equal(began, CUDA_SUCCESS);
+  assert_int_equal(cuStreamIsCapturing(CU_STREAM_LEGACY, &st), CUDA_SUCCESS);
+  assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_NONE);
+}
+
 typedef struct end_arg {
   CUstream s;
   CUresult r;
@@ -561,6 +627,7 @@ int main(void) {
       cmocka_unit_test(begin_capture_marks_only_that_stream_active_until_end_capture),
       cmocka_unit_test(the_legacy_stream_is_unusable_while_a_blocking_stream_captures),
       cmocka_unit_test(capture_of_the_default_stream_or_with_an_unknown_mode_is_refused),
+      cmocka_unit_test(the_per_thread_stream_captures_on_its_own_thread),
       cmocka_unit_test(only_relaxed_capture_may_end_on_another_thread),
       cmocka_unit_test(the_capture_mode_is_per_thread_and_governs_unsafe_calls),
       cmocka_unit_test(runtime_capture_reports_active_and_work_still_runs_at_once),
