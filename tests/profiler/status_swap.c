@@ -54,13 +54,7 @@ int open64(const char *path, int flags, ...) {
   return swap_open(path, flags, mode);
 }
 
-int open(const char *path, int flags, ...) {
-  va_list ap;
-  va_start(ap, flags);
-  mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? va_arg(ap, mode_t) : 0;
-  va_end(ap);
-  return swap_open(path, flags, mode);
-}
+int open(const char *path, int flags, ...) __attribute__((alias("open64")));
 
 __attribute__((destructor)) static void status_swap_report(void) {
   const char *out = getenv("STATUS_SWAP_OUT");

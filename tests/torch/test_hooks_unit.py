@@ -133,6 +133,18 @@ class Leaf(nn.Module):
         return Probe.apply(x * self.w, self.tag)
 
 
+class OneFc(nn.Module):
+    """A model of one child, fc = Leaf(tag); subclassed where a test needs
+    models of their own classes (root names follow the class)."""
+
+    def __init__(self, tag):
+        super().__init__()
+        self.fc = Leaf(tag)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
 class Attn(nn.Module):  # a container with an op of its own between two children
     def __init__(self):
         super().__init__()
@@ -414,15 +426,10 @@ class Tests(unittest.TestCase):
     def test_other_root_models_of_one_class_keep_apart(self):
         # a GAN whose G and D are both nn.Sequential, with an EMA copy of G:
         # D and the copy are two models, not one set of layers
-        class Main(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.fc = Leaf("main")
+        class Main(OneFc):
+            pass
 
-            def forward(self, x):
-                return self.fc(x)
-
-        main, d, ema = Main(), nn.Sequential(Leaf("d")), nn.Sequential(Leaf("ema"))
+        main, d, ema = Main("main"), nn.Sequential(Leaf("d")), nn.Sequential(Leaf("ema"))
         x = torch.ones(2)
         for m in (main, d, ema, d, ema):
             m(x)
@@ -440,13 +447,8 @@ class Tests(unittest.TestCase):
         # its own in its forward (outside its children): each model's own
         # ops are its layer, named by its prefix. They were one layer,
         # "Head", for both (the class name alone).
-        class Main(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.fc = Leaf("main")
-
-            def forward(self, x):
-                return self.fc(x)
+        class Main(OneFc):
+            pass
 
         class Head(nn.Module):
             def __init__(self, tag):
@@ -456,7 +458,7 @@ class Tests(unittest.TestCase):
             def forward(self, x):
                 return Probe.apply(self.fc(x), self.tag)
 
-        main, h1, h2 = Main(), Head("h1"), Head("h2")
+        main, h1, h2 = Main("main"), Head("h1"), Head("h2")
         x = torch.ones(2)
         for m in (main, h1, h2, h1, h2):
             m(x)
@@ -596,20 +598,13 @@ class Tests(unittest.TestCase):
         # in each later step: its layers carry its class, the student's stay
         # plain. It took the student's plain names ("fc" for both), so the
         # two models' layers were one.
-        class Student(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.fc = Leaf("student")
+        class Student(OneFc):
+            pass
 
-            def forward(self, x):
-                return self.fc(x)
+        class Teacher(OneFc):
+            pass
 
-        class Teacher(Student):
-            def __init__(self):
-                nn.Module.__init__(self)
-                self.fc = Leaf("teacher")
-
-        student = Student()
+        student = Student("student")
         opt = torch.optim.SGD(student.parameters(), lr=0.0)
         teacher = None
         names = []
@@ -617,7 +612,7 @@ class Tests(unittest.TestCase):
             seen.clear()
             x = torch.ones(2)
             if step > 0:
-                teacher = teacher or Teacher()
+                teacher = teacher or Teacher("teacher")
                 x = teacher(x).detach()  # with grad on: training work starts the step
             student(x).sum().backward()
             opt.step()
