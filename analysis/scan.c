@@ -20,6 +20,7 @@
  *   holding a subnormal, inf or NaN go to acc_value(). With AVX-512 the loop
  *   is a call-free kernel (accumulators stay in registers), and fp16/bf16
  *   are widened to fp32 in registers, their exponents counted in pairs
+ *   (views of F16_PAIRS_MIN_ELEMENTS and more) or one by one
  *   (scan_avx2.c, scan_avx512.c, their shared state in scan_f32.c).
  * - fp64 with AVX-512: eight values at a time, exponents read from the
  *   source into four sub-histograms; each value compared only with the
@@ -275,7 +276,8 @@ static void scan_run(scanner *S, const void *p, uint64_t n) {
  * Crossovers measured with the scanner alone (2-core VM, Zen 4): fp32
  * portable 300 ns vs vector 510 ns at 16 elements, 730 vs 500 at 64;
  * fp16/bf16 ~100 elements; e4m3 patterns 3.9 us vs 4.8 us at 256, 14 vs
- * 5.2 us at 1024. The explicit paths (tests) run at any size. */
+ * 5.2 us at 1024. MP_SCAN_AVX2 keeps these cut-offs (it is AUTO on a CPU
+ * without AVX-512); MP_SCAN_AVX512_NO_PLANES (tests) runs at any size. */
 #define AUTO_PORTABLE_BELOW 64
 #define AUTO_PATTERN8_MIN_ELEMENTS 512
 
@@ -387,7 +389,10 @@ static void start_classes_avx2(scanner *S, mp_scan_impl impl, uint64_t total) {
 static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
   S->kind = RUN_PORTABLE;
   if (impl == MP_SCAN_PORTABLE) return;
-  if (impl == MP_SCAN_AUTO && total < AUTO_PORTABLE_BELOW) return;
+  /* MP_SCAN_AVX2 is AUTO as a CPU without AVX-512 runs it, cut-offs and all
+   * (so that what it measures is what such a CPU pays). */
+  bool auto_sizes = impl == MP_SCAN_AUTO || impl == MP_SCAN_AVX2;
+  if (auto_sizes && total < AUTO_PORTABLE_BELOW) return;
   switch (S->dtype) {
   case MP_FP64:
 #ifdef MP_HAVE_X86
@@ -446,7 +451,7 @@ static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
 #ifdef MP_HAVE_X86
     /* With AVX-512, 16-bit sources are widened to fp32 in registers. */
     if (cpu_has_avx512() && impl != MP_SCAN_AVX2 && total >= 16) {
-      start_f32_fast(S, true, true, impl != MP_SCAN_AVX512_NO_PLANES);
+      start_f32_fast(S, true, total >= F16_PAIRS_MIN_ELEMENTS, impl != MP_SCAN_AVX512_NO_PLANES);
       if (S->kind != RUN_PORTABLE) {
         /* Class planes, with the fp32-family kernels for blocks they refuse. */
         if (impl == MP_SCAN_AUTO && total >= CLASS16_MIN_ELEMENTS) start_classes(S);
@@ -471,7 +476,7 @@ static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
 #endif
     unsigned bits = mp_dtype_size(S->dtype) * 8;
     if (bits == 16 && total < PATTERN16_MIN_ELEMENTS) break;
-    if (bits == 8 && impl == MP_SCAN_AUTO && total < AUTO_PATTERN8_MIN_ELEMENTS) break;
+    if (bits == 8 && auto_sizes && total < AUTO_PATTERN8_MIN_ELEMENTS) break;
     unsigned banks = bits == 16 ? 2 : 8;
     S->patterns.cnt = calloc((size_t)banks << bits, sizeof(uint32_t));
     if (!S->patterns.cnt) break; /* the portable path needs no memory */
@@ -583,6 +588,7 @@ const char *mp_scan_path_name(mp_dtype d, uint64_t total, mp_scan_impl impl) {
 #ifdef MP_HAVE_X86
   if (S.kind == RUN_F32_AVX512 && S.f32->use_planes) name = "f32_avx512_planes";
   if (S.kind == RUN_F32_AVX2 && S.f32->pairs) name = "f32_avx2_pairs";
+  if (S.kind == RUN_F32_AVX512 && !S.f32->use_planes && S.f32->pairs) name = "f32_avx512_pairs";
 #endif
   finish(&S);
   free(s);

@@ -1,6 +1,7 @@
 /* The host scanner's fp32, fp16 and bf16 path with AVX-512: the AVX2
  * computation sixteen values at a time in call-free kernels, 16-bit sources
- * widened to fp32 in registers and their exponents counted in pairs. */
+ * widened to fp32 in registers and their exponents counted in pairs (large
+ * views) or one by one from the widened vector. */
 #include <limits.h>
 #include <stdint.h>
 
@@ -71,9 +72,16 @@ _Static_assert(TH_COUNT == 10 && IND_ZEROS == 10 && IND_NEGATIVES == 11, "unroll
       c10 = _mm512_mask_sub_epi32(c10, (__mmask16)~nonzero, c10, minus_one);                       \
       c11 = _mm512_mask_sub_epi32(c11, _mm512_cmplt_epi32_mask(key, minus_one), c11, minus_one);   \
       FOR_TH(CNT_BUMP)                                                                             \
-      if (!PAIRS) {                                                                                \
+      if (!PAIRS && sizeof(T) == 4) {                                                              \
         hist_exponents8(sub, (const float *)(const void *)(p + i));                                \
         hist_exponents8(sub + 8, (const float *)(const void *)(p + i + 8));                        \
+        continue;                                                                                  \
+      }                                                                                            \
+      if (!PAIRS) { /* 16-bit sources: the widened values, from the stack */                       \
+        _Alignas(64) float w_[16];                                                                 \
+        _mm512_store_si512(w_, v);                                                                 \
+        hist_exponents8(sub, w_);                                                                  \
+        hist_exponents8(sub + 8, w_ + 8);                                                          \
         continue;                                                                                  \
       }                                                                                            \
       /* Exponent codes; zeros (exponent 0 < base) land outside the window. */                     \
@@ -119,6 +127,8 @@ _Static_assert(TH_COUNT == 10 && IND_ZEROS == 10 && IND_NEGATIVES == 11, "unroll
 F32_KERNEL(f32_kernel, float, LOAD_F32, 0)
 F32_KERNEL(f16_kernel, uint16_t, LOAD_F16, 1)
 F32_KERNEL(bf16_kernel, uint16_t, LOAD_BF16, 1)
+F32_KERNEL(f16_kernel_single, uint16_t, LOAD_F16, 0)
+F32_KERNEL(bf16_kernel_single, uint16_t, LOAD_BF16, 0)
 
 #undef TH_REG
 #undef CNT_LOAD
@@ -129,12 +139,12 @@ F32_KERNEL(bf16_kernel, uint16_t, LOAD_BF16, 1)
 
 /* Kernel calls; vectors with a subnormal, inf or NaN and the tail go value
  * by value through acc_value(), and the lane counters are folded in time. */
-#define F32_DRIVER(NAME, KERNEL, T, DECODE)                                                        \
+#define F32_DRIVER(NAME, KERNEL, KERNEL_SINGLE, T, DECODE)                                         \
   void NAME(mp_stats *s, const src_info *I, f32_fast *F, const T *p, uint64_t n) {                 \
     pair_state *P = F->pairs;                                                                      \
     uint64_t i = 0;                                                                                \
     while (i + 16 <= n) {                                                                          \
-      uint64_t j = KERNEL(F, P, p, i, n);                                                          \
+      uint64_t j = P ? KERNEL(F, P, p, i, n) : KERNEL_SINGLE(F, P, p, i, n);                       \
       if (P && F->recent_escapes * 16 > j - i)                                                     \
         mp_scan_pair_rebase(F, INT_MAX, mp_scan_top_exponent(F));                                  \
       if (P && P->pending >= PAIR_FOLD_VECTORS) mp_scan_pair_fold(F);                              \
@@ -151,7 +161,7 @@ F32_KERNEL(bf16_kernel, uint16_t, LOAD_BF16, 1)
   }
 
 #define AS_IS(x) (x)
-F32_DRIVER(mp_scan_f32_run_avx512, f32_kernel, float, AS_IS)
-F32_DRIVER(mp_scan_f16_run_avx512, f16_kernel, uint16_t, mp_fp16_to_float)
-F32_DRIVER(mp_scan_bf16_run_avx512, bf16_kernel, uint16_t, mp_bf16_to_float)
+F32_DRIVER(mp_scan_f32_run_avx512, f32_kernel, f32_kernel, float, AS_IS)
+F32_DRIVER(mp_scan_f16_run_avx512, f16_kernel, f16_kernel_single, uint16_t, mp_fp16_to_float)
+F32_DRIVER(mp_scan_bf16_run_avx512, bf16_kernel, bf16_kernel_single, uint16_t, mp_bf16_to_float)
 #endif

@@ -65,6 +65,7 @@ _Static_assert(4 * C2_BLOCK16_STEPS <= 65535, "pair counters are uint16");
 #define C2_BLOCK8_STEPS MP_CLS2_BLOCK_STEPS
 #define C2_CHUNK8_STEPS 15
 _Static_assert(4 * C2_BLOCK8_STEPS <= 65535, "pair counters are uint16");
+#define C2_DIRECT_STEPS MP_CLS2_DIRECT_STEPS
 /* fp8 ids the kernels count (below these: the classes), and the thresholds
  * each compares (unused ones, 0x7f, never pass: a kernel may compare more
  * than its format has, not fewer). */
@@ -299,8 +300,17 @@ static void c2_build_all(void) {
 
 /* ---- 16-bit kernel -------------------------------------------------------- */
 
+/* Short blocks' values by id (ids of 64 and more wrap), in four sets so that
+ * runs of one id do not make one chain of dependent increments; a block of
+ * C2_DIRECT_STEPS steps puts at most 8 C2_DIRECT_STEPS counts in a counter. */
+typedef struct c2_direct {
+  uint16_t c[4][C2_IDS];
+} c2_direct;
+_Static_assert(8 * C2_DIRECT_STEPS <= 65535, "direct counters are uint16");
+
 typedef struct c2_out {
   uint16_t smax[16], umax[16], aminm1[16], neg[16];
+  c2_direct dc; /* direct kernels */
 } c2_out;
 
 /* Pair indices (id of value 2k) | (id of value 2k + 1) << 6 of the 16 values
@@ -337,8 +347,24 @@ typedef struct c2_out {
 /* A step's 16 pair indices into the four banks b0 .. b3 (scan_internal.h). */
 #define C2_COUNT16(ix) PAIR_COUNT16(b0, b1, b2, b3, ix)
 
+/* n (even) pair indices (id lo | id hi << 6) straight into counts by id. */
+C2_INLINE void c2_count_direct(c2_direct *d, const uint16_t *ix, uint64_t n) {
+  for (uint64_t k = 0; k < n; k += 2) {
+    d->c[0][ix[k] & 63]++;
+    d->c[1][(ix[k] >> 6) & 63]++;
+    d->c[2][ix[k + 1] & 63]++;
+    d->c[3][(ix[k + 1] >> 6) & 63]++;
+  }
+}
+
+/* The counts of ids 0 .. nid - 1 (of all 64 when counting ids beyond). */
+static void c2_direct_sum(const c2_direct *d, uint64_t *counts) {
+  for (int id = 0; id < C2_IDS; id++)
+    counts[id] = (uint64_t)d->c[0][id] + d->c[1][id] + d->c[2][id] + d->c[3][id];
+}
+
 C2_INLINE void c2_16_kernel(c2_out *o, uint16_t (*bank)[C2_IDS * C2_IDS], const struct cls2_scan *C,
-                            const uint16_t *p, uint64_t nsteps, int kind, int nth) {
+                            const uint16_t *p, uint64_t nsteps, int kind, int nth, bool direct) {
   const __m256i absmask = _mm256_set1_epi16(0x7fff), minus_one = _mm256_set1_epi16(-1);
   const __m256i sign = _mm256_set1_epi16((short)0x8000), zero = _mm256_setzero_si256();
   const __m256i basem1 = _mm256_set1_epi16((short)(C->base - 1));
@@ -348,6 +374,7 @@ C2_INLINE void c2_16_kernel(c2_out *o, uint16_t (*bank)[C2_IDS * C2_IDS], const 
     th[k] = _mm256_set1_epi16((short)C->th[k]);
   __m256i smax = _mm256_set1_epi16((short)0x8000), umax = zero, aminm1 = minus_one, neg = zero;
   uint16_t *b0 = bank[0], *b1 = bank[1], *b2 = bank[2], *b3 = bank[3];
+  if (direct) memset(&o->dc, 0, sizeof o->dc);
   /* A step's pair indices are stored and counted during the next step, so
    * that the vector unit computes ids while the integer unit counts. */
   _Alignas(32) uint16_t ixbuf[2][16];
@@ -357,9 +384,11 @@ C2_INLINE void c2_16_kernel(c2_out *o, uint16_t (*bank)[C2_IDS * C2_IDS], const 
     C2_16_IDS(p + 32 * i, x0);
     C2_16_IDS(p + 32 * i + 16, x1);
     _mm256_store_si256((__m256i *)ixbuf[i & 1], _mm256_packus_epi32(x0, x1));
-    if (i > 0) C2_COUNT16(ixbuf[(i - 1) & 1]);
+    if (i > 0 && direct) c2_count_direct(&o->dc, ixbuf[(i - 1) & 1], 16);
+    if (i > 0 && !direct) C2_COUNT16(ixbuf[(i - 1) & 1]);
   }
-  if (nsteps > 0) C2_COUNT16(ixbuf[(nsteps - 1) & 1]);
+  if (nsteps > 0 && direct) c2_count_direct(&o->dc, ixbuf[(nsteps - 1) & 1], 16);
+  if (nsteps > 0 && !direct) C2_COUNT16(ixbuf[(nsteps - 1) & 1]);
   _mm256_storeu_si256((__m256i *)o->smax, smax);
   _mm256_storeu_si256((__m256i *)o->umax, umax);
   _mm256_storeu_si256((__m256i *)o->aminm1, aminm1);
@@ -370,7 +399,19 @@ C2_INLINE void c2_16_kernel(c2_out *o, uint16_t (*bank)[C2_IDS * C2_IDS], const 
 __attribute__((target(C2_ISA), noinline)) static void
 f16_kernel(c2_out *o, uint16_t (*bank)[C2_IDS * C2_IDS], const struct cls2_scan *C,
            const uint16_t *p, uint64_t nsteps) {
-  c2_16_kernel(o, bank, C, p, nsteps, 1, 6);
+  c2_16_kernel(o, bank, C, p, nsteps, 1, 6, false);
+}
+
+/* Short blocks (C2_DIRECT_STEPS): counts by id, no banks; bf16 with every
+ * threshold compare (unused ones never pass). */
+__attribute__((target(C2_ISA), noinline)) static void
+f16_kernel_direct(c2_out *o, const struct cls2_scan *C, const uint16_t *p, uint64_t nsteps) {
+  c2_16_kernel(o, NULL, C, p, nsteps, 1, 6, true);
+}
+
+__attribute__((target(C2_ISA), noinline)) static void
+bf16_kernel_direct(c2_out *o, const struct cls2_scan *C, const uint16_t *p, uint64_t nsteps) {
+  c2_16_kernel(o, NULL, C, p, nsteps, 2, C2_NTH, true);
 }
 
 /* bf16 by the number of thresholds in the window (compares cost). */
@@ -378,7 +419,7 @@ f16_kernel(c2_out *o, uint16_t (*bank)[C2_IDS * C2_IDS], const struct cls2_scan 
   __attribute__((target(C2_ISA), noinline)) static void NAME(                                      \
       c2_out *o, uint16_t(*bank)[C2_IDS * C2_IDS], const struct cls2_scan *C, const uint16_t *p,   \
       uint64_t nsteps) {                                                                           \
-    c2_16_kernel(o, bank, C, p, nsteps, 2, NTH);                                                   \
+    c2_16_kernel(o, bank, C, p, nsteps, 2, NTH, false);                                            \
   }
 C2_BF16_KERNEL(bf16_kernel4, 4)
 C2_BF16_KERNEL(bf16_kernel6, 6)
@@ -445,6 +486,7 @@ static void c2_fold_pairs(uint16_t (*bank)[C2_IDS * C2_IDS], int nid, uint64_t *
     }
 }
 
+/* bank NULL: a direct kernel's block (o->counts). */
 static c2_rc c2_16_commit(struct cls2_scan *C, uint16_t (*bank)[C2_IDS * C2_IDS], const c2_out *o,
                           uint64_t n, int *ret_lo, int *ret_hi) {
   int32_t smax_l[16];
@@ -472,15 +514,18 @@ static c2_rc c2_16_commit(struct cls2_scan *C, uint16_t (*bank)[C2_IDS * C2_IDS]
     }
   }
   if (rc != C2_OK) {
-    memset(bank, 0, sizeof(uint16_t) * C2_BANKS * C2_IDS * C2_IDS);
+    if (bank) memset(bank, 0, sizeof(uint16_t) * C2_BANKS * C2_IDS * C2_IDS);
     return rc;
   }
   uint64_t counts[C2_IDS] = {0}, total = 0;
-  c2_fold_pairs(bank, C->nid, counts);
+  if (bank)
+    c2_fold_pairs(bank, C->nid, counts);
+  else
+    c2_direct_sum(&o->dc, counts);
   for (int id = 0; id < C->nid; id++)
     total += counts[id];
   if (total != n) { /* cannot happen: a value without a class */
-    memset(bank, 0, sizeof(uint16_t) * C2_BANKS * C2_IDS * C2_IDS);
+    if (bank) memset(bank, 0, sizeof(uint16_t) * C2_BANKS * C2_IDS * C2_IDS);
     return C2_FAIL;
   }
   for (int id = 0; id < C->nid; id++)
@@ -554,15 +599,17 @@ static void c2_16_run(mp_stats *s, const src_info *I, struct cls2_scan *C, const
     if (C->skip > 0) {
       C->skip--;
     } else {
-      if (!C->work) C->work = calloc(1, sizeof *C->work);
+      bool direct = nsteps <= C2_DIRECT_STEPS; /* no banks */
+      if (!direct && !C->work) C->work = calloc(1, sizeof *C->work);
       c2_work *W = C->work;
-      for (int attempt = 0; W && attempt < 2 && !done; attempt++) {
-        if (C->dtype == MP_FP16)
-          f16_kernel(&o, W->bank, C, p + i, nsteps);
+      for (int attempt = 0; (direct || W) && attempt < 2 && !done; attempt++) {
+        bool f16 = C->dtype == MP_FP16;
+        if (direct)
+          (f16 ? f16_kernel_direct : bf16_kernel_direct)(&o, C, p + i, nsteps);
         else
-          bf16_kernel(&o, W->bank, C, p + i, nsteps);
+          (f16 ? f16_kernel : bf16_kernel)(&o, W->bank, C, p + i, nsteps);
         int lo = 0, hi = 0;
-        c2_rc rc = c2_16_commit(C, W->bank, &o, m, &lo, &hi);
+        c2_rc rc = c2_16_commit(C, direct ? NULL : W->bank, &o, m, &lo, &hi);
         if (rc == C2_OK) {
           done = true;
         } else if (rc == C2_WINDOW && attempt == 0) {
@@ -664,12 +711,16 @@ C2_INLINE void c2_8_pairs(uint16_t (*bank)[C2_IDS * C2_IDS], const uint16_t *ix,
 /* nsteps steps of 32 bytes; shift: mantissa bits; nan: e4m3, whose NaN is a
  * class of its own (left out of min, max and negatives); np: nibble-counter
  * planes (ids below 2 np), or 0: pair counters in bank, folded into o->counts
- * at the end. Each chunk: ids into a buffer with the lane statistics, then
+ * at the end (bank NULL: pairs counted into o->counts as they come, for
+ * short blocks). Each chunk: ids into a buffer with the lane statistics, then
  * counted from the buffer (nibbles: one pass per C2_PASS_PLANES planes, two
  * passes at most, so that each pass's counters stay in registers). */
 C2_INLINE void c2_8_kernel(c2_out8 *o, uint16_t (*bank)[C2_IDS * C2_IDS], const struct cls2_scan *C,
                            const uint8_t *p, uint64_t nsteps, int shift, bool nan, int nth,
                            int np) {
+  bool direct = !bank; /* pairs straight into counts by id */
+  c2_direct dc;
+  if (np == 0 && direct) memset(&dc, 0, sizeof dc);
   const __m256i low7 = _mm256_set1_epi8(0x7f), zero = _mm256_setzero_si256();
   const __m256i emask = _mm256_set1_epi8((char)(0x7f >> shift)), two = _mm256_set1_epi8(2);
   const __m256i minus_one = _mm256_set1_epi8(-1), sign = _mm256_set1_epi8((char)0x80);
@@ -721,7 +772,9 @@ C2_INLINE void c2_8_kernel(c2_out8 *o, uint16_t (*bank)[C2_IDS * C2_IDS], const 
       if (np == 0) id = _mm256_maddubs_epi16(id, pairw);
       _mm256_store_si256((__m256i *)(buf + 16 * i), id);
     }
-    if (np == 0) {
+    if (np == 0 && direct) {
+      c2_count_direct(&dc, buf, 16 * len);
+    } else if (np == 0) {
       c2_8_pairs(bank, buf, len);
     } else { /* written out so that each pass's plane count is a constant */
       const int k = C2_PASS_PLANES;
@@ -742,7 +795,8 @@ C2_INLINE void c2_8_kernel(c2_out8 *o, uint16_t (*bank)[C2_IDS * C2_IDS], const 
   uint64_t ns[4];
   _mm256_storeu_si256((__m256i *)ns, neg_sum);
   o->neg = ns[0] + ns[1] + ns[2] + ns[3];
-  if (np == 0) c2_fold_pairs(bank, C->nid, o->counts);
+  if (np == 0 && !direct) c2_fold_pairs(bank, C->nid, o->counts);
+  if (np == 0 && direct) c2_direct_sum(&dc, o->counts);
   for (int j = 0; j < np; j++) {
     uint64_t low = c2_lanes64(nib.low[j]);
     o->counts[2 * j] = low;
@@ -786,7 +840,7 @@ static c2_rc c2_8_commit(struct cls2_scan *C, uint16_t (*bank)[C2_IDS * C2_IDS],
   /* inf or NaN (ids beyond the classes: pair counters the fold left), or a
    * value without a class (cannot happen). */
   if (amax >= c2_special(C->dtype) || total != n) {
-    memset(bank, 0, sizeof(uint16_t) * C2_BANKS * C2_IDS * C2_IDS);
+    if (bank) memset(bank, 0, sizeof(uint16_t) * C2_BANKS * C2_IDS * C2_IDS);
     return C2_FAIL;
   }
   for (int id = 0; id < C->nid; id++)
@@ -809,10 +863,11 @@ static void c2_8_run(mp_stats *s, const src_info *I, struct cls2_scan *C, const 
     if (C->skip > 0) {
       C->skip--;
     } else {
-      if (!C->work) C->work = calloc(1, sizeof *C->work);
-      if (C->work) {
-        uint16_t(*bank)[C2_IDS * C2_IDS] = C->work->bank;
-        bool e4m3 = C->dtype == MP_FP8_E4M3;
+      /* e4m3 counts by nibbles, short e5m2 blocks directly: no banks. */
+      bool e4m3 = C->dtype == MP_FP8_E4M3, banks = !e4m3 && nsteps > C2_DIRECT_STEPS;
+      if (banks && !C->work) C->work = calloc(1, sizeof *C->work);
+      if (!banks || C->work) {
+        uint16_t(*bank)[C2_IDS * C2_IDS] = banks ? C->work->bank : NULL;
         (e4m3 ? e4m3_kernel : e5m2_kernel)(&o, bank, C, p + i, nsteps);
         c2_rc rc = c2_8_commit(C, bank, &o, m);
         done = rc == C2_OK;

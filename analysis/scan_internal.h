@@ -313,6 +313,17 @@ _Static_assert(sizeof(pair_count) == 2, "mp_scan_pair_fold reads four counters a
 #define F32A_PAIR_FOLD_VECTORS (65535 / F32A_PAIR_PER_BANK)
 #define F32A_PAIRS_MIN_ELEMENTS (1u << 15)
 
+/* fp16 and bf16 views below this count their exponents one value at a time
+ * on the AVX-512 path, not in pairs: the pairs' fold reads a corner of the
+ * banks that grows with the square of the binades seen, which is most of a
+ * small scan (2-core Zen 5 VM, values over 40 binades, thread CPU,
+ * MP_SCAN_AVX512_NO_PLANES with and without pairs: 64 values 1392 -> 419 ns,
+ * 1024 3012 -> 901, 65536 41.8 -> 34.0 us; through MP_SCAN_AUTO, where 64
+ * to 127 values take this path alone: 64 values 1412 -> 438 ns). On that
+ * VM single counts were faster at every size (4M values 2.50 -> 2.18 ms);
+ * pairs were chosen on an Intel VM for large views, kept there. */
+#define F16_PAIRS_MIN_ELEMENTS (1u << 16)
+
 typedef struct pair_state {
   pair_count bank[PAIR_BANKS][64 * 64];
   uint32_t escapes[PAIR_KERNEL_VECTORS * 16 + 16]; /* biased exponents outside the window */
@@ -610,6 +621,13 @@ uint64_t mp_scan_cls2_fallbacks(void);
 /* Steps a class-kernel call (a block) takes at most: of 32 values for 16-bit
  * sources, of 32 bytes for fp8. */
 #define MP_CLS2_BLOCK_STEPS 8192
+/* Blocks of at most this many steps (fp8 e5m2, fp16, bf16) count their pair
+ * indices straight into counts by id, not into the banks, whose fold reads
+ * the nid^2 pair counters of four banks: most of a small view's scan. 2-core
+ * Zen 5 VM, MP_SCAN_AVX2 through a workspace, values over 40 binades, banks
+ * against direct: fp16 256 values 4111 -> 358 ns, 8192 6215 -> 3993, 16384
+ * (512 steps) 8451 -> 7761 ns; bf16 256 5590 -> 397. */
+#define MP_CLS2_DIRECT_STEPS 512
 /* Blocks the class kernels counted (committed) since the process started
  * (tests: the kernels run at all, rather than a path whose tables the build
  * refused). */

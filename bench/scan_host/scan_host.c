@@ -15,7 +15,8 @@
  * scan (thread CPU time, best of reps x 2000 scans) through a workspace, as
  * libmpprof scans (mp_scan_ws: the paths' states kept between scans), and
  * without one, as mpprof inspect scans, against issue 16's aim of 1 us for
- * a tiny tensor.
+ * a tiny tensor. On an AVX-512 CPU a third column times MP_SCAN_AVX2 through
+ * a workspace: what a CPU without AVX-512 pays for the same view.
  * Usage: scan_host [MiB] [reps] [dtype] (a dtype name limits the run to that
  * source, for quick iterations). */
 #include <math.h>
@@ -134,12 +135,12 @@ static void keep_min(double *best, double t) {
 #define SMALL_SCANS 2000
 
 /* ns per scan of a small view: the best of reps rounds of SMALL_SCANS. */
-static double small_ns(mp_scan_ws *ws, mp_stats *s, const mp_view *v, int reps) {
+static double small_ns(mp_scan_ws *ws, mp_stats *s, const mp_view *v, mp_scan_impl impl, int reps) {
   double best = INFINITY;
   for (int r = 0; r < reps; r++) {
     stamp t0 = now();
     for (int k = 0; k < SMALL_SCANS; k++)
-      mp_scan_ws_scan(ws, s, v, MP_SCAN_AUTO);
+      mp_scan_ws_scan(ws, s, v, impl);
     keep_min(&best, (now().cpu - t0.cpu) / SMALL_SCANS * 1e9);
   }
   return best;
@@ -153,7 +154,10 @@ static void small_views(mp_stats *s, void *buf, int reps, const char *only) {
   printf("\nsmall views: ns per scan (thread CPU), auto path, through a workspace as libmpprof "
          "scans\n(and without one, as mpprof inspect); aim %.0f ns, ratio = with / aim\n",
          SMALL_AIM_NS);
-  printf("%-9s %8s %10s %10s %6s\n", "dtype", "values", "workspace", "without", "ratio");
+  bool avx2_too = strcmp(mp_scan_auto_name(), "avx512") == 0;
+  if (avx2_too) printf("avx2: MP_SCAN_AVX2 through a workspace (a CPU without AVX-512)\n");
+  printf("%-9s %8s %10s %10s %6s%s\n", "dtype", "values", "workspace", "without", "ratio",
+         avx2_too ? "       avx2  ratio" : "");
   for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) {
     if (only && strcmp(only, mp_dtype_name(ds[i])) != 0) continue;
     fill(ds[i], buf, 4096);
@@ -161,13 +165,16 @@ static void small_views(mp_stats *s, void *buf, int reps, const char *only) {
       mp_view v = {
           .dtype = ds[i], .data = buf, .rows = sizes[j], .cols = 1, .ld = sizes[j], .batch = 1};
       mp_stats_init(s, ds[i]);
-      double with = INFINITY, without = INFINITY;
-      for (int r = 0; r < 2; r++) { /* alternating, so both see the same machine */
-        keep_min(&with, small_ns(ws, s, &v, reps));
-        keep_min(&without, small_ns(NULL, s, &v, reps));
+      double with = INFINITY, without = INFINITY, avx2 = INFINITY;
+      for (int r = 0; r < 2; r++) { /* alternating, so all see the same machine */
+        keep_min(&with, small_ns(ws, s, &v, MP_SCAN_AUTO, reps));
+        keep_min(&without, small_ns(NULL, s, &v, MP_SCAN_AUTO, reps));
+        if (avx2_too) keep_min(&avx2, small_ns(ws, s, &v, MP_SCAN_AVX2, reps));
       }
-      printf("%-9s %8llu %10.0f %10.0f %6.2f\n", mp_dtype_name(ds[i]), (unsigned long long)sizes[j],
+      printf("%-9s %8llu %10.0f %10.0f %6.2f", mp_dtype_name(ds[i]), (unsigned long long)sizes[j],
              with, without, with / SMALL_AIM_NS);
+      if (avx2_too) printf(" %10.0f %6.2f", avx2, avx2 / SMALL_AIM_NS);
+      printf("\n");
     }
   }
   mp_scan_ws_free(ws);

@@ -690,8 +690,8 @@ static void each_view_takes_the_fastest_kernel_this_cpu_has(void **state) {
         break;
       case MP_FP16:
       case MP_BF16:
-        if (wide)
-          want = impl == MP_SCAN_AUTO ? (classes ? "classes" : f32_wide) : "f32_avx512";
+        if (wide) /* n is past F16_PAIRS_MIN_ELEMENTS: exponent pairs */
+          want = impl == MP_SCAN_AUTO ? (classes ? "classes" : f32_wide) : "f32_avx512_pairs";
         else
           want = impl == MP_SCAN_AVX512_NO_PLANES ? "patterns" : c2;
         break;
@@ -710,6 +710,14 @@ static void each_view_takes_the_fastest_kernel_this_cpu_has(void **state) {
   if (avx2 || avx512)
     assert_string_equal(mp_scan_path_name(MP_FP32, F32A_PAIRS_MIN_ELEMENTS - 1, MP_SCAN_AVX2),
                         "f32_avx2");
+  /* So do smaller fp16 and bf16 views with AVX-512 (a pair fold costs more
+   * than a small view's scan). */
+  if (avx512) {
+    assert_string_equal(
+        mp_scan_path_name(MP_FP16, F16_PAIRS_MIN_ELEMENTS - 1, MP_SCAN_AVX512_NO_PLANES),
+        "f32_avx512");
+    assert_string_equal(mp_scan_path_name(MP_BF16, 64, MP_SCAN_AVX512_NO_PLANES), "f32_avx512");
+  }
 #endif
   assert_null(mp_scan_path_name(MP_INT8, n, MP_SCAN_AUTO));
 }
