@@ -9,9 +9,9 @@
  * into one bit of a byte, eight classes per plane byte; the planes are summed
  * per bit position (one carry-save level, then a byte transpose per qword by
  * gf2p8affineqb and byte popcounts). At the end each class adds its count
- * through acc_counts() with one member as representative, so the counts are
- * the portable path's by construction. min, max and min |x| come from integer
- * max/min of the bits in lanes, as in the fp32 kernels.
+ * by its signature (mp_cls_sig_of: what acc_counts() counts for each of its
+ * members), so the counts are the portable path's by construction. min, max and min |x| come from
+ * integer max/min of the bits in lanes, as in the fp32 kernels.
  *
  * - fp8 (e4m3, e5m2): the code is the byte itself; the table ignores its
  *   sign bit, which goes into bit 7 of planes 0 and 1 through one ternary
@@ -63,7 +63,7 @@ struct cls_scan {
   uint8_t plut[CLS_PLANES_MAX][64]; /* class id -> plane byte */
   uint16_t th[64];                  /* 16-bit: threshold by slot (0x7fff: none) */
   int nclass;
-  double rep[CLS_MAX];                  /* a positive member of each class */
+  cls_sig sig[CLS_MAX];                 /* what each class counts (its positive members') */
   uint64_t count[CLS_MAX];              /* values per class */
   uint64_t values, negatives, neg_infs; /* neg_infs: fp8 */
   uint64_t classed;                     /* values in class counts already folded */
@@ -72,7 +72,6 @@ struct cls_scan {
   /* 16-bit: class per (group, flag) — group: biased exponent (bf16) or
    * binade code (fp16); the window (bf16) maps codes to groups. */
   cls_sig gsig[256][2];
-  double grep[256][2];
   int base, width; /* bf16: codes 1..width are exponents base..base + width - 1 */
   uint8_t hb_code[128], lb_code[128], lb_top;   /* fp16 binade codes */
   uint8_t hb_cid[128], lb_cid[128], lb_top_cid; /* fp16: the class ids of those codes */
@@ -94,14 +93,13 @@ typedef struct cls_out {
 } cls_out;
 
 /* Adds key -> class of sig (a new class if no equal one yet). false: too many. */
-static bool cls_assign(cls_scan *C, cls_sig *sigs, int key, const cls_sig *g, double rep) {
+static bool cls_assign(cls_scan *C, int key, const cls_sig *g) {
   int id = 0;
-  while (id < C->nclass && !mp_cls_sig_equal(&sigs[id], g))
+  while (id < C->nclass && !mp_cls_sig_equal(&C->sig[id], g))
     id++;
   if (id == C->nclass) {
     if (id >= C->planes * C->per_plane || id >= CLS_NOCLASS) return false;
-    sigs[id] = *g;
-    C->rep[id] = rep;
+    C->sig[id] = *g;
     C->nclass++;
   }
   C->cid[key] = (uint8_t)id;
@@ -118,14 +116,13 @@ static void cls_reset_tables(cls_scan *C) {
 /* ---- fp8 ----------------------------------------------------------------- */
 
 static bool cls8_tables(cls_scan *C, const src_info *I) {
-  cls_sig sigs[CLS_MAX];
   cls_reset_tables(C);
   for (int m = 0; m < 128; m++) {
     double x =
         C->dtype == MP_FP8_E4M3 ? mp_e4m3_to_float((uint8_t)m) : mp_e5m2_to_float((uint8_t)m);
     cls_sig g = mp_cls_sig_of(I, x);
     if (g.kind == 0) continue; /* NaN: counted as what no class takes */
-    if (!cls_assign(C, sigs, m, &g, x)) return false;
+    if (!cls_assign(C, m, &g)) return false;
     if (g.kind >= 2) C->plut[0][C->cid[m]] |= 0x80; /* "negative" when the sign is set */
     if (g.kind == 3) C->plut[1][C->cid[m]] |= 0x80; /* "-inf" */
   }
@@ -247,13 +244,25 @@ static uint64_t plane_bit_count(const cls_out *o, int k, int b) {
   return c;
 }
 
+/* A block's count of every class (ids 0 .. nclass - 1), plane by plane. */
+static void cls_block_counts(const cls_scan *C, const cls_out *o, uint64_t counts[CLS_MAX]) {
+  for (int k = 0, id = 0; id < C->nclass; k++) {
+    uint32_t c[8] = {0};
+    for (int q = 0; q < 8; q++)
+      for (int b = 0; b < 8; b++)
+        c[b] += 2u * o->twos[k][8 * q + b] + o->ones[k][8 * q + b];
+    for (int b = 0; b < C->per_plane && id < C->nclass; b++)
+      counts[id++] = c[b];
+  }
+}
+
 /* Adds an fp8 block's class counts to C; returns its zeros. */
 static uint64_t cls_commit_counts(cls_scan *C, const cls_out *o) {
-  uint64_t zeros = 0;
+  uint64_t zeros = 0, counts[CLS_MAX];
+  cls_block_counts(C, o, counts);
   for (int id = 0; id < C->nclass; id++) {
-    uint64_t c = plane_bit_count(o, id / C->per_plane, id % C->per_plane);
-    C->count[id] += c;
-    if (C->rep[id] == 0) zeros = c;
+    C->count[id] += counts[id];
+    if (C->sig[id].kind == 1) zeros = counts[id];
   }
   return zeros;
 }
@@ -362,7 +371,6 @@ static bool cls16_init_groups(cls_scan *C, const src_info *I) {
     if (!seen[grp][f]) {
       seen[grp][f] = 1;
       C->gsig[grp][f] = g;
-      C->grep[grp][f] = x;
     } else if (!mp_cls_sig_equal(&C->gsig[grp][f], &g)) {
       return false;
     }
@@ -372,7 +380,6 @@ static bool cls16_init_groups(cls_scan *C, const src_info *I) {
 
 /* Plane tables for the current window (bf16) or the binade codes (fp16). */
 static bool cls16_tables(cls_scan *C) {
-  cls_sig sigs[CLS_MAX];
   cls_reset_tables(C);
   for (int code = 0; code < 64; code++) {
     int grp = code;
@@ -384,7 +391,7 @@ static bool cls16_tables(cls_scan *C) {
     for (int f = 0; f < 2; f++) {
       const cls_sig *g = &C->gsig[grp][f];
       if (g->kind == 0) continue;
-      if (!cls_assign(C, sigs, code | f << 6, g, C->grep[grp][f])) return false;
+      if (!cls_assign(C, code | f << 6, g)) return false;
     }
   }
   if (C->dtype == MP_BF16) return true;
@@ -583,16 +590,15 @@ static commit_rc cls16_commit(cls_scan *C, const cls_out *o, uint64_t nsteps) {
     if (lo < C->base || hi > C->base + C->width - 1) return COMMIT_WINDOW;
   }
   uint64_t counts[CLS_MAX], total = 0;
-  for (int id = 0; id < C->nclass; id++) {
-    counts[id] = plane_bit_count(o, id / C->per_plane, id % C->per_plane);
+  cls_block_counts(C, o, counts);
+  for (int id = 0; id < C->nclass; id++)
     total += counts[id];
-  }
   uint64_t n = 128 * nsteps;
   if (total != n) return COMMIT_FAIL; /* cannot happen: a value without a class */
   uint64_t zeros = 0;
   for (int id = 0; id < C->nclass; id++) {
     C->count[id] += counts[id];
-    if (C->rep[id] == 0) zeros = counts[id];
+    if (C->sig[id].kind == 1) zeros = counts[id];
   }
   C->values += n;
   C->negatives += o->negatives;
@@ -707,10 +713,10 @@ static void cls8_run(cls_scan *C, const uint8_t *p, uint64_t n) {
     C->tail[p[i]]++;
 }
 
-/* The class counts into s (acc_counts() with each class's representative). */
-static void cls_fold_counts(mp_stats *s, const src_info *I, cls_scan *C) {
+/* The class counts into s (acc_sig_counts(): what acc_counts() counts for a member). */
+static void cls_fold_counts(mp_stats *s, cls_scan *C) {
   for (int id = 0; id < C->nclass; id++) {
-    if (C->count[id]) acc_counts(s, I, C->rep[id], C->count[id]);
+    if (C->count[id]) acc_sig_counts(s, &C->sig[id], C->count[id]);
     C->classed += C->count[id];
     C->count[id] = 0;
   }
@@ -753,7 +759,7 @@ void mp_scan_cls_run(mp_stats *s, const src_info *I, cls_scan *C, f32_fast *F, c
             if ((int16_t)o.smax[l] >= 0 && o.smax[l] > amax) amax = o.smax[l];
             if (o.aminm1[l] < aminm1) aminm1 = o.aminm1[l];
           }
-          cls_fold_counts(s, I, C); /* class ids change with the window */
+          cls_fold_counts(s, C); /* class ids change with the window */
           C->moved = true;
           if (!cls16_rebase(C, (int)((aminm1 + 1) >> 7), (int)(amax >> 7))) break;
         } else {
@@ -788,7 +794,7 @@ void mp_scan_cls_finish(mp_stats *s, const src_info *I, cls_scan *C) {
                                         : mp_e5m2_to_float((uint8_t)v),
                 C->tail[v]);
   if (C->values == 0) return;
-  cls_fold_counts(s, I, C);
+  cls_fold_counts(s, C);
   if (fp8) {
     acc_counts(s, I, NAN, C->values - C->classed); /* NaN: no class */
     s->pos_infs -= C->neg_infs;

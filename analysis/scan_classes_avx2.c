@@ -34,7 +34,7 @@
  * The ids are checked when the tables are built: every magnitude's id as the
  * kernel computes it, and what acc_counts() counts for it; magnitudes of one
  * id that disagree mean no class path for the format. Each class adds its
- * count through acc_counts() with one member as representative, so the
+ * count by that signature (what acc_counts() counts for each member), so the
  * counts are the portable path's by construction. */
 #include <math.h>
 #include <pthread.h>
@@ -87,7 +87,7 @@ struct cls2_scan {
   int nth;
   uint16_t th[C2_NTH]; /* |x| bits; unused: 0x7fff (16-bit), 0x7f (fp8) */
   int nid;             /* ids 0 .. nid - 1 are classes */
-  double rep[C2_IDS];  /* a positive member of each class */
+  cls_sig sig[C2_IDS]; /* what each class counts (its positive members') */
   uint64_t count[C2_IDS];
   uint64_t values, negatives;
   int32_t key_min, key_max; /* order keys: sign ? -1 - |x| bits : |x| bits */
@@ -166,7 +166,6 @@ static int c2_id(const struct cls2_scan *C, uint32_t m) {
 /* Class of every id from the magnitudes lo .. hi (inclusive) the kernel may
  * count; false if two magnitudes of one id disagree. */
 static bool c2_assign(struct cls2_scan *C, const src_info *I, uint32_t lo, uint32_t hi) {
-  cls_sig sig[C2_IDS];
   bool seen[C2_IDS] = {false};
   C->nid = 0;
   for (uint32_t m = lo; m <= hi; m++) {
@@ -177,15 +176,14 @@ static bool c2_assign(struct cls2_scan *C, const src_info *I, uint32_t lo, uint3
     if (id >= C2_IDS - 1) return false;
     if (!seen[id]) {
       seen[id] = true;
-      sig[id] = g;
-      C->rep[id] = x;
+      C->sig[id] = g;
       if (id + 1 > C->nid) C->nid = id + 1;
-    } else if (!mp_cls_sig_equal(&sig[id], &g)) {
+    } else if (!mp_cls_sig_equal(&C->sig[id], &g)) {
       return false;
     }
   }
   for (int id = 0; id < C->nid; id++)
-    if (!seen[id]) C->rep[id] = NAN; /* no member: never counted */
+    if (!seen[id]) C->sig[id] = (cls_sig){0}; /* no member: never counted */
   return true;
 }
 
@@ -207,7 +205,7 @@ static bool c2_window(struct cls2_scan *C, const c2_format *F, const src_info *I
   if (C->dtype == MP_FP16) return c2_assign(C, I, 0, 0x7bff);
   /* bf16: zero, then the window's binades. */
   if (!c2_assign(C, I, (uint32_t)base << 7, ((uint32_t)(base + width) << 7) - 1)) return false;
-  C->rep[0] = 0.0; /* zeros: id 0, below every binade of the window */
+  C->sig[0] = mp_cls_sig_of(I, 0.0); /* zeros: id 0, below every binade of the window */
   return true;
 }
 
@@ -537,10 +535,10 @@ static c2_rc c2_16_commit(struct cls2_scan *C, uint16_t (*bank)[C2_IDS * C2_IDS]
   return C2_OK;
 }
 
-/* The class counts into s (acc_counts() with each class's representative). */
-static void c2_fold_counts(mp_stats *s, const src_info *I, struct cls2_scan *C) {
+/* The class counts into s (acc_sig_counts(): what acc_counts() counts for a member). */
+static void c2_fold_counts(mp_stats *s, struct cls2_scan *C) {
   for (int id = 0; id < C->nid; id++) {
-    if (C->count[id]) acc_counts(s, I, C->rep[id], C->count[id]);
+    if (C->count[id]) acc_sig_counts(s, &C->sig[id], C->count[id]);
     C->count[id] = 0;
   }
 }
@@ -613,7 +611,7 @@ static void c2_16_run(mp_stats *s, const src_info *I, struct cls2_scan *C, const
         if (rc == C2_OK) {
           done = true;
         } else if (rc == C2_WINDOW && attempt == 0) {
-          c2_fold_counts(s, I, C); /* ids change with the window */
+          c2_fold_counts(s, C); /* ids change with the window */
           C->moved = true;
           if (!c2_rebase(C, I, lo, hi)) {
             /* Back to a window that fits the tables (the block goes below). */
@@ -965,7 +963,7 @@ void mp_scan_cls2_finish(mp_stats *s, const src_info *I, cls2_scan *C) {
     C->pat.cnt = NULL;
   }
   if (C->values == 0) return;
-  c2_fold_counts(s, I, C);
+  c2_fold_counts(s, C);
   s->negatives += C->negatives;
   if (C->key_min == INT32_MAX) return; /* nothing finite */
   unsigned bits = fp8 ? 8 : 16, signbit = 1u << (bits - 1);

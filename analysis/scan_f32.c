@@ -157,13 +157,17 @@ void mp_scan_f32_fold(mp_stats *s, f32_fast *F) {
       F->pairs->exp[E] = 0;
     }
   }
-  for (int E = lo; E <= hi; E++) {
-    uint64_t c = 0;
+  /* Eight binades at a time, lanes in the inner loop (vector adds; cells
+   * outside lo .. hi are zero but for 0 and 255, which are cleared below). */
+  for (int E0 = lo & ~7; E0 <= hi; E0 += 8) {
+    uint64_t c[8] = {0};
     for (int l = 0; l < F32_LANES; l++) {
-      c += F->sub[l][E];
-      F->sub[l][E] = 0;
+      for (int k = 0; k < 8; k++)
+        c[k] += F->sub[l][E0 + k];
+      memset(&F->sub[l][E0], 0, 8 * sizeof F->sub[l][0]);
     }
-    s->exp_hist[E - 127 - MP_HIST_MIN] += c;
+    for (int k = 0; k < 8; k++)
+      if (E0 + k >= lo && E0 + k <= hi) s->exp_hist[E0 + k - 127 - MP_HIST_MIN] += c[k];
   }
   /* Zeros (and what a kernel counted of values it then left to another
    * path) sit at exponents 0 and 255, outside every binade: cleared, so

@@ -181,6 +181,28 @@ static inline cls_sig mp_cls_sig_of(const src_info *I, double x) {
   return g;
 }
 
+/* acc_counts() of c values of signature g (a class's count, added without
+ * classifying a member again: mp_cls_sig_of is what acc_counts counts). */
+static inline void acc_sig_counts(mp_stats *s, const cls_sig *g, uint64_t c) {
+  s->count += c;
+  switch (g->kind) {
+  case 0:
+    s->nans += c;
+    return;
+  case 1:
+    s->zeros += c;
+    return;
+  case 3:
+    s->pos_infs += c; /* a class's members are positive */
+    return;
+  default:
+    break;
+  }
+  s->exp_hist[g->e - MP_HIST_MIN] += c;
+  for (int t = 0; t < MP_TARGET_COUNT; t++)
+    s->casts[t][g->out[t]] += c;
+}
+
 void mp_scan_portable_run(mp_stats *s, const src_info *I, mp_dtype d, const void *p, uint64_t n);
 
 /* ---- pattern counting for 8- and 16-bit sources (scan_portable.c) ------- */
