@@ -213,28 +213,39 @@ static void exponent_range(const f64_vec *F, int *lo, int *hi) {
   *hi = (int)(amax >> 52);
 }
 
-/* Values of binade E lie above level k and, when E shares the slot of k's
- * binade, the kernel has counted them in k's field already. */
-static bool f64v_shares_slot(const f64_vec *F, int k, int E) {
-  int m = F64V_SLOTS - 1;
-  return F->level_rank[k] >= 0 &&
-         ((E >> F->slot_shift) & m) == ((F->level_binade[k] >> F->slot_shift) & m);
-}
-
 static void f64v_fold(mp_stats *s, f64_vec *F) {
   int lo, hi;
   exponent_range(F, &lo, &hi);
   if (lo < 1) lo = 1;
   if (hi > 2046) hi = 2046;
-  for (int E = lo; E <= hi; E++) {
+  /* Binades from the top down, with the sum so far, overall and per slot:
+   * when the walk reaches a level's binade, the values above the level in
+   * other binades are the sum so far less its slot's (those the kernel
+   * counted in the level's field). Levels by binade, highest first. */
+  int ord[F64_LEVELS];
+  for (int k = 0; k < F64_LEVELS; k++) {
+    int j = k;
+    for (; j > 0 && F->level_binade[ord[j - 1]] < F->level_binade[k]; j--)
+      ord[j] = ord[j - 1];
+    ord[j] = k;
+  }
+  const int m = F64V_SLOTS - 1, sh = F->slot_shift;
+  uint64_t run = 0, slot_run[F64V_SLOTS] = {0};
+  int j = 0;
+  for (int E = hi; E >= lo - 1; E--) {
+    for (; j < F64_LEVELS && (E < lo || F->level_binade[ord[j]] >= E); j++) {
+      int k = ord[j];
+      F->ind_lev[k] += run - (F->level_rank[k] >= 0 ? slot_run[(F->level_binade[k] >> sh) & m] : 0);
+    }
+    if (E < lo) break;
     uint64_t c = 0;
     for (int b = 0; b < F64V_BANKS; b++) {
       c += F->sub[b][E];
       F->sub[b][E] = 0;
     }
     s->exp_hist[E - 1023 - MP_HIST_MIN] += c;
-    for (int k = 0; k < F64_LEVELS; k++)
-      if (E > F->level_binade[k] && !f64v_shares_slot(F, k, E)) F->ind_lev[k] += c;
+    run += c;
+    slot_run[(E >> sh) & m] += c;
   }
   for (int k = 0; k < F64_LEVELS; k++)
     if (F->level_rank[k] >= 0)
