@@ -26,10 +26,10 @@ typedef struct mp_view {
 } mp_view;
 
 typedef enum mp_scan_impl {
-  MP_SCAN_AUTO = 0, /* fastest path the CPU supports (value by value for small views) */
-  MP_SCAN_PORTABLE, /* plain C, the reference the fast paths must match bit for bit */
-  MP_SCAN_AVX2, /* AUTO as on a CPU without AVX-512, size cut-offs included (tests,
-                   benchmarks; AUTO where AVX2 is missing) */
+  MP_SCAN_AUTO = 0,         /* fastest path the CPU supports (value by value for small views) */
+  MP_SCAN_PORTABLE,         /* plain C, the reference the fast paths must match bit for bit */
+  MP_SCAN_AVX2,             /* AUTO as on a CPU without AVX-512, size cut-offs included (tests,
+                               benchmarks; AUTO where AVX2 is missing) */
   MP_SCAN_AVX512_NO_PLANES, /* AUTO without the bit-plane and class-plane kernels (tests,
                                benchmarks) */
 } mp_scan_impl;
