@@ -10,8 +10,9 @@
  * per bit position (one carry-save level, then a byte transpose per qword by
  * gf2p8affineqb and byte popcounts). At the end each class adds its count
  * by its signature (mp_cls_sig_of: what acc_counts() counts for each of its
- * members), so the counts are the portable path's by construction. min, max and min |x| come from
- * integer max/min of the bits in lanes, as in the fp32 kernels.
+ * members), so the counts are the portable path's by construction. min, max
+ * and min |x| come from integer max/min of the bits in lanes, as in the fp32
+ * kernels.
  *
  * - fp8 (e4m3, e5m2): the code is the byte itself; the table ignores its
  *   sign bit, which goes into bit 7 of planes 0 and 1 through one ternary

@@ -371,8 +371,15 @@ C2_INLINE void c2_16_kernel(c2_out *o, uint16_t (*bank)[C2_IDS * C2_IDS], const 
   for (int k = 0; k < nth; k++)
     th[k] = _mm256_set1_epi16((short)C->th[k]);
   __m256i smax = _mm256_set1_epi16((short)0x8000), umax = zero, aminm1 = minus_one, neg = zero;
-  uint16_t *b0 = bank[0], *b1 = bank[1], *b2 = bank[2], *b3 = bank[3];
-  if (direct) memset(&o->dc, 0, sizeof o->dc);
+  uint16_t *b0 = NULL, *b1 = NULL, *b2 = NULL, *b3 = NULL; /* direct: no banks (bank NULL) */
+  if (!direct) {
+    b0 = bank[0];
+    b1 = bank[1];
+    b2 = bank[2];
+    b3 = bank[3];
+  } else {
+    memset(&o->dc, 0, sizeof o->dc);
+  }
   /* A step's pair indices are stored and counted during the next step, so
    * that the vector unit computes ids while the integer unit counts. */
   _Alignas(32) uint16_t ixbuf[2][16];
@@ -484,7 +491,7 @@ static void c2_fold_pairs(uint16_t (*bank)[C2_IDS * C2_IDS], int nid, uint64_t *
     }
 }
 
-/* bank NULL: a direct kernel's block (o->counts). */
+/* bank NULL: a direct kernel's block (its counts by id in o->dc). */
 static c2_rc c2_16_commit(struct cls2_scan *C, uint16_t (*bank)[C2_IDS * C2_IDS], const c2_out *o,
                           uint64_t n, int *ret_lo, int *ret_hi) {
   int32_t smax_l[16];
@@ -709,8 +716,8 @@ C2_INLINE void c2_8_pairs(uint16_t (*bank)[C2_IDS * C2_IDS], const uint16_t *ix,
 /* nsteps steps of 32 bytes; shift: mantissa bits; nan: e4m3, whose NaN is a
  * class of its own (left out of min, max and negatives); np: nibble-counter
  * planes (ids below 2 np), or 0: pair counters in bank, folded into o->counts
- * at the end (bank NULL: pairs counted into o->counts as they come, for
- * short blocks). Each chunk: ids into a buffer with the lane statistics, then
+ * at the end (bank NULL: pairs counted by id as they come, for short
+ * blocks). Each chunk: ids into a buffer with the lane statistics, then
  * counted from the buffer (nibbles: one pass per C2_PASS_PLANES planes, two
  * passes at most, so that each pass's counters stay in registers). */
 C2_INLINE void c2_8_kernel(c2_out8 *o, uint16_t (*bank)[C2_IDS * C2_IDS], const struct cls2_scan *C,
