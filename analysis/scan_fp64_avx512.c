@@ -213,6 +213,15 @@ static void exponent_range(const f64_vec *F, int *lo, int *hi) {
   *hi = (int)(amax >> 52);
 }
 
+/* Level k's count of values above it in other binades than those sharing
+ * its slot (the kernel counted those in its field): run, the values of the
+ * binades above k's, less slot_run's of k's slot. */
+static void f64v_note_level(f64_vec *F, int k, uint64_t run, const uint64_t *slot_run) {
+  int m = F64V_SLOTS - 1;
+  uint64_t same = F->level_rank[k] >= 0 ? slot_run[(F->level_binade[k] >> F->slot_shift) & m] : 0;
+  F->ind_lev[k] += run - same;
+}
+
 static void f64v_fold(mp_stats *s, f64_vec *F) {
   int lo, hi;
   exponent_range(F, &lo, &hi);
@@ -229,15 +238,11 @@ static void f64v_fold(mp_stats *s, f64_vec *F) {
       ord[j] = ord[j - 1];
     ord[j] = k;
   }
-  const int m = F64V_SLOTS - 1, sh = F->slot_shift;
   uint64_t run = 0, slot_run[F64V_SLOTS] = {0};
   int j = 0;
-  for (int E = hi; E >= lo - 1; E--) {
-    for (; j < F64_LEVELS && (E < lo || F->level_binade[ord[j]] >= E); j++) {
-      int k = ord[j];
-      F->ind_lev[k] += run - (F->level_rank[k] >= 0 ? slot_run[(F->level_binade[k] >> sh) & m] : 0);
-    }
-    if (E < lo) break;
+  for (int E = hi; E >= lo; E--) {
+    for (; j < F64_LEVELS && F->level_binade[ord[j]] >= E; j++)
+      f64v_note_level(F, ord[j], run, slot_run);
     uint64_t c = 0;
     for (int b = 0; b < F64V_BANKS; b++) {
       c += F->sub[b][E];
@@ -245,8 +250,10 @@ static void f64v_fold(mp_stats *s, f64_vec *F) {
     }
     s->exp_hist[E - 1023 - MP_HIST_MIN] += c;
     run += c;
-    slot_run[(E >> sh) & m] += c;
+    slot_run[(E >> F->slot_shift) & (F64V_SLOTS - 1)] += c;
   }
+  for (; j < F64_LEVELS; j++) /* levels below every binade seen */
+    f64v_note_level(F, ord[j], run, slot_run);
   for (int k = 0; k < F64_LEVELS; k++)
     if (F->level_rank[k] >= 0)
       for (int l = 0; l < 8; l++)

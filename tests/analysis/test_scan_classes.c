@@ -16,11 +16,12 @@
  * MP_SCAN_AVX2 takes the AVX2 class ids (scan_classes_avx2.c) from 128
  * values: 16-bit blocks of 2^18 values (pair counters), fp8 blocks of
  * 8192 steps of 32 bytes (e4m3: nibble counters summed every 15 steps;
- * e5m2: pair counters as for 16-bit); e4m3's NaN is a class there, while
- * e5m2 inf/NaN, 16-bit inf/NaN, bf16 subnormals and bf16 exponents outside
- * the window make a block fail and go to bit-pattern counts. The tests below
- * with specials in some blocks only, and bf16 over narrow ranges (few
- * thresholds in the window: the smaller kernels), aim at that path. */
+ * e5m2: pair counters as for 16-bit); blocks of MP_CLS2_DIRECT_STEPS steps
+ * or fewer (16-bit, e5m2) count their pairs straight into counts by id; e4m3's NaN is a class
+ * there, while e5m2 inf/NaN, 16-bit inf/NaN, bf16 subnormals and bf16 exponents outside the window
+ * make a block fail and go to bit-pattern counts. The tests below with specials in some blocks
+ * only, and bf16 over narrow ranges (few thresholds in the window: the smaller kernels), aim at
+ * that path. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
