@@ -6,13 +6,18 @@
  * of a small "class" of the value: its binade, and in the few binades that
  * straddle a target's threshold, which side of it. Each value becomes a code
  * byte; one table lookup per plane (vpermi2b, 128 entries) turns the code
- * into one bit of a byte, eight classes per plane byte; the planes are summed
- * per bit position (one carry-save level, then a byte transpose per qword by
- * gf2p8affineqb and byte popcounts). At the end each class adds its count
- * by its signature (mp_cls_sig_of: what acc_counts() counts for each of its
- * members), so the counts are the portable path's by construction. min, max
- * and min |x| come from integer max/min of the bits in lanes, as in the fp32
- * kernels.
+ * into one bit of a byte, eight classes per plane byte; the planes of two
+ * steps are summed per bit position (two carry-save levels, then a byte
+ * transpose per qword by gf2p8affineqb and byte popcounts of the carries of
+ * weight 4). 16-bit sources store a chunk's class ids and then count them in
+ * passes of two planes, so that each pass's counters stay in registers (six
+ * or seven planes' at once spilled: 2-core Zen 5 VM, from cache, fp16 16.1
+ * -> 19.3 GB/s, bf16 13.3 -> 17.0); fp8 counts from registers as it goes
+ * (from memory the passes made e4m3 slower). At the end each class adds its
+ * count by its signature (mp_cls_sig_of: what acc_counts() counts for each of
+ * its members), so the counts are the portable path's by construction. min,
+ * max and min |x| come from integer max/min of the bits in lanes, as in the
+ * fp32 kernels.
  *
  * - fp8 (e4m3, e5m2): the code is the byte itself; the table ignores its
  *   sign bit, which goes into bit 7 of planes 0 and 1 through one ternary
@@ -50,8 +55,6 @@
 #define CLS_INLINE __attribute__((target(CLS_ISA), always_inline)) static inline
 #define CLS_PLANES_MAX 8
 #define CLS_MAX (8 * CLS_PLANES_MAX)
-#define CLS_BLOCK_STEPS 2048 /* steps of two code vectors per kernel call */
-#define CLS_CHUNK_STEPS 31   /* byte counters: 31 counts of at most 8 */
 #define CLS16_PLANES_FP16 6
 #define CLS16_PLANES_BF16 7 /* at most: six where the window's classes fit */
 #define CLS_NOCLASS 63      /* class id of codes no class takes: no plane bit */
@@ -83,12 +86,15 @@ struct cls_scan {
   unsigned skip, fails; /* 16-bit: blocks to sit out after failures */
   bool moved;           /* bf16: the window moved from the template's */
   uint32_t tail[256];   /* fp8: bytes after the last whole step */
+  /* Last (not copied from the template): a kernel's class ids of one chunk
+   * and the padding of an odd step. */
+  _Alignas(64) uint8_t ids[128 * (MP_CLS_CHUNK_STEPS + 1)];
 };
 
 /* What one kernel call leaves. */
 typedef struct cls_out {
-  uint16_t twos[CLS_PLANES_MAX][64]; /* carry counts (weight 2) by byte position 8q + bit */
-  uint16_t ones[CLS_PLANES_MAX][64];
+  uint16_t fours[CLS_PLANES_MAX][64];      /* carry counts (weight 4) by byte position 8q + bit */
+  uint16_t ones[CLS_PLANES_MAX][64];       /* the rest (weight 1) */
   uint16_t smax[32], umax[32], aminm1[32]; /* 16-bit lanes; fp8 in the low byte */
   uint64_t negatives;                      /* 16-bit */
 } cls_out;
@@ -145,48 +151,88 @@ CLS_INLINE void cls_add_words(uint16_t *w, __m512i bytes) {
   _mm512_storeu_si512(w + 32, _mm512_add_epi16(_mm512_loadu_si512(w + 32), hi));
 }
 
-/* The planes of two code vectors c0, c1 into ones (one carry-save level) and
- * the carries' bit counts into acc: class ids by one lookup, plane bytes by
- * one lookup per plane. nsign planes take bit 7 from the sign bytes s0, s1
- * (fp8) where their table has it. */
-#define CLS_PLANES(NP, NSIGN, c0, c1, s0, s1)                                                      \
-  CLS_PLANES_OF_IDS(NP, NSIGN, _mm512_permutex2var_epi8(cid_lo, (c0), cid_hi),                     \
-                    _mm512_permutex2var_epi8(cid_lo, (c1), cid_hi), s0, s1)
-#define CLS_PLANES_OF_IDS(NP, NSIGN, id0, id1, s0, s1)                                             \
-  do {                                                                                             \
-    __m512i i0_ = (id0), i1_ = (id1);                                                              \
-    _Pragma("GCC unroll 8") for (int k_ = 0; k_ < (NP); k_++) {                                    \
-      __m512i x_ = _mm512_permutexvar_epi8(i0_, ptab[k_]);                                         \
-      __m512i y_ = _mm512_permutexvar_epi8(i1_, ptab[k_]);                                         \
-      if (k_ < (NSIGN)) {                                                                          \
-        x_ = _mm512_ternarylogic_epi32(x_, (s0), signbit, 0xd0); /* x & (s | ~0x80) */             \
-        y_ = _mm512_ternarylogic_epi32(y_, (s1), signbit, 0xd0);                                   \
-      }                                                                                            \
-      __m512i carry_ = _mm512_ternarylogic_epi32(ones[k_], x_, y_, 0xe8);                          \
-      ones[k_] = _mm512_ternarylogic_epi32(ones[k_], x_, y_, 0x96);                                \
-      acc[k_] = _mm512_add_epi8(acc[k_], cls_bitcounts(carry_));                                   \
-    }                                                                                              \
-  } while (0)
+/* Four vectors of class ids (two steps) into one plane: one lookup per
+ * vector gives each value's plane byte (sign: bit 7 from the id's, where the
+ * table has it); two carry-save levels, on and tw, sum them per bit position,
+ * and the carries of weight 4 are bit counted into the byte counters ac (at
+ * most 8 a call). */
+CLS_INLINE void cls_add4(__m512i tab, __m512i *on, __m512i *tw, __m512i *ac, const __m512i *id,
+                         bool sign) {
+  __m512i x[4];
+#pragma GCC unroll 4
+  for (int v = 0; v < 4; v++) {
+    x[v] = _mm512_permutexvar_epi8(id[v], tab);
+    if (sign) x[v] = _mm512_ternarylogic_epi32(x[v], id[v], _mm512_set1_epi8((char)0x80), 0xd0);
+  }
+  __m512i ca = _mm512_ternarylogic_epi32(*on, x[0], x[1], 0xe8); /* majority */
+  __m512i s = _mm512_ternarylogic_epi32(*on, x[0], x[1], 0x96);  /* sum */
+  __m512i cb = _mm512_ternarylogic_epi32(s, x[2], x[3], 0xe8);
+  *on = _mm512_ternarylogic_epi32(s, x[2], x[3], 0x96);
+  __m512i c4 = _mm512_ternarylogic_epi32(*tw, ca, cb, 0xe8);
+  *tw = _mm512_ternarylogic_epi32(*tw, ca, cb, 0x96);
+  *ac = _mm512_add_epi8(*ac, cls_bitcounts(c4));
+}
 
-CLS_INLINE void cls_flush(cls_out *o, __m512i *acc, int np) {
-  for (int k = 0; k < np; k++) {
-    cls_add_words(o->twos[k], acc[k]);
-    acc[k] = _mm512_setzero_si512();
+/* Planes k0 .. k0 + nk - 1 (nk <= 2: their state stays in registers) over
+ * n double steps of 16-bit class ids at ids (four vectors of 64 each), the
+ * levels kept from pass to pass in ones and twos, the carries of weight 4
+ * added to o->fours at the end. */
+CLS_INLINE void cls_pass(cls_out *o, const cls_scan *C, __m512i *ones, __m512i *twos,
+                         const uint8_t *ids, uint64_t n, int k0, int nk) {
+  __m512i tab[2], on[2], tw[2], ac[2];
+#pragma GCC unroll 2
+  for (int k = 0; k < nk; k++) {
+    tab[k] = _mm512_loadu_si512(C->plut[k0 + k]);
+    on[k] = ones[k0 + k];
+    tw[k] = twos[k0 + k];
+    ac[k] = _mm512_setzero_si512();
+  }
+  for (uint64_t j = 0; j < n; j++) {
+    __m512i id[4];
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; v++)
+      id[v] = _mm512_load_si512(ids + 256 * j + 64 * v);
+#pragma GCC unroll 2
+    for (int k = 0; k < nk; k++)
+      cls_add4(tab[k], &on[k], &tw[k], &ac[k], id, false);
+  }
+#pragma GCC unroll 2
+  for (int k = 0; k < nk; k++) {
+    ones[k0 + k] = on[k];
+    twos[k0 + k] = tw[k];
+    cls_add_words(o->fours[k0 + k], ac[k]);
   }
 }
 
-CLS_INLINE void cls_finish_planes(cls_out *o, __m512i *ones, __m512i *acc, int np) {
-  cls_flush(o, acc, np);
-  memset(o->ones, 0, sizeof o->ones);
-  for (int k = 0; k < np; k++)
-    cls_add_words(o->ones[k], cls_bitcounts(ones[k]));
+/* A chunk of len steps (two id vectors each) at ids through every plane, in
+ * passes of two planes; an odd step is paired with one of ids no class takes. */
+CLS_INLINE void cls_chunk_planes(cls_out *o, const cls_scan *C, __m512i *ones, __m512i *twos,
+                                 uint8_t *ids, uint64_t len, int np) {
+  if (len & 1) {
+    _mm512_store_si512(ids + 128 * len, _mm512_set1_epi8(CLS_NOCLASS));
+    _mm512_store_si512(ids + 128 * len + 64, _mm512_set1_epi8(CLS_NOCLASS));
+  }
+#pragma GCC unroll 4
+  for (int k0 = 0; k0 < np; k0 += 2)
+    cls_pass(o, C, ones, twos, ids, (len + 1) / 2, k0, np - k0 < 2 ? np - k0 : 2);
 }
 
-/* nsteps steps of 128 bytes from p. special: magnitudes at or above it are
- * inf or NaN (left out of min and max). */
+/* The levels left at the end into o->ones: twos' bit counts twice, ones' once. */
+CLS_INLINE void cls_finish_planes(cls_out *o, const __m512i *ones, const __m512i *twos, int np) {
+  memset(o->ones, 0, sizeof o->ones);
+  for (int k = 0; k < np; k++) {
+    __m512i t = cls_bitcounts(twos[k]);
+    cls_add_words(o->ones[k], _mm512_add_epi8(_mm512_add_epi8(t, t), cls_bitcounts(ones[k])));
+  }
+}
+
+/* nsteps steps of 128 bytes from p, two at a time: the planes of their class
+ * ids straight from registers (through a buffer, as for 16-bit sources, the
+ * data came from memory slower). special: magnitudes at or above it are inf
+ * or NaN (left out of min and max). */
 CLS_INLINE void cls8_kernel(cls_out *o, const cls_scan *C, const uint8_t *p, uint64_t nsteps,
                             int np, int nsign, uint8_t special) {
-  __m512i ptab[CLS_PLANES_MAX], ones[CLS_PLANES_MAX], acc[CLS_PLANES_MAX];
+  __m512i ptab[CLS_PLANES_MAX], ones[CLS_PLANES_MAX], twos[CLS_PLANES_MAX], acc[CLS_PLANES_MAX];
   for (int k = 0; k < np; k++)
     ptab[k] = _mm512_loadu_si512(C->plut[k]);
   const __m512i cid_lo = _mm512_loadu_si512(C->cid), cid_hi = _mm512_loadu_si512(C->cid + 64);
@@ -194,30 +240,45 @@ CLS_INLINE void cls8_kernel(cls_out *o, const cls_scan *C, const uint8_t *p, uin
   const __m512i low7 = _mm512_set1_epi8(0x7f), spec = _mm512_set1_epi8((char)special);
   const __m512i minus_one = _mm512_set1_epi8(-1);
   for (int k = 0; k < np; k++)
-    ones[k] = acc[k] = zero;
+    ones[k] = twos[k] = acc[k] = zero;
   __m512i smax = _mm512_set1_epi8((char)0x80), umax = zero, aminm1 = minus_one;
-  memset(o->twos, 0, sizeof o->twos);
-#define CLS8_EXTREMES(v)                                                                           \
+  memset(o->fours, 0, sizeof o->fours);
+  /* The lane statistics of v, and its class ids with its sign in bit 7. */
+#define CLS8_ONE(v, id)                                                                            \
   do {                                                                                             \
     __m512i m_ = _mm512_and_si512((v), low7);                                                      \
     __mmask64 fin_ = _mm512_cmplt_epu8_mask(m_, spec);                                             \
     smax = _mm512_mask_max_epi8(smax, fin_, smax, (v));                                            \
     umax = _mm512_mask_max_epu8(umax, fin_, umax, (v));                                            \
     aminm1 = _mm512_mask_min_epu8(aminm1, fin_, aminm1, _mm512_add_epi8(m_, minus_one));           \
+    id = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(cid_lo, (v), cid_hi), (v), signbit,    \
+                                   0xf8); /* id | v & 0x80 */                                      \
   } while (0)
-  for (uint64_t chunk = 0; chunk < nsteps; chunk += CLS_CHUNK_STEPS) {
-    uint64_t end = nsteps - chunk < CLS_CHUNK_STEPS ? nsteps : chunk + CLS_CHUNK_STEPS;
-    for (uint64_t i = chunk; i < end; i++) {
-      scan_prefetch(p + 128 * i, 2);
-      __m512i v0 = _mm512_loadu_si512(p + 128 * i), v1 = _mm512_loadu_si512(p + 128 * i + 64);
-      CLS8_EXTREMES(v0);
-      CLS8_EXTREMES(v1);
-      CLS_PLANES(np, nsign, v0, v1, v0, v1);
+  for (uint64_t chunk = 0; chunk < nsteps; chunk += MP_CLS_CHUNK_STEPS) {
+    uint64_t end = nsteps - chunk < MP_CLS_CHUNK_STEPS ? nsteps : chunk + MP_CLS_CHUNK_STEPS;
+    for (uint64_t i = chunk; i < end; i += 2) {
+      const uint8_t *q = p + 128 * i;
+      scan_prefetch(q, 4);
+      __m512i id[4];
+      CLS8_ONE(_mm512_loadu_si512(q), id[0]);
+      CLS8_ONE(_mm512_loadu_si512(q + 64), id[1]);
+      if (i + 1 < end) {
+        CLS8_ONE(_mm512_loadu_si512(q + 128), id[2]);
+        CLS8_ONE(_mm512_loadu_si512(q + 192), id[3]);
+      } else { /* an odd step: no class for the other */
+        id[2] = id[3] = _mm512_set1_epi8(CLS_NOCLASS);
+      }
+#pragma GCC unroll 8
+      for (int k = 0; k < np; k++)
+        cls_add4(ptab[k], &ones[k], &twos[k], &acc[k], id, k < nsign);
     }
-    cls_flush(o, acc, np);
+    for (int k = 0; k < np; k++) {
+      cls_add_words(o->fours[k], acc[k]);
+      acc[k] = zero;
+    }
   }
-#undef CLS8_EXTREMES
-  cls_finish_planes(o, ones, acc, np);
+#undef CLS8_ONE
+  cls_finish_planes(o, ones, twos, np);
   /* Bytes into the 16-bit lanes' low bytes: signed max as signed words. */
   _mm512_storeu_si512(o->smax, _mm512_cvtepi8_epi16(_mm512_castsi512_si256(
                                    _mm512_max_epi8(smax, _mm512_shuffle_i64x2(smax, smax, 0x4e)))));
@@ -241,7 +302,7 @@ e5m2_kernel(cls_out *o, const cls_scan *C, const uint8_t *p, uint64_t nsteps) {
 static uint64_t plane_bit_count(const cls_out *o, int k, int b) {
   uint64_t c = 0;
   for (int q = 0; q < 8; q++)
-    c += 2u * o->twos[k][8 * q + b] + o->ones[k][8 * q + b];
+    c += 4u * o->fours[k][8 * q + b] + o->ones[k][8 * q + b];
   return c;
 }
 
@@ -251,7 +312,7 @@ static void cls_block_counts(const cls_scan *C, const cls_out *o, uint64_t count
     uint32_t c[8] = {0};
     for (int q = 0; q < 8; q++)
       for (int b = 0; b < 8; b++)
-        c[b] += 2u * o->twos[k][8 * q + b] + o->ones[k][8 * q + b];
+        c[b] += 4u * o->fours[k][8 * q + b] + o->ones[k][8 * q + b];
     for (int b = 0; b < C->per_plane && id < C->nclass; b++)
       counts[id++] = c[b];
   }
@@ -461,14 +522,13 @@ static bool cls16_rebase(cls_scan *C, int lo, int hi) {
   return false;
 }
 
-/* nsteps steps of 128 values (two code vectors) from p; kind 1 fp16, 2 bf16. */
-CLS_INLINE void cls16_kernel(cls_out *o, const cls_scan *C, const uint16_t *p, uint64_t nsteps,
-                             int np, int kind) {
-  __m512i ptab[CLS_PLANES_MAX], ones[CLS_PLANES_MAX], acc[CLS_PLANES_MAX];
-  for (int k = 0; k < np; k++)
-    ptab[k] = _mm512_loadu_si512(C->plut[k]);
+/* nsteps steps of 128 values (two code vectors) from p (ids: the chunk's
+ * class ids, in the state); kind 1 fp16, 2 bf16. */
+CLS_INLINE void cls16_kernel(cls_out *o, const cls_scan *C, uint8_t *ids, const uint16_t *p,
+                             uint64_t nsteps, int np, int kind) {
+  __m512i ones[CLS_PLANES_MAX], twos[CLS_PLANES_MAX];
   const __m512i cid_lo = _mm512_loadu_si512(C->cid), cid_hi = _mm512_loadu_si512(C->cid + 64);
-  const __m512i zero = _mm512_setzero_si512(), signbit = zero;
+  const __m512i zero = _mm512_setzero_si512();
   const __m512i absmask = _mm512_set1_epi16(0x7fff), minus_one = _mm512_set1_epi16(-1);
   const __m512i negzero = _mm512_set1_epi16((short)0x8000);
   const __m512i th_lo = _mm512_loadu_si512(C->th), th_hi = _mm512_loadu_si512(C->th + 32);
@@ -487,10 +547,10 @@ CLS_INLINE void cls16_kernel(cls_out *o, const cls_scan *C, const uint16_t *p, u
   /* bf16: bit 6 marks a flagged code; fp16 (class ids): the next class. */
   const __m512i flag_add = _mm512_set1_epi8(kind == 2 ? 0x40 : 1);
   for (int k = 0; k < np; k++)
-    ones[k] = acc[k] = zero;
+    ones[k] = twos[k] = zero;
   __m512i smax = _mm512_set1_epi16((short)0x8000), umax = zero, aminm1 = minus_one;
   uint64_t negatives = 0; /* counted by the integer unit: the vector unit bounds the kernel */
-  memset(o->twos, 0, sizeof o->twos);
+  memset(o->fours, 0, sizeof o->fours);
   /* Lane statistics of v, and (bf16) its exponents and flags: |x| above its
    * slot's threshold. */
 #define CLS16_ONE(v, idx, flags)                                                                   \
@@ -527,27 +587,28 @@ CLS_INLINE void cls16_kernel(cls_out *o, const cls_scan *C, const uint16_t *p, u
     }                                                                                              \
     c = _mm512_mask_add_epi8(c, f_, c, flag_add);                                                  \
   } while (0)
-  for (uint64_t chunk = 0; chunk < nsteps; chunk += CLS_CHUNK_STEPS) {
-    uint64_t end = nsteps - chunk < CLS_CHUNK_STEPS ? nsteps : chunk + CLS_CHUNK_STEPS;
-    for (uint64_t i = chunk; i < end; i++) {
-      const uint16_t *q = p + 128 * i;
+  for (uint64_t chunk = 0; chunk < nsteps; chunk += MP_CLS_CHUNK_STEPS) {
+    uint64_t len = nsteps - chunk < MP_CLS_CHUNK_STEPS ? nsteps - chunk : MP_CLS_CHUNK_STEPS;
+    for (uint64_t i = 0; i < len; i++) {
+      const uint16_t *q = p + 128 * (chunk + i);
       scan_prefetch(q, 4);
       __m512i c0, c1;
       __m512i v0 = _mm512_loadu_si512(q), v1 = _mm512_loadu_si512(q + 32);
       __m512i v2 = _mm512_loadu_si512(q + 64), v3 = _mm512_loadu_si512(q + 96);
       CLS16_CODES(v0, v1, c0);
       CLS16_CODES(v2, v3, c1);
-      if (kind == 2)
-        CLS_PLANES(np, 0, c0, c1, zero, zero);
-      else
-        CLS_PLANES_OF_IDS(np, 0, c0, c1, zero, zero);
+      if (kind == 2) { /* bf16 codes into class ids (fp16's are already) */
+        c0 = _mm512_permutex2var_epi8(cid_lo, c0, cid_hi);
+        c1 = _mm512_permutex2var_epi8(cid_lo, c1, cid_hi);
+      }
+      _mm512_store_si512(ids + 128 * i, c0);
+      _mm512_store_si512(ids + 128 * i + 64, c1);
     }
-    cls_flush(o, acc, np);
+    cls_chunk_planes(o, C, ones, twos, ids, len, np);
   }
 #undef CLS16_ONE
 #undef CLS16_CODES
-  (void)signbit;
-  cls_finish_planes(o, ones, acc, np);
+  cls_finish_planes(o, ones, twos, np);
   _mm512_storeu_si512(o->smax, smax);
   _mm512_storeu_si512(o->umax, umax);
   _mm512_storeu_si512(o->aminm1, aminm1);
@@ -555,18 +616,18 @@ CLS_INLINE void cls16_kernel(cls_out *o, const cls_scan *C, const uint16_t *p, u
 }
 
 __attribute__((target(CLS_ISA), noinline)) static void
-f16_kernel(cls_out *o, const cls_scan *C, const uint16_t *p, uint64_t nsteps) {
-  cls16_kernel(o, C, p, nsteps, CLS16_PLANES_FP16, 1);
+f16_kernel(cls_out *o, const cls_scan *C, uint8_t *ids, const uint16_t *p, uint64_t nsteps) {
+  cls16_kernel(o, C, ids, p, nsteps, CLS16_PLANES_FP16, 1);
 }
 
 __attribute__((target(CLS_ISA), noinline)) static void
-bf16_kernel(cls_out *o, const cls_scan *C, const uint16_t *p, uint64_t nsteps) {
-  cls16_kernel(o, C, p, nsteps, CLS16_PLANES_BF16, 2);
+bf16_kernel(cls_out *o, const cls_scan *C, uint8_t *ids, const uint16_t *p, uint64_t nsteps) {
+  cls16_kernel(o, C, ids, p, nsteps, CLS16_PLANES_BF16, 2);
 }
 
 __attribute__((target(CLS_ISA), noinline)) static void
-bf16_kernel6(cls_out *o, const cls_scan *C, const uint16_t *p, uint64_t nsteps) {
-  cls16_kernel(o, C, p, nsteps, CLS16_PLANES_BF16 - 1, 2);
+bf16_kernel6(cls_out *o, const cls_scan *C, uint8_t *ids, const uint16_t *p, uint64_t nsteps) {
+  cls16_kernel(o, C, ids, p, nsteps, CLS16_PLANES_BF16 - 1, 2);
 }
 
 typedef enum { COMMIT_OK, COMMIT_FAIL, COMMIT_WINDOW } commit_rc;
@@ -658,12 +719,12 @@ bool mp_scan_cls_init_at(cls_scan *C, mp_dtype d) {
   if (!mp_scan_cpu_has_classes()) return false;
   pthread_once(&templates_once, build_templates);
   if (d < 0 || d >= MP_DTYPE_COUNT || !templates[d]) return false;
-  memcpy(C, templates[d], sizeof *C);
+  memcpy(C, templates[d], offsetof(cls_scan, ids));
   return true;
 }
 
 cls_scan *mp_scan_cls_start(mp_dtype d) {
-  cls_scan *C = malloc(sizeof *C);
+  cls_scan *C = aligned_alloc(64, sizeof *C); /* ids: aligned stores */
   if (C && !mp_scan_cls_init_at(C, d)) {
     free(C);
     C = NULL;
@@ -674,7 +735,7 @@ cls_scan *mp_scan_cls_start(mp_dtype d) {
 void mp_scan_cls_restart(cls_scan *C) {
   const cls_scan *T = templates[C->dtype];
   if (C->moved) {
-    memcpy(C, T, sizeof *C);
+    memcpy(C, T, offsetof(cls_scan, ids));
     return;
   }
   memset(C->count, 0, sizeof C->count);
@@ -698,7 +759,7 @@ static void cls8_run(cls_scan *C, const uint8_t *p, uint64_t n) {
   uint64_t i = 0;
   while (n - i >= 128) {
     uint64_t nsteps = (n - i) / 128;
-    if (nsteps > CLS_BLOCK_STEPS) nsteps = CLS_BLOCK_STEPS;
+    if (nsteps > MP_CLS_BLOCK_STEPS) nsteps = MP_CLS_BLOCK_STEPS;
     if (C->dtype == MP_FP8_E4M3)
       e4m3_kernel(&o, C, p + i, nsteps);
     else
@@ -723,6 +784,13 @@ static void cls_fold_counts(mp_stats *s, cls_scan *C) {
   }
 }
 
+/* 16-bit blocks left to the path the kernel replaces, failed or sat out (tests). */
+static uint64_t cls_fallbacks;
+
+uint64_t mp_scan_cls_fallbacks(void) {
+  return __atomic_load_n(&cls_fallbacks, __ATOMIC_RELAXED);
+}
+
 void mp_scan_cls_run(mp_stats *s, const src_info *I, cls_scan *C, f32_fast *F, const void *p,
                      uint64_t n) {
   if (C->dtype == MP_FP8_E4M3 || C->dtype == MP_FP8_E5M2) {
@@ -735,7 +803,7 @@ void mp_scan_cls_run(mp_stats *s, const src_info *I, cls_scan *C, f32_fast *F, c
   uint64_t i = 0;
   while (i < n) {
     uint64_t nsteps = (n - i) / 128;
-    if (nsteps > CLS_BLOCK_STEPS) nsteps = CLS_BLOCK_STEPS;
+    if (nsteps > MP_CLS_BLOCK_STEPS) nsteps = MP_CLS_BLOCK_STEPS;
     uint64_t m = nsteps ? 128 * nsteps : n - i;
     bool done = false;
     if (nsteps == 0) {
@@ -745,9 +813,10 @@ void mp_scan_cls_run(mp_stats *s, const src_info *I, cls_scan *C, f32_fast *F, c
     } else {
       for (int attempt = 0; attempt < 2 && !done; attempt++) {
         if (kind == 1)
-          f16_kernel(&o, C, q + i, nsteps);
+          f16_kernel(&o, C, C->ids, q + i, nsteps);
         else
-          (C->planes < CLS16_PLANES_BF16 ? bf16_kernel6 : bf16_kernel)(&o, C, q + i, nsteps);
+          (C->planes < CLS16_PLANES_BF16 ? bf16_kernel6 : bf16_kernel)(&o, C, C->ids, q + i,
+                                                                       nsteps);
         commit_rc rc = cls16_commit(C, &o, nsteps);
         if (rc == COMMIT_OK) {
           done = true;
@@ -775,6 +844,7 @@ void mp_scan_cls_run(mp_stats *s, const src_info *I, cls_scan *C, f32_fast *F, c
       }
     }
     if (!done) {
+      if (nsteps) __atomic_fetch_add(&cls_fallbacks, 1, __ATOMIC_RELAXED);
       if (F->use_planes)
         mp_scan_plane_run(s, I, F, q + i, m, kind);
       else if (kind == 1)

@@ -265,6 +265,13 @@ void mp_scan_f64_init(f64_fast *F, const src_info *I);
 void mp_scan_f64_run(mp_stats *s, const src_info *I, f64_fast *F, const double *p, uint64_t n);
 void mp_scan_f64_finish(mp_stats *s, const src_info *I, f64_fast *F);
 
+/* A class-plane kernel call (a block, scan_classes.c) takes at most
+ * MP_CLS_BLOCK_STEPS steps of 128 values, in chunks of MP_CLS_CHUNK_STEPS
+ * steps whose byte counters take at most 8 per two steps (31 such: 248 of
+ * 255; tests fill them with runs of one class). */
+#define MP_CLS_BLOCK_STEPS 2048
+#define MP_CLS_CHUNK_STEPS 62
+
 /* ---- fp32 family, vector paths (x86) -------------------------------------- */
 
 #ifdef MP_HAVE_X86
@@ -614,6 +621,11 @@ void mp_scan_cls_finish(mp_stats *s, const src_info *I, cls_scan *C);
  * state a scan of its dtype starts from, without copying the tables unless
  * a window moved (mp_scan_ws). */
 #define MP_CLS_BYTES 16384
+/* 16-bit blocks the class-plane kernel handed to the path it replaces since
+ * the process started (tests: finite data in the window never falls back, so
+ * a kernel bug, which fails the block's check, cannot hide behind the
+ * fallback). */
+uint64_t mp_scan_cls_fallbacks(void);
 bool mp_scan_cls_init_at(cls_scan *C, mp_dtype d);
 void mp_scan_cls_restart(cls_scan *C);
 /* Tests: every counter of a finished state C is zero. */

@@ -36,7 +36,7 @@
 #include "analysis/scan_internal.h"
 #include "ref.h"
 
-#define BLOCK_VALUES (2048 * 128) /* values per kernel call */
+#define BLOCK_VALUES (MP_CLS_BLOCK_STEPS * 128) /* values per AVX-512 class-kernel call */
 
 static void assert_view_paths_agree(const mp_view *v, const char *what) {
   mp_stats *a = malloc(sizeof *a), *b = malloc(sizeof *b);
@@ -202,6 +202,22 @@ static void fp8_random_bytes_at_odd_lengths_and_offsets_match_portable(void **st
   free(buf);
 }
 
+/* Runs of each byte over two chunks of the AVX-512 class kernel and an odd
+ * step of a third (every byte counter at its limit, and the odd step paired
+ * with ids no class takes), then a tail. */
+static void fp8_runs_of_each_byte_fill_the_counters(void **state) {
+  (void)state;
+  const uint64_t n = 128 * (2 * MP_CLS_CHUNK_STEPS + 3) + 5;
+  uint8_t *buf = malloc(n);
+  assert_non_null(buf);
+  for (int d = 0; d < 2; d++)
+    for (int v = 0; v < 256; v++) {
+      memset(buf, v, n);
+      assert_paths_agree(fp8s[d], buf, n, "a run of one byte");
+    }
+  free(buf);
+}
+
 static void fp8_runs_of_one_or_two_patterns_match_portable(void **state) {
   (void)state;
   /* One pattern alone (only NaN, only -0, only negatives, ...), then random
@@ -317,8 +333,10 @@ static void every_bf16_pattern_of_a_window_matches_portable(void **state) {
 
 static void runs_of_one_16_bit_value_match_portable(void **state) {
   (void)state;
-  /* The largest counts a block can hold, in one class; and values whose
-   * blocks must fail (inf, NaN, bf16 subnormal). */
+  /* The largest counts a block can hold, in one class (every counter of the
+   * AVX-512 kernel at its limit: a wrapped one fails the block's total
+   * check, so finite values, bf16 in its window, must not fall back); and
+   * values whose blocks must fail (inf, NaN, bf16 subnormal). */
   const uint64_t n = BLOCK_VALUES + 300;
   uint16_t *buf = malloc(n * sizeof *buf);
   assert_non_null(buf);
@@ -329,7 +347,17 @@ static void runs_of_one_16_bit_value_match_portable(void **state) {
     for (size_t k = 0; k < sizeof values / sizeof values[0]; k++) {
       for (uint64_t i = 0; i < n; i++)
         mp_store(sixteens[d], buf, i, values[k]);
+#ifdef MP_HAVE_X86
+      uint64_t before = mp_scan_cls_fallbacks();
+#endif
       assert_paths_agree(sixteens[d], buf, n, "one value");
+#ifdef MP_HAVE_X86
+      double x = fabs(mp_load(sixteens[d], buf, 0));
+      bool counted = isfinite(x) && (sixteens[d] == MP_FP16 || x == 0 || x >= 0x1p-126);
+      if (mp_scan_cpu_has_classes() && counted && mp_scan_cls_fallbacks() != before)
+        fail_msg("%s %g: the class kernel left a block of one value to the fallback",
+                 mp_dtype_name(sixteens[d]), values[k]);
+#endif
     }
   free(buf);
 }
@@ -492,6 +520,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(fp8_random_bytes_at_odd_lengths_and_offsets_match_portable),
       cmocka_unit_test(fp8_runs_of_one_or_two_patterns_match_portable),
+      cmocka_unit_test(fp8_runs_of_each_byte_fill_the_counters),
       cmocka_unit_test(sixteen_bit_random_patterns_match_portable),
       cmocka_unit_test(every_finite_fp16_pattern_matches_portable),
       cmocka_unit_test(every_bf16_pattern_of_a_window_matches_portable),
