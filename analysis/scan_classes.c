@@ -91,6 +91,14 @@ struct cls_scan {
   _Alignas(64) uint8_t ids[128 * (MP_CLS_CHUNK_STEPS + 1)];
 };
 
+/* A chunk's byte counters take at most 8 a double step (an odd step is one
+ * too); a block's 16-bit ones, 8 a double step of each of its chunks. */
+_Static_assert(8 * ((MP_CLS_CHUNK_STEPS + 1) / 2) <= 255, "byte counters hold a chunk");
+_Static_assert(8 * ((MP_CLS_BLOCK_STEPS + MP_CLS_CHUNK_STEPS - 1) / MP_CLS_CHUNK_STEPS) *
+                       ((MP_CLS_CHUNK_STEPS + 1) / 2) <=
+                   65535,
+               "16-bit counters hold a block");
+
 /* What one kernel call leaves. */
 typedef struct cls_out {
   uint16_t fours[CLS_PLANES_MAX][64];      /* carry counts (weight 4) by byte position 8q + bit */
