@@ -3,7 +3,8 @@
  * With AVX-512 VBMI, BITALG and GFNI, MP_SCAN_AUTO counts fp8, fp16 and
  * bf16 views of 128 values or more through class planes: every value's class (binade, and the side
  * of a threshold in the binades that hold one) is looked up per code byte and counted in bit
- * planes, in blocks of 2048 steps of 128 values. fp8 counts every byte
+ * planes, in blocks of MP_CLS_BLOCK_STEPS steps of 128 values (chunks of
+ * MP_CLS_CHUNK_STEPS, whose counters runs of one value fill). fp8 counts every byte
  * pattern there, NaN and inf included; a 16-bit block holding inf, NaN, a
  * bf16 subnormal or bf16 exponents outside the window is counted again by the
  * fp16/bf16 path the planes replace. These tests aim at those places: every
