@@ -13,7 +13,7 @@
  * vectors go to acc_value()). */
 #define F64V_BITS_LO (897ull << 52)
 #define F64V_BITS_HI ((1150ull << 52) - 1)
-#define F64V_FIELD_BITS 6
+_Static_assert(64 / F64V_FIELDS >= 6, "fields of 6 bits and more");
 
 /* Slot shift s such that the binades holding levels have distinct slots
  * (E >> s) mod 16; -1 if none. */
@@ -59,6 +59,7 @@ static bool f64v_place_levels(f64_vec *F) {
     F->level_field[k] = field;
   }
   F->nfields = nb;
+  F->field_bits = nb > 0 && 64 / nb < F64V_FIELD_BITS_MAX ? 64 / nb : F64V_FIELD_BITS_MAX;
   F->slot_shift = find_slot_shift(binades, nb);
   if (F->slot_shift < 0) return false;
   for (int r = 0; r < 2; r++)
@@ -68,7 +69,7 @@ static bool f64v_place_levels(f64_vec *F) {
     if (F->level_rank[k] < 0) continue;
     int slot = (F->level_binade[k] >> F->slot_shift) % F64V_SLOTS;
     F->slot_level[F->level_rank[k]][slot] = F->level_bits[k];
-    F->slot_weight[F->level_rank[k]][slot] = 1ull << (F64V_FIELD_BITS * F->level_field[k]);
+    F->slot_weight[F->level_rank[k]][slot] = 1ull << (F->field_bits * F->level_field[k]);
   }
   return true;
 }
@@ -110,18 +111,16 @@ bool mp_scan_f64v_init(f64_vec *F) {
   return mp_scan_f64v_reset(F);
 }
 
-/* Kernel calls end after this many vectors: a packed field takes at most one
- * count per vector, and the kernel unpacks its fields into wide counts
- * before it returns. */
-#define F64V_KERNEL_VECTORS ((1 << F64V_FIELD_BITS) - 1)
 /* Sub-histogram bins are uint32 and take two counts per vector. */
 #define F64V_FOLD_VECTORS (1ull << 30)
 
 typedef uint64_t u64_alias __attribute__((may_alias));
 
-/* Runs vectors from p + i while i + 8 <= n (at most F64V_KERNEL_VECTORS) and
- * returns where it stopped: before a vector holding a non-zero value outside
- * [2^-126, 2^127), or at the end. No call inside: the accumulators stay in registers. */
+/* Runs vectors from p + i while i + 8 <= n and returns where it stopped:
+ * before a vector holding a non-zero value outside [2^-126, 2^127), or at
+ * the end, or after 2^field_bits - 1 vectors (a packed field takes at most
+ * one count per vector; the kernel unpacks its fields into wide counts
+ * before it returns). No call inside: the accumulators stay in registers. */
 __attribute__((target("avx512f"), noinline)) static uint64_t f64_kernel(f64_vec *F, const double *p,
                                                                         uint64_t i, uint64_t n) {
   const __m512i absmask = _mm512_set1_epi64(INT64_MAX);
@@ -143,7 +142,8 @@ __attribute__((target("avx512f"), noinline)) static uint64_t f64_kernel(f64_vec 
   __m512i aminm1 = _mm512_loadu_si512(F->abs_min_m1);
   uint32_t *s0 = F->sub[0], *s1 = F->sub[1], *s2 = F->sub[2], *s3 = F->sub[3];
   uint64_t start = i;
-  uint64_t end = n - i > 8 * (uint64_t)F64V_KERNEL_VECTORS ? i + 8 * F64V_KERNEL_VECTORS : n;
+  const uint64_t max_values = 8 * ((1ull << F->field_bits) - 1);
+  uint64_t end = n - i > max_values ? i + max_values : n;
   for (; i + 8 <= end; i += 8) {
     scan_prefetch(p + i, 1);
     __m512i v = _mm512_loadu_si512(p + i);
@@ -179,14 +179,15 @@ __attribute__((target("avx512f"), noinline)) static uint64_t f64_kernel(f64_vec 
   }
   /* The fields into the lanes' wide counts: a fixed number of vector steps
    * (a loop over the non-zero fields of each lane mispredicted its exits). */
-  const __m512i field_mask = _mm512_set1_epi64((1 << F64V_FIELD_BITS) - 1);
+  const __m512i field_mask = _mm512_set1_epi64((1 << F->field_bits) - 1);
+  const __m128i field_shift = _mm_cvtsi32_si128(F->field_bits);
   for (int j = 0; j < F->nfields; j++) {
     _mm512_storeu_si512(F->above[0][j], _mm512_add_epi64(_mm512_loadu_si512(F->above[0][j]),
                                                          _mm512_and_si512(above0, field_mask)));
     _mm512_storeu_si512(F->above[1][j], _mm512_add_epi64(_mm512_loadu_si512(F->above[1][j]),
                                                          _mm512_and_si512(above1, field_mask)));
-    above0 = _mm512_srli_epi64(above0, F64V_FIELD_BITS);
-    above1 = _mm512_srli_epi64(above1, F64V_FIELD_BITS);
+    above0 = _mm512_srl_epi64(above0, field_shift);
+    above1 = _mm512_srl_epi64(above1, field_shift);
   }
   _mm512_storeu_si512(F->zeros, cz);
   _mm512_storeu_si512(F->negatives, cn);

@@ -272,6 +272,14 @@ void mp_scan_f64_finish(mp_stats *s, const src_info *I, f64_fast *F);
 #define MP_CLS_BLOCK_STEPS 2048
 #define MP_CLS_CHUNK_STEPS 62
 
+/* The AVX-512 fp64 kernel (scan_fp64_avx512.c, f64_vec) packs per-lane
+ * counts into fields of 64 / nfields bits, at most this many: a kernel call
+ * ends after 2^bits - 1 vectors (a field takes one count per vector),
+ * unpacking its fields, so wider fields make fewer calls (7 fields today:
+ * 9 bits, 511 vectors; at 6 bits, 63, the unpacking took a sixth of the
+ * time). Tests fill the widest. */
+#define F64V_FIELD_BITS_MAX 12
+
 /* ---- fp32 family, vector paths (x86) -------------------------------------- */
 
 #ifdef MP_HAVE_X86
@@ -513,7 +521,7 @@ void mp_scan_bf16_run_avx512(mp_stats *s, const src_info *I, f32_fast *F, const 
  * above it. Values are counted by binade (exponents read straight from the
  * source into four sub-histograms); a level's binade is looked up in a
  * sixteen-slot table (slot (E >> slot_shift) mod 16, one vpermt2q per level
- * rank), and a value above it adds that binade's weight, one 6-bit field of
+ * rank), and a value above it adds that binade's weight, one field of
  * a packed per-lane counter (binades without levels that share the slot
  * weigh 0), in place of a compare per level. The kernel also counts zeros
  * and negatives and keeps the min/max keys and min |x| per lane. Vectors
@@ -523,7 +531,7 @@ void mp_scan_bf16_run_avx512(mp_stats *s, const src_info *I, f32_fast *F, const 
 #define F64_LEVELS (3 * MP_TARGET_COUNT)
 #define F64V_BANKS 4
 #define F64V_SLOTS 16
-#define F64V_FIELDS 10 /* binades with levels in the window; 6 bits each */
+#define F64V_FIELDS 10 /* binades with levels in the window */
 typedef struct f64_vec {
   int64_t level_bits[F64_LEVELS]; /* target t: 3t flush, 3t + 1 subnormal, 3t + 2 overflow */
   /* By level rank in its binade (0: lower, 1: higher) and slot: the level
@@ -533,9 +541,10 @@ typedef struct f64_vec {
   int slot_shift;
   /* Per level: its binade, its rank (-1: binade outside the window), field. */
   int level_binade[F64_LEVELS], level_rank[F64_LEVELS], level_field[F64_LEVELS];
-  int nfields; /* fields in use: the binades holding levels */
+  int nfields;    /* fields in use: the binades holding levels */
+  int field_bits; /* each field's width in the kernel's packed counters */
   /* Per rank, field and lane: values above the level, unpacked from the
-   * kernel's 6-bit fields at the end of each call. */
+   * kernel's fields at the end of each call. */
   uint64_t above[2][F64V_FIELDS][8];
   uint64_t zeros[8], negatives[8];
   int64_t key_min[8], key_max[8];

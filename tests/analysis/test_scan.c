@@ -13,6 +13,7 @@
 #include "analysis/convert.h"
 #include "analysis/scan.h"
 #include "analysis/scan_internal.h"
+#include "analysis/scan_internal.h"
 #include "ref.h"
 
 /* A mix that exercises every branch: realistic magnitudes, values near every
@@ -165,8 +166,9 @@ static void fp64_vector_path_equals_portable_across_all_limits(void **state) {
   free(buf);
 }
 
-/* fp64 with AVX-512 keeps, per lane, 6-bit counts of values above each
- * level of their binade (the kernel hands them over every 63 vectors), looks
+/* fp64 with AVX-512 keeps, per lane, packed counts of values above each
+ * level of their binade (fields of at most F64V_FIELD_BITS_MAX bits: the
+ * kernel hands them over before a field could wrap), looks
  * levels up by a slot that binades without levels share, and sends values
  * outside [2^-126, 2^127) to the per-value path. Long runs just above, at and
  * below each level (every lane above a level for hundreds of vectors), the
@@ -174,7 +176,8 @@ static void fp64_vector_path_equals_portable_across_all_limits(void **state) {
  * misaligned starts: AUTO equals the portable path. */
 static void fp64_vector_path_long_runs_at_each_level_equal_portable(void **state) {
   (void)state;
-  enum { RUN = 1031 };
+  /* Each run fills a field of the widest kind past its limit. */
+  enum { RUN = 8 * (1 << F64V_FIELD_BITS_MAX) + 9 };
   const uint64_t n = 3 * RUN * 3 * MP_TARGET_COUNT + 4 * RUN + 2048 * 3 + 1;
   double *raw = malloc((n + 1) * sizeof *raw);
   mp_stats *a = malloc(sizeof *a), *b = malloc(sizeof *b);
