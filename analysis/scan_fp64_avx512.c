@@ -69,7 +69,7 @@ static bool f64v_place_levels(f64_vec *F) {
     if (F->level_rank[k] < 0) continue;
     int slot = (F->level_binade[k] >> F->slot_shift) % F64V_SLOTS;
     F->slot_level[F->level_rank[k]][slot] = F->level_bits[k];
-    F->slot_weight[F->level_rank[k]][slot] = 1ull << (F->field_bits * F->level_field[k]);
+    F->slot_weight[slot] = 1ull << (F->field_bits * F->level_field[k]);
   }
   return true;
 }
@@ -132,10 +132,8 @@ __attribute__((target("avx512f"), noinline)) static uint64_t f64_kernel(f64_vec 
   const __m512i lev0_hi = _mm512_loadu_si512(F->slot_level[0] + 8);
   const __m512i lev1_lo = _mm512_loadu_si512(F->slot_level[1]);
   const __m512i lev1_hi = _mm512_loadu_si512(F->slot_level[1] + 8);
-  const __m512i w0_lo = _mm512_loadu_si512(F->slot_weight[0]);
-  const __m512i w0_hi = _mm512_loadu_si512(F->slot_weight[0] + 8);
-  const __m512i w1_lo = _mm512_loadu_si512(F->slot_weight[1]);
-  const __m512i w1_hi = _mm512_loadu_si512(F->slot_weight[1] + 8);
+  const __m512i w_lo = _mm512_loadu_si512(F->slot_weight);
+  const __m512i w_hi = _mm512_loadu_si512(F->slot_weight + 8);
   __m512i above0 = _mm512_setzero_si512(), above1 = _mm512_setzero_si512();
   __m512i cz = _mm512_loadu_si512(F->zeros), cn = _mm512_loadu_si512(F->negatives);
   __m512i kmin = _mm512_loadu_si512(F->key_min), kmax = _mm512_loadu_si512(F->key_max);
@@ -159,14 +157,16 @@ __attribute__((target("avx512f"), noinline)) static uint64_t f64_kernel(f64_vec 
     aminm1 = _mm512_min_epu64(aminm1, _mm512_add_epi64(a, minus_one));
     cz = _mm512_mask_sub_epi64(cz, (__mmask8)~nonzero, cz, minus_one);
     cn = _mm512_mask_sub_epi64(cn, _mm512_cmplt_epi64_mask(key, minus_one), cn, minus_one);
-    /* Above the level(s) of its binade: add the binade's weight. */
+    /* Above the level(s) of its binade: add the binade's weight (one
+     * lookup: both ranks of a binade have its field). */
     __m512i slot = _mm512_srl_epi64(a, slot_shift);
+    __m512i w = _mm512_permutex2var_epi64(w_lo, slot, w_hi);
     above0 = _mm512_mask_add_epi64(
         above0, _mm512_cmpgt_epi64_mask(a, _mm512_permutex2var_epi64(lev0_lo, slot, lev0_hi)),
-        above0, _mm512_permutex2var_epi64(w0_lo, slot, w0_hi));
+        above0, w);
     above1 = _mm512_mask_add_epi64(
         above1, _mm512_cmpgt_epi64_mask(a, _mm512_permutex2var_epi64(lev1_lo, slot, lev1_hi)),
-        above1, _mm512_permutex2var_epi64(w1_lo, slot, w1_hi));
+        above1, w);
     const u64_alias *q = (const u64_alias *)(const void *)(p + i);
     s0[(q[0] >> 52) & 0x7ff]++;
     s1[(q[1] >> 52) & 0x7ff]++;

@@ -535,9 +535,10 @@ void mp_scan_bf16_run_avx512(mp_stats *s, const src_info *I, f32_fast *F, const 
 typedef struct f64_vec {
   int64_t level_bits[F64_LEVELS]; /* target t: 3t flush, 3t + 1 subnormal, 3t + 2 overflow */
   /* By level rank in its binade (0: lower, 1: higher) and slot: the level
-   * (INT64_MAX: none) and its binade's field weight (0: none). */
+   * (INT64_MAX: none); by slot, the weight of its level binade's field (0:
+   * none; a binade's levels of both ranks share its field). */
   int64_t slot_level[2][F64V_SLOTS];
-  uint64_t slot_weight[2][F64V_SLOTS];
+  uint64_t slot_weight[F64V_SLOTS];
   int slot_shift;
   /* Per level: its binade, its rank (-1: binade outside the window), field. */
   int level_binade[F64_LEVELS], level_rank[F64_LEVELS], level_field[F64_LEVELS];
