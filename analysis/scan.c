@@ -62,7 +62,15 @@
 static src_info infos[MP_DTYPE_COUNT];
 static pthread_once_t infos_once = PTHREAD_ONCE_INIT;
 
+#ifdef MP_HAVE_X86
+bool mp_scan_prefetch_l2;
+#endif
+
 static void build_infos(void) {
+#ifdef MP_HAVE_X86
+  __builtin_cpu_init();
+  mp_scan_prefetch_l2 = __builtin_cpu_is("intel");
+#endif
   for (int d = 0; d < MP_DTYPE_COUNT; d++) {
     if (!mp_dtype_scannable((mp_dtype)d)) continue;
     const mp_format *f = mp_format_of((mp_dtype)d);

@@ -47,8 +47,15 @@
  * bf16 0.69-0.71 -> 0.77-0.81; fp8, fp64 and the AVX2 kernels within their
  * run-to-run spread; 2 KB further gave 0.76 / 0.78 / 0.79, 4 KB 0.82 / 0.81
  * / 0.79, 16 KB as 8 KB. Cache-resident fp16 (2 MiB) unchanged (12.7-12.9
- * GB/s). Other distances: -DSCAN_PREFETCH_AHEAD=N, -DSCAN_PREFETCH_L2_AHEAD=N
- * (0: no L2 prefetch). */
+ * GB/s). On a 2-core AMD Zen 5 VM the L2 prefetch cost instead
+ * (2026-12-07, `scan_host 256 3`, two runs each, the same build with and
+ * without it, GB/s): fp32 13.6 / 10.9 -> 14.9 / 14.2, e4m3 15.7 / 13.6 ->
+ * 16.5 / 17.3, e5m2 11.4 / 10.2 -> 12.5 / 12.1, fp64 12.2 / 10.8 -> 13.5 /
+ * 13.9, fp16 and bf16 within their spread (12-14); 2 and 4 KB ahead into
+ * L1 without it as 3 KB, 16 and 32 KB ahead into L2 no better. So it is
+ * asked for on Intel CPUs only (mp_scan_prefetch_l2, set once with the
+ * scanner's tables). Other distances: -DSCAN_PREFETCH_AHEAD=N,
+ * -DSCAN_PREFETCH_L2_AHEAD=N (0: never an L2 prefetch). */
 #ifndef SCAN_PREFETCH_AHEAD
 #define SCAN_PREFETCH_AHEAD 3072
 #endif
@@ -56,11 +63,15 @@
 #define SCAN_PREFETCH_L2_AHEAD 8192
 #endif
 
+/* Whether scan_prefetch asks for the lines SCAN_PREFETCH_L2_AHEAD on (set
+ * by mp_scan_prepare() and every scan before its kernels run). */
+extern bool mp_scan_prefetch_l2;
+
 __attribute__((always_inline)) static inline void scan_prefetch(const void *p, unsigned lines) {
   uintptr_t a = (uintptr_t)p + SCAN_PREFETCH_AHEAD;
   for (unsigned l = 0; l < lines; l++)
     _mm_prefetch((const char *)(a + 64u * l), _MM_HINT_T0);
-  if (SCAN_PREFETCH_L2_AHEAD > 0)
+  if (SCAN_PREFETCH_L2_AHEAD > 0 && mp_scan_prefetch_l2)
     for (unsigned l = 0; l < lines; l++)
       _mm_prefetch((const char *)(a + SCAN_PREFETCH_L2_AHEAD + 64u * l), _MM_HINT_T1);
 }
