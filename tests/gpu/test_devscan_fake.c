@@ -129,7 +129,7 @@ static void poller_delivers_without_a_drain(void **state) {
   collect *c = calloc(1, sizeof *c);
   mp_stats_init(&c->stats, MP_FP32);
   assert_int_equal(mpp_devscan_enqueue(NULL, &v, sink, c), 0);
-  for (int i = 0; i < 2000 && !__atomic_load_n(&c->calls, __ATOMIC_SEQ_CST); i++) {
+  for (int i = 0; i < 20000 && !__atomic_load_n(&c->calls, __ATOMIC_SEQ_CST); i++) {
     struct timespec ts = {0, 1000000};
     nanosleep(&ts, NULL);
   }
