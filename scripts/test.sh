@@ -31,7 +31,7 @@ meson test -C build-asan --setup=sanitize --print-errorlogs --num-processes 2
 rc_asan=$?
 
 # CI shows only the end of this output: name each test that did not pass, with
-# the last lines of what it printed.
+# the last lines of what it printed (stdout, then stderr).
 mpprof_failed_tests() {
   local log=$1/meson-logs/$2
   [[ -f $log ]] || return 0
@@ -40,9 +40,12 @@ import json, sys
 for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
     t = json.loads(line)
     if t.get("result") not in ("OK", "SKIP", "EXPECTEDFAIL"):
-        tail = (t.get("stdout") or "").rstrip().splitlines()[-15:]
         print(f"--- {t['name']}: {t['result']} after {t.get('duration', 0):.1f} s")
-        print("\n".join("    " + l for l in tail))
+        for part in ("stdout", "stderr"):
+            tail = (t.get(part) or "").rstrip().splitlines()[-15:]
+            if tail:
+                print(f"  {part}:")
+                print("\n".join("    " + l for l in tail))
 PY
 }
 
