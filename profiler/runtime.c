@@ -92,9 +92,9 @@ static uint64_t loader_adds(void) {
   return adds;
 }
 
-void *mpp_sym_get(mpp_sym *s) {
+void *mpp_sym_lookup(mpp_sym *s) {
   void *fn = __atomic_load_n(&s->fn, __ATOMIC_ACQUIRE);
-  if (fn) return fn;
+  if (fn) return fn; /* resolved by another thread meanwhile */
   /* A failed lookup is remembered with the loader generation it saw: until a
    * library is loaded, the answer stays "missing" without dlsym + dlopen. */
   uint64_t gen = loader_adds() + 1;

@@ -24,7 +24,13 @@ typedef struct mpp_sym {
   void *fn;           /* atomic */
   uint64_t missed_at; /* atomic: 1 + loader generation of the last failed lookup (0: none) */
 } mpp_sym;
-void *mpp_sym_get(mpp_sym *s);
+void *mpp_sym_lookup(mpp_sym *s); /* resolves s (or says again that it is missing) */
+/* The real function, or NULL while it is missing: a resolved symbol costs one
+ * load in the hook, no call. */
+static inline void *mpp_sym_get(mpp_sym *s) {
+  void *fn = __atomic_load_n(&s->fn, __ATOMIC_ACQUIRE);
+  return fn ? fn : mpp_sym_lookup(s);
+}
 void mpp_sym_resolve_all(mpp_sym *tab, size_t n);
 void mpp_register_syms(mpp_sym *tab, size_t n); /* called by each hook module's constructor */
 /* dlsym.c: a program looked `name` up on a CUDA library's own handle and got

@@ -1,7 +1,7 @@
-/* Real-symbol resolution (profiler/runtime.c mpp_sym_get): a symbol that is
- * not there is not searched for again (no dlopen per call) until a library is
- * loaded, and is found once one that defines it is.
- * dlopen is wrapped (-Wl,--wrap=dlopen) to count mpp_sym_get's lookups. */
+/* Real-symbol resolution (profiler/runtime.h mpp_sym_get, its lookup in runtime.c): a symbol that
+ * is not there is not searched for again (no dlopen per call) until a library is loaded, and is
+ * found once one that defines it is. dlopen is wrapped (-Wl,--wrap=dlopen) to count mpp_sym_get's
+ * lookups. */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
