@@ -301,6 +301,23 @@ static void put_f64(scanner *S) {
   S->f64a = NULL;
 }
 
+/* The fp64 kernel state `field` (f64v, f64a) for this scan: the workspace's
+ * (set up in full the first time, reset after) or a new one (put_f64 frees
+ * it). True when it is ready for the kernel. */
+#define TAKE_F64_STATE(S, field, init, reset)                                                      \
+  __extension__({                                                                                  \
+    mp_scan_ws *ws_ = (S)->ws;                                                                     \
+    bool ok_;                                                                                      \
+    if (ws_) {                                                                                     \
+      (S)->field = &ws_->field;                                                                    \
+      ok_ = ws_->field##_ready ? reset((S)->field) : init((S)->field);                             \
+      ws_->field##_ready = true; /* set up either way: its sub[] is clear */                       \
+    } else {                                                                                       \
+      ok_ = ((S)->field = malloc(sizeof *(S)->field)) && init((S)->field);                         \
+    }                                                                                              \
+    ok_;                                                                                           \
+  })
+
 static void put_f32(scanner *S) {
   if (S->f32 && !S->ws) {
     free(S->f32->pairs);
@@ -407,32 +424,14 @@ static void choose_kind(scanner *S, mp_scan_impl impl, uint64_t total) {
     /* A state kept in the workspace costs no table to build. */
     if (total < (S->ws ? F64_KEPT_MIN_ELEMENTS : F64_FAST_MIN_ELEMENTS)) break;
     if (cpu_has_avx512() && impl != MP_SCAN_AVX2) {
-      mp_scan_ws *ws = S->ws;
-      bool ok;
-      if (ws) {
-        S->f64v = &ws->f64v;
-        ok = ws->f64v_ready ? mp_scan_f64v_reset(S->f64v) : mp_scan_f64v_init(S->f64v);
-        ws->f64v_ready = true; /* set up either way: its sub[] is clear */
-      } else {
-        ok = (S->f64v = malloc(sizeof(f64_vec))) && mp_scan_f64v_init(S->f64v);
-      }
-      if (ok) {
+      if (TAKE_F64_STATE(S, f64v, mp_scan_f64v_init, mp_scan_f64v_reset)) {
         S->kind = RUN_F64_AVX512;
         break;
       }
       put_f64(S);
     }
     if (cpu_has_avx2()) {
-      mp_scan_ws *ws = S->ws;
-      bool ok;
-      if (ws) {
-        S->f64a = &ws->f64a;
-        ok = ws->f64a_ready ? mp_scan_f64a_reset(S->f64a) : mp_scan_f64a_init(S->f64a);
-        ws->f64a_ready = true;
-      } else {
-        ok = (S->f64a = malloc(sizeof(f64_avx2))) && mp_scan_f64a_init(S->f64a);
-      }
-      if (ok) {
+      if (TAKE_F64_STATE(S, f64a, mp_scan_f64a_init, mp_scan_f64a_reset)) {
         S->kind = RUN_F64_AVX2;
         break;
       }
