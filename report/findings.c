@@ -1181,19 +1181,29 @@ static int rule_loss_scale_applied(mpprof_model *m) {
     snprintf(scales, sizeof scales, "%s..%s", mpprof_scale_str(g->min, sa),
              mpprof_scale_str(g->max, sb));
   char *detail =
-      wl ? mpprof_asprintf("; at it %s's %s %s in fp16 for %s%% of its finite "
+      wl ? mpprof_asprintf("; at %s %s's %s %s in fp16 for %s%% of its finite "
                            "non-zero values",
-                           mpprof_layer_label(wl), ws.tensor,
-                           over ? "overflows" : "flushes to zero", mpprof_pct_text(ws.pct).s)
+                           g->min == g->max ? "it" : "those scales", mpprof_layer_label(wl),
+                           ws.tensor, over ? "overflows" : "flushes to zero",
+                           mpprof_pct_text(ws.pct).s)
          : strdup("");
+  /* Where the window lies against the scales applied (one, or the range of
+   * a dynamic scaler or of merged runs): a range with scales inside the
+   * window is only partly outside it, and one past both edges is both. */
+  bool under = g->min < lo;
+  const char *where = over && under          ? "partly above and partly below"
+                      : over && g->min > hi  ? "above"
+                      : over                 ? "partly above"
+                      : under && g->max < lo ? "below"
+                      : under                ? "partly below"
+                                             : "inside";
   char *msg;
   bool fp16 = fp16_backward(m);
   if (!fp16 && strcmp(verdict, "fine")) {
     /* An fp32 or bf16 run: nothing flushes now; advice for a switch to fp16. */
     msg = mpprof_asprintf("no backward op runs in fp16, so the applied loss scale %s does no harm "
                           "now; for fp16 it is %s the window [2^%d, 2^%d]%s%s",
-                          scales, over ? "above" : "below", g->window_lo, g->window_hi, edges,
-                          detail ? detail : "");
+                          scales, where, g->window_lo, g->window_hi, edges, detail ? detail : "");
     free(detail);
     f = add(m, "loss_scale_applied", "info", NULL, msg,
             mpprof_asprintf("when switching to fp16, use a loss scale in [2^%d, 2^%d], e.g. 2^%d",
@@ -1209,8 +1219,10 @@ static int rule_loss_scale_applied(mpprof_model *m) {
                           scales, g->window_lo, g->window_hi, edges, detail ? detail : "");
   else
     msg = mpprof_asprintf("the applied loss scale %s is %s the window [2^%d, 2^%d]%s (%s)%s",
-                          scales, over ? "above" : "below", g->window_lo, g->window_hi, edges,
-                          over ? "too high: gradients overflow" : "too low: gradients flush",
+                          scales, where, g->window_lo, g->window_hi, edges,
+                          over && under ? "too high: gradients overflow; too low: gradients flush"
+                          : over        ? "too high: gradients overflow"
+                                        : "too low: gradients flush",
                           detail ? detail : "");
   free(detail);
   f = add(m, "loss_scale_applied",

@@ -358,6 +358,26 @@ static void loss_scale_applied_and_unknown(void **state) {
   g->min = g->max = 0x1p16;
   assert_int_equal(run(&m, "loss_scale_applied"), 1);
   assert_string_equal(m.findings[m.n_findings - 1].severity, "info");
+  /* A range of applied scales (a dynamic scaler, merged runs) with scales
+   * inside the window is only partly outside it: "2^10..2^16 is below the
+   * window [2^14, 2^18]" was false of 2^14 .. 2^16. */
+  g->min = 0x1p10;
+  assert_int_equal(run(&m, "loss_scale_applied"), 1);
+  assert_string_equal(m.findings[m.n_findings - 1].severity, "medium");
+  assert_non_null(strstr(m.findings[m.n_findings - 1].message,
+                         "2^10..2^16 is partly below the window [2^14, 2^18] (too low"));
+  g->max = 0x1p20;
+  assert_int_equal(run(&m, "loss_scale_applied"), 1);
+  assert_string_equal(m.findings[m.n_findings - 1].severity, "high");
+  assert_non_null(strstr(m.findings[m.n_findings - 1].message,
+                         "is partly above and partly below the window [2^14, 2^18] (too high: "
+                         "gradients overflow; too low: gradients flush)"));
+  g->min = 0x1p16;
+  assert_int_equal(run(&m, "loss_scale_applied"), 1);
+  assert_non_null(strstr(m.findings[m.n_findings - 1].message, "is partly above the window"));
+  g->min = 0x1p19;
+  assert_int_equal(run(&m, "loss_scale_applied"), 1);
+  assert_non_null(strstr(m.findings[m.n_findings - 1].message, "2^19..2^20 is above the window"));
   /* The worst layer it names is one the window is made of: a layer kept in
    * bf16 (mlp_train's fc1, whose gradients flush 100% at 2^0 and at every
    * scale of the window) is not the window's evidence. */
