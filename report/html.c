@@ -587,8 +587,9 @@ static void share_cell(FILE *f, const mpprof_share *s) {
   "<th title=\"The layer the site's calls ran in (its row in the layer table)\">Layer</th>"        \
   "<th title=\"forward, backward, optimizer, recompute, eval or unknown\">Phase</th>"              \
   "<th title=\"The hooked entry point called\">API</th>"                                           \
-  "<th title=\"The GEMM's m, n, k and batch count (convolutions: their implicit GEMM's)\">"        \
-  "m&times;n&times;k&times;batch</th>"                                                             \
+  "<th title=\"A GEMM's m&times;n&times;k&times;batch; a convolution's geometry: conv n= c= HxW "  \
+  "k= RxS (3-D: DxHxW, TxRxS; g=G: G filter groups); various shapes: a site of shapes merged "     \
+  "past MPPROF_MAX_SITES (ops.csv shape)\">Shape</th>"                                             \
   "<th title=\"transa/transb as called (N: as stored, T: transposed)\">Trans</th>"                 \
   "<th title=\"Operand dtypes per role\">Dtypes</th>"                                              \
   "<th title=\"Compute type and math mode; TF32 wherever TF32 applies\">Compute</th>"              \

@@ -987,6 +987,11 @@ static void every_layer_and_op_column_is_defined_where_it_is_shown(void **state)
   assert_non_null(strstr(table, "at most 0.1% flushed)\">Loss scale (log2)</th>"));
   assert_non_null(strstr(table, "at most 1% flushed)\">fp8 e4m3 fwd</th>"));
   assert_non_null(strstr(table, "several phases\">Phase</th>"));
+  /* The ops table's shape cell of a convolution is its geometry (conv n= c=
+   * ...), not the implicit GEMM's m, n, k the header said it was. */
+  table = strstr(html, "<table id=\"ops-table\"");
+  assert_non_null(strstr(table, "a convolution's geometry: conv n= c= HxW k= RxS"));
+  assert_null(strstr(table, "their implicit GEMM's"));
   free(html);
   rg_rmdir(dir);
   free(dir);
