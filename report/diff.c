@@ -1135,26 +1135,25 @@ static void loss_scale_text(const cJSON *run, char *buf, size_t n) {
     snprintf(buf, n, "%g .. %g", lo, hi);
 }
 
-/* A candidate's measured rel_l2 as shown: "0.0082", "inf" (null: infinite). */
-static void rel_text(const cJSON *c, char *buf, size_t n) {
+/* A candidate's measured rel_l2 as shown beside its run's limit lim
+ * (mpprof_rel_text): "0.0082", "inf" (null: infinite). */
+static void rel_text(const cJSON *c, double lim, char *buf, size_t n) {
   double e;
   if (rel_value(get(c, MP_RK_SHADOW_CAND.rel_l2), &e))
     snprintf(buf, n, "?");
-  else if (isinf(e))
-    snprintf(buf, n, "inf");
   else
-    snprintf(buf, n, "%.2g", e);
+    snprintf(buf, n, "%s", mpprof_rel_text(e, lim).s);
 }
 
 /* A side's measured `current` against its run's limit, as the summary shows
  * it: "0.0082 (above --shadow-max-rel 0.00391)". */
 static void current_side_text(const cJSON *side, char *buf, size_t n) {
-  char r[32];
+  char r[40];
   double lim = 0;
-  rel_text(side_current(side), r, sizeof r);
   mpprof_json_get_double(get(side, DK_ME_LIMIT), &lim);
-  snprintf(buf, n, "%s (%s --shadow-max-rel %.3g)", r,
-           current_within(side) > 0 ? "within" : "above", lim);
+  rel_text(side_current(side), lim, r, sizeof r);
+  snprintf(buf, n, "%s (%s --shadow-max-rel %s)", r, current_within(side) > 0 ? "within" : "above",
+           mpprof_rel_limit_text(lim).s);
 }
 
 /* What a side's current_on_narrower_operands says (page tooltip and
@@ -1203,9 +1202,9 @@ static bool both_runs_measured(const cJSON *d) {
 /* A measured rel_l2 on the page, with a dagger and report.html's tooltip
  * (MPPROF_SHADOW_ROUNDED_TITLE) when measured on operands already of the
  * candidate's format. */
-static void html_rel(FILE *f, const cJSON *c, const char *cand) {
-  char t[32];
-  rel_text(c, t, sizeof t);
+static void html_rel(FILE *f, const cJSON *c, const char *cand, double lim) {
+  char t[40];
+  rel_text(c, lim, t, sizeof t);
   bool rounded = cJSON_IsTrue(get(c, MP_K_SH_INPUTS_ALREADY_ROUNDED));
   if (rounded) {
     char note[320];
@@ -1237,6 +1236,8 @@ static void measured_cells(FILE *f, const cJSON *me, int i) {
   }
   const char *current = mp_shadow_cand_name(MP_SH_CURRENT);
   const cJSON *cs = get(side, DK_ME_CANDIDATES), *cur = get(cs, current), *c;
+  double lim = 0;
+  mpprof_json_get_double(get(side, DK_ME_LIMIT), &lim);
   if (!cur) {
     const cJSON *why = get(side, DK_ME_NOT_MEASURED);
     const char *text = "no shadowed call measured the precision the op runs in";
@@ -1247,7 +1248,7 @@ static void measured_cells(FILE *f, const cJSON *me, int i) {
     html(f, text);
     fputs("\">not measured</td>", f);
   } else {
-    char t[96], nt[400];
+    char t[128], nt[400];
     current_side_text(side, t, sizeof t);
     bool chg = i && cJSON_IsTrue(get(me, DK_ME_CROSSED));
     const cJSON *nj = get(side, DK_ME_NARROWER);
@@ -1259,7 +1260,7 @@ static void measured_cells(FILE *f, const cJSON *me, int i) {
       html(f, nt);
     }
     fputs("\">", f);
-    html_rel(f, cur, current);
+    html_rel(f, cur, current, lim);
     if (cJSON_IsObject(nj)) fputs("&Dagger;", f);
     fputs("</td>", f);
   }
@@ -1270,7 +1271,7 @@ static void measured_cells(FILE *f, const cJSON *me, int i) {
     fputs(any ? "; " : "", f);
     html(f, c->string);
     fputc(' ', f);
-    html_rel(f, c, c->string);
+    html_rel(f, c, c->string, lim);
     any = true;
   }
   fputs("</td>", f);
@@ -1554,7 +1555,7 @@ static void print_measured_changes(const cJSON *d, FILE *out) {
       more++;
       continue;
     }
-    char ta[96], tb[96];
+    char ta[128], tb[128];
     current_side_text(get(me, "a"), ta, sizeof ta);
     current_side_text(get(me, "b"), tb, sizeof tb);
     mpprof_fprint_term(out, "  %s: ", get(row, "layer")->valuestring);
@@ -1579,11 +1580,12 @@ static void print_measured_changes(const cJSON *d, FILE *out) {
           warned < SUMMARY_LAYERS_MAX) {
         mpprof_fprint_term(out, "  %s: ", get(row, "layer")->valuestring);
         fprintf(out,
-                "%s runs it on %s operands; %s measured %s from %s operands at %.2g, above "
-                "--shadow-max-rel %.3g (%s's own measurement leaves out that input rounding)\n",
+                "%s runs it on %s operands; %s measured %s from %s operands at %s, above "
+                "--shadow-max-rel %s (%s's own measurement leaves out that input rounding)\n",
                 i ? "B" : "A", cJSON_GetStringValue(get(nj, DK_MN_OPERANDS)), i ? "A" : "B",
                 cJSON_GetStringValue(get(nj, DK_MN_OTHER_CAND)),
-                cJSON_GetStringValue(get(nj, DK_MN_OTHER_OPERANDS)), e, lim, i ? "B" : "A");
+                cJSON_GetStringValue(get(nj, DK_MN_OTHER_OPERANDS)), mpprof_rel_text(e, lim).s,
+                mpprof_rel_limit_text(lim).s, i ? "B" : "A");
         warned++;
       } else if (!narrower++) {
         snprintf(first, sizeof first, "%s", get(row, "layer")->valuestring);

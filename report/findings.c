@@ -1038,20 +1038,20 @@ static int rule_fp8_candidate(mpprof_model *m) {
   char *rej =
       nr ? mpprof_asprintf("%d layer%s advised fp16 fit%s fp8's range with "
                            "per-tensor scaling but %s measured fp8 error is above "
-                           "--shadow-max-rel %.3g (the least: %s, relative L2 %.3g on "
+                           "--shadow-max-rel %s (the least: %s, relative L2 %s on "
                            "%s): %s",
                            nr, nr == 1 ? "" : "s", nr == 1 ? "s" : "", nr == 1 ? "its" : "their",
-                           lim, mpprof_fp8_recipe_name(least_l->best_fp8), least,
-                           mpprof_layer_label(least_l), rlist)
+                           mpprof_rel_limit_text(lim).s, mpprof_fp8_recipe_name(least_l->best_fp8),
+                           mpprof_rel_text(least, lim).s, mpprof_layer_label(least_l), rlist)
          : strdup("");
   char *how = !n_measured_ok ? strdup("")
               : (size_t)n == n_measured_ok
-                  ? mpprof_asprintf("; measured: the best recipe's relative L2 error at most %.3g "
-                                    "<= --shadow-max-rel %.3g",
-                                    most_ok, lim)
-                  : mpprof_asprintf("; measured within --shadow-max-rel %.3g for %zu of them (the "
+                  ? mpprof_asprintf("; measured: the best recipe's relative L2 error at most %s "
+                                    "<= --shadow-max-rel %s",
+                                    mpprof_rel_text(most_ok, lim).s, mpprof_rel_limit_text(lim).s)
+                  : mpprof_asprintf("; measured within --shadow-max-rel %s for %zu of them (the "
                                     "others range only)",
-                                    lim, n_measured_ok);
+                                    mpprof_rel_limit_text(lim).s, n_measured_ok);
   char *msg = NULL, *act = NULL;
   if (rej && how) {
     if (!n) {
@@ -1386,20 +1386,20 @@ static int rule_current_error_high(mpprof_model *m) {
   char types[160];
   mpprof_site_dtypes(w, types, sizeof types);
   double worst = w->shadow->cand[MP_SH_CURRENT].worst.rel_l2;
-  char werr[32];
+  char werr[64];
   if (isinf(worst))
     snprintf(werr, sizeof werr, "non-finite outputs");
   else
-    snprintf(werr, sizeof werr, "relative L2 error %.3g", worst);
+    snprintf(werr, sizeof werr, "relative L2 error %s", mpprof_rel_text(worst, lim).s);
   size_t n = t.n;
   mpprof_finding *f =
       add(m, "current_error_high", "medium", n == 1 ? w->layer_name : NULL,
           mpprof_asprintf("%zu GEMM/conv site%s (%" PRIu64 " calls) already lose%s more than "
-                          "--shadow-max-rel %.3g in the precision %s in now (measured): worst "
+                          "--shadow-max-rel %s in the precision %s in now (measured): worst "
                           "%s site %zu (%s), %s",
-                          n, n == 1 ? "" : "s", t.calls, n == 1 ? "s" : "", lim,
-                          n == 1 ? "it runs" : "they run", mpprof_site_layer_label(w), w->id, types,
-                          werr),
+                          n, n == 1 ? "" : "s", t.calls, n == 1 ? "s" : "",
+                          mpprof_rel_limit_text(lim).s, n == 1 ? "it runs" : "they run",
+                          mpprof_site_layer_label(w), w->id, types, werr),
           strdup("widen what loses it: a bf16 or fp32 output instead of fp8 (or a smaller D scale "
                  "where outputs saturate), fp32 inputs without TF32 for sums that need them; the "
                  "Measured error columns compare each candidate with it"));

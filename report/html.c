@@ -689,36 +689,38 @@ static bool unmeasured_cell(FILE *f, const mpprof_shadow *sh) {
 /* A measured error on inputs already rounded to its format (fmt: "bf16",
  * ...; mpprof_shadow_cand.inputs_rounded): the number with a dagger, the
  * tooltip saying what it excludes. */
-static void rounded_cell(FILE *f, const mpprof_shadow_cand *c, const char *name, const char *fmt) {
+static void rounded_cell(FILE *f, const mpprof_shadow_cand *c, const char *name, const char *fmt,
+                         double lim) {
   char note[320];
   snprintf(note, sizeof note, MPPROF_SHADOW_ROUNDED_TITLE, fmt);
   fprintf(f, "<td class=\"n\" data-v=\"%.17g\" title=\"%s\">", c->worst.rel_l2, note);
   if (name) fprintf(f, "%s ", name);
-  fprintf(f, "%.2g&dagger;</td>", c->worst.rel_l2);
+  fprintf(f, "%s&dagger;</td>", mpprof_rel_text(c->worst.rel_l2, lim).s);
 }
 
 /* A Measured rel L2 cell (mpprof_shadow_row: which candidate, its marks). */
-static void rel_cell(FILE *f, const mpprof_shadow *sh, const mpprof_shadow_cell *c) {
+static void rel_cell(FILE *f, const mpprof_shadow *sh, const mpprof_shadow_cell *c, double lim) {
   if (!c->c && unmeasured_cell(f, sh)) return;
   if (!c->c)
     fputs("<td class=\"n\" data-v=\"-1\"></td>", f);
   else if (isinf(c->c->worst.rel_l2))
     fputs("<td class=\"n\" data-v=\"1e308\">&infin;</td>", f);
   else if (c->rounded)
-    rounded_cell(f, c->c, NULL, c->format);
+    rounded_cell(f, c->c, NULL, c->format, lim);
   else
-    num_cell(f, c->c->worst.rel_l2, "%.2g");
+    fprintf(f, "<td class=\"n\" data-v=\"%.17g\">%s</td>", c->c->worst.rel_l2,
+            mpprof_rel_text(c->c->worst.rel_l2, lim).s);
 }
 
 /* The best fp8 cell: its recipe's name and error. */
-static void fp8_cell(FILE *f, const mpprof_shadow *sh, const mpprof_shadow_cell *c) {
+static void fp8_cell(FILE *f, const mpprof_shadow *sh, const mpprof_shadow_cell *c, double lim) {
   if (!c->c && unmeasured_cell(f, sh)) return;
   if (!c->c) {
     fputs("<td data-v=\"-1\"></td>", f);
     return;
   }
   if (c->rounded) {
-    rounded_cell(f, c->c, c->name, c->format);
+    rounded_cell(f, c->c, c->name, c->format, lim);
     return;
   }
   double v = c->c->worst.rel_l2;
@@ -726,26 +728,28 @@ static void fp8_cell(FILE *f, const mpprof_shadow *sh, const mpprof_shadow_cell 
   if (isinf(v))
     fputs("&infin;</td>", f);
   else
-    fprintf(f, "%.2g</td>", v);
+    fprintf(f, "%s</td>", mpprof_rel_text(v, lim).s);
 }
 
 /* The `current` cell, marked with * where it understates what the kernels
  * lose (its title says why). */
-static void current_cell(FILE *f, const mpprof_shadow_row *r) {
+static void current_cell(FILE *f, const mpprof_shadow_row *r, double lim) {
   if (!r->understated) {
-    rel_cell(f, r->sh, &r->now);
+    rel_cell(f, r->sh, &r->now, lim);
     return;
   }
   fprintf(f, "<td class=\"n\" data-v=\"%.17g\" title=\"", r->now.c->worst.rel_l2);
   html(f, mpprof_understated_text(r->understated));
-  fprintf(f, "\">%.2g*</td>", r->now.c->worst.rel_l2);
+  fprintf(f, "\">%s*</td>", mpprof_rel_text(r->now.c->worst.rel_l2, lim).s);
 }
 
-static void shadow_cells(FILE *f, const mpprof_shadow_row *r) {
-  current_cell(f, r);
-  rel_cell(f, r->sh, &r->fp16);
-  rel_cell(f, r->sh, &r->bf16);
-  fp8_cell(f, r->sh, &r->fp8);
+/* Each error as mpprof_rel_text shows it beside the limit lim, which judges
+ * them all (a verdict's candidates, and current_error_high's current). */
+static void shadow_cells(FILE *f, const mpprof_shadow_row *r, double lim) {
+  current_cell(f, r, lim);
+  rel_cell(f, r->sh, &r->fp16, lim);
+  rel_cell(f, r->sh, &r->bf16, lim);
+  fp8_cell(f, r->sh, &r->fp8, lim);
 }
 
 static void verdict_basis(const mpprof_model *m, FILE *f) {
@@ -753,9 +757,9 @@ static void verdict_basis(const mpprof_model *m, FILE *f) {
     fprintf(f,
             "<p>Verdicts use value ranges <b>and the measured error</b> (shadow execution): a "
             "precision stands only when its relative L2 error against an fp64 reference is at "
-            "most %.3g (<code>--shadow-max-rel</code>); the Measured error columns show it "
+            "most %s (<code>--shadow-max-rel</code>); the Measured error columns show it "
             "(worst shadowed call).</p>\n",
-            mpprof_shadow_max_rel(m));
+            mpprof_rel_limit_text(mpprof_shadow_max_rel(m)).s);
   else
     fputs("<p>Verdicts are <b>range-only</b>: they rest on the values' ranges (overflow, flush to "
           "zero). Run with <code>--shadow</code> to measure the error each precision would "
@@ -843,7 +847,7 @@ static void layer_table(const mpprof_model *m, const size_t *order, const bool *
     if (m->has_shadow) {
       mpprof_shadow_row sr;
       mpprof_layer_shadow_row(m, l, &sr);
-      shadow_cells(f, &sr);
+      shadow_cells(f, &sr, mpprof_shadow_max_rel(m));
     }
     fputs("</tr>\n", f);
   }
@@ -989,7 +993,7 @@ static int ops_table(const mpprof_model *m, FILE *f) {
     if (m->has_shadow) {
       mpprof_shadow_row sr;
       mpprof_site_shadow_row(s, &sr);
-      shadow_cells(f, &sr);
+      shadow_cells(f, &sr, mpprof_shadow_max_rel(m));
     }
     fputs("</tr>\n", f);
   }

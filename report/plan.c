@@ -386,31 +386,34 @@ int mpprof_build_fp8_plan(mpprof_model *m) {
     p->headline = NULL;
   } else if (!p->n_fit) {
     p->headline = mpprof_asprintf("none: %zu layer%s fit%s fp8's range but %s best "
-                                  "measured fp8 recipe errs more than --shadow-max-rel %.3g "
-                                  "(relative L2 %.3g at least)",
+                                  "measured fp8 recipe errs more than --shadow-max-rel %s "
+                                  "(relative L2 %s at least)",
                                   n_bad, n_bad == 1 ? "" : "s", n_bad == 1 ? "s" : "",
-                                  n_bad == 1 ? "its" : "their", lim, p->least_bad);
+                                  n_bad == 1 ? "its" : "their", mpprof_rel_limit_text(lim).s,
+                                  mpprof_rel_text(p->least_bad, lim).s);
   } else {
     char *basis;
     if (!p->n_measured)
       basis = strdup("range only, per-tensor scaling: --shadow measures the error");
     else if (p->n_measured < p->n_fit)
-      basis = mpprof_asprintf("%zu of them measured within --shadow-max-rel %.3g, the others "
+      basis = mpprof_asprintf("%zu of them measured within --shadow-max-rel %s, the others "
                               "range only",
-                              p->n_measured, lim);
+                              p->n_measured, mpprof_rel_limit_text(lim).s);
     else if (p->recipe >= 0)
-      basis = mpprof_asprintf("measured best: %s, relative L2 at most %.3g <= --shadow-max-rel "
-                              "%.3g",
-                              mpprof_fp8_recipe_te(p->recipe), p->worst_ok, lim);
+      basis = mpprof_asprintf("measured best: %s, relative L2 at most %s <= --shadow-max-rel "
+                              "%s",
+                              mpprof_fp8_recipe_te(p->recipe), mpprof_rel_text(p->worst_ok, lim).s,
+                              mpprof_rel_limit_text(lim).s);
     else
-      basis = mpprof_asprintf("measured within --shadow-max-rel %.3g, the best recipe per layer "
+      basis = mpprof_asprintf("measured within --shadow-max-rel %s, the best recipe per layer "
                               "in plan.json",
-                              lim);
-    char *bad = n_bad ? mpprof_asprintf("; %zu more fit%s fp8's range but err%s more than "
-                                        "--shadow-max-rel %.3g (relative L2 %.3g at least)",
-                                        n_bad, n_bad == 1 ? "s" : "", n_bad == 1 ? "s" : "", lim,
-                                        p->least_bad)
-                      : strdup("");
+                              mpprof_rel_limit_text(lim).s);
+    char *bad =
+        n_bad ? mpprof_asprintf("; %zu more fit%s fp8's range but err%s more than "
+                                "--shadow-max-rel %s (relative L2 %s at least)",
+                                n_bad, n_bad == 1 ? "s" : "", n_bad == 1 ? "s" : "",
+                                mpprof_rel_limit_text(lim).s, mpprof_rel_text(p->least_bad, lim).s)
+              : strdup("");
     char fb[96];
     if (basis && bad)
       p->headline = mpprof_asprintf(

@@ -88,6 +88,19 @@ typedef struct mpprof_pct_str {
 } mpprof_pct_str;
 mpprof_pct_str mpprof_pct_text(double pct);
 
+/* --shadow-max-rel as every text shows it: the shortest text that reads
+ * back as the limit (2^-8: "0.00390625", not a rounded "0.00391" that an
+ * error of 0.003907 reads within). */
+typedef struct mpprof_rel_str {
+  char s[32];
+} mpprof_rel_str;
+mpprof_rel_str mpprof_rel_limit_text(double lim);
+/* A measured relative error beside that limit: three significant digits,
+ * more where fewer would read on the other side of mpprof_rel_limit_text(lim)
+ * than the error is (0.0027347 against 0.002734 reads "0.002735", not
+ * "0.00273 > 0.002734" nor "0.0027"); "inf" when not finite. */
+mpprof_rel_str mpprof_rel_text(double v, double lim);
+
 /* A signal's name, "SIGKILL" ("" for a number without one), and as every
  * text names it, "SIGKILL (signal 9)" or "signal 40"; in .s as
  * mpprof_pct_text's. */

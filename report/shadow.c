@@ -264,10 +264,10 @@ static int judge(const mpprof_model *m, mpprof_layer *l) {
                  mp_recommendation_name(r));
     }
     snprintf(buf, sizeof buf,
-             "measured: %s causes relative L2 error %.3g %s --shadow-max-rel %.3g "
+             "measured: %s causes relative L2 error %s %s --shadow-max-rel %s "
              "(%llu calls)%s",
-             mp_recommendation_name(r), c->worst.rel_l2, v ? "<=" : ">", lim,
-             (unsigned long long)c->calls, note);
+             mp_recommendation_name(r), mpprof_rel_text(c->worst.rel_l2, lim).s, v ? "<=" : ">",
+             mpprof_rel_limit_text(lim).s, (unsigned long long)c->calls, note);
     if (v) return add_reason(l, buf);
     if (add_reason(l, buf)) return -1;
     r = r == MP_REC_BF16 ? MP_REC_FP32 : MP_REC_BF16; /* bf16's range covers fp16's and fp8's */

@@ -121,6 +121,28 @@ mpprof_pct_str mpprof_pct_text(double pct) {
   return t;
 }
 
+mpprof_rel_str mpprof_rel_limit_text(double lim) {
+  mpprof_rel_str t;
+  for (int p = 1; p <= 17; p++) {
+    snprintf(t.s, sizeof t.s, "%.*g", p, lim);
+    if (strtod(t.s, NULL) == lim) break;
+  }
+  return t;
+}
+
+mpprof_rel_str mpprof_rel_text(double v, double lim) {
+  mpprof_rel_str t;
+  if (!isfinite(v)) {
+    snprintf(t.s, sizeof t.s, isnan(v) ? "nan" : "inf");
+    return t;
+  }
+  for (int p = 3; p <= 17; p++) {
+    snprintf(t.s, sizeof t.s, "%.*g", p, v);
+    if ((strtod(t.s, NULL) > lim) == (v > lim)) break;
+  }
+  return t;
+}
+
 static uint64_t finite_nonzero(const mpprof_cstats *c) {
   uint64_t bad = c->zeros + c->nans + c->pos_infs + c->neg_infs;
   return c->count > bad ? c->count - bad : 0;

@@ -1149,14 +1149,14 @@ static void a_current_error_crossing_the_limit_is_one_summary_line(void **state)
   assert_true(
       cJSON_IsFalse(rf_get(diff_row(d, "net/fc1"), "measured_error.current_crossed_limit")));
   assert_non_null(strstr(s, "\n  net/fc3: measured error now, rel L2: 2e-08 (within "
-                            "--shadow-max-rel 0.00391) -> 0.0082 (above --shadow-max-rel "
-                            "0.00391)\n"));
+                            "--shadow-max-rel 0.00390625) -> 0.0082 (above --shadow-max-rel "
+                            "0.00390625)\n"));
   assert_int_equal(count(s, "measured error now"), 1);
   assert_null(strstr(s, "profiled with --shadow"));
   assert_non_null(strstr(h, "<th title=\"Measured error (--shadow): relative L2 error of the "
                             "precision the op runs in now"));
   assert_non_null(strstr(h, "<td class=\"n chg\" title=\"0.0082 (above --shadow-max-rel "
-                            "0.00391)\">0.0082</td>"));
+                            "0.00390625)\">0.0082</td>"));
   free_runs(a, b, d, s, h);
 }
 
@@ -1213,7 +1213,7 @@ static void a_current_measured_on_narrower_operands_is_said_so(void **state) {
   assert_true(cJSON_IsNull(
       rf_get(diff_row(d, "net/fc1"), "measured_error.b.current_on_narrower_operands")));
   assert_non_null(strstr(s, "\n  net/fc3: B runs it on bf16 operands; A measured bf16 from fp32 "
-                            "operands at 0.0082, above --shadow-max-rel 0.00391 (B's own "
+                            "operands at 0.0082, above --shadow-max-rel 0.00390625 (B's own "
                             "measurement leaves out that input rounding)\n"));
   assert_non_null(strstr(s, "\n  1 layer (net/fc2) runs on narrower operands in one run: its "
                             "measured error now leaves out the rounding of its inputs"));

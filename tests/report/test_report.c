@@ -1201,6 +1201,45 @@ static void a_bf16_plan_keeps_out_a_layer_whose_measured_bf16_error_is_too_large
   free(dir);
 }
 
+/* A measured error just past the limit reads past it wherever it is shown:
+ * 0.003907 against 2^-8 = 0.00390625 was "0.00391 > --shadow-max-rel
+ * 0.00391" in the verdict's reason and "0.0039" in the layer table under
+ * "at most 0.00391", both reading within the limit that rejected it; now
+ * the limit reads exactly and the error as far as it must to read past it. */
+static void a_measured_error_past_the_limit_reads_past_it(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("shadow_limit_text");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &RF_P0);
+  cJSON *s = rf_fwd_site(0, "net/fc1/fwd", -4, 4);
+  cJSON *sh = cJSON_AddObjectToObject(s, "shadow");
+  cJSON_AddNumberToObject(sh, "calls", 1);
+  cJSON *cs = cJSON_AddObjectToObject(sh, "candidates");
+  cJSON_AddItemToObject(cs, "fp16", shadow_cand(0.003907, 1));
+  cJSON_AddItemToObject(cs, "bf16", shadow_cand(0.0039, 1));
+  rg_site_end(&r, s);
+  rg_end(&r);
+  cJSON *rep = rf_report_of(dir);
+  assert_string_equal(recommended(rep, "net/fc1"), "bf16");
+  char *reasons = cJSON_PrintUnformatted(rf_get(rf_layer(rep, "net/fc1"), "advice.reasons"));
+  assert_non_null(reasons);
+  assert_non_null(
+      strstr(reasons, "fp16 causes relative L2 error 0.00391 > --shadow-max-rel 0.00390625"));
+  assert_non_null(
+      strstr(reasons, "bf16 causes relative L2 error 0.0039 <= --shadow-max-rel 0.00390625"));
+  free(reasons);
+  cJSON_Delete(rep);
+  char *html = rg_read_text(dir, "report.html", NULL);
+  assert_non_null(html);
+  assert_non_null(strstr(html, "most 0.00390625 (<code>--shadow-max-rel</code>)"));
+  const char *row = strstr(html, "<tr id=\"lrow-0\"");
+  assert_non_null(row);
+  assert_non_null(strstr(row, ">0.00391&dagger;</td>")); /* fp16 operands: a dagger */
+  free(html);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* A candidate measured on operands already of its format (or one with no
  * more mantissa bits) cannot see the inputs' rounding (docs/report.md,
  * "Inputs already rounded"): mlp_train --precision bf16's fc3 measured bf16
@@ -3736,6 +3775,7 @@ int main(void) {
       cmocka_unit_test(a_saturated_fp8_output_merged_with_a_bf16_one_keeps_its_format),
       cmocka_unit_test(infs_an_fp16_output_made_from_finite_inputs_are_fp16_overflow),
       cmocka_unit_test(a_bf16_plan_keeps_out_a_layer_whose_measured_bf16_error_is_too_large),
+      cmocka_unit_test(a_measured_error_past_the_limit_reads_past_it),
       cmocka_unit_test(a_measurement_on_operands_already_rounded_is_no_evidence),
       cmocka_unit_test(the_recommended_plan_keeps_the_fewest_layers_in_fp32),
       cmocka_unit_test(the_plan_lists_fp8_candidates_by_their_measured_error),

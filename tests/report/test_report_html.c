@@ -655,9 +655,9 @@ static void a_fast_accumulating_fp8_layers_current_is_marked(void **state) {
   assert_non_null(html);
   char *fast = layer_cell(html, "fast", "Measured now rel L2"),
        *plain = layer_cell(html, "plain", "Measured now rel L2");
-  assert_non_null(strstr(fast, ">0.062*"));
+  assert_non_null(strstr(fast, ">0.0625*"));
   assert_non_null(strstr(fast, "FAST_ACCUM"));
-  assert_non_null(strstr(plain, ">0.062"));
+  assert_non_null(strstr(plain, ">0.0625"));
   assert_null(strstr(plain, "*"));
   free(fast);
   free(plain);
