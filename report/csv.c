@@ -117,6 +117,14 @@ static const char *const columns[] = {
     "flushed_before_seen",
     "nonfinite_pct",
     "nonfinite_tensor",
+    "bf16_overflow_tensor",
+    "bf16_underflow_tensor",
+    "fp16_overflow_estimate",
+    "fp16_underflow_estimate",
+    "bf16_overflow_estimate",
+    "bf16_underflow_estimate",
+    "fp16_overflow_at_applied_scale_estimate",
+    "fp16_underflow_at_applied_scale_estimate",
     MPPROF_CSV_SHADOW_COLUMNS,
 };
 
@@ -209,6 +217,14 @@ static int write_rows(const mpprof_model *m, FILE *f) {
       num[12][0] = 0;
     mpprof_csv_field(f, num[12], false);
     mpprof_csv_field(f, l->nonfinite.tensor ? l->nonfinite.tensor : "", false);
+    /* the bf16 shares' tensors, as the page names them in their cells */
+    for (int k = 2; k < 4; k++)
+      mpprof_csv_field(f, sh[k]->tensor ? sh[k]->tensor : "", false);
+    /* yes: the share is an estimate (report.json shares.*.estimate, the
+     * page's ~); empty without the share */
+    const mpprof_share *est[6] = {sh[0], sh[1], sh[2], sh[3], at[0], at[1]};
+    for (int k = 0; k < 6; k++)
+      mpprof_csv_field(f, est[k]->tensor ? mpprof_csv_tri(est[k]->estimate) : "", false);
     /* the page's Measured columns (--shadow), empty without */
     mpprof_shadow_row sr;
     mpprof_layer_shadow_row(m, l, &sr);

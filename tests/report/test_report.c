@@ -1201,6 +1201,78 @@ static void a_bf16_plan_keeps_out_a_layer_whose_measured_bf16_error_is_too_large
   free(dir);
 }
 
+/* The field named col of layers.csv's row of layer (no quoting: plain
+ * names and numbers), in buf. */
+static const char *csv_field(const char *csv, const char *layer, const char *col, char *buf,
+                             size_t n) {
+  char *head = strndup(csv, (size_t)(strchr(csv, '\r') - csv));
+  int want = -1, i = 0;
+  for (char *sv = NULL, *t = strtok_r(head, ",", &sv); t; t = strtok_r(NULL, ",", &sv), i++)
+    if (!strcmp(t, col)) want = i;
+  free(head);
+  assert_true(want >= 0);
+  char key[256];
+  snprintf(key, sizeof key, "\r\n%s,", layer);
+  const char *p = strstr(csv, key);
+  assert_non_null(p);
+  p += 2;
+  for (int c = 0; c < want; c++)
+    p = strchr(p, ',') + 1;
+  size_t len = strcspn(p, ",\r");
+  snprintf(buf, n, "%.*s", (int)(len < n ? len : n - 1), p);
+  return buf;
+}
+
+/* layers.csv says what the page and report.json say of each share: which
+ * tensor the bf16 ones are of (the page names it in the cell; the CSV had
+ * only the fp16 shares' tensors) and whether a share is an estimate (the
+ * page's ~, report.json's estimate: a gradient unscaled by a scale that is
+ * not a power of two; the CSV wrote the number as if exact). */
+static void layers_csv_names_each_shares_tensor_and_estimate(void **state) {
+  (void)state;
+  char *dir = rg_tmpdir("csv_share_estimate");
+  rg_file r;
+  rg_begin(&r, dir, "node01-100.json", &RF_P0);
+  cJSON *fw = rf_fwd_site(0, "net/fc1/fwd", -30, 4);
+  rg_site_end(&r, fw);
+  cJSON *bw = rg_gemm(1, "cublasSgemm_v2", "net/fc1/bwd", "A=fp32,B=fp32,C=fp32,D=fp32", "32F",
+                      "DEFAULT", 10, 10, 10, 1);
+  rg_tensor(bw, "A", MP_FP32, -20, -4, 100);
+  rg_tensor(bw, "B", MP_FP32, -2, 2, 100);
+  rg_tensor(bw, "D", MP_FP32, -30, -10, 400);
+  cJSON_AddNumberToObject(bw, "loss_scale", 1000);
+  rg_site_end(&r, bw);
+  rg_end(&r);
+  cJSON *rep = rf_report_of(dir);
+  char *csv = rg_read_text(dir, "layers.csv", NULL);
+  assert_non_null(csv);
+  const cJSON *shares = rf_get(rf_layer(rep, "net/fc1"), "shares");
+  static const char *const keys[] = {"fp16_overflow",
+                                     "fp16_underflow",
+                                     "bf16_overflow",
+                                     "bf16_underflow",
+                                     "fp16_overflow_at_applied_scale",
+                                     "fp16_underflow_at_applied_scale"};
+  char col[96], buf[64];
+  int yes = 0;
+  for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+    const cJSON *sh = cJSON_GetObjectItem(shares, keys[k]);
+    assert_true(cJSON_IsObject(sh));
+    snprintf(col, sizeof col, "%s_estimate", keys[k]);
+    bool est = cJSON_IsTrue(cJSON_GetObjectItem(sh, "estimate"));
+    assert_string_equal(csv_field(csv, "net/fc1", col, buf, sizeof buf), est ? "yes" : "no");
+    yes += est;
+    snprintf(col, sizeof col, "%s_tensor", keys[k]);
+    assert_string_equal(csv_field(csv, "net/fc1", col, buf, sizeof buf),
+                        cJSON_GetObjectItem(sh, "tensor")->valuestring);
+  }
+  assert_true(yes > 0); /* backward.D divided by 1000 */
+  free(csv);
+  cJSON_Delete(rep);
+  rg_rmdir(dir);
+  free(dir);
+}
+
 /* A measured error just past the limit reads past it wherever it is shown:
  * 0.003907 against 2^-8 = 0.00390625 was "0.00391 > --shadow-max-rel
  * 0.00391" in the verdict's reason and "0.0039" in the layer table under
@@ -1979,11 +2051,12 @@ static void a_verdict_says_what_it_did_not_see_everywhere(void **state) {
   assert_non_null(strstr(text, " fp16_loss_scale (" MPPROF_MARK_FLUSHED ")"));
   assert_null(strstr(text, MPPROF_FORWARD_ONLY_NOTE));
   /* layers.csv: has_gradients, flushed_before_seen before the NaN/Inf share's
-   * two and the 10 measured_* columns */
+   * two, the bf16 shares' two tensors, the six *_estimate and the 10
+   * measured_* columns */
   char *f = csv_row(dir, "f"), *l = csv_row(dir, "l"), *g = csv_row(dir, "g");
-  assert_true(csv_ends_with(f, ",no,no", 2 + 10));
-  assert_true(csv_ends_with(l, ",yes,yes", 2 + 10));
-  assert_true(csv_ends_with(g, ",yes,no", 2 + 10));
+  assert_true(csv_ends_with(f, ",no,no", 2 + 8 + 10));
+  assert_true(csv_ends_with(l, ",yes,yes", 2 + 8 + 10));
+  assert_true(csv_ends_with(g, ",yes,no", 2 + 8 + 10));
   free(f);
   free(l);
   free(g);
@@ -3776,6 +3849,7 @@ int main(void) {
       cmocka_unit_test(infs_an_fp16_output_made_from_finite_inputs_are_fp16_overflow),
       cmocka_unit_test(a_bf16_plan_keeps_out_a_layer_whose_measured_bf16_error_is_too_large),
       cmocka_unit_test(a_measured_error_past_the_limit_reads_past_it),
+      cmocka_unit_test(layers_csv_names_each_shares_tensor_and_estimate),
       cmocka_unit_test(a_measurement_on_operands_already_rounded_is_no_evidence),
       cmocka_unit_test(the_recommended_plan_keeps_the_fewest_layers_in_fp32),
       cmocka_unit_test(the_plan_lists_fp8_candidates_by_their_measured_error),

@@ -865,15 +865,16 @@ static void a_sampled_run_says_how_many_calls_were_scanned(void **state) {
   const char *row = strstr(csv, "\r\nstep/mlp/fc1,");
   assert_non_null(row);
   /* scanned_calls, then has_gradients and flushed_before_seen, the NaN/Inf
-   * share and its tensor, then the 10 measured_* columns end the row */
+   * share and its tensor, the bf16 shares' two tensors and six *_estimate,
+   * then the 10 measured_* columns end the row */
   const char *c = strstr(row + 2, "\r\n");
-  for (int k = 0; k < 5 + 10; k++)
+  for (int k = 0; k < 5 + 8 + 10; k++)
     while (*--c != ',')
       continue;
   assert_int_equal(strncmp(c, line, strlen(line)), 0);
   assert_non_null(
       strstr(csv, ",scanned_calls,has_gradients,flushed_before_seen,nonfinite_pct,nonfinite_tensor,"
-                  "measured_now_rel_l2,"));
+                  "bf16_overflow_tensor,"));
   free(csv);
   csv = rg_read_text(d, "ops.csv", NULL);
   assert_non_null(strstr(csv, ",scanned_calls,kernel_symbols,measured_now_rel_l2,"));

@@ -66,6 +66,8 @@ static void hostile_nvtx_names_are_escaped(void **state) {
 
 /* The measured_* fields that end a layers.csv or ops.csv row without --shadow. */
 #define NO_MEASURED ",,,,,,,,,,"
+/* layers.csv's bf16 share tensors and six *_estimate fields, empty without shares */
+#define NO_SHARE_EXTRAS ",,,,,,,,"
 
 /* CUPTI names a C++ kernel by its mangled symbol; the page and ops.csv's
  * kernels column show it readable (the raw name stays in report.json's
@@ -459,7 +461,10 @@ static void a_layer_of_nan_shows_them_in_its_row_and_csv(void **state) {
   assert_non_null(strstr(
       csv, ",scanned_calls,has_gradients,flushed_before_seen,nonfinite_pct,nonfinite_tensor,"));
   /* scanned_calls, no verdict (has_gradients, flushed_before_seen empty), the share */
-  assert_non_null(strstr(csv, ",6,,,100,backward.D" NO_MEASURED "\r\n"));
+  /* then the bf16 shares' tensors and the six estimates (forward.A's exact
+   * shares; none at the applied scale: no finite gradient) */
+  assert_non_null(
+      strstr(csv, ",6,,,100,backward.D,forward.A,forward.A,no,no,no,no,," NO_MEASURED "\r\n"));
   free(csv);
   free(html);
   rg_rmdir(dir);
@@ -509,7 +514,7 @@ static void without_scanned_values_the_share_cells_are_blank_not_zero(void **sta
   /* recommended, loss scale lo/hi, the four shares and their tensors: empty */
   assert_non_null(strstr(csv, ",A=fp32 B=fp32 C=fp32 D=fp32,,,,,,,,,,"));
   /* scanned_calls, no verdict, then no NaN/Inf share */
-  assert_non_null(strstr(csv, ",2,,,," NO_MEASURED "\r\n"));
+  assert_non_null(strstr(csv, ",2,,,," NO_SHARE_EXTRAS NO_MEASURED "\r\n"));
   free(csv);
   free(html);
   rg_rmdir(dir);
@@ -844,7 +849,8 @@ static void the_csv_files_carry_the_pages_measured_columns(void **state) {
   cJSON *rep = rg_read_json(dir, "report.json");
   assert_true(html && lcsv && ocsv && rep);
   /* appended: the columns before keep their places */
-  assert_non_null(strstr(lcsv, ",nonfinite_tensor,measured_now_rel_l2,"));
+  assert_non_null(strstr(lcsv, ",nonfinite_tensor,bf16_overflow_tensor,"));
+  assert_non_null(strstr(lcsv, ",fp16_underflow_at_applied_scale_estimate,measured_now_rel_l2,"));
   assert_non_null(strstr(ocsv, ",kernel_symbols,measured_now_rel_l2,"));
   for (int pass = 0; pass < 2; pass++) { /* layers, then sites */
     const char *csv = pass ? ocsv : lcsv;
