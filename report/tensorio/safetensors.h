@@ -7,7 +7,8 @@
  * "__metadata__", an object of strings), then the data, little-endian, C
  * order. Floating-point dtypes mpprof scans: F64 F32 F16 BF16 F8_E4M3
  * F8_E5M2. Any other dtype (integers, BOOL, F8_E8M0, complex ...) is listed
- * with dtype MP_DTYPE_INVALID and never scanned. dtype_name: the file's.
+ * with dtype MP_DTYPE_INVALID and never scanned, its data still checked
+ * against its shape where its element size is known. dtype_name: the file's.
  *
  * Every check that can fail on a hostile file fails with a one-line message
  * (the fuzz target in tests/fuzz holds the parser to it). */
