@@ -289,6 +289,45 @@ static const struct {
     {"torch.Float8_e5m2Storage", MP_FP8_E5M2},
 };
 
+/* The element size of the other storages torch.save writes (listed, never
+ * scanned), so that their members and views are checked as a scanned
+ * storage's are: a LongStorage cut short is a damaged file, not a tensor to
+ * skip. A storage type not here is listed with only its views checked
+ * against its element count. */
+static const struct {
+  const char *name;
+  unsigned size;
+} unread_storages[] = {
+    {"torch.LongStorage", 8},
+    {"torch.IntStorage", 4},
+    {"torch.ShortStorage", 2},
+    {"torch.CharStorage", 1},
+    {"torch.ByteStorage", 1},
+    {"torch.BoolStorage", 1},
+    {"torch.UInt16Storage", 2},
+    {"torch.UInt32Storage", 4},
+    {"torch.UInt64Storage", 8},
+    {"torch.ComplexFloatStorage", 8},
+    {"torch.ComplexDoubleStorage", 16},
+    {"torch.QInt8Storage", 1},
+    {"torch.QUInt8Storage", 1},
+    {"torch.QInt32Storage", 4},
+    {"torch.QUInt4x2Storage", 1},
+    {"torch.QUInt2x4Storage", 1},
+    {"torch.Float8_e4m3fnuzStorage", 1},
+    {"torch.Float8_e5m2fnuzStorage", 1},
+    {"torch.Float8_e8m0fnuStorage", 1},
+};
+
+/* Bytes per element of a storage of this type (mpprof's dtype for it, or
+ * MP_DTYPE_INVALID); 0 when not known. */
+static unsigned storage_element_size(mp_dtype dtype, const char *type) {
+  if (dtype != MP_DTYPE_INVALID) return mp_dtype_size(dtype);
+  for (size_t i = 0; i < sizeof unread_storages / sizeof *unread_storages; i++)
+    if (!strcmp(type, unread_storages[i].name)) return unread_storages[i].size;
+  return 0;
+}
+
 /* BINPERSID: ('storage', torch.XStorage, key, location, numel). */
 static node *storage(vm *v, node *pid) {
   if (!pid || pid->k != K_TUPLE || pid->n != 5 || pid->c[0]->k != K_STR || pid->c[0]->slen != 7 ||
@@ -317,7 +356,8 @@ static node *storage(vm *v, node *pid) {
         v->err, v->errlen, "storage '%s' is compressed (torch.save stores them)", key + 5);
     return NULL;
   }
-  if (s->dtype != MP_DTYPE_INVALID && m->size / mp_dtype_size(s->dtype) < s->numel) {
+  const unsigned size = storage_element_size(s->dtype, type);
+  if (size && m->size / size < s->numel) {
     v->failed = mpprof_tensorio_fail(v->err, v->errlen,
                                      "storage '%s': %" PRIu64
                                      " elements of %s need more than its %" PRIu64 " bytes",
@@ -356,7 +396,7 @@ static node *tensor(vm *v, node *args) {
   memcpy(t->stride, stride, sizeof *stride * (size_t)ns);
   t->storage = args->c[0];
   t->offset = (uint64_t)args->c[1]->i;
-  if (t->storage->dtype == MP_DTYPE_INVALID) return t;
+  /* within its storage's elements, whatever their dtype */
   uint64_t count = 1, last = t->offset;
   for (int k = 0; k < t->ndim; k++) {
     if (t->shape[k] && count > UINT64_MAX / t->shape[k]) return NULL;

@@ -275,6 +275,24 @@ def main():
     i = data.index(b"K\x01K\x03\x85")
     patched = data[:i] + b"K\x02" + data[i + 2:]
     refused("beyond2.pt", rezip_bytes(open(q, "rb").read(), pkl, patched), "a tensor reaches element 4 of a storage of 4")
+    # a storage of a dtype listed, not scanned, is checked as a scanned one is
+    # (a LongStorage cut short, or a view beyond it, was "skipped", exit 0)
+    q = os.path.join(WORK, "long.pt")
+    torch.save({"w": torch.randn(3), "idx": torch.arange(10)}, q)
+    z = zipfile.ZipFile(q)
+    idx = [i.filename for i in z.infolist() if i.file_size == 80][0]
+    z.close()
+    long_pt = open(q, "rb").read()
+    refused("cut_long.pt", rezip_bytes(long_pt, idx, bytes(16)),
+            "storage '%s': 10 elements of LongStorage need more than its 16 bytes" % idx.rsplit("/", 1)[1])
+    torch.save(torch.arange(4)[1:], q)
+    z = zipfile.ZipFile(q)
+    pkl = [i.filename for i in z.infolist() if i.filename.endswith("data.pkl")][0]
+    data = z.read(pkl)
+    z.close()
+    i = data.index(b"K\x01K\x03\x85")
+    refused("beyond_long.pt", rezip_bytes(open(q, "rb").read(), pkl, data[:i] + b"K\x02" + data[i + 2:]),
+            "a tensor reaches element 4 of a storage of 4")
     np.savez_compressed(os.path.join(WORK, "c.npz"), x=x)
     rc, out, err = inspect(os.path.join(WORK, "c.npz"))
     check(rc == 1 and "np.savez_compressed" in err, "compressed .npz refused: %d %r" % (rc, err))
