@@ -221,7 +221,7 @@ static int decode_descr(const char *descr, mp_dtype want, mpprof_tensor *t, char
       (order && kind && descr[2] >= '0' && descr[2] <= '9') ? strtol(descr + 2, &end, 10) : -1;
   if (size <= 0 || *end || errno || !strchr("<>|=", order))
     return mpprof_tensorio_fail(err, errlen, "unsupported dtype '%s'", descr);
-  if (order == '|' && size != 1)
+  if (order == '|' && size != 1 && strchr("fiu", kind)) /* '|S4', '|V2' are sound, unread */
     return mpprof_tensorio_fail(
         err, errlen, "unsupported dtype '%s': no byte order for a %ld-byte type", descr, size);
   const bool big = order == '>' || (order == '=' && MPPROF_HOST_BIG_ENDIAN);

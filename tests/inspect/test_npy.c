@@ -499,6 +499,19 @@ static void unsupported_dtypes_are_refused(void **s) {
     write_f4_header("dt.npy", 1, files[i].dict, files[i].bytes);
     expect_error(tmp_path("dt.npy"), &spec, "unsupported dtype");
   }
+  /* NumPy's own byte strings and void items carry '|' whatever their width:
+   * unread, with no word of a byte order (it said "no byte order for a
+   * 4-byte type") */
+  write_f4_header("dt.npy", 1, "{'descr': '|S4', 'fortran_order': False, 'shape': (2,), }", 8);
+  expect_error(tmp_path("dt.npy"), &spec, ": unsupported dtype '|S4'");
+  char err[512] = "";
+  mpprof_tensor t;
+  assert_int_equal(mpprof_tensor_open(tmp_path("dt.npy"), &spec, &t, err, sizeof err), -1);
+  assert_null(strstr(err, "byte order"));
+  write_f4_header("dt.npy", 1, "{'descr': '|V2', 'fortran_order': False, 'shape': (2,), }", 4);
+  assert_int_equal(mpprof_tensor_open(tmp_path("dt.npy"), &spec, &t, err, sizeof err), -1);
+  assert_non_null(strstr(err, "unsupported dtype '|V2'"));
+  assert_null(strstr(err, "byte order"));
   /* a file of such a dtype whose data is cut short is, first, cut short */
   write_f4_header("dt.npy", 1, files[0].dict, 4);
   expect_error(tmp_path("dt.npy"), &spec,
