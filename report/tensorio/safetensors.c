@@ -118,9 +118,14 @@ static int tensor_entry(const cJSON *m, const unsigned char *data, uint64_t data
     t->ndim++;
   }
   uint64_t begin, end;
-  if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 ||
-      !whole(cJSON_GetArrayItem(offs, 0), &begin) || !whole(cJSON_GetArrayItem(offs, 1), &end) ||
-      begin > end)
+  if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2)
+    return mpprof_tensorio_fail(
+        err, errlen, "tensor '%s': data_offsets is not [begin, end] with begin <= end", name);
+  if (!whole(cJSON_GetArrayItem(offs, 0), &begin) || !whole(cJSON_GetArrayItem(offs, 1), &end))
+    return mpprof_tensorio_fail(
+        err, errlen, "tensor '%s': data_offsets holds something other than an offset in [0, 2^53]",
+        name);
+  if (begin > end)
     return mpprof_tensorio_fail(
         err, errlen, "tensor '%s': data_offsets is not [begin, end] with begin <= end", name);
   if (end > data_len)

@@ -165,6 +165,15 @@ static void malformed_headers_are_refused_with_the_problem(void **s) {
   expect_refused(T("\"dtype\":\"F32\",\"shape\":[1.5],\"data_offsets\":[0,4]"), 4,
                  "other than a size");
   expect_refused(T("\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,0]"), 4, "begin <= end");
+  /* an offset past 2^53 (or negative, or not whole) is named as such: it was
+   * "not [begin, end] with begin <= end" */
+  expect_refused(T("\"dtype\":\"F32\",\"shape\":[1],"
+                   "\"data_offsets\":[9007199254740994,9007199254740998]"),
+                 4, "tensor 't': data_offsets holds something other than an offset in [0, 2^53]");
+  expect_refused(T("\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[-4,0]"), 4,
+                 "data_offsets holds something other than an offset in [0, 2^53]");
+  expect_refused(T("\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0]"), 4,
+                 "data_offsets is not [begin, end]");
   expect_refused(T("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]"), 4,
                  "truncated data: it ends at byte 8 of the data, which has 4");
   expect_refused(T("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]"), 4,
