@@ -578,8 +578,7 @@ static int check_scan_bound(const char *path, const mpprof_tensor_set *f, const 
  * tensor); tensors of other dtypes (integers, ...) get one line in the
  * summary and none in --json. shown: the path as text (escaped). */
 static int inspect_set(const char *path, const char *shown, int kind, const inspect_opts *o,
-                       int *printed) {
-  char err[512];
+                       int *printed, char *err, size_t errlen) {
   const char *what = kind == 's' ? "a safetensors file" : "a zip archive (torch.save or .npz)";
   if (o->spec.dtype != MP_DTYPE_INVALID) {
     fprintf(stderr,
@@ -589,8 +588,8 @@ static int inspect_set(const char *path, const char *shown, int kind, const insp
     return -1;
   }
   mpprof_tensor_set f;
-  int rc = kind == 's' ? mpprof_safetensors_open(path, &f, err, sizeof err)
-                       : mpprof_zip_open(path, &f, err, sizeof err);
+  int rc = kind == 's' ? mpprof_safetensors_open(path, &f, err, errlen)
+                       : mpprof_zip_open(path, &f, err, errlen);
   if (rc < 0) {
     report_err(err);
     return -1;
@@ -663,11 +662,20 @@ static int inspect_set(const char *path, const char *shown, int kind, const insp
   return rc;
 }
 
+/* Room for a reader's problem after the path in its "PATH: problem" (the
+ * buffer is the path's length plus this: a fixed 512 bytes let a long path
+ * push the problem, and the path's end, out of the line). */
+#define MPPROF_INSPECT_PROBLEM_MAX 512
+
 /* printed: summaries printed so far (they are separated by a blank line). */
 static int inspect_file(const char *path, const inspect_opts *o, int *printed) {
   char *shown = mpprof_text_escape(path, strlen(path)); /* the path in text */
-  if (!shown) {
+  const size_t errlen = strlen(path) + MPPROF_INSPECT_PROBLEM_MAX;
+  char *err = malloc(errlen);
+  if (!shown || !err) {
     fputs("mpprof: inspect: out of memory\n", stderr);
+    free(shown);
+    free(err);
     return -1;
   }
   int kind = o->spec.raw ? 0 : file_kind(path), rc;
@@ -679,11 +687,10 @@ static int inspect_file(const char *path, const inspect_opts *o, int *printed) {
             shown);
     rc = -1;
   } else if (kind) {
-    rc = inspect_set(path, shown, kind, o, printed);
+    rc = inspect_set(path, shown, kind, o, printed, err, errlen);
   } else {
-    char err[512];
     mpprof_tensor t;
-    if (mpprof_tensor_open(path, &o->spec, &t, err, sizeof err) < 0) {
+    if (mpprof_tensor_open(path, &o->spec, &t, err, errlen) < 0) {
       report_err(err);
       rc = -1;
     } else {
@@ -697,6 +704,7 @@ static int inspect_file(const char *path, const inspect_opts *o, int *printed) {
       mpprof_tensor_close(&t);
     }
   }
+  free(err);
   free(shown);
   return rc;
 }

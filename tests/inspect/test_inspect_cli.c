@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cmocka.h>
@@ -238,6 +239,46 @@ static void bad_file_among_good_ones_is_one_stderr_line_and_exit_1(void **st) {
   assert_true(strstr(r.err, "bad magic") < second);
   assert_non_null(strstr(second, tmp_path("missing.npy")));
   assert_non_null(strstr(second, "No such file"));
+  run_free(&r);
+}
+
+/* A file under a long path (here 3 components of 200 bytes: far from
+ * PATH_MAX) is named in full, and its problem after it: the line was cut at
+ * 512 bytes, which held the path's start only. */
+static void a_long_path_leaves_the_problem_in_the_line(void **st) {
+  (void)st;
+  char dir[1024];
+  int n = snprintf(dir, sizeof dir, "%s", tmp_dir);
+  for (int level = 0; level < 3; level++) {
+    n += snprintf(dir + n, sizeof dir - (size_t)n, "/%0200d", level);
+    assert_int_equal(mkdir(dir, 0755), 0);
+  }
+  char npy[1100], sft[1100], missing[1100];
+  snprintf(npy, sizeof npy, "%s/cut.npy", dir);
+  snprintf(sft, sizeof sft, "%s/cut.safetensors", dir);
+  snprintf(missing, sizeof missing, "%s/missing.npy", dir);
+  size_t len;
+  unsigned char *img = npy_image(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", 64,
+                                 small, 12, &len);
+  write_bytes(npy, img, len);
+  free(img);
+  write_bytes(sft, "\xff\0\0\0\0\0\0\0{}", 10);
+  char *argv[] = {(char *)mpprof_path, "inspect", npy, sft, missing, NULL};
+  run_result r = run(argv);
+  assert_int_equal(r.status, 1);
+  assert_int_equal(count_lines(r.err), 3);
+  const char *want[3][2] = {
+      {npy, ": truncated data: shape (4,) of fp32 needs 16 bytes, 12 present\n"},
+      {sft, ": header length 255 beyond the file (2 bytes after it)\n"},
+      {missing, ": cannot open: No such file or directory\n"},
+  };
+  const char *line = r.err;
+  for (int i = 0; i < 3; i++) {
+    char expect[1300];
+    snprintf(expect, sizeof expect, "mpprof: inspect: %s%s", want[i][0], want[i][1]);
+    assert_memory_equal(line, expect, strlen(expect));
+    line += strlen(expect);
+  }
   run_free(&r);
 }
 
@@ -767,6 +808,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(a_failed_write_to_stdout_is_one_stderr_line_and_exit_1),
       cmocka_unit_test(a_safetensors_file_is_read_tensor_by_tensor),
       cmocka_unit_test(a_safetensors_header_length_beyond_the_file_is_named),
+      cmocka_unit_test(a_long_path_leaves_the_problem_in_the_line),
       cmocka_unit_test(control_characters_of_names_are_escaped),
       cmocka_unit_test(summary_names_verdict_and_what_to_do),
       cmocka_unit_test(a_window_cut_by_the_search_range_shows_its_true_edges),
