@@ -336,7 +336,7 @@ static void print_todo(const mp_stats *s, const mp_advice *a) {
 
 static void print_summary(const char *path, const mpprof_tensor *t, const mp_stats *s,
                           const mp_advice *a, const mp_advice_params *p) {
-  char shape[128], z[16], n[16];
+  char shape[MPPROF_SHAPE_TEXT_MAX], z[16], n[16];
   mpprof_shape_format(t->shape, t->ndim, shape, sizeof shape);
   printf("%s: %s %s%s, %" PRIu64 " %s\n", path, mp_dtype_name(t->dtype), shape,
          t->fortran_order && t->ndim > 1 ? " (Fortran order)" : "", s->count,
@@ -622,7 +622,7 @@ static int inspect_set(const char *path, const char *shown, int kind, const insp
     if (e->t.dtype == MP_DTYPE_INVALID) {
       sum.skipped++;
       if (!o->json) {
-        char shape[128];
+        char shape[MPPROF_SHAPE_TEXT_MAX];
         mpprof_shape_format(e->t.shape, e->t.ndim, shape, sizeof shape);
         if ((*printed)++) putchar('\n');
         printf("%s: %s %s: not a floating-point format mpprof reads, skipped\n", label,
@@ -665,7 +665,7 @@ static int inspect_set(const char *path, const char *shown, int kind, const insp
 /* Room for a reader's problem after the path in its "PATH: problem" (the
  * buffer is the path's length plus this: a fixed 512 bytes let a long path
  * push the problem, and the path's end, out of the line). */
-#define MPPROF_INSPECT_PROBLEM_MAX 512
+#define MPPROF_INSPECT_PROBLEM_MAX (MPPROF_SHAPE_TEXT_MAX + 512) /* it may name a shape */
 
 /* printed: summaries printed so far (they are separated by a blank line). */
 static int inspect_file(const char *path, const inspect_opts *o, int *printed) {

@@ -313,7 +313,7 @@ static int parse_header(const char *text, size_t len, mp_dtype want, mpprof_tens
 static int check_bytes(mpprof_tensor *t, unsigned size, const char *type, size_t avail, char *err,
                        size_t errlen) {
   uint64_t bytes;
-  char shape[64];
+  char shape[MPPROF_SHAPE_TEXT_MAX];
   mpprof_shape_format(t->shape, t->ndim, shape, sizeof shape);
   if (mpprof_shape_size(t->shape, t->ndim, size, &t->count, &bytes) < 0)
     return mpprof_tensorio_fail(err, errlen, "shape %s overflows: its product exceeds 2^64 bytes",
@@ -854,7 +854,7 @@ int mpprof_npy_write(const char *path, int version, const char *descr, bool fort
                      size_t errlen) {
   if (version < 1 || version > 3)
     return mpprof_tensorio_fail(err, errlen, "%s: no .npy version %d", path, version);
-  char shape_text[MPPROF_TENSOR_MAX_DIMS * 22 + 4];
+  char shape_text[MPPROF_SHAPE_TEXT_MAX];
   mpprof_shape_format(shape, ndim, shape_text, sizeof shape_text);
   char dict[sizeof shape_text + 128];
   int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }", descr,

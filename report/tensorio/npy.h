@@ -170,7 +170,13 @@ int mpprof_tensor_map_file(const char *path, void **ret_map, size_t *ret_len, ch
  * file shrank under its mapping) makes it return -ESTALE. */
 int mpprof_tensor_guard(const void *map, size_t len, int (*fn)(void *), void *arg);
 
-/* "(3, 4)", "(5,)", "()" into buf, as NumPy prints shapes. */
+/* The bytes of the longest text mpprof_shape_format writes, its NUL
+ * included: MPPROF_TENSOR_MAX_DIMS sizes of up to 20 digits, each with ", ",
+ * and the parentheses. */
+#define MPPROF_SHAPE_TEXT_MAX (MPPROF_TENSOR_MAX_DIMS * 22 + 4)
+
+/* "(3, 4)", "(5,)", "()" into buf (of MPPROF_SHAPE_TEXT_MAX bytes for any
+ * shape), as NumPy prints shapes. */
 void mpprof_shape_format(const uint64_t *shape, int ndim, char *buf, size_t len);
 
 /* Write a .npy file (format version 1, 2 or 3; header padded to 64 bytes).

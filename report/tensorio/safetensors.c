@@ -140,7 +140,7 @@ static int tensor_entry(const cJSON *m, const unsigned char *data, uint64_t data
   const unsigned size = element_size(t->dtype, e->dtype_name);
   if (!size) return 0; /* listed, never scanned, its size unknown */
   uint64_t count, bytes;
-  char text[64];
+  char text[MPPROF_SHAPE_TEXT_MAX];
   mpprof_shape_format(t->shape, t->ndim, text, sizeof text);
   if (mpprof_shape_size(t->shape, t->ndim, size, &count, &bytes) < 0)
     return shape_overflows(err, errlen, name, text);

@@ -866,7 +866,7 @@ static int npz_parse(const zip *z, mpprof_tensor_set *ret, char *err, size_t err
     e->name = strndup(m->name, m->name_len - 4);
     if (!e->name) return mpprof_tensorio_fail(err, errlen, "out of memory");
     ret->n++;
-    char sub[256];
+    char sub[MPPROF_SHAPE_TEXT_MAX + 256]; /* the member's problem, which may name its shape */
     int prc = mpprof_npy_parse(m->data, (size_t)m->size, MP_DTYPE_INVALID, &e->t, sub, sizeof sub);
     snprintf(e->dtype_name, sizeof e->dtype_name, "%s", e->t.descr);
     /* A dtype it does not read (labels as '<i8'): listed, as in a checkpoint. */

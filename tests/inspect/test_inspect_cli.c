@@ -282,6 +282,26 @@ static void a_long_path_leaves_the_problem_in_the_line(void **st) {
   run_free(&r);
 }
 
+/* The summary's first line names the whole shape of a tensor of 64
+ * dimensions (it was cut at 127 bytes, without its closing parenthesis). */
+static void a_shape_of_64_dimensions_is_shown_whole(void **st) {
+  (void)st;
+  char shape[MPPROF_SHAPE_TEXT_MAX], dict[MPPROF_SHAPE_TEXT_MAX + 128];
+  size_t n = 0;
+  for (int i = 0; i < MPPROF_TENSOR_MAX_DIMS; i++)
+    n += (size_t)snprintf(shape + n, sizeof shape - n, i ? ", %d" : "(%d", i < 63 ? 1 : 3);
+  snprintf(shape + n, sizeof shape - n, ")");
+  snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }", shape);
+  write_npy(tmp_path("dims.npy"), 1, dict, small, 12);
+  char *argv[] = {(char *)mpprof_path, "inspect", (char *)tmp_path("dims.npy"), NULL};
+  run_result r = run(argv);
+  assert_int_equal(r.status, 0);
+  char want[sizeof shape + 600];
+  snprintf(want, sizeof want, "%s: fp32 %s, 3 values\n", tmp_path("dims.npy"), shape);
+  assert_memory_equal(r.out, want, strlen(want));
+  run_free(&r);
+}
+
 /* A safetensors checkpoint: each floating-point tensor is summarised as
  * FILE:NAME in the header's order, an integer tensor gets one "skipped" line
  * (and no --json line); --json lines carry "tensor" right after "file" and
@@ -809,6 +829,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(a_safetensors_file_is_read_tensor_by_tensor),
       cmocka_unit_test(a_safetensors_header_length_beyond_the_file_is_named),
       cmocka_unit_test(a_long_path_leaves_the_problem_in_the_line),
+      cmocka_unit_test(a_shape_of_64_dimensions_is_shown_whole),
       cmocka_unit_test(control_characters_of_names_are_escaped),
       cmocka_unit_test(summary_names_verdict_and_what_to_do),
       cmocka_unit_test(a_window_cut_by_the_search_range_shows_its_true_edges),

@@ -456,6 +456,29 @@ static void truncated_data_is_refused(void **s) {
                "truncated data: shape (3, 4) of fp32 needs 48 bytes, 44 present");
 }
 
+/* The problem names the whole shape, whatever its dimensions (the text was
+ * cut at 63 bytes: "(1, 1, ... 1, 1, of fp32 needs"); the shape of the
+ * widest text, 64 sizes of 20 digits, fits too. */
+static void a_shape_of_64_dimensions_is_named_whole(void **s) {
+  (void)s;
+  char shape[MPPROF_SHAPE_TEXT_MAX], dict[MPPROF_SHAPE_TEXT_MAX + 128], want[2 * sizeof shape];
+  size_t n = 0;
+  for (int i = 0; i < MPPROF_TENSOR_MAX_DIMS; i++)
+    n += (size_t)snprintf(shape + n, sizeof shape - n, i ? ", %d" : "(%d", i < 63 ? 1 : 3);
+  snprintf(shape + n, sizeof shape - n, ")");
+  snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }", shape);
+  write_f4_header("dims.npy", 1, dict, 8);
+  mpprof_tensor_spec spec = npy_spec(MP_DTYPE_INVALID);
+  snprintf(want, sizeof want, "truncated data: shape %s of fp32 needs 12 bytes, 8 present", shape);
+  expect_error(tmp_path("dims.npy"), &spec, want);
+  uint64_t widest[MPPROF_TENSOR_MAX_DIMS];
+  for (int i = 0; i < MPPROF_TENSOR_MAX_DIMS; i++)
+    widest[i] = UINT64_MAX;
+  mpprof_shape_format(widest, MPPROF_TENSOR_MAX_DIMS, shape, sizeof shape);
+  assert_int_equal(strlen(shape), 1 + 64 * 20 + 63 * 2 + 1); /* not cut */
+  assert_string_equal(shape + strlen(shape) - 23, ", 18446744073709551615)");
+}
+
 static void bytes_after_the_data_are_refused(void **s) {
   (void)s;
   write_f4_header("extra.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", 16);
@@ -611,6 +634,7 @@ int main(void) {
       cmocka_unit_test(header_length_short_of_the_dict_is_refused),
       cmocka_unit_test(truncated_data_is_refused),
       cmocka_unit_test(bytes_after_the_data_are_refused),
+      cmocka_unit_test(a_shape_of_64_dimensions_is_named_whole),
       cmocka_unit_test(shape_whose_product_overflows_is_refused),
       cmocka_unit_test(unsupported_dtypes_are_refused),
       cmocka_unit_test(explicit_dtype_contradicting_the_header_is_refused),
