@@ -135,6 +135,16 @@ static int zip_read(const unsigned char *b, size_t len, zip *z, char *err, size_
   for (size_t i = 0; i < z->n; i++)
     z->by_name[i] = &z->m[i];
   qsort(z->by_name, z->n, sizeof *z->by_name, by_name);
+  /* A name twice: which member is meant is the reader's guess (Python's
+   * zipfile, so np.load, takes the last; find() the first), and an .npz
+   * would list both under one name. Neither np.savez nor torch.save writes
+   * one. */
+  for (size_t i = 1; i < z->n; i++) {
+    const member *a = z->by_name[i - 1], *m = z->by_name[i];
+    if (!name_cmp(a->name, a->name_len, m->name, m->name_len, "", 0))
+      return mpprof_tensorio_fail(err, errlen, "zip member '%.*s' twice in the archive",
+                                  (int)m->name_len, m->name);
+  }
   return 0;
 }
 

@@ -4,7 +4,8 @@
  * (np.savez: one .npy member per array).
  *
  * Only stored (uncompressed) members are read, as both writers store them
- * (np.savez_compressed deflates: refused with a message). The pickle is read
+ * (np.savez_compressed deflates: refused with a message); an archive naming
+ * a member twice (neither writer does) is refused. The pickle is read
  * by a small interpreter of the opcodes torch.save writes that builds plain
  * data (dicts, lists, tuples, strings, numbers) and tensors; it never imports
  * or calls anything: a GLOBAL is a name, and REDUCE of a name it does not

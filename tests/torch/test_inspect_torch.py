@@ -20,6 +20,7 @@ import re
 import subprocess
 import sys
 import time
+import warnings
 import zipfile
 
 MPPROF = os.environ["MPP_MPPROF"]
@@ -304,6 +305,18 @@ def main():
             "member 'labels': truncated data: shape (4,) of <i8 needs 32 bytes, 24 present")
     refused("long_labels.npz", rezip_bytes(a_npz, "labels.npy", labels + b"\0" * 8),
             "member 'labels': 8 bytes after the data: shape (4,) of <i8 needs 32")
+    # a member name twice: np.load reads the last, mpprof listed both under
+    # one name (an .npz) or read the first (a storage of a .pt)
+    def with_twice(archive, member, data):
+        buf = io.BytesIO(archive)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # zipfile: "Duplicate name"
+            with zipfile.ZipFile(buf, "a") as out:
+                out.writestr(member, data)
+        return buf.getvalue()
+    refused("twice.npz", with_twice(a_npz, "x.npy", zipfile.ZipFile(io.BytesIO(a_npz)).read("y.npy")),
+            "zip member 'x.npy' twice in the archive")
+    refused("twice.pt", with_twice(long_pt, idx, bytes(80)), "zip member '%s' twice in the archive" % idx)
     rc, out, err = inspect("--dtype", "fp16", os.path.join(WORK, "sd.pt"))
     check(rc == 1 and "names its tensors' dtypes" in err, "--dtype with a .pt refused: %d %r" % (rc, err))
 
