@@ -17,7 +17,9 @@
 #define MAX_MEMBERS (1u << 20) /* zip members */
 
 bool mpprof_zip_sniff(const void *head, size_t len) {
-  return len >= 4 && !memcmp(head, "PK\3\4", 4);
+  /* a local file header, or the end record of an archive of no members (what
+   * np.savez writes given no array) */
+  return len >= 4 && (!memcmp(head, "PK\3\4", 4) || !memcmp(head, "PK\5\6", 4));
 }
 
 bool mpprof_zip_torch_legacy_sniff(const void *head, size_t len) {
@@ -904,7 +906,7 @@ int mpprof_zip_parse(const void *buf, size_t len, mpprof_tensor_set *ret, char *
   }
   if (rc == 0)
     rc = pkl ? torch_parse(&z, pkl, len, ret, err, errlen) : npz_parse(&z, ret, err, errlen);
-  if (rc == 0 && !pkl && !ret->n)
+  if (rc == 0 && !pkl && !ret->n && z.n) /* no members at all: an .npz of no arrays */
     rc = mpprof_tensorio_fail(err, errlen,
                               "a zip archive with neither data.pkl (torch.save) nor .npy members");
   free(z.m);

@@ -27,7 +27,8 @@
 #define MPPROF_ZIP_NAMES_MEM_PER_FILE_BYTE 64
 #define MPPROF_ZIP_NAMES_MEM_MIN (64u << 20)
 
-/* Does a file start as a zip archive does (a local file header)? */
+/* Does a file start as a zip archive does (a local file header, or the end
+ * record of an archive of no members)? */
 bool mpprof_zip_sniff(const void *head, size_t len);
 
 /* Does a file start as torch.save's legacy format does (before PyTorch 1.6,

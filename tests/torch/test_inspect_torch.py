@@ -297,6 +297,12 @@ def main():
     np.savez_compressed(os.path.join(WORK, "c.npz"), x=x)
     rc, out, err = inspect(os.path.join(WORK, "c.npz"))
     check(rc == 1 and "np.savez_compressed" in err, "compressed .npz refused: %d %r" % (rc, err))
+    # np.savez of no arrays: an archive of no members (it starts with the end
+    # record, no local header), read as such; it was "bad magic: not a .npy file"
+    np.savez(os.path.join(WORK, "e.npz"))
+    rc, out, err = inspect(os.path.join(WORK, "e.npz"))
+    check(rc == 0 and out == "%s: a zip archive (torch.save or .npz) with no tensors\n" % os.path.join(WORK, "e.npz")
+          and not err, "empty .npz: %d %r %r" % (rc, out, err))
     # an .npz member of a dtype mpprof does not read is still checked whole:
     # cut short (or with bytes after it) it is an error, not "skipped"
     a_npz = open(os.path.join(WORK, "a.npz"), "rb").read()
