@@ -576,8 +576,13 @@ static int run(vm *v) {
       b = pop(v);
       a = pop(v);
       if (!a || !b) return -1;
+      /* a quantized tensor (_rebuild_qtensor) takes the same first four
+       * arguments: listed under its own name as a state_dict names it, its
+       * quantizer's parameters (per-channel scales) part of it, not tensors
+       * of their own */
       if (op == 'R' && (is_global(a, "torch._utils._rebuild_tensor_v2") ||
-                        is_global(a, "torch._utils._rebuild_tensor"))) {
+                        is_global(a, "torch._utils._rebuild_tensor") ||
+                        is_global(a, "torch._utils._rebuild_qtensor"))) {
         x = tensor(v, b);
       } else if (op == 'R' &&
                  (is_global(a, "torch._utils._rebuild_parameter") ||
