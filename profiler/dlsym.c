@@ -41,7 +41,8 @@ __attribute__((visibility("hidden"))) dlvsym_fn mpp_real_dlvsym_ptr;
  * path may be instrumented or call an intercepted function (dl_iterate_phdr,
  * strcmp, strlen). The loaded objects are walked through the dynamic
  * linker's r_debug list; strings are compared by hand. */
-#define MPP_RAW_CODE __attribute__((no_sanitize_address, no_sanitize_undefined, noinline))
+#define MPP_RAW_CODE                                                                               \
+  __attribute__((no_sanitize_address, no_sanitize_thread, no_sanitize_undefined, noinline))
 
 MPP_RAW_CODE static uint32_t gnu_hash(const char *s) {
   uint32_t h = 5381;
