@@ -802,11 +802,17 @@ void mpp_tc_info_get(mpp_tc_info *ret) {
   int st = atomic_load(&g_state);
   ret->status = st == ST_READY ? "ok" : st == ST_UNAVAILABLE ? "unavailable" : "not_started";
   snprintf(ret->reason, sizeof ret->reason, "%s", st == ST_UNAVAILABLE ? g_reason : "");
-  snprintf(ret->chip, sizeof ret->chip, "%s", g_chip);
-  ret->nmetrics = g_nmetrics;
-  for (int i = 0; i < g_nmetrics; i++)
-    ret->metrics[i] = g_metrics[i];
-  ret->passes = g_passes;
+  /* The setup (init) writes the chip, metrics and passes without g_mu, on
+   * the first profiled call's thread, and is over once the state leaves
+   * ST_UNTRIED (the store that does it comes after them, and nothing writes
+   * them after it): until then a checkpoint would read them half written. */
+  if (st != ST_UNTRIED) {
+    snprintf(ret->chip, sizeof ret->chip, "%s", g_chip);
+    ret->nmetrics = g_nmetrics;
+    for (int i = 0; i < g_nmetrics; i++)
+      ret->metrics[i] = g_metrics[i];
+    ret->passes = g_passes;
+  }
   ret->ops_profiled = g_stats.ops_profiled;
   ret->kernels_profiled = g_stats.kernels_profiled;
   ret->ops_unmatched = g_stats.ops_unmatched;

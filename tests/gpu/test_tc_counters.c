@@ -405,6 +405,38 @@ static void a_checkpoint_gives_up_no_profiled_call_whose_kernels_are_to_come(voi
   cJSON_Delete(raw);
 }
 
+/* A checkpoint written while the counters are being set up (on the first
+ * profiled call's thread: chip, metrics, passes) says "not_started" and
+ * nothing of the setup; it read the chip name and metrics as they were being
+ * written (a data race: "not_started" with a chip and some metrics). The
+ * process is killed right after that checkpoint, which is then its raw file. */
+static void a_checkpoint_during_the_counters_setup_reads_none_of_it(void **state) {
+  (void)state;
+  const char *env[] = {"SIMCUDA_RP_KILLED_IN_SETUP=1", "MPPROF_CHECKPOINT_S=0", NULL};
+  const char *dir = outdir("killed_in_setup");
+  char *argv[] = {(char *)mpprof,
+                  "-o",
+                  (char *)dir,
+                  "--tc-counters=1",
+                  "--",
+                  (char *)mlp_train,
+                  "--precision",
+                  "fp16",
+                  "--steps",
+                  "1",
+                  NULL};
+  result prof = run(argv, env);
+  free(prof.out);
+  assert_int_equal(prof.status, 128 + 9); /* SIGKILL, as mpprof passes it on */
+  cJSON *raw = load_raw(dir);
+  assert_false(cJSON_IsTrue(get(raw, "final")));
+  assert_string_equal(str(raw, "tc_counters.status"), "not_started");
+  assert_true(cJSON_IsNull(get(raw, "tc_counters.chip")));
+  assert_int_equal(cJSON_GetArraySize(get(raw, "tc_counters.metrics")), 0);
+  assert_int_equal(num(raw, "tc_counters.passes"), 0);
+  cJSON_Delete(raw);
+}
+
 /* 8 threads share the context: a profiled call's window may hold another
  * thread's kernels (more ranges than the call's kernels: discarded as
  * unmatched) or find another call being profiled (skipped), but a verdict is
@@ -519,6 +551,7 @@ int main(void) {
       cmocka_unit_test(a_cupti_without_the_range_profiler_is_named_as_the_reason),
       cmocka_unit_test(every_second_call_of_each_site_is_profiled_with_2),
       cmocka_unit_test(a_checkpoint_gives_up_no_profiled_call_whose_kernels_are_to_come),
+      cmocka_unit_test(a_checkpoint_during_the_counters_setup_reads_none_of_it),
       cmocka_unit_test(concurrent_threads_never_get_another_kernels_verdict),
       cmocka_unit_test(a_first_call_on_a_thread_without_a_context_is_measured),
       cmocka_unit_test(a_bad_tc_counters_value_is_a_usage_error),

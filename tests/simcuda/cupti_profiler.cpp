@@ -43,12 +43,20 @@
  * substring get that truth: lets a test give a kernel a misleading name),
  * SIMCUDA_RP_ONE_SESSION=1 (SetConfig on an object that already ran a session
  * answers CUPTI_ERROR_INVALID_OPERATION: a CUPTI that wants a fresh
- * cuptiRangeProfilerEnable per measurement). */
+ * cuptiRangeProfilerEnable per measurement), SIMCUDA_RP_KILLED_IN_SETUP=1
+ * (cuptiProfilerHostGetConfigImageSize, a step of a profiler's setup, first
+ * has another thread call mpprof_checkpoint() when libmpprof.so is loaded,
+ * waits for it, then kills the process: the raw file left is what a
+ * checkpoint wrote while the setup was under way). */
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include <dlfcn.h>
+#include <pthread.h>
 
 #include <cupti_profiler_host.h>
 #include <cupti_profiler_target.h>
@@ -364,8 +372,24 @@ static size_t config_size(const host_object *h) {
   return n;
 }
 
+static void *call_checkpoint(void *fn) {
+  reinterpret_cast<void (*)(void)>(fn)();
+  return nullptr;
+}
+
+/* SIMCUDA_RP_KILLED_IN_SETUP (see the knobs). */
+static void killed_in_setup() {
+  const char *v = getenv("SIMCUDA_RP_KILLED_IN_SETUP");
+  if (!v || strcmp(v, "1")) return;
+  void *fn = dlsym(RTLD_DEFAULT, "mpprof_checkpoint");
+  pthread_t t;
+  if (fn && !pthread_create(&t, nullptr, call_checkpoint, fn)) pthread_join(t, nullptr);
+  raise(SIGKILL);
+}
+
 SIM_API CUptiResult
 cuptiProfilerHostGetConfigImageSize(CUpti_Profiler_Host_GetConfigImageSize_Params *p) {
+  killed_in_setup();
   if (bad_struct(p, CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE) || !p->pHostObject)
     return CUPTI_ERROR_INVALID_PARAMETER;
   auto *h = reinterpret_cast<host_object *>(p->pHostObject);
